@@ -1,0 +1,106 @@
+"""The code registry: every finding code pallasite can report, with a title and a one-line hint.
+
+Codes are stable (tools and suppression comments depend on them). Families:
+- PLS0xx  source rules (tier 0, never executes anything)
+- PLS1xx  Pallas->Mosaic lowering (tier 1, CPU jaxlib)
+- PLS2xx  the real TPU compiler (tier 2, libtpu deviceless)
+- PLS3xx  TPU interpret-mode runs (tier 3)
+- PLS9xx  running the check itself: tasks, imports, worker health, limits
+
+The long explanations live in the knowledge layer's catalog (one entry per code here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .types import Severity
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    title: str
+    hint: str  # one line: what to do about it
+    severity: Severity = "error"
+
+
+def _codes(*entries: Code) -> dict[str, Code]:
+    table: dict[str, Code] = {}
+    for entry in entries:
+        assert entry.code not in table, f"duplicate code {entry.code}"
+        table[entry.code] = entry
+    return table
+
+
+CODES: dict[str, Code] = _codes(
+    # ---------------------------------------------------------------- tier 0: source rules
+    Code("PLS000", "Python syntax error", "Fix the syntax at the marked position; nothing else can be checked until the file parses."),
+    Code("PLS001", "Block shape breaks the TPU (8, 128) tiling rule",
+         "Make the last block dim a multiple of 128 and the second-to-last a multiple of 8, or equal to the full array dim."),
+    Code("PLS002", "index_map arity does not match the grid rank",
+         "Give the index_map one parameter per grid dimension (plus the scalar-prefetch refs, if any)."),
+    Code("PLS003", "index_map result count does not match the block rank",
+         "Return one block index per dimension of block_shape."),
+    Code("PLS004", "dimension_semantics length does not match the grid rank",
+         "List one of \"parallel\"/\"arbitrary\" per grid dimension."),
+    Code("PLS005", "Kernel parameter count does not match inputs + outputs + scratch",
+         "The kernel takes one ref per input, per output and per scratch buffer, in that order (scalar-prefetch refs first)."),
+    Code("PLS006", "Python control flow on a program_id value",
+         "program_id is a traced value: use jax.lax.cond / pl.when instead of Python if/while."),
+    Code("PLS007", "API removed from or renamed in the installed jax",
+         "Use the current name shown in the message."),
+    Code("PLS008", "Number of out_specs does not match out_shape",
+         "Give one BlockSpec per output in out_shape."),
+    Code("PLS009", "Kernel function returns a value",
+         "Pallas kernels write results through their output refs and return None."),
+    Code("PLS010", "Block rows below the dtype's sublane tiling",
+         "Use a multiple of the dtype's row tiling (8 for 32-bit, 16 for 16-bit, 32 for 8-bit types) on TPU.",
+         "warning"),
+    Code("PLS011", "64-bit dtype in a TPU kernel",
+         "TPUs have no 64-bit vector support: use 32-bit types inside the kernel."),
+    Code("PLS012", "Grid is not a tuple of ints",
+         "grid must be an int or a tuple of ints (static at trace time)."),
+    # ---------------------------------------------------------------- tier 1: lowering
+    Code("PLS100", "Pallas TPU lowering failed", "Read the message; the marked line is where the lowering stopped."),
+    Code("PLS101", "Block shape not tileable on TPU", "Make the last two block dims divisible by (8, 128) or equal to the array dims."),
+    Code("PLS102", "index_map returns the wrong number of indices", "Return one block index per dimension of block_shape."),
+    Code("PLS103", "Operation not supported by the Pallas TPU lowering",
+         "Rewrite with supported operations (see the docs passages) or move it outside the kernel."),
+    Code("PLS104", "Store or load shape/dtype mismatch", "Make the stored value's shape and dtype match the ref slice."),
+    Code("PLS105", "dimension_semantics rejected by the lowering", "Give one semantics entry per grid dimension."),
+    Code("PLS106", "index_map returns non-integer indices", "Block indices must be int32: use // instead of /, and jnp.int32 values."),
+    Code("PLS107", "64-bit type in TPU lowering", "Use 32-bit types in the kernel, or disable jax_enable_x64 for it."),
+    Code("PLS108", "Memory-space misuse (vector load from SMEM or scalar store to VMEM)",
+         "SMEM holds scalars: read single elements; use VMEM refs for vector loads and stores."),
+    Code("PLS109", "Number of BlockSpecs does not match the arguments", "Give one BlockSpec per input and per output."),
+    Code("PLS110", "Kernel shape or signature rejected during tracing", "Match the kernel's parameters to inputs, outputs and scratch."),
+    # ---------------------------------------------------------------- tier 2: TPU compiler
+    Code("PLS200", "TPU compiler (Mosaic) rejected the kernel", "Read the compiler's message; the marked line is the operation it names."),
+    Code("PLS201", "VMEM out of memory", "Shrink the blocks or scratch buffers, or raise vmem_limit_bytes in the compiler params."),
+    Code("PLS202", "Unsupported shape cast or relayout", "Keep the last two dims' layout: reshape only leading dims, or reshape outside the kernel."),
+    Code("PLS203", "Dynamic lane offset not provably aligned", "Use pl.multiple_of(offset, 128) or a statically aligned offset."),
+    Code("PLS204", "Block shape misaligned with the dtype's tiling", "Use the dtype's row tiling (e.g. 32 rows for int8)."),
+    Code("PLS205", "TPU compiler ran past the time limit", "Smaller blocks or fewer unrolled steps usually compile much faster."),
+    # ---------------------------------------------------------------- tier 3: interpret-mode runs
+    Code("PLS300", "Kernel failed when run in TPU interpret mode", "Read the message; the marked line is where it failed."),
+    Code("PLS301", "DMA race", "Wait on the DMA semaphore before reading or overwriting the buffer."),
+    Code("PLS302", "Out-of-bounds read or DMA", "Clamp the index or pad the input; interpret=True alone silently clamps."),
+    Code("PLS303", "Output region left unwritten or NaN", "Write every output block on every grid step, or initialise the accumulator."),
+    Code("PLS304", "Result differs from the reference", "Check accumulator initialisation and dimension_semantics of reduction axes."),
+    Code("PLS305", "TPU interpreter and TPU compiler disagree", "The real compiler is the authority for what compiles; the interpreter for what runs.", "warning"),
+    # ---------------------------------------------------------------- running the check
+    Code("PLS900", "No task: compiler tiers need example inputs",
+         "Add example_inputs() (see docs/task-convention.md) so tiers 1-3 know the shapes.", "information"),
+    Code("PLS901", "The file raised an exception when imported", "Fix the error at the marked line; the kernel cannot be checked until the file imports."),
+    Code("PLS902", "Check worker crashed", "The worker process died; it has been restarted. The message says how it ended."),
+    Code("PLS903", "Check ran past its time limit", "Raise the time limit setting, or shrink the example inputs / blocks."),
+    Code("PLS904", "Check ran past its memory limit", "Raise the memory limit setting, or shrink the example inputs."),
+    Code("PLS905", "Task definition is invalid", "Follow docs/task-convention.md: the message says which part is wrong."),
+    Code("PLS906", "Check tier unavailable", "Install what the message names (e.g. pip install 'pallasite[tpu]' for tier 2).", "information"),
+)
+
+
+def code(name: str) -> Code:
+    """The registry entry for ``name``; unknown codes are a programming error."""
+    return CODES[name]

@@ -1,0 +1,269 @@
+"""The seam types every layer shares: spans, findings, kernel sites, tasks, measurements.
+
+Conventions, fixed here once:
+- ``Span`` lines are 0-based and columns count Unicode code points (not bytes, not UTF-16 units);
+  ``end`` is exclusive. The CLI prints 1-based lines/columns; the LSP layer converts to UTF-16.
+- Everything is a frozen dataclass built from plain values, so it pickles, hashes and converts to
+  JSON with ``to_json``/``from_json`` (used by the worker protocol and the results store).
+- A number shown to a user always carries its ``Provenance``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "information", "hint"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "information", "hint")
+
+# Tiers of `pallasite check`:
+#   0 source rules (never executes), 1 Pallas->Mosaic lowering on CPU jaxlib,
+#   2 the real TPU compiler (libtpu, deviceless), 3 TPU interpret-mode run.
+TIERS: tuple[int, ...] = (0, 1, 2, 3)
+DEFAULT_TIERS: tuple[int, ...] = (0, 1, 2)
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A range in one text: 0-based lines, code-point columns, end exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @staticmethod
+    def point(line: int, column: int = 0) -> "Span":
+        return Span(line, column, line, column)
+
+    @staticmethod
+    def whole_line(line: int, text: str) -> "Span":
+        lines = text.splitlines()
+        width = len(lines[line]) if 0 <= line < len(lines) else 0
+        return Span(line, 0, line, width)
+
+    def contains(self, line: int, column: int) -> bool:
+        return (self.line, self.column) <= (line, column) <= (self.end_line, self.end_column)
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    span: Span
+    new_text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A mechanical fix: replacing these spans of the checked text makes the finding go away."""
+
+    title: str
+    edits: tuple[TextEdit, ...]
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another location that explains a finding (the kernel def, the pallas_call, a folded dump)."""
+
+    span: Span
+    message: str
+    path: str | None = None  # None: the same file as the finding
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One verdict about one place in a kernel file."""
+
+    code: str  # a key of pallasite.analysis.codes.CODES
+    message: str  # the meaningful sentence first
+    span: Span
+    severity: Severity = "error"
+    tier: int = 0
+    path: str | None = None  # None: the file being checked
+    fix: Fix | None = None
+    related: tuple[Related, ...] = ()
+    detail: str | None = None  # long compiler output (MLIR etc.), folded away by clients
+    origin: str = "pallasite rules"  # who spoke: "pallasite rules", "jax lowering", "libtpu compiler", "TPU interpreter"
+    chip: str | None = None  # the target chip the verdict is for (tiers 1-3)
+    kernel: str | None = None  # the kernel function's name, when known
+
+
+class Provenance(str, enum.Enum):
+    """Where a number came from. Never present `interpret` or `estimate` as TPU time."""
+
+    DEVICE = "device"  # measured on a real accelerator (Measurement.device_kind names it)
+    ESTIMATE = "estimate"  # the cost model's estimate for a chip
+    INTERPRET = "interpret"  # CPU interpret mode: says nothing about TPU time
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The outcome of running or timing one kernel configuration. Failures are data too."""
+
+    status: Literal["ok", "compile_error", "runtime_error", "wrong_result", "timeout", "crash", "oom"]
+    provenance: Provenance  # required: where the number came from
+    device_kind: str  # e.g. "TPU v6 lite", "cpu", or the chip the estimate is for
+    method: str  # how it was produced, e.g. "wall clock, block_until_ready", "xprof device time"
+    samples_ns: tuple[float, ...] = ()
+    median_ns: float | None = None
+    config: tuple[tuple[str, Any], ...] = ()  # tunable name -> value, sorted by name
+    jax_version: str | None = None
+    libtpu_version: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockSpecInfo:
+    """One BlockSpec as written in the source.
+
+    ``block_shape`` holds an int where the dim resolved to a literal or module constant, ``None``
+    for ``None``/``pl.Squeezed()`` dims, and the source text for anything not resolvable.
+    """
+
+    span: Span
+    block_shape: tuple[int | str | None, ...] | None = None
+    block_shape_span: Span | None = None
+    dim_spans: tuple[Span, ...] = ()
+    index_map_span: Span | None = None
+    index_map_arity: int | None = None  # parameters of the index_map lambda/function
+    index_map_results: int | None = None  # entries of the tuple it returns
+    memory_space: str | None = None  # e.g. "VMEM", "SMEM", "ANY" when given
+    role: Literal["in", "out"] = "in"
+    position: int = 0  # index among in_specs / out_specs
+
+
+@dataclass(frozen=True)
+class ScratchInfo:
+    span: Span
+    kind: str  # "VMEM", "SMEM", "SemaphoreType.DMA", ...
+    shape: tuple[int | str | None, ...] | None = None
+    dtype: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelSite:
+    """One ``pallas_call`` as read from the source."""
+
+    kernel_name: str | None  # the kernel function passed first (None if not a plain name)
+    span: Span  # the whole pallas_call(...) expression
+    call_span: Span  # just the callee, e.g. ``pl.pallas_call``
+    enclosing_function: str | None = None  # the module-level function containing the call
+    kernel_def_span: Span | None = None  # the kernel's def line, when defined in this file
+    kernel_params: tuple[str, ...] | None = None
+    grid: tuple[int | str, ...] | None = None
+    grid_span: Span | None = None
+    in_specs: tuple[BlockSpecInfo, ...] | None = None
+    out_specs: tuple[BlockSpecInfo, ...] | None = None
+    out_shape_count: int | None = None
+    scratch_shapes: tuple[ScratchInfo, ...] | None = None
+    num_scalar_prefetch: int | None = None
+    dimension_semantics: tuple[str, ...] | None = None
+    dimension_semantics_span: Span | None = None
+    compiler_params_span: Span | None = None
+    keyword_spans: tuple[tuple[str, Span], ...] = ()  # each keyword argument's span
+    backend: Literal["tpu", "gpu", "unknown"] = "unknown"
+
+    def keyword_span(self, name: str) -> Span | None:
+        return dict(self.keyword_spans).get(name)
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """A keyword-only int parameter of a task's entry function (see docs/task-convention.md)."""
+
+    name: str
+    default: int
+    candidates: tuple[int, ...] = ()
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class KernelTask:
+    """How to run one kernel: entry, example inputs, optional reference, tolerances, tunables."""
+
+    path: str
+    entry: str  # the function that calls pallas_call (directly or not)
+    format: Literal["native", "jaxbench", "maxkernel", "script"] = "native"
+    inputs: str | None = None  # name of the function that makes the example inputs
+    reference: str | None = None  # name of the plain-JAX reference, if any
+    reference_path: str | None = None  # file holding it, when not ``path`` (e.g. baseline.py)
+    atol: float | None = None
+    rtol: float | None = None
+    tunables: tuple[Tunable, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelVerdict:
+    """Per kernel, per tier: "ok", "error", "skipped: <why>", or "not run"."""
+
+    name: str
+    span: Span
+    tiers: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What `pallasite check` knows about one file."""
+
+    path: str
+    findings: tuple[Finding, ...] = ()
+    kernels: tuple[KernelVerdict, ...] = ()
+    notes: tuple[str, ...] = ()  # file-level messages (e.g. "tier 2 skipped: libtpu not installed")
+
+
+# --------------------------------------------------------------------------- JSON conversion
+
+
+def to_json(value: Any) -> Any:
+    """A dataclass tree as plain JSON values (enums by value, tuples as lists)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    return value
+
+
+def from_json(cls: type, data: Any) -> Any:
+    """Inverse of ``to_json`` for the dataclasses in this module."""
+    return _from(typing.get_type_hints(_holder(cls))["x"], data)
+
+
+def _holder(cls: type) -> type:
+    class _H:
+        x: cls  # type: ignore[valid-type]
+
+    _H.__annotations__ = {"x": cls}
+    return _H
+
+
+def _from(tp: Any, data: Any) -> Any:
+    if data is None:
+        return None
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        return tp(**{k: _from(hints[k], v) for k, v in data.items() if k in names})
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp(data)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from(args[0], v) for v in data)
+        return tuple(_from(a, v) for a, v in zip(args, data))
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        for arg in typing.get_args(tp):
+            if arg is type(None):
+                continue
+            try:
+                return _from(arg, data)
+            except (TypeError, ValueError, AttributeError):
+                continue
+        return data
+    return data

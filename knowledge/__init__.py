@@ -1,0 +1,1 @@
+"""What pallasite knows: the error catalog, offline docs retrieval, and the results store."""

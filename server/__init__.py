@@ -1,0 +1,1 @@
+"""The front ends: the LSP server (the only code importing pygls/lsprotocol) and the CLI."""
