@@ -1,0 +1,371 @@
+"""The check orchestrator (client side): one file in, one ``FileReport`` out.
+
+Tier 0 (source rules) runs in this process through ``pallasite.analysis.tier0``; tiers 1-3 go to
+a warm worker process as one ``check`` request (``runner/checks.py`` answers it), whose raw error
+records ``runner/locate.py`` turns into findings at spans of the user's file. Suppression comments
+and severity overrides are applied last, to every tier's findings alike.
+
+This module never imports jax: the CLI, the language server and the agents all use it.
+
+    checker = Checker(CheckOptions(target="v5e"))
+    report = await checker.check("kernel.py")          # FileReport
+    await checker.close()
+
+    reports = check_paths(["a.py", "b.py"], CheckOptions())   # sync, for the CLI
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
+
+from pallasite.analysis.codes import CODES
+from pallasite.analysis.types import (
+    DEFAULT_TIERS,
+    TIERS,
+    FileReport,
+    Finding,
+    KernelVerdict,
+    Span,
+)
+
+TARGETS: tuple[str, ...] = ("v4", "v5e", "v5p", "v6e")
+COMPILER_TIERS: tuple[int, ...] = (1, 2, 3)
+SEVERITY_VALUES: tuple[str, ...] = ("error", "warning", "information", "hint", "off")
+
+ProgressFn = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What to check and within which limits. ``severity`` maps a code to a severity or "off"."""
+
+    target: str = "v6e"
+    tiers: tuple[int, ...] = DEFAULT_TIERS
+    severity: Mapping[str, str] = field(default_factory=dict)
+    time_limit_s: float = 60.0
+    memory_mb: int = 4096
+    interpreter: str | None = None  # the user's project python; None = sys.executable
+
+    def __post_init__(self) -> None:
+        # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
+        pairs = tuple(sorted(dict(self.severity).items()))
+        object.__setattr__(self, "severity", _FrozenMap(pairs))
+        object.__setattr__(self, "tiers", tuple(sorted(set(int(t) for t in self.tiers))))
+
+    def problems(self) -> list[str]:
+        """Human-readable reasons these options cannot be used (empty when they are fine)."""
+        out = []
+        if self.target not in TARGETS:
+            out.append(f"unknown target {self.target!r}: choose one of {', '.join(TARGETS)}")
+        bad = [t for t in self.tiers if t not in TIERS]
+        if bad:
+            out.append(f"unknown tier(s) {bad}: tiers are {', '.join(map(str, TIERS))}")
+        for code, sev in self.severity.items():
+            if code not in CODES:
+                out.append(f"severity override for unknown code {code!r} (see `pallasite explain`)")
+            if sev not in SEVERITY_VALUES:
+                out.append(f"severity {sev!r} for {code}: use one of {', '.join(SEVERITY_VALUES)}")
+        if self.time_limit_s <= 0:
+            out.append(f"time limit must be positive, got {self.time_limit_s}")
+        if self.memory_mb <= 0:
+            out.append(f"memory limit must be positive, got {self.memory_mb}")
+        return out
+
+
+class _FrozenMap(Mapping[str, str]):
+    """A hashable read-only mapping (so CheckOptions stays a frozen, hashable value)."""
+
+    def __init__(self, pairs: tuple[tuple[str, str], ...]):
+        self._pairs = pairs
+        self._dict = dict(pairs)
+
+    def __getitem__(self, key: str) -> str:
+        return self._dict[key]
+
+    def __iter__(self):
+        return iter(self._dict)
+
+    def __len__(self) -> int:
+        return len(self._dict)
+
+    def __hash__(self) -> int:
+        return hash(self._pairs)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self) == dict(other)
+
+    def __repr__(self) -> str:
+        return repr(self._dict)
+
+
+# --------------------------------------------------------------------------- the orchestrator
+
+
+class Checker:
+    """Checks files against one set of options, keeping one warm worker across files."""
+
+    def __init__(self, options: CheckOptions, client: Any = None):
+        self.options = options
+        self._client = client
+        self._own_client = client is None
+
+    async def check(
+        self,
+        path: str,
+        text: str | None = None,
+        *,
+        tiers: Sequence[int] | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> FileReport:
+        """The report for ``path`` (its current ``text`` when given, else read from disk)."""
+        tiers = tuple(sorted(set(tiers))) if tiers is not None else self.options.tiers
+        if text is None:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                return FileReport(path=path, notes=(f"{path}: cannot read the file ({exc}); nothing was checked",))
+
+        findings: list[Finding] = []
+        notes: list[str] = []
+        analysis = _tier0(text, path, self.options.target, notes)
+        if 0 in tiers and analysis is not None:
+            findings.extend(getattr(analysis, "findings", ()))
+        verdicts = _initial_verdicts(analysis, text, tiers)
+
+        compiler_tiers = tuple(t for t in tiers if t in COMPILER_TIERS)
+        if compiler_tiers and analysis is not None:
+            if not getattr(analysis, "syntax_ok", True):
+                _mark(verdicts, compiler_tiers, "skipped: the file does not parse")
+            elif not _has_task(analysis, text):
+                if getattr(analysis, "uses_pallas", False):
+                    findings.append(_no_task_finding(text))
+                    _mark(verdicts, compiler_tiers, "skipped: no example inputs (PLS900)")
+                else:
+                    _mark(verdicts, compiler_tiers, "skipped: no task")
+            else:
+                await self._run_compiler_tiers(
+                    path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress
+                )
+
+        findings = _apply_suppressions(findings, text, self.options.severity)
+        findings.sort(key=lambda f: (f.span.line, f.span.column, f.tier, f.code))
+        return FileReport(
+            path=path,
+            findings=tuple(_dedupe(findings)),
+            kernels=tuple(v.freeze() for v in verdicts),
+            notes=tuple(dict.fromkeys(notes)),
+        )
+
+    async def close(self) -> None:
+        """Stop the worker this checker started (a client passed in is left to its owner)."""
+        client, self._client = self._client, None
+        if client is not None and self._own_client:
+            closer = getattr(client, "close", None)
+            if closer is not None:
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+
+    # ------------------------------------------------------------------ tiers 1-3
+
+    async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress):
+        from pallasite.runner import locate  # client side, jax-free
+
+        client = self._worker(notes)
+        if client is None:
+            _mark(verdicts, tiers, "skipped: the check worker is not available")
+            return
+        params = {
+            "path": path,
+            "text": text,
+            "target": self.options.target,
+            "tiers": list(tiers),
+            "time_limit_s": self.options.time_limit_s,
+        }
+        last_stage: dict[str, Any] = {}
+
+        def progress(event: Any) -> None:
+            if isinstance(event, Mapping):
+                last_stage.update(event)
+                message = event.get("message")
+            else:
+                message = str(event)
+            if on_progress is not None and message:
+                on_progress(message)
+
+        reply = client.request("check", params, timeout_s=self.options.time_limit_s, on_progress=progress)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        status = getattr(reply, "status", "error")
+        if status != "ok":
+            finding = locate.reply_failure(
+                status, getattr(reply, "message", "") or "", text, analysis, last_stage, self.options.target
+            )
+            findings.append(finding)
+            _mark(verdicts, tiers, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}")
+            return
+        result = getattr(reply, "result", None) or {}
+        located = locate.locate_result(result, text, analysis, self.options.target, path=path)
+        findings.extend(located.findings)
+        notes.extend(located.notes)
+        _merge_worker_verdicts(verdicts, located.verdicts, text)
+
+    def _worker(self, notes: list[str]) -> Any:
+        if self._client is not None:
+            return self._client
+        try:
+            from pallasite.runner.client import WorkerClient, WorkerConfig
+        except ImportError as exc:  # the worker side is optional for a tier-0-only install
+            notes.append(f"tiers 1-3 skipped: the check worker could not be loaded ({exc})")
+            return None
+        config = WorkerConfig(
+            interpreter=self.options.interpreter or sys.executable,
+            memory_mb=self.options.memory_mb,
+        )
+        self._client = WorkerClient(config)
+        return self._client
+
+
+def check_paths(paths: Sequence[str], options: CheckOptions) -> list[FileReport]:
+    """Check each file in turn with one shared worker (synchronous, for the CLI)."""
+
+    async def run_all() -> list[FileReport]:
+        checker = Checker(options)
+        try:
+            return [await checker.check(p) for p in paths]
+        finally:
+            await checker.close()
+
+    return asyncio.run(run_all())
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@dataclass
+class _Verdict:
+    name: str
+    span: Span
+    entry: str | None
+    tiers: dict[int, str]
+
+    def freeze(self) -> KernelVerdict:
+        return KernelVerdict(name=self.name, span=self.span, tiers=tuple(sorted(self.tiers.items())))
+
+
+def _tier0(text: str, path: str, target: str, notes: list[str]) -> Any:
+    try:
+        from pallasite.analysis import tier0
+    except ImportError as exc:
+        notes.append(f"tier 0 unavailable: {exc}")
+        return None
+    return tier0.analyze(text, path, target=target)
+
+
+def _initial_verdicts(analysis: Any, text: str, tiers: Sequence[int]) -> list[_Verdict]:
+    """One verdict per pallas_call site (tier 0 filled in, other tiers "not run")."""
+    verdicts: list[_Verdict] = []
+    if analysis is None:
+        return verdicts
+    findings = [f for f in getattr(analysis, "findings", ()) if f.severity == "error"]
+    for site in getattr(analysis, "sites", ()):
+        name = site.kernel_name or site.enclosing_function or "pallas_call"
+        states = {t: "not run" for t in TIERS}
+        if 0 in tiers:
+            spans = [s for s in (site.span, site.kernel_def_span) if s is not None]
+            hit = any(_inside(f.span, s) for f in findings for s in spans)
+            states[0] = "error" if hit else "ok"
+        verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states))
+    return verdicts
+
+
+def _inside(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) <= (outer.end_line, outer.end_column)
+
+
+def _mark(verdicts: list[_Verdict], tiers: Sequence[int], state: str) -> None:
+    for v in verdicts:
+        for t in tiers:
+            v.tiers[t] = state
+
+
+def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], text: str) -> None:
+    """Attach each worker entry's tier states to the sites it covers, or add a verdict for it."""
+    for entry in entries:
+        covered = [v for v in verdicts if v.entry == entry.name]
+        if not covered and len(entries) == 1:
+            covered = list(verdicts)  # one entry: it reaches every pallas_call of the file
+        if not covered:
+            span = _def_span(text, entry.name)
+            v = _Verdict(name=entry.name, span=span, entry=entry.name, tiers={t: "not run" for t in TIERS})
+            verdicts.append(v)
+            covered = [v]
+        for v in covered:
+            v.tiers.update(entry.tiers)
+
+
+_DEF = "^(?:async\\s+)?def\\s+{name}\\b"
+
+
+def _def_span(text: str, name: str) -> Span:
+    m = re.search(_DEF.format(name=re.escape(name)), text, re.M)
+    if not m:
+        return Span.point(0)
+    line = text.count("\n", 0, m.start())
+    return Span.whole_line(line, text)
+
+
+_TASK_HINT = re.compile(r"^(?:def\s+(?:example_inputs|create_inputs|\w+_inputs)\s*\(|PALLASITE_ENTRY\s*=)", re.M)
+
+
+def _has_task(analysis: Any, text: str) -> bool:
+    """Whether the file states a task (tier 0 found one, or it defines an inputs function)."""
+    return bool(getattr(analysis, "tasks", ())) or bool(_TASK_HINT.search(text))
+
+
+def _no_task_finding(text: str) -> Finding:
+    entry = CODES["PLS900"]
+    return Finding(
+        code="PLS900",
+        message="No task: the compiler tiers need example inputs to know the shapes. " + entry.hint,
+        span=Span.point(0),
+        severity=entry.severity,
+        tier=0,
+        origin="pallasite",
+    )
+
+
+def _apply_suppressions(findings: list[Finding], text: str, overrides: Mapping[str, str]) -> list[Finding]:
+    try:
+        from pallasite.analysis.suppress import apply_suppressions
+    except ImportError:
+        return _apply_overrides(findings, overrides)
+    return list(apply_suppressions(findings, text, dict(overrides)))
+
+
+def _apply_overrides(findings: list[Finding], overrides: Mapping[str, str]) -> list[Finding]:
+    out = []
+    for f in findings:
+        sev = overrides.get(f.code)
+        if sev == "off":
+            continue
+        out.append(replace(f, severity=sev) if sev else f)
+    return out
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    """Drop a finding equal in code, line and message to one already kept."""
+    seen = set()
+    out = []
+    for f in findings:
+        key = (f.code, f.span.line, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
