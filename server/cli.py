@@ -1,5 +1,63 @@
-"""The `pallasite` command line (filled in below)."""
+"""The `pallasite` command line: a table of subcommands, each in a module of its own.
+
+Each command module exposes ``add_arguments(parser, command)`` and ``run(args) -> int`` and is imported
+only when its command runs, so `pallasite check` never pays for the language server's imports
+(and nothing here imports JAX). Exit codes: 0 no errors, 1 errors found, 2 usage/internal failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("pallasite.server.cmd_check", "check Pallas kernel files for the target TPU"),
+    "serve": ("pallasite.server.cmd_serve", "run the language server (stdio, or --tcp on 127.0.0.1)"),
+    "worker": ("pallasite.runner.worker", "run a check worker: JSON lines on stdin/stdout (used by the server)"),
+    "explain": ("pallasite.server.cmd_knowledge", "explain a finding code, e.g. `pallasite explain PLS001`"),
+    "docs": ("pallasite.server.cmd_knowledge", "search the offline Pallas docs: `pallasite docs search QUERY`"),
+    "store": ("pallasite.server.cmd_knowledge", "show or clear the results store under .pallasite/"),
+    "settings": ("pallasite.server.cmd_settings", "show the settings, or their JSON Schema with --schema"),
+    "chips": ("pallasite.server.cmd_check", "show the TPU chip table read from the installed jax"),
+}
 
 
-def main(argv=None) -> int:
-    return 0
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pallasite",
+        description="The TPU compiler's verdict on Pallas kernels, at the right line, without a TPU.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        args = _parser().parse_args(argv)  # prints help / usage errors (exit 2)
+        if args.version:
+            from pallasite import __version__
+
+            print(f"pallasite {__version__}")
+            return 0
+        _parser().print_help()
+        return 2
+    name = argv[0]
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = argparse.ArgumentParser(prog=f"pallasite {name}", description=COMMANDS[name][1])
+    module.add_arguments(parser, name)
+    args = parser.parse_args(argv[1:])
+    args.command = name
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

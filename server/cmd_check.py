@@ -1,0 +1,113 @@
+"""`pallasite check PATH...`: the checker's verdict on files and folders, as text or JSON.
+
+Settings come from ``[tool.pallasite]`` in the nearest pyproject.toml (the same keys as the
+language server's ``pallasite`` section); command-line flags override them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from pallasite.analysis.types import TIERS
+
+SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".pallasite", "build", "dist"}
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported on stderr with exit code 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="kernel files or folders (searched for *.py)")
+    parser.add_argument("--target", help="TPU to check for: v4, v5e, v5p or v6e (default from settings: v6e)")
+    parser.add_argument("--tiers", help="tiers to run, e.g. 0,1,2 or 0-3 (default from settings: 0,1,2)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument("--time-limit", type=float, metavar="SECONDS", help="per-file time limit for the worker")
+    parser.add_argument(
+        "--severity",
+        action="append",
+        default=[],
+        metavar="CODE=LEVEL",
+        help="override a code's severity (error, warning, information, hint, off); repeatable",
+    )
+
+
+def parse_tiers(text: str) -> tuple[int, ...]:
+    tiers: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                tiers.update(range(lo, hi + 1))
+            elif part:
+                tiers.add(int(part))
+        except ValueError:
+            raise UsageError(f"--tiers {text!r}: expected numbers like 0,1,2 or 0-3") from None
+    if not tiers or not tiers <= set(TIERS):
+        raise UsageError(f"--tiers {text!r}: tiers are {', '.join(map(str, TIERS))}")
+    return tuple(sorted(tiers))
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    files: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(
+                str(p)
+                for p in sorted(path.rglob("*.py"))
+                if not any(part in SKIP_DIRS or part.startswith(".") for part in p.relative_to(path).parts[:-1])
+            )
+        elif path.is_file():
+            files.append(str(path))
+        else:
+            raise UsageError(f"{raw}: no such file or folder")
+    return files
+
+
+def _options(args: argparse.Namespace, files: list[str]):
+    from pallasite.runner.checker import TARGETS
+    from pallasite.server.settings import load_project_settings
+
+    settings, warnings = load_project_settings(Path(files[0]).resolve().parent if files else Path.cwd())
+    for warning in warnings:
+        print(f"pallasite: settings: {warning}", file=sys.stderr)
+    options = settings.check_options()
+    changes: dict = {}
+    if args.target is not None:
+        if args.target not in TARGETS:
+            raise UsageError(f"--target {args.target!r}: unknown chip; choose one of {', '.join(TARGETS)}")
+        changes["target"] = args.target
+    if args.tiers is not None:
+        changes["tiers"] = parse_tiers(args.tiers)
+    if args.time_limit is not None:
+        changes["time_limit_s"] = args.time_limit
+    if args.severity:
+        severity = dict(options.severity)
+        for item in args.severity:
+            code, sep, level = item.partition("=")
+            if not sep or level not in ("error", "warning", "information", "hint", "off"):
+                raise UsageError(f"--severity {item!r}: expected CODE=LEVEL, LEVEL one of error, warning, information, hint, off")
+            severity[code.strip()] = level
+        changes["severity"] = type(options.severity)(severity) if isinstance(options.severity, dict) else tuple(severity.items())
+    return dataclasses.replace(options, **changes)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pallasite.runner.checker import check_paths
+    from pallasite.server import report_format
+
+    try:
+        files = expand_paths(args.paths)
+        options = _options(args, files)
+    except UsageError as err:
+        print(f"pallasite check: error: {err}", file=sys.stderr)
+        return 2
+    reports = check_paths(files, options)
+    render = report_format.to_json_text if args.format == "json" else report_format.to_text
+    print(render(reports, target=options.target, tiers=options.tiers))
+    return 1 if report_format.summary(reports)["error"] else 0

@@ -1,0 +1,133 @@
+"""`pallasite check` output: compiler-style text, and the versioned JSON other tools depend on.
+
+JSON schema (version 1; lines and columns 1-based, columns in code points)::
+
+    {"version": 1, "target": "v6e", "tiers": [0, 1, 2],
+     "files": [{"path": str,
+                "findings": [{"line", "column", "end_line", "end_column", "severity", "code",
+                              "title", "message", "hint", "tier", "origin", "chip",
+                              "fix": null | {"title", "edits": [{"line", "column", "end_line",
+                                                                "end_column", "new_text"}]},
+                              "related": [{"path", "line", "column", "end_line", "end_column",
+                                           "message"}],
+                              "detail": null | str}],
+                "kernels": [{"name", "line", "tiers": {"0": "ok" | "error" | "skipped: ..." | "not run"}}],
+                "notes": [str]}],
+     "summary": {"files": int, "errors": int, "warnings": int, "information": int}}
+
+New keys may be added within version 1; renaming or removing one bumps the version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+
+from pallasite.analysis.codes import CODES
+from pallasite.analysis.types import FileReport, Finding, Span
+
+JSON_VERSION = 1
+
+
+def _range(span: Span) -> dict[str, int]:
+    return {
+        "line": span.line + 1,
+        "column": span.column + 1,
+        "end_line": span.end_line + 1,
+        "end_column": span.end_column + 1,
+    }
+
+
+def finding_json(finding: Finding, path: str) -> dict:
+    entry = CODES.get(finding.code)
+    return {
+        **_range(finding.span),
+        "severity": finding.severity,
+        "code": finding.code,
+        "title": entry.title if entry else None,
+        "message": finding.message,
+        "hint": entry.hint if entry else None,
+        "tier": finding.tier,
+        "origin": finding.origin,
+        "chip": finding.chip,
+        "kernel": finding.kernel,
+        "fix": None
+        if finding.fix is None
+        else {
+            "title": finding.fix.title,
+            "edits": [{**_range(e.span), "new_text": e.new_text} for e in finding.fix.edits],
+        },
+        "related": [
+            {"path": r.path or finding.path or path, **_range(r.span), "message": r.message}
+            for r in finding.related
+        ],
+        "detail": finding.detail,
+    }
+
+
+def summary(reports: Sequence[FileReport]) -> Counter:
+    counts: Counter = Counter()
+    for report in reports:
+        counts.update(f.severity for f in report.findings)
+    return counts
+
+
+def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int]) -> str:
+    counts = summary(reports)
+    doc = {
+        "version": JSON_VERSION,
+        "target": target,
+        "tiers": list(tiers),
+        "files": [
+            {
+                "path": r.path,
+                "findings": [finding_json(f, r.path) for f in r.findings],
+                "kernels": [
+                    {"name": k.name, "line": k.span.line + 1, "tiers": {str(t): v for t, v in k.tiers}}
+                    for k in r.kernels
+                ],
+                "notes": list(r.notes),
+            }
+            for r in reports
+        ],
+        "summary": {
+            "files": len(reports),
+            "errors": counts["error"],
+            "warnings": counts["warning"],
+            "information": counts["information"],
+        },
+    }
+    return json.dumps(doc, indent=2)
+
+
+def finding_text(finding: Finding, path: str) -> str:
+    """``path:line:col: severity[CODE]: message`` plus indented hint, related places and fix."""
+    s = finding.span
+    where = f"{finding.path or path}:{s.line + 1}:{s.column + 1}"
+    tag = f" (tier {finding.tier}, {finding.origin}{', ' + finding.chip if finding.chip else ''})"
+    lines = [f"{where}: {finding.severity}[{finding.code}]: {finding.message}{tag}"]
+    for rel in finding.related:
+        lines.append(f"  note: {rel.path or finding.path or path}:{rel.span.line + 1}:{rel.span.column + 1}: {rel.message}")
+    entry = CODES.get(finding.code)
+    if entry:
+        lines.append(f"  help: {entry.hint}")
+    if finding.fix:
+        lines.append(f"  fix: {finding.fix.title}")
+    return "\n".join(lines)
+
+
+def to_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int]) -> str:
+    out: list[str] = []
+    for report in reports:
+        for note in report.notes:
+            out.append(f"{report.path}: note: {note}")
+        for finding in sorted(report.findings, key=lambda f: (f.span.line, f.span.column, f.code)):
+            out.append(finding_text(finding, report.path))
+    counts = summary(reports)
+    tier_text = ",".join(str(t) for t in tiers)
+    out.append(
+        f"{len(reports)} file(s) checked for {target}, tiers {tier_text}: "
+        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['information']} note(s)"
+    )
+    return "\n".join(out)
