@@ -1,0 +1,322 @@
+"""The settings tree: typed, defaulted, validated once, exported as a JSON Schema.
+
+One spelling everywhere: camelCase keys, in the editor's ``pallasite`` section (initialization
+options, ``workspace/configuration``) and in ``[tool.pallasite]`` of pyproject.toml, e.g.::
+
+    [tool.pallasite]
+    target = "v5e"
+    tiers = [0, 1]
+    severity = { PLS010 = "off" }
+    check = { debounceMs = 300, timeLimitS = 30 }
+
+Each field below is declared with ``setting(default, doc, ...)``; the doc string becomes the
+schema's ``description``. ``parse_settings`` keeps every valid key, and for a bad one returns a
+warning naming the key, the bad value and the default used instead (that key only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import sys
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pallasite.analysis.codes import CODES
+from pallasite.analysis.types import SEVERITIES, TIERS
+
+# Chips whose deviceless topology names were seen compiling (see the runner's chip table).
+TARGETS: tuple[str, ...] = ("v4", "v5e", "v5p", "v6e")
+SEVERITY_LEVELS: tuple[str, ...] = (*SEVERITIES, "off")
+SECTION = "pallasite"
+
+
+def setting(default: Any, doc: str, *, choices: tuple | None = None, minimum: float | None = None,
+            maximum: float | None = None) -> Any:
+    """A dataclass field carrying its description and constraints for validation and the schema."""
+    meta = {"doc": doc, "choices": choices, "minimum": minimum, "maximum": maximum}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    if dataclasses.is_dataclass(default):
+        return field(default_factory=lambda: default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """When checks run and what they may use."""
+
+    onOpen: bool = setting(True, "Run the compiler tiers when a kernel file is opened (trusted folders only).")
+    onSave: bool = setting(True, "Run the compiler tiers when a kernel file is saved (trusted folders only).")
+    debounceMs: int = setting(150, "Milliseconds of quiet typing before tier 0 (source rules) re-runs.",
+                              minimum=0, maximum=10000)
+    timeLimitS: float = setting(60.0, "Seconds one compiler check may take before its worker is stopped.",
+                                minimum=1, maximum=3600)
+    memoryMb: int = setting(4096, "Memory (RSS, MiB) a check worker may use before it is stopped.",
+                            minimum=256, maximum=1048576)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """The process that imports and compiles the user's kernels."""
+
+    interpreter: str = setting("", "Python interpreter of your project, used to run check workers "
+                                   "(it needs jax, and libtpu for tier 2). Empty: the Python running pallasite.")
+
+
+@dataclass(frozen=True)
+class TrustSettings:
+    """Which folders may have their code executed by check workers (tiers 1-3)."""
+
+    mode: str = setting("ask", "ask: ask once per folder before running its code; always: trust every "
+                               "folder; never: run tier 0 only and never ask.",
+                        choices=("ask", "always", "never"))
+    folders: list = setting([], "Folders trusted to run their kernels in a pallasite worker (absolute paths). "
+                                "Answers to the trust question are remembered in the user trust store too.")
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """Where check workers run."""
+
+    kind: str = setting("local", "Where workers run. Only 'local' exists so far.", choices=("local",))
+    host: str = setting("", "Host for remote backends (unused by 'local').")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything pallasite reads from the editor or from [tool.pallasite]."""
+
+    target: str = setting("v6e", "The TPU chip the verdicts are for.", choices=TARGETS)
+    tiers: list = setting([0, 1, 2], "Check tiers run on open/save: 0 source rules, 1 Pallas lowering "
+                                     "(CPU jaxlib), 2 the TPU compiler (libtpu, deviceless), "
+                                     "3 interpret-mode run.")
+    severity: dict = setting({}, "Per finding code: the severity to report it with "
+                                 "(error, warning, information, hint) or 'off' to hide it, "
+                                 "e.g. {\"PLS010\": \"off\"}.")
+    check: CheckSettings = setting(CheckSettings(), "When checks run and what they may use.")
+    worker: WorkerSettings = setting(WorkerSettings(), "The process that imports and compiles your kernels.")
+    trust: TrustSettings = setting(TrustSettings(), "Which folders may run their code in a check worker.")
+    backend: BackendSettings = setting(BackendSettings(), "Where check workers run.")
+
+    def interpreter(self) -> str:
+        """The worker interpreter: the configured one, else the Python running pallasite."""
+        return self.worker.interpreter or sys.executable
+
+    def check_options(self, tiers: list[int] | None = None) -> Any:
+        """These settings as the runner's ``CheckOptions`` (imported lazily: runner client side)."""
+        from pallasite.runner.checker import CheckOptions
+
+        return CheckOptions(
+            target=self.target,
+            tiers=tuple(self.tiers if tiers is None else tiers),
+            severity=dict(self.severity),
+            time_limit_s=self.check.timeLimitS,
+            memory_mb=self.check.memoryMb,
+            interpreter=self.interpreter(),
+        )
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _check_value(name: str, value: Any, fld: dataclasses.Field, tp: Any) -> str | None:
+    """None if ``value`` is valid for the field; otherwise what is wrong with it."""
+    meta = fld.metadata
+    if tp is bool:
+        if not isinstance(value, bool):
+            return "expected true or false"
+    elif tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return "expected an integer"
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "expected a number"
+    elif tp is str:
+        if not isinstance(value, str):
+            return "expected a string"
+    if meta.get("choices") and value not in meta["choices"]:
+        return "expected one of " + ", ".join(map(str, meta["choices"]))
+    if meta.get("minimum") is not None and value < meta["minimum"]:
+        return f"expected at least {meta['minimum']}"
+    if meta.get("maximum") is not None and value > meta["maximum"]:
+        return f"expected at most {meta['maximum']}"
+    if name == "tiers":
+        if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool)
+                                                  and t in TIERS for t in value):
+            return "expected a list of tiers from " + ", ".join(map(str, TIERS))
+    if name == "severity":
+        if not isinstance(value, dict):
+            return "expected a table of code = level"
+        for code, level in value.items():
+            if code not in CODES:
+                return f"unknown finding code {code!r}"
+            if level not in SEVERITY_LEVELS:
+                return f"level of {code} must be one of " + ", ".join(SEVERITY_LEVELS)
+    if name == "folders":
+        if not isinstance(value, list) or not all(isinstance(f, str) for f in value):
+            return "expected a list of folder paths"
+    return None
+
+
+def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list[str]) -> Any:
+    if not isinstance(data, dict):
+        warnings.append(f"{source}: setting '{prefix or SECTION}' must be a table/object, got {data!r}; "
+                        "using the defaults for all of it.")
+        return cls()
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = _field_types(cls)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if key not in fields:
+            guess = difflib.get_close_matches(_camel(key), list(fields), n=1)
+            hint = f"; did you mean '{prefix}{guess[0]}'?" if guess else ""
+            warnings.append(f"{source}: unknown setting '{dotted}' ignored{hint}")
+            continue
+        fld, tp = fields[key], hints[key]
+        if dataclasses.is_dataclass(tp):
+            values[key] = _parse(tp, value, dotted + ".", source, warnings)
+            continue
+        if tp is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        problem = _check_value(key, value, fld, tp)
+        if problem:
+            default = getattr(cls(), key)
+            warnings.append(f"{source}: invalid value {value!r} for '{dotted}' ({problem}); "
+                            f"using the default {default!r}.")
+            continue
+        values[key] = value
+    return cls(**values)
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def parse_settings(data: Any, source: str = "settings") -> tuple[Settings, list[str]]:
+    """Settings from a ``pallasite`` section (a dict); every problem as a readable warning."""
+    warnings: list[str] = []
+    if data is None:
+        return Settings(), warnings
+    return _parse(Settings, data, "", source, warnings), warnings
+
+
+def settings_to_json(settings: Settings) -> dict[str, Any]:
+    """The settings as the JSON object the editor would send (camelCase keys)."""
+    return dataclasses.asdict(settings)
+
+
+# --------------------------------------------------------------------------- pyproject.toml
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` (a file or a folder)."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_project_settings(start: Path) -> tuple[Settings, list[str]]:
+    """``[tool.pallasite]`` of the nearest pyproject.toml; defaults (and no warning) if none."""
+    path = find_pyproject(Path(start))
+    if path is None:
+        return Settings(), []
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        return Settings(), [f"{path}: cannot read it ({err}); using the default settings."]
+    section = data.get("tool", {}).get(SECTION)
+    if section is None:
+        return Settings(), []
+    return parse_settings(section, f"{path} [tool.{SECTION}]")
+
+
+# --------------------------------------------------------------------------- JSON Schema
+
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def _property_schema(name: str, fld: dataclasses.Field, tp: Any) -> dict[str, Any]:
+    meta = fld.metadata
+    if dataclasses.is_dataclass(tp):
+        schema = _object_schema(tp)
+        schema["description"] = meta["doc"]
+        return schema
+    schema: dict[str, Any] = {"description": meta["doc"]}
+    if tp in _JSON_TYPES:
+        schema["type"] = _JSON_TYPES[tp]
+    if name == "tiers":
+        schema.update(type="array", items={"type": "integer", "enum": list(TIERS)}, uniqueItems=True)
+    elif name == "severity":
+        schema.update(type="object", propertyNames={"pattern": r"^PLS\d{3}$"},
+                      additionalProperties={"type": "string", "enum": list(SEVERITY_LEVELS)})
+    elif name == "folders":
+        schema.update(type="array", items={"type": "string"})
+    if meta.get("choices"):
+        schema["enum"] = list(meta["choices"])
+    if meta.get("minimum") is not None:
+        schema["minimum"] = meta["minimum"]
+    if meta.get("maximum") is not None:
+        schema["maximum"] = meta["maximum"]
+    default = fld.default if fld.default is not dataclasses.MISSING else fld.default_factory()
+    schema["default"] = default
+    return schema
+
+
+def _object_schema(cls: type) -> dict[str, Any]:
+    hints = _field_types(cls)
+    props = {f.name: _property_schema(f.name, f, hints[f.name]) for f in dataclasses.fields(cls)}
+    return {"type": "object", "description": (cls.__doc__ or "").strip(), "properties": props,
+            "additionalProperties": False}
+
+
+def json_schema() -> dict[str, Any]:
+    """The ``pallasite`` settings section as a JSON Schema (draft 2020-12)."""
+    schema = _object_schema(Settings)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://pallasite.dev/schema/settings.json", "title": "pallasite settings", **schema}
+
+
+def flat_schema() -> dict[str, Any]:
+    """Dotted keys (``pallasite.check.debounceMs``) -> leaf schema, the shape VS Code's
+    ``contributes.configuration.properties`` wants."""
+    out: dict[str, Any] = {}
+
+    def walk(obj: dict[str, Any], prefix: str) -> None:
+        for key, sub in obj["properties"].items():
+            if sub.get("type") == "object" and "properties" in sub:
+                walk(sub, f"{prefix}{key}.")
+            else:
+                out[f"{prefix}{key}"] = sub
+
+    walk(_object_schema(Settings), SECTION + ".")
+    return out
+
+
+def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
+    """``{"check.debounceMs": 5}`` -> ``{"check": {"debounceMs": 5}}`` (dotted keys from editors)."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        parts = re.sub(rf"^{SECTION}\.", "", key).split(".")
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        if isinstance(value, dict) and isinstance(node.get(parts[-1]), dict):
+            node[parts[-1]].update(value)
+        else:
+            node[parts[-1]] = value
+    return out
