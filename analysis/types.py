@@ -132,6 +132,10 @@ class BlockSpecInfo:
     memory_space: str | None = None  # e.g. "VMEM", "SMEM", "ANY" when given
     role: Literal["in", "out"] = "in"
     position: int = 0  # index among in_specs / out_specs
+    # Added by tier 0: where each dim's value came from when it resolved through a module constant
+    # or a tunable default (None for literals), so errors can point at the constant.
+    dim_origins: tuple[Span | None, ...] = ()
+    certain: bool = True  # False: the entry was not a readable BlockSpec and may stand for several
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,12 @@ class KernelSite:
     compiler_params_span: Span | None = None
     keyword_spans: tuple[tuple[str, Span], ...] = ()  # each keyword argument's span
     backend: Literal["tpu", "gpu", "unknown"] = "unknown"
+    # Added by tier 0: each output's shape (dims, or the shape expression's source text) and dtype
+    # as written in out_shape; the texts of the operands the call is applied to; the kernel arg's span.
+    out_shapes: tuple[tuple[int | str | None, ...] | str | None, ...] | None = None
+    out_dtypes: tuple[str | None, ...] | None = None
+    operands: tuple[str, ...] | None = None
+    kernel_name_span: Span | None = None
 
     def keyword_span(self, name: str) -> Span | None:
         return dict(self.keyword_spans).get(name)
@@ -211,6 +221,50 @@ class FileReport:
     findings: tuple[Finding, ...] = ()
     kernels: tuple[KernelVerdict, ...] = ()
     notes: tuple[str, ...] = ()  # file-level messages (e.g. "tier 2 skipped: libtpu not installed")
+
+
+@dataclass(frozen=True)
+class ChipSpec:
+    """One TPU generation as the installed jax (and a libtpu probe) describe it.
+
+    Rates and capacities are per TensorCore (jax's convention); the ``chip_*`` properties
+    multiply by the physical cores. Built worker-side by pallasite.runner.chips; the server reads
+    it from the worker's "chips" op or the JSON cache file, never by importing jax.
+    """
+
+    name: str  # "v5e"
+    device_kind: str  # the abstract device kind tier 1 lowers for, e.g. "TPU v5 lite"
+    topology: str  # the deviceless libtpu topology tier 2 compiles for, e.g. "v5e:2x2"
+    generation: int
+    cores_per_chip: int  # physical TensorCores on one chip
+    device_cores: int  # TensorCores per logical device in ``topology`` (2 = megacore)
+    megacore: bool  # whether the chip can run as one megacore device
+    bf16_flops: float  # per TensorCore, per second
+    int8_ops: float
+    fp8_ops: float
+    hbm_bytes: int
+    hbm_bytes_per_s: float
+    vmem_bytes: int
+    smem_bytes: int
+    mxu_size: int  # MXU column size
+    num_mxus: int
+    lanes: int
+    sublanes: int
+    scoped_vmem_limit_bytes: int | None = None  # the compiler's default scoped-VMEM limit
+    scoped_vmem_source: str = "not measured"  # how the limit was found, e.g. "libtpu 0.0.42.1 probe"
+    source: str = ""  # where the rest came from, e.g. "jax 0.10.2 get_tpu_info_for_chip"
+
+    @property
+    def chip_bf16_flops(self) -> float:
+        return self.bf16_flops * self.cores_per_chip
+
+    @property
+    def chip_hbm_bytes_per_s(self) -> float:
+        return self.hbm_bytes_per_s * self.cores_per_chip
+
+    @property
+    def chip_hbm_bytes(self) -> int:
+        return self.hbm_bytes * self.cores_per_chip
 
 
 # --------------------------------------------------------------------------- JSON conversion

@@ -1,0 +1,131 @@
+"""Loading a user's kernel file inside the worker, isolated per request.
+
+``user_module(path, text)`` is a context manager: inside it, the file runs as a fresh module with a
+unique name (so nothing is reused from an earlier request), its directory first on ``sys.path``
+(so ``import helpers`` finds the user's sibling ``helpers.py``), and — when the file sits in a
+package — its ``__package__`` set so relative imports work. The given text (the editor's unsaved
+buffer) is compiled under the original path, and ``linecache`` serves that text, so tracebacks and
+``inspect.getsource`` name the user's path with the buffer's line numbers. On exit, the path
+entries, the module, and every module newly imported from the user's folders are removed again, so
+edits to sibling files are seen by the next request.
+
+Worker side: stdlib only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import linecache
+import os
+import re
+import sys
+import sysconfig
+import types
+from collections.abc import Iterator
+
+_counter = itertools.count(1)
+
+
+class UserFileNotFound(FileNotFoundError):
+    """The file to check does not exist on the worker's machine and no text was sent."""
+
+
+def unique_module_name(path: str) -> str:
+    """A module name no earlier request used, readable in tracebacks: ``pallasite_user_<stem>_<n>``."""
+    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0]) or "file"
+    return f"pallasite_user_{stem}_{next(_counter)}"
+
+
+def package_of(path: str) -> tuple[str | None, str | None]:
+    """(dotted package, folder to put on sys.path) if the file's folder has an __init__.py."""
+    folder = os.path.dirname(path)
+    parts: list[str] = []
+    while os.path.isfile(os.path.join(folder, "__init__.py")) and folder != os.path.dirname(folder):
+        parts.append(os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    if not parts or not all(p.isidentifier() for p in parts):
+        return None, None
+    return ".".join(reversed(parts)), folder
+
+
+def _installed_roots() -> tuple[str, ...]:
+    """Folders whose modules are never dropped (the interpreter's and the installed packages')."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            roots.add(sysconfig.get_paths()[key])
+    return tuple(os.path.realpath(r) + os.sep for r in roots if r)
+
+
+def _is_under(file: str, folders: tuple[str, ...]) -> bool:
+    real = os.path.realpath(file)
+    return any(real.startswith(f) for f in folders)
+
+
+def load_user_module(path: str, text: str | None = None, name: str | None = None) -> types.ModuleType:
+    """Execute the file (or ``text`` under its path) as a new module registered in sys.modules.
+
+    Does not clean up: use ``user_module`` for that. Exceptions from the user's code propagate
+    unchanged (their tracebacks name the user's file).
+    """
+    path = os.path.abspath(path)
+    if text is None:
+        try:
+            with open(path, "rb") as f:
+                source: str | bytes = f.read()
+        except FileNotFoundError:
+            raise UserFileNotFound(
+                f"{path}: no such file on the worker's machine; send its text in params 'text' "
+                "or check the path mapping"
+            ) from None
+    else:
+        source = text
+        lines = text.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        # mtime None: linecache.checkcache keeps the entry (it cannot be compared to the disk file)
+        linecache.cache[path] = (len(text), None, lines, path)
+    module_name = name or unique_module_name(path)
+    module = types.ModuleType(module_name)
+    module.__file__ = path
+    package, _ = package_of(path)
+    module.__package__ = package or ""
+    module.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    sys.modules[module_name] = module
+    code = compile(source, path, "exec", dont_inherit=True)
+    exec(code, module.__dict__)
+    return module
+
+
+@contextlib.contextmanager
+def user_module(path: str, text: str | None = None) -> Iterator[types.ModuleType]:
+    """Load the file for the duration of one request, then remove every trace of it."""
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    _, package_root = package_of(path)
+    added = [folder] + ([package_root] if package_root and package_root != folder else [])
+    user_folders = tuple(os.path.realpath(f) + os.sep for f in added)
+    installed = _installed_roots()
+    modules_before = set(sys.modules)
+    old_linecache = linecache.cache.get(path)
+    for entry in reversed(added):
+        sys.path.insert(0, entry)
+    name = unique_module_name(path)
+    try:
+        yield load_user_module(path, text, name=name)
+    finally:
+        for entry in added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
+        sys.modules.pop(name, None)
+        for mod_name in set(sys.modules) - modules_before:
+            file = getattr(sys.modules.get(mod_name), "__file__", None)
+            if mod_name == "pallasite" or mod_name.startswith("pallasite."):
+                continue  # our own modules (an editable install lives in a user-like folder)
+            if file and _is_under(file, user_folders) and not _is_under(file, installed):
+                sys.modules.pop(mod_name, None)
+        if old_linecache is None:
+            linecache.cache.pop(path, None)
+        else:
+            linecache.cache[path] = old_linecache
