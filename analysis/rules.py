@@ -1,0 +1,60 @@
+"""The tier-0 rule runner: each rule is a plain function of a ``RuleContext`` yielding findings.
+
+Rules report only what is certain from the source (false positives are the worst failure of a
+linter): any count, dim or dtype that did not resolve statically makes a rule say nothing.
+TPU-only rules skip call sites whose backend is "gpu". The rules themselves live in
+``rules_*.py`` modules, one per concern, and register in ``ALL_RULES`` below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from .codes import CODES
+from .source import Source
+from .types import Finding, Fix, KernelSite, KernelTask, Span, TextEdit
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    source: Source
+    sites: tuple[KernelSite, ...]
+    tasks: tuple[KernelTask, ...]
+    target: str  # chip name, e.g. "v6e"
+
+
+Rule = Callable[[RuleContext], Iterable[Finding]]
+
+
+def finding(code: str, message: str, span: Span, *, fix: Fix | None = None, kernel: str | None = None,
+            related: tuple = ()) -> Finding:
+    """A tier-0 finding with the registry's severity for ``code``."""
+    return Finding(code=code, message=message, span=span, severity=CODES[code].severity, tier=0,
+                   fix=fix, kernel=kernel, related=related, origin="pallasite rules")
+
+
+def replace(title: str, span: Span, new_text: str) -> Fix:
+    return Fix(title=title, edits=(TextEdit(span=span, new_text=new_text),))
+
+
+def tpu_sites(ctx: RuleContext) -> list[KernelSite]:
+    """Call sites TPU rules apply to: everything not known to target a GPU."""
+    return [site for site in ctx.sites if site.backend != "gpu"]
+
+
+def all_rules() -> tuple[Rule, ...]:
+    from . import rules_kernel, rules_specs, rules_tiling, apis
+
+    return (*rules_specs.RULES, *rules_tiling.RULES, *rules_kernel.RULES, apis.check_apis)
+
+
+def run_rules(source: Source, sites: tuple[KernelSite, ...], *, target: str,
+              tasks: tuple[KernelTask, ...] = ()) -> tuple[Finding, ...]:
+    """Every rule's findings, sorted by position, without duplicates."""
+    ctx = RuleContext(source=source, sites=sites, tasks=tasks, target=target)
+    found: dict[tuple, Finding] = {}
+    for rule in all_rules():
+        for item in rule(ctx):
+            found.setdefault((item.code, item.span, item.message), item)
+    return tuple(sorted(found.values(), key=lambda f: (f.span, f.code)))

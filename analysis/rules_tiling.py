@@ -1,0 +1,3 @@
+"""Tier-0 rules (tiling): filled in rule by rule, each after its fixture and expected.json."""
+
+RULES: tuple = ()

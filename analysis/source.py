@@ -1,0 +1,322 @@
+"""A Python kernel file read as source with tree-sitter: spans, imports, constants, functions.
+
+Nothing here executes the file or imports JAX. ``Source`` wraps one parsed text and answers the
+questions every tier-0 module asks:
+
+- ``span(node)``: a tree-sitter node's range as our ``Span`` (0-based lines, code-point columns);
+- ``qualname(node)``: the dotted name an expression like ``pl.BlockSpec`` refers to, through the
+  file's imports (``pl`` -> ``jax.experimental.pallas``), or ``None``;
+- ``constants``: module-level int constants (``BLOCK = 128``, ``BM, BN = 128, 256``,
+  ``TILE = 2 * BLOCK``) with the span of the value they came from;
+- ``functions``: function definitions by name (module level and nested);
+- ``uses_pallas``: whether the file imports Pallas under any alias.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser, Tree
+
+from .types import Span
+
+PALLAS_MODULE = "jax.experimental.pallas"
+PALLAS_PREFIXES = ("jax.experimental.pallas", "jax._src.pallas")
+GPU_MODULES = ("jax.experimental.pallas.triton", "jax.experimental.pallas.mosaic_gpu",
+               "jax._src.pallas.triton", "jax._src.pallas.mosaic_gpu")
+TPU_MODULES = ("jax.experimental.pallas.tpu", "jax.experimental.pallas.tpu_sc", "jax._src.pallas.mosaic")
+
+
+@lru_cache(maxsize=1)
+def language() -> Language:
+    return Language(tree_sitter_python.language())
+
+
+def parse(text: str) -> Tree:
+    """The tree-sitter tree of ``text`` (never raises; errors become ERROR/MISSING nodes)."""
+    return Parser(language()).parse(text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A module-level int constant: its value and the span of the expression it came from."""
+
+    name: str
+    value: int
+    span: Span
+
+
+class Source:
+    """One parsed text plus the lookups tier 0 needs. Build with ``Source(text)``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.data = text.encode("utf-8")
+        self.tree = parse(text)
+        self.root = self.tree.root_node
+        self._lines = self.data.split(b"\n")
+        self.imports: dict[str, str] = {}  # local name -> dotted module/member path
+        self.imported_modules: list[str] = []
+        self.functions: dict[str, list[Node]] = {}  # name -> function_definition nodes
+        self.constants: dict[str, Constant] = {}
+        self._scan()
+
+    # ------------------------------------------------------------------ positions
+
+    def column(self, row: int, byte_column: int) -> int:
+        """The code-point column of a byte column on a 0-based row."""
+        if row >= len(self._lines):
+            return byte_column
+        line = self._lines[row]
+        prefix = line[:byte_column]
+        if prefix.isascii():
+            return len(prefix)
+        return len(prefix.decode("utf-8", errors="replace"))
+
+    def span(self, node: Node) -> Span:
+        (r0, c0), (r1, c1) = node.start_point, node.end_point
+        return Span(r0, self.column(r0, c0), r1, self.column(r1, c1))
+
+    def node_text(self, node: Node | None) -> str:
+        if node is None:
+            return ""
+        return self.data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
+
+    def line_text(self, row: int) -> str:
+        if 0 <= row < len(self._lines):
+            return self._lines[row].decode("utf-8", errors="replace").rstrip("\r")
+        return ""
+
+    # ------------------------------------------------------------------ names
+
+    def qualname(self, node: Node | None) -> str | None:
+        """``pl.BlockSpec`` -> ``jax.experimental.pallas.BlockSpec`` via the imports, else None."""
+        if node is None:
+            return None
+        if node.type == "identifier":
+            return self.imports.get(self.node_text(node))
+        if node.type == "attribute":
+            base = self.qualname(node.child_by_field_name("object"))
+            attr = node.child_by_field_name("attribute")
+            if base is None or attr is None:
+                return None
+            return f"{base}.{self.node_text(attr)}"
+        return None
+
+    @property
+    def uses_pallas(self) -> bool:
+        return any(m.startswith(PALLAS_PREFIXES) for m in self.imported_modules)
+
+    def imports_any(self, prefixes: tuple[str, ...]) -> bool:
+        return any(m.startswith(prefixes) for m in self.imported_modules)
+
+    # ------------------------------------------------------------------ constants
+
+    def int_value(self, node: Node | None, local: dict[str, int] | None = None) -> int | None:
+        """The int an expression evaluates to from literals and known names, else None."""
+        if node is None:
+            return None
+        kind = node.type
+        if kind == "integer":
+            try:
+                return int(self.node_text(node).replace("_", ""), 0)
+            except ValueError:
+                return None
+        if kind == "identifier":
+            name = self.node_text(node)
+            if local is not None and name in local:
+                return local[name]
+            const = self.constants.get(name)
+            return const.value if const else None
+        if kind == "parenthesized_expression":
+            inner = node.named_children
+            return self.int_value(inner[0], local) if len(inner) == 1 else None
+        if kind == "unary_operator":
+            operand = self.int_value(node.child_by_field_name("argument"), local)
+            op = self.node_text(node.child_by_field_name("operator"))
+            if operand is None:
+                return None
+            return -operand if op == "-" else operand if op == "+" else None
+        if kind == "binary_operator":
+            left = self.int_value(node.child_by_field_name("left"), local)
+            right = self.int_value(node.child_by_field_name("right"), local)
+            if left is None or right is None:
+                return None
+            return _arith(self.node_text(node.child_by_field_name("operator")), left, right)
+        return None
+
+    # ------------------------------------------------------------------ scanning
+
+    def _scan(self) -> None:
+        for node in _walk(self.root):
+            kind = node.type
+            if kind == "import_statement":
+                self._import(node)
+            elif kind == "import_from_statement":
+                self._import_from(node)
+            elif kind == "function_definition":
+                name = node.child_by_field_name("name")
+                if name is not None:
+                    self.functions.setdefault(self.node_text(name), []).append(node)
+        for stmt in self.root.named_children:
+            if stmt.type == "expression_statement" and stmt.named_child_count == 1:
+                child = stmt.named_children[0]
+                if child.type == "assignment":
+                    self._constant(child)
+
+    def _import(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "dotted_name":
+                dotted = self.node_text(child)
+                self.imported_modules.append(dotted)
+                top = dotted.split(".")[0]
+                self.imports.setdefault(top, top)
+            elif child.type == "aliased_import":
+                dotted = self.node_text(child.child_by_field_name("name"))
+                alias = self.node_text(child.child_by_field_name("alias"))
+                self.imported_modules.append(dotted)
+                self.imports[alias] = dotted
+
+    def _import_from(self, node: Node) -> None:
+        module_node = node.child_by_field_name("module_name")
+        module = self.node_text(module_node)
+        if module.startswith("."):
+            return
+        self.imported_modules.append(module)
+        for child in node.children_by_field_name("name"):
+            if child.type == "dotted_name":
+                name = self.node_text(child)
+                self.imports[name.split(".")[-1]] = f"{module}.{name}"
+                self.imported_modules.append(f"{module}.{name}")
+            elif child.type == "aliased_import":
+                name = self.node_text(child.child_by_field_name("name"))
+                alias = self.node_text(child.child_by_field_name("alias"))
+                self.imports[alias] = f"{module}.{name}"
+                self.imported_modules.append(f"{module}.{name}")
+
+    def _constant(self, node: Node) -> None:
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is None or right is None:
+            return
+        if left.type == "identifier":
+            self._bind(left, right)
+        elif left.type in ("pattern_list", "tuple_pattern") and right.type in ("expression_list", "tuple"):
+            targets, values = left.named_children, right.named_children
+            if len(targets) == len(values):
+                for target, value in zip(targets, values):
+                    if target.type == "identifier":
+                        self._bind(target, value)
+
+    def _bind(self, target: Node, value: Node) -> None:
+        name = self.node_text(target)
+        number = self.int_value(value)
+        if number is None:
+            self.constants.pop(name, None)  # rebound to something unknown: no longer certain
+        elif name in self.constants and self.constants[name].value != number:
+            self.constants.pop(name, None)
+        else:
+            self.constants[name] = Constant(name, number, self.span(value))
+
+    def function(self, name: str, near: Node | None = None) -> Node | None:
+        """The definition of ``name``: one nested in the function around ``near`` first, else the
+        module-level one, else the only one with that name."""
+        defs = self.functions.get(name)
+        if not defs:
+            return None
+        if near is not None:
+            scope = enclosing_function(near)
+            while scope is not None:
+                for d in defs:
+                    if d.parent is not None and _is_in(d, scope) and d is not scope:
+                        return d
+                scope = enclosing_function(scope)
+        for d in defs:
+            if _module_level(d):
+                return d
+        return defs[0] if len(defs) == 1 else None
+
+
+def _arith(op: str, a: int, b: int) -> int | None:
+    try:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "//":
+            return a // b
+        if op == "%":
+            return a % b
+        if op == "**" and 0 <= b <= 64:
+            return a ** b
+        if op == "<<" and 0 <= b <= 64:
+            return a << b
+        if op == ">>" and b >= 0:
+            return a >> b
+    except ZeroDivisionError:
+        return None
+    return None
+
+
+def _walk(node: Node) -> Iterator[Node]:
+    cursor = node.walk()
+    reached_root = False
+    while not reached_root:
+        yield cursor.node
+        if cursor.goto_first_child():
+            continue
+        if cursor.goto_next_sibling():
+            continue
+        while True:
+            if not cursor.goto_parent():
+                reached_root = True
+                break
+            if cursor.goto_next_sibling():
+                break
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node under ``node`` (itself included), depth first."""
+    return _walk(node)
+
+
+def enclosing_function(node: Node) -> Node | None:
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "function_definition":
+            return parent
+        parent = parent.parent
+    return None
+
+
+def outermost_function(node: Node) -> Node | None:
+    found = None
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "function_definition":
+            found = parent
+        parent = parent.parent
+    return found
+
+
+def _module_level(defn: Node) -> bool:
+    parent = defn.parent
+    if parent is not None and parent.type == "decorated_definition":
+        parent = parent.parent
+    return parent is not None and parent.type == "module"
+
+
+def _is_in(inner: Node, outer: Node) -> bool:
+    return outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte
+
+
+def is_module_level(defn: Node) -> bool:
+    return _module_level(defn)
+
+
+def function_name(defn: Node, source: Source) -> str:
+    return source.node_text(defn.child_by_field_name("name"))

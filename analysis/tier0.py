@@ -1,0 +1,82 @@
+"""Tier 0 of `pallasite check`: a kernel file read as source, never executed.
+
+The contract other layers code against::
+
+    analysis = analyze(text, path, target="v6e")
+    analysis.uses_pallas   # the file imports Pallas (any alias)
+    analysis.sites         # every pallas_call, as KernelSite
+    analysis.tasks         # tasks found by the native convention (docs/task-convention.md)
+    analysis.findings      # tier-0 findings, suppression comments NOT applied
+    analysis.syntax_ok     # False: a PLS000 finding says where Python stopped
+
+``analyze`` never raises on bad input: a file that does not parse gives a PLS000 finding (the
+position and message come from Python's own parser, via ``compile(..., PyCF_ONLY_AST)``, which
+executes nothing); a file that does not import Pallas gives no findings at all.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from . import rules, sites as sites_mod, tasks as tasks_mod
+from .source import Source
+from .types import Finding, KernelSite, KernelTask, Span
+
+DEFAULT_TARGET = "v6e"
+
+
+@dataclass(frozen=True)
+class SourceAnalysis:
+    path: str | None
+    uses_pallas: bool
+    sites: tuple[KernelSite, ...]
+    tasks: tuple[KernelTask, ...]
+    findings: tuple[Finding, ...]  # tier-0 findings (suppressions NOT applied)
+    syntax_ok: bool
+
+
+def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET) -> SourceAnalysis:
+    """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``."""
+    source = Source(text)
+    uses_pallas = source.uses_pallas
+    syntax = syntax_error(text, path)
+    if not uses_pallas:
+        return SourceAnalysis(path, False, (), (), (), syntax is None)
+    if syntax is not None:
+        found_sites = _safe_sites(source)
+        return SourceAnalysis(path, True, found_sites, (), (syntax,), False)
+    found_sites = _safe_sites(source)
+    found_tasks = tasks_mod.find_tasks(source, path or "<text>")
+    findings = rules.run_rules(source, found_sites, target=target, tasks=found_tasks)
+    return SourceAnalysis(path, True, found_sites, found_tasks, findings, True)
+
+
+def _safe_sites(source: Source) -> tuple[KernelSite, ...]:
+    return sites_mod.find_sites(source)
+
+
+def syntax_error(text: str, path: str | None = None) -> Finding | None:
+    """A PLS000 finding at the first syntax error Python reports, or None if the text parses."""
+    try:
+        compile(text, path or "<kernel>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as err:
+        return _syntax_finding(text, err)
+    except (ValueError, TypeError) as err:  # e.g. NUL bytes in the source
+        return Finding("PLS000", f"The file cannot be parsed as Python: {err}.", Span.point(0), "error", 0)
+    return None
+
+
+def _syntax_finding(text: str, err: SyntaxError) -> Finding:
+    lines = text.splitlines()
+    line = max((err.lineno or 1) - 1, 0)
+    column = max((err.offset or 1) - 1, 0)
+    end_line = max((err.end_lineno or err.lineno or 1) - 1, line)
+    end_column = max((err.end_offset or err.offset or 1) - 1, 0)
+    if (end_line, end_column) <= (line, column):
+        width = len(lines[line]) if line < len(lines) else 0
+        end_line, end_column = line, min(column + 1, max(width, column))
+    reason = err.msg or "invalid syntax"
+    message = (f"Syntax error: {reason} (line {line + 1}, column {column + 1}). "
+               "Fix it first: nothing else in the file can be checked until it parses.")
+    return Finding("PLS000", message, Span(line, column, end_line, end_column), "error", 0)
