@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# CI for the VS Code extension: exact install, type-check, unit tests, manifest vs. server
+# settings, .vsix package. Run from anywhere; PALLASITE_PYTHON (default: the repository's .venv
+# python, else python3) must have pallasite installed for the manifest check.
+set -euo pipefail
+cd "$(dirname "$0")"
+repo=$(cd ../.. && pwd)
+export PALLASITE_PYTHON=${PALLASITE_PYTHON:-$( [ -x "$repo/.venv/bin/python" ] && echo "$repo/.venv/bin/python" || echo python3 )}
+export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
+
+npm ci --no-progress
+npm run typecheck
+npm test
+npm run check-manifest
+npm run package
+ls -l dist/pallasite.vsix

@@ -1,0 +1,302 @@
+/**
+ * The VS Code extension: starts `pallasite serve` with the user's Python, keeps the palette in
+ * step with the commands the server advertises, forwards them with workspace/executeCommand, and
+ * shows the server's `pallasite/status` in the status bar. No feature logic lives here: every
+ * decision is a pure function in the sibling modules (unit-tested without VS Code).
+ */
+
+import { execFile } from 'node:child_process';
+import { homedir } from 'node:os';
+import * as vscode from 'vscode';
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  type LanguageClientOptions,
+  type ServerOptions,
+  State,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import { PALETTE, advertisedCommands, contextValues, paletteArguments, type CommandContext } from './commands';
+import { chipChoices } from './configSchema';
+import { type LaunchPlan, installAdvice, resolveLaunch } from './interpreter';
+import { reactionTo, serverSection } from './settings';
+import {
+  STATUS_NOTIFICATION,
+  type ClientState,
+  clientStateText,
+  isAlarming,
+  parseStatus,
+  statusText,
+  statusTooltip,
+} from './status';
+
+const PROBE_TIMEOUT_MS = 30_000;
+
+let client: LanguageClient | undefined;
+let statusItem: vscode.StatusBarItem;
+let output: vscode.LogOutputChannel;
+let chips: string[] = [];
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel('Pallasite', { log: true });
+  statusItem = vscode.window.createStatusBarItem('pallasite.status', vscode.StatusBarAlignment.Left, 10);
+  statusItem.name = 'Pallasite';
+  chips = chipChoices(context.extension.packageJSON);
+  context.subscriptions.push(
+    output,
+    statusItem,
+    vscode.commands.registerCommand('pallasite.showOutput', () => output.show()),
+  );
+
+  // Palette entries whose id is a server command are registered by the language client itself
+  // (it registers every advertised command); the others forward to one.
+  for (const entry of PALETTE.filter((e) => e.id !== e.server)) {
+    context.subscriptions.push(
+      vscode.commands.registerCommand(entry.id, async () => {
+        const args = await argumentsFor(entry.id);
+        if (args !== undefined) {
+          return vscode.commands.executeCommand(entry.server, ...args);
+        }
+        return undefined;
+      }),
+    );
+  }
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      const reaction = reactionTo((key) => event.affectsConfiguration(key));
+      if (reaction === 'restart') {
+        await restart();
+      } else if (reaction === 'resend' && client?.state === State.Running) {
+        await client.sendNotification(DidChangeConfigurationNotification.type, {
+          settings: { pallasite: currentSection() },
+        });
+      }
+    }),
+  );
+  const python = await pythonExtension();
+  const onPythonChange = python?.environments?.onDidChangeActiveEnvironmentPath;
+  if (onPythonChange !== undefined) {
+    context.subscriptions.push(onPythonChange(() => void restart()));
+  }
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  await stop();
+}
+
+async function start(): Promise<void> {
+  showClientState('starting');
+  const plan = await launchPlan();
+  output.info(`starting the server: ${plan.command} ${plan.args.join(' ')} (${plan.source})`);
+  const failure = await probe(plan);
+  if (failure !== undefined) {
+    const message = installAdvice(plan, failure);
+    output.error(message);
+    showClientState('not installed', message);
+    const choice = await vscode.window.showErrorMessage(message, 'Open Settings', 'Show Output');
+    if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'pallasite.interpreter');
+    } else if (choice === 'Show Output') {
+      output.show();
+    }
+    return;
+  }
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const serverOptions: ServerOptions = {
+    command: plan.command,
+    args: [...plan.args],
+    transport: TransportKind.stdio,
+    options: folder === undefined ? {} : { cwd: folder },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { scheme: 'file', language: 'python' },
+      { scheme: 'untitled', language: 'python' },
+    ],
+    outputChannel: output,
+    initializationOptions: currentSection(),
+    middleware: {
+      executeCommand: async (command, args, next) => {
+        if (args.length > 0 || !PALETTE.some((e) => e.id === command)) {
+          return next(command, args);
+        }
+        const filled = await argumentsFor(command);
+        return filled === undefined ? undefined : next(command, filled);
+      },
+      workspace: {
+        configuration: async (params, token, next) => {
+          const answers = await next(params, token);
+          if (!Array.isArray(answers)) {
+            return answers;
+          }
+          return answers.map((answer: unknown, i: number) =>
+            params.items[i]?.section === 'pallasite' ? serverSection(answer) : answer,
+          );
+        },
+      },
+    },
+  };
+  const created = new LanguageClient('pallasite', 'Pallasite', serverOptions, clientOptions);
+  client = created;
+  created.onDidChangeState((event) => {
+    if (event.newState === State.Stopped) {
+      void setContexts([]);
+      showClientState('stopped');
+    }
+  });
+  created.onNotification(STATUS_NOTIFICATION, (raw: unknown) => {
+    const status = parseStatus(raw);
+    if (status === undefined) {
+      output.warn(`ignored a ${STATUS_NOTIFICATION} notification of unexpected shape: ${JSON.stringify(raw)}`);
+      return;
+    }
+    statusItem.text = statusText(status);
+    statusItem.tooltip = statusTooltip(status);
+    statusItem.backgroundColor = isAlarming(status)
+      ? new vscode.ThemeColor('statusBarItem.errorBackground')
+      : undefined;
+    statusItem.command = advertisedCommands(created.initializeResult).includes('pallasite.selectTarget')
+      ? 'pallasite.selectTarget'
+      : undefined;
+    statusItem.show();
+  });
+  try {
+    await created.start();
+  } catch (err) {
+    const message = `Pallasite: the server did not start (${String(err)}). See the Pallasite output for its messages.`;
+    output.error(message);
+    showClientState('stopped', message);
+    void vscode.window.showErrorMessage(message, 'Show Output').then((c) => c && output.show());
+    return;
+  }
+  const advertised = advertisedCommands(created.initializeResult);
+  output.info(`server commands: ${advertised.join(', ') || '(none)'}`);
+  await setContexts(advertised);
+  if (statusItem.text === clientStateText('starting')) {
+    showClientState('running');
+  }
+}
+
+async function stop(): Promise<void> {
+  const running = client;
+  client = undefined;
+  await setContexts([]);
+  if (running !== undefined && running.state !== State.Stopped) {
+    await running.stop();
+  }
+}
+
+async function restart(): Promise<void> {
+  await stop();
+  await start();
+}
+
+function showClientState(state: ClientState, tooltip?: string): void {
+  statusItem.text = clientStateText(state);
+  statusItem.tooltip = tooltip ?? 'Pallasite language server';
+  statusItem.backgroundColor =
+    state === 'not installed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+  statusItem.command = state === 'not installed' ? 'pallasite.showOutput' : undefined;
+  statusItem.show();
+}
+
+async function setContexts(advertised: readonly string[]): Promise<void> {
+  for (const [key, value] of Object.entries(contextValues(advertised))) {
+    await vscode.commands.executeCommand('setContext', key, value);
+  }
+}
+
+function currentSection(): Record<string, unknown> {
+  return serverSection(vscode.workspace.getConfiguration().get('pallasite'));
+}
+
+/** Arguments for a palette command run without any; undefined (after telling the user) if it cannot run. */
+async function argumentsFor(id: string): Promise<unknown[] | undefined> {
+  const editor = vscode.window.activeTextEditor;
+  const document = editor?.document.languageId === 'python' ? editor.document : undefined;
+  const folder =
+    (document && vscode.workspace.getWorkspaceFolder(document.uri)) ?? vscode.workspace.workspaceFolders?.[0];
+  const context: CommandContext = {
+    ...(document === undefined ? {} : { documentUri: document.uri.toString() }),
+    ...(folder === undefined ? {} : { folderUri: folder.uri.toString() }),
+  };
+  let chip: string | undefined;
+  if (id === 'pallasite.selectTarget') {
+    chip = await vscode.window.showQuickPick(chips, { placeHolder: 'TPU chip the verdicts are for' });
+    if (chip === undefined) {
+      return undefined;
+    }
+  }
+  const args = paletteArguments(id, context, chip);
+  if (args === undefined && id !== 'pallasite.selectTarget') {
+    void vscode.window.showInformationMessage('Pallasite: open a Python kernel file to check it.');
+  }
+  return args;
+}
+
+/** The subset of the Python extension's API used here. */
+interface PythonApi {
+  environments?: {
+    getActiveEnvironmentPath(resource?: vscode.Uri): { path: string };
+    resolveEnvironment?(env: { path: string }): Promise<{ executable?: { uri?: vscode.Uri } } | undefined>;
+    onDidChangeActiveEnvironmentPath?: vscode.Event<unknown>;
+  };
+}
+
+async function pythonExtension(): Promise<PythonApi | undefined> {
+  const ext = vscode.extensions.getExtension<PythonApi>('ms-python.python');
+  if (ext === undefined) {
+    return undefined;
+  }
+  try {
+    return ext.isActive ? ext.exports : await ext.activate();
+  } catch (err) {
+    output.warn(`the Python extension did not activate (${String(err)}); using pallasite.interpreter or python3`);
+    return undefined;
+  }
+}
+
+async function selectedPython(): Promise<string | undefined> {
+  const environments = (await pythonExtension())?.environments;
+  if (environments === undefined) {
+    return undefined;
+  }
+  try {
+    const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const active = environments.getActiveEnvironmentPath(resource);
+    const resolved = await environments.resolveEnvironment?.(active);
+    return resolved?.executable?.uri?.fsPath ?? active.path;
+  } catch (err) {
+    output.warn(`could not read the Python extension's interpreter (${String(err)})`);
+    return undefined;
+  }
+}
+
+async function launchPlan(): Promise<LaunchPlan> {
+  const config = vscode.workspace.getConfiguration('pallasite');
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const python = await selectedPython();
+  return resolveLaunch({
+    serverPath: config.get<string>('serverPath', ''),
+    interpreter: config.get<string>('interpreter', ''),
+    ...(python === undefined ? {} : { pythonExtension: python }),
+    platform: process.platform,
+    home: homedir(),
+    ...(folder === undefined ? {} : { workspaceFolder: folder }),
+  });
+}
+
+/** Run the version probe; undefined if it worked, else what went wrong. */
+function probe(plan: LaunchPlan): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(plan.command, [...plan.versionArgs], { timeout: PROBE_TIMEOUT_MS }, (error, stdout, stderr) => {
+      if (error === null) {
+        output.info(`found ${stdout.trim()}`);
+        resolve(undefined);
+      } else {
+        resolve(`${stderr}\n${error.message}`);
+      }
+    });
+  });
+}
