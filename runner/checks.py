@@ -1,0 +1,255 @@
+"""The worker's ``check`` op: compiler tiers 1 and 2 for every task of one kernel file.
+
+``handle_check(params, progress) -> dict`` loads the user's file (``runner/loader.py``), finds its
+tasks (``runner/tasks_runtime.py``) and, for each entry:
+
+- tier 1: ``jax.export.export(jax.jit(entry), platforms=("tpu",))(*shapes)`` — the real Pallas to
+  Mosaic lowering on CPU jaxlib — inside an abstract mesh whose device is the target chip, with
+  ``jax_pallas_verbose_errors`` on so errors name the user's lines;
+- tier 2: the real Mosaic/XLA compiler from libtpu, deviceless: the target topology's first
+  device, arguments placed on it, ``jax.jit(entry).trace(...).lower().compile()``; its
+  ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once.
+
+Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``.
+Result (plain JSON)::
+
+    {"target": "v5e", "tasks_found": 1,
+     "errors": [record, ...],              # file-level: import failure, invalid task (stage says)
+     "unavailable": {"2": "why"},          # tiers that could not run at all
+     "entries": [{"name": "add", "line": 12, "format": "native",
+                  "tiers": {"1": "ok", "2": "error"},
+                  "errors": [record, ...],  # runner/errors.py records, each with "tier"
+                  "memory": {...}}]}        # tier-2 memory_analysis, bytes
+
+Progress messages read ``tier N: ENTRY (what)`` so a client can say which step ran out of time.
+Worker side: imports jax, the loader and the task reader; nothing else of pallasite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+from typing import Any, Callable
+
+from . import errors as errors_mod
+from . import tasks_runtime
+
+# Target name -> (device_kind as jax reports it, TensorCores per chip, deviceless topology name).
+# The device kinds and topology names are those libtpu's deviceless topologies report.
+CHIPS: dict[str, tuple[str, int, str]] = {
+    "v4": ("TPU v4", 2, "v4:2x2x1"),
+    "v5e": ("TPU v5 lite", 1, "v5e:2x2"),
+    "v5p": ("TPU v5", 2, "v5p:2x2x1"),
+    "v6e": ("TPU v6 lite", 1, "v6e:2x2"),
+}
+
+LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] of the same jax version)"
+
+_topology_devices: dict[str, Any] = {}  # target -> tier-2 device (a warm worker reuses it)
+
+
+def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Run the requested compiler tiers on every task of ``params['path']``."""
+    import jax
+
+    say = _say(progress)
+    path = os.path.abspath(str(params["path"]))
+    text = params.get("text")
+    target = str(params.get("target") or "v6e")
+    tiers = sorted({int(t) for t in params.get("tiers") or (1, 2)})
+    result: dict[str, Any] = {"target": target, "tasks_found": 0, "errors": [], "unavailable": {}, "entries": []}
+    if target not in CHIPS:
+        result["errors"].append(_plain_error("task", f"unknown target {target!r}; use one of {', '.join(CHIPS)}"))
+        return result
+
+    jax.config.update("jax_pallas_verbose_errors", True)
+    if 2 in tiers:
+        why = tier2_unavailable(target)
+        if why:
+            result["unavailable"]["2"] = why
+    if 3 in tiers:
+        result["unavailable"]["3"] = "tier 3 (interpret-mode runs) is not part of the check op yet"
+
+    from .loader import user_module
+
+    say(f"importing {os.path.basename(path)}")
+    try:
+        with _restored_config(), user_module(path, text) as module:
+            try:
+                tasks = tasks_runtime.discover(module, path, text)
+            except tasks_runtime.TaskError as exc:
+                result["errors"].append(_task_error(exc, path))
+                return result
+            result["tasks_found"] = len(tasks)
+            for task in tasks:
+                result["entries"].append(_check_task(task, path, target, tiers, result["unavailable"], say))
+    except tasks_runtime.TaskError as exc:
+        result["errors"].append(_task_error(exc, path))
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed to import
+        rec = errors_mod.record(exc, path, stage="import")
+        result["errors"].append(rec)
+    return result
+
+
+def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": task.name,
+        "line": task.line,
+        "format": task.format,
+        "tiers": {},
+        "errors": [],
+        "memory": None,
+    }
+    try:
+        args = task.abstract_args()
+    except tasks_runtime.TaskError as exc:
+        entry["errors"].append(_task_error(exc, path))
+        for t in tiers:
+            entry["tiers"][str(t)] = "skipped: the example inputs failed"
+        return entry
+
+    failed = False
+    if 1 in tiers:
+        say(f"tier 1: {task.name} (Pallas TPU lowering for {target})")
+        try:
+            lower_for_tpu(task.entry, args, target)
+            entry["tiers"]["1"] = "ok"
+        except Exception as exc:  # noqa: BLE001 - the lowering's verdict
+            entry["tiers"]["1"] = "error"
+            entry["errors"].append(_tier_record(exc, path, 1))
+            failed = True
+    if 2 in tiers:
+        if "2" in unavailable:
+            entry["tiers"]["2"] = "skipped: " + unavailable["2"].split(";")[0]
+        elif failed:
+            entry["tiers"]["2"] = "skipped: tier 1 failed"
+        else:
+            say(f"tier 2: {task.name} (libtpu compile for {target})")
+            try:
+                entry["memory"] = compile_for_tpu(task.entry, args, target)
+                entry["tiers"]["2"] = "ok"
+            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
+                entry["tiers"]["2"] = "error"
+                entry["errors"].append(_tier_record(exc, path, 2))
+    if 3 in tiers:
+        entry["tiers"]["3"] = "skipped: " + unavailable.get("3", "not run")
+    return entry
+
+
+# --------------------------------------------------------------------------- the two tiers
+
+
+def lower_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> Any:
+    """Tier 1: export ``fn`` for TPU on this (CPU) host; raises the lowering's error."""
+    import jax
+    from jax.sharding import AbstractDevice, AbstractMesh, use_abstract_mesh
+
+    kind, cores, _ = CHIPS[target]
+    mesh = AbstractMesh((1,), ("x",), abstract_device=AbstractDevice(device_kind=kind, num_cores=cores, platform="tpu"))
+    with use_abstract_mesh(mesh):
+        return jax.export.export(jax.jit(fn), platforms=("tpu",))(*args)
+
+
+def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int]:
+    """Tier 2: compile ``fn`` with libtpu for the target topology; returns memory_analysis bytes."""
+    import jax
+
+    dev = topology_device(target)
+    sharding = jax.sharding.SingleDeviceSharding(dev)
+    placed = jax.tree.map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding),
+        args,
+        is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"),
+    )
+    with jax.default_device(dev):
+        compiled = jax.jit(fn).trace(*placed).lower().compile()
+    return memory_figures(compiled)
+
+
+def topology_device(target: str) -> Any:
+    if target not in _topology_devices:
+        from jax.experimental import topologies
+
+        name = CHIPS[target][2]
+        _topology_devices[target] = topologies.get_topology_desc(topology_name=name, platform="tpu").devices[0]
+    return _topology_devices[target]
+
+
+def tier2_unavailable(target: str) -> str | None:
+    """Why tier 2 cannot run here (None when it can): libtpu missing or the topology refused."""
+    if importlib.util.find_spec("libtpu") is None:
+        return LIBTPU_HINT
+    try:
+        topology_device(target)
+    except Exception as exc:  # noqa: BLE001 - libtpu present but unusable
+        return f"libtpu could not describe the {target} topology ({type(exc).__name__}: {exc})"
+    return None
+
+
+def memory_figures(compiled: Any) -> dict[str, int] | None:
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - optional figures
+        return None
+    if stats is None:
+        return None
+    out = {}
+    for name in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                 "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes"):
+        value = getattr(stats, name, None)
+        if isinstance(value, int):
+            out[name] = value
+    return out
+
+
+# Global jax settings a kernel file may change at import (e.g. jax_enable_x64): a warm worker
+# puts them back after each check so one file cannot change the verdict on the next.
+_CONFIG_NAMES = ("jax_enable_x64", "jax_default_matmul_precision", "jax_numpy_rank_promotion",
+                 "jax_numpy_dtype_promotion", "jax_pallas_verbose_errors", "jax_default_prng_impl")
+
+
+@contextlib.contextmanager
+def _restored_config():
+    import jax
+
+    saved = {}
+    for name in _CONFIG_NAMES:
+        with contextlib.suppress(AttributeError, KeyError):
+            saved[name] = getattr(jax.config, name)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            with contextlib.suppress(Exception):
+                jax.config.update(name, value)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _tier_record(exc: BaseException, path: str, tier: int) -> dict[str, Any]:
+    rec = errors_mod.record(exc, path, stage=f"tier {tier}")
+    rec["tier"] = tier
+    return rec
+
+
+def _task_error(exc: "tasks_runtime.TaskError", path: str) -> dict[str, Any]:
+    rec = errors_mod.record(exc, path, stage="task")
+    if exc.line is not None:
+        rec["mentions"].insert(0, {"line": exc.line, "column": None})
+    return rec
+
+
+def _plain_error(stage: str, message: str) -> dict[str, Any]:
+    return {"stage": stage, "type": "ValueError", "sentence": message, "message": message, "detail": None,
+            "frames": [], "mentions": [], "refs": [], "vmem": None, "mosaic_codes": [], "syntax": None}
+
+
+def _say(progress: Callable[..., Any] | None) -> Callable[[str], None]:
+    def say(message: str) -> None:
+        if progress is not None:
+            with contextlib.suppress(Exception):
+                progress(message)
+
+    return say

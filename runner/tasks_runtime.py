@@ -1,0 +1,337 @@
+"""Reading tasks out of an imported kernel module (worker side: imports jax).
+
+A task says which function to call and with which argument shapes. Three forms are read:
+
+- native short form (docs/task-convention.md): ``example_inputs()`` plus the entry, which is
+  ``PALLASITE_ENTRY`` or the single public module-level function that reaches ``pallas_call``;
+  optional ``reference``, ``TOLERANCE``, ``TUNABLES``;
+- native long form: every public function ``NAME`` with a ``NAME_inputs()`` is an entry, with
+  optional ``NAME_reference``, ``NAME_tolerance``, ``NAME_tunables``;
+- JAXBench task files as they are: a ``CONFIG`` dict, ``create_inputs(...)`` and
+  ``workload(...)``. ``create_inputs`` is called with no argument, with ``CONFIG`` when it takes
+  one positional parameter, or with the ``CONFIG`` keys its parameters name; ``workload`` is the
+  entry, called with the inputs (a tuple or list is spread into positional arguments, anything
+  else is passed as the one argument). The plain-JAX reference is ``workload`` of a sibling
+  ``baseline.py`` when that file exists.
+
+Shapes always come from ``jax.eval_shape``: an inputs function that makes arrays is traced
+abstractly, so checking never allocates the example inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import jax
+
+
+class TaskError(Exception):
+    """The task definition is invalid; ``line`` (1-based, in the user's file) says where."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass
+class RuntimeTask:
+    """One entry ready to trace: the function, its abstract arguments, and what goes with it."""
+
+    name: str
+    entry: Callable[..., Any]
+    inputs: Callable[..., Any] | None  # makes the positional arguments
+    format: str = "native"
+    reference: Callable[..., Any] | None = None
+    tolerance: dict[str, float] | None = None
+    tunables: dict[str, list[int]] = field(default_factory=dict)
+    line: int | None = None  # the entry's def line (1-based) when defined in the checked file
+    config: dict[str, Any] | None = None  # JAXBench CONFIG
+
+    def abstract_args(self) -> tuple[Any, ...]:
+        """The entry's positional arguments as a tuple of ShapeDtypeStruct pytrees."""
+        if self.inputs is None:
+            return ()
+        try:
+            shapes = jax.eval_shape(self.inputs)
+        except Exception as exc:  # noqa: BLE001 - the user's inputs function failed
+            raise TaskError(
+                f"{_name(self.inputs)}() failed while computing the input shapes: {type(exc).__name__}: {exc}",
+                _def_line(self.inputs),
+            ) from exc
+        if isinstance(shapes, list):
+            shapes = tuple(shapes)
+        if not isinstance(shapes, tuple):
+            shapes = (shapes,)
+        return shapes
+
+
+def discover(module: types.ModuleType, path: str, text: str | None = None) -> list[RuntimeTask]:
+    """Every task the module states, in source order; [] when it states none.
+
+    ``text`` is the checked source when it differs from the file on disk (an unsaved buffer).
+    """
+    ns = vars(module)
+    if callable(ns.get("workload")) and callable(ns.get("create_inputs")):
+        return [_jaxbench_task(module, path)]
+    long_form = _long_form(module, path)
+    if long_form:
+        return long_form
+    if callable(ns.get("example_inputs")):
+        return [_short_form(module, path, text)]
+    return []
+
+
+# --------------------------------------------------------------------------- native forms
+
+
+def _own_functions(module: types.ModuleType, path: str) -> dict[str, Callable[..., Any]]:
+    """Public module-level functions defined in the checked file itself, in source order."""
+    out = {}
+    for name, value in vars(module).items():
+        if name.startswith("_") or not inspect.isfunction(value):
+            continue
+        if _same_file(getattr(value, "__code__", None), path):
+            out[name] = value
+    return dict(sorted(out.items(), key=lambda kv: kv[1].__code__.co_firstlineno))
+
+
+def _same_file(code: Any, path: str) -> bool:
+    if code is None:
+        return False
+    try:
+        return os.path.samefile(code.co_filename, path)
+    except OSError:
+        return os.path.abspath(code.co_filename) == os.path.abspath(path)
+
+
+def _long_form(module: types.ModuleType, path: str) -> list[RuntimeTask]:
+    ns = vars(module)
+    tasks = []
+    for name, fn in _own_functions(module, path).items():
+        if name.endswith("_inputs") or name.endswith("_reference") or name == "example_inputs":
+            continue
+        inputs = ns.get(f"{name}_inputs")
+        if not callable(inputs):
+            continue
+        tasks.append(
+            RuntimeTask(
+                name=name,
+                entry=fn,
+                inputs=inputs,
+                reference=_callable_or_none(ns.get(f"{name}_reference")),
+                tolerance=_tolerance(ns.get(f"{name}_tolerance"), f"{name}_tolerance"),
+                tunables=_tunables(fn, ns.get(f"{name}_tunables"), f"{name}_tunables"),
+                line=fn.__code__.co_firstlineno,
+            )
+        )
+    return tasks
+
+
+def _short_form(module: types.ModuleType, path: str, text: str | None) -> RuntimeTask:
+    ns = vars(module)
+    inputs = ns["example_inputs"]
+    named = ns.get("PALLASITE_ENTRY")
+    if named is not None:
+        fn = ns.get(named) if isinstance(named, str) else None
+        if not callable(fn):
+            raise TaskError(
+                f"PALLASITE_ENTRY = {named!r} does not name a function of this file; "
+                "set it to the name of the function that calls pallas_call",
+                _assign_line(_source(path, text), "PALLASITE_ENTRY"),
+            )
+        name = named
+    else:
+        candidates = _pallas_callers(module, path, _source(path, text))
+        if not candidates:
+            raise TaskError(
+                "example_inputs() is defined but no public function of this file calls pallas_call; "
+                "set PALLASITE_ENTRY = \"name\" to the function the inputs are for",
+                _def_line(inputs),
+            )
+        if len(candidates) > 1:
+            raise TaskError(
+                f"example_inputs() is ambiguous: {', '.join(candidates)} all call pallas_call; "
+                "set PALLASITE_ENTRY = \"name\" to choose one, or use NAME_inputs() per entry",
+                _def_line(inputs),
+            )
+        name = candidates[0]
+        fn = ns[name]
+    return RuntimeTask(
+        name=name,
+        entry=fn,
+        inputs=inputs,
+        reference=_callable_or_none(ns.get("reference")),
+        tolerance=_tolerance(ns.get("TOLERANCE"), "TOLERANCE"),
+        tunables=_tunables(fn, ns.get("TUNABLES"), "TUNABLES"),
+        line=_def_line(fn) if _same_file(getattr(fn, "__code__", None), path) else None,
+    )
+
+
+def _pallas_callers(module: types.ModuleType, path: str, source: str | None) -> list[str]:
+    """Public functions of the file that call pallas_call directly or via other functions of it."""
+    try:
+        tree = ast.parse(source or "")
+    except (SyntaxError, ValueError):
+        return []
+    calls: dict[str, set[str]] = {}
+    direct: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = set()  # bare names only: ``jnp.exp`` must not look like a call of ``exp``
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name):
+                    names.add(sub.id)
+                    if sub.id == "pallas_call":
+                        direct.add(node.name)
+                elif isinstance(sub, ast.Attribute) and sub.attr == "pallas_call":
+                    direct.add(node.name)
+            calls[node.name] = names
+    reaching = set(direct)
+    changed = True
+    while changed:
+        changed = False
+        for name, names in calls.items():
+            if name not in reaching and names & reaching:
+                reaching.add(name)
+                changed = True
+    own = _own_functions(module, path)
+    skip = {"example_inputs", "reference"}
+    return [n for n in own if n in reaching and n not in skip and not n.endswith("_kernel")
+            and not _only_called_by_others(n, calls, reaching)]
+
+
+def _only_called_by_others(name: str, calls: dict[str, set[str]], reaching: set[str]) -> bool:
+    """A helper that another pallas-reaching function calls is not an entry of its own."""
+    return any(name in names for other, names in calls.items() if other != name and other in reaching)
+
+
+# --------------------------------------------------------------------------- JAXBench
+
+
+def _jaxbench_task(module: types.ModuleType, path: str) -> RuntimeTask:
+    ns = vars(module)
+    config = ns.get("CONFIG")
+    if config is not None and not isinstance(config, dict):
+        raise TaskError("CONFIG must be a dict of the workload's settings", _assign_line(_source(path, None), "CONFIG"))
+    create = ns["create_inputs"]
+    workload = ns["workload"]
+
+    def inputs() -> Any:
+        return _call_with_config(create, config or {})
+
+    return RuntimeTask(
+        name="workload",
+        entry=workload,
+        inputs=inputs,
+        format="jaxbench",
+        reference=_baseline(path),
+        config=dict(config or {}),
+        line=_def_line(workload),
+    )
+
+
+def _call_with_config(fn: Callable[..., Any], config: dict[str, Any]) -> Any:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn()
+    required = [p for p in params.values() if p.default is inspect.Parameter.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not params:
+        return fn()
+    if all(name in config for name in params if params[name].default is inspect.Parameter.empty):
+        return fn(**{k: v for k, v in config.items() if k in params})
+    if len(required) == 1:
+        return fn(config)
+    return fn()
+
+
+def _baseline(path: str) -> Callable[..., Any] | None:
+    sibling = os.path.join(os.path.dirname(os.path.abspath(path)), "baseline.py")
+    if not os.path.isfile(sibling) or os.path.samefile(sibling, path):
+        return None
+    spec = importlib.util.spec_from_file_location("_pallasite_baseline", sibling)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - a broken baseline should not hide the kernel check
+        print(f"pallasite: {sibling} could not be imported ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
+    fn = getattr(module, "workload", None)
+    return fn if callable(fn) else None
+
+
+# --------------------------------------------------------------------------- small readers
+
+
+def _callable_or_none(value: Any) -> Callable[..., Any] | None:
+    return value if callable(value) else None
+
+
+def _tolerance(value: Any, label: str) -> dict[str, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not set(value) <= {"atol", "rtol"}:
+        raise TaskError(f"{label} must be a dict with keys 'atol' and/or 'rtol', got {value!r}")
+    try:
+        return {k: float(v) for k, v in value.items()}
+    except (TypeError, ValueError) as exc:
+        raise TaskError(f"{label} values must be numbers: {exc}") from exc
+
+
+def _tunables(fn: Callable[..., Any], table: Any, label: str) -> dict[str, list[int]]:
+    """The entry's keyword-only int parameters, with candidates from ``table`` when given."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    out = {p.name: [p.default] for p in params.values()
+           if p.kind == p.KEYWORD_ONLY and isinstance(p.default, int) and not isinstance(p.default, bool)}
+    if table is None:
+        return out
+    if not isinstance(table, dict):
+        raise TaskError(f"{label} must map tunable names to lists of ints, got {type(table).__name__}")
+    for name, values in table.items():
+        if name not in out:
+            raise TaskError(f"{label} names {name!r}, which is not a keyword-only int parameter of {fn.__name__}")
+        out[name] = [int(v) for v in values]
+    return out
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__name__", "inputs")
+
+
+def _def_line(fn: Any) -> int | None:
+    code = getattr(fn, "__code__", None)
+    return code.co_firstlineno if code is not None else None
+
+
+def _source(path: str, text: str | None) -> str | None:
+    if text is not None:
+        return text
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _assign_line(source: str | None, name: str) -> int | None:
+    try:
+        tree = ast.parse(source or "")
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return node.lineno
+    return None

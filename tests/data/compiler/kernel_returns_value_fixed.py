@@ -1,0 +1,26 @@
+"""Fixed version of kernel_returns_value_broken.py (the kernel returns its result instead of storing it)."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def square_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * x_ref[...]
+
+
+def square(x):
+    return pl.pallas_call(
+        square_kernel,
+        grid=(2,),
+        in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+    )(x)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((256, 128), jnp.float32),)

@@ -1,0 +1,27 @@
+"""Broken: stores float32 into a bfloat16 output ref. The fix is in store_dtype_fixed.py."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def to_bf16_kernel(x_ref, o_ref):
+    acc = x_ref[...].astype(jnp.float32) * 3.0
+    o_ref[...] = acc  # expected: PLS104
+
+
+def to_bf16(x):
+    return pl.pallas_call(
+        to_bf16_kernel,
+        grid=(2,),
+        in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, jnp.bfloat16),
+    )(x)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((256, 128), jnp.bfloat16),)

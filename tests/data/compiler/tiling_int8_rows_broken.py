@@ -1,0 +1,26 @@
+"""Broken: int8 copy with blocks of 8 rows (int8 needs 32): only the TPU compiler says so. The fix is in tiling_int8_rows_fixed.py."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def negate_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+def negate(x):
+    return pl.pallas_call(
+        negate_kernel,
+        grid=(8,),
+        in_specs=[pl.BlockSpec((8, 256), lambda i: (i, 0))],  # expected: PLS204
+        out_specs=pl.BlockSpec((8, 256), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+    )(x)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((64, 256), jnp.int8),)

@@ -1,0 +1,28 @@
+"""Broken: indexing a block with an index vector is a gather the TPU lowering does not support. The fix is in unsupported_gather_fixed.py."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def permute_kernel(x_ref, o_ref):
+    x = x_ref[...]
+    idx = (jax.lax.broadcasted_iota(jnp.int32, (128,), 0) * 7) % 128
+    o_ref[...] = x[idx]  # expected: PLS103
+
+
+def permute(x):
+    return pl.pallas_call(
+        permute_kernel,
+        grid=(2,),
+        in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+    )(x)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((256, 128), jnp.float32),)
