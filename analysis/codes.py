@@ -75,6 +75,10 @@ CODES: dict[str, Code] = _codes(
          "SMEM holds scalars: read single elements; use VMEM refs for vector loads and stores."),
     Code("PLS109", "Number of BlockSpecs does not match the arguments", "Give one BlockSpec per input and per output."),
     Code("PLS110", "Kernel shape or signature rejected during tracing", "Match the kernel's parameters to inputs, outputs and scratch."),
+    Code("PLS111", "API missing from the installed jax (removed or renamed)",
+         "Use the current name (e.g. pltpu.CompilerParams, pltpu.MemorySpace / pltpu.SMEM); see the message."),
+    Code("PLS112", "Block rank does not match the array rank", "Give block_shape one entry per array dimension (None or pl.Squeezed() to drop one)."),
+    Code("PLS113", "Grid is not a tuple of ints", "Compute the grid with integer division (//) or pl.cdiv."),
     # ---------------------------------------------------------------- tier 2: TPU compiler
     Code("PLS200", "TPU compiler (Mosaic) rejected the kernel", "Read the compiler's message; the marked line is the operation it names."),
     Code("PLS201", "VMEM out of memory", "Shrink the blocks or scratch buffers, or raise vmem_limit_bytes in the compiler params."),
