@@ -53,10 +53,15 @@ QUIET_LIBTPU = {
 }
 
 
+def is_denied(name: str) -> bool:
+    """Whether the name looks like a secret or a cloud credential (never passes, even if asked)."""
+    return bool(_DENIED.search(name.upper()))
+
+
 def is_allowed(name: str) -> bool:
     """Whether a variable of this name may reach kernel code."""
     upper = name.upper()
-    if _DENIED.search(upper):
+    if is_denied(upper):
         return False
     return upper in ALLOWED_NAMES or upper.startswith(ALLOWED_PREFIXES)
 
@@ -76,7 +81,8 @@ def worker_environment(
 
     ``platforms`` becomes JAX_PLATFORMS ("cpu" for check workers: they must never hold TPU
     chips; None leaves the user's setting, for workers that time kernels on a TPU host).
-    ``extra`` (e.g. from settings) is added last but still goes through the deny patterns.
+    ``extra`` (variables the user named in settings) is added last: any name may be given
+    there, except one matching the deny patterns.
     """
     env = filter_environment(base)
     env.update(QUIET_LIBTPU)
@@ -84,7 +90,7 @@ def worker_environment(
     if platforms is not None:
         env["JAX_PLATFORMS"] = platforms
     if extra:
-        env.update(filter_environment(extra))
+        env.update({k: v for k, v in extra.items() if not is_denied(k)})
     return env
 
 

@@ -7,7 +7,9 @@ package — its ``__package__`` set so relative imports work. The given text (th
 buffer) is compiled under the original path, and ``linecache`` serves that text, so tracebacks and
 ``inspect.getsource`` name the user's path with the buffer's line numbers. On exit, the path
 entries, the module, and every module newly imported from the user's folders are removed again, so
-edits to sibling files are seen by the next request.
+edits to sibling files are seen by the next request. The buffer's text stays in ``linecache``
+(one entry per path, replaced by the next load) so a traceback formatted after the request still
+shows the buffer's lines.
 
 Worker side: stdlib only.
 """
@@ -71,6 +73,7 @@ def load_user_module(path: str, text: str | None = None, name: str | None = None
     """
     path = os.path.abspath(path)
     if text is None:
+        linecache.cache.pop(path, None)  # forget an earlier request's unsaved buffer
         try:
             with open(path, "rb") as f:
                 source: str | bytes = f.read()
@@ -108,7 +111,6 @@ def user_module(path: str, text: str | None = None) -> Iterator[types.ModuleType
     user_folders = tuple(os.path.realpath(f) + os.sep for f in added)
     installed = _installed_roots()
     modules_before = set(sys.modules)
-    old_linecache = linecache.cache.get(path)
     for entry in reversed(added):
         sys.path.insert(0, entry)
     name = unique_module_name(path)
@@ -125,7 +127,3 @@ def user_module(path: str, text: str | None = None) -> Iterator[types.ModuleType
                 continue  # our own modules (an editable install lives in a user-like folder)
             if file and _is_under(file, user_folders) and not _is_under(file, installed):
                 sys.modules.pop(mod_name, None)
-        if old_linecache is None:
-            linecache.cache.pop(path, None)
-        else:
-            linecache.cache[path] = old_linecache

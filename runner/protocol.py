@@ -39,6 +39,7 @@ EXIT_MEMORY_LIMIT = 86
 
 # Error types a worker reports that are about the protocol rather than the op.
 ERROR_CANCELLED = "Cancelled"
+ERROR_DEADLINE = "DeadlineExceeded"
 ERROR_UNKNOWN_OP = "UnknownOp"
 ERROR_BAD_REQUEST = "BadRequest"
 

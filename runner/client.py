@@ -1,0 +1,478 @@
+"""The client side of the worker protocol, for asyncio callers (the server) and the CLI.
+
+``WorkerClient`` owns one ``pallasite worker`` process: it starts it (handshake), sends one request
+at a time (concurrent callers queue on a lock: a worker runs one op at a time), enforces the time
+limit (cancel, then kill after a grace period) and the memory limit (RSS of the worker and its
+children polled with psutil — an RLIMIT_AS makes jax abort), drains the worker's stderr into a
+bounded tail, and replaces a dead or hung worker on the next request. Worker death is data: every
+``request`` returns a ``Reply`` whose status says what happened, never raises for it.
+
+``WorkerPool`` runs several clients for parallel work (tuning); ``run_requests_sync`` serves the
+CLI. The client never imports jax.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import inspect
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pallasite.runner import env as env_module
+from pallasite.runner import protocol
+
+Status = Literal["ok", "error", "timeout", "memory", "crashed", "cancelled"]
+ProgressCallback = Callable[[str, "float | None"], "Awaitable[None] | None"]
+
+_STREAM_LIMIT = 256 * 2**20  # the longest protocol line accepted (results may carry compiler dumps)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """How to start a worker and what limits apply to it.
+
+    ``command`` is a prefix that starts the worker elsewhere: with ``("ssh", "tpu-host")`` the
+    client runs ``ssh tpu-host pallasite worker --platforms ... --memory-mb ...`` instead of the
+    local interpreter (the remote worker then filters its own environment and enforces the memory
+    limit itself, exiting with code 86).
+    """
+
+    python: str = sys.executable
+    worker_args: tuple[str, ...] = ()
+    cwd: str | None = None
+    timeout_s: float = 60.0  # per request
+    memory_mb: int = 4096  # resident memory of the worker and its children
+    startup_timeout_s: float = 60.0
+    cancel_grace_s: float = 1.0  # after a cancel, how long before the worker is killed
+    platforms: str | None = "cpu"  # JAX_PLATFORMS; None leaves the user's (TPU hosts)
+    env: Mapping[str, str] = field(default_factory=dict)  # extra variables (secrets never pass)
+    command: tuple[str, ...] = ()  # e.g. ("ssh", "host"): run `pallasite worker` through it
+    stderr_lines: int = 200  # how much of the worker's stderr is kept
+    poll_interval_s: float = 0.1  # memory polling period
+
+    def argv(self) -> list[str]:
+        flags = [*self.worker_args]
+        if self.platforms:
+            flags += ["--platforms", self.platforms]
+        if self.command:
+            if self.memory_mb:
+                flags += ["--memory-mb", str(self.memory_mb)]
+            return [*self.command, "pallasite", "worker", *flags]
+        return [self.python, "-m", "pallasite.runner.worker", *flags]
+
+    def environment(self) -> dict[str, str]:
+        return env_module.worker_environment(os.environ, platforms=self.platforms, extra=self.env)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What became of one request. ``result`` for "ok"; ``error`` (the op's exception, with the
+    worker's traceback) for "error"; ``message`` says what happened for every other status."""
+
+    status: Status
+    result: Any = None
+    error: protocol.ErrorInfo | None = None
+    message: str = ""
+    elapsed_s: float = 0.0
+    exit_code: int | None = None  # the worker's exit code; negative: killed by that signal
+    stderr_tail: str = ""  # the worker's last stderr lines, for crashes and kills
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class WorkerStartError(RuntimeError):
+    """The worker did not start or did not say hello in time (the message says why)."""
+
+
+@dataclass
+class _Exited:
+    code: int | None
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "the worker's output ended"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the worker was killed by {name} ({-code})"
+    if code == protocol.EXIT_MEMORY_LIMIT:
+        return f"the worker exited with code {code} (its own memory limit)"
+    return f"the worker exited with code {code}"
+
+
+class WorkerClient:
+    """One worker process, restarted as needed. Use ``async with WorkerClient(cfg) as w``."""
+
+    def __init__(self, config: WorkerConfig | None = None) -> None:
+        self.config = config or WorkerConfig()
+        self.handshake: protocol.Handshake | None = None
+        self.restarts = 0  # how many times a worker was (re)started after the first
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self._progress: dict[str, ProgressCallback] = {}
+        self._hello: asyncio.Future[protocol.Handshake] | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stderr: collections.deque[str] = collections.deque(maxlen=self.config.stderr_lines)
+        self._kill_reason: str | None = None  # why we killed the current process, if we did
+        self._started = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> "WorkerClient":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        return "\n".join(list(self._stderr)[-lines:])
+
+    async def start(self) -> protocol.Handshake:
+        """Start the worker if it is not running; returns its handshake."""
+        if self.alive and self.handshake is not None:
+            return self.handshake
+        await self._reap()
+        self._stderr.clear()
+        self._kill_reason = None
+        loop = asyncio.get_running_loop()
+        self._hello = loop.create_future()
+        argv = self.config.argv()
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self.config.cwd,
+                env=self.config.environment(),
+                start_new_session=True,  # its own process group: killed as a whole
+                limit=_STREAM_LIMIT,
+            )
+        except OSError as exc:
+            raise WorkerStartError(f"could not start the worker ({' '.join(argv)}): {exc}") from None
+        if self._started:
+            self.restarts += 1
+        self._started += 1
+        proc = self._proc
+        self._tasks = [
+            asyncio.create_task(self._read_stdout(proc), name="worker-stdout"),
+            asyncio.create_task(self._read_stderr(proc), name="worker-stderr"),
+            asyncio.create_task(self._watch_memory(proc), name="worker-memory"),
+        ]
+        try:
+            hello = await asyncio.wait_for(asyncio.shield(self._hello), self.config.startup_timeout_s)
+        except asyncio.TimeoutError:
+            await self._kill("startup timeout")
+            raise WorkerStartError(
+                f"the worker did not send its handshake within {self.config.startup_timeout_s:g} s "
+                f"({' '.join(argv)}); its stderr ends with:\n{self.stderr_tail()}"
+            ) from None
+        if isinstance(hello, _Exited):
+            await self._reap()
+            raise WorkerStartError(
+                f"the worker stopped before its handshake: {describe_exit(hello.code)} "
+                f"({' '.join(argv)}); its stderr ends with:\n{self.stderr_tail()}"
+            )
+        try:
+            protocol.check_handshake(hello)
+        except protocol.ProtocolError as exc:
+            await self._kill("protocol mismatch")
+            raise WorkerStartError(str(exc)) from None
+        self.handshake = hello
+        return hello
+
+    async def close(self) -> None:
+        """Ask the worker to stop; kill it if it does not within 2 s."""
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(OSError, RuntimeError):
+                proc.stdin.write(protocol.encode(protocol.shutdown()))
+                await proc.stdin.drain()
+                proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), 2.0)
+            except asyncio.TimeoutError:
+                await self._kill("close")
+        await self._reap()
+
+    # ------------------------------------------------------------------ requests
+
+    async def request(
+        self,
+        op: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Reply:
+        """Run one op in the worker. Never raises for the worker's sake: see ``Reply.status``.
+
+        Cancelling the calling task sends ``cancel``, kills the worker if it does not stop within
+        the grace period, and re-raises CancelledError.
+        """
+        async with self._lock:
+            return await self._request(op, params or {}, timeout_s or self.config.timeout_s, on_progress)
+
+    async def _request(self, op: str, params: dict[str, Any], timeout_s: float, on_progress: ProgressCallback | None) -> Reply:
+        started = time.monotonic()
+        try:
+            await self.start()
+        except WorkerStartError as exc:
+            return Reply("crashed", message=str(exc), elapsed_s=time.monotonic() - started,
+                         exit_code=self._proc.returncode if self._proc else None, stderr_tail=self.stderr_tail())
+        request_id = protocol.new_request_id()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        if on_progress is not None:
+            self._progress[request_id] = on_progress
+        try:
+            await self._send(protocol.request(request_id, op, params, deadline_s=timeout_s))
+            try:
+                outcome = await asyncio.wait_for(asyncio.shield(future), timeout_s)
+            except asyncio.TimeoutError:
+                outcome = await self._stop(request_id, future, "timeout")
+                return self._reply(outcome, started, timed_out=timeout_s)
+            return self._reply(outcome, started)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._stop(request_id, future, "cancelled"))
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+            self._progress.pop(request_id, None)
+
+    async def _stop(self, request_id: str, future: asyncio.Future[Any], why: str) -> Any:
+        """Cancel a running request; kill the worker if it does not answer within the grace."""
+        with contextlib.suppress(OSError, RuntimeError, ConnectionError):
+            await self._send(protocol.cancel(request_id))
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.config.cancel_grace_s)
+        except asyncio.TimeoutError:
+            await self._kill(why)
+            return await future  # the stdout reader resolves it with _Exited
+
+    def _reply(self, outcome: Any, started: float, timed_out: float | None = None) -> Reply:
+        elapsed = time.monotonic() - started
+        if isinstance(outcome, _Exited):
+            tail = self.stderr_tail()
+            how = describe_exit(outcome.code)
+            reason = self._kill_reason
+            if reason == "memory" or outcome.code == protocol.EXIT_MEMORY_LIMIT:
+                return Reply("memory", message=f"the worker went over its memory limit of "
+                             f"{self.config.memory_mb} MiB and was stopped ({how}); it will be restarted",
+                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
+            if reason == "timeout" or timed_out is not None:
+                return Reply("timeout", message=f"the request ran past its limit of {timed_out or 0:g} s and "
+                             f"did not stop when cancelled; the worker was killed and will be restarted",
+                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
+            if reason == "cancelled":
+                return Reply("cancelled", message="cancelled; the worker did not stop and was killed",
+                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
+            last = f"; its stderr ends with:\n{tail}" if tail else ""
+            return Reply("crashed", message=f"{how} while running the request; it will be restarted{last}",
+                         elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
+        if outcome.get("ok"):
+            return Reply("ok", result=outcome.get("result"), elapsed_s=elapsed)
+        raw = outcome.get("error") or {}
+        error = protocol.ErrorInfo(str(raw.get("type", "Error")), str(raw.get("message", "")), str(raw.get("traceback", "")))
+        if error.type == protocol.ERROR_DEADLINE or (timed_out is not None and error.type == protocol.ERROR_CANCELLED):
+            limit = timed_out if timed_out is not None else self.config.timeout_s
+            return Reply("timeout", error=error, elapsed_s=elapsed,
+                         message=f"the request ran past its limit of {limit:g} s and was stopped (the worker keeps running)")
+        if error.type == protocol.ERROR_CANCELLED:
+            return Reply("cancelled", error=error, message=error.message, elapsed_s=elapsed)
+        return Reply("error", error=error, message=f"{error.type}: {error.message}", elapsed_s=elapsed)
+
+    # ------------------------------------------------------------------ process plumbing
+
+    async def _send(self, msg: dict[str, Any]) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise ConnectionError("no worker")
+        try:
+            proc.stdin.write(protocol.encode(msg))
+            await proc.stdin.drain()
+        except (ConnectionError, OSError):
+            pass  # the worker died: the stdout reader resolves the pending request
+
+    async def _read_stdout(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while True:
+            try:
+                line = await proc.stdout.readline()
+            except (ValueError, asyncio.LimitOverrunError) as exc:
+                self._stderr.append(f"[pallasite client] protocol line dropped: {exc}")
+                continue
+            if not line:
+                break
+            try:
+                msg = protocol.decode(line)
+            except protocol.ProtocolError as exc:
+                self._stderr.append(f"[pallasite client] {exc}")
+                continue
+            kind = msg["kind"]
+            if kind == protocol.HANDSHAKE and self._hello is not None and not self._hello.done():
+                try:
+                    self._hello.set_result(protocol.Handshake.from_message(msg))
+                except protocol.ProtocolError as exc:
+                    self._stderr.append(f"[pallasite client] {exc}")
+            elif kind == protocol.PROGRESS:
+                callback = self._progress.get(msg["id"])
+                if callback is not None:
+                    await _call_progress(callback, msg.get("message", ""), msg.get("fraction"))
+            elif kind == protocol.RESULT:
+                future = self._pending.get(msg.get("id"))
+                if future is not None and not future.done():
+                    future.set_result(msg)
+                elif msg.get("id") is None:
+                    self._stderr.append(f"[pallasite client] worker: {msg.get('error', {}).get('message', msg)}")
+        code = await proc.wait()
+        exited = _Exited(code)
+        if self._hello is not None and not self._hello.done():
+            self._hello.set_result(exited)  # type: ignore[arg-type]
+        for future in self._pending.values():
+            if not future.done():
+                future.set_result(exited)
+
+    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        while True:
+            try:
+                line = await proc.stderr.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue
+            if not line:
+                return
+            self._stderr.append(line.decode("utf-8", "replace").rstrip("\n")[:2000])
+
+    async def _watch_memory(self, proc: asyncio.subprocess.Process) -> None:
+        if self.config.command or not self.config.memory_mb:
+            return  # a remote worker watches itself (--memory-mb)
+        import psutil
+
+        limit = self.config.memory_mb * 2**20
+        try:
+            root = psutil.Process(proc.pid)
+        except psutil.Error:
+            return
+        while proc.returncode is None:
+            try:
+                rss = root.memory_info().rss
+                for child in root.children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        rss += child.memory_info().rss
+            except psutil.Error:
+                return
+            if rss > limit:
+                self._stderr.append(f"[pallasite client] worker RSS {rss / 2**20:.0f} MiB is above the "
+                                    f"limit of {self.config.memory_mb} MiB: killing it")
+                await self._kill("memory")
+                return
+            await asyncio.sleep(self.config.poll_interval_s)
+
+    async def _kill(self, reason: str) -> None:
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        self._kill_reason = reason
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+
+    async def _reap(self) -> None:
+        """Forget a finished process: wait for its readers, drop its tasks."""
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            await self._kill("replaced")
+        for task in self._tasks:
+            if task.get_name() == "worker-memory":
+                task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 2.0)
+        self._tasks = []
+        self.handshake = None
+
+
+async def _call_progress(callback: ProgressCallback, message: str, fraction: float | None) -> None:
+    try:
+        value = callback(message, fraction)
+        if inspect.isawaitable(value):
+            await value
+    except Exception as exc:  # a broken progress sink must not break the request
+        print(f"pallasite: progress callback failed: {exc}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- several workers
+
+
+class WorkerPool:
+    """``size`` workers with the same config; ``request`` runs on whichever is free."""
+
+    def __init__(self, config: WorkerConfig | None = None, size: int = 2) -> None:
+        if size < 1:
+            raise ValueError(f"a worker pool needs at least one worker, got size={size}")
+        self.clients = [WorkerClient(config) for _ in range(size)]
+        self._idle: asyncio.Queue[WorkerClient] = asyncio.Queue()
+        for client in self.clients:
+            self._idle.put_nowait(client)
+
+    async def __aenter__(self) -> "WorkerPool":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> list[protocol.Handshake]:
+        return list(await asyncio.gather(*(c.start() for c in self.clients)))
+
+    async def request(self, op: str, params: dict[str, Any] | None = None, **kwargs: Any) -> Reply:
+        client = await self._idle.get()
+        try:
+            return await client.request(op, params, **kwargs)
+        finally:
+            self._idle.put_nowait(client)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in self.clients))
+
+
+# --------------------------------------------------------------------------- the CLI's helper
+
+
+def run_requests_sync(config: WorkerConfig | None, requests: Iterable[tuple[str, dict[str, Any]]],
+                      on_progress: Callable[[str, float | None], None] | None = None) -> list[Reply]:
+    """Start a worker, run the requests in order, stop it; one Reply per request."""
+
+    async def go() -> list[Reply]:
+        client = WorkerClient(config)
+        try:
+            return [await client.request(op, params, on_progress=on_progress) for op, params in requests]
+        finally:
+            await client.close()
+
+    return asyncio.run(go())

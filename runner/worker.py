@@ -1,0 +1,417 @@
+"""`pallasite worker`: the process where kernel code runs, speaking JSON lines (see protocol.py).
+
+Start-up, in this order: filter the environment (env.py allowlist), move the protocol to a private
+copy of fd 1 and point fd 1 at stderr (libtpu and user ``print`` calls write to fd 1 and must not
+corrupt the protocol), import jax + Pallas once (the warm worker's whole point), send the
+handshake. Then one request at a time on the main thread; a reader thread takes ``cancel`` and
+``shutdown`` while a request runs. Cancel (and a request's ``deadline_s``) interrupt the running
+op at its next Python bytecode; an op stuck in C code is the client's to kill.
+
+Every request is isolated from the ones before: jax.config values, os.environ, sys.path, the
+working folder and sys.argv are snapshotted before and restored after, and user files load under
+fresh module names (loader.py). Worker side: imports only the stdlib, jax, and our runner modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from pallasite.runner import env as env_module
+from pallasite.runner import protocol
+
+_START = time.monotonic()
+
+
+class RequestInterrupted(BaseException):
+    """Raised inside a running op by a cancel or its deadline (BaseException: user code's
+    ``except Exception`` does not swallow it)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Context:
+    """What an op gets besides its params: progress reporting and its deadline."""
+
+    def __init__(self, request_id: str, send: Callable[[dict[str, Any]], None], deadline: float | None) -> None:
+        self.request_id = request_id
+        self._send = send
+        self.deadline = deadline  # time.monotonic() value, or None
+
+    def progress(self, message: str, fraction: float | None = None) -> None:
+        self._send(protocol.progress(self.request_id, str(message), fraction))
+
+    def seconds_left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+
+# --------------------------------------------------------------------------- ops
+
+
+def op_ping(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return {"pong": True, "pid": os.getpid()}
+
+
+def op_versions(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return dict(_describe_runtime())
+
+
+def op_chips(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    from pallasite.analysis.types import to_json
+    from pallasite.runner import chips
+
+    probe = bool(params.get("probe", True))
+    use_cache = bool(params.get("use_cache", True))
+    ctx.progress("reading the chip table" + (" and probing libtpu" if probe else ""))
+    specs = chips.chip_table(probe=probe, use_cache=use_cache)
+    return {"chips": to_json(specs), "cache": chips.cache_path(), "versions": chips.versions()}
+
+
+def op_import(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Import the user's file; report its public functions and JSON-plain module constants."""
+    import inspect
+
+    from pallasite.runner.loader import user_module
+
+    file = protocol.FileParams.from_params(params)
+    with user_module(file.path, file.text) as module:
+        functions, constants = [], {}
+        for name, value in vars(module).items():
+            if name.startswith("_"):
+                continue
+            if inspect.isfunction(value) and value.__module__ == module.__name__:
+                functions.append({"name": name, "line": value.__code__.co_firstlineno - 1})
+            elif _is_plain(value):
+                constants[name] = value
+        return {"module": module.__name__, "path": module.__file__, "functions": functions, "constants": constants}
+
+
+def _is_plain(value: Any, depth: int = 0) -> bool:
+    """JSON-plain and small: what a module constant like TOLERANCE or TUNABLES is made of."""
+    if depth > 4:
+        return False
+    if value is None or isinstance(value, (bool, int, str)):
+        return not isinstance(value, str) or len(value) <= 100_000
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, (list, tuple)):
+        return len(value) <= 1000 and all(_is_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return len(value) <= 1000 and all(isinstance(k, str) and _is_plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def op_check(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    try:
+        from pallasite.runner.checks import handle_check
+    except ImportError as exc:
+        raise RuntimeError(f"the check op is not available in this worker: {exc}") from exc
+    return handle_check(params, ctx.progress)
+
+
+OPS: dict[str, Callable[[dict[str, Any], Context], Any]] = {
+    "ping": op_ping,
+    "versions": op_versions,
+    "chips": op_chips,
+    "import": op_import,
+    "check": op_check,
+}
+
+
+# --------------------------------------------------------------------------- isolation
+
+
+class Snapshot:
+    """Process state a request may change, restored after it: jax.config, env, sys.path, cwd, argv."""
+
+    def __init__(self) -> None:
+        self.environ = dict(os.environ)
+        self.path = list(sys.path)
+        self.argv = list(sys.argv)
+        self.cwd = os.getcwd()
+        jax = sys.modules.get("jax")
+        self.jax_config = dict(jax.config.values) if jax is not None else None
+
+    def restore(self) -> list[str]:
+        """Put everything back; returns the names of jax config values that were restored."""
+        if os.environ != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+        sys.path[:] = self.path
+        sys.argv[:] = self.argv
+        if os.getcwd() != self.cwd:
+            os.chdir(self.cwd)
+        restored = []
+        jax = sys.modules.get("jax")
+        if jax is not None:
+            now = jax.config.values
+            for name, old in (self.jax_config or {}).items():
+                if now.get(name) != old:
+                    try:
+                        jax.config.update(name, old)
+                        restored.append(name)
+                    except Exception as exc:  # report, keep serving
+                        print(f"pallasite worker: could not restore jax config {name}: {exc}", file=sys.stderr)
+        return restored
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+class Worker:
+    def __init__(self, out_fd: int, ops: dict[str, Callable[[dict[str, Any], Context], Any]] | None = None) -> None:
+        self.out_fd = out_fd
+        self.ops = dict(OPS if ops is None else ops)
+        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.send_lock = threading.Lock()
+        self.state_lock = threading.Lock()
+        self.current: str | None = None  # id of the running request
+        self.interruptible = False
+        self.interrupt_reason: str | None = None
+        self.cancelled: set[str] = set()  # ids cancelled before they started
+
+    # ---- output
+    def send(self, msg: dict[str, Any]) -> None:
+        try:
+            data = protocol.encode(msg)
+        except (TypeError, ValueError) as exc:
+            data = protocol.encode(protocol.result_error(msg.get("id"), protocol.ErrorInfo(
+                "BadResult", f"the op's result is not JSON ({exc}); ops must return plain values")))
+        with self.send_lock:
+            view = memoryview(data)
+            while view:
+                n = os.write(self.out_fd, view)
+                view = view[n:]
+
+    # ---- interruption (cancel, deadline)
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.interruptible:
+            self.interruptible = False
+            raise RequestInterrupted(self.interrupt_reason or "cancelled")
+
+    def interrupt(self, request_id: str, reason: str) -> None:
+        """Interrupt the running op: a real SIGINT to the main thread, so a blocking system call
+        (sleep, read) returns too; the handler raises only while an op is interruptible."""
+        with self.state_lock:
+            if self.current == request_id and self.interruptible and self.interrupt_reason is None:
+                self.interrupt_reason = reason
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    # ---- input
+    def read_loop(self, stream: Any) -> None:
+        for line in stream:
+            if not line.strip():
+                continue
+            try:
+                msg = protocol.decode(line)
+            except protocol.ProtocolError as exc:
+                self.send(protocol.result_error(None, protocol.ErrorInfo(protocol.ERROR_BAD_REQUEST, str(exc))))
+                continue
+            kind = msg["kind"]
+            if kind == protocol.REQUEST:
+                self.inbox.put(msg)
+            elif kind == protocol.CANCEL:
+                with self.state_lock:
+                    if msg["id"] != self.current:
+                        self.cancelled.add(msg["id"])
+                self.interrupt(msg["id"], "cancelled")
+            elif kind == protocol.SHUTDOWN:
+                break
+            else:
+                self.send(protocol.result_error(msg.get("id"), protocol.ErrorInfo(
+                    protocol.ERROR_BAD_REQUEST, f"a client may not send {kind!r} messages")))
+        self.inbox.put(None)
+
+    def serve_forever(self) -> None:
+        signal.signal(signal.SIGINT, self._on_sigint)
+        while True:
+            try:
+                msg = self.inbox.get()
+                if msg is None:
+                    return
+                self.handle(msg)
+            except RequestInterrupted:
+                continue  # arrived after its op had finished: nothing to interrupt
+
+    def handle(self, msg: dict[str, Any]) -> None:
+        request_id, op = msg["id"], msg["op"]
+        with self.state_lock:
+            if request_id in self.cancelled:
+                self.cancelled.discard(request_id)
+                self.send(protocol.result_error(request_id, protocol.ErrorInfo(
+                    protocol.ERROR_CANCELLED, "cancelled before it started")))
+                return
+        handler = self.ops.get(op)
+        if handler is None:
+            self.send(protocol.result_error(request_id, protocol.ErrorInfo(
+                protocol.ERROR_UNKNOWN_OP, f"unknown op {op!r}; this worker serves: {', '.join(sorted(self.ops))}")))
+            return
+        deadline_s = msg.get("deadline_s")
+        deadline = time.monotonic() + deadline_s if deadline_s is not None else None
+        timer = None
+        if deadline_s is not None:
+            timer = threading.Timer(max(0.0, deadline_s), self.interrupt, (request_id, "deadline"))
+            timer.daemon = True
+        ctx = Context(request_id, self.send, deadline)
+        snapshot = Snapshot()
+        reply: dict[str, Any]
+        with self.state_lock:
+            self.current, self.interrupt_reason, self.interruptible = request_id, None, True
+        try:
+            if timer is not None:
+                timer.start()
+            result = handler(msg["params"], ctx)
+            self.interruptible = False
+            reply = protocol.result_ok(request_id, result)
+        except RequestInterrupted as exc:
+            reply = _interrupted_reply(request_id, exc.reason, deadline_s)
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
+            self.interruptible = False
+            reply = protocol.result_error(request_id, protocol.ErrorInfo.from_exception(exc))
+        finally:
+            self.interruptible = False
+            if timer is not None:
+                timer.cancel()
+            with self.state_lock:
+                self.current = None
+                self.cancelled.discard(request_id)
+            snapshot.restore()
+        self.send(reply)
+
+
+def _interrupted_reply(request_id: str, reason: str, deadline_s: float | None) -> dict[str, Any]:
+    if reason == "deadline":
+        error = protocol.ErrorInfo(protocol.ERROR_DEADLINE, f"stopped at its deadline of {deadline_s:g} s")
+    else:
+        error = protocol.ErrorInfo(protocol.ERROR_CANCELLED, "cancelled while running")
+    return protocol.result_error(request_id, error)
+
+
+# --------------------------------------------------------------------------- start-up
+
+
+def _runtime_versions() -> dict[str, Any]:
+    import platform as platform_module
+    from importlib import metadata
+
+    out: dict[str, Any] = {"python": platform_module.python_version()}
+    for dist in ("pallasite", "jax", "jaxlib", "libtpu"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _describe_runtime() -> dict[str, Any]:
+    info = _runtime_versions()
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        info["platform"] = jax.default_backend()
+        info["devices"] = [d.device_kind for d in jax.local_devices()]
+    return info
+
+
+def _warm_up() -> str | None:
+    """Import jax and Pallas and start the backend; returns an error text instead of raising."""
+    try:
+        import jax
+        import jax.numpy  # noqa: F401
+        from jax.experimental import pallas  # noqa: F401
+        from jax.experimental.pallas import tpu  # noqa: F401
+
+        jax.local_devices()
+    except Exception as exc:
+        return f"jax is not usable in this environment ({type(exc).__name__}: {exc}); only ping/versions work"
+    return None
+
+
+def _memory_watchdog(limit_mb: int, interval_s: float = 0.1) -> None:
+    page = os.sysconf("SC_PAGE_SIZE")
+    while True:
+        try:
+            with open("/proc/self/statm") as f:
+                rss = int(f.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            return  # not Linux: the client's own watch still applies
+        if rss > limit_mb * 2**20:
+            os.write(2, f"pallasite worker: resident memory {rss / 2**20:.0f} MiB is above the limit of "
+                        f"{limit_mb} MiB; exiting (code {protocol.EXIT_MEMORY_LIMIT})\n".encode())
+            os._exit(protocol.EXIT_MEMORY_LIMIT)
+        time.sleep(interval_s)
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("--platforms", default=None,
+                        help="set JAX_PLATFORMS (check workers use 'cpu' so they never hold TPU chips)")
+    parser.add_argument("--memory-mb", type=int, default=0,
+                        help="exit with code 86 when the worker's resident memory exceeds this (0: off)")
+    parser.add_argument("--keep-env", action="append", default=[], metavar="NAME",
+                        help="also pass this variable through the environment allowlist (secrets never pass)")
+
+
+def run(args: argparse.Namespace) -> int:
+    # 1. the environment: allowlist first, before anything of the user's can read it
+    keep = {name for name in args.keep_env if not env_module.is_denied(name)}
+    for name in list(os.environ):
+        if not env_module.is_allowed(name) and name not in keep:
+            del os.environ[name]
+    for name, value in env_module.QUIET_LIBTPU.items():
+        os.environ.setdefault(name, value)
+    if args.platforms:
+        os.environ["JAX_PLATFORMS"] = args.platforms
+    # 2. the protocol gets a private fd; fd 1 (print, libtpu) goes to stderr
+    sys.stdout.flush()
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    os.set_inheritable(out_fd, False)
+    if args.memory_mb:
+        threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
+    # 3. warm up, then the handshake
+    error = _warm_up()
+    worker = Worker(out_fd)
+    info = _describe_runtime()
+    handshake = protocol.Handshake(
+        protocol=protocol.PROTOCOL_VERSION,
+        pid=os.getpid(),
+        pallasite=info.get("pallasite"),
+        python=info.get("python"),
+        jax=info.get("jax"),
+        jaxlib=info.get("jaxlib"),
+        libtpu=info.get("libtpu"),
+        platform=info.get("platform"),
+        devices=tuple(info.get("devices") or ()),
+        ops=tuple(sorted(worker.ops)),
+        startup_s=round(time.monotonic() - _START, 3),
+        error=error,
+    )
+    worker.send(handshake.to_message())
+    reader = threading.Thread(target=worker.read_loop, args=(sys.stdin.buffer,), daemon=True, name="protocol-reader")
+    reader.start()
+    try:
+        worker.serve_forever()
+    except Exception:
+        traceback.print_exc()
+        return 2
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pallasite.runner.worker`` (what WorkerClient starts locally)."""
+    parser = argparse.ArgumentParser(prog="pallasite worker", description=__doc__.splitlines()[0])
+    add_arguments(parser, "worker")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""Reports the environment kernel code sees, as a module constant the import op returns."""
+
+import os
+
+ENVIRONMENT = dict(os.environ)
