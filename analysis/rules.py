@@ -56,5 +56,5 @@ def run_rules(source: Source, sites: tuple[KernelSite, ...], *, target: str,
     found: dict[tuple, Finding] = {}
     for rule in all_rules():
         for item in rule(ctx):
-            found.setdefault((item.code, item.span, item.message), item)
+            found.setdefault((item.code, item.span), item)
     return tuple(sorted(found.values(), key=lambda f: (f.span, f.code)))

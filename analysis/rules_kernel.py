@@ -1,3 +1,157 @@
-"""Tier-0 rules (kernel): filled in rule by rule, each after its fixture and expected.json."""
+"""Tier-0 rules on the body of a kernel function (the function passed to pallas_call).
 
-RULES: tuple = ()
+- PLS006 Python ``if``/``while``/conditional expression on a program_id value
+- PLS009 the kernel returns a value
+- PLS011 64-bit dtypes (float64/int64/uint64) inside a TPU kernel (fix: the 32-bit type)
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from tree_sitter import Node
+
+from .rules import RuleContext, finding, replace
+from .sites import is_pallas_name
+from .source import Source, walk
+from .types import Finding, KernelSite
+
+_WIDE = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
+
+
+def kernels(ctx: RuleContext, *, tpu_only: bool) -> Iterator[tuple[KernelSite, Node]]:
+    """(site, kernel function node) for each site whose kernel is defined in this file, once each."""
+    seen: set[int] = set()
+    for site in ctx.sites:
+        if site.kernel_def_span is None or (tpu_only and site.backend == "gpu"):
+            continue
+        node = ctx.source.node_at(site.kernel_def_span, "function_definition")
+        if node is None or node.id in seen:
+            continue
+        seen.add(node.id)
+        yield site, node
+
+
+def _is_program_id(source: Source, node: Node) -> bool:
+    return node.type == "call" and is_pallas_name(source.qualname(node.child_by_field_name("function")), "program_id")
+
+
+def _tainted_names(source: Source, fn: Node) -> set[str]:
+    """Names assigned (directly or through arithmetic) from pl.program_id inside ``fn``."""
+    tainted: set[str] = set()
+    changed = True
+    assignments = [n for n in walk(fn) if n.type == "assignment"]
+    while changed:
+        changed = False
+        for node in assignments:
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is None or right is None or left.type != "identifier":
+                continue
+            name = source.node_text(left)
+            if name not in tainted and _mentions_program_id(source, right, tainted):
+                tainted.add(name)
+                changed = True
+    return tainted
+
+
+def _mentions_program_id(source: Source, node: Node, tainted: set[str]) -> bool:
+    for sub in walk(node):
+        if _is_program_id(source, sub):
+            return True
+        if sub.type == "identifier" and source.node_text(sub) in tainted:
+            parent = sub.parent
+            if parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == sub:
+                continue
+            if parent is not None and parent.type == "keyword_argument" and parent.child_by_field_name("name") == sub:
+                continue
+            return True
+    return False
+
+
+def program_id_control_flow(ctx: RuleContext) -> Iterator[Finding]:
+    for site, fn in kernels(ctx, tpu_only=False):
+        tainted = _tainted_names(ctx.source, fn)
+        for node in walk(fn):
+            if node.type in ("if_statement", "while_statement", "elif_clause", "conditional_expression"):
+                if node.type == "conditional_expression":
+                    parts = [c for c in node.named_children]
+                    condition = parts[1] if len(parts) == 3 else None
+                else:
+                    condition = node.child_by_field_name("condition")
+                if condition is None or not _mentions_program_id(ctx.source, condition, tainted):
+                    continue
+                keyword = {"if_statement": "if", "elif_clause": "elif", "while_statement": "while",
+                           "conditional_expression": "... if ... else"}[node.type]
+                yield finding(
+                    "PLS006",
+                    f"Python `{keyword}` on a program_id value in kernel {site.kernel_name}(): program_id is "
+                    "a traced value, so Python cannot branch on it (TracerBoolConversionError). Use "
+                    "`@pl.when(cond)` for a conditional block, or jax.lax.cond / jnp.where.",
+                    ctx.source.span(condition), kernel=site.kernel_name)
+
+
+def kernel_returns(ctx: RuleContext) -> Iterator[Finding]:
+    for site, fn in kernels(ctx, tpu_only=False):
+        body = fn.child_by_field_name("body")
+        for node in _own(body):
+            if node.type != "return_statement" or not node.named_children:
+                continue
+            value = node.named_children[0]
+            if value.type == "none":
+                continue
+            yield finding(
+                "PLS009",
+                f"Kernel {site.kernel_name}() returns a value; Pallas kernels must return None and write "
+                "results into their output refs, e.g. `o_ref[...] = value`.",
+                ctx.source.span(node), kernel=site.kernel_name)
+
+
+def _own(body: Node | None) -> Iterator[Node]:
+    if body is None:
+        return
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in reversed(node.children):
+            if child.type not in ("function_definition", "lambda", "class_definition", "decorated_definition"):
+                stack.append(child)
+
+
+def wide_dtypes(ctx: RuleContext) -> Iterator[Finding]:
+    for site, fn in kernels(ctx, tpu_only=True):
+        for node in walk(fn):
+            name = None
+            if node.type in ("attribute", "identifier"):
+                if node.parent is not None and node.parent.type == "attribute" and node.parent.child_by_field_name("object") == node:
+                    continue
+                qual = ctx.source.qualname(node) or ""
+                if qual.startswith(("jax.numpy.", "numpy.")) and qual.rsplit(".", 1)[-1] in _WIDE:
+                    name = qual.rsplit(".", 1)[-1]
+            elif node.type == "string" and _is_dtype_argument(ctx.source, node):
+                text = ctx.source.node_text(node).strip("'\"")
+                if text in _WIDE:
+                    name = text
+            if name is None:
+                continue
+            text = ctx.source.node_text(node)
+            yield finding(
+                "PLS011",
+                f"{text} in TPU kernel {site.kernel_name}(): TPUs have no 64-bit vector types, so the "
+                f"lowering fails. Use {_WIDE[name]} inside the kernel.",
+                ctx.source.span(node), kernel=site.kernel_name,
+                fix=replace(f"Use {_WIDE[name]}", ctx.source.span(node), text.replace(name, _WIDE[name])))
+
+
+def _is_dtype_argument(source: Source, node: Node) -> bool:
+    parent = node.parent
+    if parent is not None and parent.type == "keyword_argument":
+        return source.node_text(parent.child_by_field_name("name")) == "dtype"
+    if parent is not None and parent.type == "argument_list":
+        call = parent.parent
+        fn = call.child_by_field_name("function") if call is not None else None
+        return fn is not None and fn.type == "attribute" and source.node_text(fn.child_by_field_name("attribute")) == "astype"
+    return False
+
+
+RULES = (program_id_control_flow, kernel_returns, wide_dtypes)

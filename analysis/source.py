@@ -58,6 +58,7 @@ class Source:
         self.tree = parse(text)
         self.root = self.tree.root_node
         self._lines = self.data.split(b"\n")
+        self._starts: list[int] | None = None
         self.imports: dict[str, str] = {}  # local name -> dotted module/member path
         self.imported_modules: list[str] = []
         self.functions: dict[str, list[Node]] = {}  # name -> function_definition nodes
@@ -79,6 +80,36 @@ class Source:
     def span(self, node: Node) -> Span:
         (r0, c0), (r1, c1) = node.start_point, node.end_point
         return Span(r0, self.column(r0, c0), r1, self.column(r1, c1))
+
+    def offset(self, line: int, column: int) -> int:
+        """The byte offset of a 0-based line and code-point column."""
+        if line >= len(self._lines):
+            return len(self.data)
+        start = self._line_start(line)
+        row = self._lines[line]
+        if row.isascii():
+            return start + min(column, len(row))
+        return start + len(row.decode("utf-8", errors="replace")[:column].encode("utf-8"))
+
+    def _line_start(self, line: int) -> int:
+        if self._starts is None:
+            starts, total = [], 0
+            for row in self._lines:
+                starts.append(total)
+                total += len(row) + 1
+            self._starts = starts
+        return self._starts[line]
+
+    def node_at(self, span: Span, kind: str | None = None) -> Node | None:
+        """The node covering exactly ``span`` (the outermost one; of type ``kind`` if given)."""
+        start, end = self.offset(span.line, span.column), self.offset(span.end_line, span.end_column)
+        node = self.root.descendant_for_byte_range(start, end)
+        best = None
+        while node is not None and node.start_byte >= start and node.end_byte <= end:
+            if node.start_byte == start and node.end_byte == end and (kind is None or node.type == kind):
+                best = node
+            node = node.parent
+        return best
 
     def node_text(self, node: Node | None) -> str:
         if node is None:
