@@ -312,6 +312,25 @@ def _():
     return f, sds((16, 128))
 
 
+@probe("block_rank", 1)
+def _():
+    return lambda x: call(copy_kernel, x, (8, 128), lambda i: (i, 0), (2,)), sds((2, 16, 128))
+
+
+@probe("grid_not_int", 1)
+def _():
+    return lambda x: call(copy_kernel, x, (8, 128), lambda i: (i, 0), (x.shape[0] / 8,)), sds((16, 128))
+
+
+@probe("missing_api", 1)
+def _():
+    def f(x):
+        params = pltpu.TPUCompilerParams(dimension_semantics=("parallel",))
+        return call(copy_kernel, x, (8, 128), lambda i: (i, 0), (2,), compiler_params=params)
+
+    return f, sds((16, 128))
+
+
 def main(names):
     out = {}
     for name, (tier, make) in PROBES.items():

@@ -1,0 +1,306 @@
+"""Offline docs retrieval: a BM25 index over Pallas API docstrings, our guides and user folders.
+
+    index = load_index(DocsOptions(extra_dirs=("docs/",)))
+    for hit in index.search("dimension_semantics megacore", k=5):
+        print(hit.passage.id, hit.passage.source, hit.score)
+
+The passages come from ``docs_sources`` (jax's installed sources read with ``ast``, never
+imported), the guides, the error catalog, and optional folders. The index is cached on disk under
+``$XDG_CACHE_HOME/pallasite/docs-<key>/``; the key covers the jax version, the public Pallas files'
+sizes/mtimes, the guide and catalog files' contents, and the user folders' listings, so any change
+rebuilds it. Ranking is BM25 (``bm25s``) over identifier-aware tokens: ``dimension_semantics``,
+``BlockSpec`` and ``E2003`` are kept whole AND split into parts, so both spellings match.
+
+The ranking seam is ``Ranker``: anything with ``index(token_lists)`` and ``scores(tokens)`` can
+replace BM25 (an embeddings ranker would tokenize differently and keep its vectors in the same
+cache folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from . import docs_sources
+from .docs_sources import Passage
+
+INDEX_FORMAT = 3  # bump when passages or tokens change shape
+
+# --------------------------------------------------------------------------- tokens
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+STOPWORDS = frozenset(
+    """a an and are as at be by for from has have in is it its of on or that the this to was were
+    will with can not no but if then than so do does into when which where what how why you your
+    we our they their there these those be been being all any each other such only also may""".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case tokens; identifiers are kept whole and also split at ``_`` and case changes."""
+    tokens: list[str] = []
+    for word in _WORD.findall(text):
+        whole = word.lower().strip("_")
+        if not whole or whole in STOPWORDS:
+            continue
+        tokens.append(_norm(whole))
+        parts = [p.lower() for chunk in word.split("_") for p in _CAMEL.findall(chunk)]
+        if len(parts) > 1:
+            tokens.extend(_norm(p) for p in parts if p not in STOPWORDS and len(p) > 1)
+    return tokens
+
+
+def _norm(token: str) -> str:
+    """A light plural fold (blocks -> block) applied to queries and passages alike."""
+    if len(token) > 4 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+# --------------------------------------------------------------------------- ranking seam
+
+
+class Ranker(Protocol):
+    def index(self, corpus: list[list[str]]) -> None: ...
+
+    def scores(self, query: list[str]) -> list[float]: ...
+
+    def save(self, folder: Path) -> None: ...
+
+
+def _import_bm25s():
+    """bm25s imports jax when it can (for top-k); the server must never import jax, so hide it."""
+    if "jax" in sys.modules:
+        import bm25s
+
+        return bm25s
+    sys.modules["jax"] = None  # type: ignore[assignment]  # makes `import jax` raise ImportError
+    try:
+        import bm25s
+    finally:
+        if sys.modules.get("jax", 0) is None:
+            del sys.modules["jax"]
+    return bm25s
+
+
+class BM25Ranker:
+    """BM25 (Lucene variant) via bm25s, over pre-tokenized passages."""
+
+    def __init__(self, model=None) -> None:
+        self._model = model
+
+    def index(self, corpus: list[list[str]]) -> None:
+        bm25s = _import_bm25s()
+        self._model = bm25s.BM25()
+        self._model.index([doc or ["<empty>"] for doc in corpus], show_progress=False)
+
+    def scores(self, query: list[str]) -> list[float]:
+        known = [t for t in query if t in self._model.vocab_dict]
+        if not known:
+            return [0.0] * self._model.scores["num_docs"]
+        return list(self._model.get_scores(known))
+
+    def save(self, folder: Path) -> None:
+        self._model.save(str(folder / "bm25"))
+
+    @classmethod
+    def load(cls, folder: Path) -> "BM25Ranker":
+        bm25s = _import_bm25s()
+        return cls(bm25s.BM25.load(str(folder / "bm25")))
+
+
+# --------------------------------------------------------------------------- options, hits, index
+
+
+@dataclass(frozen=True)
+class DocsOptions:
+    include_kernels: bool = False  # also index jax's hand-written kernels (pallas/ops)
+    extra_dirs: tuple[str, ...] = ()  # folders of Markdown/reST to index too
+    include_catalog: bool = True  # the error catalog's entries (catalog/PLSxxx)
+    cache_dir: str | None = None  # default: $XDG_CACHE_HOME/pallasite or ~/.cache/pallasite
+
+
+@dataclass(frozen=True)
+class Hit:
+    passage: Passage
+    score: float
+    rank: int  # 1-based
+
+
+@dataclass
+class DocsIndex:
+    passages: list[Passage]
+    ranker: Ranker
+    key: str = ""
+    folder: Path | None = None
+    built: bool = False  # True when this call built it (False: loaded from the cache)
+    _by_id: dict[str, Passage] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_id = {p.id: p for p in self.passages}
+
+    def get(self, passage_id: str) -> Passage | None:
+        return self._by_id.get(passage_id)
+
+    def search(self, query: str, k: int = 5, kinds: Sequence[str] | None = None) -> list[Hit]:
+        tokens = tokenize(query)
+        if not tokens:
+            return []
+        scores = self.ranker.scores(tokens)
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        hits: list[Hit] = []
+        for i in order:
+            if scores[i] <= 0 or len(hits) >= k:
+                break
+            if kinds and self.passages[i].kind not in kinds:
+                continue
+            hits.append(Hit(self.passages[i], float(scores[i]), len(hits) + 1))
+        return hits
+
+
+class DocsError(Exception):
+    """A docs source the user named cannot be used (the message says which and why)."""
+
+
+def collect_passages(options: DocsOptions) -> list[Passage]:
+    """Every passage for these options, in a stable order."""
+    passages: list[Passage] = list(docs_sources.guide_passages())
+    root = docs_sources.jax_root()
+    if root is not None:
+        passages.extend(docs_sources.api_passages(root))
+        if options.include_kernels:
+            passages.extend(docs_sources.kernel_passages(root))
+    if options.include_catalog:
+        passages.extend(_catalog_passages())
+    for folder in options.extra_dirs:
+        passages.extend(docs_sources.extra_passages(_checked_dir(folder)))
+    unique: dict[str, Passage] = {}
+    for p in passages:
+        unique.setdefault(p.id, p)
+    return list(unique.values())
+
+
+def _catalog_passages() -> list[Passage]:
+    from . import catalog
+
+    out = []
+    for entry in catalog.all_entries():
+        text = catalog.explain(entry.code, markdown=False)
+        out.append(Passage(f"catalog/{entry.code}", "catalog", f"{entry.code} {entry.title}",
+                           entry.source, entry.line, text))
+    return out
+
+
+def _checked_dir(folder: str) -> Path:
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise DocsError(f"docs folder {folder!r} does not exist or is not a folder; "
+                        "pass a folder of .md/.rst files to --extra")
+    return path.resolve()
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pallasite"
+
+
+def cache_key(options: DocsOptions) -> str:
+    """A digest of everything the index is built from; any change gives a new key."""
+    parts: dict[str, object] = {"format": INDEX_FORMAT, "kernels": options.include_kernels,
+                                "catalog": options.include_catalog, "jax": docs_sources.jax_version()}
+    root = docs_sources.jax_root()
+    if root is not None:
+        files = docs_sources.api_source_files(root)
+        if options.include_kernels:
+            files += docs_sources.kernel_source_files(root)
+        parts["jax_files"] = [_stat(p) for p in files]
+    own = sorted(docs_sources.GUIDES_DIR.glob("*.md"))
+    if options.include_catalog:
+        from . import catalog
+
+        own += catalog.catalog_files()
+    parts["own"] = [(p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in own]
+    parts["extra"] = [(str(_checked_dir(d)), [_stat(p) for p in docs_sources.extra_files(_checked_dir(d))])
+                      for d in options.extra_dirs]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _stat(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return (str(path), st.st_size, st.st_mtime_ns)
+
+
+def load_index(options: DocsOptions = DocsOptions(), *, use_cache: bool = True) -> DocsIndex:
+    """The index for these options: from the cache when its key matches, else built (and cached)."""
+    key = cache_key(options)
+    folder = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
+    target = folder / f"docs-{key}"
+    if use_cache and (target / "passages.json").is_file():
+        try:
+            data = json.loads((target / "passages.json").read_text(encoding="utf-8"))
+            passages = [Passage(**p) for p in data["passages"]]
+            return DocsIndex(passages, BM25Ranker.load(target), key, target, built=False)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged cache is rebuilt below
+    passages = collect_passages(options)
+    ranker = BM25Ranker()
+    ranker.index([tokenize(f"{p.title}\n{p.text}") for p in passages])
+    index = DocsIndex(passages, ranker, key, target if use_cache else None, built=True)
+    if use_cache:
+        _save(index, folder, target)
+    return index
+
+
+def _save(index: DocsIndex, folder: Path, target: Path) -> None:
+    """Write the cache folder atomically: build in a temporary folder, then rename it into place."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".docs-tmp-", dir=folder))
+        (tmp / "passages.json").write_text(
+            json.dumps({"key": index.key, "created": time.time(),
+                        "passages": [asdict(p) for p in index.passages]}), encoding="utf-8")
+        index.ranker.save(tmp)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process cached the same key first: theirs is as good
+            _remove_tree(tmp)
+        for old in folder.glob("docs-*"):  # keep the cache small: drop indexes of other keys
+            if old != target and old.is_dir() and time.time() - old.stat().st_mtime > 7 * 86400:
+                _remove_tree(old)
+    except OSError:
+        pass  # caching is an optimisation; searching works without it
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def search(query: str, k: int = 5, options: DocsOptions = DocsOptions()) -> list[Hit]:
+    return load_index(options).search(query, k)
+
+
+def format_hits(hits: list[Hit], width: int = 400) -> str:
+    """Terminal listing: rank, id, source:line, and the start of the passage."""
+    if not hits:
+        return "no passage matched; try other words, or --include-kernels / --extra DIR"
+    out = []
+    for hit in hits:
+        p = hit.passage
+        body = p.text.partition("\n")[2].strip() or p.text
+        snippet = re.sub(r"\s+", " ", body)[:width]
+        out.append(f"{hit.rank}. [{p.id}]  score {hit.score:.2f}\n   {p.title}\n   {p.source}:{p.line}\n   {snippet}")
+    return "\n\n".join(out)
