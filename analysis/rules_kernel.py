@@ -36,8 +36,12 @@ def _is_program_id(source: Source, node: Node) -> bool:
     return node.type == "call" and is_pallas_name(source.qualname(node.child_by_field_name("function")), "program_id")
 
 
+_SCALAR_NODES = {"binary_operator", "unary_operator", "parenthesized_expression", "identifier", "integer",
+                 "float", "comparison_operator", "boolean_operator", "not_operator"}
+
+
 def _tainted_names(source: Source, fn: Node) -> set[str]:
-    """Names assigned (directly or through arithmetic) from pl.program_id inside ``fn``."""
+    """Names assigned from pl.program_id, directly or through scalar arithmetic, inside ``fn``."""
     tainted: set[str] = set()
     changed = True
     assignments = [n for n in walk(fn) if n.type == "assignment"]
@@ -48,24 +52,27 @@ def _tainted_names(source: Source, fn: Node) -> set[str]:
             if left is None or right is None or left.type != "identifier":
                 continue
             name = source.node_text(left)
-            if name not in tainted and _mentions_program_id(source, right, tainted):
+            if name not in tainted and _scalar_of_program_id(source, right, tainted):
                 tainted.add(name)
                 changed = True
     return tainted
 
 
-def _mentions_program_id(source: Source, node: Node, tainted: set[str]) -> bool:
-    for sub in walk(node):
-        if _is_program_id(source, sub):
-            return True
-        if sub.type == "identifier" and source.node_text(sub) in tainted:
-            parent = sub.parent
-            if parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == sub:
-                continue
-            if parent is not None and parent.type == "keyword_argument" and parent.child_by_field_name("name") == sub:
-                continue
-            return True
-    return False
+def _scalar_of_program_id(source: Source, node: Node, tainted: set[str]) -> bool:
+    """True when ``node`` is scalar arithmetic/comparison over a program_id value (certainly traced)."""
+    if _is_program_id(source, node):
+        return True
+    if node.type not in _SCALAR_NODES:
+        return False
+    if node.type == "identifier":
+        return source.node_text(node) in tainted
+    if node.type == "comparison_operator" and any(
+            source.node_text(op) in ("is", "is not", "in", "not in") for op in node.children if not op.is_named):
+        return False
+    children = node.named_children
+    if not children or any(c.type not in _SCALAR_NODES and not _is_program_id(source, c) for c in children):
+        return False
+    return any(_scalar_of_program_id(source, c, tainted) for c in children)
 
 
 def program_id_control_flow(ctx: RuleContext) -> Iterator[Finding]:
@@ -78,7 +85,7 @@ def program_id_control_flow(ctx: RuleContext) -> Iterator[Finding]:
                     condition = parts[1] if len(parts) == 3 else None
                 else:
                     condition = node.child_by_field_name("condition")
-                if condition is None or not _mentions_program_id(ctx.source, condition, tainted):
+                if condition is None or not _scalar_of_program_id(ctx.source, condition, tainted):
                     continue
                 keyword = {"if_statement": "if", "elif_clause": "elif", "while_statement": "while",
                            "conditional_expression": "... if ... else"}[node.type]

@@ -16,6 +16,8 @@ from .source import GPU_MODULES, PALLAS_PREFIXES, TPU_MODULES, Source, enclosing
 from .types import BlockSpecInfo, KernelSite, ScratchInfo, Span
 
 _MAX_DEPTH = 8  # how many variable indirections to follow
+_MUTATORS = {"append", "insert", "extend", "pop", "remove", "clear", "sort", "reverse", "update",
+             "setdefault", "popitem", "__setitem__", "__delitem__"}
 
 
 # ---------------------------------------------------------------------------- local scope
@@ -89,13 +91,15 @@ def scope_for(source: Source, node: Node) -> Scope:
 def _collect(source: Source, fn: Node, scope: Scope) -> None:
     params = fn.child_by_field_name("parameters")
     after_star = False
+    param_names: list[str] = []
     for param in params.named_children if params is not None else ():
-        if param.type in ("list_splat_pattern", "keyword_separator"):
+        if param.type == "keyword_separator" or splat_kind(param) == "*":
             after_star = True
         name_node = _param_name(param)
         if name_node is None:
             continue
         name = source.node_text(name_node)
+        param_names.append(name)
         scope.shadowed.add(name)
         scope.ints.pop(name, None)
         scope.assigned.pop(name, None)
@@ -105,7 +109,7 @@ def _collect(source: Source, fn: Node, scope: Scope) -> None:
             if number is not None and default is not None:
                 scope.ints[name] = number
                 scope.int_spans[name] = source.span(default)
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = {name: 1 for name in param_names}  # a reassigned parameter is uncertain
     values: dict[str, Node] = {}
     body = fn.child_by_field_name("body")
     for node in _own_nodes(body):
@@ -125,7 +129,17 @@ def _collect(source: Source, fn: Node, scope: Scope) -> None:
                 counts[name] = counts.get(name, 0) + 1
                 if value is not None:
                     values[name] = value
-        elif node.type in ("augmented_assignment", "for_statement", "for_in_clause", "named_expression",
+        if node.type == "attribute" and node.parent is not None and node.parent.type == "call":
+            obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+            if obj is not None and obj.type == "identifier" and source.node_text(attr) in _MUTATORS:
+                counts[source.node_text(obj)] = 2  # mutated in place: its literal value is not certain
+        elif node.type == "assignment":
+            left = node.child_by_field_name("left")
+            if left is not None and left.type == "subscript":
+                obj = left.child_by_field_name("value")
+                if obj is not None and obj.type == "identifier":
+                    counts[source.node_text(obj)] = 2
+        if node.type in ("augmented_assignment", "for_statement", "for_in_clause", "named_expression",
                            "with_item", "global_statement", "nonlocal_statement", "as_pattern"):
             target = node.child_by_field_name("left") or node.child_by_field_name("name")
             for ident in _identifiers(target) if target is not None else ():
@@ -135,6 +149,8 @@ def _collect(source: Source, fn: Node, scope: Scope) -> None:
                     if ident.parent is not None and ident.parent.type in ("as_pattern_target",):
                         counts[source.node_text(ident)] = 2
     for name, count in counts.items():
+        if count == 1 and name in param_names:
+            continue  # a parameter never reassigned: keep its tunable default, if any
         scope.shadowed.add(name)
         scope.ints.pop(name, None)
         scope.assigned.pop(name, None)
@@ -164,6 +180,18 @@ def _identifiers(node: Node):
     return [n for n in walk(node) if n.type == "identifier"]
 
 
+def splat_kind(param: Node) -> str | None:
+    """"*" or "**" for ``*args``/``**kw`` parameters (typed or not), else None."""
+    node = param
+    if node.type == "typed_parameter" and node.named_children:
+        node = node.named_children[0]
+    if node.type == "list_splat_pattern":
+        return "*"
+    if node.type == "dictionary_splat_pattern":
+        return "**"
+    return None
+
+
 def _param_name(param: Node) -> Node | None:
     if param.type == "identifier":
         return param
@@ -171,6 +199,8 @@ def _param_name(param: Node) -> Node | None:
         for child in param.named_children:
             if child.type == "identifier":
                 return child
+            if child.type in ("list_splat_pattern", "dictionary_splat_pattern"):
+                return _param_name(child)
         return None
     if param.type in ("default_parameter", "typed_default_parameter"):
         name = param.child_by_field_name("name")
@@ -388,10 +418,10 @@ def _ref_params(source: Source, defn: Node, bound: set[str], bound_positional: i
     for param in params.named_children if params is not None else ():
         if param.type == "keyword_separator":
             break
-        if param.type == "list_splat_pattern":
+        if splat_kind(param) == "*":
             names.append("*" + source.node_text(_param_name(param)))
             break
-        if param.type in ("dictionary_splat_pattern", "positional_separator"):
+        if splat_kind(param) == "**" or param.type == "positional_separator":
             continue
         name_node = _param_name(param)
         if name_node is None:
@@ -529,7 +559,7 @@ def _index_map(source: Source, scope: Scope, node: Node | None) -> tuple[int | N
     params = resolved.child_by_field_name("parameters")
     arity: int | None = 0
     for param in params.named_children if params is not None else ():
-        if param.type in ("list_splat_pattern", "dictionary_splat_pattern", "keyword_separator"):
+        if splat_kind(param) or param.type == "keyword_separator":
             arity = None
             break
         if param.type in ("default_parameter",):
@@ -559,8 +589,7 @@ def _def_arity(source: Source, defn: Node) -> int | None:
     params = defn.child_by_field_name("parameters")
     count = 0
     for param in params.named_children if params is not None else ():
-        if param.type in ("list_splat_pattern", "dictionary_splat_pattern", "keyword_separator",
-                          "default_parameter", "typed_default_parameter"):
+        if splat_kind(param) or param.type in ("keyword_separator", "default_parameter", "typed_default_parameter"):
             return None
         count += 1
     return count

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from .sites import Scope, call_arguments, callee_tail, dtype_name, elements, scope_for
+from .sites import Scope, call_arguments, callee_tail, dtype_name, elements, scope_for, splat_kind
 from .source import Source, is_module_level, walk
 from .types import KernelTask, Tunable
 
@@ -96,7 +96,7 @@ def entry_tunables(source: Source, defn: Node, candidates: dict[str, tuple[int, 
     found: list[Tunable] = []
     keyword_only = False
     for param in params.named_children if params is not None else ():
-        if param.type in ("keyword_separator", "list_splat_pattern"):
+        if param.type == "keyword_separator" or splat_kind(param) == "*":
             keyword_only = True
             continue
         if not keyword_only or param.type not in ("default_parameter", "typed_default_parameter"):
