@@ -1,0 +1,241 @@
+"""Intercepting ``pallas_call`` while user code runs (worker side: imports jax).
+
+``intercept_pallas_calls(rewrite=...)`` is a context manager: for its duration every
+``pallas_call`` the user's code makes — through ``pl.pallas_call``, ``jax.experimental.pallas
+.pallas_call``, or a name imported from either — goes through a wrapper that
+
+- records the call: the kernel function, grid, BlockSpecs, scratch shapes, compiler params, the
+  file and line of the ``pallas_call(...)`` expression, and (when the returned function is called)
+  the operands' shapes and dtypes, as a ``RecordedCall``;
+- lets a ``rewrite(kwargs) -> kwargs`` hook change the keyword arguments before the real
+  ``pallas_call`` sees them (tier 3 uses it to replace ``dimension_semantics``; script mode to run
+  calls that ask for no interpreter in CPU interpret mode).
+
+Patched for the duration only: the jax module attributes, and module globals of the given user
+modules that are bound to the original function. Nothing of the user's file is edited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import jax
+
+_KNOWN_KWARGS = ("grid", "in_specs", "out_specs", "scratch_shapes", "compiler_params", "grid_spec",
+                 "input_output_aliases", "interpret", "name", "debug", "cost_estimate", "metadata")
+
+
+@dataclass
+class RecordedCall:
+    """One ``pallas_call`` as the user's code made it, with the operands it was applied to."""
+
+    kernel: Callable[..., Any]
+    out_shape: Any
+    kwargs: dict[str, Any]
+    file: str | None  # where the pallas_call(...) expression is
+    line: int | None  # 1-based
+    operands: tuple[Any, ...] | None = None  # ShapeDtypeStructs, set when the call is applied
+    applied: int = 0  # how many times the returned function was called
+
+    @property
+    def kernel_name(self) -> str:
+        return getattr(self.kernel, "__name__", None) or type(self.kernel).__name__
+
+    @property
+    def kernel_line(self) -> int | None:
+        code = getattr(_unwrap(self.kernel), "__code__", None)
+        return code.co_firstlineno if code is not None else None
+
+    @property
+    def kernel_file(self) -> str | None:
+        code = getattr(_unwrap(self.kernel), "__code__", None)
+        return code.co_filename if code is not None else None
+
+    def key(self) -> tuple[Any, ...]:
+        """Identity for de-duplication: kernel code, operand shapes, and the call's parameters."""
+        kernel = _unwrap(self.kernel)
+        code = getattr(kernel, "__code__", None)
+        kernel_id = (code.co_filename, code.co_firstlineno, code.co_name) if code else repr(kernel)
+        operands = tuple((tuple(o.shape), str(o.dtype)) for o in self.operands or ())
+        params = tuple(
+            (k, _stable_repr(v)) for k, v in sorted(self.kwargs.items()) if k not in ("interpret", "debug")
+        )
+        return (kernel_id, self.file, self.line, operands, _stable_repr(self.out_shape), params)
+
+    def describe(self) -> str:
+        shapes = ", ".join(f"{o.dtype}{list(o.shape)}" for o in self.operands or ())
+        grid = self.kwargs.get("grid")
+        return f"{self.kernel_name}({shapes})" + (f" grid={tuple(grid) if isinstance(grid, (list, tuple)) else grid}" if grid else "")
+
+    def call_without_interpret(self) -> Callable[..., Any]:
+        """A function applying the same pallas_call, minus ``interpret``, for the compiler tiers."""
+        kwargs = {k: v for k, v in self.kwargs.items() if k not in ("interpret", "debug")}
+        kernel, out_shape = self.kernel, self.out_shape
+
+        def apply(*operands: Any) -> Any:
+            return _ORIGINAL(kernel, out_shape, **kwargs)(*operands)
+
+        apply.__name__ = self.kernel_name
+        return apply
+
+
+def _unwrap(fn: Any) -> Any:
+    while isinstance(fn, __import__("functools").partial):
+        fn = fn.func
+    return getattr(fn, "__wrapped__", fn)
+
+
+def _stable_repr(value: Any) -> str:
+    """A repr without memory addresses (functions by file:line:name), so equal calls compare equal."""
+    if callable(value) and hasattr(value, "__code__"):
+        c = value.__code__
+        return f"<fn {c.co_filename}:{c.co_firstlineno}:{c.co_name}>"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_stable_repr(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_stable_repr(v)}" for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+    if hasattr(value, "__dataclass_fields__"):
+        return type(value).__name__ + "(" + ", ".join(
+            f"{n}={_stable_repr(getattr(value, n, None))}" for n in value.__dataclass_fields__) + ")"
+    text = repr(value)
+    import re
+
+    return re.sub(r" at 0x[0-9a-f]+", "", text)
+
+
+# --------------------------------------------------------------------------- patching
+
+from jax._src.pallas import pallas_call as _pallas_call_module  # noqa: E402
+from jax.experimental import pallas as _pl  # noqa: E402
+
+_ORIGINAL = _pallas_call_module.pallas_call
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def intercept_pallas_calls(
+    *,
+    rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    user_files: tuple[str, ...] = (),
+    modules: tuple[types.ModuleType, ...] = (),
+) -> Iterator[list[RecordedCall]]:
+    """Record (and optionally rewrite) every pallas_call made inside the block.
+
+    ``user_files``: the call's location is the innermost frame in one of these files (else the
+    direct caller). ``modules``: user modules whose globals bound to ``pallas_call`` are patched too.
+    Yields the list the records are appended to, in call order.
+    """
+    records: list[RecordedCall] = []
+    targets = {os.path.realpath(f) for f in user_files}
+
+    def pallas_call(kernel: Callable[..., Any], out_shape: Any = None, **kwargs: Any) -> Callable[..., Any]:
+        file, line = _call_site(targets)
+        rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line)
+        records.append(rec)
+        real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
+        inner = _ORIGINAL(kernel, out_shape, **real_kwargs)
+
+        def apply(*operands: Any) -> Any:
+            rec.operands = tuple(_abstract(o) for o in operands)
+            rec.applied += 1
+            return inner(*operands)
+
+        return apply
+
+    pallas_call.__wrapped__ = _ORIGINAL  # type: ignore[attr-defined]
+    patched: list[tuple[Any, str, Any]] = []
+    with _lock:
+        for holder in (_pl, _pallas_call_module, *modules):
+            for name, value in list(vars(holder).items()):
+                if value is _ORIGINAL:
+                    patched.append((holder, name, value))
+                    setattr(holder, name, pallas_call)
+    try:
+        yield records
+    finally:
+        with _lock:
+            for holder, name, value in patched:
+                setattr(holder, name, value)
+
+
+def _call_site(targets: set[str]) -> tuple[str | None, int | None]:
+    frame = sys._getframe(2)
+    first = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if first is None:
+            first = (filename, frame.f_lineno)
+        if targets and os.path.realpath(filename) in targets:
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return first if first else (None, None)
+
+
+def _abstract(value: Any) -> Any:
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        return jax.ShapeDtypeStruct((), jax.numpy.asarray(value).dtype)
+    return jax.ShapeDtypeStruct(tuple(shape), dtype)
+
+
+@dataclass
+class BlockInfo:
+    """One operand's block shape (None entries for squeezed dims), from its BlockSpec."""
+
+    block_shape: tuple[int | None, ...] | None
+    memory_space: str | None = None
+
+
+def block_shapes(specs: Any) -> list[BlockInfo]:
+    """The BlockSpecs of ``in_specs``/``out_specs`` (a spec, list or tuple), flattened in order."""
+    if specs is None:
+        return []
+    leaves = specs if isinstance(specs, (list, tuple)) else [specs]
+    out = []
+    for spec in leaves:
+        shape = getattr(spec, "block_shape", None)
+        dims: tuple[int | None, ...] | None = None
+        if shape is not None:
+            dims = tuple(d if isinstance(d, int) else None for d in shape)
+        space = getattr(spec, "memory_space", None)
+        out.append(BlockInfo(dims, str(space) if space is not None else None))
+    return out
+
+
+def dimension_semantics(compiler_params: Any) -> tuple[str, ...] | None:
+    sem = getattr(compiler_params, "dimension_semantics", None)
+    if sem is None:
+        return None
+    return tuple(str(getattr(s, "value", s)).lower().split(".")[-1] for s in sem)
+
+
+@dataclass
+class SemanticsOverride:
+    """A rewrite hook that replaces ``dimension_semantics`` (None: leave the call alone)."""
+
+    semantics: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None
+    applied: list[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
+
+    def __call__(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        params = kwargs.get("compiler_params")
+        sem = dimension_semantics(params)
+        if self.semantics is None or sem is None:
+            return kwargs
+        new = self.semantics(sem)
+        if new == sem:
+            return kwargs
+        import dataclasses
+
+        try:
+            kwargs["compiler_params"] = dataclasses.replace(params, dimension_semantics=new)
+        except (TypeError, ValueError):
+            return kwargs
+        self.applied.append((sem, new))
+        return kwargs
