@@ -190,12 +190,12 @@ class Checker:
         }
         last_stage: dict[str, Any] = {}
 
-        def progress(event: Any) -> None:
-            if isinstance(event, Mapping):
-                last_stage.update(event)
-                message = event.get("message")
-            else:
-                message = str(event)
+        def progress(message: Any, fraction: float | None = None) -> None:
+            message = str(getattr(message, "message", message))
+            stage = locate.parse_stage(message)
+            if stage:
+                last_stage.clear()
+                last_stage.update(stage)
             if on_progress is not None and message:
                 on_progress(message)
 
@@ -205,9 +205,10 @@ class Checker:
         status = getattr(reply, "status", "error")
         if status != "ok":
             finding = locate.reply_failure(
-                status, getattr(reply, "message", "") or "", text, analysis, last_stage, self.options.target
+                status, _reply_message(reply), text, analysis, last_stage, self.options.target
             )
-            findings.append(finding)
+            if finding is not None:
+                findings.append(finding)
             _mark(verdicts, tiers, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}")
             return
         result = getattr(reply, "result", None) or {}
@@ -225,11 +226,21 @@ class Checker:
             notes.append(f"tiers 1-3 skipped: the check worker could not be loaded ({exc})")
             return None
         config = WorkerConfig(
-            interpreter=self.options.interpreter or sys.executable,
+            python=self.options.interpreter or sys.executable,
             memory_mb=self.options.memory_mb,
+            timeout_s=self.options.time_limit_s,
         )
         self._client = WorkerClient(config)
         return self._client
+
+
+def _reply_message(reply: Any) -> str:
+    """What a failed reply says: its message, else the op's error, with the worker's stderr tail."""
+    message = getattr(reply, "message", "") or ""
+    error = getattr(reply, "error", None)
+    if not message and error is not None:
+        message = f"{getattr(error, 'type', 'Error')}: {getattr(error, 'message', '')}"
+    return message
 
 
 def check_paths(paths: Sequence[str], options: CheckOptions) -> list[FileReport]:

@@ -13,7 +13,7 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
 Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``.
 Result (plain JSON)::
 
-    {"target": "v5e", "tasks_found": 1,
+    {"target": "v5e", "tiers": [1, 2], "tasks_found": 1,
      "errors": [record, ...],              # file-level: import failure, invalid task (stage says)
      "unavailable": {"2": "why"},          # tiers that could not run at all
      "entries": [{"name": "add", "line": 12, "format": "native",
@@ -32,17 +32,13 @@ import importlib.util
 import os
 from typing import Any, Callable
 
+from . import chips
 from . import errors as errors_mod
 from . import tasks_runtime
 
-# Target name -> (device_kind as jax reports it, TensorCores per chip, deviceless topology name).
-# The device kinds and topology names are those libtpu's deviceless topologies report.
-CHIPS: dict[str, tuple[str, int, str]] = {
-    "v4": ("TPU v4", 2, "v4:2x2x1"),
-    "v5e": ("TPU v5 lite", 1, "v5e:2x2"),
-    "v5p": ("TPU v5", 2, "v5p:2x2x1"),
-    "v6e": ("TPU v6 lite", 1, "v6e:2x2"),
-}
+# Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
+# from the chip table of runner/chips.py.
+CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in chips.TARGETS}
 
 LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] of the same jax version)"
 
@@ -58,7 +54,8 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
     text = params.get("text")
     target = str(params.get("target") or "v6e")
     tiers = sorted({int(t) for t in params.get("tiers") or (1, 2)})
-    result: dict[str, Any] = {"target": target, "tasks_found": 0, "errors": [], "unavailable": {}, "entries": []}
+    result: dict[str, Any] = {"target": target, "tiers": tiers, "tasks_found": 0, "errors": [], "unavailable": {},
+                              "entries": []}
     if target not in CHIPS:
         result["errors"].append(_plain_error("task", f"unknown target {target!r}; use one of {', '.join(CHIPS)}"))
         return result

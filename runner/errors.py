@@ -7,7 +7,8 @@ user's file, without jax on the client side:
 - ``sentence``: the meaningful sentence, cleaned of MLIR dumps, traceback noise and doc links;
 - ``message``: the full message with MLIR dumps taken out; ``detail``: the dumps themselves;
 - ``frames``: every traceback frame in the user's file across the whole ``__cause__`` /
-  ``__context__`` chain, innermost last (``{"file", "line", "function"}``);
+  ``__context__`` chain, innermost last (``{"file", "line", "function", "column", "end_line",
+  "end_column"}``; columns are CPython's UTF-8 byte offsets, or None);
 - ``mentions``: ``path:line`` places the message names in the user's file (verbose errors);
 - ``refs``: ``args[i]`` / ``outs[i]`` references (``{"kind": "args"|"outs", "index": i}``);
 - ``vmem``: ``{"requested": bytes, "limit": bytes}`` parsed from a VMEM out-of-memory message;
@@ -96,7 +97,15 @@ def user_frames(chain: list[BaseException], user_path: str) -> list[dict[str, An
             if key in seen:
                 continue
             seen.add(key)
-            out.append({"file": user_path, "line": fs.lineno, "function": fs.name})
+            out.append({
+                "file": user_path,
+                "line": fs.lineno,
+                "function": fs.name,
+                # UTF-8 byte offsets, as CPython records them (locate converts to code points)
+                "column": getattr(fs, "colno", None),
+                "end_line": getattr(fs, "end_lineno", None),
+                "end_column": getattr(fs, "end_colno", None),
+            })
     return out
 
 

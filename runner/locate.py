@@ -1,0 +1,491 @@
+"""From the worker's raw error records to findings at the right span of the user's file.
+
+Client side (never imports jax). The worker (``runner/checks.py``) returns, per entry, raw
+records built by ``runner/errors.py``; this module decides for each one:
+
+- the code: PLS1xx / PLS2xx by message pattern (``classify``), PLS9xx for import, task and
+  worker failures;
+- the span: the most specific culprit the record and tier 0's view of the source allow — the
+  BlockSpec behind ``args[i]``/``outs[i]`` for a tiling error, the index_map lambda the message
+  names, the ``dimension_semantics``/``grid``/``in_specs`` keyword of a multi-line pallas_call,
+  the store line inside the kernel for a shape/dtype mismatch, the kernel's ``def`` for a
+  signature mismatch, and the ``pallas_call`` itself for errors with no location (VMEM OOM, with
+  the bytes requested vs the limit in the message);
+- the message: the meaningful sentence first, the registry hint appended, MLIR dumps and the
+  full text in ``Finding.detail``; the kernel's def and the pallas_call as ``related``;
+  ``origin`` says who spoke (jax lowering or the libtpu compiler), ``chip`` the target.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from pallasite.analysis.codes import CODES
+from pallasite.analysis.types import BlockSpecInfo, Finding, KernelSite, Related, Span
+
+ORIGIN_LOWERING = "jax lowering"
+ORIGIN_COMPILER = "libtpu compiler"
+ORIGIN_RUNNER = "pallasite runner"
+
+
+@dataclass(frozen=True)
+class EntryVerdict:
+    """One task entry's tier states as the worker reported them."""
+
+    name: str
+    tiers: Mapping[int, str]
+    line: int | None = None  # 1-based def line
+
+
+@dataclass(frozen=True)
+class Located:
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = ()
+    verdicts: tuple[EntryVerdict, ...] = ()
+    memory: Mapping[str, Any] = field(default_factory=dict)  # entry -> tier-2 memory_analysis bytes
+
+
+# --------------------------------------------------------------------------- whole results
+
+
+def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: str, *, path: str | None = None) -> Located:
+    """Every finding, note and verdict in one ``check`` result."""
+    findings: list[Finding] = []
+    notes: list[str] = []
+    verdicts: list[EntryVerdict] = []
+    memory: dict[str, Any] = {}
+    ran = sorted(int(t) for t in (result.get("tiers") or ())) or [1]
+    first_tier = min([t for t in ran if t in (1, 2, 3)] or [1])
+    for tier, why in sorted((result.get("unavailable") or {}).items()):
+        notes.append(f"tier {tier} skipped: {why}")
+        if str(tier) == "2":
+            findings.append(_unavailable_finding(int(tier), why, target))
+    for rec in result.get("errors") or ():
+        findings.append(locate_record(rec, text, analysis, target, tier=int(rec.get("tier") or first_tier)))
+    for entry in result.get("entries") or ():
+        name = str(entry.get("name"))
+        tiers = {int(k): str(v) for k, v in (entry.get("tiers") or {}).items()}
+        verdicts.append(EntryVerdict(name=name, tiers=tiers, line=entry.get("line")))
+        if entry.get("memory"):
+            memory[name] = entry["memory"]
+        for rec in entry.get("errors") or ():
+            tier = int(rec.get("tier") or first_tier)
+            findings.append(locate_record(rec, text, analysis, target, tier=tier, entry=name))
+    return Located(tuple(findings), tuple(notes), tuple(verdicts), memory)
+
+
+def _unavailable_finding(tier: int, why: str, target: str) -> Finding:
+    entry = CODES["PLS906"]
+    return Finding(
+        code="PLS906",
+        message=f"tier {tier} skipped: {why}",
+        span=Span.point(0),
+        severity=entry.severity,
+        tier=tier,
+        origin=ORIGIN_RUNNER,
+        chip=target,
+    )
+
+
+# --------------------------------------------------------------------------- one record
+
+
+def locate_record(
+    rec: Mapping[str, Any],
+    text: str,
+    analysis: Any,
+    target: str,
+    *,
+    tier: int,
+    entry: str | None = None,
+) -> Finding:
+    """The finding for one raw error record of ``tier`` (for ``entry``, when known)."""
+    lines = text.splitlines()
+    sites = tuple(getattr(analysis, "sites", ()) or ())
+    stage = str(rec.get("stage") or "")
+    code = classify(rec, tier)
+    site = _site_for(rec, sites, entry)
+    span = _span_for(code, rec, site, sites, lines)
+    sentence = _clean_sentence(rec, code)
+    hint = CODES[code].hint
+    origin = _origin(rec, stage)
+    related = _related(site, span, lines)
+    detail = "\n\n".join(p for p in (rec.get("message"), rec.get("detail")) if p) or None
+    return Finding(
+        code=code,
+        message=f"{sentence} — {hint}",
+        span=span,
+        severity=CODES[code].severity,
+        tier=tier,
+        related=related,
+        detail=detail,
+        origin=origin,
+        chip=target,
+        kernel=(site.kernel_name if site is not None else None),
+    )
+
+
+# Ordered (code for tier 1, code for tier 2, pattern); the first match wins.
+_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (c1, c2, re.compile(p, re.I | re.S))
+    for c1, c2, p in (
+        ("PLS201", "PLS201", r"ran out of memory in memory space vmem|would exceed memory.{0,200}vmem|"
+                             r"E1001|ScopedVmemOom|vmem.{0,40}(?:oom|out of memory)"),
+        ("PLS204", "PLS204", r"E2002|MisalignedBlockAndTiling|not divisible by tiling"),
+        ("PLS203", "PLS203", r"E2003|UnprovenMemoryAccessAlignment|cannot statically prove"),
+        ("PLS202", "PLS202", r"unsupported shape cast|shape_cast|relayout"),
+        ("PLS101", "PLS101", r"divisible by 8 and 128|last two dimensions of your block shape"),
+        ("PLS112", "PLS112", r"must have the same number of dimensions as the array"),
+        ("PLS106", "PLS106", r"must return integer scalars"),
+        ("PLS102", "PLS102", r"Index map function .{0,300}must return \d+ values"),
+        ("PLS113", "PLS113", r"Grid must be a tuple of integers"),
+        ("PLS109", "PLS109", r"Pytree for `(?:in_specs|out_specs)` and `(?:inputs|out_shape)` do not match"),
+        ("PLS105", "PLS105", r"dimension.?semantics"),
+        ("PLS107", "PLS107", r"64-bit types? (?:are|is) not supported|\bi64\b.{0,80}not supported"),
+        ("PLS108", "PLS108", r"load scalars from SMEM|store scalars to VMEM|scalars? (?:to|from|in) (?:VMEM|SMEM)"),
+        ("PLS104", "PLS104", r"Invalid (?:shape|dtype) for `(?:swap|get|load|store)`"),
+        ("PLS110", "PLS110", r"should return None"),
+        ("PLS103", "PLS103", r"Unimplemented primitive|take_along_axis-like gathers|not implemented|"
+                             r"NotImplementedError|Unsupported .{0,40}(?:primitive|operation)"),
+    )
+)
+
+_CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments? but \d+ (?:was|were) given|"
+                         r"missing \d+ required positional arguments?)")
+
+
+def classify(rec: Mapping[str, Any], tier: int) -> str:
+    """The finding code for a raw record (by stage, exception type and message pattern)."""
+    stage = str(rec.get("stage") or "")
+    if stage == "import":
+        return "PLS000" if rec.get("syntax") else "PLS901"
+    if stage == "task":
+        return "PLS905"
+    text = f"{rec.get('sentence') or ''}\n{rec.get('message') or ''}"
+    if rec.get("vmem"):
+        return "PLS201"
+    for c1, c2, pattern in _PATTERNS:
+        if pattern.search(text):
+            return c1 if tier == 1 else c2
+    etype = str(rec.get("type") or "")
+    m = _CALL_ARITY.search(text)
+    if etype == "TypeError" and m:
+        return "PLS102" if "<lambda>" in m.group("fn") or "index_map" in m.group("fn") else "PLS110"
+    if etype == "AttributeError" and "has no attribute" in text:
+        return "PLS111"
+    if _from_compiler(rec):
+        return "PLS200"
+    return "PLS100"
+
+
+def _from_compiler(rec: Mapping[str, Any]) -> bool:
+    etype = str(rec.get("type") or "")
+    return etype in ("MosaicError", "JaxRuntimeError", "XlaRuntimeError") or bool(rec.get("mosaic_codes"))
+
+
+def _origin(rec: Mapping[str, Any], stage: str) -> str:
+    if stage in ("import", "task"):
+        return ORIGIN_RUNNER
+    return ORIGIN_COMPILER if _from_compiler(rec) else ORIGIN_LOWERING
+
+
+# --------------------------------------------------------------------------- which pallas_call
+
+
+def _site_for(rec: Mapping[str, Any], sites: Sequence[KernelSite], entry: str | None) -> KernelSite | None:
+    """The pallas_call the record is about: named by its lines, else the entry's, else the only one."""
+    if not sites:
+        return None
+    lines = [f["line"] - 1 for f in rec.get("frames") or ()] + [m["line"] - 1 for m in rec.get("mentions") or ()]
+    for line in reversed(lines):
+        for site in sites:
+            for span in (site.kernel_def_span, site.span):
+                if span is not None and span.line <= line <= span.end_line:
+                    return site
+    mine = [s for s in sites if entry and s.enclosing_function == entry]
+    if len(mine) >= 1:
+        return mine[0]
+    return sites[0] if len(sites) == 1 else None
+
+
+# --------------------------------------------------------------------------- which span
+
+
+def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites: Sequence[KernelSite], lines: list[str]) -> Span:
+    text = f"{rec.get('sentence') or ''}\n{rec.get('message') or ''}"
+    if code == "PLS000" and rec.get("syntax"):
+        syn = rec["syntax"]
+        line = max((syn.get("line") or 1) - 1, 0)
+        col = max((syn.get("column") or 1) - 1, 0)
+        return Span(line, col, line, col + 1)
+    if code in ("PLS901", "PLS905"):
+        return _frame_span(rec, lines, sites, prefer_kernel=False) or _mention_span(rec, lines) or Span.point(0)
+    if site is None:
+        return _frame_span(rec, lines, sites, prefer_kernel=True) or _mention_span(rec, lines) or Span.point(0)
+    if code in ("PLS101", "PLS204", "PLS112"):
+        spec = _spec_for_ref(rec, site, text)
+        if spec is not None:
+            return spec.span
+        return _keyword(site, "in_specs") or _call(site)
+    if code in ("PLS102", "PLS106"):
+        spec = _spec_on_mention(rec, site) or (_arity_mismatch(site) if code == "PLS102" else None)
+        if spec is not None:
+            return spec.index_map_span or spec.span
+        return _mention_span(rec, lines) or _keyword(site, "in_specs") or _call(site)
+    if code == "PLS105":
+        return site.dimension_semantics_span or _keyword(site, "compiler_params") or _call(site)
+    if code == "PLS109":
+        which = "out_specs" if re.search(r"`out_specs`", text) else "in_specs"
+        return _keyword(site, which) or _call(site)
+    if code == "PLS113":
+        return site.grid_span or _keyword(site, "grid") or _call(site)
+    if code == "PLS110":
+        if re.search(r"should return None", text):
+            ret = _return_in_kernel(site, lines)
+            if ret is not None:
+                return ret
+        m = _CALL_ARITY.search(text)
+        if m and site.kernel_def_span is not None and (site.kernel_name or "") in m.group("fn"):
+            return _first_line(site.kernel_def_span, lines)
+        return _frame_span(rec, lines, sites, prefer_kernel=True, within_kernel_only=True) or (
+            _first_line(site.kernel_def_span, lines) if site.kernel_def_span else _call(site))
+    if code == "PLS201":
+        return _call(site)
+    # Everything else: the innermost user line inside a kernel body, else what the message names.
+    return (
+        _frame_span(rec, lines, sites, prefer_kernel=True, within_kernel_only=True)
+        or _mention_in_kernel(rec, lines, sites)
+        or _frame_span(rec, lines, sites, prefer_kernel=True)
+        or _mention_span(rec, lines)
+        or _call(site)
+    )
+
+
+def _spec_for_ref(rec: Mapping[str, Any], site: KernelSite, text: str) -> BlockSpecInfo | None:
+    refs = list(rec.get("refs") or ())
+    ins = tuple(site.in_specs or ())
+    outs = tuple(site.out_specs or ())
+    for ref in refs:
+        index = int(ref.get("index", 0))
+        pool = ins if ref.get("kind") == "args" else outs
+        for spec in pool:
+            if spec.position == index:
+                return spec
+        if 0 <= index < len(pool):
+            return pool[index]
+    if re.search(r"(?:Block spec|block shape) for outputs?|for outputs? ", text) and outs:
+        return outs[0]
+    return None
+
+
+def _spec_on_mention(rec: Mapping[str, Any], site: KernelSite) -> BlockSpecInfo | None:
+    specs = tuple(site.in_specs or ()) + tuple(site.out_specs or ())
+    for m in rec.get("mentions") or ():
+        line = m["line"] - 1
+        for spec in specs:
+            im = spec.index_map_span or spec.span
+            if im.line <= line <= im.end_line:
+                return spec
+    return None
+
+
+def _arity_mismatch(site: KernelSite) -> BlockSpecInfo | None:
+    """The BlockSpec whose index_map takes a different number of parameters than the grid has."""
+    if site.grid is None:
+        return None
+    want = len(site.grid) + int(site.num_scalar_prefetch or 0)
+    for spec in tuple(site.in_specs or ()) + tuple(site.out_specs or ()):
+        if spec.index_map_arity is not None and spec.index_map_arity != want:
+            return spec
+    return None
+
+
+def _return_in_kernel(site: KernelSite, lines: list[str]) -> Span | None:
+    span = site.kernel_def_span
+    if span is None:
+        return None
+    for line in range(span.line + 1, min(span.end_line, len(lines) - 1) + 1):
+        stripped = lines[line].strip()
+        if re.match(r"return\s+\S", stripped) and stripped != "return None":
+            return _line_span(line, lines)
+    return None
+
+
+def _frame_span(rec, lines, sites, *, prefer_kernel: bool, within_kernel_only: bool = False) -> Span | None:
+    frames = list(rec.get("frames") or ())
+    if not frames:
+        return None
+    kernels = [s.kernel_def_span for s in sites if s.kernel_def_span is not None]
+    in_kernel = [f for f in frames if any(k.line <= f["line"] - 1 <= k.end_line for k in kernels)]
+    if prefer_kernel and in_kernel:
+        return _frame_to_span(in_kernel[-1], lines)
+    if within_kernel_only:
+        return None
+    return _frame_to_span(frames[-1], lines)
+
+
+def _frame_to_span(frame: Mapping[str, Any], lines: list[str]) -> Span:
+    line = frame["line"] - 1
+    col, end_col, end_line = frame.get("column"), frame.get("end_column"), frame.get("end_line")
+    if col is None or end_col is None or not (0 <= line < len(lines)):
+        return _line_span(line, lines)
+    end_line = (end_line or frame["line"]) - 1
+    if not (0 <= end_line < len(lines)):
+        return _line_span(line, lines)
+    return Span(line, _byte_to_cp(lines[line], col), end_line, _byte_to_cp(lines[end_line], end_col))
+
+
+def _byte_to_cp(line: str, byte_offset: int) -> int:
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
+
+
+def _mention_span(rec: Mapping[str, Any], lines: list[str]) -> Span | None:
+    mentions = list(rec.get("mentions") or ())
+    if not mentions:
+        return None
+    return _line_span(mentions[0]["line"] - 1, lines)
+
+
+def _mention_in_kernel(rec, lines, sites) -> Span | None:
+    kernels = [s.kernel_def_span for s in sites if s.kernel_def_span is not None]
+    for m in rec.get("mentions") or ():
+        line = m["line"] - 1
+        if any(k.line < line <= k.end_line for k in kernels):  # inside the body, not the def line
+            return _line_span(line, lines)
+    return None
+
+
+def _keyword(site: KernelSite, name: str) -> Span | None:
+    return site.keyword_span(name)
+
+
+def _call(site: KernelSite) -> Span:
+    return site.call_span or site.span
+
+
+def _first_line(span: Span, lines: list[str]) -> Span:
+    return _line_span(span.line, lines)
+
+
+def _line_span(line: int, lines: list[str]) -> Span:
+    if not (0 <= line < len(lines)):
+        return Span.point(max(line, 0))
+    text = lines[line]
+    start = len(text) - len(text.lstrip())
+    end = len(text.rstrip())
+    comment = _comment_start(text)
+    if comment is not None and comment > start:
+        end = len(text[:comment].rstrip())
+    return Span(line, start, line, max(end, start))
+
+
+def _comment_start(text: str) -> int | None:
+    quote = None
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return i
+    return None
+
+
+def _related(site: KernelSite | None, span: Span, lines: list[str]) -> tuple[Related, ...]:
+    if site is None:
+        return ()
+    out = []
+    if site.kernel_def_span is not None and not (site.kernel_def_span.line <= span.line <= site.kernel_def_span.end_line):
+        out.append(Related(_first_line(site.kernel_def_span, lines), f"kernel {site.kernel_name or ''} is defined here".replace("  ", " ")))
+    call = _call(site)
+    if not (site.span.line <= span.line <= site.span.end_line) or span == call:
+        if span != call:
+            out.append(Related(call, "the pallas_call"))
+    elif span.line != call.line:
+        out.append(Related(call, "in this pallas_call"))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _clean_sentence(rec: Mapping[str, Any], code: str) -> str:
+    sentence = str(rec.get("sentence") or rec.get("message") or "the check failed").strip()
+    sentence = re.sub(r"\s+", " ", sentence)
+    if code == "PLS201":
+        vmem = rec.get("vmem")
+        if vmem:
+            sentence = (f"VMEM out of memory: {_mib(vmem['requested'])} requested, "
+                        f"limit {_mib(vmem['limit'])} ({sentence})")
+        elif not sentence.lower().startswith("vmem"):
+            sentence = f"VMEM out of memory ({sentence})"
+    if code == "PLS901":
+        sentence = f"importing the file failed: {rec.get('type')}: {sentence}"
+    elif code == "PLS905":
+        sentence = f"invalid task: {sentence}"
+    elif rec.get("type") and not sentence.startswith(str(rec.get("type"))):
+        if code in ("PLS100", "PLS200", "PLS111"):
+            sentence = f"{rec.get('type')}: {sentence}"
+    return sentence
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+# --------------------------------------------------------------------------- failed requests
+
+
+_STAGE = re.compile(r"tier (?P<tier>\d): (?P<entry>[\w.]+)")
+
+
+def parse_stage(message: str) -> dict[str, Any]:
+    """The tier and entry a progress message names (``tier 2: matmul (...)``), or {}."""
+    m = _STAGE.search(message or "")
+    if not m:
+        return {"stage": "import"} if (message or "").startswith("importing") else {}
+    return {"tier": int(m.group("tier")), "entry": m.group("entry")}
+
+
+def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str) -> Finding | None:
+    """The finding for a request that did not come back "ok" (None when it was cancelled)."""
+    if status == "cancelled":
+        return None
+    lines = text.splitlines()
+    sites = tuple(getattr(analysis, "sites", ()) or ())
+    tier = int(last_stage.get("tier") or 1)
+    entry = last_stage.get("entry")
+    site = next((s for s in sites if entry and s.enclosing_function == entry), sites[0] if sites else None)
+    span = _call(site) if site is not None else Span.point(0)
+    where = f" ({'tier %d' % tier}{', ' + entry if entry else ''})" if last_stage.get("tier") else (
+        " (while importing the file)" if last_stage.get("stage") == "import" else "")
+    if status == "timeout":
+        code = "PLS205" if last_stage.get("tier") == 2 else "PLS903"
+        if last_stage.get("stage") == "import" or not last_stage:
+            span = _first_import_like_line(lines) if not site else span
+        body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
+    elif status == "memory":
+        code, body = "PLS904", f"the check ran past its memory limit{where}: {message}".rstrip(": ")
+    else:
+        code, body = "PLS902", f"the check worker failed{where}: {message or status}"
+    return Finding(
+        code=code,
+        message=f"{body} — {CODES[code].hint}",
+        span=span,
+        severity=CODES[code].severity,
+        tier=tier,
+        origin=ORIGIN_RUNNER,
+        chip=target,
+        kernel=site.kernel_name if site is not None else None,
+        related=_related(site, span, lines),
+    )
+
+
+def _first_import_like_line(lines: list[str]) -> Span:
+    for i, line in enumerate(lines):
+        if line.strip() and not line.lstrip().startswith(("#", '"""', "'''")):
+            return _line_span(i, lines)
+    return Span.point(0)
