@@ -1,0 +1,200 @@
+"""The worker process end to end: a real `pallasite worker` driven by WorkerClient.
+
+One warm worker serves the well-behaved requests; the crash, hang and memory tests use their own
+small-limit clients, since those kill workers on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+
+import pytest
+import pytest_asyncio
+
+from pallasite.runner.client import Reply, WorkerClient, WorkerConfig, WorkerPool, run_requests_sync
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "worker")
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def fixture(name: str) -> str:
+    return os.path.join(DATA, name)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def warm():
+    client = WorkerClient(WorkerConfig(timeout_s=30, memory_mb=2048))
+    await client.start()
+    yield client
+    await client.close()
+
+
+async def test_handshake_reports_versions_and_cpu_platform(warm):
+    from importlib import metadata
+
+    hello = warm.handshake
+    assert hello.protocol == 1 and hello.pid == warm.pid
+    assert hello.jax == metadata.version("jax") and hello.jaxlib == metadata.version("jaxlib")
+    assert hello.platform == "cpu" and hello.devices and hello.error is None
+    assert {"ping", "versions", "chips", "import", "check"} <= set(hello.ops)
+
+
+async def test_ping_and_unknown_op(warm):
+    reply = await warm.request("ping")
+    assert reply.status == "ok" and reply.result["pid"] == warm.pid
+    unknown = await warm.request("launch_rockets")
+    assert unknown.status == "error" and unknown.error.type == "UnknownOp" and "ping" in unknown.message
+
+
+async def test_prints_at_import_and_from_a_kernel_do_not_corrupt_the_protocol(warm):
+    reply = await warm.request("import", {"path": fixture("prints_everywhere.py")})
+    assert reply.status == "ok", reply.message
+    assert reply.result["constants"]["RESULT_SUM"] == 2.0 * 8 * 128
+    assert {"name": "double", "line": 20} in reply.result["functions"]
+    await asyncio.sleep(0.2)  # let the stderr drain catch up
+    tail = warm.stderr_tail(50)
+    assert "hello from the user's module" in tail and "raw bytes on fd 1" in tail
+    assert (await warm.request("ping")).status == "ok"
+
+
+async def test_environment_is_the_allowlist(warm, monkeypatch):
+    # the variables exist in the client's environment; the worker must not see the secret ones
+    monkeypatch.setenv("GEMINI_API_KEY", "secret-1")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-2")
+    monkeypatch.setenv("GITHUB_TOKEN", "secret-3")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    client = WorkerClient(WorkerConfig(timeout_s=30))
+    try:
+        reply = await client.request("import", {"path": fixture("reports_environment.py")})
+    finally:
+        await client.close()
+    assert reply.status == "ok", reply.message
+    seen = reply.result["constants"]["ENVIRONMENT"]
+    assert not {"GEMINI_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"} & set(seen)
+    assert "secret" not in " ".join(seen.values())
+    assert seen["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
+    assert seen["JAX_PLATFORMS"] == "cpu" and seen["TPU_SKIP_MDS_QUERY"] == "1"
+
+
+async def test_x64_set_by_one_file_does_not_leak_into_the_next_request(warm):
+    first = await warm.request("import", {"path": fixture("enables_x64.py")})
+    assert first.status == "ok" and first.result["constants"]["DEFAULT_FLOAT"] == "float64"
+    second = await warm.request("import", {"path": fixture("default_dtype.py")})
+    assert second.status == "ok" and second.result["constants"]["DEFAULT_FLOAT"] == "float32"
+
+
+async def test_an_import_error_names_the_users_file_and_line(warm):
+    reply = await warm.request("import", {"path": fixture("raises_at_import.py")})
+    assert reply.status == "error" and reply.error.type == "ValueError"
+    assert "block (8, 128) is not allowed here" in reply.message
+    assert f'File "{fixture("raises_at_import.py")}", line 7' in reply.error.traceback
+
+
+async def test_unsaved_text_and_sibling_edits_are_seen(warm, tmp_path):
+    shutil.copy(fixture("uses_helper.py"), tmp_path / "uses_helper.py")
+    (tmp_path / "helper_blocks.py").write_text("BLOCK_ROWS = 256\n")
+    first = await warm.request("import", {"path": str(tmp_path / "uses_helper.py")})
+    assert first.status == "ok" and first.result["constants"]["ROWS"] == 256
+    (tmp_path / "helper_blocks.py").write_text("BLOCK_ROWS = 512\n")
+    second = await warm.request("import", {"path": str(tmp_path / "uses_helper.py")})
+    assert second.status == "ok" and second.result["constants"]["ROWS"] == 512
+    buffer = (tmp_path / "uses_helper.py").read_text().replace("ROWS = BLOCK_ROWS", "ROWS = BLOCK_ROWS * 3")
+    third = await warm.request("import", {"path": str(tmp_path / "uses_helper.py"), "text": buffer})
+    assert third.status == "ok" and third.result["constants"]["ROWS"] == 1536
+
+
+async def test_concurrent_callers_are_served_one_at_a_time(warm):
+    replies = await asyncio.gather(*(warm.request("ping") for _ in range(5)))
+    assert [r.status for r in replies] == ["ok"] * 5
+
+
+async def test_progress_reaches_the_callback(warm):
+    seen: list[str] = []
+    reply = await warm.request("chips", {"probe": False, "use_cache": False}, on_progress=lambda m, f: seen.append(m))
+    assert reply.status == "ok" and {c["name"] for c in reply.result["chips"]} >= {"v4", "v5e", "v5p", "v6e"}
+    assert seen and "chip table" in seen[0]
+
+
+# --------------------------------------------------------------------------- workers that die
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def fragile():
+    """One client the tests below crash, hang and overfill in turn (each death costs one restart)."""
+    client = WorkerClient(WorkerConfig(timeout_s=20, memory_mb=1024, cancel_grace_s=0.5))
+    await client.start()
+    yield client
+    await client.close()
+
+
+async def test_hang_at_import_times_out_and_the_worker_keeps_serving(fragile):
+    pid = fragile.pid
+    reply = await fragile.request("import", {"path": fixture("hangs_at_import.py")}, timeout_s=3)
+    assert reply.status == "timeout" and "3 s" in reply.message
+    after = await fragile.request("ping")
+    assert after.status == "ok" and fragile.pid == pid  # interrupted, not killed
+
+
+async def test_native_hang_is_killed_and_the_worker_replaced(fragile):
+    pid, restarts = fragile.pid, fragile.restarts
+    reply = await fragile.request("import", {"path": fixture("stuck_in_native_code.py")}, timeout_s=3)
+    assert reply.status == "timeout" and "killed" in reply.message
+    assert reply.exit_code == -signal.SIGKILL
+    after = await fragile.request("ping")
+    assert after.status == "ok" and fragile.pid != pid and fragile.restarts == restarts + 1
+
+
+@pytest.mark.parametrize(
+    "name, code, words",
+    [("exits_at_import.py", 3, "exited with code 3"), ("kills_itself.py", -signal.SIGKILL, "killed by SIGKILL")],
+)
+async def test_crash_is_reported_with_how_it_ended_and_the_next_request_works(fragile, name, code, words):
+    restarts = fragile.restarts
+    reply = await fragile.request("import", {"path": fixture(name)})
+    assert reply.status == "crashed" and reply.exit_code == code and words in reply.message
+    assert (await fragile.request("ping")).status == "ok" and fragile.restarts == restarts + 1
+
+
+async def test_memory_over_the_limit_is_killed_and_reported(fragile):
+    reply = await fragile.request("import", {"path": fixture("allocates_memory.py")})
+    assert reply.status == "memory" and "1024 MiB" in reply.message
+    assert (await fragile.request("ping")).status == "ok"
+
+
+async def test_cancelling_the_caller_cancels_the_request_and_the_worker_survives(fragile):
+    await fragile.start()
+    pid = fragile.pid
+    task = asyncio.create_task(fragile.request("import", {"path": fixture("hangs_at_import.py")}))
+    await asyncio.sleep(1.0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await fragile.request("ping")).status == "ok" and fragile.pid == pid
+
+
+def small(**kwargs) -> WorkerConfig:
+    base = dict(timeout_s=20, memory_mb=1536, cancel_grace_s=0.5)
+    base.update(kwargs)
+    return WorkerConfig(**base)
+
+
+async def test_pool_runs_requests_on_separate_workers():
+    async with WorkerPool(small(), size=2) as pool:
+        replies = await asyncio.gather(pool.request("ping"), pool.request("ping"))
+        assert {r.result["pid"] for r in replies} == {c.pid for c in pool.clients}
+
+
+async def test_sync_helper_for_the_cli():
+    requests = [("ping", {}), ("import", {"path": fixture("default_dtype.py")})]
+    replies = await asyncio.to_thread(run_requests_sync, small(), requests)
+    assert [r.status for r in replies] == ["ok", "ok"] and isinstance(replies[0], Reply)
+    assert replies[1].result["constants"]["DEFAULT_FLOAT"] == "float32"
+
+
+async def test_a_worker_that_cannot_start_is_a_crashed_reply():
+    client = WorkerClient(small(python="/nonexistent/python3"))
+    reply = await client.request("ping")
+    assert reply.status == "crashed" and "could not start the worker" in reply.message
