@@ -19,12 +19,15 @@ export interface PaletteCommand {
 
 export const CATEGORY = 'Pallasite';
 
+/** Every check tier: 0 source rules, 1 lowering, 2 TPU compiler, 3 TPU interpret mode. */
+export const ALL_TIERS: readonly number[] = [0, 1, 2, 3];
+
 export const PALETTE: readonly PaletteCommand[] = [
   { id: 'pallasite.check', server: 'pallasite.check', title: 'Check This File', needsPythonFile: true },
   {
     id: 'pallasite.checkTier3',
     server: 'pallasite.check',
-    title: 'Check This File Including Tier 3 (TPU Interpret Mode)',
+    title: 'Check This File With All Tiers, Including Tier 3 (TPU Interpret Mode)',
     needsPythonFile: true,
   },
   { id: 'pallasite.selectTarget', server: 'pallasite.selectTarget', title: 'Select Target TPU Chip', needsPythonFile: false },
@@ -91,15 +94,16 @@ export interface CommandContext {
  * `undefined`: the command cannot run here (e.g. "check this file" with no file open); the
  * caller says so instead of sending a request that does nothing.
  *
- * Server contract (server/lsp.py): pallasite.check(uri, options?) with options.tier3 true to add
- * the TPU interpret-mode run; pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?).
+ * Server contract (server/lsp.py): pallasite.check(uri) runs the configured tiers,
+ * pallasite.check({uri, tiers}) the given ones (tier 3: the TPU interpret-mode run);
+ * pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (no argument: every folder).
  */
 export function paletteArguments(id: string, context: CommandContext, chip?: string): unknown[] | undefined {
   switch (id) {
     case 'pallasite.check':
       return context.documentUri === undefined ? undefined : [context.documentUri];
     case 'pallasite.checkTier3':
-      return context.documentUri === undefined ? undefined : [context.documentUri, { tier3: true }];
+      return context.documentUri === undefined ? undefined : [{ uri: context.documentUri, tiers: ALL_TIERS }];
     case 'pallasite.selectTarget':
       return chip === undefined ? undefined : [chip];
     case 'pallasite.trustFolder':
@@ -123,4 +127,19 @@ export function manifestCommands(): {
     })),
     commandPalette: PALETTE.map((entry) => ({ command: entry.id, when: whenClause(entry) })),
   };
+}
+
+/**
+ * What to tell the user after a server command: the server answers `{ok: false, message}` when it
+ * could not do it (file not open, folder not trusted, unknown chip). undefined: nothing to say.
+ */
+export function commandProblem(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null) {
+    return undefined;
+  }
+  const r = result as { ok?: unknown; message?: unknown };
+  if (r.ok !== false) {
+    return undefined;
+  }
+  return typeof r.message === 'string' && r.message !== '' ? `Pallasite: ${r.message}` : 'Pallasite: the command failed.';
 }

@@ -16,7 +16,7 @@ import {
   State,
   TransportKind,
 } from 'vscode-languageclient/node';
-import { PALETTE, advertisedCommands, contextValues, paletteArguments, type CommandContext } from './commands';
+import { PALETTE, advertisedCommands, commandProblem, contextValues, paletteArguments, type CommandContext } from './commands';
 import { chipChoices } from './configSchema';
 import { type LaunchPlan, installAdvice, resolveLaunch } from './interpreter';
 import { reactionTo, serverSection } from './settings';
@@ -118,11 +118,20 @@ async function start(): Promise<void> {
     initializationOptions: currentSection(),
     middleware: {
       executeCommand: async (command, args, next) => {
-        if (args.length > 0 || !PALETTE.some((e) => e.id === command)) {
-          return next(command, args);
+        let sent = args;
+        if (args.length === 0 && PALETTE.some((e) => e.id === command)) {
+          const filled = await argumentsFor(command);
+          if (filled === undefined) {
+            return undefined;
+          }
+          sent = filled;
         }
-        const filled = await argumentsFor(command);
-        return filled === undefined ? undefined : next(command, filled);
+        const result: unknown = await next(command, sent);
+        const problem = commandProblem(result);
+        if (problem !== undefined) {
+          void vscode.window.showWarningMessage(problem);
+        }
+        return result;
       },
       workspace: {
         configuration: async (params, token, next) => {

@@ -15,6 +15,8 @@ export interface ServerStatus {
   readonly worker: string;
   /** Whether this folder may run its kernels in a worker (compiler tiers). */
   readonly trusted: boolean;
+  /** The tiers run on open/save, when the server says. */
+  readonly tiers?: readonly number[];
 }
 
 /** The notification's payload if it has the expected shape, else undefined (and nothing is shown). */
@@ -26,11 +28,13 @@ export function parseStatus(raw: unknown): ServerStatus | undefined {
   if (typeof r['target'] !== 'string' || typeof r['worker'] !== 'string' || typeof r['trusted'] !== 'boolean') {
     return undefined;
   }
+  const tiers = r['tiers'];
   return {
     target: r['target'],
     backend: typeof r['backend'] === 'string' ? r['backend'] : 'local',
     worker: r['worker'],
     trusted: r['trusted'],
+    ...(Array.isArray(tiers) && tiers.every((t) => typeof t === 'number') ? { tiers: tiers as number[] } : {}),
   };
 }
 
@@ -62,6 +66,7 @@ export function statusTooltip(status: ServerStatus): string {
     `Pallasite: verdicts for TPU ${status.target}`,
     `Workers run: ${status.backend}`,
     `Worker: ${status.worker}`,
+    ...(status.tiers === undefined ? [] : [`Tiers on open/save: ${status.tiers.join(', ')}`]),
     status.trusted
       ? 'Folder trusted: compiler tiers run this folder\'s kernels in a pallasite worker.'
       : 'Folder not trusted: only tier 0 (source rules) runs; nothing from this folder is executed.',

@@ -9,6 +9,7 @@ import {
   advertisedCommands,
   availablePalette,
   contextKey,
+  commandProblem,
   contextValues,
   manifestCommands,
   paletteArguments,
@@ -60,7 +61,7 @@ test('context keys are distinct per server command', () => {
 test('palette arguments: the active file for checks, tier 3 as an option, the chosen chip, the folder', () => {
   const ctx = { documentUri: 'file:///k/add.py', folderUri: 'file:///k' };
   assert.deepEqual(paletteArguments('pallasite.check', ctx), ['file:///k/add.py']);
-  assert.deepEqual(paletteArguments('pallasite.checkTier3', ctx), ['file:///k/add.py', { tier3: true }]);
+  assert.deepEqual(paletteArguments('pallasite.checkTier3', ctx), [{ uri: 'file:///k/add.py', tiers: [0, 1, 2, 3] }]);
   assert.deepEqual(paletteArguments('pallasite.selectTarget', ctx, 'v5e'), ['v5e']);
   assert.deepEqual(paletteArguments('pallasite.trustFolder', ctx), ['file:///k']);
   assert.deepEqual(paletteArguments('pallasite.trustFolder', {}), []);
@@ -81,4 +82,15 @@ test('package.json contributes exactly the palette table, each hidden unless adv
   }
   const checkWhen = expected.commandPalette.find((e) => e.command === 'pallasite.check')?.when;
   assert.equal(checkWhen, 'pallasite.advertises.check && editorLangId == python');
+});
+
+test("the server's {ok: false, message} answers become a message; successes say nothing", () => {
+  assert.equal(
+    commandProblem({ ok: false, message: '/w is not trusted: run pallasite.trustFolder to check it.' }),
+    'Pallasite: /w is not trusted: run pallasite.trustFolder to check it.',
+  );
+  assert.equal(commandProblem({ ok: false }), 'Pallasite: the command failed.');
+  assert.equal(commandProblem({ ok: true, findings: 2 }), undefined);
+  assert.equal(commandProblem(undefined), undefined);
+  assert.equal(commandProblem('done'), undefined);
 });

@@ -11,6 +11,8 @@ test('a well-formed notification is parsed; a malformed one is refused', () => {
     worker: 'idle',
     trusted: true,
   });
+  assert.deepEqual(parseStatus({ target: 'v5e', worker: 'idle', trusted: true, tiers: [0, 1] })?.tiers, [0, 1]);
+  assert.equal(parseStatus({ target: 'v5e', worker: 'idle', trusted: true, tiers: ['x'] })?.tiers, undefined);
   assert.equal(parseStatus({ target: 'v5e', worker: 'idle', trusted: 'yes' }), undefined);
   assert.equal(parseStatus(null), undefined);
   assert.equal(parseStatus('v5e'), undefined);
@@ -35,6 +37,8 @@ test('the tooltip explains trust in terms of what runs', () => {
   assert.match(tooltip, /Worker: starting/);
   assert.match(tooltip, /only tier 0/);
   assert.match(statusTooltip({ ...status, trusted: true }), /compiler tiers run/);
+  assert.doesNotMatch(tooltip, /Tiers on/);
+  assert.match(statusTooltip({ ...status, tiers: [0, 1, 2] }), /Tiers on open\/save: 0, 1, 2/);
 });
 
 test('only failed worker states are alarming; unknown states get the plain icon', () => {
