@@ -40,6 +40,12 @@ _SCALAR_NODES = {"binary_operator", "unary_operator", "parenthesized_expression"
                  "float", "comparison_operator", "boolean_operator", "not_operator"}
 
 
+def _is_grid_query(source: Source, node: Node) -> bool:
+    """pl.program_id(...) or pl.num_programs(...): scalar int32 values inside a kernel."""
+    return node.type == "call" and is_pallas_name(
+        source.qualname(node.child_by_field_name("function")), "program_id", "num_programs")
+
+
 def _tainted_names(source: Source, fn: Node) -> set[str]:
     """Names assigned from pl.program_id, directly or through scalar arithmetic, inside ``fn``."""
     tainted: set[str] = set()
@@ -70,7 +76,7 @@ def _scalar_of_program_id(source: Source, node: Node, tainted: set[str]) -> bool
             source.node_text(op) in ("is", "is not", "in", "not in") for op in node.children if not op.is_named):
         return False
     children = node.named_children
-    if not children or any(c.type not in _SCALAR_NODES and not _is_program_id(source, c) for c in children):
+    if not children or any(c.type not in _SCALAR_NODES and not _is_grid_query(source, c) for c in children):
         return False
     return any(_scalar_of_program_id(source, c, tainted) for c in children)
 

@@ -1,0 +1,163 @@
+"""Each tier-0 rule against its fixture pair in tests/data/tier0/ (see expected.json):
+the broken file gives exactly the expected code at the expected line, its fixed twin gives no
+error, and the rule's mechanical fix (when it has one) applied to the broken text removes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pallasite.analysis.codes import CODES
+from pallasite.analysis.source import Source
+from pallasite.analysis.tier0 import analyze
+from pallasite.analysis.types import Fix
+
+DATA = Path(__file__).parent / "data" / "tier0"
+EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).items() if not k.startswith("_")}
+BROKEN = sorted(EXPECTED)
+
+
+def apply_fix(text: str, fix: Fix) -> str:
+    source = Source(text)
+    data = source.data
+    edits = sorted(fix.edits, key=lambda e: (e.span.line, e.span.column), reverse=True)
+    for edit in edits:
+        start = source.offset(edit.span.line, edit.span.column)
+        end = source.offset(edit.span.end_line, edit.span.end_column)
+        data = data[:start] + edit.new_text.encode() + data[end:]
+    return data.decode()
+
+
+def test_every_tier0_rule_has_a_fixture_pair():
+    codes = {entry["code"] for entries in EXPECTED.values() for entry in entries}
+    tier0 = {code for code in CODES if code.startswith("PLS0") and code != "PLS000"}
+    assert codes == tier0
+    for name in BROKEN:
+        assert (DATA / name.replace("_bad.py", "_ok.py")).exists(), name
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_broken_fixture_reports_exactly_the_expected_finding(name):
+    path = DATA / name
+    result = analyze(path.read_text(), str(path))
+    got = [(f.code, f.span.line + 1) for f in result.findings]
+    want = [(e["code"], e["line"]) for e in EXPECTED[name]]
+    assert got == want, [f.message for f in result.findings]
+    for finding in result.findings:
+        assert finding.tier == 0 and finding.severity == CODES[finding.code].severity
+        assert len(finding.message) > 40 and finding.message.rstrip().endswith(".")
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_fixed_twin_has_no_errors(name):
+    path = DATA / name.replace("_bad.py", "_ok.py")
+    result = analyze(path.read_text(), str(path))
+    assert result.syntax_ok and result.uses_pallas and result.sites
+    assert [f.code for f in result.findings if f.severity == "error"] == []
+    assert [f.code for f in result.findings] == []
+
+
+@pytest.mark.parametrize("name", [n for n in BROKEN if EXPECTED[n][0]["code"] in
+                                  ("PLS001", "PLS004", "PLS007", "PLS010", "PLS011", "PLS012")])
+def test_fix_removes_the_finding(name):
+    text = (DATA / name).read_text()
+    findings = analyze(text).findings
+    assert len(findings) == 1 and findings[0].fix is not None
+    fixed = apply_fix(text, findings[0].fix)
+    assert fixed != text
+    assert [f.code for f in analyze(fixed).findings] == []
+    compile(fixed, name, "exec")
+
+
+def test_tiling_fix_edits_the_constant_the_dim_came_from():
+    text = (DATA / "pls001_tiling_bad.py").read_text()
+    (finding,) = analyze(text).findings
+    fixed = apply_fix(text, finding.fix)
+    assert "BLOCK_COLS = 128\n" in fixed
+    assert "pl.BlockSpec((BLOCK_ROWS, BLOCK_COLS)" in fixed
+    assert "100" in finding.message and "512" in finding.message
+
+
+def test_semantics_fix_appends_arbitrary():
+    text = (DATA / "pls004_semantics_bad.py").read_text()
+    (finding,) = analyze(text).findings
+    assert 'dimension_semantics=("parallel", "arbitrary")' in apply_fix(text, finding.fix)
+
+
+def test_semantics_fix_trims_extra_entries():
+    text = (DATA / "pls004_semantics_ok.py").read_text().replace(
+        '("parallel", "parallel")', '["parallel", "parallel", "arbitrary"]')
+    (finding,) = analyze(text).findings
+    assert finding.code == "PLS004"
+    assert 'dimension_semantics=["parallel", "parallel"]' in apply_fix(text, finding.fix)
+
+
+def test_tiling_rule_silent_when_the_array_dims_are_unknown():
+    text = (DATA / "pls001_tiling_bad.py").read_text()
+    without_task = text[: text.index("def example_inputs")]
+    assert [f.code for f in analyze(without_task).findings] == []
+
+
+def test_tiling_rule_silent_when_the_block_equals_the_full_array_dim():
+    text = (DATA / "pls001_tiling_bad.py").read_text().replace("(1024, 512)", "(1024, 100)")
+    assert [f.code for f in analyze(text).findings] == []
+
+
+def test_tiling_rule_uses_literal_out_shape():
+    text = (DATA / "pls001_tiling_ok.py").read_text()
+    text = text.replace("out_specs=spec,", "out_specs=pl.BlockSpec((BLOCK_ROWS, 200), lambda i, j: (i, j)),")
+    text = text.replace("jax.ShapeDtypeStruct(x.shape, x.dtype)", "jax.ShapeDtypeStruct((1024, 512), jnp.float32)")
+    text = text[: text.index("def example_inputs")]  # no task: only out_shape makes the dims literal
+    findings = analyze(text).findings
+    assert [(f.code, "out_specs[0]" in f.message) for f in findings] == [("PLS001", True)]
+
+
+def test_int8_rule_silent_for_bf16():
+    text = (DATA / "pls010_int8_rows_bad.py").read_text().replace("jnp.int8", "jnp.bfloat16")
+    assert [f.code for f in analyze(text).findings] == []
+
+
+def test_program_id_rule_follows_arithmetic_but_not_is_none():
+    text = (DATA / "pls006_program_id_if_ok.py").read_text().replace(
+        "    k = pl.program_id(1)\n",
+        "    k = pl.program_id(1)\n    last = k + 1 == pl.num_programs(1)\n"
+        "    if o_ref is None:\n        return\n    while last:\n        pass\n")
+    findings = analyze(text).findings
+    assert [f.code for f in findings] == ["PLS006"]
+    assert "while" in findings[0].message
+
+
+def test_gpu_file_gets_no_tpu_rules():
+    text = (DATA / "pls011_float64_bad.py").read_text().replace(
+        "from jax.experimental import pallas as pl\n",
+        "from jax.experimental import pallas as pl\nfrom jax.experimental.pallas import triton as plgpu\n")
+    result = analyze(text)
+    assert result.sites[0].backend == "gpu"
+    assert [f.code for f in result.findings] == []
+    tpu = analyze((DATA / "pls011_float64_bad.py").read_text())
+    assert [f.code for f in tpu.findings] == ["PLS011"]
+
+
+def test_gpu_compiler_params_make_the_site_gpu():
+    text = (DATA / "pls004_semantics_bad.py").read_text().replace(
+        'pltpu.CompilerParams(dimension_semantics=("parallel",))', "plgpu.CompilerParams(num_warps=4)")
+    text = text.replace("from jax.experimental.pallas import tpu as pltpu",
+                        "from jax.experimental.pallas import triton as plgpu")
+    result = analyze(text)
+    assert result.sites[0].backend == "gpu" and result.findings == ()
+
+
+def test_deprecated_api_is_a_warning_with_jax_message():
+    text = ("from jax.experimental import pallas as pl\nfrom jax.experimental.pallas import tpu as pltpu\n"
+            "def k(s_ref):\n    pltpu.semaphore_signal(s_ref)\n")
+    (finding,) = analyze(text).findings
+    assert finding.code == "PLS007" and finding.severity == "warning"
+    assert "pl.semaphore_signal" in finding.message
+
+
+def test_unknown_pallas_attribute_is_reported():
+    text = "from jax.experimental import pallas as pl\nspec = pl.BlockSpecc((8, 128), lambda i: (i, 0))\n"
+    (finding,) = analyze(text).findings
+    assert finding.code == "PLS007" and (finding.span.line, finding.span.column) == (1, 7)
