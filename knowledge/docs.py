@@ -242,11 +242,15 @@ def _stat(path: Path) -> tuple[str, int, int]:
     return (str(path), st.st_size, st.st_mtime_ns)
 
 
-def load_index(options: DocsOptions = DocsOptions(), *, use_cache: bool = True) -> DocsIndex:
-    """The index for these options: from the cache when its key matches, else built (and cached)."""
+def load_index(options: DocsOptions = DocsOptions(), *, use_cache: bool = True, rebuild: bool = False) -> DocsIndex:
+    """The index for these options: from the cache when its key matches, else built (and cached).
+
+    ``rebuild`` ignores (and replaces) a cached index; ``use_cache=False`` neither reads nor writes it."""
     key = cache_key(options)
     folder = Path(options.cache_dir) if options.cache_dir else default_cache_dir()
     target = folder / f"docs-{key}"
+    if rebuild and target.is_dir():
+        _remove_tree(target)
     if use_cache and (target / "passages.json").is_file():
         try:
             data = json.loads((target / "passages.json").read_text(encoding="utf-8"))

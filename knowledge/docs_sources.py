@@ -225,12 +225,33 @@ def api_passages(root: Path) -> Iterator[Passage]:
             kind_word = "class" if isinstance(node, ast.ClassDef) else "function"
             head = f"{qualified}{_signature(node)}"
             body = f"{head}\n{kind_word} {public} in {_module_name(root, def_path)}\n\n{doc}"
+            for base_name, base_doc in _base_docs(reader, def_path, node):
+                body += f"\n\nInherited from {base_name}:\n{base_doc}"
             methods = _methods_summary(node)
             if methods:
                 body += "\n\n" + methods
             yield from _split(
                 Passage(f"api/{qualified}", "api", head, str(def_path), getattr(node, "lineno", 1), body)
             )
+
+
+def _base_docs(reader: _ModuleReader, path: Path, node: ast.AST) -> Iterator[tuple[str, str]]:
+    """(name, docstring) of the direct base classes of ``node`` that jax defines and documents."""
+    if not isinstance(node, ast.ClassDef):
+        return
+    for base in node.bases:
+        found = None
+        if isinstance(base, ast.Name):
+            found = reader.definition(path, base.id)
+        elif isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name):
+            tree = reader.tree(path)
+            module = reader._imported_module(tree, base.value.id) if tree else None
+            target = reader.file_for(module) if module else None
+            found = reader.definition(target, base.attr) if target else None
+        if found and isinstance(found[1], ast.ClassDef):
+            doc = (ast.get_docstring(found[1]) or "").strip()
+            if doc:
+                yield found[1].name, doc
 
 
 def _module_name(root: Path, path: Path) -> str:

@@ -1,0 +1,490 @@
+"""The results store: every check, measurement, tuning run and agent step, in SQLite (WAL).
+
+It lives at ``<workspace>/.pallasite/results.sqlite``. Rows are keyed by a ``ResultKey``: what was
+compiled or run (the tier-1 lowered module text when there is one, else the kernel file plus its
+local imports), on which inputs, with which config, for which chip, under which jax/libtpu and
+backend. So a hover can show "latest compile status per tier and chip", the checker can reuse a
+verdict instead of recomputing it, and agents can look up what was measured before.
+
+    store = ResultsStore.open(workspace)
+    key = ResultKey(source_hash=source_hash(path), kernel="matmul", inputs=(((1024, 1024), "bfloat16"),),
+                    config=(("bm", 256),), chip="v6e", jax_version="0.10.2")
+    store.put_check(key, tier=2, status="ok", findings=(), path=path)
+    store.latest_checks(path=path, kernel="matmul")      # newest row per (tier, chip)
+
+Safety: WAL journal, a busy timeout, short ``BEGIN IMMEDIATE`` write transactions retried on
+SQLITE_BUSY, so the server and CLI can write at once; a process killed mid-write loses only the
+transaction it had not committed (WAL with synchronous=NORMAL survives process crashes; a power
+cut may lose the last commits but never corrupts the file). The schema is versioned
+(``store_schema``) and migrated when opened.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+from pallasite.analysis.types import Finding, Measurement, Provenance, from_json, to_json
+
+from . import store_schema
+
+STORE_DIR = ".pallasite"
+STORE_FILE = "results.sqlite"
+BUSY_TIMEOUT_S = 10.0
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- keys
+
+
+@dataclass(frozen=True)
+class ResultKey:
+    """What a result is about. ``digest()`` is stable across processes and Python versions."""
+
+    source_hash: str  # lowered_hash(module text) or source_hash(file + local imports)
+    source_kind: str = "source"  # "lowered" (tier-1 module text) or "source" (file + imports)
+    kernel: str | None = None  # the entry / kernel name within the file
+    inputs: tuple[tuple[tuple[int, ...], str], ...] = ()  # (shape, dtype) per argument
+    config: tuple[tuple[str, Any], ...] = ()  # tunable -> value (sorted by name when digested)
+    chip: str | None = None  # target, e.g. "v6e"
+    jax_version: str | None = None
+    libtpu_version: str | None = None
+    backend: str = "local"  # "local", "ssh:<host>", "ray", ...
+
+    def digest(self) -> str:
+        data = to_json(self)
+        data["config"] = sorted([str(k), v] for k, v in self.config)
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def without_config(self) -> "ResultKey":
+        return ResultKey(self.source_hash, self.source_kind, self.kernel, self.inputs, (), self.chip,
+                         self.jax_version, self.libtpu_version, self.backend)
+
+    def to_json(self) -> str:
+        return json.dumps(to_json(self), sort_keys=True, default=str)
+
+    @staticmethod
+    def from_json(text: str) -> "ResultKey":
+        data = json.loads(text)
+        return ResultKey(
+            source_hash=data["source_hash"], source_kind=data.get("source_kind", "source"),
+            kernel=data.get("kernel"),
+            inputs=tuple((tuple(shape), str(dtype)) for shape, dtype in data.get("inputs", ())),
+            config=tuple((str(k), v) for k, v in data.get("config", ())),
+            chip=data.get("chip"), jax_version=data.get("jax_version"),
+            libtpu_version=data.get("libtpu_version"), backend=data.get("backend", "local"))
+
+
+def lowered_hash(module_text: str) -> str:
+    """Hash of a tier-1 lowered module (MLIR text): equal kernels compile the same."""
+    return "lowered:" + hashlib.sha256(module_text.encode()).hexdigest()
+
+
+def local_imports(path: Path, text: str | None = None, root: Path | None = None) -> list[Path]:
+    """Files of the modules ``path`` imports that live next to it (or under ``root``), recursively.
+
+    Only modules found as files are followed: the standard library and installed packages are not
+    local. A file that does not parse contributes no imports (its own text is still hashed)."""
+    path = path.resolve()
+    root = (root or path.parent).resolve()
+    seen: dict[Path, None] = {}
+    todo = [(path, text)]
+    while todo:
+        current, current_text = todo.pop()
+        try:
+            body = current_text if current_text is not None else current.read_text(encoding="utf-8")
+            tree = ast.parse(body)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for target in _import_targets(tree, current, root):
+            if target not in seen and target != path:
+                seen[target] = None
+                todo.append((target, None))
+    return sorted(seen)
+
+
+def _import_targets(tree: ast.Module, current: Path, root: Path) -> Iterable[Path]:
+    for node in ast.walk(tree):
+        names: list[tuple[str, int]] = []
+        if isinstance(node, ast.Import):
+            names = [(alias.name, 0) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names = [(base, node.level)]
+            names += [(f"{base}.{alias.name}" if base else alias.name, node.level) for alias in node.names]
+        for dotted, level in names:
+            bases = [current.parent] if level == 0 else [_up(current.parent, level - 1)]
+            if level == 0 and root not in bases:
+                bases.append(root)
+            for base in bases:
+                found = _module_file(base, dotted)
+                if found is not None:
+                    yield found
+                    break
+
+
+def _up(folder: Path, levels: int) -> Path:
+    for _ in range(levels):
+        folder = folder.parent
+    return folder
+
+
+def _module_file(base: Path, dotted: str) -> Path | None:
+    if not dotted:
+        return None
+    candidate = base.joinpath(*dotted.split("."))
+    for option in (candidate.with_suffix(".py"), candidate / "__init__.py"):
+        if option.is_file():
+            return option.resolve()
+    return None
+
+
+def source_hash(path: str | Path, text: str | None = None, root: Path | None = None) -> str:
+    """Hash of a kernel file's text plus its local imports' texts (used when lowering failed)."""
+    path = Path(path)
+    own = text if text is not None else path.read_text(encoding="utf-8")
+    h = hashlib.sha256(own.encode())
+    for dep in local_imports(path, own, root):
+        try:
+            h.update(b"\0" + dep.name.encode() + b"\0" + dep.read_bytes())
+        except OSError:
+            continue
+    return "source:" + h.hexdigest()
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    id: int
+    key: ResultKey
+    digest: str
+    tier: int
+    status: str  # "ok", "error", "skipped: <why>"
+    findings: tuple[Finding, ...]
+    path: str | None
+    kernel: str | None
+    created: float  # seconds since the epoch
+
+    @property
+    def chip(self) -> str | None:
+        return self.key.chip
+
+
+@dataclass(frozen=True)
+class MeasurementRecord:
+    id: int
+    key: ResultKey
+    digest: str
+    measurement: Measurement  # carries its Provenance
+    path: str | None
+    kernel: str | None
+    created: float
+    run_id: int | None = None
+
+
+@dataclass(frozen=True)
+class TuningRecord:
+    id: int
+    key: ResultKey
+    best_config: tuple[tuple[str, Any], ...] | None
+    summary: dict
+    created: float
+
+
+@dataclass(frozen=True)
+class AgentStepRecord:
+    id: int
+    run_id: str
+    step: int
+    kind: str
+    payload: dict
+    digest: str | None
+    created: float
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    path: Path
+    exists: bool
+    size_bytes: int  # the database plus its -wal/-shm files
+    schema_version: int
+    counts: dict[str, int]
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or written (the message says where and what to do)."""
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def store_path(workspace: str | Path) -> Path:
+    return Path(workspace) / STORE_DIR / STORE_FILE
+
+
+def find_workspace(start: str | Path = ".") -> Path:
+    """The nearest folder at or above ``start`` holding a .pallasite folder; else ``start``."""
+    here = Path(start).resolve()
+    for folder in (here, *here.parents):
+        if (folder / STORE_DIR).is_dir():
+            return folder
+    return here
+
+
+class ResultsStore:
+    """A typed API over the SQLite file; one connection, safe to share between threads."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+        self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=busy_timeout_s, isolation_level=None,
+                                       check_same_thread=False)
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"cannot open the results store at {self.path}: {err}; check the folder "
+                             "is writable, or remove it with `pallasite store clear`") from err
+        try:
+            self._retry(self._setup)
+        except sqlite3.DatabaseError as err:
+            self._db.close()
+            raise StoreError(f"the results store at {self.path} is unreadable ({err}); "
+                             "`pallasite store clear` removes it (it only holds cached results)") from err
+        except store_schema.SchemaTooNew as err:
+            self._db.close()
+            raise StoreError(str(err)) from err
+
+    @classmethod
+    def open(cls, workspace: str | Path, **kw: Any) -> "ResultsStore":
+        return cls(store_path(workspace), **kw)
+
+    def _setup(self) -> None:
+        self._db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise sqlite3.OperationalError(f"could not switch to WAL journal mode (got {mode})")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute("PRAGMA foreign_keys = ON")
+        if store_schema.current_version(self._db) != store_schema.SCHEMA_VERSION:
+            store_schema.migrate(self._db)  # a newer schema raises SchemaTooNew with advice
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "ResultsStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ transactions
+
+    def _retry(self, action: Callable[[], T]) -> T:
+        """Run ``action``, retrying on SQLITE_BUSY/LOCKED with backoff until the busy timeout."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        delay = 0.005
+        while True:
+            try:
+                with self._lock:
+                    return action()
+            except sqlite3.OperationalError as err:
+                text = str(err).lower()
+                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
+    def _write(self, statements: Callable[[sqlite3.Connection], T]) -> T:
+        """One short write transaction (BEGIN IMMEDIATE ... COMMIT), retried when busy."""
+
+        def attempt() -> T:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                result = statements(self._db)
+                self._db.execute("COMMIT")
+                return result
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+        return self._retry(attempt)
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self._retry(lambda: self._db.execute(sql, params).fetchall())
+
+    # ------------------------------------------------------------------ checks
+
+    def put_check(self, key: ResultKey, *, tier: int, status: str, findings: Sequence[Finding] = (),
+                  path: str | None = None) -> int:
+        """Record one tier's verdict for ``key``; returns the row id (once committed)."""
+        row = (key.digest(), key.to_json(), key.source_hash, path, key.kernel, tier, key.chip, status,
+               json.dumps(to_json(tuple(findings))), key.jax_version, key.libtpu_version, key.backend,
+               time.time())
+        return self._write(lambda db: db.execute(
+            "INSERT INTO checks (key, key_json, source_hash, path, kernel, tier, chip, status, findings_json,"
+            " jax_version, libtpu_version, backend, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid)
+
+    def check_for(self, key: ResultKey, tier: int) -> CheckRecord | None:
+        """The newest verdict for exactly this key and tier (reuse instead of recompiling)."""
+        rows = self._read(f"SELECT {_CHECK_COLUMNS} FROM checks WHERE key = ? AND tier = ? "
+                          "ORDER BY created DESC, id DESC LIMIT 1", (key.digest(), tier))
+        return _check(rows[0]) if rows else None
+
+    def latest_checks(self, *, path: str | None = None, kernel: str | None = None,
+                      source_hash: str | None = None) -> list[CheckRecord]:
+        """The newest verdict per (tier, chip) among rows matching the filters, by tier then chip."""
+        where, params = _filters(path=path, kernel=kernel, source_hash=source_hash)
+        rows = self._read(f"SELECT {_CHECK_COLUMNS} FROM checks {where} ORDER BY created DESC, id DESC", params)
+        newest: dict[tuple[int, str | None], CheckRecord] = {}
+        for row in rows:
+            record = _check(row)
+            newest.setdefault((record.tier, record.chip), record)
+        return sorted(newest.values(), key=lambda r: (r.tier, r.chip or ""))
+
+    # ------------------------------------------------------------------ measurements
+
+    def put_measurement(self, key: ResultKey, measurement: Measurement, *, path: str | None = None,
+                        run_id: int | None = None) -> int:
+        if not isinstance(measurement.provenance, Provenance):
+            raise ValueError("a measurement needs a Provenance (device, estimate or interpret)")
+        row = (key.digest(), key.to_json(), key.source_hash, path, key.kernel, key.chip, measurement.status,
+               measurement.provenance.value, measurement.median_ns, json.dumps(to_json(measurement)),
+               time.time(), run_id)
+        return self._write(lambda db: db.execute(
+            "INSERT INTO measurements (key, key_json, source_hash, path, kernel, chip, status, provenance,"
+            " median_ns, measurement_json, created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid)
+
+    def measurements(self, key: ResultKey | None = None, *, path: str | None = None, kernel: str | None = None,
+                     chip: str | None = None, provenance: Provenance | None = None,
+                     run_id: int | None = None, limit: int = 1000) -> list[MeasurementRecord]:
+        """Measurements, newest first, for ``key`` (exact) or matching the filters."""
+        where, params = _filters(key=key.digest() if key else None, path=path, kernel=kernel, chip=chip,
+                                 provenance=provenance.value if provenance else None, run_id=run_id)
+        rows = self._read(f"SELECT id, key, key_json, measurement_json, path, kernel, created, run_id "
+                          f"FROM measurements {where} ORDER BY created DESC, id DESC LIMIT ?", (*params, limit))
+        return [MeasurementRecord(r[0], ResultKey.from_json(r[2]), r[1], from_json(Measurement, json.loads(r[3])),
+                                  r[4], r[5], r[6], r[7]) for r in rows]
+
+    # ------------------------------------------------------------------ tuning
+
+    def put_tuning(self, key: ResultKey, results: Sequence[tuple[ResultKey, Measurement]], *,
+                   path: str | None = None) -> int:
+        """One autotuning run: every config's measurement (failures included) and the best config.
+
+        ``key`` is the kernel without a config; each result's key carries its config. The best is
+        the ok result with the lowest median; the run and its rows are committed together."""
+        ok = [(k, m) for k, m in results if m.status == "ok" and m.median_ns is not None]
+        best = min(ok, key=lambda km: km[1].median_ns)[0].config if ok else None
+        summary = {"configs": len(results), "ok": len(ok),
+                   "best_median_ns": min((m.median_ns for _, m in ok), default=None),
+                   "provenance": sorted({m.provenance.value for _, m in results})}
+        base = key.without_config()
+
+        def write(db: sqlite3.Connection) -> int:
+            run = db.execute(
+                "INSERT INTO tuning_runs (key, key_json, path, kernel, chip, best_config_json, summary_json, created)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                (base.digest(), base.to_json(), path, base.kernel, base.chip,
+                 json.dumps(best) if best is not None else None, json.dumps(summary), time.time())).lastrowid
+            for rkey, m in results:
+                db.execute(
+                    "INSERT INTO measurements (key, key_json, source_hash, path, kernel, chip, status, provenance,"
+                    " median_ns, measurement_json, created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (rkey.digest(), rkey.to_json(), rkey.source_hash, path, rkey.kernel, rkey.chip, m.status,
+                     m.provenance.value, m.median_ns, json.dumps(to_json(m)), time.time(), run))
+            return run
+
+        return self._write(write)
+
+    def tuning_runs(self, key: ResultKey | None = None, *, path: str | None = None,
+                    kernel: str | None = None) -> list[TuningRecord]:
+        where, params = _filters(key=key.without_config().digest() if key else None, path=path, kernel=kernel)
+        rows = self._read(f"SELECT id, key_json, best_config_json, summary_json, created FROM tuning_runs {where} "
+                          "ORDER BY created DESC, id DESC", params)
+        return [TuningRecord(r[0], ResultKey.from_json(r[1]),
+                             tuple((str(k), v) for k, v in json.loads(r[2])) if r[2] else None,
+                             json.loads(r[3]), r[4]) for r in rows]
+
+    # ------------------------------------------------------------------ agent steps
+
+    def put_agent_step(self, run_id: str, step: int, kind: str, payload: dict, *,
+                       key: ResultKey | None = None) -> int:
+        text = json.dumps(payload, default=str)
+        return self._write(lambda db: db.execute(
+            "INSERT INTO agent_steps (run_id, step, kind, key, payload_json, created) VALUES (?,?,?,?,?,?)",
+            (run_id, step, kind, key.digest() if key else None, text, time.time())).lastrowid)
+
+    def agent_steps(self, run_id: str) -> list[AgentStepRecord]:
+        rows = self._read("SELECT id, run_id, step, kind, payload_json, key, created FROM agent_steps "
+                          "WHERE run_id = ? ORDER BY step, id", (run_id,))
+        return [AgentStepRecord(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
+
+    # ------------------------------------------------------------------ housekeeping
+
+    def info(self) -> StoreInfo:
+        counts = {t: self._read(f"SELECT COUNT(*) FROM {t}")[0][0]
+                  for t in ("checks", "measurements", "tuning_runs", "agent_steps")}
+        version = self._retry(lambda: store_schema.current_version(self._db))
+        return StoreInfo(self.path, True, _files_size(self.path), version, counts)
+
+    def integrity_ok(self) -> bool:
+        return self._read("PRAGMA integrity_check")[0][0] == "ok"
+
+
+_CHECK_COLUMNS = "id, key, key_json, tier, status, findings_json, path, kernel, created"
+
+
+def _check(row: tuple) -> CheckRecord:
+    findings = tuple(from_json(Finding, f) for f in json.loads(row[5]))
+    return CheckRecord(row[0], ResultKey.from_json(row[2]), row[1], row[3], row[4], findings, row[6], row[7], row[8])
+
+
+def _filters(**values: Any) -> tuple[str, tuple]:
+    clauses = [(f"{name} = ?", value) for name, value in values.items() if value is not None]
+    if not clauses:
+        return "", ()
+    return "WHERE " + " AND ".join(c for c, _ in clauses), tuple(v for _, v in clauses)
+
+
+def _store_files(path: Path) -> list[Path]:
+    return [p for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")) if p.exists()]
+
+
+def _files_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in _store_files(path))
+
+
+def info(workspace: str | Path) -> StoreInfo:
+    """Where the store is and what it holds; does not create it."""
+    path = store_path(workspace)
+    if not path.exists():
+        return StoreInfo(path, False, 0, 0, {})
+    with ResultsStore(path) as store:
+        return store.info()
+
+
+def clear(workspace: str | Path) -> list[Path]:
+    """Delete the store's files (results.sqlite and its -wal/-shm); nothing else. Returns them."""
+    path = store_path(workspace)
+    removed = []
+    for file in _store_files(path):
+        try:
+            os.remove(file)
+            removed.append(file)
+        except FileNotFoundError:
+            continue
+    return removed

@@ -1,0 +1,117 @@
+"""The results store's schema: numbered migrations, applied in order, recorded in schema_version.
+
+A migration is a plain function of an open connection, run inside the transaction that also
+records its number, so a database is always at exactly one version. Never edit a released
+migration: add the next one. ``SCHEMA_VERSION`` is the number of the last migration.
+
+v1  checks and measurements, keyed by the ResultKey digest
+v2  tuning runs (measurements gain run_id), agent steps, lookup indexes
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Callable
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    db.execute("""
+        CREATE TABLE checks (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL,            -- ResultKey.digest()
+            key_json TEXT NOT NULL,       -- the ResultKey itself
+            source_hash TEXT NOT NULL,
+            path TEXT,
+            kernel TEXT,
+            tier INTEGER NOT NULL,
+            chip TEXT,
+            status TEXT NOT NULL,         -- "ok", "error", "skipped: <why>"
+            findings_json TEXT NOT NULL,  -- list of analysis.types.Finding via to_json
+            jax_version TEXT,
+            libtpu_version TEXT,
+            backend TEXT,
+            created REAL NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE measurements (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL,
+            key_json TEXT NOT NULL,
+            source_hash TEXT NOT NULL,
+            path TEXT,
+            kernel TEXT,
+            chip TEXT,
+            status TEXT NOT NULL,
+            provenance TEXT NOT NULL,     -- device / estimate / interpret
+            median_ns REAL,
+            measurement_json TEXT NOT NULL,  -- analysis.types.Measurement via to_json
+            created REAL NOT NULL
+        )""")
+    db.execute("CREATE INDEX checks_key ON checks(key, tier)")
+    db.execute("CREATE INDEX measurements_key ON measurements(key)")
+
+
+def _v2(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE measurements ADD COLUMN run_id INTEGER")
+    db.execute("""
+        CREATE TABLE tuning_runs (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL,            -- digest of the ResultKey with an empty config
+            key_json TEXT NOT NULL,
+            path TEXT,
+            kernel TEXT,
+            chip TEXT,
+            best_config_json TEXT,        -- null when no configuration succeeded
+            summary_json TEXT NOT NULL,
+            created REAL NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE agent_steps (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,         -- the agent run's own id
+            step INTEGER NOT NULL,
+            kind TEXT NOT NULL,           -- "plan", "implement", "check", "measure", ...
+            key TEXT,                     -- ResultKey digest of the candidate, when there is one
+            payload_json TEXT NOT NULL,
+            created REAL NOT NULL
+        )""")
+    db.execute("CREATE INDEX checks_path ON checks(path, kernel, created)")
+    db.execute("CREATE INDEX measurements_path ON measurements(path, kernel, created)")
+    db.execute("CREATE INDEX agent_steps_run ON agent_steps(run_id, step)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def current_version(db: sqlite3.Connection) -> int:
+    row = db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'").fetchone()
+    if row is None:
+        return 0
+    value = db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+    return int(value or 0)
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer pallasite (its schema version is higher than ours)."""
+
+
+def migrate(db: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
+    """Bring ``db`` (autocommit mode) to version ``upto`` in one write transaction; returns it."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied REAL NOT NULL)")
+        version = current_version(db)
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"the results store has schema version {version}, newer than this pallasite's "
+                f"{SCHEMA_VERSION}: upgrade pallasite, or run `pallasite store clear` to start afresh")
+        for number in range(version + 1, upto + 1):
+            MIGRATIONS[number - 1](db)
+            db.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (number, time.time()))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return max(version, upto)

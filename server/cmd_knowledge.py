@@ -1,0 +1,142 @@
+"""The knowledge commands: `pallasite explain`, `pallasite docs`, `pallasite store`.
+
+    pallasite explain PLS201 [--markdown]       the catalog entry for a finding code
+    pallasite explain --list                    every code with its title
+    pallasite docs search "QUERY" [-k 5] [--include-kernels] [--extra DIR] [--json]
+    pallasite docs info                         where the docs index is cached, what it holds
+    pallasite store [info|clear] [--workspace DIR]
+
+Exit codes: 0 done, 2 bad input (unknown code, missing folder, unreadable store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    if command == "explain":
+        parser.add_argument("code", nargs="?", help="a finding code, e.g. PLS201 (or just 201)")
+        parser.add_argument("--markdown", action="store_true", help="print Markdown (as in hovers)")
+        parser.add_argument("--list", action="store_true", help="list every code with its title")
+    elif command == "docs":
+        parser.add_argument("action", choices=("search", "info"), help="search the docs, or show the index")
+        parser.add_argument("query", nargs="*", help="words or a pasted error message")
+        parser.add_argument("-k", type=int, default=5, help="how many passages to show (default 5)")
+        parser.add_argument("--include-kernels", action="store_true",
+                            help="also index jax's hand-written Pallas kernels (pallas/ops)")
+        parser.add_argument("--extra", action="append", default=[], metavar="DIR",
+                            help="also index the Markdown/reST files under DIR (repeatable)")
+        parser.add_argument("--no-catalog", action="store_true", help="leave the error catalog out of the index")
+        parser.add_argument("--rebuild", action="store_true", help="ignore the cached index and rebuild it")
+        parser.add_argument("--json", action="store_true", help="print the hits as JSON")
+    elif command == "store":
+        parser.add_argument("action", nargs="?", choices=("info", "clear"), default="info",
+                            help="info (default): where it is, counts, size; clear: delete it")
+        parser.add_argument("--workspace", default=None,
+                            help="the workspace folder (default: the nearest folder above the current one "
+                                 "that has a .pallasite folder, else the current folder)")
+    else:  # pragma: no cover - the CLI table only routes the three names above here
+        raise ValueError(f"cmd_knowledge does not handle {command!r}")
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"explain": _explain, "docs": _docs, "store": _store}[args.command](args)
+
+
+def _fail(message: str) -> int:
+    print(f"pallasite {message}", file=sys.stderr)
+    return 2
+
+
+# --------------------------------------------------------------------------- explain
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from pallasite.analysis.codes import CODES
+    from pallasite.knowledge import catalog
+
+    if args.list:
+        for code, entry in CODES.items():
+            print(f"{code}  {entry.severity:<11} {entry.title}")
+        return 0
+    if not args.code:
+        return _fail("explain: give a finding code, e.g. `pallasite explain PLS201`, or --list")
+    try:
+        print(catalog.explain(args.code, markdown=args.markdown))
+    except catalog.UnknownCode as err:
+        return _fail(f"explain: {err}")
+    except catalog.CatalogError as err:
+        return _fail(f"explain: the catalog is damaged: {err}")
+    return 0
+
+
+# --------------------------------------------------------------------------- docs
+
+
+def _docs(args: argparse.Namespace) -> int:
+    from pallasite.knowledge import docs
+
+    options = docs.DocsOptions(include_kernels=args.include_kernels, extra_dirs=tuple(args.extra),
+                               include_catalog=not args.no_catalog)
+    try:
+        index = docs.load_index(options, rebuild=args.rebuild)
+    except docs.DocsError as err:
+        return _fail(f"docs: {err}")
+    if args.action == "info":
+        kinds: dict[str, int] = {}
+        for p in index.passages:
+            kinds[p.kind] = kinds.get(p.kind, 0) + 1
+        from pallasite.knowledge import docs_sources
+
+        print(f"docs index: {len(index.passages)} passages "
+              f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})")
+        print(f"jax: {docs_sources.jax_version() or 'not installed'} at {docs_sources.jax_root() or '-'}")
+        print(f"cache: {index.folder or 'not cached'}" + (" (built now)" if index.built else ""))
+        return 0
+    query = " ".join(args.query).strip()
+    if not query:
+        return _fail('docs search: give a query, e.g. `pallasite docs search "dimension_semantics"`')
+    if args.k < 1:
+        return _fail("docs search: -k must be at least 1")
+    hits = index.search(query, args.k)
+    if args.json:
+        print(json.dumps([{"rank": h.rank, "score": round(h.score, 4), "id": h.passage.id, "kind": h.passage.kind,
+                           "title": h.passage.title, "source": h.passage.source, "line": h.passage.line,
+                           "text": h.passage.text} for h in hits], indent=1))
+    else:
+        print(docs.format_hits(hits))
+    return 0
+
+
+# --------------------------------------------------------------------------- store
+
+
+def _store(args: argparse.Namespace) -> int:
+    from pallasite.knowledge import store
+
+    workspace = store.find_workspace(args.workspace or ".")
+    if args.workspace and not workspace.is_dir():
+        return _fail(f"store: workspace {args.workspace!r} is not a folder")
+    if args.action == "clear":
+        removed = store.clear(workspace)
+        if removed:
+            print(f"removed {', '.join(str(p) for p in removed)}")
+        else:
+            print(f"nothing to remove: no results store at {store.store_path(workspace)}")
+        return 0
+    try:
+        info = store.info(workspace)
+    except store.StoreError as err:
+        return _fail(f"store: {err}")
+    if not info.exists:
+        print(f"no results store yet at {info.path} (created by the first check)")
+        return 0
+    print(f"results store: {info.path}")
+    print(f"size: {info.size_bytes / 1024:.1f} KiB, schema version {info.schema_version}")
+    for table, count in info.counts.items():
+        print(f"  {table:<13} {count}")
+    print("clear it with `pallasite store clear` (deletes only the results.sqlite files)")
+    return 0
