@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import linecache
 import math
 import re
 import time
@@ -268,6 +269,26 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
         f"at {result['shapes']}" + (" (shrunk from the example inputs)" if shrunk else "")
     )
     return result
+
+
+def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str], None] | None = None) -> None:
+    """Fill one ``check`` result entry (runner/checks.py) with tier 3: state, records, time note."""
+    failed = [t for t in ("1", "2") if entry["tiers"].get(t) == "error"]
+    if failed:
+        entry["tiers"]["3"] = f"skipped: tier {failed[0]} failed"
+        return
+    source = "".join(linecache.getlines(path)) or None  # the editor's buffer when one was sent
+    try:
+        out = run_tier3(task, path, source, say)
+    except Exception as exc:  # noqa: BLE001 - a bug of ours must not lose tiers 1-2
+        rec = errors_mod.record(exc, path, stage="tier 3")
+        rec.update(tier=3, code="PLS300", origin="pallasite runner")
+        out = {"state": "error", "errors": [rec], "note": None}
+    entry["tiers"]["3"] = out["state"]
+    entry["errors"].extend(out["errors"])
+    if out.get("note"):
+        entry.setdefault("notes", []).append(out["note"])
+    entry["tier3"] = {k: out.get(k) for k in ("seconds", "shapes", "shrunk")}
 
 
 def _concrete_inputs(task: Any, shapes: tuple[Any, ...], shrunk: bool) -> tuple[Any, ...]:

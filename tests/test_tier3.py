@@ -1,0 +1,113 @@
+"""Tier 3: TPU interpret-mode runs of the runtime fixtures, end to end through the checker.
+
+All fixtures of tests/data/runtime/ are checked once, by one worker (tier 3 only, so libtpu is not
+needed); each broken file must give its expected finding at the expected line (expected.json was
+written before the code), each fixed twin none.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pallasite.runner.checker import CheckOptions, check_paths
+
+DATA = Path(__file__).parent / "data" / "runtime"
+EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).items() if not k.startswith("_")}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    paths = [str(DATA / name) for name in EXPECTED]
+    out = check_paths(paths, CheckOptions(target="v5e", tiers=(3,), time_limit_s=120))
+    return {Path(r.path).name: r for r in out}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_gives_expected_tier3_findings(reports, name):
+    report = reports[name]
+    got = [f for f in report.findings if f.tier == 3]
+    want = EXPECTED[name]
+    assert [(f.code, f.span.line + 1) for f in got] == [(w["code"], w["line"]) for w in want], [f.message for f in got]
+    for finding, expected in zip(got, want):
+        assert expected["says"] in finding.message
+        assert finding.origin == "TPU interpreter"
+    states = {dict(k.tiers).get(3) for k in report.kernels}
+    has_error = any(w["code"] != "PLS305" for w in want)
+    assert states == ({"error"} if has_error else {"ok"})
+
+
+def test_every_run_reports_its_interpret_time_as_not_tpu_time(reports):
+    for name, report in reports.items():
+        notes = [n for n in report.notes if n.startswith("tier 3:")]
+        assert len(notes) == 1, (name, report.notes)
+        assert "CPU interpret mode (not TPU time)" in notes[0]
+        seconds = float(notes[0].split(" ran in ")[1].split(" s ")[0])
+        assert seconds > 0
+
+
+def test_large_inputs_are_shrunk_to_whole_blocks(reports):
+    note = next(n for n in reports["large_shapes.py"].notes if n.startswith("tier 3:"))
+    assert "float32[256, 1024], float32[256, 1024] (shrunk from the example inputs)" in note
+
+
+def test_small_inputs_run_as_given(reports):
+    note = next(n for n in reports["oob_dma_broken.py"].notes if n.startswith("tier 3:"))
+    assert "float32[32, 128]" in note and "shrunk" not in note
+
+
+def test_a_too_large_run_ends_as_a_memory_finding():
+    report = check_paths([str(DATA / "too_large.py")], CheckOptions(target="v5e", tiers=(3,), memory_mb=1200, time_limit_s=120))[0]
+    codes = [(f.code, f.span.line + 1) for f in report.findings]
+    assert ("PLS904", 15) in codes, report.findings
+    assert {dict(k.tiers)[3] for k in report.kernels} == {"error"}
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_blocks_hit_names_block_indices():
+    from pallasite.runner.interpret import blocks_hit
+
+    mask = np.zeros((16, 256), bool)
+    mask[8:16, 128:256] = True
+    mask[0, 0] = True
+    assert blocks_hit(mask, (8, 128)) == [(0, 0), (1, 1)]
+
+
+def test_compare_separates_nan_fill_from_wrong_numbers():
+    from pallasite.runner.interpret import compare
+
+    ref = np.ones((8, 4), np.float32)
+    out = ref.copy()
+    out[0:2] = np.nan
+    out[5, 3] = 1.5
+    problems = compare(out, ref, (1e-5, 1e-5))
+    kinds = {p["kind"]: p for p in problems}
+    assert kinds["nan"]["mask"].sum() == 8
+    assert kinds["mismatch"]["count"] == 1
+    assert kinds["mismatch"]["max_abs"] == pytest.approx(0.5)
+    assert compare(ref, ref, (0.0, 0.0)) == []
+
+
+def test_shrink_keeps_dims_multiples_of_their_blocks():
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from pallasite.runner.intercept import RecordedCall
+    from pallasite.runner.interpret import shrink_shapes
+
+    x = jax.ShapeDtypeStruct((4096, 2048), jnp.float32)
+    y = jax.ShapeDtypeStruct((2048, 4096), jnp.float32)
+    call = RecordedCall(kernel=lambda *r: None, out_shape=None, file=None, line=None, kwargs={
+        "in_specs": [pl.BlockSpec((256, 512), lambda i, j, k: (i, k)), pl.BlockSpec((512, 128), lambda i, j, k: (k, j))]})
+    call.operands = (x, y)
+    (sx, sy), shrunk = shrink_shapes((x, y), [call])
+    assert shrunk
+    assert sx.shape == (512, 1024) and sy.shape == (1024, 512)  # K (2048) cut by 512 in both: same size
+    small = jax.ShapeDtypeStruct((64, 128), jnp.float32)
+    assert shrink_shapes((small,), [call]) == ((small,), False)
