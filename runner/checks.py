@@ -19,6 +19,7 @@ Result (plain JSON)::
      "entries": [{"name": "add", "line": 12, "format": "native",
                   "tiers": {"1": "ok", "2": "error"},
                   "errors": [record, ...],  # runner/errors.py records, each with "tier"
+                  "mosaic_calls": 1,        # tier 1: tpu_custom_call ops in the exported module
                   "memory": {...}}]}        # tier-2 memory_analysis, bytes
 
 Progress messages read ``tier N: ENTRY (what)`` so a client can say which step ran out of time.
@@ -47,6 +48,10 @@ _topology_devices: dict[str, Any] = {}  # target -> tier-2 device (a warm worker
 
 def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Run the requested compiler tiers on every task of ``params['path']``."""
+    if params.get("script"):  # `pallasite check --script`: runner/script_mode.py
+        from .script_mode import handle_script_check
+
+        return handle_script_check(params, progress)
     import jax
 
     say = _say(progress)
@@ -65,8 +70,6 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
         why = tier2_unavailable(target)
         if why:
             result["unavailable"]["2"] = why
-    if 3 in tiers:
-        result["unavailable"]["3"] = "tier 3 (interpret-mode runs) is not part of the check op yet"
 
     from .loader import user_module
 
@@ -97,6 +100,7 @@ def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
         "tiers": {},
         "errors": [],
         "memory": None,
+        "mosaic_calls": None,  # tier 1: Mosaic kernels in the exported module
     }
     try:
         args = task.abstract_args()
@@ -110,8 +114,9 @@ def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
     if 1 in tiers:
         say(f"tier 1: {task.name} (Pallas TPU lowering for {target})")
         try:
-            lower_for_tpu(task.entry, args, target)
+            exported = lower_for_tpu(task.entry, args, target)
             entry["tiers"]["1"] = "ok"
+            entry["mosaic_calls"] = mosaic_call_count(exported)
         except Exception as exc:  # noqa: BLE001 - the lowering's verdict
             entry["tiers"]["1"] = "error"
             entry["errors"].append(_tier_record(exc, path, 1))
@@ -129,8 +134,10 @@ def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
             except Exception as exc:  # noqa: BLE001 - the compiler's verdict
                 entry["tiers"]["2"] = "error"
                 entry["errors"].append(_tier_record(exc, path, 2))
-    if 3 in tiers:
-        entry["tiers"]["3"] = "skipped: " + unavailable.get("3", "not run")
+    if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
+        from .interpret import tier3_entry
+
+        tier3_entry(entry, task, path, say)
     return entry
 
 
@@ -146,6 +153,14 @@ def lower_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) ->
     mesh = AbstractMesh((1,), ("x",), abstract_device=AbstractDevice(device_kind=kind, num_cores=cores, platform="tpu"))
     with use_abstract_mesh(mesh):
         return jax.export.export(jax.jit(fn), platforms=("tpu",))(*args)
+
+
+def mosaic_call_count(exported: Any) -> int | None:
+    """How many Mosaic kernels (``tpu_custom_call``) the exported module holds (None: unknown)."""
+    try:
+        return exported.mlir_module().count("tpu_custom_call")
+    except Exception:  # noqa: BLE001 - an optional figure
+        return None
 
 
 def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int]:

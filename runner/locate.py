@@ -70,6 +70,7 @@ def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: s
         verdicts.append(EntryVerdict(name=name, tiers=tiers, line=entry.get("line")))
         if entry.get("memory"):
             memory[name] = entry["memory"]
+        notes.extend(str(n) for n in entry.get("notes") or ())  # e.g. tier-3 interpret-mode time
         for rec in entry.get("errors") or ():
             tier = int(rec.get("tier") or first_tier)
             findings.append(locate_record(rec, text, analysis, target, tier=tier, entry=name))
@@ -108,7 +109,7 @@ def locate_record(
     code = classify(rec, tier)
     site = _site_for(rec, sites, entry)
     span = _span_for(code, rec, site, sites, lines)
-    sentence = _clean_sentence(rec, code)
+    sentence = _clean_sentence(rec, code, site)
     hint = CODES[code].hint
     origin = _origin(rec, stage)
     related = _related(site, span, lines)
@@ -132,7 +133,8 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (c1, c2, re.compile(p, re.I | re.S))
     for c1, c2, p in (
         ("PLS201", "PLS201", r"ran out of memory in memory space vmem|would exceed memory.{0,200}vmem|"
-                             r"E1001|ScopedVmemOom|vmem.{0,40}(?:oom|out of memory)"),
+                             r"E1001|ScopedVmemOom|vmem.{0,40}(?:oom|out of memory)|"
+                             r"of [\d.]+\s*[KMG]i?B? (?:scoped )?vmem|Exceeded vmem"),
         ("PLS204", "PLS204", r"E2002|MisalignedBlockAndTiling|not divisible by tiling"),
         ("PLS203", "PLS203", r"E2003|UnprovenMemoryAccessAlignment|cannot statically prove"),
         ("PLS202", "PLS202", r"unsupported shape cast|shape_cast|relayout"),
@@ -159,6 +161,8 @@ _CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional argument
 def classify(rec: Mapping[str, Any], tier: int) -> str:
     """The finding code for a raw record (by stage, exception type and message pattern)."""
     stage = str(rec.get("stage") or "")
+    if rec.get("code") in CODES:  # the worker already knew (tier 3 records, runner/interpret.py)
+        return str(rec["code"])
     if stage == "import":
         return "PLS000" if rec.get("syntax") else "PLS901"
     if stage == "task":
@@ -186,6 +190,8 @@ def _from_compiler(rec: Mapping[str, Any]) -> bool:
 
 
 def _origin(rec: Mapping[str, Any], stage: str) -> str:
+    if rec.get("origin"):  # who spoke, when the worker says (e.g. "TPU interpreter")
+        return str(rec["origin"])
     if stage in ("import", "task"):
         return ORIGIN_RUNNER
     return ORIGIN_COMPILER if _from_compiler(rec) else ORIGIN_LOWERING
@@ -412,9 +418,20 @@ def _related(site: KernelSite | None, span: Span, lines: list[str]) -> tuple[Rel
 # --------------------------------------------------------------------------- messages
 
 
-def _clean_sentence(rec: Mapping[str, Any], code: str) -> str:
+_FOLDERS = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s:'\"()\[\]/\\]+)+[/\\](?=[^\s:'\"()\[\]/\\]+\.py\b)")
+_BOILERPLATE = re.compile(r"\s*(?:Please (?:file an issue|report a bug) at:? \S+|See details at \S+)\.?")
+
+
+def _clean_sentence(rec: Mapping[str, Any], code: str, site: KernelSite | None = None) -> str:
     sentence = str(rec.get("sentence") or rec.get("message") or "the check failed").strip()
     sentence = re.sub(r"\s+", " ", sentence)
+    sentence = _FOLDERS.sub("", sentence)  # "/long/path/kernel.py:12" -> "kernel.py:12"
+    sentence = _BOILERPLATE.sub("", sentence).strip()
+    if code == "PLS102" and site is not None and _CALL_ARITY.search(sentence):
+        spec = _arity_mismatch(site)
+        if spec is not None and site.grid is not None:
+            sentence = (f"the index_map takes {spec.index_map_arity} parameter(s) but the grid has "
+                        f"{len(site.grid)} dimension(s) ({sentence})")
     if code == "PLS201":
         vmem = rec.get("vmem")
         if vmem:

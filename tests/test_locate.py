@@ -1,0 +1,163 @@
+"""Locating compiler errors in the user's file (runner/locate.py), without jax or libtpu.
+
+The records replayed here are the worker's real raw records for the corpus of
+tests/data/compiler (recorded by tests/data/compiler/record_errors.py from jax 0.10.2 + libtpu),
+so the message patterns and spans are tested on the compiler's actual words.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from pallasite.analysis import tier0
+from pallasite.analysis.codes import CODES
+from pallasite.runner import locate
+
+CORPUS = os.path.join(os.path.dirname(__file__), "data", "compiler")
+EXPECTED = json.load(open(os.path.join(CORPUS, "expected.json")))
+RECORDS = json.load(open(os.path.join(CORPUS, "records.json")))["cases"]
+
+
+def _source(name: str) -> tuple[str, object]:
+    with open(os.path.join(CORPUS, f"{name}_broken.py"), encoding="utf-8") as f:
+        text = f.read()
+    return text, tier0.analyze(text, f"{name}_broken.py", target=EXPECTED["target"])
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED["cases"]))
+def test_recorded_error_is_located_at_the_expected_line(name):
+    case = EXPECTED["cases"][name]
+    text, analysis = _source(name)
+    located = locate.locate_result(RECORDS[name], text, analysis, EXPECTED["target"])
+    errors = [f for f in located.findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [(case["code"], case["line"])]
+    finding = errors[0]
+    assert finding.tier == case["tier"]
+    assert finding.chip == EXPECTED["target"]
+    assert finding.message.endswith(CODES[case["code"]].hint)
+    assert "/home/user/corpus" not in finding.message  # folders are cut from paths in the sentence
+
+
+def test_tiling_error_names_args_index_and_lands_on_that_blockspec():
+    text, analysis = _source("tiling_lanes")
+    rec = next(r for e in RECORDS["tiling_lanes"]["entries"] for r in e["errors"])
+    assert {"kind": "args", "index": 0} in rec["refs"]
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="scale")
+    spec = analysis.sites[0].in_specs[0]
+    assert finding.span == spec.span  # the BlockSpec(...) call, not the whole line
+    assert finding.origin == locate.ORIGIN_LOWERING
+    # the kernel def and the pallas_call come along as related locations
+    messages = [r.message for r in finding.related]
+    assert any("scale_kernel" in m for m in messages)
+    assert any("pallas_call" in m for m in messages)
+
+
+def test_same_record_pointed_at_another_args_index_moves_to_that_spec():
+    text, analysis = _source("tiling_lanes")
+    rec = dict(next(r for e in RECORDS["tiling_lanes"]["entries"] for r in e["errors"]))
+    rec["refs"] = [{"kind": "outs", "index": 0}]
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="scale")
+    assert finding.span == analysis.sites[0].out_specs[0].span
+
+
+def test_vmem_oom_lands_on_pallas_call_with_bytes_in_the_message():
+    text, analysis = _source("vmem_oom_blocks")
+    rec = next(r for e in RECORDS["vmem_oom_blocks"]["entries"] for r in e["errors"])
+    assert rec["frames"] == []  # the compiler gives no user line
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="big_copy")
+    assert finding.code == "PLS201"
+    assert finding.span == analysis.sites[0].call_span
+    assert "256.0 MiB requested, limit 128.0 MiB" in finding.message
+    assert finding.origin == locate.ORIGIN_COMPILER
+
+
+def test_mlir_dump_goes_to_detail_not_message():
+    text, analysis = _source("reshape_relayout")
+    rec = next(r for e in RECORDS["reshape_relayout"]["entries"] for r in e["errors"])
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="regroup")
+    assert finding.message.startswith("infer-vector-layout: unsupported shape cast")
+    assert "tpu.reshape" not in finding.message
+    assert "tpu.reshape" in (finding.detail or "")
+
+
+def test_store_mismatch_prefers_the_line_inside_the_kernel():
+    text, analysis = _source("store_shape")
+    rec = next(r for e in RECORDS["store_shape"]["entries"] for r in e["errors"])
+    lines = [f["line"] for f in rec["frames"]]
+    assert len(lines) >= 2  # the pallas_call line and the store line are both user frames
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="left_half")
+    assert text.splitlines()[finding.span.line].strip().startswith("o_ref[...] = x[:, :64]")
+    # the span covers the statement (CPython's columns), not the trailing comment
+    assert "#" not in text.splitlines()[finding.span.line][finding.span.column:finding.span.end_column]
+
+
+def test_dimension_semantics_lands_on_the_keyword_not_the_call():
+    text, analysis = _source("dimension_semantics_length")
+    rec = next(r for e in RECORDS["dimension_semantics_length"]["entries"] for r in e["errors"])
+    assert {f["line"] for f in rec["frames"]} == {analysis.sites[0].span.line + 1}  # only the call line
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="exp")
+    assert "dimension_semantics" in text.splitlines()[finding.span.line]
+
+
+@pytest.mark.parametrize(
+    ("message", "tier", "code"),
+    [
+        ("Used 256.00M of 16.00M vmem. Exceeded vmem capacity", 2, "PLS201"),
+        ("E2002: CompileTimeMosaicMisalignedBlockAndTiling: Operand of shape", 2, "PLS204"),
+        ("E2003: cannot statically prove that index in dimension 1 is a multiple of 128", 2, "PLS203"),
+        ("Unimplemented primitive in Pallas TPU lowering for tc: sort.", 1, "PLS103"),
+        ("Can only load scalars from SMEM", 1, "PLS108"),
+        ("64-bit types are not supported", 1, "PLS107"),
+        ("something nobody has seen", 1, "PLS100"),
+    ],
+)
+def test_classify_by_message(message, tier, code):
+    assert locate.classify({"stage": f"tier {tier}", "type": "ValueError", "sentence": message, "message": message}, tier) == code
+
+
+def test_classify_unknown_compiler_error_is_the_tier2_generic_code():
+    rec = {"stage": "tier 2", "type": "MosaicError", "sentence": "verification failed", "message": "verification failed"}
+    assert locate.classify(rec, 2) == "PLS200"
+
+
+def test_arity_typeerror_from_a_kernel_is_a_signature_error_not_an_index_map_one():
+    rec = {"stage": "tier 1", "type": "TypeError", "message": "clamp_kernel() missing 1 required positional argument: 'o_ref'"}
+    assert locate.classify(rec, 1) == "PLS110"
+    rec = {"stage": "tier 1", "type": "TypeError", "message": "f.<locals>.<lambda>() takes 1 positional argument but 2 were given"}
+    assert locate.classify(rec, 1) == "PLS102"
+
+
+# --------------------------------------------------------------------------- failed requests
+
+
+def test_timeout_during_tier2_is_pls205_at_the_pallas_call():
+    text, analysis = _source("vmem_oom_blocks")
+    stage = locate.parse_stage("tier 2: big_copy (libtpu compile for v5e)")
+    finding = locate.reply_failure("timeout", "no result after 60 s", text, analysis, stage, "v5e")
+    assert finding.code == "PLS205" and finding.tier == 2
+    assert finding.span == analysis.sites[0].call_span
+    assert "big_copy" in finding.message and "60 s" in finding.message
+
+
+def test_timeout_while_importing_is_pls903_and_crash_is_pls902():
+    text, analysis = _source("import_error")
+    stage = locate.parse_stage("importing import_error_broken.py")
+    hang = locate.reply_failure("timeout", "no result after 5 s", text, analysis, stage, "v5e")
+    assert hang.code == "PLS903" and "while importing" in hang.message
+    crash = locate.reply_failure("crashed", "the worker was killed by SIGKILL (9)", text, analysis, {}, "v5e")
+    assert crash.code == "PLS902" and "SIGKILL" in crash.message
+    assert locate.reply_failure("cancelled", "", text, analysis, {}, "v5e") is None
+
+
+def test_unavailable_tier2_is_one_note_and_one_information_finding():
+    text, analysis = _source("tiling_lanes")
+    result = {"tiers": [1, 2], "unavailable": {"2": "libtpu is not installed; pip install 'pallasite[tpu]'"},
+              "errors": [], "entries": [{"name": "scale", "tiers": {"1": "ok", "2": "skipped: libtpu is not installed"},
+                                         "errors": []}]}
+    located = locate.locate_result(result, text, analysis, "v6e")
+    assert located.notes == ("tier 2 skipped: libtpu is not installed; pip install 'pallasite[tpu]'",)
+    assert [(f.code, f.severity) for f in located.findings] == [("PLS906", "information")]
+    assert located.verdicts[0].tiers == {1: "ok", 2: "skipped: libtpu is not installed"}
