@@ -18,7 +18,10 @@ modules that are bound to the original function. Nothing of the user's file is e
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import os
+import re
 import sys
 import threading
 import types
@@ -26,9 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import jax
-
-_KNOWN_KWARGS = ("grid", "in_specs", "out_specs", "scratch_shapes", "compiler_params", "grid_spec",
-                 "input_output_aliases", "interpret", "name", "debug", "cost_estimate", "metadata")
+from jax._src.pallas import pallas_call as _pallas_call_module
+from jax.experimental import pallas as _pl
 
 
 @dataclass
@@ -40,6 +42,7 @@ class RecordedCall:
     kwargs: dict[str, Any]
     file: str | None  # where the pallas_call(...) expression is
     line: int | None  # 1-based
+    function: str | None = None  # the function containing that line
     operands: tuple[Any, ...] | None = None  # ShapeDtypeStructs, set when the call is applied
     applied: int = 0  # how many times the returned function was called
 
@@ -86,7 +89,7 @@ class RecordedCall:
 
 
 def _unwrap(fn: Any) -> Any:
-    while isinstance(fn, __import__("functools").partial):
+    while isinstance(fn, functools.partial):
         fn = fn.func
     return getattr(fn, "__wrapped__", fn)
 
@@ -104,15 +107,10 @@ def _stable_repr(value: Any) -> str:
         return type(value).__name__ + "(" + ", ".join(
             f"{n}={_stable_repr(getattr(value, n, None))}" for n in value.__dataclass_fields__) + ")"
     text = repr(value)
-    import re
-
     return re.sub(r" at 0x[0-9a-f]+", "", text)
 
 
 # --------------------------------------------------------------------------- patching
-
-from jax._src.pallas import pallas_call as _pallas_call_module  # noqa: E402
-from jax.experimental import pallas as _pl  # noqa: E402
 
 _ORIGINAL = _pallas_call_module.pallas_call
 _lock = threading.Lock()
@@ -135,8 +133,9 @@ def intercept_pallas_calls(
     targets = {os.path.realpath(f) for f in user_files}
 
     def pallas_call(kernel: Callable[..., Any], out_shape: Any = None, **kwargs: Any) -> Callable[..., Any]:
-        file, line = _call_site(targets)
-        rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line)
+        file, line, function = _call_site(targets)
+        rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line,
+                           function=function)
         records.append(rec)
         real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
         inner = _ORIGINAL(kernel, out_shape, **real_kwargs)
@@ -164,17 +163,17 @@ def intercept_pallas_calls(
                 setattr(holder, name, value)
 
 
-def _call_site(targets: set[str]) -> tuple[str | None, int | None]:
+def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:
     frame = sys._getframe(2)
     first = None
     while frame is not None:
-        filename = frame.f_code.co_filename
+        code = frame.f_code
         if first is None:
-            first = (filename, frame.f_lineno)
-        if targets and os.path.realpath(filename) in targets:
-            return filename, frame.f_lineno
+            first = (code.co_filename, frame.f_lineno, code.co_name)
+        if targets and os.path.realpath(code.co_filename) in targets:
+            return code.co_filename, frame.f_lineno, code.co_name
         frame = frame.f_back
-    return first if first else (None, None)
+    return first if first else (None, None, None)
 
 
 def _abstract(value: Any) -> Any:
@@ -231,8 +230,6 @@ class SemanticsOverride:
         new = self.semantics(sem)
         if new == sem:
             return kwargs
-        import dataclasses
-
         try:
             kwargs["compiler_params"] = dataclasses.replace(params, dimension_semantics=new)
         except (TypeError, ValueError):

@@ -1,0 +1,49 @@
+"""Blocked matmul with a VMEM accumulator over the k axis, compared with x @ y."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+    def _():
+        o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("bm", "bn", "bk"))
+def matmul(x, y, bm=128, bn=128, bk=128):
+    m, k = x.shape
+    n = y.shape[1]
+    return pl.pallas_call(
+        matmul_kernel,
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+        interpret=True,
+    )(x, y)
+
+
+def main():
+    kx, ky = jax.random.split(jax.random.key(1))
+    x = jax.random.normal(kx, (256, 256), jnp.float32)
+    y = jax.random.normal(ky, (256, 128), jnp.float32)
+    np.testing.assert_allclose(matmul(x, y), x @ y, rtol=1e-4, atol=1e-4)
+    print("matmul: ok")
+
+
+if __name__ == "__main__":
+    main()
