@@ -1,0 +1,107 @@
+"""Pins the dtype-dependent tier-0 rule PLS010 (8-bit blocks need 32 rows) to the REAL TPU
+compiler: libtpu's deviceless compile, in a subprocess, for the fixture pair and its variants.
+Also pins the claim of examples/bad_reshape.py (only the compiler rejects it).
+
+Marked tpu_compiler: skipped when libtpu is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pallasite.analysis.tier0 import analyze
+
+pytestmark = pytest.mark.tpu_compiler
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "tier0"
+
+PROBE = r'''
+import importlib.util, json, sys
+import jax
+from jax.experimental import topologies
+
+results = []
+for topology, path, source in json.loads(sys.stdin.read()):
+    dev = topologies.get_topology_desc(topology_name=topology, platform="tpu").devices[0]
+    spec = importlib.util.spec_from_loader("probe_module", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    module.__file__ = path
+    exec(compile(source, path, "exec"), module.__dict__)
+    entry = [v for k, v in vars(module).items() if callable(v) and getattr(v, "__module__", "") == "probe_module"
+             and not k.startswith("_") and not k.endswith("_kernel") and k not in ("example_inputs", "reference")][0]
+    sharding = jax.sharding.SingleDeviceSharding(dev)
+    args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in module.example_inputs()]
+    try:
+        with jax.default_device(dev):
+            jax.jit(entry).trace(*args).lower().compile()
+        results.append({"ok": True, "error": ""})
+    except Exception as err:
+        results.append({"ok": False, "error": f"{type(err).__name__}: {err}"[:2000]})
+print("PROBE-RESULT " + json.dumps(results))
+'''
+
+
+def _has_libtpu() -> bool:
+    return importlib.util.find_spec("libtpu") is not None
+
+
+def _compile(cases: list[tuple[str, str, str]]) -> list[dict]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "JAX_"))}
+    env.update(JAX_PLATFORMS="cpu", TPU_WORKER_HOSTNAMES="localhost", TPU_SKIP_MDS_QUERY="1")
+    proc = subprocess.run([sys.executable, "-c", PROBE], input=json.dumps(cases), capture_output=True,
+                          text=True, env=env, timeout=600)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("PROBE-RESULT ")]
+    assert lines, f"probe failed (rc {proc.returncode}): {proc.stderr[-3000:]}"
+    return json.loads(lines[-1][len("PROBE-RESULT "):])
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    if not _has_libtpu():
+        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
+    bad = (DATA / "pls010_int8_rows_bad.py").read_text()
+    ok = (DATA / "pls010_int8_rows_ok.py").read_text()
+    variants = {
+        "int8 x 8 rows": bad,
+        "int8 x 32 rows": ok,
+        "int8 x 16 rows": bad.replace("ROWS = 8\n", "ROWS = 16\n"),
+        "bf16 x 8 rows": bad.replace("jnp.int8", "jnp.bfloat16"),
+        "bad_reshape example": (ROOT / "examples" / "bad_reshape.py").read_text(),
+    }
+    cases, keys = [], []
+    for topology in ("v5e:2x2", "v6e:2x2"):
+        for name, text in variants.items():
+            cases.append((topology, f"{name}.py", text))
+            keys.append((topology, name))
+    results = _compile(cases)
+    return {key: (result, variants[key[1]]) for key, result in zip(keys, results)}
+
+
+@pytest.mark.parametrize("topology", ["v5e:2x2", "v6e:2x2"])
+def test_pls010_agrees_with_the_compiler(verdicts, topology):
+    for name in ("int8 x 8 rows", "int8 x 32 rows", "int8 x 16 rows", "bf16 x 8 rows"):
+        result, text = verdicts[(topology, name)]
+        codes = [f.code for f in analyze(text, target=topology.split(":")[0]).findings]
+        if result["ok"]:
+            assert codes == [], (name, codes)
+        else:
+            assert "Misaligned" in result["error"] or "E2002" in result["error"], (name, result["error"][:400])
+            assert codes == ["PLS010"], (name, codes)
+    assert not verdicts[(topology, "int8 x 8 rows")][0]["ok"]
+    assert verdicts[(topology, "int8 x 32 rows")][0]["ok"]
+    assert verdicts[(topology, "bf16 x 8 rows")][0]["ok"]
+
+
+@pytest.mark.parametrize("topology", ["v5e:2x2", "v6e:2x2"])
+def test_bad_reshape_example_is_only_caught_by_the_compiler(verdicts, topology):
+    result, text = verdicts[(topology, "bad_reshape example")]
+    assert not result["ok"] and "shape cast" in result["error"], result["error"][:400]
+    assert analyze(text).findings == ()
