@@ -1,4 +1,4 @@
-"""Elementwise add over (8, 128) blocks, run in interpret mode and compared with numpy."""
+"""Elementwise add over (8, 128) blocks, run in interpret mode at two sizes and compared with numpy."""
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,7 @@ def main():
     y = jnp.ones_like(x)
     np.testing.assert_allclose(add(x, y), np.asarray(x) + 1)
     np.testing.assert_allclose(add(x[:16], y[:16]), np.asarray(x[:16]) + 1)
+    np.testing.assert_allclose(add(y, x), np.asarray(x) + 1)  # same shapes again: checked once
     print("add: ok")
 
 
