@@ -147,7 +147,11 @@ def entry(code: str) -> CatalogEntry:
             return CatalogEntry(name, c.title, _tier(name), c.severity, c.hint,
                                 recognised_by="(not yet in the catalog)", explanation=c.hint, fix=c.hint)
         known = sorted(set(CODES) | set(_load()))
-        raise UnknownCode(code, difflib.get_close_matches(name, known, n=3, cutoff=0.6))
+        suggestions = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        typo = name[:3] + name[3:].translate(str.maketrans("OIL", "011"))  # PLS2O1 -> PLS201
+        if typo in known:
+            suggestions = [typo] + [s for s in suggestions if s != typo][:2]
+        raise UnknownCode(code, suggestions)
     return found
 
 

@@ -171,12 +171,12 @@ class DocsError(Exception):
     """A docs source the user named cannot be used (the message says which and why)."""
 
 
-def collect_passages(options: DocsOptions) -> list[Passage]:
+def collect_passages(options: DocsOptions, cache_folder: Path | None = None) -> list[Passage]:
     """Every passage for these options, in a stable order."""
     passages: list[Passage] = list(docs_sources.guide_passages())
     root = docs_sources.jax_root()
     if root is not None:
-        passages.extend(docs_sources.api_passages(root))
+        passages.extend(_api_passages(root, cache_folder))
         if options.include_kernels:
             passages.extend(docs_sources.kernel_passages(root))
     if options.include_catalog:
@@ -187,6 +187,29 @@ def collect_passages(options: DocsOptions) -> list[Passage]:
     for p in passages:
         unique.setdefault(p.id, p)
     return list(unique.values())
+
+
+def _api_passages(root: Path, cache_folder: Path | None) -> list[Passage]:
+    """jax's API passages; parsing jax's sources is the slow part, so they have their own cache
+    (keyed by the jax version and the public files' stats) shared by indexes of any options."""
+    key = hashlib.sha256(json.dumps([INDEX_FORMAT, docs_sources.jax_version(),
+                                     [_stat(p) for p in docs_sources.api_source_files(root)]]).encode()).hexdigest()[:20]
+    cached = cache_folder / f"api-{key}.json" if cache_folder else None
+    if cached is not None and cached.is_file():
+        try:
+            return [Passage(**p) for p in json.loads(cached.read_text(encoding="utf-8"))]
+        except (OSError, ValueError, TypeError):
+            pass
+    passages = list(docs_sources.api_passages(root))
+    if cached is not None:
+        try:
+            cache_folder.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps([asdict(p) for p in passages]), encoding="utf-8")
+            os.replace(tmp, cached)
+        except OSError:
+            pass
+    return passages
 
 
 def _catalog_passages() -> list[Passage]:
@@ -258,7 +281,7 @@ def load_index(options: DocsOptions = DocsOptions(), *, use_cache: bool = True, 
             return DocsIndex(passages, BM25Ranker.load(target), key, target, built=False)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache is rebuilt below
-    passages = collect_passages(options)
+    passages = collect_passages(options, folder if use_cache else None)
     ranker = BM25Ranker()
     ranker.index([tokenize(f"{p.title}\n{p.text}") for p in passages])
     index = DocsIndex(passages, ranker, key, target if use_cache else None, built=True)
@@ -280,9 +303,9 @@ def _save(index: DocsIndex, folder: Path, target: Path) -> None:
             os.rename(tmp, target)
         except OSError:  # another process cached the same key first: theirs is as good
             _remove_tree(tmp)
-        for old in folder.glob("docs-*"):  # keep the cache small: drop indexes of other keys
-            if old != target and old.is_dir() and time.time() - old.stat().st_mtime > 7 * 86400:
-                _remove_tree(old)
+        for old in [*folder.glob("docs-*"), *folder.glob("api-*.json")]:  # drop week-old other keys
+            if old != target and time.time() - old.stat().st_mtime > 7 * 86400:
+                _remove_tree(old) if old.is_dir() else old.unlink(missing_ok=True)
     except OSError:
         pass  # caching is an optimisation; searching works without it
 
