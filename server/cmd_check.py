@@ -93,7 +93,7 @@ def _options(args: argparse.Namespace, files: list[str]):
             if not sep or level not in ("error", "warning", "information", "hint", "off"):
                 raise UsageError(f"--severity {item!r}: expected CODE=LEVEL, LEVEL one of error, warning, information, hint, off")
             severity[code.strip()] = level
-        changes["severity"] = type(options.severity)(severity) if isinstance(options.severity, dict) else tuple(severity.items())
+        changes["severity"] = severity
     return dataclasses.replace(options, **changes)
 
 

@@ -1,0 +1,102 @@
+"""`pallasite check` as a user runs it: exit codes, text and JSON output, usage errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pallasite.server import cli
+from pallasite.server.cmd_check import UsageError, expand_paths, parse_tiers
+
+DATA = Path(__file__).parent / "data" / "cli"
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pallasite.server.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_text_output_names_file_line_and_code_and_exits_1():
+    proc = run_cli("check", "--tiers", "0", str(DATA / "bad_block.py"))
+    assert proc.returncode == 1, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    # The block literal (8, 100) sits on line 12; 100 is the offending lane dim.
+    assert first.startswith(f"{DATA / 'bad_block.py'}:12:"), proc.stdout
+    assert "error[PLS001]" in first
+    assert "1 error(s)" in proc.stdout.splitlines()[-1]
+
+
+def test_clean_file_exits_0():
+    proc = run_cli("check", "--tiers", "0", str(DATA / "good_block.py"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 error(s)" in proc.stdout
+
+
+def test_json_output_follows_version_1_schema():
+    proc = run_cli("check", "--tiers", "0", "--format", "json", str(DATA / "bad_block.py"), str(DATA / "plain.py"))
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["version"] == 1 and doc["tiers"] == [0]
+    bad, plain = doc["files"]
+    assert plain["findings"] == [] and plain["kernels"] == []
+    (finding,) = [f for f in bad["findings"] if f["severity"] == "error"]
+    assert finding["code"] == "PLS001" and finding["line"] == 12 and finding["tier"] == 0
+    assert finding["column"] >= 1 and finding["end_column"] > finding["column"]
+    assert finding["fix"] and finding["fix"]["edits"][0]["line"] == 12
+    # Applying the fix's edit to the file makes the error go away.
+    edit = finding["fix"]["edits"][0]
+    lines = (DATA / "bad_block.py").read_text().splitlines(keepends=True)
+    line = lines[edit["line"] - 1]
+    lines[edit["line"] - 1] = line[: edit["column"] - 1] + edit["new_text"] + line[edit["end_column"] - 1 :]
+    assert "(8, 128)" in lines[edit["line"] - 1]
+    assert doc["summary"]["errors"] == 1
+    assert [k["name"] for k in bad["kernels"]] == ["copy_kernel"]
+    assert bad["kernels"][0]["tiers"]["0"] == "error"
+
+
+def test_suppression_by_severity_flag():
+    proc = run_cli("check", "--tiers", "0", "--severity", "PLS001=off", str(DATA / "bad_block.py"))
+    assert proc.returncode == 0, proc.stdout
+    assert "PLS001" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, complaint",
+    [
+        (["check", "no/such/file.py"], "no such file"),
+        (["check", "--target", "v9z", str(DATA / "good_block.py")], "unknown chip"),
+        (["check", "--tiers", "7", str(DATA / "good_block.py")], "tiers are"),
+        (["check", "--severity", "PLS001", str(DATA / "good_block.py")], "CODE=LEVEL"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(args, complaint):
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert complaint in proc.stderr
+
+
+def test_unknown_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["frobnicate"])
+    assert exc.value.code == 2
+
+
+def test_parse_tiers_and_expand_paths(tmp_path):
+    assert parse_tiers("0-2") == (0, 1, 2)
+    assert parse_tiers("2,0") == (0, 2)
+    with pytest.raises(UsageError):
+        parse_tiers("x")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "k.py").write_text("x = 1\n")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "hidden.py").write_text("x = 1\n")
+    assert expand_paths([str(tmp_path)]) == [str(tmp_path / "pkg" / "k.py")]
