@@ -1,0 +1,95 @@
+"""Tier-0 `analyze()` time on jax's largest Pallas kernel file, splash_attention_kernel.py.
+
+Cold: a fresh Python process that imports pallasite's tier 0 and analyzes the file once (what
+`pallasite check FILE` pays for tier 0), measured in that process around import + analyze, and
+around analyze alone. Warm: `analyze()` repeated in one process (what the language server pays
+per keystroke-debounced re-check), median and p95 over --runs runs. Target: warm < 50 ms.
+
+Figures are wall-clock milliseconds (time.perf_counter) on this host's CPU; tier 0 never runs
+the kernel, so no accelerator is involved.
+
+    python benchmarks/bench_tier0.py [--runs 100] [--cold-runs 5] [--file PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+from pallasite.analysis.apis import jax_root
+
+COLD = r'''
+import json, sys, time
+t0 = time.perf_counter()
+from pallasite.analysis.tier0 import analyze
+text = open(sys.argv[1], encoding="utf-8").read()
+t1 = time.perf_counter()
+result = analyze(text, sys.argv[1])
+t2 = time.perf_counter()
+print(json.dumps({"import_and_analyze": t2 - t0, "analyze": t2 - t1, "sites": len(result.sites),
+                  "findings": len(result.findings)}))
+'''
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def default_file() -> str | None:
+    root = jax_root()
+    if root is None:
+        return None
+    return os.path.join(root, "experimental", "pallas", "ops", "tpu", "splash_attention",
+                        "splash_attention_kernel.py")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100, help="warm runs (at least 50)")
+    parser.add_argument("--cold-runs", type=int, default=5, help="fresh processes for the cold figure")
+    parser.add_argument("--file", default=default_file(), help="kernel file (default: jax's splash attention)")
+    args = parser.parse_args()
+    if not args.file or not os.path.exists(args.file):
+        print(f"kernel file not found: {args.file!r}; pass --file PATH (is jax installed?)", file=sys.stderr)
+        return 2
+    text = open(args.file, encoding="utf-8").read()
+    lines = text.count("\n") + 1
+
+    cold_total, cold_analyze = [], []
+    for _ in range(args.cold_runs):
+        proc = subprocess.run([sys.executable, "-c", COLD, args.file], capture_output=True, text=True, check=True)
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        cold_total.append(data["import_and_analyze"] * 1000)
+        cold_analyze.append(data["analyze"] * 1000)
+
+    from pallasite.analysis.tier0 import analyze
+
+    result = analyze(text, args.file)  # first in-process call (reads the installed jax's exports)
+    warm = []
+    for _ in range(max(args.runs, 50)):
+        t0 = time.perf_counter()
+        analyze(text, args.file)
+        warm.append((time.perf_counter() - t0) * 1000)
+
+    print(f"file: {args.file} ({lines} lines, {len(result.sites)} pallas_call sites, "
+          f"{len(result.findings)} findings)")
+    print(f"host: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+          f"{os.cpu_count()} CPUs; wall clock (time.perf_counter)")
+    print(f"cold  import+analyze  median {statistics.median(cold_total):7.1f} ms  "
+          f"p95 {p95(cold_total):7.1f} ms  ({args.cold_runs} fresh processes)")
+    print(f"cold  analyze only    median {statistics.median(cold_analyze):7.1f} ms  "
+          f"p95 {p95(cold_analyze):7.1f} ms")
+    print(f"warm  analyze         median {statistics.median(warm):7.1f} ms  p95 {p95(warm):7.1f} ms  "
+          f"({len(warm)} runs)  target < 50 ms: {'met' if statistics.median(warm) < 50 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
