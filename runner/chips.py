@@ -8,7 +8,8 @@ the compiler's out-of-memory message (bisecting if the message has no number). T
 is cached as JSON per jax + libtpu version under $XDG_CACHE_HOME/pallasite (default
 ~/.cache/pallasite), so the server can read it without importing jax.
 
-Imports jax lazily: ``format_chip_table`` and the cache readers work without it.
+Imports jax lazily: ``format_chip_table``, the cache readers and the `pallasite chips` command
+(``add_arguments``/``run``, which asks a worker when there is no cache) work without it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import dataclasses
 import json
 import os
 import re
+import sys
 from collections.abc import Callable
 from importlib import metadata
 
@@ -265,3 +267,27 @@ def format_chip_table(specs: list[ChipSpec]) -> str:
     lines.append("")
     lines.extend(f"source: {src}" for src in sources)
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- `pallasite chips`
+
+
+def add_arguments(parser, command: str) -> None:
+    parser.add_argument("--no-probe", action="store_true",
+                        help="skip the libtpu probe of the scoped-VMEM limit (shown as '?')")
+    parser.add_argument("--json", action="store_true", help="print the table as JSON")
+
+
+def run(args) -> int:
+    """Print the chip table: from the cache, else built by a worker (this process stays jax-free)."""
+    from pallasite.runner.client import WorkerConfig, chip_table_sync
+
+    specs, error = chip_table_sync(WorkerConfig(), probe=not args.no_probe)
+    if error:
+        print(f"pallasite chips: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(to_json(specs), indent=1))
+    else:
+        print(format_chip_table(specs))
+    return 0

@@ -68,6 +68,12 @@ class WorkerConfig:
         return [self.python, "-m", "pallasite.runner.worker", *flags]
 
     def environment(self) -> dict[str, str]:
+        """The local process's environment. Locally that is the worker: the allowlist applies.
+        With a ``command`` prefix the local process is the launcher (ssh needs SSH_AUTH_SOCK and
+        its config), which keeps the caller's environment; the worker it starts filters its own
+        environment at start-up. ``env`` extras do not reach a remote worker: set them there."""
+        if self.command:
+            return dict(os.environ)
         return env_module.worker_environment(os.environ, platforms=self.platforms, extra=self.env)
 
 

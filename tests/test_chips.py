@@ -106,3 +106,20 @@ def test_probed_limit_is_where_the_compiler_starts_refusing():
         assert chips._compile_block(spec.topology, (limit - chips.MIB) // 2) is None
         refused = chips._compile_block(spec.topology, (limit + chips.MIB) // 2)
         assert refused is not None and "RESOURCE_EXHAUSTED" in refused
+
+
+def test_chips_command_prints_the_table_without_importing_jax_itself(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import argparse, sys\n"
+        "from pallasite.runner import chips\n"
+        "parser = argparse.ArgumentParser(); chips.add_arguments(parser, 'chips')\n"
+        "rc = chips.run(parser.parse_args(['--no-probe']))\n"
+        "print('JAX IMPORTED' if 'jax' in sys.modules else 'JAX NOT IMPORTED', rc)\n"
+    )
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert "JAX NOT IMPORTED 0" in out.stdout, out.stderr
+    assert "TPU v5 lite" in out.stdout and "v6e:2x2" in out.stdout

@@ -198,3 +198,47 @@ async def test_a_worker_that_cannot_start_is_a_crashed_reply():
     client = WorkerClient(small(python="/nonexistent/python3"))
     reply = await client.request("ping")
     assert reply.status == "crashed" and "could not start the worker" in reply.message
+
+
+# --------------------------------------------------------------------------- ssh-style workers
+
+
+def launcher_config(**kwargs) -> WorkerConfig:
+    """A worker started through a command prefix, as `ssh host pallasite worker` would be; here the
+    prefix is `env PATH=<venv bin>:...`, so the same code path runs without an ssh server."""
+    import sys
+
+    bin_dir = os.path.dirname(sys.executable)
+    return small(command=("env", f"PATH={bin_dir}:{os.environ.get('PATH', '')}"), **kwargs)
+
+
+async def test_launched_worker_filters_its_own_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "secret-4")
+    monkeypatch.setenv("JAX_DEBUG_NANS", "0")
+    config = launcher_config()
+    assert config.environment()["OPENAI_API_KEY"] == "secret-4"  # the launcher keeps it (ssh needs its env)
+    async with WorkerClient(config) as client:
+        reply = await client.request("import", {"path": fixture("reports_environment.py")})
+    assert reply.status == "ok", reply.message
+    seen = reply.result["constants"]["ENVIRONMENT"]
+    assert "OPENAI_API_KEY" not in seen and seen["JAX_DEBUG_NANS"] == "0" and seen["JAX_PLATFORMS"] == "cpu"
+
+
+async def test_launched_worker_enforces_its_own_memory_limit():
+    async with WorkerClient(launcher_config(memory_mb=1024)) as client:
+        reply = await client.request("import", {"path": fixture("allocates_memory.py")})
+        assert reply.status == "memory" and reply.exit_code == 86
+        assert "above the limit of 1024 MiB" in reply.stderr_tail
+
+
+# --------------------------------------------------------------------------- the check op
+
+
+async def test_check_op_runs_in_the_worker_with_progress(warm):
+    seen: list[str] = []
+    reply = await warm.request("check", {"path": fixture("three_kernels.py"), "target": "v5e", "tiers": [1]},
+                               on_progress=lambda m, f: seen.append(m))
+    assert reply.status == "ok", reply.message
+    entries = {e["name"]: e["tiers"] for e in reply.result["entries"]}
+    assert entries == {"add": {"1": "ok"}, "row_softmax": {"1": "ok"}, "matmul": {"1": "ok"}}
+    assert any(m.startswith("tier 1: matmul") for m in seen)
