@@ -129,6 +129,11 @@ def _import_targets(tree: ast.Module, current: Path, root: Path) -> Iterable[Pat
                 found = _module_file(base, dotted)
                 if found is not None:
                     yield found
+                    parts = dotted.split(".")  # importing a.b.c runs a/__init__.py and a/b/__init__.py
+                    for n in range(1, len(parts)):
+                        init = base.joinpath(*parts[:n], "__init__.py")
+                        if init.is_file():
+                            yield init.resolve()
                     break
 
 
