@@ -1,0 +1,188 @@
+"""The check orchestrator (runner/checker.py): options, tier 0 in-process, worker replies, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import time
+
+import pytest
+
+from pallasite.runner.checker import TARGETS, Checker, CheckOptions, check_paths
+from pallasite.runner.client import Reply
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "compiler")
+LIMITS = os.path.join(DATA, "limits")
+HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None
+
+
+def _check(checker: Checker, path: str, **kwargs):
+    return asyncio.run(checker.check(path, **kwargs))
+
+
+class RecordingClient:
+    """Stands in for the worker: records requests, reports progress, answers with a fixed Reply."""
+
+    def __init__(self, reply: Reply, progress: tuple[str, ...] = ()):
+        self.reply = reply
+        self.progress = progress
+        self.requests: list[tuple[str, dict]] = []
+
+    async def request(self, op, params, *, timeout_s=None, on_progress=None):
+        self.requests.append((op, params))
+        for message in self.progress:
+            on_progress(message, None)
+        return self.reply
+
+
+# --------------------------------------------------------------------------- options
+
+
+def test_options_are_frozen_hashable_and_keep_overrides():
+    a = CheckOptions(target="v5e", tiers=(2, 0, 1, 1), severity={"PLS001": "warning"})
+    b = CheckOptions(target="v5e", tiers=(0, 1, 2), severity={"PLS001": "warning"})
+    assert a == b and hash(a) == hash(b)
+    assert a.tiers == (0, 1, 2)
+    assert dict(a.severity) == {"PLS001": "warning"}
+    assert TARGETS == ("v4", "v5e", "v5p", "v6e")
+
+
+def test_option_problems_say_what_is_wrong():
+    problems = CheckOptions(target="v9", tiers=(0, 7), severity={"PLS999": "loud"}, time_limit_s=0).problems()
+    text = "\n".join(problems)
+    assert "unknown target 'v9'" in text and "v6e" in text
+    assert "unknown tier(s) [7]" in text
+    assert "unknown code 'PLS999'" in text and "severity 'loud'" in text
+    assert "time limit must be positive" in text
+    assert CheckOptions().problems() == []
+
+
+# --------------------------------------------------------------------------- tier 0 only
+
+
+def test_tier0_only_never_starts_a_worker_and_reports_kernel_verdicts():
+    client = RecordingClient(Reply(status="ok", result={}))
+    report = _check(Checker(CheckOptions(tiers=(0,)), client=client), os.path.join(DATA, "tiling_lanes_broken.py"))
+    assert client.requests == []
+    assert ("PLS001", 19) in [(f.code, f.span.line + 1) for f in report.findings]
+    assert [dict(k.tiers)[0] for k in report.kernels] == ["error"]
+    assert [dict(k.tiers)[1] for k in report.kernels] == ["not run"]
+
+
+def test_severity_override_off_and_changed():
+    path = os.path.join(DATA, "tiling_lanes_broken.py")
+    off = _check(Checker(CheckOptions(tiers=(0,), severity={"PLS001": "off"})), path)
+    assert "PLS001" not in [f.code for f in off.findings]
+    warn = _check(Checker(CheckOptions(tiers=(0,), severity={"PLS001": "warning"})), path)
+    assert {f.severity for f in warn.findings if f.code == "PLS001"} == {"warning"}
+
+
+def test_unreadable_file_is_a_note_not_a_crash(tmp_path):
+    report = _check(Checker(CheckOptions(tiers=(0,))), str(tmp_path / "missing.py"))
+    assert report.findings == ()
+    assert "cannot read the file" in report.notes[0] and "missing.py" in report.notes[0]
+
+
+def test_syntax_error_skips_the_compiler_tiers_without_a_worker():
+    client = RecordingClient(Reply(status="ok", result={}))
+    report = _check(Checker(CheckOptions(), client=client), os.path.join(LIMITS, "syntax_error.py"))
+    assert client.requests == []
+    assert [f.code for f in report.findings] == ["PLS000"]
+    assert report.findings[0].span.line + 1 == 7
+
+
+def test_no_task_gives_pls900_and_skips_compiler_tiers():
+    client = RecordingClient(Reply(status="ok", result={}))
+    report = _check(Checker(CheckOptions(), client=client), os.path.join(LIMITS, "no_task.py"))
+    assert client.requests == []
+    assert [(f.code, f.severity) for f in report.findings] == [("PLS900", "information")]
+    assert {dict(k.tiers)[1] for k in report.kernels} == {"skipped: no example inputs (PLS900)"}
+
+
+def test_unsaved_text_is_what_gets_checked():
+    client = RecordingClient(Reply(status="ok", result={"tiers": [1], "entries": [], "errors": [], "unavailable": {}}))
+    with open(os.path.join(DATA, "tiling_lanes_fixed.py"), encoding="utf-8") as f:
+        text = f.read().replace("(8, 256)", "(8, 100)")
+    report = _check(Checker(CheckOptions(tiers=(0, 1)), client=client), os.path.join(DATA, "tiling_lanes_fixed.py"), text=text)
+    assert "PLS001" in [f.code for f in report.findings]
+    assert client.requests[0][1]["text"] == text
+
+
+# --------------------------------------------------------------------------- failed worker replies
+
+
+def test_timeout_during_tier2_becomes_pls205_at_the_pallas_call():
+    path = os.path.join(LIMITS, "slow_compile.py")
+    client = RecordingClient(Reply(status="timeout", message="no result after 20 s"),
+                             progress=("importing slow_compile.py", "tier 1: mm (lowering)", "tier 2: mm (libtpu compile for v6e)"))
+    report = _check(Checker(CheckOptions(), client=client), path)
+    finding = next(f for f in report.findings if f.code == "PLS205")
+    with open(path, encoding="utf-8") as f:
+        assert "pallas_call" in f.read().splitlines()[finding.span.line]
+    assert {dict(k.tiers)[2] for k in report.kernels} == {"error"}
+
+
+def test_worker_crash_becomes_pls902():
+    client = RecordingClient(Reply(status="crashed", message="the worker was killed by SIGSEGV (11)"))
+    report = _check(Checker(CheckOptions(), client=client), os.path.join(DATA, "tiling_lanes_fixed.py"))
+    assert [f.code for f in report.findings if f.severity == "error"] == ["PLS902"]
+    assert "SIGSEGV" in next(f.message for f in report.findings if f.code == "PLS902")
+
+
+# --------------------------------------------------------------------------- real worker, real limits
+
+
+def test_hang_at_import_ends_at_the_time_limit_and_the_worker_recovers():
+    async def run():
+        checker = Checker(CheckOptions(target="v5e", tiers=(1,), time_limit_s=8.0))
+        try:
+            started = time.monotonic()
+            hung = await checker.check(os.path.join(LIMITS, "hangs_at_import.py"))
+            elapsed = time.monotonic() - started
+            after = await checker.check(os.path.join(DATA, "tiling_lanes_broken.py"))
+            return hung, elapsed, after
+        finally:
+            await checker.close()
+
+    hung, elapsed, after = asyncio.run(run())
+    assert [f.code for f in hung.findings if f.severity == "error"] == ["PLS903"]
+    assert elapsed < 60  # stopped by the limit, not by the test runner
+    assert ("PLS101", 19) in [(f.code, f.span.line + 1) for f in after.findings]
+
+
+def test_file_that_kills_its_interpreter_gives_pls902_and_the_next_check_works():
+    async def run():
+        checker = Checker(CheckOptions(target="v5e", tiers=(1,), time_limit_s=60.0))
+        try:
+            killed = await checker.check(os.path.join(LIMITS, "kills_interpreter.py"))
+            after = await checker.check(os.path.join(DATA, "store_shape_broken.py"))
+            return killed, after
+        finally:
+            await checker.close()
+
+    killed, after = asyncio.run(run())
+    assert [f.code for f in killed.findings if f.severity == "error"] == ["PLS902"]
+    assert ("PLS104", 13) in [(f.code, f.span.line + 1) for f in after.findings]
+
+
+@pytest.mark.slow
+@pytest.mark.tpu_compiler
+@pytest.mark.skipif(not HAS_LIBTPU, reason="libtpu is not installed")
+def test_compile_running_for_minutes_stops_at_the_time_limit_with_pls205():
+    path = os.path.join(LIMITS, "slow_compile.py")
+    started = time.monotonic()
+    [report] = check_paths([path], CheckOptions(target="v6e", tiers=(1, 2), time_limit_s=20.0))
+    assert time.monotonic() - started < 90
+    finding = next(f for f in report.findings if f.severity == "error")
+    assert finding.code == "PLS205"
+    with open(path, encoding="utf-8") as f:
+        assert "pallas_call" in f.read().splitlines()[finding.span.line]
+
+
+def test_check_paths_reports_each_file_in_order():
+    paths = [os.path.join(DATA, "store_shape_broken.py"), os.path.join(DATA, "store_shape_fixed.py")]
+    reports = check_paths(paths, CheckOptions(target="v5e", tiers=(0, 1)))
+    assert [r.path for r in reports] == paths
+    assert [(f.code, f.span.line + 1) for f in reports[0].findings if f.severity == "error"] == [("PLS104", 13)]
+    assert [f for f in reports[1].findings if f.severity == "error"] == []
