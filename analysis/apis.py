@@ -51,6 +51,7 @@ class Exports:
     certain: bool  # False: a star import or a foreign __getattr__ makes the list incomplete
 
 
+@lru_cache(maxsize=1)
 def jax_root() -> str | None:
     """The installed jax package folder, located without importing jax."""
     try:
@@ -62,7 +63,7 @@ def jax_root() -> str | None:
     return list(spec.submodule_search_locations)[0]
 
 
-def module_file(module: str) -> str | None:
+def _module_file(module: str) -> str | None:
     root = jax_root()
     if root is None:
         return None
@@ -72,6 +73,11 @@ def module_file(module: str) -> str | None:
         return package
     plain = os.path.join(root, *relative) + ".py"
     return plain if os.path.exists(plain) else None
+
+
+@lru_cache(maxsize=8)
+def module_file(module: str) -> str | None:
+    return _module_file(module)
 
 
 def exports(module: str) -> Exports | None:
@@ -187,9 +193,7 @@ def check_apis(ctx: RuleContext) -> Iterator[Finding]:
         yield from _check_name(ctx, module, name, None, alias)
     if not aliases:
         return
-    for node in walk(source.root):
-        if node.type != "attribute":
-            continue
+    for node in source.attributes:
         obj = node.child_by_field_name("object")
         if obj is None or obj.type != "identifier":
             continue

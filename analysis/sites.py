@@ -295,9 +295,7 @@ def elements(source: Source, scope: Scope, node: Node | None) -> list[Node] | No
 def find_sites(source: Source) -> tuple[KernelSite, ...]:
     """Every pallas_call in the file, in source order."""
     sites: list[KernelSite] = []
-    for node in walk(source.root):
-        if node.type != "call":
-            continue
+    for node in source.calls:
         fn = node.child_by_field_name("function")
         if fn is None or not is_pallas_name(source.qualname(fn), "pallas_call"):
             continue

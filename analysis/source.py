@@ -9,7 +9,9 @@ questions every tier-0 module asks:
 - ``constants``: module-level int constants (``BLOCK = 128``, ``BM, BN = 128, 256``,
   ``TILE = 2 * BLOCK``) with the span of the value they came from;
 - ``functions``: function definitions by name (module level and nested);
-- ``uses_pallas``: whether the file imports Pallas under any alias.
+- ``uses_pallas``: whether the file imports Pallas under any alias;
+- ``calls``, ``attributes``, ``comments``: every such node, in source order (one query in C);
+- ``has_error``: tree-sitter saw a syntax error (or Python-2-only syntax it accepts).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from functools import lru_cache
 from typing import Iterator
 
 import tree_sitter_python
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 from .types import Span
 
@@ -33,6 +35,21 @@ TPU_MODULES = ("jax.experimental.pallas.tpu", "jax.experimental.pallas.tpu_sc", 
 @lru_cache(maxsize=1)
 def language() -> Language:
     return Language(tree_sitter_python.language())
+
+
+@lru_cache(maxsize=1)
+def _query() -> Query:
+    """One pass in C over the tree for everything tier 0 looks up file-wide."""
+    return Query(language(), """
+        (import_statement) @import
+        (import_from_statement) @from
+        (function_definition) @def
+        (call) @call
+        (attribute) @attr
+        (comment) @comment
+        (print_statement) @py2
+        (exec_statement) @py2
+    """)
 
 
 def parse(text: str) -> Tree:
@@ -182,16 +199,21 @@ class Source:
     # ------------------------------------------------------------------ scanning
 
     def _scan(self) -> None:
-        for node in _walk(self.root):
-            kind = node.type
-            if kind == "import_statement":
+        found = QueryCursor(_query()).captures(self.root)
+        order = lambda node: node.start_byte  # noqa: E731
+        self.calls: list[Node] = sorted(found.get("call", []), key=order)
+        self.attributes: list[Node] = sorted(found.get("attr", []), key=order)
+        self.comments: list[Node] = sorted(found.get("comment", []), key=order)
+        for node in sorted(found.get("import", []) + found.get("from", []), key=order):
+            if node.type == "import_statement":
                 self._import(node)
-            elif kind == "import_from_statement":
+            else:
                 self._import_from(node)
-            elif kind == "function_definition":
-                name = node.child_by_field_name("name")
-                if name is not None:
-                    self.functions.setdefault(self.node_text(name), []).append(node)
+        for node in sorted(found.get("def", []), key=order):
+            name = node.child_by_field_name("name")
+            if name is not None:
+                self.functions.setdefault(self.node_text(name), []).append(node)
+        self.has_error = self.root.has_error or bool(found.get("py2"))
         for stmt in self.root.named_children:
             if stmt.type == "expression_statement" and stmt.named_child_count == 1:
                 child = stmt.named_children[0]

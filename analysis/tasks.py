@@ -62,23 +62,28 @@ def _entry(source: Source, functions: dict[str, Node], assignments: dict[str, No
 
 def _functions_reaching_pallas_call(source: Source, functions: dict[str, Node]) -> list[str]:
     """Module-level functions that call pallas_call directly or through another function here."""
-    calls: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {name: set() for name in functions}
     direct: set[str] = set()
-    for name, defn in functions.items():
-        called: set[str] = set()
-        for node in walk(defn):
-            if node.type != "call":
-                continue
-            fn = node.child_by_field_name("function")
-            qual = source.qualname(fn) or ""
-            if qual.endswith(".pallas_call") and qual.startswith("jax"):
-                direct.add(name)
-            if fn is not None and fn.type == "identifier":
-                called.add(source.node_text(fn))
-            for arg in (node.child_by_field_name("arguments") or fn).named_children:  # partial(fn, ...)
-                if arg.type == "identifier":
-                    called.add(source.node_text(arg))
-        calls[name] = called
+    owners = {defn.id: name for name, defn in functions.items()}
+    for node in source.calls:
+        owner = None
+        parent = node.parent
+        while parent is not None:
+            if parent.type == "function_definition" and parent.id in owners:
+                owner = owners[parent.id]
+            parent = parent.parent
+        if owner is None:
+            continue
+        fn = node.child_by_field_name("function")
+        qual = source.qualname(fn) or ""
+        if qual.endswith(".pallas_call") and qual.startswith("jax"):
+            direct.add(owner)
+        if fn is not None and fn.type == "identifier":
+            calls[owner].add(source.node_text(fn))
+        arguments = node.child_by_field_name("arguments")
+        for arg in arguments.named_children if arguments is not None else ():  # partial(fn, ...), map(fn, ...)
+            if arg.type == "identifier":
+                calls[owner].add(source.node_text(arg))
     reaching = set(direct)
     changed = True
     while changed:

@@ -40,7 +40,9 @@ def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET)
     """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``."""
     source = Source(text)
     uses_pallas = source.uses_pallas
-    syntax = syntax_error(text, path)
+    # Python's parser is the authority on syntax, but costs ~20 ms on a large file: ask it only
+    # when tree-sitter saw a problem (it also flags the Python 2 statements it would accept).
+    syntax = syntax_error(text, path) if source.has_error else None
     if not uses_pallas:
         return SourceAnalysis(path, False, (), (), (), syntax is None)
     if syntax is not None:
