@@ -1,8 +1,8 @@
 """`pallasite worker`: the process where kernel code runs, speaking JSON lines (see protocol.py).
 
-Start-up, in this order: filter the environment (env.py allowlist), move the protocol to a private
-copy of fd 1 and point fd 1 at stderr (libtpu and user ``print`` calls write to fd 1 and must not
-corrupt the protocol), import jax + Pallas once (the warm worker's whole point), send the
+Start-up, in this order: filter the environment (env.py allowlist), move the protocol to private
+copies of fds 0 and 1, point fd 1 at stderr (libtpu and user ``print`` calls write to fd 1 and must
+not corrupt the protocol) and fd 0 at /dev/null (``input()`` must not eat requests), import jax + Pallas once (the warm worker's whole point), send the
 handshake. Then one request at a time on the main thread; a reader thread takes ``cancel`` and
 ``shutdown`` while a request runs. Cancel (and a request's ``deadline_s``) interrupt the running
 op at its next Python bytecode; an op stuck in C code is the client's to kill.
@@ -15,6 +15,7 @@ fresh module names (loader.py). Worker side: imports only the stdlib, jax, and o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import queue
 import signal
@@ -132,25 +133,34 @@ OPS: dict[str, Callable[[dict[str, Any], Context], Any]] = {
 
 
 class Snapshot:
-    """Process state a request may change, restored after it: jax.config, env, sys.path, cwd, argv."""
+    """Process state a request may change, restored after it: jax.config, env, sys.path, cwd,
+    argv, sys.stdout/stderr, and the SIGINT handler and signal mask cancel relies on."""
 
     def __init__(self) -> None:
         self.environ = dict(os.environ)
         self.path = list(sys.path)
         self.argv = list(sys.argv)
         self.cwd = os.getcwd()
+        self.streams = (sys.stdout, sys.stderr)
+        self.sigint = signal.getsignal(signal.SIGINT)
+        self.sigmask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         jax = sys.modules.get("jax")
         self.jax_config = dict(jax.config.values) if jax is not None else None
 
     def restore(self) -> list[str]:
         """Put everything back; returns the names of jax config values that were restored."""
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.sigmask)
+        if signal.getsignal(signal.SIGINT) is not self.sigint:
+            signal.signal(signal.SIGINT, self.sigint)
+        sys.stdout, sys.stderr = self.streams
         if os.environ != self.environ:
             os.environ.clear()
             os.environ.update(self.environ)
         sys.path[:] = self.path
         sys.argv[:] = self.argv
-        if os.getcwd() != self.cwd:
-            os.chdir(self.cwd)
+        with contextlib.suppress(OSError):
+            if os.getcwd() != self.cwd:
+                os.chdir(self.cwd)
         restored = []
         jax = sys.modules.get("jax")
         if jax is not None:
@@ -370,11 +380,16 @@ def run(args: argparse.Namespace) -> int:
         os.environ.setdefault(name, value)
     if args.platforms:
         os.environ["JAX_PLATFORMS"] = args.platforms
-    # 2. the protocol gets a private fd; fd 1 (print, libtpu) goes to stderr
+    # 2. the protocol gets private fds: fd 1 (print, libtpu) goes to stderr, fd 0 (input())
+    #    reads /dev/null, so user code can neither corrupt nor steal protocol bytes
     sys.stdout.flush()
-    out_fd = os.dup(1)
+    out_fd, in_fd = os.dup(1), os.dup(0)
     os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
     os.set_inheritable(out_fd, False)
+    os.set_inheritable(in_fd, False)
     if args.memory_mb:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
     # 3. warm up, then the handshake
@@ -396,7 +411,8 @@ def run(args: argparse.Namespace) -> int:
         error=error,
     )
     worker.send(handshake.to_message())
-    reader = threading.Thread(target=worker.read_loop, args=(sys.stdin.buffer,), daemon=True, name="protocol-reader")
+    protocol_in = os.fdopen(in_fd, "rb")
+    reader = threading.Thread(target=worker.read_loop, args=(protocol_in,), daemon=True, name="protocol-reader")
     reader.start()
     try:
         worker.serve_forever()

@@ -242,3 +242,51 @@ async def test_check_op_runs_in_the_worker_with_progress(warm):
     entries = {e["name"]: e["tiers"] for e in reply.result["entries"]}
     assert entries == {"add": {"1": "ok"}, "row_softmax": {"1": "ok"}, "matmul": {"1": "ok"}}
     assert any(m.startswith("tier 1: matmul") for m in seen)
+
+
+async def test_a_file_reading_stdin_gets_end_of_file_not_protocol_bytes(warm):
+    reply = await warm.request("import", {"path": fixture("reads_stdin.py")})
+    assert reply.status == "error" and reply.error.type == "EOFError"
+    assert (await warm.request("ping")).status == "ok"
+
+
+# --------------------------------------------------------------------------- the wire itself
+
+
+async def test_raw_protocol_cancel_of_running_and_queued_requests():
+    """Speak the documented JSON lines to `python -m pallasite.runner.worker` directly."""
+    import json
+    import sys
+
+    from pallasite.runner import env
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "pallasite.runner.worker", "--platforms", "cpu",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env=env.worker_environment(os.environ))
+
+    async def receive() -> dict:
+        return json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+
+    def send(msg: dict) -> None:
+        proc.stdin.write((json.dumps(msg) + "\n").encode())
+
+    try:
+        hello = await receive()
+        assert hello["kind"] == "handshake" and hello["protocol"] == 1
+        send({"kind": "request", "id": "a", "op": "import", "params": {"path": fixture("hangs_at_import.py")}})
+        send({"kind": "request", "id": "b", "op": "ping", "params": {}})
+        send({"kind": "cancel", "id": "b"})
+        await asyncio.sleep(0.5)
+        send({"kind": "cancel", "id": "a"})
+        send({"kind": "request", "id": "c", "op": "ping", "params": {}, "deadline_s": 5})
+        replies = {m["id"]: m for m in [await receive() for _ in range(3)]}
+        assert replies["a"]["error"]["type"] == "Cancelled" and "while running" in replies["a"]["error"]["message"]
+        assert replies["b"]["error"]["type"] == "Cancelled" and "before it started" in replies["b"]["error"]["message"]
+        assert replies["c"]["ok"] and replies["c"]["result"]["pong"]
+        send({"kind": "shutdown"})
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
