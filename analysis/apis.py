@@ -205,7 +205,10 @@ def check_apis(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _check_name(ctx: RuleContext, module: str, name: str, node, imported_as: str | None) -> Iterator[Finding]:
-    table = exports(module)
+    tables = ctx.source.cache.setdefault("exports", {})
+    if module not in tables:
+        tables[module] = exports(module)
+    table = tables[module]
     if table is None or name in table.names:
         return
     short = "pltpu" if module == TPU else "pl"

@@ -77,9 +77,14 @@ class Scope:
 
 def scope_for(source: Source, node: Node) -> Scope:
     """The scope of the functions around ``node``: outer functions first, inner ones override."""
-    scope = Scope(source)
-    chain: list[Node] = []
     fn = enclosing_function(node)
+    key = fn.id if fn is not None else None
+    cache = source.cache.setdefault("scopes", {})
+    if key in cache:
+        return cache[key]
+    scope = Scope(source)
+    cache[key] = scope
+    chain: list[Node] = []
     while fn is not None:
         chain.append(fn)
         fn = enclosing_function(fn)

@@ -76,6 +76,7 @@ class Source:
         self.root = self.tree.root_node
         self._lines = self.data.split(b"\n")
         self._starts: list[int] | None = None
+        self.cache: dict[str, dict] = {}  # per-text memo for analyses built on this source
         self.imports: dict[str, str] = {}  # local name -> dotted module/member path
         self.imported_modules: list[str] = []
         self.functions: dict[str, list[Node]] = {}  # name -> function_definition nodes
