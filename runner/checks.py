@@ -16,7 +16,8 @@ Result (plain JSON)::
     {"target": "v5e", "tiers": [1, 2], "tasks_found": 1,
      "errors": [record, ...],              # file-level: import failure, invalid task (stage says)
      "unavailable": {"2": "why"},          # tiers that could not run at all
-     "entries": [{"name": "add", "line": 12, "format": "native",
+     "entries": [{"name": "add", "line": 12, "format": "native", "has_reference": true,
+                  "tolerance": {"atol": 1e-6}, "tunables": {"block_rows": [128, 256]},
                   "tiers": {"1": "ok", "2": "error"},
                   "errors": [record, ...],  # runner/errors.py records, each with "tier"
                   "mosaic_calls": 1,        # tier 1: tpu_custom_call ops in the exported module
@@ -97,6 +98,9 @@ def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
         "name": task.name,
         "line": task.line,
         "format": task.format,
+        "has_reference": task.reference is not None,
+        "tolerance": task.tolerance,
+        "tunables": task.tunables,
         "tiers": {},
         "errors": [],
         "memory": None,

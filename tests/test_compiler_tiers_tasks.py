@@ -1,0 +1,97 @@
+"""Task formats and task mistakes as the compiler tiers see them (runner/tasks_runtime.py).
+
+Native long form (several entries per file), JAXBench task files read as they are (with the
+reference from a sibling baseline.py), and the task mistakes a user makes, each reported as a
+PLS905 finding at the line that needs the change. Runs through one warm worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from pallasite.runner.checker import Checker, CheckOptions
+from pallasite.runner.client import WorkerClient, WorkerConfig
+
+TASKS = os.path.join(os.path.dirname(__file__), "data", "compiler", "tasks")
+
+
+@pytest.fixture(scope="module")
+def env():
+    loop = asyncio.new_event_loop()
+    client = WorkerClient(WorkerConfig(timeout_s=120.0, memory_mb=3072))
+    checker = Checker(CheckOptions(target="v5e", tiers=(0, 1), time_limit_s=120.0), client=client)
+
+    class Env:
+        def check(self, name):
+            return loop.run_until_complete(checker.check(os.path.join(TASKS, name)))
+
+        def raw(self, name, tiers=(1,)):
+            reply = loop.run_until_complete(client.request("check", {"path": os.path.join(TASKS, name), "target": "v5e", "tiers": list(tiers)}))
+            assert reply.status == "ok", reply.message
+            return reply.result
+
+    yield Env()
+    loop.run_until_complete(client.close())
+    loop.close()
+
+
+def _errors(report):
+    return [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"]
+
+
+def _line_of(name, needle):
+    with open(os.path.join(TASKS, name), encoding="utf-8") as f:
+        return next(i + 1 for i, line in enumerate(f) if needle in line)
+
+
+def test_long_form_checks_each_entry_and_blames_only_the_broken_one(env):
+    result = env.raw("long_form.py")
+    entries = {e["name"]: e for e in result["entries"]}
+    assert set(entries) == {"matmul", "softmax"}
+    assert entries["matmul"]["tiers"] == {"1": "ok"}
+    assert entries["matmul"]["has_reference"] and entries["matmul"]["tunables"] == {"bm": [256], "bn": [256], "bk": [512]}
+    assert entries["softmax"]["tiers"] == {"1": "error"}
+    assert entries["softmax"]["tunables"] == {"block_rows": [8, 16, 32]}
+    report = env.check("long_form.py")
+    spec_line = _line_of("long_form.py", "in_specs=[pl.BlockSpec((block_rows")
+    assert ("PLS101", spec_line) in _errors(report)
+    verdicts = {k.name: dict(k.tiers)[1] for k in report.kernels}
+    assert verdicts == {"matmul_kernel": "ok", "softmax_kernel": "error"}
+
+
+def test_jaxbench_task_is_read_as_it_is_with_its_baseline(env):
+    result = env.raw("jaxbench_add/task.py")
+    [entry] = result["entries"]
+    assert entry["name"] == "workload" and entry["format"] == "jaxbench"
+    assert entry["has_reference"] is True  # workload() of the sibling baseline.py
+    assert entry["tiers"] == {"1": "ok"}
+    assert entry["mosaic_calls"] == 1
+
+
+def test_entry_named_wrong_is_pls905_at_the_setting(env):
+    report = env.check("entry_named_wrong.py")
+    assert _errors(report) == [("PLS905", _line_of("entry_named_wrong.py", "PALLASITE_ENTRY ="))]
+    assert "scale_rows" in report.findings[0].message
+
+
+def test_ambiguous_entry_is_pls905_naming_both_candidates(env):
+    report = env.check("ambiguous_entry.py")
+    [finding] = [f for f in report.findings if f.severity == "error"]
+    assert (finding.code, finding.span.line + 1) == ("PLS905", _line_of("ambiguous_entry.py", "def example_inputs"))
+    assert "double" in finding.message and "triple" in finding.message and "PALLASITE_ENTRY" in finding.message
+
+
+def test_failing_inputs_function_is_pls905_at_the_failing_line(env):
+    report = env.check("inputs_raise.py")
+    assert _errors(report) == [("PLS905", _line_of("inputs_raise.py", 'SETTINGS["columns"]'))]
+    assert "KeyError" in report.findings[0].message
+
+
+def test_inputs_made_as_arrays_are_read_abstractly_without_allocating(env):
+    # 64 GiB of ones under a 3 GiB worker memory limit: only jax.eval_shape can read this.
+    result = env.raw("huge_inputs.py")
+    [entry] = result["entries"]
+    assert entry["tiers"] == {"1": "ok"}, entry["errors"]
