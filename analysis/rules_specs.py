@@ -114,8 +114,9 @@ def kernel_params(ctx: RuleContext) -> Iterator[Finding]:
             continue
         prefetch, inputs, outputs, scratch = counts
         expected = prefetch + inputs + outputs + scratch
-        if len(params) == expected:
-            continue
+        optional = _defaulted(ctx.source, site.kernel_def_span, params)
+        if len(params) - optional <= expected <= len(params):
+            continue  # parameters with defaults may be left unfilled
         parts = [f"{inputs} input(s)", f"{outputs} output(s)", f"{scratch} scratch buffer(s)"]
         if prefetch:
             parts.insert(0, f"{prefetch} scalar-prefetch ref(s)")
@@ -127,6 +128,19 @@ def kernel_params(ctx: RuleContext) -> Iterator[Finding]:
             f"but the pallas_call on line {call_line} passes {expected}: " + " + ".join(parts) + ". "
             "Refs come in that order; add or remove parameters to match.",
             span, kernel=site.kernel_name)
+
+
+def _defaulted(source: Source, def_span: Span, params: tuple[str, ...]) -> int:
+    """How many of ``params`` have default values in the kernel's def."""
+    node = source.node_at(def_span, "function_definition")
+    parameters = node.child_by_field_name("parameters") if node is not None else None
+    count = 0
+    for param in parameters.named_children if parameters is not None else ():
+        if param.type in ("default_parameter", "typed_default_parameter"):
+            name = param.child_by_field_name("name")
+            if name is not None and source.node_text(name) in params:
+                count += 1
+    return count
 
 
 def _ref_counts(site: KernelSite) -> tuple[int, int, int, int] | None:

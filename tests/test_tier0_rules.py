@@ -161,3 +161,15 @@ def test_unknown_pallas_attribute_is_reported():
     text = "from jax.experimental import pallas as pl\nspec = pl.BlockSpecc((8, 128), lambda i: (i, 0))\n"
     (finding,) = analyze(text).findings
     assert finding.code == "PLS007" and (finding.span.line, finding.span.column) == (1, 7)
+
+
+def test_kernel_params_with_defaults_may_stay_unfilled():
+    text = (DATA / "pls005_kernel_params_bad.py").read_text()
+    # three refs + one defaulted parameter: four refs fit, and so would three
+    text = text.replace("def scaled_sum_kernel(x_ref, y_ref, o_ref, *, scale):",
+                        "def scaled_sum_kernel(x_ref, y_ref, o_ref, acc_ref=None, *, scale):")
+    assert [f.code for f in analyze(text).findings] == []
+    too_few = text.replace("scratch_shapes=[pltpu.VMEM((block_rows, 128), jnp.float32)],",
+                           "scratch_shapes=[pltpu.VMEM((block_rows, 128), jnp.float32)] * 3,")
+    (finding,) = analyze(too_few).findings
+    assert finding.code == "PLS005" and "3 scratch buffer(s)" in finding.message
