@@ -262,6 +262,25 @@ def _module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
+def public_names(root: Path) -> dict[str, set[str]]:
+    """alias (``pl``, ``pltpu``...) -> every name the public module defines, imports or assigns
+    (including names it only offers through a deprecation ``__getattr__`` table)."""
+    names: dict[str, set[str]] = {}
+    reader = _ModuleReader(root)
+    for path in api_source_files(root):
+        tree = reader.tree(path)
+        found: set[str] = set()
+        for node in tree.body if tree else ():
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, ast.Assign):
+                found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        names[PUBLIC_MODULES[path.name]] = {n for n in found if not n.startswith("_")}
+    return names
+
+
 # --------------------------------------------------------------------------- kernel passages
 
 

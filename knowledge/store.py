@@ -450,6 +450,36 @@ class ResultsStore:
         return self._read("PRAGMA integrity_check")[0][0] == "ok"
 
 
+_TIER_NAMES = {0: "source rules", 1: "lowering", 2: "TPU compiler", 3: "interpret mode"}
+
+
+def summarize_checks(records: Sequence[CheckRecord], now: float | None = None) -> list[str]:
+    """One line per record for a hover: tier, chip, verdict (with codes), versions, backend, age.
+
+        tier 2 (TPU compiler) for v6e: error PLS201 - jax 0.10.2, libtpu 0.0.42.1, local, 3 min ago
+    """
+    now = time.time() if now is None else now
+    lines = []
+    for r in records:
+        codes = sorted({f.code for f in r.findings})
+        verdict = r.status + (f" {', '.join(codes)}" if codes else "")
+        versions = [f"jax {r.key.jax_version}" if r.key.jax_version else None,
+                    f"libtpu {r.key.libtpu_version}" if r.key.libtpu_version else None, r.key.backend]
+        where = f" for {r.chip}" if r.chip else ""
+        lines.append(f"tier {r.tier} ({_TIER_NAMES.get(r.tier, '?')}){where}: {verdict} - "
+                     f"{', '.join(v for v in versions if v)}, {_age(now - r.created)}")
+    return lines
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if unit == 'day' and n > 1 else ''} ago"
+    return "just now"
+
+
 _CHECK_COLUMNS = "id, key, key_json, tier, status, findings_json, path, kernel, created"
 
 

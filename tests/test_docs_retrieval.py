@@ -161,3 +161,20 @@ def test_cli_docs_search_bad_extra_folder(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert main(["docs", "search", "x", "--extra", str(tmp_path / "missing")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_guides_and_catalog_name_only_apis_the_installed_jax_has():
+    """Our own words must stay accurate: every pl.X / pltpu.X they mention exists in this jax."""
+    import re
+
+    names = docs_sources.public_names(docs_sources.jax_root())
+    texts = [p.read_text() for p in docs_sources.GUIDES_DIR.glob("*.md")]
+    texts += [p.read_text() for p in catalog.catalog_files()]
+    unknown = set()
+    for text in texts:
+        for alias, name in re.findall(r"\b(pl|pltpu)\.([A-Za-z_][A-Za-z0-9_]*)", text):
+            if name not in names[alias]:
+                unknown.add(f"{alias}.{name}")
+    removed_on_purpose = {"pltpu.TPUCompilerParams"}  # the catalog's "before" examples of renamed APIs
+    assert not unknown - removed_on_purpose, f"names not in the installed jax: {sorted(unknown - removed_on_purpose)}"
+    assert unknown == removed_on_purpose, "the renamed-API examples must name APIs this jax really lacks"

@@ -17,7 +17,8 @@ import pytest
 
 from pallasite.analysis.types import Finding, Fix, Measurement, Provenance, Span, TextEdit
 from pallasite.knowledge import store_schema
-from pallasite.knowledge.store import ResultKey, ResultsStore, StoreError, clear, local_imports, source_hash, store_path
+from pallasite.knowledge.store import (ResultKey, ResultsStore, StoreError, clear, local_imports, source_hash, store_path,
+                                       summarize_checks)
 from pallasite.server.cli import main
 
 
@@ -102,6 +103,15 @@ def test_checks_round_trip_and_latest_per_tier_and_chip(store):
     assert [(r.tier, r.chip, r.status) for r in latest] == [(1, "v6e", "error"), (2, "v5e", "ok"), (2, "v6e", "ok")]
     assert latest[0].findings == (FINDING,)
     assert latest[2].id == newest and latest[2].key.jax_version == "0.10.2"
+
+
+def test_hover_summary_names_tier_chip_verdict_and_provenance(store):
+    store.put_check(key(), tier=1, status="ok")
+    store.put_check(key(), tier=2, status="error", findings=[FINDING])
+    records = store.latest_checks(kernel="matmul")
+    lines = summarize_checks(records, now=records[-1].created + 180)
+    assert lines[0].startswith("tier 1 (lowering) for v6e: ok - jax 0.10.2, libtpu 0.0.42.1, local")
+    assert lines[1].startswith("tier 2 (TPU compiler) for v6e: error PLS101 - ") and lines[1].endswith("3 min ago")
 
 
 def test_check_for_reuses_only_an_exact_key(store):
