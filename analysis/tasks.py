@@ -1,5 +1,6 @@
 """Static discovery of tasks by the native convention (docs/task-convention.md), without running
-anything: entries, their example-inputs function, reference, tolerance and tunables.
+anything: entries, their example-inputs function, reference, tolerance and tunables. JAXBench
+task files (``create_inputs`` + ``workload``) are recognised too, in the worker's order.
 
 The worker discovers tasks again at run time (the authority for what runs); this static view
 feeds the language server (code lenses, tunables) and lets the checker say "no task" (PLS900)
@@ -8,6 +9,8 @@ inputs function so the tiling rule can know array dims.
 """
 
 from __future__ import annotations
+
+import os
 
 from tree_sitter import Node
 
@@ -22,6 +25,8 @@ def find_tasks(source: Source, path: str) -> tuple[KernelTask, ...]:
     """The tasks the file defines by the native convention, long form first, else short form."""
     functions = _module_functions(source)
     assignments = _module_assignments(source)
+    if "workload" in functions and "create_inputs" in functions:  # JAXBench, as the worker reads it
+        return (_jaxbench(source, path, functions),)
     long_form = [name for name in functions if not name.startswith("_") and f"{name}_inputs" in functions]
     if long_form:
         return tuple(_task(source, path, name, functions, assignments, f"{name}_inputs", f"{name}_reference",
@@ -47,6 +52,19 @@ def _task(source: Source, path: str, entry: str, functions: dict[str, Node], ass
         atol=atol,
         rtol=rtol,
         tunables=entry_tunables(source, functions[entry], candidates) if entry in functions else (),
+    )
+
+
+def _jaxbench(source: Source, path: str, functions: dict[str, Node]) -> KernelTask:
+    """A JAXBench task file: ``workload`` fed by ``create_inputs``; reference in a sibling baseline.py."""
+    baseline = os.path.join(os.path.dirname(os.path.abspath(path)), "baseline.py") if path else None
+    return KernelTask(
+        path=path,
+        entry="workload",
+        format="jaxbench",
+        inputs="create_inputs",
+        reference_path=baseline if baseline and os.path.isfile(baseline) else None,
+        tunables=entry_tunables(source, functions["workload"], {}),
     )
 
 

@@ -221,3 +221,13 @@ twice_tunables = {"bm": [64, 128]}
 
 def test_no_task_without_inputs():
     assert find_tasks(Source(SHORT_FORM.replace("def example_inputs", "def make_inputs")), "f.py") == ()
+
+
+def test_jaxbench_task_file(tmp_path):
+    text = SHORT_FORM.replace("def add(", "def workload(").replace("def example_inputs", "def create_inputs")
+    text = "CONFIG = {'rows': 4096}\n" + text
+    (tmp_path / "baseline.py").write_text("def workload(x, y):\n    return x + y\n")
+    (task,) = find_tasks(Source(text), str(tmp_path / "task.py"))
+    assert (task.format, task.entry, task.inputs) == ("jaxbench", "workload", "create_inputs")
+    assert task.reference_path == str(tmp_path / "baseline.py")
+    assert [t.name for t in task.tunables] == ["block_rows"]
