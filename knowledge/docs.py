@@ -70,6 +70,9 @@ def _norm(token: str) -> str:
 
 
 class Ranker(Protocol):
+    """Scores every passage for a query. Registered by name in ``RANKERS``; the index folder holds
+    whatever ``save`` writes, and ``load(folder)`` (a classmethod) reads it back."""
+
     def index(self, corpus: list[list[str]]) -> None: ...
 
     def scores(self, query: list[str]) -> list[float]: ...
@@ -118,6 +121,10 @@ class BM25Ranker:
         return cls(bm25s.BM25.load(str(folder / "bm25")))
 
 
+# name -> Ranker class. An embeddings ranker (an optional extra) would register itself here.
+RANKERS: dict[str, type] = {"bm25": BM25Ranker}
+
+
 # --------------------------------------------------------------------------- options, hits, index
 
 
@@ -126,6 +133,7 @@ class DocsOptions:
     include_kernels: bool = False  # also index jax's hand-written kernels (pallas/ops)
     extra_dirs: tuple[str, ...] = ()  # folders of Markdown/reST to index too
     include_catalog: bool = True  # the error catalog's entries (catalog/PLSxxx)
+    ranker: str = "bm25"  # a key of RANKERS
     cache_dir: str | None = None  # default: $XDG_CACHE_HOME/pallasite or ~/.cache/pallasite
 
 
@@ -241,7 +249,9 @@ def default_cache_dir() -> Path:
 
 def cache_key(options: DocsOptions) -> str:
     """A digest of everything the index is built from; any change gives a new key."""
-    parts: dict[str, object] = {"format": INDEX_FORMAT, "kernels": options.include_kernels,
+    if options.ranker not in RANKERS:
+        raise DocsError(f"unknown docs ranker {options.ranker!r}; available: {', '.join(sorted(RANKERS))}")
+    parts: dict[str, object] = {"format": INDEX_FORMAT, "ranker": options.ranker, "kernels": options.include_kernels,
                                 "catalog": options.include_catalog, "jax": docs_sources.jax_version()}
     root = docs_sources.jax_root()
     if root is not None:
@@ -278,11 +288,11 @@ def load_index(options: DocsOptions = DocsOptions(), *, use_cache: bool = True, 
         try:
             data = json.loads((target / "passages.json").read_text(encoding="utf-8"))
             passages = [Passage(**p) for p in data["passages"]]
-            return DocsIndex(passages, BM25Ranker.load(target), key, target, built=False)
+            return DocsIndex(passages, RANKERS[options.ranker].load(target), key, target, built=False)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache is rebuilt below
     passages = collect_passages(options, folder if use_cache else None)
-    ranker = BM25Ranker()
+    ranker = RANKERS[options.ranker]()
     ranker.index([tokenize(f"{p.title}\n{p.text}") for p in passages])
     index = DocsIndex(passages, ranker, key, target if use_cache else None, built=True)
     if use_cache:

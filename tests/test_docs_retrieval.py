@@ -178,3 +178,16 @@ def test_guides_and_catalog_name_only_apis_the_installed_jax_has():
     removed_on_purpose = {"pltpu.TPUCompilerParams"}  # the catalog's "before" examples of renamed APIs
     assert not unknown - removed_on_purpose, f"names not in the installed jax: {sorted(unknown - removed_on_purpose)}"
     assert unknown == removed_on_purpose, "the renamed-API examples must name APIs this jax really lacks"
+
+
+def test_unknown_ranker_is_a_clear_error(tmp_path):
+    with pytest.raises(docs.DocsError, match="unknown docs ranker 'vectors'; available: bm25"):
+        docs.load_index(docs.DocsOptions(ranker="vectors", cache_dir=str(tmp_path)))
+
+
+def test_cli_docs_info(capsys, cache, tmp_path, monkeypatch):
+    (tmp_path / "pallasite").symlink_to(cache)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert main(["docs", "info"]) == 0
+    out = capsys.readouterr().out
+    assert "api" in out and "guide" in out and "catalog" in out and docs_sources.jax_version() in out
