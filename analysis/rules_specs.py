@@ -154,6 +154,8 @@ def _ref_counts(site: KernelSite) -> tuple[int, int, int, int] | None:
         outputs = site.out_shape_count
     else:
         return None
+    if site.operands is not None and len(site.operands) != site.num_scalar_prefetch + len(site.in_specs):
+        return None  # in_specs disagree with the operands: a different mistake, for the lowering to name
     return site.num_scalar_prefetch, len(site.in_specs), outputs, len(site.scratch_shapes)
 
 
