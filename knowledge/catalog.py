@@ -172,7 +172,7 @@ def explain(code: str, *, markdown: bool = False) -> str:
     h = (lambda s: f"**{s}**") if markdown else (lambda s: s.upper())
     fence = "```python\n{}\n```" if markdown else "{}"
     lines = [f"{'### ' if markdown else ''}{e.code}: {e.title}",
-             f"{_TIER_WORDS[e.tier]}, {e.severity}", "",
+             f"*{_TIER_WORDS[e.tier]}, {e.severity}*" if markdown else f"{_TIER_WORDS[e.tier]}, {e.severity}", "",
              e.explanation, "",
              f"{h('How it is recognised')}: {e.recognised_by}", "",
              f"{h('Fix')}: {e.fix}"]
