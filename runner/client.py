@@ -292,6 +292,9 @@ class WorkerClient:
                 return Reply("timeout", message=f"the request ran past its limit of {timed_out or 0:g} s and "
                              f"did not stop when cancelled; the worker was killed and will be restarted",
                              elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
+            if reason == "close":
+                return Reply("cancelled", message="the client was closed while the request ran",
+                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
             if reason == "cancelled":
                 return Reply("cancelled", message="cancelled; the worker did not stop and was killed",
                              elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
