@@ -8,6 +8,7 @@ TPU-only rules skip call sites whose backend is "gpu". The rules themselves live
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -55,6 +56,10 @@ def run_rules(source: Source, sites: tuple[KernelSite, ...], *, target: str,
     ctx = RuleContext(source=source, sites=sites, tasks=tasks, target=target)
     found: dict[tuple, Finding] = {}
     for rule in all_rules():
-        for item in rule(ctx):
-            found.setdefault((item.code, item.span), item)
+        try:
+            for item in rule(ctx):
+                found.setdefault((item.code, item.span), item)
+        except Exception as err:  # noqa: BLE001 - one broken rule must not silence the others
+            warnings.warn(f"pallasite tier-0 rule {rule.__name__} failed ({type(err).__name__}: {err}); "
+                          "its findings are skipped for this file", RuntimeWarning, stacklevel=2)
     return tuple(sorted(found.values(), key=lambda f: (f.span, f.code)))

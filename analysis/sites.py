@@ -8,6 +8,7 @@ single dim); nothing here raises on unusual code.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -306,7 +307,9 @@ def find_sites(source: Source) -> tuple[KernelSite, ...]:
             continue
         try:
             sites.append(read_site(source, node))
-        except (AttributeError, IndexError, ValueError, TypeError, RecursionError):
+        except Exception as err:  # noqa: BLE001 - an unreadable call is recorded bare, never raised
+            warnings.warn(f"pallasite could not read the pallas_call at line {node.start_point[0] + 1} "
+                          f"({type(err).__name__}: {err}); recorded without details", RuntimeWarning, stacklevel=2)
             sites.append(KernelSite(kernel_name=None, span=source.span(node), call_span=source.span(fn),
                                     backend=file_backend(source)))
     return tuple(sites)

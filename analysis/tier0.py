@@ -17,6 +17,7 @@ executes nothing); a file that does not import Pallas gives no findings at all.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass
 
 from . import rules, sites as sites_mod, tasks as tasks_mod
@@ -49,13 +50,18 @@ def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET)
         found_sites = _safe_sites(source)
         return SourceAnalysis(path, True, found_sites, (), (syntax,), False)
     found_sites = _safe_sites(source)
-    found_tasks = tasks_mod.find_tasks(source, path or "<text>")
+    try:
+        found_tasks = tasks_mod.find_tasks(source, path or "<text>")
+    except Exception as err:  # noqa: BLE001 - the worker discovers tasks again; never fail tier 0
+        warnings.warn(f"pallasite static task discovery failed ({type(err).__name__}: {err})", RuntimeWarning,
+                      stacklevel=2)
+        found_tasks = ()
     findings = rules.run_rules(source, found_sites, target=target, tasks=found_tasks)
     return SourceAnalysis(path, True, found_sites, found_tasks, findings, True)
 
 
 def _safe_sites(source: Source) -> tuple[KernelSite, ...]:
-    return sites_mod.find_sites(source)
+    return sites_mod.find_sites(source)  # reads each call defensively (see sites.find_sites)
 
 
 def syntax_error(text: str, path: str | None = None) -> Finding | None:

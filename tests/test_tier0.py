@@ -79,6 +79,7 @@ def test_unicode_before_the_span_on_the_same_line():
     assert line[finding.span.column:finding.span.end_column] == '"float64"'
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_analyze_never_raises_on_odd_code():
     odd = [
         HEADER + "pl.pallas_call()\n",
@@ -111,6 +112,7 @@ def test_jax_kernels_were_found():
     assert len(JAX_KERNELS) >= 10
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a rule that crashed would hide findings
 @pytest.mark.parametrize("path", JAX_KERNELS, ids=lambda p: p.split("ops" + os.sep)[-1])
 def test_no_errors_on_jax_own_kernels(path):
     result = analyze(Path(path).read_text(encoding="utf-8"), path)
@@ -169,3 +171,30 @@ def test_severity_overrides():
     assert apply_suppressions(findings, text, {"PLS004": "off"}) == ()
     assert apply_suppressions(findings, text, {"PLS001": "off"}) == findings
     assert apply_suppressions(findings, text, {"PLS004": "loud"}) == findings  # invalid: ignored
+
+
+def test_a_failing_rule_is_skipped_with_a_warning(monkeypatch):
+    from pallasite.analysis import rules
+
+    def broken(ctx):
+        raise KeyError("boom")
+        yield  # pragma: no cover
+
+    real = rules.all_rules
+    monkeypatch.setattr(rules, "all_rules", lambda: (broken, *real()))
+    with pytest.warns(RuntimeWarning, match="broken failed"):
+        result = analyze(_bad("pls004_semantics_bad.py"))
+    assert [f.code for f in result.findings] == ["PLS004"]
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_whole_installed_jax_reads_without_crashing():
+    root = jax_root()
+    assert root is not None
+    count = 0
+    for path in glob.glob(os.path.join(root, "**", "*.py"), recursive=True):
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        assert isinstance(analyze(text, path), SourceAnalysis)
+        count += 1
+    assert count > 500
