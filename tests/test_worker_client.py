@@ -57,6 +57,7 @@ async def test_prints_at_import_and_from_a_kernel_do_not_corrupt_the_protocol(wa
     await asyncio.sleep(0.2)  # let the stderr drain catch up
     tail = warm.stderr_tail(50)
     assert "hello from the user's module" in tail and "raw bytes on fd 1" in tail
+    assert "kernel sees 1.0" in tail  # pl.debug_print from inside the kernel
     assert (await warm.request("ping")).status == "ok"
 
 
