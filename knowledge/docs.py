@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from . import docs_sources
+from . import docs_api, docs_sources
 from .docs_sources import Passage
 
 INDEX_FORMAT = 3  # bump when passages or tokens change shape
@@ -186,7 +186,7 @@ def collect_passages(options: DocsOptions, cache_folder: Path | None = None) -> 
     if root is not None:
         passages.extend(_api_passages(root, cache_folder))
         if options.include_kernels:
-            passages.extend(docs_sources.kernel_passages(root))
+            passages.extend(docs_api.kernel_passages(root))
     if options.include_catalog:
         passages.extend(_catalog_passages())
     for folder in options.extra_dirs:
@@ -208,7 +208,7 @@ def _api_passages(root: Path, cache_folder: Path | None) -> list[Passage]:
             return [Passage(**p) for p in json.loads(cached.read_text(encoding="utf-8"))]
         except (OSError, ValueError, TypeError):
             pass
-    passages = list(docs_sources.api_passages(root))
+    passages = list(docs_api.api_passages(root))
     if cached is not None:
         try:
             cache_folder.mkdir(parents=True, exist_ok=True)

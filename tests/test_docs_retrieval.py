@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.knowledge import catalog, docs, docs_sources
+from pallasite.knowledge import catalog, docs, docs_api, docs_sources
 from pallasite.server.cli import main
 
 DATA = Path(__file__).parent / "data" / "retrieval"
@@ -167,7 +167,7 @@ def test_guides_and_catalog_name_only_apis_the_installed_jax_has():
     """Our own words must stay accurate: every pl.X / pltpu.X they mention exists in this jax."""
     import re
 
-    names = docs_sources.public_names(docs_sources.jax_root())
+    names = docs_api.public_names(docs_sources.jax_root())
     texts = [p.read_text() for p in docs_sources.GUIDES_DIR.glob("*.md")]
     texts += [p.read_text() for p in catalog.catalog_files()]
     unknown = set()
