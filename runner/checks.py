@@ -1,4 +1,4 @@
-"""The worker's ``check`` op: compiler tiers 1 and 2 for every task of one kernel file.
+"""The worker's ``check`` op: tiers 1-3 for every task of one kernel file.
 
 ``handle_check(params, progress) -> dict`` loads the user's file (``runner/loader.py``), finds its
 tasks (``runner/tasks_runtime.py``) and, for each entry:
@@ -8,7 +8,10 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
   ``jax_pallas_verbose_errors`` on so errors name the user's lines;
 - tier 2: the real Mosaic/XLA compiler from libtpu, deviceless: the target topology's first
   device, arguments placed on it, ``jax.jit(entry).trace(...).lower().compile()``; its
-  ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once.
+  ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once;
+- tier 3: a TPU interpret-mode run on CPU (``runner/interpret.py``, ``tier3_entry``).
+
+``params["script"]`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
 
 Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``.
 Result (plain JSON)::
