@@ -46,22 +46,62 @@ def _is_grid_query(source: Source, node: Node) -> bool:
         source.qualname(node.child_by_field_name("function")), "program_id", "num_programs")
 
 
-def _tainted_names(source: Source, fn: Node) -> set[str]:
-    """Names assigned from pl.program_id, directly or through scalar arithmetic, inside ``fn``."""
-    tainted: set[str] = set()
+def _scoped_conditions(source: Source, fn: Node, inherited: frozenset[str]) -> Iterator[tuple[Node, Node, frozenset[str]]]:
+    """(branching node, its condition, names holding program_id values there) for ``fn`` and the
+    functions nested in it, with Python's scoping: a nested function's parameters and its own
+    non-program_id assignments shadow the outer names."""
+    params = frozenset(_parameter_names(source, fn))
+    own = list(_own(fn.child_by_field_name("body")))
+    assigned: dict[str, list[Node]] = {}
+    for node in own:
+        if node.type == "assignment":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is not None and left.type == "identifier" and right is not None:
+                assigned.setdefault(source.node_text(left), []).append(right)
+            elif left is not None:
+                for ident in (n for n in walk(left) if n.type == "identifier"):
+                    assigned.setdefault(source.node_text(ident), []).append(ident)  # unpacked: not scalar
+        elif node.type in ("for_statement", "augmented_assignment", "with_item", "named_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("name")
+            for ident in (n for n in walk(target) if n.type == "identifier") if target is not None else ():
+                assigned.setdefault(source.node_text(ident), []).append(ident)
+    tainted = set(inherited - params - frozenset(assigned))
     changed = True
-    assignments = [n for n in walk(fn) if n.type == "assignment"]
     while changed:
         changed = False
-        for node in assignments:
-            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            if left is None or right is None or left.type != "identifier":
-                continue
-            name = source.node_text(left)
-            if name not in tainted and _scalar_of_program_id(source, right, tainted):
+        for name, values in assigned.items():
+            if name not in tainted and name not in params and all(
+                    _scalar_of_program_id(source, v, tainted) for v in values):
                 tainted.add(name)
                 changed = True
-    return tainted
+    names = frozenset(tainted)
+    for node in own:
+        if node.type in ("if_statement", "while_statement", "elif_clause"):
+            yield node, node.child_by_field_name("condition"), names
+        elif node.type == "conditional_expression":
+            parts = node.named_children
+            if len(parts) == 3:
+                yield node, parts[1], names
+        for child in node.children:
+            inner = child
+            if inner.type == "decorated_definition":
+                inner = inner.child_by_field_name("definition") or inner
+            if inner.type in ("function_definition", "lambda"):
+                yield from _scoped_conditions(source, inner, names)
+
+
+def _parameter_names(source: Source, fn: Node) -> list[str]:
+    params = fn.child_by_field_name("parameters")
+    names = []
+    for ident in (n for n in walk(params) if n.type == "identifier") if params is not None else ():
+        parent = ident.parent
+        if parent is not None and parent.type in ("default_parameter", "typed_default_parameter") \
+                and parent.child_by_field_name("value") == ident:
+            continue
+        if parent is not None and parent.type == "type":
+            continue
+        names.append(source.node_text(ident))
+    return names
 
 
 def _scalar_of_program_id(source: Source, node: Node, tainted: set[str]) -> bool:
@@ -83,24 +123,17 @@ def _scalar_of_program_id(source: Source, node: Node, tainted: set[str]) -> bool
 
 def program_id_control_flow(ctx: RuleContext) -> Iterator[Finding]:
     for site, fn in kernels(ctx, tpu_only=False):
-        tainted = _tainted_names(ctx.source, fn)
-        for node in walk(fn):
-            if node.type in ("if_statement", "while_statement", "elif_clause", "conditional_expression"):
-                if node.type == "conditional_expression":
-                    parts = [c for c in node.named_children]
-                    condition = parts[1] if len(parts) == 3 else None
-                else:
-                    condition = node.child_by_field_name("condition")
-                if condition is None or not _scalar_of_program_id(ctx.source, condition, tainted):
-                    continue
-                keyword = {"if_statement": "if", "elif_clause": "elif", "while_statement": "while",
-                           "conditional_expression": "... if ... else"}[node.type]
-                yield finding(
-                    "PLS006",
-                    f"Python `{keyword}` on a program_id value in kernel {site.kernel_name}(): program_id is "
-                    "a traced value, so Python cannot branch on it (TracerBoolConversionError). Use "
-                    "`@pl.when(cond)` for a conditional block, or jax.lax.cond / jnp.where.",
-                    ctx.source.span(condition), kernel=site.kernel_name)
+        for node, condition, tainted in _scoped_conditions(ctx.source, fn, frozenset()):
+            if condition is None or not _scalar_of_program_id(ctx.source, condition, set(tainted)):
+                continue
+            keyword = {"if_statement": "if", "elif_clause": "elif", "while_statement": "while",
+                       "conditional_expression": "... if ... else"}[node.type]
+            yield finding(
+                "PLS006",
+                f"Python `{keyword}` on a program_id value in kernel {site.kernel_name}(): program_id is "
+                "a traced value, so Python cannot branch on it (TracerBoolConversionError). Use "
+                "`@pl.when(cond)` for a conditional block, or jax.lax.cond / jnp.where.",
+                ctx.source.span(condition), kernel=site.kernel_name)
 
 
 def kernel_returns(ctx: RuleContext) -> Iterator[Finding]:
@@ -110,13 +143,29 @@ def kernel_returns(ctx: RuleContext) -> Iterator[Finding]:
             if node.type != "return_statement" or not node.named_children:
                 continue
             value = node.named_children[0]
-            if value.type == "none":
-                continue
+            if not _certainly_a_value(ctx.source, value):
+                continue  # e.g. `return other_kernel(...)` may well return None
             yield finding(
                 "PLS009",
                 f"Kernel {site.kernel_name}() returns a value; Pallas kernels must return None and write "
                 "results into their output refs, e.g. `o_ref[...] = value`.",
                 ctx.source.span(node), kernel=site.kernel_name)
+
+
+_VALUE_NODES = {"binary_operator", "unary_operator", "subscript", "integer", "float", "string", "tuple",
+                "list", "dictionary", "comparison_operator", "true", "false", "list_comprehension"}
+
+
+def _certainly_a_value(source: Source, node: Node) -> bool:
+    """A returned expression that cannot be None: arithmetic, a ref read, a literal, a jnp/lax call."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    if node.type in _VALUE_NODES:
+        return True
+    if node.type == "call":
+        qual = source.qualname(node.child_by_field_name("function")) or ""
+        return qual.startswith(("jax.numpy.", "jax.lax.", "jax.nn.", "numpy."))
+    return False
 
 
 def _own(body: Node | None) -> Iterator[Node]:

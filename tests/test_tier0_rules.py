@@ -173,3 +173,27 @@ def test_kernel_params_with_defaults_may_stay_unfilled():
                            "scratch_shapes=[pltpu.VMEM((block_rows, 128), jnp.float32)] * 3,")
     (finding,) = analyze(too_few).findings
     assert finding.code == "PLS005" and "3 scratch buffer(s)" in finding.message
+
+
+def test_program_id_rule_respects_nested_function_scopes():
+    # `last` holds a program_id comparison in the kernel, but inside `step` it is a plain Python
+    # parameter (the kernel calls step(True)/step(False) through lax.cond): no finding there.
+    text = (DATA / "pls006_program_id_if_ok.py").read_text().replace(
+        "    o_ref[...] += jnp.sum(x_ref[...], axis=1, keepdims=True)\n",
+        "    last = k == pl.num_programs(1) - 1\n\n"
+        "    def step(last):\n"
+        "        if last:\n"
+        "            o_ref[...] += 0.0\n"
+        "        o_ref[...] += jnp.sum(x_ref[...], axis=1, keepdims=True)\n\n"
+        "    jax.lax.cond(last, lambda: step(True), lambda: step(False))\n")
+    assert [f.code for f in analyze(text).findings] == []
+    closure = text.replace("    def step(last):\n", "    def step(flag):\n")
+    (finding,) = analyze(closure).findings  # now `last` is the kernel's traced value, seen by closure
+    assert finding.code == "PLS006"
+
+
+def test_returning_a_call_that_may_be_none_is_not_reported():
+    text = (DATA / "pls009_kernel_returns_bad.py").read_text().replace(
+        "    return jnp.exp(x_ref[...])",
+        "    return helper(x_ref, o_ref)\n\n\ndef helper(x_ref, o_ref):\n    o_ref[...] = jnp.exp(x_ref[...])")
+    assert [f.code for f in analyze(text).findings] == []
