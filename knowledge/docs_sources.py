@@ -145,8 +145,8 @@ def document_passages(path: Path, id_prefix: str, kind: Kind, source: str | None
                                   f"{full_title}\n\n{body}"))
 
 
-def guide_passages(guides_dir: Path = GUIDES_DIR) -> Iterator[Passage]:
-    for path in sorted(guides_dir.glob("*.md")):
+def guide_passages(guides_dir: Path | None = None) -> Iterator[Passage]:
+    for path in sorted((guides_dir or GUIDES_DIR).glob("*.md")):
         yield from document_passages(path, f"guide/{path.stem}", "guide", f"knowledge/guides/{path.name}")
 
 

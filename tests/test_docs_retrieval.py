@@ -191,3 +191,18 @@ def test_cli_docs_info(capsys, cache, tmp_path, monkeypatch):
     assert main(["docs", "info"]) == 0
     out = capsys.readouterr().out
     assert "api" in out and "guide" in out and "catalog" in out and docs_sources.jax_version() in out
+
+
+def test_editing_a_guide_changes_the_cache_key(tmp_path, monkeypatch, cache):
+    import shutil
+
+    guides = tmp_path / "guides"
+    shutil.copytree(docs_sources.GUIDES_DIR, guides)
+    monkeypatch.setattr(docs_sources, "GUIDES_DIR", guides)
+    options = docs.DocsOptions(include_catalog=False, cache_dir=cache)
+    before = docs.load_index(options)
+    with (guides / "tiling.md").open("a") as f:
+        f.write("\n## Platypus layouts\n\nA new section about platypus layouts.\n")
+    after = docs.load_index(options)
+    assert after.key != before.key and after.built
+    assert after.search("platypus", 1)[0].passage.id == "guide/tiling#platypus-layouts"
