@@ -50,6 +50,7 @@ class CheckOptions:
     time_limit_s: float = 60.0
     memory_mb: int = 4096
     interpreter: str | None = None  # the user's project python; None = sys.executable
+    script: bool = False  # run the file's __main__ and check every pallas_call it makes (script mode)
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -142,7 +143,7 @@ class Checker:
         if compiler_tiers and analysis is not None:
             if not getattr(analysis, "syntax_ok", True):
                 _mark(verdicts, compiler_tiers, "skipped: the file does not parse")
-            elif not _has_task(analysis, text):
+            elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
                 if getattr(analysis, "uses_pallas", False):
                     findings.append(_no_task_finding(text))
                     _mark(verdicts, compiler_tiers, "skipped: no example inputs (PLS900)")
@@ -188,6 +189,8 @@ class Checker:
             "tiers": list(tiers),
             "time_limit_s": self.options.time_limit_s,
         }
+        if self.options.script:
+            params["script"] = True
         last_stage: dict[str, Any] = {}
 
         def progress(message: Any, fraction: float | None = None) -> None:
@@ -289,11 +292,22 @@ def _initial_verdicts(analysis: Any, text: str, tiers: Sequence[int]) -> list[_V
         name = site.kernel_name or site.enclosing_function or "pallas_call"
         states = {t: "not run" for t in TIERS}
         if 0 in tiers:
-            spans = [s for s in (site.span, site.kernel_def_span) if s is not None]
+            spans = _site_spans(site)
             hit = any(_inside(f.span, s) for f in findings for s in spans)
+            if len(getattr(analysis, "sites", ())) == 1 and findings:
+                hit = True  # one pallas_call: every tier-0 error of the file is about it
             states[0] = "error" if hit else "ok"
         verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states))
     return verdicts
+
+
+def _site_spans(site: Any) -> list[Span]:
+    """Where a pallas_call's parts are written: the call, the kernel, its specs and scratch."""
+    spans = [site.span, site.kernel_def_span, site.grid_span, site.dimension_semantics_span]
+    for spec in tuple(site.in_specs or ()) + tuple(site.out_specs or ()):
+        spans += [spec.span, spec.index_map_span]
+    spans += [s.span for s in site.scratch_shapes or ()]
+    return [s for s in spans if s is not None]
 
 
 def _inside(inner: Span, outer: Span) -> bool:
@@ -338,6 +352,13 @@ _TASK_HINT = re.compile(r"^(?:def\s+(?:example_inputs|create_inputs|\w+_inputs)\
 def _has_task(analysis: Any, text: str) -> bool:
     """Whether the file states a task (tier 0 found one, or it defines an inputs function)."""
     return bool(getattr(analysis, "tasks", ())) or bool(_TASK_HINT.search(text))
+
+
+def _in_maxkernel_dir(path: str) -> bool:
+    """A MaxKernel task folder states the task in kernel_task.yaml (runner/maxkernel.py reads it)."""
+    import os
+
+    return os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), "kernel_task.yaml"))
 
 
 def _no_task_finding(text: str) -> Finding:
