@@ -182,12 +182,14 @@ def small(**kwargs) -> WorkerConfig:
     return WorkerConfig(**base)
 
 
+@pytest.mark.slow  # two more worker starts; WorkerPool is a thin queue over WorkerClient
 async def test_pool_runs_requests_on_separate_workers():
     async with WorkerPool(small(), size=2) as pool:
         replies = await asyncio.gather(pool.request("ping"), pool.request("ping"))
         assert {r.result["pid"] for r in replies} == {c.pid for c in pool.clients}
 
 
+@pytest.mark.slow  # test_chips exercises the same helper through `pallasite chips`
 async def test_sync_helper_for_the_cli():
     requests = [("ping", {}), ("import", {"path": fixture("default_dtype.py")})]
     replies = await asyncio.to_thread(run_requests_sync, small(), requests)
