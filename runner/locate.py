@@ -113,6 +113,8 @@ def locate_record(
     hint = CODES[code].hint
     origin = _origin(rec, stage)
     related = _related(site, span, lines)
+    if code in ("PLS101", "PLS204", "PLS112") and site is not None:
+        related = _block_size_sources(site, span, analysis, lines) + related
     detail = "\n\n".join(p for p in (rec.get("message"), rec.get("detail")) if p) or None
     return Finding(
         code=code,
@@ -415,6 +417,30 @@ def _related(site: KernelSite | None, span: Span, lines: list[str]) -> tuple[Rel
     return tuple(out)
 
 
+def _block_size_sources(site: KernelSite, span: Span, analysis: Any, lines: list[str]) -> tuple[Related, ...]:
+    """Where the named block sizes of the blamed BlockSpec are set (a tunable default, a constant)."""
+    spec = next((b for b in tuple(site.in_specs or ()) + tuple(site.out_specs or ()) if b.span == span), None)
+    if spec is None:
+        return ()
+    tunables = {t.name: t for task in getattr(analysis, "tasks", ()) or () for t in task.tunables}
+    out = []
+    for dim in spec.dim_spans:
+        if dim.line != dim.end_line or not (0 <= dim.line < len(lines)):
+            continue
+        name = lines[dim.line][dim.column:dim.end_column].strip()
+        if not name.isidentifier():
+            continue
+        if name in tunables and tunables[name].span is not None:
+            out.append(Related(tunables[name].span, f"{name} defaults to {tunables[name].default} here (a tunable)"))
+            continue
+        for i, line in enumerate(lines):
+            m = re.match(rf"{re.escape(name)}\s*(?::[^=]+)?=\s*(.+?)\s*(?:#.*)?$", line)
+            if m:
+                out.append(Related(_line_span(i, lines), f"{name} = {m.group(1)} is set here"))
+                break
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------- messages
 
 
@@ -440,7 +466,8 @@ def _clean_sentence(rec: Mapping[str, Any], code: str, site: KernelSite | None =
         elif not sentence.lower().startswith("vmem"):
             sentence = f"VMEM out of memory ({sentence})"
     if code == "PLS901":
-        sentence = f"importing the file failed: {rec.get('type')}: {sentence}"
+        what = "running the script" if rec.get("stage") == "script" else "importing the file"  # script mode
+        sentence = f"{what} failed: {rec.get('type')}: {sentence}"
     elif code == "PLS905":
         sentence = f"invalid task: {sentence}"
     elif rec.get("type") and not sentence.startswith(str(rec.get("type"))):

@@ -161,3 +161,26 @@ def test_unavailable_tier2_is_one_note_and_one_information_finding():
     assert located.notes == ("tier 2 skipped: libtpu is not installed; pip install 'pallasite[tpu]'",)
     assert [(f.code, f.severity) for f in located.findings] == [("PLS906", "information")]
     assert located.verdicts[0].tiers == {1: "ok", 2: "skipped: libtpu is not installed"}
+
+
+def test_tiling_error_relates_the_tunable_that_sets_the_block_size():
+    text, analysis = _source("tiling_rows_tunable")
+    rec = next(r for e in RECORDS["tiling_rows_tunable"]["entries"] for r in e["errors"])
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="add")
+    assert text.splitlines()[finding.span.line].strip().startswith("spec = pl.BlockSpec((block_rows, 512)")
+    [source] = [r for r in finding.related if "block_rows" in r.message]
+    assert "defaults to 4" in source.message
+    assert "block_rows: int = 4" in text.splitlines()[source.span.line]
+
+
+def test_tiling_error_relates_the_module_constant_that_sets_the_block_size():
+    text, _ = _source("tiling_lanes")
+    text = text.replace("in_specs=[pl.BlockSpec((8, 100)", "in_specs=[pl.BlockSpec((8, LANES)")
+    text = text.replace("\n\ndef scale_kernel", "\nLANES = 100  # lanes per block\n\n\ndef scale_kernel")
+    analysis = tier0.analyze(text, "tiling_lanes_broken.py", target="v5e")
+    rec = next(r for e in RECORDS["tiling_lanes"]["entries"] for r in e["errors"])
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="scale")
+    assert "pl.BlockSpec((8, LANES)" in text.splitlines()[finding.span.line]
+    [source] = [r for r in finding.related if "LANES" in r.message]
+    assert source.message == "LANES = 100 is set here"
+    assert text.splitlines()[source.span.line].startswith("LANES = 100")
