@@ -40,8 +40,35 @@ def replace(title: str, span: Span, new_text: str) -> Fix:
 
 
 def tpu_sites(ctx: RuleContext) -> list[KernelSite]:
-    """Call sites TPU rules apply to: everything not known to target a GPU."""
-    return [site for site in ctx.sites if site.backend != "gpu"]
+    """Call sites the TPU compiler's rules apply to: not known to target a GPU, and certainly not
+    run in interpret mode (which does not lower through Mosaic, so tiling etc. do not apply)."""
+    return [site for site in ctx.sites if site.backend != "gpu" and compiled_for_tpu(ctx.source, site)]
+
+
+def compiled_for_tpu(source: Source, site: KernelSite) -> bool:
+    """False unless ``interpret=`` is absent, False/None, or a parameter whose default is False/None."""
+    span = site.keyword_span("interpret")
+    if span is None:
+        return True
+    node = source.node_at(span, "keyword_argument")
+    value = node.child_by_field_name("value") if node is not None else None
+    if value is None:
+        return False
+    if value.type in ("false", "none"):
+        return True
+    if value.type != "identifier":
+        return False
+    name = source.node_text(value)
+    fn = node.parent
+    while fn is not None and fn.type != "function_definition":
+        fn = fn.parent
+    params = fn.child_by_field_name("parameters") if fn is not None else None
+    for param in params.named_children if params is not None else ():
+        if param.type in ("default_parameter", "typed_default_parameter") and \
+                source.node_text(param.child_by_field_name("name")) == name:
+            default = param.child_by_field_name("value")
+            return default is not None and default.type in ("false", "none")
+    return False
 
 
 def all_rules() -> tuple[Rule, ...]:

@@ -636,10 +636,10 @@ def _out_shapes(source: Source, scope: Scope, node: Node | None):
     shapes: list = []
     dtypes: list = []
     for item in items:
+        if elements(source, scope, item) is not None:
+            return None, None  # a nested pytree of outputs: the leaf count is not certain here
         item = scope.resolve(item)
         if item is None or item.type != "call" or not _is_array_spec(source, item):
-            if item is not None and item.type in ("list", "tuple"):
-                return None, None  # nested pytree: leaf count not certain
             shapes.append(None)
             dtypes.append(None)
             continue

@@ -197,3 +197,22 @@ def test_returning_a_call_that_may_be_none_is_not_reported():
         "    return jnp.exp(x_ref[...])",
         "    return helper(x_ref, o_ref)\n\n\ndef helper(x_ref, o_ref):\n    o_ref[...] = jnp.exp(x_ref[...])")
     assert [f.code for f in analyze(text).findings] == []
+
+
+def test_interpret_mode_sites_get_no_tpu_compiler_rules():
+    text = (DATA / "pls001_tiling_bad.py").read_text()
+    interpreted = text.replace("        out_specs=spec,\n", "        out_specs=spec,\n        interpret=True,\n")
+    assert [f.code for f in analyze(interpreted).findings] == []
+    unknown = text.replace("        out_specs=spec,\n", "        out_specs=spec,\n        interpret=INTERPRET,\n")
+    assert [f.code for f in analyze(unknown).findings] == []
+    compiled = text.replace("def add(x, y):", "def add(x, y, *, interpret=False):").replace(
+        "        out_specs=spec,\n", "        out_specs=spec,\n        interpret=interpret,\n")
+    assert [f.code for f in analyze(compiled).findings] == ["PLS001"]
+
+
+def test_nested_output_pytrees_are_not_counted():
+    text = (DATA / "pls008_out_specs_count_ok.py").read_text().replace(
+        "out_specs=[spec],", "out_specs=[spec, (spec,) * 2],").replace(
+        "out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype)],",
+        "out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype), (jax.ShapeDtypeStruct(x.shape, x.dtype),) * 2],")
+    assert [f.code for f in analyze(text).findings if f.code == "PLS008"] == []
