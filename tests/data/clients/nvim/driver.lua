@@ -1,0 +1,152 @@
+-- Runs one scenario (PALLASITE_TEST_SCENARIO) against a real `pallasite serve`, writes what it
+-- saw as JSON to PALLASITE_TEST_RESULT and quits. The Python test asserts on that JSON.
+local result = { scenario = vim.env.PALLASITE_TEST_SCENARIO, steps = {} }
+local notes = {}
+local original_notify = vim.notify
+vim.notify = function(msg, level, opts)
+  table.insert(notes, { msg = msg, level = level })
+  return original_notify(msg, level, opts)
+end
+
+--- Pump the event loop until cond() is true; error naming `what` on timeout.
+local function wait_for(what, cond, ms)
+  local ok = vim.wait(ms or 20000, cond, 20)
+  if not ok then
+    error('timed out waiting for ' .. what, 0)
+  end
+end
+
+local function step(name, value)
+  table.insert(result.steps, name)
+  result[name] = value
+end
+
+local function pallasite_client(bufnr)
+  return vim.lsp.get_clients({ bufnr = bufnr or 0, name = 'pallasite' })[1]
+end
+
+local function diagnostics(bufnr)
+  return vim.tbl_map(function(d)
+    return { lnum = d.lnum, col = d.col, code = d.code, severity = d.severity, message = d.message, source = d.source }
+  end, vim.diagnostic.get(bufnr or 0))
+end
+
+local function buffer_commands(bufnr)
+  local names = vim.tbl_keys(vim.api.nvim_buf_get_commands(bufnr or 0, {}))
+  table.sort(names)
+  return names
+end
+
+--- Replace vim.ui.select with an answer chosen by title; record every question.
+local function answer_questions_with(title)
+  result.questions = {}
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(result.questions, { prompt = opts.prompt, kind = opts.kind,
+      items = vim.tbl_map(function(i) return opts.format_item and opts.format_item(i) or i end, items) })
+    for _, item in ipairs(items) do
+      if item.title == title then
+        return on_choice(item)
+      end
+    end
+    on_choice(nil)
+  end
+end
+
+local scenarios = {}
+
+-- A tier-0 finding arrives at the right line; the advertised commands exist; :PallasiteTarget
+-- goes to the server and comes back as a status notification; a bad chip gets the server's message.
+function scenarios.diagnostics_and_target()
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for('the pallasite client to attach', function() return pallasite_client(buf) ~= nil end)
+  local client = pallasite_client(buf)
+  step('root_dir', client.root_dir)
+  step('advertised', require('pallasite.commands').advertised(client))
+  wait_for('a diagnostic', function() return #vim.diagnostic.get(buf) > 0 end)
+  step('diagnostics', diagnostics(buf))
+  step('buffer_commands', buffer_commands(buf))
+  wait_for('a first pallasite/status', function() return require('pallasite').status(buf) ~= nil end)
+  step('status_before', require('pallasite').status(buf))
+  step('statusline_before', require('pallasite').statusline(buf))
+  local seen = {}
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteStatus', callback = function(ev)
+    table.insert(seen, ev.data.status.target)
+  end })
+  local answered = false
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', once = true, callback = function() answered = true end })
+  vim.cmd('PallasiteTarget v5e')
+  wait_for('the answer to :PallasiteTarget v5e', function() return answered end)
+  wait_for('the status to say v5e', function() return (require('pallasite').status(buf) or {}).target == 'v5e' end)
+  step('status_after', require('pallasite').status(buf))
+  step('statusline_after', require('pallasite').statusline(buf))
+  step('targets_seen', seen)
+  step('command_result', require('pallasite.commands').last_result.result)
+  local done = false
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', once = true, callback = function() done = true end })
+  vim.cmd('PallasiteTarget v9x')
+  wait_for('the answer to a bad chip', function() return done end)
+  step('bad_chip_notes', vim.tbl_filter(function(n) return n.msg:find('v9x', 1, true) ~= nil end, notes))
+  step('completion', vim.fn.getcompletion('PallasiteTarget v5', 'cmdline'))
+end
+
+-- The server asks to trust the folder when a kernel opens; the plugin's handler answers "Trust";
+-- the server records it (status trusted, trust store); opening a second kernel does not ask again.
+function scenarios.trust()
+  answer_questions_with('Trust')
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for('the pallasite client to attach', function() return pallasite_client(buf) ~= nil end)
+  wait_for('the trust question', function() return #result.questions > 0 end)
+  wait_for('the status to say trusted', function() return (require('pallasite').status(buf) or {}).trusted == true end)
+  step('status', require('pallasite').status(buf))
+  step('asked_by_plugin', require('pallasite.prompt').asked)
+  local function compiler_codes()
+    return vim.tbl_filter(function(d) return tostring(d.code):match('^PLS1') ~= nil end, vim.diagnostic.get(buf))
+  end
+  wait_for('a tier-1 (lowering) diagnostic once trusted', function() return #compiler_codes() > 0 end, 60000)
+  step('compiler_diagnostics', diagnostics(buf))
+  vim.cmd('edit ' .. vim.fn.fnameescape(vim.env.PALLASITE_TEST_SECOND_FILE))
+  local second = vim.api.nvim_get_current_buf()
+  wait_for('the client to attach to the second kernel', function() return pallasite_client(second) ~= nil end)
+  wait_for('diagnostics of the second kernel', function() return #vim.diagnostic.get(second) > 0 end, 30000)
+  vim.wait(1500) -- time for a second question, if the server were to ask one
+  step('questions_total', #result.questions)
+end
+
+-- A later session in the same folder (same trust store): no question, trusted from the start.
+function scenarios.trust_remembered()
+  answer_questions_with('Not now')
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for('the pallasite client to attach', function() return pallasite_client(buf) ~= nil end)
+  wait_for('a first pallasite/status', function() return require('pallasite').status(buf) ~= nil end)
+  vim.wait(1500)
+  step('status', require('pallasite').status(buf))
+  step('questions_total', #result.questions)
+end
+
+-- "Not now": the folder stays untrusted, the statusline says so, only tier 0 runs.
+function scenarios.not_now()
+  answer_questions_with('Not now')
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for('the trust question', function() return #result.questions > 0 end)
+  wait_for('a diagnostic', function() return #vim.diagnostic.get(buf) > 0 end)
+  vim.wait(1000)
+  step('status', require('pallasite').status(buf))
+  step('statusline', require('pallasite').statusline(buf))
+  step('asked_by_plugin', require('pallasite.prompt').asked)
+end
+
+-- :checkhealth pallasite, captured from its buffer.
+function scenarios.health()
+  answer_questions_with('Not now') -- the opened kernel may make the server ask; never block on it
+  vim.cmd('checkhealth pallasite')
+  step('health', vim.api.nvim_buf_get_lines(0, 0, -1, false))
+end
+
+local ok, err = pcall(scenarios[result.scenario])
+result.ok = ok
+result.error = not ok and tostring(err) or nil
+result.notes = notes
+local f = assert(io.open(vim.env.PALLASITE_TEST_RESULT, 'w'))
+f:write(vim.json.encode(result))
+f:close()
+vim.cmd('qa!')

