@@ -17,7 +17,7 @@ from tree_sitter import Node
 from .rules import RuleContext, finding, replace, tpu_sites
 from .sites import elements, scope_for
 from .source import Source
-from .types import BlockSpecInfo, Finding, KernelSite, Span
+from .types import BlockSpecInfo, Finding, KernelSite, Related, Span
 
 
 def grid_rank(site: KernelSite) -> int | None:
@@ -53,7 +53,9 @@ def index_map_arity(ctx: RuleContext) -> Iterator[Finding]:
                 f"The index_map of {label} takes {spec.index_map_arity} parameter(s), but Pallas calls it "
                 f"with {expected}: one per grid dimension (grid rank {rank}){prefetch}. "
                 f"Give it exactly {expected} parameter(s).",
-                spec.index_map_span, kernel=site.kernel_name)
+                spec.index_map_span, kernel=site.kernel_name,
+                related=(Related(span=site.grid_span, message=f"the grid ({rank} dimension(s))"),)
+                if site.grid_span is not None else ())
 
 
 def index_map_results(ctx: RuleContext) -> Iterator[Finding]:
@@ -127,7 +129,8 @@ def kernel_params(ctx: RuleContext) -> Iterator[Finding]:
             f"Kernel {site.kernel_name}() takes {len(params)} ref parameter(s) ({', '.join(params) or 'none'}), "
             f"but the pallas_call on line {call_line} passes {expected}: " + " + ".join(parts) + ". "
             "Refs come in that order; add or remove parameters to match.",
-            span, kernel=site.kernel_name)
+            span, kernel=site.kernel_name,
+            related=(Related(span=site.call_span, message="the pallas_call that passes the refs"),))
 
 
 def _defaulted(source: Source, def_span: Span, params: tuple[str, ...]) -> int:

@@ -23,7 +23,7 @@ from .rules import RuleContext, finding, replace, tpu_sites
 from .sites import scope_for
 from .source import enclosing_function, is_module_level
 from .tasks import example_shapes
-from .types import BlockSpecInfo, Finding, KernelSite, KernelTask, Span
+from .types import BlockSpecInfo, Finding, KernelSite, KernelTask, Related, Span
 
 EIGHT_BIT = ("int8", "uint8", "float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz", "float8_e4m3fnuz",
              "float8_e5m2fnuz", "float8_e4m3", "float8_e8m0fnu", "float8_e3m4")
@@ -52,7 +52,7 @@ def tiling(ctx: RuleContext) -> Iterator[Finding]:
                 f"{multiple} and not the array's full dim {full} (array {_shape(shape)}). The TPU lowering "
                 f"rejects it: use a multiple of {multiple} (e.g. {new}) or the full dim {full}.",
                 spec.dim_spans[axis], kernel=site.kernel_name,
-                fix=_round_fix(spec, axis, new))
+                fix=_round_fix(spec, axis, new), related=_origin(spec, axis, block))
 
 
 def sublane_packing(ctx: RuleContext) -> Iterator[Finding]:
@@ -69,11 +69,20 @@ def sublane_packing(ctx: RuleContext) -> Iterator[Finding]:
             f"{dtype} block {_shape(spec.block_shape)} of {label} has {rows} rows; 8-bit types tile as "
             f"32 rows on TPU ({ctx.target}), so the TPU compiler rejects it (Mosaic misaligned block and "
             f"tiling). Use a multiple of 32 rows (e.g. {new}) or the full dim {full}.",
-            spec.dim_spans[-2], kernel=site.kernel_name, fix=_round_fix(spec, -2, new))
+            spec.dim_spans[-2], kernel=site.kernel_name, fix=_round_fix(spec, -2, new),
+            related=_origin(spec, -2, rows))
 
 
 def _shape(dims) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _origin(spec: BlockSpecInfo, axis: int, value: int) -> tuple[Related, ...]:
+    """Where the dim's value is defined, when it came from a constant or tunable default."""
+    origins = spec.dim_origins
+    if not origins or len(origins) != len(spec.dim_spans) or origins[axis] is None:
+        return ()
+    return (Related(span=origins[axis], message=f"the block dim's value {value} is defined here"),)
 
 
 def _round_fix(spec: BlockSpecInfo, axis: int, new: int):

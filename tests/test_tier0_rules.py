@@ -216,3 +216,16 @@ def test_nested_output_pytrees_are_not_counted():
         "out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype)],",
         "out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype), (jax.ShapeDtypeStruct(x.shape, x.dtype),) * 2],")
     assert [f.code for f in analyze(text).findings if f.code == "PLS008"] == []
+
+
+def test_related_locations():
+    text = (DATA / "pls001_tiling_bad.py").read_text()
+    (finding,) = analyze(text).findings
+    (related,) = finding.related
+    assert text.splitlines()[related.span.line] == "BLOCK_COLS = 100"
+    text5 = (DATA / "pls005_kernel_params_bad.py").read_text()
+    (finding5,) = analyze(text5).findings
+    assert "pl.pallas_call" in text5.splitlines()[finding5.related[0].span.line]
+    text2 = (DATA / "pls002_index_map_arity_bad.py").read_text()
+    (finding2,) = analyze(text2).findings
+    assert "grid=" in text2.splitlines()[finding2.related[0].span.line]
