@@ -4,7 +4,8 @@
   second-to-last a multiple of 8, *unless the dim equals the array's dim*. Source rarely knows the
   array dims, so the rule fires only when they are literal: an ``out_shape`` with literal dims, or
   an input of the task's entry whose ``example_inputs()`` states its shape.
-- PLS010: 8-bit types tile as 32 rows (16-bit ones pass with 8 on v5e/v6e/v5p); only the real
+- PLS010: 8-bit types tile as 32 rows (16-bit ones pass with 8); seen on v4, v5e, v5p and v6e with
+  jax 0.10.2 + libtpu 0.0.42.1. Only the real
   compiler says so (tier 2). Pinned by a libtpu probe test (tests/test_tier0_compiler.py). The
   rule fires only when the block's dtype is certain (from out_shape or example_inputs).
 

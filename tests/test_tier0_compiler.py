@@ -1,5 +1,6 @@
 """Pins the dtype-dependent tier-0 rule PLS010 (8-bit blocks need 32 rows) to the REAL TPU
-compiler: libtpu's deviceless compile, in a subprocess, for the fixture pair and its variants.
+compiler: libtpu's deviceless compile (v4, v5e, v5p, v6e), in a subprocess, for the fixture pair and
+its variants.
 Also pins the claim of examples/bad_reshape.py (only the compiler rejects it).
 
 Marked tpu_compiler: skipped when libtpu is not installed.
@@ -22,6 +23,8 @@ pytestmark = pytest.mark.tpu_compiler
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "tier0"
+
+TOPOLOGIES = ("v4:2x2x1", "v5e:2x2", "v5p:2x2x1", "v6e:2x2")
 
 PROBE = r'''
 import importlib.util, json, sys
@@ -77,7 +80,7 @@ def verdicts():
         "bad_reshape example": (ROOT / "examples" / "bad_reshape.py").read_text(),
     }
     cases, keys = [], []
-    for topology in ("v5e:2x2", "v6e:2x2"):
+    for topology in TOPOLOGIES:
         for name, text in variants.items():
             cases.append((topology, f"{name}.py", text))
             keys.append((topology, name))
@@ -85,7 +88,7 @@ def verdicts():
     return {key: (result, variants[key[1]]) for key, result in zip(keys, results)}
 
 
-@pytest.mark.parametrize("topology", ["v5e:2x2", "v6e:2x2"])
+@pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_pls010_agrees_with_the_compiler(verdicts, topology):
     for name in ("int8 x 8 rows", "int8 x 32 rows", "int8 x 16 rows", "bf16 x 8 rows"):
         result, text = verdicts[(topology, name)]
@@ -100,7 +103,7 @@ def test_pls010_agrees_with_the_compiler(verdicts, topology):
     assert verdicts[(topology, "bf16 x 8 rows")][0]["ok"]
 
 
-@pytest.mark.parametrize("topology", ["v5e:2x2", "v6e:2x2"])
+@pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_bad_reshape_example_is_only_caught_by_the_compiler(verdicts, topology):
     result, text = verdicts[(topology, "bad_reshape example")]
     assert not result["ok"] and "shape cast" in result["error"], result["error"][:400]
