@@ -4,12 +4,13 @@
   second-to-last a multiple of 8, *unless the dim equals the array's dim*. Source rarely knows the
   array dims, so the rule fires only when they are literal: an ``out_shape`` with literal dims, or
   an input of the task's entry whose ``example_inputs()`` states its shape.
-- PLS010: 8-bit types tile as 32 rows (16-bit ones pass with 8); seen on v4, v5e, v5p and v6e with
-  jax 0.10.2 + libtpu 0.0.42.1. Only the real
-  compiler says so (tier 2). Pinned by a libtpu probe test (tests/test_tier0_compiler.py). The
-  rule fires only when the block's dtype is certain (from out_shape or example_inputs).
+- PLS010: 8-bit types tile as 32 rows (16-bit ones pass with 8), seen on v4, v5e, v5p and v6e
+  with jax 0.10.2 + libtpu 0.0.42.1; only the real compiler says so (tier 2). Pinned by a libtpu
+  probe test (tests/test_tier0_compiler.py). The rule fires only when the block's dtype is
+  certain (from out_shape or example_inputs).
 
-Blocks in SMEM/ANY/HBM or of rank < 2 are left alone (other rules of the lowering apply).
+Blocks in SMEM/ANY/HBM or of rank < 2 are left alone (other rules of the lowering apply), and so
+are calls run in interpret mode (see ``rules.tpu_sites``).
 Fixes round the dim to the nearest legal multiple, editing the module constant or tunable
 default the dim came from when there is one (so the grid arithmetic follows).
 """
