@@ -326,7 +326,6 @@ def read_site(source: Source, call: Node) -> KernelSite:
     in_node, out_node = keywords.get("in_specs"), keywords.get("out_specs")
     scratch_node = keywords.get("scratch_shapes")
     num_prefetch: int | None = 0
-    spec_scope_node = call
     grid_spec = scope.resolve(keywords.get("grid_spec"))
     if grid_spec is not None:
         if grid_spec.type == "call" and is_pallas_name(callee(source, grid_spec), "GridSpec", "PrefetchScalarGridSpec"):
@@ -338,15 +337,12 @@ def read_site(source: Source, call: Node) -> KernelSite:
             num_prefetch = scope.value(gs_kw.get("num_scalar_prefetch")) if "num_scalar_prefetch" in gs_kw else 0
             if gs_splat:
                 num_prefetch = None
-            spec_scope_node = grid_spec
         else:
             grid_node = in_node = out_node = scratch_node = None
             num_prefetch = None
-    del spec_scope_node
-
     grid = _grid(source, scope, grid_node)
-    in_specs = _specs(source, scope, in_node, "in", kernel_present=True)
-    out_specs = _specs(source, scope, out_node, "out", kernel_present=True)
+    in_specs = _specs(source, scope, in_node, "in")
+    out_specs = _specs(source, scope, out_node, "out")
     out_shapes, out_dtypes = _out_shapes(source, scope, keywords.get("out_shape"))
     scratch = _scratch(source, scope, scratch_node) if scratch_node is not None else (
         () if grid_spec is None or num_prefetch is not None else None)
@@ -456,12 +452,12 @@ def _grid(source: Source, scope: Scope, node: Node | None) -> tuple[int | str, .
     return tuple(out)
 
 
-def _specs(source: Source, scope: Scope, node: Node | None, role: str, kernel_present: bool) -> tuple[BlockSpecInfo, ...] | None:
+def _specs(source: Source, scope: Scope, node: Node | None, role: str) -> tuple[BlockSpecInfo, ...] | None:
+    """The leaves of in_specs/out_specs (nested lists/tuples flattened), or None if not literal."""
     if node is None:
         return None
     resolved = scope.resolve(node)
     leaves: list[Node] = []
-    certain = [True]
 
     def flatten(n: Node, depth: int) -> None:
         items = elements(source, scope, n) if depth < _MAX_DEPTH else None
@@ -477,11 +473,7 @@ def _specs(source: Source, scope: Scope, node: Node | None, role: str, kernel_pr
         flatten(resolved, 0)
     else:
         leaves.append(node)
-    infos = []
-    for position, leaf in enumerate(leaves):
-        infos.append(block_spec(source, scope, leaf, role, position))
-    del certain
-    return tuple(infos)
+    return tuple(block_spec(source, scope, leaf, role, position) for position, leaf in enumerate(leaves))
 
 
 def block_spec(source: Source, scope: Scope, node: Node, role: str, position: int) -> BlockSpecInfo:

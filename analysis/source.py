@@ -134,11 +134,6 @@ class Source:
             return ""
         return self.data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
 
-    def line_text(self, row: int) -> str:
-        if 0 <= row < len(self._lines):
-            return self._lines[row].decode("utf-8", errors="replace").rstrip("\r")
-        return ""
-
     # ------------------------------------------------------------------ names
 
     def qualname(self, node: Node | None) -> str | None:
@@ -371,6 +366,3 @@ def _is_in(inner: Node, outer: Node) -> bool:
 def is_module_level(defn: Node) -> bool:
     return _module_level(defn)
 
-
-def function_name(defn: Node, source: Source) -> str:
-    return source.node_text(defn.child_by_field_name("name"))
