@@ -141,11 +141,12 @@ def mentions(text: str, user_path: str) -> list[dict[str, Any]]:
     return out
 
 
-_REF = re.compile(r"\b(?:(args|outs)\[(\d+)\]|window params for (input|output) (\d+))")
+_REF = re.compile(r"\b(?:(args|outs)\[(\d+)\]|(?:window params for|window allocation for operator) (input|output) (\d+))")
 
 
 def refs(text: str) -> list[dict[str, Any]]:
-    """``args[i]``/``outs[i]`` (lowering) and "window params for input i" (Mosaic) references."""
+    """``args[i]``/``outs[i]`` (lowering), "window params for input i" (Mosaic) and "window
+    allocation for operator input i" (XLA's VMEM allocator) references."""
     out = []
     for m in _REF.finditer(text):
         if m.group(1):

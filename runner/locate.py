@@ -115,6 +115,10 @@ def locate_record(
     related = _related(site, span, lines)
     if code in ("PLS101", "PLS204", "PLS112") and site is not None:
         related = _block_size_sources(site, span, analysis, lines) + related
+    if code == "PLS201" and site is not None:
+        spec = _spec_for_ref(rec, site, "")
+        if spec is not None:  # the allocator named the operand whose window does not fit
+            related = (Related(spec.span, "the block that does not fit in VMEM (double-buffered)"),) + related
     detail = "\n\n".join(p for p in (rec.get("message"), rec.get("detail")) if p) or None
     return Finding(
         code=code,

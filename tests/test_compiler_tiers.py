@@ -92,3 +92,31 @@ def test_tier2_unavailable_is_said_once_as_a_note(check):
     report = check(os.path.join(CORPUS, "tiling_lanes_fixed.py"), (0, 1, 2))
     notes = [n for n in report.notes if n.startswith("tier 2 skipped")]
     assert len(notes) == 1 and "pip install 'pallasite[tpu]'" in notes[0]
+
+
+TIER2_CASES = sorted(n for n, c in CASES.items() if c["tier"] == 2)
+
+
+@pytest.fixture(scope="module")
+def shared_client():
+    from pallasite.runner.client import WorkerClient, WorkerConfig
+
+    loop = asyncio.new_event_loop()
+    client = WorkerClient(WorkerConfig(timeout_s=180.0))
+    yield loop, client
+    loop.run_until_complete(client.close())
+    loop.close()
+
+
+@pytest.mark.slow
+@pytest.mark.tpu_compiler
+@needs_libtpu
+@pytest.mark.parametrize("target", ["v4", "v5p", "v6e"])
+@pytest.mark.parametrize("name", TIER2_CASES)
+def test_compiler_only_cases_are_located_the_same_on_other_chips(shared_client, name, target):
+    loop, client = shared_client
+    checker = Checker(CheckOptions(target=target, tiers=(2,), time_limit_s=180.0), client=client)
+    report = loop.run_until_complete(checker.check(os.path.join(CORPUS, f"{name}_broken.py")))
+    case = CASES[name]
+    assert _compiler_errors(report) == [(case["code"], case["line"])], [f.message for f in report.findings]
+    assert {f.chip for f in report.findings if f.severity == "error"} == {target}

@@ -81,3 +81,11 @@ def test_syntax_errors_keep_their_position():
     except SyntaxError as exc:
         rec = errors.record(exc, HERE, stage="import")
     assert rec["syntax"]["line"] == 1 and rec["syntax"]["column"] >= 1
+
+
+def test_vmem_window_allocation_names_the_operand():
+    text = ("RESOURCE_EXHAUSTED: Allocation (size=134217728) would exceed memory (size=16777216) :: #allocation2 "
+            "[space=vmem, scoped, tag = 'input window allocation for operator input 0. The window shape is "
+            "f32[16384,1024]'")
+    assert errors.refs(text) == [{"kind": "args", "index": 0}]
+    assert errors.vmem_figures(text) == {"requested": 134217728, "limit": 16777216}

@@ -184,3 +184,13 @@ def test_tiling_error_relates_the_module_constant_that_sets_the_block_size():
     [source] = [r for r in finding.related if "LANES" in r.message]
     assert source.message == "LANES = 100 is set here"
     assert text.splitlines()[source.span.line].startswith("LANES = 100")
+
+
+def test_vmem_oom_naming_an_operand_relates_its_blockspec():
+    text, analysis = _source("vmem_oom_blocks")
+    rec = dict(next(r for e in RECORDS["vmem_oom_blocks"]["entries"] for r in e["errors"]))
+    rec["refs"] = [{"kind": "args", "index": 0}]  # as v4/v5p word it: "window allocation for operator input 0"
+    finding = locate.locate_record(rec, text, analysis, "v4", tier=2, entry="big_copy")
+    assert finding.span == analysis.sites[0].call_span
+    assert finding.related[0].span == analysis.sites[0].in_specs[0].span
+    assert "does not fit in VMEM" in finding.related[0].message
