@@ -186,3 +186,17 @@ def test_check_paths_reports_each_file_in_order():
     assert [r.path for r in reports] == paths
     assert [(f.code, f.span.line + 1) for f in reports[0].findings if f.severity == "error"] == [("PLS104", 13)]
     assert [f for f in reports[1].findings if f.severity == "error"] == []
+
+
+def test_file_over_the_memory_limit_gives_pls904():
+    async def run():
+        checker = Checker(CheckOptions(target="v5e", tiers=(1,), memory_mb=1200, time_limit_s=60.0))
+        try:
+            return await checker.check(os.path.join(LIMITS, "eats_memory.py"))
+        finally:
+            await checker.close()
+
+    report = asyncio.run(run())
+    [finding] = [f for f in report.findings if f.severity == "error"]
+    assert finding.code == "PLS904"
+    assert "memory limit" in finding.message and "while importing" in finding.message
