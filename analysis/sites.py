@@ -303,8 +303,16 @@ def find_sites(source: Source) -> tuple[KernelSite, ...]:
     sites: list[KernelSite] = []
     for node in source.calls:
         fn = node.child_by_field_name("function")
-        if fn is None or not is_pallas_name(source.qualname(fn), "pallas_call"):
+        if fn is None:
             continue
+        if not is_pallas_name(source.qualname(fn), "pallas_call"):
+            if not _is_partial(source, node):
+                continue
+            arguments = node.child_by_field_name("arguments")
+            first = arguments.named_children[0] if arguments is not None and arguments.named_children else None
+            if first is None or not is_pallas_name(source.qualname(first), "pallas_call"):
+                continue
+            fn = first  # functools.partial(pl.pallas_call, ...), usually a decorator on the kernel
         try:
             sites.append(read_site(source, node))
         except Exception as err:  # noqa: BLE001 - an unreadable call is recorded bare, never raised
@@ -316,11 +324,22 @@ def find_sites(source: Source) -> tuple[KernelSite, ...]:
 
 
 def read_site(source: Source, call: Node) -> KernelSite:
+    """The KernelSite of ``pallas_call(kernel, ...)`` or of ``functools.partial(pallas_call, ...)``
+    (as a decorator on the kernel, or with the kernel as its next argument)."""
     scope = scope_for(source, call)
     fn = call.child_by_field_name("function")
     positional, keywords, keyword_nodes, _ = call_arguments(source, call)
+    partial_form = _is_partial(source, call)
+    if partial_form:
+        fn, positional = positional[0], positional[1:]
     kernel = positional[0] if positional else keywords.get("kernel")
-    kernel_name, kernel_def, kernel_params = _kernel(source, scope, kernel, call)
+    decorated = _decorated_function(call) if partial_form and kernel is None else None
+    if decorated is not None:
+        kernel = decorated.child_by_field_name("name")
+        kernel_name, kernel_def = source.node_text(kernel), decorated
+        kernel_params = _ref_params(source, decorated, set(), 0)
+    else:
+        kernel_name, kernel_def, kernel_params = _kernel(source, scope, kernel, call)
 
     grid_node = keywords.get("grid")
     in_node, out_node = keywords.get("in_specs"), keywords.get("out_specs")
@@ -348,7 +367,7 @@ def read_site(source: Source, call: Node) -> KernelSite:
         () if grid_spec is None or num_prefetch is not None else None)
     cp_node = keywords.get("compiler_params")
     semantics, semantics_span, cp_backend = _compiler_params(source, scope, cp_node)
-    operands = _operands(source, call)
+    operands = None if partial_form else _operands(source, call)
 
     backend = cp_backend or _scratch_backend(source, scope, scratch_node) or file_backend(source)
     outer = outermost_function(call)
@@ -388,6 +407,15 @@ def file_backend(source: Source) -> str:
     if tpu and not gpu:
         return "tpu"
     return "unknown"
+
+
+def _decorated_function(call: Node) -> Node | None:
+    """The function a ``@functools.partial(pl.pallas_call, ...)`` decorator is applied to."""
+    parent = call.parent
+    if parent is None or parent.type != "decorator" or parent.parent is None:
+        return None
+    definition = parent.parent.child_by_field_name("definition")
+    return definition if definition is not None and definition.type == "function_definition" else None
 
 
 def _kernel(source: Source, scope: Scope, node: Node | None, call: Node):

@@ -231,3 +231,32 @@ def test_jaxbench_task_file(tmp_path):
     assert (task.format, task.entry, task.inputs) == ("jaxbench", "workload", "create_inputs")
     assert task.reference_path == str(tmp_path / "baseline.py")
     assert [t.name for t in task.tunables] == ["block_rows"]
+
+
+def test_pallas_call_as_a_partial_decorator():
+    text = '''
+import functools
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+@functools.partial(
+    pl.pallas_call,
+    out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+    grid=(2,),
+    in_specs=[pl.BlockSpec((8, 128), lambda i, j: (0, 0))],
+)
+def add_one(x_ref, o_ref, extra_ref):
+    o_ref[...] = x_ref[...] + 1
+'''
+    site = _site(text)
+    lines = text.splitlines()
+    assert site.kernel_name == "add_one" and site.kernel_params == ("x_ref", "o_ref", "extra_ref")
+    assert lines[site.call_span.line].strip() == "pl.pallas_call,"
+    assert site.grid == (2,) and site.operands is None
+    from pallasite.analysis.tier0 import analyze
+
+    codes = sorted(f.code for f in analyze(text).findings)
+    assert codes == ["PLS002", "PLS005"]  # 2 index_map params for a 1-D grid; 3 kernel refs for 2 arrays
+    fixed = text.replace("lambda i, j:", "lambda i:").replace(", extra_ref)", ")")
+    assert analyze(fixed).findings == ()
