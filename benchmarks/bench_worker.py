@@ -37,8 +37,8 @@ def p95(values: list[float]) -> float:
 
 def row(name: str, cold: list[float], warm: list[float]) -> str:
     cm, wm = statistics.median(cold), statistics.median(warm)
-    return (f"{name:<28} cold median {cm:7.3f} s  p95 {p95(cold):7.3f} s | warm median {wm:7.3f} s  "
-            f"p95 {p95(warm):7.3f} s | cold/warm {cm / wm:6.1f}x")
+    return (f"{name:<28} cold median {cm * 1e3:7.0f} ms  p95 {p95(cold) * 1e3:7.0f} ms | warm median "
+            f"{wm * 1e3:7.1f} ms  p95 {p95(warm) * 1e3:7.1f} ms | cold/warm {cm / wm:6.1f}x")
 
 
 async def measure(op: str, params: dict, runs: int, cold_runs: int, config: WorkerConfig) -> tuple[list[float], list[float]]:
@@ -78,7 +78,7 @@ def isolation_cost(runs: int = 200) -> float:
 
 async def main_async(args: argparse.Namespace) -> None:
     config = WorkerConfig(timeout_s=300)
-    print(f"host: {os.cpu_count()} CPUs, python {sys.version.split()[0]}; wall clock, time.perf_counter; "
+    print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, python {sys.version.split()[0]}; wall clock, time.perf_counter; "
           f"{args.cold_runs} cold and {args.runs} warm runs each (after one warm-up request)")
     cases = [("ping", "ping", {}), ("import small file", "import", {"path": SMALL_FILE})]
     if not args.skip_check:
