@@ -218,6 +218,7 @@ class Checker:
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
+        notes.extend(_memory_note(name, figures, self.options.target) for name, figures in located.memory.items())
         _merge_worker_verdicts(verdicts, located.verdicts, text)
 
     def _worker(self, notes: list[str]) -> Any:
@@ -243,7 +244,20 @@ def _reply_message(reply: Any) -> str:
     error = getattr(reply, "error", None)
     if not message and error is not None:
         message = f"{getattr(error, 'type', 'Error')}: {getattr(error, 'message', '')}"
+    tail = [line for line in (getattr(reply, "stderr_tail", "") or "").splitlines() if line.strip()][-3:]
+    if tail and getattr(reply, "status", "") == "crashed":
+        message += " (last worker output: " + " | ".join(line.strip()[:200] for line in tail) + ")"
     return message
+
+
+def _memory_note(entry: str, figures: Mapping[str, int], target: str) -> str:
+    """Tier 2's HBM figures for one entry, saying where they come from."""
+    mib = lambda n: f"{n / 2**20:.1f} MiB"  # noqa: E731
+    parts = [f"{label} {mib(figures[key])}" for key, label in (
+        ("argument_size_in_bytes", "arguments"), ("output_size_in_bytes", "outputs"),
+        ("temp_size_in_bytes", "temporaries"), ("peak_memory_in_bytes", "peak")) if key in figures]
+    return (f"tier 2 memory for {entry} on {target}: HBM " + ", ".join(parts)
+            + " (libtpu compiler's memory_analysis, deviceless compile; VMEM use is not included)")
 
 
 def check_paths(paths: Sequence[str], options: CheckOptions) -> list[FileReport]:

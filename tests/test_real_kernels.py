@@ -84,3 +84,22 @@ def test_checker_gives_an_ok_verdict_per_real_kernel_entry():
         assert [f for f in report.findings if f.severity == "error"] == [], path
         assert report.kernels, path  # a verdict even though the pallas_call lives inside jax
         assert all(dict(k.tiers)[1] == "ok" for k in report.kernels), report.kernels
+
+
+@pytest.mark.tpu_compiler
+@pytest.mark.skipif(not HAS_LIBTPU, reason="libtpu is not installed")
+def test_tier2_memory_figures_reach_the_report_with_their_provenance():
+    path = next(p for p in REAL if p.endswith("matmul_blocked.py"))
+
+    async def run():
+        checker = Checker(CheckOptions(target="v6e", tiers=(1, 2)))
+        try:
+            return await checker.check(path)
+        finally:
+            await checker.close()
+
+    report = asyncio.run(run())
+    [note] = [n for n in report.notes if n.startswith("tier 2 memory for matmul on v6e")]
+    # (1024x2048 + 2048x512) bf16 arguments = 6 MiB, 1024x512 bf16 output = 1 MiB
+    assert "arguments 6.0 MiB" in note and "outputs 1.0 MiB" in note
+    assert "libtpu compiler's memory_analysis" in note
