@@ -2,11 +2,14 @@
 
 - PLS006 Python ``if``/``while``/conditional expression on a program_id value
 - PLS009 the kernel returns a value
-- PLS011 64-bit dtypes (float64/int64/uint64) inside a TPU kernel (fix: the 32-bit type)
+- PLS011 64-bit dtypes (float64/int64/uint64) inside a TPU kernel (fix: the 32-bit type): an error
+  when the file enables jax_enable_x64 (the TPU lowering then fails), else a warning (jax silently
+  truncates to 32 bits)
 """
 
 from __future__ import annotations
 
+from dataclasses import replace as dc_replace
 from typing import Iterator
 
 from tree_sitter import Node
@@ -181,6 +184,7 @@ def _own(body: Node | None) -> Iterator[Node]:
 
 
 def wide_dtypes(ctx: RuleContext) -> Iterator[Finding]:
+    x64 = enables_x64(ctx.source)
     for site, fn in kernels(ctx, tpu_only=True):
         for node in walk(fn):
             name = None
@@ -197,12 +201,38 @@ def wide_dtypes(ctx: RuleContext) -> Iterator[Finding]:
             if name is None:
                 continue
             text = ctx.source.node_text(node)
-            yield finding(
-                "PLS011",
-                f"{text} in TPU kernel {site.kernel_name}(): TPUs have no 64-bit vector types, so the "
-                f"lowering fails. Use {_WIDE[name]} inside the kernel.",
-                ctx.source.span(node), kernel=site.kernel_name,
-                fix=replace(f"Use {_WIDE[name]}", ctx.source.span(node), text.replace(name, _WIDE[name])))
+            fix = replace(f"Use {_WIDE[name]}", ctx.source.span(node), text.replace(name, _WIDE[name]))
+            if x64:
+                yield finding(
+                    "PLS011",
+                    f"{text} in TPU kernel {site.kernel_name}(): this file enables jax_enable_x64, and TPUs "
+                    f"have no 64-bit vector types, so the TPU lowering fails (\"64-bit types are not "
+                    f"supported\"). Use {_WIDE[name]} inside the kernel.",
+                    ctx.source.span(node), kernel=site.kernel_name, fix=fix)
+            else:
+                yield dc_replace(finding(
+                    "PLS011",
+                    f"{text} in TPU kernel {site.kernel_name}(): with jax_enable_x64 off (the default) jax "
+                    f"silently computes this in {_WIDE[name]}; with it on, the TPU lowering fails. "
+                    f"Write {_WIDE[name]} to say what runs.",
+                    ctx.source.span(node), kernel=site.kernel_name, fix=fix), severity="warning")
+
+
+def enables_x64(source: Source) -> bool:
+    """The file turns on 64-bit types: jax.config.update("jax_enable_x64", True) or enable_x64()."""
+    if "x64" not in source.text:
+        return False
+    for call in source.calls:
+        fn = call.child_by_field_name("function")
+        name = source.node_text(fn)
+        arguments = call.child_by_field_name("arguments")
+        args = [a for a in arguments.named_children if a.type != "comment"] if arguments is not None else []
+        if name.endswith("config.update") and len(args) == 2 and args[0].type == "string" \
+                and "jax_enable_x64" in source.node_text(args[0]) and args[1].type == "true":
+            return True
+        if name.endswith("enable_x64") and (not args or args[0].type == "true"):
+            return True
+    return False
 
 
 def _is_dtype_argument(source: Source, node: Node) -> bool:

@@ -229,3 +229,10 @@ def test_related_locations():
     text2 = (DATA / "pls002_index_map_arity_bad.py").read_text()
     (finding2,) = analyze(text2).findings
     assert "grid=" in text2.splitlines()[finding2.related[0].span.line]
+
+
+def test_float64_without_x64_is_a_warning():
+    text = (DATA / "pls011_float64_bad.py").read_text().replace(
+        'jax.config.update("jax_enable_x64", True)', "")
+    (finding,) = analyze(text).findings
+    assert finding.code == "PLS011" and finding.severity == "warning" and "silently" in finding.message

@@ -1,7 +1,10 @@
-"""PLS011, broken: the kernel computes in float64, which TPUs do not support."""
+"""PLS011, broken: with jax_enable_x64 on, the kernel computes in float64, which TPUs do not
+support: the TPU lowering fails ("64-bit types are not supported")."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+
+jax.config.update("jax_enable_x64", True)  # this project runs with 64-bit types on
 
 
 def mean_kernel(x_ref, o_ref):

@@ -3,6 +3,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+jax.config.update("jax_enable_x64", True)  # this project runs with 64-bit types on
+
 
 def mean_kernel(x_ref, o_ref):
     x = x_ref[...].astype(jnp.float32)
