@@ -59,9 +59,7 @@ def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: s
     ran = sorted(int(t) for t in (result.get("tiers") or ())) or [1]
     first_tier = min([t for t in ran if t in (1, 2, 3)] or [1])
     for tier, why in sorted((result.get("unavailable") or {}).items()):
-        notes.append(f"tier {tier} skipped: {why}")
-        if str(tier) == "2":
-            findings.append(_unavailable_finding(int(tier), why, target))
+        notes.append(f"tier {tier} skipped: {why} (PLS906)")  # a note, said once per report
     for rec in result.get("errors") or ():
         findings.append(locate_record(rec, text, analysis, target, tier=int(rec.get("tier") or first_tier)))
     for entry in result.get("entries") or ():
@@ -75,19 +73,6 @@ def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: s
             tier = int(rec.get("tier") or first_tier)
             findings.append(locate_record(rec, text, analysis, target, tier=tier, entry=name))
     return Located(tuple(findings), tuple(notes), tuple(verdicts), memory)
-
-
-def _unavailable_finding(tier: int, why: str, target: str) -> Finding:
-    entry = CODES["PLS906"]
-    return Finding(
-        code="PLS906",
-        message=f"tier {tier} skipped: {why}",
-        span=Span.point(0),
-        severity=entry.severity,
-        tier=tier,
-        origin=ORIGIN_RUNNER,
-        chip=target,
-    )
 
 
 # --------------------------------------------------------------------------- one record

@@ -152,14 +152,14 @@ def test_timeout_while_importing_is_pls903_and_crash_is_pls902():
     assert locate.reply_failure("cancelled", "", text, analysis, {}, "v5e") is None
 
 
-def test_unavailable_tier2_is_one_note_and_one_information_finding():
+def test_unavailable_tier2_is_one_note_not_a_finding():
     text, analysis = _source("tiling_lanes")
     result = {"tiers": [1, 2], "unavailable": {"2": "libtpu is not installed; pip install 'pallasite[tpu]'"},
               "errors": [], "entries": [{"name": "scale", "tiers": {"1": "ok", "2": "skipped: libtpu is not installed"},
                                          "errors": []}]}
     located = locate.locate_result(result, text, analysis, "v6e")
-    assert located.notes == ("tier 2 skipped: libtpu is not installed; pip install 'pallasite[tpu]'",)
-    assert [(f.code, f.severity) for f in located.findings] == [("PLS906", "information")]
+    assert located.notes == ("tier 2 skipped: libtpu is not installed; pip install 'pallasite[tpu]' (PLS906)",)
+    assert located.findings == ()
     assert located.verdicts[0].tiers == {1: "ok", 2: "skipped: libtpu is not installed"}
 
 
