@@ -65,7 +65,9 @@ class WorkerConfig:
             if self.memory_mb:
                 flags += ["--memory-mb", str(self.memory_mb)]
             return [*self.command, "pallasite", "worker", *flags]
-        return [self.python, "-m", "pallasite.runner.worker", *flags]
+        # -P: the working folder is not put on sys.path (a user's numpy.py must not shadow numpy);
+        # the loader puts the kernel file's own folder there for each request instead.
+        return [self.python, "-P", "-m", "pallasite.runner.worker", *flags]
 
     def environment(self) -> dict[str, str]:
         """The local process's environment. Locally that is the worker: the allowlist applies.

@@ -293,3 +293,9 @@ async def test_raw_protocol_cancel_of_running_and_queued_requests():
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_files_in_the_working_folder_do_not_shadow_the_workers_modules(tmp_path):
+    (tmp_path / "json.py").write_text("raise ImportError('the user json.py shadowed the stdlib')\n")
+    async with WorkerClient(small(cwd=str(tmp_path))) as client:
+        assert (await client.request("ping")).status == "ok"
