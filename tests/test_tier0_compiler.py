@@ -1,7 +1,9 @@
 """Pins the dtype-dependent tier-0 rule PLS010 (8-bit blocks need 32 rows) to the REAL TPU
 compiler: libtpu's deviceless compile (v4, v5e, v5p, v6e), in a subprocess, for the fixture pair and
 its variants.
-Also pins the claim of examples/bad_reshape.py (only the compiler rejects it).
+Also pins the claim of examples/bad_reshape.py (only the compiler rejects it), and checks that
+every broken fixture in tests/data/tier0/ really fails in the TPU pipeline and every fixed twin
+really compiles.
 
 Marked tpu_compiler: skipped when libtpu is not installed.
 """
@@ -37,17 +39,20 @@ for topology, path, source in json.loads(sys.stdin.read()):
     spec = importlib.util.spec_from_loader("probe_module", loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__file__ = path
-    exec(compile(source, path, "exec"), module.__dict__)
-    entry = [v for k, v in vars(module).items() if callable(v) and getattr(v, "__module__", "") == "probe_module"
-             and not k.startswith("_") and not k.endswith("_kernel") and k not in ("example_inputs", "reference")][0]
-    sharding = jax.sharding.SingleDeviceSharding(dev)
-    args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in module.example_inputs()]
+    x64 = jax.config.jax_enable_x64
     try:
+        exec(compile(source, path, "exec"), module.__dict__)
+        entry = [v for k, v in vars(module).items() if callable(v) and getattr(v, "__module__", "") == "probe_module"
+                 and not k.startswith("_") and not k.endswith("_kernel") and k not in ("example_inputs", "reference")][0]
+        sharding = jax.sharding.SingleDeviceSharding(dev)
+        args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in module.example_inputs()]
         with jax.default_device(dev):
             jax.jit(entry).trace(*args).lower().compile()
         results.append({"ok": True, "error": ""})
     except Exception as err:
         results.append({"ok": False, "error": f"{type(err).__name__}: {err}"[:2000]})
+    finally:
+        jax.config.update("jax_enable_x64", x64)
 print("PROBE-RESULT " + json.dumps(results))
 '''
 
@@ -108,3 +113,21 @@ def test_bad_reshape_example_is_only_caught_by_the_compiler(verdicts, topology):
     result, text = verdicts[(topology, "bad_reshape example")]
     assert not result["ok"] and "shape cast" in result["error"], result["error"][:400]
     assert analyze(text).findings == ()
+
+
+@pytest.fixture(scope="module")
+def fixture_verdicts():
+    if not _has_libtpu():
+        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
+    names = sorted(p.name for p in DATA.glob("pls*.py"))
+    results = _compile([("v6e:2x2", name, (DATA / name).read_text()) for name in names])
+    return dict(zip(names, results))
+
+
+def test_fixture_pairs_are_real_kernels_for_the_compiler(fixture_verdicts):
+    """Every broken fixture fails in the real TPU pipeline (trace, lowering or compile) and every
+    fixed twin compiles: the tier-0 rules describe real mistakes, and their fixes are real fixes."""
+    failures = {name: r["error"][:300] for name, r in fixture_verdicts.items() if name.endswith("_ok.py") and not r["ok"]}
+    assert failures == {}
+    passes = [name for name, r in fixture_verdicts.items() if name.endswith("_bad.py") and r["ok"]]
+    assert passes == []
