@@ -253,8 +253,8 @@ def sentence(text: str) -> str:
             rest = [r.strip() for r in message.splitlines()[i + 1:] if r.strip()]
             if rest and not any(p.match(rest[0]) for p in _NOISE):
                 s = f"{s} {rest[0]}"
-        return s[:600]
-    return text.strip()[:600]
+        return s[:1500]
+    return text.strip()[:1500]
 
 
 def _syntax(exc: BaseException, user_path: str) -> dict[str, Any] | None:

@@ -442,6 +442,7 @@ def _clean_sentence(rec: Mapping[str, Any], code: str, site: KernelSite | None =
     sentence = re.sub(r"\s+", " ", sentence)
     sentence = _FOLDERS.sub("", sentence)  # "/long/path/kernel.py:12" -> "kernel.py:12"
     sentence = _BOILERPLATE.sub("", sentence).strip()
+    sentence = _readable_blocks(sentence)
     if code == "PLS102" and site is not None and _CALL_ARITY.search(sentence):
         spec = _arity_mismatch(site)
         if spec is not None and site.grid is not None:
@@ -462,6 +463,15 @@ def _clean_sentence(rec: Mapping[str, Any], code: str, site: KernelSite | None =
     elif rec.get("type") and not sentence.startswith(str(rec.get("type"))):
         if code in ("PLS100", "PLS200", "PLS111"):
             sentence = f"{rec.get('type')}: {sentence}"
+    return sentence
+
+
+def _readable_blocks(sentence: str) -> str:
+    """Lowering messages in user terms: ``(Blocked(block_size=8), ...)`` -> ``(8, ...)``, no jaxprs."""
+    sentence = re.sub(r"Blocked\(block_size=(\d+)\)", r"\1", sentence)
+    sentence = re.sub(r"Squeezed\(\)", "None", sentence)
+    sentence = re.sub(r",? and index_map \{ lambda .*?\}", "", sentence)
+    sentence = re.sub(r",? in memory space <MemorySpace\.\w+: '\w+'>", "", sentence)
     return sentence
 
 

@@ -48,6 +48,8 @@ def test_tiling_error_names_args_index_and_lands_on_that_blockspec():
     finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="scale")
     spec = analysis.sites[0].in_specs[0]
     assert finding.span == spec.span  # the BlockSpec(...) call, not the whole line
+    assert "block shape (8, 100), array shape (32, 256)" in finding.message  # in user terms
+    assert "Blocked(" not in finding.message and "lambda" not in finding.message
     assert finding.origin == locate.ORIGIN_LOWERING
     # the kernel def and the pallas_call come along as related locations
     messages = [r.message for r in finding.related]
