@@ -131,3 +131,13 @@ def test_fixture_pairs_are_real_kernels_for_the_compiler(fixture_verdicts):
     assert failures == {}
     passes = [name for name, r in fixture_verdicts.items() if name.endswith("_bad.py") and r["ok"]]
     assert passes == []
+
+
+def test_examples_compile_or_fail_as_their_comments_say():
+    if not _has_libtpu():
+        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
+    names = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
+    results = dict(zip(names, _compile([("v6e:2x2", n, (ROOT / "examples" / n).read_text()) for n in names])))
+    verdict = {name: result["ok"] for name, result in results.items()}
+    assert verdict == {name: not name.startswith("bad_") for name in names}, {
+        n: r["error"][:200] for n, r in results.items()}
