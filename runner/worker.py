@@ -255,12 +255,6 @@ class Worker:
 
     def handle(self, msg: dict[str, Any]) -> None:
         request_id, op = msg["id"], msg["op"]
-        with self.state_lock:
-            if request_id in self.cancelled:
-                self.cancelled.discard(request_id)
-                self.send(protocol.result_error(request_id, protocol.ErrorInfo(
-                    protocol.ERROR_CANCELLED, "cancelled before it started")))
-                return
         handler = self.ops.get(op)
         if handler is None:
             self.send(protocol.result_error(request_id, protocol.ErrorInfo(
@@ -275,8 +269,15 @@ class Worker:
         ctx = Context(request_id, self.send, deadline)
         snapshot = Snapshot()
         reply: dict[str, Any]
-        with self.state_lock:
-            self.current, self.interrupt_reason, self.interruptible = request_id, None, True
+        with self.state_lock:  # checked and claimed together: a cancel is either seen here or interrupts
+            cancelled_early = request_id in self.cancelled
+            self.cancelled.discard(request_id)
+            if not cancelled_early:
+                self.current, self.interrupt_reason, self.interruptible = request_id, None, True
+        if cancelled_early:
+            self.send(protocol.result_error(request_id, protocol.ErrorInfo(
+                protocol.ERROR_CANCELLED, "cancelled before it started")))
+            return
         try:
             if timer is not None:
                 timer.start()
@@ -295,7 +296,11 @@ class Worker:
             with self.state_lock:
                 self.current = None
                 self.cancelled.discard(request_id)
-            snapshot.restore()
+            try:
+                snapshot.restore()
+            except Exception:  # keep serving; the traceback goes to the client's stderr tail
+                print("pallasite worker: restoring state after a request failed:", file=sys.stderr)
+                traceback.print_exc()
         self.send(reply)
 
 
