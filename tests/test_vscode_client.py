@@ -126,3 +126,53 @@ def test_typecheck_unit_tests_manifest_and_vsix() -> None:
     assert not any(n.startswith(("extension/src/", "extension/node_modules/")) for n in names)
     assert packaged["main"] == "./dist/extension.js"
     assert packaged["contributes"] == MANIFEST["contributes"]
+
+
+def _e2e(scenario: str, python: str, tmp_path: Path) -> dict:
+    build = subprocess.run([NPM, "run", "bundle"], cwd=VSCODE, capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    project = shutil.copytree(ROOT_DATA / "project", tmp_path / "project")
+    proc = subprocess.run(["node", str(VSCODE / "test" / "e2e" / "run-e2e.js"), scenario, python, str(project),
+                           str(project / "add_bad_tiling.py")], cwd=project, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    assert proc.returncode == 0 and "RESULT " in proc.stdout, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.split("RESULT ", 1)[1].splitlines()[0])
+
+
+ROOT_DATA = Path(__file__).resolve().parent / "data" / "clients"
+needs_node_modules = pytest.mark.skipif(
+    NPM is None or not (VSCODE / "node_modules").is_dir(),
+    reason="needs Node/npm and `npm ci` in editor_clients/vscode (CI: editor_clients/vscode/ci.sh)")
+
+
+@needs_node_modules
+def test_bundled_extension_runs_the_server(tmp_path: Path) -> None:
+    """dist/extension.js in Node with a stand-in `vscode` module, against a real `pallasite serve`."""
+    r = _e2e("server", sys.executable, tmp_path)
+    assert r["contextsAfterStart"] == {"pallasite.advertises.check": True, "pallasite.advertises.selectTarget": True,
+                                       "pallasite.advertises.trustFolder": True}
+    assert [(d["line"], d["code"]) for d in r["diagnostics"]] == [(12, "PLS001")]
+    assert r["statusBefore"] == "$(circuit-board) v6e · local · idle · $(workspace-untrusted) untrusted"
+    assert r["statusCommand"] == "pallasite.selectTarget"
+    # Palette "Select Target TPU Chip": quick pick of the schema's chips -> server -> status bar.
+    assert r["quickPicks"][0]["items"] == MANIFEST["contributes"]["configuration"]["properties"]["pallasite.target"]["enum"]
+    assert r["selectResult"] == {"ok": True, "target": "v5e"}
+    assert r["statusAfter"].startswith("$(circuit-board) v5e · local")
+    # Palette "Check ... Tier 3" in an untrusted folder: the server's refusal is shown.
+    assert r["tier3Result"]["ok"] is False
+    assert [m["level"] for m in r["messages"]] == ["warning"] and "not trusted" in r["messages"][0]["message"]
+    assert all(v is False for v in r["contextsAfterStop"].values())
+
+
+@needs_node_modules
+def test_bundled_extension_without_pallasite_says_how_to_install(tmp_path: Path) -> None:
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    python = str(bare / "bin" / "python")
+    r = _e2e("missing", python, tmp_path)
+    assert r["status"] == "$(error) pallasite not installed"
+    [message] = r["messages"]
+    assert message["level"] == "error" and message["items"] == ["Open Settings", "Show Output"]
+    assert f"`{python} -m pip install pallasite`" in message["message"]
+    assert "No module named 'pallasite'" in message["message"]
+    assert r["contexts"] == {}  # no palette entry is enabled

@@ -13,4 +13,9 @@ npm run typecheck
 npm test
 npm run check-manifest
 npm run package
+# The bundled extension against a real `pallasite serve`, with a stand-in vscode module.
+e2e=$(mktemp -d)
+cp -r "$repo/tests/data/clients/project" "$e2e/project"
+node test/e2e/run-e2e.js server "$PALLASITE_PYTHON" "$e2e/project" "$e2e/project/add_bad_tiling.py" | grep -q '^RESULT '
+rm -rf "$e2e"
 ls -l dist/pallasite.vsix

@@ -1,0 +1,86 @@
+// End to end without VS Code: loads the bundled extension (dist/extension.js) with the stand-in
+// `vscode` module, lets it start a real `pallasite serve`, and checks what a user would see.
+//
+//   node test/e2e/run-e2e.js SCENARIO PYTHON PROJECT_DIR KERNEL_FILE
+//
+// SCENARIO "server": PYTHON has pallasite; "missing": it does not. Prints `RESULT <json>` and
+// exits 0; on a failed wait prints what it waited for and exits 1.
+'use strict';
+
+const Module = require('node:module');
+const path = require('node:path');
+const fake = require('./fake-vscode');
+
+const [scenario, python, folder, file] = process.argv.slice(2);
+const settings = {
+  'pallasite.interpreter': python,
+  'pallasite.serverPath': '',
+  'pallasite.trust.mode': 'never', // tier 0 only: no worker in this test
+};
+const vscode = fake.create({ folder, file, settings, quickPickAnswer: 'v5e' });
+const resolve = Module._resolveFilename;
+Module._resolveFilename = function (request, ...rest) {
+  return request === 'vscode' ? 'vscode' : resolve.call(this, request, ...rest);
+};
+require.cache.vscode = { id: 'vscode', filename: 'vscode', loaded: true, exports: vscode.module };
+
+const extension = require(path.join(__dirname, '..', '..', 'dist', 'extension.js'));
+const packageJSON = require(path.join(__dirname, '..', '..', 'package.json'));
+const { recorded } = vscode;
+const result = {};
+
+async function waitFor(what, predicate, ms = 30000) {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) {
+      console.log(`TIMEOUT waiting for ${what}`);
+      console.log(JSON.stringify({ ...recorded, diagnostics: [...recorded.diagnostics] }, null, 1).slice(0, 6000));
+      process.exit(1);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const statusText = () => recorded.statusItems[0] && recorded.statusItems[0].text;
+const kernelDiagnostics = () => recorded.diagnostics.get(vscode.document.uri.toString()) || [];
+
+async function server() {
+  const context = { subscriptions: [], extension: { packageJSON } };
+  await extension.activate(context);
+  result.contextsAfterStart = { ...recorded.contexts };
+  await waitFor('a diagnostic for the kernel', () => kernelDiagnostics().length > 0);
+  result.diagnostics = kernelDiagnostics().map((d) => ({
+    line: d.range.start.line, message: d.message, code: typeof d.code === 'object' ? d.code.value : d.code,
+  }));
+  await waitFor('the status bar to show the chip', () => /v6e/.test(statusText() || ''));
+  result.statusBefore = statusText();
+  result.statusCommand = recorded.statusItems[0].command;
+  // Palette: "Select Target TPU Chip" with no arguments -> quick pick -> server -> status.
+  const selected = await vscode.module.commands.executeCommand('pallasite.selectTarget');
+  result.selectResult = selected;
+  await waitFor('the status bar to show v5e', () => /v5e/.test(statusText() || ''));
+  result.statusAfter = statusText();
+  result.quickPicks = recorded.quickPicks;
+  // Palette: tier-3 check of the active file; the folder is untrusted (trust.mode never).
+  result.tier3Result = await vscode.module.commands.executeCommand('pallasite.checkTier3');
+  result.messages = recorded.messages;
+  await extension.deactivate();
+  result.contextsAfterStop = { ...recorded.contexts };
+}
+
+async function missing() {
+  const context = { subscriptions: [], extension: { packageJSON } };
+  await extension.activate(context);
+  result.status = statusText();
+  result.messages = recorded.messages;
+  result.contexts = { ...recorded.contexts };
+  await extension.deactivate();
+}
+
+({ server, missing })[scenario]().then(() => {
+  console.log(`RESULT ${JSON.stringify(result)}`);
+  process.exit(0);
+}, (err) => {
+  console.log(`FAILED ${err && err.stack ? err.stack : err}`);
+  process.exit(1);
+});
