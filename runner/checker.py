@@ -50,6 +50,7 @@ class CheckOptions:
     time_limit_s: float = 60.0
     memory_mb: int = 4096
     interpreter: str | None = None  # the user's project python; None = sys.executable
+    worker_command: tuple[str, ...] = ()  # e.g. ("ssh", "tpu-host"): run the worker there (WorkerConfig.command)
     script: bool = False  # run the file's __main__ and check every pallas_call it makes (script mode)
 
     def __post_init__(self) -> None:
@@ -57,6 +58,7 @@ class CheckOptions:
         pairs = tuple(sorted(dict(self.severity).items()))
         object.__setattr__(self, "severity", _FrozenMap(pairs))
         object.__setattr__(self, "tiers", tuple(sorted(set(int(t) for t in self.tiers))))
+        object.__setattr__(self, "worker_command", tuple(self.worker_command))
 
     def problems(self) -> list[str]:
         """Human-readable reasons these options cannot be used (empty when they are fine)."""
@@ -233,6 +235,7 @@ class Checker:
             python=self.options.interpreter or sys.executable,
             memory_mb=self.options.memory_mb,
             timeout_s=self.options.time_limit_s,
+            command=self.options.worker_command,
         )
         self._client = WorkerClient(config)
         return self._client

@@ -200,3 +200,14 @@ def test_file_over_the_memory_limit_gives_pls904():
     [finding] = [f for f in report.findings if f.severity == "error"]
     assert finding.code == "PLS904"
     assert "memory limit" in finding.message and "while importing" in finding.message
+
+
+def test_worker_command_runs_the_worker_through_a_launcher():
+    # ``env PATH=...`` stands in for ``ssh tpu-host``: the client runs `<command> pallasite worker ...`.
+    import sys
+
+    bin_dir = os.path.dirname(sys.executable)
+    launcher = ("env", f"PATH={bin_dir}:{os.environ.get('PATH', '')}")
+    paths = [os.path.join(DATA, "store_shape_broken.py")]
+    [report] = check_paths(paths, CheckOptions(target="v5e", tiers=(1,), worker_command=launcher))
+    assert [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"] == [("PLS104", 13)]
