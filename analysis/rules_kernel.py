@@ -15,9 +15,10 @@ from typing import Iterator
 from tree_sitter import Node
 
 from .rules import RuleContext, finding, replace
+from .rules_specs import ref_counts
 from .sites import is_pallas_name
 from .source import Source, walk
-from .types import Finding, KernelSite
+from .types import Finding, Fix, KernelSite, Span
 
 _WIDE = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
 
@@ -136,7 +137,46 @@ def program_id_control_flow(ctx: RuleContext) -> Iterator[Finding]:
                 f"Python `{keyword}` on a program_id value in kernel {site.kernel_name}(): program_id is "
                 "a traced value, so Python cannot branch on it (TracerBoolConversionError). Use "
                 "`@pl.when(cond)` for a conditional block, or jax.lax.cond / jnp.where.",
-                ctx.source.span(condition), kernel=site.kernel_name)
+                ctx.source.span(condition), kernel=site.kernel_name,
+                fix=_when_fix(ctx.source, node, condition) if node.type == "if_statement" else None)
+
+
+_SAFE_IN_WHEN = {"expression_statement", "comment", "pass_statement"}
+
+
+def _when_fix(source: Source, node: Node, condition: Node) -> Fix | None:
+    """Rewrite ``if cond:`` + body as ``@pl.when(cond)`` on a nested function, when that keeps the
+    meaning: no else/elif, a body on its own lines that only stores into refs or calls functions
+    (no local assignments, return, break or continue that would change scope or flow)."""
+    alias = next((a for a, m in source.imports.items() if m == "jax.experimental.pallas"), None)
+    body = node.child_by_field_name("consequence")
+    if alias is None or body is None or node.child_by_field_name("alternative") is not None:
+        return None
+    if body.start_point[0] == node.start_point[0]:
+        return None  # `if c: x` on one line
+    for statement in body.named_children:
+        if statement.type not in _SAFE_IN_WHEN:
+            return None
+        for sub in walk(statement):
+            if sub.type in ("assignment", "augmented_assignment"):
+                left = sub.child_by_field_name("left")
+                if left is None or left.type != "subscript":
+                    return None  # a local name would become local to the nested function
+            elif sub.type in ("named_expression", "yield", "await", "lambda"):
+                return None
+    first, last = node.start_point[0], body.end_point[0]
+    lines = source.text.split("\n")
+    if last >= len(lines):
+        return None
+    indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
+    body_lines = lines[body.start_point[0]: last + 1]
+    if len(lines[first]) - len(lines[first].lstrip()) != source.span(node).column:
+        return None  # something precedes the `if` on its line
+    # the body keeps its indentation: `def _():` sits where `if` was, one level above it
+    new = f"@{alias}.when({source.node_text(condition)})\n{indent}def _():\n" + "\n".join(body_lines)
+    span = source.span(node)
+    return replace("Run the block under @pl.when(...) instead of a Python if",
+                   Span(span.line, span.column, last, len(lines[last])), new)
 
 
 def kernel_returns(ctx: RuleContext) -> Iterator[Finding]:
@@ -148,11 +188,28 @@ def kernel_returns(ctx: RuleContext) -> Iterator[Finding]:
             value = node.named_children[0]
             if not _certainly_a_value(ctx.source, value):
                 continue  # e.g. `return other_kernel(...)` may well return None
+            out_ref = _single_output_ref(site)
+            fix = None
+            if out_ref is not None and node.start_point[0] == node.end_point[0]:
+                fix = replace(f"Store into {out_ref} instead of returning", ctx.source.span(node),
+                              f"{out_ref}[...] = {ctx.source.node_text(value)}")
             yield finding(
                 "PLS009",
                 f"Kernel {site.kernel_name}() returns a value; Pallas kernels must return None and write "
-                "results into their output refs, e.g. `o_ref[...] = value`.",
-                ctx.source.span(node), kernel=site.kernel_name)
+                f"results into their output refs, e.g. `{out_ref or 'o_ref'}[...] = value`.",
+                ctx.source.span(node), kernel=site.kernel_name, fix=fix)
+
+
+def _single_output_ref(site: KernelSite) -> str | None:
+    """The kernel's output ref parameter when the call certainly has exactly one output."""
+    counts = ref_counts(site)
+    params = site.kernel_params
+    if counts is None or params is None or any(p.startswith("*") for p in params):
+        return None
+    prefetch, inputs, outputs, scratch = counts
+    if outputs != 1 or len(params) != prefetch + inputs + outputs + scratch:
+        return None
+    return params[prefetch + inputs]
 
 
 _VALUE_NODES = {"binary_operator", "unary_operator", "subscript", "integer", "float", "string", "tuple",

@@ -111,7 +111,7 @@ def kernel_params(ctx: RuleContext) -> Iterator[Finding]:
         params = site.kernel_params
         if params is None or site.kernel_def_span is None or any(p.startswith("*") for p in params):
             continue
-        counts = _ref_counts(site)
+        counts = ref_counts(site)
         if counts is None:
             continue
         prefetch, inputs, outputs, scratch = counts
@@ -146,7 +146,8 @@ def _defaulted(source: Source, def_span: Span, params: tuple[str, ...]) -> int:
     return count
 
 
-def _ref_counts(site: KernelSite) -> tuple[int, int, int, int] | None:
+def ref_counts(site: KernelSite) -> tuple[int, int, int, int] | None:
+    """(scalar-prefetch, inputs, outputs, scratch) ref counts when all are certain, else None."""
     if site.num_scalar_prefetch is None or site.scratch_shapes is None:
         return None
     if site.in_specs is None or not all(s.certain for s in site.in_specs):

@@ -366,3 +366,20 @@ def _is_in(inner: Node, outer: Node) -> bool:
 def is_module_level(defn: Node) -> bool:
     return _module_level(defn)
 
+
+
+def apply_edits(text: str, edits) -> str:
+    """``text`` with the ``TextEdit``s applied (spans refer to the original text; no overlaps)."""
+    source = Source.__new__(Source)  # positions only: no parse needed
+    source.text, source.data = text, text.encode("utf-8")
+    source._lines, source._starts = source.data.split(b"\n"), None
+    data = source.data
+    ordered = sorted(edits, key=lambda e: (e.span.line, e.span.column, e.span.end_line, e.span.end_column))
+    for earlier, later in zip(ordered, ordered[1:]):
+        if (later.span.line, later.span.column) < (earlier.span.end_line, earlier.span.end_column):
+            raise ValueError(f"overlapping edits at line {later.span.line + 1}")
+    for edit in reversed(ordered):
+        start = source.offset(edit.span.line, edit.span.column)
+        end = source.offset(edit.span.end_line, edit.span.end_column)
+        data = data[:start] + edit.new_text.encode("utf-8") + data[end:]
+    return data.decode("utf-8")

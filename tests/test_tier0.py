@@ -198,3 +198,14 @@ def test_whole_installed_jax_reads_without_crashing():
         assert isinstance(analyze(text, path), SourceAnalysis)
         count += 1
     assert count > 500
+
+
+def test_apply_edits_with_unicode_and_overlaps():
+    from pallasite.analysis.source import apply_edits
+    from pallasite.analysis.types import Span, TextEdit
+
+    text = "größe = 1\nx = 'ü'; y = 2\n"
+    edits = [TextEdit(Span(1, 9, 1, 10), "y2"), TextEdit(Span(0, 0, 0, 5), "size")]
+    assert apply_edits(text, edits) == "size = 1\nx = 'ü'; y2 = 2\n"
+    with pytest.raises(ValueError, match="overlapping"):
+        apply_edits(text, [TextEdit(Span(0, 0, 0, 5), "a"), TextEdit(Span(0, 3, 0, 6), "b")])

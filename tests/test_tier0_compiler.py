@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from pallasite.analysis.source import apply_edits
 from pallasite.analysis.tier0 import analyze
 
 pytestmark = pytest.mark.tpu_compiler
@@ -63,7 +64,8 @@ def _has_libtpu() -> bool:
 
 def _compile(cases: list[tuple[str, str, str]]) -> list[dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "JAX_"))}
-    env.update(JAX_PLATFORMS="cpu", TPU_WORKER_HOSTNAMES="localhost", TPU_SKIP_MDS_QUERY="1")
+    env.update(JAX_PLATFORMS="cpu", TPU_WORKER_HOSTNAMES="localhost", TPU_SKIP_MDS_QUERY="1",
+               ALLOW_MULTIPLE_LIBTPU_LOAD="1")  # other processes may hold /tmp/libtpu_lockfile
     proc = subprocess.run([sys.executable, "-c", PROBE], input=json.dumps(cases), capture_output=True,
                           text=True, env=env, timeout=600)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("PROBE-RESULT ")]
@@ -141,3 +143,19 @@ def test_examples_compile_or_fail_as_their_comments_say():
     verdict = {name: result["ok"] for name, result in results.items()}
     assert verdict == {name: not name.startswith("bad_") for name in names}, {
         n: r["error"][:200] for n, r in results.items()}
+
+
+def test_mechanical_fixes_make_the_broken_fixtures_compile():
+    """Applying a rule's fix to its broken fixture gives a kernel the real compiler accepts.
+    (PLS011's fix is left out: with jax_enable_x64 on, the index_maps' ints are int64 as well.)"""
+    if not _has_libtpu():
+        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
+    cases = []
+    for path in sorted(DATA.glob("pls*_bad.py")):
+        text = path.read_text()
+        findings = [f for f in analyze(text).findings if f.fix is not None and f.code != "PLS011"]
+        if findings:
+            cases.append(("v6e:2x2", path.name, apply_edits(text, findings[0].fix.edits)))
+    assert len(cases) >= 6
+    results = _compile(cases)
+    assert {name: r["error"][:300] for (_, name, _), r in zip(cases, results) if not r["ok"]} == {}

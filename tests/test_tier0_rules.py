@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pallasite.analysis.codes import CODES
-from pallasite.analysis.source import Source
+from pallasite.analysis.source import apply_edits
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.types import Fix
 
@@ -20,14 +20,7 @@ BROKEN = sorted(EXPECTED)
 
 
 def apply_fix(text: str, fix: Fix) -> str:
-    source = Source(text)
-    data = source.data
-    edits = sorted(fix.edits, key=lambda e: (e.span.line, e.span.column), reverse=True)
-    for edit in edits:
-        start = source.offset(edit.span.line, edit.span.column)
-        end = source.offset(edit.span.end_line, edit.span.end_column)
-        data = data[:start] + edit.new_text.encode() + data[end:]
-    return data.decode()
+    return apply_edits(text, fix.edits)
 
 
 def test_every_tier0_rule_has_a_fixture_pair():
@@ -60,7 +53,7 @@ def test_fixed_twin_has_no_errors(name):
 
 
 @pytest.mark.parametrize("name", [n for n in BROKEN if EXPECTED[n][0]["code"] in
-                                  ("PLS001", "PLS004", "PLS007", "PLS010", "PLS011", "PLS012")])
+                                  ("PLS001", "PLS004", "PLS006", "PLS007", "PLS009", "PLS010", "PLS011", "PLS012")])
 def test_fix_removes_the_finding(name):
     text = (DATA / name).read_text()
     findings = analyze(text).findings
@@ -236,3 +229,27 @@ def test_float64_without_x64_is_a_warning():
         'jax.config.update("jax_enable_x64", True)', "")
     (finding,) = analyze(text).findings
     assert finding.code == "PLS011" and finding.severity == "warning" and "silently" in finding.message
+
+
+def test_program_id_fix_rewrites_the_if_as_pl_when():
+    text = (DATA / "pls006_program_id_if_bad.py").read_text()
+    (finding,) = analyze(text).findings
+    fixed = apply_fix(text, finding.fix)
+    assert "    @pl.when(k == 0)\n    def _():\n        o_ref[...] = jnp.zeros_like(o_ref)\n" in fixed
+    assert "    o_ref[...] += jnp.sum(x_ref[...], axis=1, keepdims=True)" in fixed
+
+
+def test_program_id_fix_not_offered_when_the_body_assigns_locals():
+    text = (DATA / "pls006_program_id_if_bad.py").read_text().replace(
+        "        o_ref[...] = jnp.zeros_like(o_ref)\n", "        zero = jnp.zeros_like(o_ref)\n        o_ref[...] = zero\n")
+    (finding,) = analyze(text).findings
+    assert finding.code == "PLS006" and finding.fix is None
+
+
+def test_return_fix_stores_into_the_output_ref():
+    text = (DATA / "pls009_kernel_returns_bad.py").read_text()
+    (finding,) = analyze(text).findings
+    assert "o_ref[...] = jnp.exp(x_ref[...])" in apply_fix(text, finding.fix)
+    assert apply_fix(text, finding.fix) == (DATA / "pls009_kernel_returns_ok.py").read_text().replace(
+        "PLS009, fixed: the kernel writes its output ref and returns None.",
+        "PLS009, broken: the kernel returns its result instead of writing it to the output ref.")
