@@ -125,6 +125,13 @@ def test_trust_is_asked_once_answered_by_the_plugin_and_remembered(tmp_path: Pat
     # Trusted, the compiler tiers ran: the lowering's own verdict arrived at the same line.
     lowering = [d for d in r["compiler_diagnostics"] if d["code"] == "PLS101"]
     assert lowering and lowering[0]["lnum"] == 12, r["compiler_diagnostics"]
+    # :PallasiteCheck went through workspace/executeCommand; its progress reached the statusline.
+    assert r["check_result"]["ok"] is True and r["check_result"]["chip"] == "v6e"
+    kinds = [p["kind"] for p in r["check_progress"]]
+    assert kinds[0] == "begin" and kinds[-1] == "end", kinds
+    assert "checking add_bad_tiling.py" in r["check_progress"][0]["line"], r["check_progress"]
+    assert "add_bad_tiling.py" not in r["check_progress"][-1]["line"]  # cleared at the end
+    assert r["statusline_after_check"] == "pallasite v6e · local · idle"
     store = Path(env["XDG_CONFIG_HOME"]) / "pallasite" / "trusted-folders.json"
     assert str(project.resolve()) in json.loads(store.read_text())["trusted"]
 

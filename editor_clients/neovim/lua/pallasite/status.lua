@@ -46,9 +46,11 @@ function M.text(status, progress)
     parts = { 'pallasite' }
   end
   if progress then
+    -- The server's titles start with "pallasite: "; the statusline already says it once.
+    local title = progress.title and progress.title:gsub('^pallasite: ', '') or nil
     local words = vim.tbl_filter(function(s)
       return s ~= nil and s ~= ''
-    end, { progress.title, progress.message })
+    end, { title, progress.message })
     local line = table.concat(words, ': ')
     if progress.percentage then
       line = string.format('%s %d%%', line, progress.percentage)

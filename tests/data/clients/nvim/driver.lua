@@ -104,6 +104,20 @@ function scenarios.trust()
   end
   wait_for('a tier-1 (lowering) diagnostic once trusted', function() return #compiler_codes() > 0 end, 60000)
   step('compiler_diagnostics', diagnostics(buf))
+  -- :PallasiteCheck end to end: the server's answer, and its work-done progress seen by the plugin.
+  local progress = {}
+  vim.api.nvim_create_autocmd('LspProgress', { callback = function(ev)
+    local value = ev.data.params.value
+    table.insert(progress, { kind = value.kind, title = value.title, line = require('pallasite').statusline(buf) })
+  end })
+  local answer
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', once = true,
+    callback = function(ev) answer = ev.data.result or vim.NIL end })
+  vim.cmd('PallasiteCheck')
+  wait_for('the answer to :PallasiteCheck', function() return answer ~= nil end, 60000)
+  step('check_result', answer)
+  step('check_progress', progress)
+  step('statusline_after_check', require('pallasite').statusline(buf))
   vim.cmd('edit ' .. vim.fn.fnameescape(vim.env.PALLASITE_TEST_SECOND_FILE))
   local second = vim.api.nvim_get_current_buf()
   wait_for('the client to attach to the second kernel', function() return pallasite_client(second) ~= nil end)

@@ -18,6 +18,8 @@ cases.status_text = function()
   local p = { title = 'Checking add.py', message = 'tier 1', percentage = 40 }
   assert(status.text(s, p) == 'pallasite v6e · local · idle · untrusted · Checking add.py: tier 1 40%', status.text(s, p))
   assert(status.text(nil) == 'pallasite')
+  local titled = status.text(s, { title = 'pallasite: checking add.py for v6e', message = 'tier 1' })
+  assert(titled == 'pallasite v6e · local · idle · untrusted · checking add.py for v6e: tier 1', titled)
 end
 
 cases.status_parse = function()
