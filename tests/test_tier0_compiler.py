@@ -73,89 +73,92 @@ def _compile(cases: list[tuple[str, str, str]]) -> list[dict]:
     return json.loads(lines[-1][len("PROBE-RESULT "):])
 
 
-@pytest.fixture(scope="module")
-def verdicts():
-    if not _has_libtpu():
-        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
+def _pls010_variants() -> dict[str, str]:
     bad = (DATA / "pls010_int8_rows_bad.py").read_text()
-    ok = (DATA / "pls010_int8_rows_ok.py").read_text()
-    variants = {
+    return {
         "int8 x 8 rows": bad,
-        "int8 x 32 rows": ok,
+        "int8 x 32 rows": (DATA / "pls010_int8_rows_ok.py").read_text(),
         "int8 x 16 rows": bad.replace("ROWS = 8\n", "ROWS = 16\n"),
         "bf16 x 8 rows": bad.replace("jnp.int8", "jnp.bfloat16"),
         "bad_reshape example": (ROOT / "examples" / "bad_reshape.py").read_text(),
     }
-    cases, keys = [], []
+
+
+def _fixed_fixtures() -> dict[str, str]:
+    """Each broken fixture with its rule's mechanical fix applied (PLS011 left out: with
+    jax_enable_x64 on, the index_maps' Python ints are int64 too, which Mosaic rejects)."""
+    fixed = {}
+    for path in sorted(DATA.glob("pls*_bad.py")):
+        text = path.read_text()
+        findings = [f for f in analyze(text).findings if f.fix is not None and f.code != "PLS011"]
+        if findings:
+            fixed[path.name] = apply_edits(text, findings[0].fix.edits)
+    return fixed
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """All cases compiled in ONE probe process (jax + libtpu start once): key -> (result, text)."""
+    if not _has_libtpu():
+        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
+    cases: dict[tuple[str, str], tuple[str, str]] = {}
     for topology in TOPOLOGIES:
-        for name, text in variants.items():
-            cases.append((topology, f"{name}.py", text))
-            keys.append((topology, name))
-    results = _compile(cases)
-    return {key: (result, variants[key[1]]) for key, result in zip(keys, results)}
+        for name, text in _pls010_variants().items():
+            cases[("pls010", topology, name)] = (topology, text)
+    for path in sorted(DATA.glob("pls*.py")):
+        cases[("fixture", "v6e:2x2", path.name)] = ("v6e:2x2", path.read_text())
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        cases[("example", "v6e:2x2", path.name)] = ("v6e:2x2", path.read_text())
+    for name, text in _fixed_fixtures().items():
+        cases[("fixed", "v6e:2x2", name)] = ("v6e:2x2", text)
+    keys = list(cases)
+    results = _compile([(cases[k][0], f"{k[2]}", cases[k][1]) for k in keys])
+    return {key: (result, cases[key][1]) for key, result in zip(keys, results)}
+
+
+def _group(compiled, kind: str) -> dict[str, dict]:
+    return {name: result for (k, _, name), (result, _) in compiled.items() if k == kind}
 
 
 @pytest.mark.parametrize("topology", TOPOLOGIES)
-def test_pls010_agrees_with_the_compiler(verdicts, topology):
+def test_pls010_agrees_with_the_compiler(compiled, topology):
     for name in ("int8 x 8 rows", "int8 x 32 rows", "int8 x 16 rows", "bf16 x 8 rows"):
-        result, text = verdicts[(topology, name)]
+        result, text = compiled[("pls010", topology, name)]
         codes = [f.code for f in analyze(text, target=topology.split(":")[0]).findings]
         if result["ok"]:
             assert codes == [], (name, codes)
         else:
             assert "Misaligned" in result["error"] or "E2002" in result["error"], (name, result["error"][:400])
             assert codes == ["PLS010"], (name, codes)
-    assert not verdicts[(topology, "int8 x 8 rows")][0]["ok"]
-    assert verdicts[(topology, "int8 x 32 rows")][0]["ok"]
-    assert verdicts[(topology, "bf16 x 8 rows")][0]["ok"]
+    assert not compiled[("pls010", topology, "int8 x 8 rows")][0]["ok"]
+    assert compiled[("pls010", topology, "int8 x 32 rows")][0]["ok"]
+    assert compiled[("pls010", topology, "bf16 x 8 rows")][0]["ok"]
 
 
 @pytest.mark.parametrize("topology", TOPOLOGIES)
-def test_bad_reshape_example_is_only_caught_by_the_compiler(verdicts, topology):
-    result, text = verdicts[(topology, "bad_reshape example")]
+def test_bad_reshape_example_is_only_caught_by_the_compiler(compiled, topology):
+    result, text = compiled[("pls010", topology, "bad_reshape example")]
     assert not result["ok"] and "shape cast" in result["error"], result["error"][:400]
     assert analyze(text).findings == ()
 
 
-@pytest.fixture(scope="module")
-def fixture_verdicts():
-    if not _has_libtpu():
-        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
-    names = sorted(p.name for p in DATA.glob("pls*.py"))
-    results = _compile([("v6e:2x2", name, (DATA / name).read_text()) for name in names])
-    return dict(zip(names, results))
-
-
-def test_fixture_pairs_are_real_kernels_for_the_compiler(fixture_verdicts):
+def test_fixture_pairs_are_real_kernels_for_the_compiler(compiled):
     """Every broken fixture fails in the real TPU pipeline (trace, lowering or compile) and every
-    fixed twin compiles: the tier-0 rules describe real mistakes, and their fixes are real fixes."""
-    failures = {name: r["error"][:300] for name, r in fixture_verdicts.items() if name.endswith("_ok.py") and not r["ok"]}
-    assert failures == {}
-    passes = [name for name, r in fixture_verdicts.items() if name.endswith("_bad.py") and r["ok"]]
-    assert passes == []
+    fixed twin compiles: the tier-0 rules describe real mistakes."""
+    verdicts = _group(compiled, "fixture")
+    assert len(verdicts) == 2 * len(list(DATA.glob("pls*_bad.py")))
+    assert {n: r["error"][:300] for n, r in verdicts.items() if n.endswith("_ok.py") and not r["ok"]} == {}
+    assert [n for n, r in verdicts.items() if n.endswith("_bad.py") and r["ok"]] == []
 
 
-def test_examples_compile_or_fail_as_their_comments_say():
-    if not _has_libtpu():
-        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
-    names = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
-    results = dict(zip(names, _compile([("v6e:2x2", n, (ROOT / "examples" / n).read_text()) for n in names])))
-    verdict = {name: result["ok"] for name, result in results.items()}
-    assert verdict == {name: not name.startswith("bad_") for name in names}, {
-        n: r["error"][:200] for n, r in results.items()}
+def test_examples_compile_or_fail_as_their_comments_say(compiled):
+    verdicts = _group(compiled, "example")
+    assert {n: r["ok"] for n, r in verdicts.items()} == {n: not n.startswith("bad_") for n in verdicts}, {
+        n: r["error"][:200] for n, r in verdicts.items()}
 
 
-def test_mechanical_fixes_make_the_broken_fixtures_compile():
-    """Applying a rule's fix to its broken fixture gives a kernel the real compiler accepts.
-    (PLS011's fix is left out: with jax_enable_x64 on, the index_maps' ints are int64 as well.)"""
-    if not _has_libtpu():
-        pytest.skip("libtpu not installed (pip install 'pallasite[tpu]')")
-    cases = []
-    for path in sorted(DATA.glob("pls*_bad.py")):
-        text = path.read_text()
-        findings = [f for f in analyze(text).findings if f.fix is not None and f.code != "PLS011"]
-        if findings:
-            cases.append(("v6e:2x2", path.name, apply_edits(text, findings[0].fix.edits)))
-    assert len(cases) >= 6
-    results = _compile(cases)
-    assert {name: r["error"][:300] for (_, name, _), r in zip(cases, results) if not r["ok"]} == {}
+def test_mechanical_fixes_make_the_broken_fixtures_compile(compiled):
+    """Applying a rule's fix to its broken fixture gives a kernel the real compiler accepts."""
+    verdicts = _group(compiled, "fixed")
+    assert len(verdicts) >= 6
+    assert {n: r["error"][:300] for n, r in verdicts.items() if not r["ok"]} == {}
