@@ -221,7 +221,7 @@ class Checker:
         findings.extend(located.findings)
         notes.extend(located.notes)
         notes.extend(_memory_note(name, figures, self.options.target) for name, figures in located.memory.items())
-        _merge_worker_verdicts(verdicts, located.verdicts, text)
+        _merge_worker_verdicts(verdicts, located.verdicts, text, located.findings)
 
     def _worker(self, notes: list[str]) -> Any:
         if self._client is not None:
@@ -337,8 +337,14 @@ def _mark(verdicts: list[_Verdict], tiers: Sequence[int], state: str) -> None:
             v.tiers[t] = state
 
 
-def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], text: str) -> None:
-    """Attach each worker entry's tier states to the sites it covers, or add a verdict for it."""
+def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], text: str,
+                           findings: Sequence[Finding] = ()) -> None:
+    """Attach each worker entry's tier states to the sites it covers, or add a verdict for it.
+
+    When an entry reaches several pallas_calls and a tier failed, only the kernel the error was
+    located in is marked "error"; the entry's other kernels are "skipped" for that tier (the
+    lowering and the compiler stop at the first failure).
+    """
     for entry in entries:
         covered = [v for v in verdicts if v.entry == entry.name]
         if not covered and len(entries) == 1:
@@ -350,6 +356,16 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
             covered = [v]
         for v in covered:
             v.tiers.update(entry.tiers)
+        if len(covered) < 2:
+            continue
+        for tier, state in entry.tiers.items():
+            if state != "error":
+                continue
+            culprits = {f.kernel for f in findings if f.tier == tier and f.severity == "error" and f.kernel}
+            if culprits & {v.name for v in covered}:
+                for v in covered:
+                    if v.name not in culprits:
+                        v.tiers[tier] = f"skipped: kernel {', '.join(sorted(culprits))} failed first"
 
 
 _DEF = "^(?:async\\s+)?def\\s+{name}\\b"
@@ -386,7 +402,7 @@ def _no_task_finding(text: str) -> Finding:
         span=Span.point(0),
         severity=entry.severity,
         tier=0,
-        origin="pallasite",
+        origin="pallasite rules",
     )
 
 

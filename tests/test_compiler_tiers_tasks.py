@@ -118,3 +118,12 @@ def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_r
     assert located.findings == ()
     assert located.notes == (f"tier 2 skipped: {checks.LIBTPU_HINT} (PLS906)",)
     assert "pip install 'pallasite[tpu]'" in located.notes[0]
+
+
+def test_entry_with_two_kernels_blames_the_one_that_failed(env):
+    report = env.check("two_kernels.py")
+    store_line = _line_of("two_kernels.py", "o_ref[...] = x_ref[...] + 1.0")
+    assert _errors(report) == [("PLS104", store_line)]
+    assert report.findings[0].kernel == "cast_kernel"
+    verdicts = {k.name: dict(k.tiers)[1] for k in report.kernels}
+    assert verdicts == {"scale_kernel": "skipped: kernel cast_kernel failed first", "cast_kernel": "error"}
