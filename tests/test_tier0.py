@@ -209,3 +209,14 @@ def test_apply_edits_with_unicode_and_overlaps():
     assert apply_edits(text, edits) == "size = 1\nx = 'ü'; y2 = 2\n"
     with pytest.raises(ValueError, match="overlapping"):
         apply_edits(text, [TextEdit(Span(0, 0, 0, 5), "a"), TextEdit(Span(0, 3, 0, 6), "b")])
+
+
+def test_tier0_never_imports_jax():
+    code = ("import sys; from pallasite.analysis.tier0 import analyze; "
+            f"analyze(open({str(DATA / 'pls007_renamed_api_bad.py')!r}).read()); "
+            "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib'))))")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
