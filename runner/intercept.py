@@ -121,12 +121,13 @@ def intercept_pallas_calls(
     *,
     rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     user_files: tuple[str, ...] = (),
-    modules: tuple[types.ModuleType, ...] = (),
+    modules: tuple[types.ModuleType | dict[str, Any], ...] = (),
 ) -> Iterator[list[RecordedCall]]:
     """Record (and optionally rewrite) every pallas_call made inside the block.
 
     ``user_files``: the call's location is the innermost frame in one of these files (else the
-    direct caller). ``modules``: user modules whose globals bound to ``pallas_call`` are patched too.
+    direct caller). ``modules``: user modules (or their globals dicts) whose names bound to
+    ``pallas_call`` (``from jax.experimental.pallas import pallas_call``) are patched too.
     Yields the list the records are appended to, in call order.
     """
     records: list[RecordedCall] = []
@@ -148,19 +149,20 @@ def intercept_pallas_calls(
         return apply
 
     pallas_call.__wrapped__ = _ORIGINAL  # type: ignore[attr-defined]
-    patched: list[tuple[Any, str, Any]] = []
+    patched: list[tuple[dict[str, Any], str, Any]] = []
     with _lock:
         for holder in (_pl, _pallas_call_module, *modules):
-            for name, value in list(vars(holder).items()):
+            namespace = holder if isinstance(holder, dict) else vars(holder)
+            for name, value in list(namespace.items()):
                 if value is _ORIGINAL:
-                    patched.append((holder, name, value))
-                    setattr(holder, name, pallas_call)
+                    patched.append((namespace, name, value))
+                    namespace[name] = pallas_call
     try:
         yield records
     finally:
         with _lock:
-            for holder, name, value in patched:
-                setattr(holder, name, value)
+            for namespace, name, value in patched:
+                namespace[name] = value
 
 
 def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:

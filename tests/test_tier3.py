@@ -31,10 +31,13 @@ def test_fixture_gives_expected_tier3_findings(reports, name):
     report = reports[name]
     got = [f for f in report.findings if f.tier == 3]
     want = EXPECTED[name]
-    assert [(f.code, f.span.line + 1) for f in got] == [(w["code"], w["line"]) for w in want], [f.message for f in got]
-    for finding, expected in zip(got, want):
-        assert expected["says"] in finding.message
-        assert finding.origin == "TPU interpreter"
+    messages = [f"{f.code}:{f.span.line + 1}: {f.message}" for f in got]
+    assert {f.code for f in got} == {w["code"] for w in want}, messages
+    for expected in want:
+        hits = [f for f in got if (f.code, f.span.line + 1) == (expected["code"], expected["line"])]
+        assert hits, (expected, messages)
+        assert any(expected["says"] in f.message for f in hits), (expected, messages)
+    assert all(f.origin == "TPU interpreter" for f in got)
     states = {dict(k.tiers).get(3) for k in report.kernels}
     has_error = any(w["code"] != "PLS305" for w in want)
     assert states == ({"error"} if has_error else {"ok"})
@@ -111,3 +114,17 @@ def test_shrink_keeps_dims_multiples_of_their_blocks():
     assert sx.shape == (512, 1024) and sy.shape == (1024, 512)  # K (2048) cut by 512 in both: same size
     small = jax.ShapeDtypeStruct((64, 128), jnp.float32)
     assert shrink_shapes((small,), [call]) == ((small,), False)
+
+
+def test_intercept_patches_names_imported_from_pallas_and_restores_them():
+    from jax.experimental import pallas as pl
+
+    from pallasite.runner.intercept import intercept_pallas_calls
+
+    namespace = {"pallas_call": pl.pallas_call, "other": len}
+    original = pl.pallas_call
+    with intercept_pallas_calls(modules=(namespace,)) as calls:
+        assert namespace["pallas_call"] is not original and pl.pallas_call is namespace["pallas_call"]
+        assert namespace["other"] is len
+    assert namespace["pallas_call"] is original and pl.pallas_call is original
+    assert calls == []
