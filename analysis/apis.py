@@ -41,6 +41,17 @@ RENAMES: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
+# Removed names with no one-to-one replacement: advice checked against the installed exports below.
+ADVICE: dict[str, dict[str, str]] = {
+    PALLAS: {
+        "load": "use ref indexing (x_ref[...]) or pltpu.load in TPU kernels, plgpu.load "
+                "(jax.experimental.pallas.triton) in Triton kernels",
+        "store": "use ref assignment (o_ref[...] = v) or pltpu.store in TPU kernels, plgpu.store "
+                 "(jax.experimental.pallas.triton) in Triton kernels",
+    },
+}
+
+
 @dataclass(frozen=True)
 class Exports:
     """What one installed module exports: plain names and deprecated name -> jax's message."""
@@ -241,6 +252,11 @@ def _check_name(ctx: RuleContext, module: str, name: str, node, imported_as: str
         return
     if name in table.removed:
         yield finding("PLS007", f"{short}.{name} was removed from the installed jax: {table.removed[name]}", span)
+        return
+    advice = ADVICE.get(module, {}).get(name)
+    if advice is not None:
+        yield finding("PLS007", f"{short}.{name} is not in the installed jax (AttributeError at run time): "
+                                f"{advice}.", span)
         return
     yield finding(
         "PLS007",

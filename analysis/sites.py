@@ -17,6 +17,8 @@ from .source import GPU_MODULES, PALLAS_PREFIXES, TPU_MODULES, Source, enclosing
 from .types import BlockSpecInfo, KernelSite, ScratchInfo, Span
 
 _MAX_DEPTH = 8  # how many variable indirections to follow
+# compiler_params dict keys that only GPU backends take (nested per backend, or Triton's flat form)
+_GPU_PARAM_KEYS = ("triton", "mosaic_gpu", "num_warps", "num_stages")
 _MUTATORS = {"append", "insert", "extend", "pop", "remove", "clear", "sort", "reverse", "update",
              "setdefault", "popitem", "__setitem__", "__delitem__"}
 
@@ -757,7 +759,7 @@ def _compiler_params(source: Source, scope: Scope, node: Node | None):
             if mosaic is not None:
                 backend = "tpu"
                 semantics_node = _dict_value(source, scope, mosaic, "dimension_semantics")
-            elif any(k in keywords for k in ("triton", "mosaic_gpu")):
+            elif any(k in keywords for k in _GPU_PARAM_KEYS):
                 backend = "gpu"
         elif name.startswith(TPU_MODULES) or tail in ("CompilerParams", "TPUCompilerParams") and not name.startswith(GPU_MODULES):
             backend = "tpu" if not name.startswith(GPU_MODULES) and "gpu" not in name and "triton" not in name else "gpu"
@@ -773,7 +775,7 @@ def _compiler_params(source: Source, scope: Scope, node: Node | None):
             if key in ("mosaic", "mosaic_tpu"):
                 backend = "tpu"
                 semantics_node = _dict_value(source, scope, scope.resolve(pair.child_by_field_name("value")), "dimension_semantics")
-            elif key in ("triton", "mosaic_gpu"):
+            elif key in _GPU_PARAM_KEYS:
                 backend = "gpu"
     if semantics_node is None:
         return None, None, backend

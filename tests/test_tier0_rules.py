@@ -253,3 +253,23 @@ def test_return_fix_stores_into_the_output_ref():
     assert apply_fix(text, finding.fix) == (DATA / "pls009_kernel_returns_ok.py").read_text().replace(
         "PLS009, fixed: the kernel writes its output ref and returns None.",
         "PLS009, broken: the kernel returns its result instead of writing it to the output ref.")
+
+
+def test_removed_load_store_get_advice_that_the_installed_jax_supports():
+    from pallasite.analysis.apis import ADVICE, PALLAS, TPU, exports
+
+    text = "from jax.experimental import pallas as pl\ndef k(x_ref, o_ref):\n    pl.store(o_ref, (), pl.load(x_ref, ()))\n"
+    findings = analyze(text).findings
+    assert [f.code for f in findings] == ["PLS007", "PLS007"]
+    assert all("pltpu." in f.message and "plgpu." in f.message for f in findings)
+    assert exports(PALLAS) is not None and "load" not in exports(PALLAS).names
+    assert {"load", "store"} <= exports(TPU).names and set(ADVICE[PALLAS]) == {"load", "store"}
+    assert {"load", "store"} <= exports("jax.experimental.pallas.triton").names
+
+
+def test_flat_triton_compiler_params_make_the_site_gpu():
+    text = (DATA / "pls011_float64_bad.py").read_text().replace(
+        "        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n",
+        "        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n        compiler_params=dict(num_warps=4),\n")
+    result = analyze(text)
+    assert result.sites[0].backend == "gpu" and result.findings == ()
