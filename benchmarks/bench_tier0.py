@@ -10,6 +10,8 @@ process CPU time (time.process_time), which other load on a shared host inflates
 never runs the kernel, so no accelerator is involved.
 
     python benchmarks/bench_tier0.py [--runs 100] [--cold-runs 5] [--file PATH]
+    python benchmarks/bench_tier0.py --corpus DIR   # every .py calling pallas_call under DIR:
+                                                    # time, sites, findings by code (false-positive hunt)
 """
 
 from __future__ import annotations
@@ -51,12 +53,50 @@ def default_file() -> str | None:
                         "splash_attention_kernel.py")
 
 
+def corpus(folder: str) -> int:
+    """Tier 0 over a folder of real kernels: what it finds there, and how long it takes."""
+    from collections import Counter
+
+    from pallasite.analysis.tier0 import analyze
+
+    files, sites, elapsed, codes, errors = 0, 0, 0.0, Counter(), []
+    for root, _, names in os.walk(folder):
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if not name.endswith(".py"):
+                continue
+            try:
+                text = open(path, encoding="utf-8").read()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if "pallas_call" not in text:
+                continue
+            t0 = time.perf_counter()
+            result = analyze(text, path)
+            elapsed += time.perf_counter() - t0
+            files += 1
+            sites += len(result.sites)
+            for f in result.findings:
+                codes[(f.code, f.severity)] += 1
+                if f.severity == "error":
+                    errors.append(f"{path}:{f.span.line + 1}: {f.code} {f.message}")
+    print(f"{files} files, {sites} pallas_call sites, analyze total {elapsed * 1000:.0f} ms (wall clock)")
+    for (code, severity), count in sorted(codes.items()):
+        print(f"  {code} {severity:<8} {count}")
+    for line in errors:
+        print("  " + line[:240])
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100, help="warm runs (at least 50)")
     parser.add_argument("--cold-runs", type=int, default=5, help="fresh processes for the cold figure")
     parser.add_argument("--file", default=default_file(), help="kernel file (default: jax's splash attention)")
+    parser.add_argument("--corpus", help="instead: analyze every .py under this folder that calls pallas_call")
     args = parser.parse_args()
+    if args.corpus:
+        return corpus(args.corpus)
     if not args.file or not os.path.exists(args.file):
         print(f"kernel file not found: {args.file!r}; pass --file PATH (is jax installed?)", file=sys.stderr)
         return 2
