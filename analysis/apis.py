@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
@@ -89,6 +90,19 @@ def _module_file(module: str) -> str | None:
 @lru_cache(maxsize=8)
 def module_file(module: str) -> str | None:
     return _module_file(module)
+
+
+@lru_cache(maxsize=1)
+def installed_version() -> str | None:
+    """The installed jax's version string, read from jax/version.py (never imported)."""
+    root = jax_root()
+    try:
+        with open(os.path.join(root, "version.py"), encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, TypeError):
+        return None
+    match = re.search(r'^_version(?:: str)? = "([^"]+)"', text, re.M)
+    return match.group(1) if match else None
 
 
 def exports(module: str) -> Exports | None:
@@ -258,10 +272,12 @@ def _check_name(ctx: RuleContext, module: str, name: str, node, imported_as: str
         yield finding("PLS007", f"{short}.{name} is not in the installed jax (AttributeError at run time): "
                                 f"{advice}.", span)
         return
+    version = installed_version()
     yield finding(
         "PLS007",
-        f"{short}.{name} is not exported by the installed {module} (AttributeError at run time). "
-        "Check the spelling, or the jax release notes for its current name.",
+        f"{short}.{name} is not exported by {module} in the installed jax{' ' + version if version else ''} "
+        "(AttributeError at run time). Check the spelling and the jax release notes; if the code was "
+        "written for a newer jax, upgrade jax.",
         span)
 
 
