@@ -14,6 +14,8 @@ A task says which function to call and with which argument shapes. Three forms a
   else is passed as the one argument). The plain-JAX reference is ``workload`` of a sibling
   ``baseline.py`` when that file exists.
 
+- MaxKernel task folders (``kernel_task.yaml`` beside the file) are read by ``runner/maxkernel.py``.
+
 Shapes always come from ``jax.eval_shape``: an inputs function that makes arrays is traced
 abstractly, so checking never allocates the example inputs.
 """
@@ -77,6 +79,12 @@ def discover(module: types.ModuleType, path: str, text: str | None = None) -> li
 
     ``text`` is the checked source when it differs from the file on disk (an unsaved buffer).
     """
+    from . import maxkernel  # MaxKernel task folders: kernel_task.yaml beside the file
+
+    if maxkernel.is_task_dir(os.path.dirname(os.path.abspath(path))):
+        found = maxkernel.discover(module, path)
+        if found is not None:  # None: not the folder's candidate kernel file
+            return found
     ns = vars(module)
     if callable(ns.get("workload")) and callable(ns.get("create_inputs")):
         return [_jaxbench_task(module, path)]
