@@ -2,7 +2,7 @@
 and deprecated ones (a warning, with jax's own message).
 
 The installed jax is found without importing it (``importlib.util.find_spec("jax")`` only locates
-the package); ``jax/experimental/pallas/__init__.py`` and ``tpu.py`` are read with tree-sitter:
+the package; ``PALLASITE_JAX_PATH`` overrides it); ``jax/experimental/pallas/__init__.py`` and ``tpu.py`` are read with tree-sitter:
 every ``from ... import name as name``, module-level assignment, def/class, and the keys of the
 module's ``_deprecations`` table. A module whose exports cannot be read with certainty (e.g. a
 star import) is not checked. ``RENAMES`` suggests the current name for known renames; each entry
@@ -65,7 +65,13 @@ class Exports:
 
 @lru_cache(maxsize=1)
 def jax_root() -> str | None:
-    """The installed jax package folder, located without importing jax."""
+    """The installed jax package folder, located without importing jax.
+
+    ``PALLASITE_JAX_PATH`` (a jax package folder) overrides it, e.g. to check against the jax of
+    the project's own interpreter when it differs from the one pallasite runs with."""
+    override = os.environ.get("PALLASITE_JAX_PATH")
+    if override:
+        return override if os.path.isfile(os.path.join(override, "__init__.py")) else None
     try:
         spec = importlib.util.find_spec("jax")
     except (ImportError, ValueError):

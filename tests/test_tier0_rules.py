@@ -273,3 +273,27 @@ def test_flat_triton_compiler_params_make_the_site_gpu():
         "        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n        compiler_params=dict(num_warps=4),\n")
     result = analyze(text)
     assert result.sites[0].backend == "gpu" and result.findings == ()
+
+
+def test_api_check_reads_the_jax_named_by_pallasite_jax_path(tmp_path, monkeypatch):
+    from pallasite.analysis import apis
+
+    fake = tmp_path / "jax"
+    (fake / "experimental" / "pallas").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "version.py").write_text('_version = "0.99.0"\n')
+    (fake / "experimental" / "pallas" / "__init__.py").write_text(
+        "from jax._src.pallas.core import BlockSpec as BlockSpec\nfrom x import pallas_call as pallas_call\n")
+    (fake / "experimental" / "pallas" / "tpu.py").write_text("from y import TPUCompilerParams as TPUCompilerParams\n")
+    monkeypatch.setenv("PALLASITE_JAX_PATH", str(fake))
+    for cached in (apis.jax_root, apis.module_file, apis.installed_version):
+        cached.cache_clear()
+    try:
+        text = (DATA / "pls007_renamed_api_bad.py").read_text()
+        assert [f.code for f in analyze(text).findings] == []  # this "jax" still has TPUCompilerParams
+        (finding,) = analyze(text.replace("pl.BlockSpec(", "pl.GridSpec(", 1)).findings
+        assert "0.99.0" in finding.message
+    finally:
+        monkeypatch.delenv("PALLASITE_JAX_PATH")
+        for cached in (apis.jax_root, apis.module_file, apis.installed_version):
+            cached.cache_clear()
