@@ -128,13 +128,16 @@ def test_typecheck_unit_tests_manifest_and_vsix() -> None:
     assert packaged["contributes"] == MANIFEST["contributes"]
 
 
-def _e2e(scenario: str, python: str, tmp_path: Path) -> dict:
+def _e2e(scenario: str, python: str, tmp_path: Path, project_target: str = "v6e") -> dict:
     build = subprocess.run([NPM, "run", "bundle"], cwd=VSCODE, capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
     project = shutil.copytree(ROOT_DATA / "project", tmp_path / "project")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('target = "v6e"', f'target = "{project_target}"'))
     proc = subprocess.run(["node", str(VSCODE / "test" / "e2e" / "run-e2e.js"), scenario, python, str(project),
                            str(project / "add_bad_tiling.py")], cwd=project, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")})
+                          timeout=120, env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+                                            "PALLASITE_E2E_CHIP": project_target})
     assert proc.returncode == 0 and "RESULT " in proc.stdout, proc.stdout + proc.stderr
     return json.loads(proc.stdout.split("RESULT ", 1)[1].splitlines()[0])
 
@@ -148,11 +151,13 @@ needs_node_modules = pytest.mark.skipif(
 @needs_node_modules
 def test_bundled_extension_runs_the_server(tmp_path: Path) -> None:
     """dist/extension.js in Node with a stand-in `vscode` module, against a real `pallasite serve`."""
-    r = _e2e("server", sys.executable, tmp_path)
+    # The project says v5p in [tool.pallasite]; the extension sends only what the user set, so
+    # VS Code's default ("v6e") does not override the project.
+    r = _e2e("server", sys.executable, tmp_path, project_target="v5p")
     assert r["contextsAfterStart"] == {"pallasite.advertises.check": True, "pallasite.advertises.selectTarget": True,
                                        "pallasite.advertises.trustFolder": True}
     assert [(d["line"], d["code"]) for d in r["diagnostics"]] == [(12, "PLS001")]
-    assert r["statusBefore"] == "$(circuit-board) v6e · local · idle · $(workspace-untrusted) untrusted"
+    assert r["statusBefore"] == "$(circuit-board) v5p · local · idle · $(workspace-untrusted) untrusted"
     assert r["statusCommand"] == "pallasite.selectTarget"
     # Palette "Select Target TPU Chip": quick pick of the schema's chips -> server -> status bar.
     assert r["quickPicks"][0]["items"] == MANIFEST["contributes"]["configuration"]["properties"]["pallasite.target"]["enum"]

@@ -19,7 +19,7 @@ import {
 import { PALETTE, advertisedCommands, commandProblem, contextValues, paletteArguments, type CommandContext } from './commands';
 import { chipChoices } from './configSchema';
 import { type LaunchPlan, installAdvice, resolveLaunch } from './interpreter';
-import { reactionTo, serverSection } from './settings';
+import { explicitSection, reactionTo, serverKeys } from './settings';
 import {
   STATUS_NOTIFICATION,
   type ClientState,
@@ -36,12 +36,14 @@ let client: LanguageClient | undefined;
 let statusItem: vscode.StatusBarItem;
 let output: vscode.LogOutputChannel;
 let chips: string[] = [];
+let settingKeys: string[] = [];
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel('Pallasite', { log: true });
   statusItem = vscode.window.createStatusBarItem('pallasite.status', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Pallasite';
   chips = chipChoices(context.extension.packageJSON);
+  settingKeys = serverKeys(context.extension.packageJSON?.contributes?.configuration?.properties ?? {});
   context.subscriptions.push(
     output,
     statusItem,
@@ -139,19 +141,25 @@ async function start(): Promise<void> {
           if (!Array.isArray(answers)) {
             return answers;
           }
-          return answers.map((answer: unknown, i: number) =>
-            params.items[i]?.section === 'pallasite' ? serverSection(answer) : answer,
-          );
+          return answers.map((answer: unknown, i: number) => {
+            const item = params.items[i];
+            return item?.section === 'pallasite'
+              ? currentSection(item.scopeUri === undefined ? undefined : vscode.Uri.parse(item.scopeUri))
+              : answer;
+          });
         },
       },
     },
   };
   const created = new LanguageClient('pallasite', 'Pallasite', serverOptions, clientOptions);
   client = created;
+  // The client restarts a crashed server by itself: palette keys follow every state change.
   created.onDidChangeState((event) => {
     if (event.newState === State.Stopped) {
       void setContexts([]);
       showClientState('stopped');
+    } else if (event.newState === State.Running) {
+      void setContexts(advertisedCommands(created.initializeResult));
     }
   });
   created.onNotification(STATUS_NOTIFICATION, (raw: unknown) => {
@@ -216,8 +224,10 @@ async function setContexts(advertised: readonly string[]): Promise<void> {
   }
 }
 
-function currentSection(): Record<string, unknown> {
-  return serverSection(vscode.workspace.getConfiguration().get('pallasite'));
+/** The settings the user set (not VS Code's defaults: those would hide [tool.pallasite]). */
+function currentSection(scope?: vscode.Uri): Record<string, unknown> {
+  const config = vscode.workspace.getConfiguration('pallasite', scope ?? vscode.workspace.workspaceFolders?.[0]?.uri);
+  return explicitSection(settingKeys, (key) => config.inspect(key));
 }
 
 /** Arguments for a palette command run without any; undefined (after telling the user) if it cannot run. */

@@ -1,7 +1,8 @@
 /**
  * The `pallasite` settings section as the server receives it (initialization options,
- * workspace/configuration answers, didChangeConfiguration): VS Code's nested object minus the
- * client-only keys, so the server never warns about keys it does not own.
+ * workspace/configuration answers, didChangeConfiguration): only the values the user set (VS Code
+ * would otherwise fill in every default and hide the project's [tool.pallasite]), nested, and
+ * without the client-only keys, so the server never warns about keys it does not own.
  */
 
 import { CLIENT_KEYS } from './configSchema';
@@ -50,4 +51,47 @@ export function reactionTo(affects: (key: string) => boolean): 'restart' | 'rese
     return 'restart';
   }
   return affects('pallasite') ? 'resend' : 'none';
+}
+
+/** What VS Code's `WorkspaceConfiguration.inspect` reports for one key (the parts used here). */
+export interface Inspected {
+  readonly globalValue?: unknown;
+  readonly workspaceValue?: unknown;
+  readonly workspaceFolderValue?: unknown;
+}
+
+/**
+ * The explicitly set values of `keys` (dotted, without the `pallasite.` prefix) as one nested
+ * section. The most specific scope wins (folder > workspace > user); object values (e.g.
+ * `severity`) are merged across scopes the way VS Code merges them.
+ */
+export function explicitSection(keys: readonly string[], inspect: (key: string) => Inspected | undefined): Section {
+  const out: Section = {};
+  for (const key of keys) {
+    const found = inspect(key);
+    const scoped = [found?.globalValue, found?.workspaceValue, found?.workspaceFolderValue].filter(
+      (v) => v !== undefined && v !== null,
+    );
+    if (scoped.length === 0) {
+      continue;
+    }
+    const value = scoped.every(isPlainObject)
+      ? Object.assign({}, ...scoped.map((v) => plain(v) as Section))
+      : plain(scoped[scoped.length - 1]);
+    const parts = key.split('.');
+    let node = out;
+    for (const part of parts.slice(0, -1)) {
+      const next = node[part];
+      node = (isPlainObject(next) ? next : (node[part] = {})) as Section;
+    }
+    node[parts[parts.length - 1] as string] = value;
+  }
+  return serverSection(out);
+}
+
+/** The server's keys (without the prefix) among a manifest's configuration properties. */
+export function serverKeys(properties: Record<string, unknown>): string[] {
+  return Object.keys(properties)
+    .filter((k) => k.startsWith('pallasite.') && !CLIENT_KEYS.includes(k.slice('pallasite.'.length).split('.')[0] ?? ''))
+    .map((k) => k.slice('pallasite.'.length));
 }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CLIENT_KEYS } from '../src/configSchema';
-import { reactionTo, serverSection } from '../src/settings';
+import { explicitSection, reactionTo, serverKeys, serverSection } from '../src/settings';
 
 test('client-only keys are stripped, server keys are kept nested', () => {
   const section = serverSection({
@@ -39,4 +39,35 @@ test('changing how the server starts restarts it; other pallasite keys are resen
   assert.equal(reactionTo(affects(['pallasite.serverPath'])), 'restart');
   assert.equal(reactionTo(affects(['pallasite.check.debounceMs'])), 'resend');
   assert.equal(reactionTo(affects(['python.defaultInterpreterPath'])), 'none');
+});
+
+test('only explicitly set values are sent, nested, most specific scope first', () => {
+  const inspected: Record<string, { globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown }> = {
+    target: { globalValue: 'v5e', workspaceValue: 'v5p' },
+    tiers: {},
+    'check.debounceMs': { workspaceFolderValue: 300 },
+    'check.onSave': { globalValue: false },
+    'trust.mode': undefined as never,
+    severity: { globalValue: { PLS010: 'off' }, workspaceValue: { PLS001: 'warning' } },
+  };
+  const section = explicitSection(Object.keys(inspected), (key) => inspected[key]);
+  assert.deepEqual(section, {
+    target: 'v5p',
+    check: { debounceMs: 300, onSave: false },
+    severity: { PLS010: 'off', PLS001: 'warning' },
+  });
+  // Nothing set: an empty section, so the project's [tool.pallasite] and the server defaults apply.
+  assert.deepEqual(explicitSection(['target', 'check.onOpen'], () => ({})), {});
+});
+
+test("the server's keys are the manifest's minus the client-only ones", () => {
+  const properties = {
+    'pallasite.target': {},
+    'pallasite.check.debounceMs': {},
+    'pallasite.serverPath': {},
+    'pallasite.interpreter': {},
+    'pallasite.trace.server': {},
+    'other.key': {},
+  };
+  assert.deepEqual(serverKeys(properties), ['target', 'check.debounceMs']);
 });

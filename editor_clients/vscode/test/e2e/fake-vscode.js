@@ -82,7 +82,9 @@ function makeDocument(file) {
   };
 }
 
-function create({ folder, file, settings, quickPickAnswer }) {
+function create({ folder, file, settings: userSettings, defaults = {}, quickPickAnswer }) {
+  // Like VS Code, `get` answers the contributed default for any key the user did not set.
+  const settings = { ...defaults, ...userSettings };
   const document = makeDocument(file);
   const folderUri = Uri.file(folder);
   const workspaceFolder = { uri: folderUri, name: path.basename(folder), index: 0 };
@@ -93,6 +95,7 @@ function create({ folder, file, settings, quickPickAnswer }) {
     const prefix = section ? `${section}.` : '';
     const values = Object.fromEntries(Object.entries(settings).filter(([k]) => k.startsWith(prefix))
       .map(([k, v]) => [k.slice(prefix.length), v]));
+    const explicit = new Set(Object.keys(userSettings).filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
     const nested = {};
     for (const [key, value] of Object.entries(settings)) {
       let node = nested;
@@ -108,7 +111,8 @@ function create({ folder, file, settings, quickPickAnswer }) {
         return node === undefined ? fallback : node;
       },
       has: (key) => key in values,
-      inspect: () => undefined,
+      inspect: (key) => (explicit.has(key) ? { key, defaultValue: defaults[prefix + key], globalValue: values[key] }
+        : { key, defaultValue: defaults[prefix + key] }),
       update: async () => undefined,
     };
   };

@@ -17,7 +17,10 @@ const settings = {
   'pallasite.serverPath': '',
   'pallasite.trust.mode': 'never', // tier 0 only: no worker in this test
 };
-const vscode = fake.create({ folder, file, settings, quickPickAnswer: 'v5e' });
+const packageJSON = require(path.join(__dirname, '..', '..', 'package.json'));
+const defaults = Object.fromEntries(Object.entries(packageJSON.contributes.configuration.properties)
+  .map(([key, schema]) => [key, schema.default]));
+const vscode = fake.create({ folder, file, settings, defaults, quickPickAnswer: 'v5e' });
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, ...rest) {
   return request === 'vscode' ? 'vscode' : resolve.call(this, request, ...rest);
@@ -25,7 +28,6 @@ Module._resolveFilename = function (request, ...rest) {
 require.cache.vscode = { id: 'vscode', filename: 'vscode', loaded: true, exports: vscode.module };
 
 const extension = require(path.join(__dirname, '..', '..', 'dist', 'extension.js'));
-const packageJSON = require(path.join(__dirname, '..', '..', 'package.json'));
 const { recorded } = vscode;
 const result = {};
 
@@ -52,7 +54,9 @@ async function server() {
   result.diagnostics = kernelDiagnostics().map((d) => ({
     line: d.range.start.line, message: d.message, code: typeof d.code === 'object' ? d.code.value : d.code,
   }));
-  await waitFor('the status bar to show the chip', () => /v6e/.test(statusText() || ''));
+  // The project's [tool.pallasite] target: VS Code's defaults must not override it.
+  const chip = process.env.PALLASITE_E2E_CHIP || 'v6e';
+  await waitFor(`the status bar to show ${chip}`, () => (statusText() || '').includes(` ${chip} `));
   result.statusBefore = statusText();
   result.statusCommand = recorded.statusItems[0].command;
   // Palette: "Select Target TPU Chip" with no arguments -> quick pick -> server -> status.
