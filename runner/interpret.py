@@ -531,6 +531,23 @@ class _CallSites:
         return None
 
 
+    def element_line(self, call_line: int | None, keyword: str, index: int) -> tuple[int, int] | None:
+        """(line, column) of element ``index`` of a list/tuple keyword argument (e.g. in_specs[1])."""
+        if self.tree is None or call_line is None or index < 0:
+            return None
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and node.lineno <= call_line <= (node.end_lineno or node.lineno):
+                callee = node.func.func if isinstance(node.func, ast.Call) else node.func
+                if not (isinstance(callee, (ast.Attribute, ast.Name)) and _name_of(callee) == "pallas_call"):
+                    continue
+                call = node.func if isinstance(node.func, ast.Call) else node
+                for kw in call.keywords:
+                    if kw.arg == keyword and isinstance(kw.value, (ast.List, ast.Tuple)) and index < len(kw.value.elts):
+                        element = kw.value.elts[index]
+                        return element.lineno, element.col_offset
+        return None
+
+
 def _name_of(node: ast.AST) -> str:
     return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
@@ -635,6 +652,17 @@ def _exception_record(exc: BaseException, call: RecordedCall | None, sites: _Cal
         rec["code"] = "PLS302"
         what = _oob_sentence(m.group(0))
         rec["sentence"] = f"{what}: on a TPU this reads past the array (interpret=True alone would clamp it silently)"
+        block = _BLOCK_OOB.search(m.group(0))
+        if block:
+            spec = _spec_line(block.group("name"), call, sites, path)
+            window = ", ".join(f"{a}:{b}" for a, b in _SLICE.findall(block.group("window")))
+            rec["sentence"] = (f"the index_map of input {block.group('name')} returns block {block.group('block')} at grid "
+                               f"step {block.group('step')}: it reads [{window}] of an array of shape "
+                               f"{block.group('shape')}, past its end")
+            if spec is not None:
+                rec["mentions"] = [{"line": spec[0], "column": spec[1]}]
+                rec["frames"] = []  # the BlockSpec is the place, not the pallas_call frame
+            return rec
         dma_lines = _dma_lines(call, path) if re.search(r"\b(hbm|vmem|any)\b", m.group(0)) else []
         if dma_lines:
             rec["mentions"] = [{"line": line, "column": None} for line in dma_lines] + rec["mentions"]
@@ -643,6 +671,28 @@ def _exception_record(exc: BaseException, call: RecordedCall | None, sites: _Cal
     else:
         rec["code"] = "PLS300"
     return rec
+
+
+_BLOCK_OOB = re.compile(r'Out-of-bounds block index (?P<block>\(.*?\)) for input "(?P<name>[^"]+)" in iteration '
+                        r'(?P<step>\(.*?\)).*?reading \[(?P<window>.*)\] but input has shape (?P<shape>\(.*?\))')
+
+
+def _spec_line(name: str, call: RecordedCall | None, sites: "_CallSites", path: str) -> tuple[int, int] | None:
+    """Where the in_specs entry of the kernel parameter ``name`` is written (line 1-based, column)."""
+    import inspect
+
+    if call is None:
+        return None
+    try:
+        params = list(inspect.signature(call.kernel).parameters)
+    except (TypeError, ValueError):
+        return None
+    if name not in params:
+        return None
+    grid_spec = call.kwargs.get("grid_spec")
+    prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0)
+    index = params.index(name) - prefetch
+    return sites.element_line(_call_line(call, path), "in_specs", index)
 
 
 _SLICE = re.compile(r"slice\((-?\d+), (-?\d+), (?:1|None)\)")
