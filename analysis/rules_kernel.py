@@ -14,9 +14,9 @@ from typing import Iterator
 
 from tree_sitter import Node
 
+from .resolve import is_pallas_name
 from .rules import RuleContext, finding, replace
 from .rules_specs import ref_counts
-from .sites import is_pallas_name
 from .source import Source, walk
 from .types import Finding, Fix, KernelSite, Span
 

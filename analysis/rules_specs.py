@@ -14,8 +14,8 @@ from typing import Iterator
 
 from tree_sitter import Node
 
+from .resolve import elements, scope_for
 from .rules import RuleContext, finding, replace, tpu_sites
-from .sites import elements, scope_for
 from .source import Source
 from .types import BlockSpecInfo, Finding, KernelSite, Related, Span
 

@@ -21,8 +21,8 @@ from typing import Iterator
 
 from tree_sitter import Node
 
+from .resolve import scope_for
 from .rules import RuleContext, finding, replace, tpu_sites
-from .sites import scope_for
 from .source import enclosing_function, is_module_level
 from .tasks import example_shapes
 from .types import BlockSpecInfo, Finding, KernelSite, KernelTask, Related, Span

@@ -9,292 +9,16 @@ single dim); nothing here raises on unusual code.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from .source import GPU_MODULES, PALLAS_PREFIXES, TPU_MODULES, Source, enclosing_function, outermost_function, walk
-from .types import BlockSpecInfo, KernelSite, ScratchInfo, Span
-
-_MAX_DEPTH = 8  # how many variable indirections to follow
+from .blockspecs import block_spec, dim
+from .resolve import (_MAX_DEPTH, Scope, call_arguments, callee, callee_tail, elements, is_pallas_name,
+                      is_partial, param_name, scope_for, splat_kind)
+from .source import GPU_MODULES, TPU_MODULES, Source, outermost_function
+from .types import BlockSpecInfo, KernelSite, ScratchInfo
 # compiler_params dict keys that only GPU backends take (nested per backend, or Triton's flat form)
 _GPU_PARAM_KEYS = ("triton", "mosaic_gpu", "num_warps", "num_stages")
-_MUTATORS = {"append", "insert", "extend", "pop", "remove", "clear", "sort", "reverse", "update",
-             "setdefault", "popitem", "__setitem__", "__delitem__"}
-
-
-# ---------------------------------------------------------------------------- local scope
-
-
-@dataclass
-class Scope:
-    """What is certain about names inside one function: single assignments and int defaults."""
-
-    source: Source
-    assigned: dict[str, Node] = field(default_factory=dict)  # name -> the one value assigned to it
-    ints: dict[str, int] = field(default_factory=dict)  # name -> int (tunable defaults, local ints)
-    int_spans: dict[str, Span] = field(default_factory=dict)  # where each int came from
-    shadowed: set[str] = field(default_factory=set)  # names rebound locally: no module constant
-
-    def value(self, node: Node | None) -> int | None:
-        if node is None:
-            return None
-        if node.type == "identifier":
-            name = self.source.node_text(node)
-            if name in self.ints:
-                return self.ints[name]
-            if name in self.shadowed:
-                return None
-        return self.source.int_value(node, self._lookup())
-
-    def _lookup(self) -> dict[str, int]:
-        table = {name: c.value for name, c in self.source.constants.items() if name not in self.shadowed}
-        table.update(self.ints)
-        return table
-
-    def origin(self, node: Node) -> Span | None:
-        """Span of the constant/default a bare name resolved through, if any."""
-        if node.type != "identifier":
-            return None
-        name = self.source.node_text(node)
-        if name in self.int_spans:
-            return self.int_spans[name]
-        if name in self.shadowed:
-            return None
-        const = self.source.constants.get(name)
-        return const.span if const else None
-
-    def resolve(self, node: Node | None) -> Node | None:
-        """Follow a bare name to the single expression assigned to it (a few levels deep)."""
-        depth = 0
-        while node is not None and node.type == "identifier" and depth < _MAX_DEPTH:
-            target = self.assigned.get(self.source.node_text(node))
-            if target is None:
-                return node
-            node = target
-            depth += 1
-        while node is not None and node.type == "parenthesized_expression" and node.named_child_count == 1:
-            node = node.named_children[0]
-        return node
-
-
-def scope_for(source: Source, node: Node) -> Scope:
-    """The scope of the functions around ``node``: outer functions first, inner ones override."""
-    fn = enclosing_function(node)
-    key = fn.id if fn is not None else None
-    cache = source.cache.setdefault("scopes", {})
-    if key in cache:
-        return cache[key]
-    scope = Scope(source)
-    cache[key] = scope
-    chain: list[Node] = []
-    while fn is not None:
-        chain.append(fn)
-        fn = enclosing_function(fn)
-    for fn in reversed(chain):
-        _collect(source, fn, scope)
-    return scope
-
-
-def _collect(source: Source, fn: Node, scope: Scope) -> None:
-    params = fn.child_by_field_name("parameters")
-    after_star = False
-    param_names: list[str] = []
-    for param in params.named_children if params is not None else ():
-        if param.type == "keyword_separator" or splat_kind(param) == "*":
-            after_star = True
-        name_node = _param_name(param)
-        if name_node is None:
-            continue
-        name = source.node_text(name_node)
-        param_names.append(name)
-        scope.shadowed.add(name)
-        scope.ints.pop(name, None)
-        scope.assigned.pop(name, None)
-        if after_star and param.type in ("default_parameter", "typed_default_parameter"):
-            default = param.child_by_field_name("value")
-            number = source.int_value(default)
-            if number is not None and default is not None:
-                scope.ints[name] = number
-                scope.int_spans[name] = source.span(default)
-    counts: dict[str, int] = {name: 1 for name in param_names}  # a reassigned parameter is uncertain
-    values: dict[str, Node] = {}
-    body = fn.child_by_field_name("body")
-    for node in _own_nodes(body):
-        if node.type == "assignment":
-            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            pairs: list[tuple[Node, Node | None]] = []
-            if left is not None and left.type == "identifier":
-                pairs.append((left, right))
-            elif left is not None and left.type in ("pattern_list", "tuple_pattern"):
-                rights = right.named_children if right is not None and right.type in ("expression_list", "tuple") else []
-                for i, target in enumerate(left.named_children):
-                    pairs.append((target, rights[i] if len(rights) == len(left.named_children) else None))
-            for target, value in pairs:
-                if target.type != "identifier":
-                    continue
-                name = source.node_text(target)
-                counts[name] = counts.get(name, 0) + 1
-                if value is not None:
-                    values[name] = value
-        if node.type == "attribute" and node.parent is not None and node.parent.type == "call":
-            obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
-            if obj is not None and obj.type == "identifier" and source.node_text(attr) in _MUTATORS:
-                counts[source.node_text(obj)] = 2  # mutated in place: its literal value is not certain
-        elif node.type == "assignment":
-            left = node.child_by_field_name("left")
-            if left is not None and left.type == "subscript":
-                obj = left.child_by_field_name("value")
-                if obj is not None and obj.type == "identifier":
-                    counts[source.node_text(obj)] = 2
-        if node.type in ("augmented_assignment", "for_statement", "for_in_clause", "named_expression",
-                           "with_item", "global_statement", "nonlocal_statement", "as_pattern"):
-            target = node.child_by_field_name("left") or node.child_by_field_name("name")
-            for ident in _identifiers(target) if target is not None else ():
-                counts[source.node_text(ident)] = 2  # rebound: uncertain
-            if node.type in ("with_item", "as_pattern"):
-                for ident in _identifiers(node):
-                    if ident.parent is not None and ident.parent.type in ("as_pattern_target",):
-                        counts[source.node_text(ident)] = 2
-    for name, count in counts.items():
-        if count == 1 and name in param_names:
-            continue  # a parameter never reassigned: keep its tunable default, if any
-        scope.shadowed.add(name)
-        scope.ints.pop(name, None)
-        scope.assigned.pop(name, None)
-        if count == 1 and name in values:
-            scope.assigned[name] = values[name]
-            number = scope.value(values[name])
-            if number is not None:
-                scope.ints[name] = number
-                origin = scope.origin(values[name])
-                scope.int_spans[name] = origin or source.span(values[name])
-
-
-def _own_nodes(body: Node | None):
-    """Nodes of a function body, not descending into nested functions, lambdas or classes."""
-    if body is None:
-        return
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in reversed(node.children):
-            if child.type not in ("function_definition", "lambda", "class_definition", "decorated_definition"):
-                stack.append(child)
-
-
-def _identifiers(node: Node):
-    return [n for n in walk(node) if n.type == "identifier"]
-
-
-def splat_kind(param: Node) -> str | None:
-    """"*" or "**" for ``*args``/``**kw`` parameters (typed or not), else None."""
-    node = param
-    if node.type == "typed_parameter" and node.named_children:
-        node = node.named_children[0]
-    if node.type == "list_splat_pattern":
-        return "*"
-    if node.type == "dictionary_splat_pattern":
-        return "**"
-    return None
-
-
-def _param_name(param: Node) -> Node | None:
-    if param.type == "identifier":
-        return param
-    if param.type in ("typed_parameter", "list_splat_pattern", "dictionary_splat_pattern"):
-        for child in param.named_children:
-            if child.type == "identifier":
-                return child
-            if child.type in ("list_splat_pattern", "dictionary_splat_pattern"):
-                return _param_name(child)
-        return None
-    if param.type in ("default_parameter", "typed_default_parameter"):
-        name = param.child_by_field_name("name")
-        return name if name is not None and name.type == "identifier" else None
-    return None
-
-
-# ---------------------------------------------------------------------------- call helpers
-
-
-def call_arguments(source: Source, call: Node) -> tuple[list[Node], dict[str, Node], dict[str, Node], bool]:
-    """(positional args, keyword name -> value, keyword name -> keyword_argument node, has splat)."""
-    args = call.child_by_field_name("arguments")
-    positional: list[Node] = []
-    keywords: dict[str, Node] = {}
-    keyword_nodes: dict[str, Node] = {}
-    splat = False
-    if args is None or args.type != "argument_list":
-        return positional, keywords, keyword_nodes, args is not None  # generator argument: unknown
-    for child in args.named_children:
-        if child.type == "keyword_argument":
-            name = source.node_text(child.child_by_field_name("name"))
-            value = child.child_by_field_name("value")
-            if value is not None:
-                keywords[name] = value
-                keyword_nodes[name] = child
-        elif child.type in ("list_splat", "dictionary_splat"):
-            splat = True
-        elif child.type != "comment":
-            positional.append(child)
-    return positional, keywords, keyword_nodes, splat
-
-
-def callee(source: Source, node: Node | None) -> str | None:
-    """The qualified name of the function a call node calls, via imports (else its last name)."""
-    if node is None or node.type != "call":
-        return None
-    fn = node.child_by_field_name("function")
-    return source.qualname(fn)
-
-
-def callee_tail(source: Source, node: Node | None) -> str | None:
-    """The last dotted component of the called name (``pltpu.VMEM(...)`` -> ``VMEM``)."""
-    if node is None or node.type != "call":
-        return None
-    fn = node.child_by_field_name("function")
-    if fn is None:
-        return None
-    if fn.type == "identifier":
-        return source.node_text(fn)
-    if fn.type == "attribute":
-        return source.node_text(fn.child_by_field_name("attribute"))
-    return None
-
-
-def is_pallas_name(qualname: str | None, *names: str) -> bool:
-    if not qualname or not qualname.startswith(PALLAS_PREFIXES):
-        return False
-    return qualname.rsplit(".", 1)[-1] in names
-
-
-def _is_partial(source: Source, node: Node) -> bool:
-    name = callee(source, node)
-    return name in ("functools.partial",)
-
-
-def elements(source: Source, scope: Scope, node: Node | None) -> list[Node] | None:
-    """The items of a list/tuple literal (after resolving a name), or None if not a literal."""
-    node = scope.resolve(node)
-    if node is None:
-        return None
-    if node.type in ("list", "tuple", "expression_list"):
-        items = [c for c in node.named_children if c.type != "comment"]
-        if any(c.type in ("list_splat", "parenthesized_list_splat") for c in items):
-            return None
-        return items
-    if node.type == "binary_operator" and source.node_text(node.child_by_field_name("operator")) == "*":
-        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        times = scope.value(right)
-        inner = elements(source, scope, left) if times is not None else None
-        if inner is None:
-            times = scope.value(left)
-            inner = elements(source, scope, right) if times is not None else None
-        if inner is not None and times is not None and 0 <= times <= 64:
-            return inner * times
-    return None
 
 
 # ---------------------------------------------------------------------------- sites
@@ -308,7 +32,7 @@ def find_sites(source: Source) -> tuple[KernelSite, ...]:
         if fn is None:
             continue
         if not is_pallas_name(source.qualname(fn), "pallas_call"):
-            if not _is_partial(source, node):
+            if not is_partial(source, node):
                 continue
             arguments = node.child_by_field_name("arguments")
             first = arguments.named_children[0] if arguments is not None and arguments.named_children else None
@@ -331,7 +55,7 @@ def read_site(source: Source, call: Node) -> KernelSite:
     scope = scope_for(source, call)
     fn = call.child_by_field_name("function")
     positional, keywords, keyword_nodes, _ = call_arguments(source, call)
-    partial_form = _is_partial(source, call)
+    partial_form = is_partial(source, call)
     if partial_form:
         fn, positional = positional[0], positional[1:]
     kernel = positional[0] if positional else keywords.get("kernel")
@@ -424,7 +148,7 @@ def _kernel(source: Source, scope: Scope, node: Node | None, call: Node):
     bound: set[str] = set()
     bound_positional = 0
     node = scope.resolve(node)
-    if node is not None and node.type == "call" and _is_partial(source, node):
+    if node is not None and node.type == "call" and is_partial(source, node):
         positional, keywords, _, splat = call_arguments(source, node)
         if not positional or splat:
             return None, None, None
@@ -451,11 +175,11 @@ def _ref_params(source: Source, defn: Node, bound: set[str], bound_positional: i
         if param.type == "keyword_separator":
             break
         if splat_kind(param) == "*":
-            names.append("*" + source.node_text(_param_name(param)))
+            names.append("*" + source.node_text(param_name(param)))
             break
         if splat_kind(param) == "**" or param.type == "positional_separator":
             continue
-        name_node = _param_name(param)
+        name_node = param_name(param)
         if name_node is None:
             continue
         name = source.node_text(name_node)
@@ -506,144 +230,6 @@ def _specs(source: Source, scope: Scope, node: Node | None, role: str) -> tuple[
     return tuple(block_spec(source, scope, leaf, role, position) for position, leaf in enumerate(leaves))
 
 
-def block_spec(source: Source, scope: Scope, node: Node, role: str, position: int) -> BlockSpecInfo:
-    """One entry of in_specs/out_specs. ``certain`` is False when it may stand for several specs."""
-    resolved = scope.resolve(node)
-    span = source.span(node)
-    if resolved is None:
-        return BlockSpecInfo(span=span, role=role, position=position, certain=False)  # type: ignore[arg-type]
-    if resolved.type == "none":
-        return BlockSpecInfo(span=span, role=role, position=position)  # type: ignore[arg-type]
-    name = source.qualname(resolved)
-    if is_pallas_name(name, "no_block_spec"):
-        return BlockSpecInfo(span=span, role=role, position=position)  # type: ignore[arg-type]
-    if resolved.type != "call" or not is_pallas_name(callee(source, resolved), "BlockSpec"):
-        return BlockSpecInfo(span=span, role=role, position=position, certain=False)  # type: ignore[arg-type]
-    span = source.span(resolved)
-    positional, keywords, _, splat = call_arguments(source, resolved)
-    shape_node = positional[0] if positional else keywords.get("block_shape")
-    map_node = positional[1] if len(positional) > 1 else keywords.get("index_map")
-    memory_node = keywords.get("memory_space")
-    block_shape = dim_spans = dim_origins = None
-    shape_span = None
-    if shape_node is not None:
-        shape_resolved = scope.resolve(shape_node)
-        shape_span = source.span(shape_resolved)
-        items = elements(source, scope, shape_resolved)
-        if items is not None:
-            dims: list[int | str | None] = []
-            spans: list[Span] = []
-            origins: list[Span | None] = []
-            for item in items:
-                dims.append(_dim(source, scope, item))
-                spans.append(source.span(item))
-                origins.append(scope.origin(item))
-            block_shape, dim_spans, dim_origins = tuple(dims), tuple(spans), tuple(origins)
-    arity, results, map_span = _index_map(source, scope, map_node)
-    memory = _memory_space(source, scope.resolve(memory_node)) if memory_node is not None else None
-    return BlockSpecInfo(
-        span=span,
-        block_shape=block_shape,
-        block_shape_span=shape_span,
-        dim_spans=dim_spans or (),
-        index_map_span=map_span,
-        index_map_arity=arity,
-        index_map_results=results,
-        memory_space=memory,
-        role=role,  # type: ignore[arg-type]
-        position=position,
-        dim_origins=dim_origins or (),
-        certain=not splat,
-    )
-
-
-def _dim(source: Source, scope: Scope, node: Node) -> int | str | None:
-    if node.type == "none":
-        return None
-    number = scope.value(node)
-    if number is not None:
-        return number
-    resolved = scope.resolve(node)
-    if resolved is not None and resolved.type == "none":
-        return None
-    if resolved is not None and resolved.type == "call" and is_pallas_name(callee(source, resolved), "Squeezed"):
-        return None
-    if resolved is not None and is_pallas_name(source.qualname(resolved), "squeezed"):
-        return None
-    return source.node_text(node)
-
-
-def _index_map(source: Source, scope: Scope, node: Node | None) -> tuple[int | None, int | None, Span | None]:
-    if node is None:
-        return None, None, None
-    resolved = scope.resolve(node)
-    if resolved is not None and resolved.type == "identifier":
-        defn = source.function(source.node_text(resolved), near=node)
-        if defn is None:
-            return None, None, source.span(node)
-        return _def_arity(source, defn), _def_results(source, defn), source.span(node)
-    if resolved is None or resolved.type != "lambda":
-        return None, None, source.span(node)
-    params = resolved.child_by_field_name("parameters")
-    arity: int | None = 0
-    for param in params.named_children if params is not None else ():
-        if splat_kind(param) or param.type == "keyword_separator":
-            arity = None
-            break
-        if param.type in ("default_parameter",):
-            arity = None
-            break
-        arity = (arity or 0) + 1
-    body = resolved.child_by_field_name("body")
-    return arity, _result_count(source, body), source.span(resolved)
-
-
-def _result_count(source: Source, body: Node | None) -> int | None:
-    while body is not None and body.type == "parenthesized_expression" and body.named_child_count == 1:
-        inner = body.named_children[0]
-        if inner.type == "tuple":
-            body = inner
-            break
-        body = inner
-    if body is None or body.type not in ("tuple", "expression_list"):
-        return None
-    items = [c for c in body.named_children if c.type != "comment"]
-    if any(c.type in ("list_splat", "parenthesized_list_splat") for c in items):
-        return None
-    return len(items)
-
-
-def _def_arity(source: Source, defn: Node) -> int | None:
-    params = defn.child_by_field_name("parameters")
-    count = 0
-    for param in params.named_children if params is not None else ():
-        if splat_kind(param) or param.type in ("keyword_separator", "default_parameter", "typed_default_parameter"):
-            return None
-        count += 1
-    return count
-
-
-def _def_results(source: Source, defn: Node) -> int | None:
-    counts = set()
-    for node in _own_nodes(defn.child_by_field_name("body")):
-        if node.type == "return_statement":
-            value = node.named_children[0] if node.named_children else None
-            counts.add(_result_count(source, value))
-    if len(counts) == 1:
-        return counts.pop()
-    return None
-
-
-def _memory_space(source: Source, node: Node | None) -> str | None:
-    if node is None:
-        return None
-    if node.type == "call":
-        node = node.child_by_field_name("function")
-    text = source.node_text(node)
-    tail = text.rsplit(".", 1)[-1]
-    return tail or None
-
-
 def _out_shapes(source: Source, scope: Scope, node: Node | None):
     """(per-output shape: tuple of dims, or the shape expression's text; per-output dtype text)."""
     if node is None:
@@ -670,7 +256,7 @@ def _out_shapes(source: Source, scope: Scope, node: Node | None):
         dtype_node = positional[1] if len(positional) > 1 else keywords.get("dtype")
         shape_items = elements(source, scope, shape_node) if shape_node is not None else None
         if shape_items is not None:
-            shapes.append(tuple(_dim(source, scope, d) for d in shape_items))
+            shapes.append(tuple(dim(source, scope, d) for d in shape_items))
         else:
             shapes.append(source.node_text(shape_node) if shape_node is not None else None)
         dtypes.append(dtype_name(source, dtype_node))
@@ -719,7 +305,7 @@ def _scratch(source: Source, scope: Scope, node: Node) -> tuple[ScratchInfo, ...
             shape_node = positional[0] if positional else keywords.get("shape")
             shape_items = elements(source, scope, shape_node) if shape_node is not None else None
             if shape_items is not None:
-                shape = tuple(_dim(source, scope, d) for d in shape_items)
+                shape = tuple(dim(source, scope, d) for d in shape_items)
             dtype_node = positional[1] if len(positional) > 1 else keywords.get("dtype")
             dtype = dtype_name(source, dtype_node)
         else:

@@ -14,7 +14,8 @@ import os
 
 from tree_sitter import Node
 
-from .sites import Scope, call_arguments, callee_tail, dtype_name, elements, scope_for, splat_kind
+from .resolve import Scope, call_arguments, callee_tail, elements, scope_for, splat_kind
+from .sites import dtype_name
 from .source import Source, is_module_level, walk
 from .types import KernelTask, Tunable
 
