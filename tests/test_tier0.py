@@ -220,3 +220,10 @@ def test_tier0_never_imports_jax():
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_syntax_error_column_counts_code_points():
+    text = HEADER + 's = "größe∑" ) 1\n'
+    (finding,) = analyze(text).findings
+    line = text.splitlines()[finding.span.line]
+    assert finding.code == "PLS000" and line[finding.span.column:finding.span.end_column] == ")"
