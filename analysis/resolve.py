@@ -16,7 +16,7 @@ from tree_sitter import Node
 from .source import PALLAS_PREFIXES, Source, enclosing_function, walk
 from .types import Span
 
-_MAX_DEPTH = 8  # how many variable indirections to follow
+MAX_DEPTH = 8  # how many variable indirections to follow
 _MUTATORS = {"append", "insert", "extend", "pop", "remove", "clear", "sort", "reverse", "update",
              "setdefault", "popitem", "__setitem__", "__delitem__"}
 
@@ -62,7 +62,7 @@ class Scope:
     def resolve(self, node: Node | None) -> Node | None:
         """Follow a bare name to the single expression assigned to it (a few levels deep)."""
         depth = 0
-        while node is not None and node.type == "identifier" and depth < _MAX_DEPTH:
+        while node is not None and node.type == "identifier" and depth < MAX_DEPTH:
             target = self.assigned.get(self.source.node_text(node))
             if target is None:
                 return node
@@ -196,6 +196,7 @@ def splat_kind(param: Node) -> str | None:
 
 
 def param_name(param: Node) -> Node | None:
+    """The identifier node naming a parameter of any form (typed, defaulted, *args, **kw)."""
     if param.type == "identifier":
         return param
     if param.type in ("typed_parameter", "list_splat_pattern", "dictionary_splat_pattern"):
@@ -238,7 +239,7 @@ def call_arguments(source: Source, call: Node) -> tuple[list[Node], dict[str, No
 
 
 def callee(source: Source, node: Node | None) -> str | None:
-    """The qualified name of the function a call node calls, via imports (else its last name)."""
+    """The qualified name of the function a call node calls, via the imports (None if unknown)."""
     if node is None or node.type != "call":
         return None
     fn = node.child_by_field_name("function")
@@ -260,6 +261,7 @@ def callee_tail(source: Source, node: Node | None) -> str | None:
 
 
 def is_pallas_name(qualname: str | None, *names: str) -> bool:
+    """Whether ``qualname`` is one of ``names`` exported by Pallas (public or jax._src path)."""
     if not qualname or not qualname.startswith(PALLAS_PREFIXES):
         return False
     return qualname.rsplit(".", 1)[-1] in names

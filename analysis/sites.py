@@ -13,10 +13,11 @@ import warnings
 from tree_sitter import Node
 
 from .blockspecs import block_spec, dim
-from .resolve import (_MAX_DEPTH, Scope, call_arguments, callee, callee_tail, elements, is_pallas_name,
+from .resolve import (MAX_DEPTH, Scope, call_arguments, callee, callee_tail, elements, is_pallas_name,
                       is_partial, param_name, scope_for, splat_kind)
 from .source import GPU_MODULES, TPU_MODULES, Source, outermost_function
 from .types import BlockSpecInfo, KernelSite, ScratchInfo
+
 # compiler_params dict keys that only GPU backends take (nested per backend, or Triton's flat form)
 _GPU_PARAM_KEYS = ("triton", "mosaic_gpu", "num_warps", "num_stages")
 
@@ -214,7 +215,7 @@ def _specs(source: Source, scope: Scope, node: Node | None, role: str) -> tuple[
     leaves: list[Node] = []
 
     def flatten(n: Node, depth: int) -> None:
-        items = elements(source, scope, n) if depth < _MAX_DEPTH else None
+        items = elements(source, scope, n) if depth < MAX_DEPTH else None
         if items is None:
             leaves.append(n)
             return
