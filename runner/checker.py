@@ -198,9 +198,9 @@ class Checker:
         def progress(message: Any, fraction: float | None = None) -> None:
             message = str(getattr(message, "message", message))
             stage = locate.parse_stage(message)
-            if stage:
-                last_stage.clear()
-                last_stage.update(stage)
+            if stage and "line" not in stage:
+                last_stage.clear()  # a new step: forget where the previous one was
+            last_stage.update(stage)
             if on_progress is not None and message:
                 on_progress(message)
 

@@ -35,6 +35,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import sys
+import threading
 from typing import Any, Callable
 
 from . import chips
@@ -79,7 +81,7 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
 
     say(f"importing {os.path.basename(path)}")
     try:
-        with _restored_config(), user_module(path, text) as module:
+        with _line_watch(path, params.get("time_limit_s"), say), _restored_config(), user_module(path, text) as module:
             try:
                 tasks = tasks_runtime.discover(module, path, text)
             except tasks_runtime.TaskError as exc:
@@ -220,6 +222,44 @@ def memory_figures(compiled: Any) -> dict[str, int] | None:
         if isinstance(value, int):
             out[name] = value
     return out
+
+
+@contextlib.contextmanager
+def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
+    """Near the time limit, keep saying which line of the user's file the check is on.
+
+    The client kills a worker that runs past the limit, and a killed worker says nothing more: these
+    progress messages ("at line N of FILE") let it put a hang (e.g. at import) at its line.
+    """
+    if not isinstance(limit_s, (int, float)) or limit_s <= 0:
+        yield
+        return
+    main = threading.get_ident()
+    stop = threading.Event()
+    target = os.path.realpath(path)
+
+    def watch() -> None:
+        wait = max(limit_s * 0.8, limit_s - 2.0)
+        while not stop.wait(wait):
+            line = _innermost_line(sys._current_frames().get(main), target)
+            if line is not None:
+                say(f"at line {line} of {os.path.basename(path)}")
+            wait = 0.5
+
+    thread = threading.Thread(target=watch, name="pallasite-line-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+
+
+def _innermost_line(frame: Any, target: str) -> int | None:
+    while frame is not None:
+        if os.path.realpath(frame.f_code.co_filename) == target:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
 
 
 # Global jax settings a kernel file may change at import (e.g. jax_enable_x64): a warm worker

@@ -483,13 +483,22 @@ def _mib(n: int) -> str:
 
 
 _STAGE = re.compile(r"tier (?P<tier>\d): (?P<entry>[\w.]+)")
+_AT_LINE = re.compile(r"^at line (?P<line>\d+) of ")
 
 
 def parse_stage(message: str) -> dict[str, Any]:
-    """The tier and entry a progress message names (``tier 2: matmul (...)``), or {}."""
-    m = _STAGE.search(message or "")
+    """What a progress message says about where the check is, or {}.
+
+    ``tier 2: matmul (...)`` -> tier and entry; ``importing FILE`` -> the import stage;
+    ``at line 12 of FILE`` (said near the time limit) -> ``{"line": 12}``, which refines the stage.
+    """
+    message = message or ""
+    at = _AT_LINE.match(message)
+    if at:
+        return {"line": int(at.group("line"))}
+    m = _STAGE.search(message)
     if not m:
-        return {"stage": "import"} if (message or "").startswith("importing") else {}
+        return {"stage": "import"} if message.startswith("importing") else {}
     return {"tier": int(m.group("tier")), "entry": m.group("entry")}
 
 
@@ -505,10 +514,13 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
     span = _call(site) if site is not None else Span.point(0)
     where = f" ({'tier %d' % tier}{', ' + entry if entry else ''})" if last_stage.get("tier") else (
         " (while importing the file)" if last_stage.get("stage") == "import" else "")
+    if last_stage.get("line"):  # the worker said where the user's code was when time ran out
+        span = _line_span(int(last_stage["line"]) - 1, lines)
+        where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
     if status == "timeout":
-        code = "PLS205" if last_stage.get("tier") == 2 else "PLS903"
-        if last_stage.get("stage") == "import" or not last_stage:
-            span = _first_import_like_line(lines) if not site else span
+        code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
+        if (last_stage.get("stage") == "import" or not last_stage) and not site:
+            span = _first_import_like_line(lines)
         body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
     elif status == "memory":
         code, body = "PLS904", f"the check ran past its memory limit{where}: {message}".rstrip(": ")

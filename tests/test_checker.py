@@ -146,7 +146,12 @@ def test_hang_at_import_ends_at_the_time_limit_and_the_worker_recovers():
             await checker.close()
 
     hung, elapsed, after = asyncio.run(run())
-    assert [f.code for f in hung.findings if f.severity == "error"] == ["PLS903"]
+    [finding] = [f for f in hung.findings if f.severity == "error"]
+    assert finding.code == "PLS903"
+    # the worker said where the import was when time ran out: the line that never returns
+    with open(os.path.join(LIMITS, "hangs_at_import.py"), encoding="utf-8") as f:
+        assert f.read().splitlines()[finding.span.line].strip() == "time.sleep(0.5)"
+    assert "while importing" in finding.message and f"at line {finding.span.line + 1}" in finding.message
     assert elapsed < 60  # stopped by the limit, not by the test runner
     assert ("PLS101", 19) in [(f.code, f.span.line + 1) for f in after.findings]
 
