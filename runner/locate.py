@@ -514,6 +514,7 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
     span = _call(site) if site is not None else Span.point(0)
     where = f" ({'tier %d' % tier}{', ' + entry if entry else ''})" if last_stage.get("tier") else (
         " (while importing the file)" if last_stage.get("stage") == "import" else "")
+    importing = last_stage.get("stage") == "import"
     if last_stage.get("line"):  # the worker said where the user's code was when time ran out
         span = _line_span(int(last_stage["line"]) - 1, lines)
         where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
@@ -534,8 +535,8 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         tier=tier,
         origin=ORIGIN_RUNNER,
         chip=target,
-        kernel=site.kernel_name if site is not None else None,
-        related=_related(site, span, lines),
+        kernel=site.kernel_name if site is not None and not importing else None,
+        related=() if importing else _related(site, span, lines),
     )
 
 

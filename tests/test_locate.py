@@ -196,3 +196,14 @@ def test_vmem_oom_naming_an_operand_relates_its_blockspec():
     assert finding.span == analysis.sites[0].call_span
     assert finding.related[0].span == analysis.sites[0].in_specs[0].span
     assert "does not fit in VMEM" in finding.related[0].message
+
+
+def test_a_line_said_near_the_time_limit_places_the_timeout_there():
+    text, analysis = _source("import_error")
+    stage = locate.parse_stage("importing import_error_broken.py")
+    stage.update(locate.parse_stage("at line 14 of import_error_broken.py"))
+    assert stage == {"stage": "import", "line": 14}
+    finding = locate.reply_failure("timeout", "no result after 5 s", text, analysis, stage, "v5e")
+    assert (finding.code, finding.span.line + 1) == ("PLS903", 14)
+    assert "while importing the file, at line 14" in finding.message
+    assert finding.related == ()  # a hang at import is not about any pallas_call
