@@ -520,7 +520,7 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
     if status == "timeout":
         code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
-        if (last_stage.get("stage") == "import" or not last_stage) and not site:
+        if (importing and not last_stage.get("line")) or (not last_stage and not site):
             span = _first_import_like_line(lines)
         body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
     elif status == "memory":
