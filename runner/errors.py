@@ -64,13 +64,13 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
-_WRAPPERS = ("JaxStackTraceBeforeTransformation", "XlaRuntimeError", "JaxRuntimeError")
+_WRAPPERS = ("JaxStackTraceBeforeTransformation",)  # jax's traceback carriers: no message of their own
 
 
 def _telling(chain: list[BaseException]) -> BaseException:
     """The exception whose message says what went wrong (skipping jax's traceback wrappers)."""
     for e in chain:
-        if type(e).__name__ not in ("JaxStackTraceBeforeTransformation",) and _text(e):
+        if type(e).__name__ not in _WRAPPERS and _text(e):
             return e
     return chain[0]
 
