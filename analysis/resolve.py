@@ -9,11 +9,13 @@ resolve to nothing. Also: call-argument splitting and the names of called functi
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from tree_sitter import Node
+from tree_sitter import Node, Query, QueryCursor
 
-from .source import PALLAS_PREFIXES, Source, enclosing_function, walk
+from .source import PALLAS_PREFIXES, Source, enclosing_function, language, walk
 from .types import Span
 
 MAX_DEPTH = 8  # how many variable indirections to follow
@@ -115,7 +117,7 @@ def _collect(source: Source, fn: Node, scope: Scope) -> None:
     counts: dict[str, int] = {name: 1 for name in param_names}  # a reassigned parameter is uncertain
     values: dict[str, Node] = {}
     body = fn.child_by_field_name("body")
-    for node in own_nodes(body):
+    for node in _binding_nodes(body):
         if node.type == "assignment":
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
             pairs: list[tuple[Node, Node | None]] = []
@@ -164,6 +166,38 @@ def _collect(source: Source, fn: Node, scope: Scope) -> None:
                 scope.ints[name] = number
                 origin = scope.origin(values[name])
                 scope.int_spans[name] = origin or source.span(values[name])
+
+
+@lru_cache(maxsize=1)
+def _binding_query() -> Query:
+    return Query(language(), """
+        [(assignment) (augmented_assignment) (for_statement) (for_in_clause) (named_expression)
+         (with_item) (as_pattern)] @bind
+        (call function: (attribute) @bind)
+        [(function_definition) (lambda) (class_definition)] @nested
+    """)
+
+
+def _binding_nodes(body: Node | None) -> list[Node]:
+    """The nodes of a function body that bind or mutate names, outside nested functions/classes
+    (a query in C, then nested ranges filtered out: much faster than walking in Python)."""
+    if body is None:
+        return []
+    found = QueryCursor(_binding_query()).captures(body)
+    nested = sorted((n.start_byte, n.end_byte) for n in found.get("nested", []))
+    outer: list[tuple[int, int]] = []
+    for start, end in nested:  # keep only outermost nested ranges
+        if not outer or start >= outer[-1][1]:
+            outer.append((start, end))
+    starts = [start for start, _ in outer]
+    own = []
+    for node in found.get("bind", []):
+        i = bisect.bisect_right(starts, node.start_byte) - 1
+        if i >= 0 and node.start_byte < outer[i][1]:
+            continue  # inside a nested function, lambda or class
+        own.append(node)
+    own.sort(key=lambda n: n.start_byte)
+    return own
 
 
 def own_nodes(body: Node | None):
