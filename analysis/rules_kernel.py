@@ -243,6 +243,8 @@ def _own(body: Node | None) -> Iterator[Node]:
 def wide_dtypes(ctx: RuleContext) -> Iterator[Finding]:
     x64 = enables_x64(ctx.source)
     for site, fn in kernels(ctx, tpu_only=True):
+        if b"64" not in ctx.source.data[fn.start_byte:fn.end_byte]:
+            continue  # no 64-bit name can appear: skip the walk
         for node in walk(fn):
             name = None
             if node.type in ("attribute", "identifier"):
