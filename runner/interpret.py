@@ -23,13 +23,11 @@ CPU interpret-mode wall clock: they say nothing about TPU time.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import io
 import linecache
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -41,15 +39,20 @@ from jax.experimental.pallas import tpu as pltpu
 
 from . import errors as errors_mod
 from .intercept import RecordedCall, SemanticsOverride, block_shapes, dimension_semantics, intercept_pallas_calls
+from .interpret_compare import compare, tolerance_for
+from .interpret_records import (
+    START,
+    CallSites,
+    dma_lines,
+    dma_order_record,
+    exception_record,
+    first_user_call,
+    kernel_lines,
+    race_record,
+    result_record,
+    semantics_disagreement,
+)
 
-ORIGIN = "TPU interpreter"
-# Default (atol, rtol) by output dtype; a task's TOLERANCE overrides them.
-TOLERANCES: dict[str, tuple[float, float]] = {
-    "float64": (1e-7, 1e-7),
-    "float32": (1e-5, 1e-5),
-    "float16": (1e-3, 1e-3),
-    "bfloat16": (2e-2, 2e-2),
-}
 MAX_ELEMENTS = 1 << 20  # inputs larger than this (per array) are shrunk when the blocks allow
 SIMULATED_CORES = 2  # megacore (v4, v5p, 7x): "parallel" grid axes are split between two cores
 SEED = 7  # order of "parallel" grid steps; fixed so reruns are reproducible
@@ -331,32 +334,32 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
         reruns.append(rerun.seconds)
         return rerun
 
-    call = _first_user_call(run.calls, path)
-    sites = _CallSites(source, path)
+    call = first_user_call(run.calls, path)
+    sites = CallSites(source, path)
     if run.error is not None and _semantics_rejected(run.error):
-        errors.append(_semantics_disagreement(run.error, call, sites, path))
+        errors.append(semantics_disagreement(run.error, call, sites, path))
         say(f"tier 3: {task.name} again with the grid's parallel axes as a prefix")
         run = again(semantics=_parallel_prefix)
-        call = _first_user_call(run.calls, path) or call
+        call = first_user_call(run.calls, path) or call
 
     for report in run.races:
-        errors.append(_race_record(report, call, sites, path))
+        errors.append(race_record(report, call, sites, path))
     if run.error is not None:
-        errors.append(_exception_record(run.error, call, sites, path))
+        errors.append(exception_record(run.error, call, sites, path))
         return {"errors": errors, "_reruns": reruns}
     if run.races:  # the race explains any wrong numbers; comparing would only repeat it
         return {"errors": errors, "_reruns": reruns}
-    dma_lines = _dma_lines(call, path)
-    if dma_lines:  # the race detector misses two DMAs writing one buffer: vary when DMAs complete
+    copies = dma_lines(call, path)
+    if copies:  # the race detector misses two DMAs writing one buffer: vary when DMAs complete
         say(f"tier 3: {task.name} again with DMAs completing as soon as they start")
         eager = again(dma="eager")
         if eager.races:  # the detector saw it with this timing
-            errors.extend(_race_record(report, call, sites, path) for report in eager.races)
+            errors.extend(race_record(report, call, sites, path) for report in eager.races)
             return {"errors": errors, "_reruns": reruns}
         if eager.error is None:
-            moved = compare(eager.outputs, run.outputs, _tolerance(task, run.outputs))
+            moved = compare(eager.outputs, run.outputs, tolerance_for(task, run.outputs))
             if moved:
-                errors.append(_dma_order_record(moved[0], dma_lines, _kernel_lines(call, path, _START), path))
+                errors.append(dma_order_record(moved[0], copies, kernel_lines(call, path, START), path))
                 return {"errors": errors, "_reruns": reruns}
 
     expected = None
@@ -370,7 +373,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
             errors.append(rec)
 
     def problems_of(r: Run) -> list[dict[str, Any]]:
-        return compare(r.outputs, expected, _tolerance(task, r.outputs))
+        return compare(r.outputs, expected, tolerance_for(task, r.outputs))
 
     problems = problems_of(run)
     if not problems:
@@ -391,7 +394,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     if cause and cause[0] == "semantics":  # one finding: the wrong numbers have one cause
         problems = [p for p in problems if p["kind"] == "mismatch"] or problems[:1]
     for problem in problems:
-        errors.append(_result_record(problem, call, sites, path, cause, sem))
+        errors.append(result_record(problem, call, sites, path, cause, sem))
     return {"errors": errors, "_reruns": reruns}
 
 
@@ -430,363 +433,6 @@ def _parallel_prefix(sem: tuple[str, ...]) -> tuple[str, ...]:
 
 def _semantics_rejected(exc: BaseException) -> bool:
     return "parallel semantics must form a prefix" in str(exc)
-
-
-# --------------------------------------------------------------------------- comparing results
-
-
-def _tolerance(task: Any, outputs: Any) -> tuple[float, float] | None:
-    tol = getattr(task, "tolerance", None)
-    if isinstance(tol, dict) and ("atol" in tol or "rtol" in tol):
-        return float(tol.get("atol", 0.0)), float(tol.get("rtol", 0.0))
-    leaves = jax.tree.leaves(outputs)
-    if not leaves:
-        return None
-    name = jnp.dtype(leaves[0].dtype).name
-    return TOLERANCES.get(name, (0.0, 0.0))
-
-
-def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) -> list[dict[str, Any]]:
-    """Problems with the outputs: NaN-filled (never written) regions, and values off the reference."""
-    problems: list[dict[str, Any]] = []
-    outs = jax.tree.leaves(outputs)
-    refs = jax.tree.leaves(expected) if expected is not None else [None] * len(outs)
-    if expected is not None and len(refs) != len(outs):
-        return [{"kind": "structure", "index": None,
-                 "message": f"the kernel returned {len(outs)} array(s) but the reference {len(refs)}"}]
-    atol, rtol = tolerance or (0.0, 0.0)
-    for index, (out, ref) in enumerate(zip(outs, refs)):
-        out = np.asarray(out)
-        unwritten = _unwritten(out)
-        if ref is not None:
-            ref = np.asarray(ref)
-            if ref.shape != out.shape:
-                problems.append({"kind": "structure", "index": index,
-                                 "message": f"output {index} has shape {out.shape}, the reference {ref.shape}"})
-                continue
-            unwritten &= ~_unwritten(ref.astype(out.dtype)) if ref.dtype == out.dtype else ~np.isnan(ref.astype(np.float64))
-        if unwritten.any():
-            problems.append({"kind": "nan", "index": index, "mask": unwritten, "shape": out.shape})
-        if ref is None:
-            continue
-        o = out.astype(np.float64)
-        r = ref.astype(np.float64)
-        valid = ~unwritten & np.isfinite(r)
-        diff = np.abs(o - r)
-        bad = valid & ~(diff <= atol + rtol * np.abs(r))
-        if bad.any():
-            worst = float(np.max(np.where(bad, diff, 0.0)))
-            rel = float(np.max(np.where(bad, diff / np.maximum(np.abs(r), 1e-30), 0.0)))
-            problems.append({"kind": "mismatch", "index": index, "count": int(bad.sum()), "size": int(out.size),
-                             "max_abs": worst, "max_rel": rel, "atol": atol, "rtol": rtol, "mask": bad,
-                             "shape": out.shape})
-    return problems
-
-
-def _unwritten(a: np.ndarray) -> np.ndarray:
-    """Where the interpreter's fill value survived: NaN for floats, the max value for integers."""
-    if np.issubdtype(a.dtype, np.floating) or a.dtype.name == "bfloat16":
-        return np.isnan(a.astype(np.float32))
-    if np.issubdtype(a.dtype, np.integer):
-        return a == np.iinfo(a.dtype).max
-    return np.zeros(a.shape, bool)
-
-
-def blocks_hit(mask: np.ndarray, block: tuple[int | None, ...] | None) -> list[tuple[int, ...]]:
-    """The block indices (per the out BlockSpec) that contain a True in ``mask``."""
-    if block is None or len(block) != mask.ndim:
-        block = mask.shape
-    step = tuple(b if isinstance(b, int) and b > 0 else 1 for b in block)
-    idx = np.argwhere(mask)
-    return sorted({tuple(int(i // s) for i, s in zip(row, step)) for row in idx})
-
-
-# --------------------------------------------------------------------------- records
-
-
-class _CallSites:
-    """Lines of a pallas_call's keyword arguments, read from the user's source with ``ast``."""
-
-    def __init__(self, source: str, path: str):
-        self.path = path
-        try:
-            self.tree = ast.parse(source)
-        except SyntaxError:
-            self.tree = None
-
-    def keyword_line(self, call_line: int | None, *names: str) -> tuple[int, int] | None:
-        """(line, column) 1-based/0-based of keyword ``names[0]`` (then nested ``names[1:]``)."""
-        if self.tree is None or call_line is None:
-            return None
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and node.lineno <= call_line <= (node.end_lineno or node.lineno):
-                func = node.func
-                callee = func.func if isinstance(func, ast.Call) else func
-                if not (isinstance(callee, (ast.Attribute, ast.Name)) and _name_of(callee) == "pallas_call"):
-                    continue
-                call = func if isinstance(func, ast.Call) else node
-                found = _find_keyword(call, names)
-                if found is not None:
-                    return found
-        return None
-
-
-    def element_line(self, call_line: int | None, keyword: str, index: int) -> tuple[int, int] | None:
-        """(line, column) of element ``index`` of a list/tuple keyword argument (e.g. in_specs[1])."""
-        if self.tree is None or call_line is None or index < 0:
-            return None
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and node.lineno <= call_line <= (node.end_lineno or node.lineno):
-                callee = node.func.func if isinstance(node.func, ast.Call) else node.func
-                if not (isinstance(callee, (ast.Attribute, ast.Name)) and _name_of(callee) == "pallas_call"):
-                    continue
-                call = node.func if isinstance(node.func, ast.Call) else node
-                for kw in call.keywords:
-                    if kw.arg == keyword and isinstance(kw.value, (ast.List, ast.Tuple)) and index < len(kw.value.elts):
-                        element = kw.value.elts[index]
-                        return element.lineno, element.col_offset
-        return None
-
-
-def _name_of(node: ast.AST) -> str:
-    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
-
-
-def _find_keyword(node: ast.AST, names: tuple[str, ...]) -> tuple[int, int] | None:
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.keyword) and sub.arg == names[0]:
-            if len(names) == 1:
-                return sub.lineno, sub.col_offset
-            return _find_keyword(sub.value, names[1:]) or (sub.lineno, sub.col_offset)
-    return None
-
-
-def _first_user_call(calls: list[RecordedCall], path: str) -> RecordedCall | None:
-    import os
-
-    target = os.path.realpath(path)
-    for call in calls:
-        if call.file and os.path.realpath(call.file) == target:
-            return call
-    return calls[0] if calls else None
-
-
-def _base(code: str, sentence: str, path: str, lines: list[tuple[int, int | None]], severity: str = "error") -> dict[str, Any]:
-    return {
-        "stage": "tier 3", "tier": 3, "code": code, "origin": ORIGIN, "severity": severity,
-        "type": code, "sentence": sentence, "message": sentence, "detail": None, "frames": [],
-        "mentions": [{"line": line, "column": col} for line, col in lines if line is not None],
-        "refs": [], "vmem": None, "mosaic_codes": [], "syntax": None,
-    }
-
-
-def _call_line(call: RecordedCall | None, path: str) -> int | None:
-    import os
-
-    if call is None or not call.file or os.path.realpath(call.file) != os.path.realpath(path):
-        return None
-    return call.line
-
-
-_FRAME = re.compile(r"(?P<kind>read|write) of (?P<buf>\([^)]*\))\[(?P<range>.*?)\] from (?P<who>\d+), (?P<core>\d+),? (?P<where>\S+?):(?P<line>\d+):(?P<col>\d+)(?: \((?P<fn>[^)]*)\))?")
-
-
-def _race_record(report: str, call: RecordedCall | None, sites: _CallSites, path: str) -> dict[str, Any]:
-    import os
-
-    accesses = []
-    for m in _FRAME.finditer(report):
-        in_file = os.path.realpath(m.group("where")) == os.path.realpath(path)
-        accesses.append({"kind": m.group("kind"), "dma": int(m.group("who")) >= 100, "core": int(m.group("core")),
-                         "line": int(m.group("line")) if in_file else None, "col": int(m.group("col")),
-                         "buffer": m.group("buf")})
-    # The finding goes on a core's own access (the DMA's is related); two cores: the first one.
-    accesses.sort(key=lambda a: (a["dma"], a["line"] is None))
-    if len(accesses) >= 2:
-        a, b = accesses[0], accesses[1]
-        who_b = "an async copy (DMA)" if b["dma"] else f"core {b['core']}"
-        line_b = f" at line {b['line']}" if b["line"] else ""
-        who_a = "an async copy (DMA)" if a["dma"] else f"core {a['core']}"
-        sentence = (f"DMA race: this {a['kind']} of {_buffer_name(a['buffer'])} by {who_a} is not ordered "
-                    f"with the {b['kind']} by {who_b}{line_b}")
-    else:
-        sentence = "DMA race detected by the TPU interpreter"
-    lines = [(x["line"], x["col"] - 1 if x["col"] else None) for x in accesses if x["line"]]
-    if not lines:
-        lines = [(_call_line(call, path), None)]
-    rec = _base("PLS301", sentence, path, lines)
-    rec["detail"] = report
-    return rec
-
-
-def _dma_order_record(problem: dict[str, Any], dma_lines: list[int], starts: list[int], path: str) -> dict[str, Any]:
-    """PLS301 when the result depends on when async copies complete (no racing line named).
-
-    Marked: the second ``.start()`` of the kernel (the first copy issued while another may still be
-    in flight), else its first async copy.
-    """
-    how = (f"max abs difference {problem['max_abs']:.3g}" if problem["kind"] == "mismatch"
-           else "some blocks come back NaN")
-    sentence = ("DMA race: the result depends on when the async copies complete — with each DMA finishing as soon as "
-                f"it starts instead of at its wait, output {problem.get('index') or 0} changes ({how}). Two copies "
-                f"probably write one buffer, or a buffer is reused before its copy is waited on (async copies at "
-                f"lines {', '.join(map(str, dma_lines))}); the interpreter's race detector did not name a line")
-    anchor = starts[1] if len(starts) >= 2 else dma_lines[0]
-    return _base("PLS301", sentence, path, [(anchor, None)] + [(line, None) for line in dma_lines if line != anchor])
-
-
-def _buffer_name(buf: str) -> str:
-    space = buf.strip("()").split(",")[0].strip(" '\"")
-    return {"vmem": "a VMEM buffer", "smem": "an SMEM buffer", "hbm": "an HBM buffer"}.get(space, "a buffer")
-
-
-_OOB = re.compile(r"Out-of-bounds (?:read|write|swap|block index)[^\n]*")
-
-
-def _exception_record(exc: BaseException, call: RecordedCall | None, sites: _CallSites, path: str) -> dict[str, Any]:
-    rec = errors_mod.record(exc, path, stage="tier 3")
-    full = str(exc) + "\n" + "\n".join(str(getattr(e, "args", "")) for e in (exc.__cause__, exc.__context__) if e)
-    m = _OOB.search(full)
-    rec.update(tier=3, origin=ORIGIN, severity="error")
-    if m:
-        rec["code"] = "PLS302"
-        what = _oob_sentence(m.group(0))
-        rec["sentence"] = f"{what}: on a TPU this reads past the array (interpret=True alone would clamp it silently)"
-        block = _BLOCK_OOB.search(m.group(0))
-        if block:
-            spec = _spec_line(block.group("name"), call, sites, path)
-            window = ", ".join(f"{a}:{b}" for a, b in _SLICE.findall(block.group("window")))
-            rec["sentence"] = (f"the index_map of input {block.group('name')} returns block {block.group('block')} at grid "
-                               f"step {block.group('step')}: it reads [{window}] of an array of shape "
-                               f"{block.group('shape')}, past its end")
-            if spec is not None:
-                rec["mentions"] = [{"line": spec[0], "column": spec[1]}]
-                rec["frames"] = []  # the BlockSpec is the place, not the pallas_call frame
-            return rec
-        dma_lines = _dma_lines(call, path) if re.search(r"\b(hbm|vmem|any)\b", m.group(0)) else []
-        if dma_lines:
-            rec["mentions"] = [{"line": line, "column": None} for line in dma_lines] + rec["mentions"]
-            if len(dma_lines) > 1:
-                rec["sentence"] += " (the interpreter does not say which copy: the first of the kernel's DMAs is marked)"
-    else:
-        rec["code"] = "PLS300"
-    return rec
-
-
-_BLOCK_OOB = re.compile(r'Out-of-bounds block index (?P<block>\(.*?\)) for input "(?P<name>[^"]+)" in iteration '
-                        r'(?P<step>\(.*?\)).*?reading \[(?P<window>.*)\] but input has shape (?P<shape>\(.*?\))')
-
-
-def _spec_line(name: str, call: RecordedCall | None, sites: "_CallSites", path: str) -> tuple[int, int] | None:
-    """Where the in_specs entry of the kernel parameter ``name`` is written (line 1-based, column)."""
-    import inspect
-
-    if call is None:
-        return None
-    try:
-        params = list(inspect.signature(call.kernel).parameters)
-    except (TypeError, ValueError):
-        return None
-    if name not in params:
-        return None
-    grid_spec = call.kwargs.get("grid_spec")
-    prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0)
-    index = params.index(name) - prefetch
-    return sites.element_line(_call_line(call, path), "in_specs", index)
-
-
-_SLICE = re.compile(r"slice\((-?\d+), (-?\d+), (?:1|None)\)")
-
-
-def _oob_sentence(text: str) -> str:
-    """'Out-of-bounds read of (0 0 hbm 100): reading [(slice(32, 40, 1), ...)] but buffer has shape
-    (32, 128).' -> 'Out-of-bounds read: [32:40, 0:128] of an HBM buffer of shape (32, 128)'."""
-    m = re.match(r"Out-of-bounds (read|write|swap) of \(\d+ \d+ (\w+) \d+\): \w+ \[(.*)\] but buffer has shape (\(.*?\))", text)
-    if not m:
-        return text.rstrip(".")
-    window = ", ".join(f"{a}:{b}" for a, b in _SLICE.findall(m.group(3))) or m.group(3)
-    kind = "DMA read" if m.group(1) == "read" and m.group(2) in ("hbm", "any") else m.group(1)
-    return f"Out-of-bounds {kind}: [{window}] of {_buffer_name('(' + m.group(2) + ')')} of shape {m.group(4)}"
-
-
-_COPY = re.compile(r"\b(?:make_async_copy|async_copy|make_async_remote_copy)\s*\(")
-_START = re.compile(r"\.start\(\s*\)")
-
-
-def _dma_lines(call: RecordedCall | None, path: str) -> list[int]:
-    """Lines of the kernel (in the user's file) that make an async copy, in order."""
-    return _kernel_lines(call, path, _COPY)
-
-
-def _kernel_lines(call: RecordedCall | None, path: str, pattern: re.Pattern[str]) -> list[int]:
-    """1-based lines of the call's kernel function (in the user's file) matching ``pattern``."""
-    import inspect
-    import os
-
-    if call is None or not call.kernel_file or os.path.realpath(call.kernel_file) != os.path.realpath(path):
-        return []
-    try:
-        lines, first = inspect.getsourcelines(call.kernel)
-    except (OSError, TypeError):
-        return []
-    return [first + i for i, line in enumerate(lines) if pattern.search(line)]
-
-
-def _semantics_disagreement(exc: BaseException, call, sites: _CallSites, path: str) -> dict[str, Any]:
-    line = sites.keyword_line(_call_line(call, path), "compiler_params", "dimension_semantics")
-    sem = dimension_semantics(call.kwargs.get("compiler_params")) if call else None
-    sentence = (f"the TPU interpreter rejects dimension_semantics {sem!r}: it needs the \"parallel\" axes to come "
-                "first, while the TPU compiler accepts this order. Tier 3 ran with the later parallel axes as "
-                "\"arbitrary\"; the compiler tiers decide what compiles")
-    rec = _base("PLS305", sentence, path, [line or (_call_line(call, path), None)], severity="warning")
-    rec["detail"] = str(exc)
-    return rec
-
-
-def _result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
-    call_line = _call_line(call, path)
-    out_blocks = block_shapes(call.kwargs.get("out_specs")) if call else []
-    index = problem.get("index") or 0
-    block = out_blocks[index].block_shape if index < len(out_blocks) else None
-    where = [(call_line, None)]
-    if cause and cause[0] == "semantics":
-        axes = cause[1]
-        line = sites.keyword_line(call_line, "compiler_params", "dimension_semantics")
-        where = [line] if line else where
-        axis_text = f"grid axis {axes[0]}" if axes else "a grid axis marked \"parallel\""
-        explain = (f"; {axis_text} carries state from step to step (a reduction) but is marked \"parallel\": with it "
-                   "\"arbitrary\" the result matches the reference. Parallel steps may run in any order and be split "
-                   "between TensorCores")
-    elif cause and cause[0] == "uninitialized":
-        line = sites.keyword_line(call_line, "scratch_shapes")
-        where = [line] if line else where
-        explain = ("; the NaN is computed, not left over: the kernel reads memory it never wrote, such as an "
-                   "accumulator or scratch buffer not reset on the first step of the reduction"
-                   + (" (the scratch buffers are marked)" if line else ""))
-    elif cause and cause[0] == "unwritten":
-        line = sites.keyword_line(call_line, "out_specs")
-        where = [line] if line else where
-        explain = "; no grid step writes these blocks: check the out_specs index_map and the kernel's pl.when conditions"
-    else:
-        explain = ""
-    if problem["kind"] == "nan":
-        hit = blocks_hit(problem["mask"], block)
-        total = math.prod(-(-n // (b or 1)) for n, b in zip(problem["shape"], block or problem["shape"]))
-        shown = ", ".join(str(b) for b in hit[:8]) + (" ..." if len(hit) > 8 else "")
-        sentence = (f"output {index}: {len(hit)} of {total} blocks (block shape {tuple(block) if block else problem['shape']}) "
-                    f"come back NaN, the interpreter's fill for memory never written: blocks {shown}" + explain)
-        code = "PLS303"
-    elif problem["kind"] == "mismatch":
-        sentence = (f"output {index} differs from the reference in {problem['count']} of {problem['size']} elements: "
-                    f"max abs error {problem['max_abs']:.3g}, max rel error {problem['max_rel']:.3g} "
-                    f"(atol {problem['atol']:g}, rtol {problem['rtol']:g})" + explain)
-        code = "PLS304"
-    else:
-        sentence = problem["message"]
-        code = "PLS304"
-    if cause and cause[0] == "semantics" and code == "PLS303":
-        code = "PLS304"  # the cause is the wrong semantics, not an unwritten block
-    return _base(code, sentence, path, where)
 
 
 def _read(path: str) -> str:

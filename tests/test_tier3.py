@@ -73,7 +73,7 @@ def test_a_too_large_run_ends_as_a_memory_finding():
 
 
 def test_blocks_hit_names_block_indices():
-    from pallasite.runner.interpret import blocks_hit
+    from pallasite.runner.interpret_compare import blocks_hit
 
     mask = np.zeros((16, 256), bool)
     mask[8:16, 128:256] = True
@@ -82,7 +82,7 @@ def test_blocks_hit_names_block_indices():
 
 
 def test_compare_separates_nan_fill_from_wrong_numbers():
-    from pallasite.runner.interpret import compare
+    from pallasite.runner.interpret_compare import compare
 
     ref = np.ones((8, 4), np.float32)
     out = ref.copy()

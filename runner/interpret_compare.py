@@ -1,0 +1,89 @@
+"""Tier 3's verdict on numbers: outputs against the reference, and regions the kernel never wrote.
+
+The TPU interpreter fills fresh memory with NaN (integers: their max value), so an output block no
+grid step wrote, or one computed from memory never written, comes back as that fill value.
+``compare`` separates those regions ("nan") from values outside the tolerance ("mismatch").
+Plain numpy and jax.tree; no interpreter state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# Default (atol, rtol) by output dtype; a task's TOLERANCE overrides them.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-5, 1e-5),
+    "float16": (1e-3, 1e-3),
+    "bfloat16": (2e-2, 2e-2),
+}
+
+
+def tolerance_for(task: Any, outputs: Any) -> tuple[float, float] | None:
+    tol = getattr(task, "tolerance", None)
+    if isinstance(tol, dict) and ("atol" in tol or "rtol" in tol):
+        return float(tol.get("atol", 0.0)), float(tol.get("rtol", 0.0))
+    leaves = jax.tree.leaves(outputs)
+    if not leaves:
+        return None
+    name = jnp.dtype(leaves[0].dtype).name
+    return TOLERANCES.get(name, (0.0, 0.0))
+
+
+def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) -> list[dict[str, Any]]:
+    """Problems with the outputs: NaN-filled (never written) regions, and values off the reference."""
+    problems: list[dict[str, Any]] = []
+    outs = jax.tree.leaves(outputs)
+    refs = jax.tree.leaves(expected) if expected is not None else [None] * len(outs)
+    if expected is not None and len(refs) != len(outs):
+        return [{"kind": "structure", "index": None,
+                 "message": f"the kernel returned {len(outs)} array(s) but the reference {len(refs)}"}]
+    atol, rtol = tolerance or (0.0, 0.0)
+    for index, (out, ref) in enumerate(zip(outs, refs)):
+        out = np.asarray(out)
+        unwritten = _unwritten(out)
+        if ref is not None:
+            ref = np.asarray(ref)
+            if ref.shape != out.shape:
+                problems.append({"kind": "structure", "index": index,
+                                 "message": f"output {index} has shape {out.shape}, the reference {ref.shape}"})
+                continue
+            unwritten &= ~_unwritten(ref.astype(out.dtype)) if ref.dtype == out.dtype else ~np.isnan(ref.astype(np.float64))
+        if unwritten.any():
+            problems.append({"kind": "nan", "index": index, "mask": unwritten, "shape": out.shape})
+        if ref is None:
+            continue
+        o = out.astype(np.float64)
+        r = ref.astype(np.float64)
+        valid = ~unwritten & np.isfinite(r)
+        diff = np.abs(o - r)
+        bad = valid & ~(diff <= atol + rtol * np.abs(r))
+        if bad.any():
+            worst = float(np.max(np.where(bad, diff, 0.0)))
+            rel = float(np.max(np.where(bad, diff / np.maximum(np.abs(r), 1e-30), 0.0)))
+            problems.append({"kind": "mismatch", "index": index, "count": int(bad.sum()), "size": int(out.size),
+                             "max_abs": worst, "max_rel": rel, "atol": atol, "rtol": rtol, "mask": bad,
+                             "shape": out.shape})
+    return problems
+
+
+def _unwritten(a: np.ndarray) -> np.ndarray:
+    """Where the interpreter's fill value survived: NaN for floats, the max value for integers."""
+    if np.issubdtype(a.dtype, np.floating) or a.dtype.name == "bfloat16":
+        return np.isnan(a.astype(np.float32))
+    if np.issubdtype(a.dtype, np.integer):
+        return a == np.iinfo(a.dtype).max
+    return np.zeros(a.shape, bool)
+
+
+def blocks_hit(mask: np.ndarray, block: tuple[int | None, ...] | None) -> list[tuple[int, ...]]:
+    """The block indices (per the out BlockSpec) that contain a True in ``mask``."""
+    if block is None or len(block) != mask.ndim:
+        block = mask.shape
+    step = tuple(b if isinstance(b, int) and b > 0 else 1 for b in block)
+    idx = np.argwhere(mask)
+    return sorted({tuple(int(i // s) for i, s in zip(row, step)) for row in idx})
