@@ -140,12 +140,16 @@ def test_trust_is_asked_once_answered_by_the_plugin_and_remembered(tmp_path: Pat
     assert later["status"]["trusted"] is True
 
 
-def test_not_now_keeps_the_folder_untrusted(tmp_path: Path, env: dict[str, str], project: Path) -> None:
+def test_not_now_keeps_the_folder_untrusted_until_pallasite_trust(tmp_path: Path, env: dict[str, str], project: Path) -> None:
     r = run_scenario("not_now", env, project, tmp_path, settings={"tiers": [0, 1]})
     assert [q["answer"] for q in r["asked_by_plugin"]] == ["Not now"]
     assert r["status"]["trusted"] is False
     assert r["statusline"].endswith("untrusted")
-    assert not (Path(env["XDG_CONFIG_HOME"]) / "pallasite" / "trusted-folders.json").exists()
+    # Then :PallasiteTrust: the server trusts the root folder and remembers it.
+    assert r["trust_result"]["ok"] is True and r["trust_result"]["trusted"] == [str(project.resolve())]
+    assert "untrusted" not in r["statusline_trusted"]
+    store = Path(env["XDG_CONFIG_HOME"]) / "pallasite" / "trusted-folders.json"
+    assert json.loads(store.read_text())["trusted"] == [str(project.resolve())]
 
 
 def _health(r: dict) -> list[str]:

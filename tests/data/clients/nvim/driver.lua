@@ -147,6 +147,15 @@ function scenarios.not_now()
   step('status', require('pallasite').status(buf))
   step('statusline', require('pallasite').statusline(buf))
   step('asked_by_plugin', require('pallasite.prompt').asked)
+  -- Changing one's mind: :PallasiteTrust trusts the client's root folder on the server.
+  local answer
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', once = true,
+    callback = function(ev) answer = ev.data.result or vim.NIL end })
+  vim.cmd('PallasiteTrust')
+  wait_for('the answer to :PallasiteTrust', function() return answer ~= nil end)
+  wait_for('the status to say trusted', function() return require('pallasite').status(buf).trusted end)
+  step('trust_result', answer)
+  step('statusline_trusted', require('pallasite').statusline(buf))
 end
 
 -- :checkhealth pallasite, captured from its buffer.
