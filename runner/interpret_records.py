@@ -103,18 +103,38 @@ def _call_line(call: RecordedCall | None, path: str) -> int | None:
     return call.line
 
 
-_FRAME = re.compile(r"(?P<kind>read|write) of (?P<buf>\([^)]*\))\[(?P<range>.*?)\] from (?P<who>\d+), (?P<core>\d+),? (?P<where>\S+?):(?P<line>\d+):(?P<col>\d+)(?: \((?P<fn>[^)]*)\))?")
+_FRAME = re.compile(r"(?P<kind>read|write) of (?P<buf>\([^)]*\))\[(?P<range>.*?)\] from (?P<who>\d+), (?P<core>\d+),? "
+                    r"(?:(?P<where>\S+?):(?P<line>\d+):(?P<col>\d+)(?: \((?P<fn>[^)]*)\))?|pallas_call)")
 
 
 def race_record(report: str, call: RecordedCall | None, sites: CallSites, path: str) -> dict[str, Any]:
+    """PLS301 from one "RACE DETECTED" report: at the core's own access (the other one related).
+
+    Accesses the interpreter attributes to ``pallas_call`` itself are the pipeline's block copies;
+    two cores writing one output block that way means the out_specs index_map sends steps of a
+    "parallel" axis (split between cores) to the same block: marked at ``out_specs``.
+    """
     accesses = []
     for m in _FRAME.finditer(report):
-        in_file = os.path.realpath(m.group("where")) == os.path.realpath(path)
+        where = m.group("where")
+        in_file = where is not None and os.path.realpath(where) == os.path.realpath(path)
         accesses.append({"kind": m.group("kind"), "dma": int(m.group("who")) >= 100, "core": int(m.group("core")),
-                         "line": int(m.group("line")) if in_file else None, "col": int(m.group("col")),
-                         "buffer": m.group("buf")})
-    # The finding goes on a core's own access (the DMA's is related); two cores: the first one.
+                         "line": int(m.group("line")) if in_file else None,
+                         "col": int(m.group("col")) if in_file else None,
+                         "pipeline": where is None, "buffer": m.group("buf"), "range": m.group("range")})
     accesses.sort(key=lambda a: (a["dma"], a["line"] is None))
+    call_line = _call_line(call, path)
+    if len(accesses) >= 2 and all(a["pipeline"] for a in accesses[:2]) and accesses[0]["core"] != accesses[1]["core"]:
+        a, b = sorted(accesses[:2], key=lambda x: x["core"])
+        window = ", ".join(f"{x}:{y}" for x, y in _SLICE.findall(a["range"])) or a["range"]
+        sentence = (f"race between TensorCores: core {a['core']} and core {b['core']} both {a['kind']} [{window}] of "
+                    f"{_buffer_name(a['buffer'])} — steps of a \"parallel\" grid axis are split between the cores, "
+                    "and the out_specs index_map sends several of them to the same output block; make that axis "
+                    "\"arbitrary\" or give each step its own block")
+        spot = sites.keyword_line(call_line, "out_specs")
+        rec = _base("PLS301", sentence, path, [spot or (call_line, None)])
+        rec["detail"] = report
+        return rec
     if len(accesses) >= 2:
         a, b = accesses[0], accesses[1]
         who_b = "an async copy (DMA)" if b["dma"] else f"core {b['core']}"
@@ -125,9 +145,7 @@ def race_record(report: str, call: RecordedCall | None, sites: CallSites, path: 
     else:
         sentence = "DMA race detected by the TPU interpreter"
     lines = [(x["line"], x["col"] - 1 if x["col"] else None) for x in accesses if x["line"]]
-    if not lines:
-        lines = [(_call_line(call, path), None)]
-    rec = _base("PLS301", sentence, path, lines)
+    rec = _base("PLS301", sentence, path, lines or [(call_line, None)])
     rec["detail"] = report
     return rec
 
