@@ -1,5 +1,6 @@
 -- Runs one scenario (PALLASITE_TEST_SCENARIO) against a real `pallasite serve`, writes what it
 -- saw as JSON to PALLASITE_TEST_RESULT and quits. The Python test asserts on that JSON.
+local started = vim.uv.hrtime() -- after init.lua (setup) and the file's load: the client is starting
 local result = { scenario = vim.env.PALLASITE_TEST_SCENARIO, steps = {} }
 local notes = {}
 local original_notify = vim.notify
@@ -63,6 +64,7 @@ function scenarios.diagnostics_and_target()
   step('root_dir', client.root_dir)
   step('advertised', require('pallasite.commands').advertised(client))
   wait_for('a diagnostic', function() return #vim.diagnostic.get(buf) > 0 end)
+  step('ms_to_first_diagnostic', math.floor((vim.uv.hrtime() - started) / 1e6))
   step('diagnostics', diagnostics(buf))
   step('buffer_commands', buffer_commands(buf))
   wait_for('a first pallasite/status', function() return require('pallasite').status(buf) ~= nil end)
