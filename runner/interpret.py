@@ -248,7 +248,7 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
     result: dict[str, Any] = {"state": "ok", "errors": [], "seconds": 0.0, "shapes": "", "shrunk": False}
     try:
         abstract = task.abstract_args()
-    except Exception as exc:  # noqa: BLE001 - the task's inputs failed; tier 1 reports the details
+    except Exception:  # noqa: BLE001 - the task's inputs failed; tier 1 reports the details
         result["state"] = "skipped: the example inputs failed"
         return result
     try:

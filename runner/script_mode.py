@@ -53,6 +53,8 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
     if error is not None:
         rec = errors_mod.record(error, path, stage="script")
         rec.update(code="PLS901", origin="pallasite runner (the script's own run)")
+        if isinstance(error, SystemExit):
+            rec["sentence"] = f"the script exited with status {error.code!r}"
         result["errors"].append(rec)
     distinct = dedupe(calls)
     result["script"] = {"calls": len(calls), "distinct": len(distinct)}
