@@ -15,7 +15,12 @@ export interface PaletteCommand {
   readonly title: string;
   /** Only offered for an open Python file. */
   readonly needsPythonFile: boolean;
+  /** A further condition on the palette entry (a when-clause term). */
+  readonly alsoWhen?: string;
 }
+
+/** Context key set from `pallasite/status`: the folder already runs its kernels in a worker. */
+export const TRUSTED_KEY = 'pallasite.folderTrusted';
 
 export const CATEGORY = 'Pallasite';
 
@@ -31,7 +36,13 @@ export const PALETTE: readonly PaletteCommand[] = [
     needsPythonFile: true,
   },
   { id: 'pallasite.selectTarget', server: 'pallasite.selectTarget', title: 'Select Target TPU Chip', needsPythonFile: false },
-  { id: 'pallasite.trustFolder', server: 'pallasite.trustFolder', title: 'Trust This Folder (Run Its Kernels in a Worker)', needsPythonFile: false },
+  {
+    id: 'pallasite.trustFolder',
+    server: 'pallasite.trustFolder',
+    title: 'Trust This Folder (Run Its Kernels in a Worker)',
+    needsPythonFile: false,
+    alsoWhen: `!${TRUSTED_KEY}`,
+  },
 ];
 
 /** The context key that says whether the running server advertises `serverCommand`. */
@@ -45,6 +56,9 @@ export function whenClause(entry: PaletteCommand): string {
   const parts = [contextKey(entry.server)];
   if (entry.needsPythonFile) {
     parts.push('editorLangId == python');
+  }
+  if (entry.alsoWhen !== undefined) {
+    parts.push(entry.alsoWhen);
   }
   return parts.join(' && ');
 }

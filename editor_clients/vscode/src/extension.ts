@@ -16,7 +16,7 @@ import {
   State,
   TransportKind,
 } from 'vscode-languageclient/node';
-import { PALETTE, advertisedCommands, commandProblem, contextValues, paletteArguments, type CommandContext } from './commands';
+import { PALETTE, TRUSTED_KEY, advertisedCommands, commandProblem, contextValues, paletteArguments, type CommandContext } from './commands';
 import { chipChoices } from './configSchema';
 import { type LaunchPlan, installAdvice, resolveLaunch } from './interpreter';
 import { explicitSection, reactionTo, serverKeys } from './settings';
@@ -168,6 +168,7 @@ async function start(): Promise<void> {
       output.warn(`ignored a ${STATUS_NOTIFICATION} notification of unexpected shape: ${JSON.stringify(raw)}`);
       return;
     }
+    void vscode.commands.executeCommand('setContext', TRUSTED_KEY, status.trusted);
     statusItem.text = statusText(status);
     statusItem.tooltip = statusTooltip(status);
     statusItem.backgroundColor = isAlarming(status)

@@ -82,6 +82,9 @@ test('package.json contributes exactly the palette table, each hidden unless adv
   }
   const checkWhen = expected.commandPalette.find((e) => e.command === 'pallasite.check')?.when;
   assert.equal(checkWhen, 'pallasite.advertises.check && editorLangId == python');
+  // "Trust This Folder" disappears once the server says the folder is trusted.
+  const trustWhen = expected.commandPalette.find((e) => e.command === 'pallasite.trustFolder')?.when;
+  assert.equal(trustWhen, 'pallasite.advertises.trustFolder && !pallasite.folderTrusted');
 });
 
 test("the server's {ok: false, message} answers become a message; successes say nothing", () => {
