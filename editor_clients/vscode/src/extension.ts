@@ -18,7 +18,7 @@ import {
 } from 'vscode-languageclient/node';
 import { PALETTE, TRUSTED_KEY, advertisedCommands, commandProblem, contextValues, paletteArguments, type CommandContext } from './commands';
 import { chipChoices } from './configSchema';
-import { type LaunchPlan, installAdvice, resolveLaunch } from './interpreter';
+import { type LaunchPlan, installAdvice, launchBlocked, resolveLaunch } from './interpreter';
 import { explicitSection, reactionTo, serverKeys } from './settings';
 import {
   STATUS_NOTIFICATION,
@@ -75,6 +75,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
   );
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()));
   const python = await pythonExtension();
   const onPythonChange = python?.environments?.onDidChangeActiveEnvironmentPath;
   if (onPythonChange !== undefined) {
@@ -90,6 +91,12 @@ export async function deactivate(): Promise<void> {
 async function start(): Promise<void> {
   showClientState('starting');
   const plan = await launchPlan();
+  const blocked = launchBlocked(plan, vscode.workspace.isTrusted, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+  if (blocked !== undefined) {
+    output.warn(blocked);
+    showClientState('stopped', blocked);
+    return; // started again from onDidGrantWorkspaceTrust
+  }
   output.info(`starting the server: ${plan.command} ${plan.args.join(' ')} (${plan.source})`);
   const failure = await probe(plan);
   if (failure !== undefined) {

@@ -107,3 +107,23 @@ export function installAdvice(plan: LaunchPlan, detail: string): string {
     `Install it with \`${pip} pallasite\` (or \`${pip} -e .\` from a pallasite checkout), then reload the window.`
   );
 }
+
+/**
+ * Why the plan may not run yet, or undefined if it may. In a folder VS Code does not trust, a
+ * server executable inside that folder (e.g. its own .venv) is the folder's code: wait for trust.
+ */
+export function launchBlocked(plan: LaunchPlan, folderTrusted: boolean, workspaceFolder?: string): string | undefined {
+  if (folderTrusted || workspaceFolder === undefined) {
+    return undefined;
+  }
+  const root = workspaceFolder.replace(/[\\/]+$/, '');
+  const command = plan.command;
+  const inside = command === root || command.startsWith(`${root}/`) || command.startsWith(`${root}\\`);
+  if (!inside) {
+    return undefined;
+  }
+  return (
+    `Pallasite: not starting ${command} (${SOURCE_WORDS[plan.source]}): it lies inside this folder, which VS Code ` +
+    'does not trust yet. Trust the folder (Manage Workspace Trust) to start the pallasite server.'
+  );
+}

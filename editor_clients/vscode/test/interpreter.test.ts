@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { commandLine, expandPath, installAdvice, resolveLaunch } from '../src/interpreter';
+import { commandLine, expandPath, installAdvice, launchBlocked, resolveLaunch } from '../src/interpreter';
 
 const none = { serverPath: '', interpreter: '', platform: 'linux' };
 
@@ -63,4 +63,14 @@ test('a broken serverPath gets a message about serverPath, not pip', () => {
 test('command lines are quoted the way a shell would need', () => {
   assert.equal(commandLine('/a b/python', ['-m', 'x']), "'/a b/python' -m x");
   assert.equal(commandLine('python3', ['-m', 'pallasite.server.cli']), 'python3 -m pallasite.server.cli');
+});
+
+test("in a folder VS Code does not trust, a server inside that folder waits for trust", () => {
+  const local = resolveLaunch({ ...none, pythonExtension: '/w/.venv/bin/python' });
+  const message = launchBlocked(local, false, '/w');
+  assert.match(message ?? '', /not starting \/w\/\.venv\/bin\/python .*does not trust/);
+  assert.equal(launchBlocked(local, true, '/w'), undefined);
+  assert.equal(launchBlocked(resolveLaunch({ ...none, pythonExtension: '/usr/bin/python3' }), false, '/w'), undefined);
+  assert.equal(launchBlocked(resolveLaunch({ ...none, pythonExtension: '/work/python' }), false, '/w'), undefined);
+  assert.equal(launchBlocked(local, false, undefined), undefined);
 });

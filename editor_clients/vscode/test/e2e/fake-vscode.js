@@ -131,6 +131,8 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
     DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
     workspace: {
       workspaceFolders: [workspaceFolder],
+      isTrusted: true,
+      onDidGrantWorkspaceTrust: noEvent,
       textDocuments: [document],
       notebookDocuments: [],
       getConfiguration,
