@@ -121,8 +121,10 @@ def diagnostic_message(finding: Finding) -> str:
     return f"{finding.message}\nHint: {entry.hint}"
 
 
-def finding_to_diagnostic(finding: Finding, uri: str, lines: Sequence[str], encoding: str = UTF16) -> lsp.Diagnostic:
-    """One finding as an LSP diagnostic: severity, code, source, hint, related places, data."""
+def finding_to_diagnostic(finding: Finding, uri: str, lines: Sequence[str], encoding: str = UTF16,
+                          version: int | None = None) -> lsp.Diagnostic:
+    """One finding as an LSP diagnostic: severity, code, source, hint, related places, and data
+    (code, tier, chip, the document ``version`` it was published for, whether it has a fix)."""
     chip = f", {finding.chip}" if finding.chip else ""
     return lsp.Diagnostic(
         range=span_to_range(finding.span, lines, encoding),
@@ -133,7 +135,7 @@ def finding_to_diagnostic(finding: Finding, uri: str, lines: Sequence[str], enco
         related_information=_related(finding, uri, lines, encoding) or None,
         data={"code": finding.code, "tier": finding.tier, "chip": finding.chip, "kernel": finding.kernel,
               "title": CODES[finding.code].title if finding.code in CODES else None,
-              "fixable": finding.fix is not None, "detail": finding.detail},
+              "fixable": finding.fix is not None, "detail": finding.detail, "version": version},
     )
 
 

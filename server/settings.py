@@ -29,8 +29,8 @@ from typing import Any
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import SEVERITIES, TIERS
 
-# Chips whose deviceless topology names were seen compiling (see the runner's chip table).
-TARGETS: tuple[str, ...] = ("v4", "v5e", "v5p", "v6e")
+from pallasite.runner.checker import TARGETS  # the chips the checker accepts (jax-free module)
+
 SEVERITY_LEVELS: tuple[str, ...] = (*SEVERITIES, "off")
 SECTION = "pallasite"
 
@@ -106,6 +106,11 @@ class Settings:
     def interpreter(self) -> str:
         """The worker interpreter: the configured one, else the Python running pallasite."""
         return self.worker.interpreter or sys.executable
+
+    def checker_key(self) -> tuple:
+        """What a warm checker depends on: a change here needs a new checker."""
+        return (self.target, tuple(self.tiers), tuple(sorted(self.severity.items())), self.check.timeLimitS,
+                self.check.memoryMb, self.interpreter(), self.backend.kind)
 
     def check_options(self, tiers: list[int] | None = None) -> Any:
         """These settings as the runner's ``CheckOptions`` (imported lazily: runner client side)."""

@@ -1,0 +1,258 @@
+"""Hover text (markdown) for a pallas_call, a BlockSpec, a grid, or a kernel function.
+
+Plain functions of analysis results; the LSP layer only picks what is under the cursor.
+Numbers say where they came from: block bytes are computed from the block shape and a dtype
+read from the file's example inputs (or shown per dtype when unknown); the VMEM limit names its
+source (the runner's chip table, or "unknown"); compile results name tier, chip and who said so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from pallasite.analysis.types import BlockSpecInfo, KernelSite, KernelVerdict, ScratchInfo, Span
+
+# bytes per element, by the dtype names jnp/np use in source
+DTYPE_BYTES: dict[str, int] = {
+    "float64": 8, "int64": 8, "uint64": 8,
+    "float32": 4, "int32": 4, "uint32": 4,
+    "bfloat16": 2, "float16": 2, "int16": 2, "uint16": 2,
+    "int8": 1, "uint8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "bool_": 1,
+}
+# rows a block's second-to-last dim must be a multiple of (unless it spans the whole array dim):
+# 8 for every dtype in the lowering; the TPU compiler needs 32 for 8-bit types (seen with libtpu
+# 0.0.42.1: 16-bit blocks of 8 rows compile on v5e/v5p/v6e).
+ROWS_BY_ITEMSIZE = {8: 8, 4: 8, 2: 8, 1: 32}
+LANES = 128
+_DTYPE_RE = re.compile(r"\b(?:jnp|np|jax\.numpy|numpy)\.(" + "|".join(DTYPE_BYTES) + r")\b")
+
+
+@dataclass(frozen=True)
+class ChipLimits:
+    """What hovers compare against, and where those numbers came from."""
+
+    name: str
+    scoped_vmem_bytes: int | None = None  # the compiler's default scoped VMEM limit
+    vmem_bytes: int | None = None  # VMEM capacity per TensorCore
+    source: str = "unknown"  # e.g. "chip table (libtpu 0.0.42.1 probe)"
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    """One known compile result for a kernel (from the last check or the results store)."""
+
+    tier: int
+    chip: str
+    status: str  # "ok", "error", "skipped: ...", "not run"
+    provenance: str  # e.g. "last check in this session, 14:02:11 UTC", "results store (.pallasite)"
+
+
+def dtypes_in(text: str) -> list[str]:
+    """The distinct dtype names written in ``text``, in order of appearance."""
+    return list(dict.fromkeys(m.group(1) for m in _DTYPE_RE.finditer(text)))
+
+
+def _mib(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.2f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} B"
+
+
+def block_elements(shape: Sequence[int | str | None] | None) -> int | None:
+    """Elements in one block; None when a dim is not a static int (None dims are squeezed: 1)."""
+    if shape is None:
+        return None
+    if any(isinstance(d, str) for d in shape):
+        return None
+    return math.prod(1 if d is None else d for d in shape)
+
+
+def _in_vmem(spec: BlockSpecInfo) -> bool:
+    return spec.memory_space in (None, "VMEM")
+
+
+def tiling_verdict(shape: Sequence[int | str | None] | None, itemsize: int) -> str:
+    """Whether a block's last two dims fit the TPU tiling for an element size (static dims only)."""
+    if not shape or len(shape) < 2:
+        return "tiling: rank < 2, no (rows, lanes) rule applies"
+    rows, lanes = shape[-2], shape[-1]
+    if not isinstance(rows, int) or not isinstance(lanes, int):
+        return "tiling: not static, cannot tell"
+    need = ROWS_BY_ITEMSIZE.get(itemsize, 8)
+    problems = []
+    if lanes % LANES:
+        problems.append(f"last dim {lanes} is not a multiple of {LANES}")
+    if rows % need:
+        problems.append(f"rows {rows} is not a multiple of {need}")
+    if problems:
+        return "tiling: legal only if these dims span the whole array (" + "; ".join(problems) + ")"
+    return f"tiling: legal ({rows} rows % {need}, {lanes} lanes % {LANES})"
+
+
+def _scratch_bytes(scratch: ScratchInfo) -> int | None:
+    if scratch.kind != "VMEM" or scratch.dtype is None:
+        return None
+    size = DTYPE_BYTES.get(scratch.dtype.split(".")[-1])
+    elems = block_elements(scratch.shape)
+    return None if size is None or elems is None else size * elems
+
+
+def grid_steps(grid: Sequence[int | str] | None) -> int | None:
+    if grid is None or any(not isinstance(g, int) for g in grid):
+        return None
+    return math.prod(grid) if grid else 1
+
+
+def _shape_text(shape: Sequence[int | str | None] | None) -> str:
+    if shape is None:
+        return "?"
+    return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _spec_line(spec: BlockSpecInfo, dtype: str | None) -> str:
+    label = f"`{spec.role}[{spec.position}]` {_shape_text(spec.block_shape)}"
+    if not _in_vmem(spec):
+        return f"- {label}: memory space {spec.memory_space}, not a VMEM block"
+    elems = block_elements(spec.block_shape)
+    if elems is None:
+        return f"- {label}: size not static"
+    if dtype is not None:
+        size = DTYPE_BYTES[dtype]
+        return f"- {label}: {_mib(elems * size)} as {dtype}; {tiling_verdict(spec.block_shape, size)}"
+    per = ", ".join(f"{_mib(elems * s)} at {s} B/elem" for s in (4, 2, 1))
+    return f"- {label}: {per} (dtype not known from the source)"
+
+
+def vmem_footprint(site: KernelSite, itemsize: int) -> tuple[int, bool]:
+    """Double-buffered VMEM bytes of the site's blocks plus its VMEM scratch; and whether complete."""
+    total, complete = 0, True
+    for spec in (*(site.in_specs or ()), *(site.out_specs or ())):
+        if not _in_vmem(spec):
+            continue
+        elems = block_elements(spec.block_shape)
+        if elems is None:
+            complete = False
+            continue
+        total += 2 * elems * itemsize
+    for scratch in site.scratch_shapes or ():
+        size = _scratch_bytes(scratch)
+        if size is None:
+            complete = complete and scratch.kind != "VMEM"
+        else:
+            total += size
+    if site.in_specs is None or site.out_specs is None:
+        complete = False
+    return total, complete
+
+
+def _limit_line(total: int, complete: bool, chip: ChipLimits | None, label: str) -> str:
+    prefix = "at least " if not complete else ""
+    line = f"- double-buffered VMEM footprint ({label}): {prefix}{_mib(total)}"
+    if chip is None or chip.scoped_vmem_bytes is None:
+        name = chip.name if chip else "the target"
+        return line + f" (scoped VMEM limit for {name} not known: run `pallasite chips` to measure it)"
+    share = 100 * total / chip.scoped_vmem_bytes
+    verdict = "over the limit: expect a VMEM OOM (PLS201)" if total > chip.scoped_vmem_bytes else f"{share:.0f}%"
+    return (line + f" of {_mib(chip.scoped_vmem_bytes)} scoped VMEM on {chip.name} ({verdict}; "
+            f"limit from {chip.source})")
+
+
+def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dtype_source: str = "") -> str:
+    """The pallas_call hover: blocks, footprint against the chip's scoped VMEM, grid steps, tiling."""
+    title = f"**pallas_call** of `{site.kernel_name or '?'}`"
+    if site.enclosing_function:
+        title += f" in `{site.enclosing_function}`"
+    out = [title, ""]
+    if dtype:
+        out.append(f"Element type {dtype}{' (' + dtype_source + ')' if dtype_source else ''}.")
+    else:
+        out.append("Element type not known from the source: sizes shown per element size.")
+    out.append("")
+    out.extend(_spec_line(s, dtype) for s in (*(site.in_specs or ()), *(site.out_specs or ())))
+    for scratch in site.scratch_shapes or ():
+        size = _scratch_bytes(scratch)
+        out.append(f"- scratch {scratch.kind} {_shape_text(scratch.shape)} {scratch.dtype or ''}: "
+                   f"{_mib(size) if size is not None else 'size not static'}")
+    sizes = [DTYPE_BYTES[dtype]] if dtype else [4, 2]
+    for size in sizes:
+        total, complete = vmem_footprint(site, size)
+        out.append(_limit_line(total, complete, chip, dtype or f"{size} B/elem"))
+    out.append(grid_hover(site))
+    return "\n".join(out)
+
+
+def grid_hover(site: KernelSite) -> str:
+    if site.grid is None:
+        return "- grid: not static (or not given: one step)"
+    steps = grid_steps(site.grid)
+    sem = f"; dimension_semantics {list(site.dimension_semantics)}" if site.dimension_semantics else ""
+    count = f"{steps} steps" if steps is not None else "step count not static"
+    return f"- grid {_shape_text(site.grid)}: {count}{sem}"
+
+
+def spec_hover(spec: BlockSpecInfo, site: KernelSite, dtype: str | None) -> str:
+    head = f"**BlockSpec** {spec.role}[{spec.position}] of `{site.kernel_name or '?'}`"
+    lines = [head, "", _spec_line(spec, dtype)]
+    elems = block_elements(spec.block_shape)
+    if elems is not None and _in_vmem(spec):
+        sizes = [DTYPE_BYTES[dtype]] if dtype else [4, 2, 1]
+        lines.append("- double-buffered: " + ", ".join(f"{_mib(2 * elems * s)} at {s} B/elem" for s in sizes))
+    if spec.index_map_arity is not None:
+        lines.append(f"- index_map takes {spec.index_map_arity} argument(s), returns "
+                     f"{spec.index_map_results if spec.index_map_results is not None else '?'} index(es)")
+    return "\n".join(lines)
+
+
+def kernel_hover(name: str, results: Iterable[KernelResult]) -> str:
+    """The kernel function hover: the latest compile verdicts known, each with its provenance."""
+    rows = sorted(results, key=lambda r: (r.chip, r.tier))
+    out = [f"**kernel** `{name}`", ""]
+    if not rows:
+        out.append("No compile results yet: save the file (in a trusted folder) or run *Check*.")
+        return "\n".join(out)
+    out.append("| tier | chip | result | from |")
+    out.append("|---|---|---|---|")
+    for r in rows:
+        out.append(f"| {r.tier} | {r.chip} | {r.status} | {r.provenance} |")
+    return "\n".join(out)
+
+
+def verdict_results(verdicts: Iterable[KernelVerdict], name: str, chip: str, provenance: str) -> list[KernelResult]:
+    """A checker report's per-kernel tier states as ``KernelResult``s for ``name``."""
+    out = []
+    for v in verdicts:
+        if v.name != name:
+            continue
+        out.extend(KernelResult(tier, chip, status, provenance) for tier, status in v.tiers if status != "not run")
+    return out
+
+
+def hover_at(sites: Sequence[KernelSite], line: int, column: int, chip: ChipLimits | None, dtype: str | None,
+             dtype_source: str = "") -> tuple[str, Span] | None:
+    """The site hover text for what is at (line, column): a BlockSpec, the grid, or the call."""
+    for site in sites:  # a BlockSpec may be written before the call: look at specs first
+        for spec in (*(site.in_specs or ()), *(site.out_specs or ())):
+            if spec.span.contains(line, column):
+                return spec_hover(spec, site, dtype), spec.span
+    for site in sites:  # the grid value, or the `grid=` keyword itself
+        for span in (site.grid_span, site.keyword_span("grid")):
+            if span is not None and span.contains(line, column):
+                return f"**grid** of `{site.kernel_name or '?'}`\n\n" + grid_hover(site), span
+    for site in sites:
+        if site.span.contains(line, column):
+            return site_hover(site, chip, dtype, dtype_source), site.call_span
+    return None
+
+
+def kernel_at(sites: Sequence[KernelSite], line: int, column: int) -> str | None:
+    """The kernel name whose def line is under the cursor."""
+    for site in sites:
+        span = site.kernel_def_span
+        if span is not None and span.line == line and site.kernel_name:
+            return site.kernel_name
+    return None

@@ -1,0 +1,355 @@
+"""The pallasite language server (pygls). Read top to bottom, this file lists its capabilities.
+
+Each handler takes the document state from the ``Session`` (session.py), calls a plain function
+(hover.py, lenses.py, actions.py) and converts to LSP (lsp_convert.py). The process never imports
+jax: kernel code runs only in check workers started by the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+import tomllib
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from pallasite import __version__
+
+from . import actions, hover, lenses
+from .lsp_convert import (
+    change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
+)
+from .session import Document, Session
+from .settings import SECTION, TARGETS, find_pyproject
+
+STATUS = "pallasite/status"
+STATS = "pallasite/serverStats"
+
+
+class PallasiteServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("pallasite", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        self.session = Session(self)
+
+
+server = PallasiteServer()
+
+
+def _doc(ls: PallasiteServer, uri: str) -> Document | None:
+    return ls.session.documents.get(uri)
+
+
+def _warn(ls: PallasiteServer, warnings: list[str]) -> None:
+    for warning in warnings:
+        ls.session.show(f"pallasite: {warning}")
+
+
+# --------------------------------------------------------------------------- lifecycle & settings
+
+
+@server.feature(lsp.INITIALIZE)
+def initialize(ls: PallasiteServer, params: lsp.InitializeParams) -> None:
+    session = ls.session
+    session.encoding = str(ls.workspace.position_encoding or "utf-16")
+    session.folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
+    if not session.folders and ls.workspace.root_path:
+        session.folders = [ls.workspace.root_path]
+    session.pending_warnings = []
+    if session.folders:
+        path, table = _project_layer(session.folders[0])
+        if table is not None:
+            session.pending_warnings += session.set_layer(f"{path} [tool.{SECTION}]", table)
+    session.pending_warnings += session.set_layer("initializationOptions", params.initialization_options)
+
+
+def _project_layer(folder: str) -> tuple[Path | None, Any]:
+    """The raw [tool.pallasite] table of the folder's pyproject.toml (validated by the session)."""
+    path = find_pyproject(Path(folder))
+    if path is None:
+        return None, None
+    try:
+        return path, tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get(SECTION)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        return path, f"unreadable ({err})"
+
+
+@server.feature(lsp.INITIALIZED)
+async def initialized(ls: PallasiteServer, params: lsp.InitializedParams) -> None:
+    _warn(ls, getattr(ls.session, "pending_warnings", []))
+    await _pull_configuration(ls)
+    ls.session.notify_status()
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: PallasiteServer, params: lsp.DidChangeConfigurationParams) -> None:
+    pushed = params.settings.get(SECTION) if isinstance(params.settings, dict) else None
+    if pushed is not None:
+        _warn(ls, ls.session.set_layer("workspace/configuration", pushed))
+    else:
+        await _pull_configuration(ls)
+    _rerun_all(ls)
+
+
+async def _pull_configuration(ls: PallasiteServer) -> None:
+    workspace = getattr(ls.client_capabilities, "workspace", None)
+    if not (workspace and workspace.configuration):
+        return
+    try:
+        result = await ls.workspace_configuration_async(
+            lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)]))
+    except Exception as exc:
+        ls.session.log(f"pallasite: workspace/configuration failed: {exc}")
+        return
+    if result and result[0] is not None:
+        _warn(ls, ls.session.set_layer("workspace/configuration", result[0]))
+
+
+def _rerun_all(ls: PallasiteServer) -> None:
+    for doc in ls.session.documents.values():
+        ls.session.schedule_tier0(doc, 0)
+    ls.session.notify_status()
+
+
+@server.feature(lsp.SHUTDOWN)
+async def shutdown(ls: PallasiteServer, params: Any = None) -> None:
+    for uri in list(ls.session.documents):
+        ls.session.close(uri)
+    checker, ls.session.checker = ls.session.checker, None
+    if checker is not None:
+        await checker.close()
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    item = params.text_document
+    if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
+        return
+    doc = ls.session.open(item.uri, uri_to_path(item.uri), item.version, item.text)
+    ls.session.run_tier0(doc)
+    ls.session.publish(doc)
+    ls.session.notify_status()
+    await ls.session.consider_check(doc, opening=True)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: PallasiteServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    doc = _doc(ls, params.text_document.uri)
+    if doc is None:
+        return
+    edits = []
+    for change in params.content_changes:  # each change is relative to the text after the previous one
+        edit = change_to_edit(change, text_lines(doc.text), ls.session.encoding)
+        doc.apply(params.text_document.version, [edit])
+        edits.append(edit)
+    ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+async def did_save(ls: PallasiteServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    doc = _doc(ls, params.text_document.uri)
+    if doc is not None:
+        ls.session.ensure_analysis(doc)
+        await ls.session.consider_check(doc, saving=True)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: PallasiteServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    doc = ls.session.close(params.text_document.uri)
+    if doc is not None and doc.published:
+        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[]))
+
+
+# --------------------------------------------------------------------------- hover, lenses, actions
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    doc = _doc(ls, params.text_document.uri)
+    if doc is None or not ls.session.ensure_analysis(doc).uses_pallas:
+        return None
+    lines = text_lines(doc.text)
+    line, column = position_from_client(params.position, lines, ls.session.encoding)
+    found = hover_content(ls.session, doc, line, column)
+    if found is None:
+        return None
+    text, span = found
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
+                     range=span_to_range(span, lines, ls.session.encoding))
+
+
+def hover_content(session: Session, doc: Document, line: int, column: int) -> tuple[str, Any] | None:
+    analysis = doc.analysis
+    dtype, dtype_source = task_dtype(doc.text, analysis)
+    chip = chip_limits(session.settings.target)
+    found = hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source)
+    if found is not None:
+        return found
+    name = hover.kernel_at(analysis.sites, line, column)
+    if name is None:
+        return None
+    site = next(s for s in analysis.sites if s.kernel_name == name)
+    return hover.kernel_hover(name, kernel_results(session, doc, name)), site.kernel_def_span
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    doc = _doc(ls, params.text_document.uri)
+    if doc is None or not ls.session.ensure_analysis(doc).uses_pallas:
+        return []
+    lines = text_lines(doc.text)
+    verdicts = doc.report.kernels if doc.report is not None else ()
+    return [lsp.CodeLens(range=span_to_range(lens.span, lines, ls.session.encoding),
+                         command=lsp.Command(title=lens.title, command=lens.command, arguments=list(lens.arguments)))
+            for lens in lenses.check_lenses(doc.analysis.sites, doc.uri, ls.session.settings.target, verdicts)]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
+    code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source]))
+def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    doc = _doc(ls, params.text_document.uri)
+    if doc is None or not ls.session.ensure_analysis(doc).uses_pallas:
+        return []
+    lines = text_lines(doc.text)
+    span = range_to_span(params.range, lines, ls.session.encoding)
+    return actions.actions_for(doc.findings(), span, doc.uri, doc.version, lines, ls.session.encoding,
+                               ls.session.settings.target, params.context.only, doc.seen_versions,
+                               params.context.diagnostics)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@server.command("pallasite.check")
+async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Check a document now: ``{"uri": ..., "tiers": [0, 1, 2, 3]}`` (tiers default: the settings')."""
+    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    doc = _doc(ls, options.get("uri") or "")
+    if doc is None:
+        return {"ok": False, "message": f"pallasite.check: {options.get('uri')!r} is not an open document."}
+    tiers = options.get("tiers")
+    if tiers is not None and (not isinstance(tiers, list) or any(t not in (0, 1, 2, 3) for t in tiers)):
+        return {"ok": False, "message": f"pallasite.check: tiers must be a list from 0-3, got {tiers!r}."}
+    folder = ls.session.folder_of(doc.path)
+    if not (ls.session.is_trusted(folder) or await ls.session.ask_trust(folder)):
+        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to check it."}
+    ls.session.ensure_analysis(doc)
+    token = await _progress_token(ls)
+    task = ls.session.start_check(doc, tiers, progress_token=token)
+    try:
+        report = await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()  # the request was cancelled ($/cancelRequest or progress cancel)
+        return {"ok": False, "message": "cancelled"}
+    if report is None:
+        return {"ok": False, "message": "the check did not run (see the message shown)"}
+    return {"ok": True, "findings": len(report.findings), "chip": ls.session.settings.target,
+            "notes": list(report.notes)}
+
+
+async def _progress_token(ls: PallasiteServer) -> str | None:
+    window = getattr(ls.client_capabilities, "window", None)
+    if not (window and window.work_done_progress):
+        return None
+    token = f"pallasite-check-{uuid.uuid4().hex[:12]}"
+    try:
+        await ls.work_done_progress.create_async(token)
+    except Exception:
+        return None
+    return token
+
+
+@server.command("pallasite.selectTarget")
+async def select_target(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Switch the target chip (argument: its name), then re-check open kernel files."""
+    chip = args[0] if args else None
+    if chip not in TARGETS:
+        message = f"pallasite.selectTarget: unknown chip {chip!r}; choose one of {', '.join(TARGETS)}."
+        ls.session.show(message)
+        return {"ok": False, "message": message}
+    _warn(ls, ls.session.set_target(chip))
+    _rerun_all(ls)
+    for doc in ls.session.documents.values():
+        ls.session.ensure_analysis(doc)
+        if doc.compiler or doc.report is not None:
+            doc.compiler = []
+        await ls.session.consider_check(doc, opening=True)
+    return {"ok": True, "target": chip}
+
+
+@server.command("pallasite.trustFolder")
+async def trust_folder(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Trust a folder (argument: a path or file URI; default: every workspace folder), then check."""
+    given = args[0] if args else None
+    folders = [uri_to_path(given) if given.startswith("file:") else given] if isinstance(given, str) else ls.session.folders
+    if not folders:
+        return {"ok": False, "message": "pallasite.trustFolder: no folder given and no workspace folder open."}
+    for folder in folders:
+        ls.session.trust(str(Path(folder).resolve()))
+    ls.session.notify_status()
+    for doc in ls.session.documents.values():
+        ls.session.ensure_analysis(doc)
+        if doc.check_task is None:
+            await ls.session.consider_check(doc, opening=True)
+    return {"ok": True, "trusted": folders}
+
+
+@server.feature(STATS)
+def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
+    """Diagnostics about the server process itself (used by tests and the benchmark)."""
+    import psutil
+
+    return {"pid": os.getpid(), "rssBytes": psutil.Process().memory_info().rss,
+            "jaxImported": "jax" in sys.modules, "python": sys.executable,
+            "settings": ls.session.settings_json(), "status": ls.session.status()}
+
+
+# --------------------------------------------------------------------------- plain helpers
+
+
+def task_dtype(text: str, analysis: Any) -> tuple[str | None, str]:
+    """The element type of the task's example inputs, when they name exactly one."""
+    for task in getattr(analysis, "tasks", ()) or ():
+        if not task.inputs:
+            continue
+        match = re.search(rf"^def {re.escape(task.inputs)}\(.*?(?=^\S|\Z)", text, re.S | re.M)
+        if match:
+            found = hover.dtypes_in(match.group(0))
+            if len(found) == 1:
+                return found[0], f"from {task.inputs}()"
+    return None, ""
+
+
+def chip_limits(target: str) -> hover.ChipLimits:
+    """The chip's scoped VMEM limit from the runner's cached chip table (never imports jax)."""
+    try:
+        from pallasite.runner.chips import read_cache
+
+        specs = read_cache() or []
+    except Exception:
+        specs = []
+    for spec in specs:
+        if spec.name == target:
+            return hover.ChipLimits(target, spec.scoped_vmem_limit_bytes, spec.vmem_bytes,
+                                    f"the chip table cache ({spec.scoped_vmem_source})")
+    return hover.ChipLimits(target)
+
+
+def kernel_results(session: Session, doc: Document, name: str) -> list[hover.KernelResult]:
+    """The compile results known for a kernel: the last check here, then the results store."""
+    out: list[hover.KernelResult] = []
+    if doc.report is not None and doc.report_time is not None:
+        import time
+
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(doc.report_time))
+        out += hover.verdict_results(doc.report.kernels, name, doc.report_chip or "?",
+                                     f"last check in this session, {when}")
+    return out

@@ -1,0 +1,487 @@
+"""The server's state: open documents, effective settings, folder trust, and background jobs.
+
+A ``Document`` keeps its own text and every finding already moved to that text's version:
+tier-0 findings (recomputed after a debounce) and compiler findings (from the last check, carried
+through every edit since the text it was computed for; see shifting.py). Diagnostics are
+published only from this state, so nothing computed for an older text is shown unshifted.
+
+Jobs are asyncio tasks: an edit cancels only pending tier-0 work; a compiler check is superseded
+only by a newer save (or an explicit check). Code never runs for an untrusted folder: the first
+kernel file opened there triggers one question per folder; tier 0 never executes anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from lsprotocol import types as lsp
+
+from pallasite.analysis.types import FileReport, Finding, Related
+
+from .lsp_convert import finding_to_diagnostic, text_lines
+from .settings import Settings, parse_settings, settings_to_json
+from .shifting import Edit, apply_edit, shift_findings
+
+WORKER_CRASH_CODES = ("PLS902", "PLS903", "PLS904")
+
+
+# --------------------------------------------------------------------------- trust store
+
+
+def trust_store_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "pallasite" / "trusted-folders.json"
+
+
+def read_trusted() -> list[str]:
+    try:
+        data = json.loads(trust_store_path().read_text(encoding="utf-8"))
+        return [str(p) for p in data.get("trusted", [])]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def remember_trusted(folder: str) -> None:
+    path = trust_store_path()
+    folders = read_trusted()
+    if folder not in folders:
+        folders.append(folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"trusted": folders}, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _inside(path: str, folder: str) -> bool:
+    try:
+        Path(path).resolve().relative_to(Path(folder).resolve())
+        return True
+    except ValueError:
+        return False
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@dataclass
+class Document:
+    uri: str
+    path: str
+    version: int
+    text: str
+    seen_versions: set[int] = field(default_factory=set)
+    analysis: Any = None  # tier0.SourceAnalysis of ``analysis_version``
+    analysis_version: int | None = None
+    tier0: list[Finding] = field(default_factory=list)  # at ``version``
+    compiler: list[Finding] = field(default_factory=list)  # at ``version``
+    edit_log: list[tuple[int, list[Edit]]] = field(default_factory=list)  # (version after, edits)
+    report: FileReport | None = None
+    report_chip: str | None = None
+    report_time: float | None = None
+    tier0_task: asyncio.Task | None = None
+    check_task: asyncio.Task | None = None
+    check_version: int | None = None
+    published: bool = False
+
+    @property
+    def uses_pallas(self) -> bool:
+        return bool(self.analysis is not None and self.analysis.uses_pallas)
+
+    def findings(self) -> list[Finding]:
+        return [*self.tier0, *self.compiler]
+
+    def apply(self, version: int, edits: Sequence[Edit]) -> None:
+        """Edits from the client, in order; every finding moves with the text."""
+        for edit in edits:
+            self.text = apply_edit(self.text, edit)
+        self.tier0 = shift_findings(self.tier0, edits)
+        self.compiler = shift_findings(self.compiler, edits)
+        self.version = version
+        self.seen_versions.add(version)
+        if self.check_task is not None and not self.check_task.done():
+            self.edit_log.append((version, list(edits)))
+
+    def edits_since(self, version: int) -> list[Edit]:
+        return [e for v, edits in self.edit_log if v > version for e in edits]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def analyze(text: str, path: str, target: str) -> Any:
+    from pallasite.analysis import tier0
+
+    return tier0.analyze(text, path, target=target)
+
+
+def suppress(findings: Sequence[Finding], text: str, overrides: dict[str, str]) -> list[Finding]:
+    """Suppression comments and severity overrides (the analysis layer's, when it has them)."""
+    try:
+        from pallasite.analysis.suppress import apply_suppressions
+    except ImportError:
+        out = []
+        for f in findings:
+            level = overrides.get(f.code)
+            if level != "off":
+                out.append(replace(f, severity=level) if level else f)
+        return out
+    return list(apply_suppressions(list(findings), text, dict(overrides)))
+
+
+def with_site_context(finding: Finding, sites: Sequence[Any]) -> Finding:
+    """Add the pallas_call and the kernel def as related places, when the finding is about a site."""
+    related = list(finding.related)
+    known = {r.span for r in related}
+    for site in sites:
+        about = site.span.contains(finding.span.line, finding.span.column) or (
+            finding.kernel is not None and finding.kernel == site.kernel_name)
+        if not about:
+            continue
+        if site.call_span not in known and site.call_span != finding.span:
+            related.append(Related(site.call_span, f"pallas_call of {site.kernel_name or 'the kernel'}"))
+        if site.kernel_def_span is not None and site.kernel_def_span not in known:
+            related.append(Related(site.kernel_def_span, f"kernel {site.kernel_name} defined here"))
+        break
+    return replace(finding, related=tuple(related)) if len(related) != len(finding.related) else finding
+
+
+def merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+# --------------------------------------------------------------------------- the session
+
+
+class Session:
+    """Documents, settings, trust and jobs of one server; ``client`` is the pygls server."""
+
+    def __init__(self, client: Any):
+        self.client = client
+        self.settings = Settings()
+        self.layers: dict[str, dict[str, Any]] = {}  # source -> raw settings
+        self.documents: dict[str, Document] = {}
+        self.folders: list[str] = []
+        self.asked: set[str] = set()
+        self.session_trusted: set[str] = set()
+        self.checker: Any = None
+        self.worker_state = "idle"
+        self.last_status: dict[str, Any] | None = None
+        self.encoding = "utf-16"
+        self.on_publish: Callable[[Document], None] | None = None
+
+    # ------------------------------------------------------------- settings
+
+    def set_layer(self, source: str, data: Any) -> list[str]:
+        """Replace one settings source (pyproject, initializationOptions, workspace/configuration)."""
+        if isinstance(data, dict) and isinstance(data.get("pallasite"), dict):
+            data = data["pallasite"]
+        if not isinstance(data, dict):
+            self.layers.pop(source, None)
+            return [] if data is None else [f"{source}: settings must be an object, got {data!r}; ignored."]
+        self.layers[source] = data
+        warnings = parse_settings(data, source)[1]  # each layer's problems, named by its source
+        merged: dict[str, Any] = {}
+        for layer in self.layers.values():
+            merged = merge(merged, layer)
+        settings = parse_settings(merged)[0]
+        if settings.checker_key() != self.settings.checker_key():
+            self.drop_checker()
+        self.settings = settings
+        return warnings
+
+    def set_target(self, chip: str) -> list[str]:
+        return self.set_layer("command", merge(self.layers.get("command", {}), {"target": chip}))
+
+    def drop_checker(self) -> None:
+        checker, self.checker = self.checker, None
+        if checker is not None:
+            asyncio.ensure_future(checker.close())
+
+    def get_checker(self) -> Any:
+        if self.checker is None:
+            from pallasite.runner.checker import Checker
+
+            self.checker = Checker(self.settings.check_options())
+        return self.checker
+
+    # ------------------------------------------------------------- trust
+
+    def folder_of(self, path: str) -> str:
+        matches = [f for f in self.folders if _inside(path, f)]
+        return max(matches, key=len) if matches else str(Path(path).resolve().parent)
+
+    def is_trusted(self, folder: str) -> bool:
+        mode = self.settings.trust.mode
+        if mode == "always":
+            return True
+        if mode == "never":
+            return False
+        trusted = [*self.settings.trust.folders, *read_trusted(), *self.session_trusted]
+        return any(_inside(folder, t) for t in trusted)
+
+    def trust(self, folder: str, remember: bool = True) -> None:
+        self.session_trusted.add(folder)
+        if remember:
+            remember_trusted(folder)
+
+    # ------------------------------------------------------------- documents
+
+    def open(self, uri: str, path: str, version: int, text: str) -> Document:
+        doc = Document(uri=uri, path=path, version=version, text=text, seen_versions={version})
+        self.documents[uri] = doc
+        return doc
+
+    def close(self, uri: str) -> Document | None:
+        doc = self.documents.pop(uri, None)
+        if doc is not None:
+            for task in (doc.tier0_task, doc.check_task):
+                if task is not None:
+                    task.cancel()
+        return doc
+
+    def run_tier0(self, doc: Document) -> None:
+        """Tier 0 for the document's current text (in process; executes nothing)."""
+        analysis = analyze(doc.text, doc.path, self.settings.target)
+        doc.analysis, doc.analysis_version = analysis, doc.version
+        found = suppress(analysis.findings, doc.text, dict(self.settings.severity))
+        doc.tier0 = [with_site_context(f, analysis.sites) for f in found]
+
+    def ensure_analysis(self, doc: Document) -> Any:
+        if doc.analysis_version != doc.version:
+            self.run_tier0(doc)
+        return doc.analysis
+
+    def accept_report(self, doc: Document, report: FileReport, version: int) -> list[Finding]:
+        """Compiler findings of a report for ``version``, moved to the document's current text."""
+        kept = [f for f in report.findings if f.tier > 0 or f.code.startswith("PLS9")]
+        sites = doc.analysis.sites if doc.analysis is not None else ()
+        moved = shift_findings(kept, doc.edits_since(version))
+        doc.compiler = [with_site_context(f, sites) for f in moved]
+        doc.report, doc.report_chip, doc.report_time = report, self.settings.target, time.time()
+        doc.edit_log = [(v, e) for v, e in doc.edit_log if v > doc.version]
+        return [f for f in report.findings if f.code in WORKER_CRASH_CODES]
+
+    # ------------------------------------------------------------- status
+
+    def status(self) -> dict[str, Any]:
+        folders = self.folders or [str(Path(d.path).parent) for d in self.documents.values()]
+        return {
+            "target": self.settings.target,
+            "backend": self.settings.backend.kind,
+            "worker": self.worker_state,
+            "trusted": bool(folders) and all(self.is_trusted(f) for f in folders),
+            "tiers": list(self.settings.tiers),
+        }
+
+    def status_changed(self) -> dict[str, Any] | None:
+        now = self.status()
+        if now == self.last_status:
+            return None
+        self.last_status = now
+        return now
+
+    def settings_json(self) -> dict[str, Any]:
+        return settings_to_json(self.settings)
+
+    # ------------------------------------------------------------- talking to the client
+
+    def notify_status(self) -> None:
+        status = self.status_changed()
+        if status is not None:
+            self.client.protocol.notify("pallasite/status", status)
+
+    def set_worker(self, state: str) -> None:
+        self.worker_state = state
+        self.notify_status()
+
+    def show(self, message: str, kind: lsp.MessageType = lsp.MessageType.Warning) -> None:
+        self.client.window_show_message(lsp.ShowMessageParams(type=kind, message=message))
+
+    def log(self, message: str) -> None:
+        self.client.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Log, message=message))
+
+    def publish(self, doc: Document) -> None:
+        """Diagnostics for the document's current version (silent on files without Pallas)."""
+        if not doc.uses_pallas:
+            if doc.published:
+                self.client.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[], version=doc.version))
+                doc.published = False
+            return
+        lines = text_lines(doc.text)
+        diagnostics = [finding_to_diagnostic(f, doc.uri, lines, self.encoding, doc.version) for f in doc.findings()]
+        self.client.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diagnostics, version=doc.version))
+        doc.published = True
+        if self.on_publish is not None:
+            self.on_publish(doc)
+
+    # ------------------------------------------------------------- jobs
+
+    def schedule_tier0(self, doc: Document, delay_s: float) -> None:
+        """(Re)start the debounced tier-0 run; a newer edit cancels a pending one."""
+        if doc.tier0_task is not None:
+            doc.tier0_task.cancel()
+        doc.tier0_task = asyncio.ensure_future(self._tier0_after(doc, delay_s))
+
+    async def _tier0_after(self, doc: Document, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        was_pallas = doc.uses_pallas
+        self.run_tier0(doc)
+        self.publish(doc)
+        if doc.uses_pallas and not was_pallas:
+            await self.consider_check(doc, opening=True)
+
+    async def consider_check(self, doc: Document, *, opening: bool = False, saving: bool = False) -> None:
+        """Run the compiler tiers if the settings ask for it and the folder is (or becomes) trusted."""
+        wanted = (opening and self.settings.check.onOpen) or (saving and self.settings.check.onSave)
+        if not wanted or not doc.uses_pallas or not any(t > 0 for t in self.settings.tiers):
+            return
+        folder = self.folder_of(doc.path)
+        if self.is_trusted(folder) or await self.ask_trust(folder):
+            self.start_check(doc)
+
+    async def ask_trust(self, folder: str) -> bool:
+        """Ask once per folder (per session) whether its code may run in a worker."""
+        if self.settings.trust.mode != "ask" or folder in self.asked:
+            return self.is_trusted(folder)
+        self.asked.add(folder)
+        params = lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Info,
+            message=("Trust this folder to run its kernels in a pallasite worker? "
+                     f"{folder}\nUntil then only tier 0 (source rules, nothing executed) runs."),
+            actions=[lsp.MessageActionItem(title=TRUST), lsp.MessageActionItem(title=NOT_NOW)])
+        try:
+            answer = await self.client.window_show_message_request_async(params)
+        except Exception as exc:  # a client without showMessageRequest: stay untrusted
+            self.log(f"pallasite: could not ask about trusting {folder}: {exc}")
+            return False
+        if answer is None or answer.title != TRUST:
+            return False
+        self.trust(folder)
+        self.notify_status()
+        return True
+
+    def start_check(self, doc: Document, tiers: Sequence[int] | None = None, *,
+                    progress_token: Any = None) -> asyncio.Task:
+        """Check the document's current text with the compiler tiers; supersedes a running check."""
+        if doc.check_task is not None and not doc.check_task.done():
+            doc.check_task.cancel()
+        doc.edit_log = []
+        chosen = [t for t in (self.settings.tiers if tiers is None else tiers) if t > 0]
+        doc.check_version = doc.version
+        doc.check_task = asyncio.ensure_future(self._check(doc, doc.version, doc.text, chosen, progress_token))
+        return doc.check_task
+
+    async def _check(self, doc: Document, version: int, text: str, tiers: list[int], token: Any) -> FileReport | None:
+        if not tiers:
+            return None
+        checker = self.get_checker()
+        chip = self.settings.target
+        self.set_worker("starting" if self.worker_state in ("idle", "crashed") and not getattr(checker, "_client", None)
+                        else "checking")
+        progress = WorkProgress(self.client, f"pallasite: checking {Path(doc.path).name} for {chip}", token)
+
+        def on_progress(message: str) -> None:
+            if self.worker_state == "starting":
+                self.set_worker("checking")
+            progress.report(message)
+
+        try:
+            progress.begin(tiers)
+            report = await checker.check(doc.path, text, tiers=tiers, on_progress=on_progress)
+        except asyncio.CancelledError:
+            if doc.check_task is asyncio.current_task() or doc.check_task is None or doc.check_task.done():
+                self.set_worker("idle")
+            progress.end("cancelled")
+            raise
+        except Exception as exc:  # the checker itself failed: say so, keep serving
+            self.set_worker("crashed")
+            progress.end("failed")
+            self.show(f"pallasite: the check of {doc.path} failed ({type(exc).__name__}: {exc}). "
+                      "Tier 0 keeps running; save again to retry.", lsp.MessageType.Error)
+            return None
+        progress.end("done")
+        if self.documents.get(doc.uri) is not doc:
+            return report
+        crashes = self.accept_report(doc, report, version)
+        for note in report.notes:
+            self.log(f"pallasite: {note}")
+        for finding in crashes:
+            self.show(f"pallasite: {finding.message.splitlines()[0]} ({finding.code}, {doc.path}). "
+                      "The worker restarts for the next check.", lsp.MessageType.Error)
+        self.set_worker("crashed" if any(f.code == "PLS902" for f in crashes) else "idle")
+        self.publish(doc)
+        return report
+
+
+TRUST, NOT_NOW = "Trust", "Not now"
+
+
+class WorkProgress:
+    """Work-done progress for a check: begins at once for a client token (an explicit command),
+    otherwise only once the work has run for a second; cancellable from the client."""
+
+    DELAY_S = 1.0
+
+    def __init__(self, client: Any, title: str, token: Any = None):
+        self.client, self.title, self.token = client, title, token
+        self.started = False
+        self.pending: asyncio.Task | None = None
+        self.message = ""
+        self.task = asyncio.current_task()
+
+    def _supported(self) -> bool:
+        window = getattr(self.client.client_capabilities, "window", None)
+        return bool(window and window.work_done_progress)
+
+    def begin(self, tiers: Sequence[int]) -> None:
+        self.message = "tiers " + ", ".join(map(str, tiers))
+        if self.token is not None:
+            self._begin()
+        elif self._supported():
+            self.pending = asyncio.ensure_future(self._begin_later())
+
+    async def _begin_later(self) -> None:
+        await asyncio.sleep(self.DELAY_S)
+        self.token = f"pallasite-check-{uuid.uuid4().hex[:12]}"
+        try:
+            await self.client.work_done_progress.create_async(self.token)
+        except Exception:
+            self.token = None
+            return
+        self._begin()
+
+    def _begin(self) -> None:
+        self.started = True
+        self.client.work_done_progress.begin(self.token, lsp.WorkDoneProgressBegin(
+            title=self.title, message=self.message, cancellable=True))
+        future = self.client.work_done_progress.tokens.get(self.token)
+        if future is not None and self.task is not None:
+            future.add_done_callback(lambda f: f.cancelled() and self.task.cancel())
+
+    def report(self, message: str) -> None:
+        self.message = message
+        if self.started:
+            self.client.work_done_progress.report(self.token, lsp.WorkDoneProgressReport(message=message))
+
+    def end(self, message: str) -> None:
+        if self.pending is not None:
+            self.pending.cancel()
+        if self.started:
+            self.started = False
+            self.client.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd(message=message))
+            self.client.work_done_progress.tokens.pop(self.token, None)
