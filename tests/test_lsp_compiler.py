@@ -1,0 +1,132 @@
+"""The language server with the compiler tiers (a real check worker): trust, checks on open/save,
+compiler findings carried through edits, the check command's progress and cancellation, and a
+worker killed mid-check. Tier 1 (the Pallas lowering on CPU jaxlib) keeps these fast; tier 2 has
+one test marked ``tpu_compiler``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+
+import psutil
+import pytest
+from lsprotocol import types as lsp
+
+from test_lsp import (  # noqa: F401  (client is a fixture)
+    answer_trust, change, client, codes_at, copy_fixture, diagnostics_for, initialize, open_doc, raw_request,
+)
+
+
+def has(code: str, tier: int | None = None):
+    return lambda diags: any(d.code == code and (tier is None or d.data["tier"] == tier) for d in diags)
+
+
+async def trusted_open(client, tmp_path, name: str, options: dict | None = None):
+    answer_trust(client, "Trust")
+    path, uri, text = copy_fixture(name, tmp_path / "ws")
+    await initialize(client, tmp_path / "ws", {"tiers": [0, 1], **(options or {})})
+    open_doc(client, uri, text)
+    return path, uri, text
+
+
+async def test_trusting_a_folder_runs_the_lowering_and_shows_its_finding(client, tmp_path):
+    _, uri, text = await trusted_open(client, tmp_path, "store_shape.py")
+    diags = await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
+    finding = next(d for d in diags if d.code == "PLS104")
+    assert finding.range.start.line == 10  # `o_ref[...] = x[:, :64]`
+    assert finding.data["chip"] == "v6e" and "jax lowering" in finding.source
+    assert len(client.trust_answers) == 1
+    store = tmp_path / "home" / "xdg_config_home" / "pallasite" / "trusted-folders.json"
+    assert str((tmp_path / "ws").resolve()) in json.loads(store.read_text())["trusted"]
+    assert any(s["trusted"] for s in client.statuses)
+    assert any(s["worker"] in ("starting", "checking") for s in client.statuses)
+    assert client.statuses[-1]["worker"] == "idle"
+    # the kernel hover now knows the result, and says where it came from
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(7, 6)))
+    assert "| 1 | v6e | error | last check in this session" in hover.contents.value
+
+
+async def test_compiler_finding_moves_with_an_edit_above_and_goes_when_its_range_is_edited(client, tmp_path):
+    _, uri, text = await trusted_open(client, tmp_path, "store_shape.py")
+    await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
+    change(client, uri, 2, (3, 0), (3, 0), "import functools\n")  # a new line above the kernel
+    diags = await diagnostics_for(client, uri, 2)
+    assert codes_at(diags, "PLS104") == [11]  # moved down with its text, without re-checking
+    line = text.splitlines()[10]
+    change(client, uri, 3, (11, 4), (11, len(line)), "o_ref[...] = x")  # rewrite the marked store
+    diags = await diagnostics_for(client, uri, 3)
+    assert codes_at(diags, "PLS104") == []
+
+
+async def test_check_command_reports_progress_and_result(client, tmp_path):
+    _, uri, _ = await trusted_open(client, tmp_path, "store_shape.py", {"check": {"onOpen": False}})
+    await diagnostics_for(client, uri, 1)
+    result = await asyncio.wait_for(client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri, "tiers": [0, 1]}])), 120)
+    assert result["ok"] is True and result["chip"] == "v6e"
+    kinds = [[type(v).__name__ for v in values] for values in client.progress_reports.values()]
+    assert ["WorkDoneProgressBegin", "WorkDoneProgressEnd"] == [kinds[-1][0], kinds[-1][-1]]
+    assert codes_at(client.diagnostics[uri], "PLS104") == [10]
+
+
+async def test_check_command_is_cancelled_from_the_progress(client, tmp_path):
+    _, uri, _ = await trusted_open(client, tmp_path, "slow_import.py", {"check": {"onOpen": False}})
+    await diagnostics_for(client, uri, 1)
+    pending = asyncio.ensure_future(client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri}])))
+    for _ in range(200):
+        if client.progress_reports:
+            break
+        await asyncio.sleep(0.05)
+    token = next(iter(client.progress_reports))
+    await asyncio.sleep(0.5)
+    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(pending, 20)
+    assert result == {"ok": False, "message": "cancelled"}
+    assert type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd"
+
+
+async def test_worker_killed_mid_check_is_reported_and_next_save_works(client, tmp_path):
+    path, uri, text = await trusted_open(client, tmp_path, "slow_import.py")
+    stats = await raw_request(client, "pallasite/serverStats", None)
+    server = psutil.Process(stats["pid"])
+    worker = None
+    for _ in range(600):  # the check on open starts a worker and imports the file (sleeping 30 s)
+        children = server.children(recursive=True)
+        if children:
+            worker = children[-1]
+            break
+        await asyncio.sleep(0.05)
+    assert worker is not None
+    await asyncio.sleep(1.0)
+    worker.kill()
+    diags = await diagnostics_for(client, uri, 1, timeout=60, predicate=has("PLS902"))
+    assert codes_at(diags, "PLS902")
+    for _ in range(100):
+        if any("PLS902" in m.message for m in client.messages):
+            break
+        await asyncio.sleep(0.05)
+    assert any("PLS902" in m.message and m.type == lsp.MessageType.Error for m in client.messages)
+    assert any(s["worker"] == "crashed" for s in client.statuses)
+    # remove the sleep, save: the restarted worker checks the file
+    lines = text.splitlines()
+    line = lines.index("time.sleep(30)")
+    change(client, uri, 2, (line, 0), (line, len("time.sleep(30)")), "pass")
+    path.write_text(text.replace("time.sleep(30)", "pass"))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    diags = await diagnostics_for(client, uri, 2, timeout=120, predicate=has("PLS104", 1))
+    assert not codes_at(diags, "PLS902")
+    assert client.statuses[-1]["worker"] == "idle"
+
+
+@pytest.mark.tpu_compiler
+async def test_tier2_compiler_verdict_on_save(client, tmp_path):
+    if importlib.util.find_spec("libtpu") is None:
+        pytest.skip("libtpu is not installed (pip install 'pallasite[tpu]')")
+    _, uri, _ = await trusted_open(client, tmp_path, "store_shape.py", {"tiers": [0, 2], "target": "v5e"})
+    at_store = lambda diags: [d for d in diags if d.data["tier"] == 2 and d.range.start.line == 10]  # noqa: E731
+    diags = await diagnostics_for(client, uri, 1, timeout=240, predicate=at_store)
+    assert at_store(diags)[0].data["chip"] == "v5e" and at_store(diags)[0].severity == lsp.DiagnosticSeverity.Error
