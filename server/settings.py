@@ -174,7 +174,7 @@ def _check_value(name: str, value: Any, fld: dataclasses.Field, tp: Any) -> str 
 
 def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list[str]) -> Any:
     if not isinstance(data, dict):
-        warnings.append(f"{source}: setting '{prefix or SECTION}' must be a table/object, got {data!r}; "
+        warnings.append(f"{source}: setting '{prefix.rstrip('.') or SECTION}' must be a table/object, got {data!r}; "
                         "using the defaults for all of it.")
         return cls()
     fields = {f.name: f for f in dataclasses.fields(cls)}
