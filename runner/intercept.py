@@ -65,14 +65,14 @@ class RecordedCall:
         kernel = _unwrap(self.kernel)
         code = getattr(kernel, "__code__", None)
         kernel_id = (code.co_filename, code.co_firstlineno, code.co_name) if code else repr(kernel)
-        operands = tuple((tuple(o.shape), str(o.dtype)) for o in self.operands or ())
+        operands = (jax.tree.structure(self.operands or ()), tuple((tuple(o.shape), str(o.dtype)) for o in _arrays(self.operands)))
         params = tuple(
             (k, _stable_repr(v)) for k, v in sorted(self.kwargs.items()) if k not in ("interpret", "debug")
         )
         return (kernel_id, self.file, self.line, operands, _stable_repr(self.out_shape), params)
 
     def describe(self) -> str:
-        shapes = ", ".join(f"{o.dtype}{list(o.shape)}" for o in self.operands or ())
+        shapes = ", ".join(f"{o.dtype}{list(o.shape)}" for o in _arrays(self.operands))
         grid = self.kwargs.get("grid")
         return f"{self.kernel_name}({shapes})" + (f" grid={tuple(grid) if isinstance(grid, (list, tuple)) else grid}" if grid else "")
 
@@ -142,7 +142,7 @@ def intercept_pallas_calls(
         inner = _ORIGINAL(kernel, out_shape, **real_kwargs)
 
         def apply(*operands: Any) -> Any:
-            rec.operands = tuple(_abstract(o) for o in operands)
+            rec.operands = _abstract(operands)
             rec.applied += 1
             return inner(*operands)
 
@@ -178,12 +178,23 @@ def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:
     return first if first else (None, None, None)
 
 
-def _abstract(value: Any) -> Any:
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is None or dtype is None:
-        return jax.ShapeDtypeStruct((), jax.numpy.asarray(value).dtype)
-    return jax.ShapeDtypeStruct(tuple(shape), dtype)
+def _abstract(operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The operands with every array (or tracer) as a ShapeDtypeStruct; other leaves (None, Python
+    scalars) kept as they are. Recording never breaks the user's call."""
+    def leaf(value: Any) -> Any:
+        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        if shape is None or dtype is None:
+            return value
+        return jax.ShapeDtypeStruct(tuple(shape), dtype)
+
+    try:
+        return tuple(jax.tree.map(leaf, operands))
+    except Exception:  # noqa: BLE001 - an odd pytree: keep what can be described
+        return tuple(leaf(o) for o in operands)
+
+
+def _arrays(tree: Any) -> list[Any]:
+    return [a for a in jax.tree.leaves(tree) if isinstance(a, jax.ShapeDtypeStruct)]
 
 
 @dataclass
