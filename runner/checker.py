@@ -3,7 +3,8 @@
 Tier 0 (source rules) runs in this process through ``pallasite.analysis.tier0``; tiers 1-3 go to
 a warm worker process as one ``check`` request (``runner/checks.py`` answers it), whose raw error
 records ``runner/locate.py`` turns into findings at spans of the user's file. Suppression comments
-and severity overrides are applied last, to every tier's findings alike.
+and severity overrides are applied to every tier's findings alike; then a compiler finding that
+repeats a tier-0 one is folded into it (``runner/agreement.py``: one mistake, one finding).
 
 This module never imports jax: the CLI, the language server and the agents all use it.
 
@@ -32,6 +33,8 @@ from pallasite.analysis.types import (
     KernelVerdict,
     Span,
 )
+
+from .agreement import merge_agreeing
 
 TARGETS: tuple[str, ...] = ("v4", "v5e", "v5p", "v6e")
 COMPILER_TIERS: tuple[int, ...] = (1, 2, 3)
@@ -157,6 +160,7 @@ class Checker:
                 )
 
         findings = _apply_suppressions(findings, text, self.options.severity)
+        findings = merge_agreeing(findings, getattr(analysis, "sites", ()) or ())  # one mistake, one finding
         findings.sort(key=lambda f: (f.span.line, f.span.column, f.tier, f.code))
         return FileReport(
             path=path,
@@ -398,7 +402,7 @@ def _no_task_finding(text: str) -> Finding:
     entry = CODES["PLS900"]
     return Finding(
         code="PLS900",
-        message="No task: the compiler tiers need example inputs to know the shapes. " + entry.hint,
+        message="No task: the compiler tiers need example inputs to know the shapes of this file's kernels.",
         span=Span.point(0),
         severity=entry.severity,
         tier=0,

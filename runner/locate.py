@@ -11,8 +11,9 @@ records built by ``runner/errors.py``; this module decides for each one:
   the store line inside the kernel for a shape/dtype mismatch, the kernel's ``def`` for a
   signature mismatch, and the ``pallas_call`` itself for errors with no location (VMEM OOM, with
   the bytes requested vs the limit in the message);
-- the message: the meaningful sentence first, the registry hint appended, MLIR dumps and the
-  full text in ``Finding.detail``; the kernel's def and the pallas_call as ``related``;
+- the message: what happened and where, with any specific what-to-do the record allows; the
+  registry's generic hint is NOT appended (presentation adds it: the CLI's ``help:`` line, the
+  language server's diagnostic); MLIR dumps and the full text go in ``Finding.detail``; the kernel's def and the pallas_call as ``related``;
   ``origin`` says who spoke (jax lowering or the libtpu compiler), ``chip`` the target.
 """
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import BlockSpecInfo, Finding, KernelSite, Related, Span
+from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span
 
 ORIGIN_LOWERING = "jax lowering"
 ORIGIN_COMPILER = "libtpu compiler"
@@ -95,7 +96,6 @@ def locate_record(
     site = _site_for(rec, sites, entry)
     span = _span_for(code, rec, site, sites, lines)
     sentence = _clean_sentence(rec, code, site)
-    hint = CODES[code].hint
     origin = _origin(rec, stage)
     related = _related(site, span, lines)
     if code in ("PLS101", "PLS204", "PLS112") and site is not None:
@@ -107,9 +107,9 @@ def locate_record(
     detail = "\n\n".join(p for p in (rec.get("message"), rec.get("detail")) if p) or None
     return Finding(
         code=code,
-        message=f"{sentence} — {hint}",
+        message=sentence,
         span=span,
-        severity=CODES[code].severity,
+        severity=rec.get("severity") if rec.get("severity") in SEVERITIES else CODES[code].severity,  # tier 3 may soften
         tier=tier,
         related=related,
         detail=detail,
@@ -529,7 +529,7 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         code, body = "PLS902", f"the check worker failed{where}: {message or status}"
     return Finding(
         code=code,
-        message=f"{body} — {CODES[code].hint}",
+        message=body,
         span=span,
         severity=CODES[code].severity,
         tier=tier,

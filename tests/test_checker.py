@@ -216,3 +216,81 @@ def test_worker_command_runs_the_worker_through_a_launcher():
     paths = [os.path.join(DATA, "store_shape_broken.py")]
     [report] = check_paths(paths, CheckOptions(target="v5e", tiers=(1,), worker_command=launcher))
     assert [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"] == [("PLS104", 13)]
+
+
+# --------------------------------------------------------------------------- one hint, one finding per mistake
+
+RECORDS = None
+
+
+def _recorded(name: str):
+    """The worker's real recorded result for a corpus case (tests/data/compiler/records.json)."""
+    import json
+
+    global RECORDS
+    if RECORDS is None:
+        with open(os.path.join(DATA, "records.json"), encoding="utf-8") as f:
+            RECORDS = json.load(f)["cases"]
+    return RECORDS[name]
+
+
+@pytest.mark.parametrize("name", ["tiling_lanes", "store_shape", "reshape_relayout", "vmem_oom_blocks", "import_error"])
+def test_compiler_messages_leave_the_registry_hint_to_presentation(name):
+    from pallasite.analysis.codes import CODES
+    from pallasite.server.report_format import finding_text
+
+    client = RecordingClient(Reply(status="ok", result=_recorded(name)))
+    report = _check(Checker(CheckOptions(target="v5e", tiers=(1, 2)), client=client), os.path.join(DATA, f"{name}_broken.py"))
+    [finding] = [f for f in report.findings if f.severity == "error"]
+    hint = CODES[finding.code].hint
+    assert hint not in finding.message and " — " not in finding.message
+    assert finding_text(finding, "k.py").count(hint) == 1  # the CLI's help: line, once
+
+
+def test_no_task_message_leaves_the_hint_to_presentation():
+    from pallasite.analysis.codes import CODES
+
+    report = _check(Checker(CheckOptions(), client=RecordingClient(Reply(status="ok", result={}))),
+                    os.path.join(LIMITS, "no_task.py"))
+    assert CODES["PLS900"].hint not in report.findings[0].message
+
+
+@pytest.mark.parametrize("name, tier0_code, compiler_code", [
+    ("tiling_out_spec", "PLS001", "PLS101"),
+    ("index_map_arity", "PLS002", "PLS102"),
+    ("dimension_semantics_length", "PLS004", "PLS105"),
+    ("spec_count_outputs", "PLS008", "PLS109"),
+])
+def test_tier0_and_compiler_report_of_one_mistake_is_one_finding(name, tier0_code, compiler_code):
+    client = RecordingClient(Reply(status="ok", result=_recorded(name)))
+    report = _check(Checker(CheckOptions(target="v5e", tiers=(0, 1, 2)), client=client), os.path.join(DATA, f"{name}_broken.py"))
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert [f.code for f in errors] == [tier0_code]  # the tier-0 finding is kept, the compiler's folded in
+    agreed = [r for r in errors[0].related if "agrees" in r.message]
+    assert len(agreed) == 1 and agreed[0].message.startswith(f"jax lowering (v5e) agrees ({compiler_code}): ")
+    assert [(dict(k.tiers)[0], dict(k.tiers)[1]) for k in report.kernels] == [("error", "error")]
+
+
+def test_a_compiler_finding_about_another_mistake_is_kept():
+    from pallasite.analysis.types import Finding, Span
+    from pallasite.runner.agreement import merge_agreeing
+
+    tier0 = Finding("PLS001", "block dim 100", Span(18, 37, 18, 40), tier=0)
+    elsewhere = Finding("PLS101", "tiling", Span(40, 4, 40, 30), tier=1, origin="jax lowering", chip="v5e")
+    other_code = Finding("PLS104", "store shape", Span(18, 4, 18, 30), tier=1, origin="jax lowering", chip="v5e")
+    kept = merge_agreeing([tier0, elsewhere, other_code])
+    assert [f.code for f in kept] == ["PLS001", "PLS101", "PLS104"]
+    assert kept[0].related == ()
+    nearby = Finding("PLS101", "The lowering requires (8, 128). Block spec args[0].", Span(18, 11, 18, 60),
+                     tier=1, origin="jax lowering", chip="v5e")
+    [merged] = merge_agreeing([tier0, nearby])
+    assert merged.related[0].message == "jax lowering (v5e) agrees (PLS101): The lowering requires (8, 128)."
+    assert merged.related[0].span == nearby.span
+
+
+def test_a_tier0_warning_the_compiler_rejects_becomes_an_error():
+    client = RecordingClient(Reply(status="ok", result=_recorded("tiling_int8_rows")))
+    report = _check(Checker(CheckOptions(target="v5e", tiers=(0, 1, 2)), client=client), os.path.join(DATA, "tiling_int8_rows_broken.py"))
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [("PLS010", 19)]
+    assert "libtpu compiler (v5e) agrees (PLS204)" in errors[0].related[-1].message

@@ -37,7 +37,7 @@ def test_recorded_error_is_located_at_the_expected_line(name):
     finding = errors[0]
     assert finding.tier == case["tier"]
     assert finding.chip == EXPECTED["target"]
-    assert finding.message.endswith(CODES[case["code"]].hint)
+    assert CODES[case["code"]].hint not in finding.message  # presentation adds the registry hint, once
     assert "/home/user/corpus" not in finding.message  # folders are cut from paths in the sentence
 
 

@@ -1,0 +1,113 @@
+"""One mistake, one finding: a compiler tier that agrees with a tier-0 rule is folded into it.
+
+When the source rules (tier 0) and the lowering or the TPU compiler (tiers 1-3) report the same
+mistake, the user should see it once. The tier-0 finding is kept (it has the precise span and,
+often, a fix); the compiler's finding becomes a related entry of it ("jax lowering (v6e) agrees
+(PLS101): ..." at the compiler's span), and the kernel verdicts keep "error" for both tiers.
+
+Two findings are "the same mistake" only when all of these hold:
+- the compiler code is listed for the tier-0 code in ``SAME_MISTAKE`` (written out below, not
+  guessed from titles);
+- both are about the same pallas_call (the site whose parts contain each span; none for both when
+  the file has no readable site);
+- their spans overlap or lie within ``NEAR_LINES`` lines of each other.
+A compiler finding that matches nothing stays a finding of its own.
+
+Client side, plain functions over ``Finding``; never imports jax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Sequence
+
+from pallasite.analysis.types import Finding, Related, Span
+
+# tier-0 code -> the compiler codes (tiers 1-3) that report the same mistake.
+SAME_MISTAKE: dict[str, frozenset[str]] = {
+    "PLS000": frozenset({"PLS000"}),  # syntax error: tier 0's parse and the worker's import
+    "PLS001": frozenset({"PLS101", "PLS204"}),  # (8, 128) tiling of a block shape
+    "PLS002": frozenset({"PLS102"}),  # index_map arity vs grid rank (the lowering's TypeError)
+    "PLS003": frozenset({"PLS102"}),  # index_map result count vs block rank
+    "PLS004": frozenset({"PLS105"}),  # dimension_semantics length vs grid rank
+    "PLS005": frozenset({"PLS110"}),  # kernel parameter count
+    "PLS007": frozenset({"PLS111", "PLS901"}),  # API removed from the installed jax
+    "PLS008": frozenset({"PLS109"}),  # number of out_specs vs out_shape
+    "PLS009": frozenset({"PLS110"}),  # kernel returns a value
+    "PLS010": frozenset({"PLS204"}),  # rows below the dtype's sublane tiling
+    "PLS011": frozenset({"PLS107"}),  # 64-bit dtype in the kernel
+    "PLS012": frozenset({"PLS113"}),  # grid not a tuple of ints
+}
+
+NEAR_LINES = 2
+
+_SEVERITY_RANK = {"hint": 0, "information": 1, "warning": 2, "error": 3}
+
+
+def merge_agreeing(findings: Sequence[Finding], sites: Sequence[Any] = ()) -> list[Finding]:
+    """``findings`` with each compiler finding that repeats a tier-0 one folded into it."""
+    out = list(findings)
+    absorbed: set[int] = set()
+    for i, early in enumerate(out):
+        if early.tier != 0 or early.code not in SAME_MISTAKE:
+            continue
+        for j, late in enumerate(out):
+            if j in absorbed or late.tier == 0 or late.code not in SAME_MISTAKE[early.code]:
+                continue
+            if not _same_place(early, late, sites):
+                continue
+            absorbed.add(j)
+            out[i] = early = _fold(early, late)
+    return [f for k, f in enumerate(out) if k not in absorbed]
+
+
+def agreement_message(finding: Finding) -> str:
+    """``jax lowering (v6e) agrees (PLS101): <the compiler's first sentence>``."""
+    chip = f" ({finding.chip})" if finding.chip else ""
+    return f"{finding.origin}{chip} agrees ({finding.code}): {first_sentence(finding.message)}"
+
+
+def first_sentence(message: str) -> str:
+    """The message up to its first full stop followed by a space (the whole message if none)."""
+    cut = message.find(". ")
+    return message if cut < 0 else message[: cut + 1]
+
+
+def _fold(early: Finding, late: Finding) -> Finding:
+    severity = early.severity
+    if _SEVERITY_RANK.get(late.severity, 0) > _SEVERITY_RANK.get(severity, 0):
+        severity = late.severity  # the compiler rejected it: a tier-0 warning becomes an error
+    return replace(
+        early,
+        severity=severity,
+        related=early.related + (Related(late.span, agreement_message(late), late.path),),
+        detail=early.detail or late.detail,
+    )
+
+
+def _same_place(a: Finding, b: Finding, sites: Sequence[Any]) -> bool:
+    if (a.path or None) != (b.path or None):
+        return False
+    if _site_index(a.span, sites) != _site_index(b.span, sites):
+        return False
+    return _overlap(a.span, b.span) or abs(a.span.line - b.span.line) <= NEAR_LINES
+
+
+def _overlap(a: Span, b: Span) -> bool:
+    return (a.line, a.column) <= (b.end_line, b.end_column) and (b.line, b.column) <= (a.end_line, a.end_column)
+
+
+def _site_index(span: Span, sites: Sequence[Any]) -> int | None:
+    """The pallas_call whose call, kernel, specs, grid or semantics contain ``span`` (None: none)."""
+    for index, site in enumerate(sites):
+        for part in _site_parts(site):
+            if _overlap(part, span):
+                return index
+    return None
+
+
+def _site_parts(site: Any) -> list[Span]:
+    parts = [site.span, site.kernel_def_span, site.grid_span, site.dimension_semantics_span]
+    for spec in tuple(site.in_specs or ()) + tuple(site.out_specs or ()):
+        parts += [spec.span, spec.index_map_span]
+    return [p for p in parts if p is not None]
