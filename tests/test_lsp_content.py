@@ -1,0 +1,158 @@
+"""Plain functions behind hovers, lenses and code actions (no server): the numbers and the words."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+from lsprotocol import types as lsp
+
+from pallasite.analysis.tier0 import analyze
+from pallasite.analysis.types import BlockSpecInfo, Finding, Fix, KernelSite, KernelVerdict, ScratchInfo, Span, TextEdit
+from pallasite.server import actions, hover, lenses
+from pallasite.server.lsp_convert import text_lines
+from pallasite.server.session import with_site_context
+
+DATA = Path(__file__).parent / "data" / "lsp"
+MIB = 1 << 20
+
+
+def spec(shape, role="in", position=0, memory_space=None, line=1):
+    return BlockSpecInfo(span=Span(line, 0, line, 30), block_shape=shape, role=role, position=position,
+                         memory_space=memory_space, index_map_arity=1, index_map_results=len(shape))
+
+
+def site(**kw):
+    base = dict(kernel_name="k", span=Span(0, 0, 9, 1), call_span=Span(0, 0, 0, 14), enclosing_function="f",
+                kernel_def_span=Span(20, 0, 20, 10), grid=(8, 4), grid_span=Span(2, 5, 2, 11),
+                in_specs=(spec((512, 1024)),), out_specs=(spec((512, 1024), "out"),))
+    base.update(kw)
+    return KernelSite(**base)
+
+
+def test_footprint_is_double_buffered_blocks_plus_scratch_against_scoped_limit():
+    s = site(scratch_shapes=(ScratchInfo(Span(3, 0, 3, 9), "VMEM", (512, 1024), "jnp.float32"),))
+    total, complete = hover.vmem_footprint(s, 4)
+    assert (total, complete) == (2 * 2 * 2 * MIB + 2 * MIB, True)  # two 2 MiB blocks x2, 2 MiB scratch
+    chip = hover.ChipLimits("v5e", scoped_vmem_bytes=16 * MIB, source="libtpu 0.0.42.1 probe")
+    text = hover.site_hover(s, chip, "float32", "from example_inputs()")
+    assert "10.00 MiB of 16.00 MiB scoped VMEM on v5e (62%; limit from libtpu 0.0.42.1 probe)" in text
+    assert "- grid (8, 4): 32 steps" in text
+    small = hover.ChipLimits("v5e", scoped_vmem_bytes=8 * MIB, source="probe")
+    assert "over the limit: expect a VMEM OOM (PLS201)" in hover.site_hover(s, small, "float32")
+
+
+def test_unknown_dtype_shows_sizes_per_element_size_and_unknown_limit():
+    text = hover.site_hover(site(), None, None)
+    assert "Element type not known from the source" in text
+    assert "2.00 MiB at 4 B/elem, 1.00 MiB at 2 B/elem, 512.0 KiB at 1 B/elem" in text
+    assert "scoped VMEM limit for the target not known" in text
+
+
+def test_blocks_outside_vmem_and_non_static_dims_are_said_so():
+    s = site(in_specs=(spec((512, 1024), memory_space="ANY"), spec(("bm", 128), position=1)))
+    text = hover.site_hover(s, None, "bfloat16")
+    assert "memory space ANY, not a VMEM block" in text and "size not static" in text
+    assert "at least" in text  # the footprint is a lower bound when a block is not static
+
+
+def test_tiling_verdict_uses_the_dtype_row_tiling():
+    assert hover.tiling_verdict((8, 128), 1).startswith("tiling: legal only if")  # int8 needs 32 rows
+    assert hover.tiling_verdict((32, 128), 1).startswith("tiling: legal (")
+    assert hover.tiling_verdict((8, 256), 2).startswith("tiling: legal (")  # bf16 8 rows compiles
+    assert "not a multiple of 128" in hover.tiling_verdict((8, 100), 4)
+
+
+def test_hover_picks_blockspec_then_grid_then_call():
+    s = site()
+    assert hover.hover_at([s], 1, 3, None, None)[0].startswith("**BlockSpec** in[0]")
+    assert hover.hover_at([s], 2, 6, None, None)[0].startswith("**grid**")
+    assert hover.hover_at([s], 5, 0, None, None)[0].startswith("**pallas_call**")
+    assert hover.hover_at([s], 12, 0, None, None) is None
+    assert hover.kernel_at([s], 20, 4) == "k"
+
+
+def test_kernel_hover_lists_results_with_provenance():
+    verdicts = [KernelVerdict("k", Span(0, 0, 9, 1), ((0, "ok"), (1, "ok"), (2, "error"), (3, "not run")))]
+    results = hover.verdict_results(verdicts, "k", "v6e", "last check in this session, 12:00:00 UTC")
+    text = hover.kernel_hover("k", results)
+    assert "| 2 | v6e | error | last check in this session, 12:00:00 UTC |" in text
+    assert "| 3 |" not in text
+    assert "No compile results yet" in hover.kernel_hover("k", [])
+
+
+def test_dtype_from_the_task_inputs_text():
+    assert hover.dtypes_in("s = jax.ShapeDtypeStruct((8, 128), jnp.bfloat16)\nt = np.int8") == ["bfloat16", "int8"]
+
+
+def test_lenses_one_per_call_with_last_verdict():
+    s = site()
+    verdicts = [KernelVerdict("k", s.span, ((1, "ok"), (2, "error")))]
+    (lens,) = lenses.check_lenses([s], "file:///k.py", "v5e", verdicts)
+    assert lens.title == "Check for v5e (last: tier 1 ok, tier 2 error)" and lens.command == "pallasite.check"
+    assert lens.span == s.call_span
+
+
+def test_quick_fix_actions_are_versioned_and_refused_for_unseen_versions():
+    text = "x = (8, 100)\n"
+    fix = Fix("Use 128", (TextEdit(Span(0, 8, 0, 11), "128"),))
+    found = [Finding("PLS001", "bad", Span(0, 8, 0, 11), fix=fix), Finding("PLS004", "no fix", Span(0, 0, 0, 1))]
+    lines = text_lines(text)
+    got = actions.actions_for(found, Span(0, 9, 0, 9), "file:///k.py", 4, lines, "utf-16", "v6e", None, {1, 4}, [])
+    assert [a.title for a in got] == ["Use 128 (PLS001)", "Check now for v6e"]
+    assert got[0].edit.document_changes[0].text_document.version == 4
+    stale = lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 8), lsp.Position(0, 11)), message="bad",
+                           data={"version": 3})
+    assert actions.actions_for(found, Span(0, 9, 0, 9), "file:///k.py", 4, lines, "utf-16", "v6e", None,
+                               {1, 4}, [stale]) == []
+    only_fix = actions.actions_for(found, Span(0, 9, 0, 9), "file:///k.py", 4, lines, "utf-16", "v6e",
+                                   [lsp.CodeActionKind.QuickFix], {4}, [])
+    assert [a.kind for a in only_fix] == [lsp.CodeActionKind.QuickFix]
+
+
+def test_findings_get_the_call_and_kernel_def_as_related_places():
+    text = (DATA / "tiling_broken.py").read_text()
+    analysis = analyze(text, "tiling_broken.py")
+    finding = next(f for f in analysis.findings if f.code == "PLS001")
+    related = with_site_context(finding, analysis.sites).related
+    messages = [r.message for r in related]
+    assert "pallas_call of add_kernel" in messages and "kernel add_kernel defined here" in messages
+    call = next(r for r in related if r.message == "pallas_call of add_kernel")
+    assert text.splitlines()[call.span.line][call.span.column:call.span.end_column] == "pl.pallas_call"
+
+
+def test_serve_over_tcp_binds_loopback_only(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "pallasite.server.cli", "serve", "--tcp", "--port", str(port)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        listening = []
+        for _ in range(100):
+            listening = [c.laddr for c in psutil.Process(proc.pid).net_connections("tcp") if c.status == "LISTEN"]
+            if listening:
+                break
+            time.sleep(0.1)
+        assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+        conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        data = b""
+        while b"serverInfo" not in data:
+            chunk = conn.recv(65536)
+            assert chunk, "connection closed before the initialize result"
+            data += chunk
+        result = json.loads(data.split(b"\r\n\r\n", 1)[1])["result"]
+        assert result["serverInfo"]["name"] == "pallasite"
+        assert "pallasite.check" in result["capabilities"]["executeCommandProvider"]["commands"]
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
