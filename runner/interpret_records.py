@@ -182,7 +182,8 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
     if m:
         rec["code"] = "PLS302"
         what = _oob_sentence(m.group(0))
-        rec["sentence"] = f"{what}: on a TPU this reads past the array (interpret=True alone would clamp it silently)"
+        rec["sentence"] = f"{what}: on a TPU this reads past the array"
+        rec["message"], rec["detail"] = m.group(0), None  # the interpreter's own words; its traceback is noise
         block = _BLOCK_OOB.search(m.group(0))
         if block:
             spec = _spec_line(block.group("name"), call, sites, path)

@@ -147,3 +147,16 @@ def test_jax_own_kernels_run_clean_in_tier3():
     gmm = out[-1]
     assert [f.code for f in gmm.findings] == ["PLS303"]
     assert gmm.findings[0].severity == "warning" and "integer inputs were filled with 0" in gmm.findings[0].message
+
+
+def test_cli_runs_tier3_on_demand_and_reports_the_time_note():
+    import subprocess
+    import sys
+
+    path = DATA / "oob_dma_broken.py"
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", "--tiers", "3", "--target", "v5e",
+                           "--format", "json", str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)["files"][0]
+    assert [(f["code"], f["line"], f["origin"]) for f in report["findings"]] == [("PLS302", 18, "TPU interpreter")]
+    assert any(n.startswith("tier 3: shifted ran in") and "not TPU time" in n for n in report["notes"])
