@@ -128,7 +128,8 @@ def race_record(report: str, call: RecordedCall | None, sites: CallSites, path: 
         a, b = sorted(accesses[:2], key=lambda x: x["core"])
         window = ", ".join(f"{x}:{y}" for x, y in _SLICE.findall(a["range"])) or a["range"]
         sentence = (f"race between TensorCores: core {a['core']} and core {b['core']} both {a['kind']} [{window}] of "
-                    f"{_buffer_name(a['buffer'])} — steps of a \"parallel\" grid axis are split between the cores, "
+                    f"{_buffer_name(a['buffer'])} — on chips with two TensorCores (v4, v5p; tier 3 simulates two) the steps "
+                    "of a \"parallel\" grid axis are split between the cores, "
                     "and the out_specs index_map sends several of them to the same output block; make that axis "
                     "\"arbitrary\" or give each step its own block")
         spot = sites.keyword_line(call_line, "out_specs")
