@@ -309,7 +309,8 @@ def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
 
     return {"pid": os.getpid(), "rssBytes": psutil.Process().memory_info().rss,
             "jaxImported": "jax" in sys.modules, "python": sys.executable,
-            "settings": ls.session.settings_json(), "status": ls.session.status()}
+            "settings": ls.session.settings_json(), "status": ls.session.status(),
+            "tier0Seconds": list(ls.session.tier0_seconds)}
 
 
 # --------------------------------------------------------------------------- plain helpers

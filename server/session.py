@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 import os
 import time
 import uuid
@@ -181,6 +182,7 @@ class Session:
         self.last_status: dict[str, Any] | None = None
         self.encoding = "utf-16"
         self.on_publish: Callable[[Document], None] | None = None
+        self.tier0_seconds: deque[float] = deque(maxlen=1000)  # debounce end -> published, per run
 
     # ------------------------------------------------------------- settings
 
@@ -339,9 +341,11 @@ class Session:
 
     async def _tier0_after(self, doc: Document, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
+        started = time.perf_counter()
         was_pallas = doc.uses_pallas
         self.run_tier0(doc)
         self.publish(doc)
+        self.tier0_seconds.append(time.perf_counter() - started)
         if doc.uses_pallas and not was_pallas:
             await self.consider_check(doc, opening=True)
 

@@ -1,0 +1,202 @@
+"""Language-server latency, measured by a real LSP client over stdio against `pallasite serve`.
+
+Figures (wall clock, time.perf_counter in the client process, so they include the JSON-RPC round
+trip; this host's CPU, no accelerator):
+
+- tier-0 diagnostics after an edit, from the end of the debounce: the server runs with
+  check.debounceMs = 0, so edit sent -> publishDiagnostics received is exactly the post-debounce
+  work (apply the edit, tier 0 on the whole file, convert, publish). File: jax's
+  splash_attention_kernel.py (~2600 lines, 3 pallas_calls). Target p95 < 50 ms.
+- compiler verdict after save with a warm worker: save -> the publication carrying the check's
+  result, tiers 1-2 for v5e, on a kernel file with a task that compiles (tests/data/lsp/add_ok.py); every
+  save follows an edit, so each check compiles text it has not seen. Target p95 < 0.5 s.
+- hover on the splash-attention pallas_call: request -> response. Target p95 < 20 ms.
+- server RSS after all of the above (psutil, the server process only; the worker is separate).
+  Target < 120 MB.
+
+    python benchmarks/bench_lsp.py [--edits 60] [--saves 15] [--hovers 100] [--tiers 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.protocol import default_converter
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK_KERNEL = ROOT / "tests" / "data" / "lsp" / "add_ok.py"
+
+
+def splash_path() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("jax")  # locate only: this process does not import jax
+    base = Path(spec.origin).parent
+    return base / "experimental" / "pallas" / "ops" / "tpu" / "splash_attention" / "splash_attention_kernel.py"
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def summary(name: str, seconds: list[float], target_ms: float) -> str:
+    ms = [s * 1000 for s in seconds]
+    ok = "meets" if p95(ms) < target_ms else "MISSES"
+    return (f"{name}: n={len(ms)} median {statistics.median(ms):.1f} ms, p95 {p95(ms):.1f} ms, "
+            f"max {max(ms):.1f} ms ({ok} target p95 < {target_ms:g} ms)")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[float, lsp.PublishDiagnosticsParams]] = []
+        self.arrived = asyncio.Event()
+
+    def client(self) -> LanguageClient:
+        client = LanguageClient(converter_factory=default_converter)
+
+        def publish(ls, params):
+            self.events.append((time.perf_counter(), params))
+            self.arrived.set()
+
+        def trust(ls, params):
+            return lsp.MessageActionItem(title="Trust")
+
+        register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES,
+                                       lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish,
+                                       lsp.WINDOW_SHOW_MESSAGE_REQUEST: trust,
+                                       "pallasite/status": lambda ls, params: None})
+        return client
+
+    async def wait(self, uri: str, version: int, after: int, timeout: float = 120) -> float:
+        """When the first publication for (uri, version) after event ``after`` arrived."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            for stamp, params in self.events[after:]:
+                if params.uri == uri and params.version == version:
+                    return stamp
+            self.arrived.clear()
+            await asyncio.wait_for(self.arrived.wait(), max(0.001, deadline - time.perf_counter()))
+
+
+async def run(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="pallasite-bench-lsp-"))
+    try:
+        splash = work / "splash_attention_kernel.py"
+        shutil.copy(splash_path(), splash)
+        kernel = work / "add_ok.py"
+        shutil.copy(TASK_KERNEL, kernel)
+        env = dict(os.environ, XDG_CONFIG_HOME=str(work / "config"))
+        recorder = Recorder()
+        config = ClientServerConfig(server_command=[sys.executable, "-m", "pallasite.server.cli", "serve"],
+                                    server_env=env, client_factory=recorder.client)
+        client = await config.start()
+        tiers = [0, *[int(t) for t in args.tiers.split(",")]]
+        await client.initialize_session(lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"), root_uri=from_fs_path(str(work)),
+            workspace_folders=[lsp.WorkspaceFolder(from_fs_path(str(work)), "bench")],
+            initialization_options={"pallasite": {"target": args.target, "tiers": tiers,
+                                                  "trust": {"mode": "always"},
+                                                  "check": {"debounceMs": 0, "onOpen": False}}}))
+        print(f"host: {os.cpu_count()} CPUs, python {sys.version.split()[0]}; server: pallasite serve (stdio)")
+
+        # ---------------------------------------------------------------- tier 0 after an edit
+        uri = from_fs_path(str(splash))
+        text = splash.read_text()
+        client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        await recorder.wait(uri, 1, 0)
+        last_line = len(text.splitlines())
+        tier0 = []
+        for n in range(args.edits):
+            after = len(recorder.events)
+            sent = time.perf_counter()
+            client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=n + 2),
+                [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(last_line, 0),
+                                                                      lsp.Position(last_line, 0)),
+                                                      text=f"# edit {n}\n")]))
+            last_line += 1
+            tier0.append(await recorder.wait(uri, n + 2, after) - sent)
+        print(summary(f"tier-0 diagnostics after an edit ({splash.name}, {last_line} lines, from debounce end;"
+                      " client side, incl. JSON-RPC)", tier0[3:], 50))
+        stats = await client.protocol.send_request_async("pallasite/serverStats", None)
+        print(summary("  the same, server side (debounce end -> diagnostics published)",
+                      list(stats.tier0Seconds)[-len(tier0) + 3:], 50))
+
+        # ---------------------------------------------------------------- hover
+        lines = text.splitlines()
+        call_line = next(i for i, line in enumerate(lines) if "pl.pallas_call(" in line)
+        position = lsp.Position(call_line, lines[call_line].index("pallas_call") + 2)
+        hovers = []
+        for _ in range(args.hovers):
+            sent = time.perf_counter()
+            result = await client.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(uri), position))
+            hovers.append(time.perf_counter() - sent)
+        assert result is not None and "pallas_call" in result.contents.value
+        print(summary("hover on a pallas_call (splash attention)", hovers[3:], 20))
+
+        # ---------------------------------------------------------------- compiler verdict after save
+        kuri = from_fs_path(str(kernel))
+        ktext = kernel.read_text()
+        client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=kuri, language_id="python", version=1, text=ktext)))
+        await recorder.wait(kuri, 1, 0)
+        saves, version, kline = [], 1, len(ktext.splitlines())
+        for n in range(args.saves + 1):  # the first save starts the worker (cold): not counted
+            version += 1
+            after = len(recorder.events)
+            client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=kuri, version=version),
+                [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(kline, 0), lsp.Position(kline, 0)),
+                                                      text=f"# save {n}\n")]))
+            kline += 1
+            await recorder.wait(kuri, version, after)  # tier 0 for this text
+            after = len(recorder.events)
+            sent = time.perf_counter()
+            client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(kuri)))
+            stamp = await recorder.wait(kuri, version, after)
+            diags = recorder.events[-1][1].diagnostics
+            if n == 0:
+                lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(kuri)))
+                print(f"cold first check (worker start + jax import): {(stamp - sent) * 1000:.0f} ms; "
+                      f"findings: {sorted({(d.code, d.data['tier']) for d in diags})}; "
+                      f"lens: {lenses[0].command.title!r}")
+            else:
+                saves.append(stamp - sent)
+        print(summary(f"compiler verdict after save (tiers {args.tiers}, {args.target}, warm worker)", saves, 500))
+
+        stats = await client.protocol.send_request_async("pallasite/serverStats", None)
+        rss = stats.rssBytes / (1 << 20)
+        print(f"server RSS: {rss:.1f} MiB ({'meets' if rss < 120 else 'MISSES'} target < 120 MB); "
+              f"jax imported in the server: {stats.jaxImported}")
+        await client.shutdown_session()
+        await client.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edits", type=int, default=60)
+    parser.add_argument("--saves", type=int, default=15)
+    parser.add_argument("--hovers", type=int, default=100)
+    parser.add_argument("--tiers", default="1,2", help="compiler tiers for the save benchmark (default 1,2)")
+    parser.add_argument("--target", default="v5e")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
