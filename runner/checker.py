@@ -13,6 +13,12 @@ This module never imports jax: the CLI, the language server and the agents all u
     await checker.close()
 
     reports = check_paths(["a.py", "b.py"], CheckOptions())   # sync, for the CLI
+
+With a ``ResultCache`` (``Checker(options, cache=...)``; the server layer's adapter over the
+results store is ``pallasite.server.results_cache``), every compiler-tier verdict is recorded, and
+tier 2 is reused instead of recompiled when the same lowered kernel was compiled before for the
+same inputs, chip, jax/libtpu versions and backend: the worker is asked for tiers 1 and 3 first,
+which return each entry's lowered-module hash, and for tier 2 only for the entries the cache lacks.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ import asyncio
 import inspect
 import re
 import sys
+import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import (
@@ -109,16 +116,56 @@ class _FrozenMap(Mapping[str, str]):
         return repr(self._dict)
 
 
+# --------------------------------------------------------------------------- the results cache seam
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """What one tier's verdict for one entry is about (the results store's key, runner-side)."""
+
+    code_hash: str  # "lowered:<sha256>" (tier 2: the tier-1 module) or "source:<sha256>" (file + local imports)
+    kernel: str  # the task entry
+    inputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, dtype) of each example input leaf
+    chip: str
+    jax_version: str | None
+    libtpu_version: str | None
+    backend: str = "local"  # "local", or "command:<launcher>" for a worker run through ssh etc.
+
+
+@dataclass(frozen=True)
+class CachedVerdict:
+    """A tier's verdict as stored: its status, its findings (located), when and where."""
+
+    status: str  # "ok" or "error"
+    findings: tuple[Finding, ...]
+    created: float  # seconds since the epoch
+    where: str  # e.g. ".pallasite/results.sqlite", said in the reuse note
+
+
+class ResultCache(Protocol):
+    """Stored tier verdicts (implemented over the results store by the server layer)."""
+
+    def source_hash(self, path: str, text: str) -> str:
+        """``source:<sha256>`` of the file's text plus its local imports."""
+
+    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
+        """The newest verdict stored for exactly ``key`` and ``tier``."""
+
+    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
+        """Record one verdict."""
+
+
 # --------------------------------------------------------------------------- the orchestrator
 
 
 class Checker:
     """Checks files against one set of options, keeping one warm worker across files."""
 
-    def __init__(self, options: CheckOptions, client: Any = None):
+    def __init__(self, options: CheckOptions, client: Any = None, *, cache: ResultCache | None = None):
         self.options = options
         self._client = client
         self._own_client = client is None
+        self.cache = cache
 
     async def check(
         self,
@@ -188,15 +235,8 @@ class Checker:
         if client is None:
             _mark(verdicts, tiers, "skipped: the check worker is not available")
             return
-        params = {
-            "path": path,
-            "text": text,
-            "target": self.options.target,
-            "tiers": list(tiers),
-            "time_limit_s": self.options.time_limit_s,
-        }
-        if self.options.script:
-            params["script"] = True
+        cache = _GuardedCache(self.cache, notes) if self.cache is not None else None
+        reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
         last_stage: dict[str, Any] = {}
 
         def progress(message: Any, fraction: float | None = None) -> None:
@@ -208,9 +248,8 @@ class Checker:
             if on_progress is not None and message:
                 on_progress(message)
 
-        reply = client.request("check", params, timeout_s=self.options.time_limit_s, on_progress=progress)
-        if inspect.isawaitable(reply):
-            reply = await reply
+        first = tuple(t for t in tiers if t != 2) if reuse else tiers
+        reply = await self._request(client, path, text, first, progress)
         status = getattr(reply, "status", "error")
         if status != "ok":
             finding = locate.reply_failure(
@@ -221,11 +260,120 @@ class Checker:
             _mark(verdicts, tiers, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}")
             return
         result = getattr(reply, "result", None) or {}
+        reused: dict[str, CachedVerdict] = {}
+        if reuse:
+            reused = await self._tier2_from_cache_or_worker(
+                client, cache, path, text, analysis, result, findings, progress, last_stage)
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
         notes.extend(_memory_note(name, figures, self.options.target) for name, figures in located.memory.items())
-        _merge_worker_verdicts(verdicts, located.verdicts, text, located.findings)
+        for name, hit in reused.items():
+            findings.extend(hit.findings)
+            notes.append(_reuse_note(name, hit, self.options.target, result.get("versions") or {}))
+        _merge_worker_verdicts(verdicts, located.verdicts, text, tuple(located.findings)
+                               + tuple(f for hit in reused.values() for f in hit.findings))
+        if cache is not None:
+            self._record(cache, path, text, result, located, reused)
+
+    async def _request(self, client, path, text, tiers, progress, entries=None) -> Any:
+        params: dict[str, Any] = {
+            "path": path,
+            "text": text,
+            "target": self.options.target,
+            "tiers": list(tiers),
+            "time_limit_s": self.options.time_limit_s,
+        }
+        if self.options.script:
+            params["script"] = True
+        if entries is not None:
+            params["entries"] = list(entries)
+        reply = client.request("check", params, timeout_s=self.options.time_limit_s, on_progress=progress)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        return reply
+
+    # ------------------------------------------------------------------ the results cache
+
+    def _key(self, entry: Mapping[str, Any], code_hash: str | None, versions: Mapping[str, Any]) -> CacheKey | None:
+        if not code_hash:
+            return None
+        inputs = tuple((tuple(int(d) for d in shape), str(dtype)) for shape, dtype in entry.get("inputs") or ())
+        command = self.options.worker_command
+        return CacheKey(code_hash=code_hash, kernel=str(entry.get("name")), inputs=inputs, chip=self.options.target,
+                        jax_version=versions.get("jax"), libtpu_version=versions.get("libtpu"),
+                        backend="command:" + " ".join(command) if command else "local")
+
+    async def _tier2_from_cache_or_worker(self, client, cache, path, text, analysis, result, findings,
+                                          progress, last_stage) -> dict[str, CachedVerdict]:
+        """Fill in each entry's tier 2: from the cache by its lowered hash, else from a second request.
+
+        Changes ``result`` in place (tier-2 states, records, memory and timings of the entries the
+        worker compiled); returns the reused verdicts by entry name.
+        """
+        from pallasite.runner import locate
+
+        versions = result.get("versions") or {}
+        entries = list(result.get("entries") or ())
+        reused: dict[str, CachedVerdict] = {}
+        missing: list[str] = []
+        for entry in entries:
+            states = entry.setdefault("tiers", {})
+            if states.get("1") != "ok":
+                states.setdefault("2", "skipped: tier 1 failed" if states.get("1") == "error" else "not run")
+                continue
+            key = self._key(entry, entry.get("lowered_hash"), versions)
+            hit = cache.get(key, 2) if key is not None else None
+            if hit is not None:
+                states["2"] = hit.status
+                reused[str(entry["name"])] = hit
+            else:
+                missing.append(str(entry["name"]))
+        if not missing:
+            return reused
+        reply = await self._request(client, path, text, (2,), progress, entries=missing)
+        status = getattr(reply, "status", "error")
+        if status != "ok":
+            finding = locate.reply_failure(status, _reply_message(reply), text, analysis, last_stage, self.options.target)
+            if finding is not None:
+                findings.append(finding)
+            for entry in entries:
+                if entry.get("name") in missing:
+                    entry["tiers"]["2"] = "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
+            return reused
+        second = getattr(reply, "result", None) or {}
+        result.setdefault("unavailable", {}).update(second.get("unavailable") or {})
+        result["tiers"] = sorted({int(t) for t in result.get("tiers") or ()} | {2})
+        by_name = {str(e.get("name")): e for e in entries}
+        for done in second.get("entries") or ():
+            entry = by_name.get(str(done.get("name")))
+            if entry is None or entry["name"] not in missing:
+                continue
+            entry["tiers"]["2"] = (done.get("tiers") or {}).get("2", "not run")
+            entry.setdefault("errors", []).extend(r for r in done.get("errors") or () if int(r.get("tier") or 0) == 2)
+            entry["memory"] = done.get("memory")
+            entry.setdefault("timings_s", {}).update({k: v for k, v in (done.get("timings_s") or {}).items() if k == "2"})
+        return reused
+
+    def _record(self, cache, path, text, result, located, reused) -> None:
+        """Store every compiler-tier verdict this check produced (reused ones are already stored)."""
+        versions = result.get("versions") or {}
+        source = None
+        for entry in result.get("entries") or ():
+            name = str(entry.get("name"))
+            for tier_name, state in (entry.get("tiers") or {}).items():
+                tier = int(tier_name)
+                if state not in ("ok", "error") or (tier == 2 and name in reused):
+                    continue
+                if tier == 2:
+                    key = self._key(entry, entry.get("lowered_hash"), versions)
+                else:
+                    source = source or cache.source_hash(path, text)
+                    key = self._key(entry, source, versions)
+                if key is None:
+                    continue
+                mine = tuple(f for f in located.by_entry.get(name, ()) if f.tier == tier)
+                cache.put(key, tier, state, mine, path=path)
 
     def _worker(self, notes: list[str]) -> Any:
         if self._client is not None:
@@ -257,6 +405,42 @@ def _reply_message(reply: Any) -> str:
     return message
 
 
+def _reuse_note(entry: str, hit: CachedVerdict, target: str, versions: Mapping[str, Any]) -> str:
+    """Says that tier 2 was not run for ``entry`` and where its verdict came from."""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(hit.created))
+    made_with = ", ".join(f"{name} {versions[name]}" for name in ("jax", "libtpu") if versions.get(name))
+    return (f"tier 2 for {target} reused from {hit.where}, compiled {when} ({entry}: {hit.status}; "
+            f"same lowered kernel, inputs and {made_with or 'versions'}; --no-cache recompiles)")
+
+
+class _GuardedCache:
+    """A ResultCache whose failures become one note and switch it off for the rest of the check."""
+
+    def __init__(self, cache: ResultCache, notes: list[str]):
+        self._cache: ResultCache | None = cache
+        self._notes = notes
+
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        if self._cache is None:
+            return None
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - a broken cache must not break the check
+            self._notes.append(f"results cache not used ({what} failed: {type(exc).__name__}: {exc}); "
+                               "the verdicts above were computed, not reused")
+            self._cache = None
+            return None
+
+    def source_hash(self, path: str, text: str) -> str | None:
+        return self._call("hashing the source", lambda: self._cache.source_hash(path, text))
+
+    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
+        return self._call("reading it", lambda: self._cache.get(key, tier))
+
+    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
+        self._call("recording a verdict", lambda: self._cache.put(key, tier, status, findings, path=path))
+
+
 def _memory_note(entry: str, figures: Mapping[str, int], target: str) -> str:
     """Tier 2's HBM figures for one entry, saying where they come from."""
     mib = lambda n: f"{n / 2**20:.1f} MiB"  # noqa: E731
@@ -267,11 +451,11 @@ def _memory_note(entry: str, figures: Mapping[str, int], target: str) -> str:
             + " (libtpu compiler's memory_analysis, deviceless compile; VMEM use is not included)")
 
 
-def check_paths(paths: Sequence[str], options: CheckOptions) -> list[FileReport]:
+def check_paths(paths: Sequence[str], options: CheckOptions, *, cache: ResultCache | None = None) -> list[FileReport]:
     """Check each file in turn with one shared worker (synchronous, for the CLI)."""
 
     async def run_all() -> list[FileReport]:
-        checker = Checker(options)
+        checker = Checker(options, cache=cache)
         try:
             return [await checker.check(p) for p in paths]
         finally:

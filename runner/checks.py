@@ -13,10 +13,13 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
 
 ``params["script"]`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
 
-Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``.
+Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``,
+``entries`` (optional: check only the entries of these names; the client asks tier 2 for the entries
+whose verdict its results cache lacks).
 Result (plain JSON)::
 
     {"target": "v5e", "tiers": [1, 2], "tasks_found": 1,
+     "versions": {"jax": "0.10.2", "libtpu": "0.0.42.1" | null},   # what the verdicts are valid for
      "errors": [record, ...],              # file-level: import failure, invalid task (stage says)
      "unavailable": {"2": "why"},          # tiers that could not run at all
      "entries": [{"name": "add", "line": 12, "format": "native", "has_reference": true,
@@ -24,7 +27,13 @@ Result (plain JSON)::
                   "tiers": {"1": "ok", "2": "error"},
                   "errors": [record, ...],  # runner/errors.py records, each with "tier"
                   "mosaic_calls": 1,        # tier 1: tpu_custom_call ops in the exported module
+                  "lowered_hash": "lowered:<sha256>",  # tier 1: of the exported module's text
+                  "inputs": [[[1024, 512], "float32"], ...],  # the example inputs' leaves
+                  "timings_s": {"1": 0.03, "2": 0.08},  # wall time of each tier that ran
                   "memory": {...}}]}        # tier-2 memory_analysis, bytes
+
+The lowered module's text includes its source locations, so equal hashes mean the same kernel
+at the same lines: a verdict stored under it (with its spans) stays valid.
 
 Progress messages read ``tier N: ENTRY (what)`` so a client can say which step ran out of time.
 Worker side: imports jax, the loader and the task reader; nothing else of pallasite.
@@ -33,10 +42,13 @@ Worker side: imports jax, the loader and the task reader; nothing else of pallas
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import importlib.util
 import os
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from . import chips
@@ -66,7 +78,9 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
     target = str(params.get("target") or "v6e")
     tiers = sorted({int(t) for t in params.get("tiers") or (1, 2)})
     result: dict[str, Any] = {"target": target, "tiers": tiers, "tasks_found": 0, "errors": [], "unavailable": {},
-                              "entries": []}
+                              "entries": [], "versions": versions()}
+    only = params.get("entries")
+    only = {str(n) for n in only} if isinstance(only, (list, tuple)) else None
     if target not in CHIPS:
         result["errors"].append(_plain_error("task", f"unknown target {target!r}; use one of {', '.join(CHIPS)}"))
         return result
@@ -89,6 +103,8 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
                 return result
             result["tasks_found"] = len(tasks)
             for task in tasks:
+                if only is not None and task.name not in only:
+                    continue
                 result["entries"].append(_check_task(task, path, target, tiers, result["unavailable"], say))
     except tasks_runtime.TaskError as exc:
         result["errors"].append(_task_error(exc, path))
@@ -110,6 +126,9 @@ def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
         "errors": [],
         "memory": None,
         "mosaic_calls": None,  # tier 1: Mosaic kernels in the exported module
+        "lowered_hash": None,  # tier 1: hash of the exported module's text (results-cache key)
+        "inputs": [],
+        "timings_s": {},
     }
     try:
         args = task.abstract_args()
@@ -118,18 +137,22 @@ def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
         for t in tiers:
             entry["tiers"][str(t)] = "skipped: the example inputs failed"
         return entry
+    entry["inputs"] = input_signature(args)
 
     failed = False
     if 1 in tiers:
         say(f"tier 1: {task.name} (Pallas TPU lowering for {target})")
+        started = time.perf_counter()
         try:
             exported = lower_for_tpu(task.entry, args, target)
             entry["tiers"]["1"] = "ok"
             entry["mosaic_calls"] = mosaic_call_count(exported)
+            entry["lowered_hash"] = module_hash(exported)
         except Exception as exc:  # noqa: BLE001 - the lowering's verdict
             entry["tiers"]["1"] = "error"
             entry["errors"].append(_tier_record(exc, path, 1))
             failed = True
+        entry["timings_s"]["1"] = round(time.perf_counter() - started, 4)
     if 2 in tiers:
         if "2" in unavailable:
             entry["tiers"]["2"] = "skipped: " + unavailable["2"].split(";")[0]
@@ -137,12 +160,14 @@ def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
             entry["tiers"]["2"] = "skipped: tier 1 failed"
         else:
             say(f"tier 2: {task.name} (libtpu compile for {target})")
+            started = time.perf_counter()
             try:
                 entry["memory"] = compile_for_tpu(task.entry, args, target)
                 entry["tiers"]["2"] = "ok"
             except Exception as exc:  # noqa: BLE001 - the compiler's verdict
                 entry["tiers"]["2"] = "error"
                 entry["errors"].append(_tier_record(exc, path, 2))
+            entry["timings_s"]["2"] = round(time.perf_counter() - started, 4)
     if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
@@ -170,6 +195,41 @@ def mosaic_call_count(exported: Any) -> int | None:
         return exported.mlir_module().count("tpu_custom_call")
     except Exception:  # noqa: BLE001 - an optional figure
         return None
+
+
+def module_hash(exported: Any) -> str | None:
+    """``lowered:<sha256>`` of the exported module's text (None: unknown). Locations included."""
+    try:
+        return "lowered:" + hashlib.sha256(exported.mlir_module().encode()).hexdigest()
+    except Exception:  # noqa: BLE001 - an optional key: without it tier 2 is simply not reused
+        return None
+
+
+def input_signature(args: Any) -> list[list[Any]]:
+    """``[[shape, dtype], ...]`` of the example inputs' leaves, in order."""
+    import jax
+
+    leaves = jax.tree.leaves(args, is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"))
+    return [[list(a.shape), str(a.dtype)] for a in leaves if hasattr(a, "shape") and hasattr(a, "dtype")]
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> tuple[str, str | None]:
+    import importlib.metadata
+
+    import jax
+
+    try:
+        libtpu = importlib.metadata.version("libtpu")
+    except importlib.metadata.PackageNotFoundError:
+        libtpu = None
+    return jax.__version__, libtpu
+
+
+def versions() -> dict[str, str | None]:
+    """The jax and libtpu versions the verdicts are valid for (libtpu None when absent)."""
+    jax_version, libtpu = _versions()
+    return {"jax": jax_version, "libtpu": libtpu}
 
 
 def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int]:

@@ -46,6 +46,7 @@ class Located:
     notes: tuple[str, ...] = ()
     verdicts: tuple[EntryVerdict, ...] = ()
     memory: Mapping[str, Any] = field(default_factory=dict)  # entry -> tier-2 memory_analysis bytes
+    by_entry: Mapping[str, tuple[Finding, ...]] = field(default_factory=dict)  # entry -> its findings (all tiers)
 
 
 # --------------------------------------------------------------------------- whole results
@@ -57,6 +58,7 @@ def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: s
     notes: list[str] = []
     verdicts: list[EntryVerdict] = []
     memory: dict[str, Any] = {}
+    by_entry: dict[str, tuple[Finding, ...]] = {}
     ran = sorted(int(t) for t in (result.get("tiers") or ())) or [1]
     first_tier = min([t for t in ran if t in (1, 2, 3)] or [1])
     for tier, why in sorted((result.get("unavailable") or {}).items()):
@@ -70,10 +72,11 @@ def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: s
         if entry.get("memory"):
             memory[name] = entry["memory"]
         notes.extend(str(n) for n in entry.get("notes") or ())  # e.g. tier-3 interpret-mode time
-        for rec in entry.get("errors") or ():
-            tier = int(rec.get("tier") or first_tier)
-            findings.append(locate_record(rec, text, analysis, target, tier=tier, entry=name))
-    return Located(tuple(findings), tuple(notes), tuple(verdicts), memory)
+        mine = tuple(locate_record(rec, text, analysis, target, tier=int(rec.get("tier") or first_tier), entry=name)
+                     for rec in entry.get("errors") or ())
+        findings.extend(mine)
+        by_entry[name] = by_entry.get(name, ()) + mine
+    return Located(tuple(findings), tuple(notes), tuple(verdicts), memory, by_entry)
 
 
 # --------------------------------------------------------------------------- one record

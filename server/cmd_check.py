@@ -2,6 +2,10 @@
 
 Settings come from ``[tool.pallasite]`` in the nearest pyproject.toml (the same keys as the
 language server's ``pallasite`` section); command-line flags override them.
+
+Every check is recorded in the workspace's results store (``.pallasite/results.sqlite``, see
+``server/results_cache.py``), and an unchanged kernel's tier-2 verdict is reused from it instead of
+recompiled (a note says so); ``--no-cache`` neither reads nor writes it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         default=[],
         metavar="CODE=LEVEL",
         help="override a code's severity (error, warning, information, hint, off); repeatable",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither reuse nor record verdicts in the workspace's .pallasite/results.sqlite",
     )
 
 
@@ -107,7 +116,16 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as err:
         print(f"pallasite check: error: {err}", file=sys.stderr)
         return 2
-    reports = check_paths(files, options)
+    cache = None
+    if not getattr(args, "no_cache", False):
+        from pallasite.server.results_cache import StoreCache, workspace_for
+
+        cache = StoreCache(workspace_for(files))
+    try:
+        reports = check_paths(files, options, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
     render = report_format.to_json_text if args.format == "json" else report_format.to_text
     print(render(reports, target=options.target, tiers=options.tiers))
     return 1 if report_format.summary(reports)["error"] else 0

@@ -1,0 +1,90 @@
+"""The checker's results cache over the workspace's results store (``.pallasite/results.sqlite``).
+
+``runner/checker.py`` defines the ``ResultCache`` seam (the runner may not import the knowledge
+layer); this adapter implements it with ``knowledge.store.ResultsStore``, so every check is
+recorded (``pallasite store info`` counts it, hovers read it) and an unchanged kernel's tier-2
+verdict is reused instead of recompiled.
+
+    cache = StoreCache(workspace_for(paths))
+    reports = check_paths(paths, options, cache=cache)
+    cache.close()
+
+The store is opened on first use; a store that cannot be opened raises ``StoreError`` there, which
+the checker turns into a note and checks without the cache.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from pallasite.analysis.types import Finding
+from pallasite.knowledge.store import STORE_DIR, ResultsStore, store_path
+from pallasite.knowledge.store_keys import ResultKey, source_hash
+from pallasite.runner.checker import CacheKey, CachedVerdict
+
+
+def workspace_for(paths: Sequence[str | Path], cwd: str | Path | None = None) -> Path:
+    """Where the store of a check lives: the nearest folder above the first path that holds a
+    ``.pallasite`` folder, else the nearest holding a ``pyproject.toml``, else ``cwd``."""
+    cwd = Path(cwd or os.getcwd()).resolve()
+    if not paths:
+        return cwd
+    first = Path(paths[0]).resolve()
+    start = first if first.is_dir() else first.parent
+    chain = (start, *start.parents)
+    for marker in (STORE_DIR, "pyproject.toml"):
+        for folder in chain:
+            if (folder / marker).exists():
+                return folder
+    return cwd
+
+
+class StoreCache:
+    """``ResultCache`` over ``ResultsStore`` (see runner/checker.py for the protocol)."""
+
+    def __init__(self, workspace: str | Path):
+        self.workspace = Path(workspace).resolve()
+        self.path = store_path(self.workspace)
+        self._store: ResultsStore | None = None
+
+    @property
+    def where(self) -> str:
+        """The store file as the user would type it: relative to the current folder when below it."""
+        try:
+            return os.path.relpath(self.path)
+        except ValueError:  # another drive (Windows)
+            return str(self.path)
+
+    def _open(self) -> ResultsStore:
+        if self._store is None:
+            self._store = ResultsStore(self.path)
+        return self._store
+
+    def source_hash(self, path: str, text: str) -> str:
+        file = Path(path).resolve()
+        root = self.workspace if self.workspace in file.parents else None
+        return source_hash(file, text, root=root)
+
+    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
+        record = self._open().check_for(_result_key(key), tier)
+        if record is None or record.status not in ("ok", "error"):
+            return None
+        return CachedVerdict(status=record.status, findings=record.findings, created=record.created, where=self.where)
+
+    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
+        self._open().put_check(_result_key(key), tier=tier, status=status, findings=findings,
+                               path=str(Path(path).resolve()))
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def _result_key(key: CacheKey) -> ResultKey:
+    kind = "lowered" if key.code_hash.startswith("lowered:") else "source"
+    return ResultKey(source_hash=key.code_hash, source_kind=kind, kernel=key.kernel, inputs=key.inputs,
+                     chip=key.chip, jax_version=key.jax_version, libtpu_version=key.libtpu_version,
+                     backend=key.backend)
