@@ -29,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--target", help="TPU to check for: v4, v5e, v5p or v6e (default from settings: v6e)")
     parser.add_argument("--tiers", help="tiers to run, e.g. 0,1,2 or 0-3 (default from settings: 0,1,2)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument(
+        "--script",
+        action="store_true",
+        help="run each file's own __main__ in the worker and check every pallas_call it makes (tiers 1-2 at the recorded shapes)",
+    )
     parser.add_argument("--time-limit", type=float, metavar="SECONDS", help="per-file time limit for the worker")
     parser.add_argument(
         "--severity",
@@ -93,6 +98,8 @@ def _options(args: argparse.Namespace, files: list[str]):
         changes["target"] = args.target
     if args.tiers is not None:
         changes["tiers"] = parse_tiers(args.tiers)
+    if args.script:
+        changes["script"] = True
     if args.time_limit is not None:
         changes["time_limit_s"] = args.time_limit
     if args.severity:
