@@ -276,12 +276,13 @@ async def select_target(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         ls.session.show(message)
         return {"ok": False, "message": message}
     _warn(ls, ls.session.set_target(chip))
-    _rerun_all(ls)
     for doc in ls.session.documents.values():
+        doc.compiler = []  # verdicts for the previous chip no longer apply
+        ls.session.schedule_tier0(doc, 0)
         ls.session.ensure_analysis(doc)
-        if doc.compiler or doc.report is not None:
-            doc.compiler = []
-        await ls.session.consider_check(doc, opening=True)
+        if doc.uses_pallas and ls.session.is_trusted(ls.session.folder_of(doc.path)):
+            ls.session.start_check(doc)
+    ls.session.notify_status()
     return {"ok": True, "target": chip}
 
 

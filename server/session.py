@@ -178,7 +178,8 @@ class Session:
         self.asked: set[str] = set()
         self.session_trusted: set[str] = set()
         self.checker: Any = None
-        self.worker_state = "idle"
+        self.worker_state = "idle"  # idle | starting | checking | crashed
+        self.worker_warm = False  # a worker of the current checker has answered a check
         self.last_status: dict[str, Any] | None = None
         self.encoding = "utf-16"
         self.on_publish: Callable[[Document], None] | None = None
@@ -209,6 +210,7 @@ class Session:
 
     def drop_checker(self) -> None:
         checker, self.checker = self.checker, None
+        self.worker_warm = False
         if checker is not None:
             asyncio.ensure_future(checker.close())
 
@@ -356,7 +358,9 @@ class Session:
             return
         folder = self.folder_of(doc.path)
         if self.is_trusted(folder) or await self.ask_trust(folder):
-            self.start_check(doc)
+            running = doc.check_task is not None and not doc.check_task.done()
+            if saving or not running:  # (trusting the folder may have started this file's check)
+                self.start_check(doc)
 
     async def ask_trust(self, folder: str) -> bool:
         """Ask once per folder (per session) whether its code may run in a worker."""
@@ -377,7 +381,16 @@ class Session:
             return False
         self.trust(folder)
         self.notify_status()
+        self.check_others_in(folder)
         return True
+
+    def check_others_in(self, folder: str, *, skip: Document | None = None) -> None:
+        """After a folder becomes trusted: check its open kernel files that were never checked."""
+        if not self.settings.check.onOpen:
+            return
+        for doc in list(self.documents.values()):
+            if doc is not skip and doc.check_task is None and doc.uses_pallas and _inside(doc.path, folder):
+                self.start_check(doc)
 
     def start_check(self, doc: Document, tiers: Sequence[int] | None = None, *,
                     progress_token: Any = None) -> asyncio.Task:
@@ -395,8 +408,7 @@ class Session:
             return None
         checker = self.get_checker()
         chip = self.settings.target
-        self.set_worker("starting" if self.worker_state in ("idle", "crashed") and not getattr(checker, "_client", None)
-                        else "checking")
+        self.set_worker("checking" if self.worker_warm else "starting")
         progress = WorkProgress(self.client, f"pallasite: checking {Path(doc.path).name} for {chip}", token)
 
         def on_progress(message: str) -> None:
@@ -427,6 +439,7 @@ class Session:
         for finding in crashes:
             self.show(f"pallasite: {finding.message.splitlines()[0]} ({finding.code}, {doc.path}). "
                       "The worker restarts for the next check.", lsp.MessageType.Error)
+        self.worker_warm = not crashes
         self.set_worker("crashed" if any(f.code == "PLS902" for f in crashes) else "idle")
         self.publish(doc)
         return report

@@ -376,3 +376,20 @@ async def test_utf8_position_encoding_is_honoured(client, tmp_path):
     change(client, uri, 2, (16, col), (16, col + 3), "128")
     diags = await diagnostics_for(client, uri, 2)
     assert codes_at(diags, "PLS001") == []
+
+
+async def test_configuration_change_is_pulled_and_applied(client, tmp_path):
+    _, uri, text = copy_fixture("tiling_broken.py", tmp_path / "ws")
+    await initialize(client, tmp_path / "ws")
+    open_doc(client, uri, text)
+    await diagnostics_for(client, uri, 1)
+    client.set_configuration({"target": "v5e", "severity": {"PLS001": "warning"}}, section="pallasite")
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    diags = await diagnostics_for(client, uri, 1, predicate=lambda ds: any(
+        d.code == "PLS001" and d.severity == lsp.DiagnosticSeverity.Warning for d in ds))
+    assert codes_at(diags, "PLS001") == [16]
+    for _ in range(100):
+        if client.statuses and client.statuses[-1]["target"] == "v5e":
+            break
+        await asyncio.sleep(0.05)
+    assert client.statuses[-1]["target"] == "v5e"

@@ -130,3 +130,30 @@ async def test_tier2_compiler_verdict_on_save(client, tmp_path):
     at_store = lambda diags: [d for d in diags if d.data["tier"] == 2 and d.range.start.line == 10]  # noqa: E731
     diags = await diagnostics_for(client, uri, 1, timeout=240, predicate=at_store)
     assert at_store(diags)[0].data["chip"] == "v5e" and at_store(diags)[0].severity == lsp.DiagnosticSeverity.Error
+
+
+async def test_select_target_rechecks_for_the_new_chip(client, tmp_path):
+    _, uri, _ = await trusted_open(client, tmp_path, "store_shape.py")
+    await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.selectTarget", arguments=["v5p"]))
+    assert result == {"ok": True, "target": "v5p"}
+    on_v5p = lambda diags: any(d.code == "PLS104" and d.data["chip"] == "v5p" for d in diags)  # noqa: E731
+    diags = await diagnostics_for(client, uri, 1, timeout=120, predicate=on_v5p)
+    assert [d.data["chip"] for d in diags if d.code == "PLS104"] == ["v5p"]
+
+
+async def test_trust_folder_command_checks_open_files(client, tmp_path):
+    answer_trust(client, "Not now")
+    folder = tmp_path / "ws"
+    _, uri, text = copy_fixture("store_shape.py", folder)
+    await initialize(client, folder, {"tiers": [0, 1]})
+    open_doc(client, uri, text)
+    await diagnostics_for(client, uri, 1)
+    await asyncio.sleep(0.5)
+    assert not any(d.data["tier"] == 1 for p in client.published for d in p.diagnostics)
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.trustFolder", arguments=[str(folder)]))
+    assert result["ok"] is True
+    await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
+    assert client.statuses[-1]["trusted"] is True
