@@ -100,3 +100,32 @@ def test_parse_tiers_and_expand_paths(tmp_path):
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / "hidden.py").write_text("x = 1\n")
     assert expand_paths([str(tmp_path)]) == [str(tmp_path / "pkg" / "k.py")]
+
+
+COMPILER = Path(__file__).parent / "data" / "compiler"
+
+
+def test_one_mistake_is_one_error_with_one_hint():
+    from pallasite.analysis.codes import CODES
+
+    proc = run_cli("check", "--tiers", "0,1", "--target", "v5e", "--no-cache", str(COMPILER / "tiling_out_spec_broken.py"))
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if "error[" in line]
+    assert len(errors) == 1 and "error[PLS001]" in errors[0], proc.stdout  # tier 0 and the lowering agree
+    assert "jax lowering (v5e) agrees (PLS101)" in proc.stdout
+    assert proc.stdout.count(CODES["PLS001"].hint) == 1 and CODES["PLS101"].hint not in proc.stdout
+    assert "1 error(s)" in proc.stdout.splitlines()[-1]
+
+
+def test_check_records_in_the_workspace_store_unless_no_cache(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text((COMPILER / "store_shape_fixed.py").read_text())
+    proc = run_cli("check", "--tiers", "0,1", "--no-cache", "kernel.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (tmp_path / ".pallasite").exists()
+    proc = run_cli("check", "--tiers", "0,1", "kernel.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    info = run_cli("store", "info", cwd=tmp_path)
+    assert str(tmp_path / ".pallasite" / "results.sqlite") in info.stdout
+    assert [line.split() for line in info.stdout.splitlines() if line.strip().startswith("checks")] == [["checks", "1"]]
