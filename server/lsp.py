@@ -25,7 +25,7 @@ from . import actions, hover, lenses
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
-from .session import Document, Session
+from .session import Document, Session, close_checker
 from .settings import SECTION, TARGETS, find_pyproject
 
 STATUS = "pallasite/status"
@@ -120,9 +120,9 @@ def _rerun_all(ls: PallasiteServer) -> None:
 async def shutdown(ls: PallasiteServer, params: Any = None) -> None:
     for uri in list(ls.session.documents):
         ls.session.close(uri)
-    checker, ls.session.checker = ls.session.checker, None
-    if checker is not None:
-        await checker.close()
+    checkers, ls.session.checkers = ls.session.checkers, {}
+    for checker in checkers.values():
+        await close_checker(checker)
 
 
 # --------------------------------------------------------------------------- documents
@@ -346,12 +346,49 @@ def chip_limits(target: str) -> hover.ChipLimits:
 
 
 def kernel_results(session: Session, doc: Document, name: str) -> list[hover.KernelResult]:
-    """The compile results known for a kernel: the last check here, then the results store."""
+    """The compile results known for a kernel: the last check in this session, then the workspace's
+    results store for the (tier, chip) pairs this session has not checked."""
+    import time
+
     out: list[hover.KernelResult] = []
     if doc.report is not None and doc.report_time is not None:
-        import time
-
         when = time.strftime("%H:%M:%S UTC", time.gmtime(doc.report_time))
         out += hover.verdict_results(doc.report.kernels, name, doc.report_chip or "?",
                                      f"last check in this session, {when}")
+    seen = {(r.tier, r.chip) for r in out}
+    names = {name, *(s.enclosing_function for s in doc.analysis.sites if s.kernel_name == name)}
+    for record in stored_checks(doc.path):
+        if record.kernel in names and (record.tier, record.chip) not in seen:
+            seen.add((record.tier, record.chip))
+            out.append(hover.KernelResult(record.tier, record.chip or "?", record.status,
+                                          store_provenance(record)))
     return out
+
+
+def stored_checks(path: str) -> list[Any]:
+    """The newest stored verdicts for a file, if its workspace has a results store (never creates one)."""
+    try:
+        from pallasite.knowledge.store import ResultsStore, store_path
+
+        from .results_cache import workspace_for
+
+        where = store_path(workspace_for([path], cwd=Path(path).parent))
+        if not where.is_file():
+            return []
+        store = ResultsStore(where)
+        try:
+            return store.latest_checks(path=str(Path(path).resolve()))
+        finally:
+            store.close()
+    except Exception:  # an unreadable store must not break a hover
+        return []
+
+
+def store_provenance(record: Any) -> str:
+    import time
+
+    versions = ", ".join(v for v in (f"jax {record.key.jax_version}" if record.key.jax_version else "",
+                                     f"libtpu {record.key.libtpu_version}" if record.key.libtpu_version else "",
+                                     record.key.backend) if v)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record.created))
+    return f"results store (.pallasite), {when}, {versions}"

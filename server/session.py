@@ -116,6 +116,13 @@ class Document:
 # --------------------------------------------------------------------------- helpers
 
 
+async def close_checker(checker: Any) -> None:
+    await checker.close()
+    cache = getattr(checker, "cache", None)
+    if cache is not None:
+        cache.close()
+
+
 def analyze(text: str, path: str, target: str) -> Any:
     from pallasite.analysis import tier0
 
@@ -177,7 +184,7 @@ class Session:
         self.folders: list[str] = []
         self.asked: set[str] = set()
         self.session_trusted: set[str] = set()
-        self.checker: Any = None
+        self.checkers: dict[str, Any] = {}  # workspace folder -> runner Checker (one warm worker each)
         self.worker_state = "idle"  # idle | starting | checking | crashed
         self.worker_warm = False  # a worker of the current checker has answered a check
         self.last_status: dict[str, Any] | None = None
@@ -209,17 +216,23 @@ class Session:
         return self.set_layer("command", merge(self.layers.get("command", {}), {"target": chip}))
 
     def drop_checker(self) -> None:
-        checker, self.checker = self.checker, None
+        """Stop the checkers (their workers); the next check starts fresh ones for new settings."""
+        checkers, self.checkers = self.checkers, {}
         self.worker_warm = False
-        if checker is not None:
-            asyncio.ensure_future(checker.close())
+        for checker in checkers.values():
+            asyncio.ensure_future(close_checker(checker))
 
-    def get_checker(self) -> Any:
-        if self.checker is None:
-            from pallasite.runner.checker import Checker
+    def get_checker(self, path: str) -> Any:
+        """The checker for the workspace holding ``path``; it records verdicts in that workspace's
+        results store (.pallasite/), which also lets it reuse unchanged tier-2 verdicts."""
+        from pallasite.runner.checker import Checker
 
-            self.checker = Checker(self.settings.check_options())
-        return self.checker
+        from .results_cache import StoreCache, workspace_for
+
+        workspace = str(workspace_for([path], cwd=Path(path).parent))
+        if workspace not in self.checkers:
+            self.checkers[workspace] = Checker(self.settings.check_options(), cache=StoreCache(workspace))
+        return self.checkers[workspace]
 
     # ------------------------------------------------------------- trust
 
@@ -406,7 +419,7 @@ class Session:
     async def _check(self, doc: Document, version: int, text: str, tiers: list[int], token: Any) -> FileReport | None:
         if not tiers:
             return None
-        checker = self.get_checker()
+        checker = self.get_checker(doc.path)
         chip = self.settings.target
         self.set_worker("checking" if self.worker_warm else "starting")
         progress = WorkProgress(self.client, f"pallasite: checking {Path(doc.path).name} for {chip}", token)

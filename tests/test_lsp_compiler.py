@@ -157,3 +157,27 @@ async def test_trust_folder_command_checks_open_files(client, tmp_path):
     assert result["ok"] is True
     await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
     assert client.statuses[-1]["trusted"] is True
+
+
+async def test_kernel_hover_reads_the_results_store_of_an_earlier_session(tmp_path):
+    from test_lsp import start_client, stop_client
+
+    first = await start_client(tmp_path / "home")
+    try:
+        _, uri, text = await trusted_open(first, tmp_path, "store_shape.py")
+        await diagnostics_for(first, uri, 1, timeout=120, predicate=has("PLS104", 1))
+    finally:
+        await stop_client(first)
+    assert (tmp_path / "ws" / ".pallasite").is_dir()
+    second = await start_client(tmp_path / "home2")  # a fresh server, which trusts nothing
+    try:
+        answer_trust(second, "Not now")
+        await initialize(second, tmp_path / "ws", {"tiers": [0, 1]})
+        open_doc(second, uri, text)
+        await diagnostics_for(second, uri, 1)
+        result = await second.text_document_hover_async(lsp.HoverParams(
+            lsp.TextDocumentIdentifier(uri), lsp.Position(7, 6)))
+        assert "| 1 | v6e | error | results store (.pallasite)" in result.contents.value
+        assert not any(d.data["tier"] == 1 for p in second.published for d in p.diagnostics)
+    finally:
+        await stop_client(second)
