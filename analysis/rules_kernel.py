@@ -14,7 +14,7 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from .resolve import is_pallas_name
+from .resolve import is_pallas_name, own_nodes
 from .rules import RuleContext, finding, replace
 from .rules_specs import ref_counts
 from .source import Source, walk
@@ -55,7 +55,7 @@ def _scoped_conditions(source: Source, fn: Node, inherited: frozenset[str]) -> I
     functions nested in it, with Python's scoping: a nested function's parameters and its own
     non-program_id assignments shadow the outer names."""
     params = frozenset(_parameter_names(source, fn))
-    own = list(_own(fn.child_by_field_name("body")))
+    own = list(own_nodes(fn.child_by_field_name("body")))
     assigned: dict[str, list[Node]] = {}
     for node in own:
         if node.type == "assignment":
@@ -182,7 +182,7 @@ def _when_fix(source: Source, node: Node, condition: Node) -> Fix | None:
 def kernel_returns(ctx: RuleContext) -> Iterator[Finding]:
     for site, fn in kernels(ctx, tpu_only=False):
         body = fn.child_by_field_name("body")
-        for node in _own(body):
+        for node in own_nodes(body):
             if node.type != "return_statement" or not node.named_children:
                 continue
             value = node.named_children[0]
@@ -226,18 +226,6 @@ def _certainly_a_value(source: Source, node: Node) -> bool:
         qual = source.qualname(node.child_by_field_name("function")) or ""
         return qual.startswith(("jax.numpy.", "jax.lax.", "jax.nn.", "numpy."))
     return False
-
-
-def _own(body: Node | None) -> Iterator[Node]:
-    if body is None:
-        return
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in reversed(node.children):
-            if child.type not in ("function_definition", "lambda", "class_definition", "decorated_definition"):
-                stack.append(child)
 
 
 def wide_dtypes(ctx: RuleContext) -> Iterator[Finding]:

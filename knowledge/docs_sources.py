@@ -15,11 +15,12 @@ Long docstrings and sections are cut into paragraph groups (ids get ``~2``, ``~3
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Literal
+
+from pallasite.analysis import apis
 
 Kind = Literal["api", "guide", "catalog", "extra", "kernel"]
 
@@ -54,13 +55,8 @@ class Passage:
 
 def jax_root() -> Path | None:
     """The installed jax package folder, found without importing jax (None if not installed)."""
-    try:
-        spec = importlib.util.find_spec("jax")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])
+    root = apis.jax_root()
+    return Path(root) if root else None
 
 
 def jax_version() -> str | None:
