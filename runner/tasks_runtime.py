@@ -101,13 +101,16 @@ def discover(module: types.ModuleType, path: str, text: str | None = None) -> li
 
 def _own_functions(module: types.ModuleType, path: str) -> dict[str, Callable[..., Any]]:
     """Public module-level functions defined in the checked file itself, in source order."""
-    out = {}
+    found = []
     for name, value in vars(module).items():
-        if name.startswith("_") or not inspect.isfunction(value):
+        if name.startswith("_") or not callable(value):
             continue
-        if _same_file(getattr(value, "__code__", None), path):
-            out[name] = value
-    return dict(sorted(out.items(), key=lambda kv: kv[1].__code__.co_firstlineno))
+        # A jitted entry (``@functools.partial(jax.jit, ...)``) is a wrapper: its source is the
+        # function it wraps, and the wrapper itself is what the file's callers use.
+        inner = inspect.unwrap(value) if not inspect.isclass(value) else None
+        if inspect.isfunction(inner) and _same_file(inner.__code__, path):
+            found.append((inner.__code__.co_firstlineno, name, value))
+    return {name: value for _, name, value in sorted(found, key=lambda item: item[0])}
 
 
 def _same_file(code: Any, path: str) -> bool:
@@ -136,7 +139,7 @@ def _long_form(module: types.ModuleType, path: str) -> list[RuntimeTask]:
                 reference=_callable_or_none(ns.get(f"{name}_reference")),
                 tolerance=_tolerance(ns.get(f"{name}_tolerance"), f"{name}_tolerance"),
                 tunables=_tunables(fn, ns.get(f"{name}_tunables"), f"{name}_tunables"),
-                line=fn.__code__.co_firstlineno,
+                line=_def_line(fn),
             )
         )
     return tasks
@@ -178,7 +181,7 @@ def _short_form(module: types.ModuleType, path: str, text: str | None) -> Runtim
         reference=_callable_or_none(ns.get("reference")),
         tolerance=_tolerance(ns.get("TOLERANCE"), "TOLERANCE"),
         tunables=_tunables(fn, ns.get("TUNABLES"), "TUNABLES"),
-        line=_def_line(fn) if _same_file(getattr(fn, "__code__", None), path) else None,
+        line=_def_line(fn) if _same_file(getattr(inspect.unwrap(fn), "__code__", None), path) else None,
     )
 
 
@@ -320,7 +323,7 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 def _def_line(fn: Any) -> int | None:
-    code = getattr(fn, "__code__", None)
+    code = getattr(inspect.unwrap(fn), "__code__", None)
     return code.co_firstlineno if code is not None else None
 
 
