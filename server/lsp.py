@@ -145,11 +145,8 @@ def did_change(ls: PallasiteServer, params: lsp.DidChangeTextDocumentParams) -> 
     doc = _doc(ls, params.text_document.uri)
     if doc is None:
         return
-    edits = []
     for change in params.content_changes:  # each change is relative to the text after the previous one
-        edit = change_to_edit(change, text_lines(doc.text), ls.session.encoding)
-        doc.apply(params.text_document.version, [edit])
-        edits.append(edit)
+        doc.apply(params.text_document.version, [change_to_edit(change, text_lines(doc.text), ls.session.encoding)])
     ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
 
 

@@ -27,7 +27,7 @@ from lsprotocol import types as lsp
 from pallasite.analysis.types import FileReport, Finding, Related
 
 from .lsp_convert import finding_to_diagnostic, text_lines
-from .settings import Settings, parse_settings, settings_to_json
+from .settings import Settings, parse_settings, settings_to_json, unflatten
 from .shifting import Edit, apply_edit, shift_findings
 
 WORKER_CRASH_CODES = ("PLS902", "PLS903", "PLS904")
@@ -198,6 +198,8 @@ class Session:
         """Replace one settings source (pyproject, initializationOptions, workspace/configuration)."""
         if isinstance(data, dict) and isinstance(data.get("pallasite"), dict):
             data = data["pallasite"]
+        if isinstance(data, dict) and any("." in str(key) for key in data):
+            data = unflatten(data)  # dotted keys ("check.debounceMs") as some editors send them
         if not isinstance(data, dict):
             self.layers.pop(source, None)
             return [] if data is None else [f"{source}: settings must be an object, got {data!r}; ignored."]

@@ -13,7 +13,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path

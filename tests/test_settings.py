@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from pallasite.runner.checker import CheckOptions
 from pallasite.server.settings import (
@@ -137,3 +138,9 @@ def test_settings_command_prints_schema_and_project_settings(tmp_path):
     assert "'v9'" in shown.stderr and "'target'" in shown.stderr and "'v6e'" in shown.stderr
     missing = run(str(tmp_path / "nope"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_docs_table_lists_every_setting_with_its_default():
+    doc = (Path(__file__).parent.parent / "docs" / "server.md").read_text()
+    for key, schema in flat_schema().items():
+        assert f"| `{key}` | `{json.dumps(schema['default'])}` |" in doc, key
