@@ -348,8 +348,12 @@ def _restored_config():
 
 
 def _tier_record(exc: BaseException, path: str, tier: int) -> dict[str, Any]:
+    import jax
+
     rec = errors_mod.record(exc, path, stage=f"tier {tier}")
     rec["tier"] = tier
+    if jax.config.jax_enable_x64:  # ints become int64, which Mosaic rejects: runner/locate.py says why
+        rec["x64"] = True
     return rec
 
 

@@ -99,6 +99,8 @@ def locate_record(
     site = _site_for(rec, sites, entry)
     span = _span_for(code, rec, site, sites, lines)
     sentence = _clean_sentence(rec, code, site)
+    if code == "PLS107" and _x64_rejection(rec):
+        sentence = _x64_sentence(sentence, lines)
     origin = _origin(rec, stage)
     related = _related(site, span, lines)
     if code in ("PLS101", "PLS204", "PLS112") and site is not None:
@@ -164,6 +166,8 @@ def classify(rec: Mapping[str, Any], tier: int) -> str:
     text = f"{rec.get('sentence') or ''}\n{rec.get('message') or ''}"
     if rec.get("vmem"):
         return "PLS201"
+    if _x64_rejection(rec):
+        return "PLS107"
     for c1, c2, pattern in _PATTERNS:
         if pattern.search(text):
             return c1 if tier == 1 else c2
@@ -176,6 +180,31 @@ def classify(rec: Mapping[str, Any], tier: int) -> str:
     if _from_compiler(rec):
         return "PLS200"
     return "PLS100"
+
+
+_I64 = re.compile(r"\bi64\b")
+_EXPLICIT_64 = next(p for c1, _, p in _PATTERNS if c1 == "PLS107")
+_X64_SETTING = re.compile(r"""["']jax_enable_x64["']\s*,\s*(?:True|1)\b|\bjax_enable_x64\s*=\s*True\b""")
+
+
+def _x64_rejection(rec: Mapping[str, Any]) -> bool:
+    """The compiler choked on an int64 that exists only because jax_enable_x64 was on.
+
+    With x64 on, the Python ints of a kernel's index maps and grid become int64 and Mosaic fails
+    (e.g. "failed to legalize operation 'func.return' ... i64") even for a float32 kernel. An
+    explicit 64-bit type in the kernel ("64-bit types are not supported") keeps its own location.
+    """
+    text = f"{rec.get('sentence') or ''}\n{rec.get('message') or ''}"
+    return bool(rec.get("x64")) and bool(_I64.search(text)) and not _EXPLICIT_64.search(text)
+
+
+def x64_setting_line(lines: Sequence[str]) -> int | None:
+    """The 0-based line turning jax_enable_x64 on (``jax.config.update("jax_enable_x64", True)``)."""
+    for i, line in enumerate(lines):
+        code = line[: _comment_start(line)] if _comment_start(line) is not None else line
+        if _X64_SETTING.search(code):
+            return i
+    return None
 
 
 def _from_compiler(rec: Mapping[str, Any]) -> bool:
@@ -253,6 +282,9 @@ def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites:
             _first_line(site.kernel_def_span, lines) if site.kernel_def_span else _call(site))
     if code == "PLS201":
         return _call(site)
+    if code == "PLS107" and _x64_rejection(rec):
+        line = x64_setting_line(lines)
+        return _line_span(line, lines) if line is not None else _call(site)
     # Everything else: the innermost user line inside a kernel body, else what the message names.
     return (
         _frame_span(rec, lines, sites, prefer_kernel=True, within_kernel_only=True)
@@ -467,6 +499,16 @@ def _clean_sentence(rec: Mapping[str, Any], code: str, site: KernelSite | None =
         if code in ("PLS100", "PLS200", "PLS111"):
             sentence = f"{rec.get('type')}: {sentence}"
     return sentence
+
+
+def _x64_sentence(compiler_said: str, lines: Sequence[str]) -> str:
+    line = x64_setting_line(lines)
+    where = (f"at line {line + 1}" if line is not None else
+             "not in this file: the JAX_ENABLE_X64 environment variable or an imported module turned it on")
+    return (f"jax_enable_x64 is on ({where}), so the Python ints of this kernel's index maps and grid are "
+            f"traced as int64, which the TPU compiler cannot lower, even for a float32 kernel (it said: "
+            f"{compiler_said}). Turn x64 off for this file, or trace the kernel with 32-bit ints by calling "
+            f"the pallas_call inside `with jax.enable_x64(False):`.")
 
 
 def _readable_blocks(sentence: str) -> str:

@@ -294,3 +294,42 @@ def test_a_tier0_warning_the_compiler_rejects_becomes_an_error():
     errors = [f for f in report.findings if f.severity == "error"]
     assert [(f.code, f.span.line + 1) for f in errors] == [("PLS010", 19)]
     assert "libtpu compiler (v5e) agrees (PLS204)" in errors[0].related[-1].message
+
+
+# --------------------------------------------------------------------------- jax_enable_x64
+
+
+def test_x64_breaking_a_float32_kernel_is_pls107_at_the_setting_line():
+    client = RecordingClient(Reply(status="ok", result=_recorded("x64_enabled")))  # libtpu's real words
+    path = os.path.join(DATA, "x64_enabled_broken.py")
+    report = _check(Checker(CheckOptions(target="v5e", tiers=(0, 1, 2)), client=client), path)
+    [finding] = [f for f in report.findings if f.severity == "error"]
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert finding.code == "PLS107" and finding.tier == 2
+    assert lines[finding.span.line].startswith('jax.config.update("jax_enable_x64", True)')
+    assert finding.message.startswith("jax_enable_x64 is on (at line 7), so the Python ints")
+    assert "i64" in finding.message and "jax.enable_x64(False)" in finding.message
+    assert "pallas_call" in lines[next(r.span.line for r in finding.related if r.message == "the pallas_call")]
+
+
+def test_x64_set_outside_the_file_lands_on_the_pallas_call():
+    with open(os.path.join(DATA, "x64_enabled_broken.py"), encoding="utf-8") as f:
+        text = f.read().replace('jax.config.update("jax_enable_x64", True)', "# x64 comes from JAX_ENABLE_X64")
+    client = RecordingClient(Reply(status="ok", result=_recorded("x64_enabled")))
+    report = _check(Checker(CheckOptions(target="v5e", tiers=(1, 2)), client=client),
+                    os.path.join(DATA, "x64_enabled_broken.py"), text=text)
+    [finding] = [f for f in report.findings if f.severity == "error"]
+    assert finding.code == "PLS107" and "not in this file" in finding.message
+    assert "pallas_call" in text.splitlines()[finding.span.line]
+
+
+def test_an_i64_message_without_x64_stays_a_generic_compiler_error():
+    import copy
+
+    result = copy.deepcopy(_recorded("x64_enabled"))
+    for rec in result["entries"][0]["errors"]:
+        rec.pop("x64", None)
+    client = RecordingClient(Reply(status="ok", result=result))
+    report = _check(Checker(CheckOptions(target="v5e", tiers=(1, 2)), client=client), os.path.join(DATA, "x64_enabled_broken.py"))
+    assert [f.code for f in report.findings if f.severity == "error"] == ["PLS200"]
