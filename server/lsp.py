@@ -171,7 +171,7 @@ def did_close(ls: PallasiteServer, params: lsp.DidCloseTextDocumentParams) -> No
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
 def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
     doc = _doc(ls, params.text_document.uri)
-    if doc is None or not ls.session.ensure_analysis(doc).uses_pallas:
+    if doc is None or not ls.session.ensure_analysis(doc):
         return None
     lines = text_lines(doc.text)
     line, column = position_from_client(params.position, lines, ls.session.encoding)
@@ -200,7 +200,7 @@ def hover_content(session: Session, doc: Document, line: int, column: int) -> tu
 @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
     doc = _doc(ls, params.text_document.uri)
-    if doc is None or not ls.session.ensure_analysis(doc).uses_pallas:
+    if doc is None or not ls.session.ensure_analysis(doc):
         return []
     lines = text_lines(doc.text)
     verdicts = doc.report.kernels if doc.report is not None else ()
@@ -213,7 +213,7 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
     code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source]))
 def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     doc = _doc(ls, params.text_document.uri)
-    if doc is None or not ls.session.ensure_analysis(doc).uses_pallas:
+    if doc is None or not ls.session.ensure_analysis(doc):
         return []
     lines = text_lines(doc.text)
     span = range_to_span(params.range, lines, ls.session.encoding)

@@ -190,6 +190,7 @@ class Session:
         self.last_status: dict[str, Any] | None = None
         self.encoding = "utf-16"
         self.on_publish: Callable[[Document], None] | None = None
+        self.tier0_failed: set[str] = set()  # documents whose source analysis raised (told once)
         self.tier0_seconds: deque[float] = deque(maxlen=1000)  # debounce end -> published, per run
 
     # ------------------------------------------------------------- settings
@@ -272,16 +273,28 @@ class Session:
         return doc
 
     def run_tier0(self, doc: Document) -> None:
-        """Tier 0 for the document's current text (in process; executes nothing)."""
-        analysis = analyze(doc.text, doc.path, self.settings.target)
-        doc.analysis, doc.analysis_version = analysis, doc.version
+        """Tier 0 for the document's current text (in process; executes nothing). If the source
+        analysis itself fails, say so once per document and keep the last findings."""
+        doc.analysis_version = doc.version
+        try:
+            analysis = analyze(doc.text, doc.path, self.settings.target)
+        except Exception as exc:  # a bug in the rules must not take the server down
+            message = (f"pallasite: the source rules failed on {doc.path} ({type(exc).__name__}: {exc}); "
+                       "the diagnostics shown are from the last successful run. Please report this with the file.")
+            if doc.uri not in self.tier0_failed:
+                self.tier0_failed.add(doc.uri)
+                self.show(message, lsp.MessageType.Error)
+            self.log(message)
+            return
+        doc.analysis = analysis
         found = suppress(analysis.findings, doc.text, dict(self.settings.severity))
         doc.tier0 = [with_site_context(f, analysis.sites) for f in found]
 
-    def ensure_analysis(self, doc: Document) -> Any:
+    def ensure_analysis(self, doc: Document) -> bool:
+        """Bring tier 0 up to the document's version; whether the document is a Pallas kernel file."""
         if doc.analysis_version != doc.version:
             self.run_tier0(doc)
-        return doc.analysis
+        return doc.uses_pallas
 
     def accept_report(self, doc: Document, report: FileReport, version: int) -> list[Finding]:
         """Compiler findings of a report for ``version``, moved to the document's current text."""

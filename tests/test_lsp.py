@@ -13,6 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
@@ -361,18 +362,23 @@ async def test_select_target_validates_and_updates_status_and_lenses(client, tmp
     assert lenses[0].command.title == "Check for v4"
 
 
-async def test_utf8_position_encoding_is_honoured(client, tmp_path):
-    answer_trust(client, "Not now")
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+async def test_columns_follow_the_negotiated_position_encoding(client, tmp_path, encoding):
     folder = tmp_path / "ws"
     _, uri, text = copy_fixture("tiling_broken.py", folder)
-    text = text.replace("def add(x, y):", "def add(x, y):  # ünïcödé 😀", 1)
-    await initialize(client, folder, encoding="utf-8")
+    # non-ASCII text before the bad dim on the same line: columns differ per encoding
+    text = text.replace("    bad = pl.BlockSpec((BLOCK_ROWS, 100), lambda i, j: (i, j))",
+                        "    bad = pl.BlockSpec(index_map=lambda i, j: (i if 'é😀' else j, j), block_shape=(BLOCK_ROWS, 100))")
+    await initialize(client, folder, encoding=encoding)
     open_doc(client, uri, text)
     diags = await diagnostics_for(client, uri, 1)
+    (bad,) = [d for d in diags if d.code == "PLS001"]
     line = text.splitlines()[16]
+    units = lambda s: {"utf-8": len(s.encode()), "utf-16": len(s.encode("utf-16-le")) // 2,  # noqa: E731
+                       "utf-32": len(s)}[encoding]
     col = line.index("100")
-    # fix it with a UTF-8 range on an ASCII line after the non-ASCII one: same numbers
-    change(client, uri, 2, (16, col), (16, col + 3), "128")
+    assert (bad.range.start.character, bad.range.end.character) == (units(line[:col]), units(line[:col + 3]))
+    change(client, uri, 2, (16, units(line[:col])), (16, units(line[:col + 3])), "128")
     diags = await diagnostics_for(client, uri, 2)
     assert codes_at(diags, "PLS001") == []
 

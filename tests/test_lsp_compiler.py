@@ -181,3 +181,25 @@ async def test_kernel_hover_reads_the_results_store_of_an_earlier_session(tmp_pa
         assert not any(d.data["tier"] == 1 for p in second.published for d in p.diagnostics)
     finally:
         await stop_client(second)
+
+
+async def test_edits_do_not_cancel_a_running_check_but_a_newer_save_supersedes_it(client, tmp_path):
+    path, uri, text = await trusted_open(client, tmp_path, "slow_import.py")
+    stats = await raw_request(client, "pallasite/serverStats", None)
+    server = psutil.Process(stats["pid"])
+    for _ in range(600):  # the check on open is importing the file (30 s sleep)
+        if server.children(recursive=True):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.0)
+    lines = text.splitlines()
+    line = lines.index("time.sleep(30)")
+    change(client, uri, 2, (line, 0), (line, len("time.sleep(30)")), "pass")  # typing: no save
+    await diagnostics_for(client, uri, 2)
+    await asyncio.sleep(0.5)
+    assert client.statuses[-1]["worker"] in ("starting", "checking")  # the check still runs
+    path.write_text(text.replace("time.sleep(30)", "pass"))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    # the newer save replaced the 30 s check: its verdict arrives well before the old one could
+    diags = await diagnostics_for(client, uri, 2, timeout=25, predicate=has("PLS104", 1))
+    assert codes_at(diags, "PLS104") == [12]

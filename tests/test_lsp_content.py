@@ -156,3 +156,42 @@ def test_serve_over_tcp_binds_loopback_only(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+class RecordingClient:
+    """Stands in for the pygls server: records what the session would send."""
+
+    def __init__(self):
+        self.shown, self.logged, self.published = [], [], []
+
+    def window_show_message(self, params):
+        self.shown.append(params)
+
+    def window_log_message(self, params):
+        self.logged.append(params)
+
+    def text_document_publish_diagnostics(self, params):
+        self.published.append(params)
+
+
+def test_a_failing_source_analysis_is_reported_once_and_keeps_the_last_findings(monkeypatch):
+    from pallasite.server import session as session_mod
+
+    client = RecordingClient()
+    session = session_mod.Session(client)
+    text = (DATA / "tiling_broken.py").read_text()
+    doc = session.open("file:///w/k.py", "/w/k.py", 1, text)
+    session.run_tier0(doc)
+    before = [f.code for f in doc.tier0]
+    assert "PLS001" in before
+
+    def broken(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(session_mod, "analyze", broken)
+    for version in (2, 3):
+        doc.apply(version, [])
+        assert session.ensure_analysis(doc) is True  # still known as a kernel file
+    assert [f.code for f in doc.tier0] == before
+    assert len(client.shown) == 1 and "RecursionError" in client.shown[0].message and "/w/k.py" in client.shown[0].message
+    assert len(client.logged) == 2
