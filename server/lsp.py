@@ -11,7 +11,6 @@ import asyncio
 import os
 import re
 import sys
-import tomllib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,8 @@ from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
 from .session import Document, Session, close_checker
-from .settings import SECTION, TARGETS, find_pyproject
+from .settings import SECTION, TARGETS, find_pyproject, read_tool_section
 
-STATUS = "pallasite/status"
 STATS = "pallasite/serverStats"
 
 
@@ -60,40 +58,32 @@ def initialize(ls: PallasiteServer, params: lsp.InitializeParams) -> None:
     session.folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
     if not session.folders and ls.workspace.root_path:
         session.folders = [ls.workspace.root_path]
-    session.pending_warnings = []
     if session.folders:
-        path, table = _project_layer(session.folders[0])
-        if table is not None:
-            session.pending_warnings += session.set_layer(f"{path} [tool.{SECTION}]", table)
+        path = find_pyproject(Path(session.folders[0]))
+        if path is not None:
+            table, problems = read_tool_section(path)
+            session.pending_warnings += problems
+            if table is not None:
+                session.pending_warnings += session.set_layer(f"{path} [tool.{SECTION}]", table)
     session.pending_warnings += session.set_layer("initializationOptions", params.initialization_options)
-
-
-def _project_layer(folder: str) -> tuple[Path | None, Any]:
-    """The raw [tool.pallasite] table of the folder's pyproject.toml (validated by the session)."""
-    path = find_pyproject(Path(folder))
-    if path is None:
-        return None, None
-    try:
-        return path, tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get(SECTION)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        return path, f"unreadable ({err})"
 
 
 @server.feature(lsp.INITIALIZED)
 async def initialized(ls: PallasiteServer, params: lsp.InitializedParams) -> None:
-    _warn(ls, getattr(ls.session, "pending_warnings", []))
+    _warn(ls, ls.session.pending_warnings)
     await _pull_configuration(ls)
     ls.session.notify_status()
 
 
 @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def did_change_configuration(ls: PallasiteServer, params: lsp.DidChangeConfigurationParams) -> None:
+    before = ls.session.settings
     pushed = params.settings.get(SECTION) if isinstance(params.settings, dict) else None
     if pushed is not None:
         _warn(ls, ls.session.set_layer("workspace/configuration", pushed))
     else:
         await _pull_configuration(ls)
-    _rerun_all(ls)
+    ls.session.settings_changed(before)
 
 
 async def _pull_configuration(ls: PallasiteServer) -> None:
@@ -110,9 +100,11 @@ async def _pull_configuration(ls: PallasiteServer) -> None:
         _warn(ls, ls.session.set_layer("workspace/configuration", result[0]))
 
 
-def _rerun_all(ls: PallasiteServer) -> None:
-    for doc in ls.session.documents.values():
-        ls.session.schedule_tier0(doc, 0)
+@server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def did_change_folders(ls: PallasiteServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+    removed = {uri_to_path(f.uri) for f in params.event.removed}
+    ls.session.folders = [f for f in ls.session.folders if f not in removed]
+    ls.session.folders += [uri_to_path(f.uri) for f in params.event.added]
     ls.session.notify_status()
 
 
@@ -238,7 +230,11 @@ async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     folder = ls.session.folder_of(doc.path)
     if not (ls.session.is_trusted(folder) or await ls.session.ask_trust(folder)):
         return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to check it."}
-    ls.session.ensure_analysis(doc)
+    if not ls.session.ensure_analysis(doc):
+        return {"ok": False, "message": f"{doc.path} does not use Pallas: nothing to check."}
+    if tiers is not None and not any(t > 0 for t in tiers):
+        ls.session.schedule_tier0(doc, 0)
+        return {"ok": True, "findings": len(doc.tier0), "chip": ls.session.settings.target, "notes": []}
     token = await _progress_token(ls)
     task = ls.session.start_check(doc, tiers, progress_token=token)
     try:
@@ -272,14 +268,9 @@ async def select_target(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         message = f"pallasite.selectTarget: unknown chip {chip!r}; choose one of {', '.join(TARGETS)}."
         ls.session.show(message)
         return {"ok": False, "message": message}
+    before = ls.session.settings
     _warn(ls, ls.session.set_target(chip))
-    for doc in ls.session.documents.values():
-        doc.compiler = []  # verdicts for the previous chip no longer apply
-        ls.session.schedule_tier0(doc, 0)
-        ls.session.ensure_analysis(doc)
-        if doc.uses_pallas and ls.session.is_trusted(ls.session.folder_of(doc.path)):
-            ls.session.start_check(doc)
-    ls.session.notify_status()
+    ls.session.settings_changed(before)
     return {"ok": True, "target": chip}
 
 
@@ -291,12 +282,10 @@ async def trust_folder(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     if not folders:
         return {"ok": False, "message": "pallasite.trustFolder: no folder given and no workspace folder open."}
     for folder in folders:
-        ls.session.trust(str(Path(folder).resolve()))
+        resolved = str(Path(folder).resolve())
+        ls.session.trust(resolved)
+        ls.session.check_others_in(resolved)
     ls.session.notify_status()
-    for doc in ls.session.documents.values():
-        ls.session.ensure_analysis(doc)
-        if doc.check_task is None:
-            await ls.session.consider_check(doc, opening=True)
     return {"ok": True, "trusted": folders}
 
 

@@ -31,6 +31,7 @@ from .settings import Settings, parse_settings, settings_to_json, unflatten
 from .shifting import Edit, apply_edit, shift_findings
 
 WORKER_CRASH_CODES = ("PLS902", "PLS903", "PLS904")
+STATUS_METHOD = "pallasite/status"
 
 
 # --------------------------------------------------------------------------- trust store
@@ -182,6 +183,7 @@ class Session:
         self.layers: dict[str, dict[str, Any]] = {}  # source -> raw settings
         self.documents: dict[str, Document] = {}
         self.folders: list[str] = []
+        self.pending_warnings: list[str] = []  # settings problems found before the client was ready
         self.asked: set[str] = set()
         self.session_trusted: set[str] = set()
         self.checkers: dict[str, Any] = {}  # workspace folder -> runner Checker (one warm worker each)
@@ -214,6 +216,18 @@ class Session:
             self.drop_checker()
         self.settings = settings
         return warnings
+
+    def settings_changed(self, before: Settings) -> None:
+        """Re-run tier 0 everywhere; when the verdicts depend on what changed (target, tiers,
+        limits, interpreter), drop the old compiler findings and re-check trusted kernel files."""
+        recheck = before.checker_key() != self.settings.checker_key()
+        for doc in self.documents.values():
+            if recheck:
+                doc.compiler = []  # verdicts for other settings no longer apply
+            self.schedule_tier0(doc, 0)
+            if recheck and self.ensure_analysis(doc) and self.is_trusted(self.folder_of(doc.path)):
+                self.start_check(doc)
+        self.notify_status()
 
     def set_target(self, chip: str) -> list[str]:
         return self.set_layer("command", merge(self.layers.get("command", {}), {"target": chip}))
@@ -333,7 +347,7 @@ class Session:
     def notify_status(self) -> None:
         status = self.status_changed()
         if status is not None:
-            self.client.protocol.notify("pallasite/status", status)
+            self.client.protocol.notify(STATUS_METHOD, status)
 
     def set_worker(self, state: str) -> None:
         self.worker_state = state

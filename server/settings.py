@@ -235,18 +235,24 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+def read_tool_section(path: Path) -> tuple[Any, list[str]]:
+    """The raw ``[tool.pallasite]`` value of a pyproject.toml (None if absent), and read problems."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        return None, [f"{path}: cannot read it ({err}); using the default settings."]
+    tool = data.get("tool", {})
+    return (tool.get(SECTION) if isinstance(tool, dict) else None), []
+
+
 def load_project_settings(start: Path) -> tuple[Settings, list[str]]:
     """``[tool.pallasite]`` of the nearest pyproject.toml; defaults (and no warning) if none."""
     path = find_pyproject(Path(start))
     if path is None:
         return Settings(), []
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        return Settings(), [f"{path}: cannot read it ({err}); using the default settings."]
-    section = data.get("tool", {}).get(SECTION)
+    section, problems = read_tool_section(path)
     if section is None:
-        return Settings(), []
+        return Settings(), problems
     return parse_settings(section, f"{path} [tool.{SECTION}]")
 
 
