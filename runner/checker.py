@@ -17,8 +17,9 @@ This module never imports jax: the CLI, the language server and the agents all u
 With a ``ResultCache`` (``Checker(options, cache=...)``; the server layer's adapter over the
 results store is ``pallasite.server.results_cache``), every compiler-tier verdict is recorded, and
 tier 2 is reused instead of recompiled when the same lowered kernel was compiled before for the
-same inputs, chip, jax/libtpu versions and backend: the worker is asked for tiers 1 and 3 first,
-which return each entry's lowered-module hash, and for tier 2 only for the entries the cache lacks.
+same inputs, chip, jax/libtpu versions and backend: the worker is asked for tier 1 first, which
+returns each entry's lowered-module hash, then (only when needed) for tier 2 of the entries the cache
+lacks and tier 3.
 """
 
 from __future__ import annotations
@@ -248,7 +249,7 @@ class Checker:
             if on_progress is not None and message:
                 on_progress(message)
 
-        first = tuple(t for t in tiers if t != 2) if reuse else tiers
+        first = (1,) if reuse else tiers  # with the cache: tier 1 first, then tiers 2 and 3 as needed
         reply = await self._request(client, path, text, first, progress)
         status = getattr(reply, "status", "error")
         if status != "ok":
@@ -263,7 +264,7 @@ class Checker:
         reused: dict[str, CachedVerdict] = {}
         if reuse:
             reused = await self._tier2_from_cache_or_worker(
-                client, cache, path, text, analysis, result, findings, progress, last_stage)
+                client, cache, path, text, analysis, result, tiers, findings, progress, last_stage)
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
@@ -276,7 +277,7 @@ class Checker:
         if cache is not None:
             self._record(cache, path, text, result, located, reused)
 
-    async def _request(self, client, path, text, tiers, progress, entries=None) -> Any:
+    async def _request(self, client, path, text, tiers, progress, entries=None, tier2_known=None) -> Any:
         params: dict[str, Any] = {
             "path": path,
             "text": text,
@@ -288,6 +289,8 @@ class Checker:
             params["script"] = True
         if entries is not None:
             params["entries"] = list(entries)
+        if tier2_known:
+            params["tier2_known"] = dict(tier2_known)
         reply = client.request("check", params, timeout_s=self.options.time_limit_s, on_progress=progress)
         if inspect.isawaitable(reply):
             reply = await reply
@@ -304,12 +307,15 @@ class Checker:
                         jax_version=versions.get("jax"), libtpu_version=versions.get("libtpu"),
                         backend="command:" + " ".join(command) if command else "local")
 
-    async def _tier2_from_cache_or_worker(self, client, cache, path, text, analysis, result, findings,
+    async def _tier2_from_cache_or_worker(self, client, cache, path, text, analysis, result, tiers, findings,
                                           progress, last_stage) -> dict[str, CachedVerdict]:
-        """Fill in each entry's tier 2: from the cache by its lowered hash, else from a second request.
+        """After tier 1: each entry's tier 2 from the cache by its lowered hash, else from the worker.
 
-        Changes ``result`` in place (tier-2 states, records, memory and timings of the entries the
-        worker compiled); returns the reused verdicts by entry name.
+        One more request covers the cache's misses (tier 2) and, when asked for, tier 3 of every
+        entry whose lowering passed; the reused verdicts go with it (``tier2_known``) so tier 3
+        skips an entry whose tier 2 failed, as in a single request. Changes ``result`` in place
+        (states, records, notes, memory and timings of what the worker ran); returns the reused
+        verdicts by entry name.
         """
         from pallasite.runner import locate
 
@@ -317,11 +323,14 @@ class Checker:
         entries = list(result.get("entries") or ())
         reused: dict[str, CachedVerdict] = {}
         missing: list[str] = []
+        lowered: list[str] = []
         for entry in entries:
             states = entry.setdefault("tiers", {})
             if states.get("1") != "ok":
-                states.setdefault("2", "skipped: tier 1 failed" if states.get("1") == "error" else "not run")
+                for later in ("2", "3") if 3 in tiers else ("2",):
+                    states.setdefault(later, "skipped: tier 1 failed" if states.get("1") == "error" else "not run")
                 continue
+            lowered.append(str(entry["name"]))
             key = self._key(entry, entry.get("lowered_hash"), versions)
             hit = cache.get(key, 2) if key is not None else None
             if hit is not None:
@@ -329,30 +338,41 @@ class Checker:
                 reused[str(entry["name"])] = hit
             else:
                 missing.append(str(entry["name"]))
-        if not missing:
+        ask = ((2,) if missing else ()) + ((3,) if 3 in tiers and lowered else ())
+        if not ask:
             return reused
-        reply = await self._request(client, path, text, (2,), progress, entries=missing)
+        extra = {"tier2_known": {name: hit.status for name, hit in reused.items()}} if reused else {}
+        reply = await self._request(client, path, text, ask, progress, entries=lowered, **extra)
         status = getattr(reply, "status", "error")
         if status != "ok":
             finding = locate.reply_failure(status, _reply_message(reply), text, analysis, last_stage, self.options.target)
             if finding is not None:
                 findings.append(finding)
+            state = "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
             for entry in entries:
-                if entry.get("name") in missing:
-                    entry["tiers"]["2"] = "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
+                name = entry.get("name")
+                for tier in ask:
+                    if name in lowered and (tier == 3 or name in missing):
+                        entry["tiers"][str(tier)] = state
             return reused
         second = getattr(reply, "result", None) or {}
         result.setdefault("unavailable", {}).update(second.get("unavailable") or {})
-        result["tiers"] = sorted({int(t) for t in result.get("tiers") or ()} | {2})
+        result["tiers"] = sorted({int(t) for t in result.get("tiers") or ()} | set(ask))
         by_name = {str(e.get("name")): e for e in entries}
         for done in second.get("entries") or ():
             entry = by_name.get(str(done.get("name")))
-            if entry is None or entry["name"] not in missing:
+            if entry is None or entry["name"] not in lowered:
                 continue
-            entry["tiers"]["2"] = (done.get("tiers") or {}).get("2", "not run")
-            entry.setdefault("errors", []).extend(r for r in done.get("errors") or () if int(r.get("tier") or 0) == 2)
-            entry["memory"] = done.get("memory")
-            entry.setdefault("timings_s", {}).update({k: v for k, v in (done.get("timings_s") or {}).items() if k == "2"})
+            ran = {"3"} | ({"2"} if entry["name"] in missing else set())
+            for tier, state in (done.get("tiers") or {}).items():
+                if tier in ran:
+                    entry["tiers"][tier] = state
+            entry.setdefault("errors", []).extend(
+                r for r in done.get("errors") or () if str(r.get("tier") or "") in ran)
+            entry["notes"] = list(entry.get("notes") or ()) + list(done.get("notes") or ())
+            if "2" in ran:
+                entry["memory"] = done.get("memory")
+            entry.setdefault("timings_s", {}).update({k: v for k, v in (done.get("timings_s") or {}).items() if k in ran})
         return reused
 
     def _record(self, cache, path, text, result, located, reused) -> None:

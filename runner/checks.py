@@ -15,7 +15,9 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
 
 Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``,
 ``entries`` (optional: check only the entries of these names; the client asks tier 2 for the entries
-whose verdict its results cache lacks).
+whose verdict its results cache lacks), ``tier2_known`` (optional ``{entry: "ok" | "error"}``: tier-2
+verdicts the client reused from its cache; those entries are not compiled, and tier 3 treats the
+state as if tier 2 had just run).
 Result (plain JSON)::
 
     {"target": "v5e", "tiers": [1, 2], "tasks_found": 1,
@@ -81,6 +83,7 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
                               "entries": [], "versions": versions()}
     only = params.get("entries")
     only = {str(n) for n in only} if isinstance(only, (list, tuple)) else None
+    known = {str(k): str(v) for k, v in (params.get("tier2_known") or {}).items()}
     if target not in CHIPS:
         result["errors"].append(_plain_error("task", f"unknown target {target!r}; use one of {', '.join(CHIPS)}"))
         return result
@@ -105,7 +108,8 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
             for task in tasks:
                 if only is not None and task.name not in only:
                     continue
-                result["entries"].append(_check_task(task, path, target, tiers, result["unavailable"], say))
+                result["entries"].append(_check_task(task, path, target, tiers, result["unavailable"], say,
+                                                     known.get(task.name)))
     except tasks_runtime.TaskError as exc:
         result["errors"].append(_task_error(exc, path))
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed to import
@@ -114,7 +118,7 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
     return result
 
 
-def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
+def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": task.name,
         "line": task.line,
@@ -153,7 +157,9 @@ def _check_task(task, path, target, tiers, unavailable, say) -> dict[str, Any]:
             entry["errors"].append(_tier_record(exc, path, 1))
             failed = True
         entry["timings_s"]["1"] = round(time.perf_counter() - started, 4)
-    if 2 in tiers:
+    if tier2_known is not None:  # reused by the client: not compiled again
+        entry["tiers"]["2"] = tier2_known
+    elif 2 in tiers:
         if "2" in unavailable:
             entry["tiers"]["2"] = "skipped: " + unavailable["2"].split(";")[0]
         elif failed:

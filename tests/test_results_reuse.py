@@ -175,3 +175,30 @@ def test_the_store_lives_in_the_nearest_workspace(tmp_path):
     assert workspace_for([str(kernels / "k.py")]) == tmp_path.resolve()
     (kernels / ".pallasite").mkdir()
     assert workspace_for([str(kernels / "k.py")]) == kernels.resolve()  # an existing store wins
+
+
+@pytest.mark.tpu_compiler
+@pytest.mark.skipif(not HAS_LIBTPU, reason="libtpu is not installed")
+def test_tier3_still_runs_after_a_reused_tier2_and_skips_after_a_reused_error(worker, tmp_path):
+    loop, inner = worker
+    cache = StoreCache(tmp_path)
+
+    def run(path):
+        client = CountingClient(inner)
+        checker = Checker(CheckOptions(target="v5e", tiers=(0, 1, 2, 3), time_limit_s=180.0), client=client, cache=cache)
+        return loop.run_until_complete(checker.check(path)), client.tiers
+
+    try:
+        clean = _copy(tmp_path)
+        run(clean)
+        report, asked = run(clean)
+        assert asked == [(1,), (3,)]  # tier 2 reused, tier 3 asked for
+        assert [(dict(k.tiers)[2], dict(k.tiers)[3]) for k in report.kernels] == [("ok", "ok")]
+        assert _reuse_notes(report) and any(n.startswith("tier 3: scale_rows ran") for n in report.notes)
+        broken = _copy(tmp_path, os.path.join(CORPUS, "reshape_relayout_broken.py"))
+        run(broken)
+        report, asked = run(broken)
+        assert (2,) not in asked and (2, 3) not in asked
+        assert [(dict(k.tiers)[2], dict(k.tiers)[3]) for k in report.kernels] == [("error", "skipped: tier 2 failed")]
+    finally:
+        cache.close()
