@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 import uuid
 from pathlib import Path
@@ -20,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
 
-from . import actions, hover, lenses
+from . import actions, hover_sources, lenses
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
@@ -167,26 +166,12 @@ def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
         return None
     lines = text_lines(doc.text)
     line, column = position_from_client(params.position, lines, ls.session.encoding)
-    found = hover_content(ls.session, doc, line, column)
+    found = hover_sources.hover_content(ls.session, doc, line, column)
     if found is None:
         return None
     text, span = found
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
                      range=span_to_range(span, lines, ls.session.encoding))
-
-
-def hover_content(session: Session, doc: Document, line: int, column: int) -> tuple[str, Any] | None:
-    analysis = doc.analysis
-    dtype, dtype_source = task_dtype(doc.text, analysis)
-    chip = chip_limits(session.settings.target)
-    found = hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source)
-    if found is not None:
-        return found
-    name = hover.kernel_at(analysis.sites, line, column)
-    if name is None:
-        return None
-    site = next(s for s in analysis.sites if s.kernel_name == name)
-    return hover.kernel_hover(name, kernel_results(session, doc, name)), site.kernel_def_span
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
@@ -298,83 +283,3 @@ def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
             "jaxImported": "jax" in sys.modules, "python": sys.executable,
             "settings": ls.session.settings_json(), "status": ls.session.status(),
             "tier0Seconds": list(ls.session.tier0_seconds)}
-
-
-# --------------------------------------------------------------------------- plain helpers
-
-
-def task_dtype(text: str, analysis: Any) -> tuple[str | None, str]:
-    """The element type of the task's example inputs, when they name exactly one."""
-    for task in getattr(analysis, "tasks", ()) or ():
-        if not task.inputs:
-            continue
-        match = re.search(rf"^def {re.escape(task.inputs)}\(.*?(?=^\S|\Z)", text, re.S | re.M)
-        if match:
-            found = hover.dtypes_in(match.group(0))
-            if len(found) == 1:
-                return found[0], f"from {task.inputs}()"
-    return None, ""
-
-
-def chip_limits(target: str) -> hover.ChipLimits:
-    """The chip's scoped VMEM limit from the runner's cached chip table (never imports jax)."""
-    try:
-        from pallasite.runner.chips import read_cache
-
-        specs = read_cache() or []
-    except Exception:
-        specs = []
-    for spec in specs:
-        if spec.name == target:
-            return hover.ChipLimits(target, spec.scoped_vmem_limit_bytes, spec.vmem_bytes,
-                                    f"the chip table cache ({spec.scoped_vmem_source})")
-    return hover.ChipLimits(target)
-
-
-def kernel_results(session: Session, doc: Document, name: str) -> list[hover.KernelResult]:
-    """The compile results known for a kernel: the last check in this session, then the workspace's
-    results store for the (tier, chip) pairs this session has not checked."""
-    import time
-
-    out: list[hover.KernelResult] = []
-    if doc.report is not None and doc.report_time is not None:
-        when = time.strftime("%H:%M:%S UTC", time.gmtime(doc.report_time))
-        out += hover.verdict_results(doc.report.kernels, name, doc.report_chip or "?",
-                                     f"last check in this session, {when}")
-    seen = {(r.tier, r.chip) for r in out}
-    names = {name, *(s.enclosing_function for s in doc.analysis.sites if s.kernel_name == name)}
-    for record in stored_checks(doc.path):
-        if record.kernel in names and (record.tier, record.chip) not in seen:
-            seen.add((record.tier, record.chip))
-            out.append(hover.KernelResult(record.tier, record.chip or "?", record.status,
-                                          store_provenance(record)))
-    return out
-
-
-def stored_checks(path: str) -> list[Any]:
-    """The newest stored verdicts for a file, if its workspace has a results store (never creates one)."""
-    try:
-        from pallasite.knowledge.store import ResultsStore, store_path
-
-        from .results_cache import workspace_for
-
-        where = store_path(workspace_for([path], cwd=Path(path).parent))
-        if not where.is_file():
-            return []
-        store = ResultsStore(where)
-        try:
-            return store.latest_checks(path=str(Path(path).resolve()))
-        finally:
-            store.close()
-    except Exception:  # an unreadable store must not break a hover
-        return []
-
-
-def store_provenance(record: Any) -> str:
-    import time
-
-    versions = ", ".join(v for v in (f"jax {record.key.jax_version}" if record.key.jax_version else "",
-                                     f"libtpu {record.key.libtpu_version}" if record.key.libtpu_version else "",
-                                     record.key.backend) if v)
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record.created))
-    return f"results store (.pallasite), {when}, {versions}"

@@ -13,11 +13,8 @@ kernel file opened there triggers one question per folder; tier 0 never executes
 from __future__ import annotations
 
 import asyncio
-import json
-from collections import deque
-import os
 import time
-import uuid
+from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,46 +24,14 @@ from lsprotocol import types as lsp
 from pallasite.analysis.types import FileReport, Finding, Related
 
 from .lsp_convert import finding_to_diagnostic, text_lines
+from .progress import WorkProgress
 from .settings import Settings, parse_settings, settings_to_json, unflatten
 from .shifting import Edit, apply_edit, shift_findings
+from .trust import inside, read_trusted, remember_trusted
 
 WORKER_CRASH_CODES = ("PLS902", "PLS903", "PLS904")
 STATUS_METHOD = "pallasite/status"
-
-
-# --------------------------------------------------------------------------- trust store
-
-
-def trust_store_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "pallasite" / "trusted-folders.json"
-
-
-def read_trusted() -> list[str]:
-    try:
-        data = json.loads(trust_store_path().read_text(encoding="utf-8"))
-        return [str(p) for p in data.get("trusted", [])]
-    except (OSError, ValueError, AttributeError):
-        return []
-
-
-def remember_trusted(folder: str) -> None:
-    path = trust_store_path()
-    folders = read_trusted()
-    if folder not in folders:
-        folders.append(folder)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"trusted": folders}, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _inside(path: str, folder: str) -> bool:
-    try:
-        Path(path).resolve().relative_to(Path(folder).resolve())
-        return True
-    except ValueError:
-        return False
+TRUST, NOT_NOW = "Trust", "Not now"
 
 
 # --------------------------------------------------------------------------- documents
@@ -254,7 +219,7 @@ class Session:
     # ------------------------------------------------------------- trust
 
     def folder_of(self, path: str) -> str:
-        matches = [f for f in self.folders if _inside(path, f)]
+        matches = [f for f in self.folders if inside(path, f)]
         return max(matches, key=len) if matches else str(Path(path).resolve().parent)
 
     def is_trusted(self, folder: str) -> bool:
@@ -264,7 +229,7 @@ class Session:
         if mode == "never":
             return False
         trusted = [*self.settings.trust.folders, *read_trusted(), *self.session_trusted]
-        return any(_inside(folder, t) for t in trusted)
+        return any(inside(folder, t) for t in trusted)
 
     def trust(self, folder: str, remember: bool = True) -> None:
         self.session_trusted.add(folder)
@@ -431,7 +396,7 @@ class Session:
         if not self.settings.check.onOpen:
             return
         for doc in list(self.documents.values()):
-            if doc is not skip and doc.check_task is None and doc.uses_pallas and _inside(doc.path, folder):
+            if doc is not skip and doc.check_task is None and doc.uses_pallas and inside(doc.path, folder):
                 self.start_check(doc)
 
     def start_check(self, doc: Document, tiers: Sequence[int] | None = None, *,
@@ -486,61 +451,3 @@ class Session:
         self.publish(doc)
         return report
 
-
-TRUST, NOT_NOW = "Trust", "Not now"
-
-
-class WorkProgress:
-    """Work-done progress for a check: begins at once for a client token (an explicit command),
-    otherwise only once the work has run for a second; cancellable from the client."""
-
-    DELAY_S = 1.0
-
-    def __init__(self, client: Any, title: str, token: Any = None):
-        self.client, self.title, self.token = client, title, token
-        self.started = False
-        self.pending: asyncio.Task | None = None
-        self.message = ""
-        self.task = asyncio.current_task()
-
-    def _supported(self) -> bool:
-        window = getattr(self.client.client_capabilities, "window", None)
-        return bool(window and window.work_done_progress)
-
-    def begin(self, tiers: Sequence[int]) -> None:
-        self.message = "tiers " + ", ".join(map(str, tiers))
-        if self.token is not None:
-            self._begin()
-        elif self._supported():
-            self.pending = asyncio.ensure_future(self._begin_later())
-
-    async def _begin_later(self) -> None:
-        await asyncio.sleep(self.DELAY_S)
-        self.token = f"pallasite-check-{uuid.uuid4().hex[:12]}"
-        try:
-            await self.client.work_done_progress.create_async(self.token)
-        except Exception:
-            self.token = None
-            return
-        self._begin()
-
-    def _begin(self) -> None:
-        self.started = True
-        self.client.work_done_progress.begin(self.token, lsp.WorkDoneProgressBegin(
-            title=self.title, message=self.message, cancellable=True))
-        future = self.client.work_done_progress.tokens.get(self.token)
-        if future is not None and self.task is not None:
-            future.add_done_callback(lambda f: f.cancelled() and self.task.cancel())
-
-    def report(self, message: str) -> None:
-        self.message = message
-        if self.started:
-            self.client.work_done_progress.report(self.token, lsp.WorkDoneProgressReport(message=message))
-
-    def end(self, message: str) -> None:
-        if self.pending is not None:
-            self.pending.cancel()
-        if self.started:
-            self.started = False
-            self.client.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd(message=message))
-            self.client.work_done_progress.tokens.pop(self.token, None)

@@ -1,0 +1,102 @@
+"""Where hover content comes from: the document's analysis, the task's element type, the chip
+table cache (the scoped VMEM limit), the last check of this session and the results store.
+
+Reading files (never importing jax) lives here; the text itself is built by hover.py.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from . import hover
+from .session import Document, Session
+
+
+def hover_content(session: Session, doc: Document, line: int, column: int) -> tuple[str, Any] | None:
+    analysis = doc.analysis
+    dtype, dtype_source = task_dtype(doc.text, analysis)
+    chip = chip_limits(session.settings.target)
+    found = hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source)
+    if found is not None:
+        return found
+    name = hover.kernel_at(analysis.sites, line, column)
+    if name is None:
+        return None
+    site = next(s for s in analysis.sites if s.kernel_name == name)
+    return hover.kernel_hover(name, kernel_results(session, doc, name)), site.kernel_def_span
+
+
+def task_dtype(text: str, analysis: Any) -> tuple[str | None, str]:
+    """The element type of the task's example inputs, when they name exactly one."""
+    for task in getattr(analysis, "tasks", ()) or ():
+        if not task.inputs:
+            continue
+        match = re.search(rf"^def {re.escape(task.inputs)}\(.*?(?=^\S|\Z)", text, re.S | re.M)
+        if match:
+            found = hover.dtypes_in(match.group(0))
+            if len(found) == 1:
+                return found[0], f"from {task.inputs}()"
+    return None, ""
+
+
+def chip_limits(target: str) -> hover.ChipLimits:
+    """The chip's scoped VMEM limit from the runner's cached chip table (never imports jax)."""
+    try:
+        from pallasite.runner.chips import read_cache
+
+        specs = read_cache() or []
+    except Exception:
+        specs = []
+    for spec in specs:
+        if spec.name == target:
+            return hover.ChipLimits(target, spec.scoped_vmem_limit_bytes, spec.vmem_bytes,
+                                    f"the chip table cache ({spec.scoped_vmem_source})")
+    return hover.ChipLimits(target)
+
+
+def kernel_results(session: Session, doc: Document, name: str) -> list[hover.KernelResult]:
+    """The compile results known for a kernel: the last check in this session, then the workspace's
+    results store for the (tier, chip) pairs this session has not checked."""
+    out: list[hover.KernelResult] = []
+    if doc.report is not None and doc.report_time is not None:
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(doc.report_time))
+        out += hover.verdict_results(doc.report.kernels, name, doc.report_chip or "?",
+                                     f"last check in this session, {when}")
+    seen = {(r.tier, r.chip) for r in out}
+    names = {name, *(s.enclosing_function for s in doc.analysis.sites if s.kernel_name == name)}
+    for record in stored_checks(doc.path):
+        if record.kernel in names and (record.tier, record.chip) not in seen:
+            seen.add((record.tier, record.chip))
+            out.append(hover.KernelResult(record.tier, record.chip or "?", record.status,
+                                          store_provenance(record)))
+    return out
+
+
+def stored_checks(path: str) -> list[Any]:
+    """The newest stored verdicts for a file, if its workspace has a results store (never creates one)."""
+    try:
+        from pallasite.knowledge.store import ResultsStore, store_path
+
+        from .results_cache import workspace_for
+
+        where = store_path(workspace_for([path], cwd=Path(path).parent))
+        if not where.is_file():
+            return []
+        store = ResultsStore(where)
+        try:
+            return store.latest_checks(path=str(Path(path).resolve()))
+        finally:
+            store.close()
+    except Exception:  # an unreadable store must not break a hover
+        return []
+
+
+def store_provenance(record: Any) -> str:
+    versions = ", ".join(v for v in (f"jax {record.key.jax_version}" if record.key.jax_version else "",
+                                     f"libtpu {record.key.libtpu_version}" if record.key.libtpu_version else "",
+                                     record.key.backend) if v)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record.created))
+    return f"results store (.pallasite), {when}, {versions}"
