@@ -167,6 +167,8 @@ def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dty
     title = f"**pallas_call** of `{site.kernel_name or '?'}`"
     if site.enclosing_function:
         title += f" in `{site.enclosing_function}`"
+    if site.backend == "gpu":
+        return title + "\n\nA GPU pallas_call: TPU block tiling and VMEM limits do not apply.\n" + grid_hover(site)
     out = [title, ""]
     if dtype:
         out.append(f"Element type {dtype}{' (' + dtype_source + ')' if dtype_source else ''}.")

@@ -203,3 +203,14 @@ async def test_edits_do_not_cancel_a_running_check_but_a_newer_save_supersedes_i
     # the newer save replaced the 30 s check: its verdict arrives well before the old one could
     diags = await diagnostics_for(client, uri, 2, timeout=25, predicate=has("PLS104", 1))
     assert codes_at(diags, "PLS104") == [12]
+
+
+async def test_check_command_runs_tier3_when_asked(client, tmp_path):
+    _, uri, _ = await trusted_open(client, tmp_path, "add_ok.py", {"check": {"onOpen": False}})
+    await diagnostics_for(client, uri, 1)
+    result = await asyncio.wait_for(client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri, "tiers": [0, 1, 3]}])), 180)
+    assert result["ok"] is True and result["findings"] == 0
+    assert any("interpret mode (not TPU time)" in note for note in result["notes"])
+    lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+    assert lenses[0].command.title == "Check for v6e (last: tier 1 ok, tier 3 ok)"

@@ -61,6 +61,12 @@ def test_blocks_outside_vmem_and_non_static_dims_are_said_so():
     assert "at least" in text  # the footprint is a lower bound when a block is not static
 
 
+def test_gpu_calls_get_no_tpu_numbers():
+    text = hover.site_hover(site(backend="gpu"), hover.ChipLimits("v5e", 16 * MIB, source="probe"), "float32")
+    assert "TPU block tiling and VMEM limits do not apply" in text and "VMEM footprint" not in text
+    assert "- grid (8, 4): 32 steps" in text
+
+
 def test_tiling_verdict_uses_the_dtype_row_tiling():
     assert hover.tiling_verdict((8, 128), 1).startswith("tiling: legal only if")  # int8 needs 32 rows
     assert hover.tiling_verdict((32, 128), 1).startswith("tiling: legal (")
