@@ -214,3 +214,14 @@ async def test_check_command_runs_tier3_when_asked(client, tmp_path):
     assert any("interpret mode (not TPU time)" in note for note in result["notes"])
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     assert lenses[0].command.title == "Check for v6e (last: tier 1 ok, tier 3 ok)"
+
+
+async def test_a_hanging_check_hits_the_time_limit_and_is_reported(client, tmp_path):
+    _, uri, _ = await trusted_open(client, tmp_path, "slow_import.py", {"check": {"timeLimitS": 3}})
+    diags = await diagnostics_for(client, uri, 1, timeout=60, predicate=has("PLS903"))
+    assert codes_at(diags, "PLS903")
+    for _ in range(100):
+        if any("PLS903" in m.message for m in client.messages):
+            break
+        await asyncio.sleep(0.05)
+    assert any("PLS903" in m.message and "restarts" in m.message for m in client.messages)
