@@ -17,7 +17,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
@@ -62,7 +62,13 @@ class Document:
         return bool(self.analysis is not None and self.analysis.uses_pallas)
 
     def findings(self) -> list[Finding]:
-        return [*self.tier0, *self.compiler]
+        """What the user sees: tier-0 and compiler findings, one finding per mistake (a compiler
+        finding repeating a tier-0 one becomes its related "agrees" entry)."""
+        from pallasite.runner.agreement import merge_agreeing  # client side, jax-free
+
+        if not self.compiler:
+            return list(self.tier0)
+        return merge_agreeing([*self.tier0, *self.compiler], self.analysis.sites if self.analysis else ())
 
     def apply(self, version: int, edits: Sequence[Edit]) -> None:
         """Edits from the client, in order; every finding moves with the text."""
@@ -156,7 +162,6 @@ class Session:
         self.worker_warm = False  # a worker of the current checker has answered a check
         self.last_status: dict[str, Any] | None = None
         self.encoding = "utf-16"
-        self.on_publish: Callable[[Document], None] | None = None
         self.tier0_failed: set[str] = set()  # documents whose source analysis raised (told once)
         self.tier0_seconds: deque[float] = deque(maxlen=1000)  # debounce end -> published, per run
 
@@ -337,8 +342,6 @@ class Session:
         self.client.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diagnostics, version=doc.version))
         doc.published = True
-        if self.on_publish is not None:
-            self.on_publish(doc)
 
     # ------------------------------------------------------------- jobs
 

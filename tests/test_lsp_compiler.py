@@ -225,3 +225,13 @@ async def test_a_hanging_check_hits_the_time_limit_and_is_reported(client, tmp_p
             break
         await asyncio.sleep(0.05)
     assert any("PLS903" in m.message and "restarts" in m.message for m in client.messages)
+
+
+async def test_a_mistake_seen_by_tier0_and_the_lowering_is_shown_once(client, tmp_path):
+    _, uri, _ = await trusted_open(client, tmp_path, "tiling_agree.py")
+    agrees = lambda diags: any("agrees" in r.message for d in diags for r in d.related_information or ())  # noqa: E731
+    diags = await diagnostics_for(client, uri, 1, timeout=120, predicate=agrees)
+    at_spec = [d for d in diags if d.range.start.line == 15]
+    assert [d.code for d in at_spec] == ["PLS001"]
+    assert any("jax lowering (v6e) agrees (PLS101)" in r.message for r in at_spec[0].related_information)
+    assert not [d for d in diags if d.code == "PLS101"]
