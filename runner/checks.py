@@ -177,7 +177,7 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
     if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
-        tier3_entry(entry, task, path, say)
+        tier3_entry(entry, task, path, say, target)
     return entry
 
 

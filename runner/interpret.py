@@ -17,7 +17,9 @@ num_cores_or_threads=2, random_seed=...)`` forced onto every ``pallas_call`` (ja
 Shapes: the example inputs are used as they are when small; larger ones are shrunk along dims
 that map onto BlockSpec dims, to a couple of blocks each (still multiples of the block shape, so the
 tiling rules hold), and the shapes actually used are returned. Two simulated TensorCores and a
-shuffled order of "parallel" grid steps expose a reduction axis wrongly marked parallel. Times are
+shuffled order of "parallel" grid steps expose a reduction axis wrongly marked parallel; on a
+one-core target (v5e, v6e) such findings are rechecked as that chip runs the kernel (one core, steps
+in order) and, when only two cores get it wrong, reported as warnings. Times are
 CPU interpret-mode wall clock: they say nothing about TPU time.
 """
 
@@ -54,7 +56,8 @@ from .interpret_records import (
 )
 
 MAX_ELEMENTS = 1 << 20  # inputs larger than this (per array) are shrunk when the blocks allow
-SIMULATED_CORES = 2  # megacore (v4, v5p, 7x): "parallel" grid axes are split between two cores
+SIMULATED_CORES = 2  # megacore (v4, v5p): "parallel" grid axes are split between two cores
+TWO_CORE_CHIPS = "two-core chips such as v4/v5p"
 SEED = 7  # order of "parallel" grid steps; fixed so reruns are reproducible
 
 
@@ -239,8 +242,13 @@ def describe_shapes(args: Any) -> str:
 # --------------------------------------------------------------------------- the tier
 
 
-def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str], None] | None = None,
+              target: str | None = None) -> dict[str, Any]:
     """Tier 3 for one task (a ``tasks_runtime.RuntimeTask``-like object); a plain JSON dict.
+
+    The first run simulates two TensorCores (a megacore chip). For a one-core ``target`` (v5e, v6e)
+    whatever that run finds is checked again as the target runs it (one core, grid steps in order):
+    what is wrong only with two cores becomes a warning that says so (``one_core_verdict``).
 
     ``{"state": "ok"|"error", "errors": [record...], "seconds": float, "shapes": str,
     "shrunk": bool, "note": "tier 3: ..."}`` — every record has ``tier`` 3 and a ``code``.
@@ -268,10 +276,19 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
     run = interpret_once(task.entry, inputs, seed=seed, user_files=(path,), modules=_namespaces(task.entry))
     total = run.seconds
     records = diagnose(run, task, inputs, path, source, say, seed)
+    total += sum(records.pop("_reruns", []))
+    cores = target_cores(target)
+    if cores == 1 and any(r.get("severity", "error") == "error" for r in records["errors"]):
+        # Wrong with two simulated TensorCores: is it wrong on this one-core chip too? Its single core
+        # runs every grid axis in order, as if all were "arbitrary".
+        say(f"tier 3: {task.name} again as on {target} (1 TensorCore, grid steps in order)")
+        own_run = interpret_once(task.entry, inputs, cores=1, semantics=_all_arbitrary, user_files=(path,),
+                                 modules=_namespaces(task.entry))
+        own = diagnose(own_run, task, inputs, path, source, say, seed, one_core=True)
+        total += own_run.seconds + sum(own.pop("_reruns", []))
+        records["errors"] = one_core_verdict(own["errors"], records["errors"], target)
     if made_up and _has_integers(shapes):
         _soften_result_records(records["errors"])
-    for extra in records.pop("_reruns", []):
-        total += extra
     result["errors"] = records["errors"]
     result["seconds"] = round(total, 3)
     result["state"] = "error" if any(r.get("severity", "error") == "error" for r in result["errors"]) else "ok"
@@ -282,7 +299,8 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
     return result
 
 
-def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str], None] | None = None) -> None:
+def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str], None] | None = None,
+                target: str | None = None) -> None:
     """Fill one ``check`` result entry (runner/checks.py) with tier 3: state, records, time note."""
     failed = [t for t in ("1", "2") if entry["tiers"].get(t) == "error"]
     if failed:
@@ -290,7 +308,7 @@ def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str]
         return
     source = "".join(linecache.getlines(path)) or None  # the editor's buffer when one was sent
     try:
-        out = run_tier3(task, path, source, say)
+        out = run_tier3(task, path, source, say, target)
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not lose tiers 1-2
         rec = errors_mod.record(exc, path, stage="tier 3")
         rec.update(tier=3, code="PLS300", origin="pallasite runner")
@@ -300,6 +318,47 @@ def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str]
     if out.get("note"):
         entry.setdefault("notes", []).append(out["note"])
     entry["tier3"] = {k: out.get(k) for k in ("seconds", "shapes", "shrunk")}
+
+
+def target_cores(target: str | None) -> int:
+    """TensorCores that share one kernel's "parallel" grid axes on ``target`` (megacore: 2, else 1).
+
+    jax's own chip table decides (``ChipVersion.supports_megacore``); an unknown or missing target
+    is simulated with two cores, the stricter case.
+    """
+    if not target:
+        return SIMULATED_CORES
+    from . import chips
+
+    try:
+        version = pltpu.ChipVersion(chips.target(target).chip_version)
+    except ValueError:
+        return SIMULATED_CORES
+    return SIMULATED_CORES if version.supports_megacore else 1
+
+
+def one_core_verdict(own: list[dict[str, Any]], two_core: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
+    """The records for a one-core ``target``: its own run's findings stay as they are; an error only
+    the two-core run found becomes a warning saying the kernel is right (or not wrong in that way) on
+    ``target`` but wrong on megacore chips."""
+    if any(r.get("severity", "error") == "error" for r in own):
+        lead = f"also wrong on {TWO_CORE_CHIPS}: "
+    else:
+        lead = f"correct on {target} (1 TensorCore) but wrong on {TWO_CORE_CHIPS}: "
+    own_codes = {r.get("code") for r in own}
+    out = list(own)
+    for rec in two_core:
+        if rec.get("code") in own_codes:
+            continue  # the one-core run found it too: its record says it
+        if rec.get("severity", "error") == "error":
+            rec = dict(rec, severity="warning", sentence=lead + rec["sentence"])
+            rec["message"] = rec["sentence"]
+        out.append(rec)
+    return out
+
+
+def _all_arbitrary(sem: tuple[str, ...]) -> tuple[str, ...]:
+    return ("arbitrary",) * len(sem)
 
 
 ZEROED_INTS = ("integer inputs were filled with 0 because example_inputs() gives only their shapes; if they are "
@@ -346,13 +405,20 @@ def _concrete_inputs(task: Any, shapes: tuple[Any, ...], shrunk: bool) -> tuple[
 
 
 def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: str, say: Callable[[str], None],
-             seed: int = SEED) -> dict[str, Any]:
-    """Records for one run; reruns variants (arbitrary semantics, zero-filled memory) to explain."""
+             seed: int = SEED, one_core: bool = False) -> dict[str, Any]:
+    """Records for one run; reruns variants (arbitrary semantics, zero-filled memory) to explain.
+
+    ``one_core``: the run was one TensorCore with every axis "arbitrary" (a v5e/v6e chip); its
+    reruns keep that, and "parallel" semantics cannot be the cause there.
+    """
     errors: list[dict[str, Any]] = []
     reruns: list[float] = []
 
     def again(**kw: Any) -> Run:
         kw.setdefault("seed", seed)
+        if one_core:
+            kw.setdefault("cores", 1)
+            kw.setdefault("semantics", _all_arbitrary)
         rerun = interpret_once(task.entry, inputs, user_files=(path,), modules=_namespaces(task.entry), **kw)
         reruns.append(rerun.seconds)
         return rerun
@@ -404,7 +470,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
 
     cause = None
     sem = dimension_semantics(call.kwargs.get("compiler_params")) if call else None
-    if sem and "parallel" in sem:
+    if sem and "parallel" in sem and not one_core:
         say(f"tier 3: {task.name} again with every grid axis \"arbitrary\"")
         rerun = again(semantics=lambda s: ("arbitrary",) * len(s), cores=1)
         if rerun.error is None and not rerun.races and not problems_of(rerun):

@@ -1,8 +1,9 @@
 """Tier 3: TPU interpret-mode runs of the runtime fixtures, end to end through the checker.
 
-All fixtures of tests/data/runtime/ are checked once, by one worker (tier 3 only, so libtpu is not
-needed); each broken file must give its expected finding at the expected line (expected.json was
-written before the code), each fixed twin none.
+All fixtures of tests/data/runtime/ are checked once for v5p (a two-core megacore chip), by one
+worker (tier 3 only, so libtpu is not needed); each broken file must give its expected finding at
+the expected line (expected.json was written before the code), each fixed twin none. The one-core
+targets (v5e, v6e) are checked on the fixtures that are wrong only with two TensorCores.
 """
 
 from __future__ import annotations
@@ -22,8 +23,41 @@ EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).it
 @pytest.fixture(scope="module")
 def reports():
     paths = [str(DATA / name) for name in EXPECTED]
-    out = check_paths(paths, CheckOptions(target="v5e", tiers=(3,), time_limit_s=120))
+    out = check_paths(paths, CheckOptions(target="v5p", tiers=(3,), time_limit_s=120))
     return {Path(r.path).name: r for r in out}
+
+
+TWO_CORE_ONLY = {"race_cores_broken.py": ("PLS301", 24), "parallel_reduction_broken.py": ("PLS304", 41)}
+
+
+@pytest.mark.parametrize("target", ["v5e", "v6e"])
+def test_one_core_targets_warn_about_what_only_two_cores_get_wrong(target):
+    """On a one-TensorCore chip these kernels compute the right result: a warning naming the
+    two-core chips, not an error; and the tier-3 verdict is ok."""
+    out = check_paths([str(DATA / n) for n in TWO_CORE_ONLY], CheckOptions(target=target, tiers=(3,), time_limit_s=120))
+    for report in out:
+        got = [f for f in report.findings if f.tier == 3]
+        code, line = TWO_CORE_ONLY[Path(report.path).name]
+        assert [(f.code, f.span.line + 1, f.severity) for f in got] == [(code, line, "warning")], [f.message for f in got]
+        assert got[0].message.startswith(f"correct on {target} (1 TensorCore) but wrong on two-core chips such as v4/v5p: ")
+        assert {dict(k.tiers)[3] for k in report.kernels} == {"ok"}
+
+
+def test_one_core_verdict_keeps_errors_the_chip_itself_makes():
+    from pallasite.runner.interpret import one_core_verdict
+
+    own = [{"code": "PLS302", "severity": "error", "sentence": "oob", "message": "oob"}]
+    two = [{"code": "PLS302", "severity": "error", "sentence": "oob", "message": "oob"},
+           {"code": "PLS301", "severity": "error", "sentence": "race between TensorCores", "message": "x"}]
+    out = one_core_verdict(own, two, "v6e")
+    assert [(r["code"], r["severity"]) for r in out] == [("PLS302", "error"), ("PLS301", "warning")]
+    assert out[1]["message"] == "also wrong on two-core chips such as v4/v5p: race between TensorCores"
+
+
+def test_target_cores_follow_jax_chip_table():
+    from pallasite.runner.interpret import target_cores
+
+    assert [target_cores(t) for t in ("v4", "v5p", "v5e", "v6e", None)] == [2, 2, 1, 1, 2]
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
