@@ -8,8 +8,10 @@ trip; this host's CPU, no accelerator):
   work (apply the edit, tier 0 on the whole file, convert, publish). File: jax's
   splash_attention_kernel.py (~2600 lines, 3 pallas_calls). Target p95 < 50 ms.
 - compiler verdict after save with a warm worker: save -> the publication carrying the check's
-  result, tiers 1-2 for v5e, on a kernel file with a task that compiles (tests/data/lsp/add_ok.py); every
-  save follows an edit, so each check compiles text it has not seen. Target p95 < 0.5 s.
+  result, tiers 1-2 for v5e, on a kernel file with a task that compiles (tests/data/lsp/add_ok.py).
+  Twice: with a new constant in the kernel body before each save (a lowered module tier 2 has not
+  seen: a real compile), and with only a comment changed (tier 1 runs; the lowered module is the
+  same, so the checker may reuse tier 2's verdict from the workspace's results store). Target p95 < 0.5 s.
 - hover on the splash-attention pallas_call: request -> response. Target p95 < 20 ms.
 - server RSS after all of the above (psutil, the server process only; the worker is separate).
   Target < 120 MB.
@@ -154,29 +156,40 @@ async def run(args: argparse.Namespace) -> None:
         client.text_document_did_open(lsp.DidOpenTextDocumentParams(
             lsp.TextDocumentItem(uri=kuri, language_id="python", version=1, text=ktext)))
         await recorder.wait(kuri, 1, 0)
-        saves, version, kline = [], 1, len(ktext.splitlines())
-        for n in range(args.saves + 1):  # the first save starts the worker (cold): not counted
-            version += 1
-            after = len(recorder.events)
-            client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-                lsp.VersionedTextDocumentIdentifier(uri=kuri, version=version),
-                [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(kline, 0), lsp.Position(kline, 0)),
-                                                      text=f"# save {n}\n")]))
-            kline += 1
-            await recorder.wait(kuri, version, after)  # tier 0 for this text
-            after = len(recorder.events)
-            sent = time.perf_counter()
-            client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(kuri)))
-            stamp = await recorder.wait(kuri, version, after)
-            diags = recorder.events[-1][1].diagnostics
-            if n == 0:
-                lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(kuri)))
-                print(f"cold first check (worker start + jax import): {(stamp - sent) * 1000:.0f} ms; "
-                      f"findings: {sorted({(d.code, d.data['tier']) for d in diags})}; "
-                      f"lens: {lenses[0].command.title!r}")
-            else:
-                saves.append(stamp - sent)
-        print(summary(f"compiler verdict after save (tiers {args.tiers}, {args.target}, warm worker)", saves, 500))
+        body = next(i for i, line in enumerate(ktext.splitlines()) if line.strip().startswith("o_ref[...] ="))
+        body_text = ktext.splitlines()[body]
+        version = 1
+        for label, kernel_changes in (("the kernel changed before each save: tier 2 compiles", True),
+                                      ("only a comment changed: same lowered module, tier 2 may come from the results store", False)):
+            saves = []
+            for n in range(args.saves + 1):  # the first save of the run is not counted (cold/warm-up)
+                version += 1
+                after = len(recorder.events)
+                if kernel_changes:  # a new constant in the kernel body: a lowered module not seen before
+                    new_line = f"    o_ref[...] = x_ref[...] + y_ref[...] + {version}.0"
+                    rng = lsp.Range(lsp.Position(body, 0), lsp.Position(body, len(body_text)))
+                    body_text = new_line
+                else:
+                    new_line, rng = f"# save {n}\n", lsp.Range(lsp.Position(body + 1, 0), lsp.Position(body + 1, 0))
+                client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                    lsp.VersionedTextDocumentIdentifier(uri=kuri, version=version),
+                    [lsp.TextDocumentContentChangePartial(range=rng, text=new_line)]))
+                await recorder.wait(kuri, version, after)  # tier 0 for this text
+                after = len(recorder.events)
+                sent = time.perf_counter()
+                client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(kuri)))
+                stamp = await recorder.wait(kuri, version, after)
+                diags = recorder.events[-1][1].diagnostics
+                if n == 0 and kernel_changes:
+                    lenses = await client.text_document_code_lens_async(
+                        lsp.CodeLensParams(lsp.TextDocumentIdentifier(kuri)))
+                    print(f"cold first check (worker start + jax import): {(stamp - sent) * 1000:.0f} ms; "
+                          f"findings: {sorted({(d.code, d.data['tier']) for d in diags})}; "
+                          f"lens: {lenses[0].command.title!r}")
+                elif n > 0:
+                    saves.append(stamp - sent)
+            print(summary(f"compiler verdict after save (tiers {args.tiers}, {args.target}, warm worker; {label})",
+                          saves, 500))
 
         stats = await client.protocol.send_request_async("pallasite/serverStats", None)
         rss = stats.rssBytes / (1 << 20)
