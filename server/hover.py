@@ -162,13 +162,16 @@ def _limit_line(total: int, complete: bool, chip: ChipLimits | None, label: str)
             f"limit from {chip.source})")
 
 
-def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dtype_source: str = "") -> str:
-    """The pallas_call hover: blocks, footprint against the chip's scoped VMEM, grid steps, tiling."""
+def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dtype_source: str = "",
+               grid_value: tuple[int, ...] | None = None) -> str:
+    """The pallas_call hover: blocks, footprint against the chip's scoped VMEM, grid steps, tiling.
+    ``grid_value``: the grid evaluated at the task's example shapes, when it is not static."""
     title = f"**pallas_call** of `{site.kernel_name or '?'}`"
     if site.enclosing_function:
         title += f" in `{site.enclosing_function}`"
     if site.backend == "gpu":
-        return title + "\n\nA GPU pallas_call: TPU block tiling and VMEM limits do not apply.\n" + grid_hover(site)
+        return (title + "\n\nA GPU pallas_call: TPU block tiling and VMEM limits do not apply.\n"
+                + grid_hover(site, grid_value))
     out = [title, ""]
     if dtype:
         out.append(f"Element type {dtype}{' (' + dtype_source + ')' if dtype_source else ''}.")
@@ -184,16 +187,22 @@ def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dty
     for size in sizes:
         total, complete = vmem_footprint(site, size)
         out.append(_limit_line(total, complete, chip, dtype or f"{size} B/elem"))
-    out.append(grid_hover(site))
+    out.append(grid_hover(site, grid_value))
     return "\n".join(out)
 
 
-def grid_hover(site: KernelSite) -> str:
+def grid_hover(site: KernelSite, grid_value: tuple[int, ...] | None = None) -> str:
+    """Grid steps: from the static grid, else from ``grid_value`` (the task's example shapes)."""
     if site.grid is None:
         return "- grid: not static (or not given: one step)"
     steps = grid_steps(site.grid)
     sem = f"; dimension_semantics {list(site.dimension_semantics)}" if site.dimension_semantics else ""
-    count = f"{steps} steps" if steps is not None else "step count not static"
+    if steps is not None:
+        count = f"{steps} steps"
+    elif grid_value is not None:
+        count = f"{_shape_text(grid_value)} = {grid_steps(grid_value)} steps at the example inputs' shapes"
+    else:
+        count = "step count not static"
     return f"- grid {_shape_text(site.grid)}: {count}{sem}"
 
 
@@ -235,8 +244,10 @@ def verdict_results(verdicts: Iterable[KernelVerdict], name: str, chip: str, pro
 
 
 def hover_at(sites: Sequence[KernelSite], line: int, column: int, chip: ChipLimits | None, dtype: str | None,
-             dtype_source: str = "") -> tuple[str, Span] | None:
-    """The site hover text for what is at (line, column): a BlockSpec, the grid, or the call."""
+             dtype_source: str = "", grids: dict[Span, tuple[int, ...]] | None = None) -> tuple[str, Span] | None:
+    """The site hover text for what is at (line, column): a BlockSpec, the grid, or the call.
+    ``grids``: site span -> its grid evaluated at the task's example shapes (when not static)."""
+    grids = grids or {}
     for site in sites:  # a BlockSpec may be written before the call: look at specs first
         for spec in (*(site.in_specs or ()), *(site.out_specs or ())):
             if spec.span.contains(line, column):
@@ -244,10 +255,10 @@ def hover_at(sites: Sequence[KernelSite], line: int, column: int, chip: ChipLimi
     for site in sites:  # the grid value, or the `grid=` keyword itself
         for span in (site.grid_span, site.keyword_span("grid")):
             if span is not None and span.contains(line, column):
-                return f"**grid** of `{site.kernel_name or '?'}`\n\n" + grid_hover(site), span
+                return f"**grid** of `{site.kernel_name or '?'}`\n\n" + grid_hover(site, grids.get(site.span)), span
     for site in sites:
         if site.span.contains(line, column):
-            return site_hover(site, chip, dtype, dtype_source), site.call_span
+            return site_hover(site, chip, dtype, dtype_source, grids.get(site.span)), site.call_span
     return None
 
 

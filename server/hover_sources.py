@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import hover
+from . import hover, task_shapes
 from .session import Document, Session
 
 
@@ -19,7 +19,7 @@ def hover_content(session: Session, doc: Document, line: int, column: int) -> tu
     analysis = doc.analysis
     dtype, dtype_source = task_dtype(doc.text, analysis)
     chip = chip_limits(session.settings.target)
-    found = hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source)
+    found = hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source, task_grids(doc.text, analysis))
     if found is not None:
         return found
     name = hover.kernel_at(analysis.sites, line, column)
@@ -40,6 +40,19 @@ def task_dtype(text: str, analysis: Any) -> tuple[str | None, str]:
             if len(found) == 1:
                 return found[0], f"from {task.inputs}()"
     return None, ""
+
+
+def task_grids(text: str, analysis: Any) -> dict[Any, tuple[int, ...]]:
+    """Site span -> grid at the task's example shapes, for sites in the task's entry whose grid
+    is not static in the source."""
+    out = {}
+    for task in getattr(analysis, "tasks", ()) or ():
+        for site in analysis.sites:
+            if site.enclosing_function == task.entry and site.grid is not None:
+                value = task_shapes.grid_at_inputs(text, site.grid, task.entry, task.inputs)
+                if value is not None:
+                    out[site.span] = value
+    return out
 
 
 def chip_limits(target: str) -> hover.ChipLimits:
