@@ -88,7 +88,8 @@ CODES: dict[str, Code] = _codes(
     Code("PLS205", "TPU compiler ran past the time limit", "Smaller blocks or fewer unrolled steps usually compile much faster."),
     # ---------------------------------------------------------------- tier 3: interpret-mode runs
     Code("PLS300", "Kernel failed when run in TPU interpret mode", "Read the message; the marked line is where it failed."),
-    Code("PLS301", "DMA race", "Wait on the DMA semaphore before reading or overwriting the buffer."),
+    Code("PLS301", "Data race (an async copy, or two TensorCores, on one buffer)",
+         "Order the two accesses the message names: for an async copy, wait on its semaphore before reading or reusing the buffer; for two TensorCores writing one output block, mark that grid axis \"arbitrary\" or give each core its own output block."),
     Code("PLS302", "Out-of-bounds read or DMA", "Clamp the index or pad the input; interpret=True alone silently clamps."),
     Code("PLS303", "Output region left unwritten or NaN", "Write every output block on every grid step, or initialise the accumulator."),
     Code("PLS304", "Result differs from the reference", "Check accumulator initialisation and dimension_semantics of reduction axes."),
@@ -96,7 +97,8 @@ CODES: dict[str, Code] = _codes(
     # ---------------------------------------------------------------- running the check
     Code("PLS900", "No task: compiler tiers need example inputs",
          "Add example_inputs() (see docs/task-convention.md) so tiers 1-3 know the shapes.", "information"),
-    Code("PLS901", "The file raised an exception when imported", "Fix the error at the marked line; the kernel cannot be checked until the file imports."),
+    Code("PLS901", "The file raised an exception when imported (or when run, in script mode)",
+         "Fix the error at the marked line. Importing: the kernels cannot be checked until the file imports; script mode: the message says which pallas_calls were still checked."),
     Code("PLS902", "Check worker crashed", "The worker process died; it has been restarted. The message says how it ended."),
     Code("PLS903", "Check ran past its time limit", "Raise the time limit setting, or shrink the example inputs / blocks."),
     Code("PLS904", "Check ran past its memory limit", "Raise the memory limit setting, or shrink the example inputs."),

@@ -194,3 +194,34 @@ def test_cli_runs_tier3_on_demand_and_reports_the_time_note():
     report = json.loads(proc.stdout)["files"][0]
     assert [(f["code"], f["line"], f["origin"]) for f in report["findings"]] == [("PLS302", 18, "TPU interpreter")]
     assert any(n.startswith("tier 3: shifted ran in") and "not TPU time" in n for n in report["notes"])
+
+
+def test_cross_core_race_gets_advice_that_fits_it(reports):
+    """The message itself says what to do; the registry hint and catalog entry cover both kinds of race."""
+    import re
+
+    from pallasite.analysis.codes import CODES
+    from pallasite.knowledge.catalog import entry
+
+    finding = next(f for f in reports["race_cores_broken.py"].findings if f.code == "PLS301")
+    assert 'make that axis "arbitrary" or give each step its own block' in finding.message
+    hint = CODES["PLS301"].hint
+    assert "semaphore" in hint and "TensorCores" in hint and '"arbitrary"' in hint
+    catalog = entry("PLS301")
+    assert "TensorCores" in catalog.explanation and '"arbitrary"' in catalog.fix
+    assert any(re.search(p, finding.message, re.IGNORECASE) for p in catalog.patterns)
+
+
+def test_knowledge_says_tier3_catches_a_reduction_axis_marked_parallel(reports):
+    from pallasite.knowledge.catalog import entry
+
+    caught = [f for f in reports["parallel_reduction_broken.py"].findings if f.code == "PLS304"]
+    assert caught and "marked \"parallel\"" in caught[0].message  # what the texts below must agree with
+    explanation = " ".join(entry("PLS304").explanation.split())
+    assert "not in the interpreter" not in explanation
+    assert "rerunning with every axis \"arbitrary\"" in explanation
+    guides = Path(__file__).parents[1] / "knowledge" / "guides"
+    semantics = " ".join((guides / "dimension-semantics.md").read_text().split())
+    assert "interpret mode does not detect it either" not in semantics and "pallasite's tier 3 does" in semantics
+    interpret = " ".join((guides / "interpret-mode.md").read_text().split())
+    assert "It does not detect a reduction axis" not in interpret and "pallasite's tier 3 does" in interpret
