@@ -16,6 +16,7 @@ from .session import Document, Session
 
 
 def hover_content(session: Session, doc: Document, line: int, column: int) -> tuple[str, Any] | None:
+    """(markdown, span) for what is at (line, column) of a kernel file, or None."""
     analysis = doc.analysis
     dtype, dtype_source = task_dtype(doc.text, analysis)
     chip = chip_limits(session.settings.target)
