@@ -28,11 +28,12 @@ import asyncio
 import inspect
 import re
 import sys
-import time
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
+from pallasite.analysis.suppress import apply_suppressions
+from pallasite.analysis.tier0 import SourceAnalysis, analyze
 from pallasite.analysis.types import (
     DEFAULT_TIERS,
     TIERS,
@@ -43,6 +44,8 @@ from pallasite.analysis.types import (
 )
 
 from .agreement import merge_agreeing
+from .client import WorkerClient, WorkerConfig
+from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
 
 TARGETS: tuple[str, ...] = ("v4", "v5e", "v5p", "v6e")
 COMPILER_TIERS: tuple[int, ...] = (1, 2, 3)
@@ -117,45 +120,6 @@ class _FrozenMap(Mapping[str, str]):
         return repr(self._dict)
 
 
-# --------------------------------------------------------------------------- the results cache seam
-
-
-@dataclass(frozen=True)
-class CacheKey:
-    """What one tier's verdict for one entry is about (the results store's key, runner-side)."""
-
-    code_hash: str  # "lowered:<sha256>" (tier 2: the tier-1 module) or "source:<sha256>" (file + local imports)
-    kernel: str  # the task entry
-    inputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, dtype) of each example input leaf
-    chip: str
-    jax_version: str | None
-    libtpu_version: str | None
-    backend: str = "local"  # "local", or "command:<launcher>" for a worker run through ssh etc.
-
-
-@dataclass(frozen=True)
-class CachedVerdict:
-    """A tier's verdict as stored: its status, its findings (located), when and where."""
-
-    status: str  # "ok" or "error"
-    findings: tuple[Finding, ...]
-    created: float  # seconds since the epoch
-    where: str  # e.g. ".pallasite/results.sqlite", said in the reuse note
-
-
-class ResultCache(Protocol):
-    """Stored tier verdicts (implemented over the results store by the server layer)."""
-
-    def source_hash(self, path: str, text: str) -> str:
-        """``source:<sha256>`` of the file's text plus its local imports."""
-
-    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
-        """The newest verdict stored for exactly ``key`` and ``tier``."""
-
-    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
-        """Record one verdict."""
-
-
 # --------------------------------------------------------------------------- the orchestrator
 
 
@@ -187,17 +151,19 @@ class Checker:
 
         findings: list[Finding] = []
         notes: list[str] = []
-        analysis = _tier0(text, path, self.options.target, notes)
-        if 0 in tiers and analysis is not None:
-            findings.extend(getattr(analysis, "findings", ()))
+        analysis = analyze(text, path, target=self.options.target)
+        if 0 in tiers:
+            findings.extend(analysis.findings)
         verdicts = _initial_verdicts(analysis, text, tiers)
 
         compiler_tiers = tuple(t for t in tiers if t in COMPILER_TIERS)
-        if compiler_tiers and analysis is not None:
-            if not getattr(analysis, "syntax_ok", True):
+        if compiler_tiers:
+            if not analysis.syntax_ok:
                 _mark(verdicts, compiler_tiers, "skipped: the file does not parse")
+                if self.options.script and not any(f.code == "PLS000" for f in findings):
+                    findings.extend(_syntax_findings(text, path))  # --script was asked: say why it did not run
             elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
-                if getattr(analysis, "uses_pallas", False):
+                if analysis.uses_pallas:
                     findings.append(_no_task_finding(text))
                     _mark(verdicts, compiler_tiers, "skipped: no example inputs (PLS900)")
                 else:
@@ -207,8 +173,8 @@ class Checker:
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress
                 )
 
-        findings = _apply_suppressions(findings, text, self.options.severity)
-        findings = merge_agreeing(findings, getattr(analysis, "sites", ()) or ())  # one mistake, one finding
+        findings = list(apply_suppressions(findings, text, dict(self.options.severity)))
+        findings = merge_agreeing(findings, analysis.sites)  # one mistake, one finding
         findings.sort(key=lambda f: (f.span.line, f.span.column, f.tier, f.code))
         return FileReport(
             path=path,
@@ -232,11 +198,8 @@ class Checker:
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress):
         from pallasite.runner import locate  # client side, jax-free
 
-        client = self._worker(notes)
-        if client is None:
-            _mark(verdicts, tiers, "skipped: the check worker is not available")
-            return
-        cache = _GuardedCache(self.cache, notes) if self.cache is not None else None
+        client = self._worker()
+        cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
         last_stage: dict[str, Any] = {}
 
@@ -271,7 +234,7 @@ class Checker:
         notes.extend(_memory_note(name, figures, self.options.target) for name, figures in located.memory.items())
         for name, hit in reused.items():
             findings.extend(hit.findings)
-            notes.append(_reuse_note(name, hit, self.options.target, result.get("versions") or {}))
+            notes.append(reuse_note(name, hit, self.options.target, result.get("versions") or {}))
         _merge_worker_verdicts(verdicts, located.verdicts, text, tuple(located.findings)
                                + tuple(f for hit in reused.values() for f in hit.findings))
         if cache is not None:
@@ -395,14 +358,9 @@ class Checker:
                 mine = tuple(f for f in located.by_entry.get(name, ()) if f.tier == tier)
                 cache.put(key, tier, state, mine, path=path)
 
-    def _worker(self, notes: list[str]) -> Any:
+    def _worker(self) -> Any:
         if self._client is not None:
             return self._client
-        try:
-            from pallasite.runner.client import WorkerClient, WorkerConfig
-        except ImportError as exc:  # the worker side is optional for a tier-0-only install
-            notes.append(f"tiers 1-3 skipped: the check worker could not be loaded ({exc})")
-            return None
         config = WorkerConfig(
             python=self.options.interpreter or sys.executable,
             memory_mb=self.options.memory_mb,
@@ -423,42 +381,6 @@ def _reply_message(reply: Any) -> str:
     if tail and getattr(reply, "status", "") == "crashed":
         message += " (last worker output: " + " | ".join(line.strip()[:200] for line in tail) + ")"
     return message
-
-
-def _reuse_note(entry: str, hit: CachedVerdict, target: str, versions: Mapping[str, Any]) -> str:
-    """Says that tier 2 was not run for ``entry`` and where its verdict came from."""
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(hit.created))
-    made_with = ", ".join(f"{name} {versions[name]}" for name in ("jax", "libtpu") if versions.get(name))
-    return (f"tier 2 for {target} reused from {hit.where}, compiled {when} ({entry}: {hit.status}; "
-            f"same lowered kernel, inputs and {made_with or 'versions'}; --no-cache recompiles)")
-
-
-class _GuardedCache:
-    """A ResultCache whose failures become one note and switch it off for the rest of the check."""
-
-    def __init__(self, cache: ResultCache, notes: list[str]):
-        self._cache: ResultCache | None = cache
-        self._notes = notes
-
-    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        if self._cache is None:
-            return None
-        try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - a broken cache must not break the check
-            self._notes.append(f"results cache not used ({what} failed: {type(exc).__name__}: {exc}); "
-                               "the verdicts above were computed, not reused")
-            self._cache = None
-            return None
-
-    def source_hash(self, path: str, text: str) -> str | None:
-        return self._call("hashing the source", lambda: self._cache.source_hash(path, text))
-
-    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
-        return self._call("reading it", lambda: self._cache.get(key, tier))
-
-    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
-        self._call("recording a verdict", lambda: self._cache.put(key, tier, status, findings, path=path))
 
 
 def _memory_note(entry: str, figures: Mapping[str, int], target: str) -> str:
@@ -498,28 +420,17 @@ class _Verdict:
         return KernelVerdict(name=self.name, span=self.span, tiers=tuple(sorted(self.tiers.items())))
 
 
-def _tier0(text: str, path: str, target: str, notes: list[str]) -> Any:
-    try:
-        from pallasite.analysis import tier0
-    except ImportError as exc:
-        notes.append(f"tier 0 unavailable: {exc}")
-        return None
-    return tier0.analyze(text, path, target=target)
-
-
-def _initial_verdicts(analysis: Any, text: str, tiers: Sequence[int]) -> list[_Verdict]:
+def _initial_verdicts(analysis: SourceAnalysis, text: str, tiers: Sequence[int]) -> list[_Verdict]:
     """One verdict per pallas_call site (tier 0 filled in, other tiers "not run")."""
     verdicts: list[_Verdict] = []
-    if analysis is None:
-        return verdicts
-    findings = [f for f in getattr(analysis, "findings", ()) if f.severity == "error"]
-    for site in getattr(analysis, "sites", ()):
+    findings = [f for f in analysis.findings if f.severity == "error"]
+    for site in analysis.sites:
         name = site.kernel_name or site.enclosing_function or "pallas_call"
         states = {t: "not run" for t in TIERS}
         if 0 in tiers:
             spans = _site_spans(site)
             hit = any(_inside(f.span, s) for f in findings for s in spans)
-            if len(getattr(analysis, "sites", ())) == 1 and findings:
+            if len(analysis.sites) == 1 and findings:
                 hit = True  # one pallas_call: every tier-0 error of the file is about it
             states[0] = "error" if hit else "ok"
         verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states))
@@ -590,9 +501,9 @@ def _def_span(text: str, name: str) -> Span:
 _TASK_HINT = re.compile(r"^(?:def\s+(?:example_inputs|create_inputs|\w+_inputs)\s*\(|PALLASITE_ENTRY\s*=)", re.M)
 
 
-def _has_task(analysis: Any, text: str) -> bool:
+def _has_task(analysis: SourceAnalysis, text: str) -> bool:
     """Whether the file states a task (tier 0 found one, or it defines an inputs function)."""
-    return bool(getattr(analysis, "tasks", ())) or bool(_TASK_HINT.search(text))
+    return bool(analysis.tasks) or bool(_TASK_HINT.search(text))
 
 
 def _in_maxkernel_dir(path: str) -> bool:
@@ -602,11 +513,18 @@ def _in_maxkernel_dir(path: str) -> bool:
     return os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), "kernel_task.yaml"))
 
 
+_MAIN_BLOCK = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
+
+
 def _no_task_finding(text: str) -> Finding:
     entry = CODES["PLS900"]
+    message = "No task: the compiler tiers need example inputs to know the shapes of this file's kernels."
+    if _MAIN_BLOCK.search(text):
+        message += (" This file has a __main__ block: `pallasite check --script FILE` runs it and checks"
+                    " every pallas_call it makes, with no task needed.")
     return Finding(
         code="PLS900",
-        message="No task: the compiler tiers need example inputs to know the shapes of this file's kernels.",
+        message=message,
         span=Span.point(0),
         severity=entry.severity,
         tier=0,
@@ -614,22 +532,12 @@ def _no_task_finding(text: str) -> Finding:
     )
 
 
-def _apply_suppressions(findings: list[Finding], text: str, overrides: Mapping[str, str]) -> list[Finding]:
-    try:
-        from pallasite.analysis.suppress import apply_suppressions
-    except ImportError:
-        return _apply_overrides(findings, overrides)
-    return list(apply_suppressions(findings, text, dict(overrides)))
+def _syntax_findings(text: str, path: str) -> list[Finding]:
+    """PLS000 for a file Python cannot parse (tier 0 says so only for files that use Pallas)."""
+    from pallasite.analysis.tier0 import syntax_error
 
-
-def _apply_overrides(findings: list[Finding], overrides: Mapping[str, str]) -> list[Finding]:
-    out = []
-    for f in findings:
-        sev = overrides.get(f.code)
-        if sev == "off":
-            continue
-        out.append(replace(f, severity=sev) if sev else f)
-    return out
+    found = syntax_error(text, path)
+    return [found] if found is not None else []
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

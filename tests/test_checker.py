@@ -333,3 +333,14 @@ def test_an_i64_message_without_x64_stays_a_generic_compiler_error():
     client = RecordingClient(Reply(status="ok", result=result))
     report = _check(Checker(CheckOptions(target="v5e", tiers=(1, 2)), client=client), os.path.join(DATA, "x64_enabled_broken.py"))
     assert [f.code for f in report.findings if f.severity == "error"] == ["PLS200"]
+
+
+def test_no_task_note_points_at_script_mode_when_the_file_has_a_main_block():
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data" / "scripts"
+    (report,) = check_paths([str(data / "small_block_hidden.py")], CheckOptions(tiers=(0, 1)))
+    (note,) = [f for f in report.findings if f.code == "PLS900"]
+    assert "--script" in note.message
+    (plain,) = check_paths([str(Path(__file__).parent / "data" / "cli" / "bad_block.py")], CheckOptions(tiers=(0, 1)))
+    assert all("--script" not in f.message for f in plain.findings if f.code == "PLS900")
