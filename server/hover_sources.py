@@ -84,8 +84,9 @@ def kernel_results(session: Session, doc: Document, name: str) -> list[hover.Ker
     for record in stored_checks(doc.path):
         if record.kernel in names and (record.tier, record.chip) not in seen:
             seen.add((record.tier, record.chip))
-            out.append(hover.KernelResult(record.tier, record.chip or "?", record.status,
-                                          store_provenance(record)))
+            codes = sorted({f.code for f in record.findings})
+            status = record.status + (f" ({', '.join(codes)})" if codes else "")
+            out.append(hover.KernelResult(record.tier, record.chip or "?", status, store_provenance(record)))
     return out
 
 

@@ -177,7 +177,7 @@ async def test_kernel_hover_reads_the_results_store_of_an_earlier_session(tmp_pa
         await diagnostics_for(second, uri, 1)
         result = await second.text_document_hover_async(lsp.HoverParams(
             lsp.TextDocumentIdentifier(uri), lsp.Position(7, 6)))
-        assert "| 1 | v6e | error | results store (.pallasite)" in result.contents.value
+        assert "| 1 | v6e | error (PLS104) | results store (.pallasite)" in result.contents.value
         assert not any(d.data["tier"] == 1 for p in second.published for d in p.diagnostics)
     finally:
         await stop_client(second)
