@@ -9,16 +9,24 @@ CPU interpret mode so the script can go on. Afterwards each distinct recorded ca
 shapes and parameters counted once) is checked by tiers 1-2 for the target chip with ``interpret``
 stripped — so a script that only ever ran in interpret mode still gets the TPU compiler's verdict.
 
-An exception the script raises itself is reported too (PLS901, at its line in the file); calls
-recorded before it are still checked. The answer has the ``check`` op's result format
-(``runner/checks.py``), one entry per distinct call, named for the function holding the call.
+An exception the script raises itself is reported too (PLS901, at its line in the file, from the
+"script run" — tier 3, the script's own interpret-mode run); calls recorded before it are still
+checked. A script that runs on after its kernels (a hang, a long loop) is stopped at its own inner
+deadline, a share of the request's time limit (``script_budget``), so the calls it made are still
+checked in the time left; the stop is reported as PLS903 at the line the script was executing. A
+file Python cannot parse is reported as PLS000 at the error. The answer has the ``check`` op's
+result format (``runner/checks.py``), one entry per distinct call, named for the function holding
+the call.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
+import time
 from typing import Any, Callable
 
 from . import checks
@@ -26,12 +34,25 @@ from . import errors as errors_mod
 from .intercept import RecordedCall, intercept_pallas_calls
 
 MAX_CALLS = 32  # distinct calls checked at most (a sweep over many shapes checks its first ones)
+RESERVE_S = 3.0  # of the request's time limit, kept for checking the recorded calls: at least this,
+RESERVE_SHARE = 0.4  # and at least this share of what is left when the script starts
+ORIGIN = "script run"  # who spoke: the script's own run (its calls in CPU interpret mode)
+
+
+class ScriptTimeLimit(BaseException):
+    """Raised inside the script when its share of the time limit is spent (BaseException, so the
+    script's own ``except Exception`` does not swallow it)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"stopped after {seconds:.1f} s")
+        self.seconds = seconds
 
 
 def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
     """The ``check`` op with ``params["script"]``: run ``__main__``, then tiers 1-2 per distinct call."""
     import jax
 
+    started = time.monotonic()
     say = checks._say(progress)
     path = os.path.abspath(str(params["path"]))
     text = params.get("text")
@@ -48,15 +69,14 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
         if why:
             result["unavailable"]["2"] = why
 
+    limit = params.get("time_limit_s")
+    budget = script_budget(limit, time.monotonic() - started)
     say(f"running {os.path.basename(path)} as __main__ (every pallas_call recorded)")
-    calls, error = run_main(path, text)
-    if error is not None:
-        rec = errors_mod.record(error, path, stage="script")
-        rec.update(code="PLS901", origin="pallasite runner (the script's own run)")
-        if isinstance(error, SystemExit):
-            rec["sentence"] = f"the script exited with status {error.code!r}"
-        result["errors"].append(rec)
+    with checks._line_watch(path, limit, say):  # if even the inner deadline cannot stop it: "at line N"
+        calls, error = run_main(path, text, budget)
     distinct = dedupe(calls)
+    if error is not None:
+        result["errors"].append(script_error_record(error, path, len(calls), len(distinct), limit))
     result["script"] = {"calls": len(calls), "distinct": len(distinct)}
     result["tasks_found"] = len(distinct)
     notes = [f"script mode: {len(calls)} pallas_call(s) ran, {len(distinct)} distinct checked for {target}"
@@ -71,8 +91,94 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
     return result
 
 
-def run_main(path: str, text: str | None = None) -> tuple[list[RecordedCall], BaseException | None]:
-    """Execute the file as ``__main__`` with pallas_call intercepted; (recorded calls, exception)."""
+def script_budget(limit_s: Any, elapsed_s: float) -> float | None:
+    """Seconds the script may run of a request limited to ``limit_s`` (``elapsed_s`` already spent):
+    what is left minus a reserve for checking its calls (None: no limit, no inner deadline)."""
+    if not isinstance(limit_s, (int, float)) or isinstance(limit_s, bool) or limit_s <= 0:
+        return None
+    left = limit_s - elapsed_s
+    return max(0.5, left - max(RESERVE_S, RESERVE_SHARE * left))
+
+
+def script_error_record(error: BaseException, path: str, calls: int, distinct: int, limit_s: Any) -> dict[str, Any]:
+    """The record for how the script's own run ended: PLS000 (syntax), PLS903 (stopped at its inner
+    deadline, at the line it was executing) or PLS901 (it raised, or exited non-zero)."""
+    rec = errors_mod.record(error, path, stage="script")
+    if not calls:
+        checked = "it had made no pallas_call yet, so nothing was checked"
+    elif calls == distinct:
+        checked = f"the {_plural(calls, 'pallas_call')} it made {'was' if calls == 1 else 'were'} still checked"
+    else:
+        checked = f"the {distinct} distinct pallas_calls of the {calls} it made were still checked"
+    if isinstance(error, SyntaxError) and rec.get("syntax"):
+        rec.update(code="PLS000", tier=0, stage="import", origin="Python parser")
+        return rec
+    rec.update(tier=3, origin=ORIGIN)
+    if isinstance(error, ScriptTimeLimit):
+        line, function = _executing(error, path)
+        share = f", its share of the {limit_s:g} s time limit" if isinstance(limit_s, (int, float)) else ""
+        where = f" at line {line}" if line else ""
+        rec.update(code="PLS903", type="ScriptTimeLimit", detail=None,
+                   sentence=(f"the script was still running{where} after {error.seconds:.1f} s{share}: it was stopped "
+                             f"there; {checked}. Raise the time limit if the script only needs longer"))
+        rec["message"] = rec["sentence"]
+        rec["frames"] = [{"file": path, "line": line, "function": function}] if line else []
+        rec["mentions"] = [{"line": line, "column": None}] if line else []
+        return rec
+    rec["code"] = "PLS901"
+    if isinstance(error, SystemExit):
+        rec["sentence"] = f"the script exited with status {error.code!r}"
+    rec["sentence"] = f"{rec['sentence']} ({checked})"
+    return rec
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{word}" if n == 1 else f"{n} {word}s"
+
+
+def _executing(error: BaseException, path: str) -> tuple[int | None, str | None]:
+    """The innermost line of the user's file in the traceback: where the script was when stopped."""
+    target = os.path.realpath(path)
+    found: tuple[int | None, str | None] = (None, None)
+    tb = error.__traceback__
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) == target:
+            found = (tb.tb_lineno, tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return found
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None):
+    """Raise ``ScriptTimeLimit`` in this (main) thread after ``seconds`` (a SIGALRM timer).
+
+    Off the main thread, or without a limit, nothing is armed: the request's own limit applies.
+    """
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    armed = [True]
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        if armed[0]:
+            armed[0] = False
+            raise ScriptTimeLimit(seconds)
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_main(path: str, text: str | None = None, time_limit_s: float | None = None) -> tuple[list[RecordedCall], BaseException | None]:
+    """Execute the file as ``__main__`` with pallas_call intercepted; (recorded calls, exception).
+
+    ``time_limit_s``: stop the script after this long (the exception is then a ``ScriptTimeLimit``).
+    """
     from .loader import load_user_module
 
     folder = os.path.dirname(path)
@@ -87,11 +193,12 @@ def run_main(path: str, text: str | None = None) -> tuple[list[RecordedCall], Ba
         with intercept_pallas_calls(rewrite=_runnable_here, user_files=(path,)) as recorded:
             calls = recorded
             try:
-                load_user_module(path, text, name="__main__")
+                with _deadline(time_limit_s):
+                    load_user_module(path, text, name="__main__")
             except SystemExit as exc:
                 if exc.code not in (None, 0):
                     error = exc
-            except Exception as exc:  # noqa: BLE001 - the script's own failure is a finding
+            except (Exception, ScriptTimeLimit) as exc:  # noqa: BLE001 - the script's own failure is a finding
                 error = exc
     finally:
         sys.argv = saved_argv
