@@ -1,8 +1,9 @@
 """Tier 3: run a task in TPU interpret mode and report what went wrong (worker side: imports jax).
 
-``run_tier3(task, path, text)`` runs the task's entry on CPU with
+``run_tier3(task, path, text, target=...)`` runs the task's entry on CPU with
 ``pltpu.InterpretParams(detect_races=True, uninitialized_memory="nan", out_of_bounds_reads="raise",
-num_cores_or_threads=2, random_seed=...)`` forced onto every ``pallas_call`` (jax's
+num_cores_or_threads=2, random_seed=...)`` (one core, steps in order, to recheck a finding for a
+one-core target) forced onto every ``pallas_call`` (jax's
 ``force_tpu_interpret_mode``; the user's file is not edited), and answers with plain records in the
 ``runner/errors.py`` format plus ``code``/``tier``/``origin``:
 
