@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -57,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except Exception:  # noqa: BLE001 - an internal failure is exit 2, never "errors found" (1)
+        traceback.print_exc()
+        print(f"pallasite {name}: internal error (above); please report it with the traceback", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

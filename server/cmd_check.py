@@ -15,6 +15,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import TIERS
 
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".pallasite", "build", "dist"}
@@ -29,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--target", help="TPU to check for: v4, v5e, v5p or v6e (default from settings: v6e)")
     parser.add_argument("--tiers", help="tiers to run, e.g. 0,1,2 or 0-3 (default from settings: 0,1,2)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument("--details", action="store_true", help="text format: also print the compiler's full output (MLIR etc.)")
     parser.add_argument(
         "--script",
         action="store_true",
@@ -101,6 +103,8 @@ def _options(args: argparse.Namespace, files: list[str]):
     if args.script:
         changes["script"] = True
     if args.time_limit is not None:
+        if not args.time_limit > 0:
+            raise UsageError(f"--time-limit {args.time_limit}: give a positive number of seconds")
         changes["time_limit_s"] = args.time_limit
     if args.severity:
         severity = dict(options.severity)
@@ -108,7 +112,10 @@ def _options(args: argparse.Namespace, files: list[str]):
             code, sep, level = item.partition("=")
             if not sep or level not in ("error", "warning", "information", "hint", "off"):
                 raise UsageError(f"--severity {item!r}: expected CODE=LEVEL, LEVEL one of error, warning, information, hint, off")
-            severity[code.strip()] = level
+            code = code.strip().upper()
+            if code not in CODES:
+                raise UsageError(f"--severity {item!r}: unknown code {code}; `pallasite explain --list` lists them")
+            severity[code] = level
         changes["severity"] = severity
     return dataclasses.replace(options, **changes)
 
@@ -133,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if cache is not None:
             cache.close()
-    render = report_format.to_json_text if args.format == "json" else report_format.to_text
-    print(render(reports, target=options.target, tiers=options.tiers))
+    if args.format == "json":
+        print(report_format.to_json_text(reports, target=options.target, tiers=options.tiers))
+    else:
+        print(report_format.to_text(reports, target=options.target, tiers=options.tiers, details=args.details))
     return 1 if report_format.summary(reports)["error"] else 0

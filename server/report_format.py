@@ -1,6 +1,8 @@
 """`pallasite check` output: compiler-style text, and the versioned JSON other tools depend on.
 
-JSON schema (version 1; lines and columns 1-based, columns in code points)::
+JSON schema (version 1; lines and columns 1-based, columns in code points, ``end_column``
+exclusive; ``severity`` is one of error, warning, information — a finding whose severity was set
+to "hint" is reported as information)::
 
     {"version": 1, "target": "v6e", "tiers": [0, 1, 2],
      "files": [{"path": str,
@@ -39,11 +41,16 @@ def _range(span: Span) -> dict[str, int]:
     }
 
 
+def cli_severity(finding: Finding) -> str:
+    """The severity the CLI reports: LSP's "hint" has no place in the JSON v1 enum."""
+    return "information" if finding.severity == "hint" else finding.severity
+
+
 def finding_json(finding: Finding, path: str) -> dict:
     entry = CODES.get(finding.code)
     return {
         **_range(finding.span),
-        "severity": finding.severity,
+        "severity": cli_severity(finding),
         "code": finding.code,
         "title": entry.title if entry else None,
         "message": finding.message,
@@ -69,7 +76,7 @@ def finding_json(finding: Finding, path: str) -> dict:
 def summary(reports: Sequence[FileReport]) -> Counter:
     counts: Counter = Counter()
     for report in reports:
-        counts.update(f.severity for f in report.findings)
+        counts.update(cli_severity(f) for f in report.findings)
     return counts
 
 
@@ -101,12 +108,13 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
     return json.dumps(doc, indent=2)
 
 
-def finding_text(finding: Finding, path: str) -> str:
-    """``path:line:col: severity[CODE]: message`` plus indented hint, related places and fix."""
+def finding_text(finding: Finding, path: str, *, details: bool = False) -> str:
+    """``path:line:col: severity[CODE]: message`` plus indented hint, related places and fix
+    (and, with ``details``, the compiler's full output, indented)."""
     s = finding.span
     where = f"{finding.path or path}:{s.line + 1}:{s.column + 1}"
     tag = f" (tier {finding.tier}, {finding.origin}{', ' + finding.chip if finding.chip else ''})"
-    lines = [f"{where}: {finding.severity}[{finding.code}]: {finding.message}{tag}"]
+    lines = [f"{where}: {cli_severity(finding)}[{finding.code}]: {finding.message}{tag}"]
     for rel in finding.related:
         lines.append(f"  note: {rel.path or finding.path or path}:{rel.span.line + 1}:{rel.span.column + 1}: {rel.message}")
     entry = CODES.get(finding.code)
@@ -114,20 +122,23 @@ def finding_text(finding: Finding, path: str) -> str:
         lines.append(f"  help: {entry.hint}")
     if finding.fix:
         lines.append(f"  fix: {finding.fix.title}")
+    if details and finding.detail:
+        lines.append("  detail:")
+        lines.extend("    " + line for line in finding.detail.rstrip().splitlines())
     return "\n".join(lines)
 
 
-def to_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int]) -> str:
+def to_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int], details: bool = False) -> str:
     out: list[str] = []
     for report in reports:
         for note in report.notes:
             out.append(f"{report.path}: note: {note}")
         for finding in sorted(report.findings, key=lambda f: (f.span.line, f.span.column, f.code)):
-            out.append(finding_text(finding, report.path))
+            out.append(finding_text(finding, report.path, details=details))
     counts = summary(reports)
     tier_text = ",".join(str(t) for t in tiers)
     out.append(
         f"{len(reports)} file(s) checked for {target}, tiers {tier_text}: "
-        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['information']} note(s)"
+        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['information']} information finding(s)"
     )
     return "\n".join(out)

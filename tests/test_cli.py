@@ -76,6 +76,8 @@ def test_suppression_by_severity_flag():
         (["check", "--target", "v9z", str(DATA / "good_block.py")], "unknown chip"),
         (["check", "--tiers", "7", str(DATA / "good_block.py")], "tiers are"),
         (["check", "--severity", "PLS001", str(DATA / "good_block.py")], "CODE=LEVEL"),
+        (["check", "--severity", "PLS999=off", str(DATA / "good_block.py")], "unknown code PLS999"),
+        (["check", "--time-limit", "-5", str(DATA / "good_block.py")], "positive number of seconds"),
     ],
 )
 def test_usage_errors_exit_2_with_a_message(args, complaint):
@@ -129,3 +131,36 @@ def test_check_records_in_the_workspace_store_unless_no_cache(tmp_path):
     info = run_cli("store", "info", cwd=tmp_path)
     assert str(tmp_path / ".pallasite" / "results.sqlite") in info.stdout
     assert [line.split() for line in info.stdout.splitlines() if line.strip().startswith("checks")] == [["checks", "1"]]
+
+
+def test_hint_severity_is_reported_as_information_in_json():
+    proc = run_cli("check", "--tiers", "0", "--format", "json", "--severity", "PLS001=hint", str(DATA / "bad_block.py"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    (finding,) = doc["files"][0]["findings"]
+    assert finding["severity"] == "information"
+    assert doc["summary"]["information"] == 1 and doc["summary"]["errors"] == 0
+
+
+def test_an_internal_failure_exits_2_not_1(monkeypatch, capsys):
+    from pallasite.server import cmd_check
+
+    def broken(paths, options, **kwargs):
+        raise RuntimeError("checker exploded")
+
+    monkeypatch.setattr("pallasite.runner.checker.check_paths", broken)
+    assert cli.main(["check", "--tiers", "0", "--no-cache", str(DATA / "good_block.py")]) == 2
+    err = capsys.readouterr().err
+    assert "checker exploded" in err and "internal error" in err
+    assert cmd_check  # the module the failure came through
+
+
+def test_details_flag_prints_the_compiler_output():
+    from pallasite.analysis.types import FileReport, Finding, Span
+    from pallasite.server.report_format import to_text
+
+    finding = Finding("PLS200", "Mosaic said no", Span(2, 0, 2, 5), tier=2, detail="%0 = tpu.op\n%1 = tpu.other")
+    report = FileReport(path="k.py", findings=(finding,))
+    assert "tpu.op" not in to_text([report], target="v6e", tiers=(2,))
+    with_details = to_text([report], target="v6e", tiers=(2,), details=True)
+    assert "    %0 = tpu.op" in with_details and "    %1 = tpu.other" in with_details
