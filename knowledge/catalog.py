@@ -188,8 +188,9 @@ def explain(code: str, *, markdown: bool = False) -> str:
 
 
 def recognise(exception_type: str, message: str, *, tier: int | None = None) -> list[CatalogEntry]:
-    """Entries whose patterns match ``message``: most specific first (longest matching pattern),
-    entries of ``tier`` before others. Generic entries (no pattern) are never returned."""
+    """Entries whose patterns match ``message``: a family's catch-all (PLS100/200/300) after every
+    specific entry, then entries of ``tier`` before others, then those expecting this exception
+    type, then the longest matching pattern. Entries without patterns are never returned."""
     scored = []
     for e in _load().values():
         best = max((len(p) for p in e.patterns if re.search(p, message, re.I | re.S)), default=0)
@@ -197,5 +198,5 @@ def recognise(exception_type: str, message: str, *, tier: int | None = None) -> 
             continue
         type_ok = not e.exceptions or exception_type in e.exceptions
         generic = e.code.endswith("00")  # PLS100/200/300: the family's catch-all, ranked last
-        scored.append(((tier is not None and e.tier != tier), generic, not type_ok, -best, e.code, e))
+        scored.append((generic, (tier is not None and e.tier != tier), not type_ok, -best, e.code, e))
     return [item[-1] for item in sorted(scored, key=lambda t: t[:5])]
