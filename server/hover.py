@@ -1,4 +1,5 @@
-"""Hover text (markdown) for a pallas_call, a BlockSpec, a grid, or a kernel function.
+"""Hover text (markdown) for a pallas_call, a BlockSpec, a grid, a kernel function, and the
+error catalog's explanation of the findings under the cursor.
 
 Plain functions of analysis results; the LSP layer only picks what is under the cursor.
 Numbers say where they came from: block bytes are computed from the block shape and a dtype
@@ -13,7 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from pallasite.analysis.types import BlockSpecInfo, KernelSite, KernelVerdict, ScratchInfo, Span
+from pallasite.analysis.types import BlockSpecInfo, Finding, KernelSite, KernelVerdict, ScratchInfo, Span
+from pallasite.knowledge import catalog
 
 # bytes per element, by the dtype names jnp/np use in source
 DTYPE_BYTES: dict[str, int] = {
@@ -269,3 +271,52 @@ def kernel_at(sites: Sequence[KernelSite], line: int, column: int) -> str | None
         if span is not None and span.line == line and site.kernel_name:
             return site.kernel_name
     return None
+
+
+# --------------------------------------------------------------------------- the error catalog
+
+
+def findings_at(findings: Iterable[Finding], line: int, column: int) -> list[Finding]:
+    """The findings whose range holds (line, column), in order, one per code."""
+    seen: set[str] = set()
+    out = []
+    for f in findings:
+        if f.span.contains(line, column) and f.code not in seen:
+            seen.add(f.code)
+            out.append(f)
+    return out
+
+
+def explanations(codes: Iterable[str]) -> str | None:
+    """The catalog entries of ``codes`` as markdown (one section each), or None if there are none."""
+    parts = []
+    for code in dict.fromkeys(codes):
+        try:
+            parts.append(catalog.explain(code, markdown=True))
+        except (catalog.UnknownCode, catalog.CatalogError):
+            continue
+    return "\n\n---\n\n".join(parts) if parts else None
+
+
+def with_explanations(found: tuple[str, Span] | None, findings: Sequence[Finding]) -> tuple[str, Span] | None:
+    """The hover for a position: its own content (if any), then the explanation of each finding
+    there. The range is the content's, else the first finding's."""
+    explained = explanations(f.code for f in findings)
+    if explained is None:
+        return found
+    if found is None:
+        return explained, findings[0].span
+    text, span = found
+    return f"{text}\n\n---\n\n{explained}", span
+
+
+def explain_code(code: object) -> dict[str, object]:
+    """The ``pallasite.explain`` command's answer: the code's catalog entry as markdown, or why not."""
+    if not isinstance(code, str) or not code.strip():
+        return {"ok": False, "message": f"pallasite.explain: give a finding code such as \"PLS001\", got {code!r}."}
+    try:
+        entry = catalog.entry(code)
+        return {"ok": True, "code": entry.code, "title": entry.title, "markdown": catalog.explain(code, markdown=True)}
+    except (catalog.UnknownCode, catalog.CatalogError) as err:
+        return {"ok": False, "message": f"pallasite.explain: {err}"}
+

@@ -16,7 +16,14 @@ from .session import Document, Session
 
 
 def hover_content(session: Session, doc: Document, line: int, column: int) -> tuple[str, Any] | None:
-    """(markdown, span) for what is at (line, column) of a kernel file, or None."""
+    """(markdown, span) for what is at (line, column) of a kernel file, or None: the code's own
+    hover, then the error catalog's explanation of each diagnostic there."""
+    return hover.with_explanations(code_hover(session, doc, line, column),
+                                   hover.findings_at(doc.findings(), line, column))
+
+
+def code_hover(session: Session, doc: Document, line: int, column: int) -> tuple[str, Any] | None:
+    """(markdown, span) for the pallas_call, BlockSpec, grid or kernel def at (line, column)."""
     analysis = doc.analysis
     dtype, dtype_source = task_dtype(doc.text, analysis)
     chip = chip_limits(session.settings.target)

@@ -19,12 +19,12 @@ from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
 
-from . import actions, hover_sources, lenses
+from . import actions, hover, hover_sources, lenses
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
 from .session import Document, Session, close_checker
-from .settings import SECTION, TARGETS, find_pyproject, read_tool_section
+from .settings import SECTION, TARGETS
 
 STATS = "pallasite/serverStats"
 
@@ -57,20 +57,21 @@ def initialize(ls: PallasiteServer, params: lsp.InitializeParams) -> None:
     session.folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
     if not session.folders and ls.workspace.root_path:
         session.folders = [ls.workspace.root_path]
-    if session.folders:
-        path = find_pyproject(Path(session.folders[0]))
-        if path is not None:
-            table, problems = read_tool_section(path)
-            session.pending_warnings += problems
-            if table is not None:
-                session.pending_warnings += session.set_layer(f"{path} [tool.{SECTION}]", table)
+    if session.folders:  # the project's [tool.pallasite], without trust (only the user gives trust)
+        session.pending_warnings += session.read_project_settings(session.folders[0])
     session.pending_warnings += session.set_layer("initializationOptions", params.initialization_options)
 
 
 @server.feature(lsp.INITIALIZED)
 async def initialized(ls: PallasiteServer, params: lsp.InitializedParams) -> None:
     _warn(ls, ls.session.pending_warnings)
-    await _pull_configuration(ls)
+    before = ls.session.settings
+    try:
+        await _pull_configuration(ls)
+    finally:
+        ls.session.settings_arrived()  # documents opened meanwhile decide about trust now
+    if ls.session.settings != before:
+        ls.session.settings_changed(before)
     ls.session.notify_status()
 
 
@@ -82,6 +83,7 @@ async def did_change_configuration(ls: PallasiteServer, params: lsp.DidChangeCon
         _warn(ls, ls.session.set_layer("workspace/configuration", pushed))
     else:
         await _pull_configuration(ls)
+    ls.session.settings_arrived()
     ls.session.settings_changed(before)
 
 
@@ -213,7 +215,7 @@ async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     if tiers is not None and (not isinstance(tiers, list) or any(t not in (0, 1, 2, 3) for t in tiers)):
         return {"ok": False, "message": f"pallasite.check: tiers must be a list from 0-3, got {tiers!r}."}
     folder = ls.session.folder_of(doc.path)
-    if not (ls.session.is_trusted(folder) or await ls.session.ask_trust(folder)):
+    if not await ls.session.trusted_or_ask(folder):
         return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to check it."}
     if not ls.session.ensure_analysis(doc):
         return {"ok": False, "message": f"{doc.path} does not use Pallas: nothing to check."}
@@ -272,6 +274,15 @@ async def trust_folder(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         ls.session.check_others_in(resolved)
     ls.session.notify_status()
     return {"ok": True, "trusted": folders}
+
+
+@server.command("pallasite.explain")
+def explain_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """The catalog entry of a finding code (argument: the code, e.g. ``"PLS001"``) as markdown."""
+    code = args[0] if args else None
+    if isinstance(code, dict):
+        code = code.get("code")
+    return hover.explain_code(code)
 
 
 @server.feature(STATS)

@@ -14,6 +14,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import Finding, Fix, Span
+from pallasite.knowledge import catalog
 
 from .shifting import Edit, _BREAK
 
@@ -121,16 +122,29 @@ def diagnostic_message(finding: Finding) -> str:
     return f"{finding.message}\nHint: {entry.hint}"
 
 
+def code_url(code: str) -> str | None:
+    """A web page about ``code``, if its catalog entry names one (an http(s) reference), else None.
+    Today the catalog's references are ids of offline docs passages, so diagnostics carry no
+    ``codeDescription``; hover or ``pallasite.explain`` show the entry instead."""
+    try:
+        references = catalog.entry(code).references
+    except (catalog.UnknownCode, catalog.CatalogError):
+        return None
+    return next((r for r in references if r.startswith(("https://", "http://"))), None)
+
+
 def finding_to_diagnostic(finding: Finding, uri: str, lines: Sequence[str], encoding: str = UTF16,
                           version: int | None = None) -> lsp.Diagnostic:
     """One finding as an LSP diagnostic: severity, code, source, hint, related places, and data
     (code, tier, chip, the document ``version`` it was published for, whether it has a fix)."""
     chip = f", {finding.chip}" if finding.chip else ""
+    url = code_url(finding.code)
     return lsp.Diagnostic(
         range=span_to_range(finding.span, lines, encoding),
         message=diagnostic_message(finding),
         severity=_SEVERITY.get(finding.severity, lsp.DiagnosticSeverity.Error),
         code=finding.code,
+        code_description=lsp.CodeDescription(href=url) if url else None,
         source=f"pallasite tier {finding.tier} ({finding.origin}{chip})",
         related_information=_related(finding, uri, lines, encoding) or None,
         data={"code": finding.code, "tier": finding.tier, "chip": finding.chip, "kernel": finding.kernel,

@@ -25,13 +25,19 @@ from pallasite.analysis.types import FileReport, Finding, Related
 
 from .lsp_convert import finding_to_diagnostic, text_lines
 from .progress import WorkProgress
-from .settings import Settings, parse_settings, settings_to_json, unflatten
+from .settings import (
+    SECTION, Settings, find_pyproject, parse_settings, read_tool_section, settings_to_json, unflatten,
+    without_user_only,
+)
 from .shifting import Edit, apply_edit, shift_findings
 from .trust import inside, read_trusted, remember_trusted
 
 WORKER_CRASH_CODES = ("PLS902", "PLS903", "PLS904")
 STATUS_METHOD = "pallasite/status"
 TRUST, NOT_NOW = "Trust", "Not now"
+# How long a document opened before the client's settings arrive waits for them before deciding
+# about trust with what it has (pyproject and initializationOptions).
+SETTINGS_WAIT_S = 3.0
 
 
 # --------------------------------------------------------------------------- documents
@@ -164,8 +170,37 @@ class Session:
         self.encoding = "utf-16"
         self.tier0_failed: set[str] = set()  # documents whose source analysis raised (told once)
         self.tier0_seconds: deque[float] = deque(maxlen=1000)  # debounce end -> published, per run
+        self.settings_ready = asyncio.Event()  # set once the first workspace/configuration pull ends
 
     # ------------------------------------------------------------- settings
+
+    def read_project_settings(self, folder: str) -> list[str]:
+        """``[tool.pallasite]`` of the folder's nearest pyproject.toml as the lowest settings layer,
+        without the keys only the user may set (trust); the problems found, to show the user."""
+        path = find_pyproject(Path(folder))
+        if path is None:
+            return []
+        table, problems = read_tool_section(path)
+        if table is None:
+            return problems
+        source = f"{path} [tool.{SECTION}]"
+        table, dropped = without_user_only(table, source)
+        return problems + dropped + self.set_layer(source, table)
+
+    def settings_arrived(self) -> None:
+        """The client's settings are known (or will not come): decisions waiting for them go on."""
+        self.settings_ready.set()
+
+    async def wait_for_settings(self) -> None:
+        """Wait (briefly) for the client's first settings, so trust is decided with them."""
+        if self.settings_ready.is_set():
+            return
+        try:
+            await asyncio.wait_for(self.settings_ready.wait(), SETTINGS_WAIT_S)
+        except asyncio.TimeoutError:
+            self.log(f"pallasite: no workspace/configuration answer within {SETTINGS_WAIT_S:.0f} s; "
+                     "deciding with the initialization options.")
+            self.settings_ready.set()
 
     def set_layer(self, source: str, data: Any) -> list[str]:
         """Replace one settings source (pyproject, initializationOptions, workspace/configuration)."""
@@ -362,15 +397,21 @@ class Session:
             await self.consider_check(doc, opening=True)
 
     async def consider_check(self, doc: Document, *, opening: bool = False, saving: bool = False) -> None:
-        """Run the compiler tiers if the settings ask for it and the folder is (or becomes) trusted."""
+        """Run the compiler tiers if the settings ask for it and the folder is (or becomes) trusted.
+        Decided with the client's settings: a file opened before they arrive waits for them."""
+        await self.wait_for_settings()
         wanted = (opening and self.settings.check.onOpen) or (saving and self.settings.check.onSave)
         if not wanted or not doc.uses_pallas or not any(t > 0 for t in self.settings.tiers):
             return
-        folder = self.folder_of(doc.path)
-        if self.is_trusted(folder) or await self.ask_trust(folder):
+        if await self.trusted_or_ask(self.folder_of(doc.path)):
             running = doc.check_task is not None and not doc.check_task.done()
             if saving or not running:  # (trusting the folder may have started this file's check)
                 self.start_check(doc)
+
+    async def trusted_or_ask(self, folder: str) -> bool:
+        """Whether the folder's code may run: decided once the client's settings are known."""
+        await self.wait_for_settings()
+        return self.is_trusted(folder) or await self.ask_trust(folder)
 
     async def ask_trust(self, folder: str) -> bool:
         """Ask once per folder (per session) whether its code may run in a worker."""

@@ -245,6 +245,29 @@ def read_tool_section(path: Path) -> tuple[Any, list[str]]:
     return (tool.get(SECTION) if isinstance(tool, dict) else None), []
 
 
+# Settings only the user may give (editor settings, the user trust store): a project that could set
+# them in its own pyproject.toml would grant itself the right to run its code when opened.
+USER_ONLY = ("trust",)
+
+
+def without_user_only(section: Any, source: str) -> tuple[Any, list[str]]:
+    """A project file's ``[tool.pallasite]`` without the user-only keys, and one message per key
+    dropped (naming it and where trust can be given instead)."""
+    if not isinstance(section, dict):
+        return section, []
+    kept, warnings = dict(section), []
+    for key in USER_ONLY:
+        if key not in kept:
+            continue
+        value = kept.pop(key)
+        names = [f"{key}.{sub}" for sub in value] if isinstance(value, dict) and value else [key]
+        for name in names:
+            warnings.append(f"{source}: '{name}' ignored: trust cannot be granted by the project's own "
+                            "pyproject.toml; set it in your editor's pallasite settings, answer the trust "
+                            "question, or run the pallasite.trustFolder command.")
+    return kept, warnings
+
+
 def load_project_settings(start: Path) -> tuple[Settings, list[str]]:
     """``[tool.pallasite]`` of the nearest pyproject.toml; defaults (and no warning) if none."""
     path = find_pyproject(Path(start))

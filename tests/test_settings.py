@@ -11,6 +11,7 @@ from pathlib import Path
 from pallasite.runner.checker import CheckOptions
 from pallasite.server.settings import (
     Settings, flat_schema, json_schema, load_project_settings, parse_settings, settings_to_json, unflatten,
+    without_user_only,
 )
 
 
@@ -144,3 +145,14 @@ def test_docs_table_lists_every_setting_with_its_default():
     doc = (Path(__file__).parent.parent / "docs" / "server.md").read_text()
     for key, schema in flat_schema().items():
         assert f"| `{key}` | `{json.dumps(schema['default'])}` |" in doc, key
+
+
+def test_project_section_loses_the_trust_keys_with_a_message_per_key():
+    section = {"target": "v5e", "trust": {"mode": "always", "folders": ["/src/project"]}}
+    kept, warnings = without_user_only(section, "/src/project/pyproject.toml [tool.pallasite]")
+    assert kept == {"target": "v5e"} and section["trust"]["mode"] == "always"  # the input is left alone
+    assert [w.split("'")[1] for w in warnings] == ["trust.mode", "trust.folders"]
+    assert all(w.startswith("/src/project/pyproject.toml") and "cannot be granted by the project's own "
+               "pyproject.toml" in w for w in warnings)
+    assert without_user_only({"trust": "yes"}, "p")[1][0].startswith("p: 'trust' ignored")
+    assert without_user_only({"tiers": [0]}, "p") == ({"tiers": [0]}, [])
