@@ -70,13 +70,16 @@ class WorkerSettings:
 
 @dataclass(frozen=True)
 class TrustSettings:
-    """Which folders may have their code executed by check workers (tiers 1-3)."""
+    """Which folders may have their code executed by check workers (tiers 1-3). Only the user
+    gives trust: the server ignores these keys in a project's pyproject.toml (see USER_ONLY)."""
 
     mode: str = setting("ask", "ask: ask once per folder before running its code; always: trust every "
-                               "folder; never: run tier 0 only and never ask.",
+                               "folder; never: run tier 0 only and never ask. Editor settings only "
+                               "(ignored in pyproject.toml).",
                         choices=("ask", "always", "never"))
     folders: list = setting([], "Folders trusted to run their kernels in a pallasite worker (absolute paths). "
-                                "Answers to the trust question are remembered in the user trust store too.")
+                                "Answers to the trust question are remembered in the user trust store too. "
+                                "Editor settings only (ignored in pyproject.toml).")
 
 
 @dataclass(frozen=True)
