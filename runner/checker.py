@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import io
 import re
 import sys
 from dataclasses import dataclass, field
@@ -43,12 +44,17 @@ from pallasite.analysis.types import (
     Span,
 )
 
+from . import chips
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
 
-TARGETS: tuple[str, ...] = ("v4", "v5e", "v5p", "v6e")
+# The chips a check can target: every generation of the chip table (runner/chips.py holds the one
+# list, with why 7x is on it: its tier-1 lowering and tier-2 deviceless compile both work).
+TARGETS: tuple[str, ...] = tuple(t.name for t in chips.TARGETS)
 COMPILER_TIERS: tuple[int, ...] = (1, 2, 3)
+GPU_NOTE = ("tiers 1-3 skipped: tiers 1-3 check TPU kernels; this file's pallas_calls target GPU "
+            "(Triton / Mosaic GPU compiler params or scratch), so only tier 0's backend-neutral rules ran")
 SEVERITY_VALUES: tuple[str, ...] = ("error", "warning", "information", "hint", "off")
 
 ProgressFn = Callable[[str], Any]
@@ -58,7 +64,7 @@ ProgressFn = Callable[[str], Any]
 class CheckOptions:
     """What to check and within which limits. ``severity`` maps a code to a severity or "off"."""
 
-    target: str = "v6e"
+    target: str = chips.DEFAULT_CHIP
     tiers: tuple[int, ...] = DEFAULT_TIERS
     severity: Mapping[str, str] = field(default_factory=dict)
     time_limit_s: float = 60.0
@@ -144,10 +150,11 @@ class Checker:
         tiers = tuple(sorted(set(tiers))) if tiers is not None else self.options.tiers
         if text is None:
             try:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
-            except (OSError, UnicodeDecodeError) as exc:
+                text = read_source(path)
+            except OSError as exc:
                 return FileReport(path=path, notes=(f"{path}: cannot read the file ({exc}); nothing was checked",))
+            except SourceDecodeError as exc:
+                return FileReport(path=path, findings=(exc.finding,))
 
         findings: list[Finding] = []
         notes: list[str] = []
@@ -162,6 +169,9 @@ class Checker:
                 _mark(verdicts, compiler_tiers, "skipped: the file does not parse")
                 if self.options.script and not any(f.code == "PLS000" for f in findings):
                     findings.extend(_syntax_findings(text, path))  # --script was asked: say why it did not run
+            elif analysis.sites and all(site.backend == "gpu" for site in analysis.sites):
+                _mark(verdicts, compiler_tiers, "skipped: GPU kernel")
+                notes.append(GPU_NOTE)
             elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
                 if analysis.uses_pallas:
                     findings.append(_no_task_finding(text))
@@ -369,6 +379,50 @@ class Checker:
         )
         self._client = WorkerClient(config)
         return self._client
+
+
+class SourceDecodeError(ValueError):
+    """The file's bytes are not text in its encoding; ``finding`` is the PLS000 that says where."""
+
+    def __init__(self, finding: Finding):
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+def read_source(path: str) -> str:
+    """The file's text, decoded as Python does: UTF-8 unless a BOM or a coding line says otherwise.
+
+    Raises OSError when the file cannot be read, and SourceDecodeError (carrying a PLS000 finding
+    at line 1 that names the first bad byte's line and column) when its bytes do not decode.
+    """
+    import tokenize
+
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # an unknown encoding on the coding line, or a BOM that contradicts it
+        raise SourceDecodeError(_decode_finding(path, f"its encoding declaration is unusable ({exc.msg})")) from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        kind = ("it is not UTF-8 and declares no other encoding" if encoding in ("utf-8", "utf-8-sig")
+                else f"it is not valid {encoding}, the encoding its coding line declares")
+        what = (f"{kind}: the first bad byte, 0x{data[exc.start]:02X}, is at line {line}, column {column} "
+                f"(byte offset {exc.start})")
+        raise SourceDecodeError(_decode_finding(path, what)) from None
+
+
+def _decode_finding(path: str, what: str) -> Finding:
+    import os
+
+    message = (f"{os.path.basename(path)} cannot be read as Python source: {what}. Save the file as UTF-8, "
+               "or declare its encoding on its first or second line (`# -*- coding: latin-1 -*-`); "
+               "nothing else was checked.")
+    return Finding(code="PLS000", message=message, span=Span.point(0), severity=CODES["PLS000"].severity,
+                   tier=0, origin="pallasite rules")
 
 
 def _reply_message(reply: Any) -> str:

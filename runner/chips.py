@@ -36,7 +36,9 @@ class ChipTarget:
     device_cores: int  # TensorCores per logical device libtpu reports for ``topology``
 
 
-# The generations pallasite checks for. 7x is included when the installed jax knows it.
+# The generations pallasite knows (the checker's targets are these names: runner/checker.py).
+# 7x is one of them: with jax 0.10.2 + libtpu 0.0.42.1 its tier-1 lowering ("TPU7x") and its
+# deviceless tier-2 compile (tpu7x:2x2x1) both work; its table row needs a jax that knows it.
 TARGETS: tuple[ChipTarget, ...] = (
     ChipTarget("v4", "v4", "TPU v4", "v4:2x2x1", 1),  # libtpu gives v4 split (8 devices)
     ChipTarget("v5e", "v5e", "TPU v5 lite", "v5e:2x2", 1),
@@ -44,7 +46,7 @@ TARGETS: tuple[ChipTarget, ...] = (
     ChipTarget("v6e", "v6e", "TPU v6 lite", "v6e:2x2", 1),
     ChipTarget("7x", "7x", "TPU7x", "tpu7x:2x2x1", 1),
 )
-DEFAULT_CHIP = "v5e"
+DEFAULT_CHIP = "v6e"  # the chip checked when none is named (CheckOptions.target)
 
 
 def target(name: str) -> ChipTarget:

@@ -93,7 +93,3 @@ def worker_environment(
         env.update({k: v for k, v in extra.items() if not is_denied(k)})
     return env
 
-
-def removed_names(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
-    """Names dropped by the filter, for a log line (names only, never values)."""
-    return sorted(set(before) - set(after))

@@ -12,7 +12,8 @@ user's file, without jax on the client side:
 - ``mentions``: ``path:line`` places the message names in the user's file (verbose errors);
 - ``refs``: ``args[i]`` / ``outs[i]`` references (``{"kind": "args"|"outs", "index": i}``);
 - ``vmem``: ``{"requested": bytes, "limit": bytes}`` parsed from a VMEM out-of-memory message;
-- ``mosaic_codes``: Mosaic error codes named in the message (``E2002``, ``E2003``, ``E1001``...).
+- ``mosaic_codes``: Mosaic error codes named in the message (``E2002``, ``E2003``, ``E1001``...);
+- ``raised_at``: the innermost frame of the telling exception, in any file (for empty messages).
 
 Only the standard library is used: plain exception walking and regular expressions.
 """
@@ -45,7 +46,21 @@ def record(exc: BaseException, user_path: str, *, stage: str = "") -> dict[str, 
         "vmem": vmem_figures(full),
         "mosaic_codes": mosaic_codes(full),
         "syntax": _syntax(main, user_path),
+        "raised_at": raised_at(main),
     }
+
+
+def raised_at(exc: BaseException) -> dict[str, Any] | None:
+    """Where ``exc`` was raised (its traceback's innermost frame, in any file), for an exception
+    whose message is empty (a bare ``assert`` inside jax): ``{"file", "line", "function", "code"}``,
+    the file shortened to its path below site-packages."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return None
+    fs = frames[-1]
+    file = fs.filename.replace("\\", "/")
+    file = file.split("/site-packages/")[-1] if "/site-packages/" in file else os.path.basename(file)
+    return {"file": file, "line": fs.lineno, "function": fs.name, "code": (fs.line or "").strip() or None}
 
 
 # --------------------------------------------------------------------------- the chain

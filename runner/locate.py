@@ -103,13 +103,16 @@ def locate_record(
         sentence = _x64_sentence(sentence, lines)
     origin = _origin(rec, stage)
     related = _related(site, span, lines)
+    called = _helper_call(rec, span, lines, sites)
+    if called is not None:
+        related = (called,) + related
     if code in ("PLS101", "PLS204", "PLS112") and site is not None:
         related = _block_size_sources(site, span, analysis, lines) + related
     if code == "PLS201" and site is not None:
         spec = _spec_for_ref(rec, site, "")
         if spec is not None:  # the allocator named the operand whose window does not fit
             related = (Related(spec.span, "the block that does not fit in VMEM (double-buffered)"),) + related
-    detail = "\n\n".join(p for p in (rec.get("message"), rec.get("detail")) if p) or None
+    detail = "\n\n".join(p for p in (rec.get("message"), rec.get("detail"), _raised_at_text(rec)) if p) or None
     return Finding(
         code=code,
         message=sentence,
@@ -346,16 +349,49 @@ def _return_in_kernel(site: KernelSite, lines: list[str]) -> Span | None:
 
 
 def _frame_span(rec, lines, sites, *, prefer_kernel: bool, within_kernel_only: bool = False) -> Span | None:
+    """The innermost frame of the user's file on the record's traceback, as a span.
+
+    ``prefer_kernel``: the innermost frame at or below a kernel body, which is in the body itself
+    or in a helper function the kernel called (the store written in ``_write(o_ref, v)``);
+    ``within_kernel_only``: None when no frame reaches a kernel body.
+    """
     frames = list(rec.get("frames") or ())
     if not frames:
         return None
-    kernels = [s.kernel_def_span for s in sites if s.kernel_def_span is not None]
-    in_kernel = [f for f in frames if any(k.line <= f["line"] - 1 <= k.end_line for k in kernels)]
-    if prefer_kernel and in_kernel:
-        return _frame_to_span(in_kernel[-1], lines)
+    if prefer_kernel:
+        below = _frames_below_kernel(frames, sites)
+        if below:
+            return _frame_to_span(below[-1], lines)
     if within_kernel_only:
         return None
     return _frame_to_span(frames[-1], lines)
+
+
+def _in_kernel(frame: Mapping[str, Any], sites: Sequence[KernelSite]) -> bool:
+    return any(s.kernel_def_span is not None and s.kernel_def_span.line <= frame["line"] - 1 <= s.kernel_def_span.end_line
+               for s in sites)
+
+
+def _frames_below_kernel(frames: Sequence[Mapping[str, Any]], sites: Sequence[KernelSite]) -> list[Mapping[str, Any]]:
+    """The frames from the outermost one in a kernel body inward: the kernel's own lines, then the
+    helpers it called. Frames at a pallas_call (an outer exception's traceback) are not helpers."""
+    first = next((i for i, f in enumerate(frames) if _in_kernel(f, sites)), None)
+    if first is None:
+        return []
+    calls = [s.span for s in sites]
+    return [f for f in frames[first:]
+            if _in_kernel(f, sites) or not any(c.line <= f["line"] - 1 <= c.end_line for c in calls)]
+
+
+def _helper_call(rec: Mapping[str, Any], span: Span, lines: list[str], sites: Sequence[KernelSite]) -> Related | None:
+    """When ``span`` is in a helper the kernel called, the kernel's line that called it."""
+    below = _frames_below_kernel(list(rec.get("frames") or ()), sites)
+    if not below or _in_kernel(below[-1], sites) or _frame_to_span(below[-1], lines) != span:
+        return None
+    caller = [f for f in below if _in_kernel(f, sites)][-1]
+    helper = next((f for f in below if not _in_kernel(f, sites)), below[-1])
+    return Related(_frame_to_span(caller, lines),
+                   f"called from the kernel here ({helper.get('function') or 'the helper'} runs inside the kernel)")
 
 
 def _frame_to_span(frame: Mapping[str, Any], lines: list[str]) -> Span:
@@ -478,6 +514,8 @@ def _clean_sentence(rec: Mapping[str, Any], code: str, site: KernelSite | None =
     sentence = _FOLDERS.sub("", sentence)  # "/long/path/kernel.py:12" -> "kernel.py:12"
     sentence = _BOILERPLATE.sub("", sentence).strip()
     sentence = _readable_blocks(sentence)
+    if _is_bare_type(sentence, rec):
+        sentence = _empty_message_sentence(rec)
     if code == "PLS102" and site is not None and _CALL_ARITY.search(sentence):
         spec = _arity_mismatch(site)
         if spec is not None and site.grid is not None:
@@ -499,6 +537,31 @@ def _clean_sentence(rec: Mapping[str, Any], code: str, site: KernelSite | None =
         if code in ("PLS100", "PLS200", "PLS111"):
             sentence = f"{rec.get('type')}: {sentence}"
     return sentence
+
+
+def _is_bare_type(sentence: str, rec: Mapping[str, Any]) -> bool:
+    """Whether the sentence says nothing but the exception's type (``assert`` with no message)."""
+    bare = sentence.strip().rstrip(":.").strip()
+    return bare in ("", str(rec.get("type") or ""), "the check failed")
+
+
+def _empty_message_sentence(rec: Mapping[str, Any]) -> str:
+    """For an exception raised with no text: say so, and where it was raised (the last traceback line)."""
+    etype = str(rec.get("type") or "Exception")
+    where = rec.get("raised_at")
+    if where:
+        code = f": `{where['code']}`" if where.get("code") else ""
+        return (f"{etype} with an empty message, raised at {where['file']}:{where['line']} in "
+                f"{where['function']}{code}")
+    return f"{etype}() with an empty message (the exception carried no text; the worker did not say where it was raised)"
+
+
+def _raised_at_text(rec: Mapping[str, Any]) -> str | None:
+    where = rec.get("raised_at")
+    if not where:
+        return None
+    return f"raised at {where['file']}:{where['line']} in {where['function']}" + (
+        f": {where['code']}" if where.get("code") else "")
 
 
 def _x64_sentence(compiler_said: str, lines: Sequence[str]) -> str:

@@ -14,6 +14,7 @@ from pallasite.runner.client import Reply
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "compiler")
 LIMITS = os.path.join(DATA, "limits")
+LOCATED = os.path.join(DATA, "located")
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None
 
 
@@ -45,7 +46,14 @@ def test_options_are_frozen_hashable_and_keep_overrides():
     assert a == b and hash(a) == hash(b)
     assert a.tiers == (0, 1, 2)
     assert dict(a.severity) == {"PLS001": "warning"}
-    assert TARGETS == ("v4", "v5e", "v5p", "v6e")
+
+
+def test_targets_and_default_chip_come_from_the_chip_table():
+    from pallasite.runner import chips
+
+    assert TARGETS == tuple(t.name for t in chips.TARGETS) == ("v4", "v5e", "v5p", "v6e", "7x")
+    assert CheckOptions().target == chips.DEFAULT_CHIP == "v6e"
+    assert CheckOptions(target="7x").problems() == []
 
 
 def test_option_problems_say_what_is_wrong():
@@ -82,6 +90,50 @@ def test_unreadable_file_is_a_note_not_a_crash(tmp_path):
     report = _check(Checker(CheckOptions(tiers=(0,))), str(tmp_path / "missing.py"))
     assert report.findings == ()
     assert "cannot read the file" in report.notes[0] and "missing.py" in report.notes[0]
+
+
+def test_file_that_is_not_utf8_is_a_pls000_error_naming_the_bad_byte():
+    client = RecordingClient(Reply(status="ok", result={}))
+    path = os.path.join(LOCATED, "not_utf8.py")
+    report = _check(Checker(CheckOptions(), client=client), path)
+    assert client.requests == []
+    [finding] = report.findings
+    assert (finding.code, finding.severity, finding.span.line) == ("PLS000", "error", 0)
+    assert "not UTF-8" in finding.message and "0xE9, is at line 5, column 6" in finding.message
+    assert report.notes == ()
+
+
+def test_file_with_a_coding_line_is_read_in_its_encoding(tmp_path):
+    path = tmp_path / "latin1.py"
+    with open(os.path.join(LOCATED, "not_utf8.py"), "rb") as f:
+        path.write_bytes(b"# -*- coding: latin-1 -*-\n" + f.read())
+    report = _check(Checker(CheckOptions(tiers=(0,))), str(path))
+    assert [f.code for f in report.findings] == [] and report.notes == ()
+    path.write_bytes(b"# -*- coding: ascii -*-\n" + path.read_bytes().split(b"\n", 1)[1])
+    [finding] = _check(Checker(CheckOptions(tiers=(0,))), str(path)).findings
+    assert finding.code == "PLS000" and "not valid ascii, the encoding its coding line declares" in finding.message
+
+
+def test_gpu_kernel_file_skips_the_tpu_compiler_tiers_with_one_note():
+    client = RecordingClient(Reply(status="ok", result={}))
+    report = _check(Checker(CheckOptions(tiers=(0, 1, 2, 3)), client=client), os.path.join(LOCATED, "gpu_triton_add.py"))
+    assert client.requests == []  # no worker: nothing is lowered for TPU
+    assert [f for f in report.findings if f.severity == "error"] == []
+    assert report.notes == ("tiers 1-3 skipped: tiers 1-3 check TPU kernels; this file's pallas_calls target GPU "
+                            "(Triton / Mosaic GPU compiler params or scratch), so only tier 0's backend-neutral rules ran",)
+    assert [dict(k.tiers) for k in report.kernels] == [{0: "ok", 1: "skipped: GPU kernel", 2: "skipped: GPU kernel",
+                                                       3: "skipped: GPU kernel"}]
+
+
+def test_store_in_a_helper_lands_on_the_helpers_store_line_with_the_kernels_call_related():
+    path = os.path.join(LOCATED, "store_in_helper.py")
+    [report] = check_paths([path], CheckOptions(target="v5e", tiers=(1,)))
+    [finding] = [f for f in report.findings if f.severity == "error"]
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert finding.code == "PLS104" and lines[finding.span.line].strip().startswith("o_ref[...] = v[:, :64]")
+    called = [r for r in finding.related if r.message.startswith("called from the kernel here")]
+    assert len(called) == 1 and lines[called[0].span.line].strip() == "_write(o_ref, v)"
 
 
 def test_syntax_error_skips_the_compiler_tiers_without_a_worker():

@@ -207,3 +207,45 @@ def test_a_line_said_near_the_time_limit_places_the_timeout_there():
     assert (finding.code, finding.span.line + 1) == ("PLS903", 14)
     assert "while importing the file, at line 14" in finding.message
     assert finding.related == ()  # a hang at import is not about any pallas_call
+
+
+# --------------------------------------------------------------------------- exceptions with no text
+
+
+def _assert_record(raised_at):
+    """jax's TPU lowering asserting on GPU compiler params: an AssertionError with no text (as recorded)."""
+    return {"stage": "tier 1", "type": "AssertionError", "sentence": "AssertionError",
+            "message": "AssertionError\n\nThe preceding stack trace is the source of the JAX operation that, once "
+                       "transformed by JAX, triggered the following exception.\n\n--------------------",
+            "detail": None, "frames": [{"file": "k.py", "line": 14, "function": "scale", "column": None,
+                                        "end_line": 14, "end_column": None}],
+            "mentions": [], "refs": [], "vmem": None, "mosaic_codes": [], "syntax": None, "raised_at": raised_at}
+
+
+def test_an_exception_with_no_text_says_so_and_where_it_was_raised():
+    text, analysis = _source("tiling_lanes")
+    where = {"file": "jax/_src/pallas/mosaic/pallas_call_registration.py", "line": 393,
+             "function": "pallas_call_tpu_lowering_rule",
+             "code": "assert isinstance(compiler_params, tpu_core.CompilerParams)"}
+    finding = locate.locate_record(_assert_record(where), text, analysis, "v5e", tier=1, entry="scale")
+    assert finding.message == ("AssertionError with an empty message, raised at jax/_src/pallas/mosaic/"
+                               "pallas_call_registration.py:393 in pallas_call_tpu_lowering_rule: "
+                               "`assert isinstance(compiler_params, tpu_core.CompilerParams)`")
+    assert "pallas_call_registration.py:393" in finding.detail
+    bare = locate.locate_record(_assert_record(None), text, analysis, "v5e", tier=1, entry="scale")
+    assert bare.message.startswith("AssertionError() with an empty message")
+
+
+def test_the_worker_records_where_a_textless_exception_was_raised():
+    from pallasite.runner import errors
+
+    def lowering_rule(params):
+        assert isinstance(params, int)
+
+    try:
+        lowering_rule("gpu params")
+    except AssertionError as exc:
+        rec = errors.record(exc, __file__, stage="tier 1")
+    assert rec["raised_at"]["function"] == "lowering_rule"
+    assert rec["raised_at"]["code"] == "assert isinstance(params, int)"
+    assert rec["raised_at"]["file"] == "test_locate.py"
