@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from tree_sitter import Node, Query, QueryCursor
 
-from .source import PALLAS_PREFIXES, Source, enclosing_function, language, walk
+from .source import PALLAS_PREFIXES, Source, enclosing_function, is_module_level, language, walk
 from .types import Span
 
 MAX_DEPTH = 8  # how many variable indirections to follow
@@ -88,9 +88,61 @@ def scope_for(source: Source, node: Node) -> Scope:
     while fn is not None:
         chain.append(fn)
         fn = enclosing_function(fn)
+    scope.assigned.update(module_tuples(source))
     for fn in reversed(chain):
         _collect(source, fn, scope)
     return scope
+
+
+def module_tuples(source: Source) -> dict[str, Node]:
+    """Module-level names bound exactly once, to a tuple (``GRID = (4, 2)``, ``SEM = ("parallel",)``)
+    or to another such name: tuples cannot be mutated, so the value is certain everywhere a
+    function does not rebind the name. Names rebound anywhere at module level (``if``/``for``/
+    ``with`` blocks included), imported, or declared ``global`` in some function are left out."""
+    cache = source.cache.setdefault("module", {})
+    if "tuples" in cache:
+        return cache["tuples"]
+    counts: dict[str, int] = {}
+    values: dict[str, Node] = {}
+    for node in _binding_nodes(source.root):
+        if node.type == "assignment":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is not None and left.type == "identifier":
+                name = source.node_text(left)
+                counts[name] = counts.get(name, 0) + 1
+                if right is not None:
+                    values[name] = right
+                continue
+        target = node.child_by_field_name("left") or node.child_by_field_name("name")
+        if node.type == "call" or target is None:
+            continue
+        for ident in _identifiers(target):
+            counts[source.node_text(ident)] = 2  # unpacked, augmented, loop/with target: uncertain
+    rebound = set(source.imports) | _global_names(source)
+    found: dict[str, Node] = {}
+    for name, value in values.items():
+        if counts.get(name) != 1 or name in rebound:
+            continue
+        inner = value
+        while inner.type == "parenthesized_expression" and inner.named_child_count == 1:
+            inner = inner.named_children[0]
+        if inner.type in ("tuple", "identifier"):
+            found[name] = inner
+    for name in [n for n, v in found.items() if v.type == "identifier"]:
+        target, depth = found[name], 0  # an alias counts only when it leads to a tuple
+        while target is not None and target.type == "identifier" and depth < MAX_DEPTH:
+            target, depth = found.get(source.node_text(target)), depth + 1
+        if target is None or target.type != "tuple":
+            del found[name]
+    cache["tuples"] = found
+    return found
+
+
+def _global_names(source: Source) -> set[str]:
+    if b"global" not in source.data:
+        return set()
+    return {source.node_text(ident) for node in walk(source.root) if node.type == "global_statement"
+            for ident in node.named_children if ident.type == "identifier"}
 
 
 def _collect(source: Source, fn: Node, scope: Scope) -> None:
@@ -326,3 +378,91 @@ def elements(source: Source, scope: Scope, node: Node | None) -> list[Node] | No
         if inner is not None and times is not None and 0 <= times <= 64:
             return inner * times
     return None
+
+
+# ---------------------------------------------------------------------------- helper functions
+
+
+def helper_scope(source: Source, caller: Scope, call: Node) -> tuple[Scope, Node] | None:
+    """For ``make_specs(bn)``, a call of a plain function of this file with one ``return``: the
+    scope of that function with its parameters bound to the call's int arguments (or their
+    defaults), and the returned expression. None when anything makes that uncertain: a decorated
+    or generator helper, several returns, ``*args``/``**kw`` on either side, unknown keywords, a
+    parameter reassigned in the helper."""
+    fn = call.child_by_field_name("function")
+    if fn is None or fn.type != "identifier":
+        return None
+    defn = source.function(source.node_text(fn), near=call)
+    if defn is None or defn.parent is None or defn.parent.type == "decorated_definition":
+        return None
+    if enclosing_function(call) is defn:
+        return None  # recursion
+    body = defn.child_by_field_name("body")
+    own = list(own_nodes(body))
+    if any(n.type in ("yield", "await") for n in own):
+        return None
+    returns = [n for n in own if n.type == "return_statement"]
+    if len(returns) != 1 or not returns[0].named_children:
+        return None
+    value = returns[0].named_children[0]
+    bound = _bind_arguments(source, defn, call)
+    if bound is None:
+        return None
+    base = scope_for(source, value)
+    scope = Scope(source, dict(base.assigned), dict(base.ints), dict(base.int_spans), set(base.shadowed))
+    rebound = {source.node_text(ident) for node in _binding_nodes(body) if node.type != "attribute"
+               for ident in _identifiers(node.child_by_field_name("left") or node.child_by_field_name("name")
+                                         or node)}
+    for name, (arg, is_default) in bound.items():
+        scope.ints.pop(name, None)
+        scope.int_spans.pop(name, None)
+        if name in rebound:
+            continue
+        if is_default and not is_module_level(defn) and _identifiers(arg):
+            continue  # a nested helper's default may name the enclosing function's locals
+        number = source.int_value(arg) if is_default else caller.value(arg)
+        if number is None:
+            continue
+        scope.ints[name] = number
+        scope.int_spans[name] = source.span(arg) if is_default else (caller.origin(arg) or source.span(arg))
+    return scope, value
+
+
+def _bind_arguments(source: Source, defn: Node, call: Node) -> dict[str, tuple[Node, bool]] | None:
+    """Parameter name -> (argument node, whether it is the parameter's default), as Python binds
+    them for ``call``; None when the binding is not certain."""
+    positional, keywords, _, splat = call_arguments(source, call)
+    if splat:
+        return None
+    params = defn.child_by_field_name("parameters")
+    bound: dict[str, tuple[Node, bool]] = {}
+    index, keyword_only = 0, False
+    for param in params.named_children if params is not None else ():
+        if param.type == "positional_separator":
+            continue
+        if param.type == "keyword_separator":
+            keyword_only = True
+            continue
+        if splat_kind(param) is not None:
+            return None
+        name_node = param_name(param)
+        if name_node is None:
+            return None
+        name = source.node_text(name_node)
+        if not keyword_only and index < len(positional):
+            bound[name] = (positional[index], False)
+            index += 1
+            if name in keywords:
+                return None  # given twice: Python raises
+        elif name in keywords:
+            bound[name] = (keywords[name], False)
+        elif param.type in ("default_parameter", "typed_default_parameter"):
+            default = param.child_by_field_name("value")
+            if default is None:
+                return None
+            bound[name] = (default, True)
+        else:
+            return None  # a required parameter left out: Python raises
+    if index < len(positional) or set(keywords) - set(bound):
+        return None
+    return bound

@@ -56,7 +56,7 @@ def _scoped_conditions(source: Source, fn: Node, inherited: frozenset[str]) -> I
     non-program_id assignments shadow the outer names."""
     params = frozenset(_parameter_names(source, fn))
     own = list(own_nodes(fn.child_by_field_name("body")))
-    assigned: dict[str, list[Node]] = {}
+    assigned: dict[str, list[Node | None]] = {}  # name -> every value bound to it (None: unknown)
     for node in own:
         if node.type == "assignment":
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -64,21 +64,21 @@ def _scoped_conditions(source: Source, fn: Node, inherited: frozenset[str]) -> I
                 assigned.setdefault(source.node_text(left), []).append(right)
             elif left is not None:
                 for ident in (n for n in walk(left) if n.type == "identifier"):
-                    assigned.setdefault(source.node_text(ident), []).append(ident)  # unpacked: not scalar
-        elif node.type in ("for_statement", "augmented_assignment", "with_item", "named_expression"):
+                    assigned.setdefault(source.node_text(ident), []).append(None)  # unpacked: not scalar
+        elif node.type == "augmented_assignment":
+            left = node.child_by_field_name("left")
+            operator = node.child_by_field_name("operator")
+            if left is not None and left.type == "identifier" and source.node_text(operator) in _ARITH_UPDATES:
+                # ``i += 1``: arithmetic on a traced scalar stays traced, so ``i`` keeps its taint
+                assigned.setdefault(source.node_text(left), []).append(left)
+            else:
+                for ident in (n for n in walk(left) if n.type == "identifier") if left is not None else ():
+                    assigned.setdefault(source.node_text(ident), []).append(None)
+        elif node.type in ("for_statement", "with_item", "named_expression"):
             target = node.child_by_field_name("left") or node.child_by_field_name("name")
             for ident in (n for n in walk(target) if n.type == "identifier") if target is not None else ():
-                assigned.setdefault(source.node_text(ident), []).append(ident)
-    tainted = set(inherited - params - frozenset(assigned))
-    changed = True
-    while changed:
-        changed = False
-        for name, values in assigned.items():
-            if name not in tainted and name not in params and all(
-                    _scalar_of_program_id(source, v, tainted) for v in values):
-                tainted.add(name)
-                changed = True
-    names = frozenset(tainted)
+                assigned.setdefault(source.node_text(ident), []).append(None)
+    names = frozenset(_tainted_names(source, assigned, set(inherited - params - frozenset(assigned)), params))
     for node in own:
         if node.type in ("if_statement", "while_statement", "elif_clause"):
             yield node, node.child_by_field_name("condition"), names
@@ -92,6 +92,39 @@ def _scoped_conditions(source: Source, fn: Node, inherited: frozenset[str]) -> I
                 inner = inner.child_by_field_name("definition") or inner
             if inner.type in ("function_definition", "lambda"):
                 yield from _scoped_conditions(source, inner, names)
+
+
+_ARITH_UPDATES = {"+=", "-=", "*=", "//=", "%=", "<<=", ">>=", "&=", "|=", "^="}
+
+
+def _tainted_names(source: Source, assigned: dict[str, list[Node | None]], inherited: set[str],
+                   params: frozenset[str]) -> set[str]:
+    """The local names that certainly hold a program_id-derived scalar at every binding.
+
+    Two passes, so that a loop counter such as ``i = pl.program_id(0)`` ... ``i = i + 1`` (or
+    ``i += 1``) counts: names with at least one binding grounded in program_id (least fixed point),
+    then of those, the names whose every binding is program_id arithmetic, assuming the others
+    are (greatest fixed point). A name also bound to anything else (``i = 0``, a loop target) is
+    not certain and is dropped; cycles with no program_id at their root never enter.
+    """
+    candidates = {name for name in assigned if name not in params}
+    grounded = set(inherited)
+    changed = True
+    while changed:
+        changed = False
+        for name in candidates - grounded:
+            if any(v is not None and _scalar_of_program_id(source, v, grounded) for v in assigned[name]):
+                grounded.add(name)
+                changed = True
+    tainted = set(grounded)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(tainted & candidates):
+            if not all(v is not None and _scalar_of_program_id(source, v, tainted) for v in assigned[name]):
+                tainted.discard(name)
+                changed = True
+    return tainted
 
 
 def _parameter_names(source: Source, fn: Node) -> list[str]:

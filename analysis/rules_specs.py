@@ -89,8 +89,11 @@ def semantics_length(ctx: RuleContext) -> Iterator[Finding]:
 
 def _semantics_fix(source: Source, span: Span, rank: int):
     node = source.node_at(span)
+    if node is not None and node.type == "identifier":
+        node = scope_for(source, node).resolve(node)  # ``dimension_semantics=SEMANTICS``: edit its tuple
     if node is None or node.type not in ("tuple", "list"):
         return None
+    span = source.span(node)
     items = [source.node_text(c) for c in node.named_children if c.type != "comment"]
     if len(items) < rank:
         missing = rank - len(items)

@@ -8,13 +8,14 @@ single dim); nothing here raises on unusual code.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 from tree_sitter import Node
 
 from .blockspecs import block_spec, dim
-from .resolve import (MAX_DEPTH, Scope, call_arguments, callee, callee_tail, elements, is_pallas_name,
-                      is_partial, param_name, scope_for, splat_kind)
+from .resolve import (MAX_DEPTH, Scope, call_arguments, callee, callee_tail, elements, helper_scope,
+                      is_pallas_name, is_partial, param_name, scope_for, splat_kind)
 from .source import GPU_MODULES, TPU_MODULES, Source, outermost_function
 from .types import BlockSpecInfo, KernelSite, ScratchInfo
 
@@ -208,27 +209,45 @@ def _grid(source: Source, scope: Scope, node: Node | None) -> tuple[int | str, .
 
 
 def _specs(source: Source, scope: Scope, node: Node | None, role: str) -> tuple[BlockSpecInfo, ...] | None:
-    """The leaves of in_specs/out_specs (nested lists/tuples flattened), or None if not literal."""
+    """The leaves of in_specs/out_specs (nested lists/tuples flattened, helper functions of this
+    file followed into their ``return``), or None if not literal."""
     if node is None:
         return None
-    resolved = scope.resolve(node)
-    leaves: list[Node] = []
+    leaves: list[tuple[Node, Scope, Node | None]] = []  # (spec node, its scope, helper call or None)
 
-    def flatten(n: Node, depth: int) -> None:
-        items = elements(source, scope, n) if depth < MAX_DEPTH else None
-        if items is None:
-            leaves.append(n)
-            return
-        for item in items:
-            flatten(item, depth + 1)
+    def expand(n: Node, sc: Scope, via: Node | None, top: bool, depth: int) -> bool:
+        """Add the leaves ``n`` stands for. False only for a top-level list whose items are not
+        certain (a nested one becomes a single leaf that ``block_spec`` marks uncertain)."""
+        resolved = sc.resolve(n)
+        if resolved is not None and resolved.type == "call" and depth < MAX_DEPTH and \
+                not is_pallas_name(callee(source, resolved), "BlockSpec"):
+            helper = helper_scope(source, sc, resolved)
+            if helper is not None:
+                mark = len(leaves)
+                if expand(helper[1], helper[0], via or resolved, True, depth + 1):
+                    return True
+                del leaves[mark:]
+        if resolved is not None and resolved.type in ("list", "tuple", "expression_list", "binary_operator") \
+                and depth < MAX_DEPTH:
+            items = elements(source, sc, resolved)
+            if items is not None:
+                for item in items:
+                    expand(item, sc, via, False, depth + 1)
+                return True
+            if top:
+                return False
+        leaves.append((n, sc, via))
+        return True
 
-    if resolved is not None and resolved.type in ("list", "tuple", "binary_operator"):
-        if elements(source, scope, resolved) is None:
-            return None
-        flatten(resolved, 0)
-    else:
-        leaves.append(node)
-    return tuple(block_spec(source, scope, leaf, role, position) for position, leaf in enumerate(leaves))
+    if not expand(node, scope, None, True, 0):
+        return None
+    specs = []
+    for position, (leaf, leaf_scope, via) in enumerate(leaves):
+        spec = block_spec(source, leaf_scope, leaf, role, position)
+        if via is not None:
+            spec = dataclasses.replace(spec, via_span=source.span(via))
+        specs.append(spec)
+    return tuple(specs)
 
 
 def _out_shapes(source: Source, scope: Scope, node: Node | None):

@@ -136,6 +136,10 @@ class BlockSpecInfo:
     # or a tunable default (None for literals), so errors can point at the constant.
     dim_origins: tuple[Span | None, ...] = ()
     certain: bool = True  # False: the entry was not a readable BlockSpec and may stand for several
+    # Added by tier 0: when the spec was built by a helper function of the same file
+    # (``in_specs=make_specs(bn)``), the span of that helper call in the pallas_call; ``span`` and
+    # the dim spans then point into the helper's body.
+    via_span: Span | None = None
 
 
 @dataclass(frozen=True)
