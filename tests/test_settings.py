@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pallasite.runner.checker import CheckOptions
+from pallasite.runner.checker import TARGETS, CheckOptions
 from pallasite.server.settings import (
     Settings, flat_schema, json_schema, load_project_settings, parse_settings, settings_to_json, unflatten,
     without_user_only,
@@ -91,7 +91,8 @@ def test_schema_describes_every_field_with_defaults():
     schema = json_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     props = schema["properties"]
-    assert props["target"]["enum"] == ["v4", "v5e", "v5p", "v6e"] and props["target"]["default"] == "v6e"
+    assert props["target"]["enum"] == list(TARGETS) and props["target"]["default"] == "v6e"
+    assert {"v4", "v5e", "v5p", "v6e"} <= set(TARGETS)
     assert props["check"]["properties"]["debounceMs"] == {
         "description": "Milliseconds of quiet typing before tier 0 (source rules) re-runs.",
         "type": "integer", "minimum": 0, "maximum": 10000, "default": 150}
