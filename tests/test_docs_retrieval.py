@@ -157,6 +157,52 @@ def test_cli_docs_search(capsys, cache, tmp_path, monkeypatch):
     assert len(hits) == 1 and hits[0]["id"] and hits[0]["source"]
 
 
+@pytest.fixture
+def cli_cache(cache, tmp_path, monkeypatch):
+    """The CLI caches under $XDG_CACHE_HOME/pallasite: point it at the module's cache."""
+    (tmp_path / "pallasite").symlink_to(cache)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("order", [
+    ["search", "--json", "-k", "2", "BlockSpec index_map"],  # options between `search` and the query
+    ["search", "BlockSpec index_map", "--json", "-k", "2"],  # options after the query
+    ["search", "-k", "2", "BlockSpec", "--json", "index_map"],  # options among unquoted query words
+    ["search", "BlockSpec", "index_map", "-k2", "--json"],
+    ["--json", "-k", "2", "search", "BlockSpec index_map"],  # options before the action
+    ["-k", "2", "search", "--json", "BlockSpec index_map"],
+])
+def test_cli_docs_search_options_in_any_order(order, capsys, cli_cache, index):
+    assert main(["docs", *order]) == 0, capsys.readouterr().err
+    hits = json.loads(capsys.readouterr().out)
+    assert [h["id"] for h in hits] == [h.passage.id for h in index.search("BlockSpec index_map", 2)]
+
+
+@pytest.mark.parametrize("where", ["before-query", "after-query", "before-action"])
+def test_cli_docs_search_extra_folder_in_any_order(where, capsys, cli_cache, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "team.md").write_text("# Team\n\n## Wombat layouts\n\nOur wombat kernels tile by 256 lanes.\n")
+    extra = ["--extra", str(notes)]
+    argv = {"before-query": ["docs", "search", *extra, "-k", "1", "wombat layouts"],
+            "after-query": ["docs", "search", "wombat layouts", *extra, "-k", "1"],
+            "before-action": ["docs", *extra, "search", "-k", "1", "wombat layouts"]}[where]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "extra/notes/team#wombat-layouts" in capsys.readouterr().out
+
+
+def test_cli_docs_usage_errors(capsys, cli_cache):
+    with pytest.raises(SystemExit) as info:
+        main(["docs", "search", "-k", "2"])  # no query words
+    assert info.value.code == 2 and "query" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["docs", "find", "x"])  # not an action
+    assert info.value.code == 2 and "invalid choice: 'find'" in capsys.readouterr().err
+    assert main(["docs", "search", "-k", "0", "BlockSpec"]) == 2
+    assert "-k must be at least 1" in capsys.readouterr().err
+
+
 def test_cli_docs_search_bad_extra_folder(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert main(["docs", "search", "x", "--extra", str(tmp_path / "missing")]) == 2
@@ -181,16 +227,16 @@ def test_guides_and_catalog_name_only_apis_the_installed_jax_has():
 
 
 def test_unknown_ranker_is_a_clear_error(tmp_path):
-    with pytest.raises(docs.DocsError, match="unknown docs ranker 'vectors'; available: bm25"):
+    with pytest.raises(docs.DocsError, match="unknown docs ranker 'vectors'; available: bm25, embeddings, hybrid"):
         docs.load_index(docs.DocsOptions(ranker="vectors", cache_dir=str(tmp_path)))
 
 
-def test_cli_docs_info(capsys, cache, tmp_path, monkeypatch):
-    (tmp_path / "pallasite").symlink_to(cache)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert main(["docs", "info"]) == 0
+@pytest.mark.parametrize("argv", [["docs", "info"], ["docs", "info", "--no-catalog"], ["docs", "--no-catalog", "info"]])
+def test_cli_docs_info(argv, capsys, cli_cache):
+    assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "api" in out and "guide" in out and "catalog" in out and docs_sources.jax_version() in out
+    assert "api" in out and "guide" in out and docs_sources.jax_version() in out and "ranker: bm25" in out
+    assert ("catalog" in out.split("\n")[0]) == ("--no-catalog" not in argv)
 
 
 def test_editing_a_guide_changes_the_cache_key(tmp_path, monkeypatch, cache):
