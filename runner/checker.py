@@ -226,12 +226,10 @@ class Checker:
         reply = await self._request(client, path, text, first, progress)
         status = getattr(reply, "status", "error")
         if status != "ok":
-            finding = locate.reply_failure(
-                status, _reply_message(reply), text, analysis, last_stage, self.options.target
-            )
+            finding, state = self._failure(reply, text, analysis, last_stage, tiers)
             if finding is not None:
                 findings.append(finding)
-            _mark(verdicts, tiers, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}")
+            _mark(verdicts, tiers, state)
             return
         result = getattr(reply, "result", None) or {}
         reused: dict[str, CachedVerdict] = {}
@@ -249,6 +247,20 @@ class Checker:
                                + tuple(f for hit in reused.values() for f in hit.findings))
         if cache is not None:
             self._record(cache, path, text, result, located, reused)
+
+    def _failure(self, reply, text, analysis, last_stage, tiers) -> tuple[Finding | None, str]:
+        """The finding for a request that did not come back "ok", and the state of the tiers it asked for."""
+        from pallasite.runner import locate
+
+        status = getattr(reply, "status", "error")
+        message = getattr(reply, "message", "") or ""
+        if locate.is_startup_failure(status, message):  # the worker's environment, not the kernel
+            finding = locate.startup_failure(message, getattr(reply, "stderr_tail", "") or "",
+                                             self.options.interpreter or sys.executable,
+                                             self.options.worker_command, tiers, self.options.target)
+            return finding, "skipped: the check worker could not start (PLS906)"
+        finding = locate.reply_failure(status, _reply_message(reply), text, analysis, last_stage, self.options.target)
+        return finding, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
 
     async def _request(self, client, path, text, tiers, progress, entries=None, tier2_known=None) -> Any:
         params: dict[str, Any] = {
@@ -318,10 +330,9 @@ class Checker:
         reply = await self._request(client, path, text, ask, progress, entries=lowered, **extra)
         status = getattr(reply, "status", "error")
         if status != "ok":
-            finding = locate.reply_failure(status, _reply_message(reply), text, analysis, last_stage, self.options.target)
+            finding, state = self._failure(reply, text, analysis, last_stage, ask)
             if finding is not None:
                 findings.append(finding)
-            state = "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
             for entry in entries:
                 name = entry.get("name")
                 for tier in ask:

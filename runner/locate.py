@@ -648,6 +648,55 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
     )
 
 
+# How runner/client.py words a worker that never got as far as its handshake.
+_STARTUP_FAILURES = ("the worker stopped before its handshake", "could not start the worker",
+                     "the worker did not send its handshake")
+_NO_MODULE = re.compile(r"No module named '?(?P<module>[\w.]+)'?")
+_NOT_FOUND = re.compile(r"No such file or directory|command not found|not found", re.I)
+
+
+def is_startup_failure(status: str, message: str) -> bool:
+    """Whether a failed request means the worker never started (its environment, not the kernel)."""
+    return status == "crashed" and (message or "").startswith(_STARTUP_FAILURES)
+
+
+def startup_failure(message: str, stderr_tail: str, interpreter: str, launcher: Sequence[str],
+                    tiers: Sequence[int], target: str) -> Finding:
+    """One file-level finding (PLS906, at line 1) for a worker that could not start, saying what
+    to install or set; the worker's stderr is quoted once (its last line), not repeated."""
+    said = [line.strip() for line in (stderr_tail or "").splitlines() if line.strip()]
+    last = said[-1] if said else ""
+    where = " ".join(launcher) if launcher else interpreter
+    missing = _NO_MODULE.search(last) or _NO_MODULE.search(message)
+    run_tiers = ", ".join(str(t) for t in tiers)
+    if missing and launcher:
+        body = (f"the check worker could not start through `{where}`: it cannot import "
+                f"{missing.group('module')} there. Install pallasite on that host (pip install pallasite), "
+                f"so that `pallasite worker` runs")
+    elif missing:
+        module = missing.group("module").split(".")[0]
+        body = (f"the check worker could not start: {interpreter} cannot import {module}. "
+                f"Install {module} into {interpreter}: {interpreter} -m pip install {module}"
+                + (" (or set the worker interpreter to the environment pallasite is installed in)"
+                   if module == "pallasite" else ""))
+    elif message.startswith("could not start the worker") or (launcher and _NOT_FOUND.search(last)):
+        reason = re.sub(r"^\[Errno \d+\]\s*", "", message.split("): ", 1)[-1]) if message.startswith("could not start") else last
+        body = (f"the check worker could not start: `{where}` cannot be run ({reason}). "
+                f"Set the worker interpreter to a Python that has pallasite installed")
+    else:
+        first = message.split("; its stderr ends with", 1)[0]
+        body = f"the check worker could not start: {first}" + (f"; it said: {last}" if last else "")
+    return Finding(
+        code="PLS906",
+        message=f"{body}; tier(s) {run_tiers} were not run.",
+        span=Span.point(0),
+        severity="error",  # nothing past tier 0 was checked: not a pass
+        tier=min(tiers) if tiers else 1,
+        origin=ORIGIN_RUNNER,
+        chip=target,
+    )
+
+
 def _first_import_like_line(lines: list[str]) -> Span:
     for i, line in enumerate(lines):
         if line.strip() and not line.lstrip().startswith(("#", '"""', "'''")):

@@ -182,6 +182,40 @@ def test_worker_crash_becomes_pls902():
     assert "SIGSEGV" in next(f.message for f in report.findings if f.code == "PLS902")
 
 
+def _python_without_pallasite() -> str | None:
+    """A real interpreter that cannot import pallasite (the base Python under the venv), or None."""
+    import subprocess
+    import sys
+
+    for python in (os.path.join(sys.base_prefix, "bin", "python3"), "/usr/bin/python3"):
+        if os.path.isfile(python) and subprocess.run([python, "-P", "-c", "import pallasite"],
+                                                     capture_output=True, timeout=60).returncode != 0:
+            return python
+    return None
+
+
+def test_worker_interpreter_without_pallasite_is_one_file_level_finding_saying_what_to_install():
+    python = _python_without_pallasite()
+    if python is None:
+        pytest.skip("no interpreter without pallasite on this machine")
+    [report] = check_paths([os.path.join(DATA, "store_shape_fixed.py")],
+                           CheckOptions(target="v5e", tiers=(0, 1, 2), interpreter=python))
+    [finding] = [f for f in report.findings if f.severity == "error"]
+    assert (finding.code, finding.span.line, finding.kernel, finding.related) == ("PLS906", 0, None, ())
+    assert f"install pallasite into {python}: {python} -m pip install pallasite" in finding.message.lower()
+    assert "No module named" not in finding.message and "restarted" not in finding.message  # stderr not repeated
+    assert {dict(k.tiers)[1] for k in report.kernels} == {"skipped: the check worker could not start (PLS906)"}
+
+
+def test_missing_worker_interpreter_says_to_set_the_setting():
+    [report] = check_paths([os.path.join(DATA, "store_shape_fixed.py")],
+                           CheckOptions(target="v5e", tiers=(1,), interpreter="/nonexistent/bin/python"))
+    [finding] = report.findings
+    assert (finding.code, finding.span.line) == ("PLS906", 0)
+    assert "`/nonexistent/bin/python` cannot be run (No such file or directory" in finding.message
+    assert "Set the worker interpreter" in finding.message
+
+
 # --------------------------------------------------------------------------- real worker, real limits
 
 
