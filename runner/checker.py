@@ -226,7 +226,7 @@ class Checker:
         reply = await self._request(client, path, text, first, progress)
         status = getattr(reply, "status", "error")
         if status != "ok":
-            finding, state = self._failure(reply, text, analysis, last_stage, tiers)
+            finding, state = self._failure(reply, path, text, analysis, last_stage, tiers)
             if finding is not None:
                 findings.append(finding)
             _mark(verdicts, tiers, state)
@@ -248,7 +248,7 @@ class Checker:
         if cache is not None:
             self._record(cache, path, text, result, located, reused)
 
-    def _failure(self, reply, text, analysis, last_stage, tiers) -> tuple[Finding | None, str]:
+    def _failure(self, reply, path, text, analysis, last_stage, tiers) -> tuple[Finding | None, str]:
         """The finding for a request that did not come back "ok", and the state of the tiers it asked for."""
         from pallasite.runner import locate
 
@@ -259,7 +259,8 @@ class Checker:
                                              self.options.interpreter or sys.executable,
                                              self.options.worker_command, tiers, self.options.target)
             return finding, "skipped: the check worker could not start (PLS906)"
-        finding = locate.reply_failure(status, _reply_message(reply), text, analysis, last_stage, self.options.target)
+        finding = locate.reply_failure(status, _reply_message(reply), text, analysis, last_stage, self.options.target,
+                                       stderr=getattr(reply, "stderr_tail", "") or "", path=path)
         return finding, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
 
     async def _request(self, client, path, text, tiers, progress, entries=None, tier2_known=None) -> Any:
@@ -330,7 +331,7 @@ class Checker:
         reply = await self._request(client, path, text, ask, progress, entries=lowered, **extra)
         status = getattr(reply, "status", "error")
         if status != "ok":
-            finding, state = self._failure(reply, text, analysis, last_stage, ask)
+            finding, state = self._failure(reply, path, text, analysis, last_stage, ask)
             if finding is not None:
                 findings.append(finding)
             for entry in entries:
@@ -437,13 +438,15 @@ def _decode_finding(path: str, what: str) -> Finding:
 
 
 def _reply_message(reply: Any) -> str:
-    """What a failed reply says: its message, else the op's error, with the worker's stderr tail."""
-    message = getattr(reply, "message", "") or ""
+    """What a failed reply says: its message, else the op's error, with the worker's last stderr
+    lines said once (not a traceback dump: the finding's detail keeps the whole tail)."""
+    message = (getattr(reply, "message", "") or "").split("; its stderr ends with", 1)[0]
     error = getattr(reply, "error", None)
     if not message and error is not None:
         message = f"{getattr(error, 'type', 'Error')}: {getattr(error, 'message', '')}"
-    tail = [line for line in (getattr(reply, "stderr_tail", "") or "").splitlines() if line.strip()][-3:]
-    if tail and getattr(reply, "status", "") == "crashed":
+    stderr = getattr(reply, "stderr_tail", "") or ""
+    tail = [line for line in stderr.splitlines() if line.strip()][-3:]
+    if tail and getattr(reply, "status", "") == "crashed" and "(most recent call first)" not in stderr:
         message += " (last worker output: " + " | ".join(line.strip()[:200] for line in tail) + ")"
     return message
 

@@ -20,7 +20,7 @@ ALLOWED_NAMES = frozenset(
         "TMPDIR", "TMP", "TEMP", "PWD",
         # the Python environment the user chose
         "PYTHONPATH", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONDONTWRITEBYTECODE",
-        "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8", "VIRTUAL_ENV",
+        "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONFAULTHANDLER", "VIRTUAL_ENV",
         "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "LD_LIBRARY_PATH",
         # thread counts of numerical libraries
         "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -87,6 +87,9 @@ def worker_environment(
     env = filter_environment(base)
     env.update(QUIET_LIBTPU)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    # A fatal signal (a segfaulting extension, an abort) prints the Python traceback on stderr, so
+    # a crash while importing the user's file is placed at the line it was running (runner/locate.py).
+    env.setdefault("PYTHONFAULTHANDLER", "1")
     if platforms is not None:
         env["JAX_PLATFORMS"] = platforms
     if extra:

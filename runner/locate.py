@@ -610,8 +610,13 @@ def parse_stage(message: str) -> dict[str, Any]:
     return {"tier": int(m.group("tier")), "entry": m.group("entry")}
 
 
-def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str) -> Finding | None:
-    """The finding for a request that did not come back "ok" (None when it was cancelled)."""
+def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str,
+                  *, stderr: str = "", path: str | None = None) -> Finding | None:
+    """The finding for a request that did not come back "ok" (None when it was cancelled).
+
+    ``stderr``: the worker's last stderr lines (kept as the finding's detail); for a crash while
+    importing ``path``, the Python traceback a fatal signal printed there names the line it was on.
+    """
     if status == "cancelled":
         return None
     lines = text.splitlines()
@@ -623,7 +628,11 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
     where = f" ({'tier %d' % tier}{', ' + entry if entry else ''})" if last_stage.get("tier") else (
         " (while importing the file)" if last_stage.get("stage") == "import" else "")
     importing = last_stage.get("stage") == "import"
-    if last_stage.get("line"):  # the worker said where the user's code was when time ran out
+    if importing and status in ("crashed", "memory") and not last_stage.get("line"):
+        crashed_at = crash_line(stderr, path) if path else None
+        last_stage = dict(last_stage, line=crashed_at) if crashed_at else last_stage
+        span = Span.point(0)  # no line known: the file, not any pallas_call
+    if last_stage.get("line"):  # the worker said where the user's code was (time ran out, or it crashed)
         span = _line_span(int(last_stage["line"]) - 1, lines)
         where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
     if status == "timeout":
@@ -641,11 +650,29 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         span=span,
         severity=CODES[code].severity,
         tier=tier,
+        detail=f"the worker's last stderr lines:\n{stderr}" if stderr.strip() else None,
         origin=ORIGIN_RUNNER,
         chip=target,
         kernel=site.kernel_name if site is not None and not importing else None,
         related=() if importing else _related(site, span, lines),
     )
+
+
+_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$', re.M)
+
+
+def crash_line(stderr: str, path: str) -> int | None:
+    """The 1-based line of ``path`` a crashed worker was running, from the Python traceback a fatal
+    signal printed on its stderr (faulthandler: most recent call first, the crashing thread marked
+    "Current thread"); None when there is none (SIGKILL prints nothing)."""
+    import os
+
+    block = stderr.split("Current thread", 1)[-1]
+    name = os.path.basename(path)
+    for m in _DUMP_FRAME.finditer(block):
+        if m.group("file") == path or os.path.basename(m.group("file")) == name:
+            return int(m.group("line"))
+    return None
 
 
 # How runner/client.py words a worker that never got as far as its handshake.

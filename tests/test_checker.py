@@ -253,8 +253,24 @@ def test_file_that_kills_its_interpreter_gives_pls902_and_the_next_check_works()
             await checker.close()
 
     killed, after = asyncio.run(run())
-    assert [f.code for f in killed.findings if f.severity == "error"] == ["PLS902"]
+    [finding] = [f for f in killed.findings if f.severity == "error"]
+    assert finding.code == "PLS902" and "while importing the file" in finding.message
+    # SIGKILL leaves no traceback: the finding is about the file (line 1), not its pallas_call
+    assert (finding.span.line, finding.kernel, finding.related) == (0, None, ())
     assert ("PLS104", 13) in [(f.code, f.span.line + 1) for f in after.findings]
+
+
+def test_file_that_segfaults_at_import_gives_pls902_at_the_line_it_was_running():
+    path = os.path.join(LIMITS, "segfaults_at_import.py")
+    [report] = check_paths([path], CheckOptions(target="v5e", tiers=(1,), time_limit_s=60.0))
+    [finding] = [f for f in report.findings if f.severity == "error"]
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert finding.code == "PLS902" and "SIGSEGV" in finding.message
+    assert lines[finding.span.line].startswith("ctypes.string_at(0)")
+    assert f"while importing the file, at line {finding.span.line + 1}" in finding.message
+    assert finding.related == () and finding.kernel is None
+    assert "most recent call first" not in finding.message and "Current thread" in finding.detail  # dump: detail only
 
 
 @pytest.mark.slow

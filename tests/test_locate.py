@@ -249,3 +249,28 @@ def test_the_worker_records_where_a_textless_exception_was_raised():
     assert rec["raised_at"]["function"] == "lowering_rule"
     assert rec["raised_at"]["code"] == "assert isinstance(params, int)"
     assert rec["raised_at"]["file"] == "test_locate.py"
+
+
+# --------------------------------------------------------------------------- a crash while importing
+
+_DUMP = """Thread 0x00007f27f8a4f6c0 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 324 in wait
+  File "/work/main/runner/worker.py", line 360 in _memory_watchdog
+
+Current thread 0x00007f281fe4bb80 (most recent call first):
+  File "/usr/lib/python3.11/ctypes/__init__.py", line 519 in string_at
+  File "/home/user/proj/import_error_broken.py", line 7 in <module>
+  File "/work/main/runner/loader.py", line 100 in load_user_module
+"""
+
+
+def test_a_crash_while_importing_lands_on_the_line_the_fatal_signal_traceback_names():
+    text, analysis = _source("import_error")
+    assert locate.crash_line(_DUMP, "import_error_broken.py") == 7
+    finding = locate.reply_failure("crashed", "the worker was killed by SIGSEGV (11)", text, analysis,
+                                   {"stage": "import"}, "v5e", stderr=_DUMP, path="import_error_broken.py")
+    assert (finding.code, finding.span.line + 1, finding.related) == ("PLS902", 7, ())
+    assert "while importing the file, at line 7" in finding.message and "Current thread" in finding.detail
+    silent = locate.reply_failure("crashed", "the worker was killed by SIGKILL (9)", text, analysis,
+                                  {"stage": "import"}, "v5e", stderr="", path="import_error_broken.py")
+    assert (silent.span.line, silent.kernel, silent.detail) == (0, None, None)
