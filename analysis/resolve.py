@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-from tree_sitter import Node, Query, QueryCursor
+from tree_sitter import Node
 
-from .source import PALLAS_PREFIXES, Source, enclosing_function, is_module_level, language, walk
+from .source import PALLAS_PREFIXES, Source, enclosing_function, is_module_level, walk
 from .types import Span
 
 MAX_DEPTH = 8  # how many variable indirections to follow
@@ -98,27 +97,43 @@ def module_tuples(source: Source) -> dict[str, Node]:
     """Module-level names bound exactly once, to a tuple (``GRID = (4, 2)``, ``SEM = ("parallel",)``)
     or to another such name: tuples cannot be mutated, so the value is certain everywhere a
     function does not rebind the name. Names rebound anywhere at module level (``if``/``for``/
-    ``with`` blocks included), imported, or declared ``global`` in some function are left out."""
+    ``with``/``try`` blocks included), imported, declared ``global`` in some function or bound by
+    a walrus are left out."""
     cache = source.cache.setdefault("module", {})
     if "tuples" in cache:
         return cache["tuples"]
     counts: dict[str, int] = {}
     values: dict[str, Node] = {}
-    for node in _binding_nodes(source.root):
-        if node.type == "assignment":
+    stack = list(reversed(source.root.named_children))
+    while stack:  # module-level statements only, descending into blocks but not defs or classes
+        node = stack.pop()
+        kind = node.type
+        if kind in ("function_definition", "class_definition", "decorated_definition"):
+            continue
+        if kind == "expression_statement":
+            for child in node.named_children:
+                if child.type in ("assignment", "augmented_assignment"):
+                    stack.append(child)  # chained ``a = b = (1,)`` nests assignments on the right
+            continue
+        if kind == "assignment":
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
             if left is not None and left.type == "identifier":
                 name = source.node_text(left)
                 counts[name] = counts.get(name, 0) + 1
                 if right is not None:
                     values[name] = right
-                continue
-        target = node.child_by_field_name("left") or node.child_by_field_name("name")
-        if node.type == "call" or target is None:
+                    if right.type == "assignment":
+                        stack.append(right)
+            elif left is not None:
+                for ident in _identifiers(left):
+                    counts[source.node_text(ident)] = 2  # unpacked or subscripted: uncertain
             continue
-        for ident in _identifiers(target):
-            counts[source.node_text(ident)] = 2  # unpacked, augmented, loop/with target: uncertain
-    rebound = set(source.imports) | _global_names(source)
+        if kind in ("augmented_assignment", "for_statement", "as_pattern", "delete_statement"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("alias")
+            for ident in _identifiers(target if target is not None else node):
+                counts[source.node_text(ident)] = 2  # rebound (``with ... as``/``except ... as`` too)
+        stack.extend(reversed(node.named_children))
+    rebound = set(source.imports) | source.rebound_anywhere
     found: dict[str, Node] = {}
     for name, value in values.items():
         if counts.get(name) != 1 or name in rebound:
@@ -136,13 +151,6 @@ def module_tuples(source: Source) -> dict[str, Node]:
             del found[name]
     cache["tuples"] = found
     return found
-
-
-def _global_names(source: Source) -> set[str]:
-    if b"global" not in source.data:
-        return set()
-    return {source.node_text(ident) for node in walk(source.root) if node.type == "global_statement"
-            for ident in node.named_children if ident.type == "identifier"}
 
 
 def _collect(source: Source, fn: Node, scope: Scope) -> None:
@@ -169,7 +177,7 @@ def _collect(source: Source, fn: Node, scope: Scope) -> None:
     counts: dict[str, int] = {name: 1 for name in param_names}  # a reassigned parameter is uncertain
     values: dict[str, Node] = {}
     body = fn.child_by_field_name("body")
-    for node in _binding_nodes(body):
+    for node in _binding_nodes(source, body):
         if node.type == "assignment":
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
             pairs: list[tuple[Node, Node | None]] = []
@@ -220,36 +228,67 @@ def _collect(source: Source, fn: Node, scope: Scope) -> None:
                 scope.int_spans[name] = origin or source.span(values[name])
 
 
-@lru_cache(maxsize=1)
-def _binding_query() -> Query:
-    return Query(language(), """
-        [(assignment) (augmented_assignment) (for_statement) (for_in_clause) (named_expression)
-         (with_item) (as_pattern)] @bind
-        (call function: (attribute) @bind)
-        [(function_definition) (lambda) (class_definition)] @nested
-    """)
-
-
-def _binding_nodes(body: Node | None) -> list[Node]:
-    """The nodes of a function body that bind or mutate names, outside nested functions/classes
-    (a query in C, then nested ranges filtered out: much faster than walking in Python)."""
+def body_nodes(source: Source, body: Node | None, kind: str) -> list[Node]:
+    """The ``source.bindings`` (kind "bind") or ``source.branches`` (kind "branch") inside
+    ``body``, outside nested functions, lambdas and classes, in source order: byte ranges over
+    the file-wide lists (no walk of the tree)."""
     if body is None:
         return []
-    found = QueryCursor(_binding_query()).captures(body)
-    nested = sorted((n.start_byte, n.end_byte) for n in found.get("nested", []))
-    outer: list[tuple[int, int]] = []
-    for start, end in nested:  # keep only outermost nested ranges
-        if not outer or start >= outer[-1][1]:
-            outer.append((start, end))
-    starts = [start for start, _ in outer]
+    nodes, starts = _indexed(source, kind)
+    lo, hi = bisect.bisect_left(starts, body.start_byte), bisect.bisect_left(starts, body.end_byte)
+    nested = nested_scopes(source, body)
+    if not nested:
+        return [n for n in nodes[lo:hi] if n.end_byte <= body.end_byte]
+    nested_starts = [n.start_byte for n in nested]
     own = []
-    for node in found.get("bind", []):
-        i = bisect.bisect_right(starts, node.start_byte) - 1
-        if i >= 0 and node.start_byte < outer[i][1]:
+    for node in nodes[lo:hi]:
+        if node.end_byte > body.end_byte:
+            continue
+        i = bisect.bisect_right(nested_starts, node.start_byte) - 1
+        if i >= 0 and node.start_byte < nested[i].end_byte:
             continue  # inside a nested function, lambda or class
         own.append(node)
-    own.sort(key=lambda n: n.start_byte)
     return own
+
+
+def nested_scopes(source: Source, body: Node) -> list[Node]:
+    """The outermost function definitions, lambdas, classes and decorated definitions inside ``body``."""
+    nodes, starts = _indexed(source, "scope")
+    lo, hi = bisect.bisect_left(starts, body.start_byte), bisect.bisect_left(starts, body.end_byte)
+    outer: list[Node] = []
+    for node in nodes[lo:hi]:
+        if node.end_byte > body.end_byte or node.start_byte == body.start_byte and node.end_byte == body.end_byte:
+            continue
+        if outer and node.start_byte < outer[-1].end_byte:
+            continue  # inside the previous one (a decorated definition's def, a nested def)
+        outer.append(node)
+    return outer
+
+
+def _indexed(source: Source, kind: str) -> tuple[list[Node], list[int]]:
+    cache = source.cache.setdefault("index", {})
+    if kind not in cache:
+        if kind == "bind":
+            nodes = sorted(source.bindings + _mutator_attributes(source), key=lambda n: n.start_byte)
+        else:
+            nodes = source.branches if kind == "branch" else source.scope_nodes
+        cache[kind] = (nodes, [n.start_byte for n in nodes])
+    return cache[kind]
+
+
+def _mutator_attributes(source: Source) -> list[Node]:
+    """The ``obj.append``-style attributes that are called (they may mutate ``obj`` in place)."""
+    found = []
+    for call in source.calls:
+        fn = call.child_by_field_name("function")
+        if fn is not None and fn.type == "attribute":
+            found.append(fn)
+    return found
+
+
+def _binding_nodes(source: Source, body: Node | None) -> list[Node]:
+    """The nodes of a function body that bind or mutate names, outside nested functions/classes."""
+    return body_nodes(source, body, "bind")
 
 
 def own_nodes(body: Node | None):
@@ -410,7 +449,7 @@ def helper_scope(source: Source, caller: Scope, call: Node) -> tuple[Scope, Node
         return None
     base = scope_for(source, value)
     scope = Scope(source, dict(base.assigned), dict(base.ints), dict(base.int_spans), set(base.shadowed))
-    rebound = {source.node_text(ident) for node in _binding_nodes(body) if node.type != "attribute"
+    rebound = {source.node_text(ident) for node in _binding_nodes(source, body) if node.type != "attribute"
                for ident in _identifiers(node.child_by_field_name("left") or node.child_by_field_name("name")
                                          or node)}
     for name, (arg, is_default) in bound.items():

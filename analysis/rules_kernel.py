@@ -14,7 +14,7 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from .resolve import is_pallas_name, own_nodes
+from .resolve import body_nodes, is_pallas_name, nested_scopes, own_nodes
 from .rules import RuleContext, finding, replace
 from .rules_specs import ref_counts
 from .source import Source, walk
@@ -55,9 +55,9 @@ def _scoped_conditions(source: Source, fn: Node, inherited: frozenset[str]) -> I
     functions nested in it, with Python's scoping: a nested function's parameters and its own
     non-program_id assignments shadow the outer names."""
     params = frozenset(_parameter_names(source, fn))
-    own = list(own_nodes(fn.child_by_field_name("body")))
+    body = fn.child_by_field_name("body")
     assigned: dict[str, list[Node | None]] = {}  # name -> every value bound to it (None: unknown)
-    for node in own:
+    for node in body_nodes(source, body, "bind"):
         if node.type == "assignment":
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
             if left is not None and left.type == "identifier" and right is not None:
@@ -79,19 +79,18 @@ def _scoped_conditions(source: Source, fn: Node, inherited: frozenset[str]) -> I
             for ident in (n for n in walk(target) if n.type == "identifier") if target is not None else ():
                 assigned.setdefault(source.node_text(ident), []).append(None)
     names = frozenset(_tainted_names(source, assigned, set(inherited - params - frozenset(assigned)), params))
-    for node in own:
+    for node in body_nodes(source, body, "branch"):
         if node.type in ("if_statement", "while_statement", "elif_clause"):
             yield node, node.child_by_field_name("condition"), names
         elif node.type == "conditional_expression":
             parts = node.named_children
             if len(parts) == 3:
                 yield node, parts[1], names
-        for child in node.children:
-            inner = child
-            if inner.type == "decorated_definition":
-                inner = inner.child_by_field_name("definition") or inner
-            if inner.type in ("function_definition", "lambda"):
-                yield from _scoped_conditions(source, inner, names)
+    for inner in nested_scopes(source, body) if body is not None else ():
+        if inner.type == "decorated_definition":
+            inner = inner.child_by_field_name("definition") or inner
+        if inner.type in ("function_definition", "lambda"):
+            yield from _scoped_conditions(source, inner, names)
 
 
 _ARITH_UPDATES = {"+=", "-=", "*=", "//=", "%=", "<<=", ">>=", "&=", "|=", "^="}

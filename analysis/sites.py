@@ -31,7 +31,7 @@ def find_sites(source: Source) -> tuple[KernelSite, ...]:
     sites: list[KernelSite] = []
     for node in source.calls:
         fn = node.child_by_field_name("function")
-        if fn is None:
+        if fn is None or not _may_name(source, fn, ("pallas_call", "partial")):
             continue
         if not is_pallas_name(source.qualname(fn), "pallas_call"):
             if not is_partial(source, node):
@@ -49,6 +49,19 @@ def find_sites(source: Source) -> tuple[KernelSite, ...]:
             sites.append(KernelSite(kernel_name=None, span=source.span(node), call_span=source.span(fn),
                                     backend=file_backend(source)))
     return tuple(sites)
+
+
+def _may_name(source: Source, fn: Node, tails: tuple[str, ...]) -> bool:
+    """A cheap first test before resolving ``fn`` through the imports: ``x.y.pallas_call`` can
+    only name pallas_call if its last attribute is spelled so; a bare name only if it was
+    imported as one of ``tails`` (under any alias)."""
+    if fn.type == "attribute":
+        attr = fn.child_by_field_name("attribute")
+        return attr is not None and source.node_text(attr) in tails
+    if fn.type == "identifier":
+        imported = source.imports.get(source.node_text(fn))
+        return imported is not None and imported.rsplit(".", 1)[-1] in tails
+    return False
 
 
 def read_site(source: Source, call: Node) -> KernelSite:

@@ -39,7 +39,7 @@ class SourceAnalysis:
 
 def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET) -> SourceAnalysis:
     """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``."""
-    source = Source(text)
+    source = Source(text, key=path)  # a known path re-parses incrementally from its last tree
     uses_pallas = source.uses_pallas
     # Python's parser is the authority on syntax, but costs ~20 ms on a large file: ask it only
     # when tree-sitter saw a problem (it also flags the Python 2 statements it would accept).

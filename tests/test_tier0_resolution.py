@@ -64,6 +64,12 @@ def test_module_grid_alias_and_tuple_of_constants_resolve():
     "GRID = (4, 2)\nfor GRID in [(4,)]:\n    pass\n",         # a loop target
     "GRID = (4, 2)\n\ndef reset():\n    global GRID\n    GRID = (4,)\n",  # rebound through `global`
     "GRID = [4, 2]\n",                                        # a list may be mutated elsewhere
+    "GRID = (4, 2)\ntry:\n    pass\nexcept ValueError as GRID:\n    pass\n",  # an except alias
+    "GRID = (4, 2)\nwith open(__file__) as GRID:\n    pass\n",  # a with alias
+    "GRID = (4, 2)\nGRID += (1,)\n",                          # augmented
+    "GRID = (4, 2)\nprint(GRID := (4,))\n",                   # a walrus
+    "GRID = (4, 2)\nSHAPE, GRID = (1,), (4,)\n",              # unpacked
+    "GRID = OTHER = (4, 2)\nOTHER = (4,)\nGRID = OTHER\n",     # chained, then rebound
     "from shapes import GRID\n",                              # imported: unknown here
 ])
 def test_uncertain_module_bindings_are_not_resolved(binding):

@@ -1,0 +1,94 @@
+"""Tier 0 re-parses a file it has seen before incrementally (``analyze(text, path)`` keys the
+last tree by path): the result must be exactly what a fresh parse gives, for any edit, and
+trees already handed out must not change underneath their ``Source``."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pallasite.analysis import source as source_mod
+from pallasite.analysis.apis import jax_root
+from pallasite.analysis.source import Source, parse, text_edit
+from pallasite.analysis.tier0 import analyze
+from pallasite.analysis.types import to_json
+
+
+def _splash() -> str | None:
+    root = jax_root()
+    if root is None:
+        return None
+    path = os.path.join(root, "experimental", "pallas", "ops", "tpu", "splash_attention", "splash_attention_kernel.py")
+    return open(path, encoding="utf-8").read() if os.path.exists(path) else None
+
+
+SPLASH = _splash()
+
+
+def _edits(text: str) -> list[str]:
+    """A sequence of texts, each one edit away from the one before."""
+    rows = text.split("\n")
+    mid = len(rows) // 2
+    out = [text]
+    out.append("\n".join(rows[:mid] + ["# a comment line with ünïcödé"] + rows[mid:]))  # insert
+    out.append(out[-1].replace("block_q", "block_q_renamed", 1))  # replace a token, longer
+    out.append(out[-1][: len(out[-1]) // 3] + out[-1][len(out[-1]) // 3 + 500:])  # delete a chunk (may break syntax)
+    out.append("import os\n" + out[-1])  # edit at the start
+    out.append(out[-1] + "\nx = (\n")  # an unfinished statement at the end
+    out.append(out[-1][:-len("\nx = (\n")])  # and back
+    out.append(text)  # back to the original
+    out.append("")  # everything deleted
+    out.append(text)
+    return out
+
+
+@pytest.mark.skipif(SPLASH is None, reason="jax's splash attention kernel is not installed")
+def test_incremental_parse_equals_a_fresh_parse_for_every_edit():
+    key = "/virtual/splash_incremental.py"
+    for text in _edits(SPLASH):
+        incremental = parse(text, key)
+        fresh = parse(text)
+        assert str(incremental.root_node) == str(fresh.root_node)
+        assert incremental.root_node.end_byte == len(text.encode("utf-8"))
+
+
+@pytest.mark.skipif(SPLASH is None, reason="jax's splash attention kernel is not installed")
+def test_analysis_with_a_path_equals_the_analysis_without_one():
+    key = "/virtual/splash_analysis.py"
+    for text in _edits(SPLASH)[:4]:
+        keyed, plain = analyze(text, key), analyze(text, None)
+        assert to_json(keyed.sites) == to_json(plain.sites)
+        assert to_json(keyed.findings) == to_json(plain.findings)
+
+
+def test_unchanged_text_reuses_the_tree_and_old_sources_stay_valid():
+    key = "/virtual/small.py"
+    text = "import jax\nfrom jax.experimental import pallas as pl\nBLOCK = 128\n"
+    first = Source(text, key=key)
+    assert Source(text, key=key).tree is first.tree
+    edited = text.replace("BLOCK = 128", "BLOCK = 256\nOTHER = 8")
+    second = Source(edited, key=key)
+    assert second.tree is not first.tree
+    assert first.constants["BLOCK"].value == 128 and second.constants["BLOCK"].value == 256
+    node = first.root.named_children[-1]
+    assert first.node_text(node) == "BLOCK = 128"  # the old tree was not edited in place
+
+
+def test_the_tree_cache_is_bounded():
+    for i in range(source_mod._TREES_MAX + 5):
+        parse(f"x = {i}\n", f"/virtual/bounded_{i}.py")
+    assert len(source_mod._TREES) <= source_mod._TREES_MAX
+
+
+@pytest.mark.parametrize("old,new", [
+    (b"abc", b"abXc"), (b"abc", b"c"), (b"", b"x\ny"), (b"a\nb\nc", b"a\nc"), (b"same", b"same"),
+    (b"aaaa", b"aa"),
+])
+def test_text_edit_describes_the_change(old, new):
+    edit = text_edit(old, new)
+    start, old_end, new_end = edit["start_byte"], edit["old_end_byte"], edit["new_end_byte"]
+    assert old[:start] + new[start:new_end] + old[old_end:] == new
+    assert old[:start] == new[:start] and old[old_end:] == new[new_end:]
+    row, column = edit["new_end_point"]
+    assert new[:new_end].count(b"\n") == row and column == new_end - (new[:new_end].rfind(b"\n") + 1)
