@@ -123,3 +123,23 @@ def test_chips_command_prints_the_table_without_importing_jax_itself(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert "JAX NOT IMPORTED 0" in out.stdout, out.stderr
     assert "TPU v5 lite" in out.stdout and "v6e:2x2" in out.stdout
+
+
+@pytest.mark.tpu_compiler
+def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
+    pytest.importorskip("libtpu")
+    from pallasite.runner.checker import TARGETS
+    from pallasite.runner.checks import handle_check
+
+    assert "7x" in TARGETS
+    corpus = os.path.join(os.path.dirname(__file__), "data", "compiler")
+    states = {}
+    for name in ("store_shape_fixed", "tiling_int8_rows_broken"):
+        path = os.path.join(corpus, f"{name}.py")
+        with open(path, encoding="utf-8") as f:
+            result = handle_check({"path": path, "text": f.read(), "target": "7x", "tiers": [1, 2], "time_limit_s": 120})
+        assert result["unavailable"] == {}
+        [entry] = result["entries"]
+        states[name] = (entry["tiers"], [e.get("mosaic_codes") for e in entry["errors"]])
+    assert states["store_shape_fixed"] == ({"1": "ok", "2": "ok"}, [])
+    assert states["tiling_int8_rows_broken"] == ({"1": "ok", "2": "error"}, [["E2002"]])  # the compiler's tiling rule
