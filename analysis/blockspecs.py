@@ -83,6 +83,8 @@ def _index_map(source: Source, scope: Scope, node: Node | None) -> tuple[int | N
         return None, None, None
     resolved = scope.resolve(node)
     if resolved is not None and resolved.type == "identifier":
+        if source.node_text(resolved) in scope.shadowed:
+            return None, None, source.span(node)  # a parameter or rebound local: not the def of that name
         defn = source.function(source.node_text(resolved), near=node)
         if defn is None:
             return None, None, source.span(node)

@@ -216,3 +216,12 @@ def test_uncertain_helpers_give_no_tiling_finding(helper, arg):
     assert "PLS001" not in found_codes
     dims = [s.block_shape for s in found.in_specs or ()]
     assert (128, 200) not in dims and (128, 400) not in dims
+
+
+def test_helper_parameter_named_like_a_module_function_is_not_that_function():
+    helper = ("def index_map(i, j):\n    return i, j\n\n"
+              "def spec(cols, index_map):\n    return pl.BlockSpec((128, cols), index_map)\n")
+    found, found_codes = helper_site(helper, "[spec(cols, lambda i: (i, 0))]")
+    assert found.in_specs[0].block_shape == (128, 200)
+    assert found.in_specs[0].index_map_arity is None
+    assert "PLS002" not in found_codes
