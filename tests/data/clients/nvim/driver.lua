@@ -26,9 +26,15 @@ local function pallasite_client(bufnr)
   return vim.lsp.get_clients({ bufnr = bufnr or 0, name = 'pallasite' })[1]
 end
 
+local function related_messages(d)
+  local lsp = (d.user_data and d.user_data.lsp) or {}
+  return vim.tbl_map(function(rel) return rel.message end, lsp.relatedInformation or {})
+end
+
 local function diagnostics(bufnr)
   return vim.tbl_map(function(d)
-    return { lnum = d.lnum, col = d.col, code = d.code, severity = d.severity, message = d.message, source = d.source }
+    return { lnum = d.lnum, col = d.col, code = d.code, severity = d.severity, message = d.message, source = d.source,
+             related = related_messages(d) }
   end, vim.diagnostic.get(bufnr or 0))
 end
 
@@ -101,8 +107,16 @@ function scenarios.trust()
   wait_for('the status to say trusted', function() return (require('pallasite').status(buf) or {}).trusted == true end)
   step('status', require('pallasite').status(buf))
   step('asked_by_plugin', require('pallasite.prompt').asked)
+  -- The lowering's verdict: its own PLS1xx diagnostic, or (when it repeats a tier-0 finding, which
+  -- the server then shows once) a "jax lowering ... agrees" note on the tier-0 diagnostic.
   local function compiler_codes()
-    return vim.tbl_filter(function(d) return tostring(d.code):match('^PLS1') ~= nil end, vim.diagnostic.get(buf))
+    return vim.tbl_filter(function(d)
+      if tostring(d.code):match('^PLS1') then return true end
+      for _, message in ipairs(related_messages(d)) do
+        if tostring(message):match('jax lowering .* agrees') then return true end
+      end
+      return false
+    end, vim.diagnostic.get(buf))
   end
   wait_for('a tier-1 (lowering) diagnostic once trusted', function() return #compiler_codes() > 0 end, 60000)
   step('compiler_diagnostics', diagnostics(buf))
