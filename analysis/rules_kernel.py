@@ -62,6 +62,13 @@ def _scoped_conditions(source: Source, fn: Node, inherited: frozenset[str]) -> I
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
             if left is not None and left.type == "identifier" and right is not None:
                 assigned.setdefault(source.node_text(left), []).append(right)
+            elif left is not None and left.type in ("pattern_list", "tuple_pattern") and right is not None and \
+                    right.type in ("expression_list", "tuple") and \
+                    len(left.named_children) == len(right.named_children):
+                for target, value in zip(left.named_children, right.named_children):  # i, j = a, b
+                    for ident in (n for n in walk(target) if n.type == "identifier"):
+                        assigned.setdefault(source.node_text(ident), []).append(
+                            value if target.type == "identifier" else None)
             elif left is not None:
                 for ident in (n for n in walk(left) if n.type == "identifier"):
                     assigned.setdefault(source.node_text(ident), []).append(None)  # unpacked: not scalar

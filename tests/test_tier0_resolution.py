@@ -127,6 +127,11 @@ def test_while_on_a_program_id_counter_is_reported(step):
     assert kernel_codes(body) == ["PLS006"]
 
 
+def test_counter_from_a_tuple_assignment_is_reported():
+    body = "    i, j = pl.program_id(0), pl.program_id(1)\n    while i < 3:\n        i += 1\n    o_ref[...] = x_ref[...]\n"
+    assert kernel_codes(body) == ["PLS006"]
+
+
 def test_counter_chained_through_another_name_is_reported():
     body = "    i = pl.program_id(0)\n    j = i * 2\n    while j < 6:\n        j += 2\n    o_ref[...] = x_ref[...]\n"
     assert kernel_codes(body) == ["PLS006"]
@@ -137,7 +142,8 @@ def test_counter_chained_through_another_name_is_reported():
     "    i = pl.program_id(0)\n    for i in range(3):\n        if i == 0:\n            pass\n",  # loop target
     "    a = 1\n    b = a\n    a = b\n    while a < 3:\n        a += 1\n",              # no program_id at all
     "    i = pl.program_id(0)\n    i = jnp.minimum(i, 3)\n    if i == 0:\n        pass\n",  # a call: not certain scalar
-    "    i, j = pl.program_id(0), 1\n    while i < 3:\n        i += 1\n",              # unpacked
+    "    i, j = divmod(pl.program_id(0), 2)\n    while i < 3:\n        i += 1\n",     # unpacked from a call
+    "    i, j = pl.program_id(0), 1\n    while j < 3:\n        j += 1\n",              # j is the int
 ])
 def test_uncertain_counters_stay_quiet(body):
     assert kernel_codes(body + "    o_ref[...] = x_ref[...]\n") == []
