@@ -2,7 +2,8 @@
 
 Tier 0 (source rules) runs in this process through ``pallasite.analysis.tier0``; tiers 1-3 go to
 a warm worker process as one ``check`` request (``runner/checks.py`` answers it), whose raw error
-records ``runner/locate.py`` turns into findings at spans of the user's file. Suppression comments
+records ``runner/locate.py`` turns into findings at spans of the user's file (``runner/reply_failures.py``
+when the request as a whole failed: limits, crashes, a worker that could not start). Suppression comments
 and severity overrides are applied to every tier's findings alike; then a compiler finding that
 repeats a tier-0 one is folded into it (``runner/agreement.py``: one mistake, one finding).
 
@@ -44,7 +45,7 @@ from pallasite.analysis.types import (
     Span,
 )
 
-from . import chips
+from . import chips, locate, reply_failures
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
@@ -206,8 +207,6 @@ class Checker:
     # ------------------------------------------------------------------ tiers 1-3
 
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress):
-        from pallasite.runner import locate  # client side, jax-free
-
         client = self._worker()
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
@@ -215,7 +214,7 @@ class Checker:
 
         def progress(message: Any, fraction: float | None = None) -> None:
             message = str(getattr(message, "message", message))
-            stage = locate.parse_stage(message)
+            stage = reply_failures.parse_stage(message)
             if stage and "line" not in stage:
                 last_stage.clear()  # a new step: forget where the previous one was
             last_stage.update(stage)
@@ -250,17 +249,16 @@ class Checker:
 
     def _failure(self, reply, path, text, analysis, last_stage, tiers) -> tuple[Finding | None, str]:
         """The finding for a request that did not come back "ok", and the state of the tiers it asked for."""
-        from pallasite.runner import locate
-
         status = getattr(reply, "status", "error")
         message = getattr(reply, "message", "") or ""
-        if locate.is_startup_failure(status, message):  # the worker's environment, not the kernel
-            finding = locate.startup_failure(message, getattr(reply, "stderr_tail", "") or "",
-                                             self.options.interpreter or sys.executable,
-                                             self.options.worker_command, tiers, self.options.target)
+        if reply_failures.is_startup_failure(status, message):  # the worker's environment, not the kernel
+            finding = reply_failures.startup_failure(message, getattr(reply, "stderr_tail", "") or "",
+                                                     self.options.interpreter or sys.executable,
+                                                     self.options.worker_command, tiers, self.options.target)
             return finding, "skipped: the check worker could not start (PLS906)"
-        finding = locate.reply_failure(status, _reply_message(reply), text, analysis, last_stage, self.options.target,
-                                       stderr=getattr(reply, "stderr_tail", "") or "", path=path)
+        finding = reply_failures.reply_failure(status, _reply_message(reply), text, analysis, last_stage,
+                                               self.options.target, stderr=getattr(reply, "stderr_tail", "") or "",
+                                               path=path)
         return finding, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
 
     async def _request(self, client, path, text, tiers, progress, entries=None, tier2_known=None) -> Any:
@@ -303,8 +301,6 @@ class Checker:
         (states, records, notes, memory and timings of what the worker ran); returns the reused
         verdicts by entry name.
         """
-        from pallasite.runner import locate
-
         versions = result.get("versions") or {}
         entries = list(result.get("entries") or ())
         reused: dict[str, CachedVerdict] = {}

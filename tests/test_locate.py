@@ -1,4 +1,5 @@
-"""Locating compiler errors in the user's file (runner/locate.py), without jax or libtpu.
+"""Locating compiler errors in the user's file (runner/locate.py, runner/classify.py and
+runner/reply_failures.py), without jax or libtpu.
 
 The records replayed here are the worker's real raw records for the corpus of
 tests/data/compiler (recorded by tests/data/compiler/record_errors.py from jax 0.10.2 + libtpu),
@@ -14,7 +15,7 @@ import pytest
 
 from pallasite.analysis import tier0
 from pallasite.analysis.codes import CODES
-from pallasite.runner import locate
+from pallasite.runner import locate, reply_failures
 
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "compiler")
 EXPECTED = json.load(open(os.path.join(CORPUS, "expected.json")))
@@ -137,8 +138,8 @@ def test_arity_typeerror_from_a_kernel_is_a_signature_error_not_an_index_map_one
 
 def test_timeout_during_tier2_is_pls205_at_the_pallas_call():
     text, analysis = _source("vmem_oom_blocks")
-    stage = locate.parse_stage("tier 2: big_copy (libtpu compile for v5e)")
-    finding = locate.reply_failure("timeout", "no result after 60 s", text, analysis, stage, "v5e")
+    stage = reply_failures.parse_stage("tier 2: big_copy (libtpu compile for v5e)")
+    finding = reply_failures.reply_failure("timeout", "no result after 60 s", text, analysis, stage, "v5e")
     assert finding.code == "PLS205" and finding.tier == 2
     assert finding.span == analysis.sites[0].call_span
     assert "big_copy" in finding.message and "60 s" in finding.message
@@ -146,12 +147,12 @@ def test_timeout_during_tier2_is_pls205_at_the_pallas_call():
 
 def test_timeout_while_importing_is_pls903_and_crash_is_pls902():
     text, analysis = _source("import_error")
-    stage = locate.parse_stage("importing import_error_broken.py")
-    hang = locate.reply_failure("timeout", "no result after 5 s", text, analysis, stage, "v5e")
+    stage = reply_failures.parse_stage("importing import_error_broken.py")
+    hang = reply_failures.reply_failure("timeout", "no result after 5 s", text, analysis, stage, "v5e")
     assert hang.code == "PLS903" and "while importing" in hang.message
-    crash = locate.reply_failure("crashed", "the worker was killed by SIGKILL (9)", text, analysis, {}, "v5e")
+    crash = reply_failures.reply_failure("crashed", "the worker was killed by SIGKILL (9)", text, analysis, {}, "v5e")
     assert crash.code == "PLS902" and "SIGKILL" in crash.message
-    assert locate.reply_failure("cancelled", "", text, analysis, {}, "v5e") is None
+    assert reply_failures.reply_failure("cancelled", "", text, analysis, {}, "v5e") is None
 
 
 def test_unavailable_tier2_is_one_note_not_a_finding():
@@ -200,10 +201,10 @@ def test_vmem_oom_naming_an_operand_relates_its_blockspec():
 
 def test_a_line_said_near_the_time_limit_places_the_timeout_there():
     text, analysis = _source("import_error")
-    stage = locate.parse_stage("importing import_error_broken.py")
-    stage.update(locate.parse_stage("at line 14 of import_error_broken.py"))
+    stage = reply_failures.parse_stage("importing import_error_broken.py")
+    stage.update(reply_failures.parse_stage("at line 14 of import_error_broken.py"))
     assert stage == {"stage": "import", "line": 14}
-    finding = locate.reply_failure("timeout", "no result after 5 s", text, analysis, stage, "v5e")
+    finding = reply_failures.reply_failure("timeout", "no result after 5 s", text, analysis, stage, "v5e")
     assert (finding.code, finding.span.line + 1) == ("PLS903", 14)
     assert "while importing the file, at line 14" in finding.message
     assert finding.related == ()  # a hang at import is not about any pallas_call
@@ -266,11 +267,11 @@ Current thread 0x00007f281fe4bb80 (most recent call first):
 
 def test_a_crash_while_importing_lands_on_the_line_the_fatal_signal_traceback_names():
     text, analysis = _source("import_error")
-    assert locate.crash_line(_DUMP, "import_error_broken.py") == 7
-    finding = locate.reply_failure("crashed", "the worker was killed by SIGSEGV (11)", text, analysis,
+    assert reply_failures.crash_line(_DUMP, "import_error_broken.py") == 7
+    finding = reply_failures.reply_failure("crashed", "the worker was killed by SIGSEGV (11)", text, analysis,
                                    {"stage": "import"}, "v5e", stderr=_DUMP, path="import_error_broken.py")
     assert (finding.code, finding.span.line + 1, finding.related) == ("PLS902", 7, ())
     assert "while importing the file, at line 7" in finding.message and "Current thread" in finding.detail
-    silent = locate.reply_failure("crashed", "the worker was killed by SIGKILL (9)", text, analysis,
+    silent = reply_failures.reply_failure("crashed", "the worker was killed by SIGKILL (9)", text, analysis,
                                   {"stage": "import"}, "v5e", stderr="", path="import_error_broken.py")
     assert (silent.span.line, silent.kernel, silent.detail) == (0, None, None)

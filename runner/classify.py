@@ -1,0 +1,181 @@
+"""What a raw error record says: its finding code, who said it, and its sentence in user terms.
+
+Client side (never imports jax). ``classify`` gives a record of the worker (``runner/errors.py``)
+its code: PLS1xx / PLS2xx by the compiler's words (``_PATTERNS``, ordered, first match wins; the
+catalog's own patterns are checked against these by tests/test_catalog_locator_agree.py), PLS9xx
+for import, task and script failures. ``sentence`` cleans the message (folders cut from paths,
+block sizes as ints, no jaxpr dumps, no "please file an issue"), says so when an exception carried
+no text (and where it was raised), and prefixes what the code needs (VMEM figures, "importing the
+file failed"). Where the finding goes is ``runner/locate.py``'s part.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from pallasite.analysis.codes import CODES
+
+ORIGIN_LOWERING = "jax lowering"
+ORIGIN_COMPILER = "libtpu compiler"
+ORIGIN_RUNNER = "pallasite runner"
+
+
+# Ordered (code for tier 1, code for tier 2, pattern); the first match wins.
+_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (c1, c2, re.compile(p, re.I | re.S))
+    for c1, c2, p in (
+        ("PLS201", "PLS201", r"ran out of memory in memory space vmem|would exceed memory.{0,200}vmem|"
+                             r"E1001|ScopedVmemOom|vmem.{0,40}(?:oom|out of memory)|"
+                             r"of [\d.]+\s*[KMG]i?B? (?:scoped )?vmem|Exceeded vmem"),
+        ("PLS204", "PLS204", r"E2002|MisalignedBlockAndTiling|not divisible by tiling"),
+        ("PLS203", "PLS203", r"E2003|UnprovenMemoryAccessAlignment|cannot statically prove"),
+        ("PLS202", "PLS202", r"unsupported shape cast|shape_cast|relayout"),
+        ("PLS101", "PLS101", r"divisible by 8 and 128|last two dimensions of your block shape"),
+        ("PLS112", "PLS112", r"must have the same number of dimensions as the array"),
+        ("PLS106", "PLS106", r"must return integer scalars"),
+        ("PLS102", "PLS102", r"Index map function .{0,300}must return \d+ values"),
+        ("PLS113", "PLS113", r"Grid must be a tuple of integers"),
+        ("PLS109", "PLS109", r"Pytree for `(?:in_specs|out_specs)` and `(?:inputs|out_shape)` do not match"),
+        ("PLS105", "PLS105", r"dimension.?semantics"),
+        ("PLS107", "PLS107", r"64-bit types? (?:are|is) not supported|\bi64\b.{0,80}not supported"),
+        ("PLS108", "PLS108", r"load scalars from SMEM|store scalars to VMEM|scalars? (?:to|from|in) (?:VMEM|SMEM)"),
+        ("PLS104", "PLS104", r"Invalid (?:shape|dtype) for `(?:swap|get|load|store)`"),
+        ("PLS110", "PLS110", r"should return None"),
+        ("PLS103", "PLS103", r"Unimplemented primitive|take_along_axis-like gathers|not implemented|"
+                             r"NotImplementedError|Unsupported .{0,40}(?:primitive|operation)"),
+    )
+)
+
+CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments? but \d+ (?:was|were) given|"
+                         r"missing \d+ required positional arguments?)")
+
+
+def classify(rec: Mapping[str, Any], tier: int) -> str:
+    """The finding code for a raw record (by stage, exception type and message pattern)."""
+    stage = str(rec.get("stage") or "")
+    if rec.get("code") in CODES:  # the worker already knew (tier 3 records, runner/interpret.py)
+        return str(rec["code"])
+    if stage == "import":
+        return "PLS000" if rec.get("syntax") else "PLS901"
+    if stage == "task":
+        return "PLS905"
+    text = f"{rec.get('sentence') or ''}\n{rec.get('message') or ''}"
+    if rec.get("vmem"):
+        return "PLS201"
+    if x64_rejection(rec):
+        return "PLS107"
+    for c1, c2, pattern in _PATTERNS:
+        if pattern.search(text):
+            return c1 if tier == 1 else c2
+    etype = str(rec.get("type") or "")
+    m = CALL_ARITY.search(text)
+    if etype == "TypeError" and m:
+        return "PLS102" if "<lambda>" in m.group("fn") or "index_map" in m.group("fn") else "PLS110"
+    if etype == "AttributeError" and "has no attribute" in text:
+        return "PLS111"
+    if _from_compiler(rec):
+        return "PLS200"
+    return "PLS100"
+
+
+_I64 = re.compile(r"\bi64\b")
+_EXPLICIT_64 = next(p for c1, _, p in _PATTERNS if c1 == "PLS107")
+
+
+def x64_rejection(rec: Mapping[str, Any]) -> bool:
+    """The compiler choked on an int64 that exists only because jax_enable_x64 was on.
+
+    With x64 on, the Python ints of a kernel's index maps and grid become int64 and Mosaic fails
+    (e.g. "failed to legalize operation 'func.return' ... i64") even for a float32 kernel. An
+    explicit 64-bit type in the kernel ("64-bit types are not supported") keeps its own location.
+    """
+    text = f"{rec.get('sentence') or ''}\n{rec.get('message') or ''}"
+    return bool(rec.get("x64")) and bool(_I64.search(text)) and not _EXPLICIT_64.search(text)
+
+
+def _from_compiler(rec: Mapping[str, Any]) -> bool:
+    etype = str(rec.get("type") or "")
+    return etype in ("MosaicError", "JaxRuntimeError", "XlaRuntimeError") or bool(rec.get("mosaic_codes"))
+
+
+def origin(rec: Mapping[str, Any], stage: str) -> str:
+    if rec.get("origin"):  # who spoke, when the worker says (e.g. "TPU interpreter")
+        return str(rec["origin"])
+    if stage in ("import", "task"):
+        return ORIGIN_RUNNER
+    return ORIGIN_COMPILER if _from_compiler(rec) else ORIGIN_LOWERING
+
+
+# --------------------------------------------------------------------------- sentences
+
+
+_FOLDERS = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s:'\"()\[\]/\\]+)+[/\\](?=[^\s:'\"()\[\]/\\]+\.py\b)")
+_BOILERPLATE = re.compile(r"\s*(?:Please (?:file an issue|report a bug) at:? \S+|See details at \S+)\.?")
+
+
+def sentence(rec: Mapping[str, Any], code: str) -> str:
+    """The record's sentence in user terms: short paths, block sizes as ints, no empty messages,
+    and what the code adds (VMEM figures, "importing the file failed: ...")."""
+    said = str(rec.get("sentence") or rec.get("message") or "the check failed").strip()
+    said = re.sub(r"\s+", " ", said)
+    said = _FOLDERS.sub("", said)  # "/long/path/kernel.py:12" -> "kernel.py:12"
+    said = _BOILERPLATE.sub("", said).strip()
+    said = _readable_blocks(said)
+    if _is_bare_type(said, rec):
+        said = _empty_message_sentence(rec)
+    if code == "PLS201":
+        vmem = rec.get("vmem")
+        if vmem:
+            said = (f"VMEM out of memory: {_mib(vmem['requested'])} requested, "
+                    f"limit {_mib(vmem['limit'])} ({said})")
+        elif not said.lower().startswith("vmem"):
+            said = f"VMEM out of memory ({said})"
+    if code == "PLS901":
+        what = "running the script" if rec.get("stage") == "script" else "importing the file"  # script mode
+        said = f"{what} failed: {rec.get('type')}: {said}"
+    elif code == "PLS905":
+        said = f"invalid task: {said}"
+    elif rec.get("type") and not said.startswith(str(rec.get("type"))):
+        if code in ("PLS100", "PLS200", "PLS111"):
+            said = f"{rec.get('type')}: {said}"
+    return said
+
+
+def _is_bare_type(sentence: str, rec: Mapping[str, Any]) -> bool:
+    """Whether the sentence says nothing but the exception's type (``assert`` with no message)."""
+    bare = sentence.strip().rstrip(":.").strip()
+    return bare in ("", str(rec.get("type") or ""), "the check failed")
+
+
+def _empty_message_sentence(rec: Mapping[str, Any]) -> str:
+    """For an exception raised with no text: say so, and where it was raised (the last traceback line)."""
+    etype = str(rec.get("type") or "Exception")
+    where = rec.get("raised_at")
+    if where:
+        code = f": `{where['code']}`" if where.get("code") else ""
+        return (f"{etype} with an empty message, raised at {where['file']}:{where['line']} in "
+                f"{where['function']}{code}")
+    return f"{etype}() with an empty message (the exception carried no text; the worker did not say where it was raised)"
+
+
+def raised_at_text(rec: Mapping[str, Any]) -> str | None:
+    """Where the worker says the exception was raised (for the finding's detail), or None."""
+    where = rec.get("raised_at")
+    if not where:
+        return None
+    return f"raised at {where['file']}:{where['line']} in {where['function']}" + (
+        f": {where['code']}" if where.get("code") else "")
+
+
+def _readable_blocks(sentence: str) -> str:
+    """Lowering messages in user terms: ``(Blocked(block_size=8), ...)`` -> ``(8, ...)``, no jaxprs."""
+    sentence = re.sub(r"Blocked\(block_size=(\d+)\)", r"\1", sentence)
+    sentence = re.sub(r"Squeezed\(\)", "None", sentence)
+    sentence = re.sub(r",? and index_map \{ lambda .*?\}", "", sentence)
+    sentence = re.sub(r",? in memory space <MemorySpace\.\w+: '\w+'>", "", sentence)
+    return sentence
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"

@@ -1,0 +1,163 @@
+"""Findings for check requests that did not come back "ok", and where the check was when they failed.
+
+Client side (never imports jax). The checker follows the worker's progress messages
+(``parse_stage``: which tier and entry, "importing", "at line N" near the time limit); when a
+request ends badly, ``reply_failure`` says what happened where: a time limit (PLS903, or PLS205
+during a tier-2 compile), the memory limit (PLS904), a crash (PLS902) — at the line the worker
+named, at the line a fatal signal's Python traceback names for a crash while importing
+(``crash_line``), else the file's first line for import-time trouble, else the pallas_call. A
+worker that never started (``is_startup_failure``: its interpreter is missing or lacks pallasite)
+is the environment's problem, not the kernel's: ``startup_failure`` is one PLS906 at line 1 that
+says what to install.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Mapping, Sequence
+
+from pallasite.analysis.codes import CODES
+from pallasite.analysis.types import Finding, Span
+
+from .classify import ORIGIN_RUNNER
+from .locate import call_span, line_span, related_places
+
+
+_STAGE = re.compile(r"tier (?P<tier>\d): (?P<entry>[\w.]+)")
+_AT_LINE = re.compile(r"^at line (?P<line>\d+) of ")
+
+
+def parse_stage(message: str) -> dict[str, Any]:
+    """What a progress message says about where the check is, or {}.
+
+    ``tier 2: matmul (...)`` -> tier and entry; ``importing FILE`` -> the import stage;
+    ``at line 12 of FILE`` (said near the time limit) -> ``{"line": 12}``, which refines the stage.
+    """
+    message = message or ""
+    at = _AT_LINE.match(message)
+    if at:
+        return {"line": int(at.group("line"))}
+    m = _STAGE.search(message)
+    if not m:
+        return {"stage": "import"} if message.startswith("importing") else {}
+    return {"tier": int(m.group("tier")), "entry": m.group("entry")}
+
+
+def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str,
+                  *, stderr: str = "", path: str | None = None) -> Finding | None:
+    """The finding for a request that did not come back "ok" (None when it was cancelled).
+
+    ``stderr``: the worker's last stderr lines (kept as the finding's detail); for a crash while
+    importing ``path``, the Python traceback a fatal signal printed there names the line it was on.
+    """
+    if status == "cancelled":
+        return None
+    lines = text.splitlines()
+    sites = tuple(getattr(analysis, "sites", ()) or ())
+    tier = int(last_stage.get("tier") or 1)
+    entry = last_stage.get("entry")
+    site = next((s for s in sites if entry and s.enclosing_function == entry), sites[0] if sites else None)
+    span = call_span(site) if site is not None else Span.point(0)
+    where = f" ({'tier %d' % tier}{', ' + entry if entry else ''})" if last_stage.get("tier") else (
+        " (while importing the file)" if last_stage.get("stage") == "import" else "")
+    importing = last_stage.get("stage") == "import"
+    if importing and status in ("crashed", "memory") and not last_stage.get("line"):
+        crashed_at = crash_line(stderr, path) if path else None
+        last_stage = dict(last_stage, line=crashed_at) if crashed_at else last_stage
+        span = Span.point(0)  # no line known: the file, not any pallas_call
+    if last_stage.get("line"):  # the worker said where the user's code was (time ran out, or it crashed)
+        span = line_span(int(last_stage["line"]) - 1, lines)
+        where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
+    if status == "timeout":
+        code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
+        if (importing and not last_stage.get("line")) or (not last_stage and not site):
+            span = _first_import_like_line(lines)
+        body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
+    elif status == "memory":
+        code, body = "PLS904", f"the check ran past its memory limit{where}: {message}".rstrip(": ")
+    else:
+        code, body = "PLS902", f"the check worker failed{where}: {message or status}"
+    return Finding(
+        code=code,
+        message=body,
+        span=span,
+        severity=CODES[code].severity,
+        tier=tier,
+        detail=f"the worker's last stderr lines:\n{stderr}" if stderr.strip() else None,
+        origin=ORIGIN_RUNNER,
+        chip=target,
+        kernel=site.kernel_name if site is not None and not importing else None,
+        related=() if importing else related_places(site, span, lines),
+    )
+
+
+_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$', re.M)
+
+
+def crash_line(stderr: str, path: str) -> int | None:
+    """The 1-based line of ``path`` a crashed worker was running, from the Python traceback a fatal
+    signal printed on its stderr (faulthandler: most recent call first, the crashing thread marked
+    "Current thread"); None when there is none (SIGKILL prints nothing)."""
+    block = stderr.split("Current thread", 1)[-1]
+    name = os.path.basename(path)
+    for m in _DUMP_FRAME.finditer(block):
+        if m.group("file") == path or os.path.basename(m.group("file")) == name:
+            return int(m.group("line"))
+    return None
+
+
+# How runner/client.py words a worker that never got as far as its handshake.
+_STARTUP_FAILURES = ("the worker stopped before its handshake", "could not start the worker",
+                     "the worker did not send its handshake")
+_NO_MODULE = re.compile(r"No module named '?(?P<module>[\w.]+)'?")
+_NOT_FOUND = re.compile(r"No such file or directory|command not found|not found", re.I)
+
+
+def is_startup_failure(status: str, message: str) -> bool:
+    """Whether a failed request means the worker never started (its environment, not the kernel)."""
+    return status == "crashed" and (message or "").startswith(_STARTUP_FAILURES)
+
+
+def startup_failure(message: str, stderr_tail: str, interpreter: str, launcher: Sequence[str],
+                    tiers: Sequence[int], target: str) -> Finding:
+    """One file-level finding (PLS906, at line 1) for a worker that could not start, saying what
+    to install or set; the worker's stderr is quoted once (its last line), not repeated."""
+    said = [line.strip() for line in (stderr_tail or "").splitlines() if line.strip()]
+    last = said[-1] if said else ""
+    where = " ".join(launcher) if launcher else interpreter
+    missing = _NO_MODULE.search(last) or _NO_MODULE.search(message)
+    run_tiers = ", ".join(str(t) for t in tiers)
+    if missing and launcher:
+        body = (f"the check worker could not start through `{where}`: it cannot import "
+                f"{missing.group('module')} there. Install pallasite on that host (pip install pallasite), "
+                f"so that `pallasite worker` runs")
+    elif missing:
+        module = missing.group("module").split(".")[0]
+        body = (f"the check worker could not start: {interpreter} cannot import {module}. "
+                f"Install {module} into {interpreter}: {interpreter} -m pip install {module}"
+                + (" (or set the worker interpreter to the environment pallasite is installed in)"
+                   if module == "pallasite" else ""))
+    elif message.startswith("could not start the worker") or (launcher and _NOT_FOUND.search(last)):
+        reason = re.sub(r"^\[Errno \d+\]\s*", "", message.split("): ", 1)[-1]) if message.startswith("could not start") else last
+        body = (f"the check worker could not start: `{where}` cannot be run ({reason}). "
+                f"Set the worker interpreter to a Python that has pallasite installed")
+    else:
+        first = message.split("; its stderr ends with", 1)[0]
+        body = f"the check worker could not start: {first}" + (f"; it said: {last}" if last else "")
+    return Finding(
+        code="PLS906",
+        message=f"{body}; tier(s) {run_tiers} were not run.",
+        span=Span.point(0),
+        severity="error",  # nothing past tier 0 was checked: not a pass
+        tier=min(tiers) if tiers else 1,
+        origin=ORIGIN_RUNNER,
+        chip=target,
+    )
+
+
+def _first_import_like_line(lines: list[str]) -> Span:
+    for i, line in enumerate(lines):
+        if line.strip() and not line.lstrip().startswith(("#", '"""', "'''")):
+            return line_span(i, lines)
+    return Span.point(0)
