@@ -13,6 +13,7 @@ kernel file opened there triggers one question per folder; tier 0 never executes
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -171,6 +172,8 @@ class Session:
         self.tier0_failed: set[str] = set()  # documents whose source analysis raised (told once)
         self.tier0_seconds: deque[float] = deque(maxlen=1000)  # debounce end -> published, per run
         self.settings_ready = asyncio.Event()  # set once the first workspace/configuration pull ends
+        self.project: tuple[str, str] | None = None  # (settings source, folder) of the pyproject read
+        self.refused_interpreters: set[str] = set()  # project interpreters refused (told once each)
 
     # ------------------------------------------------------------- settings
 
@@ -184,6 +187,7 @@ class Session:
         if table is None:
             return problems
         source = f"{path} [tool.{SECTION}]"
+        self.project = (source, str(path.parent.resolve()))
         table, dropped = without_user_only(table, source)
         return problems + dropped + self.set_layer(source, table)
 
@@ -244,6 +248,29 @@ class Session:
         for checker in checkers.values():
             asyncio.ensure_future(close_checker(checker))
 
+    def interpreter_allowed(self) -> bool:
+        """Whether the worker interpreter may be used: always when the user named it (editor
+        settings); when only the project's pyproject.toml names it, once that project is trusted
+        (with several workspace folders, a trusted one must not start another's interpreter)."""
+        named = [source for source, layer in self.layers.items()
+                 if isinstance(layer.get("worker"), dict) and layer["worker"].get("interpreter")]
+        if not named or self.project is None or named[-1] != self.project[0]:
+            return True
+        return self.is_trusted(self.project[1])
+
+    def check_options(self) -> Any:
+        """The runner's options for a check now; a project interpreter not yet allowed is replaced
+        by the Python running pallasite (and the user told once)."""
+        options = self.settings.check_options()
+        if self.interpreter_allowed():
+            return options
+        interpreter = self.settings.interpreter()
+        if interpreter not in self.refused_interpreters:
+            self.refused_interpreters.add(interpreter)
+            self.show(f"pallasite: the worker interpreter {interpreter} named in {self.project[0]} is used only "
+                      f"once {self.project[1]} is trusted; checking with {sys.executable} meanwhile.")
+        return replace(options, interpreter=sys.executable)
+
     def get_checker(self, path: str) -> Any:
         """The checker for the workspace holding ``path``; it records verdicts in that workspace's
         results store (.pallasite/), which also lets it reuse unchanged tier-2 verdicts."""
@@ -252,9 +279,14 @@ class Session:
         from .results_cache import StoreCache, workspace_for
 
         workspace = str(workspace_for([path], cwd=Path(path).parent))
-        if workspace not in self.checkers:
-            self.checkers[workspace] = Checker(self.settings.check_options(), cache=StoreCache(workspace))
-        return self.checkers[workspace]
+        options = self.check_options()
+        checker = self.checkers.get(workspace)
+        if checker is not None and checker.options != options:
+            asyncio.ensure_future(close_checker(checker))  # e.g. the project interpreter became allowed
+            checker = None
+        if checker is None:
+            checker = self.checkers[workspace] = Checker(options, cache=StoreCache(workspace))
+        return checker
 
     # ------------------------------------------------------------- trust
 

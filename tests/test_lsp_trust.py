@@ -1,6 +1,6 @@
 """Trust comes only from the user, end to end over stdio: a project's own pyproject.toml cannot
-grant it (nor start its worker interpreter), and files opened before the client's settings arrive
-wait for them before the trust question is decided.
+grant it (nor start its worker interpreter, even from another trusted workspace folder), and files
+opened before the client's settings arrive wait for them before the trust question is decided.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types as lsp
 from pygls.protocol import default_converter
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from test_lsp import (  # noqa: F401  (client is a fixture)
@@ -148,3 +149,26 @@ async def test_settings_that_never_come_fall_back_to_the_initialization_options(
         await until(lambda: lsp_client.config_answered, what="the late answer")  # nothing left pending
     finally:
         await stop_client(lsp_client)
+
+
+async def test_a_trusted_folder_does_not_start_another_folders_project_interpreter(client, tmp_path):
+    untrusted, trusted = tmp_path / "first", tmp_path / "second"
+    untrusted.mkdir()
+    marker = tmp_path / "interpreter-started"
+    script = recording_interpreter(untrusted, marker)
+    (untrusted / "pyproject.toml").write_text(f'[tool.pallasite]\nworker = {{ interpreter = "{script}" }}\n')
+    _, uri, text = copy_fixture("add_ok.py", trusted)
+    answer_trust(client, "Not now")
+    await client.initialize_session(lsp.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        workspace_folders=[lsp.WorkspaceFolder(uri=from_fs_path(str(f)), name=f.name) for f in (untrusted, trusted)],
+        initialization_options={"pallasite": {"tiers": [0, 1], "check": {"onOpen": False},
+                                              "trust": {"folders": [str(trusted)]}}}))
+    open_doc(client, uri, text)
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.check", arguments=[uri]))
+    assert result["ok"] is True  # the trusted folder's file was checked...
+    assert not marker.exists()  # ...without the untrusted project's interpreter
+    shown = " | ".join(m.message for m in client.messages)
+    assert f"the worker interpreter {script} named in {untrusted / 'pyproject.toml'}" in shown
+    assert client.trust_answers == []
