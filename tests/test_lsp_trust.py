@@ -6,7 +6,6 @@ opened before the client's settings arrive wait for them before the trust questi
 from __future__ import annotations
 
 import asyncio
-import os
 import stat
 import sys
 from pathlib import Path
