@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `pallasite settings --schema | head`: the reader left early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception:  # noqa: BLE001 - an internal failure is exit 2, never "errors found" (1)
         traceback.print_exc()
         print(f"pallasite {name}: internal error (above); please report it with the traceback", file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 
 
@@ -20,7 +21,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"pallasite serve: --port {args.port} is not a TCP port (1-65535).", file=sys.stderr)
         return 2
     if args.log_file:
+        try:
+            open(args.log_file, "a").close()
+        except OSError as exc:
+            print(f"pallasite serve: cannot write the log file {args.log_file}: {exc.strerror}; "
+                  "choose a writable path or leave --log-file out.", file=sys.stderr)
+            return 2
         logging.basicConfig(filename=args.log_file, level=logging.DEBUG if args.verbose else logging.INFO)
+    if args.tcp:
+        problem = _port_problem(args.port)
+        if problem:
+            print(f"pallasite serve: cannot listen on 127.0.0.1:{args.port}: {problem}; "
+                  "choose another --port.", file=sys.stderr)
+            return 2
     from pallasite.server.lsp import server
 
     if args.tcp:
@@ -29,3 +42,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         server.start_io()
     return 0
+
+
+def _port_problem(port: int) -> str | None:
+    """Why 127.0.0.1:``port`` cannot be listened on (None when it can), asked before the server starts."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None

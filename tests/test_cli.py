@@ -164,3 +164,26 @@ def test_details_flag_prints_the_compiler_output():
     assert "tpu.op" not in to_text([report], target="v6e", tiers=(2,))
     with_details = to_text([report], target="v6e", tiers=(2,), details=True)
     assert "    %0 = tpu.op" in with_details and "    %1 = tpu.other" in with_details
+
+
+def test_serve_on_a_busy_port_or_unwritable_log_is_a_clear_usage_error():
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = run_cli("serve", "--tcp", "--port", str(port))
+    assert proc.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = run_cli("serve", "--log-file", "/nonexistent-dir/x/pallasite.log")
+    assert proc.returncode == 2 and "cannot write the log file" in proc.stderr, proc.stderr
+
+
+def test_output_cut_short_by_the_reader_is_not_a_traceback():
+    proc = subprocess.run(
+        f"{sys.executable} -m pallasite.server.cli settings --schema | head -c 10",
+        shell=True, capture_output=True, text=True, timeout=60,
+    )
+    assert len(proc.stdout) == 10
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
