@@ -1,7 +1,8 @@
 """The catalog and the locator read compiler messages with two pattern lists; they must agree.
 
 ``knowledge/catalog/*.toml`` (``catalog.recognise``, used by explain/hover and the LLM fixer) and
-``runner/locate.py`` (``classify``, which gives a check's finding its code) each hold regular
+``runner/classify.py`` (``classify``, which gives a check's finding its code; the locator in
+``runner/locate.py`` uses it) each hold regular
 expressions over the compiler's words. For every real message we have recorded, both must name
 the same code:
 
@@ -23,16 +24,16 @@ from pathlib import Path
 import pytest
 
 from pallasite.knowledge import catalog
-from pallasite.runner import errors, locate
+from pallasite.runner import classify, errors
 
 DATA = Path(__file__).parent / "data"
 MESSAGES = json.loads((DATA / "retrieval" / "messages.json").read_text())["messages"]
 RECORDS = json.loads((DATA / "compiler" / "records.json").read_text())["cases"]
 
-# Disagreements that sit in the locator (runner/locate.py, owned by another engineer), reported to
+# Disagreements that sit in the locator (runner/classify.py, owned by another engineer), reported to
 # the lead. strict: once the locator is fixed the test XPASSes and fails, so the entry gets removed.
 LOCATOR_GAPS = {
-    "messages/python_if_on_program_id": "locate._PATTERNS has no pattern for 'Attempted boolean conversion of "
+    "messages/python_if_on_program_id": "classify._PATTERNS has no pattern for 'Attempted boolean conversion of "
                                         "traced array' (TracerBoolConversionError): it says PLS100, the catalog PLS006",
 }
 
@@ -73,7 +74,7 @@ def _locator_code(rec: dict, tier: int) -> str:
 
         rec = interpret_records.exception_record(RuntimeError(rec["message"]), None,
                                                  interpret_records.CallSites("", "kernel.py"), "kernel.py")
-    return locate.classify(rec, tier)
+    return classify.classify(rec, tier)
 
 
 def _cases_marked():
