@@ -43,6 +43,13 @@ export const PALETTE: readonly PaletteCommand[] = [
     needsPythonFile: false,
     alsoWhen: `!${TRUSTED_KEY}`,
   },
+  {
+    id: 'pallasite.checkScript',
+    server: 'pallasite.check',
+    title: "Check as Script (Run the File's __main__, Check Every pallas_call It Makes)",
+    needsPythonFile: true,
+  },
+  { id: 'pallasite.explainFinding', server: 'pallasite.explain', title: 'Explain Finding', needsPythonFile: false },
 ];
 
 /** The context key that says whether the running server advertises `serverCommand`. */
@@ -101,6 +108,8 @@ export interface CommandContext {
   readonly documentUri?: string;
   /** URI of the workspace folder of that document (or the first folder). */
   readonly folderUri?: string;
+  /** The finding code to explain (from the diagnostic at the cursor, or typed by the user). */
+  readonly findingCode?: string;
 }
 
 /**
@@ -110,7 +119,9 @@ export interface CommandContext {
  *
  * Server contract (server/lsp.py): pallasite.check(uri) runs the configured tiers,
  * pallasite.check({uri, tiers}) the given ones (tier 3: the TPU interpret-mode run);
- * pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (no argument: every folder).
+ * pallasite.check({uri, script: true}) runs the file's __main__ and checks every pallas_call it
+ * makes; pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (no argument: every
+ * folder); pallasite.explain(code) answers the catalog's markdown for a finding code.
  */
 export function paletteArguments(id: string, context: CommandContext, chip?: string): unknown[] | undefined {
   switch (id) {
@@ -122,6 +133,10 @@ export function paletteArguments(id: string, context: CommandContext, chip?: str
       return chip === undefined ? undefined : [chip];
     case 'pallasite.trustFolder':
       return context.folderUri === undefined ? [] : [context.folderUri];
+    case 'pallasite.checkScript':
+      return context.documentUri === undefined ? undefined : [{ uri: context.documentUri, script: true }];
+    case 'pallasite.explainFinding':
+      return context.findingCode === undefined ? undefined : [context.findingCode];
     default:
       return [];
   }
@@ -156,4 +171,53 @@ export function commandProblem(result: unknown): string | undefined {
     return undefined;
   }
   return typeof r.message === 'string' && r.message !== '' ? `Pallasite: ${r.message}` : 'Pallasite: the command failed.';
+}
+
+/** A finding code as the server names them: PLS and three digits. */
+export const FINDING_CODE = /^PLS\d{3}$/;
+
+/** The subset of a VS Code diagnostic used to pick the finding to explain. */
+export interface DiagnosticLike {
+  readonly range: { readonly start: { line: number; character: number }; readonly end: { line: number; character: number } };
+  readonly code?: string | number | { value: string | number } | undefined;
+  readonly source?: string | undefined;
+}
+
+function codeOf(diagnostic: DiagnosticLike): string | undefined {
+  const raw = typeof diagnostic.code === 'object' && diagnostic.code !== null ? diagnostic.code.value : diagnostic.code;
+  return typeof raw === 'string' && FINDING_CODE.test(raw) ? raw : undefined;
+}
+
+function contains(range: DiagnosticLike['range'], line: number, character: number): boolean {
+  const after = line > range.start.line || (line === range.start.line && character >= range.start.character);
+  const before = line < range.end.line || (line === range.end.line && character <= range.end.character);
+  return after && before;
+}
+
+/**
+ * The finding code to explain for a cursor position: a pallasite diagnostic whose range holds the
+ * cursor, else the first one on the cursor's line. undefined: none there (ask the user instead).
+ */
+export function findingCodeAt(diagnostics: readonly DiagnosticLike[], line: number, character: number): string | undefined {
+  const ours = diagnostics.filter((d) => codeOf(d) !== undefined);
+  const hit = ours.find((d) => contains(d.range, line, character)) ?? ours.find((d) => d.range.start.line <= line && line <= d.range.end.line);
+  return hit === undefined ? undefined : codeOf(hit);
+}
+
+/** What the user typed in the "which finding?" box, normalised; undefined with a reason if it is not a code. */
+export function typedFindingCode(text: string): { code?: string; problem?: string } {
+  const code = text.trim().toUpperCase();
+  return FINDING_CODE.test(code) ? { code } : { problem: `Pallasite: "${text}" is not a finding code; give one such as PLS001.` };
+}
+
+/**
+ * The markdown document to show for a `pallasite.explain` answer (`{ok: true, code, title, markdown}`),
+ * or undefined when the answer is not one (its `{ok: false, message}` is shown by commandProblem).
+ */
+export function explanationMarkdown(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null) {
+    return undefined;
+  }
+  const r = result as { ok?: unknown; markdown?: unknown };
+  return r.ok === true && typeof r.markdown === 'string' && r.markdown !== '' ? r.markdown : undefined;
 }

@@ -16,7 +16,18 @@ import {
   State,
   TransportKind,
 } from 'vscode-languageclient/node';
-import { PALETTE, TRUSTED_KEY, advertisedCommands, commandProblem, contextValues, paletteArguments, type CommandContext } from './commands';
+import {
+  PALETTE,
+  TRUSTED_KEY,
+  advertisedCommands,
+  commandProblem,
+  contextValues,
+  explanationMarkdown,
+  findingCodeAt,
+  paletteArguments,
+  typedFindingCode,
+  type CommandContext,
+} from './commands';
 import { chipChoices } from './configSchema';
 import { type LaunchPlan, installAdvice, launchBlocked, resolveLaunch } from './interpreter';
 import { explicitSection, reactionTo, serverKeys } from './settings';
@@ -56,10 +67,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     context.subscriptions.push(
       vscode.commands.registerCommand(entry.id, async () => {
         const args = await argumentsFor(entry.id);
-        if (args !== undefined) {
-          return vscode.commands.executeCommand(entry.server, ...args);
+        if (args === undefined) {
+          return undefined;
         }
-        return undefined;
+        const result: unknown = await vscode.commands.executeCommand(entry.server, ...args);
+        if (entry.id === 'pallasite.explainFinding') {
+          await showExplanation(result);
+        }
+        return result;
       }),
     );
   }
@@ -248,6 +263,13 @@ async function argumentsFor(id: string): Promise<unknown[] | undefined> {
     ...(document === undefined ? {} : { documentUri: document.uri.toString() }),
     ...(folder === undefined ? {} : { folderUri: folder.uri.toString() }),
   };
+  let findingCode: string | undefined;
+  if (id === 'pallasite.explainFinding') {
+    findingCode = await findingToExplain(editor);
+    if (findingCode === undefined) {
+      return undefined;
+    }
+  }
   let chip: string | undefined;
   if (id === 'pallasite.selectTarget') {
     chip = await vscode.window.showQuickPick(chips, { placeHolder: 'TPU chip the verdicts are for' });
@@ -255,11 +277,38 @@ async function argumentsFor(id: string): Promise<unknown[] | undefined> {
       return undefined;
     }
   }
-  const args = paletteArguments(id, context, chip);
-  if (args === undefined && id !== 'pallasite.selectTarget') {
+  const args = paletteArguments(id, findingCode === undefined ? context : { ...context, findingCode }, chip);
+  if (args === undefined && id !== 'pallasite.selectTarget' && id !== 'pallasite.explainFinding') {
     void vscode.window.showInformationMessage('Pallasite: open a Python kernel file to check it.');
   }
   return args;
+}
+
+/** The code of the pallasite diagnostic at the cursor, else what the user types; undefined if cancelled. */
+async function findingToExplain(editor: vscode.TextEditor | undefined): Promise<string | undefined> {
+  if (editor !== undefined) {
+    const cursor = editor.selection.active;
+    const atCursor = findingCodeAt(vscode.languages.getDiagnostics(editor.document.uri), cursor.line, cursor.character);
+    if (atCursor !== undefined) {
+      return atCursor;
+    }
+  }
+  const typed = await vscode.window.showInputBox({
+    prompt: 'Pallasite: the finding code to explain',
+    placeHolder: 'PLS001',
+    validateInput: (text) => typedFindingCode(text).problem,
+  });
+  return typed === undefined ? undefined : typedFindingCode(typed).code;
+}
+
+/** Show a pallasite.explain answer as a markdown document (its {ok: false} message is already shown). */
+async function showExplanation(result: unknown): Promise<void> {
+  const markdown = explanationMarkdown(result);
+  if (markdown === undefined) {
+    return;
+  }
+  const document = await vscode.workspace.openTextDocument({ language: 'markdown', content: markdown });
+  await vscode.window.showTextDocument(document, { preview: true, viewColumn: vscode.ViewColumn.Beside });
 }
 
 /** The subset of the Python extension's API used here. */

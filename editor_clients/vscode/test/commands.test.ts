@@ -11,6 +11,9 @@ import {
   contextKey,
   commandProblem,
   contextValues,
+  explanationMarkdown,
+  findingCodeAt,
+  typedFindingCode,
   manifestCommands,
   paletteArguments,
   whenClause,
@@ -34,8 +37,9 @@ test('only palette entries whose server command is advertised are available', ()
   assert.deepEqual(availablePalette([]), []);
   assert.deepEqual(
     availablePalette(['pallasite.check']).map((e) => e.id),
-    ['pallasite.check', 'pallasite.checkTier3'],
+    ['pallasite.check', 'pallasite.checkTier3', 'pallasite.checkScript'],
   );
+  assert.deepEqual(availablePalette(['pallasite.explain']).map((e) => e.id), ['pallasite.explainFinding']);
   assert.deepEqual(
     availablePalette(['pallasite.selectTarget', 'pallasite.autotune']).map((e) => e.id),
     ['pallasite.selectTarget'],
@@ -65,6 +69,55 @@ test('palette arguments: the active file for checks, tier 3 as an option, the ch
   assert.deepEqual(paletteArguments('pallasite.selectTarget', ctx, 'v5e'), ['v5e']);
   assert.deepEqual(paletteArguments('pallasite.trustFolder', ctx), ['file:///k']);
   assert.deepEqual(paletteArguments('pallasite.trustFolder', {}), []);
+});
+
+test('check as script sends {uri, script: true} for the active file, and needs one', () => {
+  const ctx = { documentUri: 'file:///k/run_kernels.py', folderUri: 'file:///k' };
+  assert.deepEqual(paletteArguments('pallasite.checkScript', ctx), [{ uri: 'file:///k/run_kernels.py', script: true }]);
+  assert.equal(paletteArguments('pallasite.checkScript', { folderUri: 'file:///k' }), undefined);
+  const entry = PALETTE.find((e) => e.id === 'pallasite.checkScript');
+  assert.equal(entry?.server, 'pallasite.check');
+  assert.equal(entry && whenClause(entry), 'pallasite.advertises.check && editorLangId == python');
+});
+
+test('explain sends the finding code, and is offered only where pallasite.explain is advertised', () => {
+  assert.deepEqual(paletteArguments('pallasite.explainFinding', { findingCode: 'PLS201' }), ['PLS201']);
+  assert.equal(paletteArguments('pallasite.explainFinding', { documentUri: 'file:///k/a.py' }), undefined);
+  const entry = PALETTE.find((e) => e.id === 'pallasite.explainFinding');
+  assert.equal(entry && whenClause(entry), 'pallasite.advertises.explain');
+  assert.equal(entry?.title, 'Explain Finding');
+});
+
+const diag = (line: number, start: number, end: number, code: unknown, source = 'pallasite') =>
+  ({ range: { start: { line, character: start }, end: { line, character: end } }, code, source }) as never;
+
+test('the finding to explain: the pallasite diagnostic under the cursor, else one on its line', () => {
+  const diagnostics = [
+    diag(3, 0, 4, 'E501', 'flake8'),
+    diag(3, 10, 20, { value: 'PLS001', target: 'x' }),
+    diag(3, 22, 30, 'PLS007'),
+    diag(9, 0, 5, 'PLS201'),
+  ];
+  assert.equal(findingCodeAt(diagnostics, 3, 25), 'PLS007');
+  assert.equal(findingCodeAt(diagnostics, 3, 12), 'PLS001');
+  assert.equal(findingCodeAt(diagnostics, 3, 2), 'PLS001'); // on the line, not under the cursor
+  assert.equal(findingCodeAt(diagnostics, 9, 40), 'PLS201');
+  assert.equal(findingCodeAt(diagnostics, 5, 0), undefined);
+  assert.equal(findingCodeAt([diag(1, 0, 9, 'E501')], 1, 3), undefined);
+});
+
+test('a typed finding code is normalised, anything else is refused with an example', () => {
+  assert.deepEqual(typedFindingCode(' pls201 '), { code: 'PLS201' });
+  assert.match(typedFindingCode('tiling').problem ?? '', /"tiling" is not a finding code; give one such as PLS001/);
+  assert.equal(typedFindingCode('PLS20').code, undefined);
+});
+
+test("explain answers become a markdown document; refusals do not", () => {
+  const answer = { ok: true, code: 'PLS201', title: 'x', markdown: '# PLS201\n\nwhy' };
+  assert.equal(explanationMarkdown(answer), '# PLS201\n\nwhy');
+  assert.equal(explanationMarkdown({ ok: false, message: 'unknown code' }), undefined);
+  assert.equal(explanationMarkdown({ ok: true, markdown: '' }), undefined);
+  assert.equal(explanationMarkdown(null), undefined);
 });
 
 test('palette commands that cannot run here say so by returning undefined', () => {
