@@ -156,7 +156,7 @@ def test_bundled_extension_runs_the_server(tmp_path: Path) -> None:
     r = _e2e("server", sys.executable, tmp_path, project_target="v5p")
     advertised = {k: v for k, v in r["contextsAfterStart"].items() if k.startswith("pallasite.advertises.")}
     assert advertised == {"pallasite.advertises.check": True, "pallasite.advertises.selectTarget": True,
-                          "pallasite.advertises.trustFolder": True}
+                          "pallasite.advertises.trustFolder": True, "pallasite.advertises.explain": True}
     assert [(d["line"], d["code"]) for d in r["diagnostics"]] == [(12, "PLS001")]
     assert r["statusBefore"] == "$(circuit-board) v5p · local · idle · $(workspace-untrusted) untrusted"
     assert r["statusCommand"] == "pallasite.selectTarget"
@@ -167,9 +167,36 @@ def test_bundled_extension_runs_the_server(tmp_path: Path) -> None:
     # Palette "Check ... Tier 3" in an untrusted folder: the server's refusal is shown.
     assert r["tier3Result"]["ok"] is False
     assert [m["level"] for m in r["messages"]] == ["warning"] and "not trusted" in r["messages"][0]["message"]
+    # Palette "Explain Finding" on the diagnostic: the catalog's markdown for its code opens beside.
+    assert r["explainAtCursor"]["ok"] is True and r["explainAtCursor"]["code"] == "PLS001"
+    # With no diagnostic at the cursor the code is asked for ("pls201" typed) and normalised.
+    assert [b["answer"] for b in r["inputBoxes"]] == ["pls201"]
+    assert r["explainTyped"]["code"] == "PLS201"
+    opened = r["openedDocuments"]
+    assert [d["language"] for d in opened] == ["markdown", "markdown"]
+    assert opened[0]["content"] == r["explainAtCursor"]["markdown"] and opened[0]["content"].startswith("### PLS001")
+    assert opened[1]["content"].startswith("### PLS201")
+    assert len(r["shownDocuments"]) == 2
     # "Trust This Folder" stays offered: the status said the folder is not trusted.
     assert r["contextsAfterStop"]["pallasite.folderTrusted"] is False
     assert all(v is False for k, v in r["contextsAfterStop"].items() if k.startswith("pallasite.advertises."))
+
+
+@needs_node_modules
+def test_bundled_extension_answers_the_trust_question(tmp_path: Path) -> None:
+    """trust.mode "ask", tiers 0-1: the server asks once through the extension, "Trust" is pressed."""
+    r = _e2e("trust", sys.executable, tmp_path)
+    [question] = r["questions"]
+    assert question["items"] == ["Trust", "Not now"]
+    assert str((tmp_path / "project").resolve()) in question["message"]
+    assert r["otherMessages"] == []
+    # pallasite/status says trusted: the status bar drops "untrusted", "Trust This Folder" is hidden.
+    assert r["trustedContext"] is True
+    assert r["statusTrusted"] == "$(circuit-board) v6e · local · idle"
+    # A check now runs without a second question, and the answer was remembered.
+    assert r["checkResult"]["ok"] is True and r["checkResult"]["chip"] == "v6e"
+    store = tmp_path / "config" / "pallasite" / "trusted-folders.json"
+    assert str((tmp_path / "project").resolve()) in json.loads(store.read_text())["trusted"]
 
 
 @needs_node_modules

@@ -13,6 +13,9 @@ const recorded = {
   statusItems: [],
   diagnostics: new Map(),
   quickPicks: [],
+  inputBoxes: [],
+  openedDocuments: [],
+  shownDocuments: [],
   output: [],
 };
 
@@ -82,7 +85,9 @@ function makeDocument(file) {
   };
 }
 
-function create({ folder, file, settings: userSettings, defaults = {}, quickPickAnswer }) {
+// messageAnswer: the title of the button to press when a message offers it (the server's trust
+// question is a window/showMessageRequest, which the language client shows as a message).
+function create({ folder, file, settings: userSettings, defaults = {}, quickPickAnswer, inputBoxAnswer, messageAnswer }) {
   // Like VS Code, `get` answers the contributed default for any key the user did not set.
   const settings = { ...defaults, ...userSettings };
   const document = makeDocument(file);
@@ -117,10 +122,13 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
     };
   };
 
+  const title = (item) => (typeof item === 'string' ? item : item && item.title);
   const show = (level) => async (message, ...items) => {
-    recorded.messages.push({ level, message, items: items.filter((i) => typeof i === 'string') });
-    return undefined;
+    const buttons = items.filter((i) => typeof i === 'string' || (i && typeof i.title === 'string'));
+    recorded.messages.push({ level, message, items: buttons.map(title) });
+    return buttons.find((i) => messageAnswer !== undefined && title(i) === messageAnswer);
   };
+  const editor = { document, selection: { active: new Position(0, 0) } };
 
   const api = {
     version: '1.91.0',
@@ -129,6 +137,7 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
     ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
     LogLevel: { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 },
     DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
+    ViewColumn: { Active: -1, Beside: -2, One: 1, Two: 2 },
     workspace: {
       workspaceFolders: [workspaceFolder],
       isTrusted: true,
@@ -146,10 +155,16 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
       onWillCreateFiles: noEvent, onWillRenameFiles: noEvent, onWillDeleteFiles: noEvent,
       createFileSystemWatcher: () => ({ onDidCreate: noEvent, onDidChange: noEvent, onDidDelete: noEvent, dispose() {} }),
       applyEdit: async () => true,
+      openTextDocument: async (options) => {
+        const opened = { uri: new Uri('untitled', `Untitled-${recorded.openedDocuments.length + 1}`),
+          languageId: options.language, getText: () => options.content, isUntitled: true };
+        recorded.openedDocuments.push({ language: options.language, content: options.content });
+        return opened;
+      },
     },
     window: {
-      activeTextEditor: { document },
-      visibleTextEditors: [{ document }],
+      activeTextEditor: editor,
+      visibleTextEditors: [editor],
       tabGroups: { all: [], onDidChangeTabs: noEvent, onDidChangeTabGroups: noEvent },
       onDidChangeVisibleTextEditors: noEvent, onDidChangeActiveTextEditor: noEvent,
       createOutputChannel: (name) => {
@@ -173,7 +188,16 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
         recorded.quickPicks.push({ items, placeHolder: options && options.placeHolder });
         return quickPickAnswer;
       },
-      showTextDocument: async () => undefined,
+      showTextDocument: async (doc, options) => {
+        recorded.shownDocuments.push({ uri: doc.uri.toString(), languageId: doc.languageId,
+          viewColumn: options && options.viewColumn });
+        return { document: doc };
+      },
+      showInputBox: async (options) => {
+        const problem = inputBoxAnswer === undefined || !options.validateInput ? undefined : options.validateInput(inputBoxAnswer);
+        recorded.inputBoxes.push({ prompt: options.prompt, answer: inputBoxAnswer, problem });
+        return problem ? undefined : inputBoxAnswer;
+      },
       withProgress: (_options, task) => task({ report() {} }, new CancellationTokenSource().token),
     },
     commands: {
@@ -191,6 +215,7 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
       getCommands: async () => [...registered.keys()],
     },
     languages: {
+      getDiagnostics: (uri) => recorded.diagnostics.get(uri.toString()) || [],
       match: (selector, doc) => ([].concat(selector).some((s) => (typeof s === 'string' ? s : s.language) === doc.languageId) ? 10 : 0),
       createDiagnosticCollection: (name) => ({
         name,
@@ -234,7 +259,7 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
       return /^[A-Z]/.test(key) ? (key.endsWith('Kind') || key.endsWith('Tag') || key.endsWith('Reason') || key.endsWith('Mode') || key.endsWith('Trigger') || key.endsWith('Severity') ? enumProxy() : genericClass(key)) : undefined;
     },
   });
-  return { module, recorded, registered, document, fireConfigurationChange: (keys) =>
+  return { module, recorded, registered, document, editor, fireConfigurationChange: (keys) =>
     configChanged.fire({ affectsConfiguration: (k) => keys.some((c) => c === k || c.startsWith(`${k}.`)) }) };
 }
 

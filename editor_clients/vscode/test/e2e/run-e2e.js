@@ -3,8 +3,9 @@
 //
 //   node test/e2e/run-e2e.js SCENARIO PYTHON PROJECT_DIR KERNEL_FILE
 //
-// SCENARIO "server": PYTHON has pallasite; "missing": it does not. Prints `RESULT <json>` and
-// exits 0; on a failed wait prints what it waited for and exits 1.
+// SCENARIO "server": PYTHON has pallasite (trust.mode never: tier 0 only); "trust": the same with
+// trust.mode "ask", tiers 0-1, and "Trust" pressed when the server asks; "missing": PYTHON lacks
+// pallasite. Prints `RESULT <json>` and exits 0; on a failed wait prints what it waited for and exits 1.
 'use strict';
 
 const Module = require('node:module');
@@ -15,12 +16,15 @@ const [scenario, python, folder, file] = process.argv.slice(2);
 const settings = {
   'pallasite.interpreter': python,
   'pallasite.serverPath': '',
-  'pallasite.trust.mode': 'never', // tier 0 only: no worker in this test
+  ...(scenario === 'trust'
+    ? { 'pallasite.trust.mode': 'ask', 'pallasite.tiers': [0, 1] } // tier 1 (CPU lowering) needs trust
+    : { 'pallasite.trust.mode': 'never' }), // tier 0 only: no worker in this test
 };
 const packageJSON = require(path.join(__dirname, '..', '..', 'package.json'));
 const defaults = Object.fromEntries(Object.entries(packageJSON.contributes.configuration.properties)
   .map(([key, schema]) => [key, schema.default]));
-const vscode = fake.create({ folder, file, settings, defaults, quickPickAnswer: 'v5e' });
+const vscode = fake.create({ folder, file, settings, defaults, quickPickAnswer: 'v5e', inputBoxAnswer: 'pls201',
+  messageAnswer: 'Trust' });
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, ...rest) {
   return request === 'vscode' ? 'vscode' : resolve.call(this, request, ...rest);
@@ -67,9 +71,37 @@ async function server() {
   result.quickPicks = recorded.quickPicks;
   // Palette: tier-3 check of the active file; the folder is untrusted (trust.mode never).
   result.tier3Result = await vscode.module.commands.executeCommand('pallasite.checkTier3');
-  result.messages = recorded.messages;
+  result.messages = [...recorded.messages];
+  // Palette "Explain Finding" with the cursor on the diagnostic: its code's markdown is shown.
+  const [first] = kernelDiagnostics();
+  vscode.editor.selection = { active: first.range.start };
+  result.explainAtCursor = await vscode.module.commands.executeCommand('pallasite.explainFinding');
+  // ... and with the cursor where there is none: the code typed in the input box ("pls201").
+  vscode.editor.selection = { active: new vscode.module.Position(0, 0) };
+  result.explainTyped = await vscode.module.commands.executeCommand('pallasite.explainFinding');
+  result.inputBoxes = recorded.inputBoxes;
+  result.openedDocuments = recorded.openedDocuments;
+  result.shownDocuments = recorded.shownDocuments;
   await extension.deactivate();
   result.contextsAfterStop = { ...recorded.contexts };
+}
+
+const isTrustQuestion = (m) => m.items.includes('Trust');
+
+async function trust() {
+  const context = { subscriptions: [], extension: { packageJSON } };
+  await extension.activate(context);
+  await waitFor('the trust question', () => recorded.messages.some(isTrustQuestion));
+  await waitFor('the status bar to say trusted', () => recorded.contexts['pallasite.folderTrusted'] === true
+    && !/untrusted/.test(statusText() || ''));
+  result.statusTrusted = statusText();
+  result.trustedContext = recorded.contexts['pallasite.folderTrusted'];
+  // Trusted: a check of the file runs the lowering in a worker without asking again.
+  result.checkResult = await vscode.module.commands.executeCommand('pallasite.check');
+  await new Promise((r) => setTimeout(r, 1000)); // time for a second question, were one to come
+  result.questions = recorded.messages.filter(isTrustQuestion);
+  result.otherMessages = recorded.messages.filter((m) => !isTrustQuestion(m));
+  await extension.deactivate();
 }
 
 async function missing() {
@@ -81,7 +113,7 @@ async function missing() {
   await extension.deactivate();
 }
 
-({ server, missing })[scenario]().then(() => {
+({ server, trust, missing })[scenario]().then(() => {
   console.log(`RESULT ${JSON.stringify(result)}`);
   process.exit(0);
 }, (err) => {
