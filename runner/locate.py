@@ -298,13 +298,15 @@ def _in_kernel(frame: Mapping[str, Any], sites: Sequence[KernelSite]) -> bool:
 
 def _frames_below_kernel(frames: Sequence[Mapping[str, Any]], sites: Sequence[KernelSite]) -> list[Mapping[str, Any]]:
     """The frames from the outermost one in a kernel body inward: the kernel's own lines, then the
-    helpers it called. Frames at a pallas_call (an outer exception's traceback) are not helpers."""
+    helpers it called. Frames at a pallas_call or in the function around one (an outer exception's
+    traceback) are not helpers."""
     first = next((i for i, f in enumerate(frames) if _in_kernel(f, sites)), None)
     if first is None:
         return []
     calls = [s.span for s in sites]
-    return [f for f in frames[first:]
-            if _in_kernel(f, sites) or not any(c.line <= f["line"] - 1 <= c.end_line for c in calls)]
+    outer = {s.enclosing_function for s in sites if s.enclosing_function} | {"<module>"}
+    return [f for f in frames[first:] if _in_kernel(f, sites) or not (
+        f.get("function") in outer or any(c.line <= f["line"] - 1 <= c.end_line for c in calls))]
 
 
 def _helper_call(rec: Mapping[str, Any], span: Span, lines: list[str], sites: Sequence[KernelSite]) -> Related | None:

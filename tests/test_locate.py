@@ -275,3 +275,19 @@ def test_a_crash_while_importing_lands_on_the_line_the_fatal_signal_traceback_na
     silent = reply_failures.reply_failure("crashed", "the worker was killed by SIGKILL (9)", text, analysis,
                                   {"stage": "import"}, "v5e", stderr="", path="import_error_broken.py")
     assert (silent.span.line, silent.kernel, silent.detail) == (0, None, None)
+
+
+def test_a_frame_of_the_function_around_the_pallas_call_is_not_taken_for_a_helper():
+    text, analysis = _source("store_shape")
+    site = analysis.sites[0]
+    kernel_line = site.kernel_def_span.line + 2  # a line in the kernel body (1-based: +1)
+    caller = site.enclosing_function
+    rec = {"stage": "tier 1", "type": "ValueError", "sentence": "Invalid shape for `swap`.", "message": "Invalid shape for `swap`.",
+           "frames": [{"file": "k.py", "line": site.span.line + 1, "function": caller},
+                      {"file": "k.py", "line": kernel_line, "function": site.kernel_name},
+                      # an outer exception's traceback: the entry again, at another of its lines
+                      {"file": "k.py", "line": site.span.line + 1 + 50, "function": caller}],
+           "mentions": [], "refs": []}
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry=caller)
+    assert finding.span.line == kernel_line - 1
+    assert not any(r.message.startswith("called from the kernel") for r in finding.related)
