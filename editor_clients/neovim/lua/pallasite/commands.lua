@@ -6,9 +6,12 @@ local M = {}
 
 --- Server contract (server/lsp.py): pallasite.check(uri) runs the configured tiers,
 --- pallasite.check({uri = ..., tiers = {...}}) the given ones (tier 3: TPU interpret mode);
---- pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (none: every workspace folder).
+--- pallasite.check({uri = ..., script = true}) runs the file's __main__ and checks every
+--- pallas_call it makes; pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (none:
+--- every workspace folder); pallasite.explain(code) answers {ok, code, title, markdown}.
 --- The server answers {ok = false, message = ...} when it could not do it; that message is shown.
---- `args(ctx, fargs)` returns the arguments, or nil and a message when the command cannot run.
+--- `args(ctx, fargs)` returns the arguments, or nil and a message when the command cannot run;
+--- `show(result)` (optional) presents a successful answer.
 M.COMMANDS = {
   {
     name = 'PallasiteCheck',
@@ -46,7 +49,94 @@ M.COMMANDS = {
       return ctx.root_uri and { ctx.root_uri } or {}
     end,
   },
+  {
+    name = 'PallasiteCheckScript',
+    server = 'pallasite.check',
+    desc = "pallasite: check as a script (run this file's __main__, check every pallas_call it makes)",
+    args = function(ctx)
+      return { { uri = ctx.uri, script = true } }
+    end,
+  },
+  {
+    name = 'PallasiteExplain',
+    server = 'pallasite.explain',
+    desc = 'pallasite: explain a finding code (default: the diagnostic under the cursor), e.g. :PallasiteExplain PLS201',
+    nargs = '?',
+    args = function(ctx, fargs)
+      if fargs[1] then
+        local code = M.finding_code(fargs[1])
+        if not code then
+          return nil, ('%q is not a finding code; give one such as PLS001'):format(fargs[1])
+        end
+        return { code }
+      end
+      local code = M.code_at(ctx.diagnostics or {}, ctx.cursor[1] - 1, ctx.cursor[2])
+      if not code then
+        return nil, 'no pallasite finding under the cursor; give a code, e.g. :PallasiteExplain PLS201'
+      end
+      return { code }
+    end,
+    show = function(result)
+      if type(result.markdown) == 'string' then
+        M.show_markdown(result.markdown, result.code)
+      end
+    end,
+  },
 }
+
+--- A finding code as the server names them (PLS and three digits), normalised; nil if not one.
+--- @return string|nil
+function M.finding_code(text)
+  local code = type(text) == 'string' and vim.trim(text):upper() or ''
+  return code:match('^PLS%d%d%d$') and code or nil
+end
+
+--- The code of the pallasite diagnostic under a cursor (0-based line and column), else of the
+--- first one on that line; nil if there is none. `diagnostics` are vim.diagnostic.get() items.
+--- @return string|nil
+function M.code_at(diagnostics, lnum, col)
+  local on_line = nil
+  for _, d in ipairs(diagnostics) do
+    local code = M.finding_code(d.code and tostring(d.code))
+    local end_lnum = d.end_lnum or d.lnum
+    if code and d.lnum <= lnum and lnum <= end_lnum then
+      local after = lnum > d.lnum or col >= d.col
+      local before = lnum < end_lnum or col < (d.end_col or d.col + 1)
+      if after and before then
+        return code
+      end
+      on_line = on_line or code
+    end
+  end
+  return on_line
+end
+
+--- Show markdown in a floating window at the cursor, closed when the cursor moves. Run again for
+--- the same `code`, it enters the window (to scroll or yank); another code replaces it.
+--- @return integer bufnr, integer winid
+function M.show_markdown(markdown, code)
+  local lines = vim.split(markdown, '\n', { plain = true })
+  return vim.lsp.util.open_floating_preview(lines, 'markdown', {
+    border = 'rounded',
+    focus_id = 'pallasite-explain-' .. tostring(code),
+    max_width = math.min(100, math.floor(vim.o.columns * 0.8)),
+    max_height = math.floor(vim.o.lines * 0.6),
+  })
+end
+
+--- Completion for :PallasiteExplain: the finding codes shown in the buffer.
+function M.codes_in(bufnr, lead)
+  local seen, out = {}, {}
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    local code = M.finding_code(d.code and tostring(d.code))
+    if code and not seen[code] and vim.startswith(code, (lead or ''):upper()) then
+      seen[code] = true
+      out[#out + 1] = code
+    end
+  end
+  table.sort(out)
+  return out
+end
 
 --- The command ids a client's server advertises.
 --- @return string[]
@@ -140,6 +230,8 @@ function M.run(entry, bufnr, fargs)
   local ctx = {
     uri = vim.uri_from_bufnr(bufnr),
     root_uri = client.root_dir and vim.uri_from_fname(client.root_dir) or nil,
+    cursor = vim.api.nvim_get_current_buf() == bufnr and vim.api.nvim_win_get_cursor(0) or { 1, 0 },
+    diagnostics = vim.diagnostic.get(bufnr),
   }
   local args, problem = entry.args(ctx, fargs)
   if not args then
@@ -151,6 +243,8 @@ function M.run(entry, bufnr, fargs)
     local problem = M.problem(err, result)
     if problem then
       vim.notify('pallasite: ' .. problem, vim.log.levels.WARN)
+    elseif entry.show and type(result) == 'table' then
+      entry.show(result)
     end
     vim.api.nvim_exec_autocmds('User', {
       pattern = 'PallasiteCommandDone',
@@ -168,13 +262,25 @@ function M.attach(client, bufnr)
     end, {
       desc = entry.desc,
       nargs = entry.nargs or 0,
-      complete = entry.name == 'PallasiteTarget' and function(lead)
-        return vim.tbl_filter(function(chip)
-          return vim.startswith(chip, lead)
-        end, M.chips())
-      end or nil,
+      complete = M.completion(entry.name, bufnr),
     })
   end
+end
+
+--- The argument completion of a command: chips for :PallasiteTarget, codes for :PallasiteExplain.
+function M.completion(name, bufnr)
+  if name == 'PallasiteTarget' then
+    return function(lead)
+      return vim.tbl_filter(function(chip)
+        return vim.startswith(chip, lead)
+      end, M.chips())
+    end
+  elseif name == 'PallasiteExplain' then
+    return function(lead)
+      return M.codes_in(bufnr, lead)
+    end
+  end
+  return nil
 end
 
 --- Remove the commands when the server leaves the buffer.

@@ -59,6 +59,29 @@ local function answer_questions_with(title)
   end
 end
 
+--- The floating windows open now: their buffer's filetype and text.
+local function floats()
+  local out = {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(win).relative ~= '' then
+      local b = vim.api.nvim_win_get_buf(win)
+      table.insert(out, { filetype = vim.bo[b].filetype,
+        text = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\n') })
+    end
+  end
+  return out
+end
+
+--- Run :PallasiteExplain with `arg`; the server's answer and the floats shown after it.
+local function explain(arg)
+  local answer
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', once = true,
+    callback = function(ev) answer = ev.data.result or vim.NIL end })
+  vim.cmd('PallasiteExplain' .. arg)
+  wait_for('the answer to :PallasiteExplain' .. arg, function() return answer ~= nil end)
+  return { result = answer, floats = floats() }
+end
+
 local scenarios = {}
 
 -- A tier-0 finding arrives at the right line; the advertised commands exist; :PallasiteTarget
@@ -95,6 +118,17 @@ function scenarios.diagnostics_and_target()
   wait_for('the answer to a bad chip', function() return done end)
   step('bad_chip_notes', vim.tbl_filter(function(n) return n.msg:find('v9x', 1, true) ~= nil end, notes))
   step('completion', vim.fn.getcompletion('PallasiteTarget v5', 'cmdline'))
+  -- :PallasiteExplain with the cursor on the finding, then with a code given: the server's markdown
+  -- is shown in a floating window.
+  local first = vim.diagnostic.get(buf)[1]
+  vim.api.nvim_win_set_cursor(0, { first.lnum + 1, first.col })
+  step('explain_completion', vim.fn.getcompletion('PallasiteExplain P', 'cmdline'))
+  step('explained_at_cursor', explain(''))
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  step('explained_typed', explain(' pls201'))
+  local before = #notes
+  pcall(vim.cmd, 'PallasiteExplain') -- an error-level message: raised inside a script, shown to a user
+  step('explain_nothing_here', vim.list_slice(notes, before + 1))
 end
 
 -- The server asks to trust the folder when a kernel opens; the plugin's handler answers "Trust";

@@ -42,7 +42,9 @@ cases.available_commands_follow_the_server = function()
     return vim.tbl_map(function(e) return e.name end, list)
   end
   assert(#commands.available({}) == 0)
-  assert(vim.deep_equal(names(commands.available({ 'pallasite.check' })), { 'PallasiteCheck', 'PallasiteCheckTier3' }))
+  assert(vim.deep_equal(names(commands.available({ 'pallasite.check' })),
+    { 'PallasiteCheck', 'PallasiteCheckTier3', 'PallasiteCheckScript' }))
+  assert(vim.deep_equal(names(commands.available({ 'pallasite.explain' })), { 'PallasiteExplain' }))
   assert(vim.deep_equal(names(commands.available({ 'pallasite.trustFolder', 'pallasite.autotune' })), { 'PallasiteTrust' }))
   local client = { server_capabilities = { executeCommandProvider = { commands = { 'pallasite.check', 3 } } } }
   assert(vim.deep_equal(commands.advertised(client), { 'pallasite.check' }))
@@ -60,6 +62,33 @@ cases.command_arguments = function()
   assert(none == nil and why:find('PallasiteTarget v5e', 1, true))
   assert(vim.deep_equal(by_name.PallasiteTrust.args(ctx, {}), { 'file:///p' }))
   assert(vim.deep_equal(by_name.PallasiteTrust.args({ uri = 'file:///x.py' }, {}), {}))
+  assert(vim.deep_equal(by_name.PallasiteCheckScript.args(ctx, {}), { { uri = 'file:///p/add.py', script = true } }))
+  assert(by_name.PallasiteCheckScript.server == 'pallasite.check')
+end
+
+cases.explain_arguments = function()
+  local explain
+  for _, e in ipairs(commands.COMMANDS) do
+    if e.name == 'PallasiteExplain' then explain = e end
+  end
+  assert(explain.server == 'pallasite.explain' and explain.nargs == '?')
+  local diagnostics = {
+    { lnum = 3, col = 0, end_lnum = 3, end_col = 4, code = 'E501' },
+    { lnum = 3, col = 10, end_lnum = 3, end_col = 20, code = 'PLS001' },
+    { lnum = 3, col = 22, end_lnum = 3, end_col = 30, code = 'PLS007' },
+    { lnum = 9, col = 0, end_lnum = 9, end_col = 5, code = 'PLS201' },
+  }
+  -- nvim_win_get_cursor: 1-based row, 0-based column.
+  local at = function(row, col) return { cursor = { row, col }, diagnostics = diagnostics } end
+  assert(vim.deep_equal(explain.args(at(4, 25), {}), { 'PLS007' }))
+  assert(vim.deep_equal(explain.args(at(4, 12), {}), { 'PLS001' }))
+  assert(vim.deep_equal(explain.args(at(4, 2), {}), { 'PLS001' }), 'on the line, not under the cursor')
+  assert(vim.deep_equal(explain.args(at(10, 40), {}), { 'PLS201' }))
+  local none, why = explain.args(at(6, 0), {})
+  assert(none == nil and why:find(':PallasiteExplain PLS201', 1, true), why)
+  assert(vim.deep_equal(explain.args(at(6, 0), { ' pls201 ' }), { 'PLS201' }))
+  none, why = explain.args(at(4, 12), { 'tiling' })
+  assert(none == nil and why:find('"tiling" is not a finding code', 1, true), why)
 end
 
 cases.command_problems = function()
