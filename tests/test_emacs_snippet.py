@@ -51,3 +51,10 @@ def test_readme_eglot_snippet_works(tmp_path: Path) -> None:
     assert result["bad_chip"]["ok"] is False and "unknown chip 'v9x'" in result["bad_chip"]["message"]
     assert "pallasite: pallasite.selectTarget: unknown chip 'v9x'" in output
     assert result["check"]["ok"] is False and "not trusted" in result["check"]["message"]
+    # Check as script goes to the same command (refused the same way in this untrusted folder).
+    assert result["check_script"]["ok"] is False and "not trusted" in result["check_script"]["message"]
+    # Explain: the code of the diagnostic at point, the markdown in *pallasite explain*, a typed code.
+    assert result["code_at_point"] == "PLS001" and result["explain"] == "PLS001"
+    assert result["explain_buffer"].startswith("### PLS001: ")
+    assert result["explain_typed"] == "PLS201"
+    assert result["explain_unknown"]["ok"] is False and "PLS999" in result["explain_unknown"]["message"]
