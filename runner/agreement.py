@@ -31,6 +31,7 @@ SAME_MISTAKE: dict[str, frozenset[str]] = {
     "PLS003": frozenset({"PLS102"}),  # index_map result count vs block rank
     "PLS004": frozenset({"PLS105"}),  # dimension_semantics length vs grid rank
     "PLS005": frozenset({"PLS110"}),  # kernel parameter count
+    "PLS006": frozenset({"PLS006"}),  # Python if/while on a program_id value (the tracer's bool conversion)
     "PLS007": frozenset({"PLS111", "PLS901"}),  # API removed from the installed jax
     "PLS008": frozenset({"PLS109"}),  # number of out_specs vs out_shape
     "PLS009": frozenset({"PLS110"}),  # kernel returns a value

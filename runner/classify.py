@@ -42,6 +42,7 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("PLS108", "PLS108", r"load scalars from SMEM|store scalars to VMEM|scalars? (?:to|from|in) (?:VMEM|SMEM)"),
         ("PLS104", "PLS104", r"Invalid (?:shape|dtype) for `(?:swap|get|load|store)`"),
         ("PLS110", "PLS110", r"should return None"),
+        ("PLS006", "PLS006", r"Attempted boolean conversion of traced array|TracerBoolConversionError"),
         ("PLS103", "PLS103", r"Unimplemented primitive|take_along_axis-like gathers|not implemented|"
                              r"NotImplementedError|Unsupported .{0,40}(?:primitive|operation)"),
     )

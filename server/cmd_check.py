@@ -27,7 +27,7 @@ class UsageError(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="kernel files or folders (searched for *.py)")
-    parser.add_argument("--target", help="TPU to check for: v4, v5e, v5p or v6e (default from settings: v6e)")
+    parser.add_argument("--target", help="TPU to check for: v4, v5e, v5p, v6e or 7x (default from settings: v6e)")
     parser.add_argument("--tiers", help="tiers to run, e.g. 0,1,2 or 0-3 (default from settings: 0,1,2)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     parser.add_argument("--details", action="store_true", help="text format: also print the compiler's full output (MLIR etc.)")

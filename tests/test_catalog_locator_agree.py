@@ -32,10 +32,7 @@ RECORDS = json.loads((DATA / "compiler" / "records.json").read_text())["cases"]
 
 # Disagreements that sit in the locator (runner/classify.py, owned by another engineer), reported to
 # the lead. strict: once the locator is fixed the test XPASSes and fails, so the entry gets removed.
-LOCATOR_GAPS = {
-    "messages/python_if_on_program_id": "classify._PATTERNS has no pattern for 'Attempted boolean conversion of "
-                                        "traced array' (TracerBoolConversionError): it says PLS100, the catalog PLS006",
-}
+LOCATOR_GAPS: dict[str, str] = {}  # case -> why the locator disagrees (xfail, strict)
 
 
 def _from_probe(name: str) -> tuple[dict, int]:
