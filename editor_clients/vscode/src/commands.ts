@@ -46,7 +46,7 @@ export const PALETTE: readonly PaletteCommand[] = [
   {
     id: 'pallasite.checkScript',
     server: 'pallasite.check',
-    title: "Check as Script (Run the File's __main__, Check Every pallas_call It Makes)",
+    title: 'Check as Script',
     needsPythonFile: true,
   },
   { id: 'pallasite.explainFinding', server: 'pallasite.explain', title: 'Explain Finding', needsPythonFile: false },
