@@ -101,7 +101,11 @@ async def test_worker_killed_mid_check_is_reported_and_next_save_works(client, t
             break
         await asyncio.sleep(0.05)
     assert worker is not None
-    await asyncio.sleep(1.0)
+    for _ in range(600):  # kill it while it imports the file (after its own start-up)
+        if any(s["worker"] == "checking" for s in client.statuses):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
     worker.kill()
     diags = await diagnostics_for(client, uri, 1, timeout=60, predicate=has("PLS902"))
     assert codes_at(diags, "PLS902")
