@@ -206,7 +206,8 @@ def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.C
 
 @server.command("pallasite.check")
 async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
-    """Check a document now: ``{"uri": ..., "tiers": [0, 1, 2, 3]}`` (tiers default: the settings')."""
+    """Check a document now: ``{"uri": ..., "tiers": [0, 1, 2, 3], "script": true}`` (tiers default:
+    the settings'; ``script``: run the file's ``__main__`` and check every pallas_call it makes)."""
     options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
     doc = _doc(ls, options.get("uri") or "")
     if doc is None:
@@ -214,6 +215,11 @@ async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     tiers = options.get("tiers")
     if tiers is not None and (not isinstance(tiers, list) or any(t not in (0, 1, 2, 3) for t in tiers)):
         return {"ok": False, "message": f"pallasite.check: tiers must be a list from 0-3, got {tiers!r}."}
+    script = options.get("script", False)
+    if not isinstance(script, bool):
+        return {"ok": False, "message": f"pallasite.check: script must be true or false, got {script!r}."}
+    if script and tiers is not None and not any(t > 0 for t in tiers):
+        return {"ok": False, "message": "pallasite.check: script mode runs the file: give a compiler tier (1-3)."}
     folder = ls.session.folder_of(doc.path)
     if not await ls.session.trusted_or_ask(folder):
         return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to check it."}
@@ -223,7 +229,7 @@ async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         ls.session.schedule_tier0(doc, 0)
         return {"ok": True, "findings": len(doc.tier0), "chip": ls.session.settings.target, "notes": []}
     token = await _progress_token(ls)
-    task = ls.session.start_check(doc, tiers, progress_token=token)
+    task = ls.session.start_check(doc, tiers, progress_token=token, script=script)
     try:
         report = await asyncio.shield(task)
     except asyncio.CancelledError:
@@ -232,7 +238,7 @@ async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     if report is None:
         return {"ok": False, "message": "the check did not run (see the message shown)"}
     return {"ok": True, "findings": len(report.findings), "chip": ls.session.settings.target,
-            "notes": list(report.notes)}
+            "notes": list(report.notes), "script": script}
 
 
 async def _progress_token(ls: PallasiteServer) -> str | None:

@@ -476,23 +476,31 @@ class Session:
                 self.start_check(doc)
 
     def start_check(self, doc: Document, tiers: Sequence[int] | None = None, *,
-                    progress_token: Any = None) -> asyncio.Task:
-        """Check the document's current text with the compiler tiers; supersedes a running check."""
+                    progress_token: Any = None, script: bool = False) -> asyncio.Task:
+        """Check the document's current text with the compiler tiers; supersedes a running check.
+        ``script``: run the file's ``__main__`` and check every pallas_call it makes (script mode)."""
         if doc.check_task is not None and not doc.check_task.done():
             doc.check_task.cancel()
         doc.edit_log = []
         chosen = [t for t in (self.settings.tiers if tiers is None else tiers) if t > 0]
         doc.check_version = doc.version
-        doc.check_task = asyncio.ensure_future(self._check(doc, doc.version, doc.text, chosen, progress_token))
+        doc.check_task = asyncio.ensure_future(self._check(doc, doc.version, doc.text, chosen, progress_token,
+                                                             script))
         return doc.check_task
 
-    async def _check(self, doc: Document, version: int, text: str, tiers: list[int], token: Any) -> FileReport | None:
+    async def _check(self, doc: Document, version: int, text: str, tiers: list[int], token: Any,
+                     script: bool = False) -> FileReport | None:
         if not tiers:
             return None
         checker = self.get_checker(doc.path)
+        if script:  # the same warm worker and results store, with script mode for this one check
+            from pallasite.runner.checker import Checker
+
+            checker = Checker(replace(checker.options, script=True), client=checker._worker(), cache=checker.cache)
         chip = self.settings.target
         self.set_worker("checking" if self.worker_warm else "starting")
-        progress = WorkProgress(self.client, f"pallasite: checking {Path(doc.path).name} for {chip}", token)
+        title = f"pallasite: {'running' if script else 'checking'} {Path(doc.path).name} for {chip}"
+        progress = WorkProgress(self.client, title + (" (script mode)" if script else ""), token)
 
         def on_progress(message: str) -> None:
             if self.worker_state == "starting":

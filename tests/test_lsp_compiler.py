@@ -239,3 +239,23 @@ async def test_a_mistake_seen_by_tier0_and_the_lowering_is_shown_once(client, tm
     assert [d.code for d in at_spec] == ["PLS001"]
     assert any("jax lowering (v6e) agrees (PLS101)" in r.message for r in at_spec[0].related_information)
     assert not [d for d in diags if d.code == "PLS101"]
+
+
+async def test_check_command_in_script_mode_runs_main_and_reports_its_kernels(client, tmp_path):
+    _, uri, _ = await trusted_open(client, tmp_path, "script_cumsum.py", {"check": {"onOpen": False}})
+    await diagnostics_for(client, uri, 1)
+    plain = await asyncio.wait_for(client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri}])), 120)
+    assert plain["ok"] is True and codes_at(client.diagnostics[uri], "PLS900")  # no example inputs
+    result = await asyncio.wait_for(client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri, "script": True}])), 120)
+    assert result["ok"] is True and result["script"] is True
+    diags = client.diagnostics[uri]
+    assert not codes_at(diags, "PLS900")
+    tier1 = [d for d in diags if d.data.get("tier") == 1]
+    assert [d.range.start.line for d in tier1] == [12]  # the jnp.cumsum line, found by running __main__
+    begins = [v[0] for v in client.progress_reports.values() if v and type(v[0]).__name__ == "WorkDoneProgressBegin"]
+    assert any("script mode" in b.title for b in begins)
+    bad = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri, "script": "yes"}]))
+    assert bad["ok"] is False and "script must be true or false" in bad["message"]
