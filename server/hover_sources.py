@@ -26,7 +26,7 @@ def code_hover(session: Session, doc: Document, line: int, column: int) -> tuple
     """(markdown, span) for the pallas_call, BlockSpec, grid or kernel def at (line, column)."""
     analysis = doc.analysis
     dtype, dtype_source = task_dtype(doc.text, analysis)
-    chip = chip_limits(session.settings.target)
+    chip = chip_limits(session.settings.target, session.chip_table)
     found = hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source, task_grids(doc.text, analysis))
     if found is not None:
         return found
@@ -63,18 +63,20 @@ def task_grids(text: str, analysis: Any) -> dict[Any, tuple[int, ...]]:
     return out
 
 
-def chip_limits(target: str) -> hover.ChipLimits:
-    """The chip's scoped VMEM limit from the runner's cached chip table (never imports jax)."""
+def chip_limits(target: str, from_worker: list[Any] | None = None) -> hover.ChipLimits:
+    """The chip's scoped VMEM limit from the runner's cached chip table, else from the table the
+    warm check worker sent this session (``from_worker``); never imports jax."""
     try:
         from pallasite.runner.chips import read_cache
 
-        specs = read_cache() or []
+        cached = read_cache() or []
     except Exception:
-        specs = []
-    for spec in specs:
-        if spec.name == target:
-            return hover.ChipLimits(target, spec.scoped_vmem_limit_bytes, spec.vmem_bytes,
-                                    f"the chip table cache ({spec.scoped_vmem_source})")
+        cached = []
+    for specs, where in ((cached, "the chip table cache"), (from_worker or [], "the check worker's chip table")):
+        for spec in specs:
+            if spec.name == target and spec.scoped_vmem_limit_bytes:
+                return hover.ChipLimits(target, spec.scoped_vmem_limit_bytes, spec.vmem_bytes,
+                                        f"{where} ({spec.scoped_vmem_source})")
     return hover.ChipLimits(target)
 
 

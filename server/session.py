@@ -174,6 +174,8 @@ class Session:
         self.settings_ready = asyncio.Event()  # set once the first workspace/configuration pull ends
         self.project: tuple[str, str] | None = None  # (settings source, folder) of the pyproject read
         self.refused_interpreters: set[str] = set()  # project interpreters refused (told once each)
+        self.chip_table: list[Any] | None = None  # ChipSpecs the warm worker sent (chips.py's table)
+        self.chip_task: asyncio.Task | None = None  # asking the warm worker for the chip table
 
     # ------------------------------------------------------------- settings
 
@@ -533,5 +535,48 @@ class Session:
         self.worker_warm = not crashes
         self.set_worker("crashed" if any(f.code == "PLS902" for f in crashes) else "idle")
         self.publish(doc)
+        if self.worker_warm:
+            self.fetch_chip_table(checker)
         return report
+
+    # ------------------------------------------------------------- the chip table for hovers
+
+    def fetch_chip_table(self, checker: Any) -> None:
+        """Once per session, after a check succeeded (so the folder is trusted and its worker warm):
+        when the chip-table cache has no scoped VMEM limit for the target, ask that worker for the
+        table in the background (it probes libtpu) so hovers can show the limit and its source."""
+        if self.chip_task is not None or self.chip_table is not None:
+            return
+        from pallasite.runner import chips
+
+        cached = chips.read_cache() or []
+        if any(s.name == self.settings.target and s.scoped_vmem_limit_bytes for s in cached):
+            return
+        self.chip_task = asyncio.ensure_future(self._fetch_chip_table(checker._worker()))
+
+    async def _fetch_chip_table(self, client: Any) -> None:
+        from pallasite.analysis.types import ChipSpec, from_json
+        from pallasite.runner import chips
+
+        try:
+            reply = await client.request("chips", {"probe": True}, timeout_s=self.settings.check.timeLimitS)
+            if not reply.ok:
+                self.log(f"pallasite: the worker could not build the chip table ({reply.message}); "
+                         "hovers show no scoped VMEM limit (run `pallasite chips`).")
+                return
+            specs = [from_json(ChipSpec, item) for item in reply.result["chips"]]
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # hovers go without the limit; checks are unaffected
+            self.log(f"pallasite: asking the worker for the chip table failed ({type(exc).__name__}: {exc}).")
+            return
+        self.chip_table = specs
+        # The same cache `pallasite chips` writes, when the worker's versions are this process's
+        # (the file is named by them) and every limit was measured.
+        same = dict(reply.result.get("versions") or {}) == chips.versions()
+        if same and chips.read_cache() is None and all(s.scoped_vmem_limit_bytes for s in specs):
+            try:
+                chips.write_cache(specs)
+            except OSError as exc:
+                self.log(f"pallasite: could not write the chip table cache ({exc}).")
 

@@ -259,3 +259,27 @@ async def test_check_command_in_script_mode_runs_main_and_reports_its_kernels(cl
     bad = await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri, "script": "yes"}]))
     assert bad["ok"] is False and "script must be true or false" in bad["message"]
+
+
+@pytest.mark.tpu_compiler
+async def test_after_a_check_the_hover_shows_the_scoped_vmem_limit_from_the_warm_worker(client, tmp_path):
+    if importlib.util.find_spec("libtpu") is None:
+        pytest.skip("libtpu is not installed: the scoped-VMEM limit is measured with it")
+    _, uri, text = await trusted_open(client, tmp_path, "store_shape.py")
+    call_line = next(i for i, line in enumerate(text.splitlines()) if "pl.pallas_call(" in line)
+
+    async def call_hover() -> str:
+        hover = await client.text_document_hover_async(lsp.HoverParams(
+            lsp.TextDocumentIdentifier(uri), lsp.Position(call_line, 15)))
+        return hover.contents.value
+
+    assert "scoped VMEM limit for v6e not known" in await call_hover()  # a fresh install: no chip table yet
+    await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
+    for _ in range(600):  # the worker probes libtpu in the background after the check
+        value = await call_hover()
+        if "scoped VMEM on v6e" in value:
+            break
+        await asyncio.sleep(0.1)
+    assert "scoped VMEM on v6e" in value and "limit from the chip table cache (libtpu" in value
+    cache = tmp_path / "home" / "xdg_cache_home" / "pallasite"
+    assert [p.name for p in cache.glob("chips-*.json")]  # written for the next session and `pallasite chips`
