@@ -283,3 +283,24 @@ async def test_after_a_check_the_hover_shows_the_scoped_vmem_limit_from_the_warm
     assert "scoped VMEM on v6e" in value and "limit from the chip table cache (libtpu" in value
     cache = tmp_path / "home" / "xdg_cache_home" / "pallasite"
     assert [p.name for p in cache.glob("chips-*.json")]  # written for the next session and `pallasite chips`
+
+
+async def test_a_check_result_arriving_after_typing_lands_on_the_moved_lines(client, tmp_path):
+    _, uri, text = await trusted_open(client, tmp_path, "slow_two_stores.py")
+    lines = text.splitlines()
+    kernel = lines.index("def half_kernel(x_ref, o_ref):")
+    half_store, quarter_store = (lines.index(f"    o_ref[...] = x_ref[...][:, {s}]") for s in (":64", "32:96"))
+    for _ in range(600):  # the check on open is running (the file's import sleeps 5 s)
+        if any(s["worker"] == "checking" for s in client.statuses):
+            break
+        await asyncio.sleep(0.05)
+    assert client.statuses[-1]["worker"] == "checking"
+    change(client, uri, 2, (kernel, 0), (kernel, 0), "ROWS = 128\n")  # a new line above both kernels
+    quarter_now = quarter_store + 1
+    change(client, uri, 3, (quarter_now, 4), (quarter_now, len(lines[quarter_store])), "o_ref[...] = x_ref[...]")
+    await diagnostics_for(client, uri, 3)
+    assert client.statuses[-1]["worker"] == "checking"  # both edits were made before the verdict came
+    diags = await diagnostics_for(client, uri, 3, timeout=120, predicate=has("PLS104", 1))
+    # computed for version 1, shown at version 3: the first store's finding moved down one line;
+    # the second store was rewritten, so its finding no longer applies and is dropped
+    assert codes_at(diags, "PLS104") == [half_store + 1]
