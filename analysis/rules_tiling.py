@@ -21,14 +21,13 @@ from typing import Iterator
 
 from tree_sitter import Node
 
+from .dtypes import EIGHT_BIT
 from .resolve import scope_for
 from .rules import RuleContext, finding, replace, tpu_sites
 from .source import enclosing_function, is_module_level
 from .tasks import example_shapes
 from .types import BlockSpecInfo, Finding, KernelSite, KernelTask, Related, Span
 
-EIGHT_BIT = ("int8", "uint8", "float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz", "float8_e4m3fnuz",
-             "float8_e5m2fnuz", "float8_e4m3", "float8_e8m0fnu", "float8_e3m4")
 _UNTILED_SPACES = ("SMEM", "ANY", "HBM", "SEMAPHORE", "CMEM")
 
 Array = tuple[tuple[int, ...], str | None]

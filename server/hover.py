@@ -14,22 +14,14 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from pallasite.analysis.dtypes import DTYPE_BITS, LANES, block_bytes, sublane_rows
 from pallasite.analysis.types import BlockSpecInfo, Finding, KernelSite, KernelVerdict, ScratchInfo, Span
 from pallasite.knowledge import catalog
 
-# bytes per element, by the dtype names jnp/np use in source
-DTYPE_BYTES: dict[str, int] = {
-    "float64": 8, "int64": 8, "uint64": 8,
-    "float32": 4, "int32": 4, "uint32": 4,
-    "bfloat16": 2, "float16": 2, "int16": 2, "uint16": 2,
-    "int8": 1, "uint8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "bool_": 1,
-}
-# rows a block's second-to-last dim must be a multiple of (unless it spans the whole array dim):
-# 8 for every dtype in the lowering; the TPU compiler needs 32 for 8-bit types (seen with libtpu
-# 0.0.42.1: 16-bit blocks of 8 rows compile on v5e/v5p/v6e).
-ROWS_BY_ITEMSIZE = {8: 8, 4: 8, 2: 8, 1: 32}
-LANES = 128
-_DTYPE_RE = re.compile(r"\b(?:jnp|np|jax\.numpy|numpy)\.(" + "|".join(DTYPE_BYTES) + r")\b")
+# element sizes shown when the source does not say the dtype (bits)
+UNKNOWN_DTYPE_BITS = (32, 16, 8)
+_DTYPE_RE = re.compile(r"\b(?:jnp|np|jax\.numpy|numpy)\.("
+                       + "|".join(sorted(DTYPE_BITS, key=len, reverse=True)) + r")\b")
 
 
 @dataclass(frozen=True)
@@ -78,14 +70,18 @@ def _in_vmem(spec: BlockSpecInfo) -> bool:
     return spec.memory_space in (None, "VMEM")
 
 
-def tiling_verdict(shape: Sequence[int | str | None] | None, itemsize: int) -> str:
-    """Whether a block's last two dims fit the TPU tiling for an element size (static dims only)."""
+def _per_elem(bits: int) -> str:
+    return f"{bits // 8} B/elem" if bits % 8 == 0 else f"{bits} bits/elem"
+
+
+def tiling_verdict(shape: Sequence[int | str | None] | None, bits: int) -> str:
+    """Whether a block's last two dims fit the TPU tiling for an element size in bits (static dims only)."""
     if not shape or len(shape) < 2:
         return "tiling: rank < 2, no (rows, lanes) rule applies"
     rows, lanes = shape[-2], shape[-1]
     if not isinstance(rows, int) or not isinstance(lanes, int):
         return "tiling: not static, cannot tell"
-    need = ROWS_BY_ITEMSIZE.get(itemsize, 8)
+    need = sublane_rows(bits)
     problems = []
     if lanes % LANES:
         problems.append(f"last dim {lanes} is not a multiple of {LANES}")
@@ -99,9 +95,9 @@ def tiling_verdict(shape: Sequence[int | str | None] | None, itemsize: int) -> s
 def _scratch_bytes(scratch: ScratchInfo) -> int | None:
     if scratch.kind != "VMEM" or scratch.dtype is None:
         return None
-    size = DTYPE_BYTES.get(scratch.dtype.split(".")[-1])
+    bits = DTYPE_BITS.get(scratch.dtype.split(".")[-1])
     elems = block_elements(scratch.shape)
-    return None if size is None or elems is None else size * elems
+    return None if bits is None or elems is None else block_bytes(elems, bits)
 
 
 def grid_steps(grid: Sequence[int | str] | None) -> int | None:
@@ -124,13 +120,13 @@ def _spec_line(spec: BlockSpecInfo, dtype: str | None) -> str:
     if elems is None:
         return f"- {label}: size not static"
     if dtype is not None:
-        size = DTYPE_BYTES[dtype]
-        return f"- {label}: {_mib(elems * size)} as {dtype}; {tiling_verdict(spec.block_shape, size)}"
-    per = ", ".join(f"{_mib(elems * s)} at {s} B/elem" for s in (4, 2, 1))
+        bits = DTYPE_BITS[dtype]
+        return f"- {label}: {_mib(block_bytes(elems, bits))} as {dtype}; {tiling_verdict(spec.block_shape, bits)}"
+    per = ", ".join(f"{_mib(block_bytes(elems, b))} at {_per_elem(b)}" for b in UNKNOWN_DTYPE_BITS)
     return f"- {label}: {per} (dtype not known from the source)"
 
 
-def vmem_footprint(site: KernelSite, itemsize: int) -> tuple[int, bool]:
+def vmem_footprint(site: KernelSite, bits: int) -> tuple[int, bool]:
     """Double-buffered VMEM bytes of the site's blocks plus its VMEM scratch; and whether complete."""
     total, complete = 0, True
     for spec in (*(site.in_specs or ()), *(site.out_specs or ())):
@@ -140,7 +136,7 @@ def vmem_footprint(site: KernelSite, itemsize: int) -> tuple[int, bool]:
         if elems is None:
             complete = False
             continue
-        total += 2 * elems * itemsize
+        total += 2 * block_bytes(elems, bits)
     for scratch in site.scratch_shapes or ():
         size = _scratch_bytes(scratch)
         if size is None:
@@ -185,10 +181,9 @@ def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dty
         size = _scratch_bytes(scratch)
         out.append(f"- scratch {scratch.kind} {_shape_text(scratch.shape)} {scratch.dtype or ''}: "
                    f"{_mib(size) if size is not None else 'size not static'}")
-    sizes = [DTYPE_BYTES[dtype]] if dtype else [4, 2]
-    for size in sizes:
-        total, complete = vmem_footprint(site, size)
-        out.append(_limit_line(total, complete, chip, dtype or f"{size} B/elem"))
+    for bits in [DTYPE_BITS[dtype]] if dtype else UNKNOWN_DTYPE_BITS[:2]:
+        total, complete = vmem_footprint(site, bits)
+        out.append(_limit_line(total, complete, chip, dtype or _per_elem(bits)))
     out.append(grid_hover(site, grid_value))
     return "\n".join(out)
 
@@ -213,8 +208,9 @@ def spec_hover(spec: BlockSpecInfo, site: KernelSite, dtype: str | None) -> str:
     lines = [head, "", _spec_line(spec, dtype)]
     elems = block_elements(spec.block_shape)
     if elems is not None and _in_vmem(spec):
-        sizes = [DTYPE_BYTES[dtype]] if dtype else [4, 2, 1]
-        lines.append("- double-buffered: " + ", ".join(f"{_mib(2 * elems * s)} at {s} B/elem" for s in sizes))
+        sizes = [DTYPE_BITS[dtype]] if dtype else UNKNOWN_DTYPE_BITS
+        lines.append("- double-buffered: " + ", ".join(f"{_mib(2 * block_bytes(elems, b))} at {_per_elem(b)}"
+                                                      for b in sizes))
     if spec.index_map_arity is not None:
         lines.append(f"- index_map takes {spec.index_map_arity} argument(s), returns "
                      f"{spec.index_map_results if spec.index_map_results is not None else '?'} index(es)")

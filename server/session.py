@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
+from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.types import FileReport, Finding, Related
 
 from .lsp_convert import finding_to_diagnostic, text_lines
@@ -109,16 +110,7 @@ def analyze(text: str, path: str, target: str) -> Any:
 
 
 def suppress(findings: Sequence[Finding], text: str, overrides: dict[str, str]) -> list[Finding]:
-    """Suppression comments and severity overrides (the analysis layer's, when it has them)."""
-    try:
-        from pallasite.analysis.suppress import apply_suppressions
-    except ImportError:
-        out = []
-        for f in findings:
-            level = overrides.get(f.code)
-            if level != "off":
-                out.append(replace(f, severity=level) if level else f)
-        return out
+    """Suppression comments and severity overrides (analysis/suppress.py)."""
     return list(apply_suppressions(list(findings), text, dict(overrides)))
 
 

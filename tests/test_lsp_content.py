@@ -37,7 +37,7 @@ def site(**kw):
 
 def test_footprint_is_double_buffered_blocks_plus_scratch_against_scoped_limit():
     s = site(scratch_shapes=(ScratchInfo(Span(3, 0, 3, 9), "VMEM", (512, 1024), "jnp.float32"),))
-    total, complete = hover.vmem_footprint(s, 4)
+    total, complete = hover.vmem_footprint(s, 32)
     assert (total, complete) == (2 * 2 * 2 * MIB + 2 * MIB, True)  # two 2 MiB blocks x2, 2 MiB scratch
     chip = hover.ChipLimits("v5e", scoped_vmem_bytes=16 * MIB, source="libtpu 0.0.42.1 probe")
     text = hover.site_hover(s, chip, "float32", "from example_inputs()")
@@ -68,10 +68,25 @@ def test_gpu_calls_get_no_tpu_numbers():
 
 
 def test_tiling_verdict_uses_the_dtype_row_tiling():
-    assert hover.tiling_verdict((8, 128), 1).startswith("tiling: legal only if")  # int8 needs 32 rows
-    assert hover.tiling_verdict((32, 128), 1).startswith("tiling: legal (")
-    assert hover.tiling_verdict((8, 256), 2).startswith("tiling: legal (")  # bf16 8 rows compiles
-    assert "not a multiple of 128" in hover.tiling_verdict((8, 100), 4)
+    assert hover.tiling_verdict((8, 128), 8).startswith("tiling: legal only if")  # int8 needs 32 rows
+    assert hover.tiling_verdict((32, 128), 8).startswith("tiling: legal (")
+    assert hover.tiling_verdict((8, 256), 16).startswith("tiling: legal (")  # bf16 8 rows compiles
+    assert "not a multiple of 128" in hover.tiling_verdict((8, 100), 32)
+    assert "rows 32 is not a multiple of 64" in hover.tiling_verdict((32, 128), 4)  # int4 packs 64 rows
+
+
+def test_hover_and_tier0_rules_share_one_dtype_table_with_every_float8_and_sub_byte_type():
+    from pallasite.analysis import dtypes, rules_tiling
+
+    assert not hasattr(hover, "DTYPE_BYTES") and rules_tiling.EIGHT_BIT is dtypes.EIGHT_BIT
+    jnp_names = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+                 "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int4", "uint4", "float4_e2m1fn")
+    text = "\n".join(f"a{i} = jnp.{name}" for i, name in enumerate(jnp_names))
+    assert hover.dtypes_in(text) == list(jnp_names)  # each read from source, none as a prefix of another
+    for name in jnp_names[:8]:  # every float8 tiles like int8
+        assert name in dtypes.EIGHT_BIT and dtypes.sublane_rows(dtypes.DTYPE_BITS[name]) == 32
+    line = hover.spec_hover(spec((64, 256)), site(), "int4")
+    assert "8.0 KiB as int4" in line and "64 rows % 64" in line  # packed: 64 x 256 x 4 bits
 
 
 def test_hover_picks_blockspec_then_grid_then_call():
