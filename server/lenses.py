@@ -30,6 +30,7 @@ def _verdict_suffix(site: KernelSite, verdicts: Sequence[KernelVerdict]) -> str:
 
 def check_lenses(sites: Sequence[KernelSite], uri: str, chip: str,
                  verdicts: Sequence[KernelVerdict] = ()) -> list[Lens]:
-    """One "Check for <chip>" lens per pallas_call, on the callee."""
+    """One "Check for <chip>" lens per TPU pallas_call, on the callee (none on GPU calls: the
+    compiler tiers check TPU kernels only)."""
     return [Lens(site.call_span, f"Check for {chip}{_verdict_suffix(site, verdicts)}", CHECK_COMMAND,
-                 ({"uri": uri},)) for site in sites]
+                 ({"uri": uri},)) for site in sites if site.backend != "gpu"]

@@ -299,4 +299,4 @@ def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
     return {"pid": os.getpid(), "rssBytes": psutil.Process().memory_info().rss,
             "jaxImported": "jax" in sys.modules, "python": sys.executable,
             "settings": ls.session.settings_json(), "status": ls.session.status(),
-            "tier0Seconds": list(ls.session.tier0_seconds)}
+            "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started}

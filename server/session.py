@@ -63,6 +63,7 @@ class Document:
     tier0_task: asyncio.Task | None = None
     check_task: asyncio.Task | None = None
     check_version: int | None = None
+    check_key: tuple | None = None  # (text, tiers, script) of the last started check
     published: bool = False
 
     @property
@@ -166,6 +167,7 @@ class Session:
         self.settings_ready = asyncio.Event()  # set once the first workspace/configuration pull ends
         self.project: tuple[str, str] | None = None  # (settings source, folder) of the pyproject read
         self.refused_interpreters: set[str] = set()  # project interpreters refused (told once each)
+        self.checks_started = 0  # compiler checks started this session (server stats)
         self.chip_table: list[Any] | None = None  # ChipSpecs the warm worker sent (chips.py's table)
         self.chip_task: asyncio.Task | None = None  # asking the warm worker for the chip table
 
@@ -431,6 +433,8 @@ class Session:
             return
         if await self.trusted_or_ask(self.folder_of(doc.path)):
             running = doc.check_task is not None and not doc.check_task.done()
+            if running and doc.check_key == self.check_key(doc.text, None, False):
+                return  # a save of the very text being checked (same tiers): let that check finish
             if saving or not running:  # (trusting the folder may have started this file's check)
                 self.start_check(doc)
 
@@ -469,6 +473,11 @@ class Session:
             if doc is not skip and doc.check_task is None and doc.uses_pallas and inside(doc.path, folder):
                 self.start_check(doc)
 
+    def check_key(self, text: str, tiers: Sequence[int] | None, script: bool) -> tuple:
+        """What a check is of: a new save with the same key would compute the same verdicts."""
+        chosen = tuple(sorted({t for t in (self.settings.tiers if tiers is None else tiers) if t > 0}))
+        return (text, chosen, script, self.settings.checker_key())
+
     def start_check(self, doc: Document, tiers: Sequence[int] | None = None, *,
                     progress_token: Any = None, script: bool = False) -> asyncio.Task:
         """Check the document's current text with the compiler tiers; supersedes a running check.
@@ -477,7 +486,8 @@ class Session:
             doc.check_task.cancel()
         doc.edit_log = []
         chosen = [t for t in (self.settings.tiers if tiers is None else tiers) if t > 0]
-        doc.check_version = doc.version
+        doc.check_version, doc.check_key = doc.version, self.check_key(doc.text, tiers, script)
+        self.checks_started += 1
         doc.check_task = asyncio.ensure_future(self._check(doc, doc.version, doc.text, chosen, progress_token,
                                                              script))
         return doc.check_task

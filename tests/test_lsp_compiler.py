@@ -304,3 +304,26 @@ async def test_a_check_result_arriving_after_typing_lands_on_the_moved_lines(cli
     # computed for version 1, shown at version 3: the first store's finding moved down one line;
     # the second store was rewritten, so its finding no longer applies and is dropped
     assert codes_at(diags, "PLS104") == [half_store + 1]
+
+
+async def test_a_save_of_the_text_being_checked_does_not_restart_the_check(client, tmp_path):
+    path, uri, text = await trusted_open(client, tmp_path, "slow_import.py")
+    for _ in range(600):  # the check on open is importing the file (30 s sleep)
+        if any(s["worker"] == "checking" for s in client.statuses):
+            break
+        await asyncio.sleep(0.05)
+    started = (await raw_request(client, "pallasite/serverStats", None))["checksStarted"]
+    assert started == 1
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))  # unchanged
+    await asyncio.sleep(0.5)
+    stats = await raw_request(client, "pallasite/serverStats", None)
+    assert stats["checksStarted"] == 1 and stats["status"]["worker"] == "checking"  # the same check goes on
+    # a save of a different text still supersedes it
+    lines = text.splitlines()
+    line = lines.index("time.sleep(30)")
+    change(client, uri, 2, (line, 0), (line, len("time.sleep(30)")), "pass")
+    path.write_text(text.replace("time.sleep(30)", "pass"))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    diags = await diagnostics_for(client, uri, 2, timeout=25, predicate=has("PLS104", 1))
+    assert codes_at(diags, "PLS104") == [12]
+    assert (await raw_request(client, "pallasite/serverStats", None))["checksStarted"] == 2

@@ -119,6 +119,11 @@ def test_lenses_one_per_call_with_last_verdict():
     assert lens.span == s.call_span
 
 
+def test_no_check_lens_on_a_gpu_pallas_call():
+    tpu, gpu = site(), site(backend="gpu", call_span=Span(30, 0, 30, 14))
+    assert [lens.span for lens in lenses.check_lenses([tpu, gpu], "file:///k.py", "v5e")] == [tpu.call_span]
+
+
 def test_quick_fix_actions_are_versioned_and_refused_for_unseen_versions():
     text = "x = (8, 100)\n"
     fix = Fix("Use 128", (TextEdit(Span(0, 8, 0, 11), "128"),))

@@ -157,3 +157,11 @@ def test_project_section_loses_the_trust_keys_with_a_message_per_key():
                "pyproject.toml" in w for w in warnings)
     assert without_user_only({"trust": "yes"}, "p")[1][0].startswith("p: 'trust' ignored")
     assert without_user_only({"tiers": [0]}, "p") == ({"tiers": [0]}, [])
+
+
+def test_type_warnings_use_the_right_article():
+    warnings = parse_settings({"check": {"debounceMs": "x", "timeLimitS": "y", "onOpen": 3},
+                               "worker": {"interpreter": 4}}, "src")[1]
+    expected = ["expected an integer", "expected a number", "expected true or false", "expected a string"]
+    assert [next(e for e in expected if e in w) for w in warnings] == expected
+    assert not any(" a integer" in w for w in warnings)
