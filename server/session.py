@@ -35,6 +35,9 @@ from .shifting import Edit, apply_edit, shift_findings
 from .trust import inside, read_trusted, remember_trusted
 
 WORKER_CRASH_CODES = ("PLS902", "PLS903", "PLS904")
+# PLS906 as a finding: the worker never finished starting (killed during its start-up, or an
+# environment that cannot run it). PLS906 for a tier libtpu is missing for is a report note: quiet.
+WORKER_START_CODE = "PLS906"
 STATUS_METHOD = "pallasite/status"
 TRUST, NOT_NOW = "Trust", "Not now"
 # How long a document opened before the client's settings arrive waits for them before deciding
@@ -351,7 +354,7 @@ class Session:
         doc.compiler = [with_site_context(f, sites) for f in moved]
         doc.report, doc.report_chip, doc.report_time = report, self.settings.target, time.time()
         doc.edit_log = [(v, e) for v, e in doc.edit_log if v > doc.version]
-        return [f for f in report.findings if f.code in WORKER_CRASH_CODES]
+        return [f for f in report.findings if f.code in (*WORKER_CRASH_CODES, WORKER_START_CODE)]
 
     # ------------------------------------------------------------- status
 
@@ -535,7 +538,8 @@ class Session:
             self.show(f"pallasite: {finding.message.splitlines()[0]} ({finding.code}, {doc.path}). "
                       "The worker restarts for the next check.", lsp.MessageType.Error)
         self.worker_warm = not crashes
-        self.set_worker("crashed" if any(f.code == "PLS902" for f in crashes) else "idle")
+        died = any(f.code in ("PLS902", WORKER_START_CODE) for f in crashes)
+        self.set_worker("crashed" if died else "idle")
         self.publish(doc)
         if self.worker_warm:
             self.fetch_chip_table(checker)

@@ -327,3 +327,32 @@ async def test_a_save_of_the_text_being_checked_does_not_restart_the_check(clien
     diags = await diagnostics_for(client, uri, 2, timeout=25, predicate=has("PLS104", 1))
     assert codes_at(diags, "PLS104") == [12]
     assert (await raw_request(client, "pallasite/serverStats", None))["checksStarted"] == 2
+
+
+async def test_worker_killed_during_its_start_up_is_shown_as_a_crash(client, tmp_path):
+    path, uri, text = await trusted_open(client, tmp_path, "store_shape.py", {"check": {"onOpen": False}})
+    await diagnostics_for(client, uri, 1)
+    stats = await raw_request(client, "pallasite/serverStats", None)
+    server = psutil.Process(stats["pid"])
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    worker = None
+    for _ in range(2000):  # kill the worker as soon as it exists: before its handshake (jax import)
+        children = server.children(recursive=True)
+        if children:
+            worker = children[-1]
+            break
+        await asyncio.sleep(0.005)
+    assert worker is not None
+    worker.kill()
+    diags = await diagnostics_for(client, uri, 1, timeout=60, predicate=has("PLS906"))
+    assert codes_at(diags, "PLS906") == [0]
+    for _ in range(100):
+        if any("PLS906" in m.message for m in client.messages):
+            break
+        await asyncio.sleep(0.05)
+    [shown] = [m for m in client.messages if "PLS906" in m.message]
+    assert shown.type == lsp.MessageType.Error and "could not start" in shown.message
+    assert client.statuses[-1]["worker"] == "crashed"
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    diags = await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
+    assert not codes_at(diags, "PLS906") and client.statuses[-1]["worker"] == "idle"
