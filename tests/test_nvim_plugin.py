@@ -117,7 +117,8 @@ def test_trust_is_asked_once_answered_by_the_plugin_and_remembered(tmp_path: Pat
                                                                     project: Path) -> None:
     settings = {"tiers": [0, 1]}  # tier 1 (CPU lowering) is enough to need trust
     r = run_scenario("trust", env, project, tmp_path, settings=settings,
-                     PALLASITE_TEST_SECOND_FILE=str(project / "matmul_bad_semantics.py"))
+                     PALLASITE_TEST_SECOND_FILE=str(project / "matmul_bad_semantics.py"),
+                     PALLASITE_TEST_SCRIPT_FILE=str(project / "running_total.py"))
     assert len(r["questions"]) == 1 and r["questions_total"] == 1
     question = r["questions"][0]
     assert question["kind"] == "pallasite" and question["items"] == ["Trust", "Not now"]
@@ -138,6 +139,13 @@ def test_trust_is_asked_once_answered_by_the_plugin_and_remembered(tmp_path: Pat
     assert r["statusline_after_check"] == "pallasite v6e · local · idle"
     store = Path(env["XDG_CONFIG_HOME"]) / "pallasite" / "trusted-folders.json"
     assert str(project.resolve()) in json.loads(store.read_text())["trusted"]
+    # :PallasiteCheckScript sent {uri, script = true}: the server ran running_total.py's __main__ and
+    # the lowering rejected jnp.cumsum at the kernel's line (14, 1-based) of the pallas_call it made.
+    answer = r["script_answer"]
+    assert answer["command"] == "pallasite.check"
+    assert answer["result"]["ok"] is True and answer["result"]["script"] is True, answer
+    lowering = [d for d in r["script_diagnostics"] if str(d["code"]).startswith("PLS1")]
+    assert [d["lnum"] for d in lowering] == [13], r["script_diagnostics"]
 
     later = run_scenario("trust_remembered", env, project, tmp_path, settings=settings)
     assert later["questions_total"] == 0

@@ -174,6 +174,27 @@ function scenarios.trust()
   wait_for('diagnostics of the second kernel', function() return #vim.diagnostic.get(second) > 0 end, 30000)
   vim.wait(1500) -- time for a second question, if the server were to ask one
   step('questions_total', #result.questions)
+  -- :PallasiteCheckScript on a script with no example inputs: the server runs its __main__ and
+  -- the lowering's verdict on the pallas_call it made arrives at the kernel's line.
+  vim.cmd('edit ' .. vim.fn.fnameescape(vim.env.PALLASITE_TEST_SCRIPT_FILE))
+  local script = vim.api.nvim_get_current_buf()
+  wait_for('the client to attach to the script', function() return pallasite_client(script) ~= nil end)
+  wait_for('the buffer-local :PallasiteCheckScript', function()
+    return vim.api.nvim_buf_get_commands(script, {}).PallasiteCheckScript ~= nil
+  end)
+  local script_answer
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', once = true,
+    callback = function(ev) script_answer = { command = ev.data.command, result = ev.data.result or vim.NIL } end })
+  vim.cmd('PallasiteCheckScript')
+  wait_for('the answer to :PallasiteCheckScript', function() return script_answer ~= nil end, 90000)
+  step('script_answer', script_answer)
+  wait_for('a lowering diagnostic from the script run', function()
+    for _, d in ipairs(vim.diagnostic.get(script)) do
+      if tostring(d.code):match('^PLS1') then return true end
+    end
+    return false
+  end, 30000)
+  step('script_diagnostics', diagnostics(script))
 end
 
 -- A later session in the same folder (same trust store): no question, trusted from the start.
