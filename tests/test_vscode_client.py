@@ -128,14 +128,15 @@ def test_typecheck_unit_tests_manifest_and_vsix() -> None:
     assert packaged["contributes"] == MANIFEST["contributes"]
 
 
-def _e2e(scenario: str, python: str, tmp_path: Path, project_target: str = "v6e") -> dict:
+def _e2e(scenario: str, python: str, tmp_path: Path, project_target: str = "v6e",
+         kernel: str = "add_bad_tiling.py") -> dict:
     build = subprocess.run([NPM, "run", "bundle"], cwd=VSCODE, capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
     project = shutil.copytree(ROOT_DATA / "project", tmp_path / "project")
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('target = "v6e"', f'target = "{project_target}"'))
     proc = subprocess.run(["node", str(VSCODE / "test" / "e2e" / "run-e2e.js"), scenario, python, str(project),
-                           str(project / "add_bad_tiling.py")], cwd=project, capture_output=True, text=True,
+                           str(project / kernel)], cwd=project, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
                                             "PALLASITE_E2E_CHIP": project_target})
     assert proc.returncode == 0 and "RESULT " in proc.stdout, proc.stdout + proc.stderr
@@ -184,8 +185,9 @@ def test_bundled_extension_runs_the_server(tmp_path: Path) -> None:
 
 @needs_node_modules
 def test_bundled_extension_answers_the_trust_question(tmp_path: Path) -> None:
-    """trust.mode "ask", tiers 0-1: the server asks once through the extension, "Trust" is pressed."""
-    r = _e2e("trust", sys.executable, tmp_path)
+    """trust.mode "ask", tiers 0-1: the server asks once through the extension, "Trust" is pressed;
+    then "Check as Script" on a file whose __main__ runs the kernel."""
+    r = _e2e("trust", sys.executable, tmp_path, kernel="running_total.py")
     [question] = r["questions"]
     assert question["items"] == ["Trust", "Not now"]
     assert str((tmp_path / "project").resolve()) in question["message"]
@@ -195,6 +197,10 @@ def test_bundled_extension_answers_the_trust_question(tmp_path: Path) -> None:
     assert " v6e · local · " in r["statusTrusted"] and "untrusted" not in r["statusTrusted"], r["statusTrusted"]
     # A check now runs without a second question, and the answer was remembered.
     assert r["checkResult"]["ok"] is True and r["checkResult"]["chip"] == "v6e"
+    # "Check as Script" sent {uri, script: true}: the server ran __main__, and the lowering's verdict
+    # on the pallas_call it made is at the kernel's line (jnp.cumsum, 0-based 13).
+    assert r["scriptResult"]["ok"] is True and r["scriptResult"]["script"] is True, r["scriptResult"]
+    assert [d["line"] for d in r["scriptDiagnostics"] if d["code"].startswith("PLS1")] == [13], r["scriptDiagnostics"]
     store = tmp_path / "config" / "pallasite" / "trusted-folders.json"
     assert str((tmp_path / "project").resolve()) in json.loads(store.read_text())["trusted"]
 

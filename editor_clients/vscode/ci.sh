@@ -17,8 +17,8 @@ npm run package
 e2e=$(mktemp -d)
 cp -r "$repo/tests/data/clients/project" "$e2e/project"
 node test/e2e/run-e2e.js server "$PALLASITE_PYTHON" "$e2e/project" "$e2e/project/add_bad_tiling.py" | grep -q '^RESULT '
-# The trust question ("ask"), answered "Trust"; the trust store goes to a temporary XDG folder.
-XDG_CONFIG_HOME="$e2e/config" node test/e2e/run-e2e.js trust "$PALLASITE_PYTHON" "$e2e/project" "$e2e/project/add_bad_tiling.py" \
+# The trust question ("ask") answered "Trust", then Check as Script; the trust store goes to a temporary XDG folder.
+XDG_CONFIG_HOME="$e2e/config" node test/e2e/run-e2e.js trust "$PALLASITE_PYTHON" "$e2e/project" "$e2e/project/running_total.py" \
   | grep '^RESULT ' | grep -q '"trustedContext":true'
 rm -rf "$e2e"
 ls -l dist/pallasite.vsix

@@ -4,7 +4,8 @@
 //   node test/e2e/run-e2e.js SCENARIO PYTHON PROJECT_DIR KERNEL_FILE
 //
 // SCENARIO "server": PYTHON has pallasite (trust.mode never: tier 0 only); "trust": the same with
-// trust.mode "ask", tiers 0-1, and "Trust" pressed when the server asks; "missing": PYTHON lacks
+// trust.mode "ask", tiers 0-1, "Trust" pressed when the server asks, then the file checked as a
+// script (KERNEL_FILE: a script with a __main__, e.g. running_total.py); "missing": PYTHON lacks
 // pallasite. Prints `RESULT <json>` and exits 0; on a failed wait prints what it waited for and exits 1.
 'use strict';
 
@@ -98,6 +99,11 @@ async function trust() {
   result.trustedContext = recorded.contexts['pallasite.folderTrusted'];
   // Trusted: a check of the file runs the lowering in a worker without asking again.
   result.checkResult = await vscode.module.commands.executeCommand('pallasite.check');
+  // Palette "Check as Script": {uri, script: true}; the server runs the file's __main__.
+  result.scriptResult = await vscode.module.commands.executeCommand('pallasite.checkScript');
+  const code = (d) => String(typeof d.code === 'object' ? d.code.value : d.code);
+  await waitFor('a lowering diagnostic from the script run', () => kernelDiagnostics().some((d) => code(d).startsWith('PLS1')));
+  result.scriptDiagnostics = kernelDiagnostics().map((d) => ({ line: d.range.start.line, code: code(d) }));
   await new Promise((r) => setTimeout(r, 1000)); // time for a second question, were one to come
   result.questions = recorded.messages.filter(isTrustQuestion);
   result.otherMessages = recorded.messages.filter((m) => !isTrustQuestion(m));
