@@ -157,10 +157,12 @@ def test_helper_specs_are_recorded_with_the_helper_call():
     found = site(text)
     (spec,) = found.in_specs
     assert spec.certain and spec.block_shape == (8, 200)
-    assert spec.span.line == 12  # the pl.BlockSpec inside make_specs
-    assert spec.via_span is not None and text.splitlines()[spec.via_span.line].strip() == "in_specs=make_specs(block_cols),"
+    assert spec.span.line == 12  # the pl.BlockSpec inside _make_spec
+    lines = text.splitlines()
+    assert spec.via_span is not None and lines[spec.via_span.line].strip() == "in_specs=[_make_spec(block_cols)],"
     assert spec.index_map_arity == 2
-    assert found.out_specs[0].via_span is None
+    (out,) = found.out_specs  # the same helper, called again for the output
+    assert out.span == spec.span and lines[out.via_span.line].strip() == "out_specs=_make_spec(block_cols),"
 
 
 def test_helper_tiling_fix_edits_the_tunable_default():
@@ -169,7 +171,7 @@ def test_helper_tiling_fix_edits_the_tunable_default():
     assert finding.code == "PLS001" and finding.span.line == 12
     assert finding.related and text.splitlines()[finding.related[0].span.line].strip().startswith("def scale(")
     fixed = apply_edits(text, finding.fix.edits)
-    assert "block_cols: int = 256)" in fixed and "def make_specs(cols):" in fixed
+    assert "block_cols: int = 256)" in fixed and "def _make_spec(cols):" in fixed
     assert codes(fixed) == []
 
 

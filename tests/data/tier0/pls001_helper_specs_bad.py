@@ -9,16 +9,16 @@ def scale_kernel(x_ref, o_ref):
     o_ref[...] = x_ref[...] * 2.0
 
 
-def make_specs(cols):
-    return [pl.BlockSpec((8, cols), lambda i, j: (i, j))]
+def _make_spec(cols):
+    return pl.BlockSpec((8, cols), lambda i, j: (i, j))
 
 
 def scale(x, *, block_cols: int = 200):
     return pl.pallas_call(
         scale_kernel,
         grid=(x.shape[0] // 8, pl.cdiv(x.shape[1], block_cols)),
-        in_specs=make_specs(block_cols),
-        out_specs=pl.BlockSpec((8, 512), lambda i, j: (i, 0)),
+        in_specs=[_make_spec(block_cols)],
+        out_specs=_make_spec(block_cols),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
     )(x)
 
