@@ -1,4 +1,5 @@
-"""The server's state: open documents, effective settings, folder trust, and background jobs.
+"""The server's state: open documents, effective settings, folder trust, and background jobs
+(settings layers and trust decisions live in session_settings.py).
 
 A ``Document`` keeps its own text and every finding already moved to that text's version:
 tier-0 findings (recomputed after a debounce) and compiler findings (from the last check, carried
@@ -6,14 +7,13 @@ through every edit since the text it was computed for; see shifting.py). Diagnos
 published only from this state, so nothing computed for an older text is shown unshifted.
 
 Jobs are asyncio tasks: an edit cancels only pending tier-0 work; a compiler check is superseded
-only by a newer save (or an explicit check). Code never runs for an untrusted folder: the first
+only by a newer save of a different text (or an explicit check). Code never runs for an untrusted folder: the first
 kernel file opened there triggers one question per folder; tier 0 never executes anything.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -27,22 +27,16 @@ from pallasite.analysis.types import FileReport, Finding, Related
 
 from .lsp_convert import finding_to_diagnostic, text_lines
 from .progress import WorkProgress
-from .settings import (
-    SECTION, Settings, find_pyproject, parse_settings, read_tool_section, settings_to_json, unflatten,
-    without_user_only,
-)
+from .session_settings import SettingsAndTrust
+from .settings import Settings
 from .shifting import Edit, apply_edit, shift_findings
-from .trust import inside, read_trusted, remember_trusted
+from .trust import inside
 
 WORKER_CRASH_CODES = ("PLS902", "PLS903", "PLS904")
 # PLS906 as a finding: the worker never finished starting (killed during its start-up, or an
 # environment that cannot run it). PLS906 for a tier libtpu is missing for is a report note: quiet.
 WORKER_START_CODE = "PLS906"
 STATUS_METHOD = "pallasite/status"
-TRUST, NOT_NOW = "Trust", "Not now"
-# How long a document opened before the client's settings arrive waits for them before deciding
-# about trust with what it has (pyproject and initializationOptions).
-SETTINGS_WAIT_S = 3.0
 
 
 # --------------------------------------------------------------------------- documents
@@ -135,21 +129,12 @@ def with_site_context(finding: Finding, sites: Sequence[Any]) -> Finding:
     return replace(finding, related=tuple(related)) if len(related) != len(finding.related) else finding
 
 
-def merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in top.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 # --------------------------------------------------------------------------- the session
 
 
-class Session:
-    """Documents, settings, trust and jobs of one server; ``client`` is the pygls server."""
+class Session(SettingsAndTrust):
+    """Documents, settings, trust and jobs of one server; ``client`` is the pygls server.
+    Settings layers and folder trust come from ``SettingsAndTrust`` (session_settings.py)."""
 
     def __init__(self, client: Any):
         self.client = client
@@ -176,55 +161,6 @@ class Session:
 
     # ------------------------------------------------------------- settings
 
-    def read_project_settings(self, folder: str) -> list[str]:
-        """``[tool.pallasite]`` of the folder's nearest pyproject.toml as the lowest settings layer,
-        without the keys only the user may set (trust); the problems found, to show the user."""
-        path = find_pyproject(Path(folder))
-        if path is None:
-            return []
-        table, problems = read_tool_section(path)
-        if table is None:
-            return problems
-        source = f"{path} [tool.{SECTION}]"
-        self.project = (source, str(path.parent.resolve()))
-        table, dropped = without_user_only(table, source)
-        return problems + dropped + self.set_layer(source, table)
-
-    def settings_arrived(self) -> None:
-        """The client's settings are known (or will not come): decisions waiting for them go on."""
-        self.settings_ready.set()
-
-    async def wait_for_settings(self) -> None:
-        """Wait (briefly) for the client's first settings, so trust is decided with them."""
-        if self.settings_ready.is_set():
-            return
-        try:
-            await asyncio.wait_for(self.settings_ready.wait(), SETTINGS_WAIT_S)
-        except asyncio.TimeoutError:
-            self.log(f"pallasite: no workspace/configuration answer within {SETTINGS_WAIT_S:.0f} s; "
-                     "deciding with the initialization options.")
-            self.settings_ready.set()
-
-    def set_layer(self, source: str, data: Any) -> list[str]:
-        """Replace one settings source (pyproject, initializationOptions, workspace/configuration)."""
-        if isinstance(data, dict) and isinstance(data.get("pallasite"), dict):
-            data = data["pallasite"]
-        if isinstance(data, dict) and any("." in str(key) for key in data):
-            data = unflatten(data)  # dotted keys ("check.debounceMs") as some editors send them
-        if not isinstance(data, dict):
-            self.layers.pop(source, None)
-            return [] if data is None else [f"{source}: settings must be an object, got {data!r}; ignored."]
-        self.layers[source] = data
-        warnings = parse_settings(data, source)[1]  # each layer's problems, named by its source
-        merged: dict[str, Any] = {}
-        for layer in self.layers.values():
-            merged = merge(merged, layer)
-        settings = parse_settings(merged)[0]
-        if settings.checker_key() != self.settings.checker_key():
-            self.drop_checker()
-        self.settings = settings
-        return warnings
-
     def settings_changed(self, before: Settings) -> None:
         """Re-run tier 0 everywhere; when the verdicts depend on what changed (target, tiers,
         limits, interpreter), drop the old compiler findings and re-check trusted kernel files."""
@@ -237,38 +173,12 @@ class Session:
                 self.start_check(doc)
         self.notify_status()
 
-    def set_target(self, chip: str) -> list[str]:
-        return self.set_layer("command", merge(self.layers.get("command", {}), {"target": chip}))
-
     def drop_checker(self) -> None:
         """Stop the checkers (their workers); the next check starts fresh ones for new settings."""
         checkers, self.checkers = self.checkers, {}
         self.worker_warm = False
         for checker in checkers.values():
             asyncio.ensure_future(close_checker(checker))
-
-    def interpreter_allowed(self) -> bool:
-        """Whether the worker interpreter may be used: always when the user named it (editor
-        settings); when only the project's pyproject.toml names it, once that project is trusted
-        (with several workspace folders, a trusted one must not start another's interpreter)."""
-        named = [source for source, layer in self.layers.items()
-                 if isinstance(layer.get("worker"), dict) and layer["worker"].get("interpreter")]
-        if not named or self.project is None or named[-1] != self.project[0]:
-            return True
-        return self.is_trusted(self.project[1])
-
-    def check_options(self) -> Any:
-        """The runner's options for a check now; a project interpreter not yet allowed is replaced
-        by the Python running pallasite (and the user told once)."""
-        options = self.settings.check_options()
-        if self.interpreter_allowed():
-            return options
-        interpreter = self.settings.interpreter()
-        if interpreter not in self.refused_interpreters:
-            self.refused_interpreters.add(interpreter)
-            self.show(f"pallasite: the worker interpreter {interpreter} named in {self.project[0]} is used only "
-                      f"once {self.project[1]} is trusted; checking with {sys.executable} meanwhile.")
-        return replace(options, interpreter=sys.executable)
 
     def get_checker(self, path: str) -> Any:
         """The checker for the workspace holding ``path``; it records verdicts in that workspace's
@@ -286,26 +196,6 @@ class Session:
         if checker is None:
             checker = self.checkers[workspace] = Checker(options, cache=StoreCache(workspace))
         return checker
-
-    # ------------------------------------------------------------- trust
-
-    def folder_of(self, path: str) -> str:
-        matches = [f for f in self.folders if inside(path, f)]
-        return max(matches, key=len) if matches else str(Path(path).resolve().parent)
-
-    def is_trusted(self, folder: str) -> bool:
-        mode = self.settings.trust.mode
-        if mode == "always":
-            return True
-        if mode == "never":
-            return False
-        trusted = [*self.settings.trust.folders, *read_trusted(), *self.session_trusted]
-        return any(inside(folder, t) for t in trusted)
-
-    def trust(self, folder: str, remember: bool = True) -> None:
-        self.session_trusted.add(folder)
-        if remember:
-            remember_trusted(folder)
 
     # ------------------------------------------------------------- documents
 
@@ -375,9 +265,6 @@ class Session:
         self.last_status = now
         return now
 
-    def settings_json(self) -> dict[str, Any]:
-        return settings_to_json(self.settings)
-
     # ------------------------------------------------------------- talking to the client
 
     def notify_status(self) -> None:
@@ -440,33 +327,6 @@ class Session:
                 return  # a save of the very text being checked (same tiers): let that check finish
             if saving or not running:  # (trusting the folder may have started this file's check)
                 self.start_check(doc)
-
-    async def trusted_or_ask(self, folder: str) -> bool:
-        """Whether the folder's code may run: decided once the client's settings are known."""
-        await self.wait_for_settings()
-        return self.is_trusted(folder) or await self.ask_trust(folder)
-
-    async def ask_trust(self, folder: str) -> bool:
-        """Ask once per folder (per session) whether its code may run in a worker."""
-        if self.settings.trust.mode != "ask" or folder in self.asked:
-            return self.is_trusted(folder)
-        self.asked.add(folder)
-        params = lsp.ShowMessageRequestParams(
-            type=lsp.MessageType.Info,
-            message=("Trust this folder to run its kernels in a pallasite worker? "
-                     f"{folder}\nUntil then only tier 0 (source rules, nothing executed) runs."),
-            actions=[lsp.MessageActionItem(title=TRUST), lsp.MessageActionItem(title=NOT_NOW)])
-        try:
-            answer = await self.client.window_show_message_request_async(params)
-        except Exception as exc:  # a client without showMessageRequest: stay untrusted
-            self.log(f"pallasite: could not ask about trusting {folder}: {exc}")
-            return False
-        if answer is None or answer.title != TRUST:
-            return False
-        self.trust(folder)
-        self.notify_status()
-        self.check_others_in(folder)
-        return True
 
     def check_others_in(self, folder: str, *, skip: Document | None = None) -> None:
         """After a folder becomes trusted: check its open kernel files that were never checked."""
