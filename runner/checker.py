@@ -207,7 +207,7 @@ class Checker:
     # ------------------------------------------------------------------ tiers 1-3
 
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress):
-        client = self._worker()
+        client = self.worker()
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
         last_stage: dict[str, Any] = {}
@@ -376,7 +376,8 @@ class Checker:
                 mine = tuple(f for f in located.by_entry.get(name, ()) if f.tier == tier)
                 cache.put(key, tier, state, mine, path=path)
 
-    def _worker(self) -> Any:
+    def worker(self) -> Any:
+        """The warm worker client this checker uses (started lazily), e.g. to share it for a script check."""
         if self._client is not None:
             return self._client
         config = WorkerConfig(

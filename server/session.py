@@ -363,7 +363,7 @@ class Session(SettingsAndTrust):
         if script:  # the same warm worker and results store, with script mode for this one check
             from pallasite.runner.checker import Checker
 
-            checker = Checker(replace(checker.options, script=True), client=checker._worker(), cache=checker.cache)
+            checker = Checker(replace(checker.options, script=True), client=checker.worker(), cache=checker.cache)
         chip = self.settings.target
         self.set_worker("checking" if self.worker_warm else "starting")
         title = f"pallasite: {'running' if script else 'checking'} {Path(doc.path).name} for {chip}"
@@ -418,7 +418,7 @@ class Session(SettingsAndTrust):
         cached = chips.read_cache() or []
         if any(s.name == self.settings.target and s.scoped_vmem_limit_bytes for s in cached):
             return
-        self.chip_task = asyncio.ensure_future(self._fetch_chip_table(checker._worker()))
+        self.chip_task = asyncio.ensure_future(self._fetch_chip_table(checker.worker()))
 
     async def _fetch_chip_table(self, client: Any) -> None:
         from pallasite.analysis.types import ChipSpec, from_json
