@@ -187,7 +187,7 @@ def test_checkhealth_names_bad_settings(tmp_path: Path, env: dict[str, str], pro
     settings = {"targt": "v5e", "check": {"debounceMs": "fast"}}
     text = "\n".join(_health(run_scenario("health", env, project, tmp_path, settings=settings, file=None)))
     assert "WARNING unknown setting 'targt'" in text, text
-    assert "WARNING 'check.debounceMs' should be a integer, got \"fast\"" in text, text
+    assert "WARNING 'check.debounceMs' should be an integer, got \"fast\"" in text, text
 
 
 def test_checkhealth_without_pallasite_says_how_to_install(tmp_path: Path, env: dict[str, str],

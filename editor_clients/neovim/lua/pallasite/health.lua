@@ -72,7 +72,8 @@ function M.settings_problems(settings, schema, prefix)
       problems[#problems + 1] =
         string.format("unknown setting '%s' (known here: %s)", dotted, table.concat(known, ', '))
     elseif sub.type and JSON_TYPES[sub.type] and not JSON_TYPES[sub.type](value) then
-      problems[#problems + 1] = string.format("'%s' should be a %s, got %s", dotted, sub.type, vim.inspect(value))
+      local article = sub.type:match('^[aeiou]') and 'an' or 'a'
+      problems[#problems + 1] = string.format("'%s' should be %s %s, got %s", dotted, article, sub.type, vim.inspect(value))
     elseif sub.enum and not vim.list_contains(sub.enum, value) then
       problems[#problems + 1] = string.format(
         "'%s' is %s; allowed: %s",
