@@ -51,7 +51,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from . import chips
 from . import errors as errors_mod
@@ -143,37 +143,8 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
         return entry
     entry["inputs"] = input_signature(args)
 
-    failed = False
-    if 1 in tiers:
-        say(f"tier 1: {task.name} (Pallas TPU lowering for {target})")
-        started = time.perf_counter()
-        try:
-            exported = lower_for_tpu(task.entry, args, target)
-            entry["tiers"]["1"] = "ok"
-            entry["mosaic_calls"] = mosaic_call_count(exported)
-            entry["lowered_hash"] = module_hash(exported)
-        except Exception as exc:  # noqa: BLE001 - the lowering's verdict
-            entry["tiers"]["1"] = "error"
-            entry["errors"].append(_tier_record(exc, path, 1))
-            failed = True
-        entry["timings_s"]["1"] = round(time.perf_counter() - started, 4)
-    if tier2_known is not None:  # reused by the client: not compiled again
-        entry["tiers"]["2"] = tier2_known
-    elif 2 in tiers:
-        if "2" in unavailable:
-            entry["tiers"]["2"] = "skipped: " + unavailable["2"].split(";")[0]
-        elif failed:
-            entry["tiers"]["2"] = "skipped: tier 1 failed"
-        else:
-            say(f"tier 2: {task.name} (libtpu compile for {target})")
-            started = time.perf_counter()
-            try:
-                entry["memory"] = compile_for_tpu(task.entry, args, target)
-                entry["tiers"]["2"] = "ok"
-            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
-                entry["tiers"]["2"] = "error"
-                entry["errors"].append(_tier_record(exc, path, 2))
-            entry["timings_s"]["2"] = round(time.perf_counter() - started, 4)
+    compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name,
+                   lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known)
     if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
@@ -182,6 +153,48 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
 
 
 # --------------------------------------------------------------------------- the two tiers
+
+
+def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[Any, ...], target: str,
+                   tiers: Sequence[int], unavailable: Mapping[str, str], say: Callable[[str], None], label: str,
+                   record: Callable[[BaseException, int], dict[str, Any]], *, detail: str = "",
+                   tier2_known: str | None = None) -> None:
+    """Tiers 1 and 2 for one callable, written into ``entry``: states, error records (made by
+    ``record(exc, tier)``), timings, the lowered module's hash and the compiler's memory figures.
+    Tier 2 runs only after tier 1 passed (or was not asked for), and not when its verdict is
+    ``tier2_known`` (reused by the client)."""
+    failed = False
+    timings = entry.setdefault("timings_s", {})
+    if 1 in tiers:
+        say(f"tier 1: {label} (Pallas TPU lowering for {target}{detail})")
+        started = time.perf_counter()
+        try:
+            exported = lower_for_tpu(fn, args, target)
+            entry["tiers"]["1"] = "ok"
+            entry["mosaic_calls"] = mosaic_call_count(exported)
+            entry["lowered_hash"] = module_hash(exported)
+        except Exception as exc:  # noqa: BLE001 - the lowering's verdict
+            entry["tiers"]["1"] = "error"
+            entry["errors"].append(record(exc, 1))
+            failed = True
+        timings["1"] = round(time.perf_counter() - started, 4)
+    if tier2_known is not None:
+        entry["tiers"]["2"] = tier2_known
+    elif 2 in tiers:
+        if "2" in unavailable:
+            entry["tiers"]["2"] = "skipped: " + unavailable["2"].split(";")[0]
+        elif failed:
+            entry["tiers"]["2"] = "skipped: tier 1 failed"
+        else:
+            say(f"tier 2: {label} (libtpu compile for {target}{detail})")
+            started = time.perf_counter()
+            try:
+                entry["memory"] = compile_for_tpu(fn, args, target)
+                entry["tiers"]["2"] = "ok"
+            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
+                entry["tiers"]["2"] = "error"
+                entry["errors"].append(record(exc, 2))
+            timings["2"] = round(time.perf_counter() - started, 4)
 
 
 def lower_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> Any:

@@ -237,29 +237,8 @@ def check_call(call: RecordedCall, path: str, target: str, tiers: list[int], una
                              "memory": None, "call": call.describe()}
     fn = call.call_without_interpret()
     args = tuple(call.operands or ())
-    failed = False
-    if 1 in tiers:
-        say(f"tier 1: {name} (Pallas TPU lowering for {target}: {call.describe()})")
-        try:
-            checks.lower_for_tpu(fn, args, target)
-            entry["tiers"]["1"] = "ok"
-        except Exception as exc:  # noqa: BLE001 - the lowering's verdict
-            entry["tiers"]["1"] = "error"
-            entry["errors"].append(_record(exc, path, 1, call))
-            failed = True
-    if 2 in tiers:
-        if "2" in unavailable:
-            entry["tiers"]["2"] = "skipped: " + unavailable["2"].split(";")[0]
-        elif failed:
-            entry["tiers"]["2"] = "skipped: tier 1 failed"
-        else:
-            say(f"tier 2: {name} (libtpu compile for {target}: {call.describe()})")
-            try:
-                entry["memory"] = checks.compile_for_tpu(fn, args, target)
-                entry["tiers"]["2"] = "ok"
-            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
-                entry["tiers"]["2"] = "error"
-                entry["errors"].append(_record(exc, path, 2, call))
+    checks.compiler_tiers(entry, fn, args, target, tiers, unavailable, say, name,
+                          lambda exc, tier: _record(exc, path, tier, call), detail=f": {call.describe()}")
     if 3 in tiers:
         entry["tiers"]["3"] = "skipped: in script mode the script's own run is the interpret-mode run"
     return entry
