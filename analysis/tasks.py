@@ -14,6 +14,7 @@ import os
 
 from tree_sitter import Node
 
+from .callgraph import reaching as functions_reaching
 from .resolve import Scope, call_arguments, callee_tail, elements, scope_for, splat_kind
 from .sites import dtype_name
 from .source import Source, is_module_level, walk
@@ -103,14 +104,7 @@ def _functions_reaching_pallas_call(source: Source, functions: dict[str, Node]) 
         for arg in arguments.named_children if arguments is not None else ():  # partial(fn, ...), map(fn, ...)
             if arg.type == "identifier":
                 calls[owner].add(source.node_text(arg))
-    reaching = set(direct)
-    changed = True
-    while changed:
-        changed = False
-        for name, called in calls.items():
-            if name not in reaching and called & reaching:
-                reaching.add(name)
-                changed = True
+    reaching = functions_reaching(direct, calls)
     return [name for name in functions if name in reaching]
 
 

@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 import jax
 
+from pallasite.analysis.callgraph import reaching as functions_reaching
+
 
 class TaskError(Exception):
     """The task definition is invalid; ``line`` (1-based, in the user's file) says where."""
@@ -204,14 +206,7 @@ def _pallas_callers(module: types.ModuleType, path: str, source: str | None) -> 
                 elif isinstance(sub, ast.Attribute) and sub.attr == "pallas_call":
                     direct.add(node.name)
             calls[node.name] = names
-    reaching = set(direct)
-    changed = True
-    while changed:
-        changed = False
-        for name, names in calls.items():
-            if name not in reaching and names & reaching:
-                reaching.add(name)
-                changed = True
+    reaching = functions_reaching(direct, calls)
     own = _own_functions(module, path)
     skip = {"example_inputs", "reference"}
     return [n for n in own if n in reaching and n not in skip and not n.endswith("_kernel")
