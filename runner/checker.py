@@ -26,7 +26,6 @@ lacks and tier 3.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import io
 import re
 import sys
@@ -198,11 +197,7 @@ class Checker:
         """Stop the worker this checker started (a client passed in is left to its owner)."""
         client, self._client = self._client, None
         if client is not None and self._own_client:
-            closer = getattr(client, "close", None)
-            if closer is not None:
-                result = closer()
-                if inspect.isawaitable(result):
-                    await result
+            await client.close()
 
     # ------------------------------------------------------------------ tiers 1-3
 
@@ -213,7 +208,7 @@ class Checker:
         last_stage: dict[str, Any] = {}
 
         def progress(message: Any, fraction: float | None = None) -> None:
-            message = str(getattr(message, "message", message))
+            message = str(message)
             stage = reply_failures.parse_stage(message)
             if stage and "line" not in stage:
                 last_stage.clear()  # a new step: forget where the previous one was
@@ -223,14 +218,14 @@ class Checker:
 
         first = (1,) if reuse else tiers  # with the cache: tier 1 first, then tiers 2 and 3 as needed
         reply = await self._request(client, path, text, first, progress)
-        status = getattr(reply, "status", "error")
+        status = reply.status
         if status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, tiers)
             if finding is not None:
                 findings.append(finding)
             _mark(verdicts, tiers, state)
             return
-        result = getattr(reply, "result", None) or {}
+        result = reply.result or {}
         reused: dict[str, CachedVerdict] = {}
         if reuse:
             reused = await self._tier2_from_cache_or_worker(
@@ -249,15 +244,15 @@ class Checker:
 
     def _failure(self, reply, path, text, analysis, last_stage, tiers) -> tuple[Finding | None, str]:
         """The finding for a request that did not come back "ok", and the state of the tiers it asked for."""
-        status = getattr(reply, "status", "error")
-        message = getattr(reply, "message", "") or ""
+        status = reply.status
+        message = reply.message
         if reply_failures.is_startup_failure(status, message):  # the worker's environment, not the kernel
-            finding = reply_failures.startup_failure(message, getattr(reply, "stderr_tail", "") or "",
+            finding = reply_failures.startup_failure(message, reply.stderr_tail,
                                                      self.options.interpreter or sys.executable,
                                                      self.options.worker_command, tiers, self.options.target)
             return finding, "skipped: the check worker could not start (PLS906)"
         finding = reply_failures.reply_failure(status, _reply_message(reply), text, analysis, last_stage,
-                                               self.options.target, stderr=getattr(reply, "stderr_tail", "") or "",
+                                               self.options.target, stderr=reply.stderr_tail,
                                                path=path)
         return finding, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
 
@@ -275,10 +270,7 @@ class Checker:
             params["entries"] = list(entries)
         if tier2_known:
             params["tier2_known"] = dict(tier2_known)
-        reply = client.request("check", params, timeout_s=self.options.time_limit_s, on_progress=progress)
-        if inspect.isawaitable(reply):
-            reply = await reply
-        return reply
+        return await client.request("check", params, timeout_s=self.options.time_limit_s, on_progress=progress)
 
     # ------------------------------------------------------------------ the results cache
 
@@ -325,7 +317,7 @@ class Checker:
             return reused
         extra = {"tier2_known": {name: hit.status for name, hit in reused.items()}} if reused else {}
         reply = await self._request(client, path, text, ask, progress, entries=lowered, **extra)
-        status = getattr(reply, "status", "error")
+        status = reply.status
         if status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, ask)
             if finding is not None:
@@ -336,7 +328,7 @@ class Checker:
                     if name in lowered and (tier == 3 or name in missing):
                         entry["tiers"][str(tier)] = state
             return reused
-        second = getattr(reply, "result", None) or {}
+        second = reply.result or {}
         result.setdefault("unavailable", {}).update(second.get("unavailable") or {})
         result["tiers"] = sorted({int(t) for t in result.get("tiers") or ()} | set(ask))
         by_name = {str(e.get("name")): e for e in entries}
@@ -437,13 +429,13 @@ def _decode_finding(path: str, what: str) -> Finding:
 def _reply_message(reply: Any) -> str:
     """What a failed reply says: its message, else the op's error, with the worker's last stderr
     lines said once (not a traceback dump: the finding's detail keeps the whole tail)."""
-    message = (getattr(reply, "message", "") or "").split("; its stderr ends with", 1)[0]
-    error = getattr(reply, "error", None)
+    message = reply.message.split("; its stderr ends with", 1)[0]
+    error = reply.error
     if not message and error is not None:
-        message = f"{getattr(error, 'type', 'Error')}: {getattr(error, 'message', '')}"
-    stderr = getattr(reply, "stderr_tail", "") or ""
+        message = f"{error.type}: {error.message}"
+    stderr = reply.stderr_tail
     tail = [line for line in stderr.splitlines() if line.strip()][-3:]
-    if tail and getattr(reply, "status", "") == "crashed" and "(most recent call first)" not in stderr:
+    if tail and reply.status == "crashed" and "(most recent call first)" not in stderr:
         message += " (last worker output: " + " | ".join(line.strip()[:200] for line in tail) + ")"
     return message
 
