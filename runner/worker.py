@@ -113,10 +113,8 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 
 def op_check(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    try:
-        from pallasite.runner.checks import handle_check
-    except ImportError as exc:
-        raise RuntimeError(f"the check op is not available in this worker: {exc}") from exc
+    from pallasite.runner.checks import handle_check  # jax-heavy: imported on first use
+
     return handle_check(params, ctx.progress)
 
 
