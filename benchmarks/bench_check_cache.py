@@ -30,8 +30,8 @@ import tempfile
 import time
 
 from pallasite.knowledge.store import ResultsStore
-from pallasite.runner.checker import Checker, CheckOptions
-from pallasite.runner.client import WorkerClient, WorkerConfig
+from pallasite.engine.checker import Checker, CheckOptions
+from pallasite.engine.client import WorkerClient, WorkerConfig
 from pallasite.server.results_cache import StoreCache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -22,7 +22,7 @@ import platform
 import statistics
 import time
 
-from pallasite.runner.checker import Checker, CheckOptions
+from pallasite.engine.checker import Checker, CheckOptions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

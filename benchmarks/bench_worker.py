@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-from pallasite.runner.client import WorkerClient, WorkerConfig
+from pallasite.engine.client import WorkerClient, WorkerConfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "tests", "data", "worker")

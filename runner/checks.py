@@ -371,7 +371,7 @@ def _tier_record(exc: BaseException, path: str, tier: int) -> dict[str, Any]:
 
     rec = errors_mod.record(exc, path, stage=f"tier {tier}")
     rec["tier"] = tier
-    if jax.config.jax_enable_x64:  # ints become int64, which Mosaic rejects: runner/locate.py says why
+    if jax.config.jax_enable_x64:  # ints become int64, which Mosaic rejects: engine/locate.py says why
         rec["x64"] = True
     return rec
 

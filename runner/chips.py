@@ -36,7 +36,7 @@ class ChipTarget:
     device_cores: int  # TensorCores per logical device libtpu reports for ``topology``
 
 
-# The generations pallasite knows (the checker's targets are these names: runner/checker.py).
+# The generations pallasite knows (the checker's targets are these names: engine/checker.py).
 # 7x is one of them: with jax 0.10.2 + libtpu 0.0.42.1 its tier-1 lowering ("TPU7x") and its
 # deviceless tier-2 compile (tpu7x:2x2x1) both work; its table row needs a jax that knows it.
 TARGETS: tuple[ChipTarget, ...] = (
@@ -282,7 +282,7 @@ def add_arguments(parser, command: str) -> None:
 
 def run(args) -> int:
     """Print the chip table: from the cache, else built by a worker (this process stays jax-free)."""
-    from pallasite.runner.client import WorkerConfig, chip_table_sync
+    from pallasite.engine.client import WorkerConfig, chip_table_sync
 
     specs, error = chip_table_sync(WorkerConfig(), probe=not args.no_probe)
     if error:

@@ -88,7 +88,7 @@ def worker_environment(
     env.update(QUIET_LIBTPU)
     env.setdefault("PYTHONUNBUFFERED", "1")
     # A fatal signal (a segfaulting extension, an abort) prints the Python traceback on stderr, so
-    # a crash while importing the user's file is placed at the line it was running (runner/reply_failures.py).
+    # a crash while importing the user's file is placed at the line it was running (engine/reply_failures.py).
     env.setdefault("PYTHONFAULTHANDLER", "1")
     if platforms is not None:
         env["JAX_PLATFORMS"] = platforms

@@ -86,7 +86,7 @@ def expand_paths(paths: list[str]) -> list[str]:
 
 
 def _options(args: argparse.Namespace, files: list[str]):
-    from pallasite.runner.checker import TARGETS
+    from pallasite.engine.checker import TARGETS
     from pallasite.server.settings import load_project_settings
 
     settings, warnings = load_project_settings(Path(files[0]).resolve().parent if files else Path.cwd())
@@ -121,7 +121,7 @@ def _options(args: argparse.Namespace, files: list[str]):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.runner.checker import check_paths
+    from pallasite.engine.checker import check_paths
     from pallasite.server import report_format
 
     try:

@@ -1,6 +1,6 @@
 """The checker's results cache over the workspace's results store (``.pallasite/results.sqlite``).
 
-``runner/result_cache.py`` defines the ``ResultCache`` seam (the runner may not import the knowledge
+``engine/result_cache.py`` defines the ``ResultCache`` seam (the runner may not import the knowledge
 layer); this adapter implements it with ``knowledge.store.ResultsStore``, so every check is
 recorded (``pallasite store info`` counts it, hovers read it) and an unchanged kernel's tier-2
 verdict is reused instead of recompiled.
@@ -22,7 +22,7 @@ from typing import Sequence
 from pallasite.analysis.types import Finding
 from pallasite.knowledge.store import STORE_DIR, ResultsStore, store_path
 from pallasite.knowledge.store_keys import ResultKey, source_hash
-from pallasite.runner.result_cache import CacheKey, CachedVerdict
+from pallasite.engine.result_cache import CacheKey, CachedVerdict
 
 
 def workspace_for(paths: Sequence[str | Path], cwd: str | Path | None = None) -> Path:
@@ -42,7 +42,7 @@ def workspace_for(paths: Sequence[str | Path], cwd: str | Path | None = None) ->
 
 
 class StoreCache:
-    """``ResultCache`` over ``ResultsStore`` (see runner/result_cache.py for the protocol)."""
+    """``ResultCache`` over ``ResultsStore`` (see engine/result_cache.py for the protocol)."""
 
     def __init__(self, workspace: str | Path):
         self.workspace = Path(workspace).resolve()

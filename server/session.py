@@ -70,7 +70,7 @@ class Document:
     def findings(self) -> list[Finding]:
         """What the user sees: tier-0 and compiler findings, one finding per mistake (a compiler
         finding repeating a tier-0 one becomes its related "agrees" entry)."""
-        from pallasite.runner.agreement import merge_agreeing  # client side, jax-free
+        from pallasite.engine.agreement import merge_agreeing  # client side, jax-free
 
         if not self.compiler:
             return list(self.tier0)
@@ -183,7 +183,7 @@ class Session(SettingsAndTrust):
     def get_checker(self, path: str) -> Any:
         """The checker for the workspace holding ``path``; it records verdicts in that workspace's
         results store (.pallasite/), which also lets it reuse unchanged tier-2 verdicts."""
-        from pallasite.runner.checker import Checker
+        from pallasite.engine.checker import Checker
 
         from .results_cache import StoreCache, workspace_for
 
@@ -361,7 +361,7 @@ class Session(SettingsAndTrust):
             return None
         checker = self.get_checker(doc.path)
         if script:  # the same warm worker and results store, with script mode for this one check
-            from pallasite.runner.checker import Checker
+            from pallasite.engine.checker import Checker
 
             checker = Checker(replace(checker.options, script=True), client=checker.worker(), cache=checker.cache)
         chip = self.settings.target

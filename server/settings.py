@@ -29,7 +29,7 @@ from typing import Any
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import SEVERITIES, TIERS
 
-from pallasite.runner.checker import TARGETS  # the chips the checker accepts (jax-free module)
+from pallasite.engine.checker import TARGETS  # the chips the checker accepts (jax-free module)
 
 SEVERITY_LEVELS: tuple[str, ...] = (*SEVERITIES, "off")
 SECTION = "pallasite"
@@ -117,7 +117,7 @@ class Settings:
 
     def check_options(self, tiers: list[int] | None = None) -> Any:
         """These settings as the runner's ``CheckOptions`` (imported lazily: runner client side)."""
-        from pallasite.runner.checker import CheckOptions
+        from pallasite.engine.checker import CheckOptions
 
         return CheckOptions(
             target=self.target,

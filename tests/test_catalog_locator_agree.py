@@ -1,8 +1,8 @@
 """The catalog and the locator read compiler messages with two pattern lists; they must agree.
 
 ``knowledge/catalog/*.toml`` (``catalog.recognise``, used by explain/hover and the LLM fixer) and
-``runner/classify.py`` (``classify``, which gives a check's finding its code; the locator in
-``runner/locate.py`` uses it) each hold regular
+``engine/classify.py`` (``classify``, which gives a check's finding its code; the locator in
+``engine/locate.py`` uses it) each hold regular
 expressions over the compiler's words. For every real message we have recorded, both must name
 the same code:
 
@@ -24,13 +24,14 @@ from pathlib import Path
 import pytest
 
 from pallasite.knowledge import catalog
-from pallasite.runner import classify, errors
+from pallasite.runner import errors
+from pallasite.engine import classify
 
 DATA = Path(__file__).parent / "data"
 MESSAGES = json.loads((DATA / "retrieval" / "messages.json").read_text())["messages"]
 RECORDS = json.loads((DATA / "compiler" / "records.json").read_text())["cases"]
 
-# Disagreements that sit in the locator (runner/classify.py, owned by another engineer), reported to
+# Disagreements that sit in the locator (engine/classify.py, owned by another engineer), reported to
 # the lead. strict: once the locator is fixed the test XPASSes and fails, so the entry gets removed.
 LOCATOR_GAPS: dict[str, str] = {}  # case -> why the locator disagrees (xfail, strict)
 

@@ -1,4 +1,4 @@
-"""The check orchestrator (runner/checker.py): options, tier 0 in-process, worker replies, limits."""
+"""The check orchestrator (engine/checker.py): options, tier 0 in-process, worker replies, limits."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from pallasite.runner.checker import TARGETS, Checker, CheckOptions, check_paths
-from pallasite.runner.client import Reply
+from pallasite.engine.checker import TARGETS, Checker, CheckOptions, check_paths
+from pallasite.engine.client import Reply
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "compiler")
 LIMITS = os.path.join(DATA, "limits")
@@ -375,7 +375,7 @@ def test_tier0_and_compiler_report_of_one_mistake_is_one_finding(name, tier0_cod
 
 def test_a_compiler_finding_about_another_mistake_is_kept():
     from pallasite.analysis.types import Finding, Span
-    from pallasite.runner.agreement import merge_agreeing
+    from pallasite.engine.agreement import merge_agreeing
 
     tier0 = Finding("PLS001", "block dim 100", Span(18, 37, 18, 40), tier=0)
     elsewhere = Finding("PLS101", "tiling", Span(40, 4, 40, 30), tier=1, origin="jax lowering", chip="v5e")

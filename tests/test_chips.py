@@ -128,7 +128,7 @@ def test_chips_command_prints_the_table_without_importing_jax_itself(tmp_path):
 @pytest.mark.tpu_compiler
 def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
     pytest.importorskip("libtpu")
-    from pallasite.runner.checker import TARGETS
+    from pallasite.engine.checker import TARGETS
     from pallasite.runner.checks import handle_check
 
     assert "7x" in TARGETS

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from pallasite.runner.checker import Checker, CheckOptions
+from pallasite.engine.checker import Checker, CheckOptions
 
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "compiler")
 EXPECTED = json.load(open(os.path.join(CORPUS, "expected.json")))
@@ -54,7 +54,7 @@ def _compiler_errors(report):
     for f in report.findings:
         for rel in f.related if f.severity == "error" else ():
             m = re.search(r" agrees \((PLS\d+)\)", rel.message)
-            if m:  # runner/agreement.py: one mistake, one finding
+            if m:  # engine/agreement.py: one mistake, one finding
                 errors.append((m.group(1), rel.span.line + 1))
     return errors
 
@@ -111,7 +111,7 @@ TIER2_CASES = sorted(n for n, c in CASES.items() if c["tier"] == 2)
 
 @pytest.fixture(scope="module")
 def shared_client():
-    from pallasite.runner.client import WorkerClient, WorkerConfig
+    from pallasite.engine.client import WorkerClient, WorkerConfig
 
     loop = asyncio.new_event_loop()
     client = WorkerClient(WorkerConfig(timeout_s=180.0))

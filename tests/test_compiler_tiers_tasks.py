@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from pallasite.runner.checker import Checker, CheckOptions
-from pallasite.runner.client import WorkerClient, WorkerConfig
+from pallasite.engine.checker import Checker, CheckOptions
+from pallasite.engine.client import WorkerClient, WorkerConfig
 
 TASKS = os.path.join(os.path.dirname(__file__), "data", "compiler", "tasks")
 
@@ -104,7 +104,8 @@ def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_r
     import importlib.util as iu
 
     from pallasite.analysis import tier0
-    from pallasite.runner import checks, locate
+    from pallasite.runner import checks
+    from pallasite.engine import locate
 
     real_find_spec = iu.find_spec
     monkeypatch.setattr(checks.importlib.util, "find_spec",

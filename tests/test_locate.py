@@ -1,5 +1,5 @@
-"""Locating compiler errors in the user's file (runner/locate.py, runner/classify.py and
-runner/reply_failures.py), without jax or libtpu.
+"""Locating compiler errors in the user's file (engine/locate.py, engine/classify.py and
+engine/reply_failures.py), without jax or libtpu.
 
 The records replayed here are the worker's real raw records for the corpus of
 tests/data/compiler (recorded by tests/data/compiler/record_errors.py from jax 0.10.2 + libtpu),
@@ -15,7 +15,7 @@ import pytest
 
 from pallasite.analysis import tier0
 from pallasite.analysis.codes import CODES
-from pallasite.runner import locate, reply_failures
+from pallasite.engine import locate, reply_failures
 
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "compiler")
 EXPECTED = json.load(open(os.path.join(CORPUS, "expected.json")))

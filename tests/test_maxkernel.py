@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.runner.checker import CheckOptions, Checker, check_paths
+from pallasite.engine.checker import CheckOptions, Checker, check_paths
 
 DATA = Path(__file__).parent / "data" / "maxkernel"
 

@@ -16,9 +16,9 @@ import os
 import pytest
 
 from pallasite.analysis import tier0
-from pallasite.runner import locate
-from pallasite.runner.checker import Checker, CheckOptions
-from pallasite.runner.client import WorkerClient, WorkerConfig
+from pallasite.engine import locate
+from pallasite.engine.checker import Checker, CheckOptions
+from pallasite.engine.client import WorkerClient, WorkerConfig
 
 REAL = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "data", "real", "*.py")))
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None

@@ -16,8 +16,8 @@ import shutil
 import pytest
 
 from pallasite.knowledge.store import ResultsStore
-from pallasite.runner.checker import Checker, CheckOptions
-from pallasite.runner.client import Reply
+from pallasite.engine.checker import Checker, CheckOptions
+from pallasite.engine.client import Reply
 from pallasite.server.results_cache import StoreCache, workspace_for
 
 HERE = os.path.dirname(__file__)
@@ -43,7 +43,7 @@ class CountingClient:
 
 @pytest.fixture(scope="module")
 def worker():
-    from pallasite.runner.client import WorkerClient, WorkerConfig
+    from pallasite.engine.client import WorkerClient, WorkerConfig
 
     loop = asyncio.new_event_loop()
     client = WorkerClient(WorkerConfig(timeout_s=180.0))

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pallasite.runner.checker import TARGETS, CheckOptions
+from pallasite.engine.checker import TARGETS, CheckOptions
 from pallasite.server.settings import (
     Settings, flat_schema, json_schema, load_project_settings, parse_settings, settings_to_json, unflatten,
     without_user_only,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.runner.checker import CheckOptions, check_paths
+from pallasite.engine.checker import CheckOptions, check_paths
 
 DATA = Path(__file__).parent / "data" / "tasks_jit"
 

@@ -14,7 +14,7 @@ import signal
 import pytest
 import pytest_asyncio
 
-from pallasite.runner.client import Reply, WorkerClient, WorkerConfig, WorkerPool, run_requests_sync
+from pallasite.engine.client import Reply, WorkerClient, WorkerConfig, WorkerPool, run_requests_sync
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "worker")
 pytestmark = pytest.mark.asyncio(loop_scope="module")

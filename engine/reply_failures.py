@@ -107,7 +107,7 @@ def crash_line(stderr: str, path: str) -> int | None:
     return None
 
 
-# How runner/client.py words a worker that never got as far as its handshake.
+# How engine/client.py words a worker that never got as far as its handshake.
 _STARTUP_FAILURES = ("the worker stopped before its handshake", "could not start the worker",
                      "the worker did not send its handshake")
 _NO_MODULE = re.compile(r"No module named '?(?P<module>[\w.]+)'?")

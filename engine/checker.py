@@ -2,10 +2,10 @@
 
 Tier 0 (source rules) runs in this process through ``pallasite.analysis.tier0``; tiers 1-3 go to
 a warm worker process as one ``check`` request (``runner/checks.py`` answers it), whose raw error
-records ``runner/locate.py`` turns into findings at spans of the user's file (``runner/reply_failures.py``
+records ``engine/locate.py`` turns into findings at spans of the user's file (``engine/reply_failures.py``
 when the request as a whole failed: limits, crashes, a worker that could not start). Suppression comments
 and severity overrides are applied to every tier's findings alike; then a compiler finding that
-repeats a tier-0 one is folded into it (``runner/agreement.py``: one mistake, one finding).
+repeats a tier-0 one is folded into it (``engine/agreement.py``: one mistake, one finding).
 
 This module never imports jax: the CLI, the language server and the agents all use it.
 
@@ -44,7 +44,8 @@ from pallasite.analysis.types import (
     Span,
 )
 
-from . import chips, locate, reply_failures
+from pallasite.runner import chips
+from . import locate, reply_failures
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note

@@ -6,7 +6,7 @@ catalog's own patterns are checked against these by tests/test_catalog_locator_a
 for import, task and script failures. ``sentence`` cleans the message (folders cut from paths,
 block sizes as ints, no jaxpr dumps, no "please file an issue"), says so when an exception carried
 no text (and where it was raised), and prefixes what the code needs (VMEM figures, "importing the
-file failed"). Where the finding goes is ``runner/locate.py``'s part.
+file failed"). Where the finding goes is ``engine/locate.py``'s part.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """From the worker's raw error records to findings at the right span of the user's file.
 
 Client side (never imports jax). The worker (``runner/checks.py``) returns, per entry, raw
-records built by ``runner/errors.py``; ``runner/classify.py`` gives each its code, origin and
+records built by ``runner/errors.py``; ``engine/classify.py`` gives each its code, origin and
 sentence; this module decides where it goes: the most specific culprit the record and tier 0's
 view of the source allow — the BlockSpec behind ``args[i]``/``outs[i]`` for a tiling error, the
 index_map lambda the message names, the ``dimension_semantics``/``grid``/``in_specs`` keyword of
@@ -11,7 +11,7 @@ signature mismatch, the ``jax_enable_x64`` line for an int64 the setting caused,
 ``pallas_call`` itself for errors with no location (VMEM OOM). The kernel's def and the
 pallas_call come along as ``related``; MLIR dumps and the full text go in ``Finding.detail``; the
 registry's generic hint is NOT appended (presentation adds it). Requests that failed as a whole
-(limits, crashes, a worker that could not start) are ``runner/reply_failures.py``'s part.
+(limits, crashes, a worker that could not start) are ``engine/reply_failures.py``'s part.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .classify import (
     x64_rejection,
 )
 
-__all__ = [  # what callers read here; classify and the ORIGIN_* names live in runner/classify.py
+__all__ = [  # what callers read here; classify and the ORIGIN_* names live in engine/classify.py
     "ORIGIN_COMPILER", "ORIGIN_LOWERING", "ORIGIN_RUNNER", "EntryVerdict", "Located", "call_span", "classify",
     "line_span", "locate_record", "locate_result", "related_places", "x64_setting_line",
 ]
