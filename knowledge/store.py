@@ -1,4 +1,4 @@
-"""The results store: every check, measurement, tuning run and agent step, in SQLite (WAL).
+"""The results store: every check, measurement, tuning run, agent step and LLM call, in SQLite (WAL).
 
 It lives at ``<workspace>/.pallasite/results.sqlite``. Rows are keyed by a ``ResultKey``: what was
 compiled or run (the tier-1 lowered module text when there is one, else the kernel file plus its
@@ -91,6 +91,22 @@ class AgentStepRecord:
     kind: str
     payload: dict
     digest: str | None
+    created: float
+
+
+@dataclass(frozen=True)
+class LLMCallRecord:
+    id: int
+    run_id: str
+    step: int
+    provider: str
+    model: str | None
+    system: str
+    prompt: str
+    response: str | None  # None: the call failed (``error`` says why)
+    error: str | None
+    usage: dict
+    seconds: float | None
     created: float
 
 
@@ -314,11 +330,29 @@ class ResultsStore:
                           "WHERE run_id = ? ORDER BY step, id", (run_id,))
         return [AgentStepRecord(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
 
+    # ------------------------------------------------------------------ LLM calls
+
+    def put_llm_call(self, run_id: str, step: int, *, provider: str, model: str | None, system: str,
+                     prompt: str, response: str | None, error: str | None = None, usage: dict | None = None,
+                     seconds: float | None = None) -> int:
+        """Record one model call of an agent run. The caller redacts secrets first (agents/keys.py)."""
+        row = (run_id, step, provider, model, system, prompt, response, error, json.dumps(usage or {}),
+               seconds, time.time())
+        return self._write(lambda db: db.execute(
+            "INSERT INTO llm_calls (run_id, step, provider, model, system, prompt, response, error, usage_json,"
+            " seconds, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid)
+
+    def llm_calls(self, run_id: str) -> list[LLMCallRecord]:
+        """The calls of one run, in order (what ``--provider replay:<run-id>`` replays)."""
+        rows = self._read("SELECT id, run_id, step, provider, model, system, prompt, response, error, usage_json,"
+                          " seconds, created FROM llm_calls WHERE run_id = ? ORDER BY step, id", (run_id,))
+        return [LLMCallRecord(*r[:9], json.loads(r[9]), r[10], r[11]) for r in rows]
+
     # ------------------------------------------------------------------ housekeeping
 
     def info(self) -> StoreInfo:
         counts = {t: self._read(f"SELECT COUNT(*) FROM {t}")[0][0]
-                  for t in ("checks", "measurements", "tuning_runs", "agent_steps")}
+                  for t in ("checks", "measurements", "tuning_runs", "agent_steps", "llm_calls")}
         version = self._retry(lambda: store_schema.current_version(self._db))
         return StoreInfo(self.path, True, _files_size(self.path), version, counts)
 

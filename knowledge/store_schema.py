@@ -6,6 +6,7 @@ migration: add the next one. ``SCHEMA_VERSION`` is the number of the last migrat
 
 v1  checks and measurements, keyed by the ResultKey digest
 v2  tuning runs (measurements gain run_id), agent steps, lookup indexes
+v3  llm_calls: every prompt and response of an agent run (secrets redacted before writing)
 """
 
 from __future__ import annotations
@@ -81,7 +82,26 @@ def _v2(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX agent_steps_run ON agent_steps(run_id, step)")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+def _v3(db: sqlite3.Connection) -> None:
+    db.execute("""
+        CREATE TABLE llm_calls (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,         -- the agent run (e.g. one `pallasite fix`), for replay
+            step INTEGER NOT NULL,        -- the call's number within the run, from 1
+            provider TEXT NOT NULL,       -- "gemini", "openai", "scripted", ...
+            model TEXT,
+            system TEXT NOT NULL,         -- the system instruction sent (redacted)
+            prompt TEXT NOT NULL,         -- the prompt sent (redacted)
+            response TEXT,                -- the reply text (redacted); null when the call failed
+            error TEXT,                   -- why the call failed (redacted)
+            usage_json TEXT NOT NULL,     -- input/output/thinking tokens, cost
+            seconds REAL,
+            created REAL NOT NULL
+        )""")
+    db.execute("CREATE INDEX llm_calls_run ON llm_calls(run_id, step)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -91,6 +91,61 @@ class BackendSettings:
 
 
 @dataclass(frozen=True)
+class AgentSettings:
+    """The LLM behind "Fix with agent" and `pallasite fix`, and the budgets of one action. API keys
+    are never settings: they are read from the environment (GEMINI_API_KEY / GOOGLE_API_KEY,
+    OPENAI_API_KEY, or the variable named by apiKeyEnv)."""
+
+    provider: str = setting("", "LLM provider: gemini (google-genai), openai (any OpenAI-compatible endpoint: "
+                                "OpenAI, vLLM, Ollama, llama.cpp, Gemini's OpenAI endpoint), scripted (queued "
+                                "replies from scriptedFile, for demos and tests). Empty: agent fixes are off.",
+                            choices=("", "gemini", "openai", "scripted"))
+    model: str = setting("", "Model name; empty: gemini-2.5-pro for gemini, gpt-4.1 for openai.")
+    baseUrl: str = setting("", "Endpoint URL, e.g. http://127.0.0.1:11434/v1 for Ollama (openai), or a Gemini "
+                               "API endpoint override (gemini). Empty: the provider's own service.")
+    apiKeyEnv: str = setting("", "Name of the environment variable holding the API key (the key itself is never "
+                                 "a setting). Empty: GEMINI_API_KEY or GOOGLE_API_KEY (gemini), OPENAI_API_KEY "
+                                 "(openai).")
+    vertexProject: str = setting("", "gemini through Vertex AI: the Google Cloud project (application default "
+                                     "credentials). Empty: the Gemini API with an API key.")
+    vertexLocation: str = setting("us-central1", "gemini through Vertex AI: the region.")
+    maxRounds: int = setting(3, "Proposals per fix action: a rejected one is fed back with its error.",
+                             minimum=1, maximum=20)
+    maxTokens: int = setting(200000, "Tokens (input + output + thinking) one fix action may use in all.",
+                             minimum=1000, maximum=100000000)
+    maxSeconds: float = setting(300.0, "Seconds one fix action may take (model calls and checks together).",
+                                minimum=5, maximum=7200)
+    requestTimeoutS: float = setting(120.0, "Seconds one model call may take.", minimum=1, maximum=3600)
+    retries: int = setting(2, "Retries of a model call after HTTP 408/429/5xx or a connection error (the SDK's "
+                              "own retry mechanism, set explicitly).", minimum=0, maximum=10)
+    maxChangedLines: int = setting(40, "A proposed edit changing more lines than this is rejected as not minimal.",
+                                   minimum=1, maximum=10000)
+    docsPassages: int = setting(3, "Offline docs passages retrieved into the prompt (0: none).",
+                                minimum=0, maximum=20)
+    priceInputPerMTok: float = setting(0.0, "USD per million input tokens, for the cost shown after each action "
+                                            "(0: cost unknown).", minimum=0, maximum=10000)
+    priceOutputPerMTok: float = setting(0.0, "USD per million output and thinking tokens (0: cost unknown).",
+                                        minimum=0, maximum=10000)
+    scriptedFile: str = setting("", "scripted provider: a JSON file holding the list of replies to give in turn.")
+
+    def provider_config(self, name: str | None = None) -> Any:
+        """These settings as the agents' ``ProviderConfig`` (``name`` overrides the provider)."""
+        from pallasite.agents.providers import ProviderConfig
+
+        return ProviderConfig(name=self.provider if name is None else name, model=self.model, base_url=self.baseUrl,
+                              api_key_env=self.apiKeyEnv, vertex_project=self.vertexProject,
+                              vertex_location=self.vertexLocation, retries=self.retries,
+                              timeout_s=self.requestTimeoutS, price_input_per_mtok=self.priceInputPerMTok,
+                              price_output_per_mtok=self.priceOutputPerMTok, scripted_file=self.scriptedFile)
+
+    def budgets(self) -> Any:
+        from pallasite.agents.fixer import Budgets
+
+        return Budgets(max_rounds=self.maxRounds, max_tokens=self.maxTokens, max_seconds=self.maxSeconds,
+                       request_timeout_s=self.requestTimeoutS, max_changed_lines=self.maxChangedLines)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything pallasite reads from the editor or from [tool.pallasite]."""
 
@@ -105,6 +160,7 @@ class Settings:
     worker: WorkerSettings = setting(WorkerSettings(), "The process that imports and compiles your kernels.")
     trust: TrustSettings = setting(TrustSettings(), "Which folders may run their code in a check worker.")
     backend: BackendSettings = setting(BackendSettings(), "Where check workers run.")
+    agent: AgentSettings = setting(AgentSettings(), "The LLM for agent-proposed fixes, and its budgets.")
 
     def interpreter(self) -> str:
         """The worker interpreter: the configured one, else the Python running pallasite."""
@@ -251,11 +307,15 @@ def read_tool_section(path: Path) -> tuple[Any, list[str]]:
 # Settings only the user may give (editor settings, the user trust store): a project that could set
 # them in its own pyproject.toml would grant itself the right to run its code when opened.
 USER_ONLY = ("trust",)
+# Agent keys only the user may give: a project could otherwise send its files (and, through
+# apiKeyEnv, any secret of the environment) to an endpoint of its choosing. Budgets may come
+# from the project.
+USER_ONLY_AGENT = ("provider", "model", "baseUrl", "apiKeyEnv", "vertexProject", "vertexLocation", "scriptedFile")
 
 
 def without_user_only(section: Any, source: str) -> tuple[Any, list[str]]:
     """A project file's ``[tool.pallasite]`` without the user-only keys, and one message per key
-    dropped (naming it and where trust can be given instead)."""
+    dropped (naming it and where it can be given instead)."""
     if not isinstance(section, dict):
         return section, []
     kept, warnings = dict(section), []
@@ -268,7 +328,20 @@ def without_user_only(section: Any, source: str) -> tuple[Any, list[str]]:
             warnings.append(f"{source}: '{name}' ignored: trust cannot be granted by the project's own "
                             "pyproject.toml; set it in your editor's pallasite settings, answer the trust "
                             "question, or run the pallasite.trustFolder command.")
-    return kept, warnings
+    kept, dropped = without_agent_endpoint(kept, source)
+    return kept, warnings + dropped
+
+
+def without_agent_endpoint(section: Any, source: str) -> tuple[Any, list[str]]:
+    """A project file's section without the USER_ONLY_AGENT keys, and one message per key dropped."""
+    agent = section.get("agent") if isinstance(section, dict) else None
+    if not isinstance(agent, dict) or not any(k in agent for k in USER_ONLY_AGENT):
+        return section, []
+    kept = dict(section)
+    kept["agent"] = {k: v for k, v in agent.items() if k not in USER_ONLY_AGENT}
+    return kept, [f"{source}: 'agent.{name}' ignored: which model receives your code is chosen by you, not by "
+                  "the project's pyproject.toml; set it in your editor's pallasite settings, or pass it to "
+                  "`pallasite fix` (--provider, --model, --base-url)." for name in agent if name in USER_ONLY_AGENT]
 
 
 def load_project_settings(start: Path) -> tuple[Settings, list[str]]:
@@ -279,7 +352,10 @@ def load_project_settings(start: Path) -> tuple[Settings, list[str]]:
     section, problems = read_tool_section(path)
     if section is None:
         return Settings(), problems
-    return parse_settings(section, f"{path} [tool.{SECTION}]")
+    source = f"{path} [tool.{SECTION}]"
+    section, dropped = without_agent_endpoint(section, source)
+    settings, warnings = parse_settings(section, source)
+    return settings, dropped + warnings
 
 
 # --------------------------------------------------------------------------- JSON Schema

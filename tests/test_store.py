@@ -177,13 +177,15 @@ def test_migration_from_version_1_keeps_old_rows(tmp_path):
                             "median_ns": 5.0}), 1.0))
     db.close()
     with ResultsStore(path) as s:
-        assert s.info().schema_version == store_schema.SCHEMA_VERSION == 2
+        assert s.info().schema_version == store_schema.SCHEMA_VERSION == 3
         assert s.check_for(key(), 2).status == "ok"
         (m,) = s.measurements(key())
         assert m.measurement.provenance is Provenance.ESTIMATE and m.run_id is None
         s.put_agent_step("r", 0, "plan", {})  # tables added by v2 work
+        s.put_llm_call("r", 1, provider="scripted", model=None, system="s", prompt="p", response="{}")  # v3
+        assert [c.response for c in s.llm_calls("r")] == ["{}"]
     versions = [r[0] for r in sqlite3.connect(path).execute("SELECT version FROM schema_version ORDER BY version")]
-    assert versions == [1, 2]
+    assert versions == [1, 2, 3]
 
 
 def test_newer_schema_is_refused_with_advice(tmp_path):

@@ -1,0 +1,341 @@
+"""The verified fixer: a model proposes a minimal edit; the checker proves it before anyone sees it.
+
+    fixer = Fixer(provider, verify, budgets=Budgets(max_rounds=3), recorder=recorder)
+    outcome = await fixer.fix(context, tiers=(0, 1, 2))
+    outcome.ok, outcome.diff, outcome.label, outcome.attempts, outcome.usage
+
+One round: ask the model (prompt from fix_prompt.py) -> parse its search/replace blocks -> apply
+them in memory to the original text -> require every original ``pallas_call`` to still be there ->
+re-run the checker's tiers on the new text (``verify``: tiers 1-3 run in worker processes, so the
+model's code never runs here) plus tier 3 against ``reference()`` when the file has one -> accept
+only when the findings being fixed are gone and no new error appeared. A rejected proposal's reason
+(the new compiler error, the edit that did not apply, ...) goes back to the model in the next
+round, up to ``max_rounds``, within the token and time budgets. The outcome is either a verified
+minimal edit with an honest label ("compiles for v6e; correctness not verified" without a
+reference) or "no verified fix" listing what was tried. An unverified edit is never returned.
+
+``verify`` is the one narrow seam to the engine: ``async (text, tiers) -> FileReport``
+(``checker_verify`` adapts a ``Checker``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol, Sequence
+
+from pallasite.analysis.tier0 import analyze
+from pallasite.analysis.types import FileReport, Finding
+
+from . import keys
+from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
+from .fix_prompt import SYSTEM, FixContext, prompt
+from .providers import ModelRequest, Provider, ProviderError, Usage
+
+Verify = Callable[[str, tuple[int, ...]], Awaitable[FileReport]]
+ProgressFn = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Limits of one fix action (the ``agent`` settings)."""
+
+    max_rounds: int = 3
+    max_tokens: int = 200_000  # input + output + thinking, summed over the action's calls
+    max_seconds: float = 300.0  # wall clock of the whole action, model calls and checks together
+    request_timeout_s: float = 120.0  # one model call
+    max_changed_lines: int = 40  # a proposal touching more lines is not a minimal edit
+    max_output_tokens: int = 8192
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One model call, redacted, as the results store keeps it (replayable)."""
+
+    run_id: str
+    step: int
+    provider: str
+    model: str
+    system: str
+    prompt: str
+    response: str | None
+    error: str | None
+    usage: dict
+    seconds: float
+
+
+class Recorder(Protocol):
+    def call(self, record: CallRecord) -> None: ...
+
+    def summary(self, run_id: str, payload: dict) -> None: ...
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One round: what the model proposed and what became of it."""
+
+    round: int
+    verdict: str  # "verified", "still failing", "not applicable", "unreadable", "removed pallas_call",
+    #               "too large", "model error", "check failed"
+    detail: str
+    explanation: str = ""
+    diff: str = ""
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    ok: bool
+    path: str
+    message: str  # one line for the user: the label, or why there is no verified fix
+    label: str = ""  # what was verified, e.g. "compiles for v6e; correctness not verified (no reference())"
+    fixed_text: str | None = None  # only when ok
+    hunks: tuple[Hunk, ...] = ()
+    diff: str = ""
+    explanation: str = ""
+    attempts: tuple[Attempt, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    run_id: str = ""
+    provider: str = ""
+    tiers: tuple[int, ...] = ()
+    verdicts: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()  # kernel -> (tier, status) of the fix
+
+
+class _Rejected(Exception):
+    def __init__(self, verdict: str, detail: str) -> None:
+        super().__init__(detail)
+        self.verdict, self.detail = verdict, detail
+
+
+class Fixer:
+    def __init__(self, provider: Provider, verify: Verify, *, budgets: Budgets = Budgets(),
+                 recorder: Recorder | None = None, on_progress: ProgressFn | None = None) -> None:
+        self.provider, self.verify, self.budgets = provider, verify, budgets
+        self.recorder, self.on_progress = recorder, on_progress
+
+    async def fix(self, context: FixContext, tiers: Sequence[int] = (0, 1, 2),
+                  original_report: FileReport | None = None) -> FixOutcome:
+        """Up to ``max_rounds`` proposals for ``context.findings``; the first verified one wins."""
+        started = time.monotonic()
+        run_id = uuid.uuid4().hex[:12]
+        tiers = tuple(sorted(set(tiers) | ({3} if context.has_reference else set())))
+        baseline = Counter(f.code for f in (original_report.findings if original_report else context.findings)
+                           if f.severity == "error")
+        targeted = Counter(f.code for f in context.findings)
+        allowed = Counter({code: max(0, n - targeted[code]) for code, n in baseline.items()})
+        original_sites = _site_keys(context.text, context.path, context.chip)
+        usage = Usage()
+        attempts: list[Attempt] = []
+        history: list[str] = []
+        base = dict(path=context.path, run_id=run_id, provider=self.provider.name, tiers=tiers)
+        stop = ""
+        for round_no in range(1, self.budgets.max_rounds + 1):
+            left_s = self.budgets.max_seconds - (time.monotonic() - started)
+            if usage.total_tokens >= self.budgets.max_tokens:
+                stop = f"token budget spent ({usage.total_tokens} of {self.budgets.max_tokens})"
+                break
+            if left_s <= 1:
+                stop = f"time budget spent ({self.budgets.max_seconds:g} s)"
+                break
+            self._progress(f"round {round_no}: asking {self.provider.name}")
+            text_prompt = keys.redact(prompt(context, history))
+            request = ModelRequest(system=SYSTEM, prompt=text_prompt, schema=PROPOSAL_SCHEMA, schema_name="kernel_fix",
+                                   max_output_tokens=self.budgets.max_output_tokens,
+                                   timeout_s=max(1.0, min(self.budgets.request_timeout_s, left_s)))
+            call_started = time.monotonic()
+            try:
+                reply = await self.provider.complete(request)
+            except ProviderError as err:
+                self._record(run_id, round_no, request, None, err.message, Usage(), time.monotonic() - call_started)
+                attempts.append(Attempt(round_no, "model error", f"{err.kind}: {err.message}"))
+                if err.kind in ("config", "auth", "refused"):
+                    stop = err.message
+                    break
+                continue
+            usage = usage + reply.usage
+            self._record(run_id, round_no, request, reply.text, None, reply.usage, reply.seconds, reply.model)
+            try:
+                proposal = parse_proposal(reply.text)
+            except EditError as err:
+                attempts.append(Attempt(round_no, "unreadable", str(err)))
+                history.append(f"Round {round_no}: your reply could not be read: {err}")
+                continue
+            try:
+                candidate, report = await self._check(context, proposal.edits, tiers, original_sites, allowed,
+                                                      original_report)
+            except _Rejected as rej:
+                diff = _safe_diff(context, proposal.edits)
+                attempts.append(Attempt(round_no, rej.verdict, rej.detail, keys.redact(proposal.explanation), diff))
+                history.append(f"Round {round_no}: you proposed:\n{_blocks(proposal.edits)}\n"
+                               f"It was rejected ({rej.verdict}): {rej.detail}")
+                continue
+            label = _label(report, tiers, context.chip, context.has_reference)
+            diff = unified_diff(context.text, candidate, context.path)
+            attempts.append(Attempt(round_no, "verified", label, keys.redact(proposal.explanation), diff))
+            outcome = FixOutcome(
+                ok=True, path=context.path, message=f"verified fix: {label}", label=label, fixed_text=candidate,
+                hunks=tuple(hunks(context.text, candidate)), diff=diff, explanation=keys.redact(proposal.explanation),
+                attempts=tuple(attempts), usage=usage, seconds=time.monotonic() - started, run_id=run_id,
+                provider=self.provider.name, tiers=tiers,
+                verdicts=tuple((v.name, v.tiers) for v in report.kernels))
+            self._summary(outcome)
+            return outcome
+        tried = "; ".join(f"round {a.round}: {a.verdict}" for a in attempts) or "no round ran"
+        why = f" ({stop})" if stop else ""
+        outcome = FixOutcome(
+            ok=False, path=context.path, message=f"no verified fix{why}: {tried}", attempts=tuple(attempts),
+            usage=usage, seconds=time.monotonic() - started, run_id=run_id, provider=self.provider.name, tiers=tiers)
+        self._summary(outcome)
+        return outcome
+
+    async def _check(self, context: FixContext, edits: Sequence[SearchReplace], tiers: tuple[int, ...],
+                     original_sites: Counter, allowed: Counter,
+                     original_report: FileReport | None) -> tuple[str, FileReport]:
+        try:
+            candidate = apply_edits(context.text, tuple(edits))
+        except EditError as err:
+            raise _Rejected("not applicable", str(err)) from None
+        changed = sum(max(h.end - h.start, len(h.lines)) for h in hunks(context.text, candidate))
+        if changed > self.budgets.max_changed_lines:
+            raise _Rejected("too large", f"the edit changes {changed} lines; a fix here must change at most "
+                                         f"{self.budgets.max_changed_lines} (agent.maxChangedLines)")
+        missing = original_sites - _site_keys(candidate, context.path, context.chip)
+        if missing:
+            names = ", ".join(f"pallas_call of {k or '?'} in {f or 'module'}" for f, k in missing)
+            raise _Rejected("removed pallas_call", f"the edit removes or renames {names}; every original "
+                                                   "pallas_call must stay")
+        self._progress("checking the proposed edit (tiers " + ", ".join(map(str, tiers)) + ")")
+        try:
+            report = await self.verify(candidate, tiers)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # the engine failed: the edit is not verified, so it is not offered
+            raise _Rejected("check failed", f"the checker could not run ({type(err).__name__}: {err})") from None
+        errors = [f for f in report.findings if f.severity == "error"]
+        over = [f for f in errors if _take(allowed, f.code)]
+        if over:
+            lines = candidate.splitlines()
+            from .fix_prompt import describe_finding
+
+            raise _Rejected("still failing", "the checker reports on the edited file:\n"
+                            + "\n".join(describe_finding(f, lines) for f in over[:5]))
+        unverified = _unverified_tiers(report, tiers, original_report)
+        if unverified:
+            raise _Rejected("still failing", "the edited file could not be fully checked: " + "; ".join(unverified))
+        return candidate, report
+
+    # ------------------------------------------------------------------ recording and progress
+
+    def _record(self, run_id: str, step: int, request: ModelRequest, response: str | None, error: str | None,
+                usage: Usage, seconds: float, model: str | None = None) -> None:
+        if self.recorder is None:
+            return
+        self.recorder.call(CallRecord(
+            run_id=run_id, step=step, provider=self.provider.name, model=model or self.provider.model,
+            system=keys.redact(request.system), prompt=keys.redact(request.prompt),
+            response=keys.redact(response) if response is not None else None,
+            error=keys.redact(error) if error else None,
+            usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                   "thinking_tokens": usage.thinking_tokens, "cost_usd": usage.cost_usd},
+            seconds=seconds))
+
+    def _summary(self, outcome: FixOutcome) -> None:
+        if self.recorder is not None:
+            self.recorder.summary(outcome.run_id, outcome_json(outcome, include_text=False))
+
+    def _progress(self, message: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(message)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _site_keys(text: str, path: str, chip: str) -> Counter:
+    """Each pallas_call as (enclosing function, kernel name): what a fix must keep."""
+    return Counter((s.enclosing_function, s.kernel_name) for s in analyze(text, path, target=chip).sites)
+
+
+def _take(allowed: Counter, code: str) -> bool:
+    """Count one error of ``code`` against what the original file already had; True if it is new."""
+    if allowed[code] > 0:
+        allowed[code] -= 1
+        return False
+    return True
+
+
+def _unverified_tiers(report: FileReport, tiers: tuple[int, ...], original: FileReport | None) -> list[str]:
+    """Compiler tiers that failed on a kernel of the edited file, or that ran on the original file
+    but not on the edited one (a tier that did not run proved nothing, e.g. after an edit that
+    broke example_inputs())."""
+    ran_before = {(v.name, t) for v in (original.kernels if original else ()) for t, s in v.tiers
+                  if s in ("ok", "error")}
+    problems = []
+    for verdict in report.kernels:
+        for tier, status in verdict.tiers:
+            if tier not in tiers or tier == 0 or status == "ok":
+                continue
+            if status == "error" or (verdict.name, tier) in ran_before:
+                problems.append(f"{verdict.name}: tier {tier} {status}")
+    return problems
+
+
+def _label(report: FileReport, tiers: tuple[int, ...], chip: str, has_reference: bool) -> str:
+    ran = {t for v in report.kernels for t, s in v.tiers if s == "ok"}
+    if 2 in ran:
+        what = f"compiles for {chip} (tiers {', '.join(map(str, sorted(t for t in tiers if t < 3)))})"
+    elif 1 in ran:
+        what = f"lowers for {chip} (tier 1; the TPU compiler, tier 2, was not run)"
+    else:
+        what = f"passes the source rules for {chip} (tier 0 only; not compiled)"
+    if 3 in ran and has_reference:
+        return what + "; matches reference() in TPU interpret mode (CPU)"
+    return what + "; correctness not verified" + ("" if has_reference else " (no reference())")
+
+
+def _blocks(edits: Sequence[SearchReplace]) -> str:
+    return "\n".join(f"<<<<<<< SEARCH\n{e.search}\n=======\n{e.replace}\n>>>>>>> REPLACE" for e in edits)
+
+
+def _safe_diff(context: FixContext, edits: Sequence[SearchReplace]) -> str:
+    try:
+        return unified_diff(context.text, apply_edits(context.text, tuple(edits)), context.path)
+    except EditError:
+        return ""
+
+
+def outcome_json(outcome: FixOutcome, *, include_text: bool = True) -> dict:
+    """The outcome as plain JSON (``pallasite fix --format json`` and the store's run summary)."""
+    data = {
+        "ok": outcome.ok, "path": outcome.path, "message": outcome.message, "label": outcome.label,
+        "explanation": outcome.explanation, "diff": outcome.diff,
+        "edits": [{"startLine": h.start, "endLine": h.end, "newText": "".join(h.lines)} for h in outcome.hunks],
+        "rounds": len(outcome.attempts),
+        "attempts": [{"round": a.round, "verdict": a.verdict, "detail": a.detail, "explanation": a.explanation,
+                      "diff": a.diff} for a in outcome.attempts],
+        "usage": {"calls": outcome.usage.calls, "inputTokens": outcome.usage.input_tokens,
+                  "outputTokens": outcome.usage.output_tokens, "thinkingTokens": outcome.usage.thinking_tokens,
+                  "costUsd": outcome.usage.cost_usd},
+        "seconds": round(outcome.seconds, 3), "runId": outcome.run_id, "provider": outcome.provider,
+        "tiers": list(outcome.tiers),
+        "verdicts": {name: {str(t): s for t, s in tiers} for name, tiers in outcome.verdicts},
+    }
+    if include_text:
+        data["fixedText"] = outcome.fixed_text
+    return data
+
+
+def checker_verify(checker: Any, path: str) -> Verify:
+    """``verify`` over an engine ``Checker``: the same warm worker, but no results cache (a
+    candidate's verdicts must not become the file's recorded verdicts)."""
+    from pallasite.engine.checker import Checker
+
+    sibling = Checker(checker.options, client=checker.worker(), cache=None)
+
+    async def verify(text: str, tiers: tuple[int, ...]) -> FileReport:
+        return await sibling.check(path, text, tiers=tiers)
+
+    return verify
