@@ -67,7 +67,7 @@ class OpenAIProvider:
             raise ProviderError("network", f"{where}: cannot reach the endpoint ({err})") from None
         except openai.APIStatusError as err:
             raise _status_error(err, where) from None
-        except openai.OpenAIError as err:
+        except (openai.OpenAIError, ValueError, TypeError, KeyError) as err:  # JSONDecodeError is a ValueError
             raise ProviderError("malformed", f"{where}: could not read the reply ({type(err).__name__}: {err})") from None
         try:
             choice = completion.choices[0]

@@ -1,0 +1,134 @@
+"""`pallasite fix FILE`: an LLM proposes a minimal edit; it is printed only once the checker verified it.
+
+    pallasite fix kernel.py --provider gemini              # the verified diff, or "no verified fix"
+    pallasite fix kernel.py --line 19 --apply              # fix line 19's errors, write the file
+    pallasite fix kernel.py --provider openai --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder
+    pallasite fix kernel.py --provider replay:3f2a9c01d4e5  # re-run a recorded fix without the model
+    pallasite fix kernel.py --format json                  # versioned JSON: edit, rounds, tokens, verdicts
+
+Budgets (agent.maxRounds, maxTokens, maxSeconds, ...) come from ``[tool.pallasite]``; which model
+receives the code (provider, model, base URL, key variable) only from the command line or the
+editor's settings. Exit status: 0 a verified fix (or nothing to fix), 1 no verified fix, 2 usage or
+configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+JSON_VERSION = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("path", metavar="FILE", help="the kernel file to fix")
+    parser.add_argument("--line", type=int, metavar="N", help="fix the errors on line N (1-based); default: all errors")
+    parser.add_argument("--provider", help="gemini, openai, scripted, or replay:<run-id> (default: agent.provider)")
+    parser.add_argument("--model", help="the model name (default: the provider's)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (openai) or an API endpoint override (gemini)")
+    parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
+    parser.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
+    parser.add_argument("--rounds", type=int, help="proposals to try (default: agent.maxRounds, 3)")
+    parser.add_argument("--target", help="TPU to verify for: v4, v5e, v5p, v6e or 7x (default from settings)")
+    parser.add_argument("--tiers", help="tiers that verify a proposal, e.g. 0-2 (default from settings; tier 3 "
+                                        "is added when the file has reference())")
+    parser.add_argument("--apply", action="store_true", help="write the verified fix to FILE")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+
+
+def _settings(args: argparse.Namespace):
+    from pallasite.server.settings import load_project_settings
+
+    settings, warnings = load_project_settings(Path(args.path).resolve().parent)
+    for warning in warnings:
+        print(f"pallasite: settings: {warning}", file=sys.stderr)
+    agent = settings.agent
+    changes = {k: v for k, v in (("provider", args.provider), ("model", args.model), ("baseUrl", args.base_url),
+                                 ("apiKeyEnv", args.api_key_env), ("scriptedFile", args.scripted_file),
+                                 ("maxRounds", args.rounds)) if v is not None}
+    return settings, dataclasses.replace(agent, **{k: v for k, v in changes.items() if k != "provider"}), \
+        changes.get("provider", agent.provider)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pallasite.agents.fix_action import FixJob, fix_file
+    from pallasite.agents.providers import ProviderError
+    from pallasite.engine.checker import TARGETS, Checker, read_source
+    from pallasite.server.cmd_check import UsageError, parse_tiers
+    from pallasite.server.results_cache import workspace_for
+
+    path = args.path
+    try:
+        if not Path(path).is_file():
+            raise UsageError(f"{path}: no such file")
+        settings, agent, provider = _settings(args)
+        if args.target is not None and args.target not in TARGETS:
+            raise UsageError(f"--target {args.target!r}: unknown chip; choose one of {', '.join(TARGETS)}")
+        if args.rounds is not None and args.rounds < 1:
+            raise UsageError(f"--rounds {args.rounds}: give at least 1")
+        if args.line is not None and args.line < 1:
+            raise UsageError(f"--line {args.line}: lines count from 1")
+        tiers = parse_tiers(args.tiers) if args.tiers else tuple(settings.tiers)
+        text = read_source(path)
+    except UsageError as err:
+        print(f"pallasite fix: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - unreadable file
+        print(f"pallasite fix: error: {path}: cannot read it ({err})", file=sys.stderr)
+        return 2
+    chip = args.target or settings.target
+    options = dataclasses.replace(settings.check_options(list(tiers)), target=chip)
+    from pallasite.knowledge.store import store_path
+
+    config = dataclasses.replace(agent.provider_config(provider), store_path=str(store_path(workspace_for([path]))))
+
+    async def go():
+        checker = Checker(options)
+        try:
+            report = await checker.check(path, text, tiers=tiers)
+            job = FixJob(path=path, text=text, report=report, chip=chip, tiers=tiers,
+                         line=args.line - 1 if args.line else None, docs_passages=agent.docsPassages)
+            progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
+            return await fix_file(job, config, agent.budgets(), checker, workspace=workspace_for([path]),
+                                  on_progress=progress)
+        finally:
+            await checker.close()
+
+    try:
+        outcome = asyncio.run(go())
+    except ProviderError as err:
+        print(f"pallasite fix: error: {err}", file=sys.stderr)
+        return 2
+    if outcome.ok and args.apply:
+        Path(path).write_text(outcome.fixed_text, encoding="utf-8")
+    nothing = not outcome.attempts and outcome.message.startswith("nothing to fix")
+    if args.format == "json":
+        from pallasite.agents.fixer import outcome_json
+
+        data = {"version": JSON_VERSION, "tool": "pallasite fix", "target": chip, "applied": bool(outcome.ok and args.apply),
+                **outcome_json(outcome)}
+        print(json.dumps(data, indent=2))
+    else:
+        print(_text(outcome, applied=outcome.ok and args.apply))
+    return 0 if outcome.ok or nothing else 1
+
+
+def _text(outcome, *, applied: bool) -> str:
+    lines = []
+    if outcome.ok:
+        lines += [outcome.diff.rstrip("\n"), "", f"{outcome.path}: {outcome.message}"]
+        if outcome.explanation:
+            lines.append(f"  why: {outcome.explanation}")
+        lines.append("  applied to the file" if applied else "  not applied (use --apply to write it)")
+    else:
+        lines.append(f"{outcome.path}: {outcome.message}")
+        for attempt in outcome.attempts:
+            lines.append(f"  round {attempt.round}: {attempt.verdict}: {attempt.detail.splitlines()[0] if attempt.detail else ''}")
+    if outcome.attempts:
+        lines.append(f"  {len(outcome.attempts)} round(s) with {outcome.provider}, {outcome.usage.describe()}, "
+                     f"{outcome.seconds:.1f} s; run id {outcome.run_id} (replay: --provider replay:{outcome.run_id})")
+    return "\n".join(lines)
