@@ -1,4 +1,8 @@
-"""Code actions: a quick fix per finding with a mechanical Fix, and "Check now for <chip>".
+"""Code actions: a quick fix per finding with a mechanical Fix, "Fix with agent (<provider>)" on
+errors, and "Check now for <chip>".
+
+"Fix with agent" only names a command: the list stays instant, and the work (model calls, checks)
+starts when the user chooses it (server/fix_command.py).
 
 Fix edits are versioned (the document version they were computed for): a client whose document
 moved on refuses them. A request whose diagnostics came from a version this server never saw
@@ -14,6 +18,8 @@ from lsprotocol import types as lsp
 from pallasite.analysis.types import Finding, Span
 
 from .lenses import CHECK_COMMAND
+
+FIX_WITH_AGENT_COMMAND = "pallasite.fixWithAgent"
 from .lsp_convert import finding_to_diagnostic, fix_to_document_edit
 
 
@@ -52,6 +58,23 @@ def quick_fixes(findings: Sequence[Finding], span: Span, uri: str, version: int,
     return out
 
 
+def agent_fix_actions(findings: Sequence[Finding], span: Span, uri: str, version: int,
+                      provider: str | None) -> list[lsp.CodeAction]:
+    """One "Fix with agent (<provider>)" for the errors under the cursor (their first line); with no
+    provider configured the action still shows, and choosing it says how to configure one."""
+    errors = [f for f in findings if f.severity == "error" and overlaps(f.span, span)]
+    if not errors:
+        return []
+    line = min(f.span.line for f in errors)
+    title = f"Fix with agent ({provider})" if provider else "Fix with agent (no LLM provider configured)"
+    return [lsp.CodeAction(
+        title=title,
+        kind=lsp.CodeActionKind.QuickFix,
+        command=lsp.Command(title=title, command=FIX_WITH_AGENT_COMMAND,
+                            arguments=[{"uri": uri, "version": version, "line": line}]),
+    )]
+
+
 def check_action(uri: str, chip: str) -> lsp.CodeAction:
     return lsp.CodeAction(
         title=f"Check now for {chip}",
@@ -62,7 +85,7 @@ def check_action(uri: str, chip: str) -> lsp.CodeAction:
 
 def actions_for(findings: Sequence[Finding], span: Span, uri: str, version: int, lines: Sequence[str],
                 encoding: str, chip: str, only: Sequence[str] | None, seen: set[int],
-                context_diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.CodeAction]:
+                context_diagnostics: Sequence[lsp.Diagnostic], agent: str | None = None) -> list[lsp.CodeAction]:
     """All actions for a range, or none when the client's diagnostics are for an unseen version."""
     if diagnostic_versions(context_diagnostics) - seen:
         return []
@@ -70,6 +93,7 @@ def actions_for(findings: Sequence[Finding], span: Span, uri: str, version: int,
     wants = lambda kind: not only or any(kind == k or kind.startswith(k + ".") for k in only)  # noqa: E731
     if wants(lsp.CodeActionKind.QuickFix):
         out.extend(quick_fixes(findings, span, uri, version, lines, encoding))
+        out.extend(agent_fix_actions(findings, span, uri, version, agent))
     if wants(lsp.CodeActionKind.Source):
         out.append(check_action(uri, chip))
     return out

@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
 
-from . import actions, hover, hover_sources, lenses
+from . import actions, fix_command, hover, hover_sources, lenses
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
@@ -198,7 +198,7 @@ def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.C
     span = range_to_span(params.range, lines, ls.session.encoding)
     return actions.actions_for(doc.findings(), span, doc.uri, doc.version, lines, ls.session.encoding,
                                ls.session.settings.target, params.context.only, doc.seen_versions,
-                               params.context.diagnostics)
+                               params.context.diagnostics, fix_command.provider_label(ls.session.settings))
 
 
 # --------------------------------------------------------------------------- commands
@@ -251,6 +251,14 @@ async def _progress_token(ls: PallasiteServer) -> str | None:
     except Exception:
         return None
     return token
+
+
+@server.command(actions.FIX_WITH_AGENT_COMMAND)
+async def fix_with_agent(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """An LLM proposes a fix for the errors on a line; applied only once the checker verified it:
+    ``{"uri": ..., "version": N, "line": L}`` (what the "Fix with agent" code action sends)."""
+    options = args[0] if args and isinstance(args[0], dict) else {}
+    return await fix_command.fix_with_agent(ls, options, await _progress_token(ls))
 
 
 @server.command("pallasite.selectTarget")

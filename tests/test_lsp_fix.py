@@ -1,0 +1,121 @@
+""""Fix with agent" end to end through the language server, with the scripted provider: a wrong fix
+rejected by the checker and fed back, then a right one applied as a verified, versioned minimal
+edit; garbage and a deleted pallas_call never reach the document; no provider says how to set one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest_asyncio
+from lsprotocol import types as lsp
+from pytest_lsp.client import register_lsp_features
+
+from test_lsp import (  # noqa: F401
+    DATA, answer_trust, copy_fixture, diagnostics_for, initialize, open_doc, raw_request, start_client, stop_client,
+)
+from test_fixer import DELETES_CALL, RIGHT, WRONG
+
+AGENTS = DATA.parent / "agents"
+
+
+def _record_apply(ls, params: lsp.ApplyWorkspaceEditParams):
+    ls.applied_edits.append(params)
+    return lsp.ApplyWorkspaceEditResult(applied=True)
+
+
+@pytest_asyncio.fixture
+async def client(tmp_path):
+    lsp_client = await start_client(tmp_path / "home")
+    lsp_client.applied_edits = []
+    register_lsp_features(lsp_client, {lsp.WORKSPACE_APPLY_EDIT: _record_apply})
+    yield lsp_client
+    await stop_client(lsp_client)
+
+
+async def open_broken(client, tmp_path, replies: list, trust: str, tiers: list[int], agent: dict | None = None):
+    folder = tmp_path / "ws"
+    folder.mkdir(parents=True)
+    path = folder / "add_bad_tiling.py"
+    path.write_text((AGENTS / "add_bad_tiling.py").read_text())
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(replies))
+    answer_trust(client, trust)
+    settings = {"tiers": tiers, "agent": {"provider": "scripted", "scriptedFile": str(script), "docsPassages": 0,
+                                          **(agent or {})}}
+    if agent == {}:
+        settings.pop("agent")
+    await initialize(client, folder, settings)
+    uri = path.as_uri()
+    text = path.read_text()
+    open_doc(client, uri, text)
+    diags = await diagnostics_for(client, uri, 1, timeout=60, predicate=lambda ds: any(d.code == "PLS001" for d in ds))
+    return uri, text, script, diags
+
+
+async def agent_action(client, uri, diags) -> dict:
+    finding = next(d for d in diags if d.code == "PLS001")
+    started = time.monotonic()
+    found = await raw_request(client, lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), finding.range, lsp.CodeActionContext(diagnostics=[finding])))
+    elapsed = time.monotonic() - started
+    (action,) = [a for a in found if a["title"].startswith("Fix with agent")]
+    assert elapsed < 2, f"the action list took {elapsed:.1f} s: it must not run the agent"
+    return action
+
+
+async def run(client, action: dict) -> dict:
+    return await asyncio.wait_for(client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command=action["command"]["command"], arguments=action["command"]["arguments"])), 180)
+
+
+def as_dict(value):
+    if hasattr(value, "_asdict"):
+        return {k: as_dict(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [as_dict(v) for v in value]
+    return value
+
+
+async def test_wrong_fix_fed_back_then_right_fix_applied_as_a_verified_versioned_edit(client, tmp_path):
+    uri, text, _, diags = await open_broken(client, tmp_path, [WRONG, RIGHT], "Trust", [0, 1])
+    action = await agent_action(client, uri, diags)
+    assert action["title"] == "Fix with agent (scripted)" and action["kind"] == "quickfix"
+    result = as_dict(await run(client, action))
+    assert result["ok"] and result["applied"], result
+    assert [a["verdict"] for a in result["attempts"]] == ["still failing", "verified"]
+    assert "PLS001" in result["attempts"][0]["detail"]  # the checker's words, fed back to round 2
+    assert result["tiers"] == [0, 1] and result["verdicts"]["add_kernel"]["1"] == "ok"  # proven by the lowering
+    (edit,) = client.applied_edits
+    (change,) = edit.edit.document_changes
+    assert change.text_document.version == 1  # versioned: a client that moved on refuses it
+    (text_edit,) = change.edits
+    assert (text_edit.range.start.line, text_edit.range.end.line, text_edit.new_text) == (8, 9, "BLOCK_COLS = 128\n")
+    shown = " | ".join(m.message for m in client.messages)
+    assert "applied a verified fix (lowers for v6e" in shown and "correctness not verified (no reference())" in shown
+    assert "the lane dim must be a multiple of 128" in shown and "2 call(s)" in shown
+
+
+async def test_garbage_and_a_deleted_pallas_call_are_never_applied(client, tmp_path):
+    uri, text, script, diags = await open_broken(client, tmp_path, ["no idea, sorry"] * 3, "Not now", [0, 1])
+    action = await agent_action(client, uri, diags)
+    result = as_dict(await run(client, action))
+    assert not result["ok"] and not result["applied"] and result["edits"] == []
+    assert [a["verdict"] for a in result["attempts"]] == ["unreadable"] * 3
+    script.write_text(json.dumps([DELETES_CALL]))
+    result = as_dict(await run(client, action))
+    assert not result["ok"] and result["attempts"][0]["verdict"] == "removed pallas_call"
+    assert client.applied_edits == []
+    shown = [m.message for m in client.messages if "no verified fix" in m.message]
+    assert len(shown) == 2 and "Nothing was changed" in shown[0] and "tier 0 only" in shown[0]
+
+
+async def test_without_a_provider_the_action_says_how_to_configure_one(client, tmp_path):
+    uri, _, _, diags = await open_broken(client, tmp_path, [], "Not now", [0], agent={})
+    action = await agent_action(client, uri, diags)
+    assert action["title"] == "Fix with agent (no LLM provider configured)"
+    result = as_dict(await run(client, action))
+    assert not result["ok"] and "agent.provider" in result["message"] and "GEMINI_API_KEY" in result["message"]
+    assert client.applied_edits == []
