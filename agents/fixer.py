@@ -21,6 +21,7 @@ reference) or "no verified fix" listing what was tried. An unverified edit is ne
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from collections import Counter
@@ -121,7 +122,9 @@ class Fixer:
         """Up to ``max_rounds`` proposals for ``context.findings``; the first verified one wins."""
         started = time.monotonic()
         run_id = uuid.uuid4().hex[:12]
-        tiers = tuple(sorted(set(tiers) | ({3} if context.has_reference else set())))
+        # tier 3 (running the kernel against reference()) only where the compiler tiers may run code
+        runs_code = any(t > 0 for t in tiers)
+        tiers = tuple(sorted(set(tiers) | ({3} if context.has_reference and runs_code else set())))
         baseline = Counter(f.code for f in (original_report.findings if original_report else context.findings)
                            if f.severity == "error")
         targeted = Counter(f.code for f in context.findings)
@@ -202,6 +205,10 @@ class Fixer:
         if changed > self.budgets.max_changed_lines:
             raise _Rejected("too large", f"the edit changes {changed} lines; a fix here must change at most "
                                          f"{self.budgets.max_changed_lines} (agent.maxChangedLines)")
+        silenced = [what for what, pattern in _SILENCERS if len(pattern.findall(candidate)) > len(pattern.findall(context.text))]
+        if silenced:
+            raise _Rejected("silenced", f"the edit adds {' and '.join(silenced)}: that hides the error instead of "
+                                        "fixing it")
         missing = original_sites - _site_keys(candidate, context.path, context.chip)
         if missing:
             names = ", ".join(f"pallas_call of {k or '?'} in {f or 'module'}" for f, k in missing)
@@ -252,6 +259,13 @@ class Fixer:
 
 
 # --------------------------------------------------------------------------- helpers
+
+# Edits that make a finding disappear without fixing the kernel.
+_SILENCERS = (
+    ("a `# pallasite: ignore` comment", re.compile(r"pallasite:\s*ignore")),
+    ("interpret mode (`interpret=`)", re.compile(r"\binterpret\s*=")),
+    ("a try/except", re.compile(r"^\s*try\s*:", re.M)),
+)
 
 
 def _site_keys(text: str, path: str, chip: str) -> Counter:
