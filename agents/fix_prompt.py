@@ -9,6 +9,7 @@ sent (no other files, no environment); ``keys.redact`` is applied to the whole t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from pallasite.analysis.types import Finding
@@ -56,7 +57,7 @@ def describe_finding(finding: Finding, lines: Sequence[str]) -> str:
 
 def prompt(context: FixContext, history: Sequence[str] = ()) -> str:
     lines = context.text.splitlines()
-    parts = [f"File `{context.path}` (target chip: TPU {context.chip}"
+    parts = [f"File `{Path(context.path).name}` (target chip: TPU {context.chip}"
              + (f", scoped VMEM limit {context.vmem_limit_bytes / 2**20:g} MiB ({context.vmem_source})"
                 if context.vmem_limit_bytes else "") + "):",
              "```python", context.text.rstrip("\n"), "```", "",

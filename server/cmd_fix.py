@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
     config = dataclasses.replace(agent.provider_config(provider), store_path=str(store_path(workspace_for([path]))))
 
     async def go():
+        from pallasite.agents.providers import make_provider
+
+        model = make_provider(config)  # a configuration problem is told before anything runs
         checker = Checker(options)
         try:
             report = await checker.check(path, text, tiers=tiers)
@@ -94,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
                          line=args.line - 1 if args.line else None, docs_passages=agent.docsPassages)
             progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
             return await fix_file(job, config, agent.budgets(), checker, workspace=workspace_for([path]),
-                                  on_progress=progress)
+                                  on_progress=progress, provider=model)
         finally:
+            await model.close()
             await checker.close()
 
     try:

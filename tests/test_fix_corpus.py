@@ -36,7 +36,7 @@ async def fix_with(checker: Checker, case: Case, reply: str, tiers: tuple[int, .
 async def measure(selected: list[Case], tiers: tuple[int, ...]) -> dict:
     checker = Checker(CheckOptions(tiers=tiers, time_limit_s=120))
     figures = {"cases": 0, "verified_minimal": 0, "failures": [], "skipped": [], "wrong": {k: [0, 0] for k in WRONG_KINDS + INFO_KINDS},
-               "wrong_offered": [], "seconds": 0.0}
+               "wrong_offered": [], "info_offered": [], "seconds": 0.0}
     started = time.monotonic()
     try:
         for case in selected:
@@ -58,8 +58,7 @@ async def measure(selected: list[Case], tiers: tuple[int, ...]) -> dict:
                 figures["wrong"][kind][1] += 1
                 if bad.ok:
                     figures["wrong"][kind][0] += 1
-                    if kind in WRONG_KINDS:
-                        figures["wrong_offered"].append(f"{case.name} ({kind})")
+                    figures["wrong_offered" if kind in WRONG_KINDS else "info_offered"].append(f"{case.name} ({kind})")
     finally:
         await checker.close()
     figures["seconds"] = time.monotonic() - started
@@ -72,6 +71,8 @@ def report_figures(title: str, figures: dict) -> None:
           f"({100 * figures['verified_minimal'] / max(n, 1):.1f}%), {figures['seconds']:.1f} s")
     for kind, (offered, total) in figures["wrong"].items():
         print(f"  wrong fix '{kind}': {offered}/{total} offered")
+    for name in figures["info_offered"]:
+        print(f"  offered (verified by the checker): {name}")
     for failure in figures["failures"]:
         print(f"  not verified: {failure}")
     for skipped in figures["skipped"]:
