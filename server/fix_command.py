@@ -69,9 +69,9 @@ async def fix_with_agent(ls: Any, options: dict, token: Any = None) -> dict[str,
         outcome = await fix_file(job, agent.provider_config(), agent.budgets(), session.get_checker(doc.path),
                                  workspace=workspace_for([doc.path], cwd=Path(doc.path).parent),
                                  on_progress=progress.report)
-    except asyncio.CancelledError:
+    except asyncio.CancelledError:  # from the progress's cancel button or $/cancelRequest
         progress.end("cancelled")
-        raise
+        return {"ok": False, "applied": False, "message": "cancelled; nothing was changed"}
     except ProviderError as err:
         progress.end("failed")
         session.show(f"pallasite: Fix with agent: {err}", lsp.MessageType.Error)

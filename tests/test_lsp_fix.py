@@ -119,3 +119,21 @@ async def test_without_a_provider_the_action_says_how_to_configure_one(client, t
     result = as_dict(await run(client, action))
     assert not result["ok"] and "agent.provider" in result["message"] and "GEMINI_API_KEY" in result["message"]
     assert client.applied_edits == []
+
+
+async def test_the_fix_is_cancelled_from_its_progress(client, tmp_path):
+    uri, _, _, diags = await open_broken(client, tmp_path, [{"text": RIGHT, "delay_s": 60}], "Not now", [0])
+    action = await agent_action(client, uri, diags)
+    pending = asyncio.ensure_future(run(client, action))
+    for _ in range(200):
+        if client.progress_reports:
+            break
+        await asyncio.sleep(0.05)
+    token = next(iter(client.progress_reports))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(pending, 20)
+    assert result == {"ok": False, "applied": False, "message": "cancelled; nothing was changed"}
+    assert time.monotonic() - started < 5 and client.applied_edits == []
+    assert type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd"
