@@ -64,10 +64,12 @@ def docs_texts(findings: Sequence[Finding], k: int) -> tuple[str, ...]:
         from pallasite.knowledge import docs
 
         query = " ".join(f"{f.code} {f.message}" for f in findings)[:2000]
-        hits = docs.search(query, k=k)
+        hits = docs.search(query, k=3 * k)
     except Exception:  # noqa: BLE001 - docs help the model; a fix works without them
         return ()
-    return tuple(f"[{h.passage.id}] {h.passage.text[:1500]}" for h in hits)
+    # the catalog's entries are in the prompt already (catalog_texts): take the API docs and guides
+    others = [h for h in hits if not h.passage.id.startswith("catalog/")][:k]
+    return tuple(f"[{h.passage.id}] {h.passage.title}\n{h.passage.text[:1500]}" for h in others)
 
 
 def has_reference(text: str, path: str, chip: str) -> bool:

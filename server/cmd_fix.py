@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             report = await checker.check(path, text, tiers=tiers)
             job = FixJob(path=path, text=text, report=report, chip=chip, tiers=tiers,
-                         line=args.line - 1 if args.line else None, docs_passages=agent.docsPassages)
+                         line=args.line - 1 if args.line else None, docs_passages=agent.docsPassages,
+                         **_vmem(chip))
             progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
             return await fix_file(job, config, agent.budgets(), checker, workspace=workspace_for([path]),
                                   on_progress=progress, provider=model)
@@ -136,3 +137,17 @@ def _text(outcome, *, applied: bool) -> str:
         lines.append(f"  {len(outcome.attempts)} round(s) with {outcome.provider}, {outcome.usage.describe()}, "
                      f"{outcome.seconds:.1f} s; run id {outcome.run_id} (replay: --provider replay:{outcome.run_id})")
     return "\n".join(lines)
+
+
+def _vmem(chip: str) -> dict:
+    """The chip's scoped-VMEM limit from the chip-table cache `pallasite chips` writes, when there is one."""
+    try:
+        from pallasite.runner import chips
+
+        table = chips.read_cache() or []
+    except Exception:  # noqa: BLE001 - the model is told the limit only when it is known
+        return {}
+    for spec in table:
+        if spec.name == chip and spec.scoped_vmem_limit_bytes:
+            return {"vmem_limit_bytes": spec.scoped_vmem_limit_bytes, "vmem_source": spec.scoped_vmem_source}
+    return {}

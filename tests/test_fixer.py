@@ -188,3 +188,21 @@ def test_apply_edits_exact_loose_ambiguous_and_no_op():
     with pytest.raises(EditError, match="empty"):
         apply_edits(text, [SearchReplace("  ", "x")])
     assert [(h.start, h.end) for h in hunks(text, "a = 1\nb = 2   \nc = 9\na = 1\n")] == [(2, 3)]
+
+
+def test_the_prompt_holds_the_findings_catalog_docs_chip_and_vmem_and_only_the_file_name():
+    from pallasite.agents.fix_action import catalog_texts, docs_texts
+    from pallasite.agents.fix_prompt import prompt
+    from pallasite.analysis.tier0 import analyze
+
+    text = BROKEN.read_text()
+    findings = tuple(f for f in analyze(text, str(BROKEN)).findings if f.severity == "error")
+    context = FixContext(str(BROKEN), text, findings, "v5e", vmem_limit_bytes=16 * 2**20,
+                         vmem_source="libtpu probe", catalog=catalog_texts(findings), docs=("[guide/x] tiling",))
+    asked = prompt(context, ["Round 1: you proposed: X\nIt was rejected (still failing): PLS001"])
+    assert "File `add_bad_tiling.py` (target chip: TPU v5e, scoped VMEM limit 16 MiB (libtpu probe))" in asked
+    assert str(BROKEN.parent) not in asked  # the file's name, not where it lives
+    assert "line 9 (`BLOCK_COLS = 100`): PLS001 [tier 0, pallasite rules]" in asked
+    assert "PLS001: Block shape breaks the TPU (8, 128) tiling rule" in asked  # the catalog entry
+    assert "[guide/x] tiling" in asked and "Earlier proposals were rejected" in asked
+    assert all(not d.startswith("[catalog/") for d in docs_texts(findings, 2))  # no repeat of the catalog
