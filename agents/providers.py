@@ -42,10 +42,11 @@ RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 ERROR_KINDS = ("config", "auth", "rate_limit", "server", "timeout", "malformed", "network", "refused")
 
 HOW_TO_CONFIGURE = (
-    "Set the 'agent.provider' setting (editor settings or [tool.pallasite] agent = { provider = ... }) "
-    "to 'gemini' (with GEMINI_API_KEY or GOOGLE_API_KEY in the environment, or agent.vertexProject for "
-    "Vertex AI) or 'openai' (with agent.baseUrl for a local or compatible endpoint and OPENAI_API_KEY "
-    "when it needs one); `pallasite fix --provider NAME` chooses one for a single run."
+    "Set the 'agent.provider' setting in your editor's pallasite settings to 'gemini' (with "
+    "GEMINI_API_KEY or GOOGLE_API_KEY in the environment, or agent.vertexProject for Vertex AI) or "
+    "'openai' (with agent.baseUrl for a local or compatible endpoint and OPENAI_API_KEY when it needs "
+    "one); on the command line, `pallasite fix --provider NAME`. A project's pyproject.toml cannot "
+    "choose the provider."
 )
 
 
