@@ -322,23 +322,25 @@ def _safe_diff(context: FixContext, edits: Sequence[SearchReplace]) -> str:
 
 
 def outcome_json(outcome: FixOutcome, *, include_text: bool = True) -> dict:
-    """The outcome as plain JSON (``pallasite fix --format json`` and the store's run summary)."""
+    """The outcome as plain JSON (``pallasite fix --format json``, the editor command's answer, the
+    store's run summary). Like `pallasite check`'s JSON: snake_case keys, lines 1-based; an edit
+    replaces lines ``line`` .. ``end_line - 1`` (``end_line`` exclusive) with ``new_text``."""
     data = {
         "ok": outcome.ok, "path": outcome.path, "message": outcome.message, "label": outcome.label,
         "explanation": outcome.explanation, "diff": outcome.diff,
-        "edits": [{"startLine": h.start, "endLine": h.end, "newText": "".join(h.lines)} for h in outcome.hunks],
+        "edits": [{"line": h.start + 1, "end_line": h.end + 1, "new_text": "".join(h.lines)} for h in outcome.hunks],
         "rounds": len(outcome.attempts),
         "attempts": [{"round": a.round, "verdict": a.verdict, "detail": a.detail, "explanation": a.explanation,
                       "diff": a.diff} for a in outcome.attempts],
-        "usage": {"calls": outcome.usage.calls, "inputTokens": outcome.usage.input_tokens,
-                  "outputTokens": outcome.usage.output_tokens, "thinkingTokens": outcome.usage.thinking_tokens,
-                  "costUsd": outcome.usage.cost_usd},
-        "seconds": round(outcome.seconds, 3), "runId": outcome.run_id, "provider": outcome.provider,
+        "usage": {"calls": outcome.usage.calls, "input_tokens": outcome.usage.input_tokens,
+                  "output_tokens": outcome.usage.output_tokens, "thinking_tokens": outcome.usage.thinking_tokens,
+                  "cost_usd": outcome.usage.cost_usd},
+        "seconds": round(outcome.seconds, 3), "run_id": outcome.run_id, "provider": outcome.provider,
         "tiers": list(outcome.tiers),
         "verdicts": {name: {str(t): s for t, s in tiers} for name, tiers in outcome.verdicts},
     }
     if include_text:
-        data["fixedText"] = outcome.fixed_text
+        data["fixed_text"] = outcome.fixed_text
     return data
 
 

@@ -6,6 +6,13 @@
     pallasite fix kernel.py --provider replay:3f2a9c01d4e5  # re-run a recorded fix without the model
     pallasite fix kernel.py --format json                  # versioned JSON: edit, rounds, tokens, verdicts
 
+JSON (version 1; new keys may be added within it): ``{"version": 1, "tool": "pallasite fix", "target",
+"applied", "ok", "path", "message", "label", "explanation", "diff", "edits": [{"line", "end_line",
+"new_text"}], "rounds", "attempts": [{"round", "verdict", "detail", "explanation", "diff"}], "usage":
+{"calls", "input_tokens", "output_tokens", "thinking_tokens", "cost_usd"}, "seconds", "run_id",
+"provider", "tiers", "verdicts": {kernel: {tier: status}}, "fixed_text"}`` (lines 1-based, ``end_line``
+exclusive; ``fixed_text`` null unless verified).
+
 Budgets (agent.maxRounds, maxTokens, maxSeconds, ...) come from ``[tool.pallasite]``; which model
 receives the code (provider, model, base URL, key variable) only from the command line or the
 editor's settings. Exit status: 0 a verified fix (or nothing to fix), 1 no verified fix, 2 usage or

@@ -43,12 +43,12 @@ def test_fix_prints_the_verified_diff_and_applies_it(tmp_path):
                cwd=kernel.parent)
     data = json.loads(done.stdout)
     assert done.returncode == 0 and data["version"] == 1 and data["applied"] and data["rounds"] == 2
-    assert data["usage"]["calls"] == 2 and data["edits"] == [{"startLine": 8, "endLine": 9, "newText": "BLOCK_COLS = 128\n"}]
+    assert data["usage"]["calls"] == 2 and data["edits"] == [{"line": 9, "end_line": 10, "new_text": "BLOCK_COLS = 128\n"}]
     assert kernel.read_text() == before.replace("BLOCK_COLS = 100", "BLOCK_COLS = 128")
     # the run replays from the store without the model
     kernel.write_text(before)
-    again = fix(str(kernel), "--provider", f"replay:{data['runId']}", "--format", "json", cwd=kernel.parent)
-    assert json.loads(again.stdout)["fixedText"] == data["fixedText"]
+    again = fix(str(kernel), "--provider", f"replay:{data['run_id']}", "--format", "json", cwd=kernel.parent)
+    assert json.loads(again.stdout)["fixed_text"] == data["fixed_text"]
 
 
 def test_no_verified_fix_exits_1_and_lists_the_rounds(tmp_path):
