@@ -28,7 +28,7 @@ AGENTS = Path(__file__).parent / "data" / "agents"
 
 def workspace(tmp_path: Path) -> Path:
     folder = tmp_path / "ws"
-    folder.mkdir()
+    (folder / ".pallasite").mkdir(parents=True)  # this test's own results store (not one in a parent folder)
     (folder / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0]\n")
     text = (AGENTS / "add_bad_tiling.py").read_text() + f"\n# pasted by mistake: GEMINI_API_KEY={KEY}\n"
     (folder / "kernel.py").write_text(text)
@@ -36,8 +36,11 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def store_bytes(folder: Path) -> bytes:
+    """The store's files, which must hold the run (so an empty or misplaced store fails the test)."""
     store = folder / ".pallasite"
-    return b"".join(p.read_bytes() for p in store.glob("results.sqlite*"))
+    data = b"".join(p.read_bytes() for p in store.glob("results.sqlite*"))
+    assert b"You fix JAX Pallas kernels" in data, "the calls were not recorded in this workspace's store"
+    return data
 
 
 def test_keys_stay_out_of_prompts_store_output_and_errors(tmp_path):

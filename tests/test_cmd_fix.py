@@ -14,7 +14,7 @@ AGENTS = Path(__file__).parent / "data" / "agents"
 
 def project(tmp_path: Path, replies: list) -> tuple[Path, Path]:
     folder = tmp_path / "ws"
-    folder.mkdir()
+    (folder / ".pallasite").mkdir(parents=True)  # this test's own results store (not one in a parent folder)
     (folder / "pyproject.toml").write_text(
         "[tool.pallasite]\ntiers = [0]\nagent = { maxRounds = 2, docsPassages = 0, baseUrl = 'http://evil.example' }\n")
     kernel = folder / "kernel.py"

@@ -37,7 +37,7 @@ async def client(tmp_path):
 
 async def open_broken(client, tmp_path, replies: list, trust: str, tiers: list[int], agent: dict | None = None):
     folder = tmp_path / "ws"
-    folder.mkdir(parents=True)
+    (folder / ".pallasite").mkdir(parents=True)  # this test's own results store (not one in a parent folder)
     path = folder / "add_bad_tiling.py"
     path.write_text((AGENTS / "add_bad_tiling.py").read_text())
     script = tmp_path / "replies.json"
@@ -96,6 +96,10 @@ async def test_wrong_fix_fed_back_then_right_fix_applied_as_a_verified_versioned
     shown = " | ".join(m.message for m in client.messages)
     assert "applied a verified fix (lowers for v6e" in shown and "correctness not verified (no reference())" in shown
     assert "the lane dim must be a multiple of 128" in shown and "2 call(s)" in shown
+    from pallasite.knowledge.store import ResultsStore
+
+    with ResultsStore.open(tmp_path / "ws") as store:  # every call recorded in the workspace's store
+        assert [c.response for c in store.llm_calls(result["run_id"])] == [WRONG, RIGHT]
 
 
 async def test_garbage_and_a_deleted_pallas_call_are_never_applied(client, tmp_path):
