@@ -10,6 +10,7 @@ workspace's results store, and verifies each proposal on the given engine ``Chec
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -84,9 +85,11 @@ async def fix_file(job: FixJob, config: ProviderConfig, budgets: Budgets, checke
     if not found:
         where = f" on line {job.line + 1}" if job.line is not None else ""
         return FixOutcome(ok=False, path=job.path, message=f"nothing to fix: no error{where} in {job.path}")
+    # loading the docs index can take a second: off the event loop (the language server keeps serving)
+    docs = await asyncio.to_thread(docs_texts, found, job.docs_passages) if job.docs_passages else ()
     context = FixContext(path=job.path, text=job.text, findings=found, chip=job.chip,
                          vmem_limit_bytes=job.vmem_limit_bytes, vmem_source=job.vmem_source,
-                         catalog=catalog_texts(found), docs=docs_texts(found, job.docs_passages),
+                         catalog=catalog_texts(found), docs=docs,
                          has_reference=has_reference(job.text, job.path, job.chip))
     own = provider is None
     provider = provider or make_provider(config)

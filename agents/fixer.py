@@ -49,7 +49,7 @@ class Budgets:
     max_seconds: float = 300.0  # wall clock of the whole action, model calls and checks together
     request_timeout_s: float = 120.0  # one model call
     max_changed_lines: int = 40  # a proposal touching more lines is not a minimal edit
-    max_output_tokens: int = 8192
+    max_output_tokens: int = 16384  # a cap per reply (thinking models spend part of it thinking)
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ class ModelRequest:
     schema_name: str = "reply"
     max_output_tokens: int = 8192
     timeout_s: float = 120.0
-    temperature: float = 0.0
+    temperature: float | None = None  # None: the model's default (reasoning models reject any other)
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,9 @@ class GeminiProvider:
         config: dict[str, Any] = {
             "system_instruction": request.system,
             "max_output_tokens": request.max_output_tokens,
-            "temperature": request.temperature,
         }
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
         if request.schema is not None:
             config.update(response_mime_type="application/json", response_json_schema=request.schema)
         call = self._client.aio.models.generate_content(

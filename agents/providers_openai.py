@@ -45,6 +45,8 @@ class OpenAIProvider:
     async def complete(self, request: ModelRequest) -> ModelReply:
         started = time.monotonic()
         kwargs: dict = {}
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
         if request.schema is not None:
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": request.schema_name, "schema": request.schema, "strict": False}}
@@ -52,7 +54,6 @@ class OpenAIProvider:
             model=self.model,
             messages=[{"role": "system", "content": request.system}, {"role": "user", "content": request.prompt}],
             max_completion_tokens=request.max_output_tokens,
-            temperature=request.temperature,
             timeout=request.timeout_s,
             **kwargs,
         )

@@ -153,6 +153,7 @@ async def test_openai_request_shape_structured_output_and_usage(endpoint, keys_e
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["name"] == "kernel_fix"
     assert body["response_format"]["json_schema"]["schema"]["required"] == ["explanation", "edits"]
+    assert "temperature" not in body  # the model's default: reasoning models reject any other value
     assert (reply.usage.input_tokens, reply.usage.output_tokens, reply.usage.thinking_tokens) == (100, 30, 20)
     assert reply.usage.cost_usd == pytest.approx((100 * 2.0 + 50 * 8.0) / 1e6)
 
