@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol, Sequence
 
 from pallasite.analysis.tier0 import analyze
-from pallasite.analysis.types import FileReport, Finding
+from pallasite.analysis.types import FileReport
 
 from . import keys
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
@@ -133,7 +133,6 @@ class Fixer:
         usage = Usage()
         attempts: list[Attempt] = []
         history: list[str] = []
-        base = dict(path=context.path, run_id=run_id, provider=self.provider.name, tiers=tiers)
         stop = ""
         for round_no in range(1, self.budgets.max_rounds + 1):
             left_s = self.budgets.max_seconds - (time.monotonic() - started)

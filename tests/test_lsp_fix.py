@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 from pytest_lsp.client import register_lsp_features
 
 from test_lsp import (  # noqa: F401
-    DATA, answer_trust, copy_fixture, diagnostics_for, initialize, open_doc, raw_request, start_client, stop_client,
+    DATA, answer_trust, diagnostics_for, initialize, open_doc, raw_request, start_client, stop_client,
 )
 from test_fixer import DELETES_CALL, RIGHT, WRONG
 
