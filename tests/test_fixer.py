@@ -207,3 +207,13 @@ def test_the_prompt_holds_the_findings_catalog_docs_chip_and_vmem_and_only_the_f
     assert "PLS001: Block shape breaks the TPU (8, 128) tiling rule" in asked  # the catalog entry
     assert "[guide/x] tiling" in asked and "Earlier proposals were rejected" in asked
     assert all(not d.startswith("[catalog/") for d in docs_texts(findings, 2))  # no repeat of the catalog
+
+
+def test_a_missing_sdk_says_which_extra_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openai", None)  # as if the package were not installed
+    monkeypatch.delitem(sys.modules, "pallasite.agents.providers_openai", raising=False)
+    with pytest.raises(ProviderError, match=r"needs its SDK .*pip install 'pallasite\[agents\]'") as err:
+        make_provider(ProviderConfig(name="openai", base_url="http://127.0.0.1:1/v1"))
+    assert err.value.kind == "config"

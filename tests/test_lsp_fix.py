@@ -141,3 +141,16 @@ async def test_the_fix_is_cancelled_from_its_progress(client, tmp_path):
     assert result == {"ok": False, "applied": False, "message": "cancelled; nothing was changed"}
     assert time.monotonic() - started < 5 and client.applied_edits == []
     assert type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd"
+
+
+async def test_an_edit_during_the_fix_means_nothing_is_applied(client, tmp_path):
+    uri, text, _, diags = await open_broken(client, tmp_path, [{"text": RIGHT, "delay_s": 2}], "Not now", [0])
+    action = await agent_action(client, uri, diags)
+    pending = asyncio.ensure_future(run(client, action))
+    await asyncio.sleep(0.5)
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text + "\n# a comment\n")]))
+    result = as_dict(await asyncio.wait_for(pending, 60))
+    assert result["ok"] and not result["applied"] and "document changed" in result["message"]
+    assert client.applied_edits == []
