@@ -100,6 +100,8 @@ async def test_wrong_fix_fed_back_then_right_fix_applied_as_a_verified_versioned
 
     with ResultsStore.open(tmp_path / "ws") as store:  # every call recorded in the workspace's store
         assert [c.response for c in store.llm_calls(result["run_id"])] == [WRONG, RIGHT]
+    stats = await raw_request(client, "pallasite/serverStats", None)
+    assert stats["jaxImported"] is False  # the proposals ran in the worker, never in the server
 
 
 async def test_garbage_and_a_deleted_pallas_call_are_never_applied(client, tmp_path):
