@@ -169,13 +169,13 @@ class Fixer:
                 candidate, report = await self._check(context, proposal.edits, tiers, original_sites, allowed,
                                                       original_report)
             except _Rejected as rej:
-                diff = _safe_diff(context, proposal.edits)
+                diff = keys.redact(_safe_diff(context, proposal.edits))
                 attempts.append(Attempt(round_no, rej.verdict, rej.detail, keys.redact(proposal.explanation), diff))
                 history.append(f"Round {round_no}: you proposed:\n{_blocks(proposal.edits)}\n"
                                f"It was rejected ({rej.verdict}): {rej.detail}")
                 continue
             label = _label(report, tiers, context.chip, context.has_reference)
-            diff = unified_diff(context.text, candidate, context.path)
+            diff = keys.redact(unified_diff(context.text, candidate, context.path))  # shown; the edit is exact
             attempts.append(Attempt(round_no, "verified", label, keys.redact(proposal.explanation), diff))
             outcome = FixOutcome(
                 ok=True, path=context.path, message=f"verified fix: {label}", label=label, fixed_text=candidate,
@@ -196,6 +196,7 @@ class Fixer:
     async def _check(self, context: FixContext, edits: Sequence[SearchReplace], tiers: tuple[int, ...],
                      original_sites: Counter, allowed: Counter,
                      original_report: FileReport | None) -> tuple[str, FileReport]:
+        allowed = Counter(allowed)  # each proposal is measured against the original file afresh
         try:
             candidate = apply_edits(context.text, tuple(edits))
         except EditError as err:

@@ -217,3 +217,17 @@ def test_a_missing_sdk_says_which_extra_to_install(monkeypatch):
     with pytest.raises(ProviderError, match=r"needs its SDK .*pip install 'pallasite\[agents\]'") as err:
         make_provider(ProviderConfig(name="openai", base_url="http://127.0.0.1:1/v1"))
     assert err.value.kind == "config"
+
+
+async def test_each_round_is_measured_against_the_original_errors(tmp_path):
+    # the file has two errors of one code; the fix is asked for one line only, so one may remain.
+    # A round that fails must not use up what the next round is allowed.
+    two = BROKEN.read_text().replace("    spec = pl.BlockSpec((BLOCK_ROWS, BLOCK_COLS), lambda i, j: (i, j))\n",
+                                     "    spec = pl.BlockSpec((BLOCK_ROWS, BLOCK_COLS), lambda i, j: (i, j))\n"
+                                     "    spec2 = pl.BlockSpec((BLOCK_ROWS, 100), lambda i, j: (i, j))\n")
+    two = two.replace("out_specs=spec,", "out_specs=spec2,")
+    path = tmp_path / "two.py"
+    path.write_text(two)
+    fix_first = proposal("BLOCK_COLS = 100\n", "BLOCK_COLS = 128\n")
+    outcome, _, _ = await run_fix(["garbage {", WRONG, fix_first], None, line=16, path=path)
+    assert [a.verdict for a in outcome.attempts] == ["unreadable", "still failing", "verified"], outcome.attempts
