@@ -53,9 +53,12 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
+from pallasite.analysis.types import Measurement, Provenance
+
 from . import chips
 from . import errors as errors_mod
-from . import tasks_runtime
+from . import messages, tasks_runtime
+from .messages import Stage
 
 # Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
 # from the chip table of runner/chips.py.
@@ -66,12 +69,21 @@ LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] o
 _topology_devices: dict[str, Any] = {}  # target -> tier-2 device (a warm worker reuses it)
 
 
-def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """Run the requested compiler tiers on every task of ``params['path']``."""
-    if params.get("script"):  # `pallasite check --script`: runner/script_mode.py
+def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | None = None) -> messages.CheckResult:
+    """Run the requested compiler tiers on every task of the sent file (typed in, typed out)."""
+    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
+             "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
+             "entries": list(params.entries) if params.entries is not None else None,
+             "tier2_known": dict(params.tier2_known)}
+    if params.script:  # `pallasite check --script`: runner/script_mode.py
         from .script_mode import handle_script_check
 
-        return handle_script_check(params, progress)
+        scripted = functools.partial(progress, stage=Stage.SCRIPT) if progress is not None else None
+        return typed_result(handle_script_check(plain, scripted), plain["tiers"])
+    return typed_result(_handle_check(plain, params.source, progress), plain["tiers"])
+
+
+def _handle_check(params: dict[str, Any], source: messages.Sources | None, progress: Callable[..., Any] | None) -> dict[str, Any]:
     import jax
 
     say = _say(progress)
@@ -96,9 +108,12 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
 
     from .loader import user_module
 
-    say(f"importing {os.path.basename(path)}")
+    say(f"importing {os.path.basename(path)}", stage=Stage.IMPORT)
+    modules = [(m.module, m.path, m.text) for m in source.modules if m.module] if source is not None else []
+    package = source.package if source is not None else None
     try:
-        with _line_watch(path, params.get("time_limit_s"), say), _restored_config(), user_module(path, text) as module:
+        with (_line_watch(path, params.get("time_limit_s"), say), _restored_config(),
+              user_module(path, text, modules, package) as module):
             try:
                 tasks = tasks_runtime.discover(module, path, text)
             except tasks_runtime.TaskError as exc:
@@ -148,6 +163,7 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
     if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
+        say(f"tier 3: {task.name}", stage=Stage.TIER, tier=3, entry=task.name)
         tier3_entry(entry, task, path, say, target)
     return entry
 
@@ -166,7 +182,7 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
     failed = False
     timings = entry.setdefault("timings_s", {})
     if 1 in tiers:
-        say(f"tier 1: {label} (Pallas TPU lowering for {target}{detail})")
+        say(f"tier 1: {label} (Pallas TPU lowering for {target}{detail})", stage=Stage.TIER, tier=1, entry=label)
         started = time.perf_counter()
         try:
             exported = lower_for_tpu(fn, args, target)
@@ -186,7 +202,7 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
         elif failed:
             entry["tiers"]["2"] = "skipped: tier 1 failed"
         else:
-            say(f"tier 2: {label} (libtpu compile for {target}{detail})")
+            say(f"tier 2: {label} (libtpu compile for {target}{detail})", stage=Stage.TIER, tier=2, entry=label)
             started = time.perf_counter()
             try:
                 entry["memory"] = compile_for_tpu(fn, args, target)
@@ -308,7 +324,7 @@ def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
     """Near the time limit, keep saying which line of the user's file the check is on.
 
     The client kills a worker that runs past the limit, and a killed worker says nothing more: these
-    progress messages ("at line N of FILE") let it put a hang (e.g. at import) at its line.
+    progress reports (``line`` set, the stage kept) let it put a hang (e.g. at import) at its line.
     """
     if not isinstance(limit_s, (int, float)) or limit_s <= 0:
         yield
@@ -322,7 +338,7 @@ def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
         while not stop.wait(wait):
             line = _innermost_line(sys._current_frames().get(main), target)
             if line is not None:
-                say(f"at line {line} of {os.path.basename(path)}")
+                say(f"at line {line} of {os.path.basename(path)}", line=line)
             wait = 0.5
 
     thread = threading.Thread(target=watch, name="pallasite-line-watch", daemon=True)
@@ -388,10 +404,85 @@ def _plain_error(stage: str, message: str) -> dict[str, Any]:
             "frames": [], "mentions": [], "refs": [], "vmem": None, "mosaic_codes": [], "syntax": None}
 
 
-def _say(progress: Callable[..., Any] | None) -> Callable[[str], None]:
-    def say(message: str) -> None:
-        if progress is not None:
-            with contextlib.suppress(Exception):
-                progress(message)
+class _Say:
+    """Progress for one request: ``say(message, stage=..., tier=..., entry=...)`` starts a step;
+    ``say(message)`` reports within the current step (tier 3's sub-runs); ``say(message, line=N)``
+    refines it with the user's line. Each call sends a structured ``Progress`` (never raises)."""
 
-    return say
+    def __init__(self, progress: Callable[..., Any] | None) -> None:
+        self.progress = progress
+        self.step: dict[str, Any] = {}
+
+    def __call__(self, message: str, **fields: Any) -> None:
+        if "stage" in fields:
+            self.step = {k: v for k, v in fields.items() if k in ("stage", "tier", "entry")}
+        report = dict(self.step)
+        if "line" in fields:
+            report["line"] = fields["line"]
+        if self.progress is not None:
+            with contextlib.suppress(Exception):
+                self.progress(str(message), **report)
+
+
+def _say(progress: Callable[..., Any] | None) -> Callable[..., None]:
+    return _Say(progress)
+
+
+# --------------------------------------------------------------------------- the typed result
+
+
+def typed_result(result: dict[str, Any], tiers: Sequence[int]) -> messages.CheckResult:
+    """The check's plain dict (built step by step by the tiers) as the protocol's ``CheckResult``."""
+    entries = []
+    for entry in result.get("entries") or ():
+        tier3 = entry.get("tier3")
+        measurements = ()
+        if tier3 and tier3.get("seconds") is not None:
+            measurements = (Measurement(status="ok", provenance=Provenance.INTERPRET, device_kind="cpu",
+                                        method="tier 3: TPU interpret mode on CPU, wall clock of the whole run",
+                                        samples_ns=(float(tier3["seconds"]) * 1e9,),
+                                        median_ns=float(tier3["seconds"]) * 1e9,
+                                        jax_version=versions()["jax"], libtpu_version=versions()["libtpu"]),)
+        entries.append(messages.CheckEntry(
+            name=str(entry["name"]),
+            tiers=tuple(messages.TierOutcome.of(int(t), state) for t, state in sorted(entry.get("tiers", {}).items())),
+            line=entry.get("line"),
+            format=entry.get("format"),
+            has_reference=bool(entry.get("has_reference")),
+            tolerance=entry.get("tolerance"),
+            tunables=entry.get("tunables"),
+            errors=tuple(_record(r) for r in entry.get("errors") or ()),
+            memory=entry.get("memory"),
+            mosaic_calls=entry.get("mosaic_calls"),
+            lowered_hash=entry.get("lowered_hash"),
+            inputs=tuple(messages.InputSig(tuple(shape), str(dtype)) for shape, dtype in entry.get("inputs") or ()),
+            timings_s={str(k): float(v) for k, v in (entry.get("timings_s") or {}).items()},
+            notes=tuple(str(n) for n in entry.get("notes") or ()),
+            tier3=messages.Tier3Info(seconds=tier3.get("seconds"), shapes=tier3.get("shapes"),
+                                     shrunk=bool(tier3.get("shrunk"))) if tier3 else None,
+            measurements=measurements,
+        ))
+    found = versions()
+    script = result.get("script")
+    return messages.CheckResult(
+        target=str(result.get("target")),
+        tiers=tuple(sorted(int(t) for t in (result.get("tiers") or tiers))),
+        tasks_found=int(result.get("tasks_found") or 0),
+        versions=messages.Versions(jax=found["jax"], libtpu=found["libtpu"]),
+        errors=tuple(_record(r) for r in result.get("errors") or ()),
+        unavailable={str(k): str(v) for k, v in (result.get("unavailable") or {}).items()},
+        entries=tuple(entries),
+        script=messages.ScriptInfo(calls=int(script["calls"]), distinct=int(script["distinct"])) if script else None,
+    )
+
+
+def _record(rec: dict[str, Any]) -> messages.ErrorRecord:
+    """A runner/errors.py record (plain) as the protocol's ``ErrorRecord``; unknown keys are dropped."""
+    names = {f for f in messages.ErrorRecord.__dataclass_fields__}
+    plain = {k: v for k, v in rec.items() if k in names and v is not None}
+    plain.setdefault("stage", "")
+    plain.setdefault("type", "Error")
+    plain.setdefault("sentence", plain.get("message", ""))
+    plain.setdefault("message", plain.get("sentence", ""))
+    plain["x64"] = bool(plain.get("x64"))
+    return messages.decode_as(messages.ErrorRecord, plain, "error record")
