@@ -16,7 +16,7 @@ This module never imports jax: the CLI, the language server and the agents all u
     reports = check_paths(["a.py", "b.py"], CheckOptions())   # sync, for the CLI
 
 With a ``ResultCache`` (``Checker(options, cache=...)``; the server layer's adapter over the
-results store is ``pallasite.server.results_cache``), every compiler-tier verdict is recorded, and
+results store is ``pallasite.engine.store_cache``), every compiler-tier verdict is recorded, and
 tier 2 is reused instead of recompiled when the same lowered kernel was compiled before for the
 same inputs, chip, jax/libtpu versions and backend: the worker is asked for tier 1 first, which
 returns each entry's lowered-module hash, then (only when needed) for tier 2 of the entries the cache

@@ -104,7 +104,7 @@ def stored_checks(path: str) -> list[Any]:
     try:
         from pallasite.knowledge.store import ResultsStore, store_path
 
-        from .results_cache import workspace_for
+        from pallasite.engine.store_cache import workspace_for
 
         where = store_path(workspace_for([path], cwd=Path(path).parent))
         if not where.is_file():

@@ -185,7 +185,7 @@ class Session(SettingsAndTrust):
         results store (.pallasite/), which also lets it reuse unchanged tier-2 verdicts."""
         from pallasite.engine.checker import Checker
 
-        from .results_cache import StoreCache, workspace_for
+        from pallasite.engine.store_cache import StoreCache, workspace_for
 
         workspace = str(workspace_for([path], cwd=Path(path).parent))
         options = self.check_options()

@@ -1,7 +1,7 @@
 """Reusing stored verdicts: `pallasite check` records every check and skips an unchanged tier 2.
 
 The checker asks the worker for tier 1 (which returns the lowered module's hash), looks the tier-2
-verdict up in the results store (server/results_cache.py over knowledge/store.py) and asks the
+verdict up in the results store (engine/store_cache.py over knowledge/store.py) and asks the
 worker for tier 2 only on a miss. A counting wrapper around one real, warm worker tells whether
 tier 2 was requested. Tier 2 needs libtpu (``tpu_compiler``); the broken-cache test does not.
 """
@@ -18,7 +18,7 @@ import pytest
 from pallasite.knowledge.store import ResultsStore
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import Reply
-from pallasite.server.results_cache import StoreCache, workspace_for
+from pallasite.engine.store_cache import StoreCache, workspace_for
 
 HERE = os.path.dirname(__file__)
 FIXTURE = os.path.join(HERE, "data", "results_reuse", "scaled_rows.py")
