@@ -9,14 +9,14 @@ repeats a tier-0 one is folded into it (``engine/agreement.py``: one mistake, on
 
 This module never imports jax: the CLI, the language server and the agents all use it.
 
-    checker = Checker(CheckOptions(target="v5e"))
+    checker = Checker(CheckOptions(target="v5e"))       # its own worker; the engine passes its pool
     report = await checker.check("kernel.py")          # FileReport
     await checker.close()
 
-    reports = check_paths(["a.py", "b.py"], CheckOptions())   # sync, for the CLI
+    reports = check_paths(["a.py", "b.py"], CheckOptions())   # sync, without a results store
 
-With a ``ResultCache`` (``Checker(options, cache=...)``; the server layer's adapter over the
-results store is ``pallasite.engine.store_cache``), every compiler-tier verdict is recorded, and
+With a ``ResultCache`` (``Checker(options, cache=...)``; the adapter over the results store is
+``engine/store_cache.py``, which the engine keeps open per workspace), every compiler-tier verdict is recorded, and
 tier 2 is reused instead of recompiled when the same lowered kernel was compiled before for the
 same inputs, chip, jax/libtpu versions and backend: the worker is asked for tier 1 first, which
 returns each entry's lowered-module hash, then (only when needed) for tier 2 of the entries the cache
@@ -467,17 +467,12 @@ def _memory_note(entry: str, figures: Mapping[str, int], target: str) -> str:
             + " (libtpu compiler's memory_analysis, deviceless compile; VMEM use is not included)")
 
 
-def check_paths(paths: Sequence[str], options: CheckOptions, *, cache: ResultCache | None = None) -> list[FileReport]:
-    """Check each file in turn with one shared worker (synchronous, for the CLI)."""
+def check_paths(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1) -> list[FileReport]:
+    """Check files without a results store (synchronous, for scripts and tests); reports in the
+    order of ``paths``. The CLI uses ``engine.engine.check_paths_sync`` (the same engine, with its store)."""
+    from .engine import check_paths_sync
 
-    async def run_all() -> list[FileReport]:
-        checker = Checker(options, cache=cache)
-        try:
-            return [await checker.check(p) for p in paths]
-        finally:
-            await checker.close()
-
-    return asyncio.run(run_all())
+    return check_paths_sync(paths, options, jobs=jobs, use_store=False)
 
 
 # --------------------------------------------------------------------------- helpers

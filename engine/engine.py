@@ -135,13 +135,14 @@ class Engine:
 
     # ------------------------------------------------------------------ the chip table
 
-    async def fetch_chip_table(self, options: CheckOptions) -> tuple[list[Any] | None, str | None]:
-        """Ask a job worker for the chip table (it probes libtpu for scoped-VMEM limits); keeps it.
-        Returns (specs, None) or (None, why)."""
+    async def fetch_chip_table(self, options: CheckOptions, *, purpose: Purpose = "check") -> tuple[list[Any] | None, str | None]:
+        """Ask a worker for the chip table (it probes libtpu for scoped-VMEM limits); keeps it.
+        Returns (specs, None) or (None, why). The server asks its warm check worker once, after a
+        check, rather than starting a job worker for it."""
         from pallasite.runner import chips
         from pallasite.runner.messages import ChipsParams
 
-        reply = await self.backend(options).request(ChipsParams(probe=True), purpose="job",
+        reply = await self.backend(options).request(ChipsParams(probe=True), purpose=purpose,
                                                     timeout_s=options.time_limit_s)
         if not reply.ok:
             return None, reply.message

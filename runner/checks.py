@@ -53,8 +53,6 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from pallasite.analysis.types import Measurement, Provenance
-
 from . import chips
 from . import errors as errors_mod
 from . import messages, tasks_runtime
@@ -433,56 +431,5 @@ def _say(progress: Callable[..., Any] | None) -> Callable[..., None]:
 
 def typed_result(result: dict[str, Any], tiers: Sequence[int]) -> messages.CheckResult:
     """The check's plain dict (built step by step by the tiers) as the protocol's ``CheckResult``."""
-    entries = []
-    for entry in result.get("entries") or ():
-        tier3 = entry.get("tier3")
-        measurements = ()
-        if tier3 and tier3.get("seconds") is not None:
-            measurements = (Measurement(status="ok", provenance=Provenance.INTERPRET, device_kind="cpu",
-                                        method="tier 3: TPU interpret mode on CPU, wall clock of the whole run",
-                                        samples_ns=(float(tier3["seconds"]) * 1e9,),
-                                        median_ns=float(tier3["seconds"]) * 1e9,
-                                        jax_version=versions()["jax"], libtpu_version=versions()["libtpu"]),)
-        entries.append(messages.CheckEntry(
-            name=str(entry["name"]),
-            tiers=tuple(messages.TierOutcome.of(int(t), state) for t, state in sorted(entry.get("tiers", {}).items())),
-            line=entry.get("line"),
-            format=entry.get("format"),
-            has_reference=bool(entry.get("has_reference")),
-            tolerance=entry.get("tolerance"),
-            tunables=entry.get("tunables"),
-            errors=tuple(_record(r) for r in entry.get("errors") or ()),
-            memory=entry.get("memory"),
-            mosaic_calls=entry.get("mosaic_calls"),
-            lowered_hash=entry.get("lowered_hash"),
-            inputs=tuple(messages.InputSig(tuple(shape), str(dtype)) for shape, dtype in entry.get("inputs") or ()),
-            timings_s={str(k): float(v) for k, v in (entry.get("timings_s") or {}).items()},
-            notes=tuple(str(n) for n in entry.get("notes") or ()),
-            tier3=messages.Tier3Info(seconds=tier3.get("seconds"), shapes=tier3.get("shapes"),
-                                     shrunk=bool(tier3.get("shrunk"))) if tier3 else None,
-            measurements=measurements,
-        ))
-    found = versions()
-    script = result.get("script")
-    return messages.CheckResult(
-        target=str(result.get("target")),
-        tiers=tuple(sorted(int(t) for t in (result.get("tiers") or tiers))),
-        tasks_found=int(result.get("tasks_found") or 0),
-        versions=messages.Versions(jax=found["jax"], libtpu=found["libtpu"]),
-        errors=tuple(_record(r) for r in result.get("errors") or ()),
-        unavailable={str(k): str(v) for k, v in (result.get("unavailable") or {}).items()},
-        entries=tuple(entries),
-        script=messages.ScriptInfo(calls=int(script["calls"]), distinct=int(script["distinct"])) if script else None,
-    )
-
-
-def _record(rec: dict[str, Any]) -> messages.ErrorRecord:
-    """A runner/errors.py record (plain) as the protocol's ``ErrorRecord``; unknown keys are dropped."""
-    names = {f for f in messages.ErrorRecord.__dataclass_fields__}
-    plain = {k: v for k, v in rec.items() if k in names and v is not None}
-    plain.setdefault("stage", "")
-    plain.setdefault("type", "Error")
-    plain.setdefault("sentence", plain.get("message", ""))
-    plain.setdefault("message", plain.get("sentence", ""))
-    plain["x64"] = bool(plain.get("x64"))
-    return messages.decode_as(messages.ErrorRecord, plain, "error record")
+    result.setdefault("versions", versions())
+    return messages.check_result_from_plain(result, tiers)

@@ -27,7 +27,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pallasite.analysis.types import ChipSpec, Measurement, from_json, to_json
+from pallasite.analysis.types import ChipSpec, Measurement, Provenance, from_json, to_json
 
 
 class ProtocolError(ValueError):
@@ -361,6 +361,68 @@ class CheckResult:
 PARAMS: dict[str, type] = {cls.OP: cls for cls in (PingParams, VersionsParams, ChipsParams, ImportParams, CheckParams)}
 RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": ChipsResult,
                             "import": ImportResult, "check": CheckResult}
+
+
+# --------------------------------------------------------------------------- from the worker's working form
+
+
+def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> CheckResult:
+    """A check result as the worker builds it step by step (plain dicts, states spelled ``"ok"`` or
+    ``"skipped: why"``, runner/errors.py records) as a typed ``CheckResult``. The tier-3 run's wall
+    time becomes a ``Measurement`` with ``Provenance.INTERPRET`` (CPU interpret mode, never TPU time)."""
+    found = dict(result.get("versions") or {})
+    entries = []
+    for entry in result.get("entries") or ():
+        tier3 = entry.get("tier3")
+        measurements: tuple[Measurement, ...] = ()
+        if tier3 and tier3.get("seconds") is not None:
+            ns = float(tier3["seconds"]) * 1e9
+            measurements = (Measurement(status="ok", provenance=Provenance.INTERPRET, device_kind="cpu",
+                                        method="tier 3: TPU interpret mode on CPU, wall clock of the whole run",
+                                        samples_ns=(ns,), median_ns=ns, jax_version=found.get("jax"),
+                                        libtpu_version=found.get("libtpu")),)
+        entries.append(CheckEntry(
+            name=str(entry["name"]),
+            tiers=tuple(TierOutcome.of(int(t), state) for t, state in sorted((entry.get("tiers") or {}).items())),
+            line=entry.get("line"),
+            format=entry.get("format"),
+            has_reference=bool(entry.get("has_reference")),
+            tolerance=entry.get("tolerance"),
+            tunables=entry.get("tunables"),
+            errors=tuple(record_from_plain(r) for r in entry.get("errors") or ()),
+            memory=entry.get("memory"),
+            mosaic_calls=entry.get("mosaic_calls"),
+            lowered_hash=entry.get("lowered_hash"),
+            inputs=tuple(InputSig(tuple(shape), str(dtype)) for shape, dtype in entry.get("inputs") or ()),
+            timings_s={str(k): float(v) for k, v in (entry.get("timings_s") or {}).items()},
+            notes=tuple(str(n) for n in entry.get("notes") or ()),
+            tier3=Tier3Info(seconds=tier3.get("seconds"), shapes=tier3.get("shapes"),
+                            shrunk=bool(tier3.get("shrunk"))) if tier3 else None,
+            measurements=measurements,
+        ))
+    script = result.get("script")
+    return CheckResult(
+        target=str(result.get("target")),
+        tiers=tuple(sorted(int(t) for t in (result.get("tiers") or tiers))),
+        tasks_found=int(result.get("tasks_found") or 0),
+        versions=Versions(jax=found.get("jax"), libtpu=found.get("libtpu")),
+        errors=tuple(record_from_plain(r) for r in result.get("errors") or ()),
+        unavailable={str(k): str(v) for k, v in (result.get("unavailable") or {}).items()},
+        entries=tuple(entries),
+        script=ScriptInfo(calls=int(script["calls"]), distinct=int(script["distinct"])) if script else None,
+    )
+
+
+def record_from_plain(rec: dict[str, Any]) -> ErrorRecord:
+    """A runner/errors.py record (plain) as an ``ErrorRecord``; keys it does not define are dropped."""
+    names = set(ErrorRecord.__dataclass_fields__)
+    plain = {k: v for k, v in rec.items() if k in names and v is not None}
+    plain.setdefault("stage", "")
+    plain.setdefault("type", "Error")
+    plain.setdefault("sentence", plain.get("message", ""))
+    plain.setdefault("message", plain.get("sentence", ""))
+    plain["x64"] = bool(plain.get("x64"))
+    return decode_as(ErrorRecord, plain, "error record")
 
 
 # --------------------------------------------------------------------------- strict decoding
