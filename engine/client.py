@@ -265,8 +265,8 @@ class WorkerClient:
                 outcome = await asyncio.wait_for(asyncio.shield(future), timeout_s)
             except asyncio.TimeoutError:
                 outcome = await self._stop(request_id, future, "timeout")
-                return self._reply(op, outcome, started, timed_out=timeout_s)
-            return self._reply(op, outcome, started)
+                return self._reply(op, outcome, started, timeout_s, timed_out=True)
+            return self._reply(op, outcome, started, timeout_s)
         except asyncio.CancelledError:
             await asyncio.shield(self._stop(request_id, future, "cancelled"))
             raise
@@ -284,7 +284,8 @@ class WorkerClient:
             await self._kill(why)
             return await future  # the stdout reader resolves it with _Exited
 
-    def _reply(self, op: str, outcome: Any, started: float, timed_out: float | None = None) -> Reply:
+    def _reply(self, op: str, outcome: Any, started: float, limit_s: float, timed_out: bool = False) -> Reply:
+        """What became of a request limited to ``limit_s`` (``timed_out``: the client's wait ran out)."""
         elapsed = time.monotonic() - started
         if isinstance(outcome, _Exited):
             tail = self.stderr_tail()
@@ -294,10 +295,10 @@ class WorkerClient:
                 return Reply("memory", message=f"the worker went over its memory limit of "
                              f"{self.config.memory_mb} MiB and was stopped ({how}); it will be restarted",
                              elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail, memory_mb=self.config.memory_mb)
-            if reason == "timeout" or timed_out is not None:
-                return Reply("timed_out", message=f"the request ran past its limit of {timed_out or 0:g} s and "
+            if reason == "timeout" or timed_out:
+                return Reply("timed_out", message=f"the request ran past its limit of {limit_s:g} s and "
                              f"did not stop when cancelled; the worker was killed and will be restarted",
-                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail, limit_s=timed_out)
+                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail, limit_s=limit_s)
             if reason == "close":
                 return Reply("cancelled", message="the client was closed while the request ran",
                              elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
@@ -318,10 +319,9 @@ class WorkerClient:
             error = protocol.read_error(outcome)
         except protocol.ProtocolError as exc:
             error = protocol.ErrorInfo("ProtocolError", str(exc))
-        if error.type == protocol.ERROR_DEADLINE or (timed_out is not None and error.type == protocol.ERROR_CANCELLED):
-            limit = timed_out if timed_out is not None else self.config.timeout_s
-            return Reply("timed_out", error=error, elapsed_s=elapsed, limit_s=limit,
-                         message=f"the request ran past its limit of {limit:g} s and was stopped (the worker keeps running)")
+        if error.type == protocol.ERROR_DEADLINE or (timed_out and error.type == protocol.ERROR_CANCELLED):
+            return Reply("timed_out", error=error, elapsed_s=elapsed, limit_s=limit_s,
+                         message=f"the request ran past its limit of {limit_s:g} s and was stopped (the worker keeps running)")
         if error.type == protocol.ERROR_CANCELLED:
             return Reply("cancelled", error=error, message=error.message, elapsed_s=elapsed)
         return Reply("error", error=error, message=f"{error.type}: {error.message}", elapsed_s=elapsed)

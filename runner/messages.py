@@ -339,6 +339,10 @@ class CheckEntry:
     def state(self, tier: int) -> TierOutcome | None:
         return next((t for t in self.tiers if t.tier == tier), None)
 
+    def states(self) -> dict[str, str]:
+        """``{"1": "ok", "2": "skipped: tier 1 failed"}``: each tier as a person reads it."""
+        return {str(t.tier): t.display() for t in self.tiers}
+
 
 @dataclass(frozen=True)
 class ScriptInfo:
