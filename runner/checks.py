@@ -1,6 +1,6 @@
 """The worker's ``check`` op: tiers 1-3 for every task of one kernel file.
 
-``handle_check(params, progress) -> dict`` loads the user's file (``runner/loader.py``), finds its
+``handle_check`` loads the user's file (``runner/loader.py``), finds its
 tasks (``runner/tasks_runtime.py``) and, for each entry:
 
 - tier 1: ``jax.export.export(jax.jit(entry), platforms=("tpu",))(*shapes)`` — the real Pallas to
@@ -11,33 +11,17 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
   ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once;
 - tier 3: a TPU interpret-mode run on CPU (``runner/interpret.py``, ``tier3_entry``).
 
-``params["script"]`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
+``params.script`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
 
-Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``,
-``entries`` (optional: check only the entries of these names; the client asks tier 2 for the entries
-whose verdict its results cache lacks), ``tier2_known`` (optional ``{entry: "ok" | "error"}``: tier-2
-verdicts the client reused from its cache; those entries are not compiled, and tier 3 treats the
-state as if tier 2 had just run).
-Result (plain JSON)::
+``handle_check(CheckParams, progress) -> CheckResult`` (runner/messages.py; docs/worker-protocol.md
+describes both). The tiers build a plain dict step by step (``entry["tiers"]["2"] = "skipped: tier 1
+failed"``; interpret.py and script_mode.py write into it too), turned into the typed result once at
+the end (``messages.check_result_from_plain``). The lowered module's text includes its source
+locations, so equal hashes mean the same kernel at the same lines: a verdict stored under it (with
+its spans) stays valid.
 
-    {"target": "v5e", "tiers": [1, 2], "tasks_found": 1,
-     "versions": {"jax": "0.10.2", "libtpu": "0.0.42.1" | null},   # what the verdicts are valid for
-     "errors": [record, ...],              # file-level: import failure, invalid task (stage says)
-     "unavailable": {"2": "why"},          # tiers that could not run at all
-     "entries": [{"name": "add", "line": 12, "format": "native", "has_reference": true,
-                  "tolerance": {"atol": 1e-6}, "tunables": {"block_rows": [128, 256]},
-                  "tiers": {"1": "ok", "2": "error"},
-                  "errors": [record, ...],  # runner/errors.py records, each with "tier"
-                  "mosaic_calls": 1,        # tier 1: tpu_custom_call ops in the exported module
-                  "lowered_hash": "lowered:<sha256>",  # tier 1: of the exported module's text
-                  "inputs": [[[1024, 512], "float32"], ...],  # the example inputs' leaves
-                  "timings_s": {"1": 0.03, "2": 0.08},  # wall time of each tier that ran
-                  "memory": {...}}]}        # tier-2 memory_analysis, bytes
-
-The lowered module's text includes its source locations, so equal hashes mean the same kernel
-at the same lines: a verdict stored under it (with its spans) stays valid.
-
-Progress messages read ``tier N: ENTRY (what)`` so a client can say which step ran out of time.
+Progress is structured (``Stage.TIER`` with ``tier`` and ``entry``; ``line`` near the time limit) so
+a client can say which step ran out of time without reading the words.
 Worker side: imports jax, the loader and the task reader; nothing else of pallasite.
 """
 

@@ -178,13 +178,14 @@ class Session(SettingsAndTrust):
         self.worker_warm = False
         self.engine.drop_backend()
 
-    def get_checker(self, path: str, *, script: bool = False) -> Any:
+    def get_checker(self, path: str, *, script: bool = False, purpose: str = "check") -> Any:
         """The engine's checker for ``path`` with the current options (``script``: script mode): it
         runs on the engine's warm check workers and records verdicts in the results store of the
         workspace holding ``path`` (.pallasite/), which also lets it reuse unchanged tier-2 verdicts.
-        Changed worker settings (e.g. the project interpreter became allowed) start new workers."""
+        Changed worker settings (e.g. the project interpreter became allowed) start new workers.
+        ``purpose`` "job" runs it on a job worker (tier 3: long), so saves never wait behind it."""
         options = self.check_options()
-        return self.engine.checker(path, replace(options, script=True) if script else options)
+        return self.engine.checker(path, replace(options, script=True) if script else options, purpose=purpose)
 
     # ------------------------------------------------------------- documents
 
@@ -348,7 +349,8 @@ class Session(SettingsAndTrust):
                      script: bool = False) -> FileReport | None:
         if not tiers:
             return None
-        checker = self.get_checker(doc.path, script=script)  # the same warm workers and results store
+        # the engine's warm workers and results store; a tier-3 run is long: a job worker takes it
+        checker = self.get_checker(doc.path, script=script, purpose="job" if 3 in tiers else "check")
         chip = self.settings.target
         self.set_worker("checking" if self.worker_warm else "starting")
         title = f"pallasite: {'running' if script else 'checking'} {Path(doc.path).name} for {chip}"

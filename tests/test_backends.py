@@ -231,3 +231,38 @@ def test_a_fake_worker_restarts_after_a_crash():
 
     first, hello, second, worker = _run(go())
     assert first.status == second.status == "crashed" and hello is None and worker.starts == 2
+
+
+def test_hovers_read_the_results_store_through_one_connection(tmp_path, monkeypatch):
+    from pallasite.analysis.types import Finding, Span
+    from pallasite.engine import store_cache
+    from pallasite.engine.result_cache import CacheKey
+
+    (tmp_path / ".pallasite").mkdir()  # the workspace (an empty store folder: no store file yet)
+    kernel = tmp_path / "k.py"
+    kernel.write_text("x = 1\n")
+    opened = []
+    real = store_cache.ResultsStore
+
+    def counting(*args, **kwargs):
+        opened.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store_cache, "ResultsStore", counting)
+
+    async def go():
+        engine = Engine(backend_factory=lambda config, checks: fake_backend())
+        try:
+            assert engine.stored_checks(str(kernel)) == []  # no store yet: none is created for a hover
+            assert not (tmp_path / ".pallasite" / "results.sqlite").exists() and opened == []
+            key = CacheKey(code_hash="source:ab", kernel="add", inputs=(((8, 128), "float32"),), chip="v5e",
+                           jax_version="0.10.2", libtpu_version=None)
+            engine.store_for(str(kernel)).put(key, 1, "error", (Finding("PLS101", "tiling", Span(3, 0, 3, 5), tier=1),),
+                                              path=str(kernel))
+            return [engine.stored_checks(str(kernel)) for _ in range(50)]
+        finally:
+            await engine.close()
+
+    reads = _run(go())
+    assert len(opened) == 1  # one connection for the record and all 50 hovers
+    assert all([(r.kernel, r.tier, r.status) for r in found] == [("add", 1, "error")] for found in reads)
