@@ -25,7 +25,6 @@ lacks and tier 3.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import io
 import re

@@ -145,9 +145,9 @@ class PoolBackend:
 
 
 def default_checks() -> int:
-    """How many check workers ``pallasite check DIR`` runs by default: one per core, at most 8
-    (each warm worker holds a few hundred MiB)."""
-    return max(1, min(os.cpu_count() or 1, 8))
+    """How many check workers ``pallasite check DIR`` runs by default: one per core, at most 4
+    (each warm worker holds 0.5-1 GiB once libtpu has compiled a few kernels)."""
+    return max(1, min(os.cpu_count() or 1, 4))
 
 
 def local_backend(config: WorkerConfig | None = None, *, checks: int = 1, jobs: int = 1,

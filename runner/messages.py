@@ -204,7 +204,6 @@ class Stage(str, enum.Enum):
     TIER = "tier"  # running tier ``tier`` for ``entry``
     SCRIPT = "script"  # running the file's __main__ (script mode)
     PROBE = "probe"  # probing libtpu (chips)
-    LINE = "line"  # near the time limit: the user's code is at ``line`` (refines the current stage)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         "--jobs", "-j",
         type=int,
         metavar="N",
-        help="check N files at once, each in its own warm worker (default: the number of cores, at most 8)",
+        help="check N files at once, each in its own warm worker (default: the number of cores, at most 4)",
     )
     parser.add_argument(
         "--no-cache",

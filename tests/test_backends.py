@@ -7,8 +7,6 @@ import asyncio
 import os
 import time
 
-import pytest
-
 from pallasite.engine.backend import Backend
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine

@@ -203,11 +203,15 @@ def small(**kwargs) -> WorkerConfig:
     return WorkerConfig(**base)
 
 
-@pytest.mark.slow  # two more worker starts; WorkerPool is a thin queue over WorkerClient
+@pytest.mark.slow  # two more worker starts; the pool's scheduling is tested with fakes in test_backends.py
 async def test_pool_runs_requests_on_separate_workers():
-    async with WorkerPool(small(), size=2) as pool:
+    pool = local_backend(small(), checks=2)
+    try:
         replies = await asyncio.gather(pool.request(PingParams()), pool.request(PingParams()))
-        assert {r.result["pid"] for r in replies} == {c.pid for c in pool.clients}
+        assert {r.result.pid for r in replies} == {c.pid for c in pool.workers("check")}
+        assert len({r.result.pid for r in replies}) == 2
+    finally:
+        await pool.close()
 
 
 @pytest.mark.slow  # test_chips exercises the same helper through `pallasite chips`
