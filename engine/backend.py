@@ -46,7 +46,7 @@ class Reply:
 
     status: Status
     result: Any = None  # the op's typed result (ok)
-    error: ErrorInfo | None = None  # the op's exception (error)
+    error: ErrorInfo | None = None  # the op's exception (error); the OS error of an interpreter that cannot be run (not_started)
     message: str = ""
     elapsed_s: float = 0.0
     exit_code: int | None = None  # the worker's exit code; negative: killed by that signal

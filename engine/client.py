@@ -82,10 +82,12 @@ class WorkerConfig:
 class WorkerStartError(RuntimeError):
     """The worker did not start or did not say hello in time (the message says why; ``problem`` which case)."""
 
-    def __init__(self, message: str, problem: StartProblem, missing_module: str | None = None) -> None:
+    def __init__(self, message: str, problem: StartProblem, missing_module: str | None = None,
+                 cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.problem = problem
         self.missing_module = missing_module
+        self.cause = cause  # the OSError of a launcher or interpreter that cannot be run
 
 
 _NO_MODULE = re.compile(r"No module named '?(?P<module>[\w.]+)'?")
@@ -179,7 +181,8 @@ class WorkerClient:
                 limit=_STREAM_LIMIT,
             )
         except OSError as exc:
-            raise WorkerStartError(f"could not start the worker ({' '.join(argv)}): {exc}", "not_found") from None
+            raise WorkerStartError(f"could not start the worker ({' '.join(argv)}): {exc}", "not_found",
+                                   cause=exc) from None
         if self._started:
             self.restarts += 1
         self._started += 1
@@ -250,7 +253,9 @@ class WorkerClient:
         try:
             await self.start()
         except WorkerStartError as exc:
-            return Reply("not_started", message=str(exc), elapsed_s=time.monotonic() - started,
+            cause = protocol.ErrorInfo(type(exc.cause).__name__, exc.cause.strerror or str(exc.cause)) \
+                if isinstance(exc.cause, OSError) else None
+            return Reply("not_started", message=str(exc), error=cause, elapsed_s=time.monotonic() - started,
                          exit_code=self._proc.returncode if self._proc else None, stderr_tail=self.stderr_tail(),
                          start_problem=exc.problem, missing_module=exc.missing_module,
                          launcher=tuple(self.config.command))

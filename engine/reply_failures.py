@@ -132,7 +132,8 @@ def startup_failure(reply: Reply, interpreter: str, tiers: Sequence[int], target
                 + (" (or set the worker interpreter to the environment pallasite is installed in)"
                    if module == "pallasite" else ""))
     elif reply.start_problem == "not_found" or (launcher and reply.start_problem == "exited" and _NOT_FOUND.search(last)):
-        reason = re.sub(r"^\[Errno \d+\]\s*", "", reply.message.split("): ", 1)[-1]) if reply.start_problem == "not_found" else last
+        reason = (reply.error.message if reply.error is not None else reply.message) \
+            if reply.start_problem == "not_found" else last
         body = (f"the check worker could not start: `{where}` cannot be run ({reason}). "
                 f"Set the worker interpreter to a Python that has pallasite installed")
     else:
