@@ -27,7 +27,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pallasite.analysis.types import ChipSpec, Measurement, Provenance, from_json, to_json
+from pallasite.analysis.types import ChipSpec, Measurement, Provenance, from_json, to_json, type_hints
 
 
 class ProtocolError(ValueError):
@@ -454,7 +454,7 @@ def _check(tp: Any, data: Any, where: str) -> None:
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise ProtocolError(f"{where}: expected an object ({tp.__name__}), got {type(data).__name__}")
-        hints = typing.get_type_hints(tp)
+        hints = type_hints(tp)
         for f in dataclasses.fields(tp):
             if f.name not in data:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
