@@ -232,8 +232,8 @@ class ChipSpec:
     """One TPU generation as the installed jax (and a libtpu probe) describe it.
 
     Rates and capacities are per TensorCore (jax's convention); the ``chip_*`` properties
-    multiply by the physical cores. Built worker-side by pallasite.runner.chips; the server reads
-    it from the worker's "chips" op or the JSON cache file, never by importing jax.
+    multiply by the physical cores. Measured worker-side (runner/chip_probe.py); the client side
+    gets it from the worker's "chips" op or the JSON cache (knowledge/chips.py), never by importing jax.
     """
 
     name: str  # "v5e"
@@ -269,6 +269,41 @@ class ChipSpec:
     @property
     def chip_hbm_bytes(self) -> int:
         return self.hbm_bytes * self.cores_per_chip
+
+
+@dataclass(frozen=True)
+class ChipTarget:
+    """How pallasite names one TPU generation: jax's ChipVersion value, the device kind tier 1
+    lowers for, the deviceless topology tier 2 compiles for (both verified against libtpu by
+    tests/test_chips.py)."""
+
+    name: str
+    chip_version: str  # jax's pltpu.ChipVersion value
+    device_kind: str
+    topology: str
+    device_cores: int  # TensorCores per logical device libtpu reports for ``topology``
+
+
+# The generations a check can target (every layer reads the names here: the checker's options,
+# the worker's tiers, the chip table). With jax 0.10.2 + libtpu 0.0.42.1, 7x's tier-1 lowering
+# ("TPU7x") and deviceless tier-2 compile (tpu7x:2x2x1) both work; its table row needs a jax that
+# knows it.
+CHIP_TARGETS: tuple[ChipTarget, ...] = (
+    ChipTarget("v4", "v4", "TPU v4", "v4:2x2x1", 1),  # libtpu gives v4 split (8 devices)
+    ChipTarget("v5e", "v5e", "TPU v5 lite", "v5e:2x2", 1),
+    ChipTarget("v5p", "v5p", "TPU v5", "v5p:2x2x1", 2),  # megacore
+    ChipTarget("v6e", "v6e", "TPU v6 lite", "v6e:2x2", 1),
+    ChipTarget("7x", "7x", "TPU7x", "tpu7x:2x2x1", 1),
+)
+DEFAULT_CHIP = "v6e"  # the chip checked when none is named
+
+
+def chip_target(name: str) -> ChipTarget:
+    """The target called ``name`` (also accepts its device kind or topology); ValueError lists them."""
+    for t in CHIP_TARGETS:
+        if name in (t.name, t.device_kind, t.topology):
+            return t
+    raise ValueError(f"unknown TPU chip {name!r}; known: {', '.join(t.name for t in CHIP_TARGETS)}")
 
 
 # --------------------------------------------------------------------------- JSON conversion

@@ -36,6 +36,8 @@ from pallasite.analysis.codes import CODES
 from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.tier0 import SourceAnalysis, analyze
 from pallasite.analysis.types import (
+    CHIP_TARGETS,
+    DEFAULT_CHIP,
     DEFAULT_TIERS,
     TIERS,
     FileReport,
@@ -44,15 +46,14 @@ from pallasite.analysis.types import (
     Span,
 )
 
-from pallasite.runner import chips
 from . import locate, reply_failures
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
 
-# The chips a check can target: every generation of the chip table (runner/chips.py holds the one
+# The chips a check can target: every generation pallasite names (analysis/types.py holds the one
 # list, with why 7x is on it: its tier-1 lowering and tier-2 deviceless compile both work).
-TARGETS: tuple[str, ...] = tuple(t.name for t in chips.TARGETS)
+TARGETS: tuple[str, ...] = tuple(t.name for t in CHIP_TARGETS)
 COMPILER_TIERS: tuple[int, ...] = (1, 2, 3)
 GPU_NOTE = ("tiers 1-3 skipped: tiers 1-3 check TPU kernels; this file's pallas_calls target GPU "
             "(Triton / Mosaic GPU compiler params or scratch), so only tier 0's backend-neutral rules ran")
@@ -65,7 +66,7 @@ ProgressFn = Callable[[str], Any]
 class CheckOptions:
     """What to check and within which limits. ``severity`` maps a code to a severity or "off"."""
 
-    target: str = chips.DEFAULT_CHIP
+    target: str = DEFAULT_CHIP
     tiers: tuple[int, ...] = DEFAULT_TIERS
     severity: Mapping[str, str] = field(default_factory=dict)
     time_limit_s: float = 60.0

@@ -44,7 +44,6 @@ Worker side: imports jax, the loader and the task reader; nothing else of pallas
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.util
 import os
@@ -53,13 +52,15 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from . import chips
+from pallasite.analysis.types import CHIP_TARGETS
+
 from . import errors as errors_mod
 from . import tasks_runtime
+from .env import installed_versions
 
 # Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
-# from the chip table of runner/chips.py.
-CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in chips.TARGETS}
+# from the chip names of analysis/types.py.
+CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in CHIP_TARGETS}
 
 LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] of the same jax version)"
 
@@ -232,23 +233,10 @@ def input_signature(args: Any) -> list[list[Any]]:
     return [[list(a.shape), str(a.dtype)] for a in leaves if hasattr(a, "shape") and hasattr(a, "dtype")]
 
 
-@functools.lru_cache(maxsize=1)
-def _versions() -> tuple[str, str | None]:
-    import importlib.metadata
-
-    import jax
-
-    try:
-        libtpu = importlib.metadata.version("libtpu")
-    except importlib.metadata.PackageNotFoundError:
-        libtpu = None
-    return jax.__version__, libtpu
-
-
 def versions() -> dict[str, str | None]:
     """The jax and libtpu versions the verdicts are valid for (libtpu None when absent)."""
-    jax_version, libtpu = _versions()
-    return {"jax": jax_version, "libtpu": libtpu}
+    found = installed_versions()
+    return {"jax": found["jax"], "libtpu": found["libtpu"]}
 
 
 def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int]:

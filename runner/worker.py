@@ -68,14 +68,13 @@ def op_versions(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 def op_chips(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """The chip table measured here (the client caches it per the versions reported with it)."""
     from pallasite.analysis.types import to_json
-    from pallasite.runner import chips
+    from pallasite.runner import chip_probe
 
     probe = bool(params.get("probe", True))
-    use_cache = bool(params.get("use_cache", True))
     ctx.progress("reading the chip table" + (" and probing libtpu" if probe else ""))
-    specs = chips.chip_table(probe=probe, use_cache=use_cache)
-    return {"chips": to_json(specs), "cache": chips.cache_path(), "versions": chips.versions()}
+    return {"chips": to_json(chip_probe.measure(probe=probe)), "versions": env_module.installed_versions()}
 
 
 def op_import(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -315,15 +314,8 @@ def _interrupted_reply(request_id: str, reason: str, deadline_s: float | None) -
 
 def _runtime_versions() -> dict[str, Any]:
     import platform as platform_module
-    from importlib import metadata
 
-    out: dict[str, Any] = {"python": platform_module.python_version()}
-    for dist in ("pallasite", "jax", "jaxlib", "libtpu"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
+    return {"python": platform_module.python_version(), **env_module.installed_versions()}
 
 
 def _describe_runtime() -> dict[str, Any]:

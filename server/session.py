@@ -156,7 +156,7 @@ class Session(SettingsAndTrust):
         self.project: tuple[str, str] | None = None  # (settings source, folder) of the pyproject read
         self.refused_interpreters: set[str] = set()  # project interpreters refused (told once each)
         self.checks_started = 0  # compiler checks started this session (server stats)
-        self.chip_table: list[Any] | None = None  # ChipSpecs the warm worker sent (chips.py's table)
+        self.chip_table: list[Any] | None = None  # ChipSpecs the warm worker sent (runner/chip_probe.py)
         self.chip_task: asyncio.Task | None = None  # asking the warm worker for the chip table
 
     # ------------------------------------------------------------- settings
@@ -413,36 +413,29 @@ class Session(SettingsAndTrust):
         table in the background (it probes libtpu) so hovers can show the limit and its source."""
         if self.chip_task is not None or self.chip_table is not None:
             return
-        from pallasite.runner import chips
+        from pallasite.engine import chip_table
 
-        cached = chips.read_cache() or []
+        cached = chip_table.cached() or []
         if any(s.name == self.settings.target and s.scoped_vmem_limit_bytes for s in cached):
             return
         self.chip_task = asyncio.ensure_future(self._fetch_chip_table(checker.worker()))
 
     async def _fetch_chip_table(self, client: Any) -> None:
-        from pallasite.analysis.types import ChipSpec, from_json
-        from pallasite.runner import chips
+        from pallasite.engine import chip_table
 
         try:
-            reply = await client.request("chips", {"probe": True}, timeout_s=self.settings.check.timeLimitS)
-            if not reply.ok:
-                self.log(f"pallasite: the worker could not build the chip table ({reply.message}); "
-                         "hovers show no scoped VMEM limit (run `pallasite chips`).")
-                return
-            specs = [from_json(ChipSpec, item) for item in reply.result["chips"]]
+            measured = await chip_table.from_worker(client, probe=True, timeout_s=self.settings.check.timeLimitS)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # hovers go without the limit; checks are unaffected
             self.log(f"pallasite: asking the worker for the chip table failed ({type(exc).__name__}: {exc}).")
             return
-        self.chip_table = specs
-        # The same cache `pallasite chips` writes, when the worker's versions are this process's
-        # (the file is named by them) and every limit was measured.
-        same = dict(reply.result.get("versions") or {}) == chips.versions()
-        if same and chips.read_cache() is None and all(s.scoped_vmem_limit_bytes for s in specs):
-            try:
-                chips.write_cache(specs)
-            except OSError as exc:
-                self.log(f"pallasite: could not write the chip table cache ({exc}).")
+        if measured.error:
+            self.log(f"pallasite: {measured.error}; hovers show no scoped VMEM limit (run `pallasite chips`).")
+            return
+        self.chip_table = measured.specs
+        try:  # the cache `pallasite chips` reads, named by the versions the worker reported
+            chip_table.remember(measured.specs, measured.versions)
+        except OSError as exc:
+            self.log(f"pallasite: could not write the chip table cache ({exc}).")
 
