@@ -1,4 +1,5 @@
-"""The seam types every layer shares: spans, findings, kernel sites, tasks, measurements.
+"""The seam types every layer shares: spans, findings, kernel sites, tasks, measurements, chip
+names and specs, and the key of stored results with the one code hash.
 
 Conventions, fixed here once:
 - ``Span`` lines are 0-based and columns count Unicode code points (not bytes, not UTF-16 units);
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
+import json
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -304,6 +307,75 @@ def chip_target(name: str) -> ChipTarget:
         if name in (t.name, t.device_kind, t.topology):
             return t
     raise ValueError(f"unknown TPU chip {name!r}; known: {', '.join(t.name for t in CHIP_TARGETS)}")
+
+
+# --------------------------------------------------------------------------- stored results
+
+
+def code_hash(kind: Literal["lowered", "source"], *parts: str | bytes) -> str:
+    """``kind:<sha256>`` over ``parts`` in order: the one way code is hashed for stored results.
+
+    ``lowered``: the tier-1 lowered module's text (the worker hashes it: equal modules compile the
+    same); ``source``: a kernel file's text plus its local imports (analysis/local_imports.py)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() if isinstance(part, str) else part)
+    return f"{kind}:{h.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class ResultKey:
+    """What a stored result (a tier's verdict, a measurement, a tuning run) is about: the code,
+    the entry, the inputs' shapes/dtypes, the configuration (tunable -> value), the chip, the
+    jax/libtpu versions and the backend. The checker builds it, the results store keys rows by
+    ``digest()``.
+
+    The stored form (``to_json``, and what ``digest`` hashes) keeps the field names of the store's
+    first schema ("source_hash", "source_kind"), so results stored before the key types were merged
+    are still found."""
+
+    code_hash: str  # code_hash("lowered", module) or code_hash("source", file + local imports)
+    kernel: str | None = None  # the entry / kernel name within the file
+    inputs: tuple[tuple[tuple[int, ...], str], ...] = ()  # (shape, dtype) of each input leaf
+    config: tuple[tuple[str, Any], ...] = ()  # tunable -> value (sorted by name when digested)
+    chip: str | None = None  # target, e.g. "v6e"
+    jax_version: str | None = None
+    libtpu_version: str | None = None
+    backend: str = "local"  # "local", "command:<launcher>", "ssh:<host>", "ray", ...
+
+    @property
+    def code_kind(self) -> str:
+        """"lowered" or "source": which code the hash is of."""
+        return "lowered" if self.code_hash.startswith("lowered:") else "source"
+
+    def _stored(self) -> dict[str, Any]:
+        return {"source_hash": self.code_hash, "source_kind": self.code_kind, "kernel": self.kernel,
+                "inputs": to_json(self.inputs), "config": to_json(self.config), "chip": self.chip,
+                "jax_version": self.jax_version, "libtpu_version": self.libtpu_version, "backend": self.backend}
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical stored form: stable across processes, Python versions and
+        config order."""
+        data = self._stored()
+        data["config"] = sorted([str(k), v] for k, v in self.config)
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def without_config(self) -> "ResultKey":
+        return dataclasses.replace(self, config=())
+
+    def to_json(self) -> str:
+        """The stored form as JSON text."""
+        return json.dumps(self._stored(), sort_keys=True, default=str)
+
+    @staticmethod
+    def from_json(text: str) -> "ResultKey":
+        data = json.loads(text)
+        return ResultKey(
+            code_hash=data["source_hash"], kernel=data.get("kernel"),
+            inputs=tuple((tuple(shape), str(dtype)) for shape, dtype in data.get("inputs", ())),
+            config=tuple((str(k), v) for k, v in data.get("config", ())),
+            chip=data.get("chip"), jax_version=data.get("jax_version"),
+            libtpu_version=data.get("libtpu_version"), backend=data.get("backend", "local"))
 
 
 # --------------------------------------------------------------------------- JSON conversion

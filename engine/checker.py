@@ -43,13 +43,14 @@ from pallasite.analysis.types import (
     FileReport,
     Finding,
     KernelVerdict,
+    ResultKey,
     Span,
 )
 
 from . import locate, reply_failures
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
-from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
+from .result_cache import CachedVerdict, GuardedCache, ResultCache, reuse_note
 
 # The chips a check can target: every generation pallasite names (analysis/types.py holds the one
 # list, with why 7x is on it: its tier-1 lowering and tier-2 deviceless compile both work).
@@ -276,14 +277,14 @@ class Checker:
 
     # ------------------------------------------------------------------ the results cache
 
-    def _key(self, entry: Mapping[str, Any], code_hash: str | None, versions: Mapping[str, Any]) -> CacheKey | None:
+    def _key(self, entry: Mapping[str, Any], code_hash: str | None, versions: Mapping[str, Any]) -> ResultKey | None:
         if not code_hash:
             return None
         inputs = tuple((tuple(int(d) for d in shape), str(dtype)) for shape, dtype in entry.get("inputs") or ())
         command = self.options.worker_command
-        return CacheKey(code_hash=code_hash, kernel=str(entry.get("name")), inputs=inputs, chip=self.options.target,
-                        jax_version=versions.get("jax"), libtpu_version=versions.get("libtpu"),
-                        backend="command:" + " ".join(command) if command else "local")
+        return ResultKey(code_hash=code_hash, kernel=str(entry.get("name")), inputs=inputs, chip=self.options.target,
+                         jax_version=versions.get("jax"), libtpu_version=versions.get("libtpu"),
+                         backend="command:" + " ".join(command) if command else "local")
 
     async def _tier2_from_cache_or_worker(self, client, cache, path, text, analysis, result, tiers, findings,
                                           progress, last_stage) -> dict[str, CachedVerdict]:

@@ -44,7 +44,6 @@ Worker side: imports jax, the loader and the task reader; nothing else of pallas
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import os
 import sys
@@ -52,7 +51,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from pallasite.analysis.types import CHIP_TARGETS
+from pallasite.analysis.types import CHIP_TARGETS, code_hash
 
 from . import errors as errors_mod
 from . import tasks_runtime
@@ -220,7 +219,7 @@ def mosaic_call_count(exported: Any) -> int | None:
 def module_hash(exported: Any) -> str | None:
     """``lowered:<sha256>`` of the exported module's text (None: unknown). Locations included."""
     try:
-        return "lowered:" + hashlib.sha256(exported.mlir_module().encode()).hexdigest()
+        return code_hash("lowered", exported.mlir_module())
     except Exception:  # noqa: BLE001 - an optional key: without it tier 2 is simply not reused
         return None
 
