@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
+import importlib.metadata
 import json
 import typing
 from dataclasses import dataclass, field
@@ -321,6 +323,28 @@ def code_hash(kind: Literal["lowered", "source"], *parts: str | bytes) -> str:
     for part in parts:
         h.update(part.encode() if isinstance(part, str) else part)
     return f"{kind}:{h.hexdigest()}"
+
+
+VERSIONED = ("pallasite", "jax", "jaxlib", "libtpu")
+
+
+@functools.lru_cache(maxsize=1)
+def _installed() -> tuple[tuple[str, str | None], ...]:
+    out = []
+    for dist in VERSIONED:
+        try:
+            out.append((dist, importlib.metadata.version(dist)))
+        except importlib.metadata.PackageNotFoundError:
+            out.append((dist, None))
+    return tuple(out)
+
+
+def installed_versions() -> dict[str, str | None]:
+    """The one reader of the pallasite, jax, jaxlib and libtpu versions installed for this
+    interpreter (None: absent), from package metadata without importing them, once per process
+    (a process keeps the versions it imported). The worker reports them, verdicts and stored
+    results are keyed by them (``ResultKey``), the chip table's cache is named by them."""
+    return dict(_installed())
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A worker measures the table (runner/chip_probe.py, via its "chips" op); the result is cached under
 the versions that worker reported (knowledge/chips.py) when every scoped-VMEM limit was measured.
-Reading the cache without a worker uses this interpreter's versions (``runner.env``'s reader),
+Reading the cache without a worker uses this interpreter's versions (``installed_versions``),
 which are the worker's too unless the settings name another interpreter. Never imports jax.
 
     specs = cached()                                   # None: not measured for these versions
@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pallasite.analysis.types import ChipSpec, from_json
+from pallasite.analysis.types import ChipSpec, from_json, installed_versions
 from pallasite.knowledge import chips as chip_cache
-from pallasite.runner.env import installed_versions
 
 
 def local_versions() -> dict[str, str | None]:

@@ -15,9 +15,8 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from pallasite.analysis.types import CHIP_TARGETS, ChipSpec, ChipTarget
+from pallasite.analysis.types import CHIP_TARGETS, ChipSpec, ChipTarget, installed_versions
 
-from .env import installed_versions
 
 
 # --------------------------------------------------------------------------- from jax's table

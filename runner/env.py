@@ -5,18 +5,12 @@ it: a variable passes only if its name is on the allowlist below AND matches no 
 The deny patterns win, so e.g. ``JAX_SOME_TOKEN`` or ``PALLASITE_GEMINI_API_KEY`` never pass even
 though their prefixes are allowed. Stdlib only: the worker applies the same filter to itself at
 start-up (which also covers `ssh host pallasite worker`, where the login shell sets the env).
-
-``installed_versions`` is the one reader of the pallasite/jax/jaxlib/libtpu versions installed in
-an environment (package metadata, never importing them): the worker reports them, verdicts and
-stored results are keyed by them, the chip table's cache is named by them.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
-from importlib import metadata
 
 # Exact names that pass.
 ALLOWED_NAMES = frozenset(
@@ -102,23 +96,3 @@ def worker_environment(
         env.update({k: v for k, v in extra.items() if not is_denied(k)})
     return env
 
-
-
-VERSIONED = ("pallasite", "jax", "jaxlib", "libtpu")
-
-
-@functools.lru_cache(maxsize=1)
-def _installed() -> tuple[tuple[str, str | None], ...]:
-    out = []
-    for dist in VERSIONED:
-        try:
-            out.append((dist, metadata.version(dist)))
-        except metadata.PackageNotFoundError:
-            out.append((dist, None))
-    return tuple(out)
-
-
-def installed_versions() -> dict[str, str | None]:
-    """pallasite, jax, jaxlib and libtpu versions installed for this interpreter (None: absent),
-    read from package metadata once per process (a process keeps the versions it imported)."""
-    return dict(_installed())

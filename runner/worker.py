@@ -69,12 +69,12 @@ def op_versions(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 def op_chips(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """The chip table measured here (the client caches it per the versions reported with it)."""
-    from pallasite.analysis.types import to_json
+    from pallasite.analysis.types import installed_versions, to_json
     from pallasite.runner import chip_probe
 
     probe = bool(params.get("probe", True))
     ctx.progress("reading the chip table" + (" and probing libtpu" if probe else ""))
-    return {"chips": to_json(chip_probe.measure(probe=probe)), "versions": env_module.installed_versions()}
+    return {"chips": to_json(chip_probe.measure(probe=probe)), "versions": installed_versions()}
 
 
 def op_import(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -315,7 +315,9 @@ def _interrupted_reply(request_id: str, reason: str, deadline_s: float | None) -
 def _runtime_versions() -> dict[str, Any]:
     import platform as platform_module
 
-    return {"python": platform_module.python_version(), **env_module.installed_versions()}
+    from pallasite.analysis.types import installed_versions
+
+    return {"python": platform_module.python_version(), **installed_versions()}
 
 
 def _describe_runtime() -> dict[str, Any]:

@@ -12,11 +12,10 @@ import pytest
 for _name, _value in {"TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1", "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
     os.environ.setdefault(_name, _value)  # before libtpu loads in this process
 
-from pallasite.analysis.types import CHIP_TARGETS, chip_target  # noqa: E402
+from pallasite.analysis.types import CHIP_TARGETS, chip_target, installed_versions  # noqa: E402
 from pallasite.engine import chip_table  # noqa: E402
 from pallasite.knowledge import chips  # noqa: E402
 from pallasite.runner import chip_probe  # noqa: E402
-from pallasite.runner.env import installed_versions  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "worker")
 

@@ -167,3 +167,11 @@ def test_lsp_outside_the_lsp_modules_and_foreign_packages_in_the_worker_are_caug
     found = violations(root)
     assert sum("outside the server's LSP modules" in v for v in found) == 2, found
     assert sum("the worker side imports" in v for v in found) == 2, found
+
+
+def test_one_reader_of_installed_versions():
+    """jax/libtpu versions key verdicts, stored results and the chip cache: one function reads them
+    (``analysis.types.installed_versions``), so the worker and the client cannot read them apart."""
+    readers = sorted(str(p.relative_to(PACKAGE_ROOT)) for layer in LAYERS for p in (PACKAGE_ROOT / layer).rglob("*.py")
+                     if "metadata.version(" in p.read_text(encoding="utf-8"))
+    assert readers == ["analysis/types.py"], readers
