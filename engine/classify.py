@@ -43,7 +43,8 @@ def classify(rec: Mapping[str, Any], tier: int) -> str:
         return "PLS201"
     if x64_rejection(rec):
         return "PLS107"
-    by_message = [code for code in compiler_messages.codes_for(text, tier) if code not in _CATCH_ALLS]
+    flags = {flag for flag in compiler_messages.FLAGS if rec.get(flag)}
+    by_message = [code for code in compiler_messages.codes_for(text, tier, flags) if code not in _CATCH_ALLS]
     if by_message:
         return by_message[0]
     etype = str(rec.get("type") or "")

@@ -24,7 +24,7 @@ def table_file(tmp_path, monkeypatch):
 def test_the_shipped_table_is_well_formed_and_ordered_as_documented():
     rows = compiler_messages.table()
     codes = [r.code for r in rows]
-    assert len(codes) == len(set(codes)) and set(codes) <= set(CODES)
+    assert len({(r.code, r.requires) for r in rows}) == len(rows) and set(codes) <= set(CODES)
     assert codes[0] == "PLS201"  # VMEM out-of-memory first: its messages name other things too
     assert codes.index("PLS204") < codes.index("PLS103") and codes.index("PLS203") < codes.index("PLS103")
     assert {r.code for r in rows if 3 in r.tiers and r.code.startswith("PLS3")} == {"PLS300", "PLS301", "PLS302"}
@@ -45,6 +45,17 @@ def test_the_locator_and_the_catalog_read_the_same_rows(table_file):
     assert classify.classify({"stage": "tier 2", "type": "MosaicError", "message": "Mosaic failed"}, 2) == "PLS200"
 
 
+def test_a_row_that_requires_x64_applies_to_records_that_say_so_and_to_bare_messages():
+    text = "failed to legalize operation 'func.return' that was explicitly marked illegal: (i64) -> ()"
+    assert compiler_messages.codes_for(text, 2, {"x64"})[0] == "PLS107"
+    assert "PLS107" not in compiler_messages.codes_for(text, 2, set())  # x64 was off: not x64's doing
+    assert compiler_messages.codes_for(text, 2)[0] == "PLS107"  # flags not known (a pasted message)
+    assert catalog.recognise("MosaicError", text, tier=2)[0].code == "PLS107"
+    rec = {"stage": "tier 2", "type": "MosaicError", "message": text}
+    assert classify.classify(rec, 2) == "PLS200"
+    assert classify.classify({**rec, "x64": True}, 2) == "PLS107"
+
+
 @pytest.mark.parametrize("text, complaint", [
     ('[[message]]\ncode = "PLS999"\ntiers = [1]\npatterns = ["x"]\n', "'PLS999' is not a finding code"),
     ('[[message]]\ncode = "PLS101"\ntiers = [1]\npatterns = ["x"]\n'
@@ -52,6 +63,7 @@ def test_the_locator_and_the_catalog_read_the_same_rows(table_file):
     ('[[message]]\ncode = "PLS101"\ntiers = [1]\npatterns = ["(unclosed"]\n', "row 1 (PLS101): bad pattern"),
     ('[[message]]\ncode = "PLS101"\ntiers = [1]\npatterns = []\n', "needs non-empty 'patterns'"),
     ('[[message]]\ncode = "PLS101"\ntiers = [1]\npatterns = ["x"]\nseverity = "error"\n', "unknown keys ['severity']"),
+    ('[[message]]\ncode = "PLS101"\ntiers = [1]\npatterns = ["x"]\nrequires = "x32"\n', "requires = 'x32'; known flags: x64"),
 ])
 def test_a_malformed_table_is_reported_with_its_row(table_file, text, complaint):
     table_file.write_text(text)
