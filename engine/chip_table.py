@@ -19,14 +19,9 @@ from pallasite.analysis.types import ChipSpec, from_json, installed_versions
 from pallasite.knowledge import chips as chip_cache
 
 
-def local_versions() -> dict[str, str | None]:
-    """The jax/libtpu versions installed for this interpreter (what a local worker runs)."""
-    return installed_versions()
-
-
 def cached(versions: dict[str, str | None] | None = None) -> list[ChipSpec] | None:
     """The cached table for ``versions`` (default: this interpreter's), or None."""
-    return chip_cache.read_cache(versions or local_versions())
+    return chip_cache.read_cache(versions or installed_versions())
 
 
 def remember(specs: list[ChipSpec], versions: dict[str, Any]) -> str | None:

@@ -2,11 +2,11 @@
 
 Client side (never imports jax). ``classify`` gives a record of the worker (``runner/errors.py``)
 its code: PLS1xx / PLS2xx by the compiler's words (the one compiler-message table,
-``knowledge/compiler_messages.toml``, which the error catalog reads too: first matching row wins),
-PLS9xx for import, task and script failures. ``sentence`` cleans the message (folders cut from paths,
-block sizes as ints, no jaxpr dumps, no "please file an issue"), says so when an exception carried
-no text (and where it was raised), and prefixes what the code needs (VMEM figures, "importing the
-file failed"). Where the finding goes is ``engine/locate.py``'s part.
+``knowledge/compiler_messages.toml``, which the error catalog reads too: first matching row
+wins), PLS9xx for import, task and script failures. ``sentence`` cleans the message (folders cut
+from paths, block sizes as ints, no jaxpr dumps, no "please file an issue"), says so when an
+exception carried no text (and where it was raised), and prefixes what the code needs (VMEM
+figures, "importing the file failed"). Where the finding goes is ``engine/locate.py``'s part.
 """
 
 from __future__ import annotations

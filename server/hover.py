@@ -2,10 +2,10 @@
 error catalog's explanation of the findings under the cursor.
 
 Plain functions of analysis results; the LSP layer only picks what is under the cursor.
-Numbers say where they came from: block bytes, the footprint, grid steps and tiling are the static
-arithmetic of ``analysis/footprint.py`` on the block shape and a dtype read from the file's example
-inputs (or shown per dtype when unknown); the VMEM limit names its
-source (the runner's chip table, or "unknown"); compile results name tier, chip and who said so.
+Numbers say where they came from: block bytes, the footprint, grid steps and tiling are the
+static arithmetic of ``analysis/footprint.py`` on the block shape and a dtype read from the file's
+example inputs (or shown per dtype when unknown); the VMEM limit names its source (the chip
+table, or "unknown"); compile results name tier, chip and who said so.
 """
 
 from __future__ import annotations
