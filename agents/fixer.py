@@ -345,11 +345,12 @@ def outcome_json(outcome: FixOutcome, *, include_text: bool = True) -> dict:
 
 
 def checker_verify(checker: Any, path: str) -> Verify:
-    """``verify`` over an engine ``Checker``: the same warm worker, but no results cache (a
-    candidate's verdicts must not become the file's recorded verdicts)."""
+    """``verify`` over an engine ``Checker`` (``Engine.checker(...)`` or a standalone one): the same
+    warm workers and purpose, but no results cache (a candidate's verdicts must not become the
+    file's recorded verdicts)."""
     from pallasite.engine.checker import Checker
 
-    sibling = Checker(checker.options, client=checker.worker(), cache=None)
+    sibling = Checker(checker.options, client=checker.worker(), cache=None, purpose=checker.purpose)
 
     async def verify(text: str, tiers: tuple[int, ...]) -> FileReport:
         return await sibling.check(path, text, tiers=tiers)

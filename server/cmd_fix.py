@@ -64,9 +64,10 @@ def _settings(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from pallasite.agents.fix_action import FixJob, fix_file
     from pallasite.agents.providers import ProviderError
-    from pallasite.engine.checker import TARGETS, Checker, read_source
+    from pallasite.engine.checker import TARGETS, read_source
+    from pallasite.engine.engine import Engine
     from pallasite.server.cmd_check import UsageError, parse_tiers
-    from pallasite.server.results_cache import workspace_for
+    from pallasite.engine.store_cache import workspace_for
 
     path = args.path
     try:
@@ -97,18 +98,20 @@ def run(args: argparse.Namespace) -> int:
         from pallasite.agents.providers import make_provider
 
         model = make_provider(config)  # a configuration problem is told before anything runs
-        checker = Checker(options)
+        workspace = workspace_for([path])
+        engine = Engine(workspace=workspace)  # the same engine `pallasite check` uses: workers, results store
+        checker = engine.checker(path, options)
         try:
             report = await checker.check(path, text, tiers=tiers)
             job = FixJob(path=path, text=text, report=report, chip=chip, tiers=tiers,
                          line=args.line - 1 if args.line else None, docs_passages=agent.docsPassages,
                          **_vmem(chip))
             progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
-            return await fix_file(job, config, agent.budgets(), checker, workspace=workspace_for([path]),
+            return await fix_file(job, config, agent.budgets(), checker, workspace=workspace,
                                   on_progress=progress, provider=model)
         finally:
             await model.close()
-            await checker.close()
+            await engine.close()
 
     try:
         outcome = asyncio.run(go())
@@ -149,9 +152,9 @@ def _text(outcome, *, applied: bool) -> str:
 def _vmem(chip: str) -> dict:
     """The chip's scoped-VMEM limit from the chip-table cache `pallasite chips` writes, when there is one."""
     try:
-        from pallasite.runner import chips
+        from pallasite.engine import chip_table
 
-        table = chips.read_cache() or []
+        table = chip_table.cached() or []
     except Exception:  # noqa: BLE001 - the model is told the limit only when it is known
         return {}
     for spec in table:

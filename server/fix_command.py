@@ -63,10 +63,14 @@ async def fix_with_agent(ls: Any, options: dict, token: Any = None) -> dict[str,
     label = provider_label(session.settings)
     progress = WorkProgress(ls, f"pallasite: fixing {Path(doc.path).name} with {label}", token)
     progress.begin(tiers)
-    from .results_cache import workspace_for
+    from pallasite.agents.fix_action import has_reference
+    from pallasite.engine.store_cache import workspace_for
 
+    # a run against reference() is long: a job worker takes it, so saves are not kept waiting
+    purpose = "job" if trusted and has_reference(text, doc.path, job.chip) else "check"
     try:
-        outcome = await fix_file(job, agent.provider_config(), agent.budgets(), session.get_checker(doc.path),
+        outcome = await fix_file(job, agent.provider_config(), agent.budgets(),
+                                 session.get_checker(doc.path, purpose=purpose),
                                  workspace=workspace_for([doc.path], cwd=Path(doc.path).parent),
                                  on_progress=progress.report)
     except asyncio.CancelledError:  # from the progress's cancel button or $/cancelRequest
