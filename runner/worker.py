@@ -118,12 +118,26 @@ def op_check(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return handle_check(params, ctx.progress)
 
 
+def op_time(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    from pallasite.runner.timing import handle_time  # jax-heavy: imported on first use
+
+    return handle_time(params, ctx.progress)
+
+
+def op_profile(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    from pallasite.runner.timing import handle_profile
+
+    return handle_profile(params, ctx.progress)
+
+
 OPS: dict[str, Callable[[dict[str, Any], Context], Any]] = {
     "ping": op_ping,
     "versions": op_versions,
     "chips": op_chips,
     "import": op_import,
     "check": op_check,
+    "time": op_time,
+    "profile": op_profile,
 }
 
 
