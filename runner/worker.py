@@ -252,7 +252,29 @@ class Worker:
             else:
                 self.send(protocol.result_error(msg.get("id"), protocol.ErrorInfo(
                     protocol.ERROR_BAD_REQUEST, f"a client may not send {kind!r} messages")))
+        else:
+            self.client_gone()
         self.inbox.put(None)
+
+    def client_gone(self, grace_s: float = 3.0) -> None:
+        """stdin ended without a shutdown: the client (or its ssh connection) is gone and nobody
+        will read a result. Interrupt the running op, and exit if it does not stop within the
+        grace, so a remote worker never keeps running (and holding the chips) after a dropped
+        connection."""
+        with self.state_lock:
+            running = self.current
+        if running is None:
+            return
+        self.interrupt(running, "cancelled")
+
+        def exit_later() -> None:
+            time.sleep(grace_s)
+            if self.current is not None:
+                with contextlib.suppress(OSError):  # stderr may be the dropped connection too
+                    os.write(2, b"pallasite worker: the client is gone and the running op did not stop; exiting\n")
+                os._exit(1)
+
+        threading.Thread(target=exit_later, daemon=True, name="client-gone").start()
 
     def serve_forever(self) -> None:
         signal.signal(signal.SIGINT, self._on_sigint)
