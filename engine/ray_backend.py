@@ -100,6 +100,7 @@ class RayBackend:
         if self._actor is None:
             if self.handshake is not None:
                 self.restarts += 1
+            _check_resources(ray, {"CPU": self.num_cpus, **self.resources})
             options: dict[str, Any] = {"num_cpus": self.num_cpus, "max_concurrency": 4}
             if self.resources:
                 options["resources"] = dict(self.resources)
@@ -163,6 +164,17 @@ class RayBackend:
         except Exception:  # noqa: BLE001
             pass
         self._drop(ray)
+
+
+def _check_resources(ray: Any, wanted: Mapping[str, float]) -> None:
+    """Refuse at once what the cluster can never give (Ray would wait for it forever)."""
+    have = ray.cluster_resources()
+    missing = {k: v for k, v in wanted.items() if v and have.get(k, 0) < v}
+    if missing:
+        offer = ", ".join(f"{k}={v:g}" for k, v in sorted(have.items()) if not k.startswith("node:")
+                          and "memory" not in k) or "nothing"
+        raise RuntimeError("the Ray cluster cannot give " + ", ".join(f"{k}={v:g}" for k, v in missing.items())
+                           + f" (it has {offer}); start it with those resources or change --ray-resources")
 
 
 def _as_future(ref: Any) -> "asyncio.Future[Any]":
