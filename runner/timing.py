@@ -1,9 +1,10 @@
 """The worker's ``time`` and ``profile`` ops: correctness first, then honest numbers.
 
-Both load the candidate (``params["path"]``, optional unsaved ``text``) and its reference from
-the request, never from anything the candidate prints. The reference is the task's own (native
+Both load the candidate (``params["path"]``, optional ``text``) and its reference from the
+request, never from anything the candidate prints. The reference is the task's own (native
 ``reference``, JAXBench ``baseline.py``'s ``workload``, MaxKernel ``computation``) or
-``params["reference_path"]``'s ``reference``/``workload``/``computation``.
+``params["reference_path"]``'s (optional ``reference_text``) ``reference``/``workload``/``computation``
+(``reference_entry`` names another).
 
 Correctness (``runner/timing_guards.py`` names each trick it catches): the traced program must
 launch a pallas_call whose result reaches an output, without entering the reference's code; then
@@ -90,7 +91,8 @@ def prepared(params: dict[str, Any]):
         module = stack.enter_context(user_module(path, params.get("text")))
         tasks = tasks_runtime.discover(module, path, params.get("text"))
         ref_path = params.get("reference_path")
-        ref_module = stack.enter_context(user_module(os.path.abspath(ref_path))) if ref_path else None
+        ref_module = (stack.enter_context(user_module(os.path.abspath(ref_path), params.get("reference_text")))
+                      if ref_path else None)
         if not tasks and ref_module is not None:
             tasks = _pair_task(module, ref_module, path)
         want = params.get("entry")
@@ -322,11 +324,14 @@ def time_pair(prep: Prepared, shapes: tuple[Any, ...], seed: int, runs: int, war
 
 
 def measurement(prep: Prepared, samples: list[float] | None, method: str, status: str = "ok",
-                error: str | None = None) -> Measurement:
+                error: str | None = None, reference: bool = False) -> Measurement:
     from .checks import versions
 
     vers = versions()
-    return Measurement(status=status, provenance=prep.provenance, device_kind=prep.device_kind, method=method,
+    provenance = Provenance.HOST if reference and not prep.on_device else prep.provenance
+    if reference and not prep.on_device:
+        method = method.replace("TPU interpret mode on CPU", "XLA on the host CPU")
+    return Measurement(status=status, provenance=provenance, device_kind=prep.device_kind, method=method,
                        samples_ns=tuple(samples or ()), median_ns=statistics.median(samples) if samples else None,
                        config=tuple(sorted(prep.config.items())), jax_version=vers.get("jax"),
                        libtpu_version=vers.get("libtpu"), error=error)
@@ -367,7 +372,7 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
             cand, ref = samples[CANDIDATE], samples[REFERENCE]
             result["verdict"] = "ok"
             result["candidate"] = to_json(measurement(prep, cand, timed["method"]))
-            result["reference"] = to_json(measurement(prep, ref, timed["method"]))
+            result["reference"] = to_json(measurement(prep, ref, timed["method"], reference=True))
             result["spread"] = {"candidate": spread(cand), "reference": spread(ref)}
             result["trace"] = timed["trace"]
             speed = statistics.median(ref) / statistics.median(cand)

@@ -1,0 +1,138 @@
+"""Client side of `time` and `profile`: which files, the request, the backend, the measurements.
+
+Used by the CLI (``server/cmd_time.py``), the language server's "Time on"/"Profile on" lenses and
+the agents (the autotuner times measured configs through ``time_request`` + ``run_timing``).
+
+- ``task_files(target)``: a kernel file, or a task folder as it is: JAXBench (``optimized.py``
+  timed against ``baseline.py``), MaxKernel (``kernel_task.yaml``: its kernel file; the folder's
+  ``reference.py`` is read by the worker), or a folder with one kernel file.
+- ``time_request(files, op, ...)``: the op's params, with the files' text (so a remote worker
+  needs nothing but ``pip install pallasite``; paths name the user's files in messages).
+- ``run_timing(settings, op, params)``: start the backend's worker, run, close; returns a
+  ``TimingRun`` with the reply, where it ran, the worker's handshake and version warnings.
+- ``measurements(run)``: the candidate's and the reference's ``Measurement``s, for the store.
+
+No JAX here; the worker side is ``runner/timing.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pallasite.analysis.types import Measurement, from_json
+
+from . import launcher
+from .client import Reply, WorkerConfig
+from .remote import BackendSettings, open_remote, where
+
+OPS = ("time", "profile")
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    path: str  # the candidate kernel file
+    reference_path: str | None = None  # a separate reference file (JAXBench baseline.py)
+    layout: str = "file"  # "file", "jaxbench", "maxkernel", "folder"
+
+
+def task_files(target: str) -> TaskFiles:
+    """The files to time for a FILE or TASK_DIR argument; ValueError says what is missing."""
+    target = os.path.abspath(target)
+    if os.path.isfile(target):
+        sibling = os.path.join(os.path.dirname(target), "baseline.py")
+        if os.path.basename(target) != "baseline.py" and os.path.isfile(sibling):
+            return TaskFiles(target, sibling, "jaxbench")
+        return TaskFiles(target)
+    if not os.path.isdir(target):
+        raise ValueError(f"{target}: no such file or folder")
+    optimized, baseline = os.path.join(target, "optimized.py"), os.path.join(target, "baseline.py")
+    if os.path.isfile(optimized) and os.path.isfile(baseline):
+        return TaskFiles(optimized, baseline, "jaxbench")
+    if os.path.isfile(os.path.join(target, "kernel_task.yaml")):
+        kernels = [f for f in sorted(os.listdir(target)) if f.endswith(".py") and f != "reference.py"]
+        if len(kernels) == 1:
+            return TaskFiles(os.path.join(target, kernels[0]), None, "maxkernel")
+        raise ValueError(f"{target}: a MaxKernel task folder needs exactly one kernel file beside reference.py "
+                         f"(found: {', '.join(kernels) or 'none'}); pass the file itself")
+    kernels = [f for f in sorted(os.listdir(target)) if f.endswith(".py") and not f.startswith("_")]
+    if len(kernels) == 1:
+        return TaskFiles(os.path.join(target, kernels[0]), None, "folder")
+    raise ValueError(f"{target}: not a task folder (JAXBench: optimized.py + baseline.py; MaxKernel: "
+                     f"kernel_task.yaml) and not one kernel file (found: {', '.join(kernels) or 'none'})")
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def time_request(files: TaskFiles, *, entry: str | None = None, config: dict[str, Any] | None = None,
+                 runs: int | None = None, warmup: int | None = None, seed: int | None = None,
+                 max_speedup: float | None = None, extra_shape: bool = True, trace_dir: str | None = None,
+                 target: str | None = None, text: str | None = None) -> dict[str, Any]:
+    """Params of a ``time``/``profile`` request (docs/worker-protocol.md), texts included."""
+    params: dict[str, Any] = {"path": files.path, "text": text if text is not None else _read(files.path),
+                              "extra_shape": extra_shape}
+    if files.reference_path:
+        params["reference_path"] = files.reference_path
+        params["reference_text"] = _read(files.reference_path)
+    optional = {"entry": entry, "config": config or None, "runs": runs, "warmup": warmup, "seed": seed,
+                "max_speedup": max_speedup, "trace_dir": trace_dir, "target": target}
+    params.update({k: v for k, v in optional.items() if v is not None})
+    return params
+
+
+@dataclass
+class TimingRun:
+    """One `time`/`profile` request and what answered it."""
+
+    op: str
+    reply: Reply
+    where: str
+    handshake: Any = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        return self.reply.result if self.reply.ok and isinstance(self.reply.result, dict) else None
+
+    def describe_worker(self) -> str:
+        return launcher.describe(self.handshake, self.where) if self.handshake is not None else f"worker on {self.where}"
+
+
+async def run_timing(settings: BackendSettings, op: str, params: dict[str, Any], *,
+                     base: WorkerConfig | None = None, timeout_s: float | None = None,
+                     on_progress: Callable[[str, float | None], Any] | None = None) -> TimingRun:
+    """Start the backend's worker, run one op, close it. Never raises for the worker's sake."""
+    if op not in OPS:
+        raise ValueError(f"unknown timing op {op!r}; ops: {', '.join(OPS)}")
+    backend = open_remote(settings, base)
+    run = TimingRun(op, Reply("crashed", message="not started"), where(settings))
+    try:
+        run.reply = await backend.request(op, params, timeout_s=timeout_s, on_progress=on_progress)
+        run.handshake = getattr(backend, "handshake", None)
+        if run.handshake is not None:
+            run.warnings = launcher.version_warnings(run.handshake)
+        if getattr(backend, "node", None):
+            run.where = backend.where
+    finally:
+        await backend.close()
+    return run
+
+
+def run_timing_sync(settings: BackendSettings, op: str, params: dict[str, Any], **kw: Any) -> TimingRun:
+    return asyncio.run(run_timing(settings, op, params, **kw))
+
+
+def measurements(result: dict[str, Any]) -> list[tuple[str, Measurement]]:
+    """(role, Measurement) for the candidate and the reference, as the worker reported them."""
+    out = []
+    for role in ("candidate", "reference"):
+        data = result.get(role)
+        if isinstance(data, dict):
+            out.append((role, from_json(Measurement, data)))
+    return out
