@@ -10,7 +10,10 @@ the agents (the autotuner times measured configs through ``time_request`` + ``ru
   needs nothing but ``pip install pallasite``; paths name the user's files in messages).
 - ``run_timing(settings, op, params)``: start the backend's worker, run, close; returns a
   ``TimingRun`` with the reply, where it ran, the worker's handshake and version warnings.
-- ``measurements(run)``: the candidate's and the reference's ``Measurement``s, for the store.
+- ``measurements(result)``: the candidate's and the reference's ``Measurement``s;
+  ``record(run, path)`` puts them in the workspace's results store (``.pallasite/``), keyed by
+  the file's source hash, entry, inputs, config, device kind, versions and backend;
+  ``latest(path)`` reads the newest ones back for hovers and lenses.
 
 No JAX here; the worker side is ``runner/timing.py``.
 """
@@ -136,3 +139,65 @@ def measurements(result: dict[str, Any]) -> list[tuple[str, Measurement]]:
         if isinstance(data, dict):
             out.append((role, from_json(Measurement, data)))
     return out
+
+
+def _key(result: dict[str, Any], role: str, m: Measurement, path: str, backend: str) -> Any:
+    from pallasite.knowledge.store import ResultKey, source_hash
+
+    inputs = tuple((tuple(shape), dtype) for shape, dtype in (result.get("checks") or {}).get("inputs") or ())
+    return ResultKey(source_hash=source_hash(path), kernel=f"{result.get('entry')}" + ("" if role == "candidate" else " (reference)"),
+                     inputs=inputs, config=tuple(sorted((result.get("config") or {}).items())), chip=m.device_kind,
+                     jax_version=m.jax_version, libtpu_version=m.libtpu_version, backend=backend)
+
+
+def record(run: TimingRun, path: str, workspace: str | None = None) -> str | None:
+    """Record a run's measurements with their provenance; a note instead of a failure when it cannot."""
+    from pallasite.knowledge.store import ResultsStore, StoreError
+
+    result = run.result
+    if result is None:
+        return None
+    try:
+        store = ResultsStore.open(workspace or _workspace_for(path))
+    except (StoreError, OSError) as exc:
+        return f"results not stored: {exc}"
+    try:
+        for role, m in measurements(result):
+            store.put_measurement(_key(result, role, m, path, run.where), m, path=os.path.abspath(path))
+    except Exception as exc:  # noqa: BLE001 - a store problem never hides the measurement
+        return f"results not stored: {type(exc).__name__}: {exc}"
+    finally:
+        store.close()
+    return None
+
+
+def latest(path: str, limit: int = 20) -> list[Any]:
+    """The newest stored measurements of a file (never creates a store); [] when there are none."""
+    try:
+        from pallasite.knowledge.store import ResultsStore, store_path
+
+        where_ = store_path(_workspace_for(path))
+        if not where_.is_file():
+            return []
+        store = ResultsStore(where_)
+        try:
+            return store.measurements(path=os.path.abspath(path), limit=limit)
+        finally:
+            store.close()
+    except Exception:  # noqa: BLE001 - an unreadable store must not break a hover
+        return []
+
+
+def _workspace_for(path: str) -> Any:
+    """The workspace whose store holds ``path``'s results: the nearest folder holding ``.pallasite``,
+    else ``pyproject.toml``, else the file's folder (the rule `pallasite check` uses)."""
+    from pathlib import Path
+
+    from pallasite.knowledge.store import STORE_DIR
+
+    start = Path(path).resolve().parent
+    for marker in (STORE_DIR, "pyproject.toml"):
+        for folder in (start, *start.parents):
+            if (folder / marker).exists():
+                return folder
+    return start

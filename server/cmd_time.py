@@ -87,34 +87,8 @@ def run(args: argparse.Namespace) -> int:
     base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=0 if args.backend != "local" else 8192)
     run_ = timing.run_timing_sync(settings, op, params, base=base, timeout_s=args.time_limit, on_progress=progress)
     if run_.result is not None and not args.no_store:
-        note = _store(run_, files.path)
+        note = timing.record(run_, files.path)
         if note:
             run_.warnings.append(note)
     print(timing_format.to_json_text(run_, files.path) if args.format == "json" else timing_format.to_text(run_, files.path))
     return {"ok": 0, "rejected": 1}.get(timing_format.status_of(run_), 2)
-
-
-def _store(run_, path: str) -> str | None:
-    """Record the measurements with their provenance; a note instead of a failure when it cannot."""
-    from pallasite.engine.timing import measurements
-    from pallasite.knowledge.store import ResultKey, ResultsStore, StoreError, source_hash
-    from pallasite.server.results_cache import workspace_for
-
-    result = run_.result
-    try:
-        store = ResultsStore.open(workspace_for([path]))
-    except (StoreError, OSError) as exc:
-        return f"results not stored: {exc}"
-    try:
-        inputs = tuple((tuple(shape), dtype) for shape, dtype in (result.get("checks") or {}).get("inputs") or ())
-        for role, m in measurements(result):
-            key = ResultKey(source_hash=source_hash(path), kernel=f"{result.get('entry')}" + ("" if role == "candidate" else " (reference)"),
-                            inputs=inputs, config=tuple(sorted((result.get("config") or {}).items())),
-                            chip=m.device_kind, jax_version=m.jax_version, libtpu_version=m.libtpu_version,
-                            backend=run_.where)
-            store.put_measurement(key, m, path=os.path.abspath(path))
-    except Exception as exc:  # noqa: BLE001 - a store problem never hides the measurement
-        return f"results not stored: {type(exc).__name__}: {exc}"
-    finally:
-        store.close()
-    return None
