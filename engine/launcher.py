@@ -39,10 +39,17 @@ def parse_command(text: str | Sequence[str]) -> tuple[str, ...]:
 
 def launch_argv(command: Sequence[str], worker: Sequence[str]) -> list[str]:
     """The launcher's argv with the worker command placed in it (see the module docstring)."""
-    joined = shlex.join(worker)
+    joined = " ".join(_quote(word) for word in worker)
     if any(PLACEHOLDER in word for word in command):
         return [word.replace(PLACEHOLDER, joined) for word in command]
     return [*command, *worker]
+
+
+def _quote(word: str) -> str:
+    """Shell-quoted, except a leading ``~/``, which the remote shell must still expand."""
+    if word.startswith("~/"):
+        return "~/" + shlex.quote(word[2:])
+    return shlex.quote(word)
 
 
 def local_versions() -> dict[str, str | None]:

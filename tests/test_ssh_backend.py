@@ -69,6 +69,9 @@ def test_settings_build_the_launcher_command_line():
     argv = worker_config(gcloud).argv()
     assert argv[:5] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh"]
     assert argv[-1].startswith("pallasite worker --memory-mb")  # one argument, the remote command
+    home = BackendSettings(kind="ssh", command="gcloud compute tpus tpu-vm ssh t --command {worker}",
+                           remote_worker="~/venv/bin/pallasite worker")
+    assert worker_config(home).argv()[-1].startswith("~/venv/bin/pallasite worker ")  # ~ left for the remote shell
     with pytest.raises(ValueError, match="needs a host"):
         BackendSettings(kind="ssh").validate()
 
