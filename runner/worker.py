@@ -125,7 +125,7 @@ def op_time(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 def op_profile(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    from pallasite.runner.timing import handle_profile
+    from pallasite.runner.timing_profile import handle_profile
 
     return handle_profile(params, ctx.progress)
 

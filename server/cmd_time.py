@@ -11,7 +11,6 @@ with their provenance (``--no-store`` skips it). Exit status: 0 timed, 1 rejecte
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from pallasite.engine.client import WorkerConfig

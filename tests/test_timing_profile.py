@@ -135,7 +135,7 @@ def test_inputs_changed_reports_a_modified_buffer():
 
 
 def test_profile_op_on_cpu_returns_the_trace_and_an_estimated_bound(tmp_path):
-    from pallasite.runner.timing import handle_profile
+    from pallasite.runner.timing_profile import handle_profile
 
     result = handle_profile({"path": str(DATA / "honest_add.py"), "runs": 2, "target": "v5e",
                              "trace_dir": str(tmp_path)})
@@ -152,7 +152,7 @@ def test_profile_op_on_cpu_returns_the_trace_and_an_estimated_bound(tmp_path):
 
 
 def test_profile_op_rejects_an_exploit_before_tracing():
-    from pallasite.runner.timing import handle_profile
+    from pallasite.runner.timing_profile import handle_profile
 
     result = handle_profile({"path": str(DATA / "no_pallas.py"), "runs": 1})
     assert result["verdict"] == "rejected" and result["trace"] is None
