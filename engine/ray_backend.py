@@ -7,9 +7,11 @@ only job is to run ``pallasite worker`` as a subprocess on its node through the 
 the node), time limits, cancel-then-kill and the protocol are identical everywhere. Kernel code
 never runs in the Ray worker process itself.
 
-Faults are replies, not exceptions: the worker dying mid-job is "crashed" (the actor starts a new
-one for the next request); the actor or its node dying (a dropped connection) is "crashed" too and
-the next request creates a new actor; a request past its limit is "timeout" (the actor's client
+It implements the ``Backend`` seam (engine/backend.py): ``start``, ``request(params, purpose=...)``,
+``describe``, ``close``. Faults are replies, not exceptions: the worker dying mid-job is "crashed"
+(the actor starts a new one for the next request); the actor or its node dying (a dropped
+connection) is "crashed" too and the next request creates a new actor; a request past its limit
+is "timed_out" (the actor's client
 cancels, then kills the worker; the backend also gives up waiting after the limit plus a grace).
 Progress is not streamed back from a Ray task (the request's result arrives whole).
 
@@ -26,7 +28,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .client import Reply, WorkerClient, WorkerConfig
+from .backend import BackendInfo, Reply
+from .client import WorkerClient, WorkerConfig
 
 GRACE_S = 15.0  # past the request's limit, how long to wait for the actor before giving up on it
 
@@ -41,8 +44,8 @@ class _WorkerActor:
     async def start(self) -> Any:
         return await self.client.start()
 
-    async def request(self, op: str, params: dict[str, Any], timeout_s: float | None) -> Reply:
-        return await self.client.request(op, params, timeout_s=timeout_s)
+    async def request(self, params: Any, timeout_s: float | None) -> Reply:
+        return await self.client.request(params, timeout_s=timeout_s)
 
     async def worker_pid(self) -> int | None:
         return self.client.pid
@@ -117,9 +120,10 @@ class RayBackend:
     async def worker_pid(self) -> int | None:
         return await self._actor.worker_pid.remote() if self._actor is not None else None
 
-    async def request(self, op: str, params: dict[str, Any] | None = None, *, timeout_s: float | None = None,
+    async def request(self, params: Any, *, purpose: str = "job", timeout_s: float | None = None,
                       on_progress: Any = None) -> Reply:
-        """Run one op on the actor's worker. Never raises for the worker's or the actor's sake."""
+        """Run the op ``params`` names (runner/messages.py) on the actor's worker. Never raises for the
+        worker's or the actor's sake. ``purpose`` is accepted as for any Backend: one worker serves all."""
         started = time.monotonic()
         limit = timeout_s or self.config.timeout_s
         async with self._lock:
@@ -127,16 +131,17 @@ class RayBackend:
                 await self.start()
             except Exception as exc:  # noqa: BLE001 - no actor, no worker: a reply that says why
                 self._actor = None
-                return Reply("crashed", message=f"could not start a worker on Ray ({type(exc).__name__}: {exc})",
-                             elapsed_s=time.monotonic() - started)
+                return Reply("not_started", message=f"could not start a worker on Ray ({type(exc).__name__}: {exc})",
+                             elapsed_s=time.monotonic() - started, start_problem="exited")
             ray = self._ray()
-            ref = self._actor.request.remote(op, params or {}, limit)
+            ref = self._actor.request.remote(params, limit)
             try:
                 return await asyncio.wait_for(asyncio.shield(_as_future(ref)), limit + GRACE_S)
             except asyncio.TimeoutError:
                 self._drop(ray)
-                return Reply("timeout", message=f"the request ran past its limit of {limit:g} s and the Ray actor did "
-                             "not answer; the actor was killed and will be replaced", elapsed_s=time.monotonic() - started)
+                return Reply("timed_out", message=f"the request ran past its limit of {limit:g} s and the Ray actor did "
+                             "not answer; the actor was killed and will be replaced", elapsed_s=time.monotonic() - started,
+                             limit_s=limit)
             except asyncio.CancelledError:
                 ray.cancel(ref)  # async actor: the actor's WorkerClient sees CancelledError, cancels, kills
                 raise
@@ -153,6 +158,14 @@ class RayBackend:
                 ray.kill(actor)
             except Exception:  # noqa: BLE001 - already gone
                 pass
+
+    def describe(self) -> BackendInfo:
+        hello = self.handshake
+        return BackendInfo(kind="ray", host=self.where, workers=1,
+                           devices=tuple(getattr(hello, "devices", ()) or ()),
+                           versions={k: getattr(hello, k, None) for k in ("python", "pallasite", "jax", "jaxlib", "libtpu")}
+                           if hello is not None else {},
+                           protocol=getattr(hello, "protocol", None), problem=getattr(hello, "error", None))
 
     async def close(self) -> None:
         if self._actor is None:

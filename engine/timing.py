@@ -6,9 +6,10 @@ the agents (the autotuner times measured configs through ``time_request`` + ``ru
 - ``task_files(target)``: a kernel file, or a task folder as it is: JAXBench (``optimized.py``
   timed against ``baseline.py``), MaxKernel (``kernel_task.yaml``: its kernel file; the folder's
   ``reference.py`` is read by the worker), or a folder with one kernel file.
-- ``time_request(files, op, ...)``: the op's params, with the files' text (so a remote worker
-  needs nothing but ``pip install pallasite``; paths name the user's files in messages).
-- ``run_timing(settings, op, params)``: start the backend's worker, run, close; returns a
+- ``time_request(files, op, ...)``: the op's typed params (``TimeParams``/``ProfileParams``), with
+  the files' text and their local modules (a remote worker needs nothing but
+  ``pip install pallasite``; paths name the user's files in messages).
+- ``run_timing(settings, params)``: start the backend's worker, run, close; returns a
   ``TimingRun`` with the reply, where it ran, the worker's handshake and version warnings.
 - ``measurements(result)``: the candidate's and the reference's ``Measurement``s;
   ``record(run, path)`` puts them in the workspace's results store (``.pallasite/``), keyed by
@@ -26,10 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pallasite.analysis.types import Measurement, from_json
+from pallasite.analysis.types import Measurement, from_json, to_json
 
 from . import launcher
-from .client import Reply, WorkerConfig
+from .backend import Reply
+from .client import WorkerConfig
 from .remote import BackendSettings, open_remote, where
 
 OPS = ("time", "profile")
@@ -68,25 +70,27 @@ def task_files(target: str) -> TaskFiles:
                      f"kernel_task.yaml) and not one kernel file (found: {', '.join(kernels) or 'none'})")
 
 
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None,
+                 config: dict[str, Any] | None = None, runs: int | None = None, warmup: int | None = None,
+                 seed: int | None = None, max_speedup: float | None = None, extra_shape: bool | None = None,
+                 trace_dir: str | None = None, target: str | None = None, text: str | None = None) -> Any:
+    """The typed ``TimeParams``/``ProfileParams`` (runner/messages.py) for these files: the texts of
+    the candidate, its local modules and the reference file travel with it; options not given keep
+    the op's defaults."""
+    from pallasite.runner.messages import ProfileParams, TimeParams
 
+    from .sources import sources_for
 
-def time_request(files: TaskFiles, *, entry: str | None = None, config: dict[str, Any] | None = None,
-                 runs: int | None = None, warmup: int | None = None, seed: int | None = None,
-                 max_speedup: float | None = None, extra_shape: bool = True, trace_dir: str | None = None,
-                 target: str | None = None, text: str | None = None) -> dict[str, Any]:
-    """Params of a ``time``/``profile`` request (docs/worker-protocol.md), texts included."""
-    params: dict[str, Any] = {"path": files.path, "text": text if text is not None else _read(files.path),
-                              "extra_shape": extra_shape}
-    if files.reference_path:
-        params["reference_path"] = files.reference_path
-        params["reference_text"] = _read(files.reference_path)
-    optional = {"entry": entry, "config": config or None, "runs": runs, "warmup": warmup, "seed": seed,
-                "max_speedup": max_speedup, "trace_dir": trace_dir, "target": target}
-    params.update({k: v for k, v in optional.items() if v is not None})
-    return params
+    if op not in OPS:
+        raise ValueError(f"unknown timing op {op!r}; ops: {', '.join(OPS)}")
+    options: dict[str, Any] = {"entry": entry, "config": dict(config) if config else None, "runs": runs,
+                               "warmup": warmup, "seed": seed, "max_speedup": max_speedup, "extra_shape": extra_shape}
+    if op == "profile":
+        options.update(trace_dir=trace_dir, target=target)
+    cls = ProfileParams if op == "profile" else TimeParams
+    reference = sources_for(files.reference_path) if files.reference_path else None
+    return cls(source=sources_for(files.path, text), reference=reference,
+               **{k: v for k, v in options.items() if v is not None})
 
 
 @dataclass
@@ -101,22 +105,31 @@ class TimingRun:
 
     @property
     def result(self) -> dict[str, Any] | None:
-        return self.reply.result if self.reply.ok and isinstance(self.reply.result, dict) else None
+        """The worker's ``TimeResult`` as plain JSON (what the formats and the store read)."""
+        if not self.reply.ok or self.reply.result is None:
+            return None
+        return to_json(self.reply.result)
 
     def describe_worker(self) -> str:
         return launcher.describe(self.handshake, self.where) if self.handshake is not None else f"worker on {self.where}"
 
 
-async def run_timing(settings: BackendSettings, op: str, params: dict[str, Any], *,
-                     base: WorkerConfig | None = None, timeout_s: float | None = None,
+async def run_timing(settings: BackendSettings, params: Any, *, base: WorkerConfig | None = None,
+                     timeout_s: float | None = None,
                      on_progress: Callable[[str, float | None], Any] | None = None) -> TimingRun:
-    """Start the backend's worker, run one op, close it. Never raises for the worker's sake."""
+    """Start the backend's worker, run one ``time``/``profile`` request, close it. Never raises for
+    the worker's sake."""
+    op = type(params).OP
     if op not in OPS:
         raise ValueError(f"unknown timing op {op!r}; ops: {', '.join(OPS)}")
     backend = open_remote(settings, base)
-    run = TimingRun(op, Reply("crashed", message="not started"), where(settings))
+    run = TimingRun(op, Reply("not_started", message="not started"), where(settings))
+
+    def progress(report: Any) -> Any:
+        return on_progress(report.message, report.fraction) if on_progress is not None else None
+
     try:
-        run.reply = await backend.request(op, params, timeout_s=timeout_s, on_progress=on_progress)
+        run.reply = await backend.request(params, purpose="device", timeout_s=timeout_s, on_progress=progress)
         run.handshake = getattr(backend, "handshake", None)
         if run.handshake is not None:
             run.warnings = launcher.version_warnings(run.handshake)
@@ -127,8 +140,8 @@ async def run_timing(settings: BackendSettings, op: str, params: dict[str, Any],
     return run
 
 
-def run_timing_sync(settings: BackendSettings, op: str, params: dict[str, Any], **kw: Any) -> TimingRun:
-    return asyncio.run(run_timing(settings, op, params, **kw))
+def run_timing_sync(settings: BackendSettings, params: Any, **kw: Any) -> TimingRun:
+    return asyncio.run(run_timing(settings, params, **kw))
 
 
 def measurements(result: dict[str, Any]) -> list[tuple[str, Measurement]]:
@@ -188,16 +201,10 @@ def latest(path: str, limit: int = 20) -> list[Any]:
         return []
 
 
+
 def _workspace_for(path: str) -> Any:
-    """The workspace whose store holds ``path``'s results: the nearest folder holding ``.pallasite``,
-    else ``pyproject.toml``, else the file's folder (the rule `pallasite check` uses)."""
-    from pathlib import Path
+    """The workspace whose store holds ``path``'s results (the rule `pallasite check` uses, with the
+    file's own folder as the last resort)."""
+    from .store_cache import workspace_for
 
-    from pallasite.knowledge.store import STORE_DIR
-
-    start = Path(path).resolve().parent
-    for marker in (STORE_DIR, "pyproject.toml"):
-        for folder in (start, *start.parents):
-            if (folder / marker).exists():
-                return folder
-    return start
+    return workspace_for([path], cwd=os.path.dirname(os.path.abspath(path)))

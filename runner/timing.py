@@ -81,6 +81,22 @@ class Prepared:
 # --------------------------------------------------------------------------- loading
 
 
+def plain_params(params: Any) -> dict[str, Any]:
+    """A typed ``TimeParams``/``ProfileParams`` (runner/messages.py) in this module's working form."""
+    import dataclasses
+
+    plain = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
+             if f.name not in ("source", "reference")}
+    source, reference = params.source, params.reference
+    plain.update(path=source.path, text=source.text, package=source.package,
+                 modules=[(m.module, m.path, m.text) for m in source.modules if m.module])
+    if reference is not None:
+        plain.update(reference_path=reference.path, reference_text=reference.text,
+                     reference_modules=[(m.module, m.path, m.text) for m in reference.modules if m.module])
+    plain["config"] = dict(plain.get("config") or {})
+    return {k: v for k, v in plain.items() if v is not None}
+
+
 @contextlib.contextmanager
 def prepared(params: dict[str, Any]):
     """Load candidate and reference for the duration of one op."""
@@ -88,10 +104,12 @@ def prepared(params: dict[str, Any]):
 
     path = os.path.abspath(str(params["path"]))
     with contextlib.ExitStack() as stack:
-        module = stack.enter_context(user_module(path, params.get("text")))
+        module = stack.enter_context(user_module(path, params.get("text"), params.get("modules") or (),
+                                                 params.get("package")))
         tasks = tasks_runtime.discover(module, path, params.get("text"))
         ref_path = params.get("reference_path")
-        ref_module = (stack.enter_context(user_module(os.path.abspath(ref_path), params.get("reference_text")))
+        ref_module = (stack.enter_context(user_module(os.path.abspath(ref_path), params.get("reference_text"),
+                                                      params.get("reference_modules") or ()))
                       if ref_path else None)
         if not tasks and ref_module is not None:
             tasks = _pair_task(module, ref_module, path)

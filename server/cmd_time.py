@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
                                    remote_worker=args.remote_worker, ray_address=args.ray_address,
                                    ray_resources=parse_resources(args.ray_resources), platforms=args.platforms)
         settings.validate()
-        params = timing.time_request(files, entry=args.entry, config=_config(args.config), runs=args.runs,
+        params = timing.time_request(files, op, entry=args.entry, config=_config(args.config), runs=args.runs,
                                      warmup=args.warmup, seed=args.seed, max_speedup=args.max_speedup,
-                                     extra_shape=not args.no_extra_shape,
+                                     extra_shape=False if args.no_extra_shape else None,
                                      trace_dir=getattr(args, "trace_dir", None), target=getattr(args, "target", None))
     except (ValueError, OSError) as err:
         print(f"pallasite {op}: error: {err}", file=sys.stderr)
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  ... {message}", file=sys.stderr)
 
     base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=0 if args.backend != "local" else 8192)
-    run_ = timing.run_timing_sync(settings, op, params, base=base, timeout_s=args.time_limit, on_progress=progress)
+    run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)
     if run_.result is not None and not args.no_store:
         note = timing.record(run_, files.path)
         if note:

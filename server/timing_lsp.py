@@ -107,7 +107,7 @@ async def run(session: Any, doc: Any, op: str, options: dict[str, Any],
     try:
         remote.validate()
         files = timing.task_files(doc.path)
-        params = timing.time_request(files, text=doc.text, entry=options.get("entry"), runs=options.get("runs"),
+        params = timing.time_request(files, op, text=doc.text, entry=options.get("entry"), runs=options.get("runs"),
                                      warmup=options.get("warmup"), config=options.get("config"),
                                      target=settings.target if op == "profile" else None)
     except (ValueError, OSError) as exc:
@@ -119,7 +119,7 @@ async def run(session: Any, doc: Any, op: str, options: dict[str, Any],
         if report is not None:
             report(message)
 
-    run_ = await timing.run_timing(remote, op, params, base=base, on_progress=on_progress)
+    run_ = await timing.run_timing(remote, params, base=base, on_progress=on_progress)
     result = run_.result
     if result is None:
         return {"ok": False, "message": f"{op} on {run_.where} did not run: {run_.reply.message}",

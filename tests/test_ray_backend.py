@@ -21,6 +21,8 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip ins
 from pallasite.engine.client import WorkerConfig  # noqa: E402
 from pallasite.engine.ray_backend import RayBackend  # noqa: E402
 from pallasite.engine.remote import BackendSettings, open_remote, parse_resources  # noqa: E402
+from pallasite.engine.sources import sources_for  # noqa: E402
+from pallasite.runner.messages import ImportParams, PingParams, TimeParams  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 CONFIG = WorkerConfig(timeout_s=120, startup_timeout_s=90, cancel_grace_s=1)
@@ -55,41 +57,41 @@ async def test_worker_runs_as_a_subprocess_of_an_actor_holding_the_resources(clu
         assert hello.platform == "cpu" and "time" in hello.ops
         assert hello.pid != os.getpid() and hello.pid != backend.node["pid"]  # not in the Ray worker itself
         assert ray.available_resources().get("TPU", 0) == 0  # the actor holds the TPU resource
-        reply = await backend.request("time", {"path": str(DATA / "timing" / "honest_add.py"), "runs": 2,
-                                               "warmup": 1}, timeout_s=120)
+        params = TimeParams(source=sources_for(str(DATA / "timing" / "honest_add.py")), runs=2, warmup=1)
+        reply = await backend.request(params, timeout_s=120)
         assert reply.ok, reply.message
-        assert reply.result["verdict"] == "ok" and reply.result["candidate"]["provenance"] == "interpret"
+        assert reply.result.verdict == "ok" and reply.result.candidate.provenance.value == "interpret"
     await asyncio.sleep(0.5)
     assert ray.available_resources().get("TPU", 0) == 1  # released on close
 
 
 async def test_resources_the_cluster_lacks_are_a_clear_error_not_a_wait(cluster):
     backend = RayBackend(CONFIG, resources={"TPU": 8})
-    reply = await asyncio.wait_for(backend.request("ping"), 30)
-    assert reply.status == "crashed"
+    reply = await asyncio.wait_for(backend.request(PingParams()), 30)
+    assert reply.status == "not_started"
     assert "cannot give TPU=8" in reply.message and "TPU=1" in reply.message
 
 
 async def test_faults_worker_killed_actor_killed_time_limit_then_the_next_job_works(cluster):
     async with RayBackend(CONFIG) as backend:
-        hang = {"path": str(DATA / "worker" / "hangs_at_import.py")}
+        hang = ImportParams(sources_for(str(DATA / "worker" / "hangs_at_import.py")))
         # the worker process dies mid-job
         pid = backend.handshake.pid
-        job = asyncio.create_task(backend.request("import", hang))
+        job = asyncio.create_task(backend.request(hang))
         await asyncio.sleep(1.0)
         os.kill(pid, signal.SIGKILL)
         reply = await asyncio.wait_for(job, 60)
         assert reply.status == "crashed" and "SIGKILL" in reply.message
-        assert (await asyncio.wait_for(backend.request("ping"), 90)).ok
+        assert (await asyncio.wait_for(backend.request(PingParams()), 90)).ok
         # the actor (the connection to the node's side) dies mid-job
-        job = asyncio.create_task(backend.request("import", hang))
+        job = asyncio.create_task(backend.request(hang))
         await asyncio.sleep(1.0)
         ray.kill(backend._actor)
         reply = await asyncio.wait_for(job, 60)
         assert reply.status == "crashed" and "Ray actor" in reply.message
-        assert (await asyncio.wait_for(backend.request("ping"), 90)).ok
+        assert (await asyncio.wait_for(backend.request(PingParams()), 90)).ok
         assert backend.restarts == 1
         # past the time limit
-        reply = await asyncio.wait_for(backend.request("import", hang, timeout_s=2), 60)
-        assert reply.status == "timeout" and "limit of 2 s" in reply.message
-        assert (await asyncio.wait_for(backend.request("ping"), 60)).ok
+        reply = await asyncio.wait_for(backend.request(hang, timeout_s=2), 60)
+        assert reply.status == "timed_out" and "limit of 2 s" in reply.message
+        assert (await asyncio.wait_for(backend.request(PingParams()), 60)).ok

@@ -25,6 +25,9 @@ import sshd_server  # noqa: E402
 from pallasite.engine import launcher  # noqa: E402
 from pallasite.engine.client import WorkerClient, WorkerConfig  # noqa: E402
 from pallasite.engine.remote import BackendSettings, open_remote, where, worker_config  # noqa: E402
+from pallasite.engine.sources import sources_for  # noqa: E402
+from pallasite.runner.messages import ImportParams, PingParams, SourceFile, Sources, TimeParams  # noqa: E402
+from pallasite.runner.protocol import PROTOCOL_VERSION  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 WORKER = DATA / "worker"
@@ -95,60 +98,60 @@ async def test_worker_over_ssh_handshakes_imports_and_times(sshd):
         line = launcher.describe(hello, "ssh:127.0.0.1")
         assert "worker on ssh:127.0.0.1" in line and f"jax {hello.jax}" in line
         # the file travels as text: the path need not exist on the worker's host
-        reply = await remote.request("time", {"path": "/elsewhere/honest_add.py", "text": path.read_text(),
-                                              "runs": 2, "warmup": 1}, timeout_s=120)
+        elsewhere = Sources(SourceFile("/elsewhere/honest_add.py", path.read_text()))
+        reply = await remote.request(TimeParams(source=elsewhere, runs=2, warmup=1), timeout_s=120)
     assert reply.ok, reply.message
-    assert reply.result["verdict"] == "ok", reply.result
-    assert reply.result["candidate"]["provenance"] == "interpret"
-    assert reply.result["path"] == "/elsewhere/honest_add.py"
+    assert reply.result.verdict == "ok", reply.result
+    assert reply.result.candidate.provenance.value == "interpret"
+    assert reply.result.path == "/elsewhere/honest_add.py"
 
 
 async def test_a_banner_printing_login_shell_does_not_break_the_handshake(sshd):
     async with client(sshd, banner=True) as remote:
-        assert remote.handshake.protocol == 1
-        reply = await remote.request("ping")
-        assert reply.ok and reply.result["pong"] is True
+        assert remote.handshake.protocol == PROTOCOL_VERSION
+        reply = await remote.request(PingParams())
+        assert reply.ok and reply.result.pong is True
         assert "not a JSON line" in remote.stderr_tail(50)  # the banner was read and set aside
 
 
 async def test_remote_worker_killed_mid_job_is_a_crash_and_the_next_job_works(sshd):
     async with client(sshd) as remote:
         pid = remote.handshake.pid  # the worker's pid on the (here: same) host
-        job = asyncio.create_task(remote.request("import", {"path": str(WORKER / "hangs_at_import.py")}))
+        job = asyncio.create_task(remote.request(ImportParams(sources_for(str(WORKER / "hangs_at_import.py")))))
         await asyncio.sleep(1.0)
         os.kill(pid, signal.SIGKILL)
         reply = await asyncio.wait_for(job, 30)
         assert reply.status == "crashed", reply
         assert "killed by SIGKILL" in reply.message or "exited" in reply.message
-        again = await asyncio.wait_for(remote.request("ping"), 60)
+        again = await asyncio.wait_for(remote.request(PingParams()), 60)
         assert again.ok and remote.handshake.pid != pid
 
 
 async def test_dropped_connection_is_a_crash_the_remote_worker_exits_and_the_next_job_works(sshd):
     async with client(sshd) as remote:
         pid = remote.handshake.pid
-        job = asyncio.create_task(remote.request("import", {"path": str(WORKER / "hangs_at_import.py")}))
+        job = asyncio.create_task(remote.request(ImportParams(sources_for(str(WORKER / "hangs_at_import.py")))))
         await asyncio.sleep(1.0)
         for session in sshd.session_pids():  # the server side of the connection goes away
             os.kill(session, signal.SIGKILL)
         reply = await asyncio.wait_for(job, 30)
         assert reply.status == "crashed", reply
         assert _gone(pid, 10), "the remote worker kept running after its connection dropped"
-        again = await asyncio.wait_for(remote.request("ping"), 60)
+        again = await asyncio.wait_for(remote.request(PingParams()), 60)
         assert again.ok
 
 
 async def test_job_past_its_limit_is_stopped_and_the_next_job_works(sshd):
     async with client(sshd) as remote:
-        reply = await remote.request("import", {"path": str(WORKER / "hangs_at_import.py")}, timeout_s=2)
-        assert reply.status == "timeout" and "limit of 2 s" in reply.message
-        assert (await remote.request("ping")).ok  # interrupted in the worker: the same worker serves on
+        reply = await remote.request(ImportParams(sources_for(str(WORKER / "hangs_at_import.py"))), timeout_s=2)
+        assert reply.status == "timed_out" and "limit of 2 s" in reply.message
+        assert (await remote.request(PingParams())).ok  # interrupted in the worker: the same worker serves on
         pid = remote.handshake.pid
         stuck = await asyncio.wait_for(
-            remote.request("import", {"path": str(WORKER / "stuck_in_native_code.py")}, timeout_s=2), 30)
-        assert stuck.status == "timeout" and "killed" in stuck.message
+            remote.request(ImportParams(sources_for(str(WORKER / "stuck_in_native_code.py"))), timeout_s=2), 30)
+        assert stuck.status == "timed_out" and "killed" in stuck.message
         assert _gone(pid, 10), "a worker stuck in native code outlived its killed connection"
-        assert (await asyncio.wait_for(remote.request("ping"), 60)).ok
+        assert (await asyncio.wait_for(remote.request(PingParams()), 60)).ok
 
 
 async def test_protocol_mismatch_is_a_clear_error(sshd, tmp_path):
@@ -157,8 +160,8 @@ async def test_protocol_mismatch_is_a_clear_error(sshd, tmp_path):
     fake.chmod(0o755)
     remote = client(sshd, remote=(str(fake),))
     try:
-        reply = await asyncio.wait_for(remote.request("ping"), 30)
+        reply = await asyncio.wait_for(remote.request(PingParams()), 30)
     finally:
         await remote.close()
-    assert reply.status == "crashed"
-    assert "speaks protocol 999" in reply.message and "install the same pallasite version" in reply.message
+    assert reply.status == "not_started" and reply.start_problem == "version_mismatch"
+    assert "speaks worker protocol 999" in reply.message and "Install the same pallasite version" in reply.message

@@ -33,12 +33,17 @@ def test_task_folders_as_they_are(tmp_path):
 def test_request_carries_the_texts_and_only_the_options_given():
     files = task_files(str(DATA / "timing" / "jaxbench_add"))
     params = time_request(files, runs=5, config={"block_rows": 128})
-    assert params["text"] == Path(files.path).read_text()
-    assert params["reference_text"] == Path(files.reference_path).read_text()
-    assert params["runs"] == 5 and params["config"] == {"block_rows": 128}
-    assert "seed" not in params and "warmup" not in params  # the worker's defaults apply
-    unsaved = time_request(task_files(str(DATA / "timing" / "honest_add.py")), text="# the editor's buffer\n")
-    assert unsaved["text"] == "# the editor's buffer\n" and "reference_path" not in unsaved
+    assert type(params).OP == "time"
+    assert params.source.text == Path(files.path).read_text() and params.source.path == files.path
+    assert params.reference.text == Path(files.reference_path).read_text()
+    assert params.runs == 5 and params.config == {"block_rows": 128}
+    assert params.seed is None and params.warmup == 2 and params.extra_shape is True  # the op's defaults
+    unsaved = time_request(task_files(str(DATA / "timing" / "honest_add.py")), "profile", text="# the buffer\n",
+                           target="v5e")
+    assert type(unsaved).OP == "profile" and unsaved.source.text == "# the buffer\n" and unsaved.reference is None
+    assert unsaved.target == "v5e" and unsaved.runs == 5
+    with pytest.raises(ValueError, match="unknown timing op"):
+        time_request(files, "tune")
 
 
 def test_a_tunable_config_is_applied_and_recorded_and_an_unknown_one_refused():
