@@ -13,7 +13,7 @@
   since verdicts and timings are valid for the worker's versions, not the laptop's.
 - ``describe(handshake, where)``: one line saying what answered (host, devices, versions).
 
-Client side: stdlib only (versions come from package metadata; jax is never imported).
+Client side: no JAX (this machine's versions come from ``analysis.types.installed_versions``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from typing import Any
 
 PLACEHOLDER = "{worker}"
@@ -53,13 +52,9 @@ def _quote(word: str) -> str:
 
 
 def local_versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for dist in DISTRIBUTIONS:
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
+    from pallasite.analysis.types import installed_versions  # the one reader of package versions
+
+    return {dist: installed_versions().get(dist) for dist in DISTRIBUTIONS}
 
 
 def version_warnings(handshake: Any, local: Mapping[str, str | None] | None = None) -> list[str]:

@@ -158,7 +158,7 @@ def _key(result: dict[str, Any], role: str, m: Measurement, path: str, backend: 
     from pallasite.knowledge.store import ResultKey, source_hash
 
     inputs = tuple((tuple(shape), dtype) for shape, dtype in (result.get("checks") or {}).get("inputs") or ())
-    return ResultKey(source_hash=source_hash(path), kernel=f"{result.get('entry')}" + ("" if role == "candidate" else " (reference)"),
+    return ResultKey(code_hash=source_hash(path), kernel=f"{result.get('entry')}" + ("" if role == "candidate" else " (reference)"),
                      inputs=inputs, config=tuple(sorted((result.get("config") or {}).items())), chip=m.device_kind,
                      jax_version=m.jax_version, libtpu_version=m.libtpu_version, backend=backend)
 

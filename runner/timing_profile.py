@@ -6,7 +6,7 @@ compiled outside the trace, then runs ``runs`` times under ``jax.profiler.trace`
 the profiler's overhead). Per-kernel time comes from the device plane's "XLA Ops" events inside
 the candidate's module runs. Work: FLOPs from XLA's cost analysis of the reference (a pallas_call
 reports none), bytes as inputs plus outputs once (the least traffic the kernel can have). Peaks
-from the chip table (``runner/chips.py``) for the device's chip, or for ``target`` when there is
+from the chip table (jax's own, ``runner/chip_probe.py``) for the device's chip, or for ``target`` when there is
 no TPU (then only the bound is given, as an estimate: CPU interpret time says nothing about a chip),
 or ``peak_flops``/``peak_bytes_per_s`` from the request (a GPU's). The trace file stays on the
 worker's host; its path is returned for XProf / TensorBoard.
@@ -107,11 +107,13 @@ def _work(prep: Prepared, args: tuple[Any, ...]) -> tuple[float | None, float | 
 def _peaks(prep: Prepared, params: dict[str, Any]) -> tuple[float | None, float | None, str]:
     if params.get("peak_flops") or params.get("peak_bytes_per_s"):
         return params.get("peak_flops"), params.get("peak_bytes_per_s"), "given in the request"
-    from . import chips
+    from pallasite.analysis.types import DEFAULT_CHIP, chip_target
 
-    name = prep.device_kind if prep.platform == "tpu" else str(params.get("target") or chips.DEFAULT_CHIP)
+    from .chip_probe import spec_from_jax
+
+    name = prep.device_kind if prep.platform == "tpu" else str(params.get("target") or DEFAULT_CHIP)
     try:
-        spec = chips.spec_from_jax(chips.target(name))
+        spec = spec_from_jax(chip_target(name))
     except ValueError:
         return None, None, f"{prep.device_kind} (no roofline: not in the chip table)"
     if spec is None:
