@@ -275,8 +275,8 @@ async def _timing_command(ls: PallasiteServer, op: str, args: tuple[Any, ...]) -
     if not await ls.session.trusted_or_ask(folder):
         return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to run its code."}
     token = await _progress_token(ls)
-    work = asyncio.ensure_future(timing_lsp.run(ls.session, doc, op, options, report=lambda message: (
-        ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=message)) if token else None)))
+    work = timing_lsp.submit(ls.session, doc, op, options, report=lambda message: (
+        ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=message)) if token else None)).task
     if token is not None:
         ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
             title=f"{op.capitalize()} on {timing_lsp.backend_label(ls.session.settings)}", cancellable=True))
@@ -359,4 +359,6 @@ def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
     return {"pid": os.getpid(), "rssBytes": psutil.Process().memory_info().rss,
             "jaxImported": "jax" in sys.modules, "python": sys.executable,
             "settings": ls.session.settings_json(), "status": ls.session.status(),
-            "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started}
+            "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started,
+            "jobs": [{"id": j.id, "kind": j.kind, "file": j.file, "state": j.state, "error": j.error}
+                     for j in ls.session.engine.jobs.list()]}

@@ -3,8 +3,9 @@
 - ``timing_lenses(sites, tasks, uri, backend, last)``: "Time on <backend>" and "Profile on
   <backend>" above each TPU pallas_call of a file that states a task, with the latest result's
   one-line summary (and its provenance) in the title once there is one.
-- ``run(session, doc, op, options, report)``: the ``pallasite.time`` / ``pallasite.profile``
-  commands: the document's text (saved or not) is timed on the configured backend
+- ``submit(session, doc, op, options, report)`` / ``run(...)``: the ``pallasite.time`` /
+  ``pallasite.profile`` commands, as an engine job (``engine/jobs.py``): the document's text
+  (saved or not) is timed on the configured backend
   (``settings.backend``), the measurements go to the results store, and the summary is kept for
   lenses and hovers. Cancelling the command's task cancels the request (the worker is told, and
   killed if it does not stop).
@@ -131,6 +132,23 @@ async def run(session: Any, doc: Any, op: str, options: dict[str, Any],
     return {"ok": True, "status": timing_format.status_of(run_), "summary": summary, "where": run_.where,
             "worker": run_.describe_worker(), "warnings": run_.warnings + ([note] if note else []),
             "text": timing_format.to_text(run_, doc.path), "result": result}
+
+
+def submit(session: Any, doc: Any, op: str, options: dict[str, Any],
+           report: Callable[[str], None] | None = None) -> Any:
+    """Start the command's work as an engine job (kind ``time``/``profile``, with its progress), so
+    status bars and agents see it with the checks; cancelling the job's task cancels the request."""
+    from pallasite.runner.messages import Progress, Stage
+
+    def work(job_report: Callable[[Any], None]) -> Any:
+        def both(message: str) -> None:
+            job_report(Progress(stage=Stage.MEASURE, message=message))
+            if report is not None:
+                report(message)
+
+        return run(session, doc, op, options, both)
+
+    return session.engine.jobs.submit(op, doc.path, work)
 
 
 def hover_section(session: Any, path: str, names: set[str]) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 
-from test_lsp import answer_trust, client, initialize, open_doc  # noqa: F401  (client is a fixture)
+from test_lsp import answer_trust, client, initialize, open_doc, raw_request  # noqa: F401  (client is a fixture)
 
 TIMING = Path(__file__).parent / "data" / "timing"
 
@@ -57,6 +57,9 @@ async def test_time_lens_runs_the_command_and_the_result_shows_with_its_provenan
     assert "**measured**" in hover.contents.value
     assert "CPU interpret mode: not TPU time" in hover.contents.value and "this session" in hover.contents.value
     assert (folder / ".pallasite" / "results.sqlite").is_file()
+    stats = await raw_request(client, "pallasite/serverStats", None)
+    assert [(j["kind"], j["state"], j["file"]) for j in stats["jobs"] if j["kind"] == "time"] == [
+        ("time", "done", str(path))]  # it ran as an engine job
 
 
 async def test_time_command_refuses_bad_arguments_and_untrusted_folders(client, tmp_path):
