@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument("--target", help="chip whose roofline to use without a TPU (v4, v5e, v5p, v6e, 7x)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     parser.add_argument("--time-limit", type=float, default=600.0, metavar="SECONDS", help="limit for the whole request")
+    parser.add_argument("--memory-mb", type=int, default=16384,
+                        help="the worker's memory limit (RSS, MiB); a remote worker enforces it itself")
     parser.add_argument("--no-store", action="store_true", help="do not record the measurements in .pallasite/")
     group = parser.add_argument_group("where the worker runs")
     group.add_argument("--backend", choices=("local", "ssh", "ray"), default="local")
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         if show:
             print(f"  ... {message}", file=sys.stderr)
 
-    base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=0 if args.backend != "local" else 8192)
+    base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=args.memory_mb)
     run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)
     if run_.result is not None and not args.no_store:
         note = timing.record(run_, files.path)
