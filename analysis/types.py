@@ -101,6 +101,7 @@ class Provenance(str, enum.Enum):
     DEVICE = "device"  # measured on a real accelerator (Measurement.device_kind names it)
     ESTIMATE = "estimate"  # the cost model's estimate for a chip
     INTERPRET = "interpret"  # CPU interpret mode: says nothing about TPU time
+    HOST = "host"  # XLA on the host CPU (a reference timed where no accelerator is): not TPU time
 
 
 @dataclass(frozen=True)

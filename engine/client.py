@@ -54,6 +54,7 @@ class WorkerConfig:
     platforms: str | None = "cpu"  # JAX_PLATFORMS; None leaves the user's (TPU hosts)
     env: Mapping[str, str] = field(default_factory=dict)  # extra variables (secrets never pass)
     command: tuple[str, ...] = ()  # e.g. ("ssh", "host"): run `pallasite worker` through it
+    remote_worker: tuple[str, ...] = ("pallasite", "worker")  # the worker command a launcher runs
     stderr_lines: int = 200  # how much of the worker's stderr is kept
     poll_interval_s: float = 0.1  # memory polling period
 
@@ -64,7 +65,9 @@ class WorkerConfig:
         if self.command:
             if self.memory_mb:
                 flags += ["--memory-mb", str(self.memory_mb)]
-            return [*self.command, "pallasite", "worker", *flags]
+            from .launcher import launch_argv  # {worker} placeholder or appended (engine/launcher.py)
+
+            return launch_argv(self.command, [*self.remote_worker, *flags])
         # -P: the working folder is not put on sys.path (a user's numpy.py must not shadow numpy);
         # the loader puts the kernel file's own folder there for each request instead.
         return [self.python, "-P", "-m", "pallasite.runner.worker", *flags]

@@ -55,6 +55,9 @@ def default_result(params: Any) -> Any:
         outcomes = tuple(messages.TierOutcome(t, messages.TierState.OK) for t in params.tiers)
         return messages.CheckResult(target=params.target, tiers=tuple(params.tiers), tasks_found=1,
                                     entries=(messages.CheckEntry(name="kernel", tiers=outcomes),))
+    if isinstance(params, (messages.TimeParams, messages.ProfileParams)):
+        return messages.TimeResult(verdict="ok", entry=params.entry or "kernel", path=params.source.path,
+                                   config=dict(params.config))
     raise TypeError(f"no default result for {type(params).__name__}")
 
 

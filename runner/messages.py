@@ -204,6 +204,7 @@ class Stage(str, enum.Enum):
     TIER = "tier"  # running tier ``tier`` for ``entry``
     SCRIPT = "script"  # running the file's __main__ (script mode)
     PROBE = "probe"  # probing libtpu (chips)
+    MEASURE = "measure"  # time/profile: checking the candidate, warming up, timing, tracing
 
 
 @dataclass(frozen=True)
@@ -358,9 +359,98 @@ class CheckResult:
     script: ScriptInfo | None = None
 
 
-PARAMS: dict[str, type] = {cls.OP: cls for cls in (PingParams, VersionsParams, ChipsParams, ImportParams, CheckParams)}
+@dataclass(frozen=True)
+class TimeParams:
+    """Time a candidate against its reference (runner/timing.py; docs/worker-protocol.md, "time and
+    profile"). ``reference``: a separate reference file (JAXBench ``baseline.py``), whose
+    ``reference``/``workload``/``computation`` (or ``reference_entry``) is the reference; without
+    it, the task's own. ``config``: tunable name -> int, passed to the entry as keywords."""
+
+    OP: ClassVar[str] = "time"
+    source: Sources
+    reference: Sources | None = None
+    reference_entry: str | None = None
+    entry: str | None = None
+    config: dict[str, int] = field(default_factory=dict)
+    runs: int = 20
+    warmup: int = 2
+    seed: int | None = None  # None: fresh random inputs from a new seed
+    extra_shape: bool = True  # also check at a second shape when the task allows one
+    max_speedup: float = 20.0  # above it a speedup is flagged for a second look
+
+
+@dataclass(frozen=True)
+class ProfileParams:
+    """Profile a candidate: the ``time`` checks, then a trace, per-kernel time and the roofline.
+    ``target``: the chip whose roofline applies without a TPU; ``peak_*``: peaks to use instead."""
+
+    OP: ClassVar[str] = "profile"
+    source: Sources
+    reference: Sources | None = None
+    reference_entry: str | None = None
+    entry: str | None = None
+    config: dict[str, int] = field(default_factory=dict)
+    runs: int = 5
+    warmup: int = 2
+    seed: int | None = None
+    extra_shape: bool = False
+    max_speedup: float = 20.0
+    trace_dir: str | None = None
+    target: str | None = None
+    peak_flops: float | None = None
+    peak_bytes_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Trick:
+    """Why a candidate was rejected or flagged: the trick's name, a sentence naming it, figures."""
+
+    trick: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TimeResult:
+    """The ``time`` and ``profile`` result. ``verdict``: "ok", "rejected" (never timed: the
+    rejections say why) or "error" (could not time at all: ``error`` says why). ``checks``,
+    ``spread``, ``speedup``, ``profile``: see docs/worker-protocol.md."""
+
+    verdict: str
+    entry: str | None = None
+    path: str | None = None
+    format: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    rejections: tuple[Trick, ...] = ()
+    flags: tuple[Trick, ...] = ()
+    checks: dict[str, Any] = field(default_factory=dict)
+    device: dict[str, Any] = field(default_factory=dict)
+    provenance: str | None = None
+    versions: dict[str, Any] = field(default_factory=dict)
+    candidate: Measurement | None = None
+    reference: Measurement | None = None
+    spread: dict[str, Any] | None = None
+    speedup: dict[str, Any] | None = None
+    trace: str | None = None  # the trace file, on the worker's host
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+    profile: dict[str, Any] | None = None  # the profile op's figures
+
+
+def time_result_from_plain(result: dict[str, Any]) -> TimeResult:
+    """The worker's working form (rejections as flat dicts) as a typed ``TimeResult``."""
+    plain = dict(result)
+    for key in ("rejections", "flags"):
+        plain[key] = [{"trick": r["trick"], "message": r["message"],
+                       "details": {k: v for k, v in r.items() if k not in ("trick", "message")}}
+                      for r in plain.get(key) or ()]
+    return decode_as(TimeResult, to_json(plain), "time result")
+
+
+PARAMS: dict[str, type] = {cls.OP: cls for cls in (PingParams, VersionsParams, ChipsParams, ImportParams, CheckParams,
+                                                   TimeParams, ProfileParams)}
 RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": ChipsResult,
-                            "import": ImportResult, "check": CheckResult}
+                            "import": ImportResult, "check": CheckResult, "time": TimeResult, "profile": TimeResult}
 
 
 # --------------------------------------------------------------------------- from the worker's working form

@@ -126,12 +126,31 @@ def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult
     return handle_check(params, ctx.progress)
 
 
+def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
+    from pallasite.runner.timing import handle_time, plain_params  # jax-heavy: imported on first use
+
+    return messages.time_result_from_plain(handle_time(plain_params(params), _measure(ctx)))
+
+
+def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
+    from pallasite.runner.timing import plain_params
+    from pallasite.runner.timing_profile import handle_profile
+
+    return messages.time_result_from_plain(handle_profile(plain_params(params), _measure(ctx)))
+
+
+def _measure(ctx: Context) -> Callable[[str], None]:
+    return lambda message: ctx.progress(message, stage=Stage.MEASURE)
+
+
 OPS: dict[str, Callable[[Any, Context], Any]] = {
     "ping": op_ping,
     "versions": op_versions,
     "chips": op_chips,
     "import": op_import,
     "check": op_check,
+    "time": op_time,
+    "profile": op_profile,
 }
 
 
@@ -247,7 +266,29 @@ class Worker:
             else:
                 self.send(protocol.result_error(msg.get("id"), protocol.ErrorInfo(
                     protocol.ERROR_BAD_REQUEST, f"a client may not send {kind!r} messages")))
+        else:
+            self.client_gone()
         self.inbox.put(None)
+
+    def client_gone(self, grace_s: float = 3.0) -> None:
+        """stdin ended without a shutdown: the client (or its ssh connection) is gone and nobody
+        will read a result. Interrupt the running op, and exit if it does not stop within the
+        grace, so a remote worker never keeps running (and holding the chips) after a dropped
+        connection."""
+        with self.state_lock:
+            running = self.current
+        if running is None:
+            return
+        self.interrupt(running, "cancelled")
+
+        def exit_later() -> None:
+            time.sleep(grace_s)
+            if self.current is not None:
+                with contextlib.suppress(OSError):  # stderr may be the dropped connection too
+                    os.write(2, b"pallasite worker: the client is gone and the running op did not stop; exiting\n")
+                os._exit(1)
+
+        threading.Thread(target=exit_later, daemon=True, name="client-gone").start()
 
     def serve_forever(self) -> None:
         signal.signal(signal.SIGINT, self._on_sigint)

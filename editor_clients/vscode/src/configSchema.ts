@@ -52,6 +52,12 @@ export const SCOPES: Readonly<Record<string, string>> = {
   'pallasite.trust.mode': 'application',
   'pallasite.trust.folders': 'application',
   'pallasite.worker.interpreter': 'machine-overridable',
+  'pallasite.backend.kind': 'machine-overridable',
+  'pallasite.backend.host': 'machine-overridable',
+  'pallasite.backend.command': 'machine-overridable',
+  'pallasite.backend.remoteWorker': 'machine-overridable',
+  'pallasite.backend.rayAddress': 'machine-overridable',
+  'pallasite.backend.rayResources': 'machine-overridable',
 };
 
 /** Settings a folder VS Code does not trust may not set (VS Code ignores its values for them). */
@@ -59,6 +65,12 @@ export const RESTRICTED: readonly string[] = [
   'pallasite.serverPath',
   'pallasite.interpreter',
   'pallasite.worker.interpreter',
+  'pallasite.backend.kind',
+  'pallasite.backend.host',
+  'pallasite.backend.command',
+  'pallasite.backend.remoteWorker',
+  'pallasite.backend.rayAddress',
+  'pallasite.backend.rayResources',
 ];
 
 const SCHEMA_ONLY_KEYS = new Set(['$schema', '$id', '$defs', 'definitions', 'title']);

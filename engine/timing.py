@@ -1,0 +1,210 @@
+"""Client side of `time` and `profile`: which files, the request, the backend, the measurements.
+
+Used by the CLI (``server/cmd_time.py``), the language server's "Time on"/"Profile on" lenses and
+the agents (the autotuner times measured configs through ``time_request`` + ``run_timing``).
+
+- ``task_files(target)``: a kernel file, or a task folder as it is: JAXBench (``optimized.py``
+  timed against ``baseline.py``), MaxKernel (``kernel_task.yaml``: its kernel file; the folder's
+  ``reference.py`` is read by the worker), or a folder with one kernel file.
+- ``time_request(files, op, ...)``: the op's typed params (``TimeParams``/``ProfileParams``), with
+  the files' text and their local modules (a remote worker needs nothing but
+  ``pip install pallasite``; paths name the user's files in messages).
+- ``run_timing(settings, params)``: start the backend's worker, run, close; returns a
+  ``TimingRun`` with the reply, where it ran, the worker's handshake and version warnings.
+- ``measurements(result)``: the candidate's and the reference's ``Measurement``s;
+  ``record(run, path)`` puts them in the workspace's results store (``.pallasite/``), keyed by
+  the file's source hash, entry, inputs, config, device kind, versions and backend;
+  ``latest(path)`` reads the newest ones back for hovers and lenses.
+
+No JAX here; the worker side is ``runner/timing.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pallasite.analysis.types import Measurement, from_json, to_json
+
+from . import launcher
+from .backend import Reply
+from .client import WorkerConfig
+from .remote import BackendSettings, open_remote, where
+
+OPS = ("time", "profile")
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    path: str  # the candidate kernel file
+    reference_path: str | None = None  # a separate reference file (JAXBench baseline.py)
+    layout: str = "file"  # "file", "jaxbench", "maxkernel", "folder"
+
+
+def task_files(target: str) -> TaskFiles:
+    """The files to time for a FILE or TASK_DIR argument; ValueError says what is missing."""
+    target = os.path.abspath(target)
+    if os.path.isfile(target):
+        sibling = os.path.join(os.path.dirname(target), "baseline.py")
+        if os.path.basename(target) != "baseline.py" and os.path.isfile(sibling):
+            return TaskFiles(target, sibling, "jaxbench")
+        return TaskFiles(target)
+    if not os.path.isdir(target):
+        raise ValueError(f"{target}: no such file or folder")
+    optimized, baseline = os.path.join(target, "optimized.py"), os.path.join(target, "baseline.py")
+    if os.path.isfile(optimized) and os.path.isfile(baseline):
+        return TaskFiles(optimized, baseline, "jaxbench")
+    if os.path.isfile(os.path.join(target, "kernel_task.yaml")):
+        kernels = [f for f in sorted(os.listdir(target)) if f.endswith(".py") and f != "reference.py"]
+        if len(kernels) == 1:
+            return TaskFiles(os.path.join(target, kernels[0]), None, "maxkernel")
+        raise ValueError(f"{target}: a MaxKernel task folder needs exactly one kernel file beside reference.py "
+                         f"(found: {', '.join(kernels) or 'none'}); pass the file itself")
+    kernels = [f for f in sorted(os.listdir(target)) if f.endswith(".py") and not f.startswith("_")]
+    if len(kernels) == 1:
+        return TaskFiles(os.path.join(target, kernels[0]), None, "folder")
+    raise ValueError(f"{target}: not a task folder (JAXBench: optimized.py + baseline.py; MaxKernel: "
+                     f"kernel_task.yaml) and not one kernel file (found: {', '.join(kernels) or 'none'})")
+
+
+def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None,
+                 config: dict[str, Any] | None = None, runs: int | None = None, warmup: int | None = None,
+                 seed: int | None = None, max_speedup: float | None = None, extra_shape: bool | None = None,
+                 trace_dir: str | None = None, target: str | None = None, text: str | None = None) -> Any:
+    """The typed ``TimeParams``/``ProfileParams`` (runner/messages.py) for these files: the texts of
+    the candidate, its local modules and the reference file travel with it; options not given keep
+    the op's defaults."""
+    from pallasite.runner.messages import ProfileParams, TimeParams
+
+    from .sources import sources_for
+
+    if op not in OPS:
+        raise ValueError(f"unknown timing op {op!r}; ops: {', '.join(OPS)}")
+    options: dict[str, Any] = {"entry": entry, "config": dict(config) if config else None, "runs": runs,
+                               "warmup": warmup, "seed": seed, "max_speedup": max_speedup, "extra_shape": extra_shape}
+    if op == "profile":
+        options.update(trace_dir=trace_dir, target=target)
+    cls = ProfileParams if op == "profile" else TimeParams
+    reference = sources_for(files.reference_path) if files.reference_path else None
+    return cls(source=sources_for(files.path, text), reference=reference,
+               **{k: v for k, v in options.items() if v is not None})
+
+
+@dataclass
+class TimingRun:
+    """One `time`/`profile` request and what answered it."""
+
+    op: str
+    reply: Reply
+    where: str
+    handshake: Any = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The worker's ``TimeResult`` as plain JSON (what the formats and the store read)."""
+        if not self.reply.ok or self.reply.result is None:
+            return None
+        return to_json(self.reply.result)
+
+    def describe_worker(self) -> str:
+        return launcher.describe(self.handshake, self.where) if self.handshake is not None else f"worker on {self.where}"
+
+
+async def run_timing(settings: BackendSettings, params: Any, *, base: WorkerConfig | None = None,
+                     timeout_s: float | None = None,
+                     on_progress: Callable[[str, float | None], Any] | None = None) -> TimingRun:
+    """Start the backend's worker, run one ``time``/``profile`` request, close it. Never raises for
+    the worker's sake."""
+    op = type(params).OP
+    if op not in OPS:
+        raise ValueError(f"unknown timing op {op!r}; ops: {', '.join(OPS)}")
+    backend = open_remote(settings, base)
+    run = TimingRun(op, Reply("not_started", message="not started"), where(settings))
+
+    def progress(report: Any) -> Any:
+        return on_progress(report.message, report.fraction) if on_progress is not None else None
+
+    try:
+        run.reply = await backend.request(params, purpose="device", timeout_s=timeout_s, on_progress=progress)
+        run.handshake = getattr(backend, "handshake", None)
+        if run.handshake is not None:
+            run.warnings = launcher.version_warnings(run.handshake)
+        if getattr(backend, "node", None):
+            run.where = backend.where
+    finally:
+        await backend.close()
+    return run
+
+
+def run_timing_sync(settings: BackendSettings, params: Any, **kw: Any) -> TimingRun:
+    return asyncio.run(run_timing(settings, params, **kw))
+
+
+def measurements(result: dict[str, Any]) -> list[tuple[str, Measurement]]:
+    """(role, Measurement) for the candidate and the reference, as the worker reported them."""
+    out = []
+    for role in ("candidate", "reference"):
+        data = result.get(role)
+        if isinstance(data, dict):
+            out.append((role, from_json(Measurement, data)))
+    return out
+
+
+def _key(result: dict[str, Any], role: str, m: Measurement, path: str, backend: str) -> Any:
+    from pallasite.knowledge.store import ResultKey, source_hash
+
+    inputs = tuple((tuple(shape), dtype) for shape, dtype in (result.get("checks") or {}).get("inputs") or ())
+    return ResultKey(code_hash=source_hash(path), kernel=f"{result.get('entry')}" + ("" if role == "candidate" else " (reference)"),
+                     inputs=inputs, config=tuple(sorted((result.get("config") or {}).items())), chip=m.device_kind,
+                     jax_version=m.jax_version, libtpu_version=m.libtpu_version, backend=backend)
+
+
+def record(run: TimingRun, path: str, workspace: str | None = None) -> str | None:
+    """Record a run's measurements with their provenance; a note instead of a failure when it cannot."""
+    from pallasite.knowledge.store import ResultsStore, StoreError
+
+    result = run.result
+    if result is None:
+        return None
+    try:
+        store = ResultsStore.open(workspace or _workspace_for(path))
+    except (StoreError, OSError) as exc:
+        return f"results not stored: {exc}"
+    try:
+        for role, m in measurements(result):
+            store.put_measurement(_key(result, role, m, path, run.where), m, path=os.path.abspath(path))
+    except Exception as exc:  # noqa: BLE001 - a store problem never hides the measurement
+        return f"results not stored: {type(exc).__name__}: {exc}"
+    finally:
+        store.close()
+    return None
+
+
+def latest(path: str, limit: int = 20) -> list[Any]:
+    """The newest stored measurements of a file (never creates a store); [] when there are none."""
+    try:
+        from pallasite.knowledge.store import ResultsStore, store_path
+
+        where_ = store_path(_workspace_for(path))
+        if not where_.is_file():
+            return []
+        store = ResultsStore(where_)
+        try:
+            return store.measurements(path=os.path.abspath(path), limit=limit)
+        finally:
+            store.close()
+    except Exception:  # noqa: BLE001 - an unreadable store must not break a hover
+        return []
+
+
+
+def _workspace_for(path: str) -> Any:
+    """The workspace whose store holds ``path``'s results (the rule `pallasite check` uses, with the
+    file's own folder as the last resort)."""
+    from .store_cache import workspace_for
+
+    return workspace_for([path], cwd=os.path.dirname(os.path.abspath(path)))

@@ -1,0 +1,425 @@
+"""The worker's ``time`` and ``profile`` ops: correctness first, then honest numbers.
+
+Both load the candidate (``params["path"]``, optional ``text``) and its reference from the
+request, never from anything the candidate prints. The reference is the task's own (native
+``reference``, JAXBench ``baseline.py``'s ``workload``, MaxKernel ``computation``) or
+``params["reference_path"]``'s (optional ``reference_text``) ``reference``/``workload``/``computation``
+(``reference_entry`` names another).
+
+Correctness (``runner/timing_guards.py`` names each trick it catches): the traced program must
+launch a pallas_call whose result reaches an output, without entering the reference's code; then
+on two sets of fresh random inputs (``runner/timing_inputs.py``) and, when the task allows, a
+second shape: outputs NaN-filled where unwritten (interpret mode ``uninitialized_memory="nan"``;
+on a device ``runner/nan_prefill.py``), compared with the task's tolerance, inputs unchanged, and
+the comparison itself not one that zeros or a constant would pass.
+
+Timing: ``warmup`` calls each, then ``runs`` rounds with the reference and the candidate
+interleaved (their order alternating), each call on fresh copies of the inputs (made outside the
+timed region). On an accelerator the time of each call is the device time of its XLA module from
+the profiler's device plane (host dispatch and compilation excluded); on CPU it is wall clock
+around the call and ``block_until_ready``, in TPU interpret mode, labelled ``interpret``: it says
+nothing about TPU time. The speedup is the reference's median over the candidate's, both compiled
+by XLA on the same device; above ``max_speedup`` (20) it is flagged for a second look.
+
+Result shapes are written down in docs/worker-protocol.md (``time``/``profile``).
+Worker side: imports jax; uses only runner modules and analysis types.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from pallasite.analysis.types import Measurement, Provenance, to_json
+
+from . import profiling, tasks_runtime
+from . import timing_guards as guards
+from . import timing_inputs as inputs_mod
+from .interpret_compare import tolerance_for
+
+MAX_SPEEDUP = 20.0
+CANDIDATE = "pallasite_candidate"
+REFERENCE = "pallasite_reference"
+
+
+class TimingError(Exception):
+    """The request cannot be timed at all (no task, no reference, ...): the message says why."""
+
+
+@dataclass
+class Prepared:
+    task: Any
+    module: Any
+    path: str
+    reference: Callable[..., Any]
+    reference_file: str | None
+    config: dict[str, Any]
+    platform: str
+    device_kind: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def on_device(self) -> bool:
+        return self.platform != "cpu"
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance.DEVICE if self.on_device else Provenance.INTERPRET
+
+    def candidate(self, *args: Any) -> Any:
+        return self.task.entry(*args, **self.config)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def plain_params(params: Any) -> dict[str, Any]:
+    """A typed ``TimeParams``/``ProfileParams`` (runner/messages.py) in this module's working form."""
+    import dataclasses
+
+    plain = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
+             if f.name not in ("source", "reference")}
+    source, reference = params.source, params.reference
+    plain.update(path=source.path, text=source.text, package=source.package,
+                 modules=[(m.module, m.path, m.text) for m in source.modules if m.module])
+    if reference is not None:
+        plain.update(reference_path=reference.path, reference_text=reference.text,
+                     reference_modules=[(m.module, m.path, m.text) for m in reference.modules if m.module])
+    plain["config"] = dict(plain.get("config") or {})
+    return {k: v for k, v in plain.items() if v is not None}
+
+
+@contextlib.contextmanager
+def prepared(params: dict[str, Any]):
+    """Load candidate and reference for the duration of one op."""
+    from .loader import user_module
+
+    path = os.path.abspath(str(params["path"]))
+    with contextlib.ExitStack() as stack:
+        module = stack.enter_context(user_module(path, params.get("text"), params.get("modules") or (),
+                                                 params.get("package")))
+        tasks = tasks_runtime.discover(module, path, params.get("text"))
+        ref_path = params.get("reference_path")
+        ref_module = (stack.enter_context(user_module(os.path.abspath(ref_path), params.get("reference_text"),
+                                                      params.get("reference_modules") or ()))
+                      if ref_path else None)
+        if not tasks and ref_module is not None:
+            tasks = _pair_task(module, ref_module, path)
+        want = params.get("entry")
+        chosen = [t for t in tasks if want is None or t.name == want]
+        if not chosen:
+            names = ", ".join(t.name for t in tasks) or "none"
+            raise TimingError(f"{path}: no task {'named ' + repr(want) if want else ''} to time (tasks found: {names}); "
+                              "see docs/task-convention.md")
+        if want is None and len(chosen) > 1:
+            raise TimingError(f"{path} has several tasks ({', '.join(t.name for t in chosen)}): name one with 'entry'")
+        task = chosen[0]
+        reference, reference_file = task.reference, _reference_file(task, path)
+        if ref_module is not None:
+            reference = _reference_in(ref_module, params.get("reference_entry"))
+            reference_file = os.path.abspath(ref_path)
+        if reference is None:
+            raise TimingError(f"{path}: task {task.name!r} has no reference to compare with and time against; "
+                              "define reference() (native), a baseline.py (JAXBench), or pass reference_path")
+        config = {str(k): v for k, v in (params.get("config") or {}).items()}
+        unknown = sorted(set(config) - set(task.tunables))
+        if unknown:
+            raise TimingError(f"config names {', '.join(unknown)}, which are not tunables of {task.name} "
+                              f"(tunables: {', '.join(sorted(task.tunables)) or 'none'})")
+        device = jax.devices()[0]
+        yield Prepared(task, module, path, reference, reference_file, config, jax.default_backend(),
+                       device.device_kind)
+
+
+def _pair_task(module: Any, ref_module: Any, path: str) -> list[Any]:
+    """optimized.py without inputs of its own: its ``workload`` with baseline.py's inputs."""
+    ns, ref_ns = vars(module), vars(ref_module)
+    entry = ns.get("workload")
+    if not callable(entry) or not callable(ref_ns.get("create_inputs")):
+        return []
+    config = dict(ns.get("CONFIG") or ref_ns.get("CONFIG") or {})
+    create = ref_ns["create_inputs"]
+    return [tasks_runtime.RuntimeTask(name="workload", entry=entry, format="jaxbench", config=config,
+                                      inputs=lambda: tasks_runtime._call_with_config(create, config),
+                                      line=getattr(entry, "__code__", None) and entry.__code__.co_firstlineno)]
+
+
+def _reference_in(module: Any, name: str | None) -> Callable[..., Any] | None:
+    ns = vars(module)
+    for candidate in ([name] if name else ["reference", "workload", "computation"]):
+        if callable(ns.get(candidate)):
+            return ns[candidate]
+    return None
+
+
+def _reference_file(task: Any, path: str) -> str | None:
+    if task.format == "jaxbench":
+        return os.path.join(os.path.dirname(path), "baseline.py")
+    if task.format == "maxkernel":
+        return os.path.join(os.path.dirname(path), "reference.py")
+    return None  # native: the reference lives in the same file (caught by its code object)
+
+
+def _execution(prep: Prepared, check: bool):
+    """Interpret mode (NaN-filled fresh memory) on CPU; on a device, NaN pre-fill when checking."""
+    if not prep.on_device:
+        from jax.experimental.pallas import tpu as pltpu
+
+        return pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(uninitialized_memory="nan"))
+    if check:
+        from .nan_prefill import nan_prefilled
+
+        return nan_prefilled(modules=(prep.module,), on_tpu=prep.platform == "tpu")
+    return contextlib.nullcontext()
+
+
+# --------------------------------------------------------------------------- correctness
+
+
+def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bool = True) -> dict[str, Any]:
+    """Every rejection the candidate earns before timing, and what was checked."""
+    shapes = prep.task.abstract_args()
+    template = inputs_mod.concrete_template(prep.task.inputs)
+    out: dict[str, Any] = {"seed": seed, "inputs": inputs_mod.signature(shapes), "rejections": [], "extra_shape": None}
+    say("checking the traced program (pallas_call launched and used, reference not called)")
+    rejections, counted = guards.program_checks(prep.candidate, shapes, prep.reference, prep.reference_file, prep.path)
+    out.update(counted)
+    out["rejections"] += rejections
+    if rejections:
+        return out
+    say("comparing with the reference on fresh random inputs")
+    first = _one_set(prep, shapes, seed, template)
+    if first.get("rejection"):
+        rejection = first["rejection"]
+        if template is not None and rejection["trick"] == "wrong_result" and first.get("outputs") is not None:
+            expected_example = prep.reference(*template)
+            if guards.matches(first["outputs"], expected_example, first["tolerance"]):
+                rejection = guards.reject("precomputed_result", "on fresh random inputs the candidate returned the "
+                                          "reference's answer for the task's own example inputs: a result precomputed "
+                                          "ahead of the call, not computed from its inputs")
+        out["rejections"].append(rejection)
+        return out
+    second = _one_set(prep, shapes, seed + 1, template)
+    if second.get("rejection"):
+        rejection = second["rejection"]
+        if second.get("outputs") is not None and guards.matches(second["outputs"], first["expected"], first["tolerance"]):
+            rejection = guards.reject("cached_result", "on a second set of fresh inputs the candidate returned the "
+                                      "reference's answer for the first set: a cached result from an earlier call")
+        out["rejections"].append(rejection)
+        return out
+    if extra:
+        try:
+            extra_shapes, how = inputs_mod.extra_shapes(prep.task, prep.module)
+        except Exception as exc:  # noqa: BLE001 - the task's own function failed at the other size
+            extra_shapes, how = None, f"making the second shape failed: {type(exc).__name__}: {exc}"
+        if extra_shapes is None:
+            out["extra_shape"] = {"checked": False, "why": how}
+        else:
+            say(f"checking a second shape ({how})")
+            third = _one_set(prep, extra_shapes, seed + 2, None)
+            out["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(extra_shapes)}
+            if third.get("reference_failed"):
+                out["extra_shape"] = {"checked": False, "why": f"the reference fails at {how}: {third['reference_failed']}"}
+            elif third.get("rejection"):
+                r = third["rejection"]
+                out["rejections"].append(guards.reject(
+                    "shape_specialised", f"right at the example shape but not at {how}: {r['message']} "
+                    "(the candidate specialises to the example shape)", at=inputs_mod.signature(extra_shapes)))
+    return out
+
+
+def _one_set(prep: Prepared, shapes: tuple[Any, ...], seed: int, template: Any) -> dict[str, Any]:
+    args = inputs_mod.fresh_inputs(shapes, seed, template)
+    try:
+        expected = jax.block_until_ready(jax.jit(prep.reference)(*args))
+    except Exception as exc:  # noqa: BLE001
+        return {"reference_failed": f"{type(exc).__name__}: {exc}",
+                "rejection": guards.reject("reference_failed", f"the reference failed: {type(exc).__name__}: {exc}")}
+    tolerance = tolerance_for(prep.task, expected) or (0.0, 0.0)
+    bad = guards.degenerate(expected, tolerance)
+    if bad:
+        return {"rejection": bad, "tolerance": tolerance}
+    saved = guards.snapshot(args)
+    try:
+        with _execution(prep, True):
+            outputs = jax.block_until_ready(prep.candidate(*args))
+        outputs = jax.tree.map(np.asarray, outputs)
+    except Exception as exc:  # noqa: BLE001 - the candidate's failure is a verdict
+        return {"rejection": guards.reject("candidate_failed", f"the candidate raised {type(exc).__name__}: "
+                                           f"{str(exc)[:2000]}"), "tolerance": tolerance}
+    changed = guards.inputs_changed(args, saved)
+    if changed:
+        return {"rejection": changed, "tolerance": tolerance}
+    bad = guards.compare_outputs(outputs, expected, tolerance)
+    if bad and bad["trick"] == "wrong_result":
+        returned = _returned_input(outputs, saved)
+        if returned is not None:
+            bad = guards.reject("work_outside_timed_region", f"the candidate returns its input {returned} unchanged: the "
+                                "answer was computed before the call (by the inputs function), outside the timed region")
+    return {"rejection": bad, "outputs": outputs, "expected": expected, "tolerance": tolerance}
+
+
+def _returned_input(outputs: Any, saved: list[np.ndarray]) -> int | None:
+    for out in jax.tree.leaves(outputs):
+        out = np.asarray(out)
+        for index, arg in enumerate(saved):
+            if arg.shape == out.shape and arg.dtype == out.dtype and np.array_equal(arg, out, equal_nan=True):
+                return index
+    return None
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        return fn(*args)
+
+    call.__name__ = call.__qualname__ = name
+    return jax.jit(call)
+
+
+def spread(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def q(p: float) -> float:
+        return float(np.percentile(ordered, p))
+
+    median = statistics.median(ordered)
+    return {"median_ns": median, "min_ns": ordered[0], "max_ns": ordered[-1], "p10_ns": q(10), "p90_ns": q(90),
+            "iqr_ns": q(75) - q(25), "cv": (statistics.pstdev(ordered) / statistics.mean(ordered)) if len(ordered) > 1 else 0.0}
+
+
+def time_pair(prep: Prepared, shapes: tuple[Any, ...], seed: int, runs: int, warmup: int,
+              say: Callable[[str], None]) -> dict[str, Any]:
+    """Interleaved timing of reference and candidate; device time from the profiler on a device."""
+    cand, ref = _named(prep.candidate, CANDIDATE), _named(prep.reference, REFERENCE)
+    template = inputs_mod.concrete_template(prep.task.inputs)
+    base = inputs_mod.fresh_inputs(shapes, seed + 3, template)
+    wall: dict[str, list[float]] = {CANDIDATE: [], REFERENCE: []}
+    say(f"warming up ({warmup} call(s) each: compilation is not timed)")
+    with _execution(prep, False):
+        for _ in range(max(1, warmup)):
+            jax.block_until_ready(cand(*base))
+            jax.block_until_ready(ref(*base))
+        trace_dir = tempfile.mkdtemp(prefix="pallasite-time-") if prep.on_device else None
+        tracing = profiling.capture(trace_dir) if trace_dir else contextlib.nullcontext()
+        with tracing as trace:
+            for i in range(runs):
+                order = ((CANDIDATE, cand), (REFERENCE, ref)) if i % 2 == 0 else ((REFERENCE, ref), (CANDIDATE, cand))
+                for name, fn in order:
+                    args = inputs_mod.copies(base)  # fresh buffers, outside the timed region
+                    start = time.perf_counter_ns()
+                    jax.block_until_ready(fn(*args))
+                    wall[name].append(float(time.perf_counter_ns() - start))
+                if i % max(1, runs // 5) == 0:
+                    say(f"timing: round {i + 1} of {runs}")
+    result: dict[str, Any] = {"wall_ns": wall, "device_ns": None, "trace": None, "method": None}
+    if prep.on_device:
+        result["trace"] = trace.path if trace is not None else None
+        device = {name: profiling.module_times(profiling.load(trace.path), f"jit_{name}") if trace and trace.path else []
+                  for name in (CANDIDATE, REFERENCE)}
+        if all(len(device[n]) == runs for n in device):
+            result["device_ns"] = device
+            result["method"] = (f"device time of each call's XLA module from the profiler's {prep.platform.upper()} "
+                                "device plane (jax.profiler.trace + ProfileData); interleaved, fresh input copies")
+        else:
+            prep.notes.append(f"the trace held {len(device[CANDIDATE])}/{len(device[REFERENCE])} module runs for "
+                              f"{runs} calls each: wall clock used instead (host dispatch included)")
+    if result["method"] is None:
+        kind = "TPU interpret mode on CPU" if not prep.on_device else f"on {prep.device_kind}"
+        result["method"] = (f"wall clock (perf_counter_ns around the call and block_until_ready), {kind}; "
+                            "interleaved, fresh input copies")
+    return result
+
+
+def measurement(prep: Prepared, samples: list[float] | None, method: str, status: str = "ok",
+                error: str | None = None, reference: bool = False) -> Measurement:
+    from .checks import versions
+
+    vers = versions()
+    provenance = Provenance.HOST if reference and not prep.on_device else prep.provenance
+    if reference and not prep.on_device:
+        method = method.replace("TPU interpret mode on CPU", "XLA on the host CPU")
+    return Measurement(status=status, provenance=provenance, device_kind=prep.device_kind, method=method,
+                       samples_ns=tuple(samples or ()), median_ns=statistics.median(samples) if samples else None,
+                       config=tuple(sorted(prep.config.items())), jax_version=vers.get("jax"),
+                       libtpu_version=vers.get("libtpu"), error=error)
+
+
+def _say(progress: Callable[..., Any] | None) -> Callable[[str], None]:
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(message)
+
+    return say
+
+
+def _seed(params: dict[str, Any]) -> int:
+    seed = params.get("seed")
+    return int(seed) if isinstance(seed, int) else int.from_bytes(os.urandom(4), "little")
+
+
+def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """The ``time`` op (see the module docstring and docs/worker-protocol.md)."""
+    say = _say(progress)
+    runs = max(1, int(params.get("runs", 20)))
+    warmup = max(1, int(params.get("warmup", 2)))
+    max_speedup = float(params.get("max_speedup", MAX_SPEEDUP))
+    seed = _seed(params)
+    try:
+        with prepared(params) as prep:
+            say(f"loaded {prep.task.name} ({prep.task.format}); device: {prep.device_kind} ({prep.platform})")
+            checked = correctness(prep, seed, say, extra=bool(params.get("extra_shape", True)))
+            result = _base_result(prep, checked)
+            if checked["rejections"]:
+                why = "; ".join(r["message"] for r in checked["rejections"])
+                result["candidate"] = to_json(measurement(prep, None, "not timed: rejected", "wrong_result", why))
+                return result
+            shapes = prep.task.abstract_args()
+            timed = time_pair(prep, shapes, seed, runs, warmup, say)
+            samples = timed["device_ns"] or timed["wall_ns"]
+            cand, ref = samples[CANDIDATE], samples[REFERENCE]
+            result["verdict"] = "ok"
+            result["candidate"] = to_json(measurement(prep, cand, timed["method"]))
+            result["reference"] = to_json(measurement(prep, ref, timed["method"], reference=True))
+            result["spread"] = {"candidate": spread(cand), "reference": spread(ref)}
+            result["trace"] = timed["trace"]
+            speed = statistics.median(ref) / statistics.median(cand)
+            baseline = f"the reference compiled by XLA on the same device ({prep.device_kind})"
+            if not prep.on_device:
+                baseline += "; the candidate ran in TPU interpret mode on CPU, so this ratio says nothing about a TPU"
+            result["speedup"] = {"value": speed, "baseline": baseline, "provenance": prep.provenance.value,
+                                 "inputs": checked["inputs"]}
+            if speed > max_speedup:
+                result["flags"].append(guards.reject("implausible_speedup", f"{speed:.1f}x faster than the reference is "
+                                                     f"implausible (above {max_speedup:g}x): check the candidate by hand "
+                                                     "before believing it"))
+            result["notes"] = prep.notes
+            return result
+    except (TimingError, tasks_runtime.TaskError, profiling.TraceBusy) as exc:
+        return _failed(params, str(exc))
+
+
+def _base_result(prep: Prepared, checked: dict[str, Any]) -> dict[str, Any]:
+    from .checks import versions
+
+    return {"entry": prep.task.name, "path": prep.path, "format": prep.task.format, "config": prep.config,
+            "verdict": "rejected" if checked["rejections"] else "ok", "rejections": checked["rejections"],
+            "flags": [], "checks": {k: v for k, v in checked.items() if k != "rejections"},
+            "device": {"platform": prep.platform, "device_kind": prep.device_kind},
+            "provenance": prep.provenance.value, "versions": versions(), "candidate": None, "reference": None,
+            "speedup": None, "spread": None, "trace": None, "notes": prep.notes}
+
+
+def _failed(params: dict[str, Any], message: str) -> dict[str, Any]:
+    return {"entry": params.get("entry"), "path": params.get("path"), "verdict": "error", "error": message,
+            "rejections": [], "flags": [], "candidate": None, "reference": None, "speedup": None}

@@ -1,0 +1,131 @@
+"""Inputs for `time` and `profile`: fresh random values each call, and one shape beyond the example.
+
+Worker side (imports jax). A candidate must never see the same input values twice across
+requests, so a result cached or precomputed for the example inputs cannot pass:
+
+- ``fresh_inputs(shapes, seed, template)``: concrete arrays with the task's shapes and dtypes;
+  floating leaves get N(0, 1) samples from ``seed``; integer and boolean leaves (often indices or
+  masks with a valid range) keep the task's own values when its inputs function makes arrays
+  (``template``), else small random integers in [0, 8).
+- ``extra_shapes(task, module)``: abstract arguments at a second shape, when the task allows one:
+  an explicit ``extra_inputs()`` / ``NAME_extra_inputs()`` in the file; else an inputs function
+  whose int parameters have defaults (native) or whose parameters name int ``CONFIG`` values
+  (JAXBench), called with those ints doubled (doubling keeps every multiple of a block a
+  multiple). Returns ``(None, why)`` when the task allows no other shape.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def abstract(tree: Any) -> tuple[Any, ...]:
+    """The arguments as a tuple of ShapeDtypeStruct pytrees."""
+    out = jax.tree.map(lambda a: jax.ShapeDtypeStruct(tuple(a.shape), a.dtype), tree)
+    if isinstance(out, list):
+        out = tuple(out)
+    return out if isinstance(out, tuple) else (out,)
+
+
+def concrete_template(inputs: Callable[..., Any] | None) -> tuple[Any, ...] | None:
+    """The task's own example inputs as arrays, when its inputs function makes arrays (else None)."""
+    if inputs is None:
+        return None
+    try:
+        values = inputs()
+    except Exception:  # noqa: BLE001 - the shapes path reports the task's own error
+        return None
+    leaves = jax.tree.leaves(values)
+    if not leaves or any(isinstance(leaf, jax.ShapeDtypeStruct) or not hasattr(leaf, "shape") for leaf in leaves):
+        return None
+    if isinstance(values, list):
+        values = tuple(values)
+    return values if isinstance(values, tuple) else (values,)
+
+
+def fresh_inputs(shapes: tuple[Any, ...], seed: int, template: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
+    """Concrete arrays shaped like ``shapes``, floats drawn fresh from ``seed``."""
+    rng = np.random.default_rng(seed)
+    leaves, treedef = jax.tree.flatten(shapes)
+    kept = jax.tree.leaves(template) if template is not None else None
+    if kept is not None and [tuple(k.shape) for k in kept] != [tuple(s.shape) for s in leaves]:
+        kept = None
+    out = []
+    for i, leaf in enumerate(leaves):
+        dtype = jnp.dtype(leaf.dtype)
+        shape = tuple(leaf.shape)
+        if jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.complexfloating):
+            value = jnp.asarray(rng.standard_normal(shape, dtype=np.float32)).astype(dtype)
+        elif kept is not None:
+            value = jnp.asarray(kept[i]).astype(dtype)
+        elif dtype == jnp.bool_:
+            value = jnp.asarray(rng.integers(0, 2, shape).astype(bool))
+        else:
+            value = jnp.asarray(rng.integers(0, 8, shape)).astype(dtype)
+        out.append(value)
+    return tuple(jax.tree.unflatten(treedef, out))
+
+
+def copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """New buffers with the same values (so a cache keyed by buffer identity misses)."""
+    out = jax.tree.map(lambda a: jnp.array(a, copy=True), args)
+    return jax.block_until_ready(out)
+
+
+def extra_shapes(task: Any, module: Any) -> tuple[tuple[Any, ...] | None, str]:
+    """(abstract args at another shape, how they were made) or (None, why the task allows none)."""
+    ns = vars(module) if module is not None else {}
+    for name in (f"{task.name}_extra_inputs", "extra_inputs"):
+        fn = ns.get(name)
+        if callable(fn):
+            return _shapes_of(fn), f"{name}()"
+    if task.format == "jaxbench":
+        create = ns.get("create_inputs")
+        config = dict(task.config or {})
+        if not callable(create):
+            return None, "the task has no create_inputs to call at another size"
+        params = _parameters(create)
+        doubled = {k: 2 * v for k, v in config.items() if k in params and _is_int(v)}
+        if not doubled:
+            return None, "create_inputs takes no int CONFIG value to scale"
+        call_config = {**config, **doubled}
+        return (_shapes_of(lambda: create(**{k: v for k, v in call_config.items() if k in params})),
+                "create_inputs with " + ", ".join(f"{k}={v}" for k, v in sorted(doubled.items())))
+    inputs = task.inputs
+    if inputs is None or task.format != "native":
+        return None, "the task's inputs take no size parameter"
+    params = _parameters(inputs)
+    doubled = {k: 2 * p.default for k, p in params.items() if _is_int(p.default)}
+    if not doubled:
+        return None, ("the inputs function takes no int parameter with a default; "
+                      "define extra_inputs() to time a second shape")
+    return (_shapes_of(lambda: inputs(**doubled)),
+            f"{getattr(inputs, '__name__', 'inputs')}(" + ", ".join(f"{k}={v}" for k, v in sorted(doubled.items())) + ")")
+
+
+def _shapes_of(fn: Callable[[], Any]) -> tuple[Any, ...]:
+    shapes = jax.eval_shape(fn)
+    if isinstance(shapes, list):
+        shapes = tuple(shapes)
+    return shapes if isinstance(shapes, tuple) else (shapes,)
+
+
+def _parameters(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
+    try:
+        return dict(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return {}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def signature(args: Any) -> list[list[Any]]:
+    """[[shape, dtype], ...] of the leaves, for results and store keys."""
+    return [[list(a.shape), jnp.dtype(a.dtype).name] for a in jax.tree.leaves(args)]

@@ -1,0 +1,95 @@
+"""`pallasite time FILE|TASK_DIR` and `pallasite profile FILE|TASK_DIR`: honest numbers, anywhere.
+
+The candidate is checked first (fresh random inputs, a second shape, NaN-filled outputs, inputs
+unchanged, a pallas_call that really ran, not the reference in disguise) and then timed against
+the reference compiled by XLA on the same device (``runner/timing.py``). `profile` adds a trace,
+per-kernel device time and the roofline. ``--backend`` picks where the worker runs: ``local``,
+``ssh`` (``--host`` or ``--ssh-command``) or ``ray``. Results go to the workspace's results store
+with their provenance (``--no-store`` skips it). Exit status: 0 timed, 1 rejected, 2 could not time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pallasite.engine.client import WorkerConfig
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("task", metavar="FILE|TASK_DIR",
+                        help="a kernel file, a JAXBench task folder (optimized.py vs baseline.py) or a MaxKernel one")
+    parser.add_argument("--entry", help="the task entry to time when the file has several")
+    parser.add_argument("--config", action="append", default=[], metavar="NAME=INT",
+                        help="a tunable's value (repeatable), e.g. --config block_rows=128")
+    parser.add_argument("--runs", type=int, default=20 if command == "time" else 5, help="timed runs (each)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed calls first (compilation)")
+    parser.add_argument("--seed", type=int, help="seed of the fresh random inputs (default: a new one each run)")
+    parser.add_argument("--no-extra-shape", action="store_true", help="skip the check at a second input shape")
+    parser.add_argument("--max-speedup", type=float, default=20.0, help="flag speedups above this for a second look")
+    if command == "profile":
+        parser.add_argument("--trace-dir", help="where the worker writes the trace (default: a temporary folder)")
+        parser.add_argument("--target", help="chip whose roofline to use without a TPU (v4, v5e, v5p, v6e, 7x)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument("--time-limit", type=float, default=600.0, metavar="SECONDS", help="limit for the whole request")
+    parser.add_argument("--memory-mb", type=int, default=16384,
+                        help="the worker's memory limit (RSS, MiB); a remote worker enforces it itself")
+    parser.add_argument("--no-store", action="store_true", help="do not record the measurements in .pallasite/")
+    group = parser.add_argument_group("where the worker runs")
+    group.add_argument("--backend", choices=("local", "ssh", "ray"), default="local")
+    group.add_argument("--host", help="ssh: the host (user@host) to run `pallasite worker` on")
+    group.add_argument("--ssh-command", help="ssh: the whole launcher command line; {worker} marks where the "
+                       "worker command goes, e.g. 'gcloud compute tpus tpu-vm ssh NAME --zone Z --command \"{worker}\"'")
+    group.add_argument("--remote-worker", default="pallasite worker",
+                       help="ssh: the worker command on the host (e.g. '~/venv/bin/pallasite worker')")
+    group.add_argument("--ray-address", help="ray: the cluster (default: RAY_ADDRESS, else a local cluster)")
+    group.add_argument("--ray-resources", help="ray: resources each worker holds, e.g. TPU=4")
+    group.add_argument("--platforms", help="JAX_PLATFORMS for the worker (default: its accelerator, else CPU)")
+
+
+def _config(pairs: list[str]) -> dict[str, int]:
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--config takes NAME=INT, got {pair!r}")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise ValueError(f"--config {name}: {value!r} is not an integer") from None
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from pallasite.engine import timing
+    from pallasite.engine.remote import BackendSettings, parse_resources
+    from pallasite.server import timing_format
+
+    op = args.command
+    try:
+        files = timing.task_files(args.task)
+        settings = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command,
+                                   remote_worker=args.remote_worker, ray_address=args.ray_address,
+                                   ray_resources=parse_resources(args.ray_resources), platforms=args.platforms)
+        settings.validate()
+        params = timing.time_request(files, op, entry=args.entry, config=_config(args.config), runs=args.runs,
+                                     warmup=args.warmup, seed=args.seed, max_speedup=args.max_speedup,
+                                     extra_shape=False if args.no_extra_shape else None,
+                                     trace_dir=getattr(args, "trace_dir", None), target=getattr(args, "target", None))
+    except (ValueError, OSError) as err:
+        print(f"pallasite {op}: error: {err}", file=sys.stderr)
+        return 2
+    show = args.format == "text" and sys.stderr.isatty()
+
+    def progress(message: str, fraction: float | None) -> None:
+        if show:
+            print(f"  ... {message}", file=sys.stderr)
+
+    base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=args.memory_mb)
+    run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)
+    if run_.result is not None and not args.no_store:
+        note = timing.record(run_, files.path)
+        if note:
+            run_.warnings.append(note)
+    print(timing_format.to_json_text(run_, files.path) if args.format == "json" else timing_format.to_text(run_, files.path))
+    return {"ok": 0, "rejected": 1}.get(timing_format.status_of(run_), 2)

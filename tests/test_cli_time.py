@@ -1,0 +1,68 @@
+"""`pallasite time` and `pallasite profile` end to end: a JAXBench folder as it is, an exploit's
+exit status, a profile's trace and bound, usage errors, and the measurements in the store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from pallasite.analysis.types import Provenance
+from pallasite.knowledge.store import ResultsStore
+
+DATA = Path(__file__).parent / "data" / "timing"
+
+
+def pallasite(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pallasite.server.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_jaxbench_folder_timed_as_json_and_stored_with_provenance(tmp_path):
+    folder = tmp_path / "task"
+    shutil.copytree(DATA / "jaxbench_add", folder)
+    (tmp_path / ".pallasite").mkdir()  # pins the workspace (a stray /tmp/.pallasite must not win)
+    done = pallasite("time", str(folder), "--runs", "3", "--warmup", "1", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["version"] == 1 and doc["op"] == "time" and doc["status"] == "ok"
+    assert doc["path"].endswith("optimized.py")
+    assert doc["backend"]["where"] == "local" and doc["backend"]["devices"] == ["cpu"]
+    result = doc["result"]
+    assert result["format"] == "jaxbench" and result["entry"] == "workload"
+    assert result["checks"]["extra_shape"]["how"] == "create_inputs with cols=256, rows=512"
+    assert result["speedup"]["value"] > 0 and "XLA" in result["speedup"]["baseline"]
+    with ResultsStore.open(tmp_path) as store:
+        stored = store.measurements(path=str(folder / "optimized.py"))
+    by_kernel = {r.kernel: r for r in stored}
+    assert set(by_kernel) == {"workload", "workload (reference)"}
+    assert by_kernel["workload"].measurement.provenance is Provenance.INTERPRET
+    assert by_kernel["workload (reference)"].measurement.provenance is Provenance.HOST
+    assert by_kernel["workload"].key.backend == "local"
+    assert len(by_kernel["workload"].measurement.samples_ns) == 3
+
+
+def test_exploit_exits_1_naming_the_trick_and_profile_shows_trace_and_bound(tmp_path):
+    done = pallasite("time", str(DATA / "partial_write.py"), "--no-store", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "REJECTED [partial_write]" in done.stdout and "not timed" in done.stdout
+    prof = pallasite("profile", str(DATA / "honest_add.py"), "--runs", "2", "--target", "v5e", "--no-store",
+                     "--trace-dir", str(tmp_path / "trace"), cwd=tmp_path)
+    assert prof.returncode == 0, prof.stderr
+    assert f"trace: {tmp_path / 'trace'}" in prof.stdout
+    assert "bound: memory" in prof.stdout and "v5e ridge" in prof.stdout
+    assert "not TPU time" in prof.stdout
+    assert "profiler overhead" in prof.stdout
+
+
+def test_usage_errors_exit_2_with_a_message(tmp_path):
+    missing = pallasite("time", str(tmp_path / "nope.py"), cwd=tmp_path)
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    no_host = pallasite("time", str(DATA / "honest_add.py"), "--backend", "ssh", cwd=tmp_path)
+    assert no_host.returncode == 2 and "needs a host" in no_host.stderr
+    (tmp_path / "a.py").write_text("")
+    (tmp_path / "b.py").write_text("")
+    ambiguous = pallasite("profile", str(tmp_path), cwd=tmp_path)
+    assert ambiguous.returncode == 2 and "not a task folder" in ambiguous.stderr
