@@ -118,12 +118,19 @@ def op_check(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return handle_check(params, ctx.progress)
 
 
+def op_estimate(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    from pallasite.runner.tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
+
+    return handle_estimate(params, ctx.progress)
+
+
 OPS: dict[str, Callable[[dict[str, Any], Context], Any]] = {
     "ping": op_ping,
     "versions": op_versions,
     "chips": op_chips,
     "import": op_import,
     "check": op_check,
+    "estimate": op_estimate,
 }
 
 

@@ -16,6 +16,7 @@ import traceback
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("pallasite.server.cmd_check", "check Pallas kernel files for the target TPU"),
+    "tune": ("pallasite.server.cmd_tune", "autotune a kernel's block sizes for a TPU chip (cost model; device when given)"),
     "serve": ("pallasite.server.cmd_serve", "run the language server (stdio, or --tcp on 127.0.0.1)"),
     "worker": ("pallasite.runner.worker", "run a check worker: JSON lines on stdin/stdout (used by the server)"),
     "explain": ("pallasite.server.cmd_knowledge", "explain a finding code, e.g. `pallasite explain PLS001`"),

@@ -1,0 +1,371 @@
+"""Autotuning a kernel file: tunables -> estimates -> feasibility -> search -> report (engine side,
+never imports JAX). Used by `pallasite tune` and the language server's Autotune command.
+
+1. ``analysis.tunables`` reads the tunables and their candidate values from the source.
+2. One ``estimate`` request (worker op, runner/tune_ops.py) traces the entry under every
+   candidate configuration and returns the cost model's counts and roofline for the chip.
+3. ``analysis.feasibility`` rejects, before any compile, what cannot run (divisibility, tiling,
+   scoped VMEM); the count per reason is reported. Configurations whose traced programs are
+   identical (same ``program_hash``) are evaluated once.
+4. With a device timer (``DeviceTimer``: a backend that measures on a real accelerator), the
+   search (engine/tune_search.py) spends device evaluations where they can change the answer.
+   Without one, the ranking is the estimate's, labelled "estimate (<chip>)": CPU timings never
+   rank, apply, or produce a speedup.
+5. Every configuration's outcome is stored (knowledge/store.py) as it arrives: estimates with
+   provenance "estimate", timings with provenance "device". A re-run reads them back: an
+   interrupted search resumes without repeating finished configurations, and re-tuning an
+   unchanged kernel (same code hash, chip, versions, backend, candidates) starts no worker.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from typing import Any
+
+from pallasite.analysis import feasibility
+from pallasite.analysis.source import Source
+from pallasite.analysis.tunables import apply_config, find_tunables, kinds
+from pallasite.analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json
+
+from .tune_search import Config, SearchResult, search
+
+# (configs, kinds) -> the worker's estimate reply (see runner/tune_ops.py)
+Estimator = Callable[[Sequence[dict[str, int]], dict[str, str]], Awaitable[dict[str, Any]]]
+# configs -> one device Measurement per config (provenance DEVICE, or a failure status)
+DeviceTimer = Callable[[Sequence[dict[str, int]]], Awaitable[Sequence[Measurement]]]
+Progress = Callable[[str, "float | None"], None]
+
+MAX_CANDIDATES = 4096
+COST_MODEL_METHOD = "pallasite cost model (roofline over traced counts)"
+
+
+class TuneError(Exception):
+    """Tuning cannot start (no tunables, no task, a failed worker); the message says what to do."""
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    chip: str = "v6e"
+    entry: str | None = None
+    budget: int | None = None
+    declared: Mapping[str, Sequence[int]] | None = None  # the `tunables` setting (wins over the file)
+    backend: str = "estimate"  # "estimate" (no device) or the device backend's name
+    batch: int = 4
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one configuration."""
+
+    config: Config
+    status: str  # "measured", "failed", "estimated", "rejected", "duplicate", "not evaluated", "trace error"
+    estimate_s: float | None = None
+    bound: str | None = None
+    measured_s: float | None = None  # device time (median), only from a device backend
+    reasons: tuple[str, ...] = ()
+    duplicate_of: Config | None = None
+    reused: bool = False  # read back from the store instead of evaluated this run
+
+
+@dataclass(frozen=True)
+class TuneReport:
+    path: str
+    entry: str
+    chip: str
+    backend: str
+    tunables: tuple[Tunable, ...]
+    current: Config
+    outcomes: tuple[Outcome, ...]
+    best: Config | None
+    best_provenance: str | None  # "device" or "estimate (<chip>)"
+    rejected: dict[str, int] = field(default_factory=dict)
+    evaluations: int = 0  # device evaluations spent this run
+    reused: int = 0  # results read back from the store
+    strategy: str = ""
+    stopped: str = ""
+    reference: dict[str, Any] | None = None  # XLA's cost analysis of the reference
+    notes: tuple[str, ...] = ()
+    edits: tuple[TextEdit, ...] = ()  # the edit writing ``best`` back (empty if best == current)
+
+    @property
+    def label(self) -> str:
+        return f"estimate ({self.chip})"
+
+    def outcome(self, config: Config) -> Outcome | None:
+        return next((o for o in self.outcomes if o.config == config), None)
+
+    def speedup_vs_current(self) -> tuple[float, str] | None:
+        """(speedup, provenance) of the best over the current config; device times only, else
+        the estimate's ratio labelled as such."""
+        best, cur = self.outcome(self.best) if self.best else None, self.outcome(self.current)
+        if best is None or cur is None:
+            return None
+        if best.measured_s and cur.measured_s:
+            return cur.measured_s / best.measured_s, "device"
+        if best.estimate_s and cur.estimate_s and self.backend == "estimate":
+            return cur.estimate_s / best.estimate_s, self.label
+        return None
+
+
+def space(tunables: Sequence[Tunable]) -> list[Config]:
+    names = sorted(t.name for t in tunables)
+    by_name = {t.name: t for t in tunables}
+    return [tuple(zip(names, values)) for values in itertools.product(*(by_name[n].candidates for n in names))]
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for dist in ("jax", "libtpu"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator, *,
+               timer: DeviceTimer | None = None, store: Any = None, progress: Progress | None = None) -> TuneReport:
+    """Tune the file's entry; see the module docstring for the steps."""
+    say = progress or (lambda message, fraction=None: None)
+    source = Source(text)
+    tunables = find_tunables(source, path, options.entry, options.declared)
+    if not tunables:
+        raise TuneError(f"{path}: no tunables found. Give the entry keyword-only int parameters "
+                        "(`def f(x, *, block_rows: int = 256)`), a TUNED_PARAMS dict, or module constants used "
+                        "in BlockSpec shapes; see README 'Autotuning'")
+    current: Config = tuple(sorted((t.name, t.default) for t in tunables))
+    candidates = space(tunables)
+    if current not in candidates:
+        candidates.append(current)
+    if len(candidates) > MAX_CANDIDATES:
+        raise TuneError(f"{len(candidates)} candidate configurations (more than {MAX_CANDIDATES}): declare fewer "
+                        "values in TUNABLES or the `tunables` setting")
+    keys = _Keys(path, text, options, store)
+    notes: list[str] = []
+
+    # 1. estimates, from the store when every one is there (an unchanged kernel costs nothing)
+    stored = keys.stored_estimates(candidates)
+    reference = None
+    entry = options.entry or ""
+    if len(stored) == len(candidates):
+        estimates = stored
+        notes.append(f"estimates reused from the results store ({len(stored)} configurations)")
+        entry = entry or keys.entry_name()
+    else:
+        say(f"estimating {len(candidates)} configurations for {options.chip}", 0.0)
+        reply = await estimator([dict(c) for c in candidates], kinds(tunables))
+        entry = reply.get("entry") or entry
+        reference = reply.get("reference")
+        estimates = {tuple(sorted((str(k), v) for k, v in e["config"])): from_json(CostEstimate, e)
+                     for e in reply["estimates"]}
+        scoped = (reply.get("chip") or {}).get("scoped_vmem_limit_bytes")
+        if scoped is None:
+            notes.append(f"the scoped-VMEM limit of {options.chip} is not measured here (no libtpu): "
+                         "VMEM feasibility uses vmem_limit_bytes only where a call sets it")
+        keys.scoped = scoped
+        keys.entry = entry
+        keys.put_estimates(estimates)
+    # 2. feasibility, duplicates
+    outcomes: dict[Config, Outcome] = {}
+    feasible: dict[Config, float] = {}
+    by_program: dict[str, Config] = {}
+    rejected = []
+    for config in candidates:
+        est = estimates[config]
+        why = feasibility.rejections(est, keys.scoped)
+        if why:
+            rejected.append(why)
+            status = "trace error" if why[0].reason == "trace" else "rejected"
+            outcomes[config] = Outcome(config, status, est.seconds, est.bound, reasons=tuple(r.message for r in why))
+            continue
+        first = by_program.setdefault(est.program_hash or repr(config), config)
+        if first != config:
+            outcomes[config] = Outcome(config, "duplicate", est.seconds, est.bound, duplicate_of=first)
+            continue
+        feasible[config] = est.seconds or 0.0
+    if not feasible:
+        raise TuneError(f"{path}: every one of {len(candidates)} configurations was rejected before compiling "
+                        f"({feasibility.summarize(rejected)}); first reason: {rejected[0][0].message}")
+    say(f"{len(feasible)} feasible, {len(rejected)} rejected before compiling", 0.1)
+
+    # 3. the search on a device, or the estimate's ranking
+    result = SearchResult(strategy="ranked by the estimate", stopped="no device backend: nothing timed")
+    reused = 0
+    if timer is not None:
+        known = keys.stored_timings(list(feasible))
+        reused = len(known)
+        done = {"n": 0}
+
+        async def evaluate(configs: Sequence[Config]) -> list[float | None]:
+            measured = await timer([dict(c) for c in configs])
+            out = []
+            for c, m in zip(configs, measured):
+                if m.provenance is not Provenance.DEVICE:  # CPU or interpret timings never rank
+                    m = replace(m, status="runtime_error", median_ns=None,
+                                error=f"not a device timing ({m.provenance.value}): not used for ranking")
+                keys.put_timing(c, m)
+                out.append(m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None)
+            done["n"] += len(configs)
+            say(f"measured {done['n']} configurations", 0.1 + 0.9 * min(1.0, done["n"] / max(1, len(feasible))))
+            return out
+
+        result = await search(list(feasible), feasible, evaluate, budget=options.budget,
+                              known={c: (m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None)
+                                     for c, m in known.items()},
+                              batch=options.batch, current=current if current in feasible else None)
+        for config in feasible:
+            t = result.results.get(config, "missing")
+            if t == "missing":
+                outcomes[config] = Outcome(config, "not evaluated", feasible[config], estimates[config].bound)
+            else:
+                status = "measured" if t is not None else "failed"
+                reason = (keys.failure(config),) if t is None else ()
+                outcomes[config] = Outcome(config, status, feasible[config], estimates[config].bound,
+                                           measured_s=t, reasons=tuple(r for r in reason if r),
+                                           reused=config in known)
+        best = result.best[0] if result.best else None
+        best_provenance = "device" if best else None
+    else:
+        for config, seconds in feasible.items():
+            outcomes[config] = Outcome(config, "estimated", seconds, estimates[config].bound)
+        best = min(feasible, key=lambda c: (feasible[c], c))
+        best_provenance = f"estimate ({options.chip})"
+    for config, o in list(outcomes.items()):  # duplicates share their representative's timing
+        if o.status == "duplicate" and o.duplicate_of in outcomes:
+            outcomes[config] = replace(o, measured_s=outcomes[o.duplicate_of].measured_s)
+    report = TuneReport(
+        path=path, entry=entry, chip=options.chip, backend=options.backend, tunables=tuple(tunables),
+        current=current, outcomes=tuple(sorted(outcomes.values(), key=_order)), best=best,
+        best_provenance=best_provenance, rejected=feasibility.summarize(rejected),
+        evaluations=len(result.order), reused=reused, strategy=result.strategy, stopped=result.stopped,
+        reference=reference, notes=tuple(notes),
+        edits=apply_config(tunables, dict(best)) if best else ())
+    keys.put_run(report)
+    return report
+
+
+def _order(o: Outcome) -> tuple:
+    rank = {"measured": 0, "estimated": 0, "not evaluated": 1, "duplicate": 2, "failed": 3, "rejected": 4, "trace error": 5}
+    return (rank.get(o.status, 9), o.measured_s if o.measured_s is not None else float("inf"),
+            o.estimate_s if o.estimate_s is not None else float("inf"), o.config)
+
+
+# --------------------------------------------------------------------------- the results store
+
+
+class _Keys:
+    """Result keys for this file + chip + versions + backend, and the store reads/writes (all
+    no-ops without a store)."""
+
+    def __init__(self, path: str, text: str, options: TuneOptions, store: Any) -> None:
+        self.store = store
+        self.options = options
+        self.path = path
+        self.entry = options.entry
+        self.scoped: int | None = None
+        if store is None:
+            return
+        from pallasite.knowledge.store_keys import ResultKey, source_hash
+
+        v = versions()
+        self.base = ResultKey(source_hash=source_hash(path, text), kernel=options.entry, chip=options.chip,
+                              jax_version=v["jax"], libtpu_version=v["libtpu"], backend="cost-model")
+        self.device_base = replace(self.base, backend=options.backend)
+
+    def _key(self, config: Config, device: bool = False) -> Any:
+        return replace(self.device_base if device else self.base, config=config)
+
+    def stored_estimates(self, candidates: Sequence[Config]) -> dict[Config, CostEstimate]:
+        if self.store is None:
+            return {}
+        out = {}
+        for config in candidates:
+            records = [r for r in self.store.measurements(self._key(config), provenance=Provenance.ESTIMATE, limit=5)
+                       if r.measurement.method == COST_MODEL_METHOD and (r.measurement.error or "").startswith("{")]
+            if not records:
+                return {}
+            import json
+
+            payload = json.loads(records[0].measurement.error)
+            out[config] = from_json(CostEstimate, payload["estimate"])
+            self.scoped = payload.get("scoped_vmem_limit_bytes")
+            self.entry = self.entry or payload.get("entry")
+        return out
+
+    def entry_name(self) -> str:
+        return self.entry or ""
+
+    def put_estimates(self, estimates: Mapping[Config, CostEstimate]) -> None:
+        if self.store is None:
+            return
+        import json
+
+        from pallasite.analysis.types import to_json
+
+        for config, est in estimates.items():
+            m = Measurement(status="ok" if est.status == "ok" else "compile_error", provenance=Provenance.ESTIMATE,
+                            device_kind=self.options.chip, method=COST_MODEL_METHOD,
+                            median_ns=est.seconds * 1e9 if est.seconds is not None else None, config=config,
+                            error=json.dumps({"estimate": to_json(est), "scoped_vmem_limit_bytes": self.scoped,
+                                              "entry": self.entry}))
+            self.store.put_measurement(self._key(config), m, path=self.path)
+
+    def stored_timings(self, configs: Sequence[Config]) -> dict[Config, Measurement]:
+        if self.store is None:
+            return {}
+        out = {}
+        for config in configs:
+            records = self.store.measurements(self._key(config, device=True), provenance=Provenance.DEVICE, limit=1)
+            if records:
+                out[config] = records[0].measurement
+        return out
+
+    def put_timing(self, config: Config, m: Measurement) -> None:
+        if self.store is not None:
+            self.store.put_measurement(self._key(config, device=True), replace(m, config=config), path=self.path)
+
+    def failure(self, config: Config) -> str | None:
+        if self.store is None:
+            return None
+        records = self.store.measurements(self._key(config, device=True), limit=1)
+        return (records[0].measurement.error or records[0].measurement.status) if records else None
+
+    def put_run(self, report: TuneReport) -> None:
+        if self.store is None:
+            return
+        results = []
+        for o in report.outcomes:
+            if o.measured_s is not None:
+                results.append((self._key(o.config, device=True),
+                                Measurement(status="ok", provenance=Provenance.DEVICE, device_kind=report.chip,
+                                            method=f"autotune on {report.backend}", median_ns=o.measured_s * 1e9,
+                                            config=o.config)))
+            elif o.estimate_s is not None and report.backend == "estimate":
+                results.append((self._key(o.config),
+                                Measurement(status="ok" if o.status == "estimated" else "compile_error",
+                                            provenance=Provenance.ESTIMATE, device_kind=report.chip,
+                                            method="autotune ranking by the estimate", median_ns=o.estimate_s * 1e9,
+                                            config=o.config,
+                                            error="; ".join(o.reasons) or None)))
+        self.store.put_tuning(self.base if report.backend == "estimate" else self.device_base, results, path=self.path)
+
+# --------------------------------------------------------------------------- the worker seam
+
+
+def worker_estimator(client: Any, path: str, text: str | None, options: TuneOptions,
+                     timeout_s: float = 300.0, on_progress: Any = None) -> Estimator:
+    """An ``Estimator`` over a worker (``WorkerClient`` or pool): one ``estimate`` request."""
+
+    async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> dict[str, Any]:
+        params = {"path": path, "text": text, "entry": options.entry, "chip": options.chip,
+                  "configs": list(configs), "kinds": tunable_kinds, "reference": True}
+        reply = await client.request("estimate", params, timeout_s=timeout_s, on_progress=on_progress)
+        if not reply.ok:
+            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
+            raise TuneError(f"the worker could not estimate {path}: {why}")
+        return reply.result
+
+    return estimate

@@ -1,0 +1,124 @@
+"""The worker's ``estimate`` op: trace a task's entry under each configuration and run the cost
+model (runner/cost_model.py) for a chip. Nothing is compiled, nothing runs on a device.
+
+Params (JSON): ``path``, ``text`` (optional unsaved buffer), ``entry`` (optional task name; the
+file's only/first task otherwise), ``chip`` (default v6e), ``configs`` (a list of
+``{tunable: value}``), ``kinds`` (``{tunable: "keyword" | "constant" | "tuned_params"}``: how
+each value reaches the code), ``reference`` (bool: add XLA's cost analysis of the reference),
+``probe`` (bool: measure the chip's scoped-VMEM limit with libtpu when not cached).
+
+A configuration is applied for its trace only: keyword tunables as keyword arguments of the
+entry; module constants and ``TUNED_PARAMS`` entries by setting them on the loaded module (read
+when the entry runs; a constant already baked into a module-level BlockSpec is not changed: its
+estimates then all share one program hash, which the report shows as duplicates).
+
+Result: ``{"entry", "chip": ChipSpec, "estimates": [CostEstimate...], "reference": {...} | None,
+"inputs": [[shape, dtype]...], "versions"}`` (dataclasses as analysis.types.to_json writes them).
+Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from pallasite.analysis.types import ChipSpec, to_json
+
+from . import chips, tasks_runtime
+from .cost_model import estimate, xla_reference_cost
+
+CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch values) below this many bytes
+
+
+def handle_estimate(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+    from .loader import user_module
+
+    say = progress or (lambda *a, **k: None)
+    path = os.path.abspath(str(params["path"]))
+    chip = chip_spec(str(params.get("chip") or chips.DEFAULT_CHIP), probe=bool(params.get("probe", True)))
+    configs = [dict(c) for c in params.get("configs") or [{}]]
+    kinds = {str(k): str(v) for k, v in (params.get("kinds") or {}).items()}
+    with user_module(path, params.get("text")) as module:
+        tasks = tasks_runtime.discover(module, path, params.get("text"))
+        wanted = params.get("entry")
+        task = next((t for t in tasks if wanted in (None, t.name)), None)
+        if task is None:
+            names = ", ".join(t.name for t in tasks) or "none"
+            raise tasks_runtime.TaskError(f"no task {wanted!r} in {os.path.basename(path)} (tasks: {names}); "
+                                          "see docs/task-convention.md")
+        args = _inputs(task)
+        out = []
+        for i, config in enumerate(configs):
+            say(f"estimating {i + 1}/{len(configs)}: {config}", (i + 1) / len(configs))
+            with _applied(module, task, config, kinds) as fn:
+                out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
+        reference = None
+        if params.get("reference") and task.reference is not None:
+            reference = xla_reference_cost(task.reference, args)
+    return {"entry": task.name, "chip": to_json(chip), "estimates": to_json(out), "reference": reference,
+            "inputs": [[list(a.shape), str(a.dtype)] for a in args if hasattr(a, "shape")],
+            "versions": chips.versions()}
+
+
+def chip_spec(name: str, probe: bool = True) -> ChipSpec:
+    """The chip's spec from jax's table, with the scoped-VMEM limit from the cache or a probe."""
+    t = chips.target(name)
+    for cached in chips.read_cache() or ():
+        if cached.name == t.name and cached.scoped_vmem_limit_bytes:
+            return cached
+    spec = chips.spec_from_jax(t)
+    if spec is None:
+        raise ValueError(f"the installed jax has no table row for {name}")
+    if probe:
+        try:
+            limit, how = chips.probe_scoped_vmem(spec)
+            spec = dataclasses.replace(spec, scoped_vmem_limit_bytes=limit, scoped_vmem_source=how)
+        except Exception as exc:  # noqa: BLE001 - no libtpu: the limit stays unknown, said so
+            spec = dataclasses.replace(spec, scoped_vmem_source=f"not measured ({type(exc).__name__}: {str(exc)[:120]})")
+    return spec
+
+
+def _inputs(task: tasks_runtime.RuntimeTask) -> tuple[Any, ...]:
+    """The entry's arguments: abstract, or the inputs function's own arrays when they are small
+    (so scalar-prefetch index maps see real values)."""
+    abstract = task.abstract_args()
+    size = sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in abstract if hasattr(a, "shape"))
+    if task.inputs is None or size > CONCRETE_INPUT_LIMIT:
+        return abstract
+    if not any(np.issubdtype(np.dtype(a.dtype), np.integer) for a in abstract if hasattr(a, "shape")):
+        return abstract
+    made = task.inputs()
+    made = tuple(made) if isinstance(made, (list, tuple)) else (made,)
+    return tuple(m if hasattr(m, "shape") else a for m, a in zip(made, abstract)) if len(made) == len(abstract) else abstract
+
+
+@contextlib.contextmanager
+def _applied(module: Any, task: tasks_runtime.RuntimeTask, config: dict[str, Any], kinds: dict[str, str]) -> Iterator[Callable[..., Any]]:
+    saved: dict[str, Any] = {}
+    keywords = {}
+    tuned = None
+    for name, value in config.items():
+        kind = kinds.get(name, "keyword")
+        if kind == "constant":
+            saved.setdefault(name, getattr(module, name, None))
+            setattr(module, name, value)
+        elif kind == "tuned_params":
+            if tuned is None:
+                saved["TUNED_PARAMS"] = getattr(module, "TUNED_PARAMS", None)
+                tuned = dict(saved["TUNED_PARAMS"] or {})
+            tuned[name] = value
+        else:
+            keywords[name] = value
+    if tuned is not None:
+        module.TUNED_PARAMS = tuned
+    try:
+        yield functools.partial(task.entry, **keywords) if keywords else task.entry
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)

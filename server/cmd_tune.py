@@ -1,0 +1,165 @@
+"""`pallasite tune FILE`: autotune a kernel's tunables for a TPU chip (engine/tune.py does the work).
+
+Without a device backend (the default, ``--backend estimate``) configurations are ranked by the
+cost model's estimate for the chip, labelled "estimate (<chip>)"; nothing is timed and no speedup
+is claimed beyond the estimate's own ratio. ``--apply`` writes the best configuration into the
+file as a minimal edit (only the changed literals), shown as a diff; the file is re-read first
+and left alone if it changed meanwhile. Exit: 0 tuned, 1 nothing feasible / no tunables, 2 usage
+or internal failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import difflib
+import json
+import os
+import sys
+from typing import Any
+
+from pallasite.analysis.source import apply_edits
+from pallasite.analysis.types import to_json
+from pallasite.engine.tune import TuneError, TuneOptions, TuneReport, tune, worker_estimator
+
+BACKENDS = ("estimate",)  # device backends (local TPU, ssh, ray) plug in through engine.tune.DeviceTimer
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("file", help="the kernel file (with a task: docs/task-convention.md)")
+    parser.add_argument("--target", "--chip", dest="chip", default="v6e", help="TPU chip (v4, v5e, v5p, v6e, 7x)")
+    parser.add_argument("--entry", help="the task's entry when the file has several")
+    parser.add_argument("--backend", default="estimate", choices=BACKENDS,
+                        help="where configurations are evaluated; 'estimate': the cost model only (no device)")
+    parser.add_argument("--budget", type=int, help="device evaluations at most (default: 25%% of the space)")
+    parser.add_argument("--apply", action="store_true", help="write the best configuration into the file")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--no-store", action="store_true", help="neither read nor write .pallasite/results.sqlite")
+    parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
+
+
+def run(args: argparse.Namespace) -> int:
+    path = os.path.abspath(args.file)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        print(f"pallasite tune: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    options = TuneOptions(chip=args.chip, entry=args.entry, budget=args.budget, backend=args.backend)
+    store = None
+    if not args.no_store:
+        from pallasite.knowledge.store import ResultsStore, find_workspace
+
+        store = ResultsStore.open(find_workspace(os.path.dirname(path)))
+    try:
+        report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json"))
+    except TuneError as exc:
+        print(f"pallasite tune: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if store is not None:
+            store.close()
+    if args.format == "json":
+        print(json.dumps(report_json(report), indent=1))
+    else:
+        print(format_report(report, args.top))
+    if args.apply:
+        return _apply(path, text, report)
+    return 0
+
+
+async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool) -> TuneReport:
+    from pallasite.engine.client import WorkerClient, WorkerConfig
+
+    def progress(message: str, fraction: float | None = None) -> None:
+        if not quiet:
+            bar = "" if fraction is None else f"[{'#' * int(20 * fraction):20s}] "
+            print(f"\r{bar}{message[:90]:90s}", end="", file=sys.stderr, flush=True)
+
+    async with WorkerClient(WorkerConfig(timeout_s=600.0)) as client:
+        estimator = worker_estimator(client, path, text, options,
+                                     on_progress=lambda m, f=None: progress(m, f))
+        try:
+            return await tune(path, text, options, estimator, store=store, progress=progress)
+        finally:
+            if not quiet:
+                print(file=sys.stderr)
+
+
+def _apply(path: str, text: str, report: TuneReport) -> int:
+    if not report.edits:
+        print("nothing to apply: the current configuration is already the best")
+        return 0
+    with open(path, encoding="utf-8") as f:
+        if f.read() != text:
+            print(f"pallasite tune: {path} changed while tuning; not applied (run again)", file=sys.stderr)
+            return 1
+    new = apply_edits(text, report.edits)
+    sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), path, path))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(new)
+    print(f"applied {_config(report.best)} to {path} (by {report.best_provenance})")
+    return 0
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _config(config: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config) if config else "-"
+
+
+def _us(seconds: float | None) -> str:
+    return f"{seconds * 1e6:.1f} us" if seconds is not None else "-"
+
+
+def format_report(report: TuneReport, top: int = 15) -> str:
+    label = report.label
+    lines = [f"{report.path}: {report.entry} on {report.chip} ({report.backend}): "
+             f"{len(report.outcomes)} configurations, {sum(report.rejected.values())} rejected before compiling"
+             + (f" ({', '.join(f'{k}: {v}' for k, v in sorted(report.rejected.items()))})" if report.rejected else "")]
+    head = ("config", "status", label, "bound", "measured (device)", "vs current", "provenance")
+    rows = [head]
+    current = report.outcome(report.current)
+    for o in report.outcomes[:top]:
+        vs = "-"
+        if o.measured_s and current and current.measured_s:
+            vs = f"{current.measured_s / o.measured_s:.2f}x (device)"
+        elif report.backend == "estimate" and o.estimate_s and current and current.estimate_s:
+            vs = f"{current.estimate_s / o.estimate_s:.2f}x (est.)"
+        mark = " *" if o.config == report.best else (" (current)" if o.config == report.current else "")
+        status = o.status + (f": {o.reasons[0]}" if o.reasons else "") + (
+            f" of {_config(o.duplicate_of)}" if o.duplicate_of else "")
+        prov = "device" if o.measured_s is not None else (label if o.estimate_s is not None else "-")
+        rows.append((_config(o.config) + mark, status[:70], _us(o.estimate_s), o.bound or "-", _us(o.measured_s), vs, prov))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if len(report.outcomes) > top:
+        lines.append(f"... {len(report.outcomes) - top} more (--top N, or --format json)")
+    speed = report.speedup_vs_current()
+    best = f"best: {_config(report.best)} by {report.best_provenance}"
+    if speed:
+        best += f"; {speed[0]:.2f}x vs the current configuration ({_config(report.current)}), {speed[1]}"
+    lines.append(best)
+    if report.reference:
+        ref = report.reference
+        lines.append("reference (plain JAX), " + (ref.get("source") or "XLA") + ": "
+                     + ", ".join(f"{k} {ref[k]:.4g}" for k in ("flops", "bytes_accessed", "optimal_seconds") if k in ref)
+                     + ("; no device time, so no speedup vs the reference" if report.backend == "estimate" else ""))
+    if report.backend == "estimate":
+        lines.append(f"no device backend: ranked by the cost model's {label} (roofline; not a measurement; "
+                     "see README 'Autotuning')")
+    else:
+        lines.append(f"{report.strategy}: {report.evaluations} device evaluations, {report.reused} reused; {report.stopped}")
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)
+
+
+def report_json(report: TuneReport) -> dict[str, Any]:
+    data = to_json(report)
+    data["label"] = report.label
+    speed = report.speedup_vs_current()
+    data["speedup_vs_current"] = {"value": speed[0], "provenance": speed[1]} if speed else None
+    data["speedup_vs_reference"] = None  # needs device times of the kernel and the reference
+    return data
