@@ -212,10 +212,14 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
             say(f"measured {done['n']} configurations", 0.1 + 0.9 * min(1.0, done["n"] / max(1, len(feasible))))
             return out
 
-        result = await search(list(feasible), feasible, evaluate, budget=options.budget,
-                              known={c: (m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None)
-                                     for c, m in known.items()},
-                              batch=options.batch, current=current if current in feasible else None)
+        known_s = {c: (m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None) for c, m in known.items()}
+        if known and keys.finished_run():
+            result = SearchResult(results=known_s, strategy="reused",
+                                  stopped="a finished tuning run of this unchanged kernel is in the store: nothing timed")
+            notes.append("reused a finished tuning run (same code, chip, versions, backend)")
+        else:
+            result = await search(list(feasible), feasible, evaluate, budget=options.budget, known=known_s,
+                                  batch=options.batch, current=current if current in feasible else None)
         for config in feasible:
             t = result.results.get(config, "missing")
             if t == "missing":
@@ -322,6 +326,9 @@ class _Keys:
             if records:
                 out[config] = records[0].measurement
         return out
+
+    def finished_run(self) -> bool:
+        return self.store is not None and bool(self.store.tuning_runs(self.device_base))
 
     def put_timing(self, config: Config, m: Measurement) -> None:
         if self.store is not None:

@@ -15,8 +15,9 @@ backend can run a batch in parallel. The cost model's estimate of every candidat
   predicted. It stops at the budget, or once the best has its whole neighbourhood measured and
   two rounds passed without improving it.
 
-``known`` holds results from earlier (interrupted) runs: they count as measured, are never
-evaluated again, and do not use the budget. Nothing here imports JAX or knows about TPUs.
+``known`` holds results from earlier (interrupted) runs: they count as measured and are never
+evaluated again; they count against the budget, so a resumed search spends only what the
+interrupted one had left, and a finished one spends nothing. Nothing here imports JAX or knows about TPUs.
 """
 
 from __future__ import annotations
@@ -97,19 +98,20 @@ async def search(candidates: Sequence[Config], estimate: Mapping[Config, float],
     budget = default_budget(n) if budget is None else max(0, budget)
     result = SearchResult(results={c: t for c, t in (known or {}).items() if c in estimate}, budget=budget)
     todo = [c for c in candidates if c not in result.results]
-    if n <= budget or len(todo) <= budget:
+    if n <= budget:
         result.strategy = "exhaustive"
         await _run(todo, evaluate, result, batch, on_result)
         result.stopped = "every candidate evaluated"
         return result
     result.strategy = "cost-model seeded"
     pos = _positions(candidates)
-    seed = max(batch, budget // 3)
+    n_known = len(result.results)  # earlier runs' results count against the budget: a resumed
+    seed = max(0, max(batch, budget // 3) - n_known)  # search continues, a finished one stops
     first = ([current] if current in estimate and current not in result.results else []) + todo
     first = list(dict.fromkeys(first))[:seed]
     await _run(first, evaluate, result, batch, on_result)
     stale, best_before = 0, result.best
-    while len(result.order) < budget:
+    while len(result.order) + n_known < budget:
         best = result.best
         guess = predicted(candidates, estimate, result.results, pos)
         unmeasured = [c for c in candidates if c not in result.results]
@@ -121,7 +123,7 @@ async def search(candidates: Sequence[Config], estimate: Mapping[Config, float],
         if best and not near and stale >= 2:
             result.stopped = "the best configuration's neighbourhood is measured and two rounds found nothing better"
             return result
-        take = min(batch, budget - len(result.order))
+        take = min(batch, budget - n_known - len(result.order))
         pick = near[: max(1, take // 2)] if near else []
         pick += [c for c in sorted(unmeasured, key=lambda c: guess[c]) if c not in pick][: take - len(pick)]
         await _run(pick, evaluate, result, batch, on_result)

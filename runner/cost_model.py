@@ -3,7 +3,8 @@
 For one call of a task's entry it traces the program (``jax.make_jaxpr``) and, for every
 ``pallas_call`` in it, counts from the traced program itself:
 
-- **HBM bytes actually moved**: each pipelined (VMEM or SMEM) operand's index map is evaluated at
+- **HBM bytes actually moved**: scalar-prefetch operands once (copied to SMEM before the grid
+  runs); each pipelined (VMEM or SMEM) operand's index map is evaluated at
   every grid step, in the order the TPU runs the grid (row-major, last axis fastest); a block whose
   index is unchanged from the previous step is not copied again (inputs are fetched when their
   index changes, outputs written back when theirs changes and at the end). Edge blocks that stick
@@ -276,6 +277,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
                 scratch += _size(aval) * _bits(aval.dtype) // 8
             except TypeError:
                 pass
+    prefetch_bytes = sum(int(p.size) * p.dtype.itemsize for p in prefetch)  # copied to SMEM once
     body = count_body(eqn.params["jaxpr"], mxu)
     cp = _compiler_params(eqn.params.get("compiler_params"))
     semantics = tuple(str(s).split(".")[-1].lower() for s in (getattr(cp, "dimension_semantics", None) or ()))
@@ -284,7 +286,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
     cost = CallCost(
         kernel=_kernel_name(eqn), grid=grid, steps=steps, blocks=tuple(blocks), scratch_bytes=scratch,
         vmem_bytes=vmem + scratch, vmem_limit_bytes=int(limit) if limit else None,
-        hbm_bytes=sum(b.hbm_bytes for b in blocks), flops=body.flops * steps, mxu_flops=body.mxu_flops * steps,
+        hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops * steps, mxu_flops=body.mxu_flops * steps,
         transcendentals=body.transcendentals * steps, mxu_efficiency=round(mxu_eff, 6),
         dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)))
     return cost, body
@@ -359,7 +361,9 @@ def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
 
     abstract = [jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a for a in args]
     try:
-        closed = jax.make_jaxpr(fn)(*abstract)
+        # a fresh function each time: jax caches traces by function, and a configuration applied
+        # through module globals (constants, TUNED_PARAMS) would otherwise hit the first trace
+        closed = jax.make_jaxpr(lambda *a: fn(*a))(*abstract)
     except Exception as exc:  # noqa: BLE001 - the user's code failed to trace with this config
         return CostEstimate(chip=chip.name, config=config, status="trace_error",
                             error=f"{type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS)
