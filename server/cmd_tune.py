@@ -49,9 +49,12 @@ def run(args: argparse.Namespace) -> int:
     options = TuneOptions(chip=args.chip, entry=args.entry, budget=args.budget, backend=args.backend)
     store = None
     if not args.no_store:
-        from pallasite.knowledge.store import ResultsStore, find_workspace
+        from pallasite.knowledge.store import ResultsStore, StoreError, find_workspace
 
-        store = ResultsStore.open(find_workspace(os.path.dirname(path)))
+        try:
+            store = ResultsStore.open(find_workspace(os.path.dirname(path)))
+        except StoreError as exc:
+            print(f"pallasite tune: tuning without the results store (nothing is remembered): {exc}", file=sys.stderr)
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json"))
     except TuneError as exc:

@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
 
-from . import actions, hover, hover_sources, lenses
+from . import actions, hover, hover_sources, lenses, tune_lsp
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
@@ -168,7 +168,8 @@ def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
         return None
     lines = text_lines(doc.text)
     line, column = position_from_client(params.position, lines, ls.session.encoding)
-    found = hover_sources.hover_content(ls.session, doc, line, column)
+    found = (tune_lsp.hover(tune_lsp.reports(ls).get(doc.uri), line, column)
+             or hover_sources.hover_content(ls.session, doc, line, column))
     if found is None:
         return None
     text, span = found
@@ -185,7 +186,8 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
     verdicts = doc.report.kernels if doc.report is not None else ()
     return [lsp.CodeLens(range=span_to_range(lens.span, lines, ls.session.encoding),
                          command=lsp.Command(title=lens.title, command=lens.command, arguments=list(lens.arguments)))
-            for lens in lenses.check_lenses(doc.analysis.sites, doc.uri, ls.session.settings.target, verdicts)]
+            for lens in lenses.check_lenses(doc.analysis.sites, doc.uri, ls.session.settings.target, verdicts)
+            + tune_lsp.autotune_lenses(doc.analysis.sites, doc.text, doc.path, doc.uri, ls.session.settings.target)]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -196,9 +198,13 @@ def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.C
         return []
     lines = text_lines(doc.text)
     span = range_to_span(params.range, lines, ls.session.encoding)
-    return actions.actions_for(doc.findings(), span, doc.uri, doc.version, lines, ls.session.encoding,
-                               ls.session.settings.target, params.context.only, doc.seen_versions,
-                               params.context.diagnostics)
+    found = actions.actions_for(doc.findings(), span, doc.uri, doc.version, lines, ls.session.encoding,
+                                ls.session.settings.target, params.context.only, doc.seen_versions,
+                                params.context.diagnostics)
+    if not params.context.only or lsp.CodeActionKind.Source in params.context.only:
+        found += tune_lsp.apply_action(tune_lsp.reports(ls).get(doc.uri), doc.uri, doc.version, lines,
+                                       ls.session.encoding)
+    return found
 
 
 # --------------------------------------------------------------------------- commands
@@ -251,6 +257,26 @@ async def _progress_token(ls: PallasiteServer) -> str | None:
     except Exception:
         return None
     return token
+
+
+@server.command(tune_lsp.AUTOTUNE_COMMAND)
+async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Autotune a document's tunables for the target chip: ``{"uri": ...}``. The best
+    configuration is then offered as a code action ("Apply autotuned ...") and shown on hover."""
+    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    doc = _doc(ls, options.get("uri") or "")
+    if doc is None:
+        return {"ok": False, "message": f"pallasite.autotune: {options.get('uri')!r} is not an open document."}
+    folder = ls.session.folder_of(doc.path)
+    if not await ls.session.trusted_or_ask(folder):
+        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to tune it."}
+    token = await _progress_token(ls)
+    try:
+        result = await tune_lsp.run(ls, doc, ls.session.settings.target, token)
+    except asyncio.CancelledError:
+        return {"ok": False, "message": "cancelled"}
+    ls.session.show(f"pallasite: {result['message']}", lsp.MessageType.Info)
+    return result
 
 
 @server.command("pallasite.selectTarget")
