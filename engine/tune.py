@@ -10,7 +10,9 @@ never imports JAX). Used by `pallasite tune` and the language server's Autotune 
 4. With a device timer (``DeviceTimer``: a backend that measures on a real accelerator), the
    search (engine/tune_search.py) spends device evaluations where they can change the answer.
    Without one, the ranking is the estimate's, labelled "estimate (<chip>)": CPU timings never
-   rank, apply, or produce a speedup.
+   rank, apply, or produce a speedup. The best-ranked configuration is then run in TPU interpret
+   mode at reduced shapes against the reference (``Verifier``, tier 3); one that fails is marked
+   failed and the next is tried (``TuneOptions.verify`` tries at most).
 5. Every configuration's outcome is stored (knowledge/store.py) as it arrives: estimates with
    provenance "estimate", timings with provenance "device". A re-run reads them back: an
    interrupted search resumes without repeating finished configurations, and re-tuning an
@@ -37,9 +39,12 @@ Estimator = Callable[[Sequence[dict[str, int]], dict[str, str]], Awaitable[dict[
 # configs -> one device Measurement per config (provenance DEVICE, or a failure status)
 DeviceTimer = Callable[[Sequence[dict[str, int]]], Awaitable[Sequence[Measurement]]]
 Progress = Callable[[str, "float | None"], None]
+# (config, kinds) -> the worker's verify reply: tier 3 (interpret mode, reduced shapes) vs the reference
+Verifier = Callable[[dict[str, int], dict[str, str]], Awaitable[dict[str, Any]]]
 
 MAX_CANDIDATES = 4096
 COST_MODEL_METHOD = "pallasite cost model (roofline over traced counts)"
+VERIFY_METHOD = "tier 3: TPU interpret mode on CPU vs the reference (correctness only, no timing)"
 
 
 class TuneError(Exception):
@@ -54,6 +59,7 @@ class TuneOptions:
     declared: Mapping[str, Sequence[int]] | None = None  # the `tunables` setting (wins over the file)
     backend: str = "estimate"  # "estimate" (no device) or the device backend's name
     batch: int = 4
+    verify: int = 3  # without a device: interpret-mode checks of the best-ranked, at most this many
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,8 @@ def versions() -> dict[str, str | None]:
 
 
 async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator, *,
-               timer: DeviceTimer | None = None, store: Any = None, progress: Progress | None = None) -> TuneReport:
+               timer: DeviceTimer | None = None, verifier: Verifier | None = None, store: Any = None,
+               progress: Progress | None = None) -> TuneReport:
     """Tune the file's entry; see the module docstring for the steps."""
     say = progress or (lambda message, fraction=None: None)
     source = Source(text)
@@ -235,8 +242,32 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     else:
         for config, seconds in feasible.items():
             outcomes[config] = Outcome(config, "estimated", seconds, estimates[config].bound)
-        best = min(feasible, key=lambda c: (feasible[c], c))
+        ranked = sorted(feasible, key=lambda c: (feasible[c], c))
+        best = ranked[0]
         best_provenance = f"estimate ({options.chip})"
+        if verifier is not None and options.verify > 0:
+            best = None
+            for config in ranked[: options.verify]:
+                say(f"checking {dict(config)} in interpret mode (correctness only)", None)
+                verdict = keys.stored_verdict(config)
+                if verdict is None:
+                    verdict = await verifier(dict(config), kinds(tunables))
+                    keys.put_verdict(config, verdict)
+                o = outcomes[config]
+                if verdict.get("state") == "ok":
+                    outcomes[config] = replace(o, status="estimated, interpret ok")
+                    best = config
+                    break
+                if str(verdict.get("state", "")).startswith("skipped"):
+                    outcomes[config] = replace(o, reasons=(f"interpret check {verdict['state']}",))
+                    best = config
+                    break
+                first = (verdict.get("errors") or [{}])[0]
+                outcomes[config] = replace(o, status="failed", reasons=(
+                    f"interpret mode: {first.get('code', '')} {first.get('message', verdict.get('state'))}".strip(),))
+            if best is None:
+                notes.append(f"the {options.verify} best-ranked configurations failed in interpret mode; nothing to apply")
+                best_provenance = None
     for config, o in list(outcomes.items()):  # duplicates share their representative's timing
         if o.status == "duplicate" and o.duplicate_of in outcomes:
             outcomes[config] = replace(o, measured_s=outcomes[o.duplicate_of].measured_s)
@@ -252,7 +283,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
 
 
 def _order(o: Outcome) -> tuple:
-    rank = {"measured": 0, "estimated": 0, "not evaluated": 1, "duplicate": 2, "failed": 3, "rejected": 4, "trace error": 5}
+    rank = {"measured": 0, "estimated": 0, "estimated, interpret ok": 0, "not evaluated": 1, "duplicate": 2, "failed": 3, "rejected": 4, "trace error": 5}
     return (rank.get(o.status, 9), o.measured_s if o.measured_s is not None else float("inf"),
             o.estimate_s if o.estimate_s is not None else float("inf"), o.config)
 
@@ -327,6 +358,26 @@ class _Keys:
                 out[config] = records[0].measurement
         return out
 
+    def stored_verdict(self, config: Config) -> dict[str, Any] | None:
+        if self.store is None:
+            return None
+        for r in self.store.measurements(self._key(config), provenance=Provenance.INTERPRET, limit=3):
+            if r.measurement.method == VERIFY_METHOD and (r.measurement.error or "").startswith("{"):
+                import json
+
+                return json.loads(r.measurement.error)
+        return None
+
+    def put_verdict(self, config: Config, verdict: dict[str, Any]) -> None:
+        if self.store is None:
+            return
+        import json
+
+        ok = verdict.get("state") == "ok" or str(verdict.get("state", "")).startswith("skipped")
+        m = Measurement(status="ok" if ok else "wrong_result", provenance=Provenance.INTERPRET, device_kind="cpu",
+                        method=VERIFY_METHOD, config=config, error=json.dumps(verdict, default=str))
+        self.store.put_measurement(self._key(config), m, path=self.path)
+
     def finished_run(self) -> bool:
         return self.store is not None and bool(self.store.tuning_runs(self.device_base))
 
@@ -376,3 +427,19 @@ def worker_estimator(client: Any, path: str, text: str | None, options: TuneOpti
         return reply.result
 
     return estimate
+
+
+def worker_verifier(client: Any, path: str, text: str | None, options: TuneOptions,
+                    timeout_s: float = 300.0, on_progress: Any = None) -> Verifier:
+    """A ``Verifier`` over a worker: one ``verify`` request (tier 3 for one configuration)."""
+
+    async def verify(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
+        params = {"path": path, "text": text, "entry": options.entry, "chip": options.chip,
+                  "config": config, "kinds": tunable_kinds}
+        reply = await client.request("verify", params, timeout_s=timeout_s, on_progress=on_progress)
+        if not reply.ok:
+            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
+            return {"state": "error", "errors": [{"code": "PLS300", "message": why[:500]}]}
+        return reply.result
+
+    return verify

@@ -66,6 +66,28 @@ def handle_estimate(params: dict[str, Any], progress: Callable[..., Any] | None 
             "versions": chips.versions()}
 
 
+def handle_verify(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Run one configuration in TPU interpret mode at reduced shapes (tier 3, runner/interpret.py)
+    and compare with the reference: ``{"state": "ok" | "error" | "skipped: ...", "errors", "note"}``.
+    Params as ``estimate``'s, with one ``config``. CPU interpret time: correctness only."""
+    from .interpret import run_tier3
+    from .loader import user_module
+
+    say = progress or (lambda *a, **k: None)
+    path = os.path.abspath(str(params["path"]))
+    config = dict(params.get("config") or {})
+    kinds = {str(k): str(v) for k, v in (params.get("kinds") or {}).items()}
+    with user_module(path, params.get("text")) as module:
+        tasks = tasks_runtime.discover(module, path, params.get("text"))
+        task = next((t for t in tasks if params.get("entry") in (None, t.name)), None)
+        if task is None:
+            raise tasks_runtime.TaskError(f"no task {params.get('entry')!r} in {os.path.basename(path)}")
+        with _applied(module, task, config, kinds) as fn:
+            configured = dataclasses.replace(task, entry=fn)
+            result = run_tier3(configured, path, params.get("text"), lambda m: say(m), target=params.get("chip"))
+    return {"config": config, "state": result["state"], "errors": result["errors"][:5], "note": result.get("note", "")}
+
+
 def chip_spec(name: str, probe: bool = True) -> ChipSpec:
     """The chip's spec from jax's table, with the scoped-VMEM limit from the cache or a probe."""
     t = chips.target(name)

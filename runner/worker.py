@@ -124,6 +124,12 @@ def op_estimate(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return handle_estimate(params, ctx.progress)
 
 
+def op_verify(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    from pallasite.runner.tune_ops import handle_verify  # tier 3 for one tuning configuration
+
+    return handle_verify(params, ctx.progress)
+
+
 OPS: dict[str, Callable[[dict[str, Any], Context], Any]] = {
     "ping": op_ping,
     "versions": op_versions,
@@ -131,6 +137,7 @@ OPS: dict[str, Callable[[dict[str, Any], Context], Any]] = {
     "import": op_import,
     "check": op_check,
     "estimate": op_estimate,
+    "verify": op_verify,
 }
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from pallasite.analysis.source import apply_edits
 from pallasite.analysis.types import to_json
-from pallasite.engine.tune import TuneError, TuneOptions, TuneReport, tune, worker_estimator
+from pallasite.engine.tune import TuneError, TuneOptions, TuneReport, tune, worker_estimator, worker_verifier
 
 BACKENDS = ("estimate",)  # device backends (local TPU, ssh, ray) plug in through engine.tune.DeviceTimer
 
@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                         help="where configurations are evaluated; 'estimate': the cost model only (no device)")
     parser.add_argument("--budget", type=int, help="device evaluations at most (default: 25%% of the space)")
     parser.add_argument("--apply", action="store_true", help="write the best configuration into the file")
+    parser.add_argument("--verify", type=int, default=3, metavar="N",
+                        help="without a device: run the best-ranked configuration in TPU interpret mode vs the "
+                             "reference, trying at most N (0: skip; default 3)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--no-store", action="store_true", help="neither read nor write .pallasite/results.sqlite")
     parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
@@ -46,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"pallasite tune: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
-    options = TuneOptions(chip=args.chip, entry=args.entry, budget=args.budget, backend=args.backend)
+    options = TuneOptions(chip=args.chip, entry=args.entry, budget=args.budget, backend=args.backend,
+                          verify=max(0, args.verify))
     store = None
     if not args.no_store:
         from pallasite.knowledge.store import ResultsStore, StoreError, find_workspace
@@ -80,14 +84,16 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
             bar = "" if fraction is None else f"[{'#' * int(20 * fraction):20s}] "
             print(f"\r{bar}{message[:90]:90s}", end="", file=sys.stderr, flush=True)
 
-    async with WorkerClient(WorkerConfig(timeout_s=600.0)) as client:
-        estimator = worker_estimator(client, path, text, options,
-                                     on_progress=lambda m, f=None: progress(m, f))
-        try:
-            return await tune(path, text, options, estimator, store=store, progress=progress)
-        finally:
-            if not quiet:
-                print(file=sys.stderr)
+    client = WorkerClient(WorkerConfig(timeout_s=600.0))  # started by its first request: a kernel
+    estimator = worker_estimator(client, path, text, options,  # answered from the store starts none
+                                 on_progress=lambda m, f=None: progress(m, f))
+    verifier = worker_verifier(client, path, text, options, on_progress=lambda m, f=None: progress(m, f))
+    try:
+        return await tune(path, text, options, estimator, verifier=verifier, store=store, progress=progress)
+    finally:
+        await client.close()
+        if not quiet:
+            print(file=sys.stderr)
 
 
 def _apply(path: str, text: str, report: TuneReport) -> int:

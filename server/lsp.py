@@ -261,7 +261,8 @@ async def _progress_token(ls: PallasiteServer) -> str | None:
 
 @server.command(tune_lsp.AUTOTUNE_COMMAND)
 async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
-    """Autotune a document's tunables for the target chip: ``{"uri": ...}``. The best
+    """Autotune a document's tunables for the target chip: ``{"uri": ..., "verify": 3}`` (verify:
+    interpret-mode checks of the best-ranked configurations, 0 to skip). The best
     configuration is then offered as a code action ("Apply autotuned ...") and shown on hover."""
     options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
     doc = _doc(ls, options.get("uri") or "")
@@ -272,7 +273,10 @@ async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to tune it."}
     token = await _progress_token(ls)
     try:
-        result = await tune_lsp.run(ls, doc, ls.session.settings.target, token)
+        verify = options.get("verify", 3)
+        if not isinstance(verify, int) or isinstance(verify, bool) or verify < 0:
+            return {"ok": False, "message": f"pallasite.autotune: verify must be a count (0 to skip), got {verify!r}."}
+        result = await tune_lsp.run(ls, doc, ls.session.settings.target, token, verify)
     except asyncio.CancelledError:
         return {"ok": False, "message": "cancelled"}
     ls.session.show(f"pallasite: {result['message']}", lsp.MessageType.Info)

@@ -18,7 +18,7 @@ from lsprotocol import types as lsp
 from pallasite.analysis.source import Source
 from pallasite.analysis.tunables import find_tunables
 from pallasite.analysis.types import KernelSite, Span
-from pallasite.engine.tune import TuneError, TuneOptions, TuneReport, tune, worker_estimator
+from pallasite.engine.tune import TuneError, TuneOptions, TuneReport, tune, worker_estimator, worker_verifier
 
 from .lenses import Lens
 from .lsp_convert import span_to_range
@@ -66,7 +66,7 @@ def summary(report: TuneReport) -> str:
     return text + (f"; {rejected} configurations rejected before compiling" if rejected else "")
 
 
-async def run(ls: Any, doc: Any, chip: str, token: Any = None) -> dict[str, Any]:
+async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) -> dict[str, Any]:
     """Tune ``doc``'s current text for ``chip`` on the session's warm worker; keep the report."""
     from pallasite.knowledge.store import ResultsStore, StoreError
 
@@ -74,7 +74,7 @@ async def run(ls: Any, doc: Any, chip: str, token: Any = None) -> dict[str, Any]
 
     version, text = doc.version, doc.text
     checker = ls.session.get_checker(doc.path)
-    options = TuneOptions(chip=chip)
+    options = TuneOptions(chip=chip, verify=verify)
     progress = WorkProgress(ls, f"pallasite: autotuning {Path(doc.path).name} for {chip}", token)
     estimator = worker_estimator(checker.worker(), doc.path, text, options,
                                  on_progress=lambda message, fraction=None: progress.report(message))
@@ -86,7 +86,9 @@ async def run(ls: Any, doc: Any, chip: str, token: Any = None) -> dict[str, Any]
         ls.session.log(f"pallasite: autotune without the results store: {exc}")
         store = None
     try:
-        report = await tune(doc.path, text, options, estimator, store=store,
+        verifier = worker_verifier(checker.worker(), doc.path, text, options,
+                                   on_progress=lambda message, fraction=None: progress.report(message))
+        report = await tune(doc.path, text, options, estimator, verifier=verifier, store=store,
                             progress=lambda message, fraction=None: progress.report(message))
     except asyncio.CancelledError:
         progress.end("cancelled")

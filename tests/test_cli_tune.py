@@ -7,17 +7,22 @@ import json
 import shutil
 from pathlib import Path
 
+from pallasite.engine.client import WorkerClient
 from pallasite.server.cli import main
 
 TUNE = Path(__file__).parent / "data" / "tune"
 
 
-def test_tune_apply_writes_the_best_estimate_then_reuses_the_store(tmp_path, capsys):
+async def _never():
+    raise AssertionError("a worker was started")
+
+
+def test_tune_apply_writes_the_best_estimate_then_reuses_the_store(tmp_path, capsys, monkeypatch):
     (tmp_path / ".pallasite").mkdir()
     path = tmp_path / "matmul.py"
     shutil.copy(TUNE / "matmul.py", path)
     before = path.read_text()
-    assert main(["tune", str(path), "--target", "v5e", "--format", "json", "--apply"]) == 0
+    assert main(["tune", str(path), "--target", "v5e", "--format", "json", "--apply", "--verify", "0"]) == 0
     out = capsys.readouterr().out
     report = json.loads(out[: out.index("\n}\n") + 2])
     assert report["label"] == "estimate (v5e)" and report["best_provenance"] == "estimate (v5e)"
@@ -33,7 +38,10 @@ def test_tune_apply_writes_the_best_estimate_then_reuses_the_store(tmp_path, cap
     assert "applied" in out and "+def matmul" in out  # shown as a diff, never silently
     # the applied file is a new kernel; tune the original text again: answered from the store
     path.write_text(before)
-    assert main(["tune", str(path), "--target", "v5e"]) == 0
+    started = []
+    monkeypatch.setattr(WorkerClient, "start", lambda self: started.append(self) or _never())
+    assert main(["tune", str(path), "--target", "v5e", "--verify", "0"]) == 0
+    assert started == []  # no worker at all
     text = capsys.readouterr().out
     assert "estimates reused from the results store" in text and "estimate (v5e)" in text
 

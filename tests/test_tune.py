@@ -245,3 +245,36 @@ def test_no_tunables_is_a_clear_error(tmp_path):
     make, _ = _estimator()
     with pytest.raises(TuneError, match="no tunables found"):
         asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text)))
+
+
+def test_without_a_device_the_best_estimate_is_checked_in_interpret_mode(tmp_path):
+    path, text = _read("matmul")
+    make, _ = _estimator()
+    asked = []
+
+    async def verifier(config, kinds):  # the best-ranked one computes wrong numbers
+        asked.append(tuple(sorted(config.items())))
+        if len(asked) == 1:
+            return {"state": "error", "errors": [{"code": "PLS304", "message": "max abs error 3.2 > atol 0.02"}]}
+        return {"state": "ok", "errors": []}
+
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), verifier=verifier,
+                                  store=store))
+        ranked = sorted((o for o in report.outcomes if o.estimate_s is not None and o.status != "rejected"),
+                        key=lambda o: (o.estimate_s, o.config))
+        assert asked == [ranked[0].config, ranked[1].config]
+        assert report.outcome(asked[0]).status == "failed"
+        assert "PLS304 max abs error" in report.outcome(asked[0]).reasons[0]
+        assert report.best == asked[1] and report.outcome(asked[1]).status == "estimated, interpret ok"
+        again = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), verifier=verifier,
+                                 store=store))
+        assert len(asked) == 2 and again.best == report.best  # verdicts come back from the store
+
+
+def test_verify_op_runs_a_configuration_in_interpret_mode():
+    from pallasite.runner.tune_ops import handle_verify
+
+    result = handle_verify({"path": os.path.join(DATA, "elementwise.py"), "chip": "v5e",
+                            "config": {"block_rows": 128}, "kinds": {"block_rows": "keyword"}})
+    assert result["state"] == "ok" and "CPU interpret mode (not TPU time)" in result["note"]
