@@ -27,7 +27,8 @@ BACKENDS = ("estimate",)  # device backends (local TPU, ssh, ray) plug in throug
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("file", help="the kernel file (with a task: docs/task-convention.md)")
-    parser.add_argument("--target", "--chip", dest="chip", default="v6e", help="TPU chip (v4, v5e, v5p, v6e, 7x)")
+    parser.add_argument("--target", "--chip", dest="chip", help="TPU chip (v4, v5e, v5p, v6e, 7x; default: the "
+                        "`target` setting, else v6e)")
     parser.add_argument("--entry", help="the task's entry when the file has several")
     parser.add_argument("--backend", default="estimate", choices=BACKENDS,
                         help="where configurations are evaluated; 'estimate': the cost model only (no device)")
@@ -49,8 +50,15 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"pallasite tune: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
-    options = TuneOptions(chip=args.chip, entry=args.entry, budget=args.budget, backend=args.backend,
-                          verify=max(0, args.verify))
+    from pathlib import Path
+
+    from pallasite.server.settings import load_project_settings
+
+    settings, warnings = load_project_settings(Path(path).parent)  # [tool.pallasite] tunables = {...}
+    for warning in warnings:
+        print(f"pallasite tune: {warning}", file=sys.stderr)
+    options = TuneOptions(chip=args.chip or settings.target, entry=args.entry, budget=args.budget,
+                          backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None)
     store = None
     if not args.no_store:
         from pallasite.knowledge.store import ResultsStore, StoreError, find_workspace

@@ -74,7 +74,7 @@ async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) 
 
     version, text = doc.version, doc.text
     checker = ls.session.get_checker(doc.path)
-    options = TuneOptions(chip=chip, verify=verify)
+    options = TuneOptions(chip=chip, verify=verify, declared=dict(ls.session.settings.tunables) or None)
     progress = WorkProgress(ls, f"pallasite: autotuning {Path(doc.path).name} for {chip}", token)
     estimator = worker_estimator(checker.worker(), doc.path, text, options,
                                  on_progress=lambda message, fraction=None: progress.report(message))

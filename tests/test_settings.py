@@ -114,7 +114,7 @@ def test_schema_describes_every_field_with_defaults():
 def flatten(tree, prefix="pallasite."):
     out = {}
     for key, value in tree.items():
-        if isinstance(value, dict) and key != "severity":
+        if isinstance(value, dict) and key not in ("severity", "tunables"):  # tables of user keys
             out.update(flatten(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
@@ -165,3 +165,10 @@ def test_type_warnings_use_the_right_article():
     expected = ["expected an integer", "expected a number", "expected true or false", "expected a string"]
     assert [next(e for e in expected if e in w) for w in warnings] == expected
     assert not any(" a integer" in w for w in warnings)
+
+
+def test_tunables_setting_is_a_table_of_positive_int_lists():
+    s, warnings = parse_settings({"tunables": {"bm": [128, 256], "bk": [512]}})
+    assert s.tunables == {"bm": [128, 256], "bk": [512]} and not warnings
+    s, warnings = parse_settings({"tunables": {"bm": [128, "x"]}})
+    assert s.tunables == {} and "tunable = [positive integers]" in warnings[0]
