@@ -36,8 +36,19 @@ from .tune_search import Config, SearchResult, search
 
 # (configs, kinds) -> the worker's estimate reply (see runner/tune_ops.py)
 Estimator = Callable[[Sequence[dict[str, int]], dict[str, str]], Awaitable[dict[str, Any]]]
-# configs -> one device Measurement per config (provenance DEVICE, or a failure status)
-DeviceTimer = Callable[[Sequence[dict[str, int]]], Awaitable[Sequence[Measurement]]]
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One device timing of a configuration, with the reference timed beside it when there is one."""
+
+    candidate: Measurement
+    reference: Measurement | None = None
+
+
+# configs -> one timing per config (provenance DEVICE, or a failure status); a plain Measurement
+# stands for Timed(measurement)
+DeviceTimer = Callable[[Sequence[dict[str, int]]], Awaitable[Sequence["Measurement | Timed"]]]
 Progress = Callable[[str, "float | None"], None]
 # (config, kinds) -> the worker's verify reply: tier 3 (interpret mode, reduced shapes) vs the reference
 Verifier = Callable[[dict[str, int], dict[str, str]], Awaitable[dict[str, Any]]]
@@ -93,6 +104,7 @@ class TuneReport:
     strategy: str = ""
     stopped: str = ""
     reference: dict[str, Any] | None = None  # XLA's cost analysis of the reference
+    reference_s: float | None = None  # the reference's device time (median over this run's timings)
     notes: tuple[str, ...] = ()
     edits: tuple[TextEdit, ...] = ()  # the edit writing ``best`` back (empty if best == current)
 
@@ -102,6 +114,13 @@ class TuneReport:
 
     def outcome(self, config: Config) -> Outcome | None:
         return next((o for o in self.outcomes if o.config == config), None)
+
+    def speedup_vs_reference(self) -> tuple[float, str] | None:
+        """(speedup, baseline) of the best over the plain-JAX reference: device times only."""
+        best = self.outcome(self.best) if self.best else None
+        if best is None or not best.measured_s or not self.reference_s:
+            return None
+        return self.reference_s / best.measured_s, f"the XLA reference on the same device ({self.chip} backend {self.backend})"
 
     def speedup_vs_current(self) -> tuple[float, str] | None:
         """(speedup, provenance) of the best over the current config; device times only, else
@@ -201,15 +220,21 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     # 3. the search on a device, or the estimate's ranking
     result = SearchResult(strategy="ranked by the estimate", stopped="no device backend: nothing timed")
     reused = 0
+    reference_ns = []
     if timer is not None:
         known = keys.stored_timings(list(feasible))
         reused = len(known)
+        reference_ns: list[float] = []
         done = {"n": 0}
 
         async def evaluate(configs: Sequence[Config]) -> list[float | None]:
-            measured = await timer([dict(c) for c in configs])
+            timed = [t if isinstance(t, Timed) else Timed(t) for t in await timer([dict(c) for c in configs])]
             out = []
-            for c, m in zip(configs, measured):
+            for t in timed:
+                ref = t.reference
+                if ref is not None and ref.provenance is Provenance.DEVICE and ref.status == "ok" and ref.median_ns:
+                    reference_ns.append(ref.median_ns)
+            for c, m in zip(configs, (t.candidate for t in timed)):
                 if m.provenance is not Provenance.DEVICE:  # CPU or interpret timings never rank
                     m = replace(m, status="runtime_error", median_ns=None,
                                 error=f"not a device timing ({m.provenance.value}): not used for ranking")
@@ -277,6 +302,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         best_provenance=best_provenance, rejected=feasibility.summarize(rejected),
         evaluations=len(result.order), reused=reused, strategy=result.strategy, stopped=result.stopped,
         reference=reference, notes=tuple(notes),
+        reference_s=sorted(reference_ns)[len(reference_ns) // 2] / 1e9 if reference_ns else None,
         edits=apply_config(tunables, dict(best)) if best else ())
     keys.put_run(report)
     return report
@@ -443,3 +469,37 @@ def worker_verifier(client: Any, path: str, text: str | None, options: TuneOptio
         return reply.result
 
     return verify
+
+
+def worker_timer(client: Any, path: str, text: str | None, options: TuneOptions,
+                 timeout_s: float = 600.0, on_progress: Any = None) -> DeviceTimer:
+    """A ``DeviceTimer`` over a worker's ``time`` op (issue 16: correctness guards, the reference
+    timed beside the candidate). Only keyword tunables reach that op's ``config``. A worker
+    without a device answers interpret-mode timings, which the search refuses to rank."""
+
+    async def time_configs(configs: Sequence[dict[str, int]]) -> list[Timed]:
+        out = []
+        for config in configs:
+            params = {"path": path, "text": text, "entry": options.entry, "config": dict(config),
+                      "target": options.chip}
+            reply = await client.request("time", params, timeout_s=timeout_s, on_progress=on_progress)
+            if not reply.ok:
+                why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
+                if reply.error is not None and reply.error.type == "UnknownOp":
+                    raise TuneError("this worker has no `time` op (device timing, issue 16): update pallasite "
+                                    "in the worker's environment, or tune with --backend estimate")
+                out.append(Timed(Measurement(status="crash" if reply.status != "error" else "runtime_error",
+                                             provenance=Provenance.DEVICE, device_kind=options.chip,
+                                             method="time op", error=why[:500])))
+                continue
+            result = reply.result or {}
+            cand, ref = result.get("candidate"), result.get("reference")
+            if cand is None:
+                out.append(Timed(Measurement(status="runtime_error", provenance=Provenance.DEVICE,
+                                             device_kind=options.chip, method="time op",
+                                             error=str(result.get("error") or result.get("verdict"))[:500])))
+                continue
+            out.append(Timed(from_json(Measurement, cand), from_json(Measurement, ref) if ref else None))
+        return out
+
+    return time_configs

@@ -20,9 +20,13 @@ from typing import Any
 
 from pallasite.analysis.source import apply_edits
 from pallasite.analysis.types import to_json
-from pallasite.engine.tune import TuneError, TuneOptions, TuneReport, tune, worker_estimator, worker_verifier
+from pallasite.engine.tune import (
+    TuneError, TuneOptions, TuneReport, tune, worker_estimator, worker_timer, worker_verifier,
+)
 
-BACKENDS = ("estimate",)  # device backends (local TPU, ssh, ray) plug in through engine.tune.DeviceTimer
+# "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
+# (the `time` op). Remote backends (ssh, ray) plug in through engine.tune.DeviceTimer the same way.
+BACKENDS = ("estimate", "local")
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -96,10 +100,24 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     estimator = worker_estimator(client, path, text, options,  # answered from the store starts none
                                  on_progress=lambda m, f=None: progress(m, f))
     verifier = worker_verifier(client, path, text, options, on_progress=lambda m, f=None: progress(m, f))
+    timer = None
+    device = None
+    if options.backend == "local":
+        device = WorkerClient(WorkerConfig(timeout_s=600.0, platforms=None))  # the machine's own accelerator
+        handshake = await device.start()
+        if handshake.platform in (None, "cpu"):
+            await device.close()
+            raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
+                            f"{handshake.platform}); CPU timings never rank. Use --backend estimate here, or run "
+                            "on a TPU host")
+        timer = worker_timer(device, path, text, options, on_progress=lambda m, f=None: progress(m, f))
     try:
-        return await tune(path, text, options, estimator, verifier=verifier, store=store, progress=progress)
+        return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
+                          progress=progress)
     finally:
         await client.close()
+        if device is not None:
+            await device.close()
         if not quiet:
             print(file=sys.stderr)
 
@@ -159,6 +177,9 @@ def format_report(report: TuneReport, top: int = 15) -> str:
     if speed:
         best += f"; {speed[0]:.2f}x vs the current configuration ({_config(report.current)}), {speed[1]}"
     lines.append(best)
+    vs_ref = report.speedup_vs_reference()
+    if vs_ref:
+        lines.append(f"{vs_ref[0]:.2f}x vs {vs_ref[1]}")
     if report.reference:
         ref = report.reference
         lines.append("reference (plain JAX), " + (ref.get("source") or "XLA") + ": "
@@ -178,5 +199,6 @@ def report_json(report: TuneReport) -> dict[str, Any]:
     data["label"] = report.label
     speed = report.speedup_vs_current()
     data["speedup_vs_current"] = {"value": speed[0], "provenance": speed[1]} if speed else None
-    data["speedup_vs_reference"] = None  # needs device times of the kernel and the reference
+    vs_ref = report.speedup_vs_reference()  # device times of the kernel and the reference only
+    data["speedup_vs_reference"] = {"value": vs_ref[0], "baseline": vs_ref[1]} if vs_ref else None
     return data

@@ -278,3 +278,51 @@ def test_verify_op_runs_a_configuration_in_interpret_mode():
     result = handle_verify({"path": os.path.join(DATA, "elementwise.py"), "chip": "v5e",
                             "config": {"block_rows": 128}, "kinds": {"block_rows": "keyword"}})
     assert result["state"] == "ok" and "CPU interpret mode (not TPU time)" in result["note"]
+
+
+def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
+    from pallasite.engine.tune import Timed
+
+    path, text = _read("matmul")
+    make, _ = _estimator()
+    inner = _timer([])
+
+    async def timer(configs):
+        ref = Measurement(status="ok", provenance=Provenance.DEVICE, device_kind="TPU v5 lite", method="fake",
+                          median_ns=4e5)
+        return [Timed(m, ref) for m in await inner(configs)]
+
+    report = asyncio.run(tune(path, text, TuneOptions(chip="v5e", backend="fake"), make(path, text), timer=timer))
+    best = report.outcome(report.best)
+    assert report.reference_s == 4e-4
+    assert report.speedup_vs_reference() == (pytest.approx(4e-4 / best.measured_s), pytest.approx(
+        "the XLA reference on the same device (v5e backend fake)"))
+    current = report.outcome(report.current)
+    assert report.speedup_vs_current() == (pytest.approx(current.measured_s / best.measured_s), "device")
+
+
+def test_worker_timer_reads_the_time_op_and_refuses_a_worker_without_it():
+    from pallasite.analysis.types import to_json
+    from pallasite.engine.client import Reply
+    from pallasite.engine.tune import Timed, worker_timer
+    from pallasite.runner.protocol import ErrorInfo
+
+    cand = Measurement(status="ok", provenance=Provenance.DEVICE, device_kind="TPU v6 lite", method="xprof",
+                       median_ns=1000.0)
+    sent = []
+
+    class Client:
+        def __init__(self, reply):
+            self.reply = reply
+
+        async def request(self, op, params, **kw):
+            sent.append((op, params))
+            return self.reply
+
+    ok = Reply("ok", result={"candidate": to_json(cand), "reference": to_json(cand), "verdict": "ok"})
+    (timed,) = asyncio.run(worker_timer(Client(ok), "k.py", "text", TuneOptions(chip="v6e"))([{"bm": 128}]))
+    assert isinstance(timed, Timed) and timed.candidate == cand and timed.reference == cand
+    assert sent[0] == ("time", {"path": "k.py", "text": "text", "entry": None, "config": {"bm": 128}, "target": "v6e"})
+    unknown = Reply("error", error=ErrorInfo("UnknownOp", "unknown op 'time'"))
+    with pytest.raises(TuneError, match="no `time` op"):
+        asyncio.run(worker_timer(Client(unknown), "k.py", "t", TuneOptions())([{"bm": 128}]))
