@@ -21,6 +21,7 @@ never imports JAX). Used by `pallasite tune` and the language server's Autotune 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -440,17 +441,26 @@ class _Keys:
 
 
 def worker_estimator(client: Any, path: str, text: str | None, options: TuneOptions,
-                     timeout_s: float = 300.0, on_progress: Any = None) -> Estimator:
-    """An ``Estimator`` over a worker (``WorkerClient`` or pool): one ``estimate`` request."""
+                     timeout_s: float = 300.0, on_progress: Any = None, parallel: int = 1) -> Estimator:
+    """An ``Estimator`` over a worker (``WorkerClient``) or a ``WorkerPool``: the configurations
+    split into ``parallel`` ``estimate`` requests run at once (the reference's cost in the first)."""
 
-    async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> dict[str, Any]:
+    async def one(chunk: list[dict[str, int]], tunable_kinds: dict[str, str], reference: bool) -> dict[str, Any]:
         params = {"path": path, "text": text, "entry": options.entry, "chip": options.chip,
-                  "configs": list(configs), "kinds": tunable_kinds, "reference": True}
+                  "configs": chunk, "kinds": tunable_kinds, "reference": reference}
         reply = await client.request("estimate", params, timeout_s=timeout_s, on_progress=on_progress)
         if not reply.ok:
             why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
             raise TuneError(f"the worker could not estimate {path}: {why}")
         return reply.result
+
+    async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> dict[str, Any]:
+        n = max(1, min(parallel, len(configs)))
+        chunks = [list(configs[i::n]) for i in range(n)]
+        replies = await asyncio.gather(*(one(c, tunable_kinds, i == 0) for i, c in enumerate(chunks)))
+        merged = dict(replies[0])
+        merged["estimates"] = [e for r in replies for e in r["estimates"]]
+        return merged
 
     return estimate
 

@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--no-store", action="store_true", help="neither read nor write .pallasite/results.sqlite")
     parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="workers estimating configurations in parallel (default: 2, or 1 on one core)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         except StoreError as exc:
             print(f"pallasite tune: tuning without the results store (nothing is remembered): {exc}", file=sys.stderr)
     try:
-        report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json"))
+        report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs)))
     except TuneError as exc:
         print(f"pallasite tune: {exc}", file=sys.stderr)
         return 1
@@ -88,16 +90,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool) -> TuneReport:
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1) -> TuneReport:
+    from pallasite.engine.client import WorkerClient, WorkerConfig, WorkerPool
 
     def progress(message: str, fraction: float | None = None) -> None:
         if not quiet:
             bar = "" if fraction is None else f"[{'#' * int(20 * fraction):20s}] "
             print(f"\r{bar}{message[:90]:90s}", end="", file=sys.stderr, flush=True)
 
-    client = WorkerClient(WorkerConfig(timeout_s=600.0))  # started by its first request: a kernel
-    estimator = worker_estimator(client, path, text, options,  # answered from the store starts none
+    # workers start with their first request: a kernel answered from the store starts none
+    client = WorkerPool(WorkerConfig(timeout_s=600.0), size=jobs) if jobs > 1 else WorkerClient(WorkerConfig(timeout_s=600.0))
+    estimator = worker_estimator(client, path, text, options, parallel=jobs,
                                  on_progress=lambda m, f=None: progress(m, f))
     verifier = worker_verifier(client, path, text, options, on_progress=lambda m, f=None: progress(m, f))
     timer = None
