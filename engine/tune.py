@@ -158,6 +158,12 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     """Tune the file's entry; see the module docstring for the steps."""
     say = progress or (lambda message, fraction=None: None)
     source = Source(text)
+    from pallasite.analysis.sites import find_sites
+
+    sites = find_sites(source)
+    if sites and all(site.backend == "gpu" for site in sites):
+        raise TuneError(f"{path}: its pallas_calls are GPU (Triton/Mosaic GPU) kernels; the cost model and "
+                        "the feasibility rules are for TPUs. Time GPU configurations on a GPU backend instead")
     tunables = find_tunables(source, path, options.entry, options.declared)
     if not tunables:
         raise TuneError(f"{path}: no tunables found. Give the entry keyword-only int parameters "

@@ -136,6 +136,9 @@ def test_small_space_is_exhaustive_and_large_one_stays_in_budget():
 # --------------------------------------------------------------------------- the whole tune, stored
 
 
+_ESTIMATES: dict = {}
+
+
 def _estimator():
     from pallasite.runner.tune_ops import handle_estimate
 
@@ -144,8 +147,11 @@ def _estimator():
     def make(path, text, chip="v5e"):
         async def estimate(configs, kinds):
             calls["n"] += 1
-            return handle_estimate({"path": path, "text": text, "chip": chip, "configs": list(configs),
-                                    "kinds": kinds, "probe": False})
+            key = (path, text, chip, repr(configs), repr(sorted(kinds.items())))
+            if key not in _ESTIMATES:  # deterministic: traced once per test session
+                _ESTIMATES[key] = handle_estimate({"path": path, "text": text, "chip": chip, "configs": list(configs),
+                                                   "kinds": kinds, "probe": False})
+            return _ESTIMATES[key]
         return estimate
 
     return make, calls
@@ -326,3 +332,17 @@ def test_worker_timer_reads_the_time_op_and_refuses_a_worker_without_it():
     unknown = Reply("error", error=ErrorInfo("UnknownOp", "unknown op 'time'"))
     with pytest.raises(TuneError, match="no `time` op"):
         asyncio.run(worker_timer(Client(unknown), "k.py", "t", TuneOptions())([{"bm": 128}]))
+
+
+def test_a_gpu_kernel_is_not_estimated_as_a_tpu_one():
+    path = os.path.join(DATA, "gpu_kernel.py")
+    text = ("import jax\nfrom jax.experimental import pallas as pl\nfrom jax.experimental.pallas import triton as plgpu\n\n"
+            "def k(x_ref, o_ref):\n    o_ref[...] = x_ref[...]\n\n"
+            "def f(x, *, block: int = 64):\n    return pl.pallas_call(k, grid=(x.shape[0] // block,),\n"
+            "        in_specs=[pl.BlockSpec((block,), lambda i: (i,))], out_specs=pl.BlockSpec((block,), lambda i: (i,)),\n"
+            "        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n"
+            "        compiler_params=plgpu.CompilerParams(num_warps=4))(x)\n")
+    make, calls = _estimator()
+    with pytest.raises(TuneError, match="GPU"):
+        asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text)))
+    assert calls["n"] == 0
