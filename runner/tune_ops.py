@@ -60,7 +60,7 @@ def handle_estimate(params: dict[str, Any], progress: Callable[..., Any] | None 
                 out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
         reference = None
         if params.get("reference") and task.reference is not None:
-            reference = xla_reference_cost(task.reference, args)
+            reference = xla_reference_cost(task.reference, args, _topology_device(chip.name), chip.name)
     return {"entry": task.name, "chip": to_json(chip), "estimates": to_json(out), "reference": reference,
             "inputs": [[list(a.shape), str(a.dtype)] for a in args if hasattr(a, "shape")],
             "versions": chips.versions()}
@@ -104,6 +104,13 @@ def chip_spec(name: str, probe: bool = True) -> ChipSpec:
         except Exception as exc:  # noqa: BLE001 - no libtpu: the limit stays unknown, said so
             spec = dataclasses.replace(spec, scoped_vmem_source=f"not measured ({type(exc).__name__}: {str(exc)[:120]})")
     return spec
+
+
+def _topology_device(chip: str) -> Any:
+    """The chip's deviceless libtpu device, or None without libtpu (tier 2's, runner/checks.py)."""
+    from .checks import tier2_unavailable, topology_device
+
+    return None if tier2_unavailable(chip) else topology_device(chip)
 
 
 def _inputs(task: tasks_runtime.RuntimeTask) -> tuple[Any, ...]:
