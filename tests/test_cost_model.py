@@ -137,3 +137,27 @@ def test_megacore_splits_parallel_work_over_two_cores():
         two_cores = cost_model.estimate(module.matmul, module.example_inputs(), v5p)
         one_core = cost_model.estimate(module.matmul, module.example_inputs(), one)
     assert two_cores.seconds == pytest.approx(one_core.seconds / 2, rel=1e-12)
+
+
+@pytest.mark.tpu_compiler
+def test_reference_cost_is_xlas_own_for_the_chip():
+    pytest.importorskip("libtpu")
+    result = handle_estimate({"path": os.path.join(DATA, "matmul.py"), "chip": "v5e", "probe": False,
+                              "reference": True})
+    ref = result["reference"]
+    assert "compiled for v5e" in ref["source"]
+    assert ref["flops"] >= 2 * 1024 * 2048 * 1024 and ref["optimal_seconds"] > 0
+
+
+def test_vmem_and_scoped_limit_reach_feasibility_through_the_op():
+    from pallasite.analysis.feasibility import rejections
+    from pallasite.analysis.types import CostEstimate, from_json
+
+    result = handle_estimate({"path": os.path.join(DATA, "matmul.py"), "chip": "v5e", "probe": False,
+                              "configs": [{"bm": 1024, "bn": 1024, "bk": 2048}], "kinds": {}})
+    est = from_json(CostEstimate, result["estimates"][0])
+    (call,) = est.calls
+    # x and y blocks double-buffered, the output block double-buffered, the f32 accumulator
+    assert call.vmem_bytes == 2 * (1024 * 2048 * 2) * 2 + 2 * 1024 * 1024 * 2 + 1024 * 1024 * 4 == 24 << 20
+    (r,) = rejections(est, 16 << 20)
+    assert r.reason == "vmem" and "24.00 MiB" in r.message
