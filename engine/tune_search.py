@@ -11,9 +11,10 @@ backend can run a batch in parallel. The cost model's estimate of every candidat
   timing: ``predicted(c) = estimate(c) * exp(r(c))`` where ``r`` is the distance-weighted mean of
   the measured log-residuals ``log(measured / estimate)`` (distance in steps of the candidate
   lists, so what the model gets wrong near a measured point carries to its neighbours). Each round
-  takes the unmeasured neighbours of the best measured configuration first, then the best
-  predicted. It stops at the budget, or once the best has its whole neighbourhood measured and
-  two rounds passed without improving it.
+  takes the best predicted of the unmeasured. It stops at the budget, or once the best has its
+  whole neighbourhood measured and two rounds passed without improving it. (Forcing the best's
+  neighbours into every round was tried first: on the committed landscapes it found the optimum
+  on 22 of 24, against 23 of 24 for the surrogate alone.)
 
 ``known`` holds results from earlier (interrupted) runs: they count as measured and are never
 evaluated again; they count against the budget, so a resumed search spends only what the
@@ -124,8 +125,7 @@ async def search(candidates: Sequence[Config], estimate: Mapping[Config, float],
             result.stopped = "the best configuration's neighbourhood is measured and two rounds found nothing better"
             return result
         take = min(batch, budget - n_known - len(result.order))
-        pick = near[: max(1, take // 2)] if near else []
-        pick += [c for c in sorted(unmeasured, key=lambda c: guess[c]) if c not in pick][: take - len(pick)]
+        pick = sorted(unmeasured, key=lambda c: guess[c])[:take]
         await _run(pick, evaluate, result, batch, on_result)
         after = result.best
         stale = stale + 1 if (after and best_before and after[1] >= best_before[1]) else 0
