@@ -50,3 +50,27 @@ async def test_autotune_lens_command_hover_and_apply_action(client, tmp_path):
     changed = {str(v) for k, v in best.items() if v != {"bm": 256, "bn": 256, "bk": 512}[k]}
     assert new == changed
     assert path.read_text() == text  # nothing written without the user choosing the action
+
+
+async def test_autotune_is_cancelled_from_its_progress(client, tmp_path):
+    answer_trust(client, "Trust")
+    folder = tmp_path / "ws"
+    (folder / ".pallasite").mkdir(parents=True)
+    path = folder / "slow_import.py"
+    shutil.copy(TUNE / "slow_import.py", path)
+    uri, text = from_fs_path(str(path)), path.read_text()
+    await initialize(client, folder, {"target": "v5e", "tiers": [0], "check": {"onOpen": False}})
+    open_doc(client, uri, text)
+    await diagnostics_for(client, uri, 1)
+    pending = asyncio.ensure_future(client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="pallasite.autotune", arguments=[{"uri": uri, "verify": 0}])))
+    for _ in range(200):
+        if client.progress_reports:
+            break
+        await asyncio.sleep(0.05)
+    token = next(iter(client.progress_reports))
+    await asyncio.sleep(1.0)
+    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(pending, 20)
+    assert result == {"ok": False, "message": "cancelled"}
+    assert type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd"
