@@ -173,14 +173,19 @@ def _value(var: Any, values: dict[Any, Any]) -> Any:
 # --------------------------------------------------------------------------- one pallas_call
 
 
-def _block_dims(block_shape: Sequence[Any], array_shape: Sequence[int]) -> list[int | None]:
+def _block_dims(block_shape: Sequence[Any], array_shape: Sequence[int]) -> tuple[list[int | None], list[bool]]:
+    """Per dim: the block size (None: squeezed, one element) and whether the index map returns an
+    element offset (``pl.Element``, bounded slices) rather than a block index."""
     dims: list[int | None] = []
+    by_element: list[bool] = []
     for b, full in zip(block_shape, array_shape):
         size = getattr(b, "block_size", None)
         if size is None and isinstance(b, int):
             size = b
-        dims.append(None if size is None or type(b).__name__ == "Squeezed" else int(size))
-    return dims
+        kind = type(b).__name__
+        dims.append(None if size is None or kind == "Squeezed" else int(size))
+        by_element.append(kind in ("Element", "BoundedSlice"))
+    return dims, by_element
 
 
 def _index_table(index_jaxpr: Any, grid: Sequence[int], prefetch: Sequence[Any]) -> np.ndarray:
@@ -205,7 +210,8 @@ def _index_table(index_jaxpr: Any, grid: Sequence[int], prefetch: Sequence[Any])
     return np.stack([np.broadcast_to(np.asarray(c), (steps,)) for c in cols], axis=1).astype(np.int64)
 
 
-def _moves(table: np.ndarray, dims: list[int | None], array_shape: Sequence[int], itemsize_bits: int) -> tuple[int, int]:
+def _moves(table: np.ndarray, dims: list[int | None], array_shape: Sequence[int], itemsize_bits: int,
+           by_element: Sequence[bool] = ()) -> tuple[int, int]:
     """(copies, bytes): one copy per run of equal consecutive indices, bytes clipped to the array."""
     if len(table) == 0:
         return 0, 0
@@ -216,9 +222,9 @@ def _moves(table: np.ndarray, dims: list[int | None], array_shape: Sequence[int]
     for d, (size, full) in enumerate(zip(dims, array_shape)):
         if size is None:
             continue
-        offset = starts[:, d] * size
+        offset = starts[:, d] if (d < len(by_element) and by_element[d]) else starts[:, d] * size
         elems *= np.clip(full - offset, 0, size)
-    return int(change.sum()), int((elems * itemsize_bits + 7).sum() // 8) if itemsize_bits % 8 else int(elems.sum() * itemsize_bits // 8)
+    return int(change.sum()), int(((elems * itemsize_bits + 7) // 8).sum())
 
 
 def _bits(dtype: Any) -> int:
@@ -254,7 +260,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
         array = bm.array_aval
         space = str(getattr(bm.block_aval, "memory_space", "default"))
         space = "vmem" if space in ("default", "vmem", "None") else space
-        dims = _block_dims(bm.block_shape, array.shape)
+        dims, by_element = _block_dims(bm.block_shape, array.shape)
         bits = _bits(array.dtype)
         buffers = int(getattr(bm.pipeline_mode, "buffer_count", 2) or 2)
         block_elems = int(np.prod([d or 1 for d in dims], dtype=np.int64))
@@ -263,7 +269,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
             notes.add(f"{bm.origin} stays in HBM (pl.ANY): the kernel's own DMAs are not counted")
         else:
             table = _index_table(bm.index_map_jaxpr, grid, prefetch)
-            fetches, moved = _moves(table, dims, array.shape, bits)
+            fetches, moved = _moves(table, dims, array.shape, bits, by_element)
             if space == "vmem":
                 vmem += buffers * block_elems * bits // 8
         blocks.append(BlockCost(role=role, position=i if role == "in" else i - n_in, origin=str(bm.origin),

@@ -161,3 +161,13 @@ def test_vmem_and_scoped_limit_reach_feasibility_through_the_op():
     assert call.vmem_bytes == 2 * (1024 * 2048 * 2) * 2 + 2 * 1024 * 1024 * 2 + 1024 * 1024 * 4 == 24 << 20
     (r,) = rejections(est, 16 << 20)
     assert r.reason == "vmem" and "24.00 MiB" in r.message
+
+
+def test_edge_blocks_count_only_the_bytes_inside_the_array():
+    import numpy as np
+
+    table = np.array([[0, 0], [1, 0], [2, 0]])  # three row blocks of 8 over 20 rows: 8 + 8 + 4
+    assert cost_model._moves(table, [8, 128], (20, 128), 32) == (3, (8 + 8 + 4) * 128 * 4)
+    assert cost_model._moves(table, [8, 128], (20, 128), 4) == (3, (8 + 8 + 4) * 128 // 2)  # int4: packed
+    elem = np.array([[0, 0], [5, 0], [5, 0]])  # pl.Element rows: offsets, not block indices
+    assert cost_model._moves(elem, [8, 128], (20, 128), 32, (True, False)) == (2, (8 + 8) * 128 * 4)
