@@ -22,6 +22,7 @@ never imports JAX). Used by `pallasite tune` and the language server's Autotune 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,12 +32,15 @@ from typing import Any
 from pallasite.analysis import feasibility
 from pallasite.analysis.source import Source
 from pallasite.analysis.tunables import apply_config, find_tunables, kinds
-from pallasite.analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json
+from pallasite.analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json, to_json
 
+from pallasite.runner.messages import EstimateParams, EstimateResult, VerifyParams
+
+from .sources import sources_for
 from .tune_search import Config, SearchResult, search
 
-# (configs, kinds) -> the worker's estimate reply (see runner/tune_ops.py)
-Estimator = Callable[[Sequence[dict[str, int]], dict[str, str]], Awaitable[dict[str, Any]]]
+# (configs, kinds) -> the worker's estimate result (runner/messages.EstimateResult)
+Estimator = Callable[[Sequence[dict[str, int]], dict[str, str]], Awaitable[EstimateResult]]
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,8 @@ class Timed:
 # stands for Timed(measurement)
 DeviceTimer = Callable[[Sequence[dict[str, int]]], Awaitable[Sequence["Measurement | Timed"]]]
 Progress = Callable[[str, "float | None"], None]
-# (config, kinds) -> the worker's verify reply: tier 3 (interpret mode, reduced shapes) vs the reference
+# (config, kinds) -> tier 3 (interpret mode, reduced shapes) vs the reference, as
+# {"state": "ok" | "error" | "skipped: why", "problems": [...], "note": ...} (VerifyResult as JSON)
 Verifier = Callable[[dict[str, int], dict[str, str]], Awaitable[dict[str, Any]]]
 
 MAX_CANDIDATES = 4096
@@ -190,11 +195,10 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     else:
         say(f"estimating {len(candidates)} configurations for {options.chip}", 0.0)
         reply = await estimator([dict(c) for c in candidates], kinds(tunables))
-        entry = reply.get("entry") or entry
-        reference = reply.get("reference")
-        estimates = {tuple(sorted((str(k), v) for k, v in e["config"])): from_json(CostEstimate, e)
-                     for e in reply["estimates"]}
-        scoped = (reply.get("chip") or {}).get("scoped_vmem_limit_bytes")
+        entry = reply.entry or entry
+        reference = reply.reference
+        estimates = {tuple(sorted((str(k), v) for k, v in e.config)): e for e in reply.estimates}
+        scoped = reply.chip.scoped_vmem_limit_bytes
         if scoped is None:
             notes.append(f"the scoped-VMEM limit of {options.chip} is not measured here (no libtpu): "
                          "VMEM feasibility uses vmem_limit_bytes only where a call sets it")
@@ -294,9 +298,8 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
                     outcomes[config] = replace(o, reasons=(f"interpret check {verdict['state']}",))
                     best = config
                     break
-                first = (verdict.get("errors") or [{}])[0]
-                outcomes[config] = replace(o, status="failed", reasons=(
-                    f"interpret mode: {first.get('code', '')} {first.get('message', verdict.get('state'))}".strip(),))
+                problems = verdict.get("problems") or [str(verdict.get("state"))]
+                outcomes[config] = replace(o, status="failed", reasons=(f"interpret mode: {problems[0]}",))
             if best is None:
                 notes.append(f"the {options.verify} best-ranked configurations failed in interpret mode; nothing to apply")
                 best_provenance = None
@@ -446,76 +449,95 @@ class _Keys:
 # --------------------------------------------------------------------------- the worker seam
 
 
-def worker_estimator(client: Any, path: str, text: str | None, options: TuneOptions,
-                     timeout_s: float = 300.0, on_progress: Any = None, parallel: int = 1) -> Estimator:
-    """An ``Estimator`` over a worker (``WorkerClient``) or a ``WorkerPool``: the configurations
-    split into ``parallel`` ``estimate`` requests run at once (the reference's cost in the first)."""
+def _why(reply: Any) -> str:
+    return f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
 
-    async def one(chunk: list[dict[str, int]], tunable_kinds: dict[str, str], reference: bool) -> dict[str, Any]:
-        params = {"path": path, "text": text, "entry": options.entry, "chip": options.chip,
-                  "configs": chunk, "kinds": tunable_kinds, "reference": reference}
-        reply = await client.request("estimate", params, timeout_s=timeout_s, on_progress=on_progress)
+
+def _progress(on_progress: Any) -> Any:
+    """The backend's typed Progress to a (message, fraction) callback."""
+    if on_progress is None:
+        return None
+    return lambda p: on_progress(p.message, p.fraction)
+
+
+def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOptions,
+                     timeout_s: float = 300.0, on_progress: Any = None, parallel: int = 1) -> Estimator:
+    """An ``Estimator`` over a backend (engine/backend.py) or one ``WorkerClient``: the configurations
+    split into ``parallel`` ``estimate`` requests on the job workers (the reference's cost in the first)."""
+    source = sources_for(path, text)
+
+    async def one(chunk: list[dict[str, int]], tunable_kinds: dict[str, str], reference: bool) -> EstimateResult:
+        params = EstimateParams(source=source, chip=options.chip, entry=options.entry, configs=tuple(chunk),
+                                kinds=dict(tunable_kinds), reference=reference)
+        reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
         if not reply.ok:
-            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-            raise TuneError(f"the worker could not estimate {path}: {why}")
+            raise TuneError(f"the worker could not estimate {path}: {_why(reply)}")
         return reply.result
 
-    async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> dict[str, Any]:
+    async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> EstimateResult:
         n = max(1, min(parallel, len(configs)))
         chunks = [list(configs[i::n]) for i in range(n)]
         replies = await asyncio.gather(*(one(c, tunable_kinds, i == 0) for i, c in enumerate(chunks)))
-        merged = dict(replies[0])
-        merged["estimates"] = [e for r in replies for e in r["estimates"]]
-        return merged
+        return replace(replies[0], estimates=tuple(e for r in replies for e in r.estimates))
 
     return estimate
 
 
-def worker_verifier(client: Any, path: str, text: str | None, options: TuneOptions,
+def worker_verifier(backend: Any, path: str, text: str | None, options: TuneOptions,
                     timeout_s: float = 300.0, on_progress: Any = None) -> Verifier:
-    """A ``Verifier`` over a worker: one ``verify`` request (tier 3 for one configuration)."""
+    """A ``Verifier`` over a backend: one ``verify`` request (tier 3 for one configuration)."""
+    source = sources_for(path, text)
 
     async def verify(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
-        params = {"path": path, "text": text, "entry": options.entry, "chip": options.chip,
-                  "config": config, "kinds": tunable_kinds}
-        reply = await client.request("verify", params, timeout_s=timeout_s, on_progress=on_progress)
+        params = VerifyParams(source=source, config=dict(config), chip=options.chip, entry=options.entry,
+                              kinds=dict(tunable_kinds))
+        reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
         if not reply.ok:
-            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-            return {"state": "error", "errors": [{"code": "PLS300", "message": why[:500]}]}
-        return reply.result
+            return {"state": "error", "problems": [f"the interpret run failed: {_why(reply)}"[:500]]}
+        return to_json(reply.result)
 
     return verify
 
 
-def worker_timer(client: Any, path: str, text: str | None, options: TuneOptions,
+def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions,
                  timeout_s: float = 600.0, on_progress: Any = None) -> DeviceTimer:
-    """A ``DeviceTimer`` over a worker's ``time`` op (issue 16: correctness guards, the reference
-    timed beside the candidate). Only keyword tunables reach that op's ``config``. A worker
-    without a device answers interpret-mode timings, which the search refuses to rank."""
+    """A ``DeviceTimer`` over the backend's device worker and its ``time`` op (issue 16: correctness
+    guards, the reference timed beside the candidate). Only keyword tunables reach that op's
+    ``config``. A worker without a device answers interpret-mode timings, which never rank."""
+    from pallasite.runner import messages
+
+    params_type = messages.PARAMS.get("time")
+    if params_type is None:
+        raise TuneError("this pallasite has no `time` op (device timing, issue 16) yet: tune with --backend estimate")
+    source = sources_for(path, text)
+    fields = {f.name for f in dataclasses.fields(params_type)}
+
+    def measurement(value: Any) -> Measurement | None:
+        if value is None or isinstance(value, Measurement):
+            return value
+        return from_json(Measurement, value)
 
     async def time_configs(configs: Sequence[dict[str, int]]) -> list[Timed]:
         out = []
         for config in configs:
-            params = {"path": path, "text": text, "entry": options.entry, "config": dict(config),
-                      "target": options.chip}
-            reply = await client.request("time", params, timeout_s=timeout_s, on_progress=on_progress)
+            wanted = {"source": source, "entry": options.entry, "config": dict(config), "target": options.chip}
+            params = params_type(**{k: v for k, v in wanted.items() if k in fields})
+            reply = await backend.request(params, purpose="device", timeout_s=timeout_s,
+                                          on_progress=_progress(on_progress))
             if not reply.ok:
-                why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-                if reply.error is not None and reply.error.type == "UnknownOp":
-                    raise TuneError("this worker has no `time` op (device timing, issue 16): update pallasite "
-                                    "in the worker's environment, or tune with --backend estimate")
                 out.append(Timed(Measurement(status="crash" if reply.status != "error" else "runtime_error",
                                              provenance=Provenance.DEVICE, device_kind=options.chip,
-                                             method="time op", error=why[:500])))
+                                             method="time op", error=_why(reply)[:500])))
                 continue
-            result = reply.result or {}
-            cand, ref = result.get("candidate"), result.get("reference")
+            result = reply.result
+            get = result.get if isinstance(result, dict) else (lambda k, d=None: getattr(result, k, d))
+            cand = measurement(get("candidate"))
             if cand is None:
                 out.append(Timed(Measurement(status="runtime_error", provenance=Provenance.DEVICE,
                                              device_kind=options.chip, method="time op",
-                                             error=str(result.get("error") or result.get("verdict"))[:500])))
+                                             error=str(get("error") or get("verdict"))[:500])))
                 continue
-            out.append(Timed(from_json(Measurement, cand), from_json(Measurement, ref) if ref else None))
+            out.append(Timed(cand, measurement(get("reference"))))
         return out
 
     return time_configs

@@ -1,19 +1,16 @@
 """The worker's ``estimate`` op: trace a task's entry under each configuration and run the cost
 model (runner/cost_model.py) for a chip. Nothing is compiled, nothing runs on a device.
 
-Params (JSON): ``path``, ``text`` (optional unsaved buffer), ``entry`` (optional task name; the
-file's only/first task otherwise), ``chip`` (default v6e), ``configs`` (a list of
-``{tunable: value}``), ``kinds`` (``{tunable: "keyword" | "constant" | "tuned_params"}``: how
-each value reaches the code), ``reference`` (bool: add XLA's cost analysis of the reference),
-``probe`` (bool: measure the chip's scoped-VMEM limit with libtpu when not cached).
+Params and result: ``messages.EstimateParams`` -> ``EstimateResult`` (the file travels as
+``Sources``; ``entry`` names the task, else the file's first; ``kinds`` says how each tunable
+reaches the code), and ``VerifyParams`` -> ``VerifyResult`` for the ``verify`` op (one
+configuration in TPU interpret mode at reduced shapes, against the reference).
 
 A configuration is applied for its trace only: keyword tunables as keyword arguments of the
 entry; module constants and ``TUNED_PARAMS`` entries by setting them on the loaded module (read
 when the entry runs; a constant already baked into a module-level BlockSpec is not changed: its
 estimates then all share one program hash, which the report shows as duplicates).
 
-Result: ``{"entry", "chip": ChipSpec, "estimates": [CostEstimate...], "reference": {...} | None,
-"inputs": [[shape, dtype]...], "versions"}`` (dataclasses as analysis.types.to_json writes them).
 Worker side: imports jax.
 """
 
@@ -28,64 +25,73 @@ from typing import Any
 
 import numpy as np
 
-from pallasite.analysis.types import ChipSpec, to_json
+from pallasite.analysis.types import ChipSpec
 
-from . import chips, tasks_runtime
+from . import chips, messages, tasks_runtime
 from .cost_model import estimate, xla_reference_cost
 
 CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch values) below this many bytes
 
 
-def handle_estimate(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+def _module(source: messages.Sources) -> Any:
     from .loader import user_module
 
+    modules = [(m.module, m.path, m.text) for m in source.modules if m.module]
+    return user_module(os.path.abspath(source.path), source.text, modules, source.package)
+
+
+def _task(module: Any, source: messages.Sources, entry: str | None) -> tasks_runtime.RuntimeTask:
+    path = os.path.abspath(source.path)
+    tasks = tasks_runtime.discover(module, path, source.text)
+    task = next((t for t in tasks if entry in (None, t.name)), None)
+    if task is None:
+        names = ", ".join(t.name for t in tasks) or "none"
+        raise tasks_runtime.TaskError(f"no task {entry!r} in {os.path.basename(path)} (tasks: {names}); "
+                                      "see docs/task-convention.md")
+    return task
+
+
+def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any] | None = None) -> messages.EstimateResult:
     say = progress or (lambda *a, **k: None)
-    path = os.path.abspath(str(params["path"]))
-    chip = chip_spec(str(params.get("chip") or chips.DEFAULT_CHIP), probe=bool(params.get("probe", True)))
-    configs = [dict(c) for c in params.get("configs") or [{}]]
-    kinds = {str(k): str(v) for k, v in (params.get("kinds") or {}).items()}
-    with user_module(path, params.get("text")) as module:
-        tasks = tasks_runtime.discover(module, path, params.get("text"))
-        wanted = params.get("entry")
-        task = next((t for t in tasks if wanted in (None, t.name)), None)
-        if task is None:
-            names = ", ".join(t.name for t in tasks) or "none"
-            raise tasks_runtime.TaskError(f"no task {wanted!r} in {os.path.basename(path)} (tasks: {names}); "
-                                          "see docs/task-convention.md")
+    chip = chip_spec(params.chip or chips.DEFAULT_CHIP, probe=params.probe)
+    configs = [dict(c) for c in params.configs] or [{}]
+    kinds = dict(params.kinds)
+    with _module(params.source) as module:
+        task = _task(module, params.source, params.entry)
         args = _inputs(task)
         out = []
         for i, config in enumerate(configs):
-            say(f"estimating {i + 1}/{len(configs)}: {config}", (i + 1) / len(configs))
+            say(f"estimating {i + 1}/{len(configs)}: {config}", stage=messages.Stage.TUNE, entry=task.name,
+                fraction=(i + 1) / len(configs))
             with _applied(module, task, config, kinds) as fn:
                 out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
         reference = None
-        if params.get("reference") and task.reference is not None:
+        if params.reference and task.reference is not None:
             reference = xla_reference_cost(task.reference, args, _topology_device(chip.name), chip.name)
-    return {"entry": task.name, "chip": to_json(chip), "estimates": to_json(out), "reference": reference,
-            "inputs": [[list(a.shape), str(a.dtype)] for a in args if hasattr(a, "shape")],
-            "versions": chips.versions()}
+    found = chips.versions()
+    return messages.EstimateResult(
+        entry=task.name, chip=chip, estimates=tuple(out), reference=reference,
+        inputs=tuple(messages.InputSig(tuple(int(d) for d in a.shape), str(a.dtype)) for a in args if hasattr(a, "shape")),
+        jax=found.get("jax"), libtpu=found.get("libtpu"))
 
 
-def handle_verify(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+def handle_verify(params: messages.VerifyParams, progress: Callable[..., Any] | None = None) -> messages.VerifyResult:
     """Run one configuration in TPU interpret mode at reduced shapes (tier 3, runner/interpret.py)
-    and compare with the reference: ``{"state": "ok" | "error" | "skipped: ...", "errors", "note"}``.
-    Params as ``estimate``'s, with one ``config``. CPU interpret time: correctness only."""
+    and compare with the reference. CPU interpret time: correctness only."""
     from .interpret import run_tier3
-    from .loader import user_module
 
     say = progress or (lambda *a, **k: None)
-    path = os.path.abspath(str(params["path"]))
-    config = dict(params.get("config") or {})
-    kinds = {str(k): str(v) for k, v in (params.get("kinds") or {}).items()}
-    with user_module(path, params.get("text")) as module:
-        tasks = tasks_runtime.discover(module, path, params.get("text"))
-        task = next((t for t in tasks if params.get("entry") in (None, t.name)), None)
-        if task is None:
-            raise tasks_runtime.TaskError(f"no task {params.get('entry')!r} in {os.path.basename(path)}")
-        with _applied(module, task, config, kinds) as fn:
+    config = dict(params.config)
+    with _module(params.source) as module:
+        task = _task(module, params.source, params.entry)
+        with _applied(module, task, config, dict(params.kinds)) as fn:
             configured = dataclasses.replace(task, entry=fn)
-            result = run_tier3(configured, path, params.get("text"), lambda m: say(m), target=params.get("chip"))
-    return {"config": config, "state": result["state"], "errors": result["errors"][:5], "note": result.get("note", "")}
+            result = run_tier3(configured, os.path.abspath(params.source.path), params.source.text,
+                               lambda m: say(m, stage=messages.Stage.TUNE, entry=task.name), target=params.chip)
+    problems = tuple(f"{r.get('code', '')} {r.get('sentence') or r.get('message', '')}".strip()[:500]
+                     for r in result["errors"][:5])
+    return messages.VerifyResult(state=str(result["state"]), config=config, problems=problems,
+                                 note=str(result.get("note", "")))
 
 
 def chip_spec(name: str, probe: bool = True) -> ChipSpec:

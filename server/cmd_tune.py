@@ -91,36 +91,35 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1) -> TuneReport:
-    from pallasite.engine.client import WorkerClient, WorkerConfig, WorkerPool
+    from pallasite.engine.client import WorkerConfig
+    from pallasite.engine.pool import local_backend
+    from pallasite.runner.messages import VersionsParams
 
     def progress(message: str, fraction: float | None = None) -> None:
         if not quiet:
             bar = "" if fraction is None else f"[{'#' * int(20 * fraction):20s}] "
             print(f"\r{bar}{message[:90]:90s}", end="", file=sys.stderr, flush=True)
 
-    # workers start with their first request: a kernel answered from the store starts none
-    client = WorkerPool(WorkerConfig(timeout_s=600.0), size=jobs) if jobs > 1 else WorkerClient(WorkerConfig(timeout_s=600.0))
-    estimator = worker_estimator(client, path, text, options, parallel=jobs,
-                                 on_progress=lambda m, f=None: progress(m, f))
-    verifier = worker_verifier(client, path, text, options, on_progress=lambda m, f=None: progress(m, f))
+    # job workers estimate and verify; a device worker (the machine's accelerator) times with
+    # --backend local. Workers start with their first request: a kernel answered from the store
+    # starts none.
+    backend = local_backend(WorkerConfig(timeout_s=600.0), checks=0, jobs=jobs, device=options.backend == "local")
+    estimator = worker_estimator(backend, path, text, options, parallel=jobs, on_progress=progress)
+    verifier = worker_verifier(backend, path, text, options, on_progress=progress)
     timer = None
-    device = None
-    if options.backend == "local":
-        device = WorkerClient(WorkerConfig(timeout_s=600.0, platforms=None))  # the machine's own accelerator
-        handshake = await device.start()
-        if handshake.platform in (None, "cpu"):
-            await device.close()
-            raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
-                            f"{handshake.platform}); CPU timings never rank. Use --backend estimate here, or run "
-                            "on a TPU host")
-        timer = worker_timer(device, path, text, options, on_progress=lambda m, f=None: progress(m, f))
     try:
+        if options.backend == "local":
+            reply = await backend.request(VersionsParams(), purpose="device", timeout_s=120.0)
+            platform = reply.result.platform if reply.ok else None
+            if platform in (None, "cpu"):
+                raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
+                                f"{platform or reply.message}); CPU timings never rank. Use --backend estimate "
+                                "here, or run on a TPU host")
+            timer = worker_timer(backend, path, text, options, on_progress=progress)
         return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
                           progress=progress)
     finally:
-        await client.close()
-        if device is not None:
-            await device.close()
+        await backend.close()
         if not quiet:
             print(file=sys.stderr)
 

@@ -67,16 +67,16 @@ def summary(report: TuneReport) -> str:
 
 
 async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) -> dict[str, Any]:
-    """Tune ``doc``'s current text for ``chip`` on the session's warm worker; keep the report."""
+    """Tune ``doc``'s current text for ``chip`` on the engine's job workers; keep the report."""
     from pallasite.knowledge.store import ResultsStore, StoreError
 
-    from .results_cache import workspace_for
+    from pallasite.engine.store_cache import workspace_for
 
     version, text = doc.version, doc.text
-    checker = ls.session.get_checker(doc.path)
+    backend = ls.session.engine.backend(ls.session.check_options())  # its job workers: saves never wait
     options = TuneOptions(chip=chip, verify=verify, declared=dict(ls.session.settings.tunables) or None)
     progress = WorkProgress(ls, f"pallasite: autotuning {Path(doc.path).name} for {chip}", token)
-    estimator = worker_estimator(checker.worker(), doc.path, text, options,
+    estimator = worker_estimator(backend, doc.path, text, options,
                                  on_progress=lambda message, fraction=None: progress.report(message))
     progress.begin([])
     progress.report("estimating configurations")
@@ -86,7 +86,7 @@ async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) 
         ls.session.log(f"pallasite: autotune without the results store: {exc}")
         store = None
     try:
-        verifier = worker_verifier(checker.worker(), doc.path, text, options,
+        verifier = worker_verifier(backend, doc.path, text, options,
                                    on_progress=lambda message, fraction=None: progress.report(message))
         report = await tune(doc.path, text, options, estimator, verifier=verifier, store=store,
                             progress=lambda message, fraction=None: progress.report(message))

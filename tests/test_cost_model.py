@@ -16,10 +16,22 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 
 from pallasite.runner import chips, cost_model  # noqa: E402
 from pallasite.runner.loader import user_module  # noqa: E402
-from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
+from pallasite.engine.sources import sources_for  # noqa: E402
+from pallasite.runner.messages import EstimateParams  # noqa: E402
+from pallasite.runner.tune_ops import handle_estimate as _handle_estimate  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tune")
 V5E = chips.spec_from_jax(chips.target("v5e"))
+
+
+def handle_estimate(params: dict):
+    """The op with its typed params, its result as JSON (what the client receives)."""
+    from pallasite.analysis.types import to_json
+
+    params = dict(params)
+    source = sources_for(params.pop("path"))
+    configs = tuple(params.pop("configs", ()))
+    return to_json(_handle_estimate(EstimateParams(source=source, configs=configs, **params)))
 
 
 def _estimate(name: str, entry: str, **config):

@@ -144,13 +144,16 @@ def _estimator():
 
     calls = {"n": 0}
 
+    from pallasite.engine.sources import sources_for
+    from pallasite.runner.messages import EstimateParams
+
     def make(path, text, chip="v5e"):
         async def estimate(configs, kinds):
             calls["n"] += 1
             key = (path, text, chip, repr(configs), repr(sorted(kinds.items())))
             if key not in _ESTIMATES:  # deterministic: traced once per test session
-                _ESTIMATES[key] = handle_estimate({"path": path, "text": text, "chip": chip, "configs": list(configs),
-                                                   "kinds": kinds, "probe": False})
+                _ESTIMATES[key] = handle_estimate(EstimateParams(
+                    source=sources_for(path, text), chip=chip, configs=tuple(configs), kinds=dict(kinds), probe=False))
             return _ESTIMATES[key]
         return estimate
 
@@ -261,8 +264,8 @@ def test_without_a_device_the_best_estimate_is_checked_in_interpret_mode(tmp_pat
     async def verifier(config, kinds):  # the best-ranked one computes wrong numbers
         asked.append(tuple(sorted(config.items())))
         if len(asked) == 1:
-            return {"state": "error", "errors": [{"code": "PLS304", "message": "max abs error 3.2 > atol 0.02"}]}
-        return {"state": "ok", "errors": []}
+            return {"state": "error", "problems": ["PLS304 max abs error 3.2 > atol 0.02"]}
+        return {"state": "ok", "problems": []}
 
     with ResultsStore(tmp_path / "r.sqlite") as store:
         report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), verifier=verifier,
@@ -279,11 +282,13 @@ def test_without_a_device_the_best_estimate_is_checked_in_interpret_mode(tmp_pat
 
 
 def test_verify_op_runs_a_configuration_in_interpret_mode():
+    from pallasite.engine.sources import sources_for
+    from pallasite.runner.messages import VerifyParams
     from pallasite.runner.tune_ops import handle_verify
 
-    result = handle_verify({"path": os.path.join(DATA, "elementwise.py"), "chip": "v5e",
-                            "config": {"block_rows": 128}, "kinds": {"block_rows": "keyword"}})
-    assert result["state"] == "ok" and "CPU interpret mode (not TPU time)" in result["note"]
+    result = handle_verify(VerifyParams(source=sources_for(os.path.join(DATA, "elementwise.py")), chip="v5e",
+                                        config={"block_rows": 128}, kinds={"block_rows": "keyword"}))
+    assert result.state == "ok" and "CPU interpret mode (not TPU time)" in result.note
 
 
 def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
@@ -307,31 +312,42 @@ def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
     assert report.speedup_vs_current() == (pytest.approx(current.measured_s / best.measured_s), "device")
 
 
-def test_worker_timer_reads_the_time_op_and_refuses_a_worker_without_it():
+def test_worker_timer_reads_the_time_op_and_refuses_without_it(monkeypatch, tmp_path):
+    import dataclasses as dc
+
     from pallasite.analysis.types import to_json
     from pallasite.engine.client import Reply
     from pallasite.engine.tune import Timed, worker_timer
-    from pallasite.runner.protocol import ErrorInfo
+    from pallasite.runner import messages
 
+    kernel = tmp_path / "k.py"
+    kernel.write_text("x = 1\n")
+    monkeypatch.delitem(messages.PARAMS, "time", raising=False)
+    with pytest.raises(TuneError, match="no `time` op"):
+        worker_timer(object(), str(kernel), None, TuneOptions())
+
+    @dc.dataclass(frozen=True)
+    class TimeParams:  # the shape of issue 16's op: only the fields it has are sent
+        source: messages.Sources
+        entry: str | None = None
+        config: dict = dc.field(default_factory=dict)
+
+    TimeParams.OP = "time"
+
+    monkeypatch.setitem(messages.PARAMS, "time", TimeParams)
     cand = Measurement(status="ok", provenance=Provenance.DEVICE, device_kind="TPU v6 lite", method="xprof",
                        median_ns=1000.0)
     sent = []
 
-    class Client:
-        def __init__(self, reply):
-            self.reply = reply
+    class Backend:
+        async def request(self, params, *, purpose, **kw):
+            sent.append((params, purpose))
+            return Reply("ok", result={"candidate": to_json(cand), "reference": to_json(cand), "verdict": "ok"})
 
-        async def request(self, op, params, **kw):
-            sent.append((op, params))
-            return self.reply
-
-    ok = Reply("ok", result={"candidate": to_json(cand), "reference": to_json(cand), "verdict": "ok"})
-    (timed,) = asyncio.run(worker_timer(Client(ok), "k.py", "text", TuneOptions(chip="v6e"))([{"bm": 128}]))
+    (timed,) = asyncio.run(worker_timer(Backend(), str(kernel), None, TuneOptions(chip="v6e"))([{"bm": 128}]))
     assert isinstance(timed, Timed) and timed.candidate == cand and timed.reference == cand
-    assert sent[0] == ("time", {"path": "k.py", "text": "text", "entry": None, "config": {"bm": 128}, "target": "v6e"})
-    unknown = Reply("error", error=ErrorInfo("UnknownOp", "unknown op 'time'"))
-    with pytest.raises(TuneError, match="no `time` op"):
-        asyncio.run(worker_timer(Client(unknown), "k.py", "t", TuneOptions())([{"bm": 128}]))
+    params, purpose = sent[0]
+    assert purpose == "device" and params.config == {"bm": 128} and params.source.text == "x = 1\n"
 
 
 def test_a_gpu_kernel_is_not_estimated_as_a_tpu_one():
