@@ -18,7 +18,7 @@ from lsprotocol import types as lsp
 from pallasite.analysis.source import Source
 from pallasite.analysis.tunables import find_tunables
 from pallasite.analysis.types import KernelSite, Span
-from pallasite.engine.tune import TuneError, TuneOptions, TuneReport, tune, worker_estimator, worker_verifier
+from pallasite.engine.tune import TuneOptions, TuneReport, tune, worker_estimator, worker_verifier
 
 from .lenses import Lens
 from .lsp_convert import span_to_range
@@ -67,42 +67,55 @@ def summary(report: TuneReport) -> str:
 
 
 async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) -> dict[str, Any]:
-    """Tune ``doc``'s current text for ``chip`` on the engine's job workers; keep the report."""
-    from pallasite.knowledge.store import ResultsStore, StoreError
-
+    """Tune ``doc``'s current text for ``chip`` as an engine job (kind "tune") on the engine's job
+    workers, so saves never wait behind it; LSP progress follows the job, cancelling the command
+    cancels the job. The report is kept for the hover and the apply action."""
     from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import ResultsStore, StoreError
+    from pallasite.runner.messages import Progress, Stage
 
+    engine = ls.session.engine
     version, text = doc.version, doc.text
-    backend = ls.session.engine.backend(ls.session.check_options())  # its job workers: saves never wait
+    backend = engine.backend(ls.session.check_options())
     options = TuneOptions(chip=chip, verify=verify, declared=dict(ls.session.settings.tunables) or None)
     progress = WorkProgress(ls, f"pallasite: autotuning {Path(doc.path).name} for {chip}", token)
-    estimator = worker_estimator(backend, doc.path, text, options,
-                                 on_progress=lambda message, fraction=None: progress.report(message))
+
+    async def job_body(report: Any) -> TuneReport:
+        def say(message: str, fraction: float | None = None) -> None:
+            progress.report(message)
+            report(Progress(stage=Stage.TUNE, message=message, fraction=fraction))
+
+        try:
+            store = ResultsStore.open(workspace_for([doc.path], cwd=Path(doc.path).parent))
+        except StoreError as exc:  # tune all the same; nothing is remembered this time
+            ls.session.log(f"pallasite: autotune without the results store: {exc}")
+            store = None
+        try:
+            return await tune(doc.path, text, options, worker_estimator(backend, doc.path, text, options, on_progress=say),
+                              verifier=worker_verifier(backend, doc.path, text, options, on_progress=say),
+                              store=store, progress=say)
+        finally:
+            if store is not None:
+                store.close()
+
     progress.begin([])
     progress.report("estimating configurations")
+    job = engine.jobs.submit("tune", doc.path, job_body)
     try:
-        store = ResultsStore.open(workspace_for([doc.path], cwd=Path(doc.path).parent))
-    except StoreError as exc:  # tune all the same; nothing is remembered this time
-        ls.session.log(f"pallasite: autotune without the results store: {exc}")
-        store = None
-    try:
-        verifier = worker_verifier(backend, doc.path, text, options,
-                                   on_progress=lambda message, fraction=None: progress.report(message))
-        report = await tune(doc.path, text, options, estimator, verifier=verifier, store=store,
-                            progress=lambda message, fraction=None: progress.report(message))
+        job = await engine.jobs.wait(job.id)
     except asyncio.CancelledError:
+        engine.jobs.cancel(job.id)
         progress.end("cancelled")
         raise
-    except TuneError as exc:
-        progress.end("failed")
-        return {"ok": False, "message": str(exc)}
-    finally:
-        if store is not None:
-            store.close()
+    if job.state != "done":
+        progress.end(job.state)
+        message = (job.error or job.state).removeprefix("TuneError: ")
+        return {"ok": False, "message": message, "job": job.id}
+    report = job.result
     progress.end(summary(report))
     reports(ls)[doc.uri] = Tuned(version, report)
     return {"ok": True, "best": dict(report.best or ()), "provenance": report.best_provenance,
-            "rejected": report.rejected, "message": summary(report)}
+            "rejected": report.rejected, "message": summary(report), "job": job.id}
 
 
 def apply_action(tuned: Tuned | None, uri: str, version: int, lines: Sequence[str], encoding: str) -> list[lsp.CodeAction]:
