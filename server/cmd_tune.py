@@ -175,7 +175,8 @@ def format_report(report: TuneReport, top: int = 15) -> str:
     if len(report.outcomes) > top:
         lines.append(f"... {len(report.outcomes) - top} more (--top N, or --format json)")
     speed = report.speedup_vs_current()
-    best = f"best: {_config(report.best)} by {report.best_provenance}"
+    best = (f"best: {_config(report.best)} by {report.best_provenance}" if report.best else
+            "best: none (no configuration both ranked and passed; see the notes)")
     if speed:
         best += f"; {speed[0]:.2f}x vs the current configuration ({_config(report.current)}), {speed[1]}"
     lines.append(best)
