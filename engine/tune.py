@@ -26,7 +26,6 @@ import dataclasses
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from typing import Any
 
 from pallasite.analysis import feasibility
@@ -145,16 +144,6 @@ def space(tunables: Sequence[Tunable]) -> list[Config]:
     names = sorted(t.name for t in tunables)
     by_name = {t.name: t for t in tunables}
     return [tuple(zip(names, values)) for values in itertools.product(*(by_name[n].candidates for n in names))]
-
-
-def versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for dist in ("jax", "libtpu"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
 
 
 async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator, *,
@@ -339,10 +328,11 @@ class _Keys:
         self.scoped: int | None = None
         if store is None:
             return
-        from pallasite.knowledge.store_keys import ResultKey, source_hash
+        from pallasite.analysis.local_imports import source_hash
+        from pallasite.analysis.types import ResultKey, installed_versions
 
-        v = versions()
-        self.base = ResultKey(source_hash=source_hash(path, text), kernel=options.entry, chip=options.chip,
+        v = installed_versions()  # the worker's too unless the settings name another interpreter
+        self.base = ResultKey(code_hash=source_hash(path, text), kernel=options.entry, chip=options.chip,
                               jax_version=v["jax"], libtpu_version=v["libtpu"], backend="cost-model")
         self.device_base = replace(self.base, backend=options.backend)
 
@@ -466,9 +456,14 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
     split into ``parallel`` ``estimate`` requests on the job workers (the reference's cost in the first)."""
     source = sources_for(path, text)
 
+    from . import chip_table
+
+    known = next((s for s in chip_table.cached() or () if s.name == options.chip and s.scoped_vmem_limit_bytes), None)
+
     async def one(chunk: list[dict[str, int]], tunable_kinds: dict[str, str], reference: bool) -> EstimateResult:
+        # the scoped-VMEM limit: from the chip-table cache when measured, else the first worker probes it
         params = EstimateParams(source=source, chip=options.chip, entry=options.entry, configs=tuple(chunk),
-                                kinds=dict(tunable_kinds), reference=reference)
+                                kinds=dict(tunable_kinds), reference=reference, probe=reference and known is None)
         reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
         if not reply.ok:
             raise TuneError(f"the worker could not estimate {path}: {_why(reply)}")
@@ -478,7 +473,11 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
         n = max(1, min(parallel, len(configs)))
         chunks = [list(configs[i::n]) for i in range(n)]
         replies = await asyncio.gather(*(one(c, tunable_kinds, i == 0) for i, c in enumerate(chunks)))
-        return replace(replies[0], estimates=tuple(e for r in replies for e in r.estimates))
+        chip = replies[0].chip
+        if known is not None:
+            chip = replace(chip, scoped_vmem_limit_bytes=known.scoped_vmem_limit_bytes,
+                           scoped_vmem_source=known.scoped_vmem_source)
+        return replace(replies[0], chip=chip, estimates=tuple(e for r in replies for e in r.estimates))
 
     return estimate
 

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from pallasite.analysis.types import ChipSpec
+from pallasite.analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, installed_versions
 
-from . import chips, messages, tasks_runtime
+from . import messages, tasks_runtime
+from .chip_probe import probe_scoped_vmem, spec_from_jax
 from .cost_model import estimate, xla_reference_cost
 
 CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch values) below this many bytes
@@ -53,7 +54,7 @@ def _task(module: Any, source: messages.Sources, entry: str | None) -> tasks_run
 
 def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any] | None = None) -> messages.EstimateResult:
     say = progress or (lambda *a, **k: None)
-    chip = chip_spec(params.chip or chips.DEFAULT_CHIP, probe=params.probe)
+    chip = chip_spec(params.chip or DEFAULT_CHIP, probe=params.probe)
     configs = [dict(c) for c in params.configs] or [{}]
     kinds = dict(params.kinds)
     with _module(params.source) as module:
@@ -68,7 +69,7 @@ def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any
         reference = None
         if params.reference and task.reference is not None:
             reference = xla_reference_cost(task.reference, args, _topology_device(chip.name), chip.name)
-    found = chips.versions()
+    found = installed_versions()
     return messages.EstimateResult(
         entry=task.name, chip=chip, estimates=tuple(out), reference=reference,
         inputs=tuple(messages.InputSig(tuple(int(d) for d in a.shape), str(a.dtype)) for a in args if hasattr(a, "shape")),
@@ -95,17 +96,14 @@ def handle_verify(params: messages.VerifyParams, progress: Callable[..., Any] | 
 
 
 def chip_spec(name: str, probe: bool = True) -> ChipSpec:
-    """The chip's spec from jax's table, with the scoped-VMEM limit from the cache or a probe."""
-    t = chips.target(name)
-    for cached in chips.read_cache() or ():
-        if cached.name == t.name and cached.scoped_vmem_limit_bytes:
-            return cached
-    spec = chips.spec_from_jax(t)
+    """The chip's spec from jax's table; with ``probe``, its scoped-VMEM limit measured with libtpu
+    (the client sends ``probe=False`` when its chip-table cache already has the limit)."""
+    spec = spec_from_jax(chip_target(name))
     if spec is None:
         raise ValueError(f"the installed jax has no table row for {name}")
     if probe:
         try:
-            limit, how = chips.probe_scoped_vmem(spec)
+            limit, how = probe_scoped_vmem(spec)
             spec = dataclasses.replace(spec, scoped_vmem_limit_bytes=limit, scoped_vmem_source=how)
         except Exception as exc:  # noqa: BLE001 - no libtpu: the limit stays unknown, said so
             spec = dataclasses.replace(spec, scoped_vmem_source=f"not measured ({type(exc).__name__}: {str(exc)[:120]})")

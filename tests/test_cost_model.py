@@ -14,14 +14,16 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
                       "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
     os.environ.setdefault(_name, _value)  # before libtpu loads in this process
 
-from pallasite.runner import chips, cost_model  # noqa: E402
+from pallasite.analysis.types import chip_target  # noqa: E402
+from pallasite.runner import cost_model  # noqa: E402
+from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.runner.loader import user_module  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
 from pallasite.runner.messages import EstimateParams  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate as _handle_estimate  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tune")
-V5E = chips.spec_from_jax(chips.target("v5e"))
+V5E = spec_from_jax(chip_target("v5e"))
 
 
 def handle_estimate(params: dict):
@@ -142,7 +144,7 @@ def test_same_program_same_hash_different_blocks_different_hash():
 
 
 def test_megacore_splits_parallel_work_over_two_cores():
-    v5p = chips.spec_from_jax(chips.target("v5p"))
+    v5p = spec_from_jax(chip_target("v5p"))
     one = dataclasses.replace(v5p, device_cores=1)
     path = os.path.join(DATA, "matmul.py")
     with user_module(path) as module:
