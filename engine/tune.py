@@ -540,3 +540,19 @@ def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions
         return out
 
     return time_configs
+
+
+async def device_platform(backend: Any, timeout_s: float = 120.0) -> str | None:
+    """The jax platform of the backend's device worker ("tpu", "gpu", "cpu"), None if it did not start."""
+    from pallasite.runner.messages import VersionsParams
+
+    reply = await backend.request(VersionsParams(), purpose="device", timeout_s=timeout_s)
+    return reply.result.platform if reply.ok else None
+
+
+def job_progress(report: Callable[[Any], None]) -> Callable[[str, "float | None"], None]:
+    """A (message, fraction) progress callback that reports a job's structured Progress."""
+    from pallasite.runner.messages import Progress, Stage
+
+    return lambda message, fraction=None: report(Progress(stage=Stage.TUNE, message=message, fraction=fraction))
+

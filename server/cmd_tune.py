@@ -21,7 +21,7 @@ from typing import Any
 from pallasite.analysis.source import apply_edits
 from pallasite.analysis.types import to_json
 from pallasite.engine.tune import (
-    TuneError, TuneOptions, TuneReport, tune, worker_estimator, worker_timer, worker_verifier,
+    TuneError, TuneOptions, TuneReport, device_platform, tune, worker_estimator, worker_timer, worker_verifier,
 )
 
 # "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
@@ -93,7 +93,6 @@ def run(args: argparse.Namespace) -> int:
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1) -> TuneReport:
     from pallasite.engine.client import WorkerConfig
     from pallasite.engine.pool import local_backend
-    from pallasite.runner.messages import VersionsParams
 
     def progress(message: str, fraction: float | None = None) -> None:
         if not quiet:
@@ -109,12 +108,11 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     timer = None
     try:
         if options.backend == "local":
-            reply = await backend.request(VersionsParams(), purpose="device", timeout_s=120.0)
-            platform = reply.result.platform if reply.ok else None
+            platform = await device_platform(backend)
             if platform in (None, "cpu"):
                 raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
-                                f"{platform or reply.message}); CPU timings never rank. Use --backend estimate "
-                                "here, or run on a TPU host")
+                                f"{platform or 'unknown: the device worker did not start'}); CPU timings never "
+                                "rank. Use --backend estimate here, or run on a TPU host")
             timer = worker_timer(backend, path, text, options, on_progress=progress)
         return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
                           progress=progress)

@@ -18,7 +18,7 @@ from lsprotocol import types as lsp
 from pallasite.analysis.source import Source
 from pallasite.analysis.tunables import find_tunables
 from pallasite.analysis.types import KernelSite, Span
-from pallasite.engine.tune import TuneOptions, TuneReport, tune, worker_estimator, worker_verifier
+from pallasite.engine.tune import TuneOptions, TuneReport, job_progress, tune, worker_estimator, worker_verifier
 
 from .lenses import Lens
 from .lsp_convert import span_to_range
@@ -72,7 +72,6 @@ async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) 
     cancels the job. The report is kept for the hover and the apply action."""
     from pallasite.engine.store_cache import workspace_for
     from pallasite.knowledge.store import ResultsStore, StoreError
-    from pallasite.runner.messages import Progress, Stage
 
     engine = ls.session.engine
     version, text = doc.version, doc.text
@@ -81,9 +80,11 @@ async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) 
     progress = WorkProgress(ls, f"pallasite: autotuning {Path(doc.path).name} for {chip}", token)
 
     async def job_body(report: Any) -> TuneReport:
+        to_job = job_progress(report)
+
         def say(message: str, fraction: float | None = None) -> None:
             progress.report(message)
-            report(Progress(stage=Stage.TUNE, message=message, fraction=fraction))
+            to_job(message, fraction)
 
         try:
             store = ResultsStore.open(workspace_for([doc.path], cwd=Path(doc.path).parent))
