@@ -8,7 +8,8 @@ is rejected, with every reason that applies, when
 - ``divisibility``: a block dim does not divide its array dim (edge blocks would be partial);
 - ``tiling``: a VMEM block's last dim is not a multiple of 128 lanes, or its second-to-last is not
   a multiple of the dtype's native rows (8 for 32/16-bit, 32 for 8-bit, 64 for 4-bit), unless the
-  dim is the whole array dim (analysis/dtypes.py has the table and where it was verified);
+  dim is the whole array dim (the rule is analysis/footprint.py's ``tiling``, the hovers' too;
+  analysis/dtypes.py has the table and where it was verified);
 - ``vmem``: blocks x buffers + scratch exceed the scoped-VMEM limit (the call's own
   ``vmem_limit_bytes`` when set, else the chip's measured default).
 
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .dtypes import DTYPE_BITS, LANES, sublane_rows
+from .footprint import tiling
 from .types import CostEstimate
 
 REASONS = ("trace", "divisibility", "tiling", "vmem")
@@ -53,13 +55,15 @@ def rejections(estimate: CostEstimate, scoped_vmem_limit: int | None) -> tuple[R
             if block.memory_space != "vmem":
                 continue
             bits = DTYPE_BITS.get(block.dtype, 32)
-            dims = [(size, full) for size, full in zip(block.block_shape, block.array_shape)]
-            if dims and dims[-1][0] is not None and dims[-1][0] % LANES and dims[-1][0] != dims[-1][1]:
-                out.append(Rejection("tiling", f"{where}: last dim {dims[-1][0]} is not a multiple of {LANES}"))
-            rows = sublane_rows(bits)
-            if len(dims) >= 2 and dims[-2][0] is not None and dims[-2][0] % rows and dims[-2][0] != dims[-2][1]:
-                out.append(Rejection("tiling", f"{where}: second-to-last dim {dims[-2][0]} is not a multiple of "
-                                               f"{rows} ({block.dtype} tiling)"))
+            # the one tiling rule (analysis/footprint.py), with a dim spanning the whole array exempt
+            shape = list(block.block_shape)
+            if len(shape) >= 2:
+                if shape[-1] == block.array_shape[-1]:
+                    shape[-1] = LANES
+                if shape[-2] == block.array_shape[-2]:
+                    shape[-2] = sublane_rows(bits)
+            for problem in tiling(shape, bits).problems:
+                out.append(Rejection("tiling", f"{where}: {problem} ({block.dtype} tiling)"))
         limit = call.vmem_limit_bytes or scoped_vmem_limit
         if limit is not None and call.vmem_bytes > limit:
             source = "its vmem_limit_bytes" if call.vmem_limit_bytes else "the chip's scoped-VMEM limit"

@@ -90,7 +90,7 @@ def test_feasibility_names_the_right_reason():
     (r,) = rejections(_estimate([_block((8, 96), (64, 192))]), None)
     assert r.reason == "tiling" and "not a multiple of 128" in r.message
     (r,) = rejections(_estimate([_block((8, 128), (64, 256), dtype="int8")]), None)
-    assert r.reason == "tiling" and "multiple of 32 (int8 tiling)" in r.message
+    assert r.reason == "tiling" and "rows 8 is not a multiple of 32 (int8 tiling)" in r.message
     assert rejections(_estimate([_block((64, 128), (64, 256), dtype="int8")]), None) == ()  # whole dim
     assert rejections(_estimate([_block((8, 96), (64, 192), space="any")]), None) == ()  # not pipelined
     (r,) = rejections(_estimate([_block((8, 128), (64, 256))], vmem=20 << 20), 16 << 20)
