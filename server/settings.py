@@ -308,6 +308,9 @@ def _property_schema(name: str, fld: dataclasses.Field, tp: Any) -> dict[str, An
     elif name == "severity":
         schema.update(type="object", propertyNames={"pattern": r"^PLS\d{3}$"},
                       additionalProperties={"type": "string", "enum": list(SEVERITY_LEVELS)})
+    elif name == "tunables":
+        schema.update(type="object", additionalProperties={
+            "type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1})
     elif name == "folders":
         schema.update(type="array", items={"type": "string"})
     if meta.get("choices"):
