@@ -123,7 +123,8 @@ def entry_tunables(source: Source, defn: Node, candidates: dict[str, tuple[int, 
         if value is None or isinstance(value, bool):
             continue
         name = source.node_text(param.child_by_field_name("name"))
-        found.append(Tunable(name=name, default=value, candidates=candidates.get(name, ()), span=source.span(param)))
+        found.append(Tunable(name=name, default=value, candidates=candidates.get(name, ()), span=source.span(param),
+                             value_span=source.span(param.child_by_field_name("value"))))
     return tuple(found)
 
 

@@ -191,12 +191,16 @@ class KernelSite:
 
 @dataclass(frozen=True)
 class Tunable:
-    """A keyword-only int parameter of a task's entry function (see docs/task-convention.md)."""
+    """A value autotuning may change: a keyword-only int parameter of a task's entry function
+    (see docs/task-convention.md), a module constant used as a block size, or an entry of a
+    ``TUNED_PARAMS`` dict (analysis/tunables.py finds them)."""
 
     name: str
     default: int
     candidates: tuple[int, ...] = ()
     span: Span | None = None
+    kind: Literal["keyword", "constant", "tuned_params"] = "keyword"
+    value_span: Span | None = None  # the default's literal, the span an applied config replaces
 
 
 @dataclass(frozen=True)
@@ -275,6 +279,65 @@ class ChipSpec:
     @property
     def chip_hbm_bytes(self) -> int:
         return self.hbm_bytes * self.cores_per_chip
+
+
+@dataclass(frozen=True)
+class BlockCost:
+    """One operand's blocks over a grid, as the cost model counted them (runner/cost_model.py)."""
+
+    role: Literal["in", "out"]
+    position: int
+    origin: str  # jax's name for the operand, e.g. "args[0]", "outputs[0]"
+    array_shape: tuple[int, ...]
+    block_shape: tuple[int | None, ...]  # None: a squeezed dim (block of 1)
+    dtype: str
+    memory_space: str  # "vmem" (pipelined), "smem", "any" (left in HBM; the kernel copies itself)
+    buffers: int  # VMEM buffers the pipeline keeps (2 = double buffering)
+    fetches: int  # block copies between HBM and VMEM over the grid (unchanged index: no copy)
+    hbm_bytes: int  # bytes those copies move
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """What one pallas_call costs, counted statically from its traced program (no device)."""
+
+    kernel: str
+    grid: tuple[int, ...]
+    steps: int
+    blocks: tuple[BlockCost, ...]
+    scratch_bytes: int
+    vmem_bytes: int  # blocks x buffers + scratch
+    vmem_limit_bytes: int | None  # vmem_limit_bytes from the call's compiler params, if set
+    hbm_bytes: int
+    flops: int  # all arithmetic, MXU included, over the whole grid
+    mxu_flops: int  # dot_general's share
+    transcendentals: int
+    mxu_efficiency: float  # how the matmul operand dims fill the chip's MXU (1.0 = full passes)
+    dimension_semantics: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """The cost model's answer for one configuration on one chip: always an estimate, never
+    device time (``label``). ``status`` "ok" or "trace_error" (``error`` says why)."""
+
+    chip: str
+    config: tuple[tuple[str, Any], ...]
+    status: Literal["ok", "trace_error"]
+    calls: tuple[CallCost, ...] = ()
+    seconds: float | None = None  # roofline time: max(compute, memory) + per-step overhead
+    compute_s: float | None = None
+    memory_s: float | None = None
+    overhead_s: float | None = None
+    bound: str | None = None  # "compute", "memory" or "overhead": the largest term
+    program_hash: str | None = None  # same hash: the same traced program (timed once)
+    error: str | None = None
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"estimate ({self.chip})"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ The ops, by their params type (``OP`` names the op, ``RESULT`` its result type):
 
 - ``PingParams`` -> ``PingResult``; ``VersionsParams`` -> ``Versions``; ``ChipsParams`` -> ``ChipsResult``;
 - ``ImportParams`` -> ``ImportResult`` (the file's public functions and plain constants);
-- ``CheckParams`` -> ``CheckResult`` (tiers 1-3 for every task entry of one file).
+- ``CheckParams`` -> ``CheckResult`` (tiers 1-3 for every task entry of one file);
+- ``EstimateParams`` -> ``EstimateResult`` (the cost model per tuning configuration);
+  ``VerifyParams`` -> ``VerifyResult`` (one configuration in interpret mode vs the reference).
 
 Files travel as ``Sources``: the file's text plus the text of the local modules it imports, under
 their original paths (a remote worker needs nothing but ``pip install pallasite``; it compiles the
@@ -27,7 +29,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pallasite.analysis.types import ChipSpec, Measurement, Provenance, from_json, to_json, type_hints
+from pallasite.analysis.types import ChipSpec, CostEstimate, Measurement, Provenance, from_json, to_json, type_hints
 
 
 class ProtocolError(ValueError):
@@ -205,6 +207,7 @@ class Stage(str, enum.Enum):
     SCRIPT = "script"  # running the file's __main__ (script mode)
     PROBE = "probe"  # probing libtpu (chips)
     MEASURE = "measure"  # time/profile: checking the candidate, warming up, timing, tracing
+    TUNE = "tune"  # autotuning: tracing configurations for the cost model, or one's interpret run
 
 
 @dataclass(frozen=True)
@@ -447,10 +450,63 @@ def time_result_from_plain(result: dict[str, Any]) -> TimeResult:
     return decode_as(TimeResult, to_json(plain), "time result")
 
 
+# --------------------------------------------------------------------------- autotuning (issue 17)
+
+
+@dataclass(frozen=True)
+class EstimateParams:
+    """Trace the task's entry under each configuration and run the cost model for ``chip``
+    (runner/cost_model.py): nothing is compiled, nothing runs on a device. ``kinds`` says how each
+    tunable reaches the code: "keyword" (an entry keyword), "constant" (a module constant),
+    "tuned_params" (an entry of TUNED_PARAMS). ``reference``: add XLA's cost analysis of the
+    reference; ``probe``: measure the chip's scoped-VMEM limit with libtpu when not cached."""
+
+    OP: ClassVar[str] = "estimate"
+    source: Sources
+    chip: str = "v6e"
+    entry: str | None = None
+    configs: tuple[dict[str, int], ...] = ()  # () estimates the file as it is
+    kinds: dict[str, str] = field(default_factory=dict)
+    reference: bool = False
+    probe: bool = True
+
+
+@dataclass(frozen=True)
+class EstimateResult:
+    entry: str
+    chip: ChipSpec
+    estimates: tuple[CostEstimate, ...]  # one per configuration, in order; failures are data
+    reference: dict[str, Any] | None = None  # XLA's cost analysis of the reference (flops, bytes, ...)
+    inputs: tuple[InputSig, ...] = ()
+    jax: str | None = None
+    libtpu: str | None = None
+
+
+@dataclass(frozen=True)
+class VerifyParams:
+    """Run one configuration in TPU interpret mode at reduced shapes against the reference (tier 3)."""
+
+    OP: ClassVar[str] = "verify"
+    source: Sources
+    config: dict[str, int] = field(default_factory=dict)
+    chip: str = "v6e"
+    entry: str | None = None
+    kinds: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    state: str  # "ok", "error", or "skipped: why"
+    config: dict[str, int] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()  # "PLS304 max abs error ..." per error found
+    note: str = ""  # what ran, where, how long (CPU interpret time: never TPU time)
+
+
 PARAMS: dict[str, type] = {cls.OP: cls for cls in (PingParams, VersionsParams, ChipsParams, ImportParams, CheckParams,
-                                                   TimeParams, ProfileParams)}
+                                                   TimeParams, ProfileParams, EstimateParams, VerifyParams)}
 RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": ChipsResult,
-                            "import": ImportResult, "check": CheckResult, "time": TimeResult, "profile": TimeResult}
+                            "import": ImportResult, "check": CheckResult, "time": TimeResult, "profile": TimeResult,
+                            "estimate": EstimateResult, "verify": VerifyResult}
 
 
 # --------------------------------------------------------------------------- from the worker's working form

@@ -141,6 +141,16 @@ def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeRes
 
 def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
+def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
+    from pallasite.runner.tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
+
+    return handle_estimate(params, ctx.progress)
+
+
+def op_verify(params: messages.VerifyParams, ctx: Context) -> messages.VerifyResult:
+    from pallasite.runner.tune_ops import handle_verify  # tier 3 for one tuning configuration
+
+    return handle_verify(params, ctx.progress)
 
 
 OPS: dict[str, Callable[[Any, Context], Any]] = {
@@ -151,6 +161,8 @@ OPS: dict[str, Callable[[Any, Context], Any]] = {
     "check": op_check,
     "time": op_time,
     "profile": op_profile,
+    "estimate": op_estimate,
+    "verify": op_verify,
 }
 
 

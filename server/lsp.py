@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
 
-from . import actions, fix_command, hover, hover_sources, lenses, timing_lsp
+from . import actions, fix_command, hover, hover_sources, lenses, timing_lsp, tune_lsp
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
@@ -166,7 +166,8 @@ def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
         return None
     lines = text_lines(doc.text)
     line, column = position_from_client(params.position, lines, ls.session.encoding)
-    found = hover_sources.hover_content(ls.session, doc, line, column)
+    found = (tune_lsp.hover(tune_lsp.reports(ls).get(doc.uri), line, column)
+             or hover_sources.hover_content(ls.session, doc, line, column))
     if found is None:
         return None
     text, span = found
@@ -186,7 +187,9 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
             for lens in [*lenses.check_lenses(doc.analysis.sites, doc.uri, ls.session.settings.target, verdicts),
                          *timing_lsp.timing_lenses(doc.analysis.sites, doc.analysis.tasks, doc.uri,
                                                    timing_lsp.backend_label(ls.session.settings),
-                                                   timing_lsp.results(ls.session).get(doc.path))]]
+                                                   timing_lsp.results(ls.session).get(doc.path)),
+                         *tune_lsp.autotune_lenses(doc.analysis.sites, doc.text, doc.path, doc.uri,
+                                                   ls.session.settings.target)]]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -197,9 +200,13 @@ def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.C
         return []
     lines = text_lines(doc.text)
     span = range_to_span(params.range, lines, ls.session.encoding)
-    return actions.actions_for(doc.findings(), span, doc.uri, doc.version, lines, ls.session.encoding,
-                               ls.session.settings.target, params.context.only, doc.seen_versions,
-                               params.context.diagnostics, fix_command.provider_label(ls.session.settings))
+    found = actions.actions_for(doc.findings(), span, doc.uri, doc.version, lines, ls.session.encoding,
+                                ls.session.settings.target, params.context.only, doc.seen_versions,
+                                params.context.diagnostics, fix_command.provider_label(ls.session.settings))
+    if not params.context.only or lsp.CodeActionKind.Source in params.context.only:
+        found += tune_lsp.apply_action(tune_lsp.reports(ls).get(doc.uri), doc.uri, doc.version, lines,
+                                       ls.session.encoding)
+    return found
 
 
 # --------------------------------------------------------------------------- commands
@@ -319,6 +326,30 @@ def _lens_refresh(ls: PallasiteServer) -> bool:
     workspace = getattr(ls.client_capabilities, "workspace", None)
     lens = getattr(workspace, "code_lens", None) if workspace else None
     return bool(lens and getattr(lens, "refresh_support", False))
+
+
+@server.command(tune_lsp.AUTOTUNE_COMMAND)
+async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Autotune a document's tunables for the target chip: ``{"uri": ..., "verify": 3}`` (verify:
+    interpret-mode checks of the best-ranked configurations, 0 to skip). The best
+    configuration is then offered as a code action ("Apply autotuned ...") and shown on hover."""
+    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    doc = _doc(ls, options.get("uri") or "")
+    if doc is None:
+        return {"ok": False, "message": f"pallasite.autotune: {options.get('uri')!r} is not an open document."}
+    folder = ls.session.folder_of(doc.path)
+    if not await ls.session.trusted_or_ask(folder):
+        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to tune it."}
+    token = await _progress_token(ls)
+    try:
+        verify = options.get("verify", 3)
+        if not isinstance(verify, int) or isinstance(verify, bool) or verify < 0:
+            return {"ok": False, "message": f"pallasite.autotune: verify must be a count (0 to skip), got {verify!r}."}
+        result = await tune_lsp.run(ls, doc, ls.session.settings.target, token, verify)
+    except asyncio.CancelledError:
+        return {"ok": False, "message": "cancelled"}
+    ls.session.show(f"pallasite: {result['message']}", lsp.MessageType.Info)
+    return result
 
 
 @server.command("pallasite.selectTarget")

@@ -172,6 +172,8 @@ class Settings:
     severity: dict = setting({}, "Per finding code: the severity to report it with "
                                  "(error, warning, information, hint) or 'off' to hide it, "
                                  "e.g. {\"PLS010\": \"off\"}.")
+    tunables: dict = setting({}, "Autotune search space: tunable name -> candidate values, e.g. "
+                                 "{\"bm\": [128, 256, 512]}; wins over TUNABLES in the kernel file.")
     check: CheckSettings = setting(CheckSettings(), "When checks run and what they may use.")
     worker: WorkerSettings = setting(WorkerSettings(), "The process that imports and compiles your kernels.")
     trust: TrustSettings = setting(TrustSettings(), "Which folders may run their code in a check worker.")
@@ -233,6 +235,11 @@ def _check_value(name: str, value: Any, fld: dataclasses.Field, tp: Any) -> str 
         if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool)
                                                   and t in TIERS for t in value):
             return "expected a list of tiers from " + ", ".join(map(str, TIERS))
+    if name == "tunables":
+        if not isinstance(value, dict) or not all(
+                isinstance(v, list) and v and all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in v)
+                for v in value.values()):
+            return "expected a table of tunable = [positive integers]"
     if name == "severity":
         if not isinstance(value, dict):
             return "expected a table of code = level"
@@ -401,6 +408,9 @@ def _property_schema(name: str, fld: dataclasses.Field, tp: Any) -> dict[str, An
     elif name == "severity":
         schema.update(type="object", propertyNames={"pattern": r"^PLS\d{3}$"},
                       additionalProperties={"type": "string", "enum": list(SEVERITY_LEVELS)})
+    elif name == "tunables":
+        schema.update(type="object", additionalProperties={
+            "type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1})
     elif name == "folders":
         schema.update(type="array", items={"type": "string"})
     elif name == "rayResources":

@@ -12,7 +12,7 @@ import traceback
 
 import pytest
 
-from pallasite.analysis.types import ChipSpec, Measurement, Provenance, to_json
+from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate, Measurement, Provenance, to_json
 from pallasite.engine import reply_failures
 from pallasite.engine.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
@@ -73,6 +73,20 @@ OPS = [
     (ChipsParams(probe=False), ChipsResult(chips=(CHIP,), versions={"jax": "0.10.2", "libtpu": None})),
     (ImportParams(source=SOURCES), ImportResult(module="m", path="/home/u/k.py",
                                                 functions=(FunctionInfo("f", 3),), constants={"ROWS": 8})),
+    (messages.EstimateParams(source=SOURCES, chip="v5e", entry="matmul", configs=({"bm": 128}, {"bm": 256}),
+                             kinds={"bm": "keyword"}, reference=True, probe=False),
+     messages.EstimateResult(entry="matmul", chip=CHIP, estimates=(
+         CostEstimate(chip="v5e", config=(("bm", 128),), status="ok", calls=(CallCost(
+             kernel="mm", grid=(8, 1), steps=8, blocks=(BlockCost("in", 0, "args[0]", (1024, 128), (128, None),
+                                                                  "bfloat16", "vmem", 2, 8, 262144),),
+             scratch_bytes=0, vmem_bytes=65536, vmem_limit_bytes=None, hbm_bytes=262144, flops=10, mxu_flops=8,
+             transcendentals=0, mxu_efficiency=1.0, dimension_semantics=("parallel", "arbitrary"), notes=("n",)),),
+             seconds=1e-6, compute_s=1e-7, memory_s=3e-7, overhead_s=7e-7, bound="overhead", program_hash="ab",
+             assumptions=("a",)),
+         CostEstimate(chip="v5e", config=(("bm", 256),), status="trace_error", error="ZeroDivisionError")),
+         reference={"flops": 1.0, "source": "XLA"}, inputs=(InputSig((1024, 128), "bfloat16"),), jax="0.10.2")),
+    (messages.VerifyParams(source=SOURCES, config={"bm": 128}, chip="v5e", kinds={"bm": "keyword"}),
+     messages.VerifyResult(state="error", config={"bm": 128}, problems=("PLS304 max abs error 1.0",), note="tier 3")),
     (CheckParams(source=SOURCES, target="v5e", tiers=(1, 2, 3), time_limit_s=30.0, entries=("matmul",),
                  tier2_known={"add": "ok"}),
      CheckResult(target="v5e", tiers=(1, 2, 3), tasks_found=1, versions=Versions(jax="0.10.2"),

@@ -114,7 +114,7 @@ def test_schema_describes_every_field_with_defaults():
 def flatten(tree, prefix="pallasite."):
     out = {}
     for key, value in tree.items():
-        if isinstance(value, dict) and key not in ("severity", "rayResources"):  # maps are one setting
+        if isinstance(value, dict) and key not in ("severity", "rayResources", "tunables"):  # maps are one setting
             out.update(flatten(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
@@ -182,3 +182,10 @@ def test_backend_settings_become_the_engine_settings_and_bad_resources_warn():
     assert remote.kind == "ray" and remote.ray_resources == {"TPU": 4.0} and remote.host is None
     _, warnings = parse_settings({"backend": {"rayResources": {"TPU": "four"}}}, "src")
     assert len(warnings) == 1 and "rayResources" in warnings[0] and "resource = number" in warnings[0]
+
+
+def test_tunables_setting_is_a_table_of_positive_int_lists():
+    s, warnings = parse_settings({"tunables": {"bm": [128, 256], "bk": [512]}})
+    assert s.tunables == {"bm": [128, 256], "bk": [512]} and not warnings
+    s, warnings = parse_settings({"tunables": {"bm": [128, "x"]}})
+    assert s.tunables == {} and "tunable = [positive integers]" in warnings[0]

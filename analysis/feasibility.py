@@ -1,0 +1,77 @@
+"""Feasibility of a tuning configuration, decided before anything is compiled.
+
+Input: the cost model's counted facts for the configuration (``CostEstimate``: every pallas_call's
+grid, block shapes, array shapes, dtypes and VMEM footprint, from tracing alone). A configuration
+is rejected, with every reason that applies, when
+
+- ``trace``: the entry does not even trace with it (the error is the reason);
+- ``divisibility``: a block dim does not divide its array dim (edge blocks would be partial);
+- ``tiling``: a VMEM block's last dim is not a multiple of 128 lanes, or its second-to-last is not
+  a multiple of the dtype's native rows (8 for 32/16-bit, 32 for 8-bit, 64 for 4-bit), unless the
+  dim is the whole array dim (the rule is analysis/footprint.py's ``tiling``, the hovers' too;
+  analysis/dtypes.py has the table and where it was verified);
+- ``vmem``: blocks x buffers + scratch exceed the scoped-VMEM limit (the call's own
+  ``vmem_limit_bytes`` when set, else the chip's measured default).
+
+Pure arithmetic over plain values; never imports JAX.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .dtypes import DTYPE_BITS, LANES, sublane_rows
+from .footprint import tiling
+from .types import CostEstimate
+
+REASONS = ("trace", "divisibility", "tiling", "vmem")
+
+
+@dataclass(frozen=True)
+class Rejection:
+    reason: str  # one of REASONS
+    message: str
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.2f} MiB"
+
+
+def rejections(estimate: CostEstimate, scoped_vmem_limit: int | None) -> tuple[Rejection, ...]:
+    """Every reason ``estimate``'s configuration cannot run; () when it is feasible."""
+    if estimate.status != "ok":
+        return (Rejection("trace", estimate.error or "the entry did not trace"),)
+    out: list[Rejection] = []
+    for call in estimate.calls:
+        for block in call.blocks:
+            if block.memory_space == "any":
+                continue
+            where = f"{call.kernel} {block.origin} block {block.block_shape} of {block.array_shape}"
+            for dim, (size, full) in enumerate(zip(block.block_shape, block.array_shape)):
+                if size is not None and (size > full or full % size):
+                    out.append(Rejection("divisibility", f"{where}: dim {dim} block {size} does not divide {full}"))
+            if block.memory_space != "vmem":
+                continue
+            bits = DTYPE_BITS.get(block.dtype, 32)
+            # the one tiling rule (analysis/footprint.py), with a dim spanning the whole array exempt
+            shape = list(block.block_shape)
+            if len(shape) >= 2:
+                if shape[-1] == block.array_shape[-1]:
+                    shape[-1] = LANES
+                if shape[-2] == block.array_shape[-2]:
+                    shape[-2] = sublane_rows(bits)
+            for problem in tiling(shape, bits).problems:
+                out.append(Rejection("tiling", f"{where}: {problem} ({block.dtype} tiling)"))
+        limit = call.vmem_limit_bytes or scoped_vmem_limit
+        if limit is not None and call.vmem_bytes > limit:
+            source = "its vmem_limit_bytes" if call.vmem_limit_bytes else "the chip's scoped-VMEM limit"
+            out.append(Rejection("vmem", f"{call.kernel}: blocks x buffers + scratch = {_mib(call.vmem_bytes)} "
+                                         f"exceed {source} {_mib(limit)}"))
+    return tuple(out)
+
+
+def summarize(rejected: Iterable[Sequence[Rejection]]) -> dict[str, int]:
+    """Rejected configurations per first reason, e.g. {"vmem": 12, "tiling": 3}."""
+    return dict(Counter(r[0].reason for r in rejected if r))

@@ -1,0 +1,128 @@
+"""Tunables: the values in a kernel file autotuning may change, found by reading the source, and
+the edit that writes a chosen configuration back.
+
+Found, in this order (a name found twice is kept once, the first way):
+1. keyword-only ``int`` parameters of the task's entry (``def matmul(x, y, *, bm: int = 256)``);
+2. entries of a module-level ``TUNED_PARAMS = {"block_rows": 64, ...}`` dict (JAXBench style);
+3. module-level int constants used in a block shape: inside the first argument of a
+   ``BlockSpec(...)`` or the shape of a ``VMEM(...)`` scratch (``BLOCK_ROWS = 16``).
+Candidate values come from the declared search space (``TUNABLES`` / ``NAME_tunables`` in the
+file, see docs/task-convention.md, or the ``tunables`` setting, which wins); a tunable without
+declared candidates gets powers of two around its default (``default_candidates``).
+
+``apply_config`` returns the minimal edit: one ``TextEdit`` per changed value, replacing only the
+default's literal. Never imports JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tree_sitter import Node
+
+from .resolve import call_arguments, callee_tail
+from .source import Source, walk
+from .tasks import _candidates, _module_assignments, find_tasks
+from .types import KernelTask, TextEdit, Tunable
+
+TUNED_PARAMS = "TUNED_PARAMS"
+_SHAPE_CALLS = ("BlockSpec", "VMEM")
+
+
+def find_tunables(source: Source, path: str = "", entry: str | None = None,
+                  declared: Mapping[str, Sequence[int]] | None = None) -> tuple[Tunable, ...]:
+    """Every tunable of the file (or of the task whose entry is ``entry``), with candidates."""
+    tasks = find_tasks(source, path)
+    task: KernelTask | None = next((t for t in tasks if entry is None or t.entry == entry), None)
+    assignments = _module_assignments(source)
+    space: dict[str, tuple[int, ...]] = {}
+    space.update(_candidates(source, assignments.get("TUNABLES")))
+    if task is not None:
+        space.update(_candidates(source, assignments.get(f"{task.entry}_tunables")))
+    space.update({k: tuple(int(v) for v in values) for k, values in (declared or {}).items()})
+    found: dict[str, Tunable] = {}
+    for t in task.tunables if task is not None else ():
+        found.setdefault(t.name, t)
+    for t in _tuned_params(source, assignments.get(TUNED_PARAMS)):
+        found.setdefault(t.name, t)
+    for t in _block_constants(source):
+        found.setdefault(t.name, t)
+    return tuple(_with_candidates(t, space.get(t.name)) for t in found.values())
+
+
+def _with_candidates(t: Tunable, declared: Sequence[int] | None) -> Tunable:
+    candidates = tuple(declared) if declared else (t.candidates or default_candidates(t.default))
+    return Tunable(t.name, t.default, candidates, t.span, t.kind, t.value_span)
+
+
+def default_candidates(default: int, spread: int = 2) -> tuple[int, ...]:
+    """Powers of two times the default, from default / 2**spread to default * 2**spread."""
+    values = {default}
+    for e in range(1, spread + 1):
+        values.add(default * 2 ** e)
+        if default % 2 ** e == 0:
+            values.add(default // 2 ** e)
+    return tuple(sorted(v for v in values if v >= 1))
+
+
+def _tuned_params(source: Source, node: Node | None) -> list[Tunable]:
+    if node is None or node.type != "dictionary":
+        return []
+    out = []
+    for pair in node.named_children:
+        if pair.type != "pair":
+            continue
+        key, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
+        if key is None or key.type != "string" or value is None or value.type != "integer":
+            continue
+        number = source.int_value(value)
+        if number is not None:
+            out.append(Tunable(source.node_text(key).strip("'\""), number, (), source.span(pair),
+                               "tuned_params", source.span(value)))
+    return out
+
+
+def _block_constants(source: Source) -> list[Tunable]:
+    """Module-level int constants (literal values) named inside a block or scratch shape."""
+    used: list[str] = []
+    for call in source.calls:
+        if callee_tail(source, call) not in _SHAPE_CALLS:
+            continue
+        positional, keywords, _, _ = call_arguments(source, call)
+        shape = positional[0] if positional else keywords.get("block_shape") or keywords.get("shape")
+        for node in walk(shape) if shape is not None else ():
+            if node.type == "identifier" and source.node_text(node) not in used:
+                used.append(source.node_text(node))
+    out = []
+    assignments = _module_assignments(source)
+    for name in used:
+        constant = source.constants.get(name)
+        value = assignments.get(name)
+        if constant is None or value is None or value.type != "integer" or name in source.rebound_anywhere:
+            continue
+        out.append(Tunable(name, constant.value, (), source.span(value.parent), "constant", source.span(value)))
+    return out
+
+
+def apply_config(tunables: Sequence[Tunable], config: Mapping[str, int]) -> tuple[TextEdit, ...]:
+    """The minimal edit writing ``config`` into the file: each changed default's literal replaced.
+
+    ValueError names a config key that is not a tunable or has no literal to replace."""
+    by_name = {t.name: t for t in tunables}
+    edits = []
+    for name, value in sorted(config.items()):
+        t = by_name.get(name)
+        if t is None:
+            raise ValueError(f"{name!r} is not a tunable of this file (known: {', '.join(by_name) or 'none'})")
+        if int(value) == t.default:
+            continue
+        if t.value_span is None:
+            raise ValueError(f"tunable {name!r} has no literal default to replace")
+        edits.append(TextEdit(t.value_span, str(int(value))))
+    return tuple(edits)
+
+
+def kinds(tunables: Sequence[Tunable]) -> dict[str, str]:
+    """name -> how the worker applies it ("keyword", "constant", "tuned_params")."""
+    return {t.name: t.kind for t in tunables}
+

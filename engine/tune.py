@@ -1,0 +1,558 @@
+"""Autotuning a kernel file: tunables -> estimates -> feasibility -> search -> report (engine side,
+never imports JAX). Used by `pallasite tune` and the language server's Autotune command.
+
+1. ``analysis.tunables`` reads the tunables and their candidate values from the source.
+2. One ``estimate`` request (worker op, runner/tune_ops.py) traces the entry under every
+   candidate configuration and returns the cost model's counts and roofline for the chip.
+3. ``analysis.feasibility`` rejects, before any compile, what cannot run (divisibility, tiling,
+   scoped VMEM); the count per reason is reported. Configurations whose traced programs are
+   identical (same ``program_hash``) are evaluated once.
+4. With a device timer (``DeviceTimer``: a backend that measures on a real accelerator), the
+   search (engine/tune_search.py) spends device evaluations where they can change the answer.
+   Without one, the ranking is the estimate's, labelled "estimate (<chip>)": CPU timings never
+   rank, apply, or produce a speedup. The best-ranked configuration is then run in TPU interpret
+   mode at reduced shapes against the reference (``Verifier``, tier 3); one that fails is marked
+   failed and the next is tried (``TuneOptions.verify`` tries at most).
+5. Every configuration's outcome is stored (knowledge/store.py) as it arrives: estimates with
+   provenance "estimate", timings with provenance "device". A re-run reads them back: an
+   interrupted search resumes without repeating finished configurations, and re-tuning an
+   unchanged kernel (same code hash, chip, versions, backend, candidates) starts no worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pallasite.analysis import feasibility
+from pallasite.analysis.source import Source
+from pallasite.analysis.tunables import apply_config, find_tunables, kinds
+from pallasite.analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json, to_json
+
+from pallasite.runner.messages import EstimateParams, EstimateResult, VerifyParams
+
+from .sources import sources_for
+from .tune_search import Config, SearchResult, search
+
+# (configs, kinds) -> the worker's estimate result (runner/messages.EstimateResult)
+Estimator = Callable[[Sequence[dict[str, int]], dict[str, str]], Awaitable[EstimateResult]]
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One device timing of a configuration, with the reference timed beside it when there is one."""
+
+    candidate: Measurement
+    reference: Measurement | None = None
+
+
+# configs -> one timing per config (provenance DEVICE, or a failure status); a plain Measurement
+# stands for Timed(measurement)
+DeviceTimer = Callable[[Sequence[dict[str, int]]], Awaitable[Sequence["Measurement | Timed"]]]
+Progress = Callable[[str, "float | None"], None]
+# (config, kinds) -> tier 3 (interpret mode, reduced shapes) vs the reference, as
+# {"state": "ok" | "error" | "skipped: why", "problems": [...], "note": ...} (VerifyResult as JSON)
+Verifier = Callable[[dict[str, int], dict[str, str]], Awaitable[dict[str, Any]]]
+
+MAX_CANDIDATES = 4096
+COST_MODEL_METHOD = "pallasite cost model (roofline over traced counts)"
+VERIFY_METHOD = "tier 3: TPU interpret mode on CPU vs the reference (correctness only, no timing)"
+
+
+class TuneError(Exception):
+    """Tuning cannot start (no tunables, no task, a failed worker); the message says what to do."""
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    chip: str = "v6e"
+    entry: str | None = None
+    budget: int | None = None
+    declared: Mapping[str, Sequence[int]] | None = None  # the `tunables` setting (wins over the file)
+    backend: str = "estimate"  # "estimate" (no device) or the device backend's name
+    batch: int = 4
+    verify: int = 3  # without a device: interpret-mode checks of the best-ranked, at most this many
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one configuration."""
+
+    config: Config
+    status: str  # "measured", "failed", "estimated", "rejected", "duplicate", "not evaluated", "trace error"
+    estimate_s: float | None = None
+    bound: str | None = None
+    measured_s: float | None = None  # device time (median), only from a device backend
+    reasons: tuple[str, ...] = ()
+    duplicate_of: Config | None = None
+    reused: bool = False  # read back from the store instead of evaluated this run
+
+
+@dataclass(frozen=True)
+class TuneReport:
+    path: str
+    entry: str
+    chip: str
+    backend: str
+    tunables: tuple[Tunable, ...]
+    current: Config
+    outcomes: tuple[Outcome, ...]
+    best: Config | None
+    best_provenance: str | None  # "device" or "estimate (<chip>)"
+    rejected: dict[str, int] = field(default_factory=dict)
+    evaluations: int = 0  # device evaluations spent this run
+    reused: int = 0  # results read back from the store
+    strategy: str = ""
+    stopped: str = ""
+    reference: dict[str, Any] | None = None  # XLA's cost analysis of the reference
+    reference_s: float | None = None  # the reference's device time (median over this run's timings)
+    notes: tuple[str, ...] = ()
+    edits: tuple[TextEdit, ...] = ()  # the edit writing ``best`` back (empty if best == current)
+
+    @property
+    def label(self) -> str:
+        return f"estimate ({self.chip})"
+
+    def outcome(self, config: Config) -> Outcome | None:
+        return next((o for o in self.outcomes if o.config == config), None)
+
+    def speedup_vs_reference(self) -> tuple[float, str] | None:
+        """(speedup, baseline) of the best over the plain-JAX reference: device times only."""
+        best = self.outcome(self.best) if self.best else None
+        if best is None or not best.measured_s or not self.reference_s:
+            return None
+        return self.reference_s / best.measured_s, f"the XLA reference on the same device ({self.chip} backend {self.backend})"
+
+    def speedup_vs_current(self) -> tuple[float, str] | None:
+        """(speedup, provenance) of the best over the current config; device times only, else
+        the estimate's ratio labelled as such."""
+        best, cur = self.outcome(self.best) if self.best else None, self.outcome(self.current)
+        if best is None or cur is None:
+            return None
+        if best.measured_s and cur.measured_s:
+            return cur.measured_s / best.measured_s, "device"
+        if best.estimate_s and cur.estimate_s and self.backend == "estimate":
+            return cur.estimate_s / best.estimate_s, self.label
+        return None
+
+
+def space(tunables: Sequence[Tunable]) -> list[Config]:
+    names = sorted(t.name for t in tunables)
+    by_name = {t.name: t for t in tunables}
+    return [tuple(zip(names, values)) for values in itertools.product(*(by_name[n].candidates for n in names))]
+
+
+async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator, *,
+               timer: DeviceTimer | None = None, verifier: Verifier | None = None, store: Any = None,
+               progress: Progress | None = None) -> TuneReport:
+    """Tune the file's entry; see the module docstring for the steps."""
+    say = progress or (lambda message, fraction=None: None)
+    source = Source(text)
+    from pallasite.analysis.sites import find_sites
+
+    sites = find_sites(source)
+    if sites and all(site.backend == "gpu" for site in sites):
+        raise TuneError(f"{path}: its pallas_calls are GPU (Triton/Mosaic GPU) kernels; the cost model and "
+                        "the feasibility rules are for TPUs. Time GPU configurations on a GPU backend instead")
+    tunables = find_tunables(source, path, options.entry, options.declared)
+    if not tunables:
+        raise TuneError(f"{path}: no tunables found. Give the entry keyword-only int parameters "
+                        "(`def f(x, *, block_rows: int = 256)`), a TUNED_PARAMS dict, or module constants used "
+                        "in BlockSpec shapes; see README 'Autotuning'")
+    current: Config = tuple(sorted((t.name, t.default) for t in tunables))
+    candidates = space(tunables)
+    if current not in candidates:
+        candidates.append(current)
+    if len(candidates) > MAX_CANDIDATES:
+        raise TuneError(f"{len(candidates)} candidate configurations (more than {MAX_CANDIDATES}): declare fewer "
+                        "values in TUNABLES or the `tunables` setting")
+    keys = _Keys(path, text, options, store)
+    notes: list[str] = []
+
+    # 1. estimates, from the store when every one is there (an unchanged kernel costs nothing)
+    stored = keys.stored_estimates(candidates)
+    reference = None
+    entry = options.entry or ""
+    if len(stored) == len(candidates):
+        estimates = stored
+        notes.append(f"estimates reused from the results store ({len(stored)} configurations)")
+        entry = entry or keys.entry_name()
+    else:
+        say(f"estimating {len(candidates)} configurations for {options.chip}", 0.0)
+        reply = await estimator([dict(c) for c in candidates], kinds(tunables))
+        entry = reply.entry or entry
+        reference = reply.reference
+        estimates = {tuple(sorted((str(k), v) for k, v in e.config)): e for e in reply.estimates}
+        scoped = reply.chip.scoped_vmem_limit_bytes
+        if scoped is None:
+            notes.append(f"the scoped-VMEM limit of {options.chip} is not measured here (no libtpu): "
+                         "VMEM feasibility uses vmem_limit_bytes only where a call sets it")
+        keys.scoped = scoped
+        keys.entry = entry
+        keys.put_estimates(estimates)
+    # 2. feasibility, duplicates
+    outcomes: dict[Config, Outcome] = {}
+    feasible: dict[Config, float] = {}
+    by_program: dict[str, Config] = {}
+    rejected = []
+    for config in candidates:
+        est = estimates[config]
+        why = feasibility.rejections(est, keys.scoped)
+        if why:
+            rejected.append(why)
+            status = "trace error" if why[0].reason == "trace" else "rejected"
+            outcomes[config] = Outcome(config, status, est.seconds, est.bound, reasons=tuple(r.message for r in why))
+            continue
+        first = by_program.setdefault(est.program_hash or repr(config), config)
+        if first != config:
+            outcomes[config] = Outcome(config, "duplicate", est.seconds, est.bound, duplicate_of=first)
+            continue
+        feasible[config] = est.seconds or 0.0
+    if not feasible:
+        raise TuneError(f"{path}: every one of {len(candidates)} configurations was rejected before compiling "
+                        f"({feasibility.summarize(rejected)}); first reason: {rejected[0][0].message}")
+    say(f"{len(feasible)} feasible, {len(rejected)} rejected before compiling", 0.1)
+
+    # 3. the search on a device, or the estimate's ranking
+    result = SearchResult(strategy="ranked by the estimate", stopped="no device backend: nothing timed")
+    reused = 0
+    reference_ns = []
+    if timer is not None:
+        known = keys.stored_timings(list(feasible))
+        reused = len(known)
+        reference_ns: list[float] = []
+        done = {"n": 0}
+
+        async def evaluate(configs: Sequence[Config]) -> list[float | None]:
+            timed = [t if isinstance(t, Timed) else Timed(t) for t in await timer([dict(c) for c in configs])]
+            out = []
+            for t in timed:
+                ref = t.reference
+                if ref is not None and ref.provenance is Provenance.DEVICE and ref.status == "ok" and ref.median_ns:
+                    reference_ns.append(ref.median_ns)
+            for c, m in zip(configs, (t.candidate for t in timed)):
+                if m.provenance is not Provenance.DEVICE:  # CPU or interpret timings never rank
+                    m = replace(m, status="runtime_error", median_ns=None,
+                                error=f"not a device timing ({m.provenance.value}): not used for ranking")
+                keys.put_timing(c, m)
+                out.append(m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None)
+            done["n"] += len(configs)
+            say(f"measured {done['n']} configurations", 0.1 + 0.9 * min(1.0, done["n"] / max(1, len(feasible))))
+            return out
+
+        known_s = {c: (m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None) for c, m in known.items()}
+        if known and keys.finished_run():
+            result = SearchResult(results=known_s, strategy="reused",
+                                  stopped="a finished tuning run of this unchanged kernel is in the store: nothing timed")
+            notes.append("reused a finished tuning run (same code, chip, versions, backend)")
+        else:
+            result = await search(list(feasible), feasible, evaluate, budget=options.budget, known=known_s,
+                                  batch=options.batch, current=current if current in feasible else None)
+        for config in feasible:
+            t = result.results.get(config, "missing")
+            if t == "missing":
+                outcomes[config] = Outcome(config, "not evaluated", feasible[config], estimates[config].bound)
+            else:
+                status = "measured" if t is not None else "failed"
+                reason = (keys.failure(config),) if t is None else ()
+                outcomes[config] = Outcome(config, status, feasible[config], estimates[config].bound,
+                                           measured_s=t, reasons=tuple(r for r in reason if r),
+                                           reused=config in known)
+        best = result.best[0] if result.best else None
+        best_provenance = "device" if best else None
+    else:
+        for config, seconds in feasible.items():
+            outcomes[config] = Outcome(config, "estimated", seconds, estimates[config].bound)
+        ranked = sorted(feasible, key=lambda c: (feasible[c], c))
+        best = ranked[0]
+        best_provenance = f"estimate ({options.chip})"
+        if verifier is not None and options.verify > 0:
+            best = None
+            for config in ranked[: options.verify]:
+                say(f"checking {dict(config)} in interpret mode (correctness only)", None)
+                verdict = keys.stored_verdict(config)
+                if verdict is None:
+                    verdict = await verifier(dict(config), kinds(tunables))
+                    keys.put_verdict(config, verdict)
+                o = outcomes[config]
+                if verdict.get("state") == "ok":
+                    outcomes[config] = replace(o, status="estimated, interpret ok")
+                    best = config
+                    break
+                if str(verdict.get("state", "")).startswith("skipped"):
+                    outcomes[config] = replace(o, reasons=(f"interpret check {verdict['state']}",))
+                    best = config
+                    break
+                problems = verdict.get("problems") or [str(verdict.get("state"))]
+                outcomes[config] = replace(o, status="failed", reasons=(f"interpret mode: {problems[0]}",))
+            if best is None:
+                notes.append(f"the {options.verify} best-ranked configurations failed in interpret mode; nothing to apply")
+                best_provenance = None
+    for config, o in list(outcomes.items()):  # duplicates share their representative's timing
+        if o.status == "duplicate" and o.duplicate_of in outcomes:
+            outcomes[config] = replace(o, measured_s=outcomes[o.duplicate_of].measured_s)
+    report = TuneReport(
+        path=path, entry=entry, chip=options.chip, backend=options.backend, tunables=tuple(tunables),
+        current=current, outcomes=tuple(sorted(outcomes.values(), key=_order)), best=best,
+        best_provenance=best_provenance, rejected=feasibility.summarize(rejected),
+        evaluations=len(result.order), reused=reused, strategy=result.strategy, stopped=result.stopped,
+        reference=reference, notes=tuple(notes),
+        reference_s=sorted(reference_ns)[len(reference_ns) // 2] / 1e9 if reference_ns else None,
+        edits=apply_config(tunables, dict(best)) if best else ())
+    keys.put_run(report)
+    return report
+
+
+def _order(o: Outcome) -> tuple:
+    rank = {"measured": 0, "estimated": 0, "estimated, interpret ok": 0, "not evaluated": 1, "duplicate": 2, "failed": 3, "rejected": 4, "trace error": 5}
+    return (rank.get(o.status, 9), o.measured_s if o.measured_s is not None else float("inf"),
+            o.estimate_s if o.estimate_s is not None else float("inf"), o.config)
+
+
+# --------------------------------------------------------------------------- the results store
+
+
+class _Keys:
+    """Result keys for this file + chip + versions + backend, and the store reads/writes (all
+    no-ops without a store)."""
+
+    def __init__(self, path: str, text: str, options: TuneOptions, store: Any) -> None:
+        self.store = store
+        self.options = options
+        self.path = path
+        self.entry = options.entry
+        self.scoped: int | None = None
+        if store is None:
+            return
+        from pallasite.analysis.local_imports import source_hash
+        from pallasite.analysis.types import ResultKey, installed_versions
+
+        v = installed_versions()  # the worker's too unless the settings name another interpreter
+        self.base = ResultKey(code_hash=source_hash(path, text), kernel=options.entry, chip=options.chip,
+                              jax_version=v["jax"], libtpu_version=v["libtpu"], backend="cost-model")
+        self.device_base = replace(self.base, backend=options.backend)
+
+    def _key(self, config: Config, device: bool = False) -> Any:
+        return replace(self.device_base if device else self.base, config=config)
+
+    def stored_estimates(self, candidates: Sequence[Config]) -> dict[Config, CostEstimate]:
+        if self.store is None:
+            return {}
+        out = {}
+        for config in candidates:
+            records = [r for r in self.store.measurements(self._key(config), provenance=Provenance.ESTIMATE, limit=5)
+                       if r.measurement.method == COST_MODEL_METHOD and (r.measurement.error or "").startswith("{")]
+            if not records:
+                return {}
+            import json
+
+            payload = json.loads(records[0].measurement.error)
+            out[config] = from_json(CostEstimate, payload["estimate"])
+            self.scoped = payload.get("scoped_vmem_limit_bytes")
+            self.entry = self.entry or payload.get("entry")
+        return out
+
+    def entry_name(self) -> str:
+        return self.entry or ""
+
+    def put_estimates(self, estimates: Mapping[Config, CostEstimate]) -> None:
+        if self.store is None:
+            return
+        import json
+
+        from pallasite.analysis.types import to_json
+
+        for config, est in estimates.items():
+            m = Measurement(status="ok" if est.status == "ok" else "compile_error", provenance=Provenance.ESTIMATE,
+                            device_kind=self.options.chip, method=COST_MODEL_METHOD,
+                            median_ns=est.seconds * 1e9 if est.seconds is not None else None, config=config,
+                            error=json.dumps({"estimate": to_json(est), "scoped_vmem_limit_bytes": self.scoped,
+                                              "entry": self.entry}))
+            self.store.put_measurement(self._key(config), m, path=self.path)
+
+    def stored_timings(self, configs: Sequence[Config]) -> dict[Config, Measurement]:
+        if self.store is None:
+            return {}
+        out = {}
+        for config in configs:
+            records = self.store.measurements(self._key(config, device=True), provenance=Provenance.DEVICE, limit=1)
+            if records:
+                out[config] = records[0].measurement
+        return out
+
+    def stored_verdict(self, config: Config) -> dict[str, Any] | None:
+        if self.store is None:
+            return None
+        for r in self.store.measurements(self._key(config), provenance=Provenance.INTERPRET, limit=3):
+            if r.measurement.method == VERIFY_METHOD and (r.measurement.error or "").startswith("{"):
+                import json
+
+                return json.loads(r.measurement.error)
+        return None
+
+    def put_verdict(self, config: Config, verdict: dict[str, Any]) -> None:
+        if self.store is None:
+            return
+        import json
+
+        ok = verdict.get("state") == "ok" or str(verdict.get("state", "")).startswith("skipped")
+        m = Measurement(status="ok" if ok else "wrong_result", provenance=Provenance.INTERPRET, device_kind="cpu",
+                        method=VERIFY_METHOD, config=config, error=json.dumps(verdict, default=str))
+        self.store.put_measurement(self._key(config), m, path=self.path)
+
+    def finished_run(self) -> bool:
+        return self.store is not None and bool(self.store.tuning_runs(self.device_base))
+
+    def put_timing(self, config: Config, m: Measurement) -> None:
+        if self.store is not None:
+            self.store.put_measurement(self._key(config, device=True), replace(m, config=config), path=self.path)
+
+    def failure(self, config: Config) -> str | None:
+        if self.store is None:
+            return None
+        records = self.store.measurements(self._key(config, device=True), limit=1)
+        return (records[0].measurement.error or records[0].measurement.status) if records else None
+
+    def put_run(self, report: TuneReport) -> None:
+        if self.store is None:
+            return
+        results = []
+        for o in report.outcomes:
+            if o.measured_s is not None:
+                results.append((self._key(o.config, device=True),
+                                Measurement(status="ok", provenance=Provenance.DEVICE, device_kind=report.chip,
+                                            method=f"autotune on {report.backend}", median_ns=o.measured_s * 1e9,
+                                            config=o.config)))
+            elif o.estimate_s is not None and report.backend == "estimate":
+                results.append((self._key(o.config),
+                                Measurement(status="ok" if o.status == "estimated" else "compile_error",
+                                            provenance=Provenance.ESTIMATE, device_kind=report.chip,
+                                            method="autotune ranking by the estimate", median_ns=o.estimate_s * 1e9,
+                                            config=o.config,
+                                            error="; ".join(o.reasons) or None)))
+        self.store.put_tuning(self.base if report.backend == "estimate" else self.device_base, results, path=self.path)
+
+# --------------------------------------------------------------------------- the worker seam
+
+
+def _why(reply: Any) -> str:
+    return f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
+
+
+def _progress(on_progress: Any) -> Any:
+    """The backend's typed Progress to a (message, fraction) callback."""
+    if on_progress is None:
+        return None
+    return lambda p: on_progress(p.message, p.fraction)
+
+
+def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOptions,
+                     timeout_s: float = 300.0, on_progress: Any = None, parallel: int = 1) -> Estimator:
+    """An ``Estimator`` over a backend (engine/backend.py) or one ``WorkerClient``: the configurations
+    split into ``parallel`` ``estimate`` requests on the job workers (the reference's cost in the first)."""
+    source = sources_for(path, text)
+
+    from . import chip_table
+
+    known = next((s for s in chip_table.cached() or () if s.name == options.chip and s.scoped_vmem_limit_bytes), None)
+
+    async def one(chunk: list[dict[str, int]], tunable_kinds: dict[str, str], reference: bool) -> EstimateResult:
+        # the scoped-VMEM limit: from the chip-table cache when measured, else the first worker probes it
+        params = EstimateParams(source=source, chip=options.chip, entry=options.entry, configs=tuple(chunk),
+                                kinds=dict(tunable_kinds), reference=reference, probe=reference and known is None)
+        reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
+        if not reply.ok:
+            raise TuneError(f"the worker could not estimate {path}: {_why(reply)}")
+        return reply.result
+
+    async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> EstimateResult:
+        n = max(1, min(parallel, len(configs)))
+        chunks = [list(configs[i::n]) for i in range(n)]
+        replies = await asyncio.gather(*(one(c, tunable_kinds, i == 0) for i, c in enumerate(chunks)))
+        chip = replies[0].chip
+        if known is not None:
+            chip = replace(chip, scoped_vmem_limit_bytes=known.scoped_vmem_limit_bytes,
+                           scoped_vmem_source=known.scoped_vmem_source)
+        return replace(replies[0], chip=chip, estimates=tuple(e for r in replies for e in r.estimates))
+
+    return estimate
+
+
+def worker_verifier(backend: Any, path: str, text: str | None, options: TuneOptions,
+                    timeout_s: float = 300.0, on_progress: Any = None) -> Verifier:
+    """A ``Verifier`` over a backend: one ``verify`` request (tier 3 for one configuration)."""
+    source = sources_for(path, text)
+
+    async def verify(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
+        params = VerifyParams(source=source, config=dict(config), chip=options.chip, entry=options.entry,
+                              kinds=dict(tunable_kinds))
+        reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
+        if not reply.ok:
+            return {"state": "error", "problems": [f"the interpret run failed: {_why(reply)}"[:500]]}
+        return to_json(reply.result)
+
+    return verify
+
+
+def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions,
+                 timeout_s: float = 600.0, on_progress: Any = None) -> DeviceTimer:
+    """A ``DeviceTimer`` over the backend's device worker and its ``time`` op (issue 16: correctness
+    guards, the reference timed beside the candidate). Only keyword tunables reach that op's
+    ``config``. A worker without a device answers interpret-mode timings, which never rank."""
+    from pallasite.runner import messages
+
+    params_type = messages.PARAMS.get("time")
+    if params_type is None:
+        raise TuneError("this pallasite has no `time` op (device timing, issue 16) yet: tune with --backend estimate")
+    source = sources_for(path, text)
+    fields = {f.name for f in dataclasses.fields(params_type)}
+
+    def measurement(value: Any) -> Measurement | None:
+        if value is None or isinstance(value, Measurement):
+            return value
+        return from_json(Measurement, value)
+
+    async def time_configs(configs: Sequence[dict[str, int]]) -> list[Timed]:
+        out = []
+        for config in configs:
+            wanted = {"source": source, "entry": options.entry, "config": dict(config), "target": options.chip}
+            params = params_type(**{k: v for k, v in wanted.items() if k in fields})
+            reply = await backend.request(params, purpose="device", timeout_s=timeout_s,
+                                          on_progress=_progress(on_progress))
+            if not reply.ok:
+                out.append(Timed(Measurement(status="crash" if reply.status != "error" else "runtime_error",
+                                             provenance=Provenance.DEVICE, device_kind=options.chip,
+                                             method="time op", error=_why(reply)[:500])))
+                continue
+            result = reply.result
+            get = result.get if isinstance(result, dict) else (lambda k, d=None: getattr(result, k, d))
+            cand = measurement(get("candidate"))
+            if cand is None:
+                out.append(Timed(Measurement(status="runtime_error", provenance=Provenance.DEVICE,
+                                             device_kind=options.chip, method="time op",
+                                             error=str(get("error") or get("verdict"))[:500])))
+                continue
+            out.append(Timed(cand, measurement(get("reference"))))
+        return out
+
+    return time_configs
+
+
+async def device_platform(backend: Any, timeout_s: float = 120.0) -> str | None:
+    """The jax platform of the backend's device worker ("tpu", "gpu", "cpu"), None if it did not start."""
+    from pallasite.runner.messages import VersionsParams
+
+    reply = await backend.request(VersionsParams(), purpose="device", timeout_s=timeout_s)
+    return reply.result.platform if reply.ok else None
+
+
+def job_progress(report: Callable[[Any], None]) -> Callable[[str, "float | None"], None]:
+    """A (message, fraction) progress callback that reports a job's structured Progress."""
+    from pallasite.runner.messages import Progress, Stage
+
+    return lambda message, fraction=None: report(Progress(stage=Stage.TUNE, message=message, fraction=fraction))
+

@@ -1,0 +1,419 @@
+"""The static TPU cost model (worker side: traces with JAX, never runs a kernel, needs no device).
+
+For one call of a task's entry it traces the program (``jax.make_jaxpr``) and, for every
+``pallas_call`` in it, counts from the traced program itself:
+
+- **HBM bytes actually moved**: scalar-prefetch operands once (copied to SMEM before the grid
+  runs); each pipelined (VMEM or SMEM) operand's index map is evaluated at
+  every grid step, in the order the TPU runs the grid (row-major, last axis fastest); a block whose
+  index is unchanged from the previous step is not copied again (inputs are fetched when their
+  index changes, outputs written back when theirs changes and at the end). Edge blocks that stick
+  out of the array count only the bytes inside it. Operands left in HBM (``memory_space=pl.ANY``)
+  are copied by the kernel itself and are not counted (a note says so).
+- **FLOPs and transcendentals** of the kernel body's jaxpr x grid steps: ``dot_general`` counts
+  2 x output elements x contracted elements (the MXU share); element-wise arithmetic one per output
+  element; reductions one per input element; exp/log/tanh/... one transcendental per element.
+  Comparisons, selects, casts and memory ops count nothing. Loops with a static trip count
+  (``scan``) multiply their body; ``cond`` (``pl.when``) counts its largest branch on every step
+  (an upper bound); a ``while`` body counts once (a note says so).
+- **VMEM footprint**: each pipelined VMEM block x its buffer count (2 unless ``pl.Buffered(n)``)
+  plus VMEM scratch.
+- **MXU shape efficiency**: per matmul, how the contracted and output-column dims fill the chip's
+  MXU (``d / (ceil(d / mxu) * mxu)``) and the rows fill sublanes of 8; FLOP-weighted over matmuls.
+
+The roofline (``roofline``): compute = max(MXU time at the dtype's rate / efficiency, vector time),
+memory = HBM bytes / bandwidth, overhead = 0.35 us per grid step (the per-step cost the Pallas TPU
+pipelining docs quote); time = max(compute, memory) + overhead, ``bound`` the largest term. The
+vector rate is the chip's clock (derived from its bf16 MXU rate) x lanes x sublanes, one
+operation per element per cycle; float32 matmuls run at a third of the bf16 rate (multi-pass).
+These are assumptions, listed in every estimate. Rates come from the ChipSpec (jax's own table).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
+
+STEP_OVERHEAD_S = 0.35e-6
+F32_MATMUL_SLOWDOWN = 3.0
+MAX_GRID_STEPS = 1 << 22  # index maps are evaluated at every step up to this many
+
+ASSUMPTIONS = (
+    "0.35 us pipeline overhead per grid step",
+    "vector unit: one op per element per cycle (clock from the bf16 MXU rate)",
+    "float32 matmuls at 1/3 of the bf16 MXU rate",
+    "MXU and vector work overlap (compute = the larger)",
+    "pl.when/cond bodies counted on every step (largest branch)",
+    "XLA ops outside pallas_call and manual DMAs (pl.ANY operands) not counted",
+)
+
+_TRANSCENDENTAL = frozenset({
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "rsqrt", "sqrt",
+    "cbrt", "pow", "erf", "erfc", "erf_inv", "atan2", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+    "acosh", "atanh", "lgamma", "digamma",
+})
+_ARITHMETIC = frozenset({
+    "add", "add_any", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "sign", "floor", "ceil",
+    "round", "integer_pow", "square", "reciprocal", "clamp", "nextafter",
+})
+_REDUCTIONS = frozenset({
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum", "cummax",
+    "cummin", "cumprod", "cumlogsumexp",
+})
+
+
+@dataclass
+class BodyCounts:
+    """Per-grid-step counts of a kernel body."""
+
+    flops: int = 0
+    mxu_flops: int = 0
+    transcendentals: int = 0
+    dots: list[tuple[int, str, float]] = field(default_factory=list)  # (flops, operand dtype, efficiency)
+    notes: set[str] = field(default_factory=set)
+
+    def add(self, other: "BodyCounts", times: int = 1) -> None:
+        self.flops += other.flops * times
+        self.mxu_flops += other.mxu_flops * times
+        self.transcendentals += other.transcendentals * times
+        self.dots.extend((f * times, d, e) for f, d, e in other.dots)
+        self.notes |= other.notes
+
+
+def _size(aval: Any) -> int:
+    shape = getattr(aval, "shape", ())
+    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def _fill(dim: int, unit: int) -> float:
+    return dim / (math.ceil(dim / unit) * unit) if dim > 0 else 1.0
+
+
+def count_body(jaxpr: Any, mxu: int = 128) -> BodyCounts:
+    """FLOPs, MXU FLOPs and transcendentals of one execution of ``jaxpr`` (a kernel body)."""
+    counts = BodyCounts()
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "dot_general":
+            lhs, rhs = (v.aval for v in eqn.invars)
+            (lc, rc), (lb, _rb) = eqn.params["dimension_numbers"]
+            contract = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64)) if lc else 1
+            out = _size(eqn.outvars[0].aval)
+            flops = 2 * out * contract
+            rows = int(np.prod([lhs.shape[d] for d in range(lhs.ndim) if d not in lc and d not in lb],
+                               dtype=np.int64)) or 1
+            rhs_free = [d for d in range(rhs.ndim) if d not in rc and d not in _rb]
+            cols = int(np.prod([rhs.shape[d] for d in rhs_free], dtype=np.int64)) or 1
+            eff = _fill(contract, mxu) * _fill(cols, mxu) * _fill(rows, 8)
+            counts.flops += flops
+            counts.mxu_flops += flops
+            counts.dots.append((flops, str(lhs.dtype), eff))
+        elif name in _TRANSCENDENTAL:
+            counts.transcendentals += _size(eqn.outvars[0].aval)
+        elif name in _ARITHMETIC:
+            counts.flops += _size(eqn.outvars[0].aval)
+        elif name in _REDUCTIONS:
+            counts.flops += _size(eqn.invars[0].aval)
+        elif name == "scan":
+            counts.add(count_body(eqn.params["jaxpr"].jaxpr, mxu), int(eqn.params["length"]))
+        elif name == "cond":
+            branches = [count_body(b.jaxpr, mxu) for b in eqn.params["branches"]]
+            counts.add(max(branches, key=lambda c: (c.flops, c.transcendentals)))
+            if len(branches) > 1:
+                counts.notes.add("a pl.when/cond body is counted on every grid step")
+        elif name == "while":
+            counts.add(count_body(eqn.params["body_jaxpr"].jaxpr, mxu))
+            counts.notes.add("a while loop body is counted once (trip count unknown statically)")
+        else:
+            for sub in _subjaxprs(eqn.params):
+                counts.add(count_body(sub, mxu))
+    return counts
+
+
+def _subjaxprs(params: dict[str, Any]) -> Iterator[Any]:
+    for value in params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(item, "jaxpr", item)
+            if hasattr(inner, "eqns"):
+                yield inner
+
+
+# --------------------------------------------------------------------------- finding the calls
+
+
+def pallas_calls(jaxpr: Any, values: dict[Any, Any]) -> Iterator[tuple[Any, list[Any]]]:
+    """Every pallas_call equation in ``jaxpr`` (nested jits included), with the concrete value of
+    each operand where it is known (an entry argument given as an array, or a literal), else None."""
+    for eqn in jaxpr.eqns:
+        known = [_value(v, values) for v in eqn.invars]
+        if eqn.primitive.name == "pallas_call":
+            yield eqn, known
+            continue
+        for sub in _subjaxprs(eqn.params):
+            inner = {var: val for var, val in zip(sub.invars, known) if val is not None} if len(sub.invars) == len(known) else {}
+            yield from pallas_calls(sub, inner)
+
+
+def _value(var: Any, values: dict[Any, Any]) -> Any:
+    if hasattr(var, "val"):  # a Literal
+        return np.asarray(var.val)
+    try:
+        return values.get(var)
+    except TypeError:
+        return None
+
+
+# --------------------------------------------------------------------------- one pallas_call
+
+
+def _block_dims(block_shape: Sequence[Any], array_shape: Sequence[int]) -> tuple[list[int | None], list[bool]]:
+    """Per dim: the block size (None: squeezed, one element) and whether the index map returns an
+    element offset (``pl.Element``, bounded slices) rather than a block index."""
+    dims: list[int | None] = []
+    by_element: list[bool] = []
+    for b, full in zip(block_shape, array_shape):
+        size = getattr(b, "block_size", None)
+        if size is None and isinstance(b, int):
+            size = b
+        kind = type(b).__name__
+        dims.append(None if size is None or kind == "Squeezed" else int(size))
+        by_element.append(kind in ("Element", "BoundedSlice"))
+    return dims, by_element
+
+
+def _index_table(index_jaxpr: Any, grid: Sequence[int], prefetch: Sequence[Any]) -> np.ndarray:
+    """The index map's result at every grid step, shape (steps, ndim), in execution order."""
+    import jax
+    from jax._src.state import discharge
+
+    steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
+    points = np.indices(tuple(grid) or (1,), dtype=np.int32).reshape(len(grid) or 1, -1).T[:, : len(grid)]
+    closed = discharge.discharge_state(index_jaxpr) if prefetch else index_jaxpr
+    n_out = len(index_jaxpr.jaxpr.outvars)
+
+    def at(*idx: Any) -> Any:
+        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *idx, *prefetch)
+        return [jax.numpy.asarray(o, dtype=np.int32) for o in outs[:n_out]]
+
+    if steps == 0:
+        return np.zeros((0, n_out), np.int64)
+    if not grid:
+        return np.asarray([[int(v) for v in at()]], np.int64)
+    cols = jax.vmap(at)(*(points[:, d] for d in range(len(grid))))
+    return np.stack([np.broadcast_to(np.asarray(c), (steps,)) for c in cols], axis=1).astype(np.int64)
+
+
+def _moves(table: np.ndarray, dims: list[int | None], array_shape: Sequence[int], itemsize_bits: int,
+           by_element: Sequence[bool] = ()) -> tuple[int, int]:
+    """(copies, bytes): one copy per run of equal consecutive indices, bytes clipped to the array."""
+    if len(table) == 0:
+        return 0, 0
+    change = np.ones(len(table), bool)
+    change[1:] = np.any(table[1:] != table[:-1], axis=1)
+    starts = table[change]
+    elems = np.ones(len(starts), np.int64)
+    for d, (size, full) in enumerate(zip(dims, array_shape)):
+        if size is None:
+            continue
+        offset = starts[:, d] if (d < len(by_element) and by_element[d]) else starts[:, d] * size
+        elems *= np.clip(full - offset, 0, size)
+    return int(change.sum()), int(((elems * itemsize_bits + 7) // 8).sum())
+
+
+def _bits(dtype: Any) -> int:
+    return int(np.dtype(dtype).itemsize * 8) if not str(dtype).startswith(("int4", "uint4", "float4")) else 4
+
+
+def _compiler_params(params: Any) -> Any:
+    if isinstance(params, dict):
+        return params.get("mosaic_tpu") or params.get("mosaic") or next(iter(params.values()), None)
+    return params
+
+
+def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, BodyCounts]:
+    """Count one pallas_call equation (see the module docstring for what is counted)."""
+    gm = eqn.params["grid_mapping"]
+    grid = tuple(int(g) for g in gm.grid)
+    steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
+    n_prefetch = int(gm.num_index_operands)
+    notes: set[str] = set()
+    prefetch = []
+    for value, aval in zip(operands[:n_prefetch], gm.index_map_avals[len(grid):]):
+        if value is None:
+            notes.add("scalar-prefetch values unknown (abstract example inputs): zeros assumed")
+            value = np.zeros(aval.shape, aval.dtype)
+        prefetch.append(np.asarray(value))
+    if steps > MAX_GRID_STEPS:
+        raise ValueError(f"grid {grid} has {steps} steps; the cost model evaluates index maps at up to {MAX_GRID_STEPS}")
+    blocks: list[BlockCost] = []
+    vmem = 0
+    n_in = int(gm.num_inputs)
+    for i, bm in enumerate(gm.block_mappings):
+        role = "in" if i < n_in else "out"
+        array = bm.array_aval
+        space = str(getattr(bm.block_aval, "memory_space", "default"))
+        space = "vmem" if space in ("default", "vmem", "None") else space
+        dims, by_element = _block_dims(bm.block_shape, array.shape)
+        bits = _bits(array.dtype)
+        buffers = int(getattr(bm.pipeline_mode, "buffer_count", 2) or 2)
+        block_elems = int(np.prod([d or 1 for d in dims], dtype=np.int64))
+        if space == "any":
+            fetches, moved, buffers = 0, 0, 0
+            notes.add(f"{bm.origin} stays in HBM (pl.ANY): the kernel's own DMAs are not counted")
+        else:
+            table = _index_table(bm.index_map_jaxpr, grid, prefetch)
+            fetches, moved = _moves(table, dims, array.shape, bits, by_element)
+            if space == "vmem":
+                vmem += buffers * block_elems * bits // 8
+        blocks.append(BlockCost(role=role, position=i if role == "in" else i - n_in, origin=str(bm.origin),
+                                array_shape=tuple(int(s) for s in array.shape), block_shape=tuple(dims),
+                                dtype=str(array.dtype), memory_space=space, buffers=buffers, fetches=fetches,
+                                hbm_bytes=moved))
+    scratch = 0
+    for aval in gm.scratch_avals:
+        if str(getattr(aval, "memory_space", "")) in ("vmem", "default", "None"):
+            try:
+                scratch += _size(aval) * _bits(aval.dtype) // 8
+            except TypeError:
+                pass
+    prefetch_bytes = sum(int(p.size) * p.dtype.itemsize for p in prefetch)  # copied to SMEM once
+    body = count_body(eqn.params["jaxpr"], mxu)
+    cp = _compiler_params(eqn.params.get("compiler_params"))
+    semantics = tuple(str(s).split(".")[-1].lower() for s in (getattr(cp, "dimension_semantics", None) or ()))
+    limit = getattr(cp, "vmem_limit_bytes", None)
+    mxu_eff = (sum(f * e for f, _, e in body.dots) / body.mxu_flops) if body.mxu_flops else 1.0
+    cost = CallCost(
+        kernel=_kernel_name(eqn), grid=grid, steps=steps, blocks=tuple(blocks), scratch_bytes=scratch,
+        vmem_bytes=vmem + scratch, vmem_limit_bytes=int(limit) if limit else None,
+        hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops * steps, mxu_flops=body.mxu_flops * steps,
+        transcendentals=body.transcendentals * steps, mxu_efficiency=round(mxu_eff, 6),
+        dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)))
+    return cost, body
+
+
+def _kernel_name(eqn: Any) -> str:
+    """The kernel function's name: ``name=`` when given, else from the body's debug info
+    ("fused_kernel at /path/file.py:13")."""
+    if eqn.params.get("name"):
+        return str(eqn.params["name"])
+    src = getattr(getattr(eqn.params["jaxpr"], "debug_info", None), "func_src_info", None) or ""
+    return src.split(" at ")[0] or "kernel"
+
+
+# --------------------------------------------------------------------------- roofline
+
+
+def _mxu_rate(chip: ChipSpec, dtype: str) -> float:
+    if dtype in ("int8", "uint8"):
+        return chip.int8_ops or chip.bf16_flops
+    if dtype.startswith("float8"):
+        return chip.fp8_ops or chip.bf16_flops
+    if dtype in ("float32", "float64"):
+        return chip.bf16_flops / F32_MATMUL_SLOWDOWN
+    return chip.bf16_flops
+
+
+def vector_ops_per_s(chip: ChipSpec) -> float:
+    """The vector unit's element rate: clock (from the MXU rate) x lanes x sublanes."""
+    clock = chip.bf16_flops / (2 * max(chip.num_mxus, 1) * chip.mxu_size * chip.mxu_size)
+    return clock * chip.lanes * chip.sublanes
+
+
+def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec) -> dict[str, Any]:
+    """compute, memory, overhead seconds and their combination for ``chip`` (summed over calls)."""
+    compute = memory = overhead = 0.0
+    vpu = vector_ops_per_s(chip)
+    for cost, body in calls:
+        cores = chip.device_cores if chip.device_cores > 1 and "parallel" in cost.dimension_semantics else 1
+        mxu_s = sum(f * cost.steps / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in body.dots) / cores
+        vector_s = ((cost.flops - cost.mxu_flops) + cost.transcendentals) / (vpu * cores)
+        compute += max(mxu_s, vector_s)
+        memory += cost.hbm_bytes / (chip.hbm_bytes_per_s * cores)
+        overhead += cost.steps * STEP_OVERHEAD_S / cores
+    terms = {"compute": compute, "memory": memory, "overhead": overhead}
+    return {"seconds": max(compute, memory) + overhead, "compute_s": compute, "memory_s": memory,
+            "overhead_s": overhead, "bound": max(terms, key=terms.get)}
+
+
+# --------------------------------------------------------------------------- an entry call
+
+
+def program_hash(closed: Any, eqns: Sequence[Any]) -> str:
+    """A hash of the traced program: the outer jaxpr plus each call's kernel body, grid, block
+    shapes, index maps and compiler params (configurations with the same hash run the same code)."""
+    h = hashlib.sha256(str(closed).encode())
+    for eqn in eqns:
+        gm = eqn.params["grid_mapping"]
+        h.update(str(eqn.params["jaxpr"]).encode())
+        h.update(repr(tuple(gm.grid)).encode())
+        for bm in gm.block_mappings:
+            h.update(repr((bm.block_shape, str(bm.block_aval), str(bm.index_map_jaxpr), repr(bm.pipeline_mode))).encode())
+        h.update(repr(eqn.params.get("compiler_params")).encode())
+    return h.hexdigest()[:16]
+
+
+def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
+             config: tuple[tuple[str, Any], ...] = ()) -> CostEstimate:
+    """Trace ``fn(*args)`` and estimate its pallas_calls on ``chip``. ``args`` may mix arrays
+    (their values feed scalar-prefetch index maps) and ShapeDtypeStructs."""
+    import jax
+
+    abstract = [jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a for a in args]
+    try:
+        # a fresh function each time: jax caches traces by function, and a configuration applied
+        # through module globals (constants, TUNED_PARAMS) would otherwise hit the first trace
+        closed = jax.make_jaxpr(lambda *a: fn(*a))(*abstract)
+    except Exception as exc:  # noqa: BLE001 - the user's code failed to trace with this config
+        return CostEstimate(chip=chip.name, config=config, status="trace_error",
+                            error=f"{type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS)
+    values = {var: np.asarray(a) for var, a in zip(closed.jaxpr.invars, args)
+              if hasattr(a, "shape") and not isinstance(a, jax.ShapeDtypeStruct)}
+    found = list(pallas_calls(closed.jaxpr, values))
+    try:
+        counted = [call_cost(eqn, operands, chip.mxu_size) for eqn, operands in found]
+    except Exception as exc:  # noqa: BLE001 - an index map the model cannot evaluate
+        return CostEstimate(chip=chip.name, config=config, status="trace_error",
+                            error=f"cost model: {type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS)
+    roof = roofline(counted, chip)
+    return CostEstimate(chip=chip.name, config=config, status="ok", calls=tuple(c for c, _ in counted),
+                        program_hash=program_hash(closed, [e for e, _ in found]), assumptions=ASSUMPTIONS, **roof)
+
+
+def xla_reference_cost(reference: Callable[..., Any], args: Sequence[Any], device: Any = None,
+                       chip: str | None = None) -> dict[str, Any] | None:
+    """XLA's own cost analysis of the plain-JAX reference: compiled deviceless for the chip's TPU
+    topology when ``device`` (a libtpu topology device) is given — flops, bytes and XLA's
+    ``optimal_seconds`` for that chip — else from the CPU lowering (flops and bytes only)."""
+    import jax
+
+    abstract = [jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a for a in args]
+    source = "XLA cost_analysis of the reference (CPU lowering)"
+    try:
+        if device is not None:
+            placed = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=jax.sharding.SingleDeviceSharding(device))
+                      for a in abstract]
+            with jax.default_device(device):
+                analysis = jax.jit(reference).trace(*placed).lower().compile().cost_analysis()
+            source = f"XLA cost_analysis of the reference compiled for {chip} (deviceless libtpu)"
+        else:
+            analysis = jax.jit(reference).lower(*abstract).cost_analysis()
+    except Exception as exc:  # noqa: BLE001
+        if device is not None:  # the TPU compile failed: fall back to the CPU lowering's counts
+            return xla_reference_cost(reference, args)
+        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+    if isinstance(analysis, (list, tuple)):
+        analysis = analysis[0] if analysis else {}
+    if not analysis:
+        return None
+    keep = {"flops": "flops", "transcendentals": "transcendentals", "bytes accessed": "bytes_accessed",
+            "optimal_seconds": "optimal_seconds"}
+    out = {new: float(analysis[old]) for old, new in keep.items() if old in analysis}
+    out["source"] = source
+    return out

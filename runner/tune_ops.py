@@ -1,0 +1,157 @@
+"""The worker's ``estimate`` op: trace a task's entry under each configuration and run the cost
+model (runner/cost_model.py) for a chip. Nothing is compiled, nothing runs on a device.
+
+Params and result: ``messages.EstimateParams`` -> ``EstimateResult`` (the file travels as
+``Sources``; ``entry`` names the task, else the file's first; ``kinds`` says how each tunable
+reaches the code), and ``VerifyParams`` -> ``VerifyResult`` for the ``verify`` op (one
+configuration in TPU interpret mode at reduced shapes, against the reference).
+
+A configuration is applied for its trace only: keyword tunables as keyword arguments of the
+entry; module constants and ``TUNED_PARAMS`` entries by setting them on the loaded module (read
+when the entry runs; a constant already baked into a module-level BlockSpec is not changed: its
+estimates then all share one program hash, which the report shows as duplicates).
+
+Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from pallasite.analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, installed_versions
+
+from . import messages, tasks_runtime
+from .chip_probe import probe_scoped_vmem, spec_from_jax
+from .cost_model import estimate, xla_reference_cost
+
+CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch values) below this many bytes
+
+
+def _module(source: messages.Sources) -> Any:
+    from .loader import user_module
+
+    modules = [(m.module, m.path, m.text) for m in source.modules if m.module]
+    return user_module(os.path.abspath(source.path), source.text, modules, source.package)
+
+
+def _task(module: Any, source: messages.Sources, entry: str | None) -> tasks_runtime.RuntimeTask:
+    path = os.path.abspath(source.path)
+    tasks = tasks_runtime.discover(module, path, source.text)
+    task = next((t for t in tasks if entry in (None, t.name)), None)
+    if task is None:
+        names = ", ".join(t.name for t in tasks) or "none"
+        raise tasks_runtime.TaskError(f"no task {entry!r} in {os.path.basename(path)} (tasks: {names}); "
+                                      "see docs/task-convention.md")
+    return task
+
+
+def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any] | None = None) -> messages.EstimateResult:
+    say = progress or (lambda *a, **k: None)
+    chip = chip_spec(params.chip or DEFAULT_CHIP, probe=params.probe)
+    configs = [dict(c) for c in params.configs] or [{}]
+    kinds = dict(params.kinds)
+    with _module(params.source) as module:
+        task = _task(module, params.source, params.entry)
+        args = _inputs(task)
+        out = []
+        for i, config in enumerate(configs):
+            say(f"estimating {i + 1}/{len(configs)}: {config}", stage=messages.Stage.TUNE, entry=task.name,
+                fraction=(i + 1) / len(configs))
+            with _applied(module, task, config, kinds) as fn:
+                out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
+        reference = None
+        if params.reference and task.reference is not None:
+            reference = xla_reference_cost(task.reference, args, _topology_device(chip.name), chip.name)
+    found = installed_versions()
+    return messages.EstimateResult(
+        entry=task.name, chip=chip, estimates=tuple(out), reference=reference,
+        inputs=tuple(messages.InputSig(tuple(int(d) for d in a.shape), str(a.dtype)) for a in args if hasattr(a, "shape")),
+        jax=found.get("jax"), libtpu=found.get("libtpu"))
+
+
+def handle_verify(params: messages.VerifyParams, progress: Callable[..., Any] | None = None) -> messages.VerifyResult:
+    """Run one configuration in TPU interpret mode at reduced shapes (tier 3, runner/interpret.py)
+    and compare with the reference. CPU interpret time: correctness only."""
+    from .interpret import run_tier3
+
+    say = progress or (lambda *a, **k: None)
+    config = dict(params.config)
+    with _module(params.source) as module:
+        task = _task(module, params.source, params.entry)
+        with _applied(module, task, config, dict(params.kinds)) as fn:
+            configured = dataclasses.replace(task, entry=fn)
+            result = run_tier3(configured, os.path.abspath(params.source.path), params.source.text,
+                               lambda m: say(m, stage=messages.Stage.TUNE, entry=task.name), target=params.chip)
+    problems = tuple(f"{r.get('code', '')} {r.get('sentence') or r.get('message', '')}".strip()[:500]
+                     for r in result["errors"][:5])
+    return messages.VerifyResult(state=str(result["state"]), config=config, problems=problems,
+                                 note=str(result.get("note", "")))
+
+
+def chip_spec(name: str, probe: bool = True) -> ChipSpec:
+    """The chip's spec from jax's table; with ``probe``, its scoped-VMEM limit measured with libtpu
+    (the client sends ``probe=False`` when its chip-table cache already has the limit)."""
+    spec = spec_from_jax(chip_target(name))
+    if spec is None:
+        raise ValueError(f"the installed jax has no table row for {name}")
+    if probe:
+        try:
+            limit, how = probe_scoped_vmem(spec)
+            spec = dataclasses.replace(spec, scoped_vmem_limit_bytes=limit, scoped_vmem_source=how)
+        except Exception as exc:  # noqa: BLE001 - no libtpu: the limit stays unknown, said so
+            spec = dataclasses.replace(spec, scoped_vmem_source=f"not measured ({type(exc).__name__}: {str(exc)[:120]})")
+    return spec
+
+
+def _topology_device(chip: str) -> Any:
+    """The chip's deviceless libtpu device, or None without libtpu (tier 2's, runner/checks.py)."""
+    from .checks import tier2_unavailable, topology_device
+
+    return None if tier2_unavailable(chip) else topology_device(chip)
+
+
+def _inputs(task: tasks_runtime.RuntimeTask) -> tuple[Any, ...]:
+    """The entry's arguments: abstract, or the inputs function's own arrays when they are small
+    (so scalar-prefetch index maps see real values)."""
+    abstract = task.abstract_args()
+    size = sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in abstract if hasattr(a, "shape"))
+    if task.inputs is None or size > CONCRETE_INPUT_LIMIT:
+        return abstract
+    if not any(np.issubdtype(np.dtype(a.dtype), np.integer) for a in abstract if hasattr(a, "shape")):
+        return abstract
+    made = task.inputs()
+    made = tuple(made) if isinstance(made, (list, tuple)) else (made,)
+    return tuple(m if hasattr(m, "shape") else a for m, a in zip(made, abstract)) if len(made) == len(abstract) else abstract
+
+
+@contextlib.contextmanager
+def _applied(module: Any, task: tasks_runtime.RuntimeTask, config: dict[str, Any], kinds: dict[str, str]) -> Iterator[Callable[..., Any]]:
+    saved: dict[str, Any] = {}
+    keywords = {}
+    tuned = None
+    for name, value in config.items():
+        kind = kinds.get(name, "keyword")
+        if kind == "constant":
+            saved.setdefault(name, getattr(module, name, None))
+            setattr(module, name, value)
+        elif kind == "tuned_params":
+            if tuned is None:
+                saved["TUNED_PARAMS"] = getattr(module, "TUNED_PARAMS", None)
+                tuned = dict(saved["TUNED_PARAMS"] or {})
+            tuned[name] = value
+        else:
+            keywords[name] = value
+    if tuned is not None:
+        module.TUNED_PARAMS = tuned
+    try:
+        yield functools.partial(task.entry, **keywords) if keywords else task.entry
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)

@@ -1,0 +1,205 @@
+"""`pallasite tune FILE`: autotune a kernel's tunables for a TPU chip (engine/tune.py does the work).
+
+Without a device backend (the default, ``--backend estimate``) configurations are ranked by the
+cost model's estimate for the chip, labelled "estimate (<chip>)"; nothing is timed and no speedup
+is claimed beyond the estimate's own ratio. ``--apply`` writes the best configuration into the
+file as a minimal edit (only the changed literals), shown as a diff; the file is re-read first
+and left alone if it changed meanwhile. Exit: 0 tuned, 1 nothing feasible / no tunables, 2 usage
+or internal failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import difflib
+import json
+import os
+import sys
+from typing import Any
+
+from pallasite.analysis.source import apply_edits
+from pallasite.analysis.types import to_json
+from pallasite.engine.tune import (
+    TuneError, TuneOptions, TuneReport, device_platform, tune, worker_estimator, worker_timer, worker_verifier,
+)
+
+# "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
+# (the `time` op). Remote backends (ssh, ray) plug in through engine.tune.DeviceTimer the same way.
+BACKENDS = ("estimate", "local")
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("file", help="the kernel file (with a task: docs/task-convention.md)")
+    parser.add_argument("--target", "--chip", dest="chip", help="TPU chip (v4, v5e, v5p, v6e, 7x; default: the "
+                        "`target` setting, else v6e)")
+    parser.add_argument("--entry", help="the task's entry when the file has several")
+    parser.add_argument("--backend", default="estimate", choices=BACKENDS,
+                        help="where configurations are evaluated; 'estimate': the cost model only (no device)")
+    parser.add_argument("--budget", type=int, help="device evaluations at most (default: 25%% of the space)")
+    parser.add_argument("--apply", action="store_true", help="write the best configuration into the file")
+    parser.add_argument("--verify", type=int, default=3, metavar="N",
+                        help="without a device: run the best-ranked configuration in TPU interpret mode vs the "
+                             "reference, trying at most N (0: skip; default 3)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--no-store", action="store_true", help="neither read nor write .pallasite/results.sqlite")
+    parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="workers estimating configurations in parallel (default: 2, or 1 on one core)")
+
+
+def run(args: argparse.Namespace) -> int:
+    path = os.path.abspath(args.file)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        print(f"pallasite tune: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    from pathlib import Path
+
+    from pallasite.server.settings import load_project_settings
+
+    settings, warnings = load_project_settings(Path(path).parent)  # [tool.pallasite] tunables = {...}
+    for warning in warnings:
+        print(f"pallasite tune: {warning}", file=sys.stderr)
+    options = TuneOptions(chip=args.chip or settings.target, entry=args.entry, budget=args.budget,
+                          backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None)
+    store = None
+    if not args.no_store:
+        from pallasite.knowledge.store import ResultsStore, StoreError, find_workspace
+
+        try:
+            store = ResultsStore.open(find_workspace(os.path.dirname(path)))
+        except StoreError as exc:
+            print(f"pallasite tune: tuning without the results store (nothing is remembered): {exc}", file=sys.stderr)
+    try:
+        report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs)))
+    except TuneError as exc:
+        print(f"pallasite tune: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if store is not None:
+            store.close()
+    if args.format == "json":
+        print(json.dumps(report_json(report), indent=1))
+    else:
+        print(format_report(report, args.top))
+    if args.apply:
+        return _apply(path, text, report)
+    return 0
+
+
+async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1) -> TuneReport:
+    from pallasite.engine.client import WorkerConfig
+    from pallasite.engine.pool import local_backend
+
+    def progress(message: str, fraction: float | None = None) -> None:
+        if not quiet:
+            bar = "" if fraction is None else f"[{'#' * int(20 * fraction):20s}] "
+            print(f"\r{bar}{message[:90]:90s}", end="", file=sys.stderr, flush=True)
+
+    # job workers estimate and verify; a device worker (the machine's accelerator) times with
+    # --backend local. Workers start with their first request: a kernel answered from the store
+    # starts none.
+    backend = local_backend(WorkerConfig(timeout_s=600.0), checks=0, jobs=jobs, device=options.backend == "local")
+    estimator = worker_estimator(backend, path, text, options, parallel=jobs, on_progress=progress)
+    verifier = worker_verifier(backend, path, text, options, on_progress=progress)
+    timer = None
+    try:
+        if options.backend == "local":
+            platform = await device_platform(backend)
+            if platform in (None, "cpu"):
+                raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
+                                f"{platform or 'unknown: the device worker did not start'}); CPU timings never "
+                                "rank. Use --backend estimate here, or run on a TPU host")
+            timer = worker_timer(backend, path, text, options, on_progress=progress)
+        return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
+                          progress=progress)
+    finally:
+        await backend.close()
+        if not quiet:
+            print(file=sys.stderr)
+
+
+def _apply(path: str, text: str, report: TuneReport) -> int:
+    if not report.edits:
+        print("nothing to apply: the current configuration is already the best")
+        return 0
+    with open(path, encoding="utf-8") as f:
+        if f.read() != text:
+            print(f"pallasite tune: {path} changed while tuning; not applied (run again)", file=sys.stderr)
+            return 1
+    new = apply_edits(text, report.edits)
+    sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), path, path))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(new)
+    print(f"applied {_config(report.best)} to {path} (by {report.best_provenance})")
+    return 0
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _config(config: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config) if config else "-"
+
+
+def _us(seconds: float | None) -> str:
+    return f"{seconds * 1e6:.1f} us" if seconds is not None else "-"
+
+
+def format_report(report: TuneReport, top: int = 15) -> str:
+    label = report.label
+    lines = [f"{report.path}: {report.entry} on {report.chip} ({report.backend}): "
+             f"{len(report.outcomes)} configurations, {sum(report.rejected.values())} rejected before compiling"
+             + (f" ({', '.join(f'{k}: {v}' for k, v in sorted(report.rejected.items()))})" if report.rejected else "")]
+    head = ("config", "status", label, "bound", "measured (device)", "vs current", "provenance")
+    rows = [head]
+    current = report.outcome(report.current)
+    for o in report.outcomes[:top]:
+        vs = "-"
+        if o.measured_s and current and current.measured_s:
+            vs = f"{current.measured_s / o.measured_s:.2f}x (device)"
+        elif report.backend == "estimate" and o.estimate_s and current and current.estimate_s:
+            vs = f"{current.estimate_s / o.estimate_s:.2f}x (est.)"
+        mark = " *" if o.config == report.best else (" (current)" if o.config == report.current else "")
+        status = o.status + (f": {o.reasons[0]}" if o.reasons else "") + (
+            f" of {_config(o.duplicate_of)}" if o.duplicate_of else "")
+        prov = "device" if o.measured_s is not None else (label if o.estimate_s is not None else "-")
+        rows.append((_config(o.config) + mark, status[:70], _us(o.estimate_s), o.bound or "-", _us(o.measured_s), vs, prov))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if len(report.outcomes) > top:
+        lines.append(f"... {len(report.outcomes) - top} more (--top N, or --format json)")
+    speed = report.speedup_vs_current()
+    best = (f"best: {_config(report.best)} by {report.best_provenance}" if report.best else
+            "best: none (no configuration both ranked and passed; see the notes)")
+    if speed:
+        best += f"; {speed[0]:.2f}x vs the current configuration ({_config(report.current)}), {speed[1]}"
+    lines.append(best)
+    vs_ref = report.speedup_vs_reference()
+    if vs_ref:
+        lines.append(f"{vs_ref[0]:.2f}x vs {vs_ref[1]}")
+    if report.reference:
+        ref = report.reference
+        lines.append("reference (plain JAX), " + (ref.get("source") or "XLA") + ": "
+                     + ", ".join(f"{k} {ref[k]:.4g}" for k in ("flops", "bytes_accessed", "optimal_seconds") if k in ref)
+                     + ("; no device time, so no speedup vs the reference" if report.backend == "estimate" else ""))
+    if report.backend == "estimate":
+        lines.append(f"no device backend: ranked by the cost model's {label} (roofline; not a measurement; "
+                     "see README 'Autotuning')")
+    else:
+        lines.append(f"{report.strategy}: {report.evaluations} device evaluations, {report.reused} reused; {report.stopped}")
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)
+
+
+def report_json(report: TuneReport) -> dict[str, Any]:
+    data = to_json(report)
+    data["label"] = report.label
+    speed = report.speedup_vs_current()
+    data["speedup_vs_current"] = {"value": speed[0], "provenance": speed[1]} if speed else None
+    vs_ref = report.speedup_vs_reference()  # device times of the kernel and the reference only
+    data["speedup_vs_reference"] = {"value": vs_ref[0], "baseline": vs_ref[1]} if vs_ref else None
+    return data

@@ -1,0 +1,159 @@
+"""Autotune in the editor: the "Autotune for <chip>" code lens, the ``pallasite.autotune`` command
+(a job with progress and cancel), the hover on a tunable, and the code action that applies the
+best configuration as a versioned edit (never applied without the user choosing it).
+
+The work is engine/tune.py's; this module keeps the last report per document (with the version
+it was computed for) and converts it to LSP. No JAX here: estimates come from the warm worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from lsprotocol import types as lsp
+
+from pallasite.analysis.source import Source
+from pallasite.analysis.tunables import find_tunables
+from pallasite.analysis.types import KernelSite, Span
+from pallasite.engine.tune import TuneOptions, TuneReport, job_progress, tune, worker_estimator, worker_verifier
+
+from .lenses import Lens
+from .lsp_convert import span_to_range
+from .progress import WorkProgress
+
+AUTOTUNE_COMMAND = "pallasite.autotune"
+
+
+@dataclass(frozen=True)
+class Tuned:
+    version: int  # the document version the report was computed for
+    report: TuneReport
+
+
+def reports(ls: Any) -> dict[str, Tuned]:
+    """uri -> the last autotune report of this server (kept on the server object)."""
+    if not hasattr(ls, "tune_reports"):
+        ls.tune_reports = {}
+    return ls.tune_reports
+
+
+def autotune_lenses(sites: Sequence[KernelSite], text: str, path: str, uri: str, chip: str) -> list[Lens]:
+    """One "Autotune for <chip>" lens on the first TPU pallas_call of a file with tunables."""
+    tpu = [s for s in sites if s.backend != "gpu"]
+    if not tpu:
+        return []
+    try:
+        if not find_tunables(Source(text), path):
+            return []
+    except Exception:  # noqa: BLE001 - a lens is never worth a failed request
+        return []
+    return [Lens(tpu[0].call_span, f"Autotune for {chip}", AUTOTUNE_COMMAND, ({"uri": uri},))]
+
+
+def _config(config: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config) if config else "-"
+
+
+def summary(report: TuneReport) -> str:
+    speed = report.speedup_vs_current()
+    text = f"best {_config(report.best)} by {report.best_provenance}"
+    if speed:
+        text += f", {speed[0]:.2f}x vs the current configuration ({speed[1]})"
+    rejected = sum(report.rejected.values())
+    return text + (f"; {rejected} configurations rejected before compiling" if rejected else "")
+
+
+async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) -> dict[str, Any]:
+    """Tune ``doc``'s current text for ``chip`` as an engine job (kind "tune") on the engine's job
+    workers, so saves never wait behind it; LSP progress follows the job, cancelling the command
+    cancels the job. The report is kept for the hover and the apply action."""
+    from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import ResultsStore, StoreError
+
+    engine = ls.session.engine
+    version, text = doc.version, doc.text
+    backend = engine.backend(ls.session.check_options())
+    options = TuneOptions(chip=chip, verify=verify, declared=dict(ls.session.settings.tunables) or None)
+    progress = WorkProgress(ls, f"pallasite: autotuning {Path(doc.path).name} for {chip}", token)
+
+    async def job_body(report: Any) -> TuneReport:
+        to_job = job_progress(report)
+
+        def say(message: str, fraction: float | None = None) -> None:
+            progress.report(message)
+            to_job(message, fraction)
+
+        try:
+            store = ResultsStore.open(workspace_for([doc.path], cwd=Path(doc.path).parent))
+        except StoreError as exc:  # tune all the same; nothing is remembered this time
+            ls.session.log(f"pallasite: autotune without the results store: {exc}")
+            store = None
+        try:
+            return await tune(doc.path, text, options, worker_estimator(backend, doc.path, text, options, on_progress=say),
+                              verifier=worker_verifier(backend, doc.path, text, options, on_progress=say),
+                              store=store, progress=say)
+        finally:
+            if store is not None:
+                store.close()
+
+    progress.begin([])
+    progress.report("estimating configurations")
+    job = engine.jobs.submit("tune", doc.path, job_body)
+    try:
+        job = await engine.jobs.wait(job.id)
+    except asyncio.CancelledError:
+        engine.jobs.cancel(job.id)
+        progress.end("cancelled")
+        raise
+    if job.state != "done":
+        progress.end(job.state)
+        message = (job.error or job.state).removeprefix("TuneError: ")
+        return {"ok": False, "message": message, "job": job.id}
+    report = job.result
+    progress.end(summary(report))
+    reports(ls)[doc.uri] = Tuned(version, report)
+    return {"ok": True, "best": dict(report.best or ()), "provenance": report.best_provenance,
+            "rejected": report.rejected, "message": summary(report), "job": job.id}
+
+
+def apply_action(tuned: Tuned | None, uri: str, version: int, lines: Sequence[str], encoding: str) -> list[lsp.CodeAction]:
+    """"Apply autotuned ..." as a versioned edit, offered only while the document is the version
+    that was tuned and the best configuration differs from the file's."""
+    if tuned is None or tuned.version != version or not tuned.report.edits:
+        return []
+    report = tuned.report
+    edit = lsp.TextDocumentEdit(
+        text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+        edits=[lsp.TextEdit(span_to_range(e.span, lines, encoding), e.new_text) for e in report.edits])
+    title = f"Apply autotuned {_config(report.best)} ({report.best_provenance})"
+    return [lsp.CodeAction(title=title, kind=lsp.CodeActionKind.Source,
+                           edit=lsp.WorkspaceEdit(document_changes=[edit]))]
+
+
+def hover(tuned: Tuned | None, line: int, column: int) -> tuple[str, Span] | None:
+    """Markdown for a tunable under the cursor: the best value, its provenance, the estimate."""
+    if tuned is None:
+        return None
+    report = tuned.report
+    for t in report.tunables:
+        span = t.span or t.value_span
+        if span is None or not span.contains(line, column):
+            continue
+        best = dict(report.best or ())
+        o = report.outcome(report.best) if report.best else None
+        lines = [f"**{t.name}** = {t.default} (tunable, {t.kind}); candidates {', '.join(map(str, t.candidates))}"]
+        if o is not None:
+            lines.append(f"autotune for {report.chip}: best {t.name} = {best.get(t.name)} in {_config(report.best)}, "
+                         f"by {report.best_provenance}")
+            if o.measured_s is not None:
+                lines.append(f"measured on the device: {o.measured_s * 1e6:.1f} us")
+            if o.estimate_s is not None:
+                lines.append(f"{report.label}: {o.estimate_s * 1e6:.1f} us ({o.bound}-bound)")
+            speed = report.speedup_vs_current()
+            if speed:
+                lines.append(f"{speed[0]:.2f}x vs the current configuration ({speed[1]})")
+        return "\n\n".join(lines), span
+    return None

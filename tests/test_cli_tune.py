@@ -1,0 +1,53 @@
+"""`pallasite tune` end to end (a real worker): the JSON report, --apply's exact edit, and a
+second run of the unchanged kernel answered from the results store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from pallasite.engine.client import WorkerClient
+from pallasite.server.cli import main
+
+TUNE = Path(__file__).parent / "data" / "tune"
+
+
+async def _never():
+    raise AssertionError("a worker was started")
+
+
+def test_tune_apply_writes_the_best_estimate_then_reuses_the_store(tmp_path, capsys, monkeypatch):
+    (tmp_path / ".pallasite").mkdir()
+    path = tmp_path / "matmul.py"
+    shutil.copy(TUNE / "matmul.py", path)
+    before = path.read_text()
+    assert main(["tune", str(path), "--target", "v5e", "--format", "json", "--apply", "--verify", "0"]) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out[: out.index("\n}\n") + 2])
+    assert report["label"] == "estimate (v5e)" and report["best_provenance"] == "estimate (v5e)"
+    assert report["speedup_vs_reference"] is None  # no device time: no speedup vs the reference
+    assert report["speedup_vs_current"]["provenance"] == "estimate (v5e)"
+    ok = [o for o in report["outcomes"] if o["status"] == "estimated"]
+    best = dict(report["best"])
+    assert best == dict(min(ok, key=lambda o: o["estimate_s"])["config"])
+    expected = before.replace("def matmul(x, y, *, bm: int = 256, bn: int = 256, bk: int = 512):",
+                              f"def matmul(x, y, *, bm: int = {best['bm']}, bn: int = {best['bn']}, "
+                              f"bk: int = {best['bk']}):")
+    assert path.read_text() == expected != before
+    assert "applied" in out and "+def matmul" in out  # shown as a diff, never silently
+    # the applied file is a new kernel; tune the original text again: answered from the store
+    path.write_text(before)
+    started = []
+    monkeypatch.setattr(WorkerClient, "start", lambda self: started.append(self) or _never())
+    assert main(["tune", str(path), "--target", "v5e", "--verify", "0"]) == 0
+    assert started == []  # no worker at all
+    text = capsys.readouterr().out
+    assert "estimates reused from the results store" in text and "estimate (v5e)" in text
+
+
+def test_tune_without_tunables_exits_1_with_a_reason(tmp_path, capsys):
+    path = tmp_path / "plain.py"
+    path.write_text("def f(x):\n    return x\n")
+    assert main(["tune", str(path), "--no-store"]) == 1
+    assert "no tunables found" in capsys.readouterr().err
