@@ -146,7 +146,8 @@ async def test_progress_reaches_the_callback(warm):
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def fragile():
     """One client the tests below crash, hang and overfill in turn (each death costs one restart)."""
-    client = WorkerClient(WorkerConfig(timeout_s=20, memory_mb=1024, cancel_grace_s=0.5))
+    # 60 s: on a loaded shared host, filling 1 GiB page by page can take longer than 20 s
+    client = WorkerClient(WorkerConfig(timeout_s=60, memory_mb=1024, cancel_grace_s=0.5))
     await client.start()
     yield client
     await client.close()
@@ -254,7 +255,7 @@ async def test_launched_worker_filters_its_own_environment(monkeypatch):
 
 
 async def test_launched_worker_enforces_its_own_memory_limit():
-    async with WorkerClient(launcher_config(memory_mb=1024)) as client:
+    async with WorkerClient(launcher_config(memory_mb=1024, timeout_s=60)) as client:
         reply = await client.request(imp(fixture("allocates_memory.py")))
         assert reply.status == "memory" and reply.exit_code == 86
         assert "above the limit of 1024 MiB" in reply.stderr_tail
