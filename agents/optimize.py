@@ -1,0 +1,316 @@
+"""The "optimize this kernel" loop: plan -> implement -> compile-fix -> test -> autotune -> profile.
+
+    state = new_run(path, original_text)
+    result = await optimize(state, provider, evaluator, options, recorder=recorder, gate=None)
+    result.best, result.table()
+
+``iterate(state, provider, evaluator, options)`` is one iteration (the seam graph search builds
+on: inject any provider and any ``Evaluator``). ``optimize`` loops over it within the budgets.
+Step mode is the same loop with a ``gate``: after each phase it is awaited with what the phase
+produced and answers approve / revise (the user's text is the new instruction) / stop.
+
+Honesty: every candidate is ranked by ONE method, ``evaluator.method`` (device time, or the cost
+model's estimate for a named chip); a candidate that failed compile or test has ``valid=False`` and
+can never be ``best``. The baseline is the original file measured by the same method.
+Every iteration is snapshotted through ``recorder`` (source, plan, results, tokens, seconds); a run
+resumes from its snapshots (``resume_state``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any, Awaitable, Callable, Protocol
+
+from . import implementer, planner
+from .providers import ModelRequest, Provider, ProviderError, Usage
+
+PHASES = ("plan", "implement", "compile", "test", "autotune", "profile")
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """What one evaluation phase found. ``seconds`` is the ranked figure (``label`` says its kind)."""
+
+    ok: bool
+    summary: str
+    evidence: str = ""  # what goes back to the planner on failure (compiler error, test rejection)
+    seconds: float | None = None
+    label: str = ""  # e.g. "estimate (v6e)", "device (TPU v6 lite)"
+    source: str | None = None  # autotune/fix: the changed source
+    data: dict = field(default_factory=dict)
+
+
+class Evaluator(Protocol):
+    """The frozen tests and the timing method. ``method`` names the one way every candidate is timed."""
+
+    method: str
+
+    async def compile(self, source: str) -> PhaseResult: ...
+
+    async def test(self, source: str) -> PhaseResult: ...
+
+    async def measure(self, source: str) -> PhaseResult: ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Step mode's answer after a phase: "approve", "revise" (``text`` is the instruction), "stop"."""
+
+    action: str = "approve"
+    text: str = ""
+
+
+Gate = Callable[[str, dict], Awaitable[Decision]]
+OnPhase = Callable[[int, str, str], Any]  # (iteration, phase, message)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    iterations: int = 3
+    max_tokens: int = 500_000
+    max_seconds: float = 1800.0
+    fix_rounds: int = 1  # compile-fix rounds (the evaluator's ``fix``) per candidate
+    request_timeout_s: float = 120.0
+
+
+@dataclass
+class Iteration:
+    index: int
+    plan: str = ""
+    summary: str = ""
+    source: str | None = None
+    phases: list[dict] = field(default_factory=list)  # {"phase", "ok", "summary", "seconds"}
+    verdict: str = "not run"  # "valid", "compile failed", "incorrect", "no candidate", "model error", "stopped"
+    valid: bool = False
+    time_s: float | None = None
+    label: str = ""
+    evidence: str = ""
+    tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class RunState:
+    run_id: str
+    path: str
+    original: str
+    method: str = ""
+    baseline_s: float | None = None
+    baseline_label: str = ""
+    iterations: list[Iteration] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    stopped: str = ""
+    context: dict = field(default_factory=dict)  # findings, chip table, docs: what the planner reads
+
+    @property
+    def best(self) -> Iteration | None:
+        valid = [it for it in self.iterations if it.valid and it.time_s is not None]
+        return min(valid, key=lambda it: (it.time_s, it.index)) if valid else None
+
+    def speedup(self) -> float | None:
+        best = self.best
+        if best is None or not self.baseline_s or not best.time_s:
+            return None
+        return self.baseline_s / best.time_s
+
+    def table(self) -> list[dict]:
+        """The final table: one row per iteration (what the CLI, the hover and replay print)."""
+        rows = []
+        for it in self.iterations:
+            rows.append({"iteration": it.index, "plan": it.summary, "verdict": it.verdict,
+                         "compiled": _phase_ok(it, "compile"), "correct": _phase_ok(it, "test"),
+                         "time_s": it.time_s, "label": it.label,
+                         "speedup": (self.baseline_s / it.time_s) if it.valid and it.time_s and self.baseline_s else None,
+                         "tokens": it.tokens, "seconds": round(it.seconds, 3),
+                         "best": self.best is it})
+        return rows
+
+
+class Stop(Exception):
+    """The run stops (budget spent, user stopped): ``reason`` is reported."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def new_run(path: str, original: str, run_id: str | None = None) -> RunState:
+    return RunState(run_id=run_id or uuid.uuid4().hex[:12], path=path, original=original)
+
+
+def _phase_ok(it: Iteration, name: str) -> bool | None:
+    found = [p["ok"] for p in it.phases if p["phase"] == name]
+    return found[-1] if found else None
+
+
+async def _ask(provider: Provider, request: ModelRequest, state: RunState, it: Iteration,
+               recorder: Any, budgets: Budgets) -> str:
+    if state.usage.total_tokens >= budgets.max_tokens:
+        raise Stop(f"token budget spent ({state.usage.total_tokens} >= {budgets.max_tokens})")
+    started = time.monotonic()
+    try:
+        reply = await provider.complete(request)
+    except ProviderError as err:
+        if recorder is not None:
+            recorder.call(state.run_id, it.index, provider, request, None, str(err), Usage(), time.monotonic() - started)
+        raise
+    state.usage = state.usage + reply.usage
+    it.tokens += reply.usage.total_tokens
+    if recorder is not None:
+        recorder.call(state.run_id, it.index, provider, request, reply.text, None, reply.usage, reply.seconds)
+    return reply.text
+
+
+def _history(state: RunState) -> list[dict]:
+    return [{"iteration": it.index, "plan": it.summary, "verdict": it.verdict, "time_s": it.time_s,
+             "label": it.label, "evidence": it.evidence[:1500]} for it in state.iterations]
+
+
+async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
+                  recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None,
+                  instruction: str = "") -> Iteration:
+    """One iteration; appended to ``state.iterations`` and returned. Failures are data (``verdict``)."""
+    it = Iteration(index=len(state.iterations) + 1)
+    state.iterations.append(it)
+    started = time.monotonic()
+    say = on_phase or (lambda i, p, m: None)
+    base = state.best.source if state.best else state.original
+
+    def phase(name: str, result: PhaseResult) -> PhaseResult:
+        it.phases.append({"phase": name, "ok": result.ok, "summary": result.summary})
+        say(it.index, name, ("ok: " if result.ok else "failed: ") + result.summary)
+        return result
+
+    async def pause(name: str, payload: dict) -> Decision:
+        return await gate(name, payload) if gate is not None else Decision()
+
+    try:
+        # plan (step mode: approve, or revise with the user's edited plan as the instruction)
+        say(it.index, "plan", "planning")
+        text = await _ask(provider, planner.request(state, base, _history(state), instruction, budgets.request_timeout_s),
+                          state, it, recorder, budgets)
+        it.summary, it.plan = planner.parse(text)
+        while True:
+            decision = await pause("plan", {"iteration": it.index, "plan": it.plan, "summary": it.summary})
+            if decision.action == "stop":
+                raise Stop("stopped by the user after the plan")
+            if decision.action != "revise":
+                break
+            it.summary, it.plan = planner.parse(decision.text) if decision.text.strip() else (it.summary, it.plan)
+            break
+        phase("plan", PhaseResult(True, it.summary))
+        # implement (step mode: the candidate is shown as a diff before it is applied)
+        say(it.index, "implement", "writing the candidate")
+        extra = ""
+        while True:
+            text = await _ask(provider, implementer.request(base, it.plan, extra, budgets.request_timeout_s),
+                              state, it, recorder, budgets)
+            candidate = implementer.parse(text)
+            if candidate is None:
+                phase("implement", PhaseResult(False, "the reply holds no kernel source"))
+                it.verdict, it.evidence = "no candidate", "the implementer's reply held no Python source block"
+                return it
+            decision = await pause("implement", {"iteration": it.index, "diff": implementer.diff(base, candidate, state.path),
+                                                 "source": candidate})
+            if decision.action == "stop":
+                raise Stop("stopped by the user before applying the candidate")
+            if decision.action == "revise":
+                extra = decision.text
+                continue
+            break
+        it.source = candidate
+        phase("implement", PhaseResult(True, f"{len(candidate.splitlines())} lines"))
+        # compile, with the fixer's rounds
+        say(it.index, "compile", "compiling")
+        result = phase("compile", await evaluator.compile(candidate))
+        rounds = 0
+        while not result.ok and rounds < budgets.fix_rounds and hasattr(evaluator, "fix"):
+            rounds += 1
+            say(it.index, "compile", f"fixing (round {rounds})")
+            fixed = await evaluator.fix(candidate, result)
+            if not fixed.ok or not fixed.source:
+                break
+            candidate = it.source = fixed.source
+            result = phase("compile", await evaluator.compile(candidate))
+        if not result.ok:
+            it.verdict, it.evidence = "compile failed", result.evidence or result.summary
+            return it
+        # the frozen tests
+        say(it.index, "test", "testing against the frozen reference")
+        result = phase("test", await evaluator.test(candidate))
+        if not result.ok:
+            it.verdict, it.evidence = "incorrect", result.evidence or result.summary
+            return it
+        # autotune (optional) and the measurement by the run's one method
+        if hasattr(evaluator, "tune"):
+            say(it.index, "autotune", "tuning")
+            tuned = phase("autotune", await evaluator.tune(candidate))
+            if tuned.ok and tuned.source and tuned.source != candidate:
+                check = await evaluator.test(tuned.source)
+                if check.ok:
+                    candidate = it.source = tuned.source
+        say(it.index, "profile", f"measuring ({evaluator.method})")
+        measured = phase("profile", await evaluator.measure(candidate))
+        if not measured.ok or measured.seconds is None:
+            it.verdict, it.evidence = "not measured", measured.evidence or measured.summary
+            return it
+        it.valid, it.verdict = True, "valid"
+        it.time_s, it.label = measured.seconds, measured.label or evaluator.method
+        if state.baseline_s and measured.seconds >= state.baseline_s:
+            it.evidence = f"correct but not faster: {measured.seconds:.3e} s vs baseline {state.baseline_s:.3e} s ({it.label})"
+        await pause("profile", {"iteration": it.index, "time_s": it.time_s, "label": it.label})
+        return it
+    except ProviderError as err:
+        it.verdict, it.evidence = "model error", f"{err.kind}: {err}"
+        return it
+    except Stop:
+        it.verdict = "stopped"
+        raise
+    finally:
+        it.seconds = time.monotonic() - started
+        state.seconds += it.seconds
+        if recorder is not None:
+            recorder.snapshot(state, it)
+
+
+async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
+                   recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None) -> RunState:
+    """Up to ``budgets.iterations`` iterations (counting resumed ones); the best valid candidate wins."""
+    state.method, state.stopped = evaluator.method, ""
+    if state.baseline_s is None:  # the baseline: the original, by the same method
+        base = await evaluator.measure(state.original)
+        state.baseline_s, state.baseline_label = base.seconds, base.label or evaluator.method
+        if recorder is not None:
+            recorder.header(state)
+    try:
+        while len(state.iterations) < budgets.iterations:
+            if state.seconds >= budgets.max_seconds:
+                raise Stop(f"time budget spent ({state.seconds:.0f} s >= {budgets.max_seconds:g} s)")
+            await iterate(state, provider, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase)
+        state.stopped = state.stopped or f"iteration budget reached ({budgets.iterations})"
+    except Stop as stop:
+        state.stopped = stop.reason
+    if recorder is not None:
+        recorder.finish(state)
+    return state
+
+
+# ----------------------------------------------------------------------------- snapshots
+
+
+def state_json(state: RunState) -> dict:
+    data = asdict(state)
+    data["usage"] = asdict(state.usage)
+    data["table"] = state.table()
+    return data
+
+
+def state_from_json(data: dict) -> RunState:
+    iterations = [Iteration(**it) for it in data.get("iterations", [])]
+    usage = Usage(**{k: v for k, v in (data.get("usage") or {}).items() if k in Usage.__dataclass_fields__})
+    fields = {k: data[k] for k in ("run_id", "path", "original", "method", "baseline_s", "baseline_label",
+                                   "seconds", "stopped", "context") if k in data}
+    return RunState(**fields, iterations=iterations, usage=usage)

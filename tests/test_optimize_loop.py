@@ -1,0 +1,122 @@
+"""The optimize loop with the scripted provider and an injected evaluator (no workers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pallasite.agents.optimize import Budgets, Decision, PhaseResult, new_run, optimize
+from pallasite.agents.optimize_record import OptimizeRecorder, export, load, replay_table
+from pallasite.agents.providers import ProviderConfig
+from pallasite.agents.providers_scripted import ScriptedProvider
+
+
+class MarkerEvaluator:
+    """Judges a source by markers in it: BROKEN fails to compile, WRONG fails the tests, COST=<s> is
+    the estimate (a stand-in for the worker; the real one is tested in test_optimize_e2e.py)."""
+
+    method = "estimate (v6e)"
+
+    def __init__(self) -> None:
+        self.measured: list[str] = []
+
+    async def compile(self, source):
+        return PhaseResult("BROKEN" not in source, "compiles" if "BROKEN" not in source else "error",
+                           evidence="ValueError: block shape (7, 128) not divisible by (8, 128)")
+
+    async def test(self, source):
+        return PhaseResult("WRONG" not in source, "matches", evidence="max abs error 1.0 > atol 1e-2")
+
+    async def measure(self, source):
+        self.measured.append(source)
+        cost = float(source.split("COST=")[1].split()[0]) if "COST=" in source else 1.0
+        return PhaseResult(True, "estimated", seconds=cost, label=self.method)
+
+
+ORIGINAL = "import jax\n# COST=1.0\n"
+
+
+def script(*sources):
+    out = []
+    for i, src in enumerate(sources):
+        out += [f"Plan {i + 1}: try something\nDetails.", f"```python\n{src}```"]
+    return out
+
+
+@pytest.fixture
+def provider():
+    return ScriptedProvider(ProviderConfig(name="scripted"), script(
+        "import jax\n# BROKEN COST=0.1\n", "import jax\n# WRONG COST=0.2\n", "import jax\n# COST=0.5\n"))
+
+
+async def test_three_iterations_right_one_wins(provider, tmp_path):
+    ev = MarkerEvaluator()
+    rec = OptimizeRecorder(tmp_path)
+    state = await optimize(new_run("k.py", ORIGINAL), provider, ev, Budgets(iterations=3, fix_rounds=0), recorder=rec)
+    assert [it.verdict for it in state.iterations] == ["compile failed", "incorrect", "valid"]
+    assert state.best.index == 3 and state.speedup() == pytest.approx(2.0)
+    # the failing candidates were never measured: cheaper estimates cannot make them win
+    assert all("BROKEN" not in s and "WRONG" not in s for s in ev.measured)
+    # evidence of a failure goes back to the planner
+    second_plan = provider.requests[2].prompt
+    assert "compile failed" in second_plan and "not divisible" in second_plan
+    assert "max abs error" in provider.requests[4].prompt
+    # replay from the store's export gives the same table
+    exported = export(rec.store, state.run_id)
+    assert replay_table(exported) == state.table()
+    rec.close()
+
+
+async def test_budget_of_tokens_stops_the_run(provider):
+    state = await optimize(new_run("k.py", ORIGINAL), provider, MarkerEvaluator(),
+                           Budgets(iterations=3, max_tokens=1, fix_rounds=0))
+    assert "token budget" in state.stopped and len(state.iterations) <= 2
+
+
+async def test_resume_after_a_crash_mid_iteration(tmp_path):
+    class Crash(Exception):
+        pass
+
+    class Crashing(MarkerEvaluator):
+        async def test(self, source):
+            if "COST=0.5" in source:
+                raise Crash()
+            return await super().test(source)
+
+    responses = script("import jax\n# BROKEN\n", "import jax\n# COST=0.5\n")
+    rec = OptimizeRecorder(tmp_path)
+    state = new_run("k.py", ORIGINAL)
+    with pytest.raises(Crash):
+        await optimize(state, ScriptedProvider(ProviderConfig(name="scripted"), responses), Crashing(),
+                       Budgets(iterations=2, fix_rounds=0), recorder=rec)
+    resumed = load(rec.store, state.run_id)
+    assert [it.verdict for it in resumed.iterations] == ["compile failed"]
+    # the second iteration re-runs (its plan and candidate asked again), the first is not repeated
+    again = ScriptedProvider(ProviderConfig(name="scripted"), responses[2:])
+    done = await optimize(resumed, again, MarkerEvaluator(), Budgets(iterations=2, fix_rounds=0), recorder=rec)
+    assert [it.verdict for it in done.iterations] == ["compile failed", "valid"] and len(again.requests) == 2
+    rec.close()
+
+
+async def test_step_mode_approve_revise_approve(provider):
+    seen = []
+
+    async def gate(phase, payload):
+        seen.append(phase)
+        if phase == "plan" and payload["iteration"] == 2:
+            return Decision("revise", "Use a bigger block\nmy own plan")
+        return Decision("approve")
+
+    state = await optimize(new_run("k.py", ORIGINAL), provider, MarkerEvaluator(),
+                           Budgets(iterations=3, fix_rounds=0), gate=gate)
+    assert state.iterations[1].summary == "Use a bigger block"
+    assert "my own plan" in provider.requests[3].prompt  # the implementer got the user's plan
+    assert seen[:2] == ["plan", "implement"]
+
+
+async def test_stop_in_step_mode():
+    async def gate(phase, payload):
+        return Decision("stop")
+
+    prov = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n"))
+    state = await optimize(new_run("k.py", ORIGINAL), prov, MarkerEvaluator(), Budgets(iterations=3), gate=gate)
+    assert "stopped by the user" in state.stopped and state.best is None
