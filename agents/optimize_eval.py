@@ -1,0 +1,133 @@
+"""The optimize loop's evaluator over the engine: the frozen tests and one timing method.
+
+- ``compile``: the checker's tiers (0-1 by default, 2 with libtpu) on the candidate's text, in
+  worker processes; an error finding fails it (its message and line are the evidence).
+- ``test``: the ``time`` op's integrity checks (runner/timing.py): fresh random inputs twice,
+  NaN-prefilled outputs, unchanged inputs, the pallas_call really ran and reached the output,
+  and a second shape when the task allows one. Without a device backend it runs in TPU interpret
+  mode on CPU (``runs=1``: correctness only; the CPU time is discarded).
+- ``measure``: with a device backend the ``time`` op's device median (label ``device (<kind>)``);
+  a reply that is not a device timing is refused, so CPU time never ranks. Without one the cost
+  model's roofline estimate for the chip (``estimate (<chip>)``).
+
+The reference, the inputs and the tolerances are the file's own and are read from the ORIGINAL
+file: the candidate's text is checked with the original's ``example_inputs``/``reference`` spliced
+back in (``freeze``), so a candidate cannot change its tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pallasite.analysis.types import from_json, to_json
+
+from .optimize import PhaseResult
+
+TEST_NAMES = ("example_inputs", "reference", "TOLERANCE", "TOLERANCES", "CONFIG", "create_inputs", "workload")
+
+
+def frozen_parts(original: str) -> dict[str, str]:
+    """The original file's test definitions (top-level ``def``/assignment of TEST_NAMES), by name."""
+    import ast
+
+    tree = ast.parse(original)
+    lines = original.splitlines(keepends=True)
+    out = {}
+    for node in tree.body:
+        names = [node.name] if isinstance(node, (ast.FunctionDef,)) else \
+            [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+        for name in names:
+            if name in TEST_NAMES:
+                start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno]) - 1
+                out[name] = "".join(lines[start:node.end_lineno])
+    return out
+
+
+def freeze(candidate: str, frozen: dict[str, str]) -> str:
+    """The candidate with the original's test definitions: its own versions are dropped and the
+    originals appended (the last definition wins in Python)."""
+    if not frozen:
+        return candidate
+    return candidate.rstrip("\n") + "\n\n\n# --- frozen tests (pallasite optimize: from the original file) ---\n" + \
+        "\n\n".join(text.rstrip("\n") for text in frozen.values()) + "\n"
+
+
+class EngineEvaluator:
+    def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str = "v6e",
+                 device: Any = None, timeout_s: float = 300.0) -> None:
+        self.engine, self.path, self.options, self.chip = engine, path, options, chip
+        self.device, self.timeout_s = device, timeout_s
+        self.frozen = frozen_parts(original)
+        self.device_kind = ""
+        self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
+
+    def _text(self, source: str) -> str:
+        return freeze(source, self.frozen)
+
+    async def compile(self, source: str) -> PhaseResult:
+        try:
+            compile(source, self.path, "exec")
+        except SyntaxError as err:
+            return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
+        report = await self.engine.check(self.path, self.options, self._text(source), purpose="job")
+        errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
+        if errors:
+            first = errors[0]
+            evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
+            return PhaseResult(False, f"{len(errors)} error(s): {first.code}", evidence=evidence)
+        tiers = ",".join(str(t) for t in self.options.tiers)
+        return PhaseResult(True, f"no errors (tiers {tiers}, {self.chip})")
+
+    async def _time(self, source: str, *, runs: int) -> Any:
+        from pallasite.engine.sources import sources_for
+        from pallasite.runner.messages import TimeParams
+
+        params = TimeParams(source=sources_for(self.path, self._text(source)), runs=runs, warmup=0 if runs == 1 else 2,
+                            extra_shape=True)
+        if self.device is not None:
+            from pallasite.engine.timing import run_timing
+
+            run = await run_timing(self.device, params, timeout_s=self.timeout_s)
+            return run.reply
+        return await self.engine.backend(self.options).request(params, purpose="job", timeout_s=self.timeout_s)
+
+    async def test(self, source: str) -> PhaseResult:
+        reply = await self._time(source, runs=1)
+        if not reply.ok:
+            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
+            return PhaseResult(False, f"the test run failed ({reply.status})", evidence=why[:2000])
+        result = reply.result
+        if result.verdict != "ok":
+            tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
+            return PhaseResult(False, f"rejected by the frozen tests", evidence=tricks[:2000])
+        shapes = (result.checks or {}).get("inputs")
+        where = "interpret mode on CPU" if result.provenance == "interpret" else (result.provenance or "")
+        return PhaseResult(True, f"matches the reference ({where})", data={"checks": to_json(result.checks),
+                                                                            "inputs": shapes})
+
+    async def measure(self, source: str) -> PhaseResult:
+        if self.device is not None:
+            reply = await self._time(source, runs=20)
+            if not reply.ok or reply.result.candidate is None:
+                return PhaseResult(False, "not timed", evidence=(reply.message or str(reply.result and reply.result.error)))
+            m = reply.result.candidate
+            if str(getattr(m.provenance, "value", m.provenance)) != "device" or not m.median_ns:
+                return PhaseResult(False, "not a device timing: CPU time never ranks a candidate",
+                                   evidence=f"the {self.device.kind} backend answered {m.provenance} timings")
+            self.device_kind = m.device_kind or ""
+            return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
+                               label=f"device ({m.device_kind})")
+        from pallasite.engine.sources import sources_for
+        from pallasite.runner.messages import EstimateParams
+
+        params = EstimateParams(source=sources_for(self.path, self._text(source)), chip=self.chip, probe=False)
+        reply = await self.engine.backend(self.options).request(params, purpose="job", timeout_s=self.timeout_s)
+        if not reply.ok:
+            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
+            return PhaseResult(False, "not estimated", evidence=why[:2000])
+        est = reply.result.estimates[0] if reply.result.estimates else None
+        if est is None or est.status != "ok" or not est.seconds:
+            return PhaseResult(False, "not estimated", evidence=(est.error if est else "no estimate") or "")
+        return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound", seconds=est.seconds,
+                           label=est.label, data={"bound": est.bound})

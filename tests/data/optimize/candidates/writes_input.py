@@ -1,0 +1,33 @@
+"""Candidate: writes the sum into x's buffer (aliased input): the caller's input changes."""
+
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def add_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...]
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def add(x, y):
+    spec = pl.BlockSpec((128, x.shape[1]), lambda i: (i, 0))
+    return pl.pallas_call(
+        add_kernel,
+        grid=(x.shape[0] // 128,),
+        in_specs=[spec, spec],
+        out_specs=spec,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        input_output_aliases={0: 0},
+    )(x, y)
+
+
+def example_inputs(rows: int = 256, cols: int = 128):
+    return (jax.ShapeDtypeStruct((rows, cols), jnp.float32), jax.ShapeDtypeStruct((rows, cols), jnp.float32))
+
+
+def reference(x, y):
+    return x + y
