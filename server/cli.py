@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fix": ("pallasite.server.cmd_fix", "an LLM proposes a minimal fix; printed only once the checker verified it"),
     "time": ("pallasite.server.cmd_time", "time a kernel against its XLA reference, after checking it cannot game the timing"),
     "profile": ("pallasite.server.cmd_time", "profile a kernel: per-kernel time, FLOP/s and bytes/s vs the roofline, the trace"),
+    "optimize": ("pallasite.server.cmd_optimize", "the optimize loop: plan, implement, test, tune, measure; best valid candidate wins"),
     "tune": ("pallasite.server.cmd_tune", "autotune a kernel's block sizes for a TPU chip (cost model; device when given)"),
     "serve": ("pallasite.server.cmd_serve", "run the language server (stdio, or --tcp on 127.0.0.1)"),
     "worker": ("pallasite.runner.worker", "run a worker: JSON lines on stdin/stdout (used by the server, ssh and Ray)"),

@@ -1,0 +1,192 @@
+"""`pallasite optimize FILE`: the plan -> implement -> compile-fix -> test -> autotune -> profile loop.
+
+    pallasite optimize kernel.py --provider gemini --iterations 5
+    pallasite optimize kernel.py --mode step                 # pause after each phase (approve/revise/stop)
+    pallasite optimize kernel.py --resume 3f2a9c01d4e5       # continue a crashed or cancelled run
+    pallasite optimize kernel.py --provider replay:3f2a9c01d4e5   # re-run with the recorded replies
+    pallasite optimize --export 3f2a9c01d4e5 kernel.py       # the run as JSON (replays to the same table)
+    pallasite optimize kernel.py --format json               # the final table as JSON
+
+Each phase is printed live (stderr in json format). Without a device backend (``--backend estimate``,
+the default) candidates are checked in TPU interpret mode on CPU and ranked by the cost model's
+estimate for ``--target``; with ``--backend local|ssh|ray`` on a machine with a TPU they are
+timed on the device (a worker that answers CPU timings ranks nothing). The winner is written beside
+the original (``<name>.optimized.py``) or over it with ``--apply``. Exit status: 0 a faster valid
+candidate, 1 none, 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+JSON_VERSION = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("path", metavar="FILE", help="the kernel file to optimize")
+    parser.add_argument("--mode", choices=("auto", "step"), default="auto",
+                        help="auto: run unattended; step: pause after each phase for approve / revise / stop")
+    parser.add_argument("--iterations", type=int, default=3, help="iterations at most (default 3)")
+    parser.add_argument("--max-tokens", type=int, default=500_000, help="token budget of the whole run")
+    parser.add_argument("--max-seconds", type=float, default=1800.0, help="time budget of the whole run")
+    parser.add_argument("--provider", help="gemini, openai, scripted, or replay:<run-id> (default: agent.provider)")
+    parser.add_argument("--model", help="the model name (default: the provider's)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (openai) or an API endpoint override (gemini)")
+    parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
+    parser.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
+    parser.add_argument("--target", help="TPU chip of the estimate and the checks (default from settings)")
+    parser.add_argument("--backend", choices=("estimate", "local", "ssh", "ray"), default="estimate",
+                        help="estimate (no device: interpret-mode tests, cost-model ranking) or where a device worker runs")
+    parser.add_argument("--host", help="ssh: the host running `pallasite worker`")
+    parser.add_argument("--ssh-command", help="ssh: the whole launcher command line ({worker} marks the worker command)")
+    parser.add_argument("--ray-address", help="ray: the cluster address")
+    parser.add_argument("--resume", metavar="RUN_ID", help="continue a recorded run from its last snapshot")
+    parser.add_argument("--export", action="store_true", help="print the run named by --resume as JSON and exit")
+    parser.add_argument("--apply", action="store_true", help="write the winner over FILE (default: FILE.optimized.py)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="format of the final table")
+
+
+def table_text(state) -> str:
+    """The final table (what each column means: README 'Optimize')."""
+    rows = [f"{'it':>2}  {'verdict':<15} {'compiled':<8} {'correct':<7} {'time':>11}  {'speedup':>8}  {'tokens':>7}  plan"]
+    for r in state.table():
+        mark = "*" if r["best"] else " "
+        t = f"{r['time_s'] * 1e6:.2f} us" if r["time_s"] else "-"
+        s = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
+        yn = {True: "yes", False: "no", None: "-"}
+        rows.append(f"{r['iteration']:>2}{mark} {r['verdict']:<15} {yn[r['compiled']]:<8} {yn[r['correct']]:<7} {t:>11}  "
+                    f"{s:>8}  {r['tokens']:>7}  {r['plan'][:60]}")
+    base = f"{state.baseline_s * 1e6:.2f} us" if state.baseline_s else "not measured"
+    rows.append(f"times: {state.method}; baseline: the original file, {base} by the same method; speedup = baseline / time")
+    best = state.best
+    rows.append(f"winner: iteration {best.index}, {state.speedup():.2f}x vs the original ({best.label})" if best and state.speedup()
+                else "winner: none (no valid candidate)")
+    rows.append(f"budget: {len(state.iterations)} iteration(s), {state.usage.total_tokens} tokens, {state.seconds:.1f} s; "
+                f"stopped: {state.stopped}; run id {state.run_id}")
+    return "\n".join(rows)
+
+
+def _console_gate(plans_dir: Path, run_id: str):
+    from pallasite.agents.optimize import Decision
+
+    async def gate(phase: str, payload: dict) -> Decision:
+        if phase == "plan":
+            plans_dir.mkdir(parents=True, exist_ok=True)
+            plan_file = plans_dir / f"{run_id}-{payload['iteration']}.md"
+            plan_file.write_text(payload["plan"] + "\n", encoding="utf-8")
+            print(f"\nplan (edit {plan_file} to revise it):\n{payload['plan']}\n", file=sys.stderr)
+        elif phase == "implement":
+            print(payload["diff"], file=sys.stderr)
+        else:
+            return Decision("approve")
+        answer = (await asyncio.to_thread(input, "[a]pprove, [r]evise, [s]top? ")).strip().lower()
+        if answer.startswith("s"):
+            return Decision("stop")
+        if answer.startswith("r"):
+            if phase == "plan":
+                return Decision("revise", plan_file.read_text(encoding="utf-8"))
+            return Decision("revise", await asyncio.to_thread(input, "what should change? "))
+        return Decision("approve")
+
+    return gate
+
+
+def run(args: argparse.Namespace) -> int:
+    from pallasite.agents.optimize import Budgets, new_run, optimize
+    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.optimize_record import OptimizeRecorder, export, load
+    from pallasite.agents.providers import ProviderError, make_provider
+    from pallasite.engine.checker import TARGETS, read_source
+    from pallasite.engine.engine import Engine
+    from pallasite.engine.remote import BackendSettings
+    from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import store_path
+    from pallasite.server.cmd_fix import _settings
+
+    path = args.path
+    fail = lambda m: (print(f"pallasite optimize: error: {m}", file=sys.stderr), 2)[1]  # noqa: E731
+    if not Path(path).is_file():
+        return fail(f"{path}: no such file")
+    if args.iterations < 1:
+        return fail(f"--iterations {args.iterations}: give at least 1")
+    args.rounds = None
+    settings, agent, provider_name = _settings(args)
+    chip = args.target or settings.target
+    if chip not in TARGETS:
+        return fail(f"--target {chip!r}: unknown chip; choose one of {', '.join(TARGETS)}")
+    workspace = workspace_for([path])
+    recorder = OptimizeRecorder(workspace)
+    if args.export:
+        if not args.resume or recorder.store is None:
+            return fail("--export needs --resume RUN_ID and a readable results store")
+        try:
+            print(json.dumps(export(recorder.store, args.resume), indent=2))
+        except KeyError as err:
+            return fail(err.args[0])
+        return 0
+    text = read_source(path)
+    if args.resume:
+        state = load(recorder.store, args.resume) if recorder.store is not None else None
+        if state is None:
+            return fail(f"--resume {args.resume}: no such run in {store_path(workspace)}")
+    else:
+        state = new_run(str(Path(path).resolve()), text)
+    state.context.setdefault("chip", chip)
+    device = None
+    if args.backend != "estimate":
+        device = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command, ray_address=args.ray_address)
+        try:
+            device.validate()
+        except ValueError as err:
+            return fail(str(err))
+    config = dataclasses.replace(agent.provider_config(provider_name), store_path=str(store_path(workspace)))
+    budgets = Budgets(iterations=args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
+                      fix_rounds=0, request_timeout_s=agent.requestTimeoutS)
+
+    def on_phase(iteration: int, phase: str, message: str) -> None:
+        print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
+
+    async def go():
+        model = make_provider(config)
+        engine = Engine(workspace=workspace)
+        options = dataclasses.replace(settings.check_options([t for t in settings.tiers if t in (0, 1, 2)]), target=chip)
+        try:
+            evaluator = EngineEvaluator(engine, path, state.original, options, chip=chip, device=device)
+            gate = _console_gate(Path(workspace) / ".pallasite" / "plans", state.run_id) if args.mode == "step" else None
+            print(f"pallasite optimize: run {state.run_id}, {args.mode} mode, {evaluator.method}, provider "
+                  f"{config.label()}", file=sys.stderr, flush=True)
+            return await optimize(state, model, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase)
+        finally:
+            await model.close()
+            await engine.close()
+
+    try:
+        final = asyncio.run(go())
+    except ProviderError as err:
+        return fail(str(err))
+    finally:
+        recorder.close()
+    best = final.best
+    written = None
+    if best is not None and final.speedup() and final.speedup() > 1.0:
+        target = Path(path) if args.apply else Path(path).with_suffix(".optimized.py")
+        target.write_text(best.source, encoding="utf-8")
+        written = str(target)
+    if args.format == "json":
+        print(json.dumps({"version": JSON_VERSION, "tool": "pallasite optimize", "run_id": final.run_id,
+                          "method": final.method, "baseline_s": final.baseline_s, "table": final.table(),
+                          "best": best.index if best else None, "speedup": final.speedup(), "written": written,
+                          "stopped": final.stopped, "usage": dataclasses.asdict(final.usage),
+                          "seconds": final.seconds, "problems": recorder.problems}, indent=2))
+    else:
+        print(table_text(final))
+        if written:
+            print(f"the winner is in {written}")
+        for problem in recorder.problems:
+            print(f"note: {problem}")
+    return 0 if written else 1
