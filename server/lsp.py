@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
 
-from . import actions, fix_command, hover, hover_sources, lenses, timing_lsp, tune_lsp
+from . import actions, fix_command, hover, hover_sources, lenses, optimize_lsp, timing_lsp, tune_lsp
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
@@ -167,6 +167,7 @@ def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
     lines = text_lines(doc.text)
     line, column = position_from_client(params.position, lines, ls.session.encoding)
     found = (tune_lsp.hover(tune_lsp.reports(ls).get(doc.uri), line, column)
+             or optimize_lsp.hover(optimize_lsp.runs(ls).get(doc.uri), doc.analysis.sites, line, column)
              or hover_sources.hover_content(ls.session, doc, line, column))
     if found is None:
         return None
@@ -189,7 +190,9 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
                                                    timing_lsp.backend_label(ls.session.settings),
                                                    timing_lsp.results(ls.session).get(doc.path)),
                          *tune_lsp.autotune_lenses(doc.analysis.sites, doc.text, doc.path, doc.uri,
-                                                   ls.session.settings.target)]]
+                                                   ls.session.settings.target),
+                         *optimize_lsp.optimize_lenses(doc.analysis.sites, doc.uri),
+                         *optimize_lsp.step_lenses(doc.path, doc.uri)]]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -350,6 +353,76 @@ async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         return {"ok": False, "message": "cancelled"}
     ls.session.show(f"pallasite: {result['message']}", lsp.MessageType.Info)
     return result
+
+
+@server.command(optimize_lsp.OPTIMIZE_COMMAND)
+async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Optimize a document: ``{"uri", "mode": "auto"|"step", "iterations": 3, "winner": "file"|"edit"}``.
+    The winner goes to ``<name>.optimized.py`` beside the original, or (``edit``) is applied to the
+    document as a versioned edit; the hover on the kernel then shows the run."""
+    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    doc = _doc(ls, options.get("uri") or "")
+    if doc is None:
+        return {"ok": False, "message": f"pallasite.optimize: {options.get('uri')!r} is not an open document."}
+    mode, iterations, winner = options.get("mode", "auto"), options.get("iterations", 3), options.get("winner", "file")
+    if mode not in ("auto", "step") or winner not in ("file", "edit") or not isinstance(iterations, int) or iterations < 1:
+        return {"ok": False, "message": "pallasite.optimize: mode is auto or step, winner file or edit, "
+                                        f"iterations a positive count (got {mode!r}, {winner!r}, {iterations!r})."}
+    folder = ls.session.folder_of(doc.path)
+    if not await ls.session.trusted_or_ask(folder):
+        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to optimize it."}
+    if not ls.session.settings.agent.provider:
+        return {"ok": False, "message": "pallasite.optimize: no LLM provider is configured (agent.provider)."}
+    token = await _progress_token(ls)
+    version = doc.version
+    try:
+        result = await optimize_lsp.run(ls, doc, mode, iterations, winner, token)
+    except asyncio.CancelledError:
+        return {"ok": False, "message": "cancelled"}
+    except Exception as exc:  # noqa: BLE001 - a provider or store problem is a message, never a crash
+        return {"ok": False, "message": f"pallasite.optimize: {type(exc).__name__}: {exc}"}
+    new_text = result.pop("edit", None)
+    if new_text is not None:
+        lines = text_lines(doc.text)
+        end = lsp.Position(len(lines), 0)
+        edit = lsp.TextDocumentEdit(text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=version),
+                                    edits=[lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), new_text)])
+        applied = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+            edit=lsp.WorkspaceEdit(document_changes=[edit]), label="pallasite: optimized kernel"))
+        result["applied"] = bool(applied and applied.applied)
+    ls.session.show(f"pallasite: {result['message']}", lsp.MessageType.Info)
+    return result
+
+
+def _step_decision(ls: PallasiteServer, args: Any, action: str) -> dict[str, Any]:
+    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    from pygls.uris import to_fs_path
+
+    uri = options.get("uri") or ""
+    path = to_fs_path(uri) or ""
+    doc = ls.workspace.text_documents.get(uri)
+    text = doc.source if doc is not None else (Path(path).read_text(encoding="utf-8") if Path(path).is_file() else "")
+    if "text" in options:
+        text = str(options["text"])
+    if not optimize_lsp.decide(ls, path, action, text):
+        return {"ok": False, "message": f"no optimize run is waiting on {path}"}
+    return {"ok": True}
+
+
+@server.command(optimize_lsp.APPROVE_COMMAND)
+def optimize_approve(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    return _step_decision(ls, args, "approve")
+
+
+@server.command(optimize_lsp.REVISE_COMMAND)
+def optimize_revise(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Revise: the plan document's current text is the new plan (for a diff: the revision note)."""
+    return _step_decision(ls, args, "revise")
+
+
+@server.command(optimize_lsp.STOP_COMMAND)
+def optimize_stop(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    return _step_decision(ls, args, "stop")
 
 
 @server.command("pallasite.selectTarget")
