@@ -45,7 +45,7 @@ from pallasite.analysis.types import (
 )
 
 from pallasite.runner import chips
-from . import locate, reply_failures
+from . import locate, reply_failures, tier3_request
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
@@ -217,7 +217,9 @@ class Checker:
             if on_progress is not None and message:
                 on_progress(message)
 
-        first = (1,) if reuse else tiers  # with the cache: tier 1 first, then tiers 2 and 3 as needed
+        split3 = 3 in tiers and len(tiers) > 1  # tier 3 on its own: a limit it reaches loses only tier 3
+        before3 = tuple(t for t in tiers if t != 3) if split3 else tiers
+        first = (1,) if reuse else before3  # with the cache: tier 1 first, then tier 2 as needed
         reply = await self._request(client, path, text, first, progress)
         status = reply.status
         if status != "ok":
@@ -230,7 +232,14 @@ class Checker:
         reused: dict[str, CachedVerdict] = {}
         if reuse:
             reused = await self._tier2_from_cache_or_worker(
-                client, cache, path, text, analysis, result, tiers, findings, progress, last_stage)
+                client, cache, path, text, analysis, result, before3, findings, progress, last_stage)
+        if split3:
+            await tier3_request.run_tier3(
+                lambda ask, names: self._request(client, path, text, ask, progress, entries=names), result, findings,
+                lambda failed, ask: self._failure(failed, path, text, analysis, last_stage, ask),
+                lambda failed: tier3_request.resource_stop(failed, text, analysis, last_stage, self.options.target,
+                                                           {"time_limit_s": self.options.time_limit_s,
+                                                            "memory_mb": self.options.memory_mb}, path))
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
