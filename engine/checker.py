@@ -45,7 +45,7 @@ from pallasite.analysis.types import (
 )
 
 from pallasite.runner import chips
-from . import locate, reply_failures, tier3_request
+from . import locate, reach, reply_failures, tier3_request
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
@@ -482,6 +482,7 @@ class _Verdict:
     span: Span
     entry: str | None
     tiers: dict[int, str]
+    site: Any = None  # the KernelSite (None: a verdict for an entry with no site of its own)
 
     def freeze(self) -> KernelVerdict:
         return KernelVerdict(name=self.name, span=self.span, tiers=tuple(sorted(self.tiers.items())))
@@ -500,7 +501,7 @@ def _initial_verdicts(analysis: SourceAnalysis, text: str, tiers: Sequence[int])
             if len(analysis.sites) == 1 and findings:
                 hit = True  # one pallas_call: every tier-0 error of the file is about it
             states[0] = "error" if hit else "ok"
-        verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states))
+        verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states, site=site))
     return verdicts
 
 
@@ -531,9 +532,15 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
     located in is marked "error"; the entry's other kernels are "skipped" for that tier (the
     lowering and the compiler stop at the first failure).
     """
+    by_reach = reach.reach_known(entries)  # the worker said which pallas_calls each entry made
+    updated: set[int] = set()  # verdicts an entry already set (a later entry's "ok" keeps an "error")
+    sites = [v for v in verdicts if v.site is not None]
     for entry in entries:
-        covered = [v for v in verdicts if v.entry == entry.name]
-        if not covered and len(entries) == 1:
+        if by_reach:
+            covered = [v for v in sites if reach.site_reached(v.site, entry.reached)]
+        else:
+            covered = [v for v in verdicts if v.entry == entry.name]
+        if not covered and len(entries) == 1 and not by_reach:
             covered = list(verdicts)  # one entry: it reaches every pallas_call of the file
         if not covered:
             span = _def_span(text, entry.name)
@@ -541,7 +548,10 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
             verdicts.append(v)
             covered = [v]
         for v in covered:
-            v.tiers.update(entry.tiers)
+            for tier, state in entry.tiers.items():
+                if not (id(v) in updated and v.tiers.get(tier) == "error" and state != "error"):
+                    v.tiers[tier] = state
+            updated.add(id(v))
         if len(covered) < 2:
             continue
         for tier, state in entry.tiers.items():
@@ -552,6 +562,12 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
                 for v in covered:
                     if v.name not in culprits:
                         v.tiers[tier] = f"skipped: kernel {', '.join(sorted(culprits))} failed first"
+    if by_reach:  # sites no entry reached: their compiler tiers never ran on them
+        ran = {t for e in entries for t in e.tiers}
+        for v in sites:
+            if not any(reach.site_reached(v.site, e.reached) for e in entries):
+                for t in ran:
+                    v.tiers[t] = reach.NOT_REACHED
 
 
 _DEF = "^(?:async\\s+)?def\\s+{name}\\b"

@@ -48,6 +48,7 @@ class EntryVerdict:
     name: str
     tiers: Mapping[int, str]
     line: int | None = None  # 1-based def line
+    reached: tuple[Mapping[str, Any], ...] | None = None  # the pallas_calls it made (runner/reach.py); None: unknown
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,9 @@ def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: s
     for entry in result.get("entries") or ():
         name = str(entry.get("name"))
         tiers = {int(k): str(v) for k, v in (entry.get("tiers") or {}).items()}
-        verdicts.append(EntryVerdict(name=name, tiers=tiers, line=entry.get("line")))
+        reached = entry.get("reached")
+        verdicts.append(EntryVerdict(name=name, tiers=tiers, line=entry.get("line"),
+                                     reached=tuple(reached) if isinstance(reached, list) else None))
         if entry.get("memory"):
             memory[name] = entry["memory"]
         notes.extend(str(n) for n in entry.get("notes") or ())  # e.g. tier-3 interpret-mode time

@@ -32,6 +32,8 @@ Result (plain JSON)::
                   "lowered_hash": "lowered:<sha256>",  # tier 1: of the exported module's text
                   "inputs": [[[1024, 512], "float32"], ...],  # the example inputs' leaves
                   "timings_s": {"1": 0.03, "2": 0.08},  # wall time of each tier that ran
+                  "reached": [{"lines": [40, 12], "kernel_line": 8, "kernel": "add_kernel"}] | null,
+                                            # the pallas_calls it makes (runner/reach.py); null: unknown
                   "memory": {...}}]}        # tier-2 memory_analysis, bytes
 
 The lowered module's text includes its source locations, so equal hashes mean the same kernel
@@ -142,6 +144,10 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
             entry["tiers"][str(t)] = "skipped: the example inputs failed"
         return entry
     entry["inputs"] = input_signature(args)
+    if any(t in tiers for t in (1, 2, 3)):  # which of the file's pallas_calls this entry reaches (runner/reach.py)
+        from .reach import entry_namespaces, reached_calls
+
+        entry["reached"] = reached_calls(task.entry, args, path, entry_namespaces(task.entry))
 
     compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name,
                    lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known)

@@ -170,9 +170,9 @@ def _race_reports(text: str) -> list[str]:
 
 def probe_calls(fn: Callable[..., Any], args: tuple[Any, ...], modules: tuple[Any, ...] = ()) -> list[RecordedCall]:
     """The pallas_calls ``fn`` makes for these abstract args (traced with eval_shape, nothing runs)."""
-    with intercept_pallas_calls(modules=modules) as calls:
-        jax.eval_shape(fn, *args)
-    return list(calls)
+    from .reach import traced_calls
+
+    return traced_calls(fn, args, modules)
 
 
 def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements: int = MAX_ELEMENTS) -> tuple[tuple[Any, ...], bool]:
