@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span
 
+from .origin_findings import to_origin
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -120,7 +121,12 @@ def locate_record(
     called = _helper_call(rec, span, lines, sites)
     if called is not None:
         related = (called,) + related
-    if code in ("PLS101", "PLS204", "PLS112") and site is not None:
+    moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines) if site is not None else None
+    if moved is not None:  # the bad dim was written elsewhere: a dict entry, field, default (engine/origin_findings.py)
+        related = moved.related + tuple(r for r in related_places(site, moved.span, lines))
+        span = moved.span
+        said = f"{said} — {moved.sentence}"
+    elif code in ("PLS101", "PLS204", "PLS112") and site is not None:
         related = _block_size_sources(site, span, analysis, lines) + related
     if code == "PLS201" and site is not None:
         spec = _spec_for_ref(rec, site, "")

@@ -1,0 +1,79 @@
+"""Compiler findings about a value moved to where the value was written (client side, no jax).
+
+The lowering names the BlockSpec whose block shape breaks the tiling rule (``Block spec for
+args[1] ... has block shape (512, 200), array shape (512, 800)``). When the bad dim was not written
+in that BlockSpec but came from a dict entry, a dataclass field, a keyword default or a module
+constant (``analysis/origins.py`` follows it there), the finding is placed at that line, says what
+was written there, and keeps the BlockSpec (and the pallas_call) as related places.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pallasite.analysis.origins import Origin, trace
+from pallasite.analysis.types import BlockSpecInfo, Related, Span
+
+_SHAPES = re.compile(r"block shape \((?P<block>[^)]*)\),\s*array shape \((?P<array>[^)]*)\)")
+MOVED_CODES = ("PLS101", "PLS204")
+
+
+@dataclass(frozen=True)
+class Moved:
+    span: Span
+    related: tuple[Related, ...]
+    sentence: str
+
+
+def bad_dims(code: str, message: str, rank: int) -> list[int]:
+    """Indices (into the block shape) of the dims that break the rule the message states."""
+    if rank < 2:
+        return list(range(rank))
+    if code == "PLS204":  # the dtype's row tiling: the second-to-last dim
+        return [rank - 2]
+    m = _SHAPES.search(message)
+    if not m:
+        return [rank - 1, rank - 2]
+    try:
+        block = [int(x) for x in m.group("block").replace(" ", "").split(",") if x]
+        array = [int(x) for x in m.group("array").replace(" ", "").split(",") if x]
+    except ValueError:
+        return [rank - 1, rank - 2]
+    out = []
+    if len(block) >= 1 and len(array) >= 1 and block[-1] % 128 and block[-1] != array[-1]:
+        out.append(rank - 1)
+    if len(block) >= 2 and len(array) >= 2 and block[-2] % 8 and block[-2] != array[-2]:
+        out.append(rank - 2)
+    return out or [rank - 1, rank - 2]
+
+
+def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, text: str, lines: list[str]) -> Moved | None:
+    """Where a block-shape finding on ``spec`` belongs, when the bad dim was written elsewhere."""
+    if code not in MOVED_CODES or spec is None or not spec.dim_spans:
+        return None
+    message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+    for index in bad_dims(code, message, len(spec.dim_spans)):
+        if not (0 <= index < len(spec.dim_spans)):
+            continue
+        origin = trace(text, spec.dim_spans[index])
+        if origin is None or origin.kind == "expression" or spec.span.line <= origin.line <= spec.span.end_line:
+            continue  # written in the BlockSpec itself, or computed: the BlockSpec is the place
+        return Moved(span=_line(origin, lines), related=(Related(spec.span, "the BlockSpec that uses this value"),),
+                     sentence=_said(origin))
+    return None
+
+
+def _line(origin: Origin, lines: list[str]) -> Span:
+    if origin.line == origin.end_line:
+        return origin.span
+    text = lines[origin.line] if 0 <= origin.line < len(lines) else ""
+    return Span(origin.line, len(text) - len(text.lstrip()), origin.line, len(text.rstrip()))
+
+
+def _said(origin: Origin) -> str:
+    kinds = {"dict entry": "a dict entry", "dataclass field": "a dataclass field default",
+             "keyword default": "a keyword default", "constant": "a module constant", "local": "a local assignment",
+             "argument": "the argument passed here", "list entry": "a list entry", "literal": "a literal"}
+    return f"the block size is set here ({kinds.get(origin.kind, origin.kind)}: {origin.what})"
