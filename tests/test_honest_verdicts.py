@@ -94,3 +94,60 @@ def test_tier3_memory_stop_leaves_tiers_1_and_2_ok():
     states = _states(report)[0]
     assert states[1] == "ok" and states[2] == "ok"
     assert states[3] == "not checked: the interpret-mode run reached the memory limit (1500 MiB) (PLS307)"
+
+
+# --------------------------------------------------------------------------- where values were written
+
+
+ORIGINS = {  # file -> (code, line of the value that breaks the rule, what the message names)
+    "origin_dict_entry.py": ("PLS101", 14, "a dict entry: TUNED_PARAMS['block_n'] = 200"),
+    "origin_dataclass_field.py": ("PLS101", 15, "a dataclass field default: RmsNormConfig.block_rows = 100"),
+    "origin_keyword_default.py": ("PLS101", 15, "a keyword default: block_cols=96"),
+}
+
+
+@pytest.fixture(scope="module")
+def origin_reports():
+    out = check_paths([str(DATA / n) for n in ORIGINS], CheckOptions(target="v5e", tiers=(0, 1), time_limit_s=120))
+    return {Path(r.path).name: r for r in out}
+
+
+@pytest.mark.parametrize("name", sorted(ORIGINS))
+def test_block_size_finding_is_at_the_line_that_set_it(origin_reports, name):
+    code, line, said = ORIGINS[name]
+    report = origin_reports[name]
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [(code, line)], [f.message for f in errors]
+    assert said in errors[0].message
+    related = {r.message for r in errors[0].related}
+    assert "the BlockSpec that uses this value" in related
+    assert related & {"the pallas_call", "in this pallas_call"}
+
+
+def test_origin_tracing_follows_unpacking_splats_and_call_sites():
+    from pallasite.analysis.origins import trace
+    from pallasite.analysis.tier0 import analyze
+
+    text = (DATA / "gemm_4096.py").read_text()
+    [site] = analyze(text, "gemm_4096.py").sites
+    origin = trace(text, site.in_specs[0].dim_spans[0])  # block_m, passed as matmul(x, y, **TUNED)
+    assert origin.line + 1 == 15 and origin.value == 512
+    text = (DATA / "origin_dict_entry.py").read_text()
+    [site] = analyze(text, "origin_dict_entry.py").sites
+    origin = trace(text, site.out_specs[0].dim_spans[0])  # bm, from `bm, bn = block_shape`
+    assert (origin.line + 1, origin.kind, origin.value) == (12, "dict entry", 256)
+    assert trace("x = (", site.span) is None  # no parse: no origin, no exception
+
+
+def test_tier0_reads_a_pallas_call_wrapper_as_a_site():
+    from pallasite.analysis.tier0 import analyze
+
+    result = analyze((DATA / "wrapper_site.py").read_text(), "wrapper_site.py")
+    assert [s.kernel_name for s in result.sites if s.kernel_name == "copy_kernel"] == ["copy_kernel"] * 2
+    assert [(f.code, f.span.line + 1) for f in result.findings] == [("PLS002", 37)]
+    imported = ("from jax.experimental import pallas as pl\nfrom tokamax.kernels import block\n\n"
+                "def f(x):\n    return block.pallas_call(k, out_shape=x, grid=(2,), in_specs=[pl.BlockSpec((8, 128), "
+                "lambda i, j: (i, 0))], out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))(x)\n")
+    result = analyze(imported, "imported.py")
+    assert [s.span.line + 1 for s in result.sites] == [5]
+    assert "PLS002" in [f.code for f in result.findings]
