@@ -77,3 +77,28 @@ def _said(origin: Origin) -> str:
              "keyword default": "a keyword default", "constant": "a module constant", "local": "a local assignment",
              "argument": "the argument passed here", "list entry": "a list entry", "literal": "a literal"}
     return f"the block size is set here ({kinds.get(origin.kind, origin.kind)}: {origin.what})"
+
+
+def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) -> tuple[Span, tuple[Related, ...], str] | None:
+    """Where the block of ``role[index]`` (``in_specs``/``out_specs``/``scratch_shapes``) of ``site``
+    gets its size: the origin of its largest traceable dim when written outside the BlockSpec, else
+    the BlockSpec itself; with the BlockSpec related and a sentence naming the origin ("" if none)."""
+    if role == "scratch_shapes":
+        buffers = tuple(getattr(site, "scratch_shapes", None) or ())
+        if not (0 <= index < len(buffers)):
+            return None
+        return buffers[index].span, (), ""
+    specs = tuple(getattr(site, role, None) or ())
+    spec = next((s for s in specs if s.position == index), specs[index] if 0 <= index < len(specs) else None)
+    if spec is None:
+        return None
+    best = None
+    for dim_span in spec.dim_spans:
+        origin = trace(text, dim_span)
+        if origin is None or origin.kind == "expression" or spec.span.line <= origin.line <= spec.span.end_line:
+            continue
+        if best is None or (isinstance(origin.value, int) and isinstance(best.value, int) and origin.value > best.value):
+            best = origin
+    if best is None:
+        return spec.span, (), ""
+    return _line(best, lines), (Related(spec.span, "the BlockSpec of the largest block"),), _said(best)

@@ -18,10 +18,11 @@ import re
 from typing import Any, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import Finding, Span
+from pallasite.analysis.types import Finding, Related, Span
 
 from .classify import ORIGIN_RUNNER
 from .locate import call_span, line_span, related_places
+from .origin_findings import buffer_place
 
 
 _STAGE = re.compile(r"tier (?P<tier>\d): (?P<entry>[\w.]+)")
@@ -41,7 +42,17 @@ def parse_stage(message: str) -> dict[str, Any]:
     m = _STAGE.search(message)
     if not m:
         return {"stage": "import"} if message.startswith("importing") else {}
-    return {"tier": int(m.group("tier")), "entry": m.group("entry")}
+    stage: dict[str, Any] = {"tier": int(m.group("tier")), "entry": m.group("entry")}
+    vmem = _VMEM.search(message)  # runner/reach.py vmem_detail: the blocks exceed the chip's VMEM
+    if vmem:
+        stage["vmem"] = {"need_mib": float(vmem.group("need")), "chip_mib": float(vmem.group("chip")),
+                         "role": vmem.group("role"), "index": int(vmem.group("index")), "block": vmem.group("block")}
+    return stage
+
+
+_VMEM = re.compile(r"blocks need (?P<need>[\d.]+) MiB of VMEM \(double-buffered\), more than the chip's "
+                   r"(?P<chip>[\d.]+) MiB \(largest: (?P<role>in_specs|out_specs|scratch_shapes)\[(?P<index>\d+)\] "
+                   r"(?P<block>\([^)]*\) \w+)\)")
 
 
 def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str,
@@ -69,11 +80,23 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
     if last_stage.get("line"):  # the worker said where the user's code was (time ran out, or it crashed)
         span = line_span(int(last_stage["line"]) - 1, lines)
         where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
+    related: tuple = ()
     if status == "timeout":
         code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
         if (importing and not last_stage.get("line")) or (not last_stage and not site):
             span = _first_import_like_line(lines)
         body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
+        vmem = last_stage.get("vmem") if code == "PLS205" else None
+        if vmem and site is not None:  # said first: the blocks cannot fit, which is why it never finished
+            place = buffer_place(site, vmem["role"], vmem["index"], text, lines)
+            body = (f"the blocks of this pallas_call need {vmem['need_mib']:.1f} MiB of VMEM (double-buffered), more "
+                    f"than the {target}'s {vmem['chip_mib']:.1f} MiB; the largest is {vmem['role']}[{vmem['index']}] "
+                    f"{vmem['block']}. Shrink the blocks: the compiler ran past its time limit trying to fit them"
+                    + (f" ({body})" if body else ""))
+            if place is not None:
+                span, related, said = place
+                body += f"; {said}" if said else ""
+                related = related + (Related(call_span(site), "the pallas_call"),)
     elif status == "memory":
         code, body = "PLS904", f"the check ran past its memory limit{where}: {message}".rstrip(": ")
     else:
@@ -88,7 +111,7 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         origin=ORIGIN_RUNNER,
         chip=target,
         kernel=site.kernel_name if site is not None and not importing else None,
-        related=() if importing else related_places(site, span, lines),
+        related=() if importing else (related or related_places(site, span, lines)),
     )
 
 

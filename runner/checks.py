@@ -148,9 +148,12 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
         from .reach import entry_namespaces, reached_calls
 
         entry["reached"] = reached_calls(task.entry, args, path, entry_namespaces(task.entry))
+    from .reach import chip_vmem_bytes, vmem_detail
 
+    # said in the tier-2 progress message: a compile that then times out is explained by it
+    detail = vmem_detail(entry.get("reached"), chip_vmem_bytes(target)) if 2 in tiers else ""
     compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name,
-                   lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known)
+                   lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known, detail=detail)
     if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
