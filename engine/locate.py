@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span
 
-from .origin_findings import to_origin
+from .origin_findings import to_origin, vmem_related
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -88,9 +88,22 @@ def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: s
         notes.extend(str(n) for n in entry.get("notes") or ())  # e.g. tier-3 interpret-mode time
         mine = tuple(locate_record(rec, text, analysis, target, tier=int(rec.get("tier") or first_tier), entry=name)
                      for rec in entry.get("errors") or ())
+        if entry.get("reached") and any(f.code == "PLS201" for f in mine):  # name the largest buffers, where set
+            sites = tuple(getattr(analysis, "sites", ()) or ())
+            mine = tuple(_with_buffers(f, sites, entry["reached"], text) if f.code == "PLS201" else f for f in mine)
         findings.extend(mine)
         by_entry[name] = by_entry.get(name, ()) + mine
     return Located(tuple(findings), tuple(notes), tuple(verdicts), memory, by_entry)
+
+
+def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, text: str) -> Finding:
+    import dataclasses
+
+    site = next((s for s in sites if s.span.line <= finding.span.line <= s.span.end_line), None)
+    extra = vmem_related(site, reached, text, text.splitlines())
+    known = {(r.span, r.message) for r in finding.related}
+    extra = tuple(r for r in extra if (r.span, r.message) not in known)
+    return dataclasses.replace(finding, related=extra + tuple(finding.related)) if extra else finding
 
 
 # --------------------------------------------------------------------------- one record

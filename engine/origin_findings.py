@@ -102,3 +102,27 @@ def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) 
     if best is None:
         return spec.span, (), ""
     return _line(best, lines), (Related(spec.span, "the BlockSpec of the largest block"),), _said(best)
+
+
+def vmem_related(site: Any, reached: Any, text: str, lines: list[str]) -> tuple[Related, ...]:
+    """For a VMEM overflow at ``site``: its two largest buffers (from the worker's record of the call,
+    runner/reach.py) as related places, each at the line that set its size, saying how big it is."""
+    if site is None or not reached:
+        return ()
+    from .reach import site_reached
+
+    calls = [c for c in reached if site_reached(site, [c]) and c.get("buffers")]
+    if not calls:
+        return ()
+    buffers = sorted(calls[0]["buffers"], key=lambda b: -b["bytes"] * b["buffers"])[:2]
+    out = []
+    for b in buffers:
+        place = buffer_place(site, b["role"], int(b["index"]), text, lines)
+        if place is None:
+            continue
+        span, _, said = place
+        shape = "(" + ", ".join("None" if d is None else str(d) for d in b["shape"]) + ")"
+        times = " x2 (double-buffered)" if b["buffers"] == 2 else ""
+        out.append(Related(span, f"{b['role']}[{b['index']}] block {shape} {b['dtype']}: {b['bytes'] / 2**20:.1f} MiB{times}"
+                                 + (f"; {said}" if said else "")))
+    return tuple(out)
