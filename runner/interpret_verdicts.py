@@ -61,8 +61,8 @@ def upstream_record(rec: dict[str, Any], why: str) -> dict[str, Any]:
 
 def reference_mismatch(reference: Callable[..., Any], inputs: tuple[Any, ...], path: str) -> dict[str, Any] | None:
     """A PLS905 task-error record when ``reference`` cannot take the candidate's arguments; else None."""
-    try:
-        sig = inspect.signature(reference)
+    try:  # not through __wrapped__: a task's binding of static arguments (runner/maxkernel.py) wraps it
+        sig = inspect.signature(reference, follow_wrapped=False)
     except (TypeError, ValueError):
         return None  # a builtin or C function: let the call say
     try:
