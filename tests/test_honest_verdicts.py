@@ -151,3 +151,52 @@ def test_tier0_reads_a_pallas_call_wrapper_as_a_site():
     result = analyze(imported, "imported.py")
     assert [s.span.line + 1 for s in result.sites] == [5]
     assert "PLS002" in [f.code for f in result.findings]
+
+
+def test_compile_time_out_with_blocks_over_vmem_says_so_first_at_the_line_that_set_them():
+    """The worker says, before compiling, when a call's blocks exceed the chip's VMEM (runner/reach.py);
+    a tier-2 time-out then leads with that, at the dict entry that set the block sizes."""
+    from pallasite.analysis.tier0 import analyze
+    from pallasite.engine import reply_failures
+    from pallasite.runner.reach import vmem_detail
+
+    text = (DATA / "gemm_4096.py").read_text().replace(
+        'TUNED = {"block_m": 512, "block_n": 512, "block_k": 512}', 'TUNED = {"block_m": 4096, "block_n": 4096, "block_k": 4096}')
+    block = 4096 * 4096 * 2  # bf16
+    reached = [{"lines": [36], "kernel_line": 18, "kernel": "matmul_kernel", "vmem_bytes": 6 * block + 2 * block,
+                "buffers": [{"role": "in_specs", "index": 0, "shape": [4096, 4096], "dtype": "bfloat16", "bytes": block, "buffers": 2},
+                            {"role": "in_specs", "index": 1, "shape": [4096, 4096], "dtype": "bfloat16", "bytes": block, "buffers": 2},
+                            {"role": "out_specs", "index": 0, "shape": [4096, 4096], "dtype": "bfloat16", "bytes": block, "buffers": 2},
+                            {"role": "scratch_shapes", "index": 0, "shape": [4096, 4096], "dtype": "float32", "bytes": 2 * block, "buffers": 1}]}]
+    detail = vmem_detail(reached, 128 * 2**20)
+    assert detail.startswith("; its blocks need 256.0 MiB of VMEM (double-buffered), more than the chip's 128.0 MiB")
+    assert vmem_detail(reached, 512 * 2**20) == ""  # fits: nothing said
+    stage = reply_failures.parse_stage(f"tier 2: gemm (libtpu compile for v5e{detail})")
+    assert stage["vmem"]["need_mib"] == 256.0 and stage["vmem"]["role"] == "in_specs"
+    analysis = analyze(text, "gemm_4096.py", target="v5e")
+    finding = reply_failures.reply_failure("timeout", "no result after 60 s", text, analysis, stage, "v5e")
+    assert finding.code == "PLS205" and finding.span.line + 1 == 15, finding.message
+    assert finding.message.startswith("the blocks of this pallas_call need 256.0 MiB of VMEM (double-buffered), "
+                                      "more than the v5e's 128.0 MiB")
+    assert {r.message for r in finding.related} >= {"the BlockSpec of the largest block", "the pallas_call"}
+
+
+def test_reach_records_each_call_with_its_lines_and_block_buffers():
+    import jax
+    import jax.numpy as jnp
+
+    from pallasite.runner.loader import user_module
+    from pallasite.runner.reach import entry_namespaces, reached_calls
+
+    path = str(DATA / "gemm_4096.py")
+    with user_module(path) as module:
+        s = jax.ShapeDtypeStruct((4096, 4096), jnp.bfloat16)
+        [call] = reached_calls(module.gemm, (s, s), path, entry_namespaces(module.gemm))
+        again = reached_calls(module.gemm, (s, s), path, entry_namespaces(module.gemm))  # jit-cached: traced anew
+    assert 34 in call["lines"] and 50 in call["lines"]  # the pallas_call, and gemm() calling matmul()
+    assert call["kernel"] == "matmul_kernel" and call["kernel_line"] == 18
+    sizes = {(b["role"], b["index"]): (b["bytes"], b["buffers"]) for b in call["buffers"]}
+    assert sizes == {("in_specs", 0): (512 * 512 * 2, 2), ("in_specs", 1): (512 * 512 * 2, 2),
+                     ("out_specs", 0): (512 * 512 * 2, 2), ("scratch_shapes", 0): (512 * 512 * 4, 1)}
+    assert call["vmem_bytes"] == 6 * 512 * 512 * 2 + 512 * 512 * 4
+    assert len(again) == 1
