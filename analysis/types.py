@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -289,7 +290,19 @@ def to_json(value: Any) -> Any:
 
 def from_json(cls: type, data: Any) -> Any:
     """Inverse of ``to_json`` for the dataclasses in this module."""
-    return _from(typing.get_type_hints(_holder(cls))["x"], data)
+    return _from(_target(cls), data)
+
+
+@functools.lru_cache(maxsize=None)
+def _target(cls: type) -> Any:
+    return typing.get_type_hints(_holder(cls))["x"]
+
+
+@functools.lru_cache(maxsize=None)
+def type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints`` of a dataclass, computed once per class (it compiles every string
+    annotation each time: the protocol's readers call it for every value)."""
+    return typing.get_type_hints(cls)
 
 
 def _holder(cls: type) -> type:
@@ -305,7 +318,7 @@ def _from(tp: Any, data: Any) -> Any:
         return None
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
-        hints = typing.get_type_hints(tp)
+        hints = type_hints(tp)
         names = {f.name for f in dataclasses.fields(tp)}
         return tp(**{k: _from(hints[k], v) for k, v in data.items() if k in names})
     if isinstance(tp, type) and issubclass(tp, enum.Enum):

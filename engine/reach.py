@@ -4,15 +4,15 @@ The worker traces each entry with ``pallas_call`` intercepted (``runner/reach.py
 per call, the lines of the checked file on its call stack. A site is reached when one of those
 lines lies in its ``pallas_call(...)`` expression (or, for a module-level
 ``functools.partial(pl.pallas_call, ...)`` decorator, which runs at import, when the kernel is the
-site's). Sites no entry reached keep their tier-0 verdict and read "not reached by the task" for
-the compiler tiers: "ok" only ever means that tier ran on that kernel.
+site's). Sites no entry reached keep their tier-0 verdict and read "not reached: the task never calls this
+kernel" for the compiler tiers (``TierState.NOT_REACHED``): "ok" only ever means that tier ran on that kernel.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-NOT_REACHED = "not reached by the task"
+NOT_REACHED = "not reached: the task never calls this kernel"  # TierState.NOT_REACHED, as displayed
 
 
 def site_reached(site: Any, calls: Sequence[Mapping[str, Any]]) -> bool:

@@ -1,6 +1,6 @@
 """The worker's ``check`` op: tiers 1-3 for every task of one kernel file.
 
-``handle_check(params, progress) -> dict`` loads the user's file (``runner/loader.py``), finds its
+``handle_check`` loads the user's file (``runner/loader.py``), finds its
 tasks (``runner/tasks_runtime.py``) and, for each entry:
 
 - tier 1: ``jax.export.export(jax.jit(entry), platforms=("tpu",))(*shapes)`` — the real Pallas to
@@ -11,35 +11,17 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
   ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once;
 - tier 3: a TPU interpret-mode run on CPU (``runner/interpret.py``, ``tier3_entry``).
 
-``params["script"]`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
+``params.script`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
 
-Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``,
-``entries`` (optional: check only the entries of these names; the client asks tier 2 for the entries
-whose verdict its results cache lacks), ``tier2_known`` (optional ``{entry: "ok" | "error"}``: tier-2
-verdicts the client reused from its cache; those entries are not compiled, and tier 3 treats the
-state as if tier 2 had just run).
-Result (plain JSON)::
+``handle_check(CheckParams, progress) -> CheckResult`` (runner/messages.py; docs/worker-protocol.md
+describes both). The tiers build a plain dict step by step (``entry["tiers"]["2"] = "skipped: tier 1
+failed"``; interpret.py and script_mode.py write into it too), turned into the typed result once at
+the end (``messages.check_result_from_plain``). The lowered module's text includes its source
+locations, so equal hashes mean the same kernel at the same lines: a verdict stored under it (with
+its spans) stays valid.
 
-    {"target": "v5e", "tiers": [1, 2], "tasks_found": 1,
-     "versions": {"jax": "0.10.2", "libtpu": "0.0.42.1" | null},   # what the verdicts are valid for
-     "errors": [record, ...],              # file-level: import failure, invalid task (stage says)
-     "unavailable": {"2": "why"},          # tiers that could not run at all
-     "entries": [{"name": "add", "line": 12, "format": "native", "has_reference": true,
-                  "tolerance": {"atol": 1e-6}, "tunables": {"block_rows": [128, 256]},
-                  "tiers": {"1": "ok", "2": "error"},
-                  "errors": [record, ...],  # runner/errors.py records, each with "tier"
-                  "mosaic_calls": 1,        # tier 1: tpu_custom_call ops in the exported module
-                  "lowered_hash": "lowered:<sha256>",  # tier 1: of the exported module's text
-                  "inputs": [[[1024, 512], "float32"], ...],  # the example inputs' leaves
-                  "timings_s": {"1": 0.03, "2": 0.08},  # wall time of each tier that ran
-                  "reached": [{"lines": [40, 12], "kernel_line": 8, "kernel": "add_kernel"}] | null,
-                                            # the pallas_calls it makes (runner/reach.py); null: unknown
-                  "memory": {...}}]}        # tier-2 memory_analysis, bytes
-
-The lowered module's text includes its source locations, so equal hashes mean the same kernel
-at the same lines: a verdict stored under it (with its spans) stays valid.
-
-Progress messages read ``tier N: ENTRY (what)`` so a client can say which step ran out of time.
+Progress is structured (``Stage.TIER`` with ``tier`` and ``entry``; ``line`` near the time limit) so
+a client can say which step ran out of time without reading the words.
 Worker side: imports jax, the loader and the task reader; nothing else of pallasite.
 """
 
@@ -57,7 +39,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import chips
 from . import errors as errors_mod
-from . import tasks_runtime
+from . import messages, tasks_runtime
+from .messages import Stage
 
 # Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
 # from the chip table of runner/chips.py.
@@ -68,12 +51,21 @@ LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] o
 _topology_devices: dict[str, Any] = {}  # target -> tier-2 device (a warm worker reuses it)
 
 
-def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """Run the requested compiler tiers on every task of ``params['path']``."""
-    if params.get("script"):  # `pallasite check --script`: runner/script_mode.py
+def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | None = None) -> messages.CheckResult:
+    """Run the requested compiler tiers on every task of the sent file (typed in, typed out)."""
+    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
+             "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
+             "entries": list(params.entries) if params.entries is not None else None,
+             "tier2_known": dict(params.tier2_known)}
+    if params.script:  # `pallasite check --script`: runner/script_mode.py
         from .script_mode import handle_script_check
 
-        return handle_script_check(params, progress)
+        scripted = functools.partial(progress, stage=Stage.SCRIPT) if progress is not None else None
+        return typed_result(handle_script_check(plain, scripted), plain["tiers"])
+    return typed_result(_handle_check(plain, params.source, progress), plain["tiers"])
+
+
+def _handle_check(params: dict[str, Any], source: messages.Sources | None, progress: Callable[..., Any] | None) -> dict[str, Any]:
     import jax
 
     say = _say(progress)
@@ -98,9 +90,12 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
 
     from .loader import user_module
 
-    say(f"importing {os.path.basename(path)}")
+    say(f"importing {os.path.basename(path)}", stage=Stage.IMPORT)
+    modules = [(m.module, m.path, m.text) for m in source.modules if m.module] if source is not None else []
+    package = source.package if source is not None else None
     try:
-        with _line_watch(path, params.get("time_limit_s"), say), _restored_config(), user_module(path, text) as module:
+        with (_line_watch(path, params.get("time_limit_s"), say), _restored_config(),
+              user_module(path, text, modules, package) as module):
             try:
                 tasks = tasks_runtime.discover(module, path, text)
             except tasks_runtime.TaskError as exc:
@@ -148,15 +143,19 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
         from .reach import entry_namespaces, reached_calls
 
         entry["reached"] = reached_calls(task.entry, args, path, entry_namespaces(task.entry))
-    from .reach import chip_vmem_bytes, vmem_detail
+    from .reach import chip_vmem_bytes, vmem_detail, vmem_excess
 
-    # said in the tier-2 progress message: a compile that then times out is explained by it
-    detail = vmem_detail(entry.get("reached"), chip_vmem_bytes(target)) if 2 in tiers else ""
+    # said with tier 2's progress: a compile that then runs past its time limit is explained by it
+    capacity = chip_vmem_bytes(target) if 2 in tiers else None
+    excess = vmem_excess(entry.get("reached"), capacity)
     compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name,
-                   lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known, detail=detail)
+                   lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known,
+                   detail=vmem_detail(entry.get("reached"), capacity),
+                   vmem=messages.VmemExcess(**excess) if excess else None)
     if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
+        say(f"tier 3: {task.name}", stage=Stage.TIER, tier=3, entry=task.name)
         tier3_entry(entry, task, path, say, target)
     return entry
 
@@ -167,7 +166,7 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
 def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[Any, ...], target: str,
                    tiers: Sequence[int], unavailable: Mapping[str, str], say: Callable[[str], None], label: str,
                    record: Callable[[BaseException, int], dict[str, Any]], *, detail: str = "",
-                   tier2_known: str | None = None) -> None:
+                   tier2_known: str | None = None, vmem: Any = None) -> None:
     """Tiers 1 and 2 for one callable, written into ``entry``: states, error records (made by
     ``record(exc, tier)``), timings, the lowered module's hash and the compiler's memory figures.
     Tier 2 runs only after tier 1 passed (or was not asked for), and not when its verdict is
@@ -175,7 +174,7 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
     failed = False
     timings = entry.setdefault("timings_s", {})
     if 1 in tiers:
-        say(f"tier 1: {label} (Pallas TPU lowering for {target}{detail})")
+        say(f"tier 1: {label} (Pallas TPU lowering for {target})", stage=Stage.TIER, tier=1, entry=label)
         started = time.perf_counter()
         try:
             exported = lower_for_tpu(fn, args, target)
@@ -195,7 +194,8 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
         elif failed:
             entry["tiers"]["2"] = "skipped: tier 1 failed"
         else:
-            say(f"tier 2: {label} (libtpu compile for {target}{detail})")
+            say(f"tier 2: {label} (libtpu compile for {target}{detail})", stage=Stage.TIER, tier=2, entry=label,
+                **({"vmem": vmem} if vmem is not None else {}))
             started = time.perf_counter()
             try:
                 entry["memory"] = compile_for_tpu(fn, args, target)
@@ -317,7 +317,7 @@ def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
     """Near the time limit, keep saying which line of the user's file the check is on.
 
     The client kills a worker that runs past the limit, and a killed worker says nothing more: these
-    progress messages ("at line N of FILE") let it put a hang (e.g. at import) at its line.
+    progress reports (``line`` set, the stage kept) let it put a hang (e.g. at import) at its line.
     """
     if not isinstance(limit_s, (int, float)) or limit_s <= 0:
         yield
@@ -331,7 +331,7 @@ def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
         while not stop.wait(wait):
             line = _innermost_line(sys._current_frames().get(main), target)
             if line is not None:
-                say(f"at line {line} of {os.path.basename(path)}")
+                say(f"at line {line} of {os.path.basename(path)}", line=line)
             wait = 0.5
 
     thread = threading.Thread(target=watch, name="pallasite-line-watch", daemon=True)
@@ -397,10 +397,34 @@ def _plain_error(stage: str, message: str) -> dict[str, Any]:
             "frames": [], "mentions": [], "refs": [], "vmem": None, "mosaic_codes": [], "syntax": None}
 
 
-def _say(progress: Callable[..., Any] | None) -> Callable[[str], None]:
-    def say(message: str) -> None:
-        if progress is not None:
-            with contextlib.suppress(Exception):
-                progress(message)
+class _Say:
+    """Progress for one request: ``say(message, stage=..., tier=..., entry=...)`` starts a step;
+    ``say(message)`` reports within the current step (tier 3's sub-runs); ``say(message, line=N)``
+    refines it with the user's line. Each call sends a structured ``Progress`` (never raises)."""
 
-    return say
+    def __init__(self, progress: Callable[..., Any] | None) -> None:
+        self.progress = progress
+        self.step: dict[str, Any] = {}
+
+    def __call__(self, message: str, **fields: Any) -> None:
+        if "stage" in fields:
+            self.step = {k: v for k, v in fields.items() if k in ("stage", "tier", "entry", "vmem")}
+        report = dict(self.step)
+        if "line" in fields:
+            report["line"] = fields["line"]
+        if self.progress is not None:
+            with contextlib.suppress(Exception):
+                self.progress(str(message), **report)
+
+
+def _say(progress: Callable[..., Any] | None) -> Callable[..., None]:
+    return _Say(progress)
+
+
+# --------------------------------------------------------------------------- the typed result
+
+
+def typed_result(result: dict[str, Any], tiers: Sequence[int]) -> messages.CheckResult:
+    """The check's plain dict (built step by step by the tiers) as the protocol's ``CheckResult``."""
+    result.setdefault("versions", versions())
+    return messages.check_result_from_plain(result, tiers)

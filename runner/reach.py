@@ -6,7 +6,7 @@ abstractly (``jax.eval_shape``, nothing runs on a device), with ``pallas_call`` 
 every call made from the checked file is recorded with the lines of that file on its call stack
 (the ``pallas_call(...)`` expression, the wrapper that forwards to it, the function that called the
 wrapper) and the kernel's ``def`` line. The client (``engine/reach.py``) marks the file's other
-pallas_call sites "not reached by the task".
+pallas_call sites "not reached" (the task never calls them).
 """
 
 from __future__ import annotations
@@ -98,6 +98,21 @@ def block_buffers(call: Any) -> list[dict[str, Any]]:
 def vmem_bytes(buffers: list[dict[str, Any]]) -> int:
     """Bytes of VMEM the buffers take together (pipelined blocks twice)."""
     return sum(b["bytes"] * b["buffers"] for b in buffers)
+
+
+def vmem_excess(reached: list[dict[str, Any]] | None, capacity: int | None) -> dict[str, Any] | None:
+    """When one call's buffers need more VMEM than ``capacity``: ``{need_bytes, chip_bytes, role,
+    index, block}`` of the worst call and its largest buffer (runner/messages.VmemExcess); else None."""
+    if not reached or not capacity:
+        return None
+    worst = max(reached, key=lambda r: r.get("vmem_bytes") or 0)
+    need = worst.get("vmem_bytes") or 0
+    if need <= capacity or not worst.get("buffers"):
+        return None
+    big = max(worst["buffers"], key=lambda b: b["bytes"] * b["buffers"])
+    shape = "(" + ", ".join("None" if d is None else str(d) for d in big["shape"]) + ")"
+    return {"need_bytes": int(need), "chip_bytes": int(capacity), "role": big["role"], "index": int(big["index"]),
+            "block": f"{shape} {big['dtype']}"}
 
 
 def vmem_detail(reached: list[dict[str, Any]] | None, capacity: int | None) -> str:

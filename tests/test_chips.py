@@ -129,7 +129,9 @@ def test_chips_command_prints_the_table_without_importing_jax_itself(tmp_path):
 def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
     pytest.importorskip("libtpu")
     from pallasite.engine.checker import TARGETS
+    from pallasite.engine.sources import sources_for
     from pallasite.runner.checks import handle_check
+    from pallasite.runner.messages import CheckParams
 
     assert "7x" in TARGETS
     corpus = os.path.join(os.path.dirname(__file__), "data", "compiler")
@@ -137,9 +139,10 @@ def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
     for name in ("store_shape_fixed", "tiling_int8_rows_broken"):
         path = os.path.join(corpus, f"{name}.py")
         with open(path, encoding="utf-8") as f:
-            result = handle_check({"path": path, "text": f.read(), "target": "7x", "tiers": [1, 2], "time_limit_s": 120})
-        assert result["unavailable"] == {}
-        [entry] = result["entries"]
-        states[name] = (entry["tiers"], [e.get("mosaic_codes") for e in entry["errors"]])
+            params = CheckParams(source=sources_for(path, f.read()), target="7x", tiers=(1, 2), time_limit_s=120)
+        result = handle_check(params)
+        assert result.unavailable == {}
+        [entry] = result.entries
+        states[name] = (entry.states(), [list(e.mosaic_codes) for e in entry.errors])
     assert states["store_shape_fixed"] == ({"1": "ok", "2": "ok"}, [])
     assert states["tiling_int8_rows_broken"] == ({"1": "ok", "2": "error"}, [["E2002"]])  # the compiler's tiling rule

@@ -16,6 +16,7 @@ import pytest
 from pallasite.engine.checker import CheckOptions, Checker, check_paths
 
 DATA = Path(__file__).parent / "data" / "honest"
+NOT_REACHED = "not reached: the task never calls this kernel"
 FILES = ("gemm_4096.py", "vmapped_blocks.py", "reference_mismatch.py", "forward_only_task.py")
 
 
@@ -64,7 +65,7 @@ def test_kernels_the_task_does_not_reach_are_not_reached(reports):
     by_name = {k.name: dict(k.tiers) for k in report.kernels}
     assert by_name["scale_fwd_kernel"] == {0: "ok", 1: "ok", 2: "not run", 3: "ok"}
     for name in ("scale_bwd_x_kernel", "scale_bwd_w_kernel"):
-        assert by_name[name] == {0: "ok", 1: "not reached by the task", 2: "not run", 3: "not reached by the task"}
+        assert by_name[name] == {0: "ok", 1: NOT_REACHED, 2: "not run", 3: NOT_REACHED}
 
 
 def test_a_raise_in_an_unreached_kernel_does_not_read_ok():
@@ -81,7 +82,7 @@ def test_a_raise_in_an_unreached_kernel_does_not_read_ok():
 
     report = asyncio.run(run())
     by_name = {k.name: dict(k.tiers) for k in report.kernels}
-    assert by_name["scale_bwd_x_kernel"][1] == "not reached by the task"
+    assert by_name["scale_bwd_x_kernel"][1] == NOT_REACHED
     assert by_name["scale_fwd_kernel"][1] == "ok"
 
 
@@ -158,7 +159,8 @@ def test_compile_time_out_with_blocks_over_vmem_says_so_first_at_the_line_that_s
     a tier-2 time-out then leads with that, at the dict entry that set the block sizes."""
     from pallasite.analysis.tier0 import analyze
     from pallasite.engine import reply_failures
-    from pallasite.runner.reach import vmem_detail
+    from pallasite.runner.messages import Progress, Stage, VmemExcess
+    from pallasite.runner.reach import vmem_detail, vmem_excess
 
     text = (DATA / "gemm_4096.py").read_text().replace(
         'TUNED = {"block_m": 512, "block_n": 512, "block_k": 512}', 'TUNED = {"block_m": 4096, "block_n": 4096, "block_k": 4096}')
@@ -171,10 +173,15 @@ def test_compile_time_out_with_blocks_over_vmem_says_so_first_at_the_line_that_s
     detail = vmem_detail(reached, 128 * 2**20)
     assert detail.startswith("; its blocks need 256.0 MiB of VMEM (double-buffered), more than the chip's 128.0 MiB")
     assert vmem_detail(reached, 512 * 2**20) == ""  # fits: nothing said
-    stage = reply_failures.parse_stage(f"tier 2: gemm (libtpu compile for v5e{detail})")
+    excess = vmem_excess(reached, 128 * 2**20)
+    assert excess == {"need_bytes": 256 * 2**20, "chip_bytes": 128 * 2**20, "role": "in_specs", "index": 0,
+                      "block": "(4096, 4096) bfloat16"}
+    report = Progress(stage=Stage.TIER, tier=2, entry="gemm", message=f"tier 2: gemm (libtpu compile for v5e{detail})",
+                      vmem=VmemExcess(**excess))
+    stage = reply_failures.stage_of(report)  # the structured field, not the words
     assert stage["vmem"]["need_mib"] == 256.0 and stage["vmem"]["role"] == "in_specs"
     analysis = analyze(text, "gemm_4096.py", target="v5e")
-    finding = reply_failures.reply_failure("timeout", "no result after 60 s", text, analysis, stage, "v5e")
+    finding = reply_failures.reply_failure("timed_out", "no result after 60 s", text, analysis, stage, "v5e")
     assert finding.code == "PLS205" and finding.span.line + 1 == 15, finding.message
     assert finding.message.startswith("the blocks of this pallas_call need 256.0 MiB of VMEM (double-buffered), "
                                       "more than the v5e's 128.0 MiB")

@@ -1,6 +1,6 @@
 """A JAXBench-style file with a forward kernel and the backward kernels of the same op; its
 workload runs the forward pass only. The backward kernels are never traced by the task, so their
-tiers 1-3 must read "not reached by the task" (tier 0 still applies), never "ok"."""
+tiers 1-3 must read "not reached: the task never calls this kernel" (tier 0 still applies), never "ok"."""
 
 import jax
 import jax.numpy as jnp

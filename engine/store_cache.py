@@ -1,7 +1,9 @@
 """The checker's results cache over the workspace's results store (``.pallasite/results.sqlite``).
 
-``engine/result_cache.py`` defines the ``ResultCache`` seam (the runner may not import the knowledge
-layer); this adapter implements it with ``knowledge.store.ResultsStore``, so every check is
+The engine (engine/engine.py) keeps one ``StoreCache`` per workspace open for its whole life: checks
+record and reuse through it, hovers read through it (one connection, not one per hover).
+
+``engine/result_cache.py`` defines the ``ResultCache`` seam; this adapter implements it with ``knowledge.store.ResultsStore``, so every check is
 recorded (``pallasite store info`` counts it, hovers read it) and an unchanged kernel's tier-2
 verdict is reused instead of recompiled.
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from pallasite.analysis.types import Finding
 from pallasite.knowledge.store import STORE_DIR, ResultsStore, store_path
@@ -76,6 +78,13 @@ class StoreCache:
     def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
         self._open().put_check(_result_key(key), tier=tier, status=status, findings=findings,
                                path=str(Path(path).resolve()))
+
+    def latest_checks(self, path: str) -> list[Any]:
+        """The newest stored verdicts for a file (for hovers), on this cache's one connection; [] when
+        the workspace has no store yet (a hover never creates one)."""
+        if self._store is None and not self.path.is_file():
+            return []
+        return self._open().latest_checks(path=str(Path(path).resolve()))
 
     def close(self) -> None:
         if self._store is not None:
