@@ -16,7 +16,8 @@ from typing import Any, Mapping
 from pallasite.analysis.origins import Origin, trace
 from pallasite.analysis.types import BlockSpecInfo, Related, Span
 
-_SHAPES = re.compile(r"block shape \((?P<block>[^)]*)\),\s*array shape \((?P<array>[^)]*)\)")
+_SHAPES = re.compile(r"block shape \((?P<block>.*?)\),\s*array shape \((?P<array>[^)]*)\)")
+_DIM = re.compile(r"Blocked\(block_size=(?P<blocked>\d+)\)|(?P<other>Squeezed\(\)|None|[A-Za-z]\w*\([^)]*\))|(?P<int>\d+)")
 MOVED_CODES = ("PLS101", "PLS204")
 
 
@@ -35,18 +36,18 @@ def bad_dims(code: str, message: str, rank: int) -> list[int]:
         return [rank - 2]
     m = _SHAPES.search(message)
     if not m:
-        return [rank - 1, rank - 2]
-    try:
-        block = [int(x) for x in m.group("block").replace(" ", "").split(",") if x]
-        array = [int(x) for x in m.group("array").replace(" ", "").split(",") if x]
-    except ValueError:
-        return [rank - 1, rank - 2]
+        return []  # which dim is bad is not said: the finding stays at the BlockSpec
+    block = [int(d.group("blocked") or d.group("int")) if not d.group("other") else None
+             for d in _DIM.finditer(m.group("block"))]  # "(256, 100)" or "(Blocked(block_size=256), ...)"
+    array = [int(x) for x in re.findall(r"\d+", m.group("array"))]
+    if len(block) != rank or any(b is None for b in block[-2:]):
+        return []
     out = []
     if len(block) >= 1 and len(array) >= 1 and block[-1] % 128 and block[-1] != array[-1]:
         out.append(rank - 1)
     if len(block) >= 2 and len(array) >= 2 and block[-2] % 8 and block[-2] != array[-2]:
         out.append(rank - 2)
-    return out or [rank - 1, rank - 2]
+    return out
 
 
 def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, text: str, lines: list[str]) -> Moved | None:
