@@ -36,27 +36,29 @@ from pallasite.analysis.codes import CODES
 from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.tier0 import SourceAnalysis, analyze
 from pallasite.analysis.types import (
+    CHIP_TARGETS,
+    DEFAULT_CHIP,
     DEFAULT_TIERS,
     TIERS,
     FileReport,
     Finding,
     KernelVerdict,
+    ResultKey,
     Span,
 )
 
-from pallasite.runner import chips
 from pallasite.runner.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
 from . import locate, reach, reply_failures, tier3_request
 from .backend import Purpose, Reply
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
-from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
+from .result_cache import CachedVerdict, GuardedCache, ResultCache, reuse_note
 from .sources import sources_for
 
-# The chips a check can target: every generation of the chip table (runner/chips.py holds the one
+# The chips a check can target: every generation pallasite names (analysis/types.py holds the one
 # list, with why 7x is on it: its tier-1 lowering and tier-2 deviceless compile both work).
-TARGETS: tuple[str, ...] = tuple(t.name for t in chips.TARGETS)
+TARGETS: tuple[str, ...] = tuple(t.name for t in CHIP_TARGETS)
 COMPILER_TIERS: tuple[int, ...] = (1, 2, 3)
 GPU_NOTE = ("tiers 1-3 skipped: tiers 1-3 check TPU kernels; this file's pallas_calls target GPU "
             "(Triton / Mosaic GPU compiler params or scratch), so only tier 0's backend-neutral rules ran")
@@ -69,7 +71,7 @@ ProgressFn = Callable[[str], Any]
 class CheckOptions:
     """What to check and within which limits. ``severity`` maps a code to a severity or "off"."""
 
-    target: str = chips.DEFAULT_CHIP
+    target: str = DEFAULT_CHIP
     tiers: tuple[int, ...] = DEFAULT_TIERS
     severity: Mapping[str, str] = field(default_factory=dict)
     time_limit_s: float = 60.0
@@ -279,14 +281,14 @@ class Checker:
 
     # ------------------------------------------------------------------ the results cache
 
-    def _key(self, entry: CheckEntry, code_hash: str | None, versions: Mapping[str, Any]) -> CacheKey | None:
+    def _key(self, entry: CheckEntry, code_hash: str | None, versions: Mapping[str, Any]) -> ResultKey | None:
         if not code_hash:
             return None
         inputs = tuple((tuple(int(d) for d in sig.shape), str(sig.dtype)) for sig in entry.inputs)
         command = self.options.worker_command
-        return CacheKey(code_hash=code_hash, kernel=entry.name, inputs=inputs, chip=self.options.target,
-                        jax_version=versions.get("jax"), libtpu_version=versions.get("libtpu"),
-                        backend="command:" + " ".join(command) if command else "local")
+        return ResultKey(code_hash=code_hash, kernel=entry.name, inputs=inputs, chip=self.options.target,
+                         jax_version=versions.get("jax"), libtpu_version=versions.get("libtpu"),
+                         backend="command:" + " ".join(command) if command else "local")
 
     async def _tier2_from_cache_or_worker(self, client, cache, source, text, analysis, result: CheckResult, tiers,
                                           findings, progress, last_stage) -> tuple[CheckResult, dict[str, CachedVerdict]]:

@@ -464,21 +464,3 @@ def run_requests_sync(config: WorkerConfig | None, requests: Iterable[Any],
             await client.close()
 
     return asyncio.run(go())
-
-
-def chip_table_sync(config: WorkerConfig | None = None, *, probe: bool = True) -> tuple[list[Any], str | None]:
-    """The chip table for the CLI (`pallasite chips`) without importing jax here.
-
-    Read from the cache file when present; otherwise a worker builds it (probing libtpu for the
-    scoped-VMEM limits, and writing the cache). Returns (list of ChipSpec, None) or ([], why).
-    """
-    from pallasite.runner import chips  # jax-free at import: jax is only used inside its probes
-    from pallasite.runner.messages import ChipsParams
-
-    cached = chips.read_cache()
-    if cached is not None and (not probe or all(s.scoped_vmem_limit_bytes for s in cached)):
-        return cached, None
-    [reply] = run_requests_sync(config, [ChipsParams(probe=probe)])
-    if not reply.ok:
-        return [], f"the worker could not build the chip table: {reply.message}"
-    return list(reply.result.chips), None

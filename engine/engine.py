@@ -139,23 +139,21 @@ class Engine:
         """Ask a worker for the chip table (it probes libtpu for scoped-VMEM limits); keeps it.
         Returns (specs, None) or (None, why). The server asks its warm check worker once, after a
         check, rather than starting a job worker for it."""
-        from pallasite.runner import chips
         from pallasite.runner.messages import ChipsParams
+
+        from . import chip_table
 
         reply = await self.backend(options).request(ChipsParams(probe=True), purpose=purpose,
                                                     timeout_s=options.time_limit_s)
-        if not reply.ok:
-            return None, reply.message
-        specs = list(reply.result.chips)
-        self.chip_table = specs
-        same = {"jax": reply.result.jax, "libtpu": reply.result.libtpu} == {
-            k: v for k, v in chips.versions().items() if k in ("jax", "libtpu")}
-        if same and chips.read_cache() is None and all(s.scoped_vmem_limit_bytes for s in specs):
-            try:
-                chips.write_cache(specs)
-            except OSError as exc:
-                return specs, f"could not write the chip table cache ({exc})"
-        return specs, None
+        measured = chip_table._from_reply(reply)
+        if measured.error:
+            return None, measured.error
+        self.chip_table = measured.specs
+        try:  # the cache `pallasite chips` reads, named by the versions the worker reported
+            chip_table.remember(measured.specs, measured.versions)
+        except OSError as exc:
+            return measured.specs, f"could not write the chip table cache ({exc})"
+        return measured.specs, None
 
     # ------------------------------------------------------------------ life
 

@@ -21,10 +21,10 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from pallasite.analysis.types import Finding
+from pallasite.analysis.local_imports import source_hash
+from pallasite.analysis.types import Finding, ResultKey
+from pallasite.engine.result_cache import CachedVerdict
 from pallasite.knowledge.store import STORE_DIR, ResultsStore, store_path
-from pallasite.knowledge.store_keys import ResultKey, source_hash
-from pallasite.engine.result_cache import CacheKey, CachedVerdict
 
 
 def workspace_for(paths: Sequence[str | Path], cwd: str | Path | None = None) -> Path:
@@ -69,14 +69,14 @@ class StoreCache:
         root = self.workspace if self.workspace in file.parents else None
         return source_hash(file, text, root=root)
 
-    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
-        record = self._open().check_for(_result_key(key), tier)
+    def get(self, key: ResultKey, tier: int) -> CachedVerdict | None:
+        record = self._open().check_for(key, tier)
         if record is None or record.status not in ("ok", "error"):
             return None
         return CachedVerdict(status=record.status, findings=record.findings, created=record.created, where=self.where)
 
-    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
-        self._open().put_check(_result_key(key), tier=tier, status=status, findings=findings,
+    def put(self, key: ResultKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
+        self._open().put_check(key, tier=tier, status=status, findings=findings,
                                path=str(Path(path).resolve()))
 
     def latest_checks(self, path: str) -> list[Any]:
@@ -90,10 +90,3 @@ class StoreCache:
         if self._store is not None:
             self._store.close()
             self._store = None
-
-
-def _result_key(key: CacheKey) -> ResultKey:
-    kind = "lowered" if key.code_hash.startswith("lowered:") else "source"
-    return ResultKey(source_hash=key.code_hash, source_kind=kind, kernel=key.kernel, inputs=key.inputs,
-                     chip=key.chip, jax_version=key.jax_version, libtpu_version=key.libtpu_version,
-                     backend=key.backend)

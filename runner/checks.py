@@ -28,8 +28,6 @@ Worker side: imports jax, the loader and the task reader; nothing else of pallas
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import importlib.util
 import os
 import sys
@@ -37,14 +35,15 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from . import chips
+from pallasite.analysis.types import CHIP_TARGETS, code_hash, installed_versions
+
 from . import errors as errors_mod
 from . import messages, tasks_runtime
 from .messages import Stage
 
 # Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
-# from the chip table of runner/chips.py.
-CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in chips.TARGETS}
+# from the chip names of analysis/types.py.
+CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in CHIP_TARGETS}
 
 LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] of the same jax version)"
 
@@ -228,7 +227,7 @@ def mosaic_call_count(exported: Any) -> int | None:
 def module_hash(exported: Any) -> str | None:
     """``lowered:<sha256>`` of the exported module's text (None: unknown). Locations included."""
     try:
-        return "lowered:" + hashlib.sha256(exported.mlir_module().encode()).hexdigest()
+        return code_hash("lowered", exported.mlir_module())
     except Exception:  # noqa: BLE001 - an optional key: without it tier 2 is simply not reused
         return None
 
@@ -241,23 +240,10 @@ def input_signature(args: Any) -> list[list[Any]]:
     return [[list(a.shape), str(a.dtype)] for a in leaves if hasattr(a, "shape") and hasattr(a, "dtype")]
 
 
-@functools.lru_cache(maxsize=1)
-def _versions() -> tuple[str, str | None]:
-    import importlib.metadata
-
-    import jax
-
-    try:
-        libtpu = importlib.metadata.version("libtpu")
-    except importlib.metadata.PackageNotFoundError:
-        libtpu = None
-    return jax.__version__, libtpu
-
-
 def versions() -> dict[str, str | None]:
     """The jax and libtpu versions the verdicts are valid for (libtpu None when absent)."""
-    jax_version, libtpu = _versions()
-    return {"jax": jax_version, "libtpu": libtpu}
+    found = installed_versions()
+    return {"jax": found["jax"], "libtpu": found["libtpu"]}
 
 
 def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int]:

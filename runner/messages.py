@@ -266,16 +266,13 @@ class Versions:
 @dataclass(frozen=True)
 class ChipsParams:
     OP: ClassVar[str] = "chips"
-    probe: bool = True
-    use_cache: bool = True
+    probe: bool = True  # measure each chip's default scoped-VMEM limit with libtpu
 
 
 @dataclass(frozen=True)
 class ChipsResult:
     chips: tuple[ChipSpec, ...]
-    cache: str | None = None
-    jax: str | None = None
-    libtpu: str | None = None
+    versions: dict[str, str | None] = field(default_factory=dict)  # the worker's jax/libtpu/... (the cache key)
 
 
 @dataclass(frozen=True)

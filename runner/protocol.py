@@ -106,12 +106,9 @@ def check_handshake(handshake: Handshake) -> None:
 
 
 def _own_version() -> str:
-    from importlib import metadata
+    from pallasite.analysis.types import installed_versions
 
-    try:
-        return metadata.version("pallasite")
-    except metadata.PackageNotFoundError:
-        return "<this version>"
+    return installed_versions().get("pallasite") or "<this version>"
 
 
 def error_info(exc: BaseException) -> ErrorInfo:

@@ -72,13 +72,12 @@ def op_versions(params: messages.VersionsParams, ctx: Context) -> messages.Versi
 
 
 def op_chips(params: messages.ChipsParams, ctx: Context) -> messages.ChipsResult:
-    from pallasite.runner import chips
+    """The chip table measured here (the client caches it under the versions reported with it)."""
+    from pallasite.analysis.types import installed_versions
+    from pallasite.runner import chip_probe
 
     ctx.progress("reading the chip table" + (" and probing libtpu" if params.probe else ""), stage=Stage.PROBE)
-    specs = chips.chip_table(probe=params.probe, use_cache=params.use_cache)
-    found = chips.versions()
-    return messages.ChipsResult(chips=tuple(specs), cache=chips.cache_path(), jax=found.get("jax"),
-                                libtpu=found.get("libtpu"))
+    return messages.ChipsResult(chips=tuple(chip_probe.measure(probe=params.probe)), versions=installed_versions())
 
 
 def op_import(params: messages.ImportParams, ctx: Context) -> messages.ImportResult:
@@ -331,15 +330,10 @@ def _interrupted_reply(request_id: str, reason: str, deadline_s: float | None) -
 
 def _runtime_versions() -> dict[str, Any]:
     import platform as platform_module
-    from importlib import metadata
 
-    out: dict[str, Any] = {"python": platform_module.python_version()}
-    for dist in ("pallasite", "jax", "jaxlib", "libtpu"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
+    from pallasite.analysis.types import installed_versions
+
+    return {"python": platform_module.python_version(), **installed_versions()}
 
 
 def _describe_runtime() -> messages.Versions:

@@ -64,12 +64,12 @@ def task_grids(text: str, analysis: Any) -> dict[Any, tuple[int, ...]]:
 
 
 def chip_limits(target: str, from_worker: list[Any] | None = None) -> hover.ChipLimits:
-    """The chip's scoped VMEM limit from the runner's cached chip table, else from the table the
-    warm check worker sent this session (``from_worker``); never imports jax."""
+    """The chip's scoped VMEM limit from the cached chip table, else from the table the warm check
+    worker sent this session (``from_worker``); never imports jax."""
     try:
-        from pallasite.runner.chips import read_cache
+        from pallasite.engine.chip_table import cached as cached_table
 
-        cached = read_cache() or []
+        cached = cached_table() or []
     except Exception:
         cached = []
     for specs, where in ((cached, "the chip table cache"), (from_worker or [], "the check worker's chip table")):

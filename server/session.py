@@ -400,9 +400,9 @@ class Session(SettingsAndTrust):
         table in the background (it probes libtpu) so hovers can show the limit and its source."""
         if self.chip_task is not None or self.engine.chip_table is not None:
             return
-        from pallasite.runner import chips
+        from pallasite.engine import chip_table
 
-        cached = chips.read_cache() or []
+        cached = chip_table.cached() or []
         if any(s.name == self.settings.target and s.scoped_vmem_limit_bytes for s in cached):
             return
         self.chip_task = asyncio.ensure_future(self._fetch_chip_table())

@@ -52,11 +52,11 @@ def test_options_are_frozen_hashable_and_keep_overrides():
     assert dict(a.severity) == {"PLS001": "warning"}
 
 
-def test_targets_and_default_chip_come_from_the_chip_table():
-    from pallasite.runner import chips
+def test_targets_and_default_chip_come_from_the_chip_names():
+    from pallasite.analysis.types import CHIP_TARGETS, DEFAULT_CHIP
 
-    assert TARGETS == tuple(t.name for t in chips.TARGETS) == ("v4", "v5e", "v5p", "v6e", "7x")
-    assert CheckOptions().target == chips.DEFAULT_CHIP == "v6e"
+    assert TARGETS == tuple(t.name for t in CHIP_TARGETS) == ("v4", "v5e", "v5p", "v6e", "7x")
+    assert CheckOptions().target == DEFAULT_CHIP == "v6e"
     assert CheckOptions(target="7x").problems() == []
 
 

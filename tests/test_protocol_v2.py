@@ -70,7 +70,7 @@ OPS = [
     (PingParams(), PingResult(pong=True, pid=7)),
     (VersionsParams(), Versions(python="3.11", pallasite="0.1", jax="0.10.2", jaxlib="0.10.2", libtpu=None,
                                 platform="cpu", devices=("cpu",))),
-    (ChipsParams(probe=False, use_cache=False), ChipsResult(chips=(CHIP,), cache="/c/chips.json", jax="0.10.2")),
+    (ChipsParams(probe=False), ChipsResult(chips=(CHIP,), versions={"jax": "0.10.2", "libtpu": None})),
     (ImportParams(source=SOURCES), ImportResult(module="m", path="/home/u/k.py",
                                                 functions=(FunctionInfo("f", 3),), constants={"ROWS": 8})),
     (CheckParams(source=SOURCES, target="v5e", tiers=(1, 2, 3), time_limit_s=30.0, entries=("matmul",),

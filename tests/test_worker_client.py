@@ -135,7 +135,7 @@ async def test_concurrent_callers_are_served_one_at_a_time(warm):
 
 async def test_progress_reaches_the_callback(warm):
     seen: list[str] = []
-    reply = await warm.request(ChipsParams(probe=False, use_cache=False), on_progress=lambda p: seen.append(p.message))
+    reply = await warm.request(ChipsParams(probe=False), on_progress=lambda p: seen.append(p.message))
     assert reply.status == "ok" and {c.name for c in reply.result.chips} >= {"v4", "v5e", "v5p", "v6e"}
     assert seen and "chip table" in seen[0]
 
