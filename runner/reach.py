@@ -137,9 +137,11 @@ def vmem_detail(reached: list[dict[str, Any]] | None, capacity: int | None) -> s
 def chip_vmem_bytes(target: str) -> int | None:
     """The target chip's VMEM capacity from jax's own chip table (None when unknown)."""
     try:
-        from . import chips
+        from pallasite.analysis.types import chip_target
 
-        spec = chips.spec_from_jax(chips.target(target))
+        from .chip_probe import spec_from_jax
+
+        spec = spec_from_jax(chip_target(target))
     except Exception:  # noqa: BLE001 - an optional figure
         return None
     return spec.vmem_bytes if spec is not None else None
