@@ -45,7 +45,7 @@ from pallasite.analysis.types import (
 )
 
 from pallasite.runner import chips
-from . import locate, reply_failures
+from . import locate, reply_failures, zero_config
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
@@ -174,8 +174,14 @@ class Checker:
                 _mark(verdicts, compiler_tiers, "skipped: GPU kernel")
                 notes.append(GPU_NOTE)
             elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
-                if analysis.uses_pallas:
-                    findings.append(_no_task_finding(text))
+                inference = zero_config.inference_for(text, path) if analysis.uses_pallas else None
+                if inference is not None and inference.tasks:  # shapes read from the file's own calls
+                    notes.extend(zero_config.inferred_note(task) for task in inference.tasks)
+                    await self._run_compiler_tiers(
+                        path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
+                        extra={"inferred": zero_config.inferred_params(inference)})
+                elif analysis.uses_pallas:
+                    findings.append(_no_task_finding(text, zero_config.fallback_reasons(inference)))
                     _mark(verdicts, compiler_tiers, "skipped: no example inputs (PLS900)")
                 else:
                     _mark(verdicts, compiler_tiers, "skipped: no task")
@@ -202,7 +208,8 @@ class Checker:
 
     # ------------------------------------------------------------------ tiers 1-3
 
-    async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress):
+    async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress,
+                                  extra=None):
         client = self.worker()
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
@@ -218,7 +225,7 @@ class Checker:
                 on_progress(message)
 
         first = (1,) if reuse else tiers  # with the cache: tier 1 first, then tiers 2 and 3 as needed
-        reply = await self._request(client, path, text, first, progress)
+        reply = await self._request(client, path, text, first, progress, extra=extra)
         status = reply.status
         if status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, tiers)
@@ -230,7 +237,7 @@ class Checker:
         reused: dict[str, CachedVerdict] = {}
         if reuse:
             reused = await self._tier2_from_cache_or_worker(
-                client, cache, path, text, analysis, result, tiers, findings, progress, last_stage)
+                client, cache, path, text, analysis, result, tiers, findings, progress, last_stage, extra)
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
@@ -257,7 +264,8 @@ class Checker:
                                                path=path)
         return finding, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
 
-    async def _request(self, client, path, text, tiers, progress, entries=None, tier2_known=None) -> Any:
+    async def _request(self, client, path, text, tiers, progress, entries=None, tier2_known=None,
+                       extra=None) -> Any:
         params: dict[str, Any] = {
             "path": path,
             "text": text,
@@ -271,6 +279,7 @@ class Checker:
             params["entries"] = list(entries)
         if tier2_known:
             params["tier2_known"] = dict(tier2_known)
+        params.update(extra or {})
         return await client.request("check", params, timeout_s=self.options.time_limit_s, on_progress=progress)
 
     # ------------------------------------------------------------------ the results cache
@@ -285,7 +294,7 @@ class Checker:
                         backend="command:" + " ".join(command) if command else "local")
 
     async def _tier2_from_cache_or_worker(self, client, cache, path, text, analysis, result, tiers, findings,
-                                          progress, last_stage) -> dict[str, CachedVerdict]:
+                                          progress, last_stage, extra=None) -> dict[str, CachedVerdict]:
         """After tier 1: each entry's tier 2 from the cache by its lowered hash, else from the worker.
 
         One more request covers the cache's misses (tier 2) and, when asked for, tier 3 of every
@@ -316,8 +325,8 @@ class Checker:
         ask = ((2,) if missing else ()) + ((3,) if 3 in tiers and lowered else ())
         if not ask:
             return reused
-        extra = {"tier2_known": {name: hit.status for name, hit in reused.items()}} if reused else {}
-        reply = await self._request(client, path, text, ask, progress, entries=lowered, **extra)
+        known = {"tier2_known": {name: hit.status for name, hit in reused.items()}} if reused else {}
+        reply = await self._request(client, path, text, ask, progress, entries=lowered, extra=extra, **known)
         status = reply.status
         if status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, ask)
@@ -574,9 +583,9 @@ def _in_maxkernel_dir(path: str) -> bool:
 _MAIN_BLOCK = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 
 
-def _no_task_finding(text: str) -> Finding:
+def _no_task_finding(text: str, reasons: str = "") -> Finding:
     entry = CODES["PLS900"]
-    message = "No task: the compiler tiers need example inputs to know the shapes of this file's kernels."
+    message = "No task: the compiler tiers need example inputs to know the shapes of this file's kernels." + reasons
     if _MAIN_BLOCK.search(text):
         message += (" This file has a __main__ block: `pallasite check --script FILE` runs it and checks"
                     " every pallas_call it makes, with no task needed.")

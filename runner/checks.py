@@ -14,6 +14,8 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
 ``params["script"]`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
 
 Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``,
+``inferred`` (optional: tasks read from the file's own calls when it states none, see
+``runner/tasks_inferred.py``),
 ``entries`` (optional: check only the entries of these names; the client asks tier 2 for the entries
 whose verdict its results cache lacks), ``tier2_known`` (optional ``{entry: "ok" | "error"}``: tier-2
 verdicts the client reused from its cache; those entries are not compiled, and tier 3 treats the
@@ -100,7 +102,7 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
     try:
         with _line_watch(path, params.get("time_limit_s"), say), _restored_config(), user_module(path, text) as module:
             try:
-                tasks = tasks_runtime.discover(module, path, text)
+                tasks = tasks_runtime.discover(module, path, text, inferred=params.get("inferred"))
             except tasks_runtime.TaskError as exc:
                 result["errors"].append(_task_error(exc, path))
                 return result

@@ -76,10 +76,13 @@ class RuntimeTask:
         return shapes
 
 
-def discover(module: types.ModuleType, path: str, text: str | None = None) -> list[RuntimeTask]:
+def discover(module: types.ModuleType, path: str, text: str | None = None,
+             inferred: Any = None) -> list[RuntimeTask]:
     """Every task the module states, in source order; [] when it states none.
 
     ``text`` is the checked source when it differs from the file on disk (an unsaved buffer).
+    ``inferred``: tasks the client read from the file's own calls (analysis/inferred_inputs.py),
+    used only when the module states none (``runner/tasks_inferred.py``).
     """
     from . import maxkernel  # MaxKernel task folders: kernel_task.yaml beside the file
 
@@ -95,6 +98,10 @@ def discover(module: types.ModuleType, path: str, text: str | None = None) -> li
         return long_form
     if callable(ns.get("example_inputs")):
         return [_short_form(module, path, text)]
+    if inferred:
+        from .tasks_inferred import inferred_tasks
+
+        return inferred_tasks(module, inferred)
     return []
 
 
