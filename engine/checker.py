@@ -45,7 +45,8 @@ from pallasite.analysis.types import (
 )
 
 from pallasite.runner import chips
-from . import locate, reply_failures, zero_config
+from . import devices, locate, reply_failures, zero_config
+from .devices import DEFAULT_CPU_DEVICES
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
@@ -73,6 +74,7 @@ class CheckOptions:
     interpreter: str | None = None  # the user's project python; None = sys.executable
     worker_command: tuple[str, ...] = ()  # e.g. ("ssh", "tpu-host"): run the worker there (WorkerConfig.command)
     script: bool = False  # run the file's __main__ and check every pallas_call it makes (script mode)
+    cpu_devices: int = DEFAULT_CPU_DEVICES  # virtual CPU devices a worker starts with (engine/devices.py)
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -98,6 +100,8 @@ class CheckOptions:
             out.append(f"time limit must be positive, got {self.time_limit_s}")
         if self.memory_mb <= 0:
             out.append(f"memory limit must be positive, got {self.memory_mb}")
+        if not 1 <= self.cpu_devices <= 4096:
+            out.append(f"cpu devices must be between 1 and 4096, got {self.cpu_devices}")
         return out
 
 
@@ -138,6 +142,7 @@ class Checker:
         self._client = client
         self._own_client = client is None
         self.cache = cache
+        self._by_devices: dict[int, WorkerClient] = {}  # workers for files that set their own device count
 
     async def check(
         self,
@@ -205,12 +210,15 @@ class Checker:
         client, self._client = self._client, None
         if client is not None and self._own_client:
             await client.close()
+        extra, self._by_devices = self._by_devices, {}
+        for other in extra.values():
+            await other.close()
 
     # ------------------------------------------------------------------ tiers 1-3
 
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress,
                                   extra=None):
-        client = self.worker()
+        client = self._worker_for(text, notes)
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
         last_stage: dict[str, Any] = {}
@@ -378,17 +386,30 @@ class Checker:
                 mine = tuple(f for f in located.by_entry.get(name, ()) if f.tier == tier)
                 cache.put(key, tier, state, mine, path=path)
 
-    def worker(self) -> Any:
-        """The warm worker client this checker uses (started lazily), e.g. to share it for a script check."""
-        if self._client is not None:
-            return self._client
-        config = WorkerConfig(
+    def _worker_for(self, text: str, notes: list[str]) -> Any:
+        """The warm worker, or one started with the device count the file sets for itself."""
+        count = devices.file_device_count(text)
+        if count is None or count == self.options.cpu_devices or self.options.worker_command:
+            return self.worker()
+        if count not in self._by_devices:
+            self._by_devices[count] = WorkerClient(self._config(count))
+        notes.append(f"checked in a worker started with {count} CPU device(s), as this file's XLA_FLAGS asks")
+        return self._by_devices[count]
+
+    def _config(self, cpu_devices: int) -> WorkerConfig:
+        return WorkerConfig(
             python=self.options.interpreter or sys.executable,
             memory_mb=self.options.memory_mb,
             timeout_s=self.options.time_limit_s,
             command=self.options.worker_command,
+            cpu_devices=cpu_devices,
         )
-        self._client = WorkerClient(config)
+
+    def worker(self) -> Any:
+        """The warm worker client this checker uses (started lazily), e.g. to share it for a script check."""
+        if self._client is not None:
+            return self._client
+        self._client = WorkerClient(self._config(self.options.cpu_devices))
         return self._client
 
 
