@@ -14,7 +14,10 @@ A task says which function to call and with which argument shapes. Three forms a
   else is passed as the one argument). The plain-JAX reference is ``workload`` of a sibling
   ``baseline.py`` when that file exists.
 
-- MaxKernel task folders (``kernel_task.yaml`` beside the file) are read by ``runner/maxkernel.py``.
+- MaxKernel task folders (``kernel_task.yaml`` beside the file) are read by ``runner/maxkernel.py``;
+- KernelBench-style files (``class Model`` with ``forward``, ``get_inputs()``) by
+  ``runner/tasks_kernelbench.py``; shapes inferred from the file's own calls when it states no
+  task by ``runner/tasks_inferred.py``.
 
 Shapes always come from ``jax.eval_shape``: an inputs function that makes arrays is traced
 abstractly, so checking never allocates the example inputs.
@@ -93,6 +96,10 @@ def discover(module: types.ModuleType, path: str, text: str | None = None,
     ns = vars(module)
     if callable(ns.get("workload")) and callable(ns.get("create_inputs")):
         return [_jaxbench_task(module, path)]
+    from .tasks_kernelbench import is_kernelbench, kernelbench_task  # class Model + get_inputs()
+
+    if is_kernelbench(module):
+        return [kernelbench_task(module)]
     long_form = _long_form(module, path)
     if long_form:
         return long_form

@@ -138,3 +138,9 @@ def test_the_broken_twin_is_caught_at_the_kernel_body_line(check):
     errors = [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"]
     assert errors == [("PLS104", _line_of("ones_main_bad.py", "o_ref[...] = jnp.sum("))]
     assert any("shapes from line" in n for n in report.notes)
+
+
+def test_a_kernelbench_model_file_is_a_task_as_it_is(check):
+    report = check("kernelbench_model.py")
+    assert not [f for f in report.findings if f.severity in ("error", "warning") or f.code == "PLS900"], report.findings
+    assert [dict(k.tiers)[1] for k in report.kernels] == ["ok"]
