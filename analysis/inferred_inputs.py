@@ -104,6 +104,7 @@ def infer_tasks(source: Source) -> Inference:
         return Inference((), ())
     found: dict[str, InferredTask] = {}
     failures: dict[str, str] = {}
+    weak: dict[str, str] = {}  # failures of calls inside functions that reach pallas_call themselves
     for call in source.calls:
         target = _called_entry(source, call, reaching)
         if target is None:
@@ -128,9 +129,12 @@ def infer_tasks(source: Source) -> Inference:
         except Unresolved as why:
             if not quiet:
                 failures.setdefault(name, str(why))
+            elif "no single binding" not in str(why):  # not a wrapper passing its own parameters on
+                weak.setdefault(name, str(why))
     # an entry that another inferred entry calls is checked through it: one check per kernel path
     covered = {n for n in found for m in found if m != n and n in _closure(m, calls)}
     tasks = tuple(sorted((t for n, t in found.items() if n not in covered), key=lambda t: t.line))
+    failures = failures or weak
     notes = tuple(f"shapes not inferred for {name}: {why}" for name, why in failures.items() if name not in found)
     if not tasks and not failures:
         public = sorted(n for n in reaching if not n.startswith("_"))

@@ -69,7 +69,7 @@ class CheckOptions:
     target: str = chips.DEFAULT_CHIP
     tiers: tuple[int, ...] = DEFAULT_TIERS
     severity: Mapping[str, str] = field(default_factory=dict)
-    time_limit_s: float = 60.0
+    time_limit_s: float = 180.0  # per file; large kernels take tens of seconds in the deviceless compiler
     memory_mb: int = 4096
     interpreter: str | None = None  # the user's project python; None = sys.executable
     worker_command: tuple[str, ...] = ()  # e.g. ("ssh", "tpu-host"): run the worker there (WorkerConfig.command)
@@ -269,7 +269,7 @@ class Checker:
             return finding, "skipped: the check worker could not start (PLS906)"
         finding = reply_failures.reply_failure(status, _reply_message(reply), text, analysis, last_stage,
                                                self.options.target, stderr=reply.stderr_tail,
-                                               path=path)
+                                               path=path, time_limit_s=self.options.time_limit_s)
         return finding, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
 
     async def _request(self, client, path, text, tiers, progress, entries=None, tier2_known=None,

@@ -45,7 +45,7 @@ def parse_stage(message: str) -> dict[str, Any]:
 
 
 def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str,
-                  *, stderr: str = "", path: str | None = None) -> Finding | None:
+                  *, stderr: str = "", path: str | None = None, time_limit_s: float | None = None) -> Finding | None:
     """The finding for a request that did not come back "ok" (None when it was cancelled).
 
     ``stderr``: the worker's last stderr lines (kept as the finding's detail); for a crash while
@@ -73,7 +73,16 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
         if (importing and not last_stage.get("line")) or (not last_stage and not site):
             span = _first_import_like_line(lines)
-        body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
+        limit = f"the {time_limit_s:g} s time limit" if time_limit_s else "its time limit"
+        if code == "PLS205":
+            kernel = site.kernel_name if site is not None and site.kernel_name else None
+            what = f"kernel {kernel}" + (f" (entry {entry})" if entry and entry != kernel else "") if kernel else (
+                f"entry {entry}" if entry else "the kernel")
+            body = (f"the TPU compiler did not finish compiling {what} for {target} within {limit}, so tier 2 "
+                    f"did not check it (not an error in the kernel: large kernels can take tens of seconds in the "
+                    f"deviceless compiler on a CPU). Raise --time-limit or the check.timeLimitS setting")
+        else:
+            body = f"the check ran past {limit}{where}: {message}".rstrip(": ")
     elif status == "memory":
         code, body = "PLS904", f"the check ran past its memory limit{where}: {message}".rstrip(": ")
     else:
