@@ -7,8 +7,10 @@ wheel; pass the folder with ``--tokamax``, which also goes on the worker's PYTHO
 import), plus any ``--extra`` folders (e.g. a JAXBench checkout). Test files are skipped: they are
 not kernels. Each file is checked twice:
 
-- before: the checker without zero-configuration shapes (tiers 1-2 only for files that state a task);
-- after: with shapes inferred from the file's own calls (``analysis/inferred_inputs.py``).
+- before: the checker without zero-configuration shapes (tiers 1-2 only for files that state a task
+  by the native, JAXBench or MaxKernel conventions);
+- after: with shapes inferred from the file's own calls (``analysis/inferred_inputs.py``) and
+  KernelBench-style files (``class Model`` + ``get_inputs()``) read as tasks.
 
 Prints per file which tiers ran and what was found, then the figures: files checked past tier 0
 before and after, and every error-severity finding (these files are hand-tuned kernels shipped by
@@ -61,9 +63,12 @@ def ran_past_tier0(report) -> bool:
 
 
 async def run(files: list[str], target: str, infer: bool, pythonpath: str | None, time_limit: float) -> dict:
-    saved = zero_config.inference_for
-    if not infer:
-        zero_config.inference_for = lambda text, path: zero_config.Inference((), ())  # the checker before
+    from pallasite.analysis import tasks as static_tasks
+
+    saved, saved_model = zero_config.inference_for, static_tasks._has_model_forward
+    if not infer:  # the checker before: no inferred shapes, KernelBench files not read as tasks
+        zero_config.inference_for = lambda text, path: zero_config.Inference((), ())
+        static_tasks._has_model_forward = lambda source: False
     env = {"PYTHONPATH": pythonpath} if pythonpath else {}
     client = WorkerClient(WorkerConfig(timeout_s=time_limit, memory_mb=6144, env=env))
     checker = Checker(CheckOptions(target=target, tiers=(0, 1, 2), time_limit_s=time_limit), client=client)
@@ -76,7 +81,7 @@ async def run(files: list[str], target: str, infer: bool, pythonpath: str | None
     finally:
         await checker.close()
         await client.close()
-        zero_config.inference_for = saved
+        zero_config.inference_for, static_tasks._has_model_forward = saved, saved_model
     return out
 
 
