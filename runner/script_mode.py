@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -137,6 +138,10 @@ def script_error_record(error: BaseException, path: str, calls: int, distinct: i
         rec["mentions"] = [{"line": line, "column": None}] if line else []
         return rec
     rec["code"] = "PLS901"
+    if _UNPARTITIONED.search(str(error)):
+        rec["sentence"] = (f"{rec['sentence']}: a pallas_call applied to an array sharded over several devices must run "
+                           "inside shard_map (one kernel per shard): wrap the call in jax.shard_map(f, mesh=..., "
+                           "in_specs=..., out_specs=...)")
     if isinstance(error, ModuleNotFoundError):
         rec["code"] = "PLS909"
     elif not is_kernel_error(error) and not isinstance(error, SystemExit):
@@ -145,6 +150,10 @@ def script_error_record(error: BaseException, path: str, calls: int, distinct: i
         rec["sentence"] = f"the script exited with status {error.code!r}"
     rec["sentence"] = f"{rec['sentence']} ({checked})"
     return rec
+
+
+# jax's words for a Mosaic kernel called on sharded operands outside shard_map (CPU and TPU say it differently)
+_UNPARTITIONED = re.compile(r"mesh axes to be Manual|cannot be automatically partitioned")
 
 
 def _plural(n: int, word: str) -> str:
