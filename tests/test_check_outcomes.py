@@ -72,3 +72,13 @@ def test_a_file_not_fully_checked_says_which_tiers_ran_and_strict_fails_it(capsy
     capsys.readouterr()
     assert main(["check", "--no-cache", NO_TASK, "--tiers", "0,1", "--verbose"]) == 0
     assert "information[PLS900]" in capsys.readouterr().out
+
+
+def test_pls202_names_the_shapes_of_the_cast():
+    from pallasite.engine.figures import shape_cast_sentence
+
+    rec = {"message": "INTERNAL: Mosaic failed to compile TPU kernel: infer-vector-layout: unsupported shape cast",
+           "detail": 'The MLIR operation involved:\n  %4 = "tpu.reshape"(%3) : (vector<8x128xf32>) -> vector<32x32xf32>'}
+    said = shape_cast_sentence("infer-vector-layout: unsupported shape cast", rec)
+    assert said.startswith("infer-vector-layout: unsupported shape cast from f32[8,128] to f32[32,32]")
+    assert shape_cast_sentence("unsupported shape cast", {"message": "no operation quoted"}) == "unsupported shape cast"
