@@ -73,6 +73,9 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
         if (importing and not last_stage.get("line")) or (not last_stage and not site):
             span = _first_import_like_line(lines)
+        if not time_limit_s:  # the client's words: "no result after 60 s"
+            said = re.search(r"(\d+(?:\.\d+)?) s\b", message or "")
+            time_limit_s = float(said.group(1)) if said else None
         limit = f"the {time_limit_s:g} s time limit" if time_limit_s else "its time limit"
         if code == "PLS205":
             kernel = site.kernel_name if site is not None and site.kernel_name else None

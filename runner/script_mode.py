@@ -144,8 +144,10 @@ def script_error_record(error: BaseException, path: str, calls: int, distinct: i
                            "in_specs=..., out_specs=...)")
     if isinstance(error, ModuleNotFoundError):
         rec["code"] = "PLS909"
-    elif not is_kernel_error(error) and not isinstance(error, SystemExit):
-        rec["code"] = "PLS908"  # host-side code failed: the kernels are not shown wrong, only not all checked
+    elif not is_kernel_error(error) and not isinstance(error, (SystemExit, AssertionError)):
+        # host-side code failed: the kernels are not shown wrong, only not all checked (an assertion
+        # is the script's own check of its results, and stays an error)
+        rec["code"] = "PLS908"
     if isinstance(error, SystemExit):
         rec["sentence"] = f"the script exited with status {error.code!r}"
     rec["sentence"] = f"{rec['sentence']} ({checked})"
