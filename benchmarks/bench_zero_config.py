@@ -1,38 +1,36 @@
 """How many real third-party Pallas TPU files get the compiler tiers with no configuration.
 
-Runs ``Checker.check`` (tiers 0-2, one warm worker) over every Pallas TPU file found under the
-given folders — by default jax's own ``jax/experimental/pallas/ops/tpu`` from the installed jax,
-plus tokamax's kernels when unpacked (``pip download --no-deps tokamax -d /tmp/tok`` and unzip the
+Checks (tiers 0-2, one warm worker, target v5e) every Pallas TPU file found under the given
+folders — by default jax's own ``jax/experimental/pallas/ops/tpu`` from the installed jax, plus
+tokamax's kernels when unpacked (``pip download --no-deps tokamax -d /tmp/tok`` and unzip the
 wheel; pass the folder with ``--tokamax``, which also goes on the worker's PYTHONPATH so the files
 import), plus any ``--extra`` folders (e.g. a JAXBench checkout). Test files are skipped: they are
 not kernels. Each file is checked twice:
 
-- before: the checker without zero-configuration shapes (tiers 1-2 only for files that state a task
-  by the native, JAXBench or MaxKernel conventions);
-- after: with shapes inferred from the file's own calls (``analysis/inferred_inputs.py``) and
-  KernelBench-style files (``class Model`` + ``get_inputs()``) read as tasks.
+- before: by the pallasite at ``--before-root`` (a checkout of the code before this change, e.g.
+  ``git worktree add /tmp/before <commit>``), run in a subprocess (its worker too);
+- after: by the pallasite importable here.
 
 Prints per file which tiers ran and what was found, then the figures: files checked past tier 0
-before and after, and every error-severity finding (these files are hand-tuned kernels shipped by
-their authors: an error on one of them is a false error unless it names a real bug). Wall clock on
-this host's CPU; the compiler runs deviceless. Outside CI:
+before and after, and every error-severity finding after (jax's and tokamax's files are hand-tuned
+kernels shipped by their authors: an error there is a false error unless it names a real bug;
+JAXBench's generated files are LLM output and may well be wrong). Wall clock on this host's CPU;
+the compiler runs deviceless. Outside CI:
 
-    python benchmarks/bench_zero_config.py [--tokamax /tmp/e13/tokamax] [--extra DIR] [--target v5e]
+    python benchmarks/bench_zero_config.py --before-root /tmp/before [--tokamax DIR] [--extra DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-
-from pallasite.analysis.tier0 import analyze
-from pallasite.engine import zero_config
-from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.client import WorkerClient, WorkerConfig
 
 
 def jax_ops_folder() -> str:
@@ -45,6 +43,8 @@ def jax_ops_folder() -> str:
 
 def tpu_kernel_files(folder: str) -> list[str]:
     """Files that use Pallas and have a pallas_call that is not a GPU kernel; tests left out."""
+    from pallasite.analysis.tier0 import analyze
+
     found = []
     for path in sorted(Path(folder).rglob("*.py")):
         if path.name.endswith("_test.py") or path.name.startswith("test_") or "__pycache__" in path.parts:
@@ -58,17 +58,14 @@ def tpu_kernel_files(folder: str) -> list[str]:
     return found
 
 
-def ran_past_tier0(report) -> bool:
-    return any(dict(k.tiers).get(1) in ("ok", "error") for k in report.kernels)
+# --------------------------------------------------------------------------- one side (a subprocess)
 
 
-async def run(files: list[str], target: str, infer: bool, pythonpath: str | None, time_limit: float) -> dict:
-    from pallasite.analysis import tasks as static_tasks
+async def collect(files: list[str], target: str, pythonpath: str | None, time_limit: float) -> dict:
+    """Per file: the tiers that gave a verdict, the findings, the time (with whatever pallasite imports)."""
+    from pallasite.engine.checker import Checker, CheckOptions
+    from pallasite.engine.client import WorkerClient, WorkerConfig
 
-    saved, saved_model = zero_config.inference_for, static_tasks._has_model_forward
-    if not infer:  # the checker before: no inferred shapes, KernelBench files not read as tasks
-        zero_config.inference_for = lambda text, path: zero_config.Inference((), ())
-        static_tasks._has_model_forward = lambda source: False
     env = {"PYTHONPATH": pythonpath} if pythonpath else {}
     client = WorkerClient(WorkerConfig(timeout_s=time_limit, memory_mb=6144, env=env))
     checker = Checker(CheckOptions(target=target, tiers=(0, 1, 2), time_limit_s=time_limit), client=client)
@@ -77,21 +74,59 @@ async def run(files: list[str], target: str, infer: bool, pythonpath: str | None
         for path in files:
             started = time.perf_counter()
             report = await checker.check(path)
-            out[path] = (report, time.perf_counter() - started)
+            out[path] = {
+                "seconds": round(time.perf_counter() - started, 2),
+                "tiers": sorted({t for k in report.kernels for t, s in k.tiers if s in ("ok", "error")}),
+                "past_tier0": any(dict(k.tiers).get(1) in ("ok", "error") for k in report.kernels),
+                "findings": [[f.severity, f.code, f.span.line + 1, f.message[:200]] for f in report.findings
+                             if f.severity in ("error", "warning")],
+                "inferred": [n.split(":", 1)[0] for n in report.notes if "checked with shapes from line" in n],
+            }
     finally:
         await checker.close()
         await client.close()
-        zero_config.inference_for, static_tasks._has_model_forward = saved, saved_model
     return out
+
+
+def run_side(files: list[str], args: argparse.Namespace, root: str | None) -> dict:
+    """``collect`` in a subprocess whose ``pallasite`` is the checkout at ``root`` (None: this one)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if root:
+            (Path(tmp) / "pallasite").symlink_to(Path(root).resolve())  # the package-dir layout, by hand
+            paths = [tmp]
+        if args.tokamax:
+            paths.append(args.tokamax)
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        listing = Path(tmp) / "files.json"
+        listing.write_text(json.dumps(files))
+        proc = subprocess.run([sys.executable, __file__, "--collect", str(listing), "--target", args.target,
+                               "--time-limit", str(args.time_limit)], env=env, capture_output=True, text=True)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("COLLECTED ")]
+        if not lines:
+            raise SystemExit(f"the {'before' if root else 'after'} run failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}")
+        return json.loads(lines[-1][len("COLLECTED "):])
+
+
+# --------------------------------------------------------------------------- the report
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before-root", help="a checkout of pallasite before the change (its repository root)")
     parser.add_argument("--tokamax", help="folder holding the unpacked tokamax wheel (its tokamax/ package)")
     parser.add_argument("--extra", action="append", default=[], help="another folder of Pallas files (repeatable)")
     parser.add_argument("--target", default="v5e")
     parser.add_argument("--time-limit", type=float, default=240.0)
+    parser.add_argument("--collect", help=argparse.SUPPRESS)  # internal: one side, in a subprocess
     args = parser.parse_args()
+    if args.collect:
+        files = json.loads(Path(args.collect).read_text())
+        pythonpath = os.environ.get("PYTHONPATH")
+        result = asyncio.run(collect(files, args.target, pythonpath, args.time_limit))
+        print("COLLECTED " + json.dumps(result))
+        return 0
 
     groups = {"jax ops/tpu": tpu_kernel_files(jax_ops_folder())}
     if args.tokamax:
@@ -100,35 +135,37 @@ def main() -> int:
         groups[os.path.basename(os.path.normpath(extra))] = tpu_kernel_files(extra)
     files = [f for group in groups.values() for f in group]
     print(f"{len(files)} Pallas TPU files: " + ", ".join(f"{name} {len(g)}" for name, g in groups.items()))
-    before = asyncio.run(run(files, args.target, False, args.tokamax, args.time_limit))
-    after = asyncio.run(run(files, args.target, True, args.tokamax, args.time_limit))
+    after = run_side(files, args, None)
+    before = run_side(files, args, args.before_root) if args.before_root else None
 
     errors = []
     for name, group in groups.items():
         print(f"\n== {name}")
         for path in group:
-            (b, _), (a, seconds) = before[path], after[path]
-            tiers = sorted({t for k in a.kernels for t, s in k.tiers if s in ("ok", "error")})
-            found = [f for f in a.findings if f.severity in ("error", "warning")]
-            inferred = [n.split(":", 1)[0] for n in a.notes if "checked with shapes from line" in n]
-            mark = ("before+after" if ran_past_tier0(b) else "after only") if ran_past_tier0(a) else "tier 0 only"
+            a = after[path]
+            was = before[path]["past_tier0"] if before else None
+            mark = ("tier 0 only" if not a["past_tier0"] else
+                    "before+after" if was else "after only" if was is False else "past tier 0")
             print(f"  {os.path.relpath(path, os.path.dirname(os.path.dirname(path))):<58} {mark:<13} tiers "
-                  f"{','.join(map(str, tiers)) or '-':<6} {seconds:6.1f} s"
-                  + (f"  inferred: {', '.join(inferred)}" if inferred else "")
-                  + "".join(f"\n      {f.severity} {f.code} line {f.span.line + 1}: {f.message[:160]}" for f in found))
-            errors += [(path, f) for f in a.findings if f.severity == "error"]
+                  f"{','.join(map(str, a['tiers'])) or '-':<6} {a['seconds']:6.1f} s"
+                  + (f"  inferred: {', '.join(a['inferred'])}" if a["inferred"] else "")
+                  + "".join(f"\n      {sev} {code} line {line}: {msg[:150]}" for sev, code, line, msg in a["findings"]))
+            errors += [(path, f) for f in a["findings"] if f[0] == "error"]
     total = len(files)
-    n_before = sum(ran_past_tier0(before[p][0]) for p in files)
-    n_after = sum(ran_past_tier0(after[p][0]) for p in files)
-    print(f"\nfiles checked past tier 0 with no configuration: before {n_before}/{total} "
-          f"({100 * n_before / max(total, 1):.0f}%), after {n_after}/{total} ({100 * n_after / max(total, 1):.0f}%)")
+    n_after = sum(after[p]["past_tier0"] for p in files)
+    line = f"\nfiles checked past tier 0 with no configuration: after {n_after}/{total} ({100 * n_after / max(total, 1):.0f}%)"
+    if before:
+        n_before = sum(before[p]["past_tier0"] for p in files)
+        line += f", before {n_before}/{total} ({100 * n_before / max(total, 1):.0f}%)"
+    print(line)
     for name, group in groups.items():
-        nb = sum(ran_past_tier0(before[p][0]) for p in group)
-        na = sum(ran_past_tier0(after[p][0]) for p in group)
-        print(f"  {name}: before {nb}/{len(group)}, after {na}/{len(group)}")
-    print(f"error findings on these hand-tuned files: {len(errors)}")
-    for path, f in errors:
-        print(f"  {path}:{f.span.line + 1}: {f.code} {f.message[:200]}")
+        na = sum(after[p]["past_tier0"] for p in group)
+        nb = sum(before[p]["past_tier0"] for p in group) if before else None
+        print(f"  {name}: after {na}/{len(group)}" + (f", before {nb}/{len(group)}" if before else ""))
+    for name, group in groups.items():
+        mine = [(p, f) for p, f in errors if p in group]
+        print(f"error findings after, {name}: {len(mine)} in {len({p for p, _ in mine})} file(s)"
+              + "".join(f"\n  {p}:{f[2]}: {f[1]} {f[3][:160]}" for p, f in mine[:40]))
     print(f"(target {args.target}; python {sys.version.split()[0]}; CPU only, deviceless compile)")
     return 0
 
