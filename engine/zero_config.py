@@ -1,7 +1,7 @@
 """The checker's zero-configuration path: shapes read from the file when it states no task.
 
 ``inference_for`` runs ``analysis/inferred_inputs.py`` defensively (never raises); the tasks go to
-the worker as the check op's ``inferred`` param; ``inferred_note`` is the note that says, for each
+the worker as the check op's ``inferred`` param (``inferred_calls``); ``inferred_note`` is the note that says, for each
 entry checked this way, which line its shapes came from and what they are; ``fallback_reasons``
 is what PLS900 adds when nothing could be inferred.
 """
@@ -12,6 +12,7 @@ import warnings
 
 from pallasite.analysis.inferred_inputs import Inference, InferredTask, infer_tasks
 from pallasite.analysis.source import Source
+from pallasite.runner.messages import InferredCall, InferredInput
 
 
 def inference_for(text: str, path: str | None) -> Inference:
@@ -23,8 +24,13 @@ def inference_for(text: str, path: str | None) -> Inference:
         return Inference((), (f"shapes not inferred: the reader failed ({type(err).__name__}: {err})",))
 
 
-def inferred_params(inference: Inference) -> list[dict]:
-    return [task.to_json() for task in inference.tasks]
+def inferred_calls(inference: Inference) -> tuple[InferredCall, ...]:
+    """The inferred tasks as the check op's ``inferred`` param (runner/messages.py)."""
+    def arg(a) -> InferredInput:
+        return InferredInput(shape=a.shape, dtype=a.dtype) if a.is_array else InferredInput(value=a.value)
+
+    return tuple(InferredCall(entry=t.entry, line=t.line, args=tuple(arg(a) for a in t.args),
+                              kwargs={k: arg(a) for k, a in t.kwargs}) for t in inference.tasks)
 
 
 def inferred_note(task: InferredTask) -> str:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from . import chips
+from pallasite.analysis.types import CHIP_TARGETS
 
-_KINDS = {t.name: (t.device_kind, t.device_cores) for t in chips.TARGETS}
+_KINDS = {t.name: (t.device_kind, t.device_cores) for t in CHIP_TARGETS}
 
 
 @contextlib.contextmanager

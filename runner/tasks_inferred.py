@@ -65,7 +65,7 @@ def _without_interpret(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _arg(arg: Mapping[str, Any], name: str) -> Any:
-    if "shape" in arg:
+    if arg.get("shape") is not None:
         try:
             return jax.ShapeDtypeStruct(tuple(int(d) for d in arg["shape"]), jax.numpy.dtype(str(arg["dtype"])))
         except (TypeError, ValueError) as exc:

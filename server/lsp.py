@@ -23,7 +23,7 @@ from . import actions, hover, hover_sources, lenses
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
-from .session import Document, Session, close_checker
+from .session import Document, Session
 from .settings import SECTION, TARGETS
 
 STATS = "pallasite/serverStats"
@@ -113,9 +113,7 @@ def did_change_folders(ls: PallasiteServer, params: lsp.DidChangeWorkspaceFolder
 async def shutdown(ls: PallasiteServer, params: Any = None) -> None:
     for uri in list(ls.session.documents):
         ls.session.close(uri)
-    checkers, ls.session.checkers = ls.session.checkers, {}
-    for checker in checkers.values():
-        await close_checker(checker)
+    await ls.session.engine.close()
 
 
 # --------------------------------------------------------------------------- documents

@@ -9,7 +9,8 @@ import os
 
 from pallasite.analysis.codes import CODES
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.client import Reply
+from pallasite.engine.backend import Reply
+from pallasite.runner.messages import Progress, Stage
 from pallasite.server import report_format
 from pallasite.server.cli import main
 
@@ -20,13 +21,14 @@ NO_TASK = os.path.join(DATA, "zero_config", "no_kernel_call_script.py")  # no ta
 
 
 class TimedOutClient:
-    """The worker as it answers a tier-2 compile that ran past the limit (progress, then timeout)."""
+    """The worker as it answers a tier-2 compile that ran past the limit (progress, then timed out)."""
 
-    async def request(self, op, params, *, timeout_s=None, on_progress=None):
-        for message in ("importing slow_compile.py", "tier 1: mm (Pallas TPU lowering for v6e)",
-                        "tier 2: mm (libtpu compile for v6e)"):
-            on_progress(message, None)
-        return Reply(status="timeout", message=f"no result after {timeout_s:g} s")
+    async def request(self, params, *, purpose="check", timeout_s=None, on_progress=None):
+        for report in (Progress(Stage.IMPORT, "importing slow_compile.py"),
+                       Progress(Stage.TIER, "tier 1: mm (Pallas TPU lowering for v6e)", tier=1, entry="mm"),
+                       Progress(Stage.TIER, "tier 2: mm (libtpu compile for v6e)", tier=2, entry="mm")):
+            on_progress(report)
+        return Reply(status="timed_out", message=f"no result after {timeout_s:g} s", limit_s=timeout_s)
 
 
 def _timed_out_report():
