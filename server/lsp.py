@@ -20,6 +20,7 @@ from pygls.lsp.server import LanguageServer
 from pallasite import __version__
 
 from . import actions, hover, hover_sources, lenses
+from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
     change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
@@ -27,12 +28,24 @@ from .session import Document, Session, close_checker
 from .settings import SECTION, TARGETS
 
 STATS = "pallasite/serverStats"
+DOCUMENT_STATE = "pallasite/documentState"
 
 
 class PallasiteServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("pallasite", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        super().__init__("pallasite", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         protocol_cls=PallasiteProtocol)
         self.session = Session(self)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message body that is not JSON gets a ParseError reply (id null); others are logged."""
+        if isinstance(error, ValueError):  # json.JSONDecodeError, UnicodeDecodeError
+            self.protocol.send_raw_error(None, PARSE_ERROR, f"the message is not valid JSON: {error}")
+            return
+        super().report_server_error(error, source)
+
+    def report_malformed_notification(self, text: str) -> None:
+        self.session.log(f"pallasite: ignored a malformed notification: {text}")
 
 
 server = PallasiteServer()
@@ -53,7 +66,8 @@ def _warn(ls: PallasiteServer, warnings: list[str]) -> None:
 @server.feature(lsp.INITIALIZE)
 def initialize(ls: PallasiteServer, params: lsp.InitializeParams) -> None:
     session = ls.session
-    session.encoding = str(ls.workspace.position_encoding or "utf-16")
+    encoding = ls.workspace.position_encoding or "utf-16"
+    session.encoding = str(getattr(encoding, "value", encoding))  # "utf-8", not "PositionEncodingKind.Utf8"
     session.folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
     if not session.folders and ls.workspace.root_path:
         session.folders = [ls.workspace.root_path]
@@ -300,3 +314,14 @@ def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
             "jaxImported": "jax" in sys.modules, "python": sys.executable,
             "settings": ls.session.settings_json(), "status": ls.session.status(),
             "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started}
+
+
+@server.feature(DOCUMENT_STATE)
+def document_state(ls: PallasiteServer, params: Any = None) -> dict[str, Any] | None:
+    """The server's copy of an open document (``{"uri": ...}``): its version and text, so a client
+    (the fuzz test, a bug report) can compare it with its own; None for a document not open."""
+    uri = getattr(params, "uri", None) if not isinstance(params, dict) else params.get("uri")
+    doc = _doc(ls, uri) if isinstance(uri, str) else None
+    if doc is None:
+        return None
+    return {"uri": doc.uri, "version": doc.version, "text": doc.text, "encoding": ls.session.encoding}

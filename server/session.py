@@ -14,6 +14,7 @@ kernel file opened there triggers one question per folder; tier 0 never executes
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -101,10 +102,19 @@ async def close_checker(checker: Any) -> None:
         cache.close()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def analyzable(text: str) -> str:
+    """``text`` with lone surrogates (a client may send ``"\\ud800"``) replaced by U+FFFD: one
+    code point for one, so every column stays where it was, and the text encodes as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def analyze(text: str, path: str, target: str) -> Any:
     from pallasite.analysis import tier0
 
-    return tier0.analyze(text, path, target=target)
+    return tier0.analyze(analyzable(text), path, target=target)
 
 
 def suppress(findings: Sequence[Finding], text: str, overrides: dict[str, str]) -> list[Finding]:
