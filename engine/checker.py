@@ -73,6 +73,7 @@ class CheckOptions:
     interpreter: str | None = None  # the user's project python; None = sys.executable
     worker_command: tuple[str, ...] = ()  # e.g. ("ssh", "tpu-host"): run the worker there (WorkerConfig.command)
     script: bool = False  # run the file's __main__ and check every pallas_call it makes (script mode)
+    sandbox: str = "auto"  # local workers in a PID/mount namespace: auto | on | off (engine/spawn.py)
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -378,6 +379,7 @@ class Checker:
             memory_mb=self.options.memory_mb,
             timeout_s=self.options.time_limit_s,
             command=self.options.worker_command,
+            sandbox=self.options.sandbox,
         )
         self._client = WorkerClient(config)
         return self._client

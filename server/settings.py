@@ -66,6 +66,10 @@ class WorkerSettings:
 
     interpreter: str = setting("", "Python interpreter of your project, used to run check workers "
                                    "(it needs jax, and libtpu for tier 2). Empty: the Python running pallasite.")
+    sandbox: str = setting("auto", "Run local workers in a PID/mount namespace (`unshare`), where kernel code "
+                                   "sees only its own processes: auto: where the system allows it; on: "
+                                   "required (checks fail with the reason when it is missing); off: never.",
+                           choices=("auto", "on", "off"))
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ class Settings:
     def checker_key(self) -> tuple:
         """What a warm checker depends on: a change here needs a new checker."""
         return (self.target, tuple(self.tiers), tuple(sorted(self.severity.items())), self.check.timeLimitS,
-                self.check.memoryMb, self.interpreter(), self.backend.kind)
+                self.check.memoryMb, self.interpreter(), self.backend.kind, self.worker.sandbox)
 
     def check_options(self, tiers: list[int] | None = None) -> Any:
         """These settings as the runner's ``CheckOptions`` (imported lazily: runner client side)."""
@@ -126,6 +130,7 @@ class Settings:
             time_limit_s=self.check.timeLimitS,
             memory_mb=self.check.memoryMb,
             interpreter=self.interpreter(),
+            sandbox=self.worker.sandbox,
         )
 
 
