@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pallasite.runner import env as env_module
 from pallasite.runner import protocol
 
-from . import spawn
+from . import secrets, spawn
 
 Status = Literal["ok", "error", "timeout", "memory", "crashed", "cancelled"]
 ProgressCallback = Callable[[str, "float | None"], "Awaitable[None] | None"]
@@ -78,7 +78,7 @@ class WorkerConfig:
         its config), which keeps the caller's environment; the worker it starts filters its own
         environment at start-up. ``env`` extras do not reach a remote worker: set them there."""
         if self.command:
-            return dict(os.environ)
+            return secrets.launcher_environment()
         return env_module.worker_environment(os.environ, platforms=self.platforms, extra=self.env)
 
 

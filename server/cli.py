@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chips": ("pallasite.runner.chips", "show the TPU chip table read from the installed jax (via a worker)"),
 }
 
+# Commands that start workers (kernel code): they re-execute without secrets in their environment
+# (engine/secrets.py keeps the values in memory only).
+STARTS_WORKERS = ("check", "serve", "chips")
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -50,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     name = argv[0]
+    if name in STARTS_WORKERS:  # provider keys leave the environment before any worker can start
+        from pallasite.engine import secrets
+
+        secrets.keep_in_memory_only(argv)
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"pallasite {name}", description=COMMANDS[name][1])
     module.add_arguments(parser, name)

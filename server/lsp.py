@@ -18,6 +18,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
+from pallasite.engine import secrets
 
 from . import actions, hover, hover_sources, lenses
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
@@ -313,7 +314,8 @@ def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
     return {"pid": os.getpid(), "rssBytes": psutil.Process().memory_info().rss,
             "jaxImported": "jax" in sys.modules, "python": sys.executable,
             "settings": ls.session.settings_json(), "status": ls.session.status(),
-            "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started}
+            "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started,
+            "secrets": secrets.names(), "secretsOutOfEnvironment": secrets.reexecuted()}
 
 
 @server.feature(DOCUMENT_STATE)
