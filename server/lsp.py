@@ -133,6 +133,14 @@ async def shutdown(ls: PallasiteServer, params: Any = None) -> None:
         await close_checker(checker)
 
 
+@server.feature(lsp.EXIT)
+def on_exit(ls: PallasiteServer, params: Any = None) -> None:
+    """The editor says goodbye: workers end now, the process within a second (lifetime.py)."""
+    from . import lifetime
+
+    lifetime.end_soon(0 if ls.protocol._shutdown else 1)
+
+
 # --------------------------------------------------------------------------- documents
 
 
