@@ -297,10 +297,16 @@ async def trust_folder(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     folders = [uri_to_path(given) if given.startswith("file:") else given] if isinstance(given, str) else ls.session.folders
     if not folders:
         return {"ok": False, "message": "pallasite.trustFolder: no folder given and no workspace folder open."}
+    await ls.session.wait_for_settings()  # decided with the user's settings, not before they arrive
+    if ls.session.settings.trust.mode == "never":
+        message = ('pallasite.trustFolder: trust.mode is "never" in your settings, so no folder\'s code runs '
+                   "(tier 0 only); set trust.mode to \"ask\" or \"always\" to allow it.")
+        ls.session.show(message)
+        return {"ok": False, "message": message}
     for folder in folders:
         resolved = str(Path(folder).resolve())
-        ls.session.trust(resolved)
-        ls.session.check_others_in(resolved)
+        if ls.session.trust(resolved):
+            ls.session.check_others_in(resolved)
     ls.session.notify_status()
     return {"ok": True, "trusted": folders}
 

@@ -369,6 +369,10 @@ class Session(SettingsAndTrust):
                      script: bool = False) -> FileReport | None:
         if not tiers:
             return None
+        folder = self.folder_of(doc.path)
+        if not self.is_trusted(folder):  # the one gate every code-running path goes through
+            self.log(f"pallasite: not checking {doc.path}: {folder} is not trusted (tier 0 only).")
+            return None
         checker = self.get_checker(doc.path)
         if script:  # the same warm worker and results store, with script mode for this one check
             from pallasite.engine.checker import Checker

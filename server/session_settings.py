@@ -150,10 +150,15 @@ class SettingsAndTrust:
         trusted = [*self.settings.trust.folders, *read_trusted(), *self.session_trusted]
         return any(inside(folder, t) for t in trusted)
 
-    def trust(self, folder: str, remember: bool = True) -> None:
+    def trust(self, folder: str, remember: bool = True) -> bool:
+        """Trust a folder at the user's request; refused (False, nothing recorded) when the
+        settings say ``trust.mode = "never"``: never means never, whoever asks."""
+        if self.settings.trust.mode == "never":
+            return False
         self.session_trusted.add(folder)
         if remember:
             remember_trusted(folder)
+        return True
 
     async def trusted_or_ask(self, folder: str) -> bool:
         """Whether the folder's code may run: decided once the client's settings are known."""
@@ -175,9 +180,8 @@ class SettingsAndTrust:
         except Exception as exc:  # a client without showMessageRequest: stay untrusted
             self.log(f"pallasite: could not ask about trusting {folder}: {exc}")
             return False
-        if answer is None or answer.title != TRUST:
+        if answer is None or answer.title != TRUST or not self.trust(folder):
             return False
-        self.trust(folder)
         self.notify_status()
         self.check_others_in(folder)
         return True
