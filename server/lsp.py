@@ -150,8 +150,8 @@ async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -
     if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
         return
     doc = ls.session.open(item.uri, uri_to_path(item.uri), item.version, item.text)
-    ls.session.run_tier0(doc)
-    ls.session.publish(doc)
+    if ls.session.run_tier0_inline(doc):  # a big document: on the tier-0 thread, which publishes
+        ls.session.publish(doc)
     ls.session.notify_status()
     await ls.session.consider_check(doc, opening=True)
 

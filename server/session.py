@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -122,6 +123,30 @@ def suppress(findings: Sequence[Finding], text: str, overrides: dict[str, str]) 
     return list(apply_suppressions(list(findings), text, dict(overrides)))
 
 
+def tier0_snapshot(text: str, path: str, target: str, severity: dict[str, str]) -> Any:
+    """(analysis, findings to show) of one text, or the exception the rules raised. A plain
+    function of its arguments, so it can run on the tier-0 thread."""
+    try:
+        analysis = analyze(text, path, target)
+        found = suppress(analysis.findings, text, severity)
+        return analysis, [with_site_context(f, analysis.sites) for f in found]
+    except Exception as exc:  # noqa: BLE001 - reported as data by Session._store_tier0
+        return exc
+
+
+# Documents up to this many characters are analysed on the event loop when a request needs it
+# (a few ms); bigger ones only on the tier-0 thread, so they never hold up other requests.
+TIER0_INLINE_CHARS = 200_000
+_TIER0_POOL: ThreadPoolExecutor | None = None
+
+
+def _tier0_pool() -> ThreadPoolExecutor:
+    global _TIER0_POOL
+    if _TIER0_POOL is None:
+        _TIER0_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pallasite-tier0")
+    return _TIER0_POOL
+
+
 def with_site_context(finding: Finding, sites: Sequence[Any]) -> Finding:
     """Add the pallas_call and the kernel def as related places, when the finding is about a site."""
     related = list(finding.related)
@@ -161,6 +186,7 @@ class Session(SettingsAndTrust):
         self.last_status: dict[str, Any] | None = None
         self.encoding = "utf-16"
         self.tier0_failed: set[str] = set()  # documents whose source analysis raised (told once)
+        self.tier0_stopped: set[str] = set()  # documents over check.maxFileMb (told once)
         self.tier0_seconds: deque[float] = deque(maxlen=1000)  # debounce end -> published, per run
         self.settings_ready = asyncio.Event()  # set once the first workspace/configuration pull ends
         self.project: tuple[str, str] | None = None  # (settings source, folder) of the pyproject read
@@ -223,26 +249,67 @@ class Session(SettingsAndTrust):
         return doc
 
     def run_tier0(self, doc: Document) -> None:
-        """Tier 0 for the document's current text (in process; executes nothing). If the source
-        analysis itself fails, say so once per document and keep the last findings."""
-        doc.analysis_version = doc.version
-        try:
-            analysis = analyze(doc.text, doc.path, self.settings.target)
-        except Exception as exc:  # a bug in the rules must not take the server down
-            message = (f"pallasite: the source rules failed on {doc.path} ({type(exc).__name__}: {exc}); "
+        """Tier 0 for the document's current text, here and now (in process; executes nothing).
+        If the source analysis itself fails, say so once per document and keep the last findings."""
+        version = doc.version
+        if self._stopped_for_size(doc):
+            return
+        self._store_tier0(doc, version, tier0_snapshot(doc.text, doc.path, self.settings.target,
+                                                       dict(self.settings.severity)))
+
+    def run_tier0_inline(self, doc: Document) -> bool:
+        """Small documents: tier 0 now (True). Big ones: in the background, off the event loop; the
+        background run publishes (False)."""
+        if len(doc.text) <= TIER0_INLINE_CHARS:
+            self.run_tier0(doc)
+            return True
+        self.schedule_tier0(doc, 0)
+        return False
+
+    async def run_tier0_in_thread(self, doc: Document) -> None:
+        """Tier 0 of a snapshot of the text on the tier-0 thread; kept only if the document did not
+        change meanwhile (the newer edit has scheduled its own run)."""
+        version = doc.version
+        if self._stopped_for_size(doc):
+            return
+        result = await asyncio.get_running_loop().run_in_executor(
+            _tier0_pool(), tier0_snapshot, doc.text, doc.path, self.settings.target, dict(self.settings.severity))
+        if doc.version == version and self.documents.get(doc.uri) is doc:
+            self._store_tier0(doc, version, result)
+
+    def _store_tier0(self, doc: Document, version: int, result: Any) -> None:
+        doc.analysis_version = version
+        if isinstance(result, Exception):  # a bug in the rules must not take the server down
+            message = (f"pallasite: the source rules failed on {doc.path} ({type(result).__name__}: {result}); "
                        "the diagnostics shown are from the last successful run. Please report this with the file.")
             if doc.uri not in self.tier0_failed:
                 self.tier0_failed.add(doc.uri)
                 self.show(message, lsp.MessageType.Error)
             self.log(message)
             return
-        doc.analysis = analysis
-        found = suppress(analysis.findings, doc.text, dict(self.settings.severity))
-        doc.tier0 = [with_site_context(f, analysis.sites) for f in found]
+        doc.analysis, doc.tier0 = result
+
+    def _stopped_for_size(self, doc: Document) -> bool:
+        """Past ``check.maxFileMb`` tier 0 does not run: say so once per document, show nothing."""
+        limit = self.settings.check.maxFileMb * 1_000_000
+        if len(doc.text) <= limit:
+            self.tier0_stopped.discard(doc.uri)
+            return False
+        doc.analysis_version, doc.analysis, doc.tier0 = doc.version, None, []
+        if doc.uri not in self.tier0_stopped:
+            self.tier0_stopped.add(doc.uri)
+            self.show(f"pallasite: {doc.path} has {len(doc.text) / 1e6:.1f} million characters, over the "
+                      f"{self.settings.check.maxFileMb:g} MB limit for the source rules (pallasite.check.maxFileMb): "
+                      "tier 0 stopped for this file and shows nothing; raise the limit to check it.")
+        return True
 
     def ensure_analysis(self, doc: Document) -> bool:
-        """Bring tier 0 up to the document's version; whether the document is a Pallas kernel file."""
+        """Bring tier 0 up to the document's version; whether the document is a Pallas kernel file.
+        A big document is never analysed here (on the event loop): until its background run is
+        done it counts as not analysed (False)."""
         if doc.analysis_version != doc.version:
+            if len(doc.text) > TIER0_INLINE_CHARS:
+                return False
             self.run_tier0(doc)
         return doc.uses_pallas
 
@@ -318,7 +385,12 @@ class Session(SettingsAndTrust):
         await asyncio.sleep(delay_s)
         started = time.perf_counter()
         was_pallas = doc.uses_pallas
-        self.run_tier0(doc)
+        if len(doc.text) > TIER0_INLINE_CHARS:
+            await self.run_tier0_in_thread(doc)
+            if doc.analysis_version != doc.version:
+                return  # edited meanwhile: the newer run publishes
+        else:
+            self.run_tier0(doc)
         self.publish(doc)
         self.tier0_seconds.append(time.perf_counter() - started)
         if doc.uses_pallas and not was_pallas:

@@ -58,6 +58,8 @@ class CheckSettings:
                                 minimum=1, maximum=3600)
     memoryMb: int = setting(4096, "Memory (RSS, MiB) a check worker may use before it is stopped.",
                             minimum=256, maximum=1048576)
+    maxFileMb: float = setting(8.0, "Past this size (millions of characters) the source rules (tier 0) do not "
+                                    "run on a file, and the server says so.", minimum=0.1, maximum=1000)
 
 
 @dataclass(frozen=True)
