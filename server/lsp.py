@@ -23,7 +23,7 @@ from pallasite.engine import secrets
 from . import actions, hover, hover_sources, lenses
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
-    change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
+    change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
 from .session import Document, Session, close_checker
 from .settings import SECTION, TARGETS
@@ -106,14 +106,18 @@ async def _pull_configuration(ls: PallasiteServer) -> None:
     workspace = getattr(ls.client_capabilities, "workspace", None)
     if not (workspace and workspace.configuration):
         return
+    folders = list(ls.session.folders)  # and each workspace folder's own settings, scoped to it
+    items = [lsp.ConfigurationItem(section=SECTION),
+             *(lsp.ConfigurationItem(scope_uri=path_to_uri(f), section=SECTION) for f in folders)]
     try:
-        result = await ls.workspace_configuration_async(
-            lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)]))
+        result = await ls.workspace_configuration_async(lsp.ConfigurationParams(items=items))
     except Exception as exc:
         ls.session.log(f"pallasite: workspace/configuration failed: {exc}")
         return
     if result and result[0] is not None:
         _warn(ls, ls.session.set_layer("workspace/configuration", result[0]))
+    for folder, scoped in zip(folders, list(result or [])[1:]):
+        _warn(ls, ls.session.set_folder_layer(folder, scoped))
 
 
 @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

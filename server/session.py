@@ -175,6 +175,7 @@ class Session(SettingsAndTrust):
         self.client = client
         self.settings = Settings()
         self.layers: dict[str, dict[str, Any]] = {}  # source -> raw settings
+        self.folder_layers: dict[str, dict[str, Any]] = {}  # workspace folder -> its own raw settings
         self.documents: dict[str, Document] = {}
         self.folders: list[str] = []
         self.pending_warnings: list[str] = []  # settings problems found before the client was ready
@@ -205,7 +206,8 @@ class Session(SettingsAndTrust):
             if recheck:
                 doc.compiler = []  # verdicts for other settings no longer apply
             self.schedule_tier0(doc, 0)
-            if recheck and self.ensure_analysis(doc) and self.is_trusted(self.folder_of(doc.path)):
+            wanted = any(t > 0 for t in self.settings_for(doc.path).tiers)
+            if recheck and wanted and self.ensure_analysis(doc) and self.is_trusted(self.folder_of(doc.path)):
                 self.start_check(doc)
         self.notify_status()
 
@@ -224,7 +226,7 @@ class Session(SettingsAndTrust):
         from .results_cache import StoreCache, workspace_for
 
         workspace = str(workspace_for([path], cwd=Path(path).parent))
-        options = self.check_options()
+        options = self.check_options(path)
         checker = self.checkers.get(workspace)
         if checker is not None and checker.options != options:
             asyncio.ensure_future(close_checker(checker))  # e.g. the project interpreter became allowed
@@ -400,28 +402,30 @@ class Session(SettingsAndTrust):
         """Run the compiler tiers if the settings ask for it and the folder is (or becomes) trusted.
         Decided with the client's settings: a file opened before they arrive waits for them."""
         await self.wait_for_settings()
-        wanted = (opening and self.settings.check.onOpen) or (saving and self.settings.check.onSave)
-        if not wanted or not doc.uses_pallas or not any(t > 0 for t in self.settings.tiers):
+        chosen = self.settings_for(doc.path)  # the settings of the document's workspace folder
+        wanted = (opening and chosen.check.onOpen) or (saving and chosen.check.onSave)
+        if not wanted or not doc.uses_pallas or not any(t > 0 for t in chosen.tiers):
             return
         if await self.trusted_or_ask(self.folder_of(doc.path)):
             running = doc.check_task is not None and not doc.check_task.done()
-            if running and doc.check_key == self.check_key(doc.text, None, False):
+            if running and doc.check_key == self.check_key(doc.text, None, False, doc.path):
                 return  # a save of the very text being checked (same tiers): let that check finish
             if saving or not running:  # (trusting the folder may have started this file's check)
                 self.start_check(doc)
 
     def check_others_in(self, folder: str, *, skip: Document | None = None) -> None:
         """After a folder becomes trusted: check its open kernel files that were never checked."""
-        if not self.settings.check.onOpen:
-            return
         for doc in list(self.documents.values()):
+            if not self.settings_for(doc.path).check.onOpen:
+                continue
             if doc is not skip and doc.check_task is None and doc.uses_pallas and inside(doc.path, folder):
                 self.start_check(doc)
 
-    def check_key(self, text: str, tiers: Sequence[int] | None, script: bool) -> tuple:
+    def check_key(self, text: str, tiers: Sequence[int] | None, script: bool, path: str | None = None) -> tuple:
         """What a check is of: a new save with the same key would compute the same verdicts."""
-        chosen = tuple(sorted({t for t in (self.settings.tiers if tiers is None else tiers) if t > 0}))
-        return (text, chosen, script, self.settings.checker_key())
+        settings = self.settings_for(path) if path else self.settings
+        chosen = tuple(sorted({t for t in (settings.tiers if tiers is None else tiers) if t > 0}))
+        return (text, chosen, script, settings.checker_key())
 
     def start_check(self, doc: Document, tiers: Sequence[int] | None = None, *,
                     progress_token: Any = None, script: bool = False) -> asyncio.Task:
@@ -430,9 +434,9 @@ class Session(SettingsAndTrust):
         if doc.check_task is not None and not doc.check_task.done():
             doc.check_task.cancel()
         doc.edit_log = []
-        chosen = [t for t in (self.settings.tiers if tiers is None else tiers) if t > 0]
-        doc.check_version, doc.check_key = doc.version, self.check_key(doc.text, tiers, script)
-        self.checks_started += 1
+        chosen = [t for t in (self.settings_for(doc.path).tiers if tiers is None else tiers) if t > 0]
+        doc.check_version, doc.check_key = doc.version, self.check_key(doc.text, tiers, script, doc.path)
+        self.checks_started += 1 if chosen else 0
         doc.check_task = asyncio.ensure_future(self._check(doc, doc.version, doc.text, chosen, progress_token,
                                                              script))
         return doc.check_task
@@ -450,7 +454,7 @@ class Session(SettingsAndTrust):
             from pallasite.engine.checker import Checker
 
             checker = Checker(replace(checker.options, script=True), client=checker.worker(), cache=checker.cache)
-        chip = self.settings.target
+        chip = self.settings_for(doc.path).target
         self.set_worker("checking" if self.worker_warm else "starting")
         title = f"pallasite: {'running' if script else 'checking'} {Path(doc.path).name} for {chip}"
         progress = WorkProgress(self.client, title + (" (script mode)" if script else ""), token)

@@ -38,6 +38,7 @@ class WireClient:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                      env=base, cwd=cwd)
         self.settings = settings or {}
+        self.settings_by_scope: dict[str, dict[str, Any]] = {}  # folder uri -> its own settings
         self.trust_answer = trust_answer
         self.trust_questions: list[str] = []
         self.notifications: list[dict[str, Any]] = []
@@ -174,8 +175,9 @@ class WireClient:
             self._cond.notify_all()
 
     def _answer(self, method: str, params: Any) -> Any:
-        if method == "workspace/configuration":
-            return [self.settings for _ in (params or {}).get("items", [None])]
+        if method == "workspace/configuration":  # per scope when the test gave folder settings
+            return [self.settings_by_scope.get((item or {}).get("scopeUri"), self.settings)
+                    for item in (params or {}).get("items", [None])]
         if method == "window/showMessageRequest":
             self.trust_questions.append((params or {}).get("message", ""))
             return {"title": self.trust_answer} if self.trust_answer else None
