@@ -1,4 +1,5 @@
-"""The seam types every layer shares: spans, findings, kernel sites, tasks, measurements.
+"""The seam types every layer shares: spans, findings, kernel sites, tasks, measurements, chip
+names and specs, and the key of stored results with the one code hash.
 
 Conventions, fixed here once:
 - ``Span`` lines are 0-based and columns count Unicode code points (not bytes, not UTF-16 units);
@@ -12,6 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import hashlib
+import importlib.metadata
+import json
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -232,8 +237,8 @@ class ChipSpec:
     """One TPU generation as the installed jax (and a libtpu probe) describe it.
 
     Rates and capacities are per TensorCore (jax's convention); the ``chip_*`` properties
-    multiply by the physical cores. Built worker-side by pallasite.runner.chips; the server reads
-    it from the worker's "chips" op or the JSON cache file, never by importing jax.
+    multiply by the physical cores. Measured worker-side (runner/chip_probe.py); the client side
+    gets it from the worker's "chips" op or the JSON cache (knowledge/chips.py), never by importing jax.
     """
 
     name: str  # "v5e"
@@ -271,6 +276,132 @@ class ChipSpec:
         return self.hbm_bytes * self.cores_per_chip
 
 
+@dataclass(frozen=True)
+class ChipTarget:
+    """How pallasite names one TPU generation: jax's ChipVersion value, the device kind tier 1
+    lowers for, the deviceless topology tier 2 compiles for (both verified against libtpu by
+    tests/test_chips.py)."""
+
+    name: str
+    chip_version: str  # jax's pltpu.ChipVersion value
+    device_kind: str
+    topology: str
+    device_cores: int  # TensorCores per logical device libtpu reports for ``topology``
+
+
+# The generations a check can target (every layer reads the names here: the checker's options,
+# the worker's tiers, the chip table). With jax 0.10.2 + libtpu 0.0.42.1, 7x's tier-1 lowering
+# ("TPU7x") and deviceless tier-2 compile (tpu7x:2x2x1) both work; its table row needs a jax that
+# knows it.
+CHIP_TARGETS: tuple[ChipTarget, ...] = (
+    ChipTarget("v4", "v4", "TPU v4", "v4:2x2x1", 1),  # libtpu gives v4 split (8 devices)
+    ChipTarget("v5e", "v5e", "TPU v5 lite", "v5e:2x2", 1),
+    ChipTarget("v5p", "v5p", "TPU v5", "v5p:2x2x1", 2),  # megacore
+    ChipTarget("v6e", "v6e", "TPU v6 lite", "v6e:2x2", 1),
+    ChipTarget("7x", "7x", "TPU7x", "tpu7x:2x2x1", 1),
+)
+DEFAULT_CHIP = "v6e"  # the chip checked when none is named
+
+
+def chip_target(name: str) -> ChipTarget:
+    """The target called ``name`` (also accepts its device kind or topology); ValueError lists them."""
+    for t in CHIP_TARGETS:
+        if name in (t.name, t.device_kind, t.topology):
+            return t
+    raise ValueError(f"unknown TPU chip {name!r}; known: {', '.join(t.name for t in CHIP_TARGETS)}")
+
+
+# --------------------------------------------------------------------------- stored results
+
+
+def code_hash(kind: Literal["lowered", "source"], *parts: str | bytes) -> str:
+    """``kind:<sha256>`` over ``parts`` in order: the one way code is hashed for stored results.
+
+    ``lowered``: the tier-1 lowered module's text (the worker hashes it: equal modules compile the
+    same); ``source``: a kernel file's text plus its local imports (analysis/local_imports.py)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() if isinstance(part, str) else part)
+    return f"{kind}:{h.hexdigest()}"
+
+
+VERSIONED = ("pallasite", "jax", "jaxlib", "libtpu")
+
+
+@functools.lru_cache(maxsize=1)
+def _installed() -> tuple[tuple[str, str | None], ...]:
+    out = []
+    for dist in VERSIONED:
+        try:
+            out.append((dist, importlib.metadata.version(dist)))
+        except importlib.metadata.PackageNotFoundError:
+            out.append((dist, None))
+    return tuple(out)
+
+
+def installed_versions() -> dict[str, str | None]:
+    """The one reader of the pallasite, jax, jaxlib and libtpu versions installed for this
+    interpreter (None: absent), from package metadata without importing them, once per process
+    (a process keeps the versions it imported). The worker reports them, verdicts and stored
+    results are keyed by them (``ResultKey``), the chip table's cache is named by them."""
+    return dict(_installed())
+
+
+@dataclass(frozen=True)
+class ResultKey:
+    """What a stored result (a tier's verdict, a measurement, a tuning run) is about: the code,
+    the entry, the inputs' shapes/dtypes, the configuration (tunable -> value), the chip, the
+    jax/libtpu versions and the backend. The checker builds it, the results store keys rows by
+    ``digest()``.
+
+    The stored form (``to_json``, and what ``digest`` hashes) keeps the field names of the store's
+    first schema ("source_hash", "source_kind"), so results stored before the key types were merged
+    are still found."""
+
+    code_hash: str  # code_hash("lowered", module) or code_hash("source", file + local imports)
+    kernel: str | None = None  # the entry / kernel name within the file
+    inputs: tuple[tuple[tuple[int, ...], str], ...] = ()  # (shape, dtype) of each input leaf
+    config: tuple[tuple[str, Any], ...] = ()  # tunable -> value (sorted by name when digested)
+    chip: str | None = None  # target, e.g. "v6e"
+    jax_version: str | None = None
+    libtpu_version: str | None = None
+    backend: str = "local"  # "local", "command:<launcher>", "ssh:<host>", "ray", ...
+
+    @property
+    def code_kind(self) -> str:
+        """"lowered" or "source": which code the hash is of."""
+        return "lowered" if self.code_hash.startswith("lowered:") else "source"
+
+    def _stored(self) -> dict[str, Any]:
+        return {"source_hash": self.code_hash, "source_kind": self.code_kind, "kernel": self.kernel,
+                "inputs": to_json(self.inputs), "config": to_json(self.config), "chip": self.chip,
+                "jax_version": self.jax_version, "libtpu_version": self.libtpu_version, "backend": self.backend}
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical stored form: stable across processes, Python versions and
+        config order."""
+        data = self._stored()
+        data["config"] = sorted([str(k), v] for k, v in self.config)
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def without_config(self) -> "ResultKey":
+        return dataclasses.replace(self, config=())
+
+    def to_json(self) -> str:
+        """The stored form as JSON text."""
+        return json.dumps(self._stored(), sort_keys=True, default=str)
+
+    @staticmethod
+    def from_json(text: str) -> "ResultKey":
+        data = json.loads(text)
+        return ResultKey(
+            code_hash=data["source_hash"], kernel=data.get("kernel"),
+            inputs=tuple((tuple(shape), str(dtype)) for shape, dtype in data.get("inputs", ())),
+            config=tuple((str(k), v) for k, v in data.get("config", ())),
+            chip=data.get("chip"), jax_version=data.get("jax_version"),
+            libtpu_version=data.get("libtpu_version"), backend=data.get("backend", "local"))
+
+
 # --------------------------------------------------------------------------- JSON conversion
 
 
@@ -289,7 +420,19 @@ def to_json(value: Any) -> Any:
 
 def from_json(cls: type, data: Any) -> Any:
     """Inverse of ``to_json`` for the dataclasses in this module."""
-    return _from(typing.get_type_hints(_holder(cls))["x"], data)
+    return _from(_target(cls), data)
+
+
+@functools.lru_cache(maxsize=None)
+def _target(cls: type) -> Any:
+    return typing.get_type_hints(_holder(cls))["x"]
+
+
+@functools.lru_cache(maxsize=None)
+def type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints`` of a dataclass, computed once per class (it compiles every string
+    annotation each time: the protocol's readers call it for every value)."""
+    return typing.get_type_hints(cls)
 
 
 def _holder(cls: type) -> type:
@@ -305,7 +448,7 @@ def _from(tp: Any, data: Any) -> Any:
         return None
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
-        hints = typing.get_type_hints(tp)
+        hints = type_hints(tp)
         names = {f.name for f in dataclasses.fields(tp)}
         return tp(**{k: _from(hints[k], v) for k, v in data.items() if k in names})
     if isinstance(tp, type) and issubclass(tp, enum.Enum):

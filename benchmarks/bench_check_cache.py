@@ -32,7 +32,7 @@ import time
 from pallasite.knowledge.store import ResultsStore
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import WorkerClient, WorkerConfig
-from pallasite.server.results_cache import StoreCache
+from pallasite.engine.store_cache import StoreCache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES = ["examples/add.py", "examples/matmul.py", "examples/bad_reshape.py",

@@ -22,7 +22,11 @@ import statistics
 import sys
 import time
 
+from typing import Any
+
 from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.sources import sources_for
+from pallasite.runner.messages import CheckParams, ImportParams, PingParams
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "tests", "data", "worker")
@@ -41,27 +45,27 @@ def row(name: str, cold: list[float], warm: list[float]) -> str:
             f"{wm * 1e3:7.1f} ms  p95 {p95(warm) * 1e3:7.1f} ms | cold/warm {cm / wm:6.1f}x")
 
 
-async def measure(op: str, params: dict, runs: int, cold_runs: int, config: WorkerConfig) -> tuple[list[float], list[float]]:
+async def measure(params: Any, runs: int, cold_runs: int, config: WorkerConfig) -> tuple[list[float], list[float]]:
     cold = []
     for _ in range(cold_runs):
         t0 = time.perf_counter()
         client = WorkerClient(config)
-        reply = await client.request(op, params)
+        reply = await client.request(params)
         cold.append(time.perf_counter() - t0)  # shutdown is not something a user waits for
         await client.close()
         if not reply.ok:
-            raise SystemExit(f"{op} failed cold: {reply.status}: {reply.message}")
+            raise SystemExit(f"{type(params).OP} failed cold: {reply.status}: {reply.message}")
     async with WorkerClient(config) as client:
-        first = await client.request(op, params)  # compile caches, lazy imports of the op
+        first = await client.request(params)  # compile caches, lazy imports of the op
         if not first.ok:
-            raise SystemExit(f"{op} failed warm: {first.status}: {first.message}")
+            raise SystemExit(f"{type(params).OP} failed warm: {first.status}: {first.message}")
         warm = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            reply = await client.request(op, params)
+            reply = await client.request(params)
             warm.append(time.perf_counter() - t0)
             if not reply.ok:
-                raise SystemExit(f"{op} failed warm: {reply.status}: {reply.message}")
+                raise SystemExit(f"{type(params).OP} failed warm: {reply.status}: {reply.message}")
     return cold, warm
 
 
@@ -80,13 +84,13 @@ async def main_async(args: argparse.Namespace) -> None:
     config = WorkerConfig(timeout_s=300)
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, python {sys.version.split()[0]}; wall clock, time.perf_counter; "
           f"{args.cold_runs} cold and {args.runs} warm runs each (after one warm-up request)")
-    cases = [("ping", "ping", {}), ("import small file", "import", {"path": SMALL_FILE})]
+    cases = [("ping", PingParams()), ("import small file", ImportParams(source=sources_for(SMALL_FILE)))]
     if not args.skip_check:
-        for tiers in ([1], [2], [1, 2]):
+        for tiers in ((1,), (2,), (1, 2)):
             name = f"check tiers {'+'.join(map(str, tiers))} (3 kernels)"
-            cases.append((name, "check", {"path": THREE_KERNELS, "target": args.target, "tiers": tiers}))
-    for name, op, params in cases:
-        cold, warm = await measure(op, params, args.runs, args.cold_runs, config)
+            cases.append((name, CheckParams(source=sources_for(THREE_KERNELS), target=args.target, tiers=tiers)))
+    for name, params in cases:
+        cold, warm = await measure(params, args.runs, args.cold_runs, config)
         print(row(name, cold, warm), flush=True)
     print(f"isolation (snapshot + restore of jax.config, env, sys.path) per request: "
           f"{isolation_cost() * 1e6:.0f} us (in-process)")

@@ -9,14 +9,14 @@ repeats a tier-0 one is folded into it (``engine/agreement.py``: one mistake, on
 
 This module never imports jax: the CLI, the language server and the agents all use it.
 
-    checker = Checker(CheckOptions(target="v5e"))
+    checker = Checker(CheckOptions(target="v5e"))       # its own worker; the engine passes its pool
     report = await checker.check("kernel.py")          # FileReport
     await checker.close()
 
-    reports = check_paths(["a.py", "b.py"], CheckOptions())   # sync, for the CLI
+    reports = check_paths(["a.py", "b.py"], CheckOptions())   # sync, without a results store
 
-With a ``ResultCache`` (``Checker(options, cache=...)``; the server layer's adapter over the
-results store is ``pallasite.server.results_cache``), every compiler-tier verdict is recorded, and
+With a ``ResultCache`` (``Checker(options, cache=...)``; the adapter over the results store is
+``engine/store_cache.py``, which the engine keeps open per workspace), every compiler-tier verdict is recorded, and
 tier 2 is reused instead of recompiled when the same lowered kernel was compiled before for the
 same inputs, chip, jax/libtpu versions and backend: the worker is asked for tier 1 first, which
 returns each entry's lowered-module hash, then (only when needed) for tier 2 of the entries the cache
@@ -25,7 +25,7 @@ lacks and tier 3.
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import io
 import re
 import sys
@@ -36,23 +36,29 @@ from pallasite.analysis.codes import CODES
 from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.tier0 import SourceAnalysis, analyze
 from pallasite.analysis.types import (
+    CHIP_TARGETS,
+    DEFAULT_CHIP,
     DEFAULT_TIERS,
     TIERS,
     FileReport,
     Finding,
     KernelVerdict,
+    ResultKey,
     Span,
 )
 
-from pallasite.runner import chips
+from pallasite.runner.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
+
 from . import locate, reply_failures
+from .backend import Purpose, Reply
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
-from .result_cache import CachedVerdict, CacheKey, GuardedCache, ResultCache, reuse_note
+from .result_cache import CachedVerdict, GuardedCache, ResultCache, reuse_note
+from .sources import sources_for
 
-# The chips a check can target: every generation of the chip table (runner/chips.py holds the one
+# The chips a check can target: every generation pallasite names (analysis/types.py holds the one
 # list, with why 7x is on it: its tier-1 lowering and tier-2 deviceless compile both work).
-TARGETS: tuple[str, ...] = tuple(t.name for t in chips.TARGETS)
+TARGETS: tuple[str, ...] = tuple(t.name for t in CHIP_TARGETS)
 COMPILER_TIERS: tuple[int, ...] = (1, 2, 3)
 GPU_NOTE = ("tiers 1-3 skipped: tiers 1-3 check TPU kernels; this file's pallas_calls target GPU "
             "(Triton / Mosaic GPU compiler params or scratch), so only tier 0's backend-neutral rules ran")
@@ -65,7 +71,7 @@ ProgressFn = Callable[[str], Any]
 class CheckOptions:
     """What to check and within which limits. ``severity`` maps a code to a severity or "off"."""
 
-    target: str = chips.DEFAULT_CHIP
+    target: str = DEFAULT_CHIP
     tiers: tuple[int, ...] = DEFAULT_TIERS
     severity: Mapping[str, str] = field(default_factory=dict)
     time_limit_s: float = 60.0
@@ -134,11 +140,15 @@ class _FrozenMap(Mapping[str, str]):
 class Checker:
     """Checks files against one set of options, keeping one warm worker across files."""
 
-    def __init__(self, options: CheckOptions, client: Any = None, *, cache: ResultCache | None = None):
+    def __init__(self, options: CheckOptions, client: Any = None, *, cache: ResultCache | None = None,
+                 purpose: Purpose = "check"):
+        """``client``: a ``Backend`` (engine/backend.py; the engine passes its pool) or a ``WorkerClient``;
+        None: this checker starts and owns one worker. ``purpose``: what its requests are for."""
         self.options = options
         self._client = client
         self._own_client = client is None
         self.cache = cache
+        self.purpose = purpose
 
     async def check(
         self,
@@ -208,37 +218,34 @@ class Checker:
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
         last_stage: dict[str, Any] = {}
+        source = sources_for(path, text)
 
-        def progress(message: Any, fraction: float | None = None) -> None:
-            message = str(message)
-            stage = reply_failures.parse_stage(message)
-            if stage and "line" not in stage:
-                last_stage.clear()  # a new step: forget where the previous one was
-            last_stage.update(stage)
-            if on_progress is not None and message:
-                on_progress(message)
+        def progress(report: Progress) -> None:
+            last_stage.clear()
+            last_stage.update(reply_failures.stage_of(report))
+            if on_progress is not None and report.message:
+                on_progress(report.message)
 
         first = (1,) if reuse else tiers  # with the cache: tier 1 first, then tiers 2 and 3 as needed
-        reply = await self._request(client, path, text, first, progress)
-        status = reply.status
-        if status != "ok":
+        reply = await self._request(client, source, first, progress)
+        if reply.status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, tiers)
             if finding is not None:
                 findings.append(finding)
             _mark(verdicts, tiers, state)
             return
-        result = reply.result or {}
+        result: CheckResult = reply.result
         reused: dict[str, CachedVerdict] = {}
         if reuse:
-            reused = await self._tier2_from_cache_or_worker(
-                client, cache, path, text, analysis, result, tiers, findings, progress, last_stage)
+            result, reused = await self._tier2_from_cache_or_worker(
+                client, cache, source, text, analysis, result, tiers, findings, progress, last_stage)
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
         notes.extend(_memory_note(name, figures, self.options.target) for name, figures in located.memory.items())
         for name, hit in reused.items():
             findings.extend(hit.findings)
-            notes.append(reuse_note(name, hit, self.options.target, result.get("versions") or {}))
+            notes.append(reuse_note(name, hit, self.options.target, _versions(result)))
         _merge_worker_verdicts(verdicts, located.verdicts, text, tuple(located.findings)
                                + tuple(f for hit in reused.values() for f in hit.findings))
         if cache is not None:
@@ -247,131 +254,116 @@ class Checker:
     def _failure(self, reply, path, text, analysis, last_stage, tiers) -> tuple[Finding | None, str]:
         """The finding for a request that did not come back "ok", and the state of the tiers it asked for."""
         status = reply.status
-        message = reply.message
-        if reply_failures.is_startup_failure(status, message):  # the worker's environment, not the kernel
-            finding = reply_failures.startup_failure(message, reply.stderr_tail,
-                                                     self.options.interpreter or sys.executable,
-                                                     self.options.worker_command, tiers, self.options.target)
+        if reply_failures.is_startup_failure(reply):  # the worker's environment, not the kernel
+            finding = reply_failures.startup_failure(reply, self.options.interpreter or sys.executable,
+                                                     tiers, self.options.target)
             return finding, "skipped: the check worker could not start (PLS906)"
         finding = reply_failures.reply_failure(status, _reply_message(reply), text, analysis, last_stage,
                                                self.options.target, stderr=reply.stderr_tail,
                                                path=path)
-        return finding, "error" if status in ("timeout", "memory", "crashed") else f"skipped: {status}"
+        return finding, "error" if status in ("timed_out", "memory", "crashed") else f"skipped: {status.replace('_', ' ')}"
 
-    async def _request(self, client, path, text, tiers, progress, entries=None, tier2_known=None) -> Any:
-        params: dict[str, Any] = {
-            "path": path,
-            "text": text,
-            "target": self.options.target,
-            "tiers": list(tiers),
-            "time_limit_s": self.options.time_limit_s,
-        }
-        if self.options.script:
-            params["script"] = True
-        if entries is not None:
-            params["entries"] = list(entries)
-        if tier2_known:
-            params["tier2_known"] = dict(tier2_known)
-        return await client.request("check", params, timeout_s=self.options.time_limit_s, on_progress=progress)
+    async def _request(self, client, source: Sources, tiers, progress, entries=None, tier2_known=None) -> Reply:
+        params = CheckParams(source=source, target=self.options.target, tiers=tuple(tiers),
+                             time_limit_s=self.options.time_limit_s, script=self.options.script,
+                             entries=tuple(entries) if entries is not None else None,
+                             tier2_known=dict(tier2_known or {}))
+        return await client.request(params, purpose=self.purpose, timeout_s=self.options.time_limit_s,
+                                    on_progress=progress)
 
     # ------------------------------------------------------------------ the results cache
 
-    def _key(self, entry: Mapping[str, Any], code_hash: str | None, versions: Mapping[str, Any]) -> CacheKey | None:
+    def _key(self, entry: CheckEntry, code_hash: str | None, versions: Mapping[str, Any]) -> ResultKey | None:
         if not code_hash:
             return None
-        inputs = tuple((tuple(int(d) for d in shape), str(dtype)) for shape, dtype in entry.get("inputs") or ())
+        inputs = tuple((tuple(int(d) for d in sig.shape), str(sig.dtype)) for sig in entry.inputs)
         command = self.options.worker_command
-        return CacheKey(code_hash=code_hash, kernel=str(entry.get("name")), inputs=inputs, chip=self.options.target,
-                        jax_version=versions.get("jax"), libtpu_version=versions.get("libtpu"),
-                        backend="command:" + " ".join(command) if command else "local")
+        return ResultKey(code_hash=code_hash, kernel=entry.name, inputs=inputs, chip=self.options.target,
+                         jax_version=versions.get("jax"), libtpu_version=versions.get("libtpu"),
+                         backend="command:" + " ".join(command) if command else "local")
 
-    async def _tier2_from_cache_or_worker(self, client, cache, path, text, analysis, result, tiers, findings,
-                                          progress, last_stage) -> dict[str, CachedVerdict]:
+    async def _tier2_from_cache_or_worker(self, client, cache, source, text, analysis, result: CheckResult, tiers,
+                                          findings, progress, last_stage) -> tuple[CheckResult, dict[str, CachedVerdict]]:
         """After tier 1: each entry's tier 2 from the cache by its lowered hash, else from the worker.
 
         One more request covers the cache's misses (tier 2) and, when asked for, tier 3 of every
         entry whose lowering passed; the reused verdicts go with it (``tier2_known``) so tier 3
-        skips an entry whose tier 2 failed, as in a single request. Changes ``result`` in place
-        (states, records, notes, memory and timings of what the worker ran); returns the reused
+        skips an entry whose tier 2 failed, as in a single request. Returns the result with the
+        second request's states, records, notes, memory and timings merged in, and the reused
         verdicts by entry name.
         """
-        versions = result.get("versions") or {}
-        entries = list(result.get("entries") or ())
+        versions = _versions(result)
+        later_tiers = (2, 3) if 3 in tiers else (2,)
+        states: dict[str, dict[int, TierOutcome]] = {}
         reused: dict[str, CachedVerdict] = {}
         missing: list[str] = []
         lowered: list[str] = []
-        for entry in entries:
-            states = entry.setdefault("tiers", {})
-            if states.get("1") != "ok":
-                for later in ("2", "3") if 3 in tiers else ("2",):
-                    states.setdefault(later, "skipped: tier 1 failed" if states.get("1") == "error" else "not run")
+        for entry in result.entries:
+            own = states[entry.name] = {o.tier: o for o in entry.tiers}
+            first = own.get(1)
+            if first is None or first.state != TierState.OK:
+                for later in later_tiers:
+                    if later not in own:
+                        own[later] = (TierOutcome(later, TierState.SKIPPED, "tier 1 failed")
+                                      if first is not None and first.state == TierState.ERROR
+                                      else TierOutcome(later, TierState.NOT_RUN))
                 continue
-            lowered.append(str(entry["name"]))
-            key = self._key(entry, entry.get("lowered_hash"), versions)
+            lowered.append(entry.name)
+            key = self._key(entry, entry.lowered_hash, versions)
             hit = cache.get(key, 2) if key is not None else None
             if hit is not None:
-                states["2"] = hit.status
-                reused[str(entry["name"])] = hit
+                own[2] = TierOutcome.of(2, hit.status)
+                reused[entry.name] = hit
             else:
-                missing.append(str(entry["name"]))
+                missing.append(entry.name)
         ask = ((2,) if missing else ()) + ((3,) if 3 in tiers and lowered else ())
         if not ask:
-            return reused
-        extra = {"tier2_known": {name: hit.status for name, hit in reused.items()}} if reused else {}
-        reply = await self._request(client, path, text, ask, progress, entries=lowered, **extra)
-        status = reply.status
-        if status != "ok":
-            finding, state = self._failure(reply, path, text, analysis, last_stage, ask)
+            return _with_states(result, states, {}), reused
+        known = {name: hit.status for name, hit in reused.items()}
+        reply = await self._request(client, source, ask, progress, entries=lowered, tier2_known=known)
+        if reply.status != "ok":
+            finding, state = self._failure(reply, source.path, text, analysis, last_stage, ask)
             if finding is not None:
                 findings.append(finding)
-            for entry in entries:
-                name = entry.get("name")
+            for name in lowered:
                 for tier in ask:
-                    if name in lowered and (tier == 3 or name in missing):
-                        entry["tiers"][str(tier)] = state
-            return reused
-        second = reply.result or {}
-        result.setdefault("unavailable", {}).update(second.get("unavailable") or {})
-        result["tiers"] = sorted({int(t) for t in result.get("tiers") or ()} | set(ask))
-        by_name = {str(e.get("name")): e for e in entries}
-        for done in second.get("entries") or ():
-            entry = by_name.get(str(done.get("name")))
-            if entry is None or entry["name"] not in lowered:
-                continue
-            ran = {"3"} | ({"2"} if entry["name"] in missing else set())
-            for tier, state in (done.get("tiers") or {}).items():
-                if tier in ran:
-                    entry["tiers"][tier] = state
-            entry.setdefault("errors", []).extend(
-                r for r in done.get("errors") or () if str(r.get("tier") or "") in ran)
-            entry["notes"] = list(entry.get("notes") or ()) + list(done.get("notes") or ())
-            if "2" in ran:
-                entry["memory"] = done.get("memory")
-            entry.setdefault("timings_s", {}).update({k: v for k, v in (done.get("timings_s") or {}).items() if k in ran})
-        return reused
+                    if tier == 3 or name in missing:
+                        states[name][tier] = TierOutcome.of(tier, state)
+            return _with_states(result, states, {}), reused
+        second: CheckResult = reply.result
+        done = {e.name: e for e in second.entries if e.name in lowered}
+        for name, entry in done.items():
+            ran = {3} | ({2} if name in missing else set())
+            for outcome in entry.tiers:
+                if outcome.tier in ran:
+                    states[name][outcome.tier] = outcome
+        merged = _with_states(result, states, {name: (e, {3} | ({2} if name in missing else set()))
+                                               for name, e in done.items()})
+        merged = dataclasses.replace(merged, unavailable={**result.unavailable, **second.unavailable},
+                                     tiers=tuple(sorted(set(result.tiers) | set(ask))))
+        return merged, reused
 
-    def _record(self, cache, path, text, result, located, reused) -> None:
+    def _record(self, cache, path, text, result: CheckResult, located, reused) -> None:
         """Store every compiler-tier verdict this check produced (reused ones are already stored)."""
-        versions = result.get("versions") or {}
+        versions = _versions(result)
         source = None
-        for entry in result.get("entries") or ():
-            name = str(entry.get("name"))
-            for tier_name, state in (entry.get("tiers") or {}).items():
-                tier = int(tier_name)
-                if state not in ("ok", "error") or (tier == 2 and name in reused):
+        for entry in result.entries:
+            for outcome in entry.tiers:
+                tier = outcome.tier
+                if outcome.state not in (TierState.OK, TierState.ERROR) or (tier == 2 and entry.name in reused):
                     continue
                 if tier == 2:
-                    key = self._key(entry, entry.get("lowered_hash"), versions)
+                    key = self._key(entry, entry.lowered_hash, versions)
                 else:
                     source = source or cache.source_hash(path, text)
                     key = self._key(entry, source, versions)
                 if key is None:
                     continue
-                mine = tuple(f for f in located.by_entry.get(name, ()) if f.tier == tier)
-                cache.put(key, tier, state, mine, path=path)
+                mine = tuple(f for f in located.by_entry.get(entry.name, ()) if f.tier == tier)
+                cache.put(key, tier, outcome.state.value, mine, path=path)
 
     def worker(self) -> Any:
-        """The warm worker client this checker uses (started lazily), e.g. to share it for a script check."""
+        """The backend (or single worker client) this checker uses, started lazily when it owns one."""
         if self._client is not None:
             return self._client
         config = WorkerConfig(
@@ -429,10 +421,35 @@ def _decode_finding(path: str, what: str) -> Finding:
                    tier=0, origin="pallasite rules")
 
 
+def _versions(result: CheckResult) -> dict[str, Any]:
+    return {"jax": result.versions.jax, "libtpu": result.versions.libtpu}
+
+
+def _with_states(result: CheckResult, states: Mapping[str, Mapping[int, TierOutcome]],
+                 second: Mapping[str, tuple[CheckEntry, set[int]]]) -> CheckResult:
+    """``result`` with each entry's tier states replaced, and, for entries a second request ran
+    (tiers ``ran``), its records, notes, memory (tier 2) and timings of those tiers added."""
+    entries = []
+    for entry in result.entries:
+        changes: dict[str, Any] = {"tiers": tuple(sorted(states.get(entry.name, {}).values(), key=lambda o: o.tier))
+                                   or entry.tiers}
+        if entry.name in second:
+            done, ran = second[entry.name]
+            changes["errors"] = entry.errors + tuple(r for r in done.errors if r.tier in ran)
+            changes["notes"] = entry.notes + done.notes
+            changes["timings_s"] = {**entry.timings_s, **{k: v for k, v in done.timings_s.items() if int(k) in ran}}
+            changes["measurements"] = entry.measurements + done.measurements
+            changes["tier3"] = done.tier3 or entry.tier3
+            if 2 in ran:
+                changes["memory"] = done.memory
+        entries.append(dataclasses.replace(entry, **changes))
+    return dataclasses.replace(result, entries=tuple(entries))
+
+
 def _reply_message(reply: Any) -> str:
     """What a failed reply says: its message, else the op's error, with the worker's last stderr
     lines said once (not a traceback dump: the finding's detail keeps the whole tail)."""
-    message = reply.message.split("; its stderr ends with", 1)[0]
+    message = reply.message
     error = reply.error
     if not message and error is not None:
         message = f"{error.type}: {error.message}"
@@ -453,17 +470,12 @@ def _memory_note(entry: str, figures: Mapping[str, int], target: str) -> str:
             + " (libtpu compiler's memory_analysis, deviceless compile; VMEM use is not included)")
 
 
-def check_paths(paths: Sequence[str], options: CheckOptions, *, cache: ResultCache | None = None) -> list[FileReport]:
-    """Check each file in turn with one shared worker (synchronous, for the CLI)."""
+def check_paths(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1) -> list[FileReport]:
+    """Check files without a results store (synchronous, for scripts and tests); reports in the
+    order of ``paths``. The CLI uses ``engine.engine.check_paths_sync`` (the same engine, with its store)."""
+    from .engine import check_paths_sync
 
-    async def run_all() -> list[FileReport]:
-        checker = Checker(options, cache=cache)
-        try:
-            return [await checker.check(p) for p in paths]
-        finally:
-            await checker.close()
-
-    return asyncio.run(run_all())
+    return check_paths_sync(paths, options, jobs=jobs, use_store=False)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -1,12 +1,12 @@
 """What a raw error record says: its finding code, who said it, and its sentence in user terms.
 
 Client side (never imports jax). ``classify`` gives a record of the worker (``runner/errors.py``)
-its code: PLS1xx / PLS2xx by the compiler's words (``_PATTERNS``, ordered, first match wins; the
-catalog's own patterns are checked against these by tests/test_catalog_locator_agree.py), PLS9xx
-for import, task and script failures. ``sentence`` cleans the message (folders cut from paths,
-block sizes as ints, no jaxpr dumps, no "please file an issue"), says so when an exception carried
-no text (and where it was raised), and prefixes what the code needs (VMEM figures, "importing the
-file failed"). Where the finding goes is ``engine/locate.py``'s part.
+its code: PLS1xx / PLS2xx by the compiler's words (the one compiler-message table,
+``knowledge/compiler_messages.toml``, which the error catalog reads too: first matching row
+wins), PLS9xx for import, task and script failures. ``sentence`` cleans the message (folders cut
+from paths, block sizes as ints, no jaxpr dumps, no "please file an issue"), says so when an
+exception carried no text (and where it was raised), and prefixes what the code needs (VMEM
+figures, "importing the file failed"). Where the finding goes is ``engine/locate.py``'s part.
 """
 
 from __future__ import annotations
@@ -15,38 +15,15 @@ import re
 from typing import Any, Mapping
 
 from pallasite.analysis.codes import CODES
+from pallasite.knowledge import compiler_messages
 
 ORIGIN_LOWERING = "jax lowering"
 ORIGIN_COMPILER = "libtpu compiler"
 ORIGIN_RUNNER = "pallasite runner"
 
+# The families' catch-alls are decided here, by who raised the error (after the specific rows).
+_CATCH_ALLS = ("PLS100", "PLS200", "PLS300")
 
-# Ordered (code for tier 1, code for tier 2, pattern); the first match wins.
-_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
-    (c1, c2, re.compile(p, re.I | re.S))
-    for c1, c2, p in (
-        ("PLS201", "PLS201", r"ran out of memory in memory space vmem|would exceed memory.{0,200}vmem|"
-                             r"E1001|ScopedVmemOom|vmem.{0,40}(?:oom|out of memory)|"
-                             r"of [\d.]+\s*[KMG]i?B? (?:scoped )?vmem|Exceeded vmem"),
-        ("PLS204", "PLS204", r"E2002|MisalignedBlockAndTiling|not divisible by tiling"),
-        ("PLS203", "PLS203", r"E2003|UnprovenMemoryAccessAlignment|cannot statically prove"),
-        ("PLS202", "PLS202", r"unsupported shape cast|shape_cast|relayout"),
-        ("PLS101", "PLS101", r"divisible by 8 and 128|last two dimensions of your block shape"),
-        ("PLS112", "PLS112", r"must have the same number of dimensions as the array"),
-        ("PLS106", "PLS106", r"must return integer scalars"),
-        ("PLS102", "PLS102", r"Index map function .{0,300}must return \d+ values"),
-        ("PLS113", "PLS113", r"Grid must be a tuple of integers"),
-        ("PLS109", "PLS109", r"Pytree for `(?:in_specs|out_specs)` and `(?:inputs|out_shape)` do not match"),
-        ("PLS105", "PLS105", r"dimension.?semantics"),
-        ("PLS107", "PLS107", r"64-bit types? (?:are|is) not supported|\bi64\b.{0,80}not supported"),
-        ("PLS108", "PLS108", r"load scalars from SMEM|store scalars to VMEM|scalars? (?:to|from|in) (?:VMEM|SMEM)"),
-        ("PLS104", "PLS104", r"Invalid (?:shape|dtype) for `(?:swap|get|load|store)`"),
-        ("PLS110", "PLS110", r"should return None"),
-        ("PLS006", "PLS006", r"Attempted boolean conversion of traced array|TracerBoolConversionError"),
-        ("PLS103", "PLS103", r"Unimplemented primitive|take_along_axis-like gathers|not implemented|"
-                             r"NotImplementedError|Unsupported .{0,40}(?:primitive|operation)"),
-    )
-)
 
 CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments? but \d+ (?:was|were) given|"
                          r"missing \d+ required positional arguments?)")
@@ -66,9 +43,10 @@ def classify(rec: Mapping[str, Any], tier: int) -> str:
         return "PLS201"
     if x64_rejection(rec):
         return "PLS107"
-    for c1, c2, pattern in _PATTERNS:
-        if pattern.search(text):
-            return c1 if tier == 1 else c2
+    flags = {flag for flag in compiler_messages.FLAGS if rec.get(flag)}
+    by_message = [code for code in compiler_messages.codes_for(text, tier, flags) if code not in _CATCH_ALLS]
+    if by_message:
+        return by_message[0]
     etype = str(rec.get("type") or "")
     m = CALL_ARITY.search(text)
     if etype == "TypeError" and m:
@@ -81,7 +59,7 @@ def classify(rec: Mapping[str, Any], tier: int) -> str:
 
 
 _I64 = re.compile(r"\bi64\b")
-_EXPLICIT_64 = next(p for c1, _, p in _PATTERNS if c1 == "PLS107")
+_EXPLICIT_64 = re.compile(r"64-bit types? (?:are|is) not supported|\bi64\b.{0,80}not supported", re.I | re.S)
 
 
 def x64_rejection(rec: Mapping[str, Any]) -> bool:

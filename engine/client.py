@@ -7,8 +7,9 @@ children polled with psutil — an RLIMIT_AS makes jax abort), drains the worker
 bounded tail, and replaces a dead or hung worker on the next request. Worker death is data: every
 ``request`` returns a ``Reply`` whose status says what happened, never raises for it.
 
-``WorkerPool`` runs several clients for parallel work (tuning); ``run_requests_sync`` serves the
-CLI. The client never imports jax.
+Requests and results are the typed messages of ``runner/messages.py``; ``Reply`` (engine/backend.py)
+says what became of each. ``engine/local_backend.py`` pools several clients; ``run_requests_sync``
+serves the CLI. The client never imports jax.
 """
 
 from __future__ import annotations
@@ -16,22 +17,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import inspect
+import re
 import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pallasite.runner import env as env_module
 from pallasite.runner import protocol
 
 from . import secrets, spawn
-
-Status = Literal["ok", "error", "timeout", "memory", "crashed", "cancelled"]
-ProgressCallback = Callable[[str, "float | None"], "Awaitable[None] | None"]
+from .backend import ProgressCallback, Reply, StartProblem, call_progress
 
 _STREAM_LIMIT = 256 * 2**20  # the longest protocol line accepted (results may carry compiler dumps)
 
@@ -82,26 +81,28 @@ class WorkerConfig:
         return env_module.worker_environment(os.environ, platforms=self.platforms, extra=self.env)
 
 
-@dataclass(frozen=True)
-class Reply:
-    """What became of one request. ``result`` for "ok"; ``error`` (the op's exception, with the
-    worker's traceback) for "error"; ``message`` says what happened for every other status."""
-
-    status: Status
-    result: Any = None
-    error: protocol.ErrorInfo | None = None
-    message: str = ""
-    elapsed_s: float = 0.0
-    exit_code: int | None = None  # the worker's exit code; negative: killed by that signal
-    stderr_tail: str = ""  # the worker's last stderr lines, for crashes and kills
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
 class WorkerStartError(RuntimeError):
-    """The worker did not start or did not say hello in time (the message says why)."""
+    """The worker did not start or did not say hello in time (the message says why; ``problem`` which case)."""
+
+    def __init__(self, message: str, problem: StartProblem, missing_module: str | None = None,
+                 cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.missing_module = missing_module
+        self.cause = cause  # the OSError of a launcher or interpreter that cannot be run
+
+
+_NO_MODULE = re.compile(r"No module named '?(?P<module>[\w.]+)'?")
+
+
+def _missing_module(stderr_tail: str) -> str | None:
+    """The module a worker's interpreter could not import, from the last lines of its stderr (the
+    interpreter's own ``ModuleNotFoundError``, printed before any of our code ran)."""
+    for line in reversed([ln for ln in stderr_tail.splitlines() if ln.strip()][-5:]):
+        m = _NO_MODULE.search(line)
+        if m:
+            return m.group("module")
+    return None
 
 
 @dataclass
@@ -179,7 +180,8 @@ class WorkerClient:
             self._proc = await spawn.start(argv, env=self.config.environment(), cwd=self.config.cwd,
                                            limit=_STREAM_LIMIT)
         except OSError as exc:
-            raise WorkerStartError(f"could not start the worker ({' '.join(argv)}): {exc}") from None
+            raise WorkerStartError(f"could not start the worker ({' '.join(argv)}): {exc}", "not_found",
+                                   cause=exc) from None
         if self._started:
             self.restarts += 1
         self._started += 1
@@ -196,19 +198,18 @@ class WorkerClient:
             await self._kill("startup timeout")
             raise WorkerStartError(
                 f"the worker did not send its handshake within {self.config.startup_timeout_s:g} s "
-                f"({' '.join(argv)}); its stderr ends with:\n{self.stderr_tail()}"
-            ) from None
+                f"({' '.join(argv)})", "no_handshake") from None
         if isinstance(hello, _Exited):
             await self._reap()
+            missing = _missing_module(self.stderr_tail())
             raise WorkerStartError(
-                f"the worker stopped before its handshake: {describe_exit(hello.code)} "
-                f"({' '.join(argv)}); its stderr ends with:\n{self.stderr_tail()}"
-            )
+                f"the worker stopped before its handshake: {describe_exit(hello.code)} ({' '.join(argv)})",
+                "missing_module" if missing else "exited", missing)
         try:
             protocol.check_handshake(hello)
         except protocol.ProtocolError as exc:
             await self._kill("protocol mismatch")
-            raise WorkerStartError(str(exc)) from None
+            raise WorkerStartError(str(exc), "version_mismatch") from None
         self.handshake = hello
         return hello
 
@@ -230,40 +231,47 @@ class WorkerClient:
 
     async def request(
         self,
-        op: str,
-        params: dict[str, Any] | None = None,
+        params: Any,
         *,
+        purpose: str = "check",
         timeout_s: float | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> Reply:
-        """Run one op in the worker. Never raises for the worker's sake: see ``Reply.status``.
+        """Run the op ``params`` names (a params type of runner/messages.py) in the worker. Never raises
+        for the worker's sake: see ``Reply.status``; an ok reply's ``result`` is the op's typed result.
 
         Cancelling the calling task sends ``cancel``, kills the worker if it does not stop within
-        the grace period, and re-raises CancelledError.
+        the grace period, and re-raises CancelledError. ``purpose`` is accepted so one client can
+        stand in for a ``Backend`` (engine/backend.py): a single worker serves every purpose in turn.
         """
         async with self._lock:
-            return await self._request(op, params or {}, timeout_s or self.config.timeout_s, on_progress)
+            return await self._request(params, timeout_s or self.config.timeout_s, on_progress)
 
-    async def _request(self, op: str, params: dict[str, Any], timeout_s: float, on_progress: ProgressCallback | None) -> Reply:
+    async def _request(self, params: Any, timeout_s: float, on_progress: ProgressCallback | None) -> Reply:
         started = time.monotonic()
+        op = type(params).OP
         try:
             await self.start()
         except WorkerStartError as exc:
-            return Reply("crashed", message=str(exc), elapsed_s=time.monotonic() - started,
-                         exit_code=self._proc.returncode if self._proc else None, stderr_tail=self.stderr_tail())
+            cause = protocol.ErrorInfo(type(exc.cause).__name__, exc.cause.strerror or str(exc.cause)) \
+                if isinstance(exc.cause, OSError) else None
+            return Reply("not_started", message=str(exc), error=cause, elapsed_s=time.monotonic() - started,
+                         exit_code=self._proc.returncode if self._proc else None, stderr_tail=self.stderr_tail(),
+                         start_problem=exc.problem, missing_module=exc.missing_module,
+                         launcher=tuple(self.config.command))
         request_id = protocol.new_request_id()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         if on_progress is not None:
             self._progress[request_id] = on_progress
         try:
-            await self._send(protocol.request(request_id, op, params, deadline_s=timeout_s))
+            await self._send(protocol.request(request_id, params, deadline_s=timeout_s))
             try:
                 outcome = await asyncio.wait_for(asyncio.shield(future), timeout_s)
             except asyncio.TimeoutError:
                 outcome = await self._stop(request_id, future, "timeout")
-                return self._reply(outcome, started, timed_out=timeout_s)
-            return self._reply(outcome, started)
+                return self._reply(op, outcome, started, timeout_s, timed_out=True)
+            return self._reply(op, outcome, started, timeout_s)
         except asyncio.CancelledError:
             await asyncio.shield(self._stop(request_id, future, "cancelled"))
             raise
@@ -281,7 +289,8 @@ class WorkerClient:
             await self._kill(why)
             return await future  # the stdout reader resolves it with _Exited
 
-    def _reply(self, outcome: Any, started: float, timed_out: float | None = None) -> Reply:
+    def _reply(self, op: str, outcome: Any, started: float, limit_s: float, timed_out: bool = False) -> Reply:
+        """What became of a request limited to ``limit_s`` (``timed_out``: the client's wait ran out)."""
         elapsed = time.monotonic() - started
         if isinstance(outcome, _Exited):
             tail = self.stderr_tail()
@@ -290,28 +299,34 @@ class WorkerClient:
             if reason == "memory" or outcome.code == protocol.EXIT_MEMORY_LIMIT:
                 return Reply("memory", message=f"the worker went over its memory limit of "
                              f"{self.config.memory_mb} MiB and was stopped ({how}); it will be restarted",
-                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
-            if reason == "timeout" or timed_out is not None:
-                return Reply("timeout", message=f"the request ran past its limit of {timed_out or 0:g} s and "
+                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail, memory_mb=self.config.memory_mb)
+            if reason == "timeout" or timed_out:
+                return Reply("timed_out", message=f"the request ran past its limit of {limit_s:g} s and "
                              f"did not stop when cancelled; the worker was killed and will be restarted",
-                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
+                             elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail, limit_s=limit_s)
             if reason == "close":
                 return Reply("cancelled", message="the client was closed while the request ran",
                              elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
             if reason == "cancelled":
                 return Reply("cancelled", message="cancelled; the worker did not stop and was killed",
                              elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
-            last = f"; its stderr ends with:\n{tail}" if tail else ""
-            return Reply("crashed", message=f"{how} while running the request; it will be restarted{last}",
+            return Reply("crashed", message=f"{how} while running the request; it will be restarted",
                          elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
         if outcome.get("ok"):
-            return Reply("ok", result=outcome.get("result"), elapsed_s=elapsed)
-        raw = outcome.get("error") or {}
-        error = protocol.ErrorInfo(str(raw.get("type", "Error")), str(raw.get("message", "")), str(raw.get("traceback", "")))
-        if error.type == protocol.ERROR_DEADLINE or (timed_out is not None and error.type == protocol.ERROR_CANCELLED):
-            limit = timed_out if timed_out is not None else self.config.timeout_s
-            return Reply("timeout", error=error, elapsed_s=elapsed,
-                         message=f"the request ran past its limit of {limit:g} s and was stopped (the worker keeps running)")
+            try:
+                result = protocol.read_result(op, outcome.get("result"))
+            except protocol.ProtocolError as exc:
+                error = protocol.ErrorInfo("ProtocolError", str(exc))
+                return Reply("error", error=error, elapsed_s=elapsed,
+                             message=f"the worker's reply does not follow protocol {protocol.PROTOCOL_VERSION}: {exc}")
+            return Reply("ok", result=result, elapsed_s=elapsed)
+        try:
+            error = protocol.read_error(outcome)
+        except protocol.ProtocolError as exc:
+            error = protocol.ErrorInfo("ProtocolError", str(exc))
+        if error.type == protocol.ERROR_DEADLINE or (timed_out and error.type == protocol.ERROR_CANCELLED):
+            return Reply("timed_out", error=error, elapsed_s=elapsed, limit_s=limit_s,
+                         message=f"the request ran past its limit of {limit_s:g} s and was stopped (the worker keeps running)")
         if error.type == protocol.ERROR_CANCELLED:
             return Reply("cancelled", error=error, message=error.message, elapsed_s=elapsed)
         return Reply("error", error=error, message=f"{error.type}: {error.message}", elapsed_s=elapsed)
@@ -352,7 +367,12 @@ class WorkerClient:
             elif kind == protocol.PROGRESS:
                 callback = self._progress.get(msg["id"])
                 if callback is not None:
-                    await _call_progress(callback, msg.get("message", ""), msg.get("fraction"))
+                    try:
+                        report = protocol.read_progress(msg)
+                    except protocol.ProtocolError as exc:
+                        self._stderr.append(f"[pallasite client] {exc}")
+                        continue
+                    await call_progress(callback, report)
             elif kind == protocol.RESULT:
                 future = self._pending.get(msg.get("id"))
                 if future is not None and not future.done():
@@ -439,80 +459,18 @@ class WorkerClient:
         self.handshake = None
 
 
-async def _call_progress(callback: ProgressCallback, message: str, fraction: float | None) -> None:
-    try:
-        value = callback(message, fraction)
-        if inspect.isawaitable(value):
-            await value
-    except Exception as exc:  # a broken progress sink must not break the request
-        print(f"pallasite: progress callback failed: {exc}", file=sys.stderr)
-
-
-# --------------------------------------------------------------------------- several workers
-
-
-class WorkerPool:
-    """``size`` workers with the same config; ``request`` runs on whichever is free."""
-
-    def __init__(self, config: WorkerConfig | None = None, size: int = 2) -> None:
-        if size < 1:
-            raise ValueError(f"a worker pool needs at least one worker, got size={size}")
-        self.clients = [WorkerClient(config) for _ in range(size)]
-        self._idle: asyncio.Queue[WorkerClient] = asyncio.Queue()
-        for client in self.clients:
-            self._idle.put_nowait(client)
-
-    async def __aenter__(self) -> "WorkerPool":
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def start(self) -> list[protocol.Handshake]:
-        return list(await asyncio.gather(*(c.start() for c in self.clients)))
-
-    async def request(self, op: str, params: dict[str, Any] | None = None, **kwargs: Any) -> Reply:
-        client = await self._idle.get()
-        try:
-            return await client.request(op, params, **kwargs)
-        finally:
-            self._idle.put_nowait(client)
-
-    async def close(self) -> None:
-        await asyncio.gather(*(c.close() for c in self.clients))
-
-
 # --------------------------------------------------------------------------- the CLI's helper
 
 
-def run_requests_sync(config: WorkerConfig | None, requests: Iterable[tuple[str, dict[str, Any]]],
-                      on_progress: Callable[[str, float | None], None] | None = None) -> list[Reply]:
-    """Start a worker, run the requests in order, stop it; one Reply per request."""
+def run_requests_sync(config: WorkerConfig | None, requests: Iterable[Any],
+                      on_progress: ProgressCallback | None = None) -> list[Reply]:
+    """Start a worker, run the requests (params objects) in order, stop it; one Reply per request."""
 
     async def go() -> list[Reply]:
         client = WorkerClient(config)
         try:
-            return [await client.request(op, params, on_progress=on_progress) for op, params in requests]
+            return [await client.request(params, on_progress=on_progress) for params in requests]
         finally:
             await client.close()
 
     return asyncio.run(go())
-
-
-def chip_table_sync(config: WorkerConfig | None = None, *, probe: bool = True) -> tuple[list[Any], str | None]:
-    """The chip table for the CLI (`pallasite chips`) without importing jax here.
-
-    Read from the cache file when present; otherwise a worker builds it (probing libtpu for the
-    scoped-VMEM limits, and writing the cache). Returns (list of ChipSpec, None) or ([], why).
-    """
-    from pallasite.analysis.types import ChipSpec, from_json
-    from pallasite.runner import chips  # jax-free at import: jax is only used inside its probes
-
-    cached = chips.read_cache()
-    if cached is not None and (not probe or all(s.scoped_vmem_limit_bytes for s in cached)):
-        return cached, None
-    [reply] = run_requests_sync(config, [("chips", {"probe": probe})])
-    if not reply.ok:
-        return [], f"the worker could not build the chip table: {reply.message}"
-    return [from_json(ChipSpec, item) for item in reply.result["chips"]], None

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span
+from pallasite.runner.messages import CheckResult
 
 from .classify import (
     CALL_ARITY,
@@ -62,30 +63,29 @@ class Located:
 # --------------------------------------------------------------------------- whole results
 
 
-def locate_result(result: Mapping[str, Any], text: str, analysis: Any, target: str, *, path: str | None = None) -> Located:
-    """Every finding, note and verdict in one ``check`` result."""
+def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *, path: str | None = None) -> Located:
+    """Every finding, note and verdict in one ``check`` result (protocol v2's typed ``CheckResult``)."""
     findings: list[Finding] = []
     notes: list[str] = []
     verdicts: list[EntryVerdict] = []
     memory: dict[str, Any] = {}
     by_entry: dict[str, tuple[Finding, ...]] = {}
-    ran = sorted(int(t) for t in (result.get("tiers") or ())) or [1]
+    ran = sorted(result.tiers) or [1]
     first_tier = min([t for t in ran if t in (1, 2, 3)] or [1])
-    for tier, why in sorted((result.get("unavailable") or {}).items()):
+    for tier, why in sorted(result.unavailable.items()):
         notes.append(f"tier {tier} skipped: {why} (PLS906)")  # a note, said once per report
-    for rec in result.get("errors") or ():
-        findings.append(locate_record(rec, text, analysis, target, tier=int(rec.get("tier") or first_tier)))
-    for entry in result.get("entries") or ():
-        name = str(entry.get("name"))
-        tiers = {int(k): str(v) for k, v in (entry.get("tiers") or {}).items()}
-        verdicts.append(EntryVerdict(name=name, tiers=tiers, line=entry.get("line")))
-        if entry.get("memory"):
-            memory[name] = entry["memory"]
-        notes.extend(str(n) for n in entry.get("notes") or ())  # e.g. tier-3 interpret-mode time
-        mine = tuple(locate_record(rec, text, analysis, target, tier=int(rec.get("tier") or first_tier), entry=name)
-                     for rec in entry.get("errors") or ())
+    for record in result.errors:
+        findings.append(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier))
+    for entry in result.entries:
+        tiers = {outcome.tier: outcome.display() for outcome in entry.tiers}
+        verdicts.append(EntryVerdict(name=entry.name, tiers=tiers, line=entry.line))
+        if entry.memory:
+            memory[entry.name] = entry.memory
+        notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time
+        mine = tuple(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier,
+                                   entry=entry.name) for record in entry.errors)
         findings.extend(mine)
-        by_entry[name] = by_entry.get(name, ()) + mine
+        by_entry[entry.name] = by_entry.get(entry.name, ()) + mine
     return Located(tuple(findings), tuple(notes), tuple(verdicts), memory, by_entry)
 
 

@@ -1,12 +1,12 @@
 """Findings for check requests that did not come back "ok", and where the check was when they failed.
 
-Client side (never imports jax). The checker follows the worker's progress messages
-(``parse_stage``: which tier and entry, "importing", "at line N" near the time limit); when a
+Client side (never imports jax). The checker follows the worker's structured progress
+(``stage_of``: which tier and entry, importing, the user's line near the time limit); when a
 request ends badly, ``reply_failure`` says what happened where: a time limit (PLS903, or PLS205
 during a tier-2 compile), the memory limit (PLS904), a crash (PLS902) — at the line the worker
 named, at the line a fatal signal's Python traceback names for a crash while importing
 (``crash_line``), else the file's first line for import-time trouble, else the pallas_call. A
-worker that never started (``is_startup_failure``: its interpreter is missing or lacks pallasite)
+worker that never started (status ``not_started``: its interpreter is missing or lacks pallasite)
 is the environment's problem, not the kernel's: ``startup_failure`` is one PLS906 at line 1 that
 says what to install.
 """
@@ -20,28 +20,25 @@ from typing import Any, Mapping, Sequence
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import Finding, Span
 
+from pallasite.runner.messages import Progress, Stage
+
+from .backend import Reply
 from .classify import ORIGIN_RUNNER
 from .locate import call_span, line_span, related_places
 
 
-_STAGE = re.compile(r"tier (?P<tier>\d): (?P<entry>[\w.]+)")
-_AT_LINE = re.compile(r"^at line (?P<line>\d+) of ")
-
-
-def parse_stage(message: str) -> dict[str, Any]:
-    """What a progress message says about where the check is, or {}.
-
-    ``tier 2: matmul (...)`` -> tier and entry; ``importing FILE`` -> the import stage;
-    ``at line 12 of FILE`` (said near the time limit) -> ``{"line": 12}``, which refines the stage.
-    """
-    message = message or ""
-    at = _AT_LINE.match(message)
-    if at:
-        return {"line": int(at.group("line"))}
-    m = _STAGE.search(message)
-    if not m:
-        return {"stage": "import"} if message.startswith("importing") else {}
-    return {"tier": int(m.group("tier")), "entry": m.group("entry")}
+def stage_of(report: Progress) -> dict[str, Any]:
+    """Where the check is, from a progress report's structured fields (never from its words):
+    ``{"tier": 2, "entry": "matmul"}``, ``{"stage": "import"}``, ``{"stage": "script"}``, plus ``"line"``
+    when the worker named the user's line near the time limit. Every report carries its whole step."""
+    step: dict[str, Any] = {}
+    if report.stage == Stage.TIER and report.tier is not None:
+        step = {"tier": report.tier, "entry": report.entry}
+    elif report.stage in (Stage.IMPORT, Stage.SCRIPT):
+        step = {"stage": report.stage.value}
+    if report.line is not None:
+        step["line"] = report.line
+    return step
 
 
 def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str,
@@ -69,7 +66,7 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
     if last_stage.get("line"):  # the worker said where the user's code was (time ran out, or it crashed)
         span = line_span(int(last_stage["line"]) - 1, lines)
         where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
-    if status == "timeout":
+    if status == "timed_out":
         code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
         if (importing and not last_stage.get("line")) or (not last_stage and not site):
             span = _first_import_like_line(lines)
@@ -107,44 +104,40 @@ def crash_line(stderr: str, path: str) -> int | None:
     return None
 
 
-# How engine/client.py words a worker that never got as far as its handshake.
-_STARTUP_FAILURES = ("the worker stopped before its handshake", "could not start the worker",
-                     "the worker did not send its handshake")
-_NO_MODULE = re.compile(r"No module named '?(?P<module>[\w.]+)'?")
 _NOT_FOUND = re.compile(r"No such file or directory|command not found|not found", re.I)
 
 
-def is_startup_failure(status: str, message: str) -> bool:
+def is_startup_failure(reply: Reply) -> bool:
     """Whether a failed request means the worker never started (its environment, not the kernel)."""
-    return status == "crashed" and (message or "").startswith(_STARTUP_FAILURES)
+    return reply.status == "not_started"
 
 
-def startup_failure(message: str, stderr_tail: str, interpreter: str, launcher: Sequence[str],
-                    tiers: Sequence[int], target: str) -> Finding:
+def startup_failure(reply: Reply, interpreter: str, tiers: Sequence[int], target: str) -> Finding:
     """One file-level finding (PLS906, at line 1) for a worker that could not start, saying what
-    to install or set; the worker's stderr is quoted once (its last line), not repeated."""
-    said = [line.strip() for line in (stderr_tail or "").splitlines() if line.strip()]
+    to install or set (decided on ``reply.start_problem``); the worker's last stderr line is quoted once."""
+    said = [line.strip() for line in (reply.stderr_tail or "").splitlines() if line.strip()]
     last = said[-1] if said else ""
+    launcher = reply.launcher
     where = " ".join(launcher) if launcher else interpreter
-    missing = _NO_MODULE.search(last) or _NO_MODULE.search(message)
+    missing = reply.missing_module
     run_tiers = ", ".join(str(t) for t in tiers)
-    if missing and launcher:
+    if reply.start_problem == "missing_module" and missing and launcher:
         body = (f"the check worker could not start through `{where}`: it cannot import "
-                f"{missing.group('module')} there. Install pallasite on that host (pip install pallasite), "
+                f"{missing} there. Install pallasite on that host (pip install pallasite), "
                 f"so that `pallasite worker` runs")
-    elif missing:
-        module = missing.group("module").split(".")[0]
+    elif reply.start_problem == "missing_module" and missing:
+        module = missing.split(".")[0]
         body = (f"the check worker could not start: {interpreter} cannot import {module}. "
                 f"Install {module} into {interpreter}: {interpreter} -m pip install {module}"
                 + (" (or set the worker interpreter to the environment pallasite is installed in)"
                    if module == "pallasite" else ""))
-    elif message.startswith("could not start the worker") or (launcher and _NOT_FOUND.search(last)):
-        reason = re.sub(r"^\[Errno \d+\]\s*", "", message.split("): ", 1)[-1]) if message.startswith("could not start") else last
+    elif reply.start_problem == "not_found" or (launcher and reply.start_problem == "exited" and _NOT_FOUND.search(last)):
+        reason = (reply.error.message if reply.error is not None else reply.message) \
+            if reply.start_problem == "not_found" else last
         body = (f"the check worker could not start: `{where}` cannot be run ({reason}). "
                 f"Set the worker interpreter to a Python that has pallasite installed")
     else:
-        first = message.split("; its stderr ends with", 1)[0]
-        body = f"the check worker could not start: {first}" + (f"; it said: {last}" if last else "")
+        body = f"the check worker could not start: {reply.message}" + (f"; it said: {last}" if last else "")
     return Finding(
         code="PLS906",
         message=f"{body}; tier(s) {run_tiers} were not run.",

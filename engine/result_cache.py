@@ -1,10 +1,11 @@
-"""The results-cache seam of the checker: keys, stored verdicts, and the protocol a store implements.
+"""The results-cache seam of the checker: stored verdicts, and the protocol a store implements.
 
-The runner may not import the knowledge layer, so the checker talks to the results store through
-``ResultCache``; the server layer's adapter (``pallasite.server.results_cache``) implements it
-over ``knowledge.store.ResultsStore``. Tier 2 verdicts are keyed by the hash of the lowered
-(tier-1) module, tiers 1 and 3 by the hash of the file plus its local imports; both also by the
-inputs' shapes/dtypes, the chip, the jax/libtpu versions and the backend.
+The checker talks to the results store through ``ResultCache``, so it can run without one (and
+tests can give it a dict); the server layer's adapter (``pallasite.server.results_cache``)
+implements it over ``knowledge.store.ResultsStore``. Verdicts are keyed by
+``analysis.types.ResultKey`` (the store's own key): tier 2 by the hash of the lowered (tier-1)
+module, tiers 1 and 3 by the hash of the file plus its local imports; both also by the inputs'
+shapes/dtypes, the chip, the jax/libtpu versions and the backend.
 """
 
 from __future__ import annotations
@@ -13,20 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from pallasite.analysis.types import Finding
-
-
-@dataclass(frozen=True)
-class CacheKey:
-    """What one tier's verdict for one entry is about (the results store's key, runner-side)."""
-
-    code_hash: str  # "lowered:<sha256>" (tier 2: the tier-1 module) or "source:<sha256>" (file + local imports)
-    kernel: str  # the task entry
-    inputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, dtype) of each example input leaf
-    chip: str
-    jax_version: str | None
-    libtpu_version: str | None
-    backend: str = "local"  # "local", or "command:<launcher>" for a worker run through ssh etc.
+from pallasite.analysis.types import Finding, ResultKey
 
 
 @dataclass(frozen=True)
@@ -45,10 +33,10 @@ class ResultCache(Protocol):
     def source_hash(self, path: str, text: str) -> str:
         """``source:<sha256>`` of the file's text plus its local imports."""
 
-    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
+    def get(self, key: ResultKey, tier: int) -> CachedVerdict | None:
         """The newest verdict stored for exactly ``key`` and ``tier``."""
 
-    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
+    def put(self, key: ResultKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
         """Record one verdict."""
 
 
@@ -81,8 +69,8 @@ class GuardedCache:
     def source_hash(self, path: str, text: str) -> str | None:
         return self._call("hashing the source", lambda: self._cache.source_hash(path, text))
 
-    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
+    def get(self, key: ResultKey, tier: int) -> CachedVerdict | None:
         return self._call("reading it", lambda: self._cache.get(key, tier))
 
-    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
+    def put(self, key: ResultKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
         self._call("recording a verdict", lambda: self._cache.put(key, tier, status, findings, path=path))

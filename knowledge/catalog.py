@@ -8,7 +8,9 @@ hints and severities; the catalog adds the long form:
     explain("PLS201")                 # formatted for a terminal or a hover (markdown=True)
     recognise("ValueError", message)  # catalog entries whose patterns match a compiler message
 
-The LLM fixer receives ``explain(code, markdown=False)`` in its prompt.
+Which message names which code is not written here but in the one compiler-message table
+(``knowledge/compiler_messages.toml``), which the checker's locator reads too; an entry's
+``patterns`` are its rows there. The LLM fixer receives ``explain(code, markdown=False)`` in its prompt.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from pathlib import Path
 
 from pallasite.analysis.codes import CODES
 
+from . import compiler_messages
+
 CATALOG_DIR = Path(__file__).with_name("catalog")
 
-_FIELDS = {"recognised_by", "exceptions", "patterns", "explanation", "fix", "mechanical_fix",
+_FIELDS = {"recognised_by", "exceptions", "explanation", "fix", "mechanical_fix",
            "before", "after", "references"}
 
 
@@ -40,7 +44,7 @@ class CatalogEntry:
     explanation: str
     fix: str
     exceptions: tuple[str, ...] = ()
-    patterns: tuple[str, ...] = ()  # case-insensitive regular expressions over the message
+    patterns: tuple[str, ...] = ()  # its row of the compiler-message table (regular expressions)
     mechanical_fix: str | None = None
     before: str | None = None
     after: str | None = None
@@ -87,6 +91,9 @@ def _load() -> dict[str, CatalogEntry]:
             raise CatalogError(f"{path}: not valid TOML: {err}") from err
         for code, table in data.items():
             unknown = set(table) - _FIELDS
+            if "patterns" in unknown:
+                raise CatalogError(f"{path} [{code}]: 'patterns' belong in the one compiler-message table, "
+                                   f"{compiler_messages.TABLE_FILE.name} (the checker reads it too)")
             if unknown:
                 raise CatalogError(f"{path} [{code}]: unknown keys {sorted(unknown)}; allowed: {sorted(_FIELDS)}")
             for key in ("recognised_by", "explanation", "fix"):
@@ -94,11 +101,6 @@ def _load() -> dict[str, CatalogEntry]:
                     raise CatalogError(f"{path} [{code}]: '{key}' is missing or empty")
             if code in entries:
                 raise CatalogError(f"{path} [{code}]: duplicate entry (also in {entries[code].source})")
-            for pattern in table.get("patterns", ()):
-                try:
-                    re.compile(pattern)
-                except re.error as err:
-                    raise CatalogError(f"{path} [{code}]: bad pattern {pattern!r}: {err}") from err
             registered = CODES.get(code)
             match = re.search(rf"^\[{re.escape(code)}\]", text, re.M)
             entries[code] = CatalogEntry(
@@ -111,7 +113,7 @@ def _load() -> dict[str, CatalogEntry]:
                 explanation=_clean(table["explanation"]),
                 fix=_clean(table["fix"]),
                 exceptions=tuple(table.get("exceptions", ())),
-                patterns=tuple(table.get("patterns", ())),
+                patterns=_patterns(code, path),
                 mechanical_fix=_clean(table["mechanical_fix"]) if table.get("mechanical_fix") else None,
                 before=textwrap.dedent(table["before"]).strip("\n") if table.get("before") else None,
                 after=textwrap.dedent(table["after"]).strip("\n") if table.get("after") else None,
@@ -120,6 +122,13 @@ def _load() -> dict[str, CatalogEntry]:
                 line=text.count("\n", 0, match.start()) + 1 if match else 1,
             )
     return entries
+
+
+def _patterns(code: str, path: Path) -> tuple[str, ...]:
+    try:
+        return compiler_messages.patterns_of(code)
+    except compiler_messages.MessageTableError as err:
+        raise CatalogError(str(err)) from err
 
 
 def _clean(text: str) -> str:
@@ -188,15 +197,12 @@ def explain(code: str, *, markdown: bool = False) -> str:
 
 
 def recognise(exception_type: str, message: str, *, tier: int | None = None) -> list[CatalogEntry]:
-    """Entries whose patterns match ``message``: a family's catch-all (PLS100/200/300) after every
-    specific entry, then entries of ``tier`` before others, then those expecting this exception
-    type, then the longest matching pattern. Entries without patterns are never returned."""
-    scored = []
-    for e in _load().values():
-        best = max((len(p) for p in e.patterns if re.search(p, message, re.I | re.S)), default=0)
-        if not best:
-            continue
-        type_ok = not e.exceptions or exception_type in e.exceptions
-        generic = e.code.endswith("00")  # PLS100/200/300: the family's catch-all, ranked last
-        scored.append((generic, (tier is not None and e.tier != tier), not type_ok, -best, e.code, e))
-    return [item[-1] for item in sorted(scored, key=lambda t: t[:5])]
+    """Entries whose rows of the compiler-message table match ``message`` (rows for ``tier`` only,
+    when given), best first: the table's order, a family's catch-all (PLS100/200/300) after every
+    specific entry. The same ranking gives a check's finding its code (engine/classify.py).
+    ``exception_type`` is not used by the table (the message decides); it is kept for callers."""
+    try:
+        codes = compiler_messages.codes_for(message, tier)
+    except compiler_messages.MessageTableError as err:
+        raise CatalogError(str(err)) from err
+    return [entry(code) for code in codes]

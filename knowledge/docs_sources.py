@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterator, Literal
 
 from pallasite.analysis import apis
+from pallasite.analysis.types import installed_versions
 
 Kind = Literal["api", "guide", "catalog", "extra", "kernel"]
 
@@ -60,12 +61,8 @@ def jax_root() -> Path | None:
 
 
 def jax_version() -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version("jax")
-    except metadata.PackageNotFoundError:
-        return None
+    """The installed jax's version (the docs index is rebuilt when it changes)."""
+    return installed_versions()["jax"]
 
 
 def api_source_files(root: Path) -> list[Path]:

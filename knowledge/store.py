@@ -7,7 +7,7 @@ backend. So a hover can show "latest compile status per tier and chip", the chec
 verdict instead of recomputing it, and agents can look up what was measured before.
 
     store = ResultsStore.open(workspace)
-    key = ResultKey(source_hash=source_hash(path), kernel="matmul", inputs=(((1024, 1024), "bfloat16"),),
+    key = ResultKey(code_hash=source_hash(path), kernel="matmul", inputs=(((1024, 1024), "bfloat16"),),
                     config=(("bm", 256),), chip="v6e", jax_version="0.10.2")
     store.put_check(key, tier=2, status="ok", findings=(), path=path)
     store.latest_checks(path=path, kernel="matmul")      # newest row per (tier, chip)
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from pallasite.analysis.types import Finding, Measurement, Provenance, from_json, to_json
+from pallasite.analysis.local_imports import local_imports, source_hash  # noqa: F401 (the store's API)
+from pallasite.analysis.types import Finding, Measurement, Provenance, ResultKey, code_hash, from_json, to_json  # noqa: F401
 
 from . import store_schema
-from .store_keys import ResultKey, local_imports, lowered_hash, source_hash  # noqa: F401 (the store's API)
 
 STORE_DIR = ".pallasite"
 STORE_FILE = "results.sqlite"
@@ -212,7 +212,7 @@ class ResultsStore:
     def put_check(self, key: ResultKey, *, tier: int, status: str, findings: Sequence[Finding] = (),
                   path: str | None = None) -> int:
         """Record one tier's verdict for ``key``; returns the row id (once committed)."""
-        row = (key.digest(), key.to_json(), key.source_hash, path, key.kernel, tier, key.chip, status,
+        row = (key.digest(), key.to_json(), key.code_hash, path, key.kernel, tier, key.chip, status,
                json.dumps(to_json(tuple(findings))), key.jax_version, key.libtpu_version, key.backend,
                time.time())
         return self._write(lambda db: db.execute(
@@ -242,7 +242,7 @@ class ResultsStore:
                         run_id: int | None = None) -> int:
         if not isinstance(measurement.provenance, Provenance):
             raise ValueError("a measurement needs a Provenance (device, estimate or interpret)")
-        row = (key.digest(), key.to_json(), key.source_hash, path, key.kernel, key.chip, measurement.status,
+        row = (key.digest(), key.to_json(), key.code_hash, path, key.kernel, key.chip, measurement.status,
                measurement.provenance.value, measurement.median_ns, json.dumps(to_json(measurement)),
                time.time(), run_id)
         return self._write(lambda db: db.execute(
@@ -285,7 +285,7 @@ class ResultsStore:
                 db.execute(
                     "INSERT INTO measurements (key, key_json, source_hash, path, kernel, chip, status, provenance,"
                     " median_ns, measurement_json, created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (rkey.digest(), rkey.to_json(), rkey.source_hash, path, rkey.kernel, rkey.chip, m.status,
+                    (rkey.digest(), rkey.to_json(), rkey.code_hash, path, rkey.kernel, rkey.chip, m.status,
                      m.provenance.value, m.median_ns, json.dumps(to_json(m)), time.time(), run))
             return run
 

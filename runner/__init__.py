@@ -1,6 +1,6 @@
-"""Everything that imports JAX: check tiers 1-3, the worker process and its protocol, backends.
+"""The worker side: everything that runs inside ``pallasite worker`` and may import JAX (check
+tiers 1-3, interpret runs, script mode, the chip probe) and the protocol the client shares.
 
-Client-side modules (imported by the server and agents) never import JAX themselves; they talk to
-a ``pallasite worker`` process. Worker-side modules import only the standard library, numpy, jax
-and the user's kernel.
+What a TPU host runs. It imports only the standard library, numpy, jax, the user's kernel and
+``analysis/types.py`` (tests/test_layers.py); the client side lives in ``engine/``.
 """

@@ -1,6 +1,6 @@
 """The worker's ``check`` op: tiers 1-3 for every task of one kernel file.
 
-``handle_check(params, progress) -> dict`` loads the user's file (``runner/loader.py``), finds its
+``handle_check`` loads the user's file (``runner/loader.py``), finds its
 tasks (``runner/tasks_runtime.py``) and, for each entry:
 
 - tier 1: ``jax.export.export(jax.jit(entry), platforms=("tpu",))(*shapes)`` — the real Pallas to
@@ -11,41 +11,23 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
   ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once;
 - tier 3: a TPU interpret-mode run on CPU (``runner/interpret.py``, ``tier3_entry``).
 
-``params["script"]`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
+``params.script`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
 
-Params: ``path``, ``text`` (optional unsaved buffer), ``target`` (v4 | v5e | v5p | v6e), ``tiers``,
-``entries`` (optional: check only the entries of these names; the client asks tier 2 for the entries
-whose verdict its results cache lacks), ``tier2_known`` (optional ``{entry: "ok" | "error"}``: tier-2
-verdicts the client reused from its cache; those entries are not compiled, and tier 3 treats the
-state as if tier 2 had just run).
-Result (plain JSON)::
+``handle_check(CheckParams, progress) -> CheckResult`` (runner/messages.py; docs/worker-protocol.md
+describes both). The tiers build a plain dict step by step (``entry["tiers"]["2"] = "skipped: tier 1
+failed"``; interpret.py and script_mode.py write into it too), turned into the typed result once at
+the end (``messages.check_result_from_plain``). The lowered module's text includes its source
+locations, so equal hashes mean the same kernel at the same lines: a verdict stored under it (with
+its spans) stays valid.
 
-    {"target": "v5e", "tiers": [1, 2], "tasks_found": 1,
-     "versions": {"jax": "0.10.2", "libtpu": "0.0.42.1" | null},   # what the verdicts are valid for
-     "errors": [record, ...],              # file-level: import failure, invalid task (stage says)
-     "unavailable": {"2": "why"},          # tiers that could not run at all
-     "entries": [{"name": "add", "line": 12, "format": "native", "has_reference": true,
-                  "tolerance": {"atol": 1e-6}, "tunables": {"block_rows": [128, 256]},
-                  "tiers": {"1": "ok", "2": "error"},
-                  "errors": [record, ...],  # runner/errors.py records, each with "tier"
-                  "mosaic_calls": 1,        # tier 1: tpu_custom_call ops in the exported module
-                  "lowered_hash": "lowered:<sha256>",  # tier 1: of the exported module's text
-                  "inputs": [[[1024, 512], "float32"], ...],  # the example inputs' leaves
-                  "timings_s": {"1": 0.03, "2": 0.08},  # wall time of each tier that ran
-                  "memory": {...}}]}        # tier-2 memory_analysis, bytes
-
-The lowered module's text includes its source locations, so equal hashes mean the same kernel
-at the same lines: a verdict stored under it (with its spans) stays valid.
-
-Progress messages read ``tier N: ENTRY (what)`` so a client can say which step ran out of time.
+Progress is structured (``Stage.TIER`` with ``tier`` and ``entry``; ``line`` near the time limit) so
+a client can say which step ran out of time without reading the words.
 Worker side: imports jax, the loader and the task reader; nothing else of pallasite.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import importlib.util
 import os
 import sys
@@ -53,25 +35,36 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from . import chips
+from pallasite.analysis.types import CHIP_TARGETS, code_hash, installed_versions
+
 from . import errors as errors_mod
-from . import tasks_runtime
+from . import messages, tasks_runtime
+from .messages import Stage
 
 # Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
-# from the chip table of runner/chips.py.
-CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in chips.TARGETS}
+# from the chip names of analysis/types.py.
+CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in CHIP_TARGETS}
 
 LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] of the same jax version)"
 
 _topology_devices: dict[str, Any] = {}  # target -> tier-2 device (a warm worker reuses it)
 
 
-def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """Run the requested compiler tiers on every task of ``params['path']``."""
-    if params.get("script"):  # `pallasite check --script`: runner/script_mode.py
+def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | None = None) -> messages.CheckResult:
+    """Run the requested compiler tiers on every task of the sent file (typed in, typed out)."""
+    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
+             "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
+             "entries": list(params.entries) if params.entries is not None else None,
+             "tier2_known": dict(params.tier2_known)}
+    if params.script:  # `pallasite check --script`: runner/script_mode.py
         from .script_mode import handle_script_check
 
-        return handle_script_check(params, progress)
+        scripted = functools.partial(progress, stage=Stage.SCRIPT) if progress is not None else None
+        return typed_result(handle_script_check(plain, scripted), plain["tiers"])
+    return typed_result(_handle_check(plain, params.source, progress), plain["tiers"])
+
+
+def _handle_check(params: dict[str, Any], source: messages.Sources | None, progress: Callable[..., Any] | None) -> dict[str, Any]:
     import jax
 
     say = _say(progress)
@@ -96,9 +89,12 @@ def handle_check(params: dict[str, Any], progress: Callable[..., Any] | None = N
 
     from .loader import user_module
 
-    say(f"importing {os.path.basename(path)}")
+    say(f"importing {os.path.basename(path)}", stage=Stage.IMPORT)
+    modules = [(m.module, m.path, m.text) for m in source.modules if m.module] if source is not None else []
+    package = source.package if source is not None else None
     try:
-        with _line_watch(path, params.get("time_limit_s"), say), _restored_config(), user_module(path, text) as module:
+        with (_line_watch(path, params.get("time_limit_s"), say), _restored_config(),
+              user_module(path, text, modules, package) as module):
             try:
                 tasks = tasks_runtime.discover(module, path, text)
             except tasks_runtime.TaskError as exc:
@@ -148,6 +144,7 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
     if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
+        say(f"tier 3: {task.name}", stage=Stage.TIER, tier=3, entry=task.name)
         tier3_entry(entry, task, path, say, target)
     return entry
 
@@ -166,7 +163,7 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
     failed = False
     timings = entry.setdefault("timings_s", {})
     if 1 in tiers:
-        say(f"tier 1: {label} (Pallas TPU lowering for {target}{detail})")
+        say(f"tier 1: {label} (Pallas TPU lowering for {target}{detail})", stage=Stage.TIER, tier=1, entry=label)
         started = time.perf_counter()
         try:
             exported = lower_for_tpu(fn, args, target)
@@ -186,7 +183,7 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
         elif failed:
             entry["tiers"]["2"] = "skipped: tier 1 failed"
         else:
-            say(f"tier 2: {label} (libtpu compile for {target}{detail})")
+            say(f"tier 2: {label} (libtpu compile for {target}{detail})", stage=Stage.TIER, tier=2, entry=label)
             started = time.perf_counter()
             try:
                 entry["memory"] = compile_for_tpu(fn, args, target)
@@ -219,7 +216,7 @@ def mosaic_call_count(exported: Any) -> int | None:
 def module_hash(exported: Any) -> str | None:
     """``lowered:<sha256>`` of the exported module's text (None: unknown). Locations included."""
     try:
-        return "lowered:" + hashlib.sha256(exported.mlir_module().encode()).hexdigest()
+        return code_hash("lowered", exported.mlir_module())
     except Exception:  # noqa: BLE001 - an optional key: without it tier 2 is simply not reused
         return None
 
@@ -232,23 +229,10 @@ def input_signature(args: Any) -> list[list[Any]]:
     return [[list(a.shape), str(a.dtype)] for a in leaves if hasattr(a, "shape") and hasattr(a, "dtype")]
 
 
-@functools.lru_cache(maxsize=1)
-def _versions() -> tuple[str, str | None]:
-    import importlib.metadata
-
-    import jax
-
-    try:
-        libtpu = importlib.metadata.version("libtpu")
-    except importlib.metadata.PackageNotFoundError:
-        libtpu = None
-    return jax.__version__, libtpu
-
-
 def versions() -> dict[str, str | None]:
     """The jax and libtpu versions the verdicts are valid for (libtpu None when absent)."""
-    jax_version, libtpu = _versions()
-    return {"jax": jax_version, "libtpu": libtpu}
+    found = installed_versions()
+    return {"jax": found["jax"], "libtpu": found["libtpu"]}
 
 
 def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int]:
@@ -308,7 +292,7 @@ def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
     """Near the time limit, keep saying which line of the user's file the check is on.
 
     The client kills a worker that runs past the limit, and a killed worker says nothing more: these
-    progress messages ("at line N of FILE") let it put a hang (e.g. at import) at its line.
+    progress reports (``line`` set, the stage kept) let it put a hang (e.g. at import) at its line.
     """
     if not isinstance(limit_s, (int, float)) or limit_s <= 0:
         yield
@@ -322,7 +306,7 @@ def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
         while not stop.wait(wait):
             line = _innermost_line(sys._current_frames().get(main), target)
             if line is not None:
-                say(f"at line {line} of {os.path.basename(path)}")
+                say(f"at line {line} of {os.path.basename(path)}", line=line)
             wait = 0.5
 
     thread = threading.Thread(target=watch, name="pallasite-line-watch", daemon=True)
@@ -388,10 +372,34 @@ def _plain_error(stage: str, message: str) -> dict[str, Any]:
             "frames": [], "mentions": [], "refs": [], "vmem": None, "mosaic_codes": [], "syntax": None}
 
 
-def _say(progress: Callable[..., Any] | None) -> Callable[[str], None]:
-    def say(message: str) -> None:
-        if progress is not None:
-            with contextlib.suppress(Exception):
-                progress(message)
+class _Say:
+    """Progress for one request: ``say(message, stage=..., tier=..., entry=...)`` starts a step;
+    ``say(message)`` reports within the current step (tier 3's sub-runs); ``say(message, line=N)``
+    refines it with the user's line. Each call sends a structured ``Progress`` (never raises)."""
 
-    return say
+    def __init__(self, progress: Callable[..., Any] | None) -> None:
+        self.progress = progress
+        self.step: dict[str, Any] = {}
+
+    def __call__(self, message: str, **fields: Any) -> None:
+        if "stage" in fields:
+            self.step = {k: v for k, v in fields.items() if k in ("stage", "tier", "entry")}
+        report = dict(self.step)
+        if "line" in fields:
+            report["line"] = fields["line"]
+        if self.progress is not None:
+            with contextlib.suppress(Exception):
+                self.progress(str(message), **report)
+
+
+def _say(progress: Callable[..., Any] | None) -> Callable[..., None]:
+    return _Say(progress)
+
+
+# --------------------------------------------------------------------------- the typed result
+
+
+def typed_result(result: dict[str, Any], tiers: Sequence[int]) -> messages.CheckResult:
+    """The check's plain dict (built step by step by the tiers) as the protocol's ``CheckResult``."""
+    result.setdefault("versions", versions())
+    return messages.check_result_from_plain(result, tiers)

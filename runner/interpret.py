@@ -329,10 +329,10 @@ def target_cores(target: str | None) -> int:
     """
     if not target:
         return SIMULATED_CORES
-    from . import chips
+    from pallasite.analysis.types import chip_target
 
     try:
-        version = pltpu.ChipVersion(chips.target(target).chip_version)
+        version = pltpu.ChipVersion(chip_target(target).chip_version)
     except ValueError:
         return SIMULATED_CORES
     return SIMULATED_CORES if version.supports_megacore else 1

@@ -5,7 +5,9 @@ unique name (so nothing is reused from an earlier request), its directory first 
 (so ``import helpers`` finds the user's sibling ``helpers.py``), and — when the file sits in a
 package — its ``__package__`` set so relative imports work. The given text (the editor's unsaved
 buffer) is compiled under the original path, and ``linecache`` serves that text, so tracebacks and
-``inspect.getsource`` name the user's path with the buffer's line numbers. On exit, the path
+``inspect.getsource`` name the user's path with the buffer's line numbers. Local modules the
+client sent with the request (protocol v2 ``Sources``) are imported from their sent text, compiled
+under their original paths, before anything on disk: the user's folder need not exist here. On exit, the path
 entries, the module, and every module newly imported from the user's folders are removed again, so
 edits to sibling files are seen by the next request. The buffer's text stays in ``linecache``
 (one entry per path, replaced by the next load) so a traceback formatted after the request still
@@ -17,6 +19,8 @@ Worker side: stdlib only.
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.util
 import itertools
 import linecache
 import os
@@ -24,7 +28,8 @@ import re
 import sys
 import sysconfig
 import types
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 _counter = itertools.count(1)
 
@@ -65,7 +70,8 @@ def _is_under(file: str, folders: tuple[str, ...]) -> bool:
     return any(real.startswith(f) for f in folders)
 
 
-def load_user_module(path: str, text: str | None = None, name: str | None = None) -> types.ModuleType:
+def load_user_module(path: str, text: str | None = None, name: str | None = None,
+                     package: str | None = None) -> types.ModuleType:
     """Execute the file (or ``text`` under its path) as a new module registered in sys.modules.
 
     Does not clean up: use ``user_module`` for that. Exceptions from the user's code propagate
@@ -84,15 +90,13 @@ def load_user_module(path: str, text: str | None = None, name: str | None = None
             ) from None
     else:
         source = text
-        lines = text.splitlines(keepends=True)
-        if lines and not lines[-1].endswith("\n"):
-            lines[-1] += "\n"
         # mtime None: linecache.checkcache keeps the entry (it cannot be compared to the disk file)
-        linecache.cache[path] = (len(text), None, lines, path)
+        _cache_lines(path, text)
     module_name = name or unique_module_name(path)
     module = types.ModuleType(module_name)
     module.__file__ = path
-    package, _ = package_of(path)
+    if package is None:
+        package, _ = package_of(path)
     module.__package__ = package or ""
     module.__builtins__ = __builtins__  # type: ignore[attr-defined]
     sys.modules[module_name] = module
@@ -101,10 +105,55 @@ def load_user_module(path: str, text: str | None = None, name: str | None = None
     return module
 
 
+class _SentModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the local modules a request carried (``messages.Sources.modules``) ahead of the disk:
+    each compiles from the sent text under its original path, so a worker on another machine needs
+    no copy of the user's folder and tracebacks still name the user's files."""
+
+    def __init__(self, modules: dict[str, tuple[str, str, bool]]) -> None:
+        self.modules = modules  # dotted name -> (original path, text, is_package)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self.modules:
+            return None
+        file, _, is_package = self.modules[fullname]
+        spec = importlib.util.spec_from_loader(fullname, self, origin=file, is_package=is_package)
+        if spec is not None:
+            spec.has_location = True
+            if is_package:
+                spec.submodule_search_locations = [os.path.dirname(file)]
+        return spec
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        file, text, _ = self.modules[module.__name__]
+        module.__file__ = file
+        _cache_lines(file, text)
+        exec(compile(text, file, "exec", dont_inherit=True), module.__dict__)
+
+
+def _cache_lines(path: str, text: str) -> None:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[path] = (len(text), None, lines, path)
+
+
 @contextlib.contextmanager
-def user_module(path: str, text: str | None = None) -> Iterator[types.ModuleType]:
-    """Load the file for the duration of one request, then remove every trace of it."""
+def user_module(path: str, text: str | None = None,
+                modules: Iterable[tuple[str, str, str]] = (), package: str | None = None) -> Iterator[types.ModuleType]:
+    """Load the file for the duration of one request, then remove every trace of it.
+
+    ``modules``: (dotted name, original path, text) of the local modules the client sent; they are
+    imported from that text (before anything on disk) and dropped again afterwards."""
     path = os.path.abspath(path)
+    sent = {name: (os.path.abspath(file), body, os.path.basename(file) == "__init__.py")
+            for name, file, body in modules}
+    finder = _SentModules(sent) if sent else None
+    if finder is not None:
+        sys.meta_path.insert(0, finder)
     folder = os.path.dirname(path)
     _, package_root = package_of(path)
     added = [folder] + ([package_root] if package_root and package_root != folder else [])
@@ -115,11 +164,17 @@ def user_module(path: str, text: str | None = None) -> Iterator[types.ModuleType
         sys.path.insert(0, entry)
     name = unique_module_name(path)
     try:
-        yield load_user_module(path, text, name=name)
+        yield load_user_module(path, text, name=name, package=package)
     finally:
         for entry in added:
             with contextlib.suppress(ValueError):
                 sys.path.remove(entry)
+        if finder is not None:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(finder)
+            for sent_name in sent:
+                if sent_name not in modules_before:  # never one the worker had before (numpy.py next to a kernel)
+                    sys.modules.pop(sent_name, None)
         sys.modules.pop(name, None)
         for mod_name in set(sys.modules) - modules_before:
             file = getattr(sys.modules.get(mod_name), "__file__", None)

@@ -1,6 +1,8 @@
 """The worker protocol: JSON lines between a client and a ``pallasite worker`` (stdlib only).
 
-One JSON object per line, UTF-8, each with a ``kind``. The worker speaks first (``handshake``);
+One JSON object per line, UTF-8, each with a ``kind``. Payloads (params, results, progress) are the
+typed dataclasses of ``runner/messages.py``, written with ``analysis.types.to_json`` and read back
+strictly (``read_params``, ``read_result``, ``read_progress``). The worker speaks first (``handshake``);
 the client then sends ``request``s, and may send ``cancel`` or ``shutdown`` at any time. The
 worker answers every request with exactly one ``result`` and may send ``progress`` before it.
 docs/worker-protocol.md is the written contract; this module is its only implementation, used
@@ -16,10 +18,21 @@ import itertools
 import json
 import os
 import traceback as traceback_module
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-PROTOCOL_VERSION = 1
+from pallasite.analysis.types import to_json
+from pallasite.runner.messages import (  # noqa: F401 - re-exported: the payload types live there
+    PARAMS,
+    RESULTS,
+    ErrorInfo,
+    Progress,
+    ProtocolError,
+    Stage,
+    decode_as,
+)
+
+PROTOCOL_VERSION = 2
 
 # Message kinds, worker -> client
 HANDSHAKE = "handshake"
@@ -43,9 +56,6 @@ ERROR_DEADLINE = "DeadlineExceeded"
 ERROR_UNKNOWN_OP = "UnknownOp"
 ERROR_BAD_REQUEST = "BadRequest"
 
-
-class ProtocolError(ValueError):
-    """A line that is not a valid protocol message (the message says what is wrong)."""
 
 
 @dataclass(frozen=True)
@@ -74,42 +84,37 @@ class Handshake:
 
     @staticmethod
     def from_message(msg: dict[str, Any]) -> "Handshake":
+        if not isinstance(msg.get("protocol"), int):
+            raise ProtocolError(f"handshake without an integer 'protocol' (a pallasite worker older than "
+                                f"protocol 1, or not a pallasite worker): {msg!r:.200}")
+        if msg["protocol"] != PROTOCOL_VERSION:  # read nothing else: another version may differ in anything
+            return Handshake(protocol=msg["protocol"], pid=msg.get("pid") if isinstance(msg.get("pid"), int) else 0,
+                             pallasite=msg.get("pallasite") if isinstance(msg.get("pallasite"), str) else None)
         names = Handshake.__dataclass_fields__
-        values = {k: v for k, v in msg.items() if k in names}
-        for key in ("devices", "ops"):
-            values[key] = tuple(values.get(key) or ())
-        if not isinstance(values.get("protocol"), int) or not isinstance(values.get("pid"), int):
-            raise ProtocolError(f"handshake without integer 'protocol' and 'pid': {msg!r:.200}")
-        return Handshake(**values)
+        return decode_as(Handshake, {k: v for k, v in msg.items() if k in names}, "handshake")
 
 
 def check_handshake(handshake: Handshake) -> None:
     """Raise ProtocolError if the worker speaks another protocol version."""
     if handshake.protocol != PROTOCOL_VERSION:
+        theirs = f"pallasite {handshake.pallasite}" if handshake.pallasite else "another pallasite version"
         raise ProtocolError(
-            f"worker (pid {handshake.pid}) speaks protocol {handshake.protocol}, this client speaks "
-            f"{PROTOCOL_VERSION}: install the same pallasite version in the worker's environment"
+            f"the worker (pid {handshake.pid}, {theirs}) speaks worker protocol {handshake.protocol}; this "
+            f"pallasite speaks protocol {PROTOCOL_VERSION}. Install the same pallasite version in the worker's "
+            f"environment (pip install 'pallasite=={_own_version()}')"
         )
 
 
-@dataclass(frozen=True)
-class ErrorInfo:
-    """Why an op failed: the exception's type name, its message, and the formatted traceback."""
+def _own_version() -> str:
+    from pallasite.analysis.types import installed_versions
 
-    type: str
-    message: str
-    traceback: str = ""
+    return installed_versions().get("pallasite") or "<this version>"
 
-    @staticmethod
-    def from_exception(exc: BaseException) -> "ErrorInfo":
-        return ErrorInfo(
-            type=type(exc).__name__,
-            message=str(exc),
-            traceback="".join(traceback_module.format_exception(exc)),
-        )
 
-    def to_json(self) -> dict[str, str]:
-        return {"type": self.type, "message": self.message, "traceback": self.traceback}
+def error_info(exc: BaseException) -> ErrorInfo:
+    """An op's exception as data: its type name, message and formatted traceback."""
+    return ErrorInfo(type=type(exc).__name__, message=str(exc),
+                     traceback="".join(traceback_module.format_exception(exc)))
 
 
 # --------------------------------------------------------------------------- building messages
@@ -122,26 +127,49 @@ def new_request_id() -> str:
     return f"{os.getpid()}-{next(_ids)}"
 
 
-def request(id: str, op: str, params: dict[str, Any] | None = None, deadline_s: float | None = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {"kind": REQUEST, "id": id, "op": op, "params": params or {}}
+def request(id: str, params: Any, deadline_s: float | None = None) -> dict[str, Any]:
+    """A request for the op ``params`` names (a params dataclass of runner/messages.py)."""
+    msg: dict[str, Any] = {"kind": REQUEST, "id": id, "op": type(params).OP, "params": to_json(params)}
     if deadline_s is not None:
         msg["deadline_s"] = deadline_s
     return msg
 
 
-def progress(id: str, message: str, fraction: float | None = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {"kind": PROGRESS, "id": id, "message": message}
-    if fraction is not None:
-        msg["fraction"] = fraction
-    return msg
+def progress(id: str, report: Progress) -> dict[str, Any]:
+    return {"kind": PROGRESS, "id": id, **to_json(report)}
 
 
 def result_ok(id: str, result: Any) -> dict[str, Any]:
-    return {"kind": RESULT, "id": id, "ok": True, "result": result}
+    return {"kind": RESULT, "id": id, "ok": True, "result": to_json(result)}
 
 
 def result_error(id: str | None, error: ErrorInfo) -> dict[str, Any]:
-    return {"kind": RESULT, "id": id, "ok": False, "error": error.to_json()}
+    return {"kind": RESULT, "id": id, "ok": False, "error": to_json(error)}
+
+
+def read_params(op: str, params: Any) -> Any:
+    """A request's params as the op's params type; ProtocolError for an unknown op or a bad field."""
+    cls = PARAMS.get(op)
+    if cls is None:
+        raise ProtocolError(f"unknown op {op!r}; ops are {', '.join(sorted(PARAMS))}")
+    return decode_as(cls, params, f"{op} params")
+
+
+def read_result(op: str, result: Any) -> Any:
+    """An ok result as the op's result type; ProtocolError names a missing or mistyped field."""
+    cls = RESULTS.get(op)
+    if cls is None:
+        raise ProtocolError(f"unknown op {op!r}; ops are {', '.join(sorted(RESULTS))}")
+    return decode_as(cls, result, f"{op} result")
+
+
+def read_error(msg: dict[str, Any]) -> ErrorInfo:
+    return decode_as(ErrorInfo, msg.get("error"), "result.error")
+
+
+def read_progress(msg: dict[str, Any]) -> Progress:
+    names = Progress.__dataclass_fields__
+    return decode_as(Progress, {k: v for k, v in msg.items() if k in names}, "progress")
 
 
 def cancel(id: str) -> dict[str, Any]:
@@ -196,27 +224,8 @@ def decode(line: bytes | str) -> dict[str, Any]:
             raise ProtocolError(f"a request's 'deadline_s' must be a number of seconds: {line[:200]!r}")
     if kind == RESULT and not isinstance(msg.get("ok"), bool):
         raise ProtocolError(f"a result needs a boolean 'ok': {line[:200]!r}")
+    if kind == RESULT and msg["ok"] and "result" not in msg:
+        raise ProtocolError(f"an ok result needs its 'result': {line[:200]!r}")
+    if kind == RESULT and not msg["ok"] and not isinstance(msg.get("error"), dict):
+        raise ProtocolError(f"a failed result needs its 'error' object: {line[:200]!r}")
     return msg
-
-
-@dataclass
-class FileParams:
-    """How a file travels in ``params``: its path on the worker's machine, plus optionally the
-    editor's unsaved text. The text is compiled under the original path (no temp copy), so
-    tracebacks name the user's file, line numbers match the buffer, and sibling imports resolve
-    from the file's own directory."""
-
-    path: str
-    text: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @staticmethod
-    def from_params(params: dict[str, Any]) -> "FileParams":
-        path = params.get("path")
-        if not isinstance(path, str) or not path:
-            raise ProtocolError("params need 'path': the kernel file's path on the worker's machine")
-        text = params.get("text")
-        if text is not None and not isinstance(text, str):
-            raise ProtocolError("params 'text', when given, must be the file's text as a string")
-        extra = {k: v for k, v in params.items() if k not in ("path", "text")}
-        return FileParams(path=path, text=text, extra=extra)

@@ -33,8 +33,6 @@ from typing import Any, Callable
 
 import jax
 
-from pallasite.analysis.callgraph import reaching as functions_reaching
-
 
 class TaskError(Exception):
     """The task definition is invalid; ``line`` (1-based, in the user's file) says where."""
@@ -211,6 +209,23 @@ def _pallas_callers(module: types.ModuleType, path: str, source: str | None) -> 
     skip = {"example_inputs", "reference"}
     return [n for n in own if n in reaching and n not in skip and not n.endswith("_kernel")
             and not _only_called_by_others(n, calls, reaching)]
+
+
+def functions_reaching(direct: set[str], calls: dict[str, set[str]]) -> set[str]:
+    """``direct`` plus every function that calls (by name) one already in the set, to a fixed point.
+
+    The same closure as ``analysis/callgraph.reaching`` (tier 0's entry discovery), written again
+    here because the worker side may import only ``analysis.types`` of pallasite (README,
+    Architecture); tests/test_callgraph.py holds the two to the same answers."""
+    found = set(direct)
+    changed = True
+    while changed:
+        changed = False
+        for name, called in calls.items():
+            if name not in found and called & found:
+                found.add(name)
+                changed = True
+    return found
 
 
 def _only_called_by_others(name: str, calls: dict[str, set[str]], reaching: set[str]) -> bool:

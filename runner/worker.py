@@ -27,7 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pallasite.runner import env as env_module
-from pallasite.runner import protocol
+from pallasite.runner import messages, protocol
+from pallasite.runner.messages import Progress, Stage
 
 _START = time.monotonic()
 
@@ -49,8 +50,10 @@ class Context:
         self._send = send
         self.deadline = deadline  # time.monotonic() value, or None
 
-    def progress(self, message: str, fraction: float | None = None) -> None:
-        self._send(protocol.progress(self.request_id, str(message), fraction))
+    def progress(self, message: str = "", *, stage: Stage = Stage.STARTING, tier: int | None = None,
+                 entry: str | None = None, line: int | None = None, fraction: float | None = None) -> None:
+        self._send(protocol.progress(self.request_id, Progress(stage=Stage(stage), message=str(message), tier=tier,
+                                                               entry=entry, line=line, fraction=fraction)))
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -59,42 +62,47 @@ class Context:
 # --------------------------------------------------------------------------- ops
 
 
-def op_ping(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return {"pong": True, "pid": os.getpid()}
+def op_ping(params: messages.PingParams, ctx: Context) -> messages.PingResult:
+    return messages.PingResult(pong=True, pid=os.getpid())
 
 
-def op_versions(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return dict(_describe_runtime())
+def op_versions(params: messages.VersionsParams, ctx: Context) -> messages.Versions:
+    return _describe_runtime()
 
 
-def op_chips(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    from pallasite.analysis.types import to_json
-    from pallasite.runner import chips
+def op_chips(params: messages.ChipsParams, ctx: Context) -> messages.ChipsResult:
+    """The chip table measured here (the client caches it under the versions reported with it)."""
+    from pallasite.analysis.types import installed_versions
+    from pallasite.runner import chip_probe
 
-    probe = bool(params.get("probe", True))
-    use_cache = bool(params.get("use_cache", True))
-    ctx.progress("reading the chip table" + (" and probing libtpu" if probe else ""))
-    specs = chips.chip_table(probe=probe, use_cache=use_cache)
-    return {"chips": to_json(specs), "cache": chips.cache_path(), "versions": chips.versions()}
+    ctx.progress("reading the chip table" + (" and probing libtpu" if params.probe else ""), stage=Stage.PROBE)
+    return messages.ChipsResult(chips=tuple(chip_probe.measure(probe=params.probe)), versions=installed_versions())
 
 
-def op_import(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+def op_import(params: messages.ImportParams, ctx: Context) -> messages.ImportResult:
     """Import the user's file; report its public functions and JSON-plain module constants."""
     import inspect
 
     from pallasite.runner.loader import user_module
 
-    file = protocol.FileParams.from_params(params)
-    with user_module(file.path, file.text) as module:
+    source = params.source
+    ctx.progress(f"importing {os.path.basename(source.path)}", stage=Stage.IMPORT)
+    with user_module(source.path, source.text, sent_modules(source), source.package) as module:
         functions, constants = [], {}
         for name, value in vars(module).items():
             if name.startswith("_"):
                 continue
             if inspect.isfunction(value) and value.__module__ == module.__name__:
-                functions.append({"name": name, "line": value.__code__.co_firstlineno - 1})
+                functions.append(messages.FunctionInfo(name=name, line=value.__code__.co_firstlineno - 1))
             elif _is_plain(value):
                 constants[name] = value
-        return {"module": module.__name__, "path": module.__file__, "functions": functions, "constants": constants}
+        return messages.ImportResult(module=module.__name__, path=module.__file__, functions=tuple(functions),
+                                     constants=constants)
+
+
+def sent_modules(source: messages.Sources) -> list[tuple[str, str, str]]:
+    """(dotted name, original path, text) of the local modules a request carried, for the loader."""
+    return [(m.module, m.path, m.text) for m in source.modules if m.module]
 
 
 def _is_plain(value: Any, depth: int = 0) -> bool:
@@ -112,13 +120,13 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def op_check(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult:
     from pallasite.runner.checks import handle_check  # jax-heavy: imported on first use
 
     return handle_check(params, ctx.progress)
 
 
-OPS: dict[str, Callable[[dict[str, Any], Context], Any]] = {
+OPS: dict[str, Callable[[Any, Context], Any]] = {
     "ping": op_ping,
     "versions": op_versions,
     "chips": op_chips,
@@ -177,7 +185,7 @@ class Snapshot:
 
 
 class Worker:
-    def __init__(self, out_fd: int, ops: dict[str, Callable[[dict[str, Any], Context], Any]] | None = None) -> None:
+    def __init__(self, out_fd: int, ops: dict[str, Callable[[Any, Context], Any]] | None = None) -> None:
         self.out_fd = out_fd
         self.ops = dict(OPS if ops is None else ops)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
@@ -195,6 +203,7 @@ class Worker:
         except (TypeError, ValueError) as exc:
             data = protocol.encode(protocol.result_error(msg.get("id"), protocol.ErrorInfo(
                 "BadResult", f"the op's result is not JSON ({exc}); ops must return plain values")))
+            print(f"pallasite worker: a message could not be encoded: {exc}", file=sys.stderr)
         with self.send_lock:
             view = memoryview(data)
             while view:
@@ -258,6 +267,11 @@ class Worker:
             self.send(protocol.result_error(request_id, protocol.ErrorInfo(
                 protocol.ERROR_UNKNOWN_OP, f"unknown op {op!r}; this worker serves: {', '.join(sorted(self.ops))}")))
             return
+        try:
+            params = protocol.read_params(op, msg["params"])
+        except protocol.ProtocolError as exc:
+            self.send(protocol.result_error(request_id, protocol.ErrorInfo(protocol.ERROR_BAD_REQUEST, str(exc))))
+            return
         deadline_s = msg.get("deadline_s")
         deadline = time.monotonic() + deadline_s if deadline_s is not None else None
         timer = None
@@ -279,14 +293,14 @@ class Worker:
         try:
             if timer is not None:
                 timer.start()
-            result = handler(msg["params"], ctx)
+            result = handler(params, ctx)
             self.interruptible = False
             reply = protocol.result_ok(request_id, result)
         except RequestInterrupted as exc:
             reply = _interrupted_reply(request_id, exc.reason, deadline_s)
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
             self.interruptible = False
-            reply = protocol.result_error(request_id, protocol.ErrorInfo.from_exception(exc))
+            reply = protocol.result_error(request_id, protocol.error_info(exc))
         finally:
             self.interruptible = False
             if timer is not None:
@@ -315,24 +329,19 @@ def _interrupted_reply(request_id: str, reason: str, deadline_s: float | None) -
 
 def _runtime_versions() -> dict[str, Any]:
     import platform as platform_module
-    from importlib import metadata
 
-    out: dict[str, Any] = {"python": platform_module.python_version()}
-    for dist in ("pallasite", "jax", "jaxlib", "libtpu"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
+    from pallasite.analysis.types import installed_versions
+
+    return {"python": platform_module.python_version(), **installed_versions()}
 
 
-def _describe_runtime() -> dict[str, Any]:
+def _describe_runtime() -> messages.Versions:
     info = _runtime_versions()
     jax = sys.modules.get("jax")
     if jax is not None:
         info["platform"] = jax.default_backend()
-        info["devices"] = [d.device_kind for d in jax.local_devices()]
-    return info
+        info["devices"] = tuple(d.device_kind for d in jax.local_devices())
+    return messages.Versions(**info)
 
 
 def _warm_up() -> str | None:
@@ -402,13 +411,13 @@ def run(args: argparse.Namespace) -> int:
     handshake = protocol.Handshake(
         protocol=protocol.PROTOCOL_VERSION,
         pid=os.getpid(),
-        pallasite=info.get("pallasite"),
-        python=info.get("python"),
-        jax=info.get("jax"),
-        jaxlib=info.get("jaxlib"),
-        libtpu=info.get("libtpu"),
-        platform=info.get("platform"),
-        devices=tuple(info.get("devices") or ()),
+        pallasite=info.pallasite,
+        python=info.python,
+        jax=info.jax,
+        jaxlib=info.jaxlib,
+        libtpu=info.libtpu,
+        platform=info.platform,
+        devices=info.devices,
         ops=tuple(sorted(worker.ops)),
         startup_s=round(time.monotonic() - _START, 3),
         error=error,

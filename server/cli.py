@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "docs": ("pallasite.server.cmd_knowledge", "search the offline Pallas docs: `pallasite docs search QUERY`"),
     "store": ("pallasite.server.cmd_knowledge", "show or clear the results store under .pallasite/"),
     "settings": ("pallasite.server.cmd_settings", "show the settings, or their JSON Schema with --schema"),
-    "chips": ("pallasite.runner.chips", "show the TPU chip table read from the installed jax (via a worker)"),
+    "chips": ("pallasite.server.cmd_chips", "show the TPU chip table read from the installed jax (via a worker)"),
 }
 
 # Commands that start workers (kernel code): they re-execute without secrets in their environment

@@ -3,8 +3,11 @@
 Settings come from ``[tool.pallasite]`` in the nearest pyproject.toml (the same keys as the
 language server's ``pallasite`` section); command-line flags override them.
 
+Files are checked concurrently on a pool of warm workers (``--jobs N``, default one per core, at
+most 8), through the engine (engine/engine.py); the output keeps the order of the paths.
+
 Every check is recorded in the workspace's results store (``.pallasite/results.sqlite``, see
-``server/results_cache.py``), and an unchanged kernel's tier-2 verdict is reused from it instead of
+``engine/store_cache.py``), and an unchanged kernel's tier-2 verdict is reused from it instead of
 recompiled (a note says so); ``--no-cache`` neither reads nor writes it.
 """
 
@@ -43,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         default=[],
         metavar="CODE=LEVEL",
         help="override a code's severity (error, warning, information, hint, off); repeatable",
+    )
+    parser.add_argument(
+        "--jobs", "-j",
+        type=int,
+        metavar="N",
+        help="check N files at once, each in its own warm worker (default: the number of cores, at most 4)",
     )
     parser.add_argument(
         "--no-cache",
@@ -120,26 +129,29 @@ def _options(args: argparse.Namespace, files: list[str]):
     return dataclasses.replace(options, **changes)
 
 
+def jobs_for(args: argparse.Namespace) -> int:
+    from pallasite.engine.pool import default_checks
+
+    jobs = getattr(args, "jobs", None)
+    if jobs is None:
+        return default_checks()
+    if jobs < 1:
+        raise UsageError(f"--jobs {jobs}: give the number of files to check at once (1 or more)")
+    return jobs
+
+
 def run(args: argparse.Namespace) -> int:
-    from pallasite.engine.checker import check_paths
+    from pallasite.engine.engine import check_paths_sync
     from pallasite.server import report_format
 
     try:
         files = expand_paths(args.paths)
         options = _options(args, files)
+        jobs = jobs_for(args)
     except UsageError as err:
         print(f"pallasite check: error: {err}", file=sys.stderr)
         return 2
-    cache = None
-    if not getattr(args, "no_cache", False):
-        from pallasite.server.results_cache import StoreCache, workspace_for
-
-        cache = StoreCache(workspace_for(files))
-    try:
-        reports = check_paths(files, options, cache=cache)
-    finally:
-        if cache is not None:
-            cache.close()
+    reports = check_paths_sync(files, options, jobs=jobs, use_store=not getattr(args, "no_cache", False))
     if args.format == "json":
         print(report_format.to_json_text(reports, target=options.target, tiers=options.tiers))
     else:

@@ -2,20 +2,22 @@
 error catalog's explanation of the findings under the cursor.
 
 Plain functions of analysis results; the LSP layer only picks what is under the cursor.
-Numbers say where they came from: block bytes are computed from the block shape and a dtype
-read from the file's example inputs (or shown per dtype when unknown); the VMEM limit names its
-source (the runner's chip table, or "unknown"); compile results name tier, chip and who said so.
+Numbers say where they came from: block bytes, the footprint, grid steps and tiling are the
+static arithmetic of ``analysis/footprint.py`` on the block shape and a dtype read from the file's
+example inputs (or shown per dtype when unknown); the VMEM limit names its source (the chip
+table, or "unknown"); compile results name tier, chip and who said so.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from pallasite.analysis.dtypes import DTYPE_BITS, LANES, block_bytes, sublane_rows
-from pallasite.analysis.types import BlockSpecInfo, Finding, KernelSite, KernelVerdict, ScratchInfo, Span
+from pallasite.analysis.dtypes import DTYPE_BITS, block_bytes
+from pallasite.analysis.footprint import (block_elements, grid_steps, in_vmem, scratch_bytes, tiling_verdict,
+                                          vmem_footprint)
+from pallasite.analysis.types import BlockSpecInfo, Finding, KernelSite, KernelVerdict, Span
 from pallasite.knowledge import catalog
 
 # element sizes shown when the source does not say the dtype (bits)
@@ -57,53 +59,8 @@ def _mib(n: int) -> str:
     return f"{n} B"
 
 
-def block_elements(shape: Sequence[int | str | None] | None) -> int | None:
-    """Elements in one block; None when a dim is not a static int (None dims are squeezed: 1)."""
-    if shape is None:
-        return None
-    if any(isinstance(d, str) for d in shape):
-        return None
-    return math.prod(1 if d is None else d for d in shape)
-
-
-def _in_vmem(spec: BlockSpecInfo) -> bool:
-    return spec.memory_space in (None, "VMEM")
-
-
 def _per_elem(bits: int) -> str:
     return f"{bits // 8} B/elem" if bits % 8 == 0 else f"{bits} bits/elem"
-
-
-def tiling_verdict(shape: Sequence[int | str | None] | None, bits: int) -> str:
-    """Whether a block's last two dims fit the TPU tiling for an element size in bits (static dims only)."""
-    if not shape or len(shape) < 2:
-        return "tiling: rank < 2, no (rows, lanes) rule applies"
-    rows, lanes = shape[-2], shape[-1]
-    if not isinstance(rows, int) or not isinstance(lanes, int):
-        return "tiling: not static, cannot tell"
-    need = sublane_rows(bits)
-    problems = []
-    if lanes % LANES:
-        problems.append(f"last dim {lanes} is not a multiple of {LANES}")
-    if rows % need:
-        problems.append(f"rows {rows} is not a multiple of {need}")
-    if problems:
-        return "tiling: legal only if these dims span the whole array (" + "; ".join(problems) + ")"
-    return f"tiling: legal ({rows} rows % {need}, {lanes} lanes % {LANES})"
-
-
-def _scratch_bytes(scratch: ScratchInfo) -> int | None:
-    if scratch.kind != "VMEM" or scratch.dtype is None:
-        return None
-    bits = DTYPE_BITS.get(scratch.dtype.split(".")[-1])
-    elems = block_elements(scratch.shape)
-    return None if bits is None or elems is None else block_bytes(elems, bits)
-
-
-def grid_steps(grid: Sequence[int | str] | None) -> int | None:
-    if grid is None or any(not isinstance(g, int) for g in grid):
-        return None
-    return math.prod(grid) if grid else 1
 
 
 def _shape_text(shape: Sequence[int | str | None] | None) -> str:
@@ -114,7 +71,7 @@ def _shape_text(shape: Sequence[int | str | None] | None) -> str:
 
 def _spec_line(spec: BlockSpecInfo, dtype: str | None) -> str:
     label = f"`{spec.role}[{spec.position}]` {_shape_text(spec.block_shape)}"
-    if not _in_vmem(spec):
+    if not in_vmem(spec):
         return f"- {label}: memory space {spec.memory_space}, not a VMEM block"
     elems = block_elements(spec.block_shape)
     if elems is None:
@@ -124,28 +81,6 @@ def _spec_line(spec: BlockSpecInfo, dtype: str | None) -> str:
         return f"- {label}: {_mib(block_bytes(elems, bits))} as {dtype}; {tiling_verdict(spec.block_shape, bits)}"
     per = ", ".join(f"{_mib(block_bytes(elems, b))} at {_per_elem(b)}" for b in UNKNOWN_DTYPE_BITS)
     return f"- {label}: {per} (dtype not known from the source)"
-
-
-def vmem_footprint(site: KernelSite, bits: int) -> tuple[int, bool]:
-    """Double-buffered VMEM bytes of the site's blocks plus its VMEM scratch; and whether complete."""
-    total, complete = 0, True
-    for spec in (*(site.in_specs or ()), *(site.out_specs or ())):
-        if not _in_vmem(spec):
-            continue
-        elems = block_elements(spec.block_shape)
-        if elems is None:
-            complete = False
-            continue
-        total += 2 * block_bytes(elems, bits)
-    for scratch in site.scratch_shapes or ():
-        size = _scratch_bytes(scratch)
-        if size is None:
-            complete = complete and scratch.kind != "VMEM"
-        else:
-            total += size
-    if site.in_specs is None or site.out_specs is None:
-        complete = False
-    return total, complete
 
 
 def _limit_line(total: int, complete: bool, chip: ChipLimits | None, label: str) -> str:
@@ -178,7 +113,7 @@ def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dty
     out.append("")
     out.extend(_spec_line(s, dtype) for s in (*(site.in_specs or ()), *(site.out_specs or ())))
     for scratch in site.scratch_shapes or ():
-        size = _scratch_bytes(scratch)
+        size = scratch_bytes(scratch)
         out.append(f"- scratch {scratch.kind} {_shape_text(scratch.shape)} {scratch.dtype or ''}: "
                    f"{_mib(size) if size is not None else 'size not static'}")
     for bits in [DTYPE_BITS[dtype]] if dtype else UNKNOWN_DTYPE_BITS[:2]:
@@ -207,7 +142,7 @@ def spec_hover(spec: BlockSpecInfo, site: KernelSite, dtype: str | None) -> str:
     head = f"**BlockSpec** {spec.role}[{spec.position}] of `{site.kernel_name or '?'}`"
     lines = [head, "", _spec_line(spec, dtype)]
     elems = block_elements(spec.block_shape)
-    if elems is not None and _in_vmem(spec):
+    if elems is not None and in_vmem(spec):
         sizes = [DTYPE_BITS[dtype]] if dtype else UNKNOWN_DTYPE_BITS
         lines.append("- double-buffered: " + ", ".join(f"{_mib(2 * block_bytes(elems, b))} at {_per_elem(b)}"
                                                       for b in sizes))

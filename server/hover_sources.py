@@ -1,5 +1,6 @@
 """Where hover content comes from: the document's analysis, the task's element type, the chip
-table cache (the scoped VMEM limit), the last check of this session and the results store.
+table cache (the scoped VMEM limit), the last check of this session and the results store (read
+through the engine's open connection, ``Engine.stored_checks``).
 
 Reading files (never importing jax) lives here; the text itself is built by hover.py.
 """
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 from . import hover, task_shapes
@@ -64,12 +64,12 @@ def task_grids(text: str, analysis: Any) -> dict[Any, tuple[int, ...]]:
 
 
 def chip_limits(target: str, from_worker: list[Any] | None = None) -> hover.ChipLimits:
-    """The chip's scoped VMEM limit from the runner's cached chip table, else from the table the
-    warm check worker sent this session (``from_worker``); never imports jax."""
+    """The chip's scoped VMEM limit from the cached chip table, else from the table the warm check
+    worker sent this session (``from_worker``); never imports jax."""
     try:
-        from pallasite.runner.chips import read_cache
+        from pallasite.engine.chip_table import cached as cached_table
 
-        cached = read_cache() or []
+        cached = cached_table() or []
     except Exception:
         cached = []
     for specs, where in ((cached, "the chip table cache"), (from_worker or [], "the check worker's chip table")):
@@ -90,32 +90,13 @@ def kernel_results(session: Session, doc: Document, name: str) -> list[hover.Ker
                                      f"last check in this session, {when}")
     seen = {(r.tier, r.chip) for r in out}
     names = {name, *(s.enclosing_function for s in doc.analysis.sites if s.kernel_name == name)}
-    for record in stored_checks(doc.path):
+    for record in session.engine.stored_checks(doc.path):
         if record.kernel in names and (record.tier, record.chip) not in seen:
             seen.add((record.tier, record.chip))
             codes = sorted({f.code for f in record.findings})
             status = record.status + (f" ({', '.join(codes)})" if codes else "")
             out.append(hover.KernelResult(record.tier, record.chip or "?", status, store_provenance(record)))
     return out
-
-
-def stored_checks(path: str) -> list[Any]:
-    """The newest stored verdicts for a file, if its workspace has a results store (never creates one)."""
-    try:
-        from pallasite.knowledge.store import ResultsStore, store_path
-
-        from .results_cache import workspace_for
-
-        where = store_path(workspace_for([path], cwd=Path(path).parent))
-        if not where.is_file():
-            return []
-        store = ResultsStore(where)
-        try:
-            return store.latest_checks(path=str(Path(path).resolve()))
-        finally:
-            store.close()
-    except Exception:  # an unreadable store must not break a hover
-        return []
 
 
 def store_provenance(record: Any) -> str:

@@ -25,7 +25,7 @@ from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
     change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
-from .session import Document, Session, close_checker
+from .session import Document, Session
 from .settings import SECTION, TARGETS
 
 STATS = "pallasite/serverStats"
@@ -132,9 +132,7 @@ def did_change_folders(ls: PallasiteServer, params: lsp.DidChangeWorkspaceFolder
 async def shutdown(ls: PallasiteServer, params: Any = None) -> None:
     for uri in list(ls.session.documents):
         ls.session.close(uri)
-    checkers, ls.session.checkers = ls.session.checkers, {}
-    for checker in checkers.values():
-        await close_checker(checker)
+    await ls.session.engine.close()
 
 
 @server.feature(lsp.EXIT)

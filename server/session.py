@@ -1,5 +1,6 @@
-"""The server's state: open documents, effective settings, folder trust, and background jobs
-(settings layers and trust decisions live in session_settings.py).
+"""The server's state: open documents, effective settings, folder trust, and the checks it runs
+(settings layers and trust decisions live in session_settings.py). Workers, results stores, the
+chip table and jobs belong to the engine (engine/engine.py, ``Session.engine``).
 
 A ``Document`` keeps its own text and every finding already moved to that text's version:
 tier-0 findings (recomputed after a debounce) and compiler findings (from the last check, carried
@@ -26,6 +27,8 @@ from lsprotocol import types as lsp
 
 from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.types import FileReport, Finding, Related
+
+from pallasite.engine.engine import Engine
 
 from .lsp_convert import finding_to_diagnostic, text_lines
 from .progress import WorkProgress
@@ -94,13 +97,6 @@ class Document:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-async def close_checker(checker: Any) -> None:
-    await checker.close()
-    cache = getattr(checker, "cache", None)
-    if cache is not None:
-        cache.close()
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -181,7 +177,7 @@ class Session(SettingsAndTrust):
         self.pending_warnings: list[str] = []  # settings problems found before the client was ready
         self.asked: set[str] = set()
         self.session_trusted: set[str] = set()
-        self.checkers: dict[str, Any] = {}  # workspace folder -> runner Checker (one warm worker each)
+        self.engine = Engine()  # backends (warm workers), results stores, chip table, jobs: engine/engine.py
         self.worker_state = "idle"  # idle | starting | checking | crashed
         self.worker_warm = False  # a worker of the current checker has answered a check
         self.last_status: dict[str, Any] | None = None
@@ -193,8 +189,7 @@ class Session(SettingsAndTrust):
         self.project: tuple[str, str] | None = None  # (settings source, folder) of the pyproject read
         self.refused_interpreters: set[str] = set()  # project interpreters refused (told once each)
         self.checks_started = 0  # compiler checks started this session (server stats)
-        self.chip_table: list[Any] | None = None  # ChipSpecs the warm worker sent (chips.py's table)
-        self.chip_task: asyncio.Task | None = None  # asking the warm worker for the chip table
+        self.chip_task: asyncio.Task | None = None  # asking the warm check worker for the chip table
 
     # ------------------------------------------------------------- settings
 
@@ -211,29 +206,24 @@ class Session(SettingsAndTrust):
                 self.start_check(doc)
         self.notify_status()
 
+    @property
+    def chip_table(self) -> list[Any] | None:
+        """ChipSpecs a worker sent this session (the engine keeps them), for hovers."""
+        return self.engine.chip_table
+
     def drop_checker(self) -> None:
-        """Stop the checkers (their workers); the next check starts fresh ones for new settings."""
-        checkers, self.checkers = self.checkers, {}
+        """Stop the workers; the next check starts fresh ones for new settings."""
         self.worker_warm = False
-        for checker in checkers.values():
-            asyncio.ensure_future(close_checker(checker))
+        self.engine.drop_backend()
 
-    def get_checker(self, path: str) -> Any:
-        """The checker for the workspace holding ``path``; it records verdicts in that workspace's
-        results store (.pallasite/), which also lets it reuse unchanged tier-2 verdicts."""
-        from pallasite.engine.checker import Checker
-
-        from .results_cache import StoreCache, workspace_for
-
-        workspace = str(workspace_for([path], cwd=Path(path).parent))
-        options = self.check_options(path)
-        checker = self.checkers.get(workspace)
-        if checker is not None and checker.options != options:
-            asyncio.ensure_future(close_checker(checker))  # e.g. the project interpreter became allowed
-            checker = None
-        if checker is None:
-            checker = self.checkers[workspace] = Checker(options, cache=StoreCache(workspace))
-        return checker
+    def get_checker(self, path: str, *, script: bool = False, purpose: str = "check") -> Any:
+        """The engine's checker for ``path`` with the current options (``script``: script mode): it
+        runs on the engine's warm check workers and records verdicts in the results store of the
+        workspace holding ``path`` (.pallasite/), which also lets it reuse unchanged tier-2 verdicts.
+        Changed worker settings (e.g. the project interpreter became allowed) start new workers.
+        ``purpose`` "job" runs it on a job worker (tier 3: long), so saves never wait behind it."""
+        options = self.check_options(path)  # the settings of path's workspace folder
+        return self.engine.checker(path, replace(options, script=True) if script else options, purpose=purpose)
 
     # ------------------------------------------------------------- documents
 
@@ -449,11 +439,8 @@ class Session(SettingsAndTrust):
         if not self.is_trusted(folder):  # the one gate every code-running path goes through
             self.log(f"pallasite: not checking {doc.path}: {folder} is not trusted (tier 0 only).")
             return None
-        checker = self.get_checker(doc.path)
-        if script:  # the same warm worker and results store, with script mode for this one check
-            from pallasite.engine.checker import Checker
-
-            checker = Checker(replace(checker.options, script=True), client=checker.worker(), cache=checker.cache)
+        # the engine's warm workers and results store; a tier-3 run is long: a job worker takes it
+        checker = self.get_checker(doc.path, script=script, purpose="job" if 3 in tiers else "check")
         chip = self.settings_for(doc.path).target
         self.set_worker("checking" if self.worker_warm else "starting")
         title = f"pallasite: {'running' if script else 'checking'} {Path(doc.path).name} for {chip}"
@@ -492,47 +479,34 @@ class Session(SettingsAndTrust):
         self.set_worker("crashed" if died else "idle")
         self.publish(doc)
         if self.worker_warm:
-            self.fetch_chip_table(checker)
+            self.fetch_chip_table()
         return report
 
     # ------------------------------------------------------------- the chip table for hovers
 
-    def fetch_chip_table(self, checker: Any) -> None:
-        """Once per session, after a check succeeded (so the folder is trusted and its worker warm):
-        when the chip-table cache has no scoped VMEM limit for the target, ask that worker for the
+    def fetch_chip_table(self) -> None:
+        """Once per session, after a check succeeded (so the folder is trusted and its workers warm):
+        when the chip-table cache has no scoped VMEM limit for the target, ask the warm check worker for the
         table in the background (it probes libtpu) so hovers can show the limit and its source."""
-        if self.chip_task is not None or self.chip_table is not None:
+        if self.chip_task is not None or self.engine.chip_table is not None:
             return
-        from pallasite.runner import chips
+        from pallasite.engine import chip_table
 
-        cached = chips.read_cache() or []
+        cached = chip_table.cached() or []
         if any(s.name == self.settings.target and s.scoped_vmem_limit_bytes for s in cached):
             return
-        self.chip_task = asyncio.ensure_future(self._fetch_chip_table(checker.worker()))
+        self.chip_task = asyncio.ensure_future(self._fetch_chip_table())
 
-    async def _fetch_chip_table(self, client: Any) -> None:
-        from pallasite.analysis.types import ChipSpec, from_json
-        from pallasite.runner import chips
-
+    async def _fetch_chip_table(self) -> None:
         try:
-            reply = await client.request("chips", {"probe": True}, timeout_s=self.settings.check.timeLimitS)
-            if not reply.ok:
-                self.log(f"pallasite: the worker could not build the chip table ({reply.message}); "
-                         "hovers show no scoped VMEM limit (run `pallasite chips`).")
-                return
-            specs = [from_json(ChipSpec, item) for item in reply.result["chips"]]
+            specs, problem = await self.engine.fetch_chip_table(self.check_options())
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # hovers go without the limit; checks are unaffected
             self.log(f"pallasite: asking the worker for the chip table failed ({type(exc).__name__}: {exc}).")
             return
-        self.chip_table = specs
-        # The same cache `pallasite chips` writes, when the worker's versions are this process's
-        # (the file is named by them) and every limit was measured.
-        same = dict(reply.result.get("versions") or {}) == chips.versions()
-        if same and chips.read_cache() is None and all(s.scoped_vmem_limit_bytes for s in specs):
-            try:
-                chips.write_cache(specs)
-            except OSError as exc:
-                self.log(f"pallasite: could not write the chip table cache ({exc}).")
-
+        if specs is None:
+            self.log(f"pallasite: the worker could not build the chip table ({problem}); "
+                     "hovers show no scoped VMEM limit (run `pallasite chips`).")
+        elif problem:
+            self.log(f"pallasite: {problem}.")

@@ -1,10 +1,11 @@
-"""The catalog and the locator read compiler messages with two pattern lists; they must agree.
+"""The catalog and the locator name the same code for every real compiler message we recorded.
 
-``knowledge/catalog/*.toml`` (``catalog.recognise``, used by explain/hover and the LLM fixer) and
-``engine/classify.py`` (``classify``, which gives a check's finding its code; the locator in
-``engine/locate.py`` uses it) each hold regular
-expressions over the compiler's words. For every real message we have recorded, both must name
-the same code:
+Both read the one compiler-message table (``knowledge/compiler_messages.toml``:
+``catalog.recognise`` for explain/hover and the LLM fixer, ``engine/classify.py``'s ``classify``
+for a check's findings; tests/test_compiler_messages.py shows they follow the same rows). What can
+still differ is what the locator decides besides the table: VMEM figures the worker parsed, the
+x64 flag, call-arity and attribute errors by exception type, the catch-alls by who raised. So
+for every real message:
 
 - tests/data/retrieval/messages.json: messages probed from jax/libtpu (tiers 1-3), turned into the
   record the worker would make with runner/errors.py's own helpers;

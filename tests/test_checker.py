@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import os
 import time
@@ -10,7 +11,8 @@ import time
 import pytest
 
 from pallasite.engine.checker import TARGETS, Checker, CheckOptions, check_paths
-from pallasite.engine.client import Reply
+from pallasite.engine.backend import Reply
+from pallasite.runner.messages import Progress, Stage, check_result_from_plain
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "compiler")
 LIMITS = os.path.join(DATA, "limits")
@@ -23,17 +25,19 @@ def _check(checker: Checker, path: str, **kwargs):
 
 
 class RecordingClient:
-    """Stands in for the worker: records requests, reports progress, answers with a fixed Reply."""
+    """Stands in for the backend: records requests (typed params), reports progress, answers with a fixed Reply."""
 
-    def __init__(self, reply: Reply, progress: tuple[str, ...] = ()):
+    def __init__(self, reply: Reply, progress: tuple[Progress, ...] = ()):
         self.reply = reply
         self.progress = progress
-        self.requests: list[tuple[str, dict]] = []
+        self.requests: list = []
 
-    async def request(self, op, params, *, timeout_s=None, on_progress=None):
-        self.requests.append((op, params))
-        for message in self.progress:
-            on_progress(message, None)
+    async def request(self, params, *, purpose="check", timeout_s=None, on_progress=None):
+        self.requests.append(params)
+        for report in self.progress:
+            on_progress(report)
+        if self.reply.ok and isinstance(self.reply.result, dict):  # a recorded v1-shaped result
+            return dataclasses.replace(self.reply, result=check_result_from_plain(self.reply.result))
         return self.reply
 
 
@@ -48,11 +52,11 @@ def test_options_are_frozen_hashable_and_keep_overrides():
     assert dict(a.severity) == {"PLS001": "warning"}
 
 
-def test_targets_and_default_chip_come_from_the_chip_table():
-    from pallasite.runner import chips
+def test_targets_and_default_chip_come_from_the_chip_names():
+    from pallasite.analysis.types import CHIP_TARGETS, DEFAULT_CHIP
 
-    assert TARGETS == tuple(t.name for t in chips.TARGETS) == ("v4", "v5e", "v5p", "v6e", "7x")
-    assert CheckOptions().target == chips.DEFAULT_CHIP == "v6e"
+    assert TARGETS == tuple(t.name for t in CHIP_TARGETS) == ("v4", "v5e", "v5p", "v6e", "7x")
+    assert CheckOptions().target == DEFAULT_CHIP == "v6e"
     assert CheckOptions(target="7x").problems() == []
 
 
@@ -153,12 +157,13 @@ def test_no_task_gives_pls900_and_skips_compiler_tiers():
 
 
 def test_unsaved_text_is_what_gets_checked():
-    client = RecordingClient(Reply(status="ok", result={"tiers": [1], "entries": [], "errors": [], "unavailable": {}}))
+    client = RecordingClient(Reply(status="ok", result={"target": "v6e", "tiers": [1], "entries": [], "errors": [],
+                                                        "unavailable": {}}))
     with open(os.path.join(DATA, "tiling_lanes_fixed.py"), encoding="utf-8") as f:
         text = f.read().replace("(8, 256)", "(8, 100)")
     report = _check(Checker(CheckOptions(tiers=(0, 1)), client=client), os.path.join(DATA, "tiling_lanes_fixed.py"), text=text)
     assert "PLS001" in [f.code for f in report.findings]
-    assert client.requests[0][1]["text"] == text
+    assert client.requests[0].source.text == text and client.requests[0].source.path.endswith("tiling_lanes_fixed.py")
 
 
 # --------------------------------------------------------------------------- failed worker replies
@@ -166,8 +171,10 @@ def test_unsaved_text_is_what_gets_checked():
 
 def test_timeout_during_tier2_becomes_pls205_at_the_pallas_call():
     path = os.path.join(LIMITS, "slow_compile.py")
-    client = RecordingClient(Reply(status="timeout", message="no result after 20 s"),
-                             progress=("importing slow_compile.py", "tier 1: mm (lowering)", "tier 2: mm (libtpu compile for v6e)"))
+    client = RecordingClient(Reply(status="timed_out", message="no result after 20 s", limit_s=20),
+                             progress=(Progress(Stage.IMPORT, "importing slow_compile.py"),
+                                       Progress(Stage.TIER, "tier 1: mm (lowering)", tier=1, entry="mm"),
+                                       Progress(Stage.TIER, "tier 2: mm (libtpu compile for v6e)", tier=2, entry="mm")))
     report = _check(Checker(CheckOptions(), client=client), path)
     finding = next(f for f in report.findings if f.code == "PLS205")
     with open(path, encoding="utf-8") as f:

@@ -1,5 +1,6 @@
-"""The chip table: jax's numbers carried faithfully, names verified against libtpu, the
-scoped-VMEM probe checked against the compiler, and the cache."""
+"""The chip table: jax's numbers carried faithfully (runner/chip_probe.py), names verified against
+libtpu (analysis/types.py's CHIP_TARGETS), the scoped-VMEM probe checked against the compiler, and
+the client side's cache (knowledge/chips.py, engine/chip_table.py) and command (server/cmd_chips.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import pytest
 for _name, _value in {"TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1", "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
     os.environ.setdefault(_name, _value)  # before libtpu loads in this process
 
-from pallasite.runner import chips  # noqa: E402
+from pallasite.analysis.types import CHIP_TARGETS, chip_target, installed_versions  # noqa: E402
+from pallasite.engine import chip_table  # noqa: E402
+from pallasite.knowledge import chips  # noqa: E402
+from pallasite.runner import chip_probe  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "worker")
 
@@ -19,10 +23,10 @@ DATA = os.path.join(os.path.dirname(__file__), "data", "worker")
 def test_each_spec_carries_jaxs_own_numbers():
     from jax.experimental.pallas import tpu as pltpu
 
-    specs = {s.name: s for s in (chips.spec_from_jax(t) for t in chips.TARGETS) if s is not None}
+    specs = {s.name: s for s in (chip_probe.spec_from_jax(t) for t in CHIP_TARGETS) if s is not None}
     assert {"v4", "v5e", "v5p", "v6e"} <= set(specs)
     for spec in specs.values():
-        info = pltpu.get_tpu_info_for_chip(pltpu.ChipVersion(chips.target(spec.name).chip_version), 1)
+        info = pltpu.get_tpu_info_for_chip(pltpu.ChipVersion(chip_target(spec.name).chip_version), 1)
         assert spec.bf16_flops == info.bf16_ops_per_second
         assert spec.hbm_bytes_per_s == info.mem_bw_bytes_per_second
         assert (spec.vmem_bytes, spec.smem_bytes, spec.mxu_size) == (
@@ -36,25 +40,25 @@ def test_each_spec_carries_jaxs_own_numbers():
 def test_tier1_device_kinds_are_the_ones_jax_maps_back_to_each_chip():
     from jax._src.pallas.mosaic.tpu_info import chip_version_from_device_kind
 
-    for t in chips.TARGETS:
+    for t in CHIP_TARGETS:
         version = chip_version_from_device_kind(t.device_kind)
         assert version is not None and version.value == t.chip_version, t
 
 
 def test_target_lookup_by_name_kind_or_topology():
-    assert chips.target("v5e") == chips.target("TPU v5 lite") == chips.target("v5e:2x2")
+    assert chip_target("v5e") == chip_target("TPU v5 lite") == chip_target("v5e:2x2")
     with pytest.raises(ValueError, match="known: v4, v5e"):
-        chips.target("v9z")
+        chip_target("v9z")
 
 
 def test_limit_is_read_from_a_real_e1001_message():
     with open(os.path.join(DATA, "e1001_message.txt")) as f:
-        assert chips.limit_from_message(f.read()) == 16 * 2**20
-    assert chips.limit_from_message("RESOURCE_EXHAUSTED: something else") is None
+        assert chip_probe.limit_from_message(f.read()) == 16 * 2**20
+    assert chip_probe.limit_from_message("RESOURCE_EXHAUSTED: something else") is None
 
 
 def test_probe_bisects_when_the_message_names_no_limit():
-    spec = chips.spec_from_jax(chips.target("v5e"))
+    spec = chip_probe.spec_from_jax(chip_target("v5e"))
     limit = 24 * chips.MIB
     calls = []
 
@@ -62,23 +66,54 @@ def test_probe_bisects_when_the_message_names_no_limit():
         calls.append(window_bytes)
         return "RESOURCE_EXHAUSTED: out of vmem" if 2 * window_bytes + 16 * 1024 > limit else None
 
-    found, how = chips.probe_scoped_vmem(spec, compile_block=fake_compiler)
+    found, how = chip_probe.probe_scoped_vmem(spec, compile_block=fake_compiler)
     assert found == limit and "bisection" in how and len(calls) <= 10
 
 
 def test_cache_round_trip_and_use(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     specs = [dataclasses.replace(s, scoped_vmem_limit_bytes=7 * chips.MIB, scoped_vmem_source="test probe")
-             for s in (chips.spec_from_jax(t) for t in chips.TARGETS) if s is not None]
-    path = chips.write_cache(specs)
-    assert path.startswith(str(tmp_path / "pallasite")) and chips.read_cache() == specs
-    assert chips.chip_table(probe=True) == specs  # served from the cache, no probe
+             for s in (chip_probe.spec_from_jax(t) for t in CHIP_TARGETS) if s is not None]
+    here = installed_versions()
+    assert chip_table.remember(specs, here) is not None
+    path = chips.cache_path(here)
+    assert path.startswith(str(tmp_path / "pallasite")) and chips.read_cache(here) == specs
+    assert chip_table.table_sync(probe=True) == (specs, None)  # served from the cache, no worker
+    other = dict(here, libtpu="0.0.1")  # a table is valid for the versions it was measured under
+    assert chips.read_cache(other) is None
     (tmp_path / "pallasite" / os.path.basename(path)).write_text("{broken")
-    assert chips.read_cache() is None
+    assert chips.read_cache(here) is None
+
+
+def test_an_incomplete_table_is_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    specs = chip_probe.measure(probe=False)  # no scoped-VMEM limits
+    assert specs and not chips.complete(specs)
+    assert chip_table.remember(specs, installed_versions()) is None and chip_table.cached() is None
+
+
+def test_a_worker_measures_the_table_and_says_which_versions_it_is_for(tmp_path, monkeypatch):
+    import asyncio
+
+    from pallasite.engine.client import WorkerClient, WorkerConfig
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    async def ask():
+        client = WorkerClient(WorkerConfig())
+        try:
+            return await chip_table.from_worker(client, probe=False, timeout_s=120)
+        finally:
+            await client.close()
+
+    measured = asyncio.run(ask())
+    assert measured.error is None and measured.versions["jax"] == installed_versions()["jax"]
+    assert [s.name for s in measured.specs] == [s.name for s in chip_probe.measure(probe=False)]
+    assert chip_table.remember(measured.specs, measured.versions) is None  # no limits measured: not cached
 
 
 def test_table_text_names_every_chip_and_its_sources():
-    specs = chips.chip_table(probe=False, use_cache=False)
+    specs = chip_probe.measure(probe=False)
     text = chips.format_chip_table(specs)
     for spec in specs:
         assert spec.name in text and spec.topology in text
@@ -91,7 +126,7 @@ def test_topologies_give_the_tier1_kind_and_core_count():
     pytest.importorskip("libtpu")
     from jax.experimental import topologies
 
-    for t in chips.TARGETS:
+    for t in CHIP_TARGETS:
         device = topologies.get_topology_desc(topology_name=t.topology, platform="tpu").devices[0]
         assert device.device_kind == t.device_kind and device.num_cores == t.device_cores, t
 
@@ -100,11 +135,11 @@ def test_topologies_give_the_tier1_kind_and_core_count():
 def test_probed_limit_is_where_the_compiler_starts_refusing():
     pytest.importorskip("libtpu")
     for name in ("v5e", "v4"):
-        spec = chips.spec_from_jax(chips.target(name))
-        limit, how = chips.probe_scoped_vmem(spec)
+        spec = chip_probe.spec_from_jax(chip_target(name))
+        limit, how = chip_probe.probe_scoped_vmem(spec)
         assert limit is not None and "libtpu" in how
-        assert chips._compile_block(spec.topology, (limit - chips.MIB) // 2) is None
-        refused = chips._compile_block(spec.topology, (limit + chips.MIB) // 2)
+        assert chip_probe._compile_block(spec.topology, (limit - chips.MIB) // 2) is None
+        refused = chip_probe._compile_block(spec.topology, (limit + chips.MIB) // 2)
         assert refused is not None and "RESOURCE_EXHAUSTED" in refused
 
 
@@ -114,9 +149,9 @@ def test_chips_command_prints_the_table_without_importing_jax_itself(tmp_path):
 
     code = (
         "import argparse, sys\n"
-        "from pallasite.runner import chips\n"
-        "parser = argparse.ArgumentParser(); chips.add_arguments(parser, 'chips')\n"
-        "rc = chips.run(parser.parse_args(['--no-probe']))\n"
+        "from pallasite.server import cmd_chips\n"
+        "parser = argparse.ArgumentParser(); cmd_chips.add_arguments(parser, 'chips')\n"
+        "rc = cmd_chips.run(parser.parse_args(['--no-probe']))\n"
         "print('JAX IMPORTED' if 'jax' in sys.modules else 'JAX NOT IMPORTED', rc)\n"
     )
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
@@ -129,7 +164,9 @@ def test_chips_command_prints_the_table_without_importing_jax_itself(tmp_path):
 def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
     pytest.importorskip("libtpu")
     from pallasite.engine.checker import TARGETS
+    from pallasite.engine.sources import sources_for
     from pallasite.runner.checks import handle_check
+    from pallasite.runner.messages import CheckParams
 
     assert "7x" in TARGETS
     corpus = os.path.join(os.path.dirname(__file__), "data", "compiler")
@@ -137,9 +174,10 @@ def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
     for name in ("store_shape_fixed", "tiling_int8_rows_broken"):
         path = os.path.join(corpus, f"{name}.py")
         with open(path, encoding="utf-8") as f:
-            result = handle_check({"path": path, "text": f.read(), "target": "7x", "tiers": [1, 2], "time_limit_s": 120})
-        assert result["unavailable"] == {}
-        [entry] = result["entries"]
-        states[name] = (entry["tiers"], [e.get("mosaic_codes") for e in entry["errors"]])
+            params = CheckParams(source=sources_for(path, f.read()), target="7x", tiers=(1, 2), time_limit_s=120)
+        result = handle_check(params)
+        assert result.unavailable == {}
+        [entry] = result.entries
+        states[name] = (entry.states(), [list(e.mosaic_codes) for e in entry.errors])
     assert states["store_shape_fixed"] == ({"1": "ok", "2": "ok"}, [])
     assert states["tiling_int8_rows_broken"] == ({"1": "ok", "2": "error"}, [["E2002"]])  # the compiler's tiling rule

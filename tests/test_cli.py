@@ -148,7 +148,7 @@ def test_an_internal_failure_exits_2_not_1(monkeypatch, capsys):
     def broken(paths, options, **kwargs):
         raise RuntimeError("checker exploded")
 
-    monkeypatch.setattr("pallasite.engine.checker.check_paths", broken)
+    monkeypatch.setattr("pallasite.engine.engine.check_paths_sync", broken)
     assert cli.main(["check", "--tiers", "0", "--no-cache", str(DATA / "good_block.py")]) == 2
     err = capsys.readouterr().err
     assert "checker exploded" in err and "internal error" in err

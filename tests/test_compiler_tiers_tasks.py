@@ -14,6 +14,8 @@ import pytest
 
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.sources import sources_for
+from pallasite.runner.messages import CheckParams
 
 TASKS = os.path.join(os.path.dirname(__file__), "data", "compiler", "tasks")
 
@@ -29,7 +31,8 @@ def env():
             return loop.run_until_complete(checker.check(os.path.join(TASKS, name)))
 
         def raw(self, name, tiers=(1,)):
-            reply = loop.run_until_complete(client.request("check", {"path": os.path.join(TASKS, name), "target": "v5e", "tiers": list(tiers)}))
+            params = CheckParams(source=sources_for(os.path.join(TASKS, name)), target="v5e", tiers=tuple(tiers))
+            reply = loop.run_until_complete(client.request(params))
             assert reply.status == "ok", reply.message
             return reply.result
 
@@ -49,12 +52,12 @@ def _line_of(name, needle):
 
 def test_long_form_checks_each_entry_and_blames_only_the_broken_one(env):
     result = env.raw("long_form.py")
-    entries = {e["name"]: e for e in result["entries"]}
+    entries = {e.name: e for e in result.entries}
     assert set(entries) == {"matmul", "softmax"}
-    assert entries["matmul"]["tiers"] == {"1": "ok"}
-    assert entries["matmul"]["has_reference"] and entries["matmul"]["tunables"] == {"bm": [256], "bn": [256], "bk": [512]}
-    assert entries["softmax"]["tiers"] == {"1": "error"}
-    assert entries["softmax"]["tunables"] == {"block_rows": [8, 16, 32]}
+    assert entries["matmul"].states() == {"1": "ok"}
+    assert entries["matmul"].has_reference and entries["matmul"].tunables == {"bm": [256], "bn": [256], "bk": [512]}
+    assert entries["softmax"].states() == {"1": "error"}
+    assert entries["softmax"].tunables == {"block_rows": [8, 16, 32]}
     report = env.check("long_form.py")
     spec_line = _line_of("long_form.py", "in_specs=[pl.BlockSpec((block_rows")
     # tier 0's PLS001 and the lowering's PLS101 are one mistake: one finding, the lowering's agreement related
@@ -66,11 +69,11 @@ def test_long_form_checks_each_entry_and_blames_only_the_broken_one(env):
 
 def test_jaxbench_task_is_read_as_it_is_with_its_baseline(env):
     result = env.raw("jaxbench_add/task.py")
-    [entry] = result["entries"]
-    assert entry["name"] == "workload" and entry["format"] == "jaxbench"
-    assert entry["has_reference"] is True  # workload() of the sibling baseline.py
-    assert entry["tiers"] == {"1": "ok"}
-    assert entry["mosaic_calls"] == 1
+    [entry] = result.entries
+    assert entry.name == "workload" and entry.format == "jaxbench"
+    assert entry.has_reference is True  # workload() of the sibling baseline.py
+    assert entry.states() == {"1": "ok"}
+    assert entry.mosaic_calls == 1
 
 
 def test_entry_named_wrong_is_pls905_at_the_setting(env):
@@ -95,8 +98,8 @@ def test_failing_inputs_function_is_pls905_at_the_failing_line(env):
 def test_inputs_made_as_arrays_are_read_abstractly_without_allocating(env):
     # 64 GiB of ones under a 3 GiB worker memory limit: only jax.eval_shape can read this.
     result = env.raw("huge_inputs.py")
-    [entry] = result["entries"]
-    assert entry["tiers"] == {"1": "ok"}, entry["errors"]
+    [entry] = result.entries
+    assert entry.states() == {"1": "ok"}, entry.errors
 
 
 def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_runs(monkeypatch):
@@ -111,10 +114,10 @@ def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_r
     monkeypatch.setattr(checks.importlib.util, "find_spec",
                         lambda name, *a: None if name == "libtpu" else real_find_spec(name, *a))
     path = os.path.join(os.path.dirname(TASKS), "store_shape_fixed.py")
-    result = checks.handle_check({"path": path, "target": "v6e", "tiers": [1, 2]})
-    assert result["unavailable"] == {"2": checks.LIBTPU_HINT}
-    [entry] = result["entries"]
-    assert entry["tiers"] == {"1": "ok", "2": "skipped: libtpu is not installed"}
+    result = checks.handle_check(CheckParams(source=sources_for(path), target="v6e", tiers=(1, 2)))
+    assert result.unavailable == {"2": checks.LIBTPU_HINT}
+    [entry] = result.entries
+    assert entry.states() == {"1": "ok", "2": "skipped: libtpu is not installed"}
     with open(path, encoding="utf-8") as f:
         text = f.read()
     located = locate.locate_result(result, text, tier0.analyze(text, path, target="v6e"), "v6e")

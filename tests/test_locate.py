@@ -16,6 +16,7 @@ import pytest
 from pallasite.analysis import tier0
 from pallasite.analysis.codes import CODES
 from pallasite.engine import locate, reply_failures
+from pallasite.runner.messages import Progress, Stage, check_result_from_plain
 
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "compiler")
 EXPECTED = json.load(open(os.path.join(CORPUS, "expected.json")))
@@ -32,7 +33,7 @@ def _source(name: str) -> tuple[str, object]:
 def test_recorded_error_is_located_at_the_expected_line(name):
     case = EXPECTED["cases"][name]
     text, analysis = _source(name)
-    located = locate.locate_result(RECORDS[name], text, analysis, EXPECTED["target"])
+    located = locate.locate_result(check_result_from_plain(RECORDS[name]), text, analysis, EXPECTED["target"])
     errors = [f for f in located.findings if f.severity == "error"]
     assert [(f.code, f.span.line + 1) for f in errors] == [(case["code"], case["line"])]
     finding = errors[0]
@@ -138,8 +139,8 @@ def test_arity_typeerror_from_a_kernel_is_a_signature_error_not_an_index_map_one
 
 def test_timeout_during_tier2_is_pls205_at_the_pallas_call():
     text, analysis = _source("vmem_oom_blocks")
-    stage = reply_failures.parse_stage("tier 2: big_copy (libtpu compile for v5e)")
-    finding = reply_failures.reply_failure("timeout", "no result after 60 s", text, analysis, stage, "v5e")
+    stage = reply_failures.stage_of(Progress(stage=Stage.TIER, message="tier 2: big_copy", tier=2, entry="big_copy"))
+    finding = reply_failures.reply_failure("timed_out", "no result after 60 s", text, analysis, stage, "v5e")
     assert finding.code == "PLS205" and finding.tier == 2
     assert finding.span == analysis.sites[0].call_span
     assert "big_copy" in finding.message and "60 s" in finding.message
@@ -147,8 +148,8 @@ def test_timeout_during_tier2_is_pls205_at_the_pallas_call():
 
 def test_timeout_while_importing_is_pls903_and_crash_is_pls902():
     text, analysis = _source("import_error")
-    stage = reply_failures.parse_stage("importing import_error_broken.py")
-    hang = reply_failures.reply_failure("timeout", "no result after 5 s", text, analysis, stage, "v5e")
+    stage = reply_failures.stage_of(Progress(stage=Stage.IMPORT, message="importing import_error_broken.py"))
+    hang = reply_failures.reply_failure("timed_out", "no result after 5 s", text, analysis, stage, "v5e")
     assert hang.code == "PLS903" and "while importing" in hang.message
     crash = reply_failures.reply_failure("crashed", "the worker was killed by SIGKILL (9)", text, analysis, {}, "v5e")
     assert crash.code == "PLS902" and "SIGKILL" in crash.message
@@ -160,7 +161,7 @@ def test_unavailable_tier2_is_one_note_not_a_finding():
     result = {"tiers": [1, 2], "unavailable": {"2": "libtpu is not installed; pip install 'pallasite[tpu]'"},
               "errors": [], "entries": [{"name": "scale", "tiers": {"1": "ok", "2": "skipped: libtpu is not installed"},
                                          "errors": []}]}
-    located = locate.locate_result(result, text, analysis, "v6e")
+    located = locate.locate_result(check_result_from_plain(result), text, analysis, "v6e")
     assert located.notes == ("tier 2 skipped: libtpu is not installed; pip install 'pallasite[tpu]' (PLS906)",)
     assert located.findings == ()
     assert located.verdicts[0].tiers == {1: "ok", 2: "skipped: libtpu is not installed"}
@@ -201,10 +202,10 @@ def test_vmem_oom_naming_an_operand_relates_its_blockspec():
 
 def test_a_line_said_near_the_time_limit_places_the_timeout_there():
     text, analysis = _source("import_error")
-    stage = reply_failures.parse_stage("importing import_error_broken.py")
-    stage.update(reply_failures.parse_stage("at line 14 of import_error_broken.py"))
+    stage = reply_failures.stage_of(Progress(stage=Stage.IMPORT, message="at line 14 of import_error_broken.py",
+                                             line=14))
     assert stage == {"stage": "import", "line": 14}
-    finding = reply_failures.reply_failure("timeout", "no result after 5 s", text, analysis, stage, "v5e")
+    finding = reply_failures.reply_failure("timed_out", "no result after 5 s", text, analysis, stage, "v5e")
     assert (finding.code, finding.span.line + 1) == ("PLS903", 14)
     assert "while importing the file, at line 14" in finding.message
     assert finding.related == ()  # a hang at import is not about any pallas_call

@@ -35,10 +35,8 @@ def site(**kw):
     return KernelSite(**base)
 
 
-def test_footprint_is_double_buffered_blocks_plus_scratch_against_scoped_limit():
+def test_site_hover_compares_the_footprint_with_the_scoped_limit():
     s = site(scratch_shapes=(ScratchInfo(Span(3, 0, 3, 9), "VMEM", (512, 1024), "jnp.float32"),))
-    total, complete = hover.vmem_footprint(s, 32)
-    assert (total, complete) == (2 * 2 * 2 * MIB + 2 * MIB, True)  # two 2 MiB blocks x2, 2 MiB scratch
     chip = hover.ChipLimits("v5e", scoped_vmem_bytes=16 * MIB, source="libtpu 0.0.42.1 probe")
     text = hover.site_hover(s, chip, "float32", "from example_inputs()")
     assert "10.00 MiB of 16.00 MiB scoped VMEM on v5e (62%; limit from libtpu 0.0.42.1 probe)" in text
@@ -65,14 +63,6 @@ def test_gpu_calls_get_no_tpu_numbers():
     text = hover.site_hover(site(backend="gpu"), hover.ChipLimits("v5e", 16 * MIB, source="probe"), "float32")
     assert "TPU block tiling and VMEM limits do not apply" in text and "VMEM footprint" not in text
     assert "- grid (8, 4): 32 steps" in text
-
-
-def test_tiling_verdict_uses_the_dtype_row_tiling():
-    assert hover.tiling_verdict((8, 128), 8).startswith("tiling: legal only if")  # int8 needs 32 rows
-    assert hover.tiling_verdict((32, 128), 8).startswith("tiling: legal (")
-    assert hover.tiling_verdict((8, 256), 16).startswith("tiling: legal (")  # bf16 8 rows compiles
-    assert "not a multiple of 128" in hover.tiling_verdict((8, 100), 32)
-    assert "rows 32 is not a multiple of 64" in hover.tiling_verdict((32, 128), 4)  # int4 packs 64 rows
 
 
 def test_hover_and_tier0_rules_share_one_dtype_table_with_every_float8_and_sub_byte_type():

@@ -19,6 +19,8 @@ from pallasite.analysis import tier0
 from pallasite.engine import locate
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.sources import sources_for
+from pallasite.runner.messages import CheckParams
 
 REAL = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "data", "real", "*.py")))
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None
@@ -27,12 +29,13 @@ TARGETS = ("v5e", "v6e")
 
 @pytest.fixture(scope="module")
 def worker():
-    """request(op, params) through one warm worker for the whole module."""
+    """request(path, target, tiers): a check through one warm worker for the whole module."""
     loop = asyncio.new_event_loop()
     client = WorkerClient(WorkerConfig(timeout_s=300.0))
 
-    def request(op, params):
-        return loop.run_until_complete(client.request(op, params, timeout_s=300.0))
+    def request(path, target, tiers):
+        params = CheckParams(source=sources_for(path), target=target, tiers=tiers)
+        return loop.run_until_complete(client.request(params, timeout_s=300.0))
 
     yield request
     loop.run_until_complete(client.close())
@@ -52,20 +55,20 @@ def test_there_are_four_real_kernels():
 
 @pytest.mark.parametrize(("path", "target"), _params((1,)))
 def test_real_kernel_lowers_to_mosaic(worker, path, target):
-    reply = worker("check", {"path": path, "target": target, "tiers": [1]})
+    reply = worker(path, target, (1,))
     assert reply.status == "ok", reply.message
-    [entry] = reply.result["entries"]
-    assert entry["tiers"] == {"1": "ok"}, entry["errors"]
-    assert entry["mosaic_calls"] >= 1  # the Pallas kernel really went through the TPU lowering
+    [entry] = reply.result.entries
+    assert entry.states() == {"1": "ok"}, entry.errors
+    assert entry.mosaic_calls >= 1  # the Pallas kernel really went through the TPU lowering
 
 
 @pytest.mark.parametrize(("path", "target"), _params((1, 2)))
 def test_real_kernel_compiles_with_libtpu_without_findings(worker, path, target):
-    reply = worker("check", {"path": path, "target": target, "tiers": [1, 2]})
+    reply = worker(path, target, (1, 2))
     assert reply.status == "ok", reply.message
-    [entry] = reply.result["entries"]
-    assert entry["tiers"] == {"1": "ok", "2": "ok"}, entry["errors"]
-    assert entry["memory"]["argument_size_in_bytes"] > 0
+    [entry] = reply.result.entries
+    assert entry.states() == {"1": "ok", "2": "ok"}, entry.errors
+    assert entry.memory["argument_size_in_bytes"] > 0
     with open(path, encoding="utf-8") as f:
         text = f.read()
     located = locate.locate_result(reply.result, text, tier0.analyze(text, path, target=target), target)

@@ -1,7 +1,7 @@
 """Reusing stored verdicts: `pallasite check` records every check and skips an unchanged tier 2.
 
 The checker asks the worker for tier 1 (which returns the lowered module's hash), looks the tier-2
-verdict up in the results store (server/results_cache.py over knowledge/store.py) and asks the
+verdict up in the results store (engine/store_cache.py over knowledge/store.py) and asks the
 worker for tier 2 only on a miss. A counting wrapper around one real, warm worker tells whether
 tier 2 was requested. Tier 2 needs libtpu (``tpu_compiler``); the broken-cache test does not.
 """
@@ -18,7 +18,8 @@ import pytest
 from pallasite.knowledge.store import ResultsStore
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import Reply
-from pallasite.server.results_cache import StoreCache, workspace_for
+from pallasite.engine.store_cache import StoreCache, workspace_for
+from pallasite.runner.messages import check_result_from_plain
 
 HERE = os.path.dirname(__file__)
 FIXTURE = os.path.join(HERE, "data", "results_reuse", "scaled_rows.py")
@@ -33,9 +34,9 @@ class CountingClient:
         self.inner = inner
         self.tiers: list[tuple[int, ...]] = []
 
-    async def request(self, op, params, **kwargs):
-        self.tiers.append(tuple(params["tiers"]))
-        return await self.inner.request(op, params, **kwargs)
+    async def request(self, params, **kwargs):
+        self.tiers.append(tuple(params.tiers))
+        return await self.inner.request(params, **kwargs)
 
     def tier2_requests(self) -> int:
         return sum(2 in t for t in self.tiers)
@@ -157,8 +158,8 @@ def test_a_broken_cache_is_one_note_and_the_check_still_runs():
         recorded = json.load(f)["cases"]["store_shape"]  # the worker's real tier-1 result
 
     class Client:
-        async def request(self, op, params, **kwargs):
-            return Reply(status="ok", result=recorded)
+        async def request(self, params, **kwargs):
+            return Reply(status="ok", result=check_result_from_plain(recorded))
 
     checker = Checker(CheckOptions(target="v5e", tiers=(0, 1, 2)), client=Client(), cache=FailingCache())
     report = asyncio.run(checker.check(os.path.join(CORPUS, "store_shape_broken.py")))

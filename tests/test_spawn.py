@@ -25,6 +25,8 @@ import pytest
 from pallasite.engine import spawn
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.sources import sources_for
+from pallasite.runner.messages import ImportParams, PingParams
 
 DATA = Path(__file__).parent / "data"
 MODES = ["off", pytest.param("auto", marks=pytest.mark.skipif(
@@ -102,15 +104,15 @@ def test_a_stuck_worker_is_killed_with_its_escaped_children_at_the_time_limit(tm
         client = WorkerClient(WorkerConfig(timeout_s=4.0, cancel_grace_s=0.5, sandbox=sandbox))
         try:
             started = time.monotonic()
-            reply = await client.request("import", {"path": str(path)})
+            reply = await client.request(ImportParams(source=sources_for(str(path))))
             elapsed = time.monotonic() - started
-            after = await client.request("ping")
+            after = await client.request(PingParams())
             return reply, elapsed, after
         finally:
             await client.close()
 
     reply, elapsed, after = asyncio.run(run())
-    assert reply.status == "timeout" and elapsed < 30, (reply, elapsed)
+    assert reply.status == "timed_out" and elapsed < 30, (reply, elapsed)
     assert after.status == "ok"
     assert gone_within(lambda: with_token(token), 2.0), "a child in another session outlived the killed worker"
 
@@ -118,12 +120,14 @@ def test_a_stuck_worker_is_killed_with_its_escaped_children_at_the_time_limit(tm
 CLIENT_SCRIPT = textwrap.dedent("""
     import asyncio, sys
     from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.sources import sources_for
+    from pallasite.runner.messages import ImportParams
 
     async def main():
         client = WorkerClient(WorkerConfig(timeout_s=600, sandbox=sys.argv[2]))
         await client.start()
         print(client.pid, flush=True)
-        await client.request("import", {"path": sys.argv[1]})
+        await client.request(ImportParams(source=sources_for(sys.argv[1])))
 
     asyncio.run(main())
 """)

@@ -23,7 +23,7 @@ from pallasite.server.cli import main
 
 
 def key(**kw) -> ResultKey:
-    base = dict(source_hash="source:abc", kernel="matmul", inputs=(((1024, 512), "bfloat16"), ((512, 256), "bfloat16")),
+    base = dict(code_hash="source:abc", kernel="matmul", inputs=(((1024, 512), "bfloat16"), ((512, 256), "bfloat16")),
                 config=(("bm", 256), ("bk", 512)), chip="v6e", jax_version="0.10.2", libtpu_version="0.0.42.1")
     base.update(kw)
     return ResultKey(**base)
@@ -56,7 +56,7 @@ def test_digest_is_stable_across_processes_and_config_order():
 
 @pytest.mark.parametrize("change", [dict(chip="v5e"), dict(config=(("bm", 128), ("bk", 512))),
                                     dict(jax_version="0.10.3"), dict(libtpu_version=None), dict(backend="ssh:tpu1"),
-                                    dict(inputs=(((2048, 512), "bfloat16"),)), dict(source_hash="lowered:def"),
+                                    dict(inputs=(((2048, 512), "bfloat16"),)), dict(code_hash="lowered:def"),
                                     dict(kernel="other")])
 def test_every_key_field_changes_the_digest(change):
     assert key(**change).digest() != key().digest()
@@ -64,6 +64,35 @@ def test_every_key_field_changes_the_digest(change):
 
 def test_key_json_round_trip():
     assert ResultKey.from_json(key().to_json()) == key()
+    lowered = key(code_hash="lowered:def")
+    assert lowered.code_kind == "lowered" and ResultKey.from_json(lowered.to_json()) == lowered
+
+
+def test_digests_and_stored_keys_are_those_of_the_first_schema():
+    """The key types were merged (the checker's CacheKey into ResultKey): rows stored before must
+    still be found, so the digest and the stored JSON keep their first form (values computed with
+    the earlier knowledge/store_keys.py)."""
+    k = ResultKey("lowered:abc", kernel="matmul", inputs=(((1024, 512), "bfloat16"),),
+                  config=(("bn", 256), ("bm", 128)), chip="v6e", jax_version="0.10.2", libtpu_version="0.0.42.1")
+    assert k.digest() == "b5e145c1b6f2b9a4ae2cf0bec7c7085e3262990eb882c1a1154605c1b2fad965"
+    assert ResultKey("source:abc", kernel="add", chip="v5e").digest() == (
+        "f60f518ebf1e8aed5fc1fb14df3354db330f480720597e92308fe8a5efdbca4a")
+    stored = ('{"backend": "local", "chip": "v6e", "config": [["bn", 256], ["bm", 128]], "inputs": '
+              '[[[1024, 512], "bfloat16"]], "jax_version": "0.10.2", "kernel": "matmul", "libtpu_version": '
+              '"0.0.42.1", "source_hash": "lowered:abc", "source_kind": "lowered"}')
+    assert k.to_json() == stored and ResultKey.from_json(stored) == k
+
+
+def test_one_code_hash_for_the_worker_and_the_store(tmp_path):
+    import hashlib
+
+    from pallasite.analysis.types import code_hash
+
+    module = "module @m { func.func @main() { return } }"
+    assert code_hash("lowered", module) == "lowered:" + hashlib.sha256(module.encode()).hexdigest()
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text("X = 1\n")
+    assert source_hash(kernel) == "source:" + hashlib.sha256(b"X = 1\n").hexdigest()  # no local imports
 
 
 def test_source_hash_follows_local_imports(tmp_path):

@@ -9,7 +9,7 @@ import traceback
 
 import pytest
 
-from pallasite.runner import env, loader, protocol
+from pallasite.runner import env, loader, messages, protocol
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "worker")
 
@@ -18,11 +18,13 @@ DATA = os.path.join(os.path.dirname(__file__), "data", "worker")
 
 
 def test_request_round_trips_through_one_line():
-    msg = protocol.request("7-1", "check", {"path": "/k.py", "text": "x = 'é'\n"}, deadline_s=2.5)
+    params = messages.CheckParams(source=messages.Sources(messages.SourceFile("/k.py", "x = 'é'\n")))
+    msg = protocol.request("7-1", params, deadline_s=2.5)
     line = protocol.encode(msg)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     back = protocol.decode(line)
-    assert back == msg
+    assert back == msg and back["op"] == "check"
+    assert protocol.read_params(back["op"], back["params"]) == params
 
 
 @pytest.mark.parametrize(
@@ -51,7 +53,7 @@ def test_nan_is_not_sent_as_invalid_json():
 
 def test_handshake_version_mismatch_is_refused():
     hello = protocol.Handshake.from_message({"kind": "handshake", "protocol": protocol.PROTOCOL_VERSION + 1, "pid": 5})
-    with pytest.raises(protocol.ProtocolError, match="speaks protocol"):
+    with pytest.raises(protocol.ProtocolError, match="speaks worker protocol"):
         protocol.check_handshake(hello)
     same = protocol.Handshake.from_message(protocol.Handshake(protocol=protocol.PROTOCOL_VERSION, pid=5, devices=("cpu",)).to_message())
     protocol.check_handshake(same)
@@ -62,17 +64,17 @@ def test_error_info_keeps_the_traceback():
     try:
         {}["missing"]
     except KeyError as exc:
-        info = protocol.ErrorInfo.from_exception(exc)
+        info = protocol.error_info(exc)
     assert info.type == "KeyError" and "missing" in info.message
     assert "test_error_info_keeps_the_traceback" in info.traceback
     assert json.loads(protocol.encode(protocol.result_error("1", info)))["error"]["type"] == "KeyError"
 
 
-def test_file_params_need_a_path():
-    with pytest.raises(protocol.ProtocolError, match="'path'"):
-        protocol.FileParams.from_params({"text": "x = 1"})
-    fp = protocol.FileParams.from_params({"path": "/a/k.py", "text": "x = 1", "tiers": [1]})
-    assert (fp.path, fp.text, fp.extra) == ("/a/k.py", "x = 1", {"tiers": [1]})
+def test_file_params_need_the_files_text():
+    with pytest.raises(protocol.ProtocolError, match="'text' is missing"):
+        protocol.read_params("import", {"source": {"file": {"path": "/a/k.py"}}})
+    params = protocol.read_params("import", {"source": {"file": {"path": "/a/k.py", "text": "x = 1"}}})
+    assert (params.source.path, params.source.text, params.source.modules) == ("/a/k.py", "x = 1", ())
 
 
 # --------------------------------------------------------------------------- environment

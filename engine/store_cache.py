@@ -1,7 +1,9 @@
 """The checker's results cache over the workspace's results store (``.pallasite/results.sqlite``).
 
-``engine/result_cache.py`` defines the ``ResultCache`` seam (the runner may not import the knowledge
-layer); this adapter implements it with ``knowledge.store.ResultsStore``, so every check is
+The engine (engine/engine.py) keeps one ``StoreCache`` per workspace open for its whole life: checks
+record and reuse through it, hovers read through it (one connection, not one per hover).
+
+``engine/result_cache.py`` defines the ``ResultCache`` seam; this adapter implements it with ``knowledge.store.ResultsStore``, so every check is
 recorded (``pallasite store info`` counts it, hovers read it) and an unchanged kernel's tier-2
 verdict is reused instead of recompiled.
 
@@ -17,12 +19,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from pallasite.analysis.types import Finding
+from pallasite.analysis.local_imports import source_hash
+from pallasite.analysis.types import Finding, ResultKey
+from pallasite.engine.result_cache import CachedVerdict
 from pallasite.knowledge.store import STORE_DIR, ResultsStore, store_path
-from pallasite.knowledge.store_keys import ResultKey, source_hash
-from pallasite.engine.result_cache import CacheKey, CachedVerdict
 
 
 def workspace_for(paths: Sequence[str | Path], cwd: str | Path | None = None) -> Path:
@@ -67,24 +69,24 @@ class StoreCache:
         root = self.workspace if self.workspace in file.parents else None
         return source_hash(file, text, root=root)
 
-    def get(self, key: CacheKey, tier: int) -> CachedVerdict | None:
-        record = self._open().check_for(_result_key(key), tier)
+    def get(self, key: ResultKey, tier: int) -> CachedVerdict | None:
+        record = self._open().check_for(key, tier)
         if record is None or record.status not in ("ok", "error"):
             return None
         return CachedVerdict(status=record.status, findings=record.findings, created=record.created, where=self.where)
 
-    def put(self, key: CacheKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
-        self._open().put_check(_result_key(key), tier=tier, status=status, findings=findings,
+    def put(self, key: ResultKey, tier: int, status: str, findings: Sequence[Finding], *, path: str) -> None:
+        self._open().put_check(key, tier=tier, status=status, findings=findings,
                                path=str(Path(path).resolve()))
+
+    def latest_checks(self, path: str) -> list[Any]:
+        """The newest stored verdicts for a file (for hovers), on this cache's one connection; [] when
+        the workspace has no store yet (a hover never creates one)."""
+        if self._store is None and not self.path.is_file():
+            return []
+        return self._open().latest_checks(path=str(Path(path).resolve()))
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
-
-
-def _result_key(key: CacheKey) -> ResultKey:
-    kind = "lowered" if key.code_hash.startswith("lowered:") else "source"
-    return ResultKey(source_hash=key.code_hash, source_kind=kind, kernel=key.kernel, inputs=key.inputs,
-                     chip=key.chip, jax_version=key.jax_version, libtpu_version=key.libtpu_version,
-                     backend=key.backend)

@@ -1,0 +1,185 @@
+"""The engine: one object the CLI, the language server and the agents share (no LSP, no JAX).
+
+It owns what execution needs and builds it in this one place:
+
+- the backend (``engine/pool.py``: a pool of warm workers by purpose; check workers for on-save
+  checks, job workers for long work, a device worker for timings), rebuilt when the worker
+  settings (interpreter, launcher, limits) change;
+- the results stores, one open ``StoreCache`` per workspace (``engine/store_cache.py``): checks
+  record and reuse verdicts through it, hovers read it without opening a connection each;
+- the chip table the workers report (``chip_table``), for hovers and the cost model;
+- the jobs registry (``engine/jobs.py``).
+
+    engine = Engine(checks=2)
+    reports = await engine.check_paths(["a.py", "b.py"], CheckOptions(target="v5e"))   # input order
+    report = await engine.checker("a.py", options).check("a.py", text)
+    await engine.close()
+
+``Engine(backend_factory=...)`` swaps the backend (``engine/fake_backend.py`` in tests; ssh later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pallasite.analysis.types import FileReport
+
+from .backend import Backend, Purpose
+from .checker import Checker, CheckOptions
+from .client import WorkerConfig
+from .jobs import JobRegistry
+from .pool import local_backend
+from .store_cache import StoreCache, workspace_for
+
+BackendFactory = Callable[[WorkerConfig, int], Backend]
+
+
+def worker_config(options: CheckOptions) -> WorkerConfig:
+    """How workers start for these check options (interpreter, launcher, limits)."""
+    return WorkerConfig(python=options.interpreter or sys.executable, memory_mb=options.memory_mb,
+                        timeout_s=options.time_limit_s, command=options.worker_command, sandbox=options.sandbox)
+
+
+def _default_factory(config: WorkerConfig, checks: int) -> Backend:
+    return local_backend(config, checks=checks, jobs=1)
+
+
+class Engine:
+    """Backends, results stores, the chip table and jobs, built once (see the module docstring)."""
+
+    def __init__(self, *, checks: int = 1, backend_factory: BackendFactory | None = None,
+                 use_store: bool = True, workspace: str | Path | None = None) -> None:
+        """``workspace``: one results store for every file (the CLI's, found from the first path);
+        None: each file's own workspace (the server's: the folder holding .pallasite or pyproject.toml)."""
+        self.checks = max(1, int(checks))
+        self.workspace = str(Path(workspace).resolve()) if workspace is not None else None
+        self.backend_factory = backend_factory or _default_factory
+        self.use_store = use_store
+        self.jobs = JobRegistry()
+        self.chip_table: list[Any] | None = None
+        self._backend: Backend | None = None
+        self._backend_config: WorkerConfig | None = None
+        self._stores: dict[str, StoreCache] = {}
+        self._retired: set[asyncio.Future[Any]] = set()
+
+    # ------------------------------------------------------------------ backends
+
+    def backend(self, options: CheckOptions) -> Backend:
+        """The backend for these options' worker settings; a different setting retires the old one."""
+        config = worker_config(options)
+        if self._backend is not None and config != self._backend_config:
+            self._retire(self._backend)
+            self._backend = None
+        if self._backend is None:
+            self._backend, self._backend_config = self.backend_factory(config, self.checks), config
+        return self._backend
+
+    @property
+    def current_backend(self) -> Backend | None:
+        return self._backend
+
+    def drop_backend(self) -> None:
+        """Stop the workers; the next request starts fresh ones (settings changed, or a reset)."""
+        if self._backend is not None:
+            self._retire(self._backend)
+        self._backend, self._backend_config = None, None
+
+    def _retire(self, backend: Backend) -> None:
+        future = asyncio.ensure_future(backend.close())
+        self._retired.add(future)
+        future.add_done_callback(self._retired.discard)
+
+    # ------------------------------------------------------------------ stores
+
+    def store_for(self, path: str) -> StoreCache | None:
+        """The results cache of the workspace holding ``path`` (opened once, kept open)."""
+        if not self.use_store:
+            return None
+        workspace = self.workspace or str(workspace_for([path], cwd=Path(path).parent))
+        cache = self._stores.get(workspace)
+        if cache is None:
+            cache = self._stores[workspace] = StoreCache(workspace)
+        return cache
+
+    def stored_checks(self, path: str) -> list[Any]:
+        """The newest stored verdicts for a file (hovers); [] without a store or when it is unreadable."""
+        cache = self.store_for(path)
+        if cache is None:
+            return []
+        try:
+            return cache.latest_checks(path)
+        except Exception:  # noqa: BLE001 - an unreadable store must not break a hover
+            return []
+
+    # ------------------------------------------------------------------ checks
+
+    def checker(self, path: str, options: CheckOptions, *, purpose: Purpose = "check") -> Checker:
+        """A checker for ``path``'s workspace on the shared backend (cheap: make one per check)."""
+        return Checker(options, client=self.backend(options), cache=self.store_for(path), purpose=purpose)
+
+    async def check(self, path: str, options: CheckOptions, text: str | None = None, *,
+                    tiers: Sequence[int] | None = None, on_progress: Callable[[str], Any] | None = None,
+                    purpose: Purpose = "check") -> FileReport:
+        return await self.checker(path, options, purpose=purpose).check(path, text, tiers=tiers,
+                                                                       on_progress=on_progress)
+
+    async def check_paths(self, paths: Sequence[str], options: CheckOptions) -> list[FileReport]:
+        """Check files concurrently on the check workers; reports in the order of ``paths``."""
+        if not paths:
+            return []
+        return list(await asyncio.gather(*(self.check(path, options) for path in paths)))
+
+    # ------------------------------------------------------------------ the chip table
+
+    async def fetch_chip_table(self, options: CheckOptions, *, purpose: Purpose = "check") -> tuple[list[Any] | None, str | None]:
+        """Ask a worker for the chip table (it probes libtpu for scoped-VMEM limits); keeps it.
+        Returns (specs, None) or (None, why). The server asks its warm check worker once, after a
+        check, rather than starting a job worker for it."""
+        from pallasite.runner.messages import ChipsParams
+
+        from . import chip_table
+
+        reply = await self.backend(options).request(ChipsParams(probe=True), purpose=purpose,
+                                                    timeout_s=options.time_limit_s)
+        measured = chip_table._from_reply(reply)
+        if measured.error:
+            return None, measured.error
+        self.chip_table = measured.specs
+        try:  # the cache `pallasite chips` reads, named by the versions the worker reported
+            chip_table.remember(measured.specs, measured.versions)
+        except OSError as exc:
+            return measured.specs, f"could not write the chip table cache ({exc})"
+        return measured.specs, None
+
+    # ------------------------------------------------------------------ life
+
+    async def close(self) -> None:
+        await self.jobs.cancel_all()
+        if self._backend is not None:
+            await self._backend.close()
+            self._backend = None
+        if self._retired:
+            await asyncio.gather(*list(self._retired), return_exceptions=True)
+        for cache in self._stores.values():
+            cache.close()
+        self._stores.clear()
+
+
+def check_paths_sync(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1,
+                     use_store: bool = True) -> list[FileReport]:
+    """The CLI's entry: an engine with ``jobs`` check workers, the files checked, the engine closed."""
+
+    async def go() -> list[FileReport]:
+        engine = Engine(checks=min(max(1, jobs), max(1, len(paths))), use_store=use_store,
+                        workspace=workspace_for(list(paths)))
+        try:
+            return await engine.check_paths(paths, options)
+        finally:
+            await engine.close()
+
+    return asyncio.run(go())
+

@@ -1,0 +1,490 @@
+"""The worker protocol's payloads, typed: every op's params and result as frozen dataclasses.
+
+Both sides import this module (the client without JAX): the worker builds these values and
+``protocol.py`` writes them as JSON through ``analysis.types.to_json``; the client reads them back
+with ``decode_as`` (``analysis.types.from_json`` after a strict check of every required field, so a
+reply missing a field is a ``ProtocolError`` naming it, never a ``KeyError`` deep in the client).
+docs/worker-protocol.md is the written contract.
+
+The ops, by their params type (``OP`` names the op, ``RESULT`` its result type):
+
+- ``PingParams`` -> ``PingResult``; ``VersionsParams`` -> ``Versions``; ``ChipsParams`` -> ``ChipsResult``;
+- ``ImportParams`` -> ``ImportResult`` (the file's public functions and plain constants);
+- ``CheckParams`` -> ``CheckResult`` (tiers 1-3 for every task entry of one file).
+
+Files travel as ``Sources``: the file's text plus the text of the local modules it imports, under
+their original paths (a remote worker needs nothing but ``pip install pallasite``; it compiles the
+text under those paths so tracebacks and findings name the user's files).
+
+Worker side too: stdlib and ``analysis.types`` only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pallasite.analysis.types import ChipSpec, Measurement, Provenance, from_json, to_json, type_hints
+
+
+class ProtocolError(ValueError):
+    """A message that is not valid under this protocol (the message says what and where)."""
+
+
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file's text under its path on the client's machine (the path need not exist on the worker's)."""
+
+    path: str
+    text: str
+    module: str | None = None  # dotted import name for a local module ("helpers", "pkg.util"); None for the checked file
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The checked file and the local modules it imports (found by ``engine/sources.py``).
+
+    ``root`` is the folder the modules' dotted names are relative to (what the client would put on
+    ``sys.path``); ``package`` the checked file's own dotted package when it sits in one."""
+
+    file: SourceFile
+    modules: tuple[SourceFile, ...] = ()
+    root: str | None = None
+    package: str | None = None
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+    @property
+    def text(self) -> str:
+        return self.file.text
+
+
+# --------------------------------------------------------------------------- outcomes and records
+
+
+class TierState(str, enum.Enum):
+    """What became of one tier for one entry."""
+
+    OK = "ok"  # ran and passed
+    ERROR = "error"  # ran and found an error (the entry's records say which)
+    NOT_RUN = "not_run"  # not asked for
+    NOT_REACHED = "not_reached"  # asked for, but the check stopped before it (an earlier step failed or ran out)
+    NOT_CHECKED = "not_checked"  # could not check: time/memory limit, interpreter failure (reason says which)
+    SKIPPED = "skipped"  # deliberately not run (tier 1 failed, libtpu missing, GPU kernel; reason says why)
+
+
+@dataclass(frozen=True)
+class TierOutcome:
+    """One tier's state for one entry, with the reason for every state but ok/error/not_run."""
+
+    tier: int
+    state: TierState
+    reason: str = ""
+
+    def display(self) -> str:
+        """How a person reads it: ``ok``, ``error``, ``not run``, ``skipped: tier 1 failed``."""
+        word = self.state.value.replace("_", " ")
+        return f"{word}: {self.reason}" if self.reason else word
+
+    @staticmethod
+    def of(tier: int, state: str) -> "TierOutcome":
+        """From the worker's internal spelling (``"ok"``, ``"skipped: why"``, ``"not run"``)."""
+        word, _, reason = str(state).partition(":")
+        key = word.strip().replace(" ", "_")
+        try:
+            return TierOutcome(int(tier), TierState(key), reason.strip())
+        except ValueError:
+            raise ProtocolError(f"tier {tier}: unknown state {state!r}; states are "
+                                f"{', '.join(s.value for s in TierState)}") from None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A frame of the user's file in an error's traceback (columns as UTF-8 byte offsets, as CPython keeps them)."""
+
+    file: str
+    line: int
+    function: str = ""
+    column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A ``file:line[:col]`` of the user's file named in an error's text."""
+
+    line: int
+    column: int | None = None
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An ``args[i]`` / ``outs[i]`` reference in an error's text."""
+
+    kind: str  # "args" | "outs"
+    index: int
+
+
+@dataclass(frozen=True)
+class VmemFigures:
+    requested: int | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class SyntaxPlace:
+    line: int | None = None
+    column: int | None = None
+    file: str | None = None
+
+
+@dataclass(frozen=True)
+class RaisedAt:
+    file: str
+    line: int | None = None
+    function: str | None = None
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """One error as the worker saw it (runner/errors.py builds it): the client locates it in the file.
+
+    ``stage``: ``import``, ``task``, ``tier N``, ``script``; ``sentence`` is the one-line summary,
+    ``message`` the compiler's words, ``detail`` the dumps split off them."""
+
+    stage: str
+    type: str
+    sentence: str
+    message: str
+    detail: str | None = None
+    frames: tuple[Frame, ...] = ()
+    mentions: tuple[Mention, ...] = ()
+    refs: tuple[Ref, ...] = ()
+    vmem: VmemFigures | None = None
+    mosaic_codes: tuple[str, ...] = ()
+    syntax: SyntaxPlace | None = None
+    raised_at: RaisedAt | None = None
+    tier: int | None = None
+    code: str | None = None  # set by the worker when it already knows the finding code (tier 3)
+    origin: str | None = None
+    severity: str | None = None  # tier 3 may soften to "warning"
+    x64: bool = False  # jax_enable_x64 was on (ints became int64)
+
+    def as_mapping(self) -> dict[str, Any]:
+        """The plain form ``engine/locate.py`` reads (to_json of this record)."""
+        return to_json(self)
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """Why a request failed as a whole (not a finding): the exception's type name, message and traceback."""
+
+    type: str
+    message: str
+    traceback: str = ""
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Stage(str, enum.Enum):
+    STARTING = "starting"
+    IMPORT = "import"  # importing the user's file
+    TIER = "tier"  # running tier ``tier`` for ``entry``
+    SCRIPT = "script"  # running the file's __main__ (script mode)
+    PROBE = "probe"  # probing libtpu (chips)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a request is. Clients act on the structured fields; ``message`` is for people only."""
+
+    stage: Stage
+    message: str = ""
+    tier: int | None = None
+    entry: str | None = None
+    line: int | None = None  # 1-based line of the checked file
+    fraction: float | None = None
+
+
+# --------------------------------------------------------------------------- ops
+
+
+@dataclass(frozen=True)
+class PingParams:
+    OP: ClassVar[str] = "ping"
+
+
+@dataclass(frozen=True)
+class PingResult:
+    pong: bool
+    pid: int
+
+
+@dataclass(frozen=True)
+class VersionsParams:
+    OP: ClassVar[str] = "versions"
+
+
+@dataclass(frozen=True)
+class Versions:
+    """What the worker runs on; the verdicts are valid for its jax and libtpu."""
+
+    python: str | None = None
+    pallasite: str | None = None
+    jax: str | None = None
+    jaxlib: str | None = None
+    libtpu: str | None = None
+    platform: str | None = None
+    devices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChipsParams:
+    OP: ClassVar[str] = "chips"
+    probe: bool = True  # measure each chip's default scoped-VMEM limit with libtpu
+
+
+@dataclass(frozen=True)
+class ChipsResult:
+    chips: tuple[ChipSpec, ...]
+    versions: dict[str, str | None] = field(default_factory=dict)  # the worker's jax/libtpu/... (the cache key)
+
+
+@dataclass(frozen=True)
+class ImportParams:
+    OP: ClassVar[str] = "import"
+    source: Sources
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    name: str
+    line: int  # 0-based def line
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    module: str
+    path: str
+    functions: tuple[FunctionInfo, ...] = ()
+    constants: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckParams:
+    """Check one file: tiers 1-3 for ``target``. ``entries``: only these entries (the client asks tier 2
+    for the entries its results cache lacks); ``tier2_known``: tier-2 verdicts ("ok" | "error") the client
+    reused, so those entries are not compiled; ``script``: run the file's __main__ (script mode)."""
+
+    OP: ClassVar[str] = "check"
+    source: Sources
+    target: str = "v6e"
+    tiers: tuple[int, ...] = (1, 2)
+    time_limit_s: float | None = None
+    script: bool = False
+    entries: tuple[str, ...] | None = None
+    tier2_known: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InputSig:
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Tier3Info:
+    seconds: float | None = None
+    shapes: str | None = None
+    shrunk: bool = False
+
+
+@dataclass(frozen=True)
+class CheckEntry:
+    """One task entry's verdicts. ``measurements`` carry their provenance (tier 3: CPU interpret)."""
+
+    name: str
+    tiers: tuple[TierOutcome, ...]
+    line: int | None = None
+    format: str | None = None
+    has_reference: bool = False
+    tolerance: dict[str, Any] | None = None
+    tunables: dict[str, Any] | None = None
+    errors: tuple[ErrorRecord, ...] = ()
+    memory: dict[str, int] | None = None  # tier 2 memory_analysis, bytes
+    mosaic_calls: int | None = None
+    lowered_hash: str | None = None
+    inputs: tuple[InputSig, ...] = ()
+    timings_s: dict[str, float] = field(default_factory=dict)  # wall time of each tier that ran, on the worker
+    notes: tuple[str, ...] = ()
+    tier3: Tier3Info | None = None
+    measurements: tuple[Measurement, ...] = ()
+
+    def state(self, tier: int) -> TierOutcome | None:
+        return next((t for t in self.tiers if t.tier == tier), None)
+
+    def states(self) -> dict[str, str]:
+        """``{"1": "ok", "2": "skipped: tier 1 failed"}``: each tier as a person reads it."""
+        return {str(t.tier): t.display() for t in self.tiers}
+
+
+@dataclass(frozen=True)
+class ScriptInfo:
+    calls: int
+    distinct: int
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    target: str
+    tiers: tuple[int, ...]
+    tasks_found: int = 0
+    versions: Versions = Versions()
+    errors: tuple[ErrorRecord, ...] = ()  # file-level: import failure, invalid task
+    unavailable: dict[str, str] = field(default_factory=dict)  # tier -> why it could not run at all
+    entries: tuple[CheckEntry, ...] = ()
+    script: ScriptInfo | None = None
+
+
+PARAMS: dict[str, type] = {cls.OP: cls for cls in (PingParams, VersionsParams, ChipsParams, ImportParams, CheckParams)}
+RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": ChipsResult,
+                            "import": ImportResult, "check": CheckResult}
+
+
+# --------------------------------------------------------------------------- from the worker's working form
+
+
+def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> CheckResult:
+    """A check result as the worker builds it step by step (plain dicts, states spelled ``"ok"`` or
+    ``"skipped: why"``, runner/errors.py records) as a typed ``CheckResult``. The tier-3 run's wall
+    time becomes a ``Measurement`` with ``Provenance.INTERPRET`` (CPU interpret mode, never TPU time)."""
+    found = dict(result.get("versions") or {})
+    entries = []
+    for entry in result.get("entries") or ():
+        tier3 = entry.get("tier3")
+        measurements: tuple[Measurement, ...] = ()
+        if tier3 and tier3.get("seconds") is not None:
+            ns = float(tier3["seconds"]) * 1e9
+            measurements = (Measurement(status="ok", provenance=Provenance.INTERPRET, device_kind="cpu",
+                                        method="tier 3: TPU interpret mode on CPU, wall clock of the whole run",
+                                        samples_ns=(ns,), median_ns=ns, jax_version=found.get("jax"),
+                                        libtpu_version=found.get("libtpu")),)
+        entries.append(CheckEntry(
+            name=str(entry["name"]),
+            tiers=tuple(TierOutcome.of(int(t), state) for t, state in sorted((entry.get("tiers") or {}).items())),
+            line=entry.get("line"),
+            format=entry.get("format"),
+            has_reference=bool(entry.get("has_reference")),
+            tolerance=entry.get("tolerance"),
+            tunables=entry.get("tunables"),
+            errors=tuple(record_from_plain(r) for r in entry.get("errors") or ()),
+            memory=entry.get("memory"),
+            mosaic_calls=entry.get("mosaic_calls"),
+            lowered_hash=entry.get("lowered_hash"),
+            inputs=tuple(InputSig(tuple(shape), str(dtype)) for shape, dtype in entry.get("inputs") or ()),
+            timings_s={str(k): float(v) for k, v in (entry.get("timings_s") or {}).items()},
+            notes=tuple(str(n) for n in entry.get("notes") or ()),
+            tier3=Tier3Info(seconds=tier3.get("seconds"), shapes=tier3.get("shapes"),
+                            shrunk=bool(tier3.get("shrunk"))) if tier3 else None,
+            measurements=measurements,
+        ))
+    script = result.get("script")
+    return CheckResult(
+        target=str(result.get("target")),
+        tiers=tuple(sorted(int(t) for t in (result.get("tiers") or tiers))),
+        tasks_found=int(result.get("tasks_found") or 0),
+        versions=Versions(jax=found.get("jax"), libtpu=found.get("libtpu")),
+        errors=tuple(record_from_plain(r) for r in result.get("errors") or ()),
+        unavailable={str(k): str(v) for k, v in (result.get("unavailable") or {}).items()},
+        entries=tuple(entries),
+        script=ScriptInfo(calls=int(script["calls"]), distinct=int(script["distinct"])) if script else None,
+    )
+
+
+def record_from_plain(rec: dict[str, Any]) -> ErrorRecord:
+    """A runner/errors.py record (plain) as an ``ErrorRecord``; keys it does not define are dropped."""
+    names = set(ErrorRecord.__dataclass_fields__)
+    plain = {k: v for k, v in rec.items() if k in names and v is not None}
+    plain.setdefault("stage", "")
+    plain.setdefault("type", "Error")
+    plain.setdefault("sentence", plain.get("message", ""))
+    plain.setdefault("message", plain.get("sentence", ""))
+    plain["x64"] = bool(plain.get("x64"))
+    return decode_as(ErrorRecord, plain, "error record")
+
+
+# --------------------------------------------------------------------------- strict decoding
+
+
+def decode_as(cls: type, data: Any, where: str = "") -> Any:
+    """``data`` (plain JSON) as ``cls``; ProtocolError names the first missing or mistyped field."""
+    _check(cls, data, where or cls.__name__)
+    return from_json(cls, data)
+
+
+def _check(tp: Any, data: Any, where: str) -> None:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if data is None:
+            return
+        errors = []
+        for arg in args:
+            try:
+                _check(arg, data, where)
+                return
+            except ProtocolError as exc:
+                errors.append(str(exc))
+        raise ProtocolError(errors[0] if errors else f"{where}: unexpected value {data!r:.80}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise ProtocolError(f"{where}: expected an object ({tp.__name__}), got {type(data).__name__}")
+        hints = type_hints(tp)
+        for f in dataclasses.fields(tp):
+            if f.name not in data:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    raise ProtocolError(f"{where}: the field {f.name!r} is missing (a {tp.__name__} needs it)")
+                continue
+            _check(hints[f.name], data[f.name], f"{where}.{f.name}")
+        return
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        values = [m.value for m in tp]
+        if data not in values:
+            raise ProtocolError(f"{where}: {data!r} is not one of {', '.join(map(str, values))}")
+        return
+    if origin is tuple:
+        if not isinstance(data, list):
+            raise ProtocolError(f"{where}: expected a list, got {type(data).__name__}")
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            for i, v in enumerate(data):
+                _check(args[0], v, f"{where}[{i}]")
+        return
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise ProtocolError(f"{where}: expected an object, got {type(data).__name__}")
+        return
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise ProtocolError(f"{where}: expected true/false, got {data!r:.80}")
+    elif tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise ProtocolError(f"{where}: expected an integer, got {data!r:.80}")
+    elif tp is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise ProtocolError(f"{where}: expected a number, got {data!r:.80}")
+    elif tp is str:
+        if not isinstance(data, str):
+            raise ProtocolError(f"{where}: expected a string, got {data!r:.80}")

@@ -1,0 +1,177 @@
+"""The import rules of the README's architecture section, enforced over the package's source (AST).
+
+- layers import downward only: ``server`` -> ``agents``, ``engine``, ``knowledge``, ``analysis``;
+  ``agents`` -> ``engine``, ``knowledge``, ``analysis``; ``engine`` -> ``knowledge``, ``analysis``
+  and the three runner modules the client shares with the worker (``runner.protocol``,
+  ``runner.messages``, ``runner.env``); ``runner`` -> ``analysis.types`` only; ``knowledge`` -> ``analysis``;
+  ``analysis`` -> nothing of ours;
+- JAX (jax, jaxlib, libtpu) only in ``runner/``, the code that ships to a TPU host;
+- the worker side imports nothing beyond the standard library, numpy and JAX (the user's project
+  environment on a TPU host needs nothing but ``pip install pallasite``);
+- pygls/lsprotocol only in the server's LSP modules (``LSP_MODULES``), so the CLI never loads them.
+
+Every import counts, also those inside functions (lazy imports are still dependencies), and
+relative imports are resolved. ``violations(root)`` is the checker; the tests below run it on the
+package and on synthetic trees that break each rule, so the checker is known to catch them.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ("analysis", "knowledge", "runner", "engine", "agents", "server")
+
+# layer -> the module prefixes it may import (besides its own layer and the root package)
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "analysis": (),
+    "knowledge": ("analysis",),
+    "runner": ("analysis.types",),
+    "engine": ("knowledge", "analysis", "runner.protocol", "runner.messages", "runner.env"),
+    "agents": ("engine", "knowledge", "analysis"),
+    "server": ("agents", "engine", "knowledge", "analysis"),
+}
+JAX = ("jax", "jaxlib", "libtpu")
+LSP = ("pygls", "lsprotocol")
+# the server modules that speak LSP (everything else in server/ is CLI or plain logic)
+LSP_MODULES = {"server.lsp", "server.lsp_convert", "server.session", "server.session_settings",
+               "server.progress", "server.actions", "server.lsp_protocol"}
+# what the worker side may import from outside the standard library
+RUNNER_THIRD_PARTY = ("jax", "jaxlib", "libtpu", "numpy")
+
+
+def _imports(path: Path, module: str) -> list[tuple[int, str]]:
+    """(line, dotted target) of every import in the file; ``from a import b`` gives ``a.b``."""
+    package = module.rsplit(".", 1)[0] if not path.name == "__init__.py" else module
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            out.extend((node.lineno, f"{prefix}.{alias.name}") for alias in node.names)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+              and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            out.append((node.lineno, node.args[0].value))
+    return out
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def violations(root: Path) -> list[str]:
+    """Every import in the package at ``root`` (folders named as LAYERS) that breaks a rule, as
+    ``layer/file.py:line: what``."""
+    found = []
+    for layer in LAYERS:
+        for path in sorted((root / layer).rglob("*.py")):
+            rel = path.relative_to(root)
+            module = ".".join(rel.with_suffix("").parts)
+            module = module.removesuffix(".__init__")
+            for line, target in _imports(path, f"pallasite.{module}"):
+                where = f"{rel.as_posix()}:{line}"
+                top = target.split(".")[0]
+                if top == "pallasite":
+                    inner = target.removeprefix("pallasite.")
+                    if target == "pallasite" or inner == "__version__" or _under(inner, layer):
+                        continue
+                    if not any(_under(inner, allowed) for allowed in MAY_IMPORT[layer]):
+                        found.append(f"{where}: {layer} may not import {target} "
+                                     f"(allowed: {', '.join(MAY_IMPORT[layer]) or 'nothing of ours'})")
+                elif top in JAX and layer != "runner":
+                    found.append(f"{where}: {target} imported outside runner/ (only the worker side imports JAX)")
+                elif top in LSP and module not in LSP_MODULES:
+                    found.append(f"{where}: {target} imported outside the server's LSP modules")
+                elif (layer == "runner" and top not in sys.stdlib_module_names and top not in RUNNER_THIRD_PARTY
+                      and top != "__future__"):
+                    found.append(f"{where}: the worker side imports {target} (only the standard library, "
+                                 f"{', '.join(RUNNER_THIRD_PARTY)})")
+    return found
+
+
+def test_the_package_keeps_the_import_rules():
+    found = violations(PACKAGE_ROOT)
+    assert not found, "import rules broken (README, Architecture):\n" + "\n".join(found)
+
+
+def test_every_package_folder_is_a_layer():
+    folders = {p.parent.name for p in PACKAGE_ROOT.glob("*/__init__.py")}
+    assert folders - {"tests"} == set(LAYERS), "a new package folder needs its place in the layer rules"
+
+
+# --------------------------------------------------------------------------- the checker catches
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for layer in LAYERS:
+        (tmp_path / layer).mkdir(exist_ok=True)
+        (tmp_path / layer / "__init__.py").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_a_clean_synthetic_tree_passes(tmp_path):
+    root = _tree(tmp_path, {
+        "analysis/types.py": "import dataclasses\n",
+        "runner/worker.py": "import jax\nimport numpy\nfrom pallasite.analysis.types import Span\nfrom . import protocol\n",
+        "runner/protocol.py": "import json\n",
+        "engine/client.py": "from pallasite.runner import protocol, env\nfrom ..knowledge import store\n",
+        "server/lsp.py": "from lsprotocol import types\nfrom pallasite.engine import client\n",
+    })
+    assert violations(root) == []
+
+
+def test_upward_and_sideways_imports_are_caught(tmp_path):
+    root = _tree(tmp_path, {
+        "analysis/tasks.py": "from pallasite.knowledge import catalog\n",
+        "knowledge/store.py": "def f():\n    from ..engine import checker\n",  # lazy and relative
+        "engine/checker.py": "from pallasite.runner import chips\n",
+        "runner/tasks.py": "from pallasite.analysis.callgraph import reaching\n",
+        "agents/loop.py": "from pallasite.server import session\n",
+    })
+    found = violations(root)
+    assert len(found) == 5, found
+    assert any(v.startswith("analysis/tasks.py:1: analysis may not import pallasite.knowledge.catalog") for v in found)
+    assert any(v.startswith("knowledge/store.py:2: knowledge may not import pallasite.engine.checker") for v in found)
+    assert any("engine may not import pallasite.runner.chips" in v for v in found)
+    assert any("runner may not import pallasite.analysis.callgraph.reaching" in v for v in found)
+    assert any("agents may not import pallasite.server.session" in v for v in found)
+
+
+def test_jax_outside_runner_is_caught(tmp_path):
+    root = _tree(tmp_path, {
+        "engine/client.py": "def f():\n    import jax.numpy as jnp\n",
+        "knowledge/chips.py": "from jax.experimental import pallas\n",
+        "analysis/x.py": "import importlib\nimportlib.import_module('libtpu')\n",
+    })
+    found = violations(root)
+    assert len(found) == 3 and all("outside runner/" in v for v in found), found
+
+
+def test_lsp_outside_the_lsp_modules_and_foreign_packages_in_the_worker_are_caught(tmp_path):
+    root = _tree(tmp_path, {
+        "server/cmd_check.py": "from pygls.lsp.server import LanguageServer\n",
+        "engine/jobs.py": "import lsprotocol\n",
+        "runner/worker.py": "import psutil\nimport yaml\n",
+    })
+    found = violations(root)
+    assert sum("outside the server's LSP modules" in v for v in found) == 2, found
+    assert sum("the worker side imports" in v for v in found) == 2, found
+
+
+def test_one_reader_of_installed_versions():
+    """jax/libtpu versions key verdicts, stored results and the chip cache: one function reads them
+    (``analysis.types.installed_versions``), so the worker and the client cannot read them apart."""
+    readers = sorted(str(p.relative_to(PACKAGE_ROOT)) for layer in LAYERS for p in (PACKAGE_ROOT / layer).rglob("*.py")
+                     if "metadata.version(" in p.read_text(encoding="utf-8"))
+    assert readers == ["analysis/types.py"], readers
