@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    command_line = argv is None  # a real `pallasite ...` process, not a caller running main() in its own
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
         args = _parser().parse_args(argv)  # prints help / usage errors (exit 2)
@@ -54,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     name = argv[0]
-    if name in STARTS_WORKERS:  # provider keys leave the environment before any worker can start
+    # Provider keys leave the environment before any worker can start: the process re-executes itself,
+    # so only when it is its own program (never replace a caller's process, e.g. a test runner's).
+    if name in STARTS_WORKERS and command_line:
         from pallasite.engine import secrets
 
         secrets.keep_in_memory_only(argv)

@@ -99,3 +99,15 @@ def test_get_reads_held_values_then_the_environment(monkeypatch):
     assert secrets.get("OPENAI_API_KEY") == "env-value"
     assert secrets.get("NOT_SET_ANYWHERE_KEY", "fallback") == "fallback"
     assert secrets.launcher_environment()["GEMINI_API_KEY"] == "held-value"
+
+
+def test_main_called_in_process_never_replaces_the_callers_process(monkeypatch, capsys):
+    """Re-executing is for a `pallasite` process of its own: `cli.main([...])` inside another program
+    (this test runner) must neither exec nor strip the caller's environment. Before: it re-executed
+    pytest itself as `pallasite check` whenever a secret-looking variable was set."""
+    from pallasite.server import cli
+
+    monkeypatch.setenv("GEMINI_API_KEY", "caller-key")
+    pid = os.getpid()
+    assert cli.main(["check", "--tiers", "0", "--no-cache", str(DATA / "lsp" / "add_ok.py")]) == 0
+    assert os.getpid() == pid and os.environ["GEMINI_API_KEY"] == "caller-key"
