@@ -81,6 +81,7 @@ class CheckOptions:
     worker_command: tuple[str, ...] = ()  # e.g. ("ssh", "tpu-host"): run the worker there (WorkerConfig.command)
     script: bool = False  # run the file's __main__ and check every pallas_call it makes (script mode)
     cpu_devices: int = DEFAULT_CPU_DEVICES  # virtual CPU devices a worker starts with (engine/devices.py)
+    sandbox: str = "auto"  # local workers in a PID/mount namespace: auto | on | off (engine/spawn.py)
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -406,6 +407,7 @@ class Checker:
             timeout_s=self.options.time_limit_s,
             command=self.options.worker_command,
             cpu_devices=cpu_devices,
+            sandbox=self.options.sandbox,
         )
 
     def worker(self) -> Any:

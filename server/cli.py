@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chips": ("pallasite.server.cmd_chips", "show the TPU chip table read from the installed jax (via a worker)"),
 }
 
+# Commands that start workers (kernel code): they re-execute without secrets in their environment
+# (engine/secrets.py keeps the values in memory only).
+STARTS_WORKERS = ("check", "serve", "chips")
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -43,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    command_line = argv is None  # a real `pallasite ...` process, not a caller running main() in its own
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
         args = _parser().parse_args(argv)  # prints help / usage errors (exit 2)
@@ -54,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     name = argv[0]
+    # Provider keys leave the environment before any worker can start: the process re-executes itself,
+    # so only when it is its own program (never replace a caller's process, e.g. a test runner's).
+    if name in STARTS_WORKERS and command_line:
+        from pallasite.engine import secrets
+
+        secrets.keep_in_memory_only(argv)
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"pallasite {name}", description=COMMANDS[name][1])
     module.add_arguments(parser, name)

@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         _docs_options(search, suppress=True)
         _docs_options(actions.add_parser("info", help="where the docs index is cached and what it holds"),
                       suppress=True)
+        _docs_options(actions.add_parser("fetch-model", help="download the embeddings model's files from the "
+                                         "pinned Hugging Face revision, checked by sha256"), suppress=True)
     elif command == "store":
         parser.add_argument("action", nargs="?", choices=("info", "clear"), default="info",
                             help="info (default): where it is, counts, size; clear: delete it")
@@ -115,8 +117,24 @@ def _explain(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- docs
 
 
+def _fetch_model() -> int:
+    from pallasite.knowledge import model_files
+
+    print(f"fetching {model_files.REPO} at revision {model_files.REVISION[:12]} "
+          f"({', '.join(model_files.PINNED)}) into {model_files.cache_folder()}")
+    try:
+        folder = model_files.download()
+    except model_files.ModelFileError as err:
+        return _fail(f"docs fetch-model: {err}")
+    print(f"ok: every file matches its pinned sha256; `pallasite docs search --ranker embeddings` uses {folder}")
+    return 0
+
+
 def _docs(args: argparse.Namespace) -> int:
     from pallasite.knowledge import docs
+
+    if args.action == "fetch-model":
+        return _fetch_model()
 
     options = docs.DocsOptions(include_kernels=args.include_kernels, extra_dirs=tuple(args.extra),
                                include_catalog=not args.no_catalog, ranker=args.ranker)

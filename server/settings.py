@@ -65,6 +65,8 @@ class CheckSettings:
                               minimum=1, maximum=4096)
     memoryMb: int = setting(4096, "Memory (RSS, MiB) a check worker may use before it is stopped.",
                             minimum=256, maximum=1048576)
+    maxFileMb: float = setting(8.0, "Past this size (millions of characters) the source rules (tier 0) do not "
+                                    "run on a file, and the server says so.", minimum=0.1, maximum=1000)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,10 @@ class WorkerSettings:
 
     interpreter: str = setting("", "Python interpreter of your project, used to run check workers "
                                    "(it needs jax, and libtpu for tier 2). Empty: the Python running pallasite.")
+    sandbox: str = setting("auto", "Run local workers in a PID/mount namespace (`unshare`), where kernel code "
+                                   "sees only its own processes: auto: where the system allows it; on: "
+                                   "required (checks fail with the reason when it is missing); off: never.",
+                           choices=("auto", "on", "off"))
 
 
 @dataclass(frozen=True)
@@ -194,7 +200,8 @@ class Settings:
     def checker_key(self) -> tuple:
         """What a warm checker depends on: a change here needs a new checker."""
         return (self.target, tuple(self.tiers), tuple(sorted(self.severity.items())), self.check.timeLimitS,
-                self.check.memoryMb, self.check.cpuDevices, self.interpreter(), self.backend.kind)
+                self.check.memoryMb, self.check.cpuDevices, self.interpreter(), self.backend.kind,
+                self.worker.sandbox)
 
     def check_options(self, tiers: list[int] | None = None) -> Any:
         """These settings as the runner's ``CheckOptions`` (imported lazily: runner client side)."""
@@ -208,6 +215,7 @@ class Settings:
             memory_mb=self.check.memoryMb,
             interpreter=self.interpreter(),
             cpu_devices=self.check.cpuDevices,
+            sandbox=self.worker.sandbox,
         )
 
 
