@@ -28,6 +28,7 @@ Worker side: imports jax, the loader and the task reader; nothing else of pallas
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import sys
