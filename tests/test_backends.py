@@ -234,7 +234,7 @@ def test_a_fake_worker_restarts_after_a_crash():
 def test_hovers_read_the_results_store_through_one_connection(tmp_path, monkeypatch):
     from pallasite.analysis.types import Finding, Span
     from pallasite.engine import store_cache
-    from pallasite.engine.result_cache import CacheKey
+    from pallasite.analysis.types import ResultKey as CacheKey  # the checker's key merged into ResultKey
 
     (tmp_path / ".pallasite").mkdir()  # the workspace (an empty store folder: no store file yet)
     kernel = tmp_path / "k.py"
