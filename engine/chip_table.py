@@ -46,11 +46,13 @@ def _from_reply(reply: Any) -> Measured:
     return Measured(list(reply.result.chips), dict(reply.result.versions))
 
 
-async def from_worker(client: Any, *, probe: bool = True, timeout_s: float | None = None) -> Measured:
-    """Ask a running worker client to measure the table (``remember`` it to cache it)."""
+async def from_worker(client: Any, *, probe: bool = True, timeout_s: float | None = None,
+                      purpose: str = "check") -> Measured:
+    """Ask a worker client, or a backend (for a worker of ``purpose``), to measure the table
+    (``remember`` it to cache it)."""
     from pallasite.runner.messages import ChipsParams
 
-    return _from_reply(await client.request(ChipsParams(probe=probe), timeout_s=timeout_s))
+    return _from_reply(await client.request(ChipsParams(probe=probe), purpose=purpose, timeout_s=timeout_s))
 
 
 def table_sync(config: Any = None, *, probe: bool = True) -> tuple[list[ChipSpec], str | None]:

@@ -21,9 +21,6 @@ ORIGIN_LOWERING = "jax lowering"
 ORIGIN_COMPILER = "libtpu compiler"
 ORIGIN_RUNNER = "pallasite runner"
 
-# The families' catch-alls are decided here, by who raised the error (after the specific rows).
-_CATCH_ALLS = ("PLS100", "PLS200", "PLS300")
-
 
 CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments? but \d+ (?:was|were) given|"
                          r"missing \d+ required positional arguments?)")
@@ -44,9 +41,9 @@ def classify(rec: Mapping[str, Any], tier: int) -> str:
     if x64_rejection(rec):
         return "PLS107"
     flags = {flag for flag in compiler_messages.FLAGS if rec.get(flag)}
-    by_message = [code for code in compiler_messages.codes_for(text, tier, flags) if code not in _CATCH_ALLS]
+    by_message = compiler_messages.first_specific_code(text, tier, flags)  # catch-alls are decided below
     if by_message:
-        return by_message[0]
+        return by_message
     etype = str(rec.get("type") or "")
     m = CALL_ARITY.search(text)
     if etype == "TypeError" and m:

@@ -136,16 +136,14 @@ class Engine:
     # ------------------------------------------------------------------ the chip table
 
     async def fetch_chip_table(self, options: CheckOptions, *, purpose: Purpose = "check") -> tuple[list[Any] | None, str | None]:
-        """Ask a worker for the chip table (it probes libtpu for scoped-VMEM limits); keeps it.
-        Returns (specs, None) or (None, why). The server asks its warm check worker once, after a
+        """Ask a worker for the chip table (it probes libtpu for scoped-VMEM limits); keeps it, and
+        caches it under the versions the worker reported. Returns (specs, None), (specs, why the
+        cache was not written) or (None, why). The server asks its warm check worker once, after a
         check, rather than starting a job worker for it."""
-        from pallasite.runner.messages import ChipsParams
-
         from . import chip_table
 
-        reply = await self.backend(options).request(ChipsParams(probe=True), purpose=purpose,
-                                                    timeout_s=options.time_limit_s)
-        measured = chip_table._from_reply(reply)
+        measured = await chip_table.from_worker(self.backend(options), probe=True, purpose=purpose,
+                                                timeout_s=options.time_limit_s)
         if measured.error:
             return None, measured.error
         self.chip_table = measured.specs

@@ -114,6 +114,9 @@ class PoolBackend:
             return Reply("not_started", message=f"this {self.kind} backend has no {purpose!r} worker "
                          f"(lanes: {', '.join(p for p, l in self.lanes.items() if l.size)})", start_problem="not_found")
         worker = await lane.acquire()  # cancelling while waiting simply stops waiting
+        if self.closed:  # closed while this request waited: do not restart a worker for it
+            lane.release(worker)
+            return Reply("cancelled", message="the backend was closed")
         try:
             return await worker.request(params, purpose=purpose, timeout_s=timeout_s, on_progress=on_progress)
         finally:

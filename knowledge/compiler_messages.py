@@ -80,13 +80,25 @@ def _load(path: Path) -> tuple[MessageRow, ...]:
     return tuple(rows)
 
 
+def _applies(row: MessageRow, tier: int | None, flags: Collection[str] | None) -> bool:
+    return (tier is None or tier in row.tiers) and (row.requires is None or flags is None or row.requires in flags)
+
+
 def codes_for(message: str, tier: int | None = None, flags: Collection[str] | None = None) -> list[str]:
     """The codes whose rows match ``message``, best first: specific rows in table order, then
     catch-alls. Only rows for ``tier`` when given; ``flags``: what the worker's record says (e.g.
     {"x64"}), None when not known (then rows that require a flag apply)."""
-    found = [r for r in table() if (tier is None or tier in r.tiers)
-             and (r.requires is None or flags is None or r.requires in flags) and r.regex.search(message)]
+    found = [r for r in table() if _applies(r, tier, flags) and r.regex.search(message)]
     return list(dict.fromkeys(r.code for r in sorted(found, key=lambda r: r.catch_all)))  # stable sort
+
+
+def first_specific_code(message: str, tier: int | None = None, flags: Collection[str] | None = None) -> str | None:
+    """``codes_for``'s first code that is not a catch-all (None if none), without trying the rows
+    after it: what the checker's locator asks for every error record."""
+    for row in table():
+        if not row.catch_all and _applies(row, tier, flags) and row.regex.search(message):
+            return row.code
+    return None
 
 
 def patterns_of(code: str) -> tuple[str, ...]:

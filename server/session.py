@@ -416,7 +416,6 @@ class Session(SettingsAndTrust):
             self.log(f"pallasite: asking the worker for the chip table failed ({type(exc).__name__}: {exc}).")
             return
         if specs is None:
-            self.log(f"pallasite: the worker could not build the chip table ({problem}); "
-                     "hovers show no scoped VMEM limit (run `pallasite chips`).")
+            self.log(f"pallasite: {problem}; hovers show no scoped VMEM limit (run `pallasite chips`).")
         elif problem:
             self.log(f"pallasite: {problem}.")

@@ -232,9 +232,8 @@ def test_a_fake_worker_restarts_after_a_crash():
 
 
 def test_hovers_read_the_results_store_through_one_connection(tmp_path, monkeypatch):
-    from pallasite.analysis.types import Finding, Span
+    from pallasite.analysis.types import Finding, ResultKey, Span
     from pallasite.engine import store_cache
-    from pallasite.analysis.types import ResultKey as CacheKey  # the checker's key merged into ResultKey
 
     (tmp_path / ".pallasite").mkdir()  # the workspace (an empty store folder: no store file yet)
     kernel = tmp_path / "k.py"
@@ -253,8 +252,8 @@ def test_hovers_read_the_results_store_through_one_connection(tmp_path, monkeypa
         try:
             assert engine.stored_checks(str(kernel)) == []  # no store yet: none is created for a hover
             assert not (tmp_path / ".pallasite" / "results.sqlite").exists() and opened == []
-            key = CacheKey(code_hash="source:ab", kernel="add", inputs=(((8, 128), "float32"),), chip="v5e",
-                           jax_version="0.10.2", libtpu_version=None)
+            key = ResultKey(code_hash="source:ab", kernel="add", inputs=(((8, 128), "float32"),), chip="v5e",
+                            jax_version="0.10.2", libtpu_version=None)
             engine.store_for(str(kernel)).put(key, 1, "error", (Finding("PLS101", "tiling", Span(3, 0, 3, 5), tier=1),),
                                               path=str(kernel))
             return [engine.stored_checks(str(kernel)) for _ in range(50)]
@@ -264,3 +263,18 @@ def test_hovers_read_the_results_store_through_one_connection(tmp_path, monkeypa
     reads = _run(go())
     assert len(opened) == 1  # one connection for the record and all 50 hovers
     assert all([(r.kernel, r.tier, r.status) for r in found] == [("add", 1, "error")] for found in reads)
+
+
+def test_closing_the_backend_ends_waiting_requests_without_restarting_workers():
+    async def go():
+        backend = fake_backend(lambda params, purpose: FakeStep(delay_s=0.3))
+        running = asyncio.ensure_future(backend.request(PingParams()))
+        await asyncio.sleep(0.05)
+        waiting = asyncio.ensure_future(backend.request(PingParams()))
+        await asyncio.sleep(0.05)
+        await backend.close()
+        return await running, await waiting, backend.workers("check")
+
+    running, waiting, [worker] = _run(go())
+    assert running.status == "ok" and waiting.status == "cancelled" and "closed" in waiting.message
+    assert worker.served == 1 and worker.starts == 1

@@ -112,6 +112,70 @@ def test_a_worker_measures_the_table_and_says_which_versions_it_is_for(tmp_path,
     assert chip_table.remember(measured.specs, measured.versions) is None  # no limits measured: not cached
 
 
+def test_the_engine_keeps_and_caches_what_its_worker_measured_and_says_why_not_once(tmp_path, monkeypatch):
+    import asyncio
+
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import Engine
+    from pallasite.engine.fake_backend import FakeStep, fake_backend
+    from pallasite.runner import messages
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    spec = dataclasses.replace(chip_probe.spec_from_jax(chip_target("v5e")), scoped_vmem_limit_bytes=16 * chips.MIB,
+                               scoped_vmem_source="test probe")
+    theirs = {"jax": "9.9.9", "libtpu": "1.2.3"}  # the worker's versions, not this process's
+    answers = {"ok": FakeStep(result=messages.ChipsResult(chips=(spec,), versions=theirs)),
+               "broken": FakeStep(error=messages.ErrorInfo("RuntimeError", "no jax here"))}
+
+    async def fetch(answer):
+        engine = Engine(backend_factory=lambda config, checks: fake_backend(lambda params, purpose: answers[answer]),
+                        use_store=False)
+        try:
+            return await engine.fetch_chip_table(CheckOptions(target="v5e")), engine.chip_table
+        finally:
+            await engine.close()
+
+    (specs, problem), kept = asyncio.run(fetch("ok"))
+    assert specs == kept == [spec] and problem is None
+    assert chips.read_cache(theirs) == [spec] and chip_table.cached() is None  # cached under the worker's versions
+    (specs, problem), kept = asyncio.run(fetch("broken"))
+    assert specs is None and kept is None
+    assert problem == "the worker could not build the chip table: RuntimeError: no jax here"  # said once
+
+
+def test_the_server_logs_why_the_worker_could_not_build_the_table_once():
+    import asyncio
+
+    from pallasite.engine.engine import Engine
+    from pallasite.engine.fake_backend import FakeStep, fake_backend
+    from pallasite.runner import messages
+    from pallasite.server.session import Session
+
+    class Client:
+        def __init__(self):
+            self.logged = []
+
+        def window_log_message(self, params):
+            self.logged.append(params.message)
+
+    client = Client()
+    session = Session(client)
+    broken = FakeStep(error=messages.ErrorInfo("RuntimeError", "no jax here"))
+    session.engine = Engine(backend_factory=lambda config, checks: fake_backend(lambda params, purpose: broken),
+                            use_store=False)
+
+    async def go():
+        try:
+            await session._fetch_chip_table()
+        finally:
+            await session.engine.close()
+
+    asyncio.run(go())
+    [line] = client.logged
+    assert line.count("could not build the chip table") == 1 and "RuntimeError: no jax here" in line, line
+    assert "run `pallasite chips`" in line
+
+
 def test_table_text_names_every_chip_and_its_sources():
     specs = chip_probe.measure(probe=False)
     text = chips.format_chip_table(specs)

@@ -146,7 +146,8 @@ async def test_progress_reaches_the_callback(warm):
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def fragile():
     """One client the tests below crash, hang and overfill in turn (each death costs one restart)."""
-    client = WorkerClient(WorkerConfig(timeout_s=20, memory_mb=1024, cancel_grace_s=0.5))
+    # 60 s: on a loaded shared host, filling 1 GiB page by page can take longer than 20 s
+    client = WorkerClient(WorkerConfig(timeout_s=60, memory_mb=1024, cancel_grace_s=0.5))
     await client.start()
     yield client
     await client.close()
@@ -254,7 +255,7 @@ async def test_launched_worker_filters_its_own_environment(monkeypatch):
 
 
 async def test_launched_worker_enforces_its_own_memory_limit():
-    async with WorkerClient(launcher_config(memory_mb=1024)) as client:
+    async with WorkerClient(launcher_config(memory_mb=1024, timeout_s=60)) as client:
         reply = await client.request(imp(fixture("allocates_memory.py")))
         assert reply.status == "memory" and reply.exit_code == 86
         assert "above the limit of 1024 MiB" in reply.stderr_tail
@@ -334,3 +335,29 @@ async def test_files_in_the_working_folder_do_not_shadow_the_workers_modules(tmp
     (tmp_path / "json.py").write_text("raise ImportError('the user json.py shadowed the stdlib')\n")
     async with WorkerClient(small(cwd=str(tmp_path))) as client:
         assert (await client.request(PingParams())).status == "ok"
+
+
+# --------------------------------------------------------------------------- files that are not on the worker's machine
+
+
+async def test_a_file_whose_folder_is_not_on_the_workers_machine_is_checked_from_what_the_request_carries(warm):
+    """What a remote worker sees: the laptop's paths do not exist there; the request carries the
+    file and its local module, and tracebacks still name the laptop's paths."""
+    from pallasite.runner.messages import SourceFile, Sources
+
+    with open(fixture("uses_helper.py"), encoding="utf-8") as f:
+        text = f.read()
+    laptop = "/nonexistent/laptop/kernels"
+    assert not os.path.exists(laptop)
+
+    def sent(helper: str) -> Sources:
+        return Sources(SourceFile(f"{laptop}/uses_helper.py", text),
+                       modules=(SourceFile(f"{laptop}/helper_blocks.py", helper, module="helper_blocks"),), root=laptop)
+
+    check = await warm.request(CheckParams(source=sent("BLOCK_ROWS = 64\n"), target="v5e", tiers=(1,)))
+    assert check.status == "ok", check.message
+    [entry] = check.result.entries
+    assert entry.states() == {"1": "ok"} and entry.mosaic_calls == 1
+    broken = await warm.request(ImportParams(source=sent("BLOCK_ROWS = 64\nraise ValueError('bad helper')\n")))
+    assert broken.status == "error" and broken.error.type == "ValueError"
+    assert f'File "{laptop}/helper_blocks.py", line 2' in broken.error.traceback
