@@ -354,22 +354,37 @@ class Source:
             self.constants[name] = Constant(name, number, self.span(value))
 
     def function(self, name: str, near: Node | None = None) -> Node | None:
-        """The definition of ``name``: one nested in the function around ``near`` first, else the
-        module-level one, else the only one with that name."""
+        """The definition ``name`` is bound to where ``near`` uses it, as Python binds it.
+
+        A closure's binding first: a def of that name in a function around ``near`` (the latest
+        one before ``near`` there). Else the module's: the latest module-level def before ``near``
+        (notebook-style files redefine ``matmul_kernel`` several times; each use sees the one
+        above it), else the only module-level def. None where it cannot tell (several defs, none
+        before the use), so the rules say nothing rather than compare with the wrong one.
+        """
         defs = self.functions.get(name)
         if not defs:
             return None
         if near is not None:
             scope = enclosing_function(near)
             while scope is not None:
-                for d in defs:
-                    if d.parent is not None and _is_in(d, scope) and d is not scope:
-                        return d
+                inner = [d for d in defs if d.parent is not None and _is_in(d, scope) and d is not scope
+                         and enclosing_function(d) is not None and enclosing_function(d).id == scope.id]
+                if inner:
+                    return _latest_before(inner, near) or inner[-1]
                 scope = enclosing_function(scope)
-        for d in defs:
-            if _module_level(d):
-                return d
+        module = [d for d in defs if _module_level(d)]
+        if len(module) == 1:
+            return module[0]
+        if module:
+            return _latest_before(module, near) if near is not None else None
         return defs[0] if len(defs) == 1 else None
+
+
+def _latest_before(defs: list[Node], near: Node) -> Node | None:
+    """The last of ``defs`` (in source order) that starts before ``near``."""
+    before = [d for d in defs if d.start_byte < near.start_byte]
+    return max(before, key=lambda d: d.start_byte) if before else None
 
 
 def _arith(op: str, a: int, b: int) -> int | None:

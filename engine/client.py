@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pallasite.runner import env as env_module
+
+from .devices import DEFAULT_CPU_DEVICES, xla_flags
 from pallasite.runner import protocol
 
 from .backend import ProgressCallback, Reply, StartProblem, call_progress
@@ -57,6 +59,7 @@ class WorkerConfig:
     remote_worker: tuple[str, ...] = ("pallasite", "worker")  # the worker command a launcher runs
     stderr_lines: int = 200  # how much of the worker's stderr is kept
     poll_interval_s: float = 0.1  # memory polling period
+    cpu_devices: int | None = DEFAULT_CPU_DEVICES  # virtual CPU devices (engine/devices.py); None: leave XLA_FLAGS
 
     def argv(self) -> list[str]:
         flags = [*self.worker_args]
@@ -79,7 +82,10 @@ class WorkerConfig:
         environment at start-up. ``env`` extras do not reach a remote worker: set them there."""
         if self.command:
             return dict(os.environ)
-        return env_module.worker_environment(os.environ, platforms=self.platforms, extra=self.env)
+        env = env_module.worker_environment(os.environ, platforms=self.platforms, extra=self.env)
+        if self.cpu_devices and self.platforms == "cpu":
+            env["XLA_FLAGS"] = xla_flags(self.cpu_devices, env.get("XLA_FLAGS", ""))
+        return env
 
 
 class WorkerStartError(RuntimeError):

@@ -24,6 +24,7 @@ from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span, to_json
 from pallasite.runner.messages import CheckResult
 
+from .figures import shape_cast_sentence
 from .origin_findings import to_origin, vmem_related
 from .classify import (
     CALL_ARITY,
@@ -129,6 +130,8 @@ def locate_record(
         said = _arity_sentence(said, site)
     if code == "PLS107" and x64_rejection(rec):
         said = _x64_sentence(said, lines)
+    if code == "PLS202":
+        said = shape_cast_sentence(said, rec)  # name the shapes of the cast
     related = related_places(site, span, lines)
     called = _helper_call(rec, span, lines, sites)
     if called is not None:

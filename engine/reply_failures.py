@@ -47,7 +47,7 @@ def stage_of(report: Progress) -> dict[str, Any]:
 
 
 def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str,
-                  *, stderr: str = "", path: str | None = None) -> Finding | None:
+                  *, stderr: str = "", path: str | None = None, time_limit_s: float | None = None) -> Finding | None:
     """The finding for a request that did not come back "ok" (None when it was cancelled).
 
     ``stderr``: the worker's last stderr lines (kept as the finding's detail); for a crash while
@@ -72,18 +72,31 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         span = line_span(int(last_stage["line"]) - 1, lines)
         where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
     related: tuple = ()
+    severity = None  # the code's registered severity unless a case below knows better
     if status == "timed_out":
         code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
         if (importing and not last_stage.get("line")) or (not last_stage and not site):
             span = _first_import_like_line(lines)
-        body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
+        if not time_limit_s:  # the client's words: "no result after 60 s"
+            said = re.search(r"(\d+(?:\.\d+)?) s\b", message or "")
+            time_limit_s = float(said.group(1)) if said else None
+        limit = f"the {time_limit_s:g} s time limit" if time_limit_s else "its time limit"
+        if code == "PLS205":
+            kernel = site.kernel_name if site is not None and site.kernel_name else None
+            what = f"kernel {kernel}" + (f" (entry {entry})" if entry and entry != kernel else "") if kernel else (
+                f"entry {entry}" if entry else "the kernel")
+            body = (f"the TPU compiler did not finish compiling {what} for {target} within {limit}, so tier 2 "
+                    f"did not check it (not an error in the kernel: large kernels can take tens of seconds in the "
+                    f"deviceless compiler on a CPU). Raise --time-limit or the check.timeLimitS setting")
+        else:
+            body = f"the check ran past {limit}{where}: {message}".rstrip(": ")
         vmem = last_stage.get("vmem") if code == "PLS205" else None
         if vmem and site is not None:  # said first: the blocks cannot fit, which is why it never finished
             place = buffer_place(site, vmem["role"], vmem["index"], text, lines)
             body = (f"the blocks of this pallas_call need {vmem['need_mib']:.1f} MiB of VMEM (double-buffered), more "
                     f"than the {target}'s {vmem['chip_mib']:.1f} MiB; the largest is {vmem['role']}[{vmem['index']}] "
-                    f"{vmem['block']}. Shrink the blocks: the compiler ran past its time limit trying to fit them"
-                    + (f" ({body})" if body else ""))
+                    f"{vmem['block']}. Shrink the blocks: the compiler ran past {limit} trying to fit them")
+            severity = "error"  # the blocks cannot fit: the compiler would reject them, given the time
             if place is not None:
                 span, related, said = place
                 body += f"; {said}" if said else ""
@@ -96,7 +109,7 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         code=code,
         message=body,
         span=span,
-        severity=CODES[code].severity,
+        severity=severity or CODES[code].severity,
         tier=tier,
         detail=f"the worker's last stderr lines:\n{stderr}" if stderr.strip() else None,
         origin=ORIGIN_RUNNER,

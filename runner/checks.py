@@ -16,7 +16,8 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
 ``handle_check(CheckParams, progress) -> CheckResult`` (runner/messages.py; docs/worker-protocol.md
 describes both). The tiers build a plain dict step by step (``entry["tiers"]["2"] = "skipped: tier 1
 failed"``; interpret.py and script_mode.py write into it too), turned into the typed result once at
-the end (``messages.check_result_from_plain``). The lowered module's text includes its source
+the end (``messages.check_result_from_plain``). ``params.inferred`` (tasks the client read from the
+file's own calls when it states none) reaches ``runner/tasks_inferred.py``. The lowered module's text includes its source
 locations, so equal hashes mean the same kernel at the same lines: a verdict stored under it (with
 its spans) stays valid.
 
@@ -36,7 +37,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from pallasite.analysis.types import CHIP_TARGETS, code_hash, installed_versions
+from pallasite.analysis.types import CHIP_TARGETS, code_hash, installed_versions, to_json
 
 from . import errors as errors_mod
 from . import messages, tasks_runtime
@@ -56,7 +57,8 @@ def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | No
     plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
              "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
              "entries": list(params.entries) if params.entries is not None else None,
-             "tier2_known": dict(params.tier2_known)}
+             "tier2_known": dict(params.tier2_known),
+             "inferred": [to_json(call) for call in params.inferred]}  # runner/tasks_inferred.py reads these
     if params.script:  # `pallasite check --script`: runner/script_mode.py
         from .script_mode import handle_script_check
 
@@ -97,7 +99,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
         with (_line_watch(path, params.get("time_limit_s"), say), _restored_config(),
               user_module(path, text, modules, package) as module):
             try:
-                tasks = tasks_runtime.discover(module, path, text)
+                tasks = tasks_runtime.discover(module, path, text, inferred=params.get("inferred"))
             except tasks_runtime.TaskError as exc:
                 result["errors"].append(_task_error(exc, path))
                 return result

@@ -297,10 +297,31 @@ class ImportResult:
 
 
 @dataclass(frozen=True)
+class InferredInput:
+    """One argument of an inferred call: an array (``shape`` and ``dtype``) or a plain literal ``value``."""
+
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class InferredCall:
+    """A task read from the file's own call at ``line`` (``analysis/inferred_inputs.py``): check ``entry``
+    at these arguments when the file states no task (``runner/tasks_inferred.py``)."""
+
+    entry: str
+    line: int
+    args: tuple[InferredInput, ...] = ()
+    kwargs: dict[str, InferredInput] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class CheckParams:
     """Check one file: tiers 1-3 for ``target``. ``entries``: only these entries (the client asks tier 2
     for the entries its results cache lacks); ``tier2_known``: tier-2 verdicts ("ok" | "error") the client
-    reused, so those entries are not compiled; ``script``: run the file's __main__ (script mode)."""
+    reused, so those entries are not compiled; ``script``: run the file's __main__ (script mode);
+    ``inferred``: tasks the client read from the file's own calls, used when the file states none."""
 
     OP: ClassVar[str] = "check"
     source: Sources
@@ -310,6 +331,7 @@ class CheckParams:
     script: bool = False
     entries: tuple[str, ...] | None = None
     tier2_known: dict[str, str] = field(default_factory=dict)
+    inferred: tuple[InferredCall, ...] = ()  # used only when the file states no task
 
 
 @dataclass(frozen=True)

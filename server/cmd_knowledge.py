@@ -13,6 +13,7 @@ Exit codes: 0 done, 2 bad input (unknown code, missing folder, unreadable store)
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import json
 import sys
 
@@ -34,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument("action", nargs="?", choices=("info", "clear"), default="info",
                             help="info (default): where it is, counts, size; clear: delete it")
         parser.add_argument("--workspace", default=None,
-                            help="the workspace folder (default: the nearest folder above the current one "
-                                 "that has a .pallasite folder, else the current folder)")
+                            help="the workspace folder (default: as `pallasite check` finds it: the nearest folder "
+                                 "above the current one with a pyproject.toml or .git, or a .pallasite "
+                                 "folder within that project; else the current folder)")
     else:  # pragma: no cover - the CLI table only routes the three names above here
         raise ValueError(f"cmd_knowledge does not handle {command!r}")
 
@@ -158,7 +160,7 @@ def _docs(args: argparse.Namespace) -> int:
 def _store(args: argparse.Namespace) -> int:
     from pallasite.knowledge import store
 
-    workspace = store.find_workspace(args.workspace or ".")
+    workspace = Path(args.workspace).resolve() if args.workspace else store.find_workspace(".")
     if args.workspace and not workspace.is_dir():
         return _fail(f"store: workspace {args.workspace!r} is not a folder")
     if args.action == "clear":

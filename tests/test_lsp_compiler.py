@@ -246,7 +246,9 @@ async def test_check_command_in_script_mode_runs_main_and_reports_its_kernels(cl
     await diagnostics_for(client, uri, 1)
     plain = await asyncio.wait_for(client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri}])), 120)
-    assert plain["ok"] is True and codes_at(client.diagnostics[uri], "PLS900")  # no example inputs
+    # no example inputs, but __main__ shows the shapes: the plain check reads them (zero configuration)
+    assert plain["ok"] is True and not codes_at(client.diagnostics[uri], "PLS900")
+    assert [d.range.start.line for d in client.diagnostics[uri] if d.data.get("tier") == 1] == [12]
     result = await asyncio.wait_for(client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="pallasite.check", arguments=[{"uri": uri, "script": True}])), 120)
     assert result["ok"] is True and result["script"] is True

@@ -97,7 +97,8 @@ async def test_environment_is_the_allowlist(warm, monkeypatch):
     seen = reply.result.constants["ENVIRONMENT"]
     assert not {"GEMINI_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"} & set(seen)
     assert "secret" not in " ".join(seen.values())
-    assert seen["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
+    # the user's flags are kept; the virtual CPU device count (engine/devices.py) is added
+    assert seen["XLA_FLAGS"].split() == ["--xla_cpu_enable_fast_math=false", "--xla_force_host_platform_device_count=8"]
     assert seen["JAX_PLATFORMS"] == "cpu" and seen["TPU_SKIP_MDS_QUERY"] == "1"
 
 
