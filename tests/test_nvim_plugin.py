@@ -84,7 +84,7 @@ def test_diagnostic_commands_and_status(tmp_path: Path, env: dict[str, str], pro
     assert "100" in tiling[0]["message"] and tiling[0]["severity"] == 1
     # Exactly the commands the server advertises, as buffer-local user commands.
     assert set(r["advertised"]) == {"pallasite.check", "pallasite.selectTarget", "pallasite.trustFolder",
-                                    "pallasite.explain", "pallasite.autotune"}
+                                    "pallasite.explain", "pallasite.autotune", "pallasite.time", "pallasite.profile"}
     assert r["buffer_commands"] == ["PallasiteCheck", "PallasiteCheckScript", "PallasiteCheckTier3", "PallasiteExplain",
                                     "PallasiteTarget", "PallasiteTrust"]
     # :PallasiteTarget v5e went to the server and came back as pallasite/status.
