@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import sys
 import time
@@ -32,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--json", help="write the summaries here as JSON")
     parser.add_argument("--report", help="write a self-contained HTML report here")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per worker request")
+    parser.add_argument("--memory-mb", type=int, default=8192,
+                        help="memory limit of each worker (interpret-mode checks of big kernels need several GiB)")
 
 
 def candidate_for(method: str) -> Callable[[Any], str]:
@@ -46,8 +49,8 @@ def candidate_for(method: str) -> Callable[[Any], str]:
     return {"files": files, "reference": reference}[method]
 
 
-async def evaluate(tasks: list, methods: dict[str, Callable[[Any], str]], *, chip: str, jobs: int = 1,
-                   verify: bool = True, timeout_s: float = 300.0, backend: Any = None,
+async def evaluate(tasks: list, methods: dict[str, Callable[[Any], Any]], *, chip: str, jobs: int = 1,
+                   verify: bool = True, timeout_s: float = 300.0, backend: Any = None, memory_mb: int = 8192,
                    progress: Callable[[str], None] = lambda m: None) -> list[dict]:
     """Run each method over the tasks; return one Summary (as JSON) per method."""
     from pallasite.agents.eval_metrics import CaseOutcome, TaskOutcome, summarize
@@ -56,7 +59,7 @@ async def evaluate(tasks: list, methods: dict[str, Callable[[Any], str]], *, chi
     from pallasite.engine.client import WorkerConfig
 
     own = backend is None
-    backend = backend or local_backend(WorkerConfig(timeout_s=timeout_s), checks=0, jobs=max(1, jobs))
+    backend = backend or local_backend(WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb), checks=0, jobs=max(1, jobs))
     gate = asyncio.Semaphore(max(1, jobs))
     out = []
     try:
@@ -69,6 +72,8 @@ async def evaluate(tasks: list, methods: dict[str, Callable[[Any], str]], *, chi
                 async with gate:
                     try:
                         text = method(task)
+                        if inspect.isawaitable(text):  # a provider's answer
+                            text = await text
                         r = await estimate_candidate(backend, task, text, chip, verify=verify, timeout_s=timeout_s)
                         case = CaseOutcome(r.compiled, r.correct, r.speedup, r.error)
                         prov = r.provenance
@@ -115,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     try:
         summaries = asyncio.run(evaluate(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
-                                         timeout_s=args.timeout,
+                                         timeout_s=args.timeout, memory_mb=args.memory_mb,
                                          progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
     except MissingTiming as exc:
         print(f"pallasite eval: {exc}", file=sys.stderr)
