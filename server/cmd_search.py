@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     workspace = workspace_for([str(path.resolve())])
     store = ResultsStore.open(workspace) if workspace else None
     rid = run_id(text, options, name, args.target)
-    done = [SearchNode.from_json(s.payload) for s in store.agent_steps(rid) if s.kind == "search_node"] if store else []
+    done = stored_nodes(store, rid)
     if done:
         print(f"pallasite search: resuming {rid}: {len(done)} nodes already done", file=sys.stderr)
 
@@ -99,18 +99,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {node.id:10s} {node.status:9s} {speed:>7s}  {node.strategy or node.op}"[:110], file=sys.stderr)
 
     try:
-        graph = asyncio.run(_search(path, text, options, provider, args, done, on_node))
+        graph = asyncio.run(run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
+                                       memory_mb=args.memory_mb, done=done, on_node=on_node))
     finally:
         if store:
             store.close()
     best = graph.best()
-    out_dir = Path(workspace or path.parent) / ".pallasite" / "search"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{rid}.json").write_text(graph.dumps())
-    report = Path(args.report) if args.report else out_dir / f"{rid}.html"
-    from pallasite.server.report_html import search_html
-
-    report.write_text(search_html(graph.to_json(), title=f"pallasite search {path.name} ({args.algo})"))
+    report = write_outputs(graph, rid, Path(workspace or path.parent) / ".pallasite" / "search",
+                           f"pallasite search {path.name} ({args.algo})", Path(args.report) if args.report else None)
     speed = f"{best.speedup:.2f}x" if best.speedup is not None else "-"
     print(f"best: {best.id} {speed} against reference() [{best.provenance}]; {len(graph.nodes)} nodes; "
           f"stopped: {graph.stopped}; run {rid}")
@@ -121,23 +117,46 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _search(path, text, options, provider, args, done, on_node):
+async def run_search(path: Path, text: str, options, provider, *, chip: str, jobs: int = 2, memory_mb: int = 8192,
+                     done=(), on_node=None, backend=None):
+    """One search of ``text`` (the file at ``path``): nodes proposed by ``provider`` and evaluated in
+    workers (estimate for ``chip`` + interpret-mode check against reference()). Shared by the CLI and
+    the editor's "Search for a faster kernel"."""
     from pallasite.agents.search import Evaluation, search
     from pallasite.agents.search_propose import provider_proposer
     from pallasite.engine.client import WorkerConfig
     from pallasite.engine.eval_tasks import EvalTask, estimate_candidate
     from pallasite.engine.pool import local_backend
 
-    backend = local_backend(WorkerConfig(timeout_s=600.0, memory_mb=args.memory_mb), checks=0, jobs=max(1, args.jobs))
+    own = backend is None
+    backend = backend or local_backend(WorkerConfig(timeout_s=600.0, memory_mb=memory_mb), checks=0, jobs=max(1, jobs))
     task = EvalTask(path.stem, str(path.parent), "file", str(path), str(path))
 
     async def evaluate(source: str) -> Evaluation:
-        r = await estimate_candidate(backend, task, source, args.target, identical_is_reference=False)
+        r = await estimate_candidate(backend, task, source, chip, identical_is_reference=False)
         return Evaluation(r.compiled, r.correct, r.speedup, r.provenance, r.error)
 
     try:
-        return await search(text, options, provider_proposer(provider, args.target), evaluate,
-                            provenance=f"estimate ({args.target})", done=done, on_node=on_node)
+        return await search(text, options, provider_proposer(provider, chip), evaluate,
+                            provenance=f"estimate ({chip})", done=done, on_node=on_node)
     finally:
-        await backend.close()
+        if own:
+            await backend.close()
         await provider.close()
+
+
+def stored_nodes(store, rid: str) -> list:
+    from pallasite.agents.search_graph import SearchNode
+
+    return [SearchNode.from_json(s.payload) for s in store.agent_steps(rid) if s.kind == "search_node"] if store else []
+
+
+def write_outputs(graph, rid: str, out_dir: Path, title: str, report: Path | None = None) -> Path:
+    """The graph as JSON and the HTML report; returns the report's path."""
+    from pallasite.server.report_html import search_html
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{rid}.json").write_text(graph.dumps())
+    report = report or out_dir / f"{rid}.html"
+    report.write_text(search_html(graph.to_json(), title=title))
+    return report
