@@ -61,6 +61,11 @@ CODES: dict[str, Code] = _codes(
          "TPUs have no 64-bit vector support: use 32-bit types inside the kernel."),
     Code("PLS012", "Grid is not a tuple of ints",
          "grid must be an int or a tuple of ints (static at trace time)."),
+    Code("PLS013", "Static ref slice outside the block",
+         "Keep the slice (start + size) within the ref's block shape, or widen the BlockSpec's block_shape / scratch shape."),
+    Code("PLS014", "Kernels launched in a way tier 0 cannot read",
+         "Tier 0 checks pallas_calls written in this file (or through a wrapper defined here); the compiler tiers check the rest.",
+         "information"),
     # ---------------------------------------------------------------- tier 1: lowering
     Code("PLS100", "Pallas TPU lowering failed", "Read the message; the marked line is where the lowering stopped."),
     Code("PLS101", "Block shape not tileable on TPU", "Make the last two block dims divisible by (8, 128) or equal to the array dims."),
@@ -94,6 +99,11 @@ CODES: dict[str, Code] = _codes(
     Code("PLS303", "Output region left unwritten or NaN", "Write every output block on every grid step, or initialise the accumulator."),
     Code("PLS304", "Result differs from the reference", "Check accumulator initialisation and dimension_semantics of reduction axes."),
     Code("PLS305", "TPU interpreter and TPU compiler disagree", "The real compiler is the authority for what compiles; the interpreter for what runs.", "warning"),
+    Code("PLS306", "Tier 3 not checked: jax's TPU interpreter could not run this kernel",
+         "A limitation of jax's interpreter, not of your kernel: tiers 1-2 still apply; check the numbers another way.",
+         "warning"),
+    Code("PLS307", "Tier 3 not checked: the interpret run reached a resource limit",
+         "Raise the time or memory limit, or give smaller example inputs; tiers 1-2 keep their verdicts.", "warning"),
     # ---------------------------------------------------------------- running the check
     Code("PLS900", "No task: compiler tiers need example inputs",
          "Add example_inputs() (see docs/task-convention.md) so tiers 1-3 know the shapes.", "information"),

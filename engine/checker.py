@@ -49,7 +49,7 @@ from pallasite.analysis.types import (
 
 from pallasite.runner.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
-from . import locate, reply_failures
+from . import locate, reach, reply_failures, tier3_request
 from .backend import Purpose, Reply
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
@@ -225,7 +225,9 @@ class Checker:
             if on_progress is not None and report.message:
                 on_progress(report.message)
 
-        first = (1,) if reuse else tiers  # with the cache: tier 1 first, then tiers 2 and 3 as needed
+        split3 = 3 in tiers and len(tiers) > 1  # tier 3 on its own: a limit it reaches loses only tier 3
+        before3 = tuple(t for t in tiers if t != 3) if split3 else tiers
+        first = (1,) if reuse else before3  # with the cache: tier 1 first, then tier 2 as needed
         reply = await self._request(client, source, first, progress)
         if reply.status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, tiers)
@@ -237,7 +239,14 @@ class Checker:
         reused: dict[str, CachedVerdict] = {}
         if reuse:
             result, reused = await self._tier2_from_cache_or_worker(
-                client, cache, source, text, analysis, result, tiers, findings, progress, last_stage)
+                client, cache, source, text, analysis, result, before3, findings, progress, last_stage)
+        if split3:  # engine/tier3_request.py
+            result = await tier3_request.run_tier3(
+                lambda ask, names: self._request(client, source, ask, progress, entries=names), result, findings,
+                lambda failed, ask: self._failure(failed, path, text, analysis, last_stage, ask),
+                lambda failed: tier3_request.resource_stop(failed, text, analysis, last_stage, self.options.target,
+                                                           {"time_limit_s": self.options.time_limit_s,
+                                                            "memory_mb": self.options.memory_mb}, path))
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
@@ -485,6 +494,7 @@ class _Verdict:
     span: Span
     entry: str | None
     tiers: dict[int, str]
+    site: Any = None  # the KernelSite (None: a verdict for an entry with no site of its own)
 
     def freeze(self) -> KernelVerdict:
         return KernelVerdict(name=self.name, span=self.span, tiers=tuple(sorted(self.tiers.items())))
@@ -503,7 +513,7 @@ def _initial_verdicts(analysis: SourceAnalysis, text: str, tiers: Sequence[int])
             if len(analysis.sites) == 1 and findings:
                 hit = True  # one pallas_call: every tier-0 error of the file is about it
             states[0] = "error" if hit else "ok"
-        verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states))
+        verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states, site=site))
     return verdicts
 
 
@@ -534,9 +544,15 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
     located in is marked "error"; the entry's other kernels are "skipped" for that tier (the
     lowering and the compiler stop at the first failure).
     """
+    by_reach = reach.reach_known(entries)  # the worker said which pallas_calls each entry made
+    updated: set[int] = set()  # verdicts an entry already set (a later entry's "ok" keeps an "error")
+    sites = [v for v in verdicts if v.site is not None]
     for entry in entries:
-        covered = [v for v in verdicts if v.entry == entry.name]
-        if not covered and len(entries) == 1:
+        if by_reach:
+            covered = [v for v in sites if reach.site_reached(v.site, entry.reached)]
+        else:
+            covered = [v for v in verdicts if v.entry == entry.name]
+        if not covered and len(entries) == 1 and not by_reach:
             covered = list(verdicts)  # one entry: it reaches every pallas_call of the file
         if not covered:
             span = _def_span(text, entry.name)
@@ -544,7 +560,10 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
             verdicts.append(v)
             covered = [v]
         for v in covered:
-            v.tiers.update(entry.tiers)
+            for tier, state in entry.tiers.items():
+                if not (id(v) in updated and v.tiers.get(tier) == "error" and state != "error"):
+                    v.tiers[tier] = state
+            updated.add(id(v))
         if len(covered) < 2:
             continue
         for tier, state in entry.tiers.items():
@@ -555,6 +574,12 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
                 for v in covered:
                     if v.name not in culprits:
                         v.tiers[tier] = f"skipped: kernel {', '.join(sorted(culprits))} failed first"
+    if by_reach:  # sites no entry reached: their compiler tiers never ran on them
+        ran = {t for e in entries for t in e.tiers}
+        for v in sites:
+            if not any(reach.site_reached(v.site, e.reached) for e in entries):
+                for t in ran:
+                    v.tiers[t] = reach.NOT_REACHED
 
 
 _DEF = "^(?:async\\s+)?def\\s+{name}\\b"

@@ -18,13 +18,14 @@ import re
 from typing import Any, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import Finding, Span
+from pallasite.analysis.types import Finding, Related, Span
 
 from pallasite.runner.messages import Progress, Stage
 
 from .backend import Reply
 from .classify import ORIGIN_RUNNER
 from .locate import call_span, line_span, related_places
+from .origin_findings import buffer_place
 
 
 def stage_of(report: Progress) -> dict[str, Any]:
@@ -38,6 +39,10 @@ def stage_of(report: Progress) -> dict[str, Any]:
         step = {"stage": report.stage.value}
     if report.line is not None:
         step["line"] = report.line
+    if report.vmem is not None:  # the blocks of the call being compiled exceed the chip's VMEM
+        v = report.vmem
+        step["vmem"] = {"need_mib": v.need_bytes / 2**20, "chip_mib": v.chip_bytes / 2**20, "role": v.role,
+                        "index": v.index, "block": v.block}
     return step
 
 
@@ -66,11 +71,23 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
     if last_stage.get("line"):  # the worker said where the user's code was (time ran out, or it crashed)
         span = line_span(int(last_stage["line"]) - 1, lines)
         where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
+    related: tuple = ()
     if status == "timed_out":
         code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
         if (importing and not last_stage.get("line")) or (not last_stage and not site):
             span = _first_import_like_line(lines)
         body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
+        vmem = last_stage.get("vmem") if code == "PLS205" else None
+        if vmem and site is not None:  # said first: the blocks cannot fit, which is why it never finished
+            place = buffer_place(site, vmem["role"], vmem["index"], text, lines)
+            body = (f"the blocks of this pallas_call need {vmem['need_mib']:.1f} MiB of VMEM (double-buffered), more "
+                    f"than the {target}'s {vmem['chip_mib']:.1f} MiB; the largest is {vmem['role']}[{vmem['index']}] "
+                    f"{vmem['block']}. Shrink the blocks: the compiler ran past its time limit trying to fit them"
+                    + (f" ({body})" if body else ""))
+            if place is not None:
+                span, related, said = place
+                body += f"; {said}" if said else ""
+                related = related + (Related(call_span(site), "the pallas_call"),)
     elif status == "memory":
         code, body = "PLS904", f"the check ran past its memory limit{where}: {message}".rstrip(": ")
     else:
@@ -85,7 +102,7 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         origin=ORIGIN_RUNNER,
         chip=target,
         kernel=site.kernel_name if site is not None and not importing else None,
-        related=() if importing else related_places(site, span, lines),
+        related=() if importing else (related or related_places(site, span, lines)),
     )
 
 
