@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "time": ("pallasite.server.cmd_time", "time a kernel against its XLA reference, after checking it cannot game the timing"),
     "profile": ("pallasite.server.cmd_time", "profile a kernel: per-kernel time, FLOP/s and bytes/s vs the roofline, the trace"),
     "tune": ("pallasite.server.cmd_tune", "autotune a kernel's block sizes for a TPU chip (cost model; device when given)"),
+    "search": ("pallasite.server.cmd_search", "search for a faster kernel: parallel / beam / evolutionary optimize runs, with an HTML report"),
+    "eval": ("pallasite.server.cmd_eval", "evaluate a folder of JAXBench/MaxKernel tasks: compile/correct rates, geomean speedup, fast_p"),
     "serve": ("pallasite.server.cmd_serve", "run the language server (stdio, or --tcp on 127.0.0.1)"),
     "worker": ("pallasite.runner.worker", "run a worker: JSON lines on stdin/stdout (used by the server, ssh and Ray)"),
     "explain": ("pallasite.server.cmd_knowledge", "explain a finding code, e.g. `pallasite explain PLS001`"),

@@ -20,7 +20,7 @@ from pygls.lsp.server import LanguageServer
 from pallasite import __version__
 from pallasite.engine import secrets
 
-from . import actions, fix_command, hover, hover_sources, lenses, timing_lsp, tune_lsp
+from . import actions, fix_command, hover, hover_sources, lenses, search_lsp, timing_lsp, tune_lsp
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
     change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
@@ -294,6 +294,14 @@ async def fix_with_agent(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     ``{"uri": ..., "version": N, "line": L}`` (what the "Fix with agent" code action sends)."""
     options = args[0] if args and isinstance(args[0], dict) else {}
     return await fix_command.fix_with_agent(ls, options, await _progress_token(ls))
+
+
+@server.command(search_lsp.SEARCH_COMMAND)
+async def search_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Search for a faster kernel: ``{"uri", "algo", "budget", "seed", "width", ...}``; the best node is
+    offered as a versioned edit and the HTML report opened with window/showDocument."""
+    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    return await search_lsp.search_command(ls, options, await _progress_token(ls))
 
 
 @server.command(timing_lsp.TIME_COMMAND)
