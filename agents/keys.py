@@ -4,8 +4,9 @@
     api_key("openai", "MY_KEY")   # the named variable
     redact("... AIza... ...")      # every known secret replaced by "[REDACTED]"
 
-Keys come only from the process environment, read when a provider is made (never from settings
-files, never stored). ``redact`` is applied to prompts before they are sent, to responses and
+Keys come only from the environment pallasite started with, read when a provider is made (never
+from settings files, never stored): through ``engine.secrets``, which holds them in memory once
+``pallasite serve``/``check`` re-executed itself without them (so kernel code cannot read them). ``redact`` is applied to prompts before they are sent, to responses and
 prompts before they are recorded, and to every error message, so a key echoed back by an
 endpoint or pasted into a kernel file does not reach logs, the results store or the editor.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+
+from pallasite.engine import secrets as held
 
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
@@ -30,7 +33,7 @@ def api_key(provider: str, variable: str = "") -> str | None:
     """The key for ``provider`` from the environment (``variable`` when given), or None."""
     names = (variable,) if variable else KEY_VARIABLES.get(provider, ())
     for name in names:
-        value = os.environ.get(name, "").strip()
+        value = (held.get(name) or "").strip()
         if value:
             _extra.add(value)
             return value
@@ -48,6 +51,10 @@ def secrets() -> list[str]:
     for name, value in os.environ.items():
         if _SECRET_NAME.search(name) and len(value.strip()) >= 8:
             found.add(value.strip())
+    for name in held.names():  # the secrets held in memory after the re-execution
+        value = (held.get(name) or "").strip()
+        if len(value) >= 8:
+            found.add(value)
     return sorted(found, key=len, reverse=True)
 
 

@@ -80,11 +80,10 @@ class EngineEvaluator:
         return PhaseResult(True, f"no errors (tiers {tiers}, {self.chip})")
 
     async def _time(self, source: str, *, runs: int) -> Any:
-        from pallasite.engine.sources import sources_for
-        from pallasite.runner.messages import TimeParams
+        from pallasite.engine.timing import TaskFiles, time_request
 
-        params = TimeParams(source=sources_for(self.path, self._text(source)), runs=runs, warmup=0 if runs == 1 else 2,
-                            extra_shape=True)
+        params = time_request(TaskFiles(self.path), "time", runs=runs, warmup=0 if runs == 1 else 2, extra_shape=True,
+                              text=self._text(source))
         if self.device is not None:
             from pallasite.engine.timing import run_timing
 
@@ -118,15 +117,15 @@ class EngineEvaluator:
             self.device_kind = m.device_kind or ""
             return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
                                label=f"device ({m.device_kind})")
-        from pallasite.engine.sources import sources_for
-        from pallasite.runner.messages import EstimateParams
+        from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
-        params = EstimateParams(source=sources_for(self.path, self._text(source)), chip=self.chip, probe=False)
-        reply = await self.engine.backend(self.options).request(params, purpose="job", timeout_s=self.timeout_s)
-        if not reply.ok:
-            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-            return PhaseResult(False, "not estimated", evidence=why[:2000])
-        est = reply.result.estimates[0] if reply.result.estimates else None
+        estimate = worker_estimator(self.engine.backend(self.options), self.path, self._text(source),
+                                    TuneOptions(chip=self.chip), timeout_s=self.timeout_s)
+        try:
+            result = await estimate([], {})
+        except TuneError as err:
+            return PhaseResult(False, "not estimated", evidence=str(err)[:2000])
+        est = result.estimates[0] if result.estimates else None
         if est is None or est.status != "ok" or not est.seconds:
             return PhaseResult(False, "not estimated", evidence=(est.error if est else "no estimate") or "")
         return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound", seconds=est.seconds,

@@ -5,7 +5,9 @@ Codes are stable (tools and suppression comments depend on them). Families:
 - PLS1xx  Pallas->Mosaic lowering (tier 1, CPU jaxlib)
 - PLS2xx  the real TPU compiler (tier 2, libtpu deviceless)
 - PLS3xx  TPU interpret-mode runs (tier 3)
-- PLS9xx  running the check itself: tasks, imports, worker health, limits
+- PLS9xx  running the check itself: tasks, imports, worker health, limits. Outcomes that mean
+          "could not check" (limits, a missing tier or module, a script that made no kernel call)
+          are warnings: `--strict` turns "not fully checked" into a failing exit status.
 
 The long explanations live in the knowledge layer's catalog (one entry per code here).
 """
@@ -61,6 +63,11 @@ CODES: dict[str, Code] = _codes(
          "TPUs have no 64-bit vector support: use 32-bit types inside the kernel."),
     Code("PLS012", "Grid is not a tuple of ints",
          "grid must be an int or a tuple of ints (static at trace time)."),
+    Code("PLS013", "Static ref slice outside the block",
+         "Keep the slice (start + size) within the ref's block shape, or widen the BlockSpec's block_shape / scratch shape."),
+    Code("PLS014", "Kernels launched in a way tier 0 cannot read",
+         "Tier 0 checks pallas_calls written in this file (or through a wrapper defined here); the compiler tiers check the rest.",
+         "information"),
     # ---------------------------------------------------------------- tier 1: lowering
     Code("PLS100", "Pallas TPU lowering failed", "Read the message; the marked line is where the lowering stopped."),
     Code("PLS101", "Block shape not tileable on TPU", "Make the last two block dims divisible by (8, 128) or equal to the array dims."),
@@ -85,7 +92,9 @@ CODES: dict[str, Code] = _codes(
     Code("PLS202", "Unsupported shape cast or relayout", "Keep the last two dims' layout: reshape only leading dims, or reshape outside the kernel."),
     Code("PLS203", "Dynamic lane offset not provably aligned", "Use pl.multiple_of(offset, 128) or a statically aligned offset."),
     Code("PLS204", "Block shape misaligned with the dtype's tiling", "Use the dtype's row tiling (e.g. 32 rows for int8)."),
-    Code("PLS205", "TPU compiler ran past the time limit", "Smaller blocks or fewer unrolled steps usually compile much faster."),
+    Code("PLS205", "TPU compiler ran past the time limit (not checked)",
+         "Raise the time limit (--time-limit / timeLimit) for large kernels; smaller blocks or fewer unrolled steps compile faster.",
+         "warning"),
     # ---------------------------------------------------------------- tier 3: interpret-mode runs
     Code("PLS300", "Kernel failed when run in TPU interpret mode", "Read the message; the marked line is where it failed."),
     Code("PLS301", "Data race (an async copy, or two TensorCores, on one buffer)",
@@ -94,16 +103,32 @@ CODES: dict[str, Code] = _codes(
     Code("PLS303", "Output region left unwritten or NaN", "Write every output block on every grid step, or initialise the accumulator."),
     Code("PLS304", "Result differs from the reference", "Check accumulator initialisation and dimension_semantics of reduction axes."),
     Code("PLS305", "TPU interpreter and TPU compiler disagree", "The real compiler is the authority for what compiles; the interpreter for what runs.", "warning"),
+    Code("PLS306", "Tier 3 not checked: jax's TPU interpreter could not run this kernel",
+         "A limitation of jax's interpreter, not of your kernel: tiers 1-2 still apply; check the numbers another way.",
+         "warning"),
+    Code("PLS307", "Tier 3 not checked: the interpret run reached a resource limit",
+         "Raise the time or memory limit, or give smaller example inputs; tiers 1-2 keep their verdicts.", "warning"),
     # ---------------------------------------------------------------- running the check
     Code("PLS900", "No task: compiler tiers need example inputs",
          "Add example_inputs() (see docs/task-convention.md) so tiers 1-3 know the shapes.", "information"),
     Code("PLS901", "The file raised an exception when imported (or when run, in script mode)",
          "Fix the error at the marked line. Importing: the kernels cannot be checked until the file imports; script mode: the message says which pallas_calls were still checked."),
     Code("PLS902", "Check worker crashed", "The worker process died; it has been restarted. The message says how it ended."),
-    Code("PLS903", "Check ran past its time limit", "Raise the time limit setting, or shrink the example inputs / blocks."),
-    Code("PLS904", "Check ran past its memory limit", "Raise the memory limit setting, or shrink the example inputs."),
+    Code("PLS903", "Check ran past its time limit (not fully checked)",
+         "Raise the time limit setting (--time-limit / timeLimit), or shrink the example inputs / blocks.", "warning"),
+    Code("PLS904", "Check ran past its memory limit (not fully checked)",
+         "Raise the memory limit setting, or shrink the example inputs.", "warning"),
     Code("PLS905", "Task definition is invalid", "Follow docs/task-convention.md: the message says which part is wrong."),
     Code("PLS906", "Check tier unavailable", "Install what the message names (e.g. pip install 'pallasite[tpu]' for tier 2).", "information"),
+    Code("PLS907", "The script made no pallas_call (nothing checked)",
+         "Make the file's __main__ call its kernel (a TPU-only branch is fine: it runs on the target chip's abstract device), or add example_inputs().",
+         "warning"),
+    Code("PLS908", "The script stopped in code that is not a kernel (its later calls not checked)",
+         "The calls made before the marked line were checked; move the failing host-side code after the kernel calls, or add example_inputs() to check without running the script.",
+         "warning"),
+    Code("PLS909", "A module the file imports is not installed for the check worker (not checked)",
+         "Install the module into the worker's interpreter (the `interpreter` setting), or check in the project's own environment.",
+         "warning"),
 )
 
 

@@ -72,9 +72,10 @@ def compiled_for_tpu(source: Source, site: KernelSite) -> bool:
 
 
 def all_rules() -> tuple[Rule, ...]:
-    from . import rules_kernel, rules_specs, rules_tiling, apis
+    from . import rules_bounds, rules_kernel, rules_reach, rules_specs, rules_tiling, apis
 
-    return (*rules_specs.RULES, *rules_tiling.RULES, *rules_kernel.RULES, apis.check_apis)
+    return (*rules_specs.RULES, *rules_tiling.RULES, *rules_kernel.RULES, *rules_bounds.RULES, *rules_reach.RULES,
+            apis.check_apis)
 
 
 def run_rules(source: Source, sites: tuple[KernelSite, ...], *, target: str,

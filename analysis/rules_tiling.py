@@ -47,13 +47,13 @@ def tiling(ctx: RuleContext) -> Iterator[Finding]:
             if not isinstance(block, int) or block == full or block % multiple == 0:
                 continue
             new = nearest_multiple(block, multiple)
+            span, related = _placed(spec, axis, block)
             yield finding(
                 "PLS001",
                 f"Block dim {block} of {label} ({name} dim of block {_shape(dims)}) is not a multiple of "
                 f"{multiple} and not the array's full dim {full} (array {_shape(shape)}). The TPU lowering "
                 f"rejects it: use a multiple of {multiple} (e.g. {new}) or the full dim {full}.",
-                spec.dim_spans[axis], kernel=site.kernel_name,
-                fix=_round_fix(spec, axis, new), related=_origin(spec, axis, block))
+                span, kernel=site.kernel_name, fix=_round_fix(spec, axis, new), related=related)
 
 
 def sublane_packing(ctx: RuleContext) -> Iterator[Finding]:
@@ -65,17 +65,28 @@ def sublane_packing(ctx: RuleContext) -> Iterator[Finding]:
         if not isinstance(rows, int) or rows == full or rows % 8 != 0 or rows % 32 == 0:
             continue  # not a multiple of 8 at all is PLS001's business
         new = nearest_multiple(rows, 32)
+        span, related = _placed(spec, -2, rows)
         yield finding(
             "PLS010",
             f"{dtype} block {_shape(spec.block_shape)} of {label} has {rows} rows; 8-bit types tile as "
             f"32 rows on TPU ({ctx.target}), so the TPU compiler rejects it (Mosaic misaligned block and "
             f"tiling). Use a multiple of 32 rows (e.g. {new}) or the full dim {full}.",
-            spec.dim_spans[-2], kernel=site.kernel_name, fix=_round_fix(spec, -2, new),
-            related=_origin(spec, -2, rows))
+            span, kernel=site.kernel_name, fix=_round_fix(spec, -2, new), related=related)
 
 
 def _shape(dims) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _placed(spec: BlockSpecInfo, axis: int, value: int) -> tuple[Span, tuple[Related, ...]]:
+    """(span, related) of a finding about one block dim: where its value was written (a module
+    constant, a tunable default) when that is not the BlockSpec itself, with the BlockSpec's dim
+    related; else the dim in the BlockSpec (issue 14: a finding names the line that set the value)."""
+    origins = spec.dim_origins
+    origin = origins[axis] if origins and len(origins) == len(spec.dim_spans) else None
+    if origin is None or spec.span.line <= origin.line <= spec.span.end_line:
+        return spec.dim_spans[axis], _origin(spec, axis, value)
+    return origin, (Related(span=spec.dim_spans[axis], message=f"the BlockSpec dim that uses the value {value}"),)
 
 
 def _origin(spec: BlockSpecInfo, axis: int, value: int) -> tuple[Related, ...]:

@@ -18,6 +18,7 @@ from .resolve import (MAX_DEPTH, Scope, call_arguments, callee, callee_tail, ele
                       is_pallas_name, is_partial, param_name, scope_for, splat_kind)
 from .source import GPU_MODULES, TPU_MODULES, Source, outermost_function
 from .types import BlockSpecInfo, KernelSite, ScratchInfo
+from .wrappers import is_wrapper_call
 
 # compiler_params dict keys that only GPU backends take (nested per backend, or Triton's flat form)
 _GPU_PARAM_KEYS = ("triton", "mosaic_gpu", "num_warps", "num_stages")
@@ -31,9 +32,13 @@ def find_sites(source: Source) -> tuple[KernelSite, ...]:
     sites: list[KernelSite] = []
     for node in source.calls:
         fn = node.child_by_field_name("function")
-        if fn is None or not _may_name(source, fn, ("pallas_call", "partial")):
+        if fn is not None and not _may_name(source, fn, ("pallas_call", "partial")) and is_wrapper_call(source, node):
+            pass  # a wrapper forwarding to pallas_call (analysis/wrappers.py): read like one
+        elif fn is None or not _may_name(source, fn, ("pallas_call", "partial")):
             continue
-        if not is_pallas_name(source.qualname(fn), "pallas_call"):
+        elif not is_pallas_name(source.qualname(fn), "pallas_call") and is_wrapper_call(source, node):
+            pass  # ``block.pallas_call(...)``: a project's own pallas_call
+        elif not is_pallas_name(source.qualname(fn), "pallas_call"):
             if not is_partial(source, node):
                 continue
             arguments = node.child_by_field_name("arguments")

@@ -18,6 +18,7 @@ questions every tier-0 module asks:
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -77,21 +78,63 @@ _TREES_LOCK = threading.Lock()
 _TREES_MAX = 16
 
 
+# Parsing holds the GIL (3.5 s for 5 MB): past this size the text is handed to tree-sitter in
+# chunks, and each chunk lets other threads run (a language server's event loop keeps answering).
+YIELD_ABOVE_BYTES = 256 * 1024
+_CHUNK = 16 * 1024
+
+
+def _yielding_reader(data: bytes):
+    def read(offset: int, _point: object) -> bytes:
+        time.sleep(0)
+        return data[offset:offset + _CHUNK]
+
+    return read
+
+
+def _captures(root: Node) -> dict[str, list[Node]]:
+    """The file-wide query's captures. A big file is queried in ranges of whole top-level
+    statements, letting other threads run between ranges (one call held the GIL 2 s on 5 MB)."""
+    if root.end_byte <= YIELD_ABOVE_BYTES:
+        return QueryCursor(_query()).captures(root)
+    found: dict[str, list[Node]] = {}
+    seen: set[tuple[int, int, str, str]] = set()
+    children = root.children
+    index = 0
+    while index < len(children):
+        start = children[index].start_byte
+        while index < len(children) and children[index].end_byte - start < 4 * _CHUNK:
+            index += 1
+        end = children[index].end_byte if index < len(children) else root.end_byte
+        index += 1
+        cursor = QueryCursor(_query())
+        cursor.set_byte_range(start, end)
+        for name, nodes in cursor.captures(root).items():
+            for node in nodes:
+                key = (node.start_byte, node.end_byte, node.type, name)
+                if key not in seen:
+                    seen.add(key)
+                    found.setdefault(name, []).append(node)
+        time.sleep(0)
+    return found
+
+
 def parse_bytes(data: bytes, key: str | None = None) -> Tree:
     previous = None
     if key is not None:
         with _TREES_LOCK:
             previous = _TREES.get(key)
     parser = Parser(language())
+    source = _yielding_reader(data) if len(data) > YIELD_ABOVE_BYTES else data
     if previous is None:
-        tree = parser.parse(data)
+        tree = parser.parse(source)
     elif previous[0] == data:
         tree = previous[1]
     else:
         old_data, old_tree = previous
         edited = old_tree.copy()
         edited.edit(**text_edit(old_data, data))
-        tree = parser.parse(data, edited)
+        tree = parser.parse(source, edited)
     if key is not None:
         with _TREES_LOCK:
             _TREES[key] = (data, tree)
@@ -268,7 +311,7 @@ class Source:
     # ------------------------------------------------------------------ scanning
 
     def _scan(self) -> None:
-        found = QueryCursor(_query()).captures(self.root)
+        found = _captures(self.root)
         order = lambda node: node.start_byte  # noqa: E731
         self.calls: list[Node] = sorted(found.get("call", []), key=order)
         self.attributes: list[Node] = sorted(found.get("attr", []), key=order)
@@ -354,22 +397,37 @@ class Source:
             self.constants[name] = Constant(name, number, self.span(value))
 
     def function(self, name: str, near: Node | None = None) -> Node | None:
-        """The definition of ``name``: one nested in the function around ``near`` first, else the
-        module-level one, else the only one with that name."""
+        """The definition ``name`` is bound to where ``near`` uses it, as Python binds it.
+
+        A closure's binding first: a def of that name in a function around ``near`` (the latest
+        one before ``near`` there). Else the module's: the latest module-level def before ``near``
+        (notebook-style files redefine ``matmul_kernel`` several times; each use sees the one
+        above it), else the only module-level def. None where it cannot tell (several defs, none
+        before the use), so the rules say nothing rather than compare with the wrong one.
+        """
         defs = self.functions.get(name)
         if not defs:
             return None
         if near is not None:
             scope = enclosing_function(near)
             while scope is not None:
-                for d in defs:
-                    if d.parent is not None and _is_in(d, scope) and d is not scope:
-                        return d
+                inner = [d for d in defs if d.parent is not None and _is_in(d, scope) and d is not scope
+                         and enclosing_function(d) is not None and enclosing_function(d).id == scope.id]
+                if inner:
+                    return _latest_before(inner, near) or inner[-1]
                 scope = enclosing_function(scope)
-        for d in defs:
-            if _module_level(d):
-                return d
+        module = [d for d in defs if _module_level(d)]
+        if len(module) == 1:
+            return module[0]
+        if module:
+            return _latest_before(module, near) if near is not None else None
         return defs[0] if len(defs) == 1 else None
+
+
+def _latest_before(defs: list[Node], near: Node) -> Node | None:
+    """The last of ``defs`` (in source order) that starts before ``near``."""
+    before = [d for d in defs if d.start_byte < near.start_byte]
+    return max(before, key=lambda d: d.start_byte) if before else None
 
 
 def _arith(op: str, a: int, b: int) -> int | None:

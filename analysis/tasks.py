@@ -1,6 +1,7 @@
 """Static discovery of tasks by the native convention (docs/task-convention.md), without running
 anything: entries, their example-inputs function, reference, tolerance and tunables. JAXBench
-task files (``create_inputs`` + ``workload``) are recognised too, in the worker's order.
+task files (``create_inputs`` + ``workload``) and KernelBench-style files (``class Model`` with
+``forward`` + ``get_inputs()``) are recognised too, in the worker's order.
 
 The worker discovers tasks again at run time (the authority for what runs); this static view
 feeds the language server (code lenses, tunables) and lets the checker say "no task" (PLS900)
@@ -29,6 +30,8 @@ def find_tasks(source: Source, path: str) -> tuple[KernelTask, ...]:
     assignments = _module_assignments(source)
     if "workload" in functions and "create_inputs" in functions:  # JAXBench, as the worker reads it
         return (_jaxbench(source, path, functions),)
+    if "get_inputs" in functions and _has_model_forward(source):  # KernelBench: class Model + get_inputs()
+        return (KernelTask(path=path, entry="forward", format="kernelbench", inputs="get_inputs"),)
     long_form = [name for name in functions if not name.startswith("_") and f"{name}_inputs" in functions]
     if long_form:
         return tuple(_task(source, path, name, functions, assignments, f"{name}_inputs", f"{name}_reference",
@@ -55,6 +58,19 @@ def _task(source: Source, path: str, entry: str, functions: dict[str, Node], ass
         rtol=rtol,
         tunables=entry_tunables(source, functions[entry], candidates) if entry in functions else (),
     )
+
+
+def _has_model_forward(source: Source) -> bool:
+    """A module-level ``class Model`` with a ``forward`` method (KernelBench's task form)."""
+    for stmt in source.root.named_children:
+        node = stmt.named_children[-1] if stmt.type == "decorated_definition" and stmt.named_children else stmt
+        if node.type == "class_definition" and source.node_text(node.child_by_field_name("name")) == "Model":
+            body = node.child_by_field_name("body")
+            for member in body.named_children if body is not None else ():
+                inner = member.named_children[-1] if member.type == "decorated_definition" and member.named_children else member
+                if inner.type == "function_definition" and source.node_text(inner.child_by_field_name("name")) == "forward":
+                    return True
+    return False
 
 
 def _jaxbench(source: Source, path: str, functions: dict[str, Node]) -> KernelTask:

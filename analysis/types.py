@@ -209,7 +209,7 @@ class KernelTask:
 
     path: str
     entry: str  # the function that calls pallas_call (directly or not)
-    format: Literal["native", "jaxbench", "maxkernel", "script"] = "native"
+    format: Literal["native", "jaxbench", "maxkernel", "script", "kernelbench", "inferred"] = "native"
     inputs: str | None = None  # name of the function that makes the example inputs
     reference: str | None = None  # name of the plain-JAX reference, if any
     reference_path: str | None = None  # file holding it, when not ``path`` (e.g. baseline.py)

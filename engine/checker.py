@@ -49,7 +49,8 @@ from pallasite.analysis.types import (
 
 from pallasite.runner.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
-from . import locate, reply_failures
+from . import devices, locate, reach, reply_failures, tier3_request, zero_config
+from .devices import DEFAULT_CPU_DEVICES
 from .backend import Purpose, Reply
 from .agreement import merge_agreeing
 from .client import WorkerClient, WorkerConfig
@@ -74,11 +75,13 @@ class CheckOptions:
     target: str = DEFAULT_CHIP
     tiers: tuple[int, ...] = DEFAULT_TIERS
     severity: Mapping[str, str] = field(default_factory=dict)
-    time_limit_s: float = 60.0
+    time_limit_s: float = 180.0  # per file; large kernels take tens of seconds in the deviceless compiler
     memory_mb: int = 4096
     interpreter: str | None = None  # the user's project python; None = sys.executable
     worker_command: tuple[str, ...] = ()  # e.g. ("ssh", "tpu-host"): run the worker there (WorkerConfig.command)
     script: bool = False  # run the file's __main__ and check every pallas_call it makes (script mode)
+    cpu_devices: int = DEFAULT_CPU_DEVICES  # virtual CPU devices a worker starts with (engine/devices.py)
+    sandbox: str = "auto"  # local workers in a PID/mount namespace: auto | on | off (engine/spawn.py)
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -102,6 +105,8 @@ class CheckOptions:
                 out.append(f"severity {sev!r} for {code}: use one of {', '.join(SEVERITY_VALUES)}")
         if self.time_limit_s <= 0:
             out.append(f"time limit must be positive, got {self.time_limit_s}")
+        if not 1 <= self.cpu_devices <= 4096:
+            out.append(f"cpu devices must be between 1 and 4096, got {self.cpu_devices}")
         if self.memory_mb <= 0:
             out.append(f"memory limit must be positive, got {self.memory_mb}")
         return out
@@ -148,6 +153,7 @@ class Checker:
         self._own_client = client is None
         self.cache = cache
         self.purpose = purpose
+        self._by_devices: dict[int, WorkerClient] = {}  # workers for files that set their own device count
 
     async def check(
         self,
@@ -184,8 +190,14 @@ class Checker:
                 _mark(verdicts, compiler_tiers, "skipped: GPU kernel")
                 notes.append(GPU_NOTE)
             elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
-                if analysis.uses_pallas:
-                    findings.append(_no_task_finding(text))
+                inference = zero_config.inference_for(text, path) if analysis.uses_pallas else None
+                if inference is not None and inference.tasks:  # shapes read from the file's own calls
+                    notes.extend(zero_config.inferred_note(task) for task in inference.tasks)
+                    await self._run_compiler_tiers(
+                        path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
+                        inferred=zero_config.inferred_calls(inference))
+                elif analysis.uses_pallas:
+                    findings.append(_no_task_finding(text, zero_config.fallback_reasons(inference)))
                     _mark(verdicts, compiler_tiers, "skipped: no example inputs (PLS900)")
                 else:
                     _mark(verdicts, compiler_tiers, "skipped: no task")
@@ -209,11 +221,15 @@ class Checker:
         client, self._client = self._client, None
         if client is not None and self._own_client:
             await client.close()
+        extra, self._by_devices = self._by_devices, {}
+        for other in extra.values():
+            await other.close()
 
     # ------------------------------------------------------------------ tiers 1-3
 
-    async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress):
-        client = self.worker()
+    async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress,
+                                  inferred=()):
+        client = self._worker_for(text, notes)
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
         last_stage: dict[str, Any] = {}
@@ -225,8 +241,10 @@ class Checker:
             if on_progress is not None and report.message:
                 on_progress(report.message)
 
-        first = (1,) if reuse else tiers  # with the cache: tier 1 first, then tiers 2 and 3 as needed
-        reply = await self._request(client, source, first, progress)
+        split3 = 3 in tiers and len(tiers) > 1  # tier 3 on its own: a limit it reaches loses only tier 3
+        before3 = tuple(t for t in tiers if t != 3) if split3 else tiers
+        first = (1,) if reuse else before3  # with the cache: tier 1 first, then tier 2 as needed
+        reply = await self._request(client, source, first, progress, inferred=inferred)
         if reply.status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, tiers)
             if finding is not None:
@@ -237,7 +255,15 @@ class Checker:
         reused: dict[str, CachedVerdict] = {}
         if reuse:
             result, reused = await self._tier2_from_cache_or_worker(
-                client, cache, source, text, analysis, result, tiers, findings, progress, last_stage)
+                client, cache, source, text, analysis, result, before3, findings, progress, last_stage, inferred)
+        if split3:  # engine/tier3_request.py
+            result = await tier3_request.run_tier3(
+                lambda ask, names: self._request(client, source, ask, progress, entries=names, inferred=inferred),
+                result, findings,
+                lambda failed, ask: self._failure(failed, path, text, analysis, last_stage, ask),
+                lambda failed: tier3_request.resource_stop(failed, text, analysis, last_stage, self.options.target,
+                                                           {"time_limit_s": self.options.time_limit_s,
+                                                            "memory_mb": self.options.memory_mb}, path))
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
@@ -259,14 +285,15 @@ class Checker:
             return finding, "skipped: the check worker could not start (PLS906)"
         finding = reply_failures.reply_failure(status, _reply_message(reply), text, analysis, last_stage,
                                                self.options.target, stderr=reply.stderr_tail,
-                                               path=path)
+                                               path=path, time_limit_s=self.options.time_limit_s)
         return finding, "error" if status in ("timed_out", "memory", "crashed") else f"skipped: {status.replace('_', ' ')}"
 
-    async def _request(self, client, source: Sources, tiers, progress, entries=None, tier2_known=None) -> Reply:
+    async def _request(self, client, source: Sources, tiers, progress, entries=None, tier2_known=None,
+                       inferred=()) -> Reply:
         params = CheckParams(source=source, target=self.options.target, tiers=tuple(tiers),
                              time_limit_s=self.options.time_limit_s, script=self.options.script,
                              entries=tuple(entries) if entries is not None else None,
-                             tier2_known=dict(tier2_known or {}))
+                             tier2_known=dict(tier2_known or {}), inferred=tuple(inferred))
         return await client.request(params, purpose=self.purpose, timeout_s=self.options.time_limit_s,
                                     on_progress=progress)
 
@@ -282,7 +309,8 @@ class Checker:
                          backend="command:" + " ".join(command) if command else "local")
 
     async def _tier2_from_cache_or_worker(self, client, cache, source, text, analysis, result: CheckResult, tiers,
-                                          findings, progress, last_stage) -> tuple[CheckResult, dict[str, CachedVerdict]]:
+                                          findings, progress, last_stage, inferred=()
+                                          ) -> tuple[CheckResult, dict[str, CachedVerdict]]:
         """After tier 1: each entry's tier 2 from the cache by its lowered hash, else from the worker.
 
         One more request covers the cache's misses (tier 2) and, when asked for, tier 3 of every
@@ -319,7 +347,8 @@ class Checker:
         if not ask:
             return _with_states(result, states, {}), reused
         known = {name: hit.status for name, hit in reused.items()}
-        reply = await self._request(client, source, ask, progress, entries=lowered, tier2_known=known)
+        reply = await self._request(client, source, ask, progress, entries=lowered, tier2_known=known,
+                                    inferred=inferred)
         if reply.status != "ok":
             finding, state = self._failure(reply, source.path, text, analysis, last_stage, ask)
             if finding is not None:
@@ -361,17 +390,31 @@ class Checker:
                 mine = tuple(f for f in located.by_entry.get(entry.name, ()) if f.tier == tier)
                 cache.put(key, tier, outcome.state.value, mine, path=path)
 
-    def worker(self) -> Any:
-        """The backend (or single worker client) this checker uses, started lazily when it owns one."""
-        if self._client is not None:
-            return self._client
-        config = WorkerConfig(
+    def _worker_for(self, text: str, notes: list[str]) -> Any:
+        """The warm worker, or one started with the device count the file sets for itself."""
+        count = devices.file_device_count(text)
+        if count is None or count == self.options.cpu_devices or self.options.worker_command:
+            return self.worker()
+        if count not in self._by_devices:
+            self._by_devices[count] = WorkerClient(self._config(count))
+        notes.append(f"checked in a worker started with {count} CPU device(s), as this file's XLA_FLAGS asks")
+        return self._by_devices[count]
+
+    def _config(self, cpu_devices: int) -> WorkerConfig:
+        return WorkerConfig(
             python=self.options.interpreter or sys.executable,
             memory_mb=self.options.memory_mb,
             timeout_s=self.options.time_limit_s,
             command=self.options.worker_command,
+            cpu_devices=cpu_devices,
+            sandbox=self.options.sandbox,
         )
-        self._client = WorkerClient(config)
+
+    def worker(self) -> Any:
+        """The backend (or single worker client) this checker uses, started lazily when it owns one."""
+        if self._client is not None:
+            return self._client
+        self._client = WorkerClient(self._config(self.options.cpu_devices))
         return self._client
 
 
@@ -485,6 +528,7 @@ class _Verdict:
     span: Span
     entry: str | None
     tiers: dict[int, str]
+    site: Any = None  # the KernelSite (None: a verdict for an entry with no site of its own)
 
     def freeze(self) -> KernelVerdict:
         return KernelVerdict(name=self.name, span=self.span, tiers=tuple(sorted(self.tiers.items())))
@@ -503,7 +547,7 @@ def _initial_verdicts(analysis: SourceAnalysis, text: str, tiers: Sequence[int])
             if len(analysis.sites) == 1 and findings:
                 hit = True  # one pallas_call: every tier-0 error of the file is about it
             states[0] = "error" if hit else "ok"
-        verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states))
+        verdicts.append(_Verdict(name=name, span=site.span, entry=site.enclosing_function, tiers=states, site=site))
     return verdicts
 
 
@@ -534,9 +578,15 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
     located in is marked "error"; the entry's other kernels are "skipped" for that tier (the
     lowering and the compiler stop at the first failure).
     """
+    by_reach = reach.reach_known(entries)  # the worker said which pallas_calls each entry made
+    updated: set[int] = set()  # verdicts an entry already set (a later entry's "ok" keeps an "error")
+    sites = [v for v in verdicts if v.site is not None]
     for entry in entries:
-        covered = [v for v in verdicts if v.entry == entry.name]
-        if not covered and len(entries) == 1:
+        if by_reach:
+            covered = [v for v in sites if reach.site_reached(v.site, entry.reached)]
+        else:
+            covered = [v for v in verdicts if v.entry == entry.name]
+        if not covered and len(entries) == 1 and not by_reach:
             covered = list(verdicts)  # one entry: it reaches every pallas_call of the file
         if not covered:
             span = _def_span(text, entry.name)
@@ -544,7 +594,10 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
             verdicts.append(v)
             covered = [v]
         for v in covered:
-            v.tiers.update(entry.tiers)
+            for tier, state in entry.tiers.items():
+                if not (id(v) in updated and v.tiers.get(tier) == "error" and state != "error"):
+                    v.tiers[tier] = state
+            updated.add(id(v))
         if len(covered) < 2:
             continue
         for tier, state in entry.tiers.items():
@@ -555,6 +608,12 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
                 for v in covered:
                     if v.name not in culprits:
                         v.tiers[tier] = f"skipped: kernel {', '.join(sorted(culprits))} failed first"
+    if by_reach:  # sites no entry reached: their compiler tiers never ran on them
+        ran = {t for e in entries for t in e.tiers}
+        for v in sites:
+            if not any(reach.site_reached(v.site, e.reached) for e in entries):
+                for t in ran:
+                    v.tiers[t] = reach.NOT_REACHED
 
 
 _DEF = "^(?:async\\s+)?def\\s+{name}\\b"
@@ -586,9 +645,9 @@ def _in_maxkernel_dir(path: str) -> bool:
 _MAIN_BLOCK = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 
 
-def _no_task_finding(text: str) -> Finding:
+def _no_task_finding(text: str, reasons: str = "") -> Finding:
     entry = CODES["PLS900"]
-    message = "No task: the compiler tiers need example inputs to know the shapes of this file's kernels."
+    message = "No task: the compiler tiers need example inputs to know the shapes of this file's kernels." + reasons
     if _MAIN_BLOCK.search(text):
         message += (" This file has a __main__ block: `pallasite check --script FILE` runs it and checks"
                     " every pallas_call it makes, with no task needed.")

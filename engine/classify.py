@@ -31,8 +31,8 @@ def classify(rec: Mapping[str, Any], tier: int) -> str:
     stage = str(rec.get("stage") or "")
     if rec.get("code") in CODES:  # the worker already knew (tier 3 records, runner/interpret.py)
         return str(rec["code"])
-    if stage == "import":
-        return "PLS000" if rec.get("syntax") else "PLS901"
+    if stage == "import":  # a package missing from the worker's environment: not checked, not wrong
+        return "PLS000" if rec.get("syntax") else "PLS909" if rec.get("type") == "ModuleNotFoundError" else "PLS901"
     if stage == "task":
         return "PLS905"
     text = f"{rec.get('sentence') or ''}\n{rec.get('message') or ''}"

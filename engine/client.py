@@ -27,8 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pallasite.runner import env as env_module
+
+from .devices import DEFAULT_CPU_DEVICES, xla_flags
 from pallasite.runner import protocol
 
+from . import secrets, spawn
 from .backend import ProgressCallback, Reply, StartProblem, call_progress
 
 _STREAM_LIMIT = 256 * 2**20  # the longest protocol line accepted (results may carry compiler dumps)
@@ -57,6 +60,8 @@ class WorkerConfig:
     remote_worker: tuple[str, ...] = ("pallasite", "worker")  # the worker command a launcher runs
     stderr_lines: int = 200  # how much of the worker's stderr is kept
     poll_interval_s: float = 0.1  # memory polling period
+    cpu_devices: int | None = DEFAULT_CPU_DEVICES  # virtual CPU devices (engine/devices.py); None: leave XLA_FLAGS
+    sandbox: str = "auto"  # local workers in a PID/mount namespace: "auto" (where it works), "on", "off"
 
     def argv(self) -> list[str]:
         flags = [*self.worker_args]
@@ -78,8 +83,11 @@ class WorkerConfig:
         its config), which keeps the caller's environment; the worker it starts filters its own
         environment at start-up. ``env`` extras do not reach a remote worker: set them there."""
         if self.command:
-            return dict(os.environ)
-        return env_module.worker_environment(os.environ, platforms=self.platforms, extra=self.env)
+            return secrets.launcher_environment()
+        env = env_module.worker_environment(os.environ, platforms=self.platforms, extra=self.env)
+        if self.cpu_devices and self.platforms == "cpu":
+            env["XLA_FLAGS"] = xla_flags(self.cpu_devices, env.get("XLA_FLAGS", ""))
+        return env
 
 
 class WorkerStartError(RuntimeError):
@@ -172,17 +180,14 @@ class WorkerClient:
         loop = asyncio.get_running_loop()
         self._hello = loop.create_future()
         argv = self.config.argv()
-        try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=self.config.cwd,
-                env=self.config.environment(),
-                start_new_session=True,  # its own process group: killed as a whole
-                limit=_STREAM_LIMIT,
-            )
+        if not self.config.command:  # a local worker: in the sandbox where it works (spawn.py)
+            argv, problem = spawn.sandboxed(argv, self.config.sandbox)
+            if problem:
+                raise WorkerStartError(f"the worker sandbox is required (sandbox = \"on\") but {problem}; "
+                                       "set the sandbox setting to \"auto\" or \"off\" to run without it")
+        try:  # its own session and process group, killed with it; ends when we die (spawn.py)
+            self._proc = await spawn.start(argv, env=self.config.environment(), cwd=self.config.cwd,
+                                           limit=_STREAM_LIMIT)
         except OSError as exc:
             raise WorkerStartError(f"could not start the worker ({' '.join(argv)}): {exc}", "not_found",
                                    cause=exc) from None
@@ -194,6 +199,7 @@ class WorkerClient:
             asyncio.create_task(self._read_stdout(proc), name="worker-stdout"),
             asyncio.create_task(self._read_stderr(proc), name="worker-stderr"),
             asyncio.create_task(self._watch_memory(proc), name="worker-memory"),
+            asyncio.create_task(self._watch_exit(proc), name="worker-exit"),
         ]
         try:
             hello = await asyncio.wait_for(asyncio.shield(self._hello), self.config.startup_timeout_s)
@@ -225,7 +231,7 @@ class WorkerClient:
                 await proc.stdin.drain()
                 proc.stdin.close()
             try:
-                await asyncio.wait_for(proc.wait(), 2.0)
+                await asyncio.wait_for(spawn.exited(proc), 2.0)
             except asyncio.TimeoutError:
                 await self._kill("close")
         await self._reap()
@@ -382,7 +388,18 @@ class WorkerClient:
                     future.set_result(msg)
                 elif msg.get("id") is None:
                     self._stderr.append(f"[pallasite client] worker: {msg.get('error', {}).get('message', msg)}")
-        code = await proc.wait()
+        self._resolve_exit(await spawn.exited(proc))
+
+    async def _watch_exit(self, proc: asyncio.subprocess.Process) -> None:
+        """Notice the worker's exit from the process, not from its pipes (a child of the kernel
+        may hold them open): answer what waits, end its leftovers, let go of the pipes."""
+        code = await spawn.exited(proc)
+        self._resolve_exit(code)
+        spawn.kill(proc)  # its group, descendants and our adopted orphans
+        await asyncio.sleep(0.2)  # let the readers take the output already written
+        spawn.release(proc)
+
+    def _resolve_exit(self, code: int | None) -> None:
         exited = _Exited(code)
         if self._hello is not None and not self._hello.done():
             self._hello.set_result(exited)  # type: ignore[arg-type]
@@ -431,11 +448,8 @@ class WorkerClient:
         if proc is None or proc.returncode is not None:
             return
         self._kill_reason = reason
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
+        spawn.kill(proc)  # the group, every descendant (also in other sessions), adopted orphans
+        await spawn.exited(proc)
 
     async def _reap(self) -> None:
         """Forget a finished process: wait for its readers, drop its tasks."""
@@ -443,8 +457,10 @@ class WorkerClient:
         if proc is not None and proc.returncode is None:
             await self._kill("replaced")
         for task in self._tasks:
-            if task.get_name() == "worker-memory":
+            if task.get_name() in ("worker-memory", "worker-exit"):
                 task.cancel()
+        if proc is not None:
+            spawn.release(proc)
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(task, 2.0)

@@ -41,7 +41,8 @@ BackendFactory = Callable[[WorkerConfig, int], Backend]
 def worker_config(options: CheckOptions) -> WorkerConfig:
     """How workers start for these check options (interpreter, launcher, limits)."""
     return WorkerConfig(python=options.interpreter or sys.executable, memory_mb=options.memory_mb,
-                        timeout_s=options.time_limit_s, command=options.worker_command)
+                        timeout_s=options.time_limit_s, command=options.worker_command,
+                        cpu_devices=options.cpu_devices, sandbox=options.sandbox)
 
 
 def _default_factory(config: WorkerConfig, checks: int) -> Backend:

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span
+from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span, to_json
 from pallasite.runner.messages import CheckResult
 
+from .figures import shape_cast_sentence
+from .origin_findings import to_origin, vmem_related
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -49,6 +51,7 @@ class EntryVerdict:
     name: str
     tiers: Mapping[int, str]
     line: int | None = None  # 1-based def line
+    reached: tuple[Mapping[str, Any], ...] | None = None  # the pallas_calls it made (runner/reach.py); None: unknown
 
 
 @dataclass(frozen=True)
@@ -78,15 +81,29 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
         findings.append(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier))
     for entry in result.entries:
         tiers = {outcome.tier: outcome.display() for outcome in entry.tiers}
-        verdicts.append(EntryVerdict(name=entry.name, tiers=tiers, line=entry.line))
+        reached = tuple(to_json(call) for call in entry.reached) if entry.reached is not None else None
+        verdicts.append(EntryVerdict(name=entry.name, tiers=tiers, line=entry.line, reached=reached))
         if entry.memory:
             memory[entry.name] = entry.memory
         notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time
         mine = tuple(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier,
                                    entry=entry.name) for record in entry.errors)
+        if reached and any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
+            sites = tuple(getattr(analysis, "sites", ()) or ())
+            mine = tuple(_with_buffers(f, sites, reached, text) if f.code == "PLS201" else f for f in mine)
         findings.extend(mine)
         by_entry[entry.name] = by_entry.get(entry.name, ()) + mine
     return Located(tuple(findings), tuple(notes), tuple(verdicts), memory, by_entry)
+
+
+def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, text: str) -> Finding:
+    import dataclasses
+
+    site = next((s for s in sites if s.span.line <= finding.span.line <= s.span.end_line), None)
+    extra = vmem_related(site, reached, text, text.splitlines())
+    known = {(r.span, r.message) for r in finding.related}
+    extra = tuple(r for r in extra if (r.span, r.message) not in known)
+    return dataclasses.replace(finding, related=extra + tuple(finding.related)) if extra else finding
 
 
 # --------------------------------------------------------------------------- one record
@@ -113,11 +130,18 @@ def locate_record(
         said = _arity_sentence(said, site)
     if code == "PLS107" and x64_rejection(rec):
         said = _x64_sentence(said, lines)
+    if code == "PLS202":
+        said = shape_cast_sentence(said, rec)  # name the shapes of the cast
     related = related_places(site, span, lines)
     called = _helper_call(rec, span, lines, sites)
     if called is not None:
         related = (called,) + related
-    if code in ("PLS101", "PLS204", "PLS112") and site is not None:
+    moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines) if site is not None else None
+    if moved is not None:  # the bad dim was written elsewhere: a dict entry, field, default (engine/origin_findings.py)
+        related = moved.related + tuple(r for r in related_places(site, moved.span, lines))
+        span = moved.span
+        said = f"{said} — {moved.sentence}"
+    elif code in ("PLS101", "PLS204", "PLS112") and site is not None:
         related = _block_size_sources(site, span, analysis, lines) + related
     if code == "PLS201" and site is not None:
         spec = _spec_for_ref(rec, site, "")

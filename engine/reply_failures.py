@@ -18,13 +18,14 @@ import re
 from typing import Any, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import Finding, Span
+from pallasite.analysis.types import Finding, Related, Span
 
 from pallasite.runner.messages import Progress, Stage
 
 from .backend import Reply
 from .classify import ORIGIN_RUNNER
 from .locate import call_span, line_span, related_places
+from .origin_findings import buffer_place
 
 
 def stage_of(report: Progress) -> dict[str, Any]:
@@ -38,11 +39,15 @@ def stage_of(report: Progress) -> dict[str, Any]:
         step = {"stage": report.stage.value}
     if report.line is not None:
         step["line"] = report.line
+    if report.vmem is not None:  # the blocks of the call being compiled exceed the chip's VMEM
+        v = report.vmem
+        step["vmem"] = {"need_mib": v.need_bytes / 2**20, "chip_mib": v.chip_bytes / 2**20, "role": v.role,
+                        "index": v.index, "block": v.block}
     return step
 
 
 def reply_failure(status: str, message: str, text: str, analysis: Any, last_stage: Mapping[str, Any], target: str,
-                  *, stderr: str = "", path: str | None = None) -> Finding | None:
+                  *, stderr: str = "", path: str | None = None, time_limit_s: float | None = None) -> Finding | None:
     """The finding for a request that did not come back "ok" (None when it was cancelled).
 
     ``stderr``: the worker's last stderr lines (kept as the finding's detail); for a crash while
@@ -66,11 +71,36 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
     if last_stage.get("line"):  # the worker said where the user's code was (time ran out, or it crashed)
         span = line_span(int(last_stage["line"]) - 1, lines)
         where = where[:-1] + f", at line {last_stage['line']})" if where else f" (at line {last_stage['line']})"
+    related: tuple = ()
+    severity = None  # the code's registered severity unless a case below knows better
     if status == "timed_out":
         code = "PLS205" if last_stage.get("tier") == 2 and not last_stage.get("line") else "PLS903"
         if (importing and not last_stage.get("line")) or (not last_stage and not site):
             span = _first_import_like_line(lines)
-        body = f"the check ran past its time limit{where}: {message}".rstrip(": ")
+        if not time_limit_s:  # the client's words: "no result after 60 s"
+            said = re.search(r"(\d+(?:\.\d+)?) s\b", message or "")
+            time_limit_s = float(said.group(1)) if said else None
+        limit = f"the {time_limit_s:g} s time limit" if time_limit_s else "its time limit"
+        if code == "PLS205":
+            kernel = site.kernel_name if site is not None and site.kernel_name else None
+            what = f"kernel {kernel}" + (f" (entry {entry})" if entry and entry != kernel else "") if kernel else (
+                f"entry {entry}" if entry else "the kernel")
+            body = (f"the TPU compiler did not finish compiling {what} for {target} within {limit}, so tier 2 "
+                    f"did not check it (not an error in the kernel: large kernels can take tens of seconds in the "
+                    f"deviceless compiler on a CPU). Raise --time-limit or the check.timeLimitS setting")
+        else:
+            body = f"the check ran past {limit}{where}: {message}".rstrip(": ")
+        vmem = last_stage.get("vmem") if code == "PLS205" else None
+        if vmem and site is not None:  # said first: the blocks cannot fit, which is why it never finished
+            place = buffer_place(site, vmem["role"], vmem["index"], text, lines)
+            body = (f"the blocks of this pallas_call need {vmem['need_mib']:.1f} MiB of VMEM (double-buffered), more "
+                    f"than the {target}'s {vmem['chip_mib']:.1f} MiB; the largest is {vmem['role']}[{vmem['index']}] "
+                    f"{vmem['block']}. Shrink the blocks: the compiler ran past {limit} trying to fit them")
+            severity = "error"  # the blocks cannot fit: the compiler would reject them, given the time
+            if place is not None:
+                span, related, said = place
+                body += f"; {said}" if said else ""
+                related = related + (Related(call_span(site), "the pallas_call"),)
     elif status == "memory":
         code, body = "PLS904", f"the check ran past its memory limit{where}: {message}".rstrip(": ")
     else:
@@ -79,13 +109,13 @@ def reply_failure(status: str, message: str, text: str, analysis: Any, last_stag
         code=code,
         message=body,
         span=span,
-        severity=CODES[code].severity,
+        severity=severity or CODES[code].severity,
         tier=tier,
         detail=f"the worker's last stderr lines:\n{stderr}" if stderr.strip() else None,
         origin=ORIGIN_RUNNER,
         chip=target,
         kernel=site.kernel_name if site is not None and not importing else None,
-        related=() if importing else related_places(site, span, lines),
+        related=() if importing else (related or related_places(site, span, lines)),
     )
 
 

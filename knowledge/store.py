@@ -130,13 +130,30 @@ def store_path(workspace: str | Path) -> Path:
     return Path(workspace) / STORE_DIR / STORE_FILE
 
 
+PROJECT_MARKERS = ("pyproject.toml", ".git")
+
+
 def find_workspace(start: str | Path = ".") -> Path:
-    """The nearest folder at or above ``start`` holding a .pallasite folder; else ``start``."""
+    """The one rule for where a workspace's store lives (``check``, ``store`` and the server use it).
+
+    The workspace is the nearest folder at or above ``start`` holding a ``pyproject.toml`` or a
+    ``.git``; a ``.pallasite`` folder counts only within it (the nearest one between ``start`` and
+    the project folder, inclusive), so a stray ``~/.pallasite`` above a project never captures it.
+    With no project folder above ``start``, the workspace is ``start`` itself (a file: its folder).
+    """
     here = Path(start).resolve()
-    for folder in (here, *here.parents):
+    if here.is_file() or (not here.exists() and here.suffix == ".py"):
+        here = here.parent
+    chain = (here, *here.parents)
+    project = next((f for f in chain if any((f / m).exists() for m in PROJECT_MARKERS)), None)
+    if project is None:
+        return here
+    for folder in chain:
         if (folder / STORE_DIR).is_dir():
             return folder
-    return here
+        if folder == project:
+            break
+    return project
 
 
 class ResultsStore:

@@ -16,7 +16,8 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
 ``handle_check(CheckParams, progress) -> CheckResult`` (runner/messages.py; docs/worker-protocol.md
 describes both). The tiers build a plain dict step by step (``entry["tiers"]["2"] = "skipped: tier 1
 failed"``; interpret.py and script_mode.py write into it too), turned into the typed result once at
-the end (``messages.check_result_from_plain``). The lowered module's text includes its source
+the end (``messages.check_result_from_plain``). ``params.inferred`` (tasks the client read from the
+file's own calls when it states none) reaches ``runner/tasks_inferred.py``. The lowered module's text includes its source
 locations, so equal hashes mean the same kernel at the same lines: a verdict stored under it (with
 its spans) stays valid.
 
@@ -36,7 +37,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from pallasite.analysis.types import CHIP_TARGETS, code_hash, installed_versions
+from pallasite.analysis.types import CHIP_TARGETS, code_hash, installed_versions, to_json
 
 from . import errors as errors_mod
 from . import messages, tasks_runtime
@@ -56,7 +57,8 @@ def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | No
     plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
              "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
              "entries": list(params.entries) if params.entries is not None else None,
-             "tier2_known": dict(params.tier2_known)}
+             "tier2_known": dict(params.tier2_known),
+             "inferred": [to_json(call) for call in params.inferred]}  # runner/tasks_inferred.py reads these
     if params.script:  # `pallasite check --script`: runner/script_mode.py
         from .script_mode import handle_script_check
 
@@ -97,7 +99,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
         with (_line_watch(path, params.get("time_limit_s"), say), _restored_config(),
               user_module(path, text, modules, package) as module):
             try:
-                tasks = tasks_runtime.discover(module, path, text)
+                tasks = tasks_runtime.discover(module, path, text, inferred=params.get("inferred"))
             except tasks_runtime.TaskError as exc:
                 result["errors"].append(_task_error(exc, path))
                 return result
@@ -139,9 +141,19 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
             entry["tiers"][str(t)] = "skipped: the example inputs failed"
         return entry
     entry["inputs"] = input_signature(args)
+    if any(t in tiers for t in (1, 2, 3)):  # which of the file's pallas_calls this entry reaches (runner/reach.py)
+        from .reach import entry_namespaces, reached_calls
 
+        entry["reached"] = reached_calls(task.entry, args, path, entry_namespaces(task.entry))
+    from .reach import chip_vmem_bytes, vmem_detail, vmem_excess
+
+    # said with tier 2's progress: a compile that then runs past its time limit is explained by it
+    capacity = chip_vmem_bytes(target) if 2 in tiers else None
+    excess = vmem_excess(entry.get("reached"), capacity)
     compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name,
-                   lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known)
+                   lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known,
+                   detail=vmem_detail(entry.get("reached"), capacity),
+                   vmem=messages.VmemExcess(**excess) if excess else None)
     if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
@@ -156,7 +168,7 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
 def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[Any, ...], target: str,
                    tiers: Sequence[int], unavailable: Mapping[str, str], say: Callable[[str], None], label: str,
                    record: Callable[[BaseException, int], dict[str, Any]], *, detail: str = "",
-                   tier2_known: str | None = None) -> None:
+                   tier2_known: str | None = None, vmem: Any = None) -> None:
     """Tiers 1 and 2 for one callable, written into ``entry``: states, error records (made by
     ``record(exc, tier)``), timings, the lowered module's hash and the compiler's memory figures.
     Tier 2 runs only after tier 1 passed (or was not asked for), and not when its verdict is
@@ -164,7 +176,7 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
     failed = False
     timings = entry.setdefault("timings_s", {})
     if 1 in tiers:
-        say(f"tier 1: {label} (Pallas TPU lowering for {target}{detail})", stage=Stage.TIER, tier=1, entry=label)
+        say(f"tier 1: {label} (Pallas TPU lowering for {target})", stage=Stage.TIER, tier=1, entry=label)
         started = time.perf_counter()
         try:
             exported = lower_for_tpu(fn, args, target)
@@ -184,7 +196,8 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
         elif failed:
             entry["tiers"]["2"] = "skipped: tier 1 failed"
         else:
-            say(f"tier 2: {label} (libtpu compile for {target}{detail})", stage=Stage.TIER, tier=2, entry=label)
+            say(f"tier 2: {label} (libtpu compile for {target}{detail})", stage=Stage.TIER, tier=2, entry=label,
+                **({"vmem": vmem} if vmem is not None else {}))
             started = time.perf_counter()
             try:
                 entry["memory"] = compile_for_tpu(fn, args, target)
@@ -384,7 +397,7 @@ class _Say:
 
     def __call__(self, message: str, **fields: Any) -> None:
         if "stage" in fields:
-            self.step = {k: v for k, v in fields.items() if k in ("stage", "tier", "entry")}
+            self.step = {k: v for k, v in fields.items() if k in ("stage", "tier", "entry", "vmem")}
         report = dict(self.step)
         if "line" in fields:
             report["line"] = fields["line"]

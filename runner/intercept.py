@@ -144,7 +144,11 @@ def intercept_pallas_calls(
         def apply(*operands: Any) -> Any:
             rec.operands = _abstract(operands)
             rec.applied += 1
-            return inner(*operands)
+            try:
+                return inner(*operands)
+            except Exception as exc:
+                mark_kernel_error(exc)  # raised by the kernel (tracing, lowering, its run), not host code
+                raise
 
         return apply
 
@@ -163,6 +167,25 @@ def intercept_pallas_calls(
         with _lock:
             for namespace, name, value in patched:
                 namespace[name] = value
+
+
+KERNEL_ERROR = "_pallasite_in_kernel"
+
+
+def mark_kernel_error(exc: BaseException) -> None:
+    with contextlib.suppress(Exception):
+        setattr(exc, KERNEL_ERROR, True)
+
+
+def is_kernel_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or an exception in its cause/context chain) came out of a pallas_call."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if getattr(exc, KERNEL_ERROR, False):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
 
 
 def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:

@@ -43,6 +43,7 @@ from jax.experimental.pallas import tpu as pltpu
 from . import errors as errors_mod
 from .intercept import RecordedCall, SemanticsOverride, block_shapes, dimension_semantics, intercept_pallas_calls
 from .interpret_compare import compare, tolerance_for
+from .interpret_verdicts import reference_mismatch, state_of, upstream_failure, upstream_record
 from .interpret_records import (
     START,
     CallSites,
@@ -169,9 +170,9 @@ def _race_reports(text: str) -> list[str]:
 
 def probe_calls(fn: Callable[..., Any], args: tuple[Any, ...], modules: tuple[Any, ...] = ()) -> list[RecordedCall]:
     """The pallas_calls ``fn`` makes for these abstract args (traced with eval_shape, nothing runs)."""
-    with intercept_pallas_calls(modules=modules) as calls:
-        jax.eval_shape(fn, *args)
-    return list(calls)
+    from .reach import traced_calls
+
+    return traced_calls(fn, args, modules)
 
 
 def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements: int = MAX_ELEMENTS) -> tuple[tuple[Any, ...], bool]:
@@ -187,7 +188,7 @@ def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements
     blocks: dict[int, set[int]] = {}  # original size -> block dims that cut it
     fixed: set[int] = set()  # sizes some operand takes whole (block == size or no block)
     for call in calls:
-        specs = block_shapes(call.kwargs.get("in_specs"))
+        specs = block_shapes(_in_specs(call))
         for operand, spec in zip(call.operands or (), specs):
             if not isinstance(operand, jax.ShapeDtypeStruct):
                 continue
@@ -216,6 +217,18 @@ def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements
         out.append(jax.ShapeDtypeStruct(tuple(new_size.get(d, d) for d in shape), a.dtype))
     new_args = jax.tree.unflatten(treedef, out)
     return new_args, new_args != args
+
+
+def _in_specs(call: RecordedCall) -> Any:
+    """The call's input BlockSpecs, given directly or inside a ``grid_spec`` (PrefetchScalarGridSpec)."""
+    specs = call.kwargs.get("in_specs")
+    grid_spec = call.kwargs.get("grid_spec")
+    if specs is None and grid_spec is not None:
+        specs = getattr(grid_spec, "in_specs", None)
+        prefetch = getattr(grid_spec, "num_scalar_prefetch", 0) or 0
+        if prefetch and call.operands:  # scalar-prefetch operands come first and have no BlockSpec
+            specs = [None] * prefetch + list(specs if isinstance(specs, (list, tuple)) else [specs])
+    return specs
 
 
 def random_inputs(args: tuple[Any, ...], seed: int = 0) -> tuple[Any, ...]:
@@ -271,6 +284,7 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
         shapes, shrunk, calls = abstract, False, []
     result["shapes"] = describe_shapes(shapes)
     result["shrunk"] = shrunk
+    result["full_shapes"] = describe_shapes(abstract) if shrunk else None
     inputs, made_up = _concrete_inputs(task, shapes, shrunk)
     seed = shuffling_seed(calls)
     say(f"tier 3: {task.name} (TPU interpret mode on CPU, {result['shapes']})")
@@ -279,7 +293,7 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
     records = diagnose(run, task, inputs, path, source, say, seed)
     total += sum(records.pop("_reruns", []))
     cores = target_cores(target)
-    if cores == 1 and any(r.get("severity", "error") == "error" for r in records["errors"]):
+    if cores == 1 and state_of(records["errors"]) == "error":
         # Wrong with two simulated TensorCores: is it wrong on this one-core chip too? Its single core
         # runs every grid axis in order, as if all were "arbitrary".
         say(f"tier 3: {task.name} again as on {target} (1 TensorCore, grid steps in order)")
@@ -292,12 +306,20 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
         _soften_result_records(records["errors"])
     result["errors"] = records["errors"]
     result["seconds"] = round(total, 3)
-    result["state"] = "error" if any(r.get("severity", "error") == "error" for r in result["errors"]) else "ok"
+    result["state"] = state_of(result["errors"])
     result["note"] = (
-        f"tier 3: {task.name} ran in {total:.1f} s in CPU interpret mode (not TPU time) "
-        f"at {result['shapes']}" + (" (shrunk from the example inputs)" if shrunk else "")
+        f"tier 3: {task.name} ran in {total:.1f} s in CPU interpret mode (not TPU time): "
+        + shrink_note(result["shapes"], result["full_shapes"])
     )
     return result
+
+
+def shrink_note(shapes: str, full_shapes: str | None) -> str:
+    """Where the interpret run ran: the example inputs' shapes, or the shrunk ones and what they came from."""
+    if not full_shapes:
+        return f"interpret run at {shapes}"
+    return (f"interpret run at {shapes}, shrunk from {full_shapes} (block shapes kept, the grid shrunk "
+            "to two blocks per tiled dim)")
 
 
 def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str], None] | None = None,
@@ -435,7 +457,9 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     for report in run.races:
         errors.append(race_record(report, call, sites, path))
     if run.error is not None:
-        errors.append(exception_record(run.error, call, sites, path))
+        rec = exception_record(run.error, call, sites, path)
+        why = upstream_failure(run.error, rec) if rec.get("code") == "PLS300" else None
+        errors.append(upstream_record(rec, why) if why else rec)
         return {"errors": errors, "_reruns": reruns}
     if run.races:  # the race explains any wrong numbers; comparing would only repeat it
         return {"errors": errors, "_reruns": reruns}
@@ -454,6 +478,10 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
 
     expected = None
     reference = getattr(task, "reference", None)
+    mismatch = reference_mismatch(reference, inputs, path) if reference is not None else None
+    if mismatch is not None:
+        errors.append(mismatch)
+        return {"errors": errors, "_reruns": reruns}
     if reference is not None:
         try:
             expected = jax.tree.map(np.asarray, reference(*inputs))

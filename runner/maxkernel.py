@@ -7,11 +7,16 @@ A MaxKernel-style task is a folder::
       reference.py       get_inputs() and computation(...): the plain-JAX reference
       kernel.py          the candidate Pallas kernel (any name; see below)
 
-``input_gen_code`` is Python source defining ``get_inputs()``; without it, ``reference.py``'s
-``get_inputs`` is used. ``get_inputs()`` returns ``(dynamic_args, static_args)`` or a list of such
+``input_gen_code`` is Python source defining ``get_inputs()``, run in the namespace MaxKernel's
+harness (``evaluation/harness_code.py``) gives it: ``jax``, ``jnp``, ``np``, ``time``, ``json``, ``os``,
+``importlib``, ``traceback`` are already bound (most shipped tasks use ``jnp`` without importing it);
+without it, ``reference.py``'s ``get_inputs`` is used. ``get_inputs()`` returns ``(dynamic_args, static_args)`` or a list of such
 pairs (one task per pair): ``dynamic_args`` a tuple/list of arrays passed positionally,
 ``static_args`` a dict of keyword arguments (or a tuple of extra positional Python values) passed
-as they are. Input shapes come from ``jax.eval_shape``: nothing is allocated to check.
+as they are. Input shapes come from ``jax.eval_shape``: nothing is allocated to check. When
+``get_inputs()`` needs concrete values while it runs (``float(1.0 / jnp.sqrt(head_dim))`` for a
+static argument), which ``eval_shape`` cannot give, it is run once concretely on CPU instead
+(``runner/concrete_inputs.py``): its static values are then real, and its arrays' shapes are read.
 
 The candidate file is the one being checked; its entry is ``entry:`` from the YAML, else a function
 named ``computation`` in it, else its single public function that calls ``pallas_call``.
@@ -32,6 +37,7 @@ from typing import Any, Callable
 import jax
 
 from . import loader
+from .concrete_inputs import ShapesOnly, concrete_shapes, needs_concrete_values
 from .tasks_runtime import RuntimeTask, TaskError
 
 TASK_FILE = "kernel_task.yaml"
@@ -125,12 +131,16 @@ def discover(module: types.ModuleType, path: str) -> list[RuntimeTask] | None:
     tolerance = {k: float(spec[k]) for k in ("atol", "rtol") if isinstance(spec.get(k), (int, float))} or None
 
     cases, statics = _abstract_cases(get_inputs)
+    concrete = getattr(cases, "concrete", False)
     tasks = []
     for index, static in enumerate(statics):
+        inputs: Any = functools.partial(_dynamic_of, get_inputs, index)
+        if concrete:  # get_inputs() had to run concretely: do not run it again per case
+            inputs = ShapesOnly(get_inputs, tuple(cases[index]))
         tasks.append(RuntimeTask(
             name=getattr(entry, "__name__", task_id),  # the function the editor shows verdicts on
             entry=_bind(entry, static),
-            inputs=functools.partial(_dynamic_of, get_inputs, index),
+            inputs=inputs,
             format="maxkernel",
             reference=_bind(computation, static) if callable(computation) else None,
             tolerance=tolerance,
@@ -152,7 +162,7 @@ def _load_reference(folder: str) -> types.ModuleType | None:
 def _get_inputs(spec: dict[str, Any], reference: types.ModuleType | None, folder: str) -> Callable[[], Any]:
     code = spec.get("input_gen_code")
     if isinstance(code, str) and code.strip():
-        ns: dict[str, Any] = {"__name__": "maxkernel_input_gen"}
+        ns: dict[str, Any] = harness_namespace()
         try:
             exec(compile(code, os.path.join(folder, TASK_FILE) + ":input_gen_code", "exec"), ns)
         except Exception as exc:  # noqa: BLE001 - the task's own code failed
@@ -163,6 +173,20 @@ def _get_inputs(spec: dict[str, Any], reference: types.ModuleType | None, folder
     if reference is not None and callable(getattr(reference, "get_inputs", None)):
         return reference.get_inputs
     raise TaskError(f"no get_inputs(): give input_gen_code in {TASK_FILE} or define it in {REFERENCE_FILE}")
+
+
+def harness_namespace() -> dict[str, Any]:
+    """The globals MaxKernel's harness runs ``input_gen_code`` in (its module imports them first)."""
+    import importlib
+    import json
+    import time
+    import traceback
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    return {"__name__": "maxkernel_input_gen", "jax": jax, "jnp": jnp, "np": np, "time": time, "json": json,
+            "os": os, "importlib": importlib, "traceback": traceback}
 
 
 def _entry(module: types.ModuleType, path: str, spec: dict[str, Any]) -> Callable[..., Any]:
@@ -217,8 +241,22 @@ def _abstract_cases(get_inputs: Callable[[], Any]) -> tuple[list[Any], list[Any]
     except TaskError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's get_inputs failed
-        raise TaskError(f"get_inputs() failed while computing the input shapes: {type(exc).__name__}: {exc}") from exc
+        if not needs_concrete_values(exc):
+            raise TaskError(f"get_inputs() failed while computing the input shapes: {type(exc).__name__}: {exc}") from exc
+        try:  # a float(jnp.sqrt(...)) while tracing: run it for real, once, on CPU
+            shapes = _Concrete(concrete_shapes(dynamic_only))
+        except TaskError:
+            raise
+        except Exception as again:  # noqa: BLE001 - the user's get_inputs failed when run concretely too
+            raise TaskError(f"get_inputs() needs concrete values ({type(exc).__name__}), and running it concretely "
+                            f"failed: {type(again).__name__}: {again}") from again
     return shapes, statics
+
+
+class _Concrete(list):
+    """Case shapes read from a concrete run of get_inputs() (``concrete`` says so)."""
+
+    concrete = True
 
 
 def _dynamic_of(get_inputs: Callable[[], Any], index: int) -> tuple[Any, ...]:

@@ -211,6 +211,18 @@ class Stage(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class VmemExcess:
+    """Said before a tier-2 compile: one pallas_call's blocks need more VMEM than the chip has
+    (runner/reach.py), so a compile that then runs past its time limit is explained by it."""
+
+    need_bytes: int  # pipelined blocks twice, scratch once
+    chip_bytes: int
+    role: str  # of the largest buffer: "in_specs" | "out_specs" | "scratch_shapes"
+    index: int
+    block: str  # e.g. "(4096, 4096) bfloat16"
+
+
+@dataclass(frozen=True)
 class Progress:
     """Where a request is. Clients act on the structured fields; ``message`` is for people only."""
 
@@ -220,6 +232,7 @@ class Progress:
     entry: str | None = None
     line: int | None = None  # 1-based line of the checked file
     fraction: float | None = None
+    vmem: VmemExcess | None = None  # the blocks of the call being compiled exceed the chip's VMEM
 
 
 # --------------------------------------------------------------------------- ops
@@ -287,10 +300,31 @@ class ImportResult:
 
 
 @dataclass(frozen=True)
+class InferredInput:
+    """One argument of an inferred call: an array (``shape`` and ``dtype``) or a plain literal ``value``."""
+
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class InferredCall:
+    """A task read from the file's own call at ``line`` (``analysis/inferred_inputs.py``): check ``entry``
+    at these arguments when the file states no task (``runner/tasks_inferred.py``)."""
+
+    entry: str
+    line: int
+    args: tuple[InferredInput, ...] = ()
+    kwargs: dict[str, InferredInput] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class CheckParams:
     """Check one file: tiers 1-3 for ``target``. ``entries``: only these entries (the client asks tier 2
     for the entries its results cache lacks); ``tier2_known``: tier-2 verdicts ("ok" | "error") the client
-    reused, so those entries are not compiled; ``script``: run the file's __main__ (script mode)."""
+    reused, so those entries are not compiled; ``script``: run the file's __main__ (script mode);
+    ``inferred``: tasks the client read from the file's own calls, used when the file states none."""
 
     OP: ClassVar[str] = "check"
     source: Sources
@@ -300,6 +334,7 @@ class CheckParams:
     script: bool = False
     entries: tuple[str, ...] | None = None
     tier2_known: dict[str, str] = field(default_factory=dict)
+    inferred: tuple[InferredCall, ...] = ()  # used only when the file states no task
 
 
 @dataclass(frozen=True)
@@ -313,6 +348,30 @@ class Tier3Info:
     seconds: float | None = None
     shapes: str | None = None
     shrunk: bool = False
+
+
+@dataclass(frozen=True)
+class BlockBuffer:
+    """One VMEM buffer a pallas_call needs per grid step (runner/reach.py)."""
+
+    role: str  # "in_specs" | "out_specs" | "scratch_shapes"
+    index: int
+    shape: tuple[int | None, ...]
+    dtype: str
+    bytes: int
+    buffers: int  # 2: a pipelined (double-buffered) block; 1: scratch
+
+
+@dataclass(frozen=True)
+class ReachedCall:
+    """One pallas_call an entry makes (runner/reach.py): the checked file's lines on its call stack
+    (1-based: the ``pallas_call(...)``, wrappers, callers), its kernel and its VMEM buffers."""
+
+    lines: tuple[int, ...]
+    kernel: str
+    kernel_line: int | None = None  # 1-based def line, when the kernel is in the checked file
+    buffers: tuple[BlockBuffer, ...] = ()
+    vmem_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -335,6 +394,7 @@ class CheckEntry:
     notes: tuple[str, ...] = ()
     tier3: Tier3Info | None = None
     measurements: tuple[Measurement, ...] = ()
+    reached: tuple[ReachedCall, ...] | None = None  # the pallas_calls it makes; None: unknown
 
     def state(self, tier: int) -> TierOutcome | None:
         return next((t for t in self.tiers if t.tier == tier), None)
@@ -545,6 +605,7 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
             tier3=Tier3Info(seconds=tier3.get("seconds"), shapes=tier3.get("shapes"),
                             shrunk=bool(tier3.get("shrunk"))) if tier3 else None,
             measurements=measurements,
+            reached=_reached_from_plain(entry.get("reached")),
         ))
     script = result.get("script")
     return CheckResult(
@@ -557,6 +618,18 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
         entries=tuple(entries),
         script=ScriptInfo(calls=int(script["calls"]), distinct=int(script["distinct"])) if script else None,
     )
+
+
+def _reached_from_plain(reached: Any) -> tuple[ReachedCall, ...] | None:
+    if not isinstance(reached, list):
+        return None
+    return tuple(ReachedCall(lines=tuple(int(n) for n in r.get("lines") or ()), kernel=str(r.get("kernel") or ""),
+                             kernel_line=r.get("kernel_line"), vmem_bytes=int(r.get("vmem_bytes") or 0),
+                             buffers=tuple(BlockBuffer(role=str(b["role"]), index=int(b["index"]),
+                                                       shape=tuple(b["shape"]), dtype=str(b["dtype"]),
+                                                       bytes=int(b["bytes"]), buffers=int(b["buffers"]))
+                                           for b in r.get("buffers") or ()))
+                 for r in reached)
 
 
 def record_from_plain(rec: dict[str, Any]) -> ErrorRecord:

@@ -9,9 +9,12 @@ CPU interpret mode so the script can go on. Afterwards each distinct recorded ca
 shapes and parameters counted once) is checked by tiers 1-2 for the target chip with ``interpret``
 stripped — so a script that only ever ran in interpret mode still gets the TPU compiler's verdict.
 
-An exception the script raises itself is reported too (PLS901, at its line in the file, from the
-"script run" — tier 3, the script's own interpret-mode run); calls recorded before it are still
-checked. A script that runs on after its kernels (a hang, a long loop) is stopped at its own inner
+An exception the script raises itself is reported too, at its line in the file, from the "script
+run" (tier 3, the script's own interpret-mode run): PLS901 when it came out of a pallas_call (and
+only when the compiler tiers did not already report that kernel's error), PLS908 (a warning: not
+fully checked) when host-side code failed, PLS909 for a missing module; calls recorded before it
+are still checked. A script that makes no pallas_call at all is PLS907 (a warning). The script
+runs as on the target chip (``runner/target_chip.py``): ``pltpu.get_tpu_info()`` answers for it. A script that runs on after its kernels (a hang, a long loop) is stopped at its own inner
 deadline, a share of the request's time limit (``script_budget``), so the calls it made are still
 checked in the time left; the stop is reported as PLS903 at the line the script was executing. A
 file Python cannot parse is reported as PLS000 at the error. The answer has the ``check`` op's
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -31,7 +35,8 @@ from typing import Any, Callable
 
 from . import checks
 from . import errors as errors_mod
-from .intercept import RecordedCall, intercept_pallas_calls
+from .intercept import RecordedCall, intercept_pallas_calls, is_kernel_error
+from .target_chip import target_chip
 
 MAX_CALLS = 32  # distinct calls checked at most (a sweep over many shapes checks its first ones)
 RESERVE_S = 3.0  # of the request's time limit, kept for checking the recorded calls: at least this,
@@ -72,22 +77,29 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
     limit = params.get("time_limit_s")
     budget = script_budget(limit, time.monotonic() - started)
     say(f"running {os.path.basename(path)} as __main__ (every pallas_call recorded)")
-    with checks._line_watch(path, limit, say):  # if even the inner deadline cannot stop it: "at line N"
+    # the script runs as on the target chip: pltpu.get_tpu_info() and friends get the target's figures
+    with checks._line_watch(path, limit, say), target_chip(target):  # if the deadline cannot stop it: "at line N"
         calls, error = run_main(path, text, budget)
     distinct = dedupe(calls)
-    if error is not None:
-        result["errors"].append(script_error_record(error, path, len(calls), len(distinct), limit))
     result["script"] = {"calls": len(calls), "distinct": len(distinct)}
     result["tasks_found"] = len(distinct)
     notes = [f"script mode: {len(calls)} pallas_call(s) ran, {len(distinct)} distinct checked for {target}"
              + (f" (the first {MAX_CALLS})" if len(distinct) > MAX_CALLS else "")]
     for call in distinct[:MAX_CALLS]:
         result["entries"].append(check_call(call, path, target, tiers, result["unavailable"], say))
+    compiler_failed = any(state == "error" for e in result["entries"] for t, state in e["tiers"].items() if t in ("1", "2"))
+    if error is not None and is_kernel_error(error) and compiler_failed:
+        notes.append("the script's own run stopped at the same kernel error the compiler tiers report")
+    elif error is not None:
+        result["errors"].append(script_error_record(error, path, len(calls), len(distinct), limit))
     if result["entries"]:
         result["entries"][0]["notes"] = notes
     elif error is None:
-        result["errors"].append(checks._plain_error(
-            "task", "the script ran without making a pallas_call: nothing to check (does its __main__ block call the kernel?)"))
+        rec = checks._plain_error(
+            "task", "the script ran to its end without making a pallas_call, so nothing past tier 0 was checked "
+                    "(does its __main__ block call the kernel, or only under a condition that was false here?)")
+        rec.update(code="PLS907", tier=1)
+        result["errors"].append(rec)
     return result
 
 
@@ -126,10 +138,24 @@ def script_error_record(error: BaseException, path: str, calls: int, distinct: i
         rec["mentions"] = [{"line": line, "column": None}] if line else []
         return rec
     rec["code"] = "PLS901"
+    if _UNPARTITIONED.search(str(error)):
+        rec["sentence"] = (f"{rec['sentence']}: a pallas_call applied to an array sharded over several devices must run "
+                           "inside shard_map (one kernel per shard): wrap the call in jax.shard_map(f, mesh=..., "
+                           "in_specs=..., out_specs=...)")
+    if isinstance(error, ModuleNotFoundError):
+        rec["code"] = "PLS909"
+    elif not is_kernel_error(error) and not isinstance(error, (SystemExit, AssertionError)):
+        # host-side code failed: the kernels are not shown wrong, only not all checked (an assertion
+        # is the script's own check of its results, and stays an error)
+        rec["code"] = "PLS908"
     if isinstance(error, SystemExit):
         rec["sentence"] = f"the script exited with status {error.code!r}"
     rec["sentence"] = f"{rec['sentence']} ({checked})"
     return rec
+
+
+# jax's words for a Mosaic kernel called on sharded operands outside shard_map (CPU and TPU say it differently)
+_UNPARTITIONED = re.compile(r"mesh axes to be Manual|cannot be automatically partitioned")
 
 
 def _plural(n: int, word: str) -> str:

@@ -14,7 +14,10 @@ A task says which function to call and with which argument shapes. Three forms a
   else is passed as the one argument). The plain-JAX reference is ``workload`` of a sibling
   ``baseline.py`` when that file exists.
 
-- MaxKernel task folders (``kernel_task.yaml`` beside the file) are read by ``runner/maxkernel.py``.
+- MaxKernel task folders (``kernel_task.yaml`` beside the file) are read by ``runner/maxkernel.py``;
+- KernelBench-style files (``class Model`` with ``forward``, ``get_inputs()``) by
+  ``runner/tasks_kernelbench.py``; shapes inferred from the file's own calls when it states no
+  task by ``runner/tasks_inferred.py``.
 
 Shapes always come from ``jax.eval_shape``: an inputs function that makes arrays is traced
 abstractly, so checking never allocates the example inputs.
@@ -60,6 +63,9 @@ class RuntimeTask:
         """The entry's positional arguments as a tuple of ShapeDtypeStruct pytrees."""
         if self.inputs is None:
             return ()
+        known = getattr(self.inputs, "shapes", None)  # runner/concrete_inputs.ShapesOnly: computed once already
+        if known is not None:
+            return tuple(known) if isinstance(known, (list, tuple)) else (known,)
         try:
             shapes = jax.eval_shape(self.inputs)
         except Exception as exc:  # noqa: BLE001 - the user's inputs function failed
@@ -74,10 +80,13 @@ class RuntimeTask:
         return shapes
 
 
-def discover(module: types.ModuleType, path: str, text: str | None = None) -> list[RuntimeTask]:
+def discover(module: types.ModuleType, path: str, text: str | None = None,
+             inferred: Any = None) -> list[RuntimeTask]:
     """Every task the module states, in source order; [] when it states none.
 
     ``text`` is the checked source when it differs from the file on disk (an unsaved buffer).
+    ``inferred``: tasks the client read from the file's own calls (analysis/inferred_inputs.py),
+    used only when the module states none (``runner/tasks_inferred.py``).
     """
     from . import maxkernel  # MaxKernel task folders: kernel_task.yaml beside the file
 
@@ -88,11 +97,19 @@ def discover(module: types.ModuleType, path: str, text: str | None = None) -> li
     ns = vars(module)
     if callable(ns.get("workload")) and callable(ns.get("create_inputs")):
         return [_jaxbench_task(module, path)]
+    from .tasks_kernelbench import is_kernelbench, kernelbench_task  # class Model + get_inputs()
+
+    if is_kernelbench(module):
+        return [kernelbench_task(module)]
     long_form = _long_form(module, path)
     if long_form:
         return long_form
     if callable(ns.get("example_inputs")):
         return [_short_form(module, path, text)]
+    if inferred:
+        from .tasks_inferred import inferred_tasks
+
+        return inferred_tasks(module, inferred)
     return []
 
 

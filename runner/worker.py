@@ -51,9 +51,10 @@ class Context:
         self.deadline = deadline  # time.monotonic() value, or None
 
     def progress(self, message: str = "", *, stage: Stage = Stage.STARTING, tier: int | None = None,
-                 entry: str | None = None, line: int | None = None, fraction: float | None = None) -> None:
+                 entry: str | None = None, line: int | None = None, fraction: float | None = None,
+                 vmem: Any = None) -> None:
         self._send(protocol.progress(self.request_id, Progress(stage=Stage(stage), message=str(message), tier=tier,
-                                                               entry=entry, line=line, fraction=fraction)))
+                                                               entry=entry, line=line, fraction=fraction, vmem=vmem)))
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

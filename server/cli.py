@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("pallasite.server.cmd_time", "profile a kernel: per-kernel time, FLOP/s and bytes/s vs the roofline, the trace"),
     "optimize": ("pallasite.server.cmd_optimize", "the optimize loop: plan, implement, test, tune, measure; best valid candidate wins"),
     "tune": ("pallasite.server.cmd_tune", "autotune a kernel's block sizes for a TPU chip (cost model; device when given)"),
+    "search": ("pallasite.server.cmd_search", "search for a faster kernel: parallel / beam / evolutionary optimize runs, with an HTML report"),
+    "eval": ("pallasite.server.cmd_eval", "evaluate a folder of JAXBench/MaxKernel tasks: compile/correct rates, geomean speedup, fast_p"),
     "serve": ("pallasite.server.cmd_serve", "run the language server (stdio, or --tcp on 127.0.0.1)"),
     "worker": ("pallasite.runner.worker", "run a worker: JSON lines on stdin/stdout (used by the server, ssh and Ray)"),
     "explain": ("pallasite.server.cmd_knowledge", "explain a finding code, e.g. `pallasite explain PLS001`"),
@@ -29,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "settings": ("pallasite.server.cmd_settings", "show the settings, or their JSON Schema with --schema"),
     "chips": ("pallasite.server.cmd_chips", "show the TPU chip table read from the installed jax (via a worker)"),
 }
+
+# Commands that start workers (kernel code): they re-execute without secrets in their environment
+# (engine/secrets.py keeps the values in memory only).
+STARTS_WORKERS = ("check", "serve", "chips")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    command_line = argv is None  # a real `pallasite ...` process, not a caller running main() in its own
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
         args = _parser().parse_args(argv)  # prints help / usage errors (exit 2)
@@ -55,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     name = argv[0]
+    # Provider keys leave the environment before any worker can start: the process re-executes itself,
+    # so only when it is its own program (never replace a caller's process, e.g. a test runner's).
+    if name in STARTS_WORKERS and command_line:
+        from pallasite.engine import secrets
+
+        secrets.keep_in_memory_only(argv)
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"pallasite {name}", description=COMMANDS[name][1])
     module.add_arguments(parser, name)

@@ -3,6 +3,10 @@
 Settings come from ``[tool.pallasite]`` in the nearest pyproject.toml (the same keys as the
 language server's ``pallasite`` section); command-line flags override them.
 
+Output is quiet: a clean, fully checked file prints nothing (``--verbose`` adds notes, information
+findings and a line per file). Exit status 1 for errors; with ``--strict`` (or ``check.strict``)
+also for a file not fully checked (a tier skipped, a limit hit, no task).
+
 Files are checked concurrently on a pool of warm workers (``--jobs N``, default one per core, at
 most 8), through the engine (engine/engine.py); the output keeps the order of the paths.
 
@@ -47,6 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         metavar="CODE=LEVEL",
         help="override a code's severity (error, warning, information, hint, off); repeatable",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1) when a file was not fully checked: a tier skipped, a time or memory limit, no task "
+             "(default from the check.strict setting)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="text format: also print notes, information findings and a line per file saying which tiers ran")
     parser.add_argument(
         "--jobs", "-j",
         type=int,
@@ -95,6 +107,10 @@ def expand_paths(paths: list[str]) -> list[str]:
 
 
 def _options(args: argparse.Namespace, files: list[str]):
+    return _options_and_strict(args, files)[0]
+
+
+def _options_and_strict(args: argparse.Namespace, files: list[str]):
     from pallasite.engine.checker import TARGETS
     from pallasite.server.settings import load_project_settings
 
@@ -126,7 +142,7 @@ def _options(args: argparse.Namespace, files: list[str]):
                 raise UsageError(f"--severity {item!r}: unknown code {code}; `pallasite explain --list` lists them")
             severity[code] = level
         changes["severity"] = severity
-    return dataclasses.replace(options, **changes)
+    return dataclasses.replace(options, **changes), bool(getattr(args, "strict", False) or settings.check.strict)
 
 
 def jobs_for(args: argparse.Namespace) -> int:
@@ -146,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         files = expand_paths(args.paths)
-        options = _options(args, files)
+        options, strict = _options_and_strict(args, files)
         jobs = jobs_for(args)
     except UsageError as err:
         print(f"pallasite check: error: {err}", file=sys.stderr)
@@ -155,5 +171,6 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(report_format.to_json_text(reports, target=options.target, tiers=options.tiers))
     else:
-        print(report_format.to_text(reports, target=options.target, tiers=options.tiers, details=args.details))
-    return 1 if report_format.summary(reports)["error"] else 0
+        print(report_format.to_text(reports, target=options.target, tiers=options.tiers, details=args.details,
+                                    verbose=getattr(args, "verbose", False)))
+    return report_format.exit_status(reports, options.tiers, strict=strict)

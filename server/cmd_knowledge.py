@@ -13,6 +13,7 @@ Exit codes: 0 done, 2 bad input (unknown code, missing folder, unreadable store)
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import json
 import sys
 
@@ -30,12 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         _docs_options(search, suppress=True)
         _docs_options(actions.add_parser("info", help="where the docs index is cached and what it holds"),
                       suppress=True)
+        _docs_options(actions.add_parser("fetch-model", help="download the embeddings model's files from the "
+                                         "pinned Hugging Face revision, checked by sha256"), suppress=True)
     elif command == "store":
         parser.add_argument("action", nargs="?", choices=("info", "clear"), default="info",
                             help="info (default): where it is, counts, size; clear: delete it")
         parser.add_argument("--workspace", default=None,
-                            help="the workspace folder (default: the nearest folder above the current one "
-                                 "that has a .pallasite folder, else the current folder)")
+                            help="the workspace folder (default: as `pallasite check` finds it: the nearest folder "
+                                 "above the current one with a pyproject.toml or .git, or a .pallasite "
+                                 "folder within that project; else the current folder)")
     else:  # pragma: no cover - the CLI table only routes the three names above here
         raise ValueError(f"cmd_knowledge does not handle {command!r}")
 
@@ -113,8 +117,24 @@ def _explain(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- docs
 
 
+def _fetch_model() -> int:
+    from pallasite.knowledge import model_files
+
+    print(f"fetching {model_files.REPO} at revision {model_files.REVISION[:12]} "
+          f"({', '.join(model_files.PINNED)}) into {model_files.cache_folder()}")
+    try:
+        folder = model_files.download()
+    except model_files.ModelFileError as err:
+        return _fail(f"docs fetch-model: {err}")
+    print(f"ok: every file matches its pinned sha256; `pallasite docs search --ranker embeddings` uses {folder}")
+    return 0
+
+
 def _docs(args: argparse.Namespace) -> int:
     from pallasite.knowledge import docs
+
+    if args.action == "fetch-model":
+        return _fetch_model()
 
     options = docs.DocsOptions(include_kernels=args.include_kernels, extra_dirs=tuple(args.extra),
                                include_catalog=not args.no_catalog, ranker=args.ranker)
@@ -158,7 +178,7 @@ def _docs(args: argparse.Namespace) -> int:
 def _store(args: argparse.Namespace) -> int:
     from pallasite.knowledge import store
 
-    workspace = store.find_workspace(args.workspace or ".")
+    workspace = Path(args.workspace).resolve() if args.workspace else store.find_workspace(".")
     if args.workspace and not workspace.is_dir():
         return _fail(f"store: workspace {args.workspace!r} is not a folder")
     if args.action == "clear":

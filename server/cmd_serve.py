@@ -36,11 +36,15 @@ def run(args: argparse.Namespace) -> int:
             return 2
     from pallasite.server.lsp import server
 
+    from pallasite.server import lifetime
+
+    lifetime.end_with_signals()
     if args.tcp:
         print(f"pallasite serve: listening on 127.0.0.1:{args.port}", file=sys.stderr)
         server.start_tcp("127.0.0.1", args.port)
     else:
-        server.start_io()
+        server.start_io(stdin=lifetime.EndOnEof(sys.stdin.buffer))
+    lifetime.end_now(lifetime.exit_code)
     return 0
 
 

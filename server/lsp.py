@@ -18,21 +18,35 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
+from pallasite.engine import secrets
 
-from . import actions, fix_command, hover, hover_sources, lenses, optimize_lsp, timing_lsp, tune_lsp
+from . import actions, fix_command, hover, hover_sources, lenses, optimize_lsp, search_lsp, timing_lsp, tune_lsp
+from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
-    change_to_edit, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
+    change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
 )
 from .session import Document, Session
 from .settings import SECTION, TARGETS
 
 STATS = "pallasite/serverStats"
+DOCUMENT_STATE = "pallasite/documentState"
 
 
 class PallasiteServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("pallasite", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        super().__init__("pallasite", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         protocol_cls=PallasiteProtocol)
         self.session = Session(self)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message body that is not JSON gets a ParseError reply (id null); others are logged."""
+        if isinstance(error, ValueError):  # json.JSONDecodeError, UnicodeDecodeError
+            self.protocol.send_raw_error(None, PARSE_ERROR, f"the message is not valid JSON: {error}")
+            return
+        super().report_server_error(error, source)
+
+    def report_malformed_notification(self, text: str) -> None:
+        self.session.log(f"pallasite: ignored a malformed notification: {text}")
 
 
 server = PallasiteServer()
@@ -53,7 +67,8 @@ def _warn(ls: PallasiteServer, warnings: list[str]) -> None:
 @server.feature(lsp.INITIALIZE)
 def initialize(ls: PallasiteServer, params: lsp.InitializeParams) -> None:
     session = ls.session
-    session.encoding = str(ls.workspace.position_encoding or "utf-16")
+    encoding = ls.workspace.position_encoding or "utf-16"
+    session.encoding = str(getattr(encoding, "value", encoding))  # "utf-8", not "PositionEncodingKind.Utf8"
     session.folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
     if not session.folders and ls.workspace.root_path:
         session.folders = [ls.workspace.root_path]
@@ -91,14 +106,18 @@ async def _pull_configuration(ls: PallasiteServer) -> None:
     workspace = getattr(ls.client_capabilities, "workspace", None)
     if not (workspace and workspace.configuration):
         return
+    folders = list(ls.session.folders)  # and each workspace folder's own settings, scoped to it
+    items = [lsp.ConfigurationItem(section=SECTION),
+             *(lsp.ConfigurationItem(scope_uri=path_to_uri(f), section=SECTION) for f in folders)]
     try:
-        result = await ls.workspace_configuration_async(
-            lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)]))
+        result = await ls.workspace_configuration_async(lsp.ConfigurationParams(items=items))
     except Exception as exc:
         ls.session.log(f"pallasite: workspace/configuration failed: {exc}")
         return
     if result and result[0] is not None:
         _warn(ls, ls.session.set_layer("workspace/configuration", result[0]))
+    for folder, scoped in zip(folders, list(result or [])[1:]):
+        _warn(ls, ls.session.set_folder_layer(folder, scoped))
 
 
 @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -116,6 +135,14 @@ async def shutdown(ls: PallasiteServer, params: Any = None) -> None:
     await ls.session.engine.close()
 
 
+@server.feature(lsp.EXIT)
+def on_exit(ls: PallasiteServer, params: Any = None) -> None:
+    """The editor says goodbye: workers end now, the process within a second (lifetime.py)."""
+    from . import lifetime
+
+    lifetime.end_soon(0 if ls.protocol._shutdown else 1)
+
+
 # --------------------------------------------------------------------------- documents
 
 
@@ -125,8 +152,8 @@ async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -
     if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
         return
     doc = ls.session.open(item.uri, uri_to_path(item.uri), item.version, item.text)
-    ls.session.run_tier0(doc)
-    ls.session.publish(doc)
+    if ls.session.run_tier0_inline(doc):  # a big document: on the tier-0 thread, which publishes
+        ls.session.publish(doc)
     ls.session.notify_status()
     await ls.session.consider_check(doc, opening=True)
 
@@ -270,6 +297,14 @@ async def fix_with_agent(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     ``{"uri": ..., "version": N, "line": L}`` (what the "Fix with agent" code action sends)."""
     options = args[0] if args and isinstance(args[0], dict) else {}
     return await fix_command.fix_with_agent(ls, options, await _progress_token(ls))
+
+
+@server.command(search_lsp.SEARCH_COMMAND)
+async def search_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """Search for a faster kernel: ``{"uri", "algo", "budget", "seed", "width", ...}``; the best node is
+    offered as a versioned edit and the HTML report opened with window/showDocument."""
+    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    return await search_lsp.search_command(ls, options, await _progress_token(ls))
 
 
 @server.command(timing_lsp.TIME_COMMAND)
@@ -446,10 +481,16 @@ async def trust_folder(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     folders = [uri_to_path(given) if given.startswith("file:") else given] if isinstance(given, str) else ls.session.folders
     if not folders:
         return {"ok": False, "message": "pallasite.trustFolder: no folder given and no workspace folder open."}
+    await ls.session.wait_for_settings()  # decided with the user's settings, not before they arrive
+    if ls.session.settings.trust.mode == "never":
+        message = ('pallasite.trustFolder: trust.mode is "never" in your settings, so no folder\'s code runs '
+                   "(tier 0 only); set trust.mode to \"ask\" or \"always\" to allow it.")
+        ls.session.show(message)
+        return {"ok": False, "message": message}
     for folder in folders:
         resolved = str(Path(folder).resolve())
-        ls.session.trust(resolved)
-        ls.session.check_others_in(resolved)
+        if ls.session.trust(resolved):
+            ls.session.check_others_in(resolved)
     ls.session.notify_status()
     return {"ok": True, "trusted": folders}
 
@@ -473,4 +514,17 @@ def server_stats(ls: PallasiteServer, params: Any = None) -> dict[str, Any]:
             "settings": ls.session.settings_json(), "status": ls.session.status(),
             "tier0Seconds": list(ls.session.tier0_seconds), "checksStarted": ls.session.checks_started,
             "jobs": [{"id": j.id, "kind": j.kind, "file": j.file, "state": j.state, "error": j.error}
-                     for j in ls.session.engine.jobs.list()]}
+                     for j in ls.session.engine.jobs.list()],
+            "secrets": secrets.names(), "secretsOutOfEnvironment": secrets.reexecuted()}
+
+
+@server.feature(DOCUMENT_STATE)
+def document_state(ls: PallasiteServer, params: Any = None) -> dict[str, Any] | None:
+    """The server's copy of an open document (``{"uri": ...}``): its version and text, so a client
+    (the fuzz test, a bug report) can compare it with its own; None for a document not open."""
+    uri = getattr(params, "uri", None) if not isinstance(params, dict) else params.get("uri")
+    doc = _doc(ls, uri) if isinstance(uri, str) else None
+    if doc is None:
+        return None
+    return {"uri": doc.uri, "version": doc.version, "text": doc.text, "encoding": ls.session.encoding}
+

@@ -36,9 +36,10 @@ def text_lines(text: str) -> list[str]:
 def _units(char: str, encoding: str) -> int:
     if encoding == UTF32:
         return 1
-    if encoding == UTF8:
-        return len(char.encode("utf-8"))
-    return 2 if ord(char) > 0xFFFF else 1
+    code = ord(char)
+    if encoding == UTF8:  # by code point, so a lone surrogate (3 bytes as sent) cannot raise
+        return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+    return 2 if code > 0xFFFF else 1
 
 
 def column_to_client(line: str, column: int, encoding: str = UTF16) -> int:

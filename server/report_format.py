@@ -14,8 +14,11 @@ to "hint" is reported as information)::
                                            "message"}],
                               "detail": null | str}],
                 "kernels": [{"name", "line", "tiers": {"0": "ok" | "error" | "skipped: ..." | "not run"}}],
-                "notes": [str]}],
-     "summary": {"files": int, "errors": int, "warnings": int, "information": int}}
+                "notes": [str],
+                "tiers_ran": [int],               # tiers that gave some kernel a verdict
+                "not_fully_checked": [str]}],     # why not ([] when fully checked)
+     "summary": {"files": int, "errors": int, "warnings": int, "information": int,
+                 "not_fully_checked": int}}
 
 New keys may be added within version 1; renaming or removing one bumps the version.
 """
@@ -73,6 +76,44 @@ def finding_json(finding: Finding, path: str) -> dict:
     }
 
 
+# "Could not check" outcomes: warnings (or information) that mean a file was not fully checked.
+COULD_NOT_CHECK = frozenset({"PLS205", "PLS900", "PLS903", "PLS904", "PLS906", "PLS907", "PLS908", "PLS909"})
+_CHECKED = ("ok", "error")
+_NOT_APPLICABLE = ("skipped: GPU kernel",)
+
+
+def tiers_ran(report: FileReport) -> list[int]:
+    """The tiers that gave a verdict (ok or error) for at least one kernel of the file."""
+    return sorted({t for k in report.kernels for t, state in k.tiers if state in _CHECKED})
+
+
+def not_checked(report: FileReport, tiers: Sequence[int]) -> list[str]:
+    """Why the file was not fully checked for ``tiers`` ([] when it was): requested tiers that gave
+    no verdict for some kernel (a tier skipped because an earlier one failed counts as checked: the
+    error is reported), and "could not check" findings."""
+    reasons: dict[str, None] = {}
+    for kernel in report.kernels:
+        states = dict(kernel.tiers)
+        for tier in tiers:
+            state = states.get(tier, "not run")
+            if state in _CHECKED or state in _NOT_APPLICABLE or (state.startswith("skipped:") and "failed" in state):
+                continue
+            reasons[f"tier {tier} {state}"] = None
+    for finding in report.findings:
+        if finding.code in COULD_NOT_CHECK:
+            reasons[f"{finding.code} at line {finding.span.line + 1}"] = None
+    return list(reasons)
+
+
+def exit_status(reports: Sequence[FileReport], tiers: Sequence[int], *, strict: bool = False) -> int:
+    """1 when errors were found (or, with ``strict``, when a file was not fully checked), else 0."""
+    if summary(reports)["error"]:
+        return 1
+    if strict and any(not_checked(r, tiers) for r in reports):
+        return 1
+    return 0
+
+
 def summary(reports: Sequence[FileReport]) -> Counter:
     counts: Counter = Counter()
     for report in reports:
@@ -95,6 +136,8 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
                     for k in r.kernels
                 ],
                 "notes": list(r.notes),
+                "tiers_ran": tiers_ran(r),
+                "not_fully_checked": not_checked(r, tiers),
             }
             for r in reports
         ],
@@ -103,6 +146,7 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
             "errors": counts["error"],
             "warnings": counts["warning"],
             "information": counts["information"],
+            "not_fully_checked": sum(1 for r in reports if not_checked(r, tiers)),
         },
     }
     return json.dumps(doc, indent=2)
@@ -128,17 +172,29 @@ def finding_text(finding: Finding, path: str, *, details: bool = False) -> str:
     return "\n".join(lines)
 
 
-def to_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int], details: bool = False) -> str:
+def to_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int], details: bool = False,
+            verbose: bool = False) -> str:
+    """Compiler-style text. Quiet by default: a clean, fully checked file prints nothing; a file
+    with findings prints its errors and warnings; a file not fully checked says which tiers ran and
+    why the others did not. ``verbose`` adds information findings, notes and a line per file."""
     out: list[str] = []
     for report in reports:
-        for note in report.notes:
-            out.append(f"{report.path}: note: {note}")
-        for finding in sorted(report.findings, key=lambda f: (f.span.line, f.span.column, f.code)):
+        if verbose:
+            out.extend(f"{report.path}: note: {note}" for note in report.notes)
+        shown = [f for f in report.findings if verbose or cli_severity(f) in ("error", "warning")]
+        for finding in sorted(shown, key=lambda f: (f.span.line, f.span.column, f.code)):
             out.append(finding_text(finding, report.path, details=details))
+        missing = not_checked(report, tiers)
+        if report.kernels and (missing or verbose):
+            ran = tiers_ran(report)
+            status = f"tier{'s' if len(ran) != 1 else ''} {','.join(map(str, ran))} ran" if ran else "no tier ran"
+            out.append(f"{report.path}: {status}" + (f"; not fully checked: {'; '.join(missing)}" if missing else ""))
     counts = summary(reports)
     tier_text = ",".join(str(t) for t in tiers)
+    incomplete = sum(1 for r in reports if not_checked(r, tiers))
     out.append(
         f"{len(reports)} file(s) checked for {target}, tiers {tier_text}: "
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['information']} information finding(s)"
+        + (f"; {incomplete} file(s) not fully checked (--strict fails on these)" if incomplete else "")
     )
     return "\n".join(out)

@@ -15,7 +15,9 @@ kernel file opened there triggers one question per folder; tier 0 never executes
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -97,15 +99,48 @@ class Document:
 # --------------------------------------------------------------------------- helpers
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def analyzable(text: str) -> str:
+    """``text`` with lone surrogates (a client may send ``"\\ud800"``) replaced by U+FFFD: one
+    code point for one, so every column stays where it was, and the text encodes as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def analyze(text: str, path: str, target: str) -> Any:
     from pallasite.analysis import tier0
 
-    return tier0.analyze(text, path, target=target)
+    return tier0.analyze(analyzable(text), path, target=target)
 
 
 def suppress(findings: Sequence[Finding], text: str, overrides: dict[str, str]) -> list[Finding]:
     """Suppression comments and severity overrides (analysis/suppress.py)."""
     return list(apply_suppressions(list(findings), text, dict(overrides)))
+
+
+def tier0_snapshot(text: str, path: str, target: str, severity: dict[str, str]) -> Any:
+    """(analysis, findings to show) of one text, or the exception the rules raised. A plain
+    function of its arguments, so it can run on the tier-0 thread."""
+    try:
+        analysis = analyze(text, path, target)
+        found = suppress(analysis.findings, text, severity)
+        return analysis, [with_site_context(f, analysis.sites) for f in found]
+    except Exception as exc:  # noqa: BLE001 - reported as data by Session._store_tier0
+        return exc
+
+
+# Documents up to this many characters are analysed on the event loop when a request needs it
+# (a few ms); bigger ones only on the tier-0 thread, so they never hold up other requests.
+TIER0_INLINE_CHARS = 200_000
+_TIER0_POOL: ThreadPoolExecutor | None = None
+
+
+def _tier0_pool() -> ThreadPoolExecutor:
+    global _TIER0_POOL
+    if _TIER0_POOL is None:
+        _TIER0_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pallasite-tier0")
+    return _TIER0_POOL
 
 
 def with_site_context(finding: Finding, sites: Sequence[Any]) -> Finding:
@@ -136,6 +171,7 @@ class Session(SettingsAndTrust):
         self.client = client
         self.settings = Settings()
         self.layers: dict[str, dict[str, Any]] = {}  # source -> raw settings
+        self.folder_layers: dict[str, dict[str, Any]] = {}  # workspace folder -> its own raw settings
         self.documents: dict[str, Document] = {}
         self.folders: list[str] = []
         self.pending_warnings: list[str] = []  # settings problems found before the client was ready
@@ -147,6 +183,7 @@ class Session(SettingsAndTrust):
         self.last_status: dict[str, Any] | None = None
         self.encoding = "utf-16"
         self.tier0_failed: set[str] = set()  # documents whose source analysis raised (told once)
+        self.tier0_stopped: set[str] = set()  # documents over check.maxFileMb (told once)
         self.tier0_seconds: deque[float] = deque(maxlen=1000)  # debounce end -> published, per run
         self.settings_ready = asyncio.Event()  # set once the first workspace/configuration pull ends
         self.project: tuple[str, str] | None = None  # (settings source, folder) of the pyproject read
@@ -164,7 +201,8 @@ class Session(SettingsAndTrust):
             if recheck:
                 doc.compiler = []  # verdicts for other settings no longer apply
             self.schedule_tier0(doc, 0)
-            if recheck and self.ensure_analysis(doc) and self.is_trusted(self.folder_of(doc.path)):
+            wanted = any(t > 0 for t in self.settings_for(doc.path).tiers)
+            if recheck and wanted and self.ensure_analysis(doc) and self.is_trusted(self.folder_of(doc.path)):
                 self.start_check(doc)
         self.notify_status()
 
@@ -184,7 +222,7 @@ class Session(SettingsAndTrust):
         workspace holding ``path`` (.pallasite/), which also lets it reuse unchanged tier-2 verdicts.
         Changed worker settings (e.g. the project interpreter became allowed) start new workers.
         ``purpose`` "job" runs it on a job worker (tier 3: long), so saves never wait behind it."""
-        options = self.check_options()
+        options = self.check_options(path)  # the settings of path's workspace folder
         return self.engine.checker(path, replace(options, script=True) if script else options, purpose=purpose)
 
     # ------------------------------------------------------------- documents
@@ -203,26 +241,67 @@ class Session(SettingsAndTrust):
         return doc
 
     def run_tier0(self, doc: Document) -> None:
-        """Tier 0 for the document's current text (in process; executes nothing). If the source
-        analysis itself fails, say so once per document and keep the last findings."""
-        doc.analysis_version = doc.version
-        try:
-            analysis = analyze(doc.text, doc.path, self.settings.target)
-        except Exception as exc:  # a bug in the rules must not take the server down
-            message = (f"pallasite: the source rules failed on {doc.path} ({type(exc).__name__}: {exc}); "
+        """Tier 0 for the document's current text, here and now (in process; executes nothing).
+        If the source analysis itself fails, say so once per document and keep the last findings."""
+        version = doc.version
+        if self._stopped_for_size(doc):
+            return
+        self._store_tier0(doc, version, tier0_snapshot(doc.text, doc.path, self.settings.target,
+                                                       dict(self.settings.severity)))
+
+    def run_tier0_inline(self, doc: Document) -> bool:
+        """Small documents: tier 0 now (True). Big ones: in the background, off the event loop; the
+        background run publishes (False)."""
+        if len(doc.text) <= TIER0_INLINE_CHARS:
+            self.run_tier0(doc)
+            return True
+        self.schedule_tier0(doc, 0)
+        return False
+
+    async def run_tier0_in_thread(self, doc: Document) -> None:
+        """Tier 0 of a snapshot of the text on the tier-0 thread; kept only if the document did not
+        change meanwhile (the newer edit has scheduled its own run)."""
+        version = doc.version
+        if self._stopped_for_size(doc):
+            return
+        result = await asyncio.get_running_loop().run_in_executor(
+            _tier0_pool(), tier0_snapshot, doc.text, doc.path, self.settings.target, dict(self.settings.severity))
+        if doc.version == version and self.documents.get(doc.uri) is doc:
+            self._store_tier0(doc, version, result)
+
+    def _store_tier0(self, doc: Document, version: int, result: Any) -> None:
+        doc.analysis_version = version
+        if isinstance(result, Exception):  # a bug in the rules must not take the server down
+            message = (f"pallasite: the source rules failed on {doc.path} ({type(result).__name__}: {result}); "
                        "the diagnostics shown are from the last successful run. Please report this with the file.")
             if doc.uri not in self.tier0_failed:
                 self.tier0_failed.add(doc.uri)
                 self.show(message, lsp.MessageType.Error)
             self.log(message)
             return
-        doc.analysis = analysis
-        found = suppress(analysis.findings, doc.text, dict(self.settings.severity))
-        doc.tier0 = [with_site_context(f, analysis.sites) for f in found]
+        doc.analysis, doc.tier0 = result
+
+    def _stopped_for_size(self, doc: Document) -> bool:
+        """Past ``check.maxFileMb`` tier 0 does not run: say so once per document, show nothing."""
+        limit = self.settings.check.maxFileMb * 1_000_000
+        if len(doc.text) <= limit:
+            self.tier0_stopped.discard(doc.uri)
+            return False
+        doc.analysis_version, doc.analysis, doc.tier0 = doc.version, None, []
+        if doc.uri not in self.tier0_stopped:
+            self.tier0_stopped.add(doc.uri)
+            self.show(f"pallasite: {doc.path} has {len(doc.text) / 1e6:.1f} million characters, over the "
+                      f"{self.settings.check.maxFileMb:g} MB limit for the source rules (pallasite.check.maxFileMb): "
+                      "tier 0 stopped for this file and shows nothing; raise the limit to check it.")
+        return True
 
     def ensure_analysis(self, doc: Document) -> bool:
-        """Bring tier 0 up to the document's version; whether the document is a Pallas kernel file."""
+        """Bring tier 0 up to the document's version; whether the document is a Pallas kernel file.
+        A big document is never analysed here (on the event loop): until its background run is
+        done it counts as not analysed (False)."""
         if doc.analysis_version != doc.version:
+            if len(doc.text) > TIER0_INLINE_CHARS:
+                return False
             self.run_tier0(doc)
         return doc.uses_pallas
 
@@ -298,7 +377,12 @@ class Session(SettingsAndTrust):
         await asyncio.sleep(delay_s)
         started = time.perf_counter()
         was_pallas = doc.uses_pallas
-        self.run_tier0(doc)
+        if len(doc.text) > TIER0_INLINE_CHARS:
+            await self.run_tier0_in_thread(doc)
+            if doc.analysis_version != doc.version:
+                return  # edited meanwhile: the newer run publishes
+        else:
+            self.run_tier0(doc)
         self.publish(doc)
         self.tier0_seconds.append(time.perf_counter() - started)
         if doc.uses_pallas and not was_pallas:
@@ -308,28 +392,30 @@ class Session(SettingsAndTrust):
         """Run the compiler tiers if the settings ask for it and the folder is (or becomes) trusted.
         Decided with the client's settings: a file opened before they arrive waits for them."""
         await self.wait_for_settings()
-        wanted = (opening and self.settings.check.onOpen) or (saving and self.settings.check.onSave)
-        if not wanted or not doc.uses_pallas or not any(t > 0 for t in self.settings.tiers):
+        chosen = self.settings_for(doc.path)  # the settings of the document's workspace folder
+        wanted = (opening and chosen.check.onOpen) or (saving and chosen.check.onSave)
+        if not wanted or not doc.uses_pallas or not any(t > 0 for t in chosen.tiers):
             return
         if await self.trusted_or_ask(self.folder_of(doc.path)):
             running = doc.check_task is not None and not doc.check_task.done()
-            if running and doc.check_key == self.check_key(doc.text, None, False):
+            if running and doc.check_key == self.check_key(doc.text, None, False, doc.path):
                 return  # a save of the very text being checked (same tiers): let that check finish
             if saving or not running:  # (trusting the folder may have started this file's check)
                 self.start_check(doc)
 
     def check_others_in(self, folder: str, *, skip: Document | None = None) -> None:
         """After a folder becomes trusted: check its open kernel files that were never checked."""
-        if not self.settings.check.onOpen:
-            return
         for doc in list(self.documents.values()):
+            if not self.settings_for(doc.path).check.onOpen:
+                continue
             if doc is not skip and doc.check_task is None and doc.uses_pallas and inside(doc.path, folder):
                 self.start_check(doc)
 
-    def check_key(self, text: str, tiers: Sequence[int] | None, script: bool) -> tuple:
+    def check_key(self, text: str, tiers: Sequence[int] | None, script: bool, path: str | None = None) -> tuple:
         """What a check is of: a new save with the same key would compute the same verdicts."""
-        chosen = tuple(sorted({t for t in (self.settings.tiers if tiers is None else tiers) if t > 0}))
-        return (text, chosen, script, self.settings.checker_key())
+        settings = self.settings_for(path) if path else self.settings
+        chosen = tuple(sorted({t for t in (settings.tiers if tiers is None else tiers) if t > 0}))
+        return (text, chosen, script, settings.checker_key())
 
     def start_check(self, doc: Document, tiers: Sequence[int] | None = None, *,
                     progress_token: Any = None, script: bool = False) -> asyncio.Task:
@@ -338,9 +424,9 @@ class Session(SettingsAndTrust):
         if doc.check_task is not None and not doc.check_task.done():
             doc.check_task.cancel()
         doc.edit_log = []
-        chosen = [t for t in (self.settings.tiers if tiers is None else tiers) if t > 0]
-        doc.check_version, doc.check_key = doc.version, self.check_key(doc.text, tiers, script)
-        self.checks_started += 1
+        chosen = [t for t in (self.settings_for(doc.path).tiers if tiers is None else tiers) if t > 0]
+        doc.check_version, doc.check_key = doc.version, self.check_key(doc.text, tiers, script, doc.path)
+        self.checks_started += 1 if chosen else 0
         doc.check_task = asyncio.ensure_future(self._check(doc, doc.version, doc.text, chosen, progress_token,
                                                              script))
         return doc.check_task
@@ -349,9 +435,13 @@ class Session(SettingsAndTrust):
                      script: bool = False) -> FileReport | None:
         if not tiers:
             return None
+        folder = self.folder_of(doc.path)
+        if not self.is_trusted(folder):  # the one gate every code-running path goes through
+            self.log(f"pallasite: not checking {doc.path}: {folder} is not trusted (tier 0 only).")
+            return None
         # the engine's warm workers and results store; a tier-3 run is long: a job worker takes it
         checker = self.get_checker(doc.path, script=script, purpose="job" if 3 in tiers else "check")
-        chip = self.settings.target
+        chip = self.settings_for(doc.path).target
         self.set_worker("checking" if self.worker_warm else "starting")
         title = f"pallasite: {'running' if script else 'checking'} {Path(doc.path).name} for {chip}"
         progress = WorkProgress(self.client, title + (" (script mode)" if script else ""), token)

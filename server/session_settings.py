@@ -48,6 +48,7 @@ class SettingsAndTrust:
 
     settings: Settings
     layers: dict[str, dict[str, Any]]
+    folder_layers: dict[str, dict[str, Any]]
     folders: list[str]
     asked: set[str]
     session_trusted: set[str]
@@ -106,6 +107,34 @@ class SettingsAndTrust:
         self.settings = settings
         return warnings
 
+    def set_folder_layer(self, folder: str, data: Any) -> list[str]:
+        """A workspace folder's own settings (``workspace/configuration`` scoped to the folder), over
+        every other layer for that folder's documents; None or the same as the global ones: none."""
+        if isinstance(data, dict) and isinstance(data.get("pallasite"), dict):
+            data = data["pallasite"]
+        if isinstance(data, dict) and any("." in str(key) for key in data):
+            data = unflatten(data)
+        source = f"workspace/configuration for {folder}"
+        if not isinstance(data, dict) or data == self.layers.get("workspace/configuration"):
+            self.folder_layers.pop(folder, None)
+            return [] if data is None or isinstance(data, dict) else [f"{source}: settings must be an object; ignored."]
+        self.folder_layers[folder] = data
+        return parse_settings(data, source)[1]
+
+    def settings_for(self, path: str | None) -> Settings:
+        """The settings for a document: the global layers, then its workspace folder's own ones.
+        Trust stays the user's global decision (a folder cannot trust itself)."""
+        if path is None or not self.folder_layers:
+            return self.settings
+        layer = self.folder_layers.get(self.folder_of(path))
+        if not layer:
+            return self.settings
+        merged: dict[str, Any] = {}
+        for each in self.layers.values():
+            merged = merge(merged, each)
+        settings = parse_settings(merge(merged, layer))[0]
+        return replace(settings, trust=self.settings.trust)
+
     def set_target(self, chip: str) -> list[str]:
         return self.set_layer("command", merge(self.layers.get("command", {}), {"target": chip}))
 
@@ -119,10 +148,10 @@ class SettingsAndTrust:
             return True
         return self.is_trusted(self.project[1])
 
-    def check_options(self) -> Any:
-        """The runner's options for a check now; a project interpreter not yet allowed is replaced
-        by the Python running pallasite (and the user told once)."""
-        options = self.settings.check_options()
+    def check_options(self, path: str | None = None) -> Any:
+        """The runner's options for a check now (of ``path``'s workspace folder); a project
+        interpreter not yet allowed is replaced by the Python running pallasite (and the user told once)."""
+        options = self.settings_for(path).check_options()
         if self.interpreter_allowed():
             return options
         interpreter = self.settings.interpreter()
@@ -150,10 +179,15 @@ class SettingsAndTrust:
         trusted = [*self.settings.trust.folders, *read_trusted(), *self.session_trusted]
         return any(inside(folder, t) for t in trusted)
 
-    def trust(self, folder: str, remember: bool = True) -> None:
+    def trust(self, folder: str, remember: bool = True) -> bool:
+        """Trust a folder at the user's request; refused (False, nothing recorded) when the
+        settings say ``trust.mode = "never"``: never means never, whoever asks."""
+        if self.settings.trust.mode == "never":
+            return False
         self.session_trusted.add(folder)
         if remember:
             remember_trusted(folder)
+        return True
 
     async def trusted_or_ask(self, folder: str) -> bool:
         """Whether the folder's code may run: decided once the client's settings are known."""
@@ -175,9 +209,8 @@ class SettingsAndTrust:
         except Exception as exc:  # a client without showMessageRequest: stay untrusted
             self.log(f"pallasite: could not ask about trusting {folder}: {exc}")
             return False
-        if answer is None or answer.title != TRUST:
+        if answer is None or answer.title != TRUST or not self.trust(folder):
             return False
-        self.trust(folder)
         self.notify_status()
         self.check_others_in(folder)
         return True

@@ -54,10 +54,19 @@ class CheckSettings:
     onSave: bool = setting(True, "Run the compiler tiers when a kernel file is saved (trusted folders only).")
     debounceMs: int = setting(150, "Milliseconds of quiet typing before tier 0 (source rules) re-runs.",
                               minimum=0, maximum=10000)
-    timeLimitS: float = setting(60.0, "Seconds one compiler check may take before its worker is stopped.",
+    timeLimitS: float = setting(180.0, "Seconds one compiler check (a file's tiers 1-3) may take before its worker "
+                                       "is stopped; large hand-tuned kernels take tens of seconds in the deviceless "
+                                       "TPU compiler on a laptop CPU.",
                                 minimum=1, maximum=3600)
+    strict: bool = setting(False, "`pallasite check` exit status: fail when a file was not fully checked "
+                                  "(a tier skipped, a time or memory limit hit, no task), not only on errors.")
+    cpuDevices: int = setting(8, "Virtual CPU devices a check worker starts with (for meshes, shard_map and "
+                                 "sharded inputs); a file that sets its own XLA_FLAGS device count gets its own.",
+                              minimum=1, maximum=4096)
     memoryMb: int = setting(4096, "Memory (RSS, MiB) a check worker may use before it is stopped.",
                             minimum=256, maximum=1048576)
+    maxFileMb: float = setting(8.0, "Past this size (millions of characters) the source rules (tier 0) do not "
+                                    "run on a file, and the server says so.", minimum=0.1, maximum=1000)
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,10 @@ class WorkerSettings:
 
     interpreter: str = setting("", "Python interpreter of your project, used to run check workers "
                                    "(it needs jax, and libtpu for tier 2). Empty: the Python running pallasite.")
+    sandbox: str = setting("auto", "Run local workers in a PID/mount namespace (`unshare`), where kernel code "
+                                   "sees only its own processes: auto: where the system allows it; on: "
+                                   "required (checks fail with the reason when it is missing); off: never.",
+                           choices=("auto", "on", "off"))
 
 
 @dataclass(frozen=True)
@@ -187,7 +200,8 @@ class Settings:
     def checker_key(self) -> tuple:
         """What a warm checker depends on: a change here needs a new checker."""
         return (self.target, tuple(self.tiers), tuple(sorted(self.severity.items())), self.check.timeLimitS,
-                self.check.memoryMb, self.interpreter(), self.backend.kind)
+                self.check.memoryMb, self.check.cpuDevices, self.interpreter(), self.backend.kind,
+                self.worker.sandbox)
 
     def check_options(self, tiers: list[int] | None = None) -> Any:
         """These settings as the runner's ``CheckOptions`` (imported lazily: runner client side)."""
@@ -200,6 +214,8 @@ class Settings:
             time_limit_s=self.check.timeLimitS,
             memory_mb=self.check.memoryMb,
             interpreter=self.interpreter(),
+            cpu_devices=self.check.cpuDevices,
+            sandbox=self.worker.sandbox,
         )
 
 

@@ -138,17 +138,17 @@ def submit(session: Any, doc: Any, op: str, options: dict[str, Any],
            report: Callable[[str], None] | None = None) -> Any:
     """Start the command's work as an engine job (kind ``time``/``profile``, with its progress), so
     status bars and agents see it with the checks; cancelling the job's task cancels the request."""
-    from pallasite.runner.messages import Progress, Stage
+    from pallasite.engine.timing import as_job
 
-    def work(job_report: Callable[[Any], None]) -> Any:
+    def work(job_report: Callable[[str], None]) -> Any:
         def both(message: str) -> None:
-            job_report(Progress(stage=Stage.MEASURE, message=message))
+            job_report(message)
             if report is not None:
                 report(message)
 
         return run(session, doc, op, options, both)
 
-    return session.engine.jobs.submit(op, doc.path, work)
+    return as_job(session.engine.jobs, op, doc.path, work)
 
 
 def hover_section(session: Any, path: str, names: set[str]) -> str:

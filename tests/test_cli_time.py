@@ -23,7 +23,7 @@ def pallasite(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_jaxbench_folder_timed_as_json_and_stored_with_provenance(tmp_path):
     folder = tmp_path / "task"
     shutil.copytree(DATA / "jaxbench_add", folder)
-    (tmp_path / ".pallasite").mkdir()  # pins the workspace (a stray /tmp/.pallasite must not win)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'kernels'\n")  # the workspace: the store goes here
     done = pallasite("time", str(folder), "--runs", "3", "--warmup", "1", "--format", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)

@@ -59,10 +59,12 @@ def test_long_form_checks_each_entry_and_blames_only_the_broken_one(env):
     assert entries["softmax"].states() == {"1": "error"}
     assert entries["softmax"].tunables == {"block_rows": [8, 16, 32]}
     report = env.check("long_form.py")
-    spec_line = _line_of("long_form.py", "in_specs=[pl.BlockSpec((block_rows")
-    # tier 0's PLS001 and the lowering's PLS101 are one mistake: one finding, the lowering's agreement related
-    [finding] = [f for f in report.findings if f.severity == "error" and f.span.line + 1 == spec_line]
-    assert (finding.code, [r.span.line + 1 for r in finding.related if "agrees (PLS101)" in r.message]) == ("PLS001", [spec_line])
+    default_line = _line_of("long_form.py", "def softmax(x, *, block_rows: int = 4):")
+    # tier 0's PLS001 and the lowering's PLS101 are one mistake: one finding, the lowering's agreement related,
+    # both at the keyword default that set the block size (issue 14)
+    [finding] = [f for f in report.findings if f.severity == "error" and f.span.line + 1 == default_line]
+    assert (finding.code, [r.span.line + 1 for r in finding.related if "agrees (PLS101)" in r.message]) == \
+        ("PLS001", [default_line])
     verdicts = {k.name: dict(k.tiers)[1] for k in report.kernels}
     assert verdicts == {"matmul_kernel": "ok", "softmax_kernel": "error"}
 

@@ -202,8 +202,8 @@ def test_the_prompt_holds_the_findings_catalog_docs_chip_and_vmem_and_only_the_f
     asked = prompt(context, ["Round 1: you proposed: X\nIt was rejected (still failing): PLS001"])
     assert "File `add_bad_tiling.py` (target chip: TPU v5e, scoped VMEM limit 16 MiB (libtpu probe))" in asked
     assert str(BROKEN.parent) not in asked  # the file's name, not where it lives
-    assert "line 17 (`spec = pl.BlockSpec((BLOCK_ROWS, BLOCK_COLS), lambda i, j: (i, j))`): PLS001 [tier 0, " \
-        "pallasite rules]: Block dim 100" in asked
+    # the finding sits where the bad value was written (the constant), not at the BlockSpec using it
+    assert "line 9 (`BLOCK_COLS = 100`): PLS001 [tier 0, pallasite rules]: Block dim 100" in asked
     assert "PLS001: Block shape breaks the TPU (8, 128) tiling rule" in asked  # the catalog entry
     assert "[guide/x] tiling" in asked and "Earlier proposals were rejected" in asked
     assert all(not d.startswith("[catalog/") for d in docs_texts(findings, 2))  # no repeat of the catalog
@@ -229,5 +229,5 @@ async def test_each_round_is_measured_against_the_original_errors(tmp_path):
     path = tmp_path / "two.py"
     path.write_text(two)
     fix_first = proposal("BLOCK_COLS = 100\n", "BLOCK_COLS = 128\n")
-    outcome, _, _ = await run_fix(["garbage {", WRONG, fix_first], None, line=16, path=path)
+    outcome, _, _ = await run_fix(["garbage {", WRONG, fix_first], None, line=8, path=path)  # BLOCK_COLS
     assert [a.verdict for a in outcome.attempts] == ["unreadable", "still failing", "verified"], outcome.attempts

@@ -167,27 +167,29 @@ def test_unavailable_tier2_is_one_note_not_a_finding():
     assert located.verdicts[0].tiers == {1: "ok", 2: "skipped: libtpu is not installed"}
 
 
-def test_tiling_error_relates_the_tunable_that_sets_the_block_size():
+def test_tiling_error_is_placed_at_the_tunable_default_that_sets_the_block_size():
     text, analysis = _source("tiling_rows_tunable")
     rec = next(r for e in RECORDS["tiling_rows_tunable"]["entries"] for r in e["errors"])
     finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="add")
-    assert text.splitlines()[finding.span.line].strip().startswith("spec = pl.BlockSpec((block_rows, 512)")
-    [source] = [r for r in finding.related if "block_rows" in r.message]
-    assert "defaults to 4" in source.message
-    assert "block_rows: int = 4" in text.splitlines()[source.span.line]
+    # issue 14: at the keyword default where the bad value was written, the BlockSpec related
+    assert "block_rows: int = 4" in text.splitlines()[finding.span.line]
+    assert "a keyword default: block_rows=4" in finding.message
+    [spec] = [r for r in finding.related if r.message == "the BlockSpec that uses this value"]
+    assert text.splitlines()[spec.span.line].strip().startswith("spec = pl.BlockSpec((block_rows, 512)")
 
 
-def test_tiling_error_relates_the_module_constant_that_sets_the_block_size():
+def test_tiling_error_is_placed_at_the_module_constant_that_sets_the_block_size():
     text, _ = _source("tiling_lanes")
     text = text.replace("in_specs=[pl.BlockSpec((8, 100)", "in_specs=[pl.BlockSpec((8, LANES)")
     text = text.replace("\n\ndef scale_kernel", "\nLANES = 100  # lanes per block\n\n\ndef scale_kernel")
     analysis = tier0.analyze(text, "tiling_lanes_broken.py", target="v5e")
     rec = next(r for e in RECORDS["tiling_lanes"]["entries"] for r in e["errors"])
     finding = locate.locate_record(rec, text, analysis, "v5e", tier=1, entry="scale")
-    assert "pl.BlockSpec((8, LANES)" in text.splitlines()[finding.span.line]
-    [source] = [r for r in finding.related if "LANES" in r.message]
-    assert source.message == "LANES = 100 is set here"
-    assert text.splitlines()[source.span.line].startswith("LANES = 100")
+    # issue 14: at the module constant where the bad value was written, the BlockSpec related
+    assert text.splitlines()[finding.span.line].startswith("LANES = 100")
+    assert "a module constant: LANES = 100" in finding.message
+    [spec] = [r for r in finding.related if r.message == "the BlockSpec that uses this value"]
+    assert "pl.BlockSpec((8, LANES)" in text.splitlines()[spec.span.line]
 
 
 def test_vmem_oom_naming_an_operand_relates_its_blockspec():

@@ -26,7 +26,7 @@ async def test_time_lens_runs_the_command_and_the_result_shows_with_its_provenan
     answer_trust(client, "Trust")
     folder = tmp_path / "ws"
     folder.mkdir()
-    (folder / ".pallasite").mkdir()
+    (folder / "pyproject.toml").write_text("[project]\nname = 'kernels'\n")  # the workspace: the store goes here
     path = folder / "honest_add.py"
     shutil.copy(TIMING / "honest_add.py", path)
     uri, text = from_fs_path(str(path)), path.read_text()

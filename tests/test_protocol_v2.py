@@ -66,7 +66,7 @@ CHIP = ChipSpec(name="v5e", device_kind="TPU v5 lite", topology="v5e:2x2", gener
                 num_mxus=4, lanes=128, sublanes=8, scoped_vmem_limit_bytes=16 * 2**20,
                 scoped_vmem_source="libtpu 0.0.42.1 probe", source="jax 0.10.2")
 
-OPS = [
+OPS = [  # the check op last: the tests below take it as OPS[-1]
     (PingParams(), PingResult(pong=True, pid=7)),
     (VersionsParams(), Versions(python="3.11", pallasite="0.1", jax="0.10.2", jaxlib="0.10.2", libtpu=None,
                                 platform="cpu", devices=("cpu",))),
@@ -87,6 +87,15 @@ OPS = [
          reference={"flops": 1.0, "source": "XLA"}, inputs=(InputSig((1024, 128), "bfloat16"),), jax="0.10.2")),
     (messages.VerifyParams(source=SOURCES, config={"bm": 128}, chip="v5e", kinds={"bm": "keyword"}),
      messages.VerifyResult(state="error", config={"bm": 128}, problems=("PLS304 max abs error 1.0",), note="tier 3")),
+    (messages.TimeParams(source=SOURCES, reference=SOURCES, entry="matmul", config={"bm": 128}, runs=5, seed=3),
+     messages.TimeResult(verdict="ok", entry="matmul", config={"bm": 128}, checks={"seed": 3, "pallas_calls": 1},
+                         flags=(messages.Trick("implausible_speedup", "25x", {"value": 25.0}),),
+                         candidate=Measurement(status="ok", provenance=Provenance.DEVICE, device_kind="TPU v6 lite",
+                                               method="device time", samples_ns=(1.0, 2.0), median_ns=1.5),
+                         speedup={"value": 25.0, "baseline": "XLA"})),
+    (messages.ProfileParams(source=SOURCES, target="v5e", trace_dir="/tmp/t"),
+     messages.TimeResult(verdict="rejected", rejections=(messages.Trick("partial_write", "half", {"unwritten": 8}),),
+                         profile={"bound": "memory"}, trace="/tmp/t/x.xplane.pb")),
     (CheckParams(source=SOURCES, target="v5e", tiers=(1, 2, 3), time_limit_s=30.0, entries=("matmul",),
                  tier2_known={"add": "ok"}),
      CheckResult(target="v5e", tiers=(1, 2, 3), tasks_found=1, versions=Versions(jax="0.10.2"),

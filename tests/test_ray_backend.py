@@ -25,7 +25,9 @@ from pallasite.engine.sources import sources_for  # noqa: E402
 from pallasite.runner.messages import ImportParams, PingParams, TimeParams  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
-CONFIG = WorkerConfig(timeout_s=120, startup_timeout_s=90, cancel_grace_s=1)
+# sandbox off: the fault test kills the worker by the pid its handshake reports, and a sandboxed
+# worker reports its pid inside its own PID namespace (engine/spawn.py), not the host's.
+CONFIG = WorkerConfig(timeout_s=120, startup_timeout_s=90, cancel_grace_s=1, sandbox="off")
 
 
 @pytest.fixture(scope="module")

@@ -175,7 +175,30 @@ def test_the_store_lives_in_the_nearest_workspace(tmp_path):
     (kernels / "k.py").write_text("")
     assert workspace_for([str(kernels / "k.py")]) == tmp_path.resolve()
     (kernels / ".pallasite").mkdir()
-    assert workspace_for([str(kernels / "k.py")]) == kernels.resolve()  # an existing store wins
+    assert workspace_for([str(kernels / "k.py")]) == kernels.resolve()  # a store within the project wins
+
+
+def test_a_stray_ancestor_store_is_ignored(tmp_path, monkeypatch, capsys):
+    """A ``.pallasite`` above the project (say ``~/.pallasite``) must not capture it: check, store
+    and the server all place the store in the project (nearest pyproject.toml or .git)."""
+    from pallasite.knowledge.store import find_workspace
+    from pallasite.server.cli import main
+
+    home = tmp_path / "home"
+    (home / ".pallasite").mkdir(parents=True)
+    project = home / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "kernels").mkdir()
+    kernel = project / "kernels" / "k.py"
+    kernel.write_text("")
+    assert workspace_for([str(kernel)]) == project.resolve()
+    assert find_workspace(project / "kernels") == project.resolve()
+    monkeypatch.chdir(project / "kernels")
+    assert main(["store", "info"]) == 0
+    assert str(project / ".pallasite" / "results.sqlite") in capsys.readouterr().out
+    loose = tmp_path / "loose"  # no project above: the folder itself, not the stray store above it
+    loose.mkdir()
+    assert find_workspace(loose / "k.py") == loose.resolve()
 
 
 @pytest.mark.tpu_compiler

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pallasite.engine.checker import TARGETS, CheckOptions
 from pallasite.server.settings import (
-    Settings, flat_schema, json_schema, load_project_settings, parse_settings, settings_to_json, unflatten,
+    CheckSettings, Settings, flat_schema, json_schema, load_project_settings, parse_settings, settings_to_json, unflatten,
     without_user_only,
 )
 
@@ -35,7 +35,7 @@ def test_bad_value_falls_back_for_that_key_only_and_says_so():
 
 def test_unknown_key_suggests_the_camel_case_spelling():
     s, warnings = parse_settings({"check": {"time_limit_s": 5}})
-    assert s.check.timeLimitS == 60.0
+    assert s.check.timeLimitS == CheckSettings().timeLimitS  # the default, not the misspelt value
     assert warnings == ["settings: unknown setting 'check.time_limit_s' ignored; did you mean 'check.timeLimitS'?"]
 
 

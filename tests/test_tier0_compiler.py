@@ -142,13 +142,27 @@ def test_bad_reshape_example_is_only_caught_by_the_compiler(compiled, topology):
     assert analyze(text).findings == ()
 
 
+def _information_only() -> set[str]:
+    import json
+
+    from pallasite.analysis.codes import CODES
+
+    expected = json.loads((DATA / "expected.json").read_text())
+    return {name for name, found in expected.items() if not name.startswith("_")
+            and all(CODES[f["code"]].severity == "information" for f in found)}
+
+
+_INFORMATION_ONLY = _information_only()
+
+
 def test_fixture_pairs_are_real_kernels_for_the_compiler(compiled):
     """Every broken fixture fails in the real TPU pipeline (trace, lowering or compile) and every
     fixed twin compiles: the tier-0 rules describe real mistakes."""
     verdicts = _group(compiled, "fixture")
     assert len(verdicts) == 2 * len(list(DATA.glob("pls*_bad.py")))
     assert {n: r["error"][:300] for n, r in verdicts.items() if n.endswith("_ok.py") and not r["ok"]} == {}
-    assert [n for n, r in verdicts.items() if n.endswith("_bad.py") and r["ok"]] == []
+    # an information finding (PLS014: kernels tier 0 cannot read) is not a mistake: its "bad" file compiles
+    assert [n for n, r in verdicts.items() if n.endswith("_bad.py") and r["ok"] and n not in _INFORMATION_ONLY] == []
 
 
 def test_examples_compile_or_fail_as_their_comments_say(compiled):

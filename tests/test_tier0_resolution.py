@@ -168,8 +168,9 @@ def test_helper_specs_are_recorded_with_the_helper_call():
 def test_helper_tiling_fix_edits_the_tunable_default():
     text = (DATA / "pls001_helper_specs_bad.py").read_text()
     (finding,) = analyze(text).findings
-    assert finding.code == "PLS001" and finding.span.line == 12
-    assert finding.related and text.splitlines()[finding.related[0].span.line].strip().startswith("def scale(")
+    # issue 14: at the tunable default that set the value, the helper's BlockSpec dim related
+    assert finding.code == "PLS001" and text.splitlines()[finding.span.line].strip().startswith("def scale(")
+    assert finding.related and finding.related[0].span.line == 12
     fixed = apply_edits(text, finding.fix.edits)
     assert "block_cols: int = 256)" in fixed and "def _make_spec(cols):" in fixed
     assert codes(fixed) == []

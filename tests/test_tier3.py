@@ -88,7 +88,8 @@ def test_every_run_reports_its_interpret_time_as_not_tpu_time(reports):
 
 def test_large_inputs_are_shrunk_to_whole_blocks(reports):
     note = next(n for n in reports["large_shapes.py"].notes if n.startswith("tier 3:"))
-    assert "float32[256, 1024], float32[256, 1024] (shrunk from the example inputs)" in note
+    assert ("interpret run at float32[256, 1024], float32[256, 1024], shrunk from float32[4096, 2048], "
+            "float32[4096, 2048]") in note
 
 
 def test_small_inputs_run_as_given(reports):

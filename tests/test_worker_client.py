@@ -53,11 +53,19 @@ async def warm():
     await client.close()
 
 
+def worker_pid(client: WorkerClient) -> int:
+    """The pid the worker sees for itself: in the sandbox (engine/spawn.py) it is process 2 of its
+    own PID namespace (under the namespace's shell), else the pid the client started."""
+    from pallasite.engine import spawn
+
+    return 2 if client.config.sandbox != "off" and spawn.sandbox_available() is None else client.pid
+
+
 async def test_handshake_reports_versions_and_cpu_platform(warm):
     from importlib import metadata
 
     hello = warm.handshake
-    assert hello.protocol == 2 and hello.pid == warm.pid
+    assert hello.protocol == 2 and hello.pid == worker_pid(warm)
     assert hello.jax == metadata.version("jax") and hello.jaxlib == metadata.version("jaxlib")
     assert hello.platform == "cpu" and hello.devices and hello.error is None
     assert {"ping", "versions", "chips", "import", "check"} <= set(hello.ops)
@@ -65,7 +73,7 @@ async def test_handshake_reports_versions_and_cpu_platform(warm):
 
 async def test_ping_and_unknown_op(warm):
     reply = await warm.request(PingParams())
-    assert reply.status == "ok" and reply.result.pid == warm.pid
+    assert reply.status == "ok" and reply.result.pid == worker_pid(warm)
     unknown = await warm.request(LaunchRockets())
     assert unknown.status == "error" and unknown.error.type == "UnknownOp" and "ping" in unknown.message
 
@@ -97,7 +105,8 @@ async def test_environment_is_the_allowlist(warm, monkeypatch):
     seen = reply.result.constants["ENVIRONMENT"]
     assert not {"GEMINI_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"} & set(seen)
     assert "secret" not in " ".join(seen.values())
-    assert seen["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false"
+    # the user's flags are kept; the virtual CPU device count (engine/devices.py) is added
+    assert seen["XLA_FLAGS"].split() == ["--xla_cpu_enable_fast_math=false", "--xla_force_host_platform_device_count=8"]
     assert seen["JAX_PLATFORMS"] == "cpu" and seen["TPU_SKIP_MDS_QUERY"] == "1"
 
 

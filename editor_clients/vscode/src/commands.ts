@@ -88,13 +88,17 @@ export function availablePalette(advertised: readonly string[]): PaletteCommand[
 
 /**
  * Every context key the extension sets, with its value: true for each advertised command (future
- * server commands included), false for palette commands this server does not have. `undefined`
- * advertised (no server running) turns every palette key off.
+ * server commands included), false for palette commands this server does not have and for every
+ * command an earlier server advertised (`previously`). An empty `advertised` (no server running)
+ * turns them all off.
  */
-export function contextValues(advertised: readonly string[]): Record<string, boolean> {
+export function contextValues(advertised: readonly string[], previously: readonly string[] = []): Record<string, boolean> {
   const values: Record<string, boolean> = {};
   for (const entry of PALETTE) {
     values[contextKey(entry.server)] = false;
+  }
+  for (const command of previously) {
+    values[contextKey(command)] = false;
   }
   for (const command of advertised) {
     values[contextKey(command)] = true;

@@ -241,8 +241,12 @@ function showClientState(state: ClientState, tooltip?: string): void {
   statusItem.show();
 }
 
+let lastAdvertised: readonly string[] = [];
+
 async function setContexts(advertised: readonly string[]): Promise<void> {
-  for (const [key, value] of Object.entries(contextValues(advertised))) {
+  const values = contextValues(advertised, lastAdvertised);
+  lastAdvertised = advertised;
+  for (const [key, value] of Object.entries(values)) {
     await vscode.commands.executeCommand('setContext', key, value);
   }
 }

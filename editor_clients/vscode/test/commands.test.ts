@@ -57,6 +57,15 @@ test('context values turn off the palette keys a server lacks and turn on every 
   assert.ok(Object.values(contextValues([])).every((v) => v === false));
 });
 
+test('a command only an earlier server advertised is turned off when the server stops', () => {
+  // pallasite.time has no palette entry: without `previously` its key would stay true after a stop.
+  const stopped = contextValues([], ['pallasite.check', 'pallasite.time']);
+  assert.equal(stopped[contextKey('pallasite.time')], false);
+  assert.equal(stopped[contextKey('pallasite.check')], false);
+  const restarted = contextValues(['pallasite.time'], ['pallasite.time']);
+  assert.equal(restarted[contextKey('pallasite.time')], true);
+});
+
 test('context keys are distinct per server command', () => {
   const keys = new Set(['pallasite.check', 'pallasite.selectTarget', 'other.check'].map(contextKey));
   assert.equal(keys.size, 3);

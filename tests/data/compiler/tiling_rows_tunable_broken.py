@@ -12,8 +12,8 @@ def add_kernel(x_ref, y_ref, o_ref):
     o_ref[...] = x_ref[...] + y_ref[...]
 
 
-def add(x, y, *, block_rows: int = 4):
-    spec = pl.BlockSpec((block_rows, 512), lambda i: (i, 0))  # expected: PLS101
+def add(x, y, *, block_rows: int = 4):  # expected: PLS101 (issue 14: at the default that set it)
+    spec = pl.BlockSpec((block_rows, 512), lambda i: (i, 0))  # related: the BlockSpec that uses it
     return pl.pallas_call(
         add_kernel,
         grid=(x.shape[0] // block_rows,),

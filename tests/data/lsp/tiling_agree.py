@@ -1,5 +1,5 @@
 """LSP fixture: the column block (BLOCK_COLS = 100) is not a multiple of 128 and the arrays have
-512 columns; tier 0 (PLS001) and the TPU lowering (PLS101) both report the BlockSpec (0-based line 15)."""
+512 columns; tier 0 (PLS001) and the TPU lowering (PLS101) both report the constant (0-based line 7)."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl

@@ -1,0 +1,117 @@
+"""The seed's evaluation metrics over a set of tasks, computed the way MaxKernel computes them.
+
+Per task (``TaskOutcome``): it compiled / is correct only if every input case did; its speedup is
+the geometric mean over its cases. Over the tasks attempted (``summarize``):
+
+- compile rate and correctness rate (shares of tasks);
+- the geometric-mean speedup with each task floored at 1.0x (failed or slower tasks count 1.0x);
+- the share "improved" (correct and speedup > 1.05x);
+- fast_p: the share of tasks correct and faster than the reference by more than p, for p in [0, 3].
+
+A correct task whose case has no timing is an error (``MissingTiming``), never 1.0x by accident.
+Every summary carries the provenance of its speedups ("estimate (v5e)", "device (TPU v5 lite)").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+IMPROVED = 1.05
+FAST_P = tuple(round(0.1 * i, 1) for i in range(31))  # 0.0, 0.1, ..., 3.0
+
+
+class MissingTiming(ValueError):
+    """A task passed but one of its cases has no (or a non-positive) speedup."""
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    compiled: bool
+    correct: bool
+    speedup: float | None = None  # reference time / candidate time for this input case
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    task: str
+    cases: tuple[CaseOutcome, ...]
+    provenance: str = ""
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.cases) and all(c.compiled for c in self.cases)
+
+    @property
+    def correct(self) -> bool:
+        return self.compiled and all(c.correct for c in self.cases)
+
+    def speedup(self) -> float | None:
+        """Geomean over the cases of a correct task; None for a task that failed."""
+        if not self.correct:
+            return None
+        for i, c in enumerate(self.cases):
+            if c.speedup is None or not math.isfinite(c.speedup) or c.speedup <= 0:
+                raise MissingTiming(f"task {self.task!r}: case {i} passed but has no timing "
+                                    f"(speedup {c.speedup!r}); re-run its timing rather than counting it as 1.0x")
+        return _geomean([c.speedup for c in self.cases])
+
+    def scored(self) -> float:
+        """The task's contribution to the geomean: its speedup floored at 1.0x; failures count 1.0x."""
+        s = self.speedup()
+        return max(s, 1.0) if s is not None else 1.0
+
+    def errors(self) -> list[str]:
+        return [c.error for c in self.cases if c.error]
+
+
+@dataclass(frozen=True)
+class Summary:
+    method: str
+    provenance: str
+    tasks: int
+    compile_rate: float
+    correct_rate: float
+    geomean_speedup: float  # each task floored at 1.0x, failures 1.0x
+    improved_share: float  # correct and > 1.05x
+    fast_p: tuple[tuple[float, float], ...] = field(default_factory=tuple)  # (p, share)
+    per_task: tuple[dict[str, Any], ...] = ()
+    wall_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["fast_p"] = [list(x) for x in self.fast_p]
+        data["baseline"] = "the task's reference (XLA), per task on its listed inputs"
+        return data
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else 1.0
+
+
+def fast_p(outcomes: Sequence[TaskOutcome], ps: Sequence[float] = FAST_P) -> tuple[tuple[float, float], ...]:
+    """The share of tasks correct with speedup > p, for each p."""
+    n = len(outcomes)
+    speeds = [o.speedup() for o in outcomes]
+    return tuple((p, sum(1 for s in speeds if s is not None and s > p) / n if n else 0.0) for p in ps)
+
+
+def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, wall_s: float | None = None) -> Summary:
+    """The metrics over every attempted task (raises MissingTiming for a passed task without a timing)."""
+    if not outcomes:
+        raise ValueError(f"method {method!r}: no tasks were attempted, so there is nothing to summarize")
+    n = len(outcomes)
+    speeds = [o.speedup() for o in outcomes]  # raises before any number is computed
+    per_task = tuple({"task": o.task, "compiled": o.compiled, "correct": o.correct, "speedup": s,
+                      "scored": max(s, 1.0) if s is not None else 1.0, "cases": len(o.cases),
+                      "provenance": o.provenance or provenance, "errors": o.errors()[:3]}
+                     for o, s in zip(outcomes, speeds))
+    return Summary(
+        method=method, provenance=provenance, tasks=n,
+        compile_rate=sum(o.compiled for o in outcomes) / n,
+        correct_rate=sum(o.correct for o in outcomes) / n,
+        geomean_speedup=_geomean([t["scored"] for t in per_task]),
+        improved_share=sum(1 for s in speeds if s is not None and s > IMPROVED) / n,
+        fast_p=fast_p(outcomes), per_task=per_task, wall_s=wall_s)

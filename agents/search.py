@@ -1,0 +1,278 @@
+"""Graph search over optimize attempts: parallel trajectories, beam search, evolutionary search.
+
+The search knows two seams and nothing else:
+
+- ``propose(ProposeRequest) -> Proposal``: one optimize iteration (an LLM call, or a scripted one in
+  tests) turning one parent (mutation with a strategy) or two parents (crossover of their plans and
+  code) into new source and a plan;
+- ``evaluate(source) -> Evaluation``: compile + correctness against the reference + speedup with its
+  provenance (a device timing queued on the engine, or the cost model's estimate for a chip).
+
+Proposals of one round run concurrently; evaluations go through a queue of ``device_slots`` (1 by
+default: a TPU runs one timing at a time while the LLM calls overlap). Every random choice comes
+from one ``random.Random(seed)`` and is drawn before a round's concurrent work starts, and results
+are added in schedule order, so the same seed and the same model answers give the same graph.
+Finished nodes passed in ``done`` (read back from the results store) are reused instead of re-run:
+an interrupted search resumes and ends with the graph an uninterrupted one would have.
+
+Termination: ``max_nodes`` (the budget: attempts, root excluded), the algorithm's depth /
+iterations / generations, or ``target`` (stop once a node reaches that speedup).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Sequence
+
+from .search_graph import SearchGraph, SearchNode
+
+ALGOS = ("parallel", "beam", "evolve")
+DEFAULT_STRATEGIES = (
+    "tile sizes: choose block shapes that fill the MXU and fit the scoped VMEM",
+    "fuse: compute the whole expression inside one kernel, no intermediate in HBM",
+    "pipeline: reorder the grid so the reduction axis is last and marked arbitrary",
+    "accumulate in float32 VMEM scratch and write the output once",
+    "reduce HBM traffic: reuse loaded blocks across grid steps",
+    "use bfloat16 inputs to the MXU with float32 accumulation",
+)
+
+
+@dataclass(frozen=True)
+class ProposeRequest:
+    node_id: str
+    op: str  # "optimize" | "mutate" | "crossover"
+    parents: tuple[SearchNode, ...]
+    strategy: str | None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    source: str
+    plan: str = ""
+    error: str | None = None  # the model gave nothing usable (the node is recorded as failed)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    compiled: bool
+    correct: bool
+    speedup: float | None
+    provenance: str
+    error: str | None = None
+
+
+Propose = Callable[[ProposeRequest], Awaitable[Proposal]]
+Evaluate = Callable[[str], Awaitable[Evaluation]]
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    algo: str = "beam"
+    seed: int = 0
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    max_nodes: int = 50  # budget: attempts (root excluded)
+    target: float | None = None  # stop once the best speedup reaches this
+    device_slots: int = 1  # evaluations at once (1: one timing at a time on the device)
+    # parallel
+    trajectories: int = 5
+    iterations: int = 5
+    # beam
+    width: int = 3
+    depth: int = 3
+    branches: int = 2
+    keep_factor: float = 1.0  # a child survives when speedup >= keep_factor x its parent's speedup
+    # evolve
+    population: int = 4
+    generations: int = 3
+    crossover_rate: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ValueError(f"unknown search algorithm {self.algo!r}: choose one of {', '.join(ALGOS)}")
+        for name in ("max_nodes", "trajectories", "iterations", "width", "depth", "branches", "population",
+                     "generations", "device_slots"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"search option {name} must be at least 1, got {getattr(self, name)}")
+        if not self.strategies:
+            raise ValueError("the search needs at least one strategy")
+        if not 0.0 <= self.crossover_rate <= 1.0:
+            raise ValueError(f"crossover_rate must be within [0, 1], got {self.crossover_rate}")
+
+    def params(self) -> dict:
+        common = {"max_nodes": self.max_nodes, "target": self.target}
+        own = {"parallel": ("trajectories", "iterations"),
+               "beam": ("width", "depth", "branches", "keep_factor"),
+               "evolve": ("population", "generations", "crossover_rate")}[self.algo]
+        return {**common, **{k: getattr(self, k) for k in own}}
+
+
+class _Stop(Exception):
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass
+class _Run:
+    options: SearchOptions
+    propose: Propose
+    evaluate: Evaluate
+    graph: SearchGraph
+    done: dict[str, SearchNode]
+    on_node: Callable[[SearchNode], None] | None
+    rng: random.Random = field(init=False)
+    slots: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.options.seed)
+        self.slots = asyncio.Semaphore(self.options.device_slots)
+
+    # ------------------------------------------------------------------ nodes
+
+    def _remaining(self) -> int:
+        return self.options.max_nodes - (len(self.graph.nodes) - 1)
+
+    async def _attempt(self, spec: tuple) -> SearchNode:
+        node_id, op, parents, strategy, trajectory = spec
+        if node_id in self.done:
+            return self.done[node_id]
+        req = ProposeRequest(node_id, op, tuple(parents), strategy)
+        try:
+            prop = await self.propose(req)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a provider failure is a failed node, not a crashed search
+            prop = Proposal("", "", f"the proposal failed: {exc}")
+        depth = max(p.depth for p in parents) + 1
+        base = dict(id=node_id, parents=tuple(p.id for p in parents), depth=depth, op=op, strategy=strategy,
+                    source=prop.source, plan=prop.plan, trajectory=trajectory)
+        if prop.error or not prop.source.strip():
+            return SearchNode(**base, compiled=False, correct=False, speedup=None,
+                              provenance=self.graph.provenance, error=prop.error or "the proposal had no code")
+        async with self.slots:
+            try:
+                ev = await self.evaluate(prop.source)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                ev = Evaluation(False, False, None, self.graph.provenance, f"the evaluation failed: {exc}")
+        speedup = ev.speedup if ev.correct else None
+        return SearchNode(**base, compiled=ev.compiled, correct=ev.correct, speedup=speedup,
+                          provenance=ev.provenance, error=ev.error)
+
+    async def batch(self, specs: list[tuple]) -> list[SearchNode]:
+        """Run a round's attempts concurrently (within the budget), add them in schedule order."""
+        remaining = self._remaining()
+        cut = specs[:max(0, remaining)]
+        nodes = await asyncio.gather(*(self._attempt(s) for s in cut))
+        for node in nodes:
+            node = _with_order(node, len(self.graph.nodes))
+            self.graph.add(node)
+            if node.id not in self.done and self.on_node:
+                self.on_node(node)
+        if len(cut) < len(specs) or self._remaining() <= 0:
+            raise _Stop("budget")
+        target = self.options.target
+        if target is not None and self.graph.best().ok and self.graph.best().speedup >= target:
+            raise _Stop("target")
+        return list(nodes)
+
+    def strategy(self) -> str:
+        return self.rng.choice(self.options.strategies)
+
+    def strategies(self, n: int) -> list[str]:
+        pool = self.options.strategies
+        return self.rng.sample(pool, n) if n <= len(pool) else [self.rng.choice(pool) for _ in range(n)]
+
+    # ------------------------------------------------------------------ algorithms
+
+    async def parallel(self) -> str:
+        """N independent trajectories; each iteration continues from the trajectory's best node so far."""
+        o = self.options
+        heads = [self.graph.root] * o.trajectories
+        for it in range(1, o.iterations + 1):
+            specs = [(f"t{t}.{it}", "optimize", (heads[t],), self.strategy(), t) for t in range(o.trajectories)]
+            for t, node in enumerate(await self.batch(specs)):
+                if node.ok and node.speedup >= heads[t].speedup:
+                    heads[t] = node
+        return "iterations"
+
+    async def beam(self) -> str:
+        """Width x depth, ``branches`` children per beam node with distinct strategies; children survive
+        on ``speedup >= keep_factor x parent's speedup`` (the root at 1.0x); failed ones never do."""
+        o = self.options
+        frontier = [self.graph.root]
+        for d in range(1, o.depth + 1):
+            specs, parent_of = [], {}
+            for b, parent in enumerate(frontier):
+                for k, strat in enumerate(self.strategies(o.branches)):
+                    node_id = f"b{d}.{b}.{k}"
+                    parent_of[node_id] = parent
+                    specs.append((node_id, "optimize", (parent,), strat, None))
+            children = await self.batch(specs)
+            kept = [c for c in children if c.ok and c.speedup >= o.keep_factor * parent_of[c.id].speedup]
+            if not kept:
+                return "no_survivor"
+            frontier = sorted(kept, key=lambda n: (-n.speedup, n.order))[:o.width]
+        return "depth"
+
+    async def evolve(self) -> str:
+        """A population of correct nodes; each generation adds mutations (a tournament winner with a
+        drawn strategy) and crossovers (two distinct parents' plans and code), then keeps the best."""
+        o = self.options
+        initial = [(f"g0.{i}", "mutate", (self.graph.root,), self.strategy(), None) for i in range(o.population)]
+        population = _fittest(await self.batch(initial), o.population)
+        for g in range(1, o.generations + 1):
+            if not population:
+                return "no_survivor"
+            n_cross = round(o.population * o.crossover_rate) if len(population) >= 2 else 0
+            specs = []
+            for i in range(o.population):
+                if i < n_cross:
+                    a, b = self.rng.sample(population, 2)
+                    specs.append((f"g{g}.{i}", "crossover", (a, b), None, None))
+                else:
+                    contenders = self.rng.sample(population, min(2, len(population)))
+                    parent = max(contenders, key=lambda n: (n.speedup, -n.order))
+                    specs.append((f"g{g}.{i}", "mutate", (parent,), self.strategy(), None))
+            population = _fittest(population + await self.batch(specs), o.population)
+        return "generations" if population else "no_survivor"
+
+
+def _fittest(nodes: Sequence[SearchNode], n: int) -> list[SearchNode]:
+    return sorted((x for x in nodes if x.ok), key=lambda x: (-x.speedup, x.order))[:n]
+
+
+def _with_order(node: SearchNode, order: int) -> SearchNode:
+    from dataclasses import replace
+
+    return node if node.order == order else replace(node, order=order)
+
+
+async def search(source: str, options: SearchOptions, propose: Propose, evaluate: Evaluate, *,
+                 provenance: str, done: Sequence[SearchNode] = (),
+                 on_node: Callable[[SearchNode], None] | None = None) -> SearchGraph:
+    """Run one search from ``source`` (the root). ``provenance`` names where speedups come from
+    ("estimate (v5e)", "device (TPU v5 lite)"); ``done``: nodes of an interrupted run of the same
+    search to reuse; ``on_node``: called with each new node as it is added (to persist it)."""
+    graph = SearchGraph(options.algo, options.seed, options.params(), provenance)
+    finished = {n.id: n for n in done}
+    if "root" in finished:
+        root = finished["root"]
+    else:
+        ev = await evaluate(source)
+        # the root is the baseline: 1.0x unless the evaluator measured the start against a separate reference
+        speedup = ev.speedup if ev.correct and ev.speedup is not None else 1.0
+        root = SearchNode("root", (), 0, "root", None, source, "the starting kernel", True, True, speedup,
+                          ev.provenance if ev.correct else "reference (1.0x by definition)", ev.error)
+    graph.add(root)
+    if "root" not in finished and on_node:
+        on_node(root)
+    run = _Run(options, propose, evaluate, graph, finished, on_node)
+    try:
+        graph.stopped = await getattr(run, options.algo)()
+    except _Stop as stop:
+        graph.stopped = stop.why
+    return graph

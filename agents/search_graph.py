@@ -1,0 +1,136 @@
+"""The search graph: every node is one optimize attempt with what it produced and how it measured.
+
+A node holds the source it proposes, the plan behind it, the strategy applied (or "crossover"),
+its parents, whether it compiled and matched the reference, its speedup against the reference
+(``None`` when it failed), and where that number came from (``provenance``: "device (TPU v5 lite)"
+or "estimate (v5e)" — never CPU timings). The root is the reference kernel itself at 1.0x.
+
+Nodes have deterministic ids (``t2.d3`` for a trajectory step, ``b1.3`` for a beam child, ``g2.4``
+for an evolutionary child), so a search replayed with the same seed asks for the same nodes in the
+same order; that is what makes a search resumable (finished nodes are read back, the rest are run).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+NODE_STATUSES = ("root", "improved", "correct", "incorrect", "failed")
+
+
+@dataclass(frozen=True)
+class SearchNode:
+    id: str
+    parents: tuple[str, ...]
+    depth: int
+    op: str  # "root" | "optimize" | "mutate" | "crossover"
+    strategy: str | None
+    source: str
+    plan: str
+    compiled: bool
+    correct: bool
+    speedup: float | None  # against the reference; None when not correct or not measured
+    provenance: str  # "device (<chip>)" | "estimate (<chip>)" | "reference"
+    error: str | None = None
+    trajectory: int | None = None
+    order: int = 0  # position in the search's deterministic schedule
+
+    @property
+    def ok(self) -> bool:
+        """Usable as a parent: correct, with a measured (or estimated) speedup."""
+        return self.correct and self.speedup is not None
+
+    @property
+    def status(self) -> str:
+        if self.op == "root":
+            return "root"
+        if not self.compiled:
+            return "failed"
+        if not self.ok:
+            return "incorrect"
+        return "improved" if self.speedup > 1.0 else "correct"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["parents"] = list(self.parents)
+        data["status"] = self.status
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "SearchNode":
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        fields["parents"] = tuple(fields.get("parents") or ())
+        return cls(**fields)
+
+
+@dataclass
+class SearchGraph:
+    """The nodes of one search in schedule order, plus what the search was asked to do."""
+
+    algo: str
+    seed: int
+    params: dict[str, Any]
+    provenance: str
+    nodes: list[SearchNode] = field(default_factory=list)
+    stopped: str = ""  # why the search ended: "depth", "budget", "target", "no_survivor", "generations"
+
+    def add(self, node: SearchNode) -> None:
+        self.nodes.append(node)
+
+    def node(self, node_id: str) -> SearchNode:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(node_id)
+
+    @property
+    def root(self) -> SearchNode:
+        return self.nodes[0]
+
+    def best(self) -> SearchNode:
+        """The fastest correct node (the root when nothing beat it); ties go to the earlier node."""
+        good = [n for n in self.nodes if n.ok]
+        return max(good, key=lambda n: (n.speedup, -n.order)) if good else self.root
+
+    def best_path(self) -> list[str]:
+        """Root .. best, following each node's first parent."""
+        path, node = [], self.best()
+        while True:
+            path.append(node.id)
+            if not node.parents:
+                break
+            node = self.node(node.parents[0])
+        return path[::-1]
+
+    def best_so_far(self) -> list[tuple[int, float]]:
+        """(nodes evaluated, best speedup so far) after each node: the 'speedup over iterations' curve."""
+        best, curve = 1.0, []
+        for i, n in enumerate(self.nodes):
+            if n.ok:
+                best = max(best, n.speedup)
+            curve.append((i, best))
+        return curve
+
+    def signature(self) -> list[tuple]:
+        """What 'the same graph' means: ids, parents, strategies, sources and results, in order."""
+        return [(n.id, n.parents, n.strategy, n.source, n.correct, n.speedup) for n in self.nodes]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"algo": self.algo, "seed": self.seed, "params": self.params, "provenance": self.provenance,
+                "stopped": self.stopped, "best": self.best().id, "best_path": self.best_path(),
+                "nodes": [n.to_json() for n in self.nodes]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "SearchGraph":
+        g = cls(data["algo"], int(data["seed"]), dict(data["params"]), data["provenance"])
+        g.nodes = [SearchNode.from_json(n) for n in data["nodes"]]
+        g.stopped = data.get("stopped", "")
+        return g
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1)
+
+
+def by_id(nodes: Iterable[SearchNode]) -> dict[str, SearchNode]:
+    return {n.id: n for n in nodes}

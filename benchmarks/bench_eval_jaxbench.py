@@ -1,0 +1,78 @@
+"""The seed's metrics over the JAXBench tasks of a local checkout, outside CI.
+
+    python benchmarks/bench_eval_jaxbench.py /path/to/accelerator-agents/JAXBench/benchmark --target v5e
+
+A scripted provider answers each task with its hand-tuned kernel (``optimized.py``) where the
+checkout has one and with the reference (``baseline.py``) otherwise, and ``pallasite eval``'s
+evaluation runs over every task: cost-model estimates for the chip (no device here: every speedup
+is labelled an estimate), tier-3 interpret-mode correctness against the reference. Prints the
+metrics, per-task rows and the wall time; ``--report`` writes the HTML report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folder", nargs="?", default=os.environ.get("JAXBENCH_DIR"))
+    ap.add_argument("--target", default="v5e")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--memory-mb", type=int, default=8192)
+    ap.add_argument("--report")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if not args.folder:
+        print("give the JAXBench benchmark folder (or set JAXBENCH_DIR)", file=sys.stderr)
+        return 2
+
+    from pallasite.agents.providers import ModelRequest, ProviderConfig
+    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.engine.eval_tasks import discover
+    from pallasite.server.cmd_eval import evaluate, format_summary
+
+    tasks = discover(args.folder)
+    answers = {}
+    for t in tasks:
+        with open(t.candidate_path or t.reference_path, encoding="utf-8") as f:
+            answers[t.name] = f.read()
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), [answers[t.name] for t in tasks])
+
+    async def ask(task):  # one call per task, in task order (jobs=1 keeps the queue aligned)
+        reply = await provider.complete(ModelRequest(system="optimize", prompt=task.name))
+        return reply.text
+
+    if args.jobs != 1:
+        print("the scripted provider answers in order: use --jobs 1", file=sys.stderr)
+        return 2
+    hand = sum(1 for t in tasks if t.candidate_path)
+    print(f"{len(tasks)} tasks, {hand} with a hand-tuned kernel; estimates for {args.target}", file=sys.stderr)
+    started = time.monotonic()
+    [summary] = asyncio.run(evaluate(tasks, {"hand-tuned-or-reference": ask}, chip=args.target, jobs=1,
+                                     memory_mb=args.memory_mb,
+                                     progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
+    print(format_summary(summary))
+    for row in summary["per_task"]:
+        if row["provenance"].startswith("estimate") or row["errors"]:
+            print(f"  {row['task']}: compiled={row['compiled']} correct={row['correct']} "
+                  f"speedup={row['speedup']} [{row['provenance']}] {'; '.join(row['errors'])[:200]}")
+    print(f"wall time {time.monotonic() - started:.1f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    if args.report:
+        from pallasite.server.report_html import eval_html
+
+        with open(args.report, "w") as f:
+            f.write(eval_html([summary], title="JAXBench: hand-tuned kernels where they exist (estimates)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

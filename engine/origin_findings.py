@@ -1,0 +1,129 @@
+"""Compiler findings about a value moved to where the value was written (client side, no jax).
+
+The lowering names the BlockSpec whose block shape breaks the tiling rule (``Block spec for
+args[1] ... has block shape (512, 200), array shape (512, 800)``). When the bad dim was not written
+in that BlockSpec but came from a dict entry, a dataclass field, a keyword default or a module
+constant (``analysis/origins.py`` follows it there), the finding is placed at that line, says what
+was written there, and keeps the BlockSpec (and the pallas_call) as related places.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pallasite.analysis.origins import Origin, trace
+from pallasite.analysis.types import BlockSpecInfo, Related, Span
+
+_SHAPES = re.compile(r"block shape \((?P<block>.*?)\),\s*array shape \((?P<array>[^)]*)\)")
+_DIM = re.compile(r"Blocked\(block_size=(?P<blocked>\d+)\)|(?P<other>Squeezed\(\)|None|[A-Za-z]\w*\([^)]*\))|(?P<int>\d+)")
+MOVED_CODES = ("PLS101", "PLS204")
+
+
+@dataclass(frozen=True)
+class Moved:
+    span: Span
+    related: tuple[Related, ...]
+    sentence: str
+
+
+def bad_dims(code: str, message: str, rank: int) -> list[int]:
+    """Indices (into the block shape) of the dims that break the rule the message states."""
+    if rank < 2:
+        return list(range(rank))
+    if code == "PLS204":  # the dtype's row tiling: the second-to-last dim
+        return [rank - 2]
+    m = _SHAPES.search(message)
+    if not m:
+        return []  # which dim is bad is not said: the finding stays at the BlockSpec
+    block = [int(d.group("blocked") or d.group("int")) if not d.group("other") else None
+             for d in _DIM.finditer(m.group("block"))]  # "(256, 100)" or "(Blocked(block_size=256), ...)"
+    array = [int(x) for x in re.findall(r"\d+", m.group("array"))]
+    if len(block) != rank or any(b is None for b in block[-2:]):
+        return []
+    out = []
+    if len(block) >= 1 and len(array) >= 1 and block[-1] % 128 and block[-1] != array[-1]:
+        out.append(rank - 1)
+    if len(block) >= 2 and len(array) >= 2 and block[-2] % 8 and block[-2] != array[-2]:
+        out.append(rank - 2)
+    return out
+
+
+def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, text: str, lines: list[str]) -> Moved | None:
+    """Where a block-shape finding on ``spec`` belongs, when the bad dim was written elsewhere."""
+    if code not in MOVED_CODES or spec is None or not spec.dim_spans:
+        return None
+    message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+    for index in bad_dims(code, message, len(spec.dim_spans)):
+        if not (0 <= index < len(spec.dim_spans)):
+            continue
+        origin = trace(text, spec.dim_spans[index])
+        if origin is None or origin.kind == "expression" or spec.span.line <= origin.line <= spec.span.end_line:
+            continue  # written in the BlockSpec itself, or computed: the BlockSpec is the place
+        return Moved(span=_line(origin, lines), related=(Related(spec.span, "the BlockSpec that uses this value"),),
+                     sentence=_said(origin))
+    return None
+
+
+def _line(origin: Origin, lines: list[str]) -> Span:
+    if origin.line == origin.end_line:
+        return origin.span
+    text = lines[origin.line] if 0 <= origin.line < len(lines) else ""
+    return Span(origin.line, len(text) - len(text.lstrip()), origin.line, len(text.rstrip()))
+
+
+def _said(origin: Origin) -> str:
+    kinds = {"dict entry": "a dict entry", "dataclass field": "a dataclass field default",
+             "keyword default": "a keyword default", "constant": "a module constant", "local": "a local assignment",
+             "argument": "the argument passed here", "list entry": "a list entry", "literal": "a literal"}
+    return f"the block size is set here ({kinds.get(origin.kind, origin.kind)}: {origin.what})"
+
+
+def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) -> tuple[Span, tuple[Related, ...], str] | None:
+    """Where the block of ``role[index]`` (``in_specs``/``out_specs``/``scratch_shapes``) of ``site``
+    gets its size: the origin of its largest traceable dim when written outside the BlockSpec, else
+    the BlockSpec itself; with the BlockSpec related and a sentence naming the origin ("" if none)."""
+    if role == "scratch_shapes":
+        buffers = tuple(getattr(site, "scratch_shapes", None) or ())
+        if not (0 <= index < len(buffers)):
+            return None
+        return buffers[index].span, (), ""
+    specs = tuple(getattr(site, role, None) or ())
+    spec = next((s for s in specs if s.position == index), specs[index] if 0 <= index < len(specs) else None)
+    if spec is None:
+        return None
+    best = None
+    for dim_span in spec.dim_spans:
+        origin = trace(text, dim_span)
+        if origin is None or origin.kind == "expression" or spec.span.line <= origin.line <= spec.span.end_line:
+            continue
+        if best is None or (isinstance(origin.value, int) and isinstance(best.value, int) and origin.value > best.value):
+            best = origin
+    if best is None:
+        return spec.span, (), ""
+    return _line(best, lines), (Related(spec.span, "the BlockSpec of the largest block"),), _said(best)
+
+
+def vmem_related(site: Any, reached: Any, text: str, lines: list[str]) -> tuple[Related, ...]:
+    """For a VMEM overflow at ``site``: its two largest buffers (from the worker's record of the call,
+    runner/reach.py) as related places, each at the line that set its size, saying how big it is."""
+    if site is None or not reached:
+        return ()
+    from .reach import site_reached
+
+    calls = [c for c in reached if site_reached(site, [c]) and c.get("buffers")]
+    if not calls:
+        return ()
+    buffers = sorted(calls[0]["buffers"], key=lambda b: -b["bytes"] * b["buffers"])[:2]
+    out = []
+    for b in buffers:
+        place = buffer_place(site, b["role"], int(b["index"]), text, lines)
+        if place is None:
+            continue
+        span, _, said = place
+        shape = "(" + ", ".join("None" if d is None else str(d) for d in b["shape"]) + ")"
+        times = " x2 (double-buffered)" if b["buffers"] == 2 else ""
+        out.append(Related(span, f"{b['role']}[{b['index']}] block {shape} {b['dtype']}: {b['bytes'] / 2**20:.1f} MiB{times}"
+                                 + (f"; {said}" if said else "")))
+    return tuple(out)

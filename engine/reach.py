@@ -1,0 +1,36 @@
+"""Which pallas_call sites of the file a task entry reached (client side, never imports jax).
+
+The worker traces each entry with ``pallas_call`` intercepted (``runner/reach.py``) and returns,
+per call, the lines of the checked file on its call stack. A site is reached when one of those
+lines lies in its ``pallas_call(...)`` expression (or, for a module-level
+``functools.partial(pl.pallas_call, ...)`` decorator, which runs at import, when the kernel is the
+site's). Sites no entry reached keep their tier-0 verdict and read "not reached: the task never calls this
+kernel" for the compiler tiers (``TierState.NOT_REACHED``): "ok" only ever means that tier ran on that kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+NOT_REACHED = "not reached: the task never calls this kernel"  # TierState.NOT_REACHED, as displayed
+
+
+def site_reached(site: Any, calls: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether one of the recorded ``calls`` (runner/reach.py's records) is this KernelSite's."""
+    span = getattr(site, "span", None)
+    if span is None:
+        return False
+    kernel = getattr(site, "kernel_def_span", None)
+    for call in calls:
+        for line in call.get("lines") or ():
+            if span.line <= int(line) - 1 <= span.end_line:
+                return True
+        if getattr(site, "enclosing_function", None) is None and kernel is not None and \
+                call.get("kernel_line") is not None and kernel.line <= int(call["kernel_line"]) - 1 <= kernel.end_line:
+            return True  # a module-level partial(pallas_call) decorator ran at import, not in the trace
+    return False
+
+
+def reach_known(entries: Sequence[Any]) -> bool:
+    """Whether every entry says what it reached (else nothing is marked not reached)."""
+    return bool(entries) and all(getattr(e, "reached", None) is not None for e in entries)

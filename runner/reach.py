@@ -1,0 +1,179 @@
+"""Which pallas_calls a task's entry reaches (worker side: imports jax).
+
+A file may hold more kernels than its task runs (a forward-only workload next to backward
+kernels). Their tiers 1-3 never ran, so they must not read ``ok``: the entry is traced once more,
+abstractly (``jax.eval_shape``, nothing runs on a device), with ``pallas_call`` intercepted, and
+every call made from the checked file is recorded with the lines of that file on its call stack
+(the ``pallas_call(...)`` expression, the wrapper that forwards to it, the function that called the
+wrapper) and the kernel's ``def`` line. The client (``engine/reach.py``) marks the file's other
+pallas_call sites "not reached" (the task never calls them).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+import jax
+
+from .intercept import intercept_pallas_calls
+
+
+def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modules: tuple[Any, ...] = ()) -> list[dict[str, Any]] | None:
+    """``[{"lines": [1-based lines of path on the stack], "kernel_line": int | None, "kernel": str}]``
+    for every pallas_call ``fn(*args)`` makes; None when the trace failed (what it reached is unknown)."""
+    target = os.path.realpath(path)
+    stacks: list[list[int]] = []
+
+    def on_call(kwargs: dict[str, Any]) -> dict[str, Any]:
+        lines = []
+        frame = sys._getframe(1)
+        while frame is not None:
+            if os.path.realpath(frame.f_code.co_filename) == target:
+                lines.append(frame.f_lineno)
+            frame = frame.f_back
+        stacks.append(lines)
+        return kwargs
+
+    try:
+        calls = traced_calls(fn, args, modules, rewrite=on_call, user_files=(path,), before_retry=stacks.clear)
+    except Exception:  # noqa: BLE001 - the tiers report the failure; what was reached stays unknown
+        return None
+    out = []
+    for call, lines in zip(calls, stacks):
+        kernel_file = call.kernel_file
+        same = kernel_file is not None and os.path.realpath(kernel_file) == target
+        buffers = block_buffers(call)
+        out.append({"lines": lines, "kernel_line": call.kernel_line if same else None, "kernel": call.kernel_name,
+                    "buffers": buffers, "vmem_bytes": vmem_bytes(buffers)})
+    return out
+
+
+def block_buffers(call: Any) -> list[dict[str, Any]]:
+    """The VMEM buffers one recorded pallas_call needs per grid step: each input and output block
+    (pipelined, so double-buffered) and each VMEM scratch buffer, with shape, dtype and bytes.
+    Blocks of operands left in HBM/ANY memory, or whose shape is unknown, are not counted."""
+    import math
+
+    import numpy as np
+
+    kwargs = call.kwargs
+    grid_spec = kwargs.get("grid_spec")
+    ins = kwargs.get("in_specs") if grid_spec is None else getattr(grid_spec, "in_specs", None)
+    outs = kwargs.get("out_specs") if grid_spec is None else getattr(grid_spec, "out_specs", None)
+    scratch = kwargs.get("scratch_shapes") if grid_spec is None else getattr(grid_spec, "scratch_shapes", None)
+    prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0) if grid_spec is not None else 0
+    operands = [o for o in jax.tree.leaves(call.operands or ()) if hasattr(o, "dtype")][prefetch:]
+    results = [o for o in jax.tree.leaves(call.out_shape) if hasattr(o, "dtype")]
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, index: int, spec: Any, array: Any) -> None:
+        shape = getattr(spec, "block_shape", None)
+        space = str(getattr(spec, "memory_space", "") or "").upper()
+        if shape is None or array is None or "ANY" in space or "HBM" in space or "SMEM" in space:
+            return
+        dims = [d if isinstance(d, int) else 1 for d in shape]  # None / Squeezed dims hold one element
+        itemsize = np.dtype(array.dtype).itemsize
+        out.append({"role": role, "index": index, "shape": [d if isinstance(d, int) else None for d in shape],
+                    "dtype": str(np.dtype(array.dtype)), "bytes": math.prod(dims) * itemsize, "buffers": 2})
+
+    for role, specs, arrays in (("in_specs", ins, operands), ("out_specs", outs, results)):
+        specs = specs if isinstance(specs, (list, tuple)) else ([specs] if specs is not None else [])
+        for i, spec in enumerate(specs):
+            add(role, i, spec, arrays[i] if i < len(arrays) else None)
+    for i, buf in enumerate(scratch or ()):
+        shape, dtype = getattr(buf, "shape", None), getattr(buf, "dtype", None)
+        if shape is None or dtype is None or "VMEM" not in type(buf).__name__.upper() + str(getattr(buf, "memory_space", "")).upper():
+            continue
+        try:
+            size = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
+        except (TypeError, ValueError):
+            continue
+        out.append({"role": "scratch_shapes", "index": i, "shape": [int(d) for d in shape], "dtype": str(np.dtype(dtype)),
+                    "bytes": size, "buffers": 1})
+    return out
+
+
+def vmem_bytes(buffers: list[dict[str, Any]]) -> int:
+    """Bytes of VMEM the buffers take together (pipelined blocks twice)."""
+    return sum(b["bytes"] * b["buffers"] for b in buffers)
+
+
+def vmem_excess(reached: list[dict[str, Any]] | None, capacity: int | None) -> dict[str, Any] | None:
+    """When one call's buffers need more VMEM than ``capacity``: ``{need_bytes, chip_bytes, role,
+    index, block}`` of the worst call and its largest buffer (runner/messages.VmemExcess); else None."""
+    if not reached or not capacity:
+        return None
+    worst = max(reached, key=lambda r: r.get("vmem_bytes") or 0)
+    need = worst.get("vmem_bytes") or 0
+    if need <= capacity or not worst.get("buffers"):
+        return None
+    big = max(worst["buffers"], key=lambda b: b["bytes"] * b["buffers"])
+    shape = "(" + ", ".join("None" if d is None else str(d) for d in big["shape"]) + ")"
+    return {"need_bytes": int(need), "chip_bytes": int(capacity), "role": big["role"], "index": int(big["index"]),
+            "block": f"{shape} {big['dtype']}"}
+
+
+def vmem_detail(reached: list[dict[str, Any]] | None, capacity: int | None) -> str:
+    """A progress-message detail when one call's blocks need more VMEM than the chip has ("" if none).
+
+    ``; its blocks need 256.0 MiB of VMEM (double-buffered), more than the chip's 128.0 MiB
+    (largest: in_specs[0] (4096, 4096) bfloat16)`` — engine/reply_failures.py reads it back when
+    the compile then runs past its time limit.
+    """
+    if not reached or not capacity:
+        return ""
+    worst = max(reached, key=lambda r: r.get("vmem_bytes") or 0)
+    need = worst.get("vmem_bytes") or 0
+    if need <= capacity or not worst.get("buffers"):
+        return ""
+    big = max(worst["buffers"], key=lambda b: b["bytes"] * b["buffers"])
+    shape = "(" + ", ".join("None" if d is None else str(d) for d in big["shape"]) + ")"
+    return (f"; its blocks need {need / 2**20:.1f} MiB of VMEM (double-buffered), more than the chip's "
+            f"{capacity / 2**20:.1f} MiB (largest: {big['role']}[{big['index']}] {shape} {big['dtype']})")
+
+
+def chip_vmem_bytes(target: str) -> int | None:
+    """The target chip's VMEM capacity from jax's own chip table (None when unknown)."""
+    try:
+        from pallasite.analysis.types import chip_target
+
+        from .chip_probe import spec_from_jax
+
+        spec = spec_from_jax(chip_target(target))
+    except Exception:  # noqa: BLE001 - an optional figure
+        return None
+    return spec.vmem_bytes if spec is not None else None
+
+
+def entry_namespaces(fn: Any) -> tuple[dict[str, Any], ...]:
+    """The entry's module globals, where ``from ... import pallas_call`` binds the name."""
+    import functools
+
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    fn = getattr(fn, "__wrapped__", fn)
+    namespace = getattr(fn, "__globals__", None)
+    return (namespace,) if isinstance(namespace, dict) else ()
+
+
+def traced_calls(fn: Callable[..., Any], args: tuple[Any, ...], modules: tuple[Any, ...] = (), *,
+                 rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None, user_files: tuple[str, ...] = (),
+                 before_retry: Callable[[], Any] | None = None) -> list[Any]:
+    """The pallas_calls ``fn(*args)`` makes, traced abstractly with ``jax.eval_shape``.
+
+    A jitted function traced before with the same shapes comes from jax's trace cache without
+    calling ``pallas_call`` again (a warm worker, a second request): when nothing was recorded,
+    jax's caches are cleared and the trace is made once more.
+    """
+    with intercept_pallas_calls(rewrite=rewrite, user_files=user_files, modules=modules) as calls:
+        jax.eval_shape(fn, *args)
+    if calls:
+        return list(calls)
+    jax.clear_caches()
+    if before_retry is not None:
+        before_retry()
+    with intercept_pallas_calls(rewrite=rewrite, user_files=user_files, modules=modules) as calls:
+        jax.eval_shape(fn, *args)
+    return list(calls)

@@ -1,0 +1,139 @@
+"""`pallasite eval DIR`: evaluate a folder of JAXBench / MaxKernel tasks with the seed's metrics.
+
+Methods: ``files`` (each task's own candidate as the folder holds it: JAXBench ``optimized.py``,
+MaxKernel's kernel file; the reference where there is none) and ``reference`` (the reference itself:
+the 1.0x floor every method is measured against). Speedups are the cost model's estimates for
+``--target`` (labelled so; no CPU timing ever becomes a speedup). Prints compile rate, correctness
+rate, the floored geomean speedup, the share improved and fast_p; ``--json`` and ``--report`` write
+the summary as JSON and as one self-contained HTML file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import sys
+import time
+from typing import Any, Callable
+
+METHODS = ("files", "reference")
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("folder", help="a folder of task folders (JAXBench benchmark/, MaxKernel tasks)")
+    parser.add_argument("--method", action="append", choices=METHODS,
+                        help="what to evaluate (repeatable; default: files)")
+    parser.add_argument("--target", default="v6e", help="the chip whose cost model estimates speedups")
+    parser.add_argument("--jobs", type=int, default=1, help="tasks evaluated at once (job workers)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="skip the interpret-mode comparison (then no task counts as correct)")
+    parser.add_argument("--tasks", help="only tasks whose name contains this text")
+    parser.add_argument("--json", help="write the summaries here as JSON")
+    parser.add_argument("--report", help="write a self-contained HTML report here")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per worker request")
+    parser.add_argument("--memory-mb", type=int, default=8192,
+                        help="memory limit of each worker (interpret-mode checks of big kernels need several GiB)")
+
+
+def candidate_for(method: str) -> Callable[[Any], str]:
+    def files(task: Any) -> str:
+        path = task.candidate_path or task.reference_path
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    def reference(task: Any) -> str:
+        return task.reference_text()
+
+    return {"files": files, "reference": reference}[method]
+
+
+async def evaluate(tasks: list, methods: dict[str, Callable[[Any], Any]], *, chip: str, jobs: int = 1,
+                   verify: bool = True, timeout_s: float = 300.0, backend: Any = None, memory_mb: int = 8192,
+                   progress: Callable[[str], None] = lambda m: None) -> list[dict]:
+    """Run each method over the tasks; return one Summary (as JSON) per method."""
+    from pallasite.agents.eval_metrics import CaseOutcome, TaskOutcome, summarize
+    from pallasite.engine.eval_tasks import estimate_candidate
+    from pallasite.engine.pool import local_backend
+    from pallasite.engine.client import WorkerConfig
+
+    own = backend is None
+    backend = backend or local_backend(WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb), checks=0, jobs=max(1, jobs))
+    gate = asyncio.Semaphore(max(1, jobs))
+    out = []
+    try:
+        for name, method in methods.items():
+            started = time.monotonic()
+            done = 0
+
+            async def one(task: Any) -> TaskOutcome:
+                nonlocal done
+                async with gate:
+                    try:
+                        text = method(task)
+                        if inspect.isawaitable(text):  # a provider's answer
+                            text = await text
+                        r = await estimate_candidate(backend, task, text, chip, verify=verify, timeout_s=timeout_s)
+                        case = CaseOutcome(r.compiled, r.correct, r.speedup, r.error)
+                        prov = r.provenance
+                    except Exception as exc:  # noqa: BLE001 - one task's failure is data
+                        case, prov = CaseOutcome(False, False, None, f"{type(exc).__name__}: {exc}"[:300]), ""
+                done += 1
+                progress(f"{name}: {done}/{len(tasks)} {task.name}")
+                return TaskOutcome(task.name, (case,), prov)
+
+            outcomes = await asyncio.gather(*(one(t) for t in tasks))
+            summary = summarize(name, outcomes, provenance=f"estimate ({chip}) where estimated; the reference "
+                                f"itself is 1.0x by definition", wall_s=time.monotonic() - started)
+            out.append(summary.to_json())
+    finally:
+        if own:
+            await backend.close()
+    return out
+
+
+def format_summary(s: dict) -> str:
+    curve = {p: v for p, v in s["fast_p"]}
+    lines = [f"method {s['method']}: {s['tasks']} tasks ({s['provenance']})",
+             f"  compiled {s['compile_rate']:.0%}  correct {s['correct_rate']:.0%}  "
+             f"geomean speedup {s['geomean_speedup']:.3f}x (each task floored at 1.0x, vs its reference)  "
+             f"improved (>1.05x) {s['improved_share']:.0%}",
+             "  fast_p: " + "  ".join(f"p={p:g}: {curve[p]:.0%}" for p in (0.0, 1.0, 1.5, 2.0, 3.0)),
+             f"  wall time {s['wall_s']:.1f} s"]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pallasite.agents.eval_metrics import MissingTiming
+    from pallasite.engine.eval_tasks import discover
+
+    try:
+        tasks = discover(args.folder)
+    except ValueError as exc:
+        print(f"pallasite eval: {exc}", file=sys.stderr)
+        return 2
+    if args.tasks:
+        tasks = [t for t in tasks if args.tasks in t.name]
+    methods = {m: candidate_for(m) for m in (args.method or ["files"])}
+    print(f"pallasite eval: {len(tasks)} tasks, methods {', '.join(methods)}, estimates for {args.target}",
+          file=sys.stderr)
+    try:
+        summaries = asyncio.run(evaluate(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
+                                         timeout_s=args.timeout, memory_mb=args.memory_mb,
+                                         progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
+    except MissingTiming as exc:
+        print(f"pallasite eval: {exc}", file=sys.stderr)
+        return 1
+    for s in summaries:
+        print(format_summary(s))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"version": 1, "methods": summaries}, f, indent=1)
+    if args.report:
+        from pallasite.server.report_html import eval_html
+
+        with open(args.report, "w", encoding="utf-8") as f:
+            f.write(eval_html(summaries, title=f"pallasite eval {args.folder}"))
+        print(f"report: {args.report}", file=sys.stderr)
+    return 0

@@ -1,0 +1,34 @@
+"""A kernel that sums the two halves of its block, but slices past the block: the BlockSpec gives
+blocks of (8, 256) and the second half is read as x_ref[:, HALF:384] (line 16) and a scratch
+window as pl.ds(4, 8) of 8 rows (line 17). Tiers 1 and 2 accept the first (the slice is clamped
+to the block, silently: half the intended columns); the lowering rejects the second."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+HALF = 128
+
+
+def halves_kernel(x_ref, o_ref, acc_ref):
+    left = x_ref[:, 0:HALF]
+    right = x_ref[:, HALF:384]
+    acc_ref[pl.ds(4, 8), :] = left + right
+    o_ref[...] = acc_ref[0:8, :]
+
+
+def halves(x):
+    rows, _ = x.shape
+    return pl.pallas_call(
+        halves_kernel,
+        grid=(rows // 8,),
+        in_specs=[pl.BlockSpec((8, 256), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((rows, 128), x.dtype),
+        scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)],
+    )(x)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((64, 256), jnp.float32),)

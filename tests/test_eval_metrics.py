@@ -1,0 +1,62 @@
+"""The seed's metrics, checked against hand computations on a small fixture set."""
+
+import math
+
+import pytest
+
+from pallasite.agents.eval_metrics import CaseOutcome, MissingTiming, TaskOutcome, fast_p, summarize
+
+
+def ok(*speeds):
+    return tuple(CaseOutcome(True, True, s) for s in speeds)
+
+
+FIXTURE = [
+    TaskOutcome("fast", ok(2.0, 8.0)),  # geomean over cases 4.0
+    TaskOutcome("slower", ok(0.5)),  # a regression: floored to 1.0 in the geomean
+    TaskOutcome("barely", ok(1.04)),  # correct, not "improved"
+    TaskOutcome("wrong", (CaseOutcome(True, True, 3.0), CaseOutcome(True, False, None))),  # one case wrong
+    TaskOutcome("broken", (CaseOutcome(False, False, None, "E1001 VMEM OOM"),)),  # did not compile
+]
+
+
+def test_metrics_match_hand_computation():
+    s = summarize("hand-tuned", FIXTURE, provenance="estimate (v5e)")
+    assert s.tasks == 5
+    assert s.compile_rate == pytest.approx(4 / 5)
+    assert s.correct_rate == pytest.approx(3 / 5)
+    # floored: 4.0, 1.0 (0.5 floored), 1.04, 1.0 (wrong), 1.0 (broken)
+    assert s.geomean_speedup == pytest.approx((4.0 * 1.04) ** (1 / 5))
+    assert s.improved_share == pytest.approx(1 / 5)
+    curve = dict(s.fast_p)
+    assert curve[0.0] == pytest.approx(3 / 5)  # correct and > 0x
+    assert curve[1.0] == pytest.approx(2 / 5)  # 4.0 and 1.04
+    assert curve[1.1] == pytest.approx(1 / 5)
+    assert curve[3.0] == pytest.approx(1 / 5)
+    assert len(s.fast_p) == 31 and s.fast_p[-1][0] == 3.0
+    rows = {t["task"]: t for t in s.per_task}
+    assert rows["slower"]["speedup"] == pytest.approx(0.5) and rows["slower"]["scored"] == 1.0
+    assert rows["wrong"]["speedup"] is None and rows["broken"]["errors"] == ["E1001 VMEM OOM"]
+    assert s.to_json()["provenance"] == "estimate (v5e)"
+
+
+def test_a_task_counts_only_if_every_case_passed():
+    t = TaskOutcome("t", (CaseOutcome(True, True, 2.0), CaseOutcome(False, False, None)))
+    assert not t.compiled and not t.correct and t.scored() == 1.0
+
+
+@pytest.mark.parametrize("missing", [None, 0.0, math.nan])
+def test_missing_timing_is_an_error_not_one_x(missing):
+    tasks = [TaskOutcome("a", ok(2.0)), TaskOutcome("no_time", ok(1.5, missing))]
+    with pytest.raises(MissingTiming, match="no_time.*case 1"):
+        summarize("m", tasks, provenance="device (TPU v5 lite)")
+    with pytest.raises(MissingTiming):
+        fast_p(tasks)
+
+
+def test_failed_tasks_count_one_x_and_empty_sets_are_refused():
+    s = summarize("m", [TaskOutcome("x", (CaseOutcome(False, False),)), TaskOutcome("y", ok(4.0))],
+                  provenance="estimate (v6e)")
+    assert s.geomean_speedup == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="no tasks"):
+        summarize("m", [], provenance="estimate (v6e)")
