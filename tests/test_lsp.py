@@ -279,7 +279,8 @@ async def test_code_lens_and_check_source_action(client, tmp_path):
     assert [(lens.range.start.line, lens.command.title, lens.command.command) for lens in lenses] == [
         (17, "Check for v5p", "pallasite.check"),  # the file states a task: it can be timed and profiled too
         (17, "Time on local", "pallasite.time"), (17, "Profile on local", "pallasite.profile"),
-        (17, "Autotune for v5p", "pallasite.autotune")]  # BLOCK_ROWS, a module constant in a block shape
+        (17, "Autotune for v5p", "pallasite.autotune"),  # BLOCK_ROWS, a module constant in a block shape
+        (17, "Optimize", "pallasite.optimize"), (17, "Optimize step by step", "pallasite.optimize")]
     pos = lsp.Position(0, 0)
     actions = await raw_request(client, lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionParams(
         lsp.TextDocumentIdentifier(uri), lsp.Range(pos, pos),
