@@ -25,7 +25,7 @@ def replies(*names: str) -> list[str]:
     return out
 
 
-@pytest.mark.skip(reason="NOT DONE: hangs (the showDocument round trip or the decision commands never complete); see the eng-18 report")
+@pytest.mark.skip(reason="issue 18 is open: step mode through the language server does not complete yet (the showDocument round trip or the approve/revise commands hang)")
 async def test_step_mode_approve_revise_approve(client, tmp_path):
     shown: list[str] = []
 
