@@ -331,6 +331,13 @@ async def test_a_save_of_the_text_being_checked_does_not_restart_the_check(clien
     assert (await raw_request(client, "pallasite/serverStats", None))["checksStarted"] == 2
 
 
+def _is_worker(process: psutil.Process) -> bool:
+    try:
+        return "pallasite.runner.worker" in " ".join(process.cmdline())
+    except psutil.Error:
+        return False
+
+
 async def test_worker_killed_during_its_start_up_is_shown_as_a_crash(client, tmp_path):
     path, uri, text = await trusted_open(client, tmp_path, "store_shape.py", {"check": {"onOpen": False}})
     await diagnostics_for(client, uri, 1)
@@ -339,9 +346,10 @@ async def test_worker_killed_during_its_start_up_is_shown_as_a_crash(client, tmp
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     worker = None
     for _ in range(2000):  # kill the worker as soon as it exists: before its handshake (jax import)
-        children = server.children(recursive=True)
-        if children:
-            worker = children[-1]
+        # the worker process itself (under the sandbox it sits below `unshare` and the namespace's init)
+        workers = [p for p in server.children(recursive=True) if _is_worker(p)]
+        if workers:
+            worker = workers[0]
             break
         await asyncio.sleep(0.005)
     assert worker is not None
