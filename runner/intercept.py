@@ -152,7 +152,15 @@ def intercept_pallas_calls(
 
         return apply
 
-    pallas_call.__wrapped__ = _ORIGINAL  # type: ignore[attr-defined]
+    with replacing_pallas_call(pallas_call, modules):
+        yield records
+
+
+@contextlib.contextmanager
+def replacing_pallas_call(replacement: Callable[..., Any], modules: tuple[Any, ...] = ()) -> Iterator[None]:
+    """Every binding of jax's ``pallas_call`` (in ``pl``, jax's own module and ``modules``: module
+    objects or namespace dicts) points to ``replacement`` for the duration, then back."""
+    replacement.__wrapped__ = _ORIGINAL  # type: ignore[attr-defined]
     patched: list[tuple[dict[str, Any], str, Any]] = []
     with _lock:
         for holder in (_pl, _pallas_call_module, *modules):
@@ -160,9 +168,9 @@ def intercept_pallas_calls(
             for name, value in list(namespace.items()):
                 if value is _ORIGINAL:
                     patched.append((namespace, name, value))
-                    namespace[name] = pallas_call
+                    namespace[name] = replacement
     try:
-        yield records
+        yield
     finally:
         with _lock:
             for namespace, name, value in patched:

@@ -21,10 +21,9 @@ from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
-from jax._src.pallas import pallas_call as _pallas_call_module
 from jax.experimental import pallas as pl
 
-from .intercept import _ORIGINAL, _lock
+from .intercept import _ORIGINAL, replacing_pallas_call
 
 
 def fill_value(dtype: Any) -> Any:
@@ -75,21 +74,8 @@ def nan_prefilled(modules: tuple[Any, ...] = (), on_tpu: bool = True) -> Iterato
 
         return apply
 
-    pallas_call.__wrapped__ = _ORIGINAL  # type: ignore[attr-defined]
-    patched: list[tuple[dict[str, Any], str, Any]] = []
-    with _lock:
-        for holder in (pl, _pallas_call_module, *modules):
-            namespace = holder if isinstance(holder, dict) else vars(holder)
-            for name, value in list(namespace.items()):
-                if value is _ORIGINAL:
-                    patched.append((namespace, name, value))
-                    namespace[name] = pallas_call
-    try:
+    with replacing_pallas_call(pallas_call, modules):
         yield skipped
-    finally:
-        with _lock:
-            for namespace, name, value in patched:
-                namespace[name] = value
 
 
 def _unsupported(kwargs: dict[str, Any]) -> str | None:
