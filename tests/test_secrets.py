@@ -47,12 +47,26 @@ def assert_no_secret(report: list[dict], keys: dict[str, str], sandbox: str, com
     text = json.dumps(report)
     leaked = [name for name, value in keys.items() if value in text]
     assert not leaked, f"{leaked} reached kernel code: {report}"
-    above = [entry for entry in report[1:] if command in entry["cmdline"]]
+    above = [entry for entry in report[1:] if command in entry["cmdline"].split()]
     if sandbox == "off":  # the probe did reach the pallasite process, so it could have seen them
         assert above, report
         assert all(e["environ"].startswith("<unreadable") or "PATH=" in e["environ"] for e in above)
     else:  # in the sandbox nothing above the worker is visible
         assert not above, report
+
+
+def test_the_report_check_matches_the_command_word_not_a_path_that_contains_it():
+    """CI checks the project out under /check/: the sandbox's own `sh` (pid 1 in its namespace, holding
+    only the worker's allow-listed environment) then mentioned "check" in a path. Before: that was
+    taken for the `pallasite check` process and the sandboxed run failed."""
+    worker = {"pid": 2, "cmdline": "/check/p/.venv/bin/python3 -P -m pallasite.runner.worker ", "environ": "PALLASITE_X=1"}
+    wrapper = {"pid": 1, "cmdline": '/bin/sh -c "$@"; exit $? pallasite-sandbox /check/p/.venv/bin/python3 -P -m '
+               "pallasite.runner.worker ", "environ": "PATH=/usr/bin"}
+    cli = {"pid": 7, "cmdline": "/check/p/.venv/bin/python -m pallasite.server.cli check --tiers 0,1 x.py",
+           "environ": "PATH=/usr/bin"}
+    assert_no_secret([worker, wrapper], {}, "auto", "check")
+    with pytest.raises(AssertionError):
+        assert_no_secret([worker, wrapper, cli], {}, "auto", "check")
 
 
 @pytest.mark.parametrize("sandbox", MODES)
