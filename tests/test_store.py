@@ -112,6 +112,29 @@ def test_source_hash_follows_local_imports(tmp_path):
     assert source_hash(kernel) != before
 
 
+def test_the_hash_covers_exactly_the_modules_a_worker_request_carries(tmp_path):
+    """A kernel inside a package, opened as a workspace of its own folder, imports a sibling package's
+    module by its absolute name: the worker gets that module (engine/sources.py), so a change to it
+    must change the hash that keys cached verdicts. Before: the hash had its own finder, which missed
+    it, and a stale tier-1 verdict would have been reused."""
+    from pallasite.engine.sources import sources_for
+
+    pkg = tmp_path / "pkg"
+    (pkg / "kernels").mkdir(parents=True)
+    for init in (pkg / "__init__.py", pkg / "kernels" / "__init__.py"):
+        init.write_text("")
+    (pkg / "common.py").write_text("BLOCK = 128\n")
+    kernel = pkg / "kernels" / "k.py"
+    kernel.write_text("from pkg.common import BLOCK\nfrom . import tiles\n")
+    (pkg / "kernels" / "tiles.py").write_text("ROWS = 8\n")
+    carried = {m.path for m in sources_for(str(kernel)).modules}
+    assert str(pkg / "common.py") in carried
+    assert {str(p) for p in local_imports(kernel, root=kernel.parent)} == carried
+    before = source_hash(kernel, root=kernel.parent)
+    (pkg / "common.py").write_text("BLOCK = 256\n")
+    assert source_hash(kernel, root=kernel.parent) != before
+
+
 def test_source_hash_of_a_file_that_does_not_parse(tmp_path):
     kernel = tmp_path / "broken.py"
     kernel.write_text("def f(:\n")
