@@ -53,21 +53,24 @@ class DeviceEvaluator:
     async def compile(self, source: str) -> PhaseResult:
         return await self.compiler.compile(source)
 
-    async def _time(self, source: str) -> Any:
+    async def _time(self, source: str, *, keep: bool) -> Any:
+        """The device reply for ``source``: the one kept by its test (measure takes it), else a new job."""
         from pallasite.engine.timing import TaskFiles, time_request
 
         if source in self._replies:
-            return self._replies[source]
+            return self._replies.pop(source)
         params = time_request(TaskFiles(self.path), "time", runs=self.runs, warmup=2, extra_shape=True,
                               text=freeze(source, self.frozen))
         self.device_jobs += 1
         reply = await self.device.request(params, purpose="device", timeout_s=self.timeout_s)
-        if reply.ok:
-            self._replies = {source: reply}  # only the latest: test then measure of one candidate
+        if keep and reply.ok and reply.result is not None and reply.result.verdict == "ok":
+            if len(self._replies) >= 64:  # candidates tested but never measured (a stopped run)
+                self._replies.pop(next(iter(self._replies)))
+            self._replies[source] = reply
         return reply
 
     async def test(self, source: str) -> PhaseResult:
-        reply = await self._time(source)
+        reply = await self._time(source, keep=True)
         if not reply.ok:
             why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
             return PhaseResult(False, f"the test run failed ({reply.status})", evidence=str(why)[:2000])
@@ -78,7 +81,7 @@ class DeviceEvaluator:
         return PhaseResult(True, f"matches the reference (on {self.where})")
 
     async def measure(self, source: str) -> PhaseResult:
-        reply = await self._time(source)
+        reply = await self._time(source, keep=False)
         if not reply.ok or reply.result is None:
             return PhaseResult(False, "not timed", evidence=str(reply.message or reply.status)[:2000])
         if reply.result.verdict != "ok":

@@ -125,16 +125,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"pallasite search: {exc}", file=sys.stderr)
         return 2
+    try:
+        device = device_settings(args)
+    except ValueError as exc:
+        print(f"pallasite search: {exc}", file=sys.stderr)
+        return 2
     name = args.provider or ""
     try:
         provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
                                                 scripted_file=args.scripted_file or ""))
     except ProviderError as exc:
-        print(f"pallasite search: {exc}", file=sys.stderr)
-        return 2
-    try:
-        device = device_settings(args)
-    except ValueError as exc:
         print(f"pallasite search: {exc}", file=sys.stderr)
         return 2
     workspace = workspace_for([str(path.resolve())])
