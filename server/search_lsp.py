@@ -88,6 +88,7 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
 
         def on_phase(node_id: str, phase: str, message: str) -> None:
             tell(f"node {node_id} {phase}: {message}"[:200], None)
+            report(f"node {node_id} {phase}: {message}"[:200])
 
         async def go() -> Any:
             backend, where_ = (cmd_search.open_device(device, session.settings.check.memoryMb * 2)
@@ -105,9 +106,9 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
 
     job = session.engine.jobs.submit("search", doc.path, work)
     if token is not None:
+        how = f"estimates for {chip}" if device is None else f"timed on {cmd_search.device_where(device)}"
         ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
-            title=f"Searching for a faster {path.name} ({options.algo}, "
-                  f"{'estimates for ' + chip if device is None else 'timed on ' + cmd_search.device_where(device)})", cancellable=True))
+            title=f"Searching for a faster {path.name} ({options.algo}, {how})", cancellable=True))
         cancel = ls.work_done_progress.tokens.get(token)
         if cancel is not None:
             cancel.add_done_callback(lambda f: f.cancelled() and job.task.cancel())
