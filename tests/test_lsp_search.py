@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest_asyncio
 from lsprotocol import types as lsp
+import pytest
 from pytest_lsp.client import register_lsp_features
 
 from test_lsp import answer_trust, initialize, open_doc, start_client, stop_client  # noqa: F401
@@ -82,7 +83,8 @@ finally:  # reached when the worker interrupts the running request (not when it 
 '''
 
 
-async def test_search_cancelled_mid_run_keeps_its_nodes_resumes_and_orphans_no_worker(client, tmp_path):
+@pytest.mark.parametrize("how", ["progress", "cancelRequest"])
+async def test_search_cancelled_mid_run_keeps_its_nodes_resumes_and_orphans_no_worker(client, tmp_path, how):
     import psutil
 
     from test_lsp import raw_request
@@ -104,8 +106,9 @@ async def test_search_cancelled_mid_run_keeps_its_nodes_resumes_and_orphans_no_w
     open_doc(client, path.as_uri(), ROOT)
     server = psutil.Process((await raw_request(client, "pallasite/serverStats", None))["pid"])
     args = [{"uri": path.as_uri(), "algo": "parallel", "trajectories": 1, "iterations": 3}]
-    pending = asyncio.ensure_future(client.workspace_execute_command_async(
-        lsp.ExecuteCommandParams(command="pallasite.search", arguments=args)))
+    pending = asyncio.wrap_future(client.protocol.send_request(
+        lsp.WORKSPACE_EXECUTE_COMMAND, lsp.ExecuteCommandParams(command="pallasite.search", arguments=args),
+        msg_id="search-to-cancel"))
     for _ in range(1200):  # until the second node's test is running the hanging import
         if mark.exists() and mark.read_text():
             break
@@ -116,10 +119,24 @@ async def test_search_cancelled_mid_run_keeps_its_nodes_resumes_and_orphans_no_w
                  if any("Searching" in (getattr(r, "title", "") or "") for r in reports))
     messages = [getattr(r, "message", "") or "" for r in client.progress_reports[token]]
     assert any(m.startswith("node t0.1:") for m in messages)  # the first node finished and was reported
-    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
-    result = await asyncio.wait_for(pending, 30)
-    result = result if isinstance(result, dict) else result._asdict()
-    assert not result["ok"] and result["message"].startswith("cancelled")
+    if how == "progress":
+        client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+    else:
+        client.protocol.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id="search-to-cancel"))
+    result = None
+    try:
+        result = await asyncio.wait_for(pending, 30)
+    except asyncio.TimeoutError:
+        raise
+    except Exception as exc:  # $/cancelRequest: the request may be answered with RequestCancelled
+        assert how == "cancelRequest" and "cancel" in str(exc).lower(), exc
+    if result is not None:
+        result = result if isinstance(result, dict) else result._asdict()
+        assert not result["ok"] and result["message"].startswith("cancelled"), result
+    for _ in range(100):
+        if type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd":
+            break
+        await asyncio.sleep(0.05)
     assert type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd"
     # the cancelled node's code stopped running: its worker interrupted it (and stays, idle) or was killed
     stopped = Path(str(mark) + ".stopped")
@@ -132,9 +149,11 @@ async def test_search_cancelled_mid_run_keeps_its_nodes_resumes_and_orphans_no_w
     stats = await asyncio.wait_for(raw_request(client, "pallasite/serverStats", None), 10)
     assert stats["pid"] == server.pid
     # the partial graph is stored: run the command again and it resumes after t0.1
-    rid = re.search(r"run (search-\w+) resumes", result["message"]).group(1)
     from pallasite.knowledge.store import ResultsStore
+    from pallasite.server.cmd_search import run_id
+    from pallasite.server.search_lsp import options_from
 
+    rid = run_id(ROOT, options_from({k: v for k, v in args[0].items() if k != "uri"}), "scripted", "v5e")
     store = ResultsStore.open(folder)
     stored = [s.payload for s in store.agent_steps(rid) if s.kind == "search_node"]
     store.close()
