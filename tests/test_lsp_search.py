@@ -1,5 +1,5 @@
 """'Search for a faster kernel' end to end through the language server, with the scripted provider:
-the node is estimated and checked in a worker, the best node comes back as a versioned edit, the
+the node is one optimize iteration, tested and estimated in the server's workers, the best node comes back as a versioned edit, the
 report is opened through window/showDocument, and the search's nodes are in the results store."""
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ async def test_search_offers_the_best_node_and_opens_the_report(client, tmp_path
     assert [n["id"] for n in graph["nodes"]] == ["root", "t0.1"]
     # 64-row blocks need 8x fewer grid steps than the root's 8: the estimate must say it is faster
     root, node = graph["nodes"]
-    assert node["speedup"] == result["speedup"] > root["speedup"]
+    assert node["speedup"] == result["speedup"] > root["speedup"] == 1.0
+    assert node["verdict"] == "valid" and [p["phase"] for p in node["phases"]][-2:] == ["test", "profile"]
 
 
 HANG = '''import os as _os
