@@ -1,6 +1,9 @@
 """'Search for a faster kernel' end to end through the language server, with the scripted provider:
-the node is one optimize iteration, tested and estimated in the server's workers, the best node comes back as a versioned edit, the
-report is opened through window/showDocument, and the search's nodes are in the results store."""
+the node is one optimize iteration, tested and estimated in the server's workers; the best node
+comes back as a versioned edit, the report is opened through window/showDocument, and the search's
+nodes are in the results store. A search cancelled mid-node (workDoneProgress cancel, or
+$/cancelRequest) ends its job, keeps its finished nodes (the next run resumes), stops the node's code
+in its worker, and the server keeps answering; no worker outlives the server."""
 
 from __future__ import annotations
 
