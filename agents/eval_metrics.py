@@ -54,8 +54,9 @@ class TaskOutcome:
             return None
         for i, c in enumerate(self.cases):
             if c.speedup is None or not math.isfinite(c.speedup) or c.speedup <= 0:
+                why = f": {c.error}" if c.error else ""
                 raise MissingTiming(f"task {self.task!r}: case {i} passed but has no timing "
-                                    f"(speedup {c.speedup!r}); re-run its timing rather than counting it as 1.0x")
+                                    f"(speedup {c.speedup!r}{why}); re-run its timing rather than counting it as 1.0x")
         return _geomean([c.speedup for c in self.cases])
 
     def scored(self) -> float:

@@ -1,15 +1,17 @@
 """Graph search over optimize attempts: parallel trajectories, beam search, evolutionary search.
 
-The search knows two seams and nothing else:
+The search knows its seams and nothing else:
 
-- ``propose(ProposeRequest) -> Proposal``: one optimize iteration (an LLM call, or a scripted one in
-  tests) turning one parent (mutation with a strategy) or two parents (crossover of their plans and
-  code) into new source and a plan;
-- ``evaluate(source) -> Evaluation``: compile + correctness against the reference + speedup with its
-  provenance (a device timing queued on the engine, or the cost model's estimate for a chip).
+- ``attempt(ProposeRequest) -> Outcome``: one node, start to end. In pallasite this is one iteration
+  of the optimize loop (agents/search_iterate.py: plan -> implement -> compile-fix -> test ->
+  autotune -> profile, from the parent's source, with the strategy or both parents as the planner's
+  instruction), its device work queued behind the search's device slots;
+- or the two-step form ``propose(ProposeRequest) -> Proposal`` then ``evaluate(source) ->
+  Evaluation`` (``two_step``), where only the evaluation takes a device slot;
+- ``evaluate(source) -> Evaluation`` also measures the root (the starting kernel, the baseline).
 
-Proposals of one round run concurrently; evaluations go through a queue of ``device_slots`` (1 by
-default: a TPU runs one timing at a time while the LLM calls overlap). Every random choice comes
+A round's attempts run concurrently; device work goes through ``device_slots`` (1 by default: a TPU
+runs one timing at a time while the LLM calls overlap). Every random choice comes
 from one ``random.Random(seed)`` and is drawn before a round's concurrent work starts, and results
 are added in schedule order, so the same seed and the same model answers give the same graph.
 Finished nodes passed in ``done`` (read back from the results store) are reused instead of re-run:
@@ -61,10 +63,37 @@ class Evaluation:
     speedup: float | None
     provenance: str
     error: str | None = None
+    seconds: float | None = None  # the measured (or estimated) time behind ``speedup``
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt produced: the proposal, its evaluation (None: nothing to evaluate), and the
+    optimize iteration's record when the attempt was one (verdict, phases, tokens)."""
+
+    proposal: Proposal
+    evaluation: Evaluation | None
+    verdict: str = ""
+    phases: tuple[dict, ...] = ()
+    tokens: int = 0
 
 
 Propose = Callable[[ProposeRequest], Awaitable[Proposal]]
 Evaluate = Callable[[str], Awaitable[Evaluation]]
+Attempt = Callable[[ProposeRequest], Awaitable[Outcome]]
+
+
+def two_step(propose: Propose, evaluate: Evaluate, slots: asyncio.Semaphore) -> Attempt:
+    """An attempt from a proposer and an evaluator: the evaluation waits for a device slot."""
+
+    async def attempt(req: ProposeRequest) -> Outcome:
+        prop = await propose(req)
+        if prop.error or not prop.source.strip():
+            return Outcome(prop, None)
+        async with slots:
+            return Outcome(prop, await evaluate(prop.source))
+
+    return attempt
 
 
 @dataclass(frozen=True)
@@ -117,17 +146,14 @@ class _Stop(Exception):
 @dataclass
 class _Run:
     options: SearchOptions
-    propose: Propose
-    evaluate: Evaluate
+    attempt: Attempt
     graph: SearchGraph
     done: dict[str, SearchNode]
     on_node: Callable[[SearchNode], None] | None
     rng: random.Random = field(init=False)
-    slots: asyncio.Semaphore = field(init=False)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.options.seed)
-        self.slots = asyncio.Semaphore(self.options.device_slots)
 
     # ------------------------------------------------------------------ nodes
 
@@ -140,27 +166,22 @@ class _Run:
             return self.done[node_id]
         req = ProposeRequest(node_id, op, tuple(parents), strategy)
         try:
-            prop = await self.propose(req)
+            out = await self.attempt(req)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a provider failure is a failed node, not a crashed search
-            prop = Proposal("", "", f"the proposal failed: {exc}")
+        except Exception as exc:  # a provider or evaluator failure is a failed node, not a crashed search
+            out = Outcome(Proposal("", "", f"the attempt failed: {type(exc).__name__}: {exc}"), None)
+        prop, ev = out.proposal, out.evaluation
         depth = max(p.depth for p in parents) + 1
         base = dict(id=node_id, parents=tuple(p.id for p in parents), depth=depth, op=op, strategy=strategy,
-                    source=prop.source, plan=prop.plan, trajectory=trajectory)
-        if prop.error or not prop.source.strip():
-            return SearchNode(**base, compiled=False, correct=False, speedup=None,
-                              provenance=self.graph.provenance, error=prop.error or "the proposal had no code")
-        async with self.slots:
-            try:
-                ev = await self.evaluate(prop.source)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                ev = Evaluation(False, False, None, self.graph.provenance, f"the evaluation failed: {exc}")
+                    source=prop.source, plan=prop.plan, trajectory=trajectory, verdict=out.verdict,
+                    phases=tuple(out.phases), tokens=out.tokens)
+        if ev is None:
+            return SearchNode(**base, compiled=False, correct=False, speedup=None, provenance=self.graph.provenance,
+                              error=prop.error or "the proposal had no code")
         speedup = ev.speedup if ev.correct else None
         return SearchNode(**base, compiled=ev.compiled, correct=ev.correct, speedup=speedup,
-                          provenance=ev.provenance, error=ev.error)
+                          provenance=ev.provenance, error=ev.error or prop.error, time_s=ev.seconds)
 
     async def batch(self, specs: list[tuple]) -> list[SearchNode]:
         """Run a round's attempts concurrently (within the budget), add them in schedule order."""
@@ -251,12 +272,19 @@ def _with_order(node: SearchNode, order: int) -> SearchNode:
     return node if node.order == order else replace(node, order=order)
 
 
-async def search(source: str, options: SearchOptions, propose: Propose, evaluate: Evaluate, *,
+async def search(source: str, options: SearchOptions, propose: Propose | None, evaluate: Evaluate, *,
                  provenance: str, done: Sequence[SearchNode] = (),
-                 on_node: Callable[[SearchNode], None] | None = None) -> SearchGraph:
-    """Run one search from ``source`` (the root). ``provenance`` names where speedups come from
-    ("estimate (v5e)", "device (TPU v5 lite)"); ``done``: nodes of an interrupted run of the same
-    search to reuse; ``on_node``: called with each new node as it is added (to persist it)."""
+                 on_node: Callable[[SearchNode], None] | None = None,
+                 attempt: Attempt | None = None) -> SearchGraph:
+    """Run one search from ``source`` (the root, measured by ``evaluate``). Nodes come from
+    ``attempt`` when given (agents/search_iterate.py: optimize iterations), else from ``propose`` +
+    ``evaluate``. ``provenance`` names where speedups come from ("estimate (v5e)", "device (TPU v5
+    lite)"); ``done``: nodes of an interrupted run of the same search to reuse; ``on_node``: called
+    with each new node as it is added (to persist it)."""
+    if attempt is None:
+        if propose is None:
+            raise ValueError("search needs either attempt or propose")
+        attempt = two_step(propose, evaluate, asyncio.Semaphore(options.device_slots))
     graph = SearchGraph(options.algo, options.seed, options.params(), provenance)
     finished = {n.id: n for n in done}
     if "root" in finished:
@@ -266,11 +294,12 @@ async def search(source: str, options: SearchOptions, propose: Propose, evaluate
         # the root is the baseline: 1.0x unless the evaluator measured the start against a separate reference
         speedup = ev.speedup if ev.correct and ev.speedup is not None else 1.0
         root = SearchNode("root", (), 0, "root", None, source, "the starting kernel", True, True, speedup,
-                          ev.provenance if ev.correct else "reference (1.0x by definition)", ev.error)
+                          ev.provenance if ev.correct else "reference (1.0x by definition)", ev.error,
+                          time_s=ev.seconds)
     graph.add(root)
     if "root" not in finished and on_node:
         on_node(root)
-    run = _Run(options, propose, evaluate, graph, finished, on_node)
+    run = _Run(options, attempt, graph, finished, on_node)
     try:
         graph.stopped = await getattr(run, options.algo)()
     except _Stop as stop:

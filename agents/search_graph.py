@@ -1,9 +1,11 @@
 """The search graph: every node is one optimize attempt with what it produced and how it measured.
 
 A node holds the source it proposes, the plan behind it, the strategy applied (or "crossover"),
-its parents, whether it compiled and matched the reference, its speedup against the reference
-(``None`` when it failed), and where that number came from (``provenance``: "device (TPU v5 lite)"
-or "estimate (v5e)" — never CPU timings). The root is the reference kernel itself at 1.0x.
+its parents, whether it compiled and passed the frozen tests, its speedup against the root (the
+starting kernel, timed by the same method; ``None`` when it failed or has no timing), and where
+that number came from (``provenance``: "device (TPU v5 lite)" or "estimate (v5e)" — never CPU
+timings). When the node was an optimize iteration it also keeps the loop's verdict and phases.
+The root is the starting kernel itself at 1.0x.
 
 Nodes have deterministic ids (``t2.d3`` for a trajectory step, ``b1.3`` for a beam child, ``g2.4``
 for an evolutionary child), so a search replayed with the same seed asks for the same nodes in the
@@ -16,7 +18,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-NODE_STATUSES = ("root", "improved", "correct", "incorrect", "failed")
+NODE_STATUSES = ("root", "improved", "correct", "unmeasured", "incorrect", "failed")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,11 @@ class SearchNode:
     error: str | None = None
     trajectory: int | None = None
     order: int = 0  # position in the search's deterministic schedule
+    # when the node was an optimize iteration (agents/search_iterate.py): what the loop recorded
+    verdict: str = ""  # "valid", "compile failed", "incorrect", "not measured", "no candidate", "model error"
+    phases: tuple[dict, ...] = ()  # {"phase", "ok", "summary"} per phase run
+    time_s: float | None = None  # the time behind ``speedup`` (device median or estimate; see provenance)
+    tokens: int = 0
 
     @property
     def ok(self) -> bool:
@@ -47,6 +54,8 @@ class SearchNode:
             return "root"
         if not self.compiled:
             return "failed"
+        if self.correct and self.speedup is None:
+            return "unmeasured"  # passed the tests but has no usable timing: it never ranks
         if not self.ok:
             return "incorrect"
         return "improved" if self.speedup > 1.0 else "correct"
@@ -61,6 +70,7 @@ class SearchNode:
     def from_json(cls, data: dict[str, Any]) -> "SearchNode":
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["parents"] = tuple(fields.get("parents") or ())
+        fields["phases"] = tuple(fields.get("phases") or ())
         return cls(**fields)
 
 

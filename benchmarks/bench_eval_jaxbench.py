@@ -5,8 +5,10 @@
 A scripted provider answers each task with its hand-tuned kernel (``optimized.py``) where the
 checkout has one and with the reference (``baseline.py``) otherwise, and ``pallasite eval``'s
 evaluation runs over every task: cost-model estimates for the chip (no device here: every speedup
-is labelled an estimate), tier-3 interpret-mode correctness against the reference. Prints the
-metrics, per-task rows and the wall time; ``--report`` writes the HTML report.
+is labelled an estimate), tier-3 interpret-mode correctness against the reference; with
+``--backend local|ssh|ray`` on a TPU, device medians of each candidate against its reference
+instead. Prints the metrics, per-task rows and the wall time; ``--report`` writes the HTML report;
+``--limit 3`` is a smoke run.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ def main() -> int:
     ap.add_argument("--memory-mb", type=int, default=8192)
     ap.add_argument("--report")
     ap.add_argument("--json")
+    ap.add_argument("--limit", type=int, help="only the first N tasks (a smoke run)")
+    from pallasite.server.cmd_search import add_backend_arguments
+
+    add_backend_arguments(ap)  # --backend estimate|local|ssh|ray: device medians instead of estimates
     args = ap.parse_args()
     if not args.folder:
         print("give the JAXBench benchmark folder (or set JAXBENCH_DIR)", file=sys.stderr)
@@ -37,7 +43,14 @@ def main() -> int:
     from pallasite.engine.eval_tasks import discover
     from pallasite.server.cmd_eval import evaluate, format_summary
 
-    tasks = discover(args.folder)
+    from pallasite.server.cmd_search import device_settings, device_where, open_device
+
+    try:
+        settings = device_settings(args)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    tasks = discover(args.folder)[:args.limit] if args.limit else discover(args.folder)
     answers = {}
     for t in tasks:
         with open(t.candidate_path or t.reference_path, encoding="utf-8") as f:
@@ -52,14 +65,24 @@ def main() -> int:
         print("the scripted provider answers in order: use --jobs 1", file=sys.stderr)
         return 2
     hand = sum(1 for t in tasks if t.candidate_path)
-    print(f"{len(tasks)} tasks, {hand} with a hand-tuned kernel; estimates for {args.target}", file=sys.stderr)
+    how = f"estimates for {args.target}" if settings is None else f"timed on {device_where(settings)}"
+    print(f"{len(tasks)} tasks, {hand} with a hand-tuned kernel; {how}", file=sys.stderr)
     started = time.monotonic()
-    [summary] = asyncio.run(evaluate(tasks, {"hand-tuned-or-reference": ask}, chip=args.target, jobs=1,
-                                     memory_mb=args.memory_mb,
-                                     progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
+
+    async def go():
+        device, where = open_device(settings, args.memory_mb) if settings is not None else (None, "")
+        try:
+            return await evaluate(tasks, {"hand-tuned-or-reference": ask}, chip=args.target, jobs=1,
+                                  memory_mb=args.memory_mb, device=device, where=where,
+                                  progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
+        finally:
+            if device is not None:
+                await device.close()
+
+    [summary] = asyncio.run(go())
     print(format_summary(summary))
     for row in summary["per_task"]:
-        if row["provenance"].startswith("estimate") or row["errors"]:
+        if row["provenance"].startswith(("estimate", "device")) or row["errors"]:
             print(f"  {row['task']}: compiled={row['compiled']} correct={row['correct']} "
                   f"speedup={row['speedup']} [{row['provenance']}] {'; '.join(row['errors'])[:200]}")
     print(f"wall time {time.monotonic() - started:.1f} s")
@@ -70,7 +93,7 @@ def main() -> int:
         from pallasite.server.report_html import eval_html
 
         with open(args.report, "w") as f:
-            f.write(eval_html([summary], title="JAXBench: hand-tuned kernels where they exist (estimates)"))
+            f.write(eval_html([summary], title=f"JAXBench: hand-tuned kernels where they exist ({how})"))
     return 0
 
 

@@ -16,6 +16,12 @@ function from a task to candidate source (the files as the folder holds them, a 
 
 A candidate that traced but whose reference has no cost leaves the speedup missing: the metrics
 then refuse to summarize (agents/eval_metrics.MissingTiming) rather than count it as 1.0x.
+
+``time_candidate`` is the same with a device backend: the ``time`` op (with its integrity checks)
+times the candidate and the task's reference on the device; the speedup is the reference's device
+median over the candidate's, labelled "device (<device kind>)". A timing that is not a device
+timing (a CPU-only worker answers interpret/host) or has no median leaves the speedup missing, so
+the metrics refuse it too: CPU time never becomes a speedup.
 """
 
 from __future__ import annotations
@@ -134,6 +140,46 @@ async def estimate_candidate(backend: Any, task: EvalTask, text: str, chip: str,
                                est.seconds, ref_s)
     error = None if speedup is not None else f"no reference estimate ({how})"
     return CandidateResult(True, True, speedup, provenance, error, est.seconds, ref_s)
+
+
+def _device_median(m: Any, role: str) -> tuple[float | None, str | None]:
+    if m is None:
+        return None, f"no {role} timing"
+    prov = str(getattr(m.provenance, "value", m.provenance))
+    if prov != "device":
+        return None, f"the {role} was timed as {prov!r} ({m.device_kind}), not on a device"
+    if not m.median_ns or m.median_ns <= 0:
+        return None, f"the {role}'s device timing has no median ({m.status}: {m.error or 'no samples'})"
+    return float(m.median_ns), None
+
+
+async def time_candidate(device: Any, task: EvalTask, text: str, *, where: str = "device",
+                         timeout_s: float = 300.0, runs: int = 20) -> CandidateResult:
+    """The candidate and its reference timed on ``device`` (an open backend): see the module docstring."""
+    from .timing import TaskFiles, time_request
+
+    if text == task.reference_text():
+        return CandidateResult(True, True, 1.0, "the reference itself (1.0x by definition)")
+    path = task.candidate_path or os.path.join(task.folder, "optimized.py")
+    reference = task.reference_path if task.layout == "jaxbench" else None
+    files = TaskFiles(path, reference, task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
+    params = time_request(files, "time", runs=runs, warmup=2, text=text)
+    reply = await device.request(params, purpose="device", timeout_s=timeout_s)
+    label = f"device ({where})"
+    if not reply.ok:
+        return CandidateResult(False, False, None, label, f"the timing run failed on {where}: {_why(reply)}")
+    result = reply.result
+    if result.verdict != "ok":
+        tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
+        return CandidateResult(result.verdict == "rejected", False, None, label,
+                               f"the time op's integrity checks: {tricks}"[:500])
+    cand_ns, why_c = _device_median(result.candidate, "candidate")
+    ref_ns, why_r = _device_median(result.reference, "reference")
+    kind = (result.candidate.device_kind if result.candidate is not None else "") or where
+    label = f"device ({kind})"
+    if cand_ns is None or ref_ns is None:
+        return CandidateResult(True, True, None, label, f"no device timing: {why_c or why_r}"[:500])
+    return CandidateResult(True, True, ref_ns / cand_ns, label, None, cand_ns / 1e9, ref_ns / 1e9)
 
 
 def _why(reply: Any) -> str:

@@ -3,7 +3,10 @@
 Methods: ``files`` (each task's own candidate as the folder holds it: JAXBench ``optimized.py``,
 MaxKernel's kernel file; the reference where there is none) and ``reference`` (the reference itself:
 the 1.0x floor every method is measured against). Speedups are the cost model's estimates for
-``--target`` (labelled so; no CPU timing ever becomes a speedup). Prints compile rate, correctness
+``--target`` (``--backend estimate``, the default), or with ``--backend local|ssh|ray`` device
+medians of the candidate against its reference from the ``time`` op on that worker, one timing at a
+time, labelled "device (<kind>)"; no CPU timing ever becomes a speedup, and a correct task without
+a device timing stops the summary with an error (never 1.0x). Prints compile rate, correctness
 rate, the floored geomean speedup, the share improved and fast_p; ``--json`` and ``--report`` write
 the summary as JSON and as one self-contained HTML file.
 """
@@ -35,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per worker request")
     parser.add_argument("--memory-mb", type=int, default=8192,
                         help="memory limit of each worker (interpret-mode checks of big kernels need several GiB)")
+    from .cmd_search import add_backend_arguments
+
+    add_backend_arguments(parser)
 
 
 def candidate_for(method: str) -> Callable[[Any], str]:
@@ -51,16 +57,20 @@ def candidate_for(method: str) -> Callable[[Any], str]:
 
 async def evaluate(tasks: list, methods: dict[str, Callable[[Any], Any]], *, chip: str, jobs: int = 1,
                    verify: bool = True, timeout_s: float = 300.0, backend: Any = None, memory_mb: int = 8192,
-                   progress: Callable[[str], None] = lambda m: None) -> list[dict]:
-    """Run each method over the tasks; return one Summary (as JSON) per method."""
+                   progress: Callable[[str], None] = lambda m: None, device: Any = None,
+                   where: str = "") -> list[dict]:
+    """Run each method over the tasks; return one Summary (as JSON) per method. With ``device`` (an
+    open backend, named by ``where``) every candidate is timed there, one timing at a time, while
+    the methods' own work (a model's answers) overlaps; without it the cost model estimates."""
     from pallasite.agents.eval_metrics import CaseOutcome, TaskOutcome, summarize
-    from pallasite.engine.eval_tasks import estimate_candidate
+    from pallasite.engine.eval_tasks import estimate_candidate, time_candidate
     from pallasite.engine.pool import local_backend
     from pallasite.engine.client import WorkerConfig
 
     own = backend is None
     backend = backend or local_backend(WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb), checks=0, jobs=max(1, jobs))
     gate = asyncio.Semaphore(max(1, jobs))
+    device_slot = asyncio.Semaphore(1)
     out = []
     try:
         for name, method in methods.items():
@@ -74,7 +84,13 @@ async def evaluate(tasks: list, methods: dict[str, Callable[[Any], Any]], *, chi
                         text = method(task)
                         if inspect.isawaitable(text):  # a provider's answer
                             text = await text
-                        r = await estimate_candidate(backend, task, text, chip, verify=verify, timeout_s=timeout_s)
+                        if device is not None:
+                            async with device_slot:
+                                r = await time_candidate(device, task, text, where=where or "device",
+                                                         timeout_s=timeout_s)
+                        else:
+                            r = await estimate_candidate(backend, task, text, chip, verify=verify,
+                                                         timeout_s=timeout_s)
                         case = CaseOutcome(r.compiled, r.correct, r.speedup, r.error)
                         prov = r.provenance
                     except Exception as exc:  # noqa: BLE001 - one task's failure is data
@@ -84,8 +100,13 @@ async def evaluate(tasks: list, methods: dict[str, Callable[[Any], Any]], *, chi
                 return TaskOutcome(task.name, (case,), prov)
 
             outcomes = await asyncio.gather(*(one(t) for t in tasks))
-            summary = summarize(name, outcomes, provenance=f"estimate ({chip}) where estimated; the reference "
-                                f"itself is 1.0x by definition", wall_s=time.monotonic() - started)
+            if device is not None:
+                kinds = sorted({o.provenance for o in outcomes if o.provenance.startswith("device (")})
+                provenance = (", ".join(kinds) or f"device ({where})") + " medians, candidate vs reference; " \
+                    "the reference itself is 1.0x by definition"
+            else:
+                provenance = f"estimate ({chip}) where estimated; the reference itself is 1.0x by definition"
+            summary = summarize(name, outcomes, provenance=provenance, wall_s=time.monotonic() - started)
             out.append(summary.to_json())
     finally:
         if own:
@@ -116,12 +137,28 @@ def run(args: argparse.Namespace) -> int:
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
     methods = {m: candidate_for(m) for m in (args.method or ["files"])}
-    print(f"pallasite eval: {len(tasks)} tasks, methods {', '.join(methods)}, estimates for {args.target}",
-          file=sys.stderr)
+    from .cmd_search import device_settings, device_where, open_device
+
     try:
-        summaries = asyncio.run(evaluate(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
-                                         timeout_s=args.timeout, memory_mb=args.memory_mb,
-                                         progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
+        settings = device_settings(args)
+    except ValueError as exc:
+        print(f"pallasite eval: {exc}", file=sys.stderr)
+        return 2
+    how = f"estimates for {args.target}" if settings is None else f"timed on {device_where(settings)}"
+    print(f"pallasite eval: {len(tasks)} tasks, methods {', '.join(methods)}, {how}", file=sys.stderr)
+
+    async def go() -> list[dict]:
+        device, where_ = open_device(settings, args.memory_mb, args.timeout) if settings is not None else (None, "")
+        try:
+            return await evaluate(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
+                                  timeout_s=args.timeout, memory_mb=args.memory_mb, device=device, where=where_,
+                                  progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
+        finally:
+            if device is not None:
+                await device.close()
+
+    try:
+        summaries = asyncio.run(go())
     except MissingTiming as exc:
         print(f"pallasite eval: {exc}", file=sys.stderr)
         return 1

@@ -1,9 +1,13 @@
 """`pallasite search FILE --algo parallel|beam|evolve`: search for a faster kernel.
 
-Each node is one optimize attempt by the LLM provider (``--provider``), evaluated in a worker:
-traced and estimated by the cost model for ``--target`` against the file's reference() (XLA's cost
-of it), and checked in TPU interpret mode against reference(). Without a device every speedup is
-labelled an estimate for the chip; no CPU timing becomes a speedup. Every node is stored in the
+Each node is one iteration of the optimize loop (agents/search_iterate.py: plan -> implement ->
+compile -> test -> autotune -> profile) by the LLM provider (``--provider``), started from its
+parent's source with the search step (a strategy, or a crossover of two parents) as the planner's
+instruction. ``--backend estimate`` (default): the frozen tests run in TPU interpret mode in local
+workers and times are the cost model's estimates for ``--target``, labelled so; ``--backend
+local|ssh|ray``: tests and timings run on that device worker, one timing at a time, and speedups are
+device medians labelled with the device kind (a worker that answers CPU timings ranks nothing).
+Speedups are against the root (the starting file) timed the same way. Every node is stored in the
 results store (``.pallasite/results.sqlite``, agent steps of the search's run id) as it finishes;
 running the same command again resumes the search where it stopped (same file, options, seed and
 provider give the same run id). Writes the graph as JSON and a self-contained HTML report under
@@ -47,13 +51,56 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--base-url")
     parser.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
     parser.add_argument("--jobs", type=int, default=2, help="job workers evaluating nodes")
+    add_backend_arguments(parser)
     parser.add_argument("--memory-mb", type=int, default=8192)
     parser.add_argument("--report", help="where to write the HTML report")
     parser.add_argument("--apply", action="store_true", help="write the best node's source into the file")
 
 
-def run_id(text: str, options: object, provider: str, chip: str) -> str:
-    key = json.dumps([text, options.algo, options.seed, options.params(), list(options.strategies), provider, chip])
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend estimate|local|ssh|ray`` and where it is (shared with `pallasite eval`)."""
+    parser.add_argument("--backend", choices=("estimate", "local", "ssh", "ray"), default="estimate",
+                        help="estimate: no device, the cost model's estimates for --target (default); local / ssh / "
+                             "ray: tests and timings on the device worker there, one timing at a time")
+    parser.add_argument("--host", help="ssh: the host (user@host) that runs `pallasite worker`")
+    parser.add_argument("--ssh-command", help="ssh: the whole launcher command line ({worker} marks the worker command)")
+    parser.add_argument("--remote-worker", default="pallasite worker", help="ssh: the worker command on the host")
+    parser.add_argument("--ray-address", help="ray: the cluster (default: RAY_ADDRESS, else a local cluster)")
+    parser.add_argument("--ray-resources", help="ray: resources the device worker holds, e.g. TPU=4")
+
+
+def device_settings(args: argparse.Namespace):
+    """The engine's BackendSettings for ``--backend`` (None for ``estimate``); ValueError says what is wrong."""
+    from pallasite.engine.remote import BackendSettings, parse_resources
+
+    if args.backend == "estimate":
+        return None
+    settings = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command,
+                               remote_worker=args.remote_worker, ray_address=args.ray_address,
+                               ray_resources=parse_resources(args.ray_resources))
+    settings.validate()
+    return settings
+
+
+def open_device(settings, memory_mb: int, timeout_s: float = 600.0):
+    """An open device backend for these settings, and its name (``local``, ``ssh:HOST``, ``ray:ADDRESS``)."""
+    from pallasite.engine.client import WorkerConfig
+    from pallasite.engine.remote import open_remote, where
+
+    return open_remote(settings, WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, platforms=None)), where(settings)
+
+
+def device_where(settings) -> str:
+    from pallasite.engine.remote import where
+
+    return where(settings) if settings is not None else "estimate"
+
+
+def run_id(text: str, options: object, provider: str, chip: str, timing: str = "estimate") -> str:
+    """Same file, options, seed, provider, chip and timing -> the same run (so a re-run resumes)."""
+    parts = [text, options.algo, options.seed, options.params(), list(options.strategies), provider, chip,
+             "nodes are optimize iterations", timing]
+    key = json.dumps(parts)
     return "search-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -78,6 +125,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"pallasite search: {exc}", file=sys.stderr)
         return 2
+    try:
+        device = device_settings(args)
+    except ValueError as exc:
+        print(f"pallasite search: {exc}", file=sys.stderr)
+        return 2
     name = args.provider or ""
     try:
         provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
@@ -87,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     workspace = workspace_for([str(path.resolve())])
     store = ResultsStore.open(workspace) if workspace else None
-    rid = run_id(text, options, name, args.target)
+    rid = run_id(text, options, name, args.target, device_where(device))
     done = stored_nodes(store, rid)
     if done:
         print(f"pallasite search: resuming {rid}: {len(done)} nodes already done", file=sys.stderr)
@@ -98,9 +150,21 @@ def run(args: argparse.Namespace) -> int:
         speed = f"{node.speedup:.2f}x" if node.speedup is not None else "-"
         print(f"  {node.id:10s} {node.status:9s} {speed:>7s}  {node.strategy or node.op}"[:110], file=sys.stderr)
 
+    async def go():
+        backend, where_ = open_device(device, args.memory_mb) if device is not None else (None, "")
+        try:
+            return await run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
+                                    memory_mb=args.memory_mb, done=done, on_node=on_node, device=backend,
+                                    where=where_, on_phase=on_phase)
+        finally:
+            if backend is not None:
+                await backend.close()
+
+    def on_phase(node_id: str, phase: str, message: str) -> None:
+        print(f"    {node_id} {phase}: {message}"[:110], file=sys.stderr, flush=True)
+
     try:
-        graph = asyncio.run(run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
-                                       memory_mb=args.memory_mb, done=done, on_node=on_node))
+        graph = asyncio.run(go())
     finally:
         if store:
             store.close()
@@ -108,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     report = write_outputs(graph, rid, Path(workspace or path.parent) / ".pallasite" / "search",
                            f"pallasite search {path.name} ({args.algo})", Path(args.report) if args.report else None)
     speed = f"{best.speedup:.2f}x" if best.speedup is not None else "-"
-    print(f"best: {best.id} {speed} against reference() [{best.provenance}]; {len(graph.nodes)} nodes; "
+    print(f"best: {best.id} {speed} against the starting kernel [{best.provenance}]; {len(graph.nodes)} nodes; "
           f"stopped: {graph.stopped}; run {rid}")
     print(f"report: {report}")
     if args.apply and best.op != "root":
@@ -118,31 +182,47 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def run_search(path: Path, text: str, options, provider, *, chip: str, jobs: int = 2, memory_mb: int = 8192,
-                     done=(), on_node=None, backend=None):
-    """One search of ``text`` (the file at ``path``): nodes proposed by ``provider`` and evaluated in
-    workers (estimate for ``chip`` + interpret-mode check against reference()). Shared by the CLI and
+                     done=(), on_node=None, engine=None, check_options=None, device=None, where: str = "",
+                     on_phase=None, request_timeout_s: float = 120.0, timeout_s: float = 600.0):
+    """One search of ``text`` (the file at ``path``); each node one optimize iteration by ``provider``
+    (agents/search_iterate.py). Without ``device`` the frozen tests run in interpret mode on job
+    workers and times are the cost model's estimates for ``chip``; with ``device`` (an open backend:
+    engine/remote.open_remote, or a fake one in tests; ``where`` names it) tests and timings run there,
+    one at a time. ``engine``: the server's (else one is made and closed here). Shared by the CLI and
     the editor's "Search for a faster kernel"."""
-    from pallasite.agents.search import Evaluation, search
-    from pallasite.agents.search_propose import provider_proposer
-    from pallasite.engine.client import WorkerConfig
-    from pallasite.engine.eval_tasks import EvalTask, estimate_candidate
+    from pallasite.agents.optimize import Budgets
+    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.search import search
+    from pallasite.agents.search_device import DeviceEvaluator
+    from pallasite.agents.search_iterate import IterateNodes
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import Engine
     from pallasite.engine.pool import local_backend
 
-    own = backend is None
-    backend = backend or local_backend(WorkerConfig(timeout_s=600.0, memory_mb=memory_mb), checks=0, jobs=max(1, jobs))
-    task = EvalTask(path.stem, str(path.parent), "file", str(path), str(path))
-
-    async def evaluate(source: str) -> Evaluation:
-        r = await estimate_candidate(backend, task, source, chip, identical_is_reference=False)
-        return Evaluation(r.compiled, r.correct, r.speedup, r.provenance, r.error)
-
+    own = engine is None
+    if own:
+        engine = Engine(use_store=False, backend_factory=lambda config, checks: local_backend(
+            config, checks=checks, jobs=max(1, jobs)))
+    options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s)
+    if device is not None:
+        evaluator = DeviceEvaluator(engine, str(path), text, options_, chip=chip, device=device, where=where or "device",
+                                    timeout_s=timeout_s)
+    else:
+        evaluator = EngineEvaluator(engine, str(path), text, options_, chip=chip, timeout_s=timeout_s)
+    nodes = IterateNodes(provider, evaluator, str(path), chip, Budgets(iterations=1, fix_rounds=0,
+                                                                       request_timeout_s=request_timeout_s),
+                         device=device is not None, device_slots=options.device_slots, on_phase=on_phase)
+    nodes.resume_from(list(done))
     try:
-        return await search(text, options, provider_proposer(provider, chip), evaluate,
-                            provenance=f"estimate ({chip})", done=done, on_node=on_node)
+        graph = await search(text, options, None, nodes.evaluate_root, provenance=evaluator.method, done=done,
+                             on_node=on_node, attempt=nodes.attempt)
     finally:
         if own:
-            await backend.close()
+            await engine.close()
         await provider.close()
+    if graph.root.time_s and graph.root.provenance:
+        graph.provenance = graph.root.provenance  # names the device kind once the root was timed
+    return graph
 
 
 def stored_nodes(store, rid: str) -> list:

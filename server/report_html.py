@@ -13,8 +13,8 @@ import html
 import io
 from typing import Any, Sequence
 
-STATUS_COLOURS = {"root": "#4c72b0", "improved": "#2ca02c", "correct": "#8c8c8c", "incorrect": "#ff7f0e",
-                  "failed": "#d62728"}
+STATUS_COLOURS = {"root": "#4c72b0", "improved": "#2ca02c", "correct": "#8c8c8c", "unmeasured": "#9467bd",
+                  "incorrect": "#ff7f0e", "failed": "#d62728"}
 BEST = "#e6b000"
 
 _CSS = """
@@ -128,19 +128,20 @@ def search_html(graph: dict, title: str = "pallasite search") -> str:
     head = (f'<p>algorithm <b>{html.escape(graph["algo"])}</b>, seed {graph["seed"]}, parameters '
             f'<code>{html.escape(str(graph["params"]))}</code>; {len(graph["nodes"])} nodes; stopped: '
             f'{html.escape(graph["stopped"] or "-")}.</p>'
-            f'<p>best node <b>{html.escape(best["id"])}</b>: {_fmt(best["speedup"])} against the reference '
+            f'<p>best node <b>{html.escape(best["id"])}</b>: {_fmt(best["speedup"])} against the starting kernel (root) '
             f'<span class="prov">({html.escape(best["provenance"])})</span>; path '
             f'{" &rarr; ".join(html.escape(i) for i in graph["best_path"])}.</p>'
-            f'<p class="prov">Every speedup is against the task\'s reference on its listed inputs; '
-            f'source of the numbers: {prov}.</p>')
+            f'<p class="prov">Every speedup is the root\'s time over the node\'s, both by the same method on the '
+            f'file\'s example inputs (the root is 1.0x); source of the numbers: {prov}. CPU timings never rank.</p>')
     rows = "".join(
         f'<tr><td>{html.escape(n["id"])}</td><td>{html.escape(", ".join(n["parents"]))}</td>'
         f'<td>{html.escape(n["op"])}</td><td>{html.escape(n["strategy"] or "")}</td>'
-        f'<td class="status-{n["status"]}">{n["status"]}</td><td>{_fmt(n["speedup"])}</td>'
+        f'<td class="status-{n["status"]}">{n["status"]}</td><td>{html.escape(n.get("verdict") or "")}</td>'
+        f'<td>{_fmt(n["speedup"])}</td>'
         f'<td class="prov">{html.escape(n["provenance"])}</td><td>{html.escape((n.get("error") or "")[:160])}</td></tr>'
         for n in graph["nodes"])
     table = ("<table><tr><th>node</th><th>parents</th><th>op</th><th>strategy</th><th>status</th>"
-             f"<th>speedup</th><th>provenance</th><th>error</th></tr>{rows}</table>")
+             f"<th>loop verdict</th><th>speedup</th><th>provenance</th><th>error</th></tr>{rows}</table>")
     body = (head + "<h2>Search graph</h2>" + graph_svg(graph) + "<h2>Speedup over iterations</h2>"
             + progress_svg(graph) + "<h2>Nodes</h2>" + table)
     return _page(title, body)

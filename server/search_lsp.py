@@ -1,7 +1,8 @@
 """'Search for a faster kernel' in the editor: command ``pallasite.search``.
 
-The search (server/cmd_search.run_search: nodes proposed by the configured provider, estimated and
-checked in workers) runs as an engine job (kind ``search``) with progress per node and cancel; every
+The search (server/cmd_search.run_search: each node one optimize iteration by the configured
+provider, tested and estimated in the server's engine workers, or tested and timed on the
+``pallasite.backend`` device with ``"timing": "device"``) runs as an engine job (kind ``search``) with progress per node and cancel; every
 node is stored as it finishes, so running the command again resumes. When it ends, the best node (if
 it beats the starting kernel) is offered as a versioned whole-document edit — refused if you typed
 meanwhile — and the HTML report is opened through ``window/showDocument``.
@@ -10,6 +11,7 @@ meanwhile — and the HTML report is opened through ``window/showDocument``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +59,17 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
     except (ValueError, TypeError, ProviderError) as exc:
         return {"ok": False, "message": f"pallasite.search: {exc}"}
     version, text, chip = doc.version, doc.text, session.settings.target
+    timing = args.get("timing") or "estimate"
+    if timing not in ("estimate", "device"):
+        return {"ok": False, "message": f"pallasite.search: timing {timing!r}: choose estimate (the cost model, "
+                                        f"no device) or device (the backend in the pallasite.backend settings)"}
+    device = session.settings.backend.remote() if timing == "device" else None
     path = Path(doc.path)
     workspace = workspace_for([doc.path], cwd=path.parent)
     store = ResultsStore.open(workspace)
-    rid = cmd_search.run_id(text, options, agent.provider, chip)
+    rid = cmd_search.run_id(text, options, agent.provider, chip, cmd_search.device_where(device))
+    check_options = dataclasses.replace(session.settings.check_options([t for t in session.settings.tiers
+                                                                        if t in (0, 1, 2)]), target=chip)
     done = cmd_search.stored_nodes(store, rid)
 
     def report(message: str) -> None:
@@ -77,16 +86,35 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
             tell(message, None)
             report(message)
 
-        return cmd_search.run_search(path, text, options, provider, chip=chip, jobs=2,
-                                     memory_mb=session.settings.check.memoryMb * 2, done=done, on_node=on_node)
+        def on_phase(node_id: str, phase: str, message: str) -> None:
+            tell(f"node {node_id} {phase}: {message}"[:200], None)
+            report(f"node {node_id} {phase}: {message}"[:200])
+
+        async def go() -> Any:
+            backend, where_ = (cmd_search.open_device(device, session.settings.check.memoryMb * 2)
+                               if device is not None else (None, ""))
+            try:
+                return await cmd_search.run_search(path, text, options, provider, chip=chip, engine=session.engine,
+                                                   check_options=check_options, done=done, on_node=on_node,
+                                                   device=backend, where=where_, on_phase=on_phase,
+                                                   request_timeout_s=agent.requestTimeoutS)
+            finally:
+                if backend is not None:
+                    await backend.close()
+
+        return go()
 
     job = session.engine.jobs.submit("search", doc.path, work)
     if token is not None:
+        how = f"estimates for {chip}" if device is None else f"timed on {cmd_search.device_where(device)}"
         ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
-            title=f"Searching for a faster {path.name} ({options.algo}, estimates for {chip})", cancellable=True))
+            title=f"Searching for a faster {path.name} ({options.algo}, {how})", cancellable=True))
         cancel = ls.work_done_progress.tokens.get(token)
         if cancel is not None:
             cancel.add_done_callback(lambda f: f.cancelled() and job.task.cancel())
+    request = client_request(asyncio.current_task())
+    if request is not None:  # $/cancelRequest of the client's workspace/executeCommand
+        request.add_done_callback(lambda f: f.cancelled() and job.task.cancel())
     try:
         graph = await job.task
     except asyncio.CancelledError:
@@ -110,7 +138,7 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
                                    f"pallasite search {path.name} ({options.algo})")
     best = graph.best()
     speed = f"{best.speedup:.2f}x" if best.speedup is not None else "-"
-    summary = f"best {best.id}: {speed} against reference() ({best.provenance}); {len(graph.nodes)} nodes"
+    summary = f"best {best.id}: {speed} against the starting kernel ({best.provenance}); {len(graph.nodes)} nodes"
     _end(ls, token, summary)
     result = {"ok": True, "run": rid, "best": best.id, "speedup": best.speedup, "provenance": best.provenance,
               "report": str(out), "stopped": graph.stopped, "applied": False, "summary": summary}
@@ -136,6 +164,20 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
     session.show(f"pallasite: {summary}; " + ("applied." if result["applied"] else "not applied."),
                  lsp.MessageType.Info)
     return result
+
+
+def client_request(task: Any) -> Any:
+    """The future of the client's ``workspace/executeCommand`` request that runs this command, or None.
+
+    pygls 2 runs executeCommand as a built-in generator handler that starts the command's own task
+    under a new id; ``$/cancelRequest`` cancels only the outer request's future, never this task, so
+    a search would run on after the client cancelled it. The outer future is the ``result_future``
+    of the callback pygls put on this task to resume its generator."""
+    for callback, *_ in getattr(task, "_callbacks", None) or ():
+        outer = getattr(callback, "keywords", {}).get("result_future")
+        if outer is not None and hasattr(outer, "add_done_callback"):
+            return outer
+    return None
 
 
 def _end(ls: Any, token: Any, message: str) -> None:

@@ -1,0 +1,95 @@
+"""The search's evaluator with a device: frozen tests and device timings on one open device backend.
+
+``DeviceEvaluator`` is an optimize ``Evaluator`` (compile, test, measure) for a search or an
+evaluation that times on a device backend kept open for the whole run (a ``RayBackend`` actor, an
+ssh ``WorkerClient``, a local TPU worker, or engine/fake_backend.py in tests), rather than a new
+worker per timing:
+
+- ``compile``: the engine's checker tiers (deviceless, on job workers), through the estimate
+  evaluator (agents/optimize_eval.EngineEvaluator);
+- ``test``: the ``time`` op on the device with its integrity checks (fresh random inputs,
+  NaN-prefilled outputs, unchanged inputs, the pallas_call really ran, an extra shape); the reply
+  is kept, so ``measure`` of the same source costs no second device job;
+- ``measure``: that reply's device median, labelled ``device (<device kind>)``. A reply whose
+  timing is not a device timing (a CPU-only worker answers ``interpret``/``host``) or has no median
+  fails the phase: CPU time never ranks a candidate.
+
+The reference, inputs and tolerances are the ORIGINAL file's (``optimize_eval.freeze``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .optimize import PhaseResult
+from .optimize_eval import EngineEvaluator, freeze, frozen_parts
+
+
+def device_measurement(result: Any, role: str = "candidate") -> tuple[Any, str | None]:
+    """(the role's Measurement, None) when it is a device timing with a median, else (None, why)."""
+    m = getattr(result, role, None) if result is not None else None
+    if m is None:
+        return None, f"the worker returned no {role} timing"
+    prov = str(getattr(m.provenance, "value", m.provenance))
+    if prov != "device":
+        return None, (f"the {role} was timed as {prov!r} ({m.device_kind}), not on a device: CPU time never "
+                      f"ranks a candidate; point --backend at a TPU host")
+    if not m.median_ns or m.median_ns <= 0:
+        return None, f"the {role}'s device timing has no median ({m.status}: {m.error or 'no samples'})"
+    return m, None
+
+
+class DeviceEvaluator:
+    def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str, device: Any,
+                 where: str, timeout_s: float = 300.0, runs: int = 20) -> None:
+        self.compiler = EngineEvaluator(engine, path, original, options, chip=chip, timeout_s=timeout_s)
+        self.path, self.device, self.where, self.timeout_s, self.runs = path, device, where, timeout_s, runs
+        self.frozen = frozen_parts(original)
+        self.method = f"device ({where})"
+        self.device_kind = ""
+        self.device_jobs = 0
+        self._replies: dict[str, Any] = {}
+
+    async def compile(self, source: str) -> PhaseResult:
+        return await self.compiler.compile(source)
+
+    async def _time(self, source: str, *, keep: bool) -> Any:
+        """The device reply for ``source``: the one kept by its test (measure takes it), else a new job."""
+        from pallasite.engine.timing import TaskFiles, time_request
+
+        if source in self._replies:
+            return self._replies.pop(source)
+        params = time_request(TaskFiles(self.path), "time", runs=self.runs, warmup=2, extra_shape=True,
+                              text=freeze(source, self.frozen))
+        self.device_jobs += 1
+        reply = await self.device.request(params, purpose="device", timeout_s=self.timeout_s)
+        if keep and reply.ok and reply.result is not None and reply.result.verdict == "ok":
+            if len(self._replies) >= 64:  # candidates tested but never measured (a stopped run)
+                self._replies.pop(next(iter(self._replies)))
+            self._replies[source] = reply
+        return reply
+
+    async def test(self, source: str) -> PhaseResult:
+        reply = await self._time(source, keep=True)
+        if not reply.ok:
+            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
+            return PhaseResult(False, f"the test run failed ({reply.status})", evidence=str(why)[:2000])
+        result = reply.result
+        if result.verdict != "ok":
+            tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
+            return PhaseResult(False, "rejected by the frozen tests", evidence=tricks[:2000])
+        return PhaseResult(True, f"matches the reference (on {self.where})")
+
+    async def measure(self, source: str) -> PhaseResult:
+        reply = await self._time(source, keep=False)
+        if not reply.ok or reply.result is None:
+            return PhaseResult(False, "not timed", evidence=str(reply.message or reply.status)[:2000])
+        if reply.result.verdict != "ok":
+            return PhaseResult(False, "not timed: rejected by the integrity checks",
+                               evidence=str(reply.result.error or reply.result.verdict)[:2000])
+        m, why = device_measurement(reply.result)
+        if m is None:
+            return PhaseResult(False, "not a device timing", evidence=why)
+        self.device_kind = m.device_kind or self.device_kind
+        return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
+                           label=f"device ({m.device_kind or self.where})")

@@ -1,0 +1,142 @@
+"""Search nodes as optimize iterations: the adapter between agents/search.py and agents/optimize.iterate.
+
+``IterateNodes(provider, evaluator, ...)`` gives the search its two seams:
+
+- ``attempt(req)``: one node is one ``iterate`` (plan -> implement -> compile-fix -> test ->
+  autotune -> profile) on a fresh ``RunState`` whose original is the parent's source (so the loop
+  starts from the parent), whose baseline is the root's time by the evaluator's one method, and
+  whose instruction to the planner is the search step: the strategy to apply (mutation), or both
+  parents' plans plus the second parent's code (crossover: the first parent's code is the source
+  being improved). The ``Iteration`` is read back into the node: the candidate's source and plan,
+  compiled (the last compile phase), correct (the frozen tests passed), the time and its label,
+  the speedup ``root time / node time``, the loop's verdict and phases. Failures are data: a
+  failed iteration is a failed node.
+- ``evaluate_root(source)``: the root measured by the same method (its time is every node's
+  baseline; the root itself is 1.0x).
+
+Device work is serialised: ``Slotted`` wraps the evaluator so that, with a device backend, the
+test, autotune and measure phases each hold one of the search's device slots (one timing at a time
+on a TPU) while compiles (deviceless, on job workers) and the LLM calls of other nodes overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from .optimize import Budgets, RunState, iterate
+from .search import Evaluation, Outcome, Proposal, ProposeRequest
+from .search_graph import SearchNode
+
+PLAN_CHARS = 2000  # how much of a parent's plan goes into the instruction
+
+
+class Slotted:
+    """An optimize ``Evaluator`` whose device phases wait for a slot (see the module docstring).
+    ``fix``/``tune`` exist only when the wrapped evaluator has them (iterate asks ``hasattr``)."""
+
+    def __init__(self, inner: Any, slots: asyncio.Semaphore, *, device: bool) -> None:
+        self.inner, self.slots, self.device = inner, slots, device
+        self.method = inner.method
+
+    async def _held(self, fn: Any, *args: Any) -> Any:
+        if not self.device:
+            return await fn(*args)
+        async with self.slots:
+            return await fn(*args)
+
+    async def compile(self, source: str) -> Any:
+        return await self.inner.compile(source)
+
+    async def test(self, source: str) -> Any:
+        return await self._held(self.inner.test, source)
+
+    async def measure(self, source: str) -> Any:
+        return await self._held(self.inner.measure, source)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)  # AttributeError when the inner one lacks it
+        if name == "tune":
+            return lambda source: self._held(attr, source)
+        return attr
+
+
+def _speed(node: SearchNode) -> str:
+    return f"{node.speedup:.2f}x the starting kernel ({node.provenance})" if node.speedup is not None else "not measured"
+
+
+def instruction(req: ProposeRequest) -> str:
+    """What the planner is told this search step is (the step's whole difference from a plain iteration)."""
+    if req.op == "crossover":
+        a, b = req.parents
+        return (f"Search step {req.node_id} (crossover): the kernel above is parent A ({a.id}, {_speed(a)}); "
+                f"parent B ({b.id}, {_speed(b)}) is below. Both pass the frozen tests. Plan ONE kernel that "
+                f"combines what makes each of them fast.\n\nParent A's plan:\n{a.plan[:PLAN_CHARS]}\n\n"
+                f"Parent B's plan:\n{b.plan[:PLAN_CHARS]}\n\nParent B's code:\n```python\n{b.source}\n```")
+    p = req.parents[0]
+    lines = [f"Search step {req.node_id}: improve this kernel (node {p.id}, {_speed(p)}) by applying the "
+             f"strategy: {req.strategy}"]
+    if p.op != "root" and p.plan:
+        lines.append(f"The plan that produced it:\n{p.plan[:PLAN_CHARS]}")
+    return "\n\n".join(lines)
+
+
+def _phase_ok(phases: list[dict], name: str) -> bool:
+    found = [p["ok"] for p in phases if p["phase"] == name]
+    return bool(found and found[-1])
+
+
+@dataclass
+class IterateNodes:
+    provider: Any
+    evaluator: Any  # agents/optimize.Evaluator (compile, test, measure; fix/tune optional)
+    path: str
+    chip: str
+    budgets: Budgets = field(default_factory=lambda: Budgets(iterations=1, fix_rounds=0))
+    device: bool = False  # the evaluator's test/measure use a device: serialise them
+    device_slots: int = 1
+    root_seconds: float | None = None  # the baseline (set by evaluate_root, or from a resumed root)
+    on_phase: Any = None  # (node_id, phase, message)
+
+    def __post_init__(self) -> None:
+        self.slotted = Slotted(self.evaluator, asyncio.Semaphore(self.device_slots), device=self.device)
+
+    async def evaluate_root(self, source: str) -> Evaluation:
+        measured = await self.slotted.measure(source)
+        if not measured.ok or measured.seconds is None:
+            return Evaluation(True, False, None, self.evaluator.method,
+                              f"the starting kernel has no timing ({measured.summary}): "
+                              f"{measured.evidence or 'no detail'}"[:500])
+        self.root_seconds = measured.seconds
+        return Evaluation(True, True, 1.0, measured.label or self.evaluator.method, seconds=measured.seconds)
+
+    def resume_from(self, nodes: list[SearchNode]) -> None:
+        for n in nodes:
+            if n.id == "root" and n.time_s:
+                self.root_seconds = n.time_s
+
+    async def attempt(self, req: ProposeRequest) -> Outcome:
+        state = RunState(run_id=req.node_id, path=self.path, original=req.parents[0].source,
+                         method=self.evaluator.method, baseline_s=self.root_seconds,
+                         baseline_label=self.evaluator.method, context={"chip": self.chip})
+        say = None
+        if self.on_phase is not None:
+            say = lambda index, phase, message: self.on_phase(req.node_id, phase, message)  # noqa: E731
+        it = await iterate(state, self.provider, self.slotted, self.budgets, instruction=instruction(req),
+                           on_phase=say)
+        record = dict(verdict=it.verdict, phases=tuple(it.phases), tokens=it.tokens)
+        if it.source is None:  # the model gave no candidate (or the call failed): nothing to evaluate
+            return Outcome(Proposal("", it.plan, f"{it.verdict}: {it.evidence}"[:500] or it.verdict), None, **record)
+        proposal = Proposal(it.source, it.plan)
+        compiled = _phase_ok(it.phases, "compile")
+        correct = compiled and _phase_ok(it.phases, "test")
+        label = it.label or self.evaluator.method
+        if not it.valid:
+            error = f"{it.verdict}: {it.evidence}"[:500] if it.evidence else it.verdict
+            return Outcome(proposal, Evaluation(compiled, correct, None, label, error), **record)
+        if not self.root_seconds:
+            return Outcome(proposal, Evaluation(True, True, None, label, "no speedup: the starting kernel has no "
+                                                "timing by this method", seconds=it.time_s), **record)
+        return Outcome(proposal, Evaluation(True, True, self.root_seconds / it.time_s, label, seconds=it.time_s),
+                       **record)

@@ -1,0 +1,45 @@
+"""`pallasite search FILE` end to end with the scripted provider and real local workers: each node is
+one optimize iteration (tested in interpret mode, estimated for the chip), the graph and the report
+are written, every node is stored, and the same command again resumes instead of re-asking."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
+
+
+def search(folder: Path, script: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pallasite.server.cli", "search", str(folder / "add.py"),
+                           "--algo", "parallel", "--trajectories", "1", "--iterations", "1", "--target", "v5e",
+                           "--provider", "scripted", "--scripted-file", str(script), "--jobs", "1"],
+                          capture_output=True, text=True, timeout=300, cwd=folder)
+
+
+def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
+    folder = tmp_path / "ws"
+    (folder / ".pallasite").mkdir(parents=True)
+    (folder / "add.py").write_text(ROOT)
+    faster = re.sub(r"BLOCK_ROWS = \d+", "BLOCK_ROWS = 64", ROOT)
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(["Bigger blocks\nUse 64-row blocks: fewer grid steps.", f"```python\n{faster}```"]))
+    proc = search(folder, script)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(v5e\)", proc.stdout), proc.stdout
+    assert "t0.1 test: ok" in proc.stderr and "t0.1 profile: ok" in proc.stderr  # the loop's phases, live
+    rid = re.search(r"run (search-\w+)", proc.stdout).group(1)
+    graph = json.loads((folder / ".pallasite" / "search" / f"{rid}.json").read_text())
+    root, node = graph["nodes"]
+    assert node["verdict"] == "valid" and node["plan"].startswith("Bigger blocks")
+    assert [p["phase"] for p in node["phases"]] == ["plan", "implement", "compile", "test", "profile"]
+    assert node["speedup"] > 1.0 and root["speedup"] == 1.0 and node["provenance"].startswith("estimate (v5e)")
+    assert (folder / ".pallasite" / "search" / f"{rid}.html").is_file()
+    # again: everything is read back from the store; the (now empty) script is never asked
+    script.write_text("[]")
+    again = search(folder, script)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming {rid}: 2 nodes already done" in again.stderr and "best: t0.1" in again.stdout
