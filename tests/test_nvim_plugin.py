@@ -180,6 +180,11 @@ def test_checkhealth_reports_ok(tmp_path: Path, env: dict[str, str], project: Pa
     assert re.search(r"OK Neovim 0\.1[1-9]", text), text
     assert re.search(r"OK pallasite \d+\.\d+", text), text
     assert re.search(r"OK the server started and answered initialize in \d+ ms .*pallasite\.check", text), text
+    commands = re.search(r"OK Neovim commands for it \(buffer-local in Python files\): (.*)", text)
+    assert commands, text
+    assert {":PallasiteCheck", ":PallasiteOptimize", ":PallasiteApprove", ":PallasiteRevise", ":PallasiteStop",
+            ":PallasiteSearch"} <= set(commands[1].split(", ")), commands[1]
+    assert re.search(r"OK window/showDocument: step-by-step plans and diffs open in a split with :PallasiteApprove", text)
     assert "OK 1 top-level settings given; all match `pallasite settings --schema`" in text
     assert re.search(r"OK jax \S+ jaxlib \S+", text), text
     libtpu = [line for line in lines if "libtpu" in line]

@@ -7,6 +7,7 @@ local pallasite = require('pallasite')
 local commands = require('pallasite.commands')
 local health = require('pallasite.health')
 local status = require('pallasite.status')
+local plans = require('pallasite.plans')
 
 local cases = {}
 
@@ -117,6 +118,7 @@ cases.options = function()
   assert(vim.json.encode(cfg.settings) == '{"pallasite":{}}', vim.json.encode(cfg.settings))
   assert(vim.json.encode(cfg.init_options) == '{}')
   assert(cfg.handlers['pallasite/status'] ~= nil and cfg.handlers['window/showMessageRequest'] ~= nil)
+  assert(cfg.handlers['window/showDocument'] == plans.on_show_document)
 end
 
 cases.settings_problems = function()
@@ -149,6 +151,64 @@ cases.worker_python = function()
   local python, how = health.worker_python({ exe, 'serve' }, {})
   assert(python == '/opt/venv/bin/python3.11', tostring(python) .. ' ' .. how)
   vim.fn.delete(script, 'rf')
+end
+
+cases.optimize_and_search_arguments = function()
+  local by_name = {}
+  for _, e in ipairs(commands.COMMANDS) do by_name[e.name] = e end
+  local ctx = { uri = 'file:///p/add.py' }
+  assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, {}), { { uri = 'file:///p/add.py', mode = 'auto' } }))
+  assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, { 'step' }), { { uri = 'file:///p/add.py', mode = 'step' } }))
+  assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, { '5', 'step' }),
+    { { uri = 'file:///p/add.py', mode = 'step', iterations = 5 } }))
+  assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, { 'auto', '2' }),
+    { { uri = 'file:///p/add.py', mode = 'auto', iterations = 2 } }))
+  for _, bad in ipairs({ { 'fast' }, { '0' }, { '1.5' }, { 'step', 'auto' }, { '2', '3' } }) do
+    local none, why = by_name.PallasiteOptimize.args(ctx, bad)
+    assert(none == nil and why:find('give step or auto and a number of iterations', 1, true), vim.inspect(bad))
+  end
+  assert(by_name.PallasiteOptimize.server == 'pallasite.optimize')
+  assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, {}), { { uri = 'file:///p/add.py' } }))
+  assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, { 'evolve' }), { { uri = 'file:///p/add.py', algo = 'evolve' } }))
+  local none, why = by_name.PallasiteSearch.args(ctx, { 'greedy' })
+  assert(none == nil and why:find('unknown search algorithm "greedy"; choose one of parallel, beam, evolve', 1, true), why)
+  assert(by_name.PallasiteSearch.server == 'pallasite.search')
+end
+
+cases.plan_commands_act_on_the_plan_shown = function()
+  local by_name = {}
+  for _, e in ipairs(commands.COMMANDS) do by_name[e.name] = e end
+  local plan = { uri = 'file:///p/.pallasite/plans/r-1.md', path = '/p/.pallasite/plans/r-1.md', bufnr = 4, text = 'new plan\n' }
+  assert(vim.deep_equal(by_name.PallasiteApprove.args({ plan = plan }, {}), { { uri = plan.uri } }))
+  assert(vim.deep_equal(by_name.PallasiteStop.args({ plan = plan }, {}), { { uri = plan.uri } }))
+  assert(vim.deep_equal(by_name.PallasiteRevise.args({ plan = plan }, {}), { { uri = plan.uri, text = 'new plan\n' } }))
+  assert(by_name.PallasiteApprove.server == 'pallasite.optimize.approve' and by_name.PallasiteRevise.server == 'pallasite.optimize.revise'
+    and by_name.PallasiteStop.server == 'pallasite.optimize.stop')
+  for _, name in ipairs({ 'PallasiteApprove', 'PallasiteRevise', 'PallasiteStop' }) do
+    local none, why = by_name[name].args({ uri = 'file:///p/add.py' }, {})
+    assert(none == nil and why == commands.NO_PLAN, name)
+  end
+  assert(vim.deep_equal(vim.tbl_map(function(e) return e.name end, commands.available({ 'pallasite.optimize.approve' })),
+    { 'PallasiteApprove' }))
+end
+
+cases.plan_target = function()
+  assert(plans.is_plan_path('/p/.pallasite/plans/r-1.md') and plans.is_plan_path('C:\\p\\.pallasite\\plans\\r-1.diff'))
+  assert(not plans.is_plan_path('/p/add.py') and not plans.is_plan_path('/p/.pallasite/search/report.html'))
+  assert(not plans.is_plan_path(nil))
+  local names = { [1] = '/p/add.py', [2] = '/p/.pallasite/plans/r-1.md', [3] = '/p/.pallasite/plans/r-1.diff', [5] = '/p/other.py' }
+  local name_of = function(b) return names[b] end
+  local shown = {
+    { uri = 'file:///p/.pallasite/plans/r-1.md', path = names[2], bufnr = 2, client_id = 1 },
+    { uri = 'file:///p/.pallasite/plans/r-1.diff', path = names[3], bufnr = 3, client_id = 1 },
+  }
+  assert(plans.target(2, shown, name_of) == shown[1], 'a plan buffer acts on itself')
+  assert(plans.target(1, shown, name_of) == shown[2], 'elsewhere: the last document shown')
+  names[3] = nil -- its buffer was wiped: the one before it
+  assert(plans.target(5, shown, name_of) == shown[1])
+  assert(plans.target(1, {}, name_of) == nil)
+  local unknown = plans.target(7, {}, function() return '/q/.pallasite/plans/x-2.md' end)
+  assert(unknown.bufnr == 7 and unknown.path == '/q/.pallasite/plans/x-2.md' and unknown.uri == 'file:///q/.pallasite/plans/x-2.md')
 end
 
 local out = {}
