@@ -95,6 +95,20 @@ def test_every_palette_command_leads_to_an_advertised_server_command() -> None:
         server_command = "pallasite." + key.removeprefix("pallasite.advertises.")
         assert server_command in advertised, f"{entry['command']} is bound to {server_command}, which the server lacks"
     assert {"pallasite.check", "pallasite.selectTarget", "pallasite.trustFolder"} <= advertised
+    # Both optimize modes, the step-mode decisions and search are in the palette.
+    bound = {c["command"]: c["enablement"] for c in commands}
+    assert {"pallasite.optimize", "pallasite.optimizeStep", "pallasite.optimize.approve", "pallasite.optimize.revise",
+            "pallasite.optimize.stop", "pallasite.search"} <= set(bound)
+    assert bound["pallasite.optimizeStep"] == "pallasite.advertises.optimize"
+    # Plan / diff documents (.pallasite/plans/) carry Approve, Revise and Stop in their title bar.
+    title = MANIFEST["contributes"]["menus"]["editor/title"]
+    assert [t["command"] for t in title] == ["pallasite.optimize.approve", "pallasite.optimize.revise",
+                                             "pallasite.optimize.stop"]
+    for entry in title:
+        key, _, condition = entry["when"].partition(" && ")
+        assert "pallasite." + key.removeprefix("pallasite.advertises.") in advertised, entry
+        assert condition == r"resourcePath =~ /\.pallasite.plans./", entry
+        assert entry["group"].startswith("navigation")
     # The chip quick pick offers what the server accepts.
     chips = MANIFEST["contributes"]["configuration"]["properties"]["pallasite.target"]["enum"]
     assert chips == server_schema()["properties"]["target"]["enum"]
