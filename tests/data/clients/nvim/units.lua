@@ -211,6 +211,42 @@ cases.plan_target = function()
   assert(unknown.bufnr == 7 and unknown.path == '/q/.pallasite/plans/x-2.md' and unknown.uri == 'file:///q/.pallasite/plans/x-2.md')
 end
 
+cases.show_document = function()
+  -- external (the search report): vim.ui.open; where it cannot open, the path is shown instead.
+  local opened, notes = {}, {}
+  local ui_open, notify = vim.ui.open, vim.notify
+  vim.notify = function(msg) table.insert(notes, msg) end
+  vim.ui.open = function(uri) table.insert(opened, uri); return nil, 'no opener' end
+  local answer = plans.on_show_document(nil, { uri = 'file:///tmp/p/.pallasite/search/r.html', external = true }, { client_id = 1 })
+  vim.ui.open, vim.notify = ui_open, notify
+  assert(answer.success == false and opened[1] == 'file:///tmp/p/.pallasite/search/r.html', vim.inspect(answer))
+  assert(notes[1] == 'pallasite: the server has a document for you: /tmp/p/.pallasite/search/r.html', notes[1])
+  -- a plan document: opened in a split below, focus kept when takeFocus is false, commands on it.
+  local dir = vim.fn.tempname() .. '/.pallasite/plans'
+  vim.fn.mkdir(dir, 'p')
+  vim.fn.writefile({ 'Try big blocks' }, dir .. '/r-1.md')
+  vim.fn.writefile({ '-old', '+new' }, dir .. '/r-1.diff')
+  local plans_seen = {}
+  local previous = plans.on_plan_buffer
+  plans.on_plan_buffer = function(b) table.insert(plans_seen, b); commands.attach_plan(b) end
+  local start_win = vim.api.nvim_get_current_win()
+  answer = plans.on_show_document(nil, { uri = vim.uri_from_fname(dir .. '/r-1.md'), takeFocus = false }, { client_id = 3 })
+  assert(answer.success == true and vim.api.nvim_get_current_win() == start_win, 'focus stays')
+  assert(#vim.api.nvim_tabpage_list_wins(0) == 2, 'one split')
+  local first = plans.shown[#plans.shown]
+  assert(first.client_id == 3 and first.bufnr == plans_seen[1] and vim.api.nvim_buf_get_lines(first.bufnr, 0, -1, false)[1] == 'Try big blocks')
+  local names = vim.tbl_keys(vim.api.nvim_buf_get_commands(first.bufnr, {}))
+  table.sort(names)
+  assert(vim.deep_equal(names, { 'PallasiteApprove', 'PallasiteRevise', 'PallasiteStop' }), vim.inspect(names))
+  answer = plans.on_show_document(nil, { uri = vim.uri_from_fname(dir .. '/r-1.diff'), takeFocus = true }, { client_id = 3 })
+  assert(#vim.api.nvim_tabpage_list_wins(0) == 2, 'the plan window is reused')
+  assert(vim.api.nvim_get_current_buf() == plans.shown[#plans.shown].bufnr, 'takeFocus: the diff is current')
+  assert(vim.wo.winbar == plans.WINBAR)
+  assert(plans.target(first.bufnr) == first and plans.target(vim.api.nvim_get_current_buf()) == plans.shown[#plans.shown])
+  plans.on_plan_buffer = previous
+  vim.fn.delete(vim.fs.dirname(vim.fs.dirname(dir)), 'rf')
+end
+
 local out = {}
 for name, fn in pairs(cases) do
   local ok, err = pcall(fn)
