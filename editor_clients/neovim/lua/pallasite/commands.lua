@@ -176,10 +176,10 @@ function M.optimize_options(fargs)
   local options = { mode = 'auto' }
   local seen_mode, seen_count = false, false
   for _, word in ipairs(fargs or {}) do
-    local count = tonumber(word)
+    local count = word:match('^%d+$') and tonumber(word) or nil
     if vim.list_contains(M.MODES, word) and not seen_mode then
       options.mode, seen_mode = word, true
-    elseif count and count >= 1 and math.floor(count) == count and not seen_count then
+    elseif count and count >= 1 and not seen_count then
       options.iterations, seen_count = count, true
     else
       return nil, ('%q: give step or auto and a number of iterations, e.g. :PallasiteOptimize step 3'):format(word)

@@ -163,7 +163,7 @@ cases.optimize_and_search_arguments = function()
     { { uri = 'file:///p/add.py', mode = 'step', iterations = 5 } }))
   assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, { 'auto', '2' }),
     { { uri = 'file:///p/add.py', mode = 'auto', iterations = 2 } }))
-  for _, bad in ipairs({ { 'fast' }, { '0' }, { '1.5' }, { 'step', 'auto' }, { '2', '3' } }) do
+  for _, bad in ipairs({ { 'fast' }, { '0' }, { '1.5' }, { 'inf' }, { '0x10' }, { '-2' }, { 'step', 'auto' }, { '2', '3' } }) do
     local none, why = by_name.PallasiteOptimize.args(ctx, bad)
     assert(none == nil and why:find('give step or auto and a number of iterations', 1, true), vim.inspect(bad))
   end
