@@ -259,3 +259,27 @@ def test_optimize_step_by_step_from_neovim(tmp_path: Path, env: dict[str, str], 
     assert any(n["msg"] == f"pallasite: the winner is in {result['written']}" for n in r["notes"])
     # Nothing waits any more: a late :PallasiteStop gets the server's message.
     assert [n["msg"] for n in r["late_stop_notes"]] == [f"pallasite: no optimize run is waiting on {shown[3]['name']}"]
+
+
+def test_search_from_neovim_applies_the_best_node_and_names_the_report(tmp_path: Path, env: dict[str, str],
+                                                                       project: Path) -> None:
+    """:PallasiteSearch parallel trajectories=1 iterations=1 with one scripted node (64-row blocks)."""
+    root = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
+    (project / "add.py").write_text(root)
+    faster = re.sub(r"BLOCK_ROWS = \d+", "BLOCK_ROWS = 64", root)
+    assert faster != root
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps([json.dumps({"plan": "bigger blocks: fewer grid steps", "source": faster})]))
+    settings = {"tiers": [0], "target": "v5e", "agent": {"provider": "scripted", "scriptedFile": str(script)}}
+    r = run_scenario("search", env, project, tmp_path, settings=settings, file="add.py")
+    search = r["search"]
+    assert search["arguments"] == [{"uri": (project / "add.py").resolve().as_uri(), "algo": "parallel",
+                                    "trajectories": 1, "iterations": 1}]
+    result = search["result"]
+    assert result["ok"] is True and result["best"] == "t0.1" and result["provenance"].startswith("estimate (v5e)")
+    # The best node was applied to the buffer (a versioned edit from the server).
+    assert result["applied"] is True and r["buffer_text"] == faster
+    # The report: vim.ui.open was asked; where it cannot open, its path is shown.
+    report = Path(result["report"])
+    assert report.is_file() and r["opened"] == [report.as_uri()]
+    assert f"pallasite: the server has a document for you: {report}" in [n["msg"] for n in r["notes"]]

@@ -18,7 +18,7 @@ M.ALGOS = { 'parallel', 'beam', 'evolve' }
 --- the run ends; in step mode the server opens each plan / candidate diff with window/showDocument
 --- (plans.lua) and waits for pallasite.optimize.approve / .revise / .stop({uri = <that document>});
 --- revise takes the document's text (`text`, else the file) as the new plan. server/search_lsp.py:
---- pallasite.search({uri, algo = 'parallel'|'beam'|'evolve'}).
+--- pallasite.search({uri, algo = 'parallel'|'beam'|'evolve', <knob> = N ...}).
 --- The server answers {ok = false, message = ...} when it could not do it; that message is shown.
 --- `args(ctx, fargs)` returns the arguments, or nil and a message when the command cannot run;
 --- `show(result)` (optional) presents a successful answer.
@@ -151,20 +151,48 @@ M.COMMANDS = {
   {
     name = 'PallasiteSearch',
     server = 'pallasite.search',
-    desc = 'pallasite: search for a faster kernel (:PallasiteSearch [parallel|beam|evolve])',
-    nargs = '?',
+    desc = 'pallasite: search for a faster kernel (:PallasiteSearch [parallel|beam|evolve] [knob=N ...])',
+    nargs = '*',
     args = function(ctx, fargs)
-      local algo = fargs[1]
-      if algo == nil then
-        return { { uri = ctx.uri } }
+      local options, problem = M.search_options(fargs)
+      if not options then
+        return nil, problem
       end
-      if not vim.list_contains(M.ALGOS, algo) then
-        return nil, ('unknown search algorithm %q; choose one of %s'):format(algo, table.concat(M.ALGOS, ', '))
-      end
-      return { { uri = ctx.uri, algo = algo } }
+      options.uri = ctx.uri
+      return { options }
     end,
   },
 }
+
+--- The search knobs :PallasiteSearch passes on (server/search_lsp.py's names; the README's search
+--- section says what each costs).
+M.SEARCH_KNOBS = { 'budget', 'seed', 'targetSpeedup', 'trajectories', 'iterations', 'width', 'depth', 'branches',
+  'keepFactor', 'population', 'generations', 'crossoverRate' }
+
+--- {algo?, knob = number ...} from :PallasiteSearch's words, or nil and what is wrong.
+--- @param fargs string[]
+--- @return table|nil, string|nil
+function M.search_options(fargs)
+  local options = {}
+  for i, word in ipairs(fargs or {}) do
+    local key, value = word:match('^([%a]+)=(.+)$')
+    if i == 1 and not key then
+      if not vim.list_contains(M.ALGOS, word) then
+        return nil, ('unknown search algorithm %q; choose one of %s'):format(word, table.concat(M.ALGOS, ', '))
+      end
+      options.algo = word
+    elseif not key then
+      return nil, ('%q: give the algorithm first, then knobs as name=number, e.g. :PallasiteSearch beam width=2'):format(word)
+    elseif not vim.list_contains(M.SEARCH_KNOBS, key) then
+      return nil, ('unknown search knob %q; known: %s'):format(key, table.concat(M.SEARCH_KNOBS, ', '))
+    elseif not (value:match('^%d+$') or value:match('^%d*%.%d+$')) then
+      return nil, ('%s=%s: the value must be a number'):format(key, value)
+    else
+      options[key] = tonumber(value)
+    end
+  end
+  return options
+end
 
 M.NO_PLAN = 'no plan or diff document is shown; run :PallasiteOptimize step first'
 

@@ -307,6 +307,29 @@ function scenarios.optimize_step()
   step('late_stop_notes', vim.list_slice(notes, before + 1))
 end
 
+-- :PallasiteSearch parallel trajectories=1 iterations=1 with one scripted node: the server's edit
+-- lands in the buffer, and the report (an external showDocument) goes to vim.ui.open, stubbed here
+-- to fail so the plugin's fallback (the path, as a message) is seen.
+function scenarios.search()
+  answer_questions_with('Trust')
+  local opened = {}
+  vim.ui.open = function(uri) table.insert(opened, uri); return nil, 'no opener in this test' end
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for('the pallasite client to attach', function() return pallasite_client(buf) ~= nil end)
+  wait_for('the buffer-local :PallasiteSearch', function()
+    return vim.api.nvim_buf_get_commands(buf, {}).PallasiteSearch ~= nil
+  end)
+  local answer
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', callback = function(ev)
+    if ev.data.command == 'pallasite.search' then answer = { arguments = ev.data.arguments, result = ev.data.result or vim.NIL } end
+  end })
+  vim.cmd('PallasiteSearch parallel trajectories=1 iterations=1')
+  wait_for('the answer to :PallasiteSearch', function() return answer ~= nil end, 180000)
+  step('search', answer)
+  step('opened', opened)
+  step('buffer_text', table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') .. '\n')
+end
+
 -- :checkhealth pallasite, captured from its buffer.
 function scenarios.health()
   answer_questions_with('Not now') -- the opened kernel may make the server ask; never block on it

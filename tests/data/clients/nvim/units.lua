@@ -170,8 +170,19 @@ cases.optimize_and_search_arguments = function()
   assert(by_name.PallasiteOptimize.server == 'pallasite.optimize')
   assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, {}), { { uri = 'file:///p/add.py' } }))
   assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, { 'evolve' }), { { uri = 'file:///p/add.py', algo = 'evolve' } }))
+  assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, { 'beam', 'width=2', 'keepFactor=1.1' }),
+    { { uri = 'file:///p/add.py', algo = 'beam', width = 2, keepFactor = 1.1 } }))
+  assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, { 'budget=4' }), { { uri = 'file:///p/add.py', budget = 4 } }))
   local none, why = by_name.PallasiteSearch.args(ctx, { 'greedy' })
   assert(none == nil and why:find('unknown search algorithm "greedy"; choose one of parallel, beam, evolve', 1, true), why)
+  none, why = by_name.PallasiteSearch.args(ctx, { 'beam', 'wdth=2' })
+  assert(none == nil and why:find('unknown search knob "wdth"; known: budget, seed', 1, true), why)
+  for _, bad in ipairs({ 'width=two', 'width=nan', 'width=0x2', 'width=inf' }) do
+    none, why = by_name.PallasiteSearch.args(ctx, { 'beam', bad })
+    assert(none == nil and why:find('the value must be a number', 1, true), bad .. ': ' .. tostring(why))
+  end
+  none, why = by_name.PallasiteSearch.args(ctx, { 'beam', 'parallel' })
+  assert(none == nil and why:find('give the algorithm first, then knobs as name=number', 1, true), why)
   assert(by_name.PallasiteSearch.server == 'pallasite.search')
 end
 
