@@ -87,8 +87,9 @@ def test_diagnostic_commands_and_status(tmp_path: Path, env: dict[str, str], pro
 
     assert set(r["advertised"]) == set(server.protocol.fm.commands)
     assert {"pallasite.check", "pallasite.selectTarget", "pallasite.trustFolder", "pallasite.explain"} <= set(r["advertised"])
-    assert r["buffer_commands"] == ["PallasiteCheck", "PallasiteCheckScript", "PallasiteCheckTier3", "PallasiteExplain",
-                                    "PallasiteTarget", "PallasiteTrust"]
+    assert r["buffer_commands"] == ["PallasiteApprove", "PallasiteCheck", "PallasiteCheckScript", "PallasiteCheckTier3",
+                                    "PallasiteExplain", "PallasiteOptimize", "PallasiteRevise", "PallasiteSearch",
+                                    "PallasiteStop", "PallasiteTarget", "PallasiteTrust"]
     # :PallasiteTarget v5e went to the server and came back as pallasite/status.
     assert r["status_before"]["target"] == "v6e" and r["status_before"]["trusted"] is False
     assert r["statusline_before"] == "pallasite v6e · local · idle · untrusted"
@@ -179,6 +180,11 @@ def test_checkhealth_reports_ok(tmp_path: Path, env: dict[str, str], project: Pa
     assert re.search(r"OK Neovim 0\.1[1-9]", text), text
     assert re.search(r"OK pallasite \d+\.\d+", text), text
     assert re.search(r"OK the server started and answered initialize in \d+ ms .*pallasite\.check", text), text
+    commands = re.search(r"OK Neovim commands for it \(buffer-local in Python files\): (.*)", text)
+    assert commands, text
+    assert {":PallasiteCheck", ":PallasiteOptimize", ":PallasiteApprove", ":PallasiteRevise", ":PallasiteStop",
+            ":PallasiteSearch"} <= set(commands[1].split(", ")), commands[1]
+    assert re.search(r"OK window/showDocument: step-by-step plans and diffs open in a split with :PallasiteApprove", text)
     assert "OK 1 top-level settings given; all match `pallasite settings --schema`" in text
     assert re.search(r"OK jax \S+ jaxlib \S+", text), text
     libtpu = [line for line in lines if "libtpu" in line]
@@ -200,3 +206,80 @@ def test_checkhealth_without_pallasite_says_how_to_install(tmp_path: Path, env: 
     text = "\n".join(_health(run_scenario("health", env, project, tmp_path, file=None)))
     assert "ERROR" in text and re.search(r"No module named '?pallasite", text), text
     assert f"{bare / 'bin' / 'python'} -m pip install pallasite" in text, text
+
+
+OPTIMIZE_DATA = Path(__file__).parent / "data" / "optimize"
+
+
+def test_optimize_step_by_step_from_neovim(tmp_path: Path, env: dict[str, str], project: Path) -> None:
+    """:PallasiteOptimize step 2 with the scripted provider; each plan / diff the server shows opens
+    in a split; approve, approve (from the kernel's window), revise an unsaved edit, approve."""
+    shutil.copy(OPTIMIZE_DATA / "add.py", project / "add.py")
+    replies = []
+    for name in ("wrong_math", "big_blocks"):
+        replies += [f"Try {name}\nbecause.", "```python\n" + (OPTIMIZE_DATA / "candidates" / f"{name}.py").read_text() + "```"]
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(replies))
+    settings = {"tiers": [0, 1], "check": {"onOpen": False},
+                "agent": {"provider": "scripted", "scriptedFile": str(script)}}
+    r = run_scenario("optimize_step", env, project, tmp_path, settings=settings, file="add.py")
+    kernel_uri = (project / "add.py").resolve().as_uri()
+    assert {"PallasiteOptimize", "PallasiteApprove", "PallasiteRevise", "PallasiteStop", "PallasiteSearch"} <= set(
+        r["buffer_commands"])
+    assert r["optimize_completion"] == ["step"]
+    assert r["search_completion"] == ["parallel", "beam", "evolve"]
+    shown = r["shown"]
+    uris = [s["uri"] for s in shown]
+    assert [u.rsplit(".", 1)[1] for u in uris] == ["md", "diff", "md", "diff"], uris
+    plans_dir = (project / ".pallasite" / "plans").resolve()
+    assert all(Path(s["name"]).parent == plans_dir for s in shown), shown
+    # The plan opened in a split beside the kernel (two windows), focused, the next documents in the same window.
+    assert [s["windows"] for s in shown] == [2, 2, 2, 2] and all(s["focused"] for s in shown)
+    assert all(":PallasiteApprove" in s["winbar"] for s in shown)
+    assert shown[0]["commands"] == ["PallasiteApprove", "PallasiteRevise", "PallasiteStop"]
+    assert shown[0]["text"].startswith("Try wrong_math")
+    assert "-    o_ref[...] = x_ref[...] + y_ref[...]" in shown[1]["text"]
+    # What went to the server: the optimize command, then one decision per document, on that document.
+    assert r["sent"][0] == {"command": "pallasite.optimize",
+                            "arguments": [{"uri": kernel_uri, "mode": "step", "iterations": 2}]}
+    decisions = [(s["command"].rsplit(".", 1)[1], s["arguments"][0]["uri"]) for s in r["sent"][1:5]]
+    assert decisions == [("approve", uris[0]), ("approve", uris[1]), ("revise", uris[2]), ("approve", uris[3])]
+    edited = "Use 128-row blocks, keep the add\nEdited in Neovim.\n"
+    assert r["sent"][3]["arguments"][0]["text"] == edited
+    # :PallasiteRevise saved the edit first: the file and the buffer agree.
+    assert r["plan2_modified_before_revise"] is True and r["plan2_modified_after_revise"] is False
+    assert r["plan2_file"] + "\n" == edited
+    answers = {a["command"]: a["result"] for a in r["answers"]}
+    assert all(a["result"] == {"ok": True} for a in r["answers"] if a["command"] != "pallasite.optimize"), r["answers"]
+    result = answers["pallasite.optimize"]
+    assert [row["verdict"] for row in result["table"]] == ["incorrect", "valid"], result
+    assert result["table"][1]["plan"] == "Use 128-row blocks, keep the add"
+    assert result["method"] == "estimate (v6e)" and result["speedup"] > 1
+    assert Path(result["written"]).read_text() == (OPTIMIZE_DATA / "candidates" / "big_blocks.py").read_text()
+    assert any(n["msg"] == f"pallasite: the winner is in {result['written']}" for n in r["notes"])
+    # Nothing waits any more: a late :PallasiteStop gets the server's message.
+    assert [n["msg"] for n in r["late_stop_notes"]] == [f"pallasite: no optimize run is waiting on {shown[3]['name']}"]
+
+
+def test_search_from_neovim_applies_the_best_node_and_names_the_report(tmp_path: Path, env: dict[str, str],
+                                                                       project: Path) -> None:
+    """:PallasiteSearch parallel trajectories=1 iterations=1 with one scripted node (64-row blocks)."""
+    root = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
+    (project / "add.py").write_text(root)
+    faster = re.sub(r"BLOCK_ROWS = \d+", "BLOCK_ROWS = 64", root)
+    assert faster != root
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps([json.dumps({"plan": "bigger blocks: fewer grid steps", "source": faster})]))
+    settings = {"tiers": [0], "target": "v5e", "agent": {"provider": "scripted", "scriptedFile": str(script)}}
+    r = run_scenario("search", env, project, tmp_path, settings=settings, file="add.py")
+    search = r["search"]
+    assert search["arguments"] == [{"uri": (project / "add.py").resolve().as_uri(), "algo": "parallel",
+                                    "trajectories": 1, "iterations": 1}]
+    result = search["result"]
+    assert result["ok"] is True and result["best"] == "t0.1" and result["provenance"].startswith("estimate (v5e)")
+    # The best node was applied to the buffer (a versioned edit from the server).
+    assert result["applied"] is True and r["buffer_text"] == faster
+    # The report: vim.ui.open was asked; where it cannot open, its path is shown.
+    report = Path(result["report"])
+    assert report.is_file() and r["opened"] == [report.as_uri()]
+    assert f"pallasite: the server has a document for you: {report}" in [n["msg"] for n in r["notes"]]

@@ -95,6 +95,20 @@ def test_every_palette_command_leads_to_an_advertised_server_command() -> None:
         server_command = "pallasite." + key.removeprefix("pallasite.advertises.")
         assert server_command in advertised, f"{entry['command']} is bound to {server_command}, which the server lacks"
     assert {"pallasite.check", "pallasite.selectTarget", "pallasite.trustFolder"} <= advertised
+    # Both optimize modes, the step-mode decisions and search are in the palette.
+    bound = {c["command"]: c["enablement"] for c in commands}
+    assert {"pallasite.optimize", "pallasite.optimizeStep", "pallasite.optimize.approve", "pallasite.optimize.revise",
+            "pallasite.optimize.stop", "pallasite.search"} <= set(bound)
+    assert bound["pallasite.optimizeStep"] == "pallasite.advertises.optimize"
+    # Plan / diff documents (.pallasite/plans/) carry Approve, Revise and Stop in their title bar.
+    title = MANIFEST["contributes"]["menus"]["editor/title"]
+    assert [t["command"] for t in title] == ["pallasite.optimize.approve", "pallasite.optimize.revise",
+                                             "pallasite.optimize.stop"]
+    for entry in title:
+        key, _, condition = entry["when"].partition(" && ")
+        assert "pallasite." + key.removeprefix("pallasite.advertises.") in advertised, entry
+        assert condition == r"resourcePath =~ /\.pallasite.plans./", entry
+        assert entry["group"].startswith("navigation")
     # The chip quick pick offers what the server accepts.
     chips = MANIFEST["contributes"]["configuration"]["properties"]["pallasite.target"]["enum"]
     assert chips == server_schema()["properties"]["target"]["enum"]
@@ -129,16 +143,18 @@ def test_typecheck_unit_tests_manifest_and_vsix() -> None:
 
 
 def _e2e(scenario: str, python: str, tmp_path: Path, project_target: str = "v6e",
-         kernel: str = "add_bad_tiling.py") -> dict:
+         kernel: str = "add_bad_tiling.py", files: dict[str, Path] | None = None, **env: str) -> dict:
     build = subprocess.run([NPM, "run", "bundle"], cwd=VSCODE, capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
     project = shutil.copytree(ROOT_DATA / "project", tmp_path / "project")
+    for name, source in (files or {}).items():
+        shutil.copy(source, project / name)
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('target = "v6e"', f'target = "{project_target}"'))
     proc = subprocess.run(["node", str(VSCODE / "test" / "e2e" / "run-e2e.js"), scenario, python, str(project),
                            str(project / kernel)], cwd=project, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
-                                            "PALLASITE_E2E_CHIP": project_target})
+                          timeout=240, env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+                                            "PALLASITE_E2E_CHIP": project_target, **env})
     assert proc.returncode == 0 and "RESULT " in proc.stdout, proc.stdout + proc.stderr
     return json.loads(proc.stdout.split("RESULT ", 1)[1].splitlines()[0])
 
@@ -220,3 +236,49 @@ def test_bundled_extension_without_pallasite_says_how_to_install(tmp_path: Path)
     assert f"`{python} -m pip install pallasite`" in message["message"]
     assert "No module named 'pallasite'" in message["message"]
     assert r["contexts"] == {}  # no palette entry is enabled
+
+
+OPTIMIZE_DATA = Path(__file__).resolve().parent / "data" / "optimize"
+
+
+@needs_node_modules
+def test_bundled_extension_optimizes_step_by_step(tmp_path: Path) -> None:
+    """Palette "Optimize This Kernel Step by Step" with the scripted provider: each plan / diff the
+    server shows (window/showDocument) becomes the active editor; Approve, Approve, Revise (after an
+    unsaved edit), Approve, then Stop at the third plan (the palette leaves the count to the server: 3),
+    run from it with no arguments, as the title bar runs them."""
+    replies = []
+    for name in ("wrong_math", "big_blocks", "bad_tiling"):
+        replies += [f"Try {name}\nbecause.", "```python\n" + (OPTIMIZE_DATA / "candidates" / f"{name}.py").read_text() + "```"]
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(replies))
+    r = _e2e("optimize", sys.executable, tmp_path, kernel="add.py", files={"add.py": OPTIMIZE_DATA / "add.py"},
+             PALLASITE_E2E_REPLIES=str(script))
+    assert {"pallasite.advertises.optimize", "pallasite.advertises.optimize.approve", "pallasite.advertises.optimize.revise",
+            "pallasite.advertises.optimize.stop", "pallasite.advertises.search"} <= {
+        k for k, v in r["contextsAfterStart"].items() if v}
+    shown = r["shownDocuments"]
+    plans = (tmp_path / "project" / ".pallasite" / "plans").resolve()
+    assert [Path(d["uri"].removeprefix("file://")).parent for d in shown] == [plans] * 5, shown
+    assert [d["languageId"] for d in shown] == ["markdown", "diff", "markdown", "diff", "markdown"]
+    assert all(d["preserveFocus"] is False for d in shown)  # the server asks for focus: the plan is the active editor
+    assert r["plan1Text"].startswith("Try wrong_math")
+    assert "-    o_ref[...] = x_ref[...] + y_ref[...]" in r["diff1Text"]
+    # Each decision went to the document that was active, and the server took it.
+    assert [(d["id"].rsplit(".", 1)[1], d["active"]) for d in r["decisions"]] == [
+        ("approve", shown[0]["uri"]), ("approve", shown[1]["uri"]), ("revise", shown[2]["uri"]), ("approve", shown[3]["uri"]),
+        ("stop", shown[4]["uri"])]
+    assert r["plan3Text"].startswith("Try bad_tiling")
+    assert all(d["answer"] == {"ok": True} for d in r["decisions"]), r["decisions"]
+    # Revise saved the unsaved edit first; the edited text is the plan of iteration 2.
+    assert r["plan2DirtyBeforeRevise"] is True and r["plan2DirtyAfterRevise"] is False
+    assert r["plan2File"] == "Use 128-row blocks, keep the add\nEdited in VS Code.\n"
+    result = r["optimize"]
+    assert [row["verdict"] for row in result["table"]][:2] == ["incorrect", "valid"], result
+    assert result["table"][1]["plan"] == "Use 128-row blocks, keep the add"
+    assert result["method"] == "estimate (v6e)" and result["speedup"] > 1
+    assert Path(result["written"]).read_text() == (OPTIMIZE_DATA / "candidates" / "big_blocks.py").read_text()
+    # With the kernel active there is no plan to approve: nothing is sent, the user is told.
+    assert r.get("approveOnKernel") is None  # undefined: no request was sent
+    assert [m["message"] for m in r["approveOnKernelMessages"]] == [
+        "Pallasite: open the plan or diff document of a step-by-step run (.pallasite/plans/...) first."]

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Keeps package.json in step with the server: `contributes.configuration` from
-// `pallasite settings --schema`, and the commands/palette entries from src/commands.ts.
+// `pallasite settings --schema`, and the commands, palette entries and editor title bar entries
+// (step-by-step plan documents) from src/commands.ts. Other `menus` entries are kept as they are.
 //
 //   node scripts/sync-manifest.mjs [--check] [--schema FILE|-]
 //
@@ -67,7 +68,7 @@ try {
 } catch (err) {
   fail(err.message);
 }
-const { commands: commandList, commandPalette } = commands.manifestCommands();
+const { commands: commandList, commandPalette, editorTitle } = commands.manifestCommands();
 
 const manifestPath = join(root, 'package.json');
 const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
@@ -82,6 +83,9 @@ if (check) {
   if (canonical(contributes.menus?.commandPalette) !== canonical(commandPalette)) {
     problems.push('contributes.menus.commandPalette differs from the palette table in src/commands.ts');
   }
+  if (canonical(contributes.menus?.['editor/title']) !== canonical(editorTitle)) {
+    problems.push('contributes.menus["editor/title"] differs from the plan-document entries in src/commands.ts');
+  }
   const restricted = manifest.capabilities?.untrustedWorkspaces?.restrictedConfigurations;
   if (canonical(restricted) !== canonical(configSchema.RESTRICTED)) {
     problems.push('capabilities.untrustedWorkspaces.restrictedConfigurations differs from RESTRICTED in src/configSchema.ts');
@@ -94,7 +98,7 @@ if (check) {
 } else {
   contributes.configuration = configuration;
   contributes.commands = commandList;
-  contributes.menus = { ...(contributes.menus ?? {}), commandPalette };
+  contributes.menus = { ...(contributes.menus ?? {}), commandPalette, 'editor/title': editorTitle };
   manifest.capabilities = {
     ...(manifest.capabilities ?? {}),
     untrustedWorkspaces: {

@@ -17,6 +17,10 @@ export interface PaletteCommand {
   readonly needsPythonFile: boolean;
   /** A further condition on the palette entry (a when-clause term). */
   readonly alsoWhen?: string;
+  /** Acts on the step-by-step plan / diff document in the active editor (also in its title bar). */
+  readonly needsPlanDocument?: boolean;
+  /** The title bar icon (a codicon), for entries shown there. */
+  readonly icon?: string;
 }
 
 /** Context key set from `pallasite/status`: the folder already runs its kernels in a worker. */
@@ -50,7 +54,53 @@ export const PALETTE: readonly PaletteCommand[] = [
     needsPythonFile: true,
   },
   { id: 'pallasite.explainFinding', server: 'pallasite.explain', title: 'Explain Finding', needsPythonFile: false },
+  { id: 'pallasite.optimize', server: 'pallasite.optimize', title: 'Optimize This Kernel', needsPythonFile: true },
+  {
+    id: 'pallasite.optimizeStep',
+    server: 'pallasite.optimize',
+    title: 'Optimize This Kernel Step by Step',
+    needsPythonFile: true,
+  },
+  {
+    id: 'pallasite.optimize.approve',
+    server: 'pallasite.optimize.approve',
+    title: 'Approve Plan / Candidate',
+    needsPythonFile: false,
+    needsPlanDocument: true,
+    icon: '$(check)',
+  },
+  {
+    id: 'pallasite.optimize.revise',
+    server: 'pallasite.optimize.revise',
+    title: 'Revise (Your Edits to This Document Are the Instruction)',
+    needsPythonFile: false,
+    needsPlanDocument: true,
+    icon: '$(edit)',
+  },
+  {
+    id: 'pallasite.optimize.stop',
+    server: 'pallasite.optimize.stop',
+    title: 'Stop Optimizing',
+    needsPythonFile: false,
+    needsPlanDocument: true,
+    icon: '$(debug-stop)',
+  },
+  { id: 'pallasite.search', server: 'pallasite.search', title: 'Search for a Faster Kernel', needsPythonFile: true },
 ];
+
+/**
+ * Step mode's documents: the server writes each plan / candidate diff to
+ * `.pallasite/plans/<run>-<iteration>.md|.diff` and opens it with window/showDocument.
+ */
+export const PLAN_DOCUMENT = /[\\/]\.pallasite[\\/]plans[\\/][^\\/]+$/;
+
+/** The when-clause term for "the active editor holds a plan document" (either path separator). */
+export const PLAN_DOCUMENT_WHEN = 'resourcePath =~ /\\.pallasite.plans./';
+
+/** Whether a file path (or a URI's path) is a step-mode plan / diff document. */
+export function isPlanDocument(path: string): boolean {
+  return PLAN_DOCUMENT.test(path);
+}
 
 /** The context key that says whether the running server advertises `serverCommand`. */
 export function contextKey(serverCommand: string): string {
@@ -63,6 +113,9 @@ export function whenClause(entry: PaletteCommand): string {
   const parts = [contextKey(entry.server)];
   if (entry.needsPythonFile) {
     parts.push('editorLangId == python');
+  }
+  if (entry.needsPlanDocument === true) {
+    parts.push(PLAN_DOCUMENT_WHEN);
   }
   if (entry.alsoWhen !== undefined) {
     parts.push(entry.alsoWhen);
@@ -114,6 +167,10 @@ export interface CommandContext {
   readonly folderUri?: string;
   /** The finding code to explain (from the diagnostic at the cursor, or typed by the user). */
   readonly findingCode?: string;
+  /** URI of the active editor's document when it is a step-mode plan / diff document. */
+  readonly planUri?: string;
+  /** That document's text as the editor holds it (sent with revise: unsaved edits count). */
+  readonly planText?: string;
 }
 
 /**
@@ -126,6 +183,10 @@ export interface CommandContext {
  * pallasite.check({uri, script: true}) runs the file's __main__ and checks every pallas_call it
  * makes; pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (no argument: every
  * folder); pallasite.explain(code) answers the catalog's markdown for a finding code.
+ * server/optimize_lsp.py: pallasite.optimize({uri, mode: 'auto' | 'step', iterations?}) answers
+ * when the run ends; in step mode the server shows each plan / diff with window/showDocument and
+ * waits for pallasite.optimize.approve / .revise / .stop({uri: <that document>}); revise takes the
+ * document's `text` (else the file) as the new plan. server/search_lsp.py: pallasite.search({uri}).
  */
 export function paletteArguments(id: string, context: CommandContext, chip?: string): unknown[] | undefined {
   switch (id) {
@@ -141,15 +202,44 @@ export function paletteArguments(id: string, context: CommandContext, chip?: str
       return context.documentUri === undefined ? undefined : [{ uri: context.documentUri, script: true }];
     case 'pallasite.explainFinding':
       return context.findingCode === undefined ? undefined : [context.findingCode];
+    case 'pallasite.optimize':
+      return context.documentUri === undefined ? undefined : [{ uri: context.documentUri, mode: 'auto' }];
+    case 'pallasite.optimizeStep':
+      return context.documentUri === undefined ? undefined : [{ uri: context.documentUri, mode: 'step' }];
+    case 'pallasite.optimize.approve':
+    case 'pallasite.optimize.stop':
+      return context.planUri === undefined ? undefined : [{ uri: context.planUri }];
+    case 'pallasite.optimize.revise':
+      return context.planUri === undefined
+        ? undefined
+        : [{ uri: context.planUri, ...(context.planText === undefined ? {} : { text: context.planText }) }];
+    case 'pallasite.search':
+      return context.documentUri === undefined ? undefined : [{ uri: context.documentUri }];
     default:
       return [];
   }
 }
 
-/** The `contributes.commands` and `menus.commandPalette` blocks for package.json. */
+/**
+ * What to tell the user when a palette command cannot run where it was invoked (its arguments
+ * came back undefined for want of a file or a plan document).
+ */
+export function missingContextMessage(id: string): string | undefined {
+  const entry = PALETTE.find((e) => e.id === id);
+  if (entry?.needsPlanDocument === true) {
+    return 'Pallasite: open the plan or diff document of a step-by-step run (.pallasite/plans/...) first.';
+  }
+  if (entry?.needsPythonFile === true) {
+    return 'Pallasite: open a Python kernel file first.';
+  }
+  return undefined;
+}
+
+/** The `contributes.commands`, `menus.commandPalette` and `menus["editor/title"]` blocks for package.json. */
 export function manifestCommands(): {
-  commands: { command: string; title: string; category: string; enablement: string }[];
+  commands: { command: string; title: string; category: string; enablement: string; icon?: string }[];
   commandPalette: { command: string; when: string }[];
+  editorTitle: { command: string; when: string; group: string }[];
 } {
   return {
     commands: PALETTE.map((entry) => ({
@@ -157,8 +247,15 @@ export function manifestCommands(): {
       title: entry.title,
       category: CATEGORY,
       enablement: contextKey(entry.server),
+      ...(entry.icon === undefined ? {} : { icon: entry.icon }),
     })),
     commandPalette: PALETTE.map((entry) => ({ command: entry.id, when: whenClause(entry) })),
+    // The plan / diff documents get Approve, Revise and Stop in their title bar.
+    editorTitle: PALETTE.filter((entry) => entry.needsPlanDocument === true).map((entry, i) => ({
+      command: entry.id,
+      when: whenClause(entry),
+      group: `navigation@${i + 1}`,
+    })),
   };
 }
 

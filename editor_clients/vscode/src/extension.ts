@@ -1,7 +1,9 @@
 /**
  * The VS Code extension: starts `pallasite serve` with the user's Python, keeps the palette in
  * step with the commands the server advertises, forwards them with workspace/executeCommand, and
- * shows the server's `pallasite/status` in the status bar. No feature logic lives here: every
+ * shows the server's `pallasite/status` in the status bar. Step-by-step optimize's plan / diff
+ * documents are opened by the language client (window/showDocument); Approve / Revise / Stop in
+ * their title bar act on the active editor's document. No feature logic lives here: every
  * decision is a pure function in the sibling modules (unit-tested without VS Code).
  */
 
@@ -24,6 +26,8 @@ import {
   contextValues,
   explanationMarkdown,
   findingCodeAt,
+  isPlanDocument,
+  missingContextMessage,
   paletteArguments,
   typedFindingCode,
   type CommandContext,
@@ -263,9 +267,18 @@ async function argumentsFor(id: string): Promise<unknown[] | undefined> {
   const document = editor?.document.languageId === 'python' ? editor.document : undefined;
   const folder =
     (document && vscode.workspace.getWorkspaceFolder(document.uri)) ?? vscode.workspace.workspaceFolders?.[0];
+  const plan = editor !== undefined && isPlanDocument(editor.document.uri.path) ? editor.document : undefined;
+  if (plan !== undefined && id === 'pallasite.optimize.revise' && plan.isDirty) {
+    // The server may read the file: save the user's edits first (their text is sent as well).
+    const saved = await plan.save();
+    if (!saved) {
+      output.warn(`could not save ${plan.uri.fsPath}; its text is sent with the revise command anyway`);
+    }
+  }
   const context: CommandContext = {
     ...(document === undefined ? {} : { documentUri: document.uri.toString() }),
     ...(folder === undefined ? {} : { folderUri: folder.uri.toString() }),
+    ...(plan === undefined ? {} : { planUri: plan.uri.toString(), planText: plan.getText() }),
   };
   let findingCode: string | undefined;
   if (id === 'pallasite.explainFinding') {
@@ -282,8 +295,9 @@ async function argumentsFor(id: string): Promise<unknown[] | undefined> {
     }
   }
   const args = paletteArguments(id, findingCode === undefined ? context : { ...context, findingCode }, chip);
-  if (args === undefined && id !== 'pallasite.selectTarget' && id !== 'pallasite.explainFinding') {
-    void vscode.window.showInformationMessage('Pallasite: open a Python kernel file to check it.');
+  const missing = args === undefined ? missingContextMessage(id) : undefined;
+  if (missing !== undefined) {
+    void vscode.window.showInformationMessage(missing);
   }
   return args;
 }

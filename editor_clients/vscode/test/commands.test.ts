@@ -13,6 +13,9 @@ import {
   contextValues,
   explanationMarkdown,
   findingCodeAt,
+  isPlanDocument,
+  missingContextMessage,
+  PLAN_DOCUMENT_WHEN,
   typedFindingCode,
   manifestCommands,
   paletteArguments,
@@ -158,4 +161,79 @@ test("the server's {ok: false, message} answers become a message; successes say 
   assert.equal(commandProblem({ ok: true, findings: 2 }), undefined);
   assert.equal(commandProblem(undefined), undefined);
   assert.equal(commandProblem('done'), undefined);
+});
+
+test('optimize (auto and step by step) and search send {uri, ...} for the active Python file, and need one', () => {
+  const ctx = { documentUri: 'file:///k/add.py', folderUri: 'file:///k' };
+  assert.deepEqual(paletteArguments('pallasite.optimize', ctx), [{ uri: 'file:///k/add.py', mode: 'auto' }]);
+  assert.deepEqual(paletteArguments('pallasite.optimizeStep', ctx), [{ uri: 'file:///k/add.py', mode: 'step' }]);
+  assert.deepEqual(paletteArguments('pallasite.search', ctx), [{ uri: 'file:///k/add.py' }]);
+  for (const id of ['pallasite.optimize', 'pallasite.optimizeStep', 'pallasite.search']) {
+    assert.equal(paletteArguments(id, { folderUri: 'file:///k' }), undefined, id);
+    assert.equal(missingContextMessage(id), 'Pallasite: open a Python kernel file first.');
+  }
+  assert.deepEqual(
+    availablePalette(['pallasite.optimize']).map((e) => e.id),
+    ['pallasite.optimize', 'pallasite.optimizeStep'],
+  );
+  assert.deepEqual(availablePalette(['pallasite.search']).map((e) => e.id), ['pallasite.search']);
+});
+
+test('approve / revise / stop act on the plan document in the active editor; revise sends its text', () => {
+  const plan = {
+    documentUri: 'file:///k/add.py',
+    planUri: 'file:///k/.pallasite/plans/ab12-1.md',
+    planText: 'Use 128-row blocks\n',
+  };
+  assert.deepEqual(paletteArguments('pallasite.optimize.approve', plan), [{ uri: plan.planUri }]);
+  assert.deepEqual(paletteArguments('pallasite.optimize.stop', plan), [{ uri: plan.planUri }]);
+  assert.deepEqual(paletteArguments('pallasite.optimize.revise', plan), [{ uri: plan.planUri, text: 'Use 128-row blocks\n' }]);
+  const noText = { planUri: plan.planUri };
+  assert.deepEqual(paletteArguments('pallasite.optimize.revise', noText), [{ uri: plan.planUri }]);
+  for (const id of ['pallasite.optimize.approve', 'pallasite.optimize.revise', 'pallasite.optimize.stop']) {
+    // The kernel file is active, not a plan: nothing is sent, the user is told what to open.
+    assert.equal(paletteArguments(id, { documentUri: 'file:///k/add.py' }), undefined, id);
+    assert.match(missingContextMessage(id) ?? '', /open the plan or diff document of a step-by-step run/);
+    assert.equal(PALETTE.find((e) => e.id === id)?.server, id);
+  }
+  assert.equal(missingContextMessage('pallasite.selectTarget'), undefined);
+});
+
+test('plan documents are the files under .pallasite/plans/, with either separator', () => {
+  assert.ok(isPlanDocument('/home/u/proj/.pallasite/plans/ab12-1.md'));
+  assert.ok(isPlanDocument('/home/u/proj/.pallasite/plans/ab12-1.diff'));
+  assert.ok(isPlanDocument('C:\\proj\\.pallasite\\plans\\ab12-2.md'));
+  assert.ok(!isPlanDocument('/home/u/proj/add.py'));
+  assert.ok(!isPlanDocument('/home/u/proj/.pallasite/search/report.html'));
+  assert.ok(!isPlanDocument('/home/u/proj/.pallasite/plans/'));
+  // The when clause's regular expression (VS Code evaluates it on resourcePath) agrees on these.
+  const source = /=~ \/(.*)\/$/.exec(PLAN_DOCUMENT_WHEN)?.[1];
+  assert.ok(source !== undefined, PLAN_DOCUMENT_WHEN);
+  const when = new RegExp(source);
+  for (const path of ['/p/.pallasite/plans/x-1.md', 'C:\\p\\.pallasite\\plans\\x-1.diff']) {
+    assert.ok(when.test(path), path);
+  }
+  for (const path of ['/p/add.py', '/p/.pallasite/search/r.html', '/p/pallasite/plans.md']) {
+    assert.ok(!when.test(path), path);
+  }
+});
+
+test('the plan documents get Approve, Revise and Stop in their title bar; package.json has them', () => {
+  const { editorTitle, commands, commandPalette } = manifestCommands();
+  assert.deepEqual(
+    editorTitle.map((e) => [e.command, e.group]),
+    [
+      ['pallasite.optimize.approve', 'navigation@1'],
+      ['pallasite.optimize.revise', 'navigation@2'],
+      ['pallasite.optimize.stop', 'navigation@3'],
+    ],
+  );
+  for (const entry of editorTitle) {
+    assert.equal(entry.when, `${contextKey(entry.command)} && ${PLAN_DOCUMENT_WHEN}`);
+    assert.equal(commandPalette.find((e) => e.command === entry.command)?.when, entry.when);
+    assert.match(commands.find((c) => c.command === entry.command)?.icon ?? '', /^\$\([a-z-]+\)$/);
+  }
+  assert.deepEqual(packageJson.contributes.menus['editor/title'], editorTitle);
+  const stepWhen = commandPalette.find((e) => e.command === 'pallasite.optimizeStep')?.when;
+  assert.equal(stepWhen, 'pallasite.advertises.optimize && editorLangId == python');
 });

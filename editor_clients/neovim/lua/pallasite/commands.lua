@@ -2,13 +2,23 @@
 --- workspace/executeCommand and exists (buffer-local) only where the attached server advertises
 --- that command in `executeCommandProvider.commands`: no command that leads nowhere.
 
+local plans = require('pallasite.plans')
+
 local M = {}
+
+M.MODES = { 'step', 'auto' }
+M.ALGOS = { 'parallel', 'beam', 'evolve' }
 
 --- Server contract (server/lsp.py): pallasite.check(uri) runs the configured tiers,
 --- pallasite.check({uri = ..., tiers = {...}}) the given ones (tier 3: TPU interpret mode);
 --- pallasite.check({uri = ..., script = true}) runs the file's __main__ and checks every
 --- pallas_call it makes; pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (none:
 --- every workspace folder); pallasite.explain(code) answers {ok, code, title, markdown}.
+--- server/optimize_lsp.py: pallasite.optimize({uri, mode = 'auto'|'step', iterations}) answers when
+--- the run ends; in step mode the server opens each plan / candidate diff with window/showDocument
+--- (plans.lua) and waits for pallasite.optimize.approve / .revise / .stop({uri = <that document>});
+--- revise takes the document's text (`text`, else the file) as the new plan. server/search_lsp.py:
+--- pallasite.search({uri, algo = 'parallel'|'beam'|'evolve', <knob> = N ...}).
 --- The server answers {ok = false, message = ...} when it could not do it; that message is shown.
 --- `args(ctx, fargs)` returns the arguments, or nil and a message when the command cannot run;
 --- `show(result)` (optional) presents a successful answer.
@@ -82,7 +92,129 @@ M.COMMANDS = {
       end
     end,
   },
+  {
+    name = 'PallasiteOptimize',
+    server = 'pallasite.optimize',
+    desc = 'pallasite: optimize this kernel (:PallasiteOptimize [step] [iterations]; default auto, server default iterations)',
+    nargs = '*',
+    args = function(ctx, fargs)
+      local options, problem = M.optimize_options(fargs)
+      if not options then
+        return nil, problem
+      end
+      options.uri = ctx.uri
+      return { options }
+    end,
+    show = function(result)
+      if type(result.written) == 'string' then
+        vim.notify('pallasite: the winner is in ' .. result.written, vim.log.levels.INFO)
+      end
+    end,
+  },
+  {
+    name = 'PallasiteApprove',
+    server = 'pallasite.optimize.approve',
+    desc = 'pallasite: approve the plan / candidate diff shown (step-by-step optimize)',
+    plan = true,
+    args = function(ctx)
+      if not ctx.plan then
+        return nil, M.NO_PLAN
+      end
+      return { { uri = ctx.plan.uri } }
+    end,
+  },
+  {
+    name = 'PallasiteRevise',
+    server = 'pallasite.optimize.revise',
+    desc = 'pallasite: revise: your edits to the plan document shown are the instruction',
+    plan = true,
+    save = true,
+    args = function(ctx)
+      if not ctx.plan then
+        return nil, M.NO_PLAN
+      end
+      return { { uri = ctx.plan.uri, text = ctx.plan.text } }
+    end,
+  },
+  {
+    name = 'PallasiteStop',
+    server = 'pallasite.optimize.stop',
+    desc = 'pallasite: stop the step-by-step optimize run waiting on the document shown',
+    plan = true,
+    args = function(ctx)
+      if not ctx.plan then
+        return nil, M.NO_PLAN
+      end
+      return { { uri = ctx.plan.uri } }
+    end,
+  },
+  {
+    name = 'PallasiteSearch',
+    server = 'pallasite.search',
+    desc = 'pallasite: search for a faster kernel (:PallasiteSearch [parallel|beam|evolve] [knob=N ...])',
+    nargs = '*',
+    args = function(ctx, fargs)
+      local options, problem = M.search_options(fargs)
+      if not options then
+        return nil, problem
+      end
+      options.uri = ctx.uri
+      return { options }
+    end,
+  },
 }
+
+--- The search knobs :PallasiteSearch passes on (server/search_lsp.py's names; the README's search
+--- section says what each costs).
+M.SEARCH_KNOBS = { 'budget', 'seed', 'targetSpeedup', 'trajectories', 'iterations', 'width', 'depth', 'branches',
+  'keepFactor', 'population', 'generations', 'crossoverRate' }
+
+--- {algo?, knob = number ...} from :PallasiteSearch's words, or nil and what is wrong.
+--- @param fargs string[]
+--- @return table|nil, string|nil
+function M.search_options(fargs)
+  local options = {}
+  for i, word in ipairs(fargs or {}) do
+    local key, value = word:match('^([%a]+)=(.+)$')
+    if i == 1 and not key then
+      if not vim.list_contains(M.ALGOS, word) then
+        return nil, ('unknown search algorithm %q; choose one of %s'):format(word, table.concat(M.ALGOS, ', '))
+      end
+      options.algo = word
+    elseif not key then
+      return nil, ('%q: give the algorithm first, then knobs as name=number, e.g. :PallasiteSearch beam width=2'):format(word)
+    elseif not vim.list_contains(M.SEARCH_KNOBS, key) then
+      return nil, ('unknown search knob %q; known: %s'):format(key, table.concat(M.SEARCH_KNOBS, ', '))
+    elseif not (value:match('^%d+$') or value:match('^%d*%.%d+$')) then
+      return nil, ('%s=%s: the value must be a number'):format(key, value)
+    else
+      options[key] = tonumber(value)
+    end
+  end
+  return options
+end
+
+M.NO_PLAN = 'no plan or diff document is shown; run :PallasiteOptimize step first'
+
+--- {mode, iterations} from :PallasiteOptimize's words ('step' or 'auto', a positive count), or
+--- nil and what is wrong.
+--- @param fargs string[]
+--- @return table|nil, string|nil
+function M.optimize_options(fargs)
+  local options = { mode = 'auto' }
+  local seen_mode, seen_count = false, false
+  for _, word in ipairs(fargs or {}) do
+    local count = word:match('^%d+$') and tonumber(word) or nil
+    if vim.list_contains(M.MODES, word) and not seen_mode then
+      options.mode, seen_mode = word, true
+    elseif count and count >= 1 and not seen_count then
+      options.iterations, seen_count = count, true
+    else
+      return nil, ('%q: give step or auto and a number of iterations, e.g. :PallasiteOptimize step 3'):format(word)
+    end
+  end
+  return options
+end
 
 --- A finding code as the server names them (PLS and three digits), normalised; nil if not one.
 --- @return string|nil
@@ -220,18 +352,42 @@ function M.problem(err, result)
   return nil
 end
 
+--- The pallasite client for a buffer: the one attached to it; for a plan document (not attached:
+--- it is not Python) the client that showed it, else the only pallasite client running.
+function M.client_for(bufnr, plan)
+  local attached = vim.lsp.get_clients({ bufnr = bufnr, name = 'pallasite' })[1]
+  if attached then
+    return attached
+  end
+  local shown_by = plan and plan.client_id and vim.lsp.get_client_by_id(plan.client_id)
+  if shown_by then
+    return shown_by
+  end
+  local all = vim.lsp.get_clients({ name = 'pallasite' })
+  return #all == 1 and all[1] or nil
+end
+
 --- Run a palette entry for a buffer: find its pallasite client and send the command.
 function M.run(entry, bufnr, fargs)
-  local client = vim.lsp.get_clients({ bufnr = bufnr, name = 'pallasite' })[1]
+  local plan = entry.plan and plans.target(bufnr) or nil
+  local client = M.client_for(bufnr, plan)
   if not client then
     vim.notify('pallasite: no pallasite server is attached to this buffer', vim.log.levels.ERROR)
     return
+  end
+  if plan and entry.save then
+    local saved, why = plans.save(plan.bufnr)
+    if not saved then
+      vim.notify('pallasite: could not save ' .. plan.path .. ' (its text is sent anyway): ' .. why, vim.log.levels.WARN)
+    end
+    plan = vim.tbl_extend('force', plan, { text = plans.buffer_text(plan.bufnr) })
   end
   local ctx = {
     uri = vim.uri_from_bufnr(bufnr),
     root_uri = client.root_dir and vim.uri_from_fname(client.root_dir) or nil,
     cursor = vim.api.nvim_get_current_buf() == bufnr and vim.api.nvim_win_get_cursor(0) or { 1, 0 },
     diagnostics = vim.diagnostic.get(bufnr),
+    plan = plan,
   }
   local args, problem = entry.args(ctx, fargs)
   if not args then
@@ -249,14 +405,19 @@ function M.run(entry, bufnr, fargs)
     vim.api.nvim_exec_autocmds('User', {
       pattern = 'PallasiteCommandDone',
       modeline = false,
-      data = { command = entry.server, result = result, error = err },
+      data = { command = entry.server, arguments = args, result = result, error = err },
     })
   end)
 end
 
 --- Create the buffer-local commands the client's server advertises.
 function M.attach(client, bufnr)
-  for _, entry in ipairs(M.available(M.advertised(client))) do
+  M.create(M.available(M.advertised(client)), bufnr)
+end
+
+--- Create these entries as buffer-local commands of `bufnr`.
+function M.create(entries, bufnr)
+  for _, entry in ipairs(entries) do
     vim.api.nvim_buf_create_user_command(bufnr, entry.name, function(cmd)
       M.run(entry, bufnr, cmd.fargs)
     end, {
@@ -267,7 +428,15 @@ function M.attach(client, bufnr)
   end
 end
 
---- The argument completion of a command: chips for :PallasiteTarget, codes for :PallasiteExplain.
+--- A plan / diff buffer the server showed: :PallasiteApprove / :PallasiteRevise / :PallasiteStop on it.
+function M.attach_plan(bufnr)
+  M.create(vim.tbl_filter(function(entry)
+    return entry.plan == true
+  end, M.COMMANDS), bufnr)
+end
+
+--- The argument completion of a command: chips for :PallasiteTarget, codes for :PallasiteExplain,
+--- modes for :PallasiteOptimize, algorithms for :PallasiteSearch.
 function M.completion(name, bufnr)
   if name == 'PallasiteTarget' then
     return function(lead)
@@ -278,6 +447,13 @@ function M.completion(name, bufnr)
   elseif name == 'PallasiteExplain' then
     return function(lead)
       return M.codes_in(bufnr, lead)
+    end
+  elseif name == 'PallasiteOptimize' or name == 'PallasiteSearch' then
+    local words = name == 'PallasiteOptimize' and M.MODES or M.ALGOS
+    return function(lead)
+      return vim.tbl_filter(function(word)
+        return vim.startswith(word, lead)
+      end, words)
     end
   end
   return nil

@@ -1,4 +1,5 @@
---- :checkhealth pallasite — Neovim version, the server command, a real initialize round trip,
+--- :checkhealth pallasite — Neovim version, the server command, a real initialize round trip (and
+--- the :Pallasite* commands it makes available),
 --- the settings against the server's own schema, and what the worker's Python can run (jax for
 --- tiers 1-3, libtpu for tier 2).
 
@@ -201,6 +202,23 @@ function M.check()
       info.version or '',
       #provided > 0 and table.concat(provided, ', ') or 'none'
     ))
+    local names = vim.tbl_map(function(entry)
+      return ':' .. entry.name
+    end, commands.available(provided))
+    if #names > 0 then
+      health.ok('Neovim commands for it (buffer-local in Python files): ' .. table.concat(names, ', '))
+    else
+      health.warn('the server advertises none of the commands this plugin knows', {
+        'update the plugin and the server together (pip install -U pallasite)',
+      })
+    end
+    if vim.list_contains(provided, 'pallasite.optimize') then
+      health.ok(string.format(
+        'window/showDocument: step-by-step plans and diffs open in a split with :PallasiteApprove, :PallasiteRevise, '
+          .. ':PallasiteStop; other documents: %s',
+        vim.lsp.handlers['window/showDocument'] and "Neovim's own handler" or 'opened with :edit'
+      ))
+    end
   else
     health.error('the server did not answer initialize: ' .. tostring(failure), {
       'run `' .. table.concat(cmd, ' ') .. '` in a terminal to see its error',

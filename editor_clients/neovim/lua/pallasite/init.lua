@@ -1,6 +1,7 @@
 --- pallasite for Neovim 0.11+: registers the `pallasite` language server with vim.lsp.config /
 --- vim.lsp.enable, adds the :Pallasite* commands the server advertises (buffer-local, on attach),
---- and exposes a statusline component fed by the server's `pallasite/status` notification.
+--- opens the step-by-step optimize plan / diff documents the server shows (plans.lua), and
+--- exposes a statusline component fed by the server's `pallasite/status` notification.
 ---
 ---   require('pallasite').setup({
 ---     cmd = { 'pallasite', 'serve' },            -- or python = '/path/to/python'
@@ -9,6 +10,7 @@
 ---   vim.o.statusline = '%f %= %{v:lua.require("pallasite").statusline()}'
 
 local commands = require('pallasite.commands')
+local plans = require('pallasite.plans')
 local prompt = require('pallasite.prompt')
 local status = require('pallasite.status')
 
@@ -75,11 +77,14 @@ function M.lsp_config(opts)
     handlers = {
       [status.NOTIFICATION] = status.on_status,
       ['window/showMessageRequest'] = prompt.on_request,
+      ['window/showDocument'] = plans.on_show_document,
     },
   }
 end
 
 local group = vim.api.nvim_create_augroup('pallasite', { clear = true })
+
+plans.on_plan_buffer = commands.attach_plan
 
 --- Register and enable the server; safe to call again with new options.
 --- @param opts table|nil see pallasite.Options

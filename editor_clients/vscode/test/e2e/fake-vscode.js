@@ -16,6 +16,7 @@ const recorded = {
   inputBoxes: [],
   openedDocuments: [],
   shownDocuments: [],
+  saved: [],
   output: [],
 };
 
@@ -77,12 +78,21 @@ class ThemeColor { constructor(id) { this.id = id; } }
 const genericClass = (name) => class { constructor(...args) { this.kind = name; this.args = args; } };
 const enumProxy = () => new Proxy({}, { get: (_t, key) => (typeof key === 'string' ? key : undefined) });
 
+const LANGUAGES = { '.py': 'python', '.md': 'markdown', '.diff': 'diff' };
+
+// A file's document; `edit(text)` makes it dirty as typing would, `save()` writes it.
 function makeDocument(file) {
-  const text = require('node:fs').readFileSync(file, 'utf8');
-  return {
-    uri: Uri.file(file), fileName: file, languageId: 'python', version: 1, isClosed: false, isDirty: false,
-    isUntitled: false, lineCount: text.split('\n').length, eol: 1, getText: () => text,
+  const fs = require('node:fs');
+  let text = fs.readFileSync(file, 'utf8');
+  const doc = {
+    uri: Uri.file(file), fileName: file, languageId: LANGUAGES[path.extname(file)] || 'plaintext', version: 1,
+    isClosed: false, isDirty: false, isUntitled: false, eol: 1,
+    get lineCount() { return text.split('\n').length; },
+    getText: () => text,
+    edit(newText) { text = newText; doc.isDirty = true; doc.version += 1; },
+    save: async () => { fs.writeFileSync(file, text); recorded.saved.push(file); doc.isDirty = false; return true; },
   };
+  return doc;
 }
 
 // messageAnswer: the title of the button to press when a message offers it (the server's trust
@@ -130,6 +140,7 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
   };
   const editor = { document, selection: { active: new Position(0, 0) } };
 
+  let windowApi;
   const api = {
     version: '1.91.0',
     Disposable, EventEmitter, Uri, Position, Range, Diagnostic, CancellationTokenSource, CancellationError, ThemeColor,
@@ -188,10 +199,14 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
         recorded.quickPicks.push({ items, placeHolder: options && options.placeHolder });
         return quickPickAnswer;
       },
-      showTextDocument: async (doc, options) => {
+      // A Uri (the language client's window/showDocument) opens that file in the active editor.
+      showTextDocument: async (docOrUri, options) => {
+        const doc = docOrUri instanceof Uri ? makeDocument(docOrUri.fsPath) : docOrUri;
         recorded.shownDocuments.push({ uri: doc.uri.toString(), languageId: doc.languageId,
-          viewColumn: options && options.viewColumn });
-        return { document: doc };
+          viewColumn: options && options.viewColumn, preserveFocus: options && options.preserveFocus });
+        const shown = { document: doc, selection: { active: new Position(0, 0) } };
+        if (docOrUri instanceof Uri) windowApi.activeTextEditor = shown;
+        return shown;
       },
       showInputBox: async (options) => {
         const problem = inputBoxAnswer === undefined || !options.validateInput ? undefined : options.validateInput(inputBoxAnswer);
@@ -228,6 +243,7 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
     extensions: { getExtension: () => undefined },
     env: { appName: 'fake-vscode', language: 'en', machineId: 'test', openExternal: async () => true },
   };
+  windowApi = api.window;
   // Classes the language client's converters use but this test never inspects; enums as names.
   const CLASSES = ['CallHierarchyIncomingCall', 'CallHierarchyItem', 'CallHierarchyOutgoingCall', 'CodeAction',
     'CodeLens', 'Color', 'ColorInformation', 'ColorPresentation', 'CompletionItem', 'CompletionList',
@@ -259,7 +275,7 @@ function create({ folder, file, settings: userSettings, defaults = {}, quickPick
       return /^[A-Z]/.test(key) ? (key.endsWith('Kind') || key.endsWith('Tag') || key.endsWith('Reason') || key.endsWith('Mode') || key.endsWith('Trigger') || key.endsWith('Severity') ? enumProxy() : genericClass(key)) : undefined;
     },
   });
-  return { module, recorded, registered, document, editor, fireConfigurationChange: (keys) =>
+  return { module, recorded, registered, document, editor, window: windowApi, fireConfigurationChange: (keys) =>
     configChanged.fire({ affectsConfiguration: (k) => keys.some((c) => c === k || c.startsWith(`${k}.`)) }) };
 }
 

@@ -229,6 +229,107 @@ function scenarios.not_now()
   step('statusline_trusted', require('pallasite').statusline(buf))
 end
 
+-- Step-by-step optimize from Neovim with the scripted provider: :PallasiteOptimize step 2, the
+-- plan opens (window/showDocument) in a split, :PallasiteApprove there, the diff replaces it,
+-- :PallasiteApprove from the kernel's window, the second plan edited (unsaved) and
+-- :PallasiteRevise, the last diff approved; then the run's answer. Every executeCommand sent is kept.
+function scenarios.optimize_step()
+  answer_questions_with('Trust')
+  local kernel = vim.api.nvim_get_current_buf()
+  local kernel_win = vim.api.nvim_get_current_win()
+  wait_for('the pallasite client to attach', function() return pallasite_client(kernel) ~= nil end)
+  wait_for('the buffer-local :PallasiteOptimize', function()
+    return vim.api.nvim_buf_get_commands(kernel, {}).PallasiteOptimize ~= nil
+  end)
+  step('buffer_commands', buffer_commands(kernel))
+  step('optimize_completion', vim.fn.getcompletion('PallasiteOptimize s', 'cmdline'))
+  step('search_completion', vim.fn.getcompletion('PallasiteSearch ', 'cmdline'))
+  local client = pallasite_client(kernel)
+  local sent = {}
+  local request = client.request
+  client.request = function(self, method, params, ...)
+    if method == 'workspace/executeCommand' then
+      table.insert(sent, vim.deepcopy(params))
+    end
+    return request(self, method, params, ...)
+  end
+  local answers, shown = {}, {}
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', callback = function(ev)
+    table.insert(answers, { command = ev.data.command, result = ev.data.result or vim.NIL })
+  end })
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasitePlanShown', callback = function(ev)
+    local win = vim.api.nvim_get_current_win()
+    table.insert(shown, { uri = ev.data.uri, bufnr = ev.data.bufnr, focused = vim.api.nvim_win_get_buf(win) == ev.data.bufnr,
+      windows = #vim.api.nvim_tabpage_list_wins(0), winbar = vim.wo[win].winbar,
+      commands = buffer_commands(ev.data.bufnr), name = vim.api.nvim_buf_get_name(ev.data.bufnr),
+      text = table.concat(vim.api.nvim_buf_get_lines(ev.data.bufnr, 0, -1, false), '\n') })
+  end })
+  local function answer_to(command, count)
+    wait_for('answer ' .. count .. ' to ' .. command, function()
+      return #vim.tbl_filter(function(a) return a.command == command end, answers) >= count
+    end, 120000)
+  end
+  local function shown_count(n)
+    wait_for('document ' .. n .. ' shown by the server', function()
+      local running = vim.tbl_filter(function(a) return a.command == 'pallasite.optimize' end, answers)[1]
+      if running then
+        error('the optimize run ended early: ' .. vim.json.encode(running.result), 0)
+      end
+      return #shown >= n
+    end, 180000)
+  end
+  vim.cmd('PallasiteOptimize step 2')
+  shown_count(1)
+  vim.cmd('PallasiteApprove') -- in the plan's window (showDocument took focus)
+  answer_to('pallasite.optimize.approve', 1)
+  shown_count(2)
+  vim.api.nvim_set_current_win(kernel_win)
+  vim.cmd('PallasiteApprove') -- from the kernel: acts on the diff shown
+  answer_to('pallasite.optimize.approve', 2)
+  shown_count(3)
+  local plan2 = shown[3].bufnr
+  vim.api.nvim_buf_set_lines(plan2, 0, -1, false, { 'Use 128-row blocks, keep the add', 'Edited in Neovim.' })
+  step('plan2_modified_before_revise', vim.bo[plan2].modified)
+  vim.cmd('PallasiteRevise')
+  answer_to('pallasite.optimize.revise', 1)
+  step('plan2_modified_after_revise', vim.bo[plan2].modified)
+  step('plan2_file', table.concat(vim.fn.readfile(vim.api.nvim_buf_get_name(plan2)), '\n'))
+  shown_count(4)
+  vim.cmd('PallasiteApprove')
+  answer_to('pallasite.optimize', 1)
+  step('shown', shown)
+  step('sent', vim.deepcopy(sent))
+  step('answers', vim.deepcopy(answers))
+  -- After the run, nothing waits: a late :PallasiteStop gets the server's message.
+  local before = #notes
+  vim.cmd('PallasiteStop')
+  answer_to('pallasite.optimize.stop', 1)
+  step('late_stop_notes', vim.list_slice(notes, before + 1))
+end
+
+-- :PallasiteSearch parallel trajectories=1 iterations=1 with one scripted node: the server's edit
+-- lands in the buffer, and the report (an external showDocument) goes to vim.ui.open, stubbed here
+-- to fail so the plugin's fallback (the path, as a message) is seen.
+function scenarios.search()
+  answer_questions_with('Trust')
+  local opened = {}
+  vim.ui.open = function(uri) table.insert(opened, uri); return nil, 'no opener in this test' end
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for('the pallasite client to attach', function() return pallasite_client(buf) ~= nil end)
+  wait_for('the buffer-local :PallasiteSearch', function()
+    return vim.api.nvim_buf_get_commands(buf, {}).PallasiteSearch ~= nil
+  end)
+  local answer
+  vim.api.nvim_create_autocmd('User', { pattern = 'PallasiteCommandDone', callback = function(ev)
+    if ev.data.command == 'pallasite.search' then answer = { arguments = ev.data.arguments, result = ev.data.result or vim.NIL } end
+  end })
+  vim.cmd('PallasiteSearch parallel trajectories=1 iterations=1')
+  wait_for('the answer to :PallasiteSearch', function() return answer ~= nil end, 180000)
+  step('search', answer)
+  step('opened', opened)
+  step('buffer_text', table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') .. '\n')
+end
+
 -- :checkhealth pallasite, captured from its buffer.
 function scenarios.health()
   answer_questions_with('Not now') -- the opened kernel may make the server ask; never block on it

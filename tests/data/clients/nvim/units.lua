@@ -7,6 +7,7 @@ local pallasite = require('pallasite')
 local commands = require('pallasite.commands')
 local health = require('pallasite.health')
 local status = require('pallasite.status')
+local plans = require('pallasite.plans')
 
 local cases = {}
 
@@ -117,6 +118,7 @@ cases.options = function()
   assert(vim.json.encode(cfg.settings) == '{"pallasite":{}}', vim.json.encode(cfg.settings))
   assert(vim.json.encode(cfg.init_options) == '{}')
   assert(cfg.handlers['pallasite/status'] ~= nil and cfg.handlers['window/showMessageRequest'] ~= nil)
+  assert(cfg.handlers['window/showDocument'] == plans.on_show_document)
 end
 
 cases.settings_problems = function()
@@ -149,6 +151,111 @@ cases.worker_python = function()
   local python, how = health.worker_python({ exe, 'serve' }, {})
   assert(python == '/opt/venv/bin/python3.11', tostring(python) .. ' ' .. how)
   vim.fn.delete(script, 'rf')
+end
+
+cases.optimize_and_search_arguments = function()
+  local by_name = {}
+  for _, e in ipairs(commands.COMMANDS) do by_name[e.name] = e end
+  local ctx = { uri = 'file:///p/add.py' }
+  assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, {}), { { uri = 'file:///p/add.py', mode = 'auto' } }))
+  assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, { 'step' }), { { uri = 'file:///p/add.py', mode = 'step' } }))
+  assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, { '5', 'step' }),
+    { { uri = 'file:///p/add.py', mode = 'step', iterations = 5 } }))
+  assert(vim.deep_equal(by_name.PallasiteOptimize.args(ctx, { 'auto', '2' }),
+    { { uri = 'file:///p/add.py', mode = 'auto', iterations = 2 } }))
+  for _, bad in ipairs({ { 'fast' }, { '0' }, { '1.5' }, { 'inf' }, { '0x10' }, { '-2' }, { 'step', 'auto' }, { '2', '3' } }) do
+    local none, why = by_name.PallasiteOptimize.args(ctx, bad)
+    assert(none == nil and why:find('give step or auto and a number of iterations', 1, true), vim.inspect(bad))
+  end
+  assert(by_name.PallasiteOptimize.server == 'pallasite.optimize')
+  assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, {}), { { uri = 'file:///p/add.py' } }))
+  assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, { 'evolve' }), { { uri = 'file:///p/add.py', algo = 'evolve' } }))
+  assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, { 'beam', 'width=2', 'keepFactor=1.1' }),
+    { { uri = 'file:///p/add.py', algo = 'beam', width = 2, keepFactor = 1.1 } }))
+  assert(vim.deep_equal(by_name.PallasiteSearch.args(ctx, { 'budget=4' }), { { uri = 'file:///p/add.py', budget = 4 } }))
+  local none, why = by_name.PallasiteSearch.args(ctx, { 'greedy' })
+  assert(none == nil and why:find('unknown search algorithm "greedy"; choose one of parallel, beam, evolve', 1, true), why)
+  none, why = by_name.PallasiteSearch.args(ctx, { 'beam', 'wdth=2' })
+  assert(none == nil and why:find('unknown search knob "wdth"; known: budget, seed', 1, true), why)
+  for _, bad in ipairs({ 'width=two', 'width=nan', 'width=0x2', 'width=inf' }) do
+    none, why = by_name.PallasiteSearch.args(ctx, { 'beam', bad })
+    assert(none == nil and why:find('the value must be a number', 1, true), bad .. ': ' .. tostring(why))
+  end
+  none, why = by_name.PallasiteSearch.args(ctx, { 'beam', 'parallel' })
+  assert(none == nil and why:find('give the algorithm first, then knobs as name=number', 1, true), why)
+  assert(by_name.PallasiteSearch.server == 'pallasite.search')
+end
+
+cases.plan_commands_act_on_the_plan_shown = function()
+  local by_name = {}
+  for _, e in ipairs(commands.COMMANDS) do by_name[e.name] = e end
+  local plan = { uri = 'file:///p/.pallasite/plans/r-1.md', path = '/p/.pallasite/plans/r-1.md', bufnr = 4, text = 'new plan\n' }
+  assert(vim.deep_equal(by_name.PallasiteApprove.args({ plan = plan }, {}), { { uri = plan.uri } }))
+  assert(vim.deep_equal(by_name.PallasiteStop.args({ plan = plan }, {}), { { uri = plan.uri } }))
+  assert(vim.deep_equal(by_name.PallasiteRevise.args({ plan = plan }, {}), { { uri = plan.uri, text = 'new plan\n' } }))
+  assert(by_name.PallasiteApprove.server == 'pallasite.optimize.approve' and by_name.PallasiteRevise.server == 'pallasite.optimize.revise'
+    and by_name.PallasiteStop.server == 'pallasite.optimize.stop')
+  for _, name in ipairs({ 'PallasiteApprove', 'PallasiteRevise', 'PallasiteStop' }) do
+    local none, why = by_name[name].args({ uri = 'file:///p/add.py' }, {})
+    assert(none == nil and why == commands.NO_PLAN, name)
+  end
+  assert(vim.deep_equal(vim.tbl_map(function(e) return e.name end, commands.available({ 'pallasite.optimize.approve' })),
+    { 'PallasiteApprove' }))
+end
+
+cases.plan_target = function()
+  assert(plans.is_plan_path('/p/.pallasite/plans/r-1.md') and plans.is_plan_path('C:\\p\\.pallasite\\plans\\r-1.diff'))
+  assert(not plans.is_plan_path('/p/add.py') and not plans.is_plan_path('/p/.pallasite/search/report.html'))
+  assert(not plans.is_plan_path(nil))
+  local names = { [1] = '/p/add.py', [2] = '/p/.pallasite/plans/r-1.md', [3] = '/p/.pallasite/plans/r-1.diff', [5] = '/p/other.py' }
+  local name_of = function(b) return names[b] end
+  local shown = {
+    { uri = 'file:///p/.pallasite/plans/r-1.md', path = names[2], bufnr = 2, client_id = 1 },
+    { uri = 'file:///p/.pallasite/plans/r-1.diff', path = names[3], bufnr = 3, client_id = 1 },
+  }
+  assert(plans.target(2, shown, name_of) == shown[1], 'a plan buffer acts on itself')
+  assert(plans.target(1, shown, name_of) == shown[2], 'elsewhere: the last document shown')
+  names[3] = nil -- its buffer was wiped: the one before it
+  assert(plans.target(5, shown, name_of) == shown[1])
+  assert(plans.target(1, {}, name_of) == nil)
+  local unknown = plans.target(7, {}, function() return '/q/.pallasite/plans/x-2.md' end)
+  assert(unknown.bufnr == 7 and unknown.path == '/q/.pallasite/plans/x-2.md' and unknown.uri == 'file:///q/.pallasite/plans/x-2.md')
+end
+
+cases.show_document = function()
+  -- external (the search report): vim.ui.open; where it cannot open, the path is shown instead.
+  local opened, notes = {}, {}
+  local ui_open, notify = vim.ui.open, vim.notify
+  vim.notify = function(msg) table.insert(notes, msg) end
+  vim.ui.open = function(uri) table.insert(opened, uri); return nil, 'no opener' end
+  local answer = plans.on_show_document(nil, { uri = 'file:///tmp/p/.pallasite/search/r.html', external = true }, { client_id = 1 })
+  vim.ui.open, vim.notify = ui_open, notify
+  assert(answer.success == false and opened[1] == 'file:///tmp/p/.pallasite/search/r.html', vim.inspect(answer))
+  assert(notes[1] == 'pallasite: the server has a document for you: /tmp/p/.pallasite/search/r.html', notes[1])
+  -- a plan document: opened in a split below, focus kept when takeFocus is false, commands on it.
+  local dir = vim.fn.tempname() .. '/.pallasite/plans'
+  vim.fn.mkdir(dir, 'p')
+  vim.fn.writefile({ 'Try big blocks' }, dir .. '/r-1.md')
+  vim.fn.writefile({ '-old', '+new' }, dir .. '/r-1.diff')
+  local plans_seen = {}
+  local previous = plans.on_plan_buffer
+  plans.on_plan_buffer = function(b) table.insert(plans_seen, b); commands.attach_plan(b) end
+  local start_win = vim.api.nvim_get_current_win()
+  answer = plans.on_show_document(nil, { uri = vim.uri_from_fname(dir .. '/r-1.md'), takeFocus = false }, { client_id = 3 })
+  assert(answer.success == true and vim.api.nvim_get_current_win() == start_win, 'focus stays')
+  assert(#vim.api.nvim_tabpage_list_wins(0) == 2, 'one split')
+  local first = plans.shown[#plans.shown]
+  assert(first.client_id == 3 and first.bufnr == plans_seen[1] and vim.api.nvim_buf_get_lines(first.bufnr, 0, -1, false)[1] == 'Try big blocks')
+  local names = vim.tbl_keys(vim.api.nvim_buf_get_commands(first.bufnr, {}))
+  table.sort(names)
+  assert(vim.deep_equal(names, { 'PallasiteApprove', 'PallasiteRevise', 'PallasiteStop' }), vim.inspect(names))
+  answer = plans.on_show_document(nil, { uri = vim.uri_from_fname(dir .. '/r-1.diff'), takeFocus = true }, { client_id = 3 })
+  assert(#vim.api.nvim_tabpage_list_wins(0) == 2, 'the plan window is reused')
+  assert(vim.api.nvim_get_current_buf() == plans.shown[#plans.shown].bufnr, 'takeFocus: the diff is current')
+  assert(vim.wo.winbar == plans.WINBAR)
+  assert(plans.target(first.bufnr) == first and plans.target(vim.api.nvim_get_current_buf()) == plans.shown[#plans.shown])
+  plans.on_plan_buffer = previous
+  vim.fn.delete(vim.fs.dirname(vim.fs.dirname(dir)), 'rf')
 end
 
 local out = {}
