@@ -149,6 +149,9 @@ def on_exit(ls: PallasiteServer, params: Any = None) -> None:
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -> None:
     item = params.text_document
+    if optimize_lsp.is_step_document(uri_to_path(item.uri)):  # a step-mode plan/diff/tests: its text only
+        optimize_lsp.step_documents(ls)[item.uri] = Document(item.uri, uri_to_path(item.uri), item.version, item.text)
+        return
     if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
         return
     doc = ls.session.open(item.uri, uri_to_path(item.uri), item.version, item.text)
@@ -161,11 +164,14 @@ async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: PallasiteServer, params: lsp.DidChangeTextDocumentParams) -> None:
     doc = _doc(ls, params.text_document.uri)
-    if doc is None:
+    step = optimize_lsp.step_documents(ls).get(params.text_document.uri) if doc is None else None
+    if doc is None and step is None:
         return
     for change in params.content_changes:  # each change is relative to the text after the previous one
-        doc.apply(params.text_document.version, [change_to_edit(change, text_lines(doc.text), ls.session.encoding)])
-    ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
+        (doc or step).apply(params.text_document.version,
+                            [change_to_edit(change, text_lines((doc or step).text), ls.session.encoding)])
+    if doc is not None:
+        ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
@@ -178,6 +184,7 @@ async def did_save(ls: PallasiteServer, params: lsp.DidSaveTextDocumentParams) -
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: PallasiteServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    optimize_lsp.step_documents(ls).pop(params.text_document.uri, None)
     doc = ls.session.close(params.text_document.uri)
     if doc is not None and doc.published:
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[]))
@@ -205,6 +212,11 @@ def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    step = optimize_lsp.step_lenses(ls, uri_to_path(params.text_document.uri), params.text_document.uri)
+    if step:  # a plan / diff / tests document of a step-mode run (markdown, a diff: not a kernel document)
+        zero = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+        return [lsp.CodeLens(range=zero, command=lsp.Command(title=lens.title, command=lens.command,
+                                                             arguments=list(lens.arguments))) for lens in step]
     doc = _doc(ls, params.text_document.uri)
     if doc is None or not ls.session.ensure_analysis(doc):
         return []
@@ -218,8 +230,7 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
                                                    timing_lsp.results(ls.session).get(doc.path)),
                          *tune_lsp.autotune_lenses(doc.analysis.sites, doc.text, doc.path, doc.uri,
                                                    ls.session.settings.target),
-                         *optimize_lsp.optimize_lenses(doc.analysis.sites, doc.uri),
-                         *optimize_lsp.step_lenses(doc.path, doc.uri)]]
+                         *optimize_lsp.optimize_lenses(doc.analysis.sites, doc.uri)]]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -435,8 +446,8 @@ def _step_decision(ls: PallasiteServer, args: Any, action: str) -> dict[str, Any
 
     uri = options.get("uri") or ""
     path = to_fs_path(uri) or ""
-    doc = ls.workspace.text_documents.get(uri)
-    text = doc.source if doc is not None else (Path(path).read_text(encoding="utf-8") if Path(path).is_file() else "")
+    doc = optimize_lsp.step_documents(ls).get(uri)  # the editor's text, saved or not: the user's edits
+    text = doc.text if doc is not None else (Path(path).read_text(encoding="utf-8") if Path(path).is_file() else "")
     if "text" in options:
         text = str(options["text"])
     if not optimize_lsp.decide(ls, path, action, text):

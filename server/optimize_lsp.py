@@ -49,9 +49,22 @@ def optimize_lenses(sites: Sequence[KernelSite], uri: str) -> list[Lens]:
             Lens(tpu[0].call_span, "Optimize step by step", OPTIMIZE_COMMAND, ({"uri": uri, "mode": "step"},))]
 
 
-def step_lenses(path: str, uri: str) -> list[Lens]:
-    """Approve / Revise / Stop at the top of a plan or diff document that a run is waiting on."""
-    if "/.pallasite/plans/" not in path.replace("\\", "/"):
+def step_documents(ls: Any) -> dict[str, Any]:
+    """uri -> the editor's copy of an open plan / diff / tests document (text and version only:
+    these are never checked as kernels); *Revise* reads the user's edits from here, saved or not."""
+    if not hasattr(ls, "optimize_step_documents"):
+        ls.optimize_step_documents = {}
+    return ls.optimize_step_documents
+
+
+def is_step_document(path: str) -> bool:
+    return "/.pallasite/plans/" in path.replace("\\", "/")
+
+
+def step_lenses(ls: Any, path: str, uri: str) -> list[Lens]:
+    """Approve / Revise / Stop at the top of a plan, diff or tests document that a run is waiting on
+    (none on an old one: its run has moved on)."""
+    if not is_step_document(path) or _key(path) not in pending(ls):
         return []
     top = Span(0, 0, 0, 0)
     return [Lens(top, "Approve", APPROVE_COMMAND, ({"uri": uri},)),
@@ -59,8 +72,12 @@ def step_lenses(path: str, uri: str) -> list[Lens]:
             Lens(top, "Stop", STOP_COMMAND, ({"uri": uri},))]
 
 
+def _key(path: str) -> str:
+    return str(Path(path).resolve())
+
+
 def decide(ls: Any, path: str, action: str, text: str) -> bool:
-    future = pending(ls).get(str(Path(path).resolve()))
+    future = pending(ls).get(_key(path))
     if future is None or future.done():
         return False
     future.set_result(Decision(action, text))
