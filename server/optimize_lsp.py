@@ -1,11 +1,15 @@
 """Optimize in the editor: the "Optimize" / "Optimize step by step" lenses, the ``pallasite.optimize``
-command (an engine job with per-phase progress and cancel), step mode's plan documents, the winner
-(a new file beside the original, or an edit of the document) and the hover with the run's table.
+command (an engine job with per-phase progress and cancel), step mode's documents, the winner
+(a new file beside the original, or a versioned edit of the document) and the hover with the run's table.
 
-Step mode: after the plan the server writes ``.pallasite/plans/<run>-<iteration>.md`` and opens it
-with ``window/showDocument``; lenses in it run ``pallasite.optimize.approve`` / ``.revise`` /
-``.stop``. *Revise* reads the plan file as it is now (saved, or the open document's text): the
-user's edits are the instruction. The candidate is shown the same way as a ``.diff`` document.
+Step mode: each gate phase whose payload carries text is written under ``.pallasite/plans/`` (the
+plan as ``<run>-<it>.md``, the candidate as ``<run>-<it>.diff``, the test writer's tests as
+``<run>-tests.py``) and opened with ``window/showDocument``; lenses in it run
+``pallasite.optimize.approve`` / ``.revise`` / ``.stop`` while the run waits on it. *Revise* reads
+the document as the editor has it (``step_documents``: saved or not), else the file: the user's
+edits are the instruction. Winner placement (``agent.optimizeWinner``): ``newFile`` writes
+``<stem>.optimized.py`` and opens it; ``edit`` applies a versioned edit only while the document is
+the text the run started from, else writes the new file and says why (``place_winner``).
 The loop is agents/optimize.py's; this module only converts to LSP.
 """
 

@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -242,3 +243,71 @@ async def test_winner_edit_refused_by_the_editor_goes_to_a_new_file(client, tmp_
         command="pallasite.optimize", arguments=[{"uri": uri, "mode": "auto", "iterations": 1}])), 120)
     assert len(edits) == 1 and result["applied"] is False
     assert "the editor did not apply the edit" in result["placement"] and Path(result["written"]).is_file()
+
+
+def test_each_phase_with_text_gets_its_step_document():
+    from pallasite.server.optimize_lsp import is_step_document, shown_document
+
+    assert shown_document("r1", "plan", {"iteration": 2, "plan": "Use bigger blocks"}) == ("r1-2.md", "Use bigger blocks\n")
+    assert shown_document("r1", "implement", {"iteration": 1, "diff": "--- a\n+++ b\n", "source": "x"}) == \
+        ("r1-1.diff", "--- a\n+++ b\n")
+    tests = "def reference(x, y):\n    return x + y\n"
+    assert shown_document("r1", "tests", {"iteration": 0, "tests": tests}) == ("r1-tests.py", tests)
+    assert shown_document("r1", "review", {"iteration": 3, "text": "look"}) == ("r1-3-review.txt", "look\n")
+    assert shown_document("r1", "profile", {"iteration": 1, "time_s": 1e-6, "label": "estimate (v6e)"}) is None
+    assert is_step_document("/w/.pallasite/plans/r1-tests.py") and not is_step_document("/w/kernels/r1-tests.py")
+
+
+def _has_tests_phase() -> bool:
+    from pallasite.agents import optimize
+
+    return hasattr(optimize, "freeze_tests") and (DATA / "no_tests.py").is_file()
+
+
+@pytest.mark.skipif(not _has_tests_phase(), reason="the loop's tests phase (agents/test_writer.py) is eng-18-agents' "
+                                                  "work: this runs once both are merged")
+async def test_step_mode_reviews_the_test_writers_tests(client, tmp_path):
+    """A file without reference and inputs: the test writer's validated tests open as
+    ``<run>-tests.py``; Revise with the engineer's edited text freezes that text; Stop at the plan."""
+    proposal = (DATA / "tests" / "axpy_right.py").read_text()
+    answer_trust(client, "Trust")
+    folder = tmp_path / "ws"
+    (folder / ".pallasite").mkdir(parents=True)
+    path = folder / "no_tests.py"
+    shutil.copy(DATA / "no_tests.py", path)
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps([f"Here are the tests.\n```python\n{proposal}```", "Try bigger blocks\nbecause."]))
+    uri = from_fs_path(str(path))
+    await initialize(client, folder, {"target": "v6e", "tiers": [0, 1], "check": {"onOpen": False},
+                                      "agent": {"provider": "scripted", "scriptedFile": str(script)}})
+    open_doc(client, uri, path.read_text())
+    await diagnostics_for(client, uri, 1)
+    run = asyncio.ensure_future(client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="pallasite.optimize", arguments=[{"uri": uri, "mode": "step", "iterations": 1}])))
+    tests_doc = await next_shown(client, run, 1)
+    assert tests_doc.endswith("-tests.py") and "/.pallasite/plans/" in tests_doc
+    assert Path(to_fs_path(tests_doc)).read_text() == proposal
+    lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(tests_doc)))
+    assert [lens.command.title.split(" ")[0] for lens in lenses] == ["Approve", "Revise", "Stop"]
+    edited = "# reviewed by the engineer\n" + proposal
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(
+        uri=tests_doc, language_id="python", version=1, text=proposal)))
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=tests_doc, version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=edited)]))
+    assert client.diagnostics.get(tests_doc) is None  # a step document is never checked as a kernel
+    await decide(client, "pallasite.optimize.revise", tests_doc)
+    plan = await next_shown(client, run, 2)
+    assert plan.endswith("-1.md")
+    await decide(client, "pallasite.optimize.stop", plan)
+    result = await asyncio.wait_for(run, 120)
+    assert "stopped by the user" in result["message"], result
+    from pallasite.agents.optimize_record import load
+    from pallasite.knowledge.store import ResultsStore
+
+    store = ResultsStore.open(folder)
+    try:
+        state = load(store, result["run_id"])
+    finally:
+        store.close()
+    assert state.context["tests"] == edited  # the engineer's text is what was frozen
