@@ -311,3 +311,27 @@ async def test_step_mode_reviews_the_test_writers_tests(client, tmp_path):
     finally:
         store.close()
     assert state.context["tests"] == edited  # the engineer's text is what was frozen
+
+
+def _has_fixer() -> bool:
+    import inspect
+
+    from pallasite.agents.optimize_eval import EngineEvaluator
+
+    return "fixer" in inspect.signature(EngineEvaluator).parameters
+
+
+@pytest.mark.skipif(not _has_fixer(), reason="the evaluator's verified-fixer rounds (EngineEvaluator.fix) are "
+                                             "eng-18-agents' work: this runs once both are merged")
+@pytest.mark.parametrize("rounds, verdict", [(None, "valid"), (0, "compile failed")])
+async def test_fix_rounds_setting_fixes_a_candidate_that_fails_to_compile(client, tmp_path, rounds, verdict):
+    fix = {"explanation": "rows in multiples of 8", "edits": [
+        {"search": "pl.BlockSpec((7, x.shape[1])", "replace": "pl.BlockSpec((16, x.shape[1])"},
+        {"search": "grid=(x.shape[0] // 7,)", "replace": "grid=(x.shape[0] // 16,)"}]}
+    agent = {} if rounds is None else {"optimizeFixRounds": rounds}  # None: the default (1 round)
+    path, uri, text = await start(client, tmp_path, [*replies("bad_tiling"), json.dumps(fix)], agent)
+    result = await asyncio.wait_for(client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="pallasite.optimize", arguments=[{"uri": uri, "mode": "auto", "iterations": 1}])), 120)
+    assert [r["verdict"] for r in result["table"]] == [verdict], result
+    if verdict == "valid":
+        assert "// 16" in Path(result["written"]).read_text()
