@@ -257,7 +257,13 @@ async def place_winner(ls: Any, uri: str, state: RunState, version: int, winner:
                 return {"written": None, "applied": True, "placement": "edit: the document now holds the winner"}
             why = "the editor did not apply the edit"
     target = winner_path(state.path)
-    target.write_text(best.source, encoding="utf-8")
+    try:
+        target.write_text(best.source, encoding="utf-8")
+    except OSError as exc:  # the run's result stays in the store and on hover; say what to do
+        return {"written": None, "applied": False,
+                "placement": f"none: cannot write {target}: {exc.strerror or exc}"
+                             + (f" (and not applied as an edit: {why})" if why else "")
+                             + f"; the winner is recorded in the results store as run {state.run_id} (its export holds the source)"}
     await show_document(ls, str(target))
     return {"written": str(target), "applied": False,
             "placement": f"newFile: {target.name}" + (f" (not applied as an edit: {why})" if why else "")}

@@ -335,3 +335,25 @@ async def test_fix_rounds_setting_fixes_a_candidate_that_fails_to_compile(client
     assert [r["verdict"] for r in result["table"]] == [verdict], result
     if verdict == "valid":
         assert "// 16" in Path(result["written"]).read_text()
+
+
+async def test_winner_that_cannot_be_written_is_a_message_not_a_crash(tmp_path):
+    from types import SimpleNamespace
+
+    from pallasite.agents.optimize import Iteration, new_run
+    from pallasite.server.optimize_lsp import place_winner
+
+    original = (DATA / "add.py").read_text()
+    state = new_run(str(tmp_path / "missing-folder" / "add.py"), original)
+    state.baseline_s = 2e-6
+    state.iterations = [Iteration(1, source="# faster\n", valid=True, time_s=1e-6, label="estimate (v6e)")]
+    shown: list[str] = []
+
+    async def show(params):
+        shown.append(params.uri)
+
+    ls = SimpleNamespace(session=SimpleNamespace(documents={}, log=print), window_show_document_async=show)
+    placed = await place_winner(ls, "file:///x/add.py", state, 1, "edit", apply_edit=None)
+    assert placed["written"] is None and placed["applied"] is False and shown == []
+    assert "cannot write" in placed["placement"] and "the document was closed during the run" in placed["placement"]
+    assert state.run_id in placed["placement"]
