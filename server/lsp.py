@@ -445,11 +445,11 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     if doc is None:
         return {"ok": False, "message": f"pallasite.optimize: {options.get('uri')!r} is not an open document."}
     mode, iterations = options.get("mode", "auto"), options.get("iterations", 3)
-    winner = {"file": "newFile"}.get(options.get("winner"), options.get("winner") or ls.session.settings.agent.optimizeWinner)
-    if mode not in ("auto", "step") or winner not in ("newFile", "edit") or not isinstance(iterations, int) \
+    placement = {"file": "newFile"}.get(options.get("winner"), options.get("winner") or ls.session.settings.agent.optimizeWinner)
+    if mode not in ("auto", "step") or placement not in ("newFile", "edit") or not isinstance(iterations, int) \
             or isinstance(iterations, bool) or iterations < 1:
         return {"ok": False, "message": "pallasite.optimize: mode is auto or step, winner newFile or edit, "
-                                        f"iterations a positive count (got {mode!r}, {winner!r}, {iterations!r})."}
+                                        f"iterations a positive count (got {mode!r}, {placement!r}, {iterations!r})."}
     folder = ls.session.folder_of(doc.path)
     if not await ls.session.trusted_or_ask(folder):
         return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to optimize it."}
@@ -464,8 +464,9 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a provider or store problem is a message, never a crash
         return {"ok": False, "message": f"pallasite.optimize: {type(exc).__name__}: {exc}"}
     if state is not None:
+        winner = state.best if state.best is not None and (state.speedup() or 0) > 1.0 else None  # what gets placed
         inlay_hints.remember(ls, doc.uri, "optimize", inlay_hints.from_optimize(
-            version, original, state.best.source if state.best else None, doc.path, state.best.label if state.best else ""))
+            version, original, winner.source if winner else None, doc.path, winner.label if winner else ""))
 
         async def apply_edit(new_text: str) -> bool:
             lines = text_lines(original)
@@ -476,7 +477,7 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
                 edit=lsp.WorkspaceEdit(document_changes=[edit]), label="pallasite: optimized kernel"))
             return bool(applied and applied.applied)
 
-        result.update(await optimize_lsp.place_winner(ls, doc.uri, state, version, winner, apply_edit))
+        result.update(await optimize_lsp.place_winner(ls, doc.uri, state, version, placement, apply_edit))
     ls.session.show(f"pallasite: {result['message']}" + (f"; {result['placement']}" if result.get("placement") else ""),
                     lsp.MessageType.Info)
     if _inlay_refresh(ls):

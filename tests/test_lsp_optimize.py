@@ -153,6 +153,9 @@ async def test_stop_lens_ends_the_run_cleanly(client, tmp_path):
     assert again["ok"] is False and "no optimize run is waiting" in again["message"]
     assert not await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(plan1)))
     assert await hints(client, uri) == []  # a run without a winner changes nothing
+    bad = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="pallasite.optimize", arguments=[{"uri": uri, "winner": "overwrite"}]))
+    assert bad["ok"] is False and "winner newFile or edit" in bad["message"] and "'overwrite'" in bad["message"]
 
 
 async def assert_cancelled(client, uri: str, plan1: str) -> None:
