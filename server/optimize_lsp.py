@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,7 +40,7 @@ def runs(ls: Any) -> dict[str, RunState]:
 
 
 def pending(ls: Any) -> dict[str, asyncio.Future]:
-    """path of a plan/diff document -> the decision step mode waits for."""
+    """resolved path of a plan / diff / tests document -> the decision step mode waits for."""
     if not hasattr(ls, "optimize_pending"):
         ls.optimize_pending = {}
     return ls.optimize_pending
@@ -127,15 +128,18 @@ def shown_document(run_id: str, phase: str, payload: dict) -> tuple[str, str] | 
     text = payload.get(key)
     if not isinstance(text, str):
         return None
-    tag = "tests" if phase == "tests" else str(payload.get("iteration", 0)) if phase in SHOWN else \
-        f"{payload.get('iteration', 0)}-{phase}"
+    iteration = payload.get("iteration", 0)
+    if phase == "tests":
+        tag = "tests"  # settled once, before iteration 1
+    elif phase in SHOWN:
+        tag = str(iteration)
+    else:
+        tag = f"{iteration}-{phase}"
     return f"{run_id}-{tag}.{suffix}", text if text.endswith("\n") else text + "\n"
 
 
 def _evaluator(engine: Any, path: str, text: str, options: Any, chip: str, provider: Any, fix_rounds: int) -> Any:
     from pallasite.agents.optimize_eval import EngineEvaluator
-
-    import inspect
 
     # the verified fixer's provider, where the evaluator takes one (agents/optimize_eval.py, eng-18-agents)
     extra = {"fixer": provider} if fix_rounds and "fixer" in inspect.signature(EngineEvaluator).parameters else {}
