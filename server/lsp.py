@@ -20,7 +20,7 @@ from pygls.lsp.server import LanguageServer
 from pallasite import __version__
 from pallasite.engine import secrets
 
-from . import actions, fix_command, hover, hover_sources, lenses, optimize_lsp, search_lsp, timing_lsp, tune_lsp
+from . import actions, fix_command, hover, hover_sources, inlay_hints, lenses, optimize_lsp, search_lsp, timing_lsp, tune_lsp
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
     change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
@@ -149,6 +149,9 @@ def on_exit(ls: PallasiteServer, params: Any = None) -> None:
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -> None:
     item = params.text_document
+    if optimize_lsp.is_step_document(uri_to_path(item.uri)):  # a step-mode plan/diff/tests: its text only
+        optimize_lsp.step_documents(ls)[item.uri] = Document(item.uri, uri_to_path(item.uri), item.version, item.text)
+        return
     if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
         return
     doc = ls.session.open(item.uri, uri_to_path(item.uri), item.version, item.text)
@@ -161,11 +164,14 @@ async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: PallasiteServer, params: lsp.DidChangeTextDocumentParams) -> None:
     doc = _doc(ls, params.text_document.uri)
-    if doc is None:
+    step = optimize_lsp.step_documents(ls).get(params.text_document.uri) if doc is None else None
+    if doc is None and step is None:
         return
     for change in params.content_changes:  # each change is relative to the text after the previous one
-        doc.apply(params.text_document.version, [change_to_edit(change, text_lines(doc.text), ls.session.encoding)])
-    ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
+        (doc or step).apply(params.text_document.version,
+                            [change_to_edit(change, text_lines((doc or step).text), ls.session.encoding)])
+    if doc is not None:
+        ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
@@ -178,6 +184,7 @@ async def did_save(ls: PallasiteServer, params: lsp.DidSaveTextDocumentParams) -
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: PallasiteServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    optimize_lsp.step_documents(ls).pop(params.text_document.uri, None)
     doc = ls.session.close(params.text_document.uri)
     if doc is not None and doc.published:
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[]))
@@ -205,6 +212,11 @@ def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    step = optimize_lsp.step_lenses(ls, uri_to_path(params.text_document.uri), params.text_document.uri)
+    if step:  # a plan / diff / tests document of a step-mode run (markdown, a diff: not a kernel document)
+        zero = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+        return [lsp.CodeLens(range=zero, command=lsp.Command(title=lens.title, command=lens.command,
+                                                             arguments=list(lens.arguments))) for lens in step]
     doc = _doc(ls, params.text_document.uri)
     if doc is None or not ls.session.ensure_analysis(doc):
         return []
@@ -218,8 +230,21 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
                                                    timing_lsp.results(ls.session).get(doc.path)),
                          *tune_lsp.autotune_lenses(doc.analysis.sites, doc.text, doc.path, doc.uri,
                                                    ls.session.settings.target),
-                         *optimize_lsp.optimize_lenses(doc.analysis.sites, doc.uri),
-                         *optimize_lsp.step_lenses(doc.path, doc.uri)]]
+                         *optimize_lsp.optimize_lenses(doc.analysis.sites, doc.uri)]]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+def inlay_hint(ls: PallasiteServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+    """The tuned / optimized value beside each block-size literal the last autotune or optimize run
+    changed (inlay_hints.py), with the provenance of the number that chose it."""
+    doc = _doc(ls, params.text_document.uri)
+    if doc is None:
+        return []
+    lines = text_lines(doc.text)
+    window = range_to_span(params.range, lines, ls.session.encoding)
+    return [lsp.InlayHint(position=span_to_range(hint.span, lines, ls.session.encoding).end, label=hint.label,
+                          tooltip=hint.tooltip, padding_left=False)
+            for hint in inlay_hints.visible(inlay_hints.known(ls, doc.uri), doc.version, doc.text, window)]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
@@ -360,6 +385,19 @@ async def _refresh_lenses(ls: PallasiteServer) -> None:
         ls.session.log(f"workspace/codeLens/refresh failed: {exc}")
 
 
+async def _refresh_inlay_hints(ls: PallasiteServer) -> None:
+    try:
+        await ls.workspace_inlay_hint_refresh_async(None)
+    except Exception as exc:  # noqa: BLE001 - hints are asked for again on the next edit anyway
+        ls.session.log(f"workspace/inlayHint/refresh failed: {exc}")
+
+
+def _inlay_refresh(ls: PallasiteServer) -> bool:
+    workspace = getattr(ls.client_capabilities, "workspace", None)
+    hints = getattr(workspace, "inlay_hint", None) if workspace else None
+    return bool(hints and getattr(hints, "refresh_support", False))
+
+
 def _lens_refresh(ls: PallasiteServer) -> bool:
     workspace = getattr(ls.client_capabilities, "workspace", None)
     lens = getattr(workspace, "code_lens", None) if workspace else None
@@ -386,46 +424,64 @@ async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         result = await tune_lsp.run(ls, doc, ls.session.settings.target, token, verify)
     except asyncio.CancelledError:
         return {"ok": False, "message": "cancelled"}
+    tuned = tune_lsp.reports(ls).get(doc.uri)
+    if result.get("ok") and tuned is not None:
+        inlay_hints.remember(ls, doc.uri, "tune", inlay_hints.from_tune(tuned.version, tuned.report))
+        if _inlay_refresh(ls):
+            asyncio.ensure_future(_refresh_inlay_hints(ls))
     ls.session.show(f"pallasite: {result['message']}", lsp.MessageType.Info)
     return result
 
 
 @server.command(optimize_lsp.OPTIMIZE_COMMAND)
 async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
-    """Optimize a document: ``{"uri", "mode": "auto"|"step", "iterations": 3, "winner": "file"|"edit"}``.
-    The winner goes to ``<name>.optimized.py`` beside the original, or (``edit``) is applied to the
-    document as a versioned edit; the hover on the kernel then shows the run."""
+    """Optimize a document: ``{"uri", "mode": "auto"|"step", "iterations": 3, "winner": "newFile"|"edit"}``
+    (winner: default the ``agent.optimizeWinner`` setting). The winner goes to ``<name>.optimized.py``
+    beside the original, or (``edit``) replaces the document as a versioned edit when the document is
+    unchanged since the run began; the hover on the kernel then shows the run, inlay hints the block
+    sizes the winner changed."""
     options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
     doc = _doc(ls, options.get("uri") or "")
     if doc is None:
         return {"ok": False, "message": f"pallasite.optimize: {options.get('uri')!r} is not an open document."}
-    mode, iterations, winner = options.get("mode", "auto"), options.get("iterations", 3), options.get("winner", "file")
-    if mode not in ("auto", "step") or winner not in ("file", "edit") or not isinstance(iterations, int) or iterations < 1:
-        return {"ok": False, "message": "pallasite.optimize: mode is auto or step, winner file or edit, "
-                                        f"iterations a positive count (got {mode!r}, {winner!r}, {iterations!r})."}
+    mode, iterations = options.get("mode", "auto"), options.get("iterations", 3)
+    placement = {"file": "newFile"}.get(options.get("winner"), options.get("winner") or ls.session.settings.agent.optimizeWinner)
+    if mode not in ("auto", "step") or placement not in ("newFile", "edit") or not isinstance(iterations, int) \
+            or isinstance(iterations, bool) or iterations < 1:
+        return {"ok": False, "message": "pallasite.optimize: mode is auto or step, winner newFile or edit, "
+                                        f"iterations a positive count (got {mode!r}, {placement!r}, {iterations!r})."}
     folder = ls.session.folder_of(doc.path)
     if not await ls.session.trusted_or_ask(folder):
         return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to optimize it."}
     if not ls.session.settings.agent.provider:
         return {"ok": False, "message": "pallasite.optimize: no LLM provider is configured (agent.provider)."}
     token = await _progress_token(ls)
-    version = doc.version
+    version, original = doc.version, doc.text
     try:
-        result = await optimize_lsp.run(ls, doc, mode, iterations, winner, token)
+        result, state = await optimize_lsp.run(ls, doc, mode, iterations, token)
     except asyncio.CancelledError:
         return {"ok": False, "message": "cancelled"}
     except Exception as exc:  # noqa: BLE001 - a provider or store problem is a message, never a crash
         return {"ok": False, "message": f"pallasite.optimize: {type(exc).__name__}: {exc}"}
-    new_text = result.pop("edit", None)
-    if new_text is not None:
-        lines = text_lines(doc.text)
-        end = lsp.Position(len(lines), 0)
-        edit = lsp.TextDocumentEdit(text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=version),
-                                    edits=[lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), new_text)])
-        applied = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
-            edit=lsp.WorkspaceEdit(document_changes=[edit]), label="pallasite: optimized kernel"))
-        result["applied"] = bool(applied and applied.applied)
-    ls.session.show(f"pallasite: {result['message']}", lsp.MessageType.Info)
+    if state is not None:
+        winner = state.best if state.best is not None and (state.speedup() or 0) > 1.0 else None  # what gets placed
+        inlay_hints.remember(ls, doc.uri, "optimize", inlay_hints.from_optimize(
+            version, original, winner.source if winner else None, doc.path, winner.label if winner else ""))
+
+        async def apply_edit(new_text: str) -> bool:
+            lines = text_lines(original)
+            edit = lsp.TextDocumentEdit(
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=version),
+                edits=[lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(len(lines), 0)), new_text)])
+            applied = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+                edit=lsp.WorkspaceEdit(document_changes=[edit]), label="pallasite: optimized kernel"))
+            return bool(applied and applied.applied)
+
+        result.update(await optimize_lsp.place_winner(ls, doc.uri, state, version, placement, apply_edit))
+    ls.session.show(f"pallasite: {result['message']}" + (f"; {result['placement']}" if result.get("placement") else ""),
+                    lsp.MessageType.Info)
+    if _inlay_refresh(ls):
+        asyncio.ensure_future(_refresh_inlay_hints(ls))
     return result
 
 
@@ -435,8 +491,8 @@ def _step_decision(ls: PallasiteServer, args: Any, action: str) -> dict[str, Any
 
     uri = options.get("uri") or ""
     path = to_fs_path(uri) or ""
-    doc = ls.workspace.text_documents.get(uri)
-    text = doc.source if doc is not None else (Path(path).read_text(encoding="utf-8") if Path(path).is_file() else "")
+    doc = optimize_lsp.step_documents(ls).get(uri)  # the editor's text, saved or not: the user's edits
+    text = doc.text if doc is not None else (Path(path).read_text(encoding="utf-8") if Path(path).is_file() else "")
     if "text" in options:
         text = str(options["text"])
     if not optimize_lsp.decide(ls, path, action, text):

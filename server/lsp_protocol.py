@@ -12,17 +12,23 @@
    was sent and the editor waited forever; it is now answered with ``InvalidParams`` (-32602)
    naming the method and the problem. A body that is not JSON, or not a JSON-RPC object, gets a
    ``ParseError`` / ``InvalidRequest`` reply with ``id: null`` as JSON-RPC asks.
+3. **A command can be cancelled.** pygls runs ``workspace/executeCommand`` as a generator whose
+   command coroutine is a second task under a made-up id, so ``$/cancelRequest`` for the request
+   only answered "cancelled" while the command (an optimize run, a check) went on with its job.
+   Here the command runs as the request's own task: ``$/cancelRequest`` cancels it at its next
+   ``await``, where each command ends its job.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
-from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
+from pygls.protocol.language_server import LanguageServerProtocol, _prepare_command_arguments, lsp_method
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +87,19 @@ class PallasiteProtocol(LanguageServerProtocol):
     def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams):
         if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
+
+    # ------------------------------------------------------------------ commands: cancellable
+
+    @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
+    async def lsp_workspace__execute_command(self, params: lsp.ExecuteCommandParams) -> Any:
+        if (handler := self.fm.commands.get(params.command, None)) is None:
+            raise JsonRpcInvalidParams.of(ValueError(f"Command name {params.command!r} is not defined"))
+        try:
+            args, kwargs = _prepare_command_arguments(handler, params, self._converter)
+        except Exception as exc:
+            raise JsonRpcInvalidParams.of(exc)
+        result = handler(*args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
 
     # ------------------------------------------------------------------ malformed input
 

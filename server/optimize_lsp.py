@@ -1,11 +1,15 @@
 """Optimize in the editor: the "Optimize" / "Optimize step by step" lenses, the ``pallasite.optimize``
-command (an engine job with per-phase progress and cancel), step mode's plan documents, the winner
-(a new file beside the original, or an edit of the document) and the hover with the run's table.
+command (an engine job with per-phase progress and cancel), step mode's documents, the winner
+(a new file beside the original, or a versioned edit of the document) and the hover with the run's table.
 
-Step mode: after the plan the server writes ``.pallasite/plans/<run>-<iteration>.md`` and opens it
-with ``window/showDocument``; lenses in it run ``pallasite.optimize.approve`` / ``.revise`` /
-``.stop``. *Revise* reads the plan file as it is now (saved, or the open document's text): the
-user's edits are the instruction. The candidate is shown the same way as a ``.diff`` document.
+Step mode: each gate phase whose payload carries text is written under ``.pallasite/plans/`` (the
+plan as ``<run>-<it>.md``, the candidate as ``<run>-<it>.diff``, the test writer's tests as
+``<run>-tests.py``) and opened with ``window/showDocument``; lenses in it run
+``pallasite.optimize.approve`` / ``.revise`` / ``.stop`` while the run waits on it. *Revise* reads
+the document as the editor has it (``step_documents``: saved or not), else the file: the user's
+edits are the instruction. Winner placement (``agent.optimizeWinner``): ``newFile`` writes
+``<stem>.optimized.py`` and opens it; ``edit`` applies a versioned edit only while the document is
+the text the run started from, else writes the new file and says why (``place_winner``).
 The loop is agents/optimize.py's; this module only converts to LSP.
 """
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -35,7 +40,7 @@ def runs(ls: Any) -> dict[str, RunState]:
 
 
 def pending(ls: Any) -> dict[str, asyncio.Future]:
-    """path of a plan/diff document -> the decision step mode waits for."""
+    """resolved path of a plan / diff / tests document -> the decision step mode waits for."""
     if not hasattr(ls, "optimize_pending"):
         ls.optimize_pending = {}
     return ls.optimize_pending
@@ -49,9 +54,22 @@ def optimize_lenses(sites: Sequence[KernelSite], uri: str) -> list[Lens]:
             Lens(tpu[0].call_span, "Optimize step by step", OPTIMIZE_COMMAND, ({"uri": uri, "mode": "step"},))]
 
 
-def step_lenses(path: str, uri: str) -> list[Lens]:
-    """Approve / Revise / Stop at the top of a plan or diff document that a run is waiting on."""
-    if "/.pallasite/plans/" not in path.replace("\\", "/"):
+def step_documents(ls: Any) -> dict[str, Any]:
+    """uri -> the editor's copy of an open plan / diff / tests document (text and version only:
+    these are never checked as kernels); *Revise* reads the user's edits from here, saved or not."""
+    if not hasattr(ls, "optimize_step_documents"):
+        ls.optimize_step_documents = {}
+    return ls.optimize_step_documents
+
+
+def is_step_document(path: str) -> bool:
+    return "/.pallasite/plans/" in path.replace("\\", "/")
+
+
+def step_lenses(ls: Any, path: str, uri: str) -> list[Lens]:
+    """Approve / Revise / Stop at the top of a plan, diff or tests document that a run is waiting on
+    (none on an old one: its run has moved on)."""
+    if not is_step_document(path) or _key(path) not in pending(ls):
         return []
     top = Span(0, 0, 0, 0)
     return [Lens(top, "Approve", APPROVE_COMMAND, ({"uri": uri},)),
@@ -59,8 +77,12 @@ def step_lenses(path: str, uri: str) -> list[Lens]:
             Lens(top, "Stop", STOP_COMMAND, ({"uri": uri},))]
 
 
+def _key(path: str) -> str:
+    return str(Path(path).resolve())
+
+
 def decide(ls: Any, path: str, action: str, text: str) -> bool:
-    future = pending(ls).get(str(Path(path).resolve()))
+    future = pending(ls).get(_key(path))
     if future is None or future.done():
         return False
     future.set_result(Decision(action, text))
@@ -95,8 +117,38 @@ def hover(state: RunState | None, sites: Sequence[KernelSite], line: int, column
     return None
 
 
-async def run(ls: Any, doc: Any, mode: str, iterations: int, winner: str, token: Any = None) -> dict[str, Any]:
+# what a gate phase shows: (payload key holding its text, file suffix); another phase whose payload
+# carries a ``text`` is shown as ``.txt``; a phase with no text to show passes on its own
+SHOWN = {"plan": ("plan", "md"), "implement": ("diff", "diff"), "tests": ("tests", "py")}
+
+
+def shown_document(run_id: str, phase: str, payload: dict) -> tuple[str, str] | None:
+    """(file name, text) of the document step mode opens for a phase, or None (nothing to review)."""
+    key, suffix = SHOWN.get(phase, ("text", "txt"))
+    text = payload.get(key)
+    if not isinstance(text, str):
+        return None
+    iteration = payload.get("iteration", 0)
+    if phase == "tests":
+        tag = "tests"  # settled once, before iteration 1
+    elif phase in SHOWN:
+        tag = str(iteration)
+    else:
+        tag = f"{iteration}-{phase}"
+    return f"{run_id}-{tag}.{suffix}", text if text.endswith("\n") else text + "\n"
+
+
+def _evaluator(engine: Any, path: str, text: str, options: Any, chip: str, provider: Any, fix_rounds: int) -> Any:
     from pallasite.agents.optimize_eval import EngineEvaluator
+
+    # the verified fixer's provider, where the evaluator takes one (agents/optimize_eval.py, eng-18-agents)
+    extra = {"fixer": provider} if fix_rounds and "fixer" in inspect.signature(EngineEvaluator).parameters else {}
+    return EngineEvaluator(engine, path, text, options, chip=chip, **extra)
+
+
+async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) -> tuple[dict[str, Any], RunState | None]:
+    """The run as an engine job (kind "optimize"): its result dict and final state (None if it did
+    not finish). Cancelling the caller cancels the job and waits for it to end."""
     from pallasite.agents.optimize_record import OptimizeRecorder
     from pallasite.agents.providers import make_provider
     from pallasite.engine.store_cache import workspace_for
@@ -111,7 +163,7 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, winner: str, token:
     provider = make_provider(agent.provider_config())
     chip = session.settings.target
     options = dataclasses.replace(session.check_options(), tiers=tuple(t for t in session.check_options().tiers if t < 3))
-    evaluator = EngineEvaluator(engine, path, text, options, chip=chip)
+    evaluator = _evaluator(engine, path, text, options, chip, provider, agent.optimizeFixRounds)
     state = new_run(path, text)
     state.context["chip"] = chip
     recorder = OptimizeRecorder(workspace)
@@ -122,64 +174,100 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, winner: str, token:
         folder.mkdir(parents=True, exist_ok=True)
         file = (folder / name).resolve()
         file.write_text(body, encoding="utf-8")
-        future = asyncio.get_running_loop().create_future()
-        pending(ls)[str(file)] = future
-        from lsprotocol import types as lsp
-        from pygls.uris import from_fs_path
-
-        try:
-            await ls.window_show_document_async(lsp.ShowDocumentParams(uri=from_fs_path(str(file)), take_focus=True))
-        except Exception as exc:  # noqa: BLE001 - a client without showDocument still gets the lenses
-            session.log(f"pallasite: could not open {file}: {exc}")
-        return str(file)
+        pending(ls)[_key(str(file))] = asyncio.get_running_loop().create_future()
+        await show_document(ls, str(file))
+        return _key(str(file))
 
     async def gate(phase: str, payload: dict) -> Decision:
-        if phase == "plan":
-            file = await show(f"{state.run_id}-{payload['iteration']}.md", payload["plan"] + "\n")
-        elif phase == "implement":
-            file = await show(f"{state.run_id}-{payload['iteration']}.diff", payload["diff"])
-        else:
+        found = shown_document(state.run_id, phase, payload)
+        if found is None:
             return Decision("approve")
-        progress.report(f"iteration {payload['iteration']}: waiting for approve / revise on {Path(file).name}")
+        key = await show(*found)
+        progress.report(f"{phase}: waiting for approve / revise / stop on {Path(key).name}")
         try:
-            decision = await pending(ls)[file]
+            return await pending(ls)[key]
         finally:
-            pending(ls).pop(file, None)
-        return decision
+            pending(ls).pop(key, None)
 
     async def body(report: Any) -> RunState:
         def on_phase(iteration: int, phase: str, message: str) -> None:
             progress.report(f"iteration {iteration}/{iterations}: {phase}: {message}")
 
-        return await optimize(state, provider, evaluator, Budgets(iterations=iterations, fix_rounds=0,
+        return await optimize(state, provider, evaluator, Budgets(iterations=iterations, fix_rounds=agent.optimizeFixRounds,
                                                                   max_tokens=agent.maxTokens * iterations),
                               recorder=recorder, gate=gate if mode == "step" else None, on_phase=on_phase)
 
     progress.begin([])
     job = engine.jobs.submit("optimize", path, body)
     try:
-        job = await engine.jobs.wait(job.id)
-    except asyncio.CancelledError:
-        engine.jobs.cancel(job.id)
-        progress.end("cancelled")
-        raise
+        try:
+            job = await engine.jobs.wait(job.id)
+        except asyncio.CancelledError:
+            engine.jobs.cancel(job.id)  # the run stops at its next await (a model call, a worker, a gate)
+            await asyncio.wait([job.task], timeout=30) if job.task is not None else None
+            progress.end("cancelled")
+            raise
     finally:
         await provider.close()
         recorder.close()
     if job.state != "done":
         progress.end(job.state)
-        return {"ok": False, "message": job.error or job.state, "job": job.id, "run_id": state.run_id}
+        return {"ok": False, "message": job.error or job.state, "job": job.id, "run_id": state.run_id}, None
     final: RunState = job.result
     runs(ls)[doc.uri] = final
     progress.end(summary(final))
-    result = {"ok": final.best is not None, "message": summary(final), "job": job.id, "run_id": final.run_id,
-              "table": final.table(), "method": final.method, "speedup": final.speedup(), "written": None}
-    best = final.best
-    if best is not None and final.speedup() and final.speedup() > 1.0:
-        if winner == "edit":
-            result["edit"] = best.source
-        else:
-            target = Path(path).with_suffix(".optimized.py")
-            target.write_text(best.source, encoding="utf-8")
-            result["written"] = str(target)
-    return result
+    return {"ok": final.best is not None, "message": summary(final), "job": job.id, "run_id": final.run_id,
+            "table": final.table(), "method": final.method, "speedup": final.speedup(), "written": None}, final
+
+
+async def show_document(ls: Any, path: str) -> None:
+    from lsprotocol import types as lsp
+    from pygls.uris import from_fs_path
+
+    try:
+        await ls.window_show_document_async(lsp.ShowDocumentParams(uri=from_fs_path(path), take_focus=True))
+    except Exception as exc:  # noqa: BLE001 - a client without showDocument still has the file (and its lenses)
+        ls.session.log(f"pallasite: could not open {path}: {exc}")
+
+
+def winner_path(path: str) -> Path:
+    """``<stem>.optimized.py`` beside the original."""
+    return Path(path).with_name(Path(path).stem + ".optimized.py")
+
+
+def edit_refusal(doc: Any, version: int, original: str) -> str | None:
+    """Why the winner may not replace the document now (None: it may): closed, or changed since the run began."""
+    if doc is None:
+        return "the document was closed during the run"
+    if doc.version != version or doc.text != original:
+        return f"the document changed during the run (version {version} -> {doc.version}): your edits are kept"
+    return None
+
+
+async def place_winner(ls: Any, uri: str, state: RunState, version: int, winner: str,
+                       apply_edit: Any) -> dict[str, Any]:
+    """Put a faster valid winner where the setting says: ``newFile`` (written beside the original and
+    opened) or ``edit`` (``apply_edit(new_text)`` -> applied?, a versioned edit of the document; when
+    the document changed meanwhile or the client refuses, the new file is written instead and the
+    reason given). Never overwrites the user's text. Returns the result's placement fields."""
+    best = state.best
+    if best is None or best.source is None or not state.speedup() or state.speedup() <= 1.0:
+        return {"written": None, "applied": False, "placement": "none: no valid candidate faster than the original"}
+    why = ""
+    if winner == "edit":
+        why = edit_refusal(ls.session.documents.get(uri), version, state.original) or ""
+        if not why:
+            if await apply_edit(best.source):
+                return {"written": None, "applied": True, "placement": "edit: the document now holds the winner"}
+            why = "the editor did not apply the edit"
+    target = winner_path(state.path)
+    try:
+        target.write_text(best.source, encoding="utf-8")
+    except OSError as exc:  # the run's result stays in the store and on hover; say what to do
+        return {"written": None, "applied": False,
+                "placement": f"none: cannot write {target}: {exc.strerror or exc}"
+                             + (f" (and not applied as an edit: {why})" if why else "")
+                             + f"; the winner is recorded in the results store as run {state.run_id} (its export holds the source)"}
+    await show_document(ls, str(target))
+    return {"written": str(target), "applied": False,
+            "placement": f"newFile: {target.name}" + (f" (not applied as an edit: {why})" if why else "")}

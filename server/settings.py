@@ -156,6 +156,13 @@ class AgentSettings:
     priceOutputPerMTok: float = setting(0.0, "USD per million output and thinking tokens (0: cost unknown).",
                                         minimum=0, maximum=10000)
     scriptedFile: str = setting("", "scripted provider: a JSON file holding the list of replies to give in turn.")
+    optimizeWinner: str = setting("newFile", "Where \"Optimize\" puts the winning kernel: newFile writes "
+                                             "<name>.optimized.py beside the original and opens it; edit replaces "
+                                             "the document (a versioned edit; if you changed the document during the "
+                                             "run, the new file is written instead).", choices=("newFile", "edit"))
+    optimizeFixRounds: int = setting(1, "\"Optimize\": verified-fixer rounds for a candidate that fails to "
+                                        "compile (0: a failed compile goes straight back to the planner).",
+                                     minimum=0, maximum=5)
 
     def provider_config(self, name: str | None = None) -> Any:
         """These settings as the agents' ``ProviderConfig`` (``name`` overrides the provider)."""

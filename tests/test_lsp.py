@@ -70,6 +70,9 @@ async def stop_client(lsp_client: LanguageClient) -> None:
     try:
         await asyncio.wait_for(lsp_client.shutdown_session(), 20)
     finally:
+        server = lsp_client._server  # a test that failed before initialize: nothing ends the server but this
+        if server is not None and server.returncode is None:
+            server.kill()
         await lsp_client.stop()
 
 
