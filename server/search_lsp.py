@@ -112,9 +112,6 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
         cancel = ls.work_done_progress.tokens.get(token)
         if cancel is not None:
             cancel.add_done_callback(lambda f: f.cancelled() and job.task.cancel())
-    request = client_request(asyncio.current_task())
-    if request is not None:  # $/cancelRequest of the client's workspace/executeCommand
-        request.add_done_callback(lambda f: f.cancelled() and job.task.cancel())
     try:
         graph = await job.task
     except asyncio.CancelledError:
@@ -164,20 +161,6 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
     session.show(f"pallasite: {summary}; " + ("applied." if result["applied"] else "not applied."),
                  lsp.MessageType.Info)
     return result
-
-
-def client_request(task: Any) -> Any:
-    """The future of the client's ``workspace/executeCommand`` request that runs this command, or None.
-
-    pygls 2 runs executeCommand as a built-in generator handler that starts the command's own task
-    under a new id; ``$/cancelRequest`` cancels only the outer request's future, never this task, so
-    a search would run on after the client cancelled it. The outer future is the ``result_future``
-    of the callback pygls put on this task to resume its generator."""
-    for callback, *_ in getattr(task, "_callbacks", None) or ():
-        outer = getattr(callback, "keywords", {}).get("result_future")
-        if outer is not None and hasattr(outer, "add_done_callback"):
-            return outer
-    return None
 
 
 def _end(ls: Any, token: Any, message: str) -> None:
