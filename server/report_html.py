@@ -93,7 +93,9 @@ def graph_svg(graph: dict) -> str:
         ax.annotate(f'{n["id"]}\n{_fmt(n["speedup"])}', (x, y), xytext=(9, -4), textcoords="offset points",
                     fontsize=7)
     ax.set_xlabel("depth")
-    ax.set_xticks(range(int(max(p[0] for p in pos.values())) + 1))
+    deepest = max(p[0] for p in pos.values())
+    ax.set_xlim(-0.3, deepest + 0.7)  # room for the labels right of the deepest nodes, clear of the legend
+    ax.set_xticks(range(int(deepest) + 1))
     ax.set_yticks([])
     ax.set_title(f'search graph ({graph["algo"]}); speedups: {graph["provenance"]}; gold: best path', fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
