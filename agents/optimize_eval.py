@@ -53,6 +53,24 @@ def freeze(candidate: str, frozen: dict[str, str]) -> str:
         "\n\n".join(text.rstrip("\n") for text in frozen.values()) + "\n"
 
 
+def _sig(inputs: Any) -> str:
+    return ", ".join(f"{dtype}{list(shape)}" for shape, dtype in inputs or ())
+
+
+def tested_where(provenance: str | None, checks: dict) -> str:
+    """Where and at which shapes the tests ran, for the phase summary (reduced shapes say so)."""
+    where = "interpret mode on CPU" if provenance == "interpret" else (provenance or "?")
+    text = f"{where} at {_sig(checks.get('inputs'))}"
+    if checks.get("full_inputs"):
+        text += f", reduced from {_sig(checks['full_inputs'])}"
+    extra = checks.get("extra_shape") or {}
+    if extra.get("checked"):
+        text += f"; second shape {_sig(extra.get('inputs'))}"
+    elif extra.get("why"):
+        text += f"; no second shape ({extra['why']})"
+    return text
+
+
 class EngineEvaluator:
     def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str = "v6e",
                  device: Any = None, timeout_s: float = 300.0) -> None:
@@ -84,6 +102,8 @@ class EngineEvaluator:
 
         params = time_request(TaskFiles(self.path), "time", runs=runs, warmup=0 if runs == 1 else 2, extra_shape=True,
                               text=self._text(source))
+        if self.device is None:  # interpret mode on CPU: the checks run at reduced shapes
+            params = dataclasses.replace(params, shrink=True)
         if self.device is not None:
             from pallasite.engine.timing import run_timing
 
@@ -100,10 +120,10 @@ class EngineEvaluator:
         if result.verdict != "ok":
             tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
             return PhaseResult(False, f"rejected by the frozen tests", evidence=tricks[:2000])
-        shapes = (result.checks or {}).get("inputs")
-        where = "interpret mode on CPU" if result.provenance == "interpret" else (result.provenance or "")
-        return PhaseResult(True, f"matches the reference ({where})", data={"checks": to_json(result.checks),
-                                                                            "inputs": shapes})
+        checks = result.checks or {}
+        return PhaseResult(True, f"matches the reference ({tested_where(result.provenance, checks)})",
+                           data={"checks": to_json(checks), "inputs": checks.get("inputs"),
+                                 "full_inputs": checks.get("full_inputs")})
 
     async def measure(self, source: str) -> PhaseResult:
         if self.device is not None:
