@@ -87,6 +87,7 @@ class Iteration:
     time_s: float | None = None
     label: str = ""
     evidence: str = ""
+    profile: str = ""  # the profile phase's evidence (device profile, or the cost model's breakdown, labelled)
     tokens: int = 0
     seconds: float = 0.0
 
@@ -166,7 +167,8 @@ async def _ask(provider: Provider, request: ModelRequest, state: RunState, it: I
 
 def _history(state: RunState) -> list[dict]:
     return [{"iteration": it.index, "plan": it.summary, "verdict": it.verdict, "time_s": it.time_s,
-             "label": it.label, "evidence": it.evidence[:1500]} for it in state.iterations]
+             "label": it.label, "evidence": it.evidence[:1500], "profile": it.profile[:1500]}
+            for it in state.iterations]
 
 
 async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
@@ -252,8 +254,13 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
                 check = await evaluator.test(tuned.source)
                 if check.ok:
                     candidate = it.source = tuned.source
+                else:
+                    say(it.index, "autotune", "the tuned configuration failed the frozen tests; kept the untuned one")
         say(it.index, "profile", f"measuring ({evaluator.method})")
         measured = phase("profile", await evaluator.measure(candidate))
+        it.profile = str(measured.data.get("profile") or "")
+        if it.profile:
+            say(it.index, "profile", it.profile)
         if not measured.ok or measured.seconds is None:
             it.verdict, it.evidence = "not measured", measured.evidence or measured.summary
             return it
@@ -283,6 +290,8 @@ async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets:
     if state.baseline_s is None:  # the baseline: the original, by the same method
         base = await evaluator.measure(state.original)
         state.baseline_s, state.baseline_label = base.seconds, base.label or evaluator.method
+        if base.data.get("profile"):
+            state.context["baseline_profile"] = base.data["profile"]
         if recorder is not None:
             recorder.header(state)
     try:

@@ -44,13 +44,36 @@ def frozen_parts(original: str) -> dict[str, str]:
     return out
 
 
+FROZEN_MARK = "# --- frozen tests (pallasite optimize: from the original file) ---"
+
+
 def freeze(candidate: str, frozen: dict[str, str]) -> str:
     """The candidate with the original's test definitions: its own versions are dropped and the
     originals appended (the last definition wins in Python)."""
     if not frozen:
         return candidate
-    return candidate.rstrip("\n") + "\n\n\n# --- frozen tests (pallasite optimize: from the original file) ---\n" + \
+    return candidate.rstrip("\n") + f"\n\n\n{FROZEN_MARK}\n" + \
         "\n\n".join(text.rstrip("\n") for text in frozen.values()) + "\n"
+
+
+def unfreeze(text: str) -> str:
+    """The candidate's own part of a frozen text (what ``freeze`` appended dropped)."""
+    head, mark, _ = text.partition(f"\n\n\n{FROZEN_MARK}\n")
+    return head + "\n" if mark else text
+
+
+def profile_text(est: Any) -> str:
+    """The cost model's breakdown of one estimate, as the planner and the user read it."""
+    def us(s: float | None) -> str:
+        return f"{s * 1e6:.2f} us" if s is not None else "?"
+
+    lines = [f"{est.label}: {us(est.seconds)}, {est.bound}-bound (compute {us(est.compute_s)}, memory "
+             f"{us(est.memory_s)}, per-step overhead {us(est.overhead_s)})"]
+    for call in est.calls[:4]:
+        lines.append(f"  {call.kernel}: grid {tuple(call.grid)} ({call.steps} steps), VMEM {call.vmem_bytes / 1024:.0f} KiB"
+                     f", HBM traffic {call.hbm_bytes / 2**20:.2f} MiB, {call.flops:.3g} flops ({call.mxu_flops:.3g} on the "
+                     f"MXU, efficiency {call.mxu_efficiency:.2f})" + (f"; {'; '.join(call.notes[:2])}" if call.notes else ""))
+    return "\n".join(lines)
 
 
 def _sig(inputs: Any) -> str:
@@ -69,6 +92,11 @@ def tested_where(provenance: str | None, checks: dict) -> str:
     elif extra.get("why"):
         text += f"; no second shape ({extra['why']})"
     return text
+
+
+def json_short(data: dict) -> str:
+    return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in data.items()
+                     if v is not None and not isinstance(v, (dict, list)))[:400]
 
 
 class EngineEvaluator:
@@ -136,7 +164,7 @@ class EngineEvaluator:
                                    evidence=f"the {self.device.kind} backend answered {m.provenance} timings")
             self.device_kind = m.device_kind or ""
             return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
-                               label=f"device ({m.device_kind})")
+                               label=f"device ({m.device_kind})", data={"profile": await self._device_profile(source)})
         from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
         estimate = worker_estimator(self.engine.backend(self.options), self.path, self._text(source),
@@ -149,4 +177,57 @@ class EngineEvaluator:
         if est is None or est.status != "ok" or not est.seconds:
             return PhaseResult(False, "not estimated", evidence=(est.error if est else "no estimate") or "")
         return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound", seconds=est.seconds,
-                           label=est.label, data={"bound": est.bound})
+                           label=est.label, data={"bound": est.bound,
+                                                  "profile": "profile (cost model, not a device profile): " +
+                                                  profile_text(est)})
+
+    async def _device_profile(self, source: str) -> str:
+        """The ``profile`` op on the device worker, summarised (kernels by device time, the roofline)."""
+        from pallasite.engine.timing import TaskFiles, run_timing, time_request
+
+        params = time_request(TaskFiles(self.path), "profile", runs=5, text=self._text(source), target=self.chip)
+        run = await run_timing(self.device, params, timeout_s=self.timeout_s)
+        if not run.reply.ok or run.reply.result is None:
+            return f"device profile not taken: {run.reply.message or run.reply.status}"
+        prof = to_json(run.reply.result).get("profile") or {}
+        kernels = "; ".join(f"{k['name']} {k['device_ns_per_run'] / 1e3:.1f} us" for k in (prof.get("kernels") or [])[:5])
+        roof = prof.get("roofline") or {}
+        return (f"device profile ({prof.get('chip')}, {prof.get('time_source')}): kernels {kernels or '-'}; "
+                f"roofline {json_short(roof)}")
+
+    async def tune(self, source: str) -> PhaseResult:
+        """The candidate's tunables searched (engine/tune.py): by the cost model for the chip without a
+        device, by device timings with one. The best configuration comes back as the changed source
+        (the loop re-tests it before taking it)."""
+        from pallasite.analysis.source import apply_edits
+        from pallasite.engine.tune import TuneError, TuneOptions, tune, worker_estimator, worker_timer
+
+        text = self._text(source)
+        options = TuneOptions(chip=self.chip, backend="estimate" if self.device is None else self.device.kind, verify=0)
+        backend = self.engine.backend(self.options)
+        timer, remote = None, None
+        try:
+            if self.device is not None:
+                from pallasite.engine.remote import open_remote
+
+                remote = open_remote(self.device)
+                timer = worker_timer(remote, self.path, text, options, timeout_s=self.timeout_s)
+            report = await tune(self.path, text, options, worker_estimator(backend, self.path, text, options,
+                                                                           timeout_s=self.timeout_s), timer=timer)
+        except TuneError as err:
+            message = str(err)
+            if "no tunables" in message:
+                return PhaseResult(True, "nothing to tune (no tunables in the candidate)", data={"evidence": message})
+            return PhaseResult(False, "not tuned", evidence=message[:2000])
+        finally:
+            if remote is not None:
+                await remote.close()
+        counts = f"{len(report.outcomes)} configurations, {sum(report.rejected.values())} rejected before compiling"
+        if report.best is None or report.best == report.current or not report.edits:
+            return PhaseResult(True, f"kept {dict(report.current)} ({counts}; {report.best_provenance or 'no ranking'})",
+                               data={"config": dict(report.current)})
+        tuned = unfreeze(apply_edits(text, report.edits))
+        gain = report.speedup_vs_current()
+        why = f", {gain[0]:.2f}x vs {dict(report.current)} by {gain[1]}" if gain else ""
+        return PhaseResult(True, f"{dict(report.best)}{why} ({counts})", source=tuned,
+                           data={"config": dict(report.best), "was": dict(report.current)})

@@ -69,3 +69,26 @@ def test_candidate_cannot_change_its_tests():
     namespace: dict = {}
     exec(compile(frozen, "f.py", "exec"), namespace)  # noqa: S102 - a fixture of ours, definitions only
     assert namespace["reference"](2, 3) == 5
+
+
+async def test_all_six_phases_autotune_and_profile_reach_the_planner(engine):
+    original = (DATA / "add.py").read_text()
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), replies("tunable_rows", "big_blocks"))
+    state = await optimize(new_run(str(DATA / "add.py"), original), provider, evaluator(engine, original),
+                           Budgets(iterations=2, fix_rounds=0))
+    first = state.iterations[0]
+    assert [p["phase"] for p in first.phases] == ["plan", "implement", "compile", "test", "autotune", "profile"]
+    tune = next(p for p in first.phases if p["phase"] == "autotune")
+    # the cost model ranks bigger row blocks first; the tuned source (re-tested) is the candidate
+    assert tune["ok"] and "block_rows" in tune["summary"], tune
+    assert "block_rows: int = 8" not in first.source and "block_rows: int =" in first.source
+    assert "interpret mode on CPU at float32[256, 128]" in next(p for p in first.phases if p["phase"] == "test")["summary"]
+    # the profile: the cost model's breakdown, labelled, for the baseline and each candidate, sent to the planner
+    assert first.profile.startswith("profile (cost model, not a device profile): estimate (v6e)")
+    assert "-bound (compute" in first.profile and "grid (" in first.profile
+    first_plan, second_plan = provider.requests[0].prompt, provider.requests[2].prompt
+    assert "Where the original's time goes" in first_plan and "grid (32,)" in first_plan
+    assert first.profile.splitlines()[0] in second_plan
+    # a candidate without tunables: the phase says so and changes nothing
+    second = state.iterations[1]
+    assert "nothing to tune" in next(p for p in second.phases if p["phase"] == "autotune")["summary"]
