@@ -233,6 +233,11 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             rounds += 1
             say(it.index, "compile", f"fixing (round {rounds})")
             fixed = await evaluator.fix(candidate, result)
+            spent = fixed.data.get("usage")
+            if isinstance(spent, Usage):  # the fixer's model calls count against the run's token budget
+                state.usage = state.usage + spent
+                it.tokens += spent.total_tokens
+            say(it.index, "compile", ("fixed: " if fixed.ok else "not fixed: ") + fixed.summary)
             if not fixed.ok or not fixed.source:
                 break
             candidate = it.source = fixed.source

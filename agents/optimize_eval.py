@@ -101,10 +101,16 @@ def json_short(data: dict) -> str:
 
 class EngineEvaluator:
     def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str = "v6e",
-                 device: Any = None, timeout_s: float = 300.0) -> None:
+                 device: Any = None, timeout_s: float = 300.0, fixer: Any = None,
+                 tests: str | None = None) -> None:
         self.engine, self.path, self.options, self.chip = engine, path, options, chip
         self.device, self.timeout_s = device, timeout_s
+        self.fixer = fixer  # the provider the verified fixer asks in the compile-fix rounds (None: no fixing)
+        self._reports: dict[str, Any] = {}  # candidate source -> its last checker report (what fix reads)
+        # the frozen tests: the original's own, or the test writer's approved text (agents/test_writer.py)
         self.frozen = frozen_parts(original)
+        if tests is not None:
+            self.frozen = {**self.frozen, **frozen_parts(tests)}
         self.device_kind = ""
         self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
 
@@ -118,12 +124,35 @@ class EngineEvaluator:
             return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
         report = await self.engine.check(self.path, self.options, self._text(source), purpose="job")
         errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
+        self._reports = {source: report}
         if errors:
             first = errors[0]
             evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
             return PhaseResult(False, f"{len(errors)} error(s): {first.code}", evidence=evidence)
         tiers = ",".join(str(t) for t in self.options.tiers)
         return PhaseResult(True, f"no errors (tiers {tiers}, {self.chip})")
+
+    async def fix(self, source: str, failed: PhaseResult) -> PhaseResult:
+        """One round of the verified fixer (agents/fixer.py) on a candidate that failed to compile: a
+        minimal edit, re-checked by the checker before it is returned. ``data["usage"]``: its tokens."""
+        from pallasite.agents.fix_prompt import FixContext
+        from pallasite.agents.fixer import Budgets as FixBudgets
+        from pallasite.agents.fixer import Fixer, checker_verify
+
+        report = self._reports.get(source)
+        if self.fixer is None or report is None:
+            return PhaseResult(False, "no fixer configured" if self.fixer is None else "no checker report to fix")
+        errors = tuple(f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error")
+        text = self._text(source)
+        context = FixContext(path=self.path, text=text, findings=errors, chip=self.chip,
+                             has_reference="reference" in self.frozen)
+        verify = checker_verify(self.engine.checker(self.path, self.options, purpose="job"), self.path)
+        outcome = await Fixer(self.fixer, verify, budgets=FixBudgets(max_rounds=1)).fix(
+            context, tuple(self.options.tiers), original_report=report)
+        if not outcome.ok or not outcome.fixed_text:
+            return PhaseResult(False, outcome.message[:200], evidence=outcome.message, data={"usage": outcome.usage})
+        return PhaseResult(True, f"verified fix: {outcome.label}", source=unfreeze(outcome.fixed_text),
+                           data={"usage": outcome.usage})
 
     async def _time(self, source: str, *, runs: int) -> Any:
         from pallasite.engine.timing import TaskFiles, time_request

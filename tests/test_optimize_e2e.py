@@ -92,3 +92,24 @@ async def test_all_six_phases_autotune_and_profile_reach_the_planner(engine):
     # a candidate without tunables: the phase says so and changes nothing
     second = state.iterations[1]
     assert "nothing to tune" in next(p for p in second.phases if p["phase"] == "autotune")["summary"]
+
+
+async def test_a_compile_failure_is_fixed_by_the_verified_fixer(engine):
+    import json
+
+    original = (DATA / "add.py").read_text()
+    edit = {"explanation": "rows in multiples of 8", "edits": [
+        {"search": "pl.BlockSpec((7, x.shape[1])", "replace": "pl.BlockSpec((16, x.shape[1])"},
+        {"search": "grid=(x.shape[0] // 7,)", "replace": "grid=(x.shape[0] // 16,)"}]}
+    loop_provider = ScriptedProvider(ProviderConfig(name="scripted"), replies("bad_tiling"))
+    fix_provider = ScriptedProvider(ProviderConfig(name="scripted"), [
+        {"text": json.dumps(edit), "input_tokens": 1000, "output_tokens": 234}])
+    ev = EngineEvaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)),
+                         fixer=fix_provider)
+    state = await optimize(new_run(str(DATA / "add.py"), original), loop_provider, ev, Budgets(iterations=1, fix_rounds=2))
+    it = state.iterations[0]
+    assert [(p["phase"], p["ok"]) for p in it.phases][2:4] == [("compile", False), ("compile", True)], it.phases
+    assert it.verdict == "valid" and "// 16" in it.source and "# --- frozen tests" not in it.source
+    assert len(fix_provider.requests) == 1 and "7" in fix_provider.requests[0].prompt
+    # the fixer's tokens count in the iteration's and the run's usage
+    assert it.tokens >= 1234 and state.usage.total_tokens == it.tokens
