@@ -17,6 +17,7 @@ back in (``freeze``), so a candidate cannot change its tests.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -24,7 +25,8 @@ from pallasite.analysis.types import from_json, to_json
 
 from .optimize import PhaseResult
 
-TEST_NAMES = ("example_inputs", "reference", "TOLERANCE", "TOLERANCES", "CONFIG", "create_inputs", "workload")
+TEST_NAMES = ("example_inputs", "extra_inputs", "reference", "TOLERANCE", "TOLERANCES", "CONFIG", "create_inputs",
+              "workload")
 
 
 def frozen_parts(original: str) -> dict[str, str]:
@@ -107,12 +109,30 @@ class EngineEvaluator:
         self.device, self.timeout_s = device, timeout_s
         self.fixer = fixer  # the provider the verified fixer asks in the compile-fix rounds (None: no fixing)
         self._reports: dict[str, Any] = {}  # candidate source -> its last checker report (what fix reads)
-        # the frozen tests: the original's own, or the test writer's approved text (agents/test_writer.py)
-        self.frozen = frozen_parts(original)
-        if tests is not None:
-            self.frozen = {**self.frozen, **frozen_parts(tests)}
+        # the frozen tests: the original's own, plus the test writer's approved text (agents/test_writer.py),
+        # appended whole (its imports too) after them
+        self.original_frozen = frozen_parts(original)
+        self.tests = tests
+        self.frozen = {**self.original_frozen, **({"__tests__": tests} if tests else {})}
         self.device_kind = ""
         self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
+
+    def use_tests(self, tests: str | None) -> None:
+        """From now on ``tests`` are the written tests (frozen: the loop records their hash)."""
+        self.tests, self._reports = tests, {}
+        self.frozen = {**self.original_frozen, **({"__tests__": tests} if tests else {})}
+
+    def with_tests(self, tests: str | None) -> "EngineEvaluator":
+        """The same evaluator with ``tests`` as the written tests (the original's own stay)."""
+        other = copy.copy(self)
+        other.use_tests(tests)
+        return other
+
+    def tests_hash(self) -> str:
+        """The identity of the frozen tests (recorded in the run; a resume with other tests is refused)."""
+        from .test_writer import tests_hash
+
+        return tests_hash("\n".join(f"{k}\n{v}" for k, v in sorted(self.frozen.items())))
 
     def _text(self, source: str) -> str:
         return freeze(source, self.frozen)
