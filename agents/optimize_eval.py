@@ -96,6 +96,12 @@ def tested_where(provenance: str | None, checks: dict) -> str:
     return text
 
 
+def lower_bound(est: Any) -> bool:
+    """Whether the cost model left part of the kernel's memory traffic out (operands in HBM moved by
+    the kernel's own DMAs): then its time is a lower bound and a speedup from it an upper bound."""
+    return any("pl.ANY" in note for call in est.calls for note in call.notes)
+
+
 def json_short(data: dict) -> str:
     return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in data.items()
                      if v is not None and not isinstance(v, (dict, list)))[:400]
@@ -111,6 +117,8 @@ class EngineEvaluator:
         self._reports: dict[str, Any] = {}  # candidate source -> its last checker report (what fix reads)
         # the frozen tests: the original's own, plus the test writer's approved text (agents/test_writer.py),
         # appended whole (its imports too) after them
+        self.original = original
+        self._original_lower_bound: bool | None = None
         self.original_frozen = frozen_parts(original)
         self.tests = tests
         self.frozen = {**self.original_frozen, **({"__tests__": tests} if tests else {})}
@@ -225,8 +233,19 @@ class EngineEvaluator:
         est = result.estimates[0] if result.estimates else None
         if est is None or est.status != "ok" or not est.seconds:
             return PhaseResult(False, "not estimated", evidence=(est.error if est else "no estimate") or "")
-        return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound", seconds=est.seconds,
-                           label=est.label, data={"bound": est.bound,
+        lower = lower_bound(est)
+        if source == self.original:
+            self._original_lower_bound = lower
+        elif lower and self._original_lower_bound is False:
+            # manual DMAs are free to the cost model: such a candidate would win by what is not counted
+            return PhaseResult(False, "not ranked: the estimate is a lower bound", evidence=(
+                "the candidate leaves operands in HBM (pl.ANY) and moves them with its own DMAs, which the cost "
+                "model does not count, while the original's traffic is counted: its estimate is a lower bound "
+                "and cannot rank it against the original. Use BlockSpecs, or time it on a device "
+                "(--backend local|ssh|ray)."))
+        caveat = "; lower bound: manual DMAs (pl.ANY operands) not counted" if lower else ""
+        return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound{caveat}", seconds=est.seconds,
+                           label=est.label, data={"bound": est.bound, "lower_bound": lower,
                                                   "profile": "profile (cost model, not a device profile): " +
                                                   profile_text(est)})
 

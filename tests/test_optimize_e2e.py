@@ -113,3 +113,16 @@ async def test_a_compile_failure_is_fixed_by_the_verified_fixer(engine):
     assert len(fix_provider.requests) == 1 and "7" in fix_provider.requests[0].prompt
     # the fixer's tokens count in the iteration's and the run's usage
     assert it.tokens >= 1234 and state.usage.total_tokens == it.tokens
+
+
+async def test_a_candidate_whose_estimate_is_a_lower_bound_is_not_ranked(engine):
+    # the 14.25x artifact of the JAXBench benchmark: manual DMAs (pl.ANY operands) cost nothing to the
+    # cost model, so such a kernel's estimate is a lower bound and must not beat a fully counted original
+    original = (DATA / "add.py").read_text()
+    ev = evaluator(engine, original)
+    base = await ev.measure(original)
+    assert base.ok and base.data["lower_bound"] is False
+    dma = candidate("manual_dma")
+    assert (await ev.compile(dma)).ok and (await ev.test(dma)).ok  # it is right...
+    measured = await ev.measure(dma)
+    assert not measured.ok and "lower bound" in measured.summary and "pl.ANY" in measured.evidence  # ...but unranked
