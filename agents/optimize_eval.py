@@ -236,7 +236,9 @@ class EngineEvaluator:
         lower = lower_bound(est)
         if source == self.original:
             self._original_lower_bound = lower
-        elif lower and self._original_lower_bound is False:
+        elif lower and self._original_lower_bound is None:  # a resumed run: the original's estimate first
+            await self.measure(self.original)
+        if source != self.original and lower and self._original_lower_bound is False:
             # manual DMAs are free to the cost model: such a candidate would win by what is not counted
             return PhaseResult(False, "not ranked: the estimate is a lower bound", evidence=(
                 "the candidate leaves operands in HBM (pl.ANY) and moves them with its own DMAs, which the cost "

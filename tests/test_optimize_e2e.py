@@ -126,3 +126,5 @@ async def test_a_candidate_whose_estimate_is_a_lower_bound_is_not_ranked(engine)
     assert (await ev.compile(dma)).ok and (await ev.test(dma)).ok  # it is right...
     measured = await ev.measure(dma)
     assert not measured.ok and "lower bound" in measured.summary and "pl.ANY" in measured.evidence  # ...but unranked
+    # a resumed run (the baseline not measured again by this evaluator) refuses it as well
+    assert not (await evaluator(engine, original).measure(dma)).ok
