@@ -108,6 +108,12 @@ def table_text(state, budgets=None) -> str:
     return "\n".join(rows)
 
 
+def _ask_user(prompt: str) -> str:
+    """A question on stderr, the answer from stdin: stdout carries only the result (``--format json``)."""
+    print(prompt, end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline()
+
+
 def _console_gate(plans_dir: Path, run_id: str):
     from pallasite.agents.optimize import Decision
 
@@ -127,7 +133,7 @@ def _console_gate(plans_dir: Path, run_id: str):
             print(payload["diff"], file=sys.stderr)
         else:
             return Decision("approve")
-        answer = (await asyncio.to_thread(input, "[a]pprove, [r]evise, [s]top? ")).strip().lower()
+        answer = (await asyncio.to_thread(_ask_user, "[a]pprove, [r]evise, [s]top? ")).strip().lower()
         if answer.startswith("s"):
             return Decision("stop")
         if answer.startswith("r"):
@@ -135,7 +141,7 @@ def _console_gate(plans_dir: Path, run_id: str):
                 return Decision("revise", tests_file.read_text(encoding="utf-8"))
             if phase == "plan":
                 return Decision("revise", plan_file.read_text(encoding="utf-8"))
-            return Decision("revise", await asyncio.to_thread(input, "what should change? "))
+            return Decision("revise", await asyncio.to_thread(_ask_user, "what should change? "))
         return Decision("approve")
 
     return gate

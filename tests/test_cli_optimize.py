@@ -99,3 +99,17 @@ def test_write_tests_then_a_run_uses_them_with_budgets_and_fix_rounds(tmp_path):
     again = subprocess.run(cli("axpy.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "2",
                                "--resume", result["run_id"]), cwd=tmp_path, capture_output=True, text=True, timeout=280)
     assert again.returncode == 2 and "the frozen tests differ" in again.stderr, again.stderr
+
+
+def test_step_mode_shows_the_proposed_tests_before_iteration_one(tmp_path):
+    shutil.copy(DATA / "no_tests.py", tmp_path / "axpy.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
+    replies = tmp_path / "r.json"
+    replies.write_text(json.dumps(["```python\n" + written("axpy_right") + "```"]))
+    done = subprocess.run(cli("axpy.py", "--provider", "scripted", "--scripted-file", str(replies), "--mode", "step",
+                              "--format", "json"), cwd=tmp_path, input="s\n", capture_output=True, text=True, timeout=280)
+    assert "proposed tests (validated" in done.stderr and "return 2.0 * x + y" in done.stderr, done.stderr
+    shown = list((tmp_path / ".pallasite" / "plans").glob("*-tests.py"))
+    assert len(shown) == 1 and "def reference" in shown[0].read_text()
+    result = json.loads(done.stdout)
+    assert result["stopped"] == "stopped by the user at the tests" and result["table"] == []
