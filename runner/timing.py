@@ -403,6 +403,10 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                 why = "; ".join(r["message"] for r in checked["rejections"])
                 result["candidate"] = to_json(measurement(prep, None, "not timed: rejected", "wrong_result", why))
                 return result
+            if params.get("shrink") and not prep.on_device:  # correctness only: CPU time at any shape ranks nothing
+                result["notes"] = prep.notes + ["not timed: shrink asks for the correctness checks only (interpret mode "
+                                                "on CPU; its wall clock says nothing about a TPU)"]
+                return result
             timed = time_pair(prep, shapes, seed, runs, warmup, say)
             samples = timed["device_ns"] or timed["wall_ns"]
             cand, ref = samples[CANDIDATE], samples[REFERENCE]
