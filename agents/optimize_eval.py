@@ -208,7 +208,7 @@ class EngineEvaluator:
         checks = result.checks or {}
         return PhaseResult(True, f"matches the reference ({tested_where(result.provenance, checks)})",
                            data={"checks": to_json(checks), "inputs": checks.get("inputs"),
-                                 "full_inputs": checks.get("full_inputs")})
+                                 "full_inputs": checks.get("full_inputs"), "timed": result.candidate is not None})
 
     async def measure(self, source: str) -> PhaseResult:
         if self.device is not None:

@@ -34,6 +34,7 @@ async def test_a_kernel_too_big_for_interpret_mode_is_tested_at_reduced_shapes(e
     extra = checks["extra_shape"]
     assert extra["checked"] and extra["inputs"] != checks["inputs"]  # one more shape beyond the example
     assert "reduced from float32[16384, 16384]" in result.summary and "second shape" in result.summary
+    assert result.data["timed"] is False  # correctness only: interpret-mode time would rank nothing
     # a wrong candidate is still caught at the reduced shapes
     wrong = await evaluator.test(source.replace("x_ref[...] + y_ref[...]", "x_ref[...] - y_ref[...]"))
     assert not wrong.ok and "wrong_result" in wrong.evidence
