@@ -195,6 +195,10 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
 
         small = timing_shrink.reduced(prep, shapes)
         if isinstance(small, str):
+            too_big = timing_shrink.too_big(shapes)
+            if too_big:  # a clear reason now rather than a worker killed at its memory or time limit
+                raise TimingError(f"not checked in interpret mode: {too_big}, and the inputs cannot be reduced "
+                                  f"({small}); check it on a device backend, or give the file smaller example inputs")
             prep.notes.append(f"inputs not reduced: {small}")
             small = None
     template = None if small is not None else inputs_mod.concrete_template(prep.task.inputs)

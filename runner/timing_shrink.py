@@ -8,7 +8,9 @@ along dims that a BlockSpec cuts into blocks; such a dim becomes two blocks (the
 block shapes and so the tiling rules stay as written). The second shape is the same rule at four
 blocks per dim (or one, when four do not divide the size), so the candidate is still checked at a
 shape beyond the first. Both must trace through the candidate and the reference (``eval_shape``,
-nothing runs); when they do not, the full shapes are kept and the note says why.
+nothing runs); when they do not, the full shapes are kept and the note says why, unless the
+inputs exceed ``MAX_WHOLE_BYTES``: then the op answers an error naming both reasons (a worker
+killed at its memory or time limit would say neither).
 
 ``reduced(prep, shapes)`` returns a ``Reduced`` or None (nothing to shrink, or shrinking broke the
 task). Worker side: imports jax.
@@ -22,6 +24,17 @@ from typing import Any
 import jax
 
 from .interpret import _namespaces, describe_shapes, probe_calls, shrink_shapes
+
+
+MAX_WHOLE_BYTES = 512 << 20  # inputs above this are not run whole in interpret mode (it copies them many times)
+
+
+def too_big(shapes: tuple[Any, ...]) -> str | None:
+    """Why these inputs are too large to run whole in interpret mode, or None."""
+    total = sum(int(a.size) * a.dtype.itemsize for a in jax.tree.leaves(shapes) if hasattr(a, "dtype"))
+    if total <= MAX_WHOLE_BYTES:
+        return None
+    return f"the example inputs take {total / 2**30:.2f} GiB (interpret mode runs at most {MAX_WHOLE_BYTES >> 20} MiB whole)"
 
 
 @dataclass

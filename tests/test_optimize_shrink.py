@@ -46,3 +46,13 @@ async def test_small_inputs_are_not_reduced(engine):
     result = await EngineEvaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
     assert result.ok and "reduced" not in result.summary and result.data["full_inputs"] is None
     assert result.data["inputs"] == [[[256, 128], "float32"]] * 2
+
+
+async def test_inputs_too_large_that_cannot_be_reduced_are_refused_with_the_reason(engine):
+    # before: the worker ran the 2 GiB interpret run and was killed at its memory limit, saying nothing useful
+    path = DATA / "whole_block.py"
+    source = path.read_text()
+    result = await EngineEvaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
+    assert not result.ok
+    assert "cannot be reduced" in result.evidence and "2.00 GiB" in result.evidence, result.evidence
+    assert "no dim of the large inputs is cut into blocks" in result.evidence and "device backend" in result.evidence
