@@ -67,9 +67,10 @@ def reduced(prep: Any, shapes: tuple[Any, ...]) -> Reduced | None | str:
     if not changed:
         large = any(getattr(a, "size", 0) > (1 << 20) for a in jax.tree.leaves(shapes))
         return "no dim of the large inputs is cut into blocks by a BlockSpec" if large else None
-    why = _traces(prep, small)
+    why = _traces(prep, small) or too_big(small)
     if why:
-        return why
+        return why if not why.startswith("the example inputs") else \
+            why.replace("the example inputs", "even reduced, the inputs", 1) + " (an operand no BlockSpec cuts stays whole)"
     extra, how = None, "no other reduced shape traces"
     for blocks in (4, 1, 3):
         other, moved = shrink_shapes(shapes, calls, blocks_per_dim=blocks)

@@ -56,3 +56,11 @@ async def test_inputs_too_large_that_cannot_be_reduced_are_refused_with_the_reas
     assert not result.ok
     assert "cannot be reduced" in result.evidence and "2.00 GiB" in result.evidence, result.evidence
     assert "no dim of the large inputs is cut into blocks" in result.evidence and "device backend" in result.evidence
+
+
+async def test_inputs_still_too_large_after_reduction_are_refused(engine):
+    # JAXBench's ragged paged attention: the q rows shrink, the 1 GiB pl.ANY page table cannot
+    path = DATA / "whole_weight.py"
+    source = path.read_text()
+    result = await EngineEvaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
+    assert not result.ok and "even reduced, the inputs take 0.59 GiB" in result.evidence, result.evidence
