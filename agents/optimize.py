@@ -73,6 +73,7 @@ class Budgets:
     max_seconds: float = 1800.0
     fix_rounds: int = 1  # compile-fix rounds (the evaluator's ``fix``) per candidate
     request_timeout_s: float = 120.0
+    test_rounds: int = 3  # the test writer's proposals at most (a file without tests)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Iteration:
     time_s: float | None = None
     label: str = ""
     evidence: str = ""
+    profile: str = ""  # the profile phase's evidence (device profile, or the cost model's breakdown, labelled)
     tokens: int = 0
     seconds: float = 0.0
 
@@ -166,7 +168,8 @@ async def _ask(provider: Provider, request: ModelRequest, state: RunState, it: I
 
 def _history(state: RunState) -> list[dict]:
     return [{"iteration": it.index, "plan": it.summary, "verdict": it.verdict, "time_s": it.time_s,
-             "label": it.label, "evidence": it.evidence[:1500]} for it in state.iterations]
+             "label": it.label, "evidence": it.evidence[:1500], "profile": it.profile[:1500]}
+            for it in state.iterations]
 
 
 async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
@@ -231,6 +234,11 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             rounds += 1
             say(it.index, "compile", f"fixing (round {rounds})")
             fixed = await evaluator.fix(candidate, result)
+            spent = fixed.data.get("usage")
+            if isinstance(spent, Usage):  # the fixer's model calls count against the run's token budget
+                state.usage = state.usage + spent
+                it.tokens += spent.total_tokens
+            say(it.index, "compile", ("fixed: " if fixed.ok else "not fixed: ") + fixed.summary)
             if not fixed.ok or not fixed.source:
                 break
             candidate = it.source = fixed.source
@@ -252,8 +260,13 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
                 check = await evaluator.test(tuned.source)
                 if check.ok:
                     candidate = it.source = tuned.source
+                else:
+                    say(it.index, "autotune", "the tuned configuration failed the frozen tests; kept the untuned one")
         say(it.index, "profile", f"measuring ({evaluator.method})")
         measured = phase("profile", await evaluator.measure(candidate))
+        it.profile = str(measured.data.get("profile") or "")
+        if it.profile:
+            say(it.index, "profile", it.profile)
         if not measured.ok or measured.seconds is None:
             it.verdict, it.evidence = "not measured", measured.evidence or measured.summary
             return it
@@ -276,16 +289,72 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             recorder.snapshot(state, it)
 
 
+async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets, *,
+                       recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None) -> None:
+    """Before iteration 1, the tests are settled and frozen: the file's own, or the test writer's
+    validated proposal (step mode: the gate's phase "tests", payload ``{"iteration": 0, "tests": text}``;
+    revise = the user's text becomes the tests). Their hash goes in ``state.context``; a resumed run
+    whose tests differ from the recorded ones is refused."""
+    from . import test_writer
+
+    say = on_phase or (lambda i, p, m: None)
+    recorded = state.context.get("tests_hash")
+    if recorded is not None:
+        if state.context.get("tests") and not evaluator.tests:
+            evaluator.use_tests(state.context["tests"])
+        if evaluator.tests_hash() != recorded:
+            raise Stop(f"refused: the frozen tests differ from those run {state.run_id} started with (hash "
+                       f"{evaluator.tests_hash()} vs recorded {recorded}); restore them, or start a new run")
+        return
+    missing = () if evaluator.tests else test_writer.needs(state.original, state.path)
+    if missing:
+        holder = Iteration(index=0)  # the writer's calls: recorded as step 0, counted in the run's tokens
+        say(0, "tests", f"the file lacks {' and '.join(missing)}: the test writer proposes them")
+        proposal = await test_writer.propose(
+            lambda request: _ask(provider, request, state, holder, recorder, budgets), state.path, state.original,
+            lambda text: test_writer.validate_with(evaluator, state.original, text), missing=missing,
+            rounds=budgets.test_rounds, timeout_s=budgets.request_timeout_s, on_round=lambda m: say(0, "tests", m))
+        if not proposal.ok:
+            state.context["tests_refused"] = proposal.text
+            raise Stop(f"no frozen tests: {proposal.summary}")
+        text, summary = proposal.text, proposal.summary
+        say(0, "tests", summary)
+        for _ in range(3):
+            decision = await gate("tests", {"iteration": 0, "tests": text, "summary": summary}) if gate else Decision()
+            if decision.action == "stop":
+                state.context["tests_refused"] = text
+                raise Stop("stopped by the user at the tests")
+            if decision.action != "revise" or not decision.text.strip():
+                break
+            text = decision.text  # the user's text is kept whatever the check says
+            check = await test_writer.validate_with(evaluator, state.original, text)
+            if check.ok:
+                summary = f"your tests, validated ({check.summary})"
+                break
+            summary = f"your tests were refused: {check.evidence or check.summary}"
+            say(0, "tests", summary)
+        else:
+            state.context["tests_refused"] = text
+            raise Stop(f"no frozen tests: {summary}")
+        evaluator.use_tests(text)
+        state.context["tests"], state.context["tests_summary"] = text, summary
+    state.context["tests_hash"] = evaluator.tests_hash()
+
+
 async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
                    recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None) -> RunState:
     """Up to ``budgets.iterations`` iterations (counting resumed ones); the best valid candidate wins."""
     state.method, state.stopped = evaluator.method, ""
-    if state.baseline_s is None:  # the baseline: the original, by the same method
-        base = await evaluator.measure(state.original)
-        state.baseline_s, state.baseline_label = base.seconds, base.label or evaluator.method
-        if recorder is not None:
-            recorder.header(state)
     try:
+        if hasattr(evaluator, "tests_hash"):
+            await freeze_tests(state, provider, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase)
+        if state.baseline_s is None:  # the baseline: the original, by the same method
+            base = await evaluator.measure(state.original)
+            state.baseline_s, state.baseline_label = base.seconds, base.label or evaluator.method
+            if base.data.get("profile"):
+                state.context["baseline_profile"] = base.data["profile"]
+            if recorder is not None:
+                recorder.header(state)
         while len(state.iterations) < budgets.iterations:
             if state.seconds >= budgets.max_seconds:
                 raise Stop(f"time budget spent ({state.seconds:.0f} s >= {budgets.max_seconds:g} s)")

@@ -17,6 +17,7 @@ back in (``freeze``), so a candidate cannot change its tests.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -24,7 +25,8 @@ from pallasite.analysis.types import from_json, to_json
 
 from .optimize import PhaseResult
 
-TEST_NAMES = ("example_inputs", "reference", "TOLERANCE", "TOLERANCES", "CONFIG", "create_inputs", "workload")
+TEST_NAMES = ("example_inputs", "extra_inputs", "reference", "TOLERANCE", "TOLERANCES", "CONFIG", "create_inputs",
+              "workload")
 
 
 def frozen_parts(original: str) -> dict[str, str]:
@@ -44,23 +46,101 @@ def frozen_parts(original: str) -> dict[str, str]:
     return out
 
 
+FROZEN_MARK = "# --- frozen tests (pallasite optimize: from the original file) ---"
+
+
 def freeze(candidate: str, frozen: dict[str, str]) -> str:
     """The candidate with the original's test definitions: its own versions are dropped and the
     originals appended (the last definition wins in Python)."""
     if not frozen:
         return candidate
-    return candidate.rstrip("\n") + "\n\n\n# --- frozen tests (pallasite optimize: from the original file) ---\n" + \
+    return candidate.rstrip("\n") + f"\n\n\n{FROZEN_MARK}\n" + \
         "\n\n".join(text.rstrip("\n") for text in frozen.values()) + "\n"
+
+
+def unfreeze(text: str) -> str:
+    """The candidate's own part of a frozen text (what ``freeze`` appended dropped)."""
+    head, mark, _ = text.partition(f"\n\n\n{FROZEN_MARK}\n")
+    return head + "\n" if mark else text
+
+
+def profile_text(est: Any) -> str:
+    """The cost model's breakdown of one estimate, as the planner and the user read it."""
+    def us(s: float | None) -> str:
+        return f"{s * 1e6:.2f} us" if s is not None else "?"
+
+    lines = [f"{est.label}: {us(est.seconds)}, {est.bound}-bound (compute {us(est.compute_s)}, memory "
+             f"{us(est.memory_s)}, per-step overhead {us(est.overhead_s)})"]
+    for call in est.calls[:4]:
+        lines.append(f"  {call.kernel}: grid {tuple(call.grid)} ({call.steps} steps), VMEM {call.vmem_bytes / 1024:.0f} KiB"
+                     f", HBM traffic {call.hbm_bytes / 2**20:.2f} MiB, {call.flops:.3g} flops ({call.mxu_flops:.3g} on the "
+                     f"MXU, efficiency {call.mxu_efficiency:.2f})" + (f"; {'; '.join(call.notes[:2])}" if call.notes else ""))
+    return "\n".join(lines)
+
+
+def _sig(inputs: Any) -> str:
+    return ", ".join(f"{dtype}{list(shape)}" for shape, dtype in inputs or ())
+
+
+def tested_where(provenance: str | None, checks: dict) -> str:
+    """Where and at which shapes the tests ran, for the phase summary (reduced shapes say so)."""
+    where = "interpret mode on CPU" if provenance == "interpret" else (provenance or "?")
+    text = f"{where} at {_sig(checks.get('inputs'))}"
+    if checks.get("full_inputs"):
+        text += f", reduced from {_sig(checks['full_inputs'])}"
+    extra = checks.get("extra_shape") or {}
+    if extra.get("checked"):
+        text += f"; second shape {_sig(extra.get('inputs'))}"
+    elif extra.get("why"):
+        text += f"; no second shape ({extra['why']})"
+    return text
+
+
+def lower_bound(est: Any) -> bool:
+    """Whether the cost model left part of the kernel's memory traffic out (operands in HBM moved by
+    the kernel's own DMAs): then its time is a lower bound and a speedup from it an upper bound."""
+    return any("pl.ANY" in note for call in est.calls for note in call.notes)
+
+
+def json_short(data: dict) -> str:
+    return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in data.items()
+                     if v is not None and not isinstance(v, (dict, list)))[:400]
 
 
 class EngineEvaluator:
     def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str = "v6e",
-                 device: Any = None, timeout_s: float = 300.0) -> None:
+                 device: Any = None, timeout_s: float = 300.0, fixer: Any = None,
+                 tests: str | None = None) -> None:
         self.engine, self.path, self.options, self.chip = engine, path, options, chip
         self.device, self.timeout_s = device, timeout_s
-        self.frozen = frozen_parts(original)
+        self.fixer = fixer  # the provider the verified fixer asks in the compile-fix rounds (None: no fixing)
+        self._reports: dict[str, Any] = {}  # candidate source -> its last checker report (what fix reads)
+        # the frozen tests: the original's own, plus the test writer's approved text (agents/test_writer.py),
+        # appended whole (its imports too) after them
+        self.original = original
+        self._original_lower_bound: bool | None = None
+        self.original_frozen = frozen_parts(original)
+        self.tests = tests
+        self.frozen = {**self.original_frozen, **({"__tests__": tests} if tests else {})}
         self.device_kind = ""
         self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
+
+    def use_tests(self, tests: str | None) -> None:
+        """From now on ``tests`` are the written tests (frozen: the loop records their hash)."""
+        self.tests, self._reports = tests, {}
+        self.frozen = {**self.original_frozen, **({"__tests__": tests} if tests else {})}
+
+    def with_tests(self, tests: str | None) -> "EngineEvaluator":
+        """The same evaluator with ``tests`` as the written tests (the original's own stay)."""
+        other = copy.copy(self)
+        other.use_tests(tests)
+        return other
+
+    def tests_hash(self) -> str:
+        """The identity of the frozen tests (recorded in the run; a resume with other tests is refused)."""
+        from .test_writer import tests_hash
+
+        return tests_hash("\n".join(f"{k}\n{v}" for k, v in sorted(self.frozen.items())))
 
     def _text(self, source: str) -> str:
         return freeze(source, self.frozen)
@@ -72,6 +152,7 @@ class EngineEvaluator:
             return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
         report = await self.engine.check(self.path, self.options, self._text(source), purpose="job")
         errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
+        self._reports = {source: report}
         if errors:
             first = errors[0]
             evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
@@ -79,11 +160,35 @@ class EngineEvaluator:
         tiers = ",".join(str(t) for t in self.options.tiers)
         return PhaseResult(True, f"no errors (tiers {tiers}, {self.chip})")
 
+    async def fix(self, source: str, failed: PhaseResult) -> PhaseResult:
+        """One round of the verified fixer (agents/fixer.py) on a candidate that failed to compile: a
+        minimal edit, re-checked by the checker before it is returned. ``data["usage"]``: its tokens."""
+        from pallasite.agents.fix_prompt import FixContext
+        from pallasite.agents.fixer import Budgets as FixBudgets
+        from pallasite.agents.fixer import Fixer, checker_verify
+
+        report = self._reports.get(source)
+        if self.fixer is None or report is None:
+            return PhaseResult(False, "no fixer configured" if self.fixer is None else "no checker report to fix")
+        errors = tuple(f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error")
+        text = self._text(source)
+        context = FixContext(path=self.path, text=text, findings=errors, chip=self.chip,
+                             has_reference="reference" in self.frozen)
+        verify = checker_verify(self.engine.checker(self.path, self.options, purpose="job"), self.path)
+        outcome = await Fixer(self.fixer, verify, budgets=FixBudgets(max_rounds=1)).fix(
+            context, tuple(self.options.tiers), original_report=report)
+        if not outcome.ok or not outcome.fixed_text:
+            return PhaseResult(False, outcome.message[:200], evidence=outcome.message, data={"usage": outcome.usage})
+        return PhaseResult(True, f"verified fix: {outcome.label}", source=unfreeze(outcome.fixed_text),
+                           data={"usage": outcome.usage})
+
     async def _time(self, source: str, *, runs: int) -> Any:
         from pallasite.engine.timing import TaskFiles, time_request
 
         params = time_request(TaskFiles(self.path), "time", runs=runs, warmup=0 if runs == 1 else 2, extra_shape=True,
                               text=self._text(source))
+        if self.device is None:  # interpret mode on CPU: the checks run at reduced shapes
+            params = dataclasses.replace(params, shrink=True)
         if self.device is not None:
             from pallasite.engine.timing import run_timing
 
@@ -100,10 +205,10 @@ class EngineEvaluator:
         if result.verdict != "ok":
             tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
             return PhaseResult(False, f"rejected by the frozen tests", evidence=tricks[:2000])
-        shapes = (result.checks or {}).get("inputs")
-        where = "interpret mode on CPU" if result.provenance == "interpret" else (result.provenance or "")
-        return PhaseResult(True, f"matches the reference ({where})", data={"checks": to_json(result.checks),
-                                                                            "inputs": shapes})
+        checks = result.checks or {}
+        return PhaseResult(True, f"matches the reference ({tested_where(result.provenance, checks)})",
+                           data={"checks": to_json(checks), "inputs": checks.get("inputs"),
+                                 "full_inputs": checks.get("full_inputs"), "timed": result.candidate is not None})
 
     async def measure(self, source: str) -> PhaseResult:
         if self.device is not None:
@@ -116,7 +221,7 @@ class EngineEvaluator:
                                    evidence=f"the {self.device.kind} backend answered {m.provenance} timings")
             self.device_kind = m.device_kind or ""
             return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
-                               label=f"device ({m.device_kind})")
+                               label=f"device ({m.device_kind})", data={"profile": await self._device_profile(source)})
         from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
         estimate = worker_estimator(self.engine.backend(self.options), self.path, self._text(source),
@@ -128,5 +233,71 @@ class EngineEvaluator:
         est = result.estimates[0] if result.estimates else None
         if est is None or est.status != "ok" or not est.seconds:
             return PhaseResult(False, "not estimated", evidence=(est.error if est else "no estimate") or "")
-        return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound", seconds=est.seconds,
-                           label=est.label, data={"bound": est.bound})
+        lower = lower_bound(est)
+        if source == self.original:
+            self._original_lower_bound = lower
+        elif lower and self._original_lower_bound is None:  # a resumed run: the original's estimate first
+            await self.measure(self.original)
+        if source != self.original and lower and self._original_lower_bound is False:
+            # manual DMAs are free to the cost model: such a candidate would win by what is not counted
+            return PhaseResult(False, "not ranked: the estimate is a lower bound", evidence=(
+                "the candidate leaves operands in HBM (pl.ANY) and moves them with its own DMAs, which the cost "
+                "model does not count, while the original's traffic is counted: its estimate is a lower bound "
+                "and cannot rank it against the original. Use BlockSpecs, or time it on a device "
+                "(--backend local|ssh|ray)."))
+        caveat = "; lower bound: manual DMAs (pl.ANY operands) not counted" if lower else ""
+        return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound{caveat}", seconds=est.seconds,
+                           label=est.label, data={"bound": est.bound, "lower_bound": lower,
+                                                  "profile": "profile (cost model, not a device profile): " +
+                                                  profile_text(est)})
+
+    async def _device_profile(self, source: str) -> str:
+        """The ``profile`` op on the device worker, summarised (kernels by device time, the roofline)."""
+        from pallasite.engine.timing import TaskFiles, run_timing, time_request
+
+        params = time_request(TaskFiles(self.path), "profile", runs=5, text=self._text(source), target=self.chip)
+        run = await run_timing(self.device, params, timeout_s=self.timeout_s)
+        if not run.reply.ok or run.reply.result is None:
+            return f"device profile not taken: {run.reply.message or run.reply.status}"
+        prof = to_json(run.reply.result).get("profile") or {}
+        kernels = "; ".join(f"{k['name']} {k['device_ns_per_run'] / 1e3:.1f} us" for k in (prof.get("kernels") or [])[:5])
+        roof = prof.get("roofline") or {}
+        return (f"device profile ({prof.get('chip')}, {prof.get('time_source')}): kernels {kernels or '-'}; "
+                f"roofline {json_short(roof)}")
+
+    async def tune(self, source: str) -> PhaseResult:
+        """The candidate's tunables searched (engine/tune.py): by the cost model for the chip without a
+        device, by device timings with one. The best configuration comes back as the changed source
+        (the loop re-tests it before taking it)."""
+        from pallasite.analysis.source import apply_edits
+        from pallasite.engine.tune import TuneError, TuneOptions, tune, worker_estimator, worker_timer
+
+        text = self._text(source)
+        options = TuneOptions(chip=self.chip, backend="estimate" if self.device is None else self.device.kind, verify=0)
+        backend = self.engine.backend(self.options)
+        timer, remote = None, None
+        try:
+            if self.device is not None:
+                from pallasite.engine.remote import open_remote
+
+                remote = open_remote(self.device)
+                timer = worker_timer(remote, self.path, text, options, timeout_s=self.timeout_s)
+            report = await tune(self.path, text, options, worker_estimator(backend, self.path, text, options,
+                                                                           timeout_s=self.timeout_s), timer=timer)
+        except TuneError as err:
+            message = str(err)
+            if "no tunables" in message:
+                return PhaseResult(True, "nothing to tune (no tunables in the candidate)", data={"evidence": message})
+            return PhaseResult(False, "not tuned", evidence=message[:2000])
+        finally:
+            if remote is not None:
+                await remote.close()
+        counts = f"{len(report.outcomes)} configurations, {sum(report.rejected.values())} rejected before compiling"
+        if report.best is None or report.best == report.current or not report.edits:
+            return PhaseResult(True, f"kept {dict(report.current)} ({counts}; {report.best_provenance or 'no ranking'})",
+                               data={"config": dict(report.current)})
+        tuned = unfreeze(apply_edits(text, report.edits))
+        gain = report.speedup_vs_current()
+        why = f", {gain[0]:.2f}x vs {dict(report.current)} by {gain[1]}" if gain else ""
+        return PhaseResult(True, f"{dict(report.best)}{why} ({counts})", source=tuned,
+                           data={"config": dict(report.best), "was": dict(report.current)})

@@ -24,6 +24,8 @@ def _history(history: list[dict]) -> str:
         lines.append(f"- iteration {h['iteration']}: {h['plan']} -> {h['verdict']}, {time_s}")
         if h.get("evidence"):
             lines.append("  evidence: " + h["evidence"].replace("\n", "\n  "))
+        if h.get("profile"):
+            lines.append("  " + h["profile"].replace("\n", "\n  "))
     return "\n".join(lines) + "\n"
 
 
@@ -31,6 +33,8 @@ def prompt(state: Any, source: str, history: list[dict], instruction: str = "") 
     ctx = state.context or {}
     baseline = f"{state.baseline_s:.3e} s" if state.baseline_s else "not measured"
     extra = ""
+    if ctx.get("baseline_profile"):
+        extra += "\n## Where the original's time goes\n" + ctx["baseline_profile"] + "\n"
     if ctx.get("findings"):
         extra += "\n## Checker findings\n" + "\n".join(f"- {f}" for f in ctx["findings"]) + "\n"
     if ctx.get("chips"):

@@ -1,9 +1,10 @@
 """What the planner sends a model: its system instruction and the template of its prompt.
 
 Sent: the kernel source being improved, the target chip's figures, the original's measurement by
-the run's timing method (with its label), the checker's findings and retrieved docs when the
-caller has them, every earlier iteration's plan, verdict, time and evidence (compiler errors, test
-rejections), and the user's instruction in step mode. Nothing else from the machine; keys.redact
+the run's timing method (with its label) and its profile (a device profile, or the cost model's
+breakdown labelled as such: compute / memory / overhead, grid, VMEM, HBM traffic), the checker's
+findings and retrieved docs when the caller has them, every earlier iteration's plan, verdict, time,
+profile and evidence (compiler errors, test rejections), and the user's instruction in step mode. Nothing else from the machine; keys.redact
 runs over the whole text before it is sent.
 """
 

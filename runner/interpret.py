@@ -175,11 +175,13 @@ def probe_calls(fn: Callable[..., Any], args: tuple[Any, ...], modules: tuple[An
     return traced_calls(fn, args, modules)
 
 
-def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements: int = MAX_ELEMENTS) -> tuple[tuple[Any, ...], bool]:
+def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements: int = MAX_ELEMENTS,
+                  blocks_per_dim: int = 2) -> tuple[tuple[Any, ...], bool]:
     """Smaller abstract args that keep every dim a multiple of the blocks it is cut into.
 
     Only arrays above ``max_elements`` are touched; a dim shrinks only when it is the dim of a
-    pallas_call operand with the same shape, cut by a block dim smaller than it. Sizes shared by
+    pallas_call operand with the same shape, cut by a block dim smaller than it, to
+    ``blocks_per_dim`` blocks (one when the size is not a multiple of that many). Sizes shared by
     several dims (matmul's K) shrink to the same value. Returns (args, whether anything changed).
     """
     leaves, treedef = jax.tree.flatten(args)
@@ -203,7 +205,7 @@ def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements
         if size in fixed:
             continue
         unit = math.lcm(*bs)
-        target = unit * 2 if size % (unit * 2) == 0 else unit
+        target = unit * blocks_per_dim if size % (unit * blocks_per_dim) == 0 else unit
         if target < size:
             new_size[size] = target
     if not new_size:

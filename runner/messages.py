@@ -440,6 +440,7 @@ class TimeParams:
     seed: int | None = None  # None: fresh random inputs from a new seed
     extra_shape: bool = True  # also check at a second shape when the task allows one
     max_speedup: float = 20.0  # above it a speedup is flagged for a second look
+    shrink: bool = False  # without a device: check at reduced shapes (runner/timing_shrink.py)
 
 
 @dataclass(frozen=True)

@@ -184,11 +184,31 @@ def _execution(prep: Prepared, check: bool):
 # --------------------------------------------------------------------------- correctness
 
 
-def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bool = True) -> dict[str, Any]:
-    """Every rejection the candidate earns before timing, and what was checked."""
+def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bool = True,
+                shrink: bool = False) -> dict[str, Any]:
+    """Every rejection the candidate earns before timing, and what was checked. ``shrink`` (no
+    device only): the checks run at reduced shapes (runner/timing_shrink.py); ``_shapes`` is what ran."""
     shapes = prep.task.abstract_args()
-    template = inputs_mod.concrete_template(prep.task.inputs)
+    small = None
+    if shrink and not prep.on_device:
+        from . import timing_shrink
+
+        small = timing_shrink.reduced(prep, shapes)
+        if isinstance(small, str):
+            too_big = timing_shrink.too_big(shapes)
+            if too_big:  # a clear reason now rather than a worker killed at its memory or time limit
+                raise TimingError(f"not checked in interpret mode: {too_big}, and the inputs cannot be reduced "
+                                  f"({small}); check it on a device backend, or give the file smaller example inputs")
+            prep.notes.append(f"inputs not reduced: {small}")
+            small = None
+    template = None if small is not None else inputs_mod.concrete_template(prep.task.inputs)
     out: dict[str, Any] = {"seed": seed, "inputs": inputs_mod.signature(shapes), "rejections": [], "extra_shape": None}
+    if small is not None:
+        out["full_inputs"], out["reduced"] = out["inputs"], small.note
+        shapes = small.shapes
+        out["inputs"] = inputs_mod.signature(shapes)
+        prep.notes.append(small.note)
+    out["_shapes"] = shapes
     say("checking the traced program (pallas_call launched and used, reference not called)")
     rejections, counted = guards.program_checks(prep.candidate, shapes, prep.reference, prep.reference_file, prep.path)
     out.update(counted)
@@ -217,7 +237,8 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
         return out
     if extra:
         try:
-            extra_shapes, how = inputs_mod.extra_shapes(prep.task, prep.module)
+            extra_shapes, how = ((small.extra, small.extra_how) if small is not None
+                                 else inputs_mod.extra_shapes(prep.task, prep.module))
         except Exception as exc:  # noqa: BLE001 - the task's own function failed at the other size
             extra_shapes, how = None, f"making the second shape failed: {type(exc).__name__}: {exc}"
         if extra_shapes is None:
@@ -378,13 +399,18 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
     try:
         with prepared(params) as prep:
             say(f"loaded {prep.task.name} ({prep.task.format}); device: {prep.device_kind} ({prep.platform})")
-            checked = correctness(prep, seed, say, extra=bool(params.get("extra_shape", True)))
+            checked = correctness(prep, seed, say, extra=bool(params.get("extra_shape", True)),
+                                  shrink=bool(params.get("shrink", False)))
+            shapes = checked.pop("_shapes")
             result = _base_result(prep, checked)
             if checked["rejections"]:
                 why = "; ".join(r["message"] for r in checked["rejections"])
                 result["candidate"] = to_json(measurement(prep, None, "not timed: rejected", "wrong_result", why))
                 return result
-            shapes = prep.task.abstract_args()
+            if params.get("shrink") and not prep.on_device:  # correctness only: CPU time at any shape ranks nothing
+                result["notes"] = prep.notes + ["not timed: shrink asks for the correctness checks only (interpret mode "
+                                                "on CPU; its wall clock says nothing about a TPU)"]
+                return result
             timed = time_pair(prep, shapes, seed, runs, warmup, say)
             samples = timed["device_ns"] or timed["wall_ns"]
             cand, ref = samples[CANDIDATE], samples[REFERENCE]

@@ -37,6 +37,7 @@ def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None =
     try:
         with prepared(params) as prep:
             checked = correctness(prep, seed, say, extra=False)
+            checked.pop("_shapes", None)
             result = _base_result(prep, checked)
             if checked["rejections"]:
                 return result

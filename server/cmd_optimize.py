@@ -6,13 +6,21 @@
     pallasite optimize kernel.py --provider replay:3f2a9c01d4e5   # re-run with the recorded replies
     pallasite optimize --export 3f2a9c01d4e5 kernel.py       # the run as JSON (replays to the same table)
     pallasite optimize kernel.py --format json               # the final table as JSON
+    pallasite optimize kernel.py --write-tests               # propose kernel.tests.py (validated), then stop
+    pallasite optimize kernel.py --fix-rounds 2              # compile-fix rounds through the verified fixer
 
 Each phase is printed live (stderr in json format). Without a device backend (``--backend estimate``,
-the default) candidates are checked in TPU interpret mode on CPU and ranked by the cost model's
-estimate for ``--target``; with ``--backend local|ssh|ray`` on a machine with a TPU they are
+the default) candidates are checked in TPU interpret mode on CPU (at reduced shapes when the
+example is large) and ranked by the cost model's estimate for ``--target``; with ``--backend local|ssh|ray`` on a machine with a TPU they are
 timed on the device (a worker that answers CPU timings ranks nothing). The winner is written beside
-the original (``<name>.optimized.py``) or over it with ``--apply``. Exit status: 0 a faster valid
-candidate, 1 none, 2 usage or configuration error.
+the original (``<name>.optimized.py``) or over it with ``--apply``.
+
+Tests: a file without ``example_inputs``/``reference`` gets them from the test writer
+(agents/test_writer.py), validated against the original kernel in a worker. ``--write-tests`` writes
+the proposal to ``<name>.tests.py`` and stops for review; a later run uses that file (``--tests``
+names another). Once a run starts its tests' hash is recorded; ``--resume`` with other tests is
+refused. Exit status: 0 a faster valid candidate (``--write-tests``: tests written), 1 none, 2 usage
+or configuration error, or a refused resume.
 """
 
 from __future__ import annotations
@@ -49,9 +57,29 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--export", action="store_true", help="print the run named by --resume as JSON and exit")
     parser.add_argument("--apply", action="store_true", help="write the winner over FILE (default: FILE.optimized.py)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="format of the final table")
+    parser.add_argument("--fix-rounds", type=int, default=0,
+                        help="compile-fix rounds through the verified fixer per failing candidate (default 0)")
+    parser.add_argument("--write-tests", action="store_true",
+                        help="the file lacks example_inputs/reference: write the test writer's validated proposal "
+                             "to FILE's .tests.py for review, and stop")
+    parser.add_argument("--tests", metavar="PY", help="the frozen tests to use (default: FILE's .tests.py if present)")
+    parser.add_argument("--test-rounds", type=int, default=3, help="the test writer's proposals at most (default 3)")
 
 
-def table_text(state) -> str:
+def tests_path(path: str) -> Path:
+    """Where ``--write-tests`` puts the proposal and where a later run looks: ``<stem>.tests.py``."""
+    return Path(path).with_suffix(".tests.py")
+
+
+def budget_report(state, budgets) -> dict:
+    """Each budget: what the run spent of it (the final table's footer, ``--format json``'s ``budgets``)."""
+    return {"iterations": {"used": len(state.iterations), "limit": budgets.iterations},
+            "tokens": {"used": state.usage.total_tokens, "limit": budgets.max_tokens},
+            "seconds": {"used": round(state.seconds, 1), "limit": budgets.max_seconds},
+            "fix_rounds": {"limit": budgets.fix_rounds}}
+
+
+def table_text(state, budgets=None) -> str:
     """The final table (what each column means: README 'Optimize')."""
     rows = [f"{'it':>2}  {'verdict':<15} {'compiled':<8} {'correct':<7} {'time':>11}  {'speedup':>8}  {'tokens':>7}  plan"]
     for r in state.table():
@@ -66,16 +94,37 @@ def table_text(state) -> str:
     best = state.best
     rows.append(f"winner: iteration {best.index}, {state.speedup():.2f}x vs the original ({best.label})" if best and state.speedup()
                 else "winner: none (no valid candidate)")
-    rows.append(f"budget: {len(state.iterations)} iteration(s), {state.usage.total_tokens} tokens, {state.seconds:.1f} s; "
-                f"stopped: {state.stopped}; run id {state.run_id}")
+    if budgets is not None:
+        b = budget_report(state, budgets)
+        rows.append(f"budget: {b['iterations']['used']} of {b['iterations']['limit']} iteration(s), "
+                    f"{b['tokens']['used']} of {b['tokens']['limit']} tokens, {b['seconds']['used']:.1f} of "
+                    f"{b['seconds']['limit']:g} s (the loop's time; the baseline and tests phases not counted); "
+                    f"stopped: {state.stopped}; run id {state.run_id}")
+    else:
+        rows.append(f"budget: {len(state.iterations)} iteration(s), {state.usage.total_tokens} tokens, {state.seconds:.1f} s; "
+                    f"stopped: {state.stopped}; run id {state.run_id}")
+    if state.context.get("tests_summary"):
+        rows.append(f"tests: {state.context['tests_summary'][:200]}; hash {state.context.get('tests_hash')}")
     return "\n".join(rows)
+
+
+def _ask_user(prompt: str) -> str:
+    """A question on stderr, the answer from stdin: stdout carries only the result (``--format json``)."""
+    print(prompt, end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline()
 
 
 def _console_gate(plans_dir: Path, run_id: str):
     from pallasite.agents.optimize import Decision
 
     async def gate(phase: str, payload: dict) -> Decision:
-        if phase == "plan":
+        if phase == "tests":
+            plans_dir.mkdir(parents=True, exist_ok=True)
+            tests_file = plans_dir / f"{run_id}-tests.py"
+            tests_file.write_text(payload["tests"], encoding="utf-8")
+            print(f"\nproposed tests ({payload.get('summary', '')}); edit {tests_file} to revise them:\n"
+                  f"{payload['tests']}\n", file=sys.stderr)
+        elif phase == "plan":
             plans_dir.mkdir(parents=True, exist_ok=True)
             plan_file = plans_dir / f"{run_id}-{payload['iteration']}.md"
             plan_file.write_text(payload["plan"] + "\n", encoding="utf-8")
@@ -84,13 +133,15 @@ def _console_gate(plans_dir: Path, run_id: str):
             print(payload["diff"], file=sys.stderr)
         else:
             return Decision("approve")
-        answer = (await asyncio.to_thread(input, "[a]pprove, [r]evise, [s]top? ")).strip().lower()
+        answer = (await asyncio.to_thread(_ask_user, "[a]pprove, [r]evise, [s]top? ")).strip().lower()
         if answer.startswith("s"):
             return Decision("stop")
         if answer.startswith("r"):
+            if phase == "tests":
+                return Decision("revise", tests_file.read_text(encoding="utf-8"))
             if phase == "plan":
                 return Decision("revise", plan_file.read_text(encoding="utf-8"))
-            return Decision("revise", await asyncio.to_thread(input, "what should change? "))
+            return Decision("revise", await asyncio.to_thread(_ask_user, "what should change? "))
         return Decision("approve")
 
     return gate
@@ -114,6 +165,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{path}: no such file")
     if args.iterations < 1:
         return fail(f"--iterations {args.iterations}: give at least 1")
+    if args.fix_rounds < 0 or args.test_rounds < 1:
+        return fail("--fix-rounds must be 0 or more and --test-rounds at least 1")
+    tests_file = Path(args.tests) if args.tests else tests_path(path)
+    if args.tests and not tests_file.is_file():
+        return fail(f"--tests {args.tests}: no such file")
+    tests = tests_file.read_text(encoding="utf-8") if tests_file.is_file() and not args.write_tests else None
     args.rounds = None
     settings, agent, provider_name = _settings(args)
     chip = args.target or settings.target
@@ -146,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
             return fail(str(err))
     config = dataclasses.replace(agent.provider_config(provider_name), store_path=str(store_path(workspace)))
     budgets = Budgets(iterations=args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
-                      fix_rounds=0, request_timeout_s=agent.requestTimeoutS)
+                      fix_rounds=args.fix_rounds, request_timeout_s=agent.requestTimeoutS, test_rounds=args.test_rounds)
 
     def on_phase(iteration: int, phase: str, message: str) -> None:
         print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
@@ -156,7 +213,18 @@ def run(args: argparse.Namespace) -> int:
         engine = Engine(workspace=workspace)
         options = dataclasses.replace(settings.check_options([t for t in settings.tiers if t in (0, 1, 2)]), target=chip)
         try:
-            evaluator = EngineEvaluator(engine, path, state.original, options, chip=chip, device=device)
+            evaluator = EngineEvaluator(engine, path, state.original, options, chip=chip, device=device,
+                                        fixer=model if args.fix_rounds else None, tests=tests)
+            if args.write_tests:
+                return await write_tests(args, state, model, evaluator, recorder, budgets)
+            if tests is not None and not args.resume:
+                from pallasite.agents.test_writer import validate_with
+
+                check = await validate_with(evaluator, state.original, tests)
+                if not check.ok:
+                    return f"{tests_file}: the original kernel does not pass these tests: {check.evidence or check.summary}"
+                state.context["tests"] = tests
+                state.context["tests_summary"] = f"from {tests_file.name}, validated ({check.summary})"
             gate = _console_gate(Path(workspace) / ".pallasite" / "plans", state.run_id) if args.mode == "step" else None
             print(f"pallasite optimize: run {state.run_id}, {args.mode} mode, {evaluator.method}, provider "
                   f"{config.label()}", file=sys.stderr, flush=True)
@@ -171,6 +239,10 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(err))
     finally:
         recorder.close()
+    if isinstance(final, int):  # --write-tests
+        return final
+    if isinstance(final, str):
+        return fail(final)
     best = final.best
     written = None
     if best is not None and final.speedup() and final.speedup() > 1.0:
@@ -182,11 +254,46 @@ def run(args: argparse.Namespace) -> int:
                           "method": final.method, "baseline_s": final.baseline_s, "table": final.table(),
                           "best": best.index if best else None, "speedup": final.speedup(), "written": written,
                           "stopped": final.stopped, "usage": dataclasses.asdict(final.usage),
-                          "seconds": final.seconds, "problems": recorder.problems}, indent=2))
+                          "seconds": final.seconds, "budgets": budget_report(final, budgets),
+                          "tests": {"hash": final.context.get("tests_hash"), "written": final.context.get("tests_summary")},
+                          "problems": recorder.problems}, indent=2))
     else:
-        print(table_text(final))
+        print(table_text(final, budgets))
         if written:
             print(f"the winner is in {written}")
         for problem in recorder.problems:
             print(f"note: {problem}")
+    if final.stopped.startswith("refused"):
+        print(f"pallasite optimize: error: {final.stopped}", file=sys.stderr)
+        return 2
     return 0 if written else 1
+
+
+async def write_tests(args, state, model, evaluator, recorder, budgets) -> int:
+    """``--write-tests``: the test writer's validated proposal to ``<stem>.tests.py``, for review."""
+    from pallasite.agents import test_writer
+    from pallasite.agents.optimize import Iteration, _ask
+
+    missing = test_writer.needs(state.original, args.path)
+    if not missing:
+        print(f"{args.path} has its own tests (example inputs and reference): nothing to write", file=sys.stderr)
+        return 0
+    holder = Iteration(index=0)
+    proposal = await test_writer.propose(
+        lambda request: _ask(model, request, state, holder, recorder, budgets), state.path, state.original,
+        lambda text: test_writer.validate_with(evaluator, state.original, text), missing=missing,
+        rounds=budgets.test_rounds, timeout_s=budgets.request_timeout_s,
+        on_round=lambda m: print(f"[tests] {m}", file=sys.stderr, flush=True))
+    target = tests_path(args.path)
+    if not proposal.ok:
+        print(f"pallasite optimize: no tests written: {proposal.summary}", file=sys.stderr)
+        if proposal.text:
+            print(f"the last proposal was:\n{proposal.text}", file=sys.stderr)
+        return 1
+    header = (f"# Frozen tests for {Path(args.path).name}, proposed by pallasite's test writer; "
+              f"{' '.join(proposal.summary[:200].split())}.\n"
+              "# Review them: `pallasite optimize` uses this file as the kernel's tests and records its hash.\n")
+    target.write_text(header + proposal.text, encoding="utf-8")
+    print(f"wrote {target} ({proposal.summary}); review it, then run: pallasite optimize {args.path}")
+    print(f"tokens: {state.usage.total_tokens}; rounds: {proposal.rounds}")
+    return 0

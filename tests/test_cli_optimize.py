@@ -58,3 +58,58 @@ def test_killed_run_resumes_and_replays(tmp_path):
     exported = subprocess.run(cli("add.py", "--resume", run_id, "--export"), cwd=tmp_path, capture_output=True,
                               text=True, timeout=60)
     assert replay_table(json.loads(exported.stdout)) == result["table"]
+
+
+def written(name: str) -> str:
+    return (DATA / "tests" / f"{name}.py").read_text()
+
+
+def test_write_tests_then_a_run_uses_them_with_budgets_and_fix_rounds(tmp_path):
+    shutil.copy(DATA / "no_tests.py", tmp_path / "axpy.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
+    proposals = tmp_path / "tests.json"
+    proposals.write_text(json.dumps(["```python\n" + written("axpy_wrong") + "```",
+                                     "```python\n" + written("axpy_right") + "```"]))
+    done = subprocess.run(cli("axpy.py", "--provider", "scripted", "--scripted-file", str(proposals), "--write-tests"),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr
+    tests_file = tmp_path / "axpy.tests.py"
+    assert "return 2.0 * x + y" in tests_file.read_text() and "wrote" in done.stdout
+    assert "[tests] round 2" in done.stderr and not (tmp_path / "axpy.optimized.py").exists()
+    # the reviewed file is the run's tests; a candidate with 7-row blocks is fixed by the verified fixer
+    bad = (DATA / "no_tests.py").read_text().replace("(8, x.shape[1])", "(7, x.shape[1])").replace("// 8", "// 7")
+    fix = {"explanation": "rows in multiples of 8", "edits": [
+        {"search": "(7, x.shape[1])", "replace": "(32, x.shape[1])"}, {"search": "// 7", "replace": "// 32"}]}
+    replies = tmp_path / "run.json"
+    replies.write_text(json.dumps(["Bigger blocks\nfewer steps.", "```python\n" + bad + "```", json.dumps(fix)]))
+    run = subprocess.run(cli("axpy.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "1",
+                             "--fix-rounds", "1", "--max-tokens", "100000", "--format", "json"),
+                         cwd=tmp_path, capture_output=True, text=True, timeout=280)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert [r["verdict"] for r in result["table"]] == ["valid"] and result["speedup"] > 1
+    assert "fixed: verified fix" in run.stderr
+    assert result["budgets"]["iterations"] == {"used": 1, "limit": 1}
+    assert result["budgets"]["tokens"]["limit"] == 100000 and result["budgets"]["tokens"]["used"] > 0
+    assert result["tests"]["hash"] and "axpy.tests.py" in result["tests"]["written"]
+    for phase in ("test", "autotune", "profile"):
+        assert f"[1] {phase}: ok" in run.stderr, run.stderr
+    # the tests file edited after the run started: resuming it is refused, with the reason
+    tests_file.write_text(tests_file.read_text().replace("rows: int = 64", "rows: int = 128"))
+    again = subprocess.run(cli("axpy.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "2",
+                               "--resume", result["run_id"]), cwd=tmp_path, capture_output=True, text=True, timeout=280)
+    assert again.returncode == 2 and "the frozen tests differ" in again.stderr, again.stderr
+
+
+def test_step_mode_shows_the_proposed_tests_before_iteration_one(tmp_path):
+    shutil.copy(DATA / "no_tests.py", tmp_path / "axpy.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
+    replies = tmp_path / "r.json"
+    replies.write_text(json.dumps(["```python\n" + written("axpy_right") + "```"]))
+    done = subprocess.run(cli("axpy.py", "--provider", "scripted", "--scripted-file", str(replies), "--mode", "step",
+                              "--format", "json"), cwd=tmp_path, input="s\n", capture_output=True, text=True, timeout=280)
+    assert "proposed tests (validated" in done.stderr and "return 2.0 * x + y" in done.stderr, done.stderr
+    shown = list((tmp_path / ".pallasite" / "plans").glob("*-tests.py"))
+    assert len(shown) == 1 and "def reference" in shown[0].read_text()
+    result = json.loads(done.stdout)
+    assert result["stopped"] == "stopped by the user at the tests" and result["table"] == []

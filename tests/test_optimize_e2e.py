@@ -69,3 +69,62 @@ def test_candidate_cannot_change_its_tests():
     namespace: dict = {}
     exec(compile(frozen, "f.py", "exec"), namespace)  # noqa: S102 - a fixture of ours, definitions only
     assert namespace["reference"](2, 3) == 5
+
+
+async def test_all_six_phases_autotune_and_profile_reach_the_planner(engine):
+    original = (DATA / "add.py").read_text()
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), replies("tunable_rows", "big_blocks"))
+    state = await optimize(new_run(str(DATA / "add.py"), original), provider, evaluator(engine, original),
+                           Budgets(iterations=2, fix_rounds=0))
+    first = state.iterations[0]
+    assert [p["phase"] for p in first.phases] == ["plan", "implement", "compile", "test", "autotune", "profile"]
+    tune = next(p for p in first.phases if p["phase"] == "autotune")
+    # the cost model ranks bigger row blocks first; the tuned source (re-tested) is the candidate
+    assert tune["ok"] and "block_rows" in tune["summary"], tune
+    assert "block_rows: int = 8" not in first.source and "block_rows: int =" in first.source
+    assert "interpret mode on CPU at float32[256, 128]" in next(p for p in first.phases if p["phase"] == "test")["summary"]
+    # the profile: the cost model's breakdown, labelled, for the baseline and each candidate, sent to the planner
+    assert first.profile.startswith("profile (cost model, not a device profile): estimate (v6e)")
+    assert "-bound (compute" in first.profile and "grid (" in first.profile
+    first_plan, second_plan = provider.requests[0].prompt, provider.requests[2].prompt
+    assert "Where the original's time goes" in first_plan and "grid (32,)" in first_plan
+    assert first.profile.splitlines()[0] in second_plan
+    # a candidate without tunables: the phase says so and changes nothing
+    second = state.iterations[1]
+    assert "nothing to tune" in next(p for p in second.phases if p["phase"] == "autotune")["summary"]
+
+
+async def test_a_compile_failure_is_fixed_by_the_verified_fixer(engine):
+    import json
+
+    original = (DATA / "add.py").read_text()
+    edit = {"explanation": "rows in multiples of 8", "edits": [
+        {"search": "pl.BlockSpec((7, x.shape[1])", "replace": "pl.BlockSpec((16, x.shape[1])"},
+        {"search": "grid=(x.shape[0] // 7,)", "replace": "grid=(x.shape[0] // 16,)"}]}
+    loop_provider = ScriptedProvider(ProviderConfig(name="scripted"), replies("bad_tiling"))
+    fix_provider = ScriptedProvider(ProviderConfig(name="scripted"), [
+        {"text": json.dumps(edit), "input_tokens": 1000, "output_tokens": 234}])
+    ev = EngineEvaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)),
+                         fixer=fix_provider)
+    state = await optimize(new_run(str(DATA / "add.py"), original), loop_provider, ev, Budgets(iterations=1, fix_rounds=2))
+    it = state.iterations[0]
+    assert [(p["phase"], p["ok"]) for p in it.phases][2:4] == [("compile", False), ("compile", True)], it.phases
+    assert it.verdict == "valid" and "// 16" in it.source and "# --- frozen tests" not in it.source
+    assert len(fix_provider.requests) == 1 and "7" in fix_provider.requests[0].prompt
+    # the fixer's tokens count in the iteration's and the run's usage
+    assert it.tokens >= 1234 and state.usage.total_tokens == it.tokens
+
+
+async def test_a_candidate_whose_estimate_is_a_lower_bound_is_not_ranked(engine):
+    # the 14.25x artifact of the JAXBench benchmark: manual DMAs (pl.ANY operands) cost nothing to the
+    # cost model, so such a kernel's estimate is a lower bound and must not beat a fully counted original
+    original = (DATA / "add.py").read_text()
+    ev = evaluator(engine, original)
+    base = await ev.measure(original)
+    assert base.ok and base.data["lower_bound"] is False
+    dma = candidate("manual_dma")
+    assert (await ev.compile(dma)).ok and (await ev.test(dma)).ok  # it is right...
+    measured = await ev.measure(dma)
+    assert not measured.ok and "lower bound" in measured.summary and "pl.ANY" in measured.evidence  # ...but unranked
+    # a resumed run (the baseline not measured again by this evaluator) refuses it as well
+    assert not (await evaluator(engine, original).measure(dma)).ok
