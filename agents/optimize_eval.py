@@ -150,7 +150,7 @@ class EngineEvaluator:
             compile(source, self.path, "exec")
         except SyntaxError as err:
             return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
-        report = await self.engine.check(self.path, self.options, self._text(source), purpose="job")
+        report = await self.engine.check(self.path, self.options, self._text(source), purpose="job", store=False)
         errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
         self._reports = {source: report}
         if errors:

@@ -124,9 +124,13 @@ class Engine:
 
     async def check(self, path: str, options: CheckOptions, text: str | None = None, *,
                     tiers: Sequence[int] | None = None, on_progress: Callable[[str], Any] | None = None,
-                    purpose: Purpose = "check") -> FileReport:
-        return await self.checker(path, options, purpose=purpose).check(path, text, tiers=tiers,
-                                                                       on_progress=on_progress)
+                    purpose: Purpose = "check", store: bool = True) -> FileReport:
+        """``store=False``: a text that is not the file's (an agent's candidate checked under the file's
+        path) neither reads nor records stored verdicts, which are read back per path (hovers)."""
+        checker = self.checker(path, options, purpose=purpose)
+        if not store:
+            checker.cache = None
+        return await checker.check(path, text, tiers=tiers, on_progress=on_progress)
 
     async def check_paths(self, paths: Sequence[str], options: CheckOptions) -> list[FileReport]:
         """Check files concurrently on the check workers; reports in the order of ``paths``."""

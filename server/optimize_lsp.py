@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -141,9 +140,7 @@ def shown_document(run_id: str, phase: str, payload: dict) -> tuple[str, str] | 
 def _evaluator(engine: Any, path: str, text: str, options: Any, chip: str, provider: Any, fix_rounds: int) -> Any:
     from pallasite.agents.optimize_eval import EngineEvaluator
 
-    # the verified fixer's provider, where the evaluator takes one (agents/optimize_eval.py, eng-18-agents)
-    extra = {"fixer": provider} if fix_rounds and "fixer" in inspect.signature(EngineEvaluator).parameters else {}
-    return EngineEvaluator(engine, path, text, options, chip=chip, **extra)
+    return EngineEvaluator(engine, path, text, options, chip=chip, fixer=provider if fix_rounds else None)
 
 
 async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) -> tuple[dict[str, Any], RunState | None]:

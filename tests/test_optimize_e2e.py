@@ -128,3 +128,25 @@ async def test_a_candidate_whose_estimate_is_a_lower_bound_is_not_ranked(engine)
     assert not measured.ok and "lower bound" in measured.summary and "pl.ANY" in measured.evidence  # ...but unranked
     # a resumed run (the baseline not measured again by this evaluator) refuses it as well
     assert not (await evaluator(engine, original).measure(dma)).ok
+
+
+async def test_candidate_checks_leave_no_verdict_under_the_users_file(tmp_path):
+    """A candidate is checked under the user's path (its imports resolve there), but its verdict is not
+    the file's: the hover and `pallasite results` read the newest stored verdicts of a path. Before, a
+    candidate that failed tier 1 left its error as the file's newest tier-1 verdict in the store."""
+    folder = tmp_path / "ws"
+    (folder / ".pallasite").mkdir(parents=True)
+    path = folder / "add.py"
+    path.write_text((DATA / "add.py").read_text())
+    engine = Engine(workspace=folder)
+    try:
+        options = CheckOptions(target="v6e", tiers=(0, 1))
+        mine = await engine.check(str(path), options)
+        ev = EngineEvaluator(engine, str(path), path.read_text(), options)
+        assert not (await ev.compile(candidate("bad_tiling"))).ok
+        stored = engine.stored_checks(str(path))
+        assert stored and all(r.key.code_hash == engine.store_for(str(path)).source_hash(str(path), path.read_text())
+                              for r in stored if r.tier != 2), stored
+        assert not [r for r in stored if r.findings], (mine.findings, stored)
+    finally:
+        await engine.close()
