@@ -196,14 +196,11 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
         text = await _ask(provider, planner.request(state, base, _history(state), instruction, budgets.request_timeout_s),
                           state, it, recorder, budgets)
         it.summary, it.plan = planner.parse(text)
-        while True:
-            decision = await pause("plan", {"iteration": it.index, "plan": it.plan, "summary": it.summary})
-            if decision.action == "stop":
-                raise Stop("stopped by the user after the plan")
-            if decision.action != "revise":
-                break
-            it.summary, it.plan = planner.parse(decision.text) if decision.text.strip() else (it.summary, it.plan)
-            break
+        decision = await pause("plan", {"iteration": it.index, "plan": it.plan, "summary": it.summary})
+        if decision.action == "stop":
+            raise Stop("stopped by the user after the plan")
+        if decision.action == "revise" and decision.text.strip():
+            it.summary, it.plan = planner.parse(decision.text)
         phase("plan", PhaseResult(True, it.summary))
         # implement (step mode: the candidate is shown as a diff before it is applied)
         say(it.index, "implement", "writing the candidate")

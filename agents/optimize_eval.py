@@ -22,6 +22,7 @@ import dataclasses
 from typing import Any
 
 from pallasite.analysis.types import from_json, to_json
+from pallasite.engine.timing import device_measurement
 
 from .optimize import PhaseResult
 
@@ -80,6 +81,22 @@ def profile_text(est: Any) -> str:
 
 def _sig(inputs: Any) -> str:
     return ", ".join(f"{dtype}{list(shape)}" for shape, dtype in inputs or ())
+
+
+def test_phase(reply: Any, where: str = "") -> PhaseResult:
+    """The test phase's result from a ``time`` reply: its integrity checks passed, or why not.
+    ``where``: the device the tests ran on (else read from the reply's provenance)."""
+    if not reply.ok:
+        why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
+        return PhaseResult(False, f"the test run failed ({reply.status})", evidence=str(why)[:2000])
+    result = reply.result
+    if result.verdict != "ok":
+        tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
+        return PhaseResult(False, "rejected by the frozen tests", evidence=str(tricks)[:2000])
+    checks = result.checks or {}
+    return PhaseResult(True, f"matches the reference ({where or tested_where(result.provenance, checks)})",
+                       data={"checks": to_json(checks), "inputs": checks.get("inputs"),
+                             "full_inputs": checks.get("full_inputs"), "timed": result.candidate is not None})
 
 
 def tested_where(provenance: str | None, checks: dict) -> str:
@@ -197,28 +214,14 @@ class EngineEvaluator:
         return await self.engine.backend(self.options).request(params, purpose="job", timeout_s=self.timeout_s)
 
     async def test(self, source: str) -> PhaseResult:
-        reply = await self._time(source, runs=1)
-        if not reply.ok:
-            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-            return PhaseResult(False, f"the test run failed ({reply.status})", evidence=why[:2000])
-        result = reply.result
-        if result.verdict != "ok":
-            tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
-            return PhaseResult(False, f"rejected by the frozen tests", evidence=tricks[:2000])
-        checks = result.checks or {}
-        return PhaseResult(True, f"matches the reference ({tested_where(result.provenance, checks)})",
-                           data={"checks": to_json(checks), "inputs": checks.get("inputs"),
-                                 "full_inputs": checks.get("full_inputs"), "timed": result.candidate is not None})
+        return test_phase(await self._time(source, runs=1))
 
     async def measure(self, source: str) -> PhaseResult:
         if self.device is not None:
             reply = await self._time(source, runs=20)
-            if not reply.ok or reply.result.candidate is None:
-                return PhaseResult(False, "not timed", evidence=(reply.message or str(reply.result and reply.result.error)))
-            m = reply.result.candidate
-            if str(getattr(m.provenance, "value", m.provenance)) != "device" or not m.median_ns:
-                return PhaseResult(False, "not a device timing: CPU time never ranks a candidate",
-                                   evidence=f"the {self.device.kind} backend answered {m.provenance} timings")
+            m, why = device_measurement(reply.result if reply.ok else None)
+            if m is None:
+                return PhaseResult(False, "not a device timing", evidence=why if reply.ok else (reply.message or why))
             self.device_kind = m.device_kind or ""
             return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
                                label=f"device ({m.device_kind})", data={"profile": await self._device_profile(source)})

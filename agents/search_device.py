@@ -21,22 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pallasite.engine.timing import device_measurement
+
 from .optimize import PhaseResult
-from .optimize_eval import EngineEvaluator, freeze, frozen_parts
-
-
-def device_measurement(result: Any, role: str = "candidate") -> tuple[Any, str | None]:
-    """(the role's Measurement, None) when it is a device timing with a median, else (None, why)."""
-    m = getattr(result, role, None) if result is not None else None
-    if m is None:
-        return None, f"the worker returned no {role} timing"
-    prov = str(getattr(m.provenance, "value", m.provenance))
-    if prov != "device":
-        return None, (f"the {role} was timed as {prov!r} ({m.device_kind}), not on a device: CPU time never "
-                      f"ranks a candidate; point --backend at a TPU host")
-    if not m.median_ns or m.median_ns <= 0:
-        return None, f"the {role}'s device timing has no median ({m.status}: {m.error or 'no samples'})"
-    return m, None
+from .optimize_eval import EngineEvaluator, freeze, frozen_parts, test_phase
 
 
 class DeviceEvaluator:
@@ -70,15 +58,7 @@ class DeviceEvaluator:
         return reply
 
     async def test(self, source: str) -> PhaseResult:
-        reply = await self._time(source, keep=True)
-        if not reply.ok:
-            why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-            return PhaseResult(False, f"the test run failed ({reply.status})", evidence=str(why)[:2000])
-        result = reply.result
-        if result.verdict != "ok":
-            tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
-            return PhaseResult(False, "rejected by the frozen tests", evidence=tricks[:2000])
-        return PhaseResult(True, f"matches the reference (on {self.where})")
+        return test_phase(await self._time(source, keep=True), where=f"on {self.where}")
 
     async def measure(self, source: str) -> PhaseResult:
         reply = await self._time(source, keep=False)

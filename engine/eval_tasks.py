@@ -142,21 +142,10 @@ async def estimate_candidate(backend: Any, task: EvalTask, text: str, chip: str,
     return CandidateResult(True, True, speedup, provenance, error, est.seconds, ref_s)
 
 
-def _device_median(m: Any, role: str) -> tuple[float | None, str | None]:
-    if m is None:
-        return None, f"no {role} timing"
-    prov = str(getattr(m.provenance, "value", m.provenance))
-    if prov != "device":
-        return None, f"the {role} was timed as {prov!r} ({m.device_kind}), not on a device"
-    if not m.median_ns or m.median_ns <= 0:
-        return None, f"the {role}'s device timing has no median ({m.status}: {m.error or 'no samples'})"
-    return float(m.median_ns), None
-
-
 async def time_candidate(device: Any, task: EvalTask, text: str, *, where: str = "device",
                          timeout_s: float = 300.0, runs: int = 20) -> CandidateResult:
     """The candidate and its reference timed on ``device`` (an open backend): see the module docstring."""
-    from .timing import TaskFiles, time_request
+    from .timing import TaskFiles, device_measurement, time_request
 
     if text == task.reference_text():
         return CandidateResult(True, True, 1.0, "the reference itself (1.0x by definition)")
@@ -173,13 +162,14 @@ async def time_candidate(device: Any, task: EvalTask, text: str, *, where: str =
         tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
         return CandidateResult(result.verdict == "rejected", False, None, label,
                                f"the time op's integrity checks: {tricks}"[:500])
-    cand_ns, why_c = _device_median(result.candidate, "candidate")
-    ref_ns, why_r = _device_median(result.reference, "reference")
+    cand, why_c = device_measurement(result, "candidate")
+    ref, why_r = device_measurement(result, "reference")
     kind = (result.candidate.device_kind if result.candidate is not None else "") or where
     label = f"device ({kind})"
-    if cand_ns is None or ref_ns is None:
+    if cand is None or ref is None:
         return CandidateResult(True, True, None, label, f"no device timing: {why_c or why_r}"[:500])
-    return CandidateResult(True, True, ref_ns / cand_ns, label, None, cand_ns / 1e9, ref_ns / 1e9)
+    return CandidateResult(True, True, ref.median_ns / cand.median_ns, label, None, cand.median_ns / 1e9,
+                           ref.median_ns / 1e9)
 
 
 def _why(reply: Any) -> str:

@@ -155,6 +155,20 @@ def run_timing_sync(settings: BackendSettings, params: Any, **kw: Any) -> Timing
     return asyncio.run(run_timing(settings, params, **kw))
 
 
+def device_measurement(result: Any, role: str = "candidate") -> tuple[Any, str | None]:
+    """(the role's Measurement, None) when it is a device timing with a median, else (None, why)."""
+    m = getattr(result, role, None) if result is not None else None
+    if m is None:
+        return None, f"the worker returned no {role} timing"
+    prov = str(getattr(m.provenance, "value", m.provenance))
+    if prov != "device":
+        return None, (f"the {role} was timed as {prov!r} ({m.device_kind}), not on a device: CPU time never "
+                      f"ranks a candidate; point --backend at a TPU host")
+    if not m.median_ns or m.median_ns <= 0:
+        return None, f"the {role}'s device timing has no median ({m.status}: {m.error or 'no samples'})"
+    return m, None
+
+
 def measurements(result: dict[str, Any]) -> list[tuple[str, Measurement]]:
     """(role, Measurement) for the candidate and the reference, as the worker reported them."""
     out = []

@@ -150,3 +150,18 @@ async def test_candidate_checks_leave_no_verdict_under_the_users_file(tmp_path):
         assert not [r for r in stored if r.findings], (mine.findings, stored)
     finally:
         await engine.close()
+
+
+async def test_with_a_device_backend_that_answers_cpu_timings_nothing_is_ranked(engine):
+    """``--backend local`` on a machine without a TPU: the frozen tests run on that worker, but its
+    timings are CPU timings, so the measure phase refuses them (never a ranked CPU time)."""
+    from pallasite.engine.remote import BackendSettings
+
+    original = (DATA / "add.py").read_text()
+    ev = EngineEvaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)),
+                         device=BackendSettings(kind="local"))
+    assert ev.method.startswith("device (local")
+    assert (await ev.test(candidate("big_blocks"))).ok
+    measured = await ev.measure(candidate("big_blocks"))
+    assert not measured.ok and measured.seconds is None
+    assert "not on a device" in measured.evidence and "CPU time never ranks" in measured.evidence, measured
