@@ -35,7 +35,7 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     graph = json.loads((folder / ".pallasite" / "search" / f"{rid}.json").read_text())
     root, node = graph["nodes"]
     assert node["verdict"] == "valid" and node["plan"].startswith("Bigger blocks")
-    assert [p["phase"] for p in node["phases"]] == ["plan", "implement", "compile", "test", "profile"]
+    assert [p["phase"] for p in node["phases"]] == ["plan", "implement", "compile", "test", "autotune", "profile"]
     assert node["speedup"] > 1.0 and root["speedup"] == 1.0 and node["provenance"].startswith("estimate (v5e)")
     assert (folder / ".pallasite" / "search" / f"{rid}.html").is_file()
     # again: everything is read back from the store; the (now empty) script is never asked

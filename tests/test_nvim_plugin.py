@@ -269,7 +269,8 @@ def test_search_from_neovim_applies_the_best_node_and_names_the_report(tmp_path:
     faster = re.sub(r"BLOCK_ROWS = \d+", "BLOCK_ROWS = 64", root)
     assert faster != root
     script = tmp_path / "replies.json"
-    script.write_text(json.dumps([json.dumps({"plan": "bigger blocks: fewer grid steps", "source": faster})]))
+    # one node = one optimize iteration: the planner's reply, then the implementer's
+    script.write_text(json.dumps(["Bigger blocks\nfewer grid steps", f"```python\n{faster}```"]))
     settings = {"tiers": [0], "target": "v5e", "agent": {"provider": "scripted", "scriptedFile": str(script)}}
     r = run_scenario("search", env, project, tmp_path, settings=settings, file="add.py")
     search = r["search"]
@@ -278,7 +279,10 @@ def test_search_from_neovim_applies_the_best_node_and_names_the_report(tmp_path:
     result = search["result"]
     assert result["ok"] is True and result["best"] == "t0.1" and result["provenance"].startswith("estimate (v5e)")
     # The best node was applied to the buffer (a versioned edit from the server).
-    assert result["applied"] is True and r["buffer_text"] == faster
+    # (the node's source is the candidate after the loop's autotune phase: BLOCK_ROWS tuned for v5e)
+    best = json.loads(Path(result["report"]).with_suffix(".json").read_text())["nodes"][1]
+    assert best["plan"].startswith("Bigger blocks") and best["source"] != root
+    assert result["applied"] is True and r["buffer_text"] == best["source"]
     # The report: vim.ui.open was asked; where it cannot open, its path is shown.
     report = Path(result["report"])
     assert report.is_file() and r["opened"] == [report.as_uri()]

@@ -257,9 +257,11 @@ def test_bundled_extension_optimizes_step_by_step(tmp_path: Path) -> None:
     assert {"pallasite.advertises.optimize", "pallasite.advertises.optimize.approve", "pallasite.advertises.optimize.revise",
             "pallasite.advertises.optimize.stop", "pallasite.advertises.search"} <= {
         k for k, v in r["contextsAfterStart"].items() if v}
-    shown = r["shownDocuments"]
+    shown, winner = r["shownDocuments"][:5], r["shownDocuments"][5:]
     plans = (tmp_path / "project" / ".pallasite" / "plans").resolve()
     assert [Path(d["uri"].removeprefix("file://")).parent for d in shown] == [plans] * 5, shown
+    # then the winner, written beside the original (agent.optimizeWinner "newFile"), is opened
+    assert [Path(d["uri"].removeprefix("file://")) for d in winner] == [Path(r["optimize"]["written"])], winner
     assert [d["languageId"] for d in shown] == ["markdown", "diff", "markdown", "diff", "markdown"]
     assert all(d["preserveFocus"] is False for d in shown)  # the server asks for focus: the plan is the active editor
     assert r["plan1Text"].startswith("Try wrong_math")

@@ -146,10 +146,11 @@ async function optimize() {
   await decide('pallasite.optimize.approve');
   await shown(3);
   active().edit('Use 128-row blocks, keep the add\nEdited in VS Code.\n');
-  result.plan2DirtyBeforeRevise = active().isDirty;
+  const plan2 = active();  // the server may show the next document as soon as it has the revision
+  result.plan2DirtyBeforeRevise = plan2.isDirty;
   await decide('pallasite.optimize.revise');
-  result.plan2DirtyAfterRevise = active().isDirty;
-  result.plan2File = require('node:fs').readFileSync(active().uri.fsPath, 'utf8');
+  result.plan2DirtyAfterRevise = plan2.isDirty;
+  result.plan2File = require('node:fs').readFileSync(plan2.uri.fsPath, 'utf8');
   await shown(4);
   await decide('pallasite.optimize.approve');
   // The palette sends no iteration count: the server's default (3). Stop at the third plan.
