@@ -22,6 +22,19 @@ M.ALGOS = { 'parallel', 'beam', 'evolve' }
 --- The server answers {ok = false, message = ...} when it could not do it; that message is shown.
 --- `args(ctx, fargs)` returns the arguments, or nil and a message when the command cannot run;
 --- `show(result)` (optional) presents a successful answer.
+M.NO_PLAN = 'no plan or diff document is shown; run :PallasiteOptimize step first'
+
+--- The arguments of approve / revise / stop: the plan or diff document shown (revise: with its
+--- text as it is in the buffer, the instruction).
+local function plan_args(with_text)
+  return function(ctx)
+    if not ctx.plan then
+      return nil, M.NO_PLAN
+    end
+    return { { uri = ctx.plan.uri, text = with_text and ctx.plan.text or nil } }
+  end
+end
+
 M.COMMANDS = {
   {
     name = 'PallasiteCheck',
@@ -116,12 +129,7 @@ M.COMMANDS = {
     server = 'pallasite.optimize.approve',
     desc = 'pallasite: approve the plan / candidate diff shown (step-by-step optimize)',
     plan = true,
-    args = function(ctx)
-      if not ctx.plan then
-        return nil, M.NO_PLAN
-      end
-      return { { uri = ctx.plan.uri } }
-    end,
+    args = plan_args(false),
   },
   {
     name = 'PallasiteRevise',
@@ -129,24 +137,14 @@ M.COMMANDS = {
     desc = 'pallasite: revise: your edits to the plan document shown are the instruction',
     plan = true,
     save = true,
-    args = function(ctx)
-      if not ctx.plan then
-        return nil, M.NO_PLAN
-      end
-      return { { uri = ctx.plan.uri, text = ctx.plan.text } }
-    end,
+    args = plan_args(true),
   },
   {
     name = 'PallasiteStop',
     server = 'pallasite.optimize.stop',
     desc = 'pallasite: stop the step-by-step optimize run waiting on the document shown',
     plan = true,
-    args = function(ctx)
-      if not ctx.plan then
-        return nil, M.NO_PLAN
-      end
-      return { { uri = ctx.plan.uri } }
-    end,
+    args = plan_args(false),
   },
   {
     name = 'PallasiteSearch',
@@ -194,7 +192,6 @@ function M.search_options(fargs)
   return options
 end
 
-M.NO_PLAN = 'no plan or diff document is shown; run :PallasiteOptimize step first'
 
 --- {mode, iterations} from :PallasiteOptimize's words ('step' or 'auto', a positive count), or
 --- nil and what is wrong.
