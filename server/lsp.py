@@ -489,7 +489,10 @@ def _step_decision(ls: PallasiteServer, args: Any, action: str) -> dict[str, Any
     options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
     from pygls.uris import to_fs_path
 
-    uri = options.get("uri") or ""
+    uri = options.get("uri") if isinstance(options.get("uri"), str) else ""
+    if not uri:
+        return {"ok": False, "message": f"pallasite.optimize.{action}: give the plan or diff document: "
+                                        '{"uri": "<.pallasite/plans/... uri>"}'}
     path = to_fs_path(uri) or ""
     doc = optimize_lsp.step_documents(ls).get(uri)  # the editor's text, saved or not: the user's edits
     text = doc.text if doc is not None else (Path(path).read_text(encoding="utf-8") if Path(path).is_file() else "")

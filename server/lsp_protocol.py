@@ -28,7 +28,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
-from pygls.protocol.language_server import LanguageServerProtocol, _prepare_command_arguments, lsp_method
+from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
 
 logger = logging.getLogger(__name__)
 
@@ -94,11 +94,8 @@ class PallasiteProtocol(LanguageServerProtocol):
     async def lsp_workspace__execute_command(self, params: lsp.ExecuteCommandParams) -> Any:
         if (handler := self.fm.commands.get(params.command, None)) is None:
             raise JsonRpcInvalidParams.of(ValueError(f"Command name {params.command!r} is not defined"))
-        try:
-            args, kwargs = _prepare_command_arguments(handler, params, self._converter)
-        except Exception as exc:
-            raise JsonRpcInvalidParams.of(exc)
-        result = handler(*args, **kwargs)
+        # every pallasite command takes ``(ls, *args)`` (pygls injects ``ls``): the arguments pass as they are
+        result = handler(*(params.arguments or ()))
         return await result if inspect.isawaitable(result) else result
 
     # ------------------------------------------------------------------ malformed input

@@ -120,6 +120,21 @@ def test_every_malformed_request_gets_an_error_reply(wire, tmp_path):
     assert client.request("pallasite/serverStats", {}).get("result", {}).get("pid") == client.proc.pid
 
 
+def test_commands_with_bad_names_or_arguments_are_answered(wire, tmp_path):
+    """Commands run as the request's own task (server/lsp_protocol.py): an unknown name is InvalidParams,
+    and a known command given junk arguments answers (an error or a result saying why), never hangs."""
+    client = wire()
+    client.initialize(tmp_path)
+    reply = client.request("workspace/executeCommand", {"command": "pallasite.noSuchCommand"}, timeout=5)
+    assert reply["error"]["code"] == -32602 and "pallasite.noSuchCommand" in reply["error"]["message"]
+    for command, arguments in [("pallasite.optimize", [5]), ("pallasite.optimize", None),
+                               ("pallasite.search", ["file:///nowhere.py"]), ("pallasite.optimize.approve", [{}]),
+                               ("pallasite.autotune", [{"uri": 3}])]:
+        reply = client.request("workspace/executeCommand", {"command": command, "arguments": arguments}, timeout=10)
+        assert reply["result"]["ok"] is False and reply["result"]["message"].startswith(command), (command, reply)
+    assert client.request("pallasite/serverStats", {}).get("result", {}).get("pid") == client.proc.pid
+
+
 def test_lone_surrogate_neither_breaks_tier0_nor_keeps_stale_diagnostics(wire, tmp_path):
     client = wire()
     client.initialize(tmp_path)
