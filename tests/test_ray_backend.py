@@ -1,6 +1,6 @@
 """The ray backend on a local Ray cluster (no TPU: the worker runs on CPU).
 
-The cluster is started once for the module with HOME and Ray's temp folder under a temporary
+The cluster is started once for the session (tests/conftest.py) with HOME and Ray's temp folder under a temporary
 folder, and a custom "TPU" resource so requests for it schedule as they would on a TPU cluster.
 Faults: the worker killed mid-job, the actor (the node's side) killed mid-job, a job past its
 limit -> a clear reply, no hang, and the next job works.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,18 +29,9 @@ DATA = Path(__file__).parent / "data"
 CONFIG = WorkerConfig(timeout_s=120, startup_timeout_s=90, cancel_grace_s=1, sandbox="off")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    home = tempfile.mkdtemp(prefix="plsray")  # short: Ray's socket paths must fit 107 bytes
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HOME", home)
-        mp.delenv("RAY_ADDRESS", raising=False)
-        ray.init(num_cpus=2, resources={"TPU": 1}, include_dashboard=False, log_to_driver=False,
-                 _temp_dir=os.path.join(home, "r"))
-        try:
-            yield home
-        finally:
-            ray.shutdown()
+@pytest.fixture
+def cluster(ray_cluster):  # tests/conftest.py: one local cluster for the session
+    return ray_cluster
 
 
 def test_resources_parse():

@@ -1,17 +1,16 @@
 """Search with ``--backend ray``: a node's frozen tests and timing run on a Ray actor's worker.
 
-A local Ray cluster (HOME and Ray's temp folder under a temporary folder, a custom "TPU" resource)
+The session's local Ray cluster (tests/conftest.py: a custom "TPU" resource)
 with no TPU: the worker times in interpret mode on CPU, so the test also checks the honesty rule
 end to end: the node passes its frozen tests on the Ray worker, but its CPU timing never becomes a
 speedup (the node is "unmeasured", the root stays best). Compiles use the fake engine backend.
-About 25 s on 2 busy cores (Ray's start, a JAX worker's start, two interpret-mode time runs).
+About 15 s on 2 busy cores once the cluster runs (a JAX worker's start, two interpret-mode time runs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 
 import pytest
 
@@ -37,33 +36,24 @@ class Logged(RayBackend):
         return await super().request(params, **kw)
 
 
-def test_search_nodes_are_tested_and_timed_on_the_ray_worker_and_cpu_time_never_ranks(tmp_path):
-    home = tempfile.mkdtemp(prefix="plsray")  # short: Ray's socket paths must fit 107 bytes
+def test_search_nodes_are_tested_and_timed_on_the_ray_worker_and_cpu_time_never_ranks(tmp_path, ray_cluster):
     path = tmp_path / "add.py"
     path.write_text(ROOT)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HOME", home)
-        mp.delenv("RAY_ADDRESS", raising=False)
-        ray.init(num_cpus=2, resources={"TPU": 1}, include_dashboard=False, log_to_driver=False,
-                 _temp_dir=os.path.join(home, "r"))
+    device = Logged(WorkerConfig(timeout_s=120, startup_timeout_s=90, sandbox="off", platforms="cpu"),
+                    resources={"TPU": 1})
+    engine = Engine(use_store=False, backend_factory=lambda config, checks: fake_backend())
+
+    async def go():
         try:
-            device = Logged(WorkerConfig(timeout_s=120, startup_timeout_s=90, sandbox="off", platforms="cpu"),
-                            resources={"TPU": 1})
-            engine = Engine(use_store=False, backend_factory=lambda config, checks: fake_backend())
-
-            async def go():
-                try:
-                    return await cmd_search.run_search(
-                        path, ROOT, SearchOptions(algo="parallel", trajectories=1, iterations=1, strategies=("double",)),
-                        LandscapeModel(), chip="v5e", engine=engine, check_options=CheckOptions(target="v5e", tiers=(0,)),
-                        device=device, where="ray:local", timeout_s=120)
-                finally:
-                    await engine.close()
-                    await device.close()
-
-            graph = asyncio.run(go())
+            return await cmd_search.run_search(
+                path, ROOT, SearchOptions(algo="parallel", trajectories=1, iterations=1, strategies=("double",)),
+                LandscapeModel(), chip="v5e", engine=engine, check_options=CheckOptions(target="v5e", tiers=(0,)),
+                device=device, where="ray:local", timeout_s=120)
         finally:
-            ray.shutdown()
+            await engine.close()
+            await device.close()
+
+    graph = asyncio.run(go())
     assert device.node is not None and device.node["pid"] != os.getpid()  # ran in a Ray actor
     assert device.ops == [("time", "device"), ("time", "device")]  # the root, then the node (test + measure)
     node = graph.node("t0.1")
