@@ -35,6 +35,19 @@ local function plan_args(with_text)
   end
 end
 
+--- The arguments of optimize / search: the options parsed from the command's words by
+--- M[parse] (looked up at call time), with the document's uri.
+local function options_args(parse)
+  return function(ctx, fargs)
+    local options, problem = M[parse](fargs)
+    if not options then
+      return nil, problem
+    end
+    options.uri = ctx.uri
+    return { options }
+  end
+end
+
 M.COMMANDS = {
   {
     name = 'PallasiteCheck',
@@ -110,14 +123,7 @@ M.COMMANDS = {
     server = 'pallasite.optimize',
     desc = 'pallasite: optimize this kernel (:PallasiteOptimize [step] [iterations]; default auto, server default iterations)',
     nargs = '*',
-    args = function(ctx, fargs)
-      local options, problem = M.optimize_options(fargs)
-      if not options then
-        return nil, problem
-      end
-      options.uri = ctx.uri
-      return { options }
-    end,
+    args = options_args('optimize_options'),
     show = function(result)
       if type(result.written) == 'string' then
         vim.notify('pallasite: the winner is in ' .. result.written, vim.log.levels.INFO)
@@ -151,14 +157,7 @@ M.COMMANDS = {
     server = 'pallasite.search',
     desc = 'pallasite: search for a faster kernel (:PallasiteSearch [parallel|beam|evolve] [knob=N ...])',
     nargs = '*',
-    args = function(ctx, fargs)
-      local options, problem = M.search_options(fargs)
-      if not options then
-        return nil, problem
-      end
-      options.uri = ctx.uri
-      return { options }
-    end,
+    args = options_args('search_options'),
   },
 }
 
