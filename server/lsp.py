@@ -56,6 +56,27 @@ def _doc(ls: PallasiteServer, uri: str) -> Document | None:
     return ls.session.documents.get(uri)
 
 
+def _options(args: tuple[Any, ...]) -> dict[str, Any]:
+    """A command's one argument: an options object, or a bare document uri."""
+    return args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+
+
+def _open_doc(ls: PallasiteServer, command: str, options: dict[str, Any]) -> tuple[Document | None, dict[str, Any] | None]:
+    """(the open document a command acts on, None), or (None, the reply saying it is not open)."""
+    doc = _doc(ls, options.get("uri") or "")
+    if doc is not None:
+        return doc, None
+    return None, {"ok": False, "message": f"{command}: {options.get('uri')!r} is not an open document."}
+
+
+async def _untrusted(ls: PallasiteServer, doc: Document, to: str) -> dict[str, Any] | None:
+    """None once the document's folder is trusted (asking the user if need be), else the refusal."""
+    folder = ls.session.folder_of(doc.path)
+    if await ls.session.trusted_or_ask(folder):
+        return None
+    return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to {to}."}
+
+
 def _warn(ls: PallasiteServer, warnings: list[str]) -> None:
     for warning in warnings:
         ls.session.show(f"pallasite: {warning}")
@@ -271,10 +292,10 @@ def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.C
 async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     """Check a document now: ``{"uri": ..., "tiers": [0, 1, 2, 3], "script": true}`` (tiers default:
     the settings'; ``script``: run the file's ``__main__`` and check every pallas_call it makes)."""
-    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
-    doc = _doc(ls, options.get("uri") or "")
+    options = _options(args)
+    doc, not_open = _open_doc(ls, "pallasite.check", options)
     if doc is None:
-        return {"ok": False, "message": f"pallasite.check: {options.get('uri')!r} is not an open document."}
+        return not_open
     tiers = options.get("tiers")
     if tiers is not None and (not isinstance(tiers, list) or any(t not in (0, 1, 2, 3) for t in tiers)):
         return {"ok": False, "message": f"pallasite.check: tiers must be a list from 0-3, got {tiers!r}."}
@@ -283,9 +304,8 @@ async def check_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         return {"ok": False, "message": f"pallasite.check: script must be true or false, got {script!r}."}
     if script and tiers is not None and not any(t > 0 for t in tiers):
         return {"ok": False, "message": "pallasite.check: script mode runs the file: give a compiler tier (1-3)."}
-    folder = ls.session.folder_of(doc.path)
-    if not await ls.session.trusted_or_ask(folder):
-        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to check it."}
+    if (refused := await _untrusted(ls, doc, "check it")) is not None:
+        return refused
     if not ls.session.ensure_analysis(doc):
         return {"ok": False, "message": f"{doc.path} does not use Pallas: nothing to check."}
     if tiers is not None and not any(t > 0 for t in tiers):
@@ -328,7 +348,7 @@ async def fix_with_agent(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
 async def search_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     """Search for a faster kernel: ``{"uri", "algo", "budget", "seed", "width", ...}``; the best node is
     offered as a versioned edit and the HTML report opened with window/showDocument."""
-    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    options = _options(args)
     return await search_lsp.search_command(ls, options, await _progress_token(ls))
 
 
@@ -345,13 +365,12 @@ async def profile_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
 
 
 async def _timing_command(ls: PallasiteServer, op: str, args: tuple[Any, ...]) -> dict[str, Any]:
-    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
-    doc = _doc(ls, options.get("uri") or "")
+    options = _options(args)
+    doc, not_open = _open_doc(ls, f"pallasite.{op}", options)
     if doc is None:
-        return {"ok": False, "message": f"pallasite.{op}: {options.get('uri')!r} is not an open document."}
-    folder = ls.session.folder_of(doc.path)
-    if not await ls.session.trusted_or_ask(folder):
-        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to run its code."}
+        return not_open
+    if (refused := await _untrusted(ls, doc, "run its code")) is not None:
+        return refused
     token = await _progress_token(ls)
     work = timing_lsp.submit(ls.session, doc, op, options, report=lambda message: (
         ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=message)) if token else None)).task
@@ -409,13 +428,12 @@ async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     """Autotune a document's tunables for the target chip: ``{"uri": ..., "verify": 3}`` (verify:
     interpret-mode checks of the best-ranked configurations, 0 to skip). The best
     configuration is then offered as a code action ("Apply autotuned ...") and shown on hover."""
-    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
-    doc = _doc(ls, options.get("uri") or "")
+    options = _options(args)
+    doc, not_open = _open_doc(ls, "pallasite.autotune", options)
     if doc is None:
-        return {"ok": False, "message": f"pallasite.autotune: {options.get('uri')!r} is not an open document."}
-    folder = ls.session.folder_of(doc.path)
-    if not await ls.session.trusted_or_ask(folder):
-        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to tune it."}
+        return not_open
+    if (refused := await _untrusted(ls, doc, "tune it")) is not None:
+        return refused
     token = await _progress_token(ls)
     try:
         verify = options.get("verify", 3)
@@ -440,19 +458,18 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     beside the original, or (``edit``) replaces the document as a versioned edit when the document is
     unchanged since the run began; the hover on the kernel then shows the run, inlay hints the block
     sizes the winner changed."""
-    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
-    doc = _doc(ls, options.get("uri") or "")
+    options = _options(args)
+    doc, not_open = _open_doc(ls, "pallasite.optimize", options)
     if doc is None:
-        return {"ok": False, "message": f"pallasite.optimize: {options.get('uri')!r} is not an open document."}
+        return not_open
     mode, iterations = options.get("mode", "auto"), options.get("iterations", 3)
     placement = {"file": "newFile"}.get(options.get("winner"), options.get("winner") or ls.session.settings.agent.optimizeWinner)
     if mode not in ("auto", "step") or placement not in ("newFile", "edit") or not isinstance(iterations, int) \
             or isinstance(iterations, bool) or iterations < 1:
         return {"ok": False, "message": "pallasite.optimize: mode is auto or step, winner newFile or edit, "
                                         f"iterations a positive count (got {mode!r}, {placement!r}, {iterations!r})."}
-    folder = ls.session.folder_of(doc.path)
-    if not await ls.session.trusted_or_ask(folder):
-        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to optimize it."}
+    if (refused := await _untrusted(ls, doc, "optimize it")) is not None:
+        return refused
     if not ls.session.settings.agent.provider:
         return {"ok": False, "message": "pallasite.optimize: no LLM provider is configured (agent.provider)."}
     token = await _progress_token(ls)
@@ -486,7 +503,7 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
 
 
 def _step_decision(ls: PallasiteServer, args: Any, action: str) -> dict[str, Any]:
-    options = args[0] if args and isinstance(args[0], dict) else {"uri": args[0] if args else None}
+    options = _options(args)
     from pygls.uris import to_fs_path
 
     uri = options.get("uri") if isinstance(options.get("uri"), str) else ""
