@@ -21,7 +21,7 @@ import copy
 import dataclasses
 from typing import Any
 
-from pallasite.analysis.types import from_json, to_json
+from pallasite.analysis.types import to_json
 from pallasite.engine.timing import device_measurement
 
 from .optimize import PhaseResult
@@ -137,8 +137,7 @@ class EngineEvaluator:
         self.original = original
         self._original_lower_bound: bool | None = None
         self.original_frozen = frozen_parts(original)
-        self.tests = tests
-        self.frozen = {**self.original_frozen, **({"__tests__": tests} if tests else {})}
+        self.use_tests(tests)
         self.device_kind = ""
         self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
 
@@ -159,7 +158,7 @@ class EngineEvaluator:
 
         return tests_hash("\n".join(f"{k}\n{v}" for k, v in sorted(self.frozen.items())))
 
-    def _text(self, source: str) -> str:
+    def frozen_text(self, source: str) -> str:
         return freeze(source, self.frozen)
 
     async def compile(self, source: str) -> PhaseResult:
@@ -167,7 +166,7 @@ class EngineEvaluator:
             compile(source, self.path, "exec")
         except SyntaxError as err:
             return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
-        report = await self.engine.check(self.path, self.options, self._text(source), purpose="job", store=False)
+        report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", store=False)
         errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
         self._reports = {source: report}
         if errors:
@@ -188,7 +187,7 @@ class EngineEvaluator:
         if self.fixer is None or report is None:
             return PhaseResult(False, "no fixer configured" if self.fixer is None else "no checker report to fix")
         errors = tuple(f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error")
-        text = self._text(source)
+        text = self.frozen_text(source)
         context = FixContext(path=self.path, text=text, findings=errors, chip=self.chip,
                              has_reference="reference" in self.frozen)
         verify = checker_verify(self.engine.checker(self.path, self.options, purpose="job"), self.path)
@@ -203,7 +202,7 @@ class EngineEvaluator:
         from pallasite.engine.timing import TaskFiles, time_request
 
         params = time_request(TaskFiles(self.path), "time", runs=runs, warmup=0 if runs == 1 else 2, extra_shape=True,
-                              text=self._text(source))
+                              text=self.frozen_text(source))
         if self.device is None:  # interpret mode on CPU: the checks run at reduced shapes
             params = dataclasses.replace(params, shrink=True)
         if self.device is not None:
@@ -227,7 +226,7 @@ class EngineEvaluator:
                                label=f"device ({m.device_kind})", data={"profile": await self._device_profile(source)})
         from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
-        estimate = worker_estimator(self.engine.backend(self.options), self.path, self._text(source),
+        estimate = worker_estimator(self.engine.backend(self.options), self.path, self.frozen_text(source),
                                     TuneOptions(chip=self.chip), timeout_s=self.timeout_s)
         try:
             result = await estimate([], {})
@@ -258,7 +257,7 @@ class EngineEvaluator:
         """The ``profile`` op on the device worker, summarised (kernels by device time, the roofline)."""
         from pallasite.engine.timing import TaskFiles, run_timing, time_request
 
-        params = time_request(TaskFiles(self.path), "profile", runs=5, text=self._text(source), target=self.chip)
+        params = time_request(TaskFiles(self.path), "profile", runs=5, text=self.frozen_text(source), target=self.chip)
         run = await run_timing(self.device, params, timeout_s=self.timeout_s)
         if not run.reply.ok or run.reply.result is None:
             return f"device profile not taken: {run.reply.message or run.reply.status}"
@@ -275,7 +274,7 @@ class EngineEvaluator:
         from pallasite.analysis.source import apply_edits
         from pallasite.engine.tune import TuneError, TuneOptions, tune, worker_estimator, worker_timer
 
-        text = self._text(source)
+        text = self.frozen_text(source)
         options = TuneOptions(chip=self.chip, backend="estimate" if self.device is None else self.device.kind, verify=0)
         backend = self.engine.backend(self.options)
         timer, remote = None, None

@@ -83,10 +83,9 @@ def load(store: Any, run_id: str) -> RunState | None:
 
 def export(store: Any, run_id: str) -> dict:
     """The run as JSON: its final state (with the table) and its model calls."""
-    state = load(store, run_id)
-    if state is None:
-        raise KeyError(f"no optimize run {run_id!r} in the results store")
     steps = [s for s in store.agent_steps(run_id) if s.kind.startswith("optimize")]
+    if not steps:
+        raise KeyError(f"no optimize run {run_id!r} in the results store")
     newest = max(steps, key=lambda s: (s.step, s.id)).payload
     calls = [{"step": c.step, "provider": c.provider, "model": c.model, "prompt": c.prompt,
               "response": c.response, "error": c.error, "usage": c.usage} for c in store.llm_calls(run_id)]

@@ -24,7 +24,7 @@ from typing import Any
 from pallasite.engine.timing import device_measurement
 
 from .optimize import PhaseResult
-from .optimize_eval import EngineEvaluator, freeze, frozen_parts, test_phase
+from .optimize_eval import EngineEvaluator, test_phase
 
 
 class DeviceEvaluator:
@@ -32,10 +32,8 @@ class DeviceEvaluator:
                  where: str, timeout_s: float = 300.0, runs: int = 20) -> None:
         self.compiler = EngineEvaluator(engine, path, original, options, chip=chip, timeout_s=timeout_s)
         self.path, self.device, self.where, self.timeout_s, self.runs = path, device, where, timeout_s, runs
-        self.frozen = frozen_parts(original)
         self.method = f"device ({where})"
         self.device_kind = ""
-        self.device_jobs = 0
         self._replies: dict[str, Any] = {}
 
     async def compile(self, source: str) -> PhaseResult:
@@ -48,8 +46,7 @@ class DeviceEvaluator:
         if source in self._replies:
             return self._replies.pop(source)
         params = time_request(TaskFiles(self.path), "time", runs=self.runs, warmup=2, extra_shape=True,
-                              text=freeze(source, self.frozen))
-        self.device_jobs += 1
+                              text=self.compiler.frozen_text(source))
         reply = await self.device.request(params, purpose="device", timeout_s=self.timeout_s)
         if keep and reply.ok and reply.result is not None and reply.result.verdict == "ok":
             if len(self._replies) >= 64:  # candidates tested but never measured (a stopped run)

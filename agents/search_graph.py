@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 NODE_STATUSES = ("root", "improved", "correct", "unmeasured", "incorrect", "failed")
 
@@ -113,15 +113,6 @@ class SearchGraph:
             node = self.node(node.parents[0])
         return path[::-1]
 
-    def best_so_far(self) -> list[tuple[int, float]]:
-        """(nodes evaluated, best speedup so far) after each node: the 'speedup over iterations' curve."""
-        best, curve = 1.0, []
-        for i, n in enumerate(self.nodes):
-            if n.ok:
-                best = max(best, n.speedup)
-            curve.append((i, best))
-        return curve
-
     def signature(self) -> list[tuple]:
         """What 'the same graph' means: ids, parents, strategies, sources and results, in order."""
         return [(n.id, n.parents, n.strategy, n.source, n.correct, n.speedup) for n in self.nodes]
@@ -141,6 +132,3 @@ class SearchGraph:
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1)
 
-
-def by_id(nodes: Iterable[SearchNode]) -> dict[str, SearchNode]:
-    return {n.id: n for n in nodes}

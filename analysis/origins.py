@@ -59,18 +59,6 @@ def trace(text: str, span: Span) -> Origin | None:
     return _Tracer(tree, text).origin(node, chain)
 
 
-def trace_element(text: str, span: Span, index: int) -> Origin | None:
-    """The origin of element ``index`` of the tuple/list expression at ``span`` (a whole block_shape)."""
-    tree = _parse(text)
-    if tree is None:
-        return None
-    found = _expression_at(tree, span)
-    if found is None:
-        return None
-    node, chain = found
-    return _Tracer(tree, text).origin(_element(node, index), chain)
-
-
 # --------------------------------------------------------------------------- parsing
 
 

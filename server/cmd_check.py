@@ -106,10 +106,6 @@ def expand_paths(paths: list[str]) -> list[str]:
     return files
 
 
-def _options(args: argparse.Namespace, files: list[str]):
-    return _options_and_strict(args, files)[0]
-
-
 def _options_and_strict(args: argparse.Namespace, files: list[str]):
     from pallasite.engine.checker import TARGETS
     from pallasite.server.settings import load_project_settings

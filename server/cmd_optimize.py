@@ -32,6 +32,8 @@ import json
 import sys
 from pathlib import Path
 
+from .cmd_search import add_backend_arguments, device_settings
+
 JSON_VERSION = 1
 
 
@@ -48,11 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
     parser.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
     parser.add_argument("--target", help="TPU chip of the estimate and the checks (default from settings)")
-    parser.add_argument("--backend", choices=("estimate", "local", "ssh", "ray"), default="estimate",
-                        help="estimate (no device: interpret-mode tests, cost-model ranking) or where a device worker runs")
-    parser.add_argument("--host", help="ssh: the host running `pallasite worker`")
-    parser.add_argument("--ssh-command", help="ssh: the whole launcher command line ({worker} marks the worker command)")
-    parser.add_argument("--ray-address", help="ray: the cluster address")
+    add_backend_arguments(parser)  # --backend estimate|local|ssh|ray and where (shared with search and eval)
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a recorded run from its last snapshot")
     parser.add_argument("--export", action="store_true", help="print the run named by --resume as JSON and exit")
     parser.add_argument("--apply", action="store_true", help="write the winner over FILE (default: FILE.optimized.py)")
@@ -154,7 +152,6 @@ def run(args: argparse.Namespace) -> int:
     from pallasite.agents.providers import ProviderError, make_provider
     from pallasite.engine.checker import TARGETS, read_source
     from pallasite.engine.engine import Engine
-    from pallasite.engine.remote import BackendSettings
     from pallasite.engine.store_cache import workspace_for
     from pallasite.knowledge.store import store_path
     from pallasite.server.cmd_fix import _settings
@@ -194,13 +191,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         state = new_run(str(Path(path).resolve()), text)
     state.context.setdefault("chip", chip)
-    device = None
-    if args.backend != "estimate":
-        device = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command, ray_address=args.ray_address)
-        try:
-            device.validate()
-        except ValueError as err:
-            return fail(str(err))
+    try:
+        device = device_settings(args)
+    except ValueError as err:
+        return fail(str(err))
     config = dataclasses.replace(agent.provider_config(provider_name), store_path=str(store_path(workspace)))
     budgets = Budgets(iterations=args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
                       fix_rounds=args.fix_rounds, request_timeout_s=agent.requestTimeoutS, test_rounds=args.test_rounds)

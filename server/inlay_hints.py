@@ -85,7 +85,7 @@ def _block_dims(text: str) -> list[list[tuple[tuple, tuple]]]:
     return out
 
 
-def from_optimize(version: int, original: str, winner: str | None, path: str, label: str) -> HintSet:
+def from_optimize(version: int, original: str, winner: str | None, label: str) -> HintSet:
     """Hints for the BlockSpec dimension literals of ``original`` that the winner's source changes
     (sites and specs paired in order; only int literals on both sides)."""
     if not winner or winner == original:

@@ -483,7 +483,7 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     if state is not None:
         winner = state.best if state.best is not None and (state.speedup() or 0) > 1.0 else None  # what gets placed
         inlay_hints.remember(ls, doc.uri, "optimize", inlay_hints.from_optimize(
-            version, original, winner.source if winner else None, doc.path, winner.label if winner else ""))
+            version, original, winner.source if winner else None, winner.label if winner else ""))
 
         async def apply_edit(new_text: str) -> bool:
             lines = text_lines(original)
