@@ -118,6 +118,11 @@ class RunState:
             return None
         return self.baseline_s / best.time_s
 
+    @property
+    def winner(self) -> Iteration | None:
+        """The best candidate if it beats the original (what gets written or applied), else None."""
+        return self.best if (self.speedup() or 0.0) > 1.0 else None
+
     def table(self) -> list[dict]:
         """The final table: one row per iteration (what the CLI, the hover and replay print)."""
         rows = []

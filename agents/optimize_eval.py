@@ -87,8 +87,7 @@ def test_phase(reply: Any, where: str = "") -> PhaseResult:
     """The test phase's result from a ``time`` reply: its integrity checks passed, or why not.
     ``where``: the device the tests ran on (else read from the reply's provenance)."""
     if not reply.ok:
-        why = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-        return PhaseResult(False, f"the test run failed ({reply.status})", evidence=str(why)[:2000])
+        return PhaseResult(False, f"the test run failed ({reply.status})", evidence=str(reply.why)[:2000])
     result = reply.result
     if result.verdict != "ok":
         tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)

@@ -61,6 +61,11 @@ class Reply:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def why(self) -> str:
+        """The failure in one line: the op's exception, else the message, else the status."""
+        return f"{self.error.type}: {self.error.message}" if self.error else (self.message or self.status)
+
 
 @dataclass(frozen=True)
 class BackendInfo:

@@ -116,7 +116,7 @@ async def estimate_candidate(backend: Any, task: EvalTask, text: str, chip: str,
     reply = await backend.request(EstimateParams(source=source, chip=chip, reference=True, probe=False),
                                   purpose="job", timeout_s=timeout_s)
     if not reply.ok:
-        return CandidateResult(False, False, None, label, f"the candidate could not be traced: {_why(reply)}")
+        return CandidateResult(False, False, None, label, f"the candidate could not be traced: {str(reply.why)[:300]}")
     result = reply.result
     est = result.estimates[0] if result.estimates else None
     if est is None or est.status != "ok" or not est.seconds:
@@ -131,7 +131,7 @@ async def estimate_candidate(backend: Any, task: EvalTask, text: str, chip: str,
     vreply = await backend.request(VerifyParams(source=source, config={}, chip=chip), purpose="job",
                                    timeout_s=timeout_s)
     if not vreply.ok:
-        return CandidateResult(True, False, None, provenance, f"the interpret-mode check failed: {_why(vreply)}",
+        return CandidateResult(True, False, None, provenance, f"the interpret-mode check failed: {str(vreply.why)[:300]}",
                                est.seconds, ref_s)
     state = vreply.result.state
     if state != "ok":
@@ -156,7 +156,7 @@ async def time_candidate(device: Any, task: EvalTask, text: str, *, where: str =
     reply = await device.request(params, purpose="device", timeout_s=timeout_s)
     label = f"device ({where})"
     if not reply.ok:
-        return CandidateResult(False, False, None, label, f"the timing run failed on {where}: {_why(reply)}")
+        return CandidateResult(False, False, None, label, f"the timing run failed on {where}: {str(reply.why)[:300]}")
     result = reply.result
     if result.verdict != "ok":
         tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
@@ -170,8 +170,3 @@ async def time_candidate(device: Any, task: EvalTask, text: str, *, where: str =
         return CandidateResult(True, True, None, label, f"no device timing: {why_c or why_r}"[:500])
     return CandidateResult(True, True, ref.median_ns / cand.median_ns, label, None, cand.median_ns / 1e9,
                            ref.median_ns / 1e9)
-
-
-def _why(reply: Any) -> str:
-    text = f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-    return str(text)[:300]

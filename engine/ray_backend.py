@@ -47,9 +47,6 @@ class _WorkerActor:
     async def request(self, params: Any, timeout_s: float | None) -> Reply:
         return await self.client.request(params, timeout_s=timeout_s)
 
-    async def worker_pid(self) -> int | None:
-        return self.client.pid
-
     async def node(self) -> dict[str, Any]:
         import socket
 
@@ -116,9 +113,6 @@ class RayBackend:
     def where(self) -> str:
         host = (self.node or {}).get("hostname", "?")
         return f"ray:{self.address or 'local'} (node {host})"
-
-    async def worker_pid(self) -> int | None:
-        return await self._actor.worker_pid.remote() if self._actor is not None else None
 
     async def request(self, params: Any, *, purpose: str = "job", timeout_s: float | None = None,
                       on_progress: Any = None) -> Reply:

@@ -32,7 +32,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -228,22 +227,6 @@ def kill_all() -> list[int]:
         kill(proc, orphans=False)
     _end_orphans()
     return pids
-
-
-def live_pids() -> list[int]:
-    return [pid for pid, proc in _started.items() if proc.returncode is None]
-
-
-def wait_gone(pids: Sequence[int], timeout_s: float = 1.0) -> bool:
-    """Whether all ``pids`` are gone (not running, or zombies) within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        alive = [pid for pid in pids if _running(pid)]
-        if not alive:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
 
 
 def _running(pid: int) -> bool:

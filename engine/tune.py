@@ -439,10 +439,6 @@ class _Keys:
 # --------------------------------------------------------------------------- the worker seam
 
 
-def _why(reply: Any) -> str:
-    return f"{reply.error.type}: {reply.error.message}" if reply.error else (reply.message or reply.status)
-
-
 def _progress(on_progress: Any) -> Any:
     """The backend's typed Progress to a (message, fraction) callback."""
     if on_progress is None:
@@ -466,7 +462,7 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
                                 kinds=dict(tunable_kinds), reference=reference, probe=reference and known is None)
         reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
         if not reply.ok:
-            raise TuneError(f"the worker could not estimate {path}: {_why(reply)}")
+            raise TuneError(f"the worker could not estimate {path}: {reply.why}")
         return reply.result
 
     async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> EstimateResult:
@@ -492,7 +488,7 @@ def worker_verifier(backend: Any, path: str, text: str | None, options: TuneOpti
                               kinds=dict(tunable_kinds))
         reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
         if not reply.ok:
-            return {"state": "error", "problems": [f"the interpret run failed: {_why(reply)}"[:500]]}
+            return {"state": "error", "problems": [f"the interpret run failed: {reply.why}"[:500]]}
         return to_json(reply.result)
 
     return verify
@@ -526,7 +522,7 @@ def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions
             if not reply.ok:
                 out.append(Timed(Measurement(status="crash" if reply.status != "error" else "runtime_error",
                                              provenance=Provenance.DEVICE, device_kind=options.chip,
-                                             method="time op", error=_why(reply)[:500])))
+                                             method="time op", error=reply.why[:500])))
                 continue
             result = reply.result
             get = result.get if isinstance(result, dict) else (lambda k, d=None: getattr(result, k, d))

@@ -90,10 +90,10 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
         if why:
             result["unavailable"]["2"] = why
 
-    from .loader import user_module
+    from .loader import sent_modules, user_module
 
     say(f"importing {os.path.basename(path)}", stage=Stage.IMPORT)
-    modules = [(m.module, m.path, m.text) for m in source.modules if m.module] if source is not None else []
+    modules = sent_modules(source)
     package = source.package if source is not None else None
     try:
         with (_line_watch(path, params.get("time_limit_s"), say), _restored_config(),

@@ -132,12 +132,13 @@ def count_body(jaxpr: Any, mxu: int = 128) -> BodyCounts:
             counts.add(count_body(eqn.params["body_jaxpr"].jaxpr, mxu))
             counts.notes.add("a while loop body is counted once (trip count unknown statically)")
         else:
-            for sub in _subjaxprs(eqn.params):
+            for sub in sub_jaxprs(eqn.params):
                 counts.add(count_body(sub, mxu))
     return counts
 
 
-def _subjaxprs(params: dict[str, Any]) -> Iterator[Any]:
+def sub_jaxprs(params: dict[str, Any]) -> Iterator[Any]:
+    """The jaxprs inside an equation's params (a ClosedJaxpr's ``.jaxpr``, or a Jaxpr itself)."""
     for value in params.values():
         for item in value if isinstance(value, (tuple, list)) else (value,):
             inner = getattr(item, "jaxpr", item)
@@ -156,7 +157,7 @@ def pallas_calls(jaxpr: Any, values: dict[Any, Any]) -> Iterator[tuple[Any, list
         if eqn.primitive.name == "pallas_call":
             yield eqn, known
             continue
-        for sub in _subjaxprs(eqn.params):
+        for sub in sub_jaxprs(eqn.params):
             inner = {var: val for var, val in zip(sub.invars, known) if val is not None} if len(sub.invars) == len(known) else {}
             yield from pallas_calls(sub, inner)
 

@@ -141,6 +141,11 @@ def _cache_lines(path: str, text: str) -> None:
     linecache.cache[path] = (len(text), None, lines, path)
 
 
+def sent_modules(source: Any) -> list[tuple[str, str, str]]:
+    """(dotted name, original path, text) of the local modules a request's ``Sources`` carried."""
+    return [(m.module, m.path, m.text) for m in source.modules if m.module] if source is not None else []
+
+
 @contextlib.contextmanager
 def user_module(path: str, text: str | None = None,
                 modules: Iterable[tuple[str, str, str]] = (), package: str | None = None) -> Iterator[types.ModuleType]:

@@ -85,14 +85,16 @@ def plain_params(params: Any) -> dict[str, Any]:
     """A typed ``TimeParams``/``ProfileParams`` (runner/messages.py) in this module's working form."""
     import dataclasses
 
+    from .loader import sent_modules
+
     plain = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
              if f.name not in ("source", "reference")}
     source, reference = params.source, params.reference
     plain.update(path=source.path, text=source.text, package=source.package,
-                 modules=[(m.module, m.path, m.text) for m in source.modules if m.module])
+                 modules=sent_modules(source))
     if reference is not None:
         plain.update(reference_path=reference.path, reference_text=reference.text,
-                     reference_modules=[(m.module, m.path, m.text) for m in reference.modules if m.module])
+                     reference_modules=sent_modules(reference))
     plain["config"] = dict(plain.get("config") or {})
     return {k: v for k, v in plain.items() if v is not None}
 

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from .cost_model import sub_jaxprs
 from .interpret_compare import compare
 
 
@@ -61,7 +62,7 @@ def _taint(jaxpr: Any, in_taint: list[bool]) -> tuple[list[bool], int]:
             outs = [True] * len(eqn.outvars)
         else:
             outs = [any(ins)] * len(eqn.outvars)
-            for sub in _sub_jaxprs(eqn.params):
+            for sub in sub_jaxprs(eqn.params):
                 sub_in = ins if len(sub.invars) == len(ins) else [any(ins)] * len(sub.invars)
                 sub_out, sub_count = _taint(sub, sub_in)
                 count += sub_count
@@ -73,18 +74,6 @@ def _taint(jaxpr: Any, in_taint: list[bool]) -> tuple[list[bool], int]:
             if t:
                 tainted.add(v)
     return [is_tainted(v) for v in jaxpr.outvars], count
-
-
-def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
-    found = []
-    for value in params.values():
-        for item in value if isinstance(value, (list, tuple)) else (value,):
-            inner = getattr(item, "jaxpr", None)
-            if inner is not None and hasattr(inner, "eqns"):
-                found.append(inner)  # a ClosedJaxpr
-            elif hasattr(item, "eqns") and hasattr(item, "invars"):
-                found.append(item)  # a Jaxpr
-    return found
 
 
 def trace_entering(fn: Callable[..., Any], args: tuple[Any, ...], watched: Callable[[Any], bool]) -> list[str]:

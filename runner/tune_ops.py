@@ -35,10 +35,9 @@ CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch 
 
 
 def _module(source: messages.Sources) -> Any:
-    from .loader import user_module
+    from .loader import sent_modules, user_module
 
-    modules = [(m.module, m.path, m.text) for m in source.modules if m.module]
-    return user_module(os.path.abspath(source.path), source.text, modules, source.package)
+    return user_module(os.path.abspath(source.path), source.text, sent_modules(source), source.package)
 
 
 def _task(module: Any, source: messages.Sources, entry: str | None) -> tasks_runtime.RuntimeTask:

@@ -84,7 +84,7 @@ def op_import(params: messages.ImportParams, ctx: Context) -> messages.ImportRes
     """Import the user's file; report its public functions and JSON-plain module constants."""
     import inspect
 
-    from pallasite.runner.loader import user_module
+    from pallasite.runner.loader import sent_modules, user_module
 
     source = params.source
     ctx.progress(f"importing {os.path.basename(source.path)}", stage=Stage.IMPORT)
@@ -99,11 +99,6 @@ def op_import(params: messages.ImportParams, ctx: Context) -> messages.ImportRes
                 constants[name] = value
         return messages.ImportResult(module=module.__name__, path=module.__file__, functions=tuple(functions),
                                      constants=constants)
-
-
-def sent_modules(source: messages.Sources) -> list[tuple[str, str, str]]:
-    """(dotted name, original path, text) of the local modules a request carried, for the loader."""
-    return [(m.module, m.path, m.text) for m in source.modules if m.module]
 
 
 def _is_plain(value: Any, depth: int = 0) -> bool:

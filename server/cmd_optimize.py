@@ -239,9 +239,9 @@ def run(args: argparse.Namespace) -> int:
         return fail(final)
     best = final.best
     written = None
-    if best is not None and final.speedup() and final.speedup() > 1.0:
+    if final.winner is not None:
         target = Path(path) if args.apply else Path(path).with_suffix(".optimized.py")
-        target.write_text(best.source, encoding="utf-8")
+        target.write_text(final.winner.source, encoding="utf-8")
         written = str(target)
     if args.format == "json":
         print(json.dumps({"version": JSON_VERSION, "tool": "pallasite optimize", "run_id": final.run_id,

@@ -481,7 +481,7 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a provider or store problem is a message, never a crash
         return {"ok": False, "message": f"pallasite.optimize: {type(exc).__name__}: {exc}"}
     if state is not None:
-        winner = state.best if state.best is not None and (state.speedup() or 0) > 1.0 else None  # what gets placed
+        winner = state.winner  # what gets placed
         inlay_hints.remember(ls, doc.uri, "optimize", inlay_hints.from_optimize(
             version, original, winner.source if winner else None, winner.label if winner else ""))
 

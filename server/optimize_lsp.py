@@ -247,8 +247,8 @@ async def place_winner(ls: Any, uri: str, state: RunState, version: int, winner:
     opened) or ``edit`` (``apply_edit(new_text)`` -> applied?, a versioned edit of the document; when
     the document changed meanwhile or the client refuses, the new file is written instead and the
     reason given). Never overwrites the user's text. Returns the result's placement fields."""
-    best = state.best
-    if best is None or best.source is None or not state.speedup() or state.speedup() <= 1.0:
+    best = state.winner
+    if best is None or best.source is None:
         return {"written": None, "applied": False, "placement": "none: no valid candidate faster than the original"}
     why = ""
     if winner == "edit":
