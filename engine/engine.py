@@ -116,6 +116,16 @@ class Engine:
         except Exception:  # noqa: BLE001 - an unreadable store must not break a hover
             return []
 
+    def stored_measurements(self, path: str) -> list[Any]:
+        """The newest stored measurements of a file (hovers); [] without a store or when it is unreadable."""
+        cache = self.store_for(path)
+        if cache is None:
+            return []
+        try:
+            return cache.latest_measurements(path)
+        except Exception:  # noqa: BLE001 - an unreadable store must not break a hover
+            return []
+
     # ------------------------------------------------------------------ checks
 
     def checker(self, path: str, options: CheckOptions, *, purpose: Purpose = "check") -> Checker:

@@ -78,6 +78,13 @@ class StoreCache:
             return []
         return self._open().latest_checks(path=str(Path(path).resolve()))
 
+    def latest_measurements(self, path: str, limit: int = 20) -> list[Any]:
+        """The newest stored measurements of a file (hovers), on this cache's one connection; [] when the
+        workspace has no store yet."""
+        if self._store is None and not self.path.is_file():
+            return []
+        return self._open().measurements(path=os.path.abspath(path), limit=limit)
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()

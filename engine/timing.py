@@ -14,7 +14,7 @@ the agents (the autotuner times measured configs through ``time_request`` + ``ru
 - ``measurements(result)``: the candidate's and the reference's ``Measurement``s;
   ``record(run, path)`` puts them in the workspace's results store (``.pallasite/``), keyed by
   the file's source hash, entry, inputs, config, device kind, versions and backend;
-  ``latest(path)`` reads the newest ones back for hovers and lenses.
+  ``Engine.stored_measurements(path)`` reads the newest ones back for hovers.
 
 No JAX here; the worker side is ``runner/timing.py``.
 """
@@ -207,24 +207,6 @@ def record(run: TimingRun, path: str, workspace: str | None = None) -> str | Non
     finally:
         store.close()
     return None
-
-
-def latest(path: str, limit: int = 20) -> list[Any]:
-    """The newest stored measurements of a file (never creates a store); [] when there are none."""
-    try:
-        from pallasite.knowledge.store import ResultsStore, store_path
-
-        where_ = store_path(_workspace_for(path))
-        if not where_.is_file():
-            return []
-        store = ResultsStore(where_)
-        try:
-            return store.measurements(path=os.path.abspath(path), limit=limit)
-        finally:
-            store.close()
-    except Exception:  # noqa: BLE001 - an unreadable store must not break a hover
-        return []
-
 
 
 def _workspace_for(path: str) -> Any:

@@ -153,15 +153,13 @@ def submit(session: Any, doc: Any, op: str, options: dict[str, Any],
 
 def hover_section(session: Any, path: str, names: set[str]) -> str:
     """Markdown lines for a kernel hover: measured times with their provenance ('' if none)."""
-    from pallasite.engine import timing
-
     rows = []
     for entry, last in results(session).get(path, {}).items():
         if entry in names:
             when = time.strftime("%H:%M:%S UTC", time.gmtime(last.when))
             rows.append(f"| {last.op} `{entry}` | {last.summary} | {last.where}, this session, {when} |")
     seen = {entry for entry in results(session).get(path, {})}
-    for record in timing.latest(path):
+    for record in session.engine.stored_measurements(path):
         base = (record.kernel or "").removesuffix(" (reference)")
         if base not in names or base in seen:
             continue

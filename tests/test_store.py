@@ -186,6 +186,27 @@ def test_measurements_keep_provenance(store):
         store.put_measurement(key(), Measurement("ok", "device", "x", "y"))  # type: ignore[arg-type]
 
 
+
+def test_the_engine_reads_a_files_measurements_on_its_one_store_connection(tmp_path):
+    """Hovers read stored timings through ``Engine.stored_measurements`` (the connection the engine
+    keeps per workspace), and a workspace without a store is not given one by a hover."""
+    import asyncio
+
+    from pallasite.engine.engine import Engine
+
+    kernel = tmp_path / "k.py"
+    engine = Engine(workspace=tmp_path)
+    try:
+        assert engine.stored_measurements(str(kernel)) == [] and not (tmp_path / ".pallasite").exists()
+        with ResultsStore.open(tmp_path) as s:
+            s.put_measurement(key(), Measurement("ok", Provenance.DEVICE, "TPU v6 lite", "xprof", median_ns=11.0),
+                              path=str(kernel))
+        (got,) = engine.stored_measurements(str(kernel))
+        assert got.measurement.median_ns == 11.0 and got.measurement.device_kind == "TPU v6 lite"
+        assert engine.stored_measurements(str(tmp_path / "other.py")) == []
+    finally:
+        asyncio.run(engine.close())
+
 def test_tuning_run_keeps_failures_as_data_and_picks_the_best(store):
     results = [(key(config=(("bm", bm),)), Measurement(status, Provenance.DEVICE, "TPU v6 lite", "xprof", median_ns=t))
                for bm, status, t in ((128, "ok", 30.0), (256, "ok", 20.0), (1024, "oom", None))]
