@@ -29,7 +29,7 @@ from tree_sitter import Node
 
 from .callgraph import reaching as functions_reaching
 from .resolve import call_arguments
-from .source import Source, is_module_level
+from .source import Source, is_module_level, module_functions
 from .static_values import MAX_DEPTH, NOT_LITERAL, Unresolved, binding, canonical_dtype, read_array, read_literal
 
 
@@ -83,7 +83,7 @@ class Inference:
 
 def infer_tasks(source: Source) -> Inference:
     """The tasks the file's own calls imply, one per entry function, and why others got none."""
-    functions = _module_functions(source)
+    functions = module_functions(source)
     reaching, calls = _reaching(source, functions)
     if not reaching:
         return Inference((), ())
@@ -130,15 +130,6 @@ def infer_tasks(source: Source) -> Inference:
 
 
 # --------------------------------------------------------------------------- which calls
-
-
-def _module_functions(source: Source) -> dict[str, Node]:
-    out: dict[str, Node] = {}
-    for name, defs in source.functions.items():
-        for defn in defs:
-            if is_module_level(defn):
-                out[name] = defn
-    return out
 
 
 def _reaching(source: Source, functions: dict[str, Node]) -> tuple[set[str], dict[str, set[str]]]:

@@ -509,6 +509,21 @@ def is_module_level(defn: Node) -> bool:
     return _module_level(defn)
 
 
+def is_in(inner: Node, outer: Node) -> bool:
+    """Whether ``inner`` lies within ``outer``'s bytes."""
+    return _is_in(inner, outer)
+
+
+def module_functions(source: "Source") -> dict[str, Node]:
+    """Module-level function definitions by name (the last one of a redefined name)."""
+    out: dict[str, Node] = {}
+    for name, defs in source.functions.items():
+        for defn in defs:
+            if is_module_level(defn):
+                out[name] = defn
+    return out
+
+
 
 def apply_edits(text: str, edits) -> str:
     """``text`` with the ``TextEdit``s applied (spans refer to the original text; no overlaps)."""

@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from .resolve import call_arguments, callee_tail, own_nodes
 from .sites import dtype_name
-from .source import Source, enclosing_function
+from .source import Source, enclosing_function, is_in
 
 MAX_DEPTH = 12
 DTYPES = {"float32", "bfloat16", "float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -312,7 +312,7 @@ def binding(source: Source, name: str, use: Node) -> Node | None:
     scope = enclosing_function(use)
     while True:
         body = scope.child_by_field_name("body") if scope is not None else source.root
-        found = _latest(source, body, name, use if _is_in(use, body) else None)
+        found = _latest(source, body, name, use if is_in(use, body) else None)
         if found is not NOT_LITERAL:
             return found  # type: ignore[return-value]
         if scope is not None:
@@ -397,10 +397,6 @@ def _parameter_default(source: Source, fn: Node, name: str) -> Node | None | obj
         if ident is not None and ident.type == "identifier" and source.node_text(ident) == name:
             return param.child_by_field_name("value") if param.type.endswith("default_parameter") else None
     return NOT_LITERAL
-
-
-def _is_in(inner: Node, outer: Node) -> bool:
-    return outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte
 
 
 def _unparen(node: Node) -> Node:

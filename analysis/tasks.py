@@ -18,7 +18,7 @@ from tree_sitter import Node
 from .callgraph import reaching as functions_reaching
 from .resolve import Scope, call_arguments, callee_tail, elements, scope_for, splat_kind
 from .sites import dtype_name
-from .source import Source, is_module_level, walk
+from .source import Source, module_functions, walk
 from .types import KernelTask, Tunable
 
 ENTRY_VARIABLE = "PALLASITE_ENTRY"
@@ -26,7 +26,7 @@ ENTRY_VARIABLE = "PALLASITE_ENTRY"
 
 def find_tasks(source: Source, path: str) -> tuple[KernelTask, ...]:
     """The tasks the file defines by the native convention, long form first, else short form."""
-    functions = _module_functions(source)
+    functions = module_functions(source)
     assignments = _module_assignments(source)
     if "workload" in functions and "create_inputs" in functions:  # JAXBench, as the worker reads it
         return (_jaxbench(source, path, functions),)
@@ -185,15 +185,6 @@ def _float(source: Source, node: Node | None) -> float | None:
         return None
 
 
-def _module_functions(source: Source) -> dict[str, Node]:
-    out: dict[str, Node] = {}
-    for name, defs in source.functions.items():
-        for defn in defs:
-            if is_module_level(defn):
-                out[name] = defn
-    return out
-
-
 def _module_assignments(source: Source) -> dict[str, Node]:
     out: dict[str, Node] = {}
     for stmt in source.root.named_children:
@@ -213,7 +204,7 @@ def example_shapes(source: Source, inputs: str | None) -> tuple[tuple[tuple[int,
     """Per positional argument, (shape, dtype) when the inputs function states it literally."""
     if not inputs:
         return None
-    defn = _module_functions(source).get(inputs)
+    defn = module_functions(source).get(inputs)
     if defn is None:
         return None
     returns = [n for n in walk(defn) if n.type == "return_statement"]
