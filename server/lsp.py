@@ -24,6 +24,7 @@ from . import actions, fix_command, hover, hover_sources, inlay_hints, lenses, o
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
     change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
+    whole_document_edit,
 )
 from .session import Document, Session
 from .settings import SECTION, TARGETS
@@ -486,10 +487,7 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
             version, original, winner.source if winner else None, winner.label if winner else ""))
 
         async def apply_edit(new_text: str) -> bool:
-            lines = text_lines(original)
-            edit = lsp.TextDocumentEdit(
-                text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=version),
-                edits=[lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(len(lines), 0)), new_text)])
+            edit = whole_document_edit(doc.uri, version, original, new_text)
             applied = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
                 edit=lsp.WorkspaceEdit(document_changes=[edit]), label="pallasite: optimized kernel"))
             return bool(applied and applied.applied)

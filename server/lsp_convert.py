@@ -154,6 +154,14 @@ def finding_to_diagnostic(finding: Finding, uri: str, lines: Sequence[str], enco
     )
 
 
+def whole_document_edit(uri: str, version: int, old_text: str, new_text: str) -> lsp.TextDocumentEdit:
+    """``new_text`` over the whole of ``old_text`` (the document at ``version``), as a versioned edit:
+    a client refuses it if the document moved on. The range ends past the last line (LSP lines)."""
+    end = lsp.Position(len(text_lines(old_text)), 0)
+    return lsp.TextDocumentEdit(text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                                edits=[lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), new_text)])
+
+
 def fix_to_document_edit(fix: Fix, uri: str, version: int, lines: Sequence[str],
                          encoding: str = UTF16) -> lsp.TextDocumentEdit:
     """A fix as a versioned edit: clients refuse it if the document moved past ``version``."""

@@ -17,6 +17,8 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
+from .lsp_convert import whole_document_edit
+
 SEARCH_COMMAND = "pallasite.search"
 
 
@@ -150,11 +152,7 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
         session.show("pallasite: the document changed during the search; the best kernel was not applied "
                      f"(report: {out}).", lsp.MessageType.Warning)
         return {**result, "message": "document changed"}
-    lines = text.splitlines(keepends=True)
-    end = lsp.Position(len(lines), 0)
-    edit = lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
-        text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-        edits=[lsp.TextEdit(lsp.Range(lsp.Position(0, 0), end), best.source)])])
+    edit = lsp.WorkspaceEdit(document_changes=[whole_document_edit(uri, version, text, best.source)])
     applied = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
         edit=edit, label=f"Search: {best.id} ({speed}, {best.provenance})"))
     result["applied"] = bool(getattr(applied, "applied", False))
