@@ -65,6 +65,15 @@ class Prepared:
     platform: str
     device_kind: str
     notes: list[str] = field(default_factory=list)
+    _template: Any = field(default=None, repr=False)
+    _template_made: bool = field(default=False, repr=False)
+
+    def template(self) -> tuple[Any, ...] | None:
+        """The task's own example inputs as arrays, made once per request (``inputs()`` may build
+        full-size arrays; the checks, the timing and the profile all start from them)."""
+        if not self._template_made:
+            self._template, self._template_made = inputs_mod.concrete_template(self.task.inputs), True
+        return self._template
 
     @property
     def on_device(self) -> bool:
@@ -203,7 +212,7 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
                                   f"({small}); check it on a device backend, or give the file smaller example inputs")
             prep.notes.append(f"inputs not reduced: {small}")
             small = None
-    template = None if small is not None else inputs_mod.concrete_template(prep.task.inputs)
+    template = None if small is not None else prep.template()
     out: dict[str, Any] = {"seed": seed, "inputs": inputs_mod.signature(shapes), "rejections": [], "extra_shape": None}
     if small is not None:
         out["full_inputs"], out["reduced"] = out["inputs"], small.note
@@ -325,8 +334,7 @@ def time_pair(prep: Prepared, shapes: tuple[Any, ...], seed: int, runs: int, war
               say: Callable[[str], None]) -> dict[str, Any]:
     """Interleaved timing of reference and candidate; device time from the profiler on a device."""
     cand, ref = _named(prep.candidate, CANDIDATE), _named(prep.reference, REFERENCE)
-    template = inputs_mod.concrete_template(prep.task.inputs)
-    base = inputs_mod.fresh_inputs(shapes, seed + 3, template)
+    base = inputs_mod.fresh_inputs(shapes, seed + 3, prep.template())
     wall: dict[str, list[float]] = {CANDIDATE: [], REFERENCE: []}
     say(f"warming up ({warmup} call(s) each: compilation is not timed)")
     with _execution(prep, False):

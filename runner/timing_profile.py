@@ -42,7 +42,7 @@ def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None =
             if checked["rejections"]:
                 return result
             shapes = prep.task.abstract_args()
-            args = inputs_mod.fresh_inputs(shapes, seed + 3, inputs_mod.concrete_template(prep.task.inputs))
+            args = inputs_mod.fresh_inputs(shapes, seed + 3, prep.template())
             cand = _named(prep.candidate, CANDIDATE)
             trace_dir = str(params.get("trace_dir") or tempfile.mkdtemp(prefix="pallasite-profile-"))
             with _execution(prep, False):
