@@ -291,6 +291,19 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             recorder.snapshot(state, it)
 
 
+async def propose_tests(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets, missing: Any, *,
+                        recorder: Any = None, on_round: Callable[[str], Any] | None = None) -> Any:
+    """The test writer's validated proposal of the ``missing`` test definitions for the original file
+    (agents/test_writer.py); its model calls are recorded as step 0 and count in the run's tokens."""
+    from . import test_writer
+
+    holder = Iteration(index=0)
+    return await test_writer.propose(
+        lambda request: _ask(provider, request, state, holder, recorder, budgets), state.path, state.original,
+        lambda text: test_writer.validate_with(evaluator, state.original, text), missing=missing,
+        rounds=budgets.test_rounds, timeout_s=budgets.request_timeout_s, on_round=on_round)
+
+
 async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets, *,
                        recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None) -> None:
     """Before iteration 1, the tests are settled and frozen: the file's own, or the test writer's
@@ -310,12 +323,9 @@ async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budg
         return
     missing = () if evaluator.tests else test_writer.needs(state.original, state.path)
     if missing:
-        holder = Iteration(index=0)  # the writer's calls: recorded as step 0, counted in the run's tokens
         say(0, "tests", f"the file lacks {' and '.join(missing)}: the test writer proposes them")
-        proposal = await test_writer.propose(
-            lambda request: _ask(provider, request, state, holder, recorder, budgets), state.path, state.original,
-            lambda text: test_writer.validate_with(evaluator, state.original, text), missing=missing,
-            rounds=budgets.test_rounds, timeout_s=budgets.request_timeout_s, on_round=lambda m: say(0, "tests", m))
+        proposal = await propose_tests(state, provider, evaluator, budgets, missing, recorder=recorder,
+                                       on_round=lambda m: say(0, "tests", m))
         if not proposal.ok:
             state.context["tests_refused"] = proposal.text
             raise Stop(f"no frozen tests: {proposal.summary}")

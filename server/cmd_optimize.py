@@ -266,18 +266,14 @@ def run(args: argparse.Namespace) -> int:
 async def write_tests(args, state, model, evaluator, recorder, budgets) -> int:
     """``--write-tests``: the test writer's validated proposal to ``<stem>.tests.py``, for review."""
     from pallasite.agents import test_writer
-    from pallasite.agents.optimize import Iteration, _ask
+    from pallasite.agents.optimize import propose_tests
 
     missing = test_writer.needs(state.original, args.path)
     if not missing:
         print(f"{args.path} has its own tests (example inputs and reference): nothing to write", file=sys.stderr)
         return 0
-    holder = Iteration(index=0)
-    proposal = await test_writer.propose(
-        lambda request: _ask(model, request, state, holder, recorder, budgets), state.path, state.original,
-        lambda text: test_writer.validate_with(evaluator, state.original, text), missing=missing,
-        rounds=budgets.test_rounds, timeout_s=budgets.request_timeout_s,
-        on_round=lambda m: print(f"[tests] {m}", file=sys.stderr, flush=True))
+    proposal = await propose_tests(state, model, evaluator, budgets, missing, recorder=recorder,
+                                   on_round=lambda m: print(f"[tests] {m}", file=sys.stderr, flush=True))
     target = tests_path(args.path)
     if not proposal.ok:
         print(f"pallasite optimize: no tests written: {proposal.summary}", file=sys.stderr)
