@@ -345,12 +345,16 @@ def outcome_json(outcome: FixOutcome, *, include_text: bool = True) -> dict:
 
 
 def checker_verify(checker: Any, path: str) -> Verify:
-    """``verify`` over an engine ``Checker`` (``Engine.checker(...)`` or a standalone one): the same
-    warm workers and purpose, but no results cache (a candidate's verdicts must not become the
-    file's recorded verdicts)."""
+    """``verify`` over an engine ``Checker`` for model-written text (``Engine.checker(path, options,
+    untrusted=True)``, or ``Checker(options, untrusted=True)``): its confined workers and purpose, and
+    no results cache (a candidate's verdicts must not become the file's recorded verdicts). A checker
+    for the user's own code is refused: a proposal never runs outside a confined worker."""
     from pallasite.engine.checker import Checker
 
-    sibling = Checker(checker.options, client=checker.worker(), cache=None, purpose=checker.purpose)
+    if not getattr(checker, "untrusted", False):
+        raise ValueError("a proposed edit is model-written code: verify it with an untrusted checker "
+                         "(Engine.checker(path, options, untrusted=True))")
+    sibling = Checker(checker.options, client=checker.worker(), cache=None, purpose=checker.purpose, untrusted=True)
 
     async def verify(text: str, tiers: tuple[int, ...]) -> FileReport:
         return await sibling.check(path, text, tiers=tiers)

@@ -160,12 +160,23 @@ class EngineEvaluator:
     def frozen_text(self, source: str) -> str:
         return freeze(source, self.frozen)
 
+    def untrusted(self) -> Any:
+        """The engine's backend for model-written code (confined workers, engine/confinement.py): every
+        phase runs candidates (and the original, tested with the same tests) there."""
+        return self.engine.backend(self.options, untrusted=True)
+
+    def device_config(self) -> Any:
+        """How a device worker for candidates starts: confined (engine/confinement.py)."""
+        from pallasite.engine.client import WorkerConfig
+
+        return WorkerConfig(confine=True, allow_unconfined=getattr(self.options, "allow_unconfined", False))
+
     async def compile(self, source: str) -> PhaseResult:
         try:
             compile(source, self.path, "exec")
         except SyntaxError as err:
             return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
-        report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", store=False)
+        report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", untrusted=True)
         errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
         self._reports = {source: report}
         if errors:
@@ -189,7 +200,7 @@ class EngineEvaluator:
         text = self.frozen_text(source)
         context = FixContext(path=self.path, text=text, findings=errors, chip=self.chip,
                              has_reference="reference" in self.frozen)
-        verify = checker_verify(self.engine.checker(self.path, self.options, purpose="job"), self.path)
+        verify = checker_verify(self.engine.checker(self.path, self.options, purpose="job", untrusted=True), self.path)
         outcome = await Fixer(self.fixer, verify, budgets=FixBudgets(max_rounds=1)).fix(
             context, tuple(self.options.tiers), original_report=report)
         if not outcome.ok or not outcome.fixed_text:
@@ -207,9 +218,9 @@ class EngineEvaluator:
         if self.device is not None:
             from pallasite.engine.timing import run_timing
 
-            run = await run_timing(self.device, params, timeout_s=self.timeout_s)
+            run = await run_timing(self.device, params, base=self.device_config(), timeout_s=self.timeout_s)
             return run.reply
-        return await self.engine.backend(self.options).request(params, purpose="job", timeout_s=self.timeout_s)
+        return await self.untrusted().request(params, purpose="job", timeout_s=self.timeout_s)
 
     async def test(self, source: str) -> PhaseResult:
         return test_phase(await self._time(source, runs=1))
@@ -225,7 +236,7 @@ class EngineEvaluator:
                                label=f"device ({m.device_kind})", data={"profile": await self._device_profile(source)})
         from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
-        estimate = worker_estimator(self.engine.backend(self.options), self.path, self.frozen_text(source),
+        estimate = worker_estimator(self.untrusted(), self.path, self.frozen_text(source),
                                     TuneOptions(chip=self.chip), timeout_s=self.timeout_s)
         try:
             result = await estimate([], {})
@@ -257,7 +268,7 @@ class EngineEvaluator:
         from pallasite.engine.timing import TaskFiles, run_timing, time_request
 
         params = time_request(TaskFiles(self.path), "profile", runs=5, text=self.frozen_text(source), target=self.chip)
-        run = await run_timing(self.device, params, timeout_s=self.timeout_s)
+        run = await run_timing(self.device, params, base=self.device_config(), timeout_s=self.timeout_s)
         if not run.reply.ok or run.reply.result is None:
             return f"device profile not taken: {run.reply.message or run.reply.status}"
         prof = to_json(run.reply.result).get("profile") or {}
@@ -275,13 +286,13 @@ class EngineEvaluator:
 
         text = self.frozen_text(source)
         options = TuneOptions(chip=self.chip, backend="estimate" if self.device is None else self.device.kind, verify=0)
-        backend = self.engine.backend(self.options)
+        backend = self.untrusted()
         timer, remote = None, None
         try:
             if self.device is not None:
                 from pallasite.engine.remote import open_remote
 
-                remote = open_remote(self.device)
+                remote = open_remote(self.device, self.device_config())
                 timer = worker_timer(remote, self.path, text, options, timeout_s=self.timeout_s)
             report = await tune(self.path, text, options, worker_estimator(backend, self.path, text, options,
                                                                            timeout_s=self.timeout_s), timer=timer)

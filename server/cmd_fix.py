@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                                         "is added when the file has reference())")
     parser.add_argument("--apply", action="store_true", help="write the verified fix to FILE")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    from .cmd_search import add_unconfined_argument
+
+    add_unconfined_argument(parser)
 
 
 def _settings(args: argparse.Namespace):
@@ -56,7 +59,9 @@ def _settings(args: argparse.Namespace):
     agent = settings.agent
     changes = {k: v for k, v in (("provider", args.provider), ("model", args.model), ("baseUrl", args.base_url),
                                  ("apiKeyEnv", args.api_key_env), ("scriptedFile", args.scripted_file),
-                                 ("maxRounds", args.rounds)) if v is not None}
+                                 ("maxRounds", args.rounds),
+                                 ("allowUnconfined", True if getattr(args, "allow_unconfined", False) else None))
+               if v is not None}
     return settings, dataclasses.replace(agent, **{k: v for k, v in changes.items() if k != "provider"}), \
         changes.get("provider", agent.provider)
 
@@ -89,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"pallasite fix: error: {path}: cannot read it ({err})", file=sys.stderr)
         return 2
     chip = args.target or settings.target
-    options = dataclasses.replace(settings.check_options(list(tiers)), target=chip)
+    options = dataclasses.replace(settings.check_options(list(tiers)), target=chip,
+                                  allow_unconfined=agent.allowUnconfined)
     from pallasite.knowledge.store import store_path
 
     config = dataclasses.replace(agent.provider_config(provider), store_path=str(store_path(workspace_for([path]))))
@@ -101,13 +107,17 @@ def run(args: argparse.Namespace) -> int:
         workspace = workspace_for([path])
         engine = Engine(workspace=workspace)  # the same engine `pallasite check` uses: workers, results store
         checker = engine.checker(path, options)
+        refused = engine.untrusted_problem(options) if any(t > 0 for t in tiers) else None
         try:
+            if refused:  # proposals would run in the compiler tiers: say so before any model is asked
+                return refused
             report = await checker.check(path, text, tiers=tiers)
             job = FixJob(path=path, text=text, report=report, chip=chip, tiers=tiers,
                          line=args.line - 1 if args.line else None, docs_passages=agent.docsPassages,
                          **_vmem(chip))
             progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
-            return await fix_file(job, config, agent.budgets(), checker, workspace=workspace,
+            return await fix_file(job, config, agent.budgets(), engine.checker(path, options, untrusted=True),
+                                  workspace=workspace,
                                   on_progress=progress, provider=model)
         finally:
             await model.close()
@@ -117,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
         outcome = asyncio.run(go())
     except ProviderError as err:
         print(f"pallasite fix: error: {err}", file=sys.stderr)
+        return 2
+    if isinstance(outcome, str):
+        print(f"pallasite fix: error: {outcome}", file=sys.stderr)
         return 2
     if outcome.ok and args.apply:
         Path(path).write_text(outcome.fixed_text, encoding="utf-8")

@@ -32,7 +32,7 @@ import json
 import sys
 from pathlib import Path
 
-from .cmd_search import add_backend_arguments, device_settings
+from .cmd_search import add_backend_arguments, device_settings, untrusted_refusal
 
 JSON_VERSION = 1
 
@@ -202,10 +202,15 @@ def run(args: argparse.Namespace) -> int:
     def on_phase(iteration: int, phase: str, message: str) -> None:
         print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
 
+    options = dataclasses.replace(settings.check_options([t for t in settings.tiers if t in (0, 1, 2)]), target=chip,
+                                  allow_unconfined=agent.allowUnconfined)
+    refused = untrusted_refusal(device, agent.allowUnconfined, options.interpreter)
+    if refused:  # every candidate would be refused: say so before any model is asked
+        return fail(refused)
+
     async def go():
         model = make_provider(config)
         engine = Engine(workspace=workspace)
-        options = dataclasses.replace(settings.check_options([t for t in settings.tiers if t in (0, 1, 2)]), target=chip)
         try:
             evaluator = EngineEvaluator(engine, path, state.original, options, chip=chip, device=device,
                                         fixer=model if args.fix_rounds else None, tests=tests)

@@ -70,7 +70,7 @@ async def fix_with_agent(ls: Any, options: dict, token: Any = None) -> dict[str,
     purpose = "job" if trusted and has_reference(text, doc.path, job.chip) else "check"
     try:
         outcome = await fix_file(job, agent.provider_config(), agent.budgets(),
-                                 session.get_checker(doc.path, purpose=purpose),
+                                 session.get_checker(doc.path, purpose=purpose, untrusted=True),
                                  workspace=workspace_for([doc.path], cwd=Path(doc.path).parent),
                                  on_progress=progress.report)
     except asyncio.CancelledError:  # from the progress's cancel button or $/cancelRequest
