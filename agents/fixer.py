@@ -5,7 +5,8 @@
     outcome.ok, outcome.diff, outcome.label, outcome.attempts, outcome.usage
 
 One round: ask the model (prompt from fix_prompt.py) -> parse its search/replace blocks -> apply
-them in memory to the original text -> require every original ``pallas_call`` to still be there ->
+them in memory to the original text -> require every original ``pallas_call`` to still be there and
+the file's tests (reference, inputs, TOLERANCE: agents/guards.py) untouched ->
 re-run the checker's tiers on the new text (``verify``: tiers 1-3 run in worker processes, so the
 model's code never runs here) plus tier 3 against ``reference()`` when the file has one -> accept
 only when the findings being fixed are gone and no new error appeared. A rejected proposal's reason
@@ -34,6 +35,7 @@ from pallasite.analysis.types import FileReport
 from . import keys
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
 from .fix_prompt import SYSTEM, FixContext, prompt
+from .guards import tampering
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
 Verify = Callable[[str, tuple[int, ...]], Awaitable[FileReport]]
@@ -80,7 +82,7 @@ class Attempt:
 
     round: int
     verdict: str  # "verified", "still failing", "not applicable", "unreadable", "removed pallas_call",
-    #               "too large", "model error", "check failed"
+    #               "too large", "silenced", "changes the tests", "model error", "check failed"
     detail: str
     explanation: str = ""
     diff: str = ""
@@ -209,6 +211,10 @@ class Fixer:
         if silenced:
             raise _Rejected("silenced", f"the edit adds {' and '.join(silenced)}: that hides the error instead of "
                                         "fixing it")
+        changed = tampering(context.text, candidate)
+        if changed:
+            raise _Rejected("changes the tests", f"the edit {'; '.join(changed)}: a fix must pass the file's own "
+                                                 "tests, not change them")
         missing = original_sites - _site_keys(candidate, context.path, context.chip)
         if missing:
             names = ", ".join(f"pallas_call of {k or '?'} in {f or 'module'}" for f, k in missing)
@@ -260,10 +266,10 @@ class Fixer:
 
 # --------------------------------------------------------------------------- helpers
 
-# Edits that make a finding disappear without fixing the kernel.
+# Edits that make a finding disappear without fixing the kernel, read from the text. (Interpret mode is
+# decided from what the worker traced: runner/interpret_guard.py reports PLS114, in any spelling.)
 _SILENCERS = (
     ("a `# pallasite: ignore` comment", re.compile(r"pallasite:\s*ignore")),
-    ("interpret mode (`interpret=`)", re.compile(r"\binterpret\s*=")),
     ("a try/except", re.compile(r"^\s*try\s*:", re.M)),
 )
 

@@ -26,8 +26,7 @@ from pallasite.engine.timing import device_measurement
 
 from .optimize import PhaseResult
 
-TEST_NAMES = ("example_inputs", "extra_inputs", "reference", "TOLERANCE", "TOLERANCES", "CONFIG", "create_inputs",
-              "workload")
+from .guards import TEST_NAMES, tampering  # noqa: F401 - TEST_NAMES: the frozen test definitions, by name
 
 
 def frozen_parts(original: str) -> dict[str, str]:
@@ -176,6 +175,10 @@ class EngineEvaluator:
             compile(source, self.path, "exec")
         except SyntaxError as err:
             return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
+        changed = tampering("\n\n".join(self.frozen.values()), source)
+        if changed:
+            return PhaseResult(False, "changes the frozen tests", evidence=f"the candidate {'; '.join(changed)}: "
+                               "the tests are frozen; keep the file's inputs, reference and tolerances as they are")
         report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", untrusted=True)
         errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
         self._reports = {source: report}

@@ -85,7 +85,7 @@ async def test_keys_stay_out_of_python_logs(tmp_path, monkeypatch, caplog):
     with FakeEndpoint() as server:
         server.queue += [Answer(500, {"error": {"code": 500, "message": f"boom {KEY}"}}),
                          Answer(200, gemini_reply(json.dumps({"explanation": "x", "edits": []})))]
-        checker = Checker(CheckOptions(tiers=(0,)))
+        checker = Checker(CheckOptions(tiers=(0,)), untrusted=True)
         report = await checker.check(str(folder / "kernel.py"), text, tiers=(0,))
         outcome = await fix_file(FixJob(str(folder / "kernel.py"), text, report, "v6e", (0,), docs_passages=0),
                                  ProviderConfig(name="gemini", base_url=server.url, retries=0),
