@@ -183,11 +183,14 @@ def run(args: argparse.Namespace) -> int:
         except KeyError as err:
             return fail(err.args[0])
         return 0
+    started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
     text = read_source(path)
     if args.resume:
         state = load(recorder.store, args.resume) if recorder.store is not None else None
         if state is None:
             return fail(f"--resume {args.resume}: no such run in {store_path(workspace)}")
+        if text != state.original:  # edited since the run began: --apply must not write over those edits
+            started = state.original.encode("utf-8")
     else:
         state = new_run(str(Path(path).resolve()), text)
     state.context.setdefault("chip", chip)
@@ -243,15 +246,21 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(final, str):
         return fail(final)
     best = final.best
-    written = None
+    written, not_applied = None, ""
     if final.winner is not None:
-        target = Path(path) if args.apply else Path(path).with_suffix(".optimized.py")
-        target.write_text(final.winner.source, encoding="utf-8")
-        written = str(target)
+        from .apply_file import apply_result, write_atomic
+
+        if args.apply:
+            result = apply_result(path, started, final.winner.source, beside=".optimized.py")
+            written, not_applied = result.path, result.why
+        else:
+            written = str(Path(path).with_suffix(".optimized.py"))
+            write_atomic(written, final.winner.source)
     if args.format == "json":
         print(json.dumps({"version": JSON_VERSION, "tool": "pallasite optimize", "run_id": final.run_id,
                           "method": final.method, "baseline_s": final.baseline_s, "table": final.table(),
                           "best": best.index if best else None, "speedup": final.speedup(), "written": written,
+                          "not_applied_why": not_applied,
                           "stopped": final.stopped, "usage": dataclasses.asdict(final.usage),
                           "seconds": final.seconds, "budgets": budget_report(final, budgets),
                           "tests": {"hash": final.context.get("tests_hash"), "written": final.context.get("tests_summary")},
@@ -259,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(table_text(final, budgets))
         if written:
-            print(f"the winner is in {written}")
+            print(f"the winner is in {written}" + (f" ({not_applied})" if not_applied else ""))
         for problem in recorder.problems:
             print(f"note: {problem}")
     if final.stopped.startswith("refused"):

@@ -139,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"pallasite search: {path}: no such file", file=sys.stderr)
         return 2
-    text = path.read_text(encoding="utf-8")
+    started = path.read_bytes()  # --apply writes over the file only if it is still these bytes
+    text = started.decode("utf-8")
     try:
         options = SearchOptions(algo=args.algo, seed=args.seed, max_nodes=args.budget, target=args.target_speedup,
                                 trajectories=args.trajectories, iterations=args.iterations, width=args.width,
@@ -205,8 +206,10 @@ def run(args: argparse.Namespace) -> int:
           f"stopped: {graph.stopped}; run {rid}")
     print(f"report: {report}")
     if args.apply and best.op != "root":
-        path.write_text(best.source, encoding="utf-8")
-        print(f"wrote {best.id}'s source into {path}")
+        from .apply_file import apply_result
+
+        written = apply_result(path, started, best.source, beside=".search.py")
+        print(f"{best.id}'s source: {written.describe()}")
     return 0
 
 
