@@ -86,6 +86,7 @@ class Attempt:
     detail: str
     explanation: str = ""
     diff: str = ""
+    error: dict | None = None  # a model error: kind, status, retry_after_s, message (ProviderError.as_json)
 
 
 @dataclass(frozen=True)
@@ -154,10 +155,14 @@ class Fixer:
                 reply = await self.provider.complete(request)
             except ProviderError as err:
                 self._record(run_id, round_no, request, None, err.message, Usage(), time.monotonic() - call_started)
-                attempts.append(Attempt(round_no, "model error", f"{err.kind}: {err.message}"))
+                attempts.append(Attempt(round_no, "model error", f"{err.describe()}: {err.message}",
+                                        error=err.as_json()))
                 if err.kind in ("config", "auth", "refused"):
                     stop = err.message
                     break
+                if err.kind == "too_large":  # the model's own doing: tell it, like a format error
+                    history.append(f"Round {round_no}: your reply was refused unread: {err.message}. Answer with "
+                                   "a minimal edit only.")
                 continue
             usage = usage + reply.usage
             self._record(run_id, round_no, request, reply.text, None, reply.usage, reply.seconds, reply.model)
@@ -337,7 +342,7 @@ def outcome_json(outcome: FixOutcome, *, include_text: bool = True) -> dict:
         "edits": [{"line": h.start + 1, "end_line": h.end + 1, "new_text": "".join(h.lines)} for h in outcome.hunks],
         "rounds": len(outcome.attempts),
         "attempts": [{"round": a.round, "verdict": a.verdict, "detail": a.detail, "explanation": a.explanation,
-                      "diff": a.diff} for a in outcome.attempts],
+                      "diff": a.diff, **({"error": a.error} if a.error else {})} for a in outcome.attempts],
         "usage": {"calls": outcome.usage.calls, "input_tokens": outcome.usage.input_tokens,
                   "output_tokens": outcome.usage.output_tokens, "thinking_tokens": outcome.usage.thinking_tokens,
                   "cost_usd": outcome.usage.cost_usd},

@@ -132,7 +132,8 @@ class RunState:
                          "time_s": it.time_s, "label": it.label,
                          "speedup": (self.baseline_s / it.time_s) if it.valid and it.time_s and self.baseline_s else None,
                          "tokens": it.tokens, "seconds": round(it.seconds, 3),
-                         "best": self.best is it})
+                         "best": self.best is it,
+                         "why": it.evidence[:300] if it.verdict == "model error" else ""})
         return rows
 
 
@@ -278,8 +279,8 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             it.evidence = f"correct but not faster: {measured.seconds:.3e} s vs baseline {state.baseline_s:.3e} s ({it.label})"
         await pause("profile", {"iteration": it.index, "time_s": it.time_s, "label": it.label})
         return it
-    except ProviderError as err:
-        it.verdict, it.evidence = "model error", f"{err.kind}: {err}"
+    except ProviderError as err:  # the kind in words, with its HTTP status and Retry-After (rate limited ...)
+        it.verdict, it.evidence = "model error", f"{err.describe()}: {err}"
         return it
     except Stop:
         it.verdict = "stopped"

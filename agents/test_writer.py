@@ -157,7 +157,7 @@ async def propose(ask: Ask, path: str, original: str, validate: Validate, *, mis
         try:
             reply = await ask(request(path, original, missing, entry, previous, why, round_no - 1, timeout_s))
         except ProviderError as err:
-            return Proposal(False, previous, f"the model failed: {err.kind}: {err}", round_no, why)
+            return Proposal(False, previous, f"the model failed: {err.describe()}: {err}", round_no, why)
         text = parse_block(reply)
         if text is None:
             previous, why = reply[:2000], "the reply held no ```python block"

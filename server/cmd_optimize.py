@@ -87,6 +87,7 @@ def table_text(state, budgets=None) -> str:
         yn = {True: "yes", False: "no", None: "-"}
         rows.append(f"{r['iteration']:>2}{mark} {r['verdict']:<15} {yn[r['compiled']]:<8} {yn[r['correct']]:<7} {t:>11}  "
                     f"{s:>8}  {r['tokens']:>7}  {r['plan'][:60]}")
+    rows += [f"    iteration {r['iteration']}: {r['why']}" for r in state.table() if r.get("why")]
     base = f"{state.baseline_s * 1e6:.2f} us" if state.baseline_s else "not measured"
     rows.append(f"times: {state.method}; baseline: the original file, {base} by the same method; speedup = baseline / time")
     best = state.best
