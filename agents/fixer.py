@@ -35,6 +35,7 @@ from pallasite.analysis.types import FileReport
 from . import keys
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
 from .fix_prompt import SYSTEM, FixContext, prompt
+from .deadline import Deadline, bounded
 from .guards import tampering
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
@@ -108,6 +109,10 @@ class FixOutcome:
     verdicts: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()  # kernel -> (tier, status) of the fix
 
 
+class _OutOfTime(Exception):
+    """agent.maxSeconds ran out while a proposal was being checked (the check was cancelled)."""
+
+
 class _Rejected(Exception):
     def __init__(self, verdict: str, detail: str) -> None:
         super().__init__(detail)
@@ -124,6 +129,7 @@ class Fixer:
                   original_report: FileReport | None = None) -> FixOutcome:
         """Up to ``max_rounds`` proposals for ``context.findings``; the first verified one wins."""
         started = time.monotonic()
+        deadline = Deadline(self.budgets.max_seconds, "agent.maxSeconds")  # bounds the checks too
         run_id = uuid.uuid4().hex[:12]
         # tier 3 (running the kernel against reference()) only where the compiler tiers may run code
         runs_code = any(t > 0 for t in tiers)
@@ -138,7 +144,7 @@ class Fixer:
         history: list[str] = []
         stop = ""
         for round_no in range(1, self.budgets.max_rounds + 1):
-            left_s = self.budgets.max_seconds - (time.monotonic() - started)
+            left_s = deadline.left()
             if usage.total_tokens >= self.budgets.max_tokens:
                 stop = f"token budget spent ({usage.total_tokens} of {self.budgets.max_tokens})"
                 break
@@ -174,7 +180,11 @@ class Fixer:
                 continue
             try:
                 candidate, report = await self._check(context, proposal.edits, tiers, original_sites, allowed,
-                                                      original_report)
+                                                      original_report, deadline, round_no)
+            except _OutOfTime as out:
+                attempts.append(Attempt(round_no, "check failed", str(out)))
+                stop = str(out)
+                break
             except _Rejected as rej:
                 diff = keys.redact(_safe_diff(context, proposal.edits))
                 attempts.append(Attempt(round_no, rej.verdict, rej.detail, keys.redact(proposal.explanation), diff))
@@ -201,8 +211,8 @@ class Fixer:
         return outcome
 
     async def _check(self, context: FixContext, edits: Sequence[SearchReplace], tiers: tuple[int, ...],
-                     original_sites: Counter, allowed: Counter,
-                     original_report: FileReport | None) -> tuple[str, FileReport]:
+                     original_sites: Counter, allowed: Counter, original_report: FileReport | None,
+                     deadline: Deadline | None = None, round_no: int = 1) -> tuple[str, FileReport]:
         allowed = Counter(allowed)  # each proposal is measured against the original file afresh
         try:
             candidate = apply_edits(context.text, tuple(edits))
@@ -227,8 +237,9 @@ class Fixer:
                                                    "pallas_call must stay")
         self._progress("checking the proposed edit (tiers " + ", ".join(map(str, tiers)) + ")")
         try:
-            report = await self.verify(candidate, tiers)
-        except asyncio.CancelledError:
+            report = await bounded(deadline, self.verify(candidate, tiers), f"checking round {round_no}'s proposal",
+                                   _OutOfTime)
+        except (asyncio.CancelledError, _OutOfTime):
             raise
         except Exception as err:  # the engine failed: the edit is not verified, so it is not offered
             raise _Rejected("check failed", f"the checker could not run ({type(err).__name__}: {err})") from None

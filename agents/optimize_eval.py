@@ -47,6 +47,8 @@ def frozen_parts(original: str) -> dict[str, str]:
 
 
 FROZEN_MARK = "# --- frozen tests (pallasite optimize: from the original file) ---"
+# Findings that mean the check did not finish (a crash, a time or memory limit): the compile phase fails.
+NOT_CHECKED = ("PLS205", "PLS902", "PLS903", "PLS904")
 
 
 def freeze(candidate: str, frozen: dict[str, str]) -> str:
@@ -182,6 +184,10 @@ class EngineEvaluator:
         report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", untrusted=True)
         errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
         self._reports = {source: report}
+        unchecked = [f for f in report.findings if f.code in NOT_CHECKED]
+        if unchecked and not errors:  # a limit or a crash stopped the check: nothing was shown to compile
+            return PhaseResult(False, f"not checked: {unchecked[0].message[:160]}",
+                               evidence="\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in unchecked[:3]))
         if errors:
             first = errors[0]
             evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])

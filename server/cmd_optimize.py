@@ -96,8 +96,8 @@ def table_text(state, budgets=None) -> str:
     if budgets is not None:
         b = budget_report(state, budgets)
         rows.append(f"budget: {b['iterations']['used']} of {b['iterations']['limit']} iteration(s), "
-                    f"{b['tokens']['used']} of {b['tokens']['limit']} tokens, {b['seconds']['used']:.1f} of "
-                    f"{b['seconds']['limit']:g} s (the loop's time; the baseline and tests phases not counted); "
+                    f"{b['tokens']['used']} of {b['tokens']['limit']} tokens, {b['seconds']['used']:.1f} s in "
+                    f"iterations (the whole run, tests and baseline included, is bounded by {b['seconds']['limit']:g} s); "
                     f"stopped: {state.stopped}; run id {state.run_id}")
     else:
         rows.append(f"budget: {len(state.iterations)} iteration(s), {state.usage.total_tokens} tokens, {state.seconds:.1f} s; "
