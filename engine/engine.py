@@ -64,10 +64,8 @@ class Engine:
         self.use_store = use_store
         self.jobs = JobRegistry()
         self.chip_table: list[Any] | None = None
-        self._backend: Backend | None = None
-        self._backend_config: WorkerConfig | None = None
-        self._untrusted: Backend | None = None  # confined workers for model-written code
-        self._untrusted_config: WorkerConfig | None = None
+        # untrusted -> (backend, the config it was built for): False the user's code, True model-written code
+        self._backends: dict[bool, tuple[Backend, WorkerConfig]] = {}
         self._stores: dict[str, StoreCache] = {}
         self._retired: set[asyncio.Future[Any]] = set()
 
@@ -78,19 +76,13 @@ class Engine:
         ``untrusted``: the backend for model-written code, whose workers are confined (or refuse to
         start: engine/confinement.py); every agent call site that runs a model's code asks for it."""
         config = worker_config(options, untrusted=untrusted)
-        if untrusted:
-            if self._untrusted is not None and config != self._untrusted_config:
-                self._retire(self._untrusted)
-                self._untrusted = None
-            if self._untrusted is None:
-                self._untrusted, self._untrusted_config = self.backend_factory(config, self.checks), config
-            return self._untrusted
-        if self._backend is not None and config != self._backend_config:
-            self._retire(self._backend)
-            self._backend = None
-        if self._backend is None:
-            self._backend, self._backend_config = self.backend_factory(config, self.checks), config
-        return self._backend
+        current = self._backends.get(untrusted)
+        if current is not None and current[1] != config:
+            self._retire(current[0])
+            current = None
+        if current is None:
+            current = self._backends[untrusted] = (self.backend_factory(config, self.checks), config)
+        return current[0]
 
     def untrusted_problem(self, options: CheckOptions) -> str | None:
         """Why model-written code cannot run for these options (the refusal to show before any model is
@@ -103,15 +95,15 @@ class Engine:
 
     @property
     def current_backend(self) -> Backend | None:
-        return self._backend
+        """The backend of the user's own checks (None until the first one)."""
+        current = self._backends.get(False)
+        return current[0] if current is not None else None
 
     def drop_backend(self) -> None:
         """Stop the workers; the next request starts fresh ones (settings changed, or a reset)."""
-        for backend in (self._backend, self._untrusted):
-            if backend is not None:
-                self._retire(backend)
-        self._backend, self._backend_config = None, None
-        self._untrusted, self._untrusted_config = None, None
+        for backend, _ in self._backends.values():
+            self._retire(backend)
+        self._backends.clear()
 
     def _retire(self, backend: Backend) -> None:
         future = asyncio.ensure_future(backend.close())
@@ -203,10 +195,9 @@ class Engine:
 
     async def close(self) -> None:
         await self.jobs.cancel_all()
-        for backend in (self._backend, self._untrusted):
-            if backend is not None:
-                await backend.close()
-        self._backend = self._untrusted = None
+        for backend, _ in self._backends.values():
+            await backend.close()
+        self._backends.clear()
         if self._retired:
             await asyncio.gather(*list(self._retired), return_exceptions=True)
         for cache in self._stores.values():
