@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from typing import Any
 
 from . import spawn
@@ -71,13 +72,19 @@ def worker_argv(config: Any, scratch: str) -> tuple[list[str], str | None]:
     return spawn.sandboxed(argv, config.sandbox)  # opted in: the PID sandbox as the setting says
 
 
+STALE_S = 24 * 3600  # a scratch folder this old belonged to a process that was killed: removed
+
+
 def new_scratch() -> str:
     """A new scratch folder: under the user's cache folder (outside /tmp, so the worker can get a
-    private /tmp), else the system's temporary folder."""
+    private /tmp), else the system's temporary folder. Stale ones left by killed runs are removed."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     try:
         folder = os.path.join(base, "pallasite", "scratch")
         os.makedirs(folder, mode=0o700, exist_ok=True)
+        for old in os.scandir(folder):
+            if old.name.startswith("worker-") and time.time() - old.stat().st_mtime > STALE_S:
+                remove_scratch(old.path)
         return tempfile.mkdtemp(prefix="worker-", dir=folder)
     except OSError:
         return tempfile.mkdtemp(prefix="pallasite-scratch-")

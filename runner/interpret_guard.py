@@ -33,6 +33,7 @@ from . import messages
 
 CODE = "PLS114"
 TRICK = "interpret_mode"
+ORIGIN = "pallasite runner"  # who spoke: pallasite, from what the worker traced (not the compiler)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,5 +160,6 @@ def _record(call: InterpretCall) -> messages.ErrorRecord:
     sentence = call.sentence()
     frames = (messages.Frame(file=call.file, line=call.line),) if call.file and call.line else ()
     mentions = (messages.Mention(line=call.line),) if call.line else ()
-    return messages.ErrorRecord(stage="tier 1", type="InterpretMode", sentence=sentence, message=sentence,
-                                frames=frames, mentions=mentions, tier=1, code=CODE)
+    traced = f"traced: pallas_call({call.kernel}, ..., interpret={call.value})"
+    return messages.ErrorRecord(stage="tier 1", type="InterpretMode", sentence=sentence, message=traced,
+                                frames=frames, mentions=mentions, tier=1, code=CODE, origin=ORIGIN)
