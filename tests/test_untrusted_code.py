@@ -85,8 +85,14 @@ def test_a_hostile_fix_runs_confined_and_the_project_stays(tmp_path):
     assert_no_key(done)
 
 
-@needs_namespaces
-def test_a_hostile_optimize_candidate_runs_confined_and_the_project_stays(tmp_path):
+@pytest.mark.parametrize("mode", ["confined", "opted in without namespaces"])
+def test_a_hostile_optimize_candidate_runs_confined_and_the_project_stays(tmp_path, mode):
+    """Confined: nothing to harm. Without namespaces (opted in): it runs with the user's rights, so the
+    keys must already be gone from every pallasite process it can see (they re-executed without them)."""
+    if mode == "confined" and spawn.confinement_problem(sys.executable) is not None:
+        pytest.skip(f"no confined worker here: {spawn.confinement_problem(sys.executable)}")
+    extra = () if mode == "confined" else ("--allow-unconfined",)
+    env = {} if mode == "confined" else {"PALLASITE_NO_NAMESPACES": "forced by the test"}
     candidate = (DATA / "optimize" / "candidates" / "big_blocks.py").read_text()
     candidate = candidate.replace("\n\nimport jax\n", "\n\n" + PREAMBLE + "import jax\n", 1)
     before = project(tmp_path, (DATA / "optimize" / "add.py").read_text(), "tiers = [0, 1]\n")
@@ -94,7 +100,7 @@ def test_a_hostile_optimize_candidate_runs_confined_and_the_project_stays(tmp_pa
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps(["Use 128-row blocks\nfewer grid steps.", "```python\n" + candidate + "```"]))
     done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "1",
-               "--format", "json", cwd=folder)
+               "--format", "json", *extra, cwd=folder, **env)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     # compiled, tested, estimated: every phase imported the candidate, and it found nothing to harm
