@@ -129,7 +129,6 @@ def _lock_down(python: str, scratch: str) -> list[str]:
     return [python, "-P", "-m", "pallasite.runner.confine", scratch, "--"]
 
 
-
 @functools.lru_cache(maxsize=8)
 def confinement_problem(python: str) -> str | None:
     """None when a worker run by ``python`` can be confined here (no network, read-only view but its
