@@ -135,3 +135,21 @@ def test_an_echoed_key_appears_nowhere_the_user_sees(tmp_path):
     seen = done.stdout + done.stderr + written + "".join(
         p.read_bytes().decode("utf-8", "replace") for p in (tmp_path / ".pallasite").rglob("*") if p.is_file())
     assert KEY not in seen
+
+
+async def test_the_provider_refuses_a_10_mb_reply_within_seconds(monkeypatch):
+    from pallasite.agents.providers import ModelRequest, ProviderConfig, ProviderError, make_provider
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeEndpoint() as server:
+        server.queue.append(Answer(200, openai_reply("x" * (10 * 2**20))))
+        provider = make_provider(ProviderConfig(name="openai", model="fake-model", base_url=server.url + "/v1",
+                                                retries=0))
+        started = time.monotonic()
+        with pytest.raises(ProviderError) as err:
+            await provider.complete(ModelRequest(system="s", prompt="p", timeout_s=30))
+        seconds = time.monotonic() - started
+        await provider.close()
+    assert err.value.kind == "too_large" and "refused unread" in str(err.value)
+    assert err.value.describe() == "reply too large"
+    assert seconds < 5, seconds
