@@ -14,6 +14,8 @@ from typing import Sequence
 
 from pallasite.analysis.types import Finding
 
+from .prompt_paths import local
+
 SYSTEM = """\
 You fix JAX Pallas kernels for Google TPUs. You are given a kernel file and the errors pallasite's \
 checker (source rules, the Pallas TPU lowering, the TPU compiler, interpret mode) reports in it.
@@ -49,9 +51,9 @@ def describe_finding(finding: Finding, lines: Sequence[str]) -> str:
     where = f"line {line + 1}" + (f" (`{source.strip()}`)" if source.strip() else "")
     origin = f", {finding.origin}" if finding.origin else ""
     tier = f"tier {finding.tier}{origin}"
-    text = f"- {where}: {finding.code} [{tier}]: {finding.message.strip()}"
-    if finding.detail:
-        text += "\n  compiler output (excerpt): " + " ".join(finding.detail.split())[:600]
+    text = f"- {where}: {finding.code} [{tier}]: {local(finding.message.strip())}"
+    if finding.detail:  # machine paths (the user's folders, jax's files) become file names first
+        text += "\n  compiler output (excerpt): " + " ".join(local(finding.detail).split())[:600]
     return text
 
 
@@ -70,6 +72,6 @@ def prompt(context: FixContext, history: Sequence[str] = ()) -> str:
               + (" and comparing with reference() in TPU interpret mode" if context.has_reference else "")
               + " before anyone sees it."]
     if history:
-        parts += ["", "Earlier proposals were rejected:", *history,
+        parts += ["", "Earlier proposals were rejected:", *(local(h) for h in history),
                   "", "Propose a different edit to the ORIGINAL file that avoids these problems."]
     return "\n".join(parts)

@@ -5,7 +5,8 @@
     outcome.ok, outcome.diff, outcome.label, outcome.attempts, outcome.usage
 
 One round: ask the model (prompt from fix_prompt.py) -> parse its search/replace blocks -> apply
-them in memory to the original text -> require every original ``pallas_call`` to still be there ->
+them in memory to the original text -> require every original ``pallas_call`` to still be there and
+the file's tests (reference, inputs, TOLERANCE: agents/guards.py) untouched ->
 re-run the checker's tiers on the new text (``verify``: tiers 1-3 run in worker processes, so the
 model's code never runs here) plus tier 3 against ``reference()`` when the file has one -> accept
 only when the findings being fixed are gone and no new error appeared. A rejected proposal's reason
@@ -34,6 +35,8 @@ from pallasite.analysis.types import FileReport
 from . import keys
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
 from .fix_prompt import SYSTEM, FixContext, prompt
+from .deadline import Deadline, bounded
+from .guards import tampering
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
 Verify = Callable[[str, tuple[int, ...]], Awaitable[FileReport]]
@@ -80,10 +83,11 @@ class Attempt:
 
     round: int
     verdict: str  # "verified", "still failing", "not applicable", "unreadable", "removed pallas_call",
-    #               "too large", "model error", "check failed"
+    #               "too large", "silenced", "changes the tests", "model error", "check failed"
     detail: str
     explanation: str = ""
     diff: str = ""
+    error: dict | None = None  # a model error: kind, status, retry_after_s, message (ProviderError.as_json)
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,10 @@ class FixOutcome:
     verdicts: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()  # kernel -> (tier, status) of the fix
 
 
+class _OutOfTime(Exception):
+    """agent.maxSeconds ran out while a proposal was being checked (the check was cancelled)."""
+
+
 class _Rejected(Exception):
     def __init__(self, verdict: str, detail: str) -> None:
         super().__init__(detail)
@@ -121,6 +129,7 @@ class Fixer:
                   original_report: FileReport | None = None) -> FixOutcome:
         """Up to ``max_rounds`` proposals for ``context.findings``; the first verified one wins."""
         started = time.monotonic()
+        deadline = Deadline(self.budgets.max_seconds, "agent.maxSeconds")  # bounds the checks too
         run_id = uuid.uuid4().hex[:12]
         # tier 3 (running the kernel against reference()) only where the compiler tiers may run code
         runs_code = any(t > 0 for t in tiers)
@@ -135,7 +144,7 @@ class Fixer:
         history: list[str] = []
         stop = ""
         for round_no in range(1, self.budgets.max_rounds + 1):
-            left_s = self.budgets.max_seconds - (time.monotonic() - started)
+            left_s = deadline.left()
             if usage.total_tokens >= self.budgets.max_tokens:
                 stop = f"token budget spent ({usage.total_tokens} of {self.budgets.max_tokens})"
                 break
@@ -152,10 +161,14 @@ class Fixer:
                 reply = await self.provider.complete(request)
             except ProviderError as err:
                 self._record(run_id, round_no, request, None, err.message, Usage(), time.monotonic() - call_started)
-                attempts.append(Attempt(round_no, "model error", f"{err.kind}: {err.message}"))
+                attempts.append(Attempt(round_no, "model error", f"{err.describe()}: {err.message}",
+                                        error=err.as_json()))
                 if err.kind in ("config", "auth", "refused"):
                     stop = err.message
                     break
+                if err.kind == "too_large":  # the model's own doing: tell it, like a format error
+                    history.append(f"Round {round_no}: your reply was refused unread: {err.message}. Answer with "
+                                   "a minimal edit only.")
                 continue
             usage = usage + reply.usage
             self._record(run_id, round_no, request, reply.text, None, reply.usage, reply.seconds, reply.model)
@@ -167,7 +180,11 @@ class Fixer:
                 continue
             try:
                 candidate, report = await self._check(context, proposal.edits, tiers, original_sites, allowed,
-                                                      original_report)
+                                                      original_report, deadline, round_no)
+            except _OutOfTime as out:
+                attempts.append(Attempt(round_no, "check failed", str(out)))
+                stop = str(out)
+                break
             except _Rejected as rej:
                 diff = keys.redact(_safe_diff(context, proposal.edits))
                 attempts.append(Attempt(round_no, rej.verdict, rej.detail, keys.redact(proposal.explanation), diff))
@@ -194,8 +211,8 @@ class Fixer:
         return outcome
 
     async def _check(self, context: FixContext, edits: Sequence[SearchReplace], tiers: tuple[int, ...],
-                     original_sites: Counter, allowed: Counter,
-                     original_report: FileReport | None) -> tuple[str, FileReport]:
+                     original_sites: Counter, allowed: Counter, original_report: FileReport | None,
+                     deadline: Deadline | None = None, round_no: int = 1) -> tuple[str, FileReport]:
         allowed = Counter(allowed)  # each proposal is measured against the original file afresh
         try:
             candidate = apply_edits(context.text, tuple(edits))
@@ -209,6 +226,10 @@ class Fixer:
         if silenced:
             raise _Rejected("silenced", f"the edit adds {' and '.join(silenced)}: that hides the error instead of "
                                         "fixing it")
+        changed = tampering(context.text, candidate)
+        if changed:
+            raise _Rejected("changes the tests", f"the edit {'; '.join(changed)}: a fix must pass the file's own "
+                                                 "tests, not change them")
         missing = original_sites - _site_keys(candidate, context.path, context.chip)
         if missing:
             names = ", ".join(f"pallas_call of {k or '?'} in {f or 'module'}" for f, k in missing)
@@ -216,8 +237,9 @@ class Fixer:
                                                    "pallas_call must stay")
         self._progress("checking the proposed edit (tiers " + ", ".join(map(str, tiers)) + ")")
         try:
-            report = await self.verify(candidate, tiers)
-        except asyncio.CancelledError:
+            report = await bounded(deadline, self.verify(candidate, tiers), f"checking round {round_no}'s proposal",
+                                   _OutOfTime)
+        except (asyncio.CancelledError, _OutOfTime):
             raise
         except Exception as err:  # the engine failed: the edit is not verified, so it is not offered
             raise _Rejected("check failed", f"the checker could not run ({type(err).__name__}: {err})") from None
@@ -260,10 +282,10 @@ class Fixer:
 
 # --------------------------------------------------------------------------- helpers
 
-# Edits that make a finding disappear without fixing the kernel.
+# Edits that make a finding disappear without fixing the kernel, read from the text. (Interpret mode is
+# decided from what the worker traced: runner/interpret_guard.py reports PLS114, in any spelling.)
 _SILENCERS = (
     ("a `# pallasite: ignore` comment", re.compile(r"pallasite:\s*ignore")),
-    ("interpret mode (`interpret=`)", re.compile(r"\binterpret\s*=")),
     ("a try/except", re.compile(r"^\s*try\s*:", re.M)),
 )
 
@@ -331,7 +353,7 @@ def outcome_json(outcome: FixOutcome, *, include_text: bool = True) -> dict:
         "edits": [{"line": h.start + 1, "end_line": h.end + 1, "new_text": "".join(h.lines)} for h in outcome.hunks],
         "rounds": len(outcome.attempts),
         "attempts": [{"round": a.round, "verdict": a.verdict, "detail": a.detail, "explanation": a.explanation,
-                      "diff": a.diff} for a in outcome.attempts],
+                      "diff": a.diff, **({"error": a.error} if a.error else {})} for a in outcome.attempts],
         "usage": {"calls": outcome.usage.calls, "input_tokens": outcome.usage.input_tokens,
                   "output_tokens": outcome.usage.output_tokens, "thinking_tokens": outcome.usage.thinking_tokens,
                   "cost_usd": outcome.usage.cost_usd},
@@ -345,12 +367,16 @@ def outcome_json(outcome: FixOutcome, *, include_text: bool = True) -> dict:
 
 
 def checker_verify(checker: Any, path: str) -> Verify:
-    """``verify`` over an engine ``Checker`` (``Engine.checker(...)`` or a standalone one): the same
-    warm workers and purpose, but no results cache (a candidate's verdicts must not become the
-    file's recorded verdicts)."""
+    """``verify`` over an engine ``Checker`` for model-written text (``Engine.checker(path, options,
+    untrusted=True)``, or ``Checker(options, untrusted=True)``): its confined workers and purpose, and
+    no results cache (a candidate's verdicts must not become the file's recorded verdicts). A checker
+    for the user's own code is refused: a proposal never runs outside a confined worker."""
     from pallasite.engine.checker import Checker
 
-    sibling = Checker(checker.options, client=checker.worker(), cache=None, purpose=checker.purpose)
+    if not getattr(checker, "untrusted", False):
+        raise ValueError("a proposed edit is model-written code: verify it with an untrusted checker "
+                         "(Engine.checker(path, options, untrusted=True))")
+    sibling = Checker(checker.options, client=checker.worker(), cache=None, purpose=checker.purpose, untrusted=True)
 
     async def verify(text: str, tiers: tuple[int, ...]) -> FileReport:
         return await sibling.check(path, text, tiers=tiers)

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
 
 from . import implementer, planner
+from .deadline import Deadline, bounded
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
 PHASES = ("plan", "implement", "compile", "test", "autotune", "profile")
@@ -73,6 +74,7 @@ class Budgets:
     max_seconds: float = 1800.0
     fix_rounds: int = 1  # compile-fix rounds (the evaluator's ``fix``) per candidate
     request_timeout_s: float = 120.0
+    seconds_name: str = "--max-seconds"  # how the user set max_seconds (named when it ends the run)
     test_rounds: int = 3  # the test writer's proposals at most (a file without tests)
 
 
@@ -132,7 +134,8 @@ class RunState:
                          "time_s": it.time_s, "label": it.label,
                          "speedup": (self.baseline_s / it.time_s) if it.valid and it.time_s and self.baseline_s else None,
                          "tokens": it.tokens, "seconds": round(it.seconds, 3),
-                         "best": self.best is it})
+                         "best": self.best is it,
+                         "why": it.evidence[:300] if it.verdict == "model error" else ""})
         return rows
 
 
@@ -179,13 +182,17 @@ def _history(state: RunState) -> list[dict]:
 
 async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
                   recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None,
-                  instruction: str = "") -> Iteration:
-    """One iteration; appended to ``state.iterations`` and returned. Failures are data (``verdict``)."""
+                  instruction: str = "", deadline: Deadline | None = None) -> Iteration:
+    """One iteration; appended to ``state.iterations`` and returned. Failures are data (``verdict``).
+    ``deadline``: the run's time budget, which cancels a phase that runs past it (``Stop``)."""
     it = Iteration(index=len(state.iterations) + 1)
     state.iterations.append(it)
     started = time.monotonic()
     say = on_phase or (lambda i, p, m: None)
     base = state.best.source if state.best else state.original
+
+    def timed(name: str, awaitable: Any) -> Any:
+        return bounded(deadline, awaitable, f"the {name} phase of iteration {it.index}", Stop)
 
     def phase(name: str, result: PhaseResult) -> PhaseResult:
         it.phases.append({"phase": name, "ok": result.ok, "summary": result.summary})
@@ -198,8 +205,8 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
     try:
         # plan (step mode: approve, or revise with the user's edited plan as the instruction)
         say(it.index, "plan", "planning")
-        text = await _ask(provider, planner.request(state, base, _history(state), instruction, budgets.request_timeout_s),
-                          state, it, recorder, budgets)
+        text = await timed("plan", _ask(provider, planner.request(state, base, _history(state), instruction,
+                                                                  budgets.request_timeout_s), state, it, recorder, budgets))
         it.summary, it.plan = planner.parse(text)
         decision = await pause("plan", {"iteration": it.index, "plan": it.plan, "summary": it.summary})
         if decision.action == "stop":
@@ -211,8 +218,9 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
         say(it.index, "implement", "writing the candidate")
         extra = ""
         while True:
-            text = await _ask(provider, implementer.request(base, it.plan, extra, budgets.request_timeout_s),
-                              state, it, recorder, budgets)
+            text = await timed("implement", _ask(provider, implementer.request(base, it.plan, extra,
+                                                                               budgets.request_timeout_s),
+                                                 state, it, recorder, budgets))
             candidate = implementer.parse(text)
             if candidate is None:
                 phase("implement", PhaseResult(False, "the reply holds no kernel source"))
@@ -230,12 +238,12 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
         phase("implement", PhaseResult(True, f"{len(candidate.splitlines())} lines"))
         # compile, with the fixer's rounds
         say(it.index, "compile", "compiling")
-        result = phase("compile", await evaluator.compile(candidate))
+        result = phase("compile", await timed("compile", evaluator.compile(candidate)))
         rounds = 0
         while not result.ok and rounds < budgets.fix_rounds and hasattr(evaluator, "fix"):
             rounds += 1
             say(it.index, "compile", f"fixing (round {rounds})")
-            fixed = await evaluator.fix(candidate, result)
+            fixed = await timed("compile", evaluator.fix(candidate, result))
             spent = fixed.data.get("usage")
             if isinstance(spent, Usage):  # the fixer's model calls count against the run's token budget
                 state.usage = state.usage + spent
@@ -244,28 +252,28 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             if not fixed.ok or not fixed.source:
                 break
             candidate = it.source = fixed.source
-            result = phase("compile", await evaluator.compile(candidate))
+            result = phase("compile", await timed("compile", evaluator.compile(candidate)))
         if not result.ok:
             it.verdict, it.evidence = "compile failed", result.evidence or result.summary
             return it
         # the frozen tests
         say(it.index, "test", "testing against the frozen reference")
-        result = phase("test", await evaluator.test(candidate))
+        result = phase("test", await timed("test", evaluator.test(candidate)))
         if not result.ok:
             it.verdict, it.evidence = "incorrect", result.evidence or result.summary
             return it
         # autotune (optional) and the measurement by the run's one method
         if hasattr(evaluator, "tune"):
             say(it.index, "autotune", "tuning")
-            tuned = phase("autotune", await evaluator.tune(candidate))
+            tuned = phase("autotune", await timed("autotune", evaluator.tune(candidate)))
             if tuned.ok and tuned.source and tuned.source != candidate:
-                check = await evaluator.test(tuned.source)
+                check = await timed("autotune", evaluator.test(tuned.source))
                 if check.ok:
                     candidate = it.source = tuned.source
                 else:
                     say(it.index, "autotune", "the tuned configuration failed the frozen tests; kept the untuned one")
         say(it.index, "profile", f"measuring ({evaluator.method})")
-        measured = phase("profile", await evaluator.measure(candidate))
+        measured = phase("profile", await timed("profile", evaluator.measure(candidate)))
         it.profile = str(measured.data.get("profile") or "")
         if it.profile:
             say(it.index, "profile", it.profile)
@@ -278,8 +286,8 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             it.evidence = f"correct but not faster: {measured.seconds:.3e} s vs baseline {state.baseline_s:.3e} s ({it.label})"
         await pause("profile", {"iteration": it.index, "time_s": it.time_s, "label": it.label})
         return it
-    except ProviderError as err:
-        it.verdict, it.evidence = "model error", f"{err.kind}: {err}"
+    except ProviderError as err:  # the kind in words, with its HTTP status and Retry-After (rate limited ...)
+        it.verdict, it.evidence = "model error", f"{err.describe()}: {err}"
         return it
     except Stop:
         it.verdict = "stopped"
@@ -305,7 +313,8 @@ async def propose_tests(state: RunState, provider: Provider, evaluator: Any, bud
 
 
 async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets, *,
-                       recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None) -> None:
+                       recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None,
+                       deadline: Deadline | None = None) -> None:
     """Before iteration 1, the tests are settled and frozen: the file's own, or the test writer's
     validated proposal (step mode: the gate's phase "tests", payload ``{"iteration": 0, "tests": text}``;
     revise = the user's text becomes the tests). Their hash goes in ``state.context``; a resumed run
@@ -324,8 +333,8 @@ async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budg
     missing = () if evaluator.tests else test_writer.needs(state.original, state.path)
     if missing:
         say(0, "tests", f"the file lacks {' and '.join(missing)}: the test writer proposes them")
-        proposal = await propose_tests(state, provider, evaluator, budgets, missing, recorder=recorder,
-                                       on_round=lambda m: say(0, "tests", m))
+        proposal = await bounded(deadline, propose_tests(state, provider, evaluator, budgets, missing, recorder=recorder,
+                                                         on_round=lambda m: say(0, "tests", m)), "the tests phase", Stop)
         if not proposal.ok:
             state.context["tests_refused"] = proposal.text
             raise Stop(f"no frozen tests: {proposal.summary}")
@@ -339,7 +348,8 @@ async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budg
             if decision.action != "revise" or not decision.text.strip():
                 break
             text = decision.text  # the user's text is kept whatever the check says
-            check = await test_writer.validate_with(evaluator, state.original, text)
+            check = await bounded(deadline, test_writer.validate_with(evaluator, state.original, text),
+                                  "the tests phase", Stop)
             if check.ok:
                 summary = f"your tests, validated ({check.summary})"
                 break
@@ -355,13 +365,19 @@ async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budg
 
 async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
                    recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None) -> RunState:
-    """Up to ``budgets.iterations`` iterations (counting resumed ones); the best valid candidate wins."""
+    """Up to ``budgets.iterations`` iterations (counting resumed ones); the best valid candidate wins.
+    ``budgets.max_seconds`` bounds the whole run from here (the tests, the baseline, every phase; a
+    resumed run has what its earlier iterations left): a phase running past it is cancelled."""
     state.method, state.stopped = evaluator.method, ""
+    deadline = Deadline(max(0.0, budgets.max_seconds - state.seconds), budgets.seconds_name)
+    if gate is not None:  # the time the user takes to answer is not spent from the budget
+        gate = deadline.pausing(gate)
     try:
         if hasattr(evaluator, "tests_hash"):
-            await freeze_tests(state, provider, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase)
+            await freeze_tests(state, provider, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
+                               deadline=deadline)
         if state.baseline_s is None:  # the baseline: the original, by the same method
-            base = await evaluator.measure(state.original)
+            base = await deadline.within(evaluator.measure(state.original), "the baseline measurement", Stop)
             state.baseline_s, state.baseline_label = base.seconds, base.label or evaluator.method
             if base.data.get("profile"):
                 state.context["baseline_profile"] = base.data["profile"]
@@ -370,7 +386,8 @@ async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets:
         while len(state.iterations) < budgets.iterations:
             if state.seconds >= budgets.max_seconds:
                 raise Stop(f"time budget spent ({state.seconds:.0f} s >= {budgets.max_seconds:g} s)")
-            await iterate(state, provider, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase)
+            await iterate(state, provider, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
+                          deadline=deadline)
         state.stopped = state.stopped or f"iteration budget reached ({budgets.iterations})"
     except Stop as stop:
         state.stopped = stop.reason

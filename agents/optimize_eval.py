@@ -26,8 +26,7 @@ from pallasite.engine.timing import device_measurement
 
 from .optimize import PhaseResult
 
-TEST_NAMES = ("example_inputs", "extra_inputs", "reference", "TOLERANCE", "TOLERANCES", "CONFIG", "create_inputs",
-              "workload")
+from .guards import TEST_NAMES, tampering  # noqa: F401 - TEST_NAMES: the frozen test definitions, by name
 
 
 def frozen_parts(original: str) -> dict[str, str]:
@@ -48,6 +47,8 @@ def frozen_parts(original: str) -> dict[str, str]:
 
 
 FROZEN_MARK = "# --- frozen tests (pallasite optimize: from the original file) ---"
+# Findings that mean the check did not finish (a crash, a time or memory limit): the compile phase fails.
+NOT_CHECKED = ("PLS205", "PLS902", "PLS903", "PLS904")
 
 
 def freeze(candidate: str, frozen: dict[str, str]) -> str:
@@ -160,14 +161,33 @@ class EngineEvaluator:
     def frozen_text(self, source: str) -> str:
         return freeze(source, self.frozen)
 
+    def untrusted(self) -> Any:
+        """The engine's backend for model-written code (confined workers, engine/confinement.py): every
+        phase runs candidates (and the original, tested with the same tests) there."""
+        return self.engine.backend(self.options, untrusted=True)
+
+    def device_config(self) -> Any:
+        """How a device worker for candidates starts: confined (engine/confinement.py)."""
+        from pallasite.engine.client import WorkerConfig
+
+        return WorkerConfig(confine=True, allow_unconfined=getattr(self.options, "allow_unconfined", False))
+
     async def compile(self, source: str) -> PhaseResult:
         try:
             compile(source, self.path, "exec")
         except SyntaxError as err:
             return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
-        report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", store=False)
+        changed = tampering("\n\n".join(self.frozen.values()), source)
+        if changed:
+            return PhaseResult(False, "changes the frozen tests", evidence=f"the candidate {'; '.join(changed)}: "
+                               "the tests are frozen; keep the file's inputs, reference and tolerances as they are")
+        report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", untrusted=True)
         errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
         self._reports = {source: report}
+        unchecked = [f for f in report.findings if f.code in NOT_CHECKED]
+        if unchecked and not errors:  # a limit or a crash stopped the check: nothing was shown to compile
+            return PhaseResult(False, f"not checked: {unchecked[0].message[:160]}",
+                               evidence="\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in unchecked[:3]))
         if errors:
             first = errors[0]
             evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
@@ -189,7 +209,7 @@ class EngineEvaluator:
         text = self.frozen_text(source)
         context = FixContext(path=self.path, text=text, findings=errors, chip=self.chip,
                              has_reference="reference" in self.frozen)
-        verify = checker_verify(self.engine.checker(self.path, self.options, purpose="job"), self.path)
+        verify = checker_verify(self.engine.checker(self.path, self.options, purpose="job", untrusted=True), self.path)
         outcome = await Fixer(self.fixer, verify, budgets=FixBudgets(max_rounds=1)).fix(
             context, tuple(self.options.tiers), original_report=report)
         if not outcome.ok or not outcome.fixed_text:
@@ -207,9 +227,9 @@ class EngineEvaluator:
         if self.device is not None:
             from pallasite.engine.timing import run_timing
 
-            run = await run_timing(self.device, params, timeout_s=self.timeout_s)
+            run = await run_timing(self.device, params, base=self.device_config(), timeout_s=self.timeout_s)
             return run.reply
-        return await self.engine.backend(self.options).request(params, purpose="job", timeout_s=self.timeout_s)
+        return await self.untrusted().request(params, purpose="job", timeout_s=self.timeout_s)
 
     async def test(self, source: str) -> PhaseResult:
         return test_phase(await self._time(source, runs=1))
@@ -225,7 +245,7 @@ class EngineEvaluator:
                                label=f"device ({m.device_kind})", data={"profile": await self._device_profile(source)})
         from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
-        estimate = worker_estimator(self.engine.backend(self.options), self.path, self.frozen_text(source),
+        estimate = worker_estimator(self.untrusted(), self.path, self.frozen_text(source),
                                     TuneOptions(chip=self.chip), timeout_s=self.timeout_s)
         try:
             result = await estimate([], {})
@@ -257,7 +277,7 @@ class EngineEvaluator:
         from pallasite.engine.timing import TaskFiles, run_timing, time_request
 
         params = time_request(TaskFiles(self.path), "profile", runs=5, text=self.frozen_text(source), target=self.chip)
-        run = await run_timing(self.device, params, timeout_s=self.timeout_s)
+        run = await run_timing(self.device, params, base=self.device_config(), timeout_s=self.timeout_s)
         if not run.reply.ok or run.reply.result is None:
             return f"device profile not taken: {run.reply.message or run.reply.status}"
         prof = to_json(run.reply.result).get("profile") or {}
@@ -275,13 +295,13 @@ class EngineEvaluator:
 
         text = self.frozen_text(source)
         options = TuneOptions(chip=self.chip, backend="estimate" if self.device is None else self.device.kind, verify=0)
-        backend = self.engine.backend(self.options)
+        backend = self.untrusted()
         timer, remote = None, None
         try:
             if self.device is not None:
                 from pallasite.engine.remote import open_remote
 
-                remote = open_remote(self.device)
+                remote = open_remote(self.device, self.device_config())
                 timer = worker_timer(remote, self.path, text, options, timeout_s=self.timeout_s)
             report = await tune(self.path, text, options, worker_estimator(backend, self.path, text, options,
                                                                            timeout_s=self.timeout_s), timer=timer)

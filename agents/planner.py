@@ -8,9 +8,11 @@ is written to ``.pallasite/plans/<id>.md``; the user's edited file is parsed the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from . import keys
+from .prompt_paths import local
 from .planner_prompt import SYSTEM, TEMPLATE
 from .providers import ModelRequest
 
@@ -22,10 +24,10 @@ def _history(history: list[dict]) -> str:
     for h in history:
         time_s = f"{h['time_s']:.3e} s ({h['label']})" if h.get("time_s") else "not measured"
         lines.append(f"- iteration {h['iteration']}: {h['plan']} -> {h['verdict']}, {time_s}")
-        if h.get("evidence"):
-            lines.append("  evidence: " + h["evidence"].replace("\n", "\n  "))
+        if h.get("evidence"):  # the compiler's and the worker's words, machine paths made file names
+            lines.append("  evidence: " + local(h["evidence"]).replace("\n", "\n  "))
         if h.get("profile"):
-            lines.append("  " + h["profile"].replace("\n", "\n  "))
+            lines.append("  " + local(h["profile"]).replace("\n", "\n  "))
     return "\n".join(lines) + "\n"
 
 
@@ -34,14 +36,14 @@ def prompt(state: Any, source: str, history: list[dict], instruction: str = "") 
     baseline = f"{state.baseline_s:.3e} s" if state.baseline_s else "not measured"
     extra = ""
     if ctx.get("baseline_profile"):
-        extra += "\n## Where the original's time goes\n" + ctx["baseline_profile"] + "\n"
+        extra += "\n## Where the original's time goes\n" + local(ctx["baseline_profile"]) + "\n"
     if ctx.get("findings"):
-        extra += "\n## Checker findings\n" + "\n".join(f"- {f}" for f in ctx["findings"]) + "\n"
+        extra += "\n## Checker findings\n" + "\n".join(f"- {local(str(f))}" for f in ctx["findings"]) + "\n"
     if ctx.get("chips"):
         extra += "\n## Chip table\n" + json.dumps(ctx["chips"]) + "\n"
     if ctx.get("docs"):
         extra += "\n## Pallas documentation\n" + "\n\n".join(ctx["docs"]) + "\n"
-    text = TEMPLATE.format(path=state.path, source=source, chip=ctx.get("chip", "v6e"), baseline=baseline,
+    text = TEMPLATE.format(path=Path(state.path).name, source=source, chip=ctx.get("chip", "v6e"), baseline=baseline,
                            method=state.method or "?", context=extra, history=_history(history),
                            instruction=f"\n## Instruction from the engineer\n{instruction}\n" if instruction else "")
     return keys.redact(text)

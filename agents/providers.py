@@ -13,15 +13,25 @@ Each implementation lives in its own module, imported only when chosen, so the S
 (``pip install 'pallasite[agents]'``).
 
 Failures are ``ProviderError`` with a ``kind`` a caller can act on (config, auth, rate_limit,
-server, timeout, malformed, network) and a message that never contains an API key (see keys.py).
-Retries use each SDK's own mechanism, set explicitly (``ProviderConfig.retries``); one call's time
-limit is ``ModelRequest.timeout_s``; cancelling the awaiting task cancels the HTTP request.
+server, timeout, malformed, network, refused, too_large), the HTTP status and ``Retry-After`` when
+the endpoint sent them, and a message that never contains an API key (see keys.py); ``describe()``
+says it in words ("rate limited (HTTP 429, retry after 30 s)"). Retries use each SDK's own
+mechanism, set explicitly (``ProviderConfig.retries``); one call's time limit is
+``ModelRequest.timeout_s``; cancelling the awaiting task cancels the HTTP request.
+
+Every reply leaves a provider through ``reply()``, the one boundary: a reply over ``MAX_REPLY_CHARS``
+(1 MB) is refused there (``too_large``), before any agent parses it or runs tier 0 on it, and the
+text is redacted there (keys.redact), so no key a model echoes reaches the terminal, a written file,
+a report, the store or the editor. A structured request's reply is returned as the model wrote it,
+a JSON object in a fenced ```json block unwrapped (``structured``): the agents' parsers decide what
+they accept and feed a format error back to the model as a round.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,7 +49,13 @@ DEFAULT_MODELS = {"gemini": "gemini-2.5-pro", "openai": "gpt-4.1"}
 # The HTTP statuses worth retrying (set explicitly for both SDKs rather than trusting defaults).
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 
-ERROR_KINDS = ("config", "auth", "rate_limit", "server", "timeout", "malformed", "network", "refused")
+ERROR_KINDS = ("config", "auth", "rate_limit", "server", "timeout", "malformed", "network", "refused", "too_large")
+# How each kind reads in a message (text output and JSON carry the kind as well).
+KIND_WORDS = {"config": "not configured", "auth": "unauthorized", "rate_limit": "rate limited", "server": "server error",
+              "timeout": "timed out", "malformed": "malformed reply", "network": "endpoint unreachable",
+              "refused": "refused", "too_large": "reply too large"}
+# A reply above this many characters is refused at the provider boundary (a kernel file is far smaller).
+MAX_REPLY_CHARS = 1_000_000
 
 HOW_TO_CONFIGURE = (
     "Set the 'agent.provider' setting in your editor's pallasite settings to 'gemini' (with "
@@ -102,14 +118,62 @@ class ModelReply:
 class ProviderError(Exception):
     """A call (or a provider's set-up) failed; ``kind`` is one of ERROR_KINDS."""
 
-    def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
+    def __init__(self, kind: str, message: str, *, status: int | None = None,
+                 retry_after_s: float | None = None) -> None:
         super().__init__(keys.redact(message))
         self.kind = kind
         self.status = status
+        self.retry_after_s = retry_after_s  # the endpoint's Retry-After, when it sent one
 
     @property
     def message(self) -> str:
         return str(self)
+
+    def describe(self) -> str:
+        """The kind in words, with the status and Retry-After: ``rate limited (HTTP 429, retry after 30 s)``."""
+        extra = [f"HTTP {self.status}"] if self.status else []
+        if self.retry_after_s is not None:
+            extra.append(f"retry after {self.retry_after_s:g} s")
+        return KIND_WORDS.get(self.kind, self.kind) + (f" ({', '.join(extra)})" if extra else "")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "status": self.status, "retry_after_s": self.retry_after_s, "message": self.message}
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds from a ``Retry-After`` header (seconds, or an HTTP date), or None."""
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+    except Exception:  # noqa: BLE001 - headers of an unknown shape
+        return None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        from email.utils import parsedate_to_datetime
+
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def status_error(code: int | None, text: str, *, headers: Any = None, auth_hint: str = "check the API key") -> ProviderError:
+    """The ProviderError for an HTTP status (both SDKs' status errors come here)."""
+    wait = retry_after(headers)
+    if code in (401, 403):
+        return ProviderError("auth", f"{text} ({auth_hint})", status=code)
+    if code == 429:
+        return ProviderError("rate_limit", text + " (rate limited after the configured retries)", status=code,
+                             retry_after_s=wait)
+    if code == 408:
+        return ProviderError("timeout", text, status=code)
+    if isinstance(code, int) and code >= 500:
+        return ProviderError("server", text + " (the endpoint failed after the configured retries)", status=code,
+                             retry_after_s=wait)
+    return ProviderError("refused", text, status=code)
 
 
 @dataclass(frozen=True)
@@ -185,4 +249,22 @@ async def with_time_limit(coro: Any, timeout_s: float, what: str) -> Any:
 
 
 def reply(text: str, usage: Usage, provider: str, model: str, started: float) -> ModelReply:
-    return ModelReply(text=text, usage=usage, provider=provider, model=model, seconds=time.monotonic() - started)
+    """The one boundary every reply crosses (see the module docstring): refused above MAX_REPLY_CHARS,
+    redacted, timed."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise ProviderError("too_large", f"{provider} ({model}): the reply has {len(text):,} characters, more than "
+                                         f"the {MAX_REPLY_CHARS:,} accepted; it was refused unread")
+    return ModelReply(text=keys.redact(text), usage=usage, provider=provider, model=model,
+                      seconds=time.monotonic() - started)
+
+
+_FENCED = re.compile(r"^\s*```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```\s*$", re.S)
+
+
+def structured(text: str, request: ModelRequest) -> str:
+    """A structured request's reply: a JSON object in a lone ```json fence unwrapped; anything else as
+    the model wrote it (the agent's parser accepts or refuses it and tells the model why)."""
+    if request.schema is None:
+        return text
+    m = _FENCED.match(text)
+    return m.group("body") if m else text

@@ -4,14 +4,14 @@ Key: ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY`` (or the variable named by ``agent.
 with ``agent.vertexProject`` set it uses Vertex AI and the machine's application default
 credentials instead. ``agent.baseUrl`` overrides the endpoint (tests point it at a loopback server).
 
-Structured output: ``response_json_schema`` with ``response_mime_type="application/json"``.
+Structured output: ``response_json_schema`` with ``response_mime_type="application/json"``; a reply in
+a ```json fence, or not JSON at all, is returned for the agent's parser to judge (providers.structured).
 Retries: ``HttpOptions(retry_options=HttpRetryOptions(...))`` set explicitly (the SDK's default has
 changed between releases), on 408/429/5xx. Usage: prompt, candidates and thoughts token counts.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -21,8 +21,8 @@ from google.genai import types
 
 from . import keys
 from .providers import (
-    DEFAULT_MODELS, RETRY_STATUSES, ModelReply, ModelRequest, ProviderConfig, ProviderError, Usage, reply,
-    with_time_limit,
+    DEFAULT_MODELS, RETRY_STATUSES, ModelReply, ModelRequest, ProviderConfig, ProviderError, Usage, reply, status_error,
+    structured, with_time_limit,
 )
 
 
@@ -72,12 +72,7 @@ class GeminiProvider:
             finish = _finish_reason(response)
             raise ProviderError("malformed", f"gemini ({self.model}) returned no text"
                                              + (f" (finish reason {finish})" if finish else ""))
-        if request.schema is not None:
-            try:
-                json.loads(text)
-            except ValueError:
-                raise ProviderError("malformed", f"gemini ({self.model}) returned text that is not the JSON "
-                                                 f"asked for: {text[:200]!r}") from None
+        text = structured(text, request)  # JSON as asked, or what the model wrote: the agent's parser judges it
         meta = response.usage_metadata
         usage_in = int(getattr(meta, "prompt_token_count", 0) or 0)
         usage_out = int(getattr(meta, "candidates_token_count", 0) or 0)
@@ -115,16 +110,9 @@ def _finish_reason(response: Any) -> str | None:
 def _api_error(err: Any, model: str) -> ProviderError:
     code = getattr(err, "code", None)
     detail = getattr(err, "message", None) or str(err)
-    where = f"gemini ({model}): HTTP {code}: {detail}"
-    if code in (401, 403):
-        return ProviderError("auth", where + " (check the API key or the Vertex AI credentials)", status=code)
-    if code == 429:
-        return ProviderError("rate_limit", where + " (rate limited after the configured retries)", status=code)
-    if code == 408:
-        return ProviderError("timeout", where, status=code)
-    if isinstance(code, int) and code >= 500:
-        return ProviderError("server", where + " (the endpoint failed after the configured retries)", status=code)
-    return ProviderError("refused", where, status=code)
+    return status_error(code, f"gemini ({model}): HTTP {code}: {str(detail)[:500]}",
+                        headers=getattr(getattr(err, "response", None), "headers", None),
+                        auth_hint="check the API key or the Vertex AI credentials")
 
 
 def _other_error(err: Exception, model: str) -> ProviderError:

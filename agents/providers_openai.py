@@ -6,21 +6,22 @@
 comes from ``OPENAI_API_KEY`` (or the variable named by ``agent.apiKeyEnv``); a local endpoint
 without one gets a placeholder, since the SDK insists on some key.
 
-Structured output: ``response_format={"type": "json_schema", ...}``. Retries: the client's
+Structured output: ``response_format={"type": "json_schema", ...}``; a reply in a ```json fence, or
+not JSON at all, is returned for the agent's parser to judge (providers.structured). Retries: the client's
 ``max_retries`` set explicitly. Usage: prompt and completion tokens, reasoning tokens reported
 apart when the endpoint gives them.
 """
 
 from __future__ import annotations
 
-import json
 import time
 
 import openai
 
 from . import keys
 from .providers import (
-    DEFAULT_MODELS, ModelReply, ModelRequest, ProviderConfig, ProviderError, Usage, reply, with_time_limit,
+    DEFAULT_MODELS, ModelReply, ModelRequest, ProviderConfig, ProviderError, Usage, reply, status_error, structured,
+    with_time_limit,
 )
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"
@@ -77,11 +78,7 @@ class OpenAIProvider:
             text = None
         if not isinstance(text, str) or not text:
             raise ProviderError("malformed", f"{where}: the reply has no message content")
-        if request.schema is not None:
-            try:
-                json.loads(text)
-            except ValueError:
-                raise ProviderError("malformed", f"{where}: the reply is not the JSON asked for: {text[:200]!r}") from None
+        text = structured(text, request)  # JSON as asked, or what the model wrote: the agent's parser judges it
         usage = completion.usage
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -104,13 +101,5 @@ def _status_error(err: "openai.APIStatusError", where: str) -> ProviderError:
         detail = err.body.get("error", {}).get("message") if isinstance(err.body, dict) else None
     except AttributeError:
         detail = None
-    text = f"{where}: HTTP {code}: {detail or err.message}"
-    if code in (401, 403):
-        return ProviderError("auth", text + " (check the API key)", status=code)
-    if code == 429:
-        return ProviderError("rate_limit", text + " (rate limited after the configured retries)", status=code)
-    if code == 408:
-        return ProviderError("timeout", text, status=code)
-    if code >= 500:
-        return ProviderError("server", text + " (the endpoint failed after the configured retries)", status=code)
-    return ProviderError("refused", text, status=code)
+    return status_error(code, f"{where}: HTTP {code}: {str(detail or err.message)[:500]}",
+                        headers=getattr(getattr(err, "response", None), "headers", None))

@@ -26,10 +26,12 @@ from __future__ import annotations
 import ast
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from . import keys
 from .implementer import parse as parse_block
+from .prompt_paths import local
 from .providers import ModelRequest, ProviderError
 from .test_writer_prompt import FEEDBACK, SYSTEM, TEMPLATE
 
@@ -136,8 +138,8 @@ def request(path: str, original: str, missing: tuple[str, ...], entry: str | Non
             why: str = "", round_no: int = 0, timeout_s: float = 120.0) -> ModelRequest:
     wanted = {"example_inputs": "- example_inputs(): the entry's positional arguments (shapes, dtypes)",
               "reference": "- reference(*args): a plain-JAX reference of what the entry computes"}
-    feedback = FEEDBACK.format(round=round_no, previous=previous, why=why) if previous else ""
-    text = TEMPLATE.format(path=path, source=original, missing="\n".join(wanted[m] for m in missing),
+    feedback = FEEDBACK.format(round=round_no, previous=previous, why=local(why)) if previous else ""
+    text = TEMPLATE.format(path=Path(path).name, source=original, missing="\n".join(wanted[m] for m in missing),
                            entry=f"`{entry}`" if entry else "the single public function that calls pallas_call",
                            feedback=feedback)
     return ModelRequest(system=SYSTEM, prompt=keys.redact(text), timeout_s=timeout_s, max_output_tokens=8192)
@@ -157,7 +159,7 @@ async def propose(ask: Ask, path: str, original: str, validate: Validate, *, mis
         try:
             reply = await ask(request(path, original, missing, entry, previous, why, round_no - 1, timeout_s))
         except ProviderError as err:
-            return Proposal(False, previous, f"the model failed: {err.kind}: {err}", round_no, why)
+            return Proposal(False, previous, f"the model failed: {err.describe()}: {err}", round_no, why)
         text = parse_block(reply)
         if text is None:
             previous, why = reply[:2000], "the reply held no ```python block"

@@ -86,6 +86,8 @@ CODES: dict[str, Code] = _codes(
          "Use the current name (e.g. pltpu.CompilerParams, pltpu.MemorySpace / pltpu.SMEM); see the message."),
     Code("PLS112", "Block rank does not match the array rank", "Give block_shape one entry per array dimension (None or pl.Squeezed() to drop one)."),
     Code("PLS113", "Grid is not a tuple of ints", "Compute the grid with integer division (//) or pl.cdiv."),
+    Code("PLS114", "A model-written candidate runs its pallas_call in interpret mode (nothing compiled for the TPU)",
+         "Remove interpret (or set it to False): a proposal or candidate must compile for the TPU, not run as plain JAX."),
     # ---------------------------------------------------------------- tier 2: TPU compiler
     Code("PLS200", "TPU compiler (Mosaic) rejected the kernel", "Read the compiler's message; the marked line is the operation it names."),
     Code("PLS201", "VMEM out of memory", "Shrink the blocks or scratch buffers, or raise vmem_limit_bytes in the compiler params."),

@@ -7,7 +7,8 @@ exception and never a message to parse:
 
     ok          the op ran; ``result`` is its typed result (runner/messages.py)
     error       the op raised in the worker; ``error`` has its type, message and traceback
-    not_started the worker could not be started (``start_problem`` says why; its environment, not the kernel)
+    not_started the worker could not be started (``start_problem`` says why; its environment, not the kernel;
+                "unconfined": model-written code, and no confined worker can be made here)
     crashed     the worker died while running the request (``exit_code``, ``stderr_tail``)
     timed_out   the request ran past its time limit (``limit_s``)
     memory      the worker went over its memory limit (``memory_mb``)
@@ -36,7 +37,7 @@ from pallasite.runner.messages import ErrorInfo, Progress
 Purpose = Literal["check", "job", "device"]
 PURPOSES: tuple[str, ...] = ("check", "job", "device")
 Status = Literal["ok", "error", "not_started", "crashed", "timed_out", "memory", "cancelled"]
-StartProblem = Literal["not_found", "missing_module", "exited", "no_handshake", "version_mismatch"]
+StartProblem = Literal["not_found", "missing_module", "exited", "no_handshake", "version_mismatch", "unconfined"]
 ProgressCallback = Callable[[Progress], "Awaitable[None] | None"]
 
 

@@ -82,6 +82,7 @@ class CheckOptions:
     script: bool = False  # run the file's __main__ and check every pallas_call it makes (script mode)
     cpu_devices: int = DEFAULT_CPU_DEVICES  # virtual CPU devices a worker starts with (engine/devices.py)
     sandbox: str = "auto"  # local workers in a PID/mount namespace: auto | on | off (engine/spawn.py)
+    allow_unconfined: bool = False  # model-written code may run without a confined worker (engine/confinement.py)
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -145,10 +146,12 @@ class Checker:
     """Checks files against one set of options, keeping one warm worker across files."""
 
     def __init__(self, options: CheckOptions, client: Any = None, *, cache: ResultCache | None = None,
-                 purpose: Purpose = "check"):
+                 purpose: Purpose = "check", untrusted: bool = False):
         """``client``: a ``Backend`` (engine/backend.py; the engine passes its pool) or a ``WorkerClient``;
-        None: this checker starts and owns one worker. ``purpose``: what its requests are for."""
+        None: this checker starts and owns one worker. ``purpose``: what its requests are for.
+        ``untrusted``: it checks model-written text: the workers it starts itself are confined too."""
         self.options = options
+        self.untrusted = untrusted
         self._client = client
         self._own_client = client is None
         self.cache = cache
@@ -408,6 +411,8 @@ class Checker:
             command=self.options.worker_command,
             cpu_devices=cpu_devices,
             sandbox=self.options.sandbox,
+            confine=self.untrusted,
+            allow_unconfined=self.options.allow_unconfined,
         )
 
     def worker(self) -> Any:

@@ -31,7 +31,7 @@ from pallasite.runner import env as env_module
 from .devices import DEFAULT_CPU_DEVICES, xla_flags
 from pallasite.runner import protocol
 
-from . import secrets, spawn
+from . import confinement, secrets, spawn
 from .backend import ProgressCallback, Reply, StartProblem, call_progress
 
 _STREAM_LIMIT = 256 * 2**20  # the longest protocol line accepted (results may carry compiler dumps)
@@ -62,11 +62,16 @@ class WorkerConfig:
     poll_interval_s: float = 0.1  # memory polling period
     cpu_devices: int | None = DEFAULT_CPU_DEVICES  # virtual CPU devices (engine/devices.py); None: leave XLA_FLAGS
     sandbox: str = "auto"  # local workers in a PID/mount namespace: "auto" (where it works), "on", "off"
+    confine: bool = False  # a worker for model-written code (engine/confinement.py)
+    allow_unconfined: bool = False  # ... which may run without namespaces (the user opted in)
 
-    def argv(self) -> list[str]:
+    def argv(self, scratch: str | None = None) -> list[str]:
+        """The command line; ``scratch``: a confined worker's scratch folder (``auto`` remotely)."""
         flags = [*self.worker_args]
         if self.platforms:
             flags += ["--platforms", self.platforms]
+        if self.confine:
+            flags += ["--confine", scratch or "auto"]
         if self.command:
             if self.memory_mb:
                 flags += ["--memory-mb", str(self.memory_mb)]
@@ -149,6 +154,7 @@ class WorkerClient:
         self._stderr: collections.deque[str] = collections.deque(maxlen=self.config.stderr_lines)
         self._kill_reason: str | None = None  # why we killed the current process, if we did
         self._started = 0
+        self._scratch: str | None = None  # a confined worker's scratch folder (removed with the process)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -179,15 +185,20 @@ class WorkerClient:
         self._kill_reason = None
         loop = asyncio.get_running_loop()
         self._hello = loop.create_future()
-        argv = self.config.argv()
-        if not self.config.command:  # a local worker: in the sandbox where it works (spawn.py)
+        if self.config.confine:  # model-written code: a confined worker, or none (engine/confinement.py)
+            argv, refused = confinement.worker_argv(self.config, self._new_scratch())
+            if refused:
+                raise WorkerStartError(refused, "unconfined")
+        else:
+            argv = self.config.argv()
+        if not self.config.command and not self.config.confine:  # a local worker: in the sandbox where it works
             argv, problem = spawn.sandboxed(argv, self.config.sandbox)
             if problem:
                 raise WorkerStartError(f"the worker sandbox is required (sandbox = \"on\") but {problem}; "
                                        "set the sandbox setting to \"auto\" or \"off\" to run without it")
         try:  # its own session and process group, killed with it; ends when we die (spawn.py)
-            self._proc = await spawn.start(argv, env=self.config.environment(), cwd=self.config.cwd,
-                                           limit=_STREAM_LIMIT)
+            cwd = self._scratch if self.config.confine and not self.config.command else self.config.cwd
+            self._proc = await spawn.start(argv, env=self.config.environment(), cwd=cwd, limit=_STREAM_LIMIT)
         except OSError as exc:
             raise WorkerStartError(f"could not start the worker ({' '.join(argv)}): {exc}", "not_found",
                                    cause=exc) from None
@@ -451,8 +462,18 @@ class WorkerClient:
         spawn.kill(proc)  # the group, every descendant (also in other sessions), adopted orphans
         await spawn.exited(proc)
 
+    def _new_scratch(self) -> str:
+        self._drop_scratch()
+        self._scratch = confinement.new_scratch()
+        return self._scratch
+
+    def _drop_scratch(self) -> None:
+        if self._scratch is not None:
+            confinement.remove_scratch(self._scratch)
+            self._scratch = None
+
     async def _reap(self) -> None:
-        """Forget a finished process: wait for its readers, drop its tasks."""
+        """Forget a finished process: wait for its readers, drop its tasks (and a confined one's scratch)."""
         proc = self._proc
         if proc is not None and proc.returncode is None:
             await self._kill("replaced")
@@ -466,6 +487,7 @@ class WorkerClient:
                 await asyncio.wait_for(task, 2.0)
         self._tasks = []
         self.handshake = None
+        self._drop_scratch()
 
 
 # --------------------------------------------------------------------------- the CLI's helper

@@ -38,11 +38,13 @@ from .store_cache import StoreCache, workspace_for
 BackendFactory = Callable[[WorkerConfig, int], Backend]
 
 
-def worker_config(options: CheckOptions) -> WorkerConfig:
-    """How workers start for these check options (interpreter, launcher, limits)."""
+def worker_config(options: CheckOptions, *, untrusted: bool = False) -> WorkerConfig:
+    """How workers start for these check options (interpreter, launcher, limits); ``untrusted``:
+    workers for model-written code (engine/confinement.py)."""
     return WorkerConfig(python=options.interpreter or sys.executable, memory_mb=options.memory_mb,
                         timeout_s=options.time_limit_s, command=options.worker_command,
-                        cpu_devices=options.cpu_devices, sandbox=options.sandbox)
+                        cpu_devices=options.cpu_devices, sandbox=options.sandbox, confine=untrusted,
+                        allow_unconfined=options.allow_unconfined)
 
 
 def _default_factory(config: WorkerConfig, checks: int) -> Backend:
@@ -62,32 +64,46 @@ class Engine:
         self.use_store = use_store
         self.jobs = JobRegistry()
         self.chip_table: list[Any] | None = None
-        self._backend: Backend | None = None
-        self._backend_config: WorkerConfig | None = None
+        # untrusted -> (backend, the config it was built for): False the user's code, True model-written code
+        self._backends: dict[bool, tuple[Backend, WorkerConfig]] = {}
         self._stores: dict[str, StoreCache] = {}
         self._retired: set[asyncio.Future[Any]] = set()
 
     # ------------------------------------------------------------------ backends
 
-    def backend(self, options: CheckOptions) -> Backend:
-        """The backend for these options' worker settings; a different setting retires the old one."""
-        config = worker_config(options)
-        if self._backend is not None and config != self._backend_config:
-            self._retire(self._backend)
-            self._backend = None
-        if self._backend is None:
-            self._backend, self._backend_config = self.backend_factory(config, self.checks), config
-        return self._backend
+    def backend(self, options: CheckOptions, *, untrusted: bool = False) -> Backend:
+        """The backend for these options' worker settings; a different setting retires the old one.
+        ``untrusted``: the backend for model-written code, whose workers are confined (or refuse to
+        start: engine/confinement.py); every agent call site that runs a model's code asks for it."""
+        config = worker_config(options, untrusted=untrusted)
+        current = self._backends.get(untrusted)
+        if current is not None and current[1] != config:
+            self._retire(current[0])
+            current = None
+        if current is None:
+            current = self._backends[untrusted] = (self.backend_factory(config, self.checks), config)
+        return current[0]
+
+    def untrusted_problem(self, options: CheckOptions) -> str | None:
+        """Why model-written code cannot run for these options (the refusal to show before any model is
+        asked), or None. A backend factory that is not the local pool (tests) is taken as confined."""
+        if self.backend_factory is not _default_factory:
+            return None
+        from .confinement import refusal_for
+
+        return refusal_for(worker_config(options, untrusted=True))
 
     @property
     def current_backend(self) -> Backend | None:
-        return self._backend
+        """The backend of the user's own checks (None until the first one)."""
+        current = self._backends.get(False)
+        return current[0] if current is not None else None
 
     def drop_backend(self) -> None:
         """Stop the workers; the next request starts fresh ones (settings changed, or a reset)."""
-        if self._backend is not None:
-            self._retire(self._backend)
-        self._backend, self._backend_config = None, None
+        for backend, _ in self._backends.values():
+            self._retire(backend)
+        self._backends.clear()
 
     def _retire(self, backend: Backend) -> None:
         future = asyncio.ensure_future(backend.close())
@@ -128,16 +144,23 @@ class Engine:
 
     # ------------------------------------------------------------------ checks
 
-    def checker(self, path: str, options: CheckOptions, *, purpose: Purpose = "check") -> Checker:
-        """A checker for ``path``'s workspace on the shared backend (cheap: make one per check)."""
+    def checker(self, path: str, options: CheckOptions, *, purpose: Purpose = "check",
+                untrusted: bool = False) -> Checker:
+        """A checker for ``path``'s workspace on the shared backend (cheap: make one per check).
+        ``untrusted``: for model-written text: confined workers, and no results cache (a candidate's
+        verdicts are not the file's)."""
+        if untrusted:
+            return Checker(options, client=self.backend(options, untrusted=True), cache=None, purpose=purpose,
+                           untrusted=True)
         return Checker(options, client=self.backend(options), cache=self.store_for(path), purpose=purpose)
 
     async def check(self, path: str, options: CheckOptions, text: str | None = None, *,
                     tiers: Sequence[int] | None = None, on_progress: Callable[[str], Any] | None = None,
-                    purpose: Purpose = "check", store: bool = True) -> FileReport:
+                    purpose: Purpose = "check", store: bool = True, untrusted: bool = False) -> FileReport:
         """``store=False``: a text that is not the file's (an agent's candidate checked under the file's
-        path) neither reads nor records stored verdicts, which are read back per path (hovers)."""
-        checker = self.checker(path, options, purpose=purpose)
+        path) neither reads nor records stored verdicts, which are read back per path (hovers).
+        ``untrusted``: model-written text, checked in confined workers (implies ``store=False``)."""
+        checker = self.checker(path, options, purpose=purpose, untrusted=untrusted)
         if not store:
             checker.cache = None
         return await checker.check(path, text, tiers=tiers, on_progress=on_progress)
@@ -172,9 +195,9 @@ class Engine:
 
     async def close(self) -> None:
         await self.jobs.cancel_all()
-        if self._backend is not None:
-            await self._backend.close()
-            self._backend = None
+        for backend, _ in self._backends.values():
+            await backend.close()
+        self._backends.clear()
         if self._retired:
             await asyncio.gather(*list(self._retired), return_exceptions=True)
         for cache in self._stores.values():

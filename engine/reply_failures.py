@@ -166,6 +166,8 @@ def startup_failure(reply: Reply, interpreter: str, tiers: Sequence[int], target
             if reply.start_problem == "not_found" else last
         body = (f"the check worker could not start: `{where}` cannot be run ({reason}). "
                 f"Set the worker interpreter to a Python that has pallasite installed")
+    elif reply.start_problem == "unconfined":  # model-written code, and no confined worker here (engine/confinement.py)
+        body = reply.message.rstrip(".")
     else:
         body = f"the check worker could not start: {reply.message}" + (f"; it said: {last}" if last else "")
     return Finding(

@@ -2,7 +2,7 @@
 
 A kernel (the user's or a model's) runs in a worker whose environment is an allowlist
 (runner/env.py), but it could still read ``/proc/<parent>/environ`` of the process that started it.
-So ``pallasite serve`` and ``pallasite check`` call ``keep_in_memory_only`` first: when the
+So every ``pallasite`` command (server/cli.py) calls ``keep_in_memory_only`` first: when the
 environment holds anything secret-looking (a name matching runner/env.py's deny patterns:
 ``GEMINI_API_KEY``, ``OPENAI_API_KEY``, ``AWS_*``, ``GOOGLE_*``, ``SSH_AUTH_SOCK``, ...), the
 process re-executes itself with those variables removed, handing their values over through an
@@ -56,10 +56,11 @@ def secret_names(env: dict[str, str] | os._Environ) -> list[str]:
     return [k for k in env if is_denied(k) and k != HANDOFF]
 
 
-def keep_in_memory_only(argv: Sequence[str], module: str = "pallasite.server.cli") -> None:
-    """Called first thing by the commands that start workers. In the re-executed process: take the
-    secrets from the hand-off descriptor. Otherwise, if the environment holds secrets: re-execute
-    ``python -m module *argv`` without them (does not return). Off Linux, or if the re-exec cannot
+def keep_in_memory_only(argv: Sequence[str], module: str = "pallasite.server.cli", *, hand_over: bool = True) -> None:
+    """Called first thing by every command. In the re-executed process: take the secrets from the
+    hand-off descriptor. Otherwise, if the environment holds secrets: re-execute
+    ``python -m module *argv`` without them (does not return); ``hand_over=False`` (a worker, where
+    kernel code runs) drops them instead of keeping them in memory. Off Linux, or if the re-exec cannot
     happen, the secrets are removed from ``os.environ`` (children no longer inherit them; the
     process's own ``/proc`` environment still shows them) and a warning says so."""
     global _reexecuted
@@ -75,15 +76,19 @@ def keep_in_memory_only(argv: Sequence[str], module: str = "pallasite.server.cli
         return
     values = {k: os.environ[k] for k in found}
     clean = {k: v for k, v in os.environ.items() if k not in values}
+    if not hand_over:
+        values = {}
     try:
-        fd = _handoff(values)
-        clean[HANDOFF] = str(fd)
+        if values:
+            clean[HANDOFF] = str(_handoff(values))
+        else:
+            clean[HANDOFF] = ""  # re-executed with nothing to take (marks the re-execution)
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(sys.executable, [sys.executable, "-m", module, *argv], clean)
     except OSError as exc:  # cannot re-execute: at least keep them from every child
         _held.update(values)
-        for key in values:
+        for key in found:
             os.environ.pop(key, None)
         print(f"pallasite: could not re-start without the secret environment variables ({exc}); "
               "they are kept from workers, but this process's /proc environment still shows them.",
@@ -108,6 +113,8 @@ def _handoff(values: dict[str, str]) -> int:
 
 
 def _take(fd_text: str) -> None:
+    if not fd_text:
+        return
     try:
         fd = int(fd_text)
         chunks = []

@@ -17,6 +17,13 @@ from pallasite.analysis.local_imports import MAX_BYTES, MAX_MODULES, find_local_
 from pallasite.runner.messages import SourceFile, Sources
 
 
+# Task files the worker reads from beside the kernel (runner/maxkernel.py, tasks_runtime.py, timing.py):
+# sent along (``module`` None: data, not imported), so a worker that sees only what the request carries
+# (a confined one, or one on another host) finds them too.
+COMPANIONS = ("kernel_task.yaml", "reference.py", "baseline.py")
+COMPANION_MAX_BYTES = 1 << 20
+
+
 def sources_for(path: str, text: str | None = None) -> Sources:
     """The request's ``Sources`` for ``path`` (its ``text`` when given, else read from disk)."""
     path = os.path.abspath(path)
@@ -25,4 +32,20 @@ def sources_for(path: str, text: str | None = None) -> Sources:
             text = f.read()
     package, root = package_of(path)
     modules = tuple(SourceFile(path=m.path, text=m.text, module=m.name) for m in find_local_modules(path, text))
-    return Sources(file=SourceFile(path=path, text=text), modules=modules, root=root, package=package)
+    sent = {path, *(m.path for m in modules)}
+    return Sources(file=SourceFile(path=path, text=text), modules=modules + _companions(path, sent), root=root,
+                   package=package)
+
+
+def _companions(path: str, sent: set[str]) -> tuple[SourceFile, ...]:
+    out = []
+    for name in COMPANIONS:
+        file = os.path.join(os.path.dirname(path), name)
+        try:
+            if file in sent or not os.path.isfile(file) or os.path.getsize(file) > COMPANION_MAX_BYTES:
+                continue
+            with open(file, encoding="utf-8", errors="replace") as f:
+                out.append(SourceFile(path=file, text=f.read()))
+        except OSError:
+            continue
+    return tuple(out)

@@ -11,6 +11,10 @@ Every local worker is started here (``start``), and on Linux:
   processes in ``/proc`` (so not the server, the editor or the user's shell and their
   environments); when the worker ends, the kernel ends every process in its namespace, including
   children that called ``setsid``. ``sandbox_available()`` probes once whether the system allows it;
+- a worker for model-written code is **confined** (``confined``): the same namespaces plus its own
+  network namespace (no network), and ``runner/confine.py`` locks it down before the worker starts:
+  every mount read-only except its scratch folder, no capabilities left to undo that.
+  ``confinement_problem(python)`` probes once per interpreter whether the system allows it;
 - the starting process becomes a **child subreaper** (``adopt_orphans``), so a kernel's child that
   escapes the group with ``setsid`` and loses its parent is re-parented to us, not to init, and is
   killed with its worker (``kill`` ends such orphans too).
@@ -38,10 +42,15 @@ from typing import Any
 LINUX = sys.platform.startswith("linux")
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 1, 36, 4
 SANDBOX_PREFIX = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child", "--")
+# Model-written code: its own network namespace too, and locked down before the worker starts.
+CONFINED_PREFIX = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net",
+                   "--kill-child", "--")
 # Process 1 of the namespace is a shell that runs the worker as its child: a process 1 ignores
 # signals it sends itself (a kernel's os.kill(os.getpid(), ...)) and must reap orphans; the shell
 # does both. A worker killed by signal N makes the shell exit 128+N (mapped back in ``exited``).
 SANDBOX_INIT = ("/bin/sh", "-c", '"$@"; exit $?', "pallasite-sandbox")
+# Set (to a reason) to act as if namespaces were unavailable: the sandbox probes fail (tests use it).
+NO_NAMESPACES_VARIABLE = "PALLASITE_NO_NAMESPACES"
 
 _started: dict[int, asyncio.subprocess.Process] = {}  # pid -> live workers started here
 _in_sandbox: set[int] = set()  # pids of those started in the sandbox
@@ -90,6 +99,8 @@ def sandbox_available() -> str | None:
     """None when the sandbox works here; else why not (a sentence for the user)."""
     if not LINUX:
         return "the sandbox needs Linux namespaces"
+    if os.environ.get(NO_NAMESPACES_VARIABLE):
+        return f"namespaces are turned off here ({NO_NAMESPACES_VARIABLE}={os.environ[NO_NAMESPACES_VARIABLE]})"
     if shutil.which("unshare") is None:
         return "the `unshare` command (util-linux) is not installed"
     try:
@@ -114,6 +125,46 @@ def sandboxed(argv: Sequence[str], mode: str) -> tuple[list[str], str | None]:
     return list(argv), (problem if mode == "on" else None)
 
 
+def _lock_down(python: str, scratch: str) -> list[str]:
+    return [python, "-P", "-m", "pallasite.runner.confine", scratch, "--"]
+
+
+@functools.lru_cache(maxsize=8)
+def confinement_problem(python: str) -> str | None:
+    """None when a worker run by ``python`` can be confined here (no network, read-only view but its
+    scratch folder, no capabilities); else why not (a sentence for the user)."""
+    problem = sandbox_available()
+    if problem is not None:
+        return problem
+    from .confinement import new_scratch
+
+    scratch = new_scratch()
+    try:
+        argv = [*CONFINED_PREFIX, *_lock_down(python, scratch), python, "-P", "-m", "pallasite.runner.confine",
+                "--verify", scratch]
+        done = subprocess.run(argv, capture_output=True, timeout=30, env=_probe_env())
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the confined worker could not start ({exc})"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"a confined worker cannot be made here ({why[-1] if why else f'exit {done.returncode}'})"
+    return None
+
+
+def _probe_env() -> dict[str, str]:
+    from pallasite.runner.env import worker_environment
+
+    return worker_environment(os.environ)
+
+
+def confined(argv: Sequence[str], scratch: str) -> list[str]:
+    """``argv`` (a local worker: ``argv[0]`` is its Python) in a confined sandbox writable only in ``scratch``
+    (check ``confinement_problem`` first)."""
+    return [*CONFINED_PREFIX, *_lock_down(argv[0], scratch), *SANDBOX_INIT, *argv]
+
+
 async def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None, limit: int,
                 own_session: bool = True) -> asyncio.subprocess.Process:
     """Start a worker with piped stdin/stdout/stderr (see the module docstring)."""
@@ -127,7 +178,7 @@ async def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
         preexec_fn=functools.partial(_child_setup, parent) if LINUX and own_session else None,
     )
     _started[proc.pid] = proc
-    if argv[:len(SANDBOX_PREFIX)] == list(SANDBOX_PREFIX):
+    if argv[:len(SANDBOX_PREFIX)] == list(SANDBOX_PREFIX) or argv[:len(CONFINED_PREFIX)] == list(CONFINED_PREFIX):
         _in_sandbox.add(proc.pid)
     return proc
 

@@ -45,7 +45,8 @@ class SourceFile:
 
     path: str
     text: str
-    module: str | None = None  # dotted import name for a local module ("helpers", "pkg.util"); None for the checked file
+    module: str | None = None  # dotted import name for a local module ("helpers", "pkg.util"); None for the checked
+    #                            file and for task files sent beside it (kernel_task.yaml, reference.py: data)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,14 @@ fresh module names (loader.py). Worker side: imports only the stdlib, jax, and o
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import queue
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -212,9 +215,11 @@ class Snapshot:
 
 
 class Worker:
-    def __init__(self, out_fd: int, ops: dict[str, Callable[[Any, Context], Any]] | None = None) -> None:
+    def __init__(self, out_fd: int, ops: dict[str, Callable[[Any, Context], Any]] | None = None,
+                 scratch: Any = None) -> None:
         self.out_fd = out_fd
         self.ops = dict(OPS if ops is None else ops)
+        self.scratch = scratch  # confine.Scratch: a confined worker (model-written code), else None
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.send_lock = threading.Lock()
         self.state_lock = threading.Lock()
@@ -327,7 +332,12 @@ class Worker:
         if deadline_s is not None:
             timer = threading.Timer(max(0.0, deadline_s), self.interrupt, (request_id, "deadline"))
             timer.daemon = True
-        ctx = Context(request_id, self.send, deadline)
+        paths: list[Any] = []  # a confined request's map from scratch paths back to the user's
+
+        def send(message: dict[str, Any]) -> None:
+            self.send(paths[0].back(message) if paths else message)
+
+        ctx = Context(request_id, send, deadline)
         snapshot = Snapshot()
         reply: dict[str, Any]
         with self.state_lock:  # checked and claimed together: a cancel is either seen here or interrupts
@@ -342,7 +352,7 @@ class Worker:
         try:
             if timer is not None:
                 timer.start()
-            result = handler(params, ctx)
+            result = self._run(handler, params, ctx, paths)
             self.interruptible = False
             reply = protocol.result_ok(request_id, result)
         except RequestInterrupted as exc:
@@ -362,7 +372,22 @@ class Worker:
             except Exception:  # keep serving; the traceback goes to the client's stderr tail
                 print("pallasite worker: restoring state after a request failed:", file=sys.stderr)
                 traceback.print_exc()
-        self.send(reply)
+        send(reply)
+
+    def _run(self, handler: Callable[[Any, Context], Any], params: Any, ctx: Context, paths: list[Any]) -> Any:
+        """The op; in a confined worker, in a fresh scratch folder under scratch paths, with every
+        interpret-mode pallas_call refused (runner/confine.py, runner/interpret_guard.py)."""
+        if self.scratch is None:
+            return handler(params, ctx)
+        from pallasite.runner import interpret_guard
+
+        with self.scratch.request(params) as (moved, path_map):
+            paths.append(path_map)
+            if getattr(moved, "script", False):  # script mode compiles its calls without interpret anyway
+                return handler(moved, ctx)
+            with interpret_guard.watching(interpret_guard.user_files(moved)) as seen:
+                result = handler(moved, ctx)
+            return interpret_guard.judge(result, seen)
 
 
 def _interrupted_reply(request_id: str, reason: str, deadline_s: float | None) -> dict[str, Any]:
@@ -429,6 +454,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                         help="exit with code 86 when the worker's resident memory exceeds this (0: off)")
     parser.add_argument("--keep-env", action="append", default=[], metavar="NAME",
                         help="also pass this variable through the environment allowlist (secrets never pass)")
+    parser.add_argument("--confine", metavar="SCRATCH", default=None,
+                        help="run requests as model-written code: each in a fresh folder under SCRATCH ('auto': a "
+                             "new temporary folder), under scratch paths, with HOME/TMPDIR inside it and "
+                             "interpret mode refused (runner/confine.py)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -441,6 +470,16 @@ def run(args: argparse.Namespace) -> int:
         os.environ.setdefault(name, value)
     if args.platforms:
         os.environ["JAX_PLATFORMS"] = args.platforms
+    scratch = None
+    if args.confine is not None:  # model-written code: a private HOME/TMPDIR and working folder
+        from pallasite.runner import confine
+
+        root = args.confine
+        if root in ("", "auto"):  # a worker on another host: its own temporary folder, removed at exit
+            root = tempfile.mkdtemp(prefix="pallasite-scratch-")
+            atexit.register(shutil.rmtree, root, True)
+        confine.private_environment(root)
+        scratch = confine.Scratch(root)
     # 2. the protocol gets private fds: fd 1 (print, libtpu) goes to stderr, fd 0 (input())
     #    reads /dev/null, so user code can neither corrupt nor steal protocol bytes
     sys.stdout.flush()
@@ -455,7 +494,7 @@ def run(args: argparse.Namespace) -> int:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
     # 3. warm up, then the handshake
     error = _warm_up()
-    worker = Worker(out_fd)
+    worker = Worker(out_fd, scratch=scratch)
     info = _describe_runtime()
     handshake = protocol.Handshake(
         protocol=protocol.PROTOCOL_VERSION,

@@ -32,9 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chips": ("pallasite.server.cmd_chips", "show the TPU chip table read from the installed jax (via a worker)"),
 }
 
-# Commands that start workers (kernel code): they re-execute without secrets in their environment
-# (engine/secrets.py keeps the values in memory only).
-STARTS_WORKERS = ("check", "serve", "chips")
+# One rule for keys: every `pallasite` process re-executes itself without the secret variables in its
+# environment (engine/secrets.py keeps their values in its memory), so no process that calls a model,
+# starts workers or runs kernel code shows them in /proc/<pid>/environ. The worker, the process where
+# kernel code runs, is not even handed them (runner/env.py filters the rest of its environment).
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,12 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     name = argv[0]
-    # Provider keys leave the environment before any worker can start: the process re-executes itself,
+    # Provider keys leave the environment before anything else runs: the process re-executes itself,
     # so only when it is its own program (never replace a caller's process, e.g. a test runner's).
-    if name in STARTS_WORKERS and command_line:
+    if command_line:
         from pallasite.engine import secrets
 
-        secrets.keep_in_memory_only(argv)
+        secrets.keep_in_memory_only(argv, hand_over=name != "worker")
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"pallasite {name}", description=COMMANDS[name][1])
     module.add_arguments(parser, name)

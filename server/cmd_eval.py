@@ -58,7 +58,7 @@ def candidate_for(method: str) -> Callable[[Any], str]:
 async def evaluate(tasks: list, methods: dict[str, Callable[[Any], Any]], *, chip: str, jobs: int = 1,
                    verify: bool = True, timeout_s: float = 300.0, backend: Any = None, memory_mb: int = 8192,
                    progress: Callable[[str], None] = lambda m: None, device: Any = None,
-                   where: str = "") -> list[dict]:
+                   where: str = "", allow_unconfined: bool = False) -> list[dict]:
     """Run each method over the tasks; return one Summary (as JSON) per method. With ``device`` (an
     open backend, named by ``where``) every candidate is timed there, one timing at a time, while
     the methods' own work (a model's answers) overlaps; without it the cost model estimates."""
@@ -68,7 +68,8 @@ async def evaluate(tasks: list, methods: dict[str, Callable[[Any], Any]], *, chi
     from pallasite.engine.client import WorkerConfig
 
     own = backend is None
-    backend = backend or local_backend(WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb), checks=0, jobs=max(1, jobs))
+    backend = backend or local_backend(WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, confine=True,
+                                                    allow_unconfined=allow_unconfined), checks=0, jobs=max(1, jobs))
     gate = asyncio.Semaphore(max(1, jobs))
     device_slot = asyncio.Semaphore(1)
     out = []
@@ -137,21 +138,27 @@ def run(args: argparse.Namespace) -> int:
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
     methods = {m: candidate_for(m) for m in (args.method or ["files"])}
-    from .cmd_search import device_settings, device_where, open_device
+    from .cmd_search import device_settings, device_where, open_device, untrusted_refusal
 
     try:
         settings = device_settings(args)
     except ValueError as exc:
         print(f"pallasite eval: {exc}", file=sys.stderr)
         return 2
+    refused = untrusted_refusal(settings, args.allow_unconfined)
+    if refused:  # eval runs each folder's candidate: model-written code, confined
+        print(f"pallasite eval: error: {refused}", file=sys.stderr)
+        return 2
     how = f"estimates for {args.target}" if settings is None else f"timed on {device_where(settings)}"
     print(f"pallasite eval: {len(tasks)} tasks, methods {', '.join(methods)}, {how}", file=sys.stderr)
 
     async def go() -> list[dict]:
-        device, where_ = open_device(settings, args.memory_mb, args.timeout) if settings is not None else (None, "")
+        device, where_ = open_device(settings, args.memory_mb, args.timeout, allow_unconfined=args.allow_unconfined) \
+            if settings is not None else (None, "")
         try:
             return await evaluate(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
                                   timeout_s=args.timeout, memory_mb=args.memory_mb, device=device, where=where_,
+                                  allow_unconfined=args.allow_unconfined,
                                   progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
         finally:
             if device is not None:

@@ -10,8 +10,10 @@ JSON (version 1; new keys may be added within it): ``{"version": 1, "tool": "pal
 "applied", "ok", "path", "message", "label", "explanation", "diff", "edits": [{"line", "end_line",
 "new_text"}], "rounds", "attempts": [{"round", "verdict", "detail", "explanation", "diff"}], "usage":
 {"calls", "input_tokens", "output_tokens", "thinking_tokens", "cost_usd"}, "seconds", "run_id",
-"provider", "tiers", "verdicts": {kernel: {tier: status}}, "fixed_text"}`` (lines 1-based, ``end_line``
-exclusive; ``fixed_text`` null unless verified).
+"provider", "tiers", "verdicts": {kernel: {tier: status}}, "fixed_text", "written", "not_applied_why"}`` (lines
+1-based, ``end_line`` exclusive; ``fixed_text`` null unless verified). ``--apply`` writes over FILE only if it is
+byte-identical to what the run started from; otherwise the fix goes to ``<stem>.fixed.py`` (``written``) and
+``not_applied_why`` says why.
 
 Budgets (agent.maxRounds, maxTokens, maxSeconds, ...) come from ``[tool.pallasite]``; which model
 receives the code (provider, model, base URL, key variable) only from the command line or the
@@ -45,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                                         "is added when the file has reference())")
     parser.add_argument("--apply", action="store_true", help="write the verified fix to FILE")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    from .cmd_search import add_unconfined_argument
+
+    add_unconfined_argument(parser)
 
 
 def _settings(args: argparse.Namespace):
@@ -56,7 +61,9 @@ def _settings(args: argparse.Namespace):
     agent = settings.agent
     changes = {k: v for k, v in (("provider", args.provider), ("model", args.model), ("baseUrl", args.base_url),
                                  ("apiKeyEnv", args.api_key_env), ("scriptedFile", args.scripted_file),
-                                 ("maxRounds", args.rounds)) if v is not None}
+                                 ("maxRounds", args.rounds),
+                                 ("allowUnconfined", True if getattr(args, "allow_unconfined", False) else None))
+               if v is not None}
     return settings, dataclasses.replace(agent, **{k: v for k, v in changes.items() if k != "provider"}), \
         changes.get("provider", agent.provider)
 
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         if args.line is not None and args.line < 1:
             raise UsageError(f"--line {args.line}: lines count from 1")
         tiers = parse_tiers(args.tiers) if args.tiers else tuple(settings.tiers)
+        started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
         text = read_source(path)
     except UsageError as err:
         print(f"pallasite fix: error: {err}", file=sys.stderr)
@@ -89,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"pallasite fix: error: {path}: cannot read it ({err})", file=sys.stderr)
         return 2
     chip = args.target or settings.target
-    options = dataclasses.replace(settings.check_options(list(tiers)), target=chip)
+    options = dataclasses.replace(settings.check_options(list(tiers)), target=chip,
+                                  allow_unconfined=agent.allowUnconfined)
     from pallasite.knowledge.store import store_path
 
     config = dataclasses.replace(agent.provider_config(provider), store_path=str(store_path(workspace_for([path]))))
@@ -101,13 +110,17 @@ def run(args: argparse.Namespace) -> int:
         workspace = workspace_for([path])
         engine = Engine(workspace=workspace)  # the same engine `pallasite check` uses: workers, results store
         checker = engine.checker(path, options)
+        refused = engine.untrusted_problem(options) if any(t > 0 for t in tiers) else None
         try:
+            if refused:  # proposals would run in the compiler tiers: say so before any model is asked
+                return refused
             report = await checker.check(path, text, tiers=tiers)
             job = FixJob(path=path, text=text, report=report, chip=chip, tiers=tiers,
                          line=args.line - 1 if args.line else None, docs_passages=agent.docsPassages,
                          **_vmem(chip))
             progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
-            return await fix_file(job, config, agent.budgets(), checker, workspace=workspace,
+            return await fix_file(job, config, agent.budgets(), engine.checker(path, options, untrusted=True),
+                                  workspace=workspace,
                                   on_progress=progress, provider=model)
         finally:
             await model.close()
@@ -118,27 +131,34 @@ def run(args: argparse.Namespace) -> int:
     except ProviderError as err:
         print(f"pallasite fix: error: {err}", file=sys.stderr)
         return 2
+    if isinstance(outcome, str):
+        print(f"pallasite fix: error: {outcome}", file=sys.stderr)
+        return 2
+    written = None
     if outcome.ok and args.apply:
-        Path(path).write_text(outcome.fixed_text, encoding="utf-8")
+        from .apply_file import apply_result
+
+        written = apply_result(path, started, outcome.fixed_text, beside=".fixed.py")
     nothing = not outcome.attempts and outcome.message.startswith("nothing to fix")
     if args.format == "json":
         from pallasite.agents.fixer import outcome_json
 
-        data = {"version": JSON_VERSION, "tool": "pallasite fix", "target": chip, "applied": bool(outcome.ok and args.apply),
-                **outcome_json(outcome)}
+        data = {"version": JSON_VERSION, "tool": "pallasite fix", "target": chip,
+                "applied": bool(written and written.applied), **outcome_json(outcome),
+                "written": written.path if written else None, "not_applied_why": written.why if written else ""}
         print(json.dumps(data, indent=2))
     else:
-        print(_text(outcome, applied=outcome.ok and args.apply))
+        print(_text(outcome, written=written))
     return 0 if outcome.ok or nothing else 1
 
 
-def _text(outcome, *, applied: bool) -> str:
+def _text(outcome, *, written=None) -> str:
     lines = []
     if outcome.ok:
         lines += [outcome.diff.rstrip("\n"), "", f"{outcome.path}: {outcome.message}"]
         if outcome.explanation:
             lines.append(f"  why: {outcome.explanation}")
-        lines.append("  applied to the file" if applied else "  not applied (use --apply to write it)")
+        lines.append(f"  {written.describe()}" if written else "  not applied (use --apply to write it)")
     else:
         lines.append(f"{outcome.path}: {outcome.message}")
         for attempt in outcome.attempts:

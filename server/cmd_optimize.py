@@ -32,7 +32,7 @@ import json
 import sys
 from pathlib import Path
 
-from .cmd_search import add_backend_arguments, device_settings
+from .cmd_search import add_backend_arguments, device_settings, untrusted_refusal
 
 JSON_VERSION = 1
 
@@ -87,6 +87,7 @@ def table_text(state, budgets=None) -> str:
         yn = {True: "yes", False: "no", None: "-"}
         rows.append(f"{r['iteration']:>2}{mark} {r['verdict']:<15} {yn[r['compiled']]:<8} {yn[r['correct']]:<7} {t:>11}  "
                     f"{s:>8}  {r['tokens']:>7}  {r['plan'][:60]}")
+    rows += [f"    iteration {r['iteration']}: {r['why']}" for r in state.table() if r.get("why")]
     base = f"{state.baseline_s * 1e6:.2f} us" if state.baseline_s else "not measured"
     rows.append(f"times: {state.method}; baseline: the original file, {base} by the same method; speedup = baseline / time")
     best = state.best
@@ -95,8 +96,8 @@ def table_text(state, budgets=None) -> str:
     if budgets is not None:
         b = budget_report(state, budgets)
         rows.append(f"budget: {b['iterations']['used']} of {b['iterations']['limit']} iteration(s), "
-                    f"{b['tokens']['used']} of {b['tokens']['limit']} tokens, {b['seconds']['used']:.1f} of "
-                    f"{b['seconds']['limit']:g} s (the loop's time; the baseline and tests phases not counted); "
+                    f"{b['tokens']['used']} of {b['tokens']['limit']} tokens, {b['seconds']['used']:.1f} s in "
+                    f"iterations (the whole run, tests and baseline included, is bounded by {b['seconds']['limit']:g} s); "
                     f"stopped: {state.stopped}; run id {state.run_id}")
     else:
         rows.append(f"budget: {len(state.iterations)} iteration(s), {state.usage.total_tokens} tokens, {state.seconds:.1f} s; "
@@ -183,11 +184,14 @@ def run(args: argparse.Namespace) -> int:
         except KeyError as err:
             return fail(err.args[0])
         return 0
+    started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
     text = read_source(path)
     if args.resume:
         state = load(recorder.store, args.resume) if recorder.store is not None else None
         if state is None:
             return fail(f"--resume {args.resume}: no such run in {store_path(workspace)}")
+        if text != state.original:  # edited since the run began: --apply must not write over those edits
+            started = state.original.encode("utf-8")
     else:
         state = new_run(str(Path(path).resolve()), text)
     state.context.setdefault("chip", chip)
@@ -202,10 +206,15 @@ def run(args: argparse.Namespace) -> int:
     def on_phase(iteration: int, phase: str, message: str) -> None:
         print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
 
+    options = dataclasses.replace(settings.check_options([t for t in settings.tiers if t in (0, 1, 2)]), target=chip,
+                                  allow_unconfined=agent.allowUnconfined)
+    refused = untrusted_refusal(device, agent.allowUnconfined, options.interpreter)
+    if refused:  # every candidate would be refused: say so before any model is asked
+        return fail(refused)
+
     async def go():
         model = make_provider(config)
         engine = Engine(workspace=workspace)
-        options = dataclasses.replace(settings.check_options([t for t in settings.tiers if t in (0, 1, 2)]), target=chip)
         try:
             evaluator = EngineEvaluator(engine, path, state.original, options, chip=chip, device=device,
                                         fixer=model if args.fix_rounds else None, tests=tests)
@@ -238,15 +247,21 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(final, str):
         return fail(final)
     best = final.best
-    written = None
+    written, not_applied = None, ""
     if final.winner is not None:
-        target = Path(path) if args.apply else Path(path).with_suffix(".optimized.py")
-        target.write_text(final.winner.source, encoding="utf-8")
-        written = str(target)
+        from .apply_file import apply_result, write_atomic
+
+        if args.apply:
+            result = apply_result(path, started, final.winner.source, beside=".optimized.py")
+            written, not_applied = result.path, result.why
+        else:
+            written = str(Path(path).with_suffix(".optimized.py"))
+            write_atomic(written, final.winner.source)
     if args.format == "json":
         print(json.dumps({"version": JSON_VERSION, "tool": "pallasite optimize", "run_id": final.run_id,
                           "method": final.method, "baseline_s": final.baseline_s, "table": final.table(),
                           "best": best.index if best else None, "speedup": final.speedup(), "written": written,
+                          "not_applied_why": not_applied,
                           "stopped": final.stopped, "usage": dataclasses.asdict(final.usage),
                           "seconds": final.seconds, "budgets": budget_report(final, budgets),
                           "tests": {"hash": final.context.get("tests_hash"), "written": final.context.get("tests_summary")},
@@ -254,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(table_text(final, budgets))
         if written:
-            print(f"the winner is in {written}")
+            print(f"the winner is in {written}" + (f" ({not_applied})" if not_applied else ""))
         for problem in recorder.problems:
             print(f"note: {problem}")
     if final.stopped.startswith("refused"):

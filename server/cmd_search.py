@@ -67,6 +67,15 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--remote-worker", default="pallasite worker", help="ssh: the worker command on the host")
     parser.add_argument("--ray-address", help="ray: the cluster (default: RAY_ADDRESS, else a local cluster)")
     parser.add_argument("--ray-resources", help="ray: resources the device worker holds, e.g. TPU=4")
+    add_unconfined_argument(parser)
+
+
+def add_unconfined_argument(parser: argparse.ArgumentParser) -> None:
+    """``--allow-unconfined``: the user's opt-in to run model-written code without a confined worker."""
+    parser.add_argument("--allow-unconfined", action="store_true",
+                        help="run model-written code even where no confined worker can be made (no namespaces); "
+                             "it then runs with your rights: it could read, change or delete your files and use "
+                             "the network")
 
 
 def device_settings(args: argparse.Namespace):
@@ -82,12 +91,27 @@ def device_settings(args: argparse.Namespace):
     return settings
 
 
-def open_device(settings, memory_mb: int, timeout_s: float = 600.0):
-    """An open device backend for these settings, and its name (``local``, ``ssh:HOST``, ``ray:ADDRESS``)."""
+def untrusted_refusal(device, allow_unconfined: bool, python: str | None = None) -> str | None:
+    """Why the model-written code of this run cannot run (local workers, and the device's unless it is
+    a Ray cluster's, which decides on its own node): the message to stop with before any model is asked."""
+    from pallasite.engine.client import WorkerConfig
+    from pallasite.engine.confinement import refusal_for
+    from pallasite.engine.remote import worker_config
+
+    base = WorkerConfig(confine=True, allow_unconfined=allow_unconfined, **({"python": python} if python else {}))
+    if device is not None and device.kind != "ray":
+        return refusal_for(base) or refusal_for(worker_config(device, base))
+    return refusal_for(base)
+
+
+def open_device(settings, memory_mb: int, timeout_s: float = 600.0, *, allow_unconfined: bool = False):
+    """An open device backend for these settings, and its name (``local``, ``ssh:HOST``, ``ray:ADDRESS``);
+    its worker runs model-written code, so it is confined (engine/confinement.py)."""
     from pallasite.engine.client import WorkerConfig
     from pallasite.engine.remote import open_remote, where
 
-    return open_remote(settings, WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, platforms=None)), where(settings)
+    return open_remote(settings, WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, platforms=None, confine=True,
+                                              allow_unconfined=allow_unconfined)), where(settings)
 
 
 def device_where(settings) -> str:
@@ -115,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"pallasite search: {path}: no such file", file=sys.stderr)
         return 2
-    text = path.read_text(encoding="utf-8")
+    started = path.read_bytes()  # --apply writes over the file only if it is still these bytes
+    text = started.decode("utf-8")
     try:
         options = SearchOptions(algo=args.algo, seed=args.seed, max_nodes=args.budget, target=args.target_speedup,
                                 trajectories=args.trajectories, iterations=args.iterations, width=args.width,
@@ -129,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
         device = device_settings(args)
     except ValueError as exc:
         print(f"pallasite search: {exc}", file=sys.stderr)
+        return 2
+    refused = untrusted_refusal(device, args.allow_unconfined)
+    if refused:
+        print(f"pallasite search: error: {refused}", file=sys.stderr)
         return 2
     name = args.provider or ""
     try:
@@ -151,11 +180,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {node.id:10s} {node.status:9s} {speed:>7s}  {node.strategy or node.op}"[:110], file=sys.stderr)
 
     async def go():
-        backend, where_ = open_device(device, args.memory_mb) if device is not None else (None, "")
+        backend, where_ = open_device(device, args.memory_mb, allow_unconfined=args.allow_unconfined) \
+            if device is not None else (None, "")
         try:
             return await run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
                                     memory_mb=args.memory_mb, done=done, on_node=on_node, device=backend,
-                                    where=where_, on_phase=on_phase)
+                                    where=where_, on_phase=on_phase, allow_unconfined=args.allow_unconfined)
         finally:
             if backend is not None:
                 await backend.close()
@@ -176,14 +206,17 @@ def run(args: argparse.Namespace) -> int:
           f"stopped: {graph.stopped}; run {rid}")
     print(f"report: {report}")
     if args.apply and best.op != "root":
-        path.write_text(best.source, encoding="utf-8")
-        print(f"wrote {best.id}'s source into {path}")
+        from .apply_file import apply_result
+
+        written = apply_result(path, started, best.source, beside=".search.py")
+        print(f"{best.id}'s source: {written.describe()}")
     return 0
 
 
 async def run_search(path: Path, text: str, options, provider, *, chip: str, jobs: int = 2, memory_mb: int = 8192,
                      done=(), on_node=None, engine=None, check_options=None, device=None, where: str = "",
-                     on_phase=None, request_timeout_s: float = 120.0, timeout_s: float = 600.0):
+                     on_phase=None, request_timeout_s: float = 120.0, timeout_s: float = 600.0,
+                     allow_unconfined: bool = False):
     """One search of ``text`` (the file at ``path``); each node one optimize iteration by ``provider``
     (agents/search_iterate.py). Without ``device`` the frozen tests run in interpret mode on job
     workers and times are the cost model's estimates for ``chip``; with ``device`` (an open backend:
@@ -203,7 +236,8 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
     if own:
         engine = Engine(use_store=False, backend_factory=lambda config, checks: local_backend(
             config, checks=checks, jobs=max(1, jobs)))
-    options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s)
+    options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s,
+                                             allow_unconfined=allow_unconfined)
     if device is not None:
         evaluator = DeviceEvaluator(engine, str(path), text, options_, chip=chip, device=device, where=where or "device",
                                     timeout_s=timeout_s)

@@ -60,6 +60,10 @@ async def fix_with_agent(ls: Any, options: dict, token: Any = None) -> dict[str,
                         kernels=doc.report.kernels if doc.report is not None and trusted else ())
     job = FixJob(path=doc.path, text=text, report=report, chip=session.settings.target, tiers=tiers, line=line,
                  docs_passages=agent.docsPassages, **_vmem(session))
+    refused = session.engine.untrusted_problem(session.check_options(doc.path)) if trusted else None
+    if refused:  # proposals run in the compiler tiers, only in a confined worker (engine/confinement.py)
+        session.show(f"pallasite: Fix with agent: {refused}", lsp.MessageType.Error)
+        return {"ok": False, "message": refused}
     label = provider_label(session.settings)
     progress = WorkProgress(ls, f"pallasite: fixing {Path(doc.path).name} with {label}", token)
     progress.begin(tiers)
@@ -70,7 +74,7 @@ async def fix_with_agent(ls: Any, options: dict, token: Any = None) -> dict[str,
     purpose = "job" if trusted and has_reference(text, doc.path, job.chip) else "check"
     try:
         outcome = await fix_file(job, agent.provider_config(), agent.budgets(),
-                                 session.get_checker(doc.path, purpose=purpose),
+                                 session.get_checker(doc.path, purpose=purpose, untrusted=True),
                                  workspace=workspace_for([doc.path], cwd=Path(doc.path).parent),
                                  on_progress=progress.report)
     except asyncio.CancelledError:  # from the progress's cancel button or $/cancelRequest

@@ -160,6 +160,10 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) 
     provider = make_provider(agent.provider_config())
     chip = session.settings.target
     options = dataclasses.replace(session.check_options(), tiers=tuple(t for t in session.check_options().tiers if t < 3))
+    refused = engine.untrusted_problem(options)  # candidates run only in confined workers (engine/confinement.py)
+    if refused:
+        await provider.close()
+        return {"ok": False, "message": f"pallasite: Optimize: {refused}"}, None
     evaluator = _evaluator(engine, path, text, options, chip, provider, agent.optimizeFixRounds)
     state = new_run(path, text)
     state.context["chip"] = chip

@@ -93,7 +93,8 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
             report(f"node {node_id} {phase}: {message}"[:200])
 
         async def go() -> Any:
-            backend, where_ = (cmd_search.open_device(device, session.settings.check.memoryMb * 2)
+            backend, where_ = (cmd_search.open_device(device, session.settings.check.memoryMb * 2,
+                                                      allow_unconfined=agent.allowUnconfined)
                                if device is not None else (None, ""))
             try:
                 return await cmd_search.run_search(path, text, options, provider, chip=chip, engine=session.engine,

@@ -216,14 +216,16 @@ class Session(SettingsAndTrust):
         self.worker_warm = False
         self.engine.drop_backend()
 
-    def get_checker(self, path: str, *, script: bool = False, purpose: str = "check") -> Any:
+    def get_checker(self, path: str, *, script: bool = False, purpose: str = "check", untrusted: bool = False) -> Any:
         """The engine's checker for ``path`` with the current options (``script``: script mode): it
         runs on the engine's warm check workers and records verdicts in the results store of the
         workspace holding ``path`` (.pallasite/), which also lets it reuse unchanged tier-2 verdicts.
         Changed worker settings (e.g. the project interpreter became allowed) start new workers.
-        ``purpose`` "job" runs it on a job worker (tier 3: long), so saves never wait behind it."""
+        ``purpose`` "job" runs it on a job worker (tier 3: long), so saves never wait behind it.
+        ``untrusted``: for model-written text (confined workers, no results store: engine/confinement.py)."""
         options = self.check_options(path)  # the settings of path's workspace folder
-        return self.engine.checker(path, replace(options, script=True) if script else options, purpose=purpose)
+        return self.engine.checker(path, replace(options, script=True) if script else options, purpose=purpose,
+                                   untrusted=untrusted)
 
     # ------------------------------------------------------------- documents
 

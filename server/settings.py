@@ -160,6 +160,12 @@ class AgentSettings:
                                              "<name>.optimized.py beside the original and opens it; edit replaces "
                                              "the document (a versioned edit; if you changed the document during the "
                                              "run, the new file is written instead).", choices=("newFile", "edit"))
+    allowUnconfined: bool = setting(False, "Run model-written code (proposed fixes, optimize and search candidates, "
+                                           "proposed tests) even where no confined worker can be made (no "
+                                           "namespaces: no unshare, macOS, an ssh or Ray worker, worker.sandbox = "
+                                           "\"off\"). It then runs with your rights: it could read, change or "
+                                           "delete any file you can and use the network. Editor settings only "
+                                           "(ignored in pyproject.toml).")
     optimizeFixRounds: int = setting(1, "\"Optimize\": verified-fixer rounds for a candidate that fails to "
                                         "compile (0: a failed compile goes straight back to the planner).",
                                      minimum=0, maximum=5)
@@ -223,6 +229,7 @@ class Settings:
             interpreter=self.interpreter(),
             cpu_devices=self.check.cpuDevices,
             sandbox=self.worker.sandbox,
+            allow_unconfined=self.agent.allowUnconfined,
         )
 
 
@@ -366,7 +373,8 @@ _USER_ONLY_WHY = {
 # Agent keys only the user may give: a project could otherwise send its files (and, through
 # apiKeyEnv, any secret of the environment) to an endpoint of its choosing. Budgets may come
 # from the project.
-USER_ONLY_AGENT = ("provider", "model", "baseUrl", "apiKeyEnv", "vertexProject", "vertexLocation", "scriptedFile")
+USER_ONLY_AGENT = ("provider", "model", "baseUrl", "apiKeyEnv", "vertexProject", "vertexLocation", "scriptedFile",
+                   "allowUnconfined")
 
 
 def without_user_only(section: Any, source: str) -> tuple[Any, list[str]]:
@@ -393,9 +401,12 @@ def without_agent_endpoint(section: Any, source: str) -> tuple[Any, list[str]]:
         return section, []
     kept = dict(section)
     kept["agent"] = {k: v for k, v in agent.items() if k not in USER_ONLY_AGENT}
-    return kept, [f"{source}: 'agent.{name}' ignored: which model receives your code is chosen by you, not by "
-                  "the project's pyproject.toml; set it in your editor's pallasite settings, or pass it to "
-                  "`pallasite fix` (--provider, --model, --base-url)." for name in agent if name in USER_ONLY_AGENT]
+    return kept, [f"{source}: 'agent.{name}' ignored: " + (
+        "only you can let model-written code run unconfined; set it in your editor's pallasite settings, or pass "
+        "--allow-unconfined." if name == "allowUnconfined" else
+        "which model receives your code is chosen by you, not by the project's pyproject.toml; set it in your "
+        "editor's pallasite settings, or pass it to `pallasite fix` (--provider, --model, --base-url).")
+        for name in agent if name in USER_ONLY_AGENT]
 
 
 def load_project_settings(start: Path) -> tuple[Settings, list[str]]:

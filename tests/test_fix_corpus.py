@@ -34,7 +34,7 @@ async def fix_with(checker: Checker, case: Case, reply: str, tiers: tuple[int, .
 
 
 async def measure(selected: list[Case], tiers: tuple[int, ...]) -> dict:
-    checker = Checker(CheckOptions(tiers=tiers, time_limit_s=120))
+    checker = Checker(CheckOptions(tiers=tiers, time_limit_s=120), untrusted=True)
     figures = {"cases": 0, "verified_minimal": 0, "failures": [], "skipped": [], "wrong": {k: [0, 0] for k in WRONG_KINDS + INFO_KINDS},
                "wrong_offered": [], "info_offered": [], "seconds": 0.0}
     started = time.monotonic()

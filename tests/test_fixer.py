@@ -40,7 +40,7 @@ DELETES_CALL = proposal(
 
 async def run_fix(responses, tmp_path=None, budgets=Budgets(), line=None, path=BROKEN):
     text = path.read_text()
-    checker = Checker(CheckOptions(tiers=(0,)))
+    checker = Checker(CheckOptions(tiers=(0,)), untrusted=True)
     report = await checker.check(str(path), text, tiers=(0,))
     provider = ScriptedProvider(ProviderConfig(name="scripted"), list(responses))
     job = FixJob(path=str(path), text=text, report=report, chip="v6e", tiers=(0,), line=line, docs_passages=0)
@@ -121,7 +121,7 @@ async def test_calls_are_recorded_and_a_run_replays(tmp_path):
     replay = make_provider(ProviderConfig(name=f"replay:{outcome.run_id}",
                                           store_path=str(tmp_path / ".pallasite" / "results.sqlite")))
     text = BROKEN.read_text()
-    checker = Checker(CheckOptions(tiers=(0,)))
+    checker = Checker(CheckOptions(tiers=(0,)), untrusted=True)
     report = await checker.check(str(BROKEN), text, tiers=(0,))
     again = await fix_file(FixJob(str(BROKEN), text, report, "v6e", (0,), docs_passages=0), replay.config,
                            Budgets(), checker, provider=replay)
@@ -156,7 +156,7 @@ async def test_checker_verify_does_not_record_candidates_in_the_store(tmp_path):
         def __getattr__(self, name):
             raise AssertionError(f"the candidate's check used the results cache ({name})")
 
-    checker = Checker(CheckOptions(tiers=(0,)), cache=Cache())
+    checker = Checker(CheckOptions(tiers=(0,)), cache=Cache(), untrusted=True)
     verify = checker_verify(checker, str(BROKEN))
     report = await verify(BROKEN.read_text().replace("= 100", "= 128"), (0,))
     assert not [f for f in report.findings if f.severity == "error"]
@@ -231,3 +231,9 @@ async def test_each_round_is_measured_against_the_original_errors(tmp_path):
     fix_first = proposal("BLOCK_COLS = 100\n", "BLOCK_COLS = 128\n")
     outcome, _, _ = await run_fix(["garbage {", WRONG, fix_first], None, line=8, path=path)  # BLOCK_COLS
     assert [a.verdict for a in outcome.attempts] == ["unreadable", "still failing", "verified"], outcome.attempts
+
+
+def test_checker_verify_refuses_a_checker_for_the_users_own_code():
+    """A proposal is model-written code: verifying it on the user's (unconfined) checker is refused."""
+    with pytest.raises(ValueError, match="untrusted checker"):
+        checker_verify(Checker(CheckOptions(tiers=(0,))), str(BROKEN))

@@ -29,7 +29,7 @@ RIGHT = json.dumps({"explanation": "128 lanes", "edits": [{"search": "BLOCK_COLS
 @pytest.mark.slow
 async def test_a_fix_that_compiles_but_is_wrong_is_rejected_by_the_reference():
     text = KERNEL.read_text()
-    checker = Checker(CheckOptions(tiers=(0, 1), time_limit_s=120))
+    checker = Checker(CheckOptions(tiers=(0, 1), time_limit_s=120), untrusted=True)
     try:
         report = await checker.check(str(KERNEL), text, tiers=(0, 1))
         provider = ScriptedProvider(ProviderConfig(name="scripted"), [COMPILES_BUT_WRONG, RIGHT])

@@ -113,7 +113,9 @@ async def test_search_cancelled_mid_run_keeps_its_nodes_resumes_and_orphans_no_w
     answer_trust(client, "Trust")
     await initialize(client, folder, {"tiers": [0], "target": "v5e", "check": {"onOpen": False},
                                       "worker": {"sandbox": "off"},  # the marked pid is the host's
-                                      "agent": {"provider": "scripted", "scriptedFile": str(script)}})
+                                      # ... and the model's code may write the mark here (user's opt-in)
+                                      "agent": {"provider": "scripted", "scriptedFile": str(script),
+                                                "allowUnconfined": True}})
     open_doc(client, path.as_uri(), ROOT)
     server = psutil.Process((await raw_request(client, "pallasite/serverStats", None))["pid"])
     args = [{"uri": path.as_uri(), "algo": "parallel", "trajectories": 1, "iterations": 3}]

@@ -93,7 +93,7 @@ async def test_gemini_no_retry_when_told_none(endpoint, keys_env):
     assert len(endpoint.requests) == 1
 
 
-@pytest.mark.parametrize("body", ["this is not json", {"candidates": []}, gemini_reply("not the json asked for")])
+@pytest.mark.parametrize("body", ["this is not json", {"candidates": []}])
 async def test_gemini_malformed_reply(endpoint, keys_env, body):
     endpoint.queue.append(Answer(200, body))
     with pytest.raises(ProviderError) as err:
@@ -180,7 +180,7 @@ async def test_openai_500_after_the_configured_retries_is_a_server_error(endpoin
     assert len(endpoint.requests) == 2
 
 
-@pytest.mark.parametrize("body", ["this is not json", {"choices": []}, openai_reply("not the json asked for")])
+@pytest.mark.parametrize("body", ["this is not json", {"choices": []}])
 async def test_openai_malformed_reply(endpoint, keys_env, body):
     endpoint.queue.append(Answer(200, body))
     with pytest.raises(ProviderError) as err:

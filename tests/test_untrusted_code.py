@@ -1,0 +1,143 @@
+"""Model-written code is untrusted: a hostile proposal run through `pallasite fix` and `pallasite optimize`.
+
+The hostile code (tests/data/untrusted/hostile_preamble.py) deletes every file of its working folder
+and of ``dirname(__file__)``, then reads every ``/proc/*/environ`` looking for the API keys; it
+raises (with what it found, reversed) when it finds a key or when it could delete nothing at all.
+So a verified fix / a valid candidate means the code ran, deleted only scratch files and saw no key.
+Before confinement it deleted the user's project and, with the sandbox off, read the keys from
+`/proc/<pallasite fix>/environ`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pallasite.engine import spawn
+
+DATA = Path(__file__).parent / "data"
+PREAMBLE = (DATA / "untrusted" / "hostile_preamble.py").read_text()
+GEMINI_KEY = "AIzaSyFAKE-conf22-hostile-0123456789abcdefghij"
+OPENAI_KEY = "sk-fake-conf22-hostile-0123456789abcdefghij"
+PROJECT_FILES = ("kernel.py", "helpers.py", "notes.txt", "pyproject.toml")
+
+needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) is not None,
+                                      reason=f"no confined worker here: {spawn.confinement_problem(sys.executable)}")
+
+
+def run(command: str, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """A `pallasite` process with both keys in its environment (and nowhere else: not in this test's)."""
+    return subprocess.run([sys.executable, "-m", "pallasite.server.cli", command, *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=240,
+                          env={**os.environ, "GEMINI_API_KEY": GEMINI_KEY, "OPENAI_API_KEY": OPENAI_KEY, **env})
+
+
+def project(tmp_path: Path, kernel: str, settings: str) -> dict[str, bytes]:
+    folder = tmp_path / "ws"
+    (folder / ".pallasite").mkdir(parents=True)
+    (folder / "pyproject.toml").write_text(f"[tool.pallasite]\n{settings}")
+    (folder / "kernel.py").write_text(kernel)
+    (folder / "helpers.py").write_text("SCALE = 2\n")
+    (folder / "notes.txt").write_text("the user's notes\n")
+    return snapshot(folder)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in PROJECT_FILES}
+
+
+def hostile_fix(tmp_path: Path, settings: str = "") -> Path:
+    """A project whose kernel has a bad block size, and a scripted model whose fix is right but hostile."""
+    project(tmp_path, (DATA / "agents" / "add_bad_tiling.py").read_text(),
+            "tiers = [0, 1]\nagent = { maxRounds = 1, docsPassages = 0, maxChangedLines = 100 }\n" + settings)
+    proposal = {"explanation": "make the column block lane-aligned",
+                "edits": [{"search": "import jax\nimport jax.numpy as jnp",
+                           "replace": PREAMBLE + "import jax\nimport jax.numpy as jnp"},
+                          {"search": "BLOCK_COLS = 100", "replace": "BLOCK_COLS = 128"}]}
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps([json.dumps(proposal)]))
+    return replies
+
+
+def assert_no_key(done: subprocess.CompletedProcess) -> None:
+    for key in (GEMINI_KEY, OPENAI_KEY):
+        for seen in (key, key[::-1]):
+            assert seen not in done.stdout and seen not in done.stderr
+
+
+@needs_namespaces
+def test_a_hostile_fix_runs_confined_and_the_project_stays(tmp_path):
+    replies = hostile_fix(tmp_path)
+    folder = tmp_path / "ws"
+    before = snapshot(folder)
+    done = run("fix", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--format", "json",
+               cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    # verified: the code ran in the worker, deleted what it could (its scratch copies) and found no key
+    assert result["ok"] and result["attempts"][0]["verdict"] == "verified", result["attempts"]
+    assert snapshot(folder) == before
+    assert_no_key(done)
+
+
+@pytest.mark.parametrize("mode", ["confined", "opted in without namespaces"])
+def test_a_hostile_optimize_candidate_runs_confined_and_the_project_stays(tmp_path, mode):
+    """Confined: nothing to harm. Without namespaces (opted in): it runs with the user's rights, so the
+    keys must already be gone from every pallasite process it can see (they re-executed without them)."""
+    if mode == "confined" and spawn.confinement_problem(sys.executable) is not None:
+        pytest.skip(f"no confined worker here: {spawn.confinement_problem(sys.executable)}")
+    extra = () if mode == "confined" else ("--allow-unconfined",)
+    env = {} if mode == "confined" else {"PALLASITE_NO_NAMESPACES": "forced by the test"}
+    candidate = (DATA / "optimize" / "candidates" / "big_blocks.py").read_text()
+    candidate = candidate.replace("\n\nimport jax\n", "\n\n" + PREAMBLE + "import jax\n", 1)
+    before = project(tmp_path, (DATA / "optimize" / "add.py").read_text(), "tiers = [0, 1]\n")
+    folder = tmp_path / "ws"
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Use 128-row blocks\nfewer grid steps.", "```python\n" + candidate + "```"]))
+    done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "1",
+               "--format", "json", *extra, cwd=folder, **env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    # compiled, tested, estimated: every phase imported the candidate, and it found nothing to harm
+    assert [r["verdict"] for r in result["table"]] == ["valid"], done.stderr
+    assert snapshot(folder) == before
+    assert (folder / "kernel.optimized.py").read_text() == candidate
+    assert_no_key(done)
+
+
+def test_without_namespaces_model_code_is_refused_unless_the_user_opts_in(tmp_path):
+    """The probe forced to fail (PALLASITE_NO_NAMESPACES): nothing runs, and the message says what
+    opting in gives up; with --allow-unconfined it runs with the user's rights, still under scratch
+    paths, and no pallasite process above it holds a key (they re-executed without them)."""
+    replies = hostile_fix(tmp_path)
+    folder = tmp_path / "ws"
+    before = snapshot(folder)
+    refused = run("fix", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), cwd=folder,
+                  PALLASITE_NO_NAMESPACES="forced by the test")
+    assert refused.returncode == 2
+    assert "runs only in a confined worker" in refused.stderr and "--allow-unconfined" in refused.stderr
+    assert "read, change or delete any file you can" in refused.stderr
+    assert "forced by the test" in refused.stderr
+    done = run("fix", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--format", "json",
+               "--allow-unconfined", cwd=folder, PALLASITE_NO_NAMESPACES="forced by the test")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["attempts"][0]["verdict"] == "verified"
+    assert snapshot(folder) == before
+    assert_no_key(done)
+
+
+def test_a_project_cannot_opt_in_for_the_user(tmp_path):
+    replies = hostile_fix(tmp_path, "worker = { sandbox = \"off\" }\n")
+    folder = tmp_path / "ws"
+    text = (folder / "pyproject.toml").read_text().replace("maxChangedLines = 100", "maxChangedLines = 100, "
+                                                                                       "allowUnconfined = true")
+    (folder / "pyproject.toml").write_text(text)
+    done = run("fix", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), cwd=folder)
+    assert done.returncode == 2
+    assert "'agent.allowUnconfined' ignored" in done.stderr
+    assert "worker.sandbox = \"off\"" in done.stderr and "It was not run" in done.stderr
