@@ -177,7 +177,7 @@ class Checker:
         findings: list[Finding] = []
         notes: list[str] = []
         analysis = analyze(text, path, target=self.options.target)
-        if not analysis.uses_pallas and not uses_pallas(path, text):  # a plain-JAX file: nothing applies
+        if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
             return FileReport(path=path, skipped=NO_PALLAS)
         if 0 in tiers:
             findings.extend(analysis.findings)

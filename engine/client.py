@@ -167,7 +167,7 @@ class WorkerClient:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
-    def stderr_tail(self, lines: int = 20) -> str:
+    def stderr_tail(self, lines: int = 40) -> str:  # a crash dump of the stack the worker was on fits
         return "\n".join(list(self._stderr)[-lines:])
 
     async def start(self) -> protocol.Handshake:

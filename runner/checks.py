@@ -92,8 +92,9 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             result["unavailable"]["2"] = why
 
     from .import_failures import import_failure_records
-    from .loader import sent_modules, user_module
+    from .loader import StopLoading, sent_modules, user_module
     from .recording import recording
+    from .script_mode import script_budget, statement_deadlines
     from .target_chip import target_chip
     from .tasks_recorded import zero_config_tasks
 
@@ -103,12 +104,15 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
     notes: list[str] = []
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_line_watch(path, params.get("time_limit_s"), say))
+            stack.enter_context(_line_watch(path, params.get("time_limit_s"), say))  # a hang the deadline cannot stop
             stack.enter_context(_restored_config())
             stack.enter_context(target_chip(target))  # the file's questions about its chip answer as the target's
+            limit = params.get("time_limit_s")
             with recording(path) as run:
-                module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures))
-            records, said = import_failure_records(run, path)
+                guard = statement_deadlines(script_budget(limit, time.monotonic() - started))
+                module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures,
+                                                         guard=guard))
+            records, said = import_failure_records(run, path, limit)
             result["errors"].extend(records)
             notes.extend(said)
             try:
@@ -130,7 +134,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
                                                      known.get(task.name)))
     except tasks_runtime.TaskError as exc:
         result["errors"].append(_task_error(exc, path))
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed to import
+    except (Exception, SystemExit, StopLoading) as exc:  # noqa: BLE001 - the user's module failed to import
         rec = errors_mod.record(exc, path, stage="import")
         result["errors"].append(rec)
     if result["entries"] and notes:

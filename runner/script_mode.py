@@ -43,18 +43,30 @@ from typing import Any, Callable
 from . import checks
 from . import errors as errors_mod
 from .intercept import RecordedCall, UnpartitionedKernel, is_kernel_error
+from .loader import SkipStatement, StopLoading
 from .recording import (MAX_CALLS, call_name, call_record, dedupe, reach_record, recording,
                         stand_in_failure)
 from .target_chip import target_chip
 
 RESERVE_S = 3.0  # of the request's time limit, kept for checking the recorded calls: at least this,
 RESERVE_SHARE = 0.4  # and at least this share of what is left when the script starts
+STATEMENT_SHARE = 0.1  # of an import's time, what one top-level statement may take (at least STATEMENT_MIN_S)
+STATEMENT_MIN_S = 5.0
 ORIGIN = "script run"  # who spoke: the script's own run (its calls in CPU interpret mode)
 
 
-class ScriptTimeLimit(BaseException):
-    """Raised inside the script when its share of the time limit is spent (BaseException, so the
-    script's own ``except Exception`` does not swallow it)."""
+class ScriptTimeLimit(StopLoading):
+    """Raised inside the script (or the import) when its share of the time limit is spent
+    (BaseException, so the script's own ``except Exception`` does not swallow it)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"stopped after {seconds:.1f} s")
+        self.seconds = seconds
+
+
+class StatementTimeLimit(SkipStatement):
+    """Raised inside one top-level statement of an import that ran past its share of the import's
+    time (a CPU benchmark of a guide's notebook cell): it stops; the import goes on."""
 
     def __init__(self, seconds: float) -> None:
         super().__init__(f"stopped after {seconds:.1f} s")
@@ -129,27 +141,13 @@ def script_error_record(error: BaseException, path: str, calls: int, distinct: i
     """The record for how the script's own run ended: PLS000 (syntax), PLS903 (stopped at its inner
     deadline, at the line it was executing) or PLS901 (it raised, or exited non-zero)."""
     rec = errors_mod.record(error, path, stage="script")
-    if not calls:
-        checked = "it had made no pallas_call yet, so nothing was checked"
-    elif calls == distinct:
-        checked = f"the {_plural(calls, 'pallas_call')} it made {'was' if calls == 1 else 'were'} still checked"
-    else:
-        checked = f"the {distinct} distinct pallas_calls of the {calls} it made were still checked"
+    checked = checked_sentence(calls, distinct)
     if isinstance(error, SyntaxError) and rec.get("syntax"):
         rec.update(code="PLS000", tier=0, stage="import", origin="Python parser")
         return rec
     rec.update(tier=3, origin=ORIGIN)
     if isinstance(error, ScriptTimeLimit):
-        line, function = executing_line(error, path)
-        share = f", its share of the {limit_s:g} s time limit" if isinstance(limit_s, (int, float)) else ""
-        where = f" at line {line}" if line else ""
-        rec.update(code="PLS903", type="ScriptTimeLimit", detail=None,
-                   sentence=(f"the script was still running{where} after {error.seconds:.1f} s{share}: it was stopped "
-                             f"there; {checked}. Raise the time limit if the script only needs longer"))
-        rec["message"] = rec["sentence"]
-        rec["frames"] = [{"file": path, "line": line, "function": function}] if line else []
-        rec["mentions"] = [{"line": line, "column": None}] if line else []
-        return rec
+        return stopped_record(rec, error, path, checked, limit_s, "the script")
     rec["code"] = "PLS901"
     if _UNPARTITIONED.search(str(error)):
         rec["code"] = "PLS114"
@@ -165,6 +163,30 @@ def script_error_record(error: BaseException, path: str, calls: int, distinct: i
     if isinstance(error, SystemExit):
         rec["sentence"] = f"the script exited with status {error.code!r}"
     rec["sentence"] = f"{rec['sentence']} ({checked})"
+    return rec
+
+
+def checked_sentence(calls: int, distinct: int) -> str:
+    if not calls:
+        return "it had made no pallas_call yet, so nothing was checked"
+    if calls == distinct:
+        return f"the {_plural(calls, 'pallas_call')} it made {'was' if calls == 1 else 'were'} still checked"
+    return f"the {distinct} distinct pallas_calls of the {calls} it made were still checked"
+
+
+def stopped_record(rec: dict[str, Any], error: ScriptTimeLimit, path: str, checked: str, limit_s: Any,
+                   what: str) -> dict[str, Any]:
+    """``rec`` made the PLS903 of a run (``what``: "the script", "importing the file") stopped at its
+    inner deadline, at the line it was executing."""
+    line, function = executing_line(error, path)
+    share = f", its share of the {limit_s:g} s time limit" if isinstance(limit_s, (int, float)) else ""
+    where = f" at line {line}" if line else ""
+    rec.update(code="PLS903", type="ScriptTimeLimit", detail=None,
+               sentence=(f"{what} was still running{where} after {error.seconds:.1f} s{share}: it was stopped "
+                         f"there; {checked}. Raise the time limit if it only needs longer"))
+    rec["message"] = rec["sentence"]
+    rec["frames"] = [{"file": path, "line": line, "function": function}] if line else []
+    rec["mentions"] = [{"line": line, "column": None}] if line else []
     return rec
 
 
@@ -188,9 +210,27 @@ def executing_line(error: BaseException, path: str) -> tuple[int | None, str | N
     return found
 
 
+def statement_deadlines(total_s: float | None) -> Callable[[], Any] | None:
+    """The guard for each top-level statement of an import allowed ``total_s`` (``loader.run_statements``):
+    a statement may take ``STATEMENT_SHARE`` of it (then ``StatementTimeLimit``, the import goes on);
+    the import ends with ``ScriptTimeLimit`` when the whole of it is spent. None: no limit."""
+    if not total_s:
+        return None
+    end = time.monotonic() + total_s
+    each = max(STATEMENT_MIN_S, STATEMENT_SHARE * total_s)
+
+    def guard() -> Any:
+        left = end - time.monotonic()
+        if left <= each:
+            return deadline(max(left, 0.01), lambda _: ScriptTimeLimit(total_s))
+        return deadline(each, StatementTimeLimit)
+
+    return guard
+
+
 @contextlib.contextmanager
-def _deadline(seconds: float | None):
-    """Raise ``ScriptTimeLimit`` in this (main) thread after ``seconds`` (a SIGALRM timer).
+def deadline(seconds: float | None, stop: Callable[[float], BaseException] = ScriptTimeLimit):
+    """Raise ``stop(seconds)`` (``ScriptTimeLimit``) in this (main) thread after ``seconds`` (a SIGALRM timer).
 
     Off the main thread, or without a limit, nothing is armed: the request's own limit applies.
     """
@@ -202,7 +242,7 @@ def _deadline(seconds: float | None):
     def on_alarm(signum: int, frame: Any) -> None:
         if armed[0]:
             armed[0] = False
-            raise ScriptTimeLimit(seconds)
+            raise stop(seconds)
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -235,7 +275,7 @@ def run_main(path: str, text: str | None = None, time_limit_s: float | None = No
         with recording(path, stand_ins=stand_ins) as recorded:
             calls = recorded.calls
             try:
-                with _deadline(time_limit_s):
+                with deadline(time_limit_s):
                     load_user_module(path, text, name="__main__")
             except SystemExit as exc:
                 if exc.code not in (None, 0):
