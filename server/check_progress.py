@@ -30,6 +30,7 @@ class CheckProgress:
         self.out = out if out is not None else sys.stdout
         bar = bar if bar is not None else sys.stderr
         self.bar = tqdm(total=total, file=bar, unit="file", desc="pallasite check", leave=False, dynamic_ncols=True,
+                        mininterval=0,  # redrawn as each file finishes (files take seconds each)
                         disable=True if total < 2 else None)  # None: shown only when ``bar`` is a terminal
 
     def __call__(self, report: FileReport) -> None:
