@@ -73,6 +73,8 @@ class WorkerConfig:
             from .launcher import launch_argv  # {worker} placeholder or appended (engine/launcher.py)
 
             return launch_argv(self.command, [*self.remote_worker, *flags])
+        if self.memory_mb:  # this client enforces the limit; the worker stops the user's runs short of it
+            flags += ["--guard-memory-mb", str(self.memory_mb)]
         # -P: the working folder is not put on sys.path (a user's numpy.py must not shadow numpy);
         # the loader puts the kernel file's own folder there for each request instead.
         return [self.python, "-P", "-m", "pallasite.runner.worker", *flags]

@@ -93,6 +93,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
 
     from .import_failures import import_failure_records
     from .loader import StopLoading, sent_modules, user_module
+    from .memory_guard import stop_near_limit
     from .recording import recording
     from .script_mode import script_budget, statement_deadlines
     from .target_chip import target_chip
@@ -108,7 +109,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             stack.enter_context(_restored_config())
             stack.enter_context(target_chip(target))  # the file's questions about its chip answer as the target's
             limit = params.get("time_limit_s")
-            with recording(path) as run:
+            with recording(path) as run, stop_near_limit():
                 guard = statement_deadlines(script_budget(limit, time.monotonic() - started))
                 module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures,
                                                          guard=guard))

@@ -6,7 +6,8 @@ The check op imports a file with each top-level statement run on its own (``runn
 - an assertion after kernels were stood in for (``recording.stand_in_failure``) is a note: the
   file's own check of kernel results cannot pass on values that were never computed;
 - an import stopped at its share of the time limit (``script_mode.statement_deadlines``) is PLS903
-  at the line it was executing: the calls it made until then are still checked; one statement
+  at the line it was executing, one stopped short of the memory limit (``memory_guard``) PLS904:
+  the calls it made until then are still checked; one statement
   stopped at its own share (a CPU benchmark in a notebook cell) is PLS903 too, and the rest ran;
 - the first other one is one record at its line, saying the rest of the file still ran and how
   many more statements raised: PLS909 for a missing module, PLS114 for a kernel applied to sharded
@@ -26,16 +27,19 @@ from .recording import Recording, dedupe, stand_in_failure
 def import_failure_records(run: Recording, path: str, limit_s: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """(error records, notes) for the statements of the import that raised; an import stopped at
     its share of the time limit (``limit_s``) is one PLS903 at the line it was executing."""
-    from .script_mode import ScriptTimeLimit, StatementTimeLimit, checked_sentence, executing_line, stopped_record
+    from .memory_guard import MemoryStop
+    from .script_mode import (ScriptTimeLimit, StatementTimeLimit, checked_sentence, executing_line, memory_record,
+                              stopped_record)
 
     notes: list[str] = []
     real: list[tuple[int, BaseException]] = []
     for line, exc in run.failures:
-        if isinstance(exc, ScriptTimeLimit):
+        if isinstance(exc, (ScriptTimeLimit, MemoryStop)):  # the import ended there
             rec = errors_mod.record(exc, path, stage="import")
-            calls = run.applied
-            return [stopped_record(rec, exc, path, checked_sentence(len(calls), len(dedupe(calls))), limit_s,
-                                   "importing the file")], notes
+            checked = checked_sentence(len(run.applied), len(dedupe(run.applied)))
+            if isinstance(exc, MemoryStop):
+                return [memory_record(rec, exc, path, checked, "importing the file")], notes
+            return [stopped_record(rec, exc, path, checked, limit_s, "importing the file")], notes
         if stand_in_failure(exc, run.calls):
             notes.append(f"importing the file: line {line} raised {type(exc).__name__} after kernels it called were "
                          "recorded instead of run (their outputs were zeros): the file's own check of kernel results "

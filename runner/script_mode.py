@@ -44,6 +44,7 @@ from . import checks
 from . import errors as errors_mod
 from .intercept import RecordedCall, UnpartitionedKernel, is_kernel_error
 from .loader import SkipStatement, StopLoading
+from .memory_guard import MemoryStop, stop_near_limit
 from .recording import (MAX_CALLS, call_name, call_record, dedupe, reach_record, recording,
                         stand_in_failure)
 from .target_chip import target_chip
@@ -148,6 +149,8 @@ def script_error_record(error: BaseException, path: str, calls: int, distinct: i
     rec.update(tier=3, origin=ORIGIN)
     if isinstance(error, ScriptTimeLimit):
         return stopped_record(rec, error, path, checked, limit_s, "the script")
+    if isinstance(error, MemoryStop):
+        return memory_record(rec, error, path, checked, "the script")
     rec["code"] = "PLS901"
     if _UNPARTITIONED.search(str(error)):
         rec["code"] = "PLS114"
@@ -184,6 +187,20 @@ def stopped_record(rec: dict[str, Any], error: ScriptTimeLimit, path: str, check
     rec.update(code="PLS903", type="ScriptTimeLimit", detail=None,
                sentence=(f"{what} was still running{where} after {error.seconds:.1f} s{share}: it was stopped "
                          f"there; {checked}. Raise the time limit if it only needs longer"))
+    rec["message"] = rec["sentence"]
+    rec["frames"] = [{"file": path, "line": line, "function": function}] if line else []
+    rec["mentions"] = [{"line": line, "column": None}] if line else []
+    return rec
+
+
+def memory_record(rec: dict[str, Any], error: MemoryStop, path: str, checked: str, what: str) -> dict[str, Any]:
+    """``rec`` made the PLS904 of a run (``what``) stopped short of the worker's memory limit."""
+    line, function = executing_line(error, path)
+    where = f" at line {line}" if line else ""
+    rec.update(code="PLS904", type="MemoryStop", detail=None,
+               sentence=(f"{what} was stopped{where} when the worker's memory reached {error.resident_mb:.0f} MiB, "
+                         f"close to its {error.limit_mb} MiB limit; {checked}. Raise the memory limit (`check.memoryMb`) "
+                         "if the file needs more on a CPU"))
     rec["message"] = rec["sentence"]
     rec["frames"] = [{"file": path, "line": line, "function": function}] if line else []
     rec["mentions"] = [{"line": line, "column": None}] if line else []
@@ -275,12 +292,12 @@ def run_main(path: str, text: str | None = None, time_limit_s: float | None = No
         with recording(path, stand_ins=stand_ins) as recorded:
             calls = recorded.calls
             try:
-                with deadline(time_limit_s):
+                with deadline(time_limit_s), stop_near_limit():
                     load_user_module(path, text, name="__main__")
             except SystemExit as exc:
                 if exc.code not in (None, 0):
                     error = exc
-            except (Exception, ScriptTimeLimit) as exc:  # noqa: BLE001 - the script's own failure is a finding
+            except (Exception, StopLoading) as exc:  # noqa: BLE001 - the script's own failure is a finding
                 error = exc
     finally:
         sys.argv = saved_argv

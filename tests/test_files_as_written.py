@@ -178,3 +178,20 @@ def test_a_load_that_goes_on_records_each_failing_statement(tmp_path):
     module = load_user_module(str(path), failures=failures)
     assert (module.A, module.B, module.D) == (1, 2, 4)  # the annotation is never evaluated: __future__ holds
     assert [(line, type(exc).__name__) for line, exc in failures] == [(3, "ValueError"), (5, "NameError")]
+
+
+def test_an_import_that_outgrows_the_memory_limit_is_stopped_short_and_its_calls_are_checked():
+    """Before: the worker was killed at its memory limit and every recorded call was lost (PLS904 at
+    line 1, no kernel checked)."""
+    async def run():
+        checker = Checker(CheckOptions(target="v5e", tiers=(0, 1), time_limit_s=300.0, memory_mb=1536))
+        try:
+            return await checker.check(os.path.join(DATA, "big_arrays.py"))
+        finally:
+            await checker.close()
+
+    report = asyncio.run(run())
+    [(code, severity, line)] = _serious(report)
+    assert (code, severity, line) == ("PLS904", "warning", _line_of("big_arrays.py", "# EXPECTED LINE"))
+    assert "close to its 1536 MiB limit" in report.findings[0].message
+    assert {dict(k.tiers)[1] for k in report.kernels} == {"ok"}
