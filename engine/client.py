@@ -92,6 +92,24 @@ class WorkerConfig:
         return env
 
 
+REPLACE_SHARE = 0.5  # of its memory limit: a local worker holding more after a request is replaced
+
+
+def _resident(pid: int) -> int | None:
+    """Resident memory of a process and its descendants (None: it is gone)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        rss = root.memory_info().rss
+        for child in root.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                rss += child.memory_info().rss
+    except psutil.Error:
+        return None
+    return rss
+
+
 class WorkerStartError(RuntimeError):
     """The worker did not start or did not say hello in time (the message says why; ``problem`` which case)."""
 
@@ -282,7 +300,9 @@ class WorkerClient:
             except asyncio.TimeoutError:
                 outcome = await self._stop(request_id, future, "timeout")
                 return self._reply(op, outcome, started, timeout_s, timed_out=True)
-            return self._reply(op, outcome, started, timeout_s)
+            reply = self._reply(op, outcome, started, timeout_s)
+            await self._replace_if_heavy()
+            return reply
         except asyncio.CancelledError:
             await asyncio.shield(self._stop(request_id, future, "cancelled"))
             raise
@@ -420,23 +440,24 @@ class WorkerClient:
                 return
             self._stderr.append(line.decode("utf-8", "replace").rstrip("\n")[:2000])
 
+    async def _replace_if_heavy(self) -> None:
+        """A local worker left holding more than ``REPLACE_SHARE`` of its memory limit after a request
+        (a file's big arrays: freed memory stays with the process) is replaced before the next one, so
+        that one does not start near the limit (runner/memory_guard.py stops user code short of it)."""
+        proc = self._proc
+        if self.config.command or not self.config.memory_mb or proc is None or proc.returncode is not None:
+            return
+        rss = _resident(proc.pid)
+        if rss is not None and rss > REPLACE_SHARE * self.config.memory_mb * 2**20:
+            await self._reap()
+
     async def _watch_memory(self, proc: asyncio.subprocess.Process) -> None:
         if self.config.command or not self.config.memory_mb:
             return  # a remote worker watches itself (--memory-mb)
-        import psutil
-
         limit = self.config.memory_mb * 2**20
-        try:
-            root = psutil.Process(proc.pid)
-        except psutil.Error:
-            return
         while proc.returncode is None:
-            try:
-                rss = root.memory_info().rss
-                for child in root.children(recursive=True):
-                    with contextlib.suppress(psutil.Error):
-                        rss += child.memory_info().rss
-            except psutil.Error:
+            rss = _resident(proc.pid)
+            if rss is None:
                 return
             if rss > limit:
                 self._stderr.append(f"[pallasite client] worker RSS {rss / 2**20:.0f} MiB is above the "

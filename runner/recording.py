@@ -41,16 +41,17 @@ class Recording:
     statements that raised (1-based line, exception) when the run went on past them."""
 
     calls: list[RecordedCall] = field(default_factory=list)
-    failures: list[tuple[int, Exception]] = field(default_factory=list)
+    failures: list[tuple[int, BaseException]] = field(default_factory=list)
 
     @property
     def applied(self) -> list[RecordedCall]:
         """The calls whose function was applied to operands (those have shapes to check)."""
         return [c for c in self.calls if c.operands is not None]
 
-    @property
-    def stood_in(self) -> int:
-        return sum(1 for c in self.calls if c.stand_in and c.applied)
+
+def stood_in(calls: list[RecordedCall]) -> bool:
+    """Whether some call's outputs were stand-ins (it was applied, and not run)."""
+    return any(c.stand_in and c.applied for c in calls)
 
 
 def not_interpreted(kwargs: dict[str, Any]) -> bool:
@@ -81,14 +82,14 @@ def recording(path: str, *, stand_ins: bool = True) -> Iterator[Recording]:
             run.calls = calls
             yield run
     finally:
-        if run.stood_in:
+        if stood_in(run.calls):
             jax.clear_caches()
 
 
 def stand_in_failure(error: BaseException, calls: list[RecordedCall]) -> bool:
     """Whether ``error`` may come from the stand-ins: an assertion about values, raised after a
     kernel's outputs were stood in for (zeros cannot pass a check of the kernel's results)."""
-    return isinstance(error, AssertionError) and any(c.stand_in and c.applied for c in calls)
+    return isinstance(error, AssertionError) and stood_in(calls)
 
 
 def dedupe(calls: list[RecordedCall]) -> list[RecordedCall]:

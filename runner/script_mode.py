@@ -101,12 +101,11 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
     # the script runs as on the target chip: pltpu.get_tpu_info() and friends get the target's figures
     with checks._line_watch(path, limit, say), target_chip(target):  # if the deadline cannot stop it: "at line N"
         calls, error = run_main(path, text, budget, stand_ins=3 not in tiers)
-    distinct = dedupe(calls)
-    result["script"] = {"calls": len(calls), "distinct": len(distinct)}
-    result["tasks_found"] = len(distinct)
-    notes = [f"script mode: {len(calls)} pallas_call(s) ran, {len(distinct)} distinct checked for {target}"
-             + (f" (the first {MAX_CALLS})" if len(distinct) > MAX_CALLS else "")]
-    with target_chip(target):
+        distinct = dedupe(calls)
+        result["script"] = {"calls": len(calls), "distinct": len(distinct)}
+        result["tasks_found"] = len(distinct)
+        notes = [f"script mode: {len(calls)} pallas_call(s) ran, {len(distinct)} distinct checked for {target}"
+                 + (f" (the first {MAX_CALLS})" if len(distinct) > MAX_CALLS else "")]
         for call in distinct[:MAX_CALLS]:
             result["entries"].append(check_call(call, path, target, tiers, result["unavailable"], say))
     compiler_failed = any(state == "error" for e in result["entries"] for t, state in e["tiers"].items() if t in ("1", "2"))
@@ -139,8 +138,10 @@ def script_budget(limit_s: Any, elapsed_s: float) -> float | None:
 
 
 def script_error_record(error: BaseException, path: str, calls: int, distinct: int, limit_s: Any) -> dict[str, Any]:
-    """The record for how the script's own run ended: PLS000 (syntax), PLS903 (stopped at its inner
-    deadline, at the line it was executing) or PLS901 (it raised, or exited non-zero)."""
+    """The record for how the script's own run ended: PLS000 (syntax), PLS903 / PLS904 (stopped at its
+    inner deadline / short of the memory limit, at the line it was executing), PLS114 (a kernel on
+    sharded operands), PLS909 (a missing module), PLS908 (host code failed) or PLS901 (a kernel, or the
+    script's own check, failed; or it exited non-zero)."""
     rec = errors_mod.record(error, path, stage="script")
     checked = checked_sentence(calls, distinct)
     if isinstance(error, SyntaxError) and rec.get("syntax"):
@@ -181,26 +182,24 @@ def stopped_record(rec: dict[str, Any], error: ScriptTimeLimit, path: str, check
                    what: str) -> dict[str, Any]:
     """``rec`` made the PLS903 of a run (``what``: "the script", "importing the file") stopped at its
     inner deadline, at the line it was executing."""
-    line, function = executing_line(error, path)
     share = f", its share of the {limit_s:g} s time limit" if isinstance(limit_s, (int, float)) else ""
-    where = f" at line {line}" if line else ""
-    rec.update(code="PLS903", type="ScriptTimeLimit", detail=None,
-               sentence=(f"{what} was still running{where} after {error.seconds:.1f} s{share}: it was stopped "
-                         f"there; {checked}. Raise the time limit if it only needs longer"))
-    rec["message"] = rec["sentence"]
-    rec["frames"] = [{"file": path, "line": line, "function": function}] if line else []
-    rec["mentions"] = [{"line": line, "column": None}] if line else []
-    return rec
+    return _stopped_at(rec, error, path, "PLS903", lambda where: (
+        f"{what} was still running{where} after {error.seconds:.1f} s{share}: it was stopped there; {checked}. "
+        "Raise the time limit if it only needs longer"))
 
 
 def memory_record(rec: dict[str, Any], error: MemoryStop, path: str, checked: str, what: str) -> dict[str, Any]:
     """``rec`` made the PLS904 of a run (``what``) stopped short of the worker's memory limit."""
+    return _stopped_at(rec, error, path, "PLS904", lambda where: (
+        f"{what} was stopped{where} when the worker's memory reached {error.resident_mb:.0f} MiB, close to its "
+        f"{error.limit_mb} MiB limit; {checked}. Raise the memory limit (`check.memoryMb`) if the file needs more on a CPU"))
+
+
+def _stopped_at(rec: dict[str, Any], error: BaseException, path: str, code: str,
+                sentence: Callable[[str], str]) -> dict[str, Any]:
+    """``rec`` as ``code`` at the line of ``path`` the stopped run was executing."""
     line, function = executing_line(error, path)
-    where = f" at line {line}" if line else ""
-    rec.update(code="PLS904", type="MemoryStop", detail=None,
-               sentence=(f"{what} was stopped{where} when the worker's memory reached {error.resident_mb:.0f} MiB, "
-                         f"close to its {error.limit_mb} MiB limit; {checked}. Raise the memory limit (`check.memoryMb`) "
-                         "if the file needs more on a CPU"))
+    rec.update(code=code, type=type(error).__name__, detail=None, sentence=sentence(f" at line {line}" if line else ""))
     rec["message"] = rec["sentence"]
     rec["frames"] = [{"file": path, "line": line, "function": function}] if line else []
     rec["mentions"] = [{"line": line, "column": None}] if line else []
@@ -275,6 +274,9 @@ def run_main(path: str, text: str | None = None, time_limit_s: float | None = No
              stand_ins: bool = True) -> tuple[list[RecordedCall], BaseException | None]:
     """Execute the file as ``__main__`` with every pallas_call recorded; (recorded calls, exception).
 
+    Its top-level statements run one by one (a guide pasted into a script goes on past a cell that
+    fails here; a ``__main__`` block is one statement): the exception is the first one that raised,
+    preferring one the stand-ins cannot explain (``recording.stand_in_failure``).
     ``time_limit_s``: stop the script after this long (the exception is then a ``ScriptTimeLimit``).
     ``stand_ins``: calls that ask for no interpreter are not run (False: run in CPU interpret mode).
     """
@@ -293,12 +295,14 @@ def run_main(path: str, text: str | None = None, time_limit_s: float | None = No
             calls = recorded.calls
             try:
                 with deadline(time_limit_s), stop_near_limit():
-                    load_user_module(path, text, name="__main__")
+                    load_user_module(path, text, name="__main__", failures=recorded.failures)
             except SystemExit as exc:
                 if exc.code not in (None, 0):
                     error = exc
             except (Exception, StopLoading) as exc:  # noqa: BLE001 - the script's own failure is a finding
                 error = exc
+            raised = [exc for _, exc in recorded.failures]
+            error = error or next((e for e in raised if not stand_in_failure(e, calls)), raised[0] if raised else None)
     finally:
         sys.argv = saved_argv
         with contextlib.suppress(ValueError):

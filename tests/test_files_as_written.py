@@ -182,16 +182,41 @@ def test_a_load_that_goes_on_records_each_failing_statement(tmp_path):
 
 def test_an_import_that_outgrows_the_memory_limit_is_stopped_short_and_its_calls_are_checked():
     """Before: the worker was killed at its memory limit and every recorded call was lost (PLS904 at
-    line 1, no kernel checked)."""
+    line 1, no kernel checked). The next file's check works in the same checker."""
     async def run():
         checker = Checker(CheckOptions(target="v5e", tiers=(0, 1), time_limit_s=300.0, memory_mb=1536))
         try:
-            return await checker.check(os.path.join(DATA, "big_arrays.py"))
+            big = await checker.check(os.path.join(DATA, "big_arrays.py"))
+            after = await checker.check(os.path.join(DATA, "optional_module.py"))
+            return big, after
         finally:
             await checker.close()
 
-    report = asyncio.run(run())
+    report, after = asyncio.run(run())
     [(code, severity, line)] = _serious(report)
     assert (code, severity, line) == ("PLS904", "warning", _line_of("big_arrays.py", "# EXPECTED LINE"))
     assert "close to its 1536 MiB limit" in report.findings[0].message
     assert {dict(k.tiers)[1] for k in report.kernels} == {"ok"}
+    assert [c for c, _, _ in _serious(after)] == ["PLS909"]
+
+
+@pytest.mark.parametrize("share, replaced", [(0.0, True), (1.0, False)])
+def test_a_worker_left_holding_much_of_its_memory_limit_is_replaced_before_the_next_request(monkeypatch, share,
+                                                                                           replaced):
+    """Memory a file's arrays took stays with the process: a worker left above REPLACE_SHARE of its
+    limit is replaced, so the next file does not start near the limit (and get stopped at once)."""
+    from pallasite.engine import client as client_mod
+    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.runner.messages import PingParams
+
+    monkeypatch.setattr(client_mod, "REPLACE_SHARE", share)
+
+    async def run():
+        async with WorkerClient(WorkerConfig(timeout_s=60.0, memory_mb=2048)) as worker:
+            assert (await worker.request(PingParams())).ok
+            first = worker.pid if worker.alive else None  # the process that answered, if it was kept
+            assert (await worker.request(PingParams())).ok
+            return first, worker.pid, worker.restarts
+
+    first, second, restarts = asyncio.run(run())
+    assert (first != second, restarts) == (replaced, int(replaced))

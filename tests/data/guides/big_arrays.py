@@ -2,7 +2,6 @@
 CPU worker's memory limit. The import is stopped short of the limit; the call made before is checked."""
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.experimental import pallas as pl
 
 
@@ -11,4 +10,4 @@ def inc_kernel(x_ref, o_ref):
 
 
 out = pl.pallas_call(inc_kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))(jnp.zeros((8, 128)))
-chunks = [np.ones((64, 2**20), np.uint8) for _ in range(64)]  # 4 GiB, 64 MiB at a time  # EXPECTED LINE
+chunks = [jnp.ones((64, 2**20), jnp.uint8) for _ in range(64)]  # 4 GiB, 64 MiB at a time  # EXPECTED LINE
