@@ -185,7 +185,14 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
     compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name, record, tier2_known=tier2_known,
                    detail=vmem_detail(entry.get("reached"), capacity),
                    vmem=messages.VmemExcess(**excess) if excess else None)
-    if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
+    skipped = None
+    if task.call is not None:
+        from .recording import outside_its_axes
+
+        skipped = outside_its_axes(entry, task.call)
+    if 3 in tiers and skipped:
+        entry["tiers"]["3"] = skipped
+    elif 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
         say(f"tier 3: {task.name}", stage=Stage.TIER, tier=3, entry=task.name)

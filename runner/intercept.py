@@ -52,6 +52,7 @@ class RecordedCall:
     applied: int = 0  # how many times the returned function was called
     stack_lines: tuple[int, ...] = ()  # 1-based lines of the user files on the stack, innermost first
     stand_in: bool = False  # recorded, not run: its function answered zeros (``stand_in`` hook)
+    axes: dict[str, int] = field(default_factory=dict)  # named axes it was called under (shard_map, vmap)
 
     @property
     def kernel_name(self) -> str:
@@ -154,7 +155,7 @@ def intercept_pallas_calls(
         file, line, function = _call_site(targets)
         rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line,
                            function=function, stack_lines=_stack_lines(targets),
-                           stand_in=stand_in is not None and stand_in(dict(kwargs)))
+                           stand_in=stand_in is not None and stand_in(dict(kwargs)), axes=_named_axes())
         records.append(rec)
         real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
         inner = None if rec.stand_in else _ORIGINAL(kernel, out_shape, **real_kwargs)
@@ -239,6 +240,16 @@ def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:
             return code.co_filename, frame.f_lineno, code.co_name
         frame = frame.f_back
     return first if first else (None, None, None)
+
+
+def _named_axes() -> dict[str, int]:
+    """The named axes in scope (inside ``shard_map`` or a named ``vmap``): {name: size}."""
+    try:
+        from jax._src import core
+
+        return {str(k): int(v) for k, v in core.get_axis_env().axis_sizes.items()}
+    except Exception:  # noqa: BLE001 - another jax layout: unknown, as if none
+        return {}
 
 
 def _stack_lines(targets: set[str]) -> tuple[int, ...]:

@@ -126,6 +126,25 @@ def reach_record(call: RecordedCall, path: str) -> dict[str, Any]:
             "kernel": call.kernel_name, "buffers": buffers, "vmem_bytes": vmem_bytes(buffers)}
 
 
+def outside_its_axes(entry: dict[str, Any], call: RecordedCall) -> str | None:
+    """A call made inside ``shard_map`` (or a named ``vmap``) whose kernel uses those axes (``axis_index``,
+    a collective) cannot be compiled again outside them: its "unbound axis name" failure is not the
+    kernel's, so the tier reads "skipped" with why (returned: the later tiers skip for it too), and no
+    finding is made."""
+    unbound = [r for r in entry["errors"] if "unbound axis name" in f"{r.get('message')} {r.get('sentence')}"]
+    if not call.axes or not unbound:
+        return None
+    axes = ", ".join(f"{name!r} ({size})" for name, size in call.axes.items())
+    why = (f"skipped: the kernel uses the named axes it was called under ({axes}, shard_map); compiling it "
+           "outside them is not supported yet")
+    for rec in unbound:
+        entry["errors"].remove(rec)
+    for tier, state in entry["tiers"].items():
+        if state == "error" or state.startswith("skipped: tier"):
+            entry["tiers"][tier] = why
+    return why
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 

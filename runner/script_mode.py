@@ -45,7 +45,7 @@ from . import errors as errors_mod
 from .intercept import RecordedCall, UnpartitionedKernel, is_kernel_error
 from .loader import SkipStatement, StopLoading
 from .memory_guard import MemoryStop, stop_near_limit
-from .recording import (MAX_CALLS, call_name, call_record, dedupe, reach_record, recording,
+from .recording import (MAX_CALLS, call_name, call_record, dedupe, outside_its_axes, reach_record, recording,
                         stand_in_failure)
 from .target_chip import target_chip
 
@@ -326,6 +326,7 @@ def check_call(call: RecordedCall, path: str, target: str, tiers: list[int], una
     args = tuple(call.operands or ())
     checks.compiler_tiers(entry, fn, args, target, tiers, unavailable, say, name,
                           lambda exc, tier: call_record(exc, path, tier, call), detail=f": {call.describe()}")
+    outside_its_axes(entry, call)
     if 3 in tiers:
         entry["tiers"]["3"] = "skipped: in script mode the script's own run is the interpret-mode run"
     return entry

@@ -103,6 +103,15 @@ def test_a_top_level_call_on_sharded_operands_outside_shard_map_is_an_error_at_t
     assert errors == [("PLS114", _line_of("sharded_toplevel.py", "# EXPECTED LINE"))], report.findings
 
 
+def test_a_kernel_using_the_axes_of_its_shard_map_is_not_called_wrong_when_checked_outside_it(check):
+    """Before: PLS100, an error ("Found an unbound axis name: x"), on a correct kernel."""
+    report = check("shard_map_axis.py")
+    assert _serious(report) == [], [f.message for f in report.findings]
+    states = {s for k in report.kernels for t, s in k.tiers if t in (1, 2)}
+    assert len(states) == 1 and states.pop().startswith("skipped: the kernel uses the named axes it was called under "
+                                                        "('x' (4), shard_map)")
+
+
 def test_a_top_level_statement_that_fails_here_is_a_warning_and_the_rest_still_runs(check):
     report = check("optional_module.py")
     assert _serious(report) == [("PLS909", "warning", _line_of("optional_module.py", "# EXPECTED LINE"))]
