@@ -145,8 +145,13 @@ def test_a_statement_that_runs_too_long_is_stopped_and_the_kernels_after_it_are_
 
 
 def test_no_could_not_check_code_is_an_error():
-    """PLS901 (an import that failed), PLS902 (a crash) and PLS905 (an invalid task) were errors."""
+    """PLS901 (an import that failed), PLS902 (a crash), PLS905 (an invalid task) and a worker that
+    could not start (PLS906) were errors."""
+    from pallasite.engine.backend import Reply
+    from pallasite.engine.reply_failures import startup_failure
+
     assert {c.code: c.severity for c in CODES.values() if c.code.startswith("PLS9") and c.severity == "error"} == {}
+    assert startup_failure(Reply("not_started", message="no python"), "python3", (1, 2), "v5e").severity == "warning"
 
 
 # --------------------------------------------------------------------------- on the worker side
