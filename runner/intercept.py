@@ -52,7 +52,7 @@ class RecordedCall:
     applied: int = 0  # how many times the returned function was called
     stack_lines: tuple[int, ...] = ()  # 1-based lines of the user files on the stack, innermost first
     stand_in: bool = False  # recorded, not run: its function answered zeros (``stand_in`` hook)
-    axes: dict[str, int] = field(default_factory=dict)  # named axes it was called under (shard_map, vmap)
+    axes: dict[str, int] = field(default_factory=dict)  # named axes it was applied under (shard_map, vmap)
 
     @property
     def kernel_name(self) -> str:
@@ -155,7 +155,7 @@ def intercept_pallas_calls(
         file, line, function = _call_site(targets)
         rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line,
                            function=function, stack_lines=_stack_lines(targets),
-                           stand_in=stand_in is not None and stand_in(dict(kwargs)), axes=_named_axes())
+                           stand_in=stand_in is not None and stand_in(dict(kwargs)))
         records.append(rec)
         real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
         inner = None if rec.stand_in else _ORIGINAL(kernel, out_shape, **real_kwargs)
@@ -164,6 +164,7 @@ def intercept_pallas_calls(
             if not active[0]:
                 return _current(pallas_call)(kernel, out_shape, **kwargs)(*operands)
             rec.operands = _abstract(operands)
+            rec.axes = _named_axes()  # inside shard_map the function is applied there, wherever it was made
             rec.applied += 1
             try:
                 if inner is None:

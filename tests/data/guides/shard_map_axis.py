@@ -21,3 +21,8 @@ def local(x):
 
 x = jax.device_put(jnp.ones((32, 128)), jax.sharding.NamedSharding(mesh, P("x", None)))
 y = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("x", None), out_specs=P("x", None)))(x)
+
+# as jax's distributed guide writes it: the pallas_call made outside, applied inside shard_map
+made = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32))
+z = jax.jit(jax.shard_map(made, mesh=mesh, in_specs=P("x", None), out_specs=P("x", None)))(
+    jax.device_put(jnp.ones((64, 128)), jax.sharding.NamedSharding(mesh, P("x", None))))
