@@ -87,7 +87,7 @@ CODES: dict[str, Code] = _codes(
          "Use the current name (e.g. pltpu.CompilerParams, pltpu.MemorySpace / pltpu.SMEM); see the message."),
     Code("PLS112", "Block rank does not match the array rank", "Give block_shape one entry per array dimension (None or pl.Squeezed() to drop one)."),
     Code("PLS113", "Grid is not a tuple of ints", "Compute the grid with integer division (//) or pl.cdiv."),
-    Code("PLS114", "Kernel applied to operands sharded over several devices outside shard_map",
+    Code("PLS115", "Kernel applied to operands sharded over several devices outside shard_map",
          "Wrap the call in jax.shard_map(f, mesh=..., in_specs=..., out_specs=...): each device then runs the kernel on its own shard."),
     # ---------------------------------------------------------------- tier 2: TPU compiler
     Code("PLS200", "TPU compiler (Mosaic) rejected the kernel", "Read the compiler's message; the marked line is the operation it names."),

@@ -10,7 +10,7 @@ The check op imports a file with each top-level statement run on its own (``runn
   the calls it made until then are still checked; one statement
   stopped at its own share (a CPU benchmark in a notebook cell) is PLS903 too, and the rest ran;
 - the first other one is one record at its line, saying the rest of the file still ran and how
-  many more statements raised: PLS909 for a missing module, PLS114 for a kernel applied to sharded
+  many more statements raised: PLS909 for a missing module, PLS115 for a kernel applied to sharded
   operands outside ``shard_map`` (an error, as on a TPU), else PLS901 (engine/classify.py) — the
   first two and the last are "could not check" warnings, never errors.
 """
@@ -66,5 +66,5 @@ def import_failure_records(run: Recording, path: str, limit_s: Any) -> tuple[lis
         return [rec], notes
     rec["sentence"] = f"{rec.get('sentence') or rec.get('message') or type(exc).__name__} (line {line}; {rest})"
     if isinstance(exc, UnpartitionedKernel):
-        rec.update(code="PLS114", tier=1)
+        rec.update(code="PLS115", tier=1)
     return [rec], notes

@@ -12,7 +12,7 @@ CPU interpret mode instead, as the script's own tier-3 run. Afterwards each dist
 compiler's verdict.
 
 An exception the script raises itself is reported too, at its line in the file, from the "script
-run" (the script's own run): PLS114 (an error) when a kernel was applied to operands sharded over
+run" (the script's own run): PLS115 (an error) when a kernel was applied to operands sharded over
 several devices outside ``shard_map``; PLS901 when it came out of a pallas_call (and only when the
 compiler tiers did not already report that kernel's error) or the script's own check failed;
 PLS908 when host-side code failed, PLS909 for a missing module — warnings: the kernels were not
@@ -139,7 +139,7 @@ def script_budget(limit_s: Any, elapsed_s: float) -> float | None:
 
 def script_error_record(error: BaseException, path: str, calls: int, distinct: int, limit_s: Any) -> dict[str, Any]:
     """The record for how the script's own run ended: PLS000 (syntax), PLS903 / PLS904 (stopped at its
-    inner deadline / short of the memory limit, at the line it was executing), PLS114 (a kernel on
+    inner deadline / short of the memory limit, at the line it was executing), PLS115 (a kernel on
     sharded operands), PLS909 (a missing module), PLS908 (host code failed) or PLS901 (a kernel, or the
     script's own check, failed; or it exited non-zero)."""
     rec = errors_mod.record(error, path, stage="script")
@@ -154,7 +154,7 @@ def script_error_record(error: BaseException, path: str, calls: int, distinct: i
         return memory_record(rec, error, path, checked, "the script")
     rec["code"] = "PLS901"
     if _UNPARTITIONED.search(str(error)):
-        rec["code"] = "PLS114"
+        rec["code"] = "PLS115"
         rec["sentence"] = (f"{rec['sentence']}: a pallas_call applied to an array sharded over several devices must run "
                            "inside shard_map (one kernel per shard): wrap the call in jax.shard_map(f, mesh=..., "
                            "in_specs=..., out_specs=...)")

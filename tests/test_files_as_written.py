@@ -100,7 +100,7 @@ def test_a_hidden_tiling_error_in_a_top_level_call_is_found(check):
 def test_a_top_level_call_on_sharded_operands_outside_shard_map_is_an_error_at_the_pallas_call(check):
     report = check("sharded_toplevel.py")
     errors = [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"]
-    assert errors == [("PLS114", _line_of("sharded_toplevel.py", "# EXPECTED LINE"))], report.findings
+    assert errors == [("PLS115", _line_of("sharded_toplevel.py", "# EXPECTED LINE"))], report.findings
 
 
 def test_a_kernel_using_the_axes_of_its_shard_map_is_not_called_wrong_when_checked_outside_it(check):
