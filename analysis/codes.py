@@ -5,9 +5,10 @@ Codes are stable (tools and suppression comments depend on them). Families:
 - PLS1xx  Pallas->Mosaic lowering (tier 1, CPU jaxlib)
 - PLS2xx  the real TPU compiler (tier 2, libtpu deviceless)
 - PLS3xx  TPU interpret-mode runs (tier 3)
-- PLS9xx  running the check itself: tasks, imports, worker health, limits. Outcomes that mean
-          "could not check" (limits, a missing tier or module, a script that made no kernel call)
-          are warnings: `--strict` turns "not fully checked" into a failing exit status.
+- PLS9xx  running the check itself: tasks, imports, worker health, limits. Every one means "could
+          not check" (a file that failed to import or run, a limit, a crash, a missing tier or
+          module, an invalid task, no kernel call): a warning or information, never an error;
+          `--strict` turns "not fully checked" into a failing exit status.
 
 The long explanations live in the knowledge layer's catalog (one entry per code here).
 """
@@ -88,6 +89,8 @@ CODES: dict[str, Code] = _codes(
     Code("PLS113", "Grid is not a tuple of ints", "Compute the grid with integer division (//) or pl.cdiv."),
     Code("PLS114", "A model-written candidate runs its pallas_call in interpret mode (nothing compiled for the TPU)",
          "Remove interpret (or set it to False): a proposal or candidate must compile for the TPU, not run as plain JAX."),
+    Code("PLS115", "Kernel applied to operands sharded over several devices outside shard_map",
+         "Wrap the call in jax.shard_map(f, mesh=..., in_specs=..., out_specs=...): each device then runs the kernel on its own shard."),
     # ---------------------------------------------------------------- tier 2: TPU compiler
     Code("PLS200", "TPU compiler (Mosaic) rejected the kernel", "Read the compiler's message; the marked line is the operation it names."),
     Code("PLS201", "VMEM out of memory", "Shrink the blocks or scratch buffers, or raise vmem_limit_bytes in the compiler params."),
@@ -113,14 +116,17 @@ CODES: dict[str, Code] = _codes(
     # ---------------------------------------------------------------- running the check
     Code("PLS900", "No task: compiler tiers need example inputs",
          "Add example_inputs() (see docs/task-convention.md) so tiers 1-3 know the shapes.", "information"),
-    Code("PLS901", "The file raised an exception when imported (or when run, in script mode)",
-         "Fix the error at the marked line. Importing: the kernels cannot be checked until the file imports; script mode: the message says which pallas_calls were still checked."),
-    Code("PLS902", "Check worker crashed", "The worker process died; it has been restarted. The message says how it ended."),
+    Code("PLS901", "The file raised an exception when imported (or when run, in script mode): not fully checked",
+         "Fix the error at the marked line if it is one; the message says which pallas_calls were still checked (importing: the file's other top-level statements still ran; script mode: the calls made before it).",
+         "warning"),
+    Code("PLS902", "Check worker crashed (not fully checked)", "The worker process died; it has been restarted. The message says how it ended.",
+         "warning"),
     Code("PLS903", "Check ran past its time limit (not fully checked)",
          "Raise the time limit setting (--time-limit / timeLimit), or shrink the example inputs / blocks.", "warning"),
     Code("PLS904", "Check ran past its memory limit (not fully checked)",
          "Raise the memory limit setting, or shrink the example inputs.", "warning"),
-    Code("PLS905", "Task definition is invalid", "Follow docs/task-convention.md: the message says which part is wrong."),
+    Code("PLS905", "Task definition is invalid (not checked)", "Follow docs/task-convention.md: the message says which part is wrong.",
+         "warning"),
     Code("PLS906", "Check tier unavailable", "Install what the message names (e.g. pip install 'pallasite[tpu]' for tier 2).", "information"),
     Code("PLS907", "The script made no pallas_call (nothing checked)",
          "Make the file's __main__ call its kernel (a TPU-only branch is fine: it runs on the target chip's abstract device), or add example_inputs().",

@@ -235,6 +235,7 @@ class FileReport:
     findings: tuple[Finding, ...] = ()
     kernels: tuple[KernelVerdict, ...] = ()
     notes: tuple[str, ...] = ()  # file-level messages (e.g. "tier 2 skipped: libtpu not installed")
+    skipped: str | None = None  # why nothing was checked because nothing applies (a file without Pallas)
 
 
 @dataclass(frozen=True)

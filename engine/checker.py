@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
+from pallasite.analysis.pallas_use import NO_PALLAS, uses_pallas
 from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.tier0 import SourceAnalysis, analyze
 from pallasite.analysis.types import (
@@ -179,6 +180,8 @@ class Checker:
         findings: list[Finding] = []
         notes: list[str] = []
         analysis = analyze(text, path, target=self.options.target)
+        if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
+            return FileReport(path=path, skipped=NO_PALLAS)
         if 0 in tiers:
             findings.extend(analysis.findings)
         verdicts = _initial_verdicts(analysis, text, tiers)
@@ -193,17 +196,11 @@ class Checker:
                 _mark(verdicts, compiler_tiers, "skipped: GPU kernel")
                 notes.append(GPU_NOTE)
             elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
-                inference = zero_config.inference_for(text, path) if analysis.uses_pallas else None
-                if inference is not None and inference.tasks:  # shapes read from the file's own calls
-                    notes.extend(zero_config.inferred_note(task) for task in inference.tasks)
-                    await self._run_compiler_tiers(
-                        path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
-                        inferred=zero_config.inferred_calls(inference))
-                elif analysis.uses_pallas:
-                    findings.append(_no_task_finding(text, zero_config.fallback_reasons(inference)))
-                    _mark(verdicts, compiler_tiers, "skipped: no example inputs (PLS900)")
-                else:
-                    _mark(verdicts, compiler_tiers, "skipped: no task")
+                # no task stated: the worker checks the calls the file's import (or its __main__) makes,
+                # else the shapes read from its source (runner/tasks_recorded.py)
+                await self._run_compiler_tiers(
+                    path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
+                    inference=zero_config.inference_for(text, path))
             else:
                 await self._run_compiler_tiers(
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress
@@ -231,7 +228,9 @@ class Checker:
     # ------------------------------------------------------------------ tiers 1-3
 
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress,
-                                  inferred=()):
+                                  inference=None):
+        """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along."""
+        inferred = zero_config.inferred_calls(inference) if inference is not None else ()
         client = self._worker_for(text, notes)
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
@@ -267,6 +266,12 @@ class Checker:
                 lambda failed: tier3_request.resource_stop(failed, text, analysis, last_stage, self.options.target,
                                                            {"time_limit_s": self.options.time_limit_s,
                                                             "memory_mb": self.options.memory_mb}, path))
+        if not result.entries and not result.errors:  # the worker found no task, and the file's code made no call
+            findings.append(_no_task_finding(text, zero_config.fallback_reasons(inference) if inference else ""))
+            _mark(verdicts, tiers, "skipped: no example inputs (PLS900)")
+            return
+        if inference is not None and any(e.format == "inferred" for e in result.entries):
+            notes.extend(zero_config.inferred_note(task) for task in inference.tasks)
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
@@ -652,10 +657,9 @@ _MAIN_BLOCK = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 
 def _no_task_finding(text: str, reasons: str = "") -> Finding:
     entry = CODES["PLS900"]
-    message = "No task: the compiler tiers need example inputs to know the shapes of this file's kernels." + reasons
-    if _MAIN_BLOCK.search(text):
-        message += (" This file has a __main__ block: `pallasite check --script FILE` runs it and checks"
-                    " every pallas_call it makes, with no task needed.")
+    ran = "importing the file" + (" and running its __main__ block" if _MAIN_BLOCK.search(text) else "")
+    message = (f"No task: the compiler tiers need the shapes this file's kernels are called with, and {ran} made no "
+               "pallas_call." + reasons + " Add example_inputs() (docs/task-convention.md) to give them.")
     return Finding(
         code="PLS900",
         message=message,

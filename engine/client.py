@@ -78,6 +78,8 @@ class WorkerConfig:
             from .launcher import launch_argv  # {worker} placeholder or appended (engine/launcher.py)
 
             return launch_argv(self.command, [*self.remote_worker, *flags])
+        if self.memory_mb:  # this client enforces the limit; the worker stops the user's runs short of it
+            flags += ["--guard-memory-mb", str(self.memory_mb)]
         # -P: the working folder is not put on sys.path (a user's numpy.py must not shadow numpy);
         # the loader puts the kernel file's own folder there for each request instead.
         return [self.python, "-P", "-m", "pallasite.runner.worker", *flags]
@@ -93,6 +95,24 @@ class WorkerConfig:
         if self.cpu_devices and self.platforms == "cpu":
             env["XLA_FLAGS"] = xla_flags(self.cpu_devices, env.get("XLA_FLAGS", ""))
         return env
+
+
+REPLACE_SHARE = 0.5  # of its memory limit: a local worker holding more after a request is replaced
+
+
+def _resident(pid: int) -> int | None:
+    """Resident memory of a process and its descendants (None: it is gone)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        rss = root.memory_info().rss
+        for child in root.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                rss += child.memory_info().rss
+    except psutil.Error:
+        return None
+    return rss
 
 
 class WorkerStartError(RuntimeError):
@@ -173,7 +193,7 @@ class WorkerClient:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
-    def stderr_tail(self, lines: int = 20) -> str:
+    def stderr_tail(self, lines: int = 40) -> str:  # a crash dump of the stack the worker was on fits
         return "\n".join(list(self._stderr)[-lines:])
 
     async def start(self) -> protocol.Handshake:
@@ -291,7 +311,9 @@ class WorkerClient:
             except asyncio.TimeoutError:
                 outcome = await self._stop(request_id, future, "timeout")
                 return self._reply(op, outcome, started, timeout_s, timed_out=True)
-            return self._reply(op, outcome, started, timeout_s)
+            reply = self._reply(op, outcome, started, timeout_s)
+            await self._replace_if_heavy()
+            return reply
         except asyncio.CancelledError:
             await asyncio.shield(self._stop(request_id, future, "cancelled"))
             raise
@@ -429,23 +451,24 @@ class WorkerClient:
                 return
             self._stderr.append(line.decode("utf-8", "replace").rstrip("\n")[:2000])
 
+    async def _replace_if_heavy(self) -> None:
+        """A local worker left holding more than ``REPLACE_SHARE`` of its memory limit after a request
+        (a file's big arrays: freed memory stays with the process) is replaced before the next one, so
+        that one does not start near the limit (runner/memory_guard.py stops user code short of it)."""
+        proc = self._proc
+        if self.config.command or not self.config.memory_mb or proc is None or proc.returncode is not None:
+            return
+        rss = _resident(proc.pid)
+        if rss is not None and rss > REPLACE_SHARE * self.config.memory_mb * 2**20:
+            await self._reap()
+
     async def _watch_memory(self, proc: asyncio.subprocess.Process) -> None:
         if self.config.command or not self.config.memory_mb:
             return  # a remote worker watches itself (--memory-mb)
-        import psutil
-
         limit = self.config.memory_mb * 2**20
-        try:
-            root = psutil.Process(proc.pid)
-        except psutil.Error:
-            return
         while proc.returncode is None:
-            try:
-                rss = root.memory_info().rss
-                for child in root.children(recursive=True):
-                    with contextlib.suppress(psutil.Error):
-                        rss += child.memory_info().rss
-            except psutil.Error:
+            rss = _resident(proc.pid)
+            if rss is None:
                 return
             if rss > limit:
                 self._stderr.append(f"[pallasite client] worker RSS {rss / 2**20:.0f} MiB is above the "

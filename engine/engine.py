@@ -165,11 +165,20 @@ class Engine:
             checker.cache = None
         return await checker.check(path, text, tiers=tiers, on_progress=on_progress)
 
-    async def check_paths(self, paths: Sequence[str], options: CheckOptions) -> list[FileReport]:
-        """Check files concurrently on the check workers; reports in the order of ``paths``."""
+    async def check_paths(self, paths: Sequence[str], options: CheckOptions, *,
+                          on_report: Callable[[FileReport], Any] | None = None) -> list[FileReport]:
+        """Check files concurrently on the check workers; reports in the order of ``paths``.
+        ``on_report`` is called with each report as its file finishes (in the order they finish)."""
         if not paths:
             return []
-        return list(await asyncio.gather(*(self.check(path, options) for path in paths)))
+
+        async def one(path: str) -> FileReport:
+            report = await self.check(path, options)
+            if on_report is not None:
+                on_report(report)
+            return report
+
+        return list(await asyncio.gather(*(one(path) for path in paths)))
 
     # ------------------------------------------------------------------ the chip table
 
@@ -205,15 +214,17 @@ class Engine:
         self._stores.clear()
 
 
-def check_paths_sync(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1,
-                     use_store: bool = True) -> list[FileReport]:
-    """The CLI's entry: an engine with ``jobs`` check workers, the files checked, the engine closed."""
+def check_paths_sync(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1, use_store: bool = True,
+                     on_report: Callable[[FileReport], Any] | None = None,
+                     backend_factory: BackendFactory | None = None) -> list[FileReport]:
+    """The CLI's entry: an engine with ``jobs`` check workers, the files checked (``on_report`` as each
+    finishes), the engine closed."""
 
     async def go() -> list[FileReport]:
         engine = Engine(checks=min(max(1, jobs), max(1, len(paths))), use_store=use_store,
-                        workspace=workspace_for(list(paths)))
+                        workspace=workspace_for(list(paths)), backend_factory=backend_factory)
         try:
-            return await engine.check_paths(paths, options)
+            return await engine.check_paths(paths, options, on_report=on_report)
         finally:
             await engine.close()
 

@@ -28,11 +28,14 @@ from pallasite.knowledge.store import ResultsStore, find_workspace, store_path
 
 
 def workspace_for(paths: Sequence[str | Path], cwd: str | Path | None = None) -> Path:
-    """Where the store of a check lives: ``knowledge.store.find_workspace`` of the first path
-    (``cwd`` when there is none), the one rule ``pallasite store`` and the server use too."""
+    """Where the store of a check lives: ``knowledge.store.find_workspace`` of the first path — its
+    project — or, outside any project, of ``cwd``: the folder the command was run from (the default),
+    where ``pallasite store`` finds it; the server passes the file's folder. The one rule
+    ``pallasite store`` and the server use too."""
+    here = cwd or os.getcwd()
     if not paths:
-        return find_workspace(cwd or os.getcwd())
-    return find_workspace(paths[0])
+        return find_workspace(here)
+    return find_workspace(paths[0], outside=here)
 
 
 class StoreCache:

@@ -133,13 +133,15 @@ def store_path(workspace: str | Path) -> Path:
 PROJECT_MARKERS = ("pyproject.toml", ".git")
 
 
-def find_workspace(start: str | Path = ".") -> Path:
+def find_workspace(start: str | Path = ".", outside: str | Path | None = None) -> Path:
     """The one rule for where a workspace's store lives (``check``, ``store`` and the server use it).
 
     The workspace is the nearest folder at or above ``start`` holding a ``pyproject.toml`` or a
     ``.git``; a ``.pallasite`` folder counts only within it (the nearest one between ``start`` and
     the project folder, inclusive), so a stray ``~/.pallasite`` above a project never captures it.
-    With no project folder above ``start``, the workspace is ``start`` itself (a file: its folder).
+    With no project folder above ``start``, the workspace is ``outside``'s (the folder a command was
+    run from, so ``pallasite store`` run there finds it) when given, else ``start`` itself (a file:
+    its folder).
     """
     here = Path(start).resolve()
     if here.is_file() or (not here.exists() and here.suffix == ".py"):
@@ -147,7 +149,7 @@ def find_workspace(start: str | Path = ".") -> Path:
     chain = (here, *here.parents)
     project = next((f for f in chain if any((f / m).exists() for m in PROJECT_MARKERS)), None)
     if project is None:
-        return here
+        return find_workspace(outside) if outside is not None else here
     for folder in chain:
         if (folder / STORE_DIR).is_dir():
             return folder

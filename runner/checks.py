@@ -70,6 +70,7 @@ def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | No
 def _handle_check(params: dict[str, Any], source: messages.Sources | None, progress: Callable[..., Any] | None) -> dict[str, Any]:
     import jax
 
+    started = time.monotonic()
     say = _say(progress)
     path = os.path.abspath(str(params["path"]))
     text = params.get("text")
@@ -90,16 +91,39 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
         if why:
             result["unavailable"]["2"] = why
 
-    from .loader import sent_modules, user_module
+    from .import_failures import import_failure_records
+    from .loader import StopLoading, sent_modules, user_module
+    from .memory_guard import stop_near_limit
+    from .recording import recording
+    from .script_mode import script_budget, statement_deadlines
+    from .target_chip import target_chip
+    from .tasks_recorded import zero_config_tasks
 
-    say(f"importing {os.path.basename(path)}", stage=Stage.IMPORT)
+    say(f"importing {os.path.basename(path)} (its pallas_calls recorded, not run)", stage=Stage.IMPORT)
     modules = sent_modules(source)
     package = source.package if source is not None else None
+    notes: list[str] = []
     try:
-        with (_line_watch(path, params.get("time_limit_s"), say), _restored_config(),
-              user_module(path, text, modules, package) as module):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_line_watch(path, params.get("time_limit_s"), say))  # a hang the deadline cannot stop
+            stack.enter_context(_restored_config())
+            stack.enter_context(target_chip(target))  # the file's questions about its chip answer as the target's
+            limit = params.get("time_limit_s")
+            with recording(path) as run, stop_near_limit():
+                guard = statement_deadlines(script_budget(limit, time.monotonic() - started))
+                module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures,
+                                                         guard=guard))
+            records, said = import_failure_records(run, path, limit)
+            result["errors"].extend(records)
+            notes.extend(said)
             try:
-                tasks = tasks_runtime.discover(module, path, text, inferred=params.get("inferred"))
+                tasks = tasks_runtime.discover(module, path, text)
+                if not tasks:  # the zero-configuration path: the shapes the file's own code uses
+                    zero = zero_config_tasks(module, path, text, run, params.get("inferred"), target,
+                                             params.get("time_limit_s"), time.monotonic() - started)
+                    tasks = zero.tasks
+                    result["errors"].extend(zero.errors)
+                    notes = ([zero.note] if zero.note else []) + notes + zero.notes
             except tasks_runtime.TaskError as exc:
                 result["errors"].append(_task_error(exc, path))
                 return result
@@ -111,9 +135,11 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
                                                      known.get(task.name)))
     except tasks_runtime.TaskError as exc:
         result["errors"].append(_task_error(exc, path))
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed to import
+    except (Exception, SystemExit, StopLoading) as exc:  # noqa: BLE001 - the user's module failed to import
         rec = errors_mod.record(exc, path, stage="import")
         result["errors"].append(rec)
+    if result["entries"] and notes:
+        result["entries"][0]["notes"] = notes + list(result["entries"][0].get("notes") or ())
     return result
 
 
@@ -141,7 +167,13 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
             entry["tiers"][str(t)] = "skipped: the example inputs failed"
         return entry
     entry["inputs"] = input_signature(args)
-    if any(t in tiers for t in (1, 2, 3)):  # which of the file's pallas_calls this entry reaches (runner/reach.py)
+    record = lambda exc, tier: _tier_record(exc, path, tier)  # noqa: E731
+    if task.call is not None:  # a recorded call (runner/tasks_recorded.py): it says what it reached
+        from .recording import call_record, reach_record
+
+        entry["reached"] = [reach_record(task.call, path)]
+        record = lambda exc, tier: call_record(exc, path, tier, task.call)  # noqa: E731
+    elif any(t in tiers for t in (1, 2, 3)):  # which of the file's pallas_calls this entry reaches (runner/reach.py)
         from .reach import entry_namespaces, reached_calls
 
         entry["reached"] = reached_calls(task.entry, args, path, entry_namespaces(task.entry))
@@ -150,11 +182,17 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
     # said with tier 2's progress: a compile that then runs past its time limit is explained by it
     capacity = chip_vmem_bytes(target) if 2 in tiers else None
     excess = vmem_excess(entry.get("reached"), capacity)
-    compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name,
-                   lambda exc, tier: _tier_record(exc, path, tier), tier2_known=tier2_known,
+    compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name, record, tier2_known=tier2_known,
                    detail=vmem_detail(entry.get("reached"), capacity),
                    vmem=messages.VmemExcess(**excess) if excess else None)
-    if 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
+    skipped = None
+    if task.call is not None:
+        from .recording import outside_its_axes
+
+        skipped = outside_its_axes(entry, task.call)
+    if 3 in tiers and skipped:
+        entry["tiers"]["3"] = skipped
+    elif 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
         from .interpret import tier3_entry
 
         say(f"tier 3: {task.name}", stage=Stage.TIER, tier=3, entry=task.name)

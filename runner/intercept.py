@@ -8,8 +8,13 @@
   file and line of the ``pallas_call(...)`` expression, and (when the returned function is called)
   the operands' shapes and dtypes, as a ``RecordedCall``;
 - lets a ``rewrite(kwargs) -> kwargs`` hook change the keyword arguments before the real
-  ``pallas_call`` sees them (tier 3 uses it to replace ``dimension_semantics``; script mode to run
-  calls that ask for no interpreter in CPU interpret mode).
+  ``pallas_call`` sees them (tier 3 uses it to replace ``dimension_semantics``; script mode with
+  tier 3 asked for, to run calls that ask for no interpreter in CPU interpret mode);
+- with a ``stand_in(kwargs) -> bool`` hook, calls it accepts are recorded and not run: the returned
+  function answers zeros of the ``out_shape`` (``stand_in_outputs``), so code written for a TPU goes
+  on past its kernel calls on a CPU; the compiler tiers then check the recorded call. A stand-in
+  applied to operands sharded over several devices outside ``shard_map`` raises what the TPU
+  would: Mosaic kernels cannot be partitioned automatically (``UnpartitionedKernel``).
 
 Patched for the duration only: the jax module attributes, and module globals of the given user
 modules that are bound to the original function. Nothing of the user's file is edited.
@@ -45,6 +50,9 @@ class RecordedCall:
     function: str | None = None  # the function containing that line
     operands: tuple[Any, ...] | None = None  # ShapeDtypeStructs, set when the call is applied
     applied: int = 0  # how many times the returned function was called
+    stack_lines: tuple[int, ...] = ()  # 1-based lines of the user files on the stack, innermost first
+    stand_in: bool = False  # recorded, not run: its function answered zeros (``stand_in`` hook)
+    axes: dict[str, int] = field(default_factory=dict)  # named axes it was applied under (shard_map, vmap)
 
     @property
     def kernel_name(self) -> str:
@@ -77,12 +85,13 @@ class RecordedCall:
         return f"{self.kernel_name}({shapes})" + (f" grid={tuple(grid) if isinstance(grid, (list, tuple)) else grid}" if grid else "")
 
     def call_without_interpret(self) -> Callable[..., Any]:
-        """A function applying the same pallas_call, minus ``interpret``, for the compiler tiers."""
+        """A function applying the same pallas_call, minus ``interpret``, for the compiler tiers
+        (through ``pallas_call`` as bound when it runs, so tier 3's interception sees it)."""
         kwargs = {k: v for k, v in self.kwargs.items() if k not in ("interpret", "debug")}
         kernel, out_shape = self.kernel, self.out_shape
 
         def apply(*operands: Any) -> Any:
-            return _ORIGINAL(kernel, out_shape, **kwargs)(*operands)
+            return _pallas_call_module.pallas_call(kernel, out_shape, **kwargs)(*operands)
 
         apply.__name__ = self.kernel_name
         return apply
@@ -122,29 +131,45 @@ def intercept_pallas_calls(
     rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     user_files: tuple[str, ...] = (),
     modules: tuple[types.ModuleType | dict[str, Any], ...] = (),
+    stand_in: Callable[[dict[str, Any]], bool] | None = None,
 ) -> Iterator[list[RecordedCall]]:
     """Record (and optionally rewrite) every pallas_call made inside the block.
 
     ``user_files``: the call's location is the innermost frame in one of these files (else the
     direct caller). ``modules``: user modules (or their globals dicts) whose names bound to
     ``pallas_call`` (``from jax.experimental.pallas import pallas_call``) are patched too.
-    Yields the list the records are appended to, in call order.
+    ``stand_in``: calls (by their keyword arguments) to record without running (see the module
+    docstring). Yields the list the records are appended to, in call order.
+
+    What the block's code keeps — ``pallas_call`` bound by a ``from ... import`` or a module-level
+    ``functools.partial`` made while it ran, a function a pallas_call returned — behaves after the
+    block as the ``pallas_call`` bound then: it records into no list and stands in for nothing.
     """
     records: list[RecordedCall] = []
     targets = {os.path.realpath(f) for f in user_files}
+    active = [True]
 
     def pallas_call(kernel: Callable[..., Any], out_shape: Any = None, **kwargs: Any) -> Callable[..., Any]:
+        if not active[0]:
+            return _current(pallas_call)(kernel, out_shape, **kwargs)
         file, line, function = _call_site(targets)
         rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line,
-                           function=function)
+                           function=function, stack_lines=_stack_lines(targets),
+                           stand_in=stand_in is not None and stand_in(dict(kwargs)))
         records.append(rec)
         real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
-        inner = _ORIGINAL(kernel, out_shape, **real_kwargs)
+        inner = None if rec.stand_in else _ORIGINAL(kernel, out_shape, **real_kwargs)
 
         def apply(*operands: Any) -> Any:
+            if not active[0]:
+                return _current(pallas_call)(kernel, out_shape, **kwargs)(*operands)
             rec.operands = _abstract(operands)
+            rec.axes = _named_axes()  # inside shard_map the function is applied there, wherever it was made
             rec.applied += 1
             try:
+                if inner is None:
+                    refuse_unpartitioned(operands)
+                    return stand_in_outputs(out_shape)
                 return inner(*operands)
             except Exception as exc:
                 mark_kernel_error(exc)  # raised by the kernel (tracing, lowering, its run), not host code
@@ -152,8 +177,17 @@ def intercept_pallas_calls(
 
         return apply
 
-    with replacing_pallas_call(pallas_call, modules):
-        yield records
+    try:
+        with replacing_pallas_call(pallas_call, modules):
+            yield records
+    finally:
+        active[0] = False
+
+
+def _current(stale: Callable[..., Any]) -> Callable[..., Any]:
+    """jax's ``pallas_call`` as bound now (another interception's, or the original)."""
+    now = _pallas_call_module.pallas_call
+    return _ORIGINAL if now is stale else now
 
 
 @contextlib.contextmanager
@@ -207,6 +241,70 @@ def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:
             return code.co_filename, frame.f_lineno, code.co_name
         frame = frame.f_back
     return first if first else (None, None, None)
+
+
+def _named_axes() -> dict[str, int]:
+    """The named axes in scope (inside ``shard_map`` or a named ``vmap``): {name: size}."""
+    try:
+        from jax._src import core
+
+        return {str(k): int(v) for k, v in core.get_axis_env().axis_sizes.items()}
+    except Exception:  # noqa: BLE001 - another jax layout: unknown, as if none
+        return {}
+
+
+def _stack_lines(targets: set[str]) -> tuple[int, ...]:
+    """The lines of the user files on the stack (innermost first): the call, its wrappers' calls."""
+    lines = []
+    frame = sys._getframe(2)
+    while frame is not None:
+        if os.path.realpath(frame.f_code.co_filename) in targets:
+            lines.append(frame.f_lineno)
+        frame = frame.f_back
+    return tuple(lines)
+
+
+def stand_in_outputs(out_shape: Any) -> Any:
+    """Zeros shaped like a pallas_call's ``out_shape`` (one array, or the same tree of them)."""
+    import jax.numpy as jnp
+
+    return jax.tree.map(lambda a: jnp.zeros(tuple(a.shape), a.dtype), out_shape,
+                        is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"))
+
+
+class UnpartitionedKernel(ValueError):
+    """A kernel applied to operands sharded over several devices outside ``shard_map`` (jax's words
+    for it on a TPU: "Mosaic kernels cannot be automatically partitioned")."""
+
+
+def refuse_unpartitioned(operands: tuple[Any, ...]) -> None:
+    """Raise ``UnpartitionedKernel`` when an operand is split over several devices by a mesh axis the
+    call is not inside (``shard_map`` makes its axes manual: each kernel then sees its own shard)."""
+    for index, leaf in enumerate(jax.tree.leaves(operands)):
+        axes = _split_axes(leaf)
+        if axes:
+            shape = "x".join(str(d) for d in getattr(leaf, "shape", ()))
+            raise UnpartitionedKernel(
+                f"Mosaic kernels cannot be automatically partitioned: operand {index} ({shape}) is sharded over "
+                f"mesh axis {', '.join(repr(a) for a in axes)}. Please wrap the call in a shard_map.")
+
+
+def _split_axes(leaf: Any) -> list[str]:
+    """The mesh axes (of size > 1, not manual) that split ``leaf``; [] when it is whole on each device."""
+    try:
+        sharding = getattr(jax.typeof(leaf), "sharding", None)
+    except Exception:  # noqa: BLE001 - not an array: nothing is split
+        return []
+    spec, mesh = getattr(sharding, "spec", None), getattr(sharding, "mesh", None)
+    concrete = getattr(leaf, "sharding", None) if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) else None
+    if (not spec or not any(spec)) and concrete is not None and not concrete.is_fully_replicated:
+        spec, mesh = getattr(concrete, "spec", None), getattr(concrete, "mesh", None)
+    if not spec or mesh is None:
+        return []
+    manual = set(getattr(mesh, "manual_axes", ()) or ())
+    sizes = dict(getattr(mesh, "shape", {}) or {})
+    named = [n for entry in spec if entry is not None for n in (entry if isinstance(entry, tuple) else (entry,))]
+    return [n for n in named if n not in manual and sizes.get(n, 1) > 1]
 
 
 def _abstract(operands: tuple[Any, ...]) -> tuple[Any, ...]:

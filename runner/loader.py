@@ -13,11 +13,21 @@ edits to sibling files are seen by the next request. The buffer's text stays in 
 (one entry per path, replaced by the next load) so a traceback formatted after the request still
 shows the buffer's lines.
 
+``failures``: a list given to ``load_user_module``/``user_module`` makes the load go on past a
+top-level statement that raises: each statement runs on its own (as a notebook's cells would),
+and ``(line, exception)`` is appended for each one that raised, so a guide-style file whose demo
+code fails on a CPU still defines everything after it. A ``guard`` (a context manager factory)
+wraps each statement: a deadline raising ``SkipStatement`` stops that statement (appended, the load
+goes on), one raising ``StopLoading`` ends the load there (appended too). Without ``failures`` the
+first exception propagates, as ``import`` does.
+
 Worker side: stdlib only.
 """
 
 from __future__ import annotations
 
+import __future__
+import ast
 import contextlib
 import importlib.abc
 import importlib.util
@@ -28,10 +38,20 @@ import re
 import sys
 import sysconfig
 import types
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ContextManager
 
 _counter = itertools.count(1)
+
+
+class StopLoading(BaseException):
+    """Raised into the user's code to stop it (a deadline): a load collecting ``failures`` ends at the
+    statement it stopped, keeping what ran so far (BaseException: ``except Exception`` lets it by)."""
+
+
+class SkipStatement(BaseException):
+    """Raised into a top-level statement to stop it (it ran past its share of the time): a load
+    collecting ``failures`` records it and goes on with the next statement."""
 
 
 class UserFileNotFound(FileNotFoundError):
@@ -70,12 +90,14 @@ def _is_under(file: str, folders: tuple[str, ...]) -> bool:
     return any(real.startswith(f) for f in folders)
 
 
-def load_user_module(path: str, text: str | None = None, name: str | None = None,
-                     package: str | None = None) -> types.ModuleType:
+def load_user_module(path: str, text: str | None = None, name: str | None = None, package: str | None = None,
+                     failures: list[tuple[int, BaseException]] | None = None,
+                     guard: Callable[[], ContextManager[Any]] | None = None) -> types.ModuleType:
     """Execute the file (or ``text`` under its path) as a new module registered in sys.modules.
 
     Does not clean up: use ``user_module`` for that. Exceptions from the user's code propagate
-    unchanged (their tracebacks name the user's file).
+    unchanged (their tracebacks name the user's file), unless ``failures`` collects them (see the
+    module docstring; a syntax error and ``SystemExit`` still propagate).
     """
     path = os.path.abspath(path)
     if text is None:
@@ -100,9 +122,35 @@ def load_user_module(path: str, text: str | None = None, name: str | None = None
     module.__package__ = package or ""
     module.__builtins__ = __builtins__  # type: ignore[attr-defined]
     sys.modules[module_name] = module
-    code = compile(source, path, "exec", dont_inherit=True)
-    exec(code, module.__dict__)
+    if failures is None:
+        exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
+    else:
+        run_statements(source, path, module.__dict__, failures, guard)
     return module
+
+
+def run_statements(source: str | bytes, path: str, namespace: dict[str, Any],
+                   failures: list[tuple[int, BaseException]],
+                   guard: Callable[[], ContextManager[Any]] | None = None) -> None:
+    """Execute the module's top-level statements one by one in ``namespace`` (each inside
+    ``guard()``); a statement that raises is recorded in ``failures`` as (1-based line, exception)
+    and the next one runs, until a ``StopLoading``."""
+    tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    flags = 0
+    for node in tree.body:  # the file's `from __future__ import ...` applies to every statement
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                flags |= getattr(getattr(__future__, alias.name, None), "compiler_flag", 0)
+    for node in tree.body:
+        try:
+            with guard() if guard is not None else contextlib.nullcontext():
+                exec(compile(ast.Module(body=[node], type_ignores=[]), path, "exec", flags=flags, dont_inherit=True),
+                     namespace)
+        except (Exception, SkipStatement) as exc:  # noqa: BLE001 - the user's statement failed: record it, go on
+            failures.append((node.lineno, exc))
+        except StopLoading as exc:
+            failures.append((node.lineno, exc))
+            return
 
 
 class _SentModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -147,12 +195,14 @@ def sent_modules(source: Any) -> list[tuple[str, str, str]]:
 
 
 @contextlib.contextmanager
-def user_module(path: str, text: str | None = None,
-                modules: Iterable[tuple[str, str, str]] = (), package: str | None = None) -> Iterator[types.ModuleType]:
+def user_module(path: str, text: str | None = None, modules: Iterable[tuple[str, str, str]] = (),
+                package: str | None = None, failures: list[tuple[int, BaseException]] | None = None,
+                guard: Callable[[], ContextManager[Any]] | None = None) -> Iterator[types.ModuleType]:
     """Load the file for the duration of one request, then remove every trace of it.
 
     ``modules``: (dotted name, original path, text) of the local modules the client sent; they are
-    imported from that text (before anything on disk) and dropped again afterwards."""
+    imported from that text (before anything on disk) and dropped again afterwards. ``failures``,
+    ``guard``: see ``load_user_module``."""
     path = os.path.abspath(path)
     sent = {name: (os.path.abspath(file), body, os.path.basename(file) == "__init__.py")
             for name, file, body in modules}
@@ -169,7 +219,7 @@ def user_module(path: str, text: str | None = None,
         sys.path.insert(0, entry)
     name = unique_module_name(path)
     try:
-        yield load_user_module(path, text, name=name, package=package)
+        yield load_user_module(path, text, name=name, package=package, failures=failures, guard=guard)
     finally:
         for entry in added:
             with contextlib.suppress(ValueError):

@@ -17,7 +17,8 @@ A task says which function to call and with which argument shapes. Three forms a
 - MaxKernel task folders (``kernel_task.yaml`` beside the file) are read by ``runner/maxkernel.py``;
 - KernelBench-style files (``class Model`` with ``forward``, ``get_inputs()``) by
   ``runner/tasks_kernelbench.py``; shapes inferred from the file's own calls when it states no
-  task by ``runner/tasks_inferred.py``.
+  task by ``runner/tasks_inferred.py``; from the pallas_calls the file made when it was imported
+  (or when its ``__main__`` ran) by ``runner/tasks_recorded.py``.
 
 Shapes always come from ``jax.eval_shape``: an inputs function that makes arrays is traced
 abstractly, so checking never allocates the example inputs.
@@ -58,6 +59,7 @@ class RuntimeTask:
     tunables: dict[str, list[int]] = field(default_factory=dict)
     line: int | None = None  # the entry's def line (1-based) when defined in the checked file
     config: dict[str, Any] | None = None  # JAXBench CONFIG
+    call: Any = None  # the recorded pallas_call this task applies again (runner/tasks_recorded.py)
 
     def abstract_args(self) -> tuple[Any, ...]:
         """The entry's positional arguments as a tuple of ShapeDtypeStruct pytrees."""

@@ -452,6 +452,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                         help="set JAX_PLATFORMS (check workers use 'cpu' so they never hold TPU chips)")
     parser.add_argument("--memory-mb", type=int, default=0,
                         help="exit with code 86 when the worker's resident memory exceeds this (0: off)")
+    parser.add_argument("--guard-memory-mb", type=int, default=0,
+                        help="stop the user's import or script short of this resident memory, so the calls it made "
+                             "are still checked (runner/memory_guard.py; --memory-mb implies it)")
     parser.add_argument("--keep-env", action="append", default=[], metavar="NAME",
                         help="also pass this variable through the environment allowlist (secrets never pass)")
     parser.add_argument("--confine", metavar="SCRATCH", default=None,
@@ -490,6 +493,10 @@ def run(args: argparse.Namespace) -> int:
     os.close(devnull)
     os.set_inheritable(out_fd, False)
     os.set_inheritable(in_fd, False)
+    if args.memory_mb or args.guard_memory_mb:
+        from pallasite.runner import memory_guard
+
+        memory_guard.LIMIT_MB = args.memory_mb or args.guard_memory_mb  # the user's runs stop short of it
     if args.memory_mb:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
     # 3. warm up, then the handshake

@@ -8,7 +8,10 @@ findings and a line per file). Exit status 1 for errors; with ``--strict`` (or `
 also for a file not fully checked (a tier skipped, a limit hit, no task).
 
 Files are checked concurrently on a pool of warm workers (``--jobs N``, default one per core, at
-most 8), through the engine (engine/engine.py); the output keeps the order of the paths.
+most 4), through the engine (engine/engine.py). In the text format each file's result is printed
+as it finishes, with a progress line on a terminal (server/check_progress.py), then the summary
+with the wall time; the JSON document comes at the end, files in path order. Files without Pallas
+(plain-JAX baselines next to the kernels) are skipped quietly and counted in the summary.
 
 Every check is recorded in the workspace's results store (``.pallasite/results.sqlite``, see
 ``engine/store_cache.py``), and an unchanged kernel's tier-2 verdict is reused from it instead of
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 from pathlib import Path
 
 from pallasite.analysis.codes import CODES
@@ -155,7 +159,9 @@ def jobs_for(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from pallasite.engine.engine import check_paths_sync
     from pallasite.server import report_format
+    from pallasite.server.check_progress import CheckProgress
 
+    started = time.monotonic()
     try:
         files = expand_paths(args.paths)
         options, strict = _options_and_strict(args, files)
@@ -163,10 +169,16 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as err:
         print(f"pallasite check: error: {err}", file=sys.stderr)
         return 2
-    reports = check_paths_sync(files, options, jobs=jobs, use_store=not getattr(args, "no_cache", False))
+    progress = CheckProgress(len(files), tiers=options.tiers, text=args.format != "json", details=args.details,
+                             verbose=getattr(args, "verbose", False))
+    try:
+        reports = check_paths_sync(files, options, jobs=jobs, use_store=not getattr(args, "no_cache", False),
+                                   on_report=progress)
+    finally:
+        progress.close()
+    wall_s = time.monotonic() - started
     if args.format == "json":
-        print(report_format.to_json_text(reports, target=options.target, tiers=options.tiers))
+        print(report_format.to_json_text(reports, target=options.target, tiers=options.tiers, wall_s=wall_s))
     else:
-        print(report_format.to_text(reports, target=options.target, tiers=options.tiers, details=args.details,
-                                    verbose=getattr(args, "verbose", False)))
+        print(report_format.summary_line(reports, target=options.target, tiers=options.tiers, wall_s=wall_s))
     return report_format.exit_status(reports, options.tiers, strict=strict)

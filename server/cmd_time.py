@@ -88,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
     base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=args.memory_mb)
     run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)
     if run_.result is not None and not args.no_store:
-        note = timing.record(run_, files.path)
+        from pallasite.engine.store_cache import workspace_for
+
+        note = timing.record(run_, files.path, str(workspace_for([files.path])))  # outside a project: here
         if note:
             run_.warnings.append(note)
     print(timing_format.to_json_text(run_, files.path) if args.format == "json" else timing_format.to_text(run_, files.path))

@@ -67,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
                           backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None)
     store = None
     if not args.no_store:
-        from pallasite.knowledge.store import ResultsStore, StoreError, find_workspace
+        from pallasite.engine.store_cache import workspace_for
+        from pallasite.knowledge.store import ResultsStore, StoreError
 
         try:
-            store = ResultsStore.open(find_workspace(os.path.dirname(path)))
+            store = ResultsStore.open(workspace_for([path]))
         except StoreError as exc:
             print(f"pallasite tune: tuning without the results store (nothing is remembered): {exc}", file=sys.stderr)
     try:

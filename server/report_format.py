@@ -16,9 +16,11 @@ to "hint" is reported as information)::
                 "kernels": [{"name", "line", "tiers": {"0": "ok" | "error" | "skipped: ..." | "not run"}}],
                 "notes": [str],
                 "tiers_ran": [int],               # tiers that gave some kernel a verdict
-                "not_fully_checked": [str]}],     # why not ([] when fully checked)
+                "not_fully_checked": [str],       # why not ([] when fully checked)
+                "skipped": null | str}],          # why nothing applied (a file without Pallas)
      "summary": {"files": int, "errors": int, "warnings": int, "information": int,
-                 "not_fully_checked": int}}
+                 "not_fully_checked": int, "skipped": int,
+                 "wall_s": null | float}}         # the whole command's wall time
 
 New keys may be added within version 1; renaming or removing one bumps the version.
 """
@@ -92,6 +94,8 @@ def not_checked(report: FileReport, tiers: Sequence[int]) -> list[str]:
     no verdict for some kernel (a tier skipped because an earlier one failed counts as checked: the
     error is reported), and "could not check" findings."""
     reasons: dict[str, None] = {}
+    if report.skipped:
+        return []
     for kernel in report.kernels:
         states = dict(kernel.tiers)
         for tier in tiers:
@@ -121,7 +125,8 @@ def summary(reports: Sequence[FileReport]) -> Counter:
     return counts
 
 
-def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int]) -> str:
+def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int],
+                 wall_s: float | None = None) -> str:
     counts = summary(reports)
     doc = {
         "version": JSON_VERSION,
@@ -138,6 +143,7 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
                 "notes": list(r.notes),
                 "tiers_ran": tiers_ran(r),
                 "not_fully_checked": not_checked(r, tiers),
+                "skipped": r.skipped,
             }
             for r in reports
         ],
@@ -147,6 +153,8 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
             "warnings": counts["warning"],
             "information": counts["information"],
             "not_fully_checked": sum(1 for r in reports if not_checked(r, tiers)),
+            "skipped": sum(1 for r in reports if r.skipped),
+            "wall_s": round(wall_s, 2) if wall_s is not None else None,
         },
     }
     return json.dumps(doc, indent=2)
@@ -173,28 +181,41 @@ def finding_text(finding: Finding, path: str, *, details: bool = False) -> str:
 
 
 def to_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int], details: bool = False,
-            verbose: bool = False) -> str:
+            verbose: bool = False, wall_s: float | None = None) -> str:
     """Compiler-style text. Quiet by default: a clean, fully checked file prints nothing; a file
     with findings prints its errors and warnings; a file not fully checked says which tiers ran and
     why the others did not. ``verbose`` adds information findings, notes and a line per file."""
-    out: list[str] = []
-    for report in reports:
-        if verbose:
-            out.extend(f"{report.path}: note: {note}" for note in report.notes)
-        shown = [f for f in report.findings if verbose or cli_severity(f) in ("error", "warning")]
-        for finding in sorted(shown, key=lambda f: (f.span.line, f.span.column, f.code)):
-            out.append(finding_text(finding, report.path, details=details))
-        missing = not_checked(report, tiers)
-        if report.kernels and (missing or verbose):
-            ran = tiers_ran(report)
-            status = f"tier{'s' if len(ran) != 1 else ''} {','.join(map(str, ran))} ran" if ran else "no tier ran"
-            out.append(f"{report.path}: {status}" + (f"; not fully checked: {'; '.join(missing)}" if missing else ""))
+    out = [line for report in reports for line in file_lines(report, tiers=tiers, details=details, verbose=verbose)]
+    out.append(summary_line(reports, target=target, tiers=tiers, wall_s=wall_s))
+    return "\n".join(out)
+
+
+def file_lines(report: FileReport, *, tiers: Sequence[int], details: bool = False, verbose: bool = False) -> list[str]:
+    """One file's part of the text output (``to_text``): nothing for a clean, fully checked file."""
+    if report.skipped:
+        return [f"{report.path}: skipped: {report.skipped}"] if verbose else []
+    out = [f"{report.path}: note: {note}" for note in report.notes] if verbose else []
+    shown = [f for f in report.findings if verbose or cli_severity(f) in ("error", "warning")]
+    for finding in sorted(shown, key=lambda f: (f.span.line, f.span.column, f.code)):
+        out.append(finding_text(finding, report.path, details=details))
+    missing = not_checked(report, tiers)
+    if report.kernels and (missing or verbose):
+        ran = tiers_ran(report)
+        status = f"tier{'s' if len(ran) != 1 else ''} {','.join(map(str, ran))} ran" if ran else "no tier ran"
+        out.append(f"{report.path}: {status}" + (f"; not fully checked: {'; '.join(missing)}" if missing else ""))
+    return out
+
+
+def summary_line(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int], wall_s: float | None = None) -> str:
+    """The last line: files checked, findings by severity, files not fully checked, files skipped, wall time."""
     counts = summary(reports)
     tier_text = ",".join(str(t) for t in tiers)
     incomplete = sum(1 for r in reports if not_checked(r, tiers))
-    out.append(
-        f"{len(reports)} file(s) checked for {target}, tiers {tier_text}: "
-        f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['information']} information finding(s)"
+    skipped = sum(1 for r in reports if r.skipped)
+    return (
+        f"{len(reports) - skipped} file(s) checked for {target}, tiers {tier_text}"
+        + (f" in {wall_s:.1f} s" if wall_s is not None else "")
+        + f": {counts['error']} error(s), {counts['warning']} warning(s), {counts['information']} information finding(s)"
         + (f"; {incomplete} file(s) not fully checked (--strict fails on these)" if incomplete else "")
+        + (f"; {skipped} file(s) without Pallas skipped" if skipped else "")
     )
-    return "\n".join(out)

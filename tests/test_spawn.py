@@ -86,8 +86,8 @@ def test_fork_and_setsid_kernel_gets_a_verdict_in_time_and_another_check_is_unaf
             await checker.close()
 
     (crashed, crash_s), (other, other_s) = asyncio.run(run())
-    errors = [f for f in crashed.findings if f.severity == "error"]
-    assert [f.code for f in errors] == ["PLS902"], crashed.findings
+    errors = [f for f in crashed.findings if f.severity in ("error", "warning")]
+    assert [(f.code, f.severity) for f in errors] == [("PLS902", "warning")], crashed.findings  # not checked
     assert "exited with code 0" in errors[0].message
     assert crash_s < 45, f"the verdict took {crash_s:.1f} s (limit 90 s)"
     assert not [f for f in other.findings if f.severity == "error"], other.findings

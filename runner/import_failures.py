@@ -1,0 +1,70 @@
+"""What an import that went on past failing top-level statements reports (worker side).
+
+The check op imports a file with each top-level statement run on its own (``runner/loader.py``'s
+``failures``), under the recording of ``runner/recording.py``. Of the statements that raised:
+
+- an assertion after kernels were stood in for (``recording.stand_in_failure``) is a note: the
+  file's own check of kernel results cannot pass on values that were never computed;
+- an import stopped at its share of the time limit (``script_mode.statement_deadlines``) is PLS903
+  at the line it was executing, one stopped short of the memory limit (``memory_guard``) PLS904:
+  the calls it made until then are still checked; one statement
+  stopped at its own share (a CPU benchmark in a notebook cell) is PLS903 too, and the rest ran;
+- the first other one is one record at its line, saying the rest of the file still ran and how
+  many more statements raised: PLS909 for a missing module, PLS115 for a kernel applied to sharded
+  operands outside ``shard_map`` (an error, as on a TPU), else PLS901 (engine/classify.py) — the
+  first two and the last are "could not check" warnings, never errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import errors as errors_mod
+from .intercept import UnpartitionedKernel
+from .recording import Recording, dedupe, stand_in_failure
+
+
+def import_failure_records(run: Recording, path: str, limit_s: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """(error records, notes) for the statements of the import that raised; an import stopped at
+    its share of the time limit (``limit_s``) is one PLS903 at the line it was executing."""
+    from .memory_guard import MemoryStop
+    from .script_mode import (ScriptTimeLimit, StatementTimeLimit, checked_sentence, executing_line, memory_record,
+                              stopped_record)
+
+    notes: list[str] = []
+    real: list[tuple[int, BaseException]] = []
+    for line, exc in run.failures:
+        if isinstance(exc, (ScriptTimeLimit, MemoryStop)):  # the import ended there
+            rec = errors_mod.record(exc, path, stage="import")
+            checked = checked_sentence(len(run.applied), len(dedupe(run.applied)))
+            if isinstance(exc, MemoryStop):
+                return [memory_record(rec, exc, path, checked, "importing the file")], notes
+            return [stopped_record(rec, exc, path, checked, limit_s, "importing the file")], notes
+        if stand_in_failure(exc, run.calls):
+            notes.append(f"importing the file: line {line} raised {type(exc).__name__} after kernels it called were "
+                         "recorded instead of run (their outputs were zeros): the file's own check of kernel results "
+                         "cannot pass here, and says nothing about the kernels; the compiler tiers checked them")
+        else:
+            real.append((line, exc))
+    if not real:
+        return [], notes
+    line, exc = real[0]
+    rec = errors_mod.record(exc, path, stage="import")
+    if not rec.get("frames") and not rec.get("mentions"):
+        rec["mentions"] = [{"line": line, "column": None}]
+    more = len(real) - 1
+    rest = (f"the file's other top-level statements still ran, {more} more raised or were stopped" if more
+            else "the file's other top-level statements still ran")
+    if isinstance(exc, StatementTimeLimit):  # a CPU benchmark in a guide's cell: stopped, not wrong
+        at, function = executing_line(exc, path)
+        rec.update(code="PLS903", type="StatementTimeLimit", detail=None, frames=[
+            {"file": path, "line": at or line, "function": function or "<module>"}],
+            sentence=(f"importing the file: the top-level statement at line {line} was still running"
+                      f"{f' at line {at}' if at and at != line else ''} after {exc.seconds:.1f} s, its share of the "
+                      f"import's time, and was stopped; {rest}. Raise the time limit if it only needs longer"))
+        rec["message"] = rec["sentence"]
+        return [rec], notes
+    rec["sentence"] = f"{rec.get('sentence') or rec.get('message') or type(exc).__name__} (line {line}; {rest})"
+    if isinstance(exc, UnpartitionedKernel):
+        rec.update(code="PLS115", tier=1)
+    return [rec], notes
