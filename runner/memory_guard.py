@@ -55,13 +55,14 @@ def stop_near_limit() -> Iterator[None]:
         return
     target = threading.get_ident()
     soft = SOFT_SHARE * LIMIT_MB * 2**20
-    done = threading.Event()
+    done, fired = threading.Event(), threading.Event()
 
     def watch() -> None:
         while not done.wait(POLL_S):
             rss = resident_bytes()
             if rss is not None and rss > soft:
                 _MEASURED["mb"] = rss / 2**20
+                fired.set()
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(MemoryStop))
                 return
 
@@ -72,4 +73,17 @@ def stop_near_limit() -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)  # one not yet raised: dropped
+        if fired.is_set():
+            _absorb_pending()
+
+
+def _absorb_pending() -> None:
+    """Take delivery of a ``MemoryStop`` set after the block's code ended, here rather than in the
+    worker's own code later. (Clearing it with ``PyThreadState_SetAsyncExc(id, NULL)`` instead leaves
+    CPython 3.11's eval breaker set for good: every later bytecode then takes the slow path, and a
+    trace under ``sys.setprofile`` — the time op's reference check — ran for minutes.)"""
+    try:
+        for _ in range(1000):  # backward jumps: the interpreter checks for a pending exception here
+            pass
+    except MemoryStop:
+        pass

@@ -104,8 +104,17 @@ def program_checks(candidate: Callable[..., Any], args: tuple[Any, ...], referen
     other_file = (os.path.realpath(reference_file) if reference_file
                   and os.path.realpath(reference_file) != os.path.realpath(candidate_file) else None)
 
+    real: dict[str, str] = {}  # co_filename -> its real path: the profile hook sees every call of the trace
+
     def watched(code: Any) -> bool:
-        return code is ref_code or (other_file is not None and os.path.realpath(code.co_filename) == other_file)
+        if code is ref_code:
+            return True
+        if other_file is None:
+            return False
+        name = code.co_filename
+        if name not in real:
+            real[name] = os.path.realpath(name)
+        return real[name] == other_file
 
     entered = trace_entering(candidate, args, watched) if (ref_code is not None or other_file) else []
     count, live = pallas_calls(candidate, args)

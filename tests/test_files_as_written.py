@@ -234,3 +234,30 @@ def test_a_worker_left_holding_much_of_its_memory_limit_is_replaced_before_the_n
 
     first, second, restarts = asyncio.run(run())
     assert (first != second, restarts) == (replaced, int(replaced))
+
+
+def test_a_check_under_the_memory_guard_leaves_the_worker_fast_for_the_next_op(tmp_path):
+    """The guard ended by clearing its async exception with NULL, which left CPython's eval breaker set
+    for good: the time op that followed a check in the same worker (optimize's test phase) then traced
+    under ``sys.setprofile`` for minutes and hit its limit. Now the next op answers as on a fresh worker."""
+    from pallasite.engine.engine import Engine
+    from pallasite.engine.timing import task_files, time_request
+
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(open(os.path.join(os.path.dirname(__file__), "data", "optimize", "add.py")).read())
+
+    async def run():
+        engine = Engine()
+        options = CheckOptions(target="v6e", tiers=(0, 1), memory_mb=4096)
+        try:
+            report = await engine.check(str(kernel), options, store=False)
+            reply = await engine.backend(options).request(time_request(task_files(str(kernel)), "time"),
+                                                          purpose="check", timeout_s=120)
+            return report, reply
+        finally:
+            await engine.close()
+
+    report, reply = asyncio.run(run())
+    assert not [f for f in report.findings if f.severity == "error"]
+    assert reply.status == "ok", reply.why
+    assert reply.result.verdict == "ok"
