@@ -76,6 +76,10 @@ class Space:
         for combo in itertools.product(*self.values):
             yield tuple(zip(self.names, combo))
 
+    def __contains__(self, config: object) -> bool:
+        return (isinstance(config, tuple) and tuple(n for n, _ in config) == self.names
+                and all(v in values for (_, v), values in zip(config, self.values)))
+
     def config(self, index: int) -> Config:
         """The ``index``-th configuration in the order of ``iter`` (0 <= index < size)."""
         picked = []
@@ -158,13 +162,13 @@ async def explore(space: Space, score: Score, *, budget: int = DEFAULT_ESTIMATES
         return todo
 
     first = [current] if current is not None else []
-    if space.size + len(first) <= budget:
+    if space.size + (current is not None and current not in space) <= budget:
         await run(first + list(space))
         ex.stopped = "every configuration estimated"
         return ex
     ex.strategy = "seeded random + local moves"
     rng = random.Random(seed)
-    spare = len(space.names) + 1 if current is not None else 0  # kept for _closer_to_current
+    spare = 2 * (len(space.names) + 1) if current is not None else 0  # kept for _closer_to_current
     budget, full = max(1, budget - spare), budget
     ex.sampled += len(await run(first + space.sample(rng, max(1, budget // 4), ex.seen.__contains__)))
     expanded: set[Config] = set()
@@ -215,17 +219,21 @@ async def explore(space: Space, score: Score, *, budget: int = DEFAULT_ESTIMATES
 async def _closer_to_current(best: Config, current: Config, ex: Exploration,
                              run: Callable[[Sequence[Config]], Awaitable[list[Config]]]) -> int:
     """Estimate ``best`` with each tunable put back to its current value, then with all of those
-    that kept the traced program: the same program with fewer changed values (a value the program
-    never reads, chosen at random, is not worth an edit). engine/tune.py picks, per program, the
-    configuration closest to the current one. Returns how many were estimated."""
+    that kept the traced program, and again from there (a value may go back only once another
+    has: a minor block size below its major one): the same program with fewer changed values (a
+    value the program never reads, drawn at random, is not worth an edit). engine/tune.py picks, per
+    program, the configuration closest to the current one. Returns how many were estimated."""
     program = ex.seen[best].program
-    if program is None:
-        return 0
-    index = {name: i for i, (name, _) in enumerate(best)}
-    resets = [best[:index[n]] + ((n, v),) + best[index[n] + 1:] for (n, v), (_, b) in zip(current, best) if v != b]
-    done = len(await run(resets))
-    kept = {n: v for config in resets if config in ex.seen and ex.seen[config].program == program
-            for (n, v), (_, b) in zip(config, best) if v != b}
-    if len(kept) > 1:
-        done += len(await run([tuple((n, kept.get(n, v)) for n, v in best)]))
+    done = 0
+    while program is not None:
+        index = {name: i for i, (name, _) in enumerate(best)}
+        resets = [best[:index[n]] + ((n, v),) + best[index[n] + 1:] for (n, v), (_, b) in zip(current, best) if v != b]
+        done += len(await run(resets))
+        kept = {n: v for config in resets if config in ex.seen and ex.seen[config].program == program
+                for (n, v), (_, b) in zip(config, best) if v != b}
+        closer = tuple((n, kept.get(n, v)) for n, v in best)
+        done += len(await run([closer]))
+        if not kept or ex.seen.get(closer, Scored(None)).program != program:
+            break
+        best = closer
     return done

@@ -111,8 +111,16 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     # --backend local. Workers start with their first request: a kernel answered from the store
     # starts none.
     backend = local_backend(WorkerConfig(timeout_s=600.0), checks=0, jobs=jobs, device=options.backend == "local")
+    checking = local_backend(WorkerConfig(timeout_s=600.0), checks=0, jobs=1)
     estimator = worker_estimator(backend, path, text, options, parallel=jobs, on_progress=progress)
-    verifier = worker_verifier(backend, path, text, options, on_progress=progress)
+    interpret = worker_verifier(checking, path, text, options, on_progress=progress)
+
+    async def verifier(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
+        # the estimating workers keep every traced configuration: their memory goes back before
+        # interpret mode (GiBs for attention kernels) runs in a fresh worker
+        await backend.close()
+        return await interpret(config, tunable_kinds)
+
     timer = None
     try:
         if options.backend == "local":
@@ -126,6 +134,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
                           progress=progress)
     finally:
         await backend.close()
+        await checking.close()
         if not quiet:
             print(file=sys.stderr)
 
