@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
+from pallasite.analysis.source import forget as forget_tree, release_memory
 from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.types import FileReport, Finding, Related
 
@@ -130,6 +131,9 @@ def tier0_snapshot(text: str, path: str, target: str, severity: dict[str, str]) 
         return exc
 
 
+# Closing a document bigger than this collects garbage and trims the heap (a few ms) so that its
+# trees' memory goes back to the system at once.
+RELEASE_ABOVE_CHARS = 64_000
 # Documents up to this many characters are analysed on the event loop when a request needs it
 # (a few ms); bigger ones only on the tier-0 thread, so they never hold up other requests.
 TIER0_INLINE_CHARS = 200_000
@@ -233,11 +237,17 @@ class Session(SettingsAndTrust):
         return doc
 
     def close(self, uri: str) -> Document | None:
+        """Stop the document's work and give its memory back: its tree-sitter trees (its analysis
+        and the incremental-parse cache's, ~50 bytes per byte of text) go now, not later."""
         doc = self.documents.pop(uri, None)
         if doc is not None:
             for task in (doc.tier0_task, doc.check_task):
                 if task is not None:
                     task.cancel()
+            doc.analysis, doc.tier0 = None, []
+            forget_tree(doc.path)
+            if len(doc.text) > RELEASE_ABOVE_CHARS:
+                release_memory()
         return doc
 
     def run_tier0(self, doc: Document) -> None:
@@ -268,6 +278,10 @@ class Session(SettingsAndTrust):
             _tier0_pool(), tier0_snapshot, doc.text, doc.path, self.settings.target, dict(self.settings.severity))
         if doc.version == version and self.documents.get(doc.uri) is doc:
             self._store_tier0(doc, version, result)
+        elif self.documents.get(doc.uri) is not doc:  # closed while it ran: its tree is not kept
+            del result
+            forget_tree(doc.path)
+            release_memory()
 
     def _store_tier0(self, doc: Document, version: int, result: Any) -> None:
         doc.analysis_version = version
