@@ -332,7 +332,7 @@ class Source:
         self.data = text.encode("utf-8")
         self.tree = parse_bytes(self.data, key)  # ``key``: reuse the last tree of that file
         self.root = self.tree.root_node
-        self._lines = self.data.split(b"\n")
+        self._split: list[bytes] | None = None  # the lines, split when first needed
         self._starts: list[int] | None = None
         self.cache: dict[str, dict] = {}  # per-text memo for analyses built on this source
         self.imports: dict[str, str] = {}  # local name -> dotted module/member path
@@ -353,9 +353,20 @@ class Source:
             return len(prefix)
         return len(prefix.decode("utf-8", errors="replace"))
 
+    @property
+    def _lines(self) -> list[bytes]:
+        if self._split is None:
+            self._split = self.data.split(b"\n")
+        return self._split
+
     def span(self, node: Node) -> Span:
+        """The node's span; its columns from the bytes before it on its lines (no line split)."""
         (r0, c0), (r1, c1) = node.start_point, node.end_point
-        return Span(r0, self.column(r0, c0), r1, self.column(r1, c1))
+        return Span(r0, self._column_before(node.start_byte, c0), r1, self._column_before(node.end_byte, c1))
+
+    def _column_before(self, offset: int, byte_column: int) -> int:
+        prefix = self.data[offset - byte_column:offset]
+        return len(prefix) if prefix.isascii() else len(prefix.decode("utf-8", errors="replace"))
 
     def offset(self, line: int, column: int) -> int:
         """The byte offset of a 0-based line and code-point column."""
@@ -671,7 +682,7 @@ def apply_edits(text: str, edits) -> str:
     """``text`` with the ``TextEdit``s applied (spans refer to the original text; no overlaps)."""
     source = Source.__new__(Source)  # positions only: no parse needed
     source.text, source.data = text, text.encode("utf-8")
-    source._lines, source._starts = source.data.split(b"\n"), None
+    source._split, source._starts = None, None
     data = source.data
     ordered = sorted(edits, key=lambda e: (e.span.line, e.span.column, e.span.end_line, e.span.end_column))
     for earlier, later in zip(ordered, ordered[1:]):

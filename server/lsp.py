@@ -191,7 +191,7 @@ def did_change(ls: PallasiteServer, params: lsp.DidChangeTextDocumentParams) -> 
         return
     for change in params.content_changes:  # each change is relative to the text after the previous one
         (doc or step).apply(params.text_document.version,
-                            [change_to_edit(change, text_lines((doc or step).text), ls.session.encoding)])
+                            [change_to_edit(change, (doc or step).lines, ls.session.encoding)])
     if doc is not None:
         ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
 
@@ -220,7 +220,7 @@ def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
     doc = _doc(ls, params.text_document.uri)
     if doc is None or not ls.session.ensure_analysis(doc):
         return None
-    lines = text_lines(doc.text)
+    lines = doc.lines
     line, column = position_from_client(params.position, lines, ls.session.encoding)
     found = (tune_lsp.hover(tune_lsp.reports(ls).get(doc.uri), line, column)
              or optimize_lsp.hover(optimize_lsp.runs(ls).get(doc.uri), doc.analysis.sites, line, column)
@@ -242,7 +242,7 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
     doc = _doc(ls, params.text_document.uri)
     if doc is None or not ls.session.ensure_analysis(doc):
         return []
-    lines = text_lines(doc.text)
+    lines = doc.lines
     verdicts = doc.report.kernels if doc.report is not None else ()
     return [lsp.CodeLens(range=span_to_range(lens.span, lines, ls.session.encoding),
                          command=lsp.Command(title=lens.title, command=lens.command, arguments=list(lens.arguments)))
@@ -262,7 +262,7 @@ def inlay_hint(ls: PallasiteServer, params: lsp.InlayHintParams) -> list[lsp.Inl
     doc = _doc(ls, params.text_document.uri)
     if doc is None:
         return []
-    lines = text_lines(doc.text)
+    lines = doc.lines
     window = range_to_span(params.range, lines, ls.session.encoding)
     return [lsp.InlayHint(position=span_to_range(hint.span, lines, ls.session.encoding).end, label=hint.label,
                           tooltip=hint.tooltip, padding_left=False)
@@ -275,7 +275,7 @@ def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.C
     doc = _doc(ls, params.text_document.uri)
     if doc is None or not ls.session.ensure_analysis(doc):
         return []
-    lines = text_lines(doc.text)
+    lines = doc.lines
     span = range_to_span(params.range, lines, ls.session.encoding)
     found = actions.actions_for(doc.findings(), span, doc.uri, doc.version, lines, ls.session.encoding,
                                 ls.session.settings.target, params.context.only, doc.seen_versions,
