@@ -40,6 +40,13 @@ class SourceAnalysis:
 def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET) -> SourceAnalysis:
     """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``."""
     source = Source(text, key=path)  # a known path re-parses incrementally from its last tree
+    try:
+        return _analyze(source, text, path, target)
+    finally:  # the memos hold scopes that hold the source: a cycle (with the whole tree) that only
+        source.cache.clear()  # the garbage collector would free, in a pass that holds the GIL for seconds
+
+
+def _analyze(source: Source, text: str, path: str | None, target: str) -> SourceAnalysis:
     uses_pallas = source.uses_pallas
     # Python's parser is the authority on syntax, but costs ~20 ms on a large file: ask it only
     # when tree-sitter saw a problem (it also flags the Python 2 statements it would accept).
