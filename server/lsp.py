@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
@@ -40,9 +41,18 @@ class PallasiteServer(LanguageServer):
         self.session = Session(self)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """A message body that is not JSON gets a ParseError reply (id null); others are logged."""
-        if isinstance(error, ValueError):  # json.JSONDecodeError, UnicodeDecodeError
-            self.protocol.send_raw_error(None, PARSE_ERROR, f"the message is not valid JSON: {error}")
+        """A message body that cannot be decoded (not JSON, not UTF-8, an integer of more than
+        4300 digits, nesting deeper than Python's recursion limit) gets a ParseError reply with id
+        null, as JSON-RPC asks, and a line in the log: never a popup. Errors of handlers are pygls's."""
+        if source is JsonRpcException:  # the read loop: decoding the message failed
+            if isinstance(error, RecursionError):
+                message = "the message nests arrays or objects too deeply to decode"
+            elif isinstance(error, ValueError):  # JSONDecodeError, UnicodeDecodeError, too many digits
+                message = f"the message is not valid JSON: {str(error)[:300]}"
+            else:
+                message = f"the message could not be read: {type(error).__name__}: {str(error)[:300]}"
+            self.protocol.send_raw_error(None, PARSE_ERROR, message)
+            self.session.log(f"pallasite: {message}")
             return
         super().report_server_error(error, source)
 
