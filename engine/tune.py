@@ -324,6 +324,8 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         reference_s=sorted(reference_ns)[len(reference_ns) // 2] / 1e9 if reference_ns else None,
         edits=apply_config(tunables, dict(best)) if best else ())
     keys.put_run(report)
+    if keys.store is not None and keys.store.problem:
+        report = replace(report, notes=report.notes + (f"results are not recorded: {keys.store.problem}",))
     return report
 
 
@@ -340,12 +342,37 @@ def _order(o: Outcome) -> tuple:
 # --------------------------------------------------------------------------- the results store
 
 
+class _Guarded:
+    """The store's calls; the first ``StoreError`` (a page found damaged while tuning) switches it
+    off, and ``problem`` says why (the report's notes say it once)."""
+
+    EMPTY: dict[str, Any] = {"measurements": [], "tuning_runs": []}
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.problem = store, None
+
+    def __getattr__(self, name: str) -> Any:
+        from pallasite.knowledge.store import StoreError
+
+        method = getattr(self.store, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.problem is None:
+                try:
+                    return method(*args, **kwargs)
+                except StoreError as err:
+                    self.problem = str(err)
+            return list(self.EMPTY[name]) if name in self.EMPTY else None
+
+        return call
+
+
 class _Keys:
     """Result keys for this file + chip + versions + backend, and the store reads/writes (all
     no-ops without a store)."""
 
     def __init__(self, path: str, text: str, options: TuneOptions, store: Any) -> None:
-        self.store = store
+        self.store = _Guarded(store) if store is not None else None
         self.options = options
         self.path = path
         self.entry = options.entry

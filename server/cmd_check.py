@@ -152,6 +152,17 @@ def jobs_for(args: argparse.Namespace) -> int:
     return jobs
 
 
+def _say_if_not_recorded(files: list[str]) -> None:
+    """Once per workspace whose results store cannot record (damaged, unreadable): why, and what to do."""
+    from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import problem
+
+    for workspace in dict.fromkeys(workspace_for([f]) for f in files):
+        why = problem(workspace)
+        if why is not None:
+            print(f"pallasite check: results are not recorded: {why}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from pallasite.engine.engine import check_paths_sync
     from pallasite.server import report_format
@@ -163,7 +174,10 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as err:
         print(f"pallasite check: error: {err}", file=sys.stderr)
         return 2
-    reports = check_paths_sync(files, options, jobs=jobs, use_store=not getattr(args, "no_cache", False))
+    use_store = not getattr(args, "no_cache", False)
+    if use_store and any(tier > 0 for tier in options.tiers):  # the compiler tiers' verdicts are recorded
+        _say_if_not_recorded(files)
+    reports = check_paths_sync(files, options, jobs=jobs, use_store=use_store)
     if args.format == "json":
         print(report_format.to_json_text(reports, target=options.target, tiers=options.tiers))
     else:

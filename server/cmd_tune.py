@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             store = ResultsStore.open(find_workspace(os.path.dirname(path)))
         except StoreError as exc:
-            print(f"pallasite tune: tuning without the results store (nothing is remembered): {exc}", file=sys.stderr)
+            print(f"pallasite tune: results are not recorded (tuning without the results store): {exc}",
+                  file=sys.stderr)
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs)))
     except TuneError as exc:
