@@ -64,6 +64,7 @@ class Prepared:
     config: dict[str, Any]
     platform: str
     device_kind: str
+    probe_entry: Callable[..., Any] | None = None  # the entry in a second instance of the file: see ``probe``
     notes: list[str] = field(default_factory=list)
     _template: Any = field(default=None, repr=False)
     _template_made: bool = field(default=False, repr=False)
@@ -85,6 +86,12 @@ class Prepared:
 
     def candidate(self, *args: Any) -> Any:
         return self.task.entry(*args, **self.config)
+
+    def probe(self, *args: Any) -> Any:
+        """The candidate as pallasite's own traces call it (program checks, shape probes): the entry
+        of a second instance of the file, so nothing those traces leave in module state (a
+        candidate caching its result would keep a tracer) reaches the instance that is run."""
+        return (self.probe_entry or self.task.entry)(*args, **self.config)
 
 
 # --------------------------------------------------------------------------- loading
@@ -115,15 +122,21 @@ def prepared(params: dict[str, Any]):
 
     path = os.path.abspath(str(params["path"]))
     with contextlib.ExitStack() as stack:
-        module = stack.enter_context(user_module(path, params.get("text"), params.get("modules") or (),
-                                                 params.get("package")))
-        tasks = tasks_runtime.discover(module, path, params.get("text"))
+        def load() -> Any:
+            return stack.enter_context(user_module(path, params.get("text"), params.get("modules") or (),
+                                                   params.get("package")))
+
+        module = load()
         ref_path = params.get("reference_path")
         ref_module = (stack.enter_context(user_module(os.path.abspath(ref_path), params.get("reference_text"),
                                                       params.get("reference_modules") or ()))
                       if ref_path else None)
-        if not tasks and ref_module is not None:
-            tasks = _pair_task(module, ref_module, path)
+
+        def tasks_of(mod: Any) -> list[Any]:
+            found = tasks_runtime.discover(mod, path, params.get("text"))
+            return found or (_pair_task(mod, ref_module, path) if ref_module is not None else [])
+
+        tasks = tasks_of(module)
         want = params.get("entry")
         chosen = [t for t in tasks if want is None or t.name == want]
         if not chosen:
@@ -145,9 +158,10 @@ def prepared(params: dict[str, Any]):
         if unknown:
             raise TimingError(f"config names {', '.join(unknown)}, which are not tunables of {task.name} "
                               f"(tunables: {', '.join(sorted(task.tunables)) or 'none'})")
+        probe = next((t.entry for t in tasks_of(load()) if t.name == task.name), None)
         device = jax.devices()[0]
         yield Prepared(task, module, path, reference, reference_file, config, jax.default_backend(),
-                       device.device_kind)
+                       device.device_kind, probe_entry=probe)
 
 
 def _pair_task(module: Any, ref_module: Any, path: str) -> list[Any]:
@@ -221,7 +235,7 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
         prep.notes.append(small.note)
     out["_shapes"] = shapes
     say("checking the traced program (pallas_call launched and used, reference not called)")
-    rejections, counted = guards.program_checks(prep.candidate, shapes, prep.reference, prep.reference_file, prep.path)
+    rejections, counted = guards.program_checks(prep.probe, shapes, prep.reference, prep.reference_file, prep.path)
     out.update(counted)
     out["rejections"] += rejections
     if rejections:
@@ -248,15 +262,16 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
         return out
     if extra:
         try:
-            extra_shapes, how = ((small.extra, small.extra_how) if small is not None
-                                 else inputs_mod.extra_shapes(prep.task, prep.module))
+            extra_shapes, how, scaled = ((small.extra, small.extra_how, None) if small is not None
+                                         else inputs_mod.extra_shapes(prep.task, prep.module))
         except Exception as exc:  # noqa: BLE001 - the task's own function failed at the other size
-            extra_shapes, how = None, f"making the second shape failed: {type(exc).__name__}: {exc}"
+            extra_shapes, how, scaled = None, f"making the second shape failed: {type(exc).__name__}: {exc}", None
         if extra_shapes is None:
             out["extra_shape"] = {"checked": False, "why": how}
         else:
             say(f"checking a second shape ({how})")
-            third = _one_set(prep, extra_shapes, seed + 2, None)
+            with inputs_mod.config_scaled((prep.task.entry, prep.reference), scaled):
+                third = _one_set(prep, extra_shapes, seed + 2, None)
             out["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(extra_shapes)}
             if third.get("reference_failed"):
                 out["extra_shape"] = {"checked": False, "why": f"the reference fails at {how}: {third['reference_failed']}"}

@@ -104,8 +104,12 @@ def program_checks(candidate: Callable[..., Any], args: tuple[Any, ...], referen
     other_file = (os.path.realpath(reference_file) if reference_file
                   and os.path.realpath(reference_file) != os.path.realpath(candidate_file) else None)
 
+    # by place, not identity: the candidate is traced in its own instance of the file (timing.Prepared.probe)
+    ref_place = (ref_code.co_filename, ref_code.co_firstlineno, ref_code.co_name) if ref_code is not None else None
+
     def watched(code: Any) -> bool:
-        return code is ref_code or (other_file is not None and os.path.realpath(code.co_filename) == other_file)
+        return ((code.co_filename, code.co_firstlineno, code.co_name) == ref_place
+                or (other_file is not None and os.path.realpath(code.co_filename) == other_file))
 
     entered = trace_entering(candidate, args, watched) if (ref_code is not None or other_file) else []
     count, live = pallas_calls(candidate, args)
