@@ -424,8 +424,10 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
     try:
         with prepared(params) as prep:
             say(f"loaded {prep.task.name} ({prep.task.format}); device: {prep.device_kind} ({prep.platform})")
+            # without a device every run is TPU interpret mode on CPU: big inputs are reduced by the
+            # rule the optimize loop uses (runner/timing_shrink.py), or refused at once with why
             checked = correctness(prep, seed, say, extra=bool(params.get("extra_shape", True)),
-                                  shrink=bool(params.get("shrink", False)))
+                                  shrink=bool(params.get("shrink", False)) or not prep.on_device)
             shapes = checked.pop("_shapes")
             result = _base_result(prep, checked)
             if checked["rejections"]:
@@ -436,6 +438,10 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                 result["notes"] = prep.notes + ["not timed: shrink asks for the correctness checks only (interpret mode "
                                                 "on CPU; its wall clock says nothing about a TPU)"]
                 return result
+            if "reduced" in checked:
+                shown = ", ".join(f"{dtype}{list(shape)}" for shape, dtype in checked["inputs"])
+                prep.notes.append(f"timed at the reduced shapes {shown} in TPU interpret mode on CPU (interpret "
+                                  "mode at full size runs for hours; this time says nothing about a TPU)")
             timed = time_pair(prep, shapes, seed, runs, warmup, say)
             samples = timed["device_ns"] or timed["wall_ns"]
             cand, ref = samples[CANDIDATE], samples[REFERENCE]
