@@ -210,7 +210,6 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     # 2. feasibility, duplicates: per traced program one configuration is evaluated, the one
     #    changing the fewest values of the current configuration
     outcomes: dict[Config, Outcome] = {}
-    feasible: dict[Config, float] = {}
     by_program: dict[str, Config] = {}
     rejected = []
     for config in explored.seen:
@@ -222,11 +221,10 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
             outcomes[config] = Outcome(config, status, est.seconds, est.bound, reasons=tuple(r.message for r in why))
             continue
         program = est.program_hash or repr(config)
-        if _changed(config, current) < _changed(by_program.get(program, config), current):
+        held = by_program.get(program)
+        if held is None or _changed(config, current) < _changed(held, current):
             by_program[program] = config
-        by_program.setdefault(program, config)
-    for program, first in by_program.items():
-        feasible[first] = estimates[first].seconds or 0.0
+    feasible = {c: estimates[c].seconds or 0.0 for c in by_program.values()}
     for config in explored.seen:
         est = estimates[config]
         first = by_program.get(est.program_hash or repr(config), config)

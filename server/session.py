@@ -15,16 +15,13 @@ kernel file opened there triggers one question per folder; tier 0 never executes
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import gc
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
@@ -38,6 +35,7 @@ from .lsp_convert import finding_to_diagnostic, text_lines
 from .progress import WorkProgress
 from .session_settings import SettingsAndTrust
 from .settings import Settings
+from . import tier0_thread
 from .shifting import Edit, LineIndex, shift_findings
 from .trust import inside
 
@@ -142,54 +140,6 @@ def tier0_snapshot(text: str, path: str, target: str, severity: dict[str, str]) 
         return exc
 
 
-# Closing a document bigger than this collects garbage and trims the heap (a few ms) so that its
-# trees' memory goes back to the system at once.
-RELEASE_ABOVE_CHARS = 64_000
-# Documents up to this many characters are analysed on the event loop when a request needs it
-# (a few ms); bigger ones only on the tier-0 thread, so they never hold up other requests.
-TIER0_INLINE_CHARS = 200_000
-_TIER0_POOL: ThreadPoolExecutor | None = None
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while tier 0 analyses a big document, and what
-    exists afterwards frozen (``gc.freeze``: left out of later collections). A 5 MB analysis makes
-    ~450,000 objects; the full collections it triggered held the GIL 0.2-1.8 s each, and with it
-    every other request of the server. Acyclic garbage is still freed at once (reference counts);
-    a closed big document's cycles are collected then (``Session.close``)."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
-def dispose(value: Any) -> None:
-    """Drop a big analysis a piece at a time: freeing it in one go (one cascade of deallocations
-    in C) held the GIL 0.15 s for a 5 MB document; between pieces other threads run."""
-    pending, seen = [value], set()
-    del value
-    while pending:
-        item = pending.pop()
-        if id(item) in seen:  # shared, or a cycle: expanded once
-            continue
-        seen.add(id(item))
-        if isinstance(item, (tuple, list)):
-            pending.extend(item)
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            pending.extend(getattr(item, f.name) for f in dataclasses.fields(item))
-        del item
-
-
-def _tier0_pool() -> ThreadPoolExecutor:
-    global _TIER0_POOL
-    if _TIER0_POOL is None:
-        _TIER0_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pallasite-tier0")
-    return _TIER0_POOL
-
-
 def with_site_context(finding: Finding, sites: Sequence[Any]) -> Finding:
     """Add the pallas_call and the kernel def as related places, when the finding is about a site."""
     related = list(finding.related)
@@ -289,7 +239,7 @@ class Session(SettingsAndTrust):
                     task.cancel()
             doc.analysis, doc.tier0 = None, []
             forget_tree(doc.path)
-            if len(doc.text) > RELEASE_ABOVE_CHARS:
+            if len(doc.text) > tier0_thread.RELEASE_ABOVE_CHARS:
                 gc.unfreeze()  # what collector_paused froze may hold its cycles
                 release_memory()
         return doc
@@ -306,7 +256,7 @@ class Session(SettingsAndTrust):
     def run_tier0_inline(self, doc: Document) -> bool:
         """Small documents: tier 0 now (True). Big ones: in the background, off the event loop; the
         background run publishes (False)."""
-        if len(doc.text) <= TIER0_INLINE_CHARS:
+        if len(doc.text) <= tier0_thread.TIER0_INLINE_CHARS:
             self.run_tier0(doc)
             return True
         self.schedule_tier0(doc, 0)
@@ -323,14 +273,14 @@ class Session(SettingsAndTrust):
         def current_snapshot() -> Any:  # a run queued behind another is skipped once the text moved on
             if doc.version != version:
                 return None
-            with collector_paused():
+            with tier0_thread.collector_paused():
                 result = tier0_snapshot(text, doc.path, target, severity)
             if doc.version != version:  # stale already: freed here, a piece at a time, not on the loop
-                dispose(result)
+                tier0_thread.dispose(result)
                 return None
             return result
 
-        result = await asyncio.get_running_loop().run_in_executor(_tier0_pool(), current_snapshot)
+        result = await asyncio.get_running_loop().run_in_executor(tier0_thread.pool(), current_snapshot)
         if result is None:
             return
         if doc.version == version and self.documents.get(doc.uri) is doc:
@@ -352,8 +302,8 @@ class Session(SettingsAndTrust):
             return
         old = (doc.analysis, doc.tier0)
         doc.analysis, doc.tier0 = result
-        if len(doc.text) > TIER0_INLINE_CHARS:  # freeing a big analysis holds the GIL: on the tier-0 thread
-            _tier0_pool().submit(dispose, old)
+        if len(doc.text) > tier0_thread.TIER0_INLINE_CHARS:  # freed on the tier-0 thread, a piece at a time
+            tier0_thread.pool().submit(tier0_thread.dispose, old)
 
     def _stopped_for_size(self, doc: Document) -> bool:
         """Past ``check.maxFileMb`` tier 0 does not run: say so once per document, show nothing."""
@@ -374,7 +324,7 @@ class Session(SettingsAndTrust):
         A big document is never analysed here (on the event loop): until its background run is
         done it counts as not analysed (False)."""
         if doc.analysis_version != doc.version:
-            if len(doc.text) > TIER0_INLINE_CHARS:
+            if len(doc.text) > tier0_thread.TIER0_INLINE_CHARS:
                 return False
             self.run_tier0(doc)
         return doc.uses_pallas
@@ -450,7 +400,7 @@ class Session(SettingsAndTrust):
         await asyncio.sleep(delay_s)
         started = time.perf_counter()
         was_pallas = doc.uses_pallas
-        if len(doc.text) > TIER0_INLINE_CHARS:
+        if len(doc.text) > tier0_thread.TIER0_INLINE_CHARS:
             await self.run_tier0_in_thread(doc)
             if doc.analysis_version != doc.version:
                 return  # edited meanwhile: the newer run publishes
