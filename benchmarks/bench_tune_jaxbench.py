@@ -83,7 +83,8 @@ def main() -> int:
         print(f"== {task} ({args.chip}, verify {args.verify}): exit {got['rc']}, {got['seconds']:.0f} s wall, "
               f"peak RSS {mb:.0f} MiB (CLI + workers) -> {'within' if within else 'NOT within'} "
               f"{args.limit_s:.0f} s / {args.limit_mb:.0f} MiB")
-        print("   per process (peak MiB): " + ", ".join(f"{k} {v / 2**20:.0f}" for k, v in sorted(got["peak_each"].items())))
+        each = sorted(got["peak_each"].items())
+        print("   per process (peak MiB): " + ", ".join(f"{k} {v / 2**20:.0f}" for k, v in each))
         for line in lines[:1] + [ln for ln in lines if ln.startswith(("best:", "note:"))]:
             print("   " + line)
         if got["rc"] != 0:

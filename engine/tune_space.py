@@ -152,8 +152,9 @@ async def explore(space: Space, score: Score, *, budget: int = DEFAULT_ESTIMATES
     budget = max(1, budget)
     ex = Exploration(size=space.size, seed=seed)
 
-    async def run(configs: Sequence[Config]) -> list[Config]:  # one score() call: the seam splits it
-        todo = [c for c in dict.fromkeys(configs) if c not in ex.seen][: budget - len(ex.seen)]
+    async def run(configs: Sequence[Config], limit: int = budget) -> list[Config]:
+        """Estimate the unseen ones (one score() call: the seam splits it), up to ``limit`` in all."""
+        todo = [c for c in dict.fromkeys(configs) if c not in ex.seen][: limit - len(ex.seen)]
         if todo:
             for config, scored in zip(todo, await score(todo)):
                 ex.seen[config] = scored
@@ -169,51 +170,61 @@ async def explore(space: Space, score: Score, *, budget: int = DEFAULT_ESTIMATES
     ex.strategy = "seeded random + local moves"
     rng = random.Random(seed)
     spare = 2 * (len(space.names) + 1) if current is not None else 0  # kept for _closer_to_current
-    budget, full = max(1, budget - spare), budget
-    ex.sampled += len(await run(first + space.sample(rng, max(1, budget // 4), ex.seen.__contains__)))
+    searching = max(1, budget - spare)
+    ex.sampled += len(await run(first + space.sample(rng, max(1, searching // 4), ex.seen.__contains__), searching))
     expanded: set[Config] = set()
-    unchanged: dict[str, int] = {name: 0 for name in space.names}  # moves that kept the program, while never changing it
-    inert: set[str] = set()
+    moves = _Moves(space.names)
     fruitless = 0
-    while len(ex.seen) < budget:
+    while len(ex.seen) < searching:
         ranked = _ranked(ex.seen)
         origin = next((c for c in ranked[:TOP] if c not in expanded), None)
-        if origin is None:  # local optima: restart from a fresh random sample
-            if fruitless >= RESTARTS:
-                ex.stopped = (f"the best {min(TOP, len(ranked))} distinct programs are local optima and {RESTARTS} "
-                              "random restarts found nothing better")
-                break
-            best = ex.seen[ranked[0]].seconds if ranked else None
-            drawn = await run(space.sample(rng, batch, ex.seen.__contains__))
-            if not drawn:
-                ex.stopped = "no configuration left to draw"
-                break
-            ex.sampled += len(drawn)
-            after = _ranked(ex.seen)
-            improved = bool(after) and (best is None or ex.seen[after[0]].seconds < best)
-            fruitless = 0 if improved else fruitless + 1
+        if origin is not None:
+            expanded.add(origin)
+            neighbours = space.neighbours(origin, frozenset(moves.inert))
+            ex.moved += len(await run(neighbours, searching))
+            moves.learn(origin, neighbours, ex.seen)
             continue
-        expanded.add(origin)
-        ex.moved += len(await run(space.neighbours(origin, frozenset(inert))))
-        for other in space.neighbours(origin, frozenset(inert)):
-            if other not in ex.seen:
-                continue
-            moved = next(n for (n, a), (_, b) in zip(origin, other) if a != b)
-            if unchanged[moved] < 0:
-                continue
-            if ex.seen[other].program is not None and ex.seen[other].program == ex.seen[origin].program:
-                unchanged[moved] += 1
-                if unchanged[moved] >= INERT_AFTER:
-                    inert.add(moved)
-            else:
-                unchanged[moved] = -1  # it changed the program once: it matters
+        if fruitless >= RESTARTS:  # local optima, and restarts found nothing better
+            ex.stopped = (f"the best {min(TOP, len(ranked))} distinct programs are local optima and {RESTARTS} "
+                          "random restarts found nothing better")
+            break
+        best = ex.seen[ranked[0]].seconds if ranked else None
+        drawn = await run(space.sample(rng, batch, ex.seen.__contains__), searching)
+        if not drawn:
+            ex.stopped = "no configuration left to draw"
+            break
+        ex.sampled += len(drawn)
+        after = _ranked(ex.seen)
+        fruitless = 0 if after and (best is None or ex.seen[after[0]].seconds < best) else fruitless + 1
     else:
-        ex.stopped = f"the budget of {full:,} estimates is spent"
-    ex.inert = tuple(sorted(inert))
-    budget = full
+        ex.stopped = f"the budget of {budget:,} estimates is spent"
+    ex.inert = tuple(sorted(moves.inert))
     if current is not None and (ranked := _ranked(ex.seen)):
         ex.moved += await _closer_to_current(ranked[0], current, ex, run)
     return ex
+
+
+class _Moves:
+    """Which tunables matter: a tunable whose moves kept the traced program ``INERT_AFTER`` times,
+    and never changed it, is inert (no longer moved)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.kept = {name: 0 for name in names}  # -1 once a move changed the program
+        self.inert: set[str] = set()
+
+    def learn(self, origin: Config, neighbours: Sequence[Config], seen: dict[Config, Scored]) -> None:
+        for other in neighbours:
+            if other not in seen:
+                continue
+            moved = next(n for (n, a), (_, b) in zip(origin, other) if a != b)
+            if self.kept[moved] < 0:
+                continue
+            if seen[other].program is not None and seen[other].program == seen[origin].program:
+                self.kept[moved] += 1
+                if self.kept[moved] >= INERT_AFTER:
+                    self.inert.add(moved)
+            else:
+                self.kept[moved] = -1
 
 
 async def _closer_to_current(best: Config, current: Config, ex: Exploration,
