@@ -28,6 +28,7 @@ Worker side: imports jax; uses only runner modules and analysis types.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import statistics
 import tempfile
@@ -64,7 +65,7 @@ class Prepared:
     config: dict[str, Any]
     platform: str
     device_kind: str
-    probe_entry: Callable[..., Any] | None = None  # the entry in a second instance of the file: see ``probe``
+    probe_loader: Callable[[], Callable[..., Any]] | None = None  # a fresh instance's entry: see ``probe``
     notes: list[str] = field(default_factory=list)
     _template: Any = field(default=None, repr=False)
     _template_made: bool = field(default=False, repr=False)
@@ -87,11 +88,12 @@ class Prepared:
     def candidate(self, *args: Any) -> Any:
         return self.task.entry(*args, **self.config)
 
-    def probe(self, *args: Any) -> Any:
-        """The candidate as pallasite's own traces call it (program checks, shape probes): the entry
-        of a second instance of the file, so nothing those traces leave in module state (a
-        candidate caching its result would keep a tracer) reaches the instance that is run."""
-        return (self.probe_entry or self.task.entry)(*args, **self.config)
+    def probe(self) -> Callable[..., Any]:
+        """The candidate for ONE of pallasite's own traces (program checks, shape probes): the entry
+        of a fresh instance of the file, so nothing a trace leaves in module state (a candidate
+        caching its result would keep a tracer) reaches the instance that is run, or the next trace."""
+        entry = self.probe_loader() if self.probe_loader is not None else self.task.entry
+        return functools.partial(entry, **self.config) if self.config else entry
 
 
 # --------------------------------------------------------------------------- loading
@@ -158,10 +160,12 @@ def prepared(params: dict[str, Any]):
         if unknown:
             raise TimingError(f"config names {', '.join(unknown)}, which are not tunables of {task.name} "
                               f"(tunables: {', '.join(sorted(task.tunables)) or 'none'})")
-        probe = next((t.entry for t in tasks_of(load()) if t.name == task.name), None)
+        def fresh_entry() -> Callable[..., Any]:
+            return next((t.entry for t in tasks_of(load()) if t.name == task.name), task.entry)
+
         device = jax.devices()[0]
         yield Prepared(task, module, path, reference, reference_file, config, jax.default_backend(),
-                       device.device_kind, probe_entry=probe)
+                       device.device_kind, probe_loader=fresh_entry)
 
 
 def _pair_task(module: Any, ref_module: Any, path: str) -> list[Any]:

@@ -93,9 +93,11 @@ def trace_entering(fn: Callable[..., Any], args: tuple[Any, ...], watched: Calla
     return [f"{code.co_filename}:{code.co_firstlineno} {code.co_name}" for code in seen]
 
 
-def program_checks(candidate: Callable[..., Any], args: tuple[Any, ...], reference: Callable[..., Any] | None,
-                   reference_file: str | None, candidate_file: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Rejections from the program the candidate traces to, and what was counted."""
+def program_checks(candidate: Callable[[], Callable[..., Any]], args: tuple[Any, ...],
+                   reference: Callable[..., Any] | None, reference_file: str | None,
+                   candidate_file: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rejections from the program the candidate traces to, and what was counted. ``candidate()``
+    gives the candidate for one trace (each trace its own instance: timing.Prepared.probe)."""
     import inspect
     import os
 
@@ -111,8 +113,8 @@ def program_checks(candidate: Callable[..., Any], args: tuple[Any, ...], referen
         return ((code.co_filename, code.co_firstlineno, code.co_name) == ref_place
                 or (other_file is not None and os.path.realpath(code.co_filename) == other_file))
 
-    entered = trace_entering(candidate, args, watched) if (ref_code is not None or other_file) else []
-    count, live = pallas_calls(candidate, args)
+    entered = trace_entering(candidate(), args, watched) if (ref_code is not None or other_file) else []
+    count, live = pallas_calls(candidate(), args)
     if entered:
         rejections.append(reject("calls_reference", "the candidate calls the reference "
                                  f"({entered[0]}): its output is the reference's, not a kernel's"))
