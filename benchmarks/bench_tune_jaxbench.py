@@ -85,7 +85,8 @@ def main() -> int:
               f"{args.limit_s:.0f} s / {args.limit_mb:.0f} MiB")
         each = sorted(got["peak_each"].items())
         print("   per process (peak MiB): " + ", ".join(f"{k} {v / 2**20:.0f}" for k, v in each))
-        for line in lines[:1] + [ln for ln in lines if ln.startswith(("best:", "note:"))]:
+        best_row = [" ".join(ln.split()) for ln in lines if " * " in ln][:1]  # the table's row of the best
+        for line in lines[:1] + best_row + [ln for ln in lines if ln.startswith(("best:", "note:"))]:
             print("   " + line)
         if got["rc"] != 0:
             print("   stderr: " + got["err"].strip().splitlines()[-1] if got["err"].strip() else "   (no stderr)")

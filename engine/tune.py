@@ -445,7 +445,7 @@ class _Keys:
         return None
 
     def put_verdict(self, config: Config, verdict: dict[str, Any]) -> None:
-        if self.store is None:
+        if self.store is None or verdict.get("transient"):  # a run stopped by a limit is tried again next time
             return
         import json
 
@@ -542,8 +542,10 @@ def worker_verifier(backend: Any, path: str, text: str | None, options: TuneOpti
         params = VerifyParams(source=source, config=dict(config), chip=options.chip, entry=options.entry,
                               kinds=dict(tunable_kinds))
         reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
-        if not reply.ok:
+        if reply.status == "error":  # the op itself raised on this configuration
             return {"state": "error", "problems": [f"the interpret run failed: {reply.why}"[:500]]}
+        if not reply.ok:  # a limit or a crash: no evidence either way about this configuration's numbers
+            return {"state": f"skipped: the interpret run did not finish ({reply.why})"[:500], "transient": True}
         return to_json(reply.result)
 
     return verify

@@ -48,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--no-store", action="store_true", help="neither read nor write .pallasite/results.sqlite")
     parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
+    parser.add_argument("--memory-mb", type=int, default=4096, help="each worker's memory limit (RSS, MiB; default "
+                        "4096): interpret-mode checks of attention kernels can need more")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="workers estimating configurations in parallel (default: 2, or 1 on one core)")
 
@@ -83,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"pallasite tune: results are not recorded (tuning without the results store): {exc}",
                   file=sys.stderr)
     try:
-        report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs)))
+        report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
+                                   memory_mb=args.memory_mb))
     except TuneError as exc:
         print(f"pallasite tune: {exc}", file=sys.stderr)
         return 1
@@ -99,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1) -> TuneReport:
+async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
+                memory_mb: int = 4096) -> TuneReport:
     from pallasite.engine.client import WorkerConfig
     from pallasite.engine.pool import local_backend
 
@@ -111,8 +115,9 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     # job workers estimate and verify; a device worker (the machine's accelerator) times with
     # --backend local. Workers start with their first request: a kernel answered from the store
     # starts none.
-    backend = local_backend(WorkerConfig(timeout_s=600.0), checks=0, jobs=jobs, device=options.backend == "local")
-    checking = local_backend(WorkerConfig(timeout_s=600.0), checks=0, jobs=1)
+    config = WorkerConfig(timeout_s=600.0, memory_mb=memory_mb)
+    backend = local_backend(config, checks=0, jobs=jobs, device=options.backend == "local")
+    checking = local_backend(config, checks=0, jobs=1)
     estimator = worker_estimator(backend, path, text, options, parallel=jobs, on_progress=progress)
     interpret = worker_verifier(checking, path, text, options, on_progress=progress)
 

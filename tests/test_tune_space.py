@@ -181,3 +181,33 @@ def test_the_wide_kernel_is_estimated_by_the_real_cost_model_and_reused_from_the
         again = asyncio.run(tune(WIDE, text, options, estimator, store=store))
         assert sum(calls) == len(report.outcomes)  # the same seed asks for the same estimates: all stored
         assert again.best == report.best and any("reused from the results store" in n for n in again.notes)
+
+
+def test_an_interpret_check_stopped_by_a_limit_is_no_verdict(tmp_path):
+    """JAXBench's 2p_GQA/3p_MLA: the interpret run of each best-ranked configuration hit the worker's
+    memory limit, and each was marked failed, leaving "nothing to apply". A run stopped by a limit
+    says nothing about the numbers: the best estimate stays the best, said unverified, not stored."""
+    from pallasite.engine.backend import Reply
+    from pallasite.engine.tune import worker_verifier
+    from test_tune import _estimator, _read
+
+    class Backend:
+        def __init__(self):
+            self.sent = 0
+
+        async def request(self, params, *, purpose, **kw):
+            self.sent += 1
+            return Reply("memory", message="the worker went past its memory limit of 4096 MiB and was stopped")
+
+    path, text = _read("matmul")
+    make, _ = _estimator()
+    backend = Backend()
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        for _ in range(2):
+            verifier = worker_verifier(backend, path, text, TuneOptions(chip="v5e"))
+            report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), verifier=verifier,
+                                      store=store))
+            ranked = sorted((o for o in report.outcomes if o.status == "estimated"), key=lambda o: (o.estimate_s, o.config))
+            assert report.best == ranked[0].config and report.best_provenance == "estimate (v5e)"
+            assert "interpret check skipped: the interpret run did not finish" in report.outcome(report.best).reasons[0]
+    assert backend.sent == 2  # one try per run (not three), and not remembered: the next run tries again
