@@ -285,7 +285,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     else:
         for config, seconds in feasible.items():
             outcomes[config] = Outcome(config, "estimated", seconds, estimates[config].bound)
-        ranked = sorted(feasible, key=lambda c: (feasible[c], c))
+        ranked = sorted(feasible, key=lambda c: (feasible[c], _changed(c, current), c))  # ties: fewest edits
         best = ranked[0]
         best_provenance = f"estimate ({options.chip})"
         if verifier is not None and options.verify > 0:

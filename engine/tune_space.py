@@ -43,6 +43,7 @@ DEFAULT_ESTIMATES = 1024  # configurations traced and estimated at most, by defa
 TOP = 4  # local moves continue from the best this many distinct programs
 INERT_AFTER = 3  # moves of a tunable that never changed the traced program before it stops moving
 RESTARTS = 2  # random restarts in a row that find nothing better end the search
+PASSES = 3  # passes putting the best's values back to the current ones
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ async def explore(space: Space, score: Score, *, budget: int = DEFAULT_ESTIMATES
         return ex
     ex.strategy = "seeded random + local moves"
     rng = random.Random(seed)
-    spare = 2 * (len(space.names) + 1) if current is not None else 0  # kept for _closer_to_current
+    spare = min(2 * PASSES * len(space.names), budget // 4) if current is not None else 0  # for _closer_to_current
     searching = max(1, budget - spare)
     ex.sampled += len(await run(first + space.sample(rng, max(1, searching // 4), ex.seen.__contains__), searching))
     expanded: set[Config] = set()
@@ -229,22 +230,30 @@ class _Moves:
 
 async def _closer_to_current(best: Config, current: Config, ex: Exploration,
                              run: Callable[[Sequence[Config]], Awaitable[list[Config]]]) -> int:
-    """Estimate ``best`` with each tunable put back to its current value, then with all of those
-    that kept the traced program, and again from there (a value may go back only once another
-    has: a minor block size below its major one): the same program with fewer changed values (a
-    value the program never reads, drawn at random, is not worth an edit). engine/tune.py picks, per
-    program, the configuration closest to the current one. Returns how many were estimated."""
+    """Put ``best``'s values back to the current ones where that keeps its traced program (a value
+    the program never reads, drawn at random, is not worth an edit). Each pass: every value put
+    back alone, then those that kept the program put back one after another (each prefix in one
+    batch; a minor block size can go back only once its major one has); the longest prefix that
+    still traces to the same program is the next start. engine/tune.py picks, per program, the
+    configuration closest to the current one. Returns how many were estimated."""
     program = ex.seen[best].program
     done = 0
-    while program is not None:
+    for _ in range(PASSES):
+        if program is None:
+            break
         index = {name: i for i, (name, _) in enumerate(best)}
         resets = [best[:index[n]] + ((n, v),) + best[index[n] + 1:] for (n, v), (_, b) in zip(current, best) if v != b]
         done += len(await run(resets))
-        kept = {n: v for config in resets if config in ex.seen and ex.seen[config].program == program
-                for (n, v), (_, b) in zip(config, best) if v != b}
-        closer = tuple((n, kept.get(n, v)) for n, v in best)
-        done += len(await run([closer]))
-        if not kept or ex.seen.get(closer, Scored(None)).program != program:
+        kept = [next(pair for pair, was in zip(c, best) if pair != was) for c in resets
+                if c in ex.seen and ex.seen[c].program == program]
+        prefixes, config = [], best
+        for name, value in kept:
+            config = config[:index[name]] + ((name, value),) + config[index[name] + 1:]
+            prefixes.append(config)
+        done += len(await run(prefixes))
+        held = [c for c in prefixes if c in ex.seen and ex.seen[c].program == program]
+        longest = next((p for p, q in zip(prefixes, [*prefixes[1:], None]) if p in held and q not in held), None)
+        if longest is None or longest == best:
             break
-        best = closer
+        best = longest
     return done
