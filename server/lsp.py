@@ -24,7 +24,7 @@ from pallasite.engine import secrets
 from . import actions, fix_command, hover, hover_sources, inlay_hints, lenses, optimize_lsp, search_lsp, timing_lsp, tune_lsp
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
-    change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
+    change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, uri_to_path,
     whole_document_edit,
 )
 from .session import Document, Session

@@ -31,7 +31,7 @@ from pallasite.analysis.types import FileReport, Finding, Related
 
 from pallasite.engine.engine import Engine
 
-from .lsp_convert import finding_to_diagnostic, text_lines
+from .lsp_convert import finding_to_diagnostic
 from .progress import WorkProgress
 from .session_settings import SettingsAndTrust
 from .settings import Settings
