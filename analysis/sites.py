@@ -257,8 +257,11 @@ def _specs(source: Source, scope: Scope, node: Node | None, role: str) -> tuple[
         leaves.append((n, sc, via))
         return True
 
-    if not expand(node, scope, None, True, 0):
-        return None
+    try:
+        if not expand(node, scope, None, True, 0):
+            return None
+    finally:
+        del expand  # the recursive closure holds itself through its cell: break that cycle
     specs = []
     for position, (leaf, leaf_scope, via) in enumerate(leaves):
         spec = block_spec(source, leaf_scope, leaf, role, position)

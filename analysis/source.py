@@ -17,6 +17,8 @@ questions every tier-0 module asks:
 
 from __future__ import annotations
 
+import bisect
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -68,28 +70,158 @@ def parse(text: str, key: str | None = None) -> Tree:
     text gets the same tree, edited text is re-parsed incrementally from a copy of it (the
     language server re-checks a file after each edit; a full parse of a 2,600-line file costs
     10-20 ms, an incremental one well under 1 ms). Trees are never edited in place once handed
-    out, so older ``Source`` objects stay valid.
+    out, so older ``Source`` objects stay valid. ``forget(key)`` drops a key's tree (the server
+    does on didClose); the trees kept are bounded by ``TREE_CACHE_BYTES`` of text.
     """
     return parse_bytes(text.encode("utf-8"), key)
 
 
-_TREES: OrderedDict[str, tuple[bytes, Tree]] = OrderedDict()  # key -> last (text, tree), LRU
+_TREES: OrderedDict[str, tuple[bytes, Tree]] = OrderedDict()  # key -> last (parsed bytes, tree), LRU
 _TREES_LOCK = threading.Lock()
 _TREES_MAX = 16
+# Trees cost about 50 bytes of memory per byte of text: the cache keeps at most this much text
+# (the newest tree always stays, whatever its size: it is the document being typed in).
+TREE_CACHE_BYTES = 4 << 20
 
+
+def forget(key: str) -> None:
+    """Drop the tree kept for ``key`` (a closed document); ``release_memory`` gives it back."""
+    with _TREES_LOCK:
+        _TREES.pop(key, None)
+
+
+def release_memory() -> None:
+    """Collect what cycles hold (a ``Source`` and its memos) and return freed heap pages to the
+    system (glibc keeps them otherwise: a dropped 5 MB tree would stay in resident memory)."""
+    global _LIBC
+    import gc
+
+    gc.collect()
+    if _LIBC is None:
+        try:
+            import ctypes
+
+            _LIBC = ctypes.CDLL("libc.so.6")
+        except OSError:
+            _LIBC = False
+    if _LIBC:
+        _LIBC.malloc_trim(0)
+
+
+_LIBC = None
 
 # Parsing holds the GIL (3.5 s for 5 MB): past this size the text is handed to tree-sitter in
 # chunks, and each chunk lets other threads run (a language server's event loop keeps answering).
+# The chunks are views of the text, not copies: tree-sitter keeps every chunk it was given until
+# the parse ends, and re-reads text when it looks ahead (1.2 GB of copies for a 0.5 MB file).
 YIELD_ABOVE_BYTES = 256 * 1024
 _CHUNK = 16 * 1024
 
 
 def _yielding_reader(data: bytes):
-    def read(offset: int, _point: object) -> bytes:
+    view = memoryview(data)
+
+    def read(offset: int, _point: object) -> memoryview:
         time.sleep(0)
-        return data[offset:offset + _CHUNK]
+        return view[offset:offset + _CHUNK]
 
     return read
+
+
+# tree-sitter-python's scanner looks past every own-line comment that follows a newline to find
+# the next line's indentation, once per comment: a run of N comment lines costs N^2 (a 0.5 MB file
+# of commented-out code took 21 s). Runs this long are parsed with the comments blanked to spaces
+# (same byte offsets; blank lines cost nothing), keeping any comment that mentions "pallasite"
+# (suppressions). A blanked line that turns out to sit inside a string (tree-sitter says so after
+# the parse) sends the text to a plain parse instead, which is then linear: no real comments.
+MASK_RUN = 32
+_OWN_LINE_COMMENT = re.compile(rb"^[ \t\f]*(#[^\r\n]*)", re.M)
+
+
+def _comment_runs(data: bytes, strings: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """Runs of own-line comments (byte ranges from ``#`` to the line's end) with only blank lines
+    between them; a "comment" inside one of ``strings`` is string content and ends a run."""
+    starts = [a for a, _ in strings]
+    runs: list[list[tuple[int, int]]] = []
+    previous_end = -1
+    for match in _OWN_LINE_COMMENT.finditer(data):
+        start, end = match.span(1)
+        i = bisect.bisect_right(starts, start) - 1
+        if i >= 0 and start < strings[i][1]:
+            previous_end = -1
+            continue
+        if runs and previous_end >= 0 and not data[previous_end:match.start()].strip():
+            runs[-1].append((start, end))
+        else:
+            runs.append([(start, end)])
+        previous_end = end
+    return runs
+
+
+_STRING_OR_COMMENT = re.compile(rb"#|\"\"\"|'''|\"|'")
+
+
+def _multiline_strings(data: bytes) -> list[tuple[int, int]]:
+    """Byte ranges of the triple-quoted strings (the only literals spanning lines), read by a small
+    lexer that skips comments and one-line strings."""
+    out = []
+    i = 0
+    while (match := _STRING_OR_COMMENT.search(data, i)) is not None:
+        token, start = match.group(), match.start()
+        if token == b"#":
+            i = data.find(b"\n", start)
+            if i < 0:
+                break
+            continue
+        line_end = data.find(b"\n", match.end()) if len(token) == 1 else -1
+        j = match.end()
+        while True:  # the closing quote, not escaped (a one-line string also ends at its line's end)
+            j = data.find(token, j)
+            if j < 0 or 0 <= line_end < j:
+                j = -1
+                break
+            k = j
+            while k > 0 and data[k - 1] == 0x5C:  # backslashes right before the quote
+                k -= 1
+            if (j - k) % 2 == 0:
+                break
+            j += 1
+        if len(token) == 3:
+            end = len(data) if j < 0 else j + 3
+            out.append((start, end))
+        else:
+            end = j + 1 if j >= 0 else (line_end if line_end >= 0 else len(data))
+        i = end
+    return out
+
+
+def _masked(data: bytes) -> tuple[bytes, list[int]]:
+    """``data`` with long runs of own-line comments blanked, and where each blanked run starts."""
+    if data.count(b"#") < MASK_RUN:
+        return data, []
+    if not any(len(run) >= MASK_RUN for run in _comment_runs(data, [])):
+        return data, []
+    long = [run for run in _comment_runs(data, _multiline_strings(data)) if len(run) >= MASK_RUN]
+    if not long:
+        return data, []
+    out = bytearray(data)
+    firsts = []
+    for run in long:
+        blanked = [(s, e) for s, e in run if b"pallasite" not in data[s:e]]
+        for s, e in blanked:
+            out[s:e] = b" " * (e - s)
+        if blanked:
+            firsts.append(blanked[0][0])
+    return bytes(out), firsts
+
+
+def _inside_string(root: Node, offset: int) -> bool:
+    node = root.descendant_for_byte_range(offset, offset + 1)
+    while node is not None:
+        if node.type in ("string", "string_content", "concatenated_string"):
+            return True
+        node = node.parent
+    return False
 
 
 def _captures(root: Node) -> dict[str, list[Node]]:
@@ -120,6 +252,24 @@ def _captures(root: Node) -> dict[str, list[Node]]:
 
 
 def parse_bytes(data: bytes, key: str | None = None) -> Tree:
+    parsed, blanked = _masked(data)
+    tree = _parse(parsed, key)
+    if blanked and any(_inside_string(tree.root_node, offset) for offset in blanked):
+        parsed = data  # a "comment" line was string content: parse the text as it is
+        tree = _parse(parsed, key)
+    if key is not None:
+        with _TREES_LOCK:
+            _TREES[key] = (parsed, tree)
+            _TREES.move_to_end(key)
+            total = sum(len(d) for d, _ in _TREES.values())
+            while len(_TREES) > 1 and (len(_TREES) > _TREES_MAX or total > TREE_CACHE_BYTES):
+                _, (dropped, _) = _TREES.popitem(last=False)
+                total -= len(dropped)
+    return tree
+
+
+def _parse(data: bytes, key: str | None) -> Tree:
+    """A full or, from ``key``'s last tree, incremental parse of ``data``."""
     previous = None
     if key is not None:
         with _TREES_LOCK:
@@ -127,21 +277,13 @@ def parse_bytes(data: bytes, key: str | None = None) -> Tree:
     parser = Parser(language())
     source = _yielding_reader(data) if len(data) > YIELD_ABOVE_BYTES else data
     if previous is None:
-        tree = parser.parse(source)
-    elif previous[0] == data:
-        tree = previous[1]
-    else:
-        old_data, old_tree = previous
-        edited = old_tree.copy()
-        edited.edit(**text_edit(old_data, data))
-        tree = parser.parse(source, edited)
-    if key is not None:
-        with _TREES_LOCK:
-            _TREES[key] = (data, tree)
-            _TREES.move_to_end(key)
-            while len(_TREES) > _TREES_MAX:
-                _TREES.popitem(last=False)
-    return tree
+        return parser.parse(source)
+    if previous[0] == data:
+        return previous[1]
+    old_data, old_tree = previous
+    edited = old_tree.copy()
+    edited.edit(**text_edit(old_data, data))
+    return parser.parse(source, edited)
 
 
 def text_edit(old: bytes, new: bytes) -> dict:
@@ -190,7 +332,7 @@ class Source:
         self.data = text.encode("utf-8")
         self.tree = parse_bytes(self.data, key)  # ``key``: reuse the last tree of that file
         self.root = self.tree.root_node
-        self._lines = self.data.split(b"\n")
+        self._split: list[bytes] | None = None  # the lines, split when first needed
         self._starts: list[int] | None = None
         self.cache: dict[str, dict] = {}  # per-text memo for analyses built on this source
         self.imports: dict[str, str] = {}  # local name -> dotted module/member path
@@ -211,9 +353,20 @@ class Source:
             return len(prefix)
         return len(prefix.decode("utf-8", errors="replace"))
 
+    @property
+    def _lines(self) -> list[bytes]:
+        if self._split is None:
+            self._split = self.data.split(b"\n")
+        return self._split
+
     def span(self, node: Node) -> Span:
+        """The node's span; its columns from the bytes before it on its lines (no line split)."""
         (r0, c0), (r1, c1) = node.start_point, node.end_point
-        return Span(r0, self.column(r0, c0), r1, self.column(r1, c1))
+        return Span(r0, self._column_before(node.start_byte, c0), r1, self._column_before(node.end_byte, c1))
+
+    def _column_before(self, offset: int, byte_column: int) -> int:
+        prefix = self.data[offset - byte_column:offset]
+        return len(prefix) if prefix.isascii() else len(prefix.decode("utf-8", errors="replace"))
 
     def offset(self, line: int, column: int) -> int:
         """The byte offset of a 0-based line and code-point column."""
@@ -529,7 +682,7 @@ def apply_edits(text: str, edits) -> str:
     """``text`` with the ``TextEdit``s applied (spans refer to the original text; no overlaps)."""
     source = Source.__new__(Source)  # positions only: no parse needed
     source.text, source.data = text, text.encode("utf-8")
-    source._lines, source._starts = source.data.split(b"\n"), None
+    source._split, source._starts = None, None
     data = source.data
     ordered = sorted(edits, key=lambda e: (e.span.line, e.span.column, e.span.end_line, e.span.end_column))
     for earlier, later in zip(ordered, ordered[1:]):

@@ -40,10 +40,17 @@ class SourceAnalysis:
 def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET) -> SourceAnalysis:
     """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``."""
     source = Source(text, key=path)  # a known path re-parses incrementally from its last tree
+    try:
+        return _analyze(source, text, path, target)
+    finally:  # the memos hold scopes that hold the source: a cycle (with the whole tree) that only
+        source.cache.clear()  # the garbage collector would free, in a pass that holds the GIL for seconds
+
+
+def _analyze(source: Source, text: str, path: str | None, target: str) -> SourceAnalysis:
     uses_pallas = source.uses_pallas
     # Python's parser is the authority on syntax, but costs ~20 ms on a large file: ask it only
     # when tree-sitter saw a problem (it also flags the Python 2 statements it would accept).
-    syntax = syntax_error(text, path) if source.has_error else None
+    syntax = syntax_error(text, path, _error_prefix(source)) if source.has_error else None
     if not uses_pallas:
         return SourceAnalysis(path, False, (), (), (), syntax is None)
     if syntax is not None:
@@ -64,8 +71,15 @@ def _safe_sites(source: Source) -> tuple[KernelSite, ...]:
     return sites_mod.find_sites(source)  # reads each call defensively (see sites.find_sites)
 
 
-def syntax_error(text: str, path: str | None = None) -> Finding | None:
-    """A PLS000 finding at the first syntax error Python reports, or None if the text parses."""
+def syntax_error(text: str, path: str | None = None, prefix: int | None = None) -> Finding | None:
+    """A PLS000 finding at the first syntax error Python reports, or None if the text parses.
+    ``prefix``: first compile only the text's first ``prefix`` characters (whole top-level
+    statements past tree-sitter's first error): Python's parser holds the GIL for the whole text
+    (0.1-0.5 s on 5 MB), which a language server's other requests would wait for."""
+    if prefix is not None and prefix < len(text):
+        found = syntax_error(text[:prefix], path)
+        if found is not None:
+            return found
     try:
         compile(text, path or "<kernel>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as err:
@@ -75,8 +89,20 @@ def syntax_error(text: str, path: str | None = None) -> Finding | None:
     return None
 
 
+def _error_prefix(source: Source) -> int | None:
+    """Characters up to the end of the top-level statement after the first one holding a
+    tree-sitter error (None: no such statement, compile it all)."""
+    statements = source.root.children
+    for i, node in enumerate(statements):
+        if node.has_error or node.type == "ERROR":
+            if i + 1 >= len(statements):
+                return None
+            return len(source.data[:statements[i + 1].end_byte].decode("utf-8", errors="replace"))
+    return None
+
+
 def _syntax_finding(text: str, err: SyntaxError) -> Finding:
-    lines = text.splitlines()
+    lines = text.split("\n", (err.end_lineno or err.lineno or 1) + 1)
     line = max((err.lineno or 1) - 1, 0)
     column = max((err.offset or 1) - 1, 0)
     end_line = max((err.end_lineno or err.lineno or 1) - 1, line)

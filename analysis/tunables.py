@@ -3,7 +3,9 @@ the edit that writes a chosen configuration back.
 
 Found, in this order (a name found twice is kept once, the first way):
 1. keyword-only ``int`` parameters of the task's entry (``def matmul(x, y, *, bm: int = 256)``);
-2. entries of a module-level ``TUNED_PARAMS = {"block_rows": 64, ...}`` dict (JAXBench style);
+2. entries of a module-level ``TUNED_PARAMS = {"block_rows": 64, ...}`` dict (JAXBench style); an
+   entry holding a list or tuple of ints (``"block_shape": [1024, 2048]``) is one tunable per
+   element, named ``block_shape[0]``, ``block_shape[1]`` (the worker puts each back in its place);
 3. module-level int constants used in a block shape: inside the first argument of a
    ``BlockSpec(...)`` or the shape of a ``VMEM(...)`` scratch (``BLOCK_ROWS = 16``).
 Candidate values come from the declared search space (``TUNABLES`` / ``NAME_tunables`` in the
@@ -73,12 +75,18 @@ def _tuned_params(source: Source, node: Node | None) -> list[Tunable]:
         if pair.type != "pair":
             continue
         key, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
-        if key is None or key.type != "string" or value is None or value.type != "integer":
+        if key is None or key.type != "string" or value is None:
             continue
-        number = source.int_value(value)
-        if number is not None:
-            out.append(Tunable(source.node_text(key).strip("'\""), number, (), source.span(pair),
-                               "tuned_params", source.span(value)))
+        name = source.node_text(key).strip("'\"")
+        if value.type in ("list", "tuple"):  # one tunable per int literal, named by its index
+            items = [v for v in value.named_children if v.type != "comment"]
+            literals = [(f"{name}[{i}]", v) for i, v in enumerate(items) if v.type == "integer"]
+        else:
+            literals = [(name, value)] if value.type == "integer" else []
+        for tunable_name, literal in literals:
+            number = source.int_value(literal)
+            if number is not None:
+                out.append(Tunable(tunable_name, number, (), source.span(pair), "tuned_params", source.span(literal)))
     return out
 
 

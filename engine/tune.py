@@ -2,8 +2,10 @@
 never imports JAX). Used by `pallasite tune` and the language server's Autotune command.
 
 1. ``analysis.tunables`` reads the tunables and their candidate values from the source.
-2. One ``estimate`` request (worker op, runner/tune_ops.py) traces the entry under every
-   candidate configuration and returns the cost model's counts and roofline for the chip.
+2. ``estimate`` requests (worker op, runner/tune_ops.py) trace the entry under the configurations
+   the exploration picks (engine/tune_space.py: the whole space when it fits ``estimates``, else
+   seeded random + local moves; the space is never built in memory) and return the cost model's
+   counts and roofline for the chip. The report says how much of the space was estimated.
 3. ``analysis.feasibility`` rejects, before any compile, what cannot run (divisibility, tiling,
    scoped VMEM); the count per reason is reported. Configurations whose traced programs are
    identical (same ``program_hash``) are evaluated once.
@@ -16,14 +18,13 @@ never imports JAX). Used by `pallasite tune` and the language server's Autotune 
 5. Every configuration's outcome is stored (knowledge/store.py) as it arrives: estimates with
    provenance "estimate", timings with provenance "device". A re-run reads them back: an
    interrupted search resumes without repeating finished configurations, and re-tuning an
-   unchanged kernel (same code hash, chip, versions, backend, candidates) starts no worker.
+   unchanged kernel (same code hash, chip, versions, backend, candidates, seed) starts no worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -37,6 +38,7 @@ from pallasite.runner.messages import EstimateParams, EstimateResult, VerifyPara
 
 from .sources import sources_for
 from .tune_search import Config, SearchResult, search
+from .tune_space import DEFAULT_ESTIMATES, INERT_AFTER, Scored, Space, explore
 
 # (configs, kinds) -> the worker's estimate result (runner/messages.EstimateResult)
 Estimator = Callable[[Sequence[dict[str, int]], dict[str, str]], Awaitable[EstimateResult]]
@@ -58,7 +60,6 @@ Progress = Callable[[str, "float | None"], None]
 # {"state": "ok" | "error" | "skipped: why", "problems": [...], "note": ...} (VerifyResult as JSON)
 Verifier = Callable[[dict[str, int], dict[str, str]], Awaitable[dict[str, Any]]]
 
-MAX_CANDIDATES = 4096
 COST_MODEL_METHOD = "pallasite cost model (roofline over traced counts)"
 VERIFY_METHOD = "tier 3: TPU interpret mode on CPU vs the reference (correctness only, no timing)"
 
@@ -76,6 +77,8 @@ class TuneOptions:
     backend: str = "estimate"  # "estimate" (no device) or the device backend's name
     batch: int = 4
     verify: int = 3  # without a device: interpret-mode checks of the best-ranked, at most this many
+    estimates: int | None = None  # configurations traced and estimated at most (None: DEFAULT_ESTIMATES)
+    seed: int = 0  # the exploration's random sample (engine/tune_space.py)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class TuneReport:
     reference_s: float | None = None  # the reference's device time (median over this run's timings)
     notes: tuple[str, ...] = ()
     edits: tuple[TextEdit, ...] = ()  # the edit writing ``best`` back (empty if best == current)
+    space_size: int = 0  # configurations in the whole space
+    explored: str = ""  # how much of the space was estimated, and how (tune_space.Exploration.summary)
 
     @property
     def label(self) -> str:
@@ -131,19 +136,13 @@ class TuneReport:
         """(speedup, provenance) of the best over the current config; device times only, else
         the estimate's ratio labelled as such."""
         best, cur = self.outcome(self.best) if self.best else None, self.outcome(self.current)
-        if best is None or cur is None:
-            return None
+        if best is None or cur is None or cur.status in ("rejected", "trace error", "failed"):
+            return None  # no speedup over a configuration that cannot run
         if best.measured_s and cur.measured_s:
             return cur.measured_s / best.measured_s, "device"
         if best.estimate_s and cur.estimate_s and self.backend == "estimate":
             return cur.estimate_s / best.estimate_s, self.label
         return None
-
-
-def space(tunables: Sequence[Tunable]) -> list[Config]:
-    names = sorted(t.name for t in tunables)
-    by_name = {t.name: t for t in tunables}
-    return [tuple(zip(names, values)) for values in itertools.product(*(by_name[n].candidates for n in names))]
 
 
 async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator, *,
@@ -164,42 +163,56 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
                         "(`def f(x, *, block_rows: int = 256)`), a TUNED_PARAMS dict, or module constants used "
                         "in BlockSpec shapes; see README 'Autotuning'")
     current: Config = tuple(sorted((t.name, t.default) for t in tunables))
-    candidates = space(tunables)
-    if current not in candidates:
-        candidates.append(current)
-    if len(candidates) > MAX_CANDIDATES:
-        raise TuneError(f"{len(candidates)} candidate configurations (more than {MAX_CANDIDATES}): declare fewer "
-                        "values in TUNABLES or the `tunables` setting")
+    space = Space.of(tunables)
     keys = _Keys(path, text, options, store)
     notes: list[str] = []
-
-    # 1. estimates, from the store when every one is there (an unchanged kernel costs nothing)
-    stored = keys.stored_estimates(candidates)
-    reference = None
+    tunable_kinds = kinds(tunables)
+    estimates: dict[Config, CostEstimate] = {}
+    asked = {"worker": 0, "store": 0}
+    reference: dict[str, Any] | None = None
     entry = options.entry or ""
-    if len(stored) == len(candidates):
-        estimates = stored
-        notes.append(f"estimates reused from the results store ({len(stored)} configurations)")
+
+    # 1. estimates of the configurations the exploration picks (engine/tune_space.py): from the
+    #    store when there (an unchanged kernel costs nothing), else traced by the worker
+    async def score(configs: Sequence[Config]) -> list[Scored]:
+        nonlocal reference, entry
+        found = keys.stored_estimates(configs)
+        asked["store"] += len(found)
+        missing = [c for c in configs if c not in found]
+        if missing:
+            reply = await estimator([dict(c) for c in missing], tunable_kinds)
+            asked["worker"] += len(missing)
+            entry = reply.entry or entry
+            reference = reference or reply.reference
+            keys.scoped, keys.entry = reply.chip.scoped_vmem_limit_bytes, entry
+            fresh = {tuple(sorted((str(k), v) for k, v in e.config)): e for e in reply.estimates}
+            keys.put_estimates(fresh)
+            found.update(fresh)
+        estimates.update(found)
+        return [Scored(None if c not in found or feasibility.rejections(found[c], keys.scoped)
+                       else found[c].seconds or 0.0, found[c].program_hash if c in found else None) for c in configs]
+
+    budget = options.estimates or DEFAULT_ESTIMATES
+    share = 0.9 if timer is None else 0.1
+    explored = await explore(space, score, budget=budget, seed=options.seed, current=current,
+                             on_progress=lambda ex: say(f"estimating for {options.chip}: {len(ex.seen):,} of at most "
+                                                        f"{min(budget, ex.size + 1):,} ({ex.strategy})",
+                                                        share * min(1.0, len(ex.seen) / min(budget, ex.size + 1))))
+    if asked["worker"] == 0:
+        notes.append(f"estimates reused from the results store ({asked['store']} configurations)")
         entry = entry or keys.entry_name()
-    else:
-        say(f"estimating {len(candidates)} configurations for {options.chip}", 0.0)
-        reply = await estimator([dict(c) for c in candidates], kinds(tunables))
-        entry = reply.entry or entry
-        reference = reply.reference
-        estimates = {tuple(sorted((str(k), v) for k, v in e.config)): e for e in reply.estimates}
-        scoped = reply.chip.scoped_vmem_limit_bytes
-        if scoped is None:
-            notes.append(f"the scoped-VMEM limit of {options.chip} is not measured here (no libtpu): "
-                         "VMEM feasibility uses vmem_limit_bytes only where a call sets it")
-        keys.scoped = scoped
-        keys.entry = entry
-        keys.put_estimates(estimates)
-    # 2. feasibility, duplicates
+    elif keys.scoped is None:
+        notes.append(f"the scoped-VMEM limit of {options.chip} is not measured here (no libtpu): "
+                     "VMEM feasibility uses vmem_limit_bytes only where a call sets it")
+    if explored.inert:
+        notes.append(f"not moved after {INERT_AFTER} moves that never changed the traced program: "
+                     f"{', '.join(explored.inert)} (their values cannot change the estimate)")
+    # 2. feasibility, duplicates: per traced program one configuration is evaluated, the one
+    #    changing the fewest values of the current configuration
     outcomes: dict[Config, Outcome] = {}
-    feasible: dict[Config, float] = {}
     by_program: dict[str, Config] = {}
     rejected = []
-    for config in candidates:
+    for config in explored.seen:
         est = estimates[config]
         why = feasibility.rejections(est, keys.scoped)
         if why:
@@ -207,14 +220,19 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
             status = "trace error" if why[0].reason == "trace" else "rejected"
             outcomes[config] = Outcome(config, status, est.seconds, est.bound, reasons=tuple(r.message for r in why))
             continue
-        first = by_program.setdefault(est.program_hash or repr(config), config)
-        if first != config:
+        program = est.program_hash or repr(config)
+        held = by_program.get(program)
+        if held is None or _changed(config, current) < _changed(held, current):
+            by_program[program] = config
+    feasible = {c: estimates[c].seconds or 0.0 for c in by_program.values()}
+    for config in explored.seen:
+        est = estimates[config]
+        first = by_program.get(est.program_hash or repr(config), config)
+        if config not in outcomes and first != config:
             outcomes[config] = Outcome(config, "duplicate", est.seconds, est.bound, duplicate_of=first)
-            continue
-        feasible[config] = est.seconds or 0.0
     if not feasible:
-        raise TuneError(f"{path}: every one of {len(candidates)} configurations was rejected before compiling "
-                        f"({feasibility.summarize(rejected)}); first reason: {rejected[0][0].message}")
+        raise TuneError(f"{path}: every one of {len(explored.seen)} configurations estimated was rejected before "
+                        f"compiling ({feasibility.summarize(rejected)}); first reason: {rejected[0][0].message}")
     say(f"{len(feasible)} feasible, {len(rejected)} rejected before compiling", 0.1)
 
     # 3. the search on a device, or the estimate's ranking
@@ -267,7 +285,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     else:
         for config, seconds in feasible.items():
             outcomes[config] = Outcome(config, "estimated", seconds, estimates[config].bound)
-        ranked = sorted(feasible, key=lambda c: (feasible[c], c))
+        ranked = sorted(feasible, key=lambda c: (feasible[c], _changed(c, current), c))  # ties: fewest edits
         best = ranked[0]
         best_provenance = f"estimate ({options.chip})"
         if verifier is not None and options.verify > 0:
@@ -300,11 +318,17 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         current=current, outcomes=tuple(sorted(outcomes.values(), key=_order)), best=best,
         best_provenance=best_provenance, rejected=feasibility.summarize(rejected),
         evaluations=len(result.order), reused=reused, strategy=result.strategy, stopped=result.stopped,
-        reference=reference, notes=tuple(notes),
+        reference=reference, notes=tuple(notes), space_size=explored.size, explored=explored.summary(),
         reference_s=sorted(reference_ns)[len(reference_ns) // 2] / 1e9 if reference_ns else None,
         edits=apply_config(tunables, dict(best)) if best else ())
     keys.put_run(report)
+    if keys.store is not None and keys.store.problem:
+        report = replace(report, notes=report.notes + (f"results are not recorded: {keys.store.problem}",))
     return report
+
+
+def _changed(config: Config, current: Config) -> int:
+    return sum(a != b for a, b in zip(config, current))
 
 
 def _order(o: Outcome) -> tuple:
@@ -316,12 +340,37 @@ def _order(o: Outcome) -> tuple:
 # --------------------------------------------------------------------------- the results store
 
 
+class _Guarded:
+    """The store's calls; the first ``StoreError`` (a page found damaged while tuning) switches it
+    off, and ``problem`` says why (the report's notes say it once)."""
+
+    EMPTY: dict[str, Any] = {"measurements": [], "tuning_runs": []}
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.problem = store, None
+
+    def __getattr__(self, name: str) -> Any:
+        from pallasite.knowledge.store import StoreError
+
+        method = getattr(self.store, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.problem is None:
+                try:
+                    return method(*args, **kwargs)
+                except StoreError as err:
+                    self.problem = str(err)
+            return list(self.EMPTY[name]) if name in self.EMPTY else None
+
+        return call
+
+
 class _Keys:
     """Result keys for this file + chip + versions + backend, and the store reads/writes (all
     no-ops without a store)."""
 
     def __init__(self, path: str, text: str, options: TuneOptions, store: Any) -> None:
-        self.store = store
+        self.store = _Guarded(store) if store is not None else None
         self.options = options
         self.path = path
         self.entry = options.entry
@@ -339,17 +388,18 @@ class _Keys:
     def _key(self, config: Config, device: bool = False) -> Any:
         return replace(self.device_base if device else self.base, config=config)
 
-    def stored_estimates(self, candidates: Sequence[Config]) -> dict[Config, CostEstimate]:
+    def stored_estimates(self, configs: Sequence[Config]) -> dict[Config, CostEstimate]:
+        """The stored estimates among ``configs`` (with the scoped-VMEM limit and entry they were made with)."""
         if self.store is None:
             return {}
+        import json
+
         out = {}
-        for config in candidates:
+        for config in configs:
             records = [r for r in self.store.measurements(self._key(config), provenance=Provenance.ESTIMATE, limit=5)
                        if r.measurement.method == COST_MODEL_METHOD and (r.measurement.error or "").startswith("{")]
             if not records:
-                return {}
-            import json
-
+                continue
             payload = json.loads(records[0].measurement.error)
             out[config] = from_json(CostEstimate, payload["estimate"])
             self.scoped = payload.get("scoped_vmem_limit_bytes")
@@ -395,7 +445,7 @@ class _Keys:
         return None
 
     def put_verdict(self, config: Config, verdict: dict[str, Any]) -> None:
-        if self.store is None:
+        if self.store is None or verdict.get("transient"):  # a run stopped by a limit is tried again next time
             return
         import json
 
@@ -448,8 +498,9 @@ def _progress(on_progress: Any) -> Any:
 
 def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOptions,
                      timeout_s: float = 300.0, on_progress: Any = None, parallel: int = 1) -> Estimator:
-    """An ``Estimator`` over a backend (engine/backend.py) or one ``WorkerClient``: the configurations
-    split into ``parallel`` ``estimate`` requests on the job workers (the reference's cost in the first)."""
+    """An ``Estimator`` over a backend (engine/backend.py) or one ``WorkerClient``: each call's
+    configurations split into ``parallel`` ``estimate`` requests on the job workers. The first call's
+    first request also costs the reference and probes the chip; every reply carries what it found."""
     source = sources_for(path, text)
 
     from . import chip_table
@@ -465,15 +516,19 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
             raise TuneError(f"the worker could not estimate {path}: {reply.why}")
         return reply.result
 
+    first: list[EstimateResult] = []  # the first reply: the reference's cost and the probed chip
+
     async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> EstimateResult:
         n = max(1, min(parallel, len(configs)))
         chunks = [list(configs[i::n]) for i in range(n)]
-        replies = await asyncio.gather(*(one(c, tunable_kinds, i == 0) for i, c in enumerate(chunks)))
-        chip = replies[0].chip
-        if known is not None:
-            chip = replace(chip, scoped_vmem_limit_bytes=known.scoped_vmem_limit_bytes,
-                           scoped_vmem_source=known.scoped_vmem_source)
-        return replace(replies[0], chip=chip, estimates=tuple(e for r in replies for e in r.estimates))
+        replies = await asyncio.gather(*(one(c, tunable_kinds, i == 0 and not first) for i, c in enumerate(chunks)))
+        if not first:
+            chip = replies[0].chip
+            if known is not None:
+                chip = replace(chip, scoped_vmem_limit_bytes=known.scoped_vmem_limit_bytes,
+                               scoped_vmem_source=known.scoped_vmem_source)
+            first.append(replace(replies[0], chip=chip))
+        return replace(first[0], estimates=tuple(e for r in replies for e in r.estimates))
 
     return estimate
 
@@ -487,8 +542,10 @@ def worker_verifier(backend: Any, path: str, text: str | None, options: TuneOpti
         params = VerifyParams(source=source, config=dict(config), chip=options.chip, entry=options.entry,
                               kinds=dict(tunable_kinds))
         reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
-        if not reply.ok:
+        if reply.status == "error":  # the op itself raised on this configuration
             return {"state": "error", "problems": [f"the interpret run failed: {reply.why}"[:500]]}
+        if not reply.ok:  # a limit or a crash: no evidence either way about this configuration's numbers
+            return {"state": f"skipped: the interpret run did not finish ({reply.why})"[:500], "transient": True}
         return to_json(reply.result)
 
     return verify

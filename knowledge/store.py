@@ -123,6 +123,15 @@ class StoreError(RuntimeError):
     """The store cannot be opened or written (the message says where and what to do)."""
 
 
+class StoreDamaged(StoreError):
+    """SQLite found the store's file damaged (``PRAGMA quick_check`` on open, or a read or write
+    that met a malformed page): nothing is recorded there until it is cleared. ``why``: SQLite's words."""
+
+    def __init__(self, message: str, why: str = "") -> None:
+        super().__init__(message)
+        self.why = why
+
+
 # --------------------------------------------------------------------------- the store
 
 
@@ -174,6 +183,9 @@ class ResultsStore:
                              "is writable, or remove it with `pallasite store clear`") from err
         try:
             self._retry(self._setup)
+        except StoreDamaged:
+            self._db.close()
+            raise
         except sqlite3.DatabaseError as err:
             self._db.close()
             raise StoreError(f"the results store at {self.path} is unreadable ({err}); "
@@ -188,6 +200,14 @@ class ResultsStore:
 
     def _setup(self) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        try:  # every page's structure, before anything is read from or written into it
+            problems = [str(row[0]) for row in self._db.execute("PRAGMA quick_check(3)").fetchall()]
+        except sqlite3.DatabaseError as err:
+            if isinstance(err, sqlite3.OperationalError) and _busy(err):
+                raise
+            problems = [str(err)]
+        if problems != ["ok"]:
+            raise self.damaged("; ".join(problems))
         mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise sqlite3.OperationalError(f"could not switch to WAL journal mode (got {mode})")
@@ -195,6 +215,11 @@ class ResultsStore:
         self._db.execute("PRAGMA foreign_keys = ON")
         if store_schema.current_version(self._db) != store_schema.SCHEMA_VERSION:
             store_schema.migrate(self._db)  # a newer schema raises SchemaTooNew with advice
+
+    def damaged(self, why: str) -> StoreDamaged:
+        return StoreDamaged(f"the results store at {self.path} is damaged (SQLite: {why[:300]}), so results are "
+                            "not being recorded; `pallasite store clear` removes it (it only holds results that "
+                            "can be computed again; the next run starts a fresh one)", why[:300])
 
     def close(self) -> None:
         with self._lock:
@@ -217,11 +242,14 @@ class ResultsStore:
                 with self._lock:
                     return action()
             except sqlite3.OperationalError as err:
-                text = str(err).lower()
-                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                if not _busy(err) or time.monotonic() > deadline:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.2)
+            except sqlite3.DatabaseError as err:  # a page found malformed while reading or writing
+                if "malformed" in str(err).lower() or "not a database" in str(err).lower():
+                    raise self.damaged(str(err)) from err
+                raise
 
     def _write(self, statements: Callable[[sqlite3.Connection], T]) -> T:
         """One short write transaction (BEGIN IMMEDIATE ... COMMIT), retried when busy."""
@@ -430,6 +458,24 @@ def _store_files(path: Path) -> list[Path]:
 
 def _files_size(path: Path) -> int:
     return sum(p.stat().st_size for p in _store_files(path))
+
+
+def _busy(err: sqlite3.OperationalError) -> bool:
+    text = str(err).lower()
+    return "locked" in text or "busy" in text
+
+
+def problem(workspace: str | Path) -> str | None:
+    """Why results cannot be recorded in the workspace's store (damaged, unreadable, a newer
+    schema), or None: it is fine, or not created yet (this never creates it)."""
+    path = store_path(workspace)
+    if not path.exists():
+        return None
+    try:
+        with ResultsStore(path):
+            return None
+    except StoreError as err:
+        return str(err)
 
 
 def info(workspace: str | Path) -> StoreInfo:

@@ -157,7 +157,7 @@ def _long_form(module: types.ModuleType, path: str) -> list[RuntimeTask]:
                 inputs=inputs,
                 reference=_callable_or_none(ns.get(f"{name}_reference")),
                 tolerance=_tolerance(ns.get(f"{name}_tolerance"), f"{name}_tolerance"),
-                tunables=_tunables(fn, ns.get(f"{name}_tunables"), f"{name}_tunables"),
+                tunables=_tunables(fn, ns.get(f"{name}_tunables"), f"{name}_tunables", ns),
                 line=_def_line(fn),
             )
         )
@@ -199,7 +199,7 @@ def _short_form(module: types.ModuleType, path: str, text: str | None) -> Runtim
         inputs=inputs,
         reference=_callable_or_none(ns.get("reference")),
         tolerance=_tolerance(ns.get("TOLERANCE"), "TOLERANCE"),
-        tunables=_tunables(fn, ns.get("TUNABLES"), "TUNABLES"),
+        tunables=_tunables(fn, ns.get("TUNABLES"), "TUNABLES", ns),
         line=_def_line(fn) if _same_file(getattr(inspect.unwrap(fn), "__code__", None), path) else None,
     )
 
@@ -328,8 +328,10 @@ def _tolerance(value: Any, label: str) -> dict[str, float] | None:
         raise TaskError(f"{label} values must be numbers: {exc}") from exc
 
 
-def _tunables(fn: Callable[..., Any], table: Any, label: str) -> dict[str, list[int]]:
-    """The entry's keyword-only int parameters, with candidates from ``table`` when given."""
+def _tunables(fn: Callable[..., Any], table: Any, label: str, ns: dict[str, Any]) -> dict[str, list[int]]:
+    """The entry's keyword-only int parameters, with candidates from ``table`` when given. The table
+    may also name what the tuner sets on the module (analysis/tunables.py): a module int constant, a
+    ``TUNED_PARAMS`` entry, or an element ``name[i]`` of a list entry; those are no entry parameters."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -340,7 +342,10 @@ def _tunables(fn: Callable[..., Any], table: Any, label: str) -> dict[str, list[
         return out
     if not isinstance(table, dict):
         raise TaskError(f"{label} must map tunable names to lists of ints, got {type(table).__name__}")
+    tuned = ns.get("TUNED_PARAMS") if isinstance(ns.get("TUNED_PARAMS"), dict) else {}
     for name, values in table.items():
+        if name not in out and (name.partition("[")[0] in tuned or isinstance(ns.get(name), int)):
+            continue  # set on the module by the tuner, not passed to the entry
         if name not in out:
             raise TaskError(f"{label} names {name!r}, which is not a keyword-only int parameter of {fn.__name__}")
         out[name] = [int(v) for v in values]

@@ -28,6 +28,7 @@ Worker side: imports jax; uses only runner modules and analysis types.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import statistics
 import tempfile
@@ -64,6 +65,7 @@ class Prepared:
     config: dict[str, Any]
     platform: str
     device_kind: str
+    probe_loader: Callable[[], Callable[..., Any]] | None = None  # a fresh instance's entry: see ``probe``
     notes: list[str] = field(default_factory=list)
     _template: Any = field(default=None, repr=False)
     _template_made: bool = field(default=False, repr=False)
@@ -85,6 +87,13 @@ class Prepared:
 
     def candidate(self, *args: Any) -> Any:
         return self.task.entry(*args, **self.config)
+
+    def probe(self) -> Callable[..., Any]:
+        """The candidate for ONE of pallasite's own traces (program checks, shape probes): the entry
+        of a fresh instance of the file, so nothing a trace leaves in module state (a candidate
+        caching its result would keep a tracer) reaches the instance that is run, or the next trace."""
+        entry = self.probe_loader() if self.probe_loader is not None else self.task.entry
+        return functools.partial(entry, **self.config) if self.config else entry
 
 
 # --------------------------------------------------------------------------- loading
@@ -115,15 +124,21 @@ def prepared(params: dict[str, Any]):
 
     path = os.path.abspath(str(params["path"]))
     with contextlib.ExitStack() as stack:
-        module = stack.enter_context(user_module(path, params.get("text"), params.get("modules") or (),
-                                                 params.get("package")))
-        tasks = tasks_runtime.discover(module, path, params.get("text"))
+        def load() -> Any:
+            return stack.enter_context(user_module(path, params.get("text"), params.get("modules") or (),
+                                                   params.get("package")))
+
+        module = load()
         ref_path = params.get("reference_path")
         ref_module = (stack.enter_context(user_module(os.path.abspath(ref_path), params.get("reference_text"),
                                                       params.get("reference_modules") or ()))
                       if ref_path else None)
-        if not tasks and ref_module is not None:
-            tasks = _pair_task(module, ref_module, path)
+
+        def tasks_of(mod: Any) -> list[Any]:
+            found = tasks_runtime.discover(mod, path, params.get("text"))
+            return found or (_pair_task(mod, ref_module, path) if ref_module is not None else [])
+
+        tasks = tasks_of(module)
         want = params.get("entry")
         chosen = [t for t in tasks if want is None or t.name == want]
         if not chosen:
@@ -145,9 +160,12 @@ def prepared(params: dict[str, Any]):
         if unknown:
             raise TimingError(f"config names {', '.join(unknown)}, which are not tunables of {task.name} "
                               f"(tunables: {', '.join(sorted(task.tunables)) or 'none'})")
+        def fresh_entry() -> Callable[..., Any]:
+            return next((t.entry for t in tasks_of(load()) if t.name == task.name), task.entry)
+
         device = jax.devices()[0]
         yield Prepared(task, module, path, reference, reference_file, config, jax.default_backend(),
-                       device.device_kind)
+                       device.device_kind, probe_loader=fresh_entry)
 
 
 def _pair_task(module: Any, ref_module: Any, path: str) -> list[Any]:
@@ -221,7 +239,7 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
         prep.notes.append(small.note)
     out["_shapes"] = shapes
     say("checking the traced program (pallas_call launched and used, reference not called)")
-    rejections, counted = guards.program_checks(prep.candidate, shapes, prep.reference, prep.reference_file, prep.path)
+    rejections, counted = guards.program_checks(prep.probe, shapes, prep.reference, prep.reference_file, prep.path)
     out.update(counted)
     out["rejections"] += rejections
     if rejections:
@@ -248,15 +266,16 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
         return out
     if extra:
         try:
-            extra_shapes, how = ((small.extra, small.extra_how) if small is not None
-                                 else inputs_mod.extra_shapes(prep.task, prep.module))
+            extra_shapes, how, scaled = ((small.extra, small.extra_how, None) if small is not None
+                                         else inputs_mod.extra_shapes(prep.task, prep.module))
         except Exception as exc:  # noqa: BLE001 - the task's own function failed at the other size
-            extra_shapes, how = None, f"making the second shape failed: {type(exc).__name__}: {exc}"
+            extra_shapes, how, scaled = None, f"making the second shape failed: {type(exc).__name__}: {exc}", None
         if extra_shapes is None:
             out["extra_shape"] = {"checked": False, "why": how}
         else:
             say(f"checking a second shape ({how})")
-            third = _one_set(prep, extra_shapes, seed + 2, None)
+            with inputs_mod.config_scaled((prep.task.entry, prep.reference), scaled):
+                third = _one_set(prep, extra_shapes, seed + 2, None)
             out["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(extra_shapes)}
             if third.get("reference_failed"):
                 out["extra_shape"] = {"checked": False, "why": f"the reference fails at {how}: {third['reference_failed']}"}
@@ -409,8 +428,10 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
     try:
         with prepared(params) as prep:
             say(f"loaded {prep.task.name} ({prep.task.format}); device: {prep.device_kind} ({prep.platform})")
+            # without a device every run is TPU interpret mode on CPU: big inputs are reduced by the
+            # rule the optimize loop uses (runner/timing_shrink.py), or refused at once with why
             checked = correctness(prep, seed, say, extra=bool(params.get("extra_shape", True)),
-                                  shrink=bool(params.get("shrink", False)))
+                                  shrink=bool(params.get("shrink", False)) or not prep.on_device)
             shapes = checked.pop("_shapes")
             result = _base_result(prep, checked)
             if checked["rejections"]:
@@ -421,6 +442,10 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                 result["notes"] = prep.notes + ["not timed: shrink asks for the correctness checks only (interpret mode "
                                                 "on CPU; its wall clock says nothing about a TPU)"]
                 return result
+            if "reduced" in checked:
+                shown = ", ".join(f"{dtype}{list(shape)}" for shape, dtype in checked["inputs"])
+                prep.notes.append(f"timed at the reduced shapes {shown} in TPU interpret mode on CPU (interpret "
+                                  "mode at full size runs for hours; this time says nothing about a TPU)")
             timed = time_pair(prep, shapes, seed, runs, warmup, say)
             samples = timed["device_ns"] or timed["wall_ns"]
             cand, ref = samples[CANDIDATE], samples[REFERENCE]

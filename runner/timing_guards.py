@@ -93,9 +93,11 @@ def trace_entering(fn: Callable[..., Any], args: tuple[Any, ...], watched: Calla
     return [f"{code.co_filename}:{code.co_firstlineno} {code.co_name}" for code in seen]
 
 
-def program_checks(candidate: Callable[..., Any], args: tuple[Any, ...], reference: Callable[..., Any] | None,
-                   reference_file: str | None, candidate_file: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Rejections from the program the candidate traces to, and what was counted."""
+def program_checks(candidate: Callable[[], Callable[..., Any]], args: tuple[Any, ...],
+                   reference: Callable[..., Any] | None, reference_file: str | None,
+                   candidate_file: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rejections from the program the candidate traces to, and what was counted. ``candidate()``
+    gives the candidate for one trace (each trace its own instance: timing.Prepared.probe)."""
     import inspect
     import os
 
@@ -104,20 +106,21 @@ def program_checks(candidate: Callable[..., Any], args: tuple[Any, ...], referen
     other_file = (os.path.realpath(reference_file) if reference_file
                   and os.path.realpath(reference_file) != os.path.realpath(candidate_file) else None)
 
+    # by place, not identity: the candidate is traced in its own instance of the file (timing.Prepared.probe)
+    ref_place = (ref_code.co_filename, ref_code.co_firstlineno, ref_code.co_name) if ref_code is not None else None
     real: dict[str, str] = {}  # co_filename -> its real path: the profile hook sees every call of the trace
 
-    def watched(code: Any) -> bool:
-        if code is ref_code:
-            return True
-        if other_file is None:
-            return False
-        name = code.co_filename
+    def in_other_file(name: str) -> bool:
         if name not in real:
             real[name] = os.path.realpath(name)
         return real[name] == other_file
 
-    entered = trace_entering(candidate, args, watched) if (ref_code is not None or other_file) else []
-    count, live = pallas_calls(candidate, args)
+    def watched(code: Any) -> bool:
+        return ((code.co_filename, code.co_firstlineno, code.co_name) == ref_place
+                or (other_file is not None and in_other_file(code.co_filename)))
+
+    entered = trace_entering(candidate(), args, watched) if (ref_code is not None or other_file) else []
+    count, live = pallas_calls(candidate(), args)
     if entered:
         rejections.append(reject("calls_reference", "the candidate calls the reference "
                                  f"({entered[0]}): its output is the reference's, not a kernel's"))

@@ -11,13 +11,19 @@ requests, so a result cached or precomputed for the example inputs cannot pass:
   an explicit ``extra_inputs()`` / ``NAME_extra_inputs()`` in the file; else an inputs function
   whose int parameters have defaults (native) or whose parameters name int ``CONFIG`` values
   (JAXBench), called with those ints doubled (doubling keeps every multiple of a block a
-  multiple). Returns ``(None, why)`` when the task allows no other shape.
+  multiple); else, as JAXBench writes its tasks, a ``create_inputs`` that reads the global
+  ``CONFIG``: the int CONFIG values that are sizes of the inputs are doubled in the modules'
+  CONFIG (``config_scaled``) while the inputs are made and while the candidate and the reference
+  run at that shape. Returns ``(shapes, how, scaled CONFIG values or None)``, or
+  ``(None, why, None)`` when the task allows no other shape.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -77,35 +83,64 @@ def copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return jax.block_until_ready(out)
 
 
-def extra_shapes(task: Any, module: Any) -> tuple[tuple[Any, ...] | None, str]:
-    """(abstract args at another shape, how they were made) or (None, why the task allows none)."""
+def extra_shapes(task: Any, module: Any) -> tuple[tuple[Any, ...] | None, str, dict[str, int] | None]:
+    """(abstract args at another shape, how they were made, the CONFIG values to scale while they
+    run) or (None, why the task allows none, None)."""
     ns = vars(module) if module is not None else {}
     for name in (f"{task.name}_extra_inputs", "extra_inputs"):
         fn = ns.get(name)
         if callable(fn):
-            return _shapes_of(fn), f"{name}()"
+            return _shapes_of(fn), f"{name}()", None
     if task.format == "jaxbench":
         create = ns.get("create_inputs")
         config = dict(task.config or {})
         if not callable(create):
-            return None, "the task has no create_inputs to call at another size"
+            return None, "the task has no create_inputs to call at another size", None
         params = _parameters(create)
         doubled = {k: 2 * v for k, v in config.items() if k in params and _is_int(v)}
-        if not doubled:
-            return None, "create_inputs takes no int CONFIG value to scale"
-        call_config = {**config, **doubled}
-        return (_shapes_of(lambda: create(**{k: v for k, v in call_config.items() if k in params})),
-                "create_inputs with " + ", ".join(f"{k}={v}" for k, v in sorted(doubled.items())))
+        if doubled:
+            call_config = {**config, **doubled}
+            return (_shapes_of(lambda: create(**{k: v for k, v in call_config.items() if k in params})),
+                    "create_inputs with " + ", ".join(f"{k}={v}" for k, v in sorted(doubled.items())), None)
+        sizes = {d for leaf in jax.tree.leaves(task.abstract_args()) for d in getattr(leaf, "shape", ())}
+        scaled = {k: 2 * v for k, v in config.items() if _is_int(v) and v in sizes}
+        if not scaled:
+            return None, "no int CONFIG value is a size of the inputs (nothing to scale)", None
+        with config_scaled((create,), scaled):
+            shapes = _shapes_of(create)
+        return shapes, "CONFIG with " + ", ".join(f"{k}={v}" for k, v in sorted(scaled.items())), scaled
     inputs = task.inputs
     if inputs is None or task.format != "native":
-        return None, "the task's inputs take no size parameter"
+        return None, "the task's inputs take no size parameter", None
     params = _parameters(inputs)
     doubled = {k: 2 * p.default for k, p in params.items() if _is_int(p.default)}
     if not doubled:
         return None, ("the inputs function takes no int parameter with a default; "
-                      "define extra_inputs() to time a second shape")
+                      "define extra_inputs() to time a second shape"), None
     return (_shapes_of(lambda: inputs(**doubled)),
-            f"{getattr(inputs, '__name__', 'inputs')}(" + ", ".join(f"{k}={v}" for k, v in sorted(doubled.items())) + ")")
+            f"{getattr(inputs, '__name__', 'inputs')}(" + ", ".join(f"{k}={v}" for k, v in sorted(doubled.items())) + ")",
+            None)
+
+
+@contextlib.contextmanager
+def config_scaled(functions: Iterable[Callable[..., Any]], scaled: dict[str, int] | None) -> Iterator[None]:
+    """The ``CONFIG`` dict of each function's module with ``scaled`` values, for the duration (a
+    JAXBench module reads its global CONFIG when called); nothing when ``scaled`` is None."""
+    spaces: dict[int, dict[str, Any]] = {}
+    for fn in functions if scaled else ():
+        while isinstance(fn, functools.partial):
+            fn = fn.func
+        space = getattr(inspect.unwrap(fn), "__globals__", None)
+        if isinstance(space, dict) and isinstance(space.get("CONFIG"), dict):
+            spaces[id(space)] = space
+    saved = [(space, space["CONFIG"]) for space in spaces.values()]
+    for space, config in saved:
+        space["CONFIG"] = {**config, **(scaled or {})}
+    try:
+        yield
+    finally:
+        for space, config in saved:
+            space["CONFIG"] = config
 
 
 def _shapes_of(fn: Callable[[], Any]) -> tuple[Any, ...]:

@@ -36,12 +36,11 @@ def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None =
     seed = _seed(params)
     try:
         with prepared(params) as prep:
-            checked = correctness(prep, seed, say, extra=False)
-            checked.pop("_shapes", None)
+            checked = correctness(prep, seed, say, extra=False, shrink=not prep.on_device)  # as `time` does
+            shapes = checked.pop("_shapes")
             result = _base_result(prep, checked)
             if checked["rejections"]:
                 return result
-            shapes = prep.task.abstract_args()
             args = inputs_mod.fresh_inputs(shapes, seed + 3, prep.template())
             cand = _named(prep.candidate, CANDIDATE)
             trace_dir = str(params.get("trace_dir") or tempfile.mkdtemp(prefix="pallasite-profile-"))
@@ -63,7 +62,7 @@ def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None =
             kernels = profiling.kernel_times(profile, f"jit_{CANDIDATE}") if profile is not None else {}
             wall_ns = statistics.median(untraced)
             device_ns = statistics.median(module_ns) if module_ns else None
-            flops, nbytes, sources = _work(prep, args)
+            flops, nbytes, sources = _work(prep, prep.task.abstract_args())  # the task's work, at full size
             peak_flops, peak_bw, chip = _peaks(prep, params)
             seconds = (device_ns or wall_ns) / 1e9
             result["trace"] = trace.path

@@ -47,7 +47,7 @@ class Reduced:
 
 def _traces(prep: Any, shapes: tuple[Any, ...]) -> str | None:
     """None when the candidate and the reference both trace at these shapes, else why not."""
-    for name, fn in (("the candidate", prep.candidate), ("the reference", prep.reference)):
+    for name, fn in (("the candidate", prep.probe()), ("the reference", prep.reference)):
         try:
             jax.eval_shape(fn, *shapes)
         except Exception as exc:  # noqa: BLE001 - the task hard-codes its size somewhere
@@ -58,9 +58,9 @@ def _traces(prep: Any, shapes: tuple[Any, ...]) -> str | None:
 def reduced(prep: Any, shapes: tuple[Any, ...]) -> Reduced | None | str:
     """Smaller shapes for the checks; None when the inputs are small already; a string (why not)
     when they are large but could not be shrunk."""
-    namespaces = _namespaces(prep.task.entry)
+    candidate = prep.probe()
     try:
-        calls = probe_calls(prep.candidate, shapes, namespaces)
+        calls = probe_calls(candidate, shapes, _namespaces(candidate))
     except Exception as exc:  # noqa: BLE001 - the program checks report the candidate's own failure
         return f"the candidate does not trace at the example shapes ({type(exc).__name__})"
     small, changed = shrink_shapes(shapes, calls)

@@ -7,8 +7,8 @@ reaches the code), and ``VerifyParams`` -> ``VerifyResult`` for the ``verify`` o
 configuration in TPU interpret mode at reduced shapes, against the reference).
 
 A configuration is applied for its trace only: keyword tunables as keyword arguments of the
-entry; module constants and ``TUNED_PARAMS`` entries by setting them on the loaded module (read
-when the entry runs; a constant already baked into a module-level BlockSpec is not changed: its
+entry; module constants and ``TUNED_PARAMS`` entries (``name[i]``: element i of a list entry) by
+setting them on the loaded module (read when the entry runs; a constant already baked into a module-level BlockSpec is not changed: its
 estimates then all share one program hash, which the report shows as duplicates).
 
 Worker side: imports jax.
@@ -130,6 +130,18 @@ def _inputs(task: tasks_runtime.RuntimeTask) -> tuple[Any, ...]:
     return tuple(m if hasattr(m, "shape") else a for m, a in zip(made, abstract)) if len(made) == len(abstract) else abstract
 
 
+def _set_tuned(tuned: dict[str, Any], name: str, value: Any) -> None:
+    """``TUNED_PARAMS[name] = value``; ``"block_shape[1]"`` sets element 1 of a list or tuple entry,
+    keeping its type (analysis/tunables.py names list elements so)."""
+    base, _, index = name.partition("[")
+    if index.endswith("]") and index[:-1].isdigit() and isinstance(tuned.get(base), (list, tuple)):
+        items = list(tuned[base])
+        items[int(index[:-1])] = value
+        tuned[base] = type(tuned[base])(items)
+    else:
+        tuned[name] = value
+
+
 @contextlib.contextmanager
 def _applied(module: Any, task: tasks_runtime.RuntimeTask, config: dict[str, Any], kinds: dict[str, str]) -> Iterator[Callable[..., Any]]:
     saved: dict[str, Any] = {}
@@ -144,7 +156,7 @@ def _applied(module: Any, task: tasks_runtime.RuntimeTask, config: dict[str, Any
             if tuned is None:
                 saved["TUNED_PARAMS"] = getattr(module, "TUNED_PARAMS", None)
                 tuned = dict(saved["TUNED_PARAMS"] or {})
-            tuned[name] = value
+            _set_tuned(tuned, name, value)
         else:
             keywords[name] = value
     if tuned is not None:

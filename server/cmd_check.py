@@ -156,6 +156,17 @@ def jobs_for(args: argparse.Namespace) -> int:
     return jobs
 
 
+def _say_if_not_recorded(files: list[str]) -> None:
+    """Once, when the run's results store (the one ``check_paths_sync`` uses) cannot record (damaged,
+    unreadable): why, and what to do."""
+    from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import problem
+
+    why = problem(workspace_for(files))
+    if why is not None:
+        print(f"pallasite check: results are not recorded: {why}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from pallasite.engine.engine import check_paths_sync
     from pallasite.server import report_format
@@ -169,11 +180,13 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as err:
         print(f"pallasite check: error: {err}", file=sys.stderr)
         return 2
+    use_store = not getattr(args, "no_cache", False)
+    if use_store and any(tier > 0 for tier in options.tiers):  # the compiler tiers' verdicts are recorded
+        _say_if_not_recorded(files)
     progress = CheckProgress(len(files), tiers=options.tiers, text=args.format != "json", details=args.details,
                              verbose=getattr(args, "verbose", False))
     try:
-        reports = check_paths_sync(files, options, jobs=jobs, use_store=not getattr(args, "no_cache", False),
-                                   on_report=progress)
+        reports = check_paths_sync(files, options, jobs=jobs, use_store=use_store, on_report=progress)
     finally:
         progress.close()
     wall_s = time.monotonic() - started

@@ -190,6 +190,14 @@ def _store(args: argparse.Namespace) -> int:
         return 0
     try:
         info = store.info(workspace)
+    except store.StoreDamaged as err:
+        print(f"results store: {store.store_path(workspace)}")
+        print(f"damaged: SQLite says {err.why!r}")
+        print("nothing is recorded there until it is cleared, and what it held (check verdicts, measurements, "
+              "tuning runs, agent steps) cannot be trusted; all of it can be computed again")
+        print("clear it with `pallasite store clear` (deletes only the results.sqlite files; the next run starts "
+              "a fresh one)")
+        return 1
     except store.StoreError as err:
         return _fail(f"store: {err}")
     if not info.exists:

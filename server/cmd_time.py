@@ -79,11 +79,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as err:
         print(f"pallasite {op}: error: {err}", file=sys.stderr)
         return 2
-    show = args.format == "text" and sys.stderr.isatty()
+    show = args.format == "text" or sys.stderr.isatty()  # progress on stderr: JSON on stdout stays clean
 
     def progress(message: str, fraction: float | None) -> None:
         if show:
-            print(f"  ... {message}", file=sys.stderr)
+            print(f"  ... {message}", file=sys.stderr, flush=True)
 
     base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=args.memory_mb)
     run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)

@@ -36,7 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--entry", help="the task's entry when the file has several")
     parser.add_argument("--backend", default="estimate", choices=BACKENDS,
                         help="where configurations are evaluated; 'estimate': the cost model only (no device)")
-    parser.add_argument("--budget", type=int, help="device evaluations at most (default: 25%% of the space)")
+    parser.add_argument("--budget", type=int, help="device evaluations at most (default: 25%% of the estimated "
+                        "feasible configurations)")
+    parser.add_argument("--estimates", type=int, metavar="N", help="configurations traced and estimated at most "
+                        "(default 1024; a larger space is explored by seeded random sampling and local moves)")
+    parser.add_argument("--seed", type=int, default=0, help="the exploration's random seed (default 0)")
     parser.add_argument("--apply", action="store_true", help="write the best configuration into the file")
     parser.add_argument("--verify", type=int, default=3, metavar="N",
                         help="without a device: run the best-ranked configuration in TPU interpret mode vs the "
@@ -44,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--no-store", action="store_true", help="neither read nor write .pallasite/results.sqlite")
     parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
+    parser.add_argument("--memory-mb", type=int, default=4096, help="each worker's memory limit (RSS, MiB; default "
+                        "4096): interpret-mode checks of attention kernels can need more")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="workers estimating configurations in parallel (default: 2, or 1 on one core)")
 
@@ -63,8 +69,12 @@ def run(args: argparse.Namespace) -> int:
     settings, warnings = load_project_settings(Path(path).parent)  # [tool.pallasite] tunables = {...}
     for warning in warnings:
         print(f"pallasite tune: {warning}", file=sys.stderr)
+    if args.estimates is not None and args.estimates < 1:
+        print("pallasite tune: --estimates must be at least 1", file=sys.stderr)
+        return 2
     options = TuneOptions(chip=args.chip or settings.target, entry=args.entry, budget=args.budget,
-                          backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None)
+                          backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None,
+                          estimates=args.estimates, seed=args.seed)
     store = None
     if not args.no_store:
         from pallasite.engine.store_cache import workspace_for
@@ -73,9 +83,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             store = ResultsStore.open(workspace_for([path]))
         except StoreError as exc:
-            print(f"pallasite tune: tuning without the results store (nothing is remembered): {exc}", file=sys.stderr)
+            print(f"pallasite tune: results are not recorded (tuning without the results store): {exc}",
+                  file=sys.stderr)
     try:
-        report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs)))
+        report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
+                                   memory_mb=args.memory_mb))
     except TuneError as exc:
         print(f"pallasite tune: {exc}", file=sys.stderr)
         return 1
@@ -91,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1) -> TuneReport:
+async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
+                memory_mb: int = 4096) -> TuneReport:
     from pallasite.engine.client import WorkerConfig
     from pallasite.engine.pool import local_backend
 
@@ -103,9 +116,18 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     # job workers estimate and verify; a device worker (the machine's accelerator) times with
     # --backend local. Workers start with their first request: a kernel answered from the store
     # starts none.
-    backend = local_backend(WorkerConfig(timeout_s=600.0), checks=0, jobs=jobs, device=options.backend == "local")
+    config = WorkerConfig(timeout_s=600.0, memory_mb=memory_mb)
+    backend = local_backend(config, checks=0, jobs=jobs, device=options.backend == "local")
+    checking = local_backend(config, checks=0, jobs=1)
     estimator = worker_estimator(backend, path, text, options, parallel=jobs, on_progress=progress)
-    verifier = worker_verifier(backend, path, text, options, on_progress=progress)
+    interpret = worker_verifier(checking, path, text, options, on_progress=progress)
+
+    async def verifier(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
+        # the estimating workers keep every traced configuration: their memory goes back before
+        # interpret mode (GiBs for attention kernels) runs in a fresh worker
+        await backend.close()
+        return await interpret(config, tunable_kinds)
+
     timer = None
     try:
         if options.backend == "local":
@@ -119,6 +141,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
                           progress=progress)
     finally:
         await backend.close()
+        await checking.close()
         if not quiet:
             print(file=sys.stderr)
 
@@ -146,38 +169,51 @@ def _config(config: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in config) if config else "-"
 
 
+def _changes(config: Any, current: Any) -> str:
+    """The values of ``config`` that differ from the current configuration, or "(current)"."""
+    now = dict(current or ())
+    return ", ".join(f"{k}={v}" for k, v in config if now.get(k) != v) or "(current)"
+
+
 def _us(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} us" if seconds is not None else "-"
+
+
+RANKED = ("measured", "estimated", "estimated, interpret ok", "duplicate")  # statuses a speedup may be shown for
 
 
 def format_report(report: TuneReport, top: int = 15) -> str:
     label = report.label
     lines = [f"{report.path}: {report.entry} on {report.chip} ({report.backend}): "
-             f"{len(report.outcomes)} configurations, {sum(report.rejected.values())} rejected before compiling"
+             f"{report.explored or f'{len(report.outcomes)} configurations'}; "
+             f"{sum(report.rejected.values())} rejected before compiling"
              + (f" ({', '.join(f'{k}: {v}' for k, v in sorted(report.rejected.items()))})" if report.rejected else "")]
-    head = ("config", "status", label, "bound", "measured (device)", "vs current", "provenance")
+    head = ("config (changes from the current)", "status", label, "bound", "measured (device)", "vs current",
+            "provenance")
     rows = [head]
     current = report.outcome(report.current)
+    current = current if current is not None and current.status in RANKED else None
     for o in report.outcomes[:top]:
-        vs = "-"
-        if o.measured_s and current and current.measured_s:
+        vs = "-"  # only configurations that rank get a speedup; rejected and failed ones show their reason
+        if o.status in RANKED and o.measured_s and current and current.measured_s:
             vs = f"{current.measured_s / o.measured_s:.2f}x (device)"
-        elif report.backend == "estimate" and o.estimate_s and current and current.estimate_s:
+        elif o.status in RANKED and report.backend == "estimate" and o.estimate_s and current and current.estimate_s:
             vs = f"{current.estimate_s / o.estimate_s:.2f}x (est.)"
-        mark = " *" if o.config == report.best else (" (current)" if o.config == report.current else "")
+        mark = " *" if o.config == report.best else ""
         status = o.status + (f": {o.reasons[0]}" if o.reasons else "") + (
-            f" of {_config(o.duplicate_of)}" if o.duplicate_of else "")
-        prov = "device" if o.measured_s is not None else (label if o.estimate_s is not None else "-")
-        rows.append((_config(o.config) + mark, status[:70], _us(o.estimate_s), o.bound or "-", _us(o.measured_s), vs, prov))
+            f" of {_changes(o.duplicate_of, report.current)}" if o.duplicate_of else "")
+        prov = "device" if o.measured_s is not None else (label if o.estimate_s is not None and o.status in RANKED else "-")
+        estimate = _us(o.estimate_s) if o.status not in ("rejected", "trace error") else "-"
+        rows.append((_changes(o.config, report.current) + mark, status[:70], estimate, o.bound or "-", _us(o.measured_s), vs, prov))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     if len(report.outcomes) > top:
         lines.append(f"... {len(report.outcomes) - top} more (--top N, or --format json)")
     speed = report.speedup_vs_current()
-    best = (f"best: {_config(report.best)} by {report.best_provenance}" if report.best else
+    best = (f"best: {_changes(report.best, report.current)} by {report.best_provenance}" if report.best else
             "best: none (no configuration both ranked and passed; see the notes)")
     if speed:
-        best += f"; {speed[0]:.2f}x vs the current configuration ({_config(report.current)}), {speed[1]}"
+        best += f"; {speed[0]:.2f}x vs the current configuration, {speed[1]}"
     lines.append(best)
     vs_ref = report.speedup_vs_reference()
     if vs_ref:

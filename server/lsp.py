@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from pallasite import __version__
@@ -23,7 +24,7 @@ from pallasite.engine import secrets
 from . import actions, fix_command, hover, hover_sources, inlay_hints, lenses, optimize_lsp, search_lsp, timing_lsp, tune_lsp
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
-    change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, text_lines, uri_to_path,
+    change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, uri_to_path,
     whole_document_edit,
 )
 from .session import Document, Session
@@ -40,9 +41,18 @@ class PallasiteServer(LanguageServer):
         self.session = Session(self)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """A message body that is not JSON gets a ParseError reply (id null); others are logged."""
-        if isinstance(error, ValueError):  # json.JSONDecodeError, UnicodeDecodeError
-            self.protocol.send_raw_error(None, PARSE_ERROR, f"the message is not valid JSON: {error}")
+        """A message body that cannot be decoded (not JSON, not UTF-8, an integer of more than
+        4300 digits, nesting deeper than Python's recursion limit) gets a ParseError reply with id
+        null, as JSON-RPC asks, and a line in the log: never a popup. Errors of handlers are pygls's."""
+        if source is JsonRpcException:  # the read loop: decoding the message failed
+            if isinstance(error, RecursionError):
+                message = "the message nests arrays or objects too deeply to decode"
+            elif isinstance(error, ValueError):  # JSONDecodeError, UnicodeDecodeError, too many digits
+                message = f"the message is not valid JSON: {str(error)[:300]}"
+            else:
+                message = f"the message could not be read: {type(error).__name__}: {str(error)[:300]}"
+            self.protocol.send_raw_error(None, PARSE_ERROR, message)
+            self.session.log(f"pallasite: {message}")
             return
         super().report_server_error(error, source)
 
@@ -191,7 +201,7 @@ def did_change(ls: PallasiteServer, params: lsp.DidChangeTextDocumentParams) -> 
         return
     for change in params.content_changes:  # each change is relative to the text after the previous one
         (doc or step).apply(params.text_document.version,
-                            [change_to_edit(change, text_lines((doc or step).text), ls.session.encoding)])
+                            [change_to_edit(change, (doc or step).lines, ls.session.encoding)])
     if doc is not None:
         ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
 
@@ -220,7 +230,7 @@ def on_hover(ls: PallasiteServer, params: lsp.HoverParams) -> lsp.Hover | None:
     doc = _doc(ls, params.text_document.uri)
     if doc is None or not ls.session.ensure_analysis(doc):
         return None
-    lines = text_lines(doc.text)
+    lines = doc.lines
     line, column = position_from_client(params.position, lines, ls.session.encoding)
     found = (tune_lsp.hover(tune_lsp.reports(ls).get(doc.uri), line, column)
              or optimize_lsp.hover(optimize_lsp.runs(ls).get(doc.uri), doc.analysis.sites, line, column)
@@ -242,7 +252,7 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
     doc = _doc(ls, params.text_document.uri)
     if doc is None or not ls.session.ensure_analysis(doc):
         return []
-    lines = text_lines(doc.text)
+    lines = doc.lines
     verdicts = doc.report.kernels if doc.report is not None else ()
     return [lsp.CodeLens(range=span_to_range(lens.span, lines, ls.session.encoding),
                          command=lsp.Command(title=lens.title, command=lens.command, arguments=list(lens.arguments)))
@@ -262,7 +272,7 @@ def inlay_hint(ls: PallasiteServer, params: lsp.InlayHintParams) -> list[lsp.Inl
     doc = _doc(ls, params.text_document.uri)
     if doc is None:
         return []
-    lines = text_lines(doc.text)
+    lines = doc.lines
     window = range_to_span(params.range, lines, ls.session.encoding)
     return [lsp.InlayHint(position=span_to_range(hint.span, lines, ls.session.encoding).end, label=hint.label,
                           tooltip=hint.tooltip, padding_left=False)
@@ -275,7 +285,7 @@ def code_action(ls: PallasiteServer, params: lsp.CodeActionParams) -> list[lsp.C
     doc = _doc(ls, params.text_document.uri)
     if doc is None or not ls.session.ensure_analysis(doc):
         return []
-    lines = text_lines(doc.text)
+    lines = doc.lines
     span = range_to_span(params.range, lines, ls.session.encoding)
     found = actions.actions_for(doc.findings(), span, doc.uri, doc.version, lines, ls.session.encoding,
                                 ls.session.settings.target, params.context.only, doc.seen_versions,

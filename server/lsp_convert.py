@@ -16,7 +16,7 @@ from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import Finding, Fix, Span
 from pallasite.knowledge import catalog
 
-from .shifting import Edit, _BREAK
+from .shifting import Edit, LineIndex, _BREAK
 
 UTF16, UTF8, UTF32 = "utf-16", "utf-8", "utf-32"
 
@@ -61,7 +61,9 @@ def column_from_client(line: str, units: int, encoding: str = UTF16) -> int:
     return len(line)
 
 
-def _line(lines: Sequence[str], index: int) -> str:
+def _line(lines: Sequence[str] | LineIndex, index: int) -> str:
+    if isinstance(lines, LineIndex):  # a document's lines: found up to ``index`` only
+        return lines.line(index)
     return lines[index] if 0 <= index < len(lines) else ""
 
 

@@ -15,9 +15,9 @@ kernel file opened there triggers one question per folder; tier 0 never executes
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,16 +25,18 @@ from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
+from pallasite.analysis.source import forget as forget_tree, release_memory
 from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.types import FileReport, Finding, Related
 
 from pallasite.engine.engine import Engine
 
-from .lsp_convert import finding_to_diagnostic, text_lines
+from .lsp_convert import finding_to_diagnostic
 from .progress import WorkProgress
 from .session_settings import SettingsAndTrust
 from .settings import Settings
-from .shifting import Edit, apply_edit, shift_findings
+from . import tier0_thread
+from .shifting import Edit, LineIndex, shift_findings
 from .trust import inside
 
 WORKER_CRASH_CODES = ("PLS902", "PLS903", "PLS904")
@@ -67,6 +69,14 @@ class Document:
     check_version: int | None = None
     check_key: tuple | None = None  # (text, tiers, script) of the last started check
     published: bool = False
+    _index: LineIndex | None = field(default=None, repr=False)
+
+    @property
+    def lines(self) -> LineIndex:
+        """The text's lines (a ``LineIndex``: found lazily, kept through edits)."""
+        if self._index is None or self._index.text is not self.text:
+            self._index = LineIndex(self.text)
+        return self._index
 
     @property
     def uses_pallas(self) -> bool:
@@ -84,7 +94,7 @@ class Document:
     def apply(self, version: int, edits: Sequence[Edit]) -> None:
         """Edits from the client, in order; every finding moves with the text."""
         for edit in edits:
-            self.text = apply_edit(self.text, edit)
+            self.text = self.lines.apply(edit)
         self.tier0 = shift_findings(self.tier0, edits)
         self.compiler = shift_findings(self.compiler, edits)
         self.version = version
@@ -105,7 +115,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def analyzable(text: str) -> str:
     """``text`` with lone surrogates (a client may send ``"\\ud800"``) replaced by U+FFFD: one
     code point for one, so every column stays where it was, and the text encodes as UTF-8."""
-    return _SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def analyze(text: str, path: str, target: str) -> Any:
@@ -128,19 +138,6 @@ def tier0_snapshot(text: str, path: str, target: str, severity: dict[str, str]) 
         return analysis, [with_site_context(f, analysis.sites) for f in found]
     except Exception as exc:  # noqa: BLE001 - reported as data by Session._store_tier0
         return exc
-
-
-# Documents up to this many characters are analysed on the event loop when a request needs it
-# (a few ms); bigger ones only on the tier-0 thread, so they never hold up other requests.
-TIER0_INLINE_CHARS = 200_000
-_TIER0_POOL: ThreadPoolExecutor | None = None
-
-
-def _tier0_pool() -> ThreadPoolExecutor:
-    global _TIER0_POOL
-    if _TIER0_POOL is None:
-        _TIER0_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pallasite-tier0")
-    return _TIER0_POOL
 
 
 def with_site_context(finding: Finding, sites: Sequence[Any]) -> Finding:
@@ -235,11 +232,18 @@ class Session(SettingsAndTrust):
         return doc
 
     def close(self, uri: str) -> Document | None:
+        """Stop the document's work and give its memory back: its tree-sitter trees (its analysis
+        and the incremental-parse cache's, ~50 bytes per byte of text) go now, not later."""
         doc = self.documents.pop(uri, None)
         if doc is not None:
             for task in (doc.tier0_task, doc.check_task):
                 if task is not None:
                     task.cancel()
+            doc.analysis, doc.tier0 = None, []
+            forget_tree(doc.path)
+            if len(doc.text) > tier0_thread.RELEASE_ABOVE_CHARS:
+                gc.unfreeze()  # what collector_paused froze may hold its cycles
+                release_memory()
         return doc
 
     def run_tier0(self, doc: Document) -> None:
@@ -254,7 +258,7 @@ class Session(SettingsAndTrust):
     def run_tier0_inline(self, doc: Document) -> bool:
         """Small documents: tier 0 now (True). Big ones: in the background, off the event loop; the
         background run publishes (False)."""
-        if len(doc.text) <= TIER0_INLINE_CHARS:
+        if len(doc.text) <= tier0_thread.TIER0_INLINE_CHARS:
             self.run_tier0(doc)
             return True
         self.schedule_tier0(doc, 0)
@@ -266,10 +270,27 @@ class Session(SettingsAndTrust):
         version = doc.version
         if self._stopped_for_size(doc):
             return
-        result = await asyncio.get_running_loop().run_in_executor(
-            _tier0_pool(), tier0_snapshot, doc.text, doc.path, self.settings.target, dict(self.settings.severity))
+        text, target, severity = doc.text, self.settings.target, dict(self.settings.severity)
+
+        def current_snapshot() -> Any:  # a run queued behind another is skipped once the text moved on
+            if doc.version != version:
+                return None
+            with tier0_thread.collector_paused():
+                result = tier0_snapshot(text, doc.path, target, severity)
+            if doc.version != version:  # stale already: freed here, a piece at a time, not on the loop
+                tier0_thread.dispose(result)
+                return None
+            return result
+
+        result = await asyncio.get_running_loop().run_in_executor(tier0_thread.pool(), current_snapshot)
+        if result is None:
+            return
         if doc.version == version and self.documents.get(doc.uri) is doc:
             self._store_tier0(doc, version, result)
+        elif self.documents.get(doc.uri) is not doc:  # closed while it ran: its tree is not kept
+            del result
+            forget_tree(doc.path)
+            release_memory()
 
     def _store_tier0(self, doc: Document, version: int, result: Any) -> None:
         doc.analysis_version = version
@@ -281,7 +302,10 @@ class Session(SettingsAndTrust):
                 self.show(message, lsp.MessageType.Error)
             self.log(message)
             return
+        old = (doc.analysis, doc.tier0)
         doc.analysis, doc.tier0 = result
+        if len(doc.text) > tier0_thread.TIER0_INLINE_CHARS:  # freed on the tier-0 thread, a piece at a time
+            tier0_thread.pool().submit(tier0_thread.dispose, old)
 
     def _stopped_for_size(self, doc: Document) -> bool:
         """Past ``check.maxFileMb`` tier 0 does not run: say so once per document, show nothing."""
@@ -302,7 +326,7 @@ class Session(SettingsAndTrust):
         A big document is never analysed here (on the event loop): until its background run is
         done it counts as not analysed (False)."""
         if doc.analysis_version != doc.version:
-            if len(doc.text) > TIER0_INLINE_CHARS:
+            if len(doc.text) > tier0_thread.TIER0_INLINE_CHARS:
                 return False
             self.run_tier0(doc)
         return doc.uses_pallas
@@ -361,8 +385,7 @@ class Session(SettingsAndTrust):
                     lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[], version=doc.version))
                 doc.published = False
             return
-        lines = text_lines(doc.text)
-        diagnostics = [finding_to_diagnostic(f, doc.uri, lines, self.encoding, doc.version) for f in doc.findings()]
+        diagnostics = [finding_to_diagnostic(f, doc.uri, doc.lines, self.encoding, doc.version) for f in doc.findings()]
         self.client.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diagnostics, version=doc.version))
         doc.published = True
@@ -379,7 +402,7 @@ class Session(SettingsAndTrust):
         await asyncio.sleep(delay_s)
         started = time.perf_counter()
         was_pallas = doc.uses_pallas
-        if len(doc.text) > TIER0_INLINE_CHARS:
+        if len(doc.text) > tier0_thread.TIER0_INLINE_CHARS:
             await self.run_tier0_in_thread(doc)
             if doc.analysis_version != doc.version:
                 return  # edited meanwhile: the newer run publishes

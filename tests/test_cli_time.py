@@ -4,6 +4,7 @@ exit status, a profile's trace and bound, usage errors, and the measurements in 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -66,3 +67,35 @@ def test_usage_errors_exit_2_with_a_message(tmp_path):
     (tmp_path / "b.py").write_text("")
     ambiguous = pallasite("profile", str(tmp_path), cwd=tmp_path)
     assert ambiguous.returncode == 2 and "not a task folder" in ambiguous.stderr
+
+
+OPTIMIZE = Path(__file__).parent / "data" / "optimize"
+
+
+def test_without_a_device_big_inputs_are_timed_at_reduced_shapes_with_progress(tmp_path):
+    """Two 1 GiB inputs, 2048 grid steps: at full size interpret mode ran past its time limit with no
+    word (JAXBench's 8p_GEMM: "ran past its limit of 600 s"); now the checks and the timing run at
+    the optimize loop's reduced shapes, said in the result, with progress on stderr."""
+    done = pallasite("time", str(OPTIMIZE / "big_add.py"), "--runs", "1", "--warmup", "1", "--no-store",
+                     "--time-limit", "240", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  ... comparing with the reference on fresh random inputs" in done.stderr  # progress while it runs
+    timed = re.search(r"timed at the reduced shapes float32\[(\d+), (\d+)\], float32\[\1, \2\] in TPU interpret "
+                      r"mode on CPU", done.stdout)
+    assert timed and int(timed.group(1)) < 16384 and int(timed.group(2)) < 16384, done.stdout
+    assert "CPU interpret mode: not TPU time" in done.stdout and "from float32[16384, 16384]" in done.stdout
+    profiled = pallasite("profile", str(OPTIMIZE / "big_add.py"), "--runs", "1", "--no-store", "--format", "json",
+                         "--time-limit", "240", cwd=tmp_path)
+    assert profiled.returncode == 0, profiled.stderr
+    result = json.loads(profiled.stdout)["result"]
+    (rows, cols), _ = result["checks"]["inputs"][0]
+    assert rows < 16384 and cols < 16384 and result["checks"]["full_inputs"] == [[[16384, 16384], "float32"]] * 2
+    # run reduced; the work in the roofline is the task's
+    assert result["profile"]["roofline"]["bytes"] == 3 * 16384 * 16384 * 4
+
+
+def test_without_a_device_inputs_that_cannot_be_reduced_are_refused_at_once(tmp_path):
+    done = pallasite("time", str(OPTIMIZE / "whole_block.py"), "--runs", "1", "--no-store", "--time-limit", "240",
+                     cwd=tmp_path)
+    assert done.returncode == 2
+    assert "cannot be reduced" in done.stdout + done.stderr and "device backend" in done.stdout + done.stderr

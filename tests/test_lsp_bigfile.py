@@ -1,7 +1,8 @@
 """Big inputs: a 5 MB kernel file does not freeze the server. Its tier 0 runs off the event loop
 (and lets the loop run while tree-sitter parses), so hovers on another document are answered
-while it works; past ``check.maxFileMb`` tier 0 does not run and the server says so.
-Prints the measured hover latencies (before: a 5 MB document blocked every request for 45 s)."""
+while it works; past ``check.maxFileMb`` tier 0 does not run and the server says so; closing
+documents gives their memory back. Prints the measured hover latencies (before: a 5 MB document
+blocked every request for 45 s); the latency targets live in benchmarks/bench_lsp_bigdoc.py."""
 
 from __future__ import annotations
 
@@ -70,9 +71,39 @@ def test_hovers_on_another_document_are_answered_while_tier0_works_on_5mb(tmp_pa
         p50, p90, worst = statistics.median(latencies), latencies[int(0.9 * (len(latencies) - 1))], latencies[-1]
         print(f"\n5 MB tier 0 took {tier0_s:.1f} s; {len(latencies)} hovers on another document meanwhile: "
               f"median {p50 * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms, max {worst * 1000:.0f} ms")
-        assert len(latencies) >= 5
-        assert p50 < 0.2, f"median hover latency {p50 * 1000:.0f} ms"
-        assert worst < 2.0, f"a hover waited {worst * 1000:.0f} ms"
+        assert len(latencies) >= 5  # answered while tier 0 worked; how fast: benchmarks/bench_lsp_bigdoc.py
+    finally:
+        client.close()
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+def test_closing_documents_gives_their_memory_back(tmp_path):
+    """Each round opens three 300 KB kernel files (tier 0 keeps ~50 bytes of trees per byte of
+    text) and closes them; before, nothing came back (the trees stayed cached, the heap untrimmed)."""
+    client = WireClient(tmp_path / "home", settings={"tiers": [0]})
+    try:
+        client.initialize(tmp_path)
+        text = big_kernel_file(300_000)
+        rounds = []
+        for r in range(2):
+            before = _rss_mb(client.proc.pid)
+            uris = [open_doc(client, tmp_path / f"big_{r}_{i}.py", text) for i in range(3)]
+            for uri in uris:
+                client.wait_for(published(uri), timeout=120, what="tier 0 of a 300 KB document")
+            opened = _rss_mb(client.proc.pid)
+            for uri in uris:
+                client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+            assert client.request("pallasite/serverStats", {})["result"]["pid"] == client.proc.pid
+            rounds.append((before, opened, _rss_mb(client.proc.pid)))
+        print("\n" + "; ".join(f"round {i + 1}: {b:.0f} MB -> {o:.0f} MB open -> {c:.0f} MB closed"
+                               for i, (b, o, c) in enumerate(rounds)))
+        before, opened, closed = rounds[-1]
+        assert opened - before > 10, rounds  # the documents did cost memory
+        assert opened - closed >= 0.5 * (opened - before), rounds  # and closing gave most of it back
     finally:
         client.close()
 

@@ -120,6 +120,33 @@ def test_every_malformed_request_gets_an_error_reply(wire, tmp_path):
     assert client.request("pallasite/serverStats", {}).get("result", {}).get("pid") == client.proc.pid
 
 
+UNDECODABLE = {
+    "not JSON": b'{"jsonrpc": "2.0", "id": 3, "method": ',
+    "invalid UTF-8": b'{"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": "\xff\xfe"}',
+    "a 5001-digit number": b'{"jsonrpc": "2.0", "id": 5, "method": "x", "params": {"n": ' + b"7" * 5001 + b"}}",
+    "100,000-deep nesting": b'{"jsonrpc": "2.0", "id": 6, "method": "x", "params": ' + b"[" * 100_000
+                            + b"]" * 100_000 + b"}",
+}
+
+
+def test_every_undecodable_message_gets_a_parse_error_with_id_null_and_no_popup(wire, tmp_path):
+    client = wire()
+    client.initialize(tmp_path)
+    for what, body in UNDECODABLE.items():
+        before = len(client.unmatched_replies)
+        client.send_raw(body)
+        deadline = time.monotonic() + 10
+        while len(client.unmatched_replies) == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        replies = client.unmatched_replies[before:]
+        assert [(r.get("id", "absent"), r.get("error", {}).get("code")) for r in replies] == [(None, -32700)], (
+            what, replies)
+        # and the server goes on answering
+        assert client.request("pallasite/serverStats", {})["result"]["pid"] == client.proc.pid, what
+    popups = [n for n in client.notifications if n["method"] == "window/showMessage"]
+    assert popups == [], popups  # before: "Error in server: maximum recursion depth exceeded ..."
+
+
 def test_commands_with_bad_names_or_arguments_are_answered(wire, tmp_path):
     """Commands run as the request's own task (server/lsp_protocol.py): an unknown name is InvalidParams,
     and a known command given junk arguments answers (an error or a result saying why), never hangs."""

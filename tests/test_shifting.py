@@ -98,3 +98,36 @@ def test_fix_as_versioned_edit_and_range_encoding():
     assert doc_edit.text_document.version == 7
     assert doc_edit.edits[0].range == lsp.Range(lsp.Position(0, 9), lsp.Position(0, 12))
     assert span_to_range(Span(0, 8, 0, 11), lines, UTF16).start.character == 8
+
+
+def test_the_line_index_kept_through_edits_agrees_with_splitting_the_text():
+    """A document's LineIndex (server/shifting.py) keeps the starts before each edit and finds the
+    rest lazily; every line and offset must be what a fresh split of the new text gives, across
+    edits that join or split "\\r\\n" pairs."""
+    import random
+
+    from pallasite.server.lsp_convert import text_lines
+    from pallasite.server.shifting import LineIndex, line_starts, offset_of
+
+    rng = random.Random(5)
+    pieces = ["a", "bc", "\n", "\r", "\r\n", "\u00e9", "\U0001f600", "  x = 1"]
+    text = "".join(rng.choice(pieces) for _ in range(300))
+    index = LineIndex(text)
+    for _ in range(300):
+        lines = text_lines(text)
+        line = rng.randrange(len(lines) + 1)
+        column = rng.randrange(8)
+        end_line = min(len(lines), line + rng.randrange(2))
+        end_column = rng.randrange(8)
+        if (end_line, end_column) < (line, column):
+            end_line, end_column = line, column
+        if rng.random() < 0.5:  # ask about a line first, so the index holds starts past the edit
+            probe = rng.randrange(len(lines))
+            assert index.line(probe) == lines[probe]
+        edit = Edit(Span(line, column, end_line, end_column), "".join(rng.choice(pieces) for _ in range(rng.randrange(4))))
+        starts = line_starts(text)  # the reference: offsets from a full scan of the old text
+        begin = offset_of(text, starts, line, column)
+        text = text[:begin] + edit.new_text + text[max(begin, offset_of(text, starts, end_line, end_column)):]
+        assert index.apply(edit) == text
+        lines = text_lines(text)
+        assert len(index) == len(lines) and [index.line(i) for i in range(len(lines))] == lines

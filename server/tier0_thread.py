@@ -1,0 +1,67 @@
+"""Tier 0 of big documents, off the event loop: the one tier-0 thread, and what keeps that thread
+from holding the GIL for long (the server's other requests wait for the GIL, not for the thread).
+
+- ``pool()``: the single-thread executor tier 0 of documents over ``TIER0_INLINE_CHARS`` runs on;
+- ``collector_paused()``: Python's cyclic collector paused while such a document is analysed, and
+  what exists afterwards frozen out of later collections (a 5 MB analysis makes ~450,000 objects:
+  the full collections it triggered held the GIL 0.2-1.8 s each);
+- ``dispose(value)``: a big analysis freed a piece at a time (freeing it in one go, one cascade of
+  deallocations in C, held the GIL 0.15 s for a 5 MB document);
+- ``RELEASE_ABOVE_CHARS``: closing a document this big collects garbage and trims the heap.
+
+Tier 0's own analysis leaves no reference cycles (analysis/tier0.py clears its memo), so nothing
+it makes waits for a collection; cycles other code makes while the collector is paused wait for
+the next big document's close (``Session.close`` unfreezes and collects).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterator
+
+# Closing a document bigger than this collects garbage and trims the heap (a few ms) so that its
+# trees' memory goes back to the system at once.
+RELEASE_ABOVE_CHARS = 64_000
+# Documents up to this many characters are analysed on the event loop when a request needs it
+# (a few ms); bigger ones only on the tier-0 thread, so they never hold up other requests.
+TIER0_INLINE_CHARS = 200_000
+_TIER0_POOL: ThreadPoolExecutor | None = None
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic collector paused for the duration; afterwards what exists is frozen
+    (``gc.freeze``: left out of later collections) and the collector runs again."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def dispose(value: Any) -> None:
+    """Drop ``value`` (tuples, lists and dataclasses, followed) a piece at a time: other threads run
+    between pieces."""
+    pending, seen = [value], set()
+    del value
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:  # shared, or a cycle: expanded once
+            continue
+        seen.add(id(item))
+        if isinstance(item, (tuple, list)):
+            pending.extend(item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            pending.extend(getattr(item, f.name) for f in dataclasses.fields(item))
+        del item
+
+
+def pool() -> ThreadPoolExecutor:
+    global _TIER0_POOL
+    if _TIER0_POOL is None:
+        _TIER0_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pallasite-tier0")
+    return _TIER0_POOL
