@@ -25,7 +25,7 @@ from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelS
 from pallasite.runner.messages import CheckResult
 
 from .figures import shape_cast_sentence
-from .origin_findings import to_origin, vmem_related
+from .origin_findings import to_checked_value, to_origin, to_output_dtype, vmem_related
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -132,13 +132,17 @@ def locate_record(
         said = _x64_sentence(said, lines)
     if code == "PLS202":
         said = shape_cast_sentence(said, rec)  # name the shapes of the cast
-    related = related_places(site, span, lines)
+    related = _noted_places(rec, span, lines) + related_places(site, span, lines)
     called = _helper_call(rec, span, lines, sites)
     if called is not None:
         related = (called,) + related
     moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines) if site is not None else None
+    if moved is None:  # a wrong out_shape dtype, said at the dtype
+        moved = to_output_dtype(code, rec, site, span, text, lines)
+    if moved is None:  # a check (of the user's code, or a library's) rejected a value written elsewhere
+        moved = to_checked_value(code, rec, text, lines, [s.kernel_def_span for s in sites if s.kernel_def_span])
     if moved is not None:  # the bad dim was written elsewhere: a dict entry, field, default (engine/origin_findings.py)
-        related = moved.related + tuple(r for r in related_places(site, moved.span, lines))
+        related = moved.related + tuple(r for r in related_places(site, moved.span, lines) if r not in moved.related)
         span = moved.span
         said = f"{said} — {moved.sentence}"
     elif code in ("PLS101", "PLS204", "PLS112") and site is not None:
@@ -191,6 +195,8 @@ def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites:
         line = max((syn.get("line") or 1) - 1, 0)
         col = max((syn.get("column") or 1) - 1, 0)
         return Span(line, col, line, col + 1)
+    if rec.get("tier") == 3 and code.startswith("PLS30") and rec.get("mentions"):
+        return _mention_span(rec, lines)  # tier 3 names its own places, the finding's first
     if code in ("PLS901", "PLS905"):
         return _frame_span(rec, lines, sites, prefer_kernel=False) or _mention_span(rec, lines) or Span.point(0)
     if site is None:
@@ -364,6 +370,16 @@ def _mention_span(rec: Mapping[str, Any], lines: list[str]) -> Span | None:
     if not mentions:
         return None
     return line_span(mentions[0]["line"] - 1, lines)
+
+
+def _noted_places(rec: Mapping[str, Any], span: Span, lines: list[str]) -> tuple[Related, ...]:
+    """The places a record names with a note (tier 3: the store, the scratch, the read), other than
+    the finding's own line, as related places."""
+    out = []
+    for m in rec.get("mentions") or ():
+        if m.get("note") and m["line"] - 1 != span.line:
+            out.append(Related(line_span(m["line"] - 1, lines), str(m["note"])))
+    return tuple(out)
 
 
 def _mention_in_kernel(rec, lines, sites) -> Span | None:

@@ -43,7 +43,7 @@ from jax.experimental.pallas import tpu as pltpu
 from . import errors as errors_mod
 from .intercept import RecordedCall, SemanticsOverride, block_shapes, dimension_semantics, intercept_pallas_calls
 from .interpret_compare import compare, tolerance_for
-from .interpret_verdicts import reference_mismatch, state_of, upstream_failure, upstream_record
+from .interpret_verdicts import reference_failure, reference_mismatch, state_of, upstream_failure, upstream_record
 from .interpret_records import (
     START,
     CallSites,
@@ -71,6 +71,7 @@ class Run:
     error: BaseException | None = None
     races: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    noise: str = ""  # what jax printed to stderr meanwhile (the user's stack of a failing operation)
     calls: list[RecordedCall] = field(default_factory=list)
 
 
@@ -155,6 +156,7 @@ def interpret_once(
     finally:
         run.seconds = time.perf_counter() - start
     run.races = _race_reports(captured.getvalue())
+    run.noise = noise.getvalue()[-200_000:]
     if run.races or (ipc.races is not None and ipc.races.races_found and not run.races):
         run.races = run.races or ["RACE DETECTED (the interpreter gave no location)"]
     pltpu.reset_tpu_interpret_mode_state()
@@ -459,7 +461,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     for report in run.races:
         errors.append(race_record(report, call, sites, path))
     if run.error is not None:
-        rec = exception_record(run.error, call, sites, path)
+        rec = exception_record(run.error, call, sites, path, run.noise)
         why = upstream_failure(run.error, rec) if rec.get("code") == "PLS300" else None
         errors.append(upstream_record(rec, why) if why else rec)
         return {"errors": errors, "_reruns": reruns}
@@ -481,22 +483,23 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     expected = None
     reference = getattr(task, "reference", None)
     mismatch = reference_mismatch(reference, inputs, path) if reference is not None else None
-    if mismatch is not None:
+    if mismatch is not None:  # a note: the outputs are still checked for what needs no reference
         errors.append(mismatch)
-        return {"errors": errors, "_reruns": reruns}
+        reference = None
     if reference is not None:
         try:
             expected = jax.tree.map(np.asarray, reference(*inputs))
-        except Exception as exc:  # noqa: BLE001 - the user's reference failed
-            rec = errors_mod.record(exc, path, stage="tier 3")
-            rec.update(code="PLS300", tier=3, origin="the reference", sentence="the reference raised: " + rec["sentence"])
-            errors.append(rec)
+        except Exception as exc:  # noqa: BLE001 - the user's reference failed: a note, not the kernel's error
+            errors.append(reference_failure(exc, path))
 
     def problems_of(r: Run) -> list[dict[str, Any]]:
         return compare(r.outputs, expected, tolerance_for(task, r.outputs))
 
     problems = problems_of(run)
     if not problems:
+        return {"errors": errors, "_reruns": reruns}
+    if any(p["kind"] == "dtype" for p in problems):  # a declared dtype the results do not have: no rerun explains it
+        errors.extend(result_record(p, call, sites, path, None, None) for p in problems if p["kind"] == "dtype")
         return {"errors": errors, "_reruns": reruns}
 
     cause = None
