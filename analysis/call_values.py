@@ -24,7 +24,7 @@ def output_dtype(text: str, call_span: Span, index: int) -> Origin | None:
     tree = parse(text)
     if tree is None:
         return None
-    call = _pallas_call_at(tree, call_span)
+    call = pallas_call_at(tree, call_span)
     if call is None:
         return None
     out_shape = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "out_shape"), None)
@@ -46,7 +46,7 @@ def output_dtype(text: str, call_span: Span, index: int) -> Origin | None:
     return tracer._at(struct, "expression", None)  # an array given as out_shape: its dtype is the output's
 
 
-def _pallas_call_at(tree: ast.Module, span: Span) -> ast.Call | None:
+def pallas_call_at(tree: ast.Module, span: Span) -> ast.Call | None:
     """The ``pallas_call(...)`` call expression starting at ``span``'s start."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.lineno - 1 == span.line and node.col_offset == span.column \

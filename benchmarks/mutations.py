@@ -88,7 +88,9 @@ Each base file and each mutant is checked with ``pallasite check --format json -
 (target v6e; v5p for ``parallel-reduction``, whose base is checked at v5p too). A mutant is
 "caught" when its report has a finding the base's report does not have (same code, line and
 message) that is an error, or a warning that is not a "could not check" code (time or memory
-limits, tiers skipped, interpreter unable to run: PLS205, PLS306, PLS307, PLS9xx). It is
+limits, tiers skipped, interpreter unable to run: PLS205, PLS306, PLS307, PLS9xx; and PLS305, the
+interpreter running other semantics than the ones written, added after the first baseline run
+as a stricter rule). It is
 "located" when one of those findings starts within ±1 line of a true line.
 
 Corpus and split

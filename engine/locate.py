@@ -25,7 +25,7 @@ from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelS
 from pallasite.runner.messages import CheckResult
 
 from .figures import shape_cast_sentence
-from .origin_findings import to_checked_value, to_origin, to_output_dtype, vmem_related
+from .origin_findings import SIZE_SET_HERE, to_checked_value, to_origin, to_output_dtype, vmem_related
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -97,13 +97,23 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
 
 
 def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, text: str) -> Finding:
+    """A VMEM overflow with its largest buffers related; at the line that set the largest block's
+    size when that line is not the BlockSpec itself (a dict entry, a constant, a default)."""
     import dataclasses
 
     site = next((s for s in sites if s.span.line <= finding.span.line <= s.span.end_line), None)
     extra = vmem_related(site, reached, text, text.splitlines())
     known = {(r.span, r.message) for r in finding.related}
     extra = tuple(r for r in extra if (r.span, r.message) not in known)
-    return dataclasses.replace(finding, related=extra + tuple(finding.related)) if extra else finding
+    if not extra:
+        return finding
+    largest = extra[0]
+    if SIZE_SET_HERE in largest.message and site is not None:
+        said = largest.message.split(SIZE_SET_HERE, 1)[1].strip(" ()")
+        return dataclasses.replace(
+            finding, span=largest.span, message=f"{finding.message} — the largest block's size is set here ({said})",
+            related=(Related(call_span(site), "the pallas_call that runs out of VMEM"),) + extra + tuple(finding.related))
+    return dataclasses.replace(finding, related=extra + tuple(finding.related))
 
 
 # --------------------------------------------------------------------------- one record

@@ -149,8 +149,11 @@ _KINDS = {"dict entry": "a dict entry", "dataclass field": "a dataclass field de
           "argument": "the argument passed here", "list entry": "a list entry", "literal": "a literal"}
 
 
+SIZE_SET_HERE = "the block size is set here"
+
+
 def _said(origin: Origin) -> str:
-    return f"the block size is set here ({_KINDS.get(origin.kind, origin.kind)}: {origin.what})"
+    return f"{SIZE_SET_HERE} ({_KINDS.get(origin.kind, origin.kind)}: {origin.what})"
 
 
 def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) -> tuple[Span, tuple[Related, ...], str] | None:
