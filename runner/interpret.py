@@ -17,7 +17,8 @@ one-core target) forced onto every ``pallas_call`` (jax's
 
 Shapes: the example inputs are used as they are when small; larger ones are shrunk along dims
 that map onto BlockSpec dims, to a couple of blocks each (still multiples of the block shape, so the
-tiling rules hold), and the shapes actually used are returned. Two simulated TensorCores and a
+tiling rules hold), and when they are still large, by a search over smaller sizes that keeps every
+call's blocks (``runner/interpret_shrink.py``); the shapes actually used are returned. Two simulated TensorCores and a
 shuffled order of "parallel" grid steps expose a reduction axis wrongly marked parallel; on a
 one-core target (v5e, v6e) such findings are rechecked as that chip runs the kernel (one core, steps
 in order) and, when only two cores get it wrong, reported as warnings. Times are
@@ -43,6 +44,7 @@ from jax.experimental.pallas import tpu as pltpu
 from . import errors as errors_mod
 from .intercept import RecordedCall, SemanticsOverride, block_shapes, dimension_semantics, intercept_pallas_calls
 from .interpret_compare import compare, tolerance_for
+from .interpret_shrink import BUDGET_BYTES, input_bytes, shrink_further
 from .interpret_verdicts import reference_failure, reference_mismatch, state_of, upstream_failure, upstream_record
 from .interpret_records import (
     START,
@@ -284,6 +286,11 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
         shapes, shrunk = shrink_shapes(abstract, calls)
         if shrunk:
             calls = probe_calls(task.entry, shapes, _namespaces(task.entry))  # the smaller shapes must still trace
+        if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
+            shapes, more = shrink_further(task.entry, shapes, calls,
+                                          lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
+            if more:
+                shrunk, calls = True, probe_calls(task.entry, shapes, _namespaces(task.entry))
     except Exception:  # noqa: BLE001 - tracing failed: run the given shapes and let the run report
         shapes, shrunk, calls = abstract, False, []
     result["shapes"] = describe_shapes(shapes)

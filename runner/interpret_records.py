@@ -216,7 +216,8 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
                 rec["frames"] = []  # the BlockSpec is the place, not the pallas_call frame
             return rec
         shape = _oob_shape(m.group(0))
-        read = places.read_place(noise, path, places.kernel_refs(call, sites.tree, path), shape)
+        in_core = re.search(r"\b(vmem|smem)\b", m.group(0)) is not None  # HBM/ANY: a DMA's, marked at the copy
+        read = places.read_place(noise, path, places.kernel_refs(call, sites.tree, path), shape) if in_core else []
         if read:
             rec["mentions"] = _mentions(read)
             rec["frames"] = []  # the read is the place, not the entry's call

@@ -73,3 +73,34 @@ def test_store_of_floats_into_an_int32_out_shape_is_at_the_out_shape():
     store_line = next(i for i, text in enumerate((DATA / "out_dtype_store.py").read_text().splitlines())
                       if text.strip().startswith("o_ref[...] ="))
     assert any(r.span.line == store_line and "stores float32 values into o_ref" in r.message for r in errors[0].related)
+
+
+def test_inputs_no_block_cuts_directly_are_shrunk_by_tracing_and_checked():
+    [report] = check_paths([str(DATA / "transposed_large.py")],
+                           CheckOptions(target="v5e", tiers=(3,), memory_mb=1500, time_limit_s=180))
+    assert [f.code for f in report.findings] == [], [f.message for f in report.findings]
+    note = next(n for n in report.notes if n.startswith("tier 3:"))
+    assert "shrunk from float32[8, 2048, 32, 128]" in note
+    assert {dict(k.tiers)[3] for k in report.kernels} == {"ok"}
+
+
+def test_shrinking_keeps_every_block_and_stops_within_the_budget():
+    import jax
+
+    from pallasite.runner import interpret
+    from pallasite.runner.interpret_shrink import BUDGET_BYTES, blocks_of, input_bytes, shrink_further
+    from pallasite.runner.loader import user_module
+    from pallasite.runner.tasks_runtime import discover
+
+    path = str(DATA / "transposed_large.py")
+    with user_module(path) as module:
+        [task] = discover(module, path)
+        args = task.abstract_args()
+        spaces = interpret._namespaces(task.entry)
+        calls = interpret.probe_calls(task.entry, args, spaces)
+        first, _ = interpret.shrink_shapes(args, calls)
+        assert input_bytes(first) > BUDGET_BYTES  # the first rule leaves them large
+        small, changed = shrink_further(task.entry, args, calls, lambda a: interpret.probe_calls(task.entry, a, spaces))
+        assert changed and input_bytes(small) <= BUDGET_BYTES < input_bytes(args)
+        assert blocks_of(interpret.probe_calls(task.entry, small, spaces)) == blocks_of(calls)
+        assert all(isinstance(a, jax.ShapeDtypeStruct) for a in small)
