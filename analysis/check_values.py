@@ -14,10 +14,9 @@ file), and names the one the error is about:
 The failing statement is the innermost frame of the file whose line holds a ``raise``/``assert``
 (its condition and message are read), else the innermost frame (the arguments of its calls are
 read). A value is a candidate when it traces to a literal outside that statement; the best
-candidate appears in the error's message, or breaks the (8, 128) tiling (not a multiple of 8),
-or both; a value the message does not name is taken only from the checking statement itself.
-When no traced value qualifies (the value travelled through an object's attributes), a number of
-the message that breaks the tiling and is written exactly once as a literal in the file is taken.
+candidate appears in the error's message, or breaks the (8, 128) tiling (``odd``), or both; a value the message does not name is taken only from the checking statement itself.
+When no traced value breaks the tiling (the value travelled through an object's attributes), a
+number of the message that does and is written exactly once as a literal in the file is taken.
 None when nothing qualifies: the finding then stays where it is.
 """
 
@@ -55,7 +54,7 @@ def culprit(text: str, frames: Frames, message: str, exclude: tuple[tuple[int, i
         if statement.lineno - 1 <= origin.line <= statement.end_lineno - 1:
             continue  # written in the failing statement itself: it is the place already
         named = origin.value in numbers
-        misaligned = origin.value % 8 != 0
+        misaligned = odd(origin.value)
         if not (named or (is_check and misaligned)):
             continue
         if not is_check and not (misaligned or ast.unparse(node) in message):
@@ -76,7 +75,7 @@ def _written_once(tree: ast.Module, text: str, statement: ast.stmt, message: str
     literal exactly once in the file (outside kernels and the check) is the one."""
     lines = text.splitlines()
     for n in sorted(numbers, key=lambda n: message.find(str(n))):
-        if n % 8 == 0 or n < 2:
+        if not odd(n) or n < 2:
             continue
         found = [c for c in ast.walk(tree) if isinstance(c, ast.Constant) and _is_int(c.value) and c.value == n
                  and not any(a <= c.lineno - 1 <= b for a, b in exclude)
@@ -105,6 +104,12 @@ def _context(node: ast.Constant) -> str:
     if isinstance(parent, (ast.Assign, ast.AnnAssign)) and isinstance(getattr(parent, "_pallasite_parent", None), ast.Module):
         return "constant"
     return "literal"
+
+
+def odd(value: int) -> bool:
+    """A size that breaks the TPU tiling wherever it lands: not a multiple of 8 rows, or above 128
+    and not a multiple of 128 lanes (the sizes of a mistake, not of a tuned block)."""
+    return value % 8 != 0 or (value > 128 and value % 128 != 0)
 
 
 def _is_int(value: object) -> bool:

@@ -16,6 +16,7 @@ registry's generic hint is NOT appended (presentation adds it). Requests that fa
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -220,7 +221,8 @@ def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites:
         spec = _spec_on_mention(rec, site) or (_arity_mismatch(site) if code == "PLS102" else None)
         if spec is not None:
             return spec.index_map_span or spec.span
-        return _mention_span(rec, lines) or _keyword(site, "in_specs") or call_span(site)
+        return (_index_map_function(rec, lines) or _mention_span(rec, lines) or _keyword(site, "in_specs")
+                or call_span(site))
     if code == "PLS105":
         return site.dimension_semantics_span or _keyword(site, "compiler_params") or call_span(site)
     if code == "PLS109":
@@ -278,6 +280,31 @@ def _spec_on_mention(rec: Mapping[str, Any], site: KernelSite) -> BlockSpecInfo 
             im = spec.index_map_span or spec.span
             if im.line <= line <= im.end_line:
                 return spec
+    return None
+
+
+def _index_map_function(rec: Mapping[str, Any], lines: list[str]) -> Span | None:
+    """An index_map written as a function of the file (not a lambda of a readable BlockSpec): its
+    ``def`` line when it takes the wrong number of grid indices (the TypeError names it), the line
+    of the tuple it returns when it returns the wrong number of them (the message names its def)."""
+    from pallasite.analysis.origins import parse
+
+    tree = parse("\n".join(lines))
+    if tree is None:
+        return None
+    said = f"{rec.get('sentence') or ''} {rec.get('message') or ''}"
+    defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    m = CALL_ARITY.search(said)
+    if m:
+        name = m.group("fn").rsplit(".", 1)[-1]
+        named = [d for d in defs if d.name == name]
+        return line_span(named[0].lineno - 1, lines) if len(named) == 1 else None
+    if re.search(r"must return \d+ values", said):
+        for mention in rec.get("mentions") or ():
+            fn = next((d for d in defs if d.lineno == mention["line"]), None)
+            returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None] if fn else []
+            if len(returns) == 1:
+                return line_span(returns[0].value.lineno - 1, lines)
     return None
 
 
