@@ -4,7 +4,8 @@ A pallas_call's pipeline holds every VMEM block twice (double-buffered; once wit
 ``pipeline_mode=pl.Buffered(1)``) plus its VMEM scratch buffers, within the scoped-VMEM limit the
 compiler applies: the call's ``vmem_limit_bytes`` when set, else the chip's default (measured per
 chip by a libtpu probe and cached, ``pallasite chips``; the checker passes it in as
-``RuleContext.scoped_vmem``). The compiler needs at least that much (it adds internal scratch of
+``RuleContext.scoped_vmem``; without it only calls that set vmem_limit_bytes are checked). The
+compiler needs at least that much (it adds internal scratch of
 its own), so when the blocks whose size and dtype are known statically already exceed the limit,
 the compile is certain to fail with a scoped-VMEM out-of-memory error: the rule says so at the
 line that set the size of the largest block (a dict entry, a constant, a default:
@@ -29,8 +30,6 @@ from .types import BlockSpecInfo, Finding, KernelSite, Related, Span
 
 
 def vmem(ctx: RuleContext) -> Iterator[Finding]:
-    if not ctx.scoped_vmem:
-        return
     tree = parse(ctx.source.text)
     if tree is None:
         return
@@ -112,13 +111,14 @@ def _limit(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> tuple[int | 
     if call is None:
         return None, ""
     params = next((k.value for k in call.keywords if k.arg == "compiler_params"), None)
+    default = (ctx.scoped_vmem, f"{ctx.target}'s default scoped-VMEM limit") if ctx.scoped_vmem else (None, "")
     if params is None:
-        return ctx.scoped_vmem, f"{ctx.target}'s default scoped-VMEM limit"
+        return default
     tracer = _Tracer(tree, ctx.source.text)
     chain = functions_around(call)
     value = _keyword_value(tracer, params, chain, "vmem_limit_bytes")
     if value is _ABSENT:
-        return ctx.scoped_vmem, f"{ctx.target}'s default scoped-VMEM limit"
+        return default
     origin = tracer.origin(value, chain) if value is not None else None
     if origin is None or origin.kind == "expression" or not isinstance(origin.value, int):
         number = _arithmetic(value)
