@@ -46,6 +46,22 @@ def output_dtype(text: str, call_span: Span, index: int) -> Origin | None:
     return tracer._at(struct, "expression", None)  # an array given as out_shape: its dtype is the output's
 
 
+def _grown_list(name: str, chain: list) -> ast.List | None:
+    """``outs = [a, b]`` then only ``outs += [...]`` / ``outs.append(...)`` in the same function: the
+    first list (its entries keep their places)."""
+    if not chain:
+        return None
+    first, other = None, False
+    for node in ast.walk(chain[-1]):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            if first is not None or len(node.targets) != 1 or not isinstance(node.value, ast.List):
+                return None
+            first = node.value
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            other = other or not isinstance(node.op, ast.Add)
+    return None if other else first
+
+
 def pallas_call_at(tree: ast.Module, span: Span) -> ast.Call | None:
     """The ``pallas_call(...)`` call expression starting at ``span``'s start."""
     for node in ast.walk(tree):
@@ -62,7 +78,8 @@ def _output(tracer: _Tracer, node: ast.expr, chain: list, index: int, depth: int
     if isinstance(node, ast.Name):
         bound = tracer._binding(node.id, chain)
         if bound is None:
-            return None, chain
+            prefix = _grown_list(node.id, chain)
+            return _output(tracer, prefix, chain, index, depth + 1) if prefix is not None else (None, chain)
         return _output(tracer, bound.value, bound.chain, index, depth + 1)
     if isinstance(node, (ast.List, ast.Tuple)):
         if not (0 <= index < len(node.elts)) or any(isinstance(e, ast.Starred) for e in node.elts):

@@ -90,11 +90,15 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         m = _STORE_DTYPES.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
         line = lines[span.line] if 0 <= span.line < len(lines) else ""
         stored = _STORED_REF.match(line)
-        if not m or not stored or _dtype_kind(m.group("ref")) == _dtype_kind(m.group("value")) or ".astype(" in stored.group("value"):
+        if not m or "=" not in line or _dtype_kind(m.group("ref")) == _dtype_kind(m.group("value")) or ".astype(" in line:
             return None
-        index = _output_index(site, stored.group("name"))
-        store = Related(span, f"the kernel stores {m.group('value')} values into {stored.group('name')} "
-                              f"({m.group('ref')}) here")
+        index = _output_index(site, stored.group("name")) if stored else None
+        if index is None:  # the kernel's parameters cannot be matched: the one output declared that dtype
+            declared = [i for i in range(16) if (o := output_dtype(text, site.span, i)) is not None
+                        and m.group("ref") in o.what]
+            index = declared[0] if len(declared) == 1 else None
+        into = stored.group("name") if stored else "an output"
+        store = Related(span, f"the kernel stores {m.group('value')} values into {into} ({m.group('ref')}) here")
     if index is None:
         return None
     origin = output_dtype(text, site.span, index)

@@ -19,8 +19,9 @@ Shapes: the example inputs are used as they are when small; larger ones are shru
 that map onto BlockSpec dims, to a couple of blocks each (still multiples of the block shape, so the
 tiling rules hold), and when they are still large, by a search over smaller sizes that keeps every
 call's blocks (``runner/interpret_shrink.py``); the shapes actually used are returned. Two simulated TensorCores and a
-shuffled order of "parallel" grid steps expose a reduction axis wrongly marked parallel; on a
-one-core target (v5e, v6e) such findings are rechecked as that chip runs the kernel (one core, steps
+shuffled order of "parallel" grid steps expose a reduction axis wrongly marked parallel (a
+pallas_call under ``jax.vmap``, whose semantics jax's interpreter cannot run, runs again without
+them: everything but the semantics is still checked); on a one-core target (v5e, v6e) such findings are rechecked as that chip runs the kernel (one core, steps
 in order) and, when only two cores get it wrong, reported as warnings. Times are
 CPU interpret-mode wall clock: they say nothing about TPU time.
 """
@@ -45,7 +46,15 @@ from . import errors as errors_mod
 from .intercept import RecordedCall, SemanticsOverride, block_shapes, dimension_semantics, intercept_pallas_calls
 from .interpret_compare import compare, tolerance_for
 from .interpret_shrink import BUDGET_BYTES, input_bytes, shrink_further
-from .interpret_verdicts import reference_failure, reference_mismatch, state_of, upstream_failure, upstream_record
+from .interpret_verdicts import (
+    VMAPPED_SEMANTICS,
+    reference_failure,
+    semantics_dropped,
+    reference_mismatch,
+    state_of,
+    upstream_failure,
+    upstream_record,
+)
 from .interpret_records import (
     START,
     CallSites,
@@ -395,6 +404,10 @@ def _all_arbitrary(sem: tuple[str, ...]) -> tuple[str, ...]:
     return ("arbitrary",) * len(sem)
 
 
+def _no_semantics(sem: tuple[str, ...]) -> None:
+    return None  # every grid axis "arbitrary", however many vmap added
+
+
 ZEROED_INTS = ("integer inputs were filled with 0 because example_inputs() gives only their shapes; if they are "
                "indices or sizes, return concrete arrays from example_inputs() for a faithful tier-3 run")
 
@@ -447,16 +460,23 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     """
     errors: list[dict[str, Any]] = []
     reruns: list[float] = []
+    dropped = False  # dimension_semantics left out of every run (the interpreter cannot run them under vmap)
 
     def again(**kw: Any) -> Run:
         kw.setdefault("seed", seed)
-        if one_core:
+        if one_core or dropped:
             kw.setdefault("cores", 1)
-            kw.setdefault("semantics", _all_arbitrary)
+            kw.setdefault("semantics", _no_semantics if dropped else _all_arbitrary)
         rerun = interpret_once(task.entry, inputs, user_files=(path,), modules=_namespaces(task.entry), **kw)
         reruns.append(rerun.seconds)
         return rerun
 
+    if run.error is not None and VMAPPED_SEMANTICS.search(str(run.error)):
+        say(f"tier 3: {task.name} again without dimension_semantics (jax's interpreter cannot run them under vmap)")
+        retry = again(semantics=_no_semantics, cores=1)
+        if retry.error is None or not VMAPPED_SEMANTICS.search(str(retry.error)):
+            run, dropped = retry, True
+            errors.append(semantics_dropped(run.error or retry.error, path))
     call = first_user_call(run.calls, path)
     sites = CallSites(source, path)
     if run.error is not None and _semantics_rejected(run.error):

@@ -24,8 +24,9 @@ from typing import Any, Callable
 NOT_CHECKED = "not checked: "
 UPSTREAM_CODE = "PLS306"
 
+VMAPPED_SEMANTICS = re.compile(r"safe_zip\(\) argument \d+ has length \d+ but argument \d+ has length")
 _KNOWN: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"safe_zip\(\) argument \d+ has length \d+ but argument \d+ has length"),
+    (VMAPPED_SEMANTICS,
      "jax's TPU interpreter cannot run a pallas_call that has dimension_semantics under jax.vmap (vmap adds a "
      "grid axis the semantics do not list); the TPU compiler accepts it"),
     (re.compile(r"'ReshapeTransform' object has no attribute 'indices'"),
@@ -82,6 +83,17 @@ def reference_mismatch(reference: Callable[..., Any], inputs: tuple[Any, ...], p
     return None
 
 
+def semantics_dropped(exc: BaseException | None, path: str) -> dict[str, Any]:
+    """The note (PLS306, information) when tier 3 ran a vmapped pallas_call without its
+    dimension_semantics because jax's interpreter cannot run them under vmap."""
+    sentence = ("tier 3 ran without the pallas_call's dimension_semantics: jax's TPU interpreter cannot run them "
+                "under jax.vmap (vmap adds a grid axis they do not list). Everything else was checked; whether a "
+                "\"parallel\" axis carries state from step to step was not")
+    return {"type": "InterpreterLimit", "message": sentence, "sentence": sentence, "stage": "tier 3", "tier": 3,
+            "code": UPSTREAM_CODE, "origin": "TPU interpreter (jax)", "severity": "information", "frames": [],
+            "mentions": [], "refs": [], "detail": None}
+
+
 def reference_failure(exc: BaseException, path: str) -> dict[str, Any]:
     """The note (PLS905) when the task's reference raised on the candidate's inputs."""
     import traceback
@@ -121,6 +133,6 @@ def state_of(records: list[dict[str, Any]]) -> str:
         if r.get("code") == "PLS905":
             return NOT_CHECKED + "the reference cannot be called like the candidate (PLS905)"
     for r in records:
-        if r.get("code") == UPSTREAM_CODE:
+        if r.get("code") == UPSTREAM_CODE and r.get("severity") != "information":
             return NOT_CHECKED + "jax's TPU interpreter could not run this kernel (PLS306)"
     return "ok"
