@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from .origins import Origin, _Tracer, functions_around, parse, callee_name
+from .origins import Origin, Tracer, functions_around, parse, callee_name
 from .types import Span
 
 
@@ -30,7 +30,7 @@ def output_dtype(text: str, call_span: Span, index: int) -> Origin | None:
     out_shape = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "out_shape"), None)
     if out_shape is None:
         return None
-    tracer = _Tracer(tree, text)
+    tracer = Tracer(tree, text)
     chain = functions_around(call)
     struct, struct_chain = _output(tracer, out_shape, chain, index)
     if struct is None:
@@ -41,9 +41,9 @@ def output_dtype(text: str, call_span: Span, index: int) -> Origin | None:
             return None
         found = tracer.origin(dtype, struct_chain, "argument")
         if found is None or found.kind == "expression":
-            return tracer._at(dtype, "argument", None)
+            return tracer.place(dtype, "argument", None)
         return found
-    return tracer._at(struct, "expression", None)  # an array given as out_shape: its dtype is the output's
+    return tracer.place(struct, "expression", None)  # an array given as out_shape: its dtype is the output's
 
 
 def _grown_list(name: str, chain: list) -> ast.List | None:
@@ -71,12 +71,12 @@ def pallas_call_at(tree: ast.Module, span: Span) -> ast.Call | None:
     return None
 
 
-def _output(tracer: _Tracer, node: ast.expr, chain: list, index: int, depth: int = 0):
+def _output(tracer: Tracer, node: ast.expr, chain: list, index: int, depth: int = 0):
     """The expression standing for output ``index`` of an ``out_shape`` value, and its scope."""
     if depth > 8:
         return None, chain
     if isinstance(node, ast.Name):
-        bound = tracer._binding(node.id, chain)
+        bound = tracer.binding(node.id, chain)
         if bound is None:
             prefix = _grown_list(node.id, chain)
             return _output(tracer, prefix, chain, index, depth + 1) if prefix is not None else (None, chain)

@@ -76,7 +76,7 @@ def trace(text: str, span: Span, *, frames: Frames = ()) -> Origin | None:
 
 def trace_node(tree: ast.Module, text: str, node: ast.expr, *, frames: Frames = ()) -> Origin | None:
     """The origin of ``node`` (an expression of ``parse(text)``)."""
-    return _Tracer(tree, text, frames).origin(node, functions_around(node))
+    return Tracer(tree, text, frames).origin(node, functions_around(node))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -135,7 +135,10 @@ def callee_name(call: ast.Call) -> str | None:
 # --------------------------------------------------------------------------- the tracer
 
 
-class _Tracer:
+class Tracer:
+    """One trace over a file's tree: ``origin(node, chain)`` where a value was written, ``binding``
+    what a name is bound to in a scope, ``place`` an Origin at a node."""
+
     def __init__(self, tree: ast.Module, text: str, frames: Frames = ()):
         self.tree = tree
         self.lines = text.splitlines()
@@ -153,9 +156,9 @@ class _Tracer:
         if self.hops > MAX_HOPS:
             return None
         if isinstance(node, ast.Constant):
-            return self._at(node, kind, node.value)
+            return self.place(node, kind, node.value)
         if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
-            return self._at(node, kind, None)
+            return self.place(node, kind, None)
         if isinstance(node, ast.Name):
             return self._name(node.id, chain, node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("tuple", "list", "int") \
@@ -172,10 +175,10 @@ class _Tracer:
             if returned is not None:
                 return self.origin(*returned, kind)
         if hasattr(node, "lineno"):
-            return self._at(node, "expression", None)  # computed here: this is where it is written
+            return self.place(node, "expression", None)  # computed here: this is where it is written
         return None
 
-    def _at(self, node: ast.AST, kind: str, value: object, what: str | None = None) -> Origin:
+    def place(self, node: ast.AST, kind: str, value: object, what: str | None = None) -> Origin:
         line = node.lineno - 1
         text = self.lines[line].strip() if 0 <= line < len(self.lines) else ""
         return Origin(line, node.col_offset, node.end_lineno - 1, node.end_col_offset, kind, what or text, value)
@@ -187,7 +190,7 @@ class _Tracer:
             found = self.origin(operands[0], chain, kind)
             if found is not None and found.kind != "expression":
                 return dataclasses.replace(found, exact=False)
-        return self._at(node, "expression", None)
+        return self.place(node, "expression", None)
 
     # ---------------------------------------------------------------- names
 
@@ -201,10 +204,10 @@ class _Tracer:
 
     def _bound_origin(self, bound: _Bound) -> Origin | None:
         if isinstance(bound.value, ast.Constant):
-            return self._at(bound.value, bound.kind, bound.value.value, what=bound.what)
+            return self.place(bound.value, bound.kind, bound.value.value, what=bound.what)
         return self.origin(bound.value, bound.chain, bound.kind)
 
-    def _binding(self, name: str, chain: list[ast.AST]) -> _Bound | None:
+    def binding(self, name: str, chain: list[ast.AST]) -> _Bound | None:
         """The one expression bound to ``name`` in ``chain``'s scope (the first of alternatives)."""
         alternatives = self._bindings(name, chain)
         return alternatives[0] if alternatives else None
@@ -368,22 +371,22 @@ class _Tracer:
     def _subscript(self, node: ast.Subscript, chain: list[ast.AST]) -> Origin | None:
         key = node.slice
         if not isinstance(key, ast.Constant):
-            return self._at(node, "expression", None)
+            return self.place(node, "expression", None)
         container = self._container(node.value, chain)
         if container is None:
-            return self._at(node, "expression", None)
+            return self.place(node, "expression", None)
         holder, holder_chain, label = container
         if isinstance(holder, ast.Dict):
             v = _dict_entry(holder, key.value)
             if v is None:
                 return None
             if isinstance(v, ast.Constant):
-                return self._at(v, "dict entry", v.value, what=f"{label}[{key.value!r}] = {ast.unparse(v)}")
+                return self.place(v, "dict entry", v.value, what=f"{label}[{key.value!r}] = {ast.unparse(v)}")
             return self.origin(v, holder_chain, "dict entry")
         if isinstance(holder, (ast.Tuple, ast.List)) and isinstance(key.value, int) and -len(holder.elts) <= key.value < len(holder.elts):
             element = holder.elts[key.value]
             if isinstance(element, ast.Constant):
-                return self._at(element, "list entry", element.value, what=f"{label}[{key.value}] = {ast.unparse(element)}")
+                return self.place(element, "list entry", element.value, what=f"{label}[{key.value}] = {ast.unparse(element)}")
             return self.origin(element, holder_chain, "list entry")
         return None
 
@@ -438,10 +441,10 @@ class _Tracer:
             root = root.value
         if isinstance(root, ast.Name) and root.id in self.imported and not any(
                 _param(fn, root.id) or _bound_in(fn, root.id) for fn in chain):
-            return self._at(node, kind, ast.unparse(node))  # ``jnp.int32``: a value written here
+            return self.place(node, kind, ast.unparse(node))  # ``jnp.int32``: a value written here
         cls, made, made_chain = self._instance_class(node.value, chain)
         if cls is None:
-            return self._at(node, "expression", None)
+            return self.place(node, "expression", None)
         if made is not None:  # Config(block_m=256): the keyword wins over the field default
             value = next((k.value for k in made.keywords if k.arg == field_name), None)
             if value is not None:
@@ -452,7 +455,7 @@ class _Tracer:
                     entry = _dict_entry(found[0], field_name)
                     if entry is not None:
                         if isinstance(entry, ast.Constant):
-                            return self._at(entry, "dict entry", entry.value,
+                            return self.place(entry, "dict entry", entry.value,
                                             what=f"{found[2]}[{field_name!r}] = {ast.unparse(entry)}")
                         return self.origin(entry, found[1], "dict entry")
             fields = _class_fields(cls)
@@ -464,10 +467,10 @@ class _Tracer:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == field_name \
                     and stmt.value is not None:
                 if isinstance(stmt.value, ast.Constant):
-                    return self._at(stmt.value, "dataclass field", stmt.value.value,
+                    return self.place(stmt.value, "dataclass field", stmt.value.value,
                                     what=f"{cls.name}.{field_name} = {ast.unparse(stmt.value)}")
                 return self.origin(stmt.value, [], "dataclass field")
-        return self._at(node, "expression", None)
+        return self.place(node, "expression", None)
 
     def _instance_class(self, node: ast.expr, chain: list[ast.AST], depth: int = 0) -> tuple[ast.ClassDef | None, ast.Call | None, list[ast.AST]]:
         """The class of the file that ``node`` is an instance of, the call that made it (if seen),

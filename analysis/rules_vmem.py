@@ -23,7 +23,7 @@ from typing import Iterator
 from .call_values import pallas_call_at
 from .dtypes import DTYPE_BITS, block_bytes
 from .footprint import in_vmem, scratch_bytes
-from .origins import Origin, _Tracer, callee_name, functions_around, parse, trace
+from .origins import Origin, Tracer, callee_name, functions_around, parse, trace
 from .rules import RuleContext, finding, tpu_sites
 from .rules_tiling import ArrayResolver
 from .types import BlockSpecInfo, Finding, KernelSite, Related, Span
@@ -114,7 +114,7 @@ def _limit(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> tuple[int | 
     default = (ctx.scoped_vmem, f"{ctx.target}'s default scoped-VMEM limit") if ctx.scoped_vmem else (None, "")
     if params is None:
         return default
-    tracer = _Tracer(tree, ctx.source.text)
+    tracer = Tracer(tree, ctx.source.text)
     chain = functions_around(call)
     value = _keyword_value(tracer, params, chain, "vmem_limit_bytes")
     if value is _ABSENT:
@@ -129,11 +129,11 @@ def _limit(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> tuple[int | 
 _ABSENT = object()
 
 
-def _keyword_value(tracer: _Tracer, params: ast.expr, chain: list, key: str):
+def _keyword_value(tracer: Tracer, params: ast.expr, chain: list, key: str):
     """The ``key`` keyword of a ``CompilerParams(...)`` call or ``{"mosaic": {...}}`` dict; _ABSENT
     when the params say nothing of it, None when they cannot be read."""
     if isinstance(params, ast.Name):
-        bound = tracer._binding(params.id, chain)
+        bound = tracer.binding(params.id, chain)
         if bound is None:
             return None
         params, chain = bound.value, bound.chain
