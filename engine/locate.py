@@ -88,7 +88,7 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
             memory[entry.name] = entry.memory
         notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time
         mine = tuple(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier,
-                                   entry=entry.name) for record in entry.errors)
+                                   entry=entry.name, reached=reached) for record in entry.errors)
         if reached and any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
             sites = tuple(getattr(analysis, "sites", ()) or ())
             mine = tuple(_with_buffers(f, sites, reached, text) if f.code == "PLS201" else f for f in mine)
@@ -128,13 +128,15 @@ def locate_record(
     *,
     tier: int,
     entry: str | None = None,
+    reached: Sequence[Mapping[str, Any]] | None = None,
 ) -> Finding:
-    """The finding for one raw error record of ``tier`` (for ``entry``, when known)."""
+    """The finding for one raw error record of ``tier`` (for ``entry``, when known; ``reached``: the
+    pallas_calls the entry made, runner/reach.py, which name the call of an error with no location)."""
     lines = text.splitlines()
     sites = tuple(getattr(analysis, "sites", ()) or ())
     stage = str(rec.get("stage") or "")
     code = classify(rec, tier)
-    site = _site_for(rec, sites, entry)
+    site = _site_for(rec, sites, entry, reached)
     span = _span_for(code, rec, site, sites, lines)
     said = sentence(rec, code)
     if code == "PLS102" and site is not None and CALL_ARITY.search(said):
@@ -180,8 +182,10 @@ def locate_record(
 # --------------------------------------------------------------------------- which pallas_call
 
 
-def _site_for(rec: Mapping[str, Any], sites: Sequence[KernelSite], entry: str | None) -> KernelSite | None:
-    """The pallas_call the record is about: named by its lines, else the entry's, else the only one."""
+def _site_for(rec: Mapping[str, Any], sites: Sequence[KernelSite], entry: str | None,
+              reached: Sequence[Mapping[str, Any]] | None = None) -> KernelSite | None:
+    """The pallas_call the record is about: named by its lines, else the entry's, else the only one
+    the entry reached (a VMEM overflow names no line of the file)."""
     if not sites:
         return None
     lines = [f["line"] - 1 for f in rec.get("frames") or ()] + [m["line"] - 1 for m in rec.get("mentions") or ()]
@@ -193,7 +197,11 @@ def _site_for(rec: Mapping[str, Any], sites: Sequence[KernelSite], entry: str | 
     mine = [s for s in sites if entry and s.enclosing_function == entry]
     if len(mine) >= 1:
         return mine[0]
-    return sites[0] if len(sites) == 1 else None
+    if len(sites) == 1:
+        return sites[0]
+    called = {line - 1 for call in reached or () for line in call.get("lines") or ()}
+    ran = [s for s in sites if any(s.span.line <= line <= s.span.end_line for line in called)]
+    return ran[0] if len(ran) == 1 else None
 
 
 # --------------------------------------------------------------------------- which span

@@ -43,3 +43,24 @@ def test_library_check_names_the_value_and_relates_the_check(reports):
     assert "a dict entry" in finding.message
     raise_line = next(i for i, t in enumerate((DATA / "library_check.py").read_text().splitlines()) if "raise ValueError" in t)
     assert any(r.span.line == raise_line and "the check that rejected" in r.message for r in finding.related)
+
+
+def test_an_error_without_a_line_goes_to_the_call_the_entry_reached():
+    """A VMEM overflow names no line of the file; with two pallas_calls in helpers, the one the
+    entry's trace reached (runner/reach.py's call-stack lines) is the one (before: line 1)."""
+    from pallasite.analysis.tier0 import analyze
+    from pallasite.engine import locate
+
+    text = (DATA / "library_check.py").read_text()
+    text = text.replace("def workload(x):", "def _twin(x):\n    return pl.pallas_call(\n        scale_kernel,\n"
+                        "        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n    )(x)\n\n\ndef workload(x):")
+    analysis = analyze(text, "two_sites.py")
+    assert len(analysis.sites) == 2
+    target = next(s for s in analysis.sites if s.enclosing_function == "_scale")
+    rec = {"stage": "tier 2", "type": "JaxRuntimeError", "sentence": "Ran out of memory in memory space vmem",
+           "message": "RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem", "frames": [], "mentions": [],
+           "refs": [], "vmem": {"requested": 64 << 20, "limit": 16 << 20}}
+    reached = [{"lines": [target.span.line + 1, 60], "kernel": "scale_kernel", "buffers": []}]
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="workload", reached=reached)
+    assert finding.code == "PLS201" and finding.span == locate.call_span(target)
+    assert locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="workload").span.line == 0
