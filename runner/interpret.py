@@ -471,13 +471,14 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
         reruns.append(rerun.seconds)
         return rerun
 
+    traced = run.calls  # a rerun served from jax's trace cache records no call: keep the first run's
     if run.error is not None and VMAPPED_SEMANTICS.search(str(run.error)):
         say(f"tier 3: {task.name} again without dimension_semantics (jax's interpreter cannot run them under vmap)")
         retry = again(semantics=_no_semantics, cores=1)
         if retry.error is None or not VMAPPED_SEMANTICS.search(str(retry.error)):
             run, dropped = retry, True
-            errors.append(semantics_dropped(run.error or retry.error, path))
-    call = first_user_call(run.calls, path)
+            errors.append(semantics_dropped(run.error, path))
+    call = first_user_call(run.calls, path) or first_user_call(traced, path)
     sites = CallSites(source, path)
     if run.error is not None and _semantics_rejected(run.error):
         errors.append(semantics_disagreement(run.error, call, sites, path))

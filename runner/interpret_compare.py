@@ -60,7 +60,7 @@ def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) 
                 continue
             unwritten &= ~_unwritten(ref.astype(out.dtype)) if ref.dtype == out.dtype else ~np.isnan(ref.astype(np.float64))
         if unwritten.any():
-            problems.append({"kind": "nan", "index": index, "mask": unwritten, "shape": out.shape})
+            problems.append({"kind": "nan", "index": index, "mask": unwritten, "shape": out.shape, "dtype": out.dtype.name})
         if ref is None:
             continue
         o = out.astype(np.float64)
@@ -73,7 +73,7 @@ def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) 
             rel = float(np.max(np.where(bad, diff / np.maximum(np.abs(r), 1e-30), 0.0)))
             problems.append({"kind": "mismatch", "index": index, "count": int(bad.sum()), "size": int(out.size),
                              "max_abs": worst, "max_rel": rel, "atol": atol, "rtol": rtol, "mask": bad,
-                             "shape": out.shape})
+                             "shape": out.shape, "dtype": out.dtype.name})
     return problems
 
 

@@ -309,14 +309,18 @@ def _out_specs(call: RecordedCall) -> Any:
 
 def _call_output(call: RecordedCall | None, problem: dict[str, Any]) -> int:
     """Which output of the call an entry's output ``problem["index"]`` is: the one output of that
-    shape when there is one, else the same index."""
+    shape when there is one, else the one of that dtype (an entry may transpose or vmap it), else
+    the same index."""
     index = problem.get("index") or 0
     if call is None:
         return index
     import jax
+    import numpy as np
 
     outs = [o for o in jax.tree.leaves(call.out_shape) if hasattr(o, "shape")]
     same = [i for i, o in enumerate(outs) if tuple(o.shape) == tuple(problem.get("shape") or ())]
+    if len(same) != 1 and problem.get("dtype"):
+        same = [i for i, o in enumerate(outs) if np.dtype(o.dtype).name == problem["dtype"]]
     return same[0] if len(same) == 1 else index
 
 
