@@ -26,7 +26,7 @@ from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelS
 from pallasite.runner.messages import CheckResult
 
 from .figures import shape_cast_sentence
-from .origin_findings import SIZE_SET_HERE, to_checked_value, to_origin, to_output_dtype, vmem_related
+from .origin_findings import SIZE_SET_HERE, largest_static_block, to_checked_value, to_origin, to_output_dtype, vmem_related
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -89,7 +89,7 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
         notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time
         mine = tuple(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier,
                                    entry=entry.name, reached=reached) for record in entry.errors)
-        if reached and any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
+        if any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
             sites = tuple(getattr(analysis, "sites", ()) or ())
             mine = tuple(_with_buffers(f, sites, reached, text) if f.code == "PLS201" else f for f in mine)
         findings.extend(mine)
@@ -103,7 +103,7 @@ def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, t
     import dataclasses
 
     site = next((s for s in sites if s.span.line <= finding.span.line <= s.span.end_line), None)
-    extra = vmem_related(site, reached, text, text.splitlines())
+    extra = vmem_related(site, reached, text, text.splitlines()) or largest_static_block(site, text, text.splitlines())
     known = {(r.span, r.message) for r in finding.related}
     extra = tuple(r for r in extra if (r.span, r.message) not in known)
     if not extra:

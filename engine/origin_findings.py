@@ -185,6 +185,35 @@ def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) 
     return _line(best, lines), (Related(spec.span, "the BlockSpec of the largest block"),), _said(best)
 
 
+def largest_static_block(site: Any, text: str, lines: list[str]) -> tuple[Related, ...]:
+    """Without the worker's record of the call's buffers: the block with the most elements whose dims
+    tier 0 reads (or traces to literals), at the line that set its size (() when none is known)."""
+    if site is None:
+        return ()
+    best: tuple[int, str, int] | None = None
+    for role, specs in (("in_specs", site.in_specs), ("out_specs", site.out_specs)):
+        for spec in specs or ():
+            dims = []
+            for dim, span in zip(spec.block_shape or (), spec.dim_spans):
+                value = dim if isinstance(dim, int) else None
+                if dim is not None and value is None:
+                    origin = trace(text, span)
+                    value = origin.value if origin is not None and origin.exact and isinstance(origin.value, int) else None
+                dims.append(1 if dim is None else value)
+            if dims and None not in dims:
+                size = 1
+                for d in dims:
+                    size *= d
+                if best is None or size > best[0]:
+                    best = (size, role, spec.position)
+    if best is None:
+        return ()
+    place = buffer_place(site, best[1], best[2], text, lines)
+    if place is None or not place[2]:
+        return ()
+    return (Related(place[0], f"{best[1]}[{best[2]}] is the largest block; {place[2]}"),)
+
+
 def vmem_related(site: Any, reached: Any, text: str, lines: list[str]) -> tuple[Related, ...]:
     """For a VMEM overflow at ``site``: its two largest buffers (from the worker's record of the call,
     runner/reach.py) as related places, each at the line that set its size, saying how big it is."""
