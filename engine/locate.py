@@ -112,7 +112,7 @@ def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, t
     if SIZE_SET_HERE in largest.message and site is not None:
         said = largest.message.split(SIZE_SET_HERE, 1)[1].strip(" ()")
         return dataclasses.replace(
-            finding, span=largest.span, message=f"{finding.message} — the largest block's size is set here ({said})",
+            finding, span=largest.span, message=f"{finding.message}; the largest block's size is set here ({said})",
             related=(Related(call_span(site), "the pallas_call that runs out of VMEM"),) + extra + tuple(finding.related))
     return dataclasses.replace(finding, related=extra + tuple(finding.related))
 
