@@ -22,7 +22,7 @@ from typing import Iterator
 
 from .call_values import pallas_call_at
 from .dtypes import DTYPE_BITS, block_bytes
-from .footprint import in_vmem, scratch_bytes
+from .footprint import in_vmem, scratch_bytes, static_dims
 from .origins import Origin, Tracer, callee_name, functions_around, parse, trace
 from .rules import RuleContext, finding, tpu_sites
 from .rules_tiling import ArrayResolver
@@ -73,7 +73,7 @@ def _blocks(ctx: RuleContext, site: KernelSite) -> Iterator[tuple[BlockSpecInfo,
         for spec in specs or ():
             if not spec.certain or not in_vmem(spec) or spec.block_shape is None:
                 continue
-            dims = _static_dims(ctx, spec)
+            dims = static_dims(ctx.source.text, spec)
             array = resolver.array(role, spec.position)
             dtype = array[1] if array else None
             bits = DTYPE_BITS.get((dtype or "").rsplit(".", 1)[-1])
@@ -86,22 +86,6 @@ def _blocks(ctx: RuleContext, site: KernelSite) -> Iterator[tuple[BlockSpecInfo,
 def _text(ctx: RuleContext, span: Span) -> str:
     lines = ctx.source.text.splitlines()[span.line: span.end_line + 1]
     return "\n".join(lines)
-
-
-def _static_dims(ctx: RuleContext, spec: BlockSpecInfo) -> list[int] | None:
-    """The block's dims as ints (squeezed dims 1): from tier 0's reading, else traced to a literal."""
-    out = []
-    for dim, span in zip(spec.block_shape, spec.dim_spans):
-        if dim is None:
-            out.append(1)
-        elif isinstance(dim, int):
-            out.append(dim)
-        else:
-            origin = trace(ctx.source.text, span)
-            if origin is None or not origin.exact or not isinstance(origin.value, int) or isinstance(origin.value, bool):
-                return None
-            out.append(origin.value)
-    return out if len(out) == len(spec.block_shape) else None
 
 
 def _limit(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> tuple[int | None, str]:

@@ -9,12 +9,14 @@ was written there, and keeps the BlockSpec (and the pallas_call) as related plac
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pallasite.analysis.call_values import output_dtype
 from pallasite.analysis.check_values import culprit
+from pallasite.analysis.footprint import static_dims
 from pallasite.analysis.origins import Origin, trace
 from pallasite.analysis.types import BlockSpecInfo, Related, Span
 
@@ -193,19 +195,9 @@ def largest_static_block(site: Any, text: str, lines: list[str]) -> tuple[Relate
     best: tuple[int, str, int] | None = None
     for role, specs in (("in_specs", site.in_specs), ("out_specs", site.out_specs)):
         for spec in specs or ():
-            dims = []
-            for dim, span in zip(spec.block_shape or (), spec.dim_spans):
-                value = dim if isinstance(dim, int) else None
-                if dim is not None and value is None:
-                    origin = trace(text, span)
-                    value = origin.value if origin is not None and origin.exact and isinstance(origin.value, int) else None
-                dims.append(1 if dim is None else value)
-            if dims and None not in dims:
-                size = 1
-                for d in dims:
-                    size *= d
-                if best is None or size > best[0]:
-                    best = (size, role, spec.position)
+            dims = static_dims(text, spec)
+            if dims and (best is None or math.prod(dims) > best[0]):
+                best = (math.prod(dims), role, spec.position)
     if best is None:
         return ()
     place = buffer_place(site, best[1], best[2], text, lines)
