@@ -69,6 +69,8 @@ CODES: dict[str, Code] = _codes(
     Code("PLS014", "Kernels launched in a way tier 0 cannot read",
          "Tier 0 checks pallas_calls written in this file (or through a wrapper defined here); the compiler tiers check the rest.",
          "information"),
+    Code("PLS015", "Blocks exceed the scoped VMEM limit",
+         "Shrink the blocks (or scratch), or raise vmem_limit_bytes in the compiler params up to the chip's VMEM."),
     # ---------------------------------------------------------------- tier 1: lowering
     Code("PLS100", "Pallas TPU lowering failed", "Read the message; the marked line is where the lowering stopped."),
     Code("PLS101", "Block shape not tileable on TPU", "Make the last two block dims divisible by (8, 128) or equal to the array dims."),

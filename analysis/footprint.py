@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 from .dtypes import DTYPE_BITS, LANES, block_bytes, sublane_rows
+from .origins import trace
 from .types import BlockSpecInfo, KernelSite, ScratchInfo
 
 Shape = Sequence[int | str | None]
@@ -97,6 +98,23 @@ def vmem_footprint(site: KernelSite, bits: int) -> Footprint:
     if site.in_specs is None or site.out_specs is None:
         complete = False
     return Footprint(total, complete)
+
+
+def static_dims(text: str, spec: BlockSpecInfo) -> list[int] | None:
+    """The block's dims as ints (squeezed dims 1): tier 0's reading, else each dim traced to the
+    literal it was written as (``analysis/origins.py``, no arithmetic between); None if one is not."""
+    if spec.block_shape is None or len(spec.dim_spans) != len(spec.block_shape):
+        return None
+    out = []
+    for dim, span in zip(spec.block_shape, spec.dim_spans):
+        if dim is None or isinstance(dim, int):
+            out.append(1 if dim is None else dim)
+            continue
+        origin = trace(text, span)
+        if origin is None or not origin.exact or not isinstance(origin.value, int) or isinstance(origin.value, bool):
+            return None
+        out.append(origin.value)
+    return out
 
 
 def grid_steps(grid: Sequence[int | str] | None) -> int | None:

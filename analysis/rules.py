@@ -23,6 +23,7 @@ class RuleContext:
     sites: tuple[KernelSite, ...]
     tasks: tuple[KernelTask, ...]
     target: str  # chip name, e.g. "v6e"
+    scoped_vmem: int | None = None  # the target's default scoped-VMEM limit in bytes, when measured
 
 
 Rule = Callable[[RuleContext], Iterable[Finding]]
@@ -72,16 +73,16 @@ def compiled_for_tpu(source: Source, site: KernelSite) -> bool:
 
 
 def all_rules() -> tuple[Rule, ...]:
-    from . import rules_bounds, rules_kernel, rules_reach, rules_specs, rules_tiling, apis
+    from . import rules_bounds, rules_kernel, rules_reach, rules_specs, rules_tiling, rules_vmem, apis
 
     return (*rules_specs.RULES, *rules_tiling.RULES, *rules_kernel.RULES, *rules_bounds.RULES, *rules_reach.RULES,
-            apis.check_apis)
+            *rules_vmem.RULES, apis.check_apis)
 
 
 def run_rules(source: Source, sites: tuple[KernelSite, ...], *, target: str,
-              tasks: tuple[KernelTask, ...] = ()) -> tuple[Finding, ...]:
+              tasks: tuple[KernelTask, ...] = (), scoped_vmem: int | None = None) -> tuple[Finding, ...]:
     """Every rule's findings, sorted by position, without duplicates."""
-    ctx = RuleContext(source=source, sites=sites, tasks=tasks, target=target)
+    ctx = RuleContext(source=source, sites=sites, tasks=tasks, target=target, scoped_vmem=scoped_vmem)
     found: dict[tuple, Finding] = {}
     for rule in all_rules():
         try:

@@ -111,7 +111,7 @@ def _blocks(ctx: RuleContext) -> Iterator[tuple[KernelSite, BlockSpecInfo, str, 
         call = ctx.source.node_at(site.span, "call")
         if call is None:
             continue
-        resolver = _ArrayResolver(ctx, site, call)
+        resolver = ArrayResolver(ctx, site, call)
         for role, specs in (("in", site.in_specs), ("out", site.out_specs)):
             for spec in specs or ():
                 dims = spec.block_shape
@@ -125,7 +125,7 @@ def _blocks(ctx: RuleContext) -> Iterator[tuple[KernelSite, BlockSpecInfo, str, 
                 yield site, spec, f"{role}_specs[{spec.position}]", array
 
 
-class _ArrayResolver:
+class ArrayResolver:
     """Array shapes/dtypes of a call's operands and outputs, when the source makes them literal."""
 
     def __init__(self, ctx: RuleContext, site: KernelSite, call: Node) -> None:

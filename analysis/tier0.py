@@ -37,8 +37,10 @@ class SourceAnalysis:
     syntax_ok: bool
 
 
-def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET) -> SourceAnalysis:
-    """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``."""
+def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET,
+            scoped_vmem: int | None = None) -> SourceAnalysis:
+    """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``
+    (``scoped_vmem``: the target's default scoped-VMEM limit, for the VMEM rule; None skips it)."""
     source = Source(text, key=path)  # a known path re-parses incrementally from its last tree
     try:
         return _analyze(source, text, path, target)
@@ -63,7 +65,7 @@ def _analyze(source: Source, text: str, path: str | None, target: str) -> Source
         warnings.warn(f"pallasite static task discovery failed ({type(err).__name__}: {err})", RuntimeWarning,
                       stacklevel=2)
         found_tasks = ()
-    findings = rules.run_rules(source, found_sites, target=target, tasks=found_tasks)
+    findings = rules.run_rules(source, found_sites, target=target, tasks=found_tasks, scoped_vmem=scoped_vmem)
     return SourceAnalysis(path, True, found_sites, found_tasks, findings, True)
 
 

@@ -26,6 +26,7 @@ lacks and tier 3.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import re
 import sys
@@ -50,7 +51,7 @@ from pallasite.analysis.types import (
 
 from pallasite.runner.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
-from . import devices, locate, reach, reply_failures, tier3_request, zero_config
+from . import chip_table, devices, locate, reach, reply_failures, tier3_request, zero_config
 from .devices import DEFAULT_CPU_DEVICES
 from .backend import Purpose, Reply
 from .agreement import merge_agreeing
@@ -179,7 +180,7 @@ class Checker:
 
         findings: list[Finding] = []
         notes: list[str] = []
-        analysis = analyze(text, path, target=self.options.target)
+        analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
         if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
             return FileReport(path=path, skipped=NO_PALLAS)
         if 0 in tiers:
@@ -542,6 +543,21 @@ class _Verdict:
 
     def freeze(self) -> KernelVerdict:
         return KernelVerdict(name=self.name, span=self.span, tiers=tuple(sorted(self.tiers.items())))
+
+
+def scoped_vmem(target: str) -> int | None:
+    """The target's default scoped-VMEM limit from the cached chip table (None when not measured:
+    tier 0's VMEM rule then stays quiet; ``pallasite chips`` measures it)."""
+    return _scoped_vmem_table().get(target)
+
+
+@functools.lru_cache(maxsize=1)
+def _scoped_vmem_table() -> dict[str, int]:
+    try:
+        specs = chip_table.cached() or []
+    except Exception:  # noqa: BLE001 - an unreadable cache only silences one rule
+        return {}
+    return {s.name: s.scoped_vmem_limit_bytes for s in specs if s.scoped_vmem_limit_bytes}
 
 
 def _initial_verdicts(analysis: SourceAnalysis, text: str, tiers: Sequence[int]) -> list[_Verdict]:

@@ -16,6 +16,7 @@ registry's generic hint is NOT appended (presentation adds it). Requests that fa
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -25,7 +26,7 @@ from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelS
 from pallasite.runner.messages import CheckResult
 
 from .figures import shape_cast_sentence
-from .origin_findings import to_origin, vmem_related
+from .origin_findings import SIZE_SET_HERE, largest_static_block, to_checked_value, to_origin, to_output_dtype, vmem_related
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -87,8 +88,8 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
             memory[entry.name] = entry.memory
         notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time
         mine = tuple(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier,
-                                   entry=entry.name) for record in entry.errors)
-        if reached and any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
+                                   entry=entry.name, reached=reached) for record in entry.errors)
+        if any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
             sites = tuple(getattr(analysis, "sites", ()) or ())
             mine = tuple(_with_buffers(f, sites, reached, text) if f.code == "PLS201" else f for f in mine)
         findings.extend(mine)
@@ -97,13 +98,23 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
 
 
 def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, text: str) -> Finding:
+    """A VMEM overflow with its largest buffers related; at the line that set the largest block's
+    size when that line is not the BlockSpec itself (a dict entry, a constant, a default)."""
     import dataclasses
 
     site = next((s for s in sites if s.span.line <= finding.span.line <= s.span.end_line), None)
-    extra = vmem_related(site, reached, text, text.splitlines())
+    extra = vmem_related(site, reached, text, text.splitlines()) or largest_static_block(site, text, text.splitlines())
     known = {(r.span, r.message) for r in finding.related}
     extra = tuple(r for r in extra if (r.span, r.message) not in known)
-    return dataclasses.replace(finding, related=extra + tuple(finding.related)) if extra else finding
+    if not extra:
+        return finding
+    largest = extra[0]
+    if SIZE_SET_HERE in largest.message and site is not None:
+        said = largest.message.split(SIZE_SET_HERE, 1)[1].strip(" ()")
+        return dataclasses.replace(
+            finding, span=largest.span, message=f"{finding.message}; the largest block's size is set here ({said})",
+            related=(Related(call_span(site), "the pallas_call that runs out of VMEM"),) + extra + tuple(finding.related))
+    return dataclasses.replace(finding, related=extra + tuple(finding.related))
 
 
 # --------------------------------------------------------------------------- one record
@@ -117,13 +128,15 @@ def locate_record(
     *,
     tier: int,
     entry: str | None = None,
+    reached: Sequence[Mapping[str, Any]] | None = None,
 ) -> Finding:
-    """The finding for one raw error record of ``tier`` (for ``entry``, when known)."""
+    """The finding for one raw error record of ``tier`` (for ``entry``, when known; ``reached``: the
+    pallas_calls the entry made, runner/reach.py, which name the call of an error with no location)."""
     lines = text.splitlines()
     sites = tuple(getattr(analysis, "sites", ()) or ())
     stage = str(rec.get("stage") or "")
     code = classify(rec, tier)
-    site = _site_for(rec, sites, entry)
+    site = _site_for(rec, sites, entry, reached)
     span = _span_for(code, rec, site, sites, lines)
     said = sentence(rec, code)
     if code == "PLS102" and site is not None and CALL_ARITY.search(said):
@@ -132,13 +145,17 @@ def locate_record(
         said = _x64_sentence(said, lines)
     if code == "PLS202":
         said = shape_cast_sentence(said, rec)  # name the shapes of the cast
-    related = related_places(site, span, lines)
+    related = _noted_places(rec, span, lines) + related_places(site, span, lines)
     called = _helper_call(rec, span, lines, sites)
     if called is not None:
         related = (called,) + related
     moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines) if site is not None else None
+    if moved is None:  # a wrong out_shape dtype, said at the dtype
+        moved = to_output_dtype(code, rec, site, span, text, lines)
+    if moved is None:  # a check (of the user's code, or a library's) rejected a value written elsewhere
+        moved = to_checked_value(code, rec, text, lines, [s.kernel_def_span for s in sites if s.kernel_def_span])
     if moved is not None:  # the bad dim was written elsewhere: a dict entry, field, default (engine/origin_findings.py)
-        related = moved.related + tuple(r for r in related_places(site, moved.span, lines))
+        related = moved.related + tuple(r for r in related_places(site, moved.span, lines) if r not in moved.related)
         span = moved.span
         said = f"{said} — {moved.sentence}"
     elif code in ("PLS101", "PLS204", "PLS112") and site is not None:
@@ -165,8 +182,10 @@ def locate_record(
 # --------------------------------------------------------------------------- which pallas_call
 
 
-def _site_for(rec: Mapping[str, Any], sites: Sequence[KernelSite], entry: str | None) -> KernelSite | None:
-    """The pallas_call the record is about: named by its lines, else the entry's, else the only one."""
+def _site_for(rec: Mapping[str, Any], sites: Sequence[KernelSite], entry: str | None,
+              reached: Sequence[Mapping[str, Any]] | None = None) -> KernelSite | None:
+    """The pallas_call the record is about: named by its lines, else the entry's, else the only one
+    the entry reached (a VMEM overflow names no line of the file)."""
     if not sites:
         return None
     lines = [f["line"] - 1 for f in rec.get("frames") or ()] + [m["line"] - 1 for m in rec.get("mentions") or ()]
@@ -178,7 +197,11 @@ def _site_for(rec: Mapping[str, Any], sites: Sequence[KernelSite], entry: str | 
     mine = [s for s in sites if entry and s.enclosing_function == entry]
     if len(mine) >= 1:
         return mine[0]
-    return sites[0] if len(sites) == 1 else None
+    if len(sites) == 1:
+        return sites[0]
+    called = {line - 1 for call in reached or () for line in call.get("lines") or ()}
+    ran = [s for s in sites if any(s.span.line <= line <= s.span.end_line for line in called)]
+    return ran[0] if len(ran) == 1 else None
 
 
 # --------------------------------------------------------------------------- which span
@@ -191,6 +214,8 @@ def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites:
         line = max((syn.get("line") or 1) - 1, 0)
         col = max((syn.get("column") or 1) - 1, 0)
         return Span(line, col, line, col + 1)
+    if rec.get("tier") == 3 and code.startswith("PLS30") and rec.get("mentions"):
+        return _mention_span(rec, lines)  # tier 3 names its own places, the finding's first
     if code in ("PLS901", "PLS905"):
         return _frame_span(rec, lines, sites, prefer_kernel=False) or _mention_span(rec, lines) or Span.point(0)
     if site is None:
@@ -204,7 +229,8 @@ def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites:
         spec = _spec_on_mention(rec, site) or (_arity_mismatch(site) if code == "PLS102" else None)
         if spec is not None:
             return spec.index_map_span or spec.span
-        return _mention_span(rec, lines) or _keyword(site, "in_specs") or call_span(site)
+        return (_index_map_function(rec, lines) or _mention_span(rec, lines) or _keyword(site, "in_specs")
+                or call_span(site))
     if code == "PLS105":
         return site.dimension_semantics_span or _keyword(site, "compiler_params") or call_span(site)
     if code == "PLS109":
@@ -262,6 +288,31 @@ def _spec_on_mention(rec: Mapping[str, Any], site: KernelSite) -> BlockSpecInfo 
             im = spec.index_map_span or spec.span
             if im.line <= line <= im.end_line:
                 return spec
+    return None
+
+
+def _index_map_function(rec: Mapping[str, Any], lines: list[str]) -> Span | None:
+    """An index_map written as a function of the file (not a lambda of a readable BlockSpec): its
+    ``def`` line when it takes the wrong number of grid indices (the TypeError names it), the line
+    of the tuple it returns when it returns the wrong number of them (the message names its def)."""
+    from pallasite.analysis.origins import parse
+
+    tree = parse("\n".join(lines))
+    if tree is None:
+        return None
+    said = f"{rec.get('sentence') or ''} {rec.get('message') or ''}"
+    defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    m = CALL_ARITY.search(said)
+    if m:
+        name = m.group("fn").rsplit(".", 1)[-1]
+        named = [d for d in defs if d.name == name]
+        return line_span(named[0].lineno - 1, lines) if len(named) == 1 else None
+    if re.search(r"must return \d+ values", said):
+        for mention in rec.get("mentions") or ():
+            fn = next((d for d in defs if d.lineno == mention["line"]), None)
+            returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None] if fn else []
+            if len(returns) == 1:
+                return line_span(returns[0].value.lineno - 1, lines)
     return None
 
 
@@ -364,6 +415,16 @@ def _mention_span(rec: Mapping[str, Any], lines: list[str]) -> Span | None:
     if not mentions:
         return None
     return line_span(mentions[0]["line"] - 1, lines)
+
+
+def _noted_places(rec: Mapping[str, Any], span: Span, lines: list[str]) -> tuple[Related, ...]:
+    """The places a record names with a note (tier 3: the store, the scratch, the read), other than
+    the finding's own line, as related places."""
+    out = []
+    for m in rec.get("mentions") or ():
+        if m.get("note") and m["line"] - 1 != span.line:
+            out.append(Related(line_span(m["line"] - 1, lines), str(m["note"])))
+    return tuple(out)
 
 
 def _mention_in_kernel(rec, lines, sites) -> Span | None:

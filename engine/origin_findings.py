@@ -9,10 +9,14 @@ was written there, and keeps the BlockSpec (and the pallas_call) as related plac
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from pallasite.analysis.call_values import output_dtype
+from pallasite.analysis.check_values import culprit
+from pallasite.analysis.footprint import static_dims
 from pallasite.analysis.origins import Origin, trace
 from pallasite.analysis.types import BlockSpecInfo, Related, Span
 
@@ -66,6 +70,79 @@ def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, tex
     return None
 
 
+_STORE_DTYPES = re.compile(r"Invalid dtype for `(?:swap|store)`\. Ref dtype: (?P<ref>\w+)\. Value dtype: (?P<value>\w+)")
+_STORED_REF = re.compile(r"^\s*(?P<name>\w+)\s*\[.*\]\s*(?:[-+*/]?=)(?!=)(?P<value>.*)$")
+
+
+def _dtype_kind(name: str) -> str:
+    return "f" if "float" in name else "b" if name == "bool" else "c" if "complex" in name else "i"
+
+
+def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, text: str, lines: list[str]) -> Moved | None:
+    """A wrong ``out_shape`` dtype, said at the dtype (``analysis/call_values.py``) rather than where
+    it shows: tier 3's output of another kind of dtype than the reference's (``out_dtype`` ref), or
+    a store the lowering rejects because the kernel computes floats where ``out_shape`` declared
+    integers (or the other way round) and the store casts nothing (an explicit ``.astype`` at the
+    store is the store's own choice: the finding stays there)."""
+    if site is None:
+        return None
+    index = next((int(r["index"]) for r in rec.get("refs") or () if r.get("kind") == "out_dtype"), None)
+    store: Related | None = None
+    if index is None and code == "PLS104":
+        m = _STORE_DTYPES.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
+        line = lines[span.line] if 0 <= span.line < len(lines) else ""
+        stored = _STORED_REF.match(line)
+        if not m or "=" not in line or _dtype_kind(m.group("ref")) == _dtype_kind(m.group("value")) or ".astype(" in line:
+            return None
+        index = _output_index(site, stored.group("name")) if stored else None
+        if index is None:  # the kernel's parameters cannot be matched: the one output declared that dtype
+            declared = [i for i in range(16) if (o := output_dtype(text, site.span, i)) is not None
+                        and m.group("ref") in o.what]
+            index = declared[0] if len(declared) == 1 else None
+        into = stored.group("name") if stored else "an output"
+        store = Related(span, f"the kernel stores {m.group('value')} values into {into} ({m.group('ref')}) here")
+    if index is None:
+        return None
+    origin = output_dtype(text, site.span, index)
+    if origin is None:
+        return None
+    where = Related(span, "where the wrong dtype shows") if store is None else store
+    return Moved(span=_line(origin, lines), related=(where,),
+                 sentence=f"output {index}'s dtype is set here, in the pallas_call's out_shape ({origin.what})")
+
+
+def _output_index(site: Any, ref: str) -> int | None:
+    """Which output of ``site`` the kernel parameter ``ref`` is (None when the layout is unknown)."""
+    params = tuple(site.kernel_params or ())
+    if ref not in params or site.operands is None or site.out_shape_count is None:
+        return None
+    index = params.index(ref) - len(site.operands)
+    return index if 0 <= index < site.out_shape_count else None
+
+
+CHECKED_CODES = ("PLS100", "PLS200")  # errors with no place of their own: a failed check, a library's raise
+
+
+def to_checked_value(code: str, rec: Mapping[str, Any], text: str, lines: list[str], kernel_spans: list[Span]) -> Moved | None:
+    """Where an error raised by a check (in the user's code, or in a library the user called) belongs:
+    at the value the check rejected, when it was written elsewhere (``analysis/check_values.py``).
+    Errors raised inside a kernel body are about the kernel's code and stay there."""
+    if code not in CHECKED_CODES:
+        return None
+    frames = tuple((int(f["line"]), str(f.get("function") or "")) for f in rec.get("frames") or ())
+    if not frames or any(k.line <= frames[-1][0] - 1 <= k.end_line for k in kernel_spans):
+        return None
+    message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+    found = culprit(text, frames, message, tuple((k.line, k.end_line) for k in kernel_spans))
+    if found is None:
+        return None
+    check = found.check_line
+    check_span = Span(check, 0, check, len(lines[check]) if 0 <= check < len(lines) else 0)
+    return Moved(span=_line(found.origin, lines),
+                 related=(Related(check_span, f"the check that rejected {found.name} = {found.origin.value}"),),
+                 sentence=f"{found.name} is set here ({_KINDS.get(found.origin.kind, found.origin.kind)}: {found.origin.what})")
+
+
 def _line(origin: Origin, lines: list[str]) -> Span:
     if origin.line == origin.end_line:
         return origin.span
@@ -73,11 +150,16 @@ def _line(origin: Origin, lines: list[str]) -> Span:
     return Span(origin.line, len(text) - len(text.lstrip()), origin.line, len(text.rstrip()))
 
 
+_KINDS = {"dict entry": "a dict entry", "dataclass field": "a dataclass field default",
+          "keyword default": "a keyword default", "constant": "a module constant", "local": "a local assignment",
+          "argument": "the argument passed here", "list entry": "a list entry", "literal": "a literal"}
+
+
+SIZE_SET_HERE = "the block size is set here"
+
+
 def _said(origin: Origin) -> str:
-    kinds = {"dict entry": "a dict entry", "dataclass field": "a dataclass field default",
-             "keyword default": "a keyword default", "constant": "a module constant", "local": "a local assignment",
-             "argument": "the argument passed here", "list entry": "a list entry", "literal": "a literal"}
-    return f"the block size is set here ({kinds.get(origin.kind, origin.kind)}: {origin.what})"
+    return f"{SIZE_SET_HERE} ({_KINDS.get(origin.kind, origin.kind)}: {origin.what})"
 
 
 def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) -> tuple[Span, tuple[Related, ...], str] | None:
@@ -103,6 +185,25 @@ def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) 
     if best is None:
         return spec.span, (), ""
     return _line(best, lines), (Related(spec.span, "the BlockSpec of the largest block"),), _said(best)
+
+
+def largest_static_block(site: Any, text: str, lines: list[str]) -> tuple[Related, ...]:
+    """Without the worker's record of the call's buffers: the block with the most elements whose dims
+    tier 0 reads (or traces to literals), at the line that set its size (() when none is known)."""
+    if site is None:
+        return ()
+    best: tuple[int, str, int] | None = None
+    for role, specs in (("in_specs", site.in_specs), ("out_specs", site.out_specs)):
+        for spec in specs or ():
+            dims = static_dims(text, spec)
+            if dims and (best is None or math.prod(dims) > best[0]):
+                best = (math.prod(dims), role, spec.position)
+    if best is None:
+        return ()
+    place = buffer_place(site, best[1], best[2], text, lines)
+    if place is None or not place[2]:
+        return ()
+    return (Related(place[0], f"{best[1]}[{best[2]}] is the largest block; {place[2]}"),)
 
 
 def vmem_related(site: Any, reached: Any, text: str, lines: list[str]) -> tuple[Related, ...]:

@@ -17,9 +17,11 @@ one-core target) forced onto every ``pallas_call`` (jax's
 
 Shapes: the example inputs are used as they are when small; larger ones are shrunk along dims
 that map onto BlockSpec dims, to a couple of blocks each (still multiples of the block shape, so the
-tiling rules hold), and the shapes actually used are returned. Two simulated TensorCores and a
-shuffled order of "parallel" grid steps expose a reduction axis wrongly marked parallel; on a
-one-core target (v5e, v6e) such findings are rechecked as that chip runs the kernel (one core, steps
+tiling rules hold), and when they are still large, by a search over smaller sizes that keeps every
+call's blocks (``runner/interpret_shrink.py``); the shapes actually used are returned. Two simulated TensorCores and a
+shuffled order of "parallel" grid steps expose a reduction axis wrongly marked parallel (a
+pallas_call under ``jax.vmap``, whose semantics jax's interpreter cannot run, runs again without
+them: everything but the semantics is still checked); on a one-core target (v5e, v6e) such findings are rechecked as that chip runs the kernel (one core, steps
 in order) and, when only two cores get it wrong, reported as warnings. Times are
 CPU interpret-mode wall clock: they say nothing about TPU time.
 """
@@ -43,7 +45,16 @@ from jax.experimental.pallas import tpu as pltpu
 from . import errors as errors_mod
 from .intercept import RecordedCall, SemanticsOverride, block_shapes, dimension_semantics, intercept_pallas_calls
 from .interpret_compare import compare, tolerance_for
-from .interpret_verdicts import reference_mismatch, state_of, upstream_failure, upstream_record
+from .interpret_shrink import BUDGET_BYTES, input_bytes, shrink_further
+from .interpret_verdicts import (
+    VMAPPED_SEMANTICS,
+    reference_failure,
+    semantics_dropped,
+    reference_mismatch,
+    state_of,
+    upstream_failure,
+    upstream_record,
+)
 from .interpret_records import (
     START,
     CallSites,
@@ -71,6 +82,7 @@ class Run:
     error: BaseException | None = None
     races: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    noise: str = ""  # what jax printed to stderr meanwhile (the user's stack of a failing operation)
     calls: list[RecordedCall] = field(default_factory=list)
 
 
@@ -155,6 +167,7 @@ def interpret_once(
     finally:
         run.seconds = time.perf_counter() - start
     run.races = _race_reports(captured.getvalue())
+    run.noise = noise.getvalue()[-200_000:]
     if run.races or (ipc.races is not None and ipc.races.races_found and not run.races):
         run.races = run.races or ["RACE DETECTED (the interpreter gave no location)"]
     pltpu.reset_tpu_interpret_mode_state()
@@ -282,6 +295,11 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
         shapes, shrunk = shrink_shapes(abstract, calls)
         if shrunk:
             calls = probe_calls(task.entry, shapes, _namespaces(task.entry))  # the smaller shapes must still trace
+        if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
+            shapes, more = shrink_further(task.entry, shapes, calls,
+                                          lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
+            if more:
+                shrunk, calls = True, probe_calls(task.entry, shapes, _namespaces(task.entry))
     except Exception:  # noqa: BLE001 - tracing failed: run the given shapes and let the run report
         shapes, shrunk, calls = abstract, False, []
     result["shapes"] = describe_shapes(shapes)
@@ -386,6 +404,10 @@ def _all_arbitrary(sem: tuple[str, ...]) -> tuple[str, ...]:
     return ("arbitrary",) * len(sem)
 
 
+def _no_semantics(sem: tuple[str, ...]) -> None:
+    return None  # every grid axis "arbitrary", however many vmap added
+
+
 ZEROED_INTS = ("integer inputs were filled with 0 because example_inputs() gives only their shapes; if they are "
                "indices or sizes, return concrete arrays from example_inputs() for a faithful tier-3 run")
 
@@ -438,17 +460,25 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     """
     errors: list[dict[str, Any]] = []
     reruns: list[float] = []
+    dropped = False  # dimension_semantics left out of every run (the interpreter cannot run them under vmap)
 
     def again(**kw: Any) -> Run:
         kw.setdefault("seed", seed)
-        if one_core:
+        if one_core or dropped:
             kw.setdefault("cores", 1)
-            kw.setdefault("semantics", _all_arbitrary)
+            kw.setdefault("semantics", _no_semantics if dropped else _all_arbitrary)
         rerun = interpret_once(task.entry, inputs, user_files=(path,), modules=_namespaces(task.entry), **kw)
         reruns.append(rerun.seconds)
         return rerun
 
-    call = first_user_call(run.calls, path)
+    traced = run.calls  # a rerun served from jax's trace cache records no call: keep the first run's
+    if run.error is not None and VMAPPED_SEMANTICS.search(str(run.error)):
+        say(f"tier 3: {task.name} again without dimension_semantics (jax's interpreter cannot run them under vmap)")
+        retry = again(semantics=_no_semantics, cores=1)
+        if retry.error is None or not VMAPPED_SEMANTICS.search(str(retry.error)):
+            run, dropped = retry, True
+            errors.append(semantics_dropped(run.error, path))
+    call = first_user_call(run.calls, path) or first_user_call(traced, path)
     sites = CallSites(source, path)
     if run.error is not None and _semantics_rejected(run.error):
         errors.append(semantics_disagreement(run.error, call, sites, path))
@@ -459,7 +489,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     for report in run.races:
         errors.append(race_record(report, call, sites, path))
     if run.error is not None:
-        rec = exception_record(run.error, call, sites, path)
+        rec = exception_record(run.error, call, sites, path, run.noise)
         why = upstream_failure(run.error, rec) if rec.get("code") == "PLS300" else None
         errors.append(upstream_record(rec, why) if why else rec)
         return {"errors": errors, "_reruns": reruns}
@@ -481,22 +511,23 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     expected = None
     reference = getattr(task, "reference", None)
     mismatch = reference_mismatch(reference, inputs, path) if reference is not None else None
-    if mismatch is not None:
+    if mismatch is not None:  # a note: the outputs are still checked for what needs no reference
         errors.append(mismatch)
-        return {"errors": errors, "_reruns": reruns}
+        reference = None
     if reference is not None:
         try:
             expected = jax.tree.map(np.asarray, reference(*inputs))
-        except Exception as exc:  # noqa: BLE001 - the user's reference failed
-            rec = errors_mod.record(exc, path, stage="tier 3")
-            rec.update(code="PLS300", tier=3, origin="the reference", sentence="the reference raised: " + rec["sentence"])
-            errors.append(rec)
+        except Exception as exc:  # noqa: BLE001 - the user's reference failed: a note, not the kernel's error
+            errors.append(reference_failure(exc, path))
 
     def problems_of(r: Run) -> list[dict[str, Any]]:
         return compare(r.outputs, expected, tolerance_for(task, r.outputs))
 
     problems = problems_of(run)
     if not problems:
+        return {"errors": errors, "_reruns": reruns}
+    if any(p["kind"] == "dtype" for p in problems):  # a declared dtype the results do not have: no rerun explains it
+        errors.extend(result_record(p, call, sites, path, None, None) for p in problems if p["kind"] == "dtype")
         return {"errors": errors, "_reruns": reruns}
 
     cause = None

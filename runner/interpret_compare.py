@@ -2,7 +2,9 @@
 
 The TPU interpreter fills fresh memory with NaN (integers: their max value), so an output block no
 grid step wrote, or one computed from memory never written, comes back as that fill value.
-``compare`` separates those regions ("nan") from values outside the tolerance ("mismatch").
+``compare`` separates those regions ("nan") from values outside the tolerance ("mismatch"), and
+says when an output is of another kind of dtype than the reference's ("dtype": integers where the
+reference has floats).
 Plain numpy and jax.tree; no interpreter state.
 """
 
@@ -52,9 +54,13 @@ def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) 
                 problems.append({"kind": "structure", "index": index,
                                  "message": f"output {index} has shape {out.shape}, the reference {ref.shape}"})
                 continue
+            if _kind(out.dtype) != _kind(ref.dtype):  # int results where the reference has floats, ...
+                problems.append({"kind": "dtype", "index": index, "dtype": out.dtype.name, "expected": ref.dtype.name,
+                                 "shape": out.shape})
+                continue
             unwritten &= ~_unwritten(ref.astype(out.dtype)) if ref.dtype == out.dtype else ~np.isnan(ref.astype(np.float64))
         if unwritten.any():
-            problems.append({"kind": "nan", "index": index, "mask": unwritten, "shape": out.shape})
+            problems.append({"kind": "nan", "index": index, "mask": unwritten, "shape": out.shape, "dtype": out.dtype.name})
         if ref is None:
             continue
         o = out.astype(np.float64)
@@ -67,8 +73,17 @@ def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) 
             rel = float(np.max(np.where(bad, diff / np.maximum(np.abs(r), 1e-30), 0.0)))
             problems.append({"kind": "mismatch", "index": index, "count": int(bad.sum()), "size": int(out.size),
                              "max_abs": worst, "max_rel": rel, "atol": atol, "rtol": rtol, "mask": bad,
-                             "shape": out.shape})
+                             "shape": out.shape, "dtype": out.dtype.name})
     return problems
+
+
+def _kind(dtype: np.dtype) -> str:
+    """"f" floating (bfloat16 included), "i" integer, "b" bool, "c" complex."""
+    if dtype.name == "bfloat16" or np.issubdtype(dtype, np.floating):
+        return "f"
+    if np.issubdtype(dtype, np.complexfloating):
+        return "c"
+    return "b" if dtype == np.bool_ else "i"
 
 
 def _unwritten(a: np.ndarray) -> np.ndarray:

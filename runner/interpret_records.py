@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from . import errors as errors_mod
+from . import interpret_places as places
 from .interpret_compare import blocks_hit
 from .intercept import RecordedCall, block_shapes, dimension_semantics
 
@@ -88,13 +89,28 @@ def first_user_call(calls: list[RecordedCall], path: str) -> RecordedCall | None
     return calls[0] if calls else None
 
 
-def _base(code: str, sentence: str, path: str, lines: list[tuple[int, int | None]], severity: str = "error") -> dict[str, Any]:
+def _base(code: str, sentence: str, path: str, lines: list[tuple], severity: str = "error") -> dict[str, Any]:
+    """A tier-3 record at ``lines``: (line, column) or (line, column, note) places, the first the
+    finding's position, the noted ones after it related places."""
     return {
         "stage": "tier 3", "tier": 3, "code": code, "origin": ORIGIN, "severity": severity,
         "type": code, "sentence": sentence, "message": sentence, "detail": None, "frames": [],
-        "mentions": [{"line": line, "column": col} for line, col in lines if line is not None],
+        "mentions": _mentions(lines),
         "refs": [], "vmem": None, "mosaic_codes": [], "syntax": None,
     }
+
+
+def _mentions(places: list[tuple]) -> list[dict[str, Any]]:
+    out = []
+    for place in places:
+        line, col = place[0], place[1]
+        if line is None:
+            continue
+        mention: dict[str, Any] = {"line": line, "column": col}
+        if len(place) > 2 and place[2]:
+            mention["note"] = place[2]
+        out.append(mention)
+    return out
 
 
 def _call_line(call: RecordedCall | None, path: str) -> int | None:
@@ -175,7 +191,10 @@ def _buffer_name(buf: str) -> str:
 _OOB = re.compile(r"Out-of-bounds (?:read|write|swap|block index)[^\n]*")
 
 
-def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallSites, path: str) -> dict[str, Any]:
+def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallSites, path: str,
+                     noise: str = "") -> dict[str, Any]:
+    """The record of an exception a tier-3 run raised; ``noise`` is what jax printed meanwhile (its
+    callback threads print the user's stack for an out-of-bounds read)."""
     rec = errors_mod.record(exc, path, stage="tier 3")
     full = str(exc) + "\n" + "\n".join(str(getattr(e, "args", "")) for e in (exc.__cause__, exc.__context__) if e)
     m = _OOB.search(full)
@@ -196,6 +215,13 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
                 rec["mentions"] = [{"line": spec[0], "column": spec[1]}]
                 rec["frames"] = []  # the BlockSpec is the place, not the pallas_call frame
             return rec
+        shape = _oob_shape(m.group(0))
+        in_core = re.search(r"\b(vmem|smem)\b", m.group(0)) is not None  # HBM/ANY: a DMA's, marked at the copy
+        read = places.read_place(noise, path, places.kernel_refs(call, sites.tree, path), shape) if in_core else []
+        if read:
+            rec["mentions"] = _mentions(read)
+            rec["frames"] = []  # the read is the place, not the entry's call
+            return rec
         copies = dma_lines(call, path) if re.search(r"\b(hbm|vmem|any)\b", m.group(0)) else []
         if copies:
             rec["mentions"] = [{"line": line, "column": None} for line in copies] + rec["mentions"]
@@ -204,6 +230,11 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
     else:
         rec["code"] = "PLS300"
     return rec
+
+
+def _oob_shape(text: str) -> tuple[int, ...] | None:
+    m = re.search(r"buffer has shape \(([\d, ]*)\)", text)
+    return tuple(int(x) for x in m.group(1).replace(" ", "").split(",") if x) if m else None
 
 
 _BLOCK_OOB = re.compile(r'Out-of-bounds block index (?P<block>\(.*?\)) for input "(?P<name>[^"]+)" in iteration '
@@ -271,12 +302,43 @@ def semantics_disagreement(exc: BaseException, call, sites: CallSites, path: str
     return rec
 
 
+def _out_specs(call: RecordedCall) -> Any:
+    grid_spec = call.kwargs.get("grid_spec")
+    return getattr(grid_spec, "out_specs", None) if grid_spec is not None else call.kwargs.get("out_specs")
+
+
+def _call_output(call: RecordedCall | None, problem: dict[str, Any]) -> int:
+    """Which output of the call an entry's output ``problem["index"]`` is: the one output of that
+    shape when there is one, else the one of that dtype (an entry may transpose or vmap it), else
+    the same index."""
+    index = problem.get("index") or 0
+    if call is None:
+        return index
+    import jax
+    import numpy as np
+
+    outs = [o for o in jax.tree.leaves(call.out_shape) if hasattr(o, "shape")]
+    same = [i for i, o in enumerate(outs) if tuple(o.shape) == tuple(problem.get("shape") or ())]
+    if len(same) != 1 and problem.get("dtype"):
+        same = [i for i, o in enumerate(outs) if np.dtype(o.dtype).name == problem["dtype"]]
+    return same[0] if len(same) == 1 else index
+
+
 def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
     call_line = _call_line(call, path)
-    out_blocks = block_shapes(call.kwargs.get("out_specs")) if call else []
+    refs = places.kernel_refs(call, sites.tree, path)
+    out_blocks = block_shapes(_out_specs(call)) if call else []
     index = problem.get("index") or 0
-    block = out_blocks[index].block_shape if index < len(out_blocks) else None
+    out_index = _call_output(call, problem)
+    block = out_blocks[out_index].block_shape if out_index < len(out_blocks) else None
     where = [(call_line, None)]
+    if problem["kind"] == "dtype":
+        spot = sites.element_line(call_line, "out_shape", out_index) or sites.keyword_line(call_line, "out_shape")
+        sentence = (f"output {index} is {problem['dtype']} but the reference returns {problem['expected']}: the "
+                    f"pallas_call's out_shape declares {problem['dtype']} for it")
+        rec = _base("PLS304", sentence, path, [spot or (call_line, None)])
+        rec["refs"] = [{"kind": "out_dtype", "index": out_index}]  # the client moves it to the dtype's origin
+        return rec
     if cause and cause[0] == "semantics":
         axes = cause[1]
         line = sites.keyword_line(call_line, "compiler_params", "dimension_semantics")
@@ -287,14 +349,17 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
                    "between TensorCores")
     elif cause and cause[0] == "uninitialized":
         line = sites.keyword_line(call_line, "scratch_shapes")
-        where = [line] if line else where
+        found = places.uninitialized_places(refs, line[0] if line else None)
+        where = found or ([line] if line else where)
         explain = ("; the NaN is computed, not left over: the kernel reads memory it never wrote, such as an "
                    "accumulator or scratch buffer not reset on the first step of the reduction"
-                   + (" (the scratch buffers are marked)" if line else ""))
+                   + (f" ({found[0][2]})" if found else " (the scratch buffers are marked)" if line else ""))
     elif cause and cause[0] == "unwritten":
         line = sites.keyword_line(call_line, "out_specs")
-        where = [line] if line else where
-        explain = "; no grid step writes these blocks: check the out_specs index_map and the kernel's pl.when conditions"
+        found = places.unwritten_places(refs, out_index)
+        where = found + ([(line[0], line[1], "the out_specs")] if found and line else []) or ([line] if line else where)
+        explain = ("; no grid step writes these blocks: "
+                   + (f"{found[0][2]}" if found else "check the out_specs index_map and the kernel's pl.when conditions"))
     else:
         explain = ""
     if problem["kind"] == "nan":

@@ -7,11 +7,12 @@ A tier-3 run can end without saying anything about the kernel:
   do not list: ``safe_zip() argument 1 has length 1 but argument 0 has length 2``), a reshaped ref
   (``'ReshapeTransform' object has no attribute 'indices'``), or any AttributeError/KeyError/
   NotImplementedError raised inside the interpreter's own module;
-- the task's reference cannot be called the way the candidate is (``reference_mismatch``): a task
-  error, said as one.
+- the task's reference cannot be called the way the candidate is (``reference_mismatch``), or it
+  raises (``reference_failure``): a note about the task (PLS905, information); the outputs are
+  still checked for what needs no reference (unwritten blocks, out-of-bounds reads, races).
 
 Such outcomes make the tier's state ``not checked: <why>`` (``NOT_CHECKED``), with a record that is
-a warning (PLS306) or a task error (PLS905), never the kernel's PLS300.
+a warning (PLS306) or a note (PLS905), never the kernel's PLS300.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from typing import Any, Callable
 NOT_CHECKED = "not checked: "
 UPSTREAM_CODE = "PLS306"
 
+VMAPPED_SEMANTICS = re.compile(r"safe_zip\(\) argument \d+ has length \d+ but argument \d+ has length")
 _KNOWN: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"safe_zip\(\) argument \d+ has length \d+ but argument \d+ has length"),
+    (VMAPPED_SEMANTICS,
      "jax's TPU interpreter cannot run a pallas_call that has dimension_semantics under jax.vmap (vmap adds a "
      "grid axis the semantics do not list); the TPU compiler accepts it"),
     (re.compile(r"'ReshapeTransform' object has no attribute 'indices'"),
@@ -77,10 +79,36 @@ def reference_mismatch(reference: Callable[..., Any], inputs: tuple[Any, ...], p
         sentence = (f"the reference cannot be called like the candidate: {name}{sig} does not take the "
                     f"candidate's {len(inputs)} argument(s) ({exc}); tier 3 could not compare results. Give the "
                     f"reference the candidate's parameters ({where})")
-        return {"type": "TaskError", "message": sentence, "sentence": sentence, "stage": "task", "tier": 3,
-                "code": "PLS905", "origin": "pallasite runner", "severity": "error", "frames": [],
-                "mentions": mentions, "refs": [], "detail": None}
+        return _note(sentence, mentions)
     return None
+
+
+def semantics_dropped(exc: BaseException | None, path: str) -> dict[str, Any]:
+    """The note (PLS306, information) when tier 3 ran a vmapped pallas_call without its
+    dimension_semantics because jax's interpreter cannot run them under vmap."""
+    sentence = ("tier 3 ran without the pallas_call's dimension_semantics: jax's TPU interpreter cannot run them "
+                "under jax.vmap (vmap adds a grid axis they do not list). Everything else was checked; whether a "
+                "\"parallel\" axis carries state from step to step was not")
+    return {"type": "InterpreterLimit", "message": sentence, "sentence": sentence, "stage": "tier 3", "tier": 3,
+            "code": UPSTREAM_CODE, "origin": "TPU interpreter (jax)", "severity": "information", "frames": [],
+            "mentions": [], "refs": [], "detail": None}
+
+
+def reference_failure(exc: BaseException, path: str) -> dict[str, Any]:
+    """The note (PLS905) when the task's reference raised on the candidate's inputs."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _same(f.filename, path)]
+    mentions = [{"line": frames[-1].lineno, "column": None}] if frames else []
+    sentence = (f"the reference raised on the candidate's inputs ({type(exc).__name__}: {_short(str(exc), 200)}); "
+                "tier 3 could not compare results (unwritten blocks, out-of-bounds reads and races were still checked)")
+    return _note(sentence, mentions)
+
+
+def _note(sentence: str, mentions: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "TaskError", "message": sentence, "sentence": sentence, "stage": "task", "tier": 3,
+            "code": "PLS905", "origin": "pallasite runner", "severity": "information", "frames": [],
+            "mentions": mentions, "refs": [], "detail": None}
 
 
 def _same(a: str, b: str) -> bool:
@@ -105,6 +133,6 @@ def state_of(records: list[dict[str, Any]]) -> str:
         if r.get("code") == "PLS905":
             return NOT_CHECKED + "the reference cannot be called like the candidate (PLS905)"
     for r in records:
-        if r.get("code") == UPSTREAM_CODE:
+        if r.get("code") == UPSTREAM_CODE and r.get("severity") != "information":
             return NOT_CHECKED + "jax's TPU interpreter could not run this kernel (PLS306)"
     return "ok"

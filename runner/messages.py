@@ -124,17 +124,20 @@ class Frame:
 
 @dataclass(frozen=True)
 class Mention:
-    """A ``file:line[:col]`` of the user's file named in an error's text."""
+    """A ``file:line[:col]`` of the user's file named in an error's text. Tier 3 names the places
+    it found itself: the first is the finding's position, and those with a ``note`` after it are
+    related places (the note says what is there)."""
 
     line: int
     column: int | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
 class Ref:
     """An ``args[i]`` / ``outs[i]`` reference in an error's text."""
 
-    kind: str  # "args" | "outs"
+    kind: str  # "args" | "outs" | "out_dtype" (tier 3: the out_shape dtype of output ``index`` is wrong)
     index: int
 
 

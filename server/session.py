@@ -120,8 +120,9 @@ def analyzable(text: str) -> str:
 
 def analyze(text: str, path: str, target: str) -> Any:
     from pallasite.analysis import tier0
+    from pallasite.engine.checker import scoped_vmem
 
-    return tier0.analyze(analyzable(text), path, target=target)
+    return tier0.analyze(analyzable(text), path, target=target, scoped_vmem=scoped_vmem(target))
 
 
 def suppress(findings: Sequence[Finding], text: str, overrides: dict[str, str]) -> list[Finding]:

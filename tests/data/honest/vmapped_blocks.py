@@ -1,8 +1,8 @@
 """A correct row-scaling kernel applied over a batch with jax.vmap: a multi-step pallas_call under vmap.
 
 It compiles (tiers 1-2), but jax's TPU interpret mode cannot run a vmapped pallas_call with more
-than one grid step (an upstream limitation; plain interpret=True runs it): tier 3 must say "not
-checked" with the interpreter's own reason, never blame the kernel.
+than one grid step and dimension_semantics (an upstream limitation; plain interpret=True runs it):
+tier 3 runs it without the semantics, never blames the kernel, and says what it left out.
 """
 
 import jax

@@ -1,5 +1,5 @@
-"""A whole-array kernel on a 512 MiB input: nothing can be shrunk (the block is the whole array), so
-the interpret-mode run needs gigabytes. Under a small memory limit the worker is stopped and the
+"""A whole-array kernel on a 512 MiB input whose entry fixes its size (a reshape to it): nothing can
+be shrunk, so the interpret-mode run needs gigabytes. Under a small memory limit the worker is stopped and the
 check reports PLS904 at the pallas_call instead of exhausting the machine."""
 
 import jax
@@ -12,7 +12,7 @@ def negate_kernel(x_ref, o_ref):
 
 
 def negate(x):
-    return pl.pallas_call(negate_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    return pl.pallas_call(negate_kernel, out_shape=jax.ShapeDtypeStruct((16384, 8192), x.dtype))(x.reshape(16384, 8192))
 
 
 def example_inputs():

@@ -1,0 +1,133 @@
+"""The generalisation benchmark's kernel files: real kernels this checker was not developed on.
+
+Read where they are (nothing of them is copied into this project): jax's own TPU kernels from the
+installed jax (``jax:<path under jax/>``), JAXBench's hand-tuned kernels and MaxKernel from a
+checkout of AI-Hypercomputer/accelerator-agents (``jaxbench:<task folder>/optimized.py``), tokamax
+from a checkout of openxla/tokamax (``tokamax:<path>``). jax's and tokamax's kernel files have no
+task: a short one written for this benchmark (``TASKS``) is appended, as a user would add one.
+MaxKernel's task folders hold references and inputs but no Pallas kernel, so they add none.
+
+Families group near-copies (JAXBench's flash attention and MLA are jax's flash attention; its GQA
+and sparse attention are splash attention; its megablox is jax's gmm), so that no family sits in
+both halves of the split (``benchmarks/mutations.py`` says how it is made).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Kernel:
+    id: str
+    family: str
+    base: str  # "jax:...", "jaxbench:...", "tokamax:..."
+    task: str = ""  # appended to the file (jax's and tokamax's files have no task)
+
+    @property
+    def held_out(self) -> bool:
+        return held_out(self.family)
+
+
+def held_out(family: str) -> bool:
+    """The split rule, fixed before any result: held out when sha256(family)'s first byte is odd."""
+    return hashlib.sha256(family.encode()).digest()[0] % 2 == 1
+
+
+_HEADER = "\n\n# --- task appended by benchmarks/generalisation_corpus.py (not part of the kernel's file) ---\n"
+
+FLASH_TASK = _HEADER + '''BENCH_BLOCKS = dict(block_q=256, block_k_major=256, block_k=128, block_b=1)
+PALLASITE_ENTRY = "bench_attention"
+
+
+def bench_attention(q, k, v):
+    return flash_attention(q, k, v, causal=True, sm_scale=0.125, block_sizes=BlockSizes(**BENCH_BLOCKS))
+
+
+def example_inputs():
+    s = jax.ShapeDtypeStruct((1, 2, 1024, 128), jnp.float32)
+    return (s, s, s)
+
+
+def reference(q, k, v):
+    return mha_reference(q, k, v, None, causal=True, sm_scale=0.125)
+'''
+
+EXAMPLE_TASK = _HEADER + '''import jax
+import jax.numpy as jnp
+
+PALLASITE_ENTRY = "double"
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((16, 256), jnp.float32),)
+
+
+def reference(x):
+    return x * 2
+'''
+
+GMM_TASK = _HEADER + '''GROUPS = (128, 256, 64, 64)
+PALLASITE_ENTRY = "bench_gmm"
+
+
+def bench_gmm(lhs, rhs, group_sizes):
+    return gmm(lhs, rhs, group_sizes, preferred_element_type=jnp.float32, tiling=(128, 128, 128))
+
+
+def example_inputs():
+    lhs = jax.random.normal(jax.random.key(0), (512, 256), jnp.float32)
+    rhs = jax.random.normal(jax.random.key(1), (len(GROUPS), 256, 384), jnp.float32)
+    return (lhs, rhs, jnp.array(GROUPS, jnp.int32))
+
+
+def reference(lhs, rhs, group_sizes):
+    return jax.lax.ragged_dot(lhs, rhs, group_sizes, preferred_element_type=jnp.float32)
+'''
+
+THREEFRY_TASK = _HEADER + '''PALLASITE_ENTRY = "bench_bits"
+
+
+def bench_bits(key):
+    return plthreefry_random_bits(key, 32, (512, 1024))
+
+
+def example_inputs():
+    return (jnp.array([0, 42], jnp.uint32),)
+'''
+
+KERNELS: tuple[Kernel, ...] = (
+    # held out or not is decided by the family's hash (held_out), not chosen here
+    Kernel("jax-flash-attention", "flash_attention", "jax:experimental/pallas/ops/tpu/flash_attention.py", FLASH_TASK),
+    Kernel("jaxbench-flash-attention", "flash_attention", "jaxbench:1p_Flash_Attention/optimized.py"),
+    Kernel("jaxbench-mla-attention", "flash_attention", "jaxbench:3p_MLA_Attention/optimized.py"),
+    Kernel("jax-example-kernel", "example_kernel", "jax:experimental/pallas/ops/tpu/example_kernel.py", EXAMPLE_TASK),
+    Kernel("jaxbench-gqa-attention", "splash_attention", "jaxbench:2p_GQA_Attention/optimized.py"),
+    Kernel("jaxbench-sparse-attention", "splash_attention", "jaxbench:4p_Sparse_Attention/optimized.py"),
+    Kernel("jaxbench-ragged-paged-attention", "ragged_paged_attention", "jaxbench:7p_Ragged_Paged_Attention/optimized.py"),
+    Kernel("jax-megablox-gmm", "megablox", "jax:experimental/pallas/ops/tpu/megablox/gmm.py", GMM_TASK),
+    Kernel("jaxbench-megablox-gmm", "megablox", "jaxbench:11p_Megablox_GMM/optimized.py"),
+    Kernel("jax-threefry", "random", "jax:experimental/pallas/ops/tpu/random/threefry.py", THREEFRY_TASK),
+)
+
+
+def base_text(kernel: Kernel, jaxbench: Path | None, tokamax: Path | None) -> str | None:
+    """The kernel file with its task appended; None when its checkout was not given."""
+    kind, _, rel = kernel.base.partition(":")
+    if kind == "jax":
+        spec = importlib.util.find_spec("jax")
+        path = Path(spec.origin).parent / rel
+    elif kind == "jaxbench":
+        if jaxbench is None:
+            return None
+        path = jaxbench / "benchmark" / rel
+    elif kind == "tokamax":
+        if tokamax is None:
+            return None
+        path = tokamax / rel
+    else:
+        raise ValueError(kernel.base)
+    return path.read_text(encoding="utf-8") + kernel.task

@@ -1,0 +1,332 @@
+"""Where in a kernel's source a tier-3 finding belongs (worker side; ``ast`` and ``inspect`` only).
+
+Tier 3 knows *what* went wrong from the interpreter's run (an output block never written, NaN
+read from memory never initialised, a read past a buffer); this module finds the statement behind
+it in the kernel's own code, read with ``ast`` from the checked text:
+
+- ``unwritten_places``: the kernel's stores to that output; when they all sit under one
+  ``pl.when(...)``, that guard (its condition decides that some blocks are never written); when the
+  kernel never stores to it at all, the kernel parameter naming the output;
+- ``uninitialized_places``: the accumulators (scratch or output refs the kernel reads) that no
+  statement initialises: the ``pl.when(... == 0)`` block that initialises the others (the init is
+  missing there), else the first read of the accumulator; the scratch's declaration is related;
+- ``read_place``: the user's line the interpreter's own stack trace names for an out-of-bounds read
+  (jax prints it as ``JaxStackTraceBeforeTransformation``), else the reads of the buffer whose shape
+  the message gives.
+
+Kernel parameters are matched to the call's operands by position: scalar-prefetch operands, the
+other operands, the outputs of ``out_shape``, then the scratch buffers (one parameter per top-level
+entry). A kernel that forwards ``*args`` to a function of the same file (jax's flash attention) is
+followed into that function. Each place is ``(line, column, note)`` with 1-based lines; the first is
+the finding's position and the others are related places.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+Place = tuple[int, int | None, str]
+
+
+@dataclass
+class KernelRefs:
+    """A recorded call's kernel as source: its functions (the kernel and what it forwards to) and
+    the role of each parameter naming a ref."""
+
+    functions: list[ast.FunctionDef]
+    roles: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> ("prefetch"|"in"|"out"|"scratch", index)
+    params: dict[str, ast.arg] = field(default_factory=dict)
+
+    def refs(self, role: str) -> dict[int, str]:
+        return {index: name for name, (r, index) in self.roles.items() if r == role}
+
+
+def kernel_refs(call: Any, tree: ast.Module | None, path: str) -> KernelRefs | None:
+    """The kernel of ``call`` (a RecordedCall) read from ``tree`` (the checked file); None when the
+    kernel is not a function of that file."""
+    if call is None or tree is None:
+        return None
+    kernel, bound = _unwrap(call.kernel)
+    code = getattr(kernel, "__code__", None)
+    if code is None or not _same_file(code.co_filename, path):
+        return None
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    fn = next((d for d in defs if d.name == code.co_name and _def_line(d) == code.co_firstlineno), None)
+    if fn is None:
+        return None
+    layout = _layout(call)
+    refs = KernelRefs([fn])
+    positional = [a for a in fn.args.posonlyargs + fn.args.args][bound:]
+    for name_arg, role in zip(positional, layout):
+        refs.roles[name_arg.arg] = role
+        refs.params[name_arg.arg] = name_arg
+    if fn.args.vararg is not None and len(layout) > len(positional):
+        by_name = {d.name: d for d in defs}
+        rest = layout[len(positional):]
+        for target, offset in _forwards(fn, fn.args.vararg.arg, by_name):
+            params = (target.args.posonlyargs + target.args.args)[offset:]
+            for name_arg, role in zip(params, rest):
+                refs.roles.setdefault(name_arg.arg, role)
+                refs.params.setdefault(name_arg.arg, name_arg)
+            refs.functions.append(target)
+    return refs
+
+
+def _unwrap(fn: Any) -> tuple[Any, int]:
+    bound = 0
+    while isinstance(fn, functools.partial):
+        bound += len(fn.args)
+        fn = fn.func
+    return inspect.unwrap(fn) if callable(fn) else fn, bound
+
+
+def _def_line(fn: ast.AST) -> int:
+    decorators = getattr(fn, "decorator_list", None) or []
+    return min([fn.lineno] + [d.lineno for d in decorators])
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _count(value: Any) -> int:
+    if value is None:
+        return 0
+    return len(value) if isinstance(value, (list, tuple)) else 1
+
+
+def _layout(call: Any) -> list[tuple[str, int]]:
+    """The role of each top-level kernel argument, in the order pallas_call passes them."""
+    grid_spec = call.kwargs.get("grid_spec")
+    prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0) if grid_spec is not None else 0
+    scratch = getattr(grid_spec, "scratch_shapes", None) if grid_spec is not None else call.kwargs.get("scratch_shapes")
+    operands = len(call.operands or ())
+    out = [("prefetch", i) for i in range(prefetch)]
+    out += [("in", i) for i in range(max(operands - prefetch, 0))]
+    out += [("out", i) for i in range(_count(call.out_shape) if isinstance(call.out_shape, (list, tuple)) else 1)]
+    out += [("scratch", i) for i in range(_count(scratch))]
+    return out
+
+
+def _forwards(fn: ast.FunctionDef, vararg: str, by_name: dict[str, ast.FunctionDef]):
+    """(function, index of its first parameter fed by ``*vararg``) for calls ``g(..., *vararg)``."""
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name):
+            continue
+        for pos, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name) and arg.value.id == vararg:
+                yield by_name[node.func.id], pos
+                break
+
+
+# --------------------------------------------------------------------------- statements
+
+
+def _nodes(refs: KernelRefs):
+    seen: set[int] = set()
+    for fn in refs.functions:
+        for node in ast.walk(fn):
+            if id(node) not in seen:
+                seen.add(id(node))
+                yield node
+
+
+def _parents(refs: KernelRefs) -> dict[int, ast.AST]:
+    parents: dict[int, ast.AST] = {}
+    for fn in refs.functions:
+        for parent in ast.walk(fn):
+            for child in ast.iter_child_nodes(parent):
+                parents[id(child)] = parent
+    return parents
+
+
+def _stored(stmt: ast.AST) -> str | None:
+    """The ref name a statement writes: ``r[...] = v``, ``r[...] += v``, ``pl.store(r, ...)``."""
+    target = None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        target = stmt.target
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _callee(stmt.value) in ("store", "swap") \
+            and stmt.value.args and isinstance(stmt.value.args[0], ast.Name):
+        return stmt.value.args[0].id
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        return target.value.id
+    return None
+
+
+def _callee(call: ast.Call) -> str | None:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+
+
+def _when(fn: ast.AST) -> ast.Call | None:
+    """The ``pl.when(cond)`` decorating ``fn``, if any."""
+    for dec in getattr(fn, "decorator_list", ()) or ():
+        if isinstance(dec, ast.Call) and _callee(dec) == "when" and dec.args:
+            return dec
+    return None
+
+
+def _guard(node: ast.AST, parents: dict[int, ast.AST]) -> ast.Call | None:
+    cur = parents.get(id(node))
+    while cur is not None:
+        dec = _when(cur)
+        if dec is not None:
+            return dec
+        cur = parents.get(id(cur))
+    return None
+
+
+def _is_first_step(cond: ast.expr) -> bool:
+    """``x == 0`` (or ``0 == x``): the condition of an accumulator's init block."""
+    return (isinstance(cond, ast.Compare) and len(cond.ops) == 1 and isinstance(cond.ops[0], ast.Eq)
+            and any(isinstance(x, ast.Constant) and x.value == 0 for x in (cond.left, cond.comparators[0])))
+
+
+def _reads(refs: KernelRefs, name: str) -> list[ast.AST]:
+    """Reads of ref ``name``: loads ``name[...]`` and read-modify-writes ``name[...] += v``."""
+    out = []
+    for node in _nodes(refs):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name \
+                and isinstance(node.ctx, ast.Load):
+            out.append(node)
+        elif isinstance(node, ast.AugAssign) and _stored(node) == name:
+            out.append(node)
+        elif isinstance(node, ast.Call) and _callee(node) == "load" and node.args and \
+                isinstance(node.args[0], ast.Name) and node.args[0].id == name:
+            out.append(node)
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _stores(refs: KernelRefs, name: str) -> list[ast.stmt]:
+    return sorted((n for n in _nodes(refs) if isinstance(n, ast.stmt) and _stored(n) == name),
+                  key=lambda n: (n.lineno, n.col_offset))
+
+
+# --------------------------------------------------------------------------- the places
+
+
+def _handed_on(refs: KernelRefs, name: str) -> list[ast.Call]:
+    """Calls that get ref ``name`` (or a ``name.at[...]`` view) as an argument, other than loads and
+    stores: async copies and helper functions, which may write it."""
+    out = []
+    for node in _nodes(refs):
+        if not isinstance(node, ast.Call) or _callee(node) in ("load", "store", "swap", "ds", "dslice", "when",
+                                                                "multiple_of", *_NOT_READING):
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            base = arg.value if isinstance(arg, ast.Subscript) else arg
+            base = base.value if isinstance(base, ast.Attribute) and base.attr == "at" else base
+            if isinstance(base, ast.Name) and base.id == name:
+                out.append(node)
+                break
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+def unwritten_places(refs: KernelRefs | None, out_index: int) -> list[Place]:
+    """Where output ``out_index`` of the call should have been written (see the module doc)."""
+    if refs is None:
+        return []
+    name = refs.refs("out").get(out_index)
+    if name is None:
+        return []
+    parents = _parents(refs)
+    stores = [s for s in _stores(refs, name) if not isinstance(s, ast.AugAssign)] or _stores(refs, name)
+    stores = stores or _handed_on(refs, name)  # written by an async copy or a helper
+    if not stores:
+        param = refs.params.get(name)
+        if param is None:
+            return []
+        return [(param.lineno, param.col_offset, f"the kernel never writes {name} (output {out_index})")]
+    guards = {id(g): g for g in (_guard(s, parents) for s in stores)}
+    if len(guards) == 1 and None not in guards.values():
+        guard = next(iter(guards.values()))
+        cond = ast.unparse(guard.args[0])
+        return [(guard.lineno, guard.col_offset, f"{name} is written only when {cond}")] + [
+            (s.lineno, s.col_offset, f"the store to {name}") for s in stores[:2]]
+    return [(s.lineno, s.col_offset, f"the store to {name}") for s in stores[:3]]
+
+
+def uninitialized_places(refs: KernelRefs | None, scratch_line: int | None) -> list[Place]:
+    """Where an accumulator read before it is written should have been initialised."""
+    if refs is None:
+        return []
+    parents = _parents(refs)
+    init_blocks: list[ast.Call] = []
+    suspects: list[tuple[str, ast.AST]] = []
+    for role in ("scratch", "out"):
+        for index, name in sorted(refs.refs(role).items()):
+            reads = _reads(refs, name)
+            if not reads or _handed_on(refs, name):
+                continue  # never read, or written where this reading cannot follow (a DMA, a helper)
+            inits = [s for s in _stores(refs, name) if not isinstance(s, ast.AugAssign)
+                     and not _reads_itself(s, name) and _reads_before(s, reads, parents)]
+            if inits:
+                for s in inits:
+                    guard = _guard(s, parents)
+                    if guard is not None and _is_first_step(guard.args[0]):
+                        init_blocks.append(guard)
+                continue
+            suspects.append((name, reads[0]))
+    if not suspects:
+        return []
+    name, first_read = suspects[0]
+    named = ", ".join(n for n, _ in suspects)
+    scratch = [(scratch_line, None, "the scratch buffers are declared here")] if scratch_line else []
+    read = (first_read.lineno, first_read.col_offset, f"{name} is read here before anything wrote it")
+    for guard in init_blocks:
+        cond = ast.unparse(guard.args[0])
+        return [(guard.lineno, guard.col_offset,
+                 f"the block run when {cond} initialises other buffers but not {named}")] + [read] + scratch
+    return [read] + scratch
+
+
+_NOT_READING = ("zeros_like", "ones_like", "full_like", "empty_like")  # they take a ref's shape and dtype only
+
+
+def _reads_itself(store: ast.stmt, name: str) -> bool:
+    """``acc[...] = acc[...] * s + p``: a store whose value reads the ref it writes (an update);
+    ``acc[...] = jnp.zeros_like(acc)`` only takes its shape."""
+    value = getattr(store, "value", None)
+    return value is not None and any(n.value.id == name for n in ast.walk(value)
+                                     if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name))
+
+
+def _reads_before(store: ast.stmt, reads: list[ast.AST], parents: dict[int, ast.AST]) -> bool:
+    """Whether ``store`` can initialise the ref: it is under a first-step ``pl.when``, or it is not
+    guarded and comes before the first read in the code."""
+    guard = _guard(store, parents)
+    if guard is not None:
+        return _is_first_step(guard.args[0])
+    return (store.lineno, store.col_offset) <= (reads[0].lineno, reads[0].col_offset)
+
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+
+
+def read_place(noise: str, path: str, refs: KernelRefs | None, shape: tuple[int, ...] | None) -> list[Place]:
+    """The user's line of an out-of-bounds read: from the stack jax printed for the failing
+    operation (the innermost frame of the checked file before the out-of-bounds message), else the
+    reads with ``pl.ds`` of the kernel's refs (one candidate only)."""
+    head = noise.split("Out-of-bounds", 1)[0] if "Out-of-bounds" in noise else ""
+    frames = [(int(m.group("line")), m.group("fn")) for m in _FRAME.finditer(head) if _same_file(m.group("file"), path)]
+    if "JaxStackTraceBeforeTransformation" in noise and frames:
+        line, fn = frames[-1]
+        return [(line, None, f"this read (in {fn}) goes past the buffer" + (f" of shape {shape}" if shape else ""))]
+    if refs is None:
+        return []
+    windows = [n for n in _nodes(refs) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+               and any(isinstance(c, ast.Call) and _callee(c) in ("ds", "dslice") for c in ast.walk(n.slice))]
+    if len({n.lineno for n in windows}) == 1:
+        return [(windows[0].lineno, windows[0].col_offset, "this read's window goes past the buffer")]
+    return []

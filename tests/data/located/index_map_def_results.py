@@ -1,0 +1,35 @@
+"""An index_map written as a nested function returning one index more than the block has dims;
+the BlockSpecs are built in a loop, so tier 0 cannot read them. The finding belongs at the tuple
+it returns."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def add_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...]
+
+
+def add(x, y):
+    rows, cols = x.shape
+
+    def tile_index_map(i):
+        row = i
+        return (row, 0, 0)  # expect: PLS102
+
+    specs = []
+    for _ in range(2):
+        specs.append(pl.BlockSpec((8, cols), tile_index_map))
+    return pl.pallas_call(
+        add_kernel,
+        grid=(rows // 8,),
+        in_specs=specs,
+        out_specs=pl.BlockSpec((8, cols), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+    )(x, y)
+
+
+def example_inputs():
+    s = jax.ShapeDtypeStruct((16, 128), jnp.float32)
+    return (s, s)

@@ -1,0 +1,66 @@
+"""Lowering-time errors at the line that was written wrong (tests/data/located/), end to end.
+
+Each fixture's line carrying ``# expect: CODE`` is where the finding must be. Before: an index_map
+written as a function was blamed on the pallas_call (wrong arity) or on its ``def`` (wrong result
+count), and a block size rejected by a library's own check was blamed on the ``raise``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pallasite.engine.checker import CheckOptions, check_paths
+
+DATA = Path(__file__).parent / "data" / "located"
+FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py")
+
+
+@pytest.fixture(scope="module")
+def reports():
+    out = check_paths([str(DATA / n) for n in FILES], CheckOptions(target="v5e", tiers=(1,), time_limit_s=120))
+    return {Path(r.path).name: r for r in out}
+
+
+def _expected(name: str) -> tuple[str, int]:
+    lines = (DATA / name).read_text().splitlines()
+    [(code, line)] = [(m.group(1), i + 1) for i, text in enumerate(lines) if (m := re.search(r"# expect: (PLS\d+)", text))]
+    return code, line
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_error_is_at_the_line_written_wrong(reports, name):
+    errors = [f for f in reports[name].findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [_expected(name)], \
+        [f"{f.code}:{f.span.line + 1} {f.message}" for f in errors]
+
+
+def test_library_check_names_the_value_and_relates_the_check(reports):
+    [finding] = [f for f in reports["library_check.py"].findings if f.severity == "error"]
+    assert "block_cols=200 must be a multiple of 128" in finding.message
+    assert "a dict entry" in finding.message
+    raise_line = next(i for i, t in enumerate((DATA / "library_check.py").read_text().splitlines()) if "raise ValueError" in t)
+    assert any(r.span.line == raise_line and "the check that rejected" in r.message for r in finding.related)
+
+
+def test_an_error_without_a_line_goes_to_the_call_the_entry_reached():
+    """A VMEM overflow names no line of the file; with two pallas_calls in helpers, the one the
+    entry's trace reached (runner/reach.py's call-stack lines) is the one (before: line 1)."""
+    from pallasite.analysis.tier0 import analyze
+    from pallasite.engine import locate
+
+    text = (DATA / "library_check.py").read_text()
+    text = text.replace("def workload(x):", "def _twin(x):\n    return pl.pallas_call(\n        scale_kernel,\n"
+                        "        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),\n    )(x)\n\n\ndef workload(x):")
+    analysis = analyze(text, "two_sites.py")
+    assert len(analysis.sites) == 2
+    target = next(s for s in analysis.sites if s.enclosing_function == "_scale")
+    rec = {"stage": "tier 2", "type": "JaxRuntimeError", "sentence": "Ran out of memory in memory space vmem",
+           "message": "RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem", "frames": [], "mentions": [],
+           "refs": [], "vmem": {"requested": 64 << 20, "limit": 16 << 20}}
+    reached = [{"lines": [target.span.line + 1, 60], "kernel": "scale_kernel", "buffers": []}]
+    finding = locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="workload", reached=reached)
+    assert finding.code == "PLS201" and finding.span == locate.call_span(target)
+    assert locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="workload").span.line == 0

@@ -1,0 +1,134 @@
+"""Value origins through the code users write (analysis/origins.py, analysis/check_values.py).
+
+Each fixture of tests/data/origins/ is a small real Pallas kernel whose block sizes travel before
+they reach a BlockSpec: through a ``functools.partial`` alias, a jitted function's static
+argument built from a TUNED_PARAMS list, arithmetic, a ``**dict`` splat into a dataclass, a
+classmethod and a helper returning the sizes, a parameter a branch may replace. The line where
+the value is written carries a ``# origin`` comment; every trace must end there. Each failed
+before the data-flow followed that step (the trace stopped at the BlockSpec's expression).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pallasite.analysis.check_values import culprit
+from pallasite.analysis.origins import trace
+from pallasite.analysis.tier0 import analyze
+
+DATA = Path(__file__).parent / "data" / "origins"
+
+
+def _marked(text: str, tag: str = "") -> int:
+    """The 0-based line carrying ``# origin`` (``# origin: tag``)."""
+    mark = "# origin" + (f": {tag}" if tag else "")
+    lines = [i for i, line in enumerate(text.splitlines()) if line.rstrip().endswith(mark)]
+    assert len(lines) == 1, (mark, lines)
+    return lines[0]
+
+
+def _dims(name: str):
+    text = (DATA / name).read_text()
+    sites = analyze(text, name).sites
+    return text, sites
+
+
+def test_partial_alias_keywords_reach_the_block_spec():
+    text, [site] = _dims("partial_alias.py")
+    spec = site.in_specs[0]
+    rows, cols = (trace(text, d) for d in spec.dim_spans)
+    assert (rows.line, rows.value, rows.kind) == (_marked(text), 64, "argument")
+    assert (cols.line, cols.value) == (_marked(text), 384)
+
+
+def test_jit_static_argument_from_a_tuned_list_entry():
+    text, [site] = _dims("jit_static_list.py")
+    bm, bn = (trace(text, d) for d in site.in_specs[0].dim_spans)
+    assert (bm.line, bm.value, bm.kind) == (_marked(text), 128, "list entry")
+    assert "TUNED_PARAMS['block_shape'][1] = 256" in bn.what
+
+
+def test_arithmetic_dict_splat_classmethod_and_returned_pair():
+    text, sites = _dims("arithmetic_and_splat.py")
+    by_fn = {s.enclosing_function: s for s in sites}
+    rows = trace(text, by_fn["copy"].in_specs[0].dim_spans[0])  # 2 * blocks.rows, blocks = Blocks(**SIZES)
+    assert (rows.line, rows.value) == (_marked(text, "rows"), 24)
+    assert not rows.exact  # the block is twice the value written there
+    default = trace(text, by_fn["copy_default"].in_specs[0].dim_spans[0])  # Blocks.default().rows
+    assert (default.line, default.value) == (_marked(text, "default"), 16)
+    pair = [trace(text, d) for d in by_fn["copy_pair"].in_specs[0].dim_spans]  # bm, bn = pick_pair()
+    assert [(o.line, o.value) for o in pair] == [(_marked(text, "pair"), 40), (_marked(text, "pair"), 512)]
+
+
+def test_a_branch_that_may_replace_a_parameter_and_frames_choosing_the_call_site():
+    text, [site] = _dims("conditional_tiling.py")
+    tm_span = site.in_specs[0].dim_spans[0]
+    assert trace(text, tm_span).kind == "expression"  # two call sites pass different tilings: no guess
+    lines = text.splitlines()
+    small = next(i for i, line in enumerate(lines) if "return neg(x, tiling=(8, 128))" in line) + 1
+    spec_line = tm_span.line + 1
+    frames = ((small, "small"), (spec_line, "neg"))
+    tm = trace(text, tm_span, frames=frames)
+    assert (tm.line, tm.value) == (_marked(text, "small"), 8)
+
+
+CHECKED = '''
+import jax
+from jax.experimental import pallas as pl
+
+TUNED = {"block": 256, "compute": 100}
+LANES = 128
+
+
+def _forward(x, block, compute):
+    if block % compute:
+        raise ValueError(f"{block=} must be a multiple of {compute=}")
+    if compute % LANES:
+        raise ValueError(f"compute={compute} must be a multiple of {LANES}")
+    return x
+
+
+def entry(x):
+    return _forward(x, TUNED["block"], compute=TUNED["compute"])
+'''
+
+
+def test_a_failed_check_is_traced_to_the_value_it_rejected():
+    lines = CHECKED.splitlines()
+    raise_line = next(i for i, line in enumerate(lines) if "must be a multiple of {compute=}" in line) + 1
+    call_line = next(i for i, line in enumerate(lines) if "return _forward(" in line) + 1
+    frames = ((call_line, "entry"), (raise_line, "_forward"))
+    found = culprit(CHECKED, frames, "block=256 must be a multiple of compute=100")
+    assert found is not None and found.name == "compute"
+    assert (found.origin.line, found.origin.value) == (lines.index('TUNED = {"block": 256, "compute": 100}'), 100)
+    assert found.check_line == raise_line - 1
+
+
+def test_a_value_that_went_through_object_state_is_found_by_its_one_literal():
+    text = CHECKED.replace('return _forward(x, TUNED["block"], compute=TUNED["compute"])',
+                           'return Holder(compute=TUNED["compute"]).run(x)').replace(
+        "def entry(x):", "class Holder:\n    def __init__(self, **kw):\n        self.kw = kw\n\n"
+                         "    def run(self, x):\n        return _forward(x, 256, **self.kw)\n\n\ndef entry(x):")
+    lines = text.splitlines()
+    raise_line = next(i for i, line in enumerate(lines) if "must be a multiple of {compute=}" in line) + 1
+    run_line = next(i for i, line in enumerate(lines) if "return _forward(x, 256, **self.kw)" in line) + 1
+    found = culprit(text, ((run_line, "run"), (raise_line, "_forward")), "block=256 must be a multiple of compute=100.")
+    assert found is not None and found.origin.value == 100 and found.origin.kind == "dict entry"
+    assert lines[found.origin.line].startswith("TUNED = ")
+
+
+def test_no_culprit_when_the_message_names_no_written_value_and_none_breaks_the_tiling():
+    text = CHECKED.replace('"compute": 100', '"compute": 64')
+    lines = text.splitlines()
+    raise_line = next(i for i, line in enumerate(lines) if "must be a multiple of {LANES}" in line) + 1
+    call_line = next(i for i, line in enumerate(lines) if "return _forward(" in line) + 1
+    assert culprit(text, ((call_line, "entry"), (raise_line, "_forward")), "something else failed") is None
+
+
+@pytest.mark.parametrize("name", ["partial_alias.py", "jit_static_list.py", "arithmetic_and_splat.py",
+                                  "conditional_tiling.py"])
+def test_fixtures_are_clean_kernels_for_tier0(name):
+    text = (DATA / name).read_text()
+    assert [f.code for f in analyze(text, name).findings if f.severity == "error"] == []

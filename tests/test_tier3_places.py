@@ -1,0 +1,106 @@
+"""Tier-3 findings (and a wrong out_shape dtype) at the statement behind them, end to end.
+
+Each fixture of tests/data/tier3_places/ is a small real kernel with one mistake; the line where
+the finding belongs carries ``# expect: CODE``. Before runner/interpret_places.py, tier 3 put an
+unwritten output at ``out_specs``, a missing accumulator init at ``scratch_shapes``, an
+out-of-bounds read of a VMEM block at the pallas_call, and an int32 ``out_shape`` either at the
+store the lowering rejected or at the pallas_call; a reference that raised was the kernel's error.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pallasite.engine.checker import CheckOptions, check_paths
+
+DATA = Path(__file__).parent / "data" / "tier3_places"
+TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py")
+
+
+def _expected(name: str) -> tuple[str, int]:
+    lines = (DATA / name).read_text().splitlines()
+    [(code, line)] = [(m.group(1), i + 1) for i, text in enumerate(lines) if (m := re.search(r"# expect: (PLS\d+)", text))]
+    return code, line
+
+
+@pytest.fixture(scope="module")
+def reports():
+    out = check_paths([str(DATA / n) for n in TIER3 + ("reference_fails.py",)],
+                      CheckOptions(target="v5e", tiers=(3,), time_limit_s=180))
+    return {Path(r.path).name: r for r in out}
+
+
+@pytest.mark.parametrize("name", TIER3)
+def test_tier3_finding_is_at_the_statement_behind_it(reports, name):
+    code, line = _expected(name)
+    errors = [f for f in reports[name].findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [(code, line)], [f"{f.code}:{f.span.line + 1} {f.message}" for f in errors]
+
+
+def test_unwritten_output_names_the_guard_and_relates_the_store(reports):
+    [finding] = [f for f in reports["unwritten_guard.py"].findings if f.severity == "error"]
+    assert "o_ref is written only when k == nk" in finding.message
+    assert any(r.message == "the store to o_ref" for r in finding.related)
+
+
+def test_missing_init_names_the_accumulator_and_its_first_read(reports):
+    [finding] = [f for f in reports["init_missing.py"].findings if f.severity == "error"]
+    assert "initialises other buffers but not acc_ref" in finding.message
+    assert any("acc_ref is read here before anything wrote it" == r.message for r in finding.related)
+
+
+def test_wrong_out_shape_dtype_found_by_tier3_is_at_the_dtype(reports):
+    [finding] = [f for f in reports["out_dtype_silent.py"].findings if f.severity == "error"]
+    assert "output 0 is int32 but the reference returns float32" in finding.message
+    assert any(r.message == "where the wrong dtype shows" for r in finding.related)
+
+
+def test_a_reference_that_raises_is_a_note_and_the_kernel_is_still_checked(reports):
+    report = reports["reference_fails.py"]
+    assert [(f.code, f.severity) for f in report.findings] == [("PLS905", "information")], \
+        [f.message for f in report.findings]
+    assert "the reference raised on the candidate's inputs" in report.findings[0].message
+
+
+def test_store_of_floats_into_an_int32_out_shape_is_at_the_out_shape():
+    [report] = check_paths([str(DATA / "out_dtype_store.py")], CheckOptions(target="v5e", tiers=(1,), time_limit_s=120))
+    code, line = _expected("out_dtype_store.py")
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [(code, line)], [f.message for f in errors]
+    store_line = next(i for i, text in enumerate((DATA / "out_dtype_store.py").read_text().splitlines())
+                      if text.strip().startswith("o_ref[...] ="))
+    assert any(r.span.line == store_line and "stores float32 values into o_ref" in r.message for r in errors[0].related)
+
+
+def test_inputs_no_block_cuts_directly_are_shrunk_by_tracing_and_checked():
+    [report] = check_paths([str(DATA / "transposed_large.py")],
+                           CheckOptions(target="v5e", tiers=(3,), memory_mb=1500, time_limit_s=180))
+    assert [f.code for f in report.findings] == [], [f.message for f in report.findings]
+    note = next(n for n in report.notes if n.startswith("tier 3:"))
+    assert "shrunk from float32[8, 2048, 32, 128]" in note
+    assert {dict(k.tiers)[3] for k in report.kernels} == {"ok"}
+
+
+def test_shrinking_keeps_every_block_and_stops_within_the_budget():
+    import jax
+
+    from pallasite.runner import interpret
+    from pallasite.runner.interpret_shrink import BUDGET_BYTES, blocks_of, input_bytes, shrink_further
+    from pallasite.runner.loader import user_module
+    from pallasite.runner.tasks_runtime import discover
+
+    path = str(DATA / "transposed_large.py")
+    with user_module(path) as module:
+        [task] = discover(module, path)
+        args = task.abstract_args()
+        spaces = interpret._namespaces(task.entry)
+        calls = interpret.probe_calls(task.entry, args, spaces)
+        first, _ = interpret.shrink_shapes(args, calls)
+        assert input_bytes(first) > BUDGET_BYTES  # the first rule leaves them large
+        small, changed = shrink_further(task.entry, args, calls, lambda a: interpret.probe_calls(task.entry, a, spaces))
+        assert changed and input_bytes(small) <= BUDGET_BYTES < input_bytes(args)
+        assert blocks_of(interpret.probe_calls(task.entry, small, spaces)) == blocks_of(calls)
+        assert all(isinstance(a, jax.ShapeDtypeStruct) for a in small)
