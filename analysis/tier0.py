@@ -43,12 +43,12 @@ def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET,
     (``scoped_vmem``: the target's default scoped-VMEM limit, for the VMEM rule; None skips it)."""
     source = Source(text, key=path)  # a known path re-parses incrementally from its last tree
     try:
-        return _analyze(source, text, path, target)
+        return _analyze(source, text, path, target, scoped_vmem)
     finally:  # the memos hold scopes that hold the source: a cycle (with the whole tree) that only
         source.cache.clear()  # the garbage collector would free, in a pass that holds the GIL for seconds
 
 
-def _analyze(source: Source, text: str, path: str | None, target: str) -> SourceAnalysis:
+def _analyze(source: Source, text: str, path: str | None, target: str, scoped_vmem: int | None) -> SourceAnalysis:
     uses_pallas = source.uses_pallas
     # Python's parser is the authority on syntax, but costs ~20 ms on a large file: ask it only
     # when tree-sitter saw a problem (it also flags the Python 2 statements it would accept).
