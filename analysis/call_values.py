@@ -62,13 +62,22 @@ def _grown_list(name: str, chain: list) -> ast.List | None:
     return None if other else first
 
 
+_CALLS_AT = "_pallasite_pallas_calls_at"  # the index, kept on the tree it was built from
+
+
 def pallas_call_at(tree: ast.Module, span: Span) -> ast.Call | None:
-    """The ``pallas_call(...)`` call expression starting at ``span``'s start."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno - 1 == span.line and node.col_offset == span.column \
-                and callee_name(node) is not None and callee_name(node).endswith("pallas_call"):
-            return node
-    return None
+    """The ``pallas_call(...)`` call expression starting at ``span``'s start. The calls are indexed by
+    position once per tree (a rule asks for each site: one walk of the tree each was quadratic)."""
+    index = getattr(tree, _CALLS_AT, None)
+    if index is None:
+        index = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = callee_name(node)
+                if name is not None and name.endswith("pallas_call"):
+                    index.setdefault((node.lineno - 1, node.col_offset), node)
+        setattr(tree, _CALLS_AT, index)
+    return index.get((span.line, span.column))
 
 
 def _output(tracer: Tracer, node: ast.expr, chain: list, index: int, depth: int = 0):

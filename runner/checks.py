@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import linecache
 import os
 import sys
 import threading
@@ -91,7 +92,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
         if why:
             result["unavailable"]["2"] = why
 
-    from .import_failures import import_failure_records
+    from .import_failures import blame_import, import_failure_records, unbound_names
     from .loader import StopLoading, sent_modules, user_module
     from .memory_guard import stop_near_limit
     from .recording import recording
@@ -114,6 +115,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
                 module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures,
                                                          guard=guard))
             records, said = import_failure_records(run, path, limit)
+            unbound = unbound_names(text if text is not None else "".join(linecache.getlines(path)), run)
             result["errors"].extend(records)
             notes.extend(said)
             try:
@@ -131,8 +133,9 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             for task in tasks:
                 if only is not None and task.name not in only:
                     continue
-                result["entries"].append(_check_task(task, path, target, tiers, result["unavailable"], say,
-                                                     known.get(task.name)))
+                checked = _check_task(task, path, target, tiers, result["unavailable"], say, known.get(task.name))
+                blame_import(checked, unbound)
+                result["entries"].append(checked)
     except tasks_runtime.TaskError as exc:
         result["errors"].append(_task_error(exc, path))
     except (Exception, SystemExit, StopLoading) as exc:  # noqa: BLE001 - the user's module failed to import

@@ -11,12 +11,19 @@ The check op imports a file with each top-level statement run on its own (``runn
   stopped at its own share (a CPU benchmark in a notebook cell) is PLS903 too, and the rest ran;
 - the first other one is one record at its line, saying the rest of the file still ran and how
   many more statements raised: PLS909 for a missing module, PLS115 for a kernel applied to sharded
-  operands outside ``shard_map`` (an error, as on a TPU), else PLS901 (engine/classify.py) — the
-  first two and the last are "could not check" warnings, never errors.
+  operands outside ``shard_map`` (an error, as on a TPU), else PLS901 (engine/classify.py) — a
+  "could not check" warning, except where the statement is wrong on any machine (``BROKEN_EVERYWHERE``:
+  a name used before it is defined, an attribute jax does not have), which is an error at its line.
+
+A statement that failed leaves the names it would have bound undefined; a kernel that then fails on
+one of them (``NameError``) failed because of that line, not its own: ``unbound_names`` and
+``blame_import`` turn such a tier's error into "not checked", so the one finding is at its cause.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Any
 
 from . import errors as errors_mod
@@ -67,4 +74,61 @@ def import_failure_records(run: Recording, path: str, limit_s: Any) -> tuple[lis
     rec["sentence"] = f"{rec.get('sentence') or rec.get('message') or type(exc).__name__} (line {line}; {rest})"
     if isinstance(exc, UnpartitionedKernel):
         rec.update(code="PLS115", tier=1)
+    elif broken_everywhere(exc):
+        rec["severity"] = "error"
     return [rec], notes
+
+
+def broken_everywhere(exc: BaseException) -> bool:
+    """Whether a top-level statement's exception would be raised on a TPU too: a name used before it
+    is defined, or an attribute the installed jax does not have (a removed or renamed API)."""
+    if isinstance(exc, NameError):  # UnboundLocalError is one
+        return True
+    module = getattr(getattr(exc, "obj", None), "__name__", "") or ""
+    return isinstance(exc, AttributeError) and (module == "jax" or module.startswith("jax."))
+
+
+def unbound_names(text: str | None, run: Recording) -> dict[str, int]:
+    """{name: line} of the top-level names that the statements which raised would have bound."""
+    if not text or not run.failures:
+        return {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    failed = {line for line, _ in run.failures}
+    names: dict[str, int] = {}
+    for node in tree.body:
+        if node.lineno not in failed:
+            continue
+        for sub in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ():
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                names.setdefault(sub.id, node.lineno)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.setdefault(node.name, node.lineno)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.setdefault((alias.asname or alias.name).split(".")[0], node.lineno)
+    return names
+
+
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+
+
+def blame_import(entry: dict[str, Any], unbound: dict[str, int]) -> None:
+    """A tier of ``entry`` that failed on a name a failed top-level statement would have bound is
+    "not checked" (that statement's finding says why), and its error record is dropped."""
+    if not unbound:
+        return
+    kept = []
+    for rec in entry.get("errors") or ():
+        found = _UNDEFINED.search(str(rec.get("message") or "")) if rec.get("type") in ("NameError", "UnboundLocalError") else None
+        line = unbound.get(found.group(1)) if found else None
+        if line is None:
+            kept.append(rec)
+            continue
+        tier = str(rec.get("tier"))
+        if entry["tiers"].get(tier) == "error":
+            entry["tiers"][tier] = (f"not checked: needs {found.group(1)!r}, which line {line} would have defined "
+                                    "(it raised when the file was imported)")
+    entry["errors"] = kept
