@@ -33,3 +33,16 @@ def ray_cluster():
         yield home
     finally:
         ray.shutdown()
+
+
+RAY_FILES = ("test_ray_backend.py", "test_search_ray.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``-n 2 --dist loadgroup``): each test file runs whole on one process, so its
+    module-scoped warm workers start once; the Ray files share one process, and so one local cluster
+    (``ray_cluster`` is session-scoped per process: two clusters on two cores missed Ray's start-up
+    deadline)."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else name))

@@ -38,13 +38,25 @@ def cli(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
 
 
 def test_a_candidate_looping_at_import_ends_optimize_within_its_budget(tmp_path):
+    # 8 s: less than the looping statement's own share of the import's time, so the run's budget ends first
+    replies = looping_candidate(tmp_path, "")
+    done, seconds = cli("optimize", "add.py", "--provider", "scripted", "--scripted-file", str(replies),
+                        "--iterations", "1", "--max-seconds", "8", "--format", "json", cwd=tmp_path)
+    assert seconds < 8 + 10, seconds
+    result = json.loads(done.stdout)
+    assert result["stopped"] == "time budget spent (--max-seconds 8 s) in the compile phase of iteration 1"
+    assert [r["verdict"] for r in result["table"]] == ["stopped"] and done.returncode == 1
+
+
+def test_a_candidate_looping_at_import_fails_its_compile_phase_naming_the_statement(tmp_path):
+    # 30 s: the looping statement is stopped at its share of the import's time; the phase says where
     replies = looping_candidate(tmp_path, "")
     done, seconds = cli("optimize", "add.py", "--provider", "scripted", "--scripted-file", str(replies),
                         "--iterations", "1", "--max-seconds", "30", "--format", "json", cwd=tmp_path)
     assert seconds < 30 + 10, seconds
     result = json.loads(done.stdout)
-    assert result["stopped"] == "time budget spent (--max-seconds 30 s) in the compile phase of iteration 1"
-    assert [r["verdict"] for r in result["table"]] == ["stopped"] and done.returncode == 1
+    assert [r["verdict"] for r in result["table"]] == ["compile failed"] and done.returncode == 1
+    assert "the top-level statement at line 8 was still running" in done.stderr, done.stderr[-2000:]
 
 
 def test_a_proposal_looping_at_import_ends_fix_within_agent_max_seconds(tmp_path):
