@@ -79,6 +79,35 @@ def trace_node(tree: ast.Module, text: str, node: ast.expr, *, frames: Frames = 
     return Tracer(tree, text, frames).origin(node, functions_around(node))
 
 
+def branch_block_shapes(text: str, span: Span) -> list[tuple[ast.Call, list[ast.expr]]]:
+    """When the expression at ``span`` (an ``in_specs``/``out_specs`` entry) is a name bound to a
+    BlockSpec in several places of its scope (``y_spec = pl.BlockSpec(...)`` in both arms of an
+    ``if``): each of those BlockSpec calls with its block-shape elements ([] when not that case)."""
+    tree = parse(text)
+    if tree is None:
+        return []
+    node = _expression_at(tree, span)
+    if not isinstance(node, ast.Name):
+        return []
+    for scope in list(reversed(functions_around(node))) + [tree]:
+        body = getattr(scope, "body", None)
+        if not isinstance(body, list):
+            continue
+        assigned = [stmt.value for stmt, _ in _statements(body) if isinstance(stmt, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets)]
+        if assigned:
+            break
+    else:
+        return []
+    out = []
+    for value in assigned:
+        if isinstance(value, ast.Call) and callee_name(value) == "BlockSpec":
+            shape = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "block_shape"), None)
+            if isinstance(shape, (ast.Tuple, ast.List)):
+                out.append((value, list(shape.elts)))
+    return out
+
+
 # --------------------------------------------------------------------------- parsing
 
 
