@@ -246,25 +246,23 @@ class Tracer:
         under an ``if``/``try`` may replace a parameter or an earlier value; [] when unknown."""
         for depth in range(len(chain) - 1, -1, -1):
             fn = chain[depth]
-            bound = _bound_in(fn, name)
+            bound = _bound_alternatives(fn, name)
             param = _param(fn, name)
             if bound is _MANY:
                 return []
-            if bound is not None:
-                value, path, conditional = bound
-                here = _Bound(_element_path(value, path), chain[: depth + 1], "local")
-                if conditional and param is not None:
+            if bound:
+                here = [_Bound(_element_path(value, path), chain[: depth + 1], "local") for value, path, _ in bound]
+                if all(conditional for _, _, conditional in bound) and param is not None:
                     other = self._parameter(fn, param, chain[:depth])
-                    return [here] + ([other] if other is not None else [])
-                return [here]
+                    return here + ([other] if other is not None else [])
+                return here
             if param is not None:
                 found = self._parameter(fn, param, chain[:depth])
                 return [found] if found is not None else []
-        bound = _bound_in(self.tree, name)
-        if bound is None or bound is _MANY:
+        bound = _bound_alternatives(self.tree, name)
+        if bound is _MANY or not bound:
             return []
-        value, path, _ = bound
-        return [_Bound(_element_path(value, path), [], "constant")]
+        return [_Bound(_element_path(value, path), [], "constant") for value, path, _ in bound]
 
     def _parameter(self, fn: ast.AST, param: tuple[ast.arg, ast.expr | None, int | None],
                    outer: list[ast.AST]) -> _Bound | None:
@@ -600,6 +598,31 @@ def _bound_in(scope: ast.AST, name: str):
     if len(found) > 1:
         return _MANY
     return found[0] if found else None
+
+
+def _bound_alternatives(scope: ast.AST, name: str):
+    """The assignments to ``name`` directly in ``scope`` that may hold its value where it is used:
+    the one assignment (``_bound_in``); or one unconditional assignment and the assignments under an
+    ``if``/``try`` after it that may replace it (``n = num_queries_per_block`` then ``if n is None:
+    n = tuned(...)``); [] when none, _MANY when unknown (several unconditional ones, loops)."""
+    one = _bound_in(scope, name)
+    if one is not _MANY:
+        return [one] if one is not None else []
+    found = []
+    body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    for stmt, nested in _statements(body):
+        if isinstance(stmt, (ast.AugAssign, ast.For, ast.With)) and name in _names_in(stmt):
+            return _MANY
+        targets = [(t, stmt.value) for t in stmt.targets] if isinstance(stmt, ast.Assign) else \
+            [(stmt.target, stmt.value)] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else []
+        for target, value in targets:
+            path = _path_to(target, name)
+            if path is not None:
+                found.append((value, path, nested, stmt.lineno))
+    plain = [f for f in found if not f[2]]
+    if len(plain) != 1 or len(found) > 4 or any(f[3] < plain[0][3] for f in found if f[2]):
+        return _MANY
+    return [f[:3] for f in found]
 
 
 def _statements(body: list[ast.stmt], nested: bool = False):
