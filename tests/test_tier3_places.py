@@ -5,6 +5,9 @@ the finding belongs carries ``# expect: CODE``. Before runner/interpret_places.p
 unwritten output at ``out_specs``, a missing accumulator init at ``scratch_shapes``, an
 out-of-bounds read of a VMEM block at the pallas_call, and an int32 ``out_shape`` either at the
 store the lowering rejected or at the pallas_call; a reference that raised was the kernel's error.
+A jitted entry whose one-TensorCore rerun came from jax's trace cache lost the kernel's places (the
+missing init was said at the pallas_call) until that rerun kept the first run's recorded call; a
+first-step block that initialises nothing left the finding at the accumulator's first read.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import pytest
 from pallasite.engine.checker import CheckOptions, check_paths
 
 DATA = Path(__file__).parent / "data" / "tier3_places"
-TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py")
+TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",
+         "init_missing_jitted.py", "init_block_empty.py")
 
 
 def _expected(name: str) -> tuple[str, int]:
