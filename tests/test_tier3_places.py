@@ -108,3 +108,12 @@ def test_shrinking_keeps_every_block_and_stops_within_the_budget():
         assert changed and input_bytes(small) <= BUDGET_BYTES < input_bytes(args)
         assert blocks_of(interpret.probe_calls(task.entry, small, spaces)) == blocks_of(calls)
         assert all(isinstance(a, jax.ShapeDtypeStruct) for a in small)
+
+
+def test_semantics_the_interpreter_rejects_are_one_warning_for_a_jitted_entry():
+    """The rerun with the parallel axes as a prefix ran the jitted entry's cached program again
+    (the order the interpreter rejects) and made a false error at the entry's call (PLS300)."""
+    [report] = check_paths([str(DATA / "semantics_not_prefix_jitted.py")],
+                           CheckOptions(target="v5p", tiers=(3,), time_limit_s=180))
+    assert [(f.code, f.severity) for f in report.findings] == [("PLS305", "warning")], \
+        [f"{f.code}:{f.span.line + 1} {f.message}" for f in report.findings]
