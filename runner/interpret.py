@@ -465,9 +465,12 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
     errors: list[dict[str, Any]] = []
     reruns: list[float] = []
     dropped = False  # dimension_semantics left out of every run (the interpreter cannot run them under vmap)
+    prefixed = False  # every run with the parallel axes as a prefix (the interpreter rejected the order written)
 
     def again(**kw: Any) -> Run:
         kw.setdefault("seed", seed)
+        if prefixed:
+            kw.setdefault("semantics", _parallel_prefix)
         if one_core or dropped:
             kw.setdefault("cores", 1)
             kw.setdefault("semantics", _no_semantics if dropped else _all_arbitrary)
@@ -488,6 +491,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
         errors.append(semantics_disagreement(run.error, call, sites, path))
         say(f"tier 3: {task.name} again with the grid's parallel axes as a prefix")
         run = again(semantics=_parallel_prefix)
+        prefixed = True  # the reruns that explain this run (zero-filled memory) run the same order
         call = first_user_call(run.calls, path) or call
 
     for report in run.races:

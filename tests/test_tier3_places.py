@@ -117,3 +117,15 @@ def test_semantics_the_interpreter_rejects_are_one_warning_for_a_jitted_entry():
                            CheckOptions(target="v5p", tiers=(3,), time_limit_s=180))
     assert [(f.code, f.severity) for f in report.findings] == [("PLS305", "warning")], \
         [f"{f.code}:{f.span.line + 1} {f.message}" for f in report.findings]
+
+
+def test_reruns_after_the_prefix_rerun_keep_its_order():
+    """The zero-filled rerun that tells an unwritten block from a computed NaN ran the order the
+    interpreter rejects (a cached program): it failed, the cause stayed unknown, and the finding
+    went to the pallas_call instead of the guard that is never true."""
+    [report] = check_paths([str(DATA / "semantics_not_prefix_unwritten.py")],
+                           CheckOptions(target="v5p", tiers=(3,), time_limit_s=180))
+    code, line = _expected("semantics_not_prefix_unwritten.py")
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [(code, line)], [f"{f.code}:{f.span.line + 1} {f.message}" for f in errors]
+    assert [f.code for f in report.findings if f.severity == "warning"] == ["PLS305"]
