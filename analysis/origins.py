@@ -14,7 +14,9 @@ statically (Python's ``ast``; nothing is executed, never JAX):
 Followed (an intra-file data-flow over the syntax tree):
 
 - literals; names bound once in the enclosing functions or at module level, tuple unpacking
-  included (``l, r = block_shape``);
+  included (``l, r = block_shape``), or bound once and then replaced under an ``if``/``try``
+  (``n = num_queries_per_block`` then ``if n is None: n = lookup(...)``: the branch that writes a
+  value wins over the one that computes it);
 - parameters: the argument passed at the file's one call site of the function — through
   ``functools.partial(f, ...)`` and ``jax.jit(f, static_argnames=...)`` aliases too, keywords,
   positions and ``**dict`` splats — else the parameter's default; given the traceback's frames of
@@ -29,7 +31,8 @@ Followed (an intra-file data-flow over the syntax tree):
   operand that is not a literal.
 
 Anything else (several assignments, loops, calls into other modules) stops the trace at the
-expression itself (kind "expression"), so the answer is never a guess.
+expression itself (kind "expression"), so the answer is never a guess. ``branch_block_shapes``
+lists the BlockSpecs a name of ``in_specs`` may stand for when a branch chooses between them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ The lowering names the BlockSpec whose block shape breaks the tiling rule (``Blo
 args[1] ... has block shape (512, 200), array shape (512, 800)``). When the bad dim was not written
 in that BlockSpec but came from a dict entry, a dataclass field, a keyword default or a module
 constant (``analysis/origins.py`` follows it there), the finding is placed at that line, says what
-was written there, and keeps the BlockSpec (and the pallas_call) as related places.
+was written there, and keeps the BlockSpec (and the pallas_call) as related places. A BlockSpec
+that a branch chooses (``if transpose_rhs: spec = ... else: spec = ...``) is read from the branch
+whose bad dim traces to the very value the message names.
 """
 
 from __future__ import annotations
