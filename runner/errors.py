@@ -165,11 +165,12 @@ def refs(text: str) -> list[dict[str, Any]]:
     input's index counts the scalar-prefetch operands before the blocked ones."""
     out = []
     for m in _REF.finditer(text):
-        if m.group(1):  # the lowering's ``args[i]`` counts the scalar-prefetch operands too
-            item = {"kind": m.group(1), "index": int(m.group(2)), "with_prefetch": m.group(1) == "args"}
-        else:  # XLA's "operator input i" counts the custom call's operands, prefetched ones included
-            item = {"kind": "args" if m.group(3) == "input" else "outs", "index": int(m.group(4)),
-                    "with_prefetch": m.group(3) == "input" and "operator" in m.group(0)}
+        if m.group(1):
+            item = {"kind": m.group(1), "index": int(m.group(2))}
+        else:
+            item = {"kind": "args" if m.group(3) == "input" else "outs", "index": int(m.group(4))}
+        if item["kind"] == "args" and (m.group(1) or "operator" in m.group(0)):
+            item["with_prefetch"] = True  # the lowering's args[i] and XLA's operator input i count them
         if item not in out:
             out.append(item)
     return out
