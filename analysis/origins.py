@@ -14,7 +14,9 @@ statically (Python's ``ast``; nothing is executed, never JAX):
 Followed (an intra-file data-flow over the syntax tree):
 
 - literals; names bound once in the enclosing functions or at module level, tuple unpacking
-  included (``l, r = block_shape``);
+  included (``l, r = block_shape``), or bound once and then replaced under an ``if``/``try``
+  (``n = num_queries_per_block`` then ``if n is None: n = lookup(...)``: the branch that writes a
+  value wins over the one that computes it);
 - parameters: the argument passed at the file's one call site of the function — through
   ``functools.partial(f, ...)`` and ``jax.jit(f, static_argnames=...)`` aliases too, keywords,
   positions and ``**dict`` splats — else the parameter's default; given the traceback's frames of
@@ -29,7 +31,8 @@ Followed (an intra-file data-flow over the syntax tree):
   operand that is not a literal.
 
 Anything else (several assignments, loops, calls into other modules) stops the trace at the
-expression itself (kind "expression"), so the answer is never a guess.
+expression itself (kind "expression"), so the answer is never a guess. ``branch_block_shapes``
+lists the BlockSpecs a name of ``in_specs`` may stand for when a branch chooses between them.
 """
 
 from __future__ import annotations
@@ -77,6 +80,35 @@ def trace(text: str, span: Span, *, frames: Frames = ()) -> Origin | None:
 def trace_node(tree: ast.Module, text: str, node: ast.expr, *, frames: Frames = ()) -> Origin | None:
     """The origin of ``node`` (an expression of ``parse(text)``)."""
     return Tracer(tree, text, frames).origin(node, functions_around(node))
+
+
+def branch_block_shapes(text: str, span: Span) -> list[tuple[ast.Call, list[ast.expr]]]:
+    """When the expression at ``span`` (an ``in_specs``/``out_specs`` entry) is a name bound to a
+    BlockSpec in several places of its scope (``y_spec = pl.BlockSpec(...)`` in both arms of an
+    ``if``): each of those BlockSpec calls with its block-shape elements ([] when not that case)."""
+    tree = parse(text)
+    if tree is None:
+        return []
+    node = _expression_at(tree, span)
+    if not isinstance(node, ast.Name):
+        return []
+    for scope in list(reversed(functions_around(node))) + [tree]:
+        body = getattr(scope, "body", None)
+        if not isinstance(body, list):
+            continue
+        assigned = [stmt.value for stmt, _ in _statements(body) if isinstance(stmt, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets)]
+        if assigned:
+            break
+    else:
+        return []
+    out = []
+    for value in assigned:
+        if isinstance(value, ast.Call) and callee_name(value) == "BlockSpec":
+            shape = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "block_shape"), None)
+            if isinstance(shape, (ast.Tuple, ast.List)):
+                out.append((value, list(shape.elts)))
+    return out
 
 
 # --------------------------------------------------------------------------- parsing
@@ -217,25 +249,23 @@ class Tracer:
         under an ``if``/``try`` may replace a parameter or an earlier value; [] when unknown."""
         for depth in range(len(chain) - 1, -1, -1):
             fn = chain[depth]
-            bound = _bound_in(fn, name)
+            bound = _bound_alternatives(fn, name)
             param = _param(fn, name)
             if bound is _MANY:
                 return []
-            if bound is not None:
-                value, path, conditional = bound
-                here = _Bound(_element_path(value, path), chain[: depth + 1], "local")
-                if conditional and param is not None:
+            if bound:
+                here = [_Bound(_element_path(value, path), chain[: depth + 1], "local") for value, path, _ in bound]
+                if all(conditional for _, _, conditional in bound) and param is not None:
                     other = self._parameter(fn, param, chain[:depth])
-                    return [here] + ([other] if other is not None else [])
-                return [here]
+                    return here + ([other] if other is not None else [])
+                return here
             if param is not None:
                 found = self._parameter(fn, param, chain[:depth])
                 return [found] if found is not None else []
-        bound = _bound_in(self.tree, name)
-        if bound is None or bound is _MANY:
+        bound = _bound_alternatives(self.tree, name)
+        if bound is _MANY or not bound:
             return []
-        value, path, _ = bound
-        return [_Bound(_element_path(value, path), [], "constant")]
+        return [_Bound(_element_path(value, path), [], "constant") for value, path, _ in bound]
 
     def _parameter(self, fn: ast.AST, param: tuple[ast.arg, ast.expr | None, int | None],
                    outer: list[ast.AST]) -> _Bound | None:
@@ -571,6 +601,31 @@ def _bound_in(scope: ast.AST, name: str):
     if len(found) > 1:
         return _MANY
     return found[0] if found else None
+
+
+def _bound_alternatives(scope: ast.AST, name: str):
+    """The assignments to ``name`` directly in ``scope`` that may hold its value where it is used:
+    the one assignment (``_bound_in``); or one unconditional assignment and the assignments under an
+    ``if``/``try`` after it that may replace it (``n = num_queries_per_block`` then ``if n is None:
+    n = tuned(...)``); [] when none, _MANY when unknown (several unconditional ones, loops)."""
+    one = _bound_in(scope, name)
+    if one is not _MANY:
+        return [one] if one is not None else []
+    found = []
+    body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    for stmt, nested in _statements(body):
+        if isinstance(stmt, (ast.AugAssign, ast.For, ast.With)) and name in _names_in(stmt):
+            return _MANY
+        targets = [(t, stmt.value) for t in stmt.targets] if isinstance(stmt, ast.Assign) else \
+            [(stmt.target, stmt.value)] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else []
+        for target, value in targets:
+            path = _path_to(target, name)
+            if path is not None:
+                found.append((value, path, nested, stmt.lineno))
+    plain = [f for f in found if not f[2]]
+    if len(plain) != 1 or len(found) > 4 or any(f[3] < plain[0][3] for f in found if f[2]):
+        return _MANY
+    return [f[:3] for f in found]
 
 
 def _statements(body: list[ast.stmt], nested: bool = False):

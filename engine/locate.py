@@ -270,6 +270,8 @@ def _spec_for_ref(rec: Mapping[str, Any], site: KernelSite, text: str) -> BlockS
     for ref in refs:
         index = int(ref.get("index", 0))
         pool = ins if ref.get("kind") == "args" else outs
+        if ref.get("kind") == "args" and ref.get("with_prefetch") and isinstance(site.num_scalar_prefetch, int):
+            index -= site.num_scalar_prefetch  # ``args[2]`` with one prefetched operand is in_specs[1]
         for spec in pool:
             if spec.position == index:
                 return spec

@@ -4,11 +4,14 @@ The lowering names the BlockSpec whose block shape breaks the tiling rule (``Blo
 args[1] ... has block shape (512, 200), array shape (512, 800)``). When the bad dim was not written
 in that BlockSpec but came from a dict entry, a dataclass field, a keyword default or a module
 constant (``analysis/origins.py`` follows it there), the finding is placed at that line, says what
-was written there, and keeps the BlockSpec (and the pallas_call) as related places.
+was written there, and keeps the BlockSpec (and the pallas_call) as related places. A BlockSpec
+that a branch chooses (``if transpose_rhs: spec = ... else: spec = ...``) is read from the branch
+whose bad dim traces to the very value the message names.
 """
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from dataclasses import dataclass
@@ -17,7 +20,7 @@ from typing import Any, Mapping
 from pallasite.analysis.call_values import output_dtype
 from pallasite.analysis.check_values import culprit
 from pallasite.analysis.footprint import static_dims
-from pallasite.analysis.origins import Origin, trace
+from pallasite.analysis.origins import Origin, branch_block_shapes, parse, trace, trace_node
 from pallasite.analysis.types import BlockSpecInfo, Related, Span
 
 _SHAPES = re.compile(r"block shape \((?P<block>.*?)\),\s*array shape \((?P<array>[^)]*)\)")
@@ -32,6 +35,16 @@ class Moved:
     sentence: str
 
 
+def message_block(message: str) -> list[int | None] | None:
+    """The block shape the lowering's message gives ("(256, 100)" or "(Blocked(block_size=256), ...)";
+    None for squeezed dims), or None when it gives none."""
+    m = _SHAPES.search(message)
+    if not m:
+        return None
+    return [int(d.group("blocked") or d.group("int")) if not d.group("other") else None
+            for d in _DIM.finditer(m.group("block"))]
+
+
 def bad_dims(code: str, message: str, rank: int) -> list[int]:
     """Indices (into the block shape) of the dims that break the rule the message states."""
     if rank < 2:
@@ -41,8 +54,7 @@ def bad_dims(code: str, message: str, rank: int) -> list[int]:
     m = _SHAPES.search(message)
     if not m:
         return []  # which dim is bad is not said: the finding stays at the BlockSpec
-    block = [int(d.group("blocked") or d.group("int")) if not d.group("other") else None
-             for d in _DIM.finditer(m.group("block"))]  # "(256, 100)" or "(Blocked(block_size=256), ...)"
+    block = message_block(message) or []
     array = [int(x) for x in re.findall(r"\d+", m.group("array"))]
     if len(block) != rank or any(b is None for b in block[-2:]):
         return []
@@ -56,9 +68,11 @@ def bad_dims(code: str, message: str, rank: int) -> list[int]:
 
 def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, text: str, lines: list[str]) -> Moved | None:
     """Where a block-shape finding on ``spec`` belongs, when the bad dim was written elsewhere."""
-    if code not in MOVED_CODES or spec is None or not spec.dim_spans:
+    if code not in MOVED_CODES or spec is None:
         return None
     message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+    if not spec.dim_spans:
+        return _to_branch_origin(code, message, spec, text, lines)
     for index in bad_dims(code, message, len(spec.dim_spans)):
         if not (0 <= index < len(spec.dim_spans)):
             continue
@@ -68,6 +82,37 @@ def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, tex
         return Moved(span=_line(origin, lines), related=(Related(spec.span, "the BlockSpec that uses this value"),),
                      sentence=_said(origin))
     return None
+
+
+def _to_branch_origin(code: str, message: str, spec: BlockSpecInfo, text: str, lines: list[str]) -> Moved | None:
+    """A BlockSpec chosen under a branch (tier 0 cannot say which one the pallas_call got): the
+    branch whose bad dim traces to the very value the message names, when exactly one place does."""
+    block = message_block(message)
+    if not block:
+        return None
+    tree = parse(text)
+    found: dict[int, tuple[Origin, ast.Call]] = {}
+    for call, dims in branch_block_shapes(text, spec.span):
+        if len(dims) != len(block) or tree is None:
+            continue
+        for index in bad_dims(code, message, len(dims)):
+            origin = trace_node(tree, text, dims[index])
+            if origin is None or origin.kind == "expression" or origin.value != block[index] \
+                    or call.lineno - 1 <= origin.line <= call.end_lineno - 1:
+                continue
+            found.setdefault(origin.line, (origin, call))
+    if len(found) != 1:
+        return None
+    origin, call = next(iter(found.values()))
+    return Moved(span=_line(origin, lines),
+                 related=(Related(_line_of(call.lineno - 1, lines), "the BlockSpec that uses this value"),
+                          Related(spec.span, "where the pallas_call takes that BlockSpec")),
+                 sentence=_said(origin))
+
+
+def _line_of(line: int, lines: list[str]) -> Span:
+    text = lines[line] if 0 <= line < len(lines) else ""
+    return Span(line, len(text) - len(text.lstrip()), line, len(text.rstrip()))
 
 
 _STORE_DTYPES = re.compile(r"Invalid dtype for `(?:swap|store)`\. Ref dtype: (?P<ref>\w+)\. Value dtype: (?P<value>\w+)")

@@ -161,13 +161,16 @@ _REF = re.compile(r"\b(?:(args|outs)\[(\d+)\]|(?:window params for|window alloca
 
 def refs(text: str) -> list[dict[str, Any]]:
     """``args[i]``/``outs[i]`` (lowering), "window params for input i" (Mosaic) and "window
-    allocation for operator input i" (XLA's VMEM allocator) references."""
+    allocation for operator input i" (XLA's VMEM allocator) references; ``with_prefetch``: the
+    input's index counts the scalar-prefetch operands before the blocked ones."""
     out = []
     for m in _REF.finditer(text):
         if m.group(1):
             item = {"kind": m.group(1), "index": int(m.group(2))}
         else:
             item = {"kind": "args" if m.group(3) == "input" else "outs", "index": int(m.group(4))}
+        if item["kind"] == "args" and (m.group(1) or "operator" in m.group(0)):
+            item["with_prefetch"] = True  # the lowering's args[i] and XLA's operator input i count them
         if item not in out:
             out.append(item)
     return out

@@ -154,6 +154,8 @@ def interpret_once(
     noise = io.StringIO()  # tracebacks the interpreter's callback threads print
     override = SemanticsOverride(semantics)
     pltpu.reset_tpu_interpret_mode_state()
+    if semantics is not None:  # the override acts while pallas_call is traced: a jitted entry's program
+        jax.clear_caches()  # from an earlier run would otherwise run its old dimension_semantics again
     start = time.perf_counter()
     try:
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(noise), pltpu.force_tpu_interpret_mode(
@@ -319,7 +321,7 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
         say(f"tier 3: {task.name} again as on {target} (1 TensorCore, grid steps in order)")
         own_run = interpret_once(task.entry, inputs, cores=1, semantics=_all_arbitrary, user_files=(path,),
                                  modules=_namespaces(task.entry))
-        own = diagnose(own_run, task, inputs, path, source, say, seed, one_core=True)
+        own = diagnose(own_run, task, inputs, path, source, say, seed, one_core=True, calls=run.calls)
         total += own_run.seconds + sum(own.pop("_reruns", []))
         records["errors"] = one_core_verdict(own["errors"], records["errors"], target)
     if made_up and _has_integers(shapes):
@@ -452,18 +454,23 @@ def _concrete_inputs(task: Any, shapes: tuple[Any, ...], shrunk: bool) -> tuple[
 
 
 def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: str, say: Callable[[str], None],
-             seed: int = SEED, one_core: bool = False) -> dict[str, Any]:
+             seed: int = SEED, one_core: bool = False, calls: list[RecordedCall] | None = None) -> dict[str, Any]:
     """Records for one run; reruns variants (arbitrary semantics, zero-filled memory) to explain.
 
     ``one_core``: the run was one TensorCore with every axis "arbitrary" (a v5e/v6e chip); its
-    reruns keep that, and "parallel" semantics cannot be the cause there.
+    reruns keep that, and "parallel" semantics cannot be the cause there. ``calls``: the calls an
+    earlier run of the same entry recorded (a run served from jax's trace cache records none, and
+    its findings would lose the kernel's places).
     """
     errors: list[dict[str, Any]] = []
     reruns: list[float] = []
     dropped = False  # dimension_semantics left out of every run (the interpreter cannot run them under vmap)
+    prefixed = False  # every run with the parallel axes as a prefix (the interpreter rejected the order written)
 
     def again(**kw: Any) -> Run:
         kw.setdefault("seed", seed)
+        if prefixed:
+            kw.setdefault("semantics", _parallel_prefix)
         if one_core or dropped:
             kw.setdefault("cores", 1)
             kw.setdefault("semantics", _no_semantics if dropped else _all_arbitrary)
@@ -471,7 +478,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
         reruns.append(rerun.seconds)
         return rerun
 
-    traced = run.calls  # a rerun served from jax's trace cache records no call: keep the first run's
+    traced = run.calls or calls or []  # a rerun served from jax's trace cache records no call: keep the first run's
     if run.error is not None and VMAPPED_SEMANTICS.search(str(run.error)):
         say(f"tier 3: {task.name} again without dimension_semantics (jax's interpreter cannot run them under vmap)")
         retry = again(semantics=_no_semantics, cores=1)
@@ -484,6 +491,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
         errors.append(semantics_disagreement(run.error, call, sites, path))
         say(f"tier 3: {task.name} again with the grid's parallel axes as a prefix")
         run = again(semantics=_parallel_prefix)
+        prefixed = True  # the reruns that explain this run (zero-filled memory) run the same order
         call = first_user_call(run.calls, path) or call
 
     for report in run.races:

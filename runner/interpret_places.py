@@ -9,7 +9,8 @@ it in the kernel's own code, read with ``ast`` from the checked text:
   kernel never stores to it at all, the kernel parameter naming the output;
 - ``uninitialized_places``: the accumulators (scratch or output refs the kernel reads) that no
   statement initialises: the ``pl.when(... == 0)`` block that initialises the others (the init is
-  missing there), else the first read of the accumulator; the scratch's declaration is related;
+  missing there), else the kernel's first-step ``pl.when(... == 0)`` block that initialises none,
+  else the first read of the accumulator; the scratch's declaration is related;
 - ``read_place``: the user's line the interpreter's own stack trace names for an out-of-bounds read
   (jax prints it as ``JaxStackTraceBeforeTransformation``), else the reads of the buffer whose shape
   the message gives.
@@ -288,6 +289,11 @@ def uninitialized_places(refs: KernelRefs | None, scratch_line: int | None) -> l
         cond = ast.unparse(guard.args[0])
         return [(guard.lineno, guard.col_offset,
                  f"the block run when {cond} initialises other buffers but not {named}")] + [read] + scratch
+    first_steps = [g for n in _nodes(refs) if (g := _when(n)) is not None and _is_first_step(g.args[0])]
+    if first_steps:  # a first-step block that initialises no accumulator: the init is missing there
+        guard = min(first_steps, key=lambda g: (g.lineno, g.col_offset))
+        cond = ast.unparse(guard.args[0])
+        return [(guard.lineno, guard.col_offset, f"the block run when {cond} does not initialise {named}")] + [read] + scratch
     return [read] + scratch
 
 

@@ -139,6 +139,7 @@ class Ref:
 
     kind: str  # "args" | "outs" | "out_dtype" (tier 3: the out_shape dtype of output ``index`` is wrong)
     index: int
+    with_prefetch: bool = False  # an input's index counts the scalar-prefetch operands (``args[i]``)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def test_mentions_read_plain_and_mlir_locations_of_the_user_file_only():
     text = ('Index map function <lambda> at /src/k.py:20 for args[1] must return integer scalars.\n'
             'at location: loc("reshape"(callsite("kern"("/src/k.py":13:8 to :25) at "x"("/other/lib.py":4:1))))')
     assert errors.mentions(text, "/src/k.py") == [{"line": 20, "column": None}, {"line": 13, "column": 8}]
-    assert errors.refs(text) == [{"kind": "args", "index": 1}]
+    assert errors.refs(text) == [{"kind": "args", "index": 1, "with_prefetch": True}]  # args[i] counts prefetched operands
     assert errors.refs("Failed to set window params for output 2: E2002") == [{"kind": "outs", "index": 2}]
     assert errors.mosaic_codes("E2002: CompileTimeMosaicMisalignedBlockAndTiling; also E1001") == ["E2002", "E1001"]
 
@@ -87,5 +87,6 @@ def test_vmem_window_allocation_names_the_operand():
     text = ("RESOURCE_EXHAUSTED: Allocation (size=134217728) would exceed memory (size=16777216) :: #allocation2 "
             "[space=vmem, scoped, tag = 'input window allocation for operator input 0. The window shape is "
             "f32[16384,1024]'")
-    assert errors.refs(text) == [{"kind": "args", "index": 0}]
+    assert errors.refs(text) == [{"kind": "args", "index": 0, "with_prefetch": True}]  # the custom call's operands
+    assert errors.refs("Failed to set window params for input 1: E2002") == [{"kind": "args", "index": 1}]
     assert errors.vmem_figures(text) == {"requested": 134217728, "limit": 16777216}

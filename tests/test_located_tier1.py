@@ -2,7 +2,10 @@
 
 Each fixture's line carrying ``# expect: CODE`` is where the finding must be. Before: an index_map
 written as a function was blamed on the pallas_call (wrong arity) or on its ``def`` (wrong result
-count), and a block size rejected by a library's own check was blamed on the ``raise``.
+count), and a block size rejected by a library's own check was blamed on the ``raise``; a bad block
+of a kernel with scalar-prefetch operands was matched to the wrong BlockSpec (the lowering's
+``args[i]`` counts the prefetched operands) and a BlockSpec chosen under a branch (``if
+transpose_rhs:``) left the finding at the ``in_specs`` list instead of the tile size's literal.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import pytest
 from pallasite.engine.checker import CheckOptions, check_paths
 
 DATA = Path(__file__).parent / "data" / "located"
-FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py")
+FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py", "prefetch_block.py", "branch_spec.py")
 
 
 @pytest.fixture(scope="module")

@@ -74,6 +74,22 @@ def test_a_branch_that_may_replace_a_parameter_and_frames_choosing_the_call_site
     assert (tm.line, tm.value) == (_marked(text, "small"), 8)
 
 
+def test_a_local_copy_of_a_parameter_that_a_branch_may_replace():
+    """``bq = block_q`` then ``if bq is None: bq, bk = _lookup(...)``: the lookup computes, the
+    caller wrote 256 (before: two assignments to ``bq`` stopped the trace at the BlockSpec)."""
+    text, [site] = _dims("tuned_or_looked_up.py")
+    bq, bk = (trace(text, d) for d in site.in_specs[0].dim_spans)
+    assert (bq.line, bq.value, bq.kind) == (_marked(text), 256, "dict entry")
+    assert bk.value == 512 and "block_k" in bk.what
+    no_default = text.replace("    bq = block_q\n", "    bq = block_q\n    bq = bq\n")
+    unknown = trace(no_default, _dims_of(no_default)[0])
+    assert unknown is None or unknown.kind == "expression"  # two plain assignments: no guess
+
+
+def _dims_of(text: str):
+    return analyze(text, "t.py").sites[0].in_specs[0].dim_spans
+
+
 CHECKED = '''
 import jax
 from jax.experimental import pallas as pl
@@ -128,7 +144,7 @@ def test_no_culprit_when_the_message_names_no_written_value_and_none_breaks_the_
 
 
 @pytest.mark.parametrize("name", ["partial_alias.py", "jit_static_list.py", "arithmetic_and_splat.py",
-                                  "conditional_tiling.py"])
+                                  "conditional_tiling.py", "tuned_or_looked_up.py"])
 def test_fixtures_are_clean_kernels_for_tier0(name):
     text = (DATA / name).read_text()
     assert [f.code for f in analyze(text, name).findings if f.severity == "error"] == []

@@ -5,6 +5,9 @@ the finding belongs carries ``# expect: CODE``. Before runner/interpret_places.p
 unwritten output at ``out_specs``, a missing accumulator init at ``scratch_shapes``, an
 out-of-bounds read of a VMEM block at the pallas_call, and an int32 ``out_shape`` either at the
 store the lowering rejected or at the pallas_call; a reference that raised was the kernel's error.
+A jitted entry whose one-TensorCore rerun came from jax's trace cache lost the kernel's places (the
+missing init was said at the pallas_call) until that rerun kept the first run's recorded call; a
+first-step block that initialises nothing left the finding at the accumulator's first read.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import pytest
 from pallasite.engine.checker import CheckOptions, check_paths
 
 DATA = Path(__file__).parent / "data" / "tier3_places"
-TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py")
+TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",
+         "init_missing_jitted.py", "init_block_empty.py")
 
 
 def _expected(name: str) -> tuple[str, int]:
@@ -104,3 +108,24 @@ def test_shrinking_keeps_every_block_and_stops_within_the_budget():
         assert changed and input_bytes(small) <= BUDGET_BYTES < input_bytes(args)
         assert blocks_of(interpret.probe_calls(task.entry, small, spaces)) == blocks_of(calls)
         assert all(isinstance(a, jax.ShapeDtypeStruct) for a in small)
+
+
+def test_semantics_the_interpreter_rejects_are_one_warning_for_a_jitted_entry():
+    """The rerun with the parallel axes as a prefix ran the jitted entry's cached program again
+    (the order the interpreter rejects) and made a false error at the entry's call (PLS300)."""
+    [report] = check_paths([str(DATA / "semantics_not_prefix_jitted.py")],
+                           CheckOptions(target="v5p", tiers=(3,), time_limit_s=180))
+    assert [(f.code, f.severity) for f in report.findings] == [("PLS305", "warning")], \
+        [f"{f.code}:{f.span.line + 1} {f.message}" for f in report.findings]
+
+
+def test_reruns_after_the_prefix_rerun_keep_its_order():
+    """The zero-filled rerun that tells an unwritten block from a computed NaN ran the order the
+    interpreter rejects (a cached program): it failed, the cause stayed unknown, and the finding
+    went to the pallas_call instead of the guard that is never true."""
+    [report] = check_paths([str(DATA / "semantics_not_prefix_unwritten.py")],
+                           CheckOptions(target="v5p", tiers=(3,), time_limit_s=180))
+    code, line = _expected("semantics_not_prefix_unwritten.py")
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [(code, line)], [f"{f.code}:{f.span.line + 1} {f.message}" for f in errors]
+    assert [f.code for f in report.findings if f.severity == "warning"] == ["PLS305"]

@@ -1,0 +1,55 @@
+"""A jitted tiled matmul whose dimension_semantics put a "parallel" axis after an "arbitrary" one.
+jax's TPU interpreter cannot run that order (its parallel axes must come first) while the TPU
+compiler accepts it: tier 3 says so once (PLS305, a warning) and runs again with the parallel axes
+as a prefix. The entry is jitted, so that rerun must not be served from jax's trace cache with
+the order the interpreter rejects (which made a second, false error at the entry's call)."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _init():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+    def _done():
+        o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("bm", "bk", "bn"))
+def matmul(x, y, *, bm=8, bk=128, bn=128):
+    m, kk = x.shape
+    n = y.shape[1]
+    return pl.pallas_call(
+        matmul_kernel,
+        grid=(m // bm, n // bn, kk // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary", "parallel")),
+    )(x, y)
+
+
+def workload(x, y):
+    return matmul(x, y)
+
+
+def example_inputs():
+    return (jax.random.normal(jax.random.key(0), (16, 256), jnp.float32),
+            jax.random.normal(jax.random.key(1), (256, 256), jnp.float32))
+
+
+def reference(x, y):
+    return x @ y
+
+
+PALLASITE_ENTRY = "workload"
