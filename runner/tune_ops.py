@@ -29,7 +29,7 @@ from pallasite.analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, instal
 
 from . import messages, tasks_runtime
 from .chip_probe import probe_scoped_vmem, spec_from_jax
-from .cost_model import estimate, xla_reference_cost
+from .cost_model import estimate, estimate_reference
 
 CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch values) below this many bytes
 
@@ -67,7 +67,7 @@ def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any
                 out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
         reference = None
         if params.reference and task.reference is not None:
-            reference = xla_reference_cost(task.reference, args, _topology_device(chip.name), chip.name)
+            reference = estimate_reference(task.reference, args, chip, _topology_device(chip.name))
     found = installed_versions()
     return messages.EstimateResult(
         entry=task.name, chip=chip, estimates=tuple(out), reference=reference,
