@@ -9,7 +9,8 @@ For one call of a task's entry it traces the program (``jax.make_jaxpr``) and, f
   index is unchanged from the previous step is not copied again (inputs are fetched when their
   index changes, outputs written back when theirs changes and at the end). Edge blocks that stick
   out of the array count only the bytes inside it. Operands left in HBM (``memory_space=pl.ANY``)
-  are copied by the kernel itself and are not counted (a note says so).
+  are copied by the kernel itself: runner/kernel_counts.py counts those DMAs from the body
+  (sizes x trip counts; a ``pl.when`` branch bounded by its largest branch, said so).
 - **FLOPs and transcendentals** of the kernel body's jaxpr x grid steps: ``dot_general`` counts
   2 x output elements x contracted elements (the MXU share); element-wise arithmetic one per output
   element; reductions one per input element; exp/log/tanh/... one transcendental per element.
@@ -55,6 +56,8 @@ from typing import Any
 import numpy as np
 
 from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
+
+from .kernel_counts import count_dmas
 
 MODEL = "pallasite roofline v2"
 # Per grid step: "roughly 0.35 us" per pipeline step, jax's Pallas TPU pipelining docs
@@ -294,7 +297,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
         block_elems = int(np.prod([d or 1 for d in dims], dtype=np.int64))
         if space == "any":
             fetches, moved, buffers = 0, 0, 0
-            notes.add(f"{bm.origin} stays in HBM (pl.ANY): the kernel's own DMAs are not counted")
+            notes.add(f"{bm.origin} stays in HBM (pl.ANY): the kernel copies it itself (its DMAs are counted)")
         else:
             table = _index_table(bm.index_map_jaxpr, grid, prefetch)
             fetches, moved = _moves(table, dims, array.shape, bits, by_element)
@@ -313,6 +316,11 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
                 pass
     prefetch_bytes = sum(int(p.size) * p.dtype.itemsize for p in prefetch)  # copied to SMEM once
     body = count_body(eqn.params["jaxpr"], mxu)
+    dmas = count_dmas(eqn.params["jaxpr"])
+    notes |= dmas.notes
+    if dmas.copies:
+        notes.add(f"the kernel's own DMAs: {dmas.copies * steps} copies, {dmas.bytes * steps} bytes over the grid"
+                  + ("" if dmas.exact else " (a bound: see the other notes)"))
     cp = _compiler_params(eqn.params.get("compiler_params"))
     semantics = tuple(str(s).split(".")[-1].lower() for s in (getattr(cp, "dimension_semantics", None) or ()))
     limit = getattr(cp, "vmem_limit_bytes", None)
@@ -322,7 +330,8 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
         vmem_bytes=vmem + scratch, vmem_limit_bytes=int(limit) if limit else None,
         hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops * steps, mxu_flops=body.mxu_flops * steps,
         transcendentals=body.transcendentals * steps, mxu_efficiency=round(mxu_eff, 6),
-        dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)))
+        dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)),
+        dma_bytes=dmas.bytes * steps, dma_copies=dmas.copies * steps)
     return cost, body
 
 

@@ -1,0 +1,65 @@
+"""DMAs a kernel issues itself from ``pl.ANY`` operands, counted from its traced body against a hand
+count (tests/data/tune/manual_dma.py: a fori_loop of chunk copies and a pl.when copy)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1",
+                      "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
+    os.environ.setdefault(_name, _value)
+
+from pallasite.analysis.types import chip_target  # noqa: E402
+from pallasite.runner import cost_model  # noqa: E402
+from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
+from pallasite.runner.loader import user_module  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "tune")
+V5E = spec_from_jax(chip_target("v5e"))
+CHUNK_BYTES = 64 * 512 * 2  # one bf16 (64, 512) chunk
+
+
+def _estimate():
+    with user_module(os.path.join(DATA, "manual_dma.py")) as module:
+        return cost_model.estimate(module.chunk_sum, module.example_inputs(), V5E)
+
+
+def test_copies_from_pl_any_are_counted_by_hand():
+    est = _estimate()
+    assert est.status == "ok", est.error
+    (call,) = est.calls
+    assert call.grid == (2,)
+    x = next(b for b in call.blocks if b.origin == "args[0]")
+    assert x.memory_space == "any" and x.hbm_bytes == 0  # not a pipelined block: the kernel copies it
+    # per step: 4 loop copies + the pl.when copy (counted on every step: an upper bound), 2 steps
+    assert call.dma_copies == 2 * (4 + 1)
+    assert call.dma_bytes == 2 * (4 + 1) * CHUNK_BYTES
+    assert any("upper bound" in n for n in call.notes)
+    assert any("10 copies, 655360 bytes" in n for n in call.notes)
+    out = next(b for b in call.blocks if b.role == "out")
+    assert est.memory_s == pytest.approx((call.dma_bytes + out.hbm_bytes) / V5E.hbm_bytes_per_s, rel=1e-12)
+
+
+def test_a_copy_outside_any_branch_or_loop_is_exact():
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    from pallasite.runner.kernel_counts import count_dmas
+
+    def kernel(x_hbm, o_hbm, buf, sem):
+        pltpu.async_copy(x_hbm.at[pl.ds(8, 16)], buf, sem).wait()  # in: 16 x 256 f32
+        pltpu.async_copy(buf, o_hbm.at[pl.ds(0, 16)], sem).wait()  # out: the same bytes back to HBM
+
+    def f(x):
+        return pl.pallas_call(kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                              out_shape=jax.ShapeDtypeStruct((16, 256), jnp.float32),
+                              scratch_shapes=[pltpu.VMEM((16, 256), jnp.float32), pltpu.SemaphoreType.DMA(())])(x)
+
+    eqn = jax.make_jaxpr(f)(jax.ShapeDtypeStruct((64, 256), jnp.float32)).jaxpr.eqns[0]
+    counts = count_dmas(eqn.params["jaxpr"])
+    assert (counts.copies, counts.bytes, counts.exact) == (2, 2 * 16 * 256 * 4, True)
