@@ -319,6 +319,7 @@ class CallCost:
     notes: tuple[str, ...] = ()
     dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/kernel_counts.py)
     dma_copies: int = 0
+    dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (kernel_counts.py)
 
 
 @dataclass(frozen=True)

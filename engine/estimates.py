@@ -28,6 +28,8 @@ class PairedEstimate:
     why: str | None = None
     reference_bound: str | None = None
     kernel_bound: str | None = None
+    # when the kernel's own DMAs could only be bounded (kernel_counts.py): what the speedup then is
+    caveat: str | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -60,7 +62,20 @@ def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: st
     except MixedModels as exc:
         return PairedEstimate(kernel.seconds, None, label, str(exc)[:500], kernel_bound=kernel.bound)
     return PairedEstimate(kernel.seconds, float(reference["seconds"]), label, None,
-                          reference_bound=reference.get("bound"), kernel_bound=kernel.bound)
+                          reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel))
+
+
+def _caveat(kernel: CostEstimate) -> str | None:
+    """A kernel whose own DMAs were bounded, not counted: its speedup is a bound too, said so."""
+    kinds = {c.dma_count for c in kernel.calls if c.dma_copies and c.dma_count != "exact"}
+    if not kinds:
+        return None
+    if kinds == {"lower bound"}:
+        return "the kernel's own DMAs are a lower bound (a while loop counted once): the speedup is an upper bound"
+    if kinds == {"upper bound"}:
+        return "the kernel's own DMAs are an upper bound (pl.when branches counted every step): the speedup is a lower bound"
+    return ("the kernel's own DMAs could only be bounded (while loops counted once, pl.when branches every step): "
+            "the speedup is neither an upper nor a lower bound")
 
 
 def pair_result(result: EstimateResult, index: int = 0) -> PairedEstimate:

@@ -105,7 +105,8 @@ async def estimate_candidate(backend: Any, task: EvalTask, text: str, chip: str,
     if paired.kernel_s is None:
         return CandidateResult(False, False, None, label, f"the cost model could not estimate it: {paired.why}"[:500])
     speedup, ref_s = paired.speedup, paired.reference_s
-    provenance = f"{label}: the candidate and its reference by the same model"
+    provenance = f"{label}: the candidate and its reference by the same model" + (
+        f"; {paired.caveat}" if paired.caveat else "")
     if not verify:
         return CandidateResult(True, False, speedup, provenance, "correctness not verified (--no-verify)",
                                paired.kernel_s, ref_s)

@@ -97,6 +97,10 @@ _REDUCTIONS = frozenset({
 })
 
 
+class NoEstimate(ValueError):
+    """The model cannot estimate this program, and says why (shown as "no estimate: <why>")."""
+
+
 @dataclass
 class BodyCounts:
     """Per-grid-step counts of a kernel body."""
@@ -179,17 +183,52 @@ def sub_jaxprs(params: dict[str, Any]) -> Iterator[Any]:
 # --------------------------------------------------------------------------- finding the calls
 
 
+EVALUATE_ELEMENTS = 1 << 22  # plain ops on known values are evaluated up to this many elements per operand
+
+
 def pallas_calls(jaxpr: Any, values: dict[Any, Any]) -> Iterator[tuple[Any, list[Any]]]:
     """Every pallas_call equation in ``jaxpr`` (nested jits included), with the concrete value of
-    each operand where it is known (an entry argument given as an array, or a literal), else None."""
+    each operand where it is known, else None. Values are known for entry arguments given as
+    arrays and literals, and for the results of plain ops computed from known values (evaluated
+    here, up to EVALUATE_ELEMENTS elements: group metadata, page tables, dynamic grid sizes)."""
     for eqn in jaxpr.eqns:
         known = [_value(v, values) for v in eqn.invars]
         if eqn.primitive.name == "pallas_call":
             yield eqn, known
             continue
-        for sub in sub_jaxprs(eqn.params):
-            inner = {var: val for var, val in zip(sub.invars, known) if val is not None} if len(sub.invars) == len(known) else {}
-            yield from pallas_calls(sub, inner)
+        subs = list(sub_jaxprs(eqn.params))
+        if subs:
+            consts = _closed_consts(eqn.params)
+            for sub in subs:
+                inner = {var: val for var, val in zip(sub.invars, known) if val is not None} if len(sub.invars) == len(known) else {}
+                inner.update({var: np.asarray(c) for var, c in zip(sub.constvars, consts.get(id(sub), ()))
+                              if hasattr(c, "shape")})
+                yield from pallas_calls(sub, inner)
+                if len(subs) == 1 and len(sub.outvars) == len(eqn.outvars) and eqn.primitive.name in ("pjit", "jit", "closed_call"):
+                    for ov, iv in zip(eqn.outvars, sub.outvars):
+                        got = _value(iv, inner)
+                        if got is not None:
+                            values[ov] = got
+            continue
+        if all(k is not None for k in known) and all(np.size(k) <= EVALUATE_ELEMENTS for k in known) and all(
+                math.prod(getattr(v.aval, "shape", ()) or (1,)) <= EVALUATE_ELEMENTS for v in eqn.outvars):
+            try:
+                outs = eqn.primitive.bind(*known, **eqn.params)
+            except Exception:  # noqa: BLE001 - an op that cannot run here: its results stay unknown
+                continue
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            for var, out in zip(eqn.outvars, outs):
+                values[var] = np.asarray(out)
+
+
+def _closed_consts(params: dict[str, Any]) -> dict[int, Sequence[Any]]:
+    """id(inner jaxpr) -> the consts of the ClosedJaxpr holding it."""
+    out: dict[int, Sequence[Any]] = {}
+    for value in params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if hasattr(item, "consts") and hasattr(getattr(item, "jaxpr", None), "eqns"):
+                out[id(item.jaxpr)] = item.consts
+    return out
 
 
 def _value(var: Any, values: dict[Any, Any]) -> Any:
@@ -271,10 +310,25 @@ def _compiler_params(params: Any) -> Any:
 def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, BodyCounts]:
     """Count one pallas_call equation (see the module docstring for what is counted)."""
     gm = eqn.params["grid_mapping"]
-    grid = tuple(int(g) for g in gm.grid)
+    n_dynamic = int(getattr(gm, "num_dynamic_grid_bounds", 0) or 0)
+    dynamic, operands = list(operands[:n_dynamic]), list(operands[n_dynamic:])
+    notes: set[str] = set()
+    sizes = iter(dynamic)
+    grid_list = []
+    for g in gm.grid:
+        if isinstance(g, (int, np.integer)):
+            grid_list.append(int(g))
+            continue
+        value = next(sizes, None)
+        if value is None:
+            raise NoEstimate(f"the grid {tuple(str(x) for x in gm.grid)} has a dynamic size computed from values the "
+                             "example inputs do not give (abstract inputs, or computed by ops too large to evaluate "
+                             "here): pass concrete inputs (an inputs() function with the index arrays) to estimate it")
+        grid_list.append(int(np.asarray(value).reshape(-1)[0]))
+        notes.add(f"dynamic grid dim {len(grid_list) - 1} = {grid_list[-1]}, computed from the task's inputs")
+    grid = tuple(grid_list)
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     n_prefetch = int(gm.num_index_operands)
-    notes: set[str] = set()
     prefetch = []
     for value, aval in zip(operands[:n_prefetch], gm.index_map_avals[len(grid):]):
         if value is None:
@@ -320,7 +374,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
     notes |= dmas.notes
     if dmas.copies:
         notes.add(f"the kernel's own DMAs: {dmas.copies * steps} copies, {dmas.bytes * steps} bytes over the grid"
-                  + ("" if dmas.exact else " (a bound: see the other notes)"))
+                  + ("" if dmas.exact else f" ({dmas.kind}: see the other notes)"))
     cp = _compiler_params(eqn.params.get("compiler_params"))
     semantics = tuple(str(s).split(".")[-1].lower() for s in (getattr(cp, "dimension_semantics", None) or ()))
     limit = getattr(cp, "vmem_limit_bytes", None)
@@ -331,7 +385,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
         hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops * steps, mxu_flops=body.mxu_flops * steps,
         transcendentals=body.transcendentals * steps, mxu_efficiency=round(mxu_eff, 6),
         dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)),
-        dma_bytes=dmas.bytes * steps, dma_copies=dmas.copies * steps)
+        dma_bytes=dmas.bytes * steps, dma_copies=dmas.copies * steps, dma_count=dmas.kind)
     return cost, body
 
 
@@ -436,8 +490,9 @@ def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
                             error=f"{type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS, model=MODEL)
     values = {var: np.asarray(a) for var, a in zip(closed.jaxpr.invars, args)
               if hasattr(a, "shape") and not isinstance(a, jax.ShapeDtypeStruct)}
-    found = list(pallas_calls(closed.jaxpr, values))
+    values.update({var: np.asarray(c) for var, c in zip(closed.jaxpr.constvars, closed.consts) if hasattr(c, "shape")})
     try:
+        found = list(pallas_calls(closed.jaxpr, values))
         counted = [call_cost(eqn, operands, chip.mxu_size) for eqn, operands in found]
         xla = count_xla_ops(closed.jaxpr, chip.mxu_size)
     except NoEstimate as exc:  # the model knows why it cannot say (a dynamic grid without its sizes...)
@@ -452,10 +507,6 @@ def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
     return CostEstimate(chip=chip.name, config=config, status="ok", calls=tuple(c for c, _ in counted),
                         program_hash=program_hash(closed, [e for e, _ in found]), assumptions=ASSUMPTIONS,
                         model=MODEL, xla_bytes=xla.hbm_bytes, xla_flops=xla.flops, **roof)
-
-
-class NoEstimate(ValueError):
-    """The model cannot estimate this program, and says why (shown as "no estimate: <why>")."""
 
 
 def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,

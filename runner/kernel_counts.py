@@ -39,6 +39,13 @@ class DmaCounts:
     def exact(self) -> bool:
         return not (self.upper_bound or self.lower_bound)
 
+    @property
+    def kind(self) -> str:
+        """What the byte count is: "exact", "upper bound", "lower bound" or "bounded both ways"."""
+        if self.upper_bound and self.lower_bound:
+            return "bounded both ways"
+        return "upper bound" if self.upper_bound else "lower bound" if self.lower_bound else "exact"
+
     def add(self, other: "DmaCounts", times: int = 1) -> None:
         self.copies += other.copies * times
         self.bytes += other.bytes * times
@@ -53,13 +60,19 @@ def _space(ref: Any) -> str:
     return str(getattr(aval, "memory_space", "")).lower()
 
 
+def _shape(ref: Any) -> tuple[int, ...]:
+    """The copied shape: the base ref's, through each transform (indexers slice it)."""
+    base = getattr(ref, "ref", ref)
+    shape = tuple(getattr(getattr(base, "aval", None), "shape", ()))
+    for t in getattr(ref, "transforms", ()):
+        if hasattr(t, "get_indexer_shape"):
+            shape = tuple(t.get_indexer_shape())
+        elif hasattr(t, "transform_shape"):
+            shape = tuple(t.transform_shape(shape))
+    return tuple(int(d) for d in shape)
+
+
 def _nbytes(ref: Any) -> int:
-    try:
-        shape = getattr(ref, "shape", None)  # a TransformedRef: the sliced shape
-    except Exception:  # noqa: BLE001 - a transform jax cannot give a shape for
-        shape = None
-    if shape is None:
-        shape = getattr(getattr(ref, "aval", None), "shape", ())
     base = getattr(ref, "ref", ref)
     aval = getattr(base, "aval", None)
     dtype = getattr(getattr(aval, "inner_aval", aval), "dtype", None)
@@ -67,7 +80,7 @@ def _nbytes(ref: Any) -> int:
         itemsize = np.dtype(dtype).itemsize
     except TypeError:
         return 0
-    return int(np.prod(tuple(int(d) for d in shape), dtype=np.int64)) * itemsize
+    return int(np.prod(_shape(ref), dtype=np.int64)) * itemsize
 
 
 def _dma(eqn: Any) -> tuple[int, bool]:

@@ -63,3 +63,21 @@ def test_a_copy_outside_any_branch_or_loop_is_exact():
     eqn = jax.make_jaxpr(f)(jax.ShapeDtypeStruct((64, 256), jnp.float32)).jaxpr.eqns[0]
     counts = count_dmas(eqn.params["jaxpr"])
     assert (counts.copies, counts.bytes, counts.exact) == (2, 2 * 16 * 256 * 4, True)
+
+
+def test_a_dynamic_grid_is_estimated_at_the_sizes_the_inputs_give_or_says_why():
+    import jax.numpy as jnp
+    import numpy as np
+
+    with user_module(os.path.join(DATA, "dynamic_grid.py")) as module:
+        x = jnp.ones((1024, 512), jnp.float32)
+        counts = np.array([100, 100, 100, 84], np.int32)  # 384 rows: 3 blocks of 128
+        est = cost_model.estimate(module.scale_active, [x, counts], V5E)
+        assert est.status == "ok", est.error
+        (call,) = est.calls
+        assert call.grid == (3,) and call.steps == 3
+        assert [b.hbm_bytes for b in call.blocks] == [3 * 128 * 512 * 4] * 2
+        assert any("dynamic grid dim 0 = 3" in n for n in call.notes)
+        blind = cost_model.estimate(module.scale_active, module.example_inputs(), V5E)
+    assert blind.status == "trace_error" and blind.error.startswith("no estimate: the grid")
+    assert "dynamic size" in blind.error and "inputs()" in blind.error
