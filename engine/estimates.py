@@ -55,12 +55,13 @@ def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: st
         why = (reference or {}).get("error") or ("none was made (the task has no reference(), or this run's "
                                                  "estimates all came from the results store)")
         return PairedEstimate(kernel.seconds, None, label, f"the reference has no estimate: {why}"[:500],
-                              kernel_bound=kernel.bound)
+                              kernel_bound=kernel.bound, caveat=_caveat(kernel))
     ref_label = _label(str(reference.get("model") or ""), str(reference.get("chip") or chip))
     try:
         estimated_speedup(float(reference["seconds"]), kernel.seconds, ref_label, label)
     except MixedModels as exc:
-        return PairedEstimate(kernel.seconds, None, label, str(exc)[:500], kernel_bound=kernel.bound)
+        return PairedEstimate(kernel.seconds, None, label, str(exc)[:500], kernel_bound=kernel.bound,
+                              caveat=_caveat(kernel))
     return PairedEstimate(kernel.seconds, float(reference["seconds"]), label, None,
                           reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel))
 

@@ -108,8 +108,8 @@ async def estimate_candidate(backend: Any, task: EvalTask, text: str, chip: str,
     provenance = f"{label}: the candidate and its reference by the same model" + (
         f"; {paired.caveat}" if paired.caveat else "")
     if not verify:
-        return CandidateResult(True, False, speedup, provenance, "correctness not verified (--no-verify)",
-                               paired.kernel_s, ref_s)
+        return CandidateResult(True, False, speedup, provenance, "correctness not verified (--no-verify)"
+                               + (f"; {paired.why}" if paired.why else ""), paired.kernel_s, ref_s)
     vreply = await backend.request(VerifyParams(source=source, config={}, chip=chip), purpose="job",
                                    timeout_s=timeout_s)
     if not vreply.ok:

@@ -6,7 +6,7 @@ never imports JAX). Used by `pallasite tune` and the language server's Autotune 
    the exploration picks (engine/tune_space.py: the whole space when it fits ``estimates``, else
    seeded random + local moves; the space is never built in memory) and return the cost model's
    counts and roofline for the chip. The report says how much of the space was estimated.
-3. ``analysis.feasibility`` rejects, before any compile, what cannot run (divisibility, tiling,
+3. ``analysis.feasibility`` rejects, before any compile, what cannot run (tiling,
    scoped VMEM); the count per reason is reported. Configurations whose traced programs are
    identical (same ``program_hash``) are evaluated once.
 4. With a device timer (``DeviceTimer``: a backend that measures on a real accelerator), the
