@@ -57,7 +57,7 @@ import numpy as np
 
 from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
 
-from .kernel_counts import count_dmas
+from .kernel_counts import count_over_grid
 
 MODEL = "pallasite roofline v2"
 # Per grid step: "roughly 0.35 us" per pipeline step, jax's Pallas TPU pipelining docs
@@ -329,8 +329,9 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
     grid = tuple(grid_list)
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     n_prefetch = int(gm.num_index_operands)
-    prefetch = []
+    prefetch, known_prefetch = [], []
     for value, aval in zip(operands[:n_prefetch], gm.index_map_avals[len(grid):]):
+        known_prefetch.append(None if value is None else np.asarray(value))
         if value is None:
             notes.add("scalar-prefetch values unknown (abstract example inputs): zeros assumed")
             value = np.zeros(aval.shape, aval.dtype)
@@ -370,10 +371,10 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
                 pass
     prefetch_bytes = sum(int(p.size) * p.dtype.itemsize for p in prefetch)  # copied to SMEM once
     body = count_body(eqn.params["jaxpr"], mxu)
-    dmas = count_dmas(eqn.params["jaxpr"])
-    notes |= dmas.notes
+    dmas, sampled = count_over_grid(eqn.params["jaxpr"], grid, known_prefetch)  # unknown values stay unknown
+    notes |= dmas.notes | ({sampled} if sampled else set())
     if dmas.copies:
-        notes.add(f"the kernel's own DMAs: {dmas.copies * steps} copies, {dmas.bytes * steps} bytes over the grid"
+        notes.add(f"the kernel's own DMAs: {dmas.copies} copies, {dmas.bytes} bytes over the grid"
                   + ("" if dmas.exact else f" ({dmas.kind}: see the other notes)"))
     cp = _compiler_params(eqn.params.get("compiler_params"))
     semantics = tuple(str(s).split(".")[-1].lower() for s in (getattr(cp, "dimension_semantics", None) or ()))
@@ -385,7 +386,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
         hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops * steps, mxu_flops=body.mxu_flops * steps,
         transcendentals=body.transcendentals * steps, mxu_efficiency=round(mxu_eff, 6),
         dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)),
-        dma_bytes=dmas.bytes * steps, dma_copies=dmas.copies * steps, dma_count=dmas.kind)
+        dma_bytes=dmas.bytes, dma_copies=dmas.copies, dma_count=dmas.kind)
     return cost, body
 
 

@@ -7,9 +7,15 @@ in HBM (``any``/``hbm`` memory space: reads into VMEM/SMEM and write-backs), its
 transformed (sliced) ref's shape x its dtype, multiplied by:
 
 - ``scan`` lengths (``fori_loop``/``emit_pipeline`` with static bounds lower to scans);
-- a ``while`` loop (dynamic bounds): its body counted once, and the count is marked a lower bound;
-- ``cond`` (``pl.when``, ``lax.cond``): the branch moving the most bytes, on every execution,
-  and the count is marked an upper bound.
+- a ``while`` loop (dynamic bounds, e.g. a ``fori_loop`` up to a length read from a
+  scalar-prefetch ref): simulated trip by trip at each grid step from the known scalars (program
+  ids, scalar-prefetch values, small ops on them), so its trip count is exact; when those do not
+  decide it, its body is counted once and the count is marked a lower bound;
+- ``cond`` (``pl.when``, ``lax.cond``): the branch the known scalars select; when they do not
+  decide it, the branch moving the most bytes, and the count is marked an upper bound.
+
+``count_over_grid`` walks the body once per grid step (up to MAX_STEPS, else an even sample scaled
+to the grid).
 
 ``DmaCounts.exact`` is True only when neither happened. Copies between VMEM buffers and remote
 copies (``device_id``) move no HBM bytes of this chip and are not counted.
@@ -97,10 +103,99 @@ def _dma(eqn: Any) -> tuple[int, bool]:
     return _nbytes(dst) or _nbytes(src), True
 
 
-def count_dmas(jaxpr: Any) -> DmaCounts:
-    """The HBM copies one execution of ``jaxpr`` (a kernel body) starts."""
+SMALL = 4096  # scalar work is evaluated when every value involved has at most this many elements
+MAX_TRIPS = 1 << 16  # a while loop simulated for more trips than this is counted as a bound
+
+
+class Scalars:
+    """The kernel's scalar values at one grid step, as far as they can be known: program ids,
+    scalar-prefetch refs (their concrete values) and small ops computed from known values."""
+
+    def __init__(self, grid: tuple[int, ...], point: tuple[int, ...], refs: dict[Any, np.ndarray]) -> None:
+        self.grid, self.point, self.refs = grid, point, refs
+        self.values: dict[Any, np.ndarray] = {}
+
+    def get(self, var: Any) -> Any:
+        if hasattr(var, "val"):
+            return np.asarray(var.val)
+        try:
+            return self.values.get(var)
+        except TypeError:
+            return None
+
+    def child(self, pairs: Any) -> "Scalars":
+        inner = Scalars(self.grid, self.point, self.refs)
+        for iv, value in pairs:
+            if value is not None:
+                inner.values[iv] = value
+        return inner
+
+    def step(self, eqn: Any) -> None:
+        """Evaluate one equation when its inputs are known and small."""
+        name = eqn.primitive.name
+        if name in ("program_id", "num_programs"):
+            axis = int(eqn.params["axis"])
+            source = self.point if name == "program_id" else self.grid
+            if axis < len(source):  # no grid point given (the first, unevaluated pass): unknown
+                self.values[eqn.outvars[0]] = np.int32(source[axis])
+            return
+        if name == "get":
+            self._read(eqn)
+            return
+        known = [self.get(v) for v in eqn.invars]
+        if any(k is None or np.size(k) > SMALL for k in known):
+            return
+        if any(int(np.prod(getattr(v.aval, "shape", ()) or (1,))) > SMALL for v in eqn.outvars):
+            return
+        try:
+            outs = eqn.primitive.bind(*known, **eqn.params)
+        except Exception:  # noqa: BLE001 - not evaluable here (effects, refs): stays unknown
+            return
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        for var, out in zip(eqn.outvars, outs):
+            self.values[var] = np.asarray(out)
+
+    def _read(self, eqn: Any) -> None:
+        import jax
+
+        ref = eqn.invars[0]
+        table = self.refs.get(ref)
+        if table is None:
+            return
+        transforms = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars[1:])
+        value = table
+        for t in transforms:
+            indices = getattr(t, "indices", None)
+            if indices is None:
+                return
+            index = []
+            for i in indices:
+                if hasattr(i, "size") and hasattr(i, "start") and not hasattr(i, "aval"):  # a Slice
+                    start = self.get(i.start) if hasattr(i.start, "aval") or hasattr(i.start, "val") else i.start
+                    if start is None:
+                        return
+                    start = int(start)
+                    index.append(slice(start, start + int(i.size) * int(getattr(i, "stride", 1) or 1),
+                                       int(getattr(i, "stride", 1) or 1)))
+                else:
+                    got = self.get(i)
+                    if got is None:
+                        return
+                    index.append(got)
+            try:
+                value = value[tuple(index)]
+            except (IndexError, TypeError):
+                return
+        self.values[eqn.outvars[0]] = np.asarray(value)
+
+
+def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
+    """The HBM copies one execution of ``jaxpr`` (a kernel body) starts. With ``scalars`` (one
+    grid step's known values), ``pl.when`` branches and ``while`` trip counts that those values
+    decide are taken exactly; otherwise they are bounded (see the module docstring)."""
     from .cost_model import sub_jaxprs
 
+    env = scalars or Scalars((), (), {})
     out = DmaCounts()
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
@@ -109,22 +204,92 @@ def count_dmas(jaxpr: Any) -> DmaCounts:
             if counted:
                 out.copies += 1
                 out.bytes += moved
-        elif name == "scan":
-            out.add(count_dmas(eqn.params["jaxpr"].jaxpr), int(eqn.params["length"]))
+        elif name == "scan":  # the same count every iteration: only its constants are known inside
+            body = eqn.params["jaxpr"]
+            n = int(eqn.params["num_consts"])
+            inner = env.child(zip(body.jaxpr.invars[:n], [env.get(v) for v in eqn.invars[:n]]))
+            out.add(count_dmas(body.jaxpr, inner), int(eqn.params["length"]))
         elif name == "while":
-            body = count_dmas(eqn.params["body_jaxpr"].jaxpr)
-            if body.copies:
-                body.lower_bound = True
-                body.notes.add("DMAs in a while loop (dynamic trip count) counted once: a lower bound")
-            out.add(body)
+            out.add(_while(eqn, env))
         elif name == "cond":
-            branches = [count_dmas(b.jaxpr) for b in eqn.params["branches"]]
-            most = max(branches, key=lambda c: c.bytes)
-            if len({(b.copies, b.bytes) for b in branches}) > 1:
+            branches = eqn.params["branches"]
+            index = env.get(eqn.invars[0])
+            operands = [env.get(v) for v in eqn.invars[1:]]
+            if index is not None and np.size(index) == 1:
+                taken = int(np.clip(int(np.asarray(index).reshape(-1)[0]), 0, len(branches) - 1))
+                b = branches[taken]
+                out.add(count_dmas(b.jaxpr, env.child(zip(b.jaxpr.invars, operands))))
+                continue
+            counted = [count_dmas(b.jaxpr, env.child(zip(b.jaxpr.invars, operands))) for b in branches]
+            most = max(counted, key=lambda c: c.bytes)
+            if len({(c.copies, c.bytes) for c in counted}) > 1:
                 most.upper_bound = True
                 most.notes.add("DMAs under pl.when/cond counted on every execution (the largest branch): an upper bound")
             out.add(most)
+        elif name in ("pjit", "jit", "closed_call", "run_scoped") and len(list(sub_jaxprs(eqn.params))) == 1:
+            (sub,) = sub_jaxprs(eqn.params)
+            inner = env.child(zip(sub.invars, [env.get(v) for v in eqn.invars]))
+            out.add(count_dmas(sub, inner))
+            for ov, iv in zip(eqn.outvars, sub.outvars):
+                got = inner.get(iv)
+                if got is not None:
+                    env.values[ov] = got
         else:
-            for sub in sub_jaxprs(eqn.params):
-                out.add(count_dmas(sub))
+            subs = list(sub_jaxprs(eqn.params))
+            for sub in subs:
+                out.add(count_dmas(sub, env.child(())))
+            if not subs:
+                env.step(eqn)
     return out
+
+
+def _while(eqn: Any, env: Scalars) -> DmaCounts:
+    """A while loop's DMAs: simulated trip by trip while its condition is known, else once (a bound)."""
+    p = eqn.params
+    cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
+    nc, nb = int(p["cond_nconsts"]), int(p["body_nconsts"])
+    values = [env.get(v) for v in eqn.invars]
+    cconsts, bconsts, carry = values[:nc], values[nc:nc + nb], values[nc + nb:]
+    out = DmaCounts()
+    for _ in range(MAX_TRIPS):
+        c = env.child(zip(cond.invars, cconsts + carry))
+        for e in cond.eqns:
+            c.step(e)
+        go = c.get(cond.outvars[0])
+        if go is None:
+            break
+        if not bool(np.asarray(go).reshape(-1)[0]):
+            return out  # exact
+        b = env.child(zip(body.invars, bconsts + carry))
+        out.add(count_dmas(body, b))
+        carry = [b.get(v) for v in body.outvars]
+    once = count_dmas(body, env.child(zip(body.invars, bconsts + [None] * len(carry))))
+    if once.copies:
+        once.lower_bound = True
+        once.notes.add("DMAs in a while loop whose trip count the known values do not decide: counted once "
+                       "(a lower bound)")
+    out.add(once)
+    return out
+
+
+MAX_STEPS = 4096  # grid steps evaluated one by one; a larger grid is sampled evenly and scaled
+
+
+def count_over_grid(body: Any, grid: tuple[int, ...], prefetch: list[np.ndarray | None]) -> tuple[DmaCounts, str | None]:
+    """The kernel's own DMAs over the whole grid: the body walked at each grid step with that step's
+    program ids and the scalar-prefetch values, so branches and loop trip counts those decide are
+    exact. Returns the totals and a note when the grid was sampled."""
+    total = DmaCounts()
+    if not count_dmas(body).copies:
+        return total, None
+    steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
+    refs = {var: value for var, value in zip(body.invars, prefetch) if value is not None}
+    picks = range(steps) if steps <= MAX_STEPS else np.linspace(0, steps - 1, MAX_STEPS).astype(np.int64)
+    for flat in picks:
+        point = tuple(int(i) for i in np.unravel_index(int(flat), grid)) if grid else ()
+        total.add(count_dmas(body, Scalars(grid, point, refs)))
+    if steps > MAX_STEPS:
+        scale = steps / MAX_STEPS
+        total.copies, total.bytes = int(total.copies * scale), int(total.bytes * scale)
+        return total, f"the kernel's own DMAs: {MAX_STEPS} of {steps} grid steps evaluated, scaled"
+    return total, None

@@ -21,25 +21,37 @@ V5E = spec_from_jax(chip_target("v5e"))
 CHUNK_BYTES = 64 * 512 * 2  # one bf16 (64, 512) chunk
 
 
-def _estimate():
+def _estimate(concrete: bool):
+    import numpy as np
+
     with user_module(os.path.join(DATA, "manual_dma.py")) as module:
-        return cost_model.estimate(module.chunk_sum, module.example_inputs(), V5E)
+        x, n = module.example_inputs()
+        args = [x, np.array([4, 2], np.int32)] if concrete else [x, n]
+        return cost_model.estimate(module.chunk_sum, args, V5E)
 
 
 def test_copies_from_pl_any_are_counted_by_hand():
-    est = _estimate()
+    est = _estimate(concrete=True)
     assert est.status == "ok", est.error
     (call,) = est.calls
     assert call.grid == (2,)
-    x = next(b for b in call.blocks if b.origin == "args[0]")
+    x = next(b for b in call.blocks if b.role == "in")
     assert x.memory_space == "any" and x.hbm_bytes == 0  # not a pipelined block: the kernel copies it
-    # per step: 4 loop copies + the pl.when copy (counted on every step: an upper bound), 2 steps
-    assert call.dma_copies == 2 * (4 + 1)
-    assert call.dma_bytes == 2 * (4 + 1) * CHUNK_BYTES
-    assert any("upper bound" in n for n in call.notes)
-    assert any("10 copies, 655360 bytes" in n for n in call.notes)
+    # step 0: 4 loop copies (n_chunks[0]) + the pl.when copy; step 1: 2 loop copies
+    assert (call.dma_copies, call.dma_bytes, call.dma_count) == (7, 7 * CHUNK_BYTES, "exact")
+    assert any("7 copies, 458752 bytes over the grid" in n for n in call.notes)
     out = next(b for b in call.blocks if b.role == "out")
-    assert est.memory_s == pytest.approx((call.dma_bytes + out.hbm_bytes) / V5E.hbm_bytes_per_s, rel=1e-12)
+    prefetch = 2 * 4  # n_chunks, copied to SMEM once
+    assert est.memory_s == pytest.approx((call.dma_bytes + out.hbm_bytes + prefetch) / V5E.hbm_bytes_per_s, rel=1e-12)
+
+
+def test_unknown_trip_counts_are_a_stated_bound_never_a_silent_one():
+    est = _estimate(concrete=False)  # n_chunks abstract: the loop's trip count is unknown
+    (call,) = est.calls
+    # the while body counted once per step (2), the pl.when still decided by the program id (1)
+    assert (call.dma_copies, call.dma_count) == (3, "lower bound")
+    assert any("counted once (a lower bound)" in n for n in call.notes)
+    assert any("lower bound: see the other notes" in n for n in call.notes)
 
 
 def test_a_copy_outside_any_branch_or_loop_is_exact():
