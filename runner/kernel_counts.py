@@ -107,12 +107,35 @@ SMALL = 4096  # scalar work is evaluated when every value involved has at most t
 MAX_TRIPS = 1 << 16  # a while loop simulated for more trips than this is counted as a bound
 
 
+def _div(a: Any, b: Any) -> Any:
+    if np.issubdtype(np.asarray(a).dtype, np.integer):  # lax.div rounds toward zero
+        q = np.abs(a) // np.maximum(np.abs(b), 1)
+        return np.where((np.sign(a) * np.sign(b)) < 0, -q, q)
+    return np.true_divide(a, b)
+
+
+# scalar ops evaluated with numpy (jax's eager dispatch costs ~50 us an op; a paged kernel's
+# index arithmetic runs thousands of them per grid step); anything else goes through bind
+_NUMPY: dict[str, Any] = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": _div,
+    "rem": lambda a, b: np.fmod(a, b), "max": lambda a, b: np.maximum(a, b), "min": lambda a, b: np.minimum(a, b),
+    "neg": lambda a: -a, "abs": np.abs, "sign": np.sign,
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "and": lambda a, b: a & b, "or": lambda a, b: a | b, "not": lambda a: ~a if a.dtype != bool else np.logical_not(a),
+    "select_n": lambda which, *cases: np.choose(np.asarray(which).astype(np.int64), cases),
+    "convert_element_type": lambda a, **_: a, "squeeze": lambda a, dimensions: np.squeeze(a, tuple(dimensions)),
+    "clamp": lambda lo, x, hi: np.clip(x, lo, hi),
+}
+
+
 class Scalars:
     """The kernel's scalar values at one grid step, as far as they can be known: program ids,
     scalar-prefetch refs (their concrete values) and small ops computed from known values."""
 
     def __init__(self, grid: tuple[int, ...], point: tuple[int, ...], refs: dict[Any, np.ndarray]) -> None:
         self.grid, self.point, self.refs = grid, point, refs
+        self.alias: dict[Any, Any] = {}  # a nested body's ref var -> the kernel's (the tables' key)
         self.values: dict[Any, np.ndarray] = {}
 
     def get(self, var: Any) -> Any:
@@ -123,12 +146,25 @@ class Scalars:
         except TypeError:
             return None
 
-    def child(self, pairs: Any) -> "Scalars":
-        inner = Scalars(self.grid, self.point, self.refs)
+    def child(self, pairs: Any, refs: dict[Any, np.ndarray] | None = None, links: Any = ()) -> "Scalars":
+        """A nested body's scope: ``pairs`` binds its inputs to values, ``links`` its ref inputs to
+        the refs passed in (inner var, outer var); ``refs`` a private copy of the ref tables (a
+        branch that may not run must not change what later code reads)."""
+        inner = Scalars(self.grid, self.point, self.refs if refs is None else refs)
         for iv, value in pairs:
             if value is not None:
                 inner.values[iv] = value
+        for iv, ov in links:
+            if not hasattr(ov, "val"):
+                inner.alias[iv] = self.root(ov)
         return inner
+
+    def root(self, var: Any) -> Any:
+        var = getattr(var, "ref", var)  # a TransformedRef's base
+        try:
+            return self.alias.get(var, var)
+        except TypeError:
+            return var
 
     def step(self, eqn: Any) -> None:
         """Evaluate one equation when its inputs are known and small."""
@@ -142,51 +178,97 @@ class Scalars:
         if name == "get":
             self._read(eqn)
             return
+        if name in ("swap", "addupdate"):
+            self._write(eqn)
+            return
         known = [self.get(v) for v in eqn.invars]
         if any(k is None or np.size(k) > SMALL for k in known):
             return
         if any(int(np.prod(getattr(v.aval, "shape", ()) or (1,))) > SMALL for v in eqn.outvars):
             return
+        fast = _NUMPY.get(name)
         try:
-            outs = eqn.primitive.bind(*known, **eqn.params)
+            if fast is not None:
+                outs = [np.asarray(fast(*known, **eqn.params)).astype(eqn.outvars[0].aval.dtype)]
+            else:
+                outs = eqn.primitive.bind(*known, **eqn.params)
+                outs = outs if eqn.primitive.multiple_results else [outs]
         except Exception:  # noqa: BLE001 - not evaluable here (effects, refs): stays unknown
             return
-        outs = outs if eqn.primitive.multiple_results else [outs]
         for var, out in zip(eqn.outvars, outs):
             self.values[var] = np.asarray(out)
+
+    def _index(self, transforms: Any) -> tuple[Any, ...] | None:
+        """The numpy index of one NDIndexer transform chain (only one indexer supported), or None."""
+        if len(transforms) != 1 or getattr(transforms[0], "indices", None) is None:
+            return None
+        index = []
+        for i in transforms[0].indices:
+            if hasattr(i, "size") and hasattr(i, "start") and not hasattr(i, "aval"):  # a Slice
+                start = self.get(i.start) if hasattr(i.start, "aval") or hasattr(i.start, "val") else i.start
+                if start is None:
+                    return None
+                stride = int(getattr(i, "stride", 1) or 1)
+                index.append(slice(int(start), int(start) + int(i.size) * stride, stride))
+            else:
+                got = self.get(i)
+                if got is None:
+                    return None
+                index.append(got)
+        return tuple(index)
+
+    def _write(self, eqn: Any) -> None:
+        """A store into a ref the walk tracks: its table follows when the stored value and index
+        are known, else the ref becomes unknown."""
+        import jax
+
+        ref = self.root(eqn.invars[0])
+        if ref not in self.refs:
+            return
+        value = self.get(eqn.invars[1])
+        transforms = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars[2:])
+        index = self._index(transforms) if transforms else ()
+        table = self.refs[ref]
+        if value is None or index is None:
+            del self.refs[ref]
+            return
+        old = table[index] if index else table
+        if eqn.outvars:  # swap returns the old value; addupdate returns nothing
+            self.values[eqn.outvars[0]] = np.asarray(old)
+        updated = np.array(table, copy=True)
+        if index:
+            updated[index] = value if eqn.primitive.name == "swap" else updated[index] + value
+        else:
+            updated = np.broadcast_to(value if eqn.primitive.name == "swap" else updated + value, table.shape).copy()
+        self.refs[ref] = updated
+
+    def forget(self, refs: Any) -> None:
+        """Refs a dst of a DMA or a store the walk could not follow: unknown from here on."""
+        for ref in refs:
+            self.refs.pop(self.root(ref), None)
 
     def _read(self, eqn: Any) -> None:
         import jax
 
-        ref = eqn.invars[0]
-        table = self.refs.get(ref)
+        table = self.refs.get(self.root(eqn.invars[0]))
         if table is None:
             return
         transforms = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars[1:])
-        value = table
-        for t in transforms:
-            indices = getattr(t, "indices", None)
-            if indices is None:
-                return
-            index = []
-            for i in indices:
-                if hasattr(i, "size") and hasattr(i, "start") and not hasattr(i, "aval"):  # a Slice
-                    start = self.get(i.start) if hasattr(i.start, "aval") or hasattr(i.start, "val") else i.start
-                    if start is None:
-                        return
-                    start = int(start)
-                    index.append(slice(start, start + int(i.size) * int(getattr(i, "stride", 1) or 1),
-                                       int(getattr(i, "stride", 1) or 1)))
-                else:
-                    got = self.get(i)
-                    if got is None:
-                        return
-                    index.append(got)
-            try:
-                value = value[tuple(index)]
-            except (IndexError, TypeError):
-                return
+        index = self._index(transforms) if transforms else ()
+        if index is None:
+            return
+        try:
+            value = table[index] if index else table
+        except (IndexError, TypeError):
+            return
         self.values[eqn.outvars[0]] = np.asarray(value)
+
+
+def _forget_dst(eqn: Any, env: Scalars) -> None:
+    import jax
+
+    args = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars)
+    env.forget([args[1]])
 
 
 def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
@@ -204,10 +286,12 @@ def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
             if counted:
                 out.copies += 1
                 out.bytes += moved
+            _forget_dst(eqn, env)
         elif name == "scan":  # the same count every iteration: only its constants are known inside
             body = eqn.params["jaxpr"]
             n = int(eqn.params["num_consts"])
-            inner = env.child(zip(body.jaxpr.invars[:n], [env.get(v) for v in eqn.invars[:n]]))
+            inner = env.child(zip(body.jaxpr.invars[:n], [env.get(v) for v in eqn.invars[:n]]),
+                              links=zip(body.jaxpr.invars[:n], eqn.invars[:n]))
             out.add(count_dmas(body.jaxpr, inner), int(eqn.params["length"]))
         elif name == "while":
             out.add(_while(eqn, env))
@@ -218,9 +302,15 @@ def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
             if index is not None and np.size(index) == 1:
                 taken = int(np.clip(int(np.asarray(index).reshape(-1)[0]), 0, len(branches) - 1))
                 b = branches[taken]
-                out.add(count_dmas(b.jaxpr, env.child(zip(b.jaxpr.invars, operands))))
+                out.add(count_dmas(b.jaxpr, env.child(zip(b.jaxpr.invars, operands),
+                                                      links=zip(b.jaxpr.invars, eqn.invars[1:]))))
                 continue
-            counted = [count_dmas(b.jaxpr, env.child(zip(b.jaxpr.invars, operands))) for b in branches]
+            scopes = [env.child(zip(b.jaxpr.invars, operands), refs=dict(env.refs),
+                                links=zip(b.jaxpr.invars, eqn.invars[1:])) for b in branches]
+            counted = [count_dmas(b.jaxpr, scope) for b, scope in zip(branches, scopes)]
+            for ref in list(env.refs):  # a ref some branch may have changed is unknown after the cond
+                if any(scope.refs.get(ref) is not env.refs[ref] for scope in scopes):
+                    del env.refs[ref]
             most = max(counted, key=lambda c: c.bytes)
             if len({(c.copies, c.bytes) for c in counted}) > 1:
                 most.upper_bound = True
@@ -228,7 +318,7 @@ def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
             out.add(most)
         elif name in ("pjit", "jit", "closed_call", "run_scoped") and len(list(sub_jaxprs(eqn.params))) == 1:
             (sub,) = sub_jaxprs(eqn.params)
-            inner = env.child(zip(sub.invars, [env.get(v) for v in eqn.invars]))
+            inner = env.child(zip(sub.invars, [env.get(v) for v in eqn.invars]), links=zip(sub.invars, eqn.invars))
             out.add(count_dmas(sub, inner))
             for ov, iv in zip(eqn.outvars, sub.outvars):
                 got = inner.get(iv)
@@ -252,7 +342,7 @@ def _while(eqn: Any, env: Scalars) -> DmaCounts:
     cconsts, bconsts, carry = values[:nc], values[nc:nc + nb], values[nc + nb:]
     out = DmaCounts()
     for _ in range(MAX_TRIPS):
-        c = env.child(zip(cond.invars, cconsts + carry))
+        c = env.child(zip(cond.invars, cconsts + carry), links=zip(cond.invars[:nc], eqn.invars[:nc]))
         for e in cond.eqns:
             c.step(e)
         go = c.get(cond.outvars[0])
@@ -260,10 +350,15 @@ def _while(eqn: Any, env: Scalars) -> DmaCounts:
             break
         if not bool(np.asarray(go).reshape(-1)[0]):
             return out  # exact
-        b = env.child(zip(body.invars, bconsts + carry))
+        b = env.child(zip(body.invars, bconsts + carry), links=zip(body.invars[:nb], eqn.invars[nc:nc + nb]))
         out.add(count_dmas(body, b))
         carry = [b.get(v) for v in body.outvars]
-    once = count_dmas(body, env.child(zip(body.invars, bconsts + [None] * len(carry))))
+    scope = env.child(zip(body.invars, bconsts + [None] * len(carry)), refs=dict(env.refs),
+                      links=zip(body.invars[:nb], eqn.invars[nc:nc + nb]))
+    once = count_dmas(body, scope)
+    for ref in list(env.refs):  # the loop may run any number of times: what it stores is unknown
+        if scope.refs.get(ref) is not env.refs[ref]:
+            del env.refs[ref]
     if once.copies:
         once.lower_bound = True
         once.notes.add("DMAs in a while loop whose trip count the known values do not decide: counted once "

@@ -93,3 +93,34 @@ def test_a_dynamic_grid_is_estimated_at_the_sizes_the_inputs_give_or_says_why():
         blind = cost_model.estimate(module.scale_active, module.example_inputs(), V5E)
     assert blind.status == "trace_error" and blind.error.startswith("no estimate: the grid")
     assert "dynamic size" in blind.error and "inputs()" in blind.error
+
+
+def test_a_scalar_the_kernel_stores_is_followed_across_grid_steps():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def kernel(flag_ref, x_hbm, o_ref, buf, sem):
+        @pl.when(flag_ref[0] == 0)  # only until the first step sets the flag
+        def _load():
+            pltpu.async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem).wait()
+
+        flag_ref[0] = 1
+        o_ref[...] = buf[...]
+
+    def f(flag, x):
+        return pl.pallas_call(
+            kernel,
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1, grid=(3,), in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                out_specs=pl.BlockSpec((8, 128), lambda i, flag: (i, 0)),
+                scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA(())]),
+            out_shape=jax.ShapeDtypeStruct((24, 128), jnp.float32))(flag, x)
+
+    est = cost_model.estimate(f, [np.zeros((1,), np.int32), jax.ShapeDtypeStruct((24, 128), jnp.float32)], V5E)
+    assert est.status == "ok", est.error
+    (call,) = est.calls
+    # step 0 copies, then the flag is 1: one copy in all, exactly (not 3, not "an upper bound")
+    assert (call.dma_copies, call.dma_bytes, call.dma_count) == (1, 8 * 128 * 4, "exact")
