@@ -89,11 +89,39 @@ def _nbytes(ref: Any) -> int:
     return int(np.prod(_shape(ref), dtype=np.int64)) * itemsize
 
 
-def _dma(eqn: Any) -> tuple[int, bool]:
-    """(bytes, counted) of one dma_start."""
+_UNFLATTENED: dict[int, tuple[Any, Any]] = {}  # id(eqn) -> (eqn, its unflattened operands): static per equation
+
+
+def _unflatten(eqn: Any, leaves: Any) -> Any:
+    """``tree_unflatten`` of a dma/get/swap equation's operands, once per equation (it is most of
+    the walk's time otherwise); the equation is kept so its id is not reused while cached."""
     import jax
 
-    args = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars)
+    hit = _UNFLATTENED.get(id(eqn))
+    if hit is not None and hit[0] is eqn:
+        return hit[1]
+    value = jax.tree_util.tree_unflatten(eqn.params["tree"], leaves)
+    if len(_UNFLATTENED) > 100_000:
+        _UNFLATTENED.clear()
+    _UNFLATTENED[id(eqn)] = (eqn, value)
+    return value
+
+
+_DMA_SIZES: dict[int, tuple[Any, int, bool]] = {}
+
+
+def _dma(eqn: Any) -> tuple[int, bool]:
+    """(bytes, counted) of one dma_start (static per equation: computed once)."""
+    hit = _DMA_SIZES.get(id(eqn))
+    if hit is not None and hit[0] is eqn:
+        return hit[1], hit[2]
+    moved, counted = _dma_size(eqn)
+    _DMA_SIZES[id(eqn)] = (eqn, moved, counted)
+    return moved, counted
+
+
+def _dma_size(eqn: Any) -> tuple[int, bool]:
+    args = _unflatten(eqn, eqn.invars)
     src, dst = args[0], args[1]
     device_id = args[4] if len(args) > 4 else None  # (src, dst, dst_sem, src_sem, device_id)
     if device_id is not None:
@@ -220,13 +248,11 @@ class Scalars:
     def _write(self, eqn: Any) -> None:
         """A store into a ref the walk tracks: its table follows when the stored value and index
         are known, else the ref becomes unknown."""
-        import jax
-
         ref = self.root(eqn.invars[0])
         if ref not in self.refs:
             return
         value = self.get(eqn.invars[1])
-        transforms = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars[2:])
+        transforms = _unflatten(eqn, eqn.invars[2:])
         index = self._index(transforms) if transforms else ()
         table = self.refs[ref]
         if value is None or index is None:
@@ -248,12 +274,10 @@ class Scalars:
             self.refs.pop(self.root(ref), None)
 
     def _read(self, eqn: Any) -> None:
-        import jax
-
         table = self.refs.get(self.root(eqn.invars[0]))
         if table is None:
             return
-        transforms = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars[1:])
+        transforms = _unflatten(eqn, eqn.invars[1:])
         index = self._index(transforms) if transforms else ()
         if index is None:
             return
@@ -265,10 +289,7 @@ class Scalars:
 
 
 def _forget_dst(eqn: Any, env: Scalars) -> None:
-    import jax
-
-    args = jax.tree_util.tree_unflatten(eqn.params["tree"], eqn.invars)
-    env.forget([args[1]])
+    env.forget([_unflatten(eqn, eqn.invars)[1]])
 
 
 def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
@@ -367,7 +388,7 @@ def _while(eqn: Any, env: Scalars) -> DmaCounts:
     return out
 
 
-MAX_STEPS = 4096  # grid steps evaluated one by one; a larger grid is sampled evenly and scaled
+MAX_STEPS = 256  # grid steps evaluated one by one; a larger grid is sampled evenly and scaled
 
 
 def count_over_grid(body: Any, grid: tuple[int, ...], prefetch: list[np.ndarray | None]) -> tuple[DmaCounts, str | None]:
