@@ -5,13 +5,17 @@ grid, block shapes, array shapes, dtypes and VMEM footprint, from tracing alone)
 is rejected, with every reason that applies, when
 
 - ``trace``: the entry does not even trace with it (the error is the reason);
-- ``divisibility``: a block dim does not divide its array dim (edge blocks would be partial);
 - ``tiling``: a VMEM block's last dim is not a multiple of 128 lanes, or its second-to-last is not
   a multiple of the dtype's native rows (8 for 32/16-bit, 32 for 8-bit, 64 for 4-bit), unless the
   dim is the whole array dim (the rule is analysis/footprint.py's ``tiling``, the hovers' too;
   analysis/dtypes.py has the table and where it was verified);
 - ``vmem``: blocks x buffers + scratch exceed the scoped-VMEM limit (the call's own
   ``vmem_limit_bytes`` when set, else the chip's measured default).
+
+A block dim that does not divide its array dim (or exceeds it) is *not* a reason: the TPU compiler
+accepts it (the edge block is padded; tests/test_feasibility.py compiles 6p_Paged_Attention's
+(None, 8, 128) block over a (64, 64, 1) output with libtpu), and the cost model counts only the
+bytes inside the array. Feasibility never rejects what the compiler accepts.
 
 Pure arithmetic over plain values; never imports JAX.
 """
@@ -26,7 +30,7 @@ from .dtypes import DTYPE_BITS, LANES, sublane_rows
 from .footprint import tiling
 from .types import CostEstimate
 
-REASONS = ("trace", "divisibility", "tiling", "vmem")
+REASONS = ("trace", "tiling", "vmem")
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,6 @@ def rejections(estimate: CostEstimate, scoped_vmem_limit: int | None) -> tuple[R
             if block.memory_space == "any":
                 continue
             where = f"{call.kernel} {block.origin} block {block.block_shape} of {block.array_shape}"
-            for dim, (size, full) in enumerate(zip(block.block_shape, block.array_shape)):
-                if size is not None and (size > full or full % size):
-                    out.append(Rejection("divisibility", f"{where}: dim {dim} block {size} does not divide {full}"))
             if block.memory_space != "vmem":
                 continue
             bits = DTYPE_BITS.get(block.dtype, 32)

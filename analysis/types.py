@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import functools
 import hashlib
 import importlib.metadata
@@ -316,6 +317,9 @@ class CallCost:
     mxu_efficiency: float  # how the matmul operand dims fill the chip's MXU (1.0 = full passes)
     dimension_semantics: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/kernel_counts.py)
+    dma_copies: int = 0
+    dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (kernel_counts.py)
 
 
 @dataclass(frozen=True)
@@ -327,7 +331,7 @@ class CostEstimate:
     config: tuple[tuple[str, Any], ...]
     status: Literal["ok", "trace_error"]
     calls: tuple[CallCost, ...] = ()
-    seconds: float | None = None  # roofline time: max(compute, memory) + per-step overhead
+    seconds: float | None = None  # the roofline time (runner/cost_model.py, model ``model``)
     compute_s: float | None = None
     memory_s: float | None = None
     overhead_s: float | None = None
@@ -335,10 +339,31 @@ class CostEstimate:
     program_hash: str | None = None  # same hash: the same traced program (timed once)
     error: str | None = None
     assumptions: tuple[str, ...] = ()
+    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v2"
+    xla_bytes: int | None = None  # HBM bytes of the plain XLA ops around the kernels
+    xla_flops: int | None = None
 
     @property
     def label(self) -> str:
         return f"estimate ({self.chip})"
+
+
+class MixedModels(ValueError):
+    """Two estimates made by different models (or of unknown model): their ratio is no speedup."""
+
+
+def estimated_speedup(reference_seconds: float, kernel_seconds: float, reference_model: str,
+                      kernel_model: str) -> float:
+    """reference / kernel, both estimated by the same model (``model`` names it, chip included,
+    e.g. "pallasite roofline v2, v5e"); raises MixedModels when the models differ or are not
+    named, ValueError when a time is not a positive number."""
+    if not reference_model or not kernel_model or reference_model != kernel_model:
+        raise MixedModels(f"the reference was estimated by {reference_model or 'an unnamed model'!r} and the kernel by "
+                          f"{kernel_model or 'an unnamed model'!r}: a speedup divides two figures of one model")
+    for what, value in (("reference", reference_seconds), ("kernel", kernel_seconds)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"the {what}'s estimate is {value!r}, not a positive number of seconds")
+    return float(reference_seconds) / float(kernel_seconds)
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ function from a task to candidate source (the files as the folder holds them, a 
 ``estimate_candidate`` turns one candidate into a ``TaskOutcome`` without a device:
 
 - a candidate identical to the reference is the reference: 1.0x, labelled so (no estimate needed);
-- otherwise the worker traces it and runs the cost model for the chip (``estimate`` op, never a CPU
-  timing), and asks XLA for the reference's cost (``optimal_seconds`` for that chip when libtpu can
-  compile deviceless, else a roofline from its flops and bytes against the chip table's peaks);
-  the speedup is reference estimate / candidate estimate, labelled "estimate (<chip>)";
+- otherwise the worker estimates the candidate and the task's reference by one cost model for the
+  chip (engine/estimates.py ``estimate_pair``: the ``estimate`` op, never a CPU timing); the
+  speedup is reference estimate / candidate estimate, labelled "estimate (<model>, <chip>)", the
+  same figure ``tune`` shows for the same file;
 - with ``verify``, tier 3 runs the candidate in TPU interpret mode against the reference at reduced
   shapes: only a candidate that matched counts as correct; without it correctness is "not verified"
   and the task does not count as correct.
@@ -30,8 +30,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.types import ChipSpec
-from ..runner.messages import EstimateParams, VerifyParams
+from ..runner.messages import VerifyParams
+from .estimates import estimate_pair
 from .sources import sources_for
 
 
@@ -89,57 +89,38 @@ def discover(root: str) -> list[EvalTask]:
     return sorted(found, key=lambda t: t.name)
 
 
-def reference_seconds(reference: dict[str, Any] | None, chip: ChipSpec) -> tuple[float | None, str]:
-    """The reference's estimated time for the chip and how it was obtained."""
-    if not reference or reference.get("error"):
-        return None, (reference or {}).get("error", "XLA gave no cost analysis for the reference")
-    if reference.get("optimal_seconds"):
-        return float(reference["optimal_seconds"]), "XLA optimal_seconds"
-    flops, moved = reference.get("flops"), reference.get("bytes_accessed")
-    if flops is None and moved is None:
-        return None, "XLA's cost analysis had neither flops nor bytes"
-    peak_flops = chip.bf16_flops * max(1, chip.device_cores)
-    peak_bw = chip.hbm_bytes_per_s
-    return max((flops or 0.0) / peak_flops, (moved or 0.0) / peak_bw), "roofline of XLA's flops/bytes"
-
-
 async def estimate_candidate(backend: Any, task: EvalTask, text: str, chip: str, *, verify: bool = True,
                              timeout_s: float = 300.0, identical_is_reference: bool = True) -> CandidateResult:
     """``identical_is_reference``: a candidate equal to the task's reference file is 1.0x without an
     estimate (JAXBench/MaxKernel, where that file holds only the reference); a native kernel file
     holds both the kernel and its reference(), so a search passes False."""
-    label = f"estimate ({chip})"
     if identical_is_reference and text == task.reference_text():
         return CandidateResult(True, True, 1.0, "the reference itself (1.0x by definition)")
     path = task.candidate_path or os.path.join(task.folder, "optimized.py")
     source = sources_for(path, text)
-    reply = await backend.request(EstimateParams(source=source, chip=chip, reference=True, probe=False),
-                                  purpose="job", timeout_s=timeout_s)
-    if not reply.ok:
-        return CandidateResult(False, False, None, label, f"the candidate could not be traced: {str(reply.why)[:300]}")
-    result = reply.result
-    est = result.estimates[0] if result.estimates else None
-    if est is None or est.status != "ok" or not est.seconds:
-        why = est.error if est is not None else "no pallas_call was traced"
-        return CandidateResult(False, False, None, label, f"the cost model could not estimate it: {why}"[:500])
-    ref_s, how = reference_seconds(result.reference, result.chip)
-    speedup = ref_s / est.seconds if ref_s else None
-    provenance = f"{label}: reference by {how}, candidate by the cost model"
+    paired, result, failed = await estimate_pair(backend, source, chip, timeout_s=timeout_s)
+    label = paired.label
+    if failed is not None:
+        return CandidateResult(False, False, None, label, f"the candidate could not be traced: {failed[:300]}")
+    if paired.kernel_s is None:
+        return CandidateResult(False, False, None, label, f"the cost model could not estimate it: {paired.why}"[:500])
+    speedup, ref_s = paired.speedup, paired.reference_s
+    provenance = f"{label}: the candidate and its reference by the same model" + (
+        f"; {paired.caveat}" if paired.caveat else "")
     if not verify:
-        return CandidateResult(True, False, speedup, provenance, "correctness not verified (--no-verify)",
-                               est.seconds, ref_s)
+        return CandidateResult(True, False, speedup, provenance, "correctness not verified (--no-verify)"
+                               + (f"; {paired.why}" if paired.why else ""), paired.kernel_s, ref_s)
     vreply = await backend.request(VerifyParams(source=source, config={}, chip=chip), purpose="job",
                                    timeout_s=timeout_s)
     if not vreply.ok:
         return CandidateResult(True, False, None, provenance, f"the interpret-mode check failed: {str(vreply.why)[:300]}",
-                               est.seconds, ref_s)
+                               paired.kernel_s, ref_s)
     state = vreply.result.state
     if state != "ok":
         problems = "; ".join(vreply.result.problems) or state
         return CandidateResult(True, False, None, provenance, f"interpret mode vs the reference: {problems}"[:500],
-                               est.seconds, ref_s)
-    error = None if speedup is not None else f"no reference estimate ({how})"
-    return CandidateResult(True, True, speedup, provenance, error, est.seconds, ref_s)
+                               paired.kernel_s, ref_s)
+    return CandidateResult(True, True, speedup, provenance, paired.why, paired.kernel_s, ref_s)
 
 
 async def time_candidate(device: Any, task: EvalTask, text: str, *, where: str = "device",

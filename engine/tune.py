@@ -6,7 +6,7 @@ never imports JAX). Used by `pallasite tune` and the language server's Autotune 
    the exploration picks (engine/tune_space.py: the whole space when it fits ``estimates``, else
    seeded random + local moves; the space is never built in memory) and return the cost model's
    counts and roofline for the chip. The report says how much of the space was estimated.
-3. ``analysis.feasibility`` rejects, before any compile, what cannot run (divisibility, tiling,
+3. ``analysis.feasibility`` rejects, before any compile, what cannot run (tiling,
    scoped VMEM); the count per reason is reported. Configurations whose traced programs are
    identical (same ``program_hash``) are evaluated once.
 4. With a device timer (``DeviceTimer``: a backend that measures on a real accelerator), the
@@ -36,6 +36,7 @@ from pallasite.analysis.types import CostEstimate, Measurement, Provenance, Text
 
 from pallasite.runner.messages import EstimateParams, EstimateResult, VerifyParams
 
+from .estimates import PairedEstimate, pair
 from .sources import sources_for
 from .tune_search import Config, SearchResult, search
 from .tune_space import DEFAULT_ESTIMATES, INERT_AFTER, Scored, Space, explore
@@ -111,12 +112,15 @@ class TuneReport:
     reused: int = 0  # results read back from the store
     strategy: str = ""
     stopped: str = ""
-    reference: dict[str, Any] | None = None  # XLA's cost analysis of the reference
+    reference: dict[str, Any] | None = None  # the reference by the same cost model (XLA's figures under "xla")
     reference_s: float | None = None  # the reference's device time (median over this run's timings)
     notes: tuple[str, ...] = ()
     edits: tuple[TextEdit, ...] = ()  # the edit writing ``best`` back (empty if best == current)
     space_size: int = 0  # configurations in the whole space
     explored: str = ""  # how much of the space was estimated, and how (tune_space.Exploration.summary)
+    # the current and the best configuration beside the reference, by one model (engine/estimates.py)
+    current_vs_reference: PairedEstimate | None = None
+    best_vs_reference: PairedEstimate | None = None
 
     @property
     def label(self) -> str:
@@ -314,6 +318,8 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         if o.status == "duplicate" and o.duplicate_of in outcomes:
             outcomes[config] = replace(o, measured_s=outcomes[o.duplicate_of].measured_s)
     report = TuneReport(
+        current_vs_reference=pair(estimates.get(current), reference, options.chip) if current in estimates else None,
+        best_vs_reference=pair(estimates.get(best), reference, options.chip) if best in estimates else None,
         path=path, entry=entry, chip=options.chip, backend=options.backend, tunables=tuple(tunables),
         current=current, outcomes=tuple(sorted(outcomes.values(), key=_order)), best=best,
         best_provenance=best_provenance, rejected=feasibility.summarize(rejected),

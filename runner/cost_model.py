@@ -9,7 +9,8 @@ For one call of a task's entry it traces the program (``jax.make_jaxpr``) and, f
   index is unchanged from the previous step is not copied again (inputs are fetched when their
   index changes, outputs written back when theirs changes and at the end). Edge blocks that stick
   out of the array count only the bytes inside it. Operands left in HBM (``memory_space=pl.ANY``)
-  are copied by the kernel itself and are not counted (a note says so).
+  are copied by the kernel itself: runner/kernel_counts.py counts those DMAs from the body
+  (sizes x trip counts; a ``pl.when`` branch bounded by its largest branch, said so).
 - **FLOPs and transcendentals** of the kernel body's jaxpr x grid steps: ``dot_general`` counts
   2 x output elements x contracted elements (the MXU share); element-wise arithmetic one per output
   element; reductions one per input element; exp/log/tanh/... one transcendental per element.
@@ -21,12 +22,27 @@ For one call of a task's entry it traces the program (``jax.make_jaxpr``) and, f
 - **MXU shape efficiency**: per matmul, how the contracted and output-column dims fill the chip's
   MXU (``d / (ceil(d / mxu) * mxu)``) and the rows fill sublanes of 8; FLOP-weighted over matmuls.
 
-The roofline (``roofline``): compute = max(MXU time at the dtype's rate / efficiency, vector time),
-memory = HBM bytes / bandwidth, overhead = 0.35 us per grid step (the per-step cost the Pallas TPU
-pipelining docs quote); time = max(compute, memory) + overhead, ``bound`` the largest term. The
-vector rate is the chip's clock (derived from its bf16 MXU rate) x lanes x sublanes, one
-operation per element per cycle; float32 matmuls run at a third of the bf16 rate (multi-pass).
-These are assumptions, listed in every estimate. Rates come from the ChipSpec (jax's own table).
+The roofline, model "pallasite roofline v2" (``roofline``; every constant below says where it
+comes from): for one pallas_call on one TensorCore (both for "parallel" grids of a megacore chip)
+
+    call = bubble + max(memory - bubble, compute + steps x STEP_OVERHEAD_S)
+
+where compute = max(MXU time at the dtype's rate / MXU fill efficiency, vector time), memory = HBM
+bytes / bandwidth, and bubble = the first step's input blocks plus the last step's output blocks
+over the bandwidth (the pipeline cannot hide them: nothing computes before the first copy lands,
+nothing is left to overlap the last write-back; at one grid step nothing overlaps at all). The
+per-step cost does not hide behind the DMAs of that step (it is the core's own work: DMA issue,
+semaphore waits, loop bookkeeping) but DMAs hide behind it. The program adds its plain XLA ops
+(runner/xla_ops.py: FLOPs at the same rates, the bytes each fused op must move) and
+LAUNCH_OVERHEAD_S per launched kernel (each pallas_call and each XLA fusion root). A plain-JAX
+reference goes through the same function (``estimate`` with no pallas_call in it), so a kernel
+and its reference are priced by one model: ``MODEL`` names it. The vector rate is the chip's
+clock (derived from its bf16 MXU rate) x lanes x sublanes, one operation per element per cycle;
+float32 matmuls run at a third of the bf16 rate (multi-pass). These are assumptions, listed in
+every estimate. Rates come from the ChipSpec (jax's own table).
+
+benchmarks/bench_matmul_guide.py checks the model against the TPU v5e times jax's Pallas matmul
+guide publishes (README "What the estimate means" has its figures).
 """
 
 from __future__ import annotations
@@ -41,17 +57,29 @@ import numpy as np
 
 from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
 
+from .kernel_counts import count_over_grid
+
+MODEL = "pallasite roofline v2"
+# Per grid step: "roughly 0.35 us" per pipeline step, jax's Pallas TPU pipelining docs
+# (docs/pallas/tpu/pipelining.md); the matmul guide's bm=bk=bn=128 runs agree (8192^3: 91.8 ms over
+# 262,144 steps = 0.350 us a step, where the step's own DMAs and MXU work need 0.1 us).
 STEP_OVERHEAD_S = 0.35e-6
+# Per launched kernel (pallas_call or XLA fusion): an assumed order of magnitude, not measured here;
+# it moves none of the guide's published points by more than 2%.
+LAUNCH_OVERHEAD_S = 2e-6
+# float32 operands take three bf16 MXU passes (jax's default precision on TPU: bf16_3x).
 F32_MATMUL_SLOWDOWN = 3.0
 MAX_GRID_STEPS = 1 << 22  # index maps are evaluated at every step up to this many
 
 ASSUMPTIONS = (
-    "0.35 us pipeline overhead per grid step",
+    "0.35 us per grid step, not hidden by that step's DMAs; first input and last output blocks not hidden",
+    "2 us per launched kernel (pallas_call or XLA fusion)",
     "vector unit: one op per element per cycle (clock from the bf16 MXU rate)",
     "float32 matmuls at 1/3 of the bf16 MXU rate",
     "MXU and vector work overlap (compute = the larger)",
     "pl.when/cond bodies counted on every step (largest branch)",
-    "XLA ops outside pallas_call and manual DMAs (pl.ANY operands) not counted",
+    "XLA ops outside pallas_calls: FLOPs at the same rates, bytes of each fused op (runner/xla_ops.py)",
+    "DMAs a kernel issues itself (pl.ANY operands) counted from its traced body (runner/kernel_counts.py)",
 )
 
 _TRANSCENDENTAL = frozenset({
@@ -67,6 +95,10 @@ _REDUCTIONS = frozenset({
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum", "cummax",
     "cummin", "cumprod", "cumlogsumexp",
 })
+
+
+class NoEstimate(ValueError):
+    """The model cannot estimate this program, and says why (shown as "no estimate: <why>")."""
 
 
 @dataclass
@@ -101,6 +133,8 @@ def count_body(jaxpr: Any, mxu: int = 128) -> BodyCounts:
     counts = BodyCounts()
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
+        if name == "pallas_call":  # a kernel's body is counted per grid step by call_cost, never inline
+            continue
         if name == "dot_general":
             lhs, rhs = (v.aval for v in eqn.invars)
             (lc, rc), (lb, _rb) = eqn.params["dimension_numbers"]
@@ -149,17 +183,52 @@ def sub_jaxprs(params: dict[str, Any]) -> Iterator[Any]:
 # --------------------------------------------------------------------------- finding the calls
 
 
+EVALUATE_ELEMENTS = 1 << 22  # plain ops on known values are evaluated up to this many elements per operand
+
+
 def pallas_calls(jaxpr: Any, values: dict[Any, Any]) -> Iterator[tuple[Any, list[Any]]]:
     """Every pallas_call equation in ``jaxpr`` (nested jits included), with the concrete value of
-    each operand where it is known (an entry argument given as an array, or a literal), else None."""
+    each operand where it is known, else None. Values are known for entry arguments given as
+    arrays and literals, and for the results of plain ops computed from known values (evaluated
+    here, up to EVALUATE_ELEMENTS elements: group metadata, page tables, dynamic grid sizes)."""
     for eqn in jaxpr.eqns:
         known = [_value(v, values) for v in eqn.invars]
         if eqn.primitive.name == "pallas_call":
             yield eqn, known
             continue
-        for sub in sub_jaxprs(eqn.params):
-            inner = {var: val for var, val in zip(sub.invars, known) if val is not None} if len(sub.invars) == len(known) else {}
-            yield from pallas_calls(sub, inner)
+        subs = list(sub_jaxprs(eqn.params))
+        if subs:
+            consts = _closed_consts(eqn.params)
+            for sub in subs:
+                inner = {var: val for var, val in zip(sub.invars, known) if val is not None} if len(sub.invars) == len(known) else {}
+                inner.update({var: np.asarray(c) for var, c in zip(sub.constvars, consts.get(id(sub), ()))
+                              if hasattr(c, "shape")})
+                yield from pallas_calls(sub, inner)
+                if len(subs) == 1 and len(sub.outvars) == len(eqn.outvars) and eqn.primitive.name in ("pjit", "jit", "closed_call"):
+                    for ov, iv in zip(eqn.outvars, sub.outvars):
+                        got = _value(iv, inner)
+                        if got is not None:
+                            values[ov] = got
+            continue
+        if all(k is not None for k in known) and all(np.size(k) <= EVALUATE_ELEMENTS for k in known) and all(
+                math.prod(getattr(v.aval, "shape", ()) or (1,)) <= EVALUATE_ELEMENTS for v in eqn.outvars):
+            try:
+                outs = eqn.primitive.bind(*known, **eqn.params)
+            except Exception:  # noqa: BLE001 - an op that cannot run here: its results stay unknown
+                continue
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            for var, out in zip(eqn.outvars, outs):
+                values[var] = np.asarray(out)
+
+
+def _closed_consts(params: dict[str, Any]) -> dict[int, Sequence[Any]]:
+    """id(inner jaxpr) -> the consts of the ClosedJaxpr holding it."""
+    out: dict[int, Sequence[Any]] = {}
+    for value in params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if hasattr(item, "consts") and hasattr(getattr(item, "jaxpr", None), "eqns"):
+                out[id(item.jaxpr)] = item.consts
+    return out
 
 
 def _value(var: Any, values: dict[Any, Any]) -> Any:
@@ -241,12 +310,28 @@ def _compiler_params(params: Any) -> Any:
 def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, BodyCounts]:
     """Count one pallas_call equation (see the module docstring for what is counted)."""
     gm = eqn.params["grid_mapping"]
-    grid = tuple(int(g) for g in gm.grid)
+    n_dynamic = int(getattr(gm, "num_dynamic_grid_bounds", 0) or 0)
+    dynamic, operands = list(operands[:n_dynamic]), list(operands[n_dynamic:])
+    notes: set[str] = set()
+    sizes = iter(dynamic)
+    grid_list = []
+    for g in gm.grid:
+        if isinstance(g, (int, np.integer)):
+            grid_list.append(int(g))
+            continue
+        value = next(sizes, None)
+        if value is None:
+            raise NoEstimate(f"the grid {tuple(str(x) for x in gm.grid)} has a dynamic size computed from values the "
+                             "example inputs do not give (abstract inputs, or computed by ops too large to evaluate "
+                             "here): pass concrete inputs (an inputs() function with the index arrays) to estimate it")
+        grid_list.append(int(np.asarray(value).reshape(-1)[0]))
+        notes.add(f"dynamic grid dim {len(grid_list) - 1} = {grid_list[-1]}, computed from the task's inputs")
+    grid = tuple(grid_list)
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     n_prefetch = int(gm.num_index_operands)
-    notes: set[str] = set()
-    prefetch = []
+    prefetch, known_prefetch = [], []
     for value, aval in zip(operands[:n_prefetch], gm.index_map_avals[len(grid):]):
+        known_prefetch.append(None if value is None else np.asarray(value))
         if value is None:
             notes.add("scalar-prefetch values unknown (abstract example inputs): zeros assumed")
             value = np.zeros(aval.shape, aval.dtype)
@@ -267,7 +352,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
         block_elems = int(np.prod([d or 1 for d in dims], dtype=np.int64))
         if space == "any":
             fetches, moved, buffers = 0, 0, 0
-            notes.add(f"{bm.origin} stays in HBM (pl.ANY): the kernel's own DMAs are not counted")
+            notes.add(f"{bm.origin} stays in HBM (pl.ANY): the kernel copies it itself (its DMAs are counted)")
         else:
             table = _index_table(bm.index_map_jaxpr, grid, prefetch)
             fetches, moved = _moves(table, dims, array.shape, bits, by_element)
@@ -286,6 +371,11 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
                 pass
     prefetch_bytes = sum(int(p.size) * p.dtype.itemsize for p in prefetch)  # copied to SMEM once
     body = count_body(eqn.params["jaxpr"], mxu)
+    dmas, sampled = count_over_grid(eqn.params["jaxpr"], grid, known_prefetch)  # unknown values stay unknown
+    notes |= dmas.notes | ({sampled} if sampled else set())
+    if dmas.copies:
+        notes.add(f"the kernel's own DMAs: {dmas.copies} copies, {dmas.bytes} bytes over the grid"
+                  + ("" if dmas.exact else f" ({dmas.kind}: see the other notes)"))
     cp = _compiler_params(eqn.params.get("compiler_params"))
     semantics = tuple(str(s).split(".")[-1].lower() for s in (getattr(cp, "dimension_semantics", None) or ()))
     limit = getattr(cp, "vmem_limit_bytes", None)
@@ -295,7 +385,8 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
         vmem_bytes=vmem + scratch, vmem_limit_bytes=int(limit) if limit else None,
         hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops * steps, mxu_flops=body.mxu_flops * steps,
         transcendentals=body.transcendentals * steps, mxu_efficiency=round(mxu_eff, 6),
-        dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)))
+        dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)),
+        dma_bytes=dmas.bytes, dma_copies=dmas.copies, dma_count=dmas.kind)
     return cost, body
 
 
@@ -327,20 +418,40 @@ def vector_ops_per_s(chip: ChipSpec) -> float:
     return clock * chip.lanes * chip.sublanes
 
 
-def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec) -> dict[str, Any]:
-    """compute, memory, overhead seconds and their combination for ``chip`` (summed over calls)."""
-    compute = memory = overhead = 0.0
+def _bubble_bytes(cost: CallCost) -> int:
+    """The first step's input blocks and the last step's output blocks (one copy each)."""
+    return sum(b.hbm_bytes // b.fetches for b in cost.blocks if b.fetches and b.memory_space != "any")
+
+
+def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: Any = None) -> dict[str, Any]:
+    """Seconds on ``chip`` of the pallas_calls and of the program's plain XLA ops (``xla``:
+    runner/xla_ops.XlaOps), by the formula in the module docstring; with each term summed."""
+    compute = memory = overhead = bubble = seconds = 0.0
     vpu = vector_ops_per_s(chip)
+    launches = len(calls)
     for cost, body in calls:
         cores = chip.device_cores if chip.device_cores > 1 and "parallel" in cost.dimension_semantics else 1
         mxu_s = sum(f * cost.steps / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in body.dots) / cores
         vector_s = ((cost.flops - cost.mxu_flops) + cost.transcendentals) / (vpu * cores)
-        compute += max(mxu_s, vector_s)
-        memory += cost.hbm_bytes / (chip.hbm_bytes_per_s * cores)
-        overhead += cost.steps * STEP_OVERHEAD_S / cores
-    terms = {"compute": compute, "memory": memory, "overhead": overhead}
-    return {"seconds": max(compute, memory) + overhead, "compute_s": compute, "memory_s": memory,
-            "overhead_s": overhead, "bound": max(terms, key=terms.get)}
+        c = max(mxu_s, vector_s)
+        m = (cost.hbm_bytes + cost.dma_bytes) / (chip.hbm_bytes_per_s * cores)
+        o = cost.steps * STEP_OVERHEAD_S / cores
+        bub = min(_bubble_bytes(cost) / chip.hbm_bytes_per_s, m)
+        compute, memory, overhead, bubble = compute + c, memory + m, overhead + o, bubble + bub
+        seconds += bub + max(m - bub, c + o)
+    xla_s = 0.0
+    if xla is not None:
+        mxu_s = sum(f / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in xla.dots)
+        vector_s = ((xla.flops - xla.mxu_flops) + xla.transcendentals) / vpu
+        xla_c, xla_m = max(mxu_s, vector_s), xla.hbm_bytes / chip.hbm_bytes_per_s
+        compute, memory = compute + xla_c, memory + xla_m
+        xla_s = max(xla_c, xla_m)
+        launches += xla.launches
+    launch = launches * LAUNCH_OVERHEAD_S
+    seconds += xla_s + launch
+    terms = {"compute": compute, "memory": memory, "overhead": overhead + launch}
+    return {"seconds": seconds, "compute_s": compute, "memory_s": memory, "overhead_s": overhead + launch,
+            "bound": max(terms, key=terms.get)}
 
 
 # --------------------------------------------------------------------------- an entry call
@@ -361,10 +472,14 @@ def program_hash(closed: Any, eqns: Sequence[Any]) -> str:
 
 
 def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
-             config: tuple[tuple[str, Any], ...] = ()) -> CostEstimate:
-    """Trace ``fn(*args)`` and estimate its pallas_calls on ``chip``. ``args`` may mix arrays
-    (their values feed scalar-prefetch index maps) and ShapeDtypeStructs."""
+             config: tuple[tuple[str, Any], ...] = (), xla_bytes: float | None = None) -> CostEstimate:
+    """Trace ``fn(*args)`` and estimate it on ``chip``: its pallas_calls and its plain XLA ops (a
+    reference without any pallas_call is all XLA ops). ``args`` may mix arrays (their values feed
+    scalar-prefetch index maps) and ShapeDtypeStructs. ``xla_bytes``: the bytes XLA's own compile
+    for the chip says the XLA ops move, replacing the fusion count (estimate_reference)."""
     import jax
+
+    from .xla_ops import count_xla_ops
 
     abstract = [jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a for a in args]
     try:
@@ -373,18 +488,53 @@ def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
         closed = jax.make_jaxpr(lambda *a: fn(*a))(*abstract)
     except Exception as exc:  # noqa: BLE001 - the user's code failed to trace with this config
         return CostEstimate(chip=chip.name, config=config, status="trace_error",
-                            error=f"{type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS)
+                            error=f"{type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS, model=MODEL)
     values = {var: np.asarray(a) for var, a in zip(closed.jaxpr.invars, args)
               if hasattr(a, "shape") and not isinstance(a, jax.ShapeDtypeStruct)}
-    found = list(pallas_calls(closed.jaxpr, values))
+    values.update({var: np.asarray(c) for var, c in zip(closed.jaxpr.constvars, closed.consts) if hasattr(c, "shape")})
     try:
+        found = list(pallas_calls(closed.jaxpr, values))
         counted = [call_cost(eqn, operands, chip.mxu_size) for eqn, operands in found]
+        xla = count_xla_ops(closed.jaxpr, chip.mxu_size)
+    except NoEstimate as exc:  # the model knows why it cannot say (a dynamic grid without its sizes...)
+        return CostEstimate(chip=chip.name, config=config, status="trace_error", error=f"no estimate: {exc}"[:2000],
+                            assumptions=ASSUMPTIONS, model=MODEL)
     except Exception as exc:  # noqa: BLE001 - an index map the model cannot evaluate
         return CostEstimate(chip=chip.name, config=config, status="trace_error",
-                            error=f"cost model: {type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS)
-    roof = roofline(counted, chip)
+                            error=f"cost model: {type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS, model=MODEL)
+    if xla_bytes is not None:
+        xla.hbm_bytes = int(xla_bytes)
+    roof = roofline(counted, chip, xla)
     return CostEstimate(chip=chip.name, config=config, status="ok", calls=tuple(c for c, _ in counted),
-                        program_hash=program_hash(closed, [e for e, _ in found]), assumptions=ASSUMPTIONS, **roof)
+                        program_hash=program_hash(closed, [e for e, _ in found]), assumptions=ASSUMPTIONS,
+                        model=MODEL, xla_bytes=xla.hbm_bytes, xla_flops=xla.flops, **roof)
+
+
+def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
+                       device: Any = None) -> dict[str, Any]:
+    """The plain-JAX reference by the same model as the kernel (``estimate``): its FLOPs from its
+    traced program at the chip's rates, the bytes its fused ops move from XLA's own compile for the
+    chip when ``device`` (a deviceless libtpu topology device) is given, else the fusion count of
+    runner/xla_ops.py. XLA's cost analysis rides along (``xla``), for display only."""
+    xla = xla_reference_cost(reference, args, device, chip.name)
+    on_chip = bool(xla and not xla.get("error") and "compiled for" in xla.get("source", "") and xla.get("bytes_accessed"))
+    est = estimate(reference, args, chip, xla_bytes=xla["bytes_accessed"] if on_chip else None)
+    out: dict[str, Any] = {"model": MODEL, "chip": chip.name}
+    if est.status != "ok":
+        out["error"] = f"the reference could not be estimated: {est.error}"
+    else:
+        out.update(seconds=est.seconds, compute_s=est.compute_s, memory_s=est.memory_s, overhead_s=est.overhead_s,
+                   bound=est.bound, flops=est.xla_flops, bytes_accessed=est.xla_bytes,
+                   bytes_source=(f"XLA cost_analysis compiled for {chip.name} (deviceless libtpu)" if on_chip
+                                 else "fused-op count of the traced program (runner/xla_ops.py)"))
+        if est.calls:
+            out["note"] = "the reference itself calls pallas_call: its kernels are estimated like the candidate's"
+    if xla:
+        out["xla"] = xla
+        if xla.get("optimal_seconds"):
+            out["optimal_seconds"] = xla["optimal_seconds"]  # XLA's own figure, shown beside, never divided
+    out["source"] = f"estimate ({MODEL}, {chip.name}) of the reference"
+    return out
 
 
 def xla_reference_cost(reference: Callable[..., Any], args: Sequence[Any], device: Any = None,

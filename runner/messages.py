@@ -524,8 +524,8 @@ class EstimateParams:
     """Trace the task's entry under each configuration and run the cost model for ``chip``
     (runner/cost_model.py): nothing is compiled, nothing runs on a device. ``kinds`` says how each
     tunable reaches the code: "keyword" (an entry keyword), "constant" (a module constant),
-    "tuned_params" (an entry of TUNED_PARAMS). ``reference``: add XLA's cost analysis of the
-    reference; ``probe``: measure the chip's scoped-VMEM limit with libtpu when not cached."""
+    "tuned_params" (an entry of TUNED_PARAMS). ``reference``: estimate the task's reference by
+    the same model (XLA's own cost analysis rides along); ``probe``: measure the chip's scoped-VMEM limit with libtpu when not cached."""
 
     OP: ClassVar[str] = "estimate"
     source: Sources
@@ -542,7 +542,9 @@ class EstimateResult:
     entry: str
     chip: ChipSpec
     estimates: tuple[CostEstimate, ...]  # one per configuration, in order; failures are data
-    reference: dict[str, Any] | None = None  # XLA's cost analysis of the reference (flops, bytes, ...)
+    # the reference by the same cost model (cost_model.estimate_reference: seconds, model, ...; XLA's
+    # own cost analysis under "xla"), or {"error": ...}
+    reference: dict[str, Any] | None = None
     inputs: tuple[InputSig, ...] = ()
     jax: str | None = None
     libtpu: str | None = None

@@ -29,7 +29,7 @@ from pallasite.analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, instal
 
 from . import messages, tasks_runtime
 from .chip_probe import probe_scoped_vmem, spec_from_jax
-from .cost_model import estimate, xla_reference_cost
+from .cost_model import estimate, estimate_reference
 
 CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch values) below this many bytes
 
@@ -67,7 +67,7 @@ def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any
                 out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
         reference = None
         if params.reference and task.reference is not None:
-            reference = xla_reference_cost(task.reference, args, _topology_device(chip.name), chip.name)
+            reference = estimate_reference(task.reference, args, chip, _topology_device(chip.name))
     found = installed_versions()
     return messages.EstimateResult(
         entry=task.name, chip=chip, estimates=tuple(out), reference=reference,
@@ -121,13 +121,40 @@ def _inputs(task: tasks_runtime.RuntimeTask) -> tuple[Any, ...]:
     (so scalar-prefetch index maps see real values)."""
     abstract = task.abstract_args()
     size = sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in abstract if hasattr(a, "shape"))
-    if task.inputs is None or size > CONCRETE_INPUT_LIMIT:
+    if task.inputs is None:
         return abstract
     if not any(np.issubdtype(np.dtype(a.dtype), np.integer) for a in abstract if hasattr(a, "shape")):
         return abstract
+    if size > CONCRETE_INPUT_LIMIT:
+        return _integer_inputs(task, abstract)
     made = task.inputs()
     made = tuple(made) if isinstance(made, (list, tuple)) else (made,)
     return tuple(m if hasattr(m, "shape") else a for m, a in zip(made, abstract)) if len(made) == len(abstract) else abstract
+
+
+def _integer_inputs(task: tasks_runtime.RuntimeTask, abstract: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Large inputs: only the integer ones made for real (lengths, page tables, group sizes: what
+    index maps and dynamic grids read), by jitting the inputs function with its float arrays
+    dropped, so XLA never computes them. An inputs function that does not trace: all abstract."""
+    import jax
+
+    small = [i for i, a in enumerate(abstract) if hasattr(a, "shape") and np.issubdtype(np.dtype(a.dtype), np.integer)
+             and int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize <= CONCRETE_INPUT_LIMIT]
+
+    def integers() -> tuple[Any, ...]:
+        made = task.inputs()
+        made = tuple(made) if isinstance(made, (list, tuple)) else (made,)
+        return tuple(made[i] for i in small)
+
+    try:
+        got = jax.jit(integers)()
+    except Exception:  # noqa: BLE001 - the inputs function is not traceable: estimate with shapes only
+        return abstract
+    out = list(abstract)
+    for i, value in zip(small, got):
+        if tuple(value.shape) == tuple(abstract[i].shape):
+            out[i] = np.asarray(value)
+    return tuple(out)
 
 
 def _set_tuned(tuned: dict[str, Any], name: str, value: Any) -> None:

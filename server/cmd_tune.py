@@ -218,11 +218,17 @@ def format_report(report: TuneReport, top: int = 15) -> str:
     vs_ref = report.speedup_vs_reference()
     if vs_ref:
         lines.append(f"{vs_ref[0]:.2f}x vs {vs_ref[1]}")
-    if report.reference:
-        ref = report.reference
-        lines.append("reference (plain JAX), " + (ref.get("source") or "XLA") + ": "
-                     + ", ".join(f"{k} {ref[k]:.4g}" for k in ("flops", "bytes_accessed", "optimal_seconds") if k in ref)
-                     + ("; no device time, so no speedup vs the reference" if report.backend == "estimate" else ""))
+    vs = [(name, p) for name, p in (("the current configuration", report.current_vs_reference),
+                                    ("the best", report.best_vs_reference)) if p is not None]
+    shown = [f"{name} {p.speedup:.2f}x" for name, p in vs if p.speedup is not None]
+    if shown:
+        lines.append(f"vs the plain-JAX reference, both by {vs[0][1].label}: " + ", ".join(shown)
+                     + " (reference " + _us(vs[0][1].reference_s) + "; a model's figures, not measurements)")
+    elif vs and vs[0][1].why:
+        lines.append(f"no estimated speedup vs the reference: {vs[0][1].why}")
+    if report.reference and (report.reference.get("xla") or {}).get("optimal_seconds"):
+        lines.append(f"XLA's own optimal_seconds for the reference (shown, never divided): "
+                     f"{_us(report.reference['xla']['optimal_seconds'])}")
     if report.backend == "estimate":
         lines.append(f"no device backend: ranked by the cost model's {label} (roofline; not a measurement; "
                      "see README 'Autotuning')")
@@ -239,4 +245,7 @@ def report_json(report: TuneReport) -> dict[str, Any]:
     data["speedup_vs_current"] = {"value": speed[0], "provenance": speed[1]} if speed else None
     vs_ref = report.speedup_vs_reference()  # device times of the kernel and the reference only
     data["speedup_vs_reference"] = {"value": vs_ref[0], "baseline": vs_ref[1]} if vs_ref else None
+    for key in ("current_vs_reference", "best_vs_reference"):
+        paired = getattr(report, key)
+        data[f"estimated_{key}"] = {"value": paired.speedup, "label": paired.label, "why": paired.why} if paired else None
     return data

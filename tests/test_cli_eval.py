@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.analysis.types import ChipSpec
-from pallasite.engine.eval_tasks import discover, reference_seconds
+from pallasite.analysis.types import CostEstimate, MixedModels, estimated_speedup
+from pallasite.engine.estimates import pair
+from pallasite.engine.eval_tasks import discover
 
 DATA = Path(__file__).parent / "data"
 
@@ -33,27 +34,28 @@ def test_discover_says_what_a_task_folder_is(tmp_path):
         discover(str(tmp_path / "missing"))
 
 
-def _chip():
-    import dataclasses
+def test_the_reference_is_never_xlas_optimal_seconds_and_never_another_models():
+    est = CostEstimate(chip="v5e", config=(), status="ok", seconds=4e-6, model="pallasite roofline v2")
+    ok = pair(est, {"seconds": 2e-5, "model": "pallasite roofline v2", "chip": "v5e"}, "v5e")
+    assert ok.speedup == pytest.approx(5.0) and ok.label == "estimate (pallasite roofline v2, v5e)"
+    # XLA's optimal_seconds alone (the old reference) is another model's figure: no speedup
+    xla_only = pair(est, {"optimal_seconds": 2e-5, "flops": 1.0}, "v5e")
+    assert xla_only.speedup is None and "different" not in (xla_only.why or "") and "no estimate" in xla_only.why
+    other = pair(est, {"seconds": 2e-5, "model": "some other roofline", "chip": "v5e"}, "v5e")
+    assert other.speedup is None and "a speedup divides two figures of one model" in other.why
+    assert pair(est, {"error": "ValueError: boom"}, "v5e").why.endswith("ValueError: boom")
+    failed = CostEstimate(chip="v5e", config=(), status="trace_error", error="no estimate: dynamic grid")
+    assert pair(failed, {"seconds": 1.0, "model": "pallasite roofline v2"}, "v5e").why.endswith("dynamic grid")
 
-    known = dict(name="v5e", device_kind="TPU v5 lite", topology="v5e:2x2", device_cores=1, bf16_flops=2e14,
-                 hbm_bytes_per_s=8e11)
-    values = {}
-    for f in dataclasses.fields(ChipSpec):
-        if f.name in known:
-            values[f.name] = known[f.name]
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            values[f.name] = "" if f.type in (str, "str") else 0
-    return ChipSpec(**values)
 
-
-def test_reference_seconds_prefers_xla_then_roofline_and_never_invents_one():
-    chip = _chip()
-    assert reference_seconds({"optimal_seconds": 2e-5, "flops": 1.0}, chip) == (2e-5, "XLA optimal_seconds")
-    s, how = reference_seconds({"flops": 4e9, "bytes_accessed": 8e6}, chip)
-    assert s == pytest.approx(max(4e9 / 2e14, 8e6 / 8e11)) and how.startswith("roofline")
-    assert reference_seconds(None, chip)[0] is None
-    assert reference_seconds({"error": "ValueError: boom"}, chip) == (None, "ValueError: boom")
+def test_estimated_speedup_refuses_two_models_and_non_positive_times():
+    assert estimated_speedup(2.0, 1.0, "m, v5e", "m, v5e") == 2.0
+    with pytest.raises(MixedModels, match="one model"):
+        estimated_speedup(2.0, 1.0, "m, v5e", "m, v6e")
+    with pytest.raises(MixedModels):
+        estimated_speedup(2.0, 1.0, "", "")
+    with pytest.raises(ValueError, match="positive"):
+        estimated_speedup(0.0, 1.0, "m", "m")
 
 
 def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
@@ -68,7 +70,7 @@ def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
     rows = {t["task"]: t for t in summary["per_task"]}
     tuned, ref = rows["add_tuned"], rows["scale_reference_only"]
     assert tuned["compiled"] and tuned["correct"] and tuned["speedup"] > 0
-    assert tuned["provenance"].startswith("estimate (v5e)")
+    assert tuned["provenance"].startswith("estimate (pallasite roofline v2, v5e): the candidate and its reference")
     assert ref["speedup"] == 1.0 and ref["provenance"] == "the reference itself (1.0x by definition)"
     expected = (max(tuned["speedup"], 1.0) * 1.0) ** 0.5
     assert summary["geomean_speedup"] == pytest.approx(expected)

@@ -1,0 +1,98 @@
+"""A kernel and its reference, estimated by one model: the one place estimated speedups come from.
+
+The worker's ``estimate`` op (runner/tune_ops.py) prices the kernel under a configuration and the
+task's plain-JAX reference with the same cost model (runner/cost_model.py ``estimate`` and
+``estimate_reference``: the same rates, overheads and assumptions, the model's name carried in
+both). ``pair`` puts the two figures side by side under one label, "estimate (<model>, <chip>)",
+and their ratio goes through ``analysis.types.estimated_speedup``, which refuses figures of two
+different models. ``estimate_pair`` asks a worker for both. ``eval`` (engine/eval_tasks.py) and
+``tune`` (engine/tune.py) both use ``pair``, so one file gets one estimated speedup from either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.types import CostEstimate, MixedModels, estimated_speedup
+from ..runner.messages import EstimateParams, EstimateResult, Sources
+
+
+@dataclass(frozen=True)
+class PairedEstimate:
+    """A kernel's and its reference's estimated seconds by one model; ``why`` says what is missing."""
+
+    kernel_s: float | None
+    reference_s: float | None
+    label: str  # "estimate (pallasite roofline v2, v5e)"
+    why: str | None = None
+    reference_bound: str | None = None
+    kernel_bound: str | None = None
+    # when the kernel's own DMAs could only be bounded (kernel_counts.py): what the speedup then is
+    caveat: str | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        """reference / kernel (None when either is missing; see ``why``)."""
+        if self.kernel_s is None or self.reference_s is None:
+            return None
+        return estimated_speedup(self.reference_s, self.kernel_s, self.label, self.label)
+
+
+def _label(model: str, chip: str) -> str:
+    return f"estimate ({model}, {chip})" if model else f"estimate ({chip})"
+
+
+def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: str) -> PairedEstimate:
+    """The kernel's estimate and the reference's (the ``reference`` of an EstimateResult), checked to
+    come from one model. Never raises: a missing or mismatched side is ``why``."""
+    model = (kernel.model if kernel is not None else "") or ""
+    label = _label(model, chip)
+    if kernel is None or kernel.status != "ok" or not kernel.seconds:
+        why = (kernel.error if kernel is not None else None) or "no pallas_call was traced"
+        return PairedEstimate(None, None, label, f"the kernel has no estimate: {why}"[:500])
+    if not reference or reference.get("error") or not reference.get("seconds"):
+        why = (reference or {}).get("error") or ("none was made (the task has no reference(), or this run's "
+                                                 "estimates all came from the results store)")
+        return PairedEstimate(kernel.seconds, None, label, f"the reference has no estimate: {why}"[:500],
+                              kernel_bound=kernel.bound, caveat=_caveat(kernel))
+    ref_label = _label(str(reference.get("model") or ""), str(reference.get("chip") or chip))
+    try:
+        estimated_speedup(float(reference["seconds"]), kernel.seconds, ref_label, label)
+    except MixedModels as exc:
+        return PairedEstimate(kernel.seconds, None, label, str(exc)[:500], kernel_bound=kernel.bound,
+                              caveat=_caveat(kernel))
+    return PairedEstimate(kernel.seconds, float(reference["seconds"]), label, None,
+                          reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel))
+
+
+def _caveat(kernel: CostEstimate) -> str | None:
+    """A kernel whose own DMAs were bounded, not counted: its speedup is a bound too, said so."""
+    kinds = {c.dma_count for c in kernel.calls if c.dma_copies and c.dma_count != "exact"}
+    if not kinds:
+        return None
+    if kinds == {"lower bound"}:
+        return "the kernel's own DMAs are a lower bound (a while loop counted once): the speedup is an upper bound"
+    if kinds == {"upper bound"}:
+        return "the kernel's own DMAs are an upper bound (pl.when branches counted every step): the speedup is a lower bound"
+    return ("the kernel's own DMAs could only be bounded (while loops counted once, pl.when branches every step): "
+            "the speedup is neither an upper nor a lower bound")
+
+
+def pair_result(result: EstimateResult, index: int = 0) -> PairedEstimate:
+    """``pair`` for one configuration of a worker's estimate reply."""
+    kernel = result.estimates[index] if len(result.estimates) > index else None
+    return pair(kernel, result.reference, result.chip.name)
+
+
+async def estimate_pair(backend: Any, source: Sources, chip: str, *, entry: str | None = None,
+                        config: dict[str, int] | None = None, kinds: dict[str, str] | None = None,
+                        timeout_s: float = 300.0) -> tuple[PairedEstimate, EstimateResult | None, str | None]:
+    """Ask a worker for the kernel (under ``config``) and its reference by one model.
+    Returns (pair, the reply's result or None, the worker's error or None)."""
+    params = EstimateParams(source=source, chip=chip, reference=True, probe=False, entry=entry,
+                            configs=(dict(config),) if config else (), kinds=dict(kinds or {}))
+    reply = await backend.request(params, purpose="job", timeout_s=timeout_s)
+    if not reply.ok:
+        return PairedEstimate(None, None, _label("", chip), f"the worker could not estimate it: {str(reply.why)[:300]}"), None, str(reply.why)
+    return pair_result(reply.result), reply.result, None

@@ -1,0 +1,103 @@
+"""One model for a kernel and its reference: the reference's plain XLA ops counted by hand, the
+kernel's wrapper ops counted by the same rule, and ``eval`` and ``tune`` giving one file one
+estimated speedup (both through engine/estimates.pair)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1",
+                      "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
+    os.environ.setdefault(_name, _value)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from pallasite.analysis.types import chip_target  # noqa: E402
+from pallasite.engine.eval_tasks import EvalTask, estimate_candidate  # noqa: E402
+from pallasite.engine.tune import TuneOptions, tune, worker_estimator  # noqa: E402
+from pallasite.runner import cost_model  # noqa: E402
+from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
+from pallasite.runner.messages import EstimateParams  # noqa: E402
+from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
+from pallasite.runner.xla_ops import count_xla_ops  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "tune")
+V5E = spec_from_jax(chip_target("v5e"))
+
+
+def test_reference_ops_move_what_each_fused_op_must_move():
+    def reference(x, w, b):  # a matmul, then bias + relu + cast fused into one output fusion
+        h = jnp.dot(x, w, preferred_element_type=jnp.float32)
+        return jax.nn.relu(h + b).astype(jnp.bfloat16)
+
+    x = jax.ShapeDtypeStruct((256, 512), jnp.bfloat16)
+    w = jax.ShapeDtypeStruct((512, 1024), jnp.bfloat16)
+    b = jax.ShapeDtypeStruct((1024,), jnp.float32)
+    ops = count_xla_ops(jax.make_jaxpr(reference)(x, w, b).jaxpr)
+    dot = 256 * 512 * 2 + 512 * 1024 * 2 + 256 * 1024 * 4  # reads x, w; writes h (f32)
+    fusion = 256 * 1024 * 4 + 1024 * 4 + 256 * 1024 * 2  # reads h, b; writes the bf16 output
+    assert ops.hbm_bytes == dot + fusion
+    assert ops.launches == 2 and ops.roots == ["dot_general", "fusion"]
+    assert ops.mxu_flops == 2 * 256 * 512 * 1024
+    assert ops.flops == ops.mxu_flops + 2 * 256 * 1024  # the add and the max
+
+
+def test_reference_is_priced_by_the_same_formula_as_a_kernel():
+    x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16)
+    ref = cost_model.estimate_reference(jnp.matmul, [x, x], V5E, device=None)
+    assert ref["model"] == cost_model.MODEL and "fused-op count" in ref["bytes_source"]
+    mxu = 2 * 1024 ** 3 / V5E.bf16_flops
+    memory = 3 * 1024 * 1024 * 2 / V5E.hbm_bytes_per_s
+    assert ref["seconds"] == pytest.approx(max(mxu, memory) + cost_model.LAUNCH_OVERHEAD_S, rel=1e-12)
+    assert ref["bound"] == "compute"
+
+
+def test_a_kernels_wrapper_ops_are_counted_too():
+    def kernel_with_transpose(x, y):  # the matmul kernel fed a transposed operand: XLA moves y twice first
+        from pallasite.runner.loader import user_module
+
+        with user_module(os.path.join(DATA, "matmul.py")) as module:
+            return module.matmul(x, y.T)
+
+    x = jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16)
+    yt = jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16)
+    est = cost_model.estimate(kernel_with_transpose, [x, yt], V5E)
+    assert est.status == "ok", est.error
+    assert est.xla_bytes == 2 * 1024 * 2048 * 2  # the transpose reads y and writes y.T
+
+
+class InProcess:
+    """A backend answering ``estimate`` and ``verify`` requests in this process."""
+
+    @dataclass
+    class Reply:
+        ok: bool
+        result: Any = None
+        why: str | None = None
+
+    async def request(self, params: Any, **_: Any) -> "InProcess.Reply":
+        if isinstance(params, EstimateParams):
+            return self.Reply(True, handle_estimate(params))
+        raise AssertionError(f"unexpected request {type(params).__name__}")
+
+
+def test_eval_and_tune_give_one_file_one_estimated_speedup():
+    path = os.path.join(DATA, "matmul.py")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    backend = InProcess()
+    task = EvalTask("matmul", DATA, "file", path, path)
+    evaluated = asyncio.run(estimate_candidate(backend, task, text, "v5e", verify=False, identical_is_reference=False))
+    options = TuneOptions(chip="v5e", verify=0)
+    report = asyncio.run(tune(path, text, options, worker_estimator(backend, path, text, options)))
+    tuned = report.current_vs_reference
+    assert evaluated.speedup is not None and tuned is not None and tuned.speedup is not None
+    assert evaluated.speedup == tuned.speedup
+    assert evaluated.provenance.startswith(tuned.label) and tuned.label == "estimate (pallasite roofline v2, v5e)"
+    assert report.best_vs_reference.speedup >= tuned.speedup  # the best ranks at least as well as the file's
