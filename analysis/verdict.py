@@ -198,3 +198,20 @@ def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict
     if best[1].value <= 1.0:
         return Winner(None, None, f"no winner: the best correct candidate is {best[1].text()}, not faster")
     return Winner(best[0], best[1], f"winner: {best[0]}, {best[1].text()}")
+
+
+def timing_of(measurement: Any, *, model: str = "") -> Timing | None:
+    """The ``Timing`` of a worker's ``Measurement`` (the dataclass or its JSON), keyed by what the worker
+    reported (its device kind and versions); None when it has no median. An estimate without a named
+    model is the cost model's."""
+    get = measurement.get if isinstance(measurement, dict) else (lambda k, d=None: getattr(measurement, k, d))
+    median = get("median_ns")
+    if not median or median <= 0:
+        return None
+    prov = get("provenance")
+    prov = str(getattr(prov, "value", prov) or "")
+    if prov not in PROVENANCES:
+        return None
+    versions = tuple((k, str(v)) for k, v in (("jax", get("jax_version")), ("libtpu", get("libtpu_version"))) if v)
+    return Timing(median / 1e9, prov, str(get("device_kind") or ""),
+                  (model or COST_MODEL) if prov == "estimate" else "", str(get("method") or ""), versions)
