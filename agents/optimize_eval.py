@@ -113,6 +113,22 @@ def tested_where(provenance: str | None, checks: dict) -> str:
     return text
 
 
+def compile_phase(report: Any, tiers: Any, chip: str) -> PhaseResult:
+    """"Compiled" from a checker report (the one meaning every command uses): the tiers ran for the chip
+    with no error finding, and nothing stopped the check (a limit or a crash is "not checked", a failure)."""
+    errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
+    unchecked = [f for f in report.findings if f.code in NOT_CHECKED]
+    if unchecked and not errors:  # a limit or a crash stopped the check: nothing was shown to compile
+        return PhaseResult(False, f"not checked: {unchecked[0].message[:160]}",
+                           evidence="\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in unchecked[:3]))
+    if errors:
+        first = errors[0]
+        evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
+        return PhaseResult(False, f"{len(errors)} error(s): {first.code}", evidence=evidence)
+    ran = ",".join(str(t) for t in tiers)
+    return PhaseResult(True, f"no errors (tiers {ran}, {chip})")
+
+
 def lower_bound(est: Any) -> bool:
     """Whether the cost model left part of the kernel's memory traffic out (operands in HBM moved by
     the kernel's own DMAs): then its time is a lower bound and a speedup from it an upper bound."""
@@ -182,18 +198,8 @@ class EngineEvaluator:
             return PhaseResult(False, "changes the frozen tests", evidence=f"the candidate {'; '.join(changed)}: "
                                "the tests are frozen; keep the file's inputs, reference and tolerances as they are")
         report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", untrusted=True)
-        errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
         self._reports = {source: report}
-        unchecked = [f for f in report.findings if f.code in NOT_CHECKED]
-        if unchecked and not errors:  # a limit or a crash stopped the check: nothing was shown to compile
-            return PhaseResult(False, f"not checked: {unchecked[0].message[:160]}",
-                               evidence="\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in unchecked[:3]))
-        if errors:
-            first = errors[0]
-            evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
-            return PhaseResult(False, f"{len(errors)} error(s): {first.code}", evidence=evidence)
-        tiers = ",".join(str(t) for t in self.options.tiers)
-        return PhaseResult(True, f"no errors (tiers {tiers}, {self.chip})")
+        return compile_phase(report, self.options.tiers, self.chip)
 
     async def fix(self, source: str, failed: PhaseResult) -> PhaseResult:
         """One round of the verified fixer (agents/fixer.py) on a candidate that failed to compile: a
