@@ -11,7 +11,9 @@ produced and answers approve / revise (the user's text is the new instruction) /
 
 Honesty: every candidate is ranked by ONE method, ``evaluator.method`` (device time, or the cost
 model's estimate for a named chip); a candidate that failed compile or test has ``valid=False`` and
-can never be ``best``. The baseline is the original file measured by the same method.
+can never be ``best``. The baseline is the original file measured by the same method. The winner
+rule is analysis/verdict.pick_winner: only a correct candidate faster than the original by the same
+method wins (``RunState.winner``); otherwise ``RunState.outcome().why`` says "no winner: <why>".
 Every iteration is snapshotted through ``recorder`` (source, plan, results, tokens, seconds); a run
 resumes from its snapshots (``resume_state``).
 """
@@ -22,6 +24,8 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
+
+from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict, Winner, pick_winner, try_speedup
 
 from . import implementer, planner
 from .deadline import Deadline, bounded
@@ -41,6 +45,7 @@ class PhaseResult:
     label: str = ""  # e.g. "estimate (v6e)", "device (TPU v6 lite)"
     source: str | None = None  # autotune/fix: the changed source
     data: dict = field(default_factory=dict)
+    timing: Timing | None = None  # measure: the figure with its provenance (else read from ``label``)
 
 
 class Evaluator(Protocol):
@@ -115,26 +120,50 @@ class RunState:
         return min(valid, key=lambda it: (it.time_s, it.index)) if valid else None
 
     def speedup(self) -> float | None:
+        """The fastest valid candidate against the original, by analysis/verdict.speedup (None when the
+        two were not timed by the same method)."""
         best = self.best
-        if best is None or not self.baseline_s or not best.time_s:
+        if best is None:
             return None
-        return self.baseline_s / best.time_s
+        s, _ = try_speedup(self.baseline_timing(), self.verdict(best).timing, baseline_name="the original file")
+        return s.value if s else None
+
+    def baseline_timing(self) -> Timing | None:
+        return timing_for(self.baseline_s, self.baseline_label or self.method, self.context.get("chip", ""))
+
+    def verdict(self, it: Iteration) -> Verdict:
+        """The iteration's verdict: compiled/correct from its phases, its timing with its provenance."""
+        return Verdict(_phase_ok(it, "compile"), _phase_ok(it, "test") if it.valid else False,
+                       timing_for(it.time_s, it.label or self.method, self.context.get("chip", "")) if it.valid else None,
+                       it.evidence)
+
+    def _speedup_of(self, it: Iteration) -> float | None:
+        s, _ = try_speedup(self.baseline_timing(), self.verdict(it).timing, baseline_name="the original file")
+        return s.value if s and it.valid else None
+
+    def outcome(self) -> Winner:
+        """The winner rule (analysis/verdict.pick_winner) over the iterations, against the original."""
+        return pick_winner(self.baseline_timing(), [(it.index, self.verdict(it)) for it in self.iterations],
+                           baseline_name="the original file")
 
     @property
     def winner(self) -> Iteration | None:
-        """The best candidate if it beats the original (what gets written or applied), else None."""
-        return self.best if (self.speedup() or 0.0) > 1.0 else None
+        """The winner (a correct candidate faster than the original by the same method: what gets written
+        or applied), else None; ``outcome().why`` says why not."""
+        index = self.outcome().name
+        return next((it for it in self.iterations if it.index == index), None) if index is not None else None
 
     def table(self) -> list[dict]:
         """The final table: one row per iteration (what the CLI, the hover and replay print)."""
         rows = []
+        winner = self.winner
         for it in self.iterations:
             rows.append({"iteration": it.index, "plan": it.summary, "verdict": it.verdict,
                          "compiled": _phase_ok(it, "compile"), "correct": _phase_ok(it, "test"),
                          "time_s": it.time_s, "label": it.label,
-                         "speedup": (self.baseline_s / it.time_s) if it.valid and it.time_s and self.baseline_s else None,
+                         "speedup": self._speedup_of(it),
                          "tokens": it.tokens, "seconds": round(it.seconds, 3),
-                         "best": self.best is it,
+                         "best": winner is it,  # the winner only: never a slower or unmeasured candidate
                          "why": it.evidence[:300] if it.verdict == "model error" else ""})
         return rows
 
@@ -149,6 +178,21 @@ class Stop(Exception):
 
 def new_run(path: str, original: str, run_id: str | None = None) -> RunState:
     return RunState(run_id=run_id or uuid.uuid4().hex[:12], path=path, original=original)
+
+
+def timing_for(seconds: float | None, label: str, chip: str = "") -> Timing | None:
+    """The ``Timing`` behind a recorded figure and its label ("device (TPU v6 lite)", "estimate (v6e)",
+    as evaluators label them); None without a figure. Other labels are not TPU time (host)."""
+    if not seconds:
+        return None
+    inner = label[label.find("(") + 1:label.rfind(")")] if "(" in label else ""
+    if label.startswith("device"):
+        return Timing(seconds, "device", inner, method=label)
+    if label.startswith("estimate"):
+        return Timing(seconds, "estimate", inner.split(",")[0] or chip, COST_MODEL, label)
+    if label.startswith("interpret"):
+        return Timing(seconds, "interpret", "cpu", method=label)
+    return Timing(seconds, "host", inner, method=label)
 
 
 def _phase_ok(it: Iteration, name: str) -> bool | None:

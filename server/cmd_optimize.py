@@ -19,8 +19,10 @@ Tests: a file without ``example_inputs``/``reference`` gets them from the test w
 (agents/test_writer.py), validated against the original kernel in a worker. ``--write-tests`` writes
 the proposal to ``<name>.tests.py`` and stops for review; a later run uses that file (``--tests``
 names another). Once a run starts its tests' hash is recorded; ``--resume`` with other tests is
-refused. Exit status: 0 a faster valid candidate (``--write-tests``: tests written), 1 none, 2 usage
-or configuration error, or a refused resume.
+refused. The winner rule (analysis/verdict.pick_winner): only a correct candidate faster than the
+original by the same method wins; the table marks it with ``*`` and says "no winner: <why>" otherwise.
+Exit status: 0 a winner was written (``--write-tests``: tests written), 1 no winner (the reason is
+printed), 2 usage or configuration error, or a refused resume.
 """
 
 from __future__ import annotations
@@ -90,9 +92,7 @@ def table_text(state, budgets=None) -> str:
     rows += [f"    iteration {r['iteration']}: {r['why']}" for r in state.table() if r.get("why")]
     base = f"{state.baseline_s * 1e6:.2f} us" if state.baseline_s else "not measured"
     rows.append(f"times: {state.method}; baseline: the original file, {base} by the same method; speedup = baseline / time")
-    best = state.best
-    rows.append(f"winner: iteration {best.index}, {state.speedup():.2f}x vs the original ({best.label})" if best and state.speedup()
-                else "winner: none (no valid candidate)")
+    rows.append(state.outcome().why)
     if budgets is not None:
         b = budget_report(state, budgets)
         rows.append(f"budget: {b['iterations']['used']} of {b['iterations']['limit']} iteration(s), "
@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         return final
     if isinstance(final, str):
         return fail(final)
-    best = final.best
+    best = final.winner
     written, not_applied = None, ""
     if final.winner is not None:
         from .apply_file import apply_result, write_atomic
@@ -260,7 +260,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps({"version": JSON_VERSION, "tool": "pallasite optimize", "run_id": final.run_id,
                           "method": final.method, "baseline_s": final.baseline_s, "table": final.table(),
-                          "best": best.index if best else None, "speedup": final.speedup(), "written": written,
+                          "best": best.index if best else None, "winner": final.outcome().why,
+                          "speedup": final.outcome().speedup.value if best else None, "written": written,
                           "not_applied_why": not_applied,
                           "stopped": final.stopped, "usage": dataclasses.asdict(final.usage),
                           "seconds": final.seconds, "budgets": budget_report(final, budgets),
@@ -275,6 +276,8 @@ def run(args: argparse.Namespace) -> int:
     if final.stopped.startswith("refused"):
         print(f"pallasite optimize: error: {final.stopped}", file=sys.stderr)
         return 2
+    if not written:
+        print(f"pallasite optimize: {final.outcome().why}", file=sys.stderr)
     return 0 if written else 1
 
 

@@ -98,11 +98,11 @@ def table_markdown(state: RunState) -> str:
 
 
 def summary(state: RunState) -> str:
-    best = state.best
-    if best is None or not state.speedup():
-        return f"optimize: no valid faster candidate ({state.stopped})"
-    return (f"optimize: {state.speedup():.2f}x vs the original file (baseline: the original by the same method, "
-            f"{best.label}); plan: {best.summary}")
+    outcome = state.outcome()
+    best = state.winner
+    if best is None:
+        return f"optimize: {outcome.why} ({state.stopped})"
+    return f"optimize: {outcome.speedup.text()}; plan: {best.summary}"
 
 
 def hover(state: RunState | None, sites: Sequence[KernelSite], line: int, column: int) -> tuple[str, Span] | None:
@@ -217,8 +217,9 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) 
     final: RunState = job.result
     runs(ls)[doc.uri] = final
     progress.end(summary(final))
-    return {"ok": final.best is not None, "message": summary(final), "job": job.id, "run_id": final.run_id,
-            "table": final.table(), "method": final.method, "speedup": final.speedup(), "written": None}, final
+    return {"ok": final.winner is not None, "message": summary(final), "job": job.id, "run_id": final.run_id,
+            "table": final.table(), "method": final.method,
+            "speedup": final.outcome().speedup.value if final.winner is not None else None, "written": None}, final
 
 
 async def show_document(ls: Any, path: str) -> None:

@@ -120,3 +120,32 @@ async def test_stop_in_step_mode():
     prov = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n"))
     state = await optimize(new_run("k.py", ORIGINAL), prov, MarkerEvaluator(), Budgets(iterations=3), gate=gate)
     assert "stopped by the user" in state.stopped and state.best is None
+
+
+async def test_a_slower_candidate_is_never_the_winner(tmp_path):
+    """Issue 23: a correct 0.60x candidate is not starred, not written, and the table says why."""
+    from pallasite.server.cmd_optimize import table_text
+
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n# COST=1.6667\n"))
+    state = await optimize(new_run("k.py", ORIGINAL), provider, MarkerEvaluator(), Budgets(iterations=1, fix_rounds=0))
+    (it,) = state.iterations
+    assert it.verdict == "valid" and state.winner is None
+    assert [r["best"] for r in state.table()] == [False]
+    assert state.table()[0]["speedup"] == pytest.approx(0.6, rel=1e-3)
+    why = state.outcome().why
+    assert why.startswith("no winner: the best correct candidate is 0.60x vs the original file") and "not faster" in why
+    text = table_text(state)
+    assert why in text and "*" not in text.splitlines()[1][:4]
+
+
+async def test_a_candidate_timed_by_another_method_cannot_win():
+    class Mixed(MarkerEvaluator):
+        async def measure(self, source):
+            r = await super().measure(source)
+            label = "estimate (v6e)" if source == ORIGINAL else "device (TPU v6 lite)"
+            return PhaseResult(True, "timed", seconds=r.seconds, label=label)
+
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n# COST=0.1\n"))
+    state = await optimize(new_run("k.py", ORIGINAL), provider, Mixed(), Budgets(iterations=1, fix_rounds=0))
+    assert state.winner is None and state.speedup() is None
+    assert "different methods" in state.outcome().why
