@@ -118,7 +118,7 @@ def progress_svg(graph: dict) -> str:
         ax.scatter([p[0] for p in ys_ok], [p[1] for p in ys_ok], s=14, color="#4c72b0", label="correct node")
     ax.axhline(1.0, color="#999", lw=0.8, ls=":")
     ax.set_xlabel("nodes evaluated")
-    ax.set_ylabel(f'speedup vs reference\n({graph["provenance"]})', fontsize=8)
+    ax.set_ylabel(f'speedup vs the starting kernel (root)\n({graph["provenance"]})', fontsize=8)
     ax.legend(fontsize=7)
     return _svg(fig, "progress")
 
