@@ -29,6 +29,7 @@ from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict, Winner, pick
 
 from . import implementer, planner
 from .deadline import Deadline, bounded
+from .model_client import ModelClient, at_step
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
 PHASES = ("plan", "implement", "compile", "test", "autotune", "profile")
@@ -202,19 +203,15 @@ def _phase_ok(it: Iteration, name: str) -> bool | None:
 
 async def _ask(provider: Provider, request: ModelRequest, state: RunState, it: Iteration,
                recorder: Any, budgets: Budgets) -> str:
+    """One model call through the run's model client (agents/model_client.py: recorded at the iteration)."""
     if state.usage.total_tokens >= budgets.max_tokens:
         raise Stop(f"token budget spent ({state.usage.total_tokens} >= {budgets.max_tokens})")
-    started = time.monotonic()
-    try:
-        reply = await provider.complete(request)
-    except ProviderError as err:
-        if recorder is not None:
-            recorder.call(state.run_id, it.index, provider, request, None, str(err), Usage(), time.monotonic() - started)
-        raise
+    client = provider if isinstance(provider, ModelClient) else ModelClient(provider, run_id=state.run_id,
+                                                                            recorder=recorder)
+    with at_step(it.index):
+        reply = await client.complete(request)
     state.usage = state.usage + reply.usage
     it.tokens += reply.usage.total_tokens
-    if recorder is not None:
-        recorder.call(state.run_id, it.index, provider, request, reply.text, None, reply.usage, reply.seconds)
     return reply.text
 
 
@@ -287,7 +284,8 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
         while not result.ok and rounds < budgets.fix_rounds and hasattr(evaluator, "fix"):
             rounds += 1
             say(it.index, "compile", f"fixing (round {rounds})")
-            fixed = await timed("compile", evaluator.fix(candidate, result))
+            with at_step(it.index):  # the fixer's model calls are recorded at this iteration
+                fixed = await timed("compile", evaluator.fix(candidate, result))
             spent = fixed.data.get("usage")
             if isinstance(spent, Usage):  # the fixer's model calls count against the run's token budget
                 state.usage = state.usage + spent
@@ -435,8 +433,9 @@ async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets:
         state.stopped = state.stopped or f"iteration budget reached ({budgets.iterations})"
     except Stop as stop:
         state.stopped = stop.reason
-    if recorder is not None:
-        recorder.finish(state)
+    finally:
+        if recorder is not None:
+            recorder.finish(state)
     return state
 
 

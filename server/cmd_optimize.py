@@ -147,6 +147,7 @@ def _console_gate(plans_dir: Path, run_id: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from pallasite.agents.model_client import ModelClient
     from pallasite.agents.optimize import Budgets, new_run, optimize
     from pallasite.agents.optimize_eval import EngineEvaluator
     from pallasite.agents.optimize_record import OptimizeRecorder, export, load
@@ -216,8 +217,10 @@ def run(args: argparse.Namespace) -> int:
         model = make_provider(config)
         engine = Engine(workspace=workspace)
         try:
+            # the fixer asks the model through a client recording under this run (replays reproduce it)
+            fixer = ModelClient(model, run_id=state.run_id, recorder=recorder) if args.fix_rounds else None
             evaluator = EngineEvaluator(engine, path, state.original, options, chip=chip, device=device,
-                                        fixer=model if args.fix_rounds else None, tests=tests)
+                                        fixer=fixer, tests=tests)
             if args.write_tests:
                 return await write_tests(args, state, model, evaluator, recorder, budgets)
             if tests is not None and not args.resume:
