@@ -90,12 +90,18 @@ def compiled_verdict(report: Any, tiers: tuple[int, ...], chip: str) -> tuple[bo
         return False, f"not a kernel: {report.skipped}"
     if not report.kernels:
         return False, "the checker found no pallas_call to compile"
+    reached = 0
     for kernel in report.kernels:
         states = dict(kernel.tiers)
+        if any(str(states.get(t, "")).startswith("not reached") for t in tiers):
+            continue  # defined in the file, never called by the task (a backward pass): nothing to compile
+        reached += 1
         for tier in tiers:
             state = states.get(tier, "not run")
             if state != "ok":
                 return False, f"{kernel.name}: tier {tier} {state} for {chip} (compiled means every tier passed)"
+    if not reached:
+        return False, "the task reaches none of the file's kernels: nothing was compiled"
     return True, phase.summary
 
 
@@ -104,7 +110,7 @@ async def _check_compiled(engine: Any, options: Any, path: str, text: str, job: 
     return compiled_verdict(report, job.tiers, job.chip)
 
 
-async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[bool, str]:
+async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[bool | None, str]:
     """The guarded test (the ``time`` op's integrity checks) in TPU interpret mode on CPU."""
     from pallasite.engine.timing import TaskFiles, time_request
 
@@ -114,8 +120,13 @@ async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[bool,
                       task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
     params = dataclasses.replace(time_request(files, "time", runs=1, warmup=0, extra_shape=True, text=text),
                                  shrink=True)
-    phase = test_phase(await backend.request(params, purpose="job", timeout_s=job.timeout_s))
-    return phase.ok, (phase.evidence or phase.summary) if not phase.ok else phase.summary
+    reply = await backend.request(params, purpose="job", timeout_s=job.timeout_s)
+    phase = test_phase(reply)
+    if phase.ok:
+        return True, phase.summary
+    if reply.ok and reply.result.verdict == "error":  # the checks could not run: not verified, not "incorrect"
+        return None, f"correctness not verified: {phase.evidence or phase.summary}"
+    return False, phase.evidence or phase.summary
 
 
 async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[Timing | None, Timing | None, str]:

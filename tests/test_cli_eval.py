@@ -99,3 +99,21 @@ def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test
                                                  {"files": candidate_for("files")}, chip="v5e", verify=False)))
     assert unverified["correct_rate"] == 0.0 and unverified["per_task"][0]["status"] == "compiled, not correct"
     assert unverified["per_task"][0]["verdict"]["status"] == "correctness not verified"
+
+
+def test_compiled_needs_every_reached_kernel_to_pass_every_tier():
+    from types import SimpleNamespace
+
+    from pallasite.agents.eval_job import compiled_verdict
+
+    def report(*kernels):
+        return SimpleNamespace(findings=(), skipped=None, kernels=tuple(
+            SimpleNamespace(name=n, tiers=tuple(t.items())) for n, t in kernels))
+
+    fwd = ("fwd", {0: "ok", 1: "ok", 2: "ok"})
+    bwd_unreached = ("bwd", {0: "ok", 1: "not reached: the task never calls this kernel", 2: "not reached: ..."})
+    assert compiled_verdict(report(fwd, bwd_unreached), (0, 1, 2), "v5e")[0] is True
+    ok, why = compiled_verdict(report(("fwd", {0: "ok", 1: "ok", 2: "skipped: libtpu not installed"})), (0, 1, 2), "v5e")
+    assert not ok and "tier 2 skipped" in why
+    assert compiled_verdict(report(bwd_unreached), (0, 1, 2), "v5e")[0] is False
+    assert compiled_verdict(report(), (0, 1, 2), "v5e")[0] is False
