@@ -133,14 +133,13 @@ async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[
     """(candidate, reference, why) estimated for the chip: the candidate by the cost model, the
     reference by what the worker's estimate op reports for it (engine/eval_tasks.reference_seconds)."""
     from pallasite.engine.eval_tasks import reference_seconds
-    from pallasite.engine.sources import sources_for
-    from pallasite.runner.messages import EstimateParams
+    from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
-    reply = await backend.request(EstimateParams(source=sources_for(candidate_path(task), text), chip=job.chip,
-                                                 reference=True, probe=False), purpose="job", timeout_s=job.timeout_s)
-    if not reply.ok:
-        return None, None, f"not estimated: {str(reply.why)[:300]}"
-    result = reply.result
+    estimate = worker_estimator(backend, candidate_path(task), text, TuneOptions(chip=job.chip), timeout_s=job.timeout_s)
+    try:
+        result = await estimate([], {})  # the file as it is, with the reference's cost (the first call)
+    except TuneError as err:
+        return None, None, f"not estimated: {str(err)[:300]}"
     est = result.estimates[0] if result.estimates else None
     cand = None
     why = ""

@@ -23,42 +23,17 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable
 
 from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict, Winner, pick_winner, try_speedup
 
 from . import implementer, planner
 from .deadline import Deadline, bounded
+from .evaluator import Evaluator, PhaseResult  # noqa: F401 - re-exported: the loop's seam types
 from .model_client import ModelClient, at_step
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
 PHASES = ("plan", "implement", "compile", "test", "autotune", "profile")
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    """What one evaluation phase found. ``seconds`` is the ranked figure (``label`` says its kind)."""
-
-    ok: bool
-    summary: str
-    evidence: str = ""  # what goes back to the planner on failure (compiler error, test rejection)
-    seconds: float | None = None
-    label: str = ""  # e.g. "estimate (v6e)", "device (TPU v6 lite)"
-    source: str | None = None  # autotune/fix: the changed source
-    data: dict = field(default_factory=dict)
-    timing: Timing | None = None  # measure: the figure with its provenance (else read from ``label``)
-
-
-class Evaluator(Protocol):
-    """The frozen tests and the timing method. ``method`` names the one way every candidate is timed."""
-
-    method: str
-
-    async def compile(self, source: str) -> PhaseResult: ...
-
-    async def test(self, source: str) -> PhaseResult: ...
-
-    async def measure(self, source: str) -> PhaseResult: ...
 
 
 @dataclass(frozen=True)
@@ -221,7 +196,7 @@ def _history(state: RunState) -> list[dict]:
             for it in state.iterations]
 
 
-async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
+async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, budgets: Budgets = Budgets(), *,
                   recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None,
                   instruction: str = "", deadline: Deadline | None = None) -> Iteration:
     """One iteration; appended to ``state.iterations`` and returned. Failures are data (``verdict``).
@@ -281,7 +256,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
         say(it.index, "compile", "compiling")
         result = phase("compile", await timed("compile", evaluator.compile(candidate)))
         rounds = 0
-        while not result.ok and rounds < budgets.fix_rounds and hasattr(evaluator, "fix"):
+        while not result.ok and rounds < budgets.fix_rounds and evaluator.fix is not None:
             rounds += 1
             say(it.index, "compile", f"fixing (round {rounds})")
             with at_step(it.index):  # the fixer's model calls are recorded at this iteration
@@ -305,7 +280,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             it.verdict, it.evidence = "incorrect", result.evidence or result.summary
             return it
         # autotune (optional) and the measurement by the run's one method
-        if hasattr(evaluator, "tune"):
+        if evaluator.tune is not None:
             say(it.index, "autotune", "tuning")
             tuned = phase("autotune", await timed("autotune", evaluator.tune(candidate)))
             if tuned.ok and tuned.source and tuned.source != candidate:
@@ -405,7 +380,7 @@ async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budg
     state.context["tests_hash"] = evaluator.tests_hash()
 
 
-async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
+async def optimize(state: RunState, provider: Provider, evaluator: Evaluator, budgets: Budgets = Budgets(), *,
                    recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None) -> RunState:
     """Up to ``budgets.iterations`` iterations (counting resumed ones); the best valid candidate wins.
     ``budgets.max_seconds`` bounds the whole run from here (the tests, the baseline, every phase; a
@@ -415,8 +390,8 @@ async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets:
     if gate is not None:  # the time the user takes to answer is not spent from the budget
         gate = deadline.pausing(gate)
     try:
-        if hasattr(evaluator, "tests_hash"):
-            await freeze_tests(state, provider, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
+        if evaluator.frozen is not None:
+            await freeze_tests(state, provider, evaluator.frozen, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
                                deadline=deadline)
         if state.baseline_s is None:  # the baseline: the original, by the same method
             base = await deadline.within(evaluator.measure(state.original), "the baseline measurement", Stop)

@@ -24,7 +24,7 @@ from typing import Any
 from pallasite.analysis.types import to_json
 from pallasite.engine.timing import device_measurement
 
-from .optimize import PhaseResult
+from .evaluator import PhaseResult
 
 from .guards import TEST_NAMES, tampering  # noqa: F401 - TEST_NAMES: the frozen test definitions, by name
 
@@ -141,6 +141,8 @@ def json_short(data: dict) -> str:
 
 
 class EngineEvaluator:
+    """The Evaluator (agents/evaluator.py) over the engine, with every optional capability."""
+
     def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str = "v6e",
                  device: Any = None, timeout_s: float = 300.0, fixer: Any = None,
                  tests: str | None = None) -> None:
@@ -156,6 +158,7 @@ class EngineEvaluator:
         self.use_tests(tests)
         self.device_kind = ""
         self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
+        self.frozen = self  # the Evaluator Protocol's optional capabilities: fix, tune and the frozen tests
 
     def use_tests(self, tests: str | None) -> None:
         """From now on ``tests`` are the written tests (frozen: the loop records their hash)."""

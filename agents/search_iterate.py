@@ -34,12 +34,15 @@ PLAN_CHARS = 2000  # how much of a parent's plan goes into the instruction
 
 
 class Slotted:
-    """An optimize ``Evaluator`` whose device phases wait for a slot (see the module docstring).
-    ``fix``/``tune`` exist only when the wrapped evaluator has them (iterate asks ``hasattr``)."""
+    """An ``Evaluator`` (agents/evaluator.py) whose device phases wait for a slot (see the module
+    docstring); the inner one's optional capabilities are passed on as they are (``tune`` slotted)."""
 
     def __init__(self, inner: Any, slots: asyncio.Semaphore, *, device: bool) -> None:
         self.inner, self.slots, self.device = inner, slots, device
         self.method = inner.method
+        self.fix = inner.fix
+        self.tune = (lambda source: self._held(inner.tune, source)) if inner.tune is not None else None
+        self.frozen = inner.frozen
 
     async def _held(self, fn: Any, *args: Any) -> Any:
         if not self.device:
@@ -55,12 +58,6 @@ class Slotted:
 
     async def measure(self, source: str) -> Any:
         return await self._held(self.inner.measure, source)
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)  # AttributeError when the inner one lacks it
-        if name == "tune":
-            return lambda source: self._held(attr, source)
-        return attr
 
 
 def _speed(node: SearchNode) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import Budgets, Decision, PhaseResult, new_run, optimize
 from pallasite.agents.optimize_record import OptimizeRecorder, export, load, replay_table
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
 
 
-class MarkerEvaluator:
+class MarkerEvaluator(BaseEvaluator):
     """Judges a source by markers in it: BROKEN fails to compile, WRONG fails the tests, COST=<s> is
     the estimate (a stand-in for the worker; the real one is tested in test_optimize_e2e.py)."""
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import PhaseResult
 from pallasite.agents.planner_prompt import SYSTEM as PLANNER_SYSTEM
 from pallasite.agents.providers import ProviderError, Usage
@@ -74,7 +75,7 @@ class LandscapeModel:
         pass
 
 
-class LandscapeEvaluator:
+class LandscapeEvaluator(BaseEvaluator):
     method = "estimate (v6e)"
 
     def __init__(self):
@@ -240,7 +241,7 @@ def test_device_phases_take_one_slot_while_model_calls_overlap():
 
 def test_slotted_offers_tune_and_fix_only_when_the_evaluator_has_them():
     plain = Slotted(LandscapeEvaluator(), asyncio.Semaphore(1), device=True)
-    assert not hasattr(plain, "tune") and not hasattr(plain, "fix")
+    assert plain.tune is None and plain.fix is None and plain.frozen is None  # explicit, never probed
 
     class Tuning(LandscapeEvaluator):
         async def tune(self, source):
