@@ -5,7 +5,7 @@
   tiers, the guarded test (the ``time`` op's integrity checks), the timing by ``method``;
 - optional capabilities, as members that are ``None`` when the evaluator lacks them (never probed
   with ``hasattr``): ``fix`` (one compile-fix round of the verified fixer), ``tune`` (autotune the
-  candidate's tunables), ``frozen`` (the frozen tests: their hash, and the same evaluator with
+  candidate's tunables), ``frozen_tests`` (the frozen tests: their hash, and the same evaluator with
   other tests, which the test writer validates against).
 
 ``BaseEvaluator`` gives the three optional members as ``None``; agents/optimize_eval.EngineEvaluator
@@ -55,7 +55,7 @@ class Evaluator(Protocol):
     method: str
     fix: Optional[FixFn]
     tune: Optional[TuneFn]
-    frozen: Optional[FrozenTests]
+    frozen_tests: Optional[FrozenTests]
 
     async def compile(self, source: str) -> PhaseResult: ...
 
@@ -70,4 +70,4 @@ class BaseEvaluator:
     method: str = ""
     fix: Optional[FixFn] = None
     tune: Optional[TuneFn] = None
-    frozen: Optional[Any] = None
+    frozen_tests: Optional[Any] = None

@@ -109,7 +109,8 @@ class RunState:
 
     def verdict(self, it: Iteration) -> Verdict:
         """The iteration's verdict: compiled/correct from its phases, its timing with its provenance."""
-        return Verdict(_phase_ok(it, "compile"), _phase_ok(it, "test") if it.valid else False,
+        # a valid iteration passed its compile and test phases (the loop sets ``valid`` only then)
+        return Verdict(True if it.valid else _phase_ok(it, "compile"), it.valid,
                        timing_for(it.time_s, it.label or self.method, self.context.get("chip", "")) if it.valid else None,
                        it.evidence)
 
@@ -390,8 +391,8 @@ async def optimize(state: RunState, provider: Provider, evaluator: Evaluator, bu
     if gate is not None:  # the time the user takes to answer is not spent from the budget
         gate = deadline.pausing(gate)
     try:
-        if evaluator.frozen is not None:
-            await freeze_tests(state, provider, evaluator.frozen, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
+        if evaluator.frozen_tests is not None:
+            await freeze_tests(state, provider, evaluator.frozen_tests, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
                                deadline=deadline)
         if state.baseline_s is None:  # the baseline: the original, by the same method
             base = await deadline.within(evaluator.measure(state.original), "the baseline measurement", Stop)

@@ -42,7 +42,7 @@ class Slotted:
         self.method = inner.method
         self.fix = inner.fix
         self.tune = (lambda source: self._held(inner.tune, source)) if inner.tune is not None else None
-        self.frozen = inner.frozen
+        self.frozen_tests = inner.frozen_tests
 
     async def _held(self, fn: Any, *args: Any) -> Any:
         if not self.device:

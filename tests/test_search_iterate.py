@@ -241,7 +241,7 @@ def test_device_phases_take_one_slot_while_model_calls_overlap():
 
 def test_slotted_offers_tune_and_fix_only_when_the_evaluator_has_them():
     plain = Slotted(LandscapeEvaluator(), asyncio.Semaphore(1), device=True)
-    assert plain.tune is None and plain.fix is None and plain.frozen is None  # explicit, never probed
+    assert plain.tune is None and plain.fix is None and plain.frozen_tests is None  # explicit, never probed
 
     class Tuning(LandscapeEvaluator):
         async def tune(self, source):
