@@ -45,7 +45,7 @@ def main() -> int:
     from pallasite.agents.providers_scripted import ScriptedProvider
     from pallasite.engine.eval_tasks import discover
     from pallasite.agents.eval_job import EvalJob, run_eval
-    from pallasite.server.cmd_eval import format_summary
+    from pallasite.server.cmd_eval import format_summary  # the rendering only
 
     from pallasite.server.cmd_search import device_settings, device_where, open_device
 

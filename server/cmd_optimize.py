@@ -44,8 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--mode", choices=("auto", "step"), default="auto",
                         help="auto: run unattended; step: pause after each phase for approve / revise / stop")
     parser.add_argument("--iterations", type=int, default=3, help="iterations at most (default 3)")
-    parser.add_argument("--max-tokens", type=int, default=500_000, help="token budget of the whole run")
-    parser.add_argument("--max-seconds", type=float, default=1800.0, help="time budget of the whole run")
+    parser.add_argument("--max-tokens", type=int, default=500_000,
+                        help="token budget of the whole run (default 500000, as in the editor)")
+    parser.add_argument("--max-seconds", type=float, default=1800.0,
+                        help="time budget of the whole run (default 1800, as in the editor)")
     parser.add_argument("--provider", help="gemini, openai, scripted, or replay:<run-id> (default: agent.provider)")
     parser.add_argument("--model", help="the model name (default: the provider's)")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (openai) or an API endpoint override (gemini)")
@@ -68,7 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 def tests_path(path: str) -> Path:
     """Where ``--write-tests`` puts the proposal and where a later run looks: ``<stem>.tests.py``."""
-    return Path(path).with_suffix(".tests.py")
+    from pallasite.agents.optimize_job import tests_path as reviewed
+
+    return reviewed(path)
 
 
 def budget_report(state, budgets) -> dict:
@@ -147,9 +151,9 @@ def _console_gate(plans_dir: Path, run_id: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.agents.model_client import ModelClient
-    from pallasite.agents.optimize import Budgets, new_run, optimize
-    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.optimize import new_run
+    from pallasite.agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
+    from pallasite.agents.optimize_job import budgets as job_budgets
     from pallasite.agents.optimize_record import OptimizeRecorder, export, load
     from pallasite.agents.providers import ProviderError, make_provider
     from pallasite.engine.checker import TARGETS, read_source
@@ -201,8 +205,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         return fail(str(err))
     config = dataclasses.replace(agent.provider_config(provider_name), store_path=str(store_path(workspace)))
-    budgets = Budgets(iterations=args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
-                      fix_rounds=args.fix_rounds, request_timeout_s=agent.requestTimeoutS, test_rounds=args.test_rounds)
+    budgets = job_budgets(args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
+                          fix_rounds=args.fix_rounds, request_timeout_s=agent.requestTimeoutS, test_rounds=args.test_rounds)
 
     def on_phase(iteration: int, phase: str, message: str) -> None:
         print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
@@ -217,24 +221,18 @@ def run(args: argparse.Namespace) -> int:
         model = make_provider(config)
         engine = Engine(workspace=workspace)
         try:
-            # the fixer asks the model through a client recording under this run (replays reproduce it)
-            fixer = ModelClient(model, run_id=state.run_id, recorder=recorder) if args.fix_rounds else None
-            evaluator = EngineEvaluator(engine, path, state.original, options, chip=chip, device=device,
-                                        fixer=fixer, tests=tests)
+            job = OptimizeJob(path, state.original, options, chip, budgets, tests=tests, tests_name=tests_file.name,
+                              device=device, state=state, resumed=bool(args.resume))
             if args.write_tests:
+                evaluator = make_evaluator(job, engine, model, recorder, state)
                 return await write_tests(args, state, model, evaluator, recorder, budgets)
-            if tests is not None and not args.resume:
-                from pallasite.agents.test_writer import validate_with
-
-                check = await validate_with(evaluator, state.original, tests)
-                if not check.ok:
-                    return f"{tests_file}: the original kernel does not pass these tests: {check.evidence or check.summary}"
-                state.context["tests"] = tests
-                state.context["tests_summary"] = f"from {tests_file.name}, validated ({check.summary})"
             gate = _console_gate(Path(workspace) / ".pallasite" / "plans", state.run_id) if args.mode == "step" else None
-            print(f"pallasite optimize: run {state.run_id}, {args.mode} mode, {evaluator.method}, provider "
-                  f"{config.label()}", file=sys.stderr, flush=True)
-            return await optimize(state, model, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase)
+
+            def started(st, evaluator) -> None:
+                print(f"pallasite optimize: run {st.run_id}, {args.mode} mode, {evaluator.method}, provider "
+                      f"{config.label()}", file=sys.stderr, flush=True)
+
+            return await run_optimize(job, engine, model, recorder, gate=gate, on_phase=on_phase, on_start=started)
         finally:
             await model.close()
             await engine.close()

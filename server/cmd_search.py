@@ -202,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
         backend, where_ = open_device(device, args.memory_mb, allow_unconfined=args.allow_unconfined) \
             if device is not None else (None, "")
         try:
+            from pallasite.agents.search_job import run_search
+
             return await run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
                                     memory_mb=args.memory_mb, done=done, on_node=on_node, device=backend,
                                     where=where_, on_phase=on_phase, allow_unconfined=args.allow_unconfined,
@@ -232,53 +234,6 @@ def run(args: argparse.Namespace) -> int:
         written = apply_result(path, started, best.source, beside=".search.py")
         print(f"{best.id}'s source: {written.describe()}")
     return 0
-
-
-async def run_search(path: Path, text: str, options, provider, *, chip: str, jobs: int = 2, memory_mb: int = 8192,
-                     done=(), on_node=None, engine=None, check_options=None, device=None, where: str = "",
-                     on_phase=None, request_timeout_s: float = 120.0, timeout_s: float = 600.0,
-                     allow_unconfined: bool = False, recorder=None, run_id: str = "", provider_for=None):
-    """One search of ``text`` (the file at ``path``); each node one optimize iteration by ``provider``
-    (agents/search_iterate.py). Without ``device`` the frozen tests run in interpret mode on job
-    workers and times are the cost model's estimates for ``chip``; with ``device`` (an open backend:
-    engine/remote.open_remote, or a fake one in tests; ``where`` names it) tests and timings run there,
-    one at a time. ``engine``: the server's (else one is made and closed here). Shared by the CLI and
-    the editor's "Search for a faster kernel"."""
-    from pallasite.agents.optimize import Budgets
-    from pallasite.agents.optimize_eval import EngineEvaluator
-    from pallasite.agents.search import search
-    from pallasite.agents.search_device import DeviceEvaluator
-    from pallasite.agents.search_iterate import IterateNodes
-    from pallasite.engine.checker import CheckOptions
-    from pallasite.engine.engine import Engine
-    from pallasite.engine.pool import local_backend
-
-    own = engine is None
-    if own:
-        engine = Engine(use_store=False, backend_factory=lambda config, checks: local_backend(
-            config, checks=checks, jobs=max(1, jobs)))
-    options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s,
-                                             allow_unconfined=allow_unconfined)
-    if device is not None:
-        evaluator = DeviceEvaluator(engine, str(path), text, options_, chip=chip, device=device, where=where or "device",
-                                    timeout_s=timeout_s)
-    else:
-        evaluator = EngineEvaluator(engine, str(path), text, options_, chip=chip, timeout_s=timeout_s)
-    nodes = IterateNodes(provider, evaluator, str(path), chip, Budgets(iterations=1, fix_rounds=0,
-                                                                       request_timeout_s=request_timeout_s),
-                         device=device is not None, device_slots=options.device_slots, on_phase=on_phase,
-                         recorder=recorder, run_id=run_id, provider_for=provider_for)
-    nodes.resume_from(list(done))
-    try:
-        graph = await search(text, options, None, nodes.evaluate_root, provenance=evaluator.method, done=done,
-                             on_node=on_node, attempt=nodes.attempt)
-    finally:
-        if own:
-            await engine.close()
-        await provider.close()
-    if graph.root.time_s and graph.root.provenance:
-        graph.provenance = graph.root.provenance  # names the device kind once the root was timed
-    return graph
 
 
 def stored_nodes_exist(workspace, rid: str) -> bool:

@@ -20,7 +20,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
-from pallasite.agents.optimize import Budgets, Decision, RunState, new_run, optimize
+from pallasite.agents.optimize import Decision, RunState, new_run
 from pallasite.analysis.types import KernelSite, Span
 
 from .lenses import Lens
@@ -137,26 +137,12 @@ def shown_document(run_id: str, phase: str, payload: dict) -> tuple[str, str] | 
     return f"{run_id}-{tag}.{suffix}", text if text.endswith("\n") else text + "\n"
 
 
-def _evaluator(engine: Any, path: str, text: str, options: Any, chip: str, provider: Any, fix_rounds: int,
-               tests: str | None = None) -> Any:
-    from pallasite.agents.optimize_eval import EngineEvaluator
-
-    return EngineEvaluator(engine, path, text, options, chip=chip, fixer=provider if fix_rounds else None, tests=tests)
-
-
-def reviewed_tests(path: str) -> str | None:
-    """The reviewed ``<stem>.tests.py`` beside the file (what `pallasite optimize --write-tests` wrote and
-    the CLI's optimize uses), or None."""
-    from .cmd_optimize import tests_path
-
-    found = tests_path(path)
-    return found.read_text(encoding="utf-8") if found.is_file() else None
-
-
-async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) -> tuple[dict[str, Any], RunState | None]:
+async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None,
+              device: Any = None) -> tuple[dict[str, Any], RunState | None]:
     """The run as an engine job (kind "optimize"): its result dict and final state (None if it did
     not finish). Cancelling the caller cancels the job and waits for it to end."""
-    from pallasite.agents.model_client import ModelClient
+    from pallasite.agents.optimize_job import OptimizeJob, reviewed_tests, run_optimize, tests_path
+    from pallasite.agents.optimize_job import budgets as job_budgets
     from pallasite.agents.optimize_record import OptimizeRecorder
     from pallasite.agents.providers import make_provider
     from pallasite.engine.store_cache import workspace_for
@@ -178,21 +164,13 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) 
     state = new_run(path, text)
     state.context["chip"] = chip
     recorder = OptimizeRecorder(workspace)
-    # the fixer's calls go through a model client recording under this run, as the CLI's do
-    fixer = ModelClient(provider, run_id=state.run_id, recorder=recorder)
+    # the same service as the CLI (agents/optimize_job.py): the reviewed <stem>.tests.py, the device
+    # backend when asked for, the same budgets, the fixer's calls recorded under the run
     tests = reviewed_tests(path)
-    evaluator = _evaluator(engine, path, text, options, chip, fixer, agent.optimizeFixRounds, tests)
-    if tests is not None:
-        from pallasite.agents.test_writer import validate_with
-
-        check = await validate_with(evaluator, text, tests)
-        if not check.ok:
-            await provider.close()
-            recorder.close()
-            return {"ok": False, "message": f"pallasite: Optimize: {Path(path).with_suffix('.tests.py').name}: the "
-                    f"original kernel does not pass these tests: {check.evidence or check.summary}"}, None
-        state.context["tests"] = tests
-        state.context["tests_summary"] = f"from {Path(path).with_suffix('.tests.py').name}, validated ({check.summary})"
+    run_job = OptimizeJob(path, text, options, chip, job_budgets(iterations, fix_rounds=agent.optimizeFixRounds,
+                                                             request_timeout_s=agent.requestTimeoutS),
+                      tests=tests, tests_name=tests_path(path).name if tests is not None else "", device=device,
+                      state=state)
     progress = WorkProgress(ls, f"pallasite: optimizing {Path(path).name} ({mode})", token)
 
     async def show(name: str, body: str) -> str:
@@ -219,9 +197,11 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) 
         def on_phase(iteration: int, phase: str, message: str) -> None:
             progress.report(f"iteration {iteration}/{iterations}: {phase}: {message}")
 
-        return await optimize(state, provider, evaluator, Budgets(iterations=iterations, fix_rounds=agent.optimizeFixRounds,
-                                                                  max_tokens=agent.maxTokens * iterations),
-                              recorder=recorder, gate=gate if mode == "step" else None, on_phase=on_phase)
+        final = await run_optimize(run_job, engine, provider, recorder, gate=gate if mode == "step" else None,
+                                   on_phase=on_phase)
+        if isinstance(final, str):  # the reviewed tests do not pass on the original
+            raise ValueError(final)
+        return final
 
     progress.begin([])
     job = engine.jobs.submit("optimize", path, body)
