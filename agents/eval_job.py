@@ -124,7 +124,9 @@ async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[bool 
     phase = test_phase(reply)
     if phase.ok:
         return True, phase.summary
-    if reply.ok and reply.result.verdict == "error":  # the checks could not run: not verified, not "incorrect"
+    if not reply.ok or reply.result.verdict == "error":
+        # the checks could not run or finish (too big for interpret mode, a memory or time limit, a crash):
+        # not verified, which is not "incorrect" either; only a rejection by the checks is incorrect
         return None, f"correctness not verified: {phase.evidence or phase.summary}"
     return False, phase.evidence or phase.summary
 

@@ -117,3 +117,19 @@ def test_compiled_needs_every_reached_kernel_to_pass_every_tier():
     assert not ok and "tier 2 skipped" in why
     assert compiled_verdict(report(bwd_unreached), (0, 1, 2), "v5e")[0] is False
     assert compiled_verdict(report(), (0, 1, 2), "v5e")[0] is False
+
+
+def test_a_check_that_could_not_finish_is_not_verified_rather_than_incorrect(tmp_path):
+    import asyncio
+
+    from pallasite.agents.eval_job import EvalJob, _test
+    from pallasite.engine.backend import Reply
+    from pallasite.engine.eval_tasks import discover
+
+    class Killed:
+        async def request(self, params, **kw):
+            return Reply("crashed", message="the worker went over its memory limit of 8192 MiB and was stopped")
+
+    (task,) = [t for t in discover(str(DATA / "eval")) if t.name == "add_tuned"]
+    correct, why = asyncio.run(_test(Killed(), task, open(task.candidate_path).read(), EvalJob([task], {})))
+    assert correct is None and why.startswith("correctness not verified") and "memory limit" in why
