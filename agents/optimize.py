@@ -105,7 +105,10 @@ class RunState:
         return s.value if s else None
 
     def baseline_timing(self) -> Timing | None:
-        return timing_for(self.baseline_s, self.baseline_label or self.method, self.context.get("chip", ""))
+        """The original's figure by the run's one method (a state recorded without the method's label takes
+        its iterations' label: the loop measures them all by that method)."""
+        label = self.baseline_label or self.method or next((it.label for it in self.iterations if it.label), "")
+        return timing_for(self.baseline_s, label, self.context.get("chip", ""))
 
     def verdict(self, it: Iteration) -> Verdict:
         """The iteration's verdict: compiled/correct from its phases, its timing with its provenance."""
