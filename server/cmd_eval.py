@@ -72,8 +72,9 @@ def format_summary(s: dict) -> str:
         lines.append(f"  {s.get('speedup_refused') or 'no speedup'}")
     else:
         curve = {p: v for p, v in s["fast_p"]}
+        none = "; no task was correct, so every task counts 1.0x" if not s["correct_rate"] else ""
         lines.append(f"  geomean speedup {s['geomean_speedup']:.3f}x vs the task's reference (each task floored at "
-                     f"1.0x)  improved (>1.05x) {_pct(s['improved_share'])}")
+                     f"1.0x{none})  improved (>1.05x) {_pct(s['improved_share'])}")
         lines.append("  fast_p: " + "  ".join(f"p={p:g}: {curve[p]:.0%}" for p in (0.0, 1.0, 1.5, 2.0, 3.0)))
     lines.append(f"  wall time {s['wall_s']:.1f} s")
     return "\n".join(lines)
