@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_summary(s))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "methods": summaries}, f, indent=1)
+            json.dump({"version": 2, "methods": summaries}, f, indent=1)  # 2: verdicts, no candidate, refusals
     if args.report:
         from pallasite.server.report_html import eval_html
 
