@@ -8,7 +8,12 @@ the geometric mean over its cases. Over the tasks attempted (``summarize``):
 - the share "improved" (correct and speedup > 1.05x);
 - fast_p: the share of tasks correct and faster than the reference by more than p, for p in [0, 3].
 
-A correct task whose case has no timing is an error (``MissingTiming``), never 1.0x by accident.
+A correct task whose case has no timing is an error (``MissingTiming``), never 1.0x by accident;
+a case whose speedup was REFUSED (analysis/verdict.speedup: the two sides were timed by different
+methods or models) carries the refusal, and then the summary has no speedup figures at all (the
+geomean, "improved" and fast_p are None, ``speedup_refused`` says why) rather than numbers that
+divide two different things. A task with no candidate (``CaseOutcome.candidate`` False: the folder
+holds only the reference) is failed: not compiled, not correct, 1.0x in the geomean.
 Every summary carries the provenance of its speedups ("estimate (v5e)", "device (TPU v5 lite)").
 """
 
@@ -32,6 +37,8 @@ class CaseOutcome:
     correct: bool
     speedup: float | None = None  # reference time / candidate time for this input case
     error: str | None = None
+    candidate: bool = True  # False: nothing to evaluate (the reference alone): a failed case
+    refused: str | None = None  # why no speedup may be computed (analysis/verdict.try_speedup)
 
 
 @dataclass(frozen=True)
@@ -41,8 +48,18 @@ class TaskOutcome:
     provenance: str = ""
 
     @property
+    def has_candidate(self) -> bool:
+        return bool(self.cases) and all(c.candidate for c in self.cases)
+
+    @property
     def compiled(self) -> bool:
-        return bool(self.cases) and all(c.compiled for c in self.cases)
+        return self.has_candidate and all(c.compiled for c in self.cases)
+
+    def refused(self) -> str | None:
+        """Why this correct task has no speedup by rule (mixed methods), or None."""
+        if not self.correct:
+            return None
+        return next((c.refused for c in self.cases if c.refused), None)
 
     @property
     def correct(self) -> bool:
@@ -50,7 +67,7 @@ class TaskOutcome:
 
     def speedup(self) -> float | None:
         """Geomean over the cases of a correct task; None for a task that failed."""
-        if not self.correct:
+        if not self.correct or self.refused():
             return None
         for i, c in enumerate(self.cases):
             if c.speedup is None or not math.isfinite(c.speedup) or c.speedup <= 0:
@@ -75,11 +92,13 @@ class Summary:
     tasks: int
     compile_rate: float
     correct_rate: float
-    geomean_speedup: float  # each task floored at 1.0x, failures 1.0x
-    improved_share: float  # correct and > 1.05x
+    geomean_speedup: float | None  # each task floored at 1.0x, failures 1.0x; None: refused (speedup_refused)
+    improved_share: float | None  # correct and > 1.05x
     fast_p: tuple[tuple[float, float], ...] = field(default_factory=tuple)  # (p, share)
     per_task: tuple[dict[str, Any], ...] = ()
     wall_s: float | None = None
+    with_candidate: int = 0  # tasks that had a candidate (the others are "no candidate": failed)
+    speedup_refused: str | None = None  # why there are no speedup figures
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -105,14 +124,23 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
         raise ValueError(f"method {method!r}: no tasks were attempted, so there is nothing to summarize")
     n = len(outcomes)
     speeds = [o.speedup() for o in outcomes]  # raises before any number is computed
-    per_task = tuple({"task": o.task, "compiled": o.compiled, "correct": o.correct, "speedup": s,
-                      "scored": max(s, 1.0) if s is not None else 1.0, "cases": len(o.cases),
+    refused = next((o.refused() for o in outcomes if o.refused()), None)
+    per_task = tuple({"task": o.task, "candidate": o.has_candidate, "compiled": o.compiled, "correct": o.correct,
+                      "status": _status(o), "speedup": s, "scored": max(s, 1.0) if s is not None else 1.0,
+                      "speedup_refused": o.refused(), "cases": len(o.cases),
                       "provenance": o.provenance or provenance, "errors": o.errors()[:3]}
                      for o, s in zip(outcomes, speeds))
     return Summary(
         method=method, provenance=provenance, tasks=n,
         compile_rate=sum(o.compiled for o in outcomes) / n,
         correct_rate=sum(o.correct for o in outcomes) / n,
-        geomean_speedup=_geomean([t["scored"] for t in per_task]),
-        improved_share=sum(1 for s in speeds if s is not None and s > IMPROVED) / n,
-        fast_p=fast_p(outcomes), per_task=per_task, wall_s=wall_s)
+        geomean_speedup=None if refused else _geomean([t["scored"] for t in per_task]),
+        improved_share=None if refused else sum(1 for s in speeds if s is not None and s > IMPROVED) / n,
+        fast_p=() if refused else fast_p(outcomes), per_task=per_task, wall_s=wall_s,
+        with_candidate=sum(o.has_candidate for o in outcomes), speedup_refused=refused)
+
+
+def _status(o: TaskOutcome) -> str:
+    if not o.has_candidate:
+        return "no candidate"
+    return "correct" if o.correct else "compiled, not correct" if o.compiled else "not compiled"

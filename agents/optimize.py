@@ -11,7 +11,9 @@ produced and answers approve / revise (the user's text is the new instruction) /
 
 Honesty: every candidate is ranked by ONE method, ``evaluator.method`` (device time, or the cost
 model's estimate for a named chip); a candidate that failed compile or test has ``valid=False`` and
-can never be ``best``. The baseline is the original file measured by the same method.
+can never be ``best``. The baseline is the original file measured by the same method. The winner
+rule is analysis/verdict.pick_winner: only a correct candidate faster than the original by the same
+method wins (``RunState.winner``); otherwise ``RunState.outcome().why`` says "no winner: <why>".
 Every iteration is snapshotted through ``recorder`` (source, plan, results, tokens, seconds); a run
 resumes from its snapshots (``resume_state``).
 """
@@ -21,38 +23,17 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable
+
+from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict, Winner, pick_winner, try_speedup
 
 from . import implementer, planner
 from .deadline import Deadline, bounded
+from .evaluator import Evaluator, PhaseResult  # noqa: F401 - re-exported: the loop's seam types
+from .model_client import ModelClient, at_step
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
 PHASES = ("plan", "implement", "compile", "test", "autotune", "profile")
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    """What one evaluation phase found. ``seconds`` is the ranked figure (``label`` says its kind)."""
-
-    ok: bool
-    summary: str
-    evidence: str = ""  # what goes back to the planner on failure (compiler error, test rejection)
-    seconds: float | None = None
-    label: str = ""  # e.g. "estimate (v6e)", "device (TPU v6 lite)"
-    source: str | None = None  # autotune/fix: the changed source
-    data: dict = field(default_factory=dict)
-
-
-class Evaluator(Protocol):
-    """The frozen tests and the timing method. ``method`` names the one way every candidate is timed."""
-
-    method: str
-
-    async def compile(self, source: str) -> PhaseResult: ...
-
-    async def test(self, source: str) -> PhaseResult: ...
-
-    async def measure(self, source: str) -> PhaseResult: ...
 
 
 @dataclass(frozen=True)
@@ -115,26 +96,54 @@ class RunState:
         return min(valid, key=lambda it: (it.time_s, it.index)) if valid else None
 
     def speedup(self) -> float | None:
+        """The fastest valid candidate against the original, by analysis/verdict.speedup (None when the
+        two were not timed by the same method)."""
         best = self.best
-        if best is None or not self.baseline_s or not best.time_s:
+        if best is None:
             return None
-        return self.baseline_s / best.time_s
+        s, _ = try_speedup(self.baseline_timing(), self.verdict(best).timing, baseline_name="the original file")
+        return s.value if s else None
+
+    def baseline_timing(self) -> Timing | None:
+        """The original's figure by the run's one method (a state recorded without the method's label takes
+        its iterations' label: the loop measures them all by that method)."""
+        label = self.baseline_label or self.method or next((it.label for it in self.iterations if it.label), "")
+        return timing_for(self.baseline_s, label, self.context.get("chip", ""))
+
+    def verdict(self, it: Iteration) -> Verdict:
+        """The iteration's verdict: compiled/correct from its phases, its timing with its provenance."""
+        # a valid iteration passed its compile and test phases (the loop sets ``valid`` only then)
+        return Verdict(True if it.valid else _phase_ok(it, "compile"), it.valid,
+                       timing_for(it.time_s, it.label or self.method, self.context.get("chip", "")) if it.valid else None,
+                       it.evidence)
+
+    def _speedup_of(self, it: Iteration) -> float | None:
+        s, _ = try_speedup(self.baseline_timing(), self.verdict(it).timing, baseline_name="the original file")
+        return s.value if s and it.valid else None
+
+    def outcome(self) -> Winner:
+        """The winner rule (analysis/verdict.pick_winner) over the iterations, against the original."""
+        return pick_winner(self.baseline_timing(), [(it.index, self.verdict(it)) for it in self.iterations],
+                           baseline_name="the original file")
 
     @property
     def winner(self) -> Iteration | None:
-        """The best candidate if it beats the original (what gets written or applied), else None."""
-        return self.best if (self.speedup() or 0.0) > 1.0 else None
+        """The winner (a correct candidate faster than the original by the same method: what gets written
+        or applied), else None; ``outcome().why`` says why not."""
+        index = self.outcome().name
+        return next((it for it in self.iterations if it.index == index), None) if index is not None else None
 
     def table(self) -> list[dict]:
         """The final table: one row per iteration (what the CLI, the hover and replay print)."""
         rows = []
+        winner = self.winner
         for it in self.iterations:
             rows.append({"iteration": it.index, "plan": it.summary, "verdict": it.verdict,
                          "compiled": _phase_ok(it, "compile"), "correct": _phase_ok(it, "test"),
                          "time_s": it.time_s, "label": it.label,
-                         "speedup": (self.baseline_s / it.time_s) if it.valid and it.time_s and self.baseline_s else None,
+                         "speedup": self._speedup_of(it),
                          "tokens": it.tokens, "seconds": round(it.seconds, 3),
-                         "best": self.best is it,
+                         "best": winner is it,  # the winner only: never a slower or unmeasured candidate
                          "why": it.evidence[:300] if it.verdict == "model error" else ""})
         return rows
 
@@ -151,6 +160,24 @@ def new_run(path: str, original: str, run_id: str | None = None) -> RunState:
     return RunState(run_id=run_id or uuid.uuid4().hex[:12], path=path, original=original)
 
 
+def timing_for(seconds: float | None, label: str, chip: str = "") -> Timing | None:
+    """The ``Timing`` behind a recorded figure and its label ("device (TPU v6 lite)", "estimate (v6e)",
+    as evaluators label them); None without a figure. Other labels are not TPU time (host)."""
+    if not seconds:
+        return None
+    inner = label[label.find("(") + 1:label.rfind(")")] if "(" in label else ""
+    if label.startswith("device"):
+        return Timing(seconds, "device", inner, method=label)
+    if label.startswith("estimate"):  # "estimate (v6e)" or "estimate (<model>, v6e)"
+        parts = [p.strip() for p in inner.split(",") if p.strip()]
+        chips = [p for p in parts if p[:1] == "v" and p[1:2].isdigit()]
+        models = [p for p in parts if p not in chips]
+        return Timing(seconds, "estimate", (chips or [chip])[0], (models or [COST_MODEL])[0], label)
+    if label.startswith("interpret"):
+        return Timing(seconds, "interpret", "cpu", method=label)
+    return Timing(seconds, "host", inner, method=label)
+
+
 def _phase_ok(it: Iteration, name: str) -> bool | None:
     found = [p["ok"] for p in it.phases if p["phase"] == name]
     return found[-1] if found else None
@@ -158,19 +185,15 @@ def _phase_ok(it: Iteration, name: str) -> bool | None:
 
 async def _ask(provider: Provider, request: ModelRequest, state: RunState, it: Iteration,
                recorder: Any, budgets: Budgets) -> str:
+    """One model call through the run's model client (agents/model_client.py: recorded at the iteration)."""
     if state.usage.total_tokens >= budgets.max_tokens:
         raise Stop(f"token budget spent ({state.usage.total_tokens} >= {budgets.max_tokens})")
-    started = time.monotonic()
-    try:
-        reply = await provider.complete(request)
-    except ProviderError as err:
-        if recorder is not None:
-            recorder.call(state.run_id, it.index, provider, request, None, str(err), Usage(), time.monotonic() - started)
-        raise
+    client = provider if isinstance(provider, ModelClient) else ModelClient(provider, run_id=state.run_id,
+                                                                            recorder=recorder)
+    with at_step(it.index):
+        reply = await client.complete(request)
     state.usage = state.usage + reply.usage
     it.tokens += reply.usage.total_tokens
-    if recorder is not None:
-        recorder.call(state.run_id, it.index, provider, request, reply.text, None, reply.usage, reply.seconds)
     return reply.text
 
 
@@ -180,7 +203,7 @@ def _history(state: RunState) -> list[dict]:
             for it in state.iterations]
 
 
-async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
+async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, budgets: Budgets = Budgets(), *,
                   recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None,
                   instruction: str = "", deadline: Deadline | None = None) -> Iteration:
     """One iteration; appended to ``state.iterations`` and returned. Failures are data (``verdict``).
@@ -240,10 +263,11 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
         say(it.index, "compile", "compiling")
         result = phase("compile", await timed("compile", evaluator.compile(candidate)))
         rounds = 0
-        while not result.ok and rounds < budgets.fix_rounds and hasattr(evaluator, "fix"):
+        while not result.ok and rounds < budgets.fix_rounds and evaluator.fix is not None:
             rounds += 1
             say(it.index, "compile", f"fixing (round {rounds})")
-            fixed = await timed("compile", evaluator.fix(candidate, result))
+            with at_step(it.index):  # the fixer's model calls are recorded at this iteration
+                fixed = await timed("compile", evaluator.fix(candidate, result))
             spent = fixed.data.get("usage")
             if isinstance(spent, Usage):  # the fixer's model calls count against the run's token budget
                 state.usage = state.usage + spent
@@ -263,7 +287,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Any, budgets: 
             it.verdict, it.evidence = "incorrect", result.evidence or result.summary
             return it
         # autotune (optional) and the measurement by the run's one method
-        if hasattr(evaluator, "tune"):
+        if evaluator.tune is not None:
             say(it.index, "autotune", "tuning")
             tuned = phase("autotune", await timed("autotune", evaluator.tune(candidate)))
             if tuned.ok and tuned.source and tuned.source != candidate:
@@ -363,7 +387,7 @@ async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budg
     state.context["tests_hash"] = evaluator.tests_hash()
 
 
-async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets = Budgets(), *,
+async def optimize(state: RunState, provider: Provider, evaluator: Evaluator, budgets: Budgets = Budgets(), *,
                    recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None) -> RunState:
     """Up to ``budgets.iterations`` iterations (counting resumed ones); the best valid candidate wins.
     ``budgets.max_seconds`` bounds the whole run from here (the tests, the baseline, every phase; a
@@ -373,8 +397,8 @@ async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets:
     if gate is not None:  # the time the user takes to answer is not spent from the budget
         gate = deadline.pausing(gate)
     try:
-        if hasattr(evaluator, "tests_hash"):
-            await freeze_tests(state, provider, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
+        if evaluator.frozen_tests is not None:
+            await freeze_tests(state, provider, evaluator.frozen_tests, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
                                deadline=deadline)
         if state.baseline_s is None:  # the baseline: the original, by the same method
             base = await deadline.within(evaluator.measure(state.original), "the baseline measurement", Stop)
@@ -391,8 +415,9 @@ async def optimize(state: RunState, provider: Provider, evaluator: Any, budgets:
         state.stopped = state.stopped or f"iteration budget reached ({budgets.iterations})"
     except Stop as stop:
         state.stopped = stop.reason
-    if recorder is not None:
-        recorder.finish(state)
+    finally:
+        if recorder is not None:
+            recorder.finish(state)
     return state
 
 

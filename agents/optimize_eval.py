@@ -24,7 +24,7 @@ from typing import Any
 from pallasite.analysis.types import to_json
 from pallasite.engine.timing import device_measurement
 
-from .optimize import PhaseResult
+from .evaluator import PhaseResult
 
 from .guards import TEST_NAMES, tampering  # noqa: F401 - TEST_NAMES: the frozen test definitions, by name
 
@@ -113,6 +113,22 @@ def tested_where(provenance: str | None, checks: dict) -> str:
     return text
 
 
+def compile_phase(report: Any, tiers: Any, chip: str) -> PhaseResult:
+    """"Compiled" from a checker report (the one meaning every command uses): the tiers ran for the chip
+    with no error finding, and nothing stopped the check (a limit or a crash is "not checked", a failure)."""
+    errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
+    unchecked = [f for f in report.findings if f.code in NOT_CHECKED]
+    if unchecked and not errors:  # a limit or a crash stopped the check: nothing was shown to compile
+        return PhaseResult(False, f"not checked: {unchecked[0].message[:160]}",
+                           evidence="\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in unchecked[:3]))
+    if errors:
+        first = errors[0]
+        evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
+        return PhaseResult(False, f"{len(errors)} error(s): {first.code}", evidence=evidence)
+    ran = ",".join(str(t) for t in tiers)
+    return PhaseResult(True, f"no errors (tiers {ran}, {chip})")
+
+
 def lower_bound(est: Any) -> bool:
     """Whether the cost model left part of the kernel's memory traffic out (operands in HBM moved by
     the kernel's own DMAs): then its time is a lower bound and a speedup from it an upper bound."""
@@ -125,6 +141,8 @@ def json_short(data: dict) -> str:
 
 
 class EngineEvaluator:
+    """The Evaluator (agents/evaluator.py) over the engine, with every optional capability."""
+
     def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str = "v6e",
                  device: Any = None, timeout_s: float = 300.0, fixer: Any = None,
                  tests: str | None = None) -> None:
@@ -140,6 +158,7 @@ class EngineEvaluator:
         self.use_tests(tests)
         self.device_kind = ""
         self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
+        self.frozen_tests = self  # the Evaluator Protocol's optional capabilities: fix, tune and the frozen tests
 
     def use_tests(self, tests: str | None) -> None:
         """From now on ``tests`` are the written tests (frozen: the loop records their hash)."""
@@ -166,6 +185,10 @@ class EngineEvaluator:
         phase runs candidates (and the original, tested with the same tests) there."""
         return self.engine.backend(self.options, untrusted=True)
 
+    def device_worker(self) -> Any:
+        """The run's one open, queued device worker (``Engine.device``): shared by every device phase."""
+        return self.engine.device(self.device, self.device_config())
+
     def device_config(self) -> Any:
         """How a device worker for candidates starts: confined (engine/confinement.py)."""
         from pallasite.engine.client import WorkerConfig
@@ -182,18 +205,8 @@ class EngineEvaluator:
             return PhaseResult(False, "changes the frozen tests", evidence=f"the candidate {'; '.join(changed)}: "
                                "the tests are frozen; keep the file's inputs, reference and tolerances as they are")
         report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", untrusted=True)
-        errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
         self._reports = {source: report}
-        unchecked = [f for f in report.findings if f.code in NOT_CHECKED]
-        if unchecked and not errors:  # a limit or a crash stopped the check: nothing was shown to compile
-            return PhaseResult(False, f"not checked: {unchecked[0].message[:160]}",
-                               evidence="\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in unchecked[:3]))
-        if errors:
-            first = errors[0]
-            evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
-            return PhaseResult(False, f"{len(errors)} error(s): {first.code}", evidence=evidence)
-        tiers = ",".join(str(t) for t in self.options.tiers)
-        return PhaseResult(True, f"no errors (tiers {tiers}, {self.chip})")
+        return compile_phase(report, self.options.tiers, self.chip)
 
     async def fix(self, source: str, failed: PhaseResult) -> PhaseResult:
         """One round of the verified fixer (agents/fixer.py) on a candidate that failed to compile: a
@@ -224,11 +237,8 @@ class EngineEvaluator:
                               text=self.frozen_text(source))
         if self.device is None:  # interpret mode on CPU: the checks run at reduced shapes
             params = dataclasses.replace(params, shrink=True)
-        if self.device is not None:
-            from pallasite.engine.timing import run_timing
-
-            run = await run_timing(self.device, params, base=self.device_config(), timeout_s=self.timeout_s)
-            return run.reply
+        if self.device is not None:  # the run's one open device worker (engine/device.py), queued
+            return await self.device_worker().request(params, purpose="device", timeout_s=self.timeout_s)
         return await self.untrusted().request(params, purpose="job", timeout_s=self.timeout_s)
 
     async def test(self, source: str) -> PhaseResult:
@@ -274,13 +284,13 @@ class EngineEvaluator:
 
     async def _device_profile(self, source: str) -> str:
         """The ``profile`` op on the device worker, summarised (kernels by device time, the roofline)."""
-        from pallasite.engine.timing import TaskFiles, run_timing, time_request
+        from pallasite.engine.timing import TaskFiles, time_request
 
         params = time_request(TaskFiles(self.path), "profile", runs=5, text=self.frozen_text(source), target=self.chip)
-        run = await run_timing(self.device, params, base=self.device_config(), timeout_s=self.timeout_s)
-        if not run.reply.ok or run.reply.result is None:
-            return f"device profile not taken: {run.reply.message or run.reply.status}"
-        prof = to_json(run.reply.result).get("profile") or {}
+        reply = await self.device_worker().request(params, purpose="device", timeout_s=self.timeout_s)
+        if not reply.ok or reply.result is None:
+            return f"device profile not taken: {reply.message or reply.status}"
+        prof = to_json(reply.result).get("profile") or {}
         kernels = "; ".join(f"{k['name']} {k['device_ns_per_run'] / 1e3:.1f} us" for k in (prof.get("kernels") or [])[:5])
         roof = prof.get("roofline") or {}
         return (f"device profile ({prof.get('chip')}, {prof.get('time_source')}): kernels {kernels or '-'}; "
@@ -296,13 +306,10 @@ class EngineEvaluator:
         text = self.frozen_text(source)
         options = TuneOptions(chip=self.chip, backend="estimate" if self.device is None else self.device.kind, verify=0)
         backend = self.untrusted()
-        timer, remote = None, None
+        timer = None
         try:
-            if self.device is not None:
-                from pallasite.engine.remote import open_remote
-
-                remote = open_remote(self.device, self.device_config())
-                timer = worker_timer(remote, self.path, text, options, timeout_s=self.timeout_s)
+            if self.device is not None:  # the same open device worker as the test and profile phases
+                timer = worker_timer(self.device_worker(), self.path, text, options, timeout_s=self.timeout_s)
             report = await tune(self.path, text, options, worker_estimator(backend, self.path, text, options,
                                                                            timeout_s=self.timeout_s), timer=timer)
         except TuneError as err:
@@ -310,9 +317,6 @@ class EngineEvaluator:
             if "no tunables" in message:
                 return PhaseResult(True, "nothing to tune (no tunables in the candidate)", data={"evidence": message})
             return PhaseResult(False, "not tuned", evidence=message[:2000])
-        finally:
-            if remote is not None:
-                await remote.close()
         counts = f"{len(report.outcomes)} configurations, {sum(report.rejected.values())} rejected before compiling"
         if report.best is None or report.best == report.current or not report.edits:
             return PhaseResult(True, f"kept {dict(report.current)} ({counts}; {report.best_provenance or 'no ranking'})",

@@ -216,7 +216,7 @@ class _Run:
         for it in range(1, o.iterations + 1):
             specs = [(f"t{t}.{it}", "optimize", (heads[t],), self.strategy(), t) for t in range(o.trajectories)]
             for t, node in enumerate(await self.batch(specs)):
-                if node.ok and node.speedup >= heads[t].speedup:
+                if node.ok and node.speedup >= (heads[t].speedup or 0.0):
                     heads[t] = node
         return "iterations"
 
@@ -233,7 +233,7 @@ class _Run:
                     parent_of[node_id] = parent
                     specs.append((node_id, "optimize", (parent,), strat, None))
             children = await self.batch(specs)
-            kept = [c for c in children if c.ok and c.speedup >= o.keep_factor * parent_of[c.id].speedup]
+            kept = [c for c in children if c.ok and c.speedup >= o.keep_factor * (parent_of[c.id].speedup or 0.0)]
             if not kept:
                 return "no_survivor"
             frontier = sorted(kept, key=lambda n: (-n.speedup, n.order))[:o.width]
@@ -291,11 +291,10 @@ async def search(source: str, options: SearchOptions, propose: Propose | None, e
         root = finished["root"]
     else:
         ev = await evaluate(source)
-        # the root is the baseline: 1.0x unless the evaluator measured the start against a separate reference
-        speedup = ev.speedup if ev.correct and ev.speedup is not None else 1.0
-        root = SearchNode("root", (), 0, "root", None, source, "the starting kernel", True, True, speedup,
-                          ev.provenance if ev.correct else "reference (1.0x by definition)", ev.error,
-                          time_s=ev.seconds)
+        # the root is the baseline: 1.0x when it was timed; a root that could not be timed is recorded
+        # as such (no speedup, its error), never as a correct 1.0x
+        root = SearchNode("root", (), 0, "root", None, source, "the starting kernel", ev.compiled, ev.correct,
+                          ev.speedup if ev.correct else None, ev.provenance, ev.error, time_s=ev.seconds)
     graph.add(root)
     if "root" not in finished and on_node:
         on_node(root)

@@ -23,11 +23,13 @@ from typing import Any
 
 from pallasite.engine.timing import device_measurement
 
-from .optimize import PhaseResult
+from .evaluator import BaseEvaluator, PhaseResult
 from .optimize_eval import EngineEvaluator, test_phase
 
 
-class DeviceEvaluator:
+class DeviceEvaluator(BaseEvaluator):
+    """An Evaluator without fix, tune or frozen-tests capabilities (see the module docstring)."""
+
     def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str, device: Any,
                  where: str, timeout_s: float = 300.0, runs: int = 20) -> None:
         self.compiler = EngineEvaluator(engine, path, original, options, chip=chip, timeout_s=timeout_s)

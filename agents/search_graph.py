@@ -32,7 +32,7 @@ class SearchNode:
     plan: str
     compiled: bool
     correct: bool
-    speedup: float | None  # against the reference; None when not correct or not measured
+    speedup: float | None  # against the root (the starting kernel); None when not correct or not measured
     provenance: str  # "device (<chip>)" | "estimate (<chip>)" | "reference"
     error: str | None = None
     trajectory: int | None = None

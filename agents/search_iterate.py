@@ -25,6 +25,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from .model_client import ModelClient
 from .optimize import Budgets, RunState, iterate
 from .search import Evaluation, Outcome, Proposal, ProposeRequest
 from .search_graph import SearchNode
@@ -33,12 +34,15 @@ PLAN_CHARS = 2000  # how much of a parent's plan goes into the instruction
 
 
 class Slotted:
-    """An optimize ``Evaluator`` whose device phases wait for a slot (see the module docstring).
-    ``fix``/``tune`` exist only when the wrapped evaluator has them (iterate asks ``hasattr``)."""
+    """An ``Evaluator`` (agents/evaluator.py) whose device phases wait for a slot (see the module
+    docstring); the inner one's optional capabilities are passed on as they are (``tune`` slotted)."""
 
     def __init__(self, inner: Any, slots: asyncio.Semaphore, *, device: bool) -> None:
         self.inner, self.slots, self.device = inner, slots, device
         self.method = inner.method
+        self.fix = inner.fix
+        self.tune = (lambda source: self._held(inner.tune, source)) if inner.tune is not None else None
+        self.frozen_tests = inner.frozen_tests
 
     async def _held(self, fn: Any, *args: Any) -> Any:
         if not self.device:
@@ -54,12 +58,6 @@ class Slotted:
 
     async def measure(self, source: str) -> Any:
         return await self._held(self.inner.measure, source)
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)  # AttributeError when the inner one lacks it
-        if name == "tune":
-            return lambda source: self._held(attr, source)
-        return attr
 
 
 def _speed(node: SearchNode) -> str:
@@ -82,6 +80,27 @@ def instruction(req: ProposeRequest) -> str:
     return "\n\n".join(lines)
 
 
+def node_run_id(search_run: str, node_id: str) -> str:
+    """The run id a node's model calls are recorded under (``replay:<it>`` replays that node)."""
+    return f"{search_run}/{node_id}" if search_run else node_id
+
+
+def replay_nodes(search_run: str, store_path: str) -> Any:
+    """``provider_for`` replaying a recorded search: each node gets the calls recorded for it; a node the
+    recorded search did not have gets a provider with no answers (the node fails as a model error)."""
+    from .providers import ProviderConfig, ProviderError
+    from .providers_scripted import ReplayProvider, ScriptedProvider
+
+    def provider_for(node_id: str) -> Any:
+        config = ProviderConfig(name=f"replay:{node_run_id(search_run, node_id)}", store_path=store_path)
+        try:
+            return ReplayProvider(config)
+        except ProviderError:
+            return ScriptedProvider(ProviderConfig(name=f"replay:{search_run} (no calls for {node_id})"), [])
+
+    return provider_for
+
+
 def _phase_ok(phases: list[dict], name: str) -> bool:
     found = [p["ok"] for p in phases if p["phase"] == name]
     return bool(found and found[-1])
@@ -97,6 +116,12 @@ class IterateNodes:
     device: bool = False  # the evaluator's test/measure use a device: serialise them
     device_slots: int = 1
     root_seconds: float | None = None  # the baseline (set by evaluate_root, or from a resumed root)
+    # recording and replay: each node's model calls go through a model client (agents/model_client.py)
+    # recorded under ``node_run_id(run_id, node)``; ``provider_for(node_id)`` gives a node its own
+    # provider (a replay of that node's calls), so concurrent nodes replay without mixing answers
+    recorder: Any = None
+    run_id: str = ""
+    provider_for: Any = None
     on_phase: Any = None  # (node_id, phase, message)
 
     def __post_init__(self) -> None:
@@ -117,14 +142,15 @@ class IterateNodes:
                 self.root_seconds = n.time_s
 
     async def attempt(self, req: ProposeRequest) -> Outcome:
-        state = RunState(run_id=req.node_id, path=self.path, original=req.parents[0].source,
+        state = RunState(run_id=node_run_id(self.run_id, req.node_id), path=self.path, original=req.parents[0].source,
                          method=self.evaluator.method, baseline_s=self.root_seconds,
                          baseline_label=self.evaluator.method, context={"chip": self.chip})
         say = None
         if self.on_phase is not None:
             say = lambda index, phase, message: self.on_phase(req.node_id, phase, message)  # noqa: E731
-        it = await iterate(state, self.provider, self.slotted, self.budgets, instruction=instruction(req),
-                           on_phase=say)
+        provider = self.provider_for(req.node_id) if self.provider_for is not None else self.provider
+        client = ModelClient(provider, run_id=state.run_id, recorder=self.recorder)
+        it = await iterate(state, client, self.slotted, self.budgets, instruction=instruction(req), on_phase=say)
         record = dict(verdict=it.verdict, phases=tuple(it.phases), tokens=it.tokens)
         if it.source is None:  # the model gave no candidate (or the call failed): nothing to evaluate
             return Outcome(Proposal("", it.plan, f"{it.verdict}: {it.evidence}"[:500] or it.verdict), None, **record)

@@ -4,11 +4,14 @@
 
 A scripted provider answers each task with its hand-tuned kernel (``optimized.py``) where the
 checkout has one and with the reference (``baseline.py``) otherwise, and ``pallasite eval``'s
-evaluation runs over every task: cost-model estimates for the chip (no device here: every speedup
-is labelled an estimate), tier-3 interpret-mode correctness against the reference; with
-``--backend local|ssh|ray`` on a TPU, device medians of each candidate against its reference
-instead. Prints the metrics, per-task rows and the wall time; ``--report`` writes the HTML report;
-``--limit 3`` is a smoke run.
+evaluation (agents/eval_job.py) runs over every task with the rules every command shares: a task
+answered with its reference is "no candidate" (failed); "compiled" is the checker's tiers 0-2 for
+the chip (libtpu, deviceless); "correct" is the ``time`` op's integrity checks in TPU interpret
+mode on CPU at reduced shapes; no device here, so the speedup (XLA's estimate of the reference
+over the cost model's of the kernel: two models) is refused and the reason printed. With
+``--backend local|ssh|ray`` on a TPU, device medians of each candidate against its reference.
+Prints the metrics, how many tasks had a candidate, per-task rows and the wall time; ``--report``
+writes the HTML report; ``--limit 3`` is a smoke run.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def main() -> int:
     from pallasite.agents.providers import ModelRequest, ProviderConfig
     from pallasite.agents.providers_scripted import ScriptedProvider
     from pallasite.engine.eval_tasks import discover
-    from pallasite.server.cmd_eval import evaluate, format_summary
+    from pallasite.agents.eval_job import EvalJob, run_eval
+    from pallasite.server.cmd_eval import format_summary  # the rendering only
 
     from pallasite.server.cmd_search import device_settings, device_where, open_device
 
@@ -72,9 +76,9 @@ def main() -> int:
     async def go():
         device, where = open_device(settings, args.memory_mb) if settings is not None else (None, "")
         try:
-            return await evaluate(tasks, {"hand-tuned-or-reference": ask}, chip=args.target, jobs=1,
-                                  memory_mb=args.memory_mb, device=device, where=where,
-                                  progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
+            return await run_eval(EvalJob(tasks, {"hand-tuned-or-reference": ask}, chip=args.target, jobs=1,
+                                          memory_mb=args.memory_mb, device=device, where=where,
+                                          progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
         finally:
             if device is not None:
                 await device.close()
@@ -82,9 +86,10 @@ def main() -> int:
     [summary] = asyncio.run(go())
     print(format_summary(summary))
     for row in summary["per_task"]:
-        if row["provenance"].startswith(("estimate", "device")) or row["errors"]:
-            print(f"  {row['task']}: compiled={row['compiled']} correct={row['correct']} "
-                  f"speedup={row['speedup']} [{row['provenance']}] {'; '.join(row['errors'])[:200]}")
+        if row["candidate"]:
+            print(f"  {row['task']}: {row['status']}, speedup={row['speedup']} [{row['provenance']}] "
+                  f"{row['verdict']['evidence'][:200]}")
+    print(f"tasks without a candidate (failed, 1.0x): {summary['tasks'] - summary['with_candidate']}")
     print(f"wall time {time.monotonic() - started:.1f} s")
     if args.json:
         with open(args.json, "w") as f:

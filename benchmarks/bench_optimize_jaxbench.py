@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 
+from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import Budgets, PhaseResult, new_run, optimize
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
@@ -46,7 +47,7 @@ from pallasite.engine.timing import TaskFiles, time_request
 from pallasite.runner.messages import EstimateParams
 
 
-class JaxBenchEvaluator:
+class JaxBenchEvaluator(BaseEvaluator):
     """compile: checker; test: verify op (interpret, reduced shapes); measure: the estimate."""
 
     def __init__(self, engine: Engine, task_dir: str, chip: str, options: CheckOptions) -> None:

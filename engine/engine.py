@@ -68,6 +68,8 @@ class Engine:
         self._backends: dict[bool, tuple[Backend, WorkerConfig]] = {}
         self._stores: dict[str, StoreCache] = {}
         self._retired: set[asyncio.Future[Any]] = set()
+        self._devices: dict[Any, Any] = {}  # (backend settings, worker config) -> DeviceWorker
+        self.device_opener: Any = None  # tests: how a device backend is opened (default engine/remote.open_remote)
 
     # ------------------------------------------------------------------ backends
 
@@ -202,7 +204,22 @@ class Engine:
 
     # ------------------------------------------------------------------ life
 
+    def device(self, settings: Any, base: Any = None) -> Any:
+        """The run's one open, queued device worker for these backend settings (engine/device.py):
+        shared by the test, profile and tune phases and by every search node; closed with the engine."""
+        from .device import DeviceWorker
+
+        key = repr((settings, base))  # settings may hold dicts (Ray resources): keyed by their text
+        found = self._devices.get(key)
+        if found is None:
+            found = self._devices[key] = DeviceWorker(settings, base, **({"opener": self.device_opener}
+                                                                       if self.device_opener else {}))
+        return found
+
     async def close(self) -> None:
+        for device in list(self._devices.values()):
+            await device.close()
+        self._devices.clear()
         await self.jobs.cancel_all()
         for backend, _ in self._backends.values():
             await backend.close()

@@ -1,27 +1,10 @@
-"""Evaluate candidate kernels for a folder of tasks (JAXBench and MaxKernel folders, read as they are).
+"""The tasks of a folder (JAXBench and MaxKernel folders, read as they are) and the reference's estimate.
 
 ``discover(root)`` finds the task folders under ``root``: JAXBench (``baseline.py``, plus the
-hand-tuned ``optimized.py`` where one exists) and MaxKernel (``kernel_task.yaml``). A *method* is a
-function from a task to candidate source (the files as the folder holds them, a model's answer...).
-``estimate_candidate`` turns one candidate into a ``TaskOutcome`` without a device:
-
-- a candidate identical to the reference is the reference: 1.0x, labelled so (no estimate needed);
-- otherwise the worker estimates the candidate and the task's reference by one cost model for the
-  chip (engine/estimates.py ``estimate_pair``: the ``estimate`` op, never a CPU timing); the
-  speedup is reference estimate / candidate estimate, labelled "estimate (<model>, <chip>)", the
-  same figure ``tune`` shows for the same file;
-- with ``verify``, tier 3 runs the candidate in TPU interpret mode against the reference at reduced
-  shapes: only a candidate that matched counts as correct; without it correctness is "not verified"
-  and the task does not count as correct.
-
-A candidate that traced but whose reference has no cost leaves the speedup missing: the metrics
-then refuse to summarize (agents/eval_metrics.MissingTiming) rather than count it as 1.0x.
-
-``time_candidate`` is the same with a device backend: the ``time`` op (with its integrity checks)
-times the candidate and the task's reference on the device; the speedup is the reference's device
-median over the candidate's, labelled "device (<device kind>)". A timing that is not a device
-timing (a CPU-only worker answers interpret/host) or has no median leaves the speedup missing, so
-the metrics refuse it too: CPU time never becomes a speedup.
+hand-tuned ``optimized.py`` where one exists) and MaxKernel (``kernel_task.yaml``). A folder with
+only the reference has no candidate (``candidate_path`` None): eval reports it as "no candidate".
+The evaluation itself is agents/eval_job.py; its estimates of a candidate and of the task's
+reference come from one model (engine/estimates.py), the same figures ``tune`` shows.
 """
 
 from __future__ import annotations
@@ -30,9 +13,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..runner.messages import VerifyParams
-from .estimates import estimate_pair
-from .sources import sources_for
 
 
 @dataclass(frozen=True)
@@ -45,19 +25,6 @@ class EvalTask:
 
     def reference_text(self) -> str:
         return _read(self.reference_path)
-
-
-@dataclass(frozen=True)
-class CandidateResult:
-    """What one evaluation found (converted to agents.eval_metrics.CaseOutcome by the caller)."""
-
-    compiled: bool
-    correct: bool
-    speedup: float | None
-    provenance: str
-    error: str | None = None
-    seconds: float | None = None  # the candidate's estimate
-    reference_seconds: float | None = None
 
 
 def _read(path: str) -> str:
@@ -88,66 +55,3 @@ def discover(root: str) -> list[EvalTask]:
                          f"MaxKernel: a folder with kernel_task.yaml)")
     return sorted(found, key=lambda t: t.name)
 
-
-async def estimate_candidate(backend: Any, task: EvalTask, text: str, chip: str, *, verify: bool = True,
-                             timeout_s: float = 300.0, identical_is_reference: bool = True) -> CandidateResult:
-    """``identical_is_reference``: a candidate equal to the task's reference file is 1.0x without an
-    estimate (JAXBench/MaxKernel, where that file holds only the reference); a native kernel file
-    holds both the kernel and its reference(), so a search passes False."""
-    if identical_is_reference and text == task.reference_text():
-        return CandidateResult(True, True, 1.0, "the reference itself (1.0x by definition)")
-    path = task.candidate_path or os.path.join(task.folder, "optimized.py")
-    source = sources_for(path, text)
-    paired, result, failed = await estimate_pair(backend, source, chip, timeout_s=timeout_s)
-    label = paired.label
-    if failed is not None:
-        return CandidateResult(False, False, None, label, f"the candidate could not be traced: {failed[:300]}")
-    if paired.kernel_s is None:
-        return CandidateResult(False, False, None, label, f"the cost model could not estimate it: {paired.why}"[:500])
-    speedup, ref_s = paired.speedup, paired.reference_s
-    provenance = f"{label}: the candidate and its reference by the same model" + (
-        f"; {paired.caveat}" if paired.caveat else "")
-    if not verify:
-        return CandidateResult(True, False, speedup, provenance, "correctness not verified (--no-verify)"
-                               + (f"; {paired.why}" if paired.why else ""), paired.kernel_s, ref_s)
-    vreply = await backend.request(VerifyParams(source=source, config={}, chip=chip), purpose="job",
-                                   timeout_s=timeout_s)
-    if not vreply.ok:
-        return CandidateResult(True, False, None, provenance, f"the interpret-mode check failed: {str(vreply.why)[:300]}",
-                               paired.kernel_s, ref_s)
-    state = vreply.result.state
-    if state != "ok":
-        problems = "; ".join(vreply.result.problems) or state
-        return CandidateResult(True, False, None, provenance, f"interpret mode vs the reference: {problems}"[:500],
-                               paired.kernel_s, ref_s)
-    return CandidateResult(True, True, speedup, provenance, paired.why, paired.kernel_s, ref_s)
-
-
-async def time_candidate(device: Any, task: EvalTask, text: str, *, where: str = "device",
-                         timeout_s: float = 300.0, runs: int = 20) -> CandidateResult:
-    """The candidate and its reference timed on ``device`` (an open backend): see the module docstring."""
-    from .timing import TaskFiles, device_measurement, time_request
-
-    if text == task.reference_text():
-        return CandidateResult(True, True, 1.0, "the reference itself (1.0x by definition)")
-    path = task.candidate_path or os.path.join(task.folder, "optimized.py")
-    reference = task.reference_path if task.layout == "jaxbench" else None
-    files = TaskFiles(path, reference, task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
-    params = time_request(files, "time", runs=runs, warmup=2, text=text)
-    reply = await device.request(params, purpose="device", timeout_s=timeout_s)
-    label = f"device ({where})"
-    if not reply.ok:
-        return CandidateResult(False, False, None, label, f"the timing run failed on {where}: {str(reply.why)[:300]}")
-    result = reply.result
-    if result.verdict != "ok":
-        tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
-        return CandidateResult(result.verdict == "rejected", False, None, label,
-                               f"the time op's integrity checks: {tricks}"[:500])
-    cand, why_c = device_measurement(result, "candidate")
-    ref, why_r = device_measurement(result, "reference")
-    kind = (result.candidate.device_kind if result.candidate is not None else "") or where
-    label = f"device ({kind})"
-    if cand is None or ref is None:
-        return CandidateResult(True, True, None, label, f"no device timing: {why_c or why_r}"[:500])
-    return CandidateResult(True, True, ref.median_ns / cand.median_ns, label, None, cand.median_ns / 1e9,
-                           ref.median_ns / 1e9)

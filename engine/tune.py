@@ -350,7 +350,7 @@ class _Guarded:
     """The store's calls; the first ``StoreError`` (a page found damaged while tuning) switches it
     off, and ``problem`` says why (the report's notes say it once)."""
 
-    EMPTY: dict[str, Any] = {"measurements": [], "tuning_runs": []}
+    EMPTY: dict[str, Any] = {"measurements": [], "estimates": [], "verdicts": [], "tuning_runs": []}
 
     def __init__(self, store: Any) -> None:
         self.store, self.problem = store, None
@@ -398,15 +398,13 @@ class _Keys:
         """The stored estimates among ``configs`` (with the scoped-VMEM limit and entry they were made with)."""
         if self.store is None:
             return {}
-        import json
-
         out = {}
-        for config in configs:
-            records = [r for r in self.store.measurements(self._key(config), provenance=Provenance.ESTIMATE, limit=5)
-                       if r.measurement.method == COST_MODEL_METHOD and (r.measurement.error or "").startswith("{")]
+        for config in configs:  # the estimates table (knowledge/store.py v4): an estimate is not a measurement
+            records = [r for r in self.store.estimates(self._key(config), model=COST_MODEL_METHOD, limit=5)
+                       if "estimate" in r.payload]
             if not records:
                 continue
-            payload = json.loads(records[0].measurement.error)
+            payload = records[0].payload
             out[config] = from_json(CostEstimate, payload["estimate"])
             self.scoped = payload.get("scoped_vmem_limit_bytes")
             self.entry = self.entry or payload.get("entry")
@@ -418,17 +416,13 @@ class _Keys:
     def put_estimates(self, estimates: Mapping[Config, CostEstimate]) -> None:
         if self.store is None:
             return
-        import json
-
         from pallasite.analysis.types import to_json
 
         for config, est in estimates.items():
-            m = Measurement(status="ok" if est.status == "ok" else "compile_error", provenance=Provenance.ESTIMATE,
-                            device_kind=self.options.chip, method=COST_MODEL_METHOD,
-                            median_ns=est.seconds * 1e9 if est.seconds is not None else None, config=config,
-                            error=json.dumps({"estimate": to_json(est), "scoped_vmem_limit_bytes": self.scoped,
-                                              "entry": self.entry}))
-            self.store.put_measurement(self._key(config), m, path=self.path)
+            self.store.put_estimate(self._key(config), model=COST_MODEL_METHOD,
+                                    status="ok" if est.status == "ok" else "compile_error", seconds=est.seconds,
+                                    payload={"estimate": to_json(est), "scoped_vmem_limit_bytes": self.scoped,
+                                             "entry": self.entry}, path=self.path)
 
     def stored_timings(self, configs: Sequence[Config]) -> dict[Config, Measurement]:
         if self.store is None:
@@ -443,22 +437,14 @@ class _Keys:
     def stored_verdict(self, config: Config) -> dict[str, Any] | None:
         if self.store is None:
             return None
-        for r in self.store.measurements(self._key(config), provenance=Provenance.INTERPRET, limit=3):
-            if r.measurement.method == VERIFY_METHOD and (r.measurement.error or "").startswith("{"):
-                import json
-
-                return json.loads(r.measurement.error)
-        return None
+        records = self.store.verdicts(self._key(config), method=VERIFY_METHOD, limit=1)
+        return records[0].payload if records else None
 
     def put_verdict(self, config: Config, verdict: dict[str, Any]) -> None:
         if self.store is None or verdict.get("transient"):  # a run stopped by a limit is tried again next time
             return
-        import json
-
-        ok = verdict.get("state") == "ok" or str(verdict.get("state", "")).startswith("skipped")
-        m = Measurement(status="ok" if ok else "wrong_result", provenance=Provenance.INTERPRET, device_kind="cpu",
-                        method=VERIFY_METHOD, config=config, error=json.dumps(verdict, default=str))
-        self.store.put_measurement(self._key(config), m, path=self.path)
+        self.store.put_verdict(self._key(config), method=VERIFY_METHOD, state=str(verdict.get("state") or "error"),
+                               payload=verdict, path=self.path)
 
     def finished_run(self) -> bool:
         return self.store is not None and bool(self.store.tuning_runs(self.device_base))

@@ -75,6 +75,36 @@ class MeasurementRecord:
 
 
 @dataclass(frozen=True)
+class EstimateRecord:
+    """A model's estimate (not a measurement): which model, for which chip (``key.chip``), its figure."""
+
+    id: int
+    key: ResultKey
+    model: str
+    status: str
+    seconds: float | None
+    payload: dict
+    path: str | None
+    kernel: str | None
+    created: float
+    run_id: int | None = None
+
+
+@dataclass(frozen=True)
+class VerdictRecord:
+    """A correctness verdict (e.g. tier 3 in interpret mode against the reference): no timing."""
+
+    id: int
+    key: ResultKey
+    method: str
+    state: str
+    payload: dict
+    path: str | None
+    kernel: str | None
+    created: float
+
+
+@dataclass(frozen=True)
 class TuningRecord:
     id: int
     key: ResultKey
@@ -303,8 +333,13 @@ class ResultsStore:
 
     def put_measurement(self, key: ResultKey, measurement: Measurement, *, path: str | None = None,
                         run_id: int | None = None) -> int:
+        """A timing as the worker reported it (device, interpret or host: its provenance says which);
+        key it by what the worker reported (its device kind and versions). Estimates are not measurements:
+        ``put_estimate``."""
         if not isinstance(measurement.provenance, Provenance):
-            raise ValueError("a measurement needs a Provenance (device, estimate or interpret)")
+            raise ValueError("a measurement needs a Provenance (device, interpret or host)")
+        if measurement.provenance is Provenance.ESTIMATE:
+            raise ValueError("an estimate is not a measurement: store it with put_estimate (naming its model)")
         row = (key.digest(), key.to_json(), key.code_hash, path, key.kernel, key.chip, measurement.status,
                measurement.provenance.value, measurement.median_ns, json.dumps(to_json(measurement)),
                time.time(), run_id)
@@ -322,6 +357,38 @@ class ResultsStore:
                           f"FROM measurements {where} ORDER BY created DESC, id DESC LIMIT ?", (*params, limit))
         return [MeasurementRecord(r[0], ResultKey.from_json(r[2]), r[1], from_json(Measurement, json.loads(r[3])),
                                   r[4], r[5], r[6], r[7]) for r in rows]
+
+    # ------------------------------------------------------------------ estimates and verdicts
+
+    def put_estimate(self, key: ResultKey, *, model: str, status: str, seconds: float | None, payload: dict,
+                     path: str | None = None, run_id: int | None = None) -> int:
+        row = (key.digest(), key.to_json(), key.code_hash, path, key.kernel, key.chip, model, status, seconds,
+               json.dumps(payload, default=str), time.time(), run_id)
+        return self._write(lambda db: db.execute(
+            "INSERT INTO estimates (key, key_json, source_hash, path, kernel, chip, model, status, seconds, payload_json,"
+            " created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid)
+
+    def estimates(self, key: ResultKey | None = None, *, model: str | None = None, path: str | None = None,
+                  run_id: int | None = None, limit: int = 1000) -> list[EstimateRecord]:
+        """Estimates, newest first, for ``key`` (exact) or matching the filters."""
+        where, params = _filters(key=key.digest() if key else None, model=model, path=path, run_id=run_id)
+        rows = self._read(f"SELECT id, key_json, model, status, seconds, payload_json, path, kernel, created, run_id "
+                          f"FROM estimates {where} ORDER BY created DESC, id DESC LIMIT ?", (*params, limit))
+        return [EstimateRecord(r[0], ResultKey.from_json(r[1]), r[2], r[3], r[4], json.loads(r[5]), *r[6:]) for r in rows]
+
+    def put_verdict(self, key: ResultKey, *, method: str, state: str, payload: dict, path: str | None = None) -> int:
+        row = (key.digest(), key.to_json(), key.code_hash, path, key.kernel, key.chip, method, state,
+               json.dumps(payload, default=str), time.time())
+        return self._write(lambda db: db.execute(
+            "INSERT INTO verdicts (key, key_json, source_hash, path, kernel, chip, method, state, payload_json, created)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)", row).lastrowid)
+
+    def verdicts(self, key: ResultKey | None = None, *, method: str | None = None, path: str | None = None,
+                 limit: int = 1000) -> list[VerdictRecord]:
+        where, params = _filters(key=key.digest() if key else None, method=method, path=path)
+        rows = self._read(f"SELECT id, key_json, method, state, payload_json, path, kernel, created "
+                          f"FROM verdicts {where} ORDER BY created DESC, id DESC LIMIT ?", (*params, limit))
+        return [VerdictRecord(r[0], ResultKey.from_json(r[1]), r[2], r[3], json.loads(r[4]), *r[5:]) for r in rows]
 
     # ------------------------------------------------------------------ tuning
 
@@ -345,6 +412,14 @@ class ResultsStore:
                 (base.digest(), base.to_json(), path, base.kernel, base.chip,
                  json.dumps(best) if best is not None else None, json.dumps(summary), time.time())).lastrowid
             for rkey, m in results:
+                if m.provenance is Provenance.ESTIMATE:  # a ranking by estimates: the estimates table
+                    db.execute(
+                        "INSERT INTO estimates (key, key_json, source_hash, path, kernel, chip, model, status, seconds,"
+                        " payload_json, created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (rkey.digest(), rkey.to_json(), rkey.code_hash, path, rkey.kernel, rkey.chip, m.method,
+                         m.status, m.median_ns / 1e9 if m.median_ns is not None else None,
+                         json.dumps({"note": m.error} if m.error else {}), time.time(), run))
+                    continue
                 db.execute(
                     "INSERT INTO measurements (key, key_json, source_hash, path, kernel, chip, status, provenance,"
                     " median_ns, measurement_json, created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -399,7 +474,7 @@ class ResultsStore:
 
     def info(self) -> StoreInfo:
         counts = {t: self._read(f"SELECT COUNT(*) FROM {t}")[0][0]
-                  for t in ("checks", "measurements", "tuning_runs", "agent_steps", "llm_calls")}
+                  for t in ("checks", "measurements", "estimates", "verdicts", "tuning_runs", "agent_steps", "llm_calls")}
         version = self._retry(lambda: store_schema.current_version(self._db))
         return StoreInfo(self.path, True, _files_size(self.path), version, counts)
 

@@ -7,6 +7,9 @@ migration: add the next one. ``SCHEMA_VERSION`` is the number of the last migrat
 v1  checks and measurements, keyed by the ResultKey digest
 v2  tuning runs (measurements gain run_id), agent steps, lookup indexes
 v3  llm_calls: every prompt and response of an agent run (secrets redacted before writing)
+v4  estimates and verdicts apart from measurements: a model's estimate (which model, its seconds and
+    its breakdown) and a correctness verdict (tier 3's) are not measurements; old rows that stored
+    them as measurements (JSON in ``error``) are moved over
 """
 
 from __future__ import annotations
@@ -101,7 +104,64 @@ def _v3(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX llm_calls_run ON llm_calls(run_id, step)")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+def _v4(db: sqlite3.Connection) -> None:
+    import json
+
+    db.execute("""
+        CREATE TABLE estimates (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL,            -- ResultKey.digest(): chip = the chip estimated for
+            key_json TEXT NOT NULL,
+            source_hash TEXT NOT NULL,
+            path TEXT,
+            kernel TEXT,
+            chip TEXT,
+            model TEXT NOT NULL,          -- the model that made the figure (the cost model, XLA's cost analysis)
+            status TEXT NOT NULL,
+            seconds REAL,
+            payload_json TEXT NOT NULL,   -- the model's breakdown (a CostEstimate, the VMEM limit used, ...)
+            created REAL NOT NULL,
+            run_id INTEGER                -- the tuning run that ranked by it, if any
+        )""")
+    db.execute("""
+        CREATE TABLE verdicts (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL,
+            key_json TEXT NOT NULL,
+            source_hash TEXT NOT NULL,
+            path TEXT,
+            kernel TEXT,
+            chip TEXT,
+            method TEXT NOT NULL,         -- what decided it (tier 3 interpret mode vs the reference, ...)
+            state TEXT NOT NULL,          -- "ok", "error", "skipped: <why>"
+            payload_json TEXT NOT NULL,
+            created REAL NOT NULL
+        )""")
+    db.execute("CREATE INDEX estimates_key ON estimates(key, model)")
+    db.execute("CREATE INDEX verdicts_key ON verdicts(key, method)")
+    rows = db.execute("SELECT id, key, key_json, source_hash, path, kernel, chip, status, provenance, median_ns,"
+                      " measurement_json, created, run_id FROM measurements WHERE provenance IN ('estimate', 'interpret')"
+                      ).fetchall()
+    for (id_, key, key_json, source, path, kernel, chip, status, prov, median, m_json, created, run_id) in rows:
+        m = json.loads(m_json)
+        error = m.get("error") or ""
+        payload = json.loads(error) if error.startswith("{") else ({"note": error} if error else {})
+        if prov == "estimate":
+            db.execute("INSERT INTO estimates (key, key_json, source_hash, path, kernel, chip, model, status, seconds,"
+                       " payload_json, created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                       (key, key_json, source, path, kernel, chip, m.get("method") or "unknown model", status,
+                        median / 1e9 if median is not None else None, json.dumps(payload), created, run_id))
+        elif str(m.get("method") or "").startswith("tier 3") and error.startswith("{"):
+            db.execute("INSERT INTO verdicts (key, key_json, source_hash, path, kernel, chip, method, state,"
+                       " payload_json, created) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       (key, key_json, source, path, kernel, chip, m["method"], str(payload.get("state") or status),
+                        json.dumps(payload), created))
+        else:
+            continue  # an interpret-mode timing stays a (labelled) measurement
+        db.execute("DELETE FROM measurements WHERE id = ?", (id_,))
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -372,13 +372,13 @@ def time_pair(prep: Prepared, shapes: tuple[Any, ...], seed: int, runs: int, war
                     wall[name].append(float(time.perf_counter_ns() - start))
                 if i % max(1, runs // 5) == 0:
                     say(f"timing: round {i + 1} of {runs}")
-    result: dict[str, Any] = {"wall_ns": wall, "device_ns": None, "trace": None, "method": None}
+    result: dict[str, Any] = {"wall_ns": wall, "device_ns": None, "trace": None, "method": None, "host_clock": True}
     if prep.on_device:
         result["trace"] = trace.path if trace is not None else None
         device = {name: profiling.module_times(profiling.load(trace.path), f"jit_{name}") if trace and trace.path else []
                   for name in (CANDIDATE, REFERENCE)}
         if all(len(device[n]) == runs for n in device):
-            result["device_ns"] = device
+            result["device_ns"], result["host_clock"] = device, False
             result["method"] = (f"device time of each call's XLA module from the profiler's {prep.platform.upper()} "
                                 "device plane (jax.profiler.trace + ProfileData); interleaved, fresh input copies")
         else:
@@ -392,11 +392,14 @@ def time_pair(prep: Prepared, shapes: tuple[Any, ...], seed: int, runs: int, war
 
 
 def measurement(prep: Prepared, samples: list[float] | None, method: str, status: str = "ok",
-                error: str | None = None, reference: bool = False) -> Measurement:
+                error: str | None = None, reference: bool = False, host_clock: bool = False) -> Measurement:
+    """``host_clock``: the samples are host wall clock around a device run (the profiler's trace fell
+    short): provenance "host", never "device"."""
     from .checks import versions
 
     vers = versions()
-    provenance = Provenance.HOST if reference and not prep.on_device else prep.provenance
+    provenance = Provenance.HOST if (reference and not prep.on_device) or (host_clock and prep.on_device) \
+        else prep.provenance
     if reference and not prep.on_device:
         method = method.replace("TPU interpret mode on CPU", "XLA on the host CPU")
     return Measurement(status=status, provenance=provenance, device_kind=prep.device_kind, method=method,
@@ -450,15 +453,19 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
             samples = timed["device_ns"] or timed["wall_ns"]
             cand, ref = samples[CANDIDATE], samples[REFERENCE]
             result["verdict"] = "ok"
-            result["candidate"] = to_json(measurement(prep, cand, timed["method"]))
-            result["reference"] = to_json(measurement(prep, ref, timed["method"], reference=True))
+            host_clock = bool(timed.get("host_clock"))
+            result["candidate"] = to_json(measurement(prep, cand, timed["method"], host_clock=host_clock))
+            result["reference"] = to_json(measurement(prep, ref, timed["method"], reference=True, host_clock=host_clock))
             result["spread"] = {"candidate": spread(cand), "reference": spread(ref)}
             result["trace"] = timed["trace"]
             speed = statistics.median(ref) / statistics.median(cand)
             baseline = f"the reference compiled by XLA on the same device ({prep.device_kind})"
             if not prep.on_device:
                 baseline += "; the candidate ran in TPU interpret mode on CPU, so this ratio says nothing about a TPU"
-            result["speedup"] = {"value": speed, "baseline": baseline, "provenance": prep.provenance.value,
+            if prep.on_device and host_clock:
+                baseline += "; both sides are host wall clock (the profiler's trace fell short), not device time"
+            result["speedup"] = {"value": speed, "baseline": baseline,
+                                 "provenance": "host" if prep.on_device and host_clock else prep.provenance.value,
                                  "inputs": checked["inputs"]}
             if speed > max_speedup:
                 result["flags"].append(guards.reject("implausible_speedup", f"{speed:.1f}x faster than the reference is "

@@ -75,10 +75,11 @@ def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None =
                 "kernels": [{"name": k, "device_ns_per_run": v["total_ns"] / runs, "events": v["count"]}
                             for k, v in sorted(kernels.items(), key=lambda kv: -kv[1]["total_ns"])],
                 "work": sources,
-                "roofline": profiling.roofline(flops, nbytes, seconds if prep.on_device else None, peak_flops, peak_bw),
+                "roofline": profiling.roofline(flops, nbytes, seconds if device_ns is not None else None, peak_flops, peak_bw),
                 "chip": chip,
                 "time_source": ("device events of /device planes" if device_ns is not None else
-                                "wall clock: no device plane (CPU interpret mode; not TPU time)"),
+                                "host wall clock: the trace held no device events for the kernel (not device time)"
+                                if prep.on_device else "wall clock: no device plane (CPU interpret mode; not TPU time)"),
             }
             if not prep.on_device:
                 result["notes"].append("no accelerator: achieved FLOP/s and bytes/s are not computed from CPU "

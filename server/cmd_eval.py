@@ -1,24 +1,24 @@
 """`pallasite eval DIR`: evaluate a folder of JAXBench / MaxKernel tasks with the seed's metrics.
 
-Methods: ``files`` (each task's own candidate as the folder holds it: JAXBench ``optimized.py``,
-MaxKernel's kernel file; the reference where there is none) and ``reference`` (the reference itself:
-the 1.0x floor every method is measured against). Speedups are the cost model's estimates for
-``--target`` (``--backend estimate``, the default), or with ``--backend local|ssh|ray`` device
-medians of the candidate against its reference from the ``time`` op on that worker, one timing at a
-time, labelled "device (<kind>)"; no CPU timing ever becomes a speedup, and a correct task without
-a device timing stops the summary with an error (never 1.0x). Prints compile rate, correctness
-rate, the floored geomean speedup, the share improved and fast_p; ``--json`` and ``--report`` write
-the summary as JSON and as one self-contained HTML file.
+Parses arguments and renders the summaries; the evaluation is ``agents/eval_job.py`` (one verdict
+per task: no candidate / compiled / correct / speedup, the meanings every command shares, README
+"What the numbers mean"). Methods: ``files`` (each task's own candidate as the folder holds it:
+JAXBench ``optimized.py``, MaxKernel's kernel file; a folder with only the reference is "no
+candidate") and ``reference`` (the reference itself: every task "no candidate", the floor).
+Without ``--backend`` the speedup would divide XLA's estimate of the reference by the cost model's
+estimate of the kernel, two different models, so it is refused and said so; with ``--backend
+local|ssh|ray`` both are device medians from the ``time`` op on that worker. Prints the compile
+rate, the correctness rate, how many tasks had a candidate, and (when earned) the floored geomean
+speedup, the share improved and fast_p; ``--json`` and ``--report`` write the summary as JSON and as
+one self-contained HTML file. Exit status: 0 evaluated, 1 a correct task without a timing, 2 usage.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import json
 import sys
-import time
 from typing import Any, Callable
 
 METHODS = ("files", "reference")
@@ -28,10 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("folder", help="a folder of task folders (JAXBench benchmark/, MaxKernel tasks)")
     parser.add_argument("--method", action="append", choices=METHODS,
                         help="what to evaluate (repeatable; default: files)")
-    parser.add_argument("--target", default="v6e", help="the chip whose cost model estimates speedups")
+    parser.add_argument("--target", default="v6e", help="the chip the candidates are compiled (tiers 0-2) and estimated for")
     parser.add_argument("--jobs", type=int, default=1, help="tasks evaluated at once (job workers)")
     parser.add_argument("--no-verify", action="store_true",
-                        help="skip the interpret-mode comparison (then no task counts as correct)")
+                        help="skip the guarded test (then no task counts as correct: 'not verified')")
     parser.add_argument("--tasks", help="only tasks whose name contains this text")
     parser.add_argument("--json", help="write the summaries here as JSON")
     parser.add_argument("--report", help="write a self-contained HTML report here")
@@ -43,10 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     add_backend_arguments(parser)
 
 
-def candidate_for(method: str) -> Callable[[Any], str]:
-    def files(task: Any) -> str:
-        path = task.candidate_path or task.reference_path
-        with open(path, encoding="utf-8") as f:
+def candidate_for(method: str) -> Callable[[Any], str | None]:
+    """``files``: the folder's own candidate, None where it holds only the reference (then the task is
+    "no candidate"); ``reference``: the reference itself, which is never a candidate (every task "no
+    candidate": the floor every method is compared with)."""
+    def files(task: Any) -> str | None:
+        if not task.candidate_path:
+            return None
+        with open(task.candidate_path, encoding="utf-8") as f:
             return f.read()
 
     def reference(task: Any) -> str:
@@ -55,78 +59,29 @@ def candidate_for(method: str) -> Callable[[Any], str]:
     return {"files": files, "reference": reference}[method]
 
 
-async def evaluate(tasks: list, methods: dict[str, Callable[[Any], Any]], *, chip: str, jobs: int = 1,
-                   verify: bool = True, timeout_s: float = 300.0, backend: Any = None, memory_mb: int = 8192,
-                   progress: Callable[[str], None] = lambda m: None, device: Any = None,
-                   where: str = "", allow_unconfined: bool = False) -> list[dict]:
-    """Run each method over the tasks; return one Summary (as JSON) per method. With ``device`` (an
-    open backend, named by ``where``) every candidate is timed there, one timing at a time, while
-    the methods' own work (a model's answers) overlaps; without it the cost model estimates."""
-    from pallasite.agents.eval_metrics import CaseOutcome, TaskOutcome, summarize
-    from pallasite.engine.eval_tasks import estimate_candidate, time_candidate
-    from pallasite.engine.pool import local_backend
-    from pallasite.engine.client import WorkerConfig
-
-    own = backend is None
-    backend = backend or local_backend(WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, confine=True,
-                                                    allow_unconfined=allow_unconfined), checks=0, jobs=max(1, jobs))
-    gate = asyncio.Semaphore(max(1, jobs))
-    device_slot = asyncio.Semaphore(1)
-    out = []
-    try:
-        for name, method in methods.items():
-            started = time.monotonic()
-            done = 0
-
-            async def one(task: Any) -> TaskOutcome:
-                nonlocal done
-                async with gate:
-                    try:
-                        text = method(task)
-                        if inspect.isawaitable(text):  # a provider's answer
-                            text = await text
-                        if device is not None:
-                            async with device_slot:
-                                r = await time_candidate(device, task, text, where=where or "device",
-                                                         timeout_s=timeout_s)
-                        else:
-                            r = await estimate_candidate(backend, task, text, chip, verify=verify,
-                                                         timeout_s=timeout_s)
-                        case = CaseOutcome(r.compiled, r.correct, r.speedup, r.error)
-                        prov = r.provenance
-                    except Exception as exc:  # noqa: BLE001 - one task's failure is data
-                        case, prov = CaseOutcome(False, False, None, f"{type(exc).__name__}: {exc}"[:300]), ""
-                done += 1
-                progress(f"{name}: {done}/{len(tasks)} {task.name}")
-                return TaskOutcome(task.name, (case,), prov)
-
-            outcomes = await asyncio.gather(*(one(t) for t in tasks))
-            if device is not None:
-                kinds = sorted({o.provenance for o in outcomes if o.provenance.startswith("device (")})
-                provenance = (", ".join(kinds) or f"device ({where})") + " medians, candidate vs reference; " \
-                    "the reference itself is 1.0x by definition"
-            else:
-                provenance = f"estimate ({chip}) where estimated; the reference itself is 1.0x by definition"
-            summary = summarize(name, outcomes, provenance=provenance, wall_s=time.monotonic() - started)
-            out.append(summary.to_json())
-    finally:
-        if own:
-            await backend.close()
-    return out
+def _pct(v: float | None) -> str:
+    return f"{v:.0%}" if v is not None else "-"
 
 
 def format_summary(s: dict) -> str:
-    curve = {p: v for p, v in s["fast_p"]}
-    lines = [f"method {s['method']}: {s['tasks']} tasks ({s['provenance']})",
-             f"  compiled {s['compile_rate']:.0%}  correct {s['correct_rate']:.0%}  "
-             f"geomean speedup {s['geomean_speedup']:.3f}x (each task floored at 1.0x, vs its reference)  "
-             f"improved (>1.05x) {s['improved_share']:.0%}",
-             "  fast_p: " + "  ".join(f"p={p:g}: {curve[p]:.0%}" for p in (0.0, 1.0, 1.5, 2.0, 3.0)),
-             f"  wall time {s['wall_s']:.1f} s"]
+    lines = [f"method {s['method']}: {s['tasks']} tasks, {s.get('with_candidate', s['tasks'])} with a candidate "
+             f"({s['provenance']})",
+             f"  compiled {s['compile_rate']:.0%}  correct {s['correct_rate']:.0%}  (a task without a candidate "
+             "counts as failed)"]
+    if s.get("speedup_refused") or s.get("geomean_speedup") is None:
+        lines.append(f"  {s.get('speedup_refused') or 'no speedup'}")
+    else:
+        curve = {p: v for p, v in s["fast_p"]}
+        none = "; no task was correct, so every task counts 1.0x" if not s["correct_rate"] else ""
+        lines.append(f"  geomean speedup {s['geomean_speedup']:.3f}x vs the task's reference (each task floored at "
+                     f"1.0x{none})  improved (>1.05x) {_pct(s['improved_share'])}")
+        lines.append("  fast_p: " + "  ".join(f"p={p:g}: {curve[p]:.0%}" for p in (0.0, 1.0, 1.5, 2.0, 3.0)))
+    lines.append(f"  wall time {s['wall_s']:.1f} s")
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
+    from pallasite.agents.eval_job import EvalJob, run_eval
     from pallasite.agents.eval_metrics import MissingTiming
     from pallasite.engine.eval_tasks import discover
 
@@ -156,10 +111,10 @@ def run(args: argparse.Namespace) -> int:
         device, where_ = open_device(settings, args.memory_mb, args.timeout, allow_unconfined=args.allow_unconfined) \
             if settings is not None else (None, "")
         try:
-            return await evaluate(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
-                                  timeout_s=args.timeout, memory_mb=args.memory_mb, device=device, where=where_,
-                                  allow_unconfined=args.allow_unconfined,
-                                  progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
+            return await run_eval(EvalJob(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
+                                          timeout_s=args.timeout, memory_mb=args.memory_mb, device=device, where=where_,
+                                          allow_unconfined=args.allow_unconfined,
+                                          progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
         finally:
             if device is not None:
                 await device.close()
@@ -173,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_summary(s))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "methods": summaries}, f, indent=1)
+            json.dump({"version": 2, "methods": summaries}, f, indent=1)  # 2: verdicts, no candidate, refusals
     if args.report:
         from pallasite.server.report_html import eval_html
 

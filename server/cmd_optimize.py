@@ -19,8 +19,10 @@ Tests: a file without ``example_inputs``/``reference`` gets them from the test w
 (agents/test_writer.py), validated against the original kernel in a worker. ``--write-tests`` writes
 the proposal to ``<name>.tests.py`` and stops for review; a later run uses that file (``--tests``
 names another). Once a run starts its tests' hash is recorded; ``--resume`` with other tests is
-refused. Exit status: 0 a faster valid candidate (``--write-tests``: tests written), 1 none, 2 usage
-or configuration error, or a refused resume.
+refused. The winner rule (analysis/verdict.pick_winner): only a correct candidate faster than the
+original by the same method wins; the table marks it with ``*`` and says "no winner: <why>" otherwise.
+Exit status: 0 a winner was written (``--write-tests``: tests written), 1 no winner (the reason is
+printed), 2 usage or configuration error, or a refused resume.
 """
 
 from __future__ import annotations
@@ -42,8 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--mode", choices=("auto", "step"), default="auto",
                         help="auto: run unattended; step: pause after each phase for approve / revise / stop")
     parser.add_argument("--iterations", type=int, default=3, help="iterations at most (default 3)")
-    parser.add_argument("--max-tokens", type=int, default=500_000, help="token budget of the whole run")
-    parser.add_argument("--max-seconds", type=float, default=1800.0, help="time budget of the whole run")
+    parser.add_argument("--max-tokens", type=int, default=500_000,
+                        help="token budget of the whole run (default 500000, as in the editor)")
+    parser.add_argument("--max-seconds", type=float, default=1800.0,
+                        help="time budget of the whole run (default 1800, as in the editor)")
     parser.add_argument("--provider", help="gemini, openai, scripted, or replay:<run-id> (default: agent.provider)")
     parser.add_argument("--model", help="the model name (default: the provider's)")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (openai) or an API endpoint override (gemini)")
@@ -66,7 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 def tests_path(path: str) -> Path:
     """Where ``--write-tests`` puts the proposal and where a later run looks: ``<stem>.tests.py``."""
-    return Path(path).with_suffix(".tests.py")
+    from pallasite.agents.optimize_job import tests_path as reviewed
+
+    return reviewed(path)
 
 
 def budget_report(state, budgets) -> dict:
@@ -90,9 +96,7 @@ def table_text(state, budgets=None) -> str:
     rows += [f"    iteration {r['iteration']}: {r['why']}" for r in state.table() if r.get("why")]
     base = f"{state.baseline_s * 1e6:.2f} us" if state.baseline_s else "not measured"
     rows.append(f"times: {state.method}; baseline: the original file, {base} by the same method; speedup = baseline / time")
-    best = state.best
-    rows.append(f"winner: iteration {best.index}, {state.speedup():.2f}x vs the original ({best.label})" if best and state.speedup()
-                else "winner: none (no valid candidate)")
+    rows.append(state.outcome().why)
     if budgets is not None:
         b = budget_report(state, budgets)
         rows.append(f"budget: {b['iterations']['used']} of {b['iterations']['limit']} iteration(s), "
@@ -147,8 +151,9 @@ def _console_gate(plans_dir: Path, run_id: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.agents.optimize import Budgets, new_run, optimize
-    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.optimize import new_run
+    from pallasite.agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
+    from pallasite.agents.optimize_job import budgets as job_budgets
     from pallasite.agents.optimize_record import OptimizeRecorder, export, load
     from pallasite.agents.providers import ProviderError, make_provider
     from pallasite.engine.checker import TARGETS, read_source
@@ -200,8 +205,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         return fail(str(err))
     config = dataclasses.replace(agent.provider_config(provider_name), store_path=str(store_path(workspace)))
-    budgets = Budgets(iterations=args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
-                      fix_rounds=args.fix_rounds, request_timeout_s=agent.requestTimeoutS, test_rounds=args.test_rounds)
+    budgets = job_budgets(args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
+                          fix_rounds=args.fix_rounds, request_timeout_s=agent.requestTimeoutS, test_rounds=args.test_rounds)
 
     def on_phase(iteration: int, phase: str, message: str) -> None:
         print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
@@ -216,22 +221,18 @@ def run(args: argparse.Namespace) -> int:
         model = make_provider(config)
         engine = Engine(workspace=workspace)
         try:
-            evaluator = EngineEvaluator(engine, path, state.original, options, chip=chip, device=device,
-                                        fixer=model if args.fix_rounds else None, tests=tests)
+            job = OptimizeJob(path, state.original, options, chip, budgets, tests=tests, tests_name=tests_file.name,
+                              device=device, state=state, resumed=bool(args.resume))
             if args.write_tests:
+                evaluator = make_evaluator(job, engine, model, recorder, state)
                 return await write_tests(args, state, model, evaluator, recorder, budgets)
-            if tests is not None and not args.resume:
-                from pallasite.agents.test_writer import validate_with
-
-                check = await validate_with(evaluator, state.original, tests)
-                if not check.ok:
-                    return f"{tests_file}: the original kernel does not pass these tests: {check.evidence or check.summary}"
-                state.context["tests"] = tests
-                state.context["tests_summary"] = f"from {tests_file.name}, validated ({check.summary})"
             gate = _console_gate(Path(workspace) / ".pallasite" / "plans", state.run_id) if args.mode == "step" else None
-            print(f"pallasite optimize: run {state.run_id}, {args.mode} mode, {evaluator.method}, provider "
-                  f"{config.label()}", file=sys.stderr, flush=True)
-            return await optimize(state, model, evaluator, budgets, recorder=recorder, gate=gate, on_phase=on_phase)
+
+            def started(st, evaluator) -> None:
+                print(f"pallasite optimize: run {st.run_id}, {args.mode} mode, {evaluator.method}, provider "
+                      f"{config.label()}", file=sys.stderr, flush=True)
+
+            return await run_optimize(job, engine, model, recorder, gate=gate, on_phase=on_phase, on_start=started)
         finally:
             await model.close()
             await engine.close()
@@ -246,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         return final
     if isinstance(final, str):
         return fail(final)
-    best = final.best
+    best = final.winner
     written, not_applied = None, ""
     if final.winner is not None:
         from .apply_file import apply_result, write_atomic
@@ -260,7 +261,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps({"version": JSON_VERSION, "tool": "pallasite optimize", "run_id": final.run_id,
                           "method": final.method, "baseline_s": final.baseline_s, "table": final.table(),
-                          "best": best.index if best else None, "speedup": final.speedup(), "written": written,
+                          "best": best.index if best else None, "winner": final.outcome().why,
+                          "speedup": final.outcome().speedup.value if best else None, "written": written,
                           "not_applied_why": not_applied,
                           "stopped": final.stopped, "usage": dataclasses.asdict(final.usage),
                           "seconds": final.seconds, "budgets": budget_report(final, budgets),
@@ -275,6 +277,8 @@ def run(args: argparse.Namespace) -> int:
     if final.stopped.startswith("refused"):
         print(f"pallasite optimize: error: {final.stopped}", file=sys.stderr)
         return 2
+    if not written:
+        print(f"pallasite optimize: {final.outcome().why}", file=sys.stderr)
     return 0 if written else 1
 
 

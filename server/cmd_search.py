@@ -10,7 +10,9 @@ device medians labelled with the device kind (a worker that answers CPU timings 
 Speedups are against the root (the starting file) timed the same way. Every node is stored in the
 results store (``.pallasite/results.sqlite``, agent steps of the search's run id) as it finishes;
 running the same command again resumes the search where it stopped (same file, options, seed and
-provider give the same run id). Writes the graph as JSON and a self-contained HTML report under
+provider give the same run id). Every node's model calls are recorded under ``<run id>/<node id>``;
+``--provider replay:<run id>`` re-runs the search with each node's recorded answers (the same graph).
+Writes the graph as JSON and a self-contained HTML report under
 ``.pallasite/search/`` (or ``--report``); ``--apply`` writes the best node's source into the file.
 """
 
@@ -160,18 +162,35 @@ def run(args: argparse.Namespace) -> int:
         print(f"pallasite search: error: {refused}", file=sys.stderr)
         return 2
     name = args.provider or ""
+    workspace = workspace_for([str(path.resolve())])
+    provider_for = None
     try:
-        provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
-                                                scripted_file=args.scripted_file or ""))
+        if name.startswith("replay:"):  # each node replays its own recorded calls (agents/search_iterate.py)
+            from pallasite.agents.providers_scripted import ScriptedProvider
+            from pallasite.agents.search_iterate import replay_nodes
+            from pallasite.knowledge.store import store_path
+
+            recorded = name.split(":", 1)[1].strip()
+            if not store_path(workspace).exists() or not stored_nodes_exist(workspace, recorded):
+                raise ProviderError("config", f"replay:{recorded}: no recorded search of that run id in "
+                                              f"{store_path(workspace)} (the search prints its run id at the end)")
+            provider = ScriptedProvider(ProviderConfig(name=name), [])
+            provider_for = replay_nodes(recorded, str(store_path(workspace)))
+        else:
+            provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
+                                                    scripted_file=args.scripted_file or ""))
     except ProviderError as exc:
         print(f"pallasite search: {exc}", file=sys.stderr)
         return 2
-    workspace = workspace_for([str(path.resolve())])
     store = ResultsStore.open(workspace) if workspace else None
     rid = run_id(text, options, name, args.target, device_where(device))
     done = stored_nodes(store, rid)
     if done:
         print(f"pallasite search: resuming {rid}: {len(done)} nodes already done", file=sys.stderr)
+
+    from pallasite.agents.optimize_record import OptimizeRecorder
+
+    recorder = OptimizeRecorder(workspace)  # every node's model calls, under "<run id>/<node id>"
 
     def on_node(node: SearchNode) -> None:
         if store:
@@ -183,9 +202,12 @@ def run(args: argparse.Namespace) -> int:
         backend, where_ = open_device(device, args.memory_mb, allow_unconfined=args.allow_unconfined) \
             if device is not None else (None, "")
         try:
+            from pallasite.agents.search_job import run_search
+
             return await run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
                                     memory_mb=args.memory_mb, done=done, on_node=on_node, device=backend,
-                                    where=where_, on_phase=on_phase, allow_unconfined=args.allow_unconfined)
+                                    where=where_, on_phase=on_phase, allow_unconfined=args.allow_unconfined,
+                                    recorder=recorder, run_id=rid, provider_for=provider_for)
         finally:
             if backend is not None:
                 await backend.close()
@@ -196,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         graph = asyncio.run(go())
     finally:
+        recorder.close()
         if store:
             store.close()
     best = graph.best()
@@ -213,50 +236,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def run_search(path: Path, text: str, options, provider, *, chip: str, jobs: int = 2, memory_mb: int = 8192,
-                     done=(), on_node=None, engine=None, check_options=None, device=None, where: str = "",
-                     on_phase=None, request_timeout_s: float = 120.0, timeout_s: float = 600.0,
-                     allow_unconfined: bool = False):
-    """One search of ``text`` (the file at ``path``); each node one optimize iteration by ``provider``
-    (agents/search_iterate.py). Without ``device`` the frozen tests run in interpret mode on job
-    workers and times are the cost model's estimates for ``chip``; with ``device`` (an open backend:
-    engine/remote.open_remote, or a fake one in tests; ``where`` names it) tests and timings run there,
-    one at a time. ``engine``: the server's (else one is made and closed here). Shared by the CLI and
-    the editor's "Search for a faster kernel"."""
-    from pallasite.agents.optimize import Budgets
-    from pallasite.agents.optimize_eval import EngineEvaluator
-    from pallasite.agents.search import search
-    from pallasite.agents.search_device import DeviceEvaluator
-    from pallasite.agents.search_iterate import IterateNodes
-    from pallasite.engine.checker import CheckOptions
-    from pallasite.engine.engine import Engine
-    from pallasite.engine.pool import local_backend
+def stored_nodes_exist(workspace, rid: str) -> bool:
+    """Whether the workspace's store holds a search of that run id (what a replay reads)."""
+    from pallasite.knowledge.store import ResultsStore
 
-    own = engine is None
-    if own:
-        engine = Engine(use_store=False, backend_factory=lambda config, checks: local_backend(
-            config, checks=checks, jobs=max(1, jobs)))
-    options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s,
-                                             allow_unconfined=allow_unconfined)
-    if device is not None:
-        evaluator = DeviceEvaluator(engine, str(path), text, options_, chip=chip, device=device, where=where or "device",
-                                    timeout_s=timeout_s)
-    else:
-        evaluator = EngineEvaluator(engine, str(path), text, options_, chip=chip, timeout_s=timeout_s)
-    nodes = IterateNodes(provider, evaluator, str(path), chip, Budgets(iterations=1, fix_rounds=0,
-                                                                       request_timeout_s=request_timeout_s),
-                         device=device is not None, device_slots=options.device_slots, on_phase=on_phase)
-    nodes.resume_from(list(done))
-    try:
-        graph = await search(text, options, None, nodes.evaluate_root, provenance=evaluator.method, done=done,
-                             on_node=on_node, attempt=nodes.attempt)
-    finally:
-        if own:
-            await engine.close()
-        await provider.close()
-    if graph.root.time_s and graph.root.provenance:
-        graph.provenance = graph.root.provenance  # names the device kind once the root was timed
-    return graph
+    with ResultsStore.open(workspace) as store:
+        return bool(stored_nodes(store, rid))
 
 
 def stored_nodes(store, rid: str) -> list:

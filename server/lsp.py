@@ -464,7 +464,8 @@ async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
 
 @server.command(optimize_lsp.OPTIMIZE_COMMAND)
 async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
-    """Optimize a document: ``{"uri", "mode": "auto"|"step", "iterations": 3, "winner": "newFile"|"edit"}``
+    """Optimize a document: ``{"uri", "mode": "auto"|"step", "iterations": 3, "winner": "newFile"|"edit",
+    "timing": "estimate"|"device"}`` (device: the ``pallasite.backend`` settings, as search does).
     (winner: default the ``agent.optimizeWinner`` setting). The winner goes to ``<name>.optimized.py``
     beside the original, or (``edit``) replaces the document as a versioned edit when the document is
     unchanged since the run began; the hover on the kernel then shows the run, inlay hints the block
@@ -483,10 +484,15 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
         return refused
     if not ls.session.settings.agent.provider:
         return {"ok": False, "message": "pallasite.optimize: no LLM provider is configured (agent.provider)."}
+    timing = options.get("timing") or "estimate"
+    if timing not in ("estimate", "device"):
+        return {"ok": False, "message": f"pallasite.optimize: timing {timing!r}: choose estimate (the cost model, no "
+                                        "device) or device (the backend in the pallasite.backend settings)"}
+    device = ls.session.settings.backend.remote() if timing == "device" else None
     token = await _progress_token(ls)
     version, original = doc.version, doc.text
     try:
-        result, state = await optimize_lsp.run(ls, doc, mode, iterations, token)
+        result, state = await optimize_lsp.run(ls, doc, mode, iterations, token, device=device)
     except asyncio.CancelledError:
         return {"ok": False, "message": "cancelled"}
     except Exception as exc:  # noqa: BLE001 - a provider or store problem is a message, never a crash

@@ -20,7 +20,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
-from pallasite.agents.optimize import Budgets, Decision, RunState, new_run, optimize
+from pallasite.agents.optimize import Decision, RunState, new_run
 from pallasite.analysis.types import KernelSite, Span
 
 from .lenses import Lens
@@ -98,11 +98,11 @@ def table_markdown(state: RunState) -> str:
 
 
 def summary(state: RunState) -> str:
-    best = state.best
-    if best is None or not state.speedup():
-        return f"optimize: no valid faster candidate ({state.stopped})"
-    return (f"optimize: {state.speedup():.2f}x vs the original file (baseline: the original by the same method, "
-            f"{best.label}); plan: {best.summary}")
+    outcome = state.outcome()
+    best = state.winner
+    if best is None:
+        return f"optimize: {outcome.why} ({state.stopped})"
+    return f"optimize: {outcome.speedup.text()}; plan: {best.summary}"
 
 
 def hover(state: RunState | None, sites: Sequence[KernelSite], line: int, column: int) -> tuple[str, Span] | None:
@@ -137,15 +137,12 @@ def shown_document(run_id: str, phase: str, payload: dict) -> tuple[str, str] | 
     return f"{run_id}-{tag}.{suffix}", text if text.endswith("\n") else text + "\n"
 
 
-def _evaluator(engine: Any, path: str, text: str, options: Any, chip: str, provider: Any, fix_rounds: int) -> Any:
-    from pallasite.agents.optimize_eval import EngineEvaluator
-
-    return EngineEvaluator(engine, path, text, options, chip=chip, fixer=provider if fix_rounds else None)
-
-
-async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) -> tuple[dict[str, Any], RunState | None]:
+async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None,
+              device: Any = None) -> tuple[dict[str, Any], RunState | None]:
     """The run as an engine job (kind "optimize"): its result dict and final state (None if it did
     not finish). Cancelling the caller cancels the job and waits for it to end."""
+    from pallasite.agents.optimize_job import OptimizeJob, reviewed_tests, run_optimize, tests_path
+    from pallasite.agents.optimize_job import budgets as job_budgets
     from pallasite.agents.optimize_record import OptimizeRecorder
     from pallasite.agents.providers import make_provider
     from pallasite.engine.store_cache import workspace_for
@@ -164,10 +161,16 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) 
     if refused:
         await provider.close()
         return {"ok": False, "message": f"pallasite: Optimize: {refused}"}, None
-    evaluator = _evaluator(engine, path, text, options, chip, provider, agent.optimizeFixRounds)
     state = new_run(path, text)
     state.context["chip"] = chip
     recorder = OptimizeRecorder(workspace)
+    # the same service as the CLI (agents/optimize_job.py): the reviewed <stem>.tests.py, the device
+    # backend when asked for, the same budgets, the fixer's calls recorded under the run
+    tests = reviewed_tests(path)
+    run_job = OptimizeJob(path, text, options, chip, job_budgets(iterations, fix_rounds=agent.optimizeFixRounds,
+                                                             request_timeout_s=agent.requestTimeoutS),
+                      tests=tests, tests_name=tests_path(path).name if tests is not None else "", device=device,
+                      state=state)
     progress = WorkProgress(ls, f"pallasite: optimizing {Path(path).name} ({mode})", token)
 
     async def show(name: str, body: str) -> str:
@@ -194,9 +197,11 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) 
         def on_phase(iteration: int, phase: str, message: str) -> None:
             progress.report(f"iteration {iteration}/{iterations}: {phase}: {message}")
 
-        return await optimize(state, provider, evaluator, Budgets(iterations=iterations, fix_rounds=agent.optimizeFixRounds,
-                                                                  max_tokens=agent.maxTokens * iterations),
-                              recorder=recorder, gate=gate if mode == "step" else None, on_phase=on_phase)
+        final = await run_optimize(run_job, engine, provider, recorder, gate=gate if mode == "step" else None,
+                                   on_phase=on_phase)
+        if isinstance(final, str):  # the reviewed tests do not pass on the original
+            raise ValueError(final)
+        return final
 
     progress.begin([])
     job = engine.jobs.submit("optimize", path, body)
@@ -217,8 +222,9 @@ async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None) 
     final: RunState = job.result
     runs(ls)[doc.uri] = final
     progress.end(summary(final))
-    return {"ok": final.best is not None, "message": summary(final), "job": job.id, "run_id": final.run_id,
-            "table": final.table(), "method": final.method, "speedup": final.speedup(), "written": None}, final
+    return {"ok": final.winner is not None, "message": summary(final), "job": job.id, "run_id": final.run_id,
+            "table": final.table(), "method": final.method,
+            "speedup": final.outcome().speedup.value if final.winner is not None else None, "written": None}, final
 
 
 async def show_document(ls: Any, path: str) -> None:

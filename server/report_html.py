@@ -118,7 +118,7 @@ def progress_svg(graph: dict) -> str:
         ax.scatter([p[0] for p in ys_ok], [p[1] for p in ys_ok], s=14, color="#4c72b0", label="correct node")
     ax.axhline(1.0, color="#999", lw=0.8, ls=":")
     ax.set_xlabel("nodes evaluated")
-    ax.set_ylabel(f'speedup vs reference\n({graph["provenance"]})', fontsize=8)
+    ax.set_ylabel(f'speedup vs the starting kernel (root)\n({graph["provenance"]})', fontsize=8)
     ax.legend(fontsize=7)
     return _svg(fig, "progress")
 
@@ -156,34 +156,44 @@ def fast_p_svg(summaries: Sequence[dict]) -> str:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for s in summaries:
+        if not s["fast_p"]:  # no speedups (refused): nothing to plot for this method
+            continue
         ps = [p for p, _ in s["fast_p"]]
         ax.plot(ps, [v for _, v in s["fast_p"]], marker=".", label=f'{s["method"]} ({s["provenance"]})')
     ax.set_xlabel("p (speedup threshold vs the reference)")
     ax.set_ylabel("fast_p: share of tasks\ncorrect and > p", fontsize=8)
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7)
+    if any(s["fast_p"] for s in summaries):
+        ax.legend(fontsize=7)
+    else:
+        ax.set_title("no speedups: see each method's reason above", fontsize=8)
     return _svg(fig, "fast_p")
 
 
 def eval_html(summaries: Sequence[dict], title: str = "pallasite eval") -> str:
     """The report of one evaluation (``summaries``: Summary.to_json() per method)."""
-    head = ("<table><tr><th>method</th><th>tasks</th><th>compiled</th><th>correct</th>"
-            "<th>geomean speedup (floored at 1.0x)</th><th>improved (&gt;1.05x)</th><th>wall time</th>"
+    head = ("<table><tr><th>method</th><th>tasks</th><th>with a candidate</th><th>compiled</th><th>correct</th>"
+            "<th>geomean speedup vs the reference (floored at 1.0x)</th><th>improved (&gt;1.05x)</th><th>wall time</th>"
             "<th>provenance</th></tr>" + "".join(
-                f'<tr><td>{html.escape(s["method"])}</td><td>{s["tasks"]}</td><td>{s["compile_rate"]:.0%}</td>'
-                f'<td>{s["correct_rate"]:.0%}</td><td>{s["geomean_speedup"]:.3f}x</td>'
-                f'<td>{s["improved_share"]:.0%}</td><td>{_fmt(s.get("wall_s"), " s")}</td>'
+                f'<tr><td>{html.escape(s["method"])}</td><td>{s["tasks"]}</td><td>{s.get("with_candidate", "-")}</td>'
+                f'<td>{s["compile_rate"]:.0%}</td><td>{s["correct_rate"]:.0%}</td>'
+                f'<td>{format(s["geomean_speedup"], ".3f") + "x" if s["geomean_speedup"] is not None else html.escape(s.get("speedup_refused") or "-")}</td>'
+                f'<td>{"-" if s["improved_share"] is None else format(s["improved_share"], ".0%")}</td>'
+                f'<td>{_fmt(s.get("wall_s"), " s")}</td>'
                 f'<td class="prov">{html.escape(s["provenance"])}</td></tr>' for s in summaries) + "</table>")
     tables = ""
     for s in summaries:
         rows = "".join(
-            f'<tr><td>{html.escape(t["task"])}</td><td>{"yes" if t["compiled"] else "no"}</td>'
+            f'<tr><td>{html.escape(t["task"])}</td><td>{html.escape(t.get("status", ""))}</td>'
+            f'<td>{"yes" if t["compiled"] else "no"}</td>'
             f'<td>{"yes" if t["correct"] else "no"}</td><td>{_fmt(t["speedup"])}</td><td>{t["scored"]:.2f}x</td>'
             f'<td class="prov">{html.escape(t["provenance"])}</td>'
             f'<td>{html.escape("; ".join(t["errors"])[:200])}</td></tr>' for t in s["per_task"])
-        tables += (f'<h2>Tasks: {html.escape(s["method"])}</h2><table><tr><th>task</th><th>compiled</th>'
+        tables += (f'<h2>Tasks: {html.escape(s["method"])}</h2><table><tr><th>task</th><th>verdict</th><th>compiled</th>'
                    f'<th>correct</th><th>speedup</th><th>scored</th><th>provenance</th><th>errors</th></tr>'
                    f'{rows}</table>')
     note = ('<p class="prov">Speedups are against each task\'s reference on its listed inputs. A task counts as '
-            'compiled/correct only if every input case did; failed and slower tasks count 1.0x in the geomean.</p>')
+            'compiled/correct only if every input case did; a task without a candidate is failed; failed and slower '
+            'tasks count 1.0x in the geomean. A speedup divides two timings of one method (README "What the numbers '
+            'mean").</p>')
     return _page(title, "<h2>Summary</h2>" + head + note + "<h2>fast_p</h2>" + fast_p_svg(summaries) + tables)

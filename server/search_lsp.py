@@ -1,6 +1,6 @@
 """'Search for a faster kernel' in the editor: command ``pallasite.search``.
 
-The search (server/cmd_search.run_search: each node one optimize iteration by the configured
+The search (agents/search_job.run_search: each node one optimize iteration by the configured
 provider, tested and estimated in the server's engine workers, or tested and timed on the
 ``pallasite.backend`` device with ``"timing": "device"``) runs as an engine job (kind ``search``) with progress per node and cancel; every
 node is stored as it finishes, so running the command again resumes. When it ends, the best node (if
@@ -39,6 +39,8 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
     from pallasite.engine.store_cache import workspace_for
     from pallasite.knowledge.store import ResultsStore
     from pallasite.engine.tune import job_progress
+
+    from pallasite.agents import search_job
 
     from . import cmd_search
 
@@ -97,7 +99,7 @@ async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> di
                                                       allow_unconfined=agent.allowUnconfined)
                                if device is not None else (None, ""))
             try:
-                return await cmd_search.run_search(path, text, options, provider, chip=chip, engine=session.engine,
+                return await search_job.run_search(path, text, options, provider, chip=chip, engine=session.engine,
                                                    check_options=check_options, done=done, on_node=on_node,
                                                    device=backend, where=where_, on_phase=on_phase,
                                                    request_timeout_s=agent.requestTimeoutS)

@@ -75,6 +75,21 @@ def label(measurement: dict[str, Any]) -> str:
     return f"estimate for {measurement.get('device_kind')}"
 
 
+def speedup_text(result: dict[str, Any], *, short: bool = False) -> str:
+    """", 1.23x vs the XLA reference (device (TPU v6 lite))" when both sides are device timings of the
+    same kind (analysis/verdict.speedup); else the refusal (interpret mode, host clock: never a speedup)."""
+    from pallasite.analysis.verdict import timing_of, try_speedup
+
+    cand, ref = result.get("candidate") or {}, result.get("reference") or {}
+    s, why = try_speedup(timing_of(ref), timing_of(cand), baseline_name="the XLA reference")
+    if s is None:
+        return "" if short else f", {why}"
+    if short:
+        return f", {s.value:.2f}x vs the XLA reference"
+    baseline = (result.get("speedup") or {}).get("baseline") or "the XLA reference"
+    return f", speedup {s.value:.3g}x against {baseline}"
+
+
 def summary_line(result: dict[str, Any]) -> str:
     """One line for a lens or hover: the verdict, the median with its provenance, the speedup."""
     if result.get("verdict") == "error":
@@ -84,9 +99,7 @@ def summary_line(result: dict[str, Any]) -> str:
         return f"rejected ({tricks})"
     cand = result.get("candidate") or {}
     line = f"{duration(cand.get('median_ns'))} ({label(cand)})"
-    speed = result.get("speedup")
-    if speed:
-        line += f", {speed['value']:.2f}x vs XLA reference"
+    line += speedup_text(result, short=True)
     if result.get("flags"):
         line += " [" + ", ".join(f["trick"] for f in result["flags"]) + "]"
     return line
@@ -125,9 +138,7 @@ def to_text(run: Any, path: str) -> str:
             lines.append(f"  {role:<9} median {duration(m.get('median_ns'))}  (p10 {duration(s.get('p10_ns'))}, "
                          f"p90 {duration(s.get('p90_ns'))}, {len(m.get('samples_ns') or [])} runs)  {label(m)}")
         lines.append(f"  method: {cand.get('method')}")
-        speed = result.get("speedup")
-        if speed:
-            lines.append(f"  speedup {speed['value']:.3g}x against {speed['baseline']}")
+        lines.append(f"  {speedup_text(result).lstrip(', ') or 'no speedup'}")
     profile = result.get("profile")
     if profile:
         lines.extend(_profile_lines(profile))

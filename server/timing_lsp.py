@@ -39,6 +39,7 @@ class LastTiming:
     summary: str  # timing_format.summary_line: the number and its provenance
     where: str
     when: float
+    provenance: str = ""  # the candidate's, as the worker reported it ("device", "interpret", "host", ...)
 
 
 def results(session: Any) -> dict[str, dict[str, LastTiming]]:
@@ -128,7 +129,8 @@ async def run(session: Any, doc: Any, op: str, options: dict[str, Any],
     note = timing.record(run_, doc.path)
     summary = timing_format.summary_line(result)
     entry = str(result.get("entry") or options.get("entry") or "")
-    results(session).setdefault(doc.path, {})[entry] = LastTiming(op, entry, summary, run_.where, time.time())
+    prov = str((result.get("candidate") or {}).get("provenance") or "")
+    results(session).setdefault(doc.path, {})[entry] = LastTiming(op, entry, summary, run_.where, time.time(), prov)
     return {"ok": True, "status": timing_format.status_of(run_), "summary": summary, "where": run_.where,
             "worker": run_.describe_worker(), "warnings": run_.warnings + ([note] if note else []),
             "text": timing_format.to_text(run_, doc.path), "result": result}
@@ -152,12 +154,15 @@ def submit(session: Any, doc: Any, op: str, options: dict[str, Any],
 
 
 def hover_section(session: Any, path: str, names: set[str]) -> str:
-    """Markdown lines for a kernel hover: measured times with their provenance ('' if none)."""
-    rows = []
+    """Markdown for a kernel hover: device measurements under "measured on a device", everything else
+    (cost-model estimates, CPU interpret mode, host wall clock) under its own heading, each with its
+    provenance ('' if none). An estimate is never listed as measured."""
+    measured, other = [], []
     for entry, last in results(session).get(path, {}).items():
         if entry in names:
             when = time.strftime("%H:%M:%S UTC", time.gmtime(last.when))
-            rows.append(f"| {last.op} `{entry}` | {last.summary} | {last.where}, this session, {when} |")
+            (measured if last.provenance == "device" else other).append(
+                f"| {last.op} `{entry}` | {last.summary} | {last.where}, this session, {when} |")
     seen = {entry for entry in results(session).get(path, {})}
     for record in session.engine.stored_measurements(path):
         base = (record.kernel or "").removesuffix(" (reference)")
@@ -167,11 +172,15 @@ def hover_section(session: Any, path: str, names: set[str]) -> str:
         versions = ", ".join(v for v in (f"jax {m.jax_version}" if m.jax_version else "",
                                          f"libtpu {m.libtpu_version}" if m.libtpu_version else "") if v)
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record.created))
-        value = (f"{timing_format.duration(m.median_ns)} ({timing_format.label({'provenance': m.provenance.value, 'device_kind': m.device_kind})})"
+        prov = str(getattr(m.provenance, "value", m.provenance))
+        value = (f"{timing_format.duration(m.median_ns)} ({timing_format.label({'provenance': prov, 'device_kind': m.device_kind})})"
                  if m.median_ns is not None else f"{m.status}: {m.error or ''}"[:120])
-        rows.append(f"| `{record.kernel}` | {value} | {record.key.backend}, {versions}; {m.method[:80]}; store, {when} |")
-        if len(rows) >= 6:
+        (measured if prov == "device" else other).append(
+            f"| `{record.kernel}` | {value} | {record.key.backend}, {versions}; {m.method[:80]}; store, {when} |")
+        if len(measured) + len(other) >= 6:
             break
-    if not rows:
-        return ""
-    return "\n\n**measured**\n\n| what | time | from |\n|---|---|---|\n" + "\n".join(rows)
+    out = ""
+    for title, rows in (("measured on a device", measured), ("estimated, or not TPU time", other)):
+        if rows:
+            out += f"\n\n**{title}**\n\n| what | time | from |\n|---|---|---|\n" + "\n".join(rows)
+    return out

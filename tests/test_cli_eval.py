@@ -59,19 +59,78 @@ def test_estimated_speedup_refuses_two_models_and_non_positive_times():
 
 
 def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
+    """Issue 23: the reference-only task is "no candidate" (failed), never compiled-and-correct at 1.0x;
+    issue 25: the candidate and its reference are estimated by one model, so the speedup is theirs."""
     out = tmp_path / "eval.json"
     report = tmp_path / "eval.html"
     proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "eval", str(DATA / "eval"), "--target", "v5e",
                            "--json", str(out), "--report", str(report)], capture_output=True, text=True, timeout=280)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "geomean speedup" in proc.stdout and "estimate (v5e)" in proc.stdout
+    assert "2 tasks, 1 with a candidate" in proc.stdout and "pallasite roofline v2, v5e" in proc.stdout
     assert "1/2 add_tuned" in proc.stderr  # progress
     (summary,) = json.loads(out.read_text())["methods"]
     rows = {t["task"]: t for t in summary["per_task"]}
     tuned, ref = rows["add_tuned"], rows["scale_reference_only"]
     assert tuned["compiled"] and tuned["correct"] and tuned["speedup"] > 0
-    assert tuned["provenance"].startswith("estimate (pallasite roofline v2, v5e): the candidate and its reference")
-    assert ref["speedup"] == 1.0 and ref["provenance"] == "the reference itself (1.0x by definition)"
-    expected = (max(tuned["speedup"], 1.0) * 1.0) ** 0.5
-    assert summary["geomean_speedup"] == pytest.approx(expected)
+    assert tuned["verdict"]["timing"]["model"] == "pallasite roofline v2"
+    assert tuned["provenance"].startswith("estimate (pallasite roofline v2, v5e)")
+    assert ref["status"] == "no candidate" and not ref["compiled"] and not ref["correct"] and ref["scored"] == 1.0
+    assert summary["compile_rate"] == 0.5 and summary["correct_rate"] == 0.5 and summary["with_candidate"] == 1
+    assert summary["geomean_speedup"] == pytest.approx((max(tuned["speedup"], 1.0) * 1.0) ** 0.5)
     assert 'data-plot="fast_p"' in report.read_text()
+
+
+def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test(tmp_path):
+    """A 12-row-block kernel (the cost model traces it, interpret mode runs it) is not compiled for the
+    TPU; a candidate whose output is the reference's is not correct; --no-verify is never correct."""
+    import asyncio
+
+    from pallasite.agents.eval_job import EvalJob, run_eval
+    from pallasite.engine.eval_tasks import discover
+    from pallasite.server.cmd_eval import candidate_for
+
+    tasks = discover(str(DATA / "eval_verdicts"))
+    (summary,) = asyncio.run(run_eval(EvalJob(tasks, {"files": candidate_for("files")}, chip="v5e")))
+    rows = {t["task"]: t for t in summary["per_task"]}
+    blocks, cheat = rows["add_12row_blocks"], rows["add_calls_reference"]
+    assert not blocks["compiled"] and not blocks["correct"] and "divisible by 8" in blocks["verdict"]["evidence"]
+    assert cheat["compiled"] and not cheat["correct"] and "calls_reference" in cheat["verdict"]["evidence"]
+    assert summary["compile_rate"] == 0.5 and summary["correct_rate"] == 0.0
+    (unverified,) = asyncio.run(run_eval(EvalJob([t for t in tasks if t.name == "add_calls_reference"],
+                                                 {"files": candidate_for("files")}, chip="v5e", verify=False)))
+    assert unverified["correct_rate"] == 0.0 and unverified["per_task"][0]["status"] == "compiled, not correct"
+    assert unverified["per_task"][0]["verdict"]["status"] == "correctness not verified"
+
+
+def test_compiled_needs_every_reached_kernel_to_pass_every_tier():
+    from types import SimpleNamespace
+
+    from pallasite.agents.eval_job import compiled_verdict
+
+    def report(*kernels):
+        return SimpleNamespace(findings=(), skipped=None, kernels=tuple(
+            SimpleNamespace(name=n, tiers=tuple(t.items())) for n, t in kernels))
+
+    fwd = ("fwd", {0: "ok", 1: "ok", 2: "ok"})
+    bwd_unreached = ("bwd", {0: "ok", 1: "not reached: the task never calls this kernel", 2: "not reached: ..."})
+    assert compiled_verdict(report(fwd, bwd_unreached), (0, 1, 2), "v5e")[0] is True
+    ok, why = compiled_verdict(report(("fwd", {0: "ok", 1: "ok", 2: "skipped: libtpu not installed"})), (0, 1, 2), "v5e")
+    assert not ok and "tier 2 skipped" in why
+    assert compiled_verdict(report(bwd_unreached), (0, 1, 2), "v5e")[0] is False
+    assert compiled_verdict(report(), (0, 1, 2), "v5e")[0] is False
+
+
+def test_a_check_that_could_not_finish_is_not_verified_rather_than_incorrect(tmp_path):
+    import asyncio
+
+    from pallasite.agents.eval_job import EvalJob, _test
+    from pallasite.engine.backend import Reply
+    from pallasite.engine.eval_tasks import discover
+
+    class Killed:
+        async def request(self, params, **kw):
+            return Reply("crashed", message="the worker went over its memory limit of 8192 MiB and was stopped")
+
+    (task,) = [t for t in discover(str(DATA / "eval")) if t.name == "add_tuned"]
+    correct, why = asyncio.run(_test(Killed(), task, open(task.candidate_path).read(), EvalJob([task], {})))
+    assert correct is None and why.startswith("correctness not verified") and "memory limit" in why

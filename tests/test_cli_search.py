@@ -43,3 +43,13 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     again = search(folder, script)
     assert again.returncode == 0, again.stderr
     assert f"resuming {rid}: 2 nodes already done" in again.stderr and "best: t0.1" in again.stdout
+    # a replay of the recorded search (each node's recorded answers) gives the same graph
+    replay = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "search", str(folder / "add.py"),
+                             "--algo", "parallel", "--trajectories", "1", "--iterations", "1", "--target", "v5e",
+                             "--provider", f"replay:{rid}", "--jobs", "1"],
+                            capture_output=True, text=True, timeout=300, cwd=folder)
+    assert replay.returncode == 0, replay.stderr
+    rid2 = re.search(r"run (search-\w+)", replay.stdout).group(1)
+    replayed = json.loads((folder / ".pallasite" / "search" / f"{rid2}.json").read_text())
+    assert rid2 != rid and [(n["id"], n["plan"], n["verdict"]) for n in replayed["nodes"]] == \
+        [(n["id"], n["plan"], n["verdict"]) for n in graph["nodes"]]

@@ -19,7 +19,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from pallasite.analysis.types import chip_target  # noqa: E402
-from pallasite.engine.eval_tasks import EvalTask, estimate_candidate  # noqa: E402
+from pallasite.agents.eval_job import EvalJob, _estimates  # noqa: E402
+from pallasite.analysis.verdict import speedup  # noqa: E402
+from pallasite.engine.eval_tasks import EvalTask  # noqa: E402
 from pallasite.engine.tune import TuneOptions, tune, worker_estimator  # noqa: E402
 from pallasite.runner import cost_model  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
@@ -93,11 +95,13 @@ def test_eval_and_tune_give_one_file_one_estimated_speedup():
         text = f.read()
     backend = InProcess()
     task = EvalTask("matmul", DATA, "file", path, path)
-    evaluated = asyncio.run(estimate_candidate(backend, task, text, "v5e", verify=False, identical_is_reference=False))
+    cand, ref, why = asyncio.run(_estimates(backend, task, text, EvalJob([task], {}, chip="v5e")))
+    assert cand is not None and ref is not None, why
+    evaluated = speedup(ref, cand, baseline_name="the reference")
     options = TuneOptions(chip="v5e", verify=0)
     report = asyncio.run(tune(path, text, options, worker_estimator(backend, path, text, options)))
     tuned = report.current_vs_reference
-    assert evaluated.speedup is not None and tuned is not None and tuned.speedup is not None
-    assert evaluated.speedup == tuned.speedup
-    assert evaluated.provenance.startswith(tuned.label) and tuned.label == "estimate (pallasite roofline v2, v5e)"
+    assert tuned is not None and tuned.speedup is not None
+    assert evaluated.value == tuned.speedup
+    assert cand.label() == tuned.label == "estimate (pallasite roofline v2, v5e)"
     assert report.best_vs_reference.speedup >= tuned.speedup  # the best ranks at least as well as the file's

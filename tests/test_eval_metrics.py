@@ -60,3 +60,22 @@ def test_failed_tasks_count_one_x_and_empty_sets_are_refused():
     assert s.geomean_speedup == pytest.approx(2.0)
     with pytest.raises(ValueError, match="no tasks"):
         summarize("m", [], provenance="estimate (v6e)")
+
+
+def test_a_task_without_a_candidate_is_failed_not_compiled_or_correct():
+    s = summarize("files", [TaskOutcome("ref_only", (CaseOutcome(False, False, None, "no candidate", candidate=False),)),
+                            TaskOutcome("y", ok(4.0))], provenance="device (TPU v5 lite)")
+    assert s.compile_rate == 0.5 and s.correct_rate == 0.5 and s.with_candidate == 1
+    rows = {t["task"]: t for t in s.per_task}
+    assert rows["ref_only"]["status"] == "no candidate" and rows["ref_only"]["scored"] == 1.0
+    # even a case wrongly flagged compiled/correct does not pass without a candidate
+    t = TaskOutcome("t", (CaseOutcome(True, True, 1.0, candidate=False),))
+    assert not t.compiled and not t.correct
+
+
+def test_a_refused_speedup_leaves_no_speedup_figures():
+    why = "no estimated speedup: the reference and the kernel were estimated by different models"
+    s = summarize("files", [TaskOutcome("a", (CaseOutcome(True, True, None, refused=why),)), TaskOutcome("b", ok(2.0))],
+                  provenance="estimate (v5e)")
+    assert s.correct_rate == 1.0 and s.geomean_speedup is None and s.improved_share is None and s.fast_p == ()
+    assert s.speedup_refused == why and s.per_task[0]["speedup_refused"] == why

@@ -342,3 +342,40 @@ async def test_winner_that_cannot_be_written_is_a_message_not_a_crash(tmp_path):
     assert placed["written"] is None and placed["applied"] is False and shown == []
     assert "cannot write" in placed["placement"] and "the document was closed during the run" in placed["placement"]
     assert state.run_id in placed["placement"]
+
+
+@pytest.mark.parametrize("tests_file", ["axpy_right", "axpy_wrong"])
+async def test_the_editors_optimize_uses_the_reviewed_tests_file(client, tmp_path, tests_file):
+    """Issue 23: the editor runs the same service as the CLI, so a reviewed ``<stem>.tests.py`` is the
+    run's tests: validated against the original first (wrong tests stop the run and say so), and
+    frozen (the test writer is never asked)."""
+    answer_trust(client, "Trust")
+    folder = tmp_path / "ws"
+    (folder / ".pallasite").mkdir(parents=True)
+    path = folder / "no_tests.py"
+    shutil.copy(DATA / "no_tests.py", path)
+    shutil.copy(DATA / "tests" / f"{tests_file}.py", folder / "no_tests.tests.py")
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(["Try bigger blocks\nbecause.", "no code in this reply"]))
+    uri = from_fs_path(str(path))
+    await initialize(client, folder, {"target": "v6e", "tiers": [0, 1], "check": {"onOpen": False},
+                                      "agent": {"provider": "scripted", "scriptedFile": str(script)}})
+    open_doc(client, uri, path.read_text())
+    await diagnostics_for(client, uri, 1)
+    result = await asyncio.wait_for(client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="pallasite.optimize", arguments=[{"uri": uri, "mode": "auto", "iterations": 1}])), 240)
+    if tests_file == "axpy_wrong":
+        assert result["ok"] is False and "the original kernel does not pass these tests" in result["message"], result
+        assert "no_tests.tests.py" in result["message"]
+        return
+    assert [r["verdict"] for r in result["table"]] == ["no candidate"], result  # the planner, not the test writer
+    from pallasite.agents.optimize_record import load
+    from pallasite.knowledge.store import ResultsStore
+
+    store = ResultsStore.open(folder)
+    try:
+        state = load(store, result["run_id"])
+    finally:
+        store.close()
+    assert state.context["tests"] == (DATA / "tests" / "axpy_right.py").read_text()
+    assert "no_tests.tests.py" in state.context["tests_summary"]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import Budgets, Decision, PhaseResult, new_run, optimize
 from pallasite.agents.optimize_record import OptimizeRecorder, export, load, replay_table
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
 
 
-class MarkerEvaluator:
+class MarkerEvaluator(BaseEvaluator):
     """Judges a source by markers in it: BROKEN fails to compile, WRONG fails the tests, COST=<s> is
     the estimate (a stand-in for the worker; the real one is tested in test_optimize_e2e.py)."""
 
@@ -120,3 +121,75 @@ async def test_stop_in_step_mode():
     prov = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n"))
     state = await optimize(new_run("k.py", ORIGINAL), prov, MarkerEvaluator(), Budgets(iterations=3), gate=gate)
     assert "stopped by the user" in state.stopped and state.best is None
+
+
+async def test_a_slower_candidate_is_never_the_winner(tmp_path):
+    """Issue 23: a correct 0.60x candidate is not starred, not written, and the table says why."""
+    from pallasite.server.cmd_optimize import table_text
+
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n# COST=1.6667\n"))
+    state = await optimize(new_run("k.py", ORIGINAL), provider, MarkerEvaluator(), Budgets(iterations=1, fix_rounds=0))
+    (it,) = state.iterations
+    assert it.verdict == "valid" and state.winner is None
+    assert [r["best"] for r in state.table()] == [False]
+    assert state.table()[0]["speedup"] == pytest.approx(0.6, rel=1e-3)
+    why = state.outcome().why
+    assert why.startswith("no winner: the best correct candidate is 0.60x vs the original file") and "not faster" in why
+    text = table_text(state)
+    assert why in text and "*" not in text.splitlines()[1][:4]
+
+
+async def test_a_candidate_timed_by_another_method_cannot_win():
+    class Mixed(MarkerEvaluator):
+        async def measure(self, source):
+            r = await super().measure(source)
+            label = "estimate (v6e)" if source == ORIGINAL else "device (TPU v6 lite)"
+            return PhaseResult(True, "timed", seconds=r.seconds, label=label)
+
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n# COST=0.1\n"))
+    state = await optimize(new_run("k.py", ORIGINAL), provider, Mixed(), Budgets(iterations=1, fix_rounds=0))
+    assert state.winner is None and state.speedup() is None
+    assert "different methods" in state.outcome().why
+
+
+class FixingEvaluator(MarkerEvaluator):
+    """A compile failure is fixed by asking ``fixer`` (a model): its reply is the replacement marker."""
+
+    def __init__(self, fixer) -> None:
+        super().__init__()
+        self.fixer = fixer
+
+    async def fix(self, source, failed):
+        from pallasite.agents.providers import ModelRequest
+
+        reply = await self.fixer.complete(ModelRequest(system="fix", prompt=source))
+        return PhaseResult(True, "verified fix", source=source.replace("BROKEN", reply.text.strip()),
+                           data={"usage": reply.usage})
+
+
+async def test_replay_of_a_run_with_fix_rounds_reproduces_the_table(tmp_path):
+    """Issue 23: the fixer's calls inside optimize go through the run's model client, so a replay of
+    the recorded calls gives the same table (before, they were not recorded and the replay diverged)."""
+    from pallasite.agents.model_client import ModelClient
+    from pallasite.agents.providers_scripted import ReplayProvider
+    from pallasite.knowledge.store import store_path
+
+    responses = ["Plan 1: blocks\nDetails.", "```python\nimport jax\n# BROKEN\n```", "COST=0.25",
+                 "Plan 2: more\nDetails.", "```python\nimport jax\n# COST=0.5\n```"]
+    rec = OptimizeRecorder(tmp_path)
+    model = ScriptedProvider(ProviderConfig(name="scripted"), responses)
+    state = new_run("k.py", ORIGINAL)
+    ev = FixingEvaluator(ModelClient(model, run_id=state.run_id, recorder=rec))
+    state = await optimize(state, model, ev, Budgets(iterations=2, fix_rounds=1), recorder=rec)
+    assert [it.verdict for it in state.iterations] == ["valid", "valid"] and state.winner.index == 1
+    rec.close()
+
+    replay = ReplayProvider(ProviderConfig(name=f"replay:{state.run_id}", store_path=str(store_path(tmp_path))))
+    again = new_run("k.py", ORIGINAL)
+    replayed = await optimize(again, replay, FixingEvaluator(ModelClient(replay, run_id=again.run_id)),
+                              Budgets(iterations=2, fix_rounds=1))
+    def rows(st):  # wall-clock seconds differ between runs; everything else must not
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in st.table()]
+
+    assert rows(replayed) == rows(state)
+    assert [r.prompt for r in replay.requests] == [r.prompt for r in model.requests]

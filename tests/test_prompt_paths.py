@@ -13,6 +13,7 @@ from pallasite.agents import test_writer
 from pallasite.agents.fix_prompt import FixContext
 from pallasite.agents.fixer import Budgets as FixBudgets
 from pallasite.agents.fixer import Fixer
+from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import Budgets, PhaseResult, iterate, new_run
 from pallasite.agents.prompt_paths import local
 from pallasite.agents.providers import ProviderConfig
@@ -66,7 +67,7 @@ async def test_fixer_prompts_name_files_only(tmp_path):
     assert_clean([r.prompt for r in provider.requests], tmp_path)
 
 
-class FailingCompile:
+class FailingCompile(BaseEvaluator):
     """An evaluator whose compile fails with the checker's words (paths and all)."""
 
     method = "estimate (v6e)"

@@ -215,3 +215,18 @@ def test_bad_options_say_what_to_do():
         SearchOptions(algo="random")
     with pytest.raises(ValueError, match="width must be at least 1"):
         SearchOptions(width=0)
+
+
+def test_a_root_that_could_not_be_timed_is_not_stored_as_correct_one_x():
+    """Issue 23: the starting kernel without a timing keeps its failure; nothing is divided by it."""
+    land = Landscape()
+
+    async def evaluate(src):
+        if src == ROOT:
+            return Evaluation(True, False, None, "device (fake TPU)", "the starting kernel has no timing")
+        return await land.evaluate(src)
+
+    g = asyncio.run(search(ROOT, SearchOptions(algo="parallel", trajectories=2, iterations=2, strategies=STRATS),
+                           land.propose, evaluate, provenance="device (fake TPU)"))
+    assert not g.root.correct and g.root.speedup is None and g.root.error == "the starting kernel has no timing"
+    assert not g.root.ok

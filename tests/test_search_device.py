@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.agents.eval_metrics import MissingTiming
 from pallasite.agents.search import SearchOptions
 from pallasite.analysis.types import Measurement, Provenance
 from pallasite.engine.checker import CheckOptions
@@ -26,6 +25,7 @@ from pallasite.engine.engine import Engine
 from pallasite.engine.eval_tasks import discover
 from pallasite.engine.fake_backend import FakeStep, fake_backend
 from pallasite.runner import messages
+from pallasite.agents import search_job
 from pallasite.server import cmd_eval, cmd_search
 from test_search_iterate import LANDSCAPE, ROOT, LandscapeModel, rows
 
@@ -63,7 +63,7 @@ def search_with(device, tmp_path, options):
 
     async def go():
         try:
-            return await cmd_search.run_search(path, ROOT, options, LandscapeModel(), chip="v5e", engine=engine,
+            return await search_job.run_search(path, ROOT, options, LandscapeModel(), chip="v5e", engine=engine,
                                                check_options=CheckOptions(target="v5e", tiers=(0,)),
                                                device=device, where="fake")
         finally:
@@ -103,7 +103,11 @@ def test_cpu_timings_from_a_device_backend_never_rank(tmp_path):
     assert g.best().id == "root"
 
 
-def test_eval_speedups_are_device_medians_and_a_missing_timing_is_an_error(tmp_path):
+def test_eval_speedups_are_device_medians_and_cpu_time_is_never_a_speedup(tmp_path):
+    """Eval through the one verdict with a (fake) device: compiled by the real checker tiers, correct and
+    timed by the device's time op; a device worker answering CPU timings gives no speedup (refused)."""
+    from pallasite.agents.eval_job import EvalJob, run_eval
+
     tasks = discover(str(DATA / "eval"))
     methods = {"files": cmd_eval.candidate_for("files")}
 
@@ -112,8 +116,7 @@ def test_eval_speedups_are_device_medians_and_a_missing_timing_is_an_error(tmp_p
 
         async def run():
             try:
-                return await cmd_eval.evaluate(tasks, methods, chip="v5e", device=device, where="fake",
-                                               backend=fake_backend())
+                return await run_eval(EvalJob(tasks, methods, chip="v5e", device=device, where="fake"))
             finally:
                 await device.close()
 
@@ -123,10 +126,11 @@ def test_eval_speedups_are_device_medians_and_a_missing_timing_is_an_error(tmp_p
     per = {t["task"]: t for t in summary["per_task"]}
     tuned = per["add_tuned"]
     assert tuned["correct"] and tuned["provenance"] == f"device ({KIND})" and tuned["speedup"] > 0
-    assert per["scale_reference_only"]["provenance"].startswith("the reference itself")
+    assert per["scale_reference_only"]["status"] == "no candidate" and not per["scale_reference_only"]["correct"]
     assert summary["provenance"].startswith(f"device ({KIND}) medians")
-    with pytest.raises(MissingTiming, match="add_tuned.*not on a device"):
-        go(device_script(Provenance.INTERPRET))
+    (cpu,) = go(device_script(Provenance.INTERPRET))
+    assert cpu["geomean_speedup"] is None and "not TPU time" in cpu["speedup_refused"]
+    assert {t["task"]: t for t in cpu["per_task"]}["add_tuned"]["speedup"] is None
 
 
 def test_backend_flags_route_to_the_chosen_backend(tmp_path):

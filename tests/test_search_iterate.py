@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import PhaseResult
 from pallasite.agents.planner_prompt import SYSTEM as PLANNER_SYSTEM
 from pallasite.agents.providers import ProviderError, Usage
@@ -74,7 +75,7 @@ class LandscapeModel:
         pass
 
 
-class LandscapeEvaluator:
+class LandscapeEvaluator(BaseEvaluator):
     method = "estimate (v6e)"
 
     def __init__(self):
@@ -240,7 +241,7 @@ def test_device_phases_take_one_slot_while_model_calls_overlap():
 
 def test_slotted_offers_tune_and_fix_only_when_the_evaluator_has_them():
     plain = Slotted(LandscapeEvaluator(), asyncio.Semaphore(1), device=True)
-    assert not hasattr(plain, "tune") and not hasattr(plain, "fix")
+    assert plain.tune is None and plain.fix is None and plain.frozen_tests is None  # explicit, never probed
 
     class Tuning(LandscapeEvaluator):
         async def tune(self, source):
@@ -256,3 +257,30 @@ def test_instruction_names_the_step_the_parent_and_its_speed():
 
     text = instruction(ProposeRequest("b1.0.1", "optimize", (root,), "fuse everything"))
     assert "Search step b1.0.1" in text and "fuse everything" in text and "1.00x the starting kernel" in text
+
+
+def test_replay_of_a_search_reproduces_the_graph(tmp_path):
+    """Issue 23: every node's model calls are recorded (under the search's run id and the node's id),
+    and a replay gives each node its own recorded answers: the same graph, concurrency or not."""
+    from pallasite.agents.optimize_record import OptimizeRecorder
+    from pallasite.agents.search_iterate import replay_nodes
+    from pallasite.knowledge.store import store_path
+
+    opts = SearchOptions(algo="evolve", population=3, generations=2, crossover_rate=0.5, strategies=STRATS, seed=5)
+    rec = OptimizeRecorder(tmp_path)
+    model = LandscapeModel(delay=0.002)
+    nodes = IterateNodes(model, LandscapeEvaluator(), "add.py", "v6e", recorder=rec, run_id="search-abc")
+    first = asyncio.run(search(ROOT, opts, None, nodes.evaluate_root, provenance="estimate (v6e)", attempt=nodes.attempt))
+    rec.close()
+    assert len(model.requests) >= 2 * (len(first.nodes) - 1)
+
+    class NoModel:  # the replay must not ask a live model
+        async def complete(self, request):
+            raise AssertionError("a replayed search asked the model")
+
+    again = IterateNodes(NoModel(), LandscapeEvaluator(), "add.py", "v6e",
+                         provider_for=replay_nodes("search-abc", str(store_path(tmp_path))))
+    second = asyncio.run(search(ROOT, opts, None, again.evaluate_root, provenance="estimate (v6e)",
+                                attempt=again.attempt))
+    assert second.signature() == first.signature()
+    assert [(n.id, n.plan, n.speedup) for n in second.nodes] == [(n.id, n.plan, n.speedup) for n in first.nodes]

@@ -22,7 +22,7 @@ from pallasite.engine.client import WorkerConfig  # noqa: E402
 from pallasite.engine.engine import Engine  # noqa: E402
 from pallasite.engine.fake_backend import fake_backend  # noqa: E402
 from pallasite.engine.ray_backend import RayBackend  # noqa: E402
-from pallasite.server import cmd_search  # noqa: E402
+from pallasite.agents import search_job  # noqa: E402
 from test_search_iterate import ROOT, LandscapeModel  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def test_search_nodes_are_tested_and_timed_on_the_ray_worker_and_cpu_time_never_
 
     async def go():
         try:
-            return await cmd_search.run_search(
+            return await search_job.run_search(
                 path, ROOT, SearchOptions(algo="parallel", trajectories=1, iterations=1, strategies=("double",)),
                 LandscapeModel(), chip="v5e", engine=engine, check_options=CheckOptions(target="v5e", tiers=(0,)),
                 device=device, where="ray:local", timeout_s=120)

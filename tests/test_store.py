@@ -250,15 +250,48 @@ def test_migration_from_version_1_keeps_old_rows(tmp_path):
                             "median_ns": 5.0}), 1.0))
     db.close()
     with ResultsStore(path) as s:
-        assert s.info().schema_version == store_schema.SCHEMA_VERSION == 3
+        assert s.info().schema_version == store_schema.SCHEMA_VERSION == 4
         assert s.check_for(key(), 2).status == "ok"
-        (m,) = s.measurements(key())
-        assert m.measurement.provenance is Provenance.ESTIMATE and m.run_id is None
+        # v4 (issue 23): the old estimate row moved out of the measurements into the estimates
+        assert s.measurements(key()) == []
+        (e,) = s.estimates(key())
+        assert e.model == "cost model" and e.seconds == 5e-9 and e.key.chip == "v6e" and e.run_id is None
         s.put_agent_step("r", 0, "plan", {})  # tables added by v2 work
         s.put_llm_call("r", 1, provider="scripted", model=None, system="s", prompt="p", response="{}")  # v3
         assert [c.response for c in s.llm_calls("r")] == ["{}"]
     versions = [r[0] for r in sqlite3.connect(path).execute("SELECT version FROM schema_version ORDER BY version")]
-    assert versions == [1, 2, 3]
+    assert versions == [1, 2, 3, 4]
+
+
+def test_migration_to_v4_keeps_estimates_verdicts_and_measurements_apart(tmp_path):
+    """Issue 23: a v3 store held cost-model estimates and tier-3 verdicts as measurements (JSON in
+    ``error``); v4 moves them to their own tables, and device timings stay measurements."""
+    path = store_path(tmp_path)
+    path.parent.mkdir()
+    db = sqlite3.connect(path, isolation_level=None)
+    assert store_schema.migrate(db, upto=3) == 3
+
+    def put(prov, method, error, median):
+        m = {"status": "ok", "provenance": prov, "device_kind": "v6e" if prov == "estimate" else "cpu",
+             "method": method, "median_ns": median, "error": error}
+        db.execute("INSERT INTO measurements (key, key_json, source_hash, path, kernel, chip, status, provenance,"
+                   " median_ns, measurement_json, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   (key().digest(), key().to_json(), "source:abc", "/w/k.py", "matmul", "v6e", "ok", prov, median,
+                    json.dumps(m), 1.0))
+
+    put("estimate", "pallasite cost model", json.dumps({"estimate": {"seconds": 1e-6}, "entry": "mm"}), 1000.0)
+    put("interpret", "tier 3: TPU interpret mode on CPU vs the reference", json.dumps({"state": "ok"}), None)
+    put("device", "xprof", None, 2000.0)
+    db.close()
+    with ResultsStore(path) as s:
+        (e,) = s.estimates(key(), model="pallasite cost model")
+        assert e.payload["entry"] == "mm" and e.seconds == 1e-6
+        (v,) = s.verdicts(key())
+        assert v.state == "ok" and v.method.startswith("tier 3")
+        assert [r.measurement.provenance for r in s.measurements(key())] == [Provenance.DEVICE]
+        with pytest.raises(ValueError, match="put_estimate"):
+            s.put_measurement(key(), Measurement("ok", Provenance.ESTIMATE, "v6e", "cost model", median_ns=1.0))
+        assert s.info().counts["estimates"] == 1 and s.info().counts["verdicts"] == 1
 
 
 def test_newer_schema_is_refused_with_advice(tmp_path):

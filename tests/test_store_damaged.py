@@ -110,7 +110,7 @@ def test_a_store_failing_during_tuning_is_said_once_in_the_notes(tmp_path):
         raise StoreDamaged("the results store at r.sqlite is damaged (SQLite: database disk image is malformed)",
                            "database disk image is malformed")
 
-    store.put_measurement = broken  # the file went bad after it was opened
+    store.put_estimate = broken  # the file went bad after it was opened (estimates: their own table since v4)
     try:
         report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), store=store))
     finally:

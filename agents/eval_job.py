@@ -1,0 +1,257 @@
+"""`pallasite eval` as a service: a loop over tasks through the one verdict (analysis/verdict.py).
+
+``EvalJob(tasks, methods, chip, ...)`` and ``run_eval(job, engine)``: a *method* only supplies
+candidate source for a task (the folder's own file, a model's answer); every candidate gets the same
+verdict as optimize and search give theirs:
+
+- no candidate (the method has none, or its text is the task's reference unchanged): ``no
+  candidate``, failed, 1.0x in the geomean: never compiled or correct;
+- ``compiled``: the checker's TPU compiler tiers (0-2 by default) ran on the candidate for the chip
+  (confined workers) with no error, and every kernel passed each tier (a tier skipped is not a pass);
+- ``correct``: the ``time`` op's integrity checks passed (fresh inputs twice, NaN-filled outputs,
+  inputs unchanged, the pallas_call reached the output and did not call the reference, a second shape):
+  in TPU interpret mode on CPU at reduced shapes without a device, on the device with one.
+  ``--no-verify`` leaves it "not verified", which never counts as correct;
+- the speedup: ``analysis/verdict.speedup`` of the reference's timing over the candidate's. With a
+  device both are device medians of one kind; without one both are estimates of one model for the
+  chip (engine/estimates.py: the candidate and the task's reference through the same roofline);
+  figures of two different models are refused, never divided.
+
+The CLI (server/cmd_eval.py) and the benchmark only parse arguments and render the summaries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict, timing_of, try_speedup
+
+from .eval_metrics import CaseOutcome, TaskOutcome, summarize
+
+Method = Callable[[Any], Any]  # task -> candidate source (or an awaitable of it), None: no candidate
+BASELINE = "the task's reference (XLA)"
+
+
+@dataclass
+class EvalJob:
+    tasks: list
+    methods: dict[str, Method]
+    chip: str = "v6e"
+    jobs: int = 1
+    verify: bool = True
+    tiers: tuple[int, ...] = (0, 1, 2)
+    timeout_s: float = 300.0
+    memory_mb: int = 8192
+    allow_unconfined: bool = False
+    device: Any = None  # an open device backend (engine/remote.py), or None: estimates
+    where: str = ""
+    progress: Callable[[str], None] = field(default=lambda m: None)
+
+
+@dataclass(frozen=True)
+class TaskVerdict:
+    task: str
+    verdict: Verdict
+    speedup: float | None = None
+    refused: str | None = None  # why there is no speedup (analysis/verdict.try_speedup)
+    reference: Timing | None = None
+
+    def case(self) -> CaseOutcome:
+        v = self.verdict
+        return CaseOutcome(v.compiled is True, v.correct is True, self.speedup, v.evidence or None,
+                           candidate=v.candidate, refused=self.refused if v.passed else None)
+
+    @property
+    def provenance(self) -> str:
+        if not self.verdict.candidate:
+            return "no candidate"
+        return self.verdict.timing.label() if self.verdict.timing is not None else ""
+
+
+def candidate_path(task: Any) -> str:
+    return task.candidate_path or os.path.join(task.folder, "optimized.py")
+
+
+def compiled_verdict(report: Any, tiers: tuple[int, ...], chip: str) -> tuple[bool, str]:
+    """(compiled, evidence) from a checker report: no error, and every kernel passed every tier that
+    was asked for (a tier skipped or not run is not a pass)."""
+    from .optimize_eval import compile_phase
+
+    phase = compile_phase(report, tiers, chip)
+    if not phase.ok:
+        return False, phase.evidence or phase.summary
+    if report.skipped:
+        return False, f"not a kernel: {report.skipped}"
+    if not report.kernels:
+        return False, "the checker found no pallas_call to compile"
+    reached = 0
+    for kernel in report.kernels:
+        states = dict(kernel.tiers)
+        if any(str(states.get(t, "")).startswith("not reached") for t in tiers):
+            continue  # defined in the file, never called by the task (a backward pass): nothing to compile
+        reached += 1
+        for tier in tiers:
+            state = states.get(tier, "not run")
+            if state != "ok":
+                return False, f"{kernel.name}: tier {tier} {state} for {chip} (compiled means every tier passed)"
+    if not reached:
+        return False, "the task reaches none of the file's kernels: nothing was compiled"
+    return True, phase.summary
+
+
+async def _check_compiled(engine: Any, options: Any, path: str, text: str, job: EvalJob) -> tuple[bool, str]:
+    report = await engine.check(path, options, text, purpose="job", untrusted=True)
+    return compiled_verdict(report, job.tiers, job.chip)
+
+
+async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[bool | None, str]:
+    """The guarded test (the ``time`` op's integrity checks) in TPU interpret mode on CPU."""
+    from pallasite.engine.timing import TaskFiles, time_request
+
+    from .optimize_eval import test_phase
+
+    files = TaskFiles(candidate_path(task), task.reference_path if task.layout == "jaxbench" else None,
+                      task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
+    params = dataclasses.replace(time_request(files, "time", runs=1, warmup=0, extra_shape=True, text=text),
+                                 shrink=True)
+    reply = await backend.request(params, purpose="job", timeout_s=job.timeout_s)
+    phase = test_phase(reply)
+    if phase.ok:
+        return True, phase.summary
+    if not reply.ok or reply.result.verdict == "error":
+        # the checks could not run or finish (too big for interpret mode, a memory or time limit, a crash):
+        # not verified, which is not "incorrect" either; only a rejection by the checks is incorrect
+        return None, f"correctness not verified: {phase.evidence or phase.summary}"
+    return False, phase.evidence or phase.summary
+
+
+async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[Timing | None, Timing | None, str]:
+    """(candidate, reference, why) estimated for the chip by one model: engine/estimates.estimate_pair
+    prices the candidate and the task's reference through the same roofline (the figures ``tune``
+    shows for the same file); each ``Timing`` names the model the worker reported."""
+    from pallasite.engine.estimates import estimate_pair
+    from pallasite.engine.sources import sources_for
+
+    paired, result, failed = await estimate_pair(backend, sources_for(candidate_path(task), text), job.chip,
+                                                 timeout_s=job.timeout_s)
+    if failed is not None or result is None:
+        return None, None, f"not estimated: {(failed or paired.why or '')[:300]}"
+    kernel = result.estimates[0] if result.estimates else None
+    cand = ref = None
+    if paired.kernel_s is not None and kernel is not None:
+        cand = Timing(paired.kernel_s, "estimate", job.chip, kernel.model or COST_MODEL, paired.label)
+    if paired.reference_s is not None:
+        model = str((result.reference or {}).get("model") or "")
+        ref = Timing(paired.reference_s, "estimate", job.chip, model or COST_MODEL, paired.label)
+    why = "; ".join(w for w in (paired.why, paired.caveat) if w)
+    return cand, ref, why
+
+
+async def _device(task: Any, text: str, job: EvalJob) -> tuple[bool, str, Timing | None, Timing | None]:
+    """The guarded test and the timing on the device: (correct, evidence, candidate, reference)."""
+    from pallasite.engine.timing import TaskFiles, time_request
+
+    files = TaskFiles(candidate_path(task), task.reference_path if task.layout == "jaxbench" else None,
+                      task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
+    params = time_request(files, "time", runs=20, warmup=2, text=text)
+    reply = await job.device.request(params, purpose="device", timeout_s=job.timeout_s)
+    if not reply.ok:
+        return False, f"the timing run failed on {job.where or 'the device'}: {str(reply.why)[:300]}", None, None
+    result = reply.result
+    if result.verdict != "ok":
+        tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
+        return False, f"the time op's integrity checks: {tricks}"[:500], None, None
+    return True, "the time op's integrity checks passed on the device", timing_of(result.candidate), \
+        timing_of(result.reference)
+
+
+async def evaluate_one(engine: Any, options: Any, task: Any, text: str | None, job: EvalJob,
+                       device_slot: asyncio.Semaphore) -> TaskVerdict:
+    """One task's verdict (see the module docstring)."""
+    if text is None or text == task.reference_text():
+        why = "no candidate: the folder holds only the reference" if text is None else \
+            "no candidate: the method's answer is the reference itself"
+        return TaskVerdict(task.name, Verdict.no_candidate(why))
+    checks = (f"tiers {','.join(map(str, job.tiers))} for {job.chip}",)
+    compiled, evidence = await _check_compiled(engine, options, candidate_path(task), text, job)
+    if not compiled:
+        return TaskVerdict(task.name, Verdict(False, None, None, evidence, checks=checks))
+    backend = engine.backend(options, untrusted=True)
+    if job.device is not None:
+        async with device_slot:
+            correct, evidence, cand, ref = await _device(task, text, job)
+        checks += ("time op on the device",)
+    else:
+        correct: bool | None = None
+        evidence = "correctness not verified (--no-verify)"
+        if job.verify:
+            correct, evidence = await _test(backend, task, text, job)
+            checks += ("time op's integrity checks, TPU interpret mode on CPU",)
+        cand, ref, why = await _estimates(backend, task, text, job) if correct is not False else (None, None, "")
+        if why and correct:
+            evidence = f"{evidence}; {why}"
+    verdict = Verdict(True, correct, cand, evidence, checks=checks)
+    s, refused = try_speedup(ref, cand, baseline_name=BASELINE)
+    return TaskVerdict(task.name, verdict, s.value if s else None, refused, ref)
+
+
+def _provenance(job: EvalJob, verdicts: list[TaskVerdict]) -> str:
+    if job.device is not None:
+        kinds = sorted({v.verdict.timing.label() for v in verdicts if v.verdict.timing is not None})
+        return (", ".join(kinds) or f"device ({job.where})") + f" medians, candidate vs {BASELINE}"
+    return f"estimate ({COST_MODEL}, {job.chip}): the candidate and the reference by the same model"
+
+
+async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
+    """Each method over the tasks; one summary (JSON) per method, with each task's verdict."""
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import Engine
+    from pallasite.engine.pool import local_backend
+
+    options = CheckOptions(target=job.chip, tiers=job.tiers, time_limit_s=job.timeout_s, memory_mb=job.memory_mb,
+                           allow_unconfined=job.allow_unconfined)
+    own = engine is None
+    if own:
+        engine = Engine(checks=1, use_store=False,
+                        backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=max(1, job.jobs)))
+    gate = asyncio.Semaphore(max(1, job.jobs))
+    device_slot = asyncio.Semaphore(1)
+    out = []
+    try:
+        for name, method in job.methods.items():
+            started = time.monotonic()
+            done = 0
+
+            async def one(task: Any) -> TaskVerdict:
+                nonlocal done
+                async with gate:
+                    try:
+                        text = method(task)
+                        if inspect.isawaitable(text):  # a provider's answer
+                            text = await text
+                        verdict = await evaluate_one(engine, options, task, text, job, device_slot)
+                    except Exception as exc:  # noqa: BLE001 - one task's failure is data
+                        verdict = TaskVerdict(task.name, Verdict(False, False, None,
+                                                                 f"{type(exc).__name__}: {exc}"[:300]))
+                done += 1
+                job.progress(f"{name}: {done}/{len(job.tasks)} {task.name}: {verdict.verdict.status()}")
+                return verdict
+
+            verdicts = await asyncio.gather(*(one(t) for t in job.tasks))
+            outcomes = [TaskOutcome(v.task, (v.case(),), v.provenance) for v in verdicts]
+            summary = summarize(name, outcomes, provenance=_provenance(job, verdicts),
+                                wall_s=time.monotonic() - started).to_json()
+            for row, v in zip(summary["per_task"], verdicts):
+                row["verdict"] = v.verdict.to_json()
+                row["reference_timing"] = v.reference.to_json() if v.reference else None
+            out.append(summary)
+    finally:
+        if own:
+            await engine.close()
+    return out

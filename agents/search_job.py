@@ -1,0 +1,60 @@
+"""`pallasite search` as a service: one search of a file, each node one optimize iteration.
+
+``run_search(path, text, options, provider, ...)`` builds the evaluator (estimates on job workers,
+or the frozen tests and timings on an open device backend), the node adapter
+(agents/search_iterate.IterateNodes: every node's model calls through a model client, recorded under
+``<run id>/<node id>``; ``provider_for`` replays them) and runs agents/search.search. The CLI
+(server/cmd_search.py) and the editor (server/search_lsp.py) only parse arguments, render the graph
+and write the reports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+async def run_search(path: Path, text: str, options, provider, *, chip: str, jobs: int = 2, memory_mb: int = 8192,
+                     done=(), on_node=None, engine=None, check_options=None, device=None, where: str = "",
+                     on_phase=None, request_timeout_s: float = 120.0, timeout_s: float = 600.0,
+                     allow_unconfined: bool = False, recorder=None, run_id: str = "", provider_for=None):
+    """One search of ``text`` (the file at ``path``); each node one optimize iteration by ``provider``
+    (agents/search_iterate.py). Without ``device`` the frozen tests run in interpret mode on job
+    workers and times are the cost model's estimates for ``chip``; with ``device`` (an open backend:
+    engine/remote.open_remote, or a fake one in tests; ``where`` names it) tests and timings run there,
+    one at a time. ``engine``: the server's (else one is made and closed here). Shared by the CLI and
+    the editor's "Search for a faster kernel"; the benchmarks call it too."""
+    from pallasite.agents.optimize import Budgets
+    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.search import search
+    from pallasite.agents.search_device import DeviceEvaluator
+    from pallasite.agents.search_iterate import IterateNodes
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import Engine
+    from pallasite.engine.pool import local_backend
+
+    own = engine is None
+    if own:
+        engine = Engine(use_store=False, backend_factory=lambda config, checks: local_backend(
+            config, checks=checks, jobs=max(1, jobs)))
+    options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s,
+                                             allow_unconfined=allow_unconfined)
+    if device is not None:
+        evaluator = DeviceEvaluator(engine, str(path), text, options_, chip=chip, device=device, where=where or "device",
+                                    timeout_s=timeout_s)
+    else:
+        evaluator = EngineEvaluator(engine, str(path), text, options_, chip=chip, timeout_s=timeout_s)
+    nodes = IterateNodes(provider, evaluator, str(path), chip, Budgets(iterations=1, fix_rounds=0,
+                                                                       request_timeout_s=request_timeout_s),
+                         device=device is not None, device_slots=options.device_slots, on_phase=on_phase,
+                         recorder=recorder, run_id=run_id, provider_for=provider_for)
+    nodes.resume_from(list(done))
+    try:
+        graph = await search(text, options, None, nodes.evaluate_root, provenance=evaluator.method, done=done,
+                             on_node=on_node, attempt=nodes.attempt)
+    finally:
+        if own:
+            await engine.close()
+        await provider.close()
+    if graph.root.time_s and graph.root.provenance:
+        graph.provenance = graph.root.provenance  # names the device kind once the root was timed
+    return graph

@@ -1,0 +1,75 @@
+"""The one verdict and the one way to divide two timings (analysis/verdict.py)."""
+
+import pytest
+
+from pallasite.analysis.verdict import (COST_MODEL, SpeedupRefused, Timing, Verdict, pick_winner, speedup,
+                                        try_speedup)
+
+DEV = Timing(2e-3, "device", "TPU v6 lite")
+EST = Timing(1e-3, "estimate", "v6e", COST_MODEL)
+
+
+def test_a_speedup_between_an_estimate_and_a_device_timing_cannot_be_built():
+    with pytest.raises(SpeedupRefused, match="different methods"):
+        speedup(DEV, EST, baseline_name="the reference")
+    s, why = try_speedup(EST, DEV, baseline_name="the reference")
+    assert s is None and "estimate is never divided by a device timing" in why
+
+
+def test_estimates_of_two_different_models_are_refused():
+    xla = Timing(3e-3, "estimate", "v6e", "XLA optimal_seconds (cpu)")
+    s, why = try_speedup(xla, EST, baseline_name="the reference")
+    assert s is None
+    assert why.startswith("no estimated speedup: the reference and the kernel were estimated by different models")
+
+
+def test_cpu_time_never_becomes_a_speedup_and_chips_must_match():
+    interp = Timing(5e-2, "interpret", "cpu")
+    host = Timing(1e-4, "host", "cpu")
+    assert try_speedup(host, interp, baseline_name="x")[0] is None
+    assert "not TPU time" in try_speedup(DEV, interp, baseline_name="x")[1]
+    assert "different chips" in try_speedup(DEV, Timing(1e-3, "device", "TPU v5 lite"), baseline_name="x")[1]
+    assert "different chips" in try_speedup(EST, Timing(1e-3, "estimate", "v5e", COST_MODEL), baseline_name="x")[1]
+
+
+def test_same_method_divides_and_names_its_baseline():
+    s = speedup(Timing(4e-3, "device", "TPU v6 lite"), DEV, baseline_name="the XLA reference")
+    assert s.value == pytest.approx(2.0)
+    assert s.text() == "2.00x vs the XLA reference (device (TPU v6 lite))"
+    s = speedup(Timing(3e-3, "estimate", "v6e", COST_MODEL), EST, baseline_name="the original file")
+    assert s.value == pytest.approx(3.0) and f"estimate ({COST_MODEL}, v6e)" in s.text()
+
+
+def test_an_estimate_must_name_its_model_and_labels_never_say_device_for_host_time():
+    with pytest.raises(ValueError, match="model"):
+        Timing(1.0, "estimate", "v6e")
+    assert "not TPU time" in Timing(1.0, "host", "TPU v6 lite").label()
+    assert "device" not in Timing(1.0, "host", "TPU v6 lite").label()
+    t = Timing(1e-3, "device", "TPU v5 lite", method="xprof", versions=(("jax", "0.10.2"),))
+    assert Timing.from_json(t.to_json()) == t
+
+
+def test_no_candidate_is_failed_not_compiled_or_correct():
+    v = Verdict.no_candidate("the task has no candidate kernel")
+    assert not v.passed and v.compiled is False and v.correct is False and v.status() == "no candidate"
+    assert not Verdict(True, None).passed and Verdict(True, None).status() == "correctness not verified"
+
+
+def test_a_slower_candidate_is_never_the_winner():
+    base = Timing(1e-3, "estimate", "v6e", COST_MODEL)
+    slow = Verdict(True, True, Timing(1e-3 / 0.6, "estimate", "v6e", COST_MODEL))
+    w = pick_winner(base, [(1, slow)], baseline_name="the original file")
+    assert w.name is None and w.why.startswith("no winner: the best correct candidate is 0.60x")
+    fast = Verdict(True, True, Timing(5e-4, "estimate", "v6e", COST_MODEL))
+    wrong_but_fastest = Verdict(True, False, Timing(1e-5, "estimate", "v6e", COST_MODEL))
+    w = pick_winner(base, [(1, slow), (2, fast), (3, wrong_but_fastest)], baseline_name="the original file")
+    assert w.name == 2 and w.speedup.value == pytest.approx(2.0)
+    w = pick_winner(base, [(1, Verdict(True, True, Timing(5e-4, "device", "TPU v6 lite")))])
+    assert w.name is None and "was timed like the original" in w.why
+    assert pick_winner(None, [(2, fast)]).why.startswith("no winner: the original was not timed")
+
+
+def test_the_verdicts_cost_model_name_is_the_one_the_cost_model_reports():
+    from pallasite.runner import cost_model
+
+    assert COST_MODEL == cost_model.MODEL
