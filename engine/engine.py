@@ -230,3 +230,9 @@ def check_paths_sync(paths: Sequence[str], options: CheckOptions, *, jobs: int =
 
     return asyncio.run(go())
 
+
+def check_paths(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1) -> list[FileReport]:
+    """Check files without a results store (synchronous, for scripts and tests); reports in the
+    order of ``paths``. The CLI uses ``check_paths_sync`` (the same engine, with its store)."""
+    return check_paths_sync(paths, options, jobs=jobs, use_store=False)
+

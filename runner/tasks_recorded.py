@@ -30,7 +30,7 @@ from typing import Any, Sequence
 from .concrete_inputs import ShapesOnly
 from .intercept import RecordedCall
 from .recording import MAX_CALLS, Recording, call_name, dedupe, describe_lines, plural, stand_in_failure
-from .tasks_runtime import RuntimeTask
+from .task_types import RuntimeTask
 
 _MAIN_BLOCK = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 

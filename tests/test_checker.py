@@ -11,7 +11,8 @@ import time
 import pytest
 
 from pallasite.server import report_format
-from pallasite.engine.checker import TARGETS, Checker, CheckOptions, check_paths
+from pallasite.engine.checker import TARGETS, Checker, CheckOptions
+from pallasite.engine.engine import check_paths
 from pallasite.engine.backend import Reply
 from pallasite.runner.messages import Progress, Stage, check_result_from_plain
 
