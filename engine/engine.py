@@ -15,7 +15,7 @@ It owns what execution needs and builds it in this one place:
     report = await engine.checker("a.py", options).check("a.py", text)
     await engine.close()
 
-``Engine(backend_factory=...)`` swaps the backend (``engine/fake_backend.py`` in tests; ssh later).
+``Engine(backend_factory=...)`` swaps the backend (``tests/fake_backend.py`` in tests; ssh later).
 """
 
 from __future__ import annotations

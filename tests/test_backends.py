@@ -1,4 +1,4 @@
-"""Backends, jobs and the engine with the fake backend (engine/fake_backend.py): in-process workers
+"""Backends, jobs and the engine with the fake backend (tests/fake_backend.py): in-process workers
 following a script, so scheduling, cancellation and crashes are tested in seconds without JAX."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from pallasite.engine.backend import Backend
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
-from pallasite.engine.fake_backend import FakeStep, FakeWorker, fake_backend
+from fake_backend import FakeStep, FakeWorker, fake_backend
 from pallasite.engine.sources import sources_for
 from pallasite.runner.messages import CheckParams, PingParams, Progress, SourceFile, Sources, Stage
 

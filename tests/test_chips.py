@@ -117,7 +117,7 @@ def test_the_engine_keeps_and_caches_what_its_worker_measured_and_says_why_not_o
 
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.engine import Engine
-    from pallasite.engine.fake_backend import FakeStep, fake_backend
+    from fake_backend import FakeStep, fake_backend
     from pallasite.runner import messages
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -147,7 +147,7 @@ def test_the_server_logs_why_the_worker_could_not_build_the_table_once():
     import asyncio
 
     from pallasite.engine.engine import Engine
-    from pallasite.engine.fake_backend import FakeStep, fake_backend
+    from fake_backend import FakeStep, fake_backend
     from pallasite.runner import messages
     from pallasite.server.session import Session
 

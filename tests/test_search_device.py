@@ -1,4 +1,4 @@
-"""Device timing wired into search and eval, over engine/fake_backend.py (scripted device medians).
+"""Device timing wired into search and eval, over tests/fake_backend.py (scripted device medians).
 
 A fake device answers the ``time`` op with a device Measurement whose median is a pure function of
 the kernel's BLOCK_ROWS; a second fake answers ``interpret`` timings as a CPU-only worker would.
@@ -24,7 +24,7 @@ from pallasite.analysis.types import Measurement, Provenance
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 from pallasite.engine.eval_tasks import discover
-from pallasite.engine.fake_backend import FakeStep, fake_backend
+from fake_backend import FakeStep, fake_backend
 from pallasite.runner import messages
 from pallasite.server import cmd_eval, cmd_search
 from test_search_iterate import LANDSCAPE, ROOT, LandscapeModel, rows

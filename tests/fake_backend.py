@@ -21,8 +21,8 @@ from typing import Any
 
 from pallasite.runner import messages, protocol
 
-from .backend import ProgressCallback, Reply, call_progress
-from .pool import PoolBackend
+from pallasite.engine.backend import ProgressCallback, Reply, call_progress
+from pallasite.engine.pool import PoolBackend
 
 _pids = itertools.count(100_000)
 
