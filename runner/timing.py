@@ -393,7 +393,7 @@ def time_pair(prep: Prepared, shapes: tuple[Any, ...], seed: int, runs: int, war
 
 def measurement(prep: Prepared, samples: list[float] | None, method: str, status: str = "ok",
                 error: str | None = None, reference: bool = False) -> Measurement:
-    from .checks import versions
+    from .tiers import versions
 
     vers = versions()
     provenance = Provenance.HOST if reference and not prep.on_device else prep.provenance
@@ -471,7 +471,7 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
 
 
 def _base_result(prep: Prepared, checked: dict[str, Any]) -> dict[str, Any]:
-    from .checks import versions
+    from .tiers import versions
 
     return {"entry": prep.task.name, "path": prep.path, "format": prep.task.format, "config": prep.config,
             "verdict": "rejected" if checked["rejections"] else "ok", "rejections": checked["rejections"],

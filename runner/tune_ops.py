@@ -111,7 +111,7 @@ def chip_spec(name: str, probe: bool = True) -> ChipSpec:
 
 def _topology_device(chip: str) -> Any:
     """The chip's deviceless libtpu device, or None without libtpu (tier 2's, runner/checks.py)."""
-    from .checks import tier2_unavailable, topology_device
+    from .tiers import tier2_unavailable, topology_device
 
     return None if tier2_unavailable(chip) else topology_device(chip)
 
