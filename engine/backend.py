@@ -5,7 +5,7 @@ progress and cancellation, says what it is (``describe()``: host, devices, versi
 Every request ends in a ``Reply`` whose ``status`` says what happened — a failure is data, never an
 exception and never a message to parse:
 
-    ok          the op ran; ``result`` is its typed result (runner/messages.py)
+    ok          the op ran; ``result`` is its typed result (wire/messages.py)
     error       the op raised in the worker; ``error`` has its type, message and traceback
     not_started the worker could not be started (``start_problem`` says why; its environment, not the kernel;
                 "unconfined": model-written code, and no confined worker can be made here)
@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pallasite.runner.messages import ErrorInfo, Progress
+from pallasite.wire.messages import ErrorInfo, Progress
 
 Purpose = Literal["check", "job", "device"]
 PURPOSES: tuple[str, ...] = ("check", "job", "device")

@@ -49,7 +49,7 @@ from pallasite.analysis.types import (
     Span,
 )
 
-from pallasite.runner.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
+from pallasite.wire.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
 from . import chip_table, devices, locate, reach, reply_failures, tier3_request, zero_config
 from .devices import DEFAULT_CPU_DEVICES

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.types import ChipSpec
-from ..runner.messages import EstimateParams, VerifyParams
+from ..wire.messages import EstimateParams, VerifyParams
 from .sources import sources_for
 
 

@@ -16,7 +16,7 @@ Tiers 1 and 2 for one callable (``compiler_tiers``) live in ``runner/tiers.py``,
 
 ``params.script`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
 
-``handle_check(CheckParams, progress) -> CheckResult`` (runner/messages.py; docs/worker-protocol.md
+``handle_check(CheckParams, progress) -> CheckResult`` (wire/messages.py; docs/worker-protocol.md
 describes both). The tiers build a plain dict step by step (``entry["tiers"]["2"] = "skipped: tier 1
 failed"``; interpret.py and script_mode.py write into it too), turned into the typed result once at
 the end (``messages.check_result_from_plain``). ``params.inferred`` (tasks the client read from the
@@ -42,8 +42,9 @@ from typing import Any, Callable, Sequence
 from pallasite.analysis.types import to_json
 
 from . import errors as errors_mod
-from . import messages, tasks_runtime
-from .messages import Stage
+from pallasite.wire import messages
+from . import tasks_runtime
+from pallasite.wire.messages import Stage
 from .tiers import (CHIPS, _line_watch, _plain_error, _restored_config, _say, _task_error, _tier_record, compiler_tiers,
                     input_signature, tier2_unavailable, versions)
 

@@ -100,7 +100,7 @@ class Prepared:
 
 
 def plain_params(params: Any) -> dict[str, Any]:
-    """A typed ``TimeParams``/``ProfileParams`` (runner/messages.py) in this module's working form."""
+    """A typed ``TimeParams``/``ProfileParams`` (wire/messages.py) in this module's working form."""
     import dataclasses
 
     from .loader import sent_modules

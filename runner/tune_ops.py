@@ -27,7 +27,9 @@ import numpy as np
 
 from pallasite.analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, installed_versions
 
-from . import messages, tasks_runtime
+from pallasite.wire import messages
+
+from . import tasks_runtime
 from .chip_probe import probe_scoped_vmem, spec_from_jax
 from .cost_model import estimate, xla_reference_cost
 

@@ -12,7 +12,7 @@ from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 from fake_backend import FakeStep, FakeWorker, fake_backend
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import CheckParams, PingParams, Progress, SourceFile, Sources, Stage
+from pallasite.wire.messages import CheckParams, PingParams, Progress, SourceFile, Sources, Stage
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "compiler")
 KERNEL = os.path.join(DATA, "store_shape_fixed.py")  # a real kernel with a task: tiers 1-2 are asked for

@@ -15,7 +15,7 @@ import pytest
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import CheckParams
+from pallasite.wire.messages import CheckParams
 
 TASKS = os.path.join(os.path.dirname(__file__), "data", "compiler", "tasks")
 

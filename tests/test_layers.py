@@ -2,12 +2,12 @@
 
 - layers import downward only: ``server`` -> ``agents``, ``engine``, ``knowledge``, ``analysis``;
   ``agents`` -> ``engine``, ``knowledge``, ``analysis``; ``engine`` -> ``knowledge``, ``analysis``
-  and the three runner modules the client shares with the worker (``runner.protocol``,
-  ``runner.messages``, ``runner.env``); ``runner`` -> ``analysis.types`` only; ``knowledge`` -> ``analysis``;
-  ``analysis`` -> nothing of ours;
+  and ``wire`` (the contract the client shares with the worker: ``wire.protocol``, ``wire.messages``,
+  ``wire.env``); ``runner`` -> ``wire`` and ``analysis.types``; ``wire`` -> ``analysis.types`` only;
+  ``knowledge`` -> ``analysis``; ``analysis`` -> nothing of ours;
 - JAX (jax, jaxlib, libtpu) only in ``runner/``, the code that ships to a TPU host;
-- the worker side imports nothing beyond the standard library, numpy and JAX (the user's project
-  environment on a TPU host needs nothing but ``pip install pallasite``);
+- the worker side (``runner``, ``wire``) imports nothing beyond the standard library, numpy and JAX
+  (the user's project environment on a TPU host needs nothing but ``pip install pallasite``);
 - pygls/lsprotocol only in the server's LSP modules (``LSP_MODULES``), so the CLI never loads them;
 - no import circle between our modules (``circles(root)``: a module that needs another which needs it
   back, also through lazy imports, is one design split in two files; move what both need down).
@@ -25,14 +25,15 @@ import sys
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("analysis", "knowledge", "runner", "engine", "agents", "server")
+LAYERS = ("analysis", "wire", "knowledge", "runner", "engine", "agents", "server")
 
 # layer -> the module prefixes it may import (besides its own layer and the root package)
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "analysis": (),
     "knowledge": ("analysis",),
-    "runner": ("analysis.types",),
-    "engine": ("knowledge", "analysis", "runner.protocol", "runner.messages", "runner.env"),
+    "wire": ("analysis.types",),
+    "runner": ("analysis.types", "wire"),
+    "engine": ("knowledge", "analysis", "wire"),
     "agents": ("engine", "knowledge", "analysis"),
     "server": ("agents", "engine", "knowledge", "analysis"),
 }
@@ -95,7 +96,7 @@ def violations(root: Path) -> list[str]:
                     found.append(f"{where}: {target} imported outside runner/ (only the worker side imports JAX)")
                 elif top in LSP and module not in LSP_MODULES:
                     found.append(f"{where}: {target} imported outside the server's LSP modules")
-                elif (layer == "runner" and top not in sys.stdlib_module_names and top not in RUNNER_THIRD_PARTY
+                elif (layer in ("runner", "wire") and top not in sys.stdlib_module_names and top not in RUNNER_THIRD_PARTY
                       and top != "__future__"):
                     found.append(f"{where}: the worker side imports {target} (only the standard library, "
                                  f"{', '.join(RUNNER_THIRD_PARTY)})")
@@ -202,9 +203,9 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_a_clean_synthetic_tree_passes(tmp_path):
     root = _tree(tmp_path, {
         "analysis/types.py": "import dataclasses\n",
-        "runner/worker.py": "import jax\nimport numpy\nfrom pallasite.analysis.types import Span\nfrom . import protocol\n",
-        "runner/protocol.py": "import json\n",
-        "engine/client.py": "from pallasite.runner import protocol, env\nfrom ..knowledge import store\n",
+        "runner/worker.py": "import jax\nimport numpy\nfrom pallasite.analysis.types import Span\nfrom ..wire import protocol\n",
+        "wire/protocol.py": "import json\nfrom pallasite.analysis.types import to_json\n",
+        "engine/client.py": "from pallasite.wire import protocol, env\nfrom ..knowledge import store\n",
         "server/lsp.py": "from lsprotocol import types\nfrom pallasite.engine import client\n",
     })
     assert violations(root) == []
@@ -215,11 +216,13 @@ def test_upward_and_sideways_imports_are_caught(tmp_path):
         "analysis/tasks.py": "from pallasite.knowledge import catalog\n",
         "knowledge/store.py": "def f():\n    from ..engine import checker\n",  # lazy and relative
         "engine/checker.py": "from pallasite.runner import chips\n",
+        "wire/messages.py": "from pallasite.runner import loader\n",
         "runner/tasks.py": "from pallasite.analysis.callgraph import reaching\n",
         "agents/loop.py": "from pallasite.server import session\n",
     })
     found = violations(root)
-    assert len(found) == 5, found
+    assert len(found) == 6, found
+    assert any("wire may not import pallasite.runner.loader" in v for v in found)
     assert any(v.startswith("analysis/tasks.py:1: analysis may not import pallasite.knowledge.catalog") for v in found)
     assert any(v.startswith("knowledge/store.py:2: knowledge may not import pallasite.engine.checker") for v in found)
     assert any("engine may not import pallasite.runner.chips" in v for v in found)

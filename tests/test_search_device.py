@@ -25,7 +25,7 @@ from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 from pallasite.engine.eval_tasks import discover
 from fake_backend import FakeStep, fake_backend
-from pallasite.runner import messages
+from pallasite.wire import messages
 from pallasite.server import cmd_eval, cmd_search
 from test_search_iterate import LANDSCAPE, ROOT, LandscapeModel, rows
 
