@@ -2,7 +2,7 @@
 
 ``DeviceEvaluator`` is an optimize ``Evaluator`` (compile, test, measure) for a search or an
 evaluation that times on a device backend kept open for the whole run (a ``RayBackend`` actor, an
-ssh ``WorkerClient``, a local TPU worker, or engine/fake_backend.py in tests), rather than a new
+ssh ``WorkerClient``, a local TPU worker, or tests/fake_backend.py in tests), rather than a new
 worker per timing:
 
 - ``compile``: the engine's checker tiers (deviceless, on job workers), through the estimate

@@ -183,7 +183,7 @@ async def propose(ask: Ask, path: str, original: str, validate: Validate, *, mis
 async def validate_with(evaluator: Any, original: str, text: str) -> Any:
     """The evaluator's frozen test of the ORIGINAL kernel with ``text`` as its tests; a test that
     checked no second shape is refused (the tests must reach one beyond the example)."""
-    from .optimize import PhaseResult
+    from .evaluator import PhaseResult
 
     result = await evaluator.with_tests(text).test(original)
     if not result.ok:

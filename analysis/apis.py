@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
-from .rules import RuleContext, finding, replace
+from .rules.context import RuleContext, finding, replace
 from .source import Source, walk
 from .types import Finding
 

@@ -44,7 +44,7 @@ from pallasite.engine.engine import Engine
 from pallasite.engine.sources import sources_for
 from pallasite.agents.optimize_eval import lower_bound, tested_where
 from pallasite.engine.timing import TaskFiles, time_request
-from pallasite.runner.messages import EstimateParams
+from pallasite.wire.messages import EstimateParams
 
 
 class JaxBenchEvaluator(BaseEvaluator):

@@ -170,7 +170,8 @@ def main(argv: list[str]) -> int:
     tiers = tuple(range(int(lo), int(hi or lo) + 1))
 
     import pallasite
-    from pallasite.engine.checker import CheckOptions, check_paths
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import check_paths
 
     bugs = [b for b in BUGS if not args.only or b.id in args.only]
     work = Path(tempfile.mkdtemp(prefix="pallasite-planted-"))

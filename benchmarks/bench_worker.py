@@ -26,7 +26,7 @@ from typing import Any
 
 from pallasite.engine.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import CheckParams, ImportParams, PingParams
+from pallasite.wire.messages import CheckParams, ImportParams, PingParams
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "tests", "data", "worker")

@@ -5,7 +5,7 @@ progress and cancellation, says what it is (``describe()``: host, devices, versi
 Every request ends in a ``Reply`` whose ``status`` says what happened — a failure is data, never an
 exception and never a message to parse:
 
-    ok          the op ran; ``result`` is its typed result (runner/messages.py)
+    ok          the op ran; ``result`` is its typed result (wire/messages.py)
     error       the op raised in the worker; ``error`` has its type, message and traceback
     not_started the worker could not be started (``start_problem`` says why; its environment, not the kernel;
                 "unconfined": model-written code, and no confined worker can be made here)
@@ -17,7 +17,7 @@ exception and never a message to parse:
 Requests name a *purpose* so a backend can keep them apart: ``check`` (on-save checks: short, never
 queued behind a long job), ``job`` (long work: tier 3, tuning), ``device`` (timings that own the
 accelerator: one at a time). Implementations: ``engine/local_backend.py`` (a pool of warm local
-workers), ``engine/fake_backend.py`` (in-process, scriptable, for tests). An ssh backend is the local
+workers), ``tests/fake_backend.py`` (in-process, scriptable, for tests). An ssh backend is the local
 one with a launcher (``ssh HOST pallasite worker``); a Ray backend implements this interface too.
 
 Cancelling: cancel the asyncio task awaiting ``request`` (the backend tells the worker, kills it
@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pallasite.runner.messages import ErrorInfo, Progress
+from pallasite.wire.messages import ErrorInfo, Progress
 
 Purpose = Literal["check", "job", "device"]
 PURPOSES: tuple[str, ...] = ("check", "job", "device")

@@ -13,7 +13,7 @@ This module never imports jax: the CLI, the language server and the agents all u
     report = await checker.check("kernel.py")          # FileReport
     await checker.close()
 
-    reports = check_paths(["a.py", "b.py"], CheckOptions())   # sync, without a results store
+    reports = engine.check_paths(["a.py", "b.py"], CheckOptions())   # sync, without a results store
 
 With a ``ResultCache`` (``Checker(options, cache=...)``; the adapter over the results store is
 ``engine/store_cache.py``, which the engine keeps open per workspace), every compiler-tier verdict is recorded, and
@@ -49,7 +49,7 @@ from pallasite.analysis.types import (
     Span,
 )
 
-from pallasite.runner.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
+from pallasite.wire.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
 from . import chip_table, devices, locate, reach, reply_failures, tier3_request, zero_config
 from .devices import DEFAULT_CPU_DEVICES
@@ -520,14 +520,6 @@ def _memory_note(entry: str, figures: Mapping[str, int], target: str) -> str:
         ("temp_size_in_bytes", "temporaries"), ("peak_memory_in_bytes", "peak")) if key in figures]
     return (f"tier 2 memory for {entry} on {target}: HBM " + ", ".join(parts)
             + " (libtpu compiler's memory_analysis, deviceless compile; VMEM use is not included)")
-
-
-def check_paths(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1) -> list[FileReport]:
-    """Check files without a results store (synchronous, for scripts and tests); reports in the
-    order of ``paths``. The CLI uses ``engine.engine.check_paths_sync`` (the same engine, with its store)."""
-    from .engine import check_paths_sync
-
-    return check_paths_sync(paths, options, jobs=jobs, use_store=False)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -7,7 +7,7 @@ children polled with psutil — an RLIMIT_AS makes jax abort), drains the worker
 bounded tail, and replaces a dead or hung worker on the next request. Worker death is data: every
 ``request`` returns a ``Reply`` whose status says what happened, never raises for it.
 
-Requests and results are the typed messages of ``runner/messages.py``; ``Reply`` (engine/backend.py)
+Requests and results are the typed messages of ``wire/messages.py``; ``Reply`` (engine/backend.py)
 says what became of each. ``engine/local_backend.py`` pools several clients; ``run_requests_sync``
 serves the CLI. The client never imports jax.
 """
@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pallasite.runner import env as env_module
+from pallasite.wire import env as env_module
 
 from .devices import DEFAULT_CPU_DEVICES, xla_flags
-from pallasite.runner import protocol
+from pallasite.wire import protocol
 
 from . import confinement, secrets, spawn
 from .backend import ProgressCallback, Reply, StartProblem, call_progress
@@ -277,7 +277,7 @@ class WorkerClient:
         timeout_s: float | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> Reply:
-        """Run the op ``params`` names (a params type of runner/messages.py) in the worker. Never raises
+        """Run the op ``params`` names (a params type of wire/messages.py) in the worker. Never raises
         for the worker's sake: see ``Reply.status``; an ok reply's ``result`` is the op's typed result.
 
         Cancelling the calling task sends ``cancel``, kills the worker if it does not stop within

@@ -15,7 +15,7 @@ It owns what execution needs and builds it in this one place:
     report = await engine.checker("a.py", options).check("a.py", text)
     await engine.close()
 
-``Engine(backend_factory=...)`` swaps the backend (``engine/fake_backend.py`` in tests; ssh later).
+``Engine(backend_factory=...)`` swaps the backend (``tests/fake_backend.py`` in tests; ssh later).
 """
 
 from __future__ import annotations
@@ -246,4 +246,10 @@ def check_paths_sync(paths: Sequence[str], options: CheckOptions, *, jobs: int =
             await engine.close()
 
     return asyncio.run(go())
+
+
+def check_paths(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1) -> list[FileReport]:
+    """Check files without a results store (synchronous, for scripts and tests); reports in the
+    order of ``paths``. The CLI uses ``check_paths_sync`` (the same engine, with its store)."""
+    return check_paths_sync(paths, options, jobs=jobs, use_store=False)
 

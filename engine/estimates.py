@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.types import CostEstimate, MixedModels, estimated_speedup
-from ..runner.messages import EstimateParams, EstimateResult, Sources
+from ..wire.messages import EstimateParams, EstimateResult, Sources
 
 
 @dataclass(frozen=True)

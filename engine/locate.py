@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span, to_json
-from pallasite.runner.messages import CheckResult
+from pallasite.wire.messages import CheckResult
 
 from .figures import shape_cast_sentence
 from .origin_findings import SIZE_SET_HERE, largest_static_block, to_checked_value, to_origin, to_output_dtype, vmem_related

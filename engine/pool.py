@@ -15,7 +15,7 @@ worker that crashes answers its request "crashed" and is restarted for the next 
 keep running.
 
 ``local_backend(config, checks=N)`` builds the local pool of ``WorkerClient``s; an ssh backend is the
-same pool with ``WorkerConfig.command = ("ssh", HOST)``; ``engine/fake_backend.py`` fills it with
+same pool with ``WorkerConfig.command = ("ssh", HOST)``; ``tests/fake_backend.py`` fills it with
 in-process fake workers for tests.
 """
 

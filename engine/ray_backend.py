@@ -116,7 +116,7 @@ class RayBackend:
 
     async def request(self, params: Any, *, purpose: str = "job", timeout_s: float | None = None,
                       on_progress: Any = None) -> Reply:
-        """Run the op ``params`` names (runner/messages.py) on the actor's worker. Never raises for the
+        """Run the op ``params`` names (wire/messages.py) on the actor's worker. Never raises for the
         worker's or the actor's sake. ``purpose`` is accepted as for any Backend: one worker serves all."""
         started = time.monotonic()
         limit = timeout_s or self.config.timeout_s

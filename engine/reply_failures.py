@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import Finding, Related, Span
 
-from pallasite.runner.messages import Progress, Stage
+from pallasite.wire.messages import Progress, Stage
 
 from .backend import Reply
 from .classify import ORIGIN_RUNNER

@@ -1,9 +1,9 @@
 """Provider keys and other secrets, kept in this process's memory and out of every child's reach.
 
 A kernel (the user's or a model's) runs in a worker whose environment is an allowlist
-(runner/env.py), but it could still read ``/proc/<parent>/environ`` of the process that started it.
+(wire/env.py), but it could still read ``/proc/<parent>/environ`` of the process that started it.
 So every ``pallasite`` command (server/cli.py) calls ``keep_in_memory_only`` first: when the
-environment holds anything secret-looking (a name matching runner/env.py's deny patterns:
+environment holds anything secret-looking (a name matching wire/env.py's deny patterns:
 ``GEMINI_API_KEY``, ``OPENAI_API_KEY``, ``AWS_*``, ``GOOGLE_*``, ``SSH_AUTH_SOCK``, ...), the
 process re-executes itself with those variables removed, handing their values over through an
 in-memory file descriptor that is read and closed at once. From then on the values live only in
@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pallasite.runner.env import is_denied
+from pallasite.wire.env import is_denied
 
 HANDOFF = "PALLASITE_SECRETS_FD"  # the inherited descriptor holding the values (re-exec only)
 _held: dict[str, str] = {}

@@ -39,6 +39,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .scratch import new_scratch
+
 LINUX = sys.platform.startswith("linux")
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 1, 36, 4
 SANDBOX_PREFIX = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child", "--")
@@ -136,8 +138,6 @@ def confinement_problem(python: str) -> str | None:
     problem = sandbox_available()
     if problem is not None:
         return problem
-    from .confinement import new_scratch
-
     scratch = new_scratch()
     try:
         argv = [*CONFINED_PREFIX, *_lock_down(python, scratch), python, "-P", "-m", "pallasite.runner.confine",
@@ -154,7 +154,7 @@ def confinement_problem(python: str) -> str | None:
 
 
 def _probe_env() -> dict[str, str]:
-    from pallasite.runner.env import worker_environment
+    from pallasite.wire.env import worker_environment
 
     return worker_environment(os.environ)
 

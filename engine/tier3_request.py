@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 from pallasite.analysis.codes import CODES
 from pallasite.analysis.types import Finding
-from pallasite.runner.messages import CheckEntry, CheckResult, TierOutcome
+from pallasite.wire.messages import CheckEntry, CheckResult, TierOutcome
 
 from . import reply_failures
 

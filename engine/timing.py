@@ -74,10 +74,10 @@ def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None
                  config: dict[str, Any] | None = None, runs: int | None = None, warmup: int | None = None,
                  seed: int | None = None, max_speedup: float | None = None, extra_shape: bool | None = None,
                  trace_dir: str | None = None, target: str | None = None, text: str | None = None) -> Any:
-    """The typed ``TimeParams``/``ProfileParams`` (runner/messages.py) for these files: the texts of
+    """The typed ``TimeParams``/``ProfileParams`` (wire/messages.py) for these files: the texts of
     the candidate, its local modules and the reference file travel with it; options not given keep
     the op's defaults."""
-    from pallasite.runner.messages import ProfileParams, TimeParams
+    from pallasite.wire.messages import ProfileParams, TimeParams
 
     from .sources import sources_for
 
@@ -143,7 +143,7 @@ async def run_timing(settings: BackendSettings, params: Any, *, base: WorkerConf
 def as_job(jobs: Any, kind: str, path: str, work: Callable[[Callable[[str], None]], Any]) -> Any:
     """Run ``work(report)`` as a job of the engine's registry (engine/jobs.py); its string progress
     becomes the job's structured progress (stage ``measure``)."""
-    from pallasite.runner.messages import Progress, Stage
+    from pallasite.wire.messages import Progress, Stage
 
     def run(job_report: Callable[[Any], None]) -> Any:
         return work(lambda message: job_report(Progress(stage=Stage.MEASURE, message=message)))

@@ -34,7 +34,7 @@ from pallasite.analysis.source import Source
 from pallasite.analysis.tunables import apply_config, find_tunables, kinds
 from pallasite.analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json, to_json
 
-from pallasite.runner.messages import EstimateParams, EstimateResult, VerifyParams
+from pallasite.wire.messages import EstimateParams, EstimateResult, VerifyParams
 
 from .estimates import PairedEstimate, pair
 from .sources import sources_for
@@ -548,7 +548,7 @@ def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions
     """A ``DeviceTimer`` over the backend's device worker and its ``time`` op (issue 16: correctness
     guards, the reference timed beside the candidate). Only keyword tunables reach that op's
     ``config``. A worker without a device answers interpret-mode timings, which never rank."""
-    from pallasite.runner import messages
+    from pallasite.wire import messages
 
     params_type = messages.PARAMS.get("time")
     if params_type is None:
@@ -589,7 +589,7 @@ def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions
 
 async def device_platform(backend: Any, timeout_s: float = 120.0) -> str | None:
     """The jax platform of the backend's device worker ("tpu", "gpu", "cpu"), None if it did not start."""
-    from pallasite.runner.messages import VersionsParams
+    from pallasite.wire.messages import VersionsParams
 
     reply = await backend.request(VersionsParams(), purpose="device", timeout_s=timeout_s)
     return reply.result.platform if reply.ok else None
@@ -597,7 +597,7 @@ async def device_platform(backend: Any, timeout_s: float = 120.0) -> str | None:
 
 def job_progress(report: Callable[[Any], None]) -> Callable[[str, "float | None"], None]:
     """A (message, fraction) progress callback that reports a job's structured Progress."""
-    from pallasite.runner.messages import Progress, Stage
+    from pallasite.wire.messages import Progress, Stage
 
     return lambda message, fraction=None: report(Progress(stage=Stage.TUNE, message=message, fraction=fraction))
 

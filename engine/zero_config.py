@@ -12,7 +12,7 @@ import warnings
 
 from pallasite.analysis.inferred_inputs import Inference, InferredTask, infer_tasks
 from pallasite.analysis.source import Source
-from pallasite.runner.messages import InferredCall, InferredInput
+from pallasite.wire.messages import InferredCall, InferredInput
 
 
 def inference_for(text: str, path: str | None) -> Inference:
@@ -25,7 +25,7 @@ def inference_for(text: str, path: str | None) -> Inference:
 
 
 def inferred_calls(inference: Inference) -> tuple[InferredCall, ...]:
-    """The inferred tasks as the check op's ``inferred`` param (runner/messages.py)."""
+    """The inferred tasks as the check op's ``inferred`` param (wire/messages.py)."""
     def arg(a) -> InferredInput:
         return InferredInput(shape=a.shape, dtype=a.dtype) if a.is_array else InferredInput(value=a.value)
 

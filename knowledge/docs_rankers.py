@@ -27,7 +27,7 @@ RRF_K = 60  # the usual reciprocal-rank-fusion constant
 def _encoder():
     """The (process-wide) MiniLM encoder, or DocsError naming what to install."""
     from . import minilm
-    from .docs import DocsError
+    from .docs_bm25 import DocsError
 
     global _ENCODER
     if _ENCODER is None:
@@ -87,7 +87,7 @@ class EmbeddingsRanker:
             return [0.0] * (0 if self.vectors is None else len(self.vectors))
         encoder = _encoder()
         if encoder.model_id != self.model_id:
-            from .docs import DocsError
+            from .docs_bm25 import DocsError
 
             raise DocsError(f"the index's vectors come from model {self.model_id!r} but {encoder.model_id!r} is "
                             "installed; rebuild the index with --rebuild")
@@ -148,7 +148,7 @@ class HybridRanker:
     name = "hybrid"
 
     def __init__(self, cache_folder: Path | None = None, bm25=None, embeddings=None) -> None:
-        from .docs import BM25Ranker
+        from .docs_bm25 import BM25Ranker
 
         self.bm25 = bm25 or BM25Ranker()
         self.embeddings = embeddings or EmbeddingsRanker(cache_folder)
@@ -171,7 +171,7 @@ class HybridRanker:
 
     @classmethod
     def load(cls, folder: Path, cache_folder: Path | None = None) -> "HybridRanker":
-        from .docs import BM25Ranker
+        from .docs_bm25 import BM25Ranker
 
         return cls(cache_folder, BM25Ranker.load(folder), EmbeddingsRanker.load(folder, cache_folder))
 

@@ -11,9 +11,12 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
   ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once;
 - tier 3: a TPU interpret-mode run on CPU (``runner/interpret.py``, ``tier3_entry``).
 
+Tiers 1 and 2 for one callable (``compiler_tiers``) live in ``runner/tiers.py``, shared with
+``check --script``.
+
 ``params.script`` hands the whole request to ``runner/script_mode.py`` (`check --script`).
 
-``handle_check(CheckParams, progress) -> CheckResult`` (runner/messages.py; docs/worker-protocol.md
+``handle_check(CheckParams, progress) -> CheckResult`` (wire/messages.py; docs/worker-protocol.md
 describes both). The tiers build a plain dict step by step (``entry["tiers"]["2"] = "skipped: tier 1
 failed"``; interpret.py and script_mode.py write into it too), turned into the typed result once at
 the end (``messages.check_result_from_plain``). ``params.inferred`` (tasks the client read from the
@@ -30,28 +33,20 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import linecache
 import os
 import sys
-import threading
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-from pallasite.analysis.types import CHIP_TARGETS, code_hash, installed_versions, to_json
+from pallasite.analysis.types import to_json
 
 from . import errors as errors_mod
-from . import messages, tasks_runtime
-from .messages import Stage
-
-# Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
-# from the chip names of analysis/types.py.
-CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in CHIP_TARGETS}
-
-LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] of the same jax version)"
-
-_topology_devices: dict[str, Any] = {}  # target -> tier-2 device (a warm worker reuses it)
-
+from pallasite.wire import messages
+from . import tasks_runtime
+from pallasite.wire.messages import Stage
+from .tiers import (CHIPS, _line_watch, _plain_error, _restored_config, _say, _task_error, _tier_record, compiler_tiers,
+                    input_signature, tier2_unavailable, versions)
 
 def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | None = None) -> messages.CheckResult:
     """Run the requested compiler tiers on every task of the sent file (typed in, typed out)."""
@@ -201,257 +196,6 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
         say(f"tier 3: {task.name}", stage=Stage.TIER, tier=3, entry=task.name)
         tier3_entry(entry, task, path, say, target)
     return entry
-
-
-# --------------------------------------------------------------------------- the two tiers
-
-
-def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[Any, ...], target: str,
-                   tiers: Sequence[int], unavailable: Mapping[str, str], say: Callable[[str], None], label: str,
-                   record: Callable[[BaseException, int], dict[str, Any]], *, detail: str = "",
-                   tier2_known: str | None = None, vmem: Any = None) -> None:
-    """Tiers 1 and 2 for one callable, written into ``entry``: states, error records (made by
-    ``record(exc, tier)``), timings, the lowered module's hash and the compiler's memory figures.
-    Tier 2 runs only after tier 1 passed (or was not asked for), and not when its verdict is
-    ``tier2_known`` (reused by the client)."""
-    failed = False
-    timings = entry.setdefault("timings_s", {})
-    if 1 in tiers:
-        say(f"tier 1: {label} (Pallas TPU lowering for {target})", stage=Stage.TIER, tier=1, entry=label)
-        started = time.perf_counter()
-        try:
-            exported = lower_for_tpu(fn, args, target)
-            entry["tiers"]["1"] = "ok"
-            entry["mosaic_calls"] = mosaic_call_count(exported)
-            entry["lowered_hash"] = module_hash(exported)
-        except Exception as exc:  # noqa: BLE001 - the lowering's verdict
-            entry["tiers"]["1"] = "error"
-            entry["errors"].append(record(exc, 1))
-            failed = True
-        timings["1"] = round(time.perf_counter() - started, 4)
-    if tier2_known is not None:
-        entry["tiers"]["2"] = tier2_known
-    elif 2 in tiers:
-        if "2" in unavailable:
-            entry["tiers"]["2"] = "skipped: " + unavailable["2"].split(";")[0]
-        elif failed:
-            entry["tiers"]["2"] = "skipped: tier 1 failed"
-        else:
-            say(f"tier 2: {label} (libtpu compile for {target}{detail})", stage=Stage.TIER, tier=2, entry=label,
-                **({"vmem": vmem} if vmem is not None else {}))
-            started = time.perf_counter()
-            try:
-                entry["memory"] = compile_for_tpu(fn, args, target)
-                entry["tiers"]["2"] = "ok"
-            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
-                entry["tiers"]["2"] = "error"
-                entry["errors"].append(record(exc, 2))
-            timings["2"] = round(time.perf_counter() - started, 4)
-
-
-def lower_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> Any:
-    """Tier 1: export ``fn`` for TPU on this (CPU) host; raises the lowering's error."""
-    import jax
-    from jax.sharding import AbstractDevice, AbstractMesh, use_abstract_mesh
-
-    kind, cores, _ = CHIPS[target]
-    mesh = AbstractMesh((1,), ("x",), abstract_device=AbstractDevice(device_kind=kind, num_cores=cores, platform="tpu"))
-    with use_abstract_mesh(mesh):
-        return jax.export.export(jax.jit(fn), platforms=("tpu",))(*args)
-
-
-def mosaic_call_count(exported: Any) -> int | None:
-    """How many Mosaic kernels (``tpu_custom_call``) the exported module holds (None: unknown)."""
-    try:
-        return exported.mlir_module().count("tpu_custom_call")
-    except Exception:  # noqa: BLE001 - an optional figure
-        return None
-
-
-def module_hash(exported: Any) -> str | None:
-    """``lowered:<sha256>`` of the exported module's text (None: unknown). Locations included."""
-    try:
-        return code_hash("lowered", exported.mlir_module())
-    except Exception:  # noqa: BLE001 - an optional key: without it tier 2 is simply not reused
-        return None
-
-
-def input_signature(args: Any) -> list[list[Any]]:
-    """``[[shape, dtype], ...]`` of the example inputs' leaves, in order."""
-    import jax
-
-    leaves = jax.tree.leaves(args, is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"))
-    return [[list(a.shape), str(a.dtype)] for a in leaves if hasattr(a, "shape") and hasattr(a, "dtype")]
-
-
-def versions() -> dict[str, str | None]:
-    """The jax and libtpu versions the verdicts are valid for (libtpu None when absent)."""
-    found = installed_versions()
-    return {"jax": found["jax"], "libtpu": found["libtpu"]}
-
-
-def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int]:
-    """Tier 2: compile ``fn`` with libtpu for the target topology; returns memory_analysis bytes."""
-    import jax
-
-    dev = topology_device(target)
-    sharding = jax.sharding.SingleDeviceSharding(dev)
-    placed = jax.tree.map(
-        lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding),
-        args,
-        is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"),
-    )
-    with jax.default_device(dev):
-        compiled = jax.jit(fn).trace(*placed).lower().compile()
-    return memory_figures(compiled)
-
-
-def topology_device(target: str) -> Any:
-    if target not in _topology_devices:
-        from jax.experimental import topologies
-
-        name = CHIPS[target][2]
-        _topology_devices[target] = topologies.get_topology_desc(topology_name=name, platform="tpu").devices[0]
-    return _topology_devices[target]
-
-
-def tier2_unavailable(target: str) -> str | None:
-    """Why tier 2 cannot run here (None when it can): libtpu missing or the topology refused."""
-    if importlib.util.find_spec("libtpu") is None:
-        return LIBTPU_HINT
-    try:
-        topology_device(target)
-    except Exception as exc:  # noqa: BLE001 - libtpu present but unusable
-        return f"libtpu could not describe the {target} topology ({type(exc).__name__}: {exc})"
-    return None
-
-
-def memory_figures(compiled: Any) -> dict[str, int] | None:
-    try:
-        stats = compiled.memory_analysis()
-    except Exception:  # noqa: BLE001 - optional figures
-        return None
-    if stats is None:
-        return None
-    out = {}
-    for name in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                 "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes"):
-        value = getattr(stats, name, None)
-        if isinstance(value, int):
-            out[name] = value
-    return out
-
-
-@contextlib.contextmanager
-def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
-    """Near the time limit, keep saying which line of the user's file the check is on.
-
-    The client kills a worker that runs past the limit, and a killed worker says nothing more: these
-    progress reports (``line`` set, the stage kept) let it put a hang (e.g. at import) at its line.
-    """
-    if not isinstance(limit_s, (int, float)) or limit_s <= 0:
-        yield
-        return
-    main = threading.get_ident()
-    stop = threading.Event()
-    target = os.path.realpath(path)
-
-    def watch() -> None:
-        wait = max(limit_s * 0.8, limit_s - 2.0)
-        while not stop.wait(wait):
-            line = _innermost_line(sys._current_frames().get(main), target)
-            if line is not None:
-                say(f"at line {line} of {os.path.basename(path)}", line=line)
-            wait = 0.5
-
-    thread = threading.Thread(target=watch, name="pallasite-line-watch", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-
-
-def _innermost_line(frame: Any, target: str) -> int | None:
-    while frame is not None:
-        if os.path.realpath(frame.f_code.co_filename) == target:
-            return frame.f_lineno
-        frame = frame.f_back
-    return None
-
-
-# Global jax settings a kernel file may change at import (e.g. jax_enable_x64): a warm worker
-# puts them back after each check so one file cannot change the verdict on the next.
-_CONFIG_NAMES = ("jax_enable_x64", "jax_default_matmul_precision", "jax_numpy_rank_promotion",
-                 "jax_numpy_dtype_promotion", "jax_pallas_verbose_errors", "jax_default_prng_impl")
-
-
-@contextlib.contextmanager
-def _restored_config():
-    import jax
-
-    saved = {}
-    for name in _CONFIG_NAMES:
-        with contextlib.suppress(AttributeError, KeyError):
-            saved[name] = getattr(jax.config, name)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            with contextlib.suppress(Exception):
-                jax.config.update(name, value)
-
-
-# --------------------------------------------------------------------------- records
-
-
-def _tier_record(exc: BaseException, path: str, tier: int) -> dict[str, Any]:
-    import jax
-
-    rec = errors_mod.record(exc, path, stage=f"tier {tier}")
-    rec["tier"] = tier
-    if jax.config.jax_enable_x64:  # ints become int64, which Mosaic rejects: engine/locate.py says why
-        rec["x64"] = True
-    return rec
-
-
-def _task_error(exc: "tasks_runtime.TaskError", path: str) -> dict[str, Any]:
-    rec = errors_mod.record(exc, path, stage="task")
-    if exc.line is not None:
-        rec["mentions"].insert(0, {"line": exc.line, "column": None})
-    return rec
-
-
-def _plain_error(stage: str, message: str) -> dict[str, Any]:
-    return {"stage": stage, "type": "ValueError", "sentence": message, "message": message, "detail": None,
-            "frames": [], "mentions": [], "refs": [], "vmem": None, "mosaic_codes": [], "syntax": None}
-
-
-class _Say:
-    """Progress for one request: ``say(message, stage=..., tier=..., entry=...)`` starts a step;
-    ``say(message)`` reports within the current step (tier 3's sub-runs); ``say(message, line=N)``
-    refines it with the user's line. Each call sends a structured ``Progress`` (never raises)."""
-
-    def __init__(self, progress: Callable[..., Any] | None) -> None:
-        self.progress = progress
-        self.step: dict[str, Any] = {}
-
-    def __call__(self, message: str, **fields: Any) -> None:
-        if "stage" in fields:
-            self.step = {k: v for k, v in fields.items() if k in ("stage", "tier", "entry", "vmem")}
-        report = dict(self.step)
-        if "line" in fields:
-            report["line"] = fields["line"]
-        if self.progress is not None:
-            with contextlib.suppress(Exception):
-                self.progress(str(message), **report)
-
-
-def _say(progress: Callable[..., Any] | None) -> Callable[..., None]:
-    return _Say(progress)
-
-
-# --------------------------------------------------------------------------- the typed result
 
 
 def typed_result(result: dict[str, Any], tiers: Sequence[int]) -> messages.CheckResult:

@@ -38,7 +38,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from .messages import SourceFile, Sources
+from pallasite.wire.messages import SourceFile, Sources
 
 PRIVATE_DIRS = ("home", "tmp", "cache", "work")
 SHARED_TEMP = ("/tmp", "/dev/shm")  # replaced by private folders of the scratch inside the namespace

@@ -50,13 +50,13 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
 
+from .body_counts import BodyCounts, _size, count_body, sub_jaxprs
 from .kernel_counts import count_over_grid
 
 MODEL = "pallasite roofline v2"
@@ -82,102 +82,8 @@ ASSUMPTIONS = (
     "DMAs a kernel issues itself (pl.ANY operands) counted from its traced body (runner/kernel_counts.py)",
 )
 
-_TRANSCENDENTAL = frozenset({
-    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "rsqrt", "sqrt",
-    "cbrt", "pow", "erf", "erfc", "erf_inv", "atan2", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-    "acosh", "atanh", "lgamma", "digamma",
-})
-_ARITHMETIC = frozenset({
-    "add", "add_any", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "sign", "floor", "ceil",
-    "round", "integer_pow", "square", "reciprocal", "clamp", "nextafter",
-})
-_REDUCTIONS = frozenset({
-    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum", "cummax",
-    "cummin", "cumprod", "cumlogsumexp",
-})
-
-
 class NoEstimate(ValueError):
     """The model cannot estimate this program, and says why (shown as "no estimate: <why>")."""
-
-
-@dataclass
-class BodyCounts:
-    """Per-grid-step counts of a kernel body."""
-
-    flops: int = 0
-    mxu_flops: int = 0
-    transcendentals: int = 0
-    dots: list[tuple[int, str, float]] = field(default_factory=list)  # (flops, operand dtype, efficiency)
-    notes: set[str] = field(default_factory=set)
-
-    def add(self, other: "BodyCounts", times: int = 1) -> None:
-        self.flops += other.flops * times
-        self.mxu_flops += other.mxu_flops * times
-        self.transcendentals += other.transcendentals * times
-        self.dots.extend((f * times, d, e) for f, d, e in other.dots)
-        self.notes |= other.notes
-
-
-def _size(aval: Any) -> int:
-    shape = getattr(aval, "shape", ())
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
-
-
-def _fill(dim: int, unit: int) -> float:
-    return dim / (math.ceil(dim / unit) * unit) if dim > 0 else 1.0
-
-
-def count_body(jaxpr: Any, mxu: int = 128) -> BodyCounts:
-    """FLOPs, MXU FLOPs and transcendentals of one execution of ``jaxpr`` (a kernel body)."""
-    counts = BodyCounts()
-    for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
-        if name == "pallas_call":  # a kernel's body is counted per grid step by call_cost, never inline
-            continue
-        if name == "dot_general":
-            lhs, rhs = (v.aval for v in eqn.invars)
-            (lc, rc), (lb, _rb) = eqn.params["dimension_numbers"]
-            contract = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64)) if lc else 1
-            out = _size(eqn.outvars[0].aval)
-            flops = 2 * out * contract
-            rows = int(np.prod([lhs.shape[d] for d in range(lhs.ndim) if d not in lc and d not in lb],
-                               dtype=np.int64)) or 1
-            rhs_free = [d for d in range(rhs.ndim) if d not in rc and d not in _rb]
-            cols = int(np.prod([rhs.shape[d] for d in rhs_free], dtype=np.int64)) or 1
-            eff = _fill(contract, mxu) * _fill(cols, mxu) * _fill(rows, 8)
-            counts.flops += flops
-            counts.mxu_flops += flops
-            counts.dots.append((flops, str(lhs.dtype), eff))
-        elif name in _TRANSCENDENTAL:
-            counts.transcendentals += _size(eqn.outvars[0].aval)
-        elif name in _ARITHMETIC:
-            counts.flops += _size(eqn.outvars[0].aval)
-        elif name in _REDUCTIONS:
-            counts.flops += _size(eqn.invars[0].aval)
-        elif name == "scan":
-            counts.add(count_body(eqn.params["jaxpr"].jaxpr, mxu), int(eqn.params["length"]))
-        elif name == "cond":
-            branches = [count_body(b.jaxpr, mxu) for b in eqn.params["branches"]]
-            counts.add(max(branches, key=lambda c: (c.flops, c.transcendentals)))
-            if len(branches) > 1:
-                counts.notes.add("a pl.when/cond body is counted on every grid step")
-        elif name == "while":
-            counts.add(count_body(eqn.params["body_jaxpr"].jaxpr, mxu))
-            counts.notes.add("a while loop body is counted once (trip count unknown statically)")
-        else:
-            for sub in sub_jaxprs(eqn.params):
-                counts.add(count_body(sub, mxu))
-    return counts
-
-
-def sub_jaxprs(params: dict[str, Any]) -> Iterator[Any]:
-    """The jaxprs inside an equation's params (a ClosedJaxpr's ``.jaxpr``, or a Jaxpr itself)."""
-    for value in params.values():
-        for item in value if isinstance(value, (tuple, list)) else (value,):
-            inner = getattr(item, "jaxpr", item)
-            if hasattr(inner, "eqns"):
-                yield inner
 
 
 # --------------------------------------------------------------------------- finding the calls

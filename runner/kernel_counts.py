@@ -127,7 +127,7 @@ def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
     """The HBM copies one execution of ``jaxpr`` (a kernel body) starts. With ``scalars`` (one
     grid step's known values), ``pl.when`` branches and ``while`` trip counts that those values
     decide are taken exactly; otherwise they are bounded (see the module docstring)."""
-    from .cost_model import sub_jaxprs
+    from .body_counts import sub_jaxprs
 
     env = scalars or Scalars((), (), {})
     out = DmaCounts()

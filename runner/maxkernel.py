@@ -38,7 +38,7 @@ import jax
 
 from . import loader
 from .concrete_inputs import ShapesOnly, concrete_shapes, needs_concrete_values
-from .tasks_runtime import RuntimeTask, TaskError
+from .task_types import RuntimeTask, TaskError
 
 TASK_FILE = "kernel_task.yaml"
 REFERENCE_FILE = "reference.py"

@@ -40,7 +40,6 @@ import threading
 import time
 from typing import Any, Callable
 
-from . import checks
 from . import errors as errors_mod
 from .intercept import RecordedCall, UnpartitionedKernel, is_kernel_error
 from .loader import SkipStatement, StopLoading
@@ -48,6 +47,7 @@ from .memory_guard import MemoryStop, stop_near_limit
 from .recording import (MAX_CALLS, call_name, call_record, dedupe, outside_its_axes, reach_record, recording,
                         stand_in_failure)
 from .target_chip import target_chip
+from .tiers import CHIPS, _line_watch, _plain_error, _say, compiler_tiers, tier2_unavailable
 
 RESERVE_S = 3.0  # of the request's time limit, kept for checking the recorded calls: at least this,
 RESERVE_SHARE = 0.4  # and at least this share of what is left when the script starts
@@ -79,19 +79,19 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
     import jax
 
     started = time.monotonic()
-    say = checks._say(progress)
+    say = _say(progress)
     path = os.path.abspath(str(params["path"]))
     text = params.get("text")
     target = str(params.get("target") or "v6e")
     tiers = sorted({int(t) for t in params.get("tiers") or (1, 2)})
     result: dict[str, Any] = {"target": target, "tasks_found": 0, "errors": [], "unavailable": {}, "entries": [],
                               "script": {"calls": 0, "distinct": 0}}
-    if target not in checks.CHIPS:
-        result["errors"].append(checks._plain_error("task", f"unknown target {target!r}; use one of {', '.join(checks.CHIPS)}"))
+    if target not in CHIPS:
+        result["errors"].append(_plain_error("task", f"unknown target {target!r}; use one of {', '.join(CHIPS)}"))
         return result
     jax.config.update("jax_pallas_verbose_errors", True)
     if 2 in tiers:
-        why = checks.tier2_unavailable(target)
+        why = tier2_unavailable(target)
         if why:
             result["unavailable"]["2"] = why
 
@@ -99,7 +99,7 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
     budget = script_budget(limit, time.monotonic() - started)
     say(f"running {os.path.basename(path)} as __main__ (every pallas_call recorded)")
     # the script runs as on the target chip: pltpu.get_tpu_info() and friends get the target's figures
-    with checks._line_watch(path, limit, say), target_chip(target):  # if the deadline cannot stop it: "at line N"
+    with _line_watch(path, limit, say), target_chip(target):  # if the deadline cannot stop it: "at line N"
         calls, error = run_main(path, text, budget, stand_ins=3 not in tiers)
         distinct = dedupe(calls)
         result["script"] = {"calls": len(calls), "distinct": len(distinct)}
@@ -112,15 +112,13 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
     if error is not None and is_kernel_error(error) and compiler_failed and not isinstance(error, UnpartitionedKernel):
         notes.append("the script's own run stopped at the same kernel error the compiler tiers report")
     elif error is not None and stand_in_failure(error, calls):
-        from .tasks_recorded import stand_in_note
-
         notes.append(stand_in_note(error, path, "the script"))
     elif error is not None:
         result["errors"].append(script_error_record(error, path, len(calls), len(distinct), limit))
     if result["entries"]:
         result["entries"][0]["notes"] = notes
     elif error is None:
-        rec = checks._plain_error(
+        rec = _plain_error(
             "task", "the script ran to its end without making a pallas_call, so nothing past tier 0 was checked "
                     "(does its __main__ block call the kernel, or only under a condition that was false here?)")
         rec.update(code="PLS907", tier=1)
@@ -212,6 +210,14 @@ _UNPARTITIONED = re.compile(r"mesh axes to be Manual|cannot be automatically par
 
 def _plural(n: int, word: str) -> str:
     return f"{word}" if n == 1 else f"{n} {word}s"
+
+
+def stand_in_note(error: BaseException, path: str, what: str) -> str:
+    """Why a failed assertion after stand-ins is not a finding."""
+    line, _ = executing_line(error, path)
+    return (f"{what} stopped{f' at line {line}' if line else ''} ({type(error).__name__}) after kernels it called were "
+            "recorded instead of run (their outputs were zeros): the file's own check of kernel results cannot pass "
+            "here, and says nothing about the kernels; the compiler tiers checked them")
 
 
 def executing_line(error: BaseException, path: str) -> tuple[int | None, str | None]:
@@ -324,7 +330,7 @@ def check_call(call: RecordedCall, path: str, target: str, tiers: list[int], una
                              "memory": None, "call": call.describe(), "reached": [reach_record(call, path)]}
     fn = call.call_without_interpret()
     args = tuple(call.operands or ())
-    checks.compiler_tiers(entry, fn, args, target, tiers, unavailable, say, name,
+    compiler_tiers(entry, fn, args, target, tiers, unavailable, say, name,
                           lambda exc, tier: call_record(exc, path, tier, call), detail=f": {call.describe()}")
     outside_its_axes(entry, call)
     if 3 in tiers:

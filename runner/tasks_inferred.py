@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import jax
 
 from .intercept import intercept_pallas_calls
-from .tasks_runtime import RuntimeTask, TaskError
+from .task_types import RuntimeTask, TaskError
 
 
 def inferred_tasks(module: types.ModuleType, specs: Sequence[Mapping[str, Any]]) -> list[RuntimeTask]:

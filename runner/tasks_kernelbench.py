@@ -13,7 +13,7 @@ import inspect
 import types
 from typing import Any
 
-from .tasks_runtime import RuntimeTask, TaskError
+from .task_types import RuntimeTask, TaskError
 
 
 def is_kernelbench(module: types.ModuleType) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 from .concrete_inputs import ShapesOnly
 from .intercept import RecordedCall
 from .recording import MAX_CALLS, Recording, call_name, dedupe, describe_lines, plural, stand_in_failure
-from .tasks_runtime import RuntimeTask
+from .task_types import RuntimeTask
 
 _MAIN_BLOCK = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 
@@ -79,7 +79,7 @@ def zero_config_tasks(module: types.ModuleType, path: str, text: str | None, run
     missed = _unreached(source, imported)
     if not _MAIN_BLOCK.search(source) or (imported and not missed):
         return found
-    from .script_mode import run_main, script_budget, script_error_record
+    from .script_mode import run_main, script_budget, script_error_record, stand_in_note
 
     calls, error = run_main(path, text, script_budget(time_limit_s, elapsed_s))
     known = {c.key() for c in imported}
@@ -99,16 +99,6 @@ def zero_config_tasks(module: types.ModuleType, path: str, text: str | None, run
         rec = script_error_record(error, path, len(calls), len(dedupe(calls)), time_limit_s)
         found.errors.append(rec)
     return found
-
-
-def stand_in_note(error: BaseException, path: str, what: str) -> str:
-    """Why a failed assertion after stand-ins is not a finding."""
-    from .script_mode import executing_line
-
-    line, _ = executing_line(error, path)
-    return (f"{what} stopped{f' at line {line}' if line else ''} ({type(error).__name__}) after kernels it called were "
-            "recorded instead of run (their outputs were zeros): the file's own check of kernel results cannot pass "
-            "here, and says nothing about the kernels; the compiler tiers checked them")
 
 
 def _unreached(source: str, calls: Sequence[RecordedCall]) -> list[int]:

@@ -100,7 +100,7 @@ class Prepared:
 
 
 def plain_params(params: Any) -> dict[str, Any]:
-    """A typed ``TimeParams``/``ProfileParams`` (runner/messages.py) in this module's working form."""
+    """A typed ``TimeParams``/``ProfileParams`` (wire/messages.py) in this module's working form."""
     import dataclasses
 
     from .loader import sent_modules
@@ -395,7 +395,7 @@ def measurement(prep: Prepared, samples: list[float] | None, method: str, status
                 error: str | None = None, reference: bool = False, host_clock: bool = False) -> Measurement:
     """``host_clock``: the samples are host wall clock around a device run (the profiler's trace fell
     short): provenance "host", never "device"."""
-    from .checks import versions
+    from .tiers import versions
 
     vers = versions()
     provenance = Provenance.HOST if (reference and not prep.on_device) or (host_clock and prep.on_device) \
@@ -478,7 +478,7 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
 
 
 def _base_result(prep: Prepared, checked: dict[str, Any]) -> dict[str, Any]:
-    from .checks import versions
+    from .tiers import versions
 
     return {"entry": prep.task.name, "path": prep.path, "format": prep.task.format, "config": prep.config,
             "verdict": "rejected" if checked["rejections"] else "ok", "rejections": checked["rejections"],

@@ -27,7 +27,9 @@ import numpy as np
 
 from pallasite.analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, installed_versions
 
-from . import messages, tasks_runtime
+from pallasite.wire import messages
+
+from . import tasks_runtime
 from .chip_probe import probe_scoped_vmem, spec_from_jax
 from .cost_model import estimate, estimate_reference
 
@@ -111,7 +113,7 @@ def chip_spec(name: str, probe: bool = True) -> ChipSpec:
 
 def _topology_device(chip: str) -> Any:
     """The chip's deviceless libtpu device, or None without libtpu (tier 2's, runner/checks.py)."""
-    from .checks import tier2_unavailable, topology_device
+    from .tiers import tier2_unavailable, topology_device
 
     return None if tier2_unavailable(chip) else topology_device(chip)
 

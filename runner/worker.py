@@ -29,9 +29,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from pallasite.runner import env as env_module
-from pallasite.runner import messages, protocol
-from pallasite.runner.messages import Progress, Stage
+from pallasite.wire import env as env_module
+from pallasite.wire import messages, protocol
+from pallasite.wire.messages import Progress, Stage
 
 _START = time.monotonic()
 

@@ -3,7 +3,7 @@
 The same roofline prices a Pallas kernel's wrapper ops (transposes, pads, the final reshape) and a
 plain-JAX reference, so the two sides of an estimated speedup share one model (runner/cost_model.py).
 
-- **FLOPs**: ``cost_model.count_body`` over the program (pallas_call bodies excluded: they are
+- **FLOPs**: ``body_counts.count_body`` over the program (pallas_call bodies excluded: they are
   counted per grid step by ``cost_model.call_cost``); matmuls at the dtype's MXU rate.
 - **HBM bytes each fused op must move** (a fusion rule in the spirit of XLA's producer-consumer
   fusion): element-wise ops, broadcasts, reshapes and converts fuse into their consumer and move
@@ -75,7 +75,7 @@ def _inner(params: dict[str, Any]) -> Any:
 
 def count_xla_ops(jaxpr: Any, mxu: int = 128) -> XlaOps:
     """Count ``jaxpr``'s ops outside pallas_calls (see the module docstring)."""
-    from .cost_model import count_body
+    from .body_counts import count_body
 
     out = XlaOps()
     body = count_body(jaxpr, mxu)  # pallas_call bodies are skipped there

@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # One rule for keys: every `pallasite` process re-executes itself without the secret variables in its
 # environment (engine/secrets.py keeps their values in its memory), so no process that calls a model,
 # starts workers or runs kernel code shows them in /proc/<pid>/environ. The worker, the process where
-# kernel code runs, is not even handed them (runner/env.py filters the rest of its environment).
+# kernel code runs, is not even handed them (wire/env.py filters the rest of its environment).
 
 
 def _parser() -> argparse.ArgumentParser:

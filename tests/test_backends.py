@@ -1,4 +1,4 @@
-"""Backends, jobs and the engine with the fake backend (engine/fake_backend.py): in-process workers
+"""Backends, jobs and the engine with the fake backend (tests/fake_backend.py): in-process workers
 following a script, so scheduling, cancellation and crashes are tested in seconds without JAX."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 from pallasite.engine.backend import Backend
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
-from pallasite.engine.fake_backend import FakeStep, FakeWorker, fake_backend
+from fake_backend import FakeStep, FakeWorker, fake_backend
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import CheckParams, PingParams, Progress, SourceFile, Sources, Stage
+from pallasite.wire.messages import CheckParams, PingParams, Progress, SourceFile, Sources, Stage
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "compiler")
 KERNEL = os.path.join(DATA, "store_shape_fixed.py")  # a real kernel with a task: tiers 1-2 are asked for

@@ -17,7 +17,7 @@ from pathlib import Path
 from pallasite.analysis.types import FileReport, Finding, KernelVerdict, Span
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import check_paths_sync
-from pallasite.engine.fake_backend import FakeStep, fake_backend
+from fake_backend import FakeStep, fake_backend
 from pallasite.engine.store_cache import workspace_for
 from pallasite.server import report_format
 from pallasite.server.check_progress import CheckProgress

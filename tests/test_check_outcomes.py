@@ -11,7 +11,7 @@ import re
 from pallasite.analysis.codes import CODES
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.backend import Reply
-from pallasite.runner.messages import Progress, Stage
+from pallasite.wire.messages import Progress, Stage
 from pallasite.server import report_format
 from pallasite.server.cli import main
 

@@ -11,9 +11,10 @@ import time
 import pytest
 
 from pallasite.server import report_format
-from pallasite.engine.checker import TARGETS, Checker, CheckOptions, check_paths
+from pallasite.engine.checker import TARGETS, Checker, CheckOptions
+from pallasite.engine.engine import check_paths
 from pallasite.engine.backend import Reply
-from pallasite.runner.messages import Progress, Stage, check_result_from_plain
+from pallasite.wire.messages import Progress, Stage, check_result_from_plain
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "compiler")
 LIMITS = os.path.join(DATA, "limits")

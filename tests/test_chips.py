@@ -117,8 +117,8 @@ def test_the_engine_keeps_and_caches_what_its_worker_measured_and_says_why_not_o
 
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.engine import Engine
-    from pallasite.engine.fake_backend import FakeStep, fake_backend
-    from pallasite.runner import messages
+    from fake_backend import FakeStep, fake_backend
+    from pallasite.wire import messages
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     spec = dataclasses.replace(chip_probe.spec_from_jax(chip_target("v5e")), scoped_vmem_limit_bytes=16 * chips.MIB,
@@ -147,8 +147,8 @@ def test_the_server_logs_why_the_worker_could_not_build_the_table_once():
     import asyncio
 
     from pallasite.engine.engine import Engine
-    from pallasite.engine.fake_backend import FakeStep, fake_backend
-    from pallasite.runner import messages
+    from fake_backend import FakeStep, fake_backend
+    from pallasite.wire import messages
     from pallasite.server.session import Session
 
     class Client:
@@ -230,7 +230,7 @@ def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
     from pallasite.engine.checker import TARGETS
     from pallasite.engine.sources import sources_for
     from pallasite.runner.checks import handle_check
-    from pallasite.runner.messages import CheckParams
+    from pallasite.wire.messages import CheckParams
 
     assert "7x" in TARGETS
     corpus = os.path.join(os.path.dirname(__file__), "data", "compiler")

@@ -15,7 +15,7 @@ import pytest
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import CheckParams
+from pallasite.wire.messages import CheckParams
 
 TASKS = os.path.join(os.path.dirname(__file__), "data", "compiler", "tasks")
 
@@ -117,22 +117,22 @@ def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_r
     import importlib.util as iu
 
     from pallasite.analysis import tier0
-    from pallasite.runner import checks
+    from pallasite.runner import checks, tiers
     from pallasite.engine import locate
 
     real_find_spec = iu.find_spec
-    monkeypatch.setattr(checks.importlib.util, "find_spec",
+    monkeypatch.setattr(iu, "find_spec",
                         lambda name, *a: None if name == "libtpu" else real_find_spec(name, *a))
     path = os.path.join(os.path.dirname(TASKS), "store_shape_fixed.py")
     result = checks.handle_check(CheckParams(source=sources_for(path), target="v6e", tiers=(1, 2)))
-    assert result.unavailable == {"2": checks.LIBTPU_HINT}
+    assert result.unavailable == {"2": tiers.LIBTPU_HINT}
     [entry] = result.entries
     assert entry.states() == {"1": "ok", "2": "skipped: libtpu is not installed"}
     with open(path, encoding="utf-8") as f:
         text = f.read()
     located = locate.locate_result(result, text, tier0.analyze(text, path, target="v6e"), "v6e")
     assert located.findings == ()
-    assert located.notes == (f"tier 2 skipped: {checks.LIBTPU_HINT} (PLS906)",)
+    assert located.notes == (f"tier 2 skipped: {tiers.LIBTPU_HINT} (PLS906)",)
     assert "pip install 'pallasite[tpu]'" in located.notes[0]
 
 

@@ -19,7 +19,7 @@ from pallasite.runner import cost_model  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.runner.loader import user_module  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
-from pallasite.runner.messages import EstimateParams  # noqa: E402
+from pallasite.wire.messages import EstimateParams  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate as _handle_estimate  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tune")

@@ -25,7 +25,7 @@ from pallasite.engine.eval_tasks import EvalTask  # noqa: E402
 from pallasite.engine.tune import TuneOptions, tune, worker_estimator  # noqa: E402
 from pallasite.runner import cost_model  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
-from pallasite.runner.messages import EstimateParams  # noqa: E402
+from pallasite.wire.messages import EstimateParams  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
 from pallasite.runner.xla_ops import count_xla_ops  # noqa: E402
 

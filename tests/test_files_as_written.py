@@ -221,7 +221,7 @@ def test_a_worker_left_holding_much_of_its_memory_limit_is_replaced_before_the_n
     limit is replaced, so the next file does not start near the limit (and get stopped at once)."""
     from pallasite.engine import client as client_mod
     from pallasite.engine.client import WorkerClient, WorkerConfig
-    from pallasite.runner.messages import PingParams
+    from pallasite.wire.messages import PingParams
 
     monkeypatch.setattr(client_mod, "REPLACE_SHARE", share)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine.checker import CheckOptions, Checker, check_paths
+from pallasite.engine.checker import CheckOptions, Checker
+from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "honest"
 NOT_REACHED = "not reached: the task never calls this kernel"
@@ -161,7 +162,7 @@ def test_compile_time_out_with_blocks_over_vmem_says_so_first_at_the_line_that_s
     a tier-2 time-out then leads with that, at the dict entry that set the block sizes."""
     from pallasite.analysis.tier0 import analyze
     from pallasite.engine import reply_failures
-    from pallasite.runner.messages import Progress, Stage, VmemExcess
+    from pallasite.wire.messages import Progress, Stage, VmemExcess
     from pallasite.runner.reach import vmem_detail, vmem_excess
 
     text = (DATA / "gemm_4096.py").read_text().replace(

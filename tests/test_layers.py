@@ -2,13 +2,15 @@
 
 - layers import downward only: ``server`` -> ``agents``, ``engine``, ``knowledge``, ``analysis``;
   ``agents`` -> ``engine``, ``knowledge``, ``analysis``; ``engine`` -> ``knowledge``, ``analysis``
-  and the three runner modules the client shares with the worker (``runner.protocol``,
-  ``runner.messages``, ``runner.env``); ``runner`` -> ``analysis.types`` only; ``knowledge`` -> ``analysis``;
-  ``analysis`` -> nothing of ours;
+  and ``wire`` (the contract the client shares with the worker: ``wire.protocol``, ``wire.messages``,
+  ``wire.env``); ``runner`` -> ``wire`` and ``analysis.types``; ``wire`` -> ``analysis.types`` only;
+  ``knowledge`` -> ``analysis``; ``analysis`` -> nothing of ours;
 - JAX (jax, jaxlib, libtpu) only in ``runner/``, the code that ships to a TPU host;
-- the worker side imports nothing beyond the standard library, numpy and JAX (the user's project
-  environment on a TPU host needs nothing but ``pip install pallasite``);
-- pygls/lsprotocol only in the server's LSP modules (``LSP_MODULES``), so the CLI never loads them.
+- the worker side (``runner``, ``wire``) imports nothing beyond the standard library, numpy and JAX
+  (the user's project environment on a TPU host needs nothing but ``pip install pallasite``);
+- pygls/lsprotocol only in the server's LSP modules (``LSP_MODULES``), so the CLI never loads them;
+- no import circle between our modules (``circles(root)``: a module that needs another which needs it
+  back, also through lazy imports, is one design split in two files; move what both need down).
 
 Every import counts, also those inside functions (lazy imports are still dependencies), and
 relative imports are resolved. ``violations(root)`` is the checker; the tests below run it on the
@@ -18,18 +20,20 @@ package and on synthetic trees that break each rule, so the checker is known to 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("analysis", "knowledge", "runner", "engine", "agents", "server")
+LAYERS = ("analysis", "wire", "knowledge", "runner", "engine", "agents", "server")
 
 # layer -> the module prefixes it may import (besides its own layer and the root package)
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "analysis": (),
     "knowledge": ("analysis",),
-    "runner": ("analysis.types",),
-    "engine": ("knowledge", "analysis", "runner.protocol", "runner.messages", "runner.env"),
+    "wire": ("analysis.types",),
+    "runner": ("analysis.types", "wire"),
+    "engine": ("knowledge", "analysis", "wire"),
     "agents": ("engine", "knowledge", "analysis"),
     "server": ("agents", "engine", "knowledge", "analysis"),
 }
@@ -92,11 +96,72 @@ def violations(root: Path) -> list[str]:
                     found.append(f"{where}: {target} imported outside runner/ (only the worker side imports JAX)")
                 elif top in LSP and module not in LSP_MODULES:
                     found.append(f"{where}: {target} imported outside the server's LSP modules")
-                elif (layer == "runner" and top not in sys.stdlib_module_names and top not in RUNNER_THIRD_PARTY
+                elif (layer in ("runner", "wire") and top not in sys.stdlib_module_names and top not in RUNNER_THIRD_PARTY
                       and top != "__future__"):
                     found.append(f"{where}: the worker side imports {target} (only the standard library, "
                                  f"{', '.join(RUNNER_THIRD_PARTY)})")
     return found
+
+
+def _module_graph(root: Path) -> dict[str, set[str]]:
+    """Our module -> the modules of ours it imports (a ``from m import name`` counts as importing ``m``)."""
+    files = {}
+    for layer in LAYERS:
+        for path in (root / layer).rglob("*.py"):
+            files["pallasite." + ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        graph[module] = set()
+        for _, target in _imports(path, module):
+            while target and target not in files:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                graph[module].add(target)
+    return graph
+
+
+def circles(root: Path) -> list[list[str]]:
+    """Every import circle of the package at ``root``: the strongly connected groups of its module
+    graph with more than one module (Tarjan's algorithm, iterative), each sorted."""
+    graph = _module_graph(root)
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for start in sorted(graph):
+        if start in order:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        order[start] = low[start] = len(order)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, rest = work[-1]
+            for nxt in rest:
+                if nxt not in order:
+                    order[nxt] = low[nxt] = len(order)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], order[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == order[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        found.append(sorted(group))
+    return sorted(found)
 
 
 def test_the_package_keeps_the_import_rules():
@@ -107,6 +172,20 @@ def test_the_package_keeps_the_import_rules():
 def test_every_package_folder_is_a_layer():
     folders = {p.parent.name for p in PACKAGE_ROOT.glob("*/__init__.py")}
     assert folders - {"tests"} == set(LAYERS), "a new package folder needs its place in the layer rules"
+
+
+def test_no_import_circles():
+    found = circles(PACKAGE_ROOT)
+    assert not found, "import circles (move what both modules need into a module below them):\n" + \
+        "\n".join(" <-> ".join(group) for group in found)
+
+
+def test_every_package_folder_is_installed():
+    listed = re.search(r"^packages = \[(.*?)\]", (PACKAGE_ROOT / "pyproject.toml").read_text(), re.S | re.M)
+    packages = set(re.findall(r'"([^"]+)"', listed.group(1)))
+    folders = {"pallasite." + ".".join(p.parent.relative_to(PACKAGE_ROOT).parts)
+               for layer in LAYERS for p in (PACKAGE_ROOT / layer).rglob("__init__.py")}
+    assert folders - packages == set(), "pyproject.toml's packages must list every package folder (or a wheel lacks it)"
 
 
 # --------------------------------------------------------------------------- the checker catches
@@ -124,9 +203,9 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_a_clean_synthetic_tree_passes(tmp_path):
     root = _tree(tmp_path, {
         "analysis/types.py": "import dataclasses\n",
-        "runner/worker.py": "import jax\nimport numpy\nfrom pallasite.analysis.types import Span\nfrom . import protocol\n",
-        "runner/protocol.py": "import json\n",
-        "engine/client.py": "from pallasite.runner import protocol, env\nfrom ..knowledge import store\n",
+        "runner/worker.py": "import jax\nimport numpy\nfrom pallasite.analysis.types import Span\nfrom ..wire import protocol\n",
+        "wire/protocol.py": "import json\nfrom pallasite.analysis.types import to_json\n",
+        "engine/client.py": "from pallasite.wire import protocol, env\nfrom ..knowledge import store\n",
         "server/lsp.py": "from lsprotocol import types\nfrom pallasite.engine import client\n",
     })
     assert violations(root) == []
@@ -137,11 +216,13 @@ def test_upward_and_sideways_imports_are_caught(tmp_path):
         "analysis/tasks.py": "from pallasite.knowledge import catalog\n",
         "knowledge/store.py": "def f():\n    from ..engine import checker\n",  # lazy and relative
         "engine/checker.py": "from pallasite.runner import chips\n",
+        "wire/messages.py": "from pallasite.runner import loader\n",
         "runner/tasks.py": "from pallasite.analysis.callgraph import reaching\n",
         "agents/loop.py": "from pallasite.server import session\n",
     })
     found = violations(root)
-    assert len(found) == 5, found
+    assert len(found) == 6, found
+    assert any("wire may not import pallasite.runner.loader" in v for v in found)
     assert any(v.startswith("analysis/tasks.py:1: analysis may not import pallasite.knowledge.catalog") for v in found)
     assert any(v.startswith("knowledge/store.py:2: knowledge may not import pallasite.engine.checker") for v in found)
     assert any("engine may not import pallasite.runner.chips" in v for v in found)
@@ -176,3 +257,20 @@ def test_one_reader_of_installed_versions():
     readers = sorted(str(p.relative_to(PACKAGE_ROOT)) for layer in LAYERS for p in (PACKAGE_ROOT / layer).rglob("*.py")
                      if "metadata.version(" in p.read_text(encoding="utf-8"))
     assert readers == ["analysis/types.py"], readers
+
+
+def test_circles_are_found_also_through_lazy_imports_and_packages(tmp_path):
+    root = _tree(tmp_path, {
+        "analysis/a.py": "from .b import x\n",
+        "analysis/b.py": "def f():\n    from . import a\n",
+        "analysis/c.py": "from . import a\n",
+    })
+    (root / "analysis" / "pkg").mkdir()
+    (root / "analysis" / "pkg" / "__init__.py").write_text("def rules():\n    from . import one\n")
+    (root / "analysis" / "pkg" / "one.py").write_text("from . import helper\nfrom .. import pkg\n")
+    (root / "analysis" / "pkg" / "helper.py").write_text("")
+    assert circles(root) == [["pallasite.analysis.a", "pallasite.analysis.b"],
+                             ["pallasite.analysis.pkg", "pallasite.analysis.pkg.one"]]
+    (root / "analysis" / "b.py").write_text("")
+    (root / "analysis" / "pkg" / "one.py").write_text("from .helper import y\n")
+    assert circles(root) == []

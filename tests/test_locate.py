@@ -16,7 +16,7 @@ import pytest
 from pallasite.analysis import tier0
 from pallasite.analysis.codes import CODES
 from pallasite.engine import locate, reply_failures
-from pallasite.runner.messages import Progress, Stage, check_result_from_plain
+from pallasite.wire.messages import Progress, Stage, check_result_from_plain
 
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "compiler")
 EXPECTED = json.load(open(os.path.join(CORPUS, "expected.json")))

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine.checker import CheckOptions, check_paths
+from pallasite.engine.checker import CheckOptions
+from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "located"
 FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py", "prefetch_block.py", "branch_spec.py")

@@ -66,7 +66,8 @@ def test_gpu_calls_get_no_tpu_numbers():
 
 
 def test_hover_and_tier0_rules_share_one_dtype_table_with_every_float8_and_sub_byte_type():
-    from pallasite.analysis import dtypes, rules_tiling
+    from pallasite.analysis import dtypes
+    from pallasite.analysis.rules import tiling as rules_tiling
 
     assert not hasattr(hover, "DTYPE_BYTES") and rules_tiling.EIGHT_BIT is dtypes.EIGHT_BIT
     jnp_names = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine.checker import CheckOptions, Checker, check_paths
+from pallasite.engine.checker import CheckOptions, Checker
+from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "maxkernel"
 

@@ -16,8 +16,9 @@ from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
 from pallasite.engine import reply_failures
 from pallasite.engine.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
-from pallasite.runner import loader, messages, protocol
-from pallasite.runner.messages import (
+from pallasite.runner import loader
+from pallasite.wire import messages, protocol
+from pallasite.wire.messages import (
     CheckEntry,
     CheckParams,
     CheckResult,

@@ -21,7 +21,7 @@ from pallasite.engine.client import WorkerConfig  # noqa: E402
 from pallasite.engine.ray_backend import RayBackend  # noqa: E402
 from pallasite.engine.remote import BackendSettings, open_remote, parse_resources  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
-from pallasite.runner.messages import ImportParams, PingParams, TimeParams  # noqa: E402
+from pallasite.wire.messages import ImportParams, PingParams, TimeParams  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 # sandbox off: the fault test kills the worker by the pid its handshake reports, and a sandboxed

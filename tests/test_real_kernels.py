@@ -20,7 +20,7 @@ from pallasite.engine import locate
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import CheckParams
+from pallasite.wire.messages import CheckParams
 
 REAL = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "data", "real", "*.py")))
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None

@@ -19,7 +19,7 @@ from pallasite.knowledge.store import ResultsStore
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import Reply
 from pallasite.engine.store_cache import StoreCache, workspace_for
-from pallasite.runner.messages import check_result_from_plain
+from pallasite.wire.messages import check_result_from_plain
 
 HERE = os.path.dirname(__file__)
 FIXTURE = os.path.join(HERE, "data", "results_reuse", "scaled_rows.py")

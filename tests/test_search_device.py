@@ -1,4 +1,4 @@
-"""Device timing wired into search and eval, over engine/fake_backend.py (scripted device medians).
+"""Device timing wired into search and eval, over tests/fake_backend.py (scripted device medians).
 
 A fake device answers the ``time`` op with a device Measurement whose median is a pure function of
 the kernel's BLOCK_ROWS; a second fake answers ``interpret`` timings as a CPU-only worker would.
@@ -23,9 +23,9 @@ from pallasite.analysis.types import Measurement, Provenance
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 from pallasite.engine.eval_tasks import discover
-from pallasite.engine.fake_backend import FakeStep, fake_backend
-from pallasite.runner import messages
+from fake_backend import FakeStep, fake_backend
 from pallasite.agents import search_job
+from pallasite.wire import messages
 from pallasite.server import cmd_eval, cmd_search
 from test_search_iterate import LANDSCAPE, ROOT, LandscapeModel, rows
 

@@ -4,7 +4,7 @@ The "model" answers the planner and the implementer as a pure function of what t
 parent's BLOCK_ROWS in the kernel shown, the strategy or crossover in the instruction), so the same
 seed gives the same graph. The evaluator judges by BLOCK_ROWS: 3 fails to compile, 5 fails the
 tests, 7 passes but has no timing; otherwise its time is 1 / LANDSCAPE[rows] (the root, 8 rows, 1 s).
-The device evaluator runs over engine/fake_backend.py with scripted device medians.
+The device evaluator runs over tests/fake_backend.py with scripted device medians.
 """
 
 from __future__ import annotations

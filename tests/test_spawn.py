@@ -26,7 +26,7 @@ from pallasite.engine import spawn
 from pallasite.engine.checker import Checker, CheckOptions
 from pallasite.engine.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import ImportParams, PingParams
+from pallasite.wire.messages import ImportParams, PingParams
 
 DATA = Path(__file__).parent / "data"
 MODES = ["off", pytest.param("auto", marks=pytest.mark.skipif(
@@ -121,7 +121,7 @@ CLIENT_SCRIPT = textwrap.dedent("""
     import asyncio, sys
     from pallasite.engine.client import WorkerClient, WorkerConfig
     from pallasite.engine.sources import sources_for
-    from pallasite.runner.messages import ImportParams
+    from pallasite.wire.messages import ImportParams
 
     async def main():
         client = WorkerClient(WorkerConfig(timeout_s=600, sandbox=sys.argv[2]))

@@ -26,8 +26,8 @@ from pallasite.engine import launcher  # noqa: E402
 from pallasite.engine.client import WorkerClient, WorkerConfig  # noqa: E402
 from pallasite.engine.remote import BackendSettings, open_remote, where, worker_config  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
-from pallasite.runner.messages import ImportParams, PingParams, SourceFile, Sources, TimeParams  # noqa: E402
-from pallasite.runner.protocol import PROTOCOL_VERSION  # noqa: E402
+from pallasite.wire.messages import ImportParams, PingParams, SourceFile, Sources, TimeParams  # noqa: E402
+from pallasite.wire.protocol import PROTOCOL_VERSION  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 WORKER = DATA / "worker"
@@ -80,7 +80,7 @@ def test_settings_build_the_launcher_command_line():
 
 
 def test_version_differences_are_warnings_and_libtpu_on_the_host_is_expected():
-    from pallasite.runner.protocol import Handshake
+    from pallasite.wire.protocol import Handshake
 
     hello = Handshake(protocol=1, pid=1, pallasite="0.1.0", jax="0.10.3", jaxlib="0.10.3", libtpu="0.0.43")
     local = {"pallasite": "0.1.0", "jax": "0.10.2", "jaxlib": "0.10.2", "libtpu": None}

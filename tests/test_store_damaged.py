@@ -74,7 +74,7 @@ def test_check_says_once_that_results_are_not_recorded(project, capsys):
 
 def test_tune_says_that_results_are_not_recorded_and_still_tunes(project, capsys, monkeypatch):
     from pallasite.engine.sources import sources_for
-    from pallasite.runner.messages import EstimateParams
+    from pallasite.wire.messages import EstimateParams
     from pallasite.runner.tune_ops import handle_estimate
     from pallasite.server import cmd_tune
 

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine.checker import CheckOptions, check_paths
+from pallasite.engine.checker import CheckOptions
+from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "tasks_jit"
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from pallasite.analysis.tier0 import analyze
-from pallasite.engine.checker import CheckOptions, check_paths
+from pallasite.engine.checker import CheckOptions
+from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "vmem"
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pallasite.engine.checker import CheckOptions, check_paths
+from pallasite.engine.checker import CheckOptions
+from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "runtime"
 EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).items() if not k.startswith("_")}

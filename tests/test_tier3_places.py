@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine.checker import CheckOptions, check_paths
+from pallasite.engine.checker import CheckOptions
+from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "tier3_places"
 TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",

@@ -145,7 +145,7 @@ def _estimator():
     calls = {"n": 0}
 
     from pallasite.engine.sources import sources_for
-    from pallasite.runner.messages import EstimateParams
+    from pallasite.wire.messages import EstimateParams
 
     def make(path, text, chip="v5e"):
         async def estimate(configs, kinds):
@@ -283,7 +283,7 @@ def test_without_a_device_the_best_estimate_is_checked_in_interpret_mode(tmp_pat
 
 def test_verify_op_runs_a_configuration_in_interpret_mode():
     from pallasite.engine.sources import sources_for
-    from pallasite.runner.messages import VerifyParams
+    from pallasite.wire.messages import VerifyParams
     from pallasite.runner.tune_ops import handle_verify
 
     result = handle_verify(VerifyParams(source=sources_for(os.path.join(DATA, "elementwise.py")), chip="v5e",
@@ -318,7 +318,7 @@ def test_worker_timer_reads_the_time_op_and_refuses_without_it(monkeypatch, tmp_
     from pallasite.analysis.types import to_json
     from pallasite.engine.client import Reply
     from pallasite.engine.tune import Timed, worker_timer
-    from pallasite.runner import messages
+    from pallasite.wire import messages
 
     kernel = tmp_path / "k.py"
     kernel.write_text("x = 1\n")

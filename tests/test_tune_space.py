@@ -102,7 +102,7 @@ def test_a_space_within_the_budget_is_estimated_exhaustively():
 def _template_reply():
     """A real worker reply for the wide kernel (the chip row, the entry), estimates replaced."""
     from pallasite.engine.sources import sources_for
-    from pallasite.runner.messages import EstimateParams
+    from pallasite.wire.messages import EstimateParams
     from pallasite.runner.tune_ops import handle_estimate
 
     return handle_estimate(EstimateParams(source=sources_for(WIDE), chip="v5e", probe=False))
@@ -145,7 +145,7 @@ def test_tuning_a_10_to_the_9_space_keeps_memory_bounded_and_the_best_changes_on
 
 def test_the_wide_kernel_is_estimated_by_the_real_cost_model_and_reused_from_the_store(tmp_path):
     from pallasite.engine.sources import sources_for
-    from pallasite.runner.messages import EstimateParams
+    from pallasite.wire.messages import EstimateParams
     from pallasite.runner.tune_ops import handle_estimate
     from pallasite.server.cmd_tune import format_report
 

@@ -18,7 +18,7 @@ import pytest_asyncio
 from pallasite.engine.client import Reply, WorkerClient, WorkerConfig, run_requests_sync
 from pallasite.engine.pool import local_backend
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import (
+from pallasite.wire.messages import (
     CheckParams,
     ChipsParams,
     FunctionInfo,
@@ -298,7 +298,7 @@ async def test_raw_protocol_cancel_of_running_and_queued_requests():
     import json
     import sys
 
-    from pallasite.runner import env
+    from pallasite.wire import env
 
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "pallasite.runner.worker", "--platforms", "cpu",
@@ -352,7 +352,7 @@ async def test_files_in_the_working_folder_do_not_shadow_the_workers_modules(tmp
 async def test_a_file_whose_folder_is_not_on_the_workers_machine_is_checked_from_what_the_request_carries(warm):
     """What a remote worker sees: the laptop's paths do not exist there; the request carries the
     file and its local module, and tracebacks still name the laptop's paths."""
-    from pallasite.runner.messages import SourceFile, Sources
+    from pallasite.wire.messages import SourceFile, Sources
 
     with open(fixture("uses_helper.py"), encoding="utf-8") as f:
         text = f.read()

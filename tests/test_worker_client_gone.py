@@ -13,7 +13,7 @@ import pytest
 
 from pallasite.analysis.types import to_json
 from pallasite.engine.sources import sources_for
-from pallasite.runner.messages import ImportParams
+from pallasite.wire.messages import ImportParams
 
 WORKER = Path(__file__).parent / "data" / "worker"
 

@@ -9,7 +9,8 @@ import traceback
 
 import pytest
 
-from pallasite.runner import env, loader, messages, protocol
+from pallasite.runner import loader
+from pallasite.wire import env, messages, protocol
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "worker")
 

@@ -1,20 +1,16 @@
-"""The tier-0 rule runner: each rule is a plain function of a ``RuleContext`` yielding findings.
-
-Rules report only what is certain from the source (false positives are the worst failure of a
-linter): any count, dim or dtype that did not resolve statically makes a rule say nothing.
-TPU-only rules skip call sites whose backend is "gpu". The rules themselves live in
-``rules_*.py`` modules, one per concern, and register in ``ALL_RULES`` below.
-"""
+"""What every tier-0 rule is given and builds its findings with: the ``RuleContext`` (source, call
+sites, tasks, target chip), ``finding`` / ``replace``, and which call sites the TPU compiler's rules
+apply to (``tpu_sites``). The rule modules of this package and ``analysis/apis.py`` import only this
+module, so the package's ``__init__`` (which collects them) closes no import circle."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .codes import CODES
-from .source import Source
-from .types import Finding, Fix, KernelSite, KernelTask, Span, TextEdit
+from ..codes import CODES
+from ..source import Source
+from ..types import Finding, Fix, KernelSite, KernelTask, Span, TextEdit
 
 
 @dataclass(frozen=True)
@@ -70,25 +66,3 @@ def compiled_for_tpu(source: Source, site: KernelSite) -> bool:
             default = param.child_by_field_name("value")
             return default is not None and default.type in ("false", "none")
     return False
-
-
-def all_rules() -> tuple[Rule, ...]:
-    from . import rules_bounds, rules_kernel, rules_reach, rules_specs, rules_tiling, rules_vmem, apis
-
-    return (*rules_specs.RULES, *rules_tiling.RULES, *rules_kernel.RULES, *rules_bounds.RULES, *rules_reach.RULES,
-            *rules_vmem.RULES, apis.check_apis)
-
-
-def run_rules(source: Source, sites: tuple[KernelSite, ...], *, target: str,
-              tasks: tuple[KernelTask, ...] = (), scoped_vmem: int | None = None) -> tuple[Finding, ...]:
-    """Every rule's findings, sorted by position, without duplicates."""
-    ctx = RuleContext(source=source, sites=sites, tasks=tasks, target=target, scoped_vmem=scoped_vmem)
-    found: dict[tuple, Finding] = {}
-    for rule in all_rules():
-        try:
-            for item in rule(ctx):
-                found.setdefault((item.code, item.span), item)
-        except Exception as err:  # noqa: BLE001 - one broken rule must not silence the others
-            warnings.warn(f"pallasite tier-0 rule {rule.__name__} failed ({type(err).__name__}: {err}); "
-                          "its findings are skipped for this file", RuntimeWarning, stacklevel=2)
-    return tuple(sorted(found.values(), key=lambda f: (f.span, f.code)))

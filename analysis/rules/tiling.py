@@ -21,12 +21,12 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from .dtypes import EIGHT_BIT
-from .resolve import scope_for
-from .rules import RuleContext, finding, replace, tpu_sites
-from .source import enclosing_function, is_module_level
-from .tasks import example_shapes
-from .types import BlockSpecInfo, Finding, KernelSite, KernelTask, Related, Span
+from ..dtypes import EIGHT_BIT
+from ..resolve import scope_for
+from ..source import enclosing_function, is_module_level
+from ..tasks import example_shapes
+from ..types import BlockSpecInfo, Finding, KernelSite, KernelTask, Related, Span
+from .context import RuleContext, finding, replace, tpu_sites
 
 _UNTILED_SPACES = ("SMEM", "ANY", "HBM", "SEMAPHORE", "CMEM")
 

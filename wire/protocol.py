@@ -1,7 +1,7 @@
 """The worker protocol: JSON lines between a client and a ``pallasite worker`` (stdlib only).
 
 One JSON object per line, UTF-8, each with a ``kind``. Payloads (params, results, progress) are the
-typed dataclasses of ``runner/messages.py``, written with ``analysis.types.to_json`` and read back
+typed dataclasses of ``wire/messages.py``, written with ``analysis.types.to_json`` and read back
 strictly (``read_params``, ``read_result``, ``read_progress``). The worker speaks first (``handshake``);
 the client then sends ``request``s, and may send ``cancel`` or ``shutdown`` at any time. The
 worker answers every request with exactly one ``result`` and may send ``progress`` before it.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pallasite.analysis.types import to_json
-from pallasite.runner.messages import (  # noqa: F401 - re-exported: the payload types live there
+from pallasite.wire.messages import (  # noqa: F401 - re-exported: the payload types live there
     PARAMS,
     RESULTS,
     ErrorInfo,
@@ -128,7 +128,7 @@ def new_request_id() -> str:
 
 
 def request(id: str, params: Any, deadline_s: float | None = None) -> dict[str, Any]:
-    """A request for the op ``params`` names (a params dataclass of runner/messages.py)."""
+    """A request for the op ``params`` names (a params dataclass of wire/messages.py)."""
     msg: dict[str, Any] = {"kind": REQUEST, "id": id, "op": type(params).OP, "params": to_json(params)}
     if deadline_s is not None:
         msg["deadline_s"] = deadline_s

@@ -14,11 +14,11 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from .resolve import body_nodes, is_pallas_name, nested_scopes, own_nodes
-from .rules import RuleContext, finding, replace
-from .rules_specs import ref_counts
-from .source import Source, walk
-from .types import Finding, Fix, KernelSite, Span
+from ..resolve import body_nodes, is_pallas_name, nested_scopes, own_nodes
+from ..source import Source, walk
+from ..types import Finding, Fix, KernelSite, Span
+from .context import RuleContext, finding, replace
+from .specs import ref_counts
 
 _WIDE = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
 

@@ -16,10 +16,10 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from .resolve import callee_tail, scope_for
-from .rules import RuleContext, finding, tpu_sites
-from .source import walk
-from .types import Finding, KernelSite, Span
+from ..resolve import callee_tail, scope_for
+from ..source import walk
+from ..types import Finding, KernelSite, Related, Span
+from .context import RuleContext, finding, tpu_sites
 
 
 def static_ref_bounds(ctx: RuleContext) -> Iterator[Finding]:
@@ -58,8 +58,6 @@ def static_ref_bounds(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _related(span: Span | None, what: str) -> tuple:
-    from .types import Related
-
     return (Related(span, f"the {what} that sets the block shape"),) if span is not None else ()
 
 

@@ -20,13 +20,13 @@ import ast
 import math
 from typing import Iterator
 
-from .call_values import pallas_call_at
-from .dtypes import DTYPE_BITS, block_bytes
-from .footprint import in_vmem, scratch_bytes, static_dims
-from .origins import Origin, Tracer, callee_name, functions_around, parse, trace
-from .rules import RuleContext, finding, tpu_sites
-from .rules_tiling import ArrayResolver
-from .types import BlockSpecInfo, Finding, KernelSite, Related, Span
+from ..call_values import pallas_call_at
+from ..dtypes import DTYPE_BITS, block_bytes
+from ..footprint import in_vmem, scratch_bytes, static_dims
+from ..origins import Origin, Tracer, callee_name, functions_around, parse, trace
+from ..types import BlockSpecInfo, Finding, KernelSite, Related, Span
+from .context import RuleContext, finding, tpu_sites
+from .tiling import ArrayResolver
 
 
 def vmem(ctx: RuleContext) -> Iterator[Finding]:

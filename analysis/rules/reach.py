@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .resolve import callee_tail
-from .rules import RuleContext, finding
-from .types import Finding
+from ..resolve import callee_tail
+from ..types import Finding
+from .context import RuleContext, finding
 
 # Module paths that hold kernels rather than the Pallas API itself.
 _KERNEL_MODULES = ("jax.experimental.pallas.ops", "tokamax", "jax._src.pallas.ops")

@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pallasite.runner import messages, protocol
+from pallasite.wire import messages, protocol
 
-from .backend import ProgressCallback, Reply, call_progress
-from .pool import PoolBackend
+from pallasite.engine.backend import ProgressCallback, Reply, call_progress
+from pallasite.engine.pool import PoolBackend
 
 _pids = itertools.count(100_000)
 

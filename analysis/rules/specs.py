@@ -14,10 +14,10 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from .resolve import elements, scope_for
-from .rules import RuleContext, finding, replace, tpu_sites
-from .source import Source
-from .types import BlockSpecInfo, Finding, KernelSite, Related, Span
+from ..resolve import elements, scope_for
+from ..source import Source
+from ..types import BlockSpecInfo, Finding, KernelSite, Related, Span
+from .context import RuleContext, finding, replace, tpu_sites
 
 
 def grid_rank(site: KernelSite) -> int | None:
