@@ -56,7 +56,7 @@ def test_the_compiler_accepts_that_block():
     pytest.importorskip("libtpu")
     import jax
 
-    from pallasite.runner.checks import topology_device
+    from pallasite.runner.tiers import topology_device
 
     f, q = _paged_outputs()
     dev = topology_device("v5e")
