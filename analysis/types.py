@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 import functools
 import hashlib
 import importlib.metadata
@@ -346,24 +345,6 @@ class CostEstimate:
     @property
     def label(self) -> str:
         return f"estimate ({self.chip})"
-
-
-class MixedModels(ValueError):
-    """Two estimates made by different models (or of unknown model): their ratio is no speedup."""
-
-
-def estimated_speedup(reference_seconds: float, kernel_seconds: float, reference_model: str,
-                      kernel_model: str) -> float:
-    """reference / kernel, both estimated by the same model (``model`` names it, chip included,
-    e.g. "pallasite roofline v2, v5e"); raises MixedModels when the models differ or are not
-    named, ValueError when a time is not a positive number."""
-    if not reference_model or not kernel_model or reference_model != kernel_model:
-        raise MixedModels(f"the reference was estimated by {reference_model or 'an unnamed model'!r} and the kernel by "
-                          f"{kernel_model or 'an unnamed model'!r}: a speedup divides two figures of one model")
-    for what, value in (("reference", reference_seconds), ("kernel", kernel_seconds)):
-        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"the {what}'s estimate is {value!r}, not a positive number of seconds")
-    return float(reference_seconds) / float(kernel_seconds)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,25 @@ def speedup(baseline: Timing, candidate: Timing, *, baseline_name: str) -> Speed
     return Speedup(baseline.seconds / candidate.seconds, baseline_name, candidate.label())
 
 
+class MixedModels(SpeedupRefused):
+    """Two estimates made by different models (or of unknown model): their ratio is no speedup."""
+
+
+def estimated_speedup(reference_seconds: float, kernel_seconds: float, reference_model: str,
+                      kernel_model: str) -> float:
+    """reference / kernel for two bare estimates named by their model (chip included, e.g.
+    "pallasite roofline v2, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
+    the models differ or are not named, SpeedupRefused when a time is not a positive number."""
+    if not reference_model or not kernel_model or reference_model != kernel_model:
+        raise MixedModels(f"the reference was estimated by {reference_model or 'an unnamed model'!r} and the kernel by "
+                          f"{kernel_model or 'an unnamed model'!r}: a speedup divides two figures of one model")
+    for what, value in (("reference", reference_seconds), ("kernel", kernel_seconds)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise SpeedupRefused(f"the {what}'s estimate is {value!r}, not a positive number of seconds")
+    pair = [Timing(float(x), "estimate", model=reference_model) for x in (reference_seconds, kernel_seconds)]
+    return speedup(pair[0], pair[1], baseline_name="the reference").value
+
+
 def try_speedup(baseline: Timing | None, candidate: Timing | None, *,
                 baseline_name: str) -> tuple[Speedup | None, str | None]:
     """(the speedup, None) or (None, why not): a missing side is a refusal too."""

@@ -4,9 +4,10 @@ The worker's ``estimate`` op (runner/tune_ops.py) prices the kernel under a conf
 task's plain-JAX reference with the same cost model (runner/cost_model.py ``estimate`` and
 ``estimate_reference``: the same rates, overheads and assumptions, the model's name carried in
 both). ``pair`` puts the two figures side by side under one label, "estimate (<model>, <chip>)",
-and their ratio goes through ``analysis.types.estimated_speedup``, which refuses figures of two
-different models. ``estimate_pair`` asks a worker for both. ``eval`` (engine/eval_tasks.py) and
-``tune`` (engine/tune.py) both use ``pair``, so one file gets one estimated speedup from either.
+and their ratio goes through ``analysis.verdict.estimated_speedup`` (the one ``speedup``, over two
+estimates), which refuses figures of two different models. ``estimate_pair`` asks a worker for
+both. ``eval`` (agents/eval_job.py) and ``tune`` (engine/tune.py) both use ``pair``, so one file
+gets one estimated speedup from either.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.types import CostEstimate, MixedModels, estimated_speedup
+from ..analysis.types import CostEstimate
+from ..analysis.verdict import MixedModels, estimated_speedup
 from ..wire.messages import EstimateParams, EstimateResult, Sources
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.analysis.types import CostEstimate, MixedModels, estimated_speedup
+from pallasite.analysis.types import CostEstimate
+from pallasite.analysis.verdict import MixedModels, estimated_speedup
 from pallasite.engine.estimates import pair
 from pallasite.engine.eval_tasks import discover
 
