@@ -30,7 +30,8 @@ def test_tune_apply_writes_the_best_estimate_then_reuses_the_store(tmp_path, cap
     assert report["speedup_vs_current"]["provenance"] == "estimate (v5e)"
     ok = [o for o in report["outcomes"] if o["status"] == "estimated"]
     best = dict(report["best"])
-    assert best == dict(min(ok, key=lambda o: o["estimate_s"])["config"])
+    fastest = min(o["estimate_s"] for o in ok)  # several configurations may tie; outcomes come in finishing order
+    assert any(dict(o["config"]) == best and o["estimate_s"] == fastest for o in ok), (best, fastest)
     expected = before.replace("def matmul(x, y, *, bm: int = 256, bn: int = 256, bk: int = 512):",
                               f"def matmul(x, y, *, bm: int = {best['bm']}, bn: int = {best['bn']}, "
                               f"bk: int = {best['bk']}):")

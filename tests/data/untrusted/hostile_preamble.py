@@ -2,7 +2,8 @@
 # fix or candidate): it deletes every file of its working folder and of its own folder, then looks
 # through every /proc/*/environ for API keys. It reports what it found by raising, reversed, so that
 # redaction cannot hide a leak from the test; it raises too when it could delete nothing at all (in
-# this process: the time op loads the candidate afresh for each trace, after the first load's deletions).
+# this folder: the time op loads the candidate afresh for each trace, after the first load's deletions,
+# and a restarted worker reuses the folder; the count is kept in a dot file, which its glob skips).
 import contextlib as _contextlib
 import glob as _glob
 import os as _os
@@ -19,7 +20,12 @@ for _environ in _glob.glob("/proc/[0-9]*/environ"):
         _entries = _f.read().split(b"\0")
         _scanned += 1
         _found += [e.decode(errors="replace")[::-1] for e in _entries if e.startswith((b"GEMINI_API", b"OPENAI_API"))]
+_tally = _os.path.join(_os.getcwd(), ".hostile_removed")
 _removed_before = int(_os.environ.get("HOSTILE_REMOVED", "0"))
+with _contextlib.suppress(OSError, ValueError), open(_tally) as _f:
+    _removed_before = max(_removed_before, int(_f.read() or 0))
 _os.environ["HOSTILE_REMOVED"] = str(_removed_before + len(_removed))
+with _contextlib.suppress(OSError), open(_tally, "w") as _f:
+    _f.write(str(_removed_before + len(_removed)))
 if not (_removed or _removed_before) or _found:
     raise RuntimeError(f"hostile: removed {len(_removed)} files, scanned {_scanned} environments, found {_found}")
