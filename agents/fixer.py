@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol, Sequence
 
+from pallasite.analysis.codes import COULD_NOT_CHECK
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.types import FileReport
 
@@ -251,6 +252,12 @@ class Fixer:
 
             raise _Rejected("still failing", "the checker reports on the edited file:\n"
                             + "\n".join(describe_finding(f, lines) for f in over[:5]))
+        could_not = Counter(f.code for f in (original_report.findings if original_report else ())
+                            if f.code in COULD_NOT_CHECK)
+        stopped = [f for f in report.findings if f.code in COULD_NOT_CHECK and _take(could_not, f.code)]
+        if stopped:  # e.g. a top-level statement stopped at its share of the import time: not a pass
+            raise _Rejected("still failing", "the edited file could not be fully checked: " + "; ".join(
+                f"{f.code} at line {f.span.line + 1}: {f.message[:300]}" for f in stopped[:3]))
         unverified = _unverified_tiers(report, tiers, original_report)
         if unverified:
             raise _Rejected("still failing", "the edited file could not be fully checked: " + "; ".join(unverified))

@@ -145,3 +145,8 @@ CODES: dict[str, Code] = _codes(
 def code(name: str) -> Code:
     """The registry entry for ``name``; unknown codes are a programming error."""
     return CODES[name]
+
+
+# Findings that say a check could not finish or could not run (time limit, worker trouble, tier
+# unavailable): the file was not fully checked, which is never a pass.
+COULD_NOT_CHECK = frozenset({"PLS205", "PLS900", "PLS903", "PLS904", "PLS906", "PLS907", "PLS908", "PLS909"})

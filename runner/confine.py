@@ -7,7 +7,8 @@ started by the engine for untrusted requests). Two pieces live here:
 - ``lock_down(scratch)``: run first, inside the worker's own user, PID, mount and network namespaces
   (``engine/spawn.py`` starts it there): every mount becomes read-only except the scratch folder
   (``mount_setattr(MOUNT_ATTR_RDONLY, AT_RECURSIVE)``; ``/tmp`` and ``/dev/shm`` are private folders
-  of the scratch), then every capability is dropped (bounding
+  of the scratch, except one that holds the interpreter, its environment or pallasite, which stays
+  shared and read-only: a venv or checkout under /tmp), then every capability is dropped (bounding
   set, ambient, inheritable, effective; no_new_privs), so the code cannot remount anything
   writable again. This matters when pallasite runs as root: ``--map-root-user`` maps to the real
   root, who owns the user's files, so without the read-only view it could still delete them.
@@ -76,19 +77,40 @@ def _fail(step: str) -> ConfineError:
     return ConfineError(code, f"confining the worker failed at {step}: {os.strerror(code)}")
 
 
+def _needed_paths() -> list[str]:
+    """What the confined worker must still see: its interpreter, its environment and pallasite."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [sys.executable, sys.prefix, sys.base_prefix, package]
+
+
+def private_temp_dirs(scratch: str, needed: list[str]) -> list[str]:
+    """The shared temporary folders (``SHARED_TEMP``) to replace by private ones: each that exists, is
+    not a link, and holds neither the scratch folder nor anything in ``needed`` (a private folder
+    bound over it would hide them: a venv or a checkout under /tmp). One left shared stays read-only."""
+    def under(path: str, folder: str) -> bool:
+        return (os.path.abspath(path) + os.sep).startswith(folder + os.sep) or \
+            (os.path.realpath(path) + os.sep).startswith(folder + os.sep)
+
+    chosen = []
+    for shared in SHARED_TEMP:
+        folder = os.path.realpath(shared)
+        if os.path.isdir(shared) and not os.path.islink(shared) and \
+                not any(under(path, folder) for path in (scratch, *needed)):
+            chosen.append(shared)
+    return chosen
+
+
 def lock_down(scratch: str) -> None:
     """Inside fresh user + mount namespaces: everything read-only but ``scratch``, then no capabilities."""
     libc = _libc()
     scratch = os.path.realpath(scratch)
     writable = [scratch]
     binds = [(scratch, scratch)]
-    for shared in SHARED_TEMP:  # a private /tmp and /dev/shm (libtpu logs to /tmp/tpu_logs)
-        inside = (scratch + os.sep).startswith(os.path.realpath(shared) + os.sep)
-        if os.path.isdir(shared) and not os.path.islink(shared) and not inside:  # (binding over it would hide it)
-            private = os.path.join(scratch, "mounts", shared.strip("/").replace("/", "_"))
-            os.makedirs(private, exist_ok=True)
-            binds.append((private, shared))
-            writable.append(shared)
+    for shared in private_temp_dirs(scratch, _needed_paths()):  # a private /tmp and /dev/shm (libtpu logs to /tmp/tpu_logs)
+        private = os.path.join(scratch, "mounts", shared.strip("/").replace("/", "_"))
+        os.makedirs(private, exist_ok=True)
+        binds.append((private, shared))
+        writable.append(shared)
     for source, target in binds:
         if libc.mount(source.encode(), target.encode(), None, _MS_BIND | _MS_REC, None) != 0:
             raise _fail(f"bind-mounting {source} on {target}")

@@ -31,7 +31,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from pallasite.analysis.codes import CODES
+from pallasite.analysis.codes import CODES, COULD_NOT_CHECK
 from pallasite.analysis.types import FileReport, Finding, Span
 
 JSON_VERSION = 1
@@ -79,7 +79,6 @@ def finding_json(finding: Finding, path: str) -> dict:
 
 
 # "Could not check" outcomes: warnings (or information) that mean a file was not fully checked.
-COULD_NOT_CHECK = frozenset({"PLS205", "PLS900", "PLS903", "PLS904", "PLS906", "PLS907", "PLS908", "PLS909"})
 _CHECKED = ("ok", "error")
 _NOT_APPLICABLE = ("skipped: GPU kernel",)
 

@@ -73,7 +73,10 @@ def test_a_proposal_looping_at_import_ends_fix_within_agent_max_seconds(tmp_path
     assert done.returncode == 1 and not result["ok"]
     # the action's own clock (the original file's check before it, a worker start, is not the action's)
     assert result["seconds"] < 15 + 10, (result["seconds"], seconds)
-    assert "time budget spent (agent.maxSeconds 15 s) in checking round 1's proposal" in result["message"]
+    # whichever comes first: the run's budget, or the looping statement stopped at its share of the
+    # import time, which leaves the proposal not fully checked (never a verified fix)
+    assert ("time budget spent (agent.maxSeconds 15 s) in checking round" in result["message"]
+            or "could not be fully checked: PLS903" in json.dumps(result)), result["message"]
 
 
 def test_a_compile_stopped_by_its_limit_is_not_checked_never_ok(tmp_path):

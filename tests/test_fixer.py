@@ -237,3 +237,28 @@ def test_checker_verify_refuses_a_checker_for_the_users_own_code():
     """A proposal is model-written code: verifying it on the user's (unconfined) checker is refused."""
     with pytest.raises(ValueError, match="untrusted checker"):
         checker_verify(Checker(CheckOptions(tiers=(0,))), str(BROKEN))
+
+
+async def test_a_proposal_whose_check_could_not_finish_is_not_verified():
+    """A proposal with a top-level loop: the check stops that statement at its share of the import
+    time (PLS903, a warning) and checks the rest, which passes; that is not a verified fix."""
+    from pallasite.analysis.types import Finding, Span
+
+    stopped = Finding(code="PLS903", severity="warning", tier=1, span=Span(9, 0, 9, 11),
+                      message="importing the file: the top-level statement at line 10 was still running after "
+                              "10.8 s, its share of the import's time, and was stopped")
+
+    async def verify(text, tiers):
+        return FileReport(path="k.py", findings=(stopped,) if "while True" in text else ())
+
+    text = (Path(__file__).parent / "data" / "tier0" / "pls001_tiling_bad.py").read_text()
+    from pallasite.analysis.tier0 import analyze
+
+    findings = tuple(f for f in analyze(text, "k.py").findings if f.severity == "error")
+    context = FixContext("k.py", text, findings, "v6e")
+    looping = proposal("BLOCK_COLS = 100\n", "BLOCK_COLS = 128\nwhile True:\n    pass\n")
+    right = proposal("BLOCK_COLS = 100\n", "BLOCK_COLS = 128\n")
+    outcome = await Fixer(ScriptedProvider(ProviderConfig(name="scripted"), [looping, right]), verify).fix(context, (0, 1))
+    assert [a.verdict for a in outcome.attempts] == ["still failing", "verified"] and outcome.ok
+    assert "could not be fully checked: PLS903 at line 10" in outcome.attempts[0].detail
+    assert "while True" not in outcome.fixed_text
