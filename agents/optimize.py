@@ -144,8 +144,19 @@ class RunState:
                          "speedup": self._speedup_of(it),
                          "tokens": it.tokens, "seconds": round(it.seconds, 3),
                          "best": winner is it,  # the winner only: never a slower or unmeasured candidate
-                         "why": it.evidence[:300] if it.verdict == "model error" else ""})
+                         "why": _why(it)})
         return rows
+
+
+def _why(it: Iteration) -> str:
+    """Why an iteration failed, in one line: a model error's description, else the evidence's last line
+    (a traceback's exception); empty for a valid candidate."""
+    if it.valid or not it.evidence:
+        return ""
+    if it.verdict == "model error":
+        return it.evidence[:300]
+    lines = [line.strip() for line in it.evidence.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
 
 
 class Stop(Exception):

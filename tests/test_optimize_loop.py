@@ -61,6 +61,9 @@ async def test_three_iterations_right_one_wins(provider, tmp_path):
     second_plan = provider.requests[2].prompt
     assert "compile failed" in second_plan and "not divisible" in second_plan
     assert "max abs error" in provider.requests[4].prompt
+    # the table says why each failed, in one line (it was empty for all but model errors)
+    assert [row["why"] for row in state.table()] == [
+        "ValueError: block shape (7, 128) not divisible by (8, 128)", "max abs error 1.0 > atol 1e-2", ""]
     # replay from the store's export gives the same table
     exported = export(rec.store, state.run_id)
     assert replay_table(exported) == state.table()

@@ -1,6 +1,7 @@
 # A hostile model's module-level code (tests/test_untrusted_code.py puts it at the top of a proposed
 # fix or candidate): it deletes every file of its working folder and of its own folder, then looks
-# through every /proc/*/environ for API keys. It reports what it found by raising, reversed, so that
+# through every /proc/*/environ for the test's API keys (their values hold "conf22-hostile": other
+# tests running beside it on the machine hold keys of their own, which an unconfined run can see). It reports what it found by raising, reversed, so that
 # redaction cannot hide a leak from the test; it raises too when it could delete nothing at all (in
 # this folder: the time op loads the candidate afresh for each trace, after the first load's deletions,
 # and a restarted worker reuses the folder; the count is kept in a dot file, which its glob skips).
@@ -19,7 +20,8 @@ for _environ in _glob.glob("/proc/[0-9]*/environ"):
     with _contextlib.suppress(OSError), open(_environ, "rb") as _f:
         _entries = _f.read().split(b"\0")
         _scanned += 1
-        _found += [e.decode(errors="replace")[::-1] for e in _entries if e.startswith((b"GEMINI_API", b"OPENAI_API"))]
+        _found += [e.decode(errors="replace")[::-1] for e in _entries
+                    if e.startswith((b"GEMINI_API", b"OPENAI_API")) and b"conf22-hostile" in e]
 _tally = _os.path.join(_os.getcwd(), ".hostile_removed")
 _removed_before = int(_os.environ.get("HOSTILE_REMOVED", "0"))
 with _contextlib.suppress(OSError, ValueError), open(_tally) as _f:
