@@ -38,6 +38,43 @@ Method = Callable[[Any], Any]  # task -> candidate source (or an awaitable of it
 BASELINE = "the task's reference (XLA)"
 
 
+@dataclass(frozen=True)
+class MethodAnswer:
+    """What an agent method (agents/eval_agents.py) answers for one task: the best candidate it found
+    (``text`` None: it produced none), its plan, and what the agent spent (tokens, cost, calls,
+    budgets used of their limits), recorded with the task's row so a resumed eval keeps them."""
+
+    text: str | None
+    plan: str = ""
+    run_id: str = ""
+    usage: dict = field(default_factory=dict)  # input/output/total tokens, calls, cost_usd (None: no price)
+    budgets: dict = field(default_factory=dict)  # name -> {"used", "limit"}
+    candidates: int = 0  # candidates the agent produced (each compiled, tested, measured)
+    stopped: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "MethodAnswer":
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+class AgentRunner:
+    """A method that runs an agent per task through the task's ``TaskScorer`` (the eval's own phases,
+    so its candidates are scored exactly as ``--method files`` scores a file). Subclasses implement
+    ``run``; ``label`` names the method's knobs in the summary."""
+
+    label: str = ""
+
+    def params(self) -> dict:
+        return {}
+
+    async def run(self, task: Any, scorer: "TaskScorer") -> MethodAnswer:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
 @dataclass
 class EvalJob:
     tasks: list
@@ -52,6 +89,15 @@ class EvalJob:
     device: Any = None  # an open device backend (engine/remote.py), or None: estimates
     where: str = ""
     progress: Callable[[str], None] = field(default=lambda m: None)
+    # resume: rows of tasks finished by an earlier run of the same eval, by (method, task); ``on_task``
+    # is told each finished row (the CLI stores it in the results store as it comes)
+    done: dict = field(default_factory=dict)
+    on_task: Callable[[str, str, dict], None] | None = None
+    task_budget: int | None = None  # at most this many (method, task) pairs evaluated now (then ``Incomplete``)
+
+
+class Incomplete(RuntimeError):
+    """``task_budget`` stopped the evaluation before every task was evaluated (the finished ones are stored)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +107,22 @@ class TaskVerdict:
     speedup: float | None = None
     refused: str | None = None  # why there is no speedup (analysis/verdict.try_speedup)
     reference: Timing | None = None
+
+    answer: MethodAnswer | None = None  # an agent method's record (plan, source, usage, budgets)
+
+    def to_json(self) -> dict:
+        return {"task": self.task, "verdict": self.verdict.to_json(), "speedup": self.speedup,
+                "refused": self.refused, "reference": self.reference.to_json() if self.reference else None,
+                "answer": self.answer.to_json() if self.answer else None}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TaskVerdict":
+        v = data["verdict"]
+        verdict = Verdict(v["compiled"], v["correct"], Timing.from_json(v["timing"]) if v.get("timing") else None,
+                          v.get("evidence", ""), v.get("candidate", True), tuple(v.get("checks") or ()))
+        return cls(data["task"], verdict, data.get("speedup"), data.get("refused"),
+                   Timing.from_json(data["reference"]) if data.get("reference") else None,
+                   MethodAnswer.from_json(data["answer"]) if data.get("answer") else None)
 
     def case(self) -> CaseOutcome:
         v = self.verdict
@@ -171,34 +233,88 @@ async def _device(task: Any, text: str, job: EvalJob) -> tuple[bool, str, Timing
         timing_of(result.reference)
 
 
+class TaskScorer:
+    """One task's phases, memoized by candidate text: the compile (tiers), the guarded test, the
+    estimates (or the device's ``time`` op). ``verdict(text)`` is the task's verdict for a candidate
+    (what every method is scored by); agents/eval_agents.TaskEvaluator serves the same phases to the
+    optimize loop and the search, so a winner they found is scored from the same runs."""
+
+    def __init__(self, engine: Any, options: Any, task: Any, job: EvalJob, device_slot: asyncio.Semaphore) -> None:
+        self.engine, self.options, self.task, self.job, self.device_slot = engine, options, task, job, device_slot
+        self._memo: dict[tuple[str, str], Any] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    async def _once(self, kind: str, text: str, make: Callable[[], Any]) -> Any:
+        key = (kind, text)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:  # two nodes proposing the same text wait for one run
+            if key not in self._memo:
+                self._memo[key] = await make()
+        return self._memo[key]
+
+    def backend(self) -> Any:
+        return self.engine.backend(self.options, untrusted=True)
+
+    async def compiled(self, text: str) -> tuple[bool, str]:
+        return await self._once("compile", text, lambda: _check_compiled(self.engine, self.options,
+                                                                        candidate_path(self.task), text, self.job))
+
+    async def tested(self, text: str) -> tuple[bool | None, str]:
+        return await self._once("test", text, lambda: _test(self.backend(), self.task, text, self.job))
+
+    async def estimated(self, text: str) -> tuple[Timing | None, Timing | None, str]:
+        return await self._once("estimate", text, lambda: _estimates(self.backend(), self.task, text, self.job))
+
+    async def on_device(self, text: str) -> tuple[bool, str, Timing | None, Timing | None]:
+        async def run() -> Any:
+            async with self.device_slot:  # one device timing at a time, whatever the tasks and methods
+                return await _device(self.task, text, self.job)
+        return await self._once("device", text, run)
+
+    async def verdict(self, text: str | None) -> TaskVerdict:
+        return await evaluate_one(self.engine, self.options, self.task, text, self.job, self.device_slot, scorer=self)
+
+
 async def evaluate_one(engine: Any, options: Any, task: Any, text: str | None, job: EvalJob,
-                       device_slot: asyncio.Semaphore) -> TaskVerdict:
+                       device_slot: asyncio.Semaphore, scorer: TaskScorer | None = None) -> TaskVerdict:
     """One task's verdict (see the module docstring)."""
     if text is None or text == task.reference_text():
         why = "no candidate: the folder holds only the reference" if text is None else \
             "no candidate: the method's answer is the reference itself"
         return TaskVerdict(task.name, Verdict.no_candidate(why))
+    scorer = scorer or TaskScorer(engine, options, task, job, device_slot)
     checks = (f"tiers {','.join(map(str, job.tiers))} for {job.chip}",)
-    compiled, evidence = await _check_compiled(engine, options, candidate_path(task), text, job)
+    compiled, evidence = await scorer.compiled(text)
     if not compiled:
         return TaskVerdict(task.name, Verdict(False, None, None, evidence, checks=checks))
-    backend = engine.backend(options, untrusted=True)
     if job.device is not None:
-        async with device_slot:
-            correct, evidence, cand, ref = await _device(task, text, job)
+        correct, evidence, cand, ref = await scorer.on_device(text)
         checks += ("time op on the device",)
     else:
         correct: bool | None = None
         evidence = "correctness not verified (--no-verify)"
         if job.verify:
-            correct, evidence = await _test(backend, task, text, job)
+            correct, evidence = await scorer.tested(text)
             checks += ("time op's integrity checks, TPU interpret mode on CPU",)
-        cand, ref, why = await _estimates(backend, task, text, job) if correct is not False else (None, None, "")
+        cand, ref, why = await scorer.estimated(text) if correct is not False else (None, None, "")
         if why and correct:
             evidence = f"{evidence}; {why}"
     verdict = Verdict(True, correct, cand, evidence, checks=checks)
     s, refused = try_speedup(ref, cand, baseline_name=BASELINE)
     return TaskVerdict(task.name, verdict, s.value if s else None, refused, ref)
+
+
+def usage_total(answers: list) -> dict:
+    """What the method spent over the tasks: tokens, model calls, cost (None when no price is set),
+    the candidates it produced and the agents' wall time."""
+    costs = [a.usage.get("cost_usd") for a in answers]
+    return {"input_tokens": sum(a.usage.get("input_tokens", 0) for a in answers),
+            "output_tokens": sum(a.usage.get("output_tokens", 0) for a in answers),
+            "total_tokens": sum(a.usage.get("total_tokens", 0) for a in answers),
+            "calls": sum(a.usage.get("calls", 0) for a in answers),
+            "cost_usd": sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None,
+            "candidates": sum(a.candidates for a in answers), "agent_seconds": sum(a.seconds for a in answers),
+            "tasks": len(answers)}
 
 
 def _provenance(job: EvalJob, verdicts: list[TaskVerdict]) -> str:
@@ -222,34 +338,63 @@ async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
                         backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=max(1, job.jobs)))
     gate = asyncio.Semaphore(max(1, job.jobs))
     device_slot = asyncio.Semaphore(1)
+    scorers: dict[str, TaskScorer] = {}
+    started_pairs = {"n": 0}
     out = []
     try:
         for name, method in job.methods.items():
             started = time.monotonic()
             done = 0
 
-            async def one(task: Any) -> TaskVerdict:
+            async def one(task: Any) -> TaskVerdict | None:
                 nonlocal done
+                stored = job.done.get((name, task.name))
+                if stored is not None:  # finished by an earlier run of this eval: read back, not re-run
+                    verdict = TaskVerdict.from_json(stored)
+                    done += 1
+                    job.progress(f"{name}: {done}/{len(job.tasks)} {task.name}: {verdict.verdict.status()} (resumed)")
+                    return verdict
                 async with gate:
+                    if job.task_budget is not None and started_pairs["n"] >= job.task_budget:
+                        return None  # left for the next run
+                    started_pairs["n"] += 1
+                    # one scorer per task for every method: the same reference, inputs and figures
+                    scorer = scorers.setdefault(task.name, TaskScorer(engine, options, task, job, device_slot))
                     try:
-                        text = method(task)
-                        if inspect.isawaitable(text):  # a provider's answer
-                            text = await text
-                        verdict = await evaluate_one(engine, options, task, text, job, device_slot)
+                        if isinstance(method, AgentRunner):
+                            answer = await method.run(task, scorer)
+                            verdict = dataclasses.replace(await scorer.verdict(answer.text), answer=answer)
+                        else:
+                            text = method(task)
+                            if inspect.isawaitable(text):  # a provider's answer
+                                text = await text
+                            verdict = await scorer.verdict(text)
                     except Exception as exc:  # noqa: BLE001 - one task's failure is data
                         verdict = TaskVerdict(task.name, Verdict(False, False, None,
                                                                  f"{type(exc).__name__}: {exc}"[:300]))
                 done += 1
                 job.progress(f"{name}: {done}/{len(job.tasks)} {task.name}: {verdict.verdict.status()}")
+                if job.on_task is not None:
+                    job.on_task(name, task.name, verdict.to_json())
                 return verdict
 
             verdicts = await asyncio.gather(*(one(t) for t in job.tasks))
+            left = sum(v is None for v in verdicts)
+            if left:
+                raise Incomplete(f"--task-budget {job.task_budget} reached: method {name} has {left} of "
+                                 f"{len(job.tasks)} tasks left")
             outcomes = [TaskOutcome(v.task, (v.case(),), v.provenance) for v in verdicts]
             summary = summarize(name, outcomes, provenance=_provenance(job, verdicts),
                                 wall_s=time.monotonic() - started).to_json()
             for row, v in zip(summary["per_task"], verdicts):
                 row["verdict"] = v.verdict.to_json()
                 row["reference_timing"] = v.reference.to_json() if v.reference else None
+                if v.answer is not None:
+                    row["agent"] = v.answer.to_json()
+            if isinstance(method, AgentRunner):
+                summary["label"] = method.label or name
+                summary["params"] = method.params()
+                summary["agent_usage"] = usage_total([v.answer for v in verdicts if v.answer is not None])
             out.append(summary)
     finally:
         if own:

@@ -16,13 +16,16 @@ from pathlib import Path
 async def run_search(path: Path, text: str, options, provider, *, chip: str, jobs: int = 2, memory_mb: int = 8192,
                      done=(), on_node=None, engine=None, check_options=None, device=None, where: str = "",
                      on_phase=None, request_timeout_s: float = 120.0, timeout_s: float = 600.0,
-                     allow_unconfined: bool = False, recorder=None, run_id: str = "", provider_for=None):
+                     allow_unconfined: bool = False, recorder=None, run_id: str = "", provider_for=None,
+                     evaluator=None):
     """One search of ``text`` (the file at ``path``); each node one optimize iteration by ``provider``
     (agents/search_iterate.py). Without ``device`` the frozen tests run in interpret mode on job
     workers and times are the cost model's estimates for ``chip``; with ``device`` (an open backend:
     engine/remote.open_remote, or a fake one in tests; ``where`` names it) tests and timings run there,
     one at a time. ``engine``: the server's (else one is made and closed here). Shared by the CLI and
-    the editor's "Search for a faster kernel"; the benchmarks call it too."""
+    the editor's "Search for a faster kernel"; the benchmarks call it too. ``evaluator``: another
+    Evaluator for the nodes (``pallasite eval``'s agents/eval_agents.TaskEvaluator: a JAXBench or
+    MaxKernel task's own phases); ``device`` then only says whether its test and measure queue."""
     from pallasite.agents.optimize import Budgets
     from pallasite.agents.optimize_eval import EngineEvaluator
     from pallasite.agents.search import search
@@ -38,7 +41,9 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
             config, checks=checks, jobs=max(1, jobs)))
     options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s,
                                              allow_unconfined=allow_unconfined)
-    if device is not None:
+    if evaluator is not None:
+        pass
+    elif device is not None:
         evaluator = DeviceEvaluator(engine, str(path), text, options_, chip=chip, device=device, where=where or "device",
                                     timeout_s=timeout_s)
     else:

@@ -11,6 +11,14 @@ local|ssh|ray`` both are device medians from the ``time`` op on that worker. Pri
 rate, the correctness rate, how many tasks had a candidate, and (when earned) the floored geomean
 speedup, the share improved and fast_p; ``--json`` and ``--report`` write the summary as JSON and as
 one self-contained HTML file. Exit status: 0 evaluated, 1 a correct task without a timing, 2 usage.
+
+Agent methods (agents/eval_agents.py): ``zero-shot --samples N``, ``auto --iterations K``,
+``parallel|beam|evolve`` with the search's knobs, by ``--provider``; each task's run starts from its
+reference and its best candidate is scored like a file. Several ``--method`` run over the same tasks
+and are printed side by side. Every finished task is stored in the results store under the eval's id
+(printed), so running the same command again continues where a killed (or ``--task-budget``-limited)
+run stopped; ``--provider replay:<eval id>`` re-runs every agent with its recorded answers. Exit
+status 3: ``--task-budget`` stopped the run before every task was evaluated (run it again).
 """
 
 from __future__ import annotations
@@ -22,12 +30,39 @@ import sys
 from typing import Any, Callable
 
 METHODS = ("files", "reference")
+AGENT_METHODS = ("zero-shot", "auto", "parallel", "beam", "evolve")
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("folder", help="a folder of task folders (JAXBench benchmark/, MaxKernel tasks)")
-    parser.add_argument("--method", action="append", choices=METHODS,
-                        help="what to evaluate (repeatable; default: files)")
+    parser.add_argument("--method", action="append", choices=METHODS + AGENT_METHODS,
+                        help="what to evaluate (repeatable, reported side by side; default: files)")
+    from pallasite.agents.search import SearchOptions
+
+    d = SearchOptions()
+    agent = parser.add_argument_group("agent methods (zero-shot, auto, parallel, beam, evolve)")
+    agent.add_argument("--provider", help="gemini, openai, scripted, or replay:<eval id> (a recorded eval's answers)")
+    agent.add_argument("--model")
+    agent.add_argument("--base-url")
+    agent.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
+    agent.add_argument("--samples", type=int, default=10, help="zero-shot: independent implementer calls per task")
+    agent.add_argument("--iterations", type=int, default=5,
+                       help="auto: optimize iterations per task; parallel: steps per trajectory")
+    agent.add_argument("--trajectories", type=int, default=d.trajectories, help="parallel: independent trajectories")
+    agent.add_argument("--width", type=int, default=d.width, help="beam: nodes kept per depth")
+    agent.add_argument("--depth", type=int, default=d.depth, help="beam: levels")
+    agent.add_argument("--branches", type=int, default=d.branches, help="beam: children per beam node")
+    agent.add_argument("--keep-factor", type=float, default=d.keep_factor,
+                       help="beam: a child survives when speedup >= this x its parent's speedup")
+    agent.add_argument("--population", type=int, default=d.population, help="evolve: population size")
+    agent.add_argument("--generations", type=int, default=d.generations, help="evolve: generations")
+    agent.add_argument("--crossover-rate", type=float, default=d.crossover_rate, help="evolve: crossover share")
+    agent.add_argument("--budget", type=int, default=d.max_nodes, help="search methods: at most this many nodes per task")
+    agent.add_argument("--seed", type=int, default=0, help="search methods: the seed of every random choice")
+    agent.add_argument("--max-tokens", type=int, default=500_000, help="model tokens per task and method")
+    agent.add_argument("--max-seconds", type=float, default=1800.0, help="seconds per task and method")
+    agent.add_argument("--task-budget", type=int,
+                       help="evaluate at most this many (method, task) pairs now; run again to continue")
     parser.add_argument("--target", default="v6e", help="the chip the candidates are compiled (tiers 0-2) and estimated for")
     parser.add_argument("--jobs", type=int, default=1, help="tasks evaluated at once (job workers)")
     parser.add_argument("--no-verify", action="store_true",
@@ -92,7 +127,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
-    methods = {m: candidate_for(m) for m in (args.method or ["files"])}
     from .cmd_search import device_settings, device_where, open_device, untrusted_refusal
 
     try:
@@ -105,7 +139,52 @@ def run(args: argparse.Namespace) -> int:
         print(f"pallasite eval: error: {refused}", file=sys.stderr)
         return 2
     how = f"estimates for {args.target}" if settings is None else f"timed on {device_where(settings)}"
-    print(f"pallasite eval: {len(tasks)} tasks, methods {', '.join(methods)}, {how}", file=sys.stderr)
+    try:
+        specs = agent_specs(args)
+    except ValueError as exc:
+        print(f"pallasite eval: {exc}", file=sys.stderr)
+        return 2
+    from pallasite.engine.store_cache import workspace_for
+
+    workspace = workspace_for([args.folder])
+    if specs:
+        from pallasite.agents.eval_agents import eval_id as make_eval_id
+        from pallasite.knowledge.store import ResultsStore
+
+        try:
+            providers = provider_source(args, workspace)
+        except ValueError as exc:
+            print(f"pallasite eval: {exc}", file=sys.stderr)
+            return 2
+    names = args.method or ["files"]
+    all_specs = {m: specs.get(m, m) for m in names}
+    eid = make_eval_id(tasks, all_specs, args.provider or "", args.target, device_where(settings), not args.no_verify) \
+        if specs else None
+    store = ResultsStore.open(workspace) if specs else None
+    done = stored_rows(store, eid) if store is not None else {}
+    if done:
+        print(f"pallasite eval: resuming {eid}: {len(done)} task results already stored", file=sys.stderr)
+    progress = lambda m: print(f"  {m}", file=sys.stderr, flush=True)  # noqa: E731
+    recorder = None
+    if specs:
+        from pallasite.agents.eval_agents import AgentMethod
+        from pallasite.agents.optimize_record import OptimizeRecorder
+
+        recorder = OptimizeRecorder(workspace)  # every model call, under <eval id>/<method>/<task>[/<sample|node>]
+    methods = {m: (AgentMethod(specs[m], providers, eid, m, recorder=recorder, progress=progress) if m in specs
+                   else candidate_for(m)) for m in names}
+    steps = {"n": len(done)}
+    budget = {"left": args.task_budget if args.task_budget is not None else -1}
+
+    def on_task(method: str, task: str, row: dict) -> None:
+        if store is not None:
+            steps["n"] += 1
+            store.put_agent_step(eid, steps["n"], "eval-task", {"method": method, "task": task, "row": row})
+        if budget["left"] > 0:
+            budget["left"] -= 1
+
+    print(f"pallasite eval: {len(tasks)} tasks, methods {', '.join(methods)}, {how}"
+          + (f"; eval {eid}" if eid else ""), file=sys.stderr)
 
     async def go() -> list[dict]:
         device, where_ = open_device(settings, args.memory_mb, args.timeout, allow_unconfined=args.allow_unconfined) \
@@ -113,22 +192,37 @@ def run(args: argparse.Namespace) -> int:
         try:
             return await run_eval(EvalJob(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
                                           timeout_s=args.timeout, memory_mb=args.memory_mb, device=device, where=where_,
-                                          allow_unconfined=args.allow_unconfined,
-                                          progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
+                                          allow_unconfined=args.allow_unconfined, progress=progress, done=done,
+                                          on_task=on_task, task_budget=args.task_budget))
         finally:
             if device is not None:
                 await device.close()
+
+    from pallasite.agents.eval_job import Incomplete
 
     try:
         summaries = asyncio.run(go())
     except MissingTiming as exc:
         print(f"pallasite eval: {exc}", file=sys.stderr)
         return 1
+    except Incomplete as exc:
+        print(f"pallasite eval: {exc}; run the same command again to continue eval {eid}", file=sys.stderr)
+        return 3
+    finally:
+        if recorder is not None:
+            recorder.close()
+        if store is not None:
+            store.close()
     for s in summaries:
         print(format_summary(s))
+    if len(summaries) > 1:
+        print(side_by_side(summaries))
+    if eid:
+        print(f"eval {eid} (replay it: --provider replay:{eid})")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"version": 2, "methods": summaries}, f, indent=1)  # 2: verdicts, no candidate, refusals
+            # 3: agent methods (per task: the agent's plan, source, usage, budgets), the eval id
+            json.dump({"version": 3, "eval_id": eid, "methods": summaries}, f, indent=1)
     if args.report:
         from pallasite.server.report_html import eval_html
 
@@ -136,3 +230,91 @@ def run(args: argparse.Namespace) -> int:
             f.write(eval_html(summaries, title=f"pallasite eval {args.folder}"))
         print(f"report: {args.report}", file=sys.stderr)
     return 0
+
+
+def agent_specs(args: argparse.Namespace) -> dict:
+    """The agent methods asked for, with their knobs (ValueError: a knob out of range)."""
+    from pallasite.agents.eval_agents import AgentSpec
+    from pallasite.agents.search import SearchOptions
+
+    specs = {}
+    for m in args.method or []:
+        if m not in AGENT_METHODS:
+            continue
+        search = None
+        if m in ("parallel", "beam", "evolve"):
+            search = SearchOptions(algo=m, seed=args.seed, max_nodes=args.budget, trajectories=args.trajectories,
+                                   iterations=args.iterations, width=args.width, depth=args.depth,
+                                   branches=args.branches, keep_factor=args.keep_factor, population=args.population,
+                                   generations=args.generations, crossover_rate=args.crossover_rate)
+        specs[m] = AgentSpec(m, samples=args.samples, iterations=args.iterations, search=search,
+                             max_tokens=args.max_tokens, max_seconds=args.max_seconds)
+    if specs and not args.provider:
+        raise ValueError(f"--method {', '.join(specs)} runs a model: give --provider (gemini, openai, scripted, "
+                         "or replay:<eval id>)")
+    return specs
+
+
+def provider_source(args: argparse.Namespace, workspace) -> object:
+    """The provider every task asks (one, shared), or a replay of a recorded eval (ValueError: why not)."""
+    from pallasite.agents.eval_agents import ProviderSource
+    from pallasite.agents.providers import ProviderConfig, ProviderError, make_provider
+    from pallasite.knowledge.store import ResultsStore, store_path
+
+    name = args.provider
+    if name.startswith("replay:"):
+        recorded = name.split(":", 1)[1].strip()
+        path = store_path(workspace)
+        rows = {}
+        if path.exists():
+            with ResultsStore.open(workspace) as store:
+                rows = stored_rows(store, recorded)
+        if not rows:
+            raise ValueError(f"replay:{recorded}: no recorded eval of that id in {path} (an eval prints its id at "
+                             "the end; run the replay from the same folder)")
+        return ProviderSource(lambda task: None, replay_store=str(path), replay_of=recorded)
+    try:
+        provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
+                                                scripted_file=args.scripted_file or ""))
+    except ProviderError as exc:
+        raise ValueError(str(exc)) from None
+    return ProviderSource(lambda task: provider)
+
+
+def stored_rows(store, eid: str) -> dict:
+    """The task rows an eval stored, by (method, task): the newest of each."""
+    rows = {}
+    for step in store.agent_steps(eid):
+        if step.kind == "eval-task":
+            rows[(step.payload["method"], step.payload["task"])] = step.payload["row"]
+    return rows
+
+
+def side_by_side(summaries: list[dict]) -> str:
+    """The seed's table, one row per method, then each task's speedup per method."""
+    head = f"{'method':<44} {'compiled':>9} {'correct':>9} {'geomean':>8} {'fast_1':>7} {'improved':>9} " \
+           f"{'tokens':>9} {'calls':>6} {'cost':>8} {'wall s':>7}"
+    lines = ["", "side by side (" + summaries[0]["provenance"] + "; speedups vs the task's reference, floored at 1.0x "
+             "in the geomean)", head]
+    for s in summaries:
+        n = s["tasks"]
+        fast1 = dict((p, v) for p, v in s["fast_p"]).get(1.0) if s["fast_p"] else None
+        use = s.get("agent_usage") or {}
+        cost = use.get("cost_usd")
+        geo = f"{s['geomean_speedup']:.3f}x" if s["geomean_speedup"] is not None else "refused"
+        lines.append(f"{(s.get('label') or s['method'])[:44]:<44} "
+                     f"{round(s['compile_rate'] * n)}/{n:<7} {round(s['correct_rate'] * n)}/{n:<7} {geo:>8} "
+                     f"{'-' if fast1 is None else str(round(fast1 * n)) + '/' + str(n):>7} "
+                     f"{'-' if s['improved_share'] is None else str(round(s['improved_share'] * n)) + '/' + str(n):>9} "
+                     f"{use.get('total_tokens', '-'):>9} {use.get('calls', '-'):>6} "
+                     f"{'-' if cost is None else format(cost, '.2f') + '$':>8} {s['wall_s']:>7.1f}")
+    tasks = [t["task"] for t in summaries[0]["per_task"]]
+    lines.append("")
+    lines.append(f"{'task':<30} " + " ".join(f"{s['method'][:12]:>12}" for s in summaries))
+    for i, name in enumerate(tasks):
+        cells = []
+        for s in summaries:
+            t = s["per_task"][i]
+            cells.append(f"{t['speedup']:.2f}x" if t["speedup"] is not None else t["status"][:12])
+        lines.append(f"{name[:30]:<30} " + " ".join(f"{c:>12}" for c in cells))
+    return "\n".join(lines)

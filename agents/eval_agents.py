@@ -1,0 +1,339 @@
+"""The agent methods of ``pallasite eval``: zero-shot, auto (the optimize loop), parallel/beam/evolve
+(the graph search), run per task from the task's reference (JAXBench ``baseline.py``, MaxKernel's
+reference) and scored exactly like ``--method files``.
+
+- ``TaskEvaluator``: the Evaluator Protocol (agents/evaluator.py) over one task's ``TaskScorer``
+  (agents/eval_job.py): compile = the checker's tiers for the chip, test = the ``time`` op's
+  integrity checks against the task's reference (interpret mode on CPU, or the device), measure = the
+  candidate's estimate by the one model that also prices the reference (or its device median). The
+  phases are memoized by text, so the eval's final verdict of the winner reuses the agent's runs.
+- ``AgentMethod(spec, providers, recorder, eval_id)``: an ``AgentRunner``; ``run(task, scorer)`` runs:
+  ``zero-shot``: ``samples`` independent implementer calls from the reference (no plan call), each
+  candidate compiled, tested and measured; ``auto``: agents/optimize.optimize with ``iterations``;
+  ``parallel|beam|evolve``: agents/search_job.run_search with the search's knobs. The best candidate
+  (``best_of``: the fastest correct one, else a correct one, else a compiled one, else the first)
+  is the task's answer; its source and plan, the tokens, calls, cost and budgets used go with the
+  task's row (and so into the results store).
+
+Every model call goes through a model client recorded under ``<eval id>/<method>/<task>`` (a
+zero-shot sample under ``.../s<i>``, a search node under ``.../<node id>``), so
+``--provider replay:<eval id>`` answers each run with its own recorded calls (``replay_source``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pallasite.analysis.verdict import Timing
+
+from .eval_job import AgentRunner, MethodAnswer, TaskScorer
+from .evaluator import BaseEvaluator, PhaseResult
+from .providers import ProviderError, Usage
+
+KINDS = ("zero-shot", "auto", "parallel", "beam", "evolve")
+ZERO_SHOT_PLAN = (
+    "Write this task as a Pallas TPU kernel.\n"
+    "Keep the file's CONFIG, its input function and the entry function's name and signature; the entry must "
+    "compute the same result through pl.pallas_call (BlockSpecs whose block shapes divide the inputs and fit "
+    "the chip's VMEM), never by calling the original plain-JAX code.")
+
+
+class TaskEvaluator(BaseEvaluator):
+    """The Evaluator Protocol over one task's memoized phases (see the module docstring). No ``fix``,
+    ``tune`` or ``frozen_tests``: the task's reference and inputs are the frozen tests already."""
+
+    def __init__(self, scorer: TaskScorer) -> None:
+        self.scorer = scorer
+        job = scorer.job
+        self.method = f"device ({job.where or 'device'})" if job.device is not None else f"estimate ({job.chip})"
+        self.reference: Timing | None = None
+
+    def _is_reference(self, source: str) -> bool:
+        return source == self.scorer.task.reference_text()
+
+    async def compile(self, source: str) -> PhaseResult:
+        ok, evidence = await self.scorer.compiled(source)
+        return PhaseResult(ok, "tiers passed" if ok else "compile failed", evidence="" if ok else evidence)
+
+    async def test(self, source: str) -> PhaseResult:
+        if self.scorer.job.device is not None:
+            correct, evidence, _, _ = await self.scorer.on_device(source)
+        elif not self.scorer.job.verify:
+            correct, evidence = None, "not verified (--no-verify)"
+        else:
+            correct, evidence = await self.scorer.tested(source)
+        # only a pass counts: a check that could not finish is not a correct candidate
+        return PhaseResult(correct is True, evidence[:200], evidence="" if correct else evidence)
+
+    async def measure(self, source: str) -> PhaseResult:
+        if self.scorer.job.device is not None:
+            if self._is_reference(source):
+                return self._reference_phase()
+            correct, evidence, cand, ref = await self.scorer.on_device(source)
+        else:
+            cand, ref, evidence = await self.scorer.estimated(source)
+            if self._is_reference(source):  # the root / the baseline: the reference by the same model
+                cand = ref or cand
+        self.reference = self.reference or ref
+        if cand is None:
+            return PhaseResult(False, "not timed", evidence=evidence or "no figure")
+        return PhaseResult(True, f"{cand.seconds * 1e6:.2f} us", seconds=cand.seconds, label=cand.label(), timing=cand)
+
+    def _reference_phase(self) -> PhaseResult:
+        """On a device the reference is timed beside a candidate (the ``time`` op): its figure exists only
+        once a candidate has run; before that the baseline is unmeasured and said so."""
+        ref = self.reference or next((v[3] for k, v in self.scorer._memo.items() if k[0] == "device" and v[3]), None)
+        if ref is None:
+            return PhaseResult(False, "not timed yet", evidence="on a device the reference is timed beside a "
+                               "candidate; no candidate has been timed yet")
+        return PhaseResult(True, f"{ref.seconds * 1e6:.2f} us", seconds=ref.seconds, label=ref.label(), timing=ref)
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent method and its knobs (the search's in ``search``: agents/search.SearchOptions)."""
+
+    kind: str
+    samples: int = 10
+    iterations: int = 5
+    search: Any = None
+    max_tokens: int = 500_000  # per task
+    max_seconds: float = 1800.0  # per task
+    request_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown agent method {self.kind!r}: choose one of {', '.join(KINDS)}")
+        if self.kind in ("parallel", "beam", "evolve") and (self.search is None or self.search.algo != self.kind):
+            raise ValueError(f"method {self.kind} needs search options with algo={self.kind}")
+        for name in ("samples", "iterations", "max_tokens"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+    def label(self) -> str:
+        if self.kind == "zero-shot":
+            return f"zero-shot best-of-{self.samples}"
+        if self.kind == "auto":
+            return f"auto, {self.iterations} iterations"
+        o = self.search
+        return {"parallel": f"parallel {o.trajectories}x{o.iterations}",
+                "beam": f"beam width {o.width} depth {o.depth} branches {o.branches}",
+                "evolve": f"evolve population {o.population} generations {o.generations}"}[self.kind] + \
+            f" (at most {o.max_nodes} nodes)"
+
+    def params(self) -> dict:
+        common = {"max_tokens": self.max_tokens, "max_seconds": self.max_seconds}
+        if self.kind == "zero-shot":
+            return {"samples": self.samples, **common}
+        if self.kind == "auto":
+            return {"iterations": self.iterations, **common}
+        return {"algo": self.search.algo, "seed": self.search.seed, **self.search.params(), **common}
+
+    def calls_per_task(self) -> int:
+        """Model calls at most per task (what a run costs): a sample is 1 call, an iteration or node 2."""
+        if self.kind == "zero-shot":
+            return self.samples
+        if self.kind == "auto":
+            return 2 * self.iterations
+        return 2 * self.search.max_nodes
+
+
+def eval_id(tasks: list, specs: dict[str, Any], provider: str, chip: str, timing: str, verify: bool) -> str:
+    """Same tasks (by their reference text), methods, provider, chip and timing -> the same eval (a re-run resumes)."""
+    parts = [[(t.name, hashlib.sha256(t.reference_text().encode()).hexdigest()[:16]) for t in tasks],
+             {name: (s.params() if isinstance(s, AgentSpec) else s) for name, s in specs.items()},
+             provider, chip, timing, verify, "eval agents v1"]
+    return "eval-" + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+class Metered:
+    """A provider that adds up what its replies used (and is never closed by the runs that share it)."""
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+        self.name = getattr(provider, "name", "?")
+        self.model = getattr(provider, "model", None)
+        self.usage = Usage()
+
+    @property
+    def requests(self) -> list:
+        return getattr(self.provider, "requests", [])
+
+    async def complete(self, request: Any) -> Any:
+        reply = await self.provider.complete(request)
+        self.usage = self.usage + reply.usage
+        return reply
+
+    async def close(self) -> None:
+        return None
+
+
+@dataclass
+class ProviderSource:
+    """Where a task's model answers come from: ``for_task(task name)`` the provider (one shared by every
+    task, or one per task in tests); with ``replay`` (the results store of a recorded eval) every run
+    answers with its own recorded calls instead, found by the run id it was recorded under."""
+
+    for_task: Callable[[str], Any]
+    replay_store: str = ""
+    replay_of: str = ""  # the recorded eval id
+
+    def replayed(self, run_id: str) -> Any:
+        from .providers import ProviderConfig
+        from .providers_scripted import ReplayProvider
+
+        recorded = self.replay_of + run_id[run_id.index("/"):]  # the same method/task/sample under the old eval
+        try:
+            return ReplayProvider(ProviderConfig(name=f"replay:{recorded}", store_path=self.replay_store))
+        except ProviderError as err:
+            return _Failing(err)
+
+
+class _Failing:
+    """A replay with nothing recorded for one run: each call fails with the reason (the run's failure is data)."""
+
+    name = "replay"
+    model = "replay"
+
+    def __init__(self, err: ProviderError) -> None:
+        self.err = err
+
+    async def complete(self, request: Any) -> Any:
+        raise self.err
+
+    async def close(self) -> None:
+        return None
+
+
+def best_of(candidates: list[tuple[str, str, Any]]) -> tuple[str, str, Any] | None:
+    """(source, plan, TaskVerdict) of the best candidate: fastest correct with a speedup, else correct,
+    else compiled, else the first produced; None when there is none."""
+    if not candidates:
+        return None
+
+    def rank(c: tuple[str, str, Any]) -> tuple:
+        v = c[2]
+        timed = v.verdict.passed and v.speedup is not None
+        return (not timed, -(v.speedup or 0.0), not v.verdict.passed, v.verdict.compiled is not True)
+
+    return min(candidates, key=rank)  # min is stable: ties keep the order produced
+
+
+@dataclass
+class AgentMethod(AgentRunner):
+    spec: AgentSpec
+    providers: ProviderSource
+    eval_id: str
+    method_name: str = ""
+    recorder: Any = None  # agents/optimize_record.OptimizeRecorder (calls and runs in the results store)
+    progress: Callable[[str], None] = field(default=lambda m: None)
+
+    def __post_init__(self) -> None:
+        self.label = self.spec.label()
+        self.method_name = self.method_name or self.spec.kind
+
+    def params(self) -> dict:
+        return {**self.spec.params(), "calls_per_task_at_most": self.spec.calls_per_task()}
+
+    def _provider(self, task: Any, run_id: str) -> Any:
+        if self.providers.replay_of:
+            return self.providers.replayed(run_id)
+        return self.providers.for_task(task.name)
+
+    async def run(self, task: Any, scorer: TaskScorer) -> MethodAnswer:
+        rid = f"{self.eval_id}/{self.method_name}/{task.name}"
+        evaluator = TaskEvaluator(scorer)
+        started = time.monotonic()
+        produced: list[tuple[str, str]] = []  # (source, plan) in the order the agent made them
+        run = {"zero-shot": self._zero_shot, "auto": self._auto}.get(self.spec.kind, self._search)
+        meters: list[Metered] = []
+        stopped = ""
+        try:
+            stopped, budgets = await asyncio.wait_for(run(task, evaluator, rid, produced, meters),
+                                                      self.spec.max_seconds)
+        except asyncio.TimeoutError:
+            stopped, budgets = f"time budget spent ({self.spec.max_seconds:g} s per task)", {}
+        seconds = time.monotonic() - started
+        budgets = {**budgets, "seconds": {"used": round(seconds, 1), "limit": self.spec.max_seconds}}
+        usage = sum((m.usage for m in meters), Usage())
+        budgets["tokens"] = {"used": usage.total_tokens, "limit": self.spec.max_tokens}
+        scored = [(src, plan, await scorer.verdict(src)) for src, plan in produced]
+        best = best_of(scored)
+        return MethodAnswer(best[0] if best else None, best[1] if best else "", rid,
+                            {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                             "total_tokens": usage.total_tokens, "calls": usage.calls, "cost_usd": usage.cost_usd},
+                            budgets, len(produced), stopped, round(seconds, 3))
+
+    async def _zero_shot(self, task: Any, evaluator: TaskEvaluator, rid: str, produced: list, meters: list) -> tuple:
+        from . import implementer
+        from .model_client import ModelClient, TokenBudget
+
+        reference = task.reference_text()
+        budget = TokenBudget(self.spec.max_tokens)
+
+        async def sample(i: int) -> str | None:
+            meter = Metered(self._provider(task, f"{rid}/s{i}"))
+            meters.append(meter)
+            client = ModelClient(meter, run_id=f"{rid}/s{i}", recorder=self.recorder, budget=budget)
+            try:
+                reply = await client.complete(implementer.request(reference, ZERO_SHOT_PLAN,
+                                                                  timeout_s=self.spec.request_timeout_s))
+            except ProviderError as err:
+                return f"model error: {err}"
+            source = implementer.parse(reply.text)
+            if source is None:
+                return "no candidate: the reply held no Python source block"
+            produced.append((source, ZERO_SHOT_PLAN))
+            self.progress(f"{task.name}: sample {i + 1}/{self.spec.samples} compiling")
+            if (await evaluator.compile(source)).ok and (await evaluator.test(source)).ok:
+                await evaluator.measure(source)
+            return None
+
+        errors = [e for e in await asyncio.gather(*(sample(i) for i in range(self.spec.samples))) if e]
+        stopped = f"{self.spec.samples} samples asked" + (f"; {len(errors)} without a candidate ({errors[0][:120]})"
+                                                          if errors else "")
+        return stopped, {"samples": {"used": self.spec.samples, "limit": self.spec.samples}}
+
+    async def _auto(self, task: Any, evaluator: TaskEvaluator, rid: str, produced: list, meters: list) -> tuple:
+        from .optimize import Budgets, new_run, optimize
+
+        meter = Metered(self._provider(task, rid))
+        meters.append(meter)
+        state = new_run(task.reference_path, task.reference_text(), run_id=rid)
+        state.context["chip"] = evaluator.scorer.job.chip
+        budgets = Budgets(iterations=self.spec.iterations, max_tokens=self.spec.max_tokens,
+                          max_seconds=self.spec.max_seconds, fix_rounds=0,
+                          request_timeout_s=self.spec.request_timeout_s, seconds_name="--max-seconds")
+        say = lambda i, phase, message: self.progress(f"{task.name}: iteration {i} {phase}: {message}"[:160])  # noqa: E731
+        state = await optimize(state, meter, evaluator, budgets, recorder=self.recorder, on_phase=say)
+        produced.extend((it.source, it.plan) for it in state.iterations if it.source)
+        return state.stopped, {"iterations": {"used": len(state.iterations), "limit": self.spec.iterations}}
+
+    async def _search(self, task: Any, evaluator: TaskEvaluator, rid: str, produced: list, meters: list) -> tuple:
+        from .search_iterate import node_run_id
+        from .search_job import run_search
+
+        meter = Metered(self.providers.for_task(task.name) if not self.providers.replay_of else _Failing(
+            ProviderError("refused", "replay: a search node without its own recording")))
+        meters.append(meter)
+        provider_for = None
+        if self.providers.replay_of:
+            def provider_for(node_id: str) -> Any:
+                node_meter = Metered(self.providers.replayed(node_run_id(rid, node_id)))
+                meters.append(node_meter)
+                return node_meter
+        scorer = evaluator.scorer
+        say = lambda node, phase, message: self.progress(f"{task.name}: {node} {phase}: {message}"[:160])  # noqa: E731
+        graph = await run_search(Path(task.reference_path), task.reference_text(), self.spec.search, meter,
+                                 chip=scorer.job.chip, engine=scorer.engine, evaluator=evaluator,
+                                 recorder=self.recorder, run_id=rid, provider_for=provider_for, on_phase=say,
+                                 request_timeout_s=self.spec.request_timeout_s)
+        nodes = [n for n in graph.nodes if n.op != "root"]
+        produced.extend((n.source, n.plan) for n in nodes if n.source)
+        return graph.stopped, {"nodes": {"used": len(nodes), "limit": self.spec.search.max_nodes}}
