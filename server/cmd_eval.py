@@ -290,6 +290,9 @@ def stored_rows(store, eid: str) -> dict:
     return rows
 
 
+SHORT = {"no candidate": "none", "not compiled": "not compiled", "compiled, not correct": "incorrect"}
+
+
 def side_by_side(summaries: list[dict]) -> str:
     """The seed's table, one row per method, then each task's speedup per method."""
     head = f"{'method':<44} {'compiled':>9} {'correct':>9} {'geomean':>8} {'fast_1':>7} {'improved':>9} " \
@@ -315,6 +318,6 @@ def side_by_side(summaries: list[dict]) -> str:
         cells = []
         for s in summaries:
             t = s["per_task"][i]
-            cells.append(f"{t['speedup']:.2f}x" if t["speedup"] is not None else t["status"][:12])
+            cells.append(f"{t['speedup']:.2f}x" if t["speedup"] is not None else SHORT.get(t["status"], t["status"]))
         lines.append(f"{name[:30]:<30} " + " ".join(f"{c:>12}" for c in cells))
     return "\n".join(lines)

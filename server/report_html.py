@@ -196,4 +196,43 @@ def eval_html(summaries: Sequence[dict], title: str = "pallasite eval") -> str:
             'compiled/correct only if every input case did; a task without a candidate is failed; failed and slower '
             'tasks count 1.0x in the geomean. A speedup divides two timings of one method (README "What the numbers '
             'mean").</p>')
-    return _page(title, "<h2>Summary</h2>" + head + note + "<h2>fast_p</h2>" + fast_p_svg(summaries) + tables)
+    return _page(title, "<h2>Summary</h2>" + head + note + "<h2>fast_p</h2>" + fast_p_svg(summaries)
+                 + side_by_side_html(summaries) + cost_html(summaries) + tables)
+
+
+def _cell(t: dict) -> str:
+    if t["speedup"] is not None:
+        return f"{t['speedup']:.2f}x"
+    return html.escape(t.get("status", "") or "-")
+
+
+def side_by_side_html(summaries: Sequence[dict]) -> str:
+    """Each task's speedup (or verdict) per method, one column per method (two or more methods)."""
+    if len(summaries) < 2:
+        return ""
+    heads = "".join(f"<th>{html.escape(s.get('label') or s['method'])}</th>" for s in summaries)
+    rows = ""
+    for i, t in enumerate(summaries[0]["per_task"]):
+        cells = "".join(f'<td>{_cell(s["per_task"][i])}</td>' if i < len(s["per_task"]) else "<td>-</td>"
+                        for s in summaries)
+        rows += f"<tr><td>{html.escape(t['task'])}</td>{cells}</tr>"
+    return (f'<h2>Per task, side by side</h2><table data-table="side-by-side"><tr><th>task</th>{heads}</tr>{rows}'
+            "</table>")
+
+
+def cost_html(summaries: Sequence[dict]) -> str:
+    """What each agent method spent: tokens, model calls, cost (when prices are set), candidates, agent time."""
+    agents = [s for s in summaries if s.get("agent_usage")]
+    if not agents:
+        return ""
+    rows = ""
+    for s in agents:
+        u = s["agent_usage"]
+        cost = "-" if u.get("cost_usd") is None else f"${u['cost_usd']:.2f}"
+        params = ", ".join(f"{k}={v}" for k, v in (s.get("params") or {}).items())
+        rows += (f"<tr><td>{html.escape(s.get('label') or s['method'])}</td><td>{u['total_tokens']}</td>"
+                 f"<td>{u['calls']}</td><td>{cost}</td><td>{u['candidates']}</td><td>{u['agent_seconds']:.1f} s</td>"
+                 f'<td class="prov">{html.escape(params)}</td></tr>')
+    return ('<h2>Cost per method</h2><table data-table="cost"><tr><th>method</th><th>tokens</th><th>model calls</th>'
+            "<th>cost (configured prices)</th><th>candidates</th><th>agent time</th><th>knobs</th></tr>"
+            f"{rows}</table>")
