@@ -188,9 +188,11 @@ def eval_html(summaries: Sequence[dict], title: str = "pallasite eval") -> str:
             f'<td>{"yes" if t["compiled"] else "no"}</td>'
             f'<td>{"yes" if t["correct"] else "no"}</td><td>{_fmt(t["speedup"])}</td><td>{t["scored"]:.2f}x</td>'
             f'<td class="prov">{html.escape(t["provenance"])}</td>'
-            f'<td>{html.escape("; ".join(t["errors"])[:200])}</td></tr>' for t in s["per_task"])
+            f'<td>{html.escape("; ".join(t["errors"])[:200])}</td>'
+            f'<td>{html.escape(_plan_line(t))}</td></tr>' for t in s["per_task"])
         tables += (f'<h2>Tasks: {html.escape(s["method"])}</h2><table><tr><th>task</th><th>verdict</th><th>compiled</th>'
-                   f'<th>correct</th><th>speedup</th><th>scored</th><th>provenance</th><th>errors</th></tr>'
+                   f'<th>correct</th><th>speedup</th><th>scored</th><th>provenance</th><th>errors</th>'
+                   f'<th>winner\'s plan (agent methods)</th></tr>'
                    f'{rows}</table>')
     note = ('<p class="prov">Speedups are against each task\'s reference on its listed inputs. A task counts as '
             'compiled/correct only if every input case did; a task without a candidate is failed; failed and slower '
@@ -198,6 +200,12 @@ def eval_html(summaries: Sequence[dict], title: str = "pallasite eval") -> str:
             'mean").</p>')
     return _page(title, "<h2>Summary</h2>" + head + note + "<h2>fast_p</h2>" + fast_p_svg(summaries)
                  + side_by_side_html(summaries) + cost_html(summaries) + tables)
+
+
+def _plan_line(t: dict) -> str:
+    agent = t.get("agent") or {}
+    plan = (agent.get("plan") or "").strip().splitlines()
+    return (plan[0][:160] + f" ({agent.get('candidates', 0)} candidates)") if plan else ""
 
 
 def _cell(t: dict) -> str:

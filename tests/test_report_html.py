@@ -96,3 +96,48 @@ def test_report_renders_in_headless_chromium(kind, graph, summaries, tmp_path):
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(keep) / shot.name)
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    """Two agent methods over the same three tasks, as `pallasite eval --method zero-shot --method beam` writes them."""
+    zero = [TaskOutcome("matmul", (CaseOutcome(True, False, None, "wrong_result"),)),
+            TaskOutcome("softmax", (CaseOutcome(False, False, None, "E2002 misaligned"),)),
+            TaskOutcome("conv", (CaseOutcome(False, False, None, candidate=False),))]
+    beam = [TaskOutcome("matmul", (CaseOutcome(True, True, 2.5),)), TaskOutcome("softmax", (CaseOutcome(True, True, 1.2),)),
+            TaskOutcome("conv", (CaseOutcome(True, False, None, "wrong_result"),))]
+    out = []
+    for name, label, tasks, usage in (("zero-shot", "zero-shot best-of-100", zero, (120_000, 100, 0.31)),
+                                      ("beam", "beam width 3 depth 3 branches 2", beam, (410_000, 28, None))):
+        s = summarize(name, tasks, provenance="estimate (v5e)").to_json()
+        s.update(label=label, params={"knob": 1}, agent_usage={"total_tokens": usage[0], "calls": usage[1],
+                                                               "cost_usd": usage[2], "candidates": usage[1],
+                                                               "agent_seconds": 12.0})
+        out.append(s)
+    return out
+
+
+def test_comparison_report_puts_methods_side_by_side_with_their_cost(comparison):
+    page = eval_html(comparison)
+    _self_contained(page)
+    side = page[page.index('data-table="side-by-side"'):page.index('data-table="cost"')]
+    assert "<th>zero-shot best-of-100</th><th>beam width 3 depth 3 branches 2</th>" in side
+    assert "<tr><td>matmul</td><td>compiled, not correct</td><td>2.50x</td></tr>" in side
+    assert "<tr><td>conv</td><td>no candidate</td><td>compiled, not correct</td></tr>" in side
+    cost = page[page.index('data-table="cost"'):]
+    assert "<td>120000</td><td>100</td><td>$0.31</td>" in cost and "<td>410000</td><td>28</td><td>-</td>" in cost
+    # the fast_p curves of both methods are overlaid in the one plot (a legend entry each)
+    assert page.count('data-plot="fast_p"') == 1 and "zero-shot (estimate (v5e))" in page and "beam (estimate" in page
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="Debian's chromium is not installed (apt-get install -y chromium)")
+def test_comparison_report_renders_in_headless_chromium(comparison, tmp_path):
+    path = tmp_path / "compare.html"
+    path.write_text(eval_html(comparison, title="pallasite eval: zero-shot vs beam"))
+    shot = tmp_path / "compare.png"
+    out = _chromium([f"--screenshot={shot}", "--window-size=1280,2000", path.as_uri()], tmp_path)
+    assert shot.exists() and shot.stat().st_size > 10_000, out.stderr[-2000:]
+    assert not console_errors(out.stderr)
+    dom = _chromium(["--dump-dom", path.as_uri()], tmp_path)
+    assert not console_errors(dom.stderr)
+    assert re.findall(r'data-table="([\w-]+)"', dom.stdout) == ["side-by-side", "cost"]
