@@ -17,6 +17,13 @@ verdict as optimize and search give theirs:
   chip (engine/estimates.py: the candidate and the task's reference through the same roofline);
   figures of two different models are refused, never divided.
 
+A method is either a callable (task -> source) or an ``AgentRunner`` (agents/eval_agents.py: zero-shot,
+auto, parallel, beam, evolve) that runs an agent through the task's ``TaskScorer``: the same phases,
+memoized by candidate text and shared by every method of the run, so the agent's candidates and the
+final verdict of its answer come from the same compiles, tests and figures. ``EvalJob.done`` holds the
+rows of tasks finished by an earlier run (resume), ``on_task`` receives each new row (the CLI stores
+it), and ``task_budget`` stops after that many (method, task) pairs (``Incomplete``).
+
 The CLI (server/cmd_eval.py) and the benchmark only parse arguments and render the summaries.
 """
 

@@ -45,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     agent.add_argument("--model")
     agent.add_argument("--base-url")
     agent.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
+    agent.add_argument("--price-input", type=float, default=0.0, metavar="USD",
+                       help="USD per million input tokens (for the cost column; 0: cost unknown)")
+    agent.add_argument("--price-output", type=float, default=0.0, metavar="USD",
+                       help="USD per million output and thinking tokens")
     agent.add_argument("--samples", type=int, default=10, help="zero-shot: independent implementer calls per task")
     agent.add_argument("--iterations", type=int, default=5,
                        help="auto: optimize iterations per task; parallel: steps per trajectory")
@@ -275,7 +279,9 @@ def provider_source(args: argparse.Namespace, workspace) -> object:
         return ProviderSource(lambda task: None, replay_store=str(path), replay_of=recorded)
     try:
         provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
-                                                scripted_file=args.scripted_file or ""))
+                                                scripted_file=args.scripted_file or "",
+                                                price_input_per_mtok=args.price_input,
+                                                price_output_per_mtok=args.price_output))
     except ProviderError as exc:
         raise ValueError(str(exc)) from None
     return ProviderSource(lambda task: provider)

@@ -176,7 +176,7 @@ def test_cli_resumes_a_stopped_eval_and_a_replay_rescores_it_identically(tmp_pat
     assert first.returncode == 3, first.stderr[-2000:]
     assert "--task-budget 3 reached" in first.stderr and "run the same command again" in first.stderr
     resumed = _cli(common + ["--provider", "scripted", "--scripted-file", "answers.json", "--json", "resumed.json",
-                             "--report", "report.html"], tmp_path)
+                             "--report", "report.html", "--price-input", "1.5", "--price-output", "10"], tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "3 task results already stored" in resumed.stderr and "(resumed)" in resumed.stderr
     eid = json.loads((tmp_path / "resumed.json").read_text())["eval_id"]
@@ -189,6 +189,11 @@ def test_cli_resumes_a_stopped_eval_and_a_replay_rescores_it_identically(tmp_pat
         assert add_text == ADD and geo == pytest.approx(math.sqrt(max(add_speedup, 1.0)))
         assert dict((p, v) for p, v in fast)[0.0] == 0.5
     assert "side by side" in resumed.stdout and f"replay:{eid}" in resumed.stdout
+    for summary in json.loads((tmp_path / "resumed.json").read_text())["methods"]:
+        use = summary["agent_usage"]  # the stored rows (no price then) add nothing; the others are priced
+        priced = [t["agent"]["usage"] for t in summary["per_task"] if t["agent"]["usage"]["cost_usd"] is not None]
+        assert use["cost_usd"] == pytest.approx(sum((u["input_tokens"] * 1.5 + u["output_tokens"] * 10) / 1e6
+                                                    for u in priced)) if priced else use["cost_usd"] is None
     replayed = _cli(common + ["--provider", f"replay:{eid}", "--json", "replayed.json"], tmp_path)
     assert replayed.returncode == 0, replayed.stderr[-2000:]
     assert json.loads((tmp_path / "replayed.json").read_text())["eval_id"] != eid
