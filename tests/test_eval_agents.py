@@ -210,3 +210,32 @@ def test_cli_says_what_an_agent_method_needs(tmp_path):
     assert no_record.returncode == 2 and "no recorded eval of that id" in no_record.stderr
     bad = _cli(["tasks", "--method", "zero-shot", "--samples", "0", "--provider", "scripted"], tmp_path)
     assert bad.returncode == 2 and "samples must be at least 1" in bad.stderr
+
+
+def test_on_a_device_each_distinct_candidate_is_timed_once_in_the_one_device_slot():
+    """A fake device (tests/fake_backend.py) answers the time op: the agents' test and measure and the
+    eval's verdict share one device job per distinct compiled candidate of a task, whatever the method."""
+    from fake_backend import fake_backend
+    from test_search_device import KIND, device_script
+
+    tasks = discover(str(DATA / "eval_agents"))
+    log = []
+    device = fake_backend(device_script(log=log))
+    methods = {"zero-shot": AgentMethod(AgentSpec("zero-shot", samples=2), source(), "eval-dev", "zero-shot"),
+               "auto": AgentMethod(AgentSpec("auto", iterations=2), source(), "eval-dev", "auto")}
+
+    async def go():
+        try:
+            return await run_eval(EvalJob(tasks, methods, chip="v5e", device=device, where="fake"))
+        finally:
+            await device.close()
+
+    summaries = {s["method"]: s for s in asyncio.run(go())}
+    for name in ("zero-shot", "auto"):
+        r = rows(summaries[name])
+        # the fake device passes every kernel at one time: the first compiled answer wins ties (mul: the add kernel)
+        assert r["add"]["agent"]["text"] == ADD and r["mul"]["agent"]["text"] == ADD, name
+        assert r["add"]["provenance"] == f"device ({KIND})" and r["add"]["speedup"] > 0
+        assert r["add"]["verdict"]["checks"][-1] == "time op on the device"
+    # add: the 12-row answer never compiles, the add kernel is timed once; mul: two kernels, once each
+    assert log.count(("time", "device")) == 3
