@@ -304,7 +304,8 @@ def side_by_side(summaries: list[dict]) -> str:
     head = f"{'method':<44} {'compiled':>9} {'correct':>9} {'geomean':>8} {'fast_1':>7} {'improved':>9} " \
            f"{'tokens':>9} {'calls':>6} {'cost':>8} {'wall s':>7}"
     lines = ["", "side by side (" + summaries[0]["provenance"] + "; speedups vs the task's reference, floored at 1.0x "
-             "in the geomean)", head]
+             "in the geomean; wall s: the method's own, a candidate an earlier method evaluated is not evaluated "
+             "again)", head]
     for s in summaries:
         n = s["tasks"]
         fast1 = dict((p, v) for p, v in s["fast_p"]).get(1.0) if s["fast_p"] else None

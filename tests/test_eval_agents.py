@@ -239,3 +239,26 @@ def test_on_a_device_each_distinct_candidate_is_timed_once_in_the_one_device_slo
         assert r["add"]["verdict"]["checks"][-1] == "time op on the device"
     # add: the 12-row answer never compiles, the add kernel is timed once; mul: two kernels, once each
     assert log.count(("time", "device")) == 3
+
+
+def test_a_model_that_fails_leaves_the_task_without_a_candidate():
+    """A provider error is data: the task is "no candidate" (failed, 1.0x) and the row says why."""
+    from pallasite.agents.providers import ProviderError
+
+    class Down:
+        name = model = "down"
+
+        async def complete(self, request):
+            raise ProviderError("rate_limit", "429 from the endpoint")
+
+    tasks = [t for t in discover(str(DATA / "eval_agents")) if t.name == "add"]
+    methods = {"zero-shot": AgentMethod(AgentSpec("zero-shot", samples=2), ProviderSource(lambda task: Down()),
+                                        "eval-down", "zero-shot"),
+               "auto": AgentMethod(AgentSpec("auto", iterations=1), ProviderSource(lambda task: Down()),
+                                   "eval-down", "auto")}
+    zs, auto = asyncio.run(run_eval(EvalJob(tasks, methods, chip="v5e")))
+    for s in (zs, auto):
+        (row,) = s["per_task"]
+        assert row["status"] == "no candidate" and row["scored"] == 1.0 and s["with_candidate"] == 0
+    assert "2 without a candidate" in zs["per_task"][0]["agent"]["stopped"] and "429" in zs["per_task"][0]["agent"]["stopped"]
+    assert auto["per_task"][0]["agent"]["budgets"]["iterations"]["used"] == 1
