@@ -8,8 +8,8 @@ with K iterations, parallel N x K, beam W x D, evolve P x G; the seed's knobs by
 tasks of a local JAXBench checkout (nothing of it is copied into this project). The model is
 scripted: the planner gets a fixed plan, the implementer answers each task's hand-tuned kernel
 (``optimized.py``) where the checkout has one, and otherwise a plausible wrong kernel: the task's own
-file whose entry fills each output with zeros in a ``pallas_call`` (it compiles where the whole
-output fits VMEM, and the guarded test rejects it). So the table measures pallasite's pipeline,
+file whose entry fills each output with zeros in a tiled ``pallas_call`` (8-row blocks by the whole
+last dimension: it compiles for most tasks, and the guarded test rejects it). So the table measures pallasite's pipeline,
 not a model: every method gets the same answer per task, and the rows differ only where a method's
 loop treats the answer differently. Every candidate is scored as ``--method files`` scores a file:
 compiled = the checker's tiers 0-2 for the chip (libtpu, deviceless); correct = the ``time`` op's
@@ -30,7 +30,7 @@ import time
 
 WRONG = '''
 
-# --- a plausible wrong kernel (pallasite's benchmark): every output filled with zeros in a pallas_call ---
+# --- a plausible wrong kernel (pallasite's benchmark): every output filled with zeros by a tiled pallas_call ---
 import jax as _bench_jax
 from jax.experimental import pallas as _bench_pl
 
@@ -41,11 +41,25 @@ def _bench_fill(o_ref):
     o_ref[...] = _bench_jax.numpy.zeros(o_ref.shape, o_ref.dtype)
 
 
+def _bench_fill_small(o_ref):
+    o_ref[...] = _bench_jax.numpy.zeros(o_ref.shape, o_ref.dtype)
+
+
+def _bench_zeros(shape, dtype):
+    # blocks of 8 rows (or the whole dimension) by the whole last dimension; leading dimensions one at a time
+    if len(shape) < 2:
+        return _bench_pl.pallas_call(_bench_fill_small, out_shape=_bench_jax.ShapeDtypeStruct(shape, dtype))()
+    rows = 8 if shape[-2] % 8 == 0 else shape[-2]
+    block = (None,) * (len(shape) - 2) + (rows, shape[-1])
+    grid = tuple(shape[:-2]) + (shape[-2] // rows,)
+    spec = _bench_pl.BlockSpec(block, lambda *ids: tuple(ids) + (0,))
+    return _bench_pl.pallas_call(_bench_fill, grid=grid, out_specs=spec,
+                                 out_shape=_bench_jax.ShapeDtypeStruct(shape, dtype))()
+
+
 def {entry}(*args, **kwargs):
-    shapes = _bench_jax.eval_shape(_bench_reference, *args, **kwargs)
-    return _bench_jax.tree_util.tree_map(
-        lambda s: _bench_pl.pallas_call(_bench_fill, out_shape=_bench_jax.ShapeDtypeStruct(s.shape, s.dtype))(),
-        shapes)
+    leaves, tree = _bench_jax.tree_util.tree_flatten(_bench_jax.eval_shape(_bench_reference, *args, **kwargs))
+    return _bench_jax.tree_util.tree_unflatten(tree, [_bench_zeros(s.shape, s.dtype) for s in leaves])
 '''
 
 
