@@ -106,6 +106,7 @@ class AgentSpec:
     max_tokens: int = 500_000  # per task
     max_seconds: float = 1800.0  # per task
     request_timeout_s: float = 120.0
+    concurrent_samples: int = 8  # zero-shot: samples asking the model at once (a rate limit's friend)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -276,8 +277,13 @@ class AgentMethod(AgentRunner):
 
         reference = task.reference_text()
         budget = TokenBudget(self.spec.max_tokens)
+        at_once = asyncio.Semaphore(max(1, self.spec.concurrent_samples))
 
         async def sample(i: int) -> str | None:
+            async with at_once:
+                return await one_sample(i)
+
+        async def one_sample(i: int) -> str | None:
             meter = Metered(self._provider(task, f"{rid}/s{i}"))
             meters.append(meter)
             client = ModelClient(meter, run_id=f"{rid}/s{i}", recorder=self.recorder, budget=budget)
