@@ -296,7 +296,7 @@ def stored_rows(store, eid: str) -> dict:
     return rows
 
 
-SHORT = {"no candidate": "none", "not compiled": "not compiled", "compiled, not correct": "incorrect"}
+SHORT = {"no candidate": "none", "correctness not verified": "not verified", "compiled, not correct": "incorrect"}
 
 
 def side_by_side(summaries: list[dict]) -> str:
@@ -317,7 +317,8 @@ def side_by_side(summaries: list[dict]) -> str:
                      f"{'-' if fast1 is None else str(round(fast1 * n)) + '/' + str(n):>7} "
                      f"{'-' if s['improved_share'] is None else str(round(s['improved_share'] * n)) + '/' + str(n):>9} "
                      f"{use.get('total_tokens', '-'):>9} {use.get('calls', '-'):>6} "
-                     f"{'-' if cost is None else format(cost, '.2f') + '$':>8} {s['wall_s']:>7.1f}")
+                     f"{'-' if cost is None else format(cost, '.2f') + '$':>8} "
+                     f"{'-' if s.get('wall_s') is None else format(s['wall_s'], '.1f'):>7}")
     tasks = [t["task"] for t in summaries[0]["per_task"]]
     lines.append("")
     lines.append(f"{'task':<30} " + " ".join(f"{s['method'][:12]:>12}" for s in summaries))
@@ -325,6 +326,7 @@ def side_by_side(summaries: list[dict]) -> str:
         cells = []
         for s in summaries:
             t = s["per_task"][i]
-            cells.append(f"{t['speedup']:.2f}x" if t["speedup"] is not None else SHORT.get(t["status"], t["status"]))
+            status = (t.get("verdict") or {}).get("status") or t["status"]
+            cells.append(f"{t['speedup']:.2f}x" if t["speedup"] is not None else SHORT.get(status, status)[:12])
         lines.append(f"{name[:30]:<30} " + " ".join(f"{c:>12}" for c in cells))
     return "\n".join(lines)

@@ -211,7 +211,8 @@ def _plan_line(t: dict) -> str:
 def _cell(t: dict) -> str:
     if t["speedup"] is not None:
         return f"{t['speedup']:.2f}x"
-    return html.escape(t.get("status", "") or "-")
+    # the verdict's own word: "correctness not verified" is not "incorrect"
+    return html.escape((t.get("verdict") or {}).get("status") or t.get("status", "") or "-")
 
 
 def side_by_side_html(summaries: Sequence[dict]) -> str:

@@ -141,3 +141,17 @@ def test_comparison_report_renders_in_headless_chromium(comparison, tmp_path):
     dom = _chromium(["--dump-dom", path.as_uri()], tmp_path)
     assert not console_errors(dom.stderr)
     assert re.findall(r'data-table="([\w-]+)"', dom.stdout) == ["side-by-side", "cost"]
+
+
+def test_side_by_side_says_not_verified_rather_than_incorrect(comparison):
+    """A candidate whose guarded test could not finish is "correctness not verified", never "incorrect"."""
+    import copy
+
+    from pallasite.server.cmd_eval import side_by_side
+
+    rows = copy.deepcopy(comparison)
+    rows[1]["per_task"][2]["verdict"] = {"status": "correctness not verified"}
+    side = eval_html(rows)
+    assert "<tr><td>conv</td><td>no candidate</td><td>correctness not verified</td></tr>" in side
+    text = side_by_side(rows)
+    assert "not verified" in text.splitlines()[-1] and "incorrect" not in text.splitlines()[-1]
