@@ -11,6 +11,7 @@ import asyncio
 import os
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,9 @@ from .lsp_convert import (
     change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, uri_to_path,
     whole_document_edit,
 )
+from .features import StepDocument
 from .session import Document, Session
+from .shifting import LineIndex
 from .settings import SECTION, TARGETS
 
 STATS = "pallasite/serverStats"
@@ -65,6 +68,14 @@ server = PallasiteServer()
 
 def _doc(ls: PallasiteServer, uri: str) -> Document | None:
     return ls.session.documents.get(uri)
+
+
+def apply_changes(text: str, changes: Any, encoding: str) -> str:
+    """``text`` after the client's content changes, each relative to the text after the one before."""
+    lines = LineIndex(text)
+    for change in changes:
+        lines.apply(change_to_edit(change, lines, encoding))
+    return lines.text
 
 
 def _options(args: tuple[Any, ...]) -> dict[str, Any]:
@@ -182,7 +193,7 @@ def on_exit(ls: PallasiteServer, params: Any = None) -> None:
 async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -> None:
     item = params.text_document
     if optimize_lsp.is_step_document(uri_to_path(item.uri)):  # a step-mode plan/diff/tests: its text only
-        optimize_lsp.step_documents(ls)[item.uri] = Document(item.uri, uri_to_path(item.uri), item.version, item.text)
+        optimize_lsp.step_documents(ls)[item.uri] = StepDocument(item.uri, uri_to_path(item.uri), item.version, item.text)
         return
     if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
         return
@@ -195,15 +206,17 @@ async def did_open(ls: PallasiteServer, params: lsp.DidOpenTextDocumentParams) -
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: PallasiteServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    doc = _doc(ls, params.text_document.uri)
-    step = optimize_lsp.step_documents(ls).get(params.text_document.uri) if doc is None else None
-    if doc is None and step is None:
+    uri, version = params.text_document.uri, params.text_document.version
+    doc = _doc(ls, uri)
+    if doc is None:
+        step = optimize_lsp.step_documents(ls).get(uri)
+        if step is not None:  # a step-mode document: a new copy with the edits applied
+            optimize_lsp.step_documents(ls)[uri] = replace(step, version=version, text=apply_changes(
+                step.text, params.content_changes, ls.session.encoding))
         return
     for change in params.content_changes:  # each change is relative to the text after the previous one
-        (doc or step).apply(params.text_document.version,
-                            [change_to_edit(change, (doc or step).lines, ls.session.encoding)])
-    if doc is not None:
-        ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
+        doc.apply(version, [change_to_edit(change, doc.lines, ls.session.encoding)])
+    ls.session.schedule_tier0(doc, ls.session.settings.check.debounceMs / 1000)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)

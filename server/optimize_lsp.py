@@ -32,17 +32,13 @@ STOP_COMMAND = "pallasite.optimize.stop"
 
 
 def runs(ls: Any) -> dict[str, RunState]:
-    """uri -> the last optimize run of that document (kept on the server object)."""
-    if not hasattr(ls, "optimize_runs"):
-        ls.optimize_runs = {}
-    return ls.optimize_runs
+    """uri -> the last optimize run of that document (the session's feature state)."""
+    return ls.session.features.optimize_runs
 
 
 def pending(ls: Any) -> dict[str, asyncio.Future]:
     """resolved path of a plan / diff / tests document -> the decision step mode waits for."""
-    if not hasattr(ls, "optimize_pending"):
-        ls.optimize_pending = {}
-    return ls.optimize_pending
+    return ls.session.features.pending_decisions
 
 
 def optimize_lenses(sites: Sequence[KernelSite], uri: str) -> list[Lens]:
@@ -54,11 +50,9 @@ def optimize_lenses(sites: Sequence[KernelSite], uri: str) -> list[Lens]:
 
 
 def step_documents(ls: Any) -> dict[str, Any]:
-    """uri -> the editor's copy of an open plan / diff / tests document (text and version only:
-    these are never checked as kernels); *Revise* reads the user's edits from here, saved or not."""
-    if not hasattr(ls, "optimize_step_documents"):
-        ls.optimize_step_documents = {}
-    return ls.optimize_step_documents
+    """uri -> the editor's copy of an open plan / diff / tests document (features.StepDocument: text
+    and version only, never checked as kernels); *Revise* reads the user's edits from here, saved or not."""
+    return ls.session.features.step_documents
 
 
 def is_step_document(path: str) -> bool:

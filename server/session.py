@@ -31,6 +31,7 @@ from pallasite.analysis.types import FileReport, Finding, Related
 
 from pallasite.engine.engine import Engine
 
+from .features import FeatureState
 from .lsp_convert import finding_to_diagnostic
 from .progress import WorkProgress
 from .session_settings import SettingsAndTrust
@@ -188,6 +189,7 @@ class Session(SettingsAndTrust):
         self.refused_interpreters: set[str] = set()  # project interpreters refused (told once each)
         self.checks_started = 0  # compiler checks started this session (server stats)
         self.chip_task: asyncio.Task | None = None  # asking the warm check worker for the chip table
+        self.features = FeatureState()  # optimize runs, tune reports, step decisions, hints, timings
 
     # ------------------------------------------------------------- settings
 

@@ -43,12 +43,8 @@ class LastTiming:
 
 
 def results(session: Any) -> dict[str, dict[str, LastTiming]]:
-    """path -> entry -> latest timing of this session (kept on the session object)."""
-    found = getattr(session, "timing_results", None)
-    if found is None:
-        found = {}
-        session.timing_results = found
-    return found
+    """path -> entry -> latest timing of this session (the session's feature state)."""
+    return session.features.timings
 
 
 def backend_label(settings: Any) -> str:

@@ -34,10 +34,8 @@ class Tuned:
 
 
 def reports(ls: Any) -> dict[str, Tuned]:
-    """uri -> the last autotune report of this server (kept on the server object)."""
-    if not hasattr(ls, "tune_reports"):
-        ls.tune_reports = {}
-    return ls.tune_reports
+    """uri -> the last autotune report of this server (the session's feature state)."""
+    return ls.session.features.tune_reports
 
 
 def autotune_lenses(sites: Sequence[KernelSite], text: str, path: str, uri: str, chip: str) -> list[Lens]:
