@@ -1,8 +1,10 @@
 """The pallasite language server (pygls). Read top to bottom, this file lists its capabilities.
 
-Each handler takes the document state from the ``Session`` (session.py), calls a plain function
-(hover.py, lenses.py, actions.py) and converts to LSP (lsp_convert.py). The process never imports
-jax: kernel code runs only in check workers started by the runner.
+Each request handler takes one immutable ``DocumentSnapshot`` from the ``Session``
+(``session.snapshot(uri)``: documents.py), calls a plain function (hover.py, lenses.py,
+actions.py, the ``*_lsp`` feature modules) and converts to LSP (lsp_convert.py). Each command runs
+through ``job_command`` (job_command.py: arguments, provider, trust, progress, the engine job,
+cancellation, the reply). The process never imports jax: kernel code runs only in workers.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,6 @@ from . import actions, fix_command, hover, hover_sources, inlay_hints, lenses, o
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
     change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, uri_to_path,
-    whole_document_edit,
 )
 from .features import StepDocument
 from .job_command import Command, Result, job_command, options_of, progress_token
