@@ -168,7 +168,8 @@ def start_check(session: Any, doc: Any, tiers: Sequence[int] | None = None, *,
     chosen = [t for t in (session.settings_for(doc.path).tiers if tiers is None else tiers) if t > 0]
     doc.check_version, doc.check_key = doc.version, check_key(session, doc.text, tiers, script, doc.path)
     session.checks_started += 1 if chosen else 0
-    doc.check_task = asyncio.ensure_future(run_check(session, doc, doc.snapshot, chosen, progress_token, script))
+    doc.check_task = asyncio.ensure_future(run_check(session, doc, doc.version, doc.text, chosen, progress_token,
+                                                     script))
     return doc.check_task
 
 
@@ -177,19 +178,21 @@ def set_worker(session: Any, state: str) -> None:
     session.notify_status()
 
 
-async def run_check(session: Any, doc: Any, snapshot: Any, tiers: list[int], token: Any,
+async def run_check(session: Any, doc: Any, version: int, text: str, tiers: list[int], token: Any,
                     script: bool = False) -> FileReport | None:
-    """One check of ``snapshot`` (the text when it started); its report becomes a new snapshot."""
+    """One check of ``text`` (the document's at ``version``, when it started); its report becomes a
+    new snapshot, its findings moved through the edits made since. Only the text is held while it
+    runs, not the snapshot (whose analysis a newer tier-0 run replaces)."""
     if not tiers:
         return None
     folder = session.folder_of(doc.path)
     if not session.is_trusted(folder):  # the one gate every code-running path goes through
         session.log(f"pallasite: not checking {doc.path}: {folder} is not trusted (tier 0 only).")
         return None
-    report = await _checked(session, doc, snapshot.text, tiers, token, script)
+    report = await _checked(session, doc, text, tiers, token, script)
     if report is None or session.documents.get(doc.uri) is not doc:
         return report
-    crashes = accept_report(session, doc, report, snapshot.version)
+    crashes = accept_report(session, doc, report, version)
     for note in report.notes:
         session.log(f"pallasite: {note}")
     for finding in crashes:

@@ -91,18 +91,19 @@ def run_tier0_inline(session: Any, doc: Any) -> bool:
 
 async def run_tier0_in_thread(session: Any, doc: Any) -> None:
     """Tier 0 of the current snapshot's text on the tier-0 thread; kept only if the document did not
-    change meanwhile (the newer edit has scheduled its own run)."""
-    snapshot = doc.snapshot
+    change meanwhile (the newer edit has scheduled its own run). Only the text and version are held
+    while it runs (not the snapshot: its older analysis is freed as soon as it is replaced)."""
+    version, text = doc.version, doc.text
     if stopped_for_size(session, doc):
         return
     target, severity = session.settings.target, dict(session.settings.severity)
 
     def current_snapshot() -> Any:  # a run queued behind another is skipped once the text moved on
-        if doc.version != snapshot.version:
+        if doc.version != version:
             return None
         with tier0_thread.collector_paused():
-            result = tier0_snapshot(snapshot.text, snapshot.path, target, severity)
-        if doc.version != snapshot.version:  # stale already: freed here, a piece at a time, not on the loop
+            result = tier0_snapshot(text, doc.path, target, severity)
+        if doc.version != version:  # stale already: freed here, a piece at a time, not on the loop
             tier0_thread.dispose(result)
             return None
         return result
@@ -110,8 +111,8 @@ async def run_tier0_in_thread(session: Any, doc: Any) -> None:
     result = await asyncio.get_running_loop().run_in_executor(tier0_thread.pool(), current_snapshot)
     if result is None:
         return
-    if doc.version == snapshot.version and session.documents.get(doc.uri) is doc:
-        store_tier0(session, doc, snapshot.version, result)
+    if doc.version == version and session.documents.get(doc.uri) is doc:
+        store_tier0(session, doc, version, result)
     elif session.documents.get(doc.uri) is not doc:  # closed while it ran: its tree is not kept
         del result
         forget_tree(doc.path)
