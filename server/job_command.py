@@ -5,7 +5,7 @@ argument (an options object or a bare uri), finds the open document, and maps th
 command has the same way: a refusal (``Refused``: bad arguments, no provider, an untrusted folder)
 is the reply ``{"ok": False, "message": ...}``, a cancelled request (``$/cancelRequest`` or the
 progress's cancel button) the command's cancelled reply, an unexpected failure a message, never a
-crash. ``Command`` holds the checks (``need``, ``count``, ``choice``, ``need_provider``,
+crash. ``Command`` holds the checks (``need``, ``count``, ``device``, ``need_provider``,
 ``need_trust``), the progress (``progress``: begun at once with the client's token, cancellable)
 and ``run_job``: the work as an engine job (engine/jobs.py) that a cancelled request cancels too.
 The work itself is the agents' and the engine's services; the feature modules (search_lsp,
@@ -70,11 +70,6 @@ class Command:
         value = self.options.get(key, default)
         self.need(isinstance(value, int) and not isinstance(value, bool) and value >= minimum,
                   f"{key} must be {what}, got {value!r}.")
-        return value
-
-    def choice(self, key: str, allowed: tuple[str, ...], default: str, why: str = "") -> str:
-        value = self.options.get(key) or default
-        self.need(value in allowed, f"{key} {value!r}: choose {' or '.join(allowed)}{why}")
         return value
 
     def device(self) -> Any:
