@@ -25,6 +25,32 @@ from .shifting import Edit, LineIndex, shift_findings
 
 
 @dataclass(frozen=True)
+class VersionSet:
+    """The versions a document has had, as sorted runs ``(first, last)``: immutable, and adding the
+    next version (the usual case) extends the last run, so a new snapshot per keystroke copies a
+    few runs, not every version ever seen."""
+
+    runs: tuple[tuple[int, int], ...] = ()
+
+    @classmethod
+    def of(cls, version: int) -> "VersionSet":
+        return cls(((version, version),))
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and any(first <= version <= last for first, last in self.runs)
+
+    def __rsub__(self, other: Any) -> set:  # {versions} - seen: those not seen
+        return {v for v in other if v not in self}
+
+    def with_version(self, version: int) -> "VersionSet":
+        if version in self:
+            return self
+        if self.runs and self.runs[-1][1] + 1 == version:
+            return VersionSet((*self.runs[:-1], (self.runs[-1][0], version)))
+        return VersionSet(tuple(sorted((*self.runs, (version, version)))))
+
+
+@dataclass(frozen=True)
 class DocumentSnapshot:
     uri: str
     path: str
@@ -37,7 +63,7 @@ class DocumentSnapshot:
     report: FileReport | None = None  # the last compiler report (its verdicts for lenses and hovers)
     report_chip: str | None = None
     report_time: float | None = None
-    seen_versions: frozenset[int] = frozenset()
+    seen_versions: VersionSet = VersionSet()
     encoding: str = "utf-16"  # the session's position encoding (set for a request)
     settings: Any = None  # the settings of the document's workspace folder (set for a request)
     lines: LineIndex = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
@@ -70,7 +96,7 @@ class DocumentSnapshot:
             lines = lines.edited(edit)
         return replace(self, version=version, text=lines.text, lines=lines,
                        tier0=tuple(shift_findings(self.tier0, edits)), compiler=tuple(shift_findings(self.compiler, edits)),
-                       seen_versions=self.seen_versions | {version})
+                       seen_versions=self.seen_versions.with_version(version))
 
     def with_tier0(self, version: int, analysis: Any, findings: Sequence[Finding]) -> "DocumentSnapshot":
         """The source analysis and tier-0 findings of ``version`` (this snapshot's text)."""
@@ -96,7 +122,7 @@ class Document:
 
     @classmethod
     def opened(cls, uri: str, path: str, version: int, text: str) -> "Document":
-        return cls(DocumentSnapshot(uri, path, version, text, seen_versions=frozenset({version})))
+        return cls(DocumentSnapshot(uri, path, version, text, seen_versions=VersionSet.of(version)))
 
     # what the current snapshot holds (read-only: a new state is a new snapshot)
     uri = property(lambda self: self.snapshot.uri)

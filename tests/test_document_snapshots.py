@@ -11,6 +11,7 @@ import pytest
 
 from pallasite.analysis.types import FileReport, Span
 from pallasite.server import checks
+from pallasite.server.documents import VersionSet
 from pallasite.server.session import Session
 from pallasite.server.shifting import Edit, LineIndex
 
@@ -93,3 +94,13 @@ def _running():
             return True
 
     return Running()
+
+
+def test_the_versions_seen_are_kept_as_runs():
+    seen = VersionSet.of(1)
+    for version in range(2, 2001):
+        seen = seen.with_version(version)
+    assert seen.runs == ((1, 2000),) and 1500 in seen and 2001 not in seen and "3" not in seen
+    jumped = seen.with_version(2005).with_version(0)
+    assert jumped.runs == ((0, 0), (1, 2000), (2005, 2005)) and seen.runs == ((1, 2000),)
+    assert {3, 2003, 2005} - jumped == {2003}  # what actions.py asks: the client's versions not seen
