@@ -13,7 +13,6 @@ worker, like a check); elsewhere with tier 0, and the label says so.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from lsprotocol import types as lsp
 
 from pallasite.analysis.types import FileReport
 
-from .progress import WorkProgress
 from .settings import Settings
 
 
@@ -33,82 +31,87 @@ def provider_label(settings: Settings) -> str | None:
     return agent.provider_config().label()
 
 
-async def fix_with_agent(ls: Any, options: dict, token: Any = None) -> dict[str, Any]:
-    from pallasite.agents.fix_action import FixJob, fix_file
-    from pallasite.agents.fixer import outcome_json
-    from pallasite.agents.providers import HOW_TO_CONFIGURE, ProviderError
+CANCELLED = {"ok": False, "applied": False, "message": "cancelled; nothing was changed"}
 
-    session = ls.session
-    uri, line = options.get("uri"), options.get("line")
-    doc = session.documents.get(uri or "")
-    if doc is None:
-        return {"ok": False, "message": f"pallasite.fixWithAgent: {uri!r} is not an open document."}
-    if not isinstance(line, int) or isinstance(line, bool) or line < 0:
-        return {"ok": False, "message": f"pallasite.fixWithAgent: line must be a line number (0-based), got {line!r}."}
-    agent = session.settings.agent
-    if not agent.provider:
-        message = "pallasite: Fix with agent needs an LLM provider. " + HOW_TO_CONFIGURE
-        session.show(message, lsp.MessageType.Info)
-        return {"ok": False, "message": message}
-    if not session.ensure_analysis(doc):
-        return {"ok": False, "message": f"{doc.path} does not use Pallas: nothing to fix."}
-    version, text = doc.version, doc.text
-    folder = session.folder_of(doc.path)
-    trusted = await session.trusted_or_ask(folder)
-    tiers = tuple(session.settings.tiers) if trusted else (0,)
-    report = FileReport(path=doc.path, findings=tuple(doc.findings()),
-                        kernels=doc.report.kernels if doc.report is not None and trusted else ())
-    job = FixJob(path=doc.path, text=text, report=report, chip=session.settings.target, tiers=tiers, line=line,
-                 docs_passages=agent.docsPassages, **_vmem(session))
-    refused = session.engine.untrusted_problem(session.check_options(doc.path)) if trusted else None
-    if refused:  # proposals run in the compiler tiers, only in a confined worker (engine/confinement.py)
-        session.show(f"pallasite: Fix with agent: {refused}", lsp.MessageType.Error)
-        return {"ok": False, "message": refused}
-    label = provider_label(session.settings)
-    progress = WorkProgress(ls, f"pallasite: fixing {Path(doc.path).name} with {label}", token)
-    progress.begin(tiers)
-    from pallasite.agents.fix_action import has_reference
+
+async def fix_with_agent(cmd: Any) -> dict[str, Any]:
+    """The command (``{"uri", "version", "line"}``): a verified fix of the line's errors, applied as
+    a versioned edit of the text it was computed for; refusals and failures are replies."""
+    from pallasite.agents.fix_action import fix_file
+    from pallasite.agents.fixer import outcome_json
     from pallasite.engine.store_cache import workspace_for
 
-    # a run against reference() is long: a job worker takes it, so saves are not kept waiting
-    purpose = "job" if trusted and has_reference(text, doc.path, job.chip) else "check"
-    try:
-        outcome = await fix_file(job, agent.provider_config(), agent.budgets(),
-                                 session.get_checker(doc.path, purpose=purpose, untrusted=True),
-                                 workspace=workspace_for([doc.path], cwd=Path(doc.path).parent),
-                                 on_progress=progress.report)
-    except asyncio.CancelledError:  # from the progress's cancel button or $/cancelRequest
-        progress.end("cancelled")
-        return {"ok": False, "applied": False, "message": "cancelled; nothing was changed"}
-    except ProviderError as err:
-        progress.end("failed")
-        session.show(f"pallasite: Fix with agent: {err}", lsp.MessageType.Error)
-        return {"ok": False, "message": str(err)}
-    except Exception as err:  # noqa: BLE001 - the fixer failing must not take the server down
-        progress.end("failed")
-        message = f"pallasite: Fix with agent failed ({type(err).__name__}: {err}); nothing was changed."
-        session.show(message, lsp.MessageType.Error)
-        return {"ok": False, "message": message}
+    from .checks import get_checker
+
+    session, doc = cmd.session, cmd.doc
+    line = cmd.count("line", None, minimum=0, what="a line number (0-based)")
+    cmd.need_provider("Fix with agent")
+    if not session.ensure_analysis(doc):
+        cmd.refuse(f"{doc.path} does not use Pallas: nothing to fix.")
+    version, trusted = doc.version, await cmd.trusted()
+    job, purpose = fix_job(session, doc, line, trusted)
+    progress = await cmd.progress(f"pallasite: fixing {Path(doc.path).name} with {provider_label(session.settings)}")
+    progress.begin(job.tiers)
+    outcome = await fix_file(job, session.settings.agent.provider_config(), session.settings.agent.budgets(),
+                             get_checker(session, doc.path, purpose=purpose, untrusted=True),
+                             workspace=workspace_for([doc.path], cwd=Path(doc.path).parent), on_progress=progress.report)
     result = {**outcome_json(outcome, include_text=False), "applied": False}
     cost = f"{len(outcome.attempts)} round(s), {outcome.usage.describe()}"
     if not outcome.ok:
         progress.end("no verified fix")
-        if not trusted:
-            outcome_message = outcome.message + " (checked with tier 0 only: the folder is not trusted)"
-        else:
-            outcome_message = outcome.message
-        session.show(f"pallasite: {outcome_message} ({cost}). Nothing was changed.", lsp.MessageType.Warning)
+        told = outcome.message + ("" if trusted else " (checked with tier 0 only: the folder is not trusted)")
+        session.show(f"pallasite: {told} ({cost}). Nothing was changed.", lsp.MessageType.Warning)
         return result
     progress.end("verified")
-    if session.documents.get(uri) is not doc or doc.version != version:
+    return await apply_fix(cmd, outcome, version, result, cost)
+
+
+def fix_job(session: Any, doc: Any, line: int, trusted: bool) -> tuple[Any, str]:
+    """(the FixJob of the document's current text and findings, the worker purpose): proposals are
+    checked with the compiler tiers in a trusted folder (in a confined worker), else with tier 0."""
+    from pallasite.agents.fix_action import FixJob, has_reference
+
+    settings = session.settings
+    report = FileReport(path=doc.path, findings=tuple(doc.findings()),
+                        kernels=doc.report.kernels if doc.report is not None and trusted else ())
+    job = FixJob(path=doc.path, text=doc.text, report=report, chip=settings.target,
+                 tiers=tuple(settings.tiers) if trusted else (0,), line=line,
+                 docs_passages=settings.agent.docsPassages, **_vmem(session))
+    refused = session.engine.untrusted_problem(session.check_options(doc.path)) if trusted else None
+    if refused:  # proposals run in the compiler tiers, only in a confined worker (engine/confinement.py)
+        from .job_command import Refused
+
+        session.show(f"pallasite: Fix with agent: {refused}", lsp.MessageType.Error)
+        raise Refused({"ok": False, "message": refused})
+    # a run against reference() is long: a job worker takes it, so saves are not kept waiting
+    return job, "job" if trusted and has_reference(doc.text, doc.path, job.chip) else "check"
+
+
+def failed(cmd: Any, exc: Exception) -> dict[str, Any]:
+    """The reply (and what the user is shown) when the fixer fails: a provider error, or a bug."""
+    from pallasite.agents.providers import ProviderError
+
+    if isinstance(exc, ProviderError):
+        cmd.session.show(f"pallasite: Fix with agent: {exc}", lsp.MessageType.Error)
+        return {"ok": False, "message": str(exc)}
+    message = f"pallasite: Fix with agent failed ({type(exc).__name__}: {exc}); nothing was changed."
+    cmd.session.show(message, lsp.MessageType.Error)
+    return {"ok": False, "message": message}
+
+
+async def apply_fix(cmd: Any, outcome: Any, version: int, result: dict[str, Any], cost: str) -> dict[str, Any]:
+    """Apply the verified fix as an edit of the version it was computed for (the editor refuses it
+    when the document moved on); say what was applied, what it cost, or why not."""
+    session, doc = cmd.session, cmd.doc
+    if session.documents.get(doc.uri) is not doc or doc.version != version:
         message = "pallasite: the document changed while the fix was verified; nothing was applied (run it again)."
         session.show(message, lsp.MessageType.Warning)
         return {**result, "message": message}
     edit = lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
-        text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+        text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=version),
         edits=[lsp.TextEdit(lsp.Range(lsp.Position(h.start, 0), lsp.Position(h.end, 0)), "".join(h.lines))
                for h in outcome.hunks])])
-    applied = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(edit=edit, label="Fix with agent"))
+    applied = await cmd.ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(edit=edit, label="Fix with agent"))
     if not getattr(applied, "applied", False):
         reason = getattr(applied, "failure_reason", None) or "the editor refused it"
         session.show(f"pallasite: the verified fix was not applied ({reason}).", lsp.MessageType.Warning)
@@ -120,7 +123,7 @@ async def fix_with_agent(ls: Any, options: dict, token: Any = None) -> dict[str,
 
 def _vmem(session: Any) -> dict[str, Any]:
     """The target's scoped-VMEM limit from the chip table the warm worker sent, when known."""
-    for spec in session.chip_table or ():
+    for spec in session.engine.chip_table or ():
         if spec.name == session.settings.target and spec.scoped_vmem_limit_bytes:
             return {"vmem_limit_bytes": spec.scoped_vmem_limit_bytes, "vmem_source": spec.scoped_vmem_source}
     return {}

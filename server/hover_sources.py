@@ -12,21 +12,22 @@ import time
 from typing import Any
 
 from . import hover, task_shapes, timing_lsp
-from .session import Document, Session
+from .documents import DocumentSnapshot
+from .session import Session
 
 
-def hover_content(session: Session, doc: Document, line: int, column: int) -> tuple[str, Any] | None:
+def hover_content(session: Session, doc: DocumentSnapshot, line: int, column: int) -> tuple[str, Any] | None:
     """(markdown, span) for what is at (line, column) of a kernel file, or None: the code's own
     hover, then the error catalog's explanation of each diagnostic there."""
     return hover.with_explanations(code_hover(session, doc, line, column),
                                    hover.findings_at(doc.findings(), line, column))
 
 
-def code_hover(session: Session, doc: Document, line: int, column: int) -> tuple[str, Any] | None:
+def code_hover(session: Session, doc: DocumentSnapshot, line: int, column: int) -> tuple[str, Any] | None:
     """(markdown, span) for the pallas_call, BlockSpec, grid or kernel def at (line, column)."""
     analysis = doc.analysis
     dtype, dtype_source = task_dtype(doc.text, analysis)
-    chip = chip_limits(session.settings.target, session.chip_table)
+    chip = chip_limits(session.settings.target, session.engine.chip_table)
     found = hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source, task_grids(doc.text, analysis))
     if found is not None:
         return found
@@ -82,7 +83,7 @@ def chip_limits(target: str, from_worker: list[Any] | None = None) -> hover.Chip
     return hover.ChipLimits(target)
 
 
-def kernel_results(session: Session, doc: Document, name: str) -> list[hover.KernelResult]:
+def kernel_results(session: Session, doc: DocumentSnapshot, name: str) -> list[hover.KernelResult]:
     """The compile results known for a kernel: the last check in this session, then the workspace's
     results store for the (tier, chip) pairs this session has not checked."""
     out: list[hover.KernelResult] = []

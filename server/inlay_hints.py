@@ -36,14 +36,13 @@ class HintSet:
 
 
 def remember(ls: Any, uri: str, source: str, hints: HintSet) -> None:
-    """Keep ``hints`` as the latest of ``source`` ("tune" or "optimize") for ``uri``."""
-    if not hasattr(ls, "inlay_hint_sets"):
-        ls.inlay_hint_sets = {}
-    ls.inlay_hint_sets.setdefault(uri, {})[source] = hints
+    """Keep ``hints`` as the latest of ``source`` ("tune" or "optimize") for ``uri`` (the session's
+    feature state)."""
+    ls.session.features.remember_hints(uri, source, hints)
 
 
 def known(ls: Any, uri: str) -> list[HintSet]:
-    return list(getattr(ls, "inlay_hint_sets", {}).get(uri, {}).values())
+    return ls.session.features.hints_of(uri)
 
 
 def provenance_words(label: str) -> str:

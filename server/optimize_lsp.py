@@ -32,17 +32,13 @@ STOP_COMMAND = "pallasite.optimize.stop"
 
 
 def runs(ls: Any) -> dict[str, RunState]:
-    """uri -> the last optimize run of that document (kept on the server object)."""
-    if not hasattr(ls, "optimize_runs"):
-        ls.optimize_runs = {}
-    return ls.optimize_runs
+    """uri -> the last optimize run of that document (the session's feature state)."""
+    return ls.session.features.optimize_runs
 
 
 def pending(ls: Any) -> dict[str, asyncio.Future]:
     """resolved path of a plan / diff / tests document -> the decision step mode waits for."""
-    if not hasattr(ls, "optimize_pending"):
-        ls.optimize_pending = {}
-    return ls.optimize_pending
+    return ls.session.features.pending_decisions
 
 
 def optimize_lenses(sites: Sequence[KernelSite], uri: str) -> list[Lens]:
@@ -54,11 +50,9 @@ def optimize_lenses(sites: Sequence[KernelSite], uri: str) -> list[Lens]:
 
 
 def step_documents(ls: Any) -> dict[str, Any]:
-    """uri -> the editor's copy of an open plan / diff / tests document (text and version only:
-    these are never checked as kernels); *Revise* reads the user's edits from here, saved or not."""
-    if not hasattr(ls, "optimize_step_documents"):
-        ls.optimize_step_documents = {}
-    return ls.optimize_step_documents
+    """uri -> the editor's copy of an open plan / diff / tests document (features.StepDocument: text
+    and version only, never checked as kernels); *Revise* reads the user's edits from here, saved or not."""
+    return ls.session.features.step_documents
 
 
 def is_step_document(path: str) -> bool:
@@ -137,90 +131,101 @@ def shown_document(run_id: str, phase: str, payload: dict) -> tuple[str, str] | 
     return f"{run_id}-{tag}.{suffix}", text if text.endswith("\n") else text + "\n"
 
 
-async def run(ls: Any, doc: Any, mode: str, iterations: int, token: Any = None,
-              device: Any = None) -> tuple[dict[str, Any], RunState | None]:
-    """The run as an engine job (kind "optimize"): its result dict and final state (None if it did
-    not finish). Cancelling the caller cancels the job and waits for it to end."""
-    from pallasite.agents.optimize_job import OptimizeJob, reviewed_tests, run_optimize, tests_path
-    from pallasite.agents.optimize_job import budgets as job_budgets
+async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple[dict[str, Any], RunState | None]:
+    """The run of the command's document as an engine job (kind "optimize"): its result dict and final
+    state (None if it did not finish). Cancelling the command cancels the job and waits for it to end."""
     from pallasite.agents.optimize_record import OptimizeRecorder
     from pallasite.agents.providers import make_provider
+
+    session, doc = cmd.session, cmd.doc
+    options = dataclasses.replace(session.check_options(), tiers=tuple(t for t in session.check_options().tiers if t < 3))
+    refused = session.engine.untrusted_problem(options)  # candidates run only in confined workers (engine/confinement.py)
+    if refused:
+        return {"ok": False, "message": f"pallasite: Optimize: {refused}"}, None
+    progress = await cmd.progress(f"pallasite: optimizing {Path(doc.path).name} ({mode})")
+    run_job, recorder = optimize_job(session, doc, options, iterations, device), OptimizeRecorder(_workspace(doc.path))
+    provider = make_provider(session.settings.agent.provider_config())
+    gate = step_gate(cmd.ls, run_job.state, progress) if mode == "step" else None
+    try:
+        progress.begin()
+        job = await cmd.run_job("optimize", doc.path, job_body(session, run_job, provider, recorder, gate, progress),
+                                progress)
+    finally:
+        await provider.close()
+        recorder.close()
+    return finished(cmd.ls, doc.uri, job, run_job.state, progress)
+
+
+def job_body(session: Any, run_job: Any, provider: Any, recorder: Any, gate: Any, progress: Any) -> Any:
+    """The optimize job's work: agents/optimize_job.run_optimize, its phases reported as progress."""
+    from pallasite.agents.optimize_job import run_optimize
+
+    iterations = run_job.budgets.iterations
+
+    async def body(report: Any) -> RunState:
+        def on_phase(iteration: int, phase: str, message: str) -> None:
+            progress.report(f"iteration {iteration}/{iterations}: {phase}: {message}")
+
+        final = await run_optimize(run_job, session.engine, provider, recorder, gate=gate, on_phase=on_phase)
+        if isinstance(final, str):  # the reviewed tests do not pass on the original
+            raise ValueError(final)
+        return final
+
+    return body
+
+
+def _workspace(path: str) -> Path:
     from pallasite.engine.store_cache import workspace_for
 
-    from .progress import WorkProgress
+    return Path(workspace_for([path], cwd=Path(path).parent))
 
-    session = ls.session
-    engine = session.engine
-    text, path = doc.text, doc.path
-    workspace = Path(workspace_for([path], cwd=Path(path).parent))
-    agent = session.settings.agent
-    provider = make_provider(agent.provider_config())
-    chip = session.settings.target
-    options = dataclasses.replace(session.check_options(), tiers=tuple(t for t in session.check_options().tiers if t < 3))
-    refused = engine.untrusted_problem(options)  # candidates run only in confined workers (engine/confinement.py)
-    if refused:
-        await provider.close()
-        return {"ok": False, "message": f"pallasite: Optimize: {refused}"}, None
-    state = new_run(path, text)
+
+def optimize_job(session: Any, doc: Any, options: Any, iterations: int, device: Any) -> Any:
+    """The same service call as the CLI's (agents/optimize_job.py): the reviewed <stem>.tests.py, the
+    device backend when asked for, the same budgets; a new run state of the document's current text."""
+    from pallasite.agents.optimize_job import OptimizeJob, reviewed_tests, tests_path
+    from pallasite.agents.optimize_job import budgets as job_budgets
+
+    agent, chip = session.settings.agent, session.settings.target
+    state = new_run(doc.path, doc.text)
     state.context["chip"] = chip
-    recorder = OptimizeRecorder(workspace)
-    # the same service as the CLI (agents/optimize_job.py): the reviewed <stem>.tests.py, the device
-    # backend when asked for, the same budgets, the fixer's calls recorded under the run
-    tests = reviewed_tests(path)
-    run_job = OptimizeJob(path, text, options, chip, job_budgets(iterations, fix_rounds=agent.optimizeFixRounds,
-                                                             request_timeout_s=agent.requestTimeoutS),
-                      tests=tests, tests_name=tests_path(path).name if tests is not None else "", device=device,
-                      state=state)
-    progress = WorkProgress(ls, f"pallasite: optimizing {Path(path).name} ({mode})", token)
+    tests = reviewed_tests(doc.path)
+    return OptimizeJob(doc.path, doc.text, options, chip, job_budgets(iterations, fix_rounds=agent.optimizeFixRounds,
+                                                                      request_timeout_s=agent.requestTimeoutS),
+                       tests=tests, tests_name=tests_path(doc.path).name if tests is not None else "", device=device,
+                       state=state)
 
-    async def show(name: str, body: str) -> str:
-        folder = workspace / ".pallasite" / "plans"
-        folder.mkdir(parents=True, exist_ok=True)
-        file = (folder / name).resolve()
-        file.write_text(body, encoding="utf-8")
-        pending(ls)[_key(str(file))] = asyncio.get_running_loop().create_future()
-        await show_document(ls, str(file))
-        return _key(str(file))
 
+def step_gate(ls: Any, state: RunState, progress: Any) -> Any:
+    """Step mode's gate: the phase's text is written under .pallasite/plans/ and opened; the run
+    waits for approve / revise / stop on it (a phase with nothing to review passes)."""
     async def gate(phase: str, payload: dict) -> Decision:
         found = shown_document(state.run_id, phase, payload)
         if found is None:
             return Decision("approve")
-        key = await show(*found)
+        folder = _workspace(state.path) / ".pallasite" / "plans"
+        folder.mkdir(parents=True, exist_ok=True)
+        file = (folder / found[0]).resolve()
+        file.write_text(found[1], encoding="utf-8")
+        key = _key(str(file))
+        pending(ls)[key] = asyncio.get_running_loop().create_future()
+        await show_document(ls, str(file))
         progress.report(f"{phase}: waiting for approve / revise / stop on {Path(key).name}")
         try:
             return await pending(ls)[key]
         finally:
             pending(ls).pop(key, None)
 
-    async def body(report: Any) -> RunState:
-        def on_phase(iteration: int, phase: str, message: str) -> None:
-            progress.report(f"iteration {iteration}/{iterations}: {phase}: {message}")
+    return gate
 
-        final = await run_optimize(run_job, engine, provider, recorder, gate=gate if mode == "step" else None,
-                                   on_phase=on_phase)
-        if isinstance(final, str):  # the reviewed tests do not pass on the original
-            raise ValueError(final)
-        return final
 
-    progress.begin([])
-    job = engine.jobs.submit("optimize", path, body)
-    try:
-        try:
-            job = await engine.jobs.wait(job.id)
-        except asyncio.CancelledError:
-            engine.jobs.cancel(job.id)  # the run stops at its next await (a model call, a worker, a gate)
-            await asyncio.wait([job.task], timeout=30) if job.task is not None else None
-            progress.end("cancelled")
-            raise
-    finally:
-        await provider.close()
-        recorder.close()
+def finished(ls: Any, uri: str, job: Any, state: RunState, progress: Any) -> tuple[dict[str, Any], RunState | None]:
+    """The command's result of an ended optimize job; a finished run is kept for the hover."""
     if job.state != "done":
         progress.end(job.state)
         return {"ok": False, "message": job.error or job.state, "job": job.id, "run_id": state.run_id}, None
     final: RunState = job.result
-    runs(ls)[doc.uri] = final
+    runs(ls)[uri] = final
     progress.end(summary(final))
     return {"ok": final.winner is not None, "message": summary(final), "job": job.id, "run_id": final.run_id,
             "table": final.table(), "method": final.method,
@@ -249,6 +254,27 @@ def edit_refusal(doc: Any, version: int, original: str) -> str | None:
     if doc.version != version or doc.text != original:
         return f"the document changed during the run (version {version} -> {doc.version}): your edits are kept"
     return None
+
+
+async def place(cmd: Any, state: RunState, version: int, original: str, placement: str) -> dict[str, Any]:
+    """After a run: the inlay hints of the block sizes the winner changed, then the winner placed
+    (``place_winner``) as a versioned edit of the text the run started from, or a new file."""
+    from lsprotocol import types as lsp
+
+    from . import inlay_hints
+    from .lsp_convert import whole_document_edit
+
+    ls, uri, winner = cmd.ls, cmd.doc.uri, state.winner
+    inlay_hints.remember(ls, uri, "optimize", inlay_hints.from_optimize(
+        version, original, winner.source if winner else None, winner.label if winner else ""))
+
+    async def apply_edit(new_text: str) -> bool:
+        edit = whole_document_edit(uri, version, original, new_text)
+        applied = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+            edit=lsp.WorkspaceEdit(document_changes=[edit]), label="pallasite: optimized kernel"))
+        return bool(applied and applied.applied)
+
+    return await place_winner(ls, uri, state, version, placement, apply_edit)
 
 
 async def place_winner(ls: Any, uri: str, state: RunState, version: int, winner: str,

@@ -26,8 +26,8 @@ class WorkProgress:
         window = getattr(self.client.client_capabilities, "window", None)
         return bool(window and window.work_done_progress)
 
-    def begin(self, tiers: Sequence[int]) -> None:
-        self.message = "tiers " + ", ".join(map(str, tiers))
+    def begin(self, tiers: Sequence[int] = ()) -> None:
+        self.message = "tiers " + ", ".join(map(str, tiers)) if tiers else ""
         if self.token is not None:
             self._begin()
         elif self._supported():
@@ -46,7 +46,7 @@ class WorkProgress:
     def _begin(self) -> None:
         self.started = True
         self.client.work_done_progress.begin(self.token, lsp.WorkDoneProgressBegin(
-            title=self.title, message=self.message, cancellable=True))
+            title=self.title, message=self.message or None, cancellable=True))
         future = self.client.work_done_progress.tokens.get(self.token)
         if future is not None and self.task is not None:
             future.add_done_callback(lambda f: f.cancelled() and self.task.cancel())

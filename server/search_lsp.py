@@ -10,8 +10,8 @@ meanwhile — and the HTML report is opened through ``window/showDocument``.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,137 +34,138 @@ def options_from(args: dict[str, Any]) -> Any:
     return SearchOptions(**fields)
 
 
-async def search_command(ls: Any, args: dict[str, Any], token: Any = None) -> dict[str, Any]:
-    from pallasite.agents.providers import HOW_TO_CONFIGURE, ProviderError, make_provider
+@dataclass
+class SearchRun:
+    """What one search command runs: the document's text at its version, the options, the provider,
+    the device (None: estimates), the run id (a repeat resumes it) and the results store."""
+
+    path: Path
+    version: int
+    text: str
+    chip: str
+    options: Any
+    provider: Any
+    device: Any
+    workspace: Path
+    rid: str
+    store: Any
+    done: Any = None  # the nodes already stored under ``rid`` (a repeat resumes from them)
+
+
+def prepare(cmd: Any) -> SearchRun:
+    """Check the command's arguments and settings (refusing through ``cmd``) and open the store."""
+    from pallasite.agents.providers import ProviderError, make_provider
     from pallasite.engine.store_cache import workspace_for
     from pallasite.knowledge.store import ResultsStore
-    from pallasite.engine.tune import job_progress
-
-    from pallasite.agents import search_job
 
     from . import cmd_search
 
-    session = ls.session
-    uri = args.get("uri") or ""
-    doc = session.documents.get(uri)
-    if doc is None:
-        return {"ok": False, "message": f"pallasite.search: {uri!r} is not an open document."}
-    agent = session.settings.agent
-    if not agent.provider:
-        message = "pallasite: Search for a faster kernel needs an LLM provider. " + HOW_TO_CONFIGURE
-        session.show(message, lsp.MessageType.Info)
-        return {"ok": False, "message": message}
-    folder = session.folder_of(doc.path)
-    if not await session.trusted_or_ask(folder):
-        return {"ok": False, "message": f"{folder} is not trusted: run pallasite.trustFolder to run its code."}
+    session, doc = cmd.session, cmd.doc
     try:
-        options = options_from(args)
-        provider = make_provider(agent.provider_config())
+        options = options_from(cmd.options)
+        provider = make_provider(session.settings.agent.provider_config())
     except (ValueError, TypeError, ProviderError) as exc:
-        return {"ok": False, "message": f"pallasite.search: {exc}"}
-    version, text, chip = doc.version, doc.text, session.settings.target
-    timing = args.get("timing") or "estimate"
-    if timing not in ("estimate", "device"):
-        return {"ok": False, "message": f"pallasite.search: timing {timing!r}: choose estimate (the cost model, "
-                                        f"no device) or device (the backend in the pallasite.backend settings)"}
-    device = session.settings.backend.remote() if timing == "device" else None
-    path = Path(doc.path)
-    workspace = workspace_for([doc.path], cwd=path.parent)
+        cmd.refuse(f"pallasite.search: {exc}")
+    device, chip = cmd.device(), session.settings.target
+    workspace = Path(workspace_for([doc.path], cwd=Path(doc.path).parent))
+    rid = cmd_search.run_id(doc.text, options, session.settings.agent.provider, chip, cmd_search.device_where(device))
     store = ResultsStore.open(workspace)
-    rid = cmd_search.run_id(text, options, agent.provider, chip, cmd_search.device_where(device))
-    check_options = dataclasses.replace(session.settings.check_options([t for t in session.settings.tiers
-                                                                        if t in (0, 1, 2)]), target=chip)
-    done = cmd_search.stored_nodes(store, rid)
+    return SearchRun(Path(doc.path), doc.version, doc.text, chip, options, provider, device, workspace, rid, store,
+                     cmd_search.stored_nodes(store, rid))
 
-    def report(message: str) -> None:
-        if token is not None:
-            ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=message))
 
-    def work(job_report: Any) -> Any:
+def title(run: SearchRun) -> str:
+    from . import cmd_search
+
+    how = f"estimates for {run.chip}" if run.device is None else f"timed on {cmd_search.device_where(run.device)}"
+    return f"Searching for a faster {run.path.name} ({run.options.algo}, {how})"
+
+
+def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
+    """The search job's work (agents/search_job.run_search): every node stored as it finishes,
+    reported to the job and the editor; a device backend opened for the run when asked for."""
+    from pallasite.agents import search_job
+    from pallasite.engine.tune import job_progress
+
+    tiers = [t for t in session.settings.tiers if t in (0, 1, 2)]
+    check_options = dataclasses.replace(session.settings.check_options(tiers), target=run.chip)
+
+    async def body(job_report: Any) -> Any:
         tell = job_progress(job_report)
 
-        def on_node(node: Any) -> None:
-            store.put_agent_step(rid, node.order, "search_node", node.to_json())
-            speed = f"{node.speedup:.2f}x" if node.speedup is not None else node.status
-            message = f"node {node.id}: {speed} ({node.provenance})"
-            tell(message, None)
-            report(message)
+        def say(message: str) -> None:
+            tell(message[:200], None)
+            progress.report(message[:200])
 
-        def on_phase(node_id: str, phase: str, message: str) -> None:
-            tell(f"node {node_id} {phase}: {message}"[:200], None)
-            report(f"node {node_id} {phase}: {message}"[:200])
+        backend, where_ = open_device(session, run)
+        try:
+            return await search_job.run_search(
+                run.path, run.text, run.options, run.provider, chip=run.chip, engine=session.engine,
+                check_options=check_options, done=run.done, on_node=lambda node: node_done(run, node, say),
+                device=backend, where=where_, on_phase=lambda node_id, phase, message: say(
+                    f"node {node_id} {phase}: {message}"), request_timeout_s=session.settings.agent.requestTimeoutS)
+        finally:
+            if backend is not None:
+                await backend.close()
 
-        async def go() -> Any:
-            backend, where_ = (cmd_search.open_device(device, session.settings.check.memoryMb * 2,
-                                                      allow_unconfined=agent.allowUnconfined)
-                               if device is not None else (None, ""))
-            try:
-                return await search_job.run_search(path, text, options, provider, chip=chip, engine=session.engine,
-                                                   check_options=check_options, done=done, on_node=on_node,
-                                                   device=backend, where=where_, on_phase=on_phase,
-                                                   request_timeout_s=agent.requestTimeoutS)
-            finally:
-                if backend is not None:
-                    await backend.close()
+    return body
 
-        return go()
 
-    job = session.engine.jobs.submit("search", doc.path, work)
-    if token is not None:
-        how = f"estimates for {chip}" if device is None else f"timed on {cmd_search.device_where(device)}"
-        ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
-            title=f"Searching for a faster {path.name} ({options.algo}, {how})", cancellable=True))
-        cancel = ls.work_done_progress.tokens.get(token)
-        if cancel is not None:
-            cancel.add_done_callback(lambda f: f.cancelled() and job.task.cancel())
-    try:
-        graph = await job.task
-    except asyncio.CancelledError:
-        job.task.cancel()
-        _end(ls, token, "cancelled")
-        store.close()
-        return {"ok": False, "message": f"cancelled; the finished nodes are kept (run {rid} resumes)"}
-    except Exception as exc:  # noqa: BLE001 - a failed search must not take the server down
-        _end(ls, token, "failed")
-        store.close()
-        message = f"pallasite: the search failed ({type(exc).__name__}: {exc}); finished nodes are kept."
-        session.show(message, lsp.MessageType.Error)
-        return {"ok": False, "message": message}
-    store.close()
-    if graph is None:  # the job failed: engine/jobs.py keeps the error as data
-        message = f"pallasite: the search failed ({job.error}); finished nodes are kept (run {rid} resumes)."
-        _end(ls, token, "failed")
-        session.show(message, lsp.MessageType.Error)
-        return {"ok": False, "message": message}
-    out = cmd_search.write_outputs(graph, rid, Path(workspace) / ".pallasite" / "search",
-                                   f"pallasite search {path.name} ({options.algo})")
+def node_done(run: SearchRun, node: Any, say: Any) -> None:
+    """A node finished: stored at once (a repeat of the command resumes from it), and reported."""
+    run.store.put_agent_step(run.rid, node.order, "search_node", node.to_json())
+    speed = f"{node.speedup:.2f}x" if node.speedup is not None else node.status
+    say(f"node {node.id}: {speed} ({node.provenance})")
+
+
+def open_device(session: Any, run: SearchRun) -> tuple[Any, str]:
+    """(the device backend, where it is) for a run timed on a device; (None, "") for estimates."""
+    from . import cmd_search
+
+    if run.device is None:
+        return None, ""
+    return cmd_search.open_device(run.device, session.settings.check.memoryMb * 2,
+                                  allow_unconfined=session.settings.agent.allowUnconfined)
+
+
+def failure(cmd: Any, run: SearchRun, why: str) -> dict[str, Any]:
+    message = f"pallasite: the search failed ({why}); finished nodes are kept (run {run.rid} resumes)."
+    cmd.session.show(message, lsp.MessageType.Error)
+    return {"ok": False, "message": message}
+
+
+async def report_and_offer(cmd: Any, run: SearchRun, graph: Any, progress: Any) -> dict[str, Any]:
+    """Write the HTML report and open it; offer the best node as a versioned edit when it beats the
+    starting kernel and the document is still the searched text."""
+    from . import cmd_search
+
+    out = cmd_search.write_outputs(graph, run.rid, run.workspace / ".pallasite" / "search",
+                                   f"pallasite search {run.path.name} ({run.options.algo})")
     best = graph.best()
     speed = f"{best.speedup:.2f}x" if best.speedup is not None else "-"
     summary = f"best {best.id}: {speed} against the starting kernel ({best.provenance}); {len(graph.nodes)} nodes"
-    _end(ls, token, summary)
-    result = {"ok": True, "run": rid, "best": best.id, "speedup": best.speedup, "provenance": best.provenance,
+    progress.end(summary)
+    result = {"ok": True, "run": run.rid, "best": best.id, "speedup": best.speedup, "provenance": best.provenance,
               "report": str(out), "stopped": graph.stopped, "applied": False, "summary": summary}
     try:
-        await ls.window_show_document_async(lsp.ShowDocumentParams(uri=out.as_uri(), external=True))
+        await cmd.ls.window_show_document_async(lsp.ShowDocumentParams(uri=out.as_uri(), external=True))
     except Exception as exc:  # noqa: BLE001 - a client without showDocument: the path is in the message
-        session.log(f"window/showDocument failed: {exc}")
+        cmd.session.log(f"window/showDocument failed: {exc}")
     if best.op == "root" or best.speedup is None or best.speedup <= graph.root.speedup:
-        session.show(f"pallasite: no node beat the starting kernel ({summary}); report: {out}", lsp.MessageType.Info)
+        cmd.session.show(f"pallasite: no node beat the starting kernel ({summary}); report: {out}", lsp.MessageType.Info)
         return result
-    if session.documents.get(uri) is not doc or doc.version != version:
+    return await offer(cmd, run, best, result, f"{best.id} ({speed}, {best.provenance})", out)
+
+
+async def offer(cmd: Any, run: SearchRun, best: Any, result: dict[str, Any], label: str, out: Path) -> dict[str, Any]:
+    session, doc = cmd.session, cmd.doc
+    if session.documents.get(doc.uri) is not doc or doc.version != run.version:
         session.show("pallasite: the document changed during the search; the best kernel was not applied "
                      f"(report: {out}).", lsp.MessageType.Warning)
         return {**result, "message": "document changed"}
-    edit = lsp.WorkspaceEdit(document_changes=[whole_document_edit(uri, version, text, best.source)])
-    applied = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
-        edit=edit, label=f"Search: {best.id} ({speed}, {best.provenance})"))
+    edit = lsp.WorkspaceEdit(document_changes=[whole_document_edit(doc.uri, run.version, run.text, best.source)])
+    applied = await cmd.ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(edit=edit, label=f"Search: {label}"))
     result["applied"] = bool(getattr(applied, "applied", False))
-    session.show(f"pallasite: {summary}; " + ("applied." if result["applied"] else "not applied."),
+    session.show(f"pallasite: {result['summary']}; " + ("applied." if result["applied"] else "not applied."),
                  lsp.MessageType.Info)
     return result
-
-
-def _end(ls: Any, token: Any, message: str) -> None:
-    if token is not None:
-        ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=message))
-        ls.work_done_progress.tokens.pop(token, None)

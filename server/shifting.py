@@ -181,6 +181,15 @@ class LineIndex:
             return len(self.text)
         return self._starts[line] + min(column, len(self.line(line)))
 
+    def edited(self, edit: Edit) -> "LineIndex":
+        """A new index of the text after ``edit``, this one unchanged (a snapshot's index is never
+        edited in place): the line starts before the edit are kept, the rest found again lazily."""
+        begin = self.offset(edit.span.line, edit.span.column)
+        end = max(begin, self.offset(edit.span.end_line, edit.span.end_column))
+        after = LineIndex(self.text[:begin] + edit.new_text + self.text[end:])
+        after._starts = self._starts[:max(1, bisect.bisect_left(self._starts, begin))]
+        return after
+
     def apply(self, edit: Edit) -> str:
         """Apply ``edit``; the new text."""
         begin = self.offset(edit.span.line, edit.span.column)

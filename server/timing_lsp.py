@@ -43,12 +43,8 @@ class LastTiming:
 
 
 def results(session: Any) -> dict[str, dict[str, LastTiming]]:
-    """path -> entry -> latest timing of this session (kept on the session object)."""
-    found = getattr(session, "timing_results", None)
-    if found is None:
-        found = {}
-        session.timing_results = found
-    return found
+    """path -> entry -> latest timing of this session (the session's feature state)."""
+    return session.features.timings
 
 
 def backend_label(settings: Any) -> str:
@@ -95,25 +91,35 @@ def _validate(options: dict[str, Any]) -> str | None:
     return None
 
 
+def _request(settings: Any, doc: Any, op: str, options: dict[str, Any]) -> tuple[Any, dict[str, Any]] | str:
+    """(the remote backend, the worker's time request) for the document's text, or what is wrong."""
+    from pallasite.engine import timing
+
+    problem = _validate(options)
+    if problem:
+        return problem
+    remote = settings.backend.remote()
+    try:
+        remote.validate()
+        files = timing.task_files(doc.path)
+        return remote, timing.time_request(files, op, text=doc.text, entry=options.get("entry"),
+                                           runs=options.get("runs"), warmup=options.get("warmup"),
+                                           config=options.get("config"),
+                                           target=settings.target if op == "profile" else None)
+    except (ValueError, OSError) as exc:
+        return str(exc)
+
+
 async def run(session: Any, doc: Any, op: str, options: dict[str, Any],
               report: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The command's work: returns ``{"ok", "status", "summary", "where", "result"}`` or an error."""
     from pallasite.engine import timing
     from pallasite.engine.client import WorkerConfig
 
-    problem = _validate(options)
-    if problem:
-        return {"ok": False, "message": f"pallasite.{op}: {problem}"}
-    settings = session.settings
-    remote = settings.backend.remote()
-    try:
-        remote.validate()
-        files = timing.task_files(doc.path)
-        params = timing.time_request(files, op, text=doc.text, entry=options.get("entry"), runs=options.get("runs"),
-                                     warmup=options.get("warmup"), config=options.get("config"),
-                                     target=settings.target if op == "profile" else None)
-    except (ValueError, OSError) as exc:
-        return {"ok": False, "message": f"pallasite.{op}: {exc}"}
+    request = _request(session.settings, doc, op, options)
+    if isinstance(request, str):
+        return {"ok": False, "message": f"pallasite.{op}: {request}"}
+    remote, params, settings = *request, session.settings
     base = WorkerConfig(python=settings.interpreter(), timeout_s=max(600.0, settings.check.timeLimitS),
                         platforms=None, memory_mb=settings.check.memoryMb * 2)
 
@@ -153,16 +159,22 @@ def submit(session: Any, doc: Any, op: str, options: dict[str, Any],
     return as_job(session.engine.jobs, op, doc.path, work)
 
 
-def hover_section(session: Any, path: str, names: set[str]) -> str:
-    """Markdown for a kernel hover: device measurements under "measured on a device", everything else
-    (cost-model estimates, CPU interpret mode, host wall clock) under its own heading, each with its
-    provenance ('' if none). An estimate is never listed as measured."""
+def _session_rows(latest: dict[str, LastTiming], names: set[str]) -> tuple[list[str], list[str]]:
+    """(rows measured on a device, other rows) of this session's latest timings of ``names``."""
     measured, other = [], []
-    for entry, last in results(session).get(path, {}).items():
+    for entry, last in latest.items():
         if entry in names:
             when = time.strftime("%H:%M:%S UTC", time.gmtime(last.when))
             (measured if last.provenance == "device" else other).append(
                 f"| {last.op} `{entry}` | {last.summary} | {last.where}, this session, {when} |")
+    return measured, other
+
+
+def hover_section(session: Any, path: str, names: set[str]) -> str:
+    """Markdown for a kernel hover: device measurements under "measured on a device", everything else
+    (cost-model estimates, CPU interpret mode, host wall clock) under its own heading, each with its
+    provenance ('' if none). An estimate is never listed as measured."""
+    measured, other = _session_rows(results(session).get(path, {}), names)
     seen = {entry for entry in results(session).get(path, {})}
     for record in session.engine.stored_measurements(path):
         base = (record.kernel or "").removesuffix(" (reference)")

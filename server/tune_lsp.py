@@ -8,7 +8,6 @@ it was computed for) and converts it to LSP. No JAX here: estimates come from th
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -34,10 +33,8 @@ class Tuned:
 
 
 def reports(ls: Any) -> dict[str, Tuned]:
-    """uri -> the last autotune report of this server (kept on the server object)."""
-    if not hasattr(ls, "tune_reports"):
-        ls.tune_reports = {}
-    return ls.tune_reports
+    """uri -> the last autotune report of this server (the session's feature state)."""
+    return ls.session.features.tune_reports
 
 
 def autotune_lenses(sites: Sequence[KernelSite], text: str, path: str, uri: str, chip: str) -> list[Lens]:
@@ -66,20 +63,36 @@ def summary(report: TuneReport) -> str:
     return text + (f"; {rejected} configurations rejected before compiling" if rejected else "")
 
 
-async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) -> dict[str, Any]:
-    """Tune ``doc``'s current text for ``chip`` as an engine job (kind "tune") on the engine's job
-    workers, so saves never wait behind it; LSP progress follows the job, cancelling the command
-    cancels the job. The report is kept for the hover and the apply action."""
+async def run(cmd: Any, chip: str, verify: int = 3) -> dict[str, Any]:
+    """Tune the command's document (its current text) for ``chip`` as an engine job (kind "tune") on
+    the engine's job workers, so saves never wait behind it; LSP progress follows the job, cancelling
+    the command cancels the job. The report is kept for the hover and the apply action."""
+    session, doc = cmd.session, cmd.doc
+    version, text = doc.version, doc.text
+    options = TuneOptions(chip=chip, verify=verify, declared=dict(session.settings.tunables) or None)
+    progress = await cmd.progress(f"pallasite: autotuning {Path(doc.path).name} for {chip}")
+    progress.begin()
+    progress.report("estimating configurations")
+    job = await cmd.run_job("tune", doc.path, job_body(session, doc.path, text, options, progress), progress)
+    if job.state != "done":
+        progress.end(job.state)
+        return {"ok": False, "message": (job.error or job.state).removeprefix("TuneError: "), "job": job.id}
+    report = job.result
+    progress.end(summary(report))
+    reports(cmd.ls)[doc.uri] = Tuned(version, report)
+    return {"ok": True, "best": dict(report.best or ()), "provenance": report.best_provenance,
+            "rejected": report.rejected, "message": summary(report), "job": job.id}
+
+
+def job_body(session: Any, path: str, text: str, options: TuneOptions, progress: WorkProgress) -> Any:
+    """The tune job's work: engine/tune.py's ``tune`` on the engine's backend, progress to both the
+    job and the editor, results remembered in the workspace's results store when it opens."""
     from pallasite.engine.store_cache import workspace_for
     from pallasite.knowledge.store import ResultsStore, StoreError
 
-    engine = ls.session.engine
-    version, text = doc.version, doc.text
-    backend = engine.backend(ls.session.check_options())
-    options = TuneOptions(chip=chip, verify=verify, declared=dict(ls.session.settings.tunables) or None)
-    progress = WorkProgress(ls, f"pallasite: autotuning {Path(doc.path).name} for {chip}", token)
+    backend = session.engine.backend(session.check_options())
 
-    async def job_body(report: Any) -> TuneReport:
+    async def body(report: Any) -> TuneReport:
         to_job = job_progress(report)
 
         def say(message: str, fraction: float | None = None) -> None:
@@ -87,36 +100,19 @@ async def run(ls: Any, doc: Any, chip: str, token: Any = None, verify: int = 3) 
             to_job(message, fraction)
 
         try:
-            store = ResultsStore.open(workspace_for([doc.path], cwd=Path(doc.path).parent))
+            store = ResultsStore.open(workspace_for([path], cwd=Path(path).parent))
         except StoreError as exc:  # tune all the same; nothing is remembered this time
-            ls.session.log(f"pallasite: autotune without the results store: {exc}")
+            session.log(f"pallasite: autotune without the results store: {exc}")
             store = None
         try:
-            return await tune(doc.path, text, options, worker_estimator(backend, doc.path, text, options, on_progress=say),
-                              verifier=worker_verifier(backend, doc.path, text, options, on_progress=say),
+            return await tune(path, text, options, worker_estimator(backend, path, text, options, on_progress=say),
+                              verifier=worker_verifier(backend, path, text, options, on_progress=say),
                               store=store, progress=say)
         finally:
             if store is not None:
                 store.close()
 
-    progress.begin([])
-    progress.report("estimating configurations")
-    job = engine.jobs.submit("tune", doc.path, job_body)
-    try:
-        job = await engine.jobs.wait(job.id)
-    except asyncio.CancelledError:
-        engine.jobs.cancel(job.id)
-        progress.end("cancelled")
-        raise
-    if job.state != "done":
-        progress.end(job.state)
-        message = (job.error or job.state).removeprefix("TuneError: ")
-        return {"ok": False, "message": message, "job": job.id}
-    report = job.result
-    progress.end(summary(report))
-    reports(ls)[doc.uri] = Tuned(version, report)
-    return {"ok": True, "best": dict(report.best or ()), "provenance": report.best_provenance,
-            "rejected": report.rejected, "message": summary(report), "job": job.id}
+    return body
 
 
 def apply_action(tuned: Tuned | None, uri: str, version: int, lines: Sequence[str], encoding: str) -> list[lsp.CodeAction]:

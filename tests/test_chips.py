@@ -149,6 +149,7 @@ def test_the_server_logs_why_the_worker_could_not_build_the_table_once():
     from pallasite.engine.engine import Engine
     from fake_backend import FakeStep, fake_backend
     from pallasite.wire import messages
+    from pallasite.server import checks
     from pallasite.server.session import Session
 
     class Client:
@@ -166,7 +167,7 @@ def test_the_server_logs_why_the_worker_could_not_build_the_table_once():
 
     async def go():
         try:
-            await session._fetch_chip_table()
+            await checks.fetch_chip_table_now(session)
         finally:
             await session.engine.close()
 

@@ -42,7 +42,8 @@ LSP = ("pygls", "lsprotocol")
 # the server modules that speak LSP (everything else in server/ is CLI or plain logic)
 LSP_MODULES = {"server.lsp", "server.lsp_convert", "server.session", "server.session_settings",
                "server.progress", "server.actions", "server.fix_command", "server.tune_lsp", "server.lsp_protocol",
-               "server.search_lsp", "server.optimize_lsp"}
+               "server.search_lsp", "server.optimize_lsp", "server.job_command", "server.checks",
+               "server.tier0_runs"}
 # what the worker side may import from outside the standard library
 RUNNER_THIRD_PARTY = ("jax", "jaxlib", "libtpu", "numpy")
 

@@ -212,7 +212,9 @@ def test_a_failing_source_analysis_is_reported_once_and_keeps_the_last_findings(
     def broken(*args, **kwargs):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(session_mod, "analyze", broken)
+    from pallasite.server import tier0_runs
+
+    monkeypatch.setattr(tier0_runs, "analyze", broken)
     for version in (2, 3):
         doc.apply(version, [])
         assert session.ensure_analysis(doc) is True  # still known as a kernel file

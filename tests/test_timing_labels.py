@@ -60,7 +60,9 @@ def test_hover_lists_estimates_apart_from_device_measurements():
         m = Measurement(status="ok", provenance=prov, device_kind=kind, method="cost model", median_ns=5000.0)
         return SimpleNamespace(kernel=kernel, measurement=m, created=0.0, key=SimpleNamespace(backend="estimate"))
 
-    session = SimpleNamespace(engine=SimpleNamespace(stored_measurements=lambda path: [
+    from pallasite.server.features import FeatureState
+
+    session = SimpleNamespace(features=FeatureState(), engine=SimpleNamespace(stored_measurements=lambda path: [
         record("add", Provenance.ESTIMATE, "v6e")]))
     text = timing_lsp.hover_section(session, "k.py", {"add"})
     assert "**measured" not in text and "**estimated, or not TPU time**" in text and "estimate for v6e" in text

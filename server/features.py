@@ -1,0 +1,52 @@
+"""What the editor features remember between requests, in one typed object on the session.
+
+``Session.features`` is a ``FeatureState``: the last optimize run and autotune report per
+document, the decisions step mode waits for, the open plan / diff / tests documents of step mode,
+the inlay-hint sets of the last tune and optimize runs, and this session's latest timings. Nothing
+is hung on the pygls server object: a handler reads ``ls.session.features`` and the module that
+owns a feature (tune_lsp, optimize_lsp, inlay_hints, timing_lsp) writes its own field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the feature modules import nothing from here
+    from pallasite.agents.optimize import RunState
+
+    from .inlay_hints import HintSet
+    from .timing_lsp import LastTiming
+    from .tune_lsp import Tuned
+
+
+@dataclass(frozen=True)
+class StepDocument:
+    """The editor's copy of a step-mode plan / diff / tests document: its text and version only
+    (never checked as a kernel); *Revise* reads the user's edits from here, saved or not."""
+
+    uri: str
+    path: str
+    version: int
+    text: str
+
+
+@dataclass
+class FeatureState:
+    """Per-session state of the features; every field maps a document (uri or path) to its latest."""
+
+    optimize_runs: dict[str, "RunState"] = field(default_factory=dict)  # uri -> last optimize run
+    pending_decisions: dict[str, asyncio.Future] = field(default_factory=dict)  # resolved path -> step decision
+    step_documents: dict[str, StepDocument] = field(default_factory=dict)  # uri -> open step document
+    tune_reports: dict[str, "Tuned"] = field(default_factory=dict)  # uri -> last autotune report
+    inlay_hints: dict[str, dict[str, "HintSet"]] = field(default_factory=dict)  # uri -> source -> hints
+    timings: dict[str, dict[str, "LastTiming"]] = field(default_factory=dict)  # path -> entry -> latest
+
+    def remember_hints(self, uri: str, source: str, hints: "HintSet") -> None:
+        """Keep ``hints`` as the latest of ``source`` ("tune" or "optimize") for ``uri``."""
+        self.inlay_hints.setdefault(uri, {})[source] = hints
+
+    def hints_of(self, uri: str) -> list["HintSet"]:
+        return list(self.inlay_hints.get(uri, {}).values())
+
