@@ -130,8 +130,9 @@ def _empty_message_sentence(rec: Mapping[str, Any]) -> str:
     where = rec.get("raised_at")
     if where:
         code = f": `{where['code']}`" if where.get("code") else ""
+        values = f" ({where['values']})" if where.get("values") else ""
         return (f"{etype} with an empty message, raised at {where['file']}:{where['line']} in "
-                f"{where['function']}{code}")
+                f"{where['function']}{code}{values}")
     return f"{etype}() with an empty message (the exception carried no text; the worker did not say where it was raised)"
 
 

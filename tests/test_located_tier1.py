@@ -19,7 +19,8 @@ from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "located"
-FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py", "prefetch_block.py", "branch_spec.py")
+FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py", "prefetch_block.py", "branch_spec.py",
+         "scratch_shape_assert.py")
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +69,13 @@ def test_an_error_without_a_line_goes_to_the_call_the_entry_reached():
     finding = locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="workload", reached=reached)
     assert finding.code == "PLS201" and finding.span == locate.call_span(target)
     assert locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="workload").span.line == 0
+
+
+def test_a_bare_assert_on_a_scratch_shape_says_the_values_and_relates_the_assert(reports):
+    """A bare assert in a kernel says nothing; the worker records what the names it compares held,
+    and the finding goes to the declared dim, with the assert related (before: at the assert)."""
+    [finding] = [f for f in reports["scratch_shape_assert.py"].findings if f.severity == "error"]
+    assert "row_stats_ref.shape = (8, 100)" in finding.message
+    lines = (DATA / "scratch_shape_assert.py").read_text().splitlines()
+    assert_line = next(i for i, t in enumerate(lines) if t.strip() == "assert (")
+    assert any(r.span.line == assert_line and "row_stats_ref.shape[1] = 100" in r.message for r in finding.related)

@@ -148,3 +148,15 @@ def test_no_culprit_when_the_message_names_no_written_value_and_none_breaks_the_
 def test_fixtures_are_clean_kernels_for_tier0(name):
     text = (DATA / name).read_text()
     assert [f.code for f in analyze(text, name).findings if f.severity == "error"] == []
+
+
+def test_a_check_written_over_several_lines_is_found_from_the_line_the_traceback_names():
+    """Python 3.11 names the line of the failing part of a multi-line raise (its message line); the
+    check is still the raise (before: no failing statement, no culprit)."""
+    text = CHECKED.replace('        raise ValueError(f"{block=} must be a multiple of {compute=}")',
+                           '        raise ValueError(\n            f"{block=} must be a multiple of {compute=}"\n        )')
+    lines = text.splitlines()
+    message_line = next(i for i, line in enumerate(lines) if "must be a multiple of {compute=}" in line) + 1
+    call_line = next(i for i, line in enumerate(lines) if "return _forward(" in line) + 1
+    found = culprit(text, ((call_line, "entry"), (message_line, "_forward")), "block=256 must be a multiple of compute=100")
+    assert found is not None and found.name == "compute" and found.check_line == message_line - 2
