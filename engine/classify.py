@@ -22,8 +22,9 @@ ORIGIN_COMPILER = "libtpu compiler"
 ORIGIN_RUNNER = "pallasite runner"
 
 
-CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments? but \d+ (?:was|were) given|"
-                         r"missing \d+ required positional arguments?)")
+CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments? but \d+ (?:positional arguments? )?"
+                        r"(?:\(and \d+ keyword-only arguments?\) )?(?:was|were) given|"
+                        r"missing \d+ required positional arguments?)")  # "(and 1 keyword-only argument)": a partial's
 
 
 def classify(rec: Mapping[str, Any], tier: int) -> str:
