@@ -60,6 +60,7 @@ class Origin:
     what: str  # e.g. "TUNED_PARAMS['block_k'] = 1024"
     value: object = None  # the literal's value when it is one
     exact: bool = True  # False when arithmetic lies between this value and the traced expression
+    chosen: bool = False  # min()/max() lay between: the value holds only where it is the one the run saw
 
     @property
     def span(self) -> Span:
@@ -202,6 +203,9 @@ class Tracer:
             return self._attribute(node, chain, kind)
         if isinstance(node, ast.BinOp):
             return self._arithmetic(node, chain, kind)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max") \
+                and len(node.args) >= 2 and not node.keywords and not self._rebound(node.func.id, chain):
+            return self._chosen(node, chain, kind)
         if isinstance(node, ast.Call):
             returned = self._returned(node, chain)
             if returned is not None:
@@ -223,6 +227,20 @@ class Tracer:
             if found is not None and found.kind != "expression":
                 return dataclasses.replace(found, exact=False)
         return self.place(node, "expression", None)
+
+    def _chosen(self, node: ast.Call, chain: list[ast.AST], kind: str) -> Origin | None:
+        """``min(block_q, seq_len)``: the one argument that traces to a written value (the others
+        are computed, e.g. a shape), marked ``chosen`` and not exact; else the call itself."""
+        found = [self.origin(a, chain, kind) for a in node.args]
+        written = [o for o in found if o is not None and o.kind != "expression"]
+        if len(written) == 1 and len(found) == len(node.args):
+            return dataclasses.replace(written[0], exact=False, chosen=True)
+        return self.place(node, "expression", None)
+
+    def _rebound(self, name: str, chain: list[ast.AST]) -> bool:
+        """Whether a builtin's ``name`` is bound in the file (a parameter, local or module name)."""
+        return name in self.imported or any(_param(fn, name) or _bound_in(fn, name) for fn in chain) \
+            or bool(_bound_in(self.tree, name))
 
     # ---------------------------------------------------------------- names
 
@@ -309,6 +327,8 @@ class Tracer:
         name = getattr(fn, "name", None)
         if not name:
             return []
+        if name == "__init__" and isinstance(parent_of(fn), ast.ClassDef):
+            name = parent_of(fn).name  # a constructor's arguments are passed where the class is called
         sites = list(self._call_sites(name))
         framed = self._framed_call(name, sites)
         if framed is not None:
@@ -474,7 +494,18 @@ class Tracer:
             return self.place(node, kind, ast.unparse(node))  # ``jnp.int32``: a value written here
         cls, made, made_chain = self._instance_class(node.value, chain)
         if cls is None:
-            return self.place(node, "expression", None)
+            owner = self._own_class(node.value, chain)  # ``self.block_rows`` inside a method
+            if owner is None:
+                return self.place(node, "expression", None)
+            assigned = [(stmt.value, functions_around(stmt)) for stmt in ast.walk(owner)
+                        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
+                        and any(_is_self_attr(t, field_name) for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))]
+            if len(assigned) == 1:
+                value, where = assigned[0]
+                return self.origin(value, where, "literal")
+            if assigned:
+                return self.place(node, "expression", None)
+            cls = owner  # no assignment: a dataclass field's default, below
         if made is not None:  # Config(block_m=256): the keyword wins over the field default
             value = next((k.value for k in made.keywords if k.arg == field_name), None)
             if value is not None:
@@ -501,6 +532,21 @@ class Tracer:
                                     what=f"{cls.name}.{field_name} = {ast.unparse(stmt.value)}")
                 return self.origin(stmt.value, [], "dataclass field")
         return self.place(node, "expression", None)
+
+    def _own_class(self, node: ast.expr, chain: list[ast.AST]) -> ast.ClassDef | None:
+        """The class of the file whose method ``chain`` is in, when ``node`` is that method's first
+        parameter (``self``) and it is not rebound there."""
+        if not isinstance(node, ast.Name) or not chain:
+            return None
+        method = chain[-1]
+        cls = parent_of(method)
+        if not isinstance(cls, ast.ClassDef) or not _bound_self(method):
+            return None
+        args = getattr(method, "args", None)
+        first = (args.posonlyargs + args.args)[:1] if args is not None else []
+        if not first or first[0].arg != node.id or _bound_in(method, node.id):
+            return None
+        return cls
 
     def _instance_class(self, node: ast.expr, chain: list[ast.AST], depth: int = 0) -> tuple[ast.ClassDef | None, ast.Call | None, list[ast.AST]]:
         """The class of the file that ``node`` is an instance of, the call that made it (if seen),
@@ -543,6 +589,11 @@ class _Bound:
     chain: list
     kind: str
     what: str | None = None
+
+
+def _is_self_attr(target: ast.AST, field_name: str) -> bool:
+    return isinstance(target, ast.Attribute) and target.attr == field_name and isinstance(target.value, ast.Name) \
+        and target.value.id in ("self", "cls")
 
 
 def _dict_entry(holder: ast.Dict, key: object) -> ast.expr | None:

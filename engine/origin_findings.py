@@ -73,12 +73,15 @@ def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, tex
     message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
     if not spec.dim_spans:
         return _to_branch_origin(code, message, spec, text, lines)
+    block = message_block(message)
     for index in bad_dims(code, message, len(spec.dim_spans)):
         if not (0 <= index < len(spec.dim_spans)):
             continue
         origin = trace(text, spec.dim_spans[index])
         if origin is None or origin.kind == "expression" or spec.span.line <= origin.line <= spec.span.end_line:
             continue  # written in the BlockSpec itself, or computed: the BlockSpec is the place
+        if origin.chosen and block and index < len(block) and origin.value != block[index]:
+            continue  # min()/max() chose another value than this one
         return Moved(span=_line(origin, lines), related=(Related(spec.span, "the BlockSpec that uses this value"),),
                      sentence=_said(origin))
     return None

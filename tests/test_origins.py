@@ -160,3 +160,40 @@ def test_a_check_written_over_several_lines_is_found_from_the_line_the_traceback
     call_line = next(i for i, line in enumerate(lines) if "return _forward(" in line) + 1
     found = culprit(text, ((call_line, "entry"), (message_line, "_forward")), "block=256 must be a multiple of compute=100")
     assert found is not None and found.name == "compute" and found.check_line == message_line - 2
+
+
+def test_min_of_a_written_size_and_a_shape_traces_to_the_size_as_a_chosen_value():
+    """``bq = min(blocks.block_q, x.shape[0])``: the one argument written somewhere is followed,
+    marked ``chosen`` (min may have taken the shape instead) and not exact (before: the trace
+    stopped at the min)."""
+    text, sites = _dims("min_and_self.py")
+    site = next(s for s in sites if s.enclosing_function == "_clipped")
+    found = trace(text, site.in_specs[0].dim_spans[0])
+    assert (found.line, found.value, found.kind) == (_marked(text, "clipped"), 60, "argument")
+    assert found.chosen and not found.exact
+
+
+def test_self_attributes_trace_to_the_constructor_default_or_the_argument_of_its_call():
+    """``br, bc = self.block_rows, self.block_cols`` in a method: the one ``self.x = ...`` of the
+    class, then ``__init__``'s parameter: the argument where the class is called, else its default
+    (before: the trace stopped at the method's unpacking)."""
+    text, sites = _dims("min_and_self.py")
+    site = next(s for s in sites if s.enclosing_function == "__call__")
+    rows, cols = (trace(text, d) for d in site.in_specs[0].dim_spans)
+    assert (rows.line, rows.value, rows.kind) == (_marked(text, "default"), 8, "keyword default")
+    assert (cols.line, cols.value, cols.kind) == (_marked(text, "argument"), 512, "argument")
+
+
+def test_a_chosen_size_the_lowering_did_not_see_is_not_blamed():
+    """When min() took the other value (the message's block dim is not the traced size), the block
+    finding stays at the BlockSpec."""
+    from pallasite.engine.origin_findings import to_origin
+
+    text, sites = _dims("min_and_self.py")
+    site = next(s for s in sites if s.enclosing_function == "_clipped")
+    spec = site.in_specs[0]
+    lines = text.splitlines()
+    said = "Block spec for args[0] in pallas_call has block shape ({}, 512), array shape (100, 512)"
+    moved = to_origin("PLS101", {"message": said.format(60)}, spec, text, lines)
+    assert moved is not None and moved.span.line == _marked(text, "clipped")
+    assert to_origin("PLS101", {"message": said.format(44)}, spec, text, lines) is None
