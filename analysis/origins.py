@@ -207,7 +207,7 @@ class Tracer:
                 and len(node.args) >= 2 and not node.keywords and not self._rebound(node.func.id, chain):
             return self._chosen(node, chain, kind)
         if isinstance(node, ast.Call):
-            returned = self._returned(node, chain)
+            returned = self.returned(node, chain)
             if returned is not None:
                 return self.origin(*returned, kind)
         if hasattr(node, "lineno"):
@@ -389,7 +389,7 @@ class Tracer:
 
     # ---------------------------------------------------------------- calls of the file's functions
 
-    def _returned(self, call: ast.Call, chain: list[ast.AST]) -> tuple[ast.expr, list[ast.AST]] | None:
+    def returned(self, call: ast.Call, chain: list[ast.AST]) -> tuple[ast.expr, list[ast.AST]] | None:
         """For a call of a function of this file with one ``return``: the returned expression (the
         function entered through this call, so its parameters resolve to this call's arguments)."""
         fn = self._function_called(call)
@@ -452,7 +452,7 @@ class Tracer:
             made = ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords], values=[k.value for k in node.keywords])
             return made, chain, "dict(...)"
         if isinstance(node, ast.Call):
-            returned = self._returned(node, chain)
+            returned = self.returned(node, chain)
             if returned is not None:
                 return self._container(returned[0], returned[1], depth + 1)
             return None
@@ -556,7 +556,7 @@ class Tracer:
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id in self.classes:
                 return self.classes[node.func.id], node, chain
-            returned = self._returned(node, chain)  # BlockSizes.get_default(...), make_config(...)
+            returned = self.returned(node, chain)  # BlockSizes.get_default(...), make_config(...)
             if returned is not None:
                 return self._instance_class(returned[0], returned[1], depth + 1)
             return None, None, []

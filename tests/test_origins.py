@@ -197,3 +197,13 @@ def test_a_chosen_size_the_lowering_did_not_see_is_not_blamed():
     moved = to_origin("PLS101", {"message": said.format(60)}, spec, text, lines)
     assert moved is not None and moved.span.line == _marked(text, "clipped")
     assert to_origin("PLS101", {"message": said.format(44)}, spec, text, lines) is None
+
+
+def test_an_out_shape_returned_by_a_helper_is_followed_to_its_dtype():
+    """``out_shape=_out(x)``: the dtype written in the helper's ``ShapeDtypeStruct`` (before: the
+    call ``_out(x)`` itself, at the pallas_call)."""
+    from pallasite.analysis.call_values import output_dtype
+
+    text, [site] = _dims("out_shape_helper.py")
+    found = output_dtype(text, site.span, 0)
+    assert found is not None and found.line == _marked(text) and "jnp.int32" in found.what
