@@ -28,7 +28,12 @@ Followed (an intra-file data-flow over the syntax tree):
 - a call of a function of the file with one ``return``: the returned expression, its parameters
   bound by that call;
 - simple arithmetic with one non-literal operand (``bq * 2``, ``block - 8``, ``n // bk``): the
-  operand that is not a literal.
+  operand that is not a literal;
+- ``min(block_q, seq_len)`` / ``max(...)``: the one argument that traces to a written value,
+  marked ``chosen`` (the call may have taken the other one: a finding moves there only when the
+  value it names is that one);
+- ``self.block_rows`` in a method: the class's one ``self.block_rows = ...``, and a constructor
+  parameter there to the argument where the class is called (else its default).
 
 Anything else (several assignments, loops, calls into other modules) stops the trace at the
 expression itself (kind "expression"), so the answer is never a guess. ``branch_block_shapes``
