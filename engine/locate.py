@@ -316,9 +316,13 @@ def _index_map_function(rec: Mapping[str, Any], lines: list[str]) -> Span | None
         named = [d for d in defs if d.name == name]
         return line_span(named[0].lineno - 1, lines) if len(named) == 1 else None
     if re.search(r"must return \d+ values", said):
+        count = re.search(r"Currently returning (\d+)", said)
         for mention in rec.get("mentions") or ():
             fn = next((d for d in defs if d.lineno == mention["line"]), None)
             returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None] if fn else []
+            if len(returns) > 1 and count:  # several returns: the one returning as many as the message says
+                returns = [r for r in returns if isinstance(r.value, ast.Tuple) and len(r.value.elts) == int(count.group(1))
+                           and not any(isinstance(e, ast.Starred) for e in r.value.elts)]
             if len(returns) == 1:
                 return line_span(returns[0].value.lineno - 1, lines)
     return None

@@ -23,7 +23,7 @@ from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "located"
 FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py", "prefetch_block.py", "branch_spec.py",
-         "scratch_shape_assert.py", "index_map_named_map.py", "index_map_partial.py")
+         "scratch_shape_assert.py", "index_map_named_map.py", "index_map_partial.py", "index_map_two_returns.py")
 
 
 @pytest.fixture(scope="module")
