@@ -32,6 +32,9 @@ Followed (an intra-file data-flow over the syntax tree):
 - ``min(block_q, seq_len)`` / ``max(...)``: the one argument that traces to a written value,
   marked ``chosen`` (the call may have taken the other one: a finding moves there only when the
   value it names is that one);
+- ``config.get("block_q", 128)`` on a dict: its entry, else the default given; a keyword passed
+  on through a wrapper's ``**options`` (``def wrapper(x, **options): return f(x, **options)``):
+  the keyword given where the wrapper is called;
 - ``self.block_rows`` in a method: the class's one ``self.block_rows = ...``, and a constructor
   parameter there to the argument where the class is called (else its default).
 
@@ -211,6 +214,11 @@ class Tracer:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max") \
                 and len(node.args) >= 2 and not node.keywords and not self._rebound(node.func.id, chain):
             return self._chosen(node, chain, kind)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and 1 <= len(node.args) <= 2 and isinstance(node.args[0], ast.Constant) and not node.keywords:
+            found = self._dict_get(node, chain)
+            if found is not None:
+                return found
         if isinstance(node, ast.Call):
             returned = self.returned(node, chain)
             if returned is not None:
@@ -315,11 +323,19 @@ class Tracer:
         if value is not None:
             return value, functions_around(call)
         for splat in (k for k in call.keywords if k.arg is None):  # f(**TUNED)
-            found = self._container(splat.value, functions_around(call))
+            around = functions_around(call)
+            found = self._container(splat.value, around)
             if found is not None and isinstance(found[0], ast.Dict):
                 entry = _dict_entry(found[0], param)
                 if entry is not None:
                     return entry, found[1]
+            outer = around[-1] if around else None
+            kwarg = getattr(getattr(outer, "args", None), "kwarg", None)
+            if found is None and isinstance(splat.value, ast.Name) and kwarg is not None and kwarg.arg == splat.value.id \
+                    and not _bound_in(outer, splat.value.id):  # def wrapper(x, **options): f(x, **options)
+                passed = self._arguments_at_call_sites(outer, param, None)
+                if len(passed) == 1:
+                    return passed[0]
         if position is not None:
             index = position - shift - _bound_self(fn)
             if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
@@ -444,6 +460,20 @@ class Tracer:
                 return self.place(element, "list entry", element.value, what=f"{label}[{key.value}] = {ast.unparse(element)}")
             return self.origin(element, holder_chain, "list entry")
         return None
+
+    def _dict_get(self, node: ast.Call, chain: list[ast.AST]) -> Origin | None:
+        """``config.get("block_q", 128)`` on a dict of the file: its entry, else the default given."""
+        container = self._container(node.func.value, chain)
+        if container is None or not isinstance(container[0], ast.Dict):
+            return None
+        holder, holder_chain, label = container
+        key = node.args[0].value
+        v = _dict_entry(holder, key)
+        if v is None:
+            return self.origin(node.args[1], chain, "argument") if len(node.args) == 2 else None
+        if isinstance(v, ast.Constant):
+            return self.place(v, "dict entry", v.value, what=f"{label}[{key!r}] = {ast.unparse(v)}")
+        return self.origin(v, holder_chain, "dict entry")
 
     def _container(self, node: ast.expr, chain: list[ast.AST], depth: int = 0):
         """The dict/list/tuple literal ``node`` stands for, its scope, and a label; None if unknown."""

@@ -207,3 +207,21 @@ def test_an_out_shape_returned_by_a_helper_is_followed_to_its_dtype():
     text, [site] = _dims("out_shape_helper.py")
     found = output_dtype(text, site.span, 0)
     assert found is not None and found.line == _marked(text) and "jnp.int32" in found.what
+
+
+def test_dict_get_and_a_kwargs_passthrough_are_followed():
+    """``config.get("block_rows", 8)``: the dict's entry, else the default given; ``_copy(x,
+    **options)`` in ``def copy_any(x, **options)``: the keyword where copy_any is called (before:
+    both stopped at the expression; the trace is given the frames of the run that failed)."""
+    text, [site] = _dims("get_and_kwargs.py")
+    lines = text.splitlines()
+    rows_dim, cols_dim = site.in_specs[0].dim_spans
+    via_config = ((lines.index("    return _copy(x, block_rows=rows, block_cols=cols)") + 1, "copy_configured"),
+                  (site.span.line + 1, "_copy"))
+    rows, cols = trace(text, rows_dim, frames=via_config), trace(text, cols_dim, frames=via_config)
+    assert (rows.line, rows.value, rows.kind) == (_marked(text, "entry"), 16, "dict entry")
+    assert (cols.line, cols.value) == (_marked(text, "default"), 256)
+    via_wrapper = ((_marked(text, "passed") + 1, "bench"), (lines.index("    return _copy(x, **options)") + 1, "copy_any"),
+                   (site.span.line + 1, "_copy"))
+    passed = trace(text, rows_dim, frames=via_wrapper)
+    assert (passed.line, passed.value, passed.kind) == (_marked(text, "passed"), 32, "argument")
