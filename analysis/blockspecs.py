@@ -44,7 +44,7 @@ def block_spec(source: Source, scope: Scope, node: Node, role: str, position: in
                 spans.append(source.span(item))
                 origins.append(scope.origin(item))
             block_shape, dim_spans, dim_origins = tuple(dims), tuple(spans), tuple(origins)
-    arity, results, map_span = _index_map(source, scope, map_node)
+    arity, results, map_span, def_span = _index_map(source, scope, map_node)
     memory = _memory_space(source, scope.resolve(memory_node)) if memory_node is not None else None
     return BlockSpecInfo(
         span=span,
@@ -54,6 +54,7 @@ def block_spec(source: Source, scope: Scope, node: Node, role: str, position: in
         index_map_span=map_span,
         index_map_arity=arity,
         index_map_results=results,
+        index_map_def_span=def_span,
         memory_space=memory,
         role=role,  # type: ignore[arg-type]
         position=position,
@@ -78,19 +79,21 @@ def dim(source: Source, scope: Scope, node: Node) -> int | str | None:
     return source.node_text(node)
 
 
-def _index_map(source: Source, scope: Scope, node: Node | None) -> tuple[int | None, int | None, Span | None]:
+def _index_map(source: Source, scope: Scope, node: Node | None
+               ) -> tuple[int | None, int | None, Span | None, Span | None]:
+    """(arity, result count, span in the BlockSpec, the ``def`` header of a named function)."""
     if node is None:
-        return None, None, None
+        return None, None, None, None
     resolved = scope.resolve(node)
     if resolved is not None and resolved.type == "identifier":
         if source.node_text(resolved) in scope.shadowed:
-            return None, None, source.span(node)  # a parameter or rebound local: not the def of that name
+            return None, None, source.span(node), None  # a parameter or rebound local: not the def of that name
         defn = source.function(source.node_text(resolved), near=node)
         if defn is None:
-            return None, None, source.span(node)
-        return _def_arity(source, defn), _def_results(source, defn), source.span(node)
+            return None, None, source.span(node), None
+        return _def_arity(source, defn), _def_results(source, defn), source.span(node), _def_header(source, defn)
     if resolved is None or resolved.type != "lambda":
-        return None, None, source.span(node)
+        return None, None, source.span(node), None
     params = resolved.child_by_field_name("parameters")
     arity: int | None = 0
     for param in params.named_children if params is not None else ():
@@ -102,7 +105,17 @@ def _index_map(source: Source, scope: Scope, node: Node | None) -> tuple[int | N
             break
         arity = (arity or 0) + 1
     body = resolved.child_by_field_name("body")
-    return arity, _result_count(source, body), source.span(resolved)
+    return arity, _result_count(source, body), source.span(resolved), None
+
+
+def _def_header(source: Source, defn: Node) -> Span:
+    """From ``def`` to the end of the parameter list."""
+    whole = source.span(defn)
+    params = defn.child_by_field_name("parameters")
+    if params is None:
+        return Span(whole.line, whole.column, whole.line, whole.column + 3)
+    end = source.span(params)
+    return Span(whole.line, whole.column, end.end_line, end.end_column)
 
 
 def _result_count(source: Source, body: Node | None) -> int | None:

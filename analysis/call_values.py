@@ -1,7 +1,8 @@
 """Values of one pallas_call followed to where they were written: the dtype of an output.
 
 ``out_shape`` is often not written in the call: a list built above it (``out_shapes = [...]``), a
-``jax.ShapeDtypeStruct`` bound to a name, an array whose dtype the output copies. ``output_dtype``
+``jax.ShapeDtypeStruct`` bound to a name or returned by a helper of the file (``out_shape=_out(x)``),
+an array whose dtype the output copies. ``output_dtype``
 follows the call's ``out_shape`` to the ``index``-th output's dtype expression (through names,
 lists, tuples and dicts with ``analysis/origins.py``) and then to where that dtype was written:
 
@@ -94,9 +95,13 @@ def _output(tracer: Tracer, node: ast.expr, chain: list, index: int, depth: int 
         if not (0 <= index < len(node.elts)) or any(isinstance(e, ast.Starred) for e in node.elts):
             return None, chain
         element = node.elts[index]
-        if isinstance(element, ast.Name):
+        if isinstance(element, (ast.Name, ast.Call)):
             return _output(tracer, element, chain, 0, depth + 1)
         return element, chain
+    if isinstance(node, ast.Call) and callee_name(node) != "ShapeDtypeStruct":
+        returned = tracer.returned(node, chain)  # out_shape=_out(x): a helper of the file with one return
+        if returned is not None:
+            return _output(tracer, returned[0], returned[1], index, depth + 1)
     if index == 0:
         return node, chain  # one output
     return None, chain

@@ -68,6 +68,31 @@ def culprit(text: str, frames: Frames, message: str, exclude: tuple[tuple[int, i
     return _written_once(tree, text, statement, message, numbers, exclude) or (best[1] if best else None)
 
 
+_SHAPE_VALUE = re.compile(r"(?P<ref>\w+)\.shape = \((?P<dims>[\d, ]*)\)")
+
+
+def shape_culprit(text: str, frames: Frames, values: str, exclude: tuple[tuple[int, int], ...] = ()) -> Culprit | None:
+    """A bare ``assert`` inside a kernel about a ref's shape (``assert acc_ref.shape == (bm, 128)``)
+    failed: ``values`` is what the worker saw its names hold (``runner/errors.py``,
+    ``acc_ref.shape = (16, 124)``). The ref got that shape where it was declared (a BlockSpec, a
+    scratch buffer), outside the kernel: a dim of the shapes that breaks the (8, 128) tiling and is
+    written exactly once as a literal outside kernels is the value the check is about. None
+    otherwise (the finding stays at the assert)."""
+    tree = parse(text)
+    if tree is None or not frames:
+        return None
+    statement, is_check = _failing_statement(tree, frames)
+    if statement is None or not isinstance(statement, ast.Assert):
+        return None
+    shapes = {m.group("ref"): [int(d) for d in re.findall(r"\d+", m.group("dims"))] for m in _SHAPE_VALUE.finditer(values)}
+    for ref, dims in shapes.items():
+        for i, n in enumerate(dims):
+            found = _written_once(tree, text, statement, str(n), {n}, exclude)
+            if found is not None:
+                return Culprit(found.origin, f"{ref}.shape[{i}]", found.check_line)
+    return None
+
+
 def _written_once(tree: ast.Module, text: str, statement: ast.stmt, message: str, numbers: set[int],
                   exclude: tuple[tuple[int, int], ...]) -> Culprit | None:
     """When the value went where the trace cannot follow (an object's attributes, ``**kwargs`` kept
@@ -119,13 +144,17 @@ def _is_int(value: object) -> bool:
 def _failing_statement(tree: ast.Module, frames: Frames) -> tuple[ast.stmt | None, bool]:
     """(the statement the error stopped at, whether it is a raise/assert check)."""
     statements = {}
+    checks = []
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt):
             statements.setdefault(node.lineno, []).append(node)
+        if isinstance(node, (ast.Raise, ast.Assert)):
+            checks.append(node)
     for line, _ in reversed(frames):
-        for stmt in statements.get(line, ()):
-            if isinstance(stmt, (ast.Raise, ast.Assert)):
-                return stmt, True
+        # a check written over several lines: the traceback names the line of the failing part
+        holding = [c for c in checks if c.lineno <= line <= (c.end_lineno or c.lineno)]
+        if holding:
+            return min(holding, key=lambda c: (c.end_lineno or c.lineno) - c.lineno), True
     line = frames[-1][0]
     here = [s for s in statements.get(line, ()) if not isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.If, ast.For,
                                                                         ast.While, ast.With, ast.Try))]

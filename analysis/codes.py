@@ -71,6 +71,9 @@ CODES: dict[str, Code] = _codes(
          "information"),
     Code("PLS015", "Blocks exceed the scoped VMEM limit",
          "Shrink the blocks (or scratch), or raise vmem_limit_bytes in the compiler params up to the chip's VMEM."),
+    Code("PLS016", "A grid axis that carries state across steps is marked parallel on a two-TensorCore chip",
+         "Mark the axis \"arbitrary\": its steps must run in order on one core (step 0 initialises what the others read).",
+         "warning"),
     # ---------------------------------------------------------------- tier 1: lowering
     Code("PLS100", "Pallas TPU lowering failed", "Read the message; the marked line is where the lowering stopped."),
     Code("PLS101", "Block shape not tileable on TPU", "Make the last two block dims divisible by (8, 128) or equal to the array dims."),

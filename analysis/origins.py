@@ -28,7 +28,15 @@ Followed (an intra-file data-flow over the syntax tree):
 - a call of a function of the file with one ``return``: the returned expression, its parameters
   bound by that call;
 - simple arithmetic with one non-literal operand (``bq * 2``, ``block - 8``, ``n // bk``): the
-  operand that is not a literal.
+  operand that is not a literal;
+- ``min(block_q, seq_len)`` / ``max(...)``: the one argument that traces to a written value,
+  marked ``chosen`` (the call may have taken the other one: a finding moves there only when the
+  value it names is that one);
+- ``config.get("block_q", 128)`` on a dict: its entry, else the default given; a keyword passed
+  on through a wrapper's ``**options`` (``def wrapper(x, **options): return f(x, **options)``):
+  the keyword given where the wrapper is called;
+- ``self.block_rows`` in a method: the class's one ``self.block_rows = ...``, and a constructor
+  parameter there to the argument where the class is called (else its default).
 
 Anything else (several assignments, loops, calls into other modules) stops the trace at the
 expression itself (kind "expression"), so the answer is never a guess. ``branch_block_shapes``
@@ -60,6 +68,7 @@ class Origin:
     what: str  # e.g. "TUNED_PARAMS['block_k'] = 1024"
     value: object = None  # the literal's value when it is one
     exact: bool = True  # False when arithmetic lies between this value and the traced expression
+    chosen: bool = False  # min()/max() lay between: the value holds only where it is the one the run saw
 
     @property
     def span(self) -> Span:
@@ -202,8 +211,16 @@ class Tracer:
             return self._attribute(node, chain, kind)
         if isinstance(node, ast.BinOp):
             return self._arithmetic(node, chain, kind)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max") \
+                and len(node.args) >= 2 and not node.keywords and not self._rebound(node.func.id, chain):
+            return self._chosen(node, chain, kind)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and 1 <= len(node.args) <= 2 and isinstance(node.args[0], ast.Constant) and not node.keywords:
+            found = self._dict_get(node, chain)
+            if found is not None:
+                return found
         if isinstance(node, ast.Call):
-            returned = self._returned(node, chain)
+            returned = self.returned(node, chain)
             if returned is not None:
                 return self.origin(*returned, kind)
         if hasattr(node, "lineno"):
@@ -223,6 +240,20 @@ class Tracer:
             if found is not None and found.kind != "expression":
                 return dataclasses.replace(found, exact=False)
         return self.place(node, "expression", None)
+
+    def _chosen(self, node: ast.Call, chain: list[ast.AST], kind: str) -> Origin | None:
+        """``min(block_q, seq_len)``: the one argument that traces to a written value (the others
+        are computed, e.g. a shape), marked ``chosen`` and not exact; else the call itself."""
+        found = [self.origin(a, chain, kind) for a in node.args]
+        written = [o for o in found if o is not None and o.kind != "expression"]
+        if len(written) == 1 and len(found) == len(node.args):
+            return dataclasses.replace(written[0], exact=False, chosen=True)
+        return self.place(node, "expression", None)
+
+    def _rebound(self, name: str, chain: list[ast.AST]) -> bool:
+        """Whether a builtin's ``name`` is bound in the file (a parameter, local or module name)."""
+        return name in self.imported or any(_param(fn, name) or _bound_in(fn, name) for fn in chain) \
+            or bool(_bound_in(self.tree, name))
 
     # ---------------------------------------------------------------- names
 
@@ -292,11 +323,19 @@ class Tracer:
         if value is not None:
             return value, functions_around(call)
         for splat in (k for k in call.keywords if k.arg is None):  # f(**TUNED)
-            found = self._container(splat.value, functions_around(call))
+            around = functions_around(call)
+            found = self._container(splat.value, around)
             if found is not None and isinstance(found[0], ast.Dict):
                 entry = _dict_entry(found[0], param)
                 if entry is not None:
                     return entry, found[1]
+            outer = around[-1] if around else None
+            kwarg = getattr(getattr(outer, "args", None), "kwarg", None)
+            if found is None and isinstance(splat.value, ast.Name) and kwarg is not None and kwarg.arg == splat.value.id \
+                    and not _bound_in(outer, splat.value.id):  # def wrapper(x, **options): f(x, **options)
+                passed = self._arguments_at_call_sites(outer, param, None)
+                if len(passed) == 1:
+                    return passed[0]
         if position is not None:
             index = position - shift - _bound_self(fn)
             if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
@@ -309,6 +348,8 @@ class Tracer:
         name = getattr(fn, "name", None)
         if not name:
             return []
+        if name == "__init__" and isinstance(parent_of(fn), ast.ClassDef):
+            name = parent_of(fn).name  # a constructor's arguments are passed where the class is called
         sites = list(self._call_sites(name))
         framed = self._framed_call(name, sites)
         if framed is not None:
@@ -369,7 +410,7 @@ class Tracer:
 
     # ---------------------------------------------------------------- calls of the file's functions
 
-    def _returned(self, call: ast.Call, chain: list[ast.AST]) -> tuple[ast.expr, list[ast.AST]] | None:
+    def returned(self, call: ast.Call, chain: list[ast.AST]) -> tuple[ast.expr, list[ast.AST]] | None:
         """For a call of a function of this file with one ``return``: the returned expression (the
         function entered through this call, so its parameters resolve to this call's arguments)."""
         fn = self._function_called(call)
@@ -420,6 +461,20 @@ class Tracer:
             return self.origin(element, holder_chain, "list entry")
         return None
 
+    def _dict_get(self, node: ast.Call, chain: list[ast.AST]) -> Origin | None:
+        """``config.get("block_q", 128)`` on a dict of the file: its entry, else the default given."""
+        container = self._container(node.func.value, chain)
+        if container is None or not isinstance(container[0], ast.Dict):
+            return None
+        holder, holder_chain, label = container
+        key = node.args[0].value
+        v = _dict_entry(holder, key)
+        if v is None:
+            return self.origin(node.args[1], chain, "argument") if len(node.args) == 2 else None
+        if isinstance(v, ast.Constant):
+            return self.place(v, "dict entry", v.value, what=f"{label}[{key!r}] = {ast.unparse(v)}")
+        return self.origin(v, holder_chain, "dict entry")
+
     def _container(self, node: ast.expr, chain: list[ast.AST], depth: int = 0):
         """The dict/list/tuple literal ``node`` stands for, its scope, and a label; None if unknown."""
         if depth > MAX_HOPS:
@@ -432,7 +487,7 @@ class Tracer:
             made = ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords], values=[k.value for k in node.keywords])
             return made, chain, "dict(...)"
         if isinstance(node, ast.Call):
-            returned = self._returned(node, chain)
+            returned = self.returned(node, chain)
             if returned is not None:
                 return self._container(returned[0], returned[1], depth + 1)
             return None
@@ -474,7 +529,18 @@ class Tracer:
             return self.place(node, kind, ast.unparse(node))  # ``jnp.int32``: a value written here
         cls, made, made_chain = self._instance_class(node.value, chain)
         if cls is None:
-            return self.place(node, "expression", None)
+            owner = self._own_class(node.value, chain)  # ``self.block_rows`` inside a method
+            if owner is None:
+                return self.place(node, "expression", None)
+            assigned = [(stmt.value, functions_around(stmt)) for stmt in ast.walk(owner)
+                        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
+                        and any(_is_self_attr(t, field_name) for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))]
+            if len(assigned) == 1:
+                value, where = assigned[0]
+                return self.origin(value, where, "literal")
+            if assigned:
+                return self.place(node, "expression", None)
+            cls = owner  # no assignment: a dataclass field's default, below
         if made is not None:  # Config(block_m=256): the keyword wins over the field default
             value = next((k.value for k in made.keywords if k.arg == field_name), None)
             if value is not None:
@@ -502,6 +568,21 @@ class Tracer:
                 return self.origin(stmt.value, [], "dataclass field")
         return self.place(node, "expression", None)
 
+    def _own_class(self, node: ast.expr, chain: list[ast.AST]) -> ast.ClassDef | None:
+        """The class of the file whose method ``chain`` is in, when ``node`` is that method's first
+        parameter (``self``) and it is not rebound there."""
+        if not isinstance(node, ast.Name) or not chain:
+            return None
+        method = chain[-1]
+        cls = parent_of(method)
+        if not isinstance(cls, ast.ClassDef) or not _bound_self(method):
+            return None
+        args = getattr(method, "args", None)
+        first = (args.posonlyargs + args.args)[:1] if args is not None else []
+        if not first or first[0].arg != node.id or _bound_in(method, node.id):
+            return None
+        return cls
+
     def _instance_class(self, node: ast.expr, chain: list[ast.AST], depth: int = 0) -> tuple[ast.ClassDef | None, ast.Call | None, list[ast.AST]]:
         """The class of the file that ``node`` is an instance of, the call that made it (if seen),
         and that call's scope."""
@@ -510,7 +591,7 @@ class Tracer:
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id in self.classes:
                 return self.classes[node.func.id], node, chain
-            returned = self._returned(node, chain)  # BlockSizes.get_default(...), make_config(...)
+            returned = self.returned(node, chain)  # BlockSizes.get_default(...), make_config(...)
             if returned is not None:
                 return self._instance_class(returned[0], returned[1], depth + 1)
             return None, None, []
@@ -543,6 +624,11 @@ class _Bound:
     chain: list
     kind: str
     what: str | None = None
+
+
+def _is_self_attr(target: ast.AST, field_name: str) -> bool:
+    return isinstance(target, ast.Attribute) and target.attr == field_name and isinstance(target.value, ast.Name) \
+        and target.value.id in ("self", "cls")
 
 
 def _dict_entry(holder: ast.Dict, key: object) -> ast.expr | None:

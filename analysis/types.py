@@ -135,6 +135,9 @@ class BlockSpecInfo:
     index_map_span: Span | None = None
     index_map_arity: int | None = None  # parameters of the index_map lambda/function
     index_map_results: int | None = None  # entries of the tuple it returns
+    # an index_map written as a function of the file (``def q_map(b, i): ...``, passed by name):
+    # its ``def`` line up to the parameters, where its arity is written (None for a lambda)
+    index_map_def_span: Span | None = None
     memory_space: str | None = None  # e.g. "VMEM", "SMEM", "ANY" when given
     role: Literal["in", "out"] = "in"
     position: int = 0  # index among in_specs / out_specs

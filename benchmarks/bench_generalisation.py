@@ -2,7 +2,7 @@
 How many does ``pallasite check --format json`` catch, and how many does it place at the true line
 ±1? Prints figures; asserts nothing.
 
-    nice python benchmarks/bench_generalisation.py --jaxbench PATH/TO/JAXBench [--half dev|held-out|both]
+    nice python benchmarks/bench_generalisation.py --jaxbench PATH/TO/JAXBench [--half dev|held-out|third|both]
         [--tokamax PATH/TO/tokamax] [--work DIR] [--jobs 2] [--time-limit 300] [--rows]
 
 The operators, what makes a mutant a real bug, its true lines and how it is scored are written
@@ -14,7 +14,9 @@ keeps the real bugs; at most ``CAP`` per operator and file are kept, chosen by a
 checks the bases and the mutants (``--tiers 0-3``, ``--no-cache`` so no stored verdict of an older
 checker is reused), in batches whose JSON reports are kept in ``--work`` (a rerun resumes, and
 ``--rescore`` rechecks); (5) the scores: per operator and per half. Per-mutant rows are printed for
-the development half only, unless ``--rows`` asks for the held-out ones too.
+the development half only, unless ``--rows`` asks for the held-out ones too. ``--half third`` scores
+the third set (the rule in ``generalisation_corpus``'s doc: out of sample, scored apart from both halves;
+``both`` means the two halves, not the third set).
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def generate(kernels: list[corpus.Kernel], texts: dict[str, str], work: Path, py
         print(f"{k.id}: {len(found)} candidates, {len(real)} real bugs, {len(kept)} kept "
               f"(oracle {time.perf_counter() - started:.0f} s)")
         for c in sorted(kept, key=lambda c: (mutations.OPERATORS.index(c.operator), c.site)):
-            out.append({"kernel": k.id, "family": k.family, "held_out": k.held_out, "operator": c.operator,
+            out.append({"kernel": k.id, "family": k.family, "held_out": k.held_out, "set": k.set_name, "operator": c.operator,
                         "what": c.what, "true_lines": list(c.true_lines), "text": c.text,
                         "target": TARGETS.get(c.operator, "v6e")})
     cache.write_text(json.dumps({"key": key, "mutants": out}))
@@ -146,14 +148,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jaxbench", type=Path, help="a checkout's JAXBench folder (holding benchmark/)")
     parser.add_argument("--tokamax", type=Path, help="a checkout of openxla/tokamax")
-    parser.add_argument("--half", choices=("dev", "held-out", "both"), default="dev")
+    parser.add_argument("--half", choices=("dev", "held-out", "third", "both"), default="dev")
     parser.add_argument("--work", type=Path, default=Path("/tmp/pallasite-generalisation"))
     parser.add_argument("--tiers", default="0-3")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--only", nargs="*", help="kernel ids")
     parser.add_argument("--operators", nargs="*", help="only these operators")
-    parser.add_argument("--rows", action="store_true", help="print per-mutant rows for the held-out half too")
+    parser.add_argument("--rows", action="store_true", help="print per-mutant rows for the held-out half and the third set too")
     parser.add_argument("--rescore", action="store_true", help="check again instead of reading saved reports")
     parser.add_argument("--generate-only", action="store_true")
     parser.add_argument("--python", default=sys.executable)
@@ -163,7 +165,7 @@ def main(argv: list[str]) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
 
     kernels = [k for k in corpus.KERNELS if (not args.only or k.id in args.only) and (
-        args.half == "both" or k.held_out == (args.half == "held-out"))]
+        k.set_name == args.half or (args.half == "both" and not k.third))]
     texts = {k.id: t for k in kernels if (t := corpus.base_text(k, args.jaxbench, args.tokamax)) is not None}
     kernels = [k for k in kernels if k.id in texts]
     mutants = generate(kernels, texts, args.work / args.half, args.python)
@@ -209,20 +211,20 @@ def main(argv: list[str]) -> int:
         new = caught_by(mine, base)
         hit = [f for f in new if any(abs(f["line"] - t) <= 1 for t in m["true_lines"])]
         rows.append((m, new, hit))
-    for half in (False, True):
-        mine = [r for r in rows if r[0]["held_out"] == half]
+    for half in ("dev", "held-out", "third"):
+        mine = [r for r in rows if r[0].get("set", "held-out" if r[0]["held_out"] else "dev") == half]
         if not mine:
             continue
-        name = "held-out" if half else "development"
-        if not half or args.rows:
-            print(f"\n{name} half, per mutant:")
+        name = {"dev": "development half", "held-out": "held-out half", "third": "third set"}[half]
+        if half == "dev" or args.rows:
+            print(f"\n{name}, per mutant:")
             print(f"{'kernel':32} {'operator':24} {'true':>10}  {'caught':6} {'located':7} first new finding")
             for m, new, hit in mine:
                 first = (hit or new or [None])[0] if new is not None else None
                 shown = "(no report)" if new is None else f"{first['code']} ({first['line']}) {first['message'][:70]}" if first else "-"
                 print(f"{m['kernel'][:32]:32} {m['operator']:24} {','.join(map(str, m['true_lines'])):>10}  "
                       f"{'yes' if new else 'no':6} {'yes' if hit else 'no':7} {shown}")
-        print(f"\n{name} half, per operator:")
+        print(f"\n{name}, per operator:")
         for op in mutations.OPERATORS:
             of_op = [r for r in mine if r[0]["operator"] == op]
             if of_op:

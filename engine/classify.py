@@ -22,8 +22,9 @@ ORIGIN_COMPILER = "libtpu compiler"
 ORIGIN_RUNNER = "pallasite runner"
 
 
-CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments? but \d+ (?:was|were) given|"
-                         r"missing \d+ required positional arguments?)")
+CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments? but \d+ (?:positional arguments? )?"
+                        r"(?:\(and \d+ keyword-only arguments?\) )?(?:was|were) given|"
+                        r"missing \d+ required positional arguments?)")  # "(and 1 keyword-only argument)": a partial's
 
 
 def classify(rec: Mapping[str, Any], tier: int) -> str:
@@ -130,8 +131,9 @@ def _empty_message_sentence(rec: Mapping[str, Any]) -> str:
     where = rec.get("raised_at")
     if where:
         code = f": `{where['code']}`" if where.get("code") else ""
+        values = f" ({where['values']})" if where.get("values") else ""
         return (f"{etype} with an empty message, raised at {where['file']}:{where['line']} in "
-                f"{where['function']}{code}")
+                f"{where['function']}{code}{values}")
     return f"{etype}() with an empty message (the exception carried no text; the worker did not say where it was raised)"
 
 

@@ -136,6 +136,8 @@ def locate_record(
     sites = tuple(getattr(analysis, "sites", ()) or ())
     stage = str(rec.get("stage") or "")
     code = classify(rec, tier)
+    if code == "PLS110" and _names_an_index_map(rec, text, sites):
+        code = "PLS102"  # the function of the arity error is an index_map of the file, not a kernel
     site = _site_for(rec, sites, entry, reached)
     span = _span_for(code, rec, site, sites, lines)
     said = sentence(rec, code)
@@ -226,7 +228,11 @@ def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites:
             return spec.span
         return _keyword(site, "in_specs") or call_span(site)
     if code in ("PLS102", "PLS106"):
-        spec = _spec_on_mention(rec, site) or (_arity_mismatch(site) if code == "PLS102" else None)
+        spec = _spec_on_mention(rec, site)
+        if spec is None and code == "PLS102":
+            spec = _arity_mismatch(site)
+            if spec is not None and spec.index_map_def_span is not None:
+                return spec.index_map_def_span  # a function of the file: its parameters are at its def
         if spec is not None:
             return spec.index_map_span or spec.span
         return (_index_map_function(rec, lines) or _mention_span(rec, lines) or _keyword(site, "in_specs")
@@ -310,12 +316,66 @@ def _index_map_function(rec: Mapping[str, Any], lines: list[str]) -> Span | None
         named = [d for d in defs if d.name == name]
         return line_span(named[0].lineno - 1, lines) if len(named) == 1 else None
     if re.search(r"must return \d+ values", said):
+        count = re.search(r"Currently returning (\d+)", said)
         for mention in rec.get("mentions") or ():
             fn = next((d for d in defs if d.lineno == mention["line"]), None)
             returns = [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None] if fn else []
+            if len(returns) > 1 and count:  # several returns: the one returning as many as the message says
+                returns = [r for r in returns if isinstance(r.value, ast.Tuple) and len(r.value.elts) == int(count.group(1))
+                           and not any(isinstance(e, ast.Starred) for e in r.value.elts)]
             if len(returns) == 1:
                 return line_span(returns[0].value.lineno - 1, lines)
     return None
+
+
+def _names_an_index_map(rec: Mapping[str, Any], text: str, sites: Sequence[KernelSite]) -> bool:
+    """Whether the function an arity ``TypeError`` names is an index_map: no kernel's name, and
+    passed to a ``BlockSpec`` of the file (its second argument or ``index_map=``, by name, as
+    ``self.name`` or through ``functools.partial``). The classifier alone goes by the name
+    (``<lambda>``, ``..index_map``); ``x_map`` or ``in_map`` were taken for a kernel's signature."""
+    from pallasite.analysis.origins import parse
+
+    m = CALL_ARITY.search(f"{rec.get('sentence') or ''} {rec.get('message') or ''}")
+    tree = parse(text)
+    if m is None or tree is None:
+        return False
+    name = m.group("fn").rsplit(".", 1)[-1]
+    if name in {s.kernel_name for s in sites}:
+        return False
+    return name in index_map_names(tree)
+
+
+def index_map_names(tree: ast.AST) -> set[str]:
+    """Names of the functions passed as index_maps to the ``BlockSpec`` calls of ``tree``."""
+    out: set[str] = set()
+
+    def add(node: ast.AST | None) -> None:
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+        elif isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "partial" \
+                and node.args:
+            add(node.args[0])
+
+    bound: dict[str, list[ast.AST]] = {}  # index_map = functools.partial(_row_map, ...) then BlockSpec(..., index_map)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bound.setdefault(node.targets[0].id, []).append(node.value)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+        if callee != "BlockSpec":
+            continue
+        given = [node.args[1]] if len(node.args) >= 2 else []
+        given += [k.value for k in node.keywords if k.arg == "index_map"]
+        for value in given:
+            add(value)
+            if isinstance(value, ast.Name):
+                for assigned in bound.get(value.id, ()):
+                    add(assigned)
+    return out
 
 
 def _arity_mismatch(site: KernelSite) -> BlockSpecInfo | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pallasite.analysis.call_values import output_dtype
-from pallasite.analysis.check_values import culprit
+from pallasite.analysis.check_values import culprit, shape_culprit
 from pallasite.analysis.footprint import static_dims
 from pallasite.analysis.origins import Origin, branch_block_shapes, parse, trace, trace_node
 from pallasite.analysis.types import BlockSpecInfo, Related, Span
@@ -73,12 +73,15 @@ def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, tex
     message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
     if not spec.dim_spans:
         return _to_branch_origin(code, message, spec, text, lines)
+    block = message_block(message)
     for index in bad_dims(code, message, len(spec.dim_spans)):
         if not (0 <= index < len(spec.dim_spans)):
             continue
         origin = trace(text, spec.dim_spans[index])
         if origin is None or origin.kind == "expression" or spec.span.line <= origin.line <= spec.span.end_line:
             continue  # written in the BlockSpec itself, or computed: the BlockSpec is the place
+        if origin.chosen and block and index < len(block) and origin.value != block[index]:
+            continue  # min()/max() chose another value than this one
         return Moved(span=_line(origin, lines), related=(Related(spec.span, "the BlockSpec that uses this value"),),
                      sentence=_said(origin))
     return None
@@ -171,14 +174,22 @@ CHECKED_CODES = ("PLS100", "PLS200")  # errors with no place of their own: a fai
 def to_checked_value(code: str, rec: Mapping[str, Any], text: str, lines: list[str], kernel_spans: list[Span]) -> Moved | None:
     """Where an error raised by a check (in the user's code, or in a library the user called) belongs:
     at the value the check rejected, when it was written elsewhere (``analysis/check_values.py``).
-    Errors raised inside a kernel body are about the kernel's code and stay there."""
+    Errors raised inside a kernel body are about the kernel's code and stay there, except a bare
+    ``assert`` on a ref's shape whose odd dim was written once outside kernels (``shape_culprit``)."""
     if code not in CHECKED_CODES:
         return None
     frames = tuple((int(f["line"]), str(f.get("function") or "")) for f in rec.get("frames") or ())
-    if not frames or any(k.line <= frames[-1][0] - 1 <= k.end_line for k in kernel_spans):
+    if not frames:
         return None
-    message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
-    found = culprit(text, frames, message, tuple((k.line, k.end_line) for k in kernel_spans))
+    kernels = tuple((k.line, k.end_line) for k in kernel_spans)
+    if any(a <= frames[-1][0] - 1 <= b for a, b in kernels):
+        # raised inside a kernel: only a bare assert about a ref's shape, whose values the worker
+        # recorded, is about a value written elsewhere (the ref's declared block or scratch shape)
+        values = (rec.get("raised_at") or {}).get("values")
+        found = shape_culprit(text, frames, values, kernels) if values else None
+    else:
+        message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+        found = culprit(text, frames, message, kernels)
     if found is None:
         return None
     check = found.check_line

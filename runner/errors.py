@@ -13,13 +13,16 @@ user's file, without jax on the client side:
 - ``refs``: ``args[i]`` / ``outs[i]`` references (``{"kind": "args"|"outs", "index": i}``);
 - ``vmem``: ``{"requested": bytes, "limit": bytes}`` parsed from a VMEM out-of-memory message;
 - ``mosaic_codes``: Mosaic error codes named in the message (``E2002``, ``E2003``, ``E1001``...);
-- ``raised_at``: the innermost frame of the telling exception, in any file (for empty messages).
+- ``raised_at``: the innermost frame of the telling exception, in any file (for empty messages);
+  for a bare ``assert`` of the user's file, ``values`` adds what the names it compares held
+  (``head_m_ref.shape = (16, 124), n = 8``): ints, tuples of ints and dtypes only.
 
 Only the standard library is used: plain exception walking and regular expressions.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import traceback
@@ -46,7 +49,7 @@ def record(exc: BaseException, user_path: str, *, stage: str = "") -> dict[str, 
         "vmem": vmem_figures(full),
         "mosaic_codes": mosaic_codes(full),
         "syntax": _syntax(main, user_path),
-        "raised_at": raised_at(main),
+        "raised_at": _with_values(raised_at(main), main, user_path),
     }
 
 
@@ -61,6 +64,80 @@ def raised_at(exc: BaseException) -> dict[str, Any] | None:
     file = fs.filename.replace("\\", "/")
     file = file.split("/site-packages/")[-1] if "/site-packages/" in file else os.path.basename(file)
     return {"file": file, "line": fs.lineno, "function": fs.name, "code": (fs.line or "").strip() or None}
+
+
+_SHOWN_ATTRS = ("shape", "dtype", "ndim")
+_MAX_VALUES = 12
+
+
+def _with_values(where: dict[str, Any] | None, exc: BaseException, user_path: str) -> dict[str, Any] | None:
+    if where is not None and isinstance(exc, AssertionError) and not _text(exc):
+        values = assert_values(exc, user_path)
+        if values:
+            where = {**where, "values": values}
+    return where
+
+
+def assert_values(exc: BaseException, user_path: str) -> str | None:
+    """For a bare ``assert`` that failed in the user's file: the values its names held there
+    (``x_ref.shape = (16, 124), block = 8``), or None. Reads the frame's variables only: plain
+    names and their ``.shape``/``.dtype``/``.ndim``; a value shown must be an int, a tuple of ints
+    or a dtype (nothing else is rendered, nothing is called)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or _norm(tb.tb_frame.f_code.co_filename) != _norm(user_path):
+        return None
+    try:
+        with open(user_path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    line = tb.tb_lineno
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Assert) and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not found:
+        return None
+    test = min(found, key=lambda n: (n.end_lineno or n.lineno) - n.lineno).test
+    frame = tb.tb_frame
+    shown: dict[str, str] = {}
+    for node in ast.walk(test):
+        if len(shown) >= _MAX_VALUES:
+            break
+        if isinstance(node, ast.Attribute) and node.attr in _SHOWN_ATTRS and isinstance(node.value, ast.Name):
+            key, value = f"{node.value.id}.{node.attr}", _lookup(frame, node.value.id, node.attr)
+        elif isinstance(node, ast.Name):
+            key, value = node.id, _lookup(frame, node.id, None)
+        else:
+            continue
+        text = _render(value)
+        if text is not None and key not in shown:
+            shown[key] = text
+    return ", ".join(f"{k} = {v}" for k, v in shown.items()) or None
+
+
+_MISSING = object()
+
+
+def _lookup(frame: Any, name: str, attr: str | None) -> Any:
+    value = frame.f_locals.get(name, frame.f_globals.get(name, _MISSING))
+    if value is _MISSING or attr is None:
+        return value
+    try:
+        return getattr(value, attr)
+    except Exception:  # noqa: BLE001 - a value without the attribute shows nothing
+        return _MISSING
+
+
+def _render(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, tuple) and len(value) <= 8 and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return "(" + ", ".join(map(str, value)) + ("," if len(value) == 1 else "") + ")"
+    if type(value).__name__ == "dtype" and type(value).__module__ == "numpy":
+        return str(value)
+    return None
 
 
 # --------------------------------------------------------------------------- the chain

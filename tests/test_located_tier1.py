@@ -6,6 +6,9 @@ count), and a block size rejected by a library's own check was blamed on the ``r
 of a kernel with scalar-prefetch operands was matched to the wrong BlockSpec (the lowering's
 ``args[i]`` counts the prefetched operands) and a BlockSpec chosen under a branch (``if
 transpose_rhs:``) left the finding at the ``in_specs`` list instead of the tile size's literal.
+Third round: a bare ``assert`` on a scratch ref's shape inside the kernel was said at the assert;
+an index_map function whose name does not say "index_map" was taken for the kernel (PLS110 at the
+kernel's def), and one bound with ``functools.partial`` was a PLS100 at the partial's line.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "located"
-FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py", "prefetch_block.py", "branch_spec.py")
+FILES = ("index_map_def_arity.py", "index_map_def_results.py", "library_check.py", "prefetch_block.py", "branch_spec.py",
+         "scratch_shape_assert.py", "index_map_named_map.py", "index_map_partial.py", "index_map_two_returns.py")
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +72,30 @@ def test_an_error_without_a_line_goes_to_the_call_the_entry_reached():
     finding = locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="workload", reached=reached)
     assert finding.code == "PLS201" and finding.span == locate.call_span(target)
     assert locate.locate_record(rec, text, analysis, "v5e", tier=2, entry="workload").span.line == 0
+
+
+def test_a_bare_assert_on_a_scratch_shape_says_the_values_and_relates_the_assert(reports):
+    """A bare assert in a kernel says nothing; the worker records what the names it compares held,
+    and the finding goes to the declared dim, with the assert related (before: at the assert)."""
+    [finding] = [f for f in reports["scratch_shape_assert.py"].findings if f.severity == "error"]
+    assert "row_stats_ref.shape = (8, 100)" in finding.message
+    lines = (DATA / "scratch_shape_assert.py").read_text().splitlines()
+    assert_line = next(i for i, t in enumerate(lines) if t.strip() == "assert (")
+    assert any(r.span.line == assert_line and "row_stats_ref.shape[1] = 100" in r.message for r in finding.related)
+
+
+def test_a_named_index_map_of_the_wrong_arity_is_said_once_at_its_def_by_tier0():
+    """Tier 0 reads a BlockSpec whose index_map is a function of the file: PLS002 goes to its def
+    (where the parameters are written), once for every BlockSpec that shares it, each use related
+    (before: at the name in each BlockSpec, twice)."""
+    from pallasite.analysis.tier0 import analyze
+
+    text = (DATA / "index_map_named_map.py").read_text().replace(
+        "    specs = [pl.BlockSpec((8, cols), row_map) for _ in range(2)]\n", "").replace(
+        "in_specs=specs,", "in_specs=[pl.BlockSpec((8, cols), row_map), pl.BlockSpec((8, cols), row_map)],")
+    lines = text.splitlines()
+    def_line = next(i for i, t in enumerate(lines) if "def row_map(i):" in t)
+    use_line = next(i for i, t in enumerate(lines) if "in_specs=[pl.BlockSpec" in t)
+    found = [f for f in analyze(text, "named.py").findings if f.code == "PLS002"]
+    assert [f.span.line for f in found] == [def_line]
+    assert any(r.span.line == use_line and "uses this index_map" in r.message for r in found[0].related)

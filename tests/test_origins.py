@@ -148,3 +148,80 @@ def test_no_culprit_when_the_message_names_no_written_value_and_none_breaks_the_
 def test_fixtures_are_clean_kernels_for_tier0(name):
     text = (DATA / name).read_text()
     assert [f.code for f in analyze(text, name).findings if f.severity == "error"] == []
+
+
+def test_a_check_written_over_several_lines_is_found_from_the_line_the_traceback_names():
+    """Python 3.11 names the line of the failing part of a multi-line raise (its message line); the
+    check is still the raise (before: no failing statement, no culprit)."""
+    text = CHECKED.replace('        raise ValueError(f"{block=} must be a multiple of {compute=}")',
+                           '        raise ValueError(\n            f"{block=} must be a multiple of {compute=}"\n        )')
+    lines = text.splitlines()
+    message_line = next(i for i, line in enumerate(lines) if "must be a multiple of {compute=}" in line) + 1
+    call_line = next(i for i, line in enumerate(lines) if "return _forward(" in line) + 1
+    found = culprit(text, ((call_line, "entry"), (message_line, "_forward")), "block=256 must be a multiple of compute=100")
+    assert found is not None and found.name == "compute" and found.check_line == message_line - 2
+
+
+def test_min_of_a_written_size_and_a_shape_traces_to_the_size_as_a_chosen_value():
+    """``bq = min(blocks.block_q, x.shape[0])``: the one argument written somewhere is followed,
+    marked ``chosen`` (min may have taken the shape instead) and not exact (before: the trace
+    stopped at the min)."""
+    text, sites = _dims("min_and_self.py")
+    site = next(s for s in sites if s.enclosing_function == "_clipped")
+    found = trace(text, site.in_specs[0].dim_spans[0])
+    assert (found.line, found.value, found.kind) == (_marked(text, "clipped"), 60, "argument")
+    assert found.chosen and not found.exact
+
+
+def test_self_attributes_trace_to_the_constructor_default_or_the_argument_of_its_call():
+    """``br, bc = self.block_rows, self.block_cols`` in a method: the one ``self.x = ...`` of the
+    class, then ``__init__``'s parameter: the argument where the class is called, else its default
+    (before: the trace stopped at the method's unpacking)."""
+    text, sites = _dims("min_and_self.py")
+    site = next(s for s in sites if s.enclosing_function == "__call__")
+    rows, cols = (trace(text, d) for d in site.in_specs[0].dim_spans)
+    assert (rows.line, rows.value, rows.kind) == (_marked(text, "default"), 8, "keyword default")
+    assert (cols.line, cols.value, cols.kind) == (_marked(text, "argument"), 512, "argument")
+
+
+def test_a_chosen_size_the_lowering_did_not_see_is_not_blamed():
+    """When min() took the other value (the message's block dim is not the traced size), the block
+    finding stays at the BlockSpec."""
+    from pallasite.engine.origin_findings import to_origin
+
+    text, sites = _dims("min_and_self.py")
+    site = next(s for s in sites if s.enclosing_function == "_clipped")
+    spec = site.in_specs[0]
+    lines = text.splitlines()
+    said = "Block spec for args[0] in pallas_call has block shape ({}, 512), array shape (100, 512)"
+    moved = to_origin("PLS101", {"message": said.format(60)}, spec, text, lines)
+    assert moved is not None and moved.span.line == _marked(text, "clipped")
+    assert to_origin("PLS101", {"message": said.format(44)}, spec, text, lines) is None
+
+
+def test_an_out_shape_returned_by_a_helper_is_followed_to_its_dtype():
+    """``out_shape=_out(x)``: the dtype written in the helper's ``ShapeDtypeStruct`` (before: the
+    call ``_out(x)`` itself, at the pallas_call)."""
+    from pallasite.analysis.call_values import output_dtype
+
+    text, [site] = _dims("out_shape_helper.py")
+    found = output_dtype(text, site.span, 0)
+    assert found is not None and found.line == _marked(text) and "jnp.int32" in found.what
+
+
+def test_dict_get_and_a_kwargs_passthrough_are_followed():
+    """``config.get("block_rows", 8)``: the dict's entry, else the default given; ``_copy(x,
+    **options)`` in ``def copy_any(x, **options)``: the keyword where copy_any is called (before:
+    both stopped at the expression; the trace is given the frames of the run that failed)."""
+    text, [site] = _dims("get_and_kwargs.py")
+    lines = text.splitlines()
+    rows_dim, cols_dim = site.in_specs[0].dim_spans
+    via_config = ((lines.index("    return _copy(x, block_rows=rows, block_cols=cols)") + 1, "copy_configured"),
+                  (site.span.line + 1, "_copy"))
+    rows, cols = trace(text, rows_dim, frames=via_config), trace(text, cols_dim, frames=via_config)
+    assert (rows.line, rows.value, rows.kind) == (_marked(text, "entry"), 16, "dict entry")
+    assert (cols.line, cols.value) == (_marked(text, "default"), 256)
+    via_wrapper = ((_marked(text, "passed") + 1, "bench"), (lines.index("    return _copy(x, **options)") + 1, "copy_any"),
+                   (site.span.line + 1, "_copy"))
+    passed = trace(text, rows_dim, frames=via_wrapper)
+    assert (passed.line, passed.value, passed.kind) == (_marked(text, "passed"), 32, "argument")

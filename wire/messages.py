@@ -161,6 +161,7 @@ class RaisedAt:
     line: int | None = None
     function: str | None = None
     code: str | None = None
+    values: str | None = None  # a bare assert of the user's file: what its names held ("x_ref.shape = (8, 124)")
 
 
 @dataclass(frozen=True)

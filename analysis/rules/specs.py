@@ -43,19 +43,28 @@ def index_map_arity(ctx: RuleContext) -> Iterator[Finding]:
         if rank is None or site.num_scalar_prefetch is None:
             continue
         expected = rank + site.num_scalar_prefetch
+        said_at: set[Span] = set()
         for label, spec in _specs(site):
             if spec.index_map_arity is None or spec.index_map_span is None or spec.index_map_arity == expected:
                 continue
+            # a function of the file: its parameters are written at its def (said once however
+            # many BlockSpecs share it); a lambda: in the BlockSpec
+            place = spec.index_map_def_span or spec.index_map_span
+            if place in said_at:
+                continue
+            said_at.add(place)
             prefetch = (f" plus {site.num_scalar_prefetch} scalar-prefetch ref(s)"
                         if site.num_scalar_prefetch else "")
+            related = (Related(span=site.grid_span, message=f"the grid ({rank} dimension(s))"),) \
+                if site.grid_span is not None else ()
+            if spec.index_map_def_span is not None:
+                related = (Related(span=spec.index_map_span, message=f"where {label} uses this index_map"),) + related
             yield finding(
                 "PLS002",
                 f"The index_map of {label} takes {spec.index_map_arity} parameter(s), but Pallas calls it "
                 f"with {expected}: one per grid dimension (grid rank {rank}){prefetch}. "
                 f"Give it exactly {expected} parameter(s).",
-                spec.index_map_span, kernel=site.kernel_name,
-                related=(Related(span=site.grid_span, message=f"the grid ({rank} dimension(s))"),)
-                if site.grid_span is not None else ())
+                place, kernel=site.kernel_name, related=related)
 
 
 def index_map_results(ctx: RuleContext) -> Iterator[Finding]:
