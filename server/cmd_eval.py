@@ -39,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                         help="what to evaluate (repeatable, reported side by side; default: files)")
     from pallasite.agents.search import SearchOptions
 
+    from .cmd_search import add_search_knobs
+
     d = SearchOptions()
     agent = parser.add_argument_group("agent methods (zero-shot, auto, parallel, beam, evolve)")
     agent.add_argument("--provider", help="gemini, openai, scripted, or replay:<eval id> (a recorded eval's answers)")
@@ -52,15 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     agent.add_argument("--samples", type=int, default=10, help="zero-shot: independent implementer calls per task")
     agent.add_argument("--iterations", type=int, default=5,
                        help="auto: optimize iterations per task; parallel: steps per trajectory")
-    agent.add_argument("--trajectories", type=int, default=d.trajectories, help="parallel: independent trajectories")
-    agent.add_argument("--width", type=int, default=d.width, help="beam: nodes kept per depth")
-    agent.add_argument("--depth", type=int, default=d.depth, help="beam: levels")
-    agent.add_argument("--branches", type=int, default=d.branches, help="beam: children per beam node")
-    agent.add_argument("--keep-factor", type=float, default=d.keep_factor,
-                       help="beam: a child survives when speedup >= this x its parent's speedup")
-    agent.add_argument("--population", type=int, default=d.population, help="evolve: population size")
-    agent.add_argument("--generations", type=int, default=d.generations, help="evolve: generations")
-    agent.add_argument("--crossover-rate", type=float, default=d.crossover_rate, help="evolve: crossover share")
+    add_search_knobs(agent)
     agent.add_argument("--budget", type=int, default=d.max_nodes, help="search methods: at most this many nodes per task")
     agent.add_argument("--seed", type=int, default=0, help="search methods: the seed of every random choice")
     agent.add_argument("--max-tokens", type=int, default=500_000, help="model tokens per task and method")

@@ -36,17 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=int, default=d.max_nodes, help="at most this many attempts (nodes)")
     parser.add_argument("--target-speedup", type=float, help="stop once a node reaches this speedup")
-    parser.add_argument("--trajectories", type=int, default=d.trajectories, help="parallel: independent trajectories")
     parser.add_argument("--iterations", type=int, default=d.iterations, help="parallel: steps per trajectory")
-    parser.add_argument("--width", type=int, default=d.width, help="beam: nodes kept per depth")
-    parser.add_argument("--depth", type=int, default=d.depth, help="beam: levels")
-    parser.add_argument("--branches", type=int, default=d.branches, help="beam: children per beam node")
-    parser.add_argument("--keep-factor", type=float, default=d.keep_factor,
-                        help="beam: a child survives when speedup >= this x its parent's speedup")
-    parser.add_argument("--population", type=int, default=d.population, help="evolve: population size")
-    parser.add_argument("--generations", type=int, default=d.generations, help="evolve: generations")
-    parser.add_argument("--crossover-rate", type=float, default=d.crossover_rate,
-                        help="evolve: share of each generation's children made by crossover")
+    add_search_knobs(parser)
     parser.add_argument("--target", default="v6e", help="the chip whose cost model estimates speedups")
     parser.add_argument("--provider", help="gemini, openai, scripted (default: agent.provider setting)")
     parser.add_argument("--model")
@@ -57,6 +48,23 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--memory-mb", type=int, default=8192)
     parser.add_argument("--report", help="where to write the HTML report")
     parser.add_argument("--apply", action="store_true", help="write the best node's source into the file")
+
+
+def add_search_knobs(parser) -> None:
+    """The algorithms' own knobs (parallel, beam, evolve), shared by `search` and `eval`'s search methods."""
+    from pallasite.agents.search import SearchOptions
+
+    d = SearchOptions()
+    parser.add_argument("--trajectories", type=int, default=d.trajectories, help="parallel: independent trajectories")
+    parser.add_argument("--width", type=int, default=d.width, help="beam: nodes kept per depth")
+    parser.add_argument("--depth", type=int, default=d.depth, help="beam: levels")
+    parser.add_argument("--branches", type=int, default=d.branches, help="beam: children per beam node")
+    parser.add_argument("--keep-factor", type=float, default=d.keep_factor,
+                        help="beam: a child survives when speedup >= this x its parent's speedup")
+    parser.add_argument("--population", type=int, default=d.population, help="evolve: population size")
+    parser.add_argument("--generations", type=int, default=d.generations, help="evolve: generations")
+    parser.add_argument("--crossover-rate", type=float, default=d.crossover_rate,
+                        help="evolve: share of each generation's children made by crossover")
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:

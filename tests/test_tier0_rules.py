@@ -56,7 +56,8 @@ NO_MECHANICAL_FIX = {"pls006_program_id_while_bad.py"}  # a Python while has no 
 
 
 @pytest.mark.parametrize("name", [n for n in BROKEN if EXPECTED[n][0]["code"] in
-                                  ("PLS001", "PLS004", "PLS006", "PLS007", "PLS009", "PLS010", "PLS011", "PLS012")
+                                  ("PLS001", "PLS004", "PLS006", "PLS007", "PLS009", "PLS010", "PLS011", "PLS012",
+                                                                  "PLS016")
                                   and n not in NO_MECHANICAL_FIX])
 def test_fix_removes_the_finding(name):
     text = (DATA / name).read_text()
