@@ -153,6 +153,9 @@ def _information_only() -> set[str]:
 
 
 _INFORMATION_ONLY = _information_only()
+# a mistake the compiler accepts on every chip: PLS016's carried axis marked "parallel" compiles, and
+# gives wrong results only when two TensorCores split the axis (v4/v5p) at run time
+_COMPILES_BUT_WRONG = {"pls016_parallel_carry_bad.py"}
 
 
 def test_fixture_pairs_are_real_kernels_for_the_compiler(compiled):
@@ -162,7 +165,9 @@ def test_fixture_pairs_are_real_kernels_for_the_compiler(compiled):
     assert len(verdicts) == 2 * len(list(DATA.glob("pls*_bad.py")))
     assert {n: r["error"][:300] for n, r in verdicts.items() if n.endswith("_ok.py") and not r["ok"]} == {}
     # an information finding (PLS014: kernels tier 0 cannot read) is not a mistake: its "bad" file compiles
-    assert [n for n, r in verdicts.items() if n.endswith("_bad.py") and r["ok"] and n not in _INFORMATION_ONLY] == []
+    accepted = _INFORMATION_ONLY | _COMPILES_BUT_WRONG
+    assert [n for n, r in verdicts.items() if n.endswith("_bad.py") and r["ok"] and n not in accepted] == []
+    assert all(verdicts[n]["ok"] for n in _COMPILES_BUT_WRONG), {n: verdicts[n]["error"][:300] for n in _COMPILES_BUT_WRONG}
 
 
 def test_examples_compile_or_fail_as_their_comments_say(compiled):

@@ -27,3 +27,11 @@ def col_max(x):
         out_shape=jax.ShapeDtypeStruct((1, cols), x.dtype),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel")),
     )(x)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((512, 1024), jnp.float32),)
+
+
+def reference(x):
+    return jnp.max(x, axis=0, keepdims=True)
