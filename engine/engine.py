@@ -8,6 +8,7 @@ It owns what execution needs and builds it in this one place:
 - the results stores, one open ``StoreCache`` per workspace (``engine/store_cache.py``): checks
   record and reuse verdicts through it, hovers read it without opening a connection each;
 - the chip table the workers report (``chip_table``), for hovers and the cost model;
+- the device pool of a run (``device(settings)``, engine/device.py): every device job goes there;
 - the jobs registry (``engine/jobs.py``).
 
     engine = Engine(checks=2)
@@ -70,6 +71,8 @@ class Engine:
         self._retired: set[asyncio.Future[Any]] = set()
         self._devices: dict[Any, Any] = {}  # (backend settings, worker config) -> DeviceWorker
         self.device_opener: Any = None  # tests: how a device backend is opened (default engine/remote.open_remote)
+        self.device_actor: Any = None  # benchmarks: a Ray actor class standing in for the device worker
+        self.device_events: Callable[[str], Any] | None = None  # the device pool's state lines (progress)
 
     # ------------------------------------------------------------------ backends
 
@@ -205,15 +208,18 @@ class Engine:
     # ------------------------------------------------------------------ life
 
     def device(self, settings: Any, base: Any = None) -> Any:
-        """The run's one open, queued device worker for these backend settings (engine/device.py):
-        shared by the test, profile and tune phases and by every search node; closed with the engine."""
-        from .device import DeviceWorker
+        """The run's one open device pool for these backend settings (engine/device.py: N workers, one
+        queue per chip kind, a lost worker's job re-queued): shared by eval's, search's, tune's and
+        optimize's tests and timings; closed with the engine. ``device_events`` receives the pool's
+        state lines (a worker started, lost, a job re-queued)."""
+        from .device import device_pool
 
         key = repr((settings, base))  # settings may hold dicts (Ray resources): keyed by their text
         found = self._devices.get(key)
         if found is None:
-            found = self._devices[key] = DeviceWorker(settings, base, **({"opener": self.device_opener}
-                                                                       if self.device_opener else {}))
+            found = self._devices[key] = device_pool(settings, base, on_event=self.device_events,
+                                                     **({"opener": self.device_opener} if self.device_opener else {}),
+                                                     **({"actor": self.device_actor} if self.device_actor else {}))
         return found
 
     async def close(self) -> None:

@@ -1,7 +1,8 @@
 """The ``ray`` backend: workers as Ray actors on a cluster with accelerator resources.
 
 ``pip install 'pallasite[ray]'``. Each ``RayBackend`` holds one actor, created with the resources
-the work needs (``resources={"TPU": 4}`` on a TPU cluster; nothing extra on a CPU-only one), whose
+the work needs (``resources={"TPU": 4}`` on a TPU cluster; nothing extra on a CPU-only one; a device
+pool of N of them, engine/device.py, optionally in one ``RayPlacement`` group), whose
 only job is to run ``pallasite worker`` as a subprocess on its node through the same
 ``WorkerClient`` the local backend uses: the environment allowlist, the memory limit (RSS polled on
 the node), time limits, cancel-then-kill and the protocol are identical everywhere. Kernel code
@@ -64,8 +65,14 @@ class RayBackend:
 
     def __init__(self, config: WorkerConfig | None = None, *, address: str | None = None,
                  resources: Mapping[str, float] | None = None, num_cpus: float = 1,
-                 init_kwargs: Mapping[str, Any] | None = None) -> None:
+                 init_kwargs: Mapping[str, Any] | None = None, placement: "tuple[RayPlacement, int] | None" = None,
+                 actor: type = _WorkerActor) -> None:
+        """``placement``: the placement group (engine/ray_backend.RayPlacement) and bundle this actor takes
+        (a device pool spread over a slice's hosts); ``actor``: the actor class (benchmarks pass a device
+        stand-in with the same methods)."""
         self.config = config or WorkerConfig()
+        self.placement = placement
+        self.actor_class = actor
         self.address = address
         self.resources = dict(resources or {})
         self.num_cpus = num_cpus
@@ -104,7 +111,10 @@ class RayBackend:
             options: dict[str, Any] = {"num_cpus": self.num_cpus, "max_concurrency": 4}
             if self.resources:
                 options["resources"] = dict(self.resources)
-            self._actor = ray.remote(_WorkerActor).options(**options).remote(self.config)
+            if self.placement is not None:
+                group, index = self.placement
+                options["scheduling_strategy"] = await group.strategy(ray, index)
+            self._actor = ray.remote(self.actor_class).options(**options).remote(self.config)
             self.handshake = await self._actor.start.remote()
             self.node = await self._actor.node.remote()
         return self.handshake
@@ -171,6 +181,47 @@ class RayBackend:
         except Exception:  # noqa: BLE001
             pass
         self._drop(ray)
+
+
+class RayPlacement:
+    """One placement group shared by a pool's actors: ``bundles`` bundles of ``resources`` (one per
+    device worker) placed by ``strategy`` (``strict_spread``: one per node, e.g. one per host of a
+    multi-host TPU slice). Created by the first actor that needs it; a group the cluster cannot place
+    within ``timeout_s`` is an error that says so, not a wait."""
+
+    def __init__(self, bundles: int, resources: Mapping[str, float], strategy: str = "spread", *,
+                 num_cpus: float = 1, timeout_s: float = 120.0) -> None:
+        self.bundles, self.strategy_name, self.timeout_s = bundles, strategy.upper(), timeout_s
+        self.bundle = {"CPU": num_cpus, **{k: v for k, v in resources.items() if v}}
+        self.group: Any = None
+        self._lock = asyncio.Lock()
+
+    async def strategy(self, ray: Any, index: int) -> Any:
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        async with self._lock:
+            if self.group is None:
+                group = placement_group([dict(self.bundle) for _ in range(self.bundles)], strategy=self.strategy_name)
+                try:
+                    await asyncio.wait_for(_as_future(group.ready()), self.timeout_s)
+                except asyncio.TimeoutError:
+                    ray.util.remove_placement_group(group)
+                    raise RuntimeError(f"the Ray cluster could not place {self.bundles} bundles of {self.bundle} "
+                                       f"({self.strategy_name}) within {self.timeout_s:g} s; fewer --devices, other "
+                                       "--ray-resources or --ray-placement spread") from None
+                self.group = group
+        return PlacementGroupSchedulingStrategy(placement_group=self.group, placement_group_bundle_index=index)
+
+    def remove(self) -> None:
+        if self.group is not None:
+            import ray
+
+            try:
+                ray.util.remove_placement_group(self.group)
+            except Exception:  # noqa: BLE001 - the cluster is gone
+                pass
+            self.group = None
 
 
 def _check_resources(ray: Any, wanted: Mapping[str, float]) -> None:

@@ -32,6 +32,8 @@ from .client import WorkerClient, WorkerConfig
 
 Kind = Literal["local", "ssh", "ray"]
 KINDS: tuple[str, ...] = ("local", "ssh", "ray")
+PLACEMENTS = ("spread", "strict_spread", "pack", "strict_pack")
+HOST_PLACEHOLDER = "{host}"  # in --ssh-command: each pool host in turn
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3")
 
 
@@ -44,13 +46,37 @@ class BackendSettings:
     ray_address: str | None = None  # None: a running cluster from RAY_ADDRESS, else a local one
     ray_resources: dict[str, float] = field(default_factory=dict)  # e.g. {"TPU": 4}
     platforms: str | None = None  # JAX_PLATFORMS for the remote worker; None: its accelerator
+    # the device pool (engine/device.py): several ssh hosts (``host`` is the first), N Ray actors each
+    # holding ``ray_resources``, spread by a placement group, and which chip kind a mixed pool's jobs use
+    hosts: tuple[str, ...] = ()
+    devices: int = 1  # ray: device workers (actors); ssh: one per host
+    ray_placement: str | None = None  # None: Ray places each actor; "spread"/"strict_spread"/"pack": a placement group
+    device_kind: str | None = None  # e.g. "TPU v6 lite"; None: the kind most workers have
 
     def validate(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown backend {self.kind!r}; backends: {', '.join(KINDS)}")
-        if self.kind == "ssh" and not (self.host or self.command):
+        if self.kind == "ssh" and not (self.host or self.hosts or self.command):
             raise ValueError("the ssh backend needs a host (--host my-tpu-vm) or a command line "
                              "(--ssh-command 'gcloud compute tpus tpu-vm ssh NAME --zone Z --command \"{worker}\"')")
+        if self.devices < 1:
+            raise ValueError(f"--devices {self.devices}: a pool needs at least one device worker")
+        if self.kind == "local" and self.devices > 1:
+            raise ValueError("--devices N needs --backend ray (N actors) or several --host (one worker per host); "
+                             "a local backend has one device worker")
+        if self.ray_placement not in (None, *PLACEMENTS):
+            raise ValueError(f"--ray-placement {self.ray_placement!r}: one of {', '.join(PLACEMENTS)}")
+
+    @property
+    def all_hosts(self) -> tuple[str, ...]:
+        """ssh: every host of the pool (``host`` first, then ``hosts``, each once)."""
+        seen = [h for h in (self.host, *self.hosts) if h]
+        return tuple(dict.fromkeys(seen))
+
+    def for_host(self, host: str) -> "BackendSettings":
+        """These settings for one host of the pool (a ``{host}`` in the command line is that host)."""
+        command = self.command.replace(HOST_PLACEHOLDER, host) if self.command else None
+        return dataclasses.replace(self, host=host, hosts=(), command=command)
 
 
 def parse_resources(text: str | None) -> dict[str, float]:
@@ -92,9 +118,21 @@ def worker_config(settings: BackendSettings, base: WorkerConfig | None = None) -
     return base
 
 
+def read_hosts_file(path: str) -> tuple[str, ...]:
+    """A hosts file: one host (user@host) a line; blank lines and ``#`` comments are skipped."""
+    with open(path, encoding="utf-8") as f:
+        hosts = tuple(line.split("#", 1)[0].strip() for line in f)
+    return tuple(h for h in hosts if h)
+
+
 def where(settings: BackendSettings) -> str:
+    """The backend's name in results and run ids (the pool's size is not part of it: a run resumed
+    with more workers is the same run)."""
     if settings.kind == "ssh":
-        return f"ssh:{settings.host or ssh_launcher(settings)[0]}"
+        hosts = settings.all_hosts
+        if len(hosts) > 1:
+            return "ssh:" + "+".join(hosts)
+        return f"ssh:{settings.host or (hosts[0] if hosts else ssh_launcher(settings)[0])}"
     if settings.kind == "ray":
         return f"ray:{settings.ray_address or 'local'}"
     return "local"
