@@ -2,26 +2,26 @@
 
 A model's code (fixer proposals, optimize and search candidates, test-writer proposals, what
 ``eval`` runs) is untrusted: the engine sends it to workers started with ``WorkerConfig.confine``
-(``Engine.backend(options, untrusted=True)``). Such a worker
+(``Engine.backend(options, untrusted=True)``). Such a worker never runs model code itself: each
+request runs in a fresh child it forks from its pre-imported self, and the child first builds a
+sandbox from nothing (``runner/sandbox.py``): its own user, mount, PID, network, IPC and UTS
+namespaces; an empty root holding only the interpreter, its packages and pallasite's modules
+(read-only), a minimal ``/dev``, its own ``/proc`` and a size-capped scratch (also ``/tmp``); uid
+nobody, no terminal, no capabilities; memory limited by a cgroup where one can be made. Its files
+come under scratch paths (the candidate's ``__file__`` is never the user's path); replies name the
+user's files again; a pallas_call that asks for interpret mode is refused
+(``runner/interpret_guard.py``). Nothing persists from one request to the next.
 
-- runs in its own user, PID, mount and network namespaces (``spawn.confined``): it sees only its
-  own processes, has no network, and ``runner/confine.py`` makes every mount read-only except a
-  fresh scratch folder and drops every capability before the worker starts;
-- has that scratch folder as its working folder, HOME and TMPDIR, and gets every request's files
-  under scratch paths (the candidate's ``__file__`` is never the user's path); replies name the
-  user's files again;
-- refuses a pallas_call that asks for interpret mode (``runner/interpret_guard.py``).
-
-Where namespaces are unavailable (no ``unshare``, a system that refuses them, macOS, a worker on
-another host through ssh or Ray, or ``worker.sandbox = "off"``), a confined worker cannot be made:
-the request is refused ("not_started", start problem ``unconfined``) with ``refusal(why)``, unless
-the user opted in (``--allow-unconfined`` / ``agent.allowUnconfined``, a user-only setting): then
-the worker still gets the scratch folder and paths, but runs with the user's rights.
+Where namespaces are unavailable (a system that refuses them, macOS, a worker on another host
+through ssh or Ray, or ``worker.sandbox = "off"``), a confined worker cannot be made: the request is
+refused ("not_started", start problem ``unconfined``) with ``refusal(why)``, unless the user opted
+in (``--allow-unconfined`` / ``agent.allowUnconfined``, a user-only setting): then each request
+still gets a fresh process and the scratch folder and paths, but runs with the user's rights.
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from typing import Any
 
 from . import spawn
@@ -59,12 +59,14 @@ def refusal_for(config: Any) -> str | None:
 
 def worker_argv(config: Any, scratch: str) -> tuple[list[str], str | None]:
     """(the command line of a worker for model-written code, None), or ([], the refusal)."""
-    argv = config.argv(None if config.command else scratch)
     refused = refusal_for(config)
     if refused:
         return [], refused
     if problem(config) is None:
-        return spawn.confined(argv, scratch), None
-    if config.command:  # opted in, on another host
+        return spawn.confined(config.argv(scratch)), None
+    # opted in: a fresh plain process per request where no sandbox can be built
+    opted_in = dataclasses.replace(config, worker_args=(*config.worker_args, "--allow-unconfined"))
+    argv = opted_in.argv(None if config.command else scratch)
+    if config.command:  # on another host
         return argv, None
-    return spawn.sandboxed(argv, config.sandbox)  # opted in: the PID sandbox as the setting says
+    return spawn.sandboxed(argv, config.sandbox)  # the PID sandbox as the setting says

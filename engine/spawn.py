@@ -11,9 +11,11 @@ Every local worker is started here (``start``), and on Linux:
   processes in ``/proc`` (so not the server, the editor or the user's shell and their
   environments); when the worker ends, the kernel ends every process in its namespace, including
   children that called ``setsid``. ``sandbox_available()`` probes once whether the system allows it;
-- a worker for model-written code is **confined** (``confined``): the same namespaces plus its own
-  network namespace (no network), and ``runner/confine.py`` locks it down before the worker starts:
-  every mount read-only except its scratch folder, no capabilities left to undo that.
+- a worker for model-written code is **confined** (``confined``): it runs no model code itself but
+  forks, for each request, a fresh child that builds a sandbox from nothing (``runner/sandbox.py``:
+  its own user, mount, PID, network, IPC and UTS namespaces, an empty root with only the
+  interpreter and its packages bound read-only, a size-capped scratch, uid nobody). It starts
+  outside any namespace of ours, so that as root it may map its children to ``nobody``.
   ``confinement_problem(python)`` probes once per interpreter whether the system allows it;
 - the starting process becomes a **child subreaper** (``adopt_orphans``), so a kernel's child that
   escapes the group with ``setsid`` and loses its parent is re-parented to us, not to init, and is
@@ -39,14 +41,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .scratch import new_scratch
 
 LINUX = sys.platform.startswith("linux")
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 1, 36, 4
 SANDBOX_PREFIX = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child", "--")
-# Model-written code: its own network namespace too, and locked down before the worker starts.
-CONFINED_PREFIX = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net",
-                   "--kill-child", "--")
 # Process 1 of the namespace is a shell that runs the worker as its child: a process 1 ignores
 # signals it sends itself (a kernel's os.kill(os.getpid(), ...)) and must reap orphans; the shell
 # does both. A worker killed by signal N makes the shell exit 128+N (mapped back in ``exited``).
@@ -127,29 +125,23 @@ def sandboxed(argv: Sequence[str], mode: str) -> tuple[list[str], str | None]:
     return list(argv), (problem if mode == "on" else None)
 
 
-def _lock_down(python: str, scratch: str) -> list[str]:
-    return [python, "-P", "-m", "pallasite.runner.confine", scratch, "--"]
-
-
 @functools.lru_cache(maxsize=8)
 def confinement_problem(python: str) -> str | None:
-    """None when a worker run by ``python`` can be confined here (no network, read-only view but its
-    scratch folder, no capabilities); else why not (a sentence for the user)."""
-    problem = sandbox_available()
-    if problem is not None:
-        return problem
-    scratch = new_scratch()
+    """None when a worker run by ``python`` can build the sandbox of model-written code here
+    (``runner/sandbox.py``'s probe, run by that interpreter: namespaces, an empty root, uid nobody, no
+    network); else why not (a sentence for the user)."""
+    if not LINUX:
+        return "the sandbox needs Linux namespaces"
+    if os.environ.get(NO_NAMESPACES_VARIABLE):
+        return f"namespaces are turned off here ({NO_NAMESPACES_VARIABLE}={os.environ[NO_NAMESPACES_VARIABLE]})"
     try:
-        argv = [*CONFINED_PREFIX, *_lock_down(python, scratch), python, "-P", "-m", "pallasite.runner.confine",
-                "--verify", scratch]
-        done = subprocess.run(argv, capture_output=True, timeout=30, env=_probe_env())
+        done = subprocess.run([python, "-P", "-m", "pallasite.runner.sandbox"], capture_output=True, timeout=60,
+                              env=_probe_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"the confined worker could not start ({exc})"
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        return f"the sandbox probe could not run ({exc})"
     if done.returncode != 0:
-        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return f"a confined worker cannot be made here ({why[-1] if why else f'exit {done.returncode}'})"
+        why = (done.stdout + done.stderr).decode("utf-8", "replace").strip().splitlines()
+        return f"a sandbox for model-written code cannot be made here ({why[0] if why else f'exit {done.returncode}'})"
     return None
 
 
@@ -159,10 +151,10 @@ def _probe_env() -> dict[str, str]:
     return worker_environment(os.environ)
 
 
-def confined(argv: Sequence[str], scratch: str) -> list[str]:
-    """``argv`` (a local worker: ``argv[0]`` is its Python) in a confined sandbox writable only in ``scratch``
-    (check ``confinement_problem`` first)."""
-    return [*CONFINED_PREFIX, *_lock_down(argv[0], scratch), *SANDBOX_INIT, *argv]
+def confined(argv: Sequence[str]) -> list[str]:
+    """``argv`` of a worker for model-written code (check ``confinement_problem`` first): it is started
+    as it is, and sandboxes each request itself (runner/sandbox.py)."""
+    return list(argv)
 
 
 async def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None, limit: int,
@@ -178,7 +170,7 @@ async def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
         preexec_fn=functools.partial(_child_setup, parent) if LINUX and own_session else None,
     )
     _started[proc.pid] = proc
-    if argv[:len(SANDBOX_PREFIX)] == list(SANDBOX_PREFIX) or argv[:len(CONFINED_PREFIX)] == list(CONFINED_PREFIX):
+    if argv[:len(SANDBOX_PREFIX)] == list(SANDBOX_PREFIX):
         _in_sandbox.add(proc.pid)
     return proc
 

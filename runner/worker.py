@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import json
 import os
 import queue
 import shutil
@@ -216,10 +217,12 @@ class Snapshot:
 
 class Worker:
     def __init__(self, out_fd: int, ops: dict[str, Callable[[Any, Context], Any]] | None = None,
-                 scratch: Any = None) -> None:
+                 scratch: Any = None, sandboxes: Any = None) -> None:
         self.out_fd = out_fd
         self.ops = dict(OPS if ops is None else ops)
         self.scratch = scratch  # confine.Scratch: a confined worker (model-written code), else None
+        self.sandboxes = sandboxes  # sandbox.Sandboxes: each request in a fresh sandboxed child (runner/sandbox.py)
+        self.child: Any = None  # the running request's child (sandbox.Child)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.send_lock = threading.Lock()
         self.state_lock = threading.Lock()
@@ -252,6 +255,9 @@ class Worker:
         """Interrupt the running op: a real SIGINT to the main thread, so a blocking system call
         (sleep, read) returns too; the handler raises only while an op is interruptible."""
         with self.state_lock:
+            if self.current == request_id and self.child is not None:
+                self.child.kill(reason)  # a sandboxed request: its process ends, nothing to unwind
+                return
             if self.current == request_id and self.interruptible and self.interrupt_reason is None:
                 self.interrupt_reason = reason
                 signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
@@ -349,6 +355,14 @@ class Worker:
             self.send(protocol.result_error(request_id, protocol.ErrorInfo(
                 protocol.ERROR_CANCELLED, "cancelled before it started")))
             return
+        if self.sandboxes is not None:
+            try:
+                self._run_sandboxed(request_id, op, handler, params, deadline, deadline_s)
+            finally:
+                with self.state_lock:
+                    self.current, self.child = None, None
+                    self.cancelled.discard(request_id)
+            return
         try:
             if timer is not None:
                 timer.start()
@@ -374,6 +388,85 @@ class Worker:
                 traceback.print_exc()
         send(reply)
 
+    def _run_sandboxed(self, request_id: str, op: str, handler: Callable[[Any, Context], Any], params: Any,
+                       deadline: float | None, deadline_s: float | None) -> None:
+        """Model-written code: the op runs in a fresh sandboxed child (runner/sandbox.py) that this
+        process forks; it never runs here. Each line the child sends is checked (a progress or the
+        result of this request) and encoded again before it reaches the client; a child that ends
+        without a result ends this worker the same way (a crash or the memory limit stays what it
+        was for the client)."""
+        from pallasite.runner import sandbox
+
+        def body(send: Callable[[dict[str, Any]], None]) -> None:
+            self.out_fd = -1  # (closed in the child: the protocol is the pipe)
+            self._child_op(request_id, handler, params, deadline, send)
+
+        child = self.sandboxes.start(body)
+        with self.state_lock:
+            self.child = child
+            early = self.interrupt_reason
+        if early:
+            child.kill(early)
+        reply = None
+        for message in child.messages(deadline):
+            if not isinstance(message, dict) or message.get("id") != request_id:
+                continue  # not a message of this request: dropped
+            if message.get("kind") == protocol.PROGRESS and reply is None:
+                self.send(_checked(message))
+            elif message.get("kind") == protocol.RESULT and reply is None:
+                reply = _checked(message)
+        outcome = child.outcome()
+        if outcome.setup_error and self.sandboxes.fallback and self.sandboxes.confined:
+            print(f"pallasite worker: {outcome.setup_error}; running model code without namespaces, as the user "
+                  "allowed (--allow-unconfined)", file=sys.stderr)
+            self.sandboxes = sandbox.Sandboxes(limits=self.sandboxes.limits, confined=False)
+            return self._run_sandboxed(request_id, op, handler, params, deadline, deadline_s)
+        if outcome.killed_for in ("deadline", "cancelled"):
+            self.send(_interrupted_reply(request_id, outcome.killed_for, deadline_s))
+        elif outcome.setup_error:
+            self.send(protocol.result_error(request_id, protocol.ErrorInfo("SandboxError", outcome.setup_error)))
+        elif outcome.memory_exceeded:
+            os.write(2, f"pallasite worker: the sandboxed request went over the memory limit of "
+                        f"{self.sandboxes.limits.memory_mb} MiB\n".encode())
+            os._exit(protocol.EXIT_MEMORY_LIMIT)
+        elif reply is not None and outcome.code == 0:
+            self.send(reply)
+        elif outcome.killed_for:
+            self.send(protocol.result_error(request_id, protocol.ErrorInfo(
+                "SandboxError", f"the sandboxed request was stopped: {outcome.killed_for}")))
+        else:  # the child died: this worker ends the same way, so the client reports the crash as before
+            os.write(2, b"pallasite worker: the sandboxed request ended without a reply\n")
+            if outcome.code is not None and outcome.code < 0:
+                signal.signal(-outcome.code, signal.SIG_DFL)
+                os.kill(os.getpid(), -outcome.code)
+            os._exit(outcome.code or 1)
+
+    def _child_op(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
+                  deadline: float | None, send: Callable[[dict[str, Any]], None]) -> None:
+        """In the sandboxed child: the op in a fresh folder of its scratch; every message to ``send``."""
+        from pallasite.runner import confine, sandbox
+
+        if self.sandboxes.confined:
+            self.scratch = confine.Scratch(sandbox.SCRATCH)
+        paths: list[Any] = []
+
+        def out(message: dict[str, Any]) -> None:
+            message = paths[0].back(message) if paths else message
+            try:
+                protocol.encode(message)
+            except (TypeError, ValueError) as exc:
+                message = protocol.result_error(message.get("id"), protocol.ErrorInfo(
+                    "BadResult", f"the op's result is not JSON ({exc}); ops must return plain values"))
+            send(json.loads(protocol.encode(message)))
+
+        ctx = Context(request_id, out, deadline)
+        try:
+            result = self._run(handler, params, ctx, paths)
+            reply = protocol.result_ok(request_id, result)
+        except (Exception, SystemExit, KeyboardInterrupt, RequestInterrupted) as exc:
+            reply = protocol.result_error(request_id, protocol.error_info(exc))
+        out(reply)
+
     def _run(self, handler: Callable[[Any, Context], Any], params: Any, ctx: Context, paths: list[Any]) -> Any:
         """The op; in a confined worker, in a fresh scratch folder under scratch paths, with every
         interpret-mode pallas_call refused (runner/confine.py, runner/interpret_guard.py)."""
@@ -390,9 +483,15 @@ class Worker:
             return interpret_guard.judge(result, seen)
 
 
+def _checked(message: dict[str, Any]) -> dict[str, Any]:
+    """A sandboxed child's message as the client may see it: decoded and encoded again (the child
+    chooses none of the bytes the client reads)."""
+    return protocol.decode(protocol.encode(message))
+
+
 def _interrupted_reply(request_id: str, reason: str, deadline_s: float | None) -> dict[str, Any]:
     if reason == "deadline":
-        error = protocol.ErrorInfo(protocol.ERROR_DEADLINE, f"stopped at its deadline of {deadline_s:g} s")
+        error = protocol.ErrorInfo(protocol.ERROR_DEADLINE, f"stopped at its deadline of {deadline_s or 0:g} s")
     else:
         error = protocol.ErrorInfo(protocol.ERROR_CANCELLED, "cancelled while running")
     return protocol.result_error(request_id, error)
@@ -418,15 +517,41 @@ def _describe_runtime() -> messages.Versions:
     return messages.Versions(**info)
 
 
-def _warm_up() -> str | None:
-    """Import jax and Pallas and start the backend; returns an error text instead of raising."""
+def _described_by_a_child() -> messages.Versions:
+    """The runtime as a forked child sees it once its backend starts (this process keeps none)."""
+    import dataclasses
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            os.write(write, json.dumps(dataclasses.asdict(_describe_runtime()), default=list).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        data = stream.read()
+    os.waitpid(pid, 0)
+    try:
+        fields = json.loads(data)
+        fields["devices"] = tuple(fields.get("devices") or ())
+        return messages.Versions(**fields)
+    except (ValueError, TypeError):
+        return messages.Versions(**_runtime_versions())
+
+
+def _warm_up(backend: bool = True) -> str | None:
+    """Import jax and Pallas and start the backend (not in a confined worker: its children fork from
+    it, and a backend's threads do not survive a fork); returns an error text instead of raising."""
     try:
         import jax
         import jax.numpy  # noqa: F401
         from jax.experimental import pallas  # noqa: F401
         from jax.experimental.pallas import tpu  # noqa: F401
 
-        jax.local_devices()
+        if backend:
+            jax.local_devices()
     except Exception as exc:
         return f"jax is not usable in this environment ({type(exc).__name__}: {exc}); only ping/versions work"
     return None
@@ -457,6 +582,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                              "are still checked (runner/memory_guard.py; --memory-mb implies it)")
     parser.add_argument("--keep-env", action="append", default=[], metavar="NAME",
                         help="also pass this variable through the environment allowlist (secrets never pass)")
+    parser.add_argument("--scratch-mb", type=int, default=1024,
+                        help="a confined worker's sandbox: the size of its scratch tmpfs (also /tmp and /dev/shm)")
+    parser.add_argument("--allow-unconfined", action="store_true",
+                        help="a confined worker whose sandbox cannot be built here runs each request in a plain fresh "
+                             "process instead of refusing (the user opted in)")
     parser.add_argument("--confine", metavar="SCRATCH", default=None,
                         help="run requests as model-written code: each in a fresh folder under SCRATCH ('auto': a "
                              "new temporary folder), under scratch paths, with HOME/TMPDIR inside it and "
@@ -500,9 +630,16 @@ def run(args: argparse.Namespace) -> int:
     if args.memory_mb:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
     # 3. warm up, then the handshake
-    error = _warm_up()
-    worker = Worker(out_fd, scratch=scratch)
-    info = _describe_runtime()
+    error = _warm_up(backend=scratch is None)
+    sandboxes = None
+    if scratch is not None:  # each request in a fresh sandboxed child (runner/sandbox.py)
+        from pallasite.runner import sandbox
+
+        sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or 8192,
+                                                            scratch_mb=max(16, args.scratch_mb)),
+                                      fallback=args.allow_unconfined)
+    worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)
+    info = _describe_runtime() if sandboxes is None else _described_by_a_child()
     handshake = protocol.Handshake(
         protocol=protocol.PROTOCOL_VERSION,
         pid=os.getpid(),

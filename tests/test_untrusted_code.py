@@ -141,16 +141,3 @@ def test_a_project_cannot_opt_in_for_the_user(tmp_path):
     assert done.returncode == 2
     assert "'agent.allowUnconfined' ignored" in done.stderr
     assert "worker.sandbox = \"off\"" in done.stderr and "It was not run" in done.stderr
-
-
-def test_a_venv_or_checkout_under_tmp_keeps_tmp_visible_to_the_confined_worker(tmp_path):
-    """A private /tmp bound over the shared one hid an interpreter living under /tmp (a venv or a
-    clone in /tmp): every agent command was refused with FileNotFoundError."""
-    from pallasite.runner.confine import private_temp_dirs
-
-    scratch = str(tmp_path / "scratch")  # (pytest's tmp_path is itself under /tmp)
-    elsewhere = ["/opt/py/bin/python3", "/opt/py", "/opt/py/lib/pallasite"]
-    assert "/tmp" in private_temp_dirs("/home/u/.cache/pallasite/scratch/w", elsewhere)
-    assert "/tmp" not in private_temp_dirs("/home/u/.cache/pallasite/scratch/w",
-                                           [*elsewhere, "/tmp/clone/.venv/bin/python3"])
-    assert "/tmp" not in private_temp_dirs(scratch, elsewhere)  # the scratch itself under /tmp

@@ -1,0 +1,223 @@
+"""The sandbox model-written code runs in (runner/sandbox.py), attacked directly: each test runs hostile
+code in a sandboxed child the way a confined worker does, and checks what it could reach.
+
+Before this sandbox, confined code saw the whole filesystem read-only: it reached a tmux server's
+socket of the user (and ran commands outside every namespace), read ~/.ssh and the project's .env,
+wrote block devices as root, wrote onto the user's terminal, held memory in memfds outside the RSS
+limit and filled the disk from its scratch.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pallasite.engine import spawn
+from pallasite.runner import sandbox
+
+PROBLEM = spawn.confinement_problem(sys.executable)
+pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
+
+
+def run_hostile(code: str, limits: sandbox.Limits | None = None, timeout: float = 60) -> tuple[dict, sandbox.Outcome]:
+    """``code`` run in a sandboxed child; it reports by assigning ``report`` (a dict)."""
+    sandboxes = sandbox.Sandboxes(limits=limits or sandbox.Limits(memory_mb=1024, scratch_mb=64))
+
+    def body(send):
+        scope: dict = {"report": {}}
+        try:
+            exec(code, scope)  # noqa: S102 - the hostile code under test
+        except BaseException as exc:  # noqa: BLE001
+            scope["report"]["raised"] = f"{type(exc).__name__}: {exc}"
+        send(scope["report"])
+
+    child = sandboxes.start(body)
+    seen = [m for m in child.messages(time.monotonic() + timeout) if isinstance(m, dict)]
+    outcome = child.outcome()
+    os.rmdir(sandboxes.mountpoint)
+    return (seen[0] if seen else {}), outcome
+
+
+def test_the_probe_finds_the_sandbox_holds():
+    assert sandbox.probe() is None
+
+
+def test_nothing_of_the_users_is_visible(tmp_path):
+    home = Path(os.path.expanduser("~"))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".env").write_text("GEMINI_API_KEY=secret-from-dotenv\n")
+    report, outcome = run_hostile(f"""
+import os
+report["uid"] = os.getuid()
+report["root"] = sorted(os.listdir("/"))
+report["dev"] = sorted(os.listdir("/dev"))
+report["procs"] = sorted(p for p in os.listdir("/proc") if p.isdigit())
+found = {{}}
+for path in [{str(project / '.env')!r}, {str(home / '.ssh')!r}, {str(home / '.config/gcloud')!r}, "/run",
+             "/var/run", "/etc/shadow", "/etc/ssh", {str(tmp_path)!r}, "/dev/pts", "/dev/tty", "/dev/vda",
+             "/dev/sda", "/dev/loop0", "/sys/block"]:
+    found[path] = os.path.exists(path)
+report["found"] = found
+package = os.path.dirname(os.path.dirname(__import__("pallasite").runner.sandbox.__file__))
+report["package"] = sorted(os.listdir(package))
+""")
+    assert outcome.code == 0, outcome
+    assert report["uid"] == sandbox.INSIDE_ID
+    assert not any(report["found"].values()), report["found"]
+    assert set(report["dev"]) <= {"null", "zero", "full", "random", "urandom", "shm", "fd", "stdin", "stdout",
+                                  "stderr", "accel0", "accel1", "accel2", "accel3", "vfio"}
+    assert report["procs"] == ["1"]  # its own PID namespace: no pallasite, editor or shell to read
+    assert "tests" not in report["package"] and ".env" not in report["package"]
+
+
+def test_it_runs_as_nobody_outside_when_pallasite_is_root():
+    if os.geteuid() != 0:
+        pytest.skip("pallasite is not root here: the sandbox's uid is the user's own")
+    report, outcome = run_hostile("""
+import os, time
+report["status"] = open("/proc/self/status").read()
+""")
+    uid_line = next(line for line in report["status"].splitlines() if line.startswith("Uid:"))
+    assert uid_line.split()[1:] == [str(sandbox.INSIDE_ID)] * 4
+    cap_eff = next(line for line in report["status"].splitlines() if line.startswith("CapEff:"))
+    assert int(cap_eff.split()[1], 16) == 0
+    no_new_privs = next(line for line in report["status"].splitlines() if line.startswith("NoNewPrivs:"))
+    assert no_new_privs.split()[1] == "1"
+
+
+def test_unix_sockets_of_the_user_cannot_be_reached(tmp_path):
+    """A filesystem socket (tmux's, an ssh-agent's, docker's) and an abstract one stay out of reach."""
+    path = str(tmp_path / "agent.sock")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen()
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(f"\0pallasite-test-{os.getpid()}")
+    abstract.listen()
+    try:
+        report, outcome = run_hostile(f"""
+import socket
+for name, address in (("file", {path!r}), ("abstract", "\\0pallasite-test-{os.getpid()}")):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(address)
+        report[name] = "connected"
+    except OSError as exc:
+        report[name] = str(exc)
+""")
+    finally:
+        listener.close()
+        abstract.close()
+    assert report["file"] != "connected" and report["abstract"] != "connected", report
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_a_tmux_server_of_the_user_runs_no_command_for_the_sandbox(tmp_path):
+    """The escape that was: `tmux new-window` through the user's tmux socket ran a command outside every
+    namespace with the user's rights (it deleted a project file); `show-environment` read the key."""
+    sock = str(tmp_path / "tmux.sock")
+    victim = tmp_path / "project_file.py"
+    victim.write_text("x = 1\n")
+    subprocess.run(["tmux", "-S", sock, "new-session", "-d", "-s", "user"], check=True,
+                   env={**os.environ, "GEMINI_API_KEY": "tmux-secret"})
+    try:
+        report, outcome = run_hostile(f"""
+import subprocess
+done = subprocess.run(["tmux", "-S", {sock!r}, "new-window", "rm -f {victim}"], capture_output=True, text=True)
+report["new-window"] = (done.returncode, done.stderr)
+done = subprocess.run(["tmux", "-S", {sock!r}, "show-environment", "-g"], capture_output=True, text=True)
+report["environment"] = done.stdout
+""")
+        time.sleep(0.5)
+    finally:
+        subprocess.run(["tmux", "-S", sock, "kill-server"], capture_output=True)
+    assert victim.exists()
+    assert "tmux-secret" not in report.get("environment", ""), report
+    assert report["new-window"][0] != 0
+
+
+def test_the_scratch_is_capped_and_the_disk_stays_untouched():
+    report, outcome = run_hostile("""
+import os
+written = 0
+try:
+    with open("/tmp/fill", "wb") as out:
+        for _ in range(200):
+            out.write(b"x" * (1 << 20))
+            written += 1
+except OSError as exc:
+    report["error"] = str(exc)
+report["written_mb"] = written
+for path in ("/", "/usr", "/scratch/.."):
+    try:
+        open(os.path.join(path, "pwned"), "w").close()
+        report.setdefault("writable", []).append(path)
+    except OSError:
+        pass
+""", limits=sandbox.Limits(memory_mb=1024, scratch_mb=32))
+    assert report["written_mb"] <= 32 and "error" in report, report
+    assert "writable" not in report
+
+
+def test_memory_held_in_memfds_counts_against_the_limit():
+    """memfd pages are outside the RSS the old watchdog read; the cgroup (or the file size limit) counts them."""
+    report, outcome = run_hostile("""
+import os
+held = []
+for _ in range(64):
+    fd = os.memfd_create("hold")
+    os.write(fd, b"y" * (32 << 20))
+    held.append(fd)
+report["held_mb"] = 32 * len(held)
+""", limits=sandbox.Limits(memory_mb=256, scratch_mb=16))
+    assert report.get("held_mb", 0) < 2048, report
+    assert outcome.memory_exceeded or outcome.code != 0 or "raised" in report, (report, outcome)
+
+
+def test_no_terminal_and_no_inherited_descriptors():
+    """Before: the candidate wrote forged verdict lines onto the user's terminal through /dev/pts/N."""
+    read_end, write_end = os.pipe()  # a descriptor of the worker's that must not reach the child
+    try:
+        report, outcome = run_hostile(f"""
+import os
+report["tty"] = [os.isatty(fd) for fd in (0, 1, 2)]
+report["sid_is_pid"] = os.getsid(0) == os.getpid()
+try:
+    os.write({write_end}, b"forged")
+    report["wrote"] = True
+except OSError:
+    report["wrote"] = False
+try:
+    open("/dev/tty", "w")
+    report["dev_tty"] = True
+except OSError:
+    report["dev_tty"] = False
+""")
+    finally:
+        os.close(write_end)
+    os.set_blocking(read_end, False)
+    try:
+        leaked = os.read(read_end, 100)
+    except BlockingIOError:
+        leaked = b""
+    os.close(read_end)
+    assert leaked == b"" and report["wrote"] is False
+    assert report["tty"] == [False, False, False] and report["dev_tty"] is False
+
+
+def test_a_venv_anywhere_is_bound_and_only_it(monkeypatch, tmp_path):
+    """A venv under /tmp (or in the project) is visible in the sandbox; the folder around it is not."""
+    venv = tmp_path / "project" / ".venv"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    paths = sandbox.readable_paths()
+    assert str(venv) in paths
+    assert str(tmp_path / "project") not in paths and str(tmp_path) not in paths
