@@ -93,7 +93,7 @@ class EvalJob:
     timeout_s: float = 300.0
     memory_mb: int = 8192
     allow_unconfined: bool = False
-    device: Any = None  # an open device backend (engine/remote.py), or None: estimates
+    device: Any = None  # BackendSettings (the engine's device pool), an open device backend, or None: estimates
     where: str = ""
     progress: Callable[[str], None] = field(default=lambda m: None)
     # resume: rows of tasks finished by an earlier run of the same eval, by (method, task); ``on_task``
@@ -179,6 +179,19 @@ async def _check_compiled(engine: Any, options: Any, path: str, text: str, job: 
     return compiled_verdict(report, job.tiers, job.chip)
 
 
+def _trusted(task: Any) -> tuple[str, str] | None:
+    """The task's own file (a native task; JAXBench's baseline.py travels as the reference): what the
+    judge compares a candidate against (runner/judge.py)."""
+    if task.layout in ("jaxbench", "maxkernel"):
+        return None
+    path = candidate_path(task)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return path, f.read()
+    except OSError:
+        return None
+
+
 async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[bool | None, str]:
     """The guarded test (the ``time`` op's integrity checks) in TPU interpret mode on CPU."""
     from pallasite.engine.timing import TaskFiles, time_request
@@ -187,8 +200,8 @@ async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[bool 
 
     files = TaskFiles(candidate_path(task), task.reference_path if task.layout == "jaxbench" else None,
                       task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
-    params = dataclasses.replace(time_request(files, "time", runs=1, warmup=0, extra_shape=True, text=text),
-                                 shrink=True)
+    params = dataclasses.replace(time_request(files, "time", runs=1, warmup=0, extra_shape=True, text=text,
+                                              trusted=_trusted(task)), shrink=True)
     reply = await backend.request(params, purpose="job", timeout_s=job.timeout_s)
     phase = test_phase(reply)
     if phase.ok:
@@ -228,7 +241,7 @@ async def _device(task: Any, text: str, job: EvalJob) -> tuple[bool, str, Timing
 
     files = TaskFiles(candidate_path(task), task.reference_path if task.layout == "jaxbench" else None,
                       task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
-    params = time_request(files, "time", runs=20, warmup=2, text=text)
+    params = time_request(files, "time", runs=20, warmup=2, text=text, trusted=_trusted(task))
     reply = await job.device.request(params, purpose="device", timeout_s=job.timeout_s)
     if not reply.ok:
         return False, f"the timing run failed on {job.where or 'the device'}: {str(reply.why)[:300]}", None, None
@@ -334,8 +347,11 @@ def _provenance(job: EvalJob, verdicts: list[TaskVerdict]) -> str:
 async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
     """Each method over the tasks; one summary (JSON) per method, with each task's verdict."""
     from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.device import candidate_config
     from pallasite.engine.engine import Engine
     from pallasite.engine.pool import local_backend
+    from pallasite.engine.remote import BackendSettings
+    from pallasite.engine.remote import where as device_where
 
     options = CheckOptions(target=job.chip, tiers=job.tiers, time_limit_s=job.timeout_s, memory_mb=job.memory_mb,
                            allow_unconfined=job.allow_unconfined)
@@ -343,56 +359,74 @@ async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
     if own:
         engine = Engine(checks=1, use_store=False,
                         backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=max(1, job.jobs)))
-    gate = asyncio.Semaphore(max(1, job.jobs))
-    device_slot = asyncio.Semaphore(1)
+    if isinstance(job.device, BackendSettings):  # the engine's device pool for these settings (engine/device.py)
+        if engine.device_events is None:  # each worker's state (started, lost, a job re-queued) as progress
+            engine.device_events = job.progress
+        job = dataclasses.replace(job, where=job.where or device_where(job.device), device=engine.device(
+            job.device, candidate_config(job.memory_mb, job.timeout_s, allow_unconfined=job.allow_unconfined)))
+    # as many device jobs at once as the pool has workers (1 for a single worker), and enough tasks in
+    # flight to keep them busy; the verdicts do not depend on how many (each is its own device job)
+    workers = int(getattr(job.device, "size", 1) or 1) if job.device is not None else 1
+    gate = asyncio.Semaphore(max(1, job.jobs, workers))
+    device_slot = asyncio.Semaphore(workers)
     scorers: dict[str, TaskScorer] = {}
     started_pairs = {"n": 0}
     out = []
+    started = time.monotonic()
+    finished: dict[str, float] = {}
+    counts = {name: 0 for name in job.methods}
     try:
-        for name, method in job.methods.items():
-            started = time.monotonic()
-            done = 0
-
-            async def one(task: Any) -> TaskVerdict | None:
-                nonlocal done
-                stored = job.done.get((name, task.name))
-                if stored is not None:  # finished by an earlier run of this eval: read back, not re-run
-                    verdict = TaskVerdict.from_json(stored)
-                    done += 1
-                    job.progress(f"{name}: {done}/{len(job.tasks)} {task.name}: {verdict.verdict.status()} (resumed)")
-                    return verdict
-                async with gate:
-                    if job.task_budget is not None and started_pairs["n"] >= job.task_budget:
-                        return None  # left for the next run
-                    started_pairs["n"] += 1
-                    # one scorer per task for every method: the same reference, inputs and figures
-                    scorer = scorers.setdefault(task.name, TaskScorer(engine, options, task, job, device_slot))
-                    try:
-                        if isinstance(method, AgentRunner):
-                            answer = await method.run(task, scorer)
-                            verdict = dataclasses.replace(await scorer.verdict(answer.text), answer=answer)
-                        else:
-                            text = method(task)
-                            if inspect.isawaitable(text):  # a provider's answer
-                                text = await text
-                            verdict = await scorer.verdict(text)
-                    except Exception as exc:  # noqa: BLE001 - one task's failure is data
-                        verdict = TaskVerdict(task.name, Verdict(False, False, None,
-                                                                 f"{type(exc).__name__}: {exc}"[:300]))
-                done += 1
-                job.progress(f"{name}: {done}/{len(job.tasks)} {task.name}: {verdict.verdict.status()}")
-                if job.on_task is not None:
-                    job.on_task(name, task.name, verdict.to_json())
+        async def one(name: str, method: Any, task: Any) -> TaskVerdict | None:
+            stored = job.done.get((name, task.name))
+            if stored is not None:  # finished by an earlier run of this eval: read back, not re-run
+                verdict = TaskVerdict.from_json(stored)
+                counts[name] += 1
+                job.progress(f"{name}: {counts[name]}/{len(job.tasks)} {task.name}: {verdict.verdict.status()} (resumed)")
                 return verdict
+            async with gate:
+                if job.task_budget is not None and started_pairs["n"] >= job.task_budget:
+                    return None  # left for the next run
+                started_pairs["n"] += 1
+                # one scorer per task for every method: the same reference, inputs and figures
+                scorer = scorers.setdefault(task.name, TaskScorer(engine, options, task, job, device_slot))
+                try:
+                    if isinstance(method, AgentRunner):
+                        answer = await method.run(task, scorer)
+                        verdict = dataclasses.replace(await scorer.verdict(answer.text), answer=answer)
+                    else:
+                        text = method(task)
+                        if inspect.isawaitable(text):  # a provider's answer
+                            text = await text
+                        verdict = await scorer.verdict(text)
+                except Exception as exc:  # noqa: BLE001 - one task's failure is data
+                    verdict = TaskVerdict(task.name, Verdict(False, False, None,
+                                                             f"{type(exc).__name__}: {exc}"[:300]))
+            counts[name] += 1
+            finished[name] = time.monotonic()
+            job.progress(f"{name}: {counts[name]}/{len(job.tasks)} {task.name}: {verdict.verdict.status()}")
+            if job.on_task is not None:
+                job.on_task(name, task.name, verdict.to_json())
+            return verdict
 
-            verdicts = await asyncio.gather(*(one(t) for t in job.tasks))
+        # methods and tasks interleaved: every (method, task) pair is scheduled at once, in method-major
+        # order, and waits for the gate (and its device jobs for a device worker)
+        pairs = [(name, method, task) for name, method in job.methods.items() for task in job.tasks]
+        results = await asyncio.gather(*(one(*pair) for pair in pairs))
+        for state in (job.device.states() if hasattr(job.device, "states") else ()):
+            job.progress(f"device pool: {state.line()}")  # what each worker did
+        by_method: dict[str, list] = {name: [] for name in job.methods}
+        for (name, _, _), verdict in zip(pairs, results):
+            by_method[name].append(verdict)
+        for name, method in job.methods.items():
+            verdicts = by_method[name]
             left = sum(v is None for v in verdicts)
             if left:
                 raise Incomplete(f"--task-budget {job.task_budget} reached: method {name} has {left} of "
                                  f"{len(job.tasks)} tasks left")
             outcomes = [TaskOutcome(v.task, (v.case(),), v.provenance) for v in verdicts]
+            # interleaved: a method's wall time runs from the eval's start to its last task
             summary = summarize(name, outcomes, provenance=_provenance(job, verdicts),
-                                wall_s=time.monotonic() - started).to_json()
+                                wall_s=finished.get(name, started) - started).to_json()
             for row, v in zip(summary["per_task"], verdicts):
                 row["verdict"] = v.verdict.to_json()
                 row["reference_timing"] = v.reference.to_json() if v.reference else None

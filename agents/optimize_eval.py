@@ -160,6 +160,11 @@ class EngineEvaluator:
         self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
         self.frozen_tests = self  # the Evaluator Protocol's optional capabilities: fix, tune and the frozen tests
 
+    def trusted(self) -> tuple[str, str]:
+        """The user's own file with the frozen tests: what the judge compares candidates against
+        (runner/judge.py), never the candidate's copy of it."""
+        return self.path, self.frozen_text(self.original)
+
     def use_tests(self, tests: str | None) -> None:
         """From now on ``tests`` are the written tests (frozen: the loop records their hash)."""
         self.tests, self._reports = tests, {}
@@ -234,7 +239,7 @@ class EngineEvaluator:
         from pallasite.engine.timing import TaskFiles, time_request
 
         params = time_request(TaskFiles(self.path), "time", runs=runs, warmup=0 if runs == 1 else 2, extra_shape=True,
-                              text=self.frozen_text(source))
+                              text=self.frozen_text(source), trusted=self.trusted())
         if self.device is None:  # interpret mode on CPU: the checks run at reduced shapes
             params = dataclasses.replace(params, shrink=True)
         if self.device is not None:  # the run's one open device worker (engine/device.py), queued

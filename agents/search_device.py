@@ -48,7 +48,7 @@ class DeviceEvaluator(BaseEvaluator):
         if source in self._replies:
             return self._replies.pop(source)
         params = time_request(TaskFiles(self.path), "time", runs=self.runs, warmup=2, extra_shape=True,
-                              text=self.compiler.frozen_text(source))
+                              text=self.compiler.frozen_text(source), trusted=self.compiler.trusted())
         reply = await self.device.request(params, purpose="device", timeout_s=self.timeout_s)
         if keep and reply.ok and reply.result is not None and reply.result.verdict == "ok":
             if len(self._replies) >= 64:  # candidates tested but never measured (a stopped run)

@@ -73,10 +73,13 @@ def task_files(target: str) -> TaskFiles:
 def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None,
                  config: dict[str, Any] | None = None, runs: int | None = None, warmup: int | None = None,
                  seed: int | None = None, max_speedup: float | None = None, extra_shape: bool | None = None,
-                 trace_dir: str | None = None, target: str | None = None, text: str | None = None) -> Any:
+                 trace_dir: str | None = None, target: str | None = None, text: str | None = None,
+                 trusted: tuple[str, str] | None = None) -> Any:
     """The typed ``TimeParams``/``ProfileParams`` (wire/messages.py) for these files: the texts of
     the candidate, its local modules and the reference file travel with it; options not given keep
-    the op's defaults."""
+    the op's defaults. ``trusted``: (path, text) of the user's own file, for model-written ``text``: the
+    judge loads the task and the reference from it, in a process that never runs the candidate
+    (runner/judge.py); it travels under a name of its own beside ``files.path``."""
     from pallasite.wire.messages import ProfileParams, TimeParams
 
     from .sources import sources_for
@@ -89,6 +92,10 @@ def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None
         options.update(trace_dir=trace_dir, target=target)
     cls = ProfileParams if op == "profile" else TimeParams
     reference = sources_for(files.reference_path) if files.reference_path else None
+    if trusted is not None and op == "time":
+        path, trusted_text = trusted
+        stem, ext = os.path.splitext(os.path.abspath(path))
+        options["trusted"] = sources_for(f"{stem}.pallasite-trusted{ext}", trusted_text)
     return cls(source=sources_for(files.path, text), reference=reference,
                **{k: v for k, v in options.items() if v is not None})
 

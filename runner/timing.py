@@ -106,8 +106,11 @@ def plain_params(params: Any) -> dict[str, Any]:
     from .loader import sent_modules
 
     plain = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
-             if f.name not in ("source", "reference")}
+             if f.name not in ("source", "reference", "trusted")}
     source, reference = params.source, params.reference
+    trusted = getattr(params, "trusted", None)
+    if trusted is not None:
+        plain.update(trusted_path=trusted.path, trusted_text=trusted.text, trusted_modules=sent_modules(trusted))
     plain.update(path=source.path, text=source.text, package=source.package,
                  modules=sent_modules(source))
     if reference is not None:

@@ -127,9 +127,11 @@ def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
+    from pallasite.runner import judge
     from pallasite.runner.timing import handle_time, plain_params  # jax-heavy: imported on first use
 
-    return messages.time_result_from_plain(handle_time(plain_params(params), _measure(ctx)))
+    run = judge.judged_time if judge.ACTIVE else handle_time  # model-written code: judged outside its process
+    return messages.time_result_from_plain(run(plain_params(params), _measure(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
@@ -444,8 +446,9 @@ class Worker:
     def _child_op(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
                   deadline: float | None, send: Callable[[dict[str, Any]], None]) -> None:
         """In the sandboxed child: the op in a fresh folder of its scratch; every message to ``send``."""
-        from pallasite.runner import confine, sandbox
+        from pallasite.runner import confine, judge, sandbox
 
+        judge.ACTIVE = True
         if self.sandboxes.confined:
             self.scratch = confine.Scratch(sandbox.SCRATCH)
         paths: list[Any] = []

@@ -141,3 +141,49 @@ def test_a_project_cannot_opt_in_for_the_user(tmp_path):
     assert done.returncode == 2
     assert "'agent.allowUnconfined' ignored" in done.stderr
     assert "worker.sandbox = \"off\"" in done.stderr and "It was not run" in done.stderr
+
+
+TAMPER = (DATA / "untrusted" / "tampering_preamble.py").read_text()
+RIGHT = (DATA / "optimize" / "candidates" / "big_blocks.py").read_text()
+WRONG = RIGHT.replace("o_ref[...] = x_ref[...] + y_ref[...]", "o_ref[...] = x_ref[...] + y_ref[...] + 1.0")
+TAMPERING = WRONG.replace("\n\nimport jax\n", "\n\n" + TAMPER + "import jax\n", 1)
+
+
+@needs_namespaces
+async def test_the_judge_is_outside_the_judged_and_nothing_persists(tmp_path):
+    """A wrong kernel that patches numpy and pallasite's comparisons in its own process was "correct"
+    (the comparison ran where it ran), and the patch stayed in the warm worker for the next one. Now
+    the candidate runs in a process of its own and a judge that never ran it compares."""
+    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.timing import TaskFiles, time_request
+
+    user_file = tmp_path / "kernel.py"
+    user_file.write_text((DATA / "optimize" / "add.py").read_text())
+    trusted = (str(user_file), user_file.read_text())
+    verdicts = []
+    async with WorkerClient(WorkerConfig(confine=True, timeout_s=180)) as worker:
+        for text in (TAMPERING, WRONG, RIGHT):
+            params = time_request(TaskFiles(str(user_file)), "time", runs=3, warmup=1, text=text, trusted=trusted)
+            reply = await worker.request(params)
+            assert reply.ok, reply.message
+            verdicts.append((reply.result.verdict, [r.trick for r in reply.result.rejections], reply.result.judged_by))
+    assert verdicts[0][:2] == ("rejected", ["wrong_result"]), verdicts[0]
+    assert verdicts[1][:2] == ("rejected", ["wrong_result"]), verdicts[1]
+    assert verdicts[2][:2] == ("ok", []), verdicts[2]
+    assert all(v[2] == "a process that never ran the candidate" for v in verdicts)
+
+
+@needs_namespaces
+def test_optimize_does_not_take_a_tampering_candidate_for_a_winner(tmp_path):
+    """Through `pallasite optimize`: the hostile candidate and, after it, a plain wrong one are both incorrect."""
+    project(tmp_path, (DATA / "optimize" / "add.py").read_text(), "tiers = [0, 1]\n")
+    folder = tmp_path / "ws"
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Use 128-row blocks.", "```python\n" + TAMPERING + "```",
+                                   "Again 128-row blocks.", "```python\n" + WRONG + "```"]))
+    done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "2",
+               "--format", "json", cwd=folder)
+    result = json.loads(done.stdout)
+    assert [r["verdict"] for r in result["table"]] == ["incorrect", "incorrect"], result["table"]
+    assert all("wrong_result" in r["why"] for r in result["table"])
+    assert not (folder / "kernel.optimized.py").exists()

@@ -441,6 +441,9 @@ class TimeParams:
     reference_entry: str | None = None
     entry: str | None = None
     config: dict[str, int] = field(default_factory=dict)
+    # model-written code: the user's own file the judge loads the task and reference from, in a
+    # process that never runs the candidate (runner/judge.py); else ``reference`` is used
+    trusted: Sources | None = None
     runs: int = 20
     warmup: int = 2
     seed: int | None = None  # None: fresh random inputs from a new seed
@@ -505,6 +508,7 @@ class TimeResult:
     notes: tuple[str, ...] = ()
     error: str | None = None
     profile: dict[str, Any] | None = None  # the profile op's figures
+    judged_by: str | None = None  # model-written code: which process compared and timed it (runner/judge.py)
 
 
 def time_result_from_plain(result: dict[str, Any]) -> TimeResult:
