@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 
+from . import ast_units
 from .origins import Origin, Tracer, functions_around, parse, callee_name
 from .types import Span
 
@@ -72,11 +73,10 @@ def pallas_call_at(tree: ast.Module, span: Span) -> ast.Call | None:
     index = getattr(tree, _CALLS_AT, None)
     if index is None:
         index = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                name = callee_name(node)
-                if name is not None and name.endswith("pallas_call"):
-                    index.setdefault((node.lineno - 1, node.col_offset), node)
+        for node in ast_units.index_of(tree).calls:  # every call, in walk order
+            name = callee_name(node)
+            if name is not None and name.endswith("pallas_call"):
+                index.setdefault((node.lineno - 1, node.col_offset), node)
         setattr(tree, _CALLS_AT, index)
     return index.get((span.line, span.column))
 

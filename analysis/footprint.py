@@ -100,7 +100,7 @@ def vmem_footprint(site: KernelSite, bits: int) -> Footprint:
     return Footprint(total, complete)
 
 
-def static_dims(text: str, spec: BlockSpecInfo) -> list[int] | None:
+def static_dims(text: str, spec: BlockSpecInfo, tree=None) -> list[int] | None:
     """The block's dims as ints (squeezed dims 1): tier 0's reading, else each dim traced to the
     literal it was written as (``analysis/origins.py``, no arithmetic between); None if one is not."""
     if spec.block_shape is None or len(spec.dim_spans) != len(spec.block_shape):
@@ -110,7 +110,7 @@ def static_dims(text: str, spec: BlockSpecInfo) -> list[int] | None:
         if dim is None or isinstance(dim, int):
             out.append(1 if dim is None else dim)
             continue
-        origin = trace(text, span)
+        origin = trace(text, span, tree=tree)  # tree: the text's ast module, when the caller has it
         if origin is None or not origin.exact or not isinstance(origin.value, int) or isinstance(origin.value, bool):
             return None
         out.append(origin.value)

@@ -50,6 +50,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
+from . import ast_units
 from .types import Span
 
 MAX_HOPS = 24
@@ -75,9 +76,10 @@ class Origin:
         return Span(self.line, self.column, self.end_line, self.end_column)
 
 
-def trace(text: str, span: Span, *, frames: Frames = ()) -> Origin | None:
-    """The origin of the expression at ``span`` of ``text`` (None: no expression there / no parse)."""
-    tree = parse(text)
+def trace(text: str, span: Span, *, frames: Frames = (), tree: ast.Module | None = None) -> Origin | None:
+    """The origin of the expression at ``span`` of ``text`` (None: no expression there / no parse);
+    ``tree``: the text's module when the caller has it (tier 0's, ``ast_units``)."""
+    tree = tree if tree is not None else parse(text)
     if tree is None:
         return None
     found = _expression_at(tree, span)
@@ -123,17 +125,11 @@ def branch_block_shapes(text: str, span: Span) -> list[tuple[ast.Call, list[ast.
 # --------------------------------------------------------------------------- parsing
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)
 def parse(text: str) -> ast.Module | None:
-    """``text``'s syntax tree with parent links (cached; None when it does not parse)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    for parent in ast.walk(tree):
-        for child in ast.iter_child_nodes(parent):
-            child._pallasite_parent = parent  # type: ignore[attr-defined]
-    return tree
+    """``text``'s syntax tree with parent links and its index (``ast_units``; cached, a few texts:
+    a 2,700-line file's tree holds megabytes; None when it does not parse)."""
+    return ast_units.whole(text)
 
 
 def parent_of(node: ast.AST) -> ast.AST | None:
@@ -143,13 +139,10 @@ def parent_of(node: ast.AST) -> ast.AST | None:
 def _expression_at(tree: ast.Module, span: Span) -> ast.expr | None:
     """The outermost expression starting at ``span``'s start (and not ending after its end)."""
     best = None
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.expr) or not hasattr(node, "lineno"):
-            continue
-        if node.lineno - 1 == span.line and node.col_offset == span.column:
-            end = (node.end_lineno - 1, node.end_col_offset)
-            if end <= (span.end_line, span.end_column) and (best is None or _size(node) > _size(best)):
-                best = node
+    for node in ast_units.index_of(tree).expressions_at(span.line, span.column):  # in walk order
+        end = (node.end_lineno - 1, node.end_col_offset)
+        if end <= (span.end_line, span.end_column) and (best is None or _size(node) > _size(best)):
+            best = node
     return best
 
 
@@ -186,10 +179,10 @@ class Tracer:
         self.frames = tuple(frames)
         self.hops = 0
         self.entered: dict[int, tuple[ast.Call, int]] = {}  # id(function) -> (the call the trace entered it by, shift)
-        self.defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        self.classes = {c.name: c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)}
-        self.imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
-                         if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        index = self.index = ast_units.index_of(tree)  # file-wide lookups, kept per unit of the file
+        self.defs = index.defs
+        self.classes = {c.name: c for c in index.classes}
+        self.imported = {(a.asname or a.name).split(".")[0] for n in index.imports for a in n.names}
 
     # An expression in the scope of ``chain`` (functions, outermost first) -> its origin.
     def origin(self, node: ast.expr, chain: list[ast.AST], kind: str = "literal") -> Origin | None:
@@ -367,16 +360,14 @@ class Tracer:
         ``functools.partial(name, ...)`` (its own arguments), and calls of names bound to
         ``functools.partial(name, ...)`` or ``jax.jit(name, ...)``."""
         aliases: dict[str, tuple[int, ast.Call | None]] = {name: (0, None)}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+        for node in self.index.assigns:
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and isinstance(node.value, ast.Call) and callee_name(node.value) in ("partial", "jit") \
                     and node.value.args and isinstance(node.value.args[0], ast.Name) and node.value.args[0].id == name:
                 wrapper = node.value
                 shift = len(wrapper.args) - 1 if callee_name(wrapper) == "partial" else 0
                 aliases[node.targets[0].id] = (shift, wrapper)
-        for node in ast.walk(self.tree):
-            if not isinstance(node, ast.Call):
-                continue
+        for node in self.index.calls:
             called = callee_name(node)
             if called in ("partial", "jit") and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == name:
                 partial_call = ast.Call(func=node.func, args=node.args[1:], keywords=node.keywords)

@@ -88,6 +88,9 @@ def forget(key: str) -> None:
     """Drop the tree kept for ``key`` (a closed document); ``release_memory`` gives it back."""
     with _TREES_LOCK:
         _TREES.pop(key, None)
+    from . import ast_units  # the key's Python ast units go with its tree
+
+    ast_units.forget(key)
 
 
 def release_memory() -> None:
@@ -329,6 +332,7 @@ class Source:
 
     def __init__(self, text: str, key: str | None = None) -> None:
         self.text = text
+        self.key = key  # the file's path: its trees (and ast units, ast_units.py) are reused by key
         self.data = text.encode("utf-8")
         self.tree = parse_bytes(self.data, key)  # ``key``: reuse the last tree of that file
         self.root = self.tree.root_node

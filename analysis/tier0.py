@@ -20,7 +20,7 @@ import ast
 import warnings
 from dataclasses import dataclass
 
-from . import rules, sites as sites_mod, tasks as tasks_mod
+from . import ast_units, rules, sites as sites_mod, tasks as tasks_mod
 from .source import Source
 from .types import Finding, KernelSite, KernelTask, Span
 
@@ -38,14 +38,20 @@ class SourceAnalysis:
 
 
 def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET,
-            scoped_vmem: int | None = None) -> SourceAnalysis:
+            scoped_vmem: int | None = None, incremental: bool = True) -> SourceAnalysis:
     """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``
-    (``scoped_vmem``: the target's default scoped-VMEM limit, for the VMEM rule; None skips it)."""
-    source = Source(text, key=path)  # a known path re-parses incrementally from its last tree
+    (``scoped_vmem``: the target's default scoped-VMEM limit, for the VMEM rule; None skips it).
+    A known path is analysed incrementally: its last tree-sitter tree and Python ast units are
+    reused where the text did not change; ``incremental=False`` reads the text from scratch (the
+    same answer: tests/test_tier0_incremental.py holds the two together)."""
+    source = Source(text, key=path if incremental else None)
     try:
         return _analyze(source, text, path, target, scoped_vmem)
     finally:  # the memos hold scopes that hold the source: a cycle (with the whole tree) that only
-        source.cache.clear()  # the garbage collector would free, in a pass that holds the GIL for seconds
+        # the garbage collector would free, in a pass that holds the GIL for seconds; the Python ast
+        # built for the rules goes back to ``ast_units`` for the file's next analysis
+        ast_units.release(source.key, source.cache.get("python_ast", {}).get("module"))
+        source.cache.clear()
 
 
 def _analyze(source: Source, text: str, path: str | None, target: str, scoped_vmem: int | None) -> SourceAnalysis:

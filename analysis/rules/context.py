@@ -5,9 +5,11 @@ module, so the package's ``__init__`` (which collects them) closes no import cir
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from .. import ast_units
 from ..codes import CODES
 from ..source import Source
 from ..types import Finding, Fix, KernelSite, KernelTask, Span, TextEdit
@@ -23,6 +25,20 @@ class RuleContext:
 
 
 Rule = Callable[[RuleContext], Iterable[Finding]]
+
+
+def python_tree(source: Source) -> ast.Module | None:
+    """The source's text as Python's ``ast`` (None: Python cannot parse it), built once per source:
+    from the units of the same file's previous analysis where unchanged (``ast_units``; tier 0's
+    ``analyze`` hands them back when it is done)."""
+    memo = source.cache.setdefault("python_ast", {})
+    if "module" not in memo:
+        if source.key is None:  # no earlier analysis to take units from: one parse of the whole text
+            memo["module"] = ast_units.whole(source.text)
+        else:
+            starts = ast_units.units(source.root, source.data)
+            memo["module"] = ast_units.module_for(source.text, source.data, starts, source.key)
+    return memo["module"]
 
 
 def finding(code: str, message: str, span: Span, *, fix: Fix | None = None, kernel: str | None = None,

@@ -25,9 +25,10 @@ import ast
 from typing import Iterator
 
 from ..call_values import pallas_call_at
-from ..origins import callee_name, parse
+from ..ast_units import index_of
+from ..origins import callee_name
 from ..types import Finding, KernelSite, Related, Span
-from .context import RuleContext, finding, replace, tpu_sites
+from .context import RuleContext, finding, python_tree, replace, tpu_sites
 
 # Chips whose device shares a kernel's "parallel" axes between two TensorCores (megacore): jax's
 # ChipVersion.supports_megacore, which the tier-3 interpreter reads (runner/interpret.py's
@@ -36,7 +37,7 @@ MEGACORE = ("v4", "v5p")
 
 
 def parallel_carried_axis(ctx: RuleContext) -> Iterator[Finding]:
-    tree = parse(ctx.source.text)
+    tree = python_tree(ctx.source)
     if tree is None:
         return
     for site in tpu_sites(ctx):
@@ -76,7 +77,7 @@ def parallel_carried_axis(ctx: RuleContext) -> Iterator[Finding]:
 def _kernel_def(tree: ast.Module, site: KernelSite) -> ast.AST | None:
     """The kernel's ``def``: tier 0's, else the one function of the file the pallas_call's first
     argument names, directly or through ``functools.partial(kernel, ...)``."""
-    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    defs = index_of(tree).defs
     if site.kernel_def_span is not None:
         return next((n for n in defs if n.lineno - 1 == site.kernel_def_span.line), None)
     call = pallas_call_at(tree, site.span)
@@ -89,9 +90,21 @@ def _kernel_def(tree: ast.Module, site: KernelSite) -> ast.AST | None:
     return named[0] if len(named) == 1 else None
 
 
+_CARRIED = "_pallasite_carried_refs"
+
+
 def carried_refs(kernel: ast.AST) -> Iterator[tuple[int, str, ast.AST]]:
     """(axis, ref, the pl.when node) for every kernel parameter stored under a
-    ``pl.when(program_id(axis) == 0)`` body and read outside it."""
+    ``pl.when(program_id(axis) == 0)`` body and read outside it. Kept on the kernel's node: a
+    function whose text did not change keeps its nodes from one analysis to the next (ast_units)."""
+    found = getattr(kernel, _CARRIED, None)
+    if found is None:
+        found = tuple(_carried_refs(kernel))
+        setattr(kernel, _CARRIED, found)
+    return iter(found)
+
+
+def _carried_refs(kernel: ast.AST) -> Iterator[tuple[int, str, ast.AST]]:
     params = {a.arg for a in kernel.args.posonlyargs + kernel.args.args + kernel.args.kwonlyargs}
     pids = _program_id_names(kernel)
     nested = {n.name: n for n in ast.walk(kernel) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not kernel}
@@ -231,9 +244,8 @@ def _entry(tree: ast.Module, site: KernelSite, axis: int, count: int) -> ast.exp
     span = site.dimension_semantics_span
     if span is None:
         return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Tuple, ast.List)) and node.lineno - 1 == span.line and node.col_offset == span.column \
-                and len(node.elts) == count:
+    for node in index_of(tree).sequences:  # tuple and list displays, in walk order
+        if node.lineno - 1 == span.line and node.col_offset == span.column and len(node.elts) == count:
             return node.elts[axis]
     return None
 

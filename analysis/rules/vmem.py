@@ -23,27 +23,27 @@ from typing import Iterator
 from ..call_values import pallas_call_at
 from ..dtypes import DTYPE_BITS, block_bytes
 from ..footprint import in_vmem, scratch_bytes, static_dims
-from ..origins import Origin, Tracer, callee_name, functions_around, parse, trace
+from ..origins import Origin, Tracer, callee_name, functions_around, trace
 from ..types import BlockSpecInfo, Finding, KernelSite, Related, Span
-from .context import RuleContext, finding, tpu_sites
+from .context import RuleContext, finding, python_tree, tpu_sites
 from .tiling import ArrayResolver
 
 
 def vmem(ctx: RuleContext) -> Iterator[Finding]:
-    tree = parse(ctx.source.text)
+    tree = python_tree(ctx.source)
     if tree is None:
         return
     for site in tpu_sites(ctx):
         limit, limit_said = _limit(ctx, tree, site)
         if limit is None:
             continue
-        blocks = list(_blocks(ctx, site))
+        blocks = list(_blocks(ctx, site, tree))
         scratch = sum(size for s in site.scratch_shapes or () if (size := scratch_bytes(s)) is not None)
         need = sum(b for _, b, _ in blocks) + scratch
         if not blocks or need <= limit:
             continue
         spec, nbytes, buffers = max(blocks, key=lambda b: b[1])
-        place, related = _place(ctx, spec)
+        place, related = _place(ctx, spec, tree)
         related += (Related(site.call_span or site.span, "the pallas_call"),)
         yield finding(
             "PLS015",
@@ -63,7 +63,7 @@ def _shape(dims) -> str:
     return "(" + ", ".join("None" if d is None else str(d) for d in dims) + ")"
 
 
-def _blocks(ctx: RuleContext, site: KernelSite) -> Iterator[tuple[BlockSpecInfo, int, int]]:
+def _blocks(ctx: RuleContext, site: KernelSite, tree: ast.Module) -> Iterator[tuple[BlockSpecInfo, int, int]]:
     """(spec, bytes of its buffers, buffers) for each VMEM block whose size and dtype are known."""
     call = ctx.source.node_at(site.span, "call")
     if call is None:
@@ -73,7 +73,7 @@ def _blocks(ctx: RuleContext, site: KernelSite) -> Iterator[tuple[BlockSpecInfo,
         for spec in specs or ():
             if not spec.certain or not in_vmem(spec) or spec.block_shape is None:
                 continue
-            dims = static_dims(ctx.source.text, spec)
+            dims = static_dims(ctx.source.text, spec, tree)
             array = resolver.array(role, spec.position)
             dtype = array[1] if array else None
             bits = DTYPE_BITS.get((dtype or "").rsplit(".", 1)[-1])
@@ -152,12 +152,12 @@ def _arithmetic(node: ast.expr | None) -> int | None:
     return None
 
 
-def _place(ctx: RuleContext, spec: BlockSpecInfo) -> tuple[Span, tuple[Related, ...]]:
+def _place(ctx: RuleContext, spec: BlockSpecInfo, tree: ast.Module) -> tuple[Span, tuple[Related, ...]]:
     """The line that set the largest dim of the block (when written outside the BlockSpec), with
     the BlockSpec related; else the BlockSpec."""
     best: Origin | None = None
     for span in spec.dim_spans:
-        origin = trace(ctx.source.text, span)
+        origin = trace(ctx.source.text, span, tree=tree)
         if origin is None or origin.kind == "expression" or not isinstance(origin.value, int):
             continue
         if spec.span.line <= origin.line <= spec.span.end_line:

@@ -1,0 +1,260 @@
+"""Python's ``ast`` of a kernel file, built one top-level statement at a time and reused across edits.
+
+Two tier-0 rules (VMEM, megacore) and the origin tracer read the file through Python's ``ast``. A
+full ``ast.parse`` of a 2,700-line kernel file costs 20-25 ms and every whole-tree walk another
+10 ms; after an edit inside one function, all but that function's statement are unchanged. So:
+
+- ``units(root, data)``: the file cut into *units*, runs of whole lines holding one or more
+  top-level statements (from tree-sitter's tree, already parsed incrementally);
+- ``module_for(text, units, key)``: the ``ast.Module`` of the text, each unit parsed alone (its
+  line numbers moved to where it sits) or, when a unit with the same text was parsed for ``key``
+  before, that unit's nodes taken over and moved in place (only their line numbers change);
+- ``index_of(module)``: what the rules and the tracer look up file-wide (function and class
+  definitions, imported names, calls, assignments, expressions by position), in the order a walk
+  of the whole tree (``ast.walk``: breadth first) would give them, kept per unit so that a reused
+  unit brings its lookups with it. A module from a plain ``ast.parse`` gets the same index (one
+  unit holding every statement), so both paths answer the same.
+
+The units a build no longer uses (the old text of an edited function) stay as spares, a few per
+key, so that an undo finds them again.
+
+Ownership: a key's units move into the module built from them (their nodes change line numbers),
+so a module built for a key is used by one analysis at a time: ``module_for`` takes the key's
+units out, ``release(key, module)`` hands them back when the analysis is done. A second analysis
+of the same key meanwhile finds none and parses the whole text. ``forget(key)`` drops a key's units
+(a closed document); at most ``MAX_KEYS`` keys and ``MAX_TEXT_BYTES`` of text are kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+PARENT = "_pallasite_parent"  # the attribute origins.parent_of reads
+_INDEX = "_pallasite_index"
+_UNITS = "_pallasite_units"
+_SPARE = "_pallasite_spare_units"
+SPARE_UNITS = 16
+MAX_KEYS = 8
+MAX_TEXT_BYTES = 4 << 20
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(eq=False)
+class Unit:
+    """One run of whole lines (``start``: its first 0-based line) and its parsed statements; its
+    lookups hold (depth below the module, node) in ``ast.walk`` order, positions relative to ``start``."""
+
+    text: str
+    start: int
+    stmts: list[ast.stmt]
+    positioned: list[ast.AST]  # every node carrying line numbers (moved when the unit moves)
+    defs: list[tuple[int, ast.AST]] = field(default_factory=list)
+    classes: list[tuple[int, ast.ClassDef]] = field(default_factory=list)
+    calls: list[tuple[int, ast.Call]] = field(default_factory=list)
+    assigns: list[tuple[int, ast.Assign]] = field(default_factory=list)
+    imports: list[tuple[int, ast.AST]] = field(default_factory=list)
+    sequences: list[tuple[int, ast.AST]] = field(default_factory=list)  # tuple and list displays
+    exprs: dict[tuple[int, int], list[tuple[int, ast.expr]]] = field(default_factory=dict)  # (line - start, col)
+
+    def move(self, start: int) -> None:
+        delta = start - self.start
+        if delta:
+            for node in self.positioned:
+                node.lineno += delta
+                node.end_lineno += delta
+            self.start = start
+
+
+def _indexed(text: str, start: int, stmts: list[ast.stmt]) -> Unit:
+    """A unit of ``stmts`` (line numbers already where the unit sits): parent links within it and
+    its lookups, from one breadth-first walk."""
+    unit = Unit(text, start, stmts, [])
+    level = [(1, s) for s in stmts]
+    for depth, node in level:  # breadth first: the list grows while it is read
+        if hasattr(node, "end_lineno") and node.end_lineno is not None:
+            unit.positioned.append(node)
+            if isinstance(node, ast.expr):
+                unit.exprs.setdefault((node.lineno - 1 - start, node.col_offset), []).append((depth, node))
+        if isinstance(node, ast.Call):
+            unit.calls.append((depth, node))
+        elif isinstance(node, ast.Assign):
+            unit.assigns.append((depth, node))
+        elif isinstance(node, _DEFS):
+            unit.defs.append((depth, node))
+        elif isinstance(node, ast.ClassDef):
+            unit.classes.append((depth, node))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            unit.imports.append((depth, node))
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            unit.sequences.append((depth, node))
+        for child in ast.iter_child_nodes(node):
+            setattr(child, PARENT, node)
+            level.append((depth + 1, child))
+    return unit
+
+
+def _parsed(text: str, start: int) -> Unit:
+    """``text`` (whole lines starting at line ``start``) parsed alone; raises SyntaxError/ValueError."""
+    module = ast.parse(text)
+    unit = _indexed(text, 0, module.body)
+    unit.move(start)
+    return unit
+
+
+def units(root, data: bytes) -> list[tuple[int, int]] | None:
+    """The file's units as (first line, first byte) of each, from tree-sitter's ``root``: a unit starts
+    where a top-level statement starts at column 0 on a line no earlier statement reaches. None
+    when the tree has errors (Python's own parser then reads the whole text)."""
+    if root.has_error:
+        return None
+    out = [(0, 0)]
+    reached = -1
+    for child in root.children:
+        (row, column), end_row = child.start_point, child.end_point[0]
+        if column == 0 and row > reached and row > out[-1][0]:
+            out.append((row, child.start_byte - column))
+        reached = max(reached, end_row)
+    return out
+
+
+_STATE: OrderedDict[str, list[Unit]] = OrderedDict()  # key -> the units last built for it
+_LOCK = threading.Lock()
+
+
+def module_for(text: str, data: bytes, starts: list[tuple[int, int]] | None, key: str | None) -> ast.Module | None:
+    """The ``ast.Module`` of ``text`` (``data``: its UTF-8 bytes; ``starts``: ``units()``), None when
+    Python cannot parse it. With a ``key``, the units last released for it are reused where their
+    text is unchanged; hand them back with ``release(key, module)``."""
+    if starts is None or "\r" in text or "\x0c" in text:
+        return whole(text)
+    with _LOCK:
+        previous = _STATE.pop(key, None) if key is not None else None
+    spare: dict[str, list[Unit]] = {}
+    for unit in previous or ():  # the last build's units, then the spare ones before them
+        spare.setdefault(unit.text, []).append(unit)
+    built: list[Unit] = []
+    bounds = [*starts, (None, len(data))]
+    try:
+        for (line, begin), (_, end) in zip(bounds, bounds[1:]):
+            piece = data[begin:end].decode("utf-8", errors="surrogateescape")
+            reused = spare.get(piece)
+            if reused:
+                unit = reused.pop(0)
+                unit.move(line)
+            else:
+                unit = _parsed(piece, line)
+            built.append(unit)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return whole(text)
+    module = ast.Module(body=[s for u in built for s in u.stmts], type_ignores=[])
+    for stmt in module.body:
+        setattr(stmt, PARENT, module)
+    setattr(module, _UNITS, built)
+    left = [u for us in spare.values() for u in us]  # units this text no longer has (an undo brings
+    setattr(module, _SPARE, left[:SPARE_UNITS])  # them back), the most recently displaced first
+    return module
+
+
+def release(key: str | None, module: ast.Module | None) -> None:
+    """The units of ``module`` (built by ``module_for``) kept for ``key``'s next build."""
+    built = getattr(module, _UNITS, None) if module is not None else None
+    if key is None or built is None:
+        return
+    with _LOCK:
+        _STATE[key] = [*built, *getattr(module, _SPARE, ())]
+        _STATE.move_to_end(key)
+        total = sum(len(u.text) for us in _STATE.values() for u in us)
+        while len(_STATE) > 1 and (len(_STATE) > MAX_KEYS or total > MAX_TEXT_BYTES):
+            _, dropped = _STATE.popitem(last=False)
+            total -= sum(len(u.text) for u in dropped)
+
+
+def forget(key: str) -> None:
+    """Drop the units kept for ``key`` (its document was closed)."""
+    with _LOCK:
+        _STATE.pop(key, None)
+
+
+def whole(text: str) -> ast.Module | None:
+    """``text`` parsed in one piece, with parent links and its index as one unit (None: no parse)."""
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    unit = _indexed(text, 0, module.body)
+    for stmt in module.body:
+        setattr(stmt, PARENT, module)
+    setattr(module, _UNITS, [unit])
+    return module
+
+
+class Index:
+    """File-wide lookups of one module, each in ``ast.walk`` order (computed when first asked)."""
+
+    def __init__(self, built: list[Unit]) -> None:
+        self.units = built
+        self._starts = [u.start for u in built]
+        self._memo: dict[str, list] = {}
+
+    def _merged(self, name: str) -> list:
+        found = self._memo.get(name)
+        if found is None:  # breadth first over the module: by depth, then in unit order (a stable sort)
+            pairs = [p for u in self.units for p in getattr(u, name)]
+            pairs.sort(key=lambda p: p[0])
+            found = self._memo[name] = [node for _, node in pairs]
+        return found
+
+    @property
+    def defs(self) -> list[ast.AST]:
+        return self._merged("defs")
+
+    @property
+    def classes(self) -> list[ast.ClassDef]:
+        return self._merged("classes")
+
+    @property
+    def calls(self) -> list[ast.Call]:
+        return self._merged("calls")
+
+    @property
+    def assigns(self) -> list[ast.Assign]:
+        return self._merged("assigns")
+
+    @property
+    def imports(self) -> list[ast.AST]:
+        return self._merged("imports")
+
+    @property
+    def sequences(self) -> list[ast.AST]:
+        return self._merged("sequences")
+
+    def expressions_at(self, line: int, column: int) -> list[ast.expr]:
+        """Expressions starting at 0-based ``line``, ``column``, in walk order."""
+        import bisect
+
+        i = bisect.bisect_right(self._starts, line) - 1
+        found: list[tuple[int, ast.expr]] = []
+        # a unit of several statements on the line of the next unit's start cannot exist (units
+        # start on lines no earlier statement reaches), so one unit holds every node starting here
+        if i >= 0:
+            unit = self.units[i]
+            found = unit.exprs.get((line - unit.start, column), [])
+        return [node for _, node in sorted(found, key=lambda p: p[0])]
+
+
+def index_of(module: ast.Module) -> Index:
+    """The lookups of ``module`` (built once per module; a module from ``ast.parse`` elsewhere is
+    indexed as one unit)."""
+    index = getattr(module, _INDEX, None)
+    if index is None:
+        built = getattr(module, _UNITS, None)
+        if built is None:
+            built = [_indexed("", 0, module.body)]
+            setattr(module, _UNITS, built)
+        index = Index(built)
+        setattr(module, _INDEX, index)
+    return index
