@@ -37,6 +37,7 @@ from . import keys
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
 from .fix_prompt import SYSTEM, FixContext, prompt
 from .deadline import Deadline, bounded
+from .fix_scope import unsafe_edit
 from .guards import tampering
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
@@ -236,6 +237,10 @@ class Fixer:
             names = ", ".join(f"pallas_call of {k or '?'} in {f or 'module'}" for f, k in missing)
             raise _Rejected("removed pallas_call", f"the edit removes or renames {names}; every original "
                                                    "pallas_call must stay")
+        beyond = unsafe_edit(context.text, candidate, context.findings)
+        if beyond:  # verified means minimal: never code the findings do not call for (agents/fix_scope.py)
+            raise _Rejected("not a minimal fix", f"the edit {'; '.join(beyond)}: a verified fix changes only what the "
+                                                 "findings name and adds no imports, file, process or network calls")
         self._progress("checking the proposed edit (tiers " + ", ".join(map(str, tiers)) + ")")
         try:
             report = await bounded(deadline, self.verify(candidate, tiers), f"checking round {round_no}'s proposal",

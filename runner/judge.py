@@ -89,6 +89,16 @@ def recv_frame(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
     return header, arrays
 
 
+def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
+    """A frame from the candidate; the interpret-mode calls it saw are recorded here, so the worker
+    refuses them as if this process had seen them (runner/interpret_guard.py)."""
+    from . import interpret_guard
+
+    header, arrays = recv_frame(sock)
+    interpret_guard.add_recorded(header.pop("interpret", None))
+    return header, arrays
+
+
 # --------------------------------------------------------------------------- the candidate's side
 
 
@@ -97,13 +107,14 @@ def _candidate_main(sock: socket.socket, params: dict[str, Any]) -> None:
     import jax
     import numpy as np
 
-    from . import timing, timing_shrink
+    from . import interpret_guard, timing, timing_shrink
     from . import timing_guards as guards
     from . import timing_inputs as inputs_mod
 
     header, _ = recv_frame(sock)
     if header.get("op") == "whole":  # nothing to judge outside: the op as before, here
-        send_frame(sock, {"op": "result", "result": timing.handle_time(params)})
+        result = timing.handle_time(params)
+        send_frame(sock, {"op": "result", "result": result, "interpret": interpret_guard.recorded()})
         return
     if header.get("op") != "go":
         return
@@ -134,7 +145,7 @@ def _candidate_main(sock: socket.socket, params: dict[str, Any]) -> None:
                               "extra": ([[list(a.shape), str(np.dtype(a.dtype).name)] for a in jax.tree.leaves(extra)]
                                         if extra is not None else None),
                               "extra_how": how, "scaled": scaled, "entry": prep.task.name, "format": prep.task.format,
-                              "config": prep.config})
+                              "config": prep.config, "interpret": interpret_guard.recorded()})
             treedefs = {"main": jax.tree.structure(used),
                         "extra": jax.tree.structure(extra) if extra is not None else None}
             _serve(sock, prep, treedefs, scaled)
@@ -146,7 +157,7 @@ def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any
     import jax
     import numpy as np
 
-    from . import timing
+    from . import interpret_guard, timing
     from . import timing_inputs as inputs_mod
 
     stored: tuple[Any, ...] | None = None
@@ -163,7 +174,7 @@ def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any
                 with scaling, timing._execution(prep, True):
                     outputs = jax.block_until_ready(prep.candidate(*args))
                 leaves = [np.asarray(x) for x in jax.tree.leaves(outputs)]
-                send_frame(sock, {"op": "outputs"}, leaves)
+                send_frame(sock, {"op": "outputs", "interpret": interpret_guard.recorded()}, leaves)
             elif op == "store":  # the timing's inputs, kept here; each call runs on fresh copies of them
                 stored = jax.tree.unflatten(treedefs["main"], [jax.numpy.asarray(a) for a in arrays])
                 timed = timing._named(prep.candidate, timing.CANDIDATE)
@@ -225,7 +236,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                     why = str(exc)
             if trusted is None:
                 send_frame(sock, {"op": "whole"})
-                header, _ = recv_frame(sock)
+                header, _ = _receive(sock)
                 result = header.get("result") or timing._failed(params, "the candidate process gave no result")
                 result.setdefault("notes", []).append(f"judged in the candidate's own process: {why}")
                 result["judged_by"] = "the candidate's own process"
@@ -297,7 +308,7 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
     seed = timing._seed(params)
     send_frame(sock, {"op": "go"})
     say("the candidate traces its program in a process of its own")
-    ready, _ = recv_frame(sock)
+    ready, _ = _receive(sock)
     if ready.get("op") != "ready":
         return timing._failed(params, str(ready.get("error") or "the candidate process did not get ready"))
     own = task.abstract_args()
@@ -323,7 +334,7 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
         if bad:
             return {"rejection": bad, "tolerance": tolerance}
         send_frame(sock, {"op": "run", "which": which}, jax.tree.leaves(args))
-        header, outputs = recv_frame(sock)
+        header, outputs = _receive(sock)
         if header.get("op") != "outputs":
             return {"rejection": guards.reject("candidate_failed", f"the candidate raised {header.get('error')}"),
                     "tolerance": tolerance}
