@@ -260,11 +260,22 @@ class AgentMethod(AgentRunner):
                                                       self.spec.max_seconds)
         except asyncio.TimeoutError:
             stopped, budgets = f"time budget spent ({self.spec.max_seconds:g} s per task)", {}
+        scored = []  # each candidate's verdict, within what is left of the same budget
+        for src, plan in produced:
+            left = self.spec.max_seconds - (time.monotonic() - started)
+            try:
+                if left <= 0:
+                    raise asyncio.TimeoutError
+                scored.append((src, plan, await asyncio.wait_for(scorer.verdict(src), left)))
+            except asyncio.TimeoutError:
+                unscored = len(produced) - len(scored)
+                stopped = (stopped + "; " if stopped else "") + \
+                    f"time budget spent ({self.spec.max_seconds:g} s per task) with {unscored} candidate(s) not scored"
+                break
         seconds = time.monotonic() - started
         budgets = {**budgets, "seconds": {"used": round(seconds, 1), "limit": self.spec.max_seconds}}
         usage = sum((m.usage for m in meters), Usage())
         budgets["tokens"] = {"used": usage.total_tokens, "limit": self.spec.max_tokens}
-        scored = [(src, plan, await scorer.verdict(src)) for src, plan in produced]
         best = best_of(scored)
         return MethodAnswer(best[0] if best else None, best[1] if best else "", rid,
                             {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,

@@ -42,8 +42,9 @@ def problem(config: Any) -> str | None:
 
 def refusal(why: str) -> str:
     """The message for model-written code that was not run because ``why``."""
-    return ("model-written code runs only in a confined worker (no network, a read-only view of your files "
-            f"except a scratch folder), and none can be made here: {why}. It was not run. To run it anyway with "
+    return ("model-written code runs only in a confined worker (a sandbox of its own: no home, project, sockets, "
+            f"terminal or network; the interpreter read-only and a scratch folder), and none can be made here: {why}. "
+            "It was not run. To run it anyway with "
             "your own rights (it could then read, change or delete any file you can, and use the network), "
             f"pass {OPT_IN}.")
 

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"pallasite eval: {exc}", file=sys.stderr)
         return 2
-    refused = untrusted_refusal(settings, args.allow_unconfined)
+    refused = untrusted_refusal(settings, args.allow_unconfined, project=args.folder)
     if refused:  # eval runs each folder's candidate: model-written code, confined
         print(f"pallasite eval: error: {refused}", file=sys.stderr)
         return 2

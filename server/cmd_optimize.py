@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = dataclasses.replace(settings.check_options([t for t in settings.tiers if t in (0, 1, 2)]), target=chip,
                                   allow_unconfined=agent.allowUnconfined)
-    refused = untrusted_refusal(device, agent.allowUnconfined, options.interpreter)
+    refused = untrusted_refusal(device, agent.allowUnconfined, options.interpreter, project=path)
     if refused:  # every candidate would be refused: say so before any model is asked
         return fail(refused)
 

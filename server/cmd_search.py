@@ -101,14 +101,23 @@ def device_settings(args: argparse.Namespace):
     return settings
 
 
-def untrusted_refusal(device, allow_unconfined: bool, python: str | None = None) -> str | None:
+def untrusted_refusal(device, allow_unconfined: bool, python: str | None = None, *,
+                      project: str | None = None) -> str | None:
     """Why the model-written code of this run cannot run (local workers, and the device's unless it is
-    a Ray cluster's, which decides on its own node): the message to stop with before any model is asked."""
+    a Ray cluster's, which decides on its own node): the message to stop with before any model is asked.
+    ``project``: a path in the project whose ``worker.sandbox`` setting counts ("off" refuses, as ``fix`` does)."""
     from pallasite.engine.client import WorkerConfig
     from pallasite.engine.confinement import refusal_for
     from pallasite.engine.remote import worker_config
 
-    base = WorkerConfig(confine=True, allow_unconfined=allow_unconfined, **({"python": python} if python else {}))
+    sandbox = "auto"
+    if project is not None:
+        from pallasite.server.settings import load_project_settings
+
+        start = Path(project).resolve()
+        sandbox = load_project_settings(start if start.is_dir() else start.parent)[0].worker.sandbox
+    base = WorkerConfig(confine=True, allow_unconfined=allow_unconfined, sandbox=sandbox,
+                        **({"python": python} if python else {}))
     if device is not None and device.kind != "ray":
         return refusal_for(base) or refusal_for(worker_config(device, base))
     return refusal_for(base)
@@ -165,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"pallasite search: {exc}", file=sys.stderr)
         return 2
-    refused = untrusted_refusal(device, args.allow_unconfined)
+    refused = untrusted_refusal(device, args.allow_unconfined, project=args.path)
     if refused:
         print(f"pallasite search: error: {refused}", file=sys.stderr)
         return 2

@@ -262,3 +262,34 @@ def test_a_model_that_fails_leaves_the_task_without_a_candidate():
         assert row["status"] == "no candidate" and row["scored"] == 1.0 and s["with_candidate"] == 0
     assert "2 without a candidate" in zs["per_task"][0]["agent"]["stopped"] and "429" in zs["per_task"][0]["agent"]["stopped"]
     assert auto["per_task"][0]["agent"]["budgets"]["iterations"]["used"] == 1
+
+
+def test_the_time_budget_holds_scoring_included():
+    """`eval --max-seconds 20` ran 320 s and said "used 20.0 s": the agent's run was bounded, the scoring of
+    what it produced was not. Now scoring takes what is left of the same budget, and the row says so."""
+    import time
+
+    from pallasite.agents.providers import ProviderConfig
+    from pallasite.agents.providers_scripted import ScriptedProvider
+
+    class Slow:  # every phase of the task takes far longer than the budget
+        def __init__(self, task):
+            self.task, self.job = task, EvalJob([task], {}, chip="v5e")
+
+        def __getattr__(self, name):
+            async def slow(*args, **kwargs):
+                await asyncio.sleep(60)
+            return slow
+
+    (task,) = [t for t in discover(str(DATA / "eval_agents")) if t.name == "add"]
+    reply = "```python\n" + ADD + "```"
+    method = AgentMethod(AgentSpec("zero-shot", samples=1, max_seconds=1.0),
+                         ProviderSource(lambda name: ScriptedProvider(ProviderConfig(name="scripted"), [reply])),
+                         "eval-slow", "zero-shot")
+    started = time.monotonic()
+    answer = asyncio.run(method.run(task, Slow(task)))
+    elapsed = time.monotonic() - started
+    assert elapsed < 15, elapsed  # (60 s per phase before: the scoring was unbounded)
+    assert answer.budgets["seconds"]["used"] <= elapsed + 0.5
+    assert answer.budgets["seconds"]["used"] < 15
+    assert "time budget spent" in answer.stopped

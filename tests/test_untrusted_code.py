@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -170,6 +171,21 @@ def test_a_project_cannot_opt_in_for_the_user(tmp_path):
     assert done.returncode == 2
     assert "'agent.allowUnconfined' ignored" in done.stderr
     assert "worker.sandbox = \"off\"" in done.stderr and "It was not run" in done.stderr
+
+
+@pytest.mark.parametrize("command", [("optimize", "kernel.py", "--iterations", "1"), ("search", "kernel.py"),
+                                     ("eval", "tasks", "--method", "zero-shot", "--samples", "1")])
+def test_every_agent_command_refuses_at_once_where_the_project_turned_the_sandbox_off(tmp_path, command):
+    """`optimize` asked the model and printed "compiled yes" for a candidate that never ran; `fix` refused."""
+    project(tmp_path, (DATA / "optimize" / "add.py").read_text(), "tiers = [0, 1]\nworker = { sandbox = \"off\" }\n")
+    folder = tmp_path / "ws"
+    shutil.copytree(DATA / "eval_agents", folder / "tasks")
+    asked = tmp_path / "nothing.json"
+    asked.write_text("[]")  # a model that is asked at all fails the run with "no more responses"
+    done = run(command[0], *command[1:], "--provider", "scripted", "--scripted-file", str(asked), cwd=folder)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "worker.sandbox = \"off\"" in done.stderr and "It was not run" in done.stderr
+    assert "no more responses" not in done.stdout + done.stderr
 
 
 TAMPER = (DATA / "untrusted" / "tampering_preamble.py").read_text()
