@@ -41,6 +41,10 @@ MAX_KEYS = 8
 MAX_TEXT_BYTES = 4 << 20
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Node kinds CPython's parser shares between every tree (one ``ast.Load()``, one ``ast.Add()``...):
+# a parent link on one would keep the last tree parsed alive (600 MB for a 5 MB document), so
+# they get none.
+_SHARED = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 
 
 @dataclass(eq=False)
@@ -92,7 +96,8 @@ def _indexed(text: str, start: int, stmts: list[ast.stmt]) -> Unit:
         elif isinstance(node, (ast.Tuple, ast.List)):
             unit.sequences.append((depth, node))
         for child in ast.iter_child_nodes(node):
-            setattr(child, PARENT, node)
+            if not isinstance(child, _SHARED):
+                setattr(child, PARENT, node)
             level.append((depth + 1, child))
     return unit
 
