@@ -199,23 +199,8 @@ def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any
 
 
 def start_candidate(params: dict[str, Any]) -> tuple[socket.socket, int]:
-    """Fork the candidate process (call before this process starts a jax backend)."""
-    judge_end, candidate_end = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        judge_end.close()
-        code = 0
-        try:
-            _candidate_main(candidate_end, params)
-        except BaseException:  # noqa: BLE001 - the judge sees the channel close
-            code = 1
-        finally:
-            os._exit(code)
-    candidate_end.close()
-    import ctypes
-
-    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # the candidate may not read or write our memory
-    return judge_end, pid
+    """Fork the candidate process of a ``time`` request (call before this process starts a jax backend)."""
+    return _fork(lambda sock: _candidate_main(sock, params))
 
 
 def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
@@ -467,3 +452,148 @@ def _measurement(result: dict[str, Any], samples: list[float] | None, method: st
         median_ns=statistics.median(samples) if samples else None,
         config=tuple(sorted((result.get("config") or {}).items())), jax_version=vers.get("jax"),
         libtpu_version=vers.get("libtpu"), error=error))
+
+
+# --------------------------------------------------------------------------- the check op
+
+
+def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any:
+    """The ``check`` op with tier 2 out of the candidate's reach: the candidate process imports the
+    file and runs tiers 0, 1 and 3 (each entry's lowered module kept, serialized); the judge
+    compiles those modules with libtpu itself, so a candidate that patches the compiler call, its
+    verdict or the reply in its own process cannot make a block that does not compile "compile"."""
+    import dataclasses
+
+    import numpy as np
+
+    from . import checks, tiers as tiers_mod
+    from pallasite.wire.messages import Stage
+
+    asked = sorted({int(t) for t in params.tiers or (1, 2)})
+    if params.script or 2 not in asked:
+        return checks.handle_check(params, progress)
+    sock, pid = _fork(lambda s: _check_candidate(s, dataclasses.replace(params, tiers=tuple(
+        sorted(set(asked) - {2} | {1}))), progress is not None))
+    try:
+        while True:
+            header, arrays = _receive(sock)
+            if header.get("op") == "progress" and progress is not None:
+                with contextlib.suppress(Exception):
+                    fields = {k: header[k] for k in ("tier", "entry", "line") if isinstance(header.get(k), (int, str))}
+                    progress(str(header.get("message", ""))[:500], stage=Stage(header.get("stage") or "starting"),
+                             **fields)
+            elif header.get("op") != "progress":
+                break
+        if header.get("op") != "result" or not isinstance(header.get("result"), dict):
+            raise CandidateGone(str(header.get("error") or "the candidate process gave no check result"))
+        result: dict[str, Any] = header["result"]
+        lowered = {str(name): bytes(np.asarray(a, dtype=np.uint8).tobytes())
+                   for name, a in zip(header.get("lowered") or (), arrays)}
+    except CandidateGone as exc:
+        result = {"target": params.target, "tiers": asked, "tasks_found": 0, "entries": [], "unavailable": {},
+                  "versions": tiers_mod.versions(),
+                  "errors": [tiers_mod._plain_error("task", f"the candidate process failed: {exc}")]}
+        lowered = {}
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    _tier2_here(result, lowered, params, asked, tiers_mod._say(progress))
+    result["tiers"] = asked
+    return checks.typed_result(result, asked)
+
+
+def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, asked: list[int],
+                say: Callable[..., None]) -> None:
+    """Tier 2 of each entry, compiled in this process from the module the candidate lowered."""
+    import time as time_mod
+
+    from . import tiers as tiers_mod
+    from pallasite.wire.messages import Stage
+
+    target = str(params.target or "v6e")
+    unavailable = tiers_mod.tier2_unavailable(target) if target in tiers_mod.CHIPS else f"unknown target {target!r}"
+    if unavailable:
+        result.setdefault("unavailable", {})["2"] = unavailable
+    known = {str(k): str(v) for k, v in (params.tier2_known or {}).items()}
+    for entry in result.get("entries") or ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("tiers"), dict):
+            continue
+        name = str(entry.get("name"))
+        states = entry["tiers"]
+        if 1 not in asked:
+            states.pop("1", None)
+        if name in known:
+            states["2"] = known[name]
+        elif unavailable:
+            states["2"] = "skipped: " + unavailable.split(";")[0]
+        elif states.get("1") != "ok" or name not in lowered:
+            states["2"] = "skipped: tier 1 failed"
+        else:
+            say(f"tier 2: {name} (libtpu compile for {target}, in a process that never ran the file)",
+                stage=Stage.TIER, tier=2, entry=name)
+            started = time_mod.perf_counter()
+            try:
+                entry["memory"] = tiers_mod.compile_exported(lowered[name], target)
+                states["2"] = "ok"
+            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
+                states["2"] = "error"
+                entry.setdefault("errors", []).append(tiers_mod._tier_record(exc, str(params.source.path), 2))
+            entry.setdefault("timings_s", {})["2"] = round(time_mod.perf_counter() - started, 4)
+
+
+def _check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:
+    """The candidate process of a judged check: tiers 0, 1 and 3 here; the lowered modules go back."""
+    import numpy as np
+
+    from . import checks, interpret_guard
+    from . import tiers as tiers_mod
+
+    tiers_mod.LOWERED = {}
+
+    def progress(message: str, **fields: Any) -> None:
+        send_frame(sock, {"op": "progress", "message": str(message), "stage": str(getattr(fields.get("stage"), "value",
+                                                                                            fields.get("stage") or "")),
+                          **{k: fields[k] for k in ("tier", "entry", "line") if k in fields}})
+
+    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
+             "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
+             "entries": list(params.entries) if params.entries is not None else None,
+             "tier2_known": dict(params.tier2_known),
+             "inferred": _plain_inferred(params)}
+    result = checks._handle_check(plain, params.source, progress if with_progress else None)
+    names = list(tiers_mod.LOWERED)
+    send_frame(sock, {"op": "result", "result": result, "lowered": names, "interpret": interpret_guard.recorded()},
+               [np.frombuffer(tiers_mod.LOWERED[n], dtype=np.uint8) for n in names])
+
+
+def _plain_inferred(params: Any) -> list[Any]:
+    from pallasite.analysis.types import to_json
+
+    return [to_json(call) for call in params.inferred]
+
+
+def _fork(body: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
+    """A candidate process running ``body(its end of the channel)`` (before any backend starts here)."""
+    judge_end, candidate_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        judge_end.close()
+        code = 0
+        try:
+            body(candidate_end)
+        except BaseException:  # noqa: BLE001 - the judge sees the channel close
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)
+    candidate_end.close()
+    import ctypes
+
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # the candidate may not read or write our memory
+    return judge_end, pid

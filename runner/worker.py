@@ -121,9 +121,11 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 
 def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult:
+    from pallasite.runner import judge
     from pallasite.runner.checks import handle_check  # jax-heavy: imported on first use
 
-    return handle_check(params, ctx.progress)
+    run = judge.judged_check if judge.ACTIVE else handle_check  # model-written code: tier 2 outside its process
+    return run(params, ctx.progress)
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:

@@ -232,3 +232,28 @@ def test_optimize_does_not_take_a_tampering_candidate_for_a_winner(tmp_path):
     assert [r["verdict"] for r in result["table"]] == ["incorrect", "incorrect"], result["table"]
     assert all("wrong_result" in r["why"] for r in result["table"])
     assert not (folder / "kernel.optimized.py").exists()
+
+
+@pytest.mark.tpu_compiler
+@needs_namespaces
+async def test_a_candidate_cannot_make_the_compiler_say_it_compiles(tmp_path):
+    """Tier 2 runs in the judge on the module the candidate lowered: patching the compile call in the
+    candidate's process no longer turns the compiler's rejection into "compiles"."""
+    import importlib.util
+
+    from pallasite.engine.checker import CheckOptions, Checker
+
+    if importlib.util.find_spec("libtpu") is None:
+        pytest.skip("libtpu is not installed (tier 2)")
+    broken = (DATA / "compiler" / "reshape_relayout_broken.py").read_text()
+    forged = (DATA / "untrusted" / "forged_compile_preamble.py").read_text() + broken
+    path = tmp_path / "kernel.py"
+    checker = Checker(CheckOptions(tiers=(0, 1, 2), time_limit_s=180), untrusted=True)
+    try:
+        for text in (forged, broken):
+            report = await checker.check(str(path), text)
+            codes = [(f.code, f.tier) for f in report.findings if f.severity == "error"]
+            assert ("PLS202", 2) in codes, codes
+            assert all(dict(v.tiers).get(2) == "error" for v in report.kernels), report.kernels
+    finally:
+        await checker.close()
