@@ -167,8 +167,11 @@ class Checker:
         *,
         tiers: Sequence[int] | None = None,
         on_progress: ProgressFn | None = None,
+        analysis: SourceAnalysis | None = None,
     ) -> FileReport:
-        """The report for ``path`` (its current ``text`` when given, else read from disk)."""
+        """The report for ``path`` (its current ``text`` when given, else read from disk).
+        ``analysis``: tier 0's analysis of this very ``text`` for this checker's target, when the
+        caller has one (the language server's snapshot): taken as it is, not computed again."""
         tiers = tuple(sorted(set(tiers))) if tiers is not None else self.options.tiers
         if text is None:
             try:
@@ -180,7 +183,8 @@ class Checker:
 
         findings: list[Finding] = []
         notes: list[str] = []
-        analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
+        if analysis is None:
+            analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
         if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
             return FileReport(path=path, skipped=NO_PALLAS)
         if 0 in tiers:

@@ -169,7 +169,7 @@ def start_check(session: Any, doc: Any, tiers: Sequence[int] | None = None, *,
     doc.check_version, doc.check_key = doc.version, check_key(session, doc.text, tiers, script, doc.path)
     session.checks_started += 1 if chosen else 0
     doc.check_task = asyncio.ensure_future(run_check(session, doc, doc.version, doc.text, chosen, progress_token,
-                                                     script))
+                                                     script, tier0_runs.analysis_for_check(session, doc)))
     return doc.check_task
 
 
@@ -179,17 +179,18 @@ def set_worker(session: Any, state: str) -> None:
 
 
 async def run_check(session: Any, doc: Any, version: int, text: str, tiers: list[int], token: Any,
-                    script: bool = False) -> FileReport | None:
+                    script: bool = False, analysis: Any = None) -> FileReport | None:
     """One check of ``text`` (the document's at ``version``, when it started); its report becomes a
-    new snapshot, its findings moved through the edits made since. Only the text is held while it
-    runs, not the snapshot (whose analysis a newer tier-0 run replaces)."""
+    new snapshot, its findings moved through the edits made since. Only the text and its tier-0
+    ``analysis`` (the checker takes it rather than analysing the text again) are held while it
+    runs, not the snapshot."""
     if not tiers:
         return None
     folder = session.folder_of(doc.path)
     if not session.is_trusted(folder):  # the one gate every code-running path goes through
         session.log(f"pallasite: not checking {doc.path}: {folder} is not trusted (tier 0 only).")
         return None
-    report = await _checked(session, doc, text, tiers, token, script)
+    report = await _checked(session, doc, text, tiers, token, script, analysis)
     if report is None or session.documents.get(doc.uri) is not doc:
         return report
     crashes = accept_report(session, doc, report, version)
@@ -206,7 +207,8 @@ async def run_check(session: Any, doc: Any, version: int, text: str, tiers: list
     return report
 
 
-async def _checked(session: Any, doc: Any, text: str, tiers: list[int], token: Any, script: bool) -> FileReport | None:
+async def _checked(session: Any, doc: Any, text: str, tiers: list[int], token: Any, script: bool,
+                   analysis: Any = None) -> FileReport | None:
     """The checker's report of ``text`` with progress, or None when the checker itself failed (said)."""
     # the engine's warm workers and results store; a tier-3 run is long: a job worker takes it
     checker = get_checker(session, doc.path, script=script, purpose="job" if 3 in tiers else "check")
@@ -221,7 +223,7 @@ async def _checked(session: Any, doc: Any, text: str, tiers: list[int], token: A
 
     try:
         progress.begin(tiers)
-        report = await checker.check(doc.path, text, tiers=tiers, on_progress=on_progress)
+        report = await checker.check(doc.path, text, tiers=tiers, on_progress=on_progress, analysis=analysis)
     except asyncio.CancelledError:
         if doc.check_task is asyncio.current_task() or doc.check_task is None or doc.check_task.done():
             set_worker(session, "idle")

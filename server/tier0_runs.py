@@ -37,6 +37,18 @@ def analyze(text: str, path: str, target: str) -> Any:
     return tier0.analyze(analyzable(text), path, target=target, scoped_vmem=scoped_vmem(target))
 
 
+def analysis_for_check(session: Any, doc: Any) -> Any:
+    """The current snapshot's tier-0 analysis, for the checker to take instead of analysing the same
+    text again; None when it is not of this text, or not what the checker would compute (another
+    target for the document's folder, or a text tier 0 read with lone surrogates replaced)."""
+    snapshot = doc.snapshot
+    if snapshot.analysis is None or not snapshot.analysed:
+        return None
+    if session.settings_for(doc.path).target != session.settings.target or analyzable(snapshot.text) != snapshot.text:
+        return None
+    return snapshot.analysis
+
+
 def suppress(findings: Sequence[Finding], text: str, overrides: dict[str, str]) -> list[Finding]:
     """Suppression comments and severity overrides (analysis/suppress.py)."""
     return list(apply_suppressions(list(findings), text, dict(overrides)))
