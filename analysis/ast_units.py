@@ -55,50 +55,69 @@ class Unit:
     text: str
     start: int
     stmts: list[ast.stmt]
-    positioned: list[ast.AST]  # every node carrying line numbers (moved when the unit moves)
+    positioned: list[tuple[int, ast.AST]] = field(default_factory=list)  # every node with line numbers
     defs: list[tuple[int, ast.AST]] = field(default_factory=list)
     classes: list[tuple[int, ast.ClassDef]] = field(default_factory=list)
     calls: list[tuple[int, ast.Call]] = field(default_factory=list)
     assigns: list[tuple[int, ast.Assign]] = field(default_factory=list)
     imports: list[tuple[int, ast.AST]] = field(default_factory=list)
     sequences: list[tuple[int, ast.AST]] = field(default_factory=list)  # tuple and list displays
-    exprs: dict[tuple[int, int], list[tuple[int, ast.expr]]] = field(default_factory=dict)  # (line - start, col)
+    _exprs: dict[tuple[int, int], list[tuple[int, ast.expr]]] | None = None  # (line - start, col), when asked
 
     def move(self, start: int) -> None:
         delta = start - self.start
         if delta:
-            for node in self.positioned:
+            for _, node in self.positioned:
                 node.lineno += delta
                 node.end_lineno += delta
             self.start = start
 
+    def expressions(self) -> dict[tuple[int, int], list[tuple[int, ast.expr]]]:
+        """Expressions by (line - start, column): built when first asked (a changed unit is rarely asked)."""
+        if self._exprs is None:
+            found: dict[tuple[int, int], list[tuple[int, ast.expr]]] = {}
+            for depth, node in self.positioned:
+                if isinstance(node, ast.expr):
+                    found.setdefault((node.lineno - 1 - self.start, node.col_offset), []).append((depth, node))
+            self._exprs = found
+        return self._exprs
+
+
+_BUCKETS = {ast.FunctionDef: "defs", ast.AsyncFunctionDef: "defs", ast.ClassDef: "classes", ast.Call: "calls",
+            ast.Assign: "assigns", ast.Import: "imports", ast.ImportFrom: "imports", ast.Tuple: "sequences",
+            ast.List: "sequences"}
+_POSITIONED: dict[type, bool] = {}
+
 
 def _indexed(text: str, start: int, stmts: list[ast.stmt]) -> Unit:
     """A unit of ``stmts`` (line numbers already where the unit sits): parent links within it and
-    its lookups, from one breadth-first walk."""
-    unit = Unit(text, start, stmts, [])
+    its lookups, from one breadth-first walk (``ast.walk``'s order; children as
+    ``ast.iter_child_nodes`` gives them, read directly: that generator was most of the cost)."""
+    unit = Unit(text, start, stmts)
+    positioned, buckets, shared, base = unit.positioned, _BUCKETS, _SHARED, ast.AST
+    lists = {name: getattr(unit, name) for name in set(buckets.values())}
     level = [(1, s) for s in stmts]
     for depth, node in level:  # breadth first: the list grows while it is read
-        if hasattr(node, "end_lineno") and node.end_lineno is not None:
-            unit.positioned.append(node)
-            if isinstance(node, ast.expr):
-                unit.exprs.setdefault((node.lineno - 1 - start, node.col_offset), []).append((depth, node))
-        if isinstance(node, ast.Call):
-            unit.calls.append((depth, node))
-        elif isinstance(node, ast.Assign):
-            unit.assigns.append((depth, node))
-        elif isinstance(node, _DEFS):
-            unit.defs.append((depth, node))
-        elif isinstance(node, ast.ClassDef):
-            unit.classes.append((depth, node))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            unit.imports.append((depth, node))
-        elif isinstance(node, (ast.Tuple, ast.List)):
-            unit.sequences.append((depth, node))
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, _SHARED):
-                setattr(child, PARENT, node)
-            level.append((depth + 1, child))
+        kind = node.__class__
+        has_lines = _POSITIONED.get(kind)
+        if has_lines is None:
+            has_lines = _POSITIONED[kind] = "end_lineno" in kind._attributes
+        if has_lines and node.end_lineno is not None:
+            positioned.append((depth, node))
+        bucket = buckets.get(kind)
+        if bucket is not None:
+            lists[bucket].append((depth, node))
+        below = depth + 1
+        for name in kind._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, base) and not isinstance(item, shared):
+                        item._pallasite_parent = node
+                        level.append((below, item))
+            elif isinstance(value, base) and not isinstance(value, shared):
+                value._pallasite_parent = node
+                level.append((below, value))
     return unit
 
 
@@ -247,7 +266,7 @@ class Index:
         # start on lines no earlier statement reaches), so one unit holds every node starting here
         if i >= 0:
             unit = self.units[i]
-            found = unit.exprs.get((line - unit.start, column), [])
+            found = unit.expressions().get((line - unit.start, column), [])
         return [node for _, node in sorted(found, key=lambda p: p[0])]
 
 
