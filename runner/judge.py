@@ -158,6 +158,7 @@ def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any
     import numpy as np
 
     from . import interpret_guard, timing
+    from . import timing_guards as guards
     from . import timing_inputs as inputs_mod
 
     stored: tuple[Any, ...] | None = None
@@ -171,10 +172,12 @@ def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any
             if op == "run":
                 args = jax.tree.unflatten(treedefs[header["which"]], [jax.numpy.asarray(a) for a in arrays])
                 scaling = inputs_mod.config_scaled((prep.task.entry,), scaled if header["which"] == "extra" else None)
+                saved = guards.snapshot(args)
                 with scaling, timing._execution(prep, True):
                     outputs = jax.block_until_ready(prep.candidate(*args))
                 leaves = [np.asarray(x) for x in jax.tree.leaves(outputs)]
-                send_frame(sock, {"op": "outputs", "interpret": interpret_guard.recorded()}, leaves)
+                send_frame(sock, {"op": "outputs", "interpret": interpret_guard.recorded(),
+                                  "changed": guards.inputs_changed(args, saved)}, leaves)
             elif op == "store":  # the timing's inputs, kept here; each call runs on fresh copies of them
                 stored = jax.tree.unflatten(treedefs["main"], [jax.numpy.asarray(a) for a in arrays])
                 timed = timing._named(prep.candidate, timing.CANDIDATE)
@@ -323,10 +326,18 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
         if header.get("op") != "outputs":
             return {"rejection": guards.reject("candidate_failed", f"the candidate raised {header.get('error')}"),
                     "tolerance": tolerance}
+        if isinstance(header.get("changed"), dict):  # (the candidate's own report: its inputs live there)
+            changed = header["changed"]
+            return {"rejection": guards.reject("input_mutation", str(changed.get("message"))), "tolerance": tolerance}
         expected_leaves = [jax.numpy.asarray(x) for x in jax.tree.leaves(expected)]
         bad = guards.compare_outputs(outputs, expected_leaves, tolerance)
-        return {"rejection": bad, "outputs": outputs, "expected": expected_leaves, "tolerance": tolerance,
-                "args": args}
+        if bad and bad["trick"] == "wrong_result":
+            returned = timing._returned_input(outputs, guards.snapshot(args))
+            if returned is not None:
+                bad = guards.reject("work_outside_timed_region", f"the candidate returns its input {returned} "
+                                    "unchanged: the answer was computed before the call (by the inputs function), "
+                                    "outside the timed region")
+        return {"rejection": bad, "outputs": outputs, "expected": expected_leaves, "tolerance": tolerance}
 
     if not rejections:
         say("comparing with the reference on fresh random inputs (judged outside the candidate's process)")

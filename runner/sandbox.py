@@ -444,7 +444,6 @@ class Sandboxes:
 
     limits: Limits = dataclasses.field(default_factory=Limits)
     confined: bool = True
-    fallback: bool = False  # the user allowed plain processes where the sandbox cannot be built
     mountpoint: str = ""
     keep_fds: tuple[int, ...] = ()
     _count: int = 0

@@ -361,7 +361,7 @@ class Worker:
             return
         if self.sandboxes is not None:
             try:
-                self._run_sandboxed(request_id, op, handler, params, deadline, deadline_s)
+                self._run_sandboxed(request_id, handler, params, deadline, deadline_s)
             finally:
                 with self.state_lock:
                     self.current, self.child = None, None
@@ -392,15 +392,13 @@ class Worker:
                 traceback.print_exc()
         send(reply)
 
-    def _run_sandboxed(self, request_id: str, op: str, handler: Callable[[Any, Context], Any], params: Any,
+    def _run_sandboxed(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
                        deadline: float | None, deadline_s: float | None) -> None:
         """Model-written code: the op runs in a fresh sandboxed child (runner/sandbox.py) that this
         process forks; it never runs here. Each line the child sends is checked (a progress or the
         result of this request) and encoded again before it reaches the client; a child that ends
         without a result ends this worker the same way (a crash or the memory limit stays what it
         was for the client)."""
-        from pallasite.runner import sandbox
-
         def body(send: Callable[[dict[str, Any]], None]) -> None:
             self.out_fd = -1  # (closed in the child: the protocol is the pipe)
             self._child_op(request_id, handler, params, deadline, send)
@@ -420,11 +418,6 @@ class Worker:
             elif message.get("kind") == protocol.RESULT and reply is None:
                 reply = _checked(message)
         outcome = child.outcome()
-        if outcome.setup_error and self.sandboxes.fallback and self.sandboxes.confined:
-            print(f"pallasite worker: {outcome.setup_error}; running model code without namespaces, as the user "
-                  "allowed (--allow-unconfined)", file=sys.stderr)
-            self.sandboxes = sandbox.Sandboxes(limits=self.sandboxes.limits, confined=False)
-            return self._run_sandboxed(request_id, op, handler, params, deadline, deadline_s)
         if outcome.killed_for in ("deadline", "cancelled"):
             self.send(_interrupted_reply(request_id, outcome.killed_for, deadline_s))
         elif outcome.setup_error:
@@ -590,8 +583,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--scratch-mb", type=int, default=1024,
                         help="a confined worker's sandbox: the size of its scratch tmpfs (also /tmp and /dev/shm)")
     parser.add_argument("--allow-unconfined", action="store_true",
-                        help="a confined worker whose sandbox cannot be built here runs each request in a plain fresh "
-                             "process instead of refusing (the user opted in)")
+                        help="a confined worker where no sandbox can be made (the user opted in): each request runs "
+                             "in a plain fresh process, still judged outside it, with the user's rights")
     parser.add_argument("--confine", metavar="SCRATCH", default=None,
                         help="run requests as model-written code: each in a fresh folder under SCRATCH ('auto': a "
                              "new temporary folder), under scratch paths, with HOME/TMPDIR inside it and "
@@ -642,7 +635,7 @@ def run(args: argparse.Namespace) -> int:
 
         sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or 8192,
                                                             scratch_mb=max(16, args.scratch_mb)),
-                                      fallback=args.allow_unconfined)
+                                      confined=not args.allow_unconfined)
     worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)
     info = _describe_runtime() if sandboxes is None else _described_by_a_child()
     handshake = protocol.Handshake(
