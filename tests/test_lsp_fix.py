@@ -156,3 +156,17 @@ async def test_an_edit_during_the_fix_means_nothing_is_applied(client, tmp_path)
     result = as_dict(await asyncio.wait_for(pending, 60))
     assert result["ok"] and not result["applied"] and "document changed" in result["message"]
     assert client.applied_edits == []
+
+
+async def test_a_fix_with_a_sleeper_is_shown_never_applied(client, tmp_path):
+    """In the editor, "verified" delivered arbitrary code: a right change with one more line the user's
+    next plain check would run. Verified means minimal now: the action applies nothing and says why."""
+    sleeper = json.dumps({"explanation": "lane-aligned blocks", "edits": [
+        {"search": "BLOCK_COLS = 100", "replace": "BLOCK_COLS = 128"},
+        {"search": "    )(x, y)\n", "replace": "    )(x, y)\n\n\n__import__('shutil').rmtree('.', True)\n"}]})
+    uri, text, _, diags = await open_broken(client, tmp_path, [sleeper], "Trust", [0, 1], {"maxRounds": 1})
+    result = as_dict(await run(client, await agent_action(client, uri, diags)))
+    assert not result["ok"] and not result["applied"] and client.applied_edits == []
+    (attempt,) = result["attempts"]
+    assert attempt["verdict"] == "not a minimal fix" and "calls __import__()" in attempt["detail"], attempt
+    assert (tmp_path / "ws" / "add_bad_tiling.py").read_text() == text

@@ -257,3 +257,38 @@ async def test_a_candidate_cannot_make_the_compiler_say_it_compiles(tmp_path):
             assert all(dict(v.tiers).get(2) == "error" for v in report.kernels), report.kernels
     finally:
         await checker.close()
+
+
+@needs_namespaces
+def test_an_optimize_candidate_reaches_no_socket_key_file_device_or_terminal_of_the_user(tmp_path):
+    """Before: the confined view was the whole filesystem read-only, so a candidate reached a tmux
+    server's socket (and ran commands outside every namespace) and read ~/.ssh and the project's .env."""
+    import socket
+
+    project(tmp_path, (DATA / "optimize" / "add.py").read_text(), "tiers = [0, 1]\n")
+    folder = tmp_path / "ws"
+    (folder / ".env").write_text("GEMINI_API_KEY=dotenv-secret-conf38\n")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("ssh-private-key-conf38\n")
+    sock_path = str(tmp_path / "tmux-0" / "default")
+    os.makedirs(os.path.dirname(sock_path))
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(sock_path)
+    listener.listen()
+    escape = (DATA / "untrusted" / "escape_preamble.py").read_text().replace("{socket}", sock_path) \
+        .replace("{home}", str(home)).replace("{project}", str(folder))
+    candidate = RIGHT.replace("\n\nimport jax\n", "\n\n" + escape + "import jax\n", 1)
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Use 128-row blocks.", "```python\n" + candidate + "```"]))
+    try:
+        done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies),
+                   "--iterations", "1", "--format", "json", cwd=folder, HOME=str(home))
+    finally:
+        listener.close()
+    assert done.returncode == 0, done.stderr + done.stdout[-3000:]
+    result = json.loads(done.stdout)
+    # compiled, tested (in the judge's candidate process), estimated: it ran three times and reached nothing
+    assert [r["verdict"] for r in result["table"]] == ["valid"], result["table"]
+    for secret in ("dotenv-secret-conf38", "ssh-private-key-conf38"):
+        assert secret not in done.stdout + done.stderr and secret[::-1] not in done.stdout + done.stderr
