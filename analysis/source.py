@@ -121,14 +121,33 @@ YIELD_ABOVE_BYTES = 256 * 1024
 _CHUNK = 16 * 1024
 
 
-def _yielding_reader(data: bytes):
-    view = memoryview(data)
+class _YieldingReader:
+    """Hands tree-sitter ``data`` a chunk at a time, letting other threads run between chunks.
+    py-tree-sitter never drops its references to the chunks it was given, and each view holds the
+    whole text: ``release()`` (after the parse) detaches them, or every big parse kept its text
+    (5 MB after a 5 MB document was closed)."""
 
-    def read(offset: int, _point: object) -> memoryview:
+    def __init__(self, data: bytes) -> None:
+        self.view = memoryview(data)
+        self.given: list[memoryview] = []
+
+    def __call__(self, offset: int, _point: object) -> memoryview:
         time.sleep(0)
-        return view[offset:offset + _CHUNK]
+        chunk = self.view[offset:offset + _CHUNK]
+        self.given.append(chunk)
+        return chunk
 
-    return read
+    def release(self) -> None:
+        for chunk in (*self.given, self.view):
+            try:
+                chunk.release()
+            except BufferError:  # still exported: left to its holder
+                pass
+        self.given = []
+
+
+def _yielding_reader(data: bytes) -> _YieldingReader:
+    return _YieldingReader(data)
 
 
 # tree-sitter-python's scanner looks past every own-line comment that follows a newline to find
@@ -278,15 +297,19 @@ def _parse(data: bytes, key: str | None) -> Tree:
         with _TREES_LOCK:
             previous = _TREES.get(key)
     parser = Parser(language())
-    source = _yielding_reader(data) if len(data) > YIELD_ABOVE_BYTES else data
-    if previous is None:
-        return parser.parse(source)
-    if previous[0] == data:
+    if previous is not None and previous[0] == data:
         return previous[1]
-    old_data, old_tree = previous
-    edited = old_tree.copy()
-    edited.edit(**text_edit(old_data, data))
-    return parser.parse(source, edited)
+    source = _yielding_reader(data) if len(data) > YIELD_ABOVE_BYTES else data
+    try:
+        if previous is None:
+            return parser.parse(source)
+        old_data, old_tree = previous
+        edited = old_tree.copy()
+        edited.edit(**text_edit(old_data, data))
+        return parser.parse(source, edited)
+    finally:
+        if isinstance(source, _YieldingReader):
+            source.release()
 
 
 def text_edit(old: bytes, new: bytes) -> dict:

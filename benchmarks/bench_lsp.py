@@ -133,6 +133,9 @@ async def run(args: argparse.Namespace) -> None:
         print(f"host: {os.cpu_count()} CPUs, python {sys.version.split()[0]}; server: pallasite serve (stdio); "
               f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
+        stats = await client.protocol.send_request_async("pallasite/serverStats", None)
+        print(f"server RSS after start: {stats.rssBytes / (1 << 20):.1f} MiB")
+
         # ---------------------------------------------------------------- tier 0 after an edit
         uri = from_fs_path(str(splash))
         text = splash.read_text()
@@ -190,6 +193,8 @@ async def run(args: argparse.Namespace) -> None:
         print(summary("hover on a pallas_call (splash attention)", hovers[3:], 20))
 
         # ---------------------------------------------------------------- memory after closing
+        stats = await client.protocol.send_request_async("pallasite/serverStats", None)
+        print(f"server RSS with {splash.name} open: {stats.rssBytes / (1 << 20):.1f} MiB")
         if args.big_mb > 0:
             sys.path.insert(0, str(ROOT / "tests"))
             from test_lsp_bigfile import big_kernel_file

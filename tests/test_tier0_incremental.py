@@ -198,21 +198,3 @@ def test_units_are_reused_moved_and_equal_a_whole_parse():
     forget(key)
     assert ast_units.module_for(second.text, second.data, ast_units.units(second.root, second.data), key) is not None
 
-
-def test_a_parsed_tree_is_freed_when_dropped():
-    """Parent links never go on the nodes CPython's parser shares between trees (``ast.Load()``,
-    ``ast.Add()``): one there kept the last tree parsed alive, 600 MB after a 5 MB document closed."""
-    import ast
-    import gc
-    import weakref
-
-    from pallasite.analysis import origins
-
-    origins.parse.cache_clear()
-    text = "def f(x, y):\n    z = x + y\n    return -z if z > 0 and y else z\n"
-    trees = [ast_units.whole(text), origins.parse(text)]
-    origins.parse.cache_clear()
-    refs = [weakref.ref(tree) for tree in trees]
-    del trees
-    gc.collect()
-    assert [ref() for ref in refs] == [None, None]

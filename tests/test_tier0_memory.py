@@ -1,0 +1,42 @@
+"""Tier 0 gives its memory back: what a parse of a document made is freed with the document
+(the language server's target: <= 100 MiB after a 5 MB document was opened and closed)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+from pallasite.analysis import ast_units
+from pallasite.analysis.source import YIELD_ABOVE_BYTES, forget, parse_bytes
+
+
+def test_a_parsed_tree_is_freed_when_dropped():
+    """Parent links never go on the nodes CPython's parser shares between trees (``ast.Load()``,
+    ``ast.Add()``): one there kept the last tree parsed alive, 600 MB after a 5 MB document closed."""
+    import ast
+    import weakref
+
+    from pallasite.analysis import origins
+
+    origins.parse.cache_clear()
+    text = "def f(x, y):\n    z = x + y\n    return -z if z > 0 and y else z\n"
+    trees = [ast_units.whole(text), origins.parse(text)]
+    origins.parse.cache_clear()
+    refs = [weakref.ref(tree) for tree in trees]
+    del trees
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]
+
+
+def test_a_big_parse_does_not_keep_its_text():
+    """A text over YIELD_ABOVE_BYTES goes to tree-sitter in chunks (views of it); py-tree-sitter keeps
+    its references to them, so the views are released after the parse, or each big parse kept its
+    whole text alive."""
+    data = b"x = [1, 2, 3]\n" * (YIELD_ABOVE_BYTES // 8)
+    before = sys.getrefcount(data)
+    tree = parse_bytes(data, "/virtual/big_parse.py")
+    assert tree.root_node.end_byte == len(data) and not tree.root_node.has_error
+    forget("/virtual/big_parse.py")
+    del tree
+    gc.collect()
+    assert sys.getrefcount(data) == before
