@@ -218,10 +218,12 @@ async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[
     prices the candidate and the task's reference through the same roofline (the figures ``tune``
     shows for the same file); each ``Timing`` names the model the worker reported."""
     from pallasite.engine.estimates import estimate_pair
-    from pallasite.engine.sources import sources_for
+    from pallasite.engine.sources import sources_for, trusted_sources
 
+    trusted = _trusted(task)
     paired, result, failed = await estimate_pair(backend, sources_for(candidate_path(task), text), job.chip,
-                                                 timeout_s=job.timeout_s)
+                                                 timeout_s=job.timeout_s,
+                                                 trusted=trusted_sources(*trusted) if trusted else None)
     if failed is not None or result is None:
         return None, None, f"not estimated: {(failed or paired.why or '')[:300]}"
     kernel = result.estimates[0] if result.estimates else None

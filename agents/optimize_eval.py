@@ -261,7 +261,7 @@ class EngineEvaluator:
         from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
         estimate = worker_estimator(self.untrusted(), self.path, self.frozen_text(source),
-                                    TuneOptions(chip=self.chip), timeout_s=self.timeout_s)
+                                    TuneOptions(chip=self.chip), timeout_s=self.timeout_s, trusted=self.trusted())
         try:
             result = await estimate([], {})
         except TuneError as err:

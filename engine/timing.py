@@ -82,7 +82,7 @@ def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None
     (runner/judge.py); it travels under a name of its own beside ``files.path``."""
     from pallasite.wire.messages import ProfileParams, TimeParams
 
-    from .sources import sources_for
+    from .sources import sources_for, trusted_sources
 
     if op not in OPS:
         raise ValueError(f"unknown timing op {op!r}; ops: {', '.join(OPS)}")
@@ -93,9 +93,7 @@ def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None
     cls = ProfileParams if op == "profile" else TimeParams
     reference = sources_for(files.reference_path) if files.reference_path else None
     if trusted is not None and op == "time":
-        path, trusted_text = trusted
-        stem, ext = os.path.splitext(os.path.abspath(path))
-        options["trusted"] = sources_for(f"{stem}.pallasite-trusted{ext}", trusted_text)
+        options["trusted"] = trusted_sources(*trusted)
     return cls(source=sources_for(files.path, text), reference=reference,
                **{k: v for k, v in options.items() if v is not None})
 

@@ -37,7 +37,7 @@ from pallasite.analysis.types import CostEstimate, Measurement, Provenance, Text
 from pallasite.wire.messages import EstimateParams, EstimateResult, VerifyParams
 
 from .estimates import PairedEstimate, pair
-from .sources import sources_for
+from .sources import sources_for, trusted_sources
 from .tune_search import Config, SearchResult, search
 from .tune_space import DEFAULT_ESTIMATES, INERT_AFTER, Scored, Space, explore
 
@@ -489,11 +489,13 @@ def _progress(on_progress: Any) -> Any:
 
 
 def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOptions,
-                     timeout_s: float = 300.0, on_progress: Any = None, parallel: int = 1) -> Estimator:
+                     timeout_s: float = 300.0, on_progress: Any = None, parallel: int = 1,
+                     trusted: tuple[str, str] | None = None) -> Estimator:
     """An ``Estimator`` over a backend (engine/backend.py) or one ``WorkerClient``: each call's
     configurations split into ``parallel`` ``estimate`` requests on the job workers. The first call's
     first request also costs the reference and probes the chip; every reply carries what it found."""
     source = sources_for(path, text)
+    judged_against = trusted_sources(*trusted) if trusted is not None else None  # model-written text: runner/judge.py
 
     from . import chip_table
 
@@ -502,7 +504,8 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
     async def one(chunk: list[dict[str, int]], tunable_kinds: dict[str, str], reference: bool) -> EstimateResult:
         # the scoped-VMEM limit: from the chip-table cache when measured, else the first worker probes it
         params = EstimateParams(source=source, chip=options.chip, entry=options.entry, configs=tuple(chunk),
-                                kinds=dict(tunable_kinds), reference=reference, probe=reference and known is None)
+                                kinds=dict(tunable_kinds), reference=reference, probe=reference and known is None,
+                                trusted=judged_against)
         reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
         if not reply.ok:
             raise TuneError(f"the worker could not estimate {path}: {reply.why}")

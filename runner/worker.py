@@ -146,9 +146,11 @@ def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeRes
 def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
+    from pallasite.runner import judge
     from pallasite.runner.tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
 
-    return handle_estimate(params, ctx.progress)
+    run = judge.judged_estimate if judge.ACTIVE else handle_estimate  # model-written code: floored outside
+    return run(params, ctx.progress)
 
 
 def op_verify(params: messages.VerifyParams, ctx: Context) -> messages.VerifyResult:

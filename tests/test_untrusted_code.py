@@ -292,3 +292,21 @@ def test_an_optimize_candidate_reaches_no_socket_key_file_device_or_terminal_of_
     assert [r["verdict"] for r in result["table"]] == ["valid"], result["table"]
     for secret in ("dotenv-secret-conf38", "ssh-private-key-conf38"):
         assert secret not in done.stdout + done.stderr and secret[::-1] not in done.stdout + done.stderr
+
+
+@needs_namespaces
+def test_a_right_candidate_that_patches_the_cost_model_is_not_believed(tmp_path):
+    """A correct kernel whose process scales its own estimates by 1e-6 was "valid, 1000000x" by the
+    estimate: the judge floors every estimate at writing the task's outputs once at the chip's HBM
+    bandwidth, computed from the user's own file, so the forged figure is refused."""
+    project(tmp_path, (DATA / "optimize" / "add.py").read_text(), "tiers = [0, 1]\n")
+    folder = tmp_path / "ws"
+    hostile = RIGHT.replace("\n\nimport jax\n", "\n\n" + TAMPER + "import jax\n", 1)
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Use 128-row blocks.", "```python\n" + hostile + "```"]))
+    done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "1",
+               "--format", "json", cwd=folder)
+    result = json.loads(done.stdout)
+    (row,) = result["table"]
+    assert row["verdict"] != "valid" and "below the physical floor" in row["why"], row
+    assert not (folder / "kernel.optimized.py").exists()

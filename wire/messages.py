@@ -540,6 +540,9 @@ class EstimateParams:
     kinds: dict[str, str] = field(default_factory=dict)
     reference: bool = False
     probe: bool = True
+    # model-written code: the user's own file; the judge estimates its reference and floors the
+    # candidate's estimates, in a process that never runs the candidate (runner/judge.py)
+    trusted: Sources | None = None
 
 
 @dataclass(frozen=True)
