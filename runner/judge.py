@@ -296,6 +296,7 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
     seed = timing._seed(params)
     send_frame(sock, {"op": "go"})
     say("the candidate traces its program in a process of its own")
+    jax.devices()  # this process's backend starts while the candidate traces
     ready, _ = _receive(sock)
     if ready.get("op") != "ready":
         return timing._failed(params, str(ready.get("error") or "the candidate process did not get ready"))
@@ -485,6 +486,8 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
         return checks.handle_check(params, progress)
     sock, pid = _fork(lambda s: _check_candidate(s, dataclasses.replace(params, tiers=tuple(
         sorted(set(asked) - {2} | {1}))), progress is not None))
+    target = str(params.target or "v6e")
+    unavailable = tiers_mod.tier2_unavailable(target) if target in tiers_mod.CHIPS else f"unknown target {target!r}"
     try:
         while True:
             header, arrays = _receive(sock)
@@ -512,21 +515,21 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
             os.kill(pid, 9)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
-    _tier2_here(result, lowered, params, asked, tiers_mod._say(progress))
+    _tier2_here(result, lowered, params, asked, unavailable, tiers_mod._say(progress))
     result["tiers"] = asked
     return checks.typed_result(result, asked)
 
 
 def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, asked: list[int],
-                say: Callable[..., None]) -> None:
-    """Tier 2 of each entry, compiled in this process from the module the candidate lowered."""
+                unavailable: str | None, say: Callable[..., None]) -> None:
+    """Tier 2 of each entry, compiled in this process from the module the candidate lowered
+    (``unavailable``: why tier 2 cannot run here, found while the candidate ran)."""
     import time as time_mod
 
     from . import tiers as tiers_mod
     from pallasite.wire.messages import Stage
 
     target = str(params.target or "v6e")
-    unavailable = tiers_mod.tier2_unavailable(target) if target in tiers_mod.CHIPS else f"unknown target {target!r}"
     if unavailable:
         result.setdefault("unavailable", {})["2"] = unavailable
     known = {str(k): str(v) for k, v in (params.tier2_known or {}).items()}
