@@ -108,14 +108,16 @@ def _carried_refs(kernel: ast.AST) -> Iterator[tuple[int, str, ast.AST]]:
     params = {a.arg for a in kernel.args.posonlyargs + kernel.args.args + kernel.args.kwonlyargs}
     pids = _program_id_names(kernel)
     nested = {n.name: n for n in ast.walk(kernel) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not kernel}
+    facts = None
     for when, body in _when_bodies(kernel, nested):
         axis = _first_step_axis(when.args[0] if when.args else None, pids)
         if axis is None:
             continue
         stored = sorted({name for node in body for name in _stored_refs(node)} & params)
         inside = {id(n) for node in body for n in ast.walk(node)}
+        facts = facts or _StoreFacts(kernel)
         for ref in stored:
-            if _accumulates(kernel, ref, inside):
+            if _accumulates(facts, ref, inside):
                 yield axis, ref, when
 
 
@@ -202,36 +204,47 @@ def _reads(node: ast.AST, ref: str) -> bool:
     return False
 
 
-def _accumulates(kernel: ast.AST, ref: str, inside: set[int]) -> bool:
+class _StoreFacts:
+    """What ``_accumulates`` asks of a kernel, read in one walk: each plain assignment's target
+    names, the names it loads and the refs it reads (``r[...]``), and the augmented assignments."""
+
+    def __init__(self, kernel: ast.AST) -> None:
+        self.assigns: list[tuple[ast.Assign, list[str], set[str], set[str]]] = []
+        self.augmented: list[ast.AugAssign] = []
+        for node in ast.walk(kernel):
+            if isinstance(node, ast.AugAssign):
+                self.augmented.append(node)
+            elif isinstance(node, ast.Assign):
+                loads, reads = set(), set()
+                for n in ast.walk(node.value):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                        loads.add(n.id)
+                    elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load):
+                        reads.add(n.value.id)
+                targets = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                self.assigns.append((node, targets, loads, reads))
+
+
+def _accumulates(facts: _StoreFacts, ref: str, inside: set[int]) -> bool:
     """Whether, outside the init body, the kernel stores into ``ref`` a value computed from what
     ``ref`` held (``acc[...] += x``; ``m_prev = m[...]`` ... ``m[...] = max(m_prev, x)``): the ref
     carries its value from one step to the next. A ref overwritten before it is read carries nothing."""
+    assigns = [a for a in facts.assigns if id(a[0]) not in inside]
     derived: set[str] = set()
-    assigns = [n for n in ast.walk(kernel) if isinstance(n, ast.Assign) and id(n) not in inside]
     changed = True
     while changed:  # names computed from a read of ref, through any chain of assignments
         changed = False
-        for node in assigns:
-            if _uses(node.value, ref, derived):
-                for t in node.targets:
-                    for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name) and n.id not in derived):
-                        derived.add(name)
-                        changed = True
-    for node in ast.walk(kernel):
-        if id(node) in inside:
-            continue
-        if isinstance(node, ast.AugAssign) and _reads(node, ref):
-            return True
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                                                and t.value.id == ref for t in node.targets) \
-                and _uses(node.value, ref, derived):
-            return True
-    return False
-
-
-def _uses(value: ast.AST, ref: str, derived: set[str]) -> bool:
-    return any(_reads(n, ref) or (isinstance(n, ast.Name) and n.id in derived and isinstance(n.ctx, ast.Load))
-               for n in ast.walk(value))
+        for _, targets, loads, reads in assigns:
+            if ref in reads or not loads.isdisjoint(derived):
+                fresh = [name for name in targets if name not in derived]
+                if fresh:
+                    derived.update(fresh)
+                    changed = True
+    if any(id(node) not in inside and _reads(node, ref) for node in facts.augmented):
+        return True
+    return any(any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == ref
+                   for t in node.targets) and (ref in reads or not loads.isdisjoint(derived))
+               for node, _, loads, reads in assigns)
 
 
 def _first_read(kernel: ast.AST, ref: str, when: ast.AST) -> ast.AST | None:
