@@ -276,7 +276,6 @@ def _child(ready_w: int, go_r: int, out_w: int, body: Callable[[Callable[[dict[s
         _check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC
                             | _CLONE_NEWUTS), "unshare (user, mount, PID, network, IPC, UTS namespaces)")
         os.write(ready_w, b"u")
-        os.close(ready_w)
         answer = os.read(go_r, 64)
         os.close(go_r)
         if not answer.startswith(b"go"):
@@ -284,11 +283,15 @@ def _child(ready_w: int, go_r: int, out_w: int, body: Callable[[Callable[[dict[s
                                             + answer.decode("utf-8", "replace"))
         cgroup = answer == b"go cgroup"
         pid = os.fork()
-        if pid:
+        if pid:  # stage 1: tell the worker stage 2's pid (as process 1 of its namespace, only a SIGKILL
+            # from outside ends it: the parent-death signal does not), then wait for it
+            os.write(ready_w, f"{pid}\n".encode())
+            os.close(ready_w)
             os.close(out_w)
             _, status = os.waitpid(pid, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status)
                      else 128 + os.WTERMSIG(status))
+        os.close(ready_w)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         _build_root(libc, mountpoint, limits, binds, files)
         with contextlib.suppress(OSError):
@@ -449,6 +452,7 @@ class Sandboxes:
     _count: int = 0
 
     def __post_init__(self) -> None:
+        _libc().prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back to be reaped
         if self.confined and not self.mountpoint:
             self.mountpoint = tempfile.mkdtemp(prefix="pallasite-root-")
         self._binds = readable_paths() + package_paths() if self.confined else []
@@ -488,9 +492,11 @@ class Sandboxes:
             problem = f"writing the child's user ids or cgroup failed: {exc}"
         with contextlib.suppress(OSError):
             os.write(go_w, (b"go cgroup" if cgroup is not None else b"go") if problem is None else problem.encode())
-        os.close(ready_r)
         os.close(go_w)
-        return Child(pid, out_r, cgroup=cgroup, setup_failed=problem)
+        inner = None
+        with contextlib.suppress(OSError, ValueError), os.fdopen(ready_r, "rb") as stream:
+            inner = int(stream.read(32).strip() or b"0") or None  # stage 2's pid, once stage 1 has forked it
+        return Child(pid, out_r, cgroup=cgroup, setup_failed=problem, inner=inner)
 
 
 class Child:
@@ -498,16 +504,20 @@ class Child:
 
     MAX_LINE = 64 * 2**20  # one message; a child that writes more is killed
 
-    def __init__(self, pid: int, out_r: int, cgroup: MemoryCgroup | None, setup_failed: str | None) -> None:
+    def __init__(self, pid: int, out_r: int, cgroup: MemoryCgroup | None, setup_failed: str | None,
+                 inner: int | None = None) -> None:
         self.pid, self.out_r, self.cgroup, self.setup_failed = pid, out_r, cgroup, setup_failed
+        self.inner = inner  # the sandboxed process (process 1 of its PID namespace), as this process sees it
         self.killed_for: str | None = None
-        self._status: int | None = None
 
     def kill(self, why: str) -> None:
+        """SIGKILL the sandboxed process (ending everything in its PID namespace) and its parent."""
         if self.killed_for is None:
             self.killed_for = why
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+        for pid in (self.inner, self.pid):
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
 
     def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any] | str]:
         """Each JSON object the child sends (a line that is not one comes as its text)."""
@@ -537,6 +547,14 @@ class Child:
 
     def outcome(self) -> Outcome:
         _, status = os.waitpid(self.pid, 0)
+        if self.killed_for is not None and self.inner:  # orphaned by its parent's kill: ours to reap
+            for _ in range(200):
+                try:
+                    if os.waitpid(self.inner, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.01)
         code = os.waitstatus_to_exitcode(status)
         if code > 128 and code - 128 < 65:  # stage 1 reports stage 2's signal as 128 + N
             code = -(code - 128)

@@ -221,3 +221,31 @@ def test_a_venv_anywhere_is_bound_and_only_it(monkeypatch, tmp_path):
     paths = sandbox.readable_paths()
     assert str(venv) in paths
     assert str(tmp_path / "project") not in paths and str(tmp_path) not in paths
+
+
+def test_a_killed_request_leaves_no_process_behind():
+    """The sandboxed process is process 1 of its PID namespace: the parent-death signal does not end
+    it, so killing its parent alone left a hanging candidate running for good."""
+    sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=512, scratch_mb=16))
+
+    def body(send):
+        import subprocess as sp
+
+        sp.Popen(["sleep", "300"])  # a grandchild too
+        send({"started": True})
+        time.sleep(300)
+
+    child = sandboxes.start(body)
+    assert child.inner is not None and child.inner != child.pid
+    messages = child.messages(time.monotonic() + 2)
+    assert next(messages) == {"started": True}
+    child.kill("cancelled")
+    list(messages)
+    outcome = child.outcome()
+    os.rmdir(sandboxes.mountpoint)
+    assert outcome.killed_for == "cancelled"
+    for _ in range(100):
+        if not os.path.exists(f"/proc/{child.inner}"):
+            break
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{child.inner}"), open(f"/proc/{child.inner}/status").read()[:200]
