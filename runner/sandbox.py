@@ -452,7 +452,6 @@ class Sandboxes:
     _count: int = 0
 
     def __post_init__(self) -> None:
-        _libc().prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back to be reaped
         if self.confined and not self.mountpoint:
             self.mountpoint = tempfile.mkdtemp(prefix="pallasite-root-")
         self._binds = readable_paths() + package_paths() if self.confined else []

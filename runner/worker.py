@@ -635,6 +635,9 @@ def run(args: argparse.Namespace) -> int:
     if scratch is not None:  # each request in a fresh sandboxed child (runner/sandbox.py)
         from pallasite.runner import sandbox
 
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back here
         sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or 8192,
                                                             scratch_mb=max(16, args.scratch_mb)),
                                       confined=not args.allow_unconfined)
