@@ -20,9 +20,10 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
                      evaluator=None):
     """One search of ``text`` (the file at ``path``); each node one optimize iteration by ``provider``
     (agents/search_iterate.py). Without ``device`` the frozen tests run in interpret mode on job
-    workers and times are the cost model's estimates for ``chip``; with ``device`` (an open backend:
-    engine/remote.open_remote, or a fake one in tests; ``where`` names it) tests and timings run there,
-    one at a time. ``engine``: the server's (else one is made and closed here). Shared by the CLI and
+    workers and times are the cost model's estimates for ``chip``; with ``device`` (``BackendSettings``:
+    the engine's device pool for them, engine/device.py; or an open backend, a fake one in tests;
+    ``where`` names it) tests and timings run there, a round's evaluations on as many workers as the
+    pool has (the graph does not depend on how many: results are added in schedule order). ``engine``: the server's (else one is made and closed here). Shared by the CLI and
     the editor's "Search for a faster kernel"; the benchmarks call it too. ``evaluator``: another
     Evaluator for the nodes (``pallasite eval``'s agents/eval_agents.TaskEvaluator: a JAXBench or
     MaxKernel task's own phases); ``device`` then only says whether its test and measure queue."""
@@ -32,8 +33,11 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
     from pallasite.agents.search_device import DeviceEvaluator
     from pallasite.agents.search_iterate import IterateNodes
     from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.device import candidate_config
     from pallasite.engine.engine import Engine
     from pallasite.engine.pool import local_backend
+    from pallasite.engine.remote import BackendSettings
+    from pallasite.engine.remote import where as device_where
 
     own = engine is None
     if own:
@@ -41,6 +45,14 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
             config, checks=checks, jobs=max(1, jobs)))
     options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s,
                                              allow_unconfined=allow_unconfined)
+    if isinstance(device, BackendSettings):  # the engine's device pool for these settings (engine/device.py)
+        where = where or device_where(device)
+        if on_phase is not None and engine.device_events is None:  # each worker's state, as progress
+            engine.device_events = lambda line: on_phase("pool", "device", line)
+        device = engine.device(device, candidate_config(memory_mb, timeout_s, allow_unconfined=allow_unconfined))
+    # a round's evaluations run on as many device workers as the pool has (its size; 1 for one worker)
+    slots = max(options.device_slots, int(getattr(device, "size", 1) or 1)) if device is not None else \
+        options.device_slots
     if evaluator is not None:
         pass
     elif device is not None:
@@ -50,7 +62,7 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
         evaluator = EngineEvaluator(engine, str(path), text, options_, chip=chip, timeout_s=timeout_s)
     nodes = IterateNodes(provider, evaluator, str(path), chip, Budgets(iterations=1, fix_rounds=0,
                                                                        request_timeout_s=request_timeout_s),
-                         device=device is not None, device_slots=options.device_slots, on_phase=on_phase,
+                         device=device is not None, device_slots=slots, on_phase=on_phase,
                          recorder=recorder, run_id=run_id, provider_for=provider_for)
     nodes.resume_from(list(done))
     try:

@@ -75,6 +75,13 @@ def device_pool(settings: BackendSettings, base: WorkerConfig | None = None, *, 
                       device_kind=settings.device_kind, on_event=on_event)
 
 
+def candidate_config(memory_mb: int, timeout_s: float = 600.0, *, allow_unconfined: bool = False) -> WorkerConfig:
+    """How a device worker for model-written candidates starts: the host's accelerator, confined
+    (engine/confinement.py), with the run's memory and time limits."""
+    return WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, platforms=None, confine=True,
+                        allow_unconfined=allow_unconfined)
+
+
 def DeviceWorker(settings: BackendSettings, base: WorkerConfig | None = None, *,  # noqa: N802 - the old name
                  opener: Opener = open_remote) -> DevicePool:
     """The run's device pool (one member for a single host or actor)."""

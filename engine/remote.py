@@ -120,8 +120,13 @@ def worker_config(settings: BackendSettings, base: WorkerConfig | None = None) -
 
 def read_hosts_file(path: str) -> tuple[str, ...]:
     """A hosts file: one host (user@host) a line; blank lines and ``#`` comments are skipped."""
-    with open(path, encoding="utf-8") as f:
-        hosts = tuple(line.split("#", 1)[0].strip() for line in f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            hosts = tuple(line.split("#", 1)[0].strip() for line in f)
+    except OSError as exc:
+        raise ValueError(f"--hosts-file {path}: {exc.strerror or exc}") from None
+    if not any(hosts):
+        raise ValueError(f"--hosts-file {path}: no host in it (one host a line)")
     return tuple(h for h in hosts if h)
 
 

@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
-    from .cmd_search import device_settings, device_where, open_device, untrusted_refusal
+    from .cmd_search import device_settings, device_where, untrusted_refusal
 
     try:
         settings = device_settings(args)
@@ -185,16 +185,12 @@ def run(args: argparse.Namespace) -> int:
           + (f"; eval {eid}" if eid else ""), file=sys.stderr)
 
     async def go() -> list[dict]:
-        device, where_ = open_device(settings, args.memory_mb, args.timeout, allow_unconfined=args.allow_unconfined) \
-            if settings is not None else (None, "")
-        try:
-            return await run_eval(EvalJob(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
-                                          timeout_s=args.timeout, memory_mb=args.memory_mb, device=device, where=where_,
-                                          allow_unconfined=args.allow_unconfined, progress=progress, done=done,
-                                          on_task=on_task, task_budget=args.task_budget))
-        finally:
-            if device is not None:
-                await device.close()
+        # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
+        return await run_eval(EvalJob(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
+                                      timeout_s=args.timeout, memory_mb=args.memory_mb, device=settings,
+                                      where=device_where(settings) if settings is not None else "",
+                                      allow_unconfined=args.allow_unconfined, progress=progress, done=done,
+                                      on_task=on_task, task_budget=args.task_budget))
 
     from pallasite.agents.eval_job import Incomplete
 

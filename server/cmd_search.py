@@ -72,11 +72,21 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("estimate", "local", "ssh", "ray"), default="estimate",
                         help="estimate: no device, the cost model's estimates for --target (default); local / ssh / "
                              "ray: tests and timings on the device worker there, one timing at a time")
-    parser.add_argument("--host", help="ssh: the host (user@host) that runs `pallasite worker`")
+    parser.add_argument("--host", action="append", help="ssh: a host (user@host) that runs `pallasite worker`; "
+                        "repeat it for a pool of hosts, one device worker each")
+    parser.add_argument("--hosts-file", help="ssh: a file of hosts, one a line (# comments), added to --host")
     parser.add_argument("--ssh-command", help="ssh: the whole launcher command line ({worker} marks the worker command)")
     parser.add_argument("--remote-worker", default="pallasite worker", help="ssh: the worker command on the host")
     parser.add_argument("--ray-address", help="ray: the cluster (default: RAY_ADDRESS, else a local cluster)")
-    parser.add_argument("--ray-resources", help="ray: resources the device worker holds, e.g. TPU=4")
+    parser.add_argument("--ray-resources", help="ray: resources each device worker holds, e.g. TPU=1 (a chip) or "
+                        "TPU=4 (a host's chips)")
+    parser.add_argument("--devices", type=int, default=1, help="ray: how many device workers (actors) the pool "
+                        "holds (default 1); jobs run on all of them at once")
+    parser.add_argument("--ray-placement", choices=("spread", "strict_spread", "pack", "strict_pack"),
+                        help="ray: place the pool's actors in one placement group (strict_spread: one per node, "
+                             "e.g. one per host of a multi-host slice)")
+    parser.add_argument("--device-kind", help="a mixed pool: the chip kind the run's jobs go to (e.g. 'TPU v6 lite'; "
+                        "default: the kind most workers have)")
     add_unconfined_argument(parser)
 
 
@@ -90,13 +100,16 @@ def add_unconfined_argument(parser: argparse.ArgumentParser) -> None:
 
 def device_settings(args: argparse.Namespace):
     """The engine's BackendSettings for ``--backend`` (None for ``estimate``); ValueError says what is wrong."""
-    from pallasite.engine.remote import BackendSettings, parse_resources
+    from pallasite.engine.remote import BackendSettings, parse_resources, read_hosts_file
 
     if args.backend == "estimate":
         return None
-    settings = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command,
-                               remote_worker=args.remote_worker, ray_address=args.ray_address,
-                               ray_resources=parse_resources(args.ray_resources))
+    hosts = tuple(args.host or ()) + (read_hosts_file(args.hosts_file) if getattr(args, "hosts_file", None) else ())
+    settings = BackendSettings(kind=args.backend, host=hosts[0] if hosts else None, hosts=hosts[1:],
+                               command=args.ssh_command, remote_worker=args.remote_worker, ray_address=args.ray_address,
+                               ray_resources=parse_resources(args.ray_resources), devices=getattr(args, "devices", 1),
+                               ray_placement=getattr(args, "ray_placement", None),
+                               device_kind=getattr(args, "device_kind", None))
     settings.validate()
     return settings
 
@@ -216,18 +229,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {node.id:10s} {node.status:9s} {speed:>7s}  {node.strategy or node.op}"[:110], file=sys.stderr)
 
     async def go():
-        backend, where_ = open_device(device, args.memory_mb, allow_unconfined=args.allow_unconfined) \
-            if device is not None else (None, "")
-        try:
-            from pallasite.agents.search_job import run_search
+        from pallasite.agents.search_job import run_search
 
-            return await run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
-                                    memory_mb=args.memory_mb, done=done, on_node=on_node, device=backend,
-                                    where=where_, on_phase=on_phase, allow_unconfined=args.allow_unconfined,
-                                    recorder=recorder, run_id=rid, provider_for=provider_for)
-        finally:
-            if backend is not None:
-                await backend.close()
+        # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_search
+        return await run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
+                                memory_mb=args.memory_mb, done=done, on_node=on_node, device=device,
+                                where=device_where(device) if device is not None else "", on_phase=on_phase,
+                                allow_unconfined=args.allow_unconfined, recorder=recorder, run_id=rid,
+                                provider_for=provider_for)
 
     def on_phase(node_id: str, phase: str, message: str) -> None:
         print(f"    {node_id} {phase}: {message}"[:110], file=sys.stderr, flush=True)
