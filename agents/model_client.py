@@ -9,7 +9,9 @@ provider is asked, and the call (request, reply or error, usage, seconds; the re
 recorded under the run id at the *current step* (``at_step``: a context variable the loops set, so
 a fixer round inside an optimize iteration records at that iteration, and a search node at its
 own). The replay provider (``replay:<run-id>``) reads the calls back in (step, order): a run whose
-every call went through a client replays to the same table. The client is itself a provider
+every call went through a client replays to the same table. Calls wait for the run-wide rate
+limiter and retry rate-limited replies as ``Retry-After`` asks, saying so (agents/rate_limit.py).
+The client is itself a provider
 (``name``, ``model``, ``complete``, ``close``), so the fixer, the test writer and the loops take it
 where they took a provider.
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
 
 from .providers import ModelReply, ModelRequest, ProviderError, Usage
+from .rate_limit import RateLimiter, RetryPolicy, config_of, estimate_tokens, shared_limiter
 
 _STEP: ContextVar[int] = ContextVar("pallasite_model_step", default=0)
 
@@ -69,10 +72,18 @@ class ModelClient:
     """A provider with the run's recorder and budget (see the module docstring)."""
 
     def __init__(self, provider: Any, *, run_id: str = "", recorder: CallRecorder | None = None,
-                 budget: TokenBudget | None = None) -> None:
+                 budget: TokenBudget | None = None, limiter: RateLimiter | None = None,
+                 retry: RetryPolicy | None = None) -> None:
+        """``limiter``: the run-wide requests/tokens-per-minute limiter (default: the process's one for
+        the provider's endpoint when its config sets a limit, agents/rate_limit.shared_limiter);
+        ``retry``: what a rate-limited call does (wait Retry-After and retry, the wait shown)."""
         self.provider, self.run_id, self.recorder, self.budget = provider, run_id, recorder, budget
+        self.limiter = limiter if limiter is not None else shared_limiter(config_of(provider))
+        # a client around another client leaves the retries to the inner one (none are multiplied)
+        self.retry = retry or RetryPolicy(retries=0 if hasattr(provider, "limiter") else 3)
         self.usage = Usage()
         self.calls = 0
+        self.rate_waits_s = 0.0  # seconds spent waiting for the limiter and for rate-limit retries
 
     @property
     def name(self) -> str:
@@ -88,15 +99,30 @@ class ModelClient:
         return getattr(self.provider, "requests", [])
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        if self.budget is not None and self.budget.spent():
-            raise BudgetSpent(self.budget.used, self.budget.limit)
-        started = time.monotonic()
         step = current_step()
-        try:
-            reply = await self.provider.complete(request)
-        except ProviderError as err:
-            self._record(step, request, None, str(err), Usage(), time.monotonic() - started)
-            raise
+        attempt = 0
+        while True:
+            if self.budget is not None and self.budget.spent():  # checked before every try, retries too
+                raise BudgetSpent(self.budget.used, self.budget.limit)
+            entry = None
+            if self.limiter is not None:
+                entry, waited = await self.limiter.acquire(estimate_tokens(request))
+                self.rate_waits_s += waited
+            started = time.monotonic()
+            try:
+                reply = await self.provider.complete(request)
+            except ProviderError as err:
+                if entry is not None:
+                    RateLimiter.settle(entry, 0)
+                if err.kind != "rate_limit" or attempt >= self.retry.retries:
+                    self._record(step, request, None, str(err), Usage(), time.monotonic() - started)
+                    raise
+                attempt += 1  # a retried rate limit is not recorded: a replay sees the call's outcome only
+                self.rate_waits_s += await self.retry.wait(err, attempt)
+                continue
+            if entry is not None:
+                RateLimiter.settle(entry, reply.usage.total_tokens)
+            break
         self.calls += 1
         self.usage = self.usage + reply.usage
         if self.budget is not None:

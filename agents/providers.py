@@ -187,6 +187,8 @@ class ProviderConfig:
     vertex_project: str = ""  # gemini via Vertex AI (application default credentials)
     vertex_location: str = "us-central1"
     retries: int = 2  # retries after the first attempt, for 408/429/5xx and connection errors
+    requests_per_minute: float = 0.0  # the run-wide limiter's limits (agents/rate_limit.py); 0: none
+    tokens_per_minute: float = 0.0
     timeout_s: float = 120.0
     price_input_per_mtok: float = 0.0  # USD per million input tokens; 0: unknown
     price_output_per_mtok: float = 0.0  # USD per million output (and thinking) tokens; 0: unknown

@@ -51,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                        help="USD per million input tokens (for the cost column; 0: cost unknown)")
     agent.add_argument("--price-output", type=float, default=0.0, metavar="USD",
                        help="USD per million output and thinking tokens")
+    agent.add_argument("--requests-per-minute", type=float, default=0.0, metavar="N",
+                       help="run-wide limit on model requests per minute (0: none); rate-limited replies are retried "
+                            "as Retry-After asks, the wait shown")
+    agent.add_argument("--tokens-per-minute", type=float, default=0.0, metavar="N",
+                       help="run-wide limit on model tokens per minute (0: none)")
     agent.add_argument("--samples", type=int, default=10, help="zero-shot: independent implementer calls per task")
     agent.add_argument("--iterations", type=int, default=5,
                        help="auto: optimize iterations per task; parallel: steps per trajectory")
@@ -271,7 +276,9 @@ def provider_source(args: argparse.Namespace, workspace) -> object:
         provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
                                                 scripted_file=args.scripted_file or "",
                                                 price_input_per_mtok=args.price_input,
-                                                price_output_per_mtok=args.price_output))
+                                                price_output_per_mtok=args.price_output,
+                                                requests_per_minute=args.requests_per_minute,
+                                                tokens_per_minute=args.tokens_per_minute))
     except ProviderError as exc:
         raise ValueError(str(exc)) from None
     return ProviderSource(lambda task: provider)
