@@ -20,7 +20,8 @@ key, so that an undo finds them again.
 
 Ownership: a key's units move into the module built from them (their nodes change line numbers),
 so a module built for a key is used by one analysis at a time: ``module_for`` takes the key's
-units out, ``release(key, module)`` hands them back when the analysis is done. A second analysis
+units out, ``release(key, module)`` hands them back when the analysis is done and empties the
+module (the spare units' statements still name it as their parent). A second analysis
 of the same key meanwhile finds none and parses the whole text. ``forget(key)`` drops a key's units
 (a closed document); at most ``MAX_KEYS`` keys and ``MAX_TEXT_BYTES`` of text are kept.
 """
@@ -188,8 +189,14 @@ def release(key: str | None, module: ast.Module | None) -> None:
     built = getattr(module, _UNITS, None) if module is not None else None
     if key is None or built is None:
         return
+    kept = [*built, *getattr(module, _SPARE, ())]
+    # Emptied: the statements a unit kept as a spare still name this module as their parent, and a
+    # module holding its units, spares and index would keep every older build alive in a chain.
+    for name in [n for n in vars(module) if n.startswith("_pallasite_")]:
+        delattr(module, name)
+    module.body = []
     with _LOCK:
-        _STATE[key] = [*built, *getattr(module, _SPARE, ())]
+        _STATE[key] = kept
         _STATE.move_to_end(key)
         total = sum(len(u.text) for us in _STATE.values() for u in us)
         while len(_STATE) > 1 and (len(_STATE) > MAX_KEYS or total > MAX_TEXT_BYTES):

@@ -40,3 +40,35 @@ def test_a_big_parse_does_not_keep_its_text():
     del tree
     gc.collect()
     assert sys.getrefcount(data) == before
+
+
+def test_edits_keep_a_bounded_number_of_ast_nodes():
+    """Each edit parses one unit and keeps the one it replaced as a spare (16 at most): the nodes
+    alive stay the same however many edits follow. (A released module used to keep its units and
+    spares, and each spare its module: every build stayed alive, 13 MB per 80 edits of splash.)"""
+    import ast
+
+    from pallasite.analysis.source import Source
+
+    key = "/virtual/bounded_nodes.py"
+    base = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(30))
+
+    def build(i: int) -> None:
+        text = base.replace(f"y = x + {i % 30}\n", f"y = x + {i % 30}\n    z = {i}\n")
+        source = Source(text, key=key)
+        module = ast_units.module_for(source.text, source.data, ast_units.units(source.root, source.data), key)
+        assert ast.dump(module) == ast.dump(ast.parse(text))
+        ast_units.release(key, module)
+
+    def alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, ast.AST))
+
+    forget(key)
+    for i in range(40):
+        build(i)
+    settled = alive()
+    for i in range(40, 120):
+        build(i)
+    assert alive() <= settled
+    forget(key)
