@@ -74,6 +74,10 @@ CODES: dict[str, Code] = _codes(
     Code("PLS016", "A grid axis that carries state across steps is marked parallel on a two-TensorCore chip",
          "Mark the axis \"arbitrary\": its steps must run in order on one core (step 0 initialises what the others read).",
          "warning"),
+    Code("PLS017", "The kernel never writes one of its outputs",
+         "Store the result into the output ref on every path (o_ref[...] = value, or a DMA into it), or alias it to an input with input_output_aliases."),
+    Code("PLS018", "A scratch buffer is read on the first grid step before anything writes it",
+         "Initialise the scratch under @pl.when(pl.program_id(k) == 0) (zeros for a sum, -inf for a running max) before the first read."),
     # ---------------------------------------------------------------- tier 1: lowering
     Code("PLS100", "Pallas TPU lowering failed", "Read the message; the marked line is where the lowering stopped."),
     Code("PLS101", "Block shape not tileable on TPU", "Make the last two block dims divisible by (8, 128) or equal to the array dims."),

@@ -1,0 +1,34 @@
+"""PLS017, broken: the kernel computes both halves of the split but stores only the first; its
+second output is written on no path, so it holds whatever was in memory."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def split_kernel(x_ref, pos_ref, neg_ref):
+    x = x_ref[...]
+    pos_ref[...] = jnp.maximum(x, 0.0)
+    neg = jnp.minimum(x, 0.0)
+    del neg
+
+
+def split(x):
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    return pl.pallas_call(
+        split_kernel,
+        grid=(x.shape[0] // 8,),
+        in_specs=[spec],
+        out_specs=[spec, spec],
+        out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype)],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+    )(x)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((64, 128), jnp.float32),)
+
+
+def reference(x):
+    return [jnp.maximum(x, 0.0), jnp.minimum(x, 0.0)]
