@@ -53,12 +53,14 @@ def _ray_members(settings: BackendSettings, base: WorkerConfig | None, actor: ty
     from .remote import worker_config
 
     config = worker_config(dataclasses.replace(settings, kind="local", devices=1), base)
-    group = RayPlacement(settings.devices, settings.ray_resources, settings.ray_placement) \
+    resources = dict(settings.ray_resources)
+    num_cpus = resources.pop("CPU", 1.0)  # --ray-resources TPU=1,CPU=0.5: Ray takes CPUs as num_cpus
+    group = RayPlacement(settings.devices, resources, settings.ray_placement, num_cpus=num_cpus) \
         if settings.ray_placement else None
     name = where(settings)
 
     def make(index: int) -> Callable[[], Any]:
-        return lambda: RayBackend(config, address=settings.ray_address, resources=settings.ray_resources,
+        return lambda: RayBackend(config, address=settings.ray_address, resources=resources, num_cpus=num_cpus,
                                   placement=(group, index) if group is not None else None,
                                   actor=actor or _WorkerActor)
 

@@ -1,0 +1,73 @@
+"""A device stand-in: a Ray actor that answers each ``time`` job after a fixed time, for measuring the
+device pool's scheduling (benchmarks/bench_device_pool.py) and testing its faults on a Ray cluster.
+
+``StandInActor`` has the methods ``RayBackend`` calls on its actor (``start``, ``request``, ``node``,
+``close``), so ``Engine.device_actor = StandInActor`` (or ``RayBackend(actor=StandInActor)``) puts it
+where a ``pallasite worker`` would run: the Ray placement, the pool's queues and re-queues are the
+real ones, the device is not. It handshakes as a worker whose device kind is ``STANDIN_KIND``
+(``PALLASITE_STANDIN_KIND`` in its environment or the pool's ``WorkerConfig.env`` overrides it) and
+answers a ``time`` job after ``PALLASITE_STANDIN_SECONDS`` (default 0.5 s) with made-up device medians: the candidate's a pure
+function of its text, the reference 100 us. Its timings are labelled as the stand-in's: never a
+chip's time. Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import socket
+from typing import Any
+
+from pallasite.analysis.types import Measurement, Provenance
+from pallasite.wire import messages, protocol
+
+from .backend import Reply
+
+STANDIN_KIND = "stand-in device"
+METHOD = "stand-in: a fixed time per job, made-up medians (not a device timing of any chip)"
+
+
+def standin_median_ns(text: str) -> float:
+    """The candidate's made-up median: 50-150 us, a pure function of its text."""
+    digest = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+    return 50e3 + (digest % 100_000) / 1000.0 * 1e3
+
+
+class StandInActor:
+    """A Ray actor standing in for a device worker (see the module docstring)."""
+
+    def __init__(self, config: Any = None) -> None:
+        env = {**os.environ, **dict(getattr(config, "env", None) or {})}  # the pool's WorkerConfig.env wins
+        self.kind = env.get("PALLASITE_STANDIN_KIND", STANDIN_KIND)
+        self.seconds = float(env.get("PALLASITE_STANDIN_SECONDS", "0.5"))
+        self.jobs = 0
+
+    async def start(self) -> protocol.Handshake:
+        return protocol.Handshake(protocol=protocol.PROTOCOL_VERSION, pid=os.getpid(), platform="standin",
+                                  devices=(self.kind,), ops=("time",))
+
+    async def request(self, params: Any, timeout_s: float | None = None) -> Reply:
+        await asyncio.sleep(self.seconds)
+        self.jobs += 1
+        if not isinstance(params, messages.TimeParams):
+            return Reply("ok", result=None)
+        text = params.source.file.text or params.source.file.path or ""
+        cand = standin_median_ns(text)
+        ref = 100e3 if params.reference is not None or getattr(params, "trusted", None) is not None else None
+        return Reply("ok", result=messages.TimeResult(
+            verdict="ok", entry=params.entry, path=params.source.file.path, provenance=Provenance.DEVICE.value,
+            candidate=Measurement("ok", Provenance.DEVICE, self.kind, METHOD, (cand,) * 3, cand),
+            reference=Measurement("ok", Provenance.DEVICE, self.kind, METHOD, (ref,) * 3, ref) if ref else None))
+
+    async def node(self) -> dict[str, Any]:
+        import ray
+
+        return {"hostname": socket.gethostname(), "node_id": ray.get_runtime_context().get_node_id(),
+                "pid": os.getpid()}
+
+    async def pid(self) -> int:
+        return os.getpid()
+
+    async def close(self) -> None:
+        return None
