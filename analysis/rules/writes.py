@@ -40,6 +40,7 @@ _PURE_MODULES = ("jax.numpy.", "numpy.")
 _DISCARDING = {"where", "select", "select_n", "cond", "switch"}  # may drop the value they are given
 _OPAQUE_NAMES = {"getattr", "setattr", "locals", "vars", "eval", "exec", "globals", "__dict__"}
 _SCRATCH_DATA = ("VMEM", "SMEM")
+_SCRATCH_KINDS = {"VMEM", "SMEM", "VMEM_SHARED", "HBM", "ANY"}  # one buffer each (and the semaphores)
 _MAX_DEPTH = 4
 
 
@@ -157,8 +158,8 @@ def _kernel_view(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> _View 
     if any(p not in by_name or p in defaulted for p in params):
         return None
     scratch = site.scratch_shapes
-    if scratch is None or any(s.kind == "unknown" for s in scratch):
-        return None
+    if scratch is None or not all(s.kind in _SCRATCH_KINDS or s.kind.startswith("SemaphoreType.") for s in scratch):
+        return None  # an entry that may stand for several buffers (a helper's list, a nested tuple)
     if site.out_shapes is None or any(s is None for s in site.out_shapes):
         return None  # not a list of ShapeDtypeStructs: the output leaf count is not certain
     outputs = len(site.out_shapes)
@@ -264,6 +265,8 @@ def _use(view: _View, node: ast.Name) -> str:
         if isinstance(outer, (ast.Subscript, ast.Attribute)) and outer.value is parent and \
                 not isinstance(outer.ctx, ast.Load):
             return "unknown"
+        if isinstance(outer, ast.Attribute) and outer.value is parent and outer.attr in _PURE_ATTRIBUTES:
+            return "pure"  # ``r[...].shape``: the values are not used
         return "read"
     if isinstance(parent, ast.Attribute) and parent.value is node:
         return "pure" if parent.attr in _PURE_ATTRIBUTES and isinstance(parent.ctx, ast.Load) else "unknown"
@@ -444,10 +447,12 @@ class _FirstStep:
             self.written = True
 
     def _discarded(self, node: ast.Name, stop: ast.AST) -> bool:
-        """The read is an argument of ``jnp.where``/``lax.select``/``lax.cond``: its value may be dropped."""
+        """The read is an argument of ``jnp.where``/``lax.select``/``lax.cond`` (its value may be
+        dropped) or of ``jnp.zeros_like`` and the like (only its shape and dtype are used)."""
         current = self.view.parents.get(id(node))
         while current is not None and current is not stop:
-            if isinstance(current, ast.Call) and callee_name(current) in _DISCARDING:
+            if isinstance(current, ast.Call) and ((callee_name(current) or "") in _DISCARDING or
+                                                   (callee_name(current) or "").endswith("_like")):
                 return True
             current = self.view.parents.get(id(current))
         return False
