@@ -564,28 +564,28 @@ def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions
             return value
         return from_json(Measurement, value)
 
+    async def time_one(config: dict[str, int]) -> Timed:
+        wanted = {"source": source, "entry": options.entry, "config": dict(config), "target": options.chip}
+        params = params_type(**{k: v for k, v in wanted.items() if k in fields})
+        reply = await backend.request(params, purpose="device", timeout_s=timeout_s,
+                                      on_progress=_progress(on_progress))
+        if not reply.ok:
+            return Timed(Measurement(status="crash" if reply.status != "error" else "runtime_error",
+                                     provenance=Provenance.DEVICE, device_kind=options.chip,
+                                     method="time op", error=reply.why[:500]))
+        result = reply.result
+        get = result.get if isinstance(result, dict) else (lambda k, d=None: getattr(result, k, d))
+        cand = measurement(get("candidate"))
+        if cand is None:
+            return Timed(Measurement(status="runtime_error", provenance=Provenance.DEVICE,
+                                     device_kind=options.chip, method="time op",
+                                     error=str(get("error") or get("verdict"))[:500]))
+        return Timed(cand, measurement(get("reference")))
+
     async def time_configs(configs: Sequence[dict[str, int]]) -> list[Timed]:
-        out = []
-        for config in configs:
-            wanted = {"source": source, "entry": options.entry, "config": dict(config), "target": options.chip}
-            params = params_type(**{k: v for k, v in wanted.items() if k in fields})
-            reply = await backend.request(params, purpose="device", timeout_s=timeout_s,
-                                          on_progress=_progress(on_progress))
-            if not reply.ok:
-                out.append(Timed(Measurement(status="crash" if reply.status != "error" else "runtime_error",
-                                             provenance=Provenance.DEVICE, device_kind=options.chip,
-                                             method="time op", error=reply.why[:500])))
-                continue
-            result = reply.result
-            get = result.get if isinstance(result, dict) else (lambda k, d=None: getattr(result, k, d))
-            cand = measurement(get("candidate"))
-            if cand is None:
-                out.append(Timed(Measurement(status="runtime_error", provenance=Provenance.DEVICE,
-                                             device_kind=options.chip, method="time op",
-                                             error=str(get("error") or get("verdict"))[:500])))
-                continue
-            out.append(Timed(cand, measurement(get("reference"))))
-        return out
+        # a batch's configurations at once: a device pool (engine/device_pool.py) times them on its N
+        # workers, one device worker queues them; the results keep the batch's order either way
+        return list(await asyncio.gather(*(time_one(config) for config in configs)))
 
     return time_configs
 

@@ -71,7 +71,13 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """``--backend estimate|local|ssh|ray`` and where it is (shared with `pallasite eval`)."""
     parser.add_argument("--backend", choices=("estimate", "local", "ssh", "ray"), default="estimate",
                         help="estimate: no device, the cost model's estimates for --target (default); local / ssh / "
-                             "ray: tests and timings on the device worker there, one timing at a time")
+                             "ray: tests and timings on the device pool there (--devices, several --host)")
+    add_pool_arguments(parser)
+    add_unconfined_argument(parser)
+
+
+def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the device pool's workers are (ssh hosts, Ray actors); shared by search, eval, optimize and tune."""
     parser.add_argument("--host", action="append", help="ssh: a host (user@host) that runs `pallasite worker`; "
                         "repeat it for a pool of hosts, one device worker each")
     parser.add_argument("--hosts-file", help="ssh: a file of hosts, one a line (# comments), added to --host")
@@ -87,7 +93,6 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. one per host of a multi-host slice)")
     parser.add_argument("--device-kind", help="a mixed pool: the chip kind the run's jobs go to (e.g. 'TPU v6 lite'; "
                         "default: the kind most workers have)")
-    add_unconfined_argument(parser)
 
 
 def add_unconfined_argument(parser: argparse.ArgumentParser) -> None:

@@ -26,7 +26,7 @@ from pallasite.engine.tune import (
 
 # "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
 # (the `time` op). Remote backends (ssh, ray) plug in through engine.tune.DeviceTimer the same way.
-BACKENDS = ("estimate", "local")
+BACKENDS = ("estimate", "local", "ssh", "ray")  # ssh / ray: the engine's device pool (engine/device.py)
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--entry", help="the task's entry when the file has several")
     parser.add_argument("--backend", default="estimate", choices=BACKENDS,
                         help="where configurations are evaluated; 'estimate': the cost model only (no device)")
+    from .cmd_search import add_pool_arguments
+
+    add_pool_arguments(parser)  # --host/--hosts-file/--devices/--ray-*: where ssh and ray device workers are
     parser.add_argument("--budget", type=int, help="device evaluations at most (default: 25%% of the estimated "
                         "feasible configurations)")
     parser.add_argument("--estimates", type=int, metavar="N", help="configurations traced and estimated at most "
@@ -85,9 +88,18 @@ def run(args: argparse.Namespace) -> int:
         except StoreError as exc:
             print(f"pallasite tune: results are not recorded (tuning without the results store): {exc}",
                   file=sys.stderr)
+    device = None
+    if args.backend in ("ssh", "ray"):
+        from .cmd_search import device_settings
+
+        try:
+            device = device_settings(args)
+        except ValueError as exc:
+            print(f"pallasite tune: {exc}", file=sys.stderr)
+            return 2
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
-                                   memory_mb=args.memory_mb))
+                                   memory_mb=args.memory_mb, device=device))
     except TuneError as exc:
         print(f"pallasite tune: {exc}", file=sys.stderr)
         return 1
@@ -104,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
-                memory_mb: int = 4096) -> TuneReport:
+                memory_mb: int = 4096, device: Any = None) -> TuneReport:
     from pallasite.engine.client import WorkerConfig
     from pallasite.engine.pool import local_backend
 
@@ -129,8 +141,16 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
         return await interpret(config, tunable_kinds)
 
     timer = None
+    engine = None
     try:
-        if options.backend == "local":
+        if device is not None:  # ssh / ray: a batch's configurations timed at once on the engine's device pool
+            from pallasite.engine.engine import Engine
+
+            engine = Engine(use_store=False)
+            engine.device_events = lambda line: progress(line)
+            pool = engine.device(device, WorkerConfig(timeout_s=600.0, memory_mb=memory_mb, platforms=None))
+            timer = worker_timer(pool, path, text, options, on_progress=progress)
+        elif options.backend == "local":
             platform = await device_platform(backend)
             if platform in (None, "cpu"):
                 raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
@@ -142,6 +162,8 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     finally:
         await backend.close()
         await checking.close()
+        if engine is not None:
+            await engine.close()
         if not quiet:
             print(file=sys.stderr)
 

@@ -1,0 +1,61 @@
+"""Tune's device timings on a device pool (engine/tune.worker_timer over engine/device_pool.py): a
+batch's configurations are timed at once on the pool's workers and come back in the batch's order,
+each configuration's timing from one worker's reply."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from fake_devices import FakeDevice, Gauge
+from pallasite.analysis.types import Measurement, Provenance
+from pallasite.engine.backend import Reply
+from pallasite.engine.device_pool import DevicePool, Member
+from pallasite.engine.tune import TuneOptions, worker_timer
+from pallasite.wire import messages
+
+FILE = next((Path(__file__).parent / "data" / "tune").glob("*.py"))
+KIND = "TPU v6 lite"
+
+
+def test_a_batch_is_timed_at_once_on_the_pool_in_the_batchs_order():
+    gauge = Gauge()
+
+    async def answer(device, params):
+        await asyncio.sleep(0.05 if params.config["block"] % 2 else 0.01)  # finish out of order
+        median = 1000.0 * params.config["block"]
+        m = Measurement("ok", Provenance.DEVICE, device.kind, "fake", (median,) * 3, median)
+        return Reply("ok", result=messages.TimeResult(verdict="ok", candidate=m, provenance="device"))
+
+    pool = DevicePool([Member(f"w{i}", f"fake:{i}", (lambda i=i: FakeDevice(f"w{i}", KIND, answer, gauge)))
+                       for i in range(4)])
+    timer = worker_timer(pool, str(FILE), FILE.read_text(), TuneOptions(chip="v6e"))
+
+    async def go():
+        try:
+            return await timer([{"block": b} for b in range(1, 9)])
+        finally:
+            await pool.close()
+
+    timed = asyncio.run(go())
+    assert [t.candidate.median_ns for t in timed] == [1000.0 * b for b in range(1, 9)]
+    assert all(t.candidate.device_kind == KIND for t in timed)
+    assert gauge.most == 4
+
+
+def test_tune_eval_and_search_take_the_pool_flags():
+    import argparse
+
+    from pallasite.server import cmd_search, cmd_tune
+
+    tune = argparse.ArgumentParser()
+    cmd_tune.add_arguments(tune, "tune")
+    args = tune.parse_args(["k.py", "--backend", "ray", "--ray-resources", "TPU=1", "--devices", "8",
+                            "--ray-placement", "strict_spread"])
+    settings = cmd_search.device_settings(args)
+    assert (settings.kind, settings.devices, settings.ray_resources, settings.ray_placement) == \
+        ("ray", 8, {"TPU": 1.0}, "strict_spread")
+    search = argparse.ArgumentParser()
+    cmd_search.add_backend_arguments(search)
+    hosts = cmd_search.device_settings(search.parse_args(["--backend", "ssh", "--host", "a", "--host", "b"]))
+    assert hosts.all_hosts == ("a", "b")
