@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..ast_units import index_of
-from ..origins import callee_name
+from ..origins import callee_name, parent_of
 from ..types import Finding, KernelSite, Related, Span
 from .context import RuleContext, finding, python_tree, replace
 from .specs import ref_counts
@@ -57,11 +57,13 @@ def unwritten_output(ctx: RuleContext) -> Iterator[Finding]:
         view = _kernel_view(ctx, tree, site)
         if view is None:
             continue
-        aliased = _aliased_outputs(tree, site)
+        call = _call_node(tree, site)
+        aliased = _aliased_outputs(call)
         if aliased is None or _returns_value(view.fn):
             continue  # a kernel returning its result: PLS009 says that
+        unused = _unused_outputs(call, len(view.outputs))
         for index, name in enumerate(view.outputs):
-            if index in aliased or _may_write(view, view.fn, name, 0, set()):
+            if index in aliased or index in unused or name.startswith("_") or _may_write(view, view.fn, name, 0, set()):
                 continue
             arg = view.param_nodes[name]
             yield finding(
@@ -160,9 +162,9 @@ def _kernel_view(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> _View 
     scratch = site.scratch_shapes
     if scratch is None or not all(s.kind in _SCRATCH_KINDS or s.kind.startswith("SemaphoreType.") for s in scratch):
         return None  # an entry that may stand for several buffers (a helper's list, a nested tuple)
-    if site.out_shapes is None or any(s is None for s in site.out_shapes):
-        return None  # not a list of ShapeDtypeStructs: the output leaf count is not certain
-    outputs = len(site.out_shapes)
+    outputs = _output_count(site)
+    if outputs is None:
+        return None
     counts = ref_counts(site)
     if counts is not None and sum(counts) != len(params):
         return None  # PLS005's mistake: the refs cannot be placed
@@ -180,6 +182,21 @@ def _kernel_view(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> _View 
                  module_defs=module_defs, imports=ctx.source.imports)
     _add_parents(view, fn)
     return view
+
+
+def _output_count(site: KernelSite) -> int | None:
+    """How many output refs the kernel gets: ``out_shape``'s entries when each is a
+    ``ShapeDtypeStruct(...)``, or when ``out_specs`` has as many readable BlockSpecs (two counts
+    that agree); None otherwise (an entry may stand for a pytree of several outputs, or none)."""
+    shapes = site.out_shapes
+    if shapes is None:
+        return None
+    if all(s is not None for s in shapes):
+        return len(shapes)
+    specs = site.out_specs
+    if specs is not None and len(specs) == len(shapes) and all(s.certain for s in specs):
+        return len(shapes)
+    return None
 
 
 def _returns_value(fn: ast.AST) -> bool:
@@ -205,10 +222,34 @@ def _add_parents(view: _View, root: ast.AST) -> None:
             view.parents.setdefault(id(child), node)
 
 
-def _aliased_outputs(tree: ast.Module, site: KernelSite) -> set[int] | None:
+def _call_node(tree: ast.Module, site: KernelSite) -> ast.Call | None:
+    return next((n for n in index_of(tree).calls if _span(n) == site.span), None)
+
+
+def _unused_outputs(call: ast.Call | None, count: int) -> set[int]:
+    """The outputs the caller drops: every one when ``pallas_call(...)(...)`` is a statement of its
+    own (or inside ``jax.block_until_ready``), those unpacked into ``_``-names (``_, dq = ...``): a
+    dummy output that nobody reads needs no write."""
+    applied = parent_of(call) if call is not None else None
+    if not (isinstance(applied, ast.Call) and applied.func is call):
+        return set()
+    holder = parent_of(applied)
+    if isinstance(holder, ast.Call) and callee_name(holder) == "block_until_ready" and applied in holder.args:
+        holder = parent_of(holder)
+        if not isinstance(holder, ast.Expr):
+            return set()
+    if isinstance(holder, ast.Expr):
+        return set(range(count))
+    if isinstance(holder, ast.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0], (ast.Tuple, ast.List)):
+        names = holder.targets[0].elts
+        if len(names) == count and not any(isinstance(n, ast.Starred) for n in names):
+            return {i for i, n in enumerate(names) if isinstance(n, ast.Name) and n.id.startswith("_")}
+    return set()
+
+
+def _aliased_outputs(call: ast.Call | None) -> set[int] | None:
     """The output indices ``input_output_aliases`` gives an input's contents (they need no write);
     None when the call's keywords are not all visible or the aliases are not literal."""
-    call = next((n for n in index_of(tree).calls if _span(n) == site.span), None)
     if call is None:
         return None
     name = callee_name(call)
