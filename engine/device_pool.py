@@ -304,7 +304,6 @@ class DevicePool:
             member.kind = now
             if wanted not in (None, ANY_KIND) and now != wanted:
                 return f"{member.why}: the reply is discarded (a timing is never mixed across two device kinds)"
-            return None
         if member.kind is None and now is not None:
             member.kind = now
         member.losses = 0
