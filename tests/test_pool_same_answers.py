@@ -127,3 +127,33 @@ def test_eval_gives_the_same_table_with_1_or_8_workers_and_shows_each_worker():
     # every (method, task) pair's device job went through the pool: distinct candidates timed once each
     assert sum(len(d.ran) for d in opened8) == sum(len(d.ran) for d in opened1) > 0
     assert sum(1 for line in lines if line.startswith("device pool: w")) >= 8  # each worker's state
+
+
+def agents_eval_on(n: int):
+    from pallasite.agents.eval_agents import AgentMethod, AgentSpec
+    from test_eval_agents import source
+
+    tasks = discover(str(DATA / "eval_agents"))
+    methods = {"zero-shot": AgentMethod(AgentSpec("zero-shot", samples=2), source(), "eval-pool", "zero-shot"),
+               "beam": AgentMethod(AgentSpec("beam", search=SearchOptions(algo="beam", width=1, depth=1, branches=2)),
+                                   source(), "eval-pool", "beam")}
+    engine = Engine(checks=1, use_store=False,
+                    backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=2))
+    engine.device_opener = fake_opener()
+
+    async def go():
+        try:
+            return await run_eval(EvalJob(tasks, methods, chip="v5e", device=hosts(n)), engine)
+        finally:
+            await engine.close()
+
+    summaries = asyncio.run(go())
+    winners = {(s["method"], t["task"]): (t["agent"]["text"], t["speedup"]) for s in summaries for t in s["per_task"]}
+    return table(summaries), winners
+
+
+def test_agent_methods_with_a_scripted_model_pick_the_same_winners_with_1_or_8_workers():
+    one_table, one_winners = agents_eval_on(1)
+    eight_table, eight_winners = agents_eval_on(8)
+    assert one_table == eight_table and one_winners == eight_winners
+    assert all(text for text, _ in one_winners.values())  # every method found a candidate for every task
