@@ -233,12 +233,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
     except CandidateGone as exc:
         return timing._failed(params, f"the candidate process failed: {exc}")
     finally:
-        with contextlib.suppress(OSError):
-            sock.close()
-        with contextlib.suppress(OSError):
-            os.kill(pid, 9)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        _end(sock, pid)
 
 
 def _trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, Callable[..., Any]]:
@@ -509,12 +504,7 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
                   "errors": [tiers_mod._plain_error("task", f"the candidate process failed: {exc}")]}
         lowered = {}
     finally:
-        with contextlib.suppress(OSError):
-            sock.close()
-        with contextlib.suppress(OSError):
-            os.kill(pid, 9)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        _end(sock, pid)
     _tier2_here(result, lowered, params, asked, unavailable, tiers_mod._say(progress))
     result["tiers"] = asked
     return checks.typed_result(result, asked)
@@ -590,6 +580,16 @@ def _plain_inferred(params: Any) -> list[Any]:
     return [to_json(call) for call in params.inferred]
 
 
+def _end(sock: socket.socket, pid: int) -> None:
+    """Close the channel and end the candidate process (whatever it is doing)."""
+    with contextlib.suppress(OSError):
+        sock.close()
+    with contextlib.suppress(OSError):
+        os.kill(pid, 9)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
 def _fork(body: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
     """A candidate process running ``body(its end of the channel)`` (before any backend starts here)."""
     judge_end, candidate_end = socket.socketpair()
@@ -637,10 +637,7 @@ def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> 
     except CandidateGone as exc:
         raise RuntimeError(f"the candidate process failed: {exc}") from None
     finally:
-        with contextlib.suppress(OSError):
-            sock.close()
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        _end(sock, pid)
     from pallasite.wire import messages
 
     if header.get("op") != "result":
