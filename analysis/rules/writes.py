@@ -55,7 +55,7 @@ def unwritten_output(ctx: RuleContext) -> Iterator[Finding]:
         if site.backend == "gpu":
             continue
         view = _kernel_view(ctx, tree, site)
-        if view is None:
+        if view is None or view.outputs is None:
             continue
         call = _call_node(tree, site)
         aliased = _aliased_outputs(call)
@@ -132,7 +132,7 @@ class _View:
     functions of the file by name and every node's parent."""
 
     fn: ast.FunctionDef
-    outputs: list[str]
+    outputs: list[str] | None  # None: how many is not certain (PLS017 is then silent)
     scratch: list[tuple[object, str]]
     param_nodes: dict[str, ast.arg]
     module_defs: dict[str, list[ast.AST]]
@@ -162,13 +162,11 @@ def _kernel_view(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> _View 
     scratch = site.scratch_shapes
     if scratch is None or not all(s.kind in _SCRATCH_KINDS or s.kind.startswith("SemaphoreType.") for s in scratch):
         return None  # an entry that may stand for several buffers (a helper's list, a nested tuple)
-    outputs = _output_count(site)
-    if outputs is None:
-        return None
+    outputs = _output_count(site)  # None: the scratch refs are still the last parameters
     counts = ref_counts(site)
     if counts is not None and sum(counts) != len(params):
         return None  # PLS005's mistake: the refs cannot be placed
-    if len(params) < outputs + len(scratch) or outputs == 0:
+    if len(params) < (outputs or 1) + len(scratch) or outputs == 0:
         return None
     if _opaque(fn):
         return None
@@ -177,7 +175,7 @@ def _kernel_view(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> _View 
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             module_defs.setdefault(node.name, []).append(node)
-    view = _View(fn=fn, outputs=list(params[end - outputs:end]),
+    view = _View(fn=fn, outputs=list(params[end - outputs:end]) if outputs is not None else None,
                  scratch=list(zip(scratch, params[end:])), param_nodes=by_name,
                  module_defs=module_defs, imports=ctx.source.imports)
     _add_parents(view, fn)
@@ -481,7 +479,7 @@ class _FirstStep:
             in_targets = isinstance(stmt, ast.Assign) and any(
                 n in set(ast.walk(t)) for n, _ in reads for t in stmt.targets)
             if not in_targets:
-                node, use = min(reads, key=lambda r: (r[0].lineno, r[0].col_offset))
+                node, _ = min(reads, key=lambda r: (r[0].lineno, r[0].col_offset))
                 self.read = self.view.parents[id(node)]
                 return
         if any(use in ("write", "update") for _, use in uses):
