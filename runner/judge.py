@@ -17,86 +17,22 @@ sets itself non-dumpable, so the candidate cannot read or write its memory eithe
 
 Where the judge has nothing trusted to load (no reference file in the request) or the work runs on
 an accelerator (one process owns the chip), the candidate process runs the whole op as before and
-the result says it was judged there (``judged_by``). Worker side: imports jax.
+the result says it was judged there (``judged_by``). The channel is ``runner/judge_channel.py``; the
+``check`` and ``estimate`` ops are judged in ``runner/judge_compile.py``. Worker side: imports jax.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import statistics
-import struct
 import time
 from typing import Any, Callable
 
+from .judge_channel import CandidateGone, end, fork, receive, recv_frame, send_frame
+
 ACTIVE = False  # set in a sandboxed child of a confined worker (runner/worker.py)
-MAX_FRAME = 1 << 30  # one frame from the candidate; a larger one ends the judging
-_PR_SET_DUMPABLE = 4
-
-
-class CandidateGone(Exception):
-    """The candidate process ended or broke the framing (the message says how)."""
-
-
-# --------------------------------------------------------------------------- frames
-
-
-def send_frame(sock: socket.socket, header: dict[str, Any], arrays: list[Any] = ()) -> None:
-    import numpy as np
-
-    blobs = [np.ascontiguousarray(np.asarray(a)) for a in arrays]
-    header = {**header, "arrays": [{"shape": list(b.shape), "dtype": b.dtype.name, "nbytes": b.nbytes} for b in blobs]}
-    data = json.dumps(header, allow_nan=False, default=str).encode()
-    sock.sendall(struct.pack(">Q", len(data)) + data)
-    for blob in blobs:
-        sock.sendall(memoryview(blob.view(np.uint8).reshape(-1)) if blob.size else b"")
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            raise CandidateGone("the other process closed the channel")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def recv_frame(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
-    import jax.numpy as jnp
-    import numpy as np
-
-    (size,) = struct.unpack(">Q", _exactly(sock, 8))
-    if size > MAX_FRAME:
-        raise CandidateGone(f"a frame of {size} bytes is over the limit")
-    try:
-        header = json.loads(_exactly(sock, size))
-        metas = header.pop("arrays", [])
-        if not isinstance(header, dict) or not isinstance(metas, list):
-            raise ValueError("not an object")
-    except ValueError as exc:
-        raise CandidateGone(f"a frame that is not JSON ({exc})") from exc
-    arrays, total = [], 0
-    for meta in metas:
-        dtype, shape, nbytes = jnp.dtype(str(meta["dtype"])), tuple(int(d) for d in meta["shape"]), int(meta["nbytes"])
-        total += nbytes
-        if total > MAX_FRAME or nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-            raise CandidateGone("array bytes that do not match their shape, or too many")
-        arrays.append(np.frombuffer(_exactly(sock, nbytes), dtype=dtype).reshape(shape).copy())
-    return header, arrays
-
-
-def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
-    """A frame from the candidate; the interpret-mode calls it saw are recorded here, so the worker
-    refuses them as if this process had seen them (runner/interpret_guard.py)."""
-    from . import interpret_guard
-
-    header, arrays = recv_frame(sock)
-    interpret_guard.add_recorded(header.pop("interpret", None))
-    return header, arrays
 
 
 # --------------------------------------------------------------------------- the candidate's side
@@ -203,7 +139,7 @@ def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any
 
 def start_candidate(params: dict[str, Any]) -> tuple[socket.socket, int]:
     """Fork the candidate process of a ``time`` request (call before this process starts a jax backend)."""
-    return _fork(lambda sock: _candidate_main(sock, params))
+    return fork(lambda sock: _candidate_main(sock, params))
 
 
 def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
@@ -224,7 +160,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                     why = str(exc)
             if trusted is None:
                 send_frame(sock, {"op": "whole"})
-                header, _ = _receive(sock)
+                header, _ = receive(sock)
                 result = header.get("result") or timing._failed(params, "the candidate process gave no result")
                 result.setdefault("notes", []).append(f"judged in the candidate's own process: {why}")
                 result["judged_by"] = "the candidate's own process"
@@ -233,7 +169,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
     except CandidateGone as exc:
         return timing._failed(params, f"the candidate process failed: {exc}")
     finally:
-        _end(sock, pid)
+        end(sock, pid)
 
 
 def _trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, Callable[..., Any]]:
@@ -292,7 +228,7 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
     send_frame(sock, {"op": "go"})
     say("the candidate traces its program in a process of its own")
     jax.devices()  # this process's backend starts while the candidate traces
-    ready, _ = _receive(sock)
+    ready, _ = receive(sock)
     if ready.get("op") != "ready":
         return timing._failed(params, str(ready.get("error") or "the candidate process did not get ready"))
     own = task.abstract_args()
@@ -318,7 +254,7 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
         if bad:
             return {"rejection": bad, "tolerance": tolerance}
         send_frame(sock, {"op": "run", "which": which}, jax.tree.leaves(args))
-        header, outputs = _receive(sock)
+        header, outputs = receive(sock)
         if header.get("op") != "outputs":
             return {"rejection": guards.reject("candidate_failed", f"the candidate raised {header.get('error')}"),
                     "tolerance": tolerance}
@@ -459,233 +395,3 @@ def _measurement(result: dict[str, Any], samples: list[float] | None, method: st
         median_ns=statistics.median(samples) if samples else None,
         config=tuple(sorted((result.get("config") or {}).items())), jax_version=vers.get("jax"),
         libtpu_version=vers.get("libtpu"), error=error))
-
-
-# --------------------------------------------------------------------------- the check op
-
-
-def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any:
-    """The ``check`` op with tier 2 out of the candidate's reach: the candidate process imports the
-    file and runs tiers 0, 1 and 3 (each entry's lowered module kept, serialized); the judge
-    compiles those modules with libtpu itself, so a candidate that patches the compiler call, its
-    verdict or the reply in its own process cannot make a block that does not compile "compile"."""
-    import dataclasses
-
-    import numpy as np
-
-    from . import checks, tiers as tiers_mod
-    from pallasite.wire.messages import Stage
-
-    asked = sorted({int(t) for t in params.tiers or (1, 2)})
-    if params.script or 2 not in asked:
-        return checks.handle_check(params, progress)
-    sock, pid = _fork(lambda s: _check_candidate(s, dataclasses.replace(params, tiers=tuple(
-        sorted(set(asked) - {2} | {1}))), progress is not None))
-    target = str(params.target or "v6e")
-    unavailable = tiers_mod.tier2_unavailable(target) if target in tiers_mod.CHIPS else f"unknown target {target!r}"
-    try:
-        while True:
-            header, arrays = _receive(sock)
-            if header.get("op") == "progress" and progress is not None:
-                with contextlib.suppress(Exception):
-                    fields = {k: header[k] for k in ("tier", "entry", "line") if isinstance(header.get(k), (int, str))}
-                    progress(str(header.get("message", ""))[:500], stage=Stage(header.get("stage") or "starting"),
-                             **fields)
-            elif header.get("op") != "progress":
-                break
-        if header.get("op") != "result" or not isinstance(header.get("result"), dict):
-            raise CandidateGone(str(header.get("error") or "the candidate process gave no check result"))
-        result: dict[str, Any] = header["result"]
-        lowered = {str(name): bytes(np.asarray(a, dtype=np.uint8).tobytes())
-                   for name, a in zip(header.get("lowered") or (), arrays)}
-    except CandidateGone as exc:
-        result = {"target": params.target, "tiers": asked, "tasks_found": 0, "entries": [], "unavailable": {},
-                  "versions": tiers_mod.versions(),
-                  "errors": [tiers_mod._plain_error("task", f"the candidate process failed: {exc}")]}
-        lowered = {}
-    finally:
-        _end(sock, pid)
-    _tier2_here(result, lowered, params, asked, unavailable, tiers_mod._say(progress))
-    result["tiers"] = asked
-    return checks.typed_result(result, asked)
-
-
-def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, asked: list[int],
-                unavailable: str | None, say: Callable[..., None]) -> None:
-    """Tier 2 of each entry, compiled in this process from the module the candidate lowered
-    (``unavailable``: why tier 2 cannot run here, found while the candidate ran)."""
-    import time as time_mod
-
-    from . import tiers as tiers_mod
-    from pallasite.wire.messages import Stage
-
-    target = str(params.target or "v6e")
-    if unavailable:
-        result.setdefault("unavailable", {})["2"] = unavailable
-    known = {str(k): str(v) for k, v in (params.tier2_known or {}).items()}
-    for entry in result.get("entries") or ():
-        if not isinstance(entry, dict) or not isinstance(entry.get("tiers"), dict):
-            continue
-        name = str(entry.get("name"))
-        states = entry["tiers"]
-        if 1 not in asked:
-            states.pop("1", None)
-        if name in known:
-            states["2"] = known[name]
-        elif unavailable:
-            states["2"] = "skipped: " + unavailable.split(";")[0]
-        elif states.get("1") != "ok" or name not in lowered:
-            states["2"] = "skipped: tier 1 failed"
-        else:
-            say(f"tier 2: {name} (libtpu compile for {target}, in a process that never ran the file)",
-                stage=Stage.TIER, tier=2, entry=name)
-            started = time_mod.perf_counter()
-            try:
-                entry["memory"] = tiers_mod.compile_exported(lowered[name], target)
-                states["2"] = "ok"
-            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
-                states["2"] = "error"
-                entry.setdefault("errors", []).append(tiers_mod._tier_record(exc, str(params.source.path), 2))
-            entry.setdefault("timings_s", {})["2"] = round(time_mod.perf_counter() - started, 4)
-
-
-def _check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:
-    """The candidate process of a judged check: tiers 0, 1 and 3 here; the lowered modules go back."""
-    import numpy as np
-
-    from . import checks, interpret_guard
-    from . import tiers as tiers_mod
-
-    tiers_mod.LOWERED = {}
-
-    def progress(message: str, **fields: Any) -> None:
-        send_frame(sock, {"op": "progress", "message": str(message), "stage": str(getattr(fields.get("stage"), "value",
-                                                                                            fields.get("stage") or "")),
-                          **{k: fields[k] for k in ("tier", "entry", "line") if k in fields}})
-
-    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
-             "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
-             "entries": list(params.entries) if params.entries is not None else None,
-             "tier2_known": dict(params.tier2_known),
-             "inferred": _plain_inferred(params)}
-    result = checks._handle_check(plain, params.source, progress if with_progress else None)
-    names = list(tiers_mod.LOWERED)
-    send_frame(sock, {"op": "result", "result": result, "lowered": names, "interpret": interpret_guard.recorded()},
-               [np.frombuffer(tiers_mod.LOWERED[n], dtype=np.uint8) for n in names])
-
-
-def _plain_inferred(params: Any) -> list[Any]:
-    from pallasite.analysis.types import to_json
-
-    return [to_json(call) for call in params.inferred]
-
-
-def _end(sock: socket.socket, pid: int) -> None:
-    """Close the channel and end the candidate process (whatever it is doing)."""
-    with contextlib.suppress(OSError):
-        sock.close()
-    with contextlib.suppress(OSError):
-        os.kill(pid, 9)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
-
-
-def _fork(body: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
-    """A candidate process running ``body(its end of the channel)`` (before any backend starts here)."""
-    judge_end, candidate_end = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        judge_end.close()
-        code = 0
-        try:
-            body(candidate_end)
-        except BaseException:  # noqa: BLE001 - the judge sees the channel close
-            import traceback
-
-            traceback.print_exc()
-            code = 1
-        finally:
-            os._exit(code)
-    candidate_end.close()
-    import ctypes
-
-    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # the candidate may not read or write our memory
-    return judge_end, pid
-
-
-# --------------------------------------------------------------------------- the estimate op
-
-
-def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> Any:
-    """The ``estimate`` op with the numbers that make a speedup out of the candidate's reach: the
-    candidate process traces it and runs the cost model on its own program; the judge, from the
-    user's own file (``params.trusted``), estimates the reference by the same model itself and
-    refuses every candidate estimate below the physical floor (writing the task's outputs once at
-    the chip's HBM bandwidth): a candidate that patches the cost model in its process can no longer
-    claim "8x". Without a trusted file the candidate process answers alone (as before)."""
-    import dataclasses
-
-    from . import tune_ops
-
-    if params.trusted is None:
-        return tune_ops.handle_estimate(params, progress)
-    sock, pid = _fork(lambda s: _estimate_candidate(s, dataclasses.replace(params, reference=False)))
-    try:
-        with contextlib.ExitStack() as stack:
-            floor_s, reference, chip = _trusted_estimate(params, stack)  # while the candidate side runs
-            header, _ = _receive(sock)
-    except CandidateGone as exc:
-        raise RuntimeError(f"the candidate process failed: {exc}") from None
-    finally:
-        _end(sock, pid)
-    from pallasite.wire import messages
-
-    if header.get("op") != "result":
-        raise RuntimeError(str(header.get("error") or "the candidate process gave no estimate"))
-    result = messages.decode_as(messages.EstimateResult, header.get("result"), "estimate result")
-    estimates = tuple(
-        dataclasses.replace(e, status="implausible", seconds=None, error=(
-            f"estimated {e.seconds:.3g} s, below the physical floor of {floor_s:.3g} s (writing the task's outputs "
-            f"once at {chip.name}'s HBM bandwidth): the estimate is not believed"))
-        if e.status == "ok" and e.seconds is not None and e.seconds < floor_s else e
-        for e in result.estimates)
-    return dataclasses.replace(result, chip=chip, estimates=estimates,
-                               reference=reference if params.reference else result.reference)
-
-
-def _estimate_candidate(sock: socket.socket, params: Any) -> None:
-    """The candidate process of a judged estimate: the cost model on its own traced program."""
-    from pallasite.analysis.types import to_json
-
-    from . import interpret_guard, tune_ops
-
-    try:
-        send_frame(sock, {"op": "result", "result": to_json(tune_ops.handle_estimate(params, None)),
-                          "interpret": interpret_guard.recorded()})
-    except Exception as exc:  # noqa: BLE001 - the candidate's failure is data
-        send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
-
-
-def _trusted_estimate(params: Any, stack: contextlib.ExitStack) -> tuple[float, Any, Any]:
-    """(the floor in seconds, the reference's estimate, the chip) from the user's own file."""
-    import jax
-    import numpy as np
-
-    from . import tune_ops
-    from .cost_model import estimate_reference
-    from .loader import sent_modules, user_module
-
-    trusted = params.trusted
-    module = stack.enter_context(user_module(os.path.abspath(trusted.path), trusted.text, sent_modules(trusted),
-                                             trusted.package))
-    task = tune_ops._task(module, trusted, params.entry)
-    chip = tune_ops.chip_spec(params.chip, probe=params.probe)
-    args = tune_ops._inputs(task)
-    reference = None
-    out_bytes = 0
-    if task.reference is not None:
-        outputs = jax.eval_shape(task.reference, *args)
-        out_bytes = sum(int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize for o in jax.tree.leaves(outputs))
-        if params.reference:
-            reference = estimate_reference(task.reference, args, chip, tune_ops._topology_device(chip.name))
-    return out_bytes / float(chip.hbm_bytes_per_s), reference, chip

@@ -121,10 +121,10 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 
 def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult:
-    from pallasite.runner import judge
+    from pallasite.runner import judge, judge_compile
     from pallasite.runner.checks import handle_check  # jax-heavy: imported on first use
 
-    run = judge.judged_check if judge.ACTIVE else handle_check  # model-written code: tier 2 outside its process
+    run = judge_compile.judged_check if judge.ACTIVE else handle_check  # model-written code: tier 2 outside its process
     return run(params, ctx.progress)
 
 
@@ -146,10 +146,10 @@ def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeRes
 def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
-    from pallasite.runner import judge
+    from pallasite.runner import judge, judge_compile
     from pallasite.runner.tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
 
-    run = judge.judged_estimate if judge.ACTIVE else handle_estimate  # model-written code: floored outside
+    run = judge_compile.judged_estimate if judge.ACTIVE else handle_estimate  # model-written code: floored outside
     return run(params, ctx.progress)
 
 

@@ -1,0 +1,114 @@
+"""The channel between a judge and the candidate process it forked (runner/judge.py): frames of
+JSON plus raw array bytes (never pickle, so the judge parses nothing that can run code), the fork
+that makes the candidate process, and its end.
+
+Worker side: imports jax and numpy lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import struct
+from typing import Any, Callable
+
+MAX_FRAME = 1 << 30  # one frame from the candidate; a larger one ends the judging
+_PR_SET_DUMPABLE = 4
+
+
+class CandidateGone(Exception):
+    """The candidate process ended or broke the framing (the message says how)."""
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def send_frame(sock: socket.socket, header: dict[str, Any], arrays: list[Any] = ()) -> None:
+    import numpy as np
+
+    blobs = [np.ascontiguousarray(np.asarray(a)) for a in arrays]
+    header = {**header, "arrays": [{"shape": list(b.shape), "dtype": b.dtype.name, "nbytes": b.nbytes} for b in blobs]}
+    data = json.dumps(header, allow_nan=False, default=str).encode()
+    sock.sendall(struct.pack(">Q", len(data)) + data)
+    for blob in blobs:
+        sock.sendall(memoryview(blob.view(np.uint8).reshape(-1)) if blob.size else b"")
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise CandidateGone("the other process closed the channel")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_frame(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
+    import jax.numpy as jnp
+    import numpy as np
+
+    (size,) = struct.unpack(">Q", _exactly(sock, 8))
+    if size > MAX_FRAME:
+        raise CandidateGone(f"a frame of {size} bytes is over the limit")
+    try:
+        header = json.loads(_exactly(sock, size))
+        metas = header.pop("arrays", [])
+        if not isinstance(header, dict) or not isinstance(metas, list):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        raise CandidateGone(f"a frame that is not JSON ({exc})") from exc
+    arrays, total = [], 0
+    for meta in metas:
+        dtype, shape, nbytes = jnp.dtype(str(meta["dtype"])), tuple(int(d) for d in meta["shape"]), int(meta["nbytes"])
+        total += nbytes
+        if total > MAX_FRAME or nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+            raise CandidateGone("array bytes that do not match their shape, or too many")
+        arrays.append(np.frombuffer(_exactly(sock, nbytes), dtype=dtype).reshape(shape).copy())
+    return header, arrays
+
+
+def receive(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
+    """A frame from the candidate; the interpret-mode calls it saw are recorded here, so the worker
+    refuses them as if this process had seen them (runner/interpret_guard.py)."""
+    from . import interpret_guard
+
+    header, arrays = recv_frame(sock)
+    interpret_guard.add_recorded(header.pop("interpret", None))
+    return header, arrays
+
+
+def end(sock: socket.socket, pid: int) -> None:
+    """Close the channel and end the candidate process (whatever it is doing)."""
+    with contextlib.suppress(OSError):
+        sock.close()
+    with contextlib.suppress(OSError):
+        os.kill(pid, 9)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def fork(body: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
+    """A candidate process running ``body(its end of the channel)`` (before any backend starts here)."""
+    judge_end, candidate_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        judge_end.close()
+        code = 0
+        try:
+            body(candidate_end)
+        except BaseException:  # noqa: BLE001 - the judge sees the channel close
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)
+    candidate_end.close()
+    import ctypes
+
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # the candidate may not read or write our memory
+    return judge_end, pid

@@ -1,0 +1,218 @@
+"""The judged ``check`` and ``estimate`` ops: the compiler's and the cost model's verdicts on
+model-written code, out of its reach.
+
+``judged_check``: the candidate process imports the file and runs tiers 0, 1 and 3, and sends each
+entry's lowered module serialized (jax.export bytes); the judge compiles those modules with libtpu
+itself (tier 2). ``judged_estimate``: the candidate process runs the cost model on its own traced
+program; the judge estimates the reference by the same model from the user's own file and refuses
+every candidate estimate below the physical floor (the task's outputs written once at the chip's
+HBM bandwidth). Both fork the candidate process before this process starts anything of its own.
+
+Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from typing import Any, Callable
+
+from .judge_channel import CandidateGone, end, fork, receive, send_frame
+
+# --------------------------------------------------------------------------- the check op
+
+
+def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any:
+    """The ``check`` op with tier 2 out of the candidate's reach: the candidate process imports the
+    file and runs tiers 0, 1 and 3 (each entry's lowered module kept, serialized); the judge
+    compiles those modules with libtpu itself, so a candidate that patches the compiler call, its
+    verdict or the reply in its own process cannot make a block that does not compile "compile"."""
+    import dataclasses
+
+    import numpy as np
+
+    from . import checks, tiers as tiers_mod
+    from pallasite.wire.messages import Stage
+
+    asked = sorted({int(t) for t in params.tiers or (1, 2)})
+    if params.script or 2 not in asked:
+        return checks.handle_check(params, progress)
+    sock, pid = fork(lambda s: _check_candidate(s, dataclasses.replace(params, tiers=tuple(
+        sorted(set(asked) - {2} | {1}))), progress is not None))
+    target = str(params.target or "v6e")
+    unavailable = tiers_mod.tier2_unavailable(target) if target in tiers_mod.CHIPS else f"unknown target {target!r}"
+    try:
+        while True:
+            header, arrays = receive(sock)
+            if header.get("op") == "progress" and progress is not None:
+                with contextlib.suppress(Exception):
+                    fields = {k: header[k] for k in ("tier", "entry", "line") if isinstance(header.get(k), (int, str))}
+                    progress(str(header.get("message", ""))[:500], stage=Stage(header.get("stage") or "starting"),
+                             **fields)
+            elif header.get("op") != "progress":
+                break
+        if header.get("op") != "result" or not isinstance(header.get("result"), dict):
+            raise CandidateGone(str(header.get("error") or "the candidate process gave no check result"))
+        result: dict[str, Any] = header["result"]
+        lowered = {str(name): bytes(np.asarray(a, dtype=np.uint8).tobytes())
+                   for name, a in zip(header.get("lowered") or (), arrays)}
+    except CandidateGone as exc:
+        result = {"target": params.target, "tiers": asked, "tasks_found": 0, "entries": [], "unavailable": {},
+                  "versions": tiers_mod.versions(),
+                  "errors": [tiers_mod._plain_error("task", f"the candidate process failed: {exc}")]}
+        lowered = {}
+    finally:
+        end(sock, pid)
+    _tier2_here(result, lowered, params, asked, unavailable, tiers_mod._say(progress))
+    result["tiers"] = asked
+    return checks.typed_result(result, asked)
+
+
+def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, asked: list[int],
+                unavailable: str | None, say: Callable[..., None]) -> None:
+    """Tier 2 of each entry, compiled in this process from the module the candidate lowered
+    (``unavailable``: why tier 2 cannot run here, found while the candidate ran)."""
+    import time as time_mod
+
+    from . import tiers as tiers_mod
+    from pallasite.wire.messages import Stage
+
+    target = str(params.target or "v6e")
+    if unavailable:
+        result.setdefault("unavailable", {})["2"] = unavailable
+    known = {str(k): str(v) for k, v in (params.tier2_known or {}).items()}
+    for entry in result.get("entries") or ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("tiers"), dict):
+            continue
+        name = str(entry.get("name"))
+        states = entry["tiers"]
+        if 1 not in asked:
+            states.pop("1", None)
+        if name in known:
+            states["2"] = known[name]
+        elif unavailable:
+            states["2"] = "skipped: " + unavailable.split(";")[0]
+        elif states.get("1") != "ok" or name not in lowered:
+            states["2"] = "skipped: tier 1 failed"
+        else:
+            say(f"tier 2: {name} (libtpu compile for {target}, in a process that never ran the file)",
+                stage=Stage.TIER, tier=2, entry=name)
+            started = time_mod.perf_counter()
+            try:
+                entry["memory"] = tiers_mod.compile_exported(lowered[name], target)
+                states["2"] = "ok"
+            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
+                states["2"] = "error"
+                entry.setdefault("errors", []).append(tiers_mod._tier_record(exc, str(params.source.path), 2))
+            entry.setdefault("timings_s", {})["2"] = round(time_mod.perf_counter() - started, 4)
+
+
+def _check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:
+    """The candidate process of a judged check: tiers 0, 1 and 3 here; the lowered modules go back."""
+    import numpy as np
+
+    from . import checks, interpret_guard
+    from . import tiers as tiers_mod
+
+    tiers_mod.LOWERED = {}
+
+    def progress(message: str, **fields: Any) -> None:
+        send_frame(sock, {"op": "progress", "message": str(message), "stage": str(getattr(fields.get("stage"), "value",
+                                                                                            fields.get("stage") or "")),
+                          **{k: fields[k] for k in ("tier", "entry", "line") if k in fields}})
+
+    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
+             "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
+             "entries": list(params.entries) if params.entries is not None else None,
+             "tier2_known": dict(params.tier2_known),
+             "inferred": _plain_inferred(params)}
+    result = checks._handle_check(plain, params.source, progress if with_progress else None)
+    names = list(tiers_mod.LOWERED)
+    send_frame(sock, {"op": "result", "result": result, "lowered": names, "interpret": interpret_guard.recorded()},
+               [np.frombuffer(tiers_mod.LOWERED[n], dtype=np.uint8) for n in names])
+
+
+def _plain_inferred(params: Any) -> list[Any]:
+    from pallasite.analysis.types import to_json
+
+    return [to_json(call) for call in params.inferred]
+
+
+
+# --------------------------------------------------------------------------- the estimate op
+
+
+def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> Any:
+    """The ``estimate`` op with the numbers that make a speedup out of the candidate's reach: the
+    candidate process traces it and runs the cost model on its own program; the judge, from the
+    user's own file (``params.trusted``), estimates the reference by the same model itself and
+    refuses every candidate estimate below the physical floor (writing the task's outputs once at
+    the chip's HBM bandwidth): a candidate that patches the cost model in its process can no longer
+    claim "8x". Without a trusted file the candidate process answers alone (as before)."""
+    import dataclasses
+
+    from . import tune_ops
+
+    if params.trusted is None:
+        return tune_ops.handle_estimate(params, progress)
+    sock, pid = fork(lambda s: _estimate_candidate(s, dataclasses.replace(params, reference=False)))
+    try:
+        with contextlib.ExitStack() as stack:
+            floor_s, reference, chip = _trusted_estimate(params, stack)  # while the candidate side runs
+            header, _ = receive(sock)
+    except CandidateGone as exc:
+        raise RuntimeError(f"the candidate process failed: {exc}") from None
+    finally:
+        end(sock, pid)
+    from pallasite.wire import messages
+
+    if header.get("op") != "result":
+        raise RuntimeError(str(header.get("error") or "the candidate process gave no estimate"))
+    result = messages.decode_as(messages.EstimateResult, header.get("result"), "estimate result")
+    estimates = tuple(
+        dataclasses.replace(e, status="implausible", seconds=None, error=(
+            f"estimated {e.seconds:.3g} s, below the physical floor of {floor_s:.3g} s (writing the task's outputs "
+            f"once at {chip.name}'s HBM bandwidth): the estimate is not believed"))
+        if e.status == "ok" and e.seconds is not None and e.seconds < floor_s else e
+        for e in result.estimates)
+    return dataclasses.replace(result, chip=chip, estimates=estimates,
+                               reference=reference if params.reference else result.reference)
+
+
+def _estimate_candidate(sock: socket.socket, params: Any) -> None:
+    """The candidate process of a judged estimate: the cost model on its own traced program."""
+    from pallasite.analysis.types import to_json
+
+    from . import interpret_guard, tune_ops
+
+    try:
+        send_frame(sock, {"op": "result", "result": to_json(tune_ops.handle_estimate(params, None)),
+                          "interpret": interpret_guard.recorded()})
+    except Exception as exc:  # noqa: BLE001 - the candidate's failure is data
+        send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
+
+
+def _trusted_estimate(params: Any, stack: contextlib.ExitStack) -> tuple[float, Any, Any]:
+    """(the floor in seconds, the reference's estimate, the chip) from the user's own file."""
+    import jax
+    import numpy as np
+
+    from . import tune_ops
+    from .cost_model import estimate_reference
+    from .loader import sent_modules, user_module
+
+    trusted = params.trusted
+    module = stack.enter_context(user_module(os.path.abspath(trusted.path), trusted.text, sent_modules(trusted),
+                                             trusted.package))
+    task = tune_ops._task(module, trusted, params.entry)
+    chip = tune_ops.chip_spec(params.chip, probe=params.probe)
+    args = tune_ops._inputs(task)
+    reference = None
+    out_bytes = 0
+    if task.reference is not None:
+        outputs = jax.eval_shape(task.reference, *args)
+        out_bytes = sum(int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize for o in jax.tree.leaves(outputs))
+        if params.reference:
+            reference = estimate_reference(task.reference, args, chip, tune_ops._topology_device(chip.name))
+    return out_bytes / float(chip.hbm_bytes_per_s), reference, chip
