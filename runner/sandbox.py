@@ -390,7 +390,8 @@ class Sandboxes:
         """Fork a child that builds its sandbox and runs ``body(send)``; messages come back through ``Child``."""
         self._count += 1
         out_r, out_w = os.pipe()
-        cgroup = MemoryCgroup.create(f"pallasite-{os.getpid()}-{self._count}", self.limits) if self.confined else None
+        cgroup = MemoryCgroup.create(f"pallasite-{os.getpid()}-{self._count}", self.limits.memory_mb,
+                                     self.limits.processes) if self.confined else None
         if not self.confined:
             pid = os.fork()
             if pid == 0:

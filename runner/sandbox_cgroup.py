@@ -9,10 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .sandbox import Limits
 
 
 class MemoryCgroup:
@@ -22,11 +18,11 @@ class MemoryCgroup:
         self.paths = paths
 
     @staticmethod
-    def create(name: str, limits: "Limits") -> "MemoryCgroup | None":
+    def create(name: str, memory_mb: int, processes: int) -> "MemoryCgroup | None":
         made = []
-        for kind, files in (("memory", {"memory.limit_in_bytes": limits.memory_mb * 2**20,
-                                        "memory.memsw.limit_in_bytes": limits.memory_mb * 2**20}),
-                            ("pids", {"pids.max": limits.processes})):
+        for kind, files in (("memory", {"memory.limit_in_bytes": memory_mb * 2**20,
+                                        "memory.memsw.limit_in_bytes": memory_mb * 2**20}),
+                            ("pids", {"pids.max": processes})):
             base = _cgroup_base(kind)
             if base is None:
                 continue
