@@ -43,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--model")
     parser.add_argument("--base-url")
     parser.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
+    parser.add_argument("--requests-per-minute", type=float, default=0.0, metavar="N",
+                        help="run-wide limit on model requests per minute (0: none); rate-limited replies are retried "
+                             "as Retry-After asks, the wait shown")
+    parser.add_argument("--tokens-per-minute", type=float, default=0.0, metavar="N",
+                        help="run-wide limit on model tokens per minute (0: none)")
     parser.add_argument("--jobs", type=int, default=2, help="job workers evaluating nodes")
     add_backend_arguments(parser)
     parser.add_argument("--memory-mb", type=int, default=8192)
@@ -213,7 +218,9 @@ def run(args: argparse.Namespace) -> int:
             provider_for = replay_nodes(recorded, str(store_path(workspace)))
         else:
             provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
-                                                    scripted_file=args.scripted_file or ""))
+                                                    scripted_file=args.scripted_file or "",
+                                                    requests_per_minute=args.requests_per_minute,
+                                                    tokens_per_minute=args.tokens_per_minute))
     except ProviderError as exc:
         print(f"pallasite search: {exc}", file=sys.stderr)
         return 2

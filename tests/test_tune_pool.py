@@ -59,3 +59,14 @@ def test_tune_eval_and_search_take_the_pool_flags():
     cmd_search.add_backend_arguments(search)
     hosts = cmd_search.device_settings(search.parse_args(["--backend", "ssh", "--host", "a", "--host", "b"]))
     assert hosts.all_hosts == ("a", "b")
+
+
+def test_search_takes_the_rate_limits():
+    import argparse
+
+    from pallasite.server import cmd_search
+
+    parser = argparse.ArgumentParser()
+    cmd_search.add_arguments(parser, "search")
+    args = parser.parse_args(["k.py", "--requests-per-minute", "60", "--tokens-per-minute", "1e6"])
+    assert (args.requests_per_minute, args.tokens_per_minute) == (60.0, 1e6)
