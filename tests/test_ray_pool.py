@@ -92,3 +92,24 @@ async def test_real_worker_actors_report_their_device_kind(cluster):
         assert all(dict(s.versions).get("jax") for s in pool.states())  # each worker says its versions
     finally:
         await pool.close()
+
+
+async def test_a_mixed_pool_of_actors_sends_each_chips_jobs_to_that_chip(cluster):
+    from pallasite.engine.device_pool import DevicePool, Member
+    from pallasite.engine.ray_backend import RayBackend
+
+    def actor(kind: str):
+        config = WorkerConfig(env={"PALLASITE_STANDIN_KIND": kind, "PALLASITE_STANDIN_SECONDS": "0.1"})
+        return lambda: RayBackend(config, num_cpus=0.25, actor=StandInActor)
+
+    kinds = ["TPU v5 lite", "TPU v6 lite", "TPU v6 lite"]
+    pool = DevicePool([Member(f"w{i}", f"ray #{i}", actor(k)) for i, k in enumerate(kinds)])
+    try:
+        default = await asyncio.wait_for(asyncio.gather(*(pool.request(job(i)) for i in range(4))), 120)
+        v5e = await asyncio.wait_for(asyncio.gather(*(pool.request(job(i), kind="TPU v5 lite") for i in range(2))), 120)
+        assert {r.result.candidate.device_kind for r in default} == {"TPU v6 lite"}
+        assert {r.result.candidate.device_kind for r in v5e} == {"TPU v5 lite"}
+        assert pool.describe_kinds().startswith("a mixed pool: 1x TPU v5 lite, 2x TPU v6 lite")
+        assert [s.jobs for s in pool.states()] == [2, 2, 2]
+    finally:
+        await pool.close()
