@@ -35,7 +35,7 @@ def ray_cluster():
         ray.shutdown()
 
 
-RAY_FILES = ("test_ray_backend.py", "test_search_ray.py")
+RAY_FILES = ("test_ray_backend.py", "test_search_ray.py", "test_ray_pool.py")
 
 
 def pytest_collection_modifyitems(config, items):
