@@ -42,6 +42,7 @@ from .backend import Reply
 LOST_STATUSES = ("crashed", "not_started")  # the member (worker, actor, host, connection) was lost
 MAX_REQUEUES = 2
 MAX_LOSSES = 2
+START_TIMEOUT_S = 300.0  # a member that has not started by then is lost (a worker's start has its own limit too)
 ANY_KIND = "*"  # a request that may run on any member (each reply carries its own device kind)
 
 State = Literal["new", "starting", "idle", "busy", "lost"]
@@ -93,7 +94,9 @@ class Member:
     def handshake(self) -> Any:
         return getattr(self.client, "handshake", None)
 
-    async def start(self) -> None:
+    async def start(self, timeout_s: float | None = None) -> None:
+        """Open and start the client; a member that cannot start (or not within ``timeout_s``: a Ray
+        actor whose resources the cluster has given to others waits forever) is lost, with why."""
         self.state = "starting"
         try:
             if self.client is None:
@@ -101,7 +104,12 @@ class Member:
                 self.opened += 1
             start = getattr(self.client, "start", None)
             if start is not None:
-                await start()
+                await asyncio.wait_for(start(), timeout_s)
+        except asyncio.TimeoutError:
+            self.state, self.why = "lost", (f"did not start within {timeout_s:g} s (a Ray cluster without free "
+                                            "resources for every worker: fewer --devices, or other --ray-resources)")
+            await self.close()
+            return
         except Exception as exc:  # noqa: BLE001 - a member that cannot start is lost, with why
             self.state, self.why = "lost", f"could not start: {type(exc).__name__}: {exc}"[:300]
             return
@@ -134,7 +142,7 @@ class DevicePool:
 
     def __init__(self, members: Sequence[Member], *, kind: str = "pool", where: str = "",
                  device_kind: str | None = None, max_requeues: int = MAX_REQUEUES, max_losses: int = MAX_LOSSES,
-                 on_event: Callable[[str], Any] | None = None) -> None:
+                 on_event: Callable[[str], Any] | None = None, start_timeout_s: float = START_TIMEOUT_S) -> None:
         if not members:
             raise ValueError("a device pool needs at least one member")
         self.members = list(members)
@@ -143,6 +151,7 @@ class DevicePool:
         self.device_kind = device_kind
         self.max_requeues, self.max_losses = max_requeues, max_losses
         self.on_event = on_event
+        self.start_timeout_s = start_timeout_s
         self.requests = 0
         self.requeued = 0
         self.events: list[str] = []
@@ -200,7 +209,7 @@ class DevicePool:
         async with self._start_lock:
             if not self._started:
                 self._started = True
-                await asyncio.gather(*(m.start() for m in self.members if m.state == "new"))
+                await asyncio.gather(*(m.start(self.start_timeout_s) for m in self.members if m.state == "new"))
                 for m in self.members:
                     self._event(f"device pool: {m.snapshot().line()}")
                 if len(self.kinds()) > 1 or any(m.state == "lost" for m in self.members):

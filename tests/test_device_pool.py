@@ -233,3 +233,24 @@ def test_hosts_file(tmp_path):
     path = tmp_path / "hosts"
     path.write_text("# my TPU VMs\ntpu-vm-1\n\nuser@tpu-vm-2  # the second\n")
     assert read_hosts_file(str(path)) == ("tpu-vm-1", "user@tpu-vm-2")
+
+
+def test_a_worker_that_never_starts_is_lost_after_the_start_limit_and_the_others_serve():
+    class Pending(FakeDevice):
+        async def start(self):  # a Ray actor waiting for resources the cluster gave to others
+            await asyncio.sleep(3600)
+
+    members_ = [Member("w0", "ray #0", lambda: FakeDevice("w0", V6E, ok_after())),
+                Member("w1", "ray #1", lambda: Pending("w1", V6E, ok_after()))]
+    pool = DevicePool(members_, start_timeout_s=0.2)
+
+    async def go():
+        try:
+            return await asyncio.wait_for(pool.request(1), 10)
+        finally:
+            await pool.close()
+
+    reply = run(go())
+    assert reply.ok and reply.result.device == "w0"
+    lost = pool.states()[1]
+    assert lost.state == "lost" and "did not start within 0.2 s" in lost.why
