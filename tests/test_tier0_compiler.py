@@ -154,8 +154,9 @@ def _information_only() -> set[str]:
 
 _INFORMATION_ONLY = _information_only()
 # a mistake the compiler accepts on every chip: PLS016's carried axis marked "parallel" compiles, and
-# gives wrong results only when two TensorCores split the axis (v4/v5p) at run time
-_COMPILES_BUT_WRONG = {"pls016_parallel_carry_bad.py"}
+# gives wrong results only when two TensorCores split the axis (v4/v5p) at run time; PLS017's
+# unwritten output and PLS018's uninitialised accumulator compile and compute garbage
+_COMPILES_BUT_WRONG = {"pls016_parallel_carry_bad.py", "pls017_output_unwritten_bad.py", "pls018_scratch_uninit_bad.py"}
 
 
 def test_fixture_pairs_are_real_kernels_for_the_compiler(compiled):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..ast_units import index_of
+from ..call_values import pallas_call_at
 from ..origins import callee_name, parent_of
 from ..types import Finding, KernelSite, Related, Span
 from .context import RuleContext, finding, python_tree, replace
@@ -138,16 +139,49 @@ class _View:
     module_defs: dict[str, list[ast.AST]]
     imports: dict[str, str]
     parents: dict[int, ast.AST] = field(default_factory=dict)
+    nested: dict[str, ast.FunctionDef] | None = None  # the kernel's own functions (PLS018, built once)
+    bound: dict[str, ast.expr] | None = None  # its names bound once (PLS018)
+    names: dict[str, list[ast.Name]] = field(default_factory=dict)  # the kernel's Name nodes by id
+
+
+class _FileFacts:
+    """What every site of one file asks: its functions by position and module-level name, and the
+    kernel views already built (both rules read the same ones). Kept in the source's cache, which
+    lives for one analysis."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.by_position: dict[tuple[int, int], list[ast.FunctionDef]] = {}
+        for node in index_of(tree).defs:
+            if isinstance(node, ast.FunctionDef):
+                self.by_position.setdefault((node.lineno - 1, node.col_offset), []).append(node)
+        self.module_defs: dict[str, list[ast.AST]] = {}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.module_defs.setdefault(node.name, []).append(node)
+        self.views: dict[tuple, _View | None] = {}
+
+
+def _facts(ctx: RuleContext, tree: ast.Module) -> _FileFacts:
+    memo = ctx.source.cache.setdefault("writes_rules", {})
+    if memo.get("tree") is not tree:
+        memo["tree"], memo["facts"] = tree, _FileFacts(tree)
+    return memo["facts"]
 
 
 def _kernel_view(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> _View | None:
     """The kernel's refs, or None unless every count is certain and the kernel is fully visible."""
+    facts = _facts(ctx, tree)
+    key = (site.span, site.kernel_def_span, site.kernel_params)
+    if key not in facts.views:
+        facts.views[key] = _build_view(ctx, facts, site)
+    return facts.views[key]
+
+
+def _build_view(ctx: RuleContext, facts: _FileFacts, site: KernelSite) -> _View | None:
     params = site.kernel_params
     if site.kernel_def_span is None or params is None or any(p.startswith("*") for p in params):
         return None
-    defs = index_of(tree).defs
-    fns = [n for n in defs if isinstance(n, ast.FunctionDef) and n.lineno - 1 == site.kernel_def_span.line
-           and n.col_offset == site.kernel_def_span.column]
+    fns = facts.by_position.get((site.kernel_def_span.line, site.kernel_def_span.column), [])
     if len(fns) != 1:
         return None
     fn = fns[0]
@@ -168,17 +202,12 @@ def _kernel_view(ctx: RuleContext, tree: ast.Module, site: KernelSite) -> _View 
         return None  # PLS005's mistake: the refs cannot be placed
     if len(params) < (outputs or 1) + len(scratch) or outputs == 0:
         return None
-    if _opaque(fn):
-        return None
     end = len(params) - len(scratch)
-    module_defs: dict[str, list[ast.AST]] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            module_defs.setdefault(node.name, []).append(node)
     view = _View(fn=fn, outputs=list(params[end - outputs:end]) if outputs is not None else None,
                  scratch=list(zip(scratch, params[end:])), param_nodes=by_name,
-                 module_defs=module_defs, imports=ctx.source.imports)
-    _add_parents(view, fn)
+                 module_defs=facts.module_defs, imports=ctx.source.imports)
+    if not _read_kernel(view, fn):
+        return None  # the body reaches names in ways the rules cannot follow
     return view
 
 
@@ -220,8 +249,32 @@ def _add_parents(view: _View, root: ast.AST) -> None:
             view.parents.setdefault(id(child), node)
 
 
+def _read_kernel(view: _View, fn: ast.AST) -> bool:
+    """One walk of the kernel: every node's parent and every name's nodes; False when the body
+    reaches names in ways the rules cannot follow (``_opaque``)."""
+    stack = [fn]
+    parents, names = view.parents, view.names
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            if node.id in _OPAQUE_NAMES:
+                return False
+            names.setdefault(node.id, []).append(node)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) or (isinstance(node, ast.Attribute) and node.attr == "__dict__"):
+            return False
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            stack.append(child)
+    for found in names.values():
+        found.sort(key=lambda n: (n.lineno, n.col_offset))
+    return True
+
+
 def _call_node(tree: ast.Module, site: KernelSite) -> ast.Call | None:
-    return next((n for n in index_of(tree).calls if _span(n) == site.span), None)
+    call = pallas_call_at(tree, site.span)
+    if call is not None:
+        return call
+    return next((n for n in index_of(tree).calls if callee_name(n) == "partial" and _span(n) == site.span), None)
 
 
 def _unused_outputs(call: ast.Call | None, count: int) -> set[int]:
@@ -329,7 +382,7 @@ def _may_write(view: _View, fn: ast.AST, name: str, depth: int, seen: set) -> bo
     if (id(fn), name) in seen:
         return False
     seen.add((id(fn), name))
-    for node in _occurrences(fn, name):
+    for node in view.names.get(name, ()) if fn is view.fn else _occurrences(fn, name):
         use = _use(view, node)
         if use in ("read", "pure"):
             continue
@@ -385,8 +438,10 @@ class _FirstStep:
         self.name = name
         self.read: ast.AST | None = None
         self.written = False
-        self.nested = {n.name: n for n in ast.walk(view.fn) if isinstance(n, ast.FunctionDef) and n is not view.fn}
-        self.bound = _bound_once(view.fn)
+        if view.nested is None:
+            view.nested = {n.name: n for n in ast.walk(view.fn) if isinstance(n, ast.FunctionDef) and n is not view.fn}
+            view.bound = _bound_once(view.fn)
+        self.nested, self.bound = view.nested, view.bound
 
     @property
     def done(self) -> bool:
@@ -443,7 +498,8 @@ class _FirstStep:
 
     def _uses(self, root: ast.AST, *, deferred: bool) -> list[tuple[ast.Name, str]]:
         """The ref's uses in ``root``: outside nested functions and lambdas (``deferred=False``),
-        or everywhere, with the kernel functions it names, transitively (``deferred=True``)."""
+        or everywhere, with the kernel functions it names, transitively (``deferred=True``).
+        Found from the kernel's names (read once), each placed by walking up its parents."""
         found: list[tuple[ast.Name, str]] = []
         todo, seen = [root], set()
         while todo:
@@ -451,12 +507,26 @@ class _FirstStep:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            for sub in _direct_nodes(node) if not deferred else ast.walk(node):
-                if isinstance(sub, ast.Name) and sub.id == self.name:
-                    found.append((sub, _use(self.view, sub)))
-                elif deferred and isinstance(sub, ast.Name) and sub.id in self.nested:
-                    todo.append(self.nested[sub.id])
+            for name in self.view.names.get(self.name, ()):
+                if self._inside(name, node, direct=not deferred):
+                    found.append((name, _use(self.view, name)))
+            if deferred:
+                for fn_name, fn in self.nested.items():
+                    if id(fn) not in seen and any(self._inside(n, node, direct=False)
+                                                  for n in self.view.names.get(fn_name, ())):
+                        todo.append(fn)
         return found
+
+    def _inside(self, node: ast.AST, root: ast.AST, *, direct: bool) -> bool:
+        """``node`` is in ``root`` (and, ``direct``, not in a lambda or function defined there)."""
+        current = node
+        while current is not None:
+            if current is root:
+                return True
+            if direct and isinstance(current, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return False
+            current = self.view.parents.get(id(current))
+        return False
 
     def _unknown(self, node: ast.AST) -> None:
         """Code that may or may not run on the first step: a write there may have happened."""
