@@ -38,6 +38,8 @@ SAME_MISTAKE: dict[str, frozenset[str]] = {
     "PLS010": frozenset({"PLS204"}),  # rows below the dtype's sublane tiling
     "PLS011": frozenset({"PLS107"}),  # 64-bit dtype in the kernel
     "PLS012": frozenset({"PLS113"}),  # grid not a tuple of ints
+    "PLS017": frozenset({"PLS303"}),  # an output written on no path (tier 3's NaN-filled output, at its parameter)
+    "PLS018": frozenset({"PLS303"}),  # a scratch read before any write (tier 3's NaN, at the first read)
 }
 
 NEAR_LINES = 2

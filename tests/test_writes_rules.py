@@ -249,6 +249,20 @@ def test_semaphores_are_not_data():
     assert found(text) == []
 
 
+def test_tier3_finding_the_same_mistake_is_folded_into_the_tier0_one():
+    from dataclasses import replace
+
+    from pallasite.engine.agreement import merge_agreeing
+
+    for name in ("pls017_output_unwritten_bad.py", "pls018_scratch_uninit_bad.py"):
+        result = analyze((DATA / "tier0" / name).read_text())
+        [early] = result.findings
+        late = replace(early, code="PLS303", tier=3, origin="TPU interpreter", chip="v5e", fix=None, related=(),
+                       message="Output 1 holds NaN where the kernel never wrote. More.")
+        [merged] = merge_agreeing([early, late], result.sites)
+        assert merged.code == early.code and "TPU interpreter (v5e) agrees (PLS303)" in merged.related[-1].message
+
+
 # ------------------------------------------------------------------------------ no false findings
 
 
