@@ -133,8 +133,10 @@ class TaskVerdict:
 
     def case(self) -> CaseOutcome:
         v = self.verdict
+        untimed = v.timing is None or self.reference is None  # this task's own gap, not the method's
         return CaseOutcome(v.compiled is True, v.correct is True, self.speedup, v.evidence or None,
-                           candidate=v.candidate, refused=self.refused if v.passed else None)
+                           candidate=v.candidate, refused=self.refused if v.passed and not untimed else None,
+                           untimed=self.refused if v.passed and untimed else None)
 
     @property
     def provenance(self) -> str:

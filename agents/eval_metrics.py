@@ -8,11 +8,13 @@ the geometric mean over its cases. Over the tasks attempted (``summarize``):
 - the share "improved" (correct and speedup > 1.05x);
 - fast_p: the share of tasks correct and faster than the reference by more than p, for p in [0, 3].
 
-A correct task whose case has no timing is an error (``MissingTiming``), never 1.0x by accident;
-a case whose speedup was REFUSED (analysis/verdict.speedup: the two sides were timed by different
-methods or models) carries the refusal, and then the summary has no speedup figures at all (the
-geomean, "improved" and fast_p are None, ``speedup_refused`` says why) rather than numbers that
-divide two different things. A task with no candidate (``CaseOutcome.candidate`` False: the folder
+A correct task whose case has no timing is an error (``MissingTiming``), never 1.0x by accident,
+unless the case says why it has none (``untimed``: not estimated, not timed): then that task alone
+is left out of the speedup figures, with its reason in its row and in ``excluded``; the others keep
+theirs. A case whose speedup was REFUSED (analysis/verdict.speedup: the two sides were timed by
+different methods or models) carries the refusal, and then the summary has no speedup figures at
+all (the geomean, "improved" and fast_p are None, ``speedup_refused`` says why) rather than
+numbers that divide two different things. A task with no candidate (``CaseOutcome.candidate`` False: the folder
 holds only the reference) is failed: not compiled, not correct, 1.0x in the geomean.
 Every summary carries the provenance of its speedups ("estimate (v5e)", "device (TPU v5 lite)").
 """
@@ -39,6 +41,7 @@ class CaseOutcome:
     error: str | None = None
     candidate: bool = True  # False: nothing to evaluate (the reference alone): a failed case
     refused: str | None = None  # why no speedup may be computed (analysis/verdict.try_speedup)
+    untimed: str | None = None  # why this passed case has no timing (not estimated, not timed): the task is left out
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,15 @@ class TaskOutcome:
     def correct(self) -> bool:
         return self.compiled and all(c.correct for c in self.cases)
 
+    def untimed(self) -> str | None:
+        """Why this correct task has no timing to count (it is left out of the speedup figures), or None."""
+        if not self.correct:
+            return None
+        return next((c.untimed for c in self.cases if c.untimed), None)
+
     def speedup(self) -> float | None:
-        """Geomean over the cases of a correct task; None for a task that failed."""
-        if not self.correct or self.refused():
+        """Geomean over the cases of a correct task; None for a task that failed or has no timing."""
+        if not self.correct or self.refused() or self.untimed():
             return None
         for i, c in enumerate(self.cases):
             if c.speedup is None or not math.isfinite(c.speedup) or c.speedup <= 0:
@@ -99,10 +108,12 @@ class Summary:
     wall_s: float | None = None
     with_candidate: int = 0  # tasks that had a candidate (the others are "no candidate": failed)
     speedup_refused: str | None = None  # why there are no speedup figures
+    excluded: tuple[tuple[str, str], ...] = ()  # (task, why): correct but untimed, left out of the speedup figures
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["fast_p"] = [list(x) for x in self.fast_p]
+        data["excluded"] = [list(x) for x in self.excluded]
         data["baseline"] = "the task's reference (XLA), per task on its listed inputs"
         return data
 
@@ -125,19 +136,23 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
     n = len(outcomes)
     speeds = [o.speedup() for o in outcomes]  # raises before any number is computed
     refused = next((o.refused() for o in outcomes if o.refused()), None)
+    excluded = tuple((o.task, o.untimed()) for o in outcomes if o.untimed())
     per_task = tuple({"task": o.task, "candidate": o.has_candidate, "compiled": o.compiled, "correct": o.correct,
-                      "status": _status(o), "speedup": s, "scored": max(s, 1.0) if s is not None else 1.0,
-                      "speedup_refused": o.refused(), "cases": len(o.cases),
+                      "status": _status(o), "speedup": s,
+                      "scored": None if o.untimed() else max(s, 1.0) if s is not None else 1.0,
+                      "speedup_refused": o.refused(), "excluded": o.untimed(), "cases": len(o.cases),
                       "provenance": o.provenance or provenance, "errors": o.errors()[:3]}
                      for o, s in zip(outcomes, speeds))
+    counted = [o for o in outcomes if not o.untimed()]  # the speedup figures are over these tasks
+    m = len(counted)
     return Summary(
         method=method, provenance=provenance, tasks=n,
         compile_rate=sum(o.compiled for o in outcomes) / n,
         correct_rate=sum(o.correct for o in outcomes) / n,
-        geomean_speedup=None if refused else _geomean([t["scored"] for t in per_task]),
-        improved_share=None if refused else sum(1 for s in speeds if s is not None and s > IMPROVED) / n,
-        fast_p=() if refused else fast_p(outcomes), per_task=per_task, wall_s=wall_s,
-        with_candidate=sum(o.has_candidate for o in outcomes), speedup_refused=refused)
+        geomean_speedup=None if refused or not m else _geomean([t["scored"] for t in per_task if t["scored"] is not None]),
+        improved_share=None if refused or not m else sum(1 for o in counted if (o.speedup() or 0) > IMPROVED) / m,
+        fast_p=() if refused or not m else fast_p(counted), per_task=per_task, wall_s=wall_s,
+        with_candidate=sum(o.has_candidate for o in outcomes), speedup_refused=refused, excluded=excluded)
 
 
 def _status(o: TaskOutcome) -> str:

@@ -79,3 +79,17 @@ def test_a_refused_speedup_leaves_no_speedup_figures():
                   provenance="estimate (v5e)")
     assert s.correct_rate == 1.0 and s.geomean_speedup is None and s.improved_share is None and s.fast_p == ()
     assert s.speedup_refused == why and s.per_task[0]["speedup_refused"] == why
+
+
+def test_a_correct_task_without_an_estimate_is_left_out_and_the_others_keep_their_figures():
+    """One correct task the cost model could not estimate erased the geomean, fast_p and "improved" of
+    every task of the method, as if two methods had been mixed. Now it is left out, with its reason."""
+    why = "no speedup: the candidate has no timing"
+    s = summarize("files", [TaskOutcome("a", (CaseOutcome(True, True, None, untimed=why),)),
+                            TaskOutcome("b", ok(2.0)), TaskOutcome("c", ok(0.5))], provenance="estimate (v5e)")
+    assert s.speedup_refused is None and s.excluded == (("a", why),)
+    assert math.isclose(s.geomean_speedup, math.sqrt(2.0 * 1.0))  # over b and c only (c floored at 1.0x)
+    assert s.improved_share == 0.5 and dict(s.fast_p)[1.0] == 0.5
+    assert s.correct_rate == 1.0 and s.per_task[0]["excluded"] == why and s.per_task[0]["scored"] is None
+    alone = summarize("files", [TaskOutcome("a", (CaseOutcome(True, True, None, untimed=why),))], provenance="x")
+    assert alone.geomean_speedup is None and alone.excluded == (("a", why),)
