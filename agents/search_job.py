@@ -45,9 +45,10 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
             config, checks=checks, jobs=max(1, jobs)))
     options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s,
                                              allow_unconfined=allow_unconfined)
+    listener = engine.device_events  # restored after the run (a server's engine outlives it)
     if isinstance(device, BackendSettings):  # the engine's device pool for these settings (engine/device.py)
         where = where or device_where(device)
-        if on_phase is not None and engine.device_events is None:  # each worker's state, as progress
+        if on_phase is not None:  # each worker's state, as this run's progress
             engine.device_events = lambda line: on_phase("pool", "device", line)
         device = engine.device(device, candidate_config(memory_mb, timeout_s, allow_unconfined=allow_unconfined))
     # a round's evaluations run on as many device workers as the pool has (its size; 1 for one worker)
@@ -69,6 +70,7 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
         graph = await search(text, options, None, nodes.evaluate_root, provenance=evaluator.method, done=done,
                              on_node=on_node, attempt=nodes.attempt)
     finally:
+        engine.device_events = listener
         if own:
             await engine.close()
         await provider.close()

@@ -217,10 +217,15 @@ class Engine:
         key = repr((settings, base))  # settings may hold dicts (Ray resources): keyed by their text
         found = self._devices.get(key)
         if found is None:
-            found = self._devices[key] = device_pool(settings, base, on_event=self.device_events,
+            found = self._devices[key] = device_pool(settings, base, on_event=self._device_event,
                                                      **({"opener": self.device_opener} if self.device_opener else {}),
                                                      **({"actor": self.device_actor} if self.device_actor else {}))
         return found
+
+    def _device_event(self, line: str) -> None:
+        """A device pool's state line, to whoever listens now (``device_events``: the current run's progress)."""
+        if self.device_events is not None:
+            self.device_events(line)
 
     async def close(self) -> None:
         for device in list(self._devices.values()):

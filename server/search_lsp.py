@@ -83,7 +83,7 @@ def title(run: SearchRun) -> str:
 
 def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
     """The search job's work (agents/search_job.run_search): every node stored as it finishes,
-    reported to the job and the editor; a device backend opened for the run when asked for."""
+    reported to the job and the editor; device jobs on the session engine's device pool when asked for."""
     from pallasite.agents import search_job
     from pallasite.engine.tune import job_progress
 
@@ -97,16 +97,13 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
             tell(message[:200], None)
             progress.report(message[:200])
 
-        backend, where_ = open_device(session, run)
-        try:
-            return await search_job.run_search(
-                run.path, run.text, run.options, run.provider, chip=run.chip, engine=session.engine,
-                check_options=check_options, done=run.done, on_node=lambda node: node_done(run, node, say),
-                device=backend, where=where_, on_phase=lambda node_id, phase, message: say(
-                    f"node {node_id} {phase}: {message}"), request_timeout_s=session.settings.agent.requestTimeoutS)
-        finally:
-            if backend is not None:
-                await backend.close()
+        # the device is the session engine's pool for these settings (engine/device.py), kept warm across runs
+        return await search_job.run_search(
+            run.path, run.text, run.options, run.provider, chip=run.chip, engine=session.engine,
+            check_options=check_options, done=run.done, on_node=lambda node: node_done(run, node, say),
+            device=run.device, memory_mb=session.settings.check.memoryMb * 2,
+            allow_unconfined=session.settings.agent.allowUnconfined, on_phase=lambda node_id, phase, message: say(
+                f"node {node_id} {phase}: {message}"), request_timeout_s=session.settings.agent.requestTimeoutS)
 
     return body
 
@@ -116,16 +113,6 @@ def node_done(run: SearchRun, node: Any, say: Any) -> None:
     run.store.put_agent_step(run.rid, node.order, "search_node", node.to_json())
     speed = f"{node.speedup:.2f}x" if node.speedup is not None else node.status
     say(f"node {node.id}: {speed} ({node.provenance})")
-
-
-def open_device(session: Any, run: SearchRun) -> tuple[Any, str]:
-    """(the device backend, where it is) for a run timed on a device; (None, "") for estimates."""
-    from . import cmd_search
-
-    if run.device is None:
-        return None, ""
-    return cmd_search.open_device(run.device, session.settings.check.memoryMb * 2,
-                                  allow_unconfined=session.settings.agent.allowUnconfined)
 
 
 def failure(cmd: Any, run: SearchRun, why: str) -> dict[str, Any]:
