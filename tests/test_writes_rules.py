@@ -186,6 +186,9 @@ def test_a_kernel_returning_its_result_gets_pls009_only():
     # the first-step block reads before it writes
     ("k = pl.program_id(2)\n\n@pl.when(k == 0)\ndef _first():\n    acc_ref[...] += x_ref[...]\n\n" + FINISH, None,
      "acc_ref[...] += x_ref[...]"),
+    # initialised on a flattened step count that is not 0 on the first step
+    ("step = pl.program_id(1) * pl.num_programs(2) + pl.program_id(2)\n\n@pl.when(step > 0)\ndef _init():\n"
+     f"    acc_ref[...] = jnp.zeros_like(acc_ref)\n\n{ACCUMULATE}\n{FINISH}", None, ACCUMULATE),
     # a scalar counter in SMEM
     ("cnt_ref[0] += 1\nacc_ref[...] = x_ref[...]\n" + FINISH, "[pltpu.VMEM((128, 128), jnp.float32), pltpu.SMEM((1,), jnp.int32)]",
      "cnt_ref[0] += 1"),
@@ -222,6 +225,8 @@ def test_the_fix_zeroes_an_accumulation_on_the_first_step():
     f"@pl.when((pl.program_id(1) == 0) & (pl.program_id(2) * 128 == 0))\ndef _init():\n"
     f"    acc_ref[...] = jnp.zeros_like(acc_ref)\n\n{ACCUMULATE}\n{FINISH}",
     f"def _init():\n    acc_ref[...] = jnp.zeros_like(acc_ref)\n\npl.when(pl.program_id(2) == 0)(_init)\n{ACCUMULATE}\n{FINISH}",
+    "step = pl.program_id(1) * pl.num_programs(2) + pl.program_id(2)\n\n@pl.when(step == 0)\ndef _init():\n"
+    f"    acc_ref[...] = jnp.zeros_like(acc_ref)\n\n{ACCUMULATE}\n{FINISH}",
     # an unconditional write before the read
     f"acc_ref[...] = jnp.dot(x_ref[...], y_ref[...])\nacc_ref[...] += x_ref[...]\n{FINISH}",
     # a first-step block that writes before it reads

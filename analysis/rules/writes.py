@@ -668,6 +668,9 @@ def _at_first_step(node: ast.AST | None, bound: dict[str, ast.expr], view: _View
             return False
         if isinstance(node.op, ast.BitOr) and (left is True or right is True):
             return True
+        if isinstance(node.op, ast.Mult) and _int_like(node.left) and _int_like(node.right) and (
+                (left == 0 and not isinstance(left, bool)) or (right == 0 and not isinstance(right, bool))):
+            return 0  # ``pl.program_id(1) * nk + pl.program_id(2)``: a step count, 0 on the first step
         if left is None or right is None:
             return None
         if isinstance(node.op, (ast.BitAnd, ast.BitOr)) and isinstance(left, bool) and isinstance(right, bool):
@@ -695,6 +698,14 @@ def _at_first_step(node: ast.AST | None, bound: dict[str, ast.expr], view: _View
                  ast.Gt: left > right, ast.GtE: left >= right}
         return table.get(type(op))
     return None
+
+
+def _int_like(node: ast.AST) -> bool:
+    """A name, attribute, int or call (``pl.num_programs(1)``) that holds a count in a condition:
+    what multiplies a zero into a zero (a float there might be inf)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    return isinstance(node, (ast.Name, ast.Attribute, ast.Call))
 
 
 def _truth(value) -> bool | None:
