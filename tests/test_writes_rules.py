@@ -240,6 +240,9 @@ def test_the_fix_zeroes_an_accumulation_on_the_first_step():
     f"def body(i, c):\n    acc_ref[...] = jnp.zeros_like(acc_ref)\n    return c\n\njax.lax.fori_loop(0, 1, body, 0)\n{ACCUMULATE}\n{FINISH}",
     f"init(acc_ref)\n{ACCUMULATE}\n{FINISH}",
     f"pltpu.sync_copy(x_ref, acc_ref)\n{ACCUMULATE}\n{FINISH}",
+    # a return that may end the kernel before the read
+    f"if SKIP:\n    return\n{ACCUMULATE}\n{FINISH}",
+    f"with jax.named_scope('x'):\n    return\n{ACCUMULATE}\n{FINISH}",
     # reads only in code that may not run on the first step
     f"acc_ref[...] = x_ref[...]\n@pl.when(pl.program_id(2) > 0)\ndef _more():\n    acc_ref[...] += x_ref[...]\n\n{FINISH}",
 ])

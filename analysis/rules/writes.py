@@ -403,7 +403,13 @@ def _helper_parameter(view: _View, node: ast.Name) -> tuple[ast.AST, str] | None
     call = view.parents.get(id(parent)) if isinstance(parent, ast.keyword) else parent
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         return None
-    local = [n for n in ast.walk(view.fn) if isinstance(n, ast.FunctionDef) and n.name == call.func.id and n is not view.fn]
+    in_kernel = False
+    current = call
+    while current is not None and not in_kernel:
+        in_kernel = current is view.fn
+        current = view.parents.get(id(current))
+    local = [n for n in ast.walk(view.fn) if isinstance(n, ast.FunctionDef) and n.name == call.func.id
+             and n is not view.fn] if in_kernel else []  # a helper's call sees the module's functions
     candidates = local or view.module_defs.get(call.func.id, [])
     if len(candidates) != 1 or not isinstance(candidates[0], ast.FunctionDef):
         return None
@@ -447,10 +453,11 @@ class _FirstStep:
     def done(self) -> bool:
         return self.written or self.read is not None
 
-    def run(self, statements: list[ast.stmt]) -> None:
+    def run(self, statements: list[ast.stmt]) -> bool:
+        """Follow ``statements`` in order; True when a ``return`` among them ends the function."""
         for stmt in statements:
             if self.done:
-                return
+                return False
             if isinstance(stmt, ast.FunctionDef):
                 self._definition(stmt)
             elif isinstance(stmt, ast.Expr) and self._when_call(stmt) is not None:
@@ -459,12 +466,16 @@ class _FirstStep:
             elif isinstance(stmt, ast.With):
                 for item in stmt.items:
                     self._simple(item.context_expr)
-                self.run(stmt.body)
-            elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass,
-                                   ast.Assert)):
+                if self.run(stmt.body):
+                    return True
+            elif isinstance(stmt, ast.Return):
                 self._simple(stmt)
-            else:  # if / for / while / try / match / class: may or may not run on the first step
+                return True
+            elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Assert)):
+                self._simple(stmt)
+            else:  # if / for / while / try / match / raise / class: may or may not run on the first step
                 self._unknown(stmt)
+        return False
 
     def _definition(self, fn: ast.FunctionDef) -> None:
         if not fn.decorator_list:
@@ -529,9 +540,12 @@ class _FirstStep:
         return False
 
     def _unknown(self, node: ast.AST) -> None:
-        """Code that may or may not run on the first step: a write there may have happened."""
+        """Code that may or may not run on the first step: a write there may have happened, and
+        a ``return`` or ``raise`` there may end the kernel before any later read."""
         if any(use not in ("read", "pure") for _, use in self._uses(node, deferred=True)):
             self.written = True
+        elif any(isinstance(n, (ast.Return, ast.Raise)) for n in _direct_nodes(node)):
+            self.written = True  # (not a write: what follows is no longer certain to run)
 
     def _simple(self, stmt: ast.AST) -> None:
         # code deferred into lambdas and kernel functions named here: unknown whether it runs
