@@ -16,7 +16,7 @@ full ``ast.parse`` of a 2,700-line kernel file costs 20-25 ms and every whole-tr
   unit holding every statement), so both paths answer the same.
 
 The units a build no longer uses (the old text of an edited function) stay as spares, a few per
-key, so that an undo finds them again.
+key (16, 64 KB of text), so that an undo finds them again.
 
 Ownership: a key's units move into the module built from them (their nodes change line numbers),
 so a module built for a key is used by one analysis at a time: ``module_for`` takes the key's
@@ -37,7 +37,8 @@ PARENT = "_pallasite_parent"  # the attribute origins.parent_of reads
 _INDEX = "_pallasite_index"
 _UNITS = "_pallasite_units"
 _SPARE = "_pallasite_spare_units"
-SPARE_UNITS = 16
+SPARE_UNITS = 16  # and at most SPARE_BYTES of their text (an ast costs ~100 bytes per byte of text)
+SPARE_BYTES = 64 * 1024
 MAX_KEYS = 8
 MAX_TEXT_BYTES = 4 << 20
 
@@ -179,8 +180,13 @@ def module_for(text: str, data: bytes, starts: list[tuple[int, int]] | None, key
     for stmt in module.body:
         setattr(stmt, PARENT, module)
     setattr(module, _UNITS, built)
-    left = [u for us in spare.values() for u in us]  # units this text no longer has (an undo brings
-    setattr(module, _SPARE, left[:SPARE_UNITS])  # them back), the most recently displaced first
+    kept, size = [], 0  # units this text no longer has (an undo brings them back), newest first
+    for unit in (u for us in spare.values() for u in us):
+        size += len(unit.text)
+        if len(kept) >= SPARE_UNITS or size > SPARE_BYTES:
+            break
+        kept.append(unit)
+    setattr(module, _SPARE, kept)
     return module
 
 
