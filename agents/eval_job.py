@@ -136,7 +136,8 @@ class TaskVerdict:
         untimed = v.timing is None or self.reference is None  # this task's own gap, not the method's
         return CaseOutcome(v.compiled is True, v.correct is True, self.speedup, v.evidence or None,
                            candidate=v.candidate, refused=self.refused if v.passed and not untimed else None,
-                           untimed=self.refused if v.passed and untimed else None)
+                           untimed=self.refused if v.passed and untimed else None,
+                           verified=v.correct is not None or not v.candidate)
 
     @property
     def provenance(self) -> str:

@@ -42,6 +42,7 @@ class CaseOutcome:
     candidate: bool = True  # False: nothing to evaluate (the reference alone): a failed case
     refused: str | None = None  # why no speedup may be computed (analysis/verdict.try_speedup)
     untimed: str | None = None  # why this passed case has no timing (not estimated, not timed): the task is left out
+    verified: bool = True  # False: correctness was not verified (could not run), which is not "incorrect"
 
 
 @dataclass(frozen=True)
@@ -158,4 +159,9 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
 def _status(o: TaskOutcome) -> str:
     if not o.has_candidate:
         return "no candidate"
-    return "correct" if o.correct else "compiled, not correct" if o.compiled else "not compiled"
+    if o.correct:
+        return "correct"
+    if not o.compiled:
+        return "not compiled"
+    wrong = any(c.verified and not c.correct for c in o.cases)
+    return "compiled, not correct" if wrong else "compiled, correctness not verified"

@@ -295,7 +295,8 @@ def stored_rows(store, eid: str) -> dict:
     return rows
 
 
-SHORT = {"no candidate": "none", "correctness not verified": "not verified", "compiled, not correct": "incorrect"}
+SHORT = {"no candidate": "none", "correctness not verified": "not verified", "compiled, not correct": "incorrect",
+         "compiled, correctness not verified": "not verified"}
 
 
 def side_by_side(summaries: list[dict]) -> str:

@@ -93,3 +93,10 @@ def test_a_correct_task_without_an_estimate_is_left_out_and_the_others_keep_thei
     assert s.correct_rate == 1.0 and s.per_task[0]["excluded"] == why and s.per_task[0]["scored"] is None
     alone = summarize("files", [TaskOutcome("a", (CaseOutcome(True, True, None, untimed=why),))], provenance="x")
     assert alone.geomean_speedup is None and alone.excluded == (("a", why),)
+
+
+def test_not_verified_is_not_incorrect_in_the_task_status():
+    """The eval report showed a task whose correctness could not be verified as "compiled, not correct"."""
+    s = summarize("files", [TaskOutcome("big", (CaseOutcome(True, False, None, "too big", verified=False),)),
+                            TaskOutcome("wrong", (CaseOutcome(True, False, None, "wrong_result"),))], provenance="x")
+    assert [t["status"] for t in s.per_task] == ["compiled, correctness not verified", "compiled, not correct"]
