@@ -9,7 +9,7 @@ files, those with a pallas_call, the call sites, the sites whose kernel the rule
 placed, body visible: the others they stay silent on), the output and data-scratch refs checked,
 and every finding, for a person to judge (a test of uninitialised memory is meant to read one).
 
-    python benchmarks/bench_writes_rules.py [--jax /path/to/jax] [--json]
+    python benchmarks/bench_writes_rules.py [--jax /path/to/jax] [--folder DIR ...] [--json]
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ def scan(paths: list[Path]) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jax", type=Path, help="a jax-ml/jax checkout: its TPU kernels, Pallas tests and guides")
+    parser.add_argument("--folder", type=Path, action="append", default=[],
+                        help="another folder of kernel files (each *.py under it; repeatable)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     groups = {"installed jax ops/tpu": installed_jax_ops()}
@@ -88,6 +90,8 @@ def main() -> int:
             groups["checkout ops/tpu"] = sorted((args.jax / "jax" / "experimental" / "pallas" / "ops" / "tpu").rglob("*.py"))
             groups["checkout tests/pallas"] = sorted((args.jax / "tests" / "pallas").glob("*.py"))
             groups["checkout guides"] = guide_scripts(args.jax, Path(tmp))
+        for folder in args.folder:
+            groups[str(folder)] = sorted(folder.rglob("*.py"))
         start = time.perf_counter()
         rows = {name: scan(paths) for name, paths in groups.items()}
         seconds = time.perf_counter() - start
