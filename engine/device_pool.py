@@ -80,7 +80,7 @@ class Member:
     ``close`` and optionally ``start``/``handshake``/``where``)."""
 
     def __init__(self, name: str, where: str, open: Callable[[], Any]) -> None:
-        self.name, self.where, self._open = name, where, open
+        self.name, self.where, self.label, self._open = name, where, where, open
         self.client: Any = None
         self.state: State = "new"
         self.kind: str | None = None
@@ -118,8 +118,9 @@ class Member:
         self.state = "idle"
 
     def _read_where(self) -> None:
-        if getattr(self.client, "node", None):  # a Ray actor: the node it landed on
-            self.where = str(getattr(self.client, "where", self.where))
+        node = getattr(self.client, "node", None)
+        if isinstance(node, dict) and node.get("hostname"):  # a Ray actor: the node it landed on
+            self.where = f"{self.label} on {node['hostname']}"
 
     def snapshot(self) -> MemberState:
         hello = self.handshake

@@ -113,3 +113,14 @@ async def test_a_mixed_pool_of_actors_sends_each_chips_jobs_to_that_chip(cluster
         assert [s.jobs for s in pool.states()] == [2, 2, 2]
     finally:
         await pool.close()
+
+
+async def test_each_actor_says_which_node_it_landed_on(cluster):
+    import socket
+
+    pool = standin_pool(2, 0.05)
+    try:
+        await asyncio.wait_for(pool.request(job(0)), 60)
+        assert [s.where for s in pool.states()] == [f"ray:local #{i} on {socket.gethostname()}" for i in range(2)]
+    finally:
+        await pool.close()
