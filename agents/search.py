@@ -58,8 +58,8 @@ class Proposal:
 
 @dataclass(frozen=True)
 class Evaluation:
-    compiled: bool
-    correct: bool
+    compiled: bool | None  # None: not checked (the root of an iterate search: only measured)
+    correct: bool | None
     speedup: float | None
     provenance: str
     error: str | None = None
@@ -294,7 +294,7 @@ async def search(source: str, options: SearchOptions, propose: Propose | None, e
         # the root is the baseline: 1.0x when it was timed; a root that could not be timed is recorded
         # as such (no speedup, its error), never as a correct 1.0x
         root = SearchNode("root", (), 0, "root", None, source, "the starting kernel", ev.compiled, ev.correct,
-                          ev.speedup if ev.correct else None, ev.provenance, ev.error, time_s=ev.seconds)
+                          ev.speedup if ev.correct is not False else None, ev.provenance, ev.error, time_s=ev.seconds)
     graph.add(root)
     if "root" not in finished and on_node:
         on_node(root)

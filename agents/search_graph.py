@@ -30,8 +30,8 @@ class SearchNode:
     strategy: str | None
     source: str
     plan: str
-    compiled: bool
-    correct: bool
+    compiled: bool | None  # None: not checked (the root of an iterate search is only measured)
+    correct: bool | None
     speedup: float | None  # against the root (the starting kernel); None when not correct or not measured
     provenance: str  # "device (<chip>)" | "estimate (<chip>)" | "reference"
     error: str | None = None
@@ -45,8 +45,9 @@ class SearchNode:
 
     @property
     def ok(self) -> bool:
-        """Usable as a parent: correct, with a measured (or estimated) speedup."""
-        return self.correct and self.speedup is not None
+        """Usable as a parent: correct (the root: the starting kernel, never compiled or tested by the
+        search, is the baseline), with a measured (or estimated) speedup."""
+        return bool(self.correct or self.op == "root") and self.speedup is not None
 
     @property
     def status(self) -> str:

@@ -128,13 +128,13 @@ class IterateNodes:
         self.slotted = Slotted(self.evaluator, asyncio.Semaphore(self.device_slots), device=self.device)
 
     async def evaluate_root(self, source: str) -> Evaluation:
-        measured = await self.slotted.measure(source)
+        measured = await self.slotted.measure(source)  # only measured: neither compiled nor tested (None, None)
         if not measured.ok or measured.seconds is None:
-            return Evaluation(True, False, None, self.evaluator.method,
+            return Evaluation(None, None, None, self.evaluator.method,
                               f"the starting kernel has no timing ({measured.summary}): "
                               f"{measured.evidence or 'no detail'}"[:500])
         self.root_seconds = measured.seconds
-        return Evaluation(True, True, 1.0, measured.label or self.evaluator.method, seconds=measured.seconds)
+        return Evaluation(None, None, 1.0, measured.label or self.evaluator.method, seconds=measured.seconds)
 
     def resume_from(self, nodes: list[SearchNode]) -> None:
         for n in nodes:

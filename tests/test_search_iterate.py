@@ -119,6 +119,8 @@ def test_each_node_is_one_optimize_iteration_from_its_parent():
     opts = SearchOptions(algo="beam", width=2, depth=2, branches=3, keep_factor=1.0, strategies=STRATS, seed=3)
     g, model, ev = run(opts)
     assert g.root.speedup == 1.0 and g.root.time_s == pytest.approx(1.0)
+    # the root was only measured: never compiled or tested by the search, so it does not claim either
+    assert g.root.compiled is None and g.root.correct is None and g.root.status == "root"
     for n in g.nodes[1:]:
         parent = g.node(n.parents[0])
         # plan -> implement -> compile [-> test -> profile], recorded on the node
