@@ -266,6 +266,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"best: {best.id} {speed} against the starting kernel [{best.provenance}]; {len(graph.nodes)} nodes; "
           f"stopped: {graph.stopped}; run {rid}")
     print(f"report: {report}")
+    attempted = [n for n in graph.nodes if n.op != "root"]
+    if attempted and not any(n.ok for n in attempted):  # every node failed: say why here, and exit 1
+        print(f"pallasite search: error: none of the {len(attempted)} node(s) compiled, passed the tests and was "
+              "timed:", file=sys.stderr)
+        for node in attempted[:10]:
+            why = (node.error or node.verdict or node.status).splitlines()[0][:160]
+            print(f"  {node.id}: {node.status}: {why}", file=sys.stderr)
+        return 1
     if args.apply and best.op != "root":
         from .apply_file import apply_result
 

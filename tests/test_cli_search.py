@@ -53,3 +53,18 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     replayed = json.loads((folder / ".pallasite" / "search" / f"{rid2}.json").read_text())
     assert rid2 != rid and [(n["id"], n["plan"], n["verdict"]) for n in replayed["nodes"]] == \
         [(n["id"], n["plan"], n["verdict"]) for n in graph["nodes"]]
+
+
+def test_a_search_whose_every_node_failed_says_why_and_exits_1(tmp_path):
+    """It exited 0 and said why only in the JSON and HTML."""
+    folder = tmp_path / "ws"
+    (folder / ".pallasite").mkdir(parents=True)
+    (folder / "add.py").write_text(ROOT)
+    wrong = ROOT.replace("x_ref[...] + y_ref[...]", "x_ref[...] - y_ref[...]")
+    assert wrong != ROOT
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(["Subtract\nA wrong kernel.", f"```python\n{wrong}```"]))
+    proc = search(folder, script)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: none of the 1 node(s) compiled, passed the tests and was timed" in proc.stderr
+    assert re.search(r"t0\.1: incorrect: .*wrong_result", proc.stderr), proc.stderr
