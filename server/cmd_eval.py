@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     agent.add_argument("--max-seconds", type=float, default=1800.0, help="seconds per task and method")
     agent.add_argument("--task-budget", type=int,
                        help="evaluate at most this many (method, task) pairs now; run again to continue")
-    parser.add_argument("--target", default="v6e", help="the chip the candidates are compiled (tiers 0-2) and estimated for")
+    parser.add_argument("--target", default=None, help="the chip the candidates are compiled (tiers 0-2) and estimated "
+                                                          "for (default: the project's target setting)")
     parser.add_argument("--jobs", type=int, default=1, help="tasks evaluated at once (job workers)")
     parser.add_argument("--no-verify", action="store_true",
                         help="skip the guarded test (then no task counts as correct: 'not verified')")
@@ -125,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
     from pallasite.agents.eval_metrics import MissingTiming
     from pallasite.engine.eval_tasks import discover
 
+    from .settings import apply_project_defaults
+
+    apply_project_defaults(args, args.folder)
     try:
         tasks = discover(args.folder)
     except ValueError as exc:

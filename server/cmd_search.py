@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--target-speedup", type=float, help="stop once a node reaches this speedup")
     parser.add_argument("--iterations", type=int, default=d.iterations, help="parallel: steps per trajectory")
     add_search_knobs(parser)
-    parser.add_argument("--target", default="v6e", help="the chip whose cost model estimates speedups")
+    parser.add_argument("--target", default=None,
+                        help="the chip whose cost model estimates speedups (default: the project's target setting)")
     parser.add_argument("--provider", help="gemini, openai, scripted (default: agent.provider setting)")
     parser.add_argument("--model")
     parser.add_argument("--base-url")
@@ -181,6 +182,9 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"pallasite search: {path}: no such file", file=sys.stderr)
         return 2
+    from .settings import apply_project_defaults
+
+    apply_project_defaults(args, path)
     started = path.read_bytes()  # --apply writes over the file only if it is still these bytes
     text = started.decode("utf-8")
     try:

@@ -68,3 +68,21 @@ def test_a_search_whose_every_node_failed_says_why_and_exits_1(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "error: none of the 1 node(s) compiled, passed the tests and was timed" in proc.stderr
     assert re.search(r"t0\.1: incorrect: .*wrong_result", proc.stderr), proc.stderr
+
+
+def test_search_takes_the_projects_target_where_the_command_line_gives_none(tmp_path):
+    """`search` estimated for a fixed v6e, unlike check, tune and optimize (a project's file still
+    cannot choose the provider: that stays the user's)."""
+    folder = tmp_path / "ws"
+    (folder / ".pallasite").mkdir(parents=True)
+    (folder / "add.py").write_text(ROOT)
+    (folder / "pyproject.toml").write_text('[tool.pallasite]\ntarget = "v5e"\n')
+    faster = re.sub(r"BLOCK_ROWS = \d+", "BLOCK_ROWS = 64", ROOT)
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(["Bigger blocks\nUse 64-row blocks.", f"```python\n{faster}```"]))
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "search", str(folder / "add.py"), "--algo",
+                           "parallel", "--trajectories", "1", "--iterations", "1", "--provider", "scripted",
+                           "--scripted-file", str(script), "--jobs", "1"],
+                          capture_output=True, text=True, timeout=300, cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    assert "[estimate (v5e)" in proc.stdout, proc.stdout
