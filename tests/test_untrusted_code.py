@@ -310,3 +310,46 @@ def test_a_right_candidate_that_patches_the_cost_model_is_not_believed(tmp_path)
     (row,) = result["table"]
     assert row["verdict"] != "valid" and "below the physical floor" in row["why"], row
     assert not (folder / "kernel.optimized.py").exists()
+
+
+@needs_namespaces
+def test_eval_judges_a_tampering_candidate_outside_its_process(tmp_path):
+    """Through `pallasite eval` (JAXBench layout: the judge compares against baseline.py): a wrong kernel
+    that patches numpy, pallasite's comparisons and its cost model was "correct 6.38x"."""
+    import asyncio
+
+    from pallasite.agents.eval_job import EvalJob, run_eval
+    from pallasite.engine.eval_tasks import discover
+    from pallasite.server.cmd_eval import candidate_for
+
+    task = tmp_path / "bench" / "add_tampering"
+    task.mkdir(parents=True)
+    shutil.copy(DATA / "eval_verdicts" / "add_calls_reference" / "baseline.py", task / "baseline.py")
+    kernel = '''import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+CONFIG = {"rows": 2048, "cols": 1024}
+
+
+def create_inputs(dtype=jnp.bfloat16):
+    kx, ky = jax.random.split(jax.random.key(0))
+    shape = (CONFIG["rows"], CONFIG["cols"])
+    return jax.random.normal(kx, shape, dtype=dtype), jax.random.normal(ky, shape, dtype=dtype)
+
+
+def _add_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...] + 1
+
+
+def workload(x, y):
+    spec = pl.BlockSpec((256, x.shape[1]), lambda i: (i, 0))
+    return pl.pallas_call(_add_kernel, grid=(x.shape[0] // 256,), in_specs=[spec, spec], out_specs=spec,
+                          out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y)
+'''
+    (task / "optimized.py").write_text(TAMPER + kernel)
+    (summary,) = asyncio.run(run_eval(EvalJob(discover(str(tmp_path / "bench")), {"files": candidate_for("files")},
+                                              chip="v5e")))
+    (row,) = summary["per_task"]
+    assert row["compiled"] and not row["correct"] and row["status"] == "compiled, not correct", row["verdict"]["evidence"]
+    assert "wrong_result" in row["verdict"]["evidence"], row["verdict"]
