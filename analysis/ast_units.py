@@ -6,7 +6,7 @@ full ``ast.parse`` of a 2,700-line kernel file costs 20-25 ms and every whole-tr
 
 - ``units(root, data)``: the file cut into *units*, runs of whole lines holding one or more
   top-level statements (from tree-sitter's tree, already parsed incrementally);
-- ``module_for(text, units, key)``: the ``ast.Module`` of the text, each unit parsed alone (its
+- ``module_for(text, data, starts, key)``: the ``ast.Module`` of the text, each unit parsed alone (its
   line numbers moved to where it sits) or, when a unit with the same text was parsed for ``key``
   before, that unit's nodes taken over and moved in place (only their line numbers change);
 - ``index_of(module)``: what the rules and the tracer look up file-wide (function and class
@@ -37,7 +37,7 @@ PARENT = "_pallasite_parent"  # the attribute origins.parent_of reads
 _INDEX = "_pallasite_index"
 _UNITS = "_pallasite_units"
 _SPARE = "_pallasite_spare_units"
-SPARE_UNITS = 16  # and at most SPARE_BYTES of their text (an ast costs ~100 bytes per byte of text)
+SPARE_UNITS = 16  # and at most SPARE_BYTES of their text (an ast costs over 100 bytes per byte of text)
 SPARE_BYTES = 64 * 1024
 MAX_KEYS = 8
 MAX_TEXT_BYTES = 4 << 20
@@ -155,7 +155,7 @@ def module_for(text: str, data: bytes, starts: list[tuple[int, int]] | None, key
     """The ``ast.Module`` of ``text`` (``data``: its UTF-8 bytes; ``starts``: ``units()``), None when
     Python cannot parse it. With a ``key``, the units last released for it are reused where their
     text is unchanged; hand them back with ``release(key, module)``."""
-    if starts is None or "\r" in text or "\x0c" in text:
+    if starts is None or "\r" in text or "\x0c" in text:  # line ends or indentation tree-sitter may read otherwise
         return whole(text)
     with _LOCK:
         previous = _STATE.pop(key, None) if key is not None else None
