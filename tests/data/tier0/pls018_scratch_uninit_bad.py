@@ -9,7 +9,6 @@ from jax.experimental.pallas import tpu as pltpu
 
 def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
     k = pl.program_id(2)
-
     acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
 
     @pl.when(k == pl.num_programs(2) - 1)
