@@ -638,9 +638,11 @@ def run(args: argparse.Namespace) -> int:
         import ctypes
 
         ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back here
+        mountpoint = os.path.join(root, "root")  # where each child mounts its new root (removed with the scratch)
+        os.makedirs(mountpoint, exist_ok=True)
         sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or 8192,
                                                             scratch_mb=max(16, args.scratch_mb)),
-                                      confined=not args.allow_unconfined)
+                                      confined=not args.allow_unconfined, mountpoint=mountpoint)
     worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)
     info = _describe_runtime() if sandboxes is None else _described_by_a_child()
     handshake = protocol.Handshake(
