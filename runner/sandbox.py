@@ -189,6 +189,16 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
     _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE, None, "making the mounts private")
     root = mountpoint
     _mount(libc, "tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=16m", "mounting the new root")
+    # the scratch first (one size-capped tmpfs, also /tmp and /dev/shm), so that an interpreter or
+    # checkout living under /tmp is bound on top of the private /tmp, not hidden by it
+    os.makedirs(root + SCRATCH)
+    _mount(libc, "tmpfs", root + SCRATCH, "tmpfs", _MS_NOSUID | _MS_NODEV,
+           f"mode=0700,uid={INSIDE_ID},gid={INSIDE_ID},size={limits.scratch_mb}m", "mounting the scratch")
+    for sub in ("tmp", "shm", "home", "cache", "work"):
+        os.makedirs(root + SCRATCH + "/" + sub)
+        os.chown(root + SCRATCH + "/" + sub, INSIDE_ID, INSIDE_ID)
+    os.makedirs(root + "/tmp")
+    _mount(libc, root + SCRATCH + "/tmp", root + "/tmp", None, _MS_BIND, None, "binding /tmp")
     for path in binds:
         _bind(libc, path, root)
     for path in files:
@@ -207,15 +217,6 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
         out.write(f"root:x:0:\nsandbox:x:{INSIDE_ID}:\n")
     with open(root + "/etc/hosts", "w") as out:
         out.write("127.0.0.1 localhost\n")
-    # the scratch: one size-capped tmpfs, also /tmp and /dev/shm
-    os.makedirs(root + SCRATCH)
-    _mount(libc, "tmpfs", root + SCRATCH, "tmpfs", _MS_NOSUID | _MS_NODEV,
-           f"mode=0700,uid={INSIDE_ID},gid={INSIDE_ID},size={limits.scratch_mb}m", "mounting the scratch")
-    for sub in ("tmp", "shm", "home", "cache", "work"):
-        os.makedirs(root + SCRATCH + "/" + sub)
-        os.chown(root + SCRATCH + "/" + sub, INSIDE_ID, INSIDE_ID)
-    os.makedirs(root + "/tmp")
-    _mount(libc, root + SCRATCH + "/tmp", root + "/tmp", None, _MS_BIND, None, "binding /tmp")
     # /dev: the harmless devices only (no disk, no terminal, no /dev/pts)
     os.makedirs(root + "/dev")
     _mount(libc, "tmpfs", root + "/dev", "tmpfs", _MS_NOSUID, "mode=0755,size=64k", "mounting /dev")

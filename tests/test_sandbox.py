@@ -249,3 +249,27 @@ def test_a_killed_request_leaves_no_process_behind():
             break
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{child.inner}"), open(f"/proc/{child.inner}/status").read()[:200]
+
+
+def test_an_interpreter_under_tmp_is_bound_over_the_private_tmp(tmp_path, monkeypatch):
+    """A venv or checkout under /tmp (CI clones there; pytest's tmp_path is there): the sandbox could not
+    be built at all (its private /tmp collided with the bound folder), so every agent command was refused."""
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "clone" / ".venv"
+    venv.mkdir(parents=True)
+    (venv / "marker.txt").write_text("the venv")
+    real = sandbox.readable_paths
+    monkeypatch.setattr(sandbox, "readable_paths", lambda: [*real(), str(venv)])
+    report, outcome = run_hostile(f"""
+report["marker"] = open({str(venv / 'marker.txt')!r}).read()
+open("/tmp/mine", "w").write("private")
+report["tmp"] = sorted(__import__("os").listdir("/tmp"))
+try:
+    open({str(venv / 'new.txt')!r}, "w")
+    report["venv_writable"] = True
+except OSError:
+    report["venv_writable"] = False
+""")
+    assert outcome.code == 0 and outcome.setup_error is None, outcome
+    assert report["marker"] == "the venv" and report["venv_writable"] is False
+    assert "mine" in report["tmp"] and not (venv.parent.parent / "mine").exists()
