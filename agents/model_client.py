@@ -79,8 +79,11 @@ class ModelClient:
         ``retry``: what a rate-limited call does (wait Retry-After and retry, the wait shown)."""
         self.provider, self.run_id, self.recorder, self.budget = provider, run_id, recorder, budget
         self.limiter = limiter if limiter is not None else shared_limiter(config_of(provider))
-        # a client around another client leaves the retries to the inner one (none are multiplied)
-        self.retry = retry or RetryPolicy(retries=0 if hasattr(provider, "limiter") else 3)
+        # a client around another client leaves the retries to the inner one (none are multiplied); else
+        # as many as the provider's settings allow (agent.retries: 0 means a rate limit is final)
+        configured = getattr(config_of(provider), "retries", None)
+        self.retry = retry or RetryPolicy(retries=0 if hasattr(provider, "limiter")
+                                          else 3 if configured is None else max(0, int(configured)))
         self.usage = Usage()
         self.calls = 0
         self.rate_waits_s = 0.0  # seconds spent waiting for the limiter and for rate-limit retries
