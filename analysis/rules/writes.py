@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..ast_units import index_of
 from ..call_values import pallas_call_at
@@ -48,7 +48,8 @@ _MAX_DEPTH = 4
 # ------------------------------------------------------------------------------ the rules
 
 
-def unwritten_output(ctx: RuleContext) -> Iterator[Finding]:
+def _tpu_kernels(ctx: RuleContext) -> Iterator[tuple[Any, Any, Any]]:
+    """(tree, site, kernel view) of each TPU pallas_call whose kernel the rules can read in full."""
     tree = python_tree(ctx.source)
     if tree is None:
         return
@@ -56,7 +57,13 @@ def unwritten_output(ctx: RuleContext) -> Iterator[Finding]:
         if site.backend == "gpu":
             continue
         view = _kernel_view(ctx, tree, site)
-        if view is None or view.outputs is None:
+        if view is not None:
+            yield tree, site, view
+
+
+def unwritten_output(ctx: RuleContext) -> Iterator[Finding]:
+    for tree, site, view in _tpu_kernels(ctx):
+        if view.outputs is None:
             continue
         call = _call_node(tree, site)
         aliased = _aliased_outputs(call)
@@ -79,15 +86,7 @@ def unwritten_output(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def scratch_read_before_write(ctx: RuleContext) -> Iterator[Finding]:
-    tree = python_tree(ctx.source)
-    if tree is None:
-        return
-    for site in ctx.sites:
-        if site.backend == "gpu":
-            continue
-        view = _kernel_view(ctx, tree, site)
-        if view is None:
-            continue
+    for _, site, view in _tpu_kernels(ctx):
         for info, name in view.scratch:
             if info.kind not in _SCRATCH_DATA:
                 continue
