@@ -9,10 +9,15 @@ divide two timings.
 - ``speedup(baseline, candidate, baseline_name=...)`` is the only way to divide two timings: device
   by device of the same kind, estimate by estimate of the same model for the same chip. Anything
   else raises ``SpeedupRefused`` saying why; ``try_speedup`` returns the refusal as data.
-- ``Verdict(compiled, correct, timing, evidence)``: ``compiled`` means the TPU compiler tiers (0-2)
-  passed for the chip; ``correct`` means the guarded test passed (the ``time`` op's integrity checks);
-  ``None`` means "not checked" and never counts as a pass. ``Verdict.no_candidate`` is a task or run
-  that had nothing to evaluate: failed, never compiled or correct.
+- ``CompileResult`` (the compiler tiers run and skipped, per kernel, for one chip: compiled only when
+  tier 2, the compile for the chip, really ran and passed), ``TestResult`` (ok / wrong with the
+  evidence / not verified with why, and the size it was verified at) and ``Timing``: one typed
+  result per phase, made where the phase runs.
+- ``Verdict(compile, test, timing)``: the three combined once, frozen, and carried unchanged by every
+  command. ``status()`` is the one vocabulary (``STATUSES``: "compiled, correct", "compiled, wrong",
+  "compiled, not verified", "not compiled", "not compiled for the chip", "no candidate") and
+  ``text()`` adds the why. ``compiled``/``correct`` read it as True / False / None ("not shown", never
+  a pass). ``Verdict.no_candidate`` is a task or run that had nothing to evaluate.
 - ``pick_winner``: the winner rule every loop applies (only a correct candidate faster than the
   original by the same method wins), returning the winner or "no winner: <why>".
 
@@ -154,37 +159,259 @@ def try_speedup(baseline: Timing | None, candidate: Timing | None, *,
         return None, str(err)
 
 
+COMPILE_TIER = 2  # the tier that compiles for the chip (libtpu's deviceless compile): "compiled" needs it
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """The compile phase, where it ran: the TPU compiler tiers for one chip, per kernel.
+
+    ``ok`` is True only when tier 2 (the compile for the chip) really ran and nothing failed; False
+    when a tier found an error (``why`` is the first, ``evidence`` the list); None when the chip's
+    compile was not shown to pass without an error being found (tier 2 skipped or not asked for, a
+    limit or a crash stopped the check): "not compiled for the chip: <why>"."""
+
+    ok: bool | None
+    chip: str = ""
+    tiers_run: tuple[int, ...] = ()
+    tiers_skipped: tuple[tuple[int, str], ...] = ()  # (tier, why it was skipped)
+    kernels: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()  # (kernel, ((tier, "ok"|"error"|...), ...))
+    why: str = ""  # the failure, or why the chip's compile did not run
+    evidence: str = ""  # the errors at their lines (what goes back to the planner)
+
+    @classmethod
+    def passed(cls, chip: str, tiers: Sequence[int] = (0, 1, 2)) -> "CompileResult":
+        """Tiers ``tiers`` ran for ``chip`` without an error (not compiled for the chip unless tier 2 is among them)."""
+        tiers = tuple(sorted(set(tiers)))
+        if COMPILE_TIER in tiers:
+            return cls(True, chip, tiers)
+        return cls(None, chip, tiers, ((COMPILE_TIER, "not asked for"),), why=f"tier {COMPILE_TIER} was not run")
+
+    @classmethod
+    def failed(cls, why: str, evidence: str = "", *, chip: str = "", tiers: Sequence[int] = ()) -> "CompileResult":
+        return cls(False, chip, tuple(tiers), why=why, evidence=evidence or why)
+
+    @classmethod
+    def unchecked(cls, why: str, evidence: str = "", *, chip: str = "", tiers: Sequence[int] = ()) -> "CompileResult":
+        return cls(None, chip, tuple(tiers), why=why, evidence=evidence or why)
+
+    @property
+    def compiled(self) -> bool | None:
+        return self.ok
+
+    def text(self) -> str:
+        if self.ok:
+            return f"compiled for {self.chip or 'the chip'} (tiers {','.join(map(str, self.tiers_run))})"
+        if self.ok is False:
+            return f"not compiled: {self.why}"
+        return f"not compiled for the chip: {self.why}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "chip": self.chip, "tiers_run": list(self.tiers_run),
+                "tiers_skipped": [list(t) for t in self.tiers_skipped],
+                "kernels": [[k, [list(t) for t in tiers]] for k, tiers in self.kernels],
+                "why": self.why, "evidence": self.evidence}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CompileResult":
+        return cls(data.get("ok"), data.get("chip", ""), tuple(data.get("tiers_run") or ()),
+                   tuple((int(t), str(w)) for t, w in data.get("tiers_skipped") or ()),
+                   tuple((k, tuple((int(t), str(s)) for t, s in tiers)) for k, tiers in data.get("kernels") or ()),
+                   data.get("why", ""), data.get("evidence", ""))
+
+
+def compile_result(report: Any, tiers: Sequence[int], chip: str, *,
+                   not_checked: Sequence[str] = ("PLS205", "PLS902", "PLS903", "PLS904")) -> CompileResult:
+    """The compile phase's result from a checker report (``FileReport`` or the checker's result: findings,
+    per-kernel tier states, notes). An error finding: not compiled. A finding of ``not_checked`` (a crash,
+    a time or memory limit) or tier 2 skipped or not asked for: not compiled for the chip, with why."""
+    findings = tuple(getattr(report, "findings", ()) or ())
+
+    def sev(f: Any) -> str:
+        return str(getattr(f.severity, "value", f.severity))
+
+    def line(f: Any) -> str:
+        return f"line {f.span.line + 1}: {f.code}: {f.message}"
+
+    kernels = tuple((k.name, tuple(k.tiers)) for k in getattr(report, "kernels", ()) or ())
+    errors = [f for f in findings if sev(f) == "error"]
+    stopped = [f for f in findings if f.code in not_checked]
+    asked = tuple(sorted(set(int(t) for t in tiers)))
+    skipped: dict[int, str] = {}
+    for _, states in kernels:
+        for tier, state in states:
+            if state.startswith("skipped") or state == "not run":
+                skipped.setdefault(tier, state.partition(": ")[2] or state)
+    for note in getattr(report, "notes", ()) or ():
+        if note.startswith(f"tier {COMPILE_TIER} skipped"):
+            skipped.setdefault(COMPILE_TIER, note.partition(": ")[2] or note)
+    if COMPILE_TIER not in asked:
+        skipped.setdefault(COMPILE_TIER, "not asked for")
+    # a tier that every kernel skipped did not run; one that ran for some kernel did
+    ran = tuple(t for t in asked if t not in skipped or any(dict(s).get(t) in ("ok", "error") for _, s in kernels))
+    skipped_t = tuple(sorted((t, w) for t, w in skipped.items() if t not in ran))
+    if stopped and not errors:
+        return CompileResult(None, chip, ran, skipped_t, kernels, f"not checked: {stopped[0].message[:160]}",
+                             "\n".join(line(f) for f in stopped[:3]))
+    if errors:
+        return CompileResult(False, chip, ran, skipped_t, kernels, f"{len(errors)} error(s): {errors[0].code}",
+                             "\n".join(line(f) for f in errors[:5]))
+    if COMPILE_TIER not in ran:
+        why = dict(skipped_t).get(COMPILE_TIER, "not run")
+        return CompileResult(None, chip, ran, skipped_t, kernels, f"tier {COMPILE_TIER} {'skipped: ' + why if why != 'not asked for' else 'was not run'}")
+    return CompileResult(True, chip, ran, skipped_t, kernels)
+
+
+TEST_OUTCOMES = ("ok", "wrong", "not verified")
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """The test phase, where it ran: the guarded test passed ("ok"), rejected the candidate ("wrong",
+    ``why`` holds the evidence), or could not say ("not verified", ``why`` says why: the run crashed,
+    hit a limit, was too big for interpret mode, or was skipped). "Could not run" is never "wrong".
+
+    ``verified_at``: the size the test ran at when it was not the task's own (e.g. "seq 2048 of
+    16384"), None when it ran at the task's size or was not run."""
+
+    __test__ = False  # not a pytest class
+
+    outcome: str  # one of TEST_OUTCOMES
+    why: str = ""  # "wrong": the evidence; "not verified": why not; "ok": where it ran
+    verified_at: str | None = None
+    checks: tuple[str, ...] = ()  # what ran ("fresh inputs twice", "second shape", ...)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in TEST_OUTCOMES:
+            raise ValueError(f"test outcome {self.outcome!r}: use one of {', '.join(TEST_OUTCOMES)}")
+
+    @classmethod
+    def ok(cls, where: str = "", *, verified_at: str | None = None, checks: Sequence[str] = ()) -> "TestResult":
+        return cls("ok", where, verified_at, tuple(checks))
+
+    @classmethod
+    def wrong(cls, evidence: str) -> "TestResult":
+        return cls("wrong", evidence)
+
+    @classmethod
+    def not_verified(cls, why: str) -> "TestResult":
+        return cls("not verified", why)
+
+    @property
+    def correct(self) -> bool | None:
+        return True if self.outcome == "ok" else False if self.outcome == "wrong" else None
+
+    def text(self) -> str:
+        if self.outcome == "ok":
+            return "correct" + (f" (verified at {self.verified_at})" if self.verified_at else "")
+        return f"{self.outcome}: {self.why}" if self.why else self.outcome
+
+    def to_json(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "why": self.why, "verified_at": self.verified_at, "checks": list(self.checks)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "TestResult":
+        return cls(data["outcome"], data.get("why", ""), data.get("verified_at"), tuple(data.get("checks") or ()))
+
+
+NOT_TESTED = TestResult("not verified", "not tested")
+NO_COMPILE = CompileResult(None, why="not checked")
+
+STATUSES = ("no candidate", "not compiled", "not compiled for the chip", "compiled, wrong", "compiled, not verified",
+            "compiled, correct")
+
+
 @dataclass(frozen=True)
 class Verdict:
-    compiled: bool | None  # the TPU compiler tiers (0-2) passed for the chip; None: not checked
-    correct: bool | None  # the guarded test passed; None: not tested
+    """A candidate's compile and test results and its timing, combined once and carried unchanged.
+    ``status()`` is the one vocabulary (STATUSES); ``text()`` adds the why."""
+
+    compile: CompileResult = NO_COMPILE
+    test: TestResult = NOT_TESTED
     timing: Timing | None = None
-    evidence: str = ""  # why it failed, or what was checked
     candidate: bool = True  # False: there was no candidate to evaluate
-    checks: tuple[str, ...] = field(default=())  # what ran (e.g. "tiers 0,1,2 for v5e", "time op, interpret mode")
+    no_candidate_why: str = ""
+
+    @classmethod
+    def of(cls, compiled: bool | None, correct: bool | None, timing: Timing | None = None, evidence: str = "",
+           *, chip: str = "", tiers: Sequence[int] = (0, 1, 2)) -> "Verdict":
+        """A verdict from bare answers (tests and stored rows of an older form): the evidence is the failing
+        phase's why."""
+        comp = (CompileResult.passed(chip, tiers) if compiled else
+                CompileResult.failed(evidence or "compile failed", chip=chip) if compiled is False else
+                CompileResult.unchecked(evidence or "not checked", chip=chip))
+        test = (TestResult.ok() if correct else TestResult.wrong(evidence or "rejected by the tests")
+                if correct is False else TestResult.not_verified(evidence or "not tested"))
+        return cls(comp, test, timing)
 
     @classmethod
     def no_candidate(cls, why: str = "no candidate") -> "Verdict":
-        return cls(False, False, None, why, candidate=False)
+        return cls(CompileResult.failed(why), TestResult.not_verified(why), None, candidate=False, no_candidate_why=why)
+
+    @property
+    def compiled(self) -> bool | None:
+        """True: compiled for the chip (tier 2 passed); False: an error, or no candidate; None: not shown."""
+        return False if not self.candidate else self.compile.ok
+
+    @property
+    def correct(self) -> bool | None:
+        """True: the guarded test passed; False: wrong, or no candidate; None: not verified."""
+        if not self.candidate:
+            return False
+        return self.test.correct if self.compile.ok else (False if self.compile.ok is False else None)
+
+    @property
+    def evidence(self) -> str:
+        """Why it failed (the failing phase's evidence), or empty."""
+        if not self.candidate:
+            return self.no_candidate_why
+        if self.compile.ok is not True:
+            return self.compile.evidence or self.compile.why
+        return "" if self.test.outcome == "ok" else self.test.why
 
     @property
     def passed(self) -> bool:
-        """Compiled and correct (both checked and passed), and a real candidate."""
-        return self.candidate and self.compiled is True and self.correct is True
+        """Compiled for the chip and correct (both checked and passed), and a real candidate."""
+        return self.candidate and self.compile.ok is True and self.test.outcome == "ok"
 
     def status(self) -> str:
         if not self.candidate:
             return "no candidate"
-        if self.compiled is not True:
-            return "not compiled" if self.compiled is False else "compile not checked"
-        if self.correct is not True:
-            return "incorrect" if self.correct is False else "correctness not verified"
-        return "correct"
+        if self.compile.ok is False:
+            return "not compiled"
+        if self.compile.ok is None:
+            return "not compiled for the chip"
+        return {"ok": "compiled, correct", "wrong": "compiled, wrong"}.get(self.test.outcome, "compiled, not verified")
+
+    def why(self) -> str:
+        if not self.candidate:
+            return self.no_candidate_why
+        if self.compile.ok is not True:
+            return self.compile.why
+        return self.test.why if self.test.outcome != "ok" else ""
+
+    def text(self) -> str:
+        """The status with its why ("compiled, not verified: the worker crashed"), and the size verified at."""
+        why = self.why()
+        base = f"{self.status()}: {why}" if why and why != self.status() else self.status()
+        if self.passed and self.test.verified_at:
+            base += f" (verified at {self.test.verified_at})"
+        return base
 
     def to_json(self) -> dict[str, Any]:
         return {"candidate": self.candidate, "compiled": self.compiled, "correct": self.correct,
-                "status": self.status(), "timing": self.timing.to_json() if self.timing else None,
-                "evidence": self.evidence, "checks": list(self.checks)}
+                "status": self.status(), "text": self.text(), "compile": self.compile.to_json(),
+                "test": self.test.to_json(), "timing": self.timing.to_json() if self.timing else None,
+                "evidence": self.evidence}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Verdict":
+        timing = Timing.from_json(data["timing"]) if data.get("timing") else None
+        if not data.get("candidate", True):
+            return cls.no_candidate(data.get("evidence") or "no candidate")
+        if "compile" in data and "test" in data:
+            return cls(CompileResult.from_json(data["compile"]), TestResult.from_json(data["test"]), timing)
+        return cls.of(data.get("compiled"), data.get("correct"), timing, data.get("evidence", ""))
 
 
 @dataclass(frozen=True)
@@ -203,6 +430,9 @@ def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict
     passed = [(k, v) for k, v in candidates if v.passed]
     if not passed:
         return Winner(None, None, f"no winner: no candidate compiled and passed the tests ({len(candidates)} tried)")
+    if all(v.timing is None for _, v in passed):
+        return Winner(None, None, f"no winner: {len(passed)} candidate(s) compiled and passed the tests but none was "
+                      f"timed, so nothing can be shown faster than {baseline_name}")
     best: tuple[Any, Speedup] | None = None
     refusals = []
     for key, verdict in passed:

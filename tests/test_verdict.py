@@ -52,19 +52,19 @@ def test_an_estimate_must_name_its_model_and_labels_never_say_device_for_host_ti
 def test_no_candidate_is_failed_not_compiled_or_correct():
     v = Verdict.no_candidate("the task has no candidate kernel")
     assert not v.passed and v.compiled is False and v.correct is False and v.status() == "no candidate"
-    assert not Verdict(True, None).passed and Verdict(True, None).status() == "correctness not verified"
+    assert not Verdict.of(True, None).passed and Verdict.of(True, None).status() == "compiled, not verified"
 
 
 def test_a_slower_candidate_is_never_the_winner():
     base = Timing(1e-3, "estimate", "v6e", COST_MODEL)
-    slow = Verdict(True, True, Timing(1e-3 / 0.6, "estimate", "v6e", COST_MODEL))
+    slow = Verdict.of(True, True, Timing(1e-3 / 0.6, "estimate", "v6e", COST_MODEL))
     w = pick_winner(base, [(1, slow)], baseline_name="the original file")
     assert w.name is None and w.why.startswith("no winner: the best correct candidate is 0.60x")
-    fast = Verdict(True, True, Timing(5e-4, "estimate", "v6e", COST_MODEL))
-    wrong_but_fastest = Verdict(True, False, Timing(1e-5, "estimate", "v6e", COST_MODEL))
+    fast = Verdict.of(True, True, Timing(5e-4, "estimate", "v6e", COST_MODEL))
+    wrong_but_fastest = Verdict.of(True, False, Timing(1e-5, "estimate", "v6e", COST_MODEL))
     w = pick_winner(base, [(1, slow), (2, fast), (3, wrong_but_fastest)], baseline_name="the original file")
     assert w.name == 2 and w.speedup.value == pytest.approx(2.0)
-    w = pick_winner(base, [(1, Verdict(True, True, Timing(5e-4, "device", "TPU v6 lite")))])
+    w = pick_winner(base, [(1, Verdict.of(True, True, Timing(5e-4, "device", "TPU v6 lite")))])
     assert w.name is None and "was timed like the original" in w.why
     assert pick_winner(None, [(2, fast)]).why.startswith("no winner: the original was not timed")
 
@@ -73,3 +73,50 @@ def test_the_verdicts_cost_model_name_is_the_one_the_cost_model_reports():
     from pallasite.runner import cost_model
 
     assert COST_MODEL == cost_model.MODEL
+
+
+def _report(findings=(), kernels=(), notes=()):
+    from pallasite.analysis.types import FileReport
+
+    return FileReport("k.py", tuple(findings), tuple(kernels), tuple(notes))
+
+
+def test_a_skipped_tier_2_is_not_compiled_for_the_chip_and_never_passes():
+    from pallasite.analysis.types import KernelVerdict, Span
+    from pallasite.analysis.verdict import TestResult, compile_result
+
+    skipped = _report(kernels=[KernelVerdict("k", Span.point(1), ((0, "ok"), (1, "ok"), (2, "skipped: libtpu not installed")))])
+    c = compile_result(skipped, (0, 1, 2), "v5e")
+    assert c.ok is None and c.tiers_run == (0, 1) and c.tiers_skipped == ((2, "libtpu not installed"),)
+    v = Verdict(c, TestResult.ok())
+    assert not v.passed and v.status() == "not compiled for the chip"
+    assert v.text() == "not compiled for the chip: tier 2 skipped: libtpu not installed"
+    only_01 = compile_result(_report(kernels=[KernelVerdict("k", Span.point(1), ((0, "ok"), (1, "ok")))]), (0, 1), "v5e")
+    assert only_01.ok is None and "tier 2 was not run" in only_01.text()
+    ran = _report(kernels=[KernelVerdict("k", Span.point(1), ((0, "ok"), (1, "ok"), (2, "ok")))])
+    assert compile_result(ran, (0, 1, 2), "v5e").ok is True
+    assert Verdict(compile_result(ran, (0, 1, 2), "v5e"), TestResult.ok()).status() == "compiled, correct"
+
+
+def test_could_not_run_is_not_verified_never_wrong_and_the_size_verified_at_is_said():
+    from pallasite.analysis.verdict import CompileResult, TestResult
+
+    crashed = Verdict(CompileResult.passed("v5e"), TestResult.not_verified("the worker crashed (exit -9)"))
+    assert crashed.correct is None and crashed.status() == "compiled, not verified"
+    assert crashed.text() == "compiled, not verified: the worker crashed (exit -9)"
+    wrong = Verdict(CompileResult.passed("v5e"), TestResult.wrong("max abs error 3.2 at [0, 5]"))
+    assert wrong.correct is False and wrong.status() == "compiled, wrong"
+    small = Verdict(CompileResult.passed("v5e"), TestResult.ok("interpret", verified_at="seq 2048 of 16384"))
+    assert small.passed and small.text() == "compiled, correct (verified at seq 2048 of 16384)"
+    for v in (crashed, wrong, small, Verdict.no_candidate("none")):
+        assert Verdict.from_json(v.to_json()) == v
+
+
+def test_a_correct_candidate_that_was_not_timed_is_said_untimed_not_failed():
+    from pallasite.analysis.verdict import CompileResult, TestResult
+
+    base = Timing(1e-3, "estimate", "v6e", COST_MODEL)
+    untimed = Verdict(CompileResult.passed("v6e"), TestResult.ok())
+    w = pick_winner(base, [(1, untimed)], baseline_name="the original file")
+    assert w.name is None and "compiled and passed the tests but none was timed" in w.why
+    assert "no candidate compiled and passed" not in w.why
