@@ -88,9 +88,10 @@ def forget(key: str) -> None:
     """Drop the tree kept for ``key`` (a closed document); ``release_memory`` gives it back."""
     with _TREES_LOCK:
         _TREES.pop(key, None)
-    from . import ast_units  # the key's Python ast units go with its tree
+    from . import ast_units, tier0_memo  # the key's Python ast units and kept results go with its tree
 
     ast_units.forget(key)
+    tier0_memo.forget(key)
 
 
 def release_memory() -> None:

@@ -20,8 +20,8 @@ import ast
 import warnings
 from dataclasses import dataclass
 
-from . import ast_units, rules, sites as sites_mod, tasks as tasks_mod
-from .source import Source
+from . import ast_units, rules, sites as sites_mod, tasks as tasks_mod, tier0_memo
+from .source import Source, parse_bytes
 from .types import Finding, KernelSite, KernelTask, Span
 
 DEFAULT_TARGET = "v6e"
@@ -42,11 +42,23 @@ def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET,
     """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``
     (``scoped_vmem``: the target's default scoped-VMEM limit, for the VMEM rule; None skips it).
     A known path is analysed incrementally: its last tree-sitter tree and Python ast units are
-    reused where the text did not change; ``incremental=False`` reads the text from scratch (the
-    same answer: tests/test_tier0_incremental.py holds the two together)."""
-    source = Source(text, key=path if incremental else None)
+    reused where the text did not change, and the result of a text it had a moment ago (an undo) is
+    handed out again (``tier0_memo``); ``incremental=False`` reads the text from scratch (the same
+    answer: tests/test_tier0_incremental.py holds the two together)."""
+    key = path if incremental else None
+    data = text.encode("utf-8", errors="surrogatepass") if key is not None else b""
+    signature = tier0_memo.signature(data, target, scoped_vmem) if key is not None else None
+    known = tier0_memo.get(key, signature)  # a text this file had a moment ago (an undo): its result
+    if known is not None:
+        # the file's tree follows the text all the same (incremental, ~1 ms): the next edit's
+        # re-parse then covers that edit alone, not everything between this text and the last one
+        parse_bytes(data, key)
+        return known
+    source = Source(text, key=key)
     try:
-        return _analyze(source, text, path, target, scoped_vmem)
+        result = _analyze(source, text, path, target, scoped_vmem)
+        tier0_memo.put(key, signature, result)
+        return result
     finally:  # the memos hold scopes that hold the source: a cycle (with the whole tree) that only
         # the garbage collector would free, in a pass that holds the GIL for seconds; the Python ast
         # built for the rules goes back to ``ast_units`` for the file's next analysis

@@ -248,11 +248,30 @@ def _add_parents(view: _View, root: ast.AST) -> None:
             view.parents.setdefault(id(child), node)
 
 
+_READ = "_pallasite_kernel_read"  # (parents, names) of a kernel, kept on its def node
+
+
 def _read_kernel(view: _View, fn: ast.AST) -> bool:
     """One walk of the kernel: every node's parent and every name's nodes; False when the body
-    reaches names in ways the rules cannot follow (``_opaque``)."""
+    reaches names in ways the rules cannot follow (``_opaque``). Kept on ``fn``: a kernel whose
+    function did not change between two analyses keeps its nodes (``ast_units``), so its walk is
+    done once per text of the function (the parents are copied: a view adds its helpers' ones)."""
+    kept = getattr(fn, _READ, None)
+    if kept is None:
+        kept = _walk_kernel(fn)
+        setattr(fn, _READ, kept)
+    if kept is False:
+        return False
+    parents, names = kept
+    view.parents.update(parents)
+    view.names.update(names)
+    return True
+
+
+def _walk_kernel(fn: ast.AST) -> tuple[dict, dict] | bool:
     stack = [fn]
-    parents, names = view.parents, view.names
+    parents: dict[int, ast.AST] = {}
+    names: dict[str, list[ast.Name]] = {}
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Name):
@@ -266,7 +285,7 @@ def _read_kernel(view: _View, fn: ast.AST) -> bool:
             stack.append(child)
     for found in names.values():
         found.sort(key=lambda n: (n.lineno, n.col_offset))
-    return True
+    return parents, names
 
 
 def _call_node(tree: ast.Module, site: KernelSite) -> ast.Call | None:

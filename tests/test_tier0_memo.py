@@ -1,0 +1,63 @@
+"""Tier 0 keeps what it can between two analyses of one file: the result of a text the file had a
+moment ago (an undo, a statement typed and removed: ``analysis/tier0_memo.py``), and each kernel's
+reading for the write rules while its function's text is unchanged (``rules/writes.py``). Both must
+answer what a full analysis answers."""
+
+from __future__ import annotations
+
+import os
+
+from pallasite.analysis import tier0_memo
+from pallasite.analysis.source import forget
+from pallasite.analysis.tier0 import analyze
+from pallasite.analysis.types import to_json
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "tier0")
+
+
+def _text(name: str) -> str:
+    return open(os.path.join(DATA, name), encoding="utf-8").read()
+
+
+def _codes(analysis) -> list[tuple[str, int]]:
+    return [(f.code, f.span.line) for f in analysis.findings]
+
+
+def test_an_undone_edit_gets_the_kept_result_and_it_equals_a_full_analysis():
+    key = "/virtual/memo/undo.py"
+    forget(key)
+    text = _text("pls017_output_unwritten_ok.py")
+    first = analyze(text, key, target="v5e")
+    edited = analyze(text.replace("def split(x):", "def split(x):\n    unused = 1"), key, target="v5e")
+    again = analyze(text, key, target="v5e")
+    assert again is first  # kept, not read again
+    assert to_json(again.findings) == to_json(analyze(text, None, target="v5e").findings)
+    assert edited is not first
+    # another chip or scoped-VMEM limit is another question: not answered from the kept result
+    assert analyze(text, key, target="v5p") is not first
+    assert analyze(text, key, target="v5e", scoped_vmem=1 << 20) is not first
+    forget(key)  # a closed document: its results go with it
+    assert tier0_memo.get(key, tier0_memo.signature(text.encode(), "v5e", None)) is None
+    assert analyze(text, key, target="v5e") is not first
+
+
+def test_big_texts_are_not_kept():
+    assert tier0_memo.signature(b"x" * (tier0_memo.MAX_TEXT_BYTES + 1), "v5e", None) is None
+
+
+def test_a_kernel_edited_between_analyses_is_read_again_by_the_write_rules():
+    """The write rules keep each kernel's reading on its def node; an edit to the kernel (a new
+    unit, new nodes) must be read anew, and an edit elsewhere must leave the answer as it was."""
+    key = "/virtual/memo/writes.py"
+    forget(key)
+    ok = _text("pls017_output_unwritten_ok.py")
+    assert "PLS017" not in {c for c, _ in _codes(analyze(ok, key, target="v5e"))}
+    broken = ok.replace("    _store_negative(x, neg_ref)\n", "    neg = jnp.minimum(x, 0.0)\n")
+    assert "PLS017" in {c for c, _ in _codes(analyze(broken, key, target="v5e"))}
+    elsewhere = broken.replace("def example_inputs():", "def example_inputs():\n    unused = 2")
+    incremental = analyze(elsewhere, key, target="v5e")
+    assert _codes(incremental) == _codes(analyze(elsewhere, None, target="v5e"))
+    assert "PLS017" in {c for c, _ in _codes(incremental)}
+    fixed_again = ok.replace("def example_inputs():", "def example_inputs():\n    unused = 2")
+    assert "PLS017" not in {c for c, _ in _codes(analyze(fixed_again, key, target="v5e"))}
+    forget(key)
