@@ -151,7 +151,8 @@ def locate_record(
     called = _helper_call(rec, span, lines, sites)
     if called is not None:
         related = (called,) + related
-    moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines) if site is not None else None
+    moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site, reached=reached) \
+        if site is not None else None
     if moved is None:  # a wrong out_shape dtype, said at the dtype
         moved = to_output_dtype(code, rec, site, span, text, lines)
     if moved is None:  # a check (of the user's code, or a library's) rejected a value written elsewhere

@@ -1,5 +1,12 @@
 """Compiler findings about a value moved to where the value was written (client side, no jax).
 
+First from the running program: the worker executes the user's file with its literals carrying
+where they were written (``runner/origin_values.py``) and returns, per pallas_call it reached, the
+places that made each block, scratch, grid and out_shape dim (``ReachedCall.origins``); a finding
+about a dim goes to the literal that made it, whatever path the value took (dict entry, dataclass
+field, attribute, argument, ``**options``, ``functools.partial``). Then, where the worker gave no
+places (tier 0 alone, a value not made from the file's literals), from tier 0's static tracer:
+
 The lowering names the BlockSpec whose block shape breaks the tiling rule (``Block spec for
 args[1] ... has block shape (512, 200), array shape (512, 800)``). When the bad dim was not written
 in that BlockSpec but came from a dict entry, a dataclass field, a keyword default or a module
@@ -66,8 +73,107 @@ def bad_dims(code: str, message: str, rank: int) -> list[int]:
     return out
 
 
-def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, text: str, lines: list[str]) -> Moved | None:
-    """Where a block-shape finding on ``spec`` belongs, when the bad dim was written elsewhere."""
+# --------------------------------------------------------------------------- places the running program gave
+
+
+def call_origins(site: Any, reached: Any) -> Mapping[str, Any]:
+    """The places the worker read off the pallas_call of ``site`` as it ran (runner/origin_values.py):
+    ``{"in_specs[1][0]": [[line, col, end_col], ...], ...}`` ({} when the worker gave none)."""
+    if site is None or not reached:
+        return {}
+    from .reach import site_reached
+
+    for call in reached:
+        if call.get("origins") and site_reached(site, [call]):
+            return call["origins"]
+    return {}
+
+
+def _ref_key(rec: Mapping[str, Any], site: Any, spec: BlockSpecInfo | None) -> str | None:
+    """``in_specs[i]`` / ``out_specs[i]`` of the BlockSpec a lowering error names (None: not said)."""
+    if spec is not None:
+        return f"{'out_specs' if spec.role == 'out' else 'in_specs'}[{spec.position}]"
+    for ref in rec.get("refs") or ():
+        if ref.get("kind") not in ("args", "outs"):
+            continue
+        index = int(ref.get("index", 0))
+        prefetch = getattr(site, "num_scalar_prefetch", None)
+        if ref.get("kind") == "args" and ref.get("with_prefetch") and isinstance(prefetch, int):
+            index -= prefetch
+        return f"{'in_specs' if ref.get('kind') == 'args' else 'out_specs'}[{index}]"
+    return None
+
+
+def _literal(place: Any, lines: list[str]) -> str:
+    line, col, end = int(place[0]) - 1, int(place[1]), int(place[2])
+    return lines[line][col:end] if 0 <= line < len(lines) else ""
+
+
+def _place_span(place: Any) -> Span:
+    return Span(int(place[0]) - 1, int(place[1]), int(place[0]) - 1, int(place[2]))
+
+
+def pick_place(places: Any, value: int | None, inside: Span | None, lines: list[str]) -> tuple[Any, tuple[Any, ...]] | None:
+    """The literal a value most likely got its size from, and the others that made it too: outside
+    ``inside`` (the BlockSpec: a number written there is the BlockSpec's own), the one equal to the
+    value first, else the largest. None when every place lies inside."""
+    outside = [p for p in places or () if inside is None or not (inside.line <= int(p[0]) - 1 <= inside.end_line)]
+    if not outside:
+        return None
+
+    def number(p: Any) -> float:
+        try:
+            return float(_literal(p, lines).replace("_", ""))
+        except ValueError:
+            return 0.0
+
+    best = max(outside, key=lambda p: (value is not None and number(p) == value, number(p), -int(p[0])))
+    return best, tuple(p for p in outside if p is not best)
+
+
+def _carried_sentence(place: Any, others: tuple[Any, ...], lines: list[str]) -> str:
+    said = f"{SIZE_SET_HERE} (the number {_literal(place, lines)} written here reached the BlockSpec as the program ran"
+    if others:
+        said += ", with " + ", ".join(f"{_literal(p, lines)} at line {int(p[0])}" for p in others[:3])
+    return said + ")"
+
+
+def to_carried_origin(code: str, rec: Mapping[str, Any], site: Any, spec: BlockSpecInfo | None, reached: Any,
+                      lines: list[str]) -> Moved | None:
+    """A block-shape finding placed at the literal(s) the running program says made the bad dim
+    (``call_origins``), whatever path the value took to the BlockSpec; the BlockSpec and the other
+    literals that made it are related places."""
+    if code not in MOVED_CODES:
+        return None
+    origins = call_origins(site, reached)
+    key = _ref_key(rec, site, spec) if origins else None
+    if key is None:
+        return None
+    message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+    block = message_block(message)
+    if not block:
+        return None
+    for index in bad_dims(code, message, len(block)):
+        picked = pick_place(origins.get(f"{key}[{index}]"), block[index], spec.span if spec is not None else None, lines)
+        if picked is None:
+            continue
+        place, others = picked
+        related: list[Related] = []
+        if spec is not None:
+            related.append(Related(spec.span, "the BlockSpec that uses this value"))
+        related.extend(Related(_place_span(p), "this number made the value too") for p in others[:3])
+        return Moved(span=_place_span(place), related=tuple(related), sentence=_carried_sentence(place, others, lines))
+    return None
+
+
+def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, text: str, lines: list[str], *,
+              site: Any = None, reached: Any = None) -> Moved | None:
+    """Where a block-shape finding on ``spec`` belongs, when the bad dim was written elsewhere: where
+    the running program says it was written (``to_carried_origin``), else where tier 0's static
+    tracer follows it (``analysis/origins.py``)."""
+    carried = to_carried_origin(code, rec, site, spec, reached, lines)
+    if carried is not None:
+        return carried
     if code not in MOVED_CODES or spec is None:
         return None
     message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
@@ -218,10 +324,16 @@ def _said(origin: Origin) -> str:
     return f"{SIZE_SET_HERE} ({_KINDS.get(origin.kind, origin.kind)}: {origin.what})"
 
 
-def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) -> tuple[Span, tuple[Related, ...], str] | None:
+def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str], *,
+                 origins: Mapping[str, Any] | None = None, shape: Any = None) -> tuple[Span, tuple[Related, ...], str] | None:
     """Where the block of ``role[index]`` (``in_specs``/``out_specs``/``scratch_shapes``) of ``site``
-    gets its size: the origin of its largest traceable dim when written outside the BlockSpec, else
-    the BlockSpec itself; with the BlockSpec related and a sentence naming the origin ("" if none)."""
+    gets its size: the literal that made its largest dim as the program ran (``origins``, with the
+    block's ``shape``), else the origin of its largest traceable dim when written outside the
+    BlockSpec, else the BlockSpec itself; with the BlockSpec related and a sentence naming the
+    origin ("" if none)."""
+    carried = _carried_buffer_place(site, role, index, lines, origins, shape)
+    if carried is not None:
+        return carried
     if role == "scratch_shapes":
         buffers = tuple(getattr(site, "scratch_shapes", None) or ())
         if not (0 <= index < len(buffers)):
@@ -241,6 +353,33 @@ def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str]) 
     if best is None:
         return spec.span, (), ""
     return _line(best, lines), (Related(spec.span, "the BlockSpec of the largest block"),), _said(best)
+
+
+def _carried_buffer_place(site: Any, role: str, index: int, lines: list[str], origins: Mapping[str, Any] | None,
+                         shape: Any) -> tuple[Span, tuple[Related, ...], str] | None:
+    if not origins or not shape:
+        return None
+    dims = sorted(((d, size) for d, size in enumerate(shape) if isinstance(size, int)), key=lambda ds: -ds[1])
+    own = _buffer_span(site, role, index)
+    for d, size in dims:
+        picked = pick_place(origins.get(f"{role}[{index}][{d}]"), size, own, lines)
+        if picked is None:
+            continue
+        place, others = picked
+        said = f"{SIZE_SET_HERE} (the number {_literal(place, lines)} written here made its dim {d} as the program ran)"
+        return _place_span(place), ((Related(own, "the block it sizes"),) if own is not None else ()), said
+    return None
+
+
+def _buffer_span(site: Any, role: str, index: int) -> Span | None:
+    if site is None:
+        return None
+    if role == "scratch_shapes":
+        buffers = tuple(getattr(site, "scratch_shapes", None) or ())
+        return buffers[index].span if 0 <= index < len(buffers) else None
+    specs = tuple(getattr(site, role, None) or ())
+    spec = next((s for s in specs if s.position == index), None)
+    return spec.span if spec is not None else None
 
 
 def largest_static_block(site: Any, text: str, lines: list[str]) -> tuple[Related, ...]:
@@ -273,9 +412,10 @@ def vmem_related(site: Any, reached: Any, text: str, lines: list[str]) -> tuple[
     if not calls:
         return ()
     buffers = sorted(calls[0]["buffers"], key=lambda b: -b["bytes"] * b["buffers"])[:2]
+    origins = calls[0].get("origins") or {}
     out = []
     for b in buffers:
-        place = buffer_place(site, b["role"], int(b["index"]), text, lines)
+        place = buffer_place(site, b["role"], int(b["index"]), text, lines, origins=origins, shape=b.get("shape"))
         if place is None:
             continue
         span, _, said = place

@@ -88,6 +88,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             result["unavailable"]["2"] = why
 
     from .import_failures import blame_import, import_failure_records, unbound_names
+    from .intercept import keeping_written_shapes
     from .loader import StopLoading, sent_modules, user_module
     from .memory_guard import stop_near_limit
     from .recording import recording
@@ -105,10 +106,12 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             stack.enter_context(_restored_config())
             stack.enter_context(target_chip(target))  # the file's questions about its chip answer as the target's
             limit = params.get("time_limit_s")
+            stack.enter_context(keeping_written_shapes())  # scratch dims keep where they were written
             with recording(path) as run, stop_near_limit():
                 guard = statement_deadlines(script_budget(limit, time.monotonic() - started))
+                # literals carry where they were written (runner/origin_values.py): findings land on them
                 module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures,
-                                                         guard=guard))
+                                                         guard=guard, carry_origins=True))
             records, said = import_failure_records(run, path, limit)
             unbound = unbound_names(text if text is not None else "".join(linecache.getlines(path)), run)
             result["errors"].extend(records)

@@ -211,6 +211,41 @@ def replacing_pallas_call(replacement: Callable[..., Any], modules: tuple[Any, .
                 namespace[name] = value
 
 
+WRITTEN_SHAPE = "_pallasite_written_shape"
+
+
+@contextlib.contextmanager
+def keeping_written_shapes() -> Iterator[None]:
+    """For the duration, a TPU memory space called on a shape (``pltpu.VMEM((n, 128), dtype)``) keeps
+    the shape as written on the ``MemoryRef`` it makes (``WRITTEN_SHAPE``): jax's ``ShapedArray``
+    turns each dim into a plain int, dropping the places carried values hold
+    (``runner/origin_values.py``). Nothing else of the call changes."""
+    try:
+        from jax._src.pallas.mosaic import core as tpu_core
+    except ImportError:  # another jax layout: the places of scratch dims are not read
+        yield
+        return
+    space = tpu_core.MemorySpace
+    original = space.__dict__.get("__call__")
+    if original is None:
+        yield
+        return
+
+    def call(self: Any, shape: Any, dtype: Any) -> Any:
+        ref = original(self, shape, dtype)
+        with contextlib.suppress(Exception):
+            object.__setattr__(ref, WRITTEN_SHAPE, tuple(shape))
+        return ref
+
+    with _lock:
+        space.__call__ = call
+    try:
+        yield
+    finally:
+        with _lock:
+            space.__call__ = original
+
+
 KERNEL_ERROR = "_pallasite_in_kernel"
 
 

@@ -21,6 +21,10 @@ wraps each statement: a deadline raising ``SkipStatement`` stops that statement 
 goes on), one raising ``StopLoading`` ends the load there (appended too). Without ``failures`` the
 first exception propagates, as ``import`` does.
 
+``carry_origins``: the file and the local modules sent with it run with their int and float
+literals carrying where they were written (``runner/origin_values.py``), so a value a pallas_call
+rejects can be traced to the literal that made it (the check op's tiers 1 and 3 ask for it).
+
 Worker side: stdlib only.
 """
 
@@ -92,7 +96,8 @@ def _is_under(file: str, folders: tuple[str, ...]) -> bool:
 
 def load_user_module(path: str, text: str | None = None, name: str | None = None, package: str | None = None,
                      failures: list[tuple[int, BaseException]] | None = None,
-                     guard: Callable[[], ContextManager[Any]] | None = None) -> types.ModuleType:
+                     guard: Callable[[], ContextManager[Any]] | None = None,
+                     carry_origins: bool = False) -> types.ModuleType:
     """Execute the file (or ``text`` under its path) as a new module registered in sys.modules.
 
     Does not clean up: use ``user_module`` for that. Exceptions from the user's code propagate
@@ -123,19 +128,32 @@ def load_user_module(path: str, text: str | None = None, name: str | None = None
     module.__builtins__ = __builtins__  # type: ignore[attr-defined]
     sys.modules[module_name] = module
     if failures is None:
-        exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
+        exec(_compiled(source, path, module.__dict__, carry_origins), module.__dict__)
     else:
-        run_statements(source, path, module.__dict__, failures, guard)
+        run_statements(source, path, module.__dict__, failures, guard, carry_origins=carry_origins)
     return module
+
+
+def _compiled(source: str | bytes, path: str, namespace: dict[str, Any], carry_origins: bool) -> Any:
+    if not carry_origins:
+        return compile(source, path, "exec", dont_inherit=True)
+    from .origin_values import compile_carried
+
+    return compile_carried(source, path, namespace)
 
 
 def run_statements(source: str | bytes, path: str, namespace: dict[str, Any],
                    failures: list[tuple[int, BaseException]],
-                   guard: Callable[[], ContextManager[Any]] | None = None) -> None:
+                   guard: Callable[[], ContextManager[Any]] | None = None, *, carry_origins: bool = False) -> None:
     """Execute the module's top-level statements one by one in ``namespace`` (each inside
     ``guard()``); a statement that raises is recorded in ``failures`` as (1-based line, exception)
     and the next one runs, until a ``StopLoading``."""
-    tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    if carry_origins:
+        from .origin_values import rewrite_statements
+
+        tree = rewrite_statements(source, path, namespace)
+    else:
+        tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     flags = 0
     for node in tree.body:  # the file's `from __future__ import ...` applies to every statement
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
@@ -158,8 +176,9 @@ class _SentModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     each compiles from the sent text under its original path, so a worker on another machine needs
     no copy of the user's folder and tracebacks still name the user's files."""
 
-    def __init__(self, modules: dict[str, tuple[str, str, bool]]) -> None:
+    def __init__(self, modules: dict[str, tuple[str, str, bool]], carry_origins: bool = False) -> None:
         self.modules = modules  # dotted name -> (original path, text, is_package)
+        self.carry_origins = carry_origins
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname not in self.modules:
@@ -179,7 +198,7 @@ class _SentModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         file, text, _ = self.modules[module.__name__]
         module.__file__ = file
         _cache_lines(file, text)
-        exec(compile(text, file, "exec", dont_inherit=True), module.__dict__)
+        exec(_compiled(text, file, module.__dict__, self.carry_origins), module.__dict__)
 
 
 def _cache_lines(path: str, text: str) -> None:
@@ -197,16 +216,17 @@ def sent_modules(source: Any) -> list[tuple[str, str, str]]:
 @contextlib.contextmanager
 def user_module(path: str, text: str | None = None, modules: Iterable[tuple[str, str, str]] = (),
                 package: str | None = None, failures: list[tuple[int, BaseException]] | None = None,
-                guard: Callable[[], ContextManager[Any]] | None = None) -> Iterator[types.ModuleType]:
+                guard: Callable[[], ContextManager[Any]] | None = None,
+                carry_origins: bool = False) -> Iterator[types.ModuleType]:
     """Load the file for the duration of one request, then remove every trace of it.
 
     ``modules``: (dotted name, original path, text) of the local modules the client sent; they are
     imported from that text (before anything on disk) and dropped again afterwards. ``failures``,
-    ``guard``: see ``load_user_module``."""
+    ``guard``, ``carry_origins``: see ``load_user_module``."""
     path = os.path.abspath(path)
     sent = {name: (os.path.abspath(file), body, os.path.basename(file) == "__init__.py")
             for name, file, body in modules}
-    finder = _SentModules(sent) if sent else None
+    finder = _SentModules(sent, carry_origins) if sent else None
     if finder is not None:
         sys.meta_path.insert(0, finder)
     folder = os.path.dirname(path)
@@ -219,7 +239,8 @@ def user_module(path: str, text: str | None = None, modules: Iterable[tuple[str,
         sys.path.insert(0, entry)
     name = unique_module_name(path)
     try:
-        yield load_user_module(path, text, name=name, package=package, failures=failures, guard=guard)
+        yield load_user_module(path, text, name=name, package=package, failures=failures, guard=guard,
+                               carry_origins=carry_origins)
     finally:
         for entry in added:
             with contextlib.suppress(ValueError):

@@ -18,11 +18,23 @@ from typing import Any, Callable
 import jax
 
 from .intercept import intercept_pallas_calls
+from .origin_values import value_origins
+
+
+def call_path(path: str, call: Any) -> str:
+    """The checked file's path as its code objects name it (the literals' places use that name)."""
+    for name in (call.file, call.kernel_file):
+        if name and os.path.realpath(name) == os.path.realpath(path):
+            return name
+    return path
 
 
 def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modules: tuple[Any, ...] = ()) -> list[dict[str, Any]] | None:
-    """``[{"lines": [1-based lines of path on the stack], "kernel_line": int | None, "kernel": str}]``
-    for every pallas_call ``fn(*args)`` makes; None when the trace failed (what it reached is unknown)."""
+    """``[{"lines": [1-based lines of path on the stack], "kernel_line": int | None, "kernel": str,
+    "buffers": [...], "vmem_bytes": int, "origins": {"in_specs[1][0]": [[line, col, end_col]], ...}}]``
+    for every pallas_call ``fn(*args)`` makes (``origins``: where in ``path`` the literals that made its
+    grid, block, scratch and out_shape dims were written, ``runner/origin_values.py``); None when the
+    trace failed (what it reached is unknown)."""
     target = os.path.realpath(path)
     stacks: list[list[int]] = []
 
@@ -46,7 +58,8 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
         same = kernel_file is not None and os.path.realpath(kernel_file) == target
         buffers = block_buffers(call)
         out.append({"lines": lines, "kernel_line": call.kernel_line if same else None, "kernel": call.kernel_name,
-                    "buffers": buffers, "vmem_bytes": vmem_bytes(buffers)})
+                    "buffers": buffers, "vmem_bytes": vmem_bytes(buffers),
+                    "origins": value_origins(call.kwargs, call.out_shape, call_path(path, call))})
     return out
 
 

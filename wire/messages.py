@@ -378,6 +378,10 @@ class ReachedCall:
     kernel_line: int | None = None  # 1-based def line, when the kernel is in the checked file
     buffers: tuple[BlockBuffer, ...] = ()
     vmem_bytes: int = 0
+    # where the literals that made its dims were written in the checked file (runner/origin_values.py):
+    # "in_specs[1][0]" / "out_specs[i][d]" / "scratch_shapes[i][d]" / "grid[d]" / "out_shape[i][d]" /
+    # "vmem_limit_bytes" -> ((1-based line, column, end column), ...)
+    origins: dict[str, tuple[tuple[int, int, int], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -644,7 +648,9 @@ def _reached_from_plain(reached: Any) -> tuple[ReachedCall, ...] | None:
                              buffers=tuple(BlockBuffer(role=str(b["role"]), index=int(b["index"]),
                                                        shape=tuple(b["shape"]), dtype=str(b["dtype"]),
                                                        bytes=int(b["bytes"]), buffers=int(b["buffers"]))
-                                           for b in r.get("buffers") or ()))
+                                           for b in r.get("buffers") or ()),
+                             origins={str(k): tuple((int(p[0]), int(p[1]), int(p[2])) for p in v)
+                                      for k, v in (r.get("origins") or {}).items()})
                  for r in reached)
 
 

@@ -1,0 +1,292 @@
+"""Numbers that carry where they were written, for tiers 1 and 3 (worker side: stdlib only).
+
+When the worker executes the user's own files for a check, ``rewrite_literals`` turns each int and
+float literal written there into ``OInt``/``OFloat``: an ``int``/``float`` subclass holding the
+places (file, 1-based line, 0-based column, end column) of the literal(s) that made it. Python's
+arithmetic on them (``+ - * / // % **``, unary ``- + abs``, ``min``/``max`` through the module's
+own names) returns carried values with the union of the operands' places, so a block size that
+travels through a dict entry, a dataclass field, an attribute, a function argument or default,
+``functools.partial``, a ``jit`` static argument or ``**options`` still says where it was written
+when it reaches a ``BlockSpec`` — the running program carries it, nothing has to foresee the path.
+Comparisons answer plain ``bool``; ``operator.index``/``int()`` answer plain ``int`` (that is
+where jax drops the places: ``value_origins`` reads them from a ``pallas_call``'s arguments before
+jax normalises them).
+
+Nothing else changes for the program: hashing, equality, ``repr``/``str``, ``json`` and pickling
+(``__reduce__`` gives the plain number) are int's and float's, and jax treats the subclasses as
+the weakly typed Python scalars they are.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Any, Iterable
+
+Place = tuple[str, int, int, int]  # file, 1-based line, 0-based column, end column
+CONSTANTS = "__pallasite_k__"  # the module global holding the file's carried literals
+MAX_PLACES = 8  # a value made from more literals keeps the first ones (bounded cost per operation)
+
+
+def _union(a: frozenset[Place], b: Any) -> frozenset[Place]:
+    other = getattr(b, "_places", None)
+    if not other:
+        return a
+    both = a | other
+    return both if len(both) <= MAX_PLACES else frozenset(sorted(both)[:MAX_PLACES])
+
+
+class OInt(int):
+    """An int that remembers the literal(s) it was made from (``places``)."""
+
+    def __new__(cls, value: int, places: frozenset[Place]) -> "OInt":
+        self = int.__new__(cls, value)
+        self._places = places
+        return self
+
+    @property
+    def places(self) -> frozenset[Place]:
+        return self._places
+
+    __hash__ = int.__hash__
+
+    def __reduce__(self) -> Any:
+        return (int, (int(self),))
+
+    def __copy__(self) -> "OInt":
+        return self
+
+    def __deepcopy__(self, memo: Any) -> "OInt":
+        return self
+
+
+class OFloat(float):
+    """A float that remembers the literal(s) it was made from (``places``)."""
+
+    def __new__(cls, value: float, places: frozenset[Place]) -> "OFloat":
+        self = float.__new__(cls, value)
+        self._places = places
+        return self
+
+    @property
+    def places(self) -> frozenset[Place]:
+        return self._places
+
+    __hash__ = float.__hash__
+
+    def __reduce__(self) -> Any:
+        return (float, (float(self),))
+
+    def __copy__(self) -> "OFloat":
+        return self
+
+    def __deepcopy__(self, memo: Any) -> "OFloat":
+        return self
+
+
+def _carry(result: Any, places: frozenset[Place]) -> Any:
+    kind = type(result)
+    if kind is int:
+        return OInt(result, places)
+    if kind is float:
+        return OFloat(result, places)
+    return result
+
+
+def _binary(base: type, name: str) -> Any:
+    plain = getattr(base, name)
+
+    def method(self: Any, other: Any, *rest: Any) -> Any:
+        result = plain(self, other, *rest)
+        if result is NotImplemented or type(result) not in (int, float):
+            return result
+        return _carry(result, _union(self._places, other))
+
+    method.__name__ = name
+    return method
+
+
+def _unary(base: type, name: str) -> Any:
+    plain = getattr(base, name)
+
+    def method(self: Any) -> Any:
+        return _carry(plain(self), self._places)
+
+    method.__name__ = name
+    return method
+
+
+_BINARY = ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+           "__truediv__", "__rtruediv__", "__mod__", "__rmod__", "__pow__", "__rpow__")
+_INT_BINARY = ("__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__and__", "__rand__", "__or__", "__ror__",
+               "__xor__", "__rxor__")
+for _name in _BINARY + _INT_BINARY:
+    setattr(OInt, _name, _binary(int, _name))
+for _name in _BINARY:
+    setattr(OFloat, _name, _binary(float, _name))
+for _name in ("__neg__", "__pos__", "__abs__", "__invert__"):
+    setattr(OInt, _name, _unary(int, _name))
+for _name in ("__neg__", "__pos__", "__abs__"):
+    setattr(OFloat, _name, _unary(float, _name))
+del _name
+
+
+def places_of(value: Any) -> frozenset[Place]:
+    """The places a value carries (empty for anything not made from the user's literals)."""
+    places = getattr(value, "_places", None) if isinstance(value, (OInt, OFloat)) else None
+    return places or frozenset()
+
+
+def _extreme(pick: Any) -> Any:
+    def choose(*args: Any, **kwargs: Any) -> Any:
+        result = pick(*args, **kwargs)
+        if not isinstance(result, (OInt, OFloat)) or kwargs.get("key") is not None:
+            return result
+        pool: Iterable[Any] = args if len(args) > 1 else ()
+        places = result._places
+        for arg in pool:
+            places = _union(places, arg)
+        return _carry(int(result) if isinstance(result, int) else float(result), places)
+
+    choose.__name__ = pick.__name__
+    choose.__doc__ = pick.__doc__
+    return choose
+
+
+# ``min(a, b)`` of two carried values carries both (the one not chosen shaped the choice too)
+carried_min = _extreme(builtins.min)
+carried_max = _extreme(builtins.max)
+
+
+# --------------------------------------------------------------------------- the rewrite
+
+
+class _Literals(ast.NodeTransformer):
+    """Replaces int/float literals by ``__pallasite_k__[n]`` (their carried values)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.values: list[Any] = []
+
+    def visit_Constant(self, node: ast.Constant) -> Any:
+        value = node.value
+        if type(value) not in (int, float):
+            return node
+        end = node.end_col_offset if node.end_lineno == node.lineno and node.end_col_offset is not None else node.col_offset + 1
+        place = frozenset({(self.path, node.lineno, node.col_offset, end)})
+        self.values.append(OInt(value, place) if type(value) is int else OFloat(value, place))
+        load = ast.Subscript(value=ast.Name(id=CONSTANTS, ctx=ast.Load()),
+                             slice=ast.Constant(len(self.values) - 1), ctx=ast.Load())
+        return ast.copy_location(load, node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> Any:
+        return node  # f-strings: their format specs must stay literal
+
+    def visit_match_case(self, node: ast.match_case) -> Any:
+        node.guard = self.visit(node.guard) if node.guard is not None else None
+        node.body = [self.visit(n) for n in node.body]
+        return node  # patterns must stay literal
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        return node  # annotations stay as written
+
+    def visit_arg(self, node: ast.arg) -> Any:
+        return node
+
+    def visit_FunctionDef(self, node: Any) -> Any:
+        node.args = self.visit(node.args)
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        node.body = [self.visit(n) for n in node.body]
+        return node  # the return annotation stays as written
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def rewrite_literals(tree: ast.Module, path: str) -> list[Any]:
+    """Rewrite ``tree`` (of the file at ``path``) in place so its int and float literals are read from
+    ``__pallasite_k__``; returns that list, to be bound in the module's globals before it runs.
+    Bools, strings, literals in f-strings, ``match`` patterns and annotations stay as written."""
+    literals = _Literals(path)
+    literals.visit(tree)
+    ast.fix_missing_locations(tree)
+    return literals.values
+
+
+def carried_globals(values: list[Any]) -> dict[str, Any]:
+    """What the rewritten module needs in its globals: the literals and the carrying min/max."""
+    return {CONSTANTS: values, "min": carried_min, "max": carried_max}
+
+
+def compile_carried(source: str | bytes, path: str, namespace: dict[str, Any], flags: int = 0) -> Any:
+    """``compile(source, path, "exec")`` with the literals carried, the values bound in ``namespace``."""
+    tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+    values = rewrite_literals(tree, path)
+    _bind(namespace, values)
+    return compile(tree, path, "exec", flags=flags, dont_inherit=True)
+
+
+def _bind(namespace: dict[str, Any], values: list[Any]) -> None:
+    for name, value in carried_globals(values).items():
+        if name == CONSTANTS or name not in namespace:
+            namespace[name] = value
+
+
+def rewrite_statements(source: str | bytes, path: str, namespace: dict[str, Any]) -> ast.Module:
+    """The file's tree with its literals carried (for a statement-by-statement load), values bound."""
+    tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    _bind(namespace, rewrite_literals(tree, path))
+    return tree
+
+
+# --------------------------------------------------------------------------- reading them back
+
+
+def value_origins(kwargs: dict[str, Any], out_shape: Any, path: str) -> dict[str, list[list[int]]]:
+    """Where the numbers of one ``pallas_call``'s arguments were written in ``path``: ``{"in_specs[1][0]":
+    [[line, col, end_col], ...], "grid[0]": ..., "out_shape[0][1]": ..., "scratch_shapes[0][0]": ...,
+    "vmem_limit_bytes": ...}`` (only the numbers made from literals of that file)."""
+    out: dict[str, list[list[int]]] = {}
+
+    def note(key: str, value: Any) -> None:
+        here = sorted([line, col, end] for file, line, col, end in places_of(value) if file == path)
+        if here:
+            out[key] = here
+
+    grid_spec = kwargs.get("grid_spec")
+
+    def arg(name: str) -> Any:
+        return kwargs.get(name) if grid_spec is None else getattr(grid_spec, name, None)
+
+    grid = arg("grid")
+    if isinstance(grid, (tuple, list)):
+        for i, d in enumerate(grid):
+            note(f"grid[{i}]", d)
+    elif grid is not None:
+        note("grid[0]", grid)
+    for role in ("in_specs", "out_specs"):
+        specs = arg(role)
+        specs = specs if isinstance(specs, (list, tuple)) else ([specs] if specs is not None else [])
+        for i, spec in enumerate(specs):
+            shape = getattr(spec, "block_shape", None)
+            for d, dim in enumerate(shape if isinstance(shape, (tuple, list)) else ()):
+                note(f"{role}[{i}][{d}]", getattr(dim, "block_size", dim))
+    for i, buf in enumerate(arg("scratch_shapes") or ()):
+        written = getattr(buf, "_pallasite_written_shape", None) or getattr(buf, "shape", None) or ()
+        for d, dim in enumerate(written):
+            note(f"scratch_shapes[{i}][{d}]", dim)
+    shapes = out_shape if isinstance(out_shape, (list, tuple)) else [out_shape]
+    for i, struct in enumerate(shapes):
+        for d, dim in enumerate(getattr(struct, "shape", None) or ()):
+            note(f"out_shape[{i}][{d}]", dim)
+    params = kwargs.get("compiler_params")
+    note("vmem_limit_bytes", getattr(params, "vmem_limit_bytes", None))
+    return out
+
+
+__all__ = ["CONSTANTS", "OFloat", "OInt", "Place", "carried_globals", "carried_max", "carried_min",
+           "compile_carried", "places_of", "rewrite_literals", "rewrite_statements", "value_origins"]
