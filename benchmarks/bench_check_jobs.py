@@ -7,7 +7,9 @@ subprocess for each N given (default 1 and 2), --runs times each, alternating so
 shared host hits every N alike. It prints the median wall time per N (time.perf_counter around
 the whole process: interpreter start, worker start-ups, every file's tiers 0-2; CPU only, the
 compiler runs deviceless) and the speedup against --jobs 1, and checks that every run printed the
-same report in the same order (the pool must not reorder or change findings).
+same report (the pool must not change findings; the elapsed time in the summary line aside, and the
+order of the files, which are printed as they finish). Then one in-process run per N says where the wall time goes: import, worker
+start-up with the first file, the other files, closing the workers.
 
     python benchmarks/bench_check_jobs.py [--jobs 1,2] [--runs 2] [--files 24]
 """
@@ -15,7 +17,9 @@ same report in the same order (the pool must not reorder or change findings).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -42,7 +46,43 @@ def run_check(folder: str, jobs: int) -> tuple[float, str, int]:
     took = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"pallasite check --jobs {jobs} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return took, done.stdout, done.returncode
+    return took, _without_timing(done.stdout), done.returncode
+
+
+def _without_timing(report: str) -> str:
+    """The report less its elapsed time ("... tiers 0,1,2 in 5.5 s: ..."), which differs every run, its
+    findings in a fixed order: the command prints each file's findings as that file finishes, so
+    with several workers the files come in the order they finished. Each finding keeps its note and
+    help lines (the indented lines below it)."""
+    blocks: list[str] = []
+    for line in re.sub(r" in \d+(\.\d+)? s:", " in _ s:", report).splitlines(True):
+        if blocks and line[:1].isspace():
+            blocks[-1] += line
+        else:
+            blocks.append(line)
+    return "".join(sorted(blocks))
+
+
+PHASES = r'''
+import glob, json, sys, time
+t0 = time.perf_counter()
+from pallasite.engine.checker import CheckOptions
+from pallasite.engine.engine import check_paths_sync
+imported = time.perf_counter() - t0
+stamps = []
+check_paths_sync(sorted(glob.glob(sys.argv[1] + "/*.py")), CheckOptions(target="v5e", tiers=(0, 1, 2)),
+                 jobs=int(sys.argv[2]), use_store=False, on_report=lambda r: stamps.append(time.perf_counter() - t0))
+print(json.dumps({"import": imported, "first": stamps[0], "last": stamps[-1], "total": time.perf_counter() - t0}))
+'''
+
+
+def phases(folder: str, jobs: int) -> dict:
+    """Where one run's wall time goes (the same check through the engine in a fresh process): importing
+    pallasite, until the first file's report (worker start-up: its jax and libtpu imports, then that
+    file), the other files, and closing the workers."""
+    done = subprocess.run([sys.executable, "-c", PHASES, folder, str(jobs)], capture_output=True, text=True,
+                          timeout=1800, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -76,9 +116,22 @@ def main() -> None:
             median = statistics.median(times[j])
             print(f"pallasite check --jobs {j}: median {median:.1f} s over {len(times[j])} run(s); "
                   f"speedup vs --jobs {jobs[0]}: {base / median:.2f}x")
+        for j in jobs:
+            p = phases(folder, j)
+            print(f"  --jobs {j} phases (one in-process run): import {p['import']:.2f} s; worker start-up and first "
+                  f"file {p['first'] - p['import']:.2f} s; the other {len(files) - 1} files "
+                  f"{p['last'] - p['first']:.2f} s; closing the workers {p['total'] - p['last']:.2f} s; "
+                  f"total {p['total']:.2f} s", flush=True)
+        print(f"  (only the other files' span divides among workers: start-up, import and close are paid once "
+              f"per run; load average {os.getloadavg()[0]:.1f} at the end)")
         same = len(outputs) == 1
-        print(f"reports identical and in the same order across all runs: {'yes' if same else 'NO'}")
+        print(f"reports identical across all runs (files in the order they finished aside): {'yes' if same else 'NO'}")
         if not same:
+            import difflib
+
+            first, other = sorted(outputs)[:2]
+            print("".join(difflib.unified_diff(first.splitlines(True), other.splitlines(True), "one run", "another",
+                                               n=0))[:4000])
             raise SystemExit(1)
 
 
