@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jaxbench", type=Path, help="a checkout's JAXBench folder (holding benchmark/)")
     parser.add_argument("--tokamax", type=Path, help="a checkout of openxla/tokamax")
-    parser.add_argument("--half", choices=("dev", "held-out", "third", "both"), default="dev")
+    parser.add_argument("--half", choices=("dev", "held-out", "third", "fourth", "both"), default="dev")
     parser.add_argument("--work", type=Path, default=Path("/tmp/pallasite-generalisation"))
     parser.add_argument("--tiers", default="0-3")
     parser.add_argument("--jobs", type=int, default=2)
@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
 
     kernels = [k for k in corpus.KERNELS if (not args.only or k.id in args.only) and (
-        k.set_name == args.half or (args.half == "both" and not k.third))]
+        k.set_name == args.half or (args.half == "both" and not k.third and not k.fourth))]
     texts = {k.id: t for k in kernels if (t := corpus.base_text(k, args.jaxbench, args.tokamax)) is not None}
     kernels = [k for k in kernels if k.id in texts]
     mutants = generate(kernels, texts, args.work / args.half, args.python)
@@ -211,11 +211,12 @@ def main(argv: list[str]) -> int:
         new = caught_by(mine, base)
         hit = [f for f in new if any(abs(f["line"] - t) <= 1 for t in m["true_lines"])]
         rows.append((m, new, hit))
-    for half in ("dev", "held-out", "third"):
+    for half in ("dev", "held-out", "third", "fourth"):
         mine = [r for r in rows if r[0].get("set", "held-out" if r[0]["held_out"] else "dev") == half]
         if not mine:
             continue
-        name = {"dev": "development half", "held-out": "held-out half", "third": "third set"}[half]
+        name = {"dev": "development half", "held-out": "held-out half", "third": "third set",
+                "fourth": "set of 2026-12-04"}[half]
         if half == "dev" or args.rows:
             print(f"\n{name}, per mutant:")
             print(f"{'kernel':32} {'operator':24} {'true':>10}  {'caught':6} {'located':7} first new finding")

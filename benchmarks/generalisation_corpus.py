@@ -39,6 +39,7 @@ class Kernel:
     base: str  # "jax:...", "jaxbench:...", "tokamax:..."
     task: str = ""  # appended to the file (jax's and tokamax's files have no task)
     third: bool = False  # in the third set (out of sample, scored apart from both halves)
+    fourth: bool = False  # in the set of 2026-12-04 (benchmarks/generalisation_rule_2026-12-04.md)
 
     @property
     def held_out(self) -> bool:
@@ -46,8 +47,8 @@ class Kernel:
 
     @property
     def set_name(self) -> str:
-        """"third", "held-out" or "dev"."""
-        return "third" if self.third else "held-out" if self.held_out else "dev"
+        """"fourth", "third", "held-out" or "dev"."""
+        return "fourth" if self.fourth else "third" if self.third else "held-out" if self.held_out else "dev"
 
 
 def held_out(family: str) -> bool:
@@ -140,6 +141,60 @@ def example_inputs():
     return (jax.ShapeDtypeStruct((len(jax.devices()) * 8, 128), jnp.float32),)
 '''
 
+# The set of 2026-12-04: its rule (which files, which operators) is benchmarks/generalisation_rule_2026-12-04.md,
+# committed (5f75939) before these tasks were written and before any mutant was generated. The files are read
+# from a snapshot of vllm-project/tpu-inference (``mirror:<owner+name>@<commit>:<path>``); each task is the
+# smallest call of the file's public entry its own asserts accept, written from its signature.
+TPU_INFERENCE = "mirror:vllm-project+tpu-inference@b8692ff01fa191343836996c27a39dc95f008b88"
+
+MHC_POST_TASK = _HEADER + '''PALLASITE_ENTRY = "bench_mhc_post"
+
+
+def bench_mhc_post(x, residual, post_layer_mix, comb_res_mix):
+    return mhc_post(x, residual, post_layer_mix, comb_res_mix)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((256, 512), jnp.bfloat16), jax.ShapeDtypeStruct((256, 4, 512), jnp.bfloat16),
+            jax.ShapeDtypeStruct((256, 4, 1), jnp.float32), jax.ShapeDtypeStruct((256, 4, 4), jnp.float32))
+'''
+
+TRIANGLE_TASK = _HEADER + '''PALLASITE_ENTRY = "bench_triangle_inverse"
+
+
+def bench_triangle_inverse(a):
+    return decompose_triangular_matrix_inverse_pallas(a, n_block_size=64, block_size=16)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((1, 4, 32, 64, 64), jnp.float32),)
+'''
+
+ROPE_TASK = _HEADER + '''PALLASITE_ENTRY = "bench_rope"
+
+
+def bench_rope(x, positions, cos_sin_cache):
+    return rope(x, positions, cos_sin_cache)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((64, 8, 512), jnp.bfloat16), jax.ShapeDtypeStruct((64,), jnp.int32),
+            jax.ShapeDtypeStruct((4096, 64), jnp.float32))
+'''
+
+PROJ_SAVE_TASK = _HEADER + '''PALLASITE_ENTRY = "bench_proj_and_save_state"
+
+
+def bench_proj_and_save_state(hidden_states, wkv_wgate, ape, positions, slot_mapping, cache):
+    return proj_and_save_state(hidden_states, wkv_wgate, ape, positions, slot_mapping, cache, compress_ratio=4)
+
+
+def example_inputs():
+    return (jax.ShapeDtypeStruct((16, 1024), jnp.bfloat16), jax.ShapeDtypeStruct((1024, 256), jnp.bfloat16),
+            jax.ShapeDtypeStruct((4, 128), jnp.float32), jax.ShapeDtypeStruct((16,), jnp.int32),
+            jax.ShapeDtypeStruct((16,), jnp.int32), jax.ShapeDtypeStruct((8, 16, 4, 128), jnp.uint8))
+'''
+
 KERNELS: tuple[Kernel, ...] = (
     # held out or not is decided by the family's hash (held_out), not chosen here
     Kernel("jax-flash-attention", "flash_attention", "jax:experimental/pallas/ops/tpu/flash_attention.py", FLASH_TASK),
@@ -155,12 +210,35 @@ KERNELS: tuple[Kernel, ...] = (
     # the third set (rule in the module doc)
     Kernel("jax-philox", "philox", "jax:experimental/pallas/ops/tpu/random/philox.py", PHILOX_TASK, third=True),
     Kernel("jax-all-gather", "all_gather", "jax:experimental/pallas/ops/tpu/all_gather.py", ALL_GATHER_TASK, third=True),
+    # the set of 2026-12-04 (rule in benchmarks/generalisation_rule_2026-12-04.md); gdn_decode, spmm and
+    # streamindex_topk are eligible but got no task this round (their inputs need packed metadata and
+    # schedules the files build elsewhere), so they contribute no mutant
+    Kernel("tpuinf-mhc-post", "mhc", f"{TPU_INFERENCE}:tpu_inference/kernels/experimental/deepseek_v4/mhc/post_kernel.py",
+           MHC_POST_TASK, fourth=True),
+    Kernel("tpuinf-triangle-solver", "triangle_solver", f"{TPU_INFERENCE}:tpu_inference/kernels/gdn/triangle_solver.py",
+           TRIANGLE_TASK, fourth=True),
+    Kernel("tpuinf-rope", "rope", f"{TPU_INFERENCE}:tpu_inference/kernels/experimental/deepseek_v4/rope.py",
+           ROPE_TASK, fourth=True),
+    Kernel("tpuinf-proj-save-state", "proj_and_save_state",
+           f"{TPU_INFERENCE}:tpu_inference/kernels/experimental/deepseek_v4/compress_and_store/proj_and_save_state.py",
+           PROJ_SAVE_TASK, fourth=True),
 )
 
 
 def base_text(kernel: Kernel, jaxbench: Path | None, tokamax: Path | None) -> str | None:
     """The kernel file with its task appended; None when its checkout was not given."""
     kind, _, rel = kernel.base.partition(":")
+    if kind.startswith("mirror"):  # mirror:<owner+name>@<commit>:<path>, read from the snapshot's git directory
+        import subprocess
+
+        where, _, path_in_repo = rel.partition(":")
+        repo, _, commit = where.partition("@")
+        git_dir = Path("/work/.mirror") / repo / "repo"
+        if not git_dir.exists():
+            return None
+        shown = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path_in_repo}"],
+                               capture_output=True, text=True, check=True)
+        return shown.stdout + kernel.task
     if kind == "jax":
         spec = importlib.util.find_spec("jax")
         path = Path(spec.origin).parent / rel
