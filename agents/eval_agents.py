@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pallasite.analysis.verdict import Timing
+from pallasite.analysis.verdict import TestResult, Timing
 
 from .eval_job import AgentRunner, MethodAnswer, TaskScorer
 from .evaluator import BaseEvaluator, PhaseResult
@@ -58,24 +58,27 @@ class TaskEvaluator(BaseEvaluator):
         return source == self.scorer.task.reference_text()
 
     async def compile(self, source: str) -> PhaseResult:
-        ok, evidence = await self.scorer.compiled(source)
-        return PhaseResult(ok, "tiers passed" if ok else "compile failed", evidence="" if ok else evidence)
+        compiled = await self.scorer.compiled(source)
+        return PhaseResult(compiled.ok is True, compiled.text(), evidence="" if compiled.ok else compiled.evidence,
+                           compile=compiled)
 
     async def test(self, source: str) -> PhaseResult:
         if self.scorer.job.device is not None:
-            correct, evidence, _, _ = await self.scorer.on_device(source)
+            test, _, _ = await self.scorer.on_device(source)
         elif not self.scorer.job.verify:
-            correct, evidence = None, "not verified (--no-verify)"
+            test = TestResult.not_verified("--no-verify")
         else:
-            correct, evidence = await self.scorer.tested(source)
+            test = await self.scorer.tested(source)
         # only a pass counts: a check that could not finish is not a correct candidate
-        return PhaseResult(correct is True, evidence[:200], evidence="" if correct else evidence)
+        return PhaseResult(test.outcome == "ok", test.text()[:200], evidence="" if test.outcome == "ok" else test.why,
+                           test=test)
 
     async def measure(self, source: str) -> PhaseResult:
         if self.scorer.job.device is not None:
             if self._is_reference(source):
                 return self._reference_phase()
-            correct, evidence, cand, ref = await self.scorer.on_device(source)
+            test, cand, ref = await self.scorer.on_device(source)
+            evidence = test.why
         else:
             cand, ref, evidence = await self.scorer.estimated(source)
             if self._is_reference(source):  # the root / the baseline: the reference by the same model
@@ -88,7 +91,7 @@ class TaskEvaluator(BaseEvaluator):
     def _reference_phase(self) -> PhaseResult:
         """On a device the reference is timed beside a candidate (the ``time`` op): its figure exists only
         once a candidate has run; before that the baseline is unmeasured and said so."""
-        ref = self.reference or next((v[3] for k, v in self.scorer._memo.items() if k[0] == "device" and v[3]), None)
+        ref = self.reference or next((v[2] for k, v in self.scorer._memo.items() if k[0] == "device" and v[2]), None)
         if ref is None:
             return PhaseResult(False, "not timed yet", evidence="on a device the reference is timed beside a "
                                "candidate; no candidate has been timed yet")

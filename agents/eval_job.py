@@ -37,7 +37,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict, timing_of, try_speedup
+from pallasite.analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, compile_result,
+                                        timing_of, try_speedup)
 
 from .eval_metrics import CaseOutcome, TaskOutcome, summarize
 
@@ -124,10 +125,7 @@ class TaskVerdict:
 
     @classmethod
     def from_json(cls, data: dict) -> "TaskVerdict":
-        v = data["verdict"]
-        verdict = Verdict(v["compiled"], v["correct"], Timing.from_json(v["timing"]) if v.get("timing") else None,
-                          v.get("evidence", ""), v.get("candidate", True), tuple(v.get("checks") or ()))
-        return cls(data["task"], verdict, data.get("speedup"), data.get("refused"),
+        return cls(data["task"], Verdict.from_json(data["verdict"]), data.get("speedup"), data.get("refused"),
                    Timing.from_json(data["reference"]) if data.get("reference") else None,
                    MethodAnswer.from_json(data["answer"]) if data.get("answer") else None)
 
@@ -137,7 +135,7 @@ class TaskVerdict:
         return CaseOutcome(v.compiled is True, v.correct is True, self.speedup, v.evidence or None,
                            candidate=v.candidate, refused=self.refused if v.passed and not untimed else None,
                            untimed=self.refused if v.passed and untimed else None,
-                           verified=v.correct is not None or not v.candidate)
+                           verified=v.correct is not None or not v.candidate, status=v.status())
 
     @property
     def provenance(self) -> str:
@@ -150,18 +148,17 @@ def candidate_path(task: Any) -> str:
     return task.candidate_path or os.path.join(task.folder, "optimized.py")
 
 
-def compiled_verdict(report: Any, tiers: tuple[int, ...], chip: str) -> tuple[bool, str]:
-    """(compiled, evidence) from a checker report: no error, and every kernel passed every tier that
-    was asked for (a tier skipped or not run is not a pass)."""
-    from .optimize_eval import compile_phase
-
-    phase = compile_phase(report, tiers, chip)
-    if not phase.ok:
-        return False, phase.evidence or phase.summary
+def compiled_verdict(report: Any, tiers: tuple[int, ...], chip: str) -> CompileResult:
+    """The compile phase's result from a checker report (analysis/verdict.compile_result: compiled only
+    when tier 2 ran for the chip), and every kernel the task reaches passed every tier asked for (a
+    tier skipped or not run is not a pass)."""
+    result = compile_result(report, tiers, chip)
+    if result.ok is not True:
+        return result
     if report.skipped:
-        return False, f"not a kernel: {report.skipped}"
+        return CompileResult.failed(f"not a kernel: {report.skipped}", chip=chip, tiers=result.tiers_run)
     if not report.kernels:
-        return False, "the checker found no pallas_call to compile"
+        return CompileResult.failed("the checker found no pallas_call to compile", chip=chip, tiers=result.tiers_run)
     reached = 0
     for kernel in report.kernels:
         states = dict(kernel.tiers)
@@ -171,13 +168,15 @@ def compiled_verdict(report: Any, tiers: tuple[int, ...], chip: str) -> tuple[bo
         for tier in tiers:
             state = states.get(tier, "not run")
             if state != "ok":
-                return False, f"{kernel.name}: tier {tier} {state} for {chip} (compiled means every tier passed)"
+                return CompileResult.unchecked(f"{kernel.name}: tier {tier} {state} for {chip} (compiled means every "
+                                               "tier passed)", chip=chip, tiers=result.tiers_run)
     if not reached:
-        return False, "the task reaches none of the file's kernels: nothing was compiled"
-    return True, phase.summary
+        return CompileResult.failed("the task reaches none of the file's kernels: nothing was compiled", chip=chip,
+                                    tiers=result.tiers_run)
+    return result
 
 
-async def _check_compiled(engine: Any, options: Any, path: str, text: str, job: EvalJob) -> tuple[bool, str]:
+async def _check_compiled(engine: Any, options: Any, path: str, text: str, job: EvalJob) -> CompileResult:
     report = await engine.check(path, options, text, purpose="job", untrusted=True)
     return compiled_verdict(report, job.tiers, job.chip)
 
@@ -195,25 +194,17 @@ def _trusted(task: Any) -> tuple[str, str] | None:
         return None
 
 
-async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[bool | None, str]:
+async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> TestResult:
     """The guarded test (the ``time`` op's integrity checks) in TPU interpret mode on CPU."""
     from pallasite.engine.timing import TaskFiles, time_request
 
-    from .optimize_eval import test_phase
+    from .optimize_eval import test_result
 
     files = TaskFiles(candidate_path(task), task.reference_path if task.layout == "jaxbench" else None,
                       task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
     params = dataclasses.replace(time_request(files, "time", runs=1, warmup=0, extra_shape=True, text=text,
                                               trusted=_trusted(task)), shrink=True)
-    reply = await backend.request(params, purpose="job", timeout_s=job.timeout_s)
-    phase = test_phase(reply)
-    if phase.ok:
-        return True, phase.summary
-    if not reply.ok or reply.result.verdict == "error":
-        # the checks could not run or finish (too big for interpret mode, a memory or time limit, a crash):
-        # not verified, which is not "incorrect" either; only a rejection by the checks is incorrect
-        return None, f"correctness not verified: {phase.evidence or phase.summary}"
-    return False, phase.evidence or phase.summary
+    return test_result(await backend.request(params, purpose="job", timeout_s=job.timeout_s))
 
 
 async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[Timing | None, Timing | None, str]:
@@ -240,22 +231,20 @@ async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[
     return cand, ref, why
 
 
-async def _device(task: Any, text: str, job: EvalJob) -> tuple[bool, str, Timing | None, Timing | None]:
-    """The guarded test and the timing on the device: (correct, evidence, candidate, reference)."""
+async def _device(task: Any, text: str, job: EvalJob) -> tuple[TestResult, Timing | None, Timing | None]:
+    """The guarded test and the timing on the device: (test, candidate, reference)."""
     from pallasite.engine.timing import TaskFiles, time_request
+
+    from .optimize_eval import test_result
 
     files = TaskFiles(candidate_path(task), task.reference_path if task.layout == "jaxbench" else None,
                       task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
     params = time_request(files, "time", runs=20, warmup=2, text=text, trusted=_trusted(task))
     reply = await job.device.request(params, purpose="device", timeout_s=job.timeout_s)
-    if not reply.ok:
-        return False, f"the timing run failed on {job.where or 'the device'}: {str(reply.why)[:300]}", None, None
-    result = reply.result
-    if result.verdict != "ok":
-        tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
-        return False, f"the time op's integrity checks: {tricks}"[:500], None, None
-    return True, "the time op's integrity checks passed on the device", timing_of(result.candidate), \
-        timing_of(result.reference)
+    test = test_result(reply, f"the time op on {job.where or 'the device'}")
+    if test.outcome != "ok":
+        return test, None, None
+    return test, timing_of(reply.result.candidate), timing_of(reply.result.reference)
 
 
 class TaskScorer:
@@ -280,17 +269,17 @@ class TaskScorer:
     def backend(self) -> Any:
         return self.engine.backend(self.options, untrusted=True)
 
-    async def compiled(self, text: str) -> tuple[bool, str]:
+    async def compiled(self, text: str) -> CompileResult:
         return await self._once("compile", text, lambda: _check_compiled(self.engine, self.options,
                                                                         candidate_path(self.task), text, self.job))
 
-    async def tested(self, text: str) -> tuple[bool | None, str]:
+    async def tested(self, text: str) -> TestResult:
         return await self._once("test", text, lambda: _test(self.backend(), self.task, text, self.job))
 
     async def estimated(self, text: str) -> tuple[Timing | None, Timing | None, str]:
         return await self._once("estimate", text, lambda: _estimates(self.backend(), self.task, text, self.job))
 
-    async def on_device(self, text: str) -> tuple[bool, str, Timing | None, Timing | None]:
+    async def on_device(self, text: str) -> tuple[TestResult, Timing | None, Timing | None]:
         async def run() -> Any:
             async with self.device_slot:  # one device timing at a time, whatever the tasks and methods
                 return await _device(self.task, text, self.job)
@@ -308,25 +297,22 @@ async def evaluate_one(engine: Any, options: Any, task: Any, text: str | None, j
             "no candidate: the method's answer is the reference itself"
         return TaskVerdict(task.name, Verdict.no_candidate(why))
     scorer = scorer or TaskScorer(engine, options, task, job, device_slot)
-    checks = (f"tiers {','.join(map(str, job.tiers))} for {job.chip}",)
-    compiled, evidence = await scorer.compiled(text)
-    if not compiled:
-        return TaskVerdict(task.name, Verdict(False, None, None, evidence, checks=checks))
+    compiled = await scorer.compiled(text)
+    if compiled.ok is not True:
+        return TaskVerdict(task.name, Verdict(compiled, TestResult.not_verified("not compiled for the chip")))
+    cand = ref = None
     if job.device is not None:
-        correct, evidence, cand, ref = await scorer.on_device(text)
-        checks += ("time op on the device",)
+        test, cand, ref = await scorer.on_device(text)
     else:
-        correct: bool | None = None
-        evidence = "correctness not verified (--no-verify)"
+        test = TestResult.not_verified("--no-verify")
         if job.verify:
-            correct, evidence = await scorer.tested(text)
-            checks += ("time op's integrity checks, TPU interpret mode on CPU",)
-        cand, ref, why = await scorer.estimated(text) if correct is not False else (None, None, "")
-        if why and correct:
-            evidence = f"{evidence}; {why}"
-    verdict = Verdict(True, correct, cand, evidence, checks=checks)
+            test = await scorer.tested(text)
+        if test.outcome != "wrong":
+            cand, ref, why = await scorer.estimated(text)
+            if why and test.outcome == "ok":
+                test = dataclasses.replace(test, why=f"{test.why}; {why}")
     s, refused = try_speedup(ref, cand, baseline_name=BASELINE)
-    return TaskVerdict(task.name, verdict, s.value if s else None, refused, ref)
+    return TaskVerdict(task.name, Verdict(compiled, test, cand), s.value if s else None, refused, ref)
 
 
 def usage_total(answers: list) -> dict:

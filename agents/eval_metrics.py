@@ -43,6 +43,7 @@ class CaseOutcome:
     refused: str | None = None  # why no speedup may be computed (analysis/verdict.try_speedup)
     untimed: str | None = None  # why this passed case has no timing (not estimated, not timed): the task is left out
     verified: bool = True  # False: correctness was not verified (could not run), which is not "incorrect"
+    status: str = ""  # the case's Verdict.status() (analysis/verdict.STATUSES), when it came from a Verdict
 
 
 @dataclass(frozen=True)
@@ -157,11 +158,14 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
 
 
 def _status(o: TaskOutcome) -> str:
+    """The task's status in the one vocabulary (analysis/verdict.STATUSES): the case's own when it has one."""
+    if len(o.cases) == 1 and o.cases[0].status and o.has_candidate:
+        return o.cases[0].status
     if not o.has_candidate:
         return "no candidate"
     if o.correct:
-        return "correct"
+        return "compiled, correct"
     if not o.compiled:
         return "not compiled"
     wrong = any(c.verified and not c.correct for c in o.cases)
-    return "compiled, not correct" if wrong else "compiled, correctness not verified"
+    return "compiled, wrong" if wrong else "compiled, not verified"

@@ -18,12 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Protocol
 
-from pallasite.analysis.verdict import Timing
+from pallasite.analysis.verdict import CompileResult, TestResult, Timing
 
 
 @dataclass(frozen=True)
 class PhaseResult:
-    """What one evaluation phase found. ``seconds`` is the ranked figure (``label`` says its kind)."""
+    """What one evaluation phase found: the phase's typed result (``compile``, ``test``, ``timing``: what
+    the loops combine into a Verdict), its one-line ``summary`` and the ``evidence`` the planner reads.
+    ``seconds``/``label`` repeat ``timing`` for the records."""
 
     ok: bool
     summary: str
@@ -32,7 +34,9 @@ class PhaseResult:
     label: str = ""  # e.g. "estimate (v6e)", "device (TPU v6 lite)"
     source: str | None = None  # autotune/fix: the changed source
     data: dict = field(default_factory=dict)
-    timing: Timing | None = None  # measure: the figure with its provenance (else read from ``label``)
+    timing: Timing | None = None  # measure: the figure with its provenance
+    compile: CompileResult | None = None  # compile: the tiers run and skipped for the chip
+    test: TestResult | None = None  # test: ok / wrong / not verified, and the size verified at
 
 
 FixFn = Callable[[str, PhaseResult], Awaitable[PhaseResult]]

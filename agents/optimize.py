@@ -25,7 +25,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable
 
-from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict, Winner, pick_winner, try_speedup
+from pallasite.analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, Winner, pick_winner,
+                                        try_speedup)
 
 from . import implementer, planner
 from .deadline import Deadline, bounded
@@ -66,7 +67,8 @@ class Iteration:
     summary: str = ""
     source: str | None = None
     phases: list[dict] = field(default_factory=list)  # {"phase", "ok", "summary", "seconds"}
-    verdict: str = "not run"  # "valid", "compile failed", "incorrect", "no candidate", "model error", "stopped"
+    verdict: str = "not run"  # "valid", a Verdict status ("not compiled", "compiled, wrong", "compiled, not
+    # verified", ...), "not measured", "no candidate", "model error", "stopped"
     valid: bool = False
     time_s: float | None = None
     label: str = ""
@@ -74,6 +76,7 @@ class Iteration:
     profile: str = ""  # the profile phase's evidence (device profile, or the cost model's breakdown, labelled)
     tokens: int = 0
     seconds: float = 0.0
+    result: Verdict | None = None  # the candidate's verdict, combined from its phases' typed results
 
 
 @dataclass
@@ -84,6 +87,7 @@ class RunState:
     method: str = ""
     baseline_s: float | None = None
     baseline_label: str = ""
+    baseline: Timing | None = None  # the original's timing by the run's one method, as the evaluator made it
     iterations: list[Iteration] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
@@ -105,15 +109,20 @@ class RunState:
         return s.value if s else None
 
     def baseline_timing(self) -> Timing | None:
-        """The original's figure by the run's one method (a state recorded without the method's label takes
-        its iterations' label: the loop measures them all by that method)."""
+        """The original's figure by the run's one method, as measured (a state recorded before timings were
+        kept whole is read from its label: the loop measures every candidate by that method)."""
+        if self.baseline is not None:
+            return self.baseline
         label = self.baseline_label or self.method or next((it.label for it in self.iterations if it.label), "")
         return timing_for(self.baseline_s, label, self.context.get("chip", ""))
 
     def verdict(self, it: Iteration) -> Verdict:
-        """The iteration's verdict: compiled/correct from its phases, its timing with its provenance."""
-        # a valid iteration passed its compile and test phases (the loop sets ``valid`` only then)
-        return Verdict(True if it.valid else _phase_ok(it, "compile"), it.valid,
+        """The iteration's verdict, as its phases made it (a record of an older form: from its phases)."""
+        if it.result is not None:
+            return it.result
+        if it.source is None:
+            return Verdict.no_candidate(it.evidence or it.verdict)
+        return Verdict.of(True if it.valid else _phase_ok(it, "compile"), it.valid,
                        timing_for(it.time_s, it.label or self.method, self.context.get("chip", "")) if it.valid else None,
                        it.evidence)
 
@@ -138,8 +147,9 @@ class RunState:
         rows = []
         winner = self.winner
         for it in self.iterations:
+            v = self.verdict(it)
             rows.append({"iteration": it.index, "plan": it.summary, "verdict": it.verdict,
-                         "compiled": _phase_ok(it, "compile"), "correct": _phase_ok(it, "test"),
+                         "compiled": v.compiled, "correct": v.correct, "status": v.status(), "verdict_text": v.text(),
                          "time_s": it.time_s, "label": it.label,
                          "speedup": self._speedup_of(it),
                          "tokens": it.tokens, "seconds": round(it.seconds, 3),
@@ -179,11 +189,10 @@ def timing_for(seconds: float | None, label: str, chip: str = "") -> Timing | No
     inner = label[label.find("(") + 1:label.rfind(")")] if "(" in label else ""
     if label.startswith("device"):
         return Timing(seconds, "device", inner, method=label)
-    if label.startswith("estimate"):  # "estimate (v6e)" or "estimate (<model>, v6e)"
+    if label.startswith("estimate"):  # "estimate (v6e)" or "estimate (<model>, <chip>)": the chip is last
         parts = [p.strip() for p in inner.split(",") if p.strip()]
-        chips = [p for p in parts if p[:1] == "v" and p[1:2].isdigit()]
-        models = [p for p in parts if p not in chips]
-        return Timing(seconds, "estimate", (chips or [chip])[0], (models or [COST_MODEL])[0], label)
+        model = ", ".join(parts[:-1]) or COST_MODEL
+        return Timing(seconds, "estimate", parts[-1] if parts else chip, model, label)
     if label.startswith("interpret"):
         return Timing(seconds, "interpret", "cpu", method=label)
     return Timing(seconds, "host", inner, method=label)
@@ -288,14 +297,20 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
                 break
             candidate = it.source = fixed.source
             result = phase("compile", await timed("compile", evaluator.compile(candidate)))
-        if not result.ok:
-            it.verdict, it.evidence = "compile failed", result.evidence or result.summary
+        compiled = result.compile or (CompileResult.passed(getattr(evaluator, "chip", "")) if result.ok else
+                                       CompileResult.failed(result.summary, result.evidence))
+        if compiled.ok is not True:
+            it.result = Verdict(compiled, TestResult.not_verified("not compiled for the chip"))
+            it.verdict, it.evidence = it.result.status(), result.evidence or compiled.evidence or result.summary
             return it
         # the frozen tests
         say(it.index, "test", "testing against the frozen reference")
         result = phase("test", await timed("test", evaluator.test(candidate)))
-        if not result.ok:
-            it.verdict, it.evidence = "incorrect", result.evidence or result.summary
+        tested = result.test or (TestResult.ok(result.summary) if result.ok else
+                                 TestResult.wrong(result.evidence or result.summary))
+        it.result = Verdict(compiled, tested)
+        if not it.result.passed:
+            it.verdict, it.evidence = it.result.status(), result.evidence or result.summary
             return it
         # autotune (optional) and the measurement by the run's one method
         if evaluator.tune is not None:
@@ -305,6 +320,8 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
                 check = await timed("autotune", evaluator.test(tuned.source))
                 if check.ok:
                     candidate = it.source = tuned.source
+                    if check.test is not None:
+                        it.result = Verdict(compiled, check.test)
                 else:
                     say(it.index, "autotune", "the tuned configuration failed the frozen tests; kept the untuned one")
         say(it.index, "profile", f"measuring ({evaluator.method})")
@@ -315,6 +332,9 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
         if not measured.ok or measured.seconds is None:
             it.verdict, it.evidence = "not measured", measured.evidence or measured.summary
             return it
+        timing = measured.timing or timing_for(measured.seconds, measured.label or evaluator.method,
+                                               state.context.get("chip", ""))
+        it.result = Verdict(it.result.compile, it.result.test, timing)
         it.valid, it.verdict = True, "valid"
         it.time_s, it.label = measured.seconds, measured.label or evaluator.method
         if state.baseline_s and measured.seconds >= state.baseline_s:
@@ -414,6 +434,7 @@ async def optimize(state: RunState, provider: Provider, evaluator: Evaluator, bu
         if state.baseline_s is None:  # the baseline: the original, by the same method
             base = await deadline.within(evaluator.measure(state.original), "the baseline measurement", Stop)
             state.baseline_s, state.baseline_label = base.seconds, base.label or evaluator.method
+            state.baseline = base.timing
             if base.data.get("profile"):
                 state.context["baseline_profile"] = base.data["profile"]
             if recorder is not None:
@@ -438,13 +459,18 @@ async def optimize(state: RunState, provider: Provider, evaluator: Evaluator, bu
 def state_json(state: RunState) -> dict:
     data = asdict(state)
     data["usage"] = asdict(state.usage)
+    data["baseline"] = state.baseline.to_json() if state.baseline else None
+    for it, row in zip(state.iterations, data["iterations"]):
+        row["result"] = it.result.to_json() if it.result else None
     data["table"] = state.table()
     return data
 
 
 def state_from_json(data: dict) -> RunState:
-    iterations = [Iteration(**it) for it in data.get("iterations", [])]
+    iterations = [Iteration(**{**it, "result": Verdict.from_json(it["result"]) if it.get("result") else None})
+                  for it in data.get("iterations", []) if isinstance(it, dict)]
     usage = Usage(**{k: v for k, v in (data.get("usage") or {}).items() if k in Usage.__dataclass_fields__})
     fields = {k: data[k] for k in ("run_id", "path", "original", "method", "baseline_s", "baseline_label",
                                    "seconds", "stopped", "context") if k in data}
-    return RunState(**fields, iterations=iterations, usage=usage)
+    baseline = Timing.from_json(data["baseline"]) if data.get("baseline") else None
+    return RunState(**fields, baseline=baseline, iterations=iterations, usage=usage)

@@ -1,7 +1,7 @@
 """The optimize loop's evaluator over the engine: the frozen tests and one timing method.
 
-- ``compile``: the checker's tiers (0-1 by default, 2 with libtpu) on the candidate's text, in
-  worker processes; an error finding fails it (its message and line are the evidence).
+- ``compile``: the checker's tiers 0-2 for the chip (tier 2 always: without it nothing is compiled
+  for the chip) on the candidate's text, in worker processes: a ``CompileResult``.
 - ``test``: the ``time`` op's integrity checks (runner/timing.py): fresh random inputs twice,
   NaN-prefilled outputs, unchanged inputs, the pallas_call really ran and reached the output,
   and a second shape when the task allows one. Without a device backend it runs in TPU interpret
@@ -22,6 +22,8 @@ import dataclasses
 from typing import Any
 
 from pallasite.analysis.types import to_json
+from pallasite.analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, compile_result, judge_tiers,
+                                        timing_of)
 from pallasite.engine.timing import device_measurement
 
 from .evaluator import PhaseResult
@@ -84,19 +86,34 @@ def _sig(inputs: Any) -> str:
     return ", ".join(f"{dtype}{list(shape)}" for shape, dtype in inputs or ())
 
 
-def test_phase(reply: Any, where: str = "") -> PhaseResult:
-    """The test phase's result from a ``time`` reply: its integrity checks passed, or why not.
-    ``where``: the device the tests ran on (else read from the reply's provenance)."""
+def test_result(reply: Any, where: str = "") -> TestResult:
+    """The test phase's typed result from a ``time`` reply: "ok" (where and at which shapes), "wrong"
+    (the integrity checks rejected it: the evidence), or "not verified" (the run could not run or
+    finish: a crash, a limit, too big for interpret mode; never "wrong")."""
     if not reply.ok:
-        return PhaseResult(False, f"the test run failed ({reply.status})", evidence=str(reply.why)[:2000])
+        return TestResult.not_verified(f"the test run failed ({reply.status}): {str(reply.why)[:300]}")
     result = reply.result
+    if result.verdict == "error":
+        return TestResult.not_verified(f"the test could not finish: {str(result.error or result.verdict)[:300]}")
     if result.verdict != "ok":
         tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
-        return PhaseResult(False, "rejected by the frozen tests", evidence=str(tricks)[:2000])
+        return TestResult.wrong(str(tricks)[:2000])
     checks = result.checks or {}
-    return PhaseResult(True, f"matches the reference ({where or tested_where(result.provenance, checks)})",
-                       data={"checks": to_json(checks), "inputs": checks.get("inputs"),
-                             "full_inputs": checks.get("full_inputs"), "timed": result.candidate is not None})
+    full = checks.get("full_inputs")
+    return TestResult.ok(where or tested_where(result.provenance, checks),
+                         verified_at=f"{_sig(checks.get('inputs'))} of {_sig(full)}" if full else None)
+
+
+def test_phase(reply: Any, where: str = "") -> PhaseResult:
+    """The test phase from a ``time`` reply (``test_result``), with what the loop records."""
+    test = test_result(reply, where)
+    if test.outcome == "ok":
+        checks = reply.result.checks or {}
+        return PhaseResult(True, f"matches the reference ({test.why})", test=test,
+                           data={"checks": to_json(checks), "inputs": checks.get("inputs"),
+                                 "full_inputs": checks.get("full_inputs"), "timed": reply.result.candidate is not None})
+    summary = "rejected by the frozen tests" if test.outcome == "wrong" else "not verified"
+    return PhaseResult(False, summary, evidence=test.why, test=test)
 
 
 def tested_where(provenance: str | None, checks: dict) -> str:
@@ -114,19 +131,11 @@ def tested_where(provenance: str | None, checks: dict) -> str:
 
 
 def compile_phase(report: Any, tiers: Any, chip: str) -> PhaseResult:
-    """"Compiled" from a checker report (the one meaning every command uses): the tiers ran for the chip
-    with no error finding, and nothing stopped the check (a limit or a crash is "not checked", a failure)."""
-    errors = [f for f in report.findings if str(getattr(f.severity, "value", f.severity)) == "error"]
-    unchecked = [f for f in report.findings if f.code in NOT_CHECKED]
-    if unchecked and not errors:  # a limit or a crash stopped the check: nothing was shown to compile
-        return PhaseResult(False, f"not checked: {unchecked[0].message[:160]}",
-                           evidence="\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in unchecked[:3]))
-    if errors:
-        first = errors[0]
-        evidence = "\n".join(f"line {f.span.line + 1}: {f.code}: {f.message}" for f in errors[:5])
-        return PhaseResult(False, f"{len(errors)} error(s): {first.code}", evidence=evidence)
-    ran = ",".join(str(t) for t in tiers)
-    return PhaseResult(True, f"no errors (tiers {ran}, {chip})")
+    """"Compiled" from a checker report (the one meaning every command uses, analysis/verdict.compile_result):
+    tier 2 ran for the chip with no error finding, and nothing stopped the check."""
+    result = compile_result(report, tuple(tiers), chip, not_checked=NOT_CHECKED)
+    return PhaseResult(result.ok is True, result.text(), evidence="" if result.ok else result.evidence,
+                       compile=result)
 
 
 def lower_bound(est: Any) -> bool:
@@ -146,6 +155,8 @@ class EngineEvaluator:
     def __init__(self, engine: Any, path: str, original: str, options: Any, *, chip: str = "v6e",
                  device: Any = None, timeout_s: float = 300.0, fixer: Any = None,
                  tests: str | None = None) -> None:
+        if dataclasses.is_dataclass(options) and hasattr(options, "tiers"):  # compiled means tier 2 ran for the chip
+            options = dataclasses.replace(options, tiers=judge_tiers(options.tiers))
         self.engine, self.path, self.options, self.chip = engine, path, options, chip
         self.device, self.timeout_s = device, timeout_s
         self.fixer = fixer  # the provider the verified fixer asks in the compile-fix rounds (None: no fixing)
@@ -204,11 +215,15 @@ class EngineEvaluator:
         try:
             compile(source, self.path, "exec")
         except SyntaxError as err:
-            return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=f"SyntaxError: {err.msg} (line {err.lineno})")
+            why = f"SyntaxError: {err.msg} (line {err.lineno})"
+            return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=why,
+                               compile=CompileResult.failed(why, chip=self.chip))
         changed = tampering("\n\n".join(self.frozen.values()), source)
         if changed:
-            return PhaseResult(False, "changes the frozen tests", evidence=f"the candidate {'; '.join(changed)}: "
-                               "the tests are frozen; keep the file's inputs, reference and tolerances as they are")
+            why = (f"the candidate {'; '.join(changed)}: the tests are frozen; keep the file's inputs, reference and "
+                   "tolerances as they are")
+            return PhaseResult(False, "changes the frozen tests", evidence=why,
+                               compile=CompileResult.failed("changes the frozen tests", why, chip=self.chip))
         report = await self.engine.check(self.path, self.options, self.frozen_text(source), purpose="job", untrusted=True)
         self._reports = {source: report}
         return compile_phase(report, self.options.tiers, self.chip)
@@ -256,8 +271,9 @@ class EngineEvaluator:
             if m is None:
                 return PhaseResult(False, "not a device timing", evidence=why if reply.ok else (reply.message or why))
             self.device_kind = m.device_kind or ""
+            timing = timing_of(m)  # keyed by the device kind and versions the worker reported
             return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
-                               label=f"device ({m.device_kind})", data={"profile": await self._device_profile(source)})
+                               label=timing.label() if timing else f"device ({m.device_kind})", timing=timing, data={"profile": await self._device_profile(source)})
         from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
 
         estimate = worker_estimator(self.untrusted(), self.path, self.frozen_text(source),
@@ -282,8 +298,9 @@ class EngineEvaluator:
                 "and cannot rank it against the original. Use BlockSpecs, or time it on a device "
                 "(--backend local|ssh|ray)."))
         caveat = "; lower bound: manual DMAs (pl.ANY operands) not counted" if lower else ""
+        timing = Timing(est.seconds, "estimate", self.chip, getattr(est, "model", "") or COST_MODEL, est.label)
         return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound{caveat}", seconds=est.seconds,
-                           label=est.label, data={"bound": est.bound, "lower_bound": lower,
+                           label=est.label, timing=timing, data={"bound": est.bound, "lower_bound": lower,
                                                   "profile": "profile (cost model, not a device profile): " +
                                                   profile_text(est)})
 

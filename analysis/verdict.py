@@ -160,6 +160,13 @@ def try_speedup(baseline: Timing | None, candidate: Timing | None, *,
 
 
 COMPILE_TIER = 2  # the tier that compiles for the chip (libtpu's deviceless compile): "compiled" needs it
+JUDGE_TIERS = (0, 1, 2)  # the tiers every command runs on a candidate it judges (optimize, search, tune, eval)
+
+
+def judge_tiers(tiers: Sequence[int]) -> tuple[int, ...]:
+    """The tiers a command judging candidates runs: the settings' tiers up to 2, tier 2 always included
+    (without it nothing can be called compiled for the chip)."""
+    return tuple(sorted({int(t) for t in tiers if int(t) <= COMPILE_TIER} | {1, COMPILE_TIER}))
 
 
 @dataclass(frozen=True)
@@ -237,7 +244,7 @@ def compile_result(report: Any, tiers: Sequence[int], chip: str, *,
     errors = [f for f in findings if sev(f) == "error"]
     stopped = [f for f in findings if f.code in not_checked]
     asked = tuple(sorted(set(int(t) for t in tiers)))
-    skipped: dict[int, str] = {}
+    skipped: dict[int, str] = {} if COMPILE_TIER in asked else {COMPILE_TIER: "not asked for"}
     for _, states in kernels:
         for tier, state in states:
             if state.startswith("skipped") or state == "not run":
@@ -245,8 +252,6 @@ def compile_result(report: Any, tiers: Sequence[int], chip: str, *,
     for note in getattr(report, "notes", ()) or ():
         if note.startswith(f"tier {COMPILE_TIER} skipped"):
             skipped.setdefault(COMPILE_TIER, note.partition(": ")[2] or note)
-    if COMPILE_TIER not in asked:
-        skipped.setdefault(COMPILE_TIER, "not asked for")
     # a tier that every kernel skipped did not run; one that ran for some kernel did
     ran = tuple(t for t in asked if t not in skipped or any(dict(s).get(t) in ("ok", "error") for _, s in kernels))
     skipped_t = tuple(sorted((t, w) for t, w in skipped.items() if t not in ran))

@@ -299,8 +299,8 @@ def stored_rows(store, eid: str) -> dict:
     return rows
 
 
-SHORT = {"no candidate": "none", "correctness not verified": "not verified", "compiled, not correct": "incorrect",
-         "compiled, correctness not verified": "not verified"}
+SHORT = {"no candidate": "none", "compiled, wrong": "wrong", "compiled, not verified": "not verified",
+         "not compiled for the chip": "not compiled"}  # analysis/verdict.STATUSES, shortened for the table
 
 
 def side_by_side(summaries: list[dict]) -> str:
@@ -330,7 +330,7 @@ def side_by_side(summaries: list[dict]) -> str:
         cells = []
         for s in summaries:
             t = s["per_task"][i]
-            status = (t.get("verdict") or {}).get("status") or t["status"]
+            status = t["status"]
             cells.append(f"{t['speedup']:.2f}x" if t["speedup"] is not None else SHORT.get(status, status)[:12])
         lines.append(f"{name[:30]:<30} " + " ".join(f"{c:>12}" for c in cells))
     return "\n".join(lines)

@@ -34,6 +34,8 @@ import json
 import sys
 from pathlib import Path
 
+from pallasite.analysis.verdict import judge_tiers
+
 from .cmd_search import add_backend_arguments, device_settings, untrusted_refusal
 
 JSON_VERSION = 1
@@ -211,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     def on_phase(iteration: int, phase: str, message: str) -> None:
         print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
 
-    options = dataclasses.replace(settings.check_options([t for t in settings.tiers if t in (0, 1, 2)]), target=chip,
+    options = dataclasses.replace(settings.check_options(list(judge_tiers(settings.tiers))), target=chip,
                                   allow_unconfined=agent.allowUnconfined)
     refused = untrusted_refusal(device, agent.allowUnconfined, options.interpreter, project=path)
     if refused:  # every candidate would be refused: say so before any model is asked

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from pallasite.agents.optimize import Decision, RunState, new_run
 from pallasite.analysis.types import KernelSite, Span
+from pallasite.analysis.verdict import judge_tiers
 
 from .lenses import Lens
 
@@ -138,7 +139,7 @@ async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple
     from pallasite.agents.providers import make_provider
 
     session, doc = cmd.session, cmd.doc
-    options = dataclasses.replace(session.check_options(), tiers=tuple(t for t in session.check_options().tiers if t < 3))
+    options = dataclasses.replace(session.check_options(), tiers=judge_tiers(session.check_options().tiers))
     refused = session.engine.untrusted_problem(options)  # candidates run only in confined workers (engine/confinement.py)
     if refused:
         return {"ok": False, "message": f"pallasite: Optimize: {refused}"}, None

@@ -185,8 +185,8 @@ def eval_html(summaries: Sequence[dict], title: str = "pallasite eval") -> str:
     for s in summaries:
         rows = "".join(
             f'<tr><td>{html.escape(t["task"])}</td><td>{html.escape(t.get("status", ""))}</td>'
-            f'<td>{"yes" if t["compiled"] else "no"}</td>'
-            f'<td>{"yes" if t["correct"] else "no"}</td><td>{_fmt(t["speedup"])}</td><td>{t["scored"]:.2f}x</td>'
+            f'<td>{_answer(t, "compiled")}</td>'
+            f'<td>{_answer(t, "correct")}</td><td>{_fmt(t["speedup"])}</td><td>{t["scored"]:.2f}x</td>'
             f'<td class="prov">{html.escape(t["provenance"])}</td>'
             f'<td>{html.escape("; ".join(t["errors"])[:200])}</td>'
             f'<td>{html.escape(_plan_line(t))}</td></tr>' for t in s["per_task"])
@@ -208,11 +208,23 @@ def _plan_line(t: dict) -> str:
     return (plan[0][:160] + f" ({agent.get('candidates', 0)} candidates)") if plan else ""
 
 
+def _answer(t: dict, what: str) -> str:
+    """yes / no / "not verified" / "not for the chip", from the task's status (analysis/verdict.STATUSES)."""
+    if t.get(what):
+        return "yes"
+    status = t.get("status", "")
+    if what == "correct" and status == "compiled, not verified":
+        return "not verified"
+    if what == "compiled" and status == "not compiled for the chip":
+        return "not for the chip"
+    return "no"
+
+
 def _cell(t: dict) -> str:
     if t["speedup"] is not None:
         return f"{t['speedup']:.2f}x"
-    # the verdict's own word: "correctness not verified" is not "incorrect"
-    return html.escape((t.get("verdict") or {}).get("status") or t.get("status", "") or "-")
+    # the verdict's own words (analysis/verdict.STATUSES): "compiled, not verified" is not "compiled, wrong"
+    return html.escape(t.get("status") or (t.get("verdict") or {}).get("status") or "-")
 
 
 def side_by_side_html(summaries: Sequence[dict]) -> str:

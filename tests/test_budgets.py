@@ -55,7 +55,7 @@ def test_a_candidate_looping_at_import_fails_its_compile_phase_naming_the_statem
                         "--iterations", "1", "--max-seconds", "30", "--format", "json", cwd=tmp_path)
     assert seconds < 30 + 10, seconds
     result = json.loads(done.stdout)
-    assert [r["verdict"] for r in result["table"]] == ["compile failed"] and done.returncode == 1
+    assert [r["verdict"] for r in result["table"]] == ["not compiled"] and done.returncode == 1
     assert "the top-level statement at line 8 was still running" in done.stderr, done.stderr[-2000:]
 
 
@@ -85,5 +85,5 @@ def test_a_compile_stopped_by_its_limit_is_not_checked_never_ok(tmp_path):
     done, _ = cli("optimize", "add.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "1",
                   "--format", "json", cwd=tmp_path)
     (row,) = json.loads(done.stdout)["table"]
-    assert row["verdict"] == "compile failed" and row["compiled"] is False, done.stderr
+    assert row["verdict"] == "not compiled" and row["compiled"] is False, done.stderr
     assert "[1] compile: failed: not checked:" in done.stderr and "ok: no errors" not in done.stderr

@@ -101,8 +101,8 @@ def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test
                                                  {"files": candidate_for("files")}, chip="v5e", verify=False)))
     # not verified is not "not correct" (the status said so before; the verdict never did)
     assert unverified["correct_rate"] == 0.0 and \
-        unverified["per_task"][0]["status"] == "compiled, correctness not verified"
-    assert unverified["per_task"][0]["verdict"]["status"] == "correctness not verified"
+        unverified["per_task"][0]["status"] == "compiled, not verified"
+    assert unverified["per_task"][0]["verdict"]["status"] == "compiled, not verified"
 
 
 def test_compiled_needs_every_reached_kernel_to_pass_every_tier():
@@ -116,11 +116,11 @@ def test_compiled_needs_every_reached_kernel_to_pass_every_tier():
 
     fwd = ("fwd", {0: "ok", 1: "ok", 2: "ok"})
     bwd_unreached = ("bwd", {0: "ok", 1: "not reached: the task never calls this kernel", 2: "not reached: ..."})
-    assert compiled_verdict(report(fwd, bwd_unreached), (0, 1, 2), "v5e")[0] is True
-    ok, why = compiled_verdict(report(("fwd", {0: "ok", 1: "ok", 2: "skipped: libtpu not installed"})), (0, 1, 2), "v5e")
-    assert not ok and "tier 2 skipped" in why
-    assert compiled_verdict(report(bwd_unreached), (0, 1, 2), "v5e")[0] is False
-    assert compiled_verdict(report(), (0, 1, 2), "v5e")[0] is False
+    assert compiled_verdict(report(fwd, bwd_unreached), (0, 1, 2), "v5e").ok is True
+    skipped = compiled_verdict(report(("fwd", {0: "ok", 1: "ok", 2: "skipped: libtpu not installed"})), (0, 1, 2), "v5e")
+    assert skipped.ok is None and skipped.text() == "not compiled for the chip: tier 2 skipped: libtpu not installed"
+    assert compiled_verdict(report(bwd_unreached), (0, 1, 2), "v5e").ok is False
+    assert compiled_verdict(report(), (0, 1, 2), "v5e").ok is False
 
 
 def test_a_check_that_could_not_finish_is_not_verified_rather_than_incorrect(tmp_path):
@@ -135,5 +135,5 @@ def test_a_check_that_could_not_finish_is_not_verified_rather_than_incorrect(tmp
             return Reply("crashed", message="the worker went over its memory limit of 8192 MiB and was stopped")
 
     (task,) = [t for t in discover(str(DATA / "eval")) if t.name == "add_tuned"]
-    correct, why = asyncio.run(_test(Killed(), task, open(task.candidate_path).read(), EvalJob([task], {})))
-    assert correct is None and why.startswith("correctness not verified") and "memory limit" in why
+    test = asyncio.run(_test(Killed(), task, open(task.candidate_path).read(), EvalJob([task], {})))
+    assert test.correct is None and test.outcome == "not verified" and "memory limit" in test.why

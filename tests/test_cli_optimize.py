@@ -52,7 +52,7 @@ def test_killed_run_resumes_and_replays(tmp_path):
                           timeout=280)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert [r["verdict"] for r in result["table"]] == ["compile failed", "valid"]
+    assert [r["verdict"] for r in result["table"]] == ["not compiled", "valid"]
     assert result["best"] == 2 and result["speedup"] > 1 and result["method"] == "estimate (v6e)"
     assert (tmp_path / "add.optimized.py").read_text() == (DATA / "candidates" / "big_blocks.py").read_text()
     exported = subprocess.run(cli("add.py", "--resume", run_id, "--export"), cwd=tmp_path, capture_output=True,

@@ -99,4 +99,4 @@ def test_not_verified_is_not_incorrect_in_the_task_status():
     """The eval report showed a task whose correctness could not be verified as "compiled, not correct"."""
     s = summarize("files", [TaskOutcome("big", (CaseOutcome(True, False, None, "too big", verified=False),)),
                             TaskOutcome("wrong", (CaseOutcome(True, False, None, "wrong_result"),))], provenance="x")
-    assert [t["status"] for t in s.per_task] == ["compiled, correctness not verified", "compiled, not correct"]
+    assert [t["status"] for t in s.per_task] == ["compiled, not verified", "compiled, wrong"]

@@ -99,7 +99,7 @@ async def test_step_mode_approve_revise_approve(client, tmp_path):
     diff2 = await next_shown(client, run, 4)
     await decide(client, "pallasite.optimize.approve", diff2)
     result = await asyncio.wait_for(run, 300)
-    assert [r["verdict"] for r in result["table"]] == ["incorrect", "valid"], result
+    assert [r["verdict"] for r in result["table"]] == ["compiled, wrong", "valid"], result
     assert result["table"][1]["plan"] == "Use 128-row blocks, keep the add"
     assert result["method"] == "estimate (v6e)" and result["speedup"] > 1
     assert Path(result["written"]).read_text() == (DATA / "candidates" / "big_blocks.py").read_text()
@@ -308,7 +308,7 @@ async def test_step_mode_reviews_the_test_writers_tests(client, tmp_path):
     assert state.context["tests"] == edited  # the engineer's text is what was frozen
 
 
-@pytest.mark.parametrize("rounds, verdict", [(None, "valid"), (0, "compile failed")])
+@pytest.mark.parametrize("rounds, verdict", [(None, "valid"), (0, "not compiled")])
 async def test_fix_rounds_setting_fixes_a_candidate_that_fails_to_compile(client, tmp_path, rounds, verdict):
     fix = {"explanation": "rows in multiples of 8", "edits": [
         {"search": "pl.BlockSpec((7, x.shape[1])", "replace": "pl.BlockSpec((16, x.shape[1])"},

@@ -46,7 +46,7 @@ async def test_auto_run_the_right_candidate_wins(engine, tmp_path):
     state = await optimize(new_run(str(DATA / "add.py"), original), provider, evaluator(engine, original),
                            Budgets(iterations=3, fix_rounds=0), recorder=rec)
     table = state.table()
-    assert [r["verdict"] for r in table] == ["compile failed", "incorrect", "valid"], table
+    assert [r["verdict"] for r in table] == ["not compiled", "compiled, wrong", "valid"], table
     assert [r["compiled"] for r in table] == [False, True, True]
     assert state.best.index == 3 and state.best.label == "estimate (v6e)"
     assert state.baseline_label == "estimate (v6e)" and state.speedup() > 1.0

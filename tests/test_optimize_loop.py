@@ -53,13 +53,13 @@ async def test_three_iterations_right_one_wins(provider, tmp_path):
     ev = MarkerEvaluator()
     rec = OptimizeRecorder(tmp_path)
     state = await optimize(new_run("k.py", ORIGINAL), provider, ev, Budgets(iterations=3, fix_rounds=0), recorder=rec)
-    assert [it.verdict for it in state.iterations] == ["compile failed", "incorrect", "valid"]
+    assert [it.verdict for it in state.iterations] == ["not compiled", "compiled, wrong", "valid"]
     assert state.best.index == 3 and state.speedup() == pytest.approx(2.0)
     # the failing candidates were never measured: cheaper estimates cannot make them win
     assert all("BROKEN" not in s and "WRONG" not in s for s in ev.measured)
     # evidence of a failure goes back to the planner
     second_plan = provider.requests[2].prompt
-    assert "compile failed" in second_plan and "not divisible" in second_plan
+    assert "not compiled" in second_plan and "not divisible" in second_plan
     assert "max abs error" in provider.requests[4].prompt
     # the table says why each failed, in one line (it was empty for all but model errors)
     assert [row["why"] for row in state.table()] == [
@@ -93,11 +93,11 @@ async def test_resume_after_a_crash_mid_iteration(tmp_path):
         await optimize(state, ScriptedProvider(ProviderConfig(name="scripted"), responses), Crashing(),
                        Budgets(iterations=2, fix_rounds=0), recorder=rec)
     resumed = load(rec.store, state.run_id)
-    assert [it.verdict for it in resumed.iterations] == ["compile failed"]
+    assert [it.verdict for it in resumed.iterations] == ["not compiled"]
     # the second iteration re-runs (its plan and candidate asked again), the first is not repeated
     again = ScriptedProvider(ProviderConfig(name="scripted"), responses[2:])
     done = await optimize(resumed, again, MarkerEvaluator(), Budgets(iterations=2, fix_rounds=0), recorder=rec)
-    assert [it.verdict for it in done.iterations] == ["compile failed", "valid"] and len(again.requests) == 2
+    assert [it.verdict for it in done.iterations] == ["not compiled", "valid"] and len(again.requests) == 2
     rec.close()
 
 

@@ -94,7 +94,7 @@ async def test_planner_and_implementer_prompts_name_files_only(tmp_path):
     evaluator = FailingCompile(f"line 17: PLS101: {compiler_output(tmp_path)}")
     for _ in range(2):  # the second iteration's planner reads the first one's evidence
         await iterate(state, provider, evaluator, Budgets(fix_rounds=0))
-    assert [it.verdict for it in state.iterations] == ["compile failed", "compile failed"]
+    assert [it.verdict for it in state.iterations] == ["not compiled", "not compiled"]
     planner_2 = provider.requests[2].prompt
     assert "lowering.py" in planner_2 and "## Kernel (add.py)" in planner_2
     assert_clean([r.prompt for r in provider.requests], tmp_path)

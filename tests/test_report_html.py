@@ -122,8 +122,8 @@ def test_comparison_report_puts_methods_side_by_side_with_their_cost(comparison)
     _self_contained(page)
     side = page[page.index('data-table="side-by-side"'):page.index('data-table="cost"')]
     assert "<th>zero-shot best-of-100</th><th>beam width 3 depth 3 branches 2</th>" in side
-    assert "<tr><td>matmul</td><td>compiled, not correct</td><td>2.50x</td></tr>" in side
-    assert "<tr><td>conv</td><td>no candidate</td><td>compiled, not correct</td></tr>" in side
+    assert "<tr><td>matmul</td><td>compiled, wrong</td><td>2.50x</td></tr>" in side
+    assert "<tr><td>conv</td><td>no candidate</td><td>compiled, wrong</td></tr>" in side
     cost = page[page.index('data-table="cost"'):]
     assert "<td>120000</td><td>100</td><td>$0.31</td>" in cost and "<td>410000</td><td>28</td><td>-</td>" in cost
     # the fast_p curves of both methods are overlaid in the one plot (a legend entry each)
@@ -144,14 +144,14 @@ def test_comparison_report_renders_in_headless_chromium(comparison, tmp_path):
 
 
 def test_side_by_side_says_not_verified_rather_than_incorrect(comparison):
-    """A candidate whose guarded test could not finish is "correctness not verified", never "incorrect"."""
-    import copy
-
+    """A candidate whose guarded test could not finish is "compiled, not verified", never "compiled, wrong"
+    (the per-task table's correct column said "no" for it)."""
     from pallasite.server.cmd_eval import side_by_side
 
-    rows = copy.deepcopy(comparison)
-    rows[1]["per_task"][2]["verdict"] = {"status": "correctness not verified"}
-    side = eval_html(rows)
-    assert "<tr><td>conv</td><td>no candidate</td><td>correctness not verified</td></tr>" in side
+    rows = [summarize("beam", [TaskOutcome("conv", (CaseOutcome(True, False, None, "worker crashed", verified=False),))],
+                      provenance="estimate (v5e)").to_json()] * 2
+    page = eval_html(rows)
+    assert "<tr><td>conv</td><td>compiled, not verified</td><td>compiled, not verified</td></tr>" in page
+    assert "<td>compiled, not verified</td><td>yes</td><td>not verified</td>" in page
     text = side_by_side(rows)
-    assert "not verified" in text.splitlines()[-1] and "incorrect" not in text.splitlines()[-1]
+    assert "not verified" in text.splitlines()[-1] and "wrong" not in text.splitlines()[-1]

@@ -229,7 +229,7 @@ def test_optimize_does_not_take_a_tampering_candidate_for_a_winner(tmp_path):
     done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "2",
                "--format", "json", cwd=folder)
     result = json.loads(done.stdout)
-    assert [r["verdict"] for r in result["table"]] == ["incorrect", "incorrect"], result["table"]
+    assert [r["verdict"] for r in result["table"]] == ["compiled, wrong", "compiled, wrong"], result["table"]
     assert all("wrong_result" in r["why"] for r in result["table"])
     assert not (folder / "kernel.optimized.py").exists()
 
