@@ -64,6 +64,7 @@ class Evaluation:
     provenance: str
     error: str | None = None
     seconds: float | None = None  # the measured (or estimated) time behind ``speedup``
+    result: Any = None  # analysis/verdict.Verdict, as the phases made it (carried to the node unchanged)
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ class _Run:
                               error=prop.error or "the proposal had no code")
         speedup = ev.speedup if ev.correct else None
         return SearchNode(**base, compiled=ev.compiled, correct=ev.correct, speedup=speedup,
-                          provenance=ev.provenance, error=ev.error or prop.error, time_s=ev.seconds)
+                          provenance=ev.provenance, error=ev.error or prop.error, time_s=ev.seconds, result=ev.result)
 
     async def batch(self, specs: list[tuple]) -> list[SearchNode]:
         """Run a round's attempts concurrently (within the budget), add them in schedule order."""
@@ -294,7 +295,8 @@ async def search(source: str, options: SearchOptions, propose: Propose | None, e
         # the root is the baseline: 1.0x when it was timed; a root that could not be timed is recorded
         # as such (no speedup, its error), never as a correct 1.0x
         root = SearchNode("root", (), 0, "root", None, source, "the starting kernel", ev.compiled, ev.correct,
-                          ev.speedup if ev.correct is not False else None, ev.provenance, ev.error, time_s=ev.seconds)
+                          ev.speedup if ev.correct is not False else None, ev.provenance, ev.error, time_s=ev.seconds,
+                          result=ev.result)
     graph.add(root)
     if "root" not in finished and on_node:
         on_node(root)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pallasite.analysis.verdict import timing_of
 from pallasite.engine.timing import device_measurement
 
 from .evaluator import BaseEvaluator, PhaseResult
@@ -70,5 +71,6 @@ class DeviceEvaluator(BaseEvaluator):
         if m is None:
             return PhaseResult(False, "not a device timing", evidence=why)
         self.device_kind = m.device_kind or self.device_kind
+        timing = timing_of(m)  # keyed by the device kind and versions the worker reported
         return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
-                           label=f"device ({m.device_kind or self.where})")
+                           label=timing.label() if timing else f"device ({self.where})", timing=timing)

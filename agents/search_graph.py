@@ -18,7 +18,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-NODE_STATUSES = ("root", "improved", "correct", "unmeasured", "incorrect", "failed")
+from pallasite.analysis.verdict import Verdict
+
+NODE_STATUSES = ("root", "improved", "correct", "unmeasured", "wrong", "not verified", "failed")
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,11 @@ class SearchNode:
     trajectory: int | None = None
     order: int = 0  # position in the search's deterministic schedule
     # when the node was an optimize iteration (agents/search_iterate.py): what the loop recorded
-    verdict: str = ""  # "valid", "compile failed", "incorrect", "not measured", "no candidate", "model error"
+    verdict: str = ""  # the loop's word: "valid", a Verdict status, "not measured", "no candidate", "model error"
     phases: tuple[dict, ...] = ()  # {"phase", "ok", "summary"} per phase run
     time_s: float | None = None  # the time behind ``speedup`` (device median or estimate; see provenance)
     tokens: int = 0
+    result: Verdict | None = None  # the node's verdict as its phases made it (the root: its timing only)
 
     @property
     def ok(self) -> bool:
@@ -58,13 +61,14 @@ class SearchNode:
         if self.correct and self.speedup is None:
             return "unmeasured"  # passed the tests but has no usable timing: it never ranks
         if not self.ok:
-            return "incorrect"
+            return "not verified" if self.result is not None and self.result.correct is None else "wrong"
         return "improved" if self.speedup > 1.0 else "correct"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["parents"] = list(self.parents)
         data["status"] = self.status
+        data["result"] = self.result.to_json() if self.result else None
         return data
 
     @classmethod
@@ -72,6 +76,7 @@ class SearchNode:
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["parents"] = tuple(fields.get("parents") or ())
         fields["phases"] = tuple(fields.get("phases") or ())
+        fields["result"] = Verdict.from_json(fields["result"]) if fields.get("result") else None
         return cls(**fields)
 
 

@@ -9,7 +9,7 @@
   parents' plans plus the second parent's code (crossover: the first parent's code is the source
   being improved). The ``Iteration`` is read back into the node: the candidate's source and plan,
   compiled (the last compile phase), correct (the frozen tests passed), the time and its label,
-  the speedup ``root time / node time``, the loop's verdict and phases. Failures are data: a
+  the speedup ``speedup(root timing, node timing)`` (analysis/verdict.speedup), the loop's verdict and phases. Failures are data: a
   failed iteration is a failed node.
 - ``evaluate_root(source)``: the root measured by the same method (its time is every node's
   baseline; the root itself is 1.0x).
@@ -25,8 +25,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from pallasite.analysis.verdict import Timing, Verdict, try_speedup
+
 from .model_client import ModelClient
-from .optimize import Budgets, RunState, iterate
+from .optimize import Budgets, RunState, iterate, timing_for
 from .search import Evaluation, Outcome, Proposal, ProposeRequest
 from .search_graph import SearchNode
 
@@ -101,11 +103,6 @@ def replay_nodes(search_run: str, store_path: str) -> Any:
     return provider_for
 
 
-def _phase_ok(phases: list[dict], name: str) -> bool:
-    found = [p["ok"] for p in phases if p["phase"] == name]
-    return bool(found and found[-1])
-
-
 @dataclass
 class IterateNodes:
     provider: Any
@@ -116,6 +113,7 @@ class IterateNodes:
     device: bool = False  # the evaluator's test/measure use a device: serialise them
     device_slots: int = 1
     root_seconds: float | None = None  # the baseline (set by evaluate_root, or from a resumed root)
+    root_timing: Timing | None = None  # the same, whole: what ``speedup`` divides by
     # recording and replay: each node's model calls go through a model client (agents/model_client.py)
     # recorded under ``node_run_id(run_id, node)``; ``provider_for(node_id)`` gives a node its own
     # provider (a replay of that node's calls), so concurrent nodes replay without mixing answers
@@ -134,17 +132,22 @@ class IterateNodes:
                               f"the starting kernel has no timing ({measured.summary}): "
                               f"{measured.evidence or 'no detail'}"[:500])
         self.root_seconds = measured.seconds
-        return Evaluation(None, None, 1.0, measured.label or self.evaluator.method, seconds=measured.seconds)
+        self.root_timing = measured.timing or timing_for(measured.seconds, measured.label or self.evaluator.method,
+                                                         self.chip)
+        return Evaluation(None, None, 1.0, measured.label or self.evaluator.method, seconds=measured.seconds,
+                          result=Verdict(timing=self.root_timing))
 
     def resume_from(self, nodes: list[SearchNode]) -> None:
         for n in nodes:
             if n.id == "root" and n.time_s:
                 self.root_seconds = n.time_s
+                self.root_timing = (n.result.timing if n.result is not None and n.result.timing else
+                                    timing_for(n.time_s, n.provenance, self.chip))
 
     async def attempt(self, req: ProposeRequest) -> Outcome:
         state = RunState(run_id=node_run_id(self.run_id, req.node_id), path=self.path, original=req.parents[0].source,
                          method=self.evaluator.method, baseline_s=self.root_seconds,
-                         baseline_label=self.evaluator.method, context={"chip": self.chip})
+                         baseline_label=self.evaluator.method, baseline=self.root_timing, context={"chip": self.chip})
         say = None
         if self.on_phase is not None:
             say = lambda index, phase, message: self.on_phase(req.node_id, phase, message)  # noqa: E731
@@ -155,14 +158,15 @@ class IterateNodes:
         if it.source is None:  # the model gave no candidate (or the call failed): nothing to evaluate
             return Outcome(Proposal("", it.plan, f"{it.verdict}: {it.evidence}"[:500] or it.verdict), None, **record)
         proposal = Proposal(it.source, it.plan)
-        compiled = _phase_ok(it.phases, "compile")
-        correct = compiled and _phase_ok(it.phases, "test")
+        verdict = state.verdict(it)  # as the phases made it: compiled, correct / wrong / not verified, timing
         label = it.label or self.evaluator.method
         if not it.valid:
             error = f"{it.verdict}: {it.evidence}"[:500] if it.evidence else it.verdict
-            return Outcome(proposal, Evaluation(compiled, correct, None, label, error), **record)
-        if not self.root_seconds:
+            return Outcome(proposal, Evaluation(verdict.compiled, verdict.correct, None, label, error, result=verdict),
+                           **record)
+        if self.root_timing is None:
             return Outcome(proposal, Evaluation(True, True, None, label, "no speedup: the starting kernel has no "
-                                                "timing by this method", seconds=it.time_s), **record)
-        return Outcome(proposal, Evaluation(True, True, self.root_seconds / it.time_s, label, seconds=it.time_s),
-                       **record)
+                                                "timing by this method", seconds=it.time_s, result=verdict), **record)
+        s, refused = try_speedup(self.root_timing, verdict.timing, baseline_name="the starting kernel")
+        return Outcome(proposal, Evaluation(True, True, s.value if s else None, label, refused, seconds=it.time_s,
+                                            result=verdict), **record)

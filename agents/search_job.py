@@ -43,7 +43,7 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
     if own:
         engine = Engine(use_store=False, backend_factory=lambda config, checks: local_backend(
             config, checks=checks, jobs=max(1, jobs)))
-    options_ = check_options or CheckOptions(target=chip, tiers=(0, 1), memory_mb=memory_mb, time_limit_s=timeout_s,
+    options_ = check_options or CheckOptions(target=chip, tiers=(0, 1, 2), memory_mb=memory_mb, time_limit_s=timeout_s,
                                              allow_unconfined=allow_unconfined)
     listener = engine.device_events  # restored after the run (a server's engine outlives it)
     if isinstance(device, BackendSettings):  # the engine's device pool for these settings (engine/device.py)

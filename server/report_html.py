@@ -14,7 +14,7 @@ import io
 from typing import Any, Sequence
 
 STATUS_COLOURS = {"root": "#4c72b0", "improved": "#2ca02c", "correct": "#8c8c8c", "unmeasured": "#9467bd",
-                  "incorrect": "#ff7f0e", "failed": "#d62728"}
+                  "wrong": "#ff7f0e", "not verified": "#bcbd22", "failed": "#d62728"}
 BEST = "#e6b000"
 
 _CSS = """
@@ -22,7 +22,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#
 h1{font-size:22px}h2{font-size:18px;margin-top:28px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
 th{background:#f3f3f3}.prov{color:#555;font-size:12px}.figure svg{max-width:100%;height:auto}
-.status-failed{color:#d62728}.status-improved{color:#2ca02c}.status-incorrect{color:#ff7f0e}
+.status-failed{color:#d62728}.status-improved{color:#2ca02c}.status-wrong{color:#ff7f0e}.status-not-verified{color:#8a8a00}
 """
 
 
@@ -138,7 +138,7 @@ def search_html(graph: dict, title: str = "pallasite search") -> str:
     rows = "".join(
         f'<tr><td>{html.escape(n["id"])}</td><td>{html.escape(", ".join(n["parents"]))}</td>'
         f'<td>{html.escape(n["op"])}</td><td>{html.escape(n["strategy"] or "")}</td>'
-        f'<td class="status-{n["status"]}">{n["status"]}</td><td>{html.escape(n.get("verdict") or "")}</td>'
+        f'<td class="status-{n["status"].replace(" ", "-")}">{n["status"]}</td><td>{html.escape(n.get("verdict") or "")}</td>'
         f'<td>{_fmt(n["speedup"])}</td>'
         f'<td class="prov">{html.escape(n["provenance"])}</td><td>{html.escape((n.get("error") or "")[:160])}</td></tr>'
         for n in graph["nodes"])

@@ -127,7 +127,7 @@ def test_each_node_is_one_optimize_iteration_from_its_parent():
         names = [p["phase"] for p in n.phases]
         assert names[:3] == ["plan", "implement", "compile"]
         if n.status == "failed":
-            assert n.verdict == "compile failed" and rows(n.source) == 3 and "multiple of 8" in n.error
+            assert n.verdict == "not compiled" and rows(n.source) == 3 and "multiple of 8" in n.error
             assert n.speedup is None
         else:
             assert names[3:] == ["test", "profile"] and n.verdict == "valid"
@@ -210,7 +210,7 @@ def test_failures_are_nodes_model_error_untested_and_unmeasured():
             return await super().measure(with_rows(self.n) if source != ROOT else source)
 
     g, _, _ = run(opts, evaluator=Odd(5))
-    assert all(n.status == "incorrect" and n.verdict == "incorrect" for n in g.nodes[1:])
+    assert all(n.status == "wrong" and n.verdict == "compiled, wrong" for n in g.nodes[1:])
     g, _, _ = run(opts, evaluator=Odd(7))
     node = g.node("t0.1")
     assert node.status == "unmeasured" and node.verdict == "not measured" and node.speedup is None
