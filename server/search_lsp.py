@@ -17,6 +17,8 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
+from pallasite.analysis.verdict import judge_tiers
+
 from .lsp_convert import whole_document_edit
 
 SEARCH_COMMAND = "pallasite.search"
@@ -87,8 +89,10 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
     from pallasite.agents import search_job
     from pallasite.engine.tune import job_progress
 
-    tiers = [t for t in session.settings.tiers if t in (0, 1, 2)]
-    check_options = dataclasses.replace(session.settings.check_options(tiers), target=run.chip)
+    from pallasite.agents.optimize_record import OptimizeRecorder
+
+    check_options = dataclasses.replace(session.settings.check_options(list(judge_tiers(session.settings.tiers))),
+                                        target=run.chip)
 
     async def body(job_report: Any) -> Any:
         tell = job_progress(job_report)
@@ -97,13 +101,19 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
             tell(message[:200], None)
             progress.report(message[:200])
 
-        # the device is the session engine's pool for these settings (engine/device.py), kept warm across runs
-        return await search_job.run_search(
-            run.path, run.text, run.options, run.provider, chip=run.chip, engine=session.engine,
-            check_options=check_options, done=run.done, on_node=lambda node: node_done(run, node, say),
-            device=run.device, memory_mb=session.settings.check.memoryMb * 2,
-            allow_unconfined=session.settings.agent.allowUnconfined, on_phase=lambda node_id, phase, message: say(
-                f"node {node_id} {phase}: {message}"), request_timeout_s=session.settings.agent.requestTimeoutS)
+        # every node's model calls recorded under "<run id>/<node id>", as the CLI records them (replayable)
+        recorder = OptimizeRecorder(run.workspace)
+        try:
+            # the device is the session engine's pool for these settings (engine/device.py), kept warm across runs
+            return await search_job.run_search(
+                run.path, run.text, run.options, run.provider, chip=run.chip, engine=session.engine,
+                check_options=check_options, done=run.done, on_node=lambda node: node_done(run, node, say),
+                device=run.device, memory_mb=session.settings.check.memoryMb * 2,
+                allow_unconfined=session.settings.agent.allowUnconfined, on_phase=lambda node_id, phase, message: say(
+                    f"node {node_id} {phase}: {message}"), request_timeout_s=session.settings.agent.requestTimeoutS,
+                recorder=recorder, run_id=run.rid)
+        finally:
+            recorder.close()
 
     return body
 

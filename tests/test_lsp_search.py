@@ -79,6 +79,13 @@ async def test_search_offers_the_best_node_and_opens_the_report(client, tmp_path
     root, node = graph["nodes"]
     assert node["speedup"] == result["speedup"] > root["speedup"] == 1.0
     assert node["verdict"] == "valid" and [p["phase"] for p in node["phases"]][-3:] == ["test", "autotune", "profile"]
+    # the editor's search records each node's model calls as the CLI does (replayable with replay:<run>/<node>)
+    from pallasite.knowledge.store import ResultsStore
+
+    store = ResultsStore.open(folder)
+    calls = store.llm_calls(f"{result['run']}/t0.1")
+    store.close()
+    assert [c.response for c in calls] == json.loads(script.read_text())
 
 
 HANG = '''import os as _os
