@@ -132,6 +132,7 @@ def intercept_pallas_calls(
     user_files: tuple[str, ...] = (),
     modules: tuple[types.ModuleType | dict[str, Any], ...] = (),
     stand_in: Callable[[dict[str, Any]], bool] | None = None,
+    wrap_kernel: Callable[[Callable[..., Any], Any, dict[str, Any]], Callable[..., Any]] | None = None,
 ) -> Iterator[list[RecordedCall]]:
     """Record (and optionally rewrite) every pallas_call made inside the block.
 
@@ -139,7 +140,9 @@ def intercept_pallas_calls(
     direct caller). ``modules``: user modules (or their globals dicts) whose names bound to
     ``pallas_call`` (``from jax.experimental.pallas import pallas_call``) are patched too.
     ``stand_in``: calls (by their keyword arguments) to record without running (see the module
-    docstring). Yields the list the records are appended to, in call order.
+    docstring). ``wrap_kernel(kernel, out_shape, kwargs) -> kernel``: the kernel the real ``pallas_call``
+    runs (tier 3 refills output blocks before each step); the record keeps the user's kernel. Yields
+    the list the records are appended to, in call order.
 
     What the block's code keeps — ``pallas_call`` bound by a ``from ... import`` or a module-level
     ``functools.partial`` made while it ran, a function a pallas_call returned — behaves after the
@@ -158,7 +161,8 @@ def intercept_pallas_calls(
                            stand_in=stand_in is not None and stand_in(dict(kwargs)))
         records.append(rec)
         real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
-        inner = None if rec.stand_in else _ORIGINAL(kernel, out_shape, **real_kwargs)
+        runs = wrap_kernel(kernel, out_shape, real_kwargs) if wrap_kernel is not None else kernel
+        inner = None if rec.stand_in else _ORIGINAL(runs, out_shape, **real_kwargs)
 
         def apply(*operands: Any) -> Any:
             if not active[0]:

@@ -145,8 +145,13 @@ def interpret_once(
     semantics: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
     user_files: tuple[str, ...] = (),
     modules: tuple[Any, ...] = (),
+    refill_outputs: bool = False,
 ) -> Run:
-    """Run ``fn(*args)`` with every pallas_call in TPU interpret mode; never raises."""
+    """Run ``fn(*args)`` with every pallas_call in TPU interpret mode; never raises.
+
+    ``refill_outputs``: every kernel's blocked float outputs are filled with NaN at the start of
+    each grid step (``refilling_kernel``), so a block a step leaves unwritten comes back NaN instead
+    of keeping what an earlier step left in the buffer."""
     from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
 
     run = Run()
@@ -160,7 +165,8 @@ def interpret_once(
     try:
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(noise), pltpu.force_tpu_interpret_mode(
             interpret_params(uninitialized, cores, seed, dma)
-        ), intercept_pallas_calls(rewrite=override, user_files=user_files, modules=modules) as calls:
+        ), intercept_pallas_calls(rewrite=override, user_files=user_files, modules=modules,
+                                  wrap_kernel=refilling_kernel if refill_outputs else None) as calls:
             run.calls = calls
             out = fn(*args)
             run.outputs = jax.tree.map(np.asarray, jax.block_until_ready(out))
@@ -174,6 +180,39 @@ def interpret_once(
         run.races = run.races or ["RACE DETECTED (the interpreter gave no location)"]
     pltpu.reset_tpu_interpret_mode_state()
     return run
+
+
+def refilling_kernel(kernel: Callable[..., Any], out_shape: Any, kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """``kernel`` preceded, at every grid step, by filling its blocked VMEM float outputs with NaN.
+
+    The kernel's refs come in order: scalar prefetch, inputs, outputs, scratch; the outputs are
+    found from the end (the scratch count and the outputs' count are known). Outputs left in
+    HBM/ANY memory (written by DMA) are not touched."""
+    grid_spec = kwargs.get("grid_spec")
+    specs = kwargs.get("out_specs") if grid_spec is None else getattr(grid_spec, "out_specs", None)
+    scratch = kwargs.get("scratch_shapes") if grid_spec is None else getattr(grid_spec, "scratch_shapes", None)
+    outs = jax.tree.leaves(out_shape, is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"))
+    spec_list = list(specs) if isinstance(specs, (list, tuple)) else [specs] * len(outs)
+    n_scratch = len(jax.tree.leaves(list(scratch or ())))  # each leaf is one scratch ref
+    blocked = []
+    for i, o in enumerate(outs):
+        spec = spec_list[i] if i < len(spec_list) else None
+        space = str(getattr(spec, "memory_space", "") or "").upper()
+        blocked.append(getattr(spec, "block_shape", None) is not None and "ANY" not in space and "HBM" not in space
+                       and "SMEM" not in space and jnp.issubdtype(jnp.dtype(o.dtype), jnp.floating))
+    if not any(blocked):
+        return kernel
+
+    def refilled(*refs: Any, **params: Any) -> Any:
+        first = len(refs) - n_scratch - len(outs)
+        for i, fill in enumerate(blocked):
+            ref = refs[first + i] if 0 <= first + i < len(refs) else None
+            if fill and ref is not None and hasattr(ref, "shape"):
+                ref[...] = jnp.full(ref.shape, jnp.nan, ref.dtype)
+        return kernel(*refs, **params)
+
+    refilled.__name__ = getattr(kernel, "__name__", "kernel")
+    return refilled
 
 
 def _race_reports(text: str) -> list[str]:
@@ -550,11 +589,32 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
         rerun = again(uninitialized="zero")
         if rerun.error is None:
             cause = ("unwritten", None) if _still_fill(problems, rerun.outputs) else ("uninitialized", None)
+    if cause is None and any(p["kind"] == "mismatch" for p in problems):
+        # a step that writes nothing to its output block leaves there what an earlier step wrote (the
+        # buffer is reused): refill the output blocks with NaN before each step to see it
+        say(f"tier 3: {task.name} again with the output blocks refilled with NaN before each step")
+        rerun = again(refill_outputs=True)
+        refilled = [p for p in problems_of(rerun) if p["kind"] == "nan"] if rerun.error is None else []
+        if refilled and _only_where_wrong(refilled, problems):
+            problems, cause = refilled, ("skipped", None)
     if cause and cause[0] == "semantics":  # one finding: the wrong numbers have one cause
         problems = [p for p in problems if p["kind"] == "mismatch"] or problems[:1]
     for problem in problems:
         errors.append(result_record(problem, call, sites, path, cause, sem))
     return {"errors": errors, "_reruns": reruns}
+
+
+def _only_where_wrong(refilled: list[dict[str, Any]], problems: list[dict[str, Any]]) -> bool:
+    """Whether the NaN the refilled run shows lies only where the first run was wrong, and not
+    everywhere (an output the kernel accumulates into across steps comes back NaN in every block
+    when refilled: that is not a skipped store)."""
+    wrong = {p["index"]: p["mask"] for p in problems if p["kind"] == "mismatch" and p.get("mask") is not None}
+    for p in refilled:
+        bad = wrong.get(p["index"])
+        mask = np.asarray(p["mask"])
+        if bad is None or mask.all() or np.any(mask & ~np.asarray(bad)):
+            return False
+    return True
 
 
 def _guilty_axes(sem: tuple[str, ...], again: Callable[..., Run], problems_of: Callable[[Run], list]) -> list[int]:

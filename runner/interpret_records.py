@@ -360,9 +360,24 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
         where = found + ([(line[0], line[1], "the out_specs")] if found and line else []) or ([line] if line else where)
         explain = ("; no grid step writes these blocks: "
                    + (f"{found[0][2]}" if found else "check the out_specs index_map and the kernel's pl.when conditions"))
+    elif cause and cause[0] == "skipped":
+        line = sites.keyword_line(call_line, "out_specs")
+        found = places.unwritten_places(refs, out_index)
+        where = found + ([(line[0], line[1], "the out_specs")] if found and line else []) or ([line] if line else where)
+        explain = ("; the grid steps that own these blocks write nothing to the output, so each keeps what an earlier "
+                   "step left in the buffer (a store skipped on some path, e.g. one branch of lax.cond or a pl.when)"
+                   + (f": {found[0][2]}" if found else ""))
     else:
         explain = ""
-    if problem["kind"] == "nan":
+    if problem["kind"] == "nan" and cause and cause[0] == "skipped":
+        hit = blocks_hit(problem["mask"], block)
+        total = math.prod(-(-n // (b or 1)) for n, b in zip(problem["shape"], block or problem["shape"]))
+        shown = ", ".join(str(b) for b in hit[:8]) + (" ..." if len(hit) > 8 else "")
+        sentence = (f"output {index}: {len(hit)} of {total} blocks (block shape {tuple(block) if block else problem['shape']}) "
+                    f"are never written by the step that owns them (refilled with NaN before each step, they come "
+                    f"back NaN): blocks {shown}" + explain)
+        code = "PLS303"
+    elif problem["kind"] == "nan":
         hit = blocks_hit(problem["mask"], block)
         total = math.prod(-(-n // (b or 1)) for n, b in zip(problem["shape"], block or problem["shape"]))
         shown = ", ".join(str(b) for b in hit[:8]) + (" ..." if len(hit) > 8 else "")

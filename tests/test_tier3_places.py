@@ -7,7 +7,10 @@ out-of-bounds read of a VMEM block at the pallas_call, and an int32 ``out_shape`
 store the lowering rejected or at the pallas_call; a reference that raised was the kernel's error.
 A jitted entry whose one-TensorCore rerun came from jax's trace cache lost the kernel's places (the
 missing init was said at the pallas_call) until that rerun kept the first run's recorded call; a
-first-step block that initialises nothing left the finding at the accumulator's first read.
+first-step block that initialises nothing left the finding at the accumulator's first read. A store
+on one branch of ``lax.cond`` was a PLS304 mismatch at the pallas_call (the skipped steps' blocks
+keep the buffer's earlier contents, so no NaN showed) until tier 3 reran with the output blocks
+refilled with NaN before each step.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "tier3_places"
 TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",
-         "init_missing_jitted.py", "init_block_empty.py")
+         "init_missing_jitted.py", "init_block_empty.py", "cond_skip.py")
 
 
 def _expected(name: str) -> tuple[str, int]:
@@ -49,6 +52,11 @@ def test_unwritten_output_names_the_guard_and_relates_the_store(reports):
     [finding] = [f for f in reports["unwritten_guard.py"].findings if f.severity == "error"]
     assert "o_ref is written only when k == nk" in finding.message
     assert any(r.message == "the store to o_ref" for r in finding.related)
+
+
+def test_a_store_skipped_on_one_branch_is_said_at_the_store(reports):
+    [finding] = [f for f in reports["cond_skip.py"].findings if f.severity == "error"]
+    assert "2 of 4 blocks" in finding.message and "never written by the step that owns them" in finding.message
 
 
 def test_missing_init_names_the_accumulator_and_its_first_read(reports):
