@@ -489,7 +489,24 @@ def _concrete_inputs(task: Any, shapes: tuple[Any, ...], shrunk: bool) -> tuple[
             leaves = jax.tree.leaves(made, is_leaf=lambda a: hasattr(a, "shape"))
             if leaves and not any(isinstance(a, jax.ShapeDtypeStruct) for a in leaves):
                 return made, False
+            if any(not isinstance(a, jax.ShapeDtypeStruct) for a in leaves):
+                # some given, some only shaped (a page table next to the pages' shape): keep the arrays
+                # given (indices mean something), make up the others; made up only if an integer was
+                mixed = _given_or_made(made, random_inputs(made))
+                if mixed is not None:
+                    return mixed, any(isinstance(a, jax.ShapeDtypeStruct) and not jnp.issubdtype(jnp.dtype(a.dtype), jnp.inexact)
+                                      for a in leaves)
     return random_inputs(shapes), True
+
+
+def _given_or_made(given: Any, made: Any) -> Any:
+    """``given``'s concrete arrays, ``made``'s where ``given`` holds only a ShapeDtypeStruct (None when
+    the two trees do not match)."""
+    try:
+        return jax.tree.map(lambda g, m: m if isinstance(g, jax.ShapeDtypeStruct) else g, given, made,
+                            is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"))
+    except (ValueError, TypeError):
+        return None
 
 
 def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: str, say: Callable[[str], None],

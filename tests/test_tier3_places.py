@@ -10,7 +10,9 @@ missing init was said at the pallas_call) until that rerun kept the first run's 
 first-step block that initialises nothing left the finding at the accumulator's first read. A store
 on one branch of ``lax.cond`` was a PLS304 mismatch at the pallas_call (the skipped steps' blocks
 keep the buffer's earlier contents, so no NaN showed) until tier 3 reran with the output blocks
-refilled with NaN before each step.
+refilled with NaN before each step. An out-of-bounds DMA driven by a page table that
+``example_inputs`` gives as an array beside shaped inputs was missed (the page table was made up as
+zeros) until tier 3 kept the given arrays.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "tier3_places"
 TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",
-         "init_missing_jitted.py", "init_block_empty.py", "cond_skip.py")
+         "init_missing_jitted.py", "init_block_empty.py", "cond_skip.py", "paged_oob_dma.py")
 
 
 def _expected(name: str) -> tuple[str, int]:
