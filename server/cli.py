@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"pallasite {name}", description=COMMANDS[name][1])
     module.add_arguments(parser, name)
-    args = parser.parse_args(argv[1:])
+    from .flags import translate  # old flag spellings still work for one release, with a note
+
+    args = parser.parse_args(translate(name, argv[1:]))
     args.command = name
     try:
         return int(module.run(args) or 0)

@@ -37,17 +37,19 @@ class UsageError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    from . import flags
+
     parser.add_argument("paths", nargs="+", metavar="PATH", help="kernel files or folders (searched for *.py)")
-    parser.add_argument("--target", help="TPU to check for: v4, v5e, v5p, v6e or 7x (default from settings: v6e)")
-    parser.add_argument("--tiers", help="tiers to run, e.g. 0,1,2 or 0-3 (default from settings: 0,1,2)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    flags.add(parser, "--target", "the chip to check for")
+    flags.add(parser, "--tiers", "the tiers to run")
+    flags.add(parser, "--format", default="text")
     parser.add_argument("--details", action="store_true", help="text format: also print the compiler's full output (MLIR etc.)")
     parser.add_argument(
         "--script",
         action="store_true",
         help="run each file's own __main__ in the worker and check every pallas_call it makes (tiers 1-2 at the recorded shapes)",
     )
-    parser.add_argument("--time-limit", type=float, metavar="SECONDS", help="per-file time limit for the worker")
+    flags.add(parser, "--time-limit", "of each file, in the worker")
     parser.add_argument(
         "--severity",
         action="append",
@@ -63,17 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     )
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="text format: also print notes, information findings and a line per file saying which tiers ran")
-    parser.add_argument(
-        "--jobs", "-j",
-        type=int,
-        metavar="N",
-        help="check N files at once, each in its own warm worker (default: the number of cores, at most 4)",
-    )
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="neither reuse nor record verdicts in the workspace's .pallasite/results.sqlite",
-    )
+    flags.add(parser, "--jobs", "files checked at once, each in its own warm worker (default: the number of "
+              "cores, at most 4)")
+    parser.add_argument("-j", type=int, dest="jobs", metavar="N", help="the same as --jobs")
+    flags.add(parser, "--no-store", "verdicts are neither reused nor recorded", dest="no_cache")
 
 
 def parse_tiers(text: str) -> tuple[int, ...]:

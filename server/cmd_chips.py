@@ -17,7 +17,9 @@ from pallasite.knowledge.chips import format_chip_table
 def add_arguments(parser, command: str) -> None:
     parser.add_argument("--no-probe", action="store_true",
                         help="skip the libtpu probe of the scoped-VMEM limit (shown as '?')")
-    parser.add_argument("--json", action="store_true", help="print the table as JSON")
+    from . import flags
+
+    flags.add(parser, "--format", default="text")
 
 
 def run(args) -> int:
@@ -26,7 +28,7 @@ def run(args) -> int:
     if error:
         print(f"pallasite chips: {error}", file=sys.stderr)
         return 2
-    if args.json:
+    if args.format == "json":
         print(json.dumps(to_json(specs), indent=1))
     else:
         print(format_chip_table(specs))

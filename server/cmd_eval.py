@@ -34,52 +34,44 @@ AGENT_METHODS = ("zero-shot", "auto", "parallel", "beam", "evolve")
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    from pallasite.agents.search import SearchOptions
+
+    from . import flags
+
     parser.add_argument("folder", help="a folder of task folders (JAXBench benchmark/, MaxKernel tasks)")
     parser.add_argument("--method", action="append", choices=METHODS + AGENT_METHODS,
                         help="what to evaluate (repeatable, reported side by side; default: files)")
-    from pallasite.agents.search import SearchOptions
-
-    from .cmd_search import add_search_knobs
-
     d = SearchOptions()
     agent = parser.add_argument_group("agent methods (zero-shot, auto, parallel, beam, evolve)")
-    agent.add_argument("--provider", help="gemini, openai, scripted, or replay:<eval id> (a recorded eval's answers)")
-    agent.add_argument("--model")
-    agent.add_argument("--base-url")
-    agent.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
-    agent.add_argument("--price-input", type=float, default=0.0, metavar="USD",
-                       help="USD per million input tokens (for the cost column; 0: cost unknown)")
-    agent.add_argument("--price-output", type=float, default=0.0, metavar="USD",
-                       help="USD per million output and thinking tokens")
-    agent.add_argument("--requests-per-minute", type=float, default=0.0, metavar="N",
-                       help="run-wide limit on model requests per minute (0: none); rate-limited replies are retried "
-                            "as Retry-After asks, the wait shown")
-    agent.add_argument("--tokens-per-minute", type=float, default=0.0, metavar="N",
-                       help="run-wide limit on model tokens per minute (0: none)")
+    flags.add_model(agent, "replay: a recorded eval's id", api_key_env=False)
+    flags.add(agent, "--price-input", default=0.0)
+    flags.add(agent, "--price-output", default=0.0)
+    flags.add_rate_limits(agent)
     agent.add_argument("--samples", type=int, default=10, help="zero-shot: independent implementer calls per task")
-    agent.add_argument("--iterations", type=int, default=5,
-                       help="auto: optimize iterations per task; parallel: steps per trajectory")
-    add_search_knobs(agent)
-    agent.add_argument("--budget", type=int, default=d.max_nodes, help="search methods: at most this many nodes per task")
-    agent.add_argument("--seed", type=int, default=0, help="search methods: the seed of every random choice")
-    agent.add_argument("--max-tokens", type=int, default=500_000, help="model tokens per task and method")
-    agent.add_argument("--max-seconds", type=float, default=1800.0, help="seconds per task and method")
+    flags.add(agent, "--max-iterations", "auto: per task; parallel: the steps of each trajectory (default 5)",
+              default=5, dest="iterations")
+    flags.add_search_knobs(agent)
+    flags.add(agent, "--max-nodes", f"search methods: per task (default {d.max_nodes})", default=d.max_nodes,
+              dest="budget")
+    flags.add(agent, "--seed", "search methods (default 0)", default=0)
+    flags.add(agent, "--max-tokens", "per task and method (default 500000)", default=500_000)
+    flags.add(agent, "--time-limit", "of each task and method, its scoring included (default 1800)",
+              default=1800.0, dest="max_seconds")
     agent.add_argument("--task-budget", type=int,
                        help="evaluate at most this many (method, task) pairs now; run again to continue")
-    parser.add_argument("--target", default=None, help="the chip the candidates are compiled (tiers 0-2) and estimated "
-                                                          "for (default: the project's target setting)")
-    parser.add_argument("--jobs", type=int, default=1, help="tasks evaluated at once (job workers)")
+    flags.add(parser, "--target", "the chip the candidates are compiled (tiers 0-2) and estimated for")
+    flags.add(parser, "--jobs", "tasks evaluated at once (default 1)", default=1)
     parser.add_argument("--no-verify", action="store_true",
                         help="skip the guarded test (then no task counts as correct: 'not verified')")
     parser.add_argument("--tasks", help="only tasks whose name contains this text")
-    parser.add_argument("--json", help="write the summaries here as JSON")
-    parser.add_argument("--report", help="write a self-contained HTML report here")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per worker request")
-    parser.add_argument("--memory-mb", type=int, default=8192,
-                        help="memory limit of each worker (interpret-mode checks of big kernels need several GiB)")
-    from .cmd_search import add_backend_arguments
-
-    add_backend_arguments(parser)
+    flags.add(parser, "--format", "json: the summaries (version 3) instead of the tables", default="text")
+    flags.add(parser, "--output", "the summaries (version 3)", dest="json")
+    flags.add(parser, "--report")
+    parser.add_argument("--request-time-limit", type=float, default=300.0, metavar="SECONDS", dest="timeout",
+                        help="seconds each worker request may take (default 300)")
+    flags.add(parser, "--memory-mb", "interpret-mode checks of big kernels need several GiB (default 8192)",
+              default=8192)
+    flags.add_backend(parser)
 
 
 def candidate_for(method: str) -> Callable[[Any], str | None]:
@@ -218,16 +210,19 @@ def run(args: argparse.Namespace) -> int:
             recorder.close()
         if store is not None:
             store.close()
-    for s in summaries:
-        print(format_summary(s))
-    if len(summaries) > 1:
-        print(side_by_side(summaries))
+    # 3: agent methods (per task: the agent's plan, source, usage, budgets), the eval id
+    document = {"version": 3, "eval_id": eid, "methods": summaries}
+    if args.format == "json" and not args.json:  # --format json alone: the document on stdout
+        print(json.dumps(document, indent=1))
+    else:
+        for s in summaries:
+            print(format_summary(s))
+        print(side_by_side(summaries))  # each task's result per method, one method included
     if eid:
-        print(f"eval {eid} (replay it: --provider replay:{eid})")
+        print(f"eval {eid} (replay it: --provider replay:{eid})", file=sys.stderr if args.format == "json" else sys.stdout)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            # 3: agent methods (per task: the agent's plan, source, usage, budgets), the eval id
-            json.dump({"version": 3, "eval_id": eid, "methods": summaries}, f, indent=1)
+            json.dump(document, f, indent=1)
     if args.report:
         from pallasite.server.report_html import eval_html
 

@@ -34,22 +34,18 @@ JSON_VERSION = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    from . import flags
+
     parser.add_argument("path", metavar="FILE", help="the kernel file to fix")
     parser.add_argument("--line", type=int, metavar="N", help="fix the errors on line N (1-based); default: all errors")
-    parser.add_argument("--provider", help="gemini, openai, scripted, or replay:<run-id> (default: agent.provider)")
-    parser.add_argument("--model", help="the model name (default: the provider's)")
-    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (openai) or an API endpoint override (gemini)")
-    parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
-    parser.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
-    parser.add_argument("--rounds", type=int, help="proposals to try (default: agent.maxRounds, 3)")
-    parser.add_argument("--target", help="TPU to verify for: v4, v5e, v5p, v6e or 7x (default from settings)")
-    parser.add_argument("--tiers", help="tiers that verify a proposal, e.g. 0-2 (default from settings; tier 3 "
-                                        "is added when the file has reference())")
-    parser.add_argument("--apply", action="store_true", help="write the verified fix to FILE")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    from .cmd_search import add_unconfined_argument
-
-    add_unconfined_argument(parser)
+    flags.add_model(parser)
+    parser.add_argument("--max-rounds", type=int, metavar="N", dest="rounds",
+                        help="proposals to try at most (default: agent.maxRounds, 3)")
+    flags.add(parser, "--target", "the chip the fix is verified for")
+    flags.add(parser, "--tiers", "tiers that verify a proposal; tier 3 is added when the file has reference()")
+    flags.add(parser, "--apply", "the verified fix")
+    flags.add(parser, "--format", default="text")
+    flags.add(parser, "--allow-unconfined")
 
 
 def _settings(args: argparse.Namespace):

@@ -80,7 +80,9 @@ def _docs_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
                         help="leave the error catalog out of the index")
     parser.add_argument("--rebuild", action="store_true", default=default(False),
                         help="ignore the cached index and rebuild it")
-    parser.add_argument("--json", action="store_true", default=default(False), help="print the hits as JSON")
+    from . import flags
+
+    flags.add(parser, "--format", "the hits", default=default("text"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,7 +165,7 @@ def _docs(args: argparse.Namespace) -> int:
         hits = index.search(query, args.k)
     except docs.DocsError as err:
         return _fail(f"docs search: {err}")
-    if args.json:
+    if args.format == "json":
         print(json.dumps([{"rank": h.rank, "score": round(h.score, 4), "id": h.passage.id, "kind": h.passage.kind,
                            "title": h.passage.title, "source": h.passage.source, "line": h.passage.line,
                            "text": h.passage.text} for h in hits], indent=1))

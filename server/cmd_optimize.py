@@ -42,25 +42,22 @@ JSON_VERSION = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    from . import flags
+
     parser.add_argument("path", metavar="FILE", help="the kernel file to optimize")
     parser.add_argument("--mode", choices=("auto", "step"), default="auto",
                         help="auto: run unattended; step: pause after each phase for approve / revise / stop")
-    parser.add_argument("--iterations", type=int, default=3, help="iterations at most (default 3)")
-    parser.add_argument("--max-tokens", type=int, default=500_000,
-                        help="token budget of the whole run (default 500000, as in the editor)")
-    parser.add_argument("--max-seconds", type=float, default=1800.0,
-                        help="time budget of the whole run (default 1800, as in the editor)")
-    parser.add_argument("--provider", help="gemini, openai, scripted, or replay:<run-id> (default: agent.provider)")
-    parser.add_argument("--model", help="the model name (default: the provider's)")
-    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (openai) or an API endpoint override (gemini)")
-    parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key")
-    parser.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
-    parser.add_argument("--target", help="TPU chip of the estimate and the checks (default from settings)")
-    add_backend_arguments(parser)  # --backend estimate|local|ssh|ray and where (shared with search and eval)
+    flags.add(parser, "--max-iterations", "default 3", default=3, dest="iterations")
+    flags.add(parser, "--max-tokens", "the whole run (default 500000, as in the editor)", default=500_000)
+    flags.add(parser, "--time-limit", "of the whole run, inside every phase (default 1800, as in the editor)",
+              default=1800.0, dest="max_seconds")
+    flags.add_model(parser)
+    flags.add(parser, "--target", "the chip of the estimate and the checks")
+    flags.add_backend(parser)
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a recorded run from its last snapshot")
     parser.add_argument("--export", action="store_true", help="print the run named by --resume as JSON and exit")
-    parser.add_argument("--apply", action="store_true", help="write the winner over FILE (default: FILE.optimized.py)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="format of the final table")
+    flags.add(parser, "--apply", "the winner over FILE (default: FILE.optimized.py beside it)")
+    flags.add(parser, "--format", "of the final table", default="text")
     parser.add_argument("--fix-rounds", type=int, default=0,
                         help="compile-fix rounds through the verified fixer per failing candidate (default 0)")
     parser.add_argument("--write-tests", action="store_true",

@@ -30,83 +30,51 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     from pallasite.agents.search import SearchOptions
 
+    from . import flags
+
     d = SearchOptions()
     parser.add_argument("path", help="a kernel file with example_inputs() and reference()")
-    parser.add_argument("--algo", choices=("parallel", "beam", "evolve"), default="beam")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--budget", type=int, default=d.max_nodes, help="at most this many attempts (nodes)")
+    parser.add_argument("--algo", choices=("parallel", "beam", "evolve"), default="beam",
+                        help="the search: parallel trajectories, a beam, or evolution (default beam)")
+    flags.add(parser, "--seed", "strategies, tournaments, crossover pairs (default 0)", default=0)
+    flags.add(parser, "--max-nodes", f"default {d.max_nodes}", default=d.max_nodes, dest="budget")
     parser.add_argument("--target-speedup", type=float, help="stop once a node reaches this speedup")
-    parser.add_argument("--iterations", type=int, default=d.iterations, help="parallel: steps per trajectory")
-    add_search_knobs(parser)
-    parser.add_argument("--target", default=None,
-                        help="the chip whose cost model estimates speedups (default: the project's target setting)")
-    parser.add_argument("--provider", help="gemini, openai, scripted (default: agent.provider setting)")
-    parser.add_argument("--model")
-    parser.add_argument("--base-url")
-    parser.add_argument("--scripted-file", metavar="JSON", help="scripted provider: a JSON list of replies")
-    parser.add_argument("--requests-per-minute", type=float, default=0.0, metavar="N",
-                        help="run-wide limit on model requests per minute (0: none); rate-limited replies are retried "
-                             "as Retry-After asks, the wait shown")
-    parser.add_argument("--tokens-per-minute", type=float, default=0.0, metavar="N",
-                        help="run-wide limit on model tokens per minute (0: none)")
-    parser.add_argument("--jobs", type=int, default=2, help="job workers evaluating nodes")
-    add_backend_arguments(parser)
-    parser.add_argument("--memory-mb", type=int, default=8192)
-    parser.add_argument("--report", help="where to write the HTML report")
-    parser.add_argument("--apply", action="store_true", help="write the best node's source into the file")
+    flags.add(parser, "--max-iterations", f"parallel: the steps of each trajectory (default {d.iterations})",
+              default=d.iterations, dest="iterations")
+    flags.add_search_knobs(parser)
+    flags.add(parser, "--target", "the chip whose cost model estimates speedups")
+    flags.add_model(parser, api_key_env=False)
+    flags.add_rate_limits(parser)
+    flags.add(parser, "--jobs", "job workers evaluating nodes (default 2)", default=2)
+    flags.add_backend(parser)
+    flags.add(parser, "--memory-mb", "default 8192", default=8192)
+    flags.add(parser, "--report", "default .pallasite/search/<run id>.html")
+    flags.add(parser, "--apply", "the best node's source")
 
 
+# The argument groups other commands share now live in server/flags.py; these names stay for callers.
 def add_search_knobs(parser) -> None:
-    """The algorithms' own knobs (parallel, beam, evolve), shared by `search` and `eval`'s search methods."""
-    from pallasite.agents.search import SearchOptions
+    from .flags import add_search_knobs as add
 
-    d = SearchOptions()
-    parser.add_argument("--trajectories", type=int, default=d.trajectories, help="parallel: independent trajectories")
-    parser.add_argument("--width", type=int, default=d.width, help="beam: nodes kept per depth")
-    parser.add_argument("--depth", type=int, default=d.depth, help="beam: levels")
-    parser.add_argument("--branches", type=int, default=d.branches, help="beam: children per beam node")
-    parser.add_argument("--keep-factor", type=float, default=d.keep_factor,
-                        help="beam: a child survives when speedup >= this x its parent's speedup")
-    parser.add_argument("--population", type=int, default=d.population, help="evolve: population size")
-    parser.add_argument("--generations", type=int, default=d.generations, help="evolve: generations")
-    parser.add_argument("--crossover-rate", type=float, default=d.crossover_rate,
-                        help="evolve: share of each generation's children made by crossover")
+    add(parser)
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--backend estimate|local|ssh|ray`` and where it is (shared with `pallasite eval`)."""
-    parser.add_argument("--backend", choices=("estimate", "local", "ssh", "ray"), default="estimate",
-                        help="estimate: no device, the cost model's estimates for --target (default); local / ssh / "
-                             "ray: tests and timings on the device pool there (--devices, several --host)")
-    add_pool_arguments(parser)
-    add_unconfined_argument(parser)
+    from .flags import add_backend
+
+    add_backend(parser)
 
 
 def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where the device pool's workers are (ssh hosts, Ray actors); shared by search, eval, optimize and tune."""
-    parser.add_argument("--host", action="append", help="ssh: a host (user@host) that runs `pallasite worker`; "
-                        "repeat it for a pool of hosts, one device worker each")
-    parser.add_argument("--hosts-file", help="ssh: a file of hosts, one a line (# comments), added to --host")
-    parser.add_argument("--ssh-command", help="ssh: the whole launcher command line ({worker} marks the worker command)")
-    parser.add_argument("--remote-worker", default="pallasite worker", help="ssh: the worker command on the host")
-    parser.add_argument("--ray-address", help="ray: the cluster (default: RAY_ADDRESS, else a local cluster)")
-    parser.add_argument("--ray-resources", help="ray: resources each device worker holds, e.g. TPU=1 (a chip) or "
-                        "TPU=4 (a host's chips)")
-    parser.add_argument("--devices", type=int, default=1, help="ray: how many device workers (actors) the pool "
-                        "holds (default 1); jobs run on all of them at once")
-    parser.add_argument("--ray-placement", choices=("spread", "strict_spread", "pack", "strict_pack"),
-                        help="ray: place the pool's actors in one placement group (strict_spread: one per node, "
-                             "e.g. one per host of a multi-host slice)")
-    parser.add_argument("--device-kind", help="a mixed pool: the chip kind the run's jobs go to (e.g. 'TPU v6 lite'; "
-                        "default: the kind most workers have)")
+    from .flags import add_pool
+
+    add_pool(parser)
 
 
 def add_unconfined_argument(parser: argparse.ArgumentParser) -> None:
-    """``--allow-unconfined``: the user's opt-in to run model-written code without a confined worker."""
-    parser.add_argument("--allow-unconfined", action="store_true",
-                        help="run model-written code even where no confined worker can be made (no namespaces); "
-                             "it then runs with your rights: it could read, change or delete your files and use "
-                             "the network")
+    from .flags import add
+
+    add(parser, "--allow-unconfined")
 
 
 def device_settings(args: argparse.Namespace):

@@ -17,33 +17,34 @@ from pallasite.engine.client import WorkerConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    from . import flags
+
     parser.add_argument("task", metavar="FILE|TASK_DIR",
                         help="a kernel file, a JAXBench task folder (optimized.py vs baseline.py) or a MaxKernel one")
-    parser.add_argument("--entry", help="the task entry to time when the file has several")
+    flags.add(parser, "--entry")
     parser.add_argument("--config", action="append", default=[], metavar="NAME=INT",
                         help="a tunable's value (repeatable), e.g. --config block_rows=128")
     parser.add_argument("--runs", type=int, default=20 if command == "time" else 5, help="timed runs (each)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls first (compilation)")
-    parser.add_argument("--seed", type=int, help="seed of the fresh random inputs (default: a new one each run)")
+    flags.add(parser, "--seed", "of the fresh random inputs (default: a new one each run)")
     parser.add_argument("--no-extra-shape", action="store_true", help="skip the check at a second input shape")
     parser.add_argument("--max-speedup", type=float, default=20.0, help="flag speedups above this for a second look")
     if command == "profile":
         parser.add_argument("--trace-dir", help="where the worker writes the trace (default: a temporary folder)")
-        parser.add_argument("--target", help="chip whose roofline to use without a TPU (v4, v5e, v5p, v6e, 7x)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    parser.add_argument("--time-limit", type=float, default=600.0, metavar="SECONDS", help="limit for the whole request")
-    parser.add_argument("--memory-mb", type=int, default=16384,
-                        help="the worker's memory limit (RSS, MiB); a remote worker enforces it itself")
-    parser.add_argument("--no-store", action="store_true", help="do not record the measurements in .pallasite/")
+        flags.add(parser, "--target", "whose roofline to use without a TPU")
+    flags.add(parser, "--format", default="text")
+    flags.add(parser, "--time-limit", "of the whole request (default 600)", default=600.0)
+    flags.add(parser, "--memory-mb", "RSS; a remote worker enforces it itself (default 16384)", default=16384)
+    flags.add(parser, "--no-store", "the measurements are not recorded")
     group = parser.add_argument_group("where the worker runs")
-    group.add_argument("--backend", choices=("local", "ssh", "ray"), default="local")
-    group.add_argument("--host", help="ssh: the host (user@host) to run `pallasite worker` on")
-    group.add_argument("--ssh-command", help="ssh: the whole launcher command line; {worker} marks where the "
-                       "worker command goes, e.g. 'gcloud compute tpus tpu-vm ssh NAME --zone Z --command \"{worker}\"'")
-    group.add_argument("--remote-worker", default="pallasite worker",
-                       help="ssh: the worker command on the host (e.g. '~/venv/bin/pallasite worker')")
-    group.add_argument("--ray-address", help="ray: the cluster (default: RAY_ADDRESS, else a local cluster)")
-    group.add_argument("--ray-resources", help="ray: resources each worker holds, e.g. TPU=4")
+    flags.add(group, "--backend", "default local: this machine's accelerator, else TPU interpret mode on its CPU",
+              default="local", choices=("local", "ssh", "ray"))
+    flags.add(group, "--host")
+    flags.add(group, "--ssh-command", "e.g. 'gcloud compute tpus tpu-vm ssh NAME --zone Z --command \"{worker}\"'")
+    flags.add(group, "--remote-worker", "e.g. '~/venv/bin/pallasite worker' (default: pallasite worker)",
+              default="pallasite worker")
+    flags.add(group, "--ray-address")
+    flags.add(group, "--ray-resources")
     group.add_argument("--platforms", help="JAX_PLATFORMS for the worker (default: its accelerator, else CPU)")
 
 

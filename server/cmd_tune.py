@@ -30,31 +30,29 @@ BACKENDS = ("estimate", "local", "ssh", "ray")  # ssh / ray: the engine's device
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    parser.add_argument("file", help="the kernel file (with a task: docs/task-convention.md)")
-    parser.add_argument("--target", "--chip", dest="chip", help="TPU chip (v4, v5e, v5p, v6e, 7x; default: the "
-                        "`target` setting, else v6e)")
-    parser.add_argument("--entry", help="the task's entry when the file has several")
-    parser.add_argument("--backend", default="estimate", choices=BACKENDS,
-                        help="where configurations are evaluated; 'estimate': the cost model only (no device)")
-    from .cmd_search import add_pool_arguments
+    from . import flags
 
-    add_pool_arguments(parser)  # --host/--hosts-file/--devices/--ray-*: where ssh and ray device workers are
-    parser.add_argument("--budget", type=int, help="device evaluations at most (default: 25%% of the estimated "
-                        "feasible configurations)")
-    parser.add_argument("--estimates", type=int, metavar="N", help="configurations traced and estimated at most "
-                        "(default 1024; a larger space is explored by seeded random sampling and local moves)")
-    parser.add_argument("--seed", type=int, default=0, help="the exploration's random seed (default 0)")
-    parser.add_argument("--apply", action="store_true", help="write the best configuration into the file")
+    parser.add_argument("file", help="the kernel file (with a task: docs/task-convention.md)")
+    flags.add(parser, "--target", dest="chip")
+    flags.add(parser, "--entry")
+    flags.add(parser, "--backend", "estimate (default): the cost model only", default="estimate", choices=BACKENDS)
+    flags.add_pool(parser)
+    flags.add(parser, "--max-evaluations", "default: 25%% of the estimated feasible configurations", dest="budget")
+    parser.add_argument("--max-estimates", type=int, metavar="N", dest="estimates",
+                        help="configurations traced and estimated at most (default 1024; a larger space is "
+                             "explored by seeded random sampling and local moves)")
+    flags.add(parser, "--seed", "the exploration's (default 0)", default=0)
+    flags.add(parser, "--apply", "the best configuration")
     parser.add_argument("--verify", type=int, default=3, metavar="N",
                         help="without a device: run the best-ranked configuration in TPU interpret mode vs the "
                              "reference, trying at most N (0: skip; default 3)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--no-store", action="store_true", help="neither read nor write .pallasite/results.sqlite")
+    flags.add(parser, "--format", default="text")
+    flags.add(parser, "--no-store", "neither read nor written")
     parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
-    parser.add_argument("--memory-mb", type=int, default=4096, help="each worker's memory limit (RSS, MiB; default "
-                        "4096): interpret-mode checks of attention kernels can need more")
-    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
-                        help="workers estimating configurations in parallel (default: 2, or 1 on one core)")
+    flags.add(parser, "--memory-mb", "default 4096: interpret-mode checks of attention kernels can need more",
+              default=4096)
+    flags.add(parser, "--jobs", "estimating configurations (default: 2, or 1 on one core)",
+              default=min(2, os.cpu_count() or 1))
 
 
 def run(args: argparse.Namespace) -> int:
