@@ -1,13 +1,13 @@
-"""A run's time budget that holds inside its phases (``--max-seconds``, ``agent.maxSeconds``).
+"""A run's time budget that holds inside its phases (``--time-limit``, ``agent.maxSeconds``).
 
-    deadline = Deadline(1800, "--max-seconds")
+    deadline = Deadline(1800, "--time-limit")
     result = await deadline.within(evaluator.compile(candidate), "the compile phase of iteration 2", Stop)
     gate = deadline.pausing(gate)    # waiting for the user (step mode) does not count
 
 ``within`` awaits one phase (a model call, a compile, a test run, a measurement) for at most the time
 left; when the budget runs out it cancels the phase (the worker running it is told to stop, and
 killed if it does not: engine/client.py) and raises ``stop(reason)``, the reason naming the limit and
-the phase it ended: "time budget spent (--max-seconds 60 s) in the compile phase of iteration 2".
+the phase it ended: "time budget spent (--time-limit 60 s) in the compile phase of iteration 2".
 """
 
 from __future__ import annotations

@@ -329,7 +329,7 @@ class AgentMethod(AgentRunner):
         state.context["chip"] = evaluator.scorer.job.chip
         budgets = Budgets(iterations=self.spec.iterations, max_tokens=self.spec.max_tokens,
                           max_seconds=self.spec.max_seconds, fix_rounds=0,
-                          request_timeout_s=self.spec.request_timeout_s, seconds_name="--max-seconds")
+                          request_timeout_s=self.spec.request_timeout_s, seconds_name="--time-limit")
         say = lambda i, phase, message: self.progress(f"{task.name}: iteration {i} {phase}: {message}"[:160])  # noqa: E731
         state = await optimize(state, meter, evaluator, budgets, recorder=self.recorder, on_phase=say)
         produced.extend((it.source, it.plan) for it in state.iterations if it.source)

@@ -56,7 +56,7 @@ class Budgets:
     max_seconds: float = 1800.0
     fix_rounds: int = 1  # compile-fix rounds (the evaluator's ``fix``) per candidate
     request_timeout_s: float = 120.0
-    seconds_name: str = "--max-seconds"  # how the user set max_seconds (named when it ends the run)
+    seconds_name: str = "--time-limit"  # how the user set max_seconds (named when it ends the run)
     test_rounds: int = 3  # the test writer's proposals at most (a file without tests)
 
 

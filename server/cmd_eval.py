@@ -9,10 +9,10 @@ Without ``--backend`` the speedup would divide XLA's estimate of the reference b
 estimate of the kernel, two different models, so it is refused and said so; with ``--backend
 local|ssh|ray`` both are device medians from the ``time`` op on that worker. Prints the compile
 rate, the correctness rate, how many tasks had a candidate, and (when earned) the floored geomean
-speedup, the share improved and fast_p; ``--json`` and ``--report`` write the summary as JSON and as
+speedup, the share improved and fast_p; ``--output`` (or ``--format json``) and ``--report`` write the summary as JSON and as
 one self-contained HTML file. Exit status: 0 evaluated, 1 a correct task without a timing, 2 usage.
 
-Agent methods (agents/eval_agents.py): ``zero-shot --samples N``, ``auto --iterations K``,
+Agent methods (agents/eval_agents.py): ``zero-shot --samples N``, ``auto --max-iterations K``,
 ``parallel|beam|evolve`` with the search's knobs, by ``--provider``; each task's run starts from its
 reference and its best candidate is scored like a file. Several ``--method`` run over the same tasks
 and are printed side by side. Every finished task is stored in the results store under the eval's id

@@ -2,7 +2,7 @@
 
     pallasite explain PLS201 [--markdown]       the catalog entry for a finding code
     pallasite explain --list                    every code with its title
-    pallasite docs search [-k 5] [--json] [--ranker bm25|embeddings|hybrid] [--include-kernels]
+    pallasite docs search [-k 5] [--format json] [--ranker bm25|embeddings|hybrid] [--include-kernels]
                           [--extra DIR] QUERY...  options go anywhere after `search` (or before it)
     pallasite docs info [--ranker ...]          where the docs index is cached, what it holds
     pallasite store [info|clear] [--workspace DIR]
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument("--markdown", action="store_true", help="print Markdown (as in hovers)")
         parser.add_argument("--list", action="store_true", help="list every code with its title")
     elif command == "docs":
-        _docs_options(parser, suppress=False)  # accepted before the action too: `docs --json search q`
+        _docs_options(parser, suppress=False)  # accepted before the action too: `docs --format json search q`
         actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=_Intermixed)
         search = actions.add_parser("search", help="search the docs for words or a pasted error message")
         search.add_argument("query", nargs="+", help="words or a pasted error message (quoted or not)")
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 class _Intermixed(argparse.ArgumentParser):
-    """Options and query words in any order (`search -k 3 dimension --json semantics`)."""
+    """Options and query words in any order (`search -k 3 dimension --format json semantics`)."""
 
     _mixing = False
 

@@ -1,6 +1,6 @@
 """`pallasite optimize FILE`: the plan -> implement -> compile-fix -> test -> autotune -> profile loop.
 
-    pallasite optimize kernel.py --provider gemini --iterations 5
+    pallasite optimize kernel.py --provider gemini --max-iterations 5
     pallasite optimize kernel.py --mode step                 # pause after each phase (approve/revise/stop)
     pallasite optimize kernel.py --resume 3f2a9c01d4e5       # continue a crashed or cancelled run
     pallasite optimize kernel.py --provider replay:3f2a9c01d4e5   # re-run with the recorded replies
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     if not Path(path).is_file():
         return fail(f"{path}: no such file")
     if args.iterations < 1:
-        return fail(f"--iterations {args.iterations}: give at least 1")
+        return fail(f"--max-iterations {args.iterations}: give at least 1")
     if args.fix_rounds < 0 or args.test_rounds < 1:
         return fail("--fix-rounds must be 0 or more and --test-rounds at least 1")
     tests_file = Path(args.tests) if args.tests else tests_path(path)

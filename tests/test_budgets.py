@@ -1,4 +1,4 @@
-"""Budgets that hold: `--max-seconds` / `agent.maxSeconds` bound the whole run, inside its phases.
+"""Budgets that hold: `--time-limit` / `agent.maxSeconds` bound the whole run, inside its phases.
 
 A candidate that loops forever when imported used to keep `pallasite optimize` busy far past its
 budget (the compile phase ran to the check's own limit, then said "ok: no errors"). Now the phase
@@ -41,10 +41,10 @@ def test_a_candidate_looping_at_import_ends_optimize_within_its_budget(tmp_path)
     # 8 s: less than the looping statement's own share of the import's time, so the run's budget ends first
     replies = looping_candidate(tmp_path, "")
     done, seconds = cli("optimize", "add.py", "--provider", "scripted", "--scripted-file", str(replies),
-                        "--iterations", "1", "--max-seconds", "8", "--format", "json", cwd=tmp_path)
+                        "--max-iterations", "1", "--time-limit", "8", "--format", "json", cwd=tmp_path)
     assert seconds < 8 + 10, seconds
     result = json.loads(done.stdout)
-    assert result["stopped"] == "time budget spent (--max-seconds 8 s) in the compile phase of iteration 1"
+    assert result["stopped"] == "time budget spent (--time-limit 8 s) in the compile phase of iteration 1"
     assert [r["verdict"] for r in result["table"]] == ["stopped"] and done.returncode == 1
 
 
