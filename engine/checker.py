@@ -51,7 +51,7 @@ from pallasite.analysis.types import (
 
 from pallasite.wire.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
-from . import chip_table, devices, locate, reach, reply_failures, tier3_request, zero_config
+from . import chip_table, devices, locate, reach, reply_failures, tier2_route, tier3_request, zero_config
 from .devices import DEFAULT_CPU_DEVICES
 from .backend import Purpose, Reply
 from .agreement import merge_agreeing
@@ -238,7 +238,8 @@ class Checker:
         inferred = zero_config.inferred_calls(inference) if inference is not None else ()
         client = self._worker_for(text, notes)
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
-        reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script
+        reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script \
+            and tier2_route.tier1_first(path, text)  # code changed since the path's last check: one request
         last_stage: dict[str, Any] = {}
         source = sources_for(path, text)
 
