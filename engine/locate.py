@@ -154,7 +154,7 @@ def locate_record(
     moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site, reached=reached) \
         if site is not None else None
     if moved is None:  # a wrong out_shape dtype, said at the dtype
-        moved = to_output_dtype(code, rec, site, span, text, lines)
+        moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
     if moved is None:  # a check (of the user's code, or a library's) rejected a value written elsewhere
         moved = to_checked_value(code, rec, text, lines, [s.kernel_def_span for s in sites if s.kernel_def_span])
     if moved is not None:  # the bad dim was written elsewhere: a dict entry, field, default (engine/origin_findings.py)

@@ -232,7 +232,42 @@ def _dtype_kind(name: str) -> str:
     return "f" if "float" in name else "b" if name == "bool" else "c" if "complex" in name else "i"
 
 
-def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, text: str, lines: list[str]) -> Moved | None:
+def made_dtype(site: Any, reached: Any, index: int, text: str) -> Any:
+    """Where output ``index``'s dtype is written, from the ``jax.ShapeDtypeStruct(...)`` expression the
+    running program made it with (``ReachedCall.origins["out_shape[i].made"]``), whatever path the
+    struct took to the pallas_call: an ``Origin``-like (span, what) or None."""
+    made = call_origins(site, reached).get(f"out_shape[{index}].made")
+    if not made:
+        return None
+    line, col, end_line, end_col = (int(n) for n in made[0])
+    tree = parse(text)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == line and node.col_offset == col:
+            dtype = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "dtype"), None)
+            if dtype is None:
+                return None
+            what = ast.get_source_segment(text, dtype) or "the dtype"
+            return _Made(Span(dtype.lineno - 1, dtype.col_offset, dtype.end_lineno - 1, dtype.end_col_offset),
+                         f"jax.ShapeDtypeStruct(..., {what}) made here reached the pallas_call as out_shape[{index}]")
+    return None
+
+
+@dataclass(frozen=True)
+class _Made:
+    span: Span
+    what: str
+    line: int = 0
+    end_line: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "line", self.span.line)
+        object.__setattr__(self, "end_line", self.span.end_line)
+
+
+def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, text: str, lines: list[str], *,
+                    reached: Any = None) -> Moved | None:
     """A wrong ``out_shape`` dtype, said at the dtype (``analysis/call_values.py``) rather than where
     it shows: tier 3's output of another kind of dtype than the reference's (``out_dtype`` ref), or
     a store the lowering rejects because the kernel computes floats where ``out_shape`` declared
@@ -249,6 +284,8 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         if not m or "=" not in line or _dtype_kind(m.group("ref")) == _dtype_kind(m.group("value")) or ".astype(" in line:
             return None
         index = _output_index(site, stored.group("name")) if stored else None
+        if index is None:  # the outputs the running program made (ReachedCall.origins)
+            index = _made_output_index(site, stored.group("name") if stored else None, reached)
         if index is None:  # the kernel's parameters cannot be matched: the one output declared that dtype
             declared = [i for i in range(16) if (o := output_dtype(text, site.span, i)) is not None
                         and m.group("ref") in o.what]
@@ -257,12 +294,25 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         store = Related(span, f"the kernel stores {m.group('value')} values into {into} ({m.group('ref')}) here")
     if index is None:
         return None
-    origin = output_dtype(text, site.span, index)
+    origin = made_dtype(site, reached, index, text) or output_dtype(text, site.span, index)
     if origin is None:
         return None
     where = Related(span, "where the wrong dtype shows") if store is None else store
     return Moved(span=_line(origin, lines), related=(where,),
                  sentence=f"output {index}'s dtype is set here, in the pallas_call's out_shape ({origin.what})")
+
+
+def _made_output_index(site: Any, ref: str | None, reached: Any) -> int | None:
+    """Which output the kernel parameter ``ref`` is, counted against the outputs whose
+    ``ShapeDtypeStruct`` the running program saw made (the only one, when ``ref`` cannot be placed)."""
+    made = sorted(int(k[len("out_shape["):-len("].made")]) for k in call_origins(site, reached)
+                  if k.startswith("out_shape[") and k.endswith("].made"))
+    if not made:
+        return None
+    params, operands = tuple(site.kernel_params or ()), getattr(site, "operands", None)
+    if ref in params and operands is not None and (params.index(ref) - len(operands)) in made:
+        return params.index(ref) - len(operands)
+    return made[0] if len(made) == 1 else None
 
 
 def _output_index(site: Any, ref: str) -> int | None:

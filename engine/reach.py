@@ -32,5 +32,11 @@ def site_reached(site: Any, calls: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def reach_known(entries: Sequence[Any]) -> bool:
-    """Whether every entry says what it reached (else nothing is marked not reached)."""
-    return bool(entries) and all(getattr(e, "reached", None) is not None for e in entries)
+    """Whether every entry says what it reached (else nothing is marked not reached); a list cut short
+    by a failed trace (``partial`` calls) says what was reached before it, not all."""
+    return bool(entries) and all(getattr(e, "reached", None) is not None
+                                 and not any(_get(c, "partial") for c in e.reached) for e in entries)
+
+
+def _get(call: Any, name: str) -> Any:
+    return call.get(name) if isinstance(call, Mapping) else getattr(call, name, None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import os
 import re
 import sys
@@ -223,7 +224,9 @@ def keeping_written_shapes() -> Iterator[None]:
     """For the duration, a TPU memory space called on a shape (``pltpu.VMEM((n, 128), dtype)``) keeps
     the shape as written on the ``MemoryRef`` it makes (``WRITTEN_SHAPE``): jax's ``ShapedArray``
     turns each dim into a plain int, dropping the places carried values hold
-    (``runner/origin_values.py``). Nothing else of the call changes."""
+    (``runner/origin_values.py``); and each ``jax.ShapeDtypeStruct`` made is remembered with the
+    place of the expression that made it (``struct_place``: where an ``out_shape``'s dtype was
+    written). Nothing else of the calls changes."""
     try:
         from jax._src.pallas.mosaic import core as tpu_core
     except ImportError:  # another jax layout: the places of scratch dims are not read
@@ -241,13 +244,46 @@ def keeping_written_shapes() -> Iterator[None]:
             object.__setattr__(ref, WRITTEN_SHAPE, tuple(shape))
         return ref
 
+    struct = jax.ShapeDtypeStruct
+    struct_init = struct.__dict__.get("__init__")
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        struct_init(self, *args, **kwargs)
+        with contextlib.suppress(Exception):
+            STRUCTS_MADE[id(self)] = (self, _expression_place(sys._getframe(1)))
+
     with _lock:
         space.__call__ = call
+        if struct_init is not None:
+            struct.__init__ = init
     try:
         yield
     finally:
         with _lock:
             space.__call__ = original
+            if struct_init is not None:
+                struct.__init__ = struct_init
+        STRUCTS_MADE.clear()
+
+
+# id -> (the ShapeDtypeStruct, (file, 1-based line, column, end line, end column) of the expression that
+# made it), while ``keeping_written_shapes`` holds: where an out_shape was written, however it travelled
+STRUCTS_MADE: dict[int, tuple[Any, tuple[str, int, int, int, int]]] = {}
+
+
+def struct_place(value: Any) -> tuple[str, int, int, int, int] | None:
+    """Where the ``jax.ShapeDtypeStruct(...)`` expression that made ``value`` is (None: not known)."""
+    made = STRUCTS_MADE.get(id(value))
+    return made[1] if made is not None and made[0] is value else None
+
+
+def _expression_place(frame: Any) -> tuple[str, int, int, int, int]:
+    code = frame.f_code
+    try:
+        line, end_line, col, end_col = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None))
+    except (StopIteration, ValueError, AttributeError):
+        line, end_line, col, end_col = frame.f_lineno, frame.f_lineno, 0, 0
+    return code.co_filename, int(line or frame.f_lineno), int(col or 0), int(end_line or line or 0), int(end_col or 0)
 
 
 KERNEL_ERROR = "_pallasite_in_kernel"

@@ -246,10 +246,13 @@ def rewrite_statements(source: str | bytes, path: str, namespace: dict[str, Any]
 # --------------------------------------------------------------------------- reading them back
 
 
-def value_origins(kwargs: dict[str, Any], out_shape: Any, path: str) -> dict[str, list[list[int]]]:
+def value_origins(kwargs: dict[str, Any], out_shape: Any, path: str,
+                  made_at: Any = None) -> dict[str, list[list[int]]]:
     """Where the numbers of one ``pallas_call``'s arguments were written in ``path``: ``{"in_specs[1][0]":
     [[line, col, end_col], ...], "grid[0]": ..., "out_shape[0][1]": ..., "scratch_shapes[0][0]": ...,
-    "vmem_limit_bytes": ...}`` (only the numbers made from literals of that file)."""
+    "vmem_limit_bytes": ...}`` (only the numbers made from literals of that file). ``made_at(struct)``:
+    where the ``ShapeDtypeStruct`` expression that made an out_shape entry is, ``(file, line, col,
+    end_line, end_col)``, given as ``"out_shape[i].made": [[line, col, end_line, end_col]]``."""
     out: dict[str, list[list[int]]] = {}
 
     def note(key: str, value: Any) -> None:
@@ -283,6 +286,9 @@ def value_origins(kwargs: dict[str, Any], out_shape: Any, path: str) -> dict[str
     for i, struct in enumerate(shapes):
         for d, dim in enumerate(getattr(struct, "shape", None) or ()):
             note(f"out_shape[{i}][{d}]", dim)
+        made = made_at(struct) if made_at is not None else None
+        if made is not None and made[0] == path:
+            out[f"out_shape[{i}].made"] = [list(made[1:])]
     params = kwargs.get("compiler_params")
     note("vmem_limit_bytes", getattr(params, "vmem_limit_bytes", None))
     return out

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import jax
 
-from .intercept import intercept_pallas_calls
+from .intercept import intercept_pallas_calls, struct_place
 from .origin_values import value_origins
 
 
@@ -48,10 +48,17 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
         stacks.append(lines)
         return kwargs
 
+    made: list[Any] = []
+    partial = False
     try:
-        calls = traced_calls(fn, args, modules, rewrite=on_call, user_files=(path,), before_retry=stacks.clear)
+        calls = traced_calls(fn, args, modules, rewrite=on_call, user_files=(path,), before_retry=stacks.clear,
+                             sink=made)
     except Exception:  # noqa: BLE001 - the tiers report the failure; what was reached stays unknown
-        return None
+        if not made:
+            return None
+        # the calls made before the trace failed: what they were built from (their places) is known,
+        # what else the entry reaches is not ("partial": the client marks nothing "not reached")
+        calls, partial = made, True
     out = []
     for call, lines in zip(calls, stacks):
         kernel_file = call.kernel_file
@@ -59,7 +66,8 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
         buffers = block_buffers(call)
         out.append({"lines": lines, "kernel_line": call.kernel_line if same else None, "kernel": call.kernel_name,
                     "buffers": buffers, "vmem_bytes": vmem_bytes(buffers),
-                    "origins": value_origins(call.kwargs, call.out_shape, call_path(path, call))})
+                    "origins": value_origins(call.kwargs, call.out_shape, call_path(path, call), struct_place),
+                    **({"partial": True} if partial else {})})
     return out
 
 
@@ -173,20 +181,28 @@ def entry_namespaces(fn: Any) -> tuple[dict[str, Any], ...]:
 
 def traced_calls(fn: Callable[..., Any], args: tuple[Any, ...], modules: tuple[Any, ...] = (), *,
                  rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None, user_files: tuple[str, ...] = (),
-                 before_retry: Callable[[], Any] | None = None) -> list[Any]:
-    """The pallas_calls ``fn(*args)`` makes, traced abstractly with ``jax.eval_shape``.
+                 before_retry: Callable[[], Any] | None = None, sink: list[Any] | None = None) -> list[Any]:
+    """The pallas_calls ``fn(*args)`` makes, traced abstractly with ``jax.eval_shape`` (``sink``, when
+    given, holds the calls recorded so far even when the trace raises).
 
     A jitted function traced before with the same shapes comes from jax's trace cache without
     calling ``pallas_call`` again (a warm worker, a second request): when nothing was recorded,
     jax's caches are cleared and the trace is made once more.
     """
+    sink = [] if sink is None else sink
     with intercept_pallas_calls(rewrite=rewrite, user_files=user_files, modules=modules) as calls:
-        jax.eval_shape(fn, *args)
+        try:
+            jax.eval_shape(fn, *args)
+        finally:
+            sink[:] = calls  # what was recorded, even when the trace raised
     if calls:
         return list(calls)
     jax.clear_caches()
     if before_retry is not None:
         before_retry()
     with intercept_pallas_calls(rewrite=rewrite, user_files=user_files, modules=modules) as calls:
-        jax.eval_shape(fn, *args)
+        try:
+            jax.eval_shape(fn, *args)
+        finally:
+            sink[:] = calls
     return list(calls)

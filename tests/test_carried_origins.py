@@ -4,9 +4,10 @@ them (engine/origin_findings.py ``to_carried_origin``, ``buffer_place``).
 Each fixture of tests/data/carried/ is a small real Pallas kernel whose block size travels before it
 reaches a BlockSpec: a dict entry copied into a dataclass by a comprehension and read back as an
 attribute in another function, a config dict consumed through ``**options`` and
-``functools.partial``, a page count that makes the blocks overflow VMEM through a class attribute.
-The literal that made the value carries a ``# origin`` comment. Before the running program carried
-the places, the findings landed at the BlockSpec (lines 39 and 18) and at the pallas_call (line 23).
+``functools.partial``, a page count that makes the blocks overflow VMEM through a class attribute,
+an int32 out_shape made by a helper into a dict. The literal (or dtype) that made the value carries
+a ``# origin`` comment. Before the running program carried the places, the findings landed at the
+BlockSpec (lines 39 and 18), at the pallas_call (line 23) and at the rejected store (line 10).
 """
 
 from __future__ import annotations
@@ -64,6 +65,19 @@ def test_a_page_count_that_overflows_vmem_is_found_at_the_count():
     line = _marked(text)
     assert finding.span.line == line
     assert text.splitlines()[line][finding.span.column:finding.span.end_column] == "2048"
+
+
+def test_an_out_shape_dtype_made_in_a_helper_is_found_at_the_dtype():
+    """The ShapeDtypeStruct is made in a helper, kept in a dict and passed on: before, the finding
+    stayed at the store the lowering rejected (line 10); the worker now says where the struct was made
+    even though the failed trace cut the entry short (``partial``)."""
+    text, result, located = _check("out_dtype_helper.py", (1,))
+    [finding] = [f for f in located.findings if f.code == "PLS104"]
+    line = _marked(text)
+    assert finding.span.line == line
+    assert text.splitlines()[line][finding.span.column:finding.span.end_column] == "jnp.int32"
+    [call] = result.entries[0].reached
+    assert call.partial  # the trace failed in this call: what else the entry reaches is unknown
 
 
 def test_the_worker_reports_the_places_of_each_dim():

@@ -380,8 +380,10 @@ class ReachedCall:
     vmem_bytes: int = 0
     # where the literals that made its dims were written in the checked file (runner/origin_values.py):
     # "in_specs[1][0]" / "out_specs[i][d]" / "scratch_shapes[i][d]" / "grid[d]" / "out_shape[i][d]" /
-    # "vmem_limit_bytes" -> ((1-based line, column, end column), ...)
-    origins: dict[str, tuple[tuple[int, int, int], ...]] = field(default_factory=dict)
+    # "vmem_limit_bytes" -> ((1-based line, column, end column), ...); "out_shape[i].made" -> ((line, column,
+    # end line, end column),): the jax.ShapeDtypeStruct(...) expression that made output i
+    origins: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    partial: bool = False  # the entry's trace failed after this call: what else it reaches is unknown
 
 
 @dataclass(frozen=True)
@@ -649,8 +651,9 @@ def _reached_from_plain(reached: Any) -> tuple[ReachedCall, ...] | None:
                                                        shape=tuple(b["shape"]), dtype=str(b["dtype"]),
                                                        bytes=int(b["bytes"]), buffers=int(b["buffers"]))
                                            for b in r.get("buffers") or ()),
-                             origins={str(k): tuple((int(p[0]), int(p[1]), int(p[2])) for p in v)
-                                      for k, v in (r.get("origins") or {}).items()})
+                             origins={str(k): tuple(tuple(int(n) for n in p) for p in v)
+                                      for k, v in (r.get("origins") or {}).items()},
+                             partial=bool(r.get("partial")))
                  for r in reached)
 
 
