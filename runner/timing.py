@@ -223,6 +223,15 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
     shapes = prep.task.abstract_args()
     small = None
     if shrink and not prep.on_device:
+        sized, own = _config_size(prep, shapes)
+        if own is not None and isinstance(sized, str):
+            raise TimingError(f"not checked in interpret mode: the reference takes other arguments than the candidate, "
+                              f"so both run on their own inputs, and the task could not be reduced to fit: {sized}")
+        if own is not None or (not isinstance(sized, str) and sized is not None):
+            return _correctness_at(prep, sized, seed, say, extra, shapes, own)
+        if sized is not None:
+            prep.notes.append(f"not reduced through CONFIG: {sized}")
+    if shrink and not prep.on_device:
         from . import timing_shrink
 
         small = timing_shrink.reduced(prep, shapes)
@@ -288,6 +297,129 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
                     "shape_specialised", f"right at the example shape but not at {how}: {r['message']} "
                     "(the candidate specialises to the example shape)", at=inputs_mod.signature(extra_shapes)))
     return out
+
+
+def _config_size(prep: Prepared, shapes: tuple[Any, ...]) -> Any:
+    """(size, own): the task at a reduced CONFIG size (runner/timing_ladder.py) when it states one and
+    is too big to interpret whole (None when it states none or fits; a string when it could not be
+    reduced); ``own``: the reference through its own inputs when it takes other arguments."""
+    from . import timing_ladder
+    from .interpret import _namespaces, probe_calls
+
+    config = prep.task.config or {}
+    if prep.task.format not in ("jaxbench", "maxkernel") or not any(timing_ladder._is_int(v) for v in config.values()):
+        return None, None
+    own = None
+    if timing_ladder.takes_candidate_inputs(prep, shapes) is not None:
+        own = timing_ladder.own_reference(prep)
+    try:
+        fn = prep.probe()
+        calls = probe_calls(fn, shapes, _namespaces(fn))
+    except Exception as exc:  # noqa: BLE001 - the program checks report the candidate's own failure
+        return f"the candidate does not trace at the task's size ({type(exc).__name__})", None
+    if not calls:
+        return None, None
+    allowed = timing_ladder.shared_keys(prep) if own is not None else None
+    return timing_ladder.config_ladder(prep, shapes, calls, own=own, allowed=allowed), own
+
+
+def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], None], extra: bool,
+                    full: tuple[Any, ...], own: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """``correctness`` at a reduced CONFIG size (``sized``; None: the task's own size): the candidate,
+    the reference and the inputs function all read CONFIG at that size (fresh probe instances too),
+    the task's own inputs made there. ``own``: the reference takes other arguments, so each side
+    runs on its own inputs (``workload(*create_inputs())``: the same seeded draws, its own layout)."""
+    from . import timing_ladder
+
+    if sized is None:
+        sized = timing_ladder.ConfigSize({}, {}, full, 0, 0)
+    scaled = sized.scaled
+    loader = prep.probe_loader
+    if loader is not None:
+        def scaled_loader() -> Callable[..., Any]:
+            entry = loader()
+            space = getattr(getattr(entry, "__wrapped__", entry), "__globals__", None)
+            if isinstance(space, dict) and isinstance(space.get("CONFIG"), dict):
+                space["CONFIG"] = {**space["CONFIG"], **scaled}  # a throwaway instance
+            return entry
+
+        prep.probe_loader = scaled_loader
+    spaces = timing_ladder.spaces_of(prep)
+    shapes = sized.shapes
+    out: dict[str, Any] = {"seed": seed, "inputs": inputs_mod.signature(shapes), "rejections": [], "extra_shape": None,
+                           "_config": dict(scaled) or None, "_shapes": shapes}
+    if scaled:
+        out.update(full_inputs=inputs_mod.signature(full), reduced=sized.note, verified_at=sized.verified_at,
+                   config_scaled=dict(scaled))
+        prep.notes.append(sized.note)
+        say(f"checking at a reduced size through the task's CONFIG: {sized.verified_at}")
+    if own is not None:
+        out["own_inputs"] = ("the reference takes other arguments than the candidate: each ran on its own task "
+                             "inputs (workload(*create_inputs()), the same seeded draws), not on fresh random ones")
+        prep.notes.append(out["own_inputs"])
+    with inputs_mod.config_scaled(spaces, scaled or None):
+        template = timing_ladder.concrete_at(prep, scaled)
+        prep._template, prep._template_made = template, True
+        rejections, counted = guards.program_checks(prep.probe, shapes, prep.reference, prep.reference_file, prep.path)
+        out.update(counted)
+        out["rejections"] += rejections
+        if rejections:
+            return out
+        for offset in ((0,) if own is not None else (0, 1)):
+            one = _own_set(prep, template, own) if own is not None else _one_set(prep, shapes, seed + offset, template)
+            if one.get("rejection"):
+                if own is not None and scaled and one["rejection"]["trick"] == "wrong_result":
+                    raise TimingError("not verified: at the reduced size " + sized.verified_at + " the candidate differs "
+                                      "from the reference run on its own inputs, and the two files' CONFIGs are paired "
+                                      "by name only (a size one derives from another may not follow): "
+                                      + one["rejection"]["message"][:600])
+                out["rejections"].append(one["rejection"])
+                return out
+    if not extra or own is not None:
+        return out
+    if not sized.second:
+        out["extra_shape"] = {"checked": False, "why": "no second reduced CONFIG size fits the check's memory"}
+        return out
+    second = timing_ladder.ConfigSize(sized.second, {k: prep.task.config[k] for k in sized.second}, (), 0, 0)
+    how = f"CONFIG at {second.verified_at}"
+    say(f"checking a second shape ({how})")
+    with inputs_mod.config_scaled(spaces, sized.second):
+        other = timing_ladder._shapes(timing_ladder.make_inputs(prep, sized.second))
+        third = _one_set(prep, other, seed + 2, timing_ladder.concrete_at(prep, sized.second))
+    out["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(other)}
+    if third.get("reference_failed"):
+        out["extra_shape"] = {"checked": False, "why": f"the reference fails at {how}: {third['reference_failed']}"}
+    elif third.get("rejection"):
+        r = third["rejection"]
+        out["rejections"].append(guards.reject(
+            "shape_specialised", f"right at {sized.verified_at} but not at {how}: {r['message']}",
+            at=inputs_mod.signature(other)))
+    return out
+
+
+def _own_set(prep: Prepared, args: Any, own: Callable[[], Any]) -> dict[str, Any]:
+    """The candidate on the task's own inputs against the reference on its own (``timing_ladder.own_reference``)."""
+    if args is None:
+        return {"rejection": guards.reject("reference_failed", "the task's inputs function made no arrays to run")}
+    try:
+        expected = jax.block_until_ready(jax.jit(own)())
+    except Exception as exc:  # noqa: BLE001
+        return {"reference_failed": f"{type(exc).__name__}: {exc}",
+                "rejection": guards.reject("reference_failed", f"the reference failed: {type(exc).__name__}: {exc}")}
+    tolerance = tolerance_for(prep.task, expected) or (0.0, 0.0)
+    saved = guards.snapshot(args)
+    try:
+        with _execution(prep, True):
+            outputs = jax.block_until_ready(prep.candidate(*args))
+        outputs = jax.tree.map(np.asarray, outputs)
+    except Exception as exc:  # noqa: BLE001 - the candidate's failure is a verdict
+        return {"rejection": guards.reject("candidate_failed", f"the candidate raised {type(exc).__name__}: "
+                                           f"{str(exc)[:2000]}"), "tolerance": tolerance}
+    changed = guards.inputs_changed(args, saved)
+    if changed:
+        return {"rejection": changed, "tolerance": tolerance}
+    return {"rejection": guards.compare_outputs(outputs, expected, tolerance), "outputs": outputs,
+            "expected": expected, "tolerance": tolerance}
 
 
 def _one_set(prep: Prepared, shapes: tuple[Any, ...], seed: int, template: Any) -> dict[str, Any]:
@@ -439,6 +571,7 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
             checked = correctness(prep, seed, say, extra=bool(params.get("extra_shape", True)),
                                   shrink=bool(params.get("shrink", False)) or not prep.on_device)
             shapes = checked.pop("_shapes")
+            reduced_config = checked.pop("_config", None)
             result = _base_result(prep, checked)
             if checked["rejections"]:
                 why = "; ".join(r["message"] for r in checked["rejections"])
@@ -452,7 +585,10 @@ def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                 shown = ", ".join(f"{dtype}{list(shape)}" for shape, dtype in checked["inputs"])
                 prep.notes.append(f"timed at the reduced shapes {shown} in TPU interpret mode on CPU (interpret "
                                   "mode at full size runs for hours; this time says nothing about a TPU)")
-            timed = time_pair(prep, shapes, seed, runs, warmup, say)
+            from . import timing_ladder
+
+            with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), reduced_config):
+                timed = time_pair(prep, shapes, seed, runs, warmup, say)
             samples = timed["device_ns"] or timed["wall_ns"]
             cand, ref = samples[CANDIDATE], samples[REFERENCE]
             result["verdict"] = "ok"

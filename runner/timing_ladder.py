@@ -1,0 +1,391 @@
+"""A task made smaller through its own ``CONFIG``, for correctness checks that fit on a laptop.
+
+JAXBench (and MaxKernel) tasks state their sizes in a ``CONFIG`` dict that ``create_inputs`` and
+``workload`` read when called. Interpret mode on CPU cannot run them at full size (the worker meets
+its memory limit, or runs for hours), and cutting the inputs' dims behind the task's back breaks a
+task that reshapes its inputs first (RMSNorm's rows) or builds a mask or page table from CONFIG.
+So the task is shrunk where it says its size: ``config_ladder(prep, shapes)`` halves the int
+CONFIG values that are sizes of the inputs, the largest byte share first (a value tried at 1/8,
+1/4, then 1/2 of itself: a ladder), and keeps a step only when, with CONFIG at that size in the
+candidate's and the reference's modules:
+
+- the inputs function makes the inputs (``jax.eval_shape``, nothing runs) and the reference traces;
+- the candidate traces and makes the same pallas_calls with the same block and scratch shapes,
+  every block still tiling its operand (divisibility kept), and every grid axis that had two or
+  more steps still has two or more (the mask/page structure of a reduced grid is still walked);
+
+It stops once the interpreter's peak memory (``peak_bytes``: the inputs and outputs held by
+interpret mode several times over, plus the reference's largest intermediate) fits ``budget`` and
+the grid is small enough to interpret in seconds. The result names the size it stands at
+("seq_len 512 of 4096, batch 1 of 4"): a verdict there is a verdict at that size, said as such.
+
+Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jax
+
+from . import timing_inputs as inputs_mod
+
+MAX_TRIES = 60  # traces of the candidate spent at most
+MAX_STEPS = 512  # grid steps of all calls together that interpret mode runs in seconds
+PEAK_FACTOR = 12  # interpret mode holds the inputs and outputs this many times over (copies, NaN fill, f32
+# upcasts, compare): 8p GEMM measured 4.1 GiB resident (jax included) where 6x estimated 1.7 GiB
+TARGET_BYTES = 256 << 20  # the ladder goes on down while the estimate is above this (smaller runs faster)
+DEFAULT_BUDGET = 1 << 30  # without a worker memory limit
+
+
+@dataclass(frozen=True)
+class ConfigSize:
+    """The task at a reduced CONFIG: what ran, and how it is said."""
+
+    scaled: dict[str, int]  # the CONFIG values changed (name -> reduced value)
+    full: dict[str, int]  # their values as the task states them
+    shapes: tuple[Any, ...]  # abstract inputs at that size
+    peak_bytes: int  # the interpreter's estimated peak at that size
+    steps: int  # grid steps of all the candidate's calls at that size
+    second: dict[str, int] | None = None  # a second, larger reduced size that also fits (the shape check)
+
+    @property
+    def verified_at(self) -> str:
+        return ", ".join(f"{k} {v} of {self.full[k]}" for k, v in self.scaled.items())
+
+    @property
+    def note(self) -> str:
+        return (f"checked in TPU interpret mode at a reduced size through the task's CONFIG ({self.verified_at}; "
+                f"inputs {describe(self.shapes)}, " + (f"{self.steps} grid steps, " if self.steps else "") + f"an estimated interpreter peak of "
+                f"{self.peak_bytes / 2**20:.0f} MiB): block shapes, tiling and two or more steps per blocked grid "
+                "axis kept")
+
+
+def describe(shapes: Any) -> str:
+    return ", ".join(f"{jax.numpy.dtype(a.dtype).name}{list(a.shape)}" for a in jax.tree.leaves(shapes)
+                     if hasattr(a, "shape"))
+
+
+def budget_bytes() -> int:
+    """What one check may take: a third of the worker's memory limit (it holds jax and the task too)."""
+    from .memory_guard import LIMIT_MB
+
+    return (LIMIT_MB << 20) // 3 if LIMIT_MB else DEFAULT_BUDGET
+
+
+def grid_of(call: Any) -> tuple[int, ...]:
+    spec = call.kwargs.get("grid_spec")
+    grid = getattr(spec, "grid", None) if spec is not None else call.kwargs.get("grid")
+    if grid is None:
+        return ()
+    grid = grid if isinstance(grid, (tuple, list)) else (grid,)
+    return tuple(int(g) if isinstance(g, int) else 0 for g in grid)
+
+
+def peak_bytes(reference: Callable[..., Any], shapes: tuple[Any, ...]) -> int:
+    """The interpreter's estimated peak for one check at these shapes (see the module doc)."""
+    held = nbytes(shapes)
+    try:
+        out = jax.eval_shape(reference, *shapes)
+        held += nbytes(out)
+        largest = _largest_intermediate(reference, shapes)
+    except Exception:  # noqa: BLE001 - a reference that does not trace is reported by the caller
+        largest = 0
+    return PEAK_FACTOR * held + 3 * largest
+
+
+def nbytes(tree: Any) -> int:
+    return sum(math.prod(a.shape) * jax.numpy.dtype(a.dtype).itemsize
+               for a in jax.tree.leaves(tree) if hasattr(a, "shape") and hasattr(a, "dtype"))
+
+
+def _largest_intermediate(fn: Callable[..., Any], shapes: tuple[Any, ...]) -> int:
+    jaxpr = jax.make_jaxpr(fn)(*shapes)
+    largest = 0
+
+    def walk(jx: Any) -> None:
+        nonlocal largest
+        for eqn in jx.eqns:
+            for var in eqn.outvars:
+                aval = getattr(var, "aval", None)
+                if hasattr(aval, "shape") and hasattr(aval, "dtype"):
+                    largest = max(largest, math.prod(aval.shape) * aval.dtype.itemsize)
+            for sub in jax.core.jaxprs_in_params(eqn.params) if hasattr(jax.core, "jaxprs_in_params") else ():
+                walk(sub)
+
+    walk(jaxpr.jaxpr)
+    return largest
+
+
+def spaces_of(prep: Any) -> tuple[Callable[..., Any], ...]:
+    """The functions whose modules' CONFIG a reduced size is written into: the candidate's entry and
+    inputs function, the reference."""
+    create = vars(prep.module).get("create_inputs") if prep.module is not None else None
+    return tuple(f for f in (prep.task.entry, prep.reference, create) if callable(f))
+
+
+def make_inputs(prep: Any, scaled: dict[str, int] | None) -> Callable[[], Any]:
+    """The task's inputs function at a CONFIG size (called inside ``config_scaled``: a create_inputs
+    that reads the global CONFIG; one that names CONFIG keys gets them as arguments)."""
+    from .tasks_runtime import _call_with_config
+
+    create = vars(prep.module).get("create_inputs") if prep.module is not None else None
+    if not callable(create) or not scaled:
+        return prep.task.inputs
+    config = {**(prep.task.config or {}), **scaled}
+    return lambda: _call_with_config(create, config)
+
+
+def scaled_probe(prep: Any, scaled: dict[str, int] | None) -> Callable[..., Any]:
+    """A fresh instance's entry (``Prepared.probe``) whose module reads CONFIG at the reduced size."""
+    fn = prep.probe()
+    if scaled:
+        inner = fn.func if hasattr(fn, "func") else fn
+        space = getattr(getattr(inner, "__wrapped__", inner), "__globals__", None)
+        if isinstance(space, dict) and isinstance(space.get("CONFIG"), dict):
+            space["CONFIG"] = {**space["CONFIG"], **scaled}  # a throwaway instance: kept patched
+    return fn
+
+
+def own_reference(prep: Any) -> Callable[[], Any] | None:
+    """The reference through the task's own workload, ``workload(*create_inputs())`` of the
+    reference's module, when that module makes its own inputs (JAXBench's baseline.py): for a
+    reference that takes other arguments than the candidate (paged attention's layout, megablox's
+    static group size). Python values among its inputs stay static (called inside one trace)."""
+    space = getattr(inspect.unwrap(prep.reference), "__globals__", None) if prep.reference is not None else None
+    if not isinstance(space, dict) or not callable(space.get("create_inputs")):
+        return None
+    from .tasks_runtime import _call_with_config
+
+    def run() -> Any:
+        made = _call_with_config(space["create_inputs"], space.get("CONFIG") or {})
+        made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
+        return space["workload"](*made) if callable(space.get("workload")) else prep.reference(*made)
+
+    return run
+
+
+def takes_candidate_inputs(prep: Any, shapes: tuple[Any, ...]) -> str | None:
+    """None when the reference traces on the candidate's inputs, else why not."""
+    try:
+        jax.eval_shape(prep.reference, *shapes)
+        return None
+    except Exception as exc:  # noqa: BLE001 - another signature or layout
+        return f"{type(exc).__name__}: {str(exc)[:160]}"
+
+
+def shared_keys(prep: Any) -> set[str] | None:
+    """The int CONFIG names the candidate's and the reference's modules both state with one value
+    (what both sides can be reduced by), or None when the reference states no CONFIG."""
+    space = getattr(inspect.unwrap(prep.reference), "__globals__", None)
+    ref = space.get("CONFIG") if isinstance(space, dict) else None
+    if not isinstance(ref, dict):
+        return None
+    return {k for k, v in (prep.task.config or {}).items() if _is_int(v) and ref.get(k) == v}
+
+
+def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
+                  budget: int | None = None, own: Callable[[], Any] | None = None,
+                  allowed: set[str] | None = None) -> ConfigSize | str | None:
+    """The task at a CONFIG size that fits (see the module doc); None when it fits as it is; a
+    string (why not) when no CONFIG value could be reduced far enough. ``calls``: the candidate's
+    pallas_calls at the full size. ``own``: the reference through its own inputs (``own_reference``),
+    then only ``allowed`` CONFIG names are reduced (both modules state them alike)."""
+    from .interpret import _namespaces, probe_calls
+
+    budget = budget or budget_bytes()
+    config = dict(prep.task.config or {})
+    spaces = spaces_of(prep)
+    if own is not None:
+        def reference(*_: Any) -> Any:
+            return own()
+    else:
+        reference = prep.reference
+
+    def probe(s: tuple[Any, ...], scaled: dict[str, int]) -> list[Any]:
+        fn = scaled_probe(prep, scaled)
+        return probe_calls(fn, s, _namespaces(fn))
+    want = block_structure(calls)
+    grids = [grid_of(c) for c in calls]
+
+    def steps_of(cs: list[Any]) -> int:
+        return sum(math.prod(g) for g in (grid_of(c) for c in cs) if g)
+
+    def fits(s: tuple[Any, ...], cs: list[Any]) -> tuple[bool, int]:
+        peak = peak_bytes(reference, s)
+        return peak <= min(budget, TARGET_BYTES) and steps_of(cs) <= MAX_STEPS, peak
+
+    ok, peak = fits(shapes, calls)
+    if ok:
+        return None
+    sizes = {d for leaf in jax.tree.leaves(shapes) for d in getattr(leaf, "shape", ())}
+    lanes = {leaf.shape[-1] for leaf in jax.tree.leaves(shapes) if getattr(leaf, "shape", ())}
+    keys = [k for k, v in config.items() if _is_int(v) and v > 1 and (v in sizes or _shapes_follow(k))
+            and (allowed is None or k in allowed)]
+    if not keys:
+        return "no int CONFIG value is a size of the inputs"
+    state = {"scaled": {}, "shapes": shapes, "calls": calls, "tries": 0}
+    floor: set[str] = set()
+    last_why = ""
+
+    def attempt(key: str) -> bool:
+        nonlocal last_why
+        value = state["scaled"].get(key, config[key])
+        for new in _smaller(value, config[key], config[key] in lanes):
+            if state["tries"] >= MAX_TRIES:
+                return False
+            state["tries"] += 1
+            trial = {**state["scaled"], key: new}
+            try:
+                with inputs_mod.config_scaled(spaces, trial):
+                    new_shapes = _shapes(make_inputs(prep, trial))
+                    if new_shapes == state["shapes"]:
+                        last_why = f"{key} is not a size of the inputs"
+                        return False
+                    traced = probe(new_shapes, trial)
+                    jax.eval_shape(reference, *new_shapes)
+            except Exception as exc:  # noqa: BLE001 - the task does not take this size: a smaller step next
+                last_why = f"{key}={new}: {type(exc).__name__}: {str(exc)[:160]}"
+                continue
+            why = _kept(want, grids, traced)
+            if why:
+                last_why = f"{key}={new}: {why}"
+                continue
+            state.update(scaled=trial, shapes=new_shapes, calls=traced)
+            return True
+        return False
+
+    while state["tries"] < MAX_TRIES:
+        with inputs_mod.config_scaled(spaces, state["scaled"] or None):
+            ok, peak = fits(state["shapes"], state["calls"])
+        if ok:
+            break
+        order = [k for k in _by_bytes(keys, state, config) if k not in floor]
+        if not order:
+            break
+        key = order[0]
+        if not attempt(key):
+            floor.add(key)
+    with inputs_mod.config_scaled(spaces, state["scaled"] or None):
+        ok, peak = fits(state["shapes"], state["calls"])
+    if not state["scaled"]:
+        return f"no CONFIG value could be reduced with the kernel's blocks kept ({last_why or 'nothing tried'})"
+    result = ConfigSize({k: v for k, v in state["scaled"].items()}, {k: config[k] for k in state["scaled"]},
+                        state["shapes"], peak, steps_of(state["calls"]))
+    if peak <= budget:
+        result = _with_second(result, state, config, spaces, prep, probe, want, grids, budget, fits)
+    if peak > budget:
+        return (f"at the smallest size the kernel takes ({result.verified_at}) the interpreter would still need about "
+                f"{peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB)")
+    return result
+
+
+def _with_second(result: ConfigSize, state: dict[str, Any], config: dict[str, Any], spaces: tuple, prep: Any,
+                 probe: Callable[..., list[Any]], want: list[tuple], grids: list, budget: int,
+                 fits: Callable[..., tuple[bool, int]]) -> ConfigSize:
+    """``result`` with a second size one step up the ladder (one value doubled back) when it fits."""
+    import dataclasses
+
+    for key in sorted(result.scaled, key=lambda k: result.scaled[k]):
+        up = result.scaled[key] * 2
+        if up > config[key]:
+            continue
+        trial = {**result.scaled, key: up}
+        try:
+            with inputs_mod.config_scaled(spaces, trial):
+                s = _shapes(make_inputs(prep, trial))
+                traced = probe(s, trial)
+                if _kept(want, grids, traced) is None and fits(s, traced)[1] <= budget:
+                    return dataclasses.replace(result, second=trial)
+        except Exception:  # noqa: BLE001 - no second size there: the next value
+            continue
+    return result
+
+
+def _shapes_follow(key: str) -> bool:
+    """CONFIG names that size an input without being one of its dims (pages per sequence, tokens)."""
+    return any(word in key for word in ("pages", "seq", "tokens", "len"))
+
+
+def _by_bytes(keys: list[str], state: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The keys whose current value sizes the most input bytes first."""
+    share: dict[str, int] = {}
+    for key in keys:
+        value = state["scaled"].get(key, config[key])
+        share[key] = sum(nbytes(a) for a in jax.tree.leaves(state["shapes"])
+                         if hasattr(a, "shape") and value in a.shape)
+    return sorted(keys, key=lambda k: (-share[k], -int(state["scaled"].get(k, config[k]))))
+
+
+def block_structure(calls: list[Any]) -> list[tuple]:
+    """Each call's blocks as ``interpret_shrink.blocks_of`` states them, with a block dim that spans
+    its whole operand dim written "whole" (it may follow the dim down: a whole-sequence block)."""
+    from .interpret_shrink import blocks_of
+    from .intercept import block_shapes
+
+    out = []
+    for call, (ins, outs, scratch, tiles) in zip(calls, blocks_of(calls)):
+        grid_spec = call.kwargs.get("grid_spec")
+        prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0) if grid_spec is not None else 0
+        operands = [o for o in jax.tree.leaves(tuple(call.operands or ())[prefetch:]) if hasattr(o, "shape")]
+        results = [o for o in jax.tree.leaves(call.out_shape) if hasattr(o, "shape")]
+        blocks = list(ins) + list(outs)
+
+        def whole(block: Any, array: Any) -> Any:
+            if block is None or len(block) != len(array.shape):
+                return block
+            return tuple("whole" if b is not None and b == d else b for b, d in zip(block, array.shape))
+
+        named = tuple(whole(b, a) for b, a in zip(blocks, operands + results))
+        out.append((named, len(scratch), tiles))
+    return out
+
+
+def _kept(want: list[tuple], grids: list[tuple[int, ...]], traced: list[Any]) -> str | None:
+    """None when the reduced trace keeps every call's blocks, tiling and multi-step grid axes."""
+    if len(traced) != len(want):
+        return f"the candidate makes {len(traced)} pallas_call(s), not {len(want)}"
+    if block_structure(traced) != want:
+        return "a block shape changed, or a block no longer tiles its operand"
+    for before, call in zip(grids, traced):
+        after = grid_of(call)
+        if len(after) != len(before):
+            return "the grid's rank changed"
+        for axis, (b, a) in enumerate(zip(before, after)):
+            if b >= 2 and a < 2:
+                return f"grid axis {axis} would have {a} step(s) (it had {b})"
+    return None
+
+
+def _shapes(create: Callable[[], Any]) -> tuple[Any, ...]:
+    shapes = jax.eval_shape(create)
+    if isinstance(shapes, list):
+        shapes = tuple(shapes)
+    return shapes if isinstance(shapes, tuple) else (shapes,)
+
+
+def _smaller(value: int, full: int | None = None, lane: bool = False) -> list[int]:
+    """The ladder's rungs below ``value``: 1/8, 1/4, 1/2 (a size of 128 or more stays at 16 or more:
+    a model width shrunk to 1 checks little; the last dim of an input, the TPU's lane dim, stays at
+    128 or more when it was, so a whole-dim block keeps its (8, 128) tiling)."""
+    out = []
+    least = 16 if (full or value) >= 128 else 1
+    if lane and (full or value) >= 128:
+        least = 128
+    for new in (value // 8, value // 4, value // 2):
+        if least <= new < value and value % new == 0 and new not in out:
+            out.append(new)
+    return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def concrete_at(prep: Any, scaled: dict[str, int]) -> tuple[Any, ...] | None:
+    """The task's own inputs made at the reduced size (its masks, page tables and lengths, small);
+    call inside ``config_scaled``."""
+    return inputs_mod.concrete_template(make_inputs(prep, scaled))
