@@ -317,13 +317,16 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
             say(it.index, "autotune", "tuning")
             tuned = phase("autotune", await timed("autotune", evaluator.tune(candidate)))
             if tuned.ok and tuned.source and tuned.source != candidate:
-                check = await timed("autotune", evaluator.test(tuned.source))
-                if check.ok:
+                # the tuned configuration is a new candidate: compiled for the chip and tested like any other
+                recompiled = await timed("autotune", evaluator.compile(tuned.source))
+                check = await timed("autotune", evaluator.test(tuned.source)) if recompiled.ok else recompiled
+                if recompiled.ok and check.ok:
                     candidate = it.source = tuned.source
-                    if check.test is not None:
-                        it.result = Verdict(compiled, check.test)
+                    compiled = recompiled.compile or compiled
+                    it.result = Verdict(compiled, check.test or it.result.test)
                 else:
-                    say(it.index, "autotune", "the tuned configuration failed the frozen tests; kept the untuned one")
+                    failed = "compile for the chip" if not recompiled.ok else "frozen tests"
+                    say(it.index, "autotune", f"the tuned configuration failed the {failed}; kept the untuned one")
         say(it.index, "profile", f"measuring ({evaluator.method})")
         measured = phase("profile", await timed("profile", evaluator.measure(candidate)))
         it.profile = str(measured.data.get("profile") or "")

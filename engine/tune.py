@@ -30,11 +30,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pallasite.analysis import feasibility
-from pallasite.analysis.source import Source
+from pallasite.analysis.source import Source, apply_edits
 from pallasite.analysis.tunables import apply_config, find_tunables, kinds
 from pallasite.analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json, to_json
 
 from pallasite.wire.messages import EstimateParams, EstimateResult, VerifyParams
+
+from pallasite.analysis.verdict import COST_MODEL, CompileResult, Speedup, Timing, try_speedup
 
 from .estimates import PairedEstimate, pair
 from .sources import sources_for, trusted_sources
@@ -53,6 +55,8 @@ class Timed:
     reference: Measurement | None = None
 
 
+# the file's text under one configuration -> the compile phase for the chip (tiers 0-2)
+Compiler = Callable[[str], Awaitable[CompileResult]]
 # configs -> one timing per config (provenance DEVICE, or a failure status); a plain Measurement
 # stands for Timed(measurement)
 DeviceTimer = Callable[[Sequence[dict[str, int]]], Awaitable[Sequence["Measurement | Timed"]]]
@@ -62,6 +66,7 @@ Progress = Callable[[str, "float | None"], None]
 Verifier = Callable[[dict[str, int], dict[str, str]], Awaitable[dict[str, Any]]]
 
 COST_MODEL_METHOD = "pallasite cost model (roofline over traced counts)"
+COMPILE_METHOD = "tiers 0-2: compiled for the chip (analysis/verdict.CompileResult)"
 VERIFY_METHOD = "tier 3: TPU interpret mode on CPU vs the reference (correctness only, no timing)"
 
 
@@ -121,10 +126,30 @@ class TuneReport:
     # the current and the best configuration beside the reference, by one model (engine/estimates.py)
     current_vs_reference: PairedEstimate | None = None
     best_vs_reference: PairedEstimate | None = None
+    # the device the timings ran on, as the worker reported it (kind, (("jax", v), ("libtpu", v)))
+    device_kind: str = ""
+    versions: tuple[tuple[str, str], ...] = ()
+    current_compile: CompileResult | None = None  # the starting configuration compiled for the chip (tier 2)?
+    best_compile: CompileResult | None = None  # the best, which is what gets applied
 
     @property
     def label(self) -> str:
         return f"estimate ({self.chip})"
+
+    def timing(self, o: Outcome | None) -> Timing | None:
+        """An outcome's figure by the run's one method: its device median (keyed by the device the worker
+        reported) on a device backend, else the cost model's estimate for the chip."""
+        if o is None:
+            return None
+        if self.backend != "estimate":
+            return Timing(o.measured_s, "device", self.device_kind or self.chip, method=f"autotune on {self.backend}",
+                          versions=self.versions) if o.measured_s else None
+        return Timing(o.estimate_s, "estimate", self.chip, COST_MODEL) if o.estimate_s else None
+
+    def speedup_between(self, base: Outcome | None, other: Outcome | None) -> Speedup | None:
+        """base / other by analysis/verdict.speedup (None when either has no figure by the run's method)."""
+        s, _ = try_speedup(self.timing(base), self.timing(other), baseline_name=f"{dict(base.config)}" if base else "")
+        return s
 
     def outcome(self, config: Config) -> Outcome | None:
         return next((o for o in self.outcomes if o.config == config), None)
@@ -134,7 +159,10 @@ class TuneReport:
         best = self.outcome(self.best) if self.best else None
         if best is None or not best.measured_s or not self.reference_s:
             return None
-        return self.reference_s / best.measured_s, f"the XLA reference on the same device ({self.chip} backend {self.backend})"
+        where = self.device_kind or self.chip
+        ref = Timing(self.reference_s, "device", where, method=f"autotune on {self.backend}", versions=self.versions)
+        s, _ = try_speedup(ref, self.timing(best), baseline_name="the XLA reference")
+        return (s.value, f"the XLA reference on the same device ({where}, backend {self.backend})") if s else None
 
     def speedup_vs_current(self) -> tuple[float, str] | None:
         """(speedup, provenance) of the best over the current config; device times only, else
@@ -142,17 +170,20 @@ class TuneReport:
         best, cur = self.outcome(self.best) if self.best else None, self.outcome(self.current)
         if best is None or cur is None or cur.status in ("rejected", "trace error", "failed"):
             return None  # no speedup over a configuration that cannot run
-        if best.measured_s and cur.measured_s:
-            return cur.measured_s / best.measured_s, "device"
-        if best.estimate_s and cur.estimate_s and self.backend == "estimate":
-            return cur.estimate_s / best.estimate_s, self.label
-        return None
+        if self.current_compile is not None and self.current_compile.ok is False:
+            return None  # nor over one that does not compile for the chip
+        s = self.speedup_between(cur, best)
+        if s is None:
+            return None
+        return s.value, ("device" if self.backend != "estimate" else self.label)
 
 
 async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator, *,
                timer: DeviceTimer | None = None, verifier: Verifier | None = None, store: Any = None,
-               progress: Progress | None = None) -> TuneReport:
-    """Tune the file's entry; see the module docstring for the steps."""
+               progress: Progress | None = None, compiler: Compiler | None = None) -> TuneReport:
+    """Tune the file's entry; see the module docstring for the steps. ``compiler``: the checker's tiers
+    0-2 for the chip on the file written with a configuration (``checker_compiler``): what tune calls
+    best or applies must have compiled for the chip, and the starting configuration is checked too."""
     say = progress or (lambda message, fraction=None: None)
     source = Source(text)
     from pallasite.analysis.sites import find_sites
@@ -175,6 +206,19 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     asked = {"worker": 0, "store": 0}
     reference: dict[str, Any] | None = None
     entry = options.entry or ""
+    compiles: dict[Config, CompileResult] = {}
+
+    async def compiled(config: Config) -> CompileResult:
+        """The file written with ``config``, compiled for the chip (tier 2), once per configuration."""
+        if config not in compiles:
+            stored = keys.stored_compile(config)  # a rerun answers from the store what the first run found
+            if stored is None:
+                say(f"compiling {dict(config)} for {options.chip} (tier 2)", None)
+                configured = apply_edits(text, apply_config(tunables, dict(config))) if config != current else text
+                stored = await compiler(configured)
+                keys.put_compile(config, stored)
+            compiles[config] = stored
+        return compiles[config]
 
     # 1. estimates of the configurations the exploration picks (engine/tune_space.py): from the
     #    store when there (an unchanged kernel costs nothing), else traced by the worker
@@ -182,6 +226,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         nonlocal reference, entry
         found = keys.stored_estimates(configs)
         asked["store"] += len(found)
+        reference = reference or keys.reference  # a rerun from the store answers what the first run answered
         missing = [c for c in configs if c not in found]
         if missing:
             reply = await estimator([dict(c) for c in missing], tunable_kinds)
@@ -189,6 +234,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
             entry = reply.entry or entry
             reference = reference or reply.reference
             keys.scoped, keys.entry = reply.chip.scoped_vmem_limit_bytes, entry
+            keys.reference = keys.reference or reply.reference
             fresh = {tuple(sorted((str(k), v) for k, v in e.config)): e for e in reply.estimates}
             keys.put_estimates(fresh)
             found.update(fresh)
@@ -285,6 +331,14 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
                                            measured_s=t, reasons=tuple(r for r in reason if r),
                                            reused=config in known)
         best = result.best[0] if result.best else None
+        if best is not None and compiler is not None:  # the pick must compile for the chip, like any candidate
+            timed = sorted((c for c, t in result.results.items() if t is not None), key=lambda c: result.results[c])
+            best = None
+            for config in timed[:3]:
+                if (await compiled(config)).ok is True:
+                    best = config
+                    break
+                outcomes[config] = replace(outcomes[config], status="failed", reasons=(compiles[config].text(),))
         best_provenance = "device" if best else None
     else:
         for config, seconds in feasible.items():
@@ -292,9 +346,23 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         ranked = sorted(feasible, key=lambda c: (feasible[c], _changed(c, current), c))  # ties: fewest edits
         best = ranked[0]
         best_provenance = f"estimate ({options.chip})"
-        if verifier is not None and options.verify > 0:
+        checking = verifier is not None and options.verify > 0
+        if compiler is not None and not checking:  # the best-ranked that compiles for the chip
+            best = None
+            for config in ranked[:3]:
+                if (await compiled(config)).ok is True:
+                    best = config
+                    break
+                outcomes[config] = replace(outcomes[config], status="failed", reasons=(compiles[config].text(),))
+            if best is None:
+                notes.append(f"the 3 best-ranked configurations did not compile for {options.chip}; nothing to apply")
+                best_provenance = None
+        if checking:
             best = None
             for config in ranked[: options.verify]:
+                if compiler is not None and (await compiled(config)).ok is not True:
+                    outcomes[config] = replace(outcomes[config], status="failed", reasons=(compiles[config].text(),))
+                    continue
                 say(f"checking {dict(config)} in interpret mode (correctness only)", None)
                 verdict = keys.stored_verdict(config)
                 if verdict is None:
@@ -312,8 +380,17 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
                 problems = verdict.get("problems") or [str(verdict.get("state"))]
                 outcomes[config] = replace(o, status="failed", reasons=(f"interpret mode: {problems[0]}",))
             if best is None:
-                notes.append(f"the {options.verify} best-ranked configurations failed in interpret mode; nothing to apply")
+                notes.append(f"the {options.verify} best-ranked configurations failed (compile for {options.chip} or "
+                             "interpret mode); nothing to apply")
                 best_provenance = None
+    current_compile = None
+    if compiler is not None:
+        cur = outcomes.get(current)
+        if cur is not None and cur.status in ("rejected", "trace error"):
+            current_compile = CompileResult.failed(f"rejected before compiling: {(cur.reasons or ('?',))[0]}",
+                                                   chip=options.chip)
+        else:
+            current_compile = await compiled(current)
     for config, o in list(outcomes.items()):  # duplicates share their representative's timing
         if o.status == "duplicate" and o.duplicate_of in outcomes:
             outcomes[config] = replace(o, measured_s=outcomes[o.duplicate_of].measured_s)
@@ -326,7 +403,9 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         evaluations=len(result.order), reused=reused, strategy=result.strategy, stopped=result.stopped,
         reference=reference, notes=tuple(notes), space_size=explored.size, explored=explored.summary(),
         reference_s=sorted(reference_ns)[len(reference_ns) // 2] / 1e9 if reference_ns else None,
-        edits=apply_config(tunables, dict(best)) if best else ())
+        edits=apply_config(tunables, dict(best)) if best else (),
+        device_kind=keys.worker[0] if keys.worker else "", versions=keys.worker[1] if keys.worker else (),
+        current_compile=current_compile, best_compile=compiles.get(best) if best else None)
     keys.put_run(report)
     if keys.store is not None and keys.store.problem:
         report = replace(report, notes=report.notes + (f"results are not recorded: {keys.store.problem}",))
@@ -381,6 +460,8 @@ class _Keys:
         self.path = path
         self.entry = options.entry
         self.scoped: int | None = None
+        self.reference: dict[str, Any] | None = None  # the reference's estimate (stored with the configurations')
+        self.worker: tuple[str, tuple[tuple[str, str], ...]] | None = None  # (device kind, versions) it reported
         if store is None:
             return
         from pallasite.analysis.local_imports import source_hash
@@ -408,6 +489,7 @@ class _Keys:
             out[config] = from_json(CostEstimate, payload["estimate"])
             self.scoped = payload.get("scoped_vmem_limit_bytes")
             self.entry = self.entry or payload.get("entry")
+            self.reference = self.reference or payload.get("reference")
         return out
 
     def entry_name(self) -> str:
@@ -422,17 +504,47 @@ class _Keys:
             self.store.put_estimate(self._key(config), model=COST_MODEL_METHOD,
                                     status="ok" if est.status == "ok" else "compile_error", seconds=est.seconds,
                                     payload={"estimate": to_json(est), "scoped_vmem_limit_bytes": self.scoped,
-                                             "entry": self.entry}, path=self.path)
+                                             "entry": self.entry, "reference": self.reference}, path=self.path)
+
+    def _worker_key(self, config: Config, m: Measurement) -> Any:
+        """A device timing's key: the device kind and versions the WORKER reported (as tokamax keys its
+        tuning cache by device kind), never the target chip or this client's versions."""
+        return replace(self._key(config, device=True), chip=m.device_kind or self.options.chip,
+                       jax_version=m.jax_version or None, libtpu_version=m.libtpu_version or None)
+
+    def _device_records(self, config: Config, limit: int = 1) -> list[Any]:
+        """This configuration's stored device timings on this backend, whatever device kind and versions
+        the worker reported (newest first); once this run has timed one, only that worker's kind."""
+        want = self._key(config, device=True)
+        out = []
+        for r in self.store.measurements(path=self.path, limit=5000):
+            k = r.key
+            if (k.code_hash, k.kernel, k.backend, tuple(sorted(k.config))) != \
+                    (want.code_hash, want.kernel, want.backend, tuple(sorted(want.config))):
+                continue
+            if self.worker is not None and k.chip != self.worker[0]:
+                continue
+            out.append(r)
+            if len(out) >= limit:
+                break
+        return out
 
     def stored_timings(self, configs: Sequence[Config]) -> dict[Config, Measurement]:
         if self.store is None:
             return {}
         out = {}
         for config in configs:
-            records = self.store.measurements(self._key(config, device=True), provenance=Provenance.DEVICE, limit=1)
+            records = [r for r in self._device_records(config, limit=5) if r.measurement.provenance is Provenance.DEVICE]
             if records:
                 out[config] = records[0].measurement
+                self.learn(records[0].measurement)
         return out
+
+    def learn(self, m: Measurement) -> None:
+        """The worker's device kind and versions, from a device timing it reported."""
+        if self.worker is None and m.provenance is Provenance.DEVICE and m.device_kind:
+            self.worker = (m.device_kind, tuple((k, str(v)) for k, v in (("jax", m.jax_version),
+                                                                          ("libtpu", m.libtpu_version)) if v))
 
     def stored_verdict(self, config: Config) -> dict[str, Any] | None:
         if self.store is None:
@@ -446,37 +558,48 @@ class _Keys:
         self.store.put_verdict(self._key(config), method=VERIFY_METHOD, state=str(verdict.get("state") or "error"),
                                payload=verdict, path=self.path)
 
+    def stored_compile(self, config: Config) -> CompileResult | None:
+        if self.store is None:
+            return None
+        records = self.store.verdicts(self._key(config), method=COMPILE_METHOD, limit=1)
+        return CompileResult.from_json(records[0].payload) if records else None
+
+    def put_compile(self, config: Config, result: CompileResult) -> None:
+        if self.store is None or (result.ok is None and "not checked" in result.why):  # a limit: try again next time
+            return
+        self.store.put_verdict(self._key(config), method=COMPILE_METHOD, state=result.text()[:200],
+                               payload=result.to_json(), path=self.path)
+
     def finished_run(self) -> bool:
         return self.store is not None and bool(self.store.tuning_runs(self.device_base))
 
     def put_timing(self, config: Config, m: Measurement) -> None:
+        self.learn(m)
         if self.store is not None:
-            self.store.put_measurement(self._key(config, device=True), replace(m, config=config), path=self.path)
+            self.store.put_measurement(self._worker_key(config, m), replace(m, config=config), path=self.path)
 
     def failure(self, config: Config) -> str | None:
         if self.store is None:
             return None
-        records = self.store.measurements(self._key(config, device=True), limit=1)
+        records = self._device_records(config)
         return (records[0].measurement.error or records[0].measurement.status) if records else None
 
     def put_run(self, report: TuneReport) -> None:
         if self.store is None:
             return
+        # the run's device results, keyed by the worker that timed them; estimates are stored once, by
+        # put_estimates under the cost model's name, never again here under another
         results = []
+        kind, versions = self.worker or (report.device_kind or report.chip, report.versions)
+        v = dict(versions)
         for o in report.outcomes:
-            if o.measured_s is not None:
-                results.append((self._key(o.config, device=True),
-                                Measurement(status="ok", provenance=Provenance.DEVICE, device_kind=report.chip,
-                                            method=f"autotune on {report.backend}", median_ns=o.measured_s * 1e9,
-                                            config=o.config)))
-            elif o.estimate_s is not None and report.backend == "estimate":
-                results.append((self._key(o.config),
-                                Measurement(status="ok" if o.status == "estimated" else "compile_error",
-                                            provenance=Provenance.ESTIMATE, device_kind=report.chip,
-                                            method="autotune ranking by the estimate", median_ns=o.estimate_s * 1e9,
-                                            config=o.config,
-                                            error="; ".join(o.reasons) or None)))
-        self.store.put_tuning(self.base if report.backend == "estimate" else self.device_base, results, path=self.path)
+            if o.measured_s is not None and report.backend != "estimate":
+                m = Measurement(status="ok", provenance=Provenance.DEVICE, device_kind=kind,
+                                method=f"autotune on {report.backend}", median_ns=o.measured_s * 1e9, config=o.config,
+                                jax_version=v.get("jax"), libtpu_version=v.get("libtpu"))
+                results.append((self._worker_key(o.config, m), m))
+        self.store.put_tuning(self.base if report.backend == "estimate" else self.device_base, results, path=self.path,
+                              best=report.best)
 
 # --------------------------------------------------------------------------- the worker seam
 
@@ -526,6 +649,20 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
         return replace(first[0], estimates=tuple(e for r in replies for e in r.estimates))
 
     return estimate
+
+
+def checker_compiler(engine: Any, path: str, check_options: Any) -> Compiler:
+    """A ``Compiler`` over the engine's checker: tiers 0-2 for ``check_options.target`` on the file's text
+    under a configuration, as analysis/verdict.compile_result reads the report."""
+    from pallasite.analysis.verdict import compile_result, judge_tiers
+
+    options = replace(check_options, tiers=judge_tiers(check_options.tiers))
+
+    async def compile_text(text: str) -> CompileResult:
+        report = await engine.check(path, options, text, purpose="job", store=False)  # not the file's own text
+        return compile_result(report, options.tiers, options.target)
+
+    return compile_text
 
 
 def worker_verifier(backend: Any, path: str, text: str | None, options: TuneOptions,

@@ -393,13 +393,17 @@ class ResultsStore:
     # ------------------------------------------------------------------ tuning
 
     def put_tuning(self, key: ResultKey, results: Sequence[tuple[ResultKey, Measurement]], *,
-                   path: str | None = None) -> int:
+                   path: str | None = None, best: Any = None) -> int:
         """One autotuning run: every config's measurement (failures included) and the best config.
 
         ``key`` is the kernel without a config; each result's key carries its config. The best is
-        the ok result with the lowest median; the run and its rows are committed together."""
+        ``best`` when given (what the run chose), else the ok result with the lowest median; the run
+        and its rows are committed together."""
         ok = [(k, m) for k, m in results if m.status == "ok" and m.median_ns is not None]
-        best = min(ok, key=lambda km: km[1].median_ns)[0].config if ok else None
+        if best is None:
+            best = min(ok, key=lambda km: km[1].median_ns)[0].config if ok else None
+        else:
+            best = tuple(best)
         summary = {"configs": len(results), "ok": len(ok),
                    "best_median_ns": min((m.median_ns for _, m in ok), default=None),
                    "provenance": sorted({m.provenance.value for _, m in results})}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import difflib
 import json
 import os
@@ -21,7 +22,8 @@ from typing import Any
 from pallasite.analysis.source import apply_edits
 from pallasite.analysis.types import to_json
 from pallasite.engine.tune import (
-    TuneError, TuneOptions, TuneReport, device_platform, tune, worker_estimator, worker_timer, worker_verifier,
+    TuneError, TuneOptions, TuneReport, checker_compiler, device_platform, tune, worker_estimator, worker_timer,
+    worker_verifier,
 )
 
 # "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
@@ -93,13 +95,14 @@ def run(args: argparse.Namespace) -> int:
         try:
             device = device_settings(args)
         except ValueError as exc:
-            print(f"pallasite tune: {exc}", file=sys.stderr)
+            print(f"error: {exc}", file=sys.stderr)
             return 2
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
-                                   memory_mb=args.memory_mb, device=device))
+                                   memory_mb=args.memory_mb, device=device,
+                                   check_options=dataclasses.replace(settings.check_options(), target=options.chip)))
     except TuneError as exc:
-        print(f"pallasite tune: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
         if store is not None:
@@ -114,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
-                memory_mb: int = 4096, device: Any = None) -> TuneReport:
+                memory_mb: int = 4096, device: Any = None, check_options: Any = None) -> TuneReport:
     from pallasite.engine.client import WorkerConfig
     from pallasite.engine.pool import local_backend
 
@@ -138,13 +141,14 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
         await backend.close()
         return await interpret(config, tunable_kinds)
 
+    from pallasite.engine.engine import Engine
+
     timer = None
-    engine = None
+    engine = Engine(use_store=False)
+    # what tune calls best or applies compiles for the chip (tier 2), like any other candidate
+    compiler = checker_compiler(engine, path, check_options) if check_options is not None else None
     try:
         if device is not None:  # ssh / ray: a batch's configurations timed at once on the engine's device pool
-            from pallasite.engine.engine import Engine
-
-            engine = Engine(use_store=False)
             engine.device_events = lambda line: progress(line)
             pool = engine.device(device, WorkerConfig(timeout_s=600.0, memory_mb=memory_mb, platforms=None))
             timer = worker_timer(pool, path, text, options, on_progress=progress)
@@ -156,12 +160,11 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
                                 "rank. Use --backend estimate here, or run on a TPU host")
             timer = worker_timer(backend, path, text, options, on_progress=progress)
         return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
-                          progress=progress)
+                          progress=progress, compiler=compiler)
     finally:
         await backend.close()
         await checking.close()
-        if engine is not None:
-            await engine.close()
+        await engine.close()
         if not quiet:
             print(file=sys.stderr)
 
@@ -215,10 +218,9 @@ def format_report(report: TuneReport, top: int = 15) -> str:
     current = current if current is not None and current.status in RANKED else None
     for o in report.outcomes[:top]:
         vs = "-"  # only configurations that rank get a speedup; rejected and failed ones show their reason
-        if o.status in RANKED and o.measured_s and current and current.measured_s:
-            vs = f"{current.measured_s / o.measured_s:.2f}x (device)"
-        elif o.status in RANKED and report.backend == "estimate" and o.estimate_s and current and current.estimate_s:
-            vs = f"{current.estimate_s / o.estimate_s:.2f}x (est.)"
+        gain = report.speedup_between(current, o) if o.status in RANKED and current else None
+        if gain is not None:  # analysis/verdict.speedup: one method on both sides
+            vs = f"{gain.value:.2f}x ({'device' if report.backend != 'estimate' else 'est.'})"
         mark = " *" if o.config == report.best else ""
         status = o.status + (f": {o.reasons[0]}" if o.reasons else "") + (
             f" of {_changes(o.duplicate_of, report.current)}" if o.duplicate_of else "")
@@ -232,13 +234,18 @@ def format_report(report: TuneReport, top: int = 15) -> str:
     speed = report.speedup_vs_current()
     best = (f"best: {_changes(report.best, report.current)} by {report.best_provenance}" if report.best else
             "best: none (no configuration both ranked and passed; see the notes)")
+    if report.best and report.best_compile is not None:
+        best += f" ({report.best_compile.text()})"
     if speed:
         best += f"; {speed[0]:.2f}x vs the current configuration, {speed[1]}"
     lines.append(best)
+    broken = report.current_compile is not None and report.current_compile.ok is not True
+    if broken:  # said in the headline, not only at --top 200
+        lines.append(f"the current configuration {_config(report.current)}: {report.current_compile.text()}")
     vs_ref = report.speedup_vs_reference()
     if vs_ref:
         lines.append(f"{vs_ref[0]:.2f}x vs {vs_ref[1]}")
-    vs = [(name, p) for name, p in (("the current configuration", report.current_vs_reference),
+    vs = [(name, p) for name, p in (("the current configuration", None if broken else report.current_vs_reference),
                                     ("the best", report.best_vs_reference)) if p is not None]
     shown = [f"{name} {p.speedup:.2f}x" for name, p in vs if p.speedup is not None]
     if shown:

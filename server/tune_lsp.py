@@ -8,6 +8,8 @@ it was computed for) and converts it to LSP. No JAX here: estimates come from th
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,7 +19,8 @@ from lsprotocol import types as lsp
 from pallasite.analysis.source import Source
 from pallasite.analysis.tunables import find_tunables
 from pallasite.analysis.types import KernelSite, Span
-from pallasite.engine.tune import TuneOptions, TuneReport, job_progress, tune, worker_estimator, worker_verifier
+from pallasite.engine.tune import (TuneOptions, TuneReport, checker_compiler, job_progress, tune, worker_estimator,
+                                   worker_verifier)
 
 from .lenses import Lens
 from .lsp_convert import span_to_range
@@ -105,9 +108,12 @@ def job_body(session: Any, path: str, text: str, options: TuneOptions, progress:
             session.log(f"pallasite: autotune without the results store: {exc}")
             store = None
         try:
+            # what tune calls best or applies compiles for the chip (tier 2), like any other candidate
+            compiler = checker_compiler(session.engine, path, dataclasses.replace(session.check_options(),
+                                                                                  target=options.chip))
             return await tune(path, text, options, worker_estimator(backend, path, text, options, on_progress=say),
                               verifier=worker_verifier(backend, path, text, options, on_progress=say),
-                              store=store, progress=say)
+                              store=store, progress=say, compiler=compiler)
         finally:
             if store is not None:
                 store.close()

@@ -307,7 +307,7 @@ def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
     best = report.outcome(report.best)
     assert report.reference_s == 4e-4
     assert report.speedup_vs_reference() == (pytest.approx(4e-4 / best.measured_s), pytest.approx(
-        "the XLA reference on the same device (v5e backend fake)"))
+        "the XLA reference on the same device (TPU v5 lite, backend fake)"))
     current = report.outcome(report.current)
     assert report.speedup_vs_current() == (pytest.approx(current.measured_s / best.measured_s), "device")
 
