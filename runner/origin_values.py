@@ -164,9 +164,15 @@ carried_max = _extreme(builtins.max)
 class _Literals(ast.NodeTransformer):
     """Replaces int/float literals by ``__pallasite_k__[n]`` (their carried values)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, extremes: bool = True) -> None:
         self.path = path
         self.values: list[Any] = []
+        self.extremes = extremes  # the builtins min/max are not rebound in the file: read them carried
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        if self.extremes and isinstance(node.ctx, ast.Load) and node.id in EXTREMES:
+            return ast.copy_location(ast.Name(id=EXTREMES[node.id], ctx=ast.Load()), node)
+        return node
 
     def visit_Constant(self, node: ast.Constant) -> Any:
         value = node.value
@@ -207,19 +213,40 @@ class _Literals(ast.NodeTransformer):
     visit_AsyncFunctionDef = visit_FunctionDef
 
 
+EXTREMES = {"min": "__pallasite_min__", "max": "__pallasite_max__"}
+
+
+def _binds(tree: ast.AST, names: Any) -> bool:
+    """Whether the file binds any of ``names`` itself (assigns, defines, imports or takes them)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in names:
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names:
+            return True
+        if isinstance(node, ast.arg) and node.arg in names:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] in names:
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and set(node.names) & set(names):
+            return True
+    return False
+
+
 def rewrite_literals(tree: ast.Module, path: str) -> list[Any]:
     """Rewrite ``tree`` (of the file at ``path``) in place so its int and float literals are read from
-    ``__pallasite_k__``; returns that list, to be bound in the module's globals before it runs.
-    Bools, strings, literals in f-strings, ``match`` patterns and annotations stay as written."""
-    literals = _Literals(path)
+    ``__pallasite_k__`` (and, when the file does not rebind them, ``min``/``max`` are the carrying
+    ones); returns that list, to be bound in the module's globals before it runs. Bools, strings,
+    literals in f-strings, ``match`` patterns and annotations stay as written."""
+    literals = _Literals(path, extremes=not _binds(tree, EXTREMES))
     literals.visit(tree)
     ast.fix_missing_locations(tree)
     return literals.values
 
 
 def carried_globals(values: list[Any]) -> dict[str, Any]:
-    """What the rewritten module needs in its globals: the literals and the carrying min/max."""
-    return {CONSTANTS: values, "min": carried_min, "max": carried_max}
+    """What the rewritten module needs in its globals: the literals and the carrying min/max (under
+    names no ``import *`` copies and no task discovery reads)."""
+    return {CONSTANTS: values, EXTREMES["min"]: carried_min, EXTREMES["max"]: carried_max}
 
 
 def compile_carried(source: str | bytes, path: str, namespace: dict[str, Any], flags: int = 0) -> Any:
@@ -231,9 +258,7 @@ def compile_carried(source: str | bytes, path: str, namespace: dict[str, Any], f
 
 
 def _bind(namespace: dict[str, Any], values: list[Any]) -> None:
-    for name, value in carried_globals(values).items():
-        if name == CONSTANTS or name not in namespace:
-            namespace[name] = value
+    namespace.update(carried_globals(values))
 
 
 def rewrite_statements(source: str | bytes, path: str, namespace: dict[str, Any]) -> ast.Module:

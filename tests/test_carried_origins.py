@@ -131,6 +131,16 @@ def test_places_survive_containers_fields_partial_and_options():
     assert namespace["s"].bq == 256 and lines == [2, 6, 7]  # 128, the default 2, and max's 16
 
 
+def test_min_max_carry_only_where_the_file_does_not_rebind_them_and_add_no_public_names():
+    carried: dict = {}
+    exec(compile_carried("a = min(128, 4 * 64)\n", "m.py", carried), carried)
+    assert sorted(line for _, line, _, _ in places_of(carried["a"])) == [1, 1, 1]
+    assert "min" not in carried and "max" not in carried  # an import * of the module copies nothing new
+    own: dict = {}
+    exec(compile_carried("def max(*a):\n    return 7\nb = max(1, 2)\n", "m.py", own), own)
+    assert own["b"] == 7
+
+
 def test_match_patterns_fstrings_and_annotations_are_left_as_written():
     namespace: dict = {}
     source = ("x: 'int' = 3\n"
