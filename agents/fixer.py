@@ -12,8 +12,8 @@ model's code never runs here) plus tier 3 against ``reference()`` when the file 
 only when the findings being fixed are gone and no new error appeared. A rejected proposal's reason
 (the new compiler error, the edit that did not apply, ...) goes back to the model in the next
 round, up to ``max_rounds``, within the token and time budgets. The outcome is either a verified
-minimal edit with an honest label ("compiles for v6e; correctness not verified" without a
-reference) or "no verified fix" listing what was tried. An unverified edit is never returned.
+minimal edit with an honest label in analysis/verdict's words ("compiled for v6e (tiers 0,1,2);
+not verified: no reference()" without a reference) or "no verified fix" listing what was tried. An unverified edit is never returned.
 
 ``verify`` is the one narrow seam to the engine: ``async (text, tiers) -> FileReport``
 (``checker_verify`` adapts a ``Checker``).
@@ -32,6 +32,7 @@ from typing import Any, Awaitable, Callable, Protocol, Sequence
 from pallasite.analysis.codes import COULD_NOT_CHECK
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.types import FileReport
+from pallasite.analysis.verdict import TestResult, compile_result
 
 from . import keys
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
@@ -97,7 +98,7 @@ class FixOutcome:
     ok: bool
     path: str
     message: str  # one line for the user: the label, or why there is no verified fix
-    label: str = ""  # what was verified, e.g. "compiles for v6e; correctness not verified (no reference())"
+    label: str = ""  # what was verified (analysis/verdict's words), e.g. "compiled for v6e (tiers 0,1,2); not verified: no reference()"
     fixed_text: str | None = None  # only when ok
     hunks: tuple[Hunk, ...] = ()
     diff: str = ""
@@ -332,16 +333,14 @@ def _unverified_tiers(report: FileReport, tiers: tuple[int, ...], original: File
 
 
 def _label(report: FileReport, tiers: tuple[int, ...], chip: str, has_reference: bool) -> str:
+    """What the fix was verified to be, in the one vocabulary (analysis/verdict.Verdict.text)."""
     ran = {t for v in report.kernels for t, s in v.tiers if s == "ok"}
-    if 2 in ran:
-        what = f"compiles for {chip} (tiers {', '.join(map(str, sorted(t for t in tiers if t < 3)))})"
-    elif 1 in ran:
-        what = f"lowers for {chip} (tier 1; the TPU compiler, tier 2, was not run)"
-    else:
-        what = f"passes the source rules for {chip} (tier 0 only; not compiled)"
+    compiled = compile_result(report, tuple(t for t in tiers if t < 3), chip)
     if 3 in ran and has_reference:
-        return what + "; matches reference() in TPU interpret mode (CPU)"
-    return what + "; correctness not verified" + ("" if has_reference else " (no reference())")
+        test = TestResult.ok("matches reference() in TPU interpret mode (CPU)")
+    else:
+        test = TestResult.not_verified("no reference()" if not has_reference else "tier 3 (interpret mode) not run")
+    return f"{compiled.text()}; {'correct: ' if test.outcome == 'ok' else 'not verified: '}{test.why}"
 
 
 def _blocks(edits: Sequence[SearchReplace]) -> str:

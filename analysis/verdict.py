@@ -211,7 +211,8 @@ class CompileResult:
             return f"compiled for {self.chip or 'the chip'} (tiers {','.join(map(str, self.tiers_run))})"
         if self.ok is False:
             return f"not compiled: {self.why}"
-        return f"not compiled for the chip: {self.why}"
+        passed = f" (tiers {','.join(map(str, self.tiers_run))} passed)" if self.tiers_run else ""
+        return f"not compiled for the chip: {self.why}{passed}"
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "chip": self.chip, "tiers_run": list(self.tiers_run),
@@ -392,7 +393,7 @@ class Verdict:
         if not self.candidate:
             return self.no_candidate_why
         if self.compile.ok is not True:
-            return self.compile.why
+            return self.compile.text().partition(": ")[2]
         return self.test.why if self.test.outcome != "ok" else ""
 
     def text(self) -> str:

@@ -41,5 +41,5 @@ async def test_a_fix_that_compiles_but_is_wrong_is_rejected_by_the_reference():
     assert [a.verdict for a in outcome.attempts] == ["still failing", "verified"], outcome.attempts
     assert "tier 3" in outcome.attempts[0].detail  # the interpret-mode verdict, fed back
     assert "tier 3" in provider.requests[1].prompt
-    assert outcome.ok and outcome.label == ("lowers for v6e (tier 1; the TPU compiler, tier 2, was not run); "
-                                            "matches reference() in TPU interpret mode (CPU)")
+    assert outcome.ok and outcome.label == ("not compiled for the chip: tier 2 was not run (tiers 0,1 passed); "
+                                            "correct: matches reference() in TPU interpret mode (CPU)")

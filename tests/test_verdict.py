@@ -90,7 +90,7 @@ def test_a_skipped_tier_2_is_not_compiled_for_the_chip_and_never_passes():
     assert c.ok is None and c.tiers_run == (0, 1) and c.tiers_skipped == ((2, "libtpu not installed"),)
     v = Verdict(c, TestResult.ok())
     assert not v.passed and v.status() == "not compiled for the chip"
-    assert v.text() == "not compiled for the chip: tier 2 skipped: libtpu not installed"
+    assert v.text() == "not compiled for the chip: tier 2 skipped: libtpu not installed (tiers 0,1 passed)"
     only_01 = compile_result(_report(kernels=[KernelVerdict("k", Span.point(1), ((0, "ok"), (1, "ok")))]), (0, 1), "v5e")
     assert only_01.ok is None and "tier 2 was not run" in only_01.text()
     ran = _report(kernels=[KernelVerdict("k", Span.point(1), ((0, "ok"), (1, "ok"), (2, "ok")))])

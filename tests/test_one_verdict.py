@@ -1,0 +1,164 @@
+"""One meaning for every command (issue 33): the same checker report and the same worker reply,
+put through fix, optimize, search, tune and eval, give the same compiled / correct / not verified
+words, because each command reads them into the one Verdict (analysis/verdict.py). The engine and
+the worker are stand-ins answering the given report and reply; the phases are the commands' own."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from pallasite.analysis.types import FileReport, KernelVerdict, Span
+from pallasite.analysis.verdict import Verdict
+from pallasite.engine.backend import Reply
+from pallasite.engine.checker import CheckOptions
+from pallasite.wire.messages import TimeResult, Trick
+
+DATA = Path(__file__).parent / "data"
+TASK = DATA / "eval" / "add_tuned"
+
+
+def _report(tier2: str) -> FileReport:
+    return FileReport(str(TASK / "optimized.py"), (), (KernelVerdict("add_kernel", Span.point(1),
+                                                                     ((0, "ok"), (1, "ok"), (2, tier2))),))
+
+
+SKIPPED = _report("skipped: libtpu not installed")
+COMPILED = _report("ok")
+CRASHED = Reply("crashed", message="the worker went over its memory limit of 8192 MiB and was stopped")
+REJECTED = Reply("ok", TimeResult("rejected", rejections=(Trick("wrong_result", "max abs error 1.0 > atol 1e-2"),)))
+PASSED = Reply("ok", TimeResult("ok", checks={"inputs": [[[8, 128], "float32"]]}, provenance="interpret"))
+
+CASES = {  # (checker report, test reply) -> the one status every command must say
+    "tier 2 skipped": (SKIPPED, PASSED, "not compiled for the chip"),
+    "could not run": (COMPILED, CRASHED, "compiled, not verified"),
+    "wrong": (COMPILED, REJECTED, "compiled, wrong"),
+    "correct": (COMPILED, PASSED, "compiled, correct"),
+}
+
+
+class Worker:
+    """Answers every test request with ``reply`` and every estimate with a failure (no figure)."""
+
+    def __init__(self, reply):
+        self.reply = reply
+
+    async def request(self, params, **kw):
+        if type(params).__name__ == "EstimateParams":
+            return Reply("crashed", message="no estimate here")
+        return self.reply
+
+    async def close(self):
+        return None
+
+
+class Engine:
+    def __init__(self, report, reply):
+        self.report, self.worker = report, Worker(reply)
+
+    async def check(self, path, options, text=None, **kw):
+        return self.report
+
+    def backend(self, options, untrusted=False):
+        return self.worker
+
+
+def _optimize(report, reply) -> Verdict:
+    from pallasite.agents.optimize_eval import EngineEvaluator
+
+    text = (TASK / "optimized.py").read_text()
+    ev = EngineEvaluator(Engine(report, reply), str(TASK / "optimized.py"), text, CheckOptions(target="v5e"), chip="v5e")
+
+    async def go():
+        compiled = await ev.compile(text)
+        tested = await ev.test(text)
+        return Verdict(compiled.compile, tested.test)
+
+    return asyncio.run(go())
+
+
+def _search(report, reply) -> Verdict:
+    """A search node (one optimize iteration from the root) carries the verdict its phases made."""
+    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.providers import ProviderConfig
+    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.search import ProposeRequest
+    from pallasite.agents.search_graph import SearchNode
+    from pallasite.agents.search_iterate import IterateNodes
+
+    text = (TASK / "optimized.py").read_text()
+    ev = EngineEvaluator(Engine(report, reply), str(TASK / "optimized.py"), text, CheckOptions(target="v5e"), chip="v5e")
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: same\nKeep it.", f"```python\n{text}```"])
+    nodes = IterateNodes(provider, ev, str(TASK / "optimized.py"), "v5e")
+    root = SearchNode("root", (), 0, "root", None, text, "the starting kernel", None, None, 1.0, "estimate (v5e)")
+    out = asyncio.run(nodes.attempt(ProposeRequest("t0.1", "optimize", (root,), None)))
+    node_status = {"not compiled for the chip": "failed", "compiled, wrong": "wrong",
+                   "compiled, not verified": "not verified", "compiled, correct": "unmeasured"}
+    node = SearchNode("t0.1", ("root",), 1, "optimize", None, text, "", out.evaluation.compiled,
+                      out.evaluation.correct, out.evaluation.speedup, "estimate (v5e)", result=out.evaluation.result)
+    assert node.status == node_status[node.result.status()]
+    return node.result
+
+
+def _eval(report, reply) -> Verdict:
+    from pallasite.agents.eval_job import EvalJob, _test, compiled_verdict
+    from pallasite.engine.eval_tasks import discover
+
+    (task,) = [t for t in discover(str(DATA / "eval")) if t.name == "add_tuned"]
+    compiled = compiled_verdict(report, (0, 1, 2), "v5e")
+    test = asyncio.run(_test(Worker(reply), task, (TASK / "optimized.py").read_text(), EvalJob([task], {})))
+    return Verdict(compiled, test)
+
+
+def _tune_compile(report) -> object:
+    from pallasite.engine.tune import checker_compiler
+
+    compile_text = checker_compiler(Engine(report, None), str(TASK / "optimized.py"), CheckOptions(target="v5e"))
+    return asyncio.run(compile_text("text"))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_same_report_and_reply_say_the_same_words_in_every_command(case):
+    from pallasite.agents.eval_metrics import CaseOutcome, TaskOutcome, summarize
+    from pallasite.agents.fixer import _label
+
+    report, reply, status = CASES[case]
+    verdicts = {"optimize": _optimize(report, reply), "search": _search(report, reply), "eval": _eval(report, reply)}
+    assert {name: v.status() for name, v in verdicts.items()} == dict.fromkeys(verdicts, status)
+    assert len({(v.compiled, v.correct) for v in verdicts.values()}) == 1
+    # tune and fix read the same report into the same compile result
+    compiled = verdicts["eval"].compile
+    assert _tune_compile(report).ok is compiled.ok and _tune_compile(report).text() == compiled.text()
+    assert _label(report, (0, 1, 2), "v5e", True).startswith(compiled.text())
+    # eval's row and HTML cell say the verdict's own words
+    v = verdicts["eval"]
+    row = summarize("files", [TaskOutcome("add_tuned", (CaseOutcome(v.compiled is True, v.correct is True,
+                                                                    1.0 if v.passed else None,
+                                                                    untimed=None, verified=v.correct is not None,
+                                                                    status=v.status()),))],
+                    provenance="estimate (v5e)").per_task[0]
+    assert row["status"] == status
+
+
+def test_could_not_run_is_never_wrong_in_optimize_and_search():
+    """Optimize and search called a candidate whose test run crashed "incorrect"; eval "not verified"."""
+    for verdict in (_optimize(COMPILED, CRASHED), _search(COMPILED, CRASHED)):
+        assert verdict.correct is None and "memory limit" in verdict.text()
+
+
+def test_a_skipped_tier_2_is_not_compiled_in_optimize_and_search():
+    """Optimize and search passed a candidate whose tier 2 was skipped as "no errors (tiers 0,1,2)"."""
+    for verdict in (_optimize(SKIPPED, PASSED), _search(SKIPPED, PASSED)):
+        assert verdict.compiled is None and not verdict.passed
+        assert verdict.text().startswith("not compiled for the chip: tier 2 skipped: libtpu not installed")
+
+
+def test_timing_for_names_chip_7x_as_the_chip_not_the_model():
+    from pallasite.agents.optimize import timing_for
+    from pallasite.analysis.verdict import COST_MODEL
+
+    t = timing_for(1e-3, f"estimate ({COST_MODEL}, 7x)")
+    assert t.device_kind == "7x" and t.model == COST_MODEL
+    assert timing_for(1e-3, "estimate (7x)").device_kind == "7x"
