@@ -105,6 +105,11 @@ def nbytes(tree: Any) -> int:
 def _largest_intermediate(fn: Callable[..., Any], shapes: tuple[Any, ...]) -> int:
     jaxpr = jax.make_jaxpr(fn)(*shapes)
     largest = 0
+    try:
+        from jax.extend.core import jaxprs_in_params as subs
+    except ImportError:  # an older jax: the top level only
+        def subs(_: Any) -> tuple:
+            return ()
 
     def walk(jx: Any) -> None:
         nonlocal largest
@@ -113,7 +118,7 @@ def _largest_intermediate(fn: Callable[..., Any], shapes: tuple[Any, ...]) -> in
                 aval = getattr(var, "aval", None)
                 if hasattr(aval, "shape") and hasattr(aval, "dtype"):
                     largest = max(largest, math.prod(aval.shape) * aval.dtype.itemsize)
-            for sub in jax.core.jaxprs_in_params(eqn.params) if hasattr(jax.core, "jaxprs_in_params") else ():
+            for sub in subs(eqn.params):
                 walk(sub)
 
     walk(jaxpr.jaxpr)

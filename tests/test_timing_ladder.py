@@ -1,0 +1,92 @@
+"""Correctness at a size that fits, said as such (issue 34): the ``time`` op without a device
+reduces a JAXBench-layout task through its own ``CONFIG`` (runner/timing_ladder.py) when the
+interpreter's estimated peak or the grid is over budget, keeping block shapes, tiling and two or
+more steps per blocked grid axis; the checks say the size ("seq_len 256 of 512"), and a planted
+wrong kernel of each structure is caught as wrong there. Fixtures: tests/data/timing/ladder/
+(attention with whole-sequence K/V blocks; RMSNorm reshaped to rows before its pallas_call, which
+the BlockSpec rule could not reduce; a reference taking another argument than the kernel, run
+through its own ``workload(*create_inputs())``). The budgets are made tiny so the tasks are small.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jax")
+
+from pallasite.runner import timing, timing_ladder  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "timing" / "ladder"
+
+
+@pytest.fixture(autouse=True)
+def tiny_budget(monkeypatch):
+    monkeypatch.setattr(timing_ladder, "TARGET_BYTES", 1 << 20)
+    monkeypatch.setattr(timing_ladder, "MAX_STEPS", 8)
+    monkeypatch.setattr(timing_ladder, "DEFAULT_BUDGET", 64 << 20)
+    from pallasite.runner import memory_guard
+
+    monkeypatch.setattr(memory_guard, "LIMIT_MB", 0)
+
+
+def check(task: str, name: str) -> dict:
+    return timing.handle_time({"path": str(DATA / task / f"{name}.py"), "shrink": True, "runs": 1, "warmup": 0,
+                               "extra_shape": True, "seed": 3})
+
+
+def test_attention_is_checked_at_a_reduced_config_size_that_says_so():
+    result = check("attention", "optimized")
+    assert result["verdict"] == "ok", result.get("error") or result["rejections"]
+    checks = result["checks"]
+    assert "seq_len 256 of 512" in checks["verified_at"]  # 4 query blocks -> 2: still two steps on that axis
+    assert checks["full_inputs"] == [[[2, 4, 512, 128], "float32"]] * 3
+    assert checks["inputs"] != checks["full_inputs"]
+    assert all(shape[3] == 128 for shape, _ in checks["inputs"])  # the lane dim kept
+    assert checks["extra_shape"]["checked"]  # a second reduced size one rung up
+
+
+def test_a_planted_wrong_attention_is_caught_at_the_reduced_size():
+    result = check("attention", "wrong")
+    assert result["verdict"] == "rejected"
+    assert [r["trick"] for r in result["rejections"]] == ["wrong_result"]
+    assert "seq_len 256 of 512" in result["checks"]["verified_at"]
+
+
+def test_rmsnorm_reshaped_to_rows_is_reduced_through_config_not_blockspecs():
+    result = check("rmsnorm", "optimized")
+    assert result["verdict"] == "ok", result.get("error") or result["rejections"]
+    assert result["checks"]["verified_at"]
+    wrong = check("rmsnorm", "wrong")
+    assert wrong["verdict"] == "rejected" and wrong["rejections"][0]["trick"] == "wrong_result"
+
+
+def test_a_reference_taking_other_arguments_runs_on_its_own_inputs(monkeypatch):
+    result = check("own_inputs", "optimized")
+    assert result["verdict"] == "ok", result.get("error") or result["rejections"]
+    assert "own task inputs" in result["checks"]["own_inputs"]
+    assert result["checks"]["verified_at"]  # reduced by the CONFIG names both files state alike
+
+
+def test_a_planted_wrong_kernel_against_its_own_inputs_reference_is_wrong_at_full_size(monkeypatch):
+    monkeypatch.setattr(timing_ladder, "TARGET_BYTES", 1 << 30)
+    monkeypatch.setattr(timing_ladder, "MAX_STEPS", 64)
+    result = check("own_inputs", "wrong")
+    assert result["verdict"] == "rejected"
+    assert [r["trick"] for r in result["rejections"]] == ["wrong_result"]
+
+
+def test_reduced_wrong_against_an_own_inputs_reference_is_not_verified_not_wrong():
+    """The two files' CONFIGs are paired by name only: a mismatch at a reduced size says why it is
+    not verified instead of calling the kernel wrong."""
+    result = check("own_inputs", "wrong")
+    assert result["verdict"] == "error"
+    assert "not verified" in result["error"] and "paired by name only" in result["error"]
+
+
+def test_the_ladder_keeps_blocks_and_two_steps_per_blocked_axis():
+    assert timing_ladder._smaller(512) == [64, 128, 256]
+    assert timing_ladder._smaller(128, 128, lane=True) == []
+    assert timing_ladder._smaller(7168) == [896, 1792, 3584]
+    assert timing_ladder._smaller(4) == [1, 2]
