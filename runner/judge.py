@@ -57,6 +57,10 @@ def _candidate_main(sock: socket.socket, params: dict[str, Any]) -> None:
     try:
         with timing.prepared(params) as prep:
             shapes = prep.task.abstract_args()
+            sized, own = timing._config_size(prep, shapes) if not prep.on_device else (None, None)
+            if own is not None or (sized is not None and not isinstance(sized, str)):
+                _ready_at_config(sock, prep, shapes, sized, own)
+                return
             small = timing_shrink.reduced(prep, shapes) if not prep.on_device else None
             notes = []
             if isinstance(small, str):
@@ -89,7 +93,49 @@ def _candidate_main(sock: socket.socket, params: dict[str, Any]) -> None:
         send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
 
 
-def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any) -> None:
+def _ready_at_config(sock: socket.socket, prep: Any, full: tuple[Any, ...], sized: Any, own: Any) -> None:
+    """The candidate's side at a reduced CONFIG size (runner/timing_ladder.py): its traces and runs
+    read CONFIG there; the judge is told the size and makes the inputs and the reference itself."""
+    import jax
+    import numpy as np
+
+    from . import interpret_guard, timing, timing_ladder
+    from . import timing_guards as guards
+    from . import timing_inputs as inputs_mod
+
+    if isinstance(sized, str):
+        raise timing.TimingError(f"not checked in interpret mode: the reference takes other arguments than the "
+                                 f"candidate, so both run on their own inputs, and the task could not be reduced: {sized}")
+    if sized is None:
+        sized = timing_ladder.ConfigSize({}, {}, full, 0, 0)
+    scaled = sized.scaled
+    timing.scale_probes(prep, scaled)
+    spaces = timing_ladder.spaces_of(prep)
+    extra = None
+    with inputs_mod.config_scaled(spaces, scaled or None):
+        rejections, counted = guards.program_checks(prep.probe, sized.shapes, prep.reference, prep.reference_file,
+                                                    prep.path)
+    if sized.second and own is None:
+        with inputs_mod.config_scaled(spaces, sized.second):
+            extra = timing_ladder._shapes(timing_ladder.make_inputs(prep, sized.second))
+
+    def signature(tree: Any) -> list[Any]:
+        return [[list(a.shape), str(np.dtype(a.dtype).name)] for a in jax.tree.leaves(tree)]
+
+    send_frame(sock, {"op": "ready", "rejections": rejections, "counted": counted, "notes": [],
+                      "reduced": sized.note if scaled else None, "verified_at": sized.verified_at if scaled else None,
+                      "config_scaled": dict(scaled) or None, "own": own is not None, "shapes": signature(sized.shapes),
+                      "extra": signature(extra) if extra is not None else None,
+                      "extra_how": (f"CONFIG at {timing_ladder.ConfigSize(sized.second, dict(prep.task.config), (), 0, 0).verified_at}"
+                                    if extra is not None else "no second reduced CONFIG size fits the check's memory"),
+                      "scaled": sized.second if extra is not None else None, "entry": prep.task.name,
+                      "format": prep.task.format, "config": prep.config, "interpret": interpret_guard.recorded()})
+    treedefs = {"main": jax.tree.structure(sized.shapes), "extra": jax.tree.structure(extra) if extra is not None else None}
+    _serve(sock, prep, treedefs, sized.second if extra is not None else None, base=scaled or None, own=own is not None)
+
+
+def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any, base: Any = None,
+           own: bool = False) -> None:
     import jax
     import numpy as np
 
@@ -106,8 +152,14 @@ def _serve(sock: socket.socket, prep: Any, treedefs: dict[str, Any], scaled: Any
             return
         try:
             if op == "run":
-                args = jax.tree.unflatten(treedefs[header["which"]], [jax.numpy.asarray(a) for a in arrays])
-                scaling = inputs_mod.config_scaled((prep.task.entry,), scaled if header["which"] == "extra" else None)
+                from .timing_ladder import concrete_at, spaces_of
+
+                which = header["which"]
+                spaces = spaces_of(prep) if base else (prep.task.entry,)
+                scaling = inputs_mod.config_scaled(spaces, {**(base or {}), **(scaled or {})} if which == "extra" else base)
+                with inputs_mod.config_scaled(spaces, base):
+                    args = (concrete_at(prep, base or {}) if which == "own" and own else
+                            jax.tree.unflatten(treedefs[which], [jax.numpy.asarray(a) for a in arrays]))
                 saved = guards.snapshot(args)
                 with scaling, timing._execution(prep, True):
                     outputs = jax.block_until_ready(prep.candidate(*args))
@@ -232,20 +284,103 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
     if ready.get("op") != "ready":
         return timing._failed(params, str(ready.get("error") or "the candidate process did not get ready"))
     own = task.abstract_args()
-    shapes = _checked_shapes(ready.get("shapes"), own, grow=False)
-    template = inputs_mod.concrete_template(task.inputs) if ready.get("reduced") is None else None
+    base = ready.get("config_scaled") or None
+    stack = contextlib.ExitStack()
+    if base or ready.get("own"):  # a reduced CONFIG size: the judge makes the inputs there from its own file
+        try:
+            full, own, template, own_reference = _trusted_at_config(task, reference, base)
+        except Exception as exc:  # noqa: BLE001 - the trusted file does not take that size
+            return timing._failed(params, f"not verified: the reference's task does not take the reduced size "
+                                  f"{ready.get('verified_at')}: {type(exc).__name__}: {str(exc)[:300]}")
+        stack.enter_context(inputs_mod.config_scaled((reference,), base))
+    else:
+        full, own_reference = own, None
+        template = inputs_mod.concrete_template(task.inputs) if ready.get("reduced") is None else None
+    if own_reference is not None:
+        shapes = own  # each side on its own inputs: the candidate's layout is its own
+    else:
+        shapes = _checked_shapes(ready.get("shapes"), own, grow=False)
+        if base and inputs_mod.signature(shapes) != inputs_mod.signature(own):
+            return timing._failed(params, "the candidate reported other inputs at the reduced size than the task makes")
     checks: dict[str, Any] = {"seed": seed, "inputs": inputs_mod.signature(shapes), "extra_shape": None,
                               **(ready.get("counted") or {})}
     if ready.get("reduced"):
-        checks.update(full_inputs=inputs_mod.signature(own), reduced=ready["reduced"])
+        checks.update(full_inputs=inputs_mod.signature(full), reduced=ready["reduced"])
+    if ready.get("verified_at"):
+        checks["verified_at"] = ready["verified_at"]
+    if own_reference is not None:
+        checks["own_inputs"] = ("the reference takes other arguments than the candidate: each ran on its own task "
+                                "inputs (workload(*create_inputs()), the same seeded draws), not on fresh random ones")
+    with stack:
+        return _judged(sock, params, say, task, reference, ready, seed, shapes, own, template, checks, own_reference)
+
+
+def _trusted_at_config(task: Any, reference: Callable[..., Any], scaled: dict[str, int] | None) -> tuple[Any, ...]:
+    """(full shapes, shapes at ``scaled``, the task's own arrays there, the reference through its own
+    workload or None) from the trusted file, its CONFIG read at ``scaled`` (names it must state)."""
+    import inspect
+
+    import jax
+
+    from . import timing_inputs as inputs_mod
+    from .tasks_runtime import _call_with_config
+    from .timing_ladder import _is_int, _shapes
+
+    config = dict(task.config or {})
+    for key, value in (scaled or {}).items():
+        if key not in config or not _is_int(config[key]) or not _is_int(value) or not 1 <= value <= config[key]:
+            raise ValueError(f"CONFIG[{key!r}] = {value!r}: the reference's file states no such size to reduce")
+    space = inspect.unwrap(reference).__globals__
+    create = space.get("create_inputs") if callable(space.get("create_inputs")) else None
+    full = task.abstract_args()
+
+    def make() -> Any:
+        return _call_with_config(create, {**config, **(scaled or {})}) if create is not None else task.inputs()
+
+    with inputs_mod.config_scaled((reference,), scaled):
+        try:
+            shapes = _shapes(make)
+            jax.eval_shape(reference, *shapes)
+            own_reference = None
+        except Exception:  # noqa: BLE001 - another signature: the reference through its own workload
+            if create is None:
+                raise
+            made_by = space.get("workload") if callable(space.get("workload")) else reference
+
+            def own_reference() -> Any:
+                made = make()
+                return made_by(*(tuple(made) if isinstance(made, (tuple, list)) else (made,)))
+            shapes = ()
+        template = inputs_mod.concrete_template(make) if own_reference is None else None
+    return full, shapes, template, own_reference
+
+
+def _judged(sock: socket.socket, params: dict[str, Any], say: Callable[[str], None], task: Any,
+            reference: Callable[..., Any], ready: dict[str, Any], seed: int, shapes: Any, own: Any, template: Any,
+            checks: dict[str, Any], own_reference: Callable[[], Any] | None) -> dict[str, Any]:
+    import jax
+
+    from . import timing
+    from . import timing_guards as guards
+    from . import timing_inputs as inputs_mod
+    from .interpret_compare import tolerance_for
+    from .tiers import versions
+
     notes = [str(n) for n in ready.get("notes") or ()] + ([ready["reduced"]] if ready.get("reduced") else [])
+    if checks.get("own_inputs"):
+        notes.append(checks["own_inputs"])
     rejections = list(ready.get("rejections") or ())
+    extra_template = None
 
     def one_set(set_shapes: Any, set_seed: int, which: str, scaled: Any = None) -> dict[str, Any]:
-        args = inputs_mod.fresh_inputs(set_shapes, set_seed, template if which == "main" else None)
+        if own_reference is not None:  # each side on its own inputs (the same seeded draws)
+            which, args = "own", ()
+        else:
+            args = inputs_mod.fresh_inputs(set_shapes, set_seed, template if which == "main" else extra_template)
         try:
             with inputs_mod.config_scaled((reference,), scaled):
-                expected = jax.block_until_ready(jax.jit(reference)(*args))
+                expected = jax.block_until_ready(jax.jit(own_reference)() if own_reference is not None
+                                                 else jax.jit(reference)(*args))
         except Exception as exc:  # noqa: BLE001
             return {"reference_failed": f"{type(exc).__name__}: {exc}",
                     "rejection": guards.reject("reference_failed", f"the reference failed: {type(exc).__name__}: {exc}")}
@@ -282,8 +417,13 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
                     rejection = guards.reject("precomputed_result", "on fresh random inputs the candidate returned "
                                               "the reference's answer for the task's own example inputs: a result "
                                               "precomputed ahead of the call, not computed from its inputs")
+            if own_reference is not None and ready.get("config_scaled") and rejection["trick"] == "wrong_result":
+                return timing._failed(params, "not verified: at the reduced size " + str(ready.get("verified_at")) +
+                                      " the candidate differs from the reference run on its own inputs, and the two "
+                                      "files' CONFIGs are paired by name only (a size one derives from another may "
+                                      "not follow): " + str(rejection["message"])[:600])
             rejections.append(rejection)
-        else:
+        elif own_reference is None:
             second = one_set(shapes, seed + 1, "main")
             if second.get("rejection"):
                 rejection = second["rejection"]
@@ -295,6 +435,13 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
                 rejections.append(rejection)
             elif params.get("extra_shape", True) and ready.get("extra") is not None:
                 extra = _checked_shapes(ready["extra"], own, grow=True)
+                if ready.get("config_scaled") and ready.get("scaled"):  # the judge's own inputs at the second size
+                    try:
+                        _, made, extra_template, _ = _trusted_at_config(task, reference, {**ready["config_scaled"],
+                                                                                          **ready["scaled"]})
+                        extra = made if inputs_mod.signature(made) == inputs_mod.signature(extra) else extra
+                    except Exception:  # noqa: BLE001 - random values for its integers instead
+                        extra_template = None
                 how = str(ready.get("extra_how"))
                 say(f"checking a second shape ({how})")
                 third = one_set(extra, seed + 2, "extra", ready.get("scaled"))

@@ -334,16 +334,7 @@ def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], 
     if sized is None:
         sized = timing_ladder.ConfigSize({}, {}, full, 0, 0)
     scaled = sized.scaled
-    loader = prep.probe_loader
-    if loader is not None:
-        def scaled_loader() -> Callable[..., Any]:
-            entry = loader()
-            space = getattr(getattr(entry, "__wrapped__", entry), "__globals__", None)
-            if isinstance(space, dict) and isinstance(space.get("CONFIG"), dict):
-                space["CONFIG"] = {**space["CONFIG"], **scaled}  # a throwaway instance
-            return entry
-
-        prep.probe_loader = scaled_loader
+    scale_probes(prep, scaled)
     spaces = timing_ladder.spaces_of(prep)
     shapes = sized.shapes
     out: dict[str, Any] = {"seed": seed, "inputs": inputs_mod.signature(shapes), "rejections": [], "extra_shape": None,
@@ -395,6 +386,22 @@ def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], 
             "shape_specialised", f"right at {sized.verified_at} but not at {how}: {r['message']}",
             at=inputs_mod.signature(other)))
     return out
+
+
+def scale_probes(prep: Prepared, scaled: dict[str, int] | None) -> None:
+    """Fresh probe instances of the candidate read CONFIG at ``scaled`` from now on."""
+    loader = prep.probe_loader
+    if loader is None or not scaled:
+        return
+
+    def scaled_loader() -> Callable[..., Any]:
+        entry = loader()
+        space = getattr(getattr(entry, "__wrapped__", entry), "__globals__", None)
+        if isinstance(space, dict) and isinstance(space.get("CONFIG"), dict):
+            space["CONFIG"] = {**space["CONFIG"], **scaled}  # a throwaway instance
+        return entry
+
+    prep.probe_loader = scaled_loader
 
 
 def _own_set(prep: Prepared, args: Any, own: Callable[[], Any]) -> dict[str, Any]:
