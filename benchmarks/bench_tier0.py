@@ -5,7 +5,9 @@ Cold: a fresh Python process that imports pallasite's tier 0 and analyzes the fi
 around analyze alone. Warm: `analyze()` repeated in one process, median and p95 over --runs runs,
 three ways: the same text and path again (tier 0 reuses that file's parse tree), a text one small
 edit away from the previous one (what the language server pays per keystroke-debounced re-check:
-an incremental re-parse), and no path (a full parse every time). Target: warm < 50 ms.
+an incremental re-parse), a statement inserted inside a function and removed again at 40 places
+(bench_lsp.py's edits where authors edit: the insertions are new texts, each removal an undo), and
+no path (a full parse every time). Target: warm < 50 ms.
 
 Figures are wall-clock milliseconds (time.perf_counter) on this host's CPU, plus the warm runs'
 process CPU time (time.process_time), which other load on a shared host inflates less; tier 0
@@ -123,6 +125,13 @@ def main() -> int:
     middle = len(rows) // 2
     edited = ["\n".join(rows[:middle] + [f"# edit {i}"] + rows[middle:]) for i in range(runs)]
     edit, edit_cpu = timed(lambda i: analyze(edited[i], args.file), runs)
+    # where authors edit: a statement inserted inside a function, then removed (bench_lsp.py's places);
+    # each removal brings back the text analysed just before the insertion (kept: analysis/tier0_memo.py)
+    analyze(text, args.file)
+    inside = inside_function_texts(text, 40)
+    both, both_cpu = timed(lambda i: analyze(inside[i % len(inside)], args.file), len(inside))
+    inserted, inserted_cpu = both[0::2], both_cpu[0::2]
+    removed, removed_cpu = both[1::2], both_cpu[1::2]
     # no path: every call parses the whole text from scratch
     full, full_cpu = timed(lambda i: analyze(text, None), runs)
 
@@ -135,6 +144,7 @@ def main() -> int:
     print(f"cold  analyze only    median {statistics.median(cold_analyze):7.1f} ms  "
           f"p95 {p95(cold_analyze):7.1f} ms")
     for label, wall, cpu in (("unchanged text", warm, warm_cpu), ("after one edit", edit, edit_cpu),
+                             ("inside fn: insertion", inserted, inserted_cpu), ("inside fn: removal", removed, removed_cpu),
                              ("no path (full parse)", full, full_cpu)):
         print(f"warm  {label:21s} median {statistics.median(wall):7.1f} ms  p95 {p95(wall):7.1f} ms  "
               f"CPU median {statistics.median(cpu):7.1f} ms  p95 {p95(cpu):7.1f} ms  ({len(wall)} runs)  "
@@ -142,6 +152,22 @@ def main() -> int:
     print(f"(CPU = process CPU time: less sensitive to other load on a shared host; load average "
           f"{os.getloadavg()[0]:.1f})")
     return 0
+
+
+def inside_function_texts(text: str, places: int) -> list[str]:
+    """At ``places`` statements of function bodies spread over the file: the text with a statement
+    inserted before it, then the text again (as bench_lsp.py edits)."""
+    import ast
+
+    lines = text.split("\n")
+    starts = sorted({stmt.lineno - 1 for node in ast.walk(ast.parse(text))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for stmt in node.body})
+    step = max(1, len(starts) // places)
+    out = []
+    for line in starts[step // 2::step][:places]:
+        indent = lines[line][:len(lines[line]) - len(lines[line].lstrip())]
+        out += ["\n".join(lines[:line] + [f"{indent}_probe = {line}"] + lines[line:]), text]
+    return out
 
 
 def timed(call, runs: int) -> tuple[list[float], list[float]]:
