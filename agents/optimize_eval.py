@@ -101,7 +101,8 @@ def test_result(reply: Any, where: str = "") -> TestResult:
     checks = result.checks or {}
     full = checks.get("full_inputs")
     return TestResult.ok(where or tested_where(result.provenance, checks),
-                         verified_at=f"{_sig(checks.get('inputs'))} of {_sig(full)}" if full else None)
+                         verified_at=checks.get("verified_at") or (f"{_sig(checks.get('inputs'))} of {_sig(full)}"
+                                                                   if full else None))
 
 
 def test_phase(reply: Any, where: str = "") -> PhaseResult:
