@@ -124,7 +124,7 @@ class AgentSpec:
         if self.kind == "zero-shot":
             return f"zero-shot best-of-{self.samples}"
         if self.kind == "auto":
-            return f"auto, {self.iterations} iterations"
+            return f"auto, {self.iterations} iteration{'s' if self.iterations != 1 else ''}"
         o = self.search
         return {"parallel": f"parallel {o.trajectories}x{o.iterations}",
                 "beam": f"beam width {o.width} depth {o.depth} branches {o.branches}",

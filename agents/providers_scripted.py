@@ -39,7 +39,7 @@ class ScriptedProvider:
         self.requests.append(request)
         if not self.queue:
             raise ProviderError("refused", f"the {self.name} provider has no more responses "
-                                           f"({len(self.requests) - 1} were used)")
+                                           f"({_were_used(len(self.requests) - 1)})")
         item = self.queue.pop(0)
         if isinstance(item, str):
             item = {"text": item}
@@ -104,3 +104,7 @@ def _read_file(path: str) -> list[Any]:
         raise ProviderError("config", f"agent.scriptedFile {path}: expected a JSON list of replies, "
                                       f"got {type(data).__name__}")
     return data
+
+
+def _were_used(n: int) -> str:
+    return f"{n} {'was' if n == 1 else 'were'} used"

@@ -38,8 +38,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # kernel code runs, is not even handed them (wire/env.py filters the rest of its environment).
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error says ``error:`` first, as every other error of the command line does."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pallasite",
         description="The TPU compiler's verdict on Pallas kernels, at the right line, without a TPU.",
     )
@@ -70,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
         secrets.keep_in_memory_only(argv, hand_over=name != "worker")
     module = importlib.import_module(COMMANDS[name][0])
-    parser = argparse.ArgumentParser(prog=f"pallasite {name}", description=COMMANDS[name][1])
+    parser = _Parser(prog=f"pallasite {name}", description=COMMANDS[name][1])
     module.add_arguments(parser, name)
     from .flags import translate  # old flag spellings still work for one release, with a note
 
@@ -85,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception:  # noqa: BLE001 - an internal failure is exit 2, never "errors found" (1)
         traceback.print_exc()
-        print(f"pallasite {name}: internal error (above); please report it with the traceback", file=sys.stderr)
+        print(f"error: internal error in pallasite {name} (the traceback above); please report it with the traceback", file=sys.stderr)
         return 2
 
 

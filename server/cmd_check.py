@@ -111,7 +111,7 @@ def _options_and_strict(args: argparse.Namespace, files: list[str]):
 
     settings, warnings = load_project_settings(Path(files[0]).resolve().parent if files else Path.cwd())
     for warning in warnings:
-        print(f"pallasite: settings: {warning}", file=sys.stderr)
+        print(f"warning: settings: {warning}", file=sys.stderr)
     options = settings.check_options()
     changes: dict = {}
     if args.target is not None:
@@ -159,7 +159,7 @@ def _say_if_not_recorded(files: list[str]) -> None:
 
     why = problem(workspace_for(files))
     if why is not None:
-        print(f"pallasite check: results are not recorded: {why}", file=sys.stderr)
+        print(f"warning: results are not recorded: {why}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         options, strict = _options_and_strict(args, files)
         jobs = jobs_for(args)
     except UsageError as err:
-        print(f"pallasite check: error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2
     use_store = not getattr(args, "no_cache", False)
     if use_store and any(tier > 0 for tier in options.tiers):  # the compiler tiers' verdicts are recorded

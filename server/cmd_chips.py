@@ -26,7 +26,7 @@ def run(args) -> int:
     """Print the chip table; exit 2 (with why) when no worker could build it."""
     specs, error = table_sync(probe=not args.no_probe)
     if error:
-        print(f"pallasite chips: {error}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         return 2
     if args.format == "json":
         print(json.dumps(to_json(specs), indent=1))

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         tasks = discover(args.folder)
     except ValueError as exc:
-        print(f"pallasite eval: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
@@ -133,17 +133,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = device_settings(args)
     except ValueError as exc:
-        print(f"pallasite eval: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     refused = untrusted_refusal(settings, args.allow_unconfined, project=args.folder)
     if refused:  # eval runs each folder's candidate: model-written code, confined
-        print(f"pallasite eval: error: {refused}", file=sys.stderr)
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     how = f"estimates for {args.target}" if settings is None else f"timed on {device_where(settings)}"
     try:
         specs = agent_specs(args)
     except ValueError as exc:
-        print(f"pallasite eval: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     from pallasite.engine.store_cache import workspace_for
 
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             providers = provider_source(args, workspace)
         except ValueError as exc:
-            print(f"pallasite eval: {exc}", file=sys.stderr)
+            print(f"error: {exc}", file=sys.stderr)
             return 2
     names = args.method or ["files"]
     all_specs = {m: specs.get(m, m) for m in names}
@@ -200,10 +200,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         summaries = asyncio.run(go())
     except MissingTiming as exc:
-        print(f"pallasite eval: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     except Incomplete as exc:
-        print(f"pallasite eval: {exc}; run the same command again to continue eval {eid}", file=sys.stderr)
+        print(f"note: {exc}; run the same command again to continue eval {eid}", file=sys.stderr)
         return 3
     finally:
         if recorder is not None:

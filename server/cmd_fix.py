@@ -53,7 +53,7 @@ def _settings(args: argparse.Namespace):
 
     settings, warnings = load_project_settings(Path(args.path).resolve().parent)
     for warning in warnings:
-        print(f"pallasite: settings: {warning}", file=sys.stderr)
+        print(f"warning: settings: {warning}", file=sys.stderr)
     agent = settings.agent
     changes = {k: v for k, v in (("provider", args.provider), ("model", args.model), ("baseUrl", args.base_url),
                                  ("apiKeyEnv", args.api_key_env), ("scriptedFile", args.scripted_file),
@@ -87,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
         started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
         text = read_source(path)
     except UsageError as err:
-        print(f"pallasite fix: error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 - unreadable file
-        print(f"pallasite fix: error: {path}: cannot read it ({err})", file=sys.stderr)
+        print(f"error: {path}: cannot read it ({err})", file=sys.stderr)
         return 2
     chip = args.target or settings.target
     options = dataclasses.replace(settings.check_options(list(tiers)), target=chip,
@@ -125,10 +125,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcome = asyncio.run(go())
     except ProviderError as err:
-        print(f"pallasite fix: error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2
     if isinstance(outcome, str):
-        print(f"pallasite fix: error: {outcome}", file=sys.stderr)
+        print(f"error: {outcome}", file=sys.stderr)
         return 2
     written = None
     if outcome.ok and args.apply:

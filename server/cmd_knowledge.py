@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _fail(message: str) -> int:
-    print(f"pallasite {message}", file=sys.stderr)
+    print(f"error: {message}", file=sys.stderr)
     return 2
 
 

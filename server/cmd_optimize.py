@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from pallasite.server.cmd_fix import _settings
 
     path = args.path
-    fail = lambda m: (print(f"pallasite optimize: error: {m}", file=sys.stderr), 2)[1]  # noqa: E731
+    fail = lambda m: (print(f"error: {m}", file=sys.stderr), 2)[1]  # noqa: E731
     if not Path(path).is_file():
         return fail(f"{path}: no such file")
     if args.iterations < 1:
@@ -274,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in recorder.problems:
             print(f"note: {problem}")
     if final.stopped.startswith("refused"):
-        print(f"pallasite optimize: error: {final.stopped}", file=sys.stderr)
+        print(f"error: {final.stopped}", file=sys.stderr)
         return 2
     if not written:
         print(f"pallasite optimize: {final.outcome().why}", file=sys.stderr)

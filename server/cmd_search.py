@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
     path = Path(args.path)
     if not path.is_file():
-        print(f"pallasite search: {path}: no such file", file=sys.stderr)
+        print(f"error: {path}: no such file", file=sys.stderr)
         return 2
     from .settings import apply_project_defaults
 
@@ -162,16 +162,16 @@ def run(args: argparse.Namespace) -> int:
                                 population=args.population, generations=args.generations,
                                 crossover_rate=args.crossover_rate)
     except ValueError as exc:
-        print(f"pallasite search: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         device = device_settings(args)
     except ValueError as exc:
-        print(f"pallasite search: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     refused = untrusted_refusal(device, args.allow_unconfined, project=args.path)
     if refused:
-        print(f"pallasite search: error: {refused}", file=sys.stderr)
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     name = args.provider or ""
     workspace = workspace_for([str(path.resolve())])
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
                                                     requests_per_minute=args.requests_per_minute,
                                                     tokens_per_minute=args.tokens_per_minute))
     except ProviderError as exc:
-        print(f"pallasite search: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     store = ResultsStore.open(workspace) if workspace else None
     rid = run_id(text, options, name, args.target, device_where(device))
@@ -240,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"report: {report}")
     attempted = [n for n in graph.nodes if n.op != "root"]
     if attempted and not any(n.ok for n in attempted):  # every node failed: say why here, and exit 1
-        print(f"pallasite search: error: none of the {len(attempted)} node(s) compiled, passed the tests and was "
+        print(f"error: none of the {len(attempted)} node(s) compiled, passed the tests and was "
               "timed:", file=sys.stderr)
         for node in attempted[:10]:
             why = (node.error or node.verdict or node.status).splitlines()[0][:160]

@@ -18,20 +18,20 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.port is not None and not 0 < args.port < 65536:
-        print(f"pallasite serve: --port {args.port} is not a TCP port (1-65535).", file=sys.stderr)
+        print(f"error: --port {args.port} is not a TCP port (1-65535).", file=sys.stderr)
         return 2
     if args.log_file:
         try:
             open(args.log_file, "a").close()
         except OSError as exc:
-            print(f"pallasite serve: cannot write the log file {args.log_file}: {exc.strerror}; "
+            print(f"error: cannot write the log file {args.log_file}: {exc.strerror}; "
                   "choose a writable path or leave --log-file out.", file=sys.stderr)
             return 2
         logging.basicConfig(filename=args.log_file, level=logging.DEBUG if args.verbose else logging.INFO)
     if args.tcp:
         problem = _port_problem(args.port)
         if problem:
-            print(f"pallasite serve: cannot listen on 127.0.0.1:{args.port}: {problem}; "
+            print(f"error: cannot listen on 127.0.0.1:{args.port}: {problem}; "
                   "choose another --port.", file=sys.stderr)
             return 2
     from pallasite.server.lsp import server

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     start = Path(args.path)
     if not start.exists():
-        print(f"pallasite settings: {start} does not exist; give a file or folder of your project.", file=sys.stderr)
+        print(f"error: {start} does not exist; give a file or folder of your project.", file=sys.stderr)
         return 2
     settings, warnings = load_project_settings(start)
     for warning in warnings:

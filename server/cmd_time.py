@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
                                      extra_shape=False if args.no_extra_shape else None,
                                      trace_dir=getattr(args, "trace_dir", None), target=getattr(args, "target", None))
     except (ValueError, OSError) as err:
-        print(f"pallasite {op}: error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2
     show = args.format == "text" or sys.stderr.isatty()  # progress on stderr: JSON on stdout stays clean
 

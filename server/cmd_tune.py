@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
-        print(f"pallasite tune: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        print(f"error: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
     from pathlib import Path
 
@@ -71,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
 
     settings, warnings = load_project_settings(Path(path).parent)  # [tool.pallasite] tunables = {...}
     for warning in warnings:
-        print(f"pallasite tune: {warning}", file=sys.stderr)
+        print(f"warning: {warning}", file=sys.stderr)
     if args.estimates is not None and args.estimates < 1:
-        print("pallasite tune: --estimates must be at least 1", file=sys.stderr)
+        print("error: --max-estimates must be at least 1", file=sys.stderr)
         return 2
     options = TuneOptions(chip=args.chip or settings.target, entry=args.entry, budget=args.budget,
                           backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None,
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             store = ResultsStore.open(workspace_for([path]))
         except StoreError as exc:
-            print(f"pallasite tune: results are not recorded (tuning without the results store): {exc}",
+            print(f"warning: results are not recorded (tuning without the results store): {exc}",
                   file=sys.stderr)
     device = None
     if args.backend in ("ssh", "ray"):
@@ -175,13 +175,14 @@ def _apply(path: str, text: str, report: TuneReport) -> int:
         return 0
     with open(path, encoding="utf-8") as f:
         if f.read() != text:
-            print(f"pallasite tune: {path} changed while tuning; not applied (run again)", file=sys.stderr)
+            print(f"error: {path} changed while tuning; not applied (run again)", file=sys.stderr)
             return 1
     new = apply_edits(text, report.edits)
     sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), path, path))
     with open(path, "w", encoding="utf-8") as f:
         f.write(new)
-    print(f"applied {_config(report.best)} to {path} (by {report.best_provenance})")
+    changed = _changes(report.best, report.current)  # only the values the edit wrote, not every tunable
+    print(f"applied {changed} to {path} (by {report.best_provenance}; the other tunables keep their values)")
     return 0
 
 

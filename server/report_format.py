@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from pallasite.analysis.codes import CODES, COULD_NOT_CHECK
 from pallasite.analysis.types import FileReport, Finding, Span
+from pallasite.engine.reach import NOT_REACHED
 
 JSON_VERSION = 1
 
@@ -95,17 +96,28 @@ def not_checked(report: FileReport, tiers: Sequence[int]) -> list[str]:
     reasons: dict[str, None] = {}
     if report.skipped:
         return []
+    ran = set(tiers_ran(report))
+    kernels: dict[str, list[str]] = {}  # each reason names the kernels it is about
     for kernel in report.kernels:
         states = dict(kernel.tiers)
         for tier in tiers:
             state = states.get(tier, "not run")
             if state in _CHECKED or state in _NOT_APPLICABLE or (state.startswith("skipped:") and "failed" in state):
                 continue
-            reasons[f"tier {tier} {state}"] = None
+            if state == NOT_REACHED and tier in ran:
+                continue  # the task never calls it, and the tier checked every kernel the task does call
+            kernels.setdefault(f"tier {tier} {state}", []).append(kernel.name)
+    for why, names in kernels.items():
+        reasons[f"{why} (kernel{'s' if len(names) > 1 else ''} {', '.join(names)})"] = None
     for finding in report.findings:
         if finding.code in COULD_NOT_CHECK:
             reasons[f"{finding.code} at line {finding.span.line + 1}"] = None
     return list(reasons)
+
+
+def not_reached(report: FileReport) -> list[str]:
+    """The names of the file's kernels its task never calls (their compiler tiers did not run)."""
+    return [k.name for k in report.kernels if any(state == NOT_REACHED for _, state in k.tiers)]
 
 
 def exit_status(reports: Sequence[FileReport], tiers: Sequence[int], *, strict: bool = False) -> int:
@@ -202,6 +214,10 @@ def file_lines(report: FileReport, *, tiers: Sequence[int], details: bool = Fals
         ran = tiers_ran(report)
         status = f"tier{'s' if len(ran) != 1 else ''} {','.join(map(str, ran))} ran" if ran else "no tier ran"
         out.append(f"{report.path}: {status}" + (f"; not fully checked: {'; '.join(missing)}" if missing else ""))
+        unreached = not_reached(report)
+        if verbose and unreached:
+            out.append(f"{report.path}: note: the task never calls {', '.join(unreached)}: tier 0 only checked "
+                       f"{'them' if len(unreached) > 1 else 'it'}")
     return out
 
 

