@@ -361,7 +361,9 @@ class WorkerClient:
                 error = protocol.ErrorInfo("ProtocolError", str(exc))
                 return Reply("error", error=error, elapsed_s=elapsed,
                              message=f"the worker's reply does not follow protocol {protocol.PROTOCOL_VERSION}: {exc}")
-            return Reply("ok", result=result, elapsed_s=elapsed)
+            from .device_floor import floored_reply  # a device timing below the physical floor is implausible
+
+            return floored_reply(op, Reply("ok", result=result, elapsed_s=elapsed))
         try:
             error = protocol.read_error(outcome)
         except protocol.ProtocolError as exc:

@@ -268,6 +268,7 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
                                           "ahead of the call, not computed from its inputs")
         out["rejections"].append(rejection)
         return out
+    out["outputs"] = inputs_mod.signature(first.get("expected"))  # the device timing's floor (engine/device_floor.py)
     second = _one_set(prep, shapes, seed + 1, template)
     if second.get("rejection"):
         rejection = second["rejection"]
@@ -358,6 +359,8 @@ def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], 
             return out
         for offset in ((0,) if own is not None else (0, 1)):
             one = _own_set(prep, template, own) if own is not None else _one_set(prep, shapes, seed + offset, template)
+            if one.get("expected") is not None:
+                out["outputs"] = inputs_mod.signature(one["expected"])
             if one.get("rejection"):
                 if own is not None and scaled and one["rejection"]["trick"] == "wrong_result":
                     raise TimingError("not verified: at the reduced size " + sized.verified_at + " the candidate differs "
