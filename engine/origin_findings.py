@@ -294,7 +294,11 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         store = Related(span, f"the kernel stores {m.group('value')} values into {into} ({m.group('ref')}) here")
     if index is None:
         return None
-    origin = made_dtype(site, reached, index, text) or output_dtype(text, site.span, index)
+    # tier 0 follows the dtype from the pallas_call to where it is written (through a constant); where it
+    # cannot (a struct made by a helper and passed on), the running program says where the struct was made
+    origin = output_dtype(text, site.span, index)
+    if origin is None or site.span.line <= origin.line <= site.span.end_line:
+        origin = made_dtype(site, reached, index, text) or origin
     if origin is None:
         return None
     where = Related(span, "where the wrong dtype shows") if store is None else store
