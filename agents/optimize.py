@@ -158,6 +158,15 @@ class RunState:
         return rows
 
 
+LOOP_WORDS = ("model error", "stopped", "not measured", "not run")  # what an iteration ends as before or after a verdict
+
+
+def row_word(row: dict) -> str:
+    """A table row's word: the verdict's status (analysis/verdict.STATUSES), or the loop's own word for an
+    iteration that never reached one (a model error, a stop) or was not measured."""
+    return row["verdict"] if row["verdict"] in LOOP_WORDS or not row.get("status") else row["status"]
+
+
 def _why(it: Iteration) -> str:
     """Why an iteration failed, in one line: a model error's description, else the evidence's last line
     (a traceback's exception); empty for a valid candidate."""

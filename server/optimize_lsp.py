@@ -20,7 +20,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
-from pallasite.agents.optimize import Decision, RunState, new_run
+from pallasite.agents.optimize import Decision, RunState, new_run, row_word
 from pallasite.analysis.types import KernelSite, Span
 from pallasite.analysis.verdict import judge_tiers
 
@@ -88,7 +88,7 @@ def table_markdown(state: RunState) -> str:
     for r in state.table():
         t = f"{r['time_s'] * 1e6:.2f} us" if r["time_s"] else "-"
         s = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
-        rows.append(f"| {r['iteration']}{' *' if r['best'] else ''} | {r['verdict']} | {t} | {s} | {r['plan'][:50]} |")
+        rows.append(f"| {r['iteration']}{' *' if r['best'] else ''} | {row_word(r)} | {t} | {s} | {r['plan'][:50]} |")
     return "\n".join(rows)
 
 
