@@ -39,7 +39,7 @@ def _union(a: frozenset[Place], b: Any) -> frozenset[Place]:
 class OInt(int):
     """An int that remembers the literal(s) it was made from (``places``)."""
 
-    def __new__(cls, value: int, places: frozenset[Place]) -> "OInt":
+    def __new__(cls, value: int = 0, places: frozenset[Place] = frozenset()) -> "OInt":  # type(x)(v) works
         self = int.__new__(cls, value)
         self._places = places
         return self
@@ -63,7 +63,7 @@ class OInt(int):
 class OFloat(float):
     """A float that remembers the literal(s) it was made from (``places``)."""
 
-    def __new__(cls, value: float, places: frozenset[Place]) -> "OFloat":
+    def __new__(cls, value: float = 0, places: frozenset[Place] = frozenset()) -> "OFloat":  # type(x)(v) works
         self = float.__new__(cls, value)
         self._places = places
         return self

@@ -111,6 +111,7 @@ def test_hash_equality_repr_json_and_pickle_are_the_plain_numbers():
     assert hash(a) == hash(256) and a == 256 and {256: "x"}[a] == "x"
     assert repr(a) == "256" and str(f) == "0.5" and json.dumps([a, f]) == "[256, 0.5]"
     assert type(pickle.loads(pickle.dumps(a))) is int and type(pickle.loads(pickle.dumps(f))) is float
+    assert type(a)(5) == 5 and type(f)("1.5") == 1.5  # code that rebuilds a number by its type still can
 
 
 def test_places_survive_containers_fields_partial_and_options():
