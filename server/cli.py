@@ -13,24 +13,7 @@ import os
 import sys
 import traceback
 
-# name -> (module, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("pallasite.server.cmd_check", "check Pallas kernel files for the target TPU"),
-    "fix": ("pallasite.server.cmd_fix", "an LLM proposes a minimal fix; printed only once the checker verified it"),
-    "time": ("pallasite.server.cmd_time", "time a kernel against its XLA reference, after checking it cannot game the timing"),
-    "profile": ("pallasite.server.cmd_time", "profile a kernel: per-kernel time, FLOP/s and bytes/s vs the roofline, the trace"),
-    "optimize": ("pallasite.server.cmd_optimize", "the optimize loop: plan, implement, test, tune, measure; best valid candidate wins"),
-    "tune": ("pallasite.server.cmd_tune", "autotune a kernel's block sizes for a TPU chip (cost model; device when given)"),
-    "search": ("pallasite.server.cmd_search", "search for a faster kernel: parallel / beam / evolutionary optimize runs, with an HTML report"),
-    "eval": ("pallasite.server.cmd_eval", "evaluate a folder of JAXBench/MaxKernel tasks: compile/correct rates, geomean speedup, fast_p"),
-    "serve": ("pallasite.server.cmd_serve", "run the language server (stdio, or --tcp on 127.0.0.1)"),
-    "worker": ("pallasite.runner.worker", "run a worker: JSON lines on stdin/stdout (used by the server, ssh and Ray)"),
-    "explain": ("pallasite.server.cmd_knowledge", "explain a finding code, e.g. `pallasite explain PLS001`"),
-    "docs": ("pallasite.server.cmd_knowledge", "search the offline Pallas docs: `pallasite docs search QUERY`"),
-    "store": ("pallasite.server.cmd_knowledge", "show or clear the results store under .pallasite/"),
-    "settings": ("pallasite.server.cmd_settings", "show the settings, or their JSON Schema with --schema"),
-    "chips": ("pallasite.server.cmd_chips", "show the TPU chip table read from the installed jax (via a worker)"),
-}
+from .commands import COMMANDS  # name -> (module, one-line help)
 
 # One rule for keys: every `pallasite` process re-executes itself without the secret variables in its
 # environment (engine/secrets.py keeps their values in its memory), so no process that calls a model,

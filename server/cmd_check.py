@@ -32,8 +32,7 @@ from pallasite.analysis.types import TIERS
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".pallasite", "build", "dist"}
 
 
-class UsageError(Exception):
-    """Bad command-line input: reported on stderr with exit code 2."""
+from .flags import UsageError, parse_tiers  # noqa: E402,F401 - the --tiers reader, shared with fix
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -69,23 +68,6 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
               "cores, at most 4)")
     parser.add_argument("-j", type=int, dest="jobs", metavar="N", help="the same as --jobs")
     flags.add(parser, "--no-store", "verdicts are neither reused nor recorded", dest="no_cache")
-
-
-def parse_tiers(text: str) -> tuple[int, ...]:
-    tiers: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                tiers.update(range(lo, hi + 1))
-            elif part:
-                tiers.add(int(part))
-        except ValueError:
-            raise UsageError(f"--tiers {text!r}: expected numbers like 0,1,2 or 0-3") from None
-    if not tiers or not tiers <= set(TIERS):
-        raise UsageError(f"--tiers {text!r}: tiers are {', '.join(map(str, TIERS))}")
-    return tuple(sorted(tiers))
 
 
 def expand_paths(paths: list[str]) -> list[str]:

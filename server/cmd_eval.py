@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
-    from .cmd_search import device_settings, device_where, untrusted_refusal
+    from .run_setup import device_settings, device_where, untrusted_refusal
 
     try:
         settings = device_settings(args)

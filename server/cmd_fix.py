@@ -49,19 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def _settings(args: argparse.Namespace):
-    from pallasite.server.settings import load_project_settings
+    from .run_setup import agent_settings
 
-    settings, warnings = load_project_settings(Path(args.path).resolve().parent)
-    for warning in warnings:
-        print(f"warning: settings: {warning}", file=sys.stderr)
-    agent = settings.agent
-    changes = {k: v for k, v in (("provider", args.provider), ("model", args.model), ("baseUrl", args.base_url),
-                                 ("apiKeyEnv", args.api_key_env), ("scriptedFile", args.scripted_file),
-                                 ("maxRounds", args.rounds),
-                                 ("allowUnconfined", True if getattr(args, "allow_unconfined", False) else None))
-               if v is not None}
-    return settings, dataclasses.replace(agent, **{k: v for k, v in changes.items() if k != "provider"}), \
-        changes.get("provider", agent.provider)
+    return agent_settings(args)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from pallasite.agents.providers import ProviderError
     from pallasite.engine.checker import TARGETS, read_source
     from pallasite.engine.engine import Engine
-    from pallasite.server.cmd_check import UsageError, parse_tiers
+    from .flags import UsageError, parse_tiers
     from pallasite.engine.store_cache import workspace_for
 
     path = args.path

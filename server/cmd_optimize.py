@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pallasite.analysis.verdict import judge_tiers
 
-from .cmd_search import add_backend_arguments, device_settings, untrusted_refusal
+from .run_setup import device_settings, untrusted_refusal
 
 JSON_VERSION = 1
 
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from pallasite.engine.engine import Engine
     from pallasite.engine.store_cache import workspace_for
     from pallasite.knowledge.store import store_path
-    from pallasite.server.cmd_fix import _settings
+    from .run_setup import agent_settings as _settings
 
     path = args.path
     fail = lambda m: (print(f"error: {m}", file=sys.stderr), 2)[1]  # noqa: E731

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -77,66 +75,9 @@ def add_unconfined_argument(parser: argparse.ArgumentParser) -> None:
     add(parser, "--allow-unconfined")
 
 
-def device_settings(args: argparse.Namespace):
-    """The engine's BackendSettings for ``--backend`` (None for ``estimate``); ValueError says what is wrong."""
-    from pallasite.engine.remote import BackendSettings, parse_resources, read_hosts_file
-
-    if args.backend == "estimate":
-        return None
-    hosts = tuple(args.host or ()) + (read_hosts_file(args.hosts_file) if getattr(args, "hosts_file", None) else ())
-    settings = BackendSettings(kind=args.backend, host=hosts[0] if hosts else None, hosts=hosts[1:],
-                               command=args.ssh_command, remote_worker=args.remote_worker, ray_address=args.ray_address,
-                               ray_resources=parse_resources(args.ray_resources), devices=getattr(args, "devices", 1),
-                               ray_placement=getattr(args, "ray_placement", None),
-                               device_kind=getattr(args, "device_kind", None))
-    settings.validate()
-    return settings
-
-
-def untrusted_refusal(device, allow_unconfined: bool, python: str | None = None, *,
-                      project: str | None = None) -> str | None:
-    """Why the model-written code of this run cannot run (local workers, and the device's unless it is
-    a Ray cluster's, which decides on its own node): the message to stop with before any model is asked.
-    ``project``: a path in the project whose ``worker.sandbox`` setting counts ("off" refuses, as ``fix`` does)."""
-    from pallasite.engine.client import WorkerConfig
-    from pallasite.engine.confinement import refusal_for
-    from pallasite.engine.remote import worker_config
-
-    sandbox = "auto"
-    if project is not None:
-        from pallasite.server.settings import load_project_settings
-
-        start = Path(project).resolve()
-        sandbox = load_project_settings(start if start.is_dir() else start.parent)[0].worker.sandbox
-    base = WorkerConfig(confine=True, allow_unconfined=allow_unconfined, sandbox=sandbox,
-                        **({"python": python} if python else {}))
-    if device is not None and device.kind != "ray":
-        return refusal_for(base) or refusal_for(worker_config(device, base))
-    return refusal_for(base)
-
-
-def open_device(settings, memory_mb: int, timeout_s: float = 600.0, *, allow_unconfined: bool = False):
-    """An open device backend for these settings, and its name (``local``, ``ssh:HOST``, ``ray:ADDRESS``);
-    its worker runs model-written code, so it is confined (engine/confinement.py)."""
-    from pallasite.engine.client import WorkerConfig
-    from pallasite.engine.remote import open_remote, where
-
-    return open_remote(settings, WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, platforms=None, confine=True,
-                                              allow_unconfined=allow_unconfined)), where(settings)
-
-
-def device_where(settings) -> str:
-    from pallasite.engine.remote import where
-
-    return where(settings) if settings is not None else "estimate"
-
-
-def run_id(text: str, options: object, provider: str, chip: str, timing: str = "estimate") -> str:
-    """Same file, options, seed, provider, chip and timing -> the same run (so a re-run resumes)."""
-    parts = [text, options.algo, options.seed, options.params(), list(options.strategies), provider, chip,
-             "nodes are optimize iterations", timing]
-    key = json.dumps(parts)
-    return "search-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+# Shared with the other agent commands and the editor (server/run_setup.py); the names stay here for callers.
+from .run_setup import (device_settings, device_where, open_device, search_run_id as run_id,  # noqa: E402,F401
+                        stored_nodes, stored_nodes_exist, untrusted_refusal, write_outputs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -254,26 +195,3 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def stored_nodes_exist(workspace, rid: str) -> bool:
-    """Whether the workspace's store holds a search of that run id (what a replay reads)."""
-    from pallasite.knowledge.store import ResultsStore
-
-    with ResultsStore.open(workspace) as store:
-        return bool(stored_nodes(store, rid))
-
-
-def stored_nodes(store, rid: str) -> list:
-    from pallasite.agents.search_graph import SearchNode
-
-    return [SearchNode.from_json(s.payload) for s in store.agent_steps(rid) if s.kind == "search_node"] if store else []
-
-
-def write_outputs(graph, rid: str, out_dir: Path, title: str, report: Path | None = None) -> Path:
-    """The graph as JSON and the HTML report; returns the report's path."""
-    from pallasite.server.report_html import search_html
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{rid}.json").write_text(graph.dumps())
-    report = report or out_dir / f"{rid}.html"
-    report.write_text(search_html(graph.to_json(), title=title))
-    return report

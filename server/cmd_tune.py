@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     device = None
     if args.backend in ("ssh", "ray"):
-        from .cmd_search import device_settings
+        from .run_setup import device_settings
 
         try:
             device = device_settings(args)

@@ -16,6 +16,8 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from pallasite.analysis.types import TIERS as CHECK_TIERS
+
 
 @dataclass(frozen=True)
 class Flag:
@@ -87,6 +89,27 @@ RENAMED: dict[str, dict[str, str]] = {
     "chips": {"--json": "--format json"},
     "docs": {"--json": "--format json"},
 }
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported on stderr with exit code 2."""
+
+
+def parse_tiers(text: str) -> tuple[int, ...]:
+    tiers: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                tiers.update(range(lo, hi + 1))
+            elif part:
+                tiers.add(int(part))
+        except ValueError:
+            raise UsageError(f"--tiers {text!r}: expected numbers like 0,1,2 or 0-3") from None
+    if not tiers or not tiers <= set(CHECK_TIERS):
+        raise UsageError(f"--tiers {text!r}: tiers are {', '.join(map(str, CHECK_TIERS))}")
+    return tuple(sorted(tiers))
 
 
 def add(parser, name: str, detail: str = "", **kwargs) -> argparse.Action:
@@ -200,7 +223,7 @@ def command_parsers() -> dict[str, argparse.ArgumentParser]:
     """Every user-facing subcommand's parser, built as `pallasite` builds it (imports each command module)."""
     import importlib
 
-    from .cli import COMMANDS
+    from .commands import COMMANDS
 
     parsers = {}
     for name, (module_name, help_text) in COMMANDS.items():

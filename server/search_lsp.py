@@ -60,7 +60,7 @@ def prepare(cmd: Any) -> SearchRun:
     from pallasite.engine.store_cache import workspace_for
     from pallasite.knowledge.store import ResultsStore
 
-    from . import cmd_search
+    from . import run_setup as cmd_search
 
     session, doc = cmd.session, cmd.doc
     try:
@@ -70,14 +70,14 @@ def prepare(cmd: Any) -> SearchRun:
         cmd.refuse(f"pallasite.search: {exc}")
     device, chip = cmd.device(), session.settings.target
     workspace = Path(workspace_for([doc.path], cwd=Path(doc.path).parent))
-    rid = cmd_search.run_id(doc.text, options, session.settings.agent.provider, chip, cmd_search.device_where(device))
+    rid = cmd_search.search_run_id(doc.text, options, session.settings.agent.provider, chip, cmd_search.device_where(device))
     store = ResultsStore.open(workspace)
     return SearchRun(Path(doc.path), doc.version, doc.text, chip, options, provider, device, workspace, rid, store,
                      cmd_search.stored_nodes(store, rid))
 
 
 def title(run: SearchRun) -> str:
-    from . import cmd_search
+    from . import run_setup as cmd_search
 
     how = f"estimates for {run.chip}" if run.device is None else f"timed on {cmd_search.device_where(run.device)}"
     return f"Searching for a faster {run.path.name} ({run.options.algo}, {how})"
@@ -134,7 +134,7 @@ def failure(cmd: Any, run: SearchRun, why: str) -> dict[str, Any]:
 async def report_and_offer(cmd: Any, run: SearchRun, graph: Any, progress: Any) -> dict[str, Any]:
     """Write the HTML report and open it; offer the best node as a versioned edit when it beats the
     starting kernel and the document is still the searched text."""
-    from . import cmd_search
+    from . import run_setup as cmd_search
 
     out = cmd_search.write_outputs(graph, run.rid, run.workspace / ".pallasite" / "search",
                                    f"pallasite search {run.path.name} ({run.options.algo})")

@@ -1,0 +1,104 @@
+"""Front ends stay thin (issue 37): no CLI front end (``server/cmd_*.py``) imports another, and no
+other server module imports one (what they share lives in server/run_setup.py, server/flags.py or
+below); a CLI ``run`` and an editor command function (``server/*_lsp.py``) are at most 30 lines.
+
+The functions still over 30 lines are listed by name in ``STILL_LONG``: the list may only shrink
+(a new long function fails, and so does a listed one that got short without leaving the list)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SERVER = Path(__file__).resolve().parent.parent / "server"
+MAX_LINES = 30
+# (module, function) -> its length when listed; the run setup (store, recorder, resume, replay) that
+# still lives in these bodies is what moving into one service would shorten.
+STILL_LONG = {
+    ("cmd_eval", "run"),  # 125 lines when listed
+    ("cmd_fix", "run"),  # 82
+    ("cmd_optimize", "run"),  # 130
+    ("cmd_search", "run"),  # 113
+    ("cmd_time", "run"),  # 35
+    ("cmd_tune", "run"),  # 57
+    ("search_lsp", "job_body"),  # 33
+    ("tune_lsp", "job_body"),  # 32
+}
+
+
+def _front_ends() -> list[Path]:
+    return sorted(SERVER.glob("cmd_*.py"))
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The server modules ``path`` imports (``from . import x``, ``from .x import y``,
+    ``pallasite.server.x``), lazy imports included."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level == 1 and not module:
+                found.update(alias.name for alias in node.names)
+            elif node.level == 1:
+                found.add(module.split(".")[0])
+            elif module.startswith("pallasite.server."):
+                found.add(module.split(".")[2])
+            elif module == "pallasite.server":
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[2] for a in node.names if a.name.startswith("pallasite.server."))
+    return found
+
+
+def front_end_imports(server: Path = SERVER) -> list[str]:
+    fronts = {p.stem for p in server.glob("cmd_*.py")}
+    wrong = []
+    for path in sorted(server.glob("*.py")):
+        for target in sorted(_imported_modules(path) & fronts - {path.stem}):
+            wrong.append(f"server/{path.name} imports server/{target}.py")
+    return wrong
+
+
+def _long_functions(server: Path = SERVER) -> dict[tuple[str, str], int]:
+    out = {}
+    paths = [p for p in server.glob("*.py") if p.stem.startswith("cmd_") or p.stem.endswith("_lsp")]
+    for path in paths:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name.startswith("_"):
+                continue
+            if path.stem.startswith("cmd_") and node.name != "run":
+                continue
+            lines = node.end_lineno - node.lineno + 1
+            if lines > MAX_LINES:
+                out[(path.stem, node.name)] = lines
+    return out
+
+
+def test_no_front_end_imports_another():
+    assert not front_end_imports(), "\n".join(front_end_imports())
+
+
+def test_no_new_long_run_or_command_function():
+    long = _long_functions()
+    new = {k: v for k, v in long.items() if k not in STILL_LONG}
+    assert not new, f"over {MAX_LINES} lines (move the setup into server/run_setup.py or a service): {new}"
+
+
+def test_the_list_of_long_functions_only_shrinks():
+    gone = STILL_LONG - set(_long_functions())
+    assert not gone, f"now at most {MAX_LINES} lines: remove them from STILL_LONG: {sorted(gone)}"
+
+
+def test_a_front_end_importing_another_is_caught(tmp_path):
+    (tmp_path / "cmd_a.py").write_text("def run(args):\n    from .cmd_b import helper\n")
+    (tmp_path / "cmd_b.py").write_text("from pallasite.server import cmd_a\n")
+    (tmp_path / "search_lsp.py").write_text("from . import cmd_b\n")
+    (tmp_path / "run_setup.py").write_text("from .flags import add\n")
+    assert front_end_imports(tmp_path) == ["server/cmd_a.py imports server/cmd_b.py",
+                                           "server/cmd_b.py imports server/cmd_a.py",
+                                           "server/search_lsp.py imports server/cmd_b.py"]
+
+
+def test_a_long_run_is_caught(tmp_path):
+    (tmp_path / "cmd_x.py").write_text("def run(args):\n" + "    pass\n" * 31 + "\ndef helper():\n" + "    pass\n" * 40)
+    assert _long_functions(tmp_path) == {("cmd_x", "run"): 32}
