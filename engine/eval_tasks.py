@@ -9,6 +9,7 @@ reference come from one model (engine/estimates.py), the same figures ``tune`` s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -55,3 +56,18 @@ def discover(root: str) -> list[EvalTask]:
                          f"MaxKernel: a folder with kernel_task.yaml)")
     return sorted(found, key=lambda t: t.name)
 
+
+
+def with_kernel(tasks: list[EvalTask], kernel: str) -> list[EvalTask]:
+    """The one task of ``tasks`` with ``kernel`` (any file) as its candidate: ``eval TASK --kernel
+    FILE`` scores a stand-alone kernel against the task's reference and inputs (a file with only a
+    ``workload`` takes the task's ``create_inputs``). ValueError when not exactly one task is named."""
+    path = os.path.abspath(kernel)
+    if not os.path.isfile(path):
+        raise ValueError(f"{kernel}: no such kernel file")
+    if len(tasks) != 1:
+        names = ", ".join(t.name for t in tasks[:6]) + (" ..." if len(tasks) > 6 else "")
+        raise ValueError(f"--kernel needs exactly one task (a task folder, or --tasks NAME); found {len(tasks)}: {names}")
+    if tasks[0].layout != "jaxbench":
+        raise ValueError(f"{tasks[0].name}: --kernel scores against JAXBench tasks (baseline.py) only for now")
+    return [dataclasses.replace(tasks[0], candidate_path=path)]

@@ -44,8 +44,12 @@ class TaskFiles:
     layout: str = "file"  # "file", "jaxbench", "maxkernel", "folder"
 
 
-def task_files(target: str) -> TaskFiles:
-    """The files to time for a FILE or TASK_DIR argument; ValueError says what is missing."""
+def task_files(target: str, task: str | None = None) -> TaskFiles:
+    """The files to time for a FILE or TASK_DIR argument; ValueError says what is missing. ``task``:
+    a JAXBench task folder (or its baseline.py) whose reference and inputs a stand-alone kernel
+    FILE is scored against (``pallasite time FILE --task TASK_DIR``)."""
+    if task is not None:
+        return _against_task(target, task)
     target = os.path.abspath(target)
     if os.path.isfile(target):
         sibling = os.path.join(os.path.dirname(target), "baseline.py")
@@ -68,6 +72,17 @@ def task_files(target: str) -> TaskFiles:
         return TaskFiles(os.path.join(target, kernels[0]), None, "folder")
     raise ValueError(f"{target}: not a task folder (JAXBench: optimized.py + baseline.py; MaxKernel: "
                      f"kernel_task.yaml) and not one kernel file (found: {', '.join(kernels) or 'none'})")
+
+
+def _against_task(kernel: str, task: str) -> TaskFiles:
+    kernel, task = os.path.abspath(kernel), os.path.abspath(task)
+    if not os.path.isfile(kernel):
+        raise ValueError(f"{kernel}: no such kernel file (with --task, give the kernel FILE to score)")
+    baseline = task if os.path.isfile(task) else os.path.join(task, "baseline.py")
+    if not os.path.isfile(baseline):
+        raise ValueError(f"{task}: not a JAXBench task (no baseline.py): --task names the task whose reference "
+                         "and inputs the kernel is scored against")
+    return TaskFiles(kernel, baseline, "jaxbench")
 
 
 def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None,

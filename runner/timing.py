@@ -147,7 +147,7 @@ def prepared(params: dict[str, Any]):
         if not chosen:
             names = ", ".join(t.name for t in tasks) or "none"
             raise TimingError(f"{path}: no task {'named ' + repr(want) if want else ''} to time (tasks found: {names}); "
-                              "see docs/task-convention.md")
+                              "see docs/task-convention.md (a kernel for a JAXBench task: pallasite time FILE --task TASK_DIR)")
         if want is None and len(chosen) > 1:
             raise TimingError(f"{path} has several tasks ({', '.join(t.name for t in chosen)}): name one with 'entry'")
         task = chosen[0]
@@ -157,7 +157,8 @@ def prepared(params: dict[str, Any]):
             reference_file = os.path.abspath(ref_path)
         if reference is None:
             raise TimingError(f"{path}: task {task.name!r} has no reference to compare with and time against; "
-                              "define reference() (native), a baseline.py (JAXBench), or pass reference_path")
+                              "define reference() (native), put it beside a baseline.py (JAXBench), or score it "
+                              "against a task: pallasite time FILE --task TASK_DIR (eval: TASK_DIR --kernel FILE)")
         config = {str(k): v for k, v in (params.get("config") or {}).items()}
         unknown = sorted(set(config) - set(task.tunables))
         if unknown:

@@ -125,10 +125,20 @@ def _largest_intermediate(fn: Callable[..., Any], shapes: tuple[Any, ...]) -> in
     return largest
 
 
+def _create_inputs(prep: Any) -> Callable[..., Any] | None:
+    """The task's inputs function: the candidate file's ``create_inputs``, else (a stand-alone kernel
+    scored against a task) the reference file's."""
+    create = vars(prep.module).get("create_inputs") if prep.module is not None else None
+    if not callable(create) and prep.reference is not None:
+        space = getattr(inspect.unwrap(prep.reference), "__globals__", None)
+        create = space.get("create_inputs") if isinstance(space, dict) else None
+    return create if callable(create) else None
+
+
 def spaces_of(prep: Any) -> tuple[Callable[..., Any], ...]:
     """The functions whose modules' CONFIG a reduced size is written into: the candidate's entry and
     inputs function, the reference."""
-    create = vars(prep.module).get("create_inputs") if prep.module is not None else None
+    create = _create_inputs(prep)
     return tuple(f for f in (prep.task.entry, prep.reference, create) if callable(f))
 
 
@@ -137,7 +147,7 @@ def make_inputs(prep: Any, scaled: dict[str, int] | None) -> Callable[[], Any]:
     that reads the global CONFIG; one that names CONFIG keys gets them as arguments)."""
     from .tasks_runtime import _call_with_config
 
-    create = vars(prep.module).get("create_inputs") if prep.module is not None else None
+    create = _create_inputs(prep)
     if not callable(create) or not scaled:
         return prep.task.inputs
     config = {**(prep.task.config or {}), **scaled}

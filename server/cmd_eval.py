@@ -64,6 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--no-verify", action="store_true",
                         help="skip the guarded test (then no task counts as correct: 'not verified')")
     parser.add_argument("--tasks", help="only tasks whose name contains this text")
+    parser.add_argument("--kernel", metavar="FILE",
+                        help="score this kernel file as the candidate of the one task named (a task folder, or --tasks)")
     flags.add(parser, "--format", "json: the summaries (version 3) instead of the tables", default="text")
     flags.add(parser, "--output", "the summaries (version 3)", dest="json")
     flags.add(parser, "--report")
@@ -128,6 +130,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
+    if getattr(args, "kernel", None):
+        from pallasite.engine.eval_tasks import with_kernel
+
+        try:
+            tasks = with_kernel(tasks, args.kernel)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     from .run_setup import device_settings, device_where, untrusted_refusal
 
     try:

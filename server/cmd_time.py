@@ -21,6 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
     parser.add_argument("task", metavar="FILE|TASK_DIR",
                         help="a kernel file, a JAXBench task folder (optimized.py vs baseline.py) or a MaxKernel one")
+    parser.add_argument("--task", metavar="TASK_DIR", dest="against",
+                        help="score a stand-alone kernel FILE against this JAXBench task's reference and inputs")
     flags.add(parser, "--entry")
     parser.add_argument("--config", action="append", default=[], metavar="NAME=INT",
                         help="a tunable's value (repeatable), e.g. --config block_rows=128")
@@ -68,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     op = args.command
     try:
-        files = timing.task_files(args.task)
+        files = timing.task_files(args.task, getattr(args, "against", None))
         settings = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command,
                                    remote_worker=args.remote_worker, ray_address=args.ray_address,
                                    ray_resources=parse_resources(args.ray_resources), platforms=args.platforms)

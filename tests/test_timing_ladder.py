@@ -90,3 +90,46 @@ def test_the_ladder_keeps_blocks_and_two_steps_per_blocked_axis():
     assert timing_ladder._smaller(128, 128, lane=True) == []
     assert timing_ladder._smaller(7168) == [896, 1792, 3584]
     assert timing_ladder._smaller(4) == [1, 2]
+
+
+def standalone_kernel(tmp_path: Path) -> Path:
+    """The attention kernel as a file of its own: a ``workload`` and nothing of the task's."""
+    text = (DATA / "attention" / "optimized.py").read_text()
+    start, end = text.index("CONFIG = {"), text.index("BLOCK_Q = 128")
+    text = text[:start] + text[end:]
+    start, end = text.index("def create_inputs"), text.index("def _kernel")
+    path = tmp_path / "my_attention.py"
+    path.write_text(text[:start] + text[end:])
+    return path
+
+
+def test_any_kernel_file_is_scored_against_a_named_task(tmp_path):
+    """``pallasite time FILE --task TASK_DIR``: the task's baseline.py gives the reference, the inputs
+    and the CONFIG the ladder reduces (the message that named a nonexistent ``reference_path``
+    option now names this)."""
+    from pallasite.engine.timing import task_files, time_request  # noqa: F401 - the client side of the same
+
+    kernel = standalone_kernel(tmp_path)
+    files = task_files(str(kernel), str(DATA / "attention"))
+    assert files.reference_path == str(DATA / "attention" / "baseline.py") and files.layout == "jaxbench"
+    result = timing.handle_time({"path": str(kernel), "reference_path": files.reference_path, "shrink": True,
+                                 "runs": 1, "warmup": 0, "seed": 3})
+    assert result["verdict"] == "ok", result.get("error") or result["rejections"]
+    assert "seq_len 256 of 512" in result["checks"]["verified_at"]
+    alone = timing.handle_time({"path": str(kernel), "shrink": True, "runs": 1, "warmup": 0})
+    assert "--task TASK_DIR" in alone["error"]
+    native = tmp_path / "native.py"  # a task of its own without a reference: the message names --task
+    native.write_text(kernel.read_text() + "\n\ndef example_inputs():\n    return (jnp.zeros((1, 2, 256, 128)),) * 3\n")
+    no_ref = timing.handle_time({"path": str(native), "shrink": True, "runs": 1, "warmup": 0})
+    assert "no reference" in no_ref["error"] and "reference_path" not in no_ref["error"]
+    assert "pallasite time FILE --task TASK_DIR" in no_ref["error"]
+
+
+def test_eval_kernel_replaces_the_one_tasks_candidate(tmp_path):
+    from pallasite.engine.eval_tasks import discover, with_kernel
+
+    kernel = standalone_kernel(tmp_path)
+    [task] = with_kernel(discover(str(DATA / "attention")), str(kernel))
+    assert task.candidate_path == str(kernel) and task.reference_path.endswith("attention/baseline.py")
+    with pytest.raises(ValueError, match="exactly one task"):
+        with_kernel(discover(str(DATA)), str(kernel))
