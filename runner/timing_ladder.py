@@ -237,19 +237,20 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
     if ok:
         return None
     sizes = {d for leaf in jax.tree.leaves(shapes) for d in getattr(leaf, "shape", ())}
-    lanes = {leaf.shape[-1] for leaf in jax.tree.leaves(shapes) if getattr(leaf, "shape", ())}
-    keys = [k for k, v in config.items() if _is_int(v) and v > 1 and (v in sizes or _shapes_follow(k))
-            and (allowed is None or k in allowed)]
+    # every int size: one that no input has (attention heads of a fused projection) may still
+    # shrink the reference's intermediates; a step is kept only when the estimated peak drops
+    keys = [k for k, v in config.items() if _is_int(v) and v > 1 and (allowed is None or k in allowed)]
+    keys.sort(key=lambda k: not (config[k] in sizes or _shapes_follow(k)))  # sizes of the inputs first
     if not keys:
         return "no int CONFIG value is a size of the inputs"
-    state = {"scaled": {}, "shapes": shapes, "calls": calls, "tries": 0}
+    state = {"scaled": {}, "shapes": shapes, "calls": calls, "tries": 0, "peak": peak}
     floor: set[str] = set()
     last_why = ""
 
     def attempt(key: str) -> bool:
         nonlocal last_why
         value = state["scaled"].get(key, config[key])
-        for new in _smaller(value, config[key], config[key] in lanes):
+        for new in _smaller(value, config[key]):
             if state["tries"] >= MAX_TRIES:
                 return False
             state["tries"] += 1
@@ -257,9 +258,9 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
             try:
                 with inputs_mod.config_scaled(spaces, trial):
                     new_shapes = _shapes(make_inputs(prep, trial))
-                    if new_shapes == state["shapes"]:
-                        last_why = f"{key} is not a size of the inputs"
-                        return False
+                    if _lane_cut(shapes, new_shapes):
+                        last_why = f"{key}={new}: an input's last (lane) dim would drop below 128"
+                        continue
                     traced = probe(new_shapes, trial)
                     jax.eval_shape(reference, *new_shapes)
             except Exception as exc:  # noqa: BLE001 - the task does not take this size: a smaller step next
@@ -269,7 +270,12 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
             if why:
                 last_why = f"{key}={new}: {why}"
                 continue
-            state.update(scaled=trial, shapes=new_shapes, calls=traced)
+            with inputs_mod.config_scaled(spaces, trial):
+                lower = peak_bytes(reference, new_shapes)
+            if lower >= state["peak"] and new_shapes == state["shapes"]:
+                last_why = f"{key} sizes neither the inputs nor the reference's intermediates"
+                return False
+            state.update(scaled=trial, shapes=new_shapes, calls=traced, peak=lower)
             return True
         return False
 
@@ -294,7 +300,8 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
         result = _with_second(result, state, config, spaces, prep, probe, want, grids, budget, fits)
     if peak > budget:
         return (f"at the smallest size the kernel takes ({result.verified_at}) the interpreter would still need about "
-                f"{peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB)")
+                f"{peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB; {state['tries']} sizes tried; "
+                f"last refused: {last_why or 'none'})")
     return result
 
 
@@ -318,6 +325,14 @@ def _with_second(result: ConfigSize, state: dict[str, Any], config: dict[str, An
         except Exception:  # noqa: BLE001 - no second size there: the next value
             continue
     return result
+
+
+def _lane_cut(before: Any, after: Any) -> bool:
+    """Whether some input's last dim, the TPU's lane dim, went from 128 or more to less (a whole-dim
+    block there would lose its (8, 128) tiling)."""
+    pairs = zip(jax.tree.leaves(before), jax.tree.leaves(after))
+    return any(getattr(a, "shape", ()) and getattr(b, "shape", ()) and a.shape[-1] >= 128 > b.shape[-1]
+               for a, b in pairs)
 
 
 def _shapes_follow(key: str) -> bool:
@@ -382,14 +397,11 @@ def _shapes(create: Callable[[], Any]) -> tuple[Any, ...]:
     return shapes if isinstance(shapes, tuple) else (shapes,)
 
 
-def _smaller(value: int, full: int | None = None, lane: bool = False) -> list[int]:
-    """The ladder's rungs below ``value``: 1/8, 1/4, 1/2 (a size of 128 or more stays at 16 or more:
-    a model width shrunk to 1 checks little; the last dim of an input, the TPU's lane dim, stays at
-    128 or more when it was, so a whole-dim block keeps its (8, 128) tiling)."""
+def _smaller(value: int, full: int | None = None) -> list[int]:
+    """The ladder's rungs below ``value``: 1/8, 1/4, 1/2 (``_lane_cut`` keeps the inputs' lane dims,
+    so a model width does not fall to 1)."""
     out = []
-    least = 16 if (full or value) >= 128 else 1
-    if lane and (full or value) >= 128:
-        least = 128
+    least = 1
     for new in (value // 8, value // 4, value // 2):
         if least <= new < value and value % new == 0 and new not in out:
             out.append(new)

@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("jax")
 
+import jax  # noqa: E402
+
 from pallasite.runner import timing, timing_ladder  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "timing" / "ladder"
@@ -87,8 +89,9 @@ def test_reduced_wrong_against_an_own_inputs_reference_is_not_verified_not_wrong
 
 def test_the_ladder_keeps_blocks_and_two_steps_per_blocked_axis():
     assert timing_ladder._smaller(512) == [64, 128, 256]
-    assert timing_ladder._smaller(128, 128, lane=True) == []
+    assert timing_ladder._smaller(128) == [16, 32, 64]
     assert timing_ladder._smaller(7168) == [896, 1792, 3584]
+    assert timing_ladder._lane_cut((jax.ShapeDtypeStruct((8, 128), "float32"),), (jax.ShapeDtypeStruct((8, 64), "float32"),))
     assert timing_ladder._smaller(4) == [1, 2]
 
 
