@@ -288,7 +288,7 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
     stack = contextlib.ExitStack()
     if base or ready.get("own"):  # a reduced CONFIG size: the judge makes the inputs there from its own file
         try:
-            full, own, template, own_reference = _trusted_at_config(task, reference, base)
+            full, own, template, own_reference = _trusted_at_config(task, reference, base, bool(ready.get("own")))
         except Exception as exc:  # noqa: BLE001 - the trusted file does not take that size
             return timing._failed(params, f"not verified: the reference's task does not take the reduced size "
                                   f"{ready.get('verified_at')}: {type(exc).__name__}: {str(exc)[:300]}")
@@ -315,7 +315,8 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
         return _judged(sock, params, say, task, reference, ready, seed, shapes, own, template, checks, own_reference)
 
 
-def _trusted_at_config(task: Any, reference: Callable[..., Any], scaled: dict[str, int] | None) -> tuple[Any, ...]:
+def _trusted_at_config(task: Any, reference: Callable[..., Any], scaled: dict[str, int] | None,
+                       own: bool = False) -> tuple[Any, ...]:
     """(full shapes, shapes at ``scaled``, the task's own arrays there, the reference through its own
     workload or None) from the trusted file, its CONFIG read at ``scaled`` (names it must state)."""
     import inspect
@@ -338,13 +339,10 @@ def _trusted_at_config(task: Any, reference: Callable[..., Any], scaled: dict[st
         return _call_with_config(create, {**config, **(scaled or {})}) if create is not None else task.inputs()
 
     with inputs_mod.config_scaled((reference,), scaled):
-        try:
-            shapes = _shapes(make)
-            jax.eval_shape(reference, *shapes)
-            own_reference = None
-        except Exception:  # noqa: BLE001 - another signature: the reference through its own workload
+        shapes, own_reference = _shapes(make), None
+        if own:  # the reference takes other arguments than the candidate: through its own workload
             if create is None:
-                raise
+                raise ValueError("the reference takes other arguments and its file makes no inputs of its own")
             made_by = space.get("workload") if callable(space.get("workload")) else reference
 
             def own_reference() -> Any:
@@ -417,6 +415,10 @@ def _judged(sock: socket.socket, params: dict[str, Any], say: Callable[[str], No
                     rejection = guards.reject("precomputed_result", "on fresh random inputs the candidate returned "
                                               "the reference's answer for the task's own example inputs: a result "
                                               "precomputed ahead of the call, not computed from its inputs")
+            if ready.get("config_scaled") and rejection["trick"] == "candidate_failed":
+                return timing._failed(params, "not verified: the candidate raised at the reduced size " +
+                                      str(ready.get("verified_at")) + " (it may not take a size it was not written "
+                                      "for; check it at full size on a device): " + str(rejection["message"])[:600])
             if own_reference is not None and ready.get("config_scaled") and rejection["trick"] == "wrong_result":
                 return timing._failed(params, "not verified: at the reduced size " + str(ready.get("verified_at")) +
                                       " the candidate differs from the reference run on its own inputs, and the two "
