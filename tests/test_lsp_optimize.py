@@ -109,7 +109,7 @@ async def test_step_mode_approve_revise_approve(client, tmp_path):
     hover = await client.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(uri),
                                                                     lsp.Position(line, column)))
     assert "vs the original file" in hover.contents.value and "estimate (v6e)" in hover.contents.value
-    assert "| 2 * | valid |" in hover.contents.value
+    assert "| 2 * | compiled, correct |" in hover.contents.value
     assert "plan: Use 128-row blocks, keep the add" in hover.contents.value  # the plan summary
     # the revision reached the model: the implementer's request of iteration 2 carries the edited plan
     from pallasite.knowledge.store import ResultsStore

@@ -351,5 +351,5 @@ def workload(x, y):
     (summary,) = asyncio.run(run_eval(EvalJob(discover(str(tmp_path / "bench")), {"files": candidate_for("files")},
                                               chip="v5e")))
     (row,) = summary["per_task"]
-    assert row["compiled"] and not row["correct"] and row["status"] == "compiled, not correct", row["verdict"]["evidence"]
+    assert row["compiled"] and not row["correct"] and row["status"] == "compiled, wrong", row["verdict"]["evidence"]
     assert "wrong_result" in row["verdict"]["evidence"], row["verdict"]
