@@ -164,15 +164,43 @@ carried_max = _extreme(builtins.max)
 class _Literals(ast.NodeTransformer):
     """Replaces int/float literals by ``__pallasite_k__[n]`` (their carried values)."""
 
-    def __init__(self, path: str, extremes: bool = True) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
         self.values: list[Any] = []
-        self.extremes = extremes  # the builtins min/max are not rebound in the file: read them carried
+        self.extremes: list[tuple[ast.Name, str]] = []  # min/max loads made carrying, with their names
+        self.rebound = False  # the file binds min or max itself: those loads are put back
 
     def visit_Name(self, node: ast.Name) -> Any:
-        if self.extremes and isinstance(node.ctx, ast.Load) and node.id in EXTREMES:
-            return ast.copy_location(ast.Name(id=EXTREMES[node.id], ctx=ast.Load()), node)
+        if node.id in EXTREMES:
+            if isinstance(node.ctx, ast.Load):
+                self.extremes.append((node, node.id))
+                node.id = EXTREMES[node.id]
+            else:
+                self.rebound = True
         return node
+
+    def _binding(self, *names: str | None) -> None:
+        if any(n is not None and n.split(".")[0] in EXTREMES for n in names):
+            self.rebound = True
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        self._binding(node.name)
+        return self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> Any:
+        self._binding(*(a.asname or a.name for a in node.names))
+        return node
+
+    def visit_Global(self, node: ast.Global) -> Any:
+        self._binding(*node.names)
+        return node
+
+    visit_Nonlocal = visit_Global
+
+    def finish(self) -> None:
+        if self.rebound:
+            for node, name in self.extremes:
+                node.id = name
 
     def visit_Constant(self, node: ast.Constant) -> Any:
         value = node.value
@@ -194,6 +222,7 @@ class _Literals(ast.NodeTransformer):
         return node  # patterns must stay literal
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
+        self._binding(*(a.asname or a.name for a in node.names))
         return node
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
@@ -202,9 +231,11 @@ class _Literals(ast.NodeTransformer):
         return node  # annotations stay as written
 
     def visit_arg(self, node: ast.arg) -> Any:
+        self._binding(node.arg)
         return node
 
     def visit_FunctionDef(self, node: Any) -> Any:
+        self._binding(node.name)
         node.args = self.visit(node.args)
         node.decorator_list = [self.visit(d) for d in node.decorator_list]
         node.body = [self.visit(n) for n in node.body]
@@ -216,29 +247,14 @@ class _Literals(ast.NodeTransformer):
 EXTREMES = {"min": "__pallasite_min__", "max": "__pallasite_max__"}
 
 
-def _binds(tree: ast.AST, names: Any) -> bool:
-    """Whether the file binds any of ``names`` itself (assigns, defines, imports or takes them)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in names:
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names:
-            return True
-        if isinstance(node, ast.arg) and node.arg in names:
-            return True
-        if isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] in names:
-            return True
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and set(node.names) & set(names):
-            return True
-    return False
-
-
 def rewrite_literals(tree: ast.Module, path: str) -> list[Any]:
     """Rewrite ``tree`` (of the file at ``path``) in place so its int and float literals are read from
     ``__pallasite_k__`` (and, when the file does not rebind them, ``min``/``max`` are the carrying
     ones); returns that list, to be bound in the module's globals before it runs. Bools, strings,
     literals in f-strings, ``match`` patterns and annotations stay as written."""
-    literals = _Literals(path, extremes=not _binds(tree, EXTREMES))
+    literals = _Literals(path)
     literals.visit(tree)
+    literals.finish()
     ast.fix_missing_locations(tree)
     return literals.values
 
