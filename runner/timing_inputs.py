@@ -4,7 +4,8 @@ Worker side (imports jax). A candidate must never see the same input values twic
 requests, so a result cached or precomputed for the example inputs cannot pass:
 
 - ``fresh_inputs(shapes, seed, template)``: concrete arrays with the task's shapes and dtypes;
-  floating leaves get N(0, 1) samples from ``seed``; integer and boolean leaves (often indices or
+  floating leaves get N(0, 1) samples from ``seed``, scaled to the mean and spread of the task's
+  own values when its inputs function makes arrays (``template``); integer and boolean leaves (often indices or
   masks with a valid range) keep the task's own values when its inputs function makes arrays
   (``template``), else small random integers in [0, 8).
 - ``extra_shapes(task, module)``: abstract arguments at a second shape, when the task allows one:
@@ -66,7 +67,11 @@ def fresh_inputs(shapes: tuple[Any, ...], seed: int, template: tuple[Any, ...] |
         dtype = jnp.dtype(leaf.dtype)
         shape = tuple(leaf.shape)
         if jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.complexfloating):
-            value = jnp.asarray(rng.standard_normal(shape, dtype=np.float32)).astype(dtype)
+            draw = rng.standard_normal(shape, dtype=np.float32)
+            if kept is not None:  # fresh values at the scale the task's own inputs have
+                mean, std = _scale_of(kept[i])
+                draw = mean + std * draw
+            value = jnp.asarray(draw).astype(dtype)
         elif kept is not None:
             value = jnp.asarray(kept[i]).astype(dtype)
         elif dtype == jnp.bool_:
@@ -75,6 +80,19 @@ def fresh_inputs(shapes: tuple[Any, ...], seed: int, template: tuple[Any, ...] |
             value = jnp.asarray(rng.integers(0, 8, shape)).astype(dtype)
         out.append(value)
     return tuple(jax.tree.unflatten(treedef, out))
+
+
+def _scale_of(leaf: Any) -> tuple[float, float]:
+    """(mean, standard deviation) of one of the task's own float inputs; (0, 1) when it is constant.
+    JAXBench's attention tasks draw q at head_dim**-0.5 and k, v at 0.02: at N(0, 1) the logits of a
+    bfloat16 reference are rounded to a quarter and the reference itself is off by 0.3."""
+    values = np.asarray(jnp.asarray(leaf).astype(jnp.float32), dtype=np.float64)
+    if values.size == 0:
+        return 0.0, 1.0
+    std = float(values.std())
+    if not np.isfinite(std) or std == 0.0:
+        return 0.0, 1.0
+    return float(values.mean()), std
 
 
 def copies(args: tuple[Any, ...]) -> tuple[Any, ...]:

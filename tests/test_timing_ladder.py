@@ -136,3 +136,17 @@ def test_eval_kernel_replaces_the_one_tasks_candidate(tmp_path):
     assert task.candidate_path == str(kernel) and task.reference_path.endswith("attention/baseline.py")
     with pytest.raises(ValueError, match="exactly one task"):
         with_kernel(discover(str(DATA)), str(kernel))
+
+
+def test_fresh_inputs_keep_the_scale_of_the_tasks_own_values():
+    """4p (splash, bf16): at N(0, 1) q and k the bf16 reference's logits round to a quarter and it is
+    itself off by 0.3, so the honest kernel was 'wrong'; fresh values now follow the task's scale."""
+    import numpy as np
+
+    from pallasite.runner.timing_inputs import fresh_inputs
+
+    own = (jax.numpy.full((64, 128), 0.5) + 0.02 * jax.random.normal(jax.random.key(0), (64, 128)),)
+    [fresh] = fresh_inputs((jax.ShapeDtypeStruct((64, 128), "float32"),), seed=1, template=own)
+    values = np.asarray(fresh)
+    assert abs(values.std() - 0.02) < 0.005 and abs(values.mean() - 0.5) < 0.01
+    assert not np.allclose(values, np.asarray(own[0]))  # fresh, not the task's own
