@@ -246,6 +246,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
     state = {"scaled": {}, "shapes": shapes, "calls": calls, "tries": 0, "peak": peak}
     floor: set[str] = set()
     last_why = ""
+    refused: dict[str, str] = {}  # key -> why its last step was refused (said when nothing fits)
 
     def attempt(key: str) -> bool:
         nonlocal last_why
@@ -290,6 +291,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
         key = order[0]
         if not attempt(key):
             floor.add(key)
+            refused[key] = last_why
     with inputs_mod.config_scaled(spaces, state["scaled"] or None):
         ok, peak = fits(state["shapes"], state["calls"])
     if not state["scaled"]:
@@ -301,7 +303,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
     if peak > budget:
         return (f"at the smallest size the kernel takes ({result.verified_at}) the interpreter would still need about "
                 f"{peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB; {state['tries']} sizes tried; "
-                f"last refused: {last_why or 'none'})")
+                f"refused: {'; '.join(refused.values()) or 'none'})")
     return result
 
 
@@ -331,8 +333,8 @@ def _lane_cut(before: Any, after: Any) -> bool:
     """Whether some input's last dim, the TPU's lane dim, went from 128 or more to less (a whole-dim
     block there would lose its (8, 128) tiling)."""
     pairs = zip(jax.tree.leaves(before), jax.tree.leaves(after))
-    return any(getattr(a, "shape", ()) and getattr(b, "shape", ()) and a.shape[-1] >= 128 > b.shape[-1]
-               for a, b in pairs)
+    return any(len(getattr(a, "shape", ())) >= 2 and len(getattr(b, "shape", ())) >= 2
+               and a.shape[-1] >= 128 > b.shape[-1] for a, b in pairs)  # 1-D: counts, sizes, scalars
 
 
 def _shapes_follow(key: str) -> bool:
@@ -399,9 +401,10 @@ def _shapes(create: Callable[[], Any]) -> tuple[Any, ...]:
 
 def _smaller(value: int, full: int | None = None) -> list[int]:
     """The ladder's rungs below ``value``: 1/8, 1/4, 1/2 (``_lane_cut`` keeps the inputs' lane dims,
-    so a model width does not fall to 1)."""
+    so a model width does not fall to 1; a count of 16 or more, experts or heads, stays at 2 or
+    more, so the grouping is still walked)."""
     out = []
-    least = 1
+    least = 2 if (full or value) >= 16 else 1
     for new in (value // 8, value // 4, value // 2):
         if least <= new < value and value % new == 0 and new not in out:
             out.append(new)

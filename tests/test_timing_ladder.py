@@ -93,6 +93,8 @@ def test_the_ladder_keeps_blocks_and_two_steps_per_blocked_axis():
     assert timing_ladder._smaller(7168) == [896, 1792, 3584]
     assert timing_ladder._lane_cut((jax.ShapeDtypeStruct((8, 128), "float32"),), (jax.ShapeDtypeStruct((8, 64), "float32"),))
     assert timing_ladder._smaller(4) == [1, 2]
+    assert timing_ladder._smaller(4, 128) == [2]  # 128 experts keep two groups at least
+    assert not timing_ladder._lane_cut((jax.ShapeDtypeStruct((128,), "int32"),), (jax.ShapeDtypeStruct((2,), "int32"),))
 
 
 def standalone_kernel(tmp_path: Path) -> Path:
