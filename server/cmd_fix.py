@@ -55,68 +55,23 @@ def _settings(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.agents.fix_action import FixJob, fix_file
+    """Check the inputs, run the fix job, write and render its outcome."""
     from pallasite.agents.providers import ProviderError
-    from pallasite.engine.checker import TARGETS, read_source
-    from pallasite.engine.engine import Engine
-    from .flags import UsageError, parse_tiers
-    from pallasite.engine.store_cache import workspace_for
 
-    path = args.path
+    from .flags import UsageError
+
     try:
-        if not Path(path).is_file():
-            raise UsageError(f"{path}: no such file")
-        settings, agent, provider = _settings(args)
-        if args.target is not None and args.target not in TARGETS:
-            raise UsageError(f"--target {args.target!r}: unknown chip; choose one of {', '.join(TARGETS)}")
-        if args.rounds is not None and args.rounds < 1:
-            raise UsageError(f"--rounds {args.rounds}: give at least 1")
-        if args.line is not None and args.line < 1:
-            raise UsageError(f"--line {args.line}: lines count from 1")
-        tiers = parse_tiers(args.tiers) if args.tiers else tuple(settings.tiers)
-        started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
-        text = read_source(path)
+        setup = _setup(args)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 - unreadable file
-        print(f"error: {path}: cannot read it ({err})", file=sys.stderr)
+        print(f"error: {args.path}: cannot read it ({err})", file=sys.stderr)
         return 2
-    chip = args.target or settings.target
-    options = dataclasses.replace(settings.check_options(list(tiers)), target=chip,
-                                  allow_unconfined=agent.allowUnconfined)
-    from pallasite.knowledge.store import store_path
-
-    config = dataclasses.replace(agent.provider_config(provider), store_path=str(store_path(workspace_for([path]))))
-
-    async def go():
-        from pallasite.agents.providers import make_provider
-
-        model = make_provider(config)  # a configuration problem is told before anything runs
-        workspace = workspace_for([path])
-        engine = Engine(workspace=workspace)  # the same engine `pallasite check` uses: workers, results store
-        checker = engine.checker(path, options)
-        refused = engine.untrusted_problem(options) if any(t > 0 for t in tiers) else None
-        try:
-            if refused:  # proposals would run in the compiler tiers: say so before any model is asked
-                return refused
-            report = await checker.check(path, text, tiers=tiers)
-            job = FixJob(path=path, text=text, report=report, chip=chip, tiers=tiers,
-                         line=args.line - 1 if args.line else None, docs_passages=agent.docsPassages,
-                         **_vmem(chip))
-            progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
-            return await fix_file(job, config, agent.budgets(), engine.checker(path, options, untrusted=True),
-                                  workspace=workspace,
-                                  on_progress=progress, provider=model)
-        finally:
-            await model.close()
-            await engine.close()
-
     try:
-        outcome = asyncio.run(go())
+        outcome = asyncio.run(_fix(args, setup))
     except ProviderError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        outcome = str(err)
     if isinstance(outcome, str):
         print(f"error: {outcome}", file=sys.stderr)
         return 2
@@ -124,18 +79,88 @@ def run(args: argparse.Namespace) -> int:
     if outcome.ok and args.apply:
         from .apply_file import apply_result
 
-        written = apply_result(path, started, outcome.fixed_text, beside=".fixed.py")
+        written = apply_result(args.path, setup.started, outcome.fixed_text, beside=".fixed.py")
+    print(_render(args, setup.chip, outcome, written))
     nothing = not outcome.attempts and outcome.message.startswith("nothing to fix")
-    if args.format == "json":
-        from pallasite.agents.fixer import outcome_json
-
-        data = {"version": JSON_VERSION, "tool": "pallasite fix", "target": chip,
-                "applied": bool(written and written.applied), **outcome_json(outcome),
-                "written": written.path if written else None, "not_applied_why": written.why if written else ""}
-        print(json.dumps(data, indent=2))
-    else:
-        print(_text(outcome, written=written))
     return 0 if outcome.ok or nothing else 1
+
+
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """What a fix run starts from: the file's bytes and text, the chip, tiers, check options, agent settings."""
+
+    started: bytes
+    text: str
+    chip: str
+    tiers: tuple[int, ...]
+    options: object
+    agent: object
+    config: object
+
+
+def _setup(args: argparse.Namespace) -> _Setup:
+    """The run's inputs from the arguments and the project's settings; UsageError says what is wrong."""
+    from pallasite.engine.checker import TARGETS, read_source
+    from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import store_path
+
+    from .flags import UsageError, parse_tiers
+
+    path = args.path
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such file")
+    settings, agent, provider = _settings(args)
+    if args.target is not None and args.target not in TARGETS:
+        raise UsageError(f"--target {args.target!r}: unknown chip; choose one of {', '.join(TARGETS)}")
+    if args.rounds is not None and args.rounds < 1:
+        raise UsageError(f"--max-rounds {args.rounds}: give at least 1")
+    if args.line is not None and args.line < 1:
+        raise UsageError(f"--line {args.line}: lines count from 1")
+    tiers = parse_tiers(args.tiers) if args.tiers else tuple(settings.tiers)
+    started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
+    chip = args.target or settings.target
+    options = dataclasses.replace(settings.check_options(list(tiers)), target=chip,
+                                  allow_unconfined=agent.allowUnconfined)
+    config = dataclasses.replace(agent.provider_config(provider), store_path=str(store_path(workspace_for([path]))))
+    return _Setup(started, read_source(path), chip, tiers, options, agent, config)
+
+
+async def _fix(args: argparse.Namespace, setup: _Setup):
+    """The fix job on the engine `pallasite check` uses: the outcome, or why it could not start."""
+    from pallasite.agents.fix_action import FixJob, fix_file
+    from pallasite.agents.providers import make_provider
+    from pallasite.engine.engine import Engine
+    from pallasite.engine.store_cache import workspace_for
+
+    path, options, tiers = args.path, setup.options, setup.tiers
+    model = make_provider(setup.config)  # a configuration problem is told before anything runs
+    workspace = workspace_for([path])
+    engine = Engine(workspace=workspace)  # the same engine `pallasite check` uses: workers, results store
+    refused = engine.untrusted_problem(options) if any(t > 0 for t in tiers) else None
+    try:
+        if refused:  # proposals would run in the compiler tiers: say so before any model is asked
+            return refused
+        report = await engine.checker(path, options).check(path, setup.text, tiers=tiers)
+        job = FixJob(path=path, text=setup.text, report=report, chip=setup.chip, tiers=tiers,
+                     line=args.line - 1 if args.line else None, docs_passages=setup.agent.docsPassages,
+                     **_vmem(setup.chip))
+        progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
+        return await fix_file(job, setup.config, setup.agent.budgets(), engine.checker(path, options, untrusted=True),
+                              workspace=workspace, on_progress=progress, provider=model)
+    finally:
+        await model.close()
+        await engine.close()
+
+
+def _render(args: argparse.Namespace, chip: str, outcome, written) -> str:
+    if args.format != "json":
+        return _text(outcome, written=written)
+    from pallasite.agents.fixer import outcome_json
+
+    return json.dumps({"version": JSON_VERSION, "tool": "pallasite fix", "target": chip,
+                       "applied": bool(written and written.applied), **outcome_json(outcome),
+                       "written": written.path if written else None,
+                       "not_applied_why": written.why if written else ""}, indent=2)
 
 
 def _text(outcome, *, written=None) -> str:
