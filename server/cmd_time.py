@@ -50,6 +50,19 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     group.add_argument("--platforms", help="JAX_PLATFORMS for the worker (default: its accelerator, else CPU)")
 
 
+def _target(args: argparse.Namespace, path: str) -> str | None:
+    """profile's chip: --target, else the project's `target` setting, as in every command (time has none)."""
+    if args.command != "profile":
+        return None
+    if args.target:
+        return args.target
+    from pathlib import Path
+
+    from pallasite.server.settings import load_project_settings
+
+    return load_project_settings(Path(path).resolve().parent)[0].target
+
+
 def _config(pairs: list[str]) -> dict[str, int]:
     out = {}
     for pair in pairs:
@@ -78,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         params = timing.time_request(files, op, entry=args.entry, config=_config(args.config), runs=args.runs,
                                      warmup=args.warmup, seed=args.seed, max_speedup=args.max_speedup,
                                      extra_shape=False if args.no_extra_shape else None,
-                                     trace_dir=getattr(args, "trace_dir", None), target=getattr(args, "target", None))
+                                     trace_dir=getattr(args, "trace_dir", None), target=_target(args, files.path))
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -98,3 +98,14 @@ def test_docs_search_takes_format_json_anywhere():
     with pytest.raises(SystemExit):  # --json on `docs` itself and after the action both translate
         cli.main(["docs", "--help"])
     assert flags.translate("docs", ["search", "q", "--json"], io.StringIO()) == ["search", "q", "--format", "json"]
+
+
+def test_profile_takes_target_from_the_project_settings(tmp_path):
+    """--target's meaning says "default: the project's target setting": profile used none (the worker's own)."""
+    from pallasite.server import cmd_time
+
+    (tmp_path / "pyproject.toml").write_text('[tool.pallasite]\ntarget = "v5e"\n')
+    kernel = str(tmp_path / "k.py")
+    assert cmd_time._target(argparse.Namespace(command="profile", target=None), kernel) == "v5e"
+    assert cmd_time._target(argparse.Namespace(command="profile", target="v4"), kernel) == "v4"
+    assert cmd_time._target(argparse.Namespace(command="time"), kernel) is None
