@@ -58,45 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Read the file and the settings, tune, render; --apply writes the best configuration."""
     path = os.path.abspath(args.file)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as exc:
-        print(f"error: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        text, settings, options, device = _setup(args, path)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    from pathlib import Path
-
-    from pallasite.server.settings import load_project_settings
-
-    settings, warnings = load_project_settings(Path(path).parent)  # [tool.pallasite] tunables = {...}
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if args.estimates is not None and args.estimates < 1:
-        print("error: --max-estimates must be at least 1", file=sys.stderr)
-        return 2
-    options = TuneOptions(chip=args.chip or settings.target, entry=args.entry, budget=args.budget,
-                          backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None,
-                          estimates=args.estimates, seed=args.seed)
-    store = None
-    if not args.no_store:
-        from pallasite.engine.store_cache import workspace_for
-        from pallasite.knowledge.store import ResultsStore, StoreError
-
-        try:
-            store = ResultsStore.open(workspace_for([path]))
-        except StoreError as exc:
-            print(f"warning: results are not recorded (tuning without the results store): {exc}",
-                  file=sys.stderr)
-    device = None
-    if args.backend in ("ssh", "ray"):
-        from .run_setup import device_settings
-
-        try:
-            device = device_settings(args)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+    store = _open_store(path) if not args.no_store else None
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
                                    memory_mb=args.memory_mb, device=device,
@@ -107,13 +76,48 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    if args.format == "json":
-        print(json.dumps(report_json(report), indent=1))
-    else:
-        print(format_report(report, args.top))
-    if args.apply:
-        return _apply(path, text, report)
-    return 0
+    print(json.dumps(report_json(report), indent=1) if args.format == "json" else format_report(report, args.top))
+    return _apply(path, text, report) if args.apply else 0
+
+
+def _setup(args: argparse.Namespace, path: str):
+    """The file's text, the project's settings, the tune options and the device (None without one);
+    OSError or ValueError says what is wrong."""
+    from pathlib import Path
+
+    from pallasite.server.settings import load_project_settings
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise OSError(f"cannot read {args.file}: {exc.strerror}") from None
+    settings, warnings = load_project_settings(Path(path).parent)  # [tool.pallasite] tunables = {...}
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.estimates is not None and args.estimates < 1:
+        raise ValueError("--max-estimates must be at least 1")
+    options = TuneOptions(chip=args.chip or settings.target, entry=args.entry, budget=args.budget,
+                          backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None,
+                          estimates=args.estimates, seed=args.seed)
+    device = None
+    if args.backend in ("ssh", "ray"):
+        from .run_setup import device_settings
+
+        device = device_settings(args)
+    return text, settings, options, device
+
+
+def _open_store(path: str):
+    """The workspace's results store, or None with a warning saying why results are not recorded."""
+    from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import ResultsStore, StoreError
+
+    try:
+        return ResultsStore.open(workspace_for([path]))
+    except StoreError as exc:
+        print(f"warning: results are not recorded (tuning without the results store): {exc}", file=sys.stderr)
+        return None
 
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,

@@ -19,7 +19,6 @@ STILL_LONG = {
     ("cmd_optimize", "run"),  # 130
     ("cmd_search", "run"),  # 113
     ("cmd_time", "run"),  # 35
-    ("cmd_tune", "run"),  # 57
     ("search_lsp", "job_body"),  # 33
     ("tune_lsp", "job_body"),  # 32
 }
