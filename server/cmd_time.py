@@ -50,6 +50,27 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     group.add_argument("--platforms", help="JAX_PLATFORMS for the worker (default: its accelerator, else CPU)")
 
 
+def _backend(args: argparse.Namespace):
+    """Where the worker runs, from --backend and its flags (validated: ValueError says what is missing)."""
+    from pallasite.engine.remote import BackendSettings, parse_resources
+
+    settings = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command,
+                               remote_worker=args.remote_worker, ray_address=args.ray_address,
+                               ray_resources=parse_resources(args.ray_resources), platforms=args.platforms)
+    settings.validate()
+    return settings
+
+
+def _record(run_, path: str) -> None:
+    """Store the measurements in the workspace's results store (outside a project: here); a note on failure."""
+    from pallasite.engine import timing
+    from pallasite.engine.store_cache import workspace_for
+
+    note = timing.record(run_, path, str(workspace_for([path])))
+    if note:
+        run_.warnings.append(note)
+
+
 def _target(args: argparse.Namespace, path: str) -> str | None:
     """profile's chip: --target, else the project's `target` setting, as in every command (time has none)."""
     if args.command != "profile":
@@ -78,16 +99,12 @@ def _config(pairs: list[str]) -> dict[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     from pallasite.engine import timing
-    from pallasite.engine.remote import BackendSettings, parse_resources
     from pallasite.server import timing_format
 
     op = args.command
     try:
         files = timing.task_files(args.task, getattr(args, "against", None))
-        settings = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command,
-                                   remote_worker=args.remote_worker, ray_address=args.ray_address,
-                                   ray_resources=parse_resources(args.ray_resources), platforms=args.platforms)
-        settings.validate()
+        settings = _backend(args)
         params = timing.time_request(files, op, entry=args.entry, config=_config(args.config), runs=args.runs,
                                      warmup=args.warmup, seed=args.seed, max_speedup=args.max_speedup,
                                      extra_shape=False if args.no_extra_shape else None,
@@ -104,10 +121,6 @@ def run(args: argparse.Namespace) -> int:
     base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=args.memory_mb)
     run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)
     if run_.result is not None and not args.no_store:
-        from pallasite.engine.store_cache import workspace_for
-
-        note = timing.record(run_, files.path, str(workspace_for([files.path])))  # outside a project: here
-        if note:
-            run_.warnings.append(note)
+        _record(run_, files.path)
     print(timing_format.to_json_text(run_, files.path) if args.format == "json" else timing_format.to_text(run_, files.path))
     return {"ok": 0, "rejected": 1}.get(timing_format.status_of(run_), 2)
