@@ -67,7 +67,7 @@ def test_a_search_whose_every_node_failed_says_why_and_exits_1(tmp_path):
     proc = search(folder, script)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "error: none of the 1 node(s) compiled, passed the tests and was timed" in proc.stderr
-    assert re.search(r"t0\.1: incorrect: .*wrong_result", proc.stderr), proc.stderr
+    assert re.search(r"t0\.1: wrong: .*wrong_result", proc.stderr), proc.stderr
 
 
 def test_search_takes_the_projects_target_where_the_command_line_gives_none(tmp_path):
