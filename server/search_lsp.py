@@ -84,15 +84,13 @@ def title(run: SearchRun) -> str:
 
 
 def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
-    """The search job's work (agents/search_job.run_search): every node stored as it finishes,
-    reported to the job and the editor; device jobs on the session engine's device pool when asked for."""
+    """The search job's work (agents/search_job.run_search): every node stored as it finishes, reported to the
+    job and the editor; device jobs on the session engine's device pool (engine/device.py: warm across runs)."""
     from pallasite.agents import search_job
+    from pallasite.agents.optimize_record import OptimizeRecorder
     from pallasite.engine.tune import job_progress
 
-    from pallasite.agents.optimize_record import OptimizeRecorder
-
-    check_options = dataclasses.replace(session.settings.check_options(list(judge_tiers(session.settings.tiers))),
-                                        target=run.chip)
+    check_options = _check_options(session, run.chip)
 
     async def body(job_report: Any) -> Any:
         tell = job_progress(job_report)
@@ -104,7 +102,6 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
         # every node's model calls recorded under "<run id>/<node id>", as the CLI records them (replayable)
         recorder = OptimizeRecorder(run.workspace)
         try:
-            # the device is the session engine's pool for these settings (engine/device.py), kept warm across runs
             return await search_job.run_search(
                 run.path, run.text, run.options, run.provider, chip=run.chip, engine=session.engine,
                 check_options=check_options, done=run.done, on_node=lambda node: node_done(run, node, say),
@@ -116,6 +113,11 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
             recorder.close()
 
     return body
+
+
+def _check_options(session: Any, chip: str) -> Any:
+    """The checker's options a node is compiled with: the judge's tiers of the settings, for the run's chip."""
+    return dataclasses.replace(session.settings.check_options(list(judge_tiers(session.settings.tiers))), target=chip)
 
 
 def node_done(run: SearchRun, node: Any, say: Any) -> None:

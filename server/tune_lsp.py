@@ -90,9 +90,6 @@ async def run(cmd: Any, chip: str, verify: int = 3) -> dict[str, Any]:
 def job_body(session: Any, path: str, text: str, options: TuneOptions, progress: WorkProgress) -> Any:
     """The tune job's work: engine/tune.py's ``tune`` on the engine's backend, progress to both the
     job and the editor, results remembered in the workspace's results store when it opens."""
-    from pallasite.engine.store_cache import workspace_for
-    from pallasite.knowledge.store import ResultsStore, StoreError
-
     backend = session.engine.backend(session.check_options())
 
     async def body(report: Any) -> TuneReport:
@@ -102,11 +99,7 @@ def job_body(session: Any, path: str, text: str, options: TuneOptions, progress:
             progress.report(message)
             to_job(message, fraction)
 
-        try:
-            store = ResultsStore.open(workspace_for([path], cwd=Path(path).parent))
-        except StoreError as exc:  # tune all the same; nothing is remembered this time
-            session.log(f"pallasite: autotune without the results store: {exc}")
-            store = None
+        store = _open_store(session, path)
         try:
             # what tune calls best or applies compiles for the chip (tier 2), like any other candidate
             compiler = checker_compiler(session.engine, path, dataclasses.replace(session.check_options(),
@@ -119,6 +112,18 @@ def job_body(session: Any, path: str, text: str, options: TuneOptions, progress:
                 store.close()
 
     return body
+
+
+def _open_store(session: Any, path: str) -> Any:
+    """The workspace's results store, or None (logged): tune all the same; nothing is remembered this time."""
+    from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import ResultsStore, StoreError
+
+    try:
+        return ResultsStore.open(workspace_for([path], cwd=Path(path).parent))
+    except StoreError as exc:
+        session.log(f"pallasite: autotune without the results store: {exc}")
+        return None
 
 
 def apply_action(tuned: Tuned | None, uri: str, version: int, lines: Sequence[str], encoding: str) -> list[lsp.CodeAction]:

@@ -18,8 +18,6 @@ STILL_LONG = {
     ("cmd_eval", "run"),  # 125 lines when listed
     ("cmd_optimize", "run"),  # 130
     ("cmd_search", "run"),  # 113
-    ("search_lsp", "job_body"),  # 33
-    ("tune_lsp", "job_body"),  # 32
 }
 
 
