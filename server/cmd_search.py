@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -81,99 +83,122 @@ from .run_setup import (device_settings, device_where, open_device, search_run_i
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.agents.providers import ProviderConfig, ProviderError, make_provider
+    """Set the run up from the arguments, search, then render the best node, the report and --apply."""
+    from pallasite.agents.providers import ProviderError
+
+    try:
+        setup = _setup(args)
+    except (ValueError, ProviderError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    graph, rid = _search(args, setup)
+    return _render(args, setup, graph, rid)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """What a search starts from: the file (bytes and text), the options, the device, the model."""
+
+    path: Path
+    started: bytes
+    text: str
+    options: Any
+    device: Any
+    provider: Any
+    provider_for: Any
+    name: str
+    workspace: Any
+
+
+def _setup(args: argparse.Namespace) -> _Setup:
+    """The run's inputs; ValueError or ProviderError says what is wrong (before any model is asked)."""
     from pallasite.agents.search import SearchOptions
-    from pallasite.agents.search_graph import SearchNode
-    from pallasite.knowledge.store import ResultsStore
     from pallasite.engine.store_cache import workspace_for
+
+    from .settings import apply_project_defaults
 
     path = Path(args.path)
     if not path.is_file():
-        print(f"error: {path}: no such file", file=sys.stderr)
-        return 2
-    from .settings import apply_project_defaults
-
+        raise ValueError(f"{path}: no such file")
     apply_project_defaults(args, path)
     started = path.read_bytes()  # --apply writes over the file only if it is still these bytes
-    text = started.decode("utf-8")
-    try:
-        options = SearchOptions(algo=args.algo, seed=args.seed, max_nodes=args.budget, target=args.target_speedup,
-                                trajectories=args.trajectories, iterations=args.iterations, width=args.width,
-                                depth=args.depth, branches=args.branches, keep_factor=args.keep_factor,
-                                population=args.population, generations=args.generations,
-                                crossover_rate=args.crossover_rate)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        device = device_settings(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    options = SearchOptions(algo=args.algo, seed=args.seed, max_nodes=args.budget, target=args.target_speedup,
+                            trajectories=args.trajectories, iterations=args.iterations, width=args.width,
+                            depth=args.depth, branches=args.branches, keep_factor=args.keep_factor,
+                            population=args.population, generations=args.generations,
+                            crossover_rate=args.crossover_rate)
+    device = device_settings(args)
     refused = untrusted_refusal(device, args.allow_unconfined, project=args.path)
     if refused:
-        print(f"error: {refused}", file=sys.stderr)
-        return 2
-    name = args.provider or ""
+        raise ValueError(refused)
     workspace = workspace_for([str(path.resolve())])
-    provider_for = None
-    try:
-        if name.startswith("replay:"):  # each node replays its own recorded calls (agents/search_iterate.py)
-            from pallasite.agents.providers_scripted import ScriptedProvider
-            from pallasite.agents.search_iterate import replay_nodes
-            from pallasite.knowledge.store import store_path
+    provider, provider_for = _provider(args, workspace)
+    return _Setup(path, started, started.decode("utf-8"), options, device, provider, provider_for,
+                  args.provider or "", workspace)
 
-            recorded = name.split(":", 1)[1].strip()
-            if not store_path(workspace).exists() or not stored_nodes_exist(workspace, recorded):
-                raise ProviderError("config", f"replay:{recorded}: no recorded search of that run id in "
-                                              f"{store_path(workspace)} (the search prints its run id at the end)")
-            provider = ScriptedProvider(ProviderConfig(name=name), [])
-            provider_for = replay_nodes(recorded, str(store_path(workspace)))
-        else:
-            provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
-                                                    scripted_file=args.scripted_file or "",
-                                                    requests_per_minute=args.requests_per_minute,
-                                                    tokens_per_minute=args.tokens_per_minute))
-    except ProviderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    store = ResultsStore.open(workspace) if workspace else None
-    rid = run_id(text, options, name, args.target, device_where(device))
+
+def _provider(args: argparse.Namespace, workspace: Any):
+    """The model, and for a replay each node's own recorded calls (agents/search_iterate.py)."""
+    from pallasite.agents.providers import ProviderConfig, ProviderError, make_provider
+
+    name = args.provider or ""
+    if not name.startswith("replay:"):
+        return make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
+                                            scripted_file=args.scripted_file or "",
+                                            requests_per_minute=args.requests_per_minute,
+                                            tokens_per_minute=args.tokens_per_minute)), None
+    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.search_iterate import replay_nodes
+    from pallasite.knowledge.store import store_path
+
+    recorded = name.split(":", 1)[1].strip()
+    if not store_path(workspace).exists() or not stored_nodes_exist(workspace, recorded):
+        raise ProviderError("config", f"replay:{recorded}: no recorded search of that run id in "
+                                      f"{store_path(workspace)} (the search prints its run id at the end)")
+    return ScriptedProvider(ProviderConfig(name=name), []), replay_nodes(recorded, str(store_path(workspace)))
+
+
+def _search(args: argparse.Namespace, setup: _Setup):
+    """The search (agents/search_job.run_search), resumed from the stored nodes of its run id, each node
+    stored and told as it finishes; returns the graph and the run id."""
+    from pallasite.agents.optimize_record import OptimizeRecorder
+    from pallasite.agents.search_job import run_search
+    from pallasite.knowledge.store import ResultsStore
+
+    store = ResultsStore.open(setup.workspace) if setup.workspace else None
+    rid = run_id(setup.text, setup.options, setup.name, args.target, device_where(setup.device))
     done = stored_nodes(store, rid)
     if done:
         print(f"pallasite search: resuming {rid}: {len(done)} nodes already done", file=sys.stderr)
+    recorder = OptimizeRecorder(setup.workspace)  # every node's model calls, under "<run id>/<node id>"
 
-    from pallasite.agents.optimize_record import OptimizeRecorder
-
-    recorder = OptimizeRecorder(workspace)  # every node's model calls, under "<run id>/<node id>"
-
-    def on_node(node: SearchNode) -> None:
+    def on_node(node: Any) -> None:
         if store:
             store.put_agent_step(rid, node.order, "search_node", node.to_json())
         speed = f"{node.speedup:.2f}x" if node.speedup is not None else "-"
         print(f"  {node.id:10s} {node.status:9s} {speed:>7s}  {node.strategy or node.op}"[:110], file=sys.stderr)
 
-    async def go():
-        from pallasite.agents.search_job import run_search
-
-        # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_search
-        return await run_search(path, text, options, provider, chip=args.target, jobs=args.jobs,
-                                memory_mb=args.memory_mb, done=done, on_node=on_node, device=device,
-                                where=device_where(device) if device is not None else "", on_phase=on_phase,
-                                allow_unconfined=args.allow_unconfined, recorder=recorder, run_id=rid,
-                                provider_for=provider_for)
-
     def on_phase(node_id: str, phase: str, message: str) -> None:
         print(f"    {node_id} {phase}: {message}"[:110], file=sys.stderr, flush=True)
 
+    # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_search
+    search = run_search(setup.path, setup.text, setup.options, setup.provider, chip=args.target, jobs=args.jobs,
+                        memory_mb=args.memory_mb, done=done, on_node=on_node, device=setup.device,
+                        where=device_where(setup.device) if setup.device is not None else "", on_phase=on_phase,
+                        allow_unconfined=args.allow_unconfined, recorder=recorder, run_id=rid,
+                        provider_for=setup.provider_for)
     try:
-        graph = asyncio.run(go())
+        return asyncio.run(search), rid
     finally:
         recorder.close()
         if store:
             store.close()
-    best = graph.best()
-    report = write_outputs(graph, rid, Path(workspace or path.parent) / ".pallasite" / "search",
+
+
+def _render(args: argparse.Namespace, setup: _Setup, graph: Any, rid: str) -> int:
+    """The best node, the report, why every node failed (exit 1), and --apply."""
+    path, best = setup.path, graph.best()
+    report = write_outputs(graph, rid, Path(setup.workspace or path.parent) / ".pallasite" / "search",
                            f"pallasite search {path.name} ({args.algo})", Path(args.report) if args.report else None)
     speed = f"{best.speedup:.2f}x" if best.speedup is not None else "-"
     print(f"best: {best.id} {speed} against the starting kernel [{best.provenance}]; {len(graph.nodes)} nodes; "
@@ -190,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     if args.apply and best.op != "root":
         from .apply_file import apply_result
 
-        written = apply_result(path, started, best.source, beside=".search.py")
+        written = apply_result(path, setup.started, best.source, beside=".search.py")
         print(f"{best.id}'s source: {written.describe()}")
     return 0
 
