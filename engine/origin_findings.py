@@ -172,8 +172,15 @@ def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, tex
     the running program says it was written (``to_carried_origin``), else where tier 0's static
     tracer follows it (``analysis/origins.py``)."""
     carried = to_carried_origin(code, rec, site, spec, reached, lines)
-    if carried is not None:
-        return carried
+    static = _static_origin(code, rec, spec, text, lines)
+    if carried is not None and static is not None and static.span.line == carried.span.line:
+        # the same line both ways: the tracer's words say what was written there (a dict entry, a field)
+        return Moved(span=carried.span, related=carried.related, sentence=static.sentence)
+    return carried if carried is not None else static
+
+
+def _static_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, text: str,
+                   lines: list[str]) -> Moved | None:
     if code not in MOVED_CODES or spec is None:
         return None
     message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
