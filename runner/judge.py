@@ -383,6 +383,10 @@ def _judged(sock: socket.socket, params: dict[str, Any], say: Callable[[str], No
             return {"reference_failed": f"{type(exc).__name__}: {exc}",
                     "rejection": guards.reject("reference_failed", f"the reference failed: {type(exc).__name__}: {exc}")}
         tolerance = tolerance_for(task, expected) or (0.0, 0.0)
+        if own_reference is not None:  # the task's own inputs cannot be redrawn at a larger scale
+            tolerance, note = guards.at_output_scale(expected, tolerance)
+            if note and note not in notes:
+                notes.append(note)
         bad = guards.degenerate(expected, tolerance)
         if bad:
             return {"rejection": bad, "tolerance": tolerance}

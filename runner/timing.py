@@ -421,7 +421,12 @@ def _own_set(prep: Prepared, args: Any, own: Callable[[], Any]) -> dict[str, Any
     except Exception as exc:  # noqa: BLE001
         return {"reference_failed": f"{type(exc).__name__}: {exc}",
                 "rejection": guards.reject("reference_failed", f"the reference failed: {type(exc).__name__}: {exc}")}
-    tolerance = tolerance_for(prep.task, expected) or (0.0, 0.0)
+    tolerance, note = guards.at_output_scale(expected, tolerance_for(prep.task, expected) or (0.0, 0.0))
+    if note:
+        prep.notes.append(note)
+    bad = guards.degenerate(expected, tolerance)
+    if bad:
+        return {"rejection": bad, "tolerance": tolerance}
     saved = guards.snapshot(args)
     try:
         with _execution(prep, True):

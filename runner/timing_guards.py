@@ -154,6 +154,22 @@ def inputs_changed(args: tuple[Any, ...], saved: list[np.ndarray]) -> dict[str, 
     return None
 
 
+def at_output_scale(expected: Any, tolerance: tuple[float, float]) -> tuple[tuple[float, float], str | None]:
+    """The tolerance for outputs the task's own inputs make smaller than its ``atol`` (JAXBench's
+    paged attention: values of 0.005 against atol 0.01, where zeros would pass): ``atol`` taken
+    relative to the largest output, so the comparison proves something. (tolerance, note or None)."""
+    atol, rtol = tolerance
+    if degenerate(expected, tolerance) is None:
+        return tolerance, None
+    top = max((float(np.max(np.abs(np.asarray(r, dtype=np.float64)[np.isfinite(np.asarray(r, dtype=np.float64))]),
+                             initial=0.0)) for r in jax.tree.leaves(expected)), default=0.0)
+    if top <= 0.0:
+        return tolerance, None
+    scaled = (atol * top, rtol)
+    return scaled, (f"the task's own outputs are at most {top:.3g}, within its atol={atol:g}: compared with atol "
+                    f"{scaled[0]:.3g} (its atol relative to the largest output), rtol={rtol:g}")
+
+
 def degenerate(expected: Any, tolerance: tuple[float, float]) -> dict[str, Any] | None:
     """A rejection when zeros, or one constant, would pass the comparison with ``expected``."""
     atol, rtol = tolerance

@@ -152,3 +152,18 @@ def test_fresh_inputs_keep_the_scale_of_the_tasks_own_values():
     values = np.asarray(fresh)
     assert abs(values.std() - 0.02) < 0.005 and abs(values.mean() - 0.5) < 0.01
     assert not np.allclose(values, np.asarray(own[0]))  # fresh, not the task's own
+
+
+def test_own_inputs_with_outputs_below_atol_are_compared_at_the_outputs_scale():
+    """6p (paged attention, own inputs): outputs of at most 0.005 against atol 0.01 made every
+    comparison 'degenerate' (zeros would pass) and the task was called wrong."""
+    import numpy as np
+
+    from pallasite.runner import timing_guards as guards
+
+    expected = (np.linspace(-0.005, 0.005, 64).reshape(8, 8),)
+    assert guards.degenerate(expected, (0.01, 0.02))
+    tolerance, note = guards.at_output_scale(expected, (0.01, 0.02))
+    assert tolerance == (0.01 * 0.005, 0.02) and "at most 0.005" in note
+    assert guards.degenerate(expected, tolerance) is None
+    assert guards.at_output_scale((np.linspace(-1, 1, 64),), (0.01, 0.02)) == ((0.01, 0.02), None)
