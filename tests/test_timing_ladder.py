@@ -167,3 +167,15 @@ def test_own_inputs_with_outputs_below_atol_are_compared_at_the_outputs_scale():
     assert tolerance == (0.01 * 0.005, 0.02) and "at most 0.005" in note
     assert guards.degenerate(expected, tolerance) is None
     assert guards.at_output_scale((np.linspace(-1, 1, 64),), (0.01, 0.02)) == ((0.01, 0.02), None)
+
+
+@pytest.mark.parametrize("task", ["gemm", "paged"])
+def test_planted_wrong_kernels_of_more_structures_are_caught_at_the_reduced_size(task):
+    """A K-accumulating GEMM that skips its last K block; a scalar-prefetch page gather reading the
+    next page-table entry (the task's own page table made at the reduced size)."""
+    right, wrong = check(task, "optimized"), check(task, "wrong")
+    assert right["verdict"] == "ok", right.get("error") or right["rejections"]
+    assert right["checks"]["verified_at"] and right["checks"]["inputs"] != right["checks"]["full_inputs"]
+    assert wrong["verdict"] == "rejected", wrong.get("error")
+    assert [r["trick"] for r in wrong["rejections"]] == ["wrong_result"]
+    assert wrong["checks"]["verified_at"] == right["checks"]["verified_at"]
