@@ -422,7 +422,7 @@ def _judged(sock: socket.socket, params: dict[str, Any], say: Callable[[str], No
             if ready.get("config_scaled") and rejection["trick"] == "candidate_failed":
                 return timing._failed(params, "not verified: the candidate raised at the reduced size " +
                                       str(ready.get("verified_at")) + " (it may not take a size it was not written "
-                                      "for; check it at full size on a device): " + str(rejection["message"])[:600])
+                                      "for, or TPU interpret mode cannot run it; check it at full size on a device): " + str(rejection["message"])[:600])
             if own_reference is not None and ready.get("config_scaled") and rejection["trick"] == "wrong_result":
                 return timing._failed(params, "not verified: at the reduced size " + str(ready.get("verified_at")) +
                                       " the candidate differs from the reference run on its own inputs, and the two "
