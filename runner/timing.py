@@ -365,8 +365,9 @@ def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], 
             if one.get("rejection"):
                 if scaled and one["rejection"]["trick"] == "candidate_failed":
                     raise TimingError("not verified: the candidate raised at the reduced size " + sized.verified_at +
-                                      " (it may not take a size it was not written for; check it at full size on a "
-                                      "device): " + one["rejection"]["message"][:600])
+                                      " (it may not take a size it was not written for, or TPU interpret mode "
+                                      "cannot run it; check it at full size on a device): "
+                                      + one["rejection"]["message"][:600])
                 if own is not None and scaled and one["rejection"]["trick"] == "wrong_result":
                     raise TimingError("not verified: at the reduced size " + sized.verified_at + " the candidate differs "
                                       "from the reference run on its own inputs, and the two files' CONFIGs are paired "
