@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from typing import Any, Callable
@@ -116,110 +117,127 @@ def format_summary(s: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.agents.eval_job import EvalJob, run_eval
+    """Set the eval up from the arguments, evaluate every (method, task), render the tables and files."""
+    from pallasite.agents.eval_job import Incomplete
     from pallasite.agents.eval_metrics import MissingTiming
-    from pallasite.engine.eval_tasks import discover
 
-    from .settings import apply_project_defaults
-
-    apply_project_defaults(args, args.folder)
     try:
-        tasks = discover(args.folder)
+        setup = _setup(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        summaries = _evaluate(args, setup)
+    except MissingTiming as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Incomplete as exc:
+        print(f"note: {exc}; run the same command again to continue eval {setup.eid}", file=sys.stderr)
+        return 3
+    _render(args, setup.eid, summaries)
+    return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """What an eval starts from: the tasks, the device, the agent methods' specs and models, the eval id."""
+
+    tasks: list
+    device: Any
+    specs: dict
+    providers: Any
+    workspace: Any
+    names: list
+    eid: str | None
+
+
+def _setup(args: argparse.Namespace) -> _Setup:
+    """The run's inputs; ValueError says what is wrong (before any model is asked or any code runs)."""
+    from pallasite.engine.eval_tasks import discover
+    from pallasite.engine.store_cache import workspace_for
+
+    from .run_setup import device_settings, device_where, untrusted_refusal
+    from .settings import apply_project_defaults
+
+    apply_project_defaults(args, args.folder)
+    tasks = discover(args.folder)
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
     if getattr(args, "kernel", None):
         from pallasite.engine.eval_tasks import with_kernel
 
-        try:
-            tasks = with_kernel(tasks, args.kernel)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    from .run_setup import device_settings, device_where, untrusted_refusal
-
-    try:
-        settings = device_settings(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    refused = untrusted_refusal(settings, args.allow_unconfined, project=args.folder)
+        tasks = with_kernel(tasks, args.kernel)
+    device = device_settings(args)
+    refused = untrusted_refusal(device, args.allow_unconfined, project=args.folder)
     if refused:  # eval runs each folder's candidate: model-written code, confined
-        print(f"error: {refused}", file=sys.stderr)
-        return 2
-    how = f"estimates for {args.target}" if settings is None else f"timed on {device_where(settings)}"
-    try:
-        specs = agent_specs(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    from pallasite.engine.store_cache import workspace_for
-
+        raise ValueError(refused)
+    specs = agent_specs(args)
     workspace = workspace_for([args.folder])
+    providers = provider_source(args, workspace) if specs else None
+    names = args.method or ["files"]
+    eid = None
     if specs:
         from pallasite.agents.eval_agents import eval_id as make_eval_id
+
+        eid = make_eval_id(tasks, {m: specs.get(m, m) for m in names}, args.provider or "", args.target,
+                           device_where(device), not args.no_verify)
+    return _Setup(tasks, device, specs, providers, workspace, names, eid)
+
+
+def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
+    """Every (method, task) through agents/eval_job.run_eval, each finished task stored at once (a re-run
+    resumes from them); agent methods' model calls recorded under <eval id>/<method>/<task>[/<sample|node>]."""
+    from pallasite.agents.eval_job import EvalJob, run_eval
+
+    from .run_setup import device_where
+
+    store, recorder, eid, device = None, None, setup.eid, setup.device
+    if setup.specs:
+        from pallasite.agents.optimize_record import OptimizeRecorder
         from pallasite.knowledge.store import ResultsStore
 
-        try:
-            providers = provider_source(args, workspace)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    names = args.method or ["files"]
-    all_specs = {m: specs.get(m, m) for m in names}
-    eid = make_eval_id(tasks, all_specs, args.provider or "", args.target, device_where(settings), not args.no_verify) \
-        if specs else None
-    store = ResultsStore.open(workspace) if specs else None
+        store, recorder = ResultsStore.open(setup.workspace), OptimizeRecorder(setup.workspace)
     done = stored_rows(store, eid) if store is not None else {}
     if done:
         print(f"pallasite eval: resuming {eid}: {len(done)} task results already stored", file=sys.stderr)
     progress = lambda m: print(f"  {m}", file=sys.stderr, flush=True)  # noqa: E731
-    recorder = None
-    if specs:
-        from pallasite.agents.eval_agents import AgentMethod
-        from pallasite.agents.optimize_record import OptimizeRecorder
-
-        recorder = OptimizeRecorder(workspace)  # every model call, under <eval id>/<method>/<task>[/<sample|node>]
-    methods = {m: (AgentMethod(specs[m], providers, eid, m, recorder=recorder, progress=progress) if m in specs
-                   else candidate_for(m)) for m in names}
+    methods = _methods(setup, recorder, progress)
     steps = {"n": len(done)}
-    budget = {"left": args.task_budget if args.task_budget is not None else -1}
 
     def on_task(method: str, task: str, row: dict) -> None:
         if store is not None:
             steps["n"] += 1
             store.put_agent_step(eid, steps["n"], "eval-task", {"method": method, "task": task, "row": row})
-        if budget["left"] > 0:
-            budget["left"] -= 1
 
-    print(f"pallasite eval: {len(tasks)} tasks, methods {', '.join(methods)}, {how}"
+    how = f"estimates for {args.target}" if device is None else f"timed on {device_where(device)}"
+    print(f"pallasite eval: {len(setup.tasks)} tasks, methods {', '.join(methods)}, {how}"
           + (f"; eval {eid}" if eid else ""), file=sys.stderr)
-
-    async def go() -> list[dict]:
-        # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
-        return await run_eval(EvalJob(tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
-                                      timeout_s=args.timeout, memory_mb=args.memory_mb, device=settings,
-                                      where=device_where(settings) if settings is not None else "",
-                                      allow_unconfined=args.allow_unconfined, progress=progress, done=done,
-                                      on_task=on_task, task_budget=args.task_budget))
-
-    from pallasite.agents.eval_job import Incomplete
-
+    # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
+    job = EvalJob(setup.tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
+                  timeout_s=args.timeout, memory_mb=args.memory_mb, device=device,
+                  where=device_where(device) if device is not None else "", allow_unconfined=args.allow_unconfined,
+                  progress=progress, done=done, on_task=on_task, task_budget=args.task_budget)
     try:
-        summaries = asyncio.run(go())
-    except MissingTiming as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except Incomplete as exc:
-        print(f"note: {exc}; run the same command again to continue eval {eid}", file=sys.stderr)
-        return 3
+        return asyncio.run(run_eval(job))
     finally:
         if recorder is not None:
             recorder.close()
         if store is not None:
             store.close()
+
+
+def _methods(setup: _Setup, recorder: Any, progress: Any) -> dict:
+    """Each method's source of a task's candidate: an agent run, or the folder's own file (or the reference)."""
+    if not setup.specs:
+        return {m: candidate_for(m) for m in setup.names}
+    from pallasite.agents.eval_agents import AgentMethod
+
+    return {m: (AgentMethod(setup.specs[m], setup.providers, setup.eid, m, recorder=recorder, progress=progress)
+                if m in setup.specs else candidate_for(m)) for m in setup.names}
+
+
+def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict]) -> None:
+    """The tables (or the JSON document with --format json), the eval id, --output and --report."""
     # 3: agent methods (per task: the agent's plan, source, usage, budgets), the eval id
     document = {"version": 3, "eval_id": eid, "methods": summaries}
     if args.format == "json" and not args.json:  # --format json alone: the document on stdout
@@ -229,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
             print(format_summary(s))
         print(side_by_side(summaries))  # each task's result per method, one method included
     if eid:
-        print(f"eval {eid} (replay it: --provider replay:{eid})", file=sys.stderr if args.format == "json" else sys.stdout)
+        print(f"eval {eid} (replay it: --provider replay:{eid})", file=sys.stderr if args.format == "json" and not args.json else sys.stdout)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(document, f, indent=1)
@@ -239,7 +257,6 @@ def run(args: argparse.Namespace) -> int:
         with open(args.report, "w", encoding="utf-8") as f:
             f.write(eval_html(summaries, title=f"pallasite eval {args.folder}"))
         print(f"report: {args.report}", file=sys.stderr)
-    return 0
 
 
 def agent_specs(args: argparse.Namespace) -> dict:

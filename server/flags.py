@@ -81,7 +81,7 @@ SHARED: dict[str, Flag] = {f.name: f for f in _FLAGS}
 RENAMED: dict[str, dict[str, str]] = {
     "search": {"--budget": "--max-nodes", "--iterations": "--max-iterations"},
     "eval": {"--budget": "--max-nodes", "--iterations": "--max-iterations", "--max-seconds": "--time-limit",
-             "--timeout": "--request-time-limit", "--json": "--format json --output"},
+             "--timeout": "--request-time-limit", "--json": "--output"},
     "optimize": {"--iterations": "--max-iterations", "--max-seconds": "--time-limit"},
     "tune": {"--budget": "--max-evaluations", "--chip": "--target", "--estimates": "--max-estimates"},
     "fix": {"--rounds": "--max-rounds"},

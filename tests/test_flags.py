@@ -71,7 +71,7 @@ def _parse(command: str, argv: list[str]) -> argparse.Namespace:
     ("search", ["k.py", "--budget", "3", "--iterations=2"], ["k.py", "--max-nodes", "3", "--max-iterations", "2"]),
     ("optimize", ["k.py", "--iterations", "2", "--max-seconds", "9"], ["k.py", "--max-iterations", "2", "--time-limit", "9"]),
     ("eval", ["d", "--json", "o.json", "--timeout", "5", "--budget", "4"],
-     ["d", "--format", "json", "--output", "o.json", "--request-time-limit", "5", "--max-nodes", "4"]),
+     ["d", "--output", "o.json", "--request-time-limit", "5", "--max-nodes", "4"]),
     ("tune", ["k.py", "--chip", "v5e", "--budget", "7", "--estimates", "9"],
      ["k.py", "--target", "v5e", "--max-evaluations", "7", "--max-estimates", "9"]),
     ("fix", ["k.py", "--rounds", "2"], ["k.py", "--max-rounds", "2"]),
