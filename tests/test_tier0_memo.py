@@ -61,3 +61,31 @@ def test_a_kernel_edited_between_analyses_is_read_again_by_the_write_rules():
     fixed_again = ok.replace("def example_inputs():", "def example_inputs():\n    unused = 2")
     assert "PLS017" not in {c for c, _ in _codes(analyze(fixed_again, key, target="v5e"))}
     forget(key)
+
+
+def _kernel_def(key: str, name: str):
+    from pallasite.analysis import ast_units
+
+    for unit in ast_units._STATE.get(key, ()):
+        for stmt in unit.stmts:
+            if getattr(stmt, "name", None) == name:
+                return stmt
+    return None
+
+
+def test_the_kernel_reading_is_kept_for_files_up_to_a_size(monkeypatch):
+    """Kept on the def node for an ordinary file; not for a big one (it would raise the server's
+    memory high-water mark and no one edits a generated file's kernels one at a time)."""
+    from pallasite.analysis.rules import writes
+
+    text = _text("pls017_output_unwritten_ok.py")
+    key = "/virtual/memo/keep.py"
+    forget(key)
+    analyze(text, key, target="v5e")
+    assert getattr(_kernel_def(key, "split_kernel"), writes._READ, None) is not None
+    forget(key)
+    monkeypatch.setattr(writes, "KEEP_READS_BYTES", len(text.encode()) - 1)
+    found = analyze(text, key, target="v5e")
+    assert getattr(_kernel_def(key, "split_kernel"), writes._READ, None) is None
+    assert _codes(found) == _codes(analyze(text, None, target="v5e"))
+    forget(key)

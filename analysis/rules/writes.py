@@ -205,7 +205,7 @@ def _build_view(ctx: RuleContext, facts: _FileFacts, site: KernelSite) -> _View 
     view = _View(fn=fn, outputs=list(params[end - outputs:end]) if outputs is not None else None,
                  scratch=list(zip(scratch, params[end:])), param_nodes=by_name,
                  module_defs=facts.module_defs, imports=ctx.source.imports)
-    if not _read_kernel(view, fn):
+    if not _read_kernel(view, fn, keep=len(ctx.source.data) <= KEEP_READS_BYTES):
         return None  # the body reaches names in ways the rules cannot follow
     return view
 
@@ -249,16 +249,25 @@ def _add_parents(view: _View, root: ast.AST) -> None:
 
 
 _READ = "_pallasite_kernel_read"  # (parents, names) of a kernel, kept on its def node
+# Kept only for files up to this size: a big generated file's kernels are not edited one at a time,
+# and the copies would raise the server's memory high-water mark (3 MiB more after a 5 MB document).
+KEEP_READS_BYTES = 1 << 20
 
 
-def _read_kernel(view: _View, fn: ast.AST) -> bool:
+def _read_kernel(view: _View, fn: ast.AST, keep: bool = True) -> bool:
     """One walk of the kernel: every node's parent and every name's nodes; False when the body
-    reaches names in ways the rules cannot follow (``_opaque``). Kept on ``fn``: a kernel whose
-    function did not change between two analyses keeps its nodes (``ast_units``), so its walk is
-    done once per text of the function (the parents are copied: a view adds its helpers' ones)."""
+    reaches names in ways the rules cannot follow (``_opaque``). Kept on ``fn`` when ``keep``: a
+    kernel whose function did not change between two analyses keeps its nodes (``ast_units``), so
+    its walk is done once per text of the function (the parents are copied: a view adds its
+    helpers' ones)."""
     kept = getattr(fn, _READ, None)
     if kept is None:
         kept = _walk_kernel(fn)
+        if not keep:
+            if kept is False:
+                return False
+            view.parents, view.names = kept
+            return True
         setattr(fn, _READ, kept)
     if kept is False:
         return False
