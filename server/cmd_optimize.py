@@ -33,6 +33,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pallasite.analysis.verdict import judge_tiers
 
@@ -153,109 +154,168 @@ def _console_gate(plans_dir: Path, run_id: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.agents.optimize import new_run
-    from pallasite.agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
-    from pallasite.agents.optimize_job import budgets as job_budgets
-    from pallasite.agents.optimize_record import OptimizeRecorder, export, load
-    from pallasite.agents.providers import ProviderError, make_provider
-    from pallasite.engine.checker import TARGETS, read_source
-    from pallasite.engine.engine import Engine
+    """Set the run up from the arguments, run the loop (or --export / --write-tests), write and render."""
+    from pallasite.agents.optimize_record import OptimizeRecorder
+    from pallasite.agents.providers import ProviderError
     from pallasite.engine.store_cache import workspace_for
-    from pallasite.knowledge.store import store_path
-    from .run_setup import agent_settings as _settings
+
+    recorder = None
+    try:
+        try:  # the setup's own failures (an internal error elsewhere keeps its traceback)
+            checked = _check(args)
+            recorder = OptimizeRecorder(workspace_for([args.path]))
+            if args.export:
+                return _export(args, recorder)
+            setup = _setup(args, checked, recorder)
+        except ValueError as err:
+            return _fail(str(err))
+        try:
+            final = asyncio.run(_optimize(args, setup, recorder))
+        except ProviderError as err:
+            return _fail(str(err))
+    finally:
+        if recorder is not None:
+            recorder.close()
+    if isinstance(final, int):  # --write-tests
+        return final
+    return _fail(final) if isinstance(final, str) else _render(args, setup, final, recorder)
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _check(args: argparse.Namespace):
+    """The arguments checked against the file and the settings: (settings, agent, provider name, chip,
+    tests text or None, tests file); ValueError says what is wrong."""
+    from pallasite.engine.checker import TARGETS
+
+    from .run_setup import agent_settings
 
     path = args.path
-    fail = lambda m: (print(f"error: {m}", file=sys.stderr), 2)[1]  # noqa: E731
     if not Path(path).is_file():
-        return fail(f"{path}: no such file")
+        raise ValueError(f"{path}: no such file")
     if args.iterations < 1:
-        return fail(f"--max-iterations {args.iterations}: give at least 1")
+        raise ValueError(f"--max-iterations {args.iterations}: give at least 1")
     if args.fix_rounds < 0 or args.test_rounds < 1:
-        return fail("--fix-rounds must be 0 or more and --test-rounds at least 1")
+        raise ValueError("--fix-rounds must be 0 or more and --test-rounds at least 1")
     tests_file = Path(args.tests) if args.tests else tests_path(path)
     if args.tests and not tests_file.is_file():
-        return fail(f"--tests {args.tests}: no such file")
+        raise ValueError(f"--tests {args.tests}: no such file")
     tests = tests_file.read_text(encoding="utf-8") if tests_file.is_file() and not args.write_tests else None
     args.rounds = None
-    settings, agent, provider_name = _settings(args)
+    settings, agent, provider_name = agent_settings(args)
     chip = args.target or settings.target
     if chip not in TARGETS:
-        return fail(f"--target {chip!r}: unknown chip; choose one of {', '.join(TARGETS)}")
-    workspace = workspace_for([path])
-    recorder = OptimizeRecorder(workspace)
-    if args.export:
-        if not args.resume or recorder.store is None:
-            return fail("--export needs --resume RUN_ID and a readable results store")
-        try:
-            print(json.dumps(export(recorder.store, args.resume), indent=2))
-        except KeyError as err:
-            return fail(err.args[0])
-        return 0
+        raise ValueError(f"--target {chip!r}: unknown chip; choose one of {', '.join(TARGETS)}")
+    return settings, agent, provider_name, chip, tests, tests_file
+
+
+def _export(args: argparse.Namespace, recorder: Any) -> int:
+    """``--export``: the recorded run named by ``--resume`` as JSON."""
+    from pallasite.agents.optimize_record import export
+
+    if not args.resume or recorder.store is None:
+        raise ValueError("--export needs --resume RUN_ID and a readable results store")
+    try:
+        print(json.dumps(export(recorder.store, args.resume), indent=2))
+    except KeyError as err:
+        raise ValueError(err.args[0]) from None
+    return 0
+
+
+@dataclasses.dataclass
+class _Setup:
+    """What an optimize run starts from: the file's bytes, the run state (new or resumed), the job's pieces."""
+
+    started: bytes
+    state: Any
+    device: Any
+    config: Any
+    budgets: Any
+    options: Any
+    chip: str
+    tests: str | None
+    tests_file: Path
+
+
+def _setup(args: argparse.Namespace, checked: tuple, recorder: Any) -> _Setup:
+    """The run state (a new one, or the one --resume names), the device, the model's configuration, the
+    budgets and the check options; refused before any model is asked where candidates could not run."""
+    from pallasite.agents.optimize import new_run
+    from pallasite.agents.optimize_job import budgets as job_budgets
+    from pallasite.agents.optimize_record import load
+    from pallasite.engine.checker import read_source
+    from pallasite.engine.store_cache import workspace_for
+    from pallasite.knowledge.store import store_path
+
+    settings, agent, provider_name, chip, tests, tests_file = checked
+    path, workspace = args.path, workspace_for([args.path])
     started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
     text = read_source(path)
     if args.resume:
         state = load(recorder.store, args.resume) if recorder.store is not None else None
         if state is None:
-            return fail(f"--resume {args.resume}: no such run in {store_path(workspace)}")
+            raise ValueError(f"--resume {args.resume}: no such run in {store_path(workspace)}")
         if text != state.original:  # edited since the run began: --apply must not write over those edits
             started = state.original.encode("utf-8")
     else:
         state = new_run(str(Path(path).resolve()), text)
     state.context.setdefault("chip", chip)
-    try:
-        device = device_settings(args)
-    except ValueError as err:
-        return fail(str(err))
+    device = device_settings(args)
     config = dataclasses.replace(agent.provider_config(provider_name), store_path=str(store_path(workspace)))
     budgets = job_budgets(args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
                           fix_rounds=args.fix_rounds, request_timeout_s=agent.requestTimeoutS, test_rounds=args.test_rounds)
-
-    def on_phase(iteration: int, phase: str, message: str) -> None:
-        print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
-
     options = dataclasses.replace(settings.check_options(list(judge_tiers(settings.tiers))), target=chip,
                                   allow_unconfined=agent.allowUnconfined)
     refused = untrusted_refusal(device, agent.allowUnconfined, options.interpreter, project=path)
     if refused:  # every candidate would be refused: say so before any model is asked
-        return fail(refused)
+        raise ValueError(refused)
+    return _Setup(started, state, device, config, budgets, options, chip, tests, tests_file)
 
-    async def go():
-        model = make_provider(config)
-        engine = Engine(workspace=workspace)
-        try:
-            job = OptimizeJob(path, state.original, options, chip, budgets, tests=tests, tests_name=tests_file.name,
-                              device=device, state=state, resumed=bool(args.resume))
-            if args.write_tests:
-                evaluator = make_evaluator(job, engine, model, recorder, state)
-                return await write_tests(args, state, model, evaluator, recorder, budgets)
-            gate = _console_gate(Path(workspace) / ".pallasite" / "plans", state.run_id) if args.mode == "step" else None
 
-            def started(st, evaluator) -> None:
-                print(f"pallasite optimize: run {st.run_id}, {args.mode} mode, {evaluator.method}, provider "
-                      f"{config.label()}", file=sys.stderr, flush=True)
+async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
+    """The optimize job (agents/optimize_job.run_optimize) on a fresh engine, or --write-tests."""
+    from pallasite.agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
+    from pallasite.agents.providers import make_provider
+    from pallasite.engine.engine import Engine
+    from pallasite.engine.store_cache import workspace_for
 
-            return await run_optimize(job, engine, model, recorder, gate=gate, on_phase=on_phase, on_start=started)
-        finally:
-            await model.close()
-            await engine.close()
-
+    workspace, state, config = workspace_for([args.path]), setup.state, setup.config
+    model = make_provider(config)
+    engine = Engine(workspace=workspace)
     try:
-        final = asyncio.run(go())
-    except ProviderError as err:
-        return fail(str(err))
+        job = OptimizeJob(args.path, state.original, setup.options, setup.chip, setup.budgets, tests=setup.tests,
+                          tests_name=setup.tests_file.name, device=setup.device, state=state,
+                          resumed=bool(args.resume))
+        if args.write_tests:
+            evaluator = make_evaluator(job, engine, model, recorder, state)
+            return await write_tests(args, state, model, evaluator, recorder, setup.budgets)
+        gate = _console_gate(Path(workspace) / ".pallasite" / "plans", state.run_id) if args.mode == "step" else None
+
+        def on_phase(iteration: int, phase: str, message: str) -> None:
+            print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
+
+        def started(st, evaluator) -> None:
+            print(f"pallasite optimize: run {st.run_id}, {args.mode} mode, {evaluator.method}, provider "
+                  f"{config.label()}", file=sys.stderr, flush=True)
+
+        return await run_optimize(job, engine, model, recorder, gate=gate, on_phase=on_phase, on_start=started)
     finally:
-        recorder.close()
-    if isinstance(final, int):  # --write-tests
-        return final
-    if isinstance(final, str):
-        return fail(final)
-    best = final.winner
+        await model.close()
+        await engine.close()
+
+
+def _render(args: argparse.Namespace, setup: _Setup, final: Any, recorder: Any) -> int:
+    """The winner written (beside the file, or over it with --apply), the table or JSON, the exit status."""
+    path, best = args.path, final.winner
     written, not_applied = None, ""
     if final.winner is not None:
         from .apply_file import apply_result, write_atomic
 
         if args.apply:
-            result = apply_result(path, started, final.winner.source, beside=".optimized.py")
+            result = apply_result(path, setup.started, final.winner.source, beside=".optimized.py")
             written, not_applied = result.path, result.why
         else:
             written = str(Path(path).with_suffix(".optimized.py"))
@@ -267,11 +327,11 @@ def run(args: argparse.Namespace) -> int:
                           "speedup": final.outcome().speedup.value if best else None, "written": written,
                           "not_applied_why": not_applied,
                           "stopped": final.stopped, "usage": dataclasses.asdict(final.usage),
-                          "seconds": final.seconds, "budgets": budget_report(final, budgets),
+                          "seconds": final.seconds, "budgets": budget_report(final, setup.budgets),
                           "tests": {"hash": final.context.get("tests_hash"), "written": final.context.get("tests_summary")},
                           "problems": recorder.problems}, indent=2))
     else:
-        print(table_text(final, budgets))
+        print(table_text(final, setup.budgets))
         if written:
             print(f"the winner is in {written}" + (f" ({not_applied})" if not_applied else ""))
         for problem in recorder.problems:
