@@ -421,7 +421,10 @@ def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip:
     """The plain-JAX reference by the same model as the kernel (``estimate``): its FLOPs from its
     traced program at the chip's rates, the bytes its fused ops move from XLA's own compile for the
     chip when ``device`` (a deviceless libtpu topology device) is given, else the fusion count of
-    runner/xla_ops.py. XLA's cost analysis rides along (``xla``), for display only."""
+    runner/xla_ops.py. XLA's cost analysis rides along (``xla``), for display only. A reference that
+    takes other arguments than the kernel (JAXBench's paged attention, megablox) is estimated through
+    its own task: ``workload(*create_inputs())`` of its module (``own_inputs``)."""
+    reference, args, own = own_inputs(reference, args)
     xla = xla_reference_cost(reference, args, device, chip.name)
     on_chip = bool(xla and not xla.get("error") and "compiled for" in xla.get("source", "") and xla.get("bytes_accessed"))
     est = estimate(reference, args, chip, xla_bytes=xla["bytes_accessed"] if on_chip else None)
@@ -440,7 +443,47 @@ def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip:
         if xla.get("optimal_seconds"):
             out["optimal_seconds"] = xla["optimal_seconds"]  # XLA's own figure, shown beside, never divided
     out["source"] = f"estimate ({MODEL}, {chip.name}) of the reference"
+    if own:
+        out["source"] += " on its own inputs (workload(*create_inputs()) of its file: it takes other arguments)"
     return out
+
+
+def own_inputs(reference: Callable[..., Any], args: Sequence[Any]) -> tuple[Callable[..., Any], tuple[Any, ...], bool]:
+    """(reference, args, False) when the reference takes the kernel's arguments; else the reference
+    over its own module's ``create_inputs()`` made abstractly (nothing allocated), its Python values
+    (a static group size) kept static: (call, array args, True)."""
+    import inspect
+
+    import jax
+
+    try:
+        jax.eval_shape(reference, *args)
+        return reference, tuple(args), False
+    except Exception:  # noqa: BLE001 - another signature or layout: its own task's inputs, if it has one
+        pass
+    space = getattr(inspect.unwrap(reference), "__globals__", None)
+    create = space.get("create_inputs") if isinstance(space, dict) else None
+    if not callable(create):
+        return reference, tuple(args), False
+    from .tasks_runtime import _call_with_config
+
+    statics: dict[int, Any] = {}
+
+    def arrays_only() -> tuple[Any, ...]:
+        made = _call_with_config(create, space.get("CONFIG") or {})
+        made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
+        statics.clear()
+        statics.update({i: m for i, m in enumerate(made) if not hasattr(m, "shape")})
+        return tuple(m for i, m in enumerate(made) if i not in statics)
+
+    shapes = jax.eval_shape(arrays_only)
+    count = len(shapes) + len(statics)
+
+    def call(*arrays: Any) -> Any:
+        it = iter(arrays)
+        return reference(*(statics[i] if i in statics else next(it) for i in range(count)))
+
+    return call, tuple(shapes), True
 
 
 def xla_reference_cost(reference: Callable[..., Any], args: Sequence[Any], device: Any = None,

@@ -179,3 +179,20 @@ def test_planted_wrong_kernels_of_more_structures_are_caught_at_the_reduced_size
     assert wrong["verdict"] == "rejected", wrong.get("error")
     assert [r["trick"] for r in wrong["rejections"]] == ["wrong_result"]
     assert wrong["checks"]["verified_at"] == right["checks"]["verified_at"]
+
+
+def test_a_reference_with_other_arguments_is_estimated_through_its_own_inputs():
+    """Paged attention and megablox got no reference estimate ("the baseline takes other arguments")."""
+    import importlib.util
+
+    from pallasite.runner.cost_model import own_inputs
+
+    spec = importlib.util.spec_from_file_location("ladder_own_baseline", DATA / "own_inputs" / "baseline.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel_args = (jax.ShapeDtypeStruct((512, 128), "float32"), jax.ShapeDtypeStruct((8, 128), "float32"))
+    call, args, own = own_inputs(module.workload, kernel_args)
+    assert own and [a.shape for a in args] == [(512, 128), (8, 128)]  # the static group size kept out
+    assert jax.eval_shape(call, *args).shape == (512, 128)
+    same, _, own = own_inputs(lambda x, s: x * 2, kernel_args)
+    assert not own
