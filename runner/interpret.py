@@ -233,7 +233,7 @@ def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements
                   blocks_per_dim: int = 2) -> tuple[tuple[Any, ...], bool]:
     """Smaller abstract args that keep every dim a multiple of the blocks it is cut into.
 
-    Only arrays above ``max_elements`` are touched; a dim shrinks only when it is the dim of a
+    Nothing is touched unless an array is above ``max_elements``; a dim shrinks only when it is the dim of a
     pallas_call operand with the same shape, cut by a block dim smaller than it, to
     ``blocks_per_dim`` blocks (one when the size is not a multiple of that many). Sizes shared by
     several dims (matmul's K) shrink to the same value. Returns (args, whether anything changed).
@@ -265,9 +265,10 @@ def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements
     if not new_size:
         return args, False
     out = []
-    for a in leaves:
-        shape = getattr(a, "shape", None)
-        if shape is None or math.prod(shape) <= max_elements:
+    for a in leaves:  # every array, small ones too: a size shared with a large one (matmul's K) must
+        shape = getattr(a, "shape", None)  # shrink in both, or the reference cannot take them
+        small_given = math.prod(shape or ()) <= max_elements and not isinstance(a, jax.ShapeDtypeStruct)
+        if shape is None or small_given or not any(d in new_size for d in shape):  # given values stay
             out.append(a)
             continue
         out.append(jax.ShapeDtypeStruct(tuple(new_size.get(d, d) for d in shape), a.dtype))

@@ -152,6 +152,27 @@ def test_shrink_keeps_dims_multiples_of_their_blocks():
     assert shrink_shapes((small,), [call]) == ((small,), False)
 
 
+def test_shrink_shrinks_a_shared_size_in_the_small_input_too():
+    """jax's blocked matmul at (1024, 2048) @ (2048, 512): only x is over the limit, but K is shared, so
+    y's K shrinks with it (it stayed 2048 and the reference raised on the shrunk inputs: PLS905)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.experimental import pallas as pl
+
+    from pallasite.runner.intercept import RecordedCall
+    from pallasite.runner.interpret import shrink_shapes
+
+    x = jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16)
+    y = jax.ShapeDtypeStruct((2048, 512), jnp.bfloat16)
+    table = np.zeros((512,), np.int32)  # a small given array keeps its values even where a size matches
+    call = RecordedCall(kernel=lambda *r: None, out_shape=None, file=None, line=None, kwargs={
+        "in_specs": [pl.BlockSpec((256, 256), lambda i, j, k: (i, k)), pl.BlockSpec((256, 256), lambda i, j, k: (k, j))]})
+    call.operands = (x, y)
+    (sx, sy, st), shrunk = shrink_shapes((x, y, table), [call])
+    assert shrunk and sx.shape[1] == sy.shape[0] < 2048 and st is table
+
+
 def test_intercept_patches_names_imported_from_pallas_and_restores_them():
     from jax.experimental import pallas as pl
 
