@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pallasite.analysis.verdict import TestResult, Timing
+from ..analysis.verdict import TestResult, Timing
 
 from .eval_job import AgentRunner, MethodAnswer, TaskScorer
 from .evaluator import BaseEvaluator, PhaseResult

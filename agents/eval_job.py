@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from pallasite.analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, compile_result,
+from ..analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, compile_result,
                                         timing_of, try_speedup)
 
 from .eval_metrics import CaseOutcome, TaskOutcome, summarize
@@ -196,7 +196,7 @@ def _trusted(task: Any) -> tuple[str, str] | None:
 
 async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> TestResult:
     """The guarded test (the ``time`` op's integrity checks) in TPU interpret mode on CPU."""
-    from pallasite.engine.timing import TaskFiles, time_request
+    from ..engine.timing import TaskFiles, time_request
 
     from .optimize_eval import test_result
 
@@ -211,8 +211,8 @@ async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[
     """(candidate, reference, why) estimated for the chip by one model: engine/estimates.estimate_pair
     prices the candidate and the task's reference through the same roofline (the figures ``tune``
     shows for the same file); each ``Timing`` names the model the worker reported."""
-    from pallasite.engine.estimates import estimate_pair
-    from pallasite.engine.sources import sources_for, trusted_sources
+    from ..engine.estimates import estimate_pair
+    from ..engine.sources import sources_for, trusted_sources
 
     trusted = _trusted(task)
     paired, result, failed = await estimate_pair(backend, sources_for(candidate_path(task), text), job.chip,
@@ -233,7 +233,7 @@ async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[
 
 async def _device(task: Any, text: str, job: EvalJob) -> tuple[TestResult, Timing | None, Timing | None]:
     """The guarded test and the timing on the device: (test, candidate, reference)."""
-    from pallasite.engine.timing import TaskFiles, time_request
+    from ..engine.timing import TaskFiles, time_request
 
     from .optimize_eval import test_result
 
@@ -337,12 +337,12 @@ def _provenance(job: EvalJob, verdicts: list[TaskVerdict]) -> str:
 
 async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
     """Each method over the tasks; one summary (JSON) per method, with each task's verdict."""
-    from pallasite.engine.checker import CheckOptions
-    from pallasite.engine.device import candidate_config
-    from pallasite.engine.engine import Engine
-    from pallasite.engine.pool import local_backend
-    from pallasite.engine.remote import BackendSettings
-    from pallasite.engine.remote import where as device_where
+    from ..engine.checker import CheckOptions
+    from ..engine.device import candidate_config
+    from ..engine.engine import Engine
+    from ..engine.pool import local_backend
+    from ..engine.remote import BackendSettings
+    from ..engine.remote import where as device_where
 
     options = CheckOptions(target=job.chip, tiers=job.tiers, time_limit_s=job.timeout_s, memory_mb=job.memory_mb,
                            allow_unconfined=job.allow_unconfined)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Protocol
 
-from pallasite.analysis.verdict import CompileResult, TestResult, Timing
+from ..analysis.verdict import CompileResult, TestResult, Timing
 
 
 @dataclass(frozen=True)

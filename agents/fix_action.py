@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from pallasite.analysis.tier0 import analyze
-from pallasite.analysis.types import FileReport, Finding
+from ..analysis.tier0 import analyze
+from ..analysis.types import FileReport, Finding
 
 from .fix_prompt import FixContext
 from .fixer import Budgets, FixOutcome, Fixer, checker_verify
@@ -46,7 +46,7 @@ def targets(findings: Sequence[Finding], line: int | None) -> tuple[Finding, ...
 
 
 def catalog_texts(findings: Sequence[Finding]) -> tuple[str, ...]:
-    from pallasite.knowledge import catalog
+    from ..knowledge import catalog
 
     out = []
     for code in dict.fromkeys(f.code for f in findings):
@@ -62,7 +62,7 @@ def docs_texts(findings: Sequence[Finding], k: int) -> tuple[str, ...]:
     if k <= 0 or not findings:
         return ()
     try:
-        from pallasite.knowledge import docs
+        from ..knowledge import docs
 
         query = " ".join(f"{f.code} {f.message}" for f in findings)[:2000]
         hits = docs.search(query, k=3 * k)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from pallasite.analysis.types import Finding
+from ..analysis.types import Finding
 
 from .prompt_paths import local
 

@@ -29,10 +29,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol, Sequence
 
-from pallasite.analysis.codes import COULD_NOT_CHECK
-from pallasite.analysis.tier0 import analyze
-from pallasite.analysis.types import FileReport
-from pallasite.analysis.verdict import TestResult, compile_result
+from ..analysis.codes import COULD_NOT_CHECK
+from ..analysis.tier0 import analyze
+from ..analysis.types import FileReport
+from ..analysis.verdict import TestResult, compile_result
 
 from . import keys
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
@@ -382,7 +382,7 @@ def checker_verify(checker: Any, path: str) -> Verify:
     untrusted=True)``, or ``Checker(options, untrusted=True)``): its confined workers and purpose, and
     no results cache (a candidate's verdicts must not become the file's recorded verdicts). A checker
     for the user's own code is refused: a proposal never runs outside a confined worker."""
-    from pallasite.engine.checker import Checker
+    from ..engine.checker import Checker
 
     if not getattr(checker, "untrusted", False):
         raise ValueError("a proposed edit is model-written code: verify it with an untrusted checker "

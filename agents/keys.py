@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 
-from pallasite.engine import secrets as held
+from ..engine import secrets as held
 
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),

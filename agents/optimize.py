@@ -25,7 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable
 
-from pallasite.analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, Winner, pick_winner,
+from ..analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, Winner, pick_winner,
                                         try_speedup)
 
 from . import implementer, planner

@@ -21,10 +21,10 @@ import copy
 import dataclasses
 from typing import Any
 
-from pallasite.analysis.types import to_json
-from pallasite.analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, compile_result, judge_tiers,
+from ..analysis.types import to_json
+from ..analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, compile_result, judge_tiers,
                                         timing_of)
-from pallasite.engine.timing import device_measurement
+from ..engine.timing import device_measurement
 
 from .evaluator import PhaseResult
 
@@ -208,7 +208,7 @@ class EngineEvaluator:
 
     def device_config(self) -> Any:
         """How a device worker for candidates starts: confined (engine/confinement.py)."""
-        from pallasite.engine.client import WorkerConfig
+        from ..engine.client import WorkerConfig
 
         return WorkerConfig(confine=True, allow_unconfined=getattr(self.options, "allow_unconfined", False))
 
@@ -232,9 +232,9 @@ class EngineEvaluator:
     async def fix(self, source: str, failed: PhaseResult) -> PhaseResult:
         """One round of the verified fixer (agents/fixer.py) on a candidate that failed to compile: a
         minimal edit, re-checked by the checker before it is returned. ``data["usage"]``: its tokens."""
-        from pallasite.agents.fix_prompt import FixContext
-        from pallasite.agents.fixer import Budgets as FixBudgets
-        from pallasite.agents.fixer import Fixer, checker_verify
+        from .fix_prompt import FixContext
+        from .fixer import Budgets as FixBudgets
+        from .fixer import Fixer, checker_verify
 
         report = self._reports.get(source)
         if self.fixer is None or report is None:
@@ -252,7 +252,7 @@ class EngineEvaluator:
                            data={"usage": outcome.usage})
 
     async def _time(self, source: str, *, runs: int) -> Any:
-        from pallasite.engine.timing import TaskFiles, time_request
+        from ..engine.timing import TaskFiles, time_request
 
         params = time_request(TaskFiles(self.path), "time", runs=runs, warmup=0 if runs == 1 else 2, extra_shape=True,
                               text=self.frozen_text(source), trusted=self.trusted())
@@ -275,7 +275,7 @@ class EngineEvaluator:
             timing = timing_of(m)  # keyed by the device kind and versions the worker reported
             return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
                                label=timing.label() if timing else f"device ({m.device_kind})", timing=timing, data={"profile": await self._device_profile(source)})
-        from pallasite.engine.tune import TuneError, TuneOptions, worker_estimator
+        from ..engine.tune import TuneError, TuneOptions, worker_estimator
 
         estimate = worker_estimator(self.untrusted(), self.path, self.frozen_text(source),
                                     TuneOptions(chip=self.chip), timeout_s=self.timeout_s, trusted=self.trusted())
@@ -307,7 +307,7 @@ class EngineEvaluator:
 
     async def _device_profile(self, source: str) -> str:
         """The ``profile`` op on the device worker, summarised (kernels by device time, the roofline)."""
-        from pallasite.engine.timing import TaskFiles, time_request
+        from ..engine.timing import TaskFiles, time_request
 
         params = time_request(TaskFiles(self.path), "profile", runs=5, text=self.frozen_text(source), target=self.chip)
         reply = await self.device_worker().request(params, purpose="device", timeout_s=self.timeout_s)
@@ -323,8 +323,8 @@ class EngineEvaluator:
         """The candidate's tunables searched (engine/tune.py): by the cost model for the chip without a
         device, by device timings with one. The best configuration comes back as the changed source
         (the loop re-tests it before taking it)."""
-        from pallasite.analysis.source import apply_edits
-        from pallasite.engine.tune import TuneError, TuneOptions, tune, worker_estimator, worker_timer
+        from ..analysis.source import apply_edits
+        from ..engine.tune import TuneError, TuneOptions, tune, worker_estimator, worker_timer
 
         text = self.frozen_text(source)
         options = TuneOptions(chip=self.chip, backend="estimate" if self.device is None else self.device.kind, verify=0)

@@ -21,7 +21,7 @@ from .providers import ModelRequest, Usage
 
 class OptimizeRecorder:
     def __init__(self, workspace: str | Path) -> None:
-        from pallasite.knowledge.store import ResultsStore, StoreError
+        from ..knowledge.store import ResultsStore, StoreError
 
         self.problems: list[str] = []
         self.store = None

@@ -66,7 +66,7 @@ class ReplayProvider(ScriptedProvider):
     """The responses recorded for one run, from the workspace's results store."""
 
     def __init__(self, config: ProviderConfig) -> None:
-        from pallasite.knowledge.store import ResultsStore, StoreError, find_workspace, store_path
+        from ..knowledge.store import ResultsStore, StoreError, find_workspace, store_path
 
         run_id = config.name.split(":", 1)[1].strip()
         path = Path(config.store_path) if config.store_path else store_path(find_workspace())

@@ -22,7 +22,7 @@ from .fixer import CallRecord
 
 class StoreRecorder:
     def __init__(self, workspace: str | Path) -> None:
-        from pallasite.knowledge.store import ResultsStore, StoreError
+        from ..knowledge.store import ResultsStore, StoreError
 
         self.problems: list[str] = []
         self._store = None

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pallasite.analysis.verdict import timing_of
-from pallasite.engine.timing import device_measurement
+from ..analysis.verdict import timing_of
+from ..engine.timing import device_measurement
 
 from .evaluator import BaseEvaluator, PhaseResult
 from .optimize_eval import EngineEvaluator, test_phase
@@ -44,7 +44,7 @@ class DeviceEvaluator(BaseEvaluator):
 
     async def _time(self, source: str, *, keep: bool) -> Any:
         """The device reply for ``source``: the one kept by its test (measure takes it), else a new job."""
-        from pallasite.engine.timing import TaskFiles, time_request
+        from ..engine.timing import TaskFiles, time_request
 
         if source in self._replies:
             return self._replies.pop(source)

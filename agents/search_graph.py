@@ -18,7 +18,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pallasite.analysis.verdict import Verdict
+from ..analysis.verdict import Verdict
 
 NODE_STATUSES = ("root", "improved", "correct", "unmeasured", "wrong", "not verified", "failed")
 

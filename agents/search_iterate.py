@@ -25,7 +25,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from pallasite.analysis.verdict import Timing, Verdict, try_speedup
+from ..analysis.verdict import Timing, Verdict, try_speedup
 
 from .model_client import ModelClient
 from .optimize import Budgets, RunState, iterate, timing_for

@@ -27,17 +27,17 @@ async def run_search(path: Path, text: str, options, provider, *, chip: str, job
     the editor's "Search for a faster kernel"; the benchmarks call it too. ``evaluator``: another
     Evaluator for the nodes (``pallasite eval``'s agents/eval_agents.TaskEvaluator: a JAXBench or
     MaxKernel task's own phases); ``device`` then only says whether its test and measure queue."""
-    from pallasite.agents.optimize import Budgets
-    from pallasite.agents.optimize_eval import EngineEvaluator
-    from pallasite.agents.search import search
-    from pallasite.agents.search_device import DeviceEvaluator
-    from pallasite.agents.search_iterate import IterateNodes
-    from pallasite.engine.checker import CheckOptions
-    from pallasite.engine.device import candidate_config
-    from pallasite.engine.engine import Engine
-    from pallasite.engine.pool import local_backend
-    from pallasite.engine.remote import BackendSettings
-    from pallasite.engine.remote import where as device_where
+    from .optimize import Budgets
+    from .optimize_eval import EngineEvaluator
+    from .search import search
+    from .search_device import DeviceEvaluator
+    from .search_iterate import IterateNodes
+    from ..engine.checker import CheckOptions
+    from ..engine.device import candidate_config
+    from ..engine.engine import Engine
+    from ..engine.pool import local_backend
+    from ..engine.remote import BackendSettings
+    from ..engine.remote import where as device_where
 
     own = engine is None
     if own:

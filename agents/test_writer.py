@@ -52,8 +52,8 @@ class Proposal:
 def needs(original: str, path: str) -> tuple[str, ...]:
     """The test definitions the file lacks: a subset of ("example_inputs", "reference"). JAXBench,
     KernelBench and MaxKernel files carry their tests in their own form: nothing is missing."""
-    from pallasite.analysis.source import Source
-    from pallasite.analysis.tasks import find_tasks
+    from ..analysis.source import Source
+    from ..analysis.tasks import find_tasks
 
     try:
         tasks = find_tasks(Source(original), path)
@@ -80,8 +80,8 @@ def _top_names(text: str) -> set[str]:
 
 def entry_name(original: str, path: str) -> str | None:
     """The entry the inputs are for (docs/task-convention.md's rule), found as if inputs were given."""
-    from pallasite.analysis.source import Source
-    from pallasite.analysis.tasks import find_tasks
+    from ..analysis.source import Source
+    from ..analysis.tasks import find_tasks
 
     probe = original.rstrip("\n") + "\n\n\ndef example_inputs():\n    return ()\n"
     try:

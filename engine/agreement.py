@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Sequence
 
-from pallasite.analysis.types import Finding, Related, Span
+from ..analysis.types import Finding, Related, Span
 
 # tier-0 code -> the compiler codes (tiers 1-3) that report the same mistake.
 SAME_MISTAKE: dict[str, frozenset[str]] = {

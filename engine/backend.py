@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pallasite.wire.messages import ErrorInfo, Progress
+from ..wire.messages import ErrorInfo, Progress
 
 Purpose = Literal["check", "job", "device"]
 PURPOSES: tuple[str, ...] = ("check", "job", "device")

@@ -33,11 +33,11 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from pallasite.analysis.codes import CODES
-from pallasite.analysis.pallas_use import NO_PALLAS, uses_pallas
-from pallasite.analysis.suppress import apply_suppressions
-from pallasite.analysis.tier0 import SourceAnalysis, analyze
-from pallasite.analysis.types import (
+from ..analysis.codes import CODES
+from ..analysis.pallas_use import NO_PALLAS, uses_pallas
+from ..analysis.suppress import apply_suppressions
+from ..analysis.tier0 import SourceAnalysis, analyze
+from ..analysis.types import (
     CHIP_TARGETS,
     DEFAULT_CHIP,
     DEFAULT_TIERS,
@@ -49,7 +49,7 @@ from pallasite.analysis.types import (
     Span,
 )
 
-from pallasite.wire.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
+from ..wire.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
 from . import chip_table, devices, locate, reach, reply_failures, tier2_route, tier3_request, zero_config
 from .devices import DEFAULT_CPU_DEVICES
@@ -685,7 +685,7 @@ def _no_task_finding(text: str, reasons: str = "") -> Finding:
 
 def _syntax_findings(text: str, path: str) -> list[Finding]:
     """PLS000 for a file Python cannot parse (tier 0 says so only for files that use Pallas)."""
-    from pallasite.analysis.tier0 import syntax_error
+    from ..analysis.tier0 import syntax_error
 
     found = syntax_error(text, path)
     return [found] if found is not None else []

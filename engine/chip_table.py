@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pallasite.analysis.types import ChipSpec, installed_versions
-from pallasite.knowledge import chips as chip_cache
+from ..analysis.types import ChipSpec, installed_versions
+from ..knowledge import chips as chip_cache
 
 
 def cached(versions: dict[str, str | None] | None = None) -> list[ChipSpec] | None:
@@ -50,7 +50,7 @@ async def from_worker(client: Any, *, probe: bool = True, timeout_s: float | Non
                       purpose: str = "check") -> Measured:
     """Ask a worker client, or a backend (for a worker of ``purpose``), to measure the table
     (``remember`` it to cache it)."""
-    from pallasite.wire.messages import ChipsParams
+    from ..wire.messages import ChipsParams
 
     return _from_reply(await client.request(ChipsParams(probe=probe), purpose=purpose, timeout_s=timeout_s))
 
@@ -58,7 +58,7 @@ async def from_worker(client: Any, *, probe: bool = True, timeout_s: float | Non
 def table_sync(config: Any = None, *, probe: bool = True) -> tuple[list[ChipSpec], str | None]:
     """For the CLI: the cached table when it has what is asked (every limit when ``probe``), else
     one built by a short-lived worker (and cached). (specs, None) or ([], why)."""
-    from pallasite.wire.messages import ChipsParams
+    from ..wire.messages import ChipsParams
 
     from .client import WorkerConfig, run_requests_sync
 

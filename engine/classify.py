@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from pallasite.analysis.codes import CODES
-from pallasite.knowledge import compiler_messages
+from ..analysis.codes import CODES
+from ..knowledge import compiler_messages
 
 ORIGIN_LOWERING = "jax lowering"
 ORIGIN_COMPILER = "libtpu compiler"

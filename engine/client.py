@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pallasite.wire import env as env_module
+from ..wire import env as env_module
 
 from .devices import DEFAULT_CPU_DEVICES, xla_flags
-from pallasite.wire import protocol
+from ..wire import protocol
 
 from . import confinement, secrets, spawn
 from .backend import ProgressCallback, Reply, StartProblem, call_progress

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pallasite.analysis.types import FileReport
+from ..analysis.types import FileReport
 
 from .backend import Backend, Purpose
 from .checker import Checker, CheckOptions

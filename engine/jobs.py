@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pallasite.wire.messages import Progress
+from ..wire.messages import Progress
 
 from .backend import Reply
 

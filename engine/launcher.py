@@ -52,7 +52,7 @@ def _quote(word: str) -> str:
 
 
 def local_versions() -> dict[str, str | None]:
-    from pallasite.analysis.types import installed_versions  # the one reader of package versions
+    from ..analysis.types import installed_versions  # the one reader of package versions
 
     return {dist: installed_versions().get(dist) for dist in DISTRIBUTIONS}
 

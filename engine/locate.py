@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span, to_json
-from pallasite.wire.messages import CheckResult
+from ..analysis.codes import CODES
+from ..analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span, to_json
+from ..wire.messages import CheckResult
 
 from .figures import shape_cast_sentence
 from .origin_findings import SIZE_SET_HERE, largest_static_block, to_checked_value, to_origin, to_output_dtype, vmem_related
@@ -304,7 +304,7 @@ def _index_map_function(rec: Mapping[str, Any], lines: list[str]) -> Span | None
     """An index_map written as a function of the file (not a lambda of a readable BlockSpec): its
     ``def`` line when it takes the wrong number of grid indices (the TypeError names it), the line
     of the tuple it returns when it returns the wrong number of them (the message names its def)."""
-    from pallasite.analysis.origins import parse
+    from ..analysis.origins import parse
 
     tree = parse("\n".join(lines))
     if tree is None:
@@ -334,7 +334,7 @@ def _names_an_index_map(rec: Mapping[str, Any], text: str, sites: Sequence[Kerne
     passed to a ``BlockSpec`` of the file (its second argument or ``index_map=``, by name, as
     ``self.name`` or through ``functools.partial``). The classifier alone goes by the name
     (``<lambda>``, ``..index_map``); ``x_map`` or ``in_map`` were taken for a kernel's signature."""
-    from pallasite.analysis.origins import parse
+    from ..analysis.origins import parse
 
     m = CALL_ARITY.search(f"{rec.get('sentence') or ''} {rec.get('message') or ''}")
     tree = parse(text)

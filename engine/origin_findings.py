@@ -24,11 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from pallasite.analysis.call_values import output_dtype
-from pallasite.analysis.check_values import culprit, shape_culprit
-from pallasite.analysis.footprint import static_dims
-from pallasite.analysis.origins import Origin, branch_block_shapes, parse, trace, trace_node
-from pallasite.analysis.types import BlockSpecInfo, Related, Span
+from ..analysis.call_values import output_dtype
+from ..analysis.check_values import culprit, shape_culprit
+from ..analysis.footprint import static_dims
+from ..analysis.origins import Origin, branch_block_shapes, parse, trace, trace_node
+from ..analysis.types import BlockSpecInfo, Related, Span
 
 _SHAPES = re.compile(r"block shape \((?P<block>.*?)\),\s*array shape \((?P<array>[^)]*)\)")
 _DIM = re.compile(r"Blocked\(block_size=(?P<blocked>\d+)\)|(?P<other>Squeezed\(\)|None|[A-Za-z]\w*\([^)]*\))|(?P<int>\d+)")

@@ -17,10 +17,10 @@ import os
 import re
 from typing import Any, Mapping, Sequence
 
-from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import Finding, Related, Span
+from ..analysis.codes import CODES
+from ..analysis.types import Finding, Related, Span
 
-from pallasite.wire.messages import Progress, Stage
+from ..wire.messages import Progress, Stage
 
 from .backend import Reply
 from .classify import ORIGIN_RUNNER

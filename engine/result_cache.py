@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from pallasite.analysis.types import Finding, ResultKey
+from ..analysis.types import Finding, ResultKey
 
 
 @dataclass(frozen=True)

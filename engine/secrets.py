@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pallasite.wire.env import is_denied
+from ..wire.env import is_denied
 
 HANDOFF = "PALLASITE_SECRETS_FD"  # the inherited descriptor holding the values (re-exec only)
 _held: dict[str, str] = {}

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 
-from pallasite.analysis.local_imports import MAX_BYTES, MAX_MODULES, find_local_modules, package_of  # noqa: F401
-from pallasite.wire.messages import SourceFile, Sources
+from ..analysis.local_imports import MAX_BYTES, MAX_MODULES, find_local_modules, package_of  # noqa: F401
+from ..wire.messages import SourceFile, Sources
 
 
 # Task files the worker reads from beside the kernel (runner/maxkernel.py, tasks_runtime.py, timing.py):

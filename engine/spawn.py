@@ -146,7 +146,7 @@ def confinement_problem(python: str) -> str | None:
 
 
 def _probe_env() -> dict[str, str]:
-    from pallasite.wire.env import worker_environment
+    from ..wire.env import worker_environment
 
     return worker_environment(os.environ)
 

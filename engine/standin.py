@@ -19,8 +19,8 @@ import os
 import socket
 from typing import Any
 
-from pallasite.analysis.types import Measurement, Provenance
-from pallasite.wire import messages, protocol
+from ..analysis.types import Measurement, Provenance
+from ..wire import messages, protocol
 
 from .backend import Reply
 

@@ -21,10 +21,10 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from pallasite.analysis.local_imports import source_hash
-from pallasite.analysis.types import Finding, ResultKey
-from pallasite.engine.result_cache import CachedVerdict
-from pallasite.knowledge.store import ResultsStore, find_workspace, store_path
+from ..analysis.local_imports import source_hash
+from ..analysis.types import Finding, ResultKey
+from .result_cache import CachedVerdict
+from ..knowledge.store import ResultsStore, find_workspace, store_path
 
 
 def workspace_for(paths: Sequence[str | Path], cwd: str | Path | None = None) -> Path:

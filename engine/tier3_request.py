@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Awaitable, Callable, Mapping
 
-from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import Finding
-from pallasite.wire.messages import CheckEntry, CheckResult, TierOutcome
+from ..analysis.codes import CODES
+from ..analysis.types import Finding
+from ..wire.messages import CheckEntry, CheckResult, TierOutcome
 
 from . import reply_failures
 

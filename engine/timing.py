@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pallasite.analysis.types import Measurement, from_json, to_json
+from ..analysis.types import Measurement, from_json, to_json
 
 from . import launcher
 from .backend import Reply
@@ -95,7 +95,7 @@ def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None
     the op's defaults. ``trusted``: (path, text) of the user's own file, for model-written ``text``: the
     judge loads the task and the reference from it, in a process that never runs the candidate
     (runner/judge.py); it travels under a name of its own beside ``files.path``."""
-    from pallasite.wire.messages import ProfileParams, TimeParams
+    from ..wire.messages import ProfileParams, TimeParams
 
     from .sources import sources_for, trusted_sources
 
@@ -163,7 +163,7 @@ async def run_timing(settings: BackendSettings, params: Any, *, base: WorkerConf
 def as_job(jobs: Any, kind: str, path: str, work: Callable[[Callable[[str], None]], Any]) -> Any:
     """Run ``work(report)`` as a job of the engine's registry (engine/jobs.py); its string progress
     becomes the job's structured progress (stage ``measure``)."""
-    from pallasite.wire.messages import Progress, Stage
+    from ..wire.messages import Progress, Stage
 
     def run(job_report: Callable[[Any], None]) -> Any:
         return work(lambda message: job_report(Progress(stage=Stage.MEASURE, message=message)))
@@ -200,7 +200,7 @@ def measurements(result: dict[str, Any]) -> list[tuple[str, Measurement]]:
 
 
 def _key(result: dict[str, Any], role: str, m: Measurement, path: str, backend: str) -> Any:
-    from pallasite.knowledge.store import ResultKey, source_hash
+    from ..knowledge.store import ResultKey, source_hash
 
     inputs = tuple((tuple(shape), dtype) for shape, dtype in (result.get("checks") or {}).get("inputs") or ())
     return ResultKey(code_hash=source_hash(path), kernel=f"{result.get('entry')}" + ("" if role == "candidate" else " (reference)"),
@@ -210,7 +210,7 @@ def _key(result: dict[str, Any], role: str, m: Measurement, path: str, backend: 
 
 def record(run: TimingRun, path: str, workspace: str | None = None) -> str | None:
     """Record a run's measurements with their provenance; a note instead of a failure when it cannot."""
-    from pallasite.knowledge.store import ResultsStore, StoreError
+    from ..knowledge.store import ResultsStore, StoreError
 
     result = run.result
     if result is None:

@@ -29,14 +29,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pallasite.analysis import feasibility
-from pallasite.analysis.source import Source, apply_edits
-from pallasite.analysis.tunables import apply_config, find_tunables, kinds
-from pallasite.analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json, to_json
+from ..analysis import feasibility
+from ..analysis.source import Source, apply_edits
+from ..analysis.tunables import apply_config, find_tunables, kinds
+from ..analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json, to_json
 
-from pallasite.wire.messages import EstimateParams, EstimateResult, VerifyParams
+from ..wire.messages import EstimateParams, EstimateResult, VerifyParams
 
-from pallasite.analysis.verdict import COST_MODEL, CompileResult, Speedup, Timing, try_speedup
+from ..analysis.verdict import COST_MODEL, CompileResult, Speedup, Timing, try_speedup
 
 from .estimates import PairedEstimate, pair
 from .sources import sources_for, trusted_sources
@@ -186,7 +186,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     best or applies must have compiled for the chip, and the starting configuration is checked too."""
     say = progress or (lambda message, fraction=None: None)
     source = Source(text)
-    from pallasite.analysis.sites import find_sites
+    from ..analysis.sites import find_sites
 
     sites = find_sites(source)
     if sites and all(site.backend == "gpu" for site in sites):
@@ -435,7 +435,7 @@ class _Guarded:
         self.store, self.problem = store, None
 
     def __getattr__(self, name: str) -> Any:
-        from pallasite.knowledge.store import StoreError
+        from ..knowledge.store import StoreError
 
         method = getattr(self.store, name)
 
@@ -464,8 +464,8 @@ class _Keys:
         self.worker: tuple[str, tuple[tuple[str, str], ...]] | None = None  # (device kind, versions) it reported
         if store is None:
             return
-        from pallasite.analysis.local_imports import source_hash
-        from pallasite.analysis.types import ResultKey, installed_versions
+        from ..analysis.local_imports import source_hash
+        from ..analysis.types import ResultKey, installed_versions
 
         v = installed_versions()  # the worker's too unless the settings name another interpreter
         self.base = ResultKey(code_hash=source_hash(path, text), kernel=options.entry, chip=options.chip,
@@ -498,7 +498,7 @@ class _Keys:
     def put_estimates(self, estimates: Mapping[Config, CostEstimate]) -> None:
         if self.store is None:
             return
-        from pallasite.analysis.types import to_json
+        from ..analysis.types import to_json
 
         for config, est in estimates.items():
             self.store.put_estimate(self._key(config), model=COST_MODEL_METHOD,
@@ -654,7 +654,7 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
 def checker_compiler(engine: Any, path: str, check_options: Any) -> Compiler:
     """A ``Compiler`` over the engine's checker: tiers 0-2 for ``check_options.target`` on the file's text
     under a configuration, as analysis/verdict.compile_result reads the report."""
-    from pallasite.analysis.verdict import compile_result, judge_tiers
+    from ..analysis.verdict import compile_result, judge_tiers
 
     options = replace(check_options, tiers=judge_tiers(check_options.tiers))
 
@@ -688,7 +688,7 @@ def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions
     """A ``DeviceTimer`` over the backend's device worker and its ``time`` op (issue 16: correctness
     guards, the reference timed beside the candidate). Only keyword tunables reach that op's
     ``config``. A worker without a device answers interpret-mode timings, which never rank."""
-    from pallasite.wire import messages
+    from ..wire import messages
 
     params_type = messages.PARAMS.get("time")
     if params_type is None:
@@ -729,7 +729,7 @@ def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions
 
 async def device_platform(backend: Any, timeout_s: float = 120.0) -> str | None:
     """The jax platform of the backend's device worker ("tpu", "gpu", "cpu"), None if it did not start."""
-    from pallasite.wire.messages import VersionsParams
+    from ..wire.messages import VersionsParams
 
     reply = await backend.request(VersionsParams(), purpose="device", timeout_s=timeout_s)
     return reply.result.platform if reply.ok else None
@@ -737,7 +737,7 @@ async def device_platform(backend: Any, timeout_s: float = 120.0) -> str | None:
 
 def job_progress(report: Callable[[Any], None]) -> Callable[[str, "float | None"], None]:
     """A (message, fraction) progress callback that reports a job's structured Progress."""
-    from pallasite.wire.messages import Progress, Stage
+    from ..wire.messages import Progress, Stage
 
     return lambda message, fraction=None: report(Progress(stage=Stage.TUNE, message=message, fraction=fraction))
 

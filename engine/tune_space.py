@@ -35,7 +35,7 @@ import random
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from pallasite.analysis.types import Tunable
+from ..analysis.types import Tunable
 
 from .tune_search import Config
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import warnings
 
-from pallasite.analysis.inferred_inputs import Inference, InferredTask, infer_tasks
-from pallasite.analysis.source import Source
-from pallasite.wire.messages import InferredCall, InferredInput
+from ..analysis.inferred_inputs import Inference, InferredTask, infer_tasks
+from ..analysis.source import Source
+from ..wire.messages import InferredCall, InferredInput
 
 
 def inference_for(text: str, path: str | None) -> Inference:

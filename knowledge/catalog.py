@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from pallasite.analysis.codes import CODES
+from ..analysis.codes import CODES
 
 from . import compiler_messages
 

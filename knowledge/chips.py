@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Mapping
 
-from pallasite.analysis.types import ChipSpec, from_json, to_json
+from ..analysis.types import ChipSpec, from_json, to_json
 
 MIB = 1 << 20
 Versions = Mapping[str, str | None]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from pallasite.analysis.codes import CODES
+from ..analysis.codes import CODES
 
 TABLE_FILE = Path(__file__).with_name("compiler_messages.toml")
 _KEYS = {"code", "tiers", "patterns", "requires"}

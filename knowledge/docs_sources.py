@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Literal
 
-from pallasite.analysis import apis
-from pallasite.analysis.types import installed_versions
+from ..analysis import apis
+from ..analysis.types import installed_versions
 
 Kind = Literal["api", "guide", "catalog", "extra", "kernel"]
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from pallasite.analysis.local_imports import local_imports, source_hash  # noqa: F401 (the store's API)
-from pallasite.analysis.types import Finding, Measurement, Provenance, ResultKey, code_hash, from_json, to_json  # noqa: F401
+from ..analysis.local_imports import local_imports, source_hash  # noqa: F401 (the store's API)
+from ..analysis.types import Finding, Measurement, Provenance, ResultKey, code_hash, from_json, to_json  # noqa: F401
 
 from . import store_schema
 

@@ -39,12 +39,12 @@ import sys
 import time
 from typing import Any, Callable, Sequence
 
-from pallasite.analysis.types import to_json
+from ..analysis.types import to_json
 
 from . import errors as errors_mod
-from pallasite.wire import messages
+from ..wire import messages
 from . import tasks_runtime
-from pallasite.wire.messages import Stage
+from ..wire.messages import Stage
 from .tiers import (CHIPS, _line_watch, _plain_error, _restored_config, _say, _task_error, _tier_record, compiler_tiers,
                     input_signature, tier2_unavailable, versions)
 

@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from pallasite.analysis.types import CHIP_TARGETS, ChipSpec, ChipTarget, installed_versions
+from ..analysis.types import CHIP_TARGETS, ChipSpec, ChipTarget, installed_versions
 
 
 

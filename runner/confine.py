@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from pallasite.wire.messages import SourceFile, Sources
+from ..wire.messages import SourceFile, Sources
 
 PRIVATE_DIRS = ("home", "tmp", "cache", "work")
 

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
+from ..analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
 
 from .body_counts import BodyCounts, _size, count_body, sub_jaxprs
 from .kernel_counts import count_over_grid

@@ -413,7 +413,7 @@ def target_cores(target: str | None) -> int:
     """
     if not target:
         return SIMULATED_CORES
-    from pallasite.analysis.types import chip_target
+    from ..analysis.types import chip_target
 
     try:
         version = pltpu.ChipVersion(chip_target(target).chip_version)

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from pallasite.wire import messages
+from ..wire import messages
 
 CODE = "PLS114"
 TRICK = "interpret_mode"

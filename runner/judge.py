@@ -537,7 +537,7 @@ def _timed(sock: socket.socket, params: dict[str, Any], result: dict[str, Any], 
 
 def _measurement(result: dict[str, Any], samples: list[float] | None, method: str, status: str = "ok",
                  error: str | None = None, reference: bool = False) -> dict[str, Any]:
-    from pallasite.analysis.types import Measurement, Provenance, to_json
+    from ..analysis.types import Measurement, Provenance, to_json
 
     from .tiers import versions
 

@@ -33,7 +33,7 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
     import numpy as np
 
     from . import checks, tiers as tiers_mod
-    from pallasite.wire.messages import Stage
+    from ..wire.messages import Stage
 
     asked = sorted({int(t) for t in params.tiers or (1, 2)})
     if params.script or 2 not in asked:
@@ -76,7 +76,7 @@ def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, 
     import time as time_mod
 
     from . import tiers as tiers_mod
-    from pallasite.wire.messages import Stage
+    from ..wire.messages import Stage
 
     target = str(params.target or "v6e")
     if unavailable:
@@ -134,7 +134,7 @@ def _check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> N
 
 
 def _plain_inferred(params: Any) -> list[Any]:
-    from pallasite.analysis.types import to_json
+    from ..analysis.types import to_json
 
     return [to_json(call) for call in params.inferred]
 
@@ -165,7 +165,7 @@ def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> 
         raise RuntimeError(f"the candidate process failed: {exc}") from None
     finally:
         end(sock, pid)
-    from pallasite.wire import messages
+    from ..wire import messages
 
     if header.get("op") != "result":
         raise RuntimeError(str(header.get("error") or "the candidate process gave no estimate"))
@@ -182,7 +182,7 @@ def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> 
 
 def _estimate_candidate(sock: socket.socket, params: Any) -> None:
     """The candidate process of a judged estimate: the cost model on its own traced program."""
-    from pallasite.analysis.types import to_json
+    from ..analysis.types import to_json
 
     from . import interpret_guard, tune_ops
 

@@ -158,7 +158,7 @@ def vmem_detail(reached: list[dict[str, Any]] | None, capacity: int | None) -> s
 def chip_vmem_bytes(target: str) -> int | None:
     """The target chip's VMEM capacity from jax's own chip table (None when unknown)."""
     try:
-        from pallasite.analysis.types import chip_target
+        from ..analysis.types import chip_target
 
         from .chip_probe import spec_from_jax
 

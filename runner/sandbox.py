@@ -245,7 +245,7 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
 
 
 def _become_nobody(libc: Any, limits: Limits, cgroup: bool) -> None:
-    from pallasite.runner import confine
+    from . import confine
 
     confine.drop_bounding_set(libc)  # needs CAP_SETPCAP: before the user ids change
     with contextlib.suppress(OSError):

@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Any, Callable, Iterator
 
-from pallasite.analysis.types import CHIP_TARGETS
+from ..analysis.types import CHIP_TARGETS
 
 _KINDS = {t.name: (t.device_kind, t.device_cores) for t in CHIP_TARGETS}
 

@@ -17,10 +17,10 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from pallasite.analysis.types import CHIP_TARGETS, code_hash, installed_versions
+from ..analysis.types import CHIP_TARGETS, code_hash, installed_versions
 
 from . import errors as errors_mod
-from pallasite.wire.messages import Stage
+from ..wire.messages import Stage
 
 # Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
 # from the chip names of analysis/types.py.

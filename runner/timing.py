@@ -39,7 +39,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from pallasite.analysis.types import Measurement, Provenance, to_json
+from ..analysis.types import Measurement, Provenance, to_json
 
 from . import profiling, tasks_runtime
 from . import timing_guards as guards

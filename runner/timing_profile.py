@@ -108,7 +108,7 @@ def _work(prep: Prepared, args: tuple[Any, ...]) -> tuple[float | None, float | 
 def _peaks(prep: Prepared, params: dict[str, Any]) -> tuple[float | None, float | None, str]:
     if params.get("peak_flops") or params.get("peak_bytes_per_s"):
         return params.get("peak_flops"), params.get("peak_bytes_per_s"), "given in the request"
-    from pallasite.analysis.types import DEFAULT_CHIP, chip_target
+    from ..analysis.types import DEFAULT_CHIP, chip_target
 
     from .chip_probe import spec_from_jax
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from pallasite.analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, installed_versions
+from ..analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, installed_versions
 
-from pallasite.wire import messages
+from ..wire import messages
 
 from . import tasks_runtime
 from .chip_probe import probe_scoped_vmem, spec_from_jax

@@ -30,9 +30,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from pallasite.wire import env as env_module
-from pallasite.wire import messages, protocol
-from pallasite.wire.messages import Progress, Stage
+from ..wire import env as env_module
+from ..wire import messages, protocol
+from ..wire.messages import Progress, Stage
 
 _START = time.monotonic()
 
@@ -77,8 +77,8 @@ def op_versions(params: messages.VersionsParams, ctx: Context) -> messages.Versi
 
 def op_chips(params: messages.ChipsParams, ctx: Context) -> messages.ChipsResult:
     """The chip table measured here (the client caches it under the versions reported with it)."""
-    from pallasite.analysis.types import installed_versions
-    from pallasite.runner import chip_probe
+    from ..analysis.types import installed_versions
+    from . import chip_probe
 
     ctx.progress("reading the chip table" + (" and probing libtpu" if params.probe else ""), stage=Stage.PROBE)
     return messages.ChipsResult(chips=tuple(chip_probe.measure(probe=params.probe)), versions=installed_versions())
@@ -88,7 +88,7 @@ def op_import(params: messages.ImportParams, ctx: Context) -> messages.ImportRes
     """Import the user's file; report its public functions and JSON-plain module constants."""
     import inspect
 
-    from pallasite.runner.loader import sent_modules, user_module
+    from .loader import sent_modules, user_module
 
     source = params.source
     ctx.progress(f"importing {os.path.basename(source.path)}", stage=Stage.IMPORT)
@@ -121,24 +121,24 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 
 def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult:
-    from pallasite.runner import judge, judge_compile
-    from pallasite.runner.checks import handle_check  # jax-heavy: imported on first use
+    from . import judge, judge_compile
+    from .checks import handle_check  # jax-heavy: imported on first use
 
     run = judge_compile.judged_check if judge.ACTIVE else handle_check  # model-written code: tier 2 outside its process
     return run(params, ctx.progress)
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
-    from pallasite.runner import judge
-    from pallasite.runner.timing import handle_time, plain_params  # jax-heavy: imported on first use
+    from . import judge
+    from .timing import handle_time, plain_params  # jax-heavy: imported on first use
 
     run = judge.judged_time if judge.ACTIVE else handle_time  # model-written code: judged outside its process
     return messages.time_result_from_plain(run(plain_params(params), _measure(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
-    from pallasite.runner.timing import plain_params
-    from pallasite.runner.timing_profile import handle_profile
+    from .timing import plain_params
+    from .timing_profile import handle_profile
 
     return messages.time_result_from_plain(handle_profile(plain_params(params), _measure(ctx)))
 
@@ -146,15 +146,15 @@ def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeRes
 def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
-    from pallasite.runner import judge, judge_compile
-    from pallasite.runner.tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
+    from . import judge, judge_compile
+    from .tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
 
     run = judge_compile.judged_estimate if judge.ACTIVE else handle_estimate  # model-written code: floored outside
     return run(params, ctx.progress)
 
 
 def op_verify(params: messages.VerifyParams, ctx: Context) -> messages.VerifyResult:
-    from pallasite.runner.tune_ops import handle_verify  # tier 3 for one tuning configuration
+    from .tune_ops import handle_verify  # tier 3 for one tuning configuration
 
     return handle_verify(params, ctx.progress)
 
@@ -443,7 +443,7 @@ class Worker:
     def _child_op(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
                   deadline: float | None, send: Callable[[dict[str, Any]], None]) -> None:
         """In the sandboxed child: the op in a fresh folder of its scratch; every message to ``send``."""
-        from pallasite.runner import confine, judge, sandbox
+        from . import confine, judge, sandbox
 
         judge.ACTIVE = True
         if self.sandboxes.confined:
@@ -472,7 +472,7 @@ class Worker:
         interpret-mode pallas_call refused (runner/confine.py, runner/interpret_guard.py)."""
         if self.scratch is None:
             return handler(params, ctx)
-        from pallasite.runner import interpret_guard
+        from . import interpret_guard
 
         with self.scratch.request(params) as (moved, path_map):
             paths.append(path_map)
@@ -503,7 +503,7 @@ def _interrupted_reply(request_id: str, reason: str, deadline_s: float | None) -
 def _runtime_versions() -> dict[str, Any]:
     import platform as platform_module
 
-    from pallasite.analysis.types import installed_versions
+    from ..analysis.types import installed_versions
 
     return {"python": platform_module.python_version(), **installed_versions()}
 
@@ -605,7 +605,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ["JAX_PLATFORMS"] = args.platforms
     scratch = None
     if args.confine is not None:  # model-written code: a private HOME/TMPDIR and working folder
-        from pallasite.runner import confine
+        from . import confine
 
         root = args.confine
         if root in ("", "auto"):  # a worker on another host: its own temporary folder, removed at exit
@@ -624,7 +624,7 @@ def run(args: argparse.Namespace) -> int:
     os.set_inheritable(out_fd, False)
     os.set_inheritable(in_fd, False)
     if args.memory_mb or args.guard_memory_mb:
-        from pallasite.runner import memory_guard
+        from . import memory_guard
 
         memory_guard.LIMIT_MB = args.memory_mb or args.guard_memory_mb  # the user's runs stop short of it
     if args.memory_mb:
@@ -633,7 +633,7 @@ def run(args: argparse.Namespace) -> int:
     error = _warm_up(backend=scratch is None)
     sandboxes = None
     if scratch is not None:  # each request in a fresh sandboxed child (runner/sandbox.py)
-        from pallasite.runner import sandbox
+        from . import sandbox
 
         import ctypes
 

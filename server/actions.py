@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
-from pallasite.analysis.types import Finding, Span
+from ..analysis.types import Finding, Span
 
 from .lenses import CHECK_COMMAND
 

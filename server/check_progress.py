@@ -16,7 +16,7 @@ from typing import IO, Sequence
 
 from tqdm import tqdm
 
-from pallasite.analysis.types import FileReport
+from ..analysis.types import FileReport
 
 from . import report_format
 

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
-from pallasite.analysis.types import FileReport, Finding
+from ..analysis.types import FileReport, Finding
 
 from . import session_settings, tier0_runs, tier0_thread
 from .progress import WorkProgress
@@ -260,7 +260,7 @@ def fetch_chip_table(session: Any) -> None:
     table in the background (it probes libtpu) so hovers can show the limit and its source."""
     if session.chip_task is not None or session.engine.chip_table is not None:
         return
-    from pallasite.engine import chip_table
+    from ..engine import chip_table
 
     cached = chip_table.cached() or []
     if any(s.name == session.settings.target and s.scoped_vmem_limit_bytes for s in cached):

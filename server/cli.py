@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in COMMANDS:
         args = _parser().parse_args(argv)  # prints help / usage errors (exit 2)
         if args.version:
-            from pallasite import __version__
+            from .. import __version__
 
             print(f"pallasite {__version__}")
             return 0
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     # Provider keys leave the environment before anything else runs: the process re-executes itself,
     # so only when it is its own program (never replace a caller's process, e.g. a test runner's).
     if command_line:
-        from pallasite.engine import secrets
+        from ..engine import secrets
 
         secrets.keep_in_memory_only(argv, hand_over=name != "worker")
     module = importlib.import_module(COMMANDS[name][0])

@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import TIERS
+from ..analysis.codes import CODES
+from ..analysis.types import TIERS
 
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".pallasite", "build", "dist"}
 
@@ -88,8 +88,8 @@ def expand_paths(paths: list[str]) -> list[str]:
 
 
 def _options_and_strict(args: argparse.Namespace, files: list[str]):
-    from pallasite.engine.checker import TARGETS
-    from pallasite.server.settings import load_project_settings
+    from ..engine.checker import TARGETS
+    from .settings import load_project_settings
 
     settings, warnings = load_project_settings(Path(files[0]).resolve().parent if files else Path.cwd())
     for warning in warnings:
@@ -123,7 +123,7 @@ def _options_and_strict(args: argparse.Namespace, files: list[str]):
 
 
 def jobs_for(args: argparse.Namespace) -> int:
-    from pallasite.engine.pool import default_checks
+    from ..engine.pool import default_checks
 
     jobs = getattr(args, "jobs", None)
     if jobs is None:
@@ -136,8 +136,8 @@ def jobs_for(args: argparse.Namespace) -> int:
 def _say_if_not_recorded(files: list[str]) -> None:
     """Once, when the run's results store (the one ``check_paths_sync`` uses) cannot record (damaged,
     unreadable): why, and what to do."""
-    from pallasite.engine.store_cache import workspace_for
-    from pallasite.knowledge.store import problem
+    from ..engine.store_cache import workspace_for
+    from ..knowledge.store import problem
 
     why = problem(workspace_for(files))
     if why is not None:
@@ -145,9 +145,9 @@ def _say_if_not_recorded(files: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.engine.engine import check_paths_sync
-    from pallasite.server import report_format
-    from pallasite.server.check_progress import CheckProgress
+    from ..engine.engine import check_paths_sync
+    from . import report_format
+    from .check_progress import CheckProgress
 
     started = time.monotonic()
     try:

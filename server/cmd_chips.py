@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import sys
 
-from pallasite.analysis.types import to_json
-from pallasite.engine.chip_table import table_sync
-from pallasite.knowledge.chips import format_chip_table
+from ..analysis.types import to_json
+from ..engine.chip_table import table_sync
+from ..knowledge.chips import format_chip_table
 
 
 def add_arguments(parser, command: str) -> None:

@@ -35,7 +35,7 @@ AGENT_METHODS = ("zero-shot", "auto", "parallel", "beam", "evolve")
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    from pallasite.agents.search import SearchOptions
+    from ..agents.search import SearchOptions
 
     from . import flags
 
@@ -118,8 +118,8 @@ def format_summary(s: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Set the eval up from the arguments, evaluate every (method, task), render the tables and files."""
-    from pallasite.agents.eval_job import Incomplete
-    from pallasite.agents.eval_metrics import MissingTiming
+    from ..agents.eval_job import Incomplete
+    from ..agents.eval_metrics import MissingTiming
 
     try:
         setup = _setup(args)
@@ -153,8 +153,8 @@ class _Setup:
 
 def _setup(args: argparse.Namespace) -> _Setup:
     """The run's inputs; ValueError says what is wrong (before any model is asked or any code runs)."""
-    from pallasite.engine.eval_tasks import discover
-    from pallasite.engine.store_cache import workspace_for
+    from ..engine.eval_tasks import discover
+    from ..engine.store_cache import workspace_for
 
     from .run_setup import device_settings, device_where, untrusted_refusal
     from .settings import apply_project_defaults
@@ -164,7 +164,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
     if getattr(args, "kernel", None):
-        from pallasite.engine.eval_tasks import with_kernel
+        from ..engine.eval_tasks import with_kernel
 
         tasks = with_kernel(tasks, args.kernel)
     device = device_settings(args)
@@ -177,7 +177,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     names = args.method or ["files"]
     eid = None
     if specs:
-        from pallasite.agents.eval_agents import eval_id as make_eval_id
+        from ..agents.eval_agents import eval_id as make_eval_id
 
         eid = make_eval_id(tasks, {m: specs.get(m, m) for m in names}, args.provider or "", args.target,
                            device_where(device), not args.no_verify)
@@ -187,14 +187,14 @@ def _setup(args: argparse.Namespace) -> _Setup:
 def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
     """Every (method, task) through agents/eval_job.run_eval, each finished task stored at once (a re-run
     resumes from them); agent methods' model calls recorded under <eval id>/<method>/<task>[/<sample|node>]."""
-    from pallasite.agents.eval_job import EvalJob, run_eval
+    from ..agents.eval_job import EvalJob, run_eval
 
     from .run_setup import device_where
 
     store, recorder, eid, device = None, None, setup.eid, setup.device
     if setup.specs:
-        from pallasite.agents.optimize_record import OptimizeRecorder
-        from pallasite.knowledge.store import ResultsStore
+        from ..agents.optimize_record import OptimizeRecorder
+        from ..knowledge.store import ResultsStore
 
         store, recorder = ResultsStore.open(setup.workspace), OptimizeRecorder(setup.workspace)
     done = stored_rows(store, eid) if store is not None else {}
@@ -230,7 +230,7 @@ def _methods(setup: _Setup, recorder: Any, progress: Any) -> dict:
     """Each method's source of a task's candidate: an agent run, or the folder's own file (or the reference)."""
     if not setup.specs:
         return {m: candidate_for(m) for m in setup.names}
-    from pallasite.agents.eval_agents import AgentMethod
+    from ..agents.eval_agents import AgentMethod
 
     return {m: (AgentMethod(setup.specs[m], setup.providers, setup.eid, m, recorder=recorder, progress=progress)
                 if m in setup.specs else candidate_for(m)) for m in setup.names}
@@ -252,7 +252,7 @@ def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict]) ->
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(document, f, indent=1)
     if args.report:
-        from pallasite.server.report_html import eval_html
+        from .report_html import eval_html
 
         with open(args.report, "w", encoding="utf-8") as f:
             f.write(eval_html(summaries, title=f"pallasite eval {args.folder}"))
@@ -261,8 +261,8 @@ def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict]) ->
 
 def agent_specs(args: argparse.Namespace) -> dict:
     """The agent methods asked for, with their knobs (ValueError: a knob out of range)."""
-    from pallasite.agents.eval_agents import AgentSpec
-    from pallasite.agents.search import SearchOptions
+    from ..agents.eval_agents import AgentSpec
+    from ..agents.search import SearchOptions
 
     specs = {}
     for m in args.method or []:
@@ -284,9 +284,9 @@ def agent_specs(args: argparse.Namespace) -> dict:
 
 def provider_source(args: argparse.Namespace, workspace) -> object:
     """The provider every task asks (one, shared), or a replay of a recorded eval (ValueError: why not)."""
-    from pallasite.agents.eval_agents import ProviderSource
-    from pallasite.agents.providers import ProviderConfig, ProviderError, make_provider
-    from pallasite.knowledge.store import ResultsStore, store_path
+    from ..agents.eval_agents import ProviderSource
+    from ..agents.providers import ProviderConfig, ProviderError, make_provider
+    from ..knowledge.store import ResultsStore, store_path
 
     name = args.provider
     if name.startswith("replay:"):

@@ -56,7 +56,7 @@ def _settings(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     """Check the inputs, run the fix job, write and render its outcome."""
-    from pallasite.agents.providers import ProviderError
+    from ..agents.providers import ProviderError
 
     from .flags import UsageError
 
@@ -100,9 +100,9 @@ class _Setup:
 
 def _setup(args: argparse.Namespace) -> _Setup:
     """The run's inputs from the arguments and the project's settings; UsageError says what is wrong."""
-    from pallasite.engine.checker import TARGETS, read_source
-    from pallasite.engine.store_cache import workspace_for
-    from pallasite.knowledge.store import store_path
+    from ..engine.checker import TARGETS, read_source
+    from ..engine.store_cache import workspace_for
+    from ..knowledge.store import store_path
 
     from .flags import UsageError, parse_tiers
 
@@ -127,10 +127,10 @@ def _setup(args: argparse.Namespace) -> _Setup:
 
 async def _fix(args: argparse.Namespace, setup: _Setup):
     """The fix job on the engine `pallasite check` uses: the outcome, or why it could not start."""
-    from pallasite.agents.fix_action import FixJob, fix_file
-    from pallasite.agents.providers import make_provider
-    from pallasite.engine.engine import Engine
-    from pallasite.engine.store_cache import workspace_for
+    from ..agents.fix_action import FixJob, fix_file
+    from ..agents.providers import make_provider
+    from ..engine.engine import Engine
+    from ..engine.store_cache import workspace_for
 
     path, options, tiers = args.path, setup.options, setup.tiers
     model = make_provider(setup.config)  # a configuration problem is told before anything runs
@@ -155,7 +155,7 @@ async def _fix(args: argparse.Namespace, setup: _Setup):
 def _render(args: argparse.Namespace, chip: str, outcome, written) -> str:
     if args.format != "json":
         return _text(outcome, written=written)
-    from pallasite.agents.fixer import outcome_json
+    from ..agents.fixer import outcome_json
 
     return json.dumps({"version": JSON_VERSION, "tool": "pallasite fix", "target": chip,
                        "applied": bool(written and written.applied), **outcome_json(outcome),
@@ -183,7 +183,7 @@ def _text(outcome, *, written=None) -> str:
 def _vmem(chip: str) -> dict:
     """The chip's scoped-VMEM limit from the chip-table cache `pallasite chips` writes, when there is one."""
     try:
-        from pallasite.engine import chip_table
+        from ..engine import chip_table
 
         table = chip_table.cached() or []
     except Exception:  # noqa: BLE001 - the model is told the limit only when it is known

@@ -66,7 +66,7 @@ def _docs_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     def default(value):
         return argparse.SUPPRESS if suppress else value
 
-    from pallasite.knowledge.docs import RANKERS
+    from ..knowledge.docs import RANKERS
 
     parser.add_argument("-k", type=int, default=default(5), help="how many passages to show (default 5)")
     parser.add_argument("--ranker", choices=sorted(RANKERS), default=default("bm25"),
@@ -98,8 +98,8 @@ def _fail(message: str) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from pallasite.analysis.codes import CODES
-    from pallasite.knowledge import catalog
+    from ..analysis.codes import CODES
+    from ..knowledge import catalog
 
     if args.list:
         for code, entry in CODES.items():
@@ -120,7 +120,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _fetch_model() -> int:
-    from pallasite.knowledge import model_files
+    from ..knowledge import model_files
 
     print(f"fetching {model_files.REPO} at revision {model_files.REVISION[:12]} "
           f"({', '.join(model_files.PINNED)}) into {model_files.cache_folder()}")
@@ -137,7 +137,7 @@ def _fetch_model() -> int:
 
 
 def _docs(args: argparse.Namespace) -> int:
-    from pallasite.knowledge import docs
+    from ..knowledge import docs
 
     if args.action == "fetch-model":
         return _fetch_model()
@@ -152,7 +152,7 @@ def _docs(args: argparse.Namespace) -> int:
         kinds: dict[str, int] = {}
         for p in index.passages:
             kinds[p.kind] = kinds.get(p.kind, 0) + 1
-        from pallasite.knowledge import docs_sources
+        from ..knowledge import docs_sources
 
         print(f"docs index: {len(index.passages)} passages "
               f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})")
@@ -182,7 +182,7 @@ def _docs(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace) -> int:
-    from pallasite.knowledge import store
+    from ..knowledge import store
 
     workspace = Path(args.workspace).resolve() if args.workspace else store.find_workspace(".")
     if args.workspace and not workspace.is_dir():

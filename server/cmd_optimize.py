@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pallasite.analysis.verdict import judge_tiers
+from ..analysis.verdict import judge_tiers
 
 from .run_setup import device_settings, untrusted_refusal
 
@@ -70,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 def tests_path(path: str) -> Path:
     """Where ``--write-tests`` puts the proposal and where a later run looks: ``<stem>.tests.py``."""
-    from pallasite.agents.optimize_job import tests_path as reviewed
+    from ..agents.optimize_job import tests_path as reviewed
 
     return reviewed(path)
 
@@ -85,7 +85,7 @@ def budget_report(state, budgets) -> dict:
 
 def table_text(state, budgets=None) -> str:
     """The final table (what each column means: README 'Optimize')."""
-    from pallasite.agents.optimize import row_word
+    from ..agents.optimize import row_word
 
     rows = [f"{'it':>2}  {'verdict':<25} {'compiled':<8} {'correct':<7} {'time':>11}  {'speedup':>8}  {'tokens':>7}  plan"]
     for r in state.table():
@@ -121,7 +121,7 @@ def _ask_user(prompt: str) -> str:
 
 
 def _console_gate(plans_dir: Path, run_id: str):
-    from pallasite.agents.optimize import Decision
+    from ..agents.optimize import Decision
 
     async def gate(phase: str, payload: dict) -> Decision:
         if phase == "tests":
@@ -155,9 +155,9 @@ def _console_gate(plans_dir: Path, run_id: str):
 
 def run(args: argparse.Namespace) -> int:
     """Set the run up from the arguments, run the loop (or --export / --write-tests), write and render."""
-    from pallasite.agents.optimize_record import OptimizeRecorder
-    from pallasite.agents.providers import ProviderError
-    from pallasite.engine.store_cache import workspace_for
+    from ..agents.optimize_record import OptimizeRecorder
+    from ..agents.providers import ProviderError
+    from ..engine.store_cache import workspace_for
 
     recorder = None
     try:
@@ -189,7 +189,7 @@ def _fail(message: str) -> int:
 def _check(args: argparse.Namespace):
     """The arguments checked against the file and the settings: (settings, agent, provider name, chip,
     tests text or None, tests file); ValueError says what is wrong."""
-    from pallasite.engine.checker import TARGETS
+    from ..engine.checker import TARGETS
 
     from .run_setup import agent_settings
 
@@ -214,7 +214,7 @@ def _check(args: argparse.Namespace):
 
 def _export(args: argparse.Namespace, recorder: Any) -> int:
     """``--export``: the recorded run named by ``--resume`` as JSON."""
-    from pallasite.agents.optimize_record import export
+    from ..agents.optimize_record import export
 
     if not args.resume or recorder.store is None:
         raise ValueError("--export needs --resume RUN_ID and a readable results store")
@@ -243,12 +243,12 @@ class _Setup:
 def _setup(args: argparse.Namespace, checked: tuple, recorder: Any) -> _Setup:
     """The run state (a new one, or the one --resume names), the device, the model's configuration, the
     budgets and the check options; refused before any model is asked where candidates could not run."""
-    from pallasite.agents.optimize import new_run
-    from pallasite.agents.optimize_job import budgets as job_budgets
-    from pallasite.agents.optimize_record import load
-    from pallasite.engine.checker import read_source
-    from pallasite.engine.store_cache import workspace_for
-    from pallasite.knowledge.store import store_path
+    from ..agents.optimize import new_run
+    from ..agents.optimize_job import budgets as job_budgets
+    from ..agents.optimize_record import load
+    from ..engine.checker import read_source
+    from ..engine.store_cache import workspace_for
+    from ..knowledge.store import store_path
 
     settings, agent, provider_name, chip, tests, tests_file = checked
     path, workspace = args.path, workspace_for([args.path])
@@ -277,10 +277,10 @@ def _setup(args: argparse.Namespace, checked: tuple, recorder: Any) -> _Setup:
 
 async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
     """The optimize job (agents/optimize_job.run_optimize) on a fresh engine, or --write-tests."""
-    from pallasite.agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
-    from pallasite.agents.providers import make_provider
-    from pallasite.engine.engine import Engine
-    from pallasite.engine.store_cache import workspace_for
+    from ..agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
+    from ..agents.providers import make_provider
+    from ..engine.engine import Engine
+    from ..engine.store_cache import workspace_for
 
     workspace, state, config = workspace_for([args.path]), setup.state, setup.config
     model = make_provider(config)
@@ -346,8 +346,8 @@ def _render(args: argparse.Namespace, setup: _Setup, final: Any, recorder: Any) 
 
 async def write_tests(args, state, model, evaluator, recorder, budgets) -> int:
     """``--write-tests``: the test writer's validated proposal to ``<stem>.tests.py``, for review."""
-    from pallasite.agents import test_writer
-    from pallasite.agents.optimize import propose_tests
+    from ..agents import test_writer
+    from ..agents.optimize import propose_tests
 
     missing = test_writer.needs(state.original, args.path)
     if not missing:

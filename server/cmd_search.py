@@ -28,7 +28,7 @@ from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    from pallasite.agents.search import SearchOptions
+    from ..agents.search import SearchOptions
 
     from . import flags
 
@@ -84,7 +84,7 @@ from .run_setup import (device_settings, device_where, open_device, search_run_i
 
 def run(args: argparse.Namespace) -> int:
     """Set the run up from the arguments, search, then render the best node, the report and --apply."""
-    from pallasite.agents.providers import ProviderError
+    from ..agents.providers import ProviderError
 
     try:
         setup = _setup(args)
@@ -112,8 +112,8 @@ class _Setup:
 
 def _setup(args: argparse.Namespace) -> _Setup:
     """The run's inputs; ValueError or ProviderError says what is wrong (before any model is asked)."""
-    from pallasite.agents.search import SearchOptions
-    from pallasite.engine.store_cache import workspace_for
+    from ..agents.search import SearchOptions
+    from ..engine.store_cache import workspace_for
 
     from .settings import apply_project_defaults
 
@@ -139,7 +139,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
 
 def _provider(args: argparse.Namespace, workspace: Any):
     """The model, and for a replay each node's own recorded calls (agents/search_iterate.py)."""
-    from pallasite.agents.providers import ProviderConfig, ProviderError, make_provider
+    from ..agents.providers import ProviderConfig, ProviderError, make_provider
 
     name = args.provider or ""
     if not name.startswith("replay:"):
@@ -147,9 +147,9 @@ def _provider(args: argparse.Namespace, workspace: Any):
                                             scripted_file=args.scripted_file or "",
                                             requests_per_minute=args.requests_per_minute,
                                             tokens_per_minute=args.tokens_per_minute)), None
-    from pallasite.agents.providers_scripted import ScriptedProvider
-    from pallasite.agents.search_iterate import replay_nodes
-    from pallasite.knowledge.store import store_path
+    from ..agents.providers_scripted import ScriptedProvider
+    from ..agents.search_iterate import replay_nodes
+    from ..knowledge.store import store_path
 
     recorded = name.split(":", 1)[1].strip()
     if not store_path(workspace).exists() or not stored_nodes_exist(workspace, recorded):
@@ -161,9 +161,9 @@ def _provider(args: argparse.Namespace, workspace: Any):
 def _search(args: argparse.Namespace, setup: _Setup):
     """The search (agents/search_job.run_search), resumed from the stored nodes of its run id, each node
     stored and told as it finishes; returns the graph and the run id."""
-    from pallasite.agents.optimize_record import OptimizeRecorder
-    from pallasite.agents.search_job import run_search
-    from pallasite.knowledge.store import ResultsStore
+    from ..agents.optimize_record import OptimizeRecorder
+    from ..agents.search_job import run_search
+    from ..knowledge.store import ResultsStore
 
     store = ResultsStore.open(setup.workspace) if setup.workspace else None
     rid = run_id(setup.text, setup.options, setup.name, args.target, device_where(setup.device))

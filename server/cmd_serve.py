@@ -34,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: cannot listen on 127.0.0.1:{args.port}: {problem}; "
                   "choose another --port.", file=sys.stderr)
             return 2
-    from pallasite.server.lsp import server
+    from .lsp import server
 
-    from pallasite.server import lifetime
+    from . import lifetime
 
     lifetime.end_with_signals()
     if args.tcp:

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from pallasite.server.settings import find_pyproject, flat_schema, json_schema, load_project_settings, settings_to_json
+from .settings import find_pyproject, flat_schema, json_schema, load_project_settings, settings_to_json
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pallasite.engine.client import WorkerConfig
+from ..engine.client import WorkerConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 def _backend(args: argparse.Namespace):
     """Where the worker runs, from --backend and its flags (validated: ValueError says what is missing)."""
-    from pallasite.engine.remote import BackendSettings, parse_resources
+    from ..engine.remote import BackendSettings, parse_resources
 
     settings = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command,
                                remote_worker=args.remote_worker, ray_address=args.ray_address,
@@ -63,8 +63,8 @@ def _backend(args: argparse.Namespace):
 
 def _record(run_, path: str) -> None:
     """Store the measurements in the workspace's results store (outside a project: here); a note on failure."""
-    from pallasite.engine import timing
-    from pallasite.engine.store_cache import workspace_for
+    from ..engine import timing
+    from ..engine.store_cache import workspace_for
 
     note = timing.record(run_, path, str(workspace_for([path])))
     if note:
@@ -79,7 +79,7 @@ def _target(args: argparse.Namespace, path: str) -> str | None:
         return args.target
     from pathlib import Path
 
-    from pallasite.server.settings import load_project_settings
+    from .settings import load_project_settings
 
     return load_project_settings(Path(path).resolve().parent)[0].target
 
@@ -98,8 +98,8 @@ def _config(pairs: list[str]) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pallasite.engine import timing
-    from pallasite.server import timing_format
+    from ..engine import timing
+    from . import timing_format
 
     op = args.command
     try:

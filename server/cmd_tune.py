@@ -19,9 +19,9 @@ import os
 import sys
 from typing import Any
 
-from pallasite.analysis.source import apply_edits
-from pallasite.analysis.types import to_json
-from pallasite.engine.tune import (
+from ..analysis.source import apply_edits
+from ..analysis.types import to_json
+from ..engine.tune import (
     TuneError, TuneOptions, TuneReport, checker_compiler, device_platform, tune, worker_estimator, worker_timer,
     worker_verifier,
 )
@@ -85,7 +85,7 @@ def _setup(args: argparse.Namespace, path: str):
     OSError or ValueError says what is wrong."""
     from pathlib import Path
 
-    from pallasite.server.settings import load_project_settings
+    from .settings import load_project_settings
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -110,8 +110,8 @@ def _setup(args: argparse.Namespace, path: str):
 
 def _open_store(path: str):
     """The workspace's results store, or None with a warning saying why results are not recorded."""
-    from pallasite.engine.store_cache import workspace_for
-    from pallasite.knowledge.store import ResultsStore, StoreError
+    from ..engine.store_cache import workspace_for
+    from ..knowledge.store import ResultsStore, StoreError
 
     try:
         return ResultsStore.open(workspace_for([path]))
@@ -122,8 +122,8 @@ def _open_store(path: str):
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
                 memory_mb: int = 4096, device: Any = None, check_options: Any = None) -> TuneReport:
-    from pallasite.engine.client import WorkerConfig
-    from pallasite.engine.pool import local_backend
+    from ..engine.client import WorkerConfig
+    from ..engine.pool import local_backend
 
     def progress(message: str, fraction: float | None = None) -> None:
         if not quiet:
@@ -145,7 +145,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
         await backend.close()
         return await interpret(config, tunable_kinds)
 
-    from pallasite.engine.engine import Engine
+    from ..engine.engine import Engine
 
     timer = None
     engine = Engine(use_store=False)

@@ -19,7 +19,7 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from pallasite.analysis.types import FileReport, Finding
+from ..analysis.types import FileReport, Finding
 
 from .shifting import Edit, LineIndex, shift_findings
 
@@ -83,7 +83,7 @@ class DocumentSnapshot:
     def findings(self) -> list[Finding]:
         """What the user sees: tier-0 and compiler findings, one finding per mistake (a compiler
         finding repeating a tier-0 one becomes its related "agrees" entry)."""
-        from pallasite.engine.agreement import merge_agreeing  # client side, jax-free
+        from ..engine.agreement import merge_agreeing  # client side, jax-free
 
         if not self.compiler:
             return list(self.tier0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: the feature modules import nothing from here
-    from pallasite.agents.optimize import RunState
+    from ..agents.optimize import RunState
 
     from .inlay_hints import HintSet
     from .timing_lsp import LastTiming

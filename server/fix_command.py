@@ -18,7 +18,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from pallasite.analysis.types import FileReport
+from ..analysis.types import FileReport
 
 from .settings import Settings
 
@@ -37,9 +37,9 @@ CANCELLED = {"ok": False, "applied": False, "message": "cancelled; nothing was c
 async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     """The command (``{"uri", "version", "line"}``): a verified fix of the line's errors, applied as
     a versioned edit of the text it was computed for; refusals and failures are replies."""
-    from pallasite.agents.fix_action import fix_file
-    from pallasite.agents.fixer import outcome_json
-    from pallasite.engine.store_cache import workspace_for
+    from ..agents.fix_action import fix_file
+    from ..agents.fixer import outcome_json
+    from ..engine.store_cache import workspace_for
 
     from .checks import get_checker
 
@@ -69,7 +69,7 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
 def fix_job(session: Any, doc: Any, line: int, trusted: bool) -> tuple[Any, str]:
     """(the FixJob of the document's current text and findings, the worker purpose): proposals are
     checked with the compiler tiers in a trusted folder (in a confined worker), else with tier 0."""
-    from pallasite.agents.fix_action import FixJob, has_reference
+    from ..agents.fix_action import FixJob, has_reference
 
     settings = session.settings
     report = FileReport(path=doc.path, findings=tuple(doc.findings()),
@@ -89,7 +89,7 @@ def fix_job(session: Any, doc: Any, line: int, trusted: bool) -> tuple[Any, str]
 
 def failed(cmd: Any, exc: Exception) -> dict[str, Any]:
     """The reply (and what the user is shown) when the fixer fails: a provider error, or a bug."""
-    from pallasite.agents.providers import ProviderError
+    from ..agents.providers import ProviderError
 
     if isinstance(exc, ProviderError):
         cmd.session.show(f"pallasite: Fix with agent: {exc}", lsp.MessageType.Error)

@@ -16,7 +16,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from pallasite.analysis.types import TIERS as CHECK_TIERS
+from ..analysis.types import TIERS as CHECK_TIERS
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def add_model(parser, provider_detail: str = "", api_key_env: bool = True) -> No
 
 def add_search_knobs(parser) -> None:
     """The search algorithms' own knobs (parallel, beam, evolve): `search` and eval's search methods."""
-    from pallasite.agents.search import SearchOptions
+    from ..agents.search import SearchOptions
 
     d = SearchOptions()
     parser.add_argument("--trajectories", type=int, default=d.trajectories, help="parallel: independent trajectories")

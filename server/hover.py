@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from pallasite.analysis.dtypes import DTYPE_BITS, block_bytes
-from pallasite.analysis.footprint import (block_elements, grid_steps, in_vmem, scratch_bytes, tiling_verdict,
+from ..analysis.dtypes import DTYPE_BITS, block_bytes
+from ..analysis.footprint import (block_elements, grid_steps, in_vmem, scratch_bytes, tiling_verdict,
                                           vmem_footprint)
-from pallasite.analysis.types import BlockSpecInfo, Finding, KernelSite, KernelVerdict, Span
-from pallasite.knowledge import catalog
+from ..analysis.types import BlockSpecInfo, Finding, KernelSite, KernelVerdict, Span
+from ..knowledge import catalog
 
 # element sizes shown when the source does not say the dtype (bits)
 UNKNOWN_DTYPE_BITS = (32, 16, 8)

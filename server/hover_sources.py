@@ -70,7 +70,7 @@ def chip_limits(target: str, from_worker: list[Any] | None = None) -> hover.Chip
     """The chip's scoped VMEM limit from the cached chip table, else from the table the warm check
     worker sent this session (``from_worker``); never imports jax."""
     try:
-        from pallasite.engine.chip_table import cached as cached_table
+        from ..engine.chip_table import cached as cached_table
 
         cached = cached_table() or []
     except Exception:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from pallasite.analysis.types import Span
+from ..analysis.types import Span
 
 from .shifting import line_starts, offset_of
 
@@ -74,8 +74,8 @@ def from_tune(version: int, report: Any) -> HintSet:
 
 def _block_dims(text: str) -> list[list[tuple[tuple, tuple]]]:
     """Per pallas_call site: each BlockSpec's (block_shape, dim_spans), in_specs then out_specs."""
-    from pallasite.analysis.sites import find_sites
-    from pallasite.analysis.source import Source
+    from ..analysis.sites import find_sites
+    from ..analysis.source import Source
 
     out = []
     for site in find_sites(Source(text)):

@@ -86,7 +86,7 @@ class Command:
             return
         if message is not None:
             self.refuse(message)
-        from pallasite.agents.providers import HOW_TO_CONFIGURE
+        from ..agents.providers import HOW_TO_CONFIGURE
 
         self.refuse(f"pallasite: {feature} needs an LLM provider. {HOW_TO_CONFIGURE}", lsp.MessageType.Info)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from pallasite.analysis.types import KernelSite, KernelVerdict, Span
+from ..analysis.types import KernelSite, KernelVerdict, Span
 
 CHECK_COMMAND = "pallasite.check"
 

@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import BinaryIO
 
-from pallasite.engine import spawn
+from ..engine import spawn
 
 logger = logging.getLogger(__name__)
 GRACE_S = 0.5  # after the workers are killed, how long the normal shutdown may take before _exit

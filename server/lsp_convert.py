@@ -12,9 +12,9 @@ from typing import Sequence
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path, to_fs_path
 
-from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import Finding, Fix, Span
-from pallasite.knowledge import catalog
+from ..analysis.codes import CODES
+from ..analysis.types import Finding, Fix, Span
+from ..knowledge import catalog
 
 from .shifting import Edit, LineIndex, _BREAK
 

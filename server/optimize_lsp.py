@@ -20,9 +20,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
-from pallasite.agents.optimize import Decision, RunState, new_run, row_word
-from pallasite.analysis.types import KernelSite, Span
-from pallasite.analysis.verdict import judge_tiers
+from ..agents.optimize import Decision, RunState, new_run, row_word
+from ..analysis.types import KernelSite, Span
+from ..analysis.verdict import judge_tiers
 
 from .lenses import Lens
 
@@ -135,8 +135,8 @@ def shown_document(run_id: str, phase: str, payload: dict) -> tuple[str, str] | 
 async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple[dict[str, Any], RunState | None]:
     """The run of the command's document as an engine job (kind "optimize"): its result dict and final
     state (None if it did not finish). Cancelling the command cancels the job and waits for it to end."""
-    from pallasite.agents.optimize_record import OptimizeRecorder
-    from pallasite.agents.providers import make_provider
+    from ..agents.optimize_record import OptimizeRecorder
+    from ..agents.providers import make_provider
 
     session, doc = cmd.session, cmd.doc
     options = dataclasses.replace(session.check_options(), tiers=judge_tiers(session.check_options().tiers))
@@ -159,7 +159,7 @@ async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple
 
 def job_body(session: Any, run_job: Any, provider: Any, recorder: Any, gate: Any, progress: Any) -> Any:
     """The optimize job's work: agents/optimize_job.run_optimize, its phases reported as progress."""
-    from pallasite.agents.optimize_job import run_optimize
+    from ..agents.optimize_job import run_optimize
 
     iterations = run_job.budgets.iterations
 
@@ -176,7 +176,7 @@ def job_body(session: Any, run_job: Any, provider: Any, recorder: Any, gate: Any
 
 
 def _workspace(path: str) -> Path:
-    from pallasite.engine.store_cache import workspace_for
+    from ..engine.store_cache import workspace_for
 
     return Path(workspace_for([path], cwd=Path(path).parent))
 
@@ -184,8 +184,8 @@ def _workspace(path: str) -> Path:
 def optimize_job(session: Any, doc: Any, options: Any, iterations: int, device: Any) -> Any:
     """The same service call as the CLI's (agents/optimize_job.py): the reviewed <stem>.tests.py, the
     device backend when asked for, the same budgets; a new run state of the document's current text."""
-    from pallasite.agents.optimize_job import OptimizeJob, reviewed_tests, tests_path
-    from pallasite.agents.optimize_job import budgets as job_budgets
+    from ..agents.optimize_job import OptimizeJob, reviewed_tests, tests_path
+    from ..agents.optimize_job import budgets as job_budgets
 
     agent, chip = session.settings.agent, session.settings.target
     state = new_run(doc.path, doc.text)

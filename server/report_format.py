@@ -31,9 +31,9 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from pallasite.analysis.codes import CODES, COULD_NOT_CHECK
-from pallasite.analysis.types import FileReport, Finding, Span
-from pallasite.engine.reach import NOT_REACHED
+from ..analysis.codes import CODES, COULD_NOT_CHECK
+from ..analysis.types import FileReport, Finding, Span
+from ..engine.reach import NOT_REACHED
 
 JSON_VERSION = 1
 

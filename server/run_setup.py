@@ -18,7 +18,7 @@ from pathlib import Path
 
 def device_settings(args: argparse.Namespace):
     """The engine's BackendSettings for ``--backend`` (None for ``estimate``); ValueError says what is wrong."""
-    from pallasite.engine.remote import BackendSettings, parse_resources, read_hosts_file
+    from ..engine.remote import BackendSettings, parse_resources, read_hosts_file
 
     if args.backend == "estimate":
         return None
@@ -37,13 +37,13 @@ def untrusted_refusal(device, allow_unconfined: bool, python: str | None = None,
     """Why the model-written code of this run cannot run (local workers, and the device's unless it is
     a Ray cluster's, which decides on its own node): the message to stop with before any model is asked.
     ``project``: a path in the project whose ``worker.sandbox`` setting counts ("off" refuses, as ``fix`` does)."""
-    from pallasite.engine.client import WorkerConfig
-    from pallasite.engine.confinement import refusal_for
-    from pallasite.engine.remote import worker_config
+    from ..engine.client import WorkerConfig
+    from ..engine.confinement import refusal_for
+    from ..engine.remote import worker_config
 
     sandbox = "auto"
     if project is not None:
-        from pallasite.server.settings import load_project_settings
+        from .settings import load_project_settings
 
         start = Path(project).resolve()
         sandbox = load_project_settings(start if start.is_dir() else start.parent)[0].worker.sandbox
@@ -57,15 +57,15 @@ def untrusted_refusal(device, allow_unconfined: bool, python: str | None = None,
 def open_device(settings, memory_mb: int, timeout_s: float = 600.0, *, allow_unconfined: bool = False):
     """An open device backend for these settings, and its name (``local``, ``ssh:HOST``, ``ray:ADDRESS``);
     its worker runs model-written code, so it is confined (engine/confinement.py)."""
-    from pallasite.engine.client import WorkerConfig
-    from pallasite.engine.remote import open_remote, where
+    from ..engine.client import WorkerConfig
+    from ..engine.remote import open_remote, where
 
     return open_remote(settings, WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, platforms=None, confine=True,
                                               allow_unconfined=allow_unconfined)), where(settings)
 
 
 def device_where(settings) -> str:
-    from pallasite.engine.remote import where
+    from ..engine.remote import where
 
     return where(settings) if settings is not None else "estimate"
 
@@ -81,7 +81,7 @@ def search_run_id(text: str, options: object, provider: str, chip: str, timing: 
 def agent_settings(args: argparse.Namespace):
     """The project's settings for the file ``args.path``, its agent settings with the command line's
     model flags over them, and the provider name: fix and optimize."""
-    from pallasite.server.settings import load_project_settings
+    from .settings import load_project_settings
 
     settings, warnings = load_project_settings(Path(args.path).resolve().parent)
     for warning in warnings:
@@ -98,21 +98,21 @@ def agent_settings(args: argparse.Namespace):
 
 def stored_nodes_exist(workspace, rid: str) -> bool:
     """Whether the workspace's store holds a search of that run id (what a replay reads)."""
-    from pallasite.knowledge.store import ResultsStore
+    from ..knowledge.store import ResultsStore
 
     with ResultsStore.open(workspace) as store:
         return bool(stored_nodes(store, rid))
 
 
 def stored_nodes(store, rid: str) -> list:
-    from pallasite.agents.search_graph import SearchNode
+    from ..agents.search_graph import SearchNode
 
     return [SearchNode.from_json(s.payload) for s in store.agent_steps(rid) if s.kind == "search_node"] if store else []
 
 
 def write_outputs(graph, rid: str, out_dir: Path, title: str, report: Path | None = None) -> Path:
     """The graph as JSON and the HTML report; returns the report's path."""
-    from pallasite.server.report_html import search_html
+    from .report_html import search_html
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{rid}.json").write_text(graph.dumps())

@@ -17,7 +17,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from pallasite.analysis.verdict import judge_tiers
+from ..analysis.verdict import judge_tiers
 
 from .lsp_convert import whole_document_edit
 
@@ -26,7 +26,7 @@ SEARCH_COMMAND = "pallasite.search"
 
 def options_from(args: dict[str, Any]) -> Any:
     """SearchOptions from the command's arguments (``algo``, ``seed``, ``budget``, ``width``, ...)."""
-    from pallasite.agents.search import SearchOptions
+    from ..agents.search import SearchOptions
 
     names = {"budget": "max_nodes", "targetSpeedup": "target", "keepFactor": "keep_factor",
              "crossoverRate": "crossover_rate"}
@@ -56,9 +56,9 @@ class SearchRun:
 
 def prepare(cmd: Any) -> SearchRun:
     """Check the command's arguments and settings (refusing through ``cmd``) and open the store."""
-    from pallasite.agents.providers import ProviderError, make_provider
-    from pallasite.engine.store_cache import workspace_for
-    from pallasite.knowledge.store import ResultsStore
+    from ..agents.providers import ProviderError, make_provider
+    from ..engine.store_cache import workspace_for
+    from ..knowledge.store import ResultsStore
 
     from . import run_setup as cmd_search
 
@@ -86,9 +86,9 @@ def title(run: SearchRun) -> str:
 def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
     """The search job's work (agents/search_job.run_search): every node stored as it finishes, reported to the
     job and the editor; device jobs on the session engine's device pool (engine/device.py: warm across runs)."""
-    from pallasite.agents import search_job
-    from pallasite.agents.optimize_record import OptimizeRecorder
-    from pallasite.engine.tune import job_progress
+    from ..agents import search_job
+    from ..agents.optimize_record import OptimizeRecorder
+    from ..engine.tune import job_progress
 
     check_options = _check_options(session, run.chip)
 

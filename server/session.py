@@ -24,9 +24,9 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from pallasite.analysis.source import forget as forget_tree, release_memory
+from ..analysis.source import forget as forget_tree, release_memory
 
-from pallasite.engine.engine import Engine
+from ..engine.engine import Engine
 
 from . import session_settings, tier0_runs, tier0_thread
 from .documents import Document, DocumentSnapshot

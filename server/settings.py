@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pallasite.analysis.codes import CODES
-from pallasite.analysis.types import SEVERITIES, TIERS
+from ..analysis.codes import CODES
+from ..analysis.types import SEVERITIES, TIERS
 
-from pallasite.engine.checker import TARGETS  # the chips the checker accepts (jax-free module)
+from ..engine.checker import TARGETS  # the chips the checker accepts (jax-free module)
 
 SEVERITY_LEVELS: tuple[str, ...] = (*SEVERITIES, "off")
 SECTION = "pallasite"
@@ -112,7 +112,7 @@ class BackendSettings:
 
     def remote(self) -> Any:
         """These settings as the engine's ``BackendSettings`` (engine/remote.py)."""
-        from pallasite.engine.remote import BackendSettings as Remote
+        from ..engine.remote import BackendSettings as Remote
 
         return Remote(kind=self.kind, host=self.host or None, command=self.command or None,
                       remote_worker=self.remoteWorker or "pallasite worker", ray_address=self.rayAddress or None,
@@ -172,7 +172,7 @@ class AgentSettings:
 
     def provider_config(self, name: str | None = None) -> Any:
         """These settings as the agents' ``ProviderConfig`` (``name`` overrides the provider)."""
-        from pallasite.agents.providers import ProviderConfig
+        from ..agents.providers import ProviderConfig
 
         return ProviderConfig(name=self.provider if name is None else name, model=self.model, base_url=self.baseUrl,
                               api_key_env=self.apiKeyEnv, vertex_project=self.vertexProject,
@@ -181,7 +181,7 @@ class AgentSettings:
                               price_output_per_mtok=self.priceOutputPerMTok, scripted_file=self.scriptedFile)
 
     def budgets(self) -> Any:
-        from pallasite.agents.fixer import Budgets
+        from ..agents.fixer import Budgets
 
         return Budgets(max_rounds=self.maxRounds, max_tokens=self.maxTokens, max_seconds=self.maxSeconds,
                        request_timeout_s=self.requestTimeoutS, max_changed_lines=self.maxChangedLines)
@@ -218,7 +218,7 @@ class Settings:
 
     def check_options(self, tiers: list[int] | None = None) -> Any:
         """These settings as the runner's ``CheckOptions`` (imported lazily: runner client side)."""
-        from pallasite.engine.checker import CheckOptions
+        from ..engine.checker import CheckOptions
 
         return CheckOptions(
             target=self.target,

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
-from pallasite.analysis.types import Finding, Fix, Related, Span, TextEdit
+from ..analysis.types import Finding, Fix, Related, Span, TextEdit
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 

@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
-from pallasite.analysis.source import forget as forget_tree, release_memory
-from pallasite.analysis.suppress import apply_suppressions
-from pallasite.analysis.types import Finding, Related
+from ..analysis.source import forget as forget_tree, release_memory
+from ..analysis.suppress import apply_suppressions
+from ..analysis.types import Finding, Related
 
 from . import tier0_thread
 
@@ -31,8 +31,8 @@ def analyzable(text: str) -> str:
 
 
 def analyze(text: str, path: str, target: str) -> Any:
-    from pallasite.analysis import tier0
-    from pallasite.engine.checker import scoped_vmem
+    from ..analysis import tier0
+    from ..engine.checker import scoped_vmem
 
     return tier0.analyze(analyzable(text), path, target=target, scoped_vmem=scoped_vmem(target))
 

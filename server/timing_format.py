@@ -78,7 +78,7 @@ def label(measurement: dict[str, Any]) -> str:
 def speedup_text(result: dict[str, Any], *, short: bool = False) -> str:
     """", 1.23x vs the XLA reference (device (TPU v6 lite))" when both sides are device timings of the
     same kind (analysis/verdict.speedup); else the refusal (interpret mode, host clock: never a speedup)."""
-    from pallasite.analysis.verdict import timing_of, try_speedup
+    from ..analysis.verdict import timing_of, try_speedup
 
     cand, ref = result.get("candidate") or {}, result.get("reference") or {}
     s, why = try_speedup(timing_of(ref), timing_of(cand), baseline_name="the XLA reference")

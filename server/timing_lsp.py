@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pallasite.analysis.types import KernelSite, KernelTask
+from ..analysis.types import KernelSite, KernelTask
 
 from . import timing_format
 from .lenses import Lens
@@ -93,7 +93,7 @@ def _validate(options: dict[str, Any]) -> str | None:
 
 def _request(settings: Any, doc: Any, op: str, options: dict[str, Any]) -> tuple[Any, dict[str, Any]] | str:
     """(the remote backend, the worker's time request) for the document's text, or what is wrong."""
-    from pallasite.engine import timing
+    from ..engine import timing
 
     problem = _validate(options)
     if problem:
@@ -113,8 +113,8 @@ def _request(settings: Any, doc: Any, op: str, options: dict[str, Any]) -> tuple
 async def run(session: Any, doc: Any, op: str, options: dict[str, Any],
               report: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The command's work: returns ``{"ok", "status", "summary", "where", "result"}`` or an error."""
-    from pallasite.engine import timing
-    from pallasite.engine.client import WorkerConfig
+    from ..engine import timing
+    from ..engine.client import WorkerConfig
 
     request = _request(session.settings, doc, op, options)
     if isinstance(request, str):
@@ -146,7 +146,7 @@ def submit(session: Any, doc: Any, op: str, options: dict[str, Any],
            report: Callable[[str], None] | None = None) -> Any:
     """Start the command's work as an engine job (kind ``time``/``profile``, with its progress), so
     status bars and agents see it with the checks; cancelling the job's task cancels the request."""
-    from pallasite.engine.timing import as_job
+    from ..engine.timing import as_job
 
     def work(job_report: Callable[[str], None]) -> Any:
         def both(message: str) -> None:

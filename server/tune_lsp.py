@@ -16,10 +16,10 @@ from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
-from pallasite.analysis.source import Source
-from pallasite.analysis.tunables import find_tunables
-from pallasite.analysis.types import KernelSite, Span
-from pallasite.engine.tune import (TuneOptions, TuneReport, checker_compiler, job_progress, tune, worker_estimator,
+from ..analysis.source import Source
+from ..analysis.tunables import find_tunables
+from ..analysis.types import KernelSite, Span
+from ..engine.tune import (TuneOptions, TuneReport, checker_compiler, job_progress, tune, worker_estimator,
                                    worker_verifier)
 
 from .lenses import Lens
@@ -116,8 +116,8 @@ def job_body(session: Any, path: str, text: str, options: TuneOptions, progress:
 
 def _open_store(session: Any, path: str) -> Any:
     """The workspace's results store, or None (logged): tune all the same; nothing is remembered this time."""
-    from pallasite.engine.store_cache import workspace_for
-    from pallasite.knowledge.store import ResultsStore, StoreError
+    from ..engine.store_cache import workspace_for
+    from ..knowledge.store import ResultsStore, StoreError
 
     try:
         return ResultsStore.open(workspace_for([path], cwd=Path(path).parent))

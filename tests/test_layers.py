@@ -181,6 +181,20 @@ def test_no_import_circles():
         "\n".join(" <-> ".join(group) for group in found)
 
 
+def test_imports_within_the_package_are_relative():
+    """The tree alone shows who imports whom: no module of the package imports it by its installed name
+    (``from pallasite.x import y``), which a tool reading the source without the install cannot place."""
+    absolute = []
+    for layer in LAYERS:
+        for path in sorted((PACKAGE_ROOT / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                         else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                absolute += [f"{path.relative_to(PACKAGE_ROOT)}:{node.lineno}" for n in names
+                             if n == "pallasite" or n.startswith("pallasite.")]
+    assert absolute == []
+
+
 def test_every_package_folder_is_installed():
     listed = re.search(r"^packages = \[(.*?)\]", (PACKAGE_ROOT / "pyproject.toml").read_text(), re.S | re.M)
     packages = set(re.findall(r'"([^"]+)"', listed.group(1)))

@@ -29,7 +29,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pallasite.analysis.types import ChipSpec, CostEstimate, Measurement, Provenance, from_json, to_json, type_hints
+from ..analysis.types import ChipSpec, CostEstimate, Measurement, Provenance, from_json, to_json, type_hints
 
 
 class ProtocolError(ValueError):

@@ -21,8 +21,8 @@ import traceback as traceback_module
 from dataclasses import dataclass
 from typing import Any
 
-from pallasite.analysis.types import to_json
-from pallasite.wire.messages import (  # noqa: F401 - re-exported: the payload types live there
+from ..analysis.types import to_json
+from .messages import (  # noqa: F401 - re-exported: the payload types live there
     PARAMS,
     RESULTS,
     ErrorInfo,
@@ -106,7 +106,7 @@ def check_handshake(handshake: Handshake) -> None:
 
 
 def _own_version() -> str:
-    from pallasite.analysis.types import installed_versions
+    from ..analysis.types import installed_versions
 
     return installed_versions().get("pallasite") or "<this version>"
 
