@@ -428,17 +428,9 @@ def _own_set(prep: Prepared, args: Any, own: Callable[[], Any]) -> dict[str, Any
     bad = guards.degenerate(expected, tolerance)
     if bad:
         return {"rejection": bad, "tolerance": tolerance}
-    saved = guards.snapshot(args)
-    try:
-        with _execution(prep, True):
-            outputs = jax.block_until_ready(prep.candidate(*args))
-        outputs = jax.tree.map(np.asarray, outputs)
-    except Exception as exc:  # noqa: BLE001 - the candidate's failure is a verdict
-        return {"rejection": guards.reject("candidate_failed", f"the candidate raised {type(exc).__name__}: "
-                                           f"{str(exc)[:2000]}"), "tolerance": tolerance}
-    changed = guards.inputs_changed(args, saved)
-    if changed:
-        return {"rejection": changed, "tolerance": tolerance}
+    outputs, saved, failed = _run_candidate(prep, args, tolerance)
+    if failed:
+        return failed
     return {"rejection": guards.compare_outputs(outputs, expected, tolerance), "outputs": outputs,
             "expected": expected, "tolerance": tolerance}
 
@@ -454,17 +446,9 @@ def _one_set(prep: Prepared, shapes: tuple[Any, ...], seed: int, template: Any) 
     bad = guards.degenerate(expected, tolerance)
     if bad:
         return {"rejection": bad, "tolerance": tolerance}
-    saved = guards.snapshot(args)
-    try:
-        with _execution(prep, True):
-            outputs = jax.block_until_ready(prep.candidate(*args))
-        outputs = jax.tree.map(np.asarray, outputs)
-    except Exception as exc:  # noqa: BLE001 - the candidate's failure is a verdict
-        return {"rejection": guards.reject("candidate_failed", f"the candidate raised {type(exc).__name__}: "
-                                           f"{str(exc)[:2000]}"), "tolerance": tolerance}
-    changed = guards.inputs_changed(args, saved)
-    if changed:
-        return {"rejection": changed, "tolerance": tolerance}
+    outputs, saved, failed = _run_candidate(prep, args, tolerance)
+    if failed:
+        return failed
     bad = guards.compare_outputs(outputs, expected, tolerance)
     if bad and bad["trick"] == "wrong_result":
         returned = _returned_input(outputs, saved)
@@ -472,6 +456,24 @@ def _one_set(prep: Prepared, shapes: tuple[Any, ...], seed: int, template: Any) 
             bad = guards.reject("work_outside_timed_region", f"the candidate returns its input {returned} unchanged: the "
                                 "answer was computed before the call (by the inputs function), outside the timed region")
     return {"rejection": bad, "outputs": outputs, "expected": expected, "tolerance": tolerance}
+
+
+def _run_candidate(prep: Prepared, args: Any, tolerance: Any) -> tuple[Any, Any, dict[str, Any] | None]:
+    """(outputs, the inputs as they were, None), or a rejection when the candidate raised or changed
+    its inputs: the part of a correctness set that both the drawn and the task's own inputs share."""
+    saved = guards.snapshot(args)
+    try:
+        with _execution(prep, True):
+            outputs = jax.block_until_ready(prep.candidate(*args))
+        outputs = jax.tree.map(np.asarray, outputs)
+    except Exception as exc:  # noqa: BLE001 - the candidate's failure is a verdict
+        return None, saved, {"rejection": guards.reject("candidate_failed", f"the candidate raised "
+                                                        f"{type(exc).__name__}: {str(exc)[:2000]}"),
+                             "tolerance": tolerance}
+    changed = guards.inputs_changed(args, saved)
+    if changed:
+        return None, saved, {"rejection": changed, "tolerance": tolerance}
+    return outputs, saved, None
 
 
 def _returned_input(outputs: Any, saved: list[np.ndarray]) -> int | None:
