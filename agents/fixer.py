@@ -39,7 +39,7 @@ from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits,
 from .fix_prompt import SYSTEM, FixContext, prompt
 from .deadline import Deadline, bounded
 from .fix_scope import unsafe_edit
-from .guards import tampering
+from .guards import frozen_names, tampering
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
 Verify = Callable[[str, tuple[int, ...]], Awaitable[FileReport]]
@@ -229,7 +229,7 @@ class Fixer:
         if silenced:
             raise _Rejected("silenced", f"the edit adds {' and '.join(silenced)}: that hides the error instead of "
                                         "fixing it")
-        changed = tampering(context.text, candidate)
+        changed = tampering(context.text, candidate, frozen_names(context.path))
         if changed:
             raise _Rejected("changes the tests", f"the edit {'; '.join(changed)}: a fix must pass the file's own "
                                                  "tests, not change them")

@@ -17,6 +17,7 @@ the worker traced (runner/interpret_guard.py, finding PLS114).
 from __future__ import annotations
 
 import ast
+import os
 import re
 
 # The task's test definitions, by name (the frozen tests of optimize, the fixer's reference).
@@ -27,34 +28,43 @@ _DYNAMIC = re.compile(rf"""(?:globals\(\)|__dict__|vars\([^)]*\))\s*\[\s*['"](?P
                       rf"""|setattr\([^,]+,\s*['"](?P<b>{_NAMES})['"]""")
 
 
-def definitions(text: str) -> dict[str, str]:
+def frozen_names(path: str | None) -> tuple[str, ...]:
+    """The test names of the file at ``path``. A JAXBench candidate (a ``baseline.py`` beside it) is
+    held to the baseline's ``workload``: its own ``workload`` is the kernel being improved, not a test."""
+    if path and os.path.basename(path) != "baseline.py" \
+            and os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), "baseline.py")):
+        return tuple(n for n in TEST_NAMES if n != "workload")
+    return TEST_NAMES
+
+
+def definitions(text: str, names: tuple[str, ...] = TEST_NAMES) -> dict[str, str]:
     """Top-level definitions of the test names (the last one wins, as in Python), as comparable text."""
     out: dict[str, str] = {}
     for node in ast.parse(text).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names = [node.name]
+            targets_named = [node.name]
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            targets_named = [t.id for t in targets if isinstance(t, ast.Name)]
         else:
             continue
-        for name in names:
-            if name in TEST_NAMES:
+        for name in targets_named:
+            if name in names:
                 out[name] = ast.dump(node, include_attributes=False)
     return out
 
 
-def tampering(frozen: str, candidate: str) -> list[str]:
-    """What the candidate does to the frozen tests, as sentences ([]: nothing, or it does not parse:
-    the compile phase says that)."""
+def tampering(frozen: str, candidate: str, names: tuple[str, ...] = TEST_NAMES) -> list[str]:
+    """What the candidate does to the frozen tests (``names``: ``frozen_names(path)``), as sentences
+    ([]: nothing, or it does not parse: the compile phase says that)."""
     try:
-        theirs, mine, tree = definitions(frozen), definitions(candidate), ast.parse(candidate)
+        theirs, mine, tree = definitions(frozen, names), definitions(candidate, names), ast.parse(candidate)
     except SyntaxError:
         return []
     out = [f"{'redefines' if name in theirs else 'adds'} the task's {_what(name)}" for name, body in mine.items()
            if theirs.get(name) != body]
     declared = sorted({n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names
-                       if n in TEST_NAMES})
+                       if n in names})
     out += [f"rebinds the task's {_what(name)} through `global {name}`" for name in declared]
     out += sorted({f"writes the task's {_what(m.group('a') or m.group('b'))} through {m.group(0).split('(')[0]}"
                    for m in _DYNAMIC.finditer(candidate)})

@@ -28,21 +28,21 @@ from ..engine.timing import device_measurement
 
 from .evaluator import PhaseResult
 
-from .guards import TEST_NAMES, tampering  # noqa: F401 - TEST_NAMES: the frozen test definitions, by name
+from .guards import TEST_NAMES, frozen_names, tampering
 
 
-def frozen_parts(original: str) -> dict[str, str]:
-    """The original file's test definitions (top-level ``def``/assignment of TEST_NAMES), by name."""
+def frozen_parts(original: str, names: tuple[str, ...] = TEST_NAMES) -> dict[str, str]:
+    """The original file's test definitions (top-level ``def``/assignment of ``names``), by name."""
     import ast
 
     tree = ast.parse(original)
     lines = original.splitlines(keepends=True)
     out = {}
     for node in tree.body:
-        names = [node.name] if isinstance(node, (ast.FunctionDef,)) else \
+        defined = [node.name] if isinstance(node, (ast.FunctionDef,)) else \
             [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
-        for name in names:
-            if name in TEST_NAMES:
+        for name in defined:
+            if name in names:
                 start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno]) - 1
                 out[name] = "".join(lines[start:node.end_lineno])
     return out
@@ -166,7 +166,8 @@ class EngineEvaluator:
         # appended whole (its imports too) after them
         self.original = original
         self._original_lower_bound: bool | None = None
-        self.original_frozen = frozen_parts(original)
+        self.test_names = frozen_names(path)  # a JAXBench candidate's own workload is its kernel, not a test
+        self.original_frozen = frozen_parts(original, self.test_names)
         self.use_tests(tests)
         self.device_kind = ""
         self.method = f"device ({device.kind} backend)" if device is not None else f"estimate ({chip})"
@@ -219,7 +220,7 @@ class EngineEvaluator:
             why = f"SyntaxError: {err.msg} (line {err.lineno})"
             return PhaseResult(False, f"SyntaxError line {err.lineno}", evidence=why,
                                compile=CompileResult.failed(why, chip=self.chip))
-        changed = tampering("\n\n".join(self.frozen.values()), source)
+        changed = tampering("\n\n".join(self.frozen.values()), source, self.test_names)
         if changed:
             why = (f"the candidate {'; '.join(changed)}: the tests are frozen; keep the file's inputs, reference and "
                    "tolerances as they are")

@@ -56,3 +56,22 @@ async def test_the_fixer_refuses_a_fix_that_edits_the_reference():
     assert not outcome.ok and outcome.attempts[0].verdict == "changes the tests"
     assert "redefines the task's reference()" in outcome.attempts[0].detail
     assert asked == []  # never checked, never run
+
+
+def test_a_jaxbench_candidates_own_workload_is_its_kernel_not_a_test(tmp_path):
+    """Beside a baseline.py, optimized.py's workload() holds the pallas_call being improved (the reference
+    is the baseline's workload): changing it is the point, changing CONFIG or create_inputs still is not.
+    Before, every optimize candidate of a JAXBench task 'redefined the task's workload()'."""
+    from pallasite.agents.guards import frozen_names, tampering
+
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "baseline.py").write_text("def workload(x):\n    return x\n")
+    original = "CONFIG = {'rows': 2048}\n\n\ndef workload(x):\n    return kernel(x, block=256)\n"
+    faster = original.replace("256", "512")
+    names = frozen_names(str(task / "optimized.py"))
+    assert tampering(original, faster, names) == []
+    assert tampering(original, faster.replace("2048", "64"), names) == ["redefines the task's CONFIG"]
+    # without a baseline beside it (or in baseline.py itself) workload is the reference: frozen
+    assert tampering(original, faster, frozen_names(str(tmp_path / "kernel.py"))) == ["redefines the task's workload()"]
+    assert tampering(original, faster, frozen_names(str(task / "baseline.py"))) == ["redefines the task's workload()"]
