@@ -97,7 +97,6 @@ def _ready_at_config(sock: socket.socket, prep: Any, full: tuple[Any, ...], size
     """The candidate's side at a reduced CONFIG size (runner/timing_ladder.py): its traces and runs
     read CONFIG there; the judge is told the size and makes the inputs and the reference itself."""
     import jax
-    import numpy as np
 
     from . import interpret_guard, timing, timing_ladder
     from . import timing_guards as guards
@@ -117,15 +116,12 @@ def _ready_at_config(sock: socket.socket, prep: Any, full: tuple[Any, ...], size
                                                     prep.path)
     if sized.second and own is None:
         with inputs_mod.config_scaled(spaces, sized.second):
-            extra = timing_ladder._shapes(timing_ladder.make_inputs(prep, sized.second))
-
-    def signature(tree: Any) -> list[Any]:
-        return [[list(a.shape), str(np.dtype(a.dtype).name)] for a in jax.tree.leaves(tree)]
+            extra = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, sized.second))
 
     send_frame(sock, {"op": "ready", "rejections": rejections, "counted": counted, "notes": [],
                       "reduced": sized.note if scaled else None, "verified_at": sized.verified_at if scaled else None,
-                      "config_scaled": dict(scaled) or None, "own": own is not None, "shapes": signature(sized.shapes),
-                      "extra": signature(extra) if extra is not None else None,
+                      "config_scaled": dict(scaled) or None, "own": own is not None, "shapes": inputs_mod.signature(sized.shapes),
+                      "extra": inputs_mod.signature(extra) if extra is not None else None,
                       "extra_how": (f"CONFIG at {timing_ladder.ConfigSize(sized.second, dict(prep.task.config), (), 0, 0).verified_at}"
                                     if extra is not None else "no second reduced CONFIG size fits the check's memory"),
                       "scaled": sized.second if extra is not None else None, "entry": prep.task.name,
@@ -271,10 +267,7 @@ def _judge(sock: socket.socket, params: dict[str, Any], say: Callable[[str], Non
     import jax
 
     from . import timing
-    from . import timing_guards as guards
     from . import timing_inputs as inputs_mod
-    from .interpret_compare import tolerance_for
-    from .tiers import versions
 
     seed = timing._seed(params)
     send_frame(sock, {"op": "go"})
@@ -321,11 +314,10 @@ def _trusted_at_config(task: Any, reference: Callable[..., Any], scaled: dict[st
     workload or None) from the trusted file, its CONFIG read at ``scaled`` (names it must state)."""
     import inspect
 
-    import jax
 
     from . import timing_inputs as inputs_mod
     from .tasks_runtime import _call_with_config
-    from .timing_ladder import _is_int, _shapes
+    from .timing_ladder import _is_int
 
     config = dict(task.config or {})
     for key, value in (scaled or {}).items():
@@ -339,7 +331,7 @@ def _trusted_at_config(task: Any, reference: Callable[..., Any], scaled: dict[st
         return _call_with_config(create, {**config, **(scaled or {})}) if create is not None else task.inputs()
 
     with inputs_mod.config_scaled((reference,), scaled):
-        shapes, own_reference = _shapes(make), None
+        shapes, own_reference = inputs_mod.shapes_of(make), None
         if own:  # the reference takes other arguments than the candidate: through its own workload
             if create is None:
                 raise ValueError("the reference takes other arguments and its file makes no inputs of its own")

@@ -384,7 +384,7 @@ def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], 
     how = f"CONFIG at {second.verified_at}"
     say(f"checking a second shape ({how})")
     with inputs_mod.config_scaled(spaces, sized.second):
-        other = timing_ladder._shapes(timing_ladder.make_inputs(prep, sized.second))
+        other = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, sized.second))
         third = _one_set(prep, other, seed + 2, timing_ladder.concrete_at(prep, sized.second))
     out["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(other)}
     if third.get("reference_failed"):

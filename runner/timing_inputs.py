@@ -108,7 +108,7 @@ def extra_shapes(task: Any, module: Any) -> tuple[tuple[Any, ...] | None, str, d
     for name in (f"{task.name}_extra_inputs", "extra_inputs"):
         fn = ns.get(name)
         if callable(fn):
-            return _shapes_of(fn), f"{name}()", None
+            return shapes_of(fn), f"{name}()", None
     if task.format == "jaxbench":
         create = ns.get("create_inputs")
         config = dict(task.config or {})
@@ -118,14 +118,14 @@ def extra_shapes(task: Any, module: Any) -> tuple[tuple[Any, ...] | None, str, d
         doubled = {k: 2 * v for k, v in config.items() if k in params and _is_int(v)}
         if doubled:
             call_config = {**config, **doubled}
-            return (_shapes_of(lambda: create(**{k: v for k, v in call_config.items() if k in params})),
+            return (shapes_of(lambda: create(**{k: v for k, v in call_config.items() if k in params})),
                     "create_inputs with " + ", ".join(f"{k}={v}" for k, v in sorted(doubled.items())), None)
         sizes = {d for leaf in jax.tree.leaves(task.abstract_args()) for d in getattr(leaf, "shape", ())}
         scaled = {k: 2 * v for k, v in config.items() if _is_int(v) and v in sizes}
         if not scaled:
             return None, "no int CONFIG value is a size of the inputs (nothing to scale)", None
         with config_scaled((create,), scaled):
-            shapes = _shapes_of(create)
+            shapes = shapes_of(create)
         return shapes, "CONFIG with " + ", ".join(f"{k}={v}" for k, v in sorted(scaled.items())), scaled
     inputs = task.inputs
     if inputs is None or task.format != "native":
@@ -135,7 +135,7 @@ def extra_shapes(task: Any, module: Any) -> tuple[tuple[Any, ...] | None, str, d
     if not doubled:
         return None, ("the inputs function takes no int parameter with a default; "
                       "define extra_inputs() to time a second shape"), None
-    return (_shapes_of(lambda: inputs(**doubled)),
+    return (shapes_of(lambda: inputs(**doubled)),
             f"{getattr(inputs, '__name__', 'inputs')}(" + ", ".join(f"{k}={v}" for k, v in sorted(doubled.items())) + ")",
             None)
 
@@ -161,7 +161,7 @@ def config_scaled(functions: Iterable[Callable[..., Any]], scaled: dict[str, int
             space["CONFIG"] = config
 
 
-def _shapes_of(fn: Callable[[], Any]) -> tuple[Any, ...]:
+def shapes_of(fn: Callable[[], Any]) -> tuple[Any, ...]:
     shapes = jax.eval_shape(fn)
     if isinstance(shapes, list):
         shapes = tuple(shapes)

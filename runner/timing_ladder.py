@@ -32,6 +32,7 @@ from typing import Any, Callable
 import jax
 
 from . import timing_inputs as inputs_mod
+from .interpret_shrink import input_bytes
 
 MAX_TRIES = 60  # traces of the candidate spent at most
 MAX_STEPS = 512  # grid steps of all calls together that interpret mode runs in seconds
@@ -87,19 +88,14 @@ def grid_of(call: Any) -> tuple[int, ...]:
 
 def peak_bytes(reference: Callable[..., Any], shapes: tuple[Any, ...]) -> int:
     """The interpreter's estimated peak for one check at these shapes (see the module doc)."""
-    held = nbytes(shapes)
+    held = input_bytes(shapes)
     try:
         out = jax.eval_shape(reference, *shapes)
-        held += nbytes(out)
+        held += input_bytes(out)
         largest = _largest_intermediate(reference, shapes)
     except Exception:  # noqa: BLE001 - a reference that does not trace is reported by the caller
         largest = 0
     return PEAK_FACTOR * held + 3 * largest
-
-
-def nbytes(tree: Any) -> int:
-    return sum(math.prod(a.shape) * jax.numpy.dtype(a.dtype).itemsize
-               for a in jax.tree.leaves(tree) if hasattr(a, "shape") and hasattr(a, "dtype"))
 
 
 def _largest_intermediate(fn: Callable[..., Any], shapes: tuple[Any, ...]) -> int:
@@ -258,7 +254,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
             trial = {**state["scaled"], key: new}
             try:
                 with inputs_mod.config_scaled(spaces, trial):
-                    new_shapes = _shapes(make_inputs(prep, trial))
+                    new_shapes = inputs_mod.shapes_of(make_inputs(prep, trial))
                     if _lane_cut(shapes, new_shapes):
                         last_why = f"{key}={new}: an input's last (lane) dim would drop below 128"
                         continue
@@ -320,7 +316,7 @@ def _with_second(result: ConfigSize, state: dict[str, Any], config: dict[str, An
         trial = {**result.scaled, key: up}
         try:
             with inputs_mod.config_scaled(spaces, trial):
-                s = _shapes(make_inputs(prep, trial))
+                s = inputs_mod.shapes_of(make_inputs(prep, trial))
                 traced = probe(s, trial)
                 if _kept(want, grids, traced) is None and fits(s, traced)[1] <= budget:
                     return dataclasses.replace(result, second=trial)
@@ -347,7 +343,7 @@ def _by_bytes(keys: list[str], state: dict[str, Any], config: dict[str, Any]) ->
     share: dict[str, int] = {}
     for key in keys:
         value = state["scaled"].get(key, config[key])
-        share[key] = sum(nbytes(a) for a in jax.tree.leaves(state["shapes"])
+        share[key] = sum(input_bytes(a) for a in jax.tree.leaves(state["shapes"])
                          if hasattr(a, "shape") and value in a.shape)
     return sorted(keys, key=lambda k: (-share[k], -int(state["scaled"].get(k, config[k]))))
 
@@ -356,7 +352,6 @@ def block_structure(calls: list[Any]) -> list[tuple]:
     """Each call's blocks as ``interpret_shrink.blocks_of`` states them, with a block dim that spans
     its whole operand dim written "whole" (it may follow the dim down: a whole-sequence block)."""
     from .interpret_shrink import blocks_of
-    from .intercept import block_shapes
 
     out = []
     for call, (ins, outs, scratch, tiles) in zip(calls, blocks_of(calls)):
@@ -390,13 +385,6 @@ def _kept(want: list[tuple], grids: list[tuple[int, ...]], traced: list[Any]) ->
             if b >= 2 and a < 2:
                 return f"grid axis {axis} would have {a} step(s) (it had {b})"
     return None
-
-
-def _shapes(create: Callable[[], Any]) -> tuple[Any, ...]:
-    shapes = jax.eval_shape(create)
-    if isinstance(shapes, list):
-        shapes = tuple(shapes)
-    return shapes if isinstance(shapes, tuple) else (shapes,)
 
 
 def _smaller(value: int, full: int | None = None) -> list[int]:
