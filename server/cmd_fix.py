@@ -48,12 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     flags.add(parser, "--allow-unconfined")
 
 
-def _settings(args: argparse.Namespace):
-    from .run_setup import agent_settings
-
-    return agent_settings(args)
-
-
 def run(args: argparse.Namespace) -> int:
     """Check the inputs, run the fix job, write and render its outcome."""
     from ..agents.providers import ProviderError
@@ -109,7 +103,9 @@ def _setup(args: argparse.Namespace) -> _Setup:
     path = args.path
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such file")
-    settings, agent, provider = _settings(args)
+    from .run_setup import agent_settings
+
+    settings, agent, provider = agent_settings(args)
     if args.target is not None and args.target not in TARGETS:
         raise UsageError(f"--target {args.target!r}: unknown chip; choose one of {', '.join(TARGETS)}")
     if args.rounds is not None and args.rounds < 1:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,29 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     flags.add(parser, "--apply", "the best node's source")
 
 
-# The argument groups other commands share now live in server/flags.py; these names stay for callers.
-def add_search_knobs(parser) -> None:
-    from .flags import add_search_knobs as add
-
-    add(parser)
-
-
+# The backend's argument group lives in server/flags.py; this name stays for its callers.
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     from .flags import add_backend
 
     add_backend(parser)
-
-
-def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
-    from .flags import add_pool
-
-    add_pool(parser)
-
-
-def add_unconfined_argument(parser: argparse.ArgumentParser) -> None:
-    from .flags import add
-
-    add(parser, "--allow-unconfined")
 
 
 # Shared with the other agent commands and the editor (server/run_setup.py); the names stay here for callers.

@@ -16,13 +16,11 @@ The loop is agents/optimize.py's; this module only converts to LSP.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..agents.optimize import Decision, RunState, new_run, row_word
 from ..analysis.types import KernelSite, Span
-from ..analysis.verdict import judge_tiers
 
 from .lenses import Lens
 
@@ -139,7 +137,7 @@ async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple
     from ..agents.providers import make_provider
 
     session, doc = cmd.session, cmd.doc
-    options = dataclasses.replace(session.check_options(), tiers=judge_tiers(session.check_options().tiers))
+    options = session.check_options()  # the evaluator compiles with tier 2 itself (EngineEvaluator: judge_tiers)
     refused = session.engine.untrusted_problem(options)  # candidates run only in confined workers (engine/confinement.py)
     if refused:
         return {"ok": False, "message": f"pallasite: Optimize: {refused}"}, None
