@@ -160,7 +160,6 @@ def try_speedup(baseline: Timing | None, candidate: Timing | None, *,
 
 
 COMPILE_TIER = 2  # the tier that compiles for the chip (libtpu's deviceless compile): "compiled" needs it
-JUDGE_TIERS = (0, 1, 2)  # the tiers every command runs on a candidate it judges (optimize, search, tune, eval)
 
 
 def judge_tiers(tiers: Sequence[int]) -> tuple[int, ...]:

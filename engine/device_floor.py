@@ -81,8 +81,7 @@ def floored(reply: Any) -> Any:
             changes[role] = dataclasses.replace(m, status="implausible", median_ns=None, error=why)
     if not changes:
         return reply
-    if "candidate" in changes or "reference" in changes:
-        changes["speedup"] = None
+    changes["speedup"] = None  # a ratio with an implausible side is no speedup
     flags = list(getattr(result, "flags", ()) or ())
     return dataclasses.replace(reply, result=dataclasses.replace(result, **changes, flags=flags))
 
