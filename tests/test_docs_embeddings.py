@@ -61,8 +61,9 @@ def test_missing_model_is_a_clear_error(tmp_path, monkeypatch):
         docs.load_index(docs.DocsOptions(ranker="embeddings", cache_dir=str(tmp_path / "cache")))
 
 
-def test_missing_packages_name_the_extra(monkeypatch):
+def test_missing_packages_name_the_extra(tmp_path, monkeypatch):
     monkeypatch.delenv(minilm.MODEL_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # an empty download cache (CI fills the real one)
     monkeypatch.setattr(minilm, "MODEL_PACKAGES", (("pallasite_no_such_model_package", "model"),))
     with pytest.raises(minilm.ModelNotFound, match=r"pip install 'pallasite\[embeddings\]'.*--ranker bm25"):
         minilm.find_model()
