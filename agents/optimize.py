@@ -191,8 +191,10 @@ def new_run(path: str, original: str, run_id: str | None = None) -> RunState:
 
 
 def timing_for(seconds: float | None, label: str, chip: str = "") -> Timing | None:
-    """The ``Timing`` behind a recorded figure and its label ("device (TPU v6 lite)", "estimate (v6e)",
-    as evaluators label them); None without a figure. Other labels are not TPU time (host)."""
+    """The ``Timing`` behind a figure and its label in a record stored before timings were kept whole
+    (a run snapshot's ``time_s``/``label``, a search node's ``time_s``/``provenance``): reading old
+    stores only; the live loops carry the evaluator's ``Timing`` and never read one from a label.
+    None without a figure. Other labels are not TPU time (host)."""
     if not seconds:
         return None
     inner = label[label.find("(") + 1:label.rfind(")")] if "(" in label else ""
@@ -341,14 +343,14 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
         it.profile = str(measured.data.get("profile") or "")
         if it.profile:
             say(it.index, "profile", it.profile)
-        if not measured.ok or measured.seconds is None:
-            it.verdict, it.evidence = "not measured", measured.evidence or measured.summary
+        if not measured.ok or measured.timing is None:  # a figure without its Timing is never read from a label
+            it.verdict, it.evidence = "not measured", measured.evidence or (
+                measured.summary if not measured.ok else "the measure phase gave no Timing (where the figure came from)")
             return it
-        timing = measured.timing or timing_for(measured.seconds, measured.label or evaluator.method,
-                                               state.context.get("chip", ""))
+        timing = measured.timing
         it.result = Verdict(it.result.compile, it.result.test, timing)
         it.valid, it.verdict = True, "valid"
-        it.time_s, it.label = measured.seconds, measured.label or evaluator.method
+        it.time_s, it.label = timing.seconds, timing.label()
         if state.baseline_s and measured.seconds >= state.baseline_s:
             it.evidence = f"correct but not faster: {measured.seconds:.3e} s vs baseline {state.baseline_s:.3e} s ({it.label})"
         await pause("profile", {"iteration": it.index, "time_s": it.time_s, "label": it.label})

@@ -28,6 +28,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Sequence
 
+from ..analysis.verdict import Verdict
+
 from .search_graph import SearchGraph, SearchNode
 
 ALGOS = ("parallel", "beam", "evolve")
@@ -58,13 +60,27 @@ class Proposal:
 
 @dataclass(frozen=True)
 class Evaluation:
-    compiled: bool | None  # None: not checked (the root of an iterate search: only measured)
-    correct: bool | None
+    """One source evaluated: its ``Verdict`` as the phases made it (the only carrier of compiled /
+    correct / not verified / timing; the root of an iterate search: its timing only), its speedup
+    against the root by the run's method, the method, and why it failed or has no speedup."""
+
+    verdict: Verdict
     speedup: float | None
     provenance: str
     error: str | None = None
-    seconds: float | None = None  # the measured (or estimated) time behind ``speedup``
-    result: Any = None  # analysis/verdict.Verdict, as the phases made it (carried to the node unchanged)
+
+    @property
+    def compiled(self) -> bool | None:
+        return self.verdict.compiled
+
+    @property
+    def correct(self) -> bool | None:
+        return self.verdict.correct
+
+    @property
+    def seconds(self) -> float | None:
+        """The measured (or estimated) time behind ``speedup``."""
+        return self.verdict.timing.seconds if self.verdict.timing is not None else None
 
 
 @dataclass(frozen=True)
@@ -175,14 +191,15 @@ class _Run:
         prop, ev = out.proposal, out.evaluation
         depth = max(p.depth for p in parents) + 1
         base = dict(id=node_id, parents=tuple(p.id for p in parents), depth=depth, op=op, strategy=strategy,
-                    source=prop.source, plan=prop.plan, trajectory=trajectory, verdict=out.verdict,
+                    source=prop.source, plan=prop.plan, trajectory=trajectory, loop_word=out.verdict,
                     phases=tuple(out.phases), tokens=out.tokens)
         if ev is None:
-            return SearchNode(**base, compiled=False, correct=False, speedup=None, provenance=self.graph.provenance,
-                              error=prop.error or "the proposal had no code")
-        speedup = ev.speedup if ev.correct else None
-        return SearchNode(**base, compiled=ev.compiled, correct=ev.correct, speedup=speedup,
-                          provenance=ev.provenance, error=ev.error or prop.error, time_s=ev.seconds, result=ev.result)
+            why = prop.error or "the proposal had no code"
+            return SearchNode(**base, verdict=Verdict.no_candidate(why), speedup=None,
+                              provenance=self.graph.provenance, error=why)
+        speedup = ev.speedup if ev.verdict.passed else None
+        return SearchNode(**base, verdict=ev.verdict, speedup=speedup, provenance=ev.provenance,
+                          error=ev.error or prop.error)
 
     async def batch(self, specs: list[tuple]) -> list[SearchNode]:
         """Run a round's attempts concurrently (within the budget), add them in schedule order."""
@@ -294,9 +311,9 @@ async def search(source: str, options: SearchOptions, propose: Propose | None, e
         ev = await evaluate(source)
         # the root is the baseline: 1.0x when it was timed; a root that could not be timed is recorded
         # as such (no speedup, its error), never as a correct 1.0x
-        root = SearchNode("root", (), 0, "root", None, source, "the starting kernel", ev.compiled, ev.correct,
-                          ev.speedup if ev.correct is not False else None, ev.provenance, ev.error, time_s=ev.seconds,
-                          result=ev.result)
+        root = SearchNode("root", (), 0, "root", None, source, "the starting kernel", ev.verdict,
+                          ev.speedup if ev.correct is not False else None,
+                          ev.provenance, ev.error)
     graph.add(root)
     if "root" not in finished and on_node:
         on_node(root)

@@ -28,7 +28,7 @@ from typing import Any
 from ..analysis.verdict import Timing, Verdict, try_speedup
 
 from .model_client import ModelClient
-from .optimize import Budgets, RunState, iterate, timing_for
+from .optimize import Budgets, RunState, iterate
 from .search import Evaluation, Outcome, Proposal, ProposeRequest
 from .search_graph import SearchNode
 
@@ -126,23 +126,19 @@ class IterateNodes:
         self.slotted = Slotted(self.evaluator, asyncio.Semaphore(self.device_slots), device=self.device)
 
     async def evaluate_root(self, source: str) -> Evaluation:
-        measured = await self.slotted.measure(source)  # only measured: neither compiled nor tested (None, None)
-        if not measured.ok or measured.seconds is None:
-            return Evaluation(None, None, None, self.evaluator.method,
+        measured = await self.slotted.measure(source)  # only measured: neither compiled nor tested by the search
+        if not measured.ok or measured.timing is None:
+            return Evaluation(Verdict(), None, self.evaluator.method,
                               f"the starting kernel has no timing ({measured.summary}): "
                               f"{measured.evidence or 'no detail'}"[:500])
-        self.root_seconds = measured.seconds
-        self.root_timing = measured.timing or timing_for(measured.seconds, measured.label or self.evaluator.method,
-                                                         self.chip)
-        return Evaluation(None, None, 1.0, measured.label or self.evaluator.method, seconds=measured.seconds,
-                          result=Verdict(timing=self.root_timing))
+        self.root_timing = measured.timing
+        self.root_seconds = measured.timing.seconds
+        return Evaluation(Verdict(timing=self.root_timing), 1.0, self.root_timing.label())
 
     def resume_from(self, nodes: list[SearchNode]) -> None:
         for n in nodes:
-            if n.id == "root" and n.time_s:
-                self.root_seconds = n.time_s
-                self.root_timing = (n.result.timing if n.result is not None and n.result.timing else
-                                    timing_for(n.time_s, n.provenance, self.chip))
+            if n.id == "root" and n.verdict.timing is not None:
+                self.root_timing, self.root_seconds = n.verdict.timing, n.verdict.timing.seconds
 
     async def attempt(self, req: ProposeRequest) -> Outcome:
         state = RunState(run_id=node_run_id(self.run_id, req.node_id), path=self.path, original=req.parents[0].source,
@@ -159,14 +155,11 @@ class IterateNodes:
             return Outcome(Proposal("", it.plan, f"{it.verdict}: {it.evidence}"[:500] or it.verdict), None, **record)
         proposal = Proposal(it.source, it.plan)
         verdict = state.verdict(it)  # as the phases made it: compiled, correct / wrong / not verified, timing
-        label = it.label or self.evaluator.method
+        method = verdict.timing.label() if verdict.timing is not None else self.evaluator.method
         if not it.valid:
             error = f"{it.verdict}: {it.evidence}"[:500] if it.evidence else it.verdict
-            return Outcome(proposal, Evaluation(verdict.compiled, verdict.correct, None, label, error, result=verdict),
-                           **record)
-        if self.root_timing is None:
-            return Outcome(proposal, Evaluation(True, True, None, label, "no speedup: the starting kernel has no "
-                                                "timing by this method", seconds=it.time_s, result=verdict), **record)
+            return Outcome(proposal, Evaluation(verdict, None, method, error), **record)
         s, refused = try_speedup(self.root_timing, verdict.timing, baseline_name="the starting kernel")
-        return Outcome(proposal, Evaluation(True, True, s.value if s else None, label, refused, seconds=it.time_s,
-                                            result=verdict), **record)
+        if self.root_timing is None:
+            refused = "no speedup: the starting kernel has no timing by this method"
+        return Outcome(proposal, Evaluation(verdict, s.value if s else None, method, refused), **record)

@@ -39,6 +39,7 @@ from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import Budgets, PhaseResult, new_run, optimize
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.analysis.verdict import COST_MODEL, Timing
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 from pallasite.engine.sources import sources_for
@@ -97,8 +98,10 @@ class JaxBenchEvaluator(BaseEvaluator):
     async def measure(self, source: str) -> PhaseResult:
         if source != open(self.path, encoding="utf-8").read() and "pallas_call" not in source:
             # the baseline (plain JAX): XLA's own figure for the chip, from the candidate's estimate request
-            return PhaseResult(self.reference_s is not None, "XLA optimal_seconds of the reference",
-                               seconds=self.reference_s, label=f"estimate ({self.chip}): XLA optimal_seconds")
+            timing = (Timing(self.reference_s, "estimate", self.chip, "XLA optimal_seconds")
+                      if self.reference_s is not None else None)
+            return PhaseResult(timing is not None, "XLA optimal_seconds of the reference", seconds=self.reference_s,
+                               label=timing.label() if timing else "", timing=timing)
         reply = await self.engine.backend(self.options).request(
             EstimateParams(source=sources_for(self._write(source), source), chip=self.chip, reference=True, probe=False),
             purpose="job", timeout_s=self.options.time_limit_s)
@@ -109,7 +112,8 @@ class JaxBenchEvaluator(BaseEvaluator):
         self.reference_s = ref.get("optimal_seconds")
         est = reply.result.estimates[0]
         self.lower_bound = lower_bound(est)
-        return PhaseResult(True, f"{est.seconds * 1e3:.3f} ms", seconds=est.seconds, label=est.label)
+        timing = Timing(est.seconds, "estimate", self.chip, getattr(est, "model", "") or COST_MODEL, est.label)
+        return PhaseResult(True, f"{est.seconds * 1e3:.3f} ms", seconds=est.seconds, label=timing.label(), timing=timing)
 
 
 async def run_task(task_dir: str, chip: str, memory_mb: int, test_timeout_s: float = 300.0) -> dict:

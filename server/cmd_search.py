@@ -156,8 +156,7 @@ def _search(args: argparse.Namespace, setup: _Setup):
     def on_node(node: Any) -> None:
         if store:
             store.put_agent_step(rid, node.order, "search_node", node.to_json())
-        speed = f"{node.speedup:.2f}x" if node.speedup is not None else "-"
-        print(f"  {node.id:10s} {node.status:9s} {speed:>7s}  {node.strategy or node.op}"[:110], file=sys.stderr)
+        print(f"  {node_line(node)}  {node.strategy or node.op}"[:160], file=sys.stderr)
 
     def on_phase(node_id: str, phase: str, message: str) -> None:
         print(f"    {node_id} {phase}: {message}"[:110], file=sys.stderr, flush=True)
@@ -176,6 +175,13 @@ def _search(args: argparse.Namespace, setup: _Setup):
             store.close()
 
 
+def node_line(node: Any) -> str:
+    """One node in the one vocabulary: its id, its Verdict's status and its speed against the root."""
+    speed = f"{node.speedup:.2f}x" if node.speedup is not None else "-"
+    status = "root" if node.op == "root" else node.status + (" (improved)" if node.improved else "")
+    return f"{node.id:10s} {status:36s} {speed:>7s}"
+
+
 def _render(args: argparse.Namespace, setup: _Setup, graph: Any, rid: str) -> int:
     """The best node, the report, why every node failed (exit 1), and --apply."""
     path, best = setup.path, graph.best()
@@ -190,8 +196,7 @@ def _render(args: argparse.Namespace, setup: _Setup, graph: Any, rid: str) -> in
         print(f"error: none of the {len(attempted)} node(s) compiled, passed the tests and was "
               "timed:", file=sys.stderr)
         for node in attempted[:10]:
-            why = (node.error or node.verdict or node.status).splitlines()[0][:160]
-            print(f"  {node.id}: {node.status}: {why}", file=sys.stderr)
+            print(f"  {node.id}: {node.text().splitlines()[0][:200]}", file=sys.stderr)
         return 1
     if args.apply and best.op != "root":
         from .apply_file import apply_result

@@ -13,8 +13,11 @@ import html
 import io
 from typing import Any, Sequence
 
-STATUS_COLOURS = {"root": "#4c72b0", "improved": "#2ca02c", "correct": "#8c8c8c", "unmeasured": "#9467bd",
-                  "wrong": "#ff7f0e", "not verified": "#bcbd22", "failed": "#d62728"}
+# a node's colour: the root, an improved node (compiled, correct and faster than the root), else its
+# Verdict's status (analysis/verdict.STATUSES), as the node JSON carries them
+STATUS_COLOURS = {"root": "#4c72b0", "improved": "#2ca02c", "compiled, correct": "#8c8c8c",
+                  "compiled, not verified": "#bcbd22", "compiled, wrong": "#ff7f0e",
+                  "not compiled for the chip": "#9467bd", "not compiled": "#d62728", "no candidate": "#7f7f7f"}
 BEST = "#e6b000"
 
 _CSS = """
@@ -22,7 +25,8 @@ body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#
 h1{font-size:22px}h2{font-size:18px;margin-top:28px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
 th{background:#f3f3f3}.prov{color:#555;font-size:12px}.figure svg{max-width:100%;height:auto}
-.status-failed{color:#d62728}.status-improved{color:#2ca02c}.status-wrong{color:#ff7f0e}.status-not-verified{color:#8a8a00}
+.status-not-compiled,.status-no-candidate{color:#d62728}.status-improved{color:#2ca02c}.status-compiled-wrong{color:#ff7f0e}
+.status-compiled-not-verified,.status-not-compiled-for-the-chip{color:#8a8a00}
 """
 
 
@@ -68,6 +72,11 @@ def _layout(nodes: Sequence[dict]) -> dict[str, tuple[float, float]]:
     return pos
 
 
+def _key(node: dict) -> str:
+    """The node's colour key: "root", "improved", or its Verdict's status."""
+    return "root" if node["op"] == "root" else "improved" if node.get("improved") else node["status"]
+
+
 def graph_svg(graph: dict) -> str:
     plt = _plt()
     nodes = graph["nodes"]
@@ -82,11 +91,11 @@ def graph_svg(graph: dict) -> str:
             (x0, y0), (x1, y1) = pos[parent], pos[n["id"]]
             ax.plot([x0, x1], [y0, y1], color=BEST if on_best else "#bbbbbb", lw=3 if on_best else 1,
                     ls="--" if k else "-", zorder=1)
-    for status, colour in STATUS_COLOURS.items():
-        pts = [pos[n["id"]] for n in nodes if n["status"] == status]
+    for key, colour in STATUS_COLOURS.items():
+        pts = [pos[n["id"]] for n in nodes if _key(n) == key]
         if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=160, c=colour, label=status, zorder=2,
-                       edgecolors=[BEST if n["id"] in best else "white" for n in nodes if n["status"] == status],
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=160, c=colour, label=key, zorder=2,
+                       edgecolors=[BEST if n["id"] in best else "white" for n in nodes if _key(n) == key],
                        linewidths=2)
     for n in nodes:
         x, y = pos[n["id"]]
@@ -108,7 +117,7 @@ def progress_svg(graph: dict) -> str:
     xs, best, ys_ok = [], [], []
     running = 1.0
     for i, n in enumerate(graph["nodes"]):
-        if n["speedup"] is not None and n["correct"]:
+        if n["speedup"] is not None and n["op"] != "root" and n["status"] == "compiled, correct":
             running = max(running, n["speedup"])
             ys_ok.append((i, n["speedup"]))
         xs.append(i)
@@ -138,12 +147,12 @@ def search_html(graph: dict, title: str = "pallasite search") -> str:
     rows = "".join(
         f'<tr><td>{html.escape(n["id"])}</td><td>{html.escape(", ".join(n["parents"]))}</td>'
         f'<td>{html.escape(n["op"])}</td><td>{html.escape(n["strategy"] or "")}</td>'
-        f'<td class="status-{n["status"].replace(" ", "-")}">{n["status"]}</td><td>{html.escape(n.get("verdict") or "")}</td>'
-        f'<td>{_fmt(n["speedup"])}</td>'
+        f'<td class="status-{_key(n).replace(",", "").replace(" ", "-")}">{html.escape(n["text"])}</td>'
+        f'<td>{html.escape(n.get("loop_word") or "")}</td><td>{_fmt(n["speedup"])}</td>'
         f'<td class="prov">{html.escape(n["provenance"])}</td><td>{html.escape((n.get("error") or "")[:160])}</td></tr>'
         for n in graph["nodes"])
     table = ("<table><tr><th>node</th><th>parents</th><th>op</th><th>strategy</th><th>status</th>"
-             f"<th>loop verdict</th><th>speedup</th><th>provenance</th><th>error</th></tr>{rows}</table>")
+             f"<th>loop's word</th><th>speedup</th><th>provenance</th><th>error</th></tr>{rows}</table>")
     body = (head + "<h2>Search graph</h2>" + graph_svg(graph) + "<h2>Speedup over iterations</h2>"
             + progress_svg(graph) + "<h2>Nodes</h2>" + table)
     return _page(title, body)

@@ -123,8 +123,7 @@ def _check_options(session: Any, chip: str) -> Any:
 def node_done(run: SearchRun, node: Any, say: Any) -> None:
     """A node finished: stored at once (a repeat of the command resumes from it), and reported."""
     run.store.put_agent_step(run.rid, node.order, "search_node", node.to_json())
-    speed = f"{node.speedup:.2f}x" if node.speedup is not None else node.status
-    say(f"node {node.id}: {speed} ({node.provenance})")
+    say(f"node {node.id}: {node.text()} ({node.provenance})")
 
 
 def failure(cmd: Any, run: SearchRun, why: str) -> dict[str, Any]:

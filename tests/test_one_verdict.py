@@ -79,27 +79,27 @@ def _optimize(report, reply) -> Verdict:
     return asyncio.run(go())
 
 
-def _search(report, reply) -> Verdict:
-    """A search node (one optimize iteration from the root) carries the verdict its phases made."""
+def _search_node(report, reply):
+    """A search of one node (one optimize iteration from the root): the node as the search made it."""
     from pallasite.agents.optimize_eval import EngineEvaluator
     from pallasite.agents.providers import ProviderConfig
     from pallasite.agents.providers_scripted import ScriptedProvider
-    from pallasite.agents.search import ProposeRequest
-    from pallasite.agents.search_graph import SearchNode
+    from pallasite.agents.search import SearchOptions, search
     from pallasite.agents.search_iterate import IterateNodes
 
     text = (TASK / "optimized.py").read_text()
     ev = EngineEvaluator(Engine(report, reply), str(TASK / "optimized.py"), text, CheckOptions(target="v5e"), chip="v5e")
     provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: same\nKeep it.", f"```python\n{text}```"])
     nodes = IterateNodes(provider, ev, str(TASK / "optimized.py"), "v5e")
-    root = SearchNode("root", (), 0, "root", None, text, "the starting kernel", None, None, 1.0, "estimate (v5e)")
-    out = asyncio.run(nodes.attempt(ProposeRequest("t0.1", "optimize", (root,), None)))
-    node_status = {"not compiled for the chip": "failed", "compiled, wrong": "wrong",
-                   "compiled, not verified": "not verified", "compiled, correct": "unmeasured"}
-    node = SearchNode("t0.1", ("root",), 1, "optimize", None, text, "", out.evaluation.compiled,
-                      out.evaluation.correct, out.evaluation.speedup, "estimate (v5e)", result=out.evaluation.result)
-    assert node.status == node_status[node.result.status()]
-    return node.result
+    options = SearchOptions(algo="parallel", trajectories=1, iterations=1, max_nodes=1)
+    graph = asyncio.run(search(text, options, None, nodes.evaluate_root, provenance=ev.method, attempt=nodes.attempt))
+    return graph.nodes[1]
+
+
+def _search(report, reply) -> Verdict:
+    node = _search_node(report, reply)
+    assert node.status == node.verdict.status()  # the node's status is its Verdict's, in the one vocabulary
+    return node.verdict
 
 
 def _eval(report, reply) -> Verdict:
@@ -162,3 +162,27 @@ def test_timing_for_names_chip_7x_as_the_chip_not_the_model():
     t = timing_for(1e-3, f"estimate ({COST_MODEL}, 7x)")
     assert t.device_kind == "7x" and t.model == COST_MODEL
     assert timing_for(1e-3, "estimate (7x)").device_kind == "7x"
+
+
+def test_a_search_node_of_the_older_form_is_read_into_its_verdict():
+    """Stored nodes kept compiled / correct / time_s beside their Verdict (``result``) and the loop's
+    word under ``verdict``; the root was stored compiled and correct though never judged."""
+    from pallasite.agents.search_graph import SearchNode
+    from pallasite.analysis.verdict import COST_MODEL
+
+    common = {"parents": ["root"], "depth": 1, "op": "optimize", "strategy": "s", "source": "x", "plan": "",
+              "provenance": f"estimate ({COST_MODEL}, v5e)", "phases": [], "tokens": 3}
+    crashed = SearchNode.from_json({**common, "id": "b1.0.0", "compiled": True, "correct": None, "speedup": None,
+                                    "error": "crashed", "verdict": "compiled, not verified", "time_s": None,
+                                    "status": "not verified",
+                                    "result": Verdict.of(True, None, evidence="the worker crashed").to_json()})
+    assert crashed.status == "compiled, not verified" and crashed.loop_word == "compiled, not verified"
+    wrong = SearchNode.from_json({**common, "id": "b1.0.1", "compiled": True, "correct": False, "speedup": None,
+                                  "error": "max abs error 1.0", "verdict": "incorrect", "time_s": None})
+    assert wrong.status == "compiled, wrong" and "max abs error" in wrong.text()
+    root = SearchNode.from_json({**common, "id": "root", "parents": [], "depth": 0, "op": "root", "compiled": True,
+                                 "correct": True, "speedup": 1.0, "time_s": 1e-3, "verdict": ""})
+    assert root.compiled is None and root.correct is None and root.status == "root"
+    assert root.verdict.timing.seconds == 1e-3 and root.verdict.timing.device_kind == "v5e"
+    for node in (crashed, wrong, root):  # the new form serialises the Verdict once and reads back the same
+        assert SearchNode.from_json(node.to_json()) == node

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pallasite.agents.evaluator import BaseEvaluator
+from pallasite.analysis.verdict import COST_MODEL, Timing
 from pallasite.agents.optimize import Budgets, Decision, PhaseResult, new_run, optimize
 from pallasite.agents.optimize_record import OptimizeRecorder, export, load, replay_table
 from pallasite.agents.providers import ProviderConfig
@@ -30,7 +31,8 @@ class MarkerEvaluator(BaseEvaluator):
     async def measure(self, source):
         self.measured.append(source)
         cost = float(source.split("COST=")[1].split()[0]) if "COST=" in source else 1.0
-        return PhaseResult(True, "estimated", seconds=cost, label=self.method)
+        return PhaseResult(True, "estimated", seconds=cost, label=self.method,
+                           timing=Timing(cost, "estimate", "v6e", COST_MODEL, self.method))
 
 
 ORIGINAL = "import jax\n# COST=1.0\n"
@@ -146,8 +148,8 @@ async def test_a_candidate_timed_by_another_method_cannot_win():
     class Mixed(MarkerEvaluator):
         async def measure(self, source):
             r = await super().measure(source)
-            label = "estimate (v6e)" if source == ORIGINAL else "device (TPU v6 lite)"
-            return PhaseResult(True, "timed", seconds=r.seconds, label=label)
+            timing = r.timing if source == ORIGINAL else Timing(r.seconds, "device", "TPU v6 lite")
+            return PhaseResult(True, "timed", seconds=r.seconds, label=timing.label(), timing=timing)
 
     provider = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n# COST=0.1\n"))
     state = await optimize(new_run("k.py", ORIGINAL), provider, Mixed(), Budgets(iterations=1, fix_rounds=0))

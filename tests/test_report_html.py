@@ -47,7 +47,7 @@ def test_search_report_has_graph_progress_and_provenance(graph):
     for node in graph["nodes"]:
         assert f"<td>{node['id']}</td>" in page
     # failed nodes appear with their status, the best node is named
-    assert 'class="status-failed"' in page and f"best node <b>{graph['best']}</b>" in page
+    assert 'class="status-not-compiled"' in page and f"best node <b>{graph['best']}</b>" in page
 
 
 def test_eval_report_has_fast_p_and_task_tables(summaries):

@@ -14,6 +14,7 @@ import pytest
 
 from pallasite.agents.search import Evaluation, Proposal, SearchOptions, search
 from pallasite.agents.search_graph import SearchGraph
+from pallasite.analysis.verdict import Verdict
 
 ROOT = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
 STRATS = ("double", "halve", "break", "same")
@@ -48,8 +49,9 @@ class Landscape:
         self.evaluations.append(src)
         n = rows(src)
         if n == 3:
-            return Evaluation(False, False, None, "device (fake TPU)", "block rows 3 is not a multiple of 8")
-        return Evaluation(True, True, LANDSCAPE.get(n, 0.5), "device (fake TPU)")
+            return Evaluation(Verdict.of(False, None, evidence="block rows 3 is not a multiple of 8"), None,
+                              "device (fake TPU)", "block rows 3 is not a multiple of 8")
+        return Evaluation(Verdict.of(True, True), LANDSCAPE.get(n, 0.5), "device (fake TPU)")
 
 
 def run(options, land=None, **kw):
@@ -89,7 +91,7 @@ def test_beam_prunes_by_keep_factor_and_never_keeps_failed_nodes():
             if parent.op != "root":
                 assert parent.speedup >= 1.2 * g.node(parent.parents[0]).speedup
     # the 'break' strategy produced failed nodes, and none of them has children
-    failed = {n.id for n in g.nodes if n.status == "failed"}
+    failed = {n.id for n in g.nodes if n.status == "not compiled"}
     assert failed, "the landscape should have produced a failed node with these seeds"
     assert not any(set(n.parents) & failed for n in g.nodes)
 
@@ -102,7 +104,7 @@ def test_beam_root_is_reference_at_one_and_keep_gate_uses_it():
     kids = {n.strategy: n for n in g.nodes[1:]}
     assert kids["double"].speedup == pytest.approx(1.3)
     assert kids["halve"].speedup == pytest.approx(0.6)
-    assert kids["break"].status == "failed"
+    assert kids["break"].status == "not compiled"
     assert g.best().strategy == "double"
 
 
@@ -176,7 +178,7 @@ def test_failed_proposal_is_a_failed_node_not_a_crash():
 
     g = asyncio.run(search(ROOT, SearchOptions(algo="parallel", trajectories=2, iterations=1, strategies=("double",)),
                            flaky, land.evaluate, provenance="device (fake TPU)"))
-    assert g.node("t0.1").status == "failed" and "rate limited" in g.node("t0.1").error
+    assert g.node("t0.1").status == "no candidate" and "rate limited" in g.node("t0.1").error
     assert g.node("t1.1").ok
 
 
@@ -223,10 +225,10 @@ def test_a_root_that_could_not_be_timed_is_not_stored_as_correct_one_x():
 
     async def evaluate(src):
         if src == ROOT:
-            return Evaluation(True, False, None, "device (fake TPU)", "the starting kernel has no timing")
+            return Evaluation(Verdict(), None, "device (fake TPU)", "the starting kernel has no timing")
         return await land.evaluate(src)
 
     g = asyncio.run(search(ROOT, SearchOptions(algo="parallel", trajectories=2, iterations=2, strategies=STRATS),
                            land.propose, evaluate, provenance="device (fake TPU)"))
-    assert not g.root.correct and g.root.speedup is None and g.root.error == "the starting kernel has no timing"
+    assert g.root.correct is None and g.root.speedup is None and g.root.error == "the starting kernel has no timing"
     assert not g.root.ok

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pallasite.agents.evaluator import BaseEvaluator
+from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict
 from pallasite.agents.optimize import PhaseResult
 from pallasite.agents.planner_prompt import SYSTEM as PLANNER_SYSTEM
 from pallasite.agents.providers import ProviderError, Usage
@@ -101,8 +102,9 @@ class LandscapeEvaluator(BaseEvaluator):
         n = rows(source)
         if n == 7:
             return await self._device(PhaseResult(False, "not estimated", evidence="no pallas_call was traced"))
-        return await self._device(PhaseResult(True, "estimated", seconds=1.0 / LANDSCAPE.get(n, 0.5),
-                                              label="estimate (v6e)"))
+        seconds = 1.0 / LANDSCAPE.get(n, 0.5)
+        timing = Timing(seconds, "estimate", "v6e", COST_MODEL)
+        return await self._device(PhaseResult(True, "estimated", seconds=seconds, label=timing.label(), timing=timing))
 
 
 def run(options, model=None, evaluator=None, *, device=False, done=(), on_node=None):
@@ -126,13 +128,13 @@ def test_each_node_is_one_optimize_iteration_from_its_parent():
         # plan -> implement -> compile [-> test -> profile], recorded on the node
         names = [p["phase"] for p in n.phases]
         assert names[:3] == ["plan", "implement", "compile"]
-        if n.status == "failed":
-            assert n.verdict == "not compiled" and rows(n.source) == 3 and "multiple of 8" in n.error
+        if n.status == "not compiled":
+            assert n.loop_word == "not compiled" and rows(n.source) == 3 and "multiple of 8" in n.error
             assert n.speedup is None
         else:
-            assert names[3:] == ["test", "profile"] and n.verdict == "valid"
+            assert names[3:] == ["test", "profile"] and n.loop_word == "valid"
             assert n.speedup == pytest.approx(LANDSCAPE[rows(n.source)])  # root time / node time
-            assert n.provenance == "estimate (v6e)" and n.time_s == pytest.approx(1 / LANDSCAPE[rows(n.source)])
+            assert n.provenance == f"estimate ({COST_MODEL}, v6e)" and n.time_s == pytest.approx(1 / LANDSCAPE[rows(n.source)])
         # the planner saw the parent's source and the strategy as the instruction
         plan_req = next(r for r in model.requests if f"Search step {n.id}:" in r.prompt)
         assert f"BLOCK_ROWS = {rows(parent.source)}" in plan_req.prompt
@@ -140,7 +142,7 @@ def test_each_node_is_one_optimize_iteration_from_its_parent():
         assert n.plan.startswith(n.strategy)
     # failing candidates were never measured, and no failed node was expanded
     assert 3 not in ev.measured
-    failed = {n.id for n in g.nodes if n.status == "failed"}
+    failed = {n.id for n in g.nodes if n.status == "not compiled"}
     assert failed and not any(set(n.parents) & failed for n in g.nodes)
 
 
@@ -181,6 +183,7 @@ def test_same_seed_same_graph_and_resume_gives_the_same_graph():
     resumed, _, ev = run(opts, model, done=[SearchNode.from_json(d) for d in saved])
     assert resumed.signature() == full.signature()
     assert [n.verdict for n in resumed.nodes] == [n.verdict for n in full.nodes]
+    assert [n.loop_word for n in resumed.nodes] == [n.loop_word for n in full.nodes]
     # the stored root's time was reused (the root not measured again), finished nodes were not re-run
     saved_ids = {d["id"] for d in saved}
     assert "root" in saved_ids
@@ -195,7 +198,7 @@ def test_failures_are_nodes_model_error_untested_and_unmeasured():
     opts = SearchOptions(algo="parallel", trajectories=2, iterations=1, strategies=("double",), seed=0)
     g, _, _ = run(opts, LandscapeModel(fail_node="t0.1"))
     bad, good = g.node("t0.1"), g.node("t1.1")
-    assert bad.status == "failed" and bad.verdict == "model error" and "429" in bad.error
+    assert bad.status == "no candidate" and bad.loop_word == "model error" and "429" in bad.error
     assert good.ok and good.speedup == pytest.approx(1.3)
 
     class Odd(LandscapeEvaluator):  # every candidate gets 5 rows (wrong) or 7 rows (no timing)
@@ -210,10 +213,11 @@ def test_failures_are_nodes_model_error_untested_and_unmeasured():
             return await super().measure(with_rows(self.n) if source != ROOT else source)
 
     g, _, _ = run(opts, evaluator=Odd(5))
-    assert all(n.status == "wrong" and n.verdict == "compiled, wrong" for n in g.nodes[1:])
+    assert all(n.status == "compiled, wrong" and n.loop_word == "compiled, wrong" for n in g.nodes[1:])
     g, _, _ = run(opts, evaluator=Odd(7))
     node = g.node("t0.1")
-    assert node.status == "unmeasured" and node.verdict == "not measured" and node.speedup is None
+    assert node.status == "compiled, correct" and node.loop_word == "not measured" and node.speedup is None
+    assert node.speed_text().startswith("not timed")
     assert g.best().id == "root"  # a node without a timing never ranks
 
 
@@ -254,7 +258,7 @@ def test_slotted_offers_tune_and_fix_only_when_the_evaluator_has_them():
 
 
 def test_instruction_names_the_step_the_parent_and_its_speed():
-    root = SearchNode("root", (), 0, "root", None, ROOT, "the starting kernel", True, True, 1.0, "estimate (v6e)")
+    root = SearchNode("root", (), 0, "root", None, ROOT, "the starting kernel", Verdict(), 1.0, "estimate (v6e)")
     from pallasite.agents.search import ProposeRequest
 
     text = instruction(ProposeRequest("b1.0.1", "optimize", (root,), "fuse everything"))

@@ -58,5 +58,5 @@ def test_search_nodes_are_tested_and_timed_on_the_ray_worker_and_cpu_time_never_
     assert device.ops == [("time", "device"), ("time", "device")]  # the root, then the node (test + measure)
     node = graph.node("t0.1")
     assert [p["phase"] for p in node.phases] == ["plan", "implement", "compile", "test", "profile"]
-    assert node.correct and node.status == "unmeasured" and "not on a device" in node.error
+    assert node.correct and node.status == "compiled, correct" and "not on a device" in node.error
     assert graph.root.time_s is None and graph.best().id == "root"
