@@ -354,10 +354,10 @@ class Constant:
 class Source:
     """One parsed text plus the lookups tier 0 needs. Build with ``Source(text)``."""
 
-    def __init__(self, text: str, key: str | None = None) -> None:
+    def __init__(self, text: str, key: str | None = None, data: bytes | None = None) -> None:
         self.text = text
         self.key = key  # the file's path: its trees (and ast units, ast_units.py) are reused by key
-        self.data = text.encode("utf-8")
+        self.data = text.encode("utf-8") if data is None else data  # ``data``: the caller's encoding of it
         self.tree = parse_bytes(self.data, key)  # ``key``: reuse the last tree of that file
         self.root = self.tree.root_node
         self._split: list[bytes] | None = None  # the lines, split when first needed

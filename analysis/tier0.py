@@ -46,7 +46,7 @@ def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET,
     handed out again (``tier0_memo``); ``incremental=False`` reads the text from scratch (the same
     answer: tests/test_tier0_incremental.py holds the two together)."""
     key = path if incremental else None
-    data = text.encode("utf-8", errors="surrogatepass") if key is not None else b""
+    data, strict = _utf8(text) if key is not None else (b"", False)
     signature = tier0_memo.signature(data, target, scoped_vmem) if key is not None else None
     known = tier0_memo.get(key, signature)  # a text this file had a moment ago (an undo): its result
     if known is not None:
@@ -54,7 +54,7 @@ def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET,
         # re-parse then covers that edit alone, not everything between this text and the last one
         parse_bytes(data, key)
         return known
-    source = Source(text, key=key)
+    source = Source(text, key=key, data=data if strict else None)  # encoded once (a lone surrogate: Source says so)
     try:
         result = _analyze(source, text, path, target, scoped_vmem)
         tier0_memo.put(key, signature, result)
@@ -85,6 +85,14 @@ def _analyze(source: Source, text: str, path: str | None, target: str, scoped_vm
         found_tasks = ()
     findings = rules.run_rules(source, found_sites, target=target, tasks=found_tasks, scoped_vmem=scoped_vmem)
     return SourceAnalysis(path, True, found_sites, found_tasks, findings, True)
+
+
+def _utf8(text: str) -> tuple[bytes, bool]:
+    """``text`` in UTF-8, and whether it encodes as such (a lone surrogate is kept, surrogatepass)."""
+    try:
+        return text.encode("utf-8"), True
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="surrogatepass"), False
 
 
 def _safe_sites(source: Source) -> tuple[KernelSite, ...]:

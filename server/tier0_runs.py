@@ -88,8 +88,9 @@ def run_tier0(session: Any, doc: Any) -> None:
     version = doc.version
     if stopped_for_size(session, doc):
         return
-    store_tier0(session, doc, version, tier0_snapshot(doc.text, doc.path, session.settings.target,
-                                                      dict(session.settings.severity)))
+    with tier0_thread.collector_off():
+        result = tier0_snapshot(doc.text, doc.path, session.settings.target, dict(session.settings.severity))
+    store_tier0(session, doc, version, result)
 
 
 def run_tier0_inline(session: Any, doc: Any) -> bool:

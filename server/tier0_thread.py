@@ -2,7 +2,8 @@
 from holding the GIL for long (the server's other requests wait for the GIL, not for the thread).
 
 - ``pool()``: the single-thread executor tier 0 of documents over ``TIER0_INLINE_CHARS`` runs on;
-- ``collector_paused()``: Python's cyclic collector paused while such a document is analysed, and
+- ``collector_off()``: the cyclic collector off while any document is analysed (tier 0 makes no cycles);
+- ``collector_paused()``: the same for such a document, and
   what exists afterwards frozen out of later collections (a 5 MB analysis makes ~450,000 objects:
   the full collections it triggered held the GIL 0.2-1.8 s each);
 - ``dispose(value)``: a big analysis freed a piece at a time (freeing it in one go, one cascade of
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
@@ -31,16 +33,42 @@ TIER0_INLINE_CHARS = 200_000
 _TIER0_POOL: ThreadPoolExecutor | None = None
 
 
+_PAUSES = 0  # collector_off()s running now, on any thread
+_WAS_ENABLED = True  # whether the collector was on when the first of them began
+_PAUSE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def collector_off() -> Iterator[None]:
+    """The cyclic collector off for the duration of one tier-0 run (it makes no cycles: what it
+    allocates is freed by reference counting). On while typing in a 2,700-line file, the collector
+    ran ~1.5 times per analysis, 0.75 ms on average and up to 46 ms for a full collection.
+    Nested and concurrent uses (the event loop and the tier-0 thread) turn it back on when the last
+    one ends, and only if it was on before the first began."""
+    global _PAUSES, _WAS_ENABLED
+    with _PAUSE_LOCK:
+        if _PAUSES == 0:
+            _WAS_ENABLED = gc.isenabled()
+        _PAUSES += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _PAUSES -= 1
+            if _PAUSES == 0 and _WAS_ENABLED:
+                gc.enable()
+
+
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """The cyclic collector paused for the duration; afterwards what exists is frozen
     (``gc.freeze``: left out of later collections) and the collector runs again."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
+    with collector_off():
+        try:
+            yield
+        finally:
+            gc.freeze()
 
 
 def dispose(value: Any) -> None:
