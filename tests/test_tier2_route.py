@@ -26,11 +26,14 @@ def example_inputs():
 '''
 
 
-def test_the_code_digest_ignores_comments_and_blank_space_only():
+def test_the_code_digest_ignores_comments_and_trailing_blank_space_only():
     digest = tier2_route.code_digest
     assert digest(KERNEL) == digest(KERNEL.replace("# the body", "# another comment") + "\n\n# end\n")
-    assert digest(KERNEL) == digest(KERNEL.replace("x_ref[...] + 1.0", "x_ref[...]  +  1.0"))
+    assert digest(KERNEL) == digest(KERNEL.replace("+ 1.0  # the body", "+ 1.0   \t"))
     assert digest(KERNEL) != digest(KERNEL.replace("+ 1.0", "+ 2.0"))
+    # the lowered module's hash holds every operation's line and column: code that moved is new code
+    assert digest(KERNEL) != digest(KERNEL.replace("x_ref[...] + 1.0", "x_ref[...]  +  1.0"))
+    assert digest(KERNEL) != digest(KERNEL.replace("def add_kernel", "# a comment line\ndef add_kernel"))
 
 
 def test_first_check_and_known_code_go_tier1_first_changed_code_asks_both():
@@ -71,9 +74,11 @@ def test_the_checker_asks_both_tiers_at_once_when_the_code_changed(tmp_path):
     path = str(tmp_path / "kernel.py")
     (tmp_path / "kernel.py").write_text(KERNEL)
     asked = []
-    for text in (KERNEL, KERNEL.replace("+ 1.0", "+ 3.0"), KERNEL + "# comment\n"):
+    moved = KERNEL.replace("+ 1.0", "+ 3.0").replace("def add_kernel", "# a comment line\ndef add_kernel")
+    for text in (KERNEL, KERNEL.replace("+ 1.0", "+ 3.0"), KERNEL.replace("+ 1.0", "+ 3.0") + "# comment\n", moved):
         client = _Recording()
         checker = Checker(CheckOptions(target="v5e", tiers=(0, 1, 2)), client=client, cache=_Store())
         asyncio.run(checker.check(path, text))
         asked.append(client.asked[0] if client.asked else None)
-    assert asked == [(1,), (1, 2), (1,)]
+    # a comment line above the kernel moves its lowered locations: tier 2 would compile again, so both at once
+    assert asked == [(1,), (1, 2), (1,), (1, 2)]
