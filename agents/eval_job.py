@@ -132,10 +132,8 @@ class TaskVerdict:
     def case(self) -> CaseOutcome:
         v = self.verdict
         untimed = v.timing is None or self.reference is None  # this task's own gap, not the method's
-        return CaseOutcome(v.compiled is True, v.correct is True, self.speedup, v.evidence or None,
-                           candidate=v.candidate, refused=self.refused if v.passed and not untimed else None,
-                           untimed=self.refused if v.passed and untimed else None,
-                           verified=v.correct is not None or not v.candidate, status=v.status())
+        return CaseOutcome(v, self.speedup, refused=self.refused if v.passed and not untimed else None,
+                           untimed=self.refused if v.passed and untimed else None)
 
     @property
     def provenance(self) -> str:
@@ -390,8 +388,9 @@ async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
                             text = await text
                         verdict = await scorer.verdict(text)
                 except Exception as exc:  # noqa: BLE001 - one task's failure is data
-                    verdict = TaskVerdict(task.name, Verdict(False, False, None,
-                                                             f"{type(exc).__name__}: {exc}"[:300]))
+                    why = f"the evaluation failed: {type(exc).__name__}: {exc}"[:300]
+                    verdict = TaskVerdict(task.name, Verdict(CompileResult.unchecked(why, chip=job.chip),
+                                                             TestResult.not_verified(why)))
             counts[name] += 1
             finished[name] = time.monotonic()
             job.progress(f"{name}: {counts[name]}/{len(job.tasks)} {task.name}: {verdict.verdict.status()}")

@@ -14,8 +14,10 @@ is left out of the speedup figures, with its reason in its row and in ``excluded
 theirs. A case whose speedup was REFUSED (analysis/verdict.speedup: the two sides were timed by
 different methods or models) carries the refusal, and then the summary has no speedup figures at
 all (the geomean, "improved" and fast_p are None, ``speedup_refused`` says why) rather than
-numbers that divide two different things. A task with no candidate (``CaseOutcome.candidate`` False: the folder
-holds only the reference) is failed: not compiled, not correct, 1.0x in the geomean.
+numbers that divide two different things. A task with no candidate (its case's Verdict is
+``Verdict.no_candidate``: the folder holds only the reference) is failed: not compiled, not correct,
+1.0x in the geomean. Each case holds its ``Verdict`` unchanged (compiled, correct, not verified and
+the status are read from it), so a task's row says the Verdict's own words.
 Every summary carries the provenance of its speedups ("estimate (v5e)", "device (TPU v5 lite)").
 """
 
@@ -24,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
+
+from ..analysis.verdict import Verdict
 
 IMPROVED = 1.05
 FAST_P = tuple(round(0.1 * i, 1) for i in range(31))  # 0.0, 0.1, ..., 3.0
@@ -35,15 +39,40 @@ class MissingTiming(ValueError):
 
 @dataclass(frozen=True)
 class CaseOutcome:
-    compiled: bool
-    correct: bool
+    """One input case: its ``Verdict`` (analysis/verdict.py: the only carrier of compiled / correct /
+    not verified / timing), its speedup against the reference and why it has none. ``compiled``,
+    ``correct``, ``verified``, ``candidate``, ``status`` and ``error`` read the verdict."""
+
+    verdict: Verdict
     speedup: float | None = None  # reference time / candidate time for this input case
-    error: str | None = None
-    candidate: bool = True  # False: nothing to evaluate (the reference alone): a failed case
     refused: str | None = None  # why no speedup may be computed (analysis/verdict.try_speedup)
     untimed: str | None = None  # why this passed case has no timing (not estimated, not timed): the task is left out
-    verified: bool = True  # False: correctness was not verified (could not run), which is not "incorrect"
-    status: str = ""  # the case's Verdict.status() (analysis/verdict.STATUSES), when it came from a Verdict
+
+    @property
+    def compiled(self) -> bool:
+        return self.verdict.compiled is True
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict.passed
+
+    @property
+    def candidate(self) -> bool:
+        """False: nothing to evaluate (the reference alone): a failed case."""
+        return self.verdict.candidate
+
+    @property
+    def verified(self) -> bool:
+        """False: correctness was not verified (could not run), which is not "incorrect"."""
+        return self.verdict.correct is not None or not self.verdict.candidate
+
+    @property
+    def status(self) -> str:
+        return self.verdict.status()
+
+    @property
+    def error(self) -> str | None:
+        return self.verdict.evidence or None
 
 
 @dataclass(frozen=True)
@@ -158,14 +187,8 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
 
 
 def _status(o: TaskOutcome) -> str:
-    """The task's status in the one vocabulary (analysis/verdict.STATUSES): the case's own when it has one."""
-    if len(o.cases) == 1 and o.cases[0].status and o.has_candidate:
-        return o.cases[0].status
-    if not o.has_candidate:
+    """The task's status in the one vocabulary (analysis/verdict.STATUSES): its case's Verdict's; over several
+    cases, the first case that is not compiled and correct says it."""
+    if not o.cases:
         return "no candidate"
-    if o.correct:
-        return "compiled, correct"
-    if not o.compiled:
-        return "not compiled"
-    wrong = any(c.verified and not c.correct for c in o.cases)
-    return "compiled, wrong" if wrong else "compiled, not verified"
+    return next((c.status for c in o.cases if not c.correct), o.cases[0].status)

@@ -4,19 +4,21 @@ import math
 
 import pytest
 
-from pallasite.agents.eval_metrics import CaseOutcome, MissingTiming, TaskOutcome, fast_p, summarize
+from pallasite.agents.eval_metrics import MissingTiming, TaskOutcome, fast_p, summarize
+
+from eval_cases import case
 
 
 def ok(*speeds):
-    return tuple(CaseOutcome(True, True, s) for s in speeds)
+    return tuple(case(True, True, s) for s in speeds)
 
 
 FIXTURE = [
     TaskOutcome("fast", ok(2.0, 8.0)),  # geomean over cases 4.0
     TaskOutcome("slower", ok(0.5)),  # a regression: floored to 1.0 in the geomean
     TaskOutcome("barely", ok(1.04)),  # correct, not "improved"
-    TaskOutcome("wrong", (CaseOutcome(True, True, 3.0), CaseOutcome(True, False, None))),  # one case wrong
-    TaskOutcome("broken", (CaseOutcome(False, False, None, "E1001 VMEM OOM"),)),  # did not compile
+    TaskOutcome("wrong", (case(True, True, 3.0), case(True, False, None))),  # one case wrong
+    TaskOutcome("broken", (case(False, False, None, "E1001 VMEM OOM"),)),  # did not compile
 ]
 
 
@@ -41,7 +43,7 @@ def test_metrics_match_hand_computation():
 
 
 def test_a_task_counts_only_if_every_case_passed():
-    t = TaskOutcome("t", (CaseOutcome(True, True, 2.0), CaseOutcome(False, False, None)))
+    t = TaskOutcome("t", (case(True, True, 2.0), case(False, False, None)))
     assert not t.compiled and not t.correct and t.scored() == 1.0
 
 
@@ -55,7 +57,7 @@ def test_missing_timing_is_an_error_not_one_x(missing):
 
 
 def test_failed_tasks_count_one_x_and_empty_sets_are_refused():
-    s = summarize("m", [TaskOutcome("x", (CaseOutcome(False, False),)), TaskOutcome("y", ok(4.0))],
+    s = summarize("m", [TaskOutcome("x", (case(False, False),)), TaskOutcome("y", ok(4.0))],
                   provenance="estimate (v6e)")
     assert s.geomean_speedup == pytest.approx(2.0)
     with pytest.raises(ValueError, match="no tasks"):
@@ -63,19 +65,19 @@ def test_failed_tasks_count_one_x_and_empty_sets_are_refused():
 
 
 def test_a_task_without_a_candidate_is_failed_not_compiled_or_correct():
-    s = summarize("files", [TaskOutcome("ref_only", (CaseOutcome(False, False, None, "no candidate", candidate=False),)),
+    s = summarize("files", [TaskOutcome("ref_only", (case(False, False, None, "no candidate", candidate=False),)),
                             TaskOutcome("y", ok(4.0))], provenance="device (TPU v5 lite)")
     assert s.compile_rate == 0.5 and s.correct_rate == 0.5 and s.with_candidate == 1
     rows = {t["task"]: t for t in s.per_task}
     assert rows["ref_only"]["status"] == "no candidate" and rows["ref_only"]["scored"] == 1.0
-    # even a case wrongly flagged compiled/correct does not pass without a candidate
-    t = TaskOutcome("t", (CaseOutcome(True, True, 1.0, candidate=False),))
+    # a case without a candidate never passes, whatever it was flagged with
+    t = TaskOutcome("t", (case(True, True, 1.0, candidate=False),))
     assert not t.compiled and not t.correct
 
 
 def test_a_refused_speedup_leaves_no_speedup_figures():
     why = "no estimated speedup: the reference and the kernel were estimated by different models"
-    s = summarize("files", [TaskOutcome("a", (CaseOutcome(True, True, None, refused=why),)), TaskOutcome("b", ok(2.0))],
+    s = summarize("files", [TaskOutcome("a", (case(True, True, None, refused=why),)), TaskOutcome("b", ok(2.0))],
                   provenance="estimate (v5e)")
     assert s.correct_rate == 1.0 and s.geomean_speedup is None and s.improved_share is None and s.fast_p == ()
     assert s.speedup_refused == why and s.per_task[0]["speedup_refused"] == why
@@ -85,18 +87,18 @@ def test_a_correct_task_without_an_estimate_is_left_out_and_the_others_keep_thei
     """One correct task the cost model could not estimate erased the geomean, fast_p and "improved" of
     every task of the method, as if two methods had been mixed. Now it is left out, with its reason."""
     why = "no speedup: the candidate has no timing"
-    s = summarize("files", [TaskOutcome("a", (CaseOutcome(True, True, None, untimed=why),)),
+    s = summarize("files", [TaskOutcome("a", (case(True, True, None, untimed=why),)),
                             TaskOutcome("b", ok(2.0)), TaskOutcome("c", ok(0.5))], provenance="estimate (v5e)")
     assert s.speedup_refused is None and s.excluded == (("a", why),)
     assert math.isclose(s.geomean_speedup, math.sqrt(2.0 * 1.0))  # over b and c only (c floored at 1.0x)
     assert s.improved_share == 0.5 and dict(s.fast_p)[1.0] == 0.5
     assert s.correct_rate == 1.0 and s.per_task[0]["excluded"] == why and s.per_task[0]["scored"] is None
-    alone = summarize("files", [TaskOutcome("a", (CaseOutcome(True, True, None, untimed=why),))], provenance="x")
+    alone = summarize("files", [TaskOutcome("a", (case(True, True, None, untimed=why),))], provenance="x")
     assert alone.geomean_speedup is None and alone.excluded == (("a", why),)
 
 
 def test_not_verified_is_not_incorrect_in_the_task_status():
     """The eval report showed a task whose correctness could not be verified as "compiled, not correct"."""
-    s = summarize("files", [TaskOutcome("big", (CaseOutcome(True, False, None, "too big", verified=False),)),
-                            TaskOutcome("wrong", (CaseOutcome(True, False, None, "wrong_result"),))], provenance="x")
+    s = summarize("files", [TaskOutcome("big", (case(True, False, None, "too big", verified=False),)),
+                            TaskOutcome("wrong", (case(True, False, None, "wrong_result"),))], provenance="x")
     assert [t["status"] for t in s.per_task] == ["compiled, not verified", "compiled, wrong"]

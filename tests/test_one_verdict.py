@@ -134,10 +134,7 @@ def test_the_same_report_and_reply_say_the_same_words_in_every_command(case):
     assert _label(report, (0, 1, 2), "v5e", True).startswith(compiled.text())
     # eval's row and HTML cell say the verdict's own words
     v = verdicts["eval"]
-    row = summarize("files", [TaskOutcome("add_tuned", (CaseOutcome(v.compiled is True, v.correct is True,
-                                                                    1.0 if v.passed else None,
-                                                                    untimed=None, verified=v.correct is not None,
-                                                                    status=v.status()),))],
+    row = summarize("files", [TaskOutcome("add_tuned", (CaseOutcome(v, 1.0 if v.passed else None),))],
                     provenance="estimate (v5e)").per_task[0]
     assert row["status"] == status
 
@@ -186,3 +183,20 @@ def test_a_search_node_of_the_older_form_is_read_into_its_verdict():
     assert root.verdict.timing.seconds == 1e-3 and root.verdict.timing.device_kind == "v5e"
     for node in (crashed, wrong, root):  # the new form serialises the Verdict once and reads back the same
         assert SearchNode.from_json(node.to_json()) == node
+
+
+def test_a_method_that_raises_is_its_task_s_verdict_not_a_crashed_eval():
+    """The eval built ``Verdict(False, False, None, why)`` for a method that raised (a Verdict's parts are
+    typed results, not booleans), so reading its status crashed the whole evaluation."""
+    from pallasite.agents.eval_job import EvalJob, run_eval
+    from pallasite.engine.eval_tasks import discover
+
+    (task,) = [t for t in discover(str(DATA / "eval")) if t.name == "add_tuned"]
+
+    def broken(task):
+        raise RuntimeError("the model client broke")
+
+    (summary,) = asyncio.run(run_eval(EvalJob([task], {"broken": broken}, chip="v5e")))
+    row = summary["per_task"][0]
+    assert row["status"] == "not compiled for the chip" and row["correct"] is False
+    assert "RuntimeError: the model client broke" in row["verdict"]["text"]

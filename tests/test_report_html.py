@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.agents.eval_metrics import CaseOutcome, TaskOutcome, summarize
+from pallasite.agents.eval_metrics import TaskOutcome, summarize
 from pallasite.agents.search import SearchOptions, search
 from pallasite.server.report_html import eval_html, search_html
 
+from eval_cases import case
 from test_search import ROOT, STRATS, Landscape
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -29,8 +30,8 @@ def graph():
 
 @pytest.fixture(scope="module")
 def summaries():
-    tasks = [TaskOutcome("matmul", (CaseOutcome(True, True, 2.5),)), TaskOutcome("softmax", (CaseOutcome(True, True, 0.8),)),
-             TaskOutcome("conv", (CaseOutcome(False, False, None, "E2003 unaligned"),))]
+    tasks = [TaskOutcome("matmul", (case(True, True, 2.5),)), TaskOutcome("softmax", (case(True, True, 0.8),)),
+             TaskOutcome("conv", (case(False, False, None, "E2003 unaligned"),))]
     return [summarize("hand-tuned", tasks, provenance="estimate (v5e)").to_json()]
 
 
@@ -101,11 +102,11 @@ def test_report_renders_in_headless_chromium(kind, graph, summaries, tmp_path):
 @pytest.fixture(scope="module")
 def comparison():
     """Two agent methods over the same three tasks, as `pallasite eval --method zero-shot --method beam` writes them."""
-    zero = [TaskOutcome("matmul", (CaseOutcome(True, False, None, "wrong_result"),)),
-            TaskOutcome("softmax", (CaseOutcome(False, False, None, "E2002 misaligned"),)),
-            TaskOutcome("conv", (CaseOutcome(False, False, None, candidate=False),))]
-    beam = [TaskOutcome("matmul", (CaseOutcome(True, True, 2.5),)), TaskOutcome("softmax", (CaseOutcome(True, True, 1.2),)),
-            TaskOutcome("conv", (CaseOutcome(True, False, None, "wrong_result"),))]
+    zero = [TaskOutcome("matmul", (case(True, False, None, "wrong_result"),)),
+            TaskOutcome("softmax", (case(False, False, None, "E2002 misaligned"),)),
+            TaskOutcome("conv", (case(False, False, None, candidate=False),))]
+    beam = [TaskOutcome("matmul", (case(True, True, 2.5),)), TaskOutcome("softmax", (case(True, True, 1.2),)),
+            TaskOutcome("conv", (case(True, False, None, "wrong_result"),))]
     out = []
     for name, label, tasks, usage in (("zero-shot", "zero-shot best-of-100", zero, (120_000, 100, 0.31)),
                                       ("beam", "beam width 3 depth 3 branches 2", beam, (410_000, 28, None))):
@@ -148,7 +149,7 @@ def test_side_by_side_says_not_verified_rather_than_incorrect(comparison):
     (the per-task table's correct column said "no" for it)."""
     from pallasite.server.cmd_eval import side_by_side
 
-    rows = [summarize("beam", [TaskOutcome("conv", (CaseOutcome(True, False, None, "worker crashed", verified=False),))],
+    rows = [summarize("beam", [TaskOutcome("conv", (case(True, False, None, "worker crashed", verified=False),))],
                       provenance="estimate (v5e)").to_json()] * 2
     page = eval_html(rows)
     assert "<tr><td>conv</td><td>compiled, not verified</td><td>compiled, not verified</td></tr>" in page
