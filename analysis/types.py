@@ -322,6 +322,7 @@ class CallCost:
     dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/kernel_counts.py)
     dma_copies: int = 0
     dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (kernel_counts.py)
+    flops_count: str = "exact"  # the same words for the work: pl.when/while decided by known values or bounded
 
 
 @dataclass(frozen=True)

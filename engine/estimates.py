@@ -69,16 +69,30 @@ def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: st
 
 
 def _caveat(kernel: CostEstimate) -> str | None:
-    """A kernel whose own DMAs were bounded, not counted: its speedup is a bound too, said so."""
-    kinds = {c.dma_count for c in kernel.calls if c.dma_copies and c.dma_count != "exact"}
-    if not kinds:
+    """A kernel whose own DMAs or whose work were bounded, not counted: its speedup is a bound too,
+    said so (runner/kernel_counts.py)."""
+    dmas = {c.dma_count for c in kernel.calls if c.dma_copies and c.dma_count != "exact"}
+    work = {c.flops_count for c in kernel.calls if c.flops_count != "exact"}
+    said = ([f"the kernel's own DMAs are {_bound_words(dmas)}"] if dmas else []) + \
+           ([f"the kernel's work is {_bound_words(work)}"] if work else [])
+    if not said:
         return None
+    kinds = dmas | work
     if kinds == {"lower bound"}:
-        return "the kernel's own DMAs are a lower bound (a while loop counted once): the speedup is an upper bound"
+        effect = "the speedup is an upper bound"
+    elif kinds == {"upper bound"}:
+        effect = "the speedup is a lower bound"
+    else:
+        effect = "the speedup is neither an upper nor a lower bound"
+    return "; ".join(said) + ": " + effect
+
+
+def _bound_words(kinds: set[str]) -> str:
+    if kinds == {"lower bound"}:
+        return "a lower bound (a while loop counted once)"
     if kinds == {"upper bound"}:
-        return "the kernel's own DMAs are an upper bound (pl.when branches counted every step): the speedup is a lower bound"
-    return ("the kernel's own DMAs could only be bounded (while loops counted once, pl.when branches every step): "
-            "the speedup is neither an upper nor a lower bound")
+        return "an upper bound (pl.when branches counted every step)"
+    return "bounded both ways (while loops counted once, pl.when branches every step)"
 
 
 def pair_result(result: EstimateResult, index: int = 0) -> PairedEstimate:

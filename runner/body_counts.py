@@ -46,6 +46,11 @@ class BodyCounts:
         self.transcendentals += other.transcendentals * times
         self.dots.extend((f * times, d, e) for f, d, e in other.dots)
         self.notes |= other.notes
+        if len(self.dots) > 64:  # a walk over many grid steps: one entry per (dtype, fill) is enough
+            merged: dict[tuple[str, float], int] = {}
+            for f, d, e in self.dots:
+                merged[(d, e)] = merged.get((d, e), 0) + f
+            self.dots = [(f, d, e) for (d, e), f in merged.items()]
 
 
 def _size(aval: Any) -> int:
@@ -57,43 +62,58 @@ def _fill(dim: int, unit: int) -> float:
     return dim / (math.ceil(dim / unit) * unit) if dim > 0 else 1.0
 
 
+def count_leaf(eqn: Any, counts: BodyCounts, mxu: int = 128) -> bool:
+    """Add one equation's own work to ``counts`` when it is arithmetic (a matmul, an element-wise or
+    transcendental op, a reduction); False for anything else (control flow, memory ops, casts)."""
+    name = eqn.primitive.name
+    if name == "dot_general":
+        lhs, rhs = (v.aval for v in eqn.invars)
+        (lc, rc), (lb, _rb) = eqn.params["dimension_numbers"]
+        contract = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64)) if lc else 1
+        out = _size(eqn.outvars[0].aval)
+        flops = 2 * out * contract
+        rows = int(np.prod([lhs.shape[d] for d in range(lhs.ndim) if d not in lc and d not in lb],
+                           dtype=np.int64)) or 1
+        rhs_free = [d for d in range(rhs.ndim) if d not in rc and d not in _rb]
+        cols = int(np.prod([rhs.shape[d] for d in rhs_free], dtype=np.int64)) or 1
+        eff = _fill(contract, mxu) * _fill(cols, mxu) * _fill(rows, 8)
+        counts.flops += flops
+        counts.mxu_flops += flops
+        counts.dots.append((flops, str(lhs.dtype), eff))
+    elif name in _TRANSCENDENTAL:
+        counts.transcendentals += _size(eqn.outvars[0].aval)
+    elif name in _ARITHMETIC:
+        counts.flops += _size(eqn.outvars[0].aval)
+    elif name in _REDUCTIONS:
+        counts.flops += _size(eqn.invars[0].aval)
+    else:
+        return False
+    return True
+
+
 def count_body(jaxpr: Any, mxu: int = 128) -> BodyCounts:
-    """FLOPs, MXU FLOPs and transcendentals of one execution of ``jaxpr`` (a kernel body)."""
+    """FLOPs, MXU FLOPs and transcendentals of one execution of ``jaxpr`` (a kernel body), with no
+    values known: a ``pl.when``/``cond`` counts its largest branch, a ``while`` body once.
+    runner/kernel_counts.py counts the same per grid step from the values the task's inputs give."""
     counts = BodyCounts()
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         if name == "pallas_call":  # a kernel's body is counted per grid step by call_cost, never inline
             continue
-        if name == "dot_general":
-            lhs, rhs = (v.aval for v in eqn.invars)
-            (lc, rc), (lb, _rb) = eqn.params["dimension_numbers"]
-            contract = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64)) if lc else 1
-            out = _size(eqn.outvars[0].aval)
-            flops = 2 * out * contract
-            rows = int(np.prod([lhs.shape[d] for d in range(lhs.ndim) if d not in lc and d not in lb],
-                               dtype=np.int64)) or 1
-            rhs_free = [d for d in range(rhs.ndim) if d not in rc and d not in _rb]
-            cols = int(np.prod([rhs.shape[d] for d in rhs_free], dtype=np.int64)) or 1
-            eff = _fill(contract, mxu) * _fill(cols, mxu) * _fill(rows, 8)
-            counts.flops += flops
-            counts.mxu_flops += flops
-            counts.dots.append((flops, str(lhs.dtype), eff))
-        elif name in _TRANSCENDENTAL:
-            counts.transcendentals += _size(eqn.outvars[0].aval)
-        elif name in _ARITHMETIC:
-            counts.flops += _size(eqn.outvars[0].aval)
-        elif name in _REDUCTIONS:
-            counts.flops += _size(eqn.invars[0].aval)
-        elif name == "scan":
+        if count_leaf(eqn, counts, mxu):
+            continue
+        if name == "scan":
             counts.add(count_body(eqn.params["jaxpr"].jaxpr, mxu), int(eqn.params["length"]))
         elif name == "cond":
             branches = [count_body(b.jaxpr, mxu) for b in eqn.params["branches"]]
             counts.add(max(branches, key=lambda c: (c.flops, c.transcendentals)))
-            if len(branches) > 1:
+            if len({(c.flops, c.transcendentals) for c in branches}) > 1:
                 counts.notes.add("a pl.when/cond body is counted on every grid step")
         elif name == "while":
-            counts.add(count_body(eqn.params["body_jaxpr"].jaxpr, mxu))
-            counts.notes.add("a while loop body is counted once (trip count unknown statically)")
+            once = count_body(eqn.params["body_jaxpr"].jaxpr, mxu)
+            counts.add(once)
+            if once.flops or once.transcendentals:
+                counts.notes.add("a while loop body is counted once (trip count unknown statically)")
         else:
             for sub in sub_jaxprs(eqn.params):
                 counts.add(count_body(sub, mxu))

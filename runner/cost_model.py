@@ -15,8 +15,12 @@ For one call of a task's entry it traces the program (``jax.make_jaxpr``) and, f
   2 x output elements x contracted elements (the MXU share); element-wise arithmetic one per output
   element; reductions one per input element; exp/log/tanh/... one transcendental per element.
   Comparisons, selects, casts and memory ops count nothing. Loops with a static trip count
-  (``scan``) multiply their body; ``cond`` (``pl.when``) counts its largest branch on every step
-  (an upper bound); a ``while`` body counts once (a note says so).
+  (``scan``) multiply their body. Where values decide the work — a ``cond`` (``pl.when``) on a
+  scalar-prefetched mask entry (splash attention's ``block_mask``), a ``while`` up to a prefetched
+  length — the body is walked at each grid step with that step's program ids and scalar-prefetch
+  values (runner/kernel_counts.py) and priced for what runs there; where the values are unknown a
+  ``cond`` counts its largest branch and a ``while`` body once (``CallCost.flops_count`` says which
+  bound; the notes say why).
 - **VMEM footprint**: each pipelined VMEM block x its buffer count (2 unless ``pl.Buffered(n)``)
   plus VMEM scratch.
 - **MXU shape efficiency**: per matmul, how the contracted and output-column dims fill the chip's
@@ -77,7 +81,8 @@ ASSUMPTIONS = (
     "vector unit: one op per element per cycle (clock from the bf16 MXU rate)",
     "float32 matmuls at 1/3 of the bf16 MXU rate",
     "MXU and vector work overlap (compute = the larger)",
-    "pl.when/cond bodies counted on every step (largest branch)",
+    "pl.when/cond bodies and while loops priced at each grid step as the known values (program ids, "
+    "scalar-prefetch values) decide them; where they do not, the largest branch / one trip (noted, a bound)",
     "XLA ops outside pallas_calls: FLOPs at the same rates, bytes of each fused op (runner/xla_ops.py)",
     "DMAs a kernel issues itself (pl.ANY operands) counted from its traced body (runner/kernel_counts.py)",
 )
@@ -214,7 +219,8 @@ def _compiler_params(params: Any) -> Any:
 
 
 def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, BodyCounts]:
-    """Count one pallas_call equation (see the module docstring for what is counted)."""
+    """Count one pallas_call equation (see the module docstring for what is counted): its cost and
+    its work summed over the whole grid."""
     gm = eqn.params["grid_mapping"]
     n_dynamic = int(getattr(gm, "num_dynamic_grid_bounds", 0) or 0)
     dynamic, operands = list(operands[:n_dynamic]), list(operands[n_dynamic:])
@@ -276,10 +282,18 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
             except TypeError:
                 pass
     prefetch_bytes = sum(int(p.size) * p.dtype.itemsize for p in prefetch)  # copied to SMEM once
-    body = count_body(eqn.params["jaxpr"], mxu)
-    dmas, sampled = count_over_grid(eqn.params["jaxpr"], grid, known_prefetch)  # unknown values stay unknown
-    notes |= dmas.notes | ({sampled} if sampled else set())
-    if dmas.copies:
+    walked, sampled = count_over_grid(eqn.params["jaxpr"], grid, known_prefetch, mxu,  # unknown values stay unknown
+                                      tuple(getattr(gm, "vmapped_dims", ()) or ()))
+    if walked is None:  # nothing in the body depends on values: every step does the same work
+        body, dmas = BodyCounts(), None
+        body.add(count_body(eqn.params["jaxpr"], mxu), steps)
+    else:
+        body, dmas = walked.compute, walked
+        notes |= walked.notes | ({sampled} if sampled else set())
+        notes.add("work priced at each grid step from the known values (program ids, scalar-prefetch values): "
+                  "pl.when bodies where they run, while loops for the trips they turn"
+                  + ("" if walked.compute_kind == "exact" else f" ({walked.compute_kind}: see the other notes)"))
+    if dmas is not None and dmas.copies:
         notes.add(f"the kernel's own DMAs: {dmas.copies} copies, {dmas.bytes} bytes over the grid"
                   + ("" if dmas.exact else f" ({dmas.kind}: see the other notes)"))
     cp = _compiler_params(eqn.params.get("compiler_params"))
@@ -289,10 +303,11 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
     cost = CallCost(
         kernel=_kernel_name(eqn), grid=grid, steps=steps, blocks=tuple(blocks), scratch_bytes=scratch,
         vmem_bytes=vmem + scratch, vmem_limit_bytes=int(limit) if limit else None,
-        hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops * steps, mxu_flops=body.mxu_flops * steps,
-        transcendentals=body.transcendentals * steps, mxu_efficiency=round(mxu_eff, 6),
+        hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops, mxu_flops=body.mxu_flops,
+        transcendentals=body.transcendentals, mxu_efficiency=round(mxu_eff, 6),
         dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)),
-        dma_bytes=dmas.bytes, dma_copies=dmas.copies, dma_count=dmas.kind)
+        dma_bytes=dmas.bytes if dmas else 0, dma_copies=dmas.copies if dmas else 0,
+        dma_count=dmas.kind if dmas else "exact", flops_count=dmas.compute_kind if dmas else "exact")
     return cost, body
 
 
@@ -337,7 +352,7 @@ def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: 
     launches = len(calls)
     for cost, body in calls:
         cores = chip.device_cores if chip.device_cores > 1 and "parallel" in cost.dimension_semantics else 1
-        mxu_s = sum(f * cost.steps / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in body.dots) / cores
+        mxu_s = sum(f / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in body.dots) / cores
         vector_s = ((cost.flops - cost.mxu_flops) + cost.transcendentals) / (vpu * cores)
         c = max(mxu_s, vector_s)
         m = (cost.hbm_bytes + cost.dma_bytes) / (chip.hbm_bytes_per_s * cores)

@@ -1,4 +1,5 @@
-"""The DMAs a kernel issues itself, counted from its traced body (worker side).
+"""What a kernel body does at each grid step, from the values the task's inputs give (worker side):
+the DMAs it issues itself and the work its data-dependent branches and loops really do.
 
 A pallas_call operand left in HBM (``memory_space=pl.ANY``) is copied by the kernel's own
 ``pltpu.make_async_copy(...).start()`` / ``pltpu.async_copy``: each is a ``dma_start`` equation in
@@ -14,11 +15,20 @@ transformed (sliced) ref's shape x its dtype, multiplied by:
 - ``cond`` (``pl.when``, ``lax.cond``): the branch the known scalars select; when they do not
   decide it, the branch moving the most bytes, and the count is marked an upper bound.
 
-The known scalars (program ids, scalar-prefetch values, small ops on them, stores into tracked
-refs) live in runner/kernel_scalars.py. ``count_over_grid`` walks the body once per grid step (up to MAX_STEPS, else an even sample scaled
-to the grid).
+The same walk counts the body's arithmetic (``StepCounts.compute``: body_counts.count_leaf per
+equation) under the same decisions, so a block-sparse kernel whose ``pl.when`` skips the masked
+blocks (splash attention's ``block_mask`` in SMEM) is priced for the blocks it computes, and a
+``fori_loop`` up to a prefetched length for the trips it turns. Where the known values do not
+decide a branch, its largest branch is counted (``compute_upper``); an undecided while body once
+(``compute_lower``): both said in the notes.
 
-``DmaCounts.exact`` is True only when neither happened. Copies between VMEM buffers and remote
+The known scalars (program ids, scalar-prefetch values, small ops on them, stores into tracked
+refs) live in runner/kernel_scalars.py. ``count_over_grid`` walks the body once per grid step (up
+to MAX_STEPS; a larger grid is sampled by ``grid_sample`` — whole runs of the inner axes at a
+stratified sample of the outer positions — and scaled: an even stride over the flat grid aliased
+with the inner axes and priced a causal mask's 3 of 4 blocks as 2 of 3).
+
+``StepCounts.exact`` is True only when no DMA was bounded. Copies between VMEM buffers and remote
 copies (``device_id``) move no HBM bytes of this chip and are not counted.
 """
 
@@ -29,20 +39,24 @@ from typing import Any
 
 import numpy as np
 
+from .body_counts import BodyCounts, count_leaf
 from .kernel_scalars import Scalars, unflatten
 
 _HBM = ("any", "hbm")
 
 
 @dataclass
-class DmaCounts:
-    """Per execution of a kernel body."""
+class StepCounts:
+    """Per execution of a kernel body (or summed over grid steps): its own HBM copies and its work."""
 
     copies: int = 0
     bytes: int = 0
     notes: set[str] = field(default_factory=set)
-    upper_bound: bool = False  # a cond branch counted on every execution
-    lower_bound: bool = False  # a while body counted once
+    upper_bound: bool = False  # DMAs: a cond branch counted on every execution
+    lower_bound: bool = False  # DMAs: a while body counted once
+    compute: BodyCounts = field(default_factory=BodyCounts)
+    compute_upper: bool = False  # work: an undecided cond counted at its largest branch
+    compute_lower: bool = False  # work: an undecided while body counted once
 
     @property
     def exact(self) -> bool:
@@ -51,16 +65,33 @@ class DmaCounts:
     @property
     def kind(self) -> str:
         """What the byte count is: "exact", "upper bound", "lower bound" or "bounded both ways"."""
-        if self.upper_bound and self.lower_bound:
-            return "bounded both ways"
-        return "upper bound" if self.upper_bound else "lower bound" if self.lower_bound else "exact"
+        return _kind(self.upper_bound, self.lower_bound)
 
-    def add(self, other: "DmaCounts", times: int = 1) -> None:
+    @property
+    def compute_kind(self) -> str:
+        """What the work count is, in the same words."""
+        return _kind(self.compute_upper, self.compute_lower)
+
+    @property
+    def data_dependent(self) -> bool:
+        """Whether values decide anything here: DMAs to count, or work a branch or loop may skip."""
+        return bool(self.copies) or self.compute_upper or self.compute_lower
+
+    def add(self, other: "StepCounts", times: int = 1) -> None:
         self.copies += other.copies * times
         self.bytes += other.bytes * times
         self.notes |= other.notes
         self.upper_bound |= other.upper_bound
         self.lower_bound |= other.lower_bound
+        self.compute.add(other.compute, times)
+        self.compute_upper |= other.compute_upper
+        self.compute_lower |= other.compute_lower
+
+
+def _kind(upper: bool, lower: bool) -> str:
+    if upper and lower:
+        return "bounded both ways"
+    return "upper bound" if upper else "lower bound" if lower else "exact"
 
 
 def _space(ref: Any) -> str:
@@ -123,14 +154,14 @@ def _forget_dst(eqn: Any, env: Scalars) -> None:
     env.forget([unflatten(eqn, eqn.invars)[1]])
 
 
-def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
-    """The HBM copies one execution of ``jaxpr`` (a kernel body) starts. With ``scalars`` (one
-    grid step's known values), ``pl.when`` branches and ``while`` trip counts that those values
-    decide are taken exactly; otherwise they are bounded (see the module docstring)."""
+def count_step(jaxpr: Any, scalars: Scalars | None = None, mxu: int = 128) -> StepCounts:
+    """The HBM copies one execution of ``jaxpr`` (a kernel body) starts, and the work it does. With
+    ``scalars`` (one grid step's known values), ``pl.when`` branches and ``while`` trip counts that
+    those values decide are taken exactly; otherwise they are bounded (see the module docstring)."""
     from .body_counts import sub_jaxprs
 
     env = scalars or Scalars((), (), {})
-    out = DmaCounts()
+    out = StepCounts()
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         if name == "dma_start":
@@ -139,39 +170,24 @@ def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
                 out.copies += 1
                 out.bytes += moved
             _forget_dst(eqn, env)
+        elif name == "pallas_call":
+            continue
+        elif count_leaf(eqn, out.compute, mxu):
+            env.step(eqn)  # scalar arithmetic (an index, a length) may decide a branch below
         elif name == "scan":  # the same count every iteration: only its constants are known inside
             body = eqn.params["jaxpr"]
             n = int(eqn.params["num_consts"])
             inner = env.child(zip(body.jaxpr.invars[:n], [env.get(v) for v in eqn.invars[:n]]),
                               links=zip(body.jaxpr.invars[:n], eqn.invars[:n]))
-            out.add(count_dmas(body.jaxpr, inner), int(eqn.params["length"]))
+            out.add(count_step(body.jaxpr, inner, mxu), int(eqn.params["length"]))
         elif name == "while":
-            out.add(_while(eqn, env))
+            out.add(_while(eqn, env, mxu))
         elif name == "cond":
-            branches = eqn.params["branches"]
-            index = env.get(eqn.invars[0])
-            operands = [env.get(v) for v in eqn.invars[1:]]
-            if index is not None and np.size(index) == 1:
-                taken = int(np.clip(int(np.asarray(index).reshape(-1)[0]), 0, len(branches) - 1))
-                b = branches[taken]
-                out.add(count_dmas(b.jaxpr, env.child(zip(b.jaxpr.invars, operands),
-                                                      links=zip(b.jaxpr.invars, eqn.invars[1:]))))
-                continue
-            scopes = [env.child(zip(b.jaxpr.invars, operands), refs=dict(env.refs),
-                                links=zip(b.jaxpr.invars, eqn.invars[1:])) for b in branches]
-            counted = [count_dmas(b.jaxpr, scope) for b, scope in zip(branches, scopes)]
-            for ref in list(env.refs):  # a ref some branch may have changed is unknown after the cond
-                if any(scope.refs.get(ref) is not env.refs[ref] for scope in scopes):
-                    del env.refs[ref]
-            most = max(counted, key=lambda c: c.bytes)
-            if len({(c.copies, c.bytes) for c in counted}) > 1:
-                most.upper_bound = True
-                most.notes.add("DMAs under pl.when/cond counted on every execution (the largest branch): an upper bound")
-            out.add(most)
+            out.add(_cond(eqn, env, mxu))
         elif name in ("pjit", "jit", "closed_call", "run_scoped") and len(list(sub_jaxprs(eqn.params))) == 1:
             (sub,) = sub_jaxprs(eqn.params)
             inner = env.child(zip(sub.invars, [env.get(v) for v in eqn.invars]), links=zip(sub.invars, eqn.invars))
-            out.add(count_dmas(sub, inner))
+            out.add(count_step(sub, inner, mxu))
             for ov, iv in zip(eqn.outvars, sub.outvars):
                 got = inner.get(iv)
                 if got is not None:
@@ -179,20 +195,54 @@ def count_dmas(jaxpr: Any, scalars: Scalars | None = None) -> DmaCounts:
         else:
             subs = list(sub_jaxprs(eqn.params))
             for sub in subs:
-                out.add(count_dmas(sub, env.child(())))
+                out.add(count_step(sub, env.child(()), mxu))
             if not subs:
                 env.step(eqn)
     return out
 
 
-def _while(eqn: Any, env: Scalars) -> DmaCounts:
-    """A while loop's DMAs: simulated trip by trip while its condition is known, else once (a bound)."""
+def _cond(eqn: Any, env: Scalars, mxu: int) -> StepCounts:
+    """A ``pl.when``/``cond``: the branch the known values select; else each branch counted on a
+    private copy of the ref tables and the largest taken (DMA bytes and work bounded separately)."""
+    branches = eqn.params["branches"]
+    index = env.get(eqn.invars[0])
+    operands = [env.get(v) for v in eqn.invars[1:]]
+    if index is not None and np.size(index) == 1:
+        taken = int(np.clip(int(np.asarray(index).reshape(-1)[0]), 0, len(branches) - 1))
+        b = branches[taken]
+        return count_step(b.jaxpr, env.child(zip(b.jaxpr.invars, operands),
+                                             links=zip(b.jaxpr.invars, eqn.invars[1:])), mxu)
+    scopes = [env.child(zip(b.jaxpr.invars, operands), refs=dict(env.refs),
+                        links=zip(b.jaxpr.invars, eqn.invars[1:])) for b in branches]
+    counted = [count_step(b.jaxpr, scope, mxu) for b, scope in zip(branches, scopes)]
+    for ref in list(env.refs):  # a ref some branch may have changed is unknown after the cond
+        if any(scope.refs.get(ref) is not env.refs[ref] for scope in scopes):
+            del env.refs[ref]
+    dmas_differ = len({(c.copies, c.bytes) for c in counted}) > 1
+    work_differs = len({(c.compute.flops, c.compute.transcendentals) for c in counted}) > 1
+    out = max(counted, key=lambda c: c.bytes)
+    work = max(counted, key=lambda c: (c.compute.flops, c.compute.transcendentals))
+    out.compute, out.compute_upper, out.compute_lower = work.compute, work.compute_upper, work.compute_lower
+    out.notes |= work.notes
+    if dmas_differ:
+        out.upper_bound = True
+        out.notes.add("DMAs under pl.when/cond counted on every execution (the largest branch): an upper bound")
+    if work_differs:
+        out.compute_upper = True
+        out.notes.add("a pl.when/cond body whose condition the known values do not decide: its largest branch "
+                      "counted on every grid step (an upper bound)")
+    return out
+
+
+def _while(eqn: Any, env: Scalars, mxu: int = 128) -> StepCounts:
+    """A while loop's DMAs and work: simulated trip by trip while its condition is known, else its
+    body once (a lower bound)."""
     p = eqn.params
     cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
     nc, nb = int(p["cond_nconsts"]), int(p["body_nconsts"])
     values = [env.get(v) for v in eqn.invars]
     cconsts, bconsts, carry = values[:nc], values[nc:nc + nb], values[nc + nb:]
-    out = DmaCounts()
+    out = StepCounts()
     for _ in range(MAX_TRIPS):
         c = env.child(zip(cond.invars, cconsts + carry), links=zip(cond.invars[:nc], eqn.invars[:nc]))
         for e in cond.eqns:
@@ -203,11 +253,11 @@ def _while(eqn: Any, env: Scalars) -> DmaCounts:
         if not bool(np.asarray(go).reshape(-1)[0]):
             return out  # exact
         b = env.child(zip(body.invars, bconsts + carry), links=zip(body.invars[:nb], eqn.invars[nc:nc + nb]))
-        out.add(count_dmas(body, b))
+        out.add(count_step(body, b, mxu))
         carry = [b.get(v) for v in body.outvars]
     scope = env.child(zip(body.invars, bconsts + [None] * len(carry)), refs=dict(env.refs),
                       links=zip(body.invars[:nb], eqn.invars[nc:nc + nb]))
-    once = count_dmas(body, scope)
+    once = count_step(body, scope, mxu)
     for ref in list(env.refs):  # the loop may run any number of times: what it stores is unknown
         if scope.refs.get(ref) is not env.refs[ref]:
             del env.refs[ref]
@@ -215,28 +265,74 @@ def _while(eqn: Any, env: Scalars) -> DmaCounts:
         once.lower_bound = True
         once.notes.add("DMAs in a while loop whose trip count the known values do not decide: counted once "
                        "(a lower bound)")
+    if once.compute.flops or once.compute.transcendentals:
+        once.compute_lower = True
+        once.notes.add("a while loop whose trip count the known values do not decide: its work counted once "
+                       "(a lower bound)")
     out.add(once)
     return out
 
 
-MAX_STEPS = 256  # grid steps evaluated one by one; a larger grid is sampled evenly and scaled
+MAX_STEPS = 1024  # grid steps walked one by one (about 0.1-1 ms each); a larger grid is sampled and scaled
 
 
-def count_over_grid(body: Any, grid: tuple[int, ...], prefetch: list[np.ndarray | None]) -> tuple[DmaCounts, str | None]:
-    """The kernel's own DMAs over the whole grid: the body walked at each grid step with that step's
-    program ids and the scalar-prefetch values, so branches and loop trip counts those decide are
-    exact. Returns the totals and a note when the grid was sampled."""
-    total = DmaCounts()
-    if not count_dmas(body).copies:
-        return total, None
+def grid_sample(grid: tuple[int, ...], limit: int = MAX_STEPS) -> np.ndarray:
+    """The flat grid steps walked: all of them up to ``limit``. Else whole runs of the innermost axes
+    (where masks and page tables vary: a query block's K/V blocks, a sequence's pages) at a sample
+    of the outer positions, one drawn at random (a fixed seed) from each equal stretch of them, so
+    a kernel whose work depends only on its inner axes is counted exactly; where even the last axis
+    alone is over ``limit``, one step from each of ``limit`` equal stretches of the grid."""
+    steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
+    if steps <= limit:
+        return np.arange(steps, dtype=np.int64)
+    inner = 1
+    for size in reversed(grid):
+        if inner * size > limit:
+            break
+        inner *= size
+    outer_steps = steps // inner
+    picks = _stratified(outer_steps, max(limit // inner, 1)) if inner > 1 else _stratified(steps, limit)
+    if inner == 1:
+        return picks
+    return (picks[:, None] * inner + np.arange(inner, dtype=np.int64)[None, :]).reshape(-1)
+
+
+def _stratified(n: int, k: int) -> np.ndarray:
+    """``k`` of ``range(n)``: one drawn at random (seed 0) from each of k equal stretches."""
+    if n <= k:
+        return np.arange(n, dtype=np.int64)
+    edges = np.linspace(0, n, k + 1)
+    draw = np.random.default_rng(0).random(k)
+    return np.minimum((edges[:-1] + draw * np.diff(edges)).astype(np.int64), n - 1)
+
+
+def count_over_grid(body: Any, grid: tuple[int, ...], prefetch: list[np.ndarray | None],
+                    mxu: int = 128, vmapped: tuple[int, ...] = ()) -> tuple[StepCounts | None, str | None]:
+    """The kernel's own DMAs and its work over the whole grid: the body walked at each grid step with
+    that step's program ids and the scalar-prefetch values, so branches and loop trip counts those
+    decide are exact. None when nothing in the body depends on values (no DMAs of its own, no branch
+    or loop whose work differs): then every step does the same work (body_counts.count_body). Also
+    returns a note when the grid was sampled. ``vmapped``: grid axes ``jax.vmap`` added in front of
+    the kernel's own (``GridMapping.vmapped_dims``); the body's ``pl.program_id(k)`` counts only
+    the others, so each step's program ids leave those out."""
+    if not count_step(body, mxu=mxu).data_dependent:
+        return None, None
+    total = StepCounts()
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     refs = {var: value for var, value in zip(body.invars, prefetch) if value is not None}
-    picks = range(steps) if steps <= MAX_STEPS else np.linspace(0, steps - 1, MAX_STEPS).astype(np.int64)
+    picks = grid_sample(tuple(grid))
+    own = [d for d in range(len(grid)) if d not in set(vmapped)]
+    kernel_grid = tuple(grid[d] for d in own)
     for flat in picks:
         point = tuple(int(i) for i in np.unravel_index(int(flat), grid)) if grid else ()
-        total.add(count_dmas(body, Scalars(grid, point, refs)))
-    if steps > MAX_STEPS:
-        scale = steps / MAX_STEPS
-        total.copies, total.bytes = int(total.copies * scale), int(total.bytes * scale)
-        return total, f"the kernel's own DMAs: {MAX_STEPS} of {steps} grid steps evaluated, scaled"
+        total.add(count_step(body, Scalars(kernel_grid, tuple(point[d] for d in own), refs), mxu))
+    if steps > len(picks):
+        scale = steps / len(picks)
+        total.copies, total.bytes = round(total.copies * scale), round(total.bytes * scale)
+        work = total.compute
+        work.flops, work.mxu_flops = round(work.flops * scale), round(work.mxu_flops * scale)
+        work.transcendentals = round(work.transcendentals * scale)
+        work.dots = [(f * scale, d, e) for f, d, e in work.dots]
+        return total, (f"the kernel body walked at {len(picks)} of {steps} grid steps (whole runs of the inner "
+                       "grid axes at a stratified sample of the outer ones), scaled")
     return total, None

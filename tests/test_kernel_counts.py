@@ -60,7 +60,7 @@ def test_a_copy_outside_any_branch_or_loop_is_exact():
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import tpu as pltpu
 
-    from pallasite.runner.kernel_counts import count_dmas
+    from pallasite.runner.kernel_counts import count_step
 
     def kernel(x_hbm, o_hbm, buf, sem):
         pltpu.async_copy(x_hbm.at[pl.ds(8, 16)], buf, sem).wait()  # in: 16 x 256 f32
@@ -73,7 +73,7 @@ def test_a_copy_outside_any_branch_or_loop_is_exact():
                               scratch_shapes=[pltpu.VMEM((16, 256), jnp.float32), pltpu.SemaphoreType.DMA(())])(x)
 
     eqn = jax.make_jaxpr(f)(jax.ShapeDtypeStruct((64, 256), jnp.float32)).jaxpr.eqns[0]
-    counts = count_dmas(eqn.params["jaxpr"])
+    counts = count_step(eqn.params["jaxpr"])
     assert (counts.copies, counts.bytes, counts.exact) == (2, 2 * 16 * 256 * 4, True)
 
 
