@@ -67,16 +67,27 @@ class Iteration:
     summary: str = ""
     source: str | None = None
     phases: list[dict] = field(default_factory=list)  # {"phase", "ok", "summary", "seconds"}
-    verdict: str = "not run"  # "valid", a Verdict status ("not compiled", "compiled, wrong", "compiled, not
-    # verified", ...), "not measured", "no candidate", "model error", "stopped"
-    valid: bool = False
-    time_s: float | None = None
-    label: str = ""
+    verdict: str = "not run"  # the loop's word: "valid", a Verdict status ("not compiled", "compiled, wrong",
+    # "compiled, not verified", ...), "not measured", "no candidate", "model error", "stopped"
     evidence: str = ""
     profile: str = ""  # the profile phase's evidence (device profile, or the cost model's breakdown, labelled)
     tokens: int = 0
     seconds: float = 0.0
-    result: Verdict | None = None  # the candidate's verdict, combined from its phases' typed results
+    result: Verdict | None = None  # the candidate's verdict, combined from its phases' typed results: the only
+    # carrier of compiled / correct / not verified / timing (``valid``, ``time_s`` and ``label`` read it)
+
+    @property
+    def valid(self) -> bool:
+        """Compiled for the chip, correct, and timed by the run's method: a candidate that may rank."""
+        return self.result is not None and self.result.passed and self.result.timing is not None
+
+    @property
+    def time_s(self) -> float | None:
+        return self.result.timing.seconds if self.valid else None
+
+    @property
+    def label(self) -> str:
+        return self.result.timing.label() if self.valid else ""
 
 
 @dataclass
@@ -117,14 +128,14 @@ class RunState:
         return timing_for(self.baseline_s, label, self.context.get("chip", ""))
 
     def verdict(self, it: Iteration) -> Verdict:
-        """The iteration's verdict, as its phases made it (a record of an older form: from its phases)."""
+        """The iteration's verdict, as its phases made it; one that ended before a verdict (no candidate, a
+        stop during its compile): no candidate, or its compile phase's answer and not verified."""
         if it.result is not None:
             return it.result
         if it.source is None:
             return Verdict.no_candidate(it.evidence or it.verdict)
-        return Verdict.of(True if it.valid else _phase_ok(it, "compile"), it.valid,
-                       timing_for(it.time_s, it.label or self.method, self.context.get("chip", "")) if it.valid else None,
-                       it.evidence)
+        wrong = it.verdict in ("compiled, wrong", "incorrect")  # an older record's word for a rejected candidate
+        return Verdict.of(_phase_ok(it, "compile"), False if wrong else None, None, it.evidence or it.verdict)
 
     def _speedup_of(self, it: Iteration) -> float | None:
         s, _ = try_speedup(self.baseline_timing(), self.verdict(it).timing, baseline_name="the original file")
@@ -349,8 +360,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
             return it
         timing = measured.timing
         it.result = Verdict(it.result.compile, it.result.test, timing)
-        it.valid, it.verdict = True, "valid"
-        it.time_s, it.label = timing.seconds, timing.label()
+        it.verdict = "valid"
         if state.baseline_s and measured.seconds >= state.baseline_s:
             it.evidence = f"correct but not faster: {measured.seconds:.3e} s vs baseline {state.baseline_s:.3e} s ({it.label})"
         await pause("profile", {"iteration": it.index, "time_s": it.time_s, "label": it.label})
@@ -481,10 +491,24 @@ def state_json(state: RunState) -> dict:
 
 
 def state_from_json(data: dict) -> RunState:
-    iterations = [Iteration(**{**it, "result": Verdict.from_json(it["result"]) if it.get("result") else None})
+    chip = (data.get("context") or {}).get("chip", "")
+    iterations = [_iteration_from_json(it, data.get("method") or "", chip)
                   for it in data.get("iterations", []) if isinstance(it, dict)]
     usage = Usage(**{k: v for k, v in (data.get("usage") or {}).items() if k in Usage.__dataclass_fields__})
     fields = {k: data[k] for k in ("run_id", "path", "original", "method", "baseline_s", "baseline_label",
                                    "seconds", "stopped", "context") if k in data}
     baseline = Timing.from_json(data["baseline"]) if data.get("baseline") else None
     return RunState(**fields, baseline=baseline, iterations=iterations, usage=usage)
+
+
+def _iteration_from_json(data: dict, method: str, chip: str) -> Iteration:
+    """A snapshot's iteration; one of the older form (``valid``, ``time_s``, ``label`` beside the verdict, or
+    no verdict at all) is read into its Verdict."""
+    fields = {k: v for k, v in data.items() if k in Iteration.__dataclass_fields__}
+    result = Verdict.from_json(data["result"]) if data.get("result") else None
+    timing = timing_for(data.get("time_s"), data.get("label") or method, chip) if data.get("valid") else None
+    if result is None and data.get("source") is not None and data.get("valid"):
+        result = Verdict.of(True, True, timing)
+    elif result is not None and result.timing is None and timing is not None:
+        result = Verdict(result.compile, result.test, timing)
+    return Iteration(**{**fields, "result": result})

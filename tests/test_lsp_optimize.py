@@ -326,12 +326,15 @@ async def test_winner_that_cannot_be_written_is_a_message_not_a_crash(tmp_path):
     from types import SimpleNamespace
 
     from pallasite.agents.optimize import Iteration, new_run
+    from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict
     from pallasite.server.optimize_lsp import place_winner
 
     original = (DATA / "add.py").read_text()
     state = new_run(str(tmp_path / "missing-folder" / "add.py"), original)
     state.baseline_s = 2e-6
-    state.iterations = [Iteration(1, source="# faster\n", valid=True, time_s=1e-6, label="estimate (v6e)")]
+    state.baseline = Timing(2e-6, "estimate", "v6e", COST_MODEL)
+    state.iterations = [Iteration(1, source="# faster\n", verdict="valid",
+                                  result=Verdict.of(True, True, Timing(1e-6, "estimate", "v6e", COST_MODEL)))]
     shown: list[str] = []
 
     async def show(params):

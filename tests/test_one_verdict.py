@@ -200,3 +200,28 @@ def test_a_method_that_raises_is_its_task_s_verdict_not_a_crashed_eval():
     row = summary["per_task"][0]
     assert row["status"] == "not compiled for the chip" and row["correct"] is False
     assert "RuntimeError: the model client broke" in row["verdict"]["text"]
+
+
+def test_an_optimize_snapshot_of_the_older_form_is_read_into_its_verdicts():
+    """Snapshots kept ``valid`` / ``time_s`` / ``label`` beside (or instead of) each iteration's Verdict; they
+    are read into the Verdict, which is then the only carrier, and the new form round-trips."""
+    from pallasite.agents.optimize import state_from_json, state_json
+    from pallasite.analysis.verdict import COST_MODEL
+
+    label = f"estimate ({COST_MODEL}, v5e)"
+    old = {"run_id": "r1", "path": "k.py", "original": "x", "method": label, "baseline_s": 2e-3, "baseline_label": label,
+           "context": {"chip": "v5e"},
+           "iterations": [{"index": 1, "source": "a", "verdict": "valid", "valid": True, "time_s": 1e-3, "label": label},
+                          {"index": 2, "source": "b", "verdict": "incorrect", "valid": False, "time_s": None,
+                           "label": "", "evidence": "max abs error 1.0",
+                           "phases": [{"phase": "compile", "ok": True, "summary": "ok"}]},
+                          {"index": 3, "source": "c", "verdict": "valid", "valid": True, "time_s": 5e-4, "label": label,
+                           "result": Verdict.of(True, True).to_json()}]}
+    state = state_from_json(old)
+    first, second, third = state.iterations
+    assert first.valid and first.result.timing.seconds == 1e-3 and first.result.timing.device_kind == "v5e"
+    assert not second.valid and state.verdict(second).status() == "compiled, wrong"
+    assert third.valid and third.time_s == 5e-4 and state.winner is third
+    again = state_from_json(state_json(state))
+    assert [it.result for it in again.iterations] == [it.result for it in state.iterations]
+    assert "valid" not in state_json(state)["iterations"][0]  # the Verdict is serialised once
