@@ -147,31 +147,9 @@ def candidate_path(task: Any) -> str:
 
 
 def compiled_verdict(report: Any, tiers: tuple[int, ...], chip: str) -> CompileResult:
-    """The compile phase's result from a checker report (analysis/verdict.compile_result: compiled only
-    when tier 2 ran for the chip), and every kernel the task reaches passed every tier asked for (a
-    tier skipped or not run is not a pass)."""
-    result = compile_result(report, tiers, chip)
-    if result.ok is not True:
-        return result
-    if report.skipped:
-        return CompileResult.failed(f"not a kernel: {report.skipped}", chip=chip, tiers=result.tiers_run)
-    if not report.kernels:
-        return CompileResult.failed("the checker found no pallas_call to compile", chip=chip, tiers=result.tiers_run)
-    reached = 0
-    for kernel in report.kernels:
-        states = dict(kernel.tiers)
-        if any(str(states.get(t, "")).startswith("not reached") for t in tiers):
-            continue  # defined in the file, never called by the task (a backward pass): nothing to compile
-        reached += 1
-        for tier in tiers:
-            state = states.get(tier, "not run")
-            if state != "ok":
-                return CompileResult.unchecked(f"{kernel.name}: tier {tier} {state} for {chip} (compiled means every "
-                                               "tier passed)", chip=chip, tiers=result.tiers_run)
-    if not reached:
-        return CompileResult.failed("the task reaches none of the file's kernels: nothing was compiled", chip=chip,
-                                    tiers=result.tiers_run)
-    return result
+    """The compile phase's result from a checker report: analysis/verdict.compile_result, the one meaning of
+    compiled (tier 2 ran for the chip, and every kernel the task reaches passed every tier asked for)."""
+    return compile_result(report, tiers, chip)
 
 
 async def _check_compiled(engine: Any, options: Any, path: str, text: str, job: EvalJob) -> CompileResult:

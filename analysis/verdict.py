@@ -230,8 +230,10 @@ class CompileResult:
 def compile_result(report: Any, tiers: Sequence[int], chip: str, *,
                    not_checked: Sequence[str] = ("PLS205", "PLS902", "PLS903", "PLS904")) -> CompileResult:
     """The compile phase's result from a checker report (``FileReport`` or the checker's result: findings,
-    per-kernel tier states, notes). An error finding: not compiled. A finding of ``not_checked`` (a crash,
-    a time or memory limit) or tier 2 skipped or not asked for: not compiled for the chip, with why."""
+    per-kernel tier states, notes): the one meaning of "compiled" for check, fix, optimize, search, tune and
+    eval. An error finding: not compiled. A finding of ``not_checked`` (a crash, a time or memory limit) or
+    tier 2 skipped or not asked for: not compiled for the chip, with why. Compiled: tier 2 ran and passed,
+    the file is a kernel, and every kernel the task reaches passed every tier asked for."""
     findings = tuple(getattr(report, "findings", ()) or ())
 
     def sev(f: Any) -> str:
@@ -264,7 +266,33 @@ def compile_result(report: Any, tiers: Sequence[int], chip: str, *,
     if COMPILE_TIER not in ran:
         why = dict(skipped_t).get(COMPILE_TIER, "not run")
         return CompileResult(None, chip, ran, skipped_t, kernels, f"tier {COMPILE_TIER} {'skipped: ' + why if why != 'not asked for' else 'was not run'}")
-    return CompileResult(True, chip, ran, skipped_t, kernels)
+    return _every_kernel(CompileResult(True, chip, ran, skipped_t, kernels), report, asked)
+
+
+def _every_kernel(result: CompileResult, report: Any, tiers: Sequence[int]) -> CompileResult:
+    """Compiled also means: the file is a kernel, and every kernel the task reaches passed every tier asked
+    for (a tier skipped or not run for one kernel is not a pass); a kernel defined but never called by the
+    task (a backward pass) has nothing to compile."""
+    chip, ran = result.chip, result.tiers_run
+    if getattr(report, "skipped", None):
+        return CompileResult.failed(f"not a kernel: {report.skipped}", chip=chip, tiers=ran)
+    if not result.kernels:
+        return CompileResult.failed("the checker found no pallas_call to compile", chip=chip, tiers=ran)
+    reached = 0
+    for name, states in result.kernels:
+        state_of = dict(states)
+        if any(str(state_of.get(t, "")).startswith("not reached") for t in tiers):
+            continue
+        reached += 1
+        for tier in tiers:
+            state = state_of.get(tier, "not run")
+            if state != "ok":
+                return CompileResult(None, chip, ran, result.tiers_skipped, result.kernels,
+                                     f"{name}: tier {tier} {state} for {chip} (compiled means every tier passed)")
+    if not reached:
+        return CompileResult.failed("the task reaches none of the file's kernels: nothing was compiled", chip=chip,
+                                    tiers=ran)
+    return result
 
 
 TEST_OUTCOMES = ("ok", "wrong", "not verified")

@@ -25,8 +25,10 @@ class CheckProgress:
     """Prints results as files finish (text format) and keeps a progress line on a terminal."""
 
     def __init__(self, total: int, *, tiers: Sequence[int], text: bool = True, details: bool = False,
-                 verbose: bool = False, out: IO[str] | None = None, bar: IO[str] | None = None) -> None:
+                 verbose: bool = False, out: IO[str] | None = None, bar: IO[str] | None = None,
+                 target: str = "") -> None:
         self.tiers, self.text, self.details, self.verbose = tuple(tiers), text, details, verbose
+        self.target = target  # the chip each file's compile verdict names
         self.out = out if out is not None else sys.stdout
         bar = bar if bar is not None else sys.stderr
         self.bar = tqdm(total=total, file=bar, unit="file", desc="pallasite check", leave=False, dynamic_ncols=True,
@@ -35,7 +37,8 @@ class CheckProgress:
 
     def __call__(self, report: FileReport) -> None:
         if self.text:
-            for line in report_format.file_lines(report, tiers=self.tiers, details=self.details, verbose=self.verbose):
+            for line in report_format.file_lines(report, tiers=self.tiers, details=self.details, verbose=self.verbose,
+                                                 target=self.target):
                 self.bar.write(line, file=self.out)
         self.bar.set_postfix_str(os.path.basename(report.path), refresh=False)
         self.bar.update(1)

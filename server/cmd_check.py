@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     if use_store and any(tier > 0 for tier in options.tiers):  # the compiler tiers' verdicts are recorded
         _say_if_not_recorded(files)
     progress = CheckProgress(len(files), tiers=options.tiers, text=args.format != "json", details=args.details,
-                             verbose=getattr(args, "verbose", False))
+                             verbose=getattr(args, "verbose", False), target=options.target)
     try:
         reports = check_paths_sync(files, options, jobs=jobs, use_store=use_store, on_report=progress)
     finally:

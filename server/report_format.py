@@ -17,9 +17,12 @@ to "hint" is reported as information)::
                 "notes": [str],
                 "tiers_ran": [int],               # tiers that gave some kernel a verdict
                 "not_fully_checked": [str],       # why not ([] when fully checked)
-                "skipped": null | str}],          # why nothing applied (a file without Pallas)
+                "skipped": null | str,            # why nothing applied (a file without Pallas)
+                "compile": null | {"ok": true | false | null, "chip", "tiers_run", "tiers_skipped",
+                                   "kernels", "why", "evidence"},  # the Verdict's compile part
+                "compile_text": null | str}],     # "compiled for v5e (tiers 0,1,2)" | "not compiled for v5e: <why>"
      "summary": {"files": int, "errors": int, "warnings": int, "information": int,
-                 "not_fully_checked": int, "skipped": int,
+                 "not_fully_checked": int, "skipped": int, "compiled": int,
                  "wall_s": null | float}}         # the whole command's wall time
 
 New keys may be added within version 1; renaming or removing one bumps the version.
@@ -33,6 +36,7 @@ from collections.abc import Sequence
 
 from ..analysis.codes import CODES, COULD_NOT_CHECK
 from ..analysis.types import FileReport, Finding, Span
+from ..analysis.verdict import COMPILE_TIER, CompileResult, compile_result
 from ..engine.reach import NOT_REACHED
 
 JSON_VERSION = 1
@@ -129,6 +133,22 @@ def exit_status(reports: Sequence[FileReport], tiers: Sequence[int], *, strict: 
     return 0
 
 
+def compiled_for(report: FileReport, tiers: Sequence[int], target: str) -> CompileResult | None:
+    """The file's compile result, as every command reads a checker report (analysis/verdict.compile_result);
+    None for a file without Pallas."""
+    if report.skipped:
+        return None
+    return compile_result(report, tuple(t for t in tiers if t <= COMPILE_TIER), target)
+
+
+def compile_line(result: CompileResult, target: str) -> str:
+    """"compiled for v5e (tiers 0,1,2)", or "not compiled for v5e: <why>" (an error, or tier 2 not run and
+    passed: the why says which)."""
+    if result.ok:
+        return result.text()
+    return f"not compiled for {target}: {result.text().partition(': ')[2]}"
+
+
 def summary(reports: Sequence[FileReport]) -> Counter:
     counts: Counter = Counter()
     for report in reports:
@@ -155,6 +175,7 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
                 "tiers_ran": tiers_ran(r),
                 "not_fully_checked": not_checked(r, tiers),
                 "skipped": r.skipped,
+                **_compile_json(r, tiers, target),
             }
             for r in reports
         ],
@@ -165,10 +186,21 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
             "information": counts["information"],
             "not_fully_checked": sum(1 for r in reports if not_checked(r, tiers)),
             "skipped": sum(1 for r in reports if r.skipped),
+            "compiled": _compiled_count(reports, tiers, target),
             "wall_s": round(wall_s, 2) if wall_s is not None else None,
         },
     }
     return json.dumps(doc, indent=2)
+
+
+def _compile_json(report: FileReport, tiers: Sequence[int], target: str) -> dict:
+    result = compiled_for(report, tiers, target)
+    return {"compile": result.to_json() if result else None,
+            "compile_text": compile_line(result, target) if result else None}
+
+
+def _compiled_count(reports: Sequence[FileReport], tiers: Sequence[int], target: str) -> int:
+    return sum(1 for r in reports if (c := compiled_for(r, tiers, target)) is not None and c.ok)
 
 
 def finding_text(finding: Finding, path: str, *, details: bool = False) -> str:
@@ -196,13 +228,17 @@ def to_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[int],
     """Compiler-style text. Quiet by default: a clean, fully checked file prints nothing; a file
     with findings prints its errors and warnings; a file not fully checked says which tiers ran and
     why the others did not. ``verbose`` adds information findings, notes and a line per file."""
-    out = [line for report in reports for line in file_lines(report, tiers=tiers, details=details, verbose=verbose)]
+    out = [line for report in reports
+           for line in file_lines(report, tiers=tiers, details=details, verbose=verbose, target=target)]
     out.append(summary_line(reports, target=target, tiers=tiers, wall_s=wall_s))
     return "\n".join(out)
 
 
-def file_lines(report: FileReport, *, tiers: Sequence[int], details: bool = False, verbose: bool = False) -> list[str]:
-    """One file's part of the text output (``to_text``): nothing for a clean, fully checked file."""
+def file_lines(report: FileReport, *, tiers: Sequence[int], details: bool = False, verbose: bool = False,
+               target: str = "") -> list[str]:
+    """One file's part of the text output (``to_text``): nothing for a clean, fully checked file. A file with
+    an error or not fully checked (and every file with ``verbose``) ends with its compile verdict for
+    ``target`` in the one vocabulary ("compiled for v5e (tiers 0,1,2)", "not compiled for v5e: <why>")."""
     if report.skipped:
         return [f"{report.path}: skipped: {report.skipped}"] if verbose else []
     out = [f"{report.path}: note: {note}" for note in report.notes] if verbose else []
@@ -218,6 +254,11 @@ def file_lines(report: FileReport, *, tiers: Sequence[int], details: bool = Fals
         if verbose and unreached:
             out.append(f"{report.path}: note: the task never calls {', '.join(unreached)}: tier 0 only checked "
                        f"{'them' if len(unreached) > 1 else 'it'}")
+    errors = any(cli_severity(f) == "error" for f in report.findings)
+    if target and report.kernels and (missing or verbose or errors):
+        result = compiled_for(report, tiers, target)
+        if result is not None:
+            out.append(f"{report.path}: {compile_line(result, target)}")
     return out
 
 
@@ -227,10 +268,13 @@ def summary_line(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
     tier_text = ",".join(str(t) for t in tiers)
     incomplete = sum(1 for r in reports if not_checked(r, tiers))
     skipped = sum(1 for r in reports if r.skipped)
+    compiled = (f"; {_compiled_count(reports, tiers, target)} compiled for {target}"
+                if COMPILE_TIER in tiers and len(reports) > skipped else "")
     return (
         f"{len(reports) - skipped} file(s) checked for {target}, tiers {tier_text}"
         + (f" in {wall_s:.1f} s" if wall_s is not None else "")
         + f": {counts['error']} error(s), {counts['warning']} warning(s), {counts['information']} information finding(s)"
+        + compiled
         + (f"; {incomplete} file(s) not fully checked (--strict fails on these)" if incomplete else "")
         + (f"; {skipped} file(s) without Pallas skipped" if skipped else "")
     )

@@ -132,6 +132,15 @@ def test_the_same_report_and_reply_say_the_same_words_in_every_command(case):
     compiled = verdicts["eval"].compile
     assert _tune_compile(report).ok is compiled.ok and _tune_compile(report).text() == compiled.text()
     assert _label(report, (0, 1, 2), "v5e", True).startswith(compiled.text())
+    # check reads the same report into the same compile result, and prints it in the same words
+    from pallasite.server import report_format
+
+    assert report_format.compiled_for(report, (0, 1, 2), "v5e") == compiled
+    line = report_format.file_lines(report, tiers=(0, 1, 2), target="v5e", verbose=True)[-1]
+    if compiled.ok:
+        assert line.endswith(": compiled for v5e (tiers 0,1,2)")
+    else:
+        assert f": not compiled for v5e: {compiled.why}" in line
     # eval's row and HTML cell say the verdict's own words
     v = verdicts["eval"]
     row = summarize("files", [TaskOutcome("add_tuned", (CaseOutcome(v, 1.0 if v.passed else None),))],
@@ -225,3 +234,18 @@ def test_an_optimize_snapshot_of_the_older_form_is_read_into_its_verdicts():
     again = state_from_json(state_json(state))
     assert [it.result for it in again.iterations] == [it.result for it in state.iterations]
     assert "valid" not in state_json(state)["iterations"][0]  # the Verdict is serialised once
+
+
+def test_check_prints_the_file_s_compile_verdict(capsys):
+    """`pallasite check` said which tiers ran but never whether the file compiled for the chip."""
+    from pallasite.server.cli import main
+
+    clean = str(DATA / "tier0" / "pls005_kernel_params_ok.py")
+    assert main(["check", "--no-cache", clean, "--tiers", "0", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert f"{clean}: not compiled for v6e: tier 2 was not run (tiers 0 passed)" in out, out
+    assert main(["check", "--no-cache", clean, "--tiers", "0", "--format", "json"]) == 0
+    import json
+
+    (entry,) = json.loads(capsys.readouterr().out)["files"]
+    assert entry["compile"]["ok"] is None and entry["compile_text"].startswith("not compiled for v6e: tier 2")
