@@ -54,8 +54,14 @@ def replace(title: str, span: Span, new_text: str) -> Fix:
 
 def tpu_sites(ctx: RuleContext) -> list[KernelSite]:
     """Call sites the TPU compiler's rules apply to: not known to target a GPU, and certainly not
-    run in interpret mode (which does not lower through Mosaic, so tiling etc. do not apply)."""
-    return [site for site in ctx.sites if site.backend != "gpu" and compiled_for_tpu(ctx.source, site)]
+    run in interpret mode (which does not lower through Mosaic, so tiling etc. do not apply).
+    Read once per analysis (six rules ask), kept with the sites it was read from."""
+    memo = ctx.source.cache.setdefault("rules", {})
+    kept = memo.get("tpu_sites")
+    if kept is None or kept[0] is not ctx.sites:
+        kept = memo["tpu_sites"] = (ctx.sites, [site for site in ctx.sites
+                                                if site.backend != "gpu" and compiled_for_tpu(ctx.source, site)])
+    return list(kept[1])
 
 
 def compiled_for_tpu(source: Source, site: KernelSite) -> bool:
