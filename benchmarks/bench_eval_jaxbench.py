@@ -33,9 +33,9 @@ def main() -> int:
     ap.add_argument("--report")
     ap.add_argument("--json")
     ap.add_argument("--limit", type=int, help="only the first N tasks (a smoke run)")
-    from pallasite.server.cmd_search import add_backend_arguments
+    from pallasite.server import flags
 
-    add_backend_arguments(ap)  # --backend estimate|local|ssh|ray: device medians instead of estimates
+    flags.add_backend(ap)  # --backend estimate|local|ssh|ray: device medians instead of estimates
     args = ap.parse_args()
     if not args.folder:
         print("give the JAXBench benchmark folder (or set JAXBENCH_DIR)", file=sys.stderr)
@@ -47,7 +47,8 @@ def main() -> int:
     from pallasite.agents.eval_job import EvalJob, run_eval
     from pallasite.server.cmd_eval import format_summary  # the rendering only
 
-    from pallasite.server.cmd_search import device_settings, device_where, open_device
+    from pallasite.agents.run_setup import device_where
+    from pallasite.server.run_setup import device_settings
 
     try:
         settings = device_settings(args)
@@ -73,17 +74,11 @@ def main() -> int:
     print(f"{len(tasks)} tasks, {hand} with a hand-tuned kernel; {how}", file=sys.stderr)
     started = time.monotonic()
 
-    async def go():
-        device, where = open_device(settings, args.memory_mb) if settings is not None else (None, "")
-        try:
-            return await run_eval(EvalJob(tasks, {"hand-tuned-or-reference": ask}, chip=args.target, jobs=1,
-                                          memory_mb=args.memory_mb, device=device, where=where,
-                                          progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True)))
-        finally:
-            if device is not None:
-                await device.close()
-
-    [summary] = asyncio.run(go())
+    # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
+    [summary] = asyncio.run(run_eval(EvalJob(tasks, {"hand-tuned-or-reference": ask}, chip=args.target, jobs=1,
+                                             memory_mb=args.memory_mb, device=settings,
+                                             where=device_where(settings) if settings is not None else "",
+                                             progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))))
     print(format_summary(summary))
     for row in summary["per_task"]:
         if row["candidate"]:

@@ -140,26 +140,24 @@ def run(args: argparse.Namespace) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _Setup:
-    """What an eval starts from: the tasks, the device, the agent methods' specs and models, the eval id."""
+    """What an eval starts from: the tasks, the run's setup, the agent methods' specs and models, the eval id."""
 
     tasks: list
-    device: Any
+    run: Any  # agents/run_setup.RunSetup: chip, provider, device, workspace
     specs: dict
     providers: Any
-    workspace: Any
     names: list
     eid: str | None
 
 
 def _setup(args: argparse.Namespace) -> _Setup:
     """The run's inputs; ValueError says what is wrong (before any model is asked or any code runs)."""
+    from ..agents.run_setup import prepare
     from ..engine.eval_tasks import discover
-    from ..engine.store_cache import workspace_for
 
-    from .run_setup import device_settings, device_where, untrusted_refusal
-    from .settings import apply_project_defaults
+    from .run_setup import run_request
 
-    apply_project_defaults(args, args.folder)
+    run = prepare(run_request(args, args.folder))  # eval runs each folder's candidate: model-written code, confined
     tasks = discover(args.folder)
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
@@ -167,21 +165,16 @@ def _setup(args: argparse.Namespace) -> _Setup:
         from ..engine.eval_tasks import with_kernel
 
         tasks = with_kernel(tasks, args.kernel)
-    device = device_settings(args)
-    refused = untrusted_refusal(device, args.allow_unconfined, project=args.folder)
-    if refused:  # eval runs each folder's candidate: model-written code, confined
-        raise ValueError(refused)
-    specs = agent_specs(args)
-    workspace = workspace_for([args.folder])
-    providers = provider_source(args, workspace) if specs else None
+    specs = agent_specs(args, run.provider)
+    providers = provider_source(args, run) if specs else None
     names = args.method or ["files"]
     eid = None
     if specs:
         from ..agents.eval_agents import eval_id as make_eval_id
 
-        eid = make_eval_id(tasks, {m: specs.get(m, m) for m in names}, args.provider or "", args.target,
-                           device_where(device), not args.no_verify)
-    return _Setup(tasks, device, specs, providers, workspace, names, eid)
+        eid = make_eval_id(tasks, {m: specs.get(m, m) for m in names}, run.provider, run.chip, run.where(),
+                           not args.no_verify)
+    return _Setup(tasks, run, specs, providers, names, eid)
 
 
 def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
@@ -189,14 +182,10 @@ def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
     resumes from them); agent methods' model calls recorded under <eval id>/<method>/<task>[/<sample|node>]."""
     from ..agents.eval_job import EvalJob, run_eval
 
-    from .run_setup import device_where
-
-    store, recorder, eid, device = None, None, setup.eid, setup.device
+    run = setup.run
+    store, recorder, eid, device = None, None, setup.eid, run.device
     if setup.specs:
-        from ..agents.optimize_record import OptimizeRecorder
-        from ..knowledge.store import ResultsStore
-
-        store, recorder = ResultsStore.open(setup.workspace), OptimizeRecorder(setup.workspace)
+        store, recorder = run.open_store(), run.recorder()
     done = stored_rows(store, eid) if store is not None else {}
     if done:
         print(f"pallasite eval: resuming {eid}: {len(done)} task results already stored", file=sys.stderr)
@@ -209,13 +198,13 @@ def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
             steps["n"] += 1
             store.put_agent_step(eid, steps["n"], "eval-task", {"method": method, "task": task, "row": row})
 
-    how = f"estimates for {args.target}" if device is None else f"timed on {device_where(device)}"
+    how = f"estimates for {run.chip}" if device is None else f"timed on {run.where()}"
     print(f"pallasite eval: {len(setup.tasks)} tasks, methods {', '.join(methods)}, {how}"
           + (f"; eval {eid}" if eid else ""), file=sys.stderr)
     # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
-    job = EvalJob(setup.tasks, methods, chip=args.target, jobs=args.jobs, verify=not args.no_verify,
+    job = EvalJob(setup.tasks, methods, chip=run.chip, jobs=args.jobs, verify=not args.no_verify,
                   timeout_s=args.timeout, memory_mb=args.memory_mb, device=device,
-                  where=device_where(device) if device is not None else "", allow_unconfined=args.allow_unconfined,
+                  where=run.where() if device is not None else "", allow_unconfined=run.agent.allowUnconfined,
                   progress=progress, done=done, on_task=on_task, task_budget=args.task_budget)
     try:
         return asyncio.run(run_eval(job))
@@ -259,7 +248,7 @@ def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict]) ->
         print(f"report: {args.report}", file=sys.stderr)
 
 
-def agent_specs(args: argparse.Namespace) -> dict:
+def agent_specs(args: argparse.Namespace, provider: str) -> dict:
     """The agent methods asked for, with their knobs (ValueError: a knob out of range)."""
     from ..agents.eval_agents import AgentSpec
     from ..agents.search import SearchOptions
@@ -276,37 +265,34 @@ def agent_specs(args: argparse.Namespace) -> dict:
                                    generations=args.generations, crossover_rate=args.crossover_rate)
         specs[m] = AgentSpec(m, samples=args.samples, iterations=args.iterations, search=search,
                              max_tokens=args.max_tokens, max_seconds=args.max_seconds)
-    if specs and not args.provider:
+    if specs and not provider:
         raise ValueError(f"--method {', '.join(specs)} runs a model: give --provider (gemini, openai, scripted, "
                          "or replay:<eval id>)")
     return specs
 
 
-def provider_source(args: argparse.Namespace, workspace) -> object:
+def provider_source(args: argparse.Namespace, run: Any) -> object:
     """The provider every task asks (one, shared), or a replay of a recorded eval (ValueError: why not)."""
     from ..agents.eval_agents import ProviderSource
-    from ..agents.providers import ProviderConfig, ProviderError, make_provider
-    from ..knowledge.store import ResultsStore, store_path
+    from ..agents.providers import ProviderError, make_provider
+    from ..knowledge.store import store_path
 
-    name = args.provider
+    from .run_setup import provider_config
+
+    name, workspace = run.provider, run.workspace
     if name.startswith("replay:"):
         recorded = name.split(":", 1)[1].strip()
         path = store_path(workspace)
         rows = {}
         if path.exists():
-            with ResultsStore.open(workspace) as store:
+            with run.open_store() as store:
                 rows = stored_rows(store, recorded)
         if not rows:
             raise ValueError(f"replay:{recorded}: no recorded eval of that id in {path} (an eval prints its id at "
                              "the end; run the replay from the same folder)")
         return ProviderSource(lambda task: None, replay_store=str(path), replay_of=recorded)
     try:
-        provider = make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
-                                                scripted_file=args.scripted_file or "",
-                                                price_input_per_mtok=args.price_input,
-                                                price_output_per_mtok=args.price_output,
-                                                requests_per_minute=args.requests_per_minute,
-                                                tokens_per_minute=args.tokens_per_minute))
+        provider = make_provider(provider_config(args, run))
     except ProviderError as exc:
         raise ValueError(str(exc)) from None
     return ProviderSource(lambda task: provider)

@@ -29,6 +29,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 JSON_VERSION = 1
 
@@ -74,51 +75,43 @@ def run(args: argparse.Namespace) -> int:
         from .apply_file import apply_result
 
         written = apply_result(args.path, setup.started, outcome.fixed_text, beside=".fixed.py")
-    print(_render(args, setup.chip, outcome, written))
+    print(_render(args, setup.run.chip, outcome, written))
     nothing = not outcome.attempts and outcome.message.startswith("nothing to fix")
     return 0 if outcome.ok or nothing else 1
 
 
 @dataclasses.dataclass(frozen=True)
 class _Setup:
-    """What a fix run starts from: the file's bytes and text, the chip, tiers, check options, agent settings."""
+    """What a fix run starts from: the file's bytes and text, and the run's setup (agents/run_setup.py)."""
 
     started: bytes
     text: str
-    chip: str
-    tiers: tuple[int, ...]
-    options: object
-    agent: object
-    config: object
+    run: Any
 
 
 def _setup(args: argparse.Namespace) -> _Setup:
     """The run's inputs from the arguments and the project's settings; UsageError says what is wrong."""
-    from ..engine.checker import TARGETS, read_source
-    from ..engine.store_cache import workspace_for
-    from ..knowledge.store import store_path
+    from ..agents.run_setup import prepare
+    from ..engine.checker import read_source
 
     from .flags import UsageError, parse_tiers
+    from .run_setup import run_request
 
     path = args.path
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such file")
-    from .run_setup import agent_settings
-
-    settings, agent, provider = agent_settings(args)
-    if args.target is not None and args.target not in TARGETS:
-        raise UsageError(f"--target {args.target!r}: unknown chip; choose one of {', '.join(TARGETS)}")
     if args.rounds is not None and args.rounds < 1:
         raise UsageError(f"--max-rounds {args.rounds}: give at least 1")
     if args.line is not None and args.line < 1:
         raise UsageError(f"--line {args.line}: lines count from 1")
-    tiers = parse_tiers(args.tiers) if args.tiers else tuple(settings.tiers)
+    tiers = parse_tiers(args.tiers) if args.tiers else None
+    try:  # fix verifies with the tiers asked for; proposals run in the compiler tiers, so 1+ needs confinement
+        request = run_request(args, path, tiers=tiers, judge=False)
+        run = prepare(dataclasses.replace(request, runs_model_code=any(t > 0 for t in tiers or request.settings.tiers)))
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
-    chip = args.target or settings.target
-    options = dataclasses.replace(settings.check_options(list(tiers)), target=chip,
-                                  allow_unconfined=agent.allowUnconfined)
-    config = dataclasses.replace(agent.provider_config(provider), store_path=str(store_path(workspace_for([path]))))
-    return _Setup(started, read_source(path), chip, tiers, options, agent, config)
+    return _Setup(started, read_source(path), run)
 
 
 async def _fix(args: argparse.Namespace, setup: _Setup):
@@ -126,23 +119,19 @@ async def _fix(args: argparse.Namespace, setup: _Setup):
     from ..agents.fix_action import FixJob, fix_file
     from ..agents.providers import make_provider
     from ..engine.engine import Engine
-    from ..engine.store_cache import workspace_for
 
-    path, options, tiers = args.path, setup.options, setup.tiers
-    model = make_provider(setup.config)  # a configuration problem is told before anything runs
-    workspace = workspace_for([path])
-    engine = Engine(workspace=workspace)  # the same engine `pallasite check` uses: workers, results store
-    refused = engine.untrusted_problem(options) if any(t > 0 for t in tiers) else None
+    path, run = args.path, setup.run
+    model = make_provider(run.provider_config())  # a configuration problem is told before anything runs
+    engine = Engine(workspace=run.workspace)  # the same engine `pallasite check` uses: workers, results store
     try:
-        if refused:  # proposals would run in the compiler tiers: say so before any model is asked
-            return refused
-        report = await engine.checker(path, options).check(path, setup.text, tiers=tiers)
-        job = FixJob(path=path, text=setup.text, report=report, chip=setup.chip, tiers=tiers,
-                     line=args.line - 1 if args.line else None, docs_passages=setup.agent.docsPassages,
-                     **_vmem(setup.chip))
+        report = await engine.checker(path, run.options).check(path, setup.text, tiers=run.tiers)
+        job = FixJob(path=path, text=setup.text, report=report, chip=run.chip, tiers=run.tiers,
+                     line=args.line - 1 if args.line else None, docs_passages=run.agent.docsPassages,
+                     **_vmem(run.chip))
         progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
-        return await fix_file(job, setup.config, setup.agent.budgets(), engine.checker(path, options, untrusted=True),
-                              workspace=workspace, on_progress=progress, provider=model)
+        return await fix_file(job, run.provider_config(), run.agent.budgets(),
+                              engine.checker(path, run.options, untrusted=True), workspace=run.workspace,
+                              on_progress=progress, provider=model)
     finally:
         await model.close()
         await engine.close()

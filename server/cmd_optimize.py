@@ -35,10 +35,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..analysis.verdict import judge_tiers
-
-from .run_setup import device_settings, untrusted_refusal
-
 JSON_VERSION = 1
 
 
@@ -155,15 +151,13 @@ def _console_gate(plans_dir: Path, run_id: str):
 
 def run(args: argparse.Namespace) -> int:
     """Set the run up from the arguments, run the loop (or --export / --write-tests), write and render."""
-    from ..agents.optimize_record import OptimizeRecorder
     from ..agents.providers import ProviderError
-    from ..engine.store_cache import workspace_for
 
     recorder = None
     try:
         try:  # the setup's own failures (an internal error elsewhere keeps its traceback)
             checked = _check(args)
-            recorder = OptimizeRecorder(workspace_for([args.path]))
+            recorder = checked.run.recorder()
             if args.export:
                 return _export(args, recorder)
             setup = _setup(args, checked, recorder)
@@ -186,12 +180,21 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _check(args: argparse.Namespace):
-    """The arguments checked against the file and the settings: (settings, agent, provider name, chip,
-    tests text or None, tests file); ValueError says what is wrong."""
-    from ..engine.checker import TARGETS
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    """The arguments checked against the file and the settings: the run's setup and its tests."""
 
-    from .run_setup import agent_settings
+    run: Any  # agents/run_setup.RunSetup
+    tests: str | None
+    tests_file: Path
+
+
+def _check(args: argparse.Namespace) -> _Checked:
+    """The run's setup (agents/run_setup.py) and its tests; ValueError says what is wrong, before any model
+    is asked (candidates that could not run confined are refused here)."""
+    from ..agents.run_setup import prepare
+
+    from .run_setup import run_request
 
     path = args.path
     if not Path(path).is_file():
@@ -204,12 +207,8 @@ def _check(args: argparse.Namespace):
     if args.tests and not tests_file.is_file():
         raise ValueError(f"--tests {args.tests}: no such file")
     tests = tests_file.read_text(encoding="utf-8") if tests_file.is_file() and not args.write_tests else None
-    args.rounds = None
-    settings, agent, provider_name = agent_settings(args)
-    chip = args.target or settings.target
-    if chip not in TARGETS:
-        raise ValueError(f"--target {chip!r}: unknown chip; choose one of {', '.join(TARGETS)}")
-    return settings, agent, provider_name, chip, tests, tests_file
+    run = prepare(run_request(args, path, runs_model_code=not args.export))
+    return _Checked(run, tests, tests_file)
 
 
 def _export(args: argparse.Namespace, recorder: Any) -> int:
@@ -227,52 +226,40 @@ def _export(args: argparse.Namespace, recorder: Any) -> int:
 
 @dataclasses.dataclass
 class _Setup:
-    """What an optimize run starts from: the file's bytes, the run state (new or resumed), the job's pieces."""
+    """What an optimize run starts from: the file's bytes, the run state (new or resumed), the budgets."""
 
     started: bytes
     state: Any
-    device: Any
-    config: Any
+    run: Any  # agents/run_setup.RunSetup: chip, check options, device, provider
     budgets: Any
-    options: Any
-    chip: str
     tests: str | None
     tests_file: Path
 
 
-def _setup(args: argparse.Namespace, checked: tuple, recorder: Any) -> _Setup:
-    """The run state (a new one, or the one --resume names), the device, the model's configuration, the
-    budgets and the check options; refused before any model is asked where candidates could not run."""
+def _setup(args: argparse.Namespace, checked: _Checked, recorder: Any) -> _Setup:
+    """The run state (a new one, or the one --resume names) and the budgets."""
     from ..agents.optimize import new_run
     from ..agents.optimize_job import budgets as job_budgets
     from ..agents.optimize_record import load
     from ..engine.checker import read_source
-    from ..engine.store_cache import workspace_for
     from ..knowledge.store import store_path
 
-    settings, agent, provider_name, chip, tests, tests_file = checked
-    path, workspace = args.path, workspace_for([args.path])
+    run, path = checked.run, args.path
     started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
     text = read_source(path)
     if args.resume:
         state = load(recorder.store, args.resume) if recorder.store is not None else None
         if state is None:
-            raise ValueError(f"--resume {args.resume}: no such run in {store_path(workspace)}")
+            raise ValueError(f"--resume {args.resume}: no such run in {store_path(run.workspace)}")
         if text != state.original:  # edited since the run began: --apply must not write over those edits
             started = state.original.encode("utf-8")
     else:
         state = new_run(str(Path(path).resolve()), text)
-    state.context.setdefault("chip", chip)
-    device = device_settings(args)
-    config = dataclasses.replace(agent.provider_config(provider_name), store_path=str(store_path(workspace)))
+    state.context.setdefault("chip", run.chip)
     budgets = job_budgets(args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
-                          fix_rounds=args.fix_rounds, request_timeout_s=agent.requestTimeoutS, test_rounds=args.test_rounds)
-    options = dataclasses.replace(settings.check_options(list(judge_tiers(settings.tiers))), target=chip,
-                                  allow_unconfined=agent.allowUnconfined)
-    refused = untrusted_refusal(device, agent.allowUnconfined, options.interpreter, project=path)
-    if refused:  # every candidate would be refused: say so before any model is asked
-        raise ValueError(refused)
-    return _Setup(started, state, device, config, budgets, options, chip, tests, tests_file)
+                          fix_rounds=args.fix_rounds, request_timeout_s=run.agent.requestTimeoutS,
+                          test_rounds=args.test_rounds)
+    return _Setup(started, state, run, budgets, checked.tests, checked.tests_file)
 
 
 async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
@@ -280,14 +267,14 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
     from ..agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
     from ..agents.providers import make_provider
     from ..engine.engine import Engine
-    from ..engine.store_cache import workspace_for
 
-    workspace, state, config = workspace_for([args.path]), setup.state, setup.config
+    run, state = setup.run, setup.state
+    workspace, config = run.workspace, run.provider_config()
     model = make_provider(config)
     engine = Engine(workspace=workspace)
     try:
-        job = OptimizeJob(args.path, state.original, setup.options, setup.chip, setup.budgets, tests=setup.tests,
-                          tests_name=setup.tests_file.name, device=setup.device, state=state,
+        job = OptimizeJob(args.path, state.original, run.options, run.chip, setup.budgets, tests=setup.tests,
+                          tests_name=setup.tests_file.name, device=run.device, state=state,
                           resumed=bool(args.resume))
         if args.write_tests:
             evaluator = make_evaluator(job, engine, model, recorder, state)

@@ -58,11 +58,6 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     add_backend(parser)
 
 
-# Shared with the other agent commands and the editor (server/run_setup.py); the names stay here for callers.
-from .run_setup import (device_settings, device_where, open_device, search_run_id as run_id,  # noqa: E402,F401
-                        stored_nodes, stored_nodes_exist, untrusted_refusal, write_outputs)
-
-
 def run(args: argparse.Namespace) -> int:
     """Set the run up from the arguments, search, then render the best node, the report and --apply."""
     from ..agents.providers import ProviderError
@@ -78,80 +73,72 @@ def run(args: argparse.Namespace) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _Setup:
-    """What a search starts from: the file (bytes and text), the options, the device, the model."""
+    """What a search starts from: the file (bytes and text), the options, the run's setup, the model."""
 
     path: Path
     started: bytes
     text: str
     options: Any
-    device: Any
+    run: Any  # agents/run_setup.RunSetup: chip, check options, device, provider, workspace
     provider: Any
     provider_for: Any
-    name: str
-    workspace: Any
 
 
 def _setup(args: argparse.Namespace) -> _Setup:
     """The run's inputs; ValueError or ProviderError says what is wrong (before any model is asked)."""
+    from ..agents.run_setup import prepare
     from ..agents.search import SearchOptions
-    from ..engine.store_cache import workspace_for
 
-    from .settings import apply_project_defaults
+    from .run_setup import run_request
 
     path = Path(args.path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    apply_project_defaults(args, path)
+    run = prepare(run_request(args, str(path)))
     started = path.read_bytes()  # --apply writes over the file only if it is still these bytes
     options = SearchOptions(algo=args.algo, seed=args.seed, max_nodes=args.budget, target=args.target_speedup,
                             trajectories=args.trajectories, iterations=args.iterations, width=args.width,
                             depth=args.depth, branches=args.branches, keep_factor=args.keep_factor,
                             population=args.population, generations=args.generations,
                             crossover_rate=args.crossover_rate)
-    device = device_settings(args)
-    refused = untrusted_refusal(device, args.allow_unconfined, project=args.path)
-    if refused:
-        raise ValueError(refused)
-    workspace = workspace_for([str(path.resolve())])
-    provider, provider_for = _provider(args, workspace)
-    return _Setup(path, started, started.decode("utf-8"), options, device, provider, provider_for,
-                  args.provider or "", workspace)
+    provider, provider_for = _provider(args, run)
+    return _Setup(path, started, started.decode("utf-8"), options, run, provider, provider_for)
 
 
-def _provider(args: argparse.Namespace, workspace: Any):
+def _provider(args: argparse.Namespace, run: Any):
     """The model, and for a replay each node's own recorded calls (agents/search_iterate.py)."""
     from ..agents.providers import ProviderConfig, ProviderError, make_provider
 
-    name = args.provider or ""
+    name = run.provider
     if not name.startswith("replay:"):
-        return make_provider(ProviderConfig(name=name, model=args.model or "", base_url=args.base_url or "",
-                                            scripted_file=args.scripted_file or "",
-                                            requests_per_minute=args.requests_per_minute,
-                                            tokens_per_minute=args.tokens_per_minute)), None
+        from .run_setup import provider_config
+
+        return make_provider(provider_config(args, run)), None
     from ..agents.providers_scripted import ScriptedProvider
+    from ..agents.run_setup import stored_nodes_exist
     from ..agents.search_iterate import replay_nodes
     from ..knowledge.store import store_path
 
     recorded = name.split(":", 1)[1].strip()
-    if not store_path(workspace).exists() or not stored_nodes_exist(workspace, recorded):
+    if not store_path(run.workspace).exists() or not stored_nodes_exist(run.workspace, recorded):
         raise ProviderError("config", f"replay:{recorded}: no recorded search of that run id in "
-                                      f"{store_path(workspace)} (the search prints its run id at the end)")
-    return ScriptedProvider(ProviderConfig(name=name), []), replay_nodes(recorded, str(store_path(workspace)))
+                                      f"{store_path(run.workspace)} (the search prints its run id at the end)")
+    return ScriptedProvider(ProviderConfig(name=name), []), replay_nodes(recorded, str(store_path(run.workspace)))
 
 
 def _search(args: argparse.Namespace, setup: _Setup):
     """The search (agents/search_job.run_search), resumed from the stored nodes of its run id, each node
     stored and told as it finishes; returns the graph and the run id."""
-    from ..agents.optimize_record import OptimizeRecorder
+    from ..agents.run_setup import search_run_id, stored_nodes
     from ..agents.search_job import run_search
-    from ..knowledge.store import ResultsStore
 
-    store = ResultsStore.open(setup.workspace) if setup.workspace else None
-    rid = run_id(setup.text, setup.options, setup.name, args.target, device_where(setup.device))
+    run = setup.run
+    store = run.open_store()
+    rid = search_run_id(setup.text, setup.options, run.provider, run.chip, run.where())
     done = stored_nodes(store, rid)
     if done:
         print(f"pallasite search: resuming {rid}: {len(done)} nodes already done", file=sys.stderr)
-    recorder = OptimizeRecorder(setup.workspace)  # every node's model calls, under "<run id>/<node id>"
+    recorder = run.recorder()  # every node's model calls, under "<run id>/<node id>"
 
     def on_node(node: Any) -> None:
         if store:
@@ -162,10 +149,10 @@ def _search(args: argparse.Namespace, setup: _Setup):
         print(f"    {node_id} {phase}: {message}"[:110], file=sys.stderr, flush=True)
 
     # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_search
-    search = run_search(setup.path, setup.text, setup.options, setup.provider, chip=args.target, jobs=args.jobs,
-                        memory_mb=args.memory_mb, done=done, on_node=on_node, device=setup.device,
-                        where=device_where(setup.device) if setup.device is not None else "", on_phase=on_phase,
-                        allow_unconfined=args.allow_unconfined, recorder=recorder, run_id=rid,
+    search = run_search(setup.path, setup.text, setup.options, setup.provider, chip=run.chip, jobs=args.jobs,
+                        memory_mb=args.memory_mb, done=done, on_node=on_node, device=run.device,
+                        where=run.where() if run.device is not None else "", on_phase=on_phase,
+                        allow_unconfined=run.agent.allowUnconfined, recorder=recorder, run_id=rid,
                         provider_for=setup.provider_for)
     try:
         return asyncio.run(search), rid
@@ -185,7 +172,9 @@ def node_line(node: Any) -> str:
 def _render(args: argparse.Namespace, setup: _Setup, graph: Any, rid: str) -> int:
     """The best node, the report, why every node failed (exit 1), and --apply."""
     path, best = setup.path, graph.best()
-    report = write_outputs(graph, rid, Path(setup.workspace or path.parent) / ".pallasite" / "search",
+    from .run_setup import write_outputs
+
+    report = write_outputs(graph, rid, setup.run.workspace / ".pallasite" / "search",
                            f"pallasite search {path.name} ({args.algo})", Path(args.report) if args.report else None)
     speed = f"{best.speedup:.2f}x" if best.speedup is not None else "-"
     print(f"best: {best.id} {speed} against the starting kernel [{best.provenance}]; {len(graph.nodes)} nodes; "

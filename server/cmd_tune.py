@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import difflib
 import json
 import os
@@ -61,15 +60,14 @@ def run(args: argparse.Namespace) -> int:
     """Read the file and the settings, tune, render; --apply writes the best configuration."""
     path = os.path.abspath(args.file)
     try:
-        text, settings, options, device = _setup(args, path)
+        text, run, options = _setup(args, path)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    store = _open_store(path) if not args.no_store else None
+    store = None if args.no_store else run.open_store(lambda why: print(f"warning: {why}", file=sys.stderr))
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
-                                   memory_mb=args.memory_mb, device=device,
-                                   check_options=dataclasses.replace(settings.check_options(), target=options.chip)))
+                                   memory_mb=args.memory_mb, device=run.device, check_options=run.options))
     except TuneError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -81,43 +79,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace, path: str):
-    """The file's text, the project's settings, the tune options and the device (None without one);
-    OSError or ValueError says what is wrong."""
-    from pathlib import Path
+    """The file's text, the run's setup (agents/run_setup.py: chip, check options, device for ssh/ray)
+    and the tune options; OSError or ValueError says what is wrong."""
+    from ..agents.run_setup import prepare
 
-    from .settings import load_project_settings
+    from .run_setup import device_settings, run_request
 
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
         raise OSError(f"cannot read {args.file}: {exc.strerror}") from None
-    settings, warnings = load_project_settings(Path(path).parent)  # [tool.pallasite] tunables = {...}
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
     if args.estimates is not None and args.estimates < 1:
         raise ValueError("--max-estimates must be at least 1")
-    options = TuneOptions(chip=args.chip or settings.target, entry=args.entry, budget=args.budget,
-                          backend=args.backend, verify=max(0, args.verify), declared=dict(settings.tunables) or None,
+    # tune times the user's own kernel at other block sizes: no model-written code runs
+    run = prepare(run_request(args, path, target=args.chip, judge=False, runs_model_code=False,
+                              device=device_settings(args) if args.backend in ("ssh", "ray") else None))
+    options = TuneOptions(chip=run.chip, entry=args.entry, budget=args.budget, backend=args.backend,
+                          verify=max(0, args.verify), declared=dict(run.settings.tunables) or None,  # [tool.pallasite]
                           estimates=args.estimates, seed=args.seed)
-    device = None
-    if args.backend in ("ssh", "ray"):
-        from .run_setup import device_settings
-
-        device = device_settings(args)
-    return text, settings, options, device
-
-
-def _open_store(path: str):
-    """The workspace's results store, or None with a warning saying why results are not recorded."""
-    from ..engine.store_cache import workspace_for
-    from ..knowledge.store import ResultsStore, StoreError
-
-    try:
-        return ResultsStore.open(workspace_for([path]))
-    except StoreError as exc:
-        print(f"warning: results are not recorded (tuning without the results store): {exc}", file=sys.stderr)
-        return None
+    return text, run, options
 
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,

@@ -39,7 +39,6 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     a versioned edit of the text it was computed for; refusals and failures are replies."""
     from ..agents.fix_action import fix_file
     from ..agents.fixer import outcome_json
-    from ..engine.store_cache import workspace_for
 
     from .checks import get_checker
 
@@ -49,12 +48,16 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     if not session.ensure_analysis(doc):
         cmd.refuse(f"{doc.path} does not use Pallas: nothing to fix.")
     version, trusted = doc.version, await cmd.trusted()
-    job, purpose = fix_job(session, doc, line, trusted)
+    # proposals are checked with the compiler tiers in a trusted folder (confined: refused up front where a
+    # confined worker cannot be made), else with tier 0
+    run = cmd.run_setup("Fix with agent", device=None, judge=False, tiers=None if trusted else (0,),
+                        runs_model_code=trusted)
+    job, purpose = fix_job(session, doc, line, run, trusted)
     progress = await cmd.progress(f"pallasite: fixing {Path(doc.path).name} with {provider_label(session.settings)}")
     progress.begin(job.tiers)
-    outcome = await fix_file(job, session.settings.agent.provider_config(), session.settings.agent.budgets(),
+    outcome = await fix_file(job, run.provider_config(), run.agent.budgets(),
                              get_checker(session, doc.path, purpose=purpose, untrusted=True),
-                             workspace=workspace_for([doc.path], cwd=Path(doc.path).parent), on_progress=progress.report)
+                             workspace=run.workspace, on_progress=progress.report)
     result = {**outcome_json(outcome, include_text=False), "applied": False}
     cost = f"{len(outcome.attempts)} round(s), {outcome.usage.describe()}"
     if not outcome.ok:
@@ -66,23 +69,14 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     return await apply_fix(cmd, outcome, version, result, cost)
 
 
-def fix_job(session: Any, doc: Any, line: int, trusted: bool) -> tuple[Any, str]:
-    """(the FixJob of the document's current text and findings, the worker purpose): proposals are
-    checked with the compiler tiers in a trusted folder (in a confined worker), else with tier 0."""
+def fix_job(session: Any, doc: Any, line: int, run: Any, trusted: bool) -> tuple[Any, str]:
+    """(the FixJob of the document's current text and findings, the worker purpose) for the run's tiers."""
     from ..agents.fix_action import FixJob, has_reference
 
-    settings = session.settings
     report = FileReport(path=doc.path, findings=tuple(doc.findings()),
                         kernels=doc.report.kernels if doc.report is not None and trusted else ())
-    job = FixJob(path=doc.path, text=doc.text, report=report, chip=settings.target,
-                 tiers=tuple(settings.tiers) if trusted else (0,), line=line,
-                 docs_passages=settings.agent.docsPassages, **_vmem(session))
-    refused = session.engine.untrusted_problem(session.check_options(doc.path)) if trusted else None
-    if refused:  # proposals run in the compiler tiers, only in a confined worker (engine/confinement.py)
-        from .job_command import Refused
-
-        session.show(f"pallasite: Fix with agent: {refused}", lsp.MessageType.Error)
-        raise Refused({"ok": False, "message": refused})
+    job = FixJob(path=doc.path, text=doc.text, report=report, chip=run.chip, tiers=run.tiers, line=line,
+                 docs_passages=run.agent.docsPassages, **_vmem(session))
     # a run against reference() is long: a job worker takes it, so saves are not kept waiting
     return job, "job" if trusted and has_reference(doc.text, doc.path, job.chip) else "check"
 

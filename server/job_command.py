@@ -80,6 +80,26 @@ class Command:
                                                     "device) or device (the backend in the pallasite.backend settings)")
         return self.session.settings.backend.remote() if timing == "device" else None
 
+    def run_setup(self, feature: str, **fields: Any) -> Any:
+        """The run's setup (agents/run_setup.prepare) for the document, as the CLI's commands make it: the
+        folder's settings, the Python its checks use, the device of ``timing``; a problem (an unknown chip,
+        no confined worker for model-written code) is the command's refusal, shown as an error."""
+        from pathlib import Path
+
+        from ..agents.run_setup import RunRequest, prepare
+
+        from .session_settings import settings_for
+
+        path = self.doc.path
+        if "device" not in fields:
+            fields["device"] = self.device()
+        try:
+            return prepare(RunRequest(path=path, settings=settings_for(self.session, path), cwd=str(Path(path).parent),
+                                      interpreter=self.session.check_options(path).interpreter, **fields),
+                           refusal=lambda options, device: self.session.engine.untrusted_problem(options))
+        except ValueError as exc:
+            self.refuse(f"pallasite: {feature}: {exc}", lsp.MessageType.Error)
+
     def need_provider(self, feature: str, message: str | None = None) -> None:
         """Refuse (and tell the user how to configure one) when no LLM provider is configured."""
         if self.session.settings.agent.provider:

@@ -412,7 +412,7 @@ async def autotune_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
 async def _autotune(cmd: Command) -> Result:
     await cmd.need_trust("tune it")
     verify = cmd.count("verify", 3, minimum=0, what="a count (0 to skip)")
-    result = await tune_lsp.run(cmd, cmd.session.settings.target, verify)
+    result = await tune_lsp.run(cmd, verify)
     tuned = tune_lsp.reports(cmd.ls).get(cmd.doc.uri)
     if result.get("ok") and tuned is not None:
         inlay_hints.remember(cmd.ls, cmd.doc.uri, "tune", inlay_hints.from_tune(tuned.version, tuned.report))
@@ -423,7 +423,7 @@ async def _autotune(cmd: Command) -> Result:
 
 @server.command(optimize_lsp.OPTIMIZE_COMMAND)
 async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
-    """Optimize a document: ``{"uri", "mode": "auto"|"step", "iterations": 3, "winner": "newFile"|"edit",
+    """Optimize a document: ``{"uri", "mode": "auto"|"step", "maxIterations": 3, "winner": "newFile"|"edit",
     "timing": "estimate"|"device"}`` (device: the ``pallasite.backend`` settings, as search does).
     (winner: default the ``agent.optimizeWinner`` setting). The winner goes to ``<name>.optimized.py``
     beside the original, or (``edit``) replaces the document as a versioned edit when the document is
@@ -435,7 +435,8 @@ async def optimize_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
 
 async def _optimize(cmd: Command) -> Result:
     session, options = cmd.session, cmd.options
-    mode, iterations = options.get("mode", "auto"), options.get("iterations", 3)
+    # maxIterations: the CLI's --max-iterations (``iterations``, its old name, still works)
+    mode, iterations = options.get("mode", "auto"), options.get("maxIterations", options.get("iterations", 3))
     placement = {"file": "newFile"}.get(options.get("winner"), options.get("winner") or session.settings.agent.optimizeWinner)
     cmd.need(mode in ("auto", "step") and placement in ("newFile", "edit") and isinstance(iterations, int)
              and not isinstance(iterations, bool) and iterations >= 1,

@@ -133,21 +133,18 @@ def shown_document(run_id: str, phase: str, payload: dict) -> tuple[str, str] | 
 async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple[dict[str, Any], RunState | None]:
     """The run of the command's document as an engine job (kind "optimize"): its result dict and final
     state (None if it did not finish). Cancelling the command cancels the job and waits for it to end."""
-    from ..agents.optimize_record import OptimizeRecorder
     from ..agents.providers import make_provider
 
-    session, doc = cmd.session, cmd.doc
-    options = session.check_options()  # the evaluator compiles with tier 2 itself (EngineEvaluator: judge_tiers)
-    refused = session.engine.untrusted_problem(options)  # candidates run only in confined workers (engine/confinement.py)
-    if refused:
-        return {"ok": False, "message": f"pallasite: Optimize: {refused}"}, None
+    doc = cmd.doc
+    # candidates run only in confined workers (engine/confinement.py): refused here where none can be made
+    setup = cmd.run_setup("Optimize", device=device)
     progress = await cmd.progress(f"pallasite: optimizing {Path(doc.path).name} ({mode})")
-    run_job, recorder = optimize_job(session, doc, options, iterations, device), OptimizeRecorder(_workspace(doc.path))
-    provider = make_provider(session.settings.agent.provider_config())
-    gate = step_gate(cmd.ls, run_job.state, progress) if mode == "step" else None
+    run_job, recorder = optimize_job(doc, setup, iterations), setup.recorder()
+    provider = make_provider(setup.provider_config())
+    gate = step_gate(cmd.ls, run_job.state, progress, setup.workspace) if mode == "step" else None
     try:
         progress.begin()
-        job = await cmd.run_job("optimize", doc.path, job_body(session, run_job, provider, recorder, gate, progress),
+        job = await cmd.run_job("optimize", doc.path, job_body(cmd.session, run_job, provider, recorder, gate, progress),
                                 progress)
     finally:
         await provider.close()
@@ -173,36 +170,31 @@ def job_body(session: Any, run_job: Any, provider: Any, recorder: Any, gate: Any
     return body
 
 
-def _workspace(path: str) -> Path:
-    from ..engine.store_cache import workspace_for
-
-    return Path(workspace_for([path], cwd=Path(path).parent))
-
-
-def optimize_job(session: Any, doc: Any, options: Any, iterations: int, device: Any) -> Any:
-    """The same service call as the CLI's (agents/optimize_job.py): the reviewed <stem>.tests.py, the
-    device backend when asked for, the same budgets; a new run state of the document's current text."""
+def optimize_job(doc: Any, setup: Any, iterations: int) -> Any:
+    """The same service call as the CLI's (agents/optimize_job.py) on the same run setup
+    (agents/run_setup.py): the reviewed <stem>.tests.py, the device backend when asked for, the same
+    budgets; a new run state of the document's current text."""
     from ..agents.optimize_job import OptimizeJob, reviewed_tests, tests_path
     from ..agents.optimize_job import budgets as job_budgets
 
-    agent, chip = session.settings.agent, session.settings.target
     state = new_run(doc.path, doc.text)
-    state.context["chip"] = chip
+    state.context["chip"] = setup.chip
     tests = reviewed_tests(doc.path)
-    return OptimizeJob(doc.path, doc.text, options, chip, job_budgets(iterations, fix_rounds=agent.optimizeFixRounds,
-                                                                      request_timeout_s=agent.requestTimeoutS),
-                       tests=tests, tests_name=tests_path(doc.path).name if tests is not None else "", device=device,
+    budgets = job_budgets(iterations, fix_rounds=setup.agent.optimizeFixRounds,
+                          request_timeout_s=setup.agent.requestTimeoutS)
+    return OptimizeJob(doc.path, doc.text, setup.options, setup.chip, budgets, tests=tests,
+                       tests_name=tests_path(doc.path).name if tests is not None else "", device=setup.device,
                        state=state)
 
 
-def step_gate(ls: Any, state: RunState, progress: Any) -> Any:
+def step_gate(ls: Any, state: RunState, progress: Any, workspace: Path) -> Any:
     """Step mode's gate: the phase's text is written under .pallasite/plans/ and opened; the run
     waits for approve / revise / stop on it (a phase with nothing to review passes)."""
     async def gate(phase: str, payload: dict) -> Decision:
         found = shown_document(state.run_id, phase, payload)
         if found is None:
             return Decision("approve")
-        folder = _workspace(state.path) / ".pallasite" / "plans"
+        folder = workspace / ".pallasite" / "plans"
         folder.mkdir(parents=True, exist_ok=True)
         file = (folder / found[0]).resolve()
         file.write_text(found[1], encoding="utf-8")

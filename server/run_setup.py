@@ -1,19 +1,15 @@
-"""What the agent commands share to set up a run, so no front end imports another: the device from
-the flags (``--backend`` and its pool), the confinement refusal, an open device and its name, the agent
-settings from the project and the flags, and a search's run id, stored nodes and written outputs
-(the CLI's `search` and the editor's search command alike).
-
-The rest of a run's setup (store, recorder, resume, replay) still lives in each front end's ``run``;
-tests/test_front_ends.py lists the functions still over 30 lines."""
+"""The command line's side of the run setup (agents/run_setup.py decides; this converts): the
+project's settings for a path, the agent flags and ``--backend`` as a ``RunRequest``; and a search's
+outputs (its graph as JSON and the HTML report), written for the CLI and the editor alike."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
-import json
 import sys
 from pathlib import Path
+from typing import Any
+
+from ..agents.run_setup import RunRequest
 
 
 def device_settings(args: argparse.Namespace):
@@ -32,85 +28,41 @@ def device_settings(args: argparse.Namespace):
     return settings
 
 
-def untrusted_refusal(device, allow_unconfined: bool, python: str | None = None, *,
-                      project: str | None = None) -> str | None:
-    """Why the model-written code of this run cannot run (local workers, and the device's unless it is
-    a Ray cluster's, which decides on its own node): the message to stop with before any model is asked.
-    ``project``: a path in the project whose ``worker.sandbox`` setting counts ("off" refuses, as ``fix`` does)."""
-    from ..engine.client import WorkerConfig
-    from ..engine.confinement import refusal_for
-    from ..engine.remote import worker_config
-
-    sandbox = "auto"
-    if project is not None:
-        from .settings import load_project_settings
-
-        start = Path(project).resolve()
-        sandbox = load_project_settings(start if start.is_dir() else start.parent)[0].worker.sandbox
-    base = WorkerConfig(confine=True, allow_unconfined=allow_unconfined, sandbox=sandbox,
-                        **({"python": python} if python else {}))
-    if device is not None and device.kind != "ray":
-        return refusal_for(base) or refusal_for(worker_config(device, base))
-    return refusal_for(base)
-
-
-def open_device(settings, memory_mb: int, timeout_s: float = 600.0, *, allow_unconfined: bool = False):
-    """An open device backend for these settings, and its name (``local``, ``ssh:HOST``, ``ray:ADDRESS``);
-    its worker runs model-written code, so it is confined (engine/confinement.py)."""
-    from ..engine.client import WorkerConfig
-    from ..engine.remote import open_remote, where
-
-    return open_remote(settings, WorkerConfig(timeout_s=timeout_s, memory_mb=memory_mb, platforms=None, confine=True,
-                                              allow_unconfined=allow_unconfined)), where(settings)
-
-
-def device_where(settings) -> str:
-    from ..engine.remote import where
-
-    return where(settings) if settings is not None else "estimate"
-
-
-def search_run_id(text: str, options: object, provider: str, chip: str, timing: str = "estimate") -> str:
-    """Same file, options, seed, provider, chip and timing -> the same run (so a re-run resumes)."""
-    parts = [text, options.algo, options.seed, options.params(), list(options.strategies), provider, chip,
-             "nodes are optimize iterations", timing]
-    key = json.dumps(parts)
-    return "search-" + hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-def agent_settings(args: argparse.Namespace):
-    """The project's settings for the file ``args.path``, its agent settings with the command line's
-    model flags over them, and the provider name: fix and optimize."""
+def project_settings(path: str | Path) -> Any:
+    """The settings of the project holding ``path`` (a file or a folder), its warnings on stderr."""
     from .settings import load_project_settings
 
-    settings, warnings = load_project_settings(Path(args.path).resolve().parent)
+    start = Path(path).resolve()
+    settings, warnings = load_project_settings(start if start.is_dir() else start.parent)
     for warning in warnings:
         print(f"warning: settings: {warning}", file=sys.stderr)
-    agent = settings.agent
-    changes = {k: v for k, v in (("provider", args.provider), ("model", args.model), ("baseUrl", args.base_url),
-                                 ("apiKeyEnv", args.api_key_env), ("scriptedFile", args.scripted_file),
-                                 ("maxRounds", args.rounds),
-                                 ("allowUnconfined", True if getattr(args, "allow_unconfined", False) else None))
-               if v is not None}
-    return settings, dataclasses.replace(agent, **{k: v for k, v in changes.items() if k != "provider"}), \
-        changes.get("provider", agent.provider)
+    return settings
 
 
-def stored_nodes_exist(workspace, rid: str) -> bool:
-    """Whether the workspace's store holds a search of that run id (what a replay reads)."""
-    from ..knowledge.store import ResultsStore
+def run_request(args: argparse.Namespace, path: str, **fields: Any) -> RunRequest:
+    """The command's flags as a RunRequest: the project's settings for ``path``, ``--target``,
+    ``--provider`` and the model flags over them, the device of ``--backend`` (where the command has one)."""
+    agent = {"model": getattr(args, "model", None), "baseUrl": getattr(args, "base_url", None),
+             "apiKeyEnv": getattr(args, "api_key_env", None), "scriptedFile": getattr(args, "scripted_file", None),
+             "maxRounds": getattr(args, "rounds", None), "priceInputPerMTok": getattr(args, "price_input", None) or None,
+             "priceOutputPerMTok": getattr(args, "price_output", None) or None,
+             "allowUnconfined": True if getattr(args, "allow_unconfined", False) else None}
+    if "device" not in fields:
+        fields["device"] = device_settings(args) if hasattr(args, "backend") else None
+    fields.setdefault("target", getattr(args, "target", None))
+    fields.setdefault("provider", getattr(args, "provider", None))
+    return RunRequest(path=path, settings=project_settings(path), agent=agent, **fields)
 
-    with ResultsStore.open(workspace) as store:
-        return bool(stored_nodes(store, rid))
+
+def provider_config(args: argparse.Namespace, run: Any) -> Any:
+    """The run's model configuration with the command's run-wide rate limits."""
+    import dataclasses
+
+    return dataclasses.replace(run.provider_config(), requests_per_minute=args.requests_per_minute,
+                               tokens_per_minute=args.tokens_per_minute)
 
 
-def stored_nodes(store, rid: str) -> list:
-    from ..agents.search_graph import SearchNode
-
-    return [SearchNode.from_json(s.payload) for s in store.agent_steps(rid) if s.kind == "search_node"] if store else []
-
-
-def write_outputs(graph, rid: str, out_dir: Path, title: str, report: Path | None = None) -> Path:
+def write_outputs(graph: Any, rid: str, out_dir: Path, title: str, report: Path | None = None) -> Path:
     """The graph as JSON and the HTML report; returns the report's path."""
     from .report_html import search_html
 

@@ -10,14 +10,11 @@ meanwhile — and the HTML report is opened through ``window/showDocument``.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
-
-from ..analysis.verdict import judge_tiers
 
 from .lsp_convert import whole_document_edit
 
@@ -25,10 +22,11 @@ SEARCH_COMMAND = "pallasite.search"
 
 
 def options_from(args: dict[str, Any]) -> Any:
-    """SearchOptions from the command's arguments (``algo``, ``seed``, ``budget``, ``width``, ...)."""
+    """SearchOptions from the command's arguments (``algo``, ``seed``, ``maxNodes`` (the CLI's --max-nodes;
+    ``budget`` is its old name), ``width``, ...)."""
     from ..agents.search import SearchOptions
 
-    names = {"budget": "max_nodes", "targetSpeedup": "target", "keepFactor": "keep_factor",
+    names = {"maxNodes": "max_nodes", "budget": "max_nodes", "targetSpeedup": "target", "keepFactor": "keep_factor",
              "crossoverRate": "crossover_rate"}
     fields = {names.get(k, k): v for k, v in args.items() if names.get(k, k) in SearchOptions.__dataclass_fields__}
     fields.setdefault("algo", "beam")
@@ -38,48 +36,53 @@ def options_from(args: dict[str, Any]) -> Any:
 
 @dataclass
 class SearchRun:
-    """What one search command runs: the document's text at its version, the options, the provider,
-    the device (None: estimates), the run id (a repeat resumes it) and the results store."""
+    """What one search command runs: the document's text at its version, the options, the run's setup
+    (agents/run_setup.py: chip, check options, device, workspace), the provider, the run id (a repeat
+    resumes it) and the results store."""
 
     path: Path
     version: int
     text: str
-    chip: str
     options: Any
+    setup: Any
     provider: Any
-    device: Any
-    workspace: Path
     rid: str
     store: Any
     done: Any = None  # the nodes already stored under ``rid`` (a repeat resumes from them)
+
+    @property
+    def chip(self) -> str:
+        return self.setup.chip
+
+    @property
+    def device(self) -> Any:
+        return self.setup.device
+
+    @property
+    def workspace(self) -> Path:
+        return self.setup.workspace
 
 
 def prepare(cmd: Any) -> SearchRun:
     """Check the command's arguments and settings (refusing through ``cmd``) and open the store."""
     from ..agents.providers import ProviderError, make_provider
-    from ..engine.store_cache import workspace_for
-    from ..knowledge.store import ResultsStore
+    from ..agents.run_setup import search_run_id, stored_nodes
 
-    from . import run_setup as cmd_search
-
-    session, doc = cmd.session, cmd.doc
+    doc = cmd.doc
+    setup = cmd.run_setup("Search for a faster kernel")
     try:
         options = options_from(cmd.options)
-        provider = make_provider(session.settings.agent.provider_config())
+        provider = make_provider(setup.provider_config())
     except (ValueError, TypeError, ProviderError) as exc:
         cmd.refuse(f"pallasite.search: {exc}")
-    device, chip = cmd.device(), session.settings.target
-    workspace = Path(workspace_for([doc.path], cwd=Path(doc.path).parent))
-    rid = cmd_search.search_run_id(doc.text, options, session.settings.agent.provider, chip, cmd_search.device_where(device))
-    store = ResultsStore.open(workspace)
-    return SearchRun(Path(doc.path), doc.version, doc.text, chip, options, provider, device, workspace, rid, store,
-                     cmd_search.stored_nodes(store, rid))
+    rid = search_run_id(doc.text, options, setup.provider, setup.chip, setup.where())
+    store = setup.open_store()
+    return SearchRun(Path(doc.path), doc.version, doc.text, options, setup, provider, rid, store,
+                     stored_nodes(store, rid))
 
 
 def title(run: SearchRun) -> str:
-    from . import run_setup as cmd_search
-
-    how = f"estimates for {run.chip}" if run.device is None else f"timed on {cmd_search.device_where(run.device)}"
+    how = f"estimates for {run.chip}" if run.device is None else f"timed on {run.setup.where()}"
     return f"Searching for a faster {run.path.name} ({run.options.algo}, {how})"
 
 
@@ -87,10 +90,7 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
     """The search job's work (agents/search_job.run_search): every node stored as it finishes, reported to the
     job and the editor; device jobs on the session engine's device pool (engine/device.py: warm across runs)."""
     from ..agents import search_job
-    from ..agents.optimize_record import OptimizeRecorder
     from ..engine.tune import job_progress
-
-    check_options = _check_options(session, run.chip)
 
     async def body(job_report: Any) -> Any:
         tell = job_progress(job_report)
@@ -100,24 +100,19 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
             progress.report(message[:200])
 
         # every node's model calls recorded under "<run id>/<node id>", as the CLI records them (replayable)
-        recorder = OptimizeRecorder(run.workspace)
+        recorder = run.setup.recorder()
         try:
             return await search_job.run_search(
                 run.path, run.text, run.options, run.provider, chip=run.chip, engine=session.engine,
-                check_options=check_options, done=run.done, on_node=lambda node: node_done(run, node, say),
-                device=run.device, memory_mb=session.settings.check.memoryMb * 2,
-                allow_unconfined=session.settings.agent.allowUnconfined, on_phase=lambda node_id, phase, message: say(
-                    f"node {node_id} {phase}: {message}"), request_timeout_s=session.settings.agent.requestTimeoutS,
+                check_options=run.setup.options, done=run.done, on_node=lambda node: node_done(run, node, say),
+                device=run.device, memory_mb=run.setup.settings.check.memoryMb * 2,
+                allow_unconfined=run.setup.agent.allowUnconfined, on_phase=lambda node_id, phase, message: say(
+                    f"node {node_id} {phase}: {message}"), request_timeout_s=run.setup.agent.requestTimeoutS,
                 recorder=recorder, run_id=run.rid)
         finally:
             recorder.close()
 
     return body
-
-
-def _check_options(session: Any, chip: str) -> Any:
-    """The checker's options a node is compiled with: the judge's tiers of the settings, for the run's chip."""
-    return dataclasses.replace(session.settings.check_options(list(judge_tiers(session.settings.tiers))), target=chip)
 
 
 def node_done(run: SearchRun, node: Any, say: Any) -> None:
@@ -135,9 +130,9 @@ def failure(cmd: Any, run: SearchRun, why: str) -> dict[str, Any]:
 async def report_and_offer(cmd: Any, run: SearchRun, graph: Any, progress: Any) -> dict[str, Any]:
     """Write the HTML report and open it; offer the best node as a versioned edit when it beats the
     starting kernel and the document is still the searched text."""
-    from . import run_setup as cmd_search
+    from .run_setup import write_outputs
 
-    out = cmd_search.write_outputs(graph, run.rid, run.workspace / ".pallasite" / "search",
+    out = write_outputs(graph, run.rid, run.workspace / ".pallasite" / "search",
                                    f"pallasite search {run.path.name} ({run.options.algo})")
     best = graph.best()
     speed = f"{best.speedup:.2f}x" if best.speedup is not None else "-"

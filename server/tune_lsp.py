@@ -8,7 +8,6 @@ it was computed for) and converts it to LSP. No JAX here: estimates come from th
 
 from __future__ import annotations
 
-import dataclasses
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,17 +65,20 @@ def summary(report: TuneReport) -> str:
     return text + (f"; {rejected} configurations rejected before compiling" if rejected else "")
 
 
-async def run(cmd: Any, chip: str, verify: int = 3) -> dict[str, Any]:
+async def run(cmd: Any, verify: int = 3) -> dict[str, Any]:
     """Tune the command's document (its current text) for ``chip`` as an engine job (kind "tune") on
     the engine's job workers, so saves never wait behind it; LSP progress follows the job, cancelling
     the command cancels the job. The report is kept for the hover and the apply action."""
     session, doc = cmd.session, cmd.doc
     version, text = doc.version, doc.text
-    options = TuneOptions(chip=chip, verify=verify, declared=dict(session.settings.tunables) or None)
+    # the run setup the CLI's tune makes (agents/run_setup.py); the user's own kernel runs, no model code
+    setup = cmd.run_setup("Autotune", device=None, judge=False, runs_model_code=False)
+    chip = setup.chip
+    options = TuneOptions(chip=chip, verify=verify, declared=dict(setup.settings.tunables) or None)
     progress = await cmd.progress(f"pallasite: autotuning {Path(doc.path).name} for {chip}")
     progress.begin()
     progress.report("estimating configurations")
-    job = await cmd.run_job("tune", doc.path, job_body(session, doc.path, text, options, progress), progress)
+    job = await cmd.run_job("tune", doc.path, job_body(session, setup, text, options, progress), progress)
     if job.state != "done":
         progress.end(job.state)
         return {"ok": False, "message": (job.error or job.state).removeprefix("TuneError: "), "job": job.id}
@@ -87,10 +89,11 @@ async def run(cmd: Any, chip: str, verify: int = 3) -> dict[str, Any]:
             "rejected": report.rejected, "message": summary(report), "job": job.id}
 
 
-def job_body(session: Any, path: str, text: str, options: TuneOptions, progress: WorkProgress) -> Any:
+def job_body(session: Any, setup: Any, text: str, options: TuneOptions, progress: WorkProgress) -> Any:
     """The tune job's work: engine/tune.py's ``tune`` on the engine's backend, progress to both the
     job and the editor, results remembered in the workspace's results store when it opens."""
-    backend = session.engine.backend(session.check_options())
+    path = str(setup.path)
+    backend = session.engine.backend(setup.options)
 
     async def body(report: Any) -> TuneReport:
         to_job = job_progress(report)
@@ -99,11 +102,10 @@ def job_body(session: Any, path: str, text: str, options: TuneOptions, progress:
             progress.report(message)
             to_job(message, fraction)
 
-        store = _open_store(session, path)
+        store = setup.open_store(lambda why: session.log(f"pallasite: autotune: {why}"))
         try:
             # what tune calls best or applies compiles for the chip (tier 2), like any other candidate
-            compiler = checker_compiler(session.engine, path, dataclasses.replace(session.check_options(),
-                                                                                  target=options.chip))
+            compiler = checker_compiler(session.engine, path, setup.options)
             return await tune(path, text, options, worker_estimator(backend, path, text, options, on_progress=say),
                               verifier=worker_verifier(backend, path, text, options, on_progress=say),
                               store=store, progress=say, compiler=compiler)
@@ -112,18 +114,6 @@ def job_body(session: Any, path: str, text: str, options: TuneOptions, progress:
                 store.close()
 
     return body
-
-
-def _open_store(session: Any, path: str) -> Any:
-    """The workspace's results store, or None (logged): tune all the same; nothing is remembered this time."""
-    from ..engine.store_cache import workspace_for
-    from ..knowledge.store import ResultsStore, StoreError
-
-    try:
-        return ResultsStore.open(workspace_for([path], cwd=Path(path).parent))
-    except StoreError as exc:
-        session.log(f"pallasite: autotune without the results store: {exc}")
-        return None
 
 
 def apply_action(tuned: Tuned | None, uri: str, version: int, lines: Sequence[str], encoding: str) -> list[lsp.CodeAction]:

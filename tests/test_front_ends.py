@@ -91,3 +91,41 @@ def test_a_front_end_importing_another_is_caught(tmp_path):
 def test_a_long_run_is_caught(tmp_path):
     (tmp_path / "cmd_x.py").write_text("def run(args):\n" + "    pass\n" * 31 + "\ndef helper():\n" + "    pass\n" * 40)
     assert _long_functions(tmp_path) == {("cmd_x", "run"): 32}
+
+
+# the agent commands' front ends: the CLI's and the editor's
+AGENT_FRONT_ENDS = ("cmd_fix", "cmd_optimize", "cmd_search", "cmd_eval", "cmd_tune", "fix_command", "optimize_lsp",
+                    "search_lsp", "tune_lsp")
+# what only agents/run_setup.py decides: settings, store, recorder, workspace, the confinement refusal
+SETUP_NAMES = {"load_project_settings", "apply_project_defaults", "ResultsStore", "OptimizeRecorder", "workspace_for",
+               "untrusted_problem", "refusal_for", "judge_tiers", "TARGETS"}
+
+
+def setup_made_in_front_ends(server: Path = SERVER) -> list[str]:
+    """``module: name`` for each setup decision a front end makes itself instead of asking the run setup."""
+    found = []
+    for stem in AGENT_FRONT_ENDS:
+        tree = ast.parse((server / f"{stem}.py").read_text(encoding="utf-8"))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        names |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        found += [f"{stem}: {name}" for name in sorted(names & SETUP_NAMES)]
+    return found
+
+
+def test_every_agent_command_is_set_up_by_the_one_run_setup():
+    """fix, optimize, search, eval and tune, from the CLI and the editor, get their settings, chip, check
+    options, device, store, recorder and refusal from agents/run_setup.prepare; none makes them itself."""
+    assert not setup_made_in_front_ends(), setup_made_in_front_ends()
+    for stem in AGENT_FRONT_ENDS:
+        text = (SERVER / f"{stem}.py").read_text(encoding="utf-8")
+        assert "prepare(" in text or "run_setup(" in text, f"server/{stem}.py does not use the run setup"
+
+
+def test_a_front_end_deciding_its_own_setup_is_caught(tmp_path):
+    for stem in AGENT_FRONT_ENDS:
+        (tmp_path / f"{stem}.py").write_text("def run(args):\n    return prepare(args)\n")
+    assert setup_made_in_front_ends(tmp_path) == []
+    (tmp_path / "cmd_tune.py").write_text("from ..knowledge.store import ResultsStore\n"
+                                          "def run(args):\n    return ResultsStore.open(args.path)\n")
+    assert setup_made_in_front_ends(tmp_path) == ["cmd_tune: ResultsStore"]

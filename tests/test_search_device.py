@@ -26,7 +26,7 @@ from pallasite.engine.eval_tasks import discover
 from fake_backend import FakeStep, fake_backend
 from pallasite.agents import search_job
 from pallasite.wire import messages
-from pallasite.server import cmd_eval, cmd_search
+from pallasite.server import cmd_eval, cmd_search, run_setup
 from test_search_iterate import LANDSCAPE, ROOT, LandscapeModel, rows
 
 DATA = Path(__file__).parent / "data"
@@ -88,7 +88,7 @@ def test_search_node_speedups_are_device_medians_named_by_the_device(tmp_path):
     tested = sum(1 for n in g.nodes[1:] if any(p["phase"] == "test" for p in n.phases))
     assert log.count(("time", "device")) == 1 + tested
     assert all(purpose == "device" for op, purpose in log if op == "time")
-    report = cmd_search.write_outputs(g, "run1", tmp_path / "out", "t")
+    report = run_setup.write_outputs(g, "run1", tmp_path / "out", "t")
     assert f"device ({KIND})" in report.read_text()
     assert json.loads((tmp_path / "out" / "run1.json").read_text())["provenance"] == f"device ({KIND})"
 
@@ -136,19 +136,23 @@ def test_eval_speedups_are_device_medians_and_cpu_time_is_never_a_speedup(tmp_pa
 def test_backend_flags_route_to_the_chosen_backend(tmp_path):
     parser = argparse.ArgumentParser()
     cmd_search.add_backend_arguments(parser)
-    assert cmd_search.device_settings(parser.parse_args([])) is None
-    ray = cmd_search.device_settings(parser.parse_args(["--backend", "ray", "--ray-resources", "TPU=4"]))
+    assert run_setup.device_settings(parser.parse_args([])) is None
+    ray = run_setup.device_settings(parser.parse_args(["--backend", "ray", "--ray-resources", "TPU=4"]))
     assert ray.kind == "ray" and ray.ray_resources == {"TPU": 4.0}
     with pytest.raises(ValueError, match="needs a host"):
-        cmd_search.device_settings(parser.parse_args(["--backend", "ssh"]))
-    ssh = cmd_search.device_settings(parser.parse_args(["--backend", "ssh", "--host", "tpu-vm"]))
-    backend, where = cmd_search.open_device(ssh, 1024)
+        run_setup.device_settings(parser.parse_args(["--backend", "ssh"]))
+    ssh = run_setup.device_settings(parser.parse_args(["--backend", "ssh", "--host", "tpu-vm"]))
+    from pallasite.engine.device import candidate_config
+    from pallasite.engine.remote import open_remote
+    from pallasite.engine.remote import where as device_where
+
+    backend, where = open_remote(ssh, candidate_config(1024, 600.0)), device_where(ssh)
     assert where == "ssh:tpu-vm" and backend.config.command[0] == "ssh" and backend.config.platforms is None
     try:
         from pallasite.engine.ray_backend import RayBackend
     except ImportError:  # pragma: no cover - ray is imported lazily by the backend, not here
         RayBackend = None
-    backend, where = cmd_search.open_device(ray, 1024)  # not started: no cluster is needed to route
+    backend, where = open_remote(ray, candidate_config(1024, 600.0)), device_where(ray)  # not started: no cluster is needed to route
     assert isinstance(backend, RayBackend) and backend.resources == {"TPU": 4.0} and where == "ray:local"
     # the CLI refuses a bad backend before doing anything
     path = tmp_path / "add.py"
