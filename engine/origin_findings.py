@@ -242,7 +242,7 @@ def _dtype_kind(name: str) -> str:
 def made_dtype(site: Any, reached: Any, index: int, text: str) -> Any:
     """Where output ``index``'s dtype is written, from the ``jax.ShapeDtypeStruct(...)`` expression the
     running program made it with (``ReachedCall.origins["out_shape[i].made"]``), whatever path the
-    struct took to the pallas_call: an ``Origin``-like (span, what) or None."""
+    struct took to the pallas_call: its ``Origin`` or None."""
     made = call_origins(site, reached).get(f"out_shape[{index}].made")
     if not made:
         return None
@@ -256,21 +256,9 @@ def made_dtype(site: Any, reached: Any, index: int, text: str) -> Any:
             if dtype is None:
                 return None
             what = ast.get_source_segment(text, dtype) or "the dtype"
-            return _Made(Span(dtype.lineno - 1, dtype.col_offset, dtype.end_lineno - 1, dtype.end_col_offset),
-                         f"jax.ShapeDtypeStruct(..., {what}) made here reached the pallas_call as out_shape[{index}]")
+            return Origin(dtype.lineno - 1, dtype.col_offset, dtype.end_lineno - 1, dtype.end_col_offset, "expression",
+                          f"jax.ShapeDtypeStruct(..., {what}) made here reached the pallas_call as out_shape[{index}]")
     return None
-
-
-@dataclass(frozen=True)
-class _Made:
-    span: Span
-    what: str
-    line: int = 0
-    end_line: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "line", self.span.line)
-        object.__setattr__(self, "end_line", self.span.end_line)
 
 
 def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, text: str, lines: list[str], *,
