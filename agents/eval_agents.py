@@ -86,7 +86,7 @@ class TaskEvaluator(BaseEvaluator):
         self.reference = self.reference or ref
         if cand is None:
             return PhaseResult(False, "not timed", evidence=evidence or "no figure")
-        return PhaseResult(True, f"{cand.seconds * 1e6:.2f} us", seconds=cand.seconds, label=cand.label(), timing=cand)
+        return PhaseResult(True, f"{cand.seconds * 1e6:.2f} us", timing=cand)
 
     def _reference_phase(self) -> PhaseResult:
         """On a device the reference is timed beside a candidate (the ``time`` op): its figure exists only
@@ -95,7 +95,7 @@ class TaskEvaluator(BaseEvaluator):
         if ref is None:
             return PhaseResult(False, "not timed yet", evidence="on a device the reference is timed beside a "
                                "candidate; no candidate has been timed yet")
-        return PhaseResult(True, f"{ref.seconds * 1e6:.2f} us", seconds=ref.seconds, label=ref.label(), timing=ref)
+        return PhaseResult(True, f"{ref.seconds * 1e6:.2f} us", timing=ref)
 
 
 @dataclass(frozen=True)

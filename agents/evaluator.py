@@ -25,18 +25,25 @@ from ..analysis.verdict import CompileResult, TestResult, Timing
 class PhaseResult:
     """What one evaluation phase found: the phase's typed result (``compile``, ``test``, ``timing``: what
     the loops combine into a Verdict), its one-line ``summary`` and the ``evidence`` the planner reads.
-    ``seconds``/``label`` repeat ``timing`` for the records."""
+    ``seconds``/``label`` read ``timing`` (a measure without a Timing has neither)."""
 
     ok: bool
     summary: str
     evidence: str = ""  # what goes back to the planner on failure (compiler error, test rejection)
-    seconds: float | None = None
-    label: str = ""  # e.g. "estimate (v6e)", "device (TPU v6 lite)"
     source: str | None = None  # autotune/fix: the changed source
     data: dict = field(default_factory=dict)
     timing: Timing | None = None  # measure: the figure with its provenance
     compile: CompileResult | None = None  # compile: the tiers run and skipped for the chip
     test: TestResult | None = None  # test: ok / wrong / not verified, and the size verified at
+
+    @property
+    def seconds(self) -> float | None:
+        return self.timing.seconds if self.timing is not None else None
+
+    @property
+    def label(self) -> str:
+        """Where the figure came from ("estimate (<model>, v6e)", "device (TPU v6 lite)"), or empty."""
+        return self.timing.label() if self.timing is not None else ""
 
 
 FixFn = Callable[[str, PhaseResult], Awaitable[PhaseResult]]

@@ -274,8 +274,8 @@ class EngineEvaluator:
                 return PhaseResult(False, "not a device timing", evidence=why if reply.ok else (reply.message or why))
             self.device_kind = m.device_kind or ""
             timing = timing_of(m)  # keyed by the device kind and versions the worker reported
-            return PhaseResult(True, f"{m.median_ns / 1e3:.1f} us median", seconds=m.median_ns / 1e9,
-                               label=timing.label() if timing else f"device ({m.device_kind})", timing=timing, data={"profile": await self._device_profile(source)})
+            return PhaseResult(timing is not None, f"{m.median_ns / 1e3:.1f} us median", timing=timing,
+                               data={"profile": await self._device_profile(source)})
         from ..engine.tune import TuneError, TuneOptions, worker_estimator
 
         estimate = worker_estimator(self.untrusted(), self.path, self.frozen_text(source),
@@ -301,8 +301,8 @@ class EngineEvaluator:
                 "(--backend local|ssh|ray)."))
         caveat = "; lower bound: manual DMAs (pl.ANY operands) not counted" if lower else ""
         timing = Timing(est.seconds, "estimate", self.chip, getattr(est, "model", "") or COST_MODEL, est.label)
-        return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound{caveat}", seconds=est.seconds,
-                           label=est.label, timing=timing, data={"bound": est.bound, "lower_bound": lower,
+        return PhaseResult(True, f"{est.seconds * 1e6:.2f} us, {est.bound}-bound{caveat}",
+                           timing=timing, data={"bound": est.bound, "lower_bound": lower,
                                                   "profile": "profile (cost model, not a device profile): " +
                                                   profile_text(est)})
 

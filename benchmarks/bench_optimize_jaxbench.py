@@ -100,8 +100,7 @@ class JaxBenchEvaluator(BaseEvaluator):
             # the baseline (plain JAX): XLA's own figure for the chip, from the candidate's estimate request
             timing = (Timing(self.reference_s, "estimate", self.chip, "XLA optimal_seconds")
                       if self.reference_s is not None else None)
-            return PhaseResult(timing is not None, "XLA optimal_seconds of the reference", seconds=self.reference_s,
-                               label=timing.label() if timing else "", timing=timing)
+            return PhaseResult(timing is not None, "XLA optimal_seconds of the reference", timing=timing)
         reply = await self.engine.backend(self.options).request(
             EstimateParams(source=sources_for(self._write(source), source), chip=self.chip, reference=True, probe=False),
             purpose="job", timeout_s=self.options.time_limit_s)
@@ -113,7 +112,7 @@ class JaxBenchEvaluator(BaseEvaluator):
         est = reply.result.estimates[0]
         self.lower_bound = lower_bound(est)
         timing = Timing(est.seconds, "estimate", self.chip, getattr(est, "model", "") or COST_MODEL, est.label)
-        return PhaseResult(True, f"{est.seconds * 1e3:.3f} ms", seconds=est.seconds, label=timing.label(), timing=timing)
+        return PhaseResult(True, f"{est.seconds * 1e3:.3f} ms", timing=timing)
 
 
 async def run_task(task_dir: str, chip: str, memory_mb: int, test_timeout_s: float = 300.0) -> dict:

@@ -11,6 +11,7 @@ from pallasite.agents.optimize_eval import EngineEvaluator, freeze, frozen_parts
 from pallasite.agents.optimize_record import OptimizeRecorder, export, replay_table
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.analysis.verdict import COST_MODEL
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 
@@ -48,8 +49,9 @@ async def test_auto_run_the_right_candidate_wins(engine, tmp_path):
     table = state.table()
     assert [r["verdict"] for r in table] == ["not compiled", "compiled, wrong", "valid"], table
     assert [r["compiled"] for r in table] == [False, True, True]
-    assert state.best.index == 3 and state.best.label == "estimate (v6e)"
-    assert state.baseline_label == "estimate (v6e)" and state.speedup() > 1.0
+    # the label is the Timing's: the model that estimated it and the chip
+    assert state.best.index == 3 and state.best.label == f"estimate ({COST_MODEL}, v6e)"
+    assert state.baseline_label == f"estimate ({COST_MODEL}, v6e)" and state.speedup() > 1.0
     assert "(7, 128)" in state.iterations[0].evidence or "divisible" in state.iterations[0].evidence
     assert replay_table(export(rec.store, state.run_id)) == table
     rec.close()

@@ -31,8 +31,7 @@ class MarkerEvaluator(BaseEvaluator):
     async def measure(self, source):
         self.measured.append(source)
         cost = float(source.split("COST=")[1].split()[0]) if "COST=" in source else 1.0
-        return PhaseResult(True, "estimated", seconds=cost, label=self.method,
-                           timing=Timing(cost, "estimate", "v6e", COST_MODEL, self.method))
+        return PhaseResult(True, "estimated", timing=Timing(cost, "estimate", "v6e", COST_MODEL, self.method))
 
 
 ORIGINAL = "import jax\n# COST=1.0\n"
@@ -149,7 +148,7 @@ async def test_a_candidate_timed_by_another_method_cannot_win():
         async def measure(self, source):
             r = await super().measure(source)
             timing = r.timing if source == ORIGINAL else Timing(r.seconds, "device", "TPU v6 lite")
-            return PhaseResult(True, "timed", seconds=r.seconds, label=timing.label(), timing=timing)
+            return PhaseResult(True, "timed", timing=timing)
 
     provider = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n# COST=0.1\n"))
     state = await optimize(new_run("k.py", ORIGINAL), provider, Mixed(), Budgets(iterations=1, fix_rounds=0))

@@ -104,7 +104,7 @@ class LandscapeEvaluator(BaseEvaluator):
             return await self._device(PhaseResult(False, "not estimated", evidence="no pallas_call was traced"))
         seconds = 1.0 / LANDSCAPE.get(n, 0.5)
         timing = Timing(seconds, "estimate", "v6e", COST_MODEL)
-        return await self._device(PhaseResult(True, "estimated", seconds=seconds, label=timing.label(), timing=timing))
+        return await self._device(PhaseResult(True, "estimated", timing=timing))
 
 
 def run(options, model=None, evaluator=None, *, device=False, done=(), on_node=None):
