@@ -121,6 +121,7 @@ def _ready_at_config(sock: socket.socket, prep: Any, full: tuple[Any, ...], size
     send_frame(sock, {"op": "ready", "rejections": rejections, "counted": counted, "notes": [],
                       "reduced": sized.note if scaled else None, "verified_at": sized.verified_at if scaled else None,
                       "config_scaled": dict(scaled) or None, "own": own is not None, "shapes": inputs_mod.signature(sized.shapes),
+                      "output_dims": sized.output_dims,
                       "extra": inputs_mod.signature(extra) if extra is not None else None,
                       "extra_how": (f"CONFIG at {timing_ladder.ConfigSize(sized.second, dict(prep.task.config), (), 0, 0).verified_at}"
                                     if extra is not None else "no second reduced CONFIG size fits the check's memory"),
@@ -320,8 +321,11 @@ def _trusted_at_config(task: Any, reference: Callable[..., Any], scaled: dict[st
     from .timing_ladder import _is_int
 
     config = dict(task.config or {})
-    for key, value in (scaled or {}).items():
-        if key not in config or not _is_int(config[key]) or not _is_int(value) or not 1 <= value <= config[key]:
+    stated = {key: value for key, value in (scaled or {}).items() if key in config}
+    if scaled and not stated:
+        raise ValueError(f"the reference's file states none of the CONFIG names {sorted(scaled)}")
+    for key, value in stated.items():  # a name it does not state is the candidate's spelling: never read here
+        if not _is_int(config[key]) or not _is_int(value) or not 1 <= value <= config[key]:
             raise ValueError(f"CONFIG[{key!r}] = {value!r}: the reference's file states no such size to reduce")
     space = inspect.unwrap(reference).__globals__
     create = space.get("create_inputs") if callable(space.get("create_inputs")) else None
@@ -415,7 +419,8 @@ def _judged(sock: socket.socket, params: dict[str, Any], say: Callable[[str], No
                 return timing._failed(params, "not verified: the candidate raised at the reduced size " +
                                       str(ready.get("verified_at")) + " (it may not take a size it was not written "
                                       "for, or TPU interpret mode cannot run it; check it at full size on a device): " + str(rejection["message"])[:600])
-            if own_reference is not None and ready.get("config_scaled") and rejection["trick"] == "wrong_result":
+            if (own_reference is not None and ready.get("config_scaled") and not ready.get("output_dims")
+                    and rejection["trick"] == "wrong_result"):
                 return timing._failed(params, "not verified: at the reduced size " + str(ready.get("verified_at")) +
                                       " the candidate differs from the reference run on its own inputs, and the two "
                                       "files' CONFIGs are paired by name only (a size one derives from another may "

@@ -273,7 +273,7 @@ def _while(eqn: Any, env: Scalars, mxu: int = 128) -> StepCounts:
     return out
 
 
-MAX_STEPS = 1024  # grid steps walked one by one (about 0.1-1 ms each); a larger grid is sampled and scaled
+MAX_STEPS = 256  # grid steps walked one by one (0.1 ms to 0.2 s each: a paged kernel simulates its page loop); a larger grid is sampled and scaled
 
 
 def grid_sample(grid: tuple[int, ...], limit: int = MAX_STEPS) -> np.ndarray:

@@ -28,6 +28,7 @@ Worker side: imports jax; uses only runner modules and analysis types.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import statistics
@@ -321,8 +322,17 @@ def _config_size(prep: Prepared, shapes: tuple[Any, ...]) -> Any:
         return f"the candidate does not trace at the task's size ({type(exc).__name__})", None
     if not calls:
         return None, None
-    allowed = timing_ladder.shared_keys(prep) if own is not None else None
-    return timing_ladder.config_ladder(prep, shapes, calls, own=own, allowed=allowed), own
+    if own is None:
+        return timing_ladder.config_ladder(prep, shapes, calls), None
+    allowed = timing_ladder.shared_keys(prep) or set()
+    aliases = timing_ladder.paired_keys(prep, own, shapes)
+    rows = timing_ladder.output_keys(prep, own, allowed, aliases)
+    if rows:  # first through output dims alone: a difference there is a verdict (ConfigSize.output_dims)
+        sized = timing_ladder.config_ladder(prep, shapes, calls, own=own, allowed=rows & allowed,
+                                            aliases={k: v for k, v in aliases.items() if k in rows})
+        if isinstance(sized, timing_ladder.ConfigSize):
+            return dataclasses.replace(sized, output_dims=True), own
+    return timing_ladder.config_ladder(prep, shapes, calls, own=own, allowed=allowed, aliases=aliases), own
 
 
 def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], None], extra: bool,
@@ -368,7 +378,7 @@ def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], 
                                       " (it may not take a size it was not written for, or TPU interpret mode "
                                       "cannot run it; check it at full size on a device): "
                                       + one["rejection"]["message"][:600])
-                if own is not None and scaled and one["rejection"]["trick"] == "wrong_result":
+                if own is not None and scaled and not sized.output_dims and one["rejection"]["trick"] == "wrong_result":
                     raise TimingError("not verified: at the reduced size " + sized.verified_at + " the candidate differs "
                                       "from the reference run on its own inputs, and the two files' CONFIGs are paired "
                                       "by name only (a size one derives from another may not follow): "

@@ -52,6 +52,9 @@ class ConfigSize:
     peak_bytes: int  # the interpreter's estimated peak at that size
     steps: int  # grid steps of all the candidate's calls at that size
     second: dict[str, int] | None = None  # a second, larger reduced size that also fits (the shape check)
+    # every reduced name sizes an output dim alike on both sides (timing_ladder.output_keys): with a
+    # reference on its own inputs, a difference at this size is a verdict, not a pairing doubt
+    output_dims: bool = False
 
     @property
     def verified_at(self) -> str:
@@ -198,13 +201,76 @@ def shared_keys(prep: Any) -> set[str] | None:
     return {k for k, v in (prep.task.config or {}).items() if _is_int(v) and ref.get(k) == v}
 
 
+def paired_keys(prep: Any, own: Callable[[], Any], shapes: tuple[Any, ...]) -> dict[str, str]:
+    """CONFIG names the two files spell differently for one size (JAXBench 6p: the kernel's
+    ``batch`` and ``num_q_heads``, the baseline's ``num_seqs`` and ``num_query_heads``, all 64):
+    candidate name -> reference name. Only a candidate int with no namesake of the same value is
+    paired, with a reference int of the same value the candidate does not state; a pair is kept when
+    halving both gives the candidate and the reference (through its own inputs) outputs of one shape
+    and exactly one such reference name does (by value alone, ``batch`` could pair with
+    ``num_query_heads``: the output shapes tell them apart)."""
+    space = getattr(inspect.unwrap(prep.reference), "__globals__", None)
+    ref = space.get("CONFIG") if isinstance(space, dict) else None
+    mine = dict(prep.task.config or {})
+    if not isinstance(ref, dict):
+        return {}
+    out: dict[str, str] = {}
+    for key, value in mine.items():
+        if not _is_int(value) or value < 2 or value % 2 or ref.get(key) == value:
+            continue
+        others = [k for k, v in ref.items() if _is_int(v) and v == value and k not in mine]
+        fits = [other for other in others if _halved_outputs(prep, own, {key: value // 2, other: value // 2}) is not None]
+        if len(fits) == 1:
+            out[key] = fits[0]
+    return out
+
+
+def output_keys(prep: Any, own: Callable[[], Any], keys: set[str], aliases: dict[str, str]) -> set[str]:
+    """Of ``keys`` (names both files state alike) and the ``aliases``' names, those that size an output
+    dim on both sides alike: halved, the candidate's and the reference's outputs still have one shape,
+    a smaller one than at full size (a batch, a head count). A task reduced by these alone is a cut of
+    its output's rows, each computed on both sides from the same draws: no size that one file derives
+    from another is left behind, so a difference there is a wrong kernel (``ConfigSize.output_dims``)."""
+    config = dict(prep.task.config or {})
+    try:
+        full = _signature(jax.eval_shape(lambda: own()))
+    except Exception:  # noqa: BLE001 - the caller reports a reference that does not trace
+        return set()
+    out = set()
+    for key in sorted(set(keys) | set(aliases)):
+        value = config.get(key)
+        if not _is_int(value) or value < 2 or value % 2:
+            continue
+        got = _halved_outputs(prep, own, {key: value // 2, **({aliases[key]: value // 2} if key in aliases else {})})
+        if got is not None and got != full:
+            out.add(key)
+    return out
+
+
+def _halved_outputs(prep: Any, own: Callable[[], Any], trial: dict[str, int]) -> list | None:
+    """The output signature at ``trial`` when the candidate's and the reference's agree, else None."""
+    try:
+        with inputs_mod.config_scaled(spaces_of(prep), trial):
+            small = inputs_mod.shapes_of(make_inputs(prep, trial))
+            got = jax.eval_shape(scaled_probe(prep, trial), *small)
+            want = jax.eval_shape(lambda: own())  # a fresh function: jax caches a trace by function
+    except Exception:  # noqa: BLE001 - that size does not trace on one side: no agreement
+        return None
+    return _signature(got) if _signature(got) == _signature(want) else None
+
+
+def _signature(tree: Any) -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(a.shape), str(a.dtype)) for a in jax.tree.leaves(tree) if hasattr(a, "shape")]
+
+
 def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
                   budget: int | None = None, own: Callable[[], Any] | None = None,
-                  allowed: set[str] | None = None) -> ConfigSize | str | None:
+                  allowed: set[str] | None = None, aliases: dict[str, str] | None = None) -> ConfigSize | str | None:
     """The task at a CONFIG size that fits (see the module doc); None when it fits as it is; a
     string (why not) when no CONFIG value could be reduced far enough. ``calls``: the candidate's
     pallas_calls at the full size. ``own``: the reference through its own inputs (``own_reference``),
-    then only ``allowed`` CONFIG names are reduced (both modules state them alike)."""
+    then only ``allowed`` CONFIG names are reduced (both modules state them alike) and the names of
+    ``aliases`` (``paired_keys``: the candidate's name -> the reference's) with their partner."""
     from .interpret import _namespaces, probe_calls
 
     budget = budget or budget_bytes()
@@ -235,7 +301,8 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
     sizes = {d for leaf in jax.tree.leaves(shapes) for d in getattr(leaf, "shape", ())}
     # every int size: one that no input has (attention heads of a fused projection) may still
     # shrink the reference's intermediates; a step is kept only when the estimated peak drops
-    keys = [k for k, v in config.items() if _is_int(v) and v > 1 and (allowed is None or k in allowed)]
+    aliases = dict(aliases or {})
+    keys = [k for k, v in config.items() if _is_int(v) and v > 1 and (allowed is None or k in allowed or k in aliases)]
     keys.sort(key=lambda k: not (config[k] in sizes or _shapes_follow(k)))  # sizes of the inputs first
     if not keys:
         return "no int CONFIG value is a size of the inputs"
@@ -251,7 +318,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
             if state["tries"] >= MAX_TRIES:
                 return False
             state["tries"] += 1
-            trial = {**state["scaled"], key: new}
+            trial = {**state["scaled"], key: new, **({aliases[key]: new} if key in aliases else {})}
             try:
                 with inputs_mod.config_scaled(spaces, trial):
                     new_shapes = inputs_mod.shapes_of(make_inputs(prep, trial))
@@ -292,10 +359,11 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
         ok, peak = fits(state["shapes"], state["calls"])
     if not state["scaled"]:
         return f"no CONFIG value could be reduced with the kernel's blocks kept ({last_why or 'nothing tried'})"
-    result = ConfigSize({k: v for k, v in state["scaled"].items()}, {k: config[k] for k in state["scaled"]},
+    full = {**{aliases[k]: config[k] for k in aliases}, **config}
+    result = ConfigSize({k: v for k, v in state["scaled"].items()}, {k: full[k] for k in state["scaled"]},
                         state["shapes"], peak, steps_of(state["calls"]))
     if peak <= budget:
-        result = _with_second(result, state, config, spaces, prep, probe, want, grids, budget, fits)
+        result = _with_second(result, state, full, spaces, prep, probe, want, grids, budget, fits, aliases)
     if peak > budget:
         return (f"at the smallest size the kernel takes ({result.verified_at}) the interpreter would still need about "
                 f"{peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB; {state['tries']} sizes tried; "
@@ -305,15 +373,18 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
 
 def _with_second(result: ConfigSize, state: dict[str, Any], config: dict[str, Any], spaces: tuple, prep: Any,
                  probe: Callable[..., list[Any]], want: list[tuple], grids: list, budget: int,
-                 fits: Callable[..., tuple[bool, int]]) -> ConfigSize:
-    """``result`` with a second size one step up the ladder (one value doubled back) when it fits."""
+                 fits: Callable[..., tuple[bool, int]], aliases: dict[str, str] | None = None) -> ConfigSize:
+    """``result`` with a second size one step up the ladder (one value doubled back, with its
+    partner of ``aliases``) when it fits."""
     import dataclasses
 
+    aliases = aliases or {}
+    partners = set(aliases.values())
     for key in sorted(result.scaled, key=lambda k: result.scaled[k]):
         up = result.scaled[key] * 2
-        if up > config[key]:
+        if up > config[key] or key in partners:
             continue
-        trial = {**result.scaled, key: up}
+        trial = {**result.scaled, key: up, **({aliases[key]: up} if key in aliases else {})}
         try:
             with inputs_mod.config_scaled(spaces, trial):
                 s = inputs_mod.shapes_of(make_inputs(prep, trial))
@@ -329,8 +400,14 @@ def _lane_cut(before: Any, after: Any) -> bool:
     """Whether some input's last dim, the TPU's lane dim, went from 128 or more to less (a whole-dim
     block there would lose its (8, 128) tiling)."""
     pairs = zip(jax.tree.leaves(before), jax.tree.leaves(after))
-    return any(len(getattr(a, "shape", ())) >= 2 and len(getattr(b, "shape", ())) >= 2
+    return any(len(getattr(a, "shape", ())) >= 2 and len(getattr(b, "shape", ())) >= 2 and not _index_table(a)
                and a.shape[-1] >= 128 > b.shape[-1] for a, b in pairs)  # 1-D: counts, sizes, scalars
+
+
+def _index_table(array: Any) -> bool:
+    """An int32 table (a page table, a block mask: scalar-prefetched to SMEM, no lane tiling); JAXBench
+    6p's (batch, pages_per_seq) page table kept pages_per_seq at 128 or more."""
+    return str(getattr(array, "dtype", "")) in ("int32", "uint32")
 
 
 def _shapes_follow(key: str) -> bool:

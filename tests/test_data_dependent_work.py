@@ -61,7 +61,7 @@ def test_a_block_sparse_kernel_is_priced_for_the_blocks_it_computes():
     assert sparse.compute_s < 0.56 * dense.compute_s  # the per-step overhead stays: every step is still run
     assert sparse.seconds < dense.seconds
     # 4096 steps: whole runs of the inner (query, K/V) axes at a sample of (batch, head), exact here
-    assert any("walked at 1024 of 4096" in n for n in s.notes)
+    assert any("walked at 256 of 4096" in n for n in s.notes)
 
 
 def test_the_block_sparse_kernel_beats_the_dense_xla_reference_that_computes_every_score():

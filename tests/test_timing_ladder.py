@@ -79,9 +79,19 @@ def test_a_planted_wrong_kernel_against_its_own_inputs_reference_is_wrong_at_ful
     assert [r["trick"] for r in result["rejections"]] == ["wrong_result"]
 
 
-def test_reduced_wrong_against_an_own_inputs_reference_is_not_verified_not_wrong():
-    """The two files' CONFIGs are paired by name only: a mismatch at a reduced size says why it is
-    not verified instead of calling the kernel wrong."""
+def test_reduced_wrong_against_an_own_inputs_reference_is_wrong_when_only_output_dims_were_cut():
+    """num_groups sizes the output on both sides alike (timing_ladder.output_keys): the task cut by it
+    alone is a cut of the output's rows, so the off-by-one group is a verdict, wrong, at that size."""
+    result = check("own_inputs", "wrong")
+    assert result["verdict"] == "rejected", result.get("error")
+    assert [r["trick"] for r in result["rejections"]] == ["wrong_result"]
+    assert "num_groups" in result["checks"]["verified_at"]
+
+
+def test_reduced_wrong_against_an_own_inputs_reference_is_not_verified_when_other_sizes_were_cut(monkeypatch):
+    """A reduction through names that size no output dim may leave a size one file derives from
+    another behind: a mismatch there says why it is not verified instead of calling the kernel wrong."""
+    monkeypatch.setattr(timing_ladder, "output_keys", lambda *a: set())
     result = check("own_inputs", "wrong")
     assert result["verdict"] == "error"
     assert "not verified" in result["error"] and "paired by name only" in result["error"]
@@ -196,3 +206,29 @@ def test_a_reference_with_other_arguments_is_estimated_through_its_own_inputs():
     assert jax.eval_shape(call, *args).shape == (512, 128)
     same, _, own = own_inputs(lambda x, s: x * 2, kernel_args)
     assert not own
+
+
+@pytest.mark.parametrize("task", ["splash", "paged_attention"])
+def test_planted_wrong_attention_kernels_with_scalar_prefetch_are_caught_at_the_reduced_size(task):
+    """Splash's structure (a block mask by scalar prefetch, masked blocks skipped; planted: the diagonal
+    blocks taken as full) and paged attention's (a page table and lengths by scalar prefetch, pages
+    past the length skipped; planted: one key past the length attended; its reference in its own
+    layout and names, batch/num_seqs paired by the outputs' shape)."""
+    right, wrong = check(task, "optimized"), check(task, "wrong")
+    assert right["verdict"] == "ok", right.get("error") or right["rejections"]
+    assert right["checks"]["verified_at"] and right["checks"]["inputs"] != right["checks"]["full_inputs"]
+    assert wrong["verdict"] == "rejected", wrong.get("error")
+    assert [r["trick"] for r in wrong["rejections"]] == ["wrong_result"]
+    assert wrong["checks"]["verified_at"] == right["checks"]["verified_at"]
+
+
+def test_names_the_two_files_spell_differently_are_paired_by_the_outputs_shape():
+    """JAXBench 6p: the kernel's batch and num_q_heads, the baseline's num_seqs and num_query_heads,
+    all one value; by value alone batch could pair with either."""
+    with timing.prepared({"path": str(DATA / "paged_attention" / "optimized.py"),
+                          "reference_path": str(DATA / "paged_attention" / "baseline.py")}) as prep:
+        own = timing_ladder.own_reference(prep)
+        aliases = timing_ladder.paired_keys(prep, own, prep.task.abstract_args())
+        assert aliases == {"batch": "num_seqs", "heads": "num_query_heads"}
+        rows = timing_ladder.output_keys(prep, own, timing_ladder.shared_keys(prep), aliases)
+        assert rows == {"batch", "heads", "head_dim"}  # not page_size nor pages_per_seq: they size no output dim
