@@ -1,0 +1,113 @@
+"""Tier 0's file-wide query reused per top-level statement (analysis/source._captures_by_statement):
+after each edit, the lists a ``Source`` holds (calls, attributes, comments, bindings, branches,
+scopes, functions, imports, constants) are the same nodes, in the same order, as a fresh query of
+the whole tree gives."""
+
+from __future__ import annotations
+
+import os
+import random
+
+from pallasite.analysis import source as source_mod
+from pallasite.analysis.apis import jax_root
+from pallasite.analysis.source import Source, forget
+
+TRICKY = '''import functools
+from jax.experimental import pallas as pl
+a = 1; b = f(2)  # two statements on a line
+a = 1; b = f(2)
+
+
+@functools.partial(pl.pallas_call, out_shape=None)
+def kernel(x_ref, o_ref):
+    with open(x) as g, h(y) as (p, q):
+        o_ref[...] = x_ref[...] if g else [v for v in q]
+    # a comment at the end of the body
+
+# a comment between
+def kernel(x_ref, o_ref):
+    (lambda z: z.append(1))(x_ref)
+    while (n := n - 1):
+        print(n)
+
+
+class K:
+    def f(self):
+        return pl.program_id(0)
+'''
+
+
+def _lists(source: Source) -> dict:
+    def spans(nodes):
+        return [(n.start_byte, n.end_byte, n.type) for n in nodes]
+
+    return {"calls": spans(source.calls), "attributes": spans(source.attributes), "comments": spans(source.comments),
+            "bindings": spans(source.bindings), "branches": spans(source.branches),
+            "scopes": spans(source.scope_nodes), "functions": {k: spans(v) for k, v in source.functions.items()},
+            "imports": dict(source.imports), "constants": dict(source.constants), "has_error": source.has_error,
+            "rebound": sorted(source.rebound_anywhere)}
+
+
+def _edits(text: str, rng: random.Random, count: int) -> list[str]:
+    lines, out = text.split("\n"), []
+    for _ in range(count):
+        i = rng.randrange(len(lines))
+        kind = rng.random()
+        indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+        if kind < 0.3:
+            lines.insert(i, f"{indent}_probe = g({i}).h")
+        elif kind < 0.5 and len(lines) > 2:
+            del lines[i]
+        elif kind < 0.7:
+            lines.insert(i, lines[rng.randrange(len(lines))])  # a line copied elsewhere (may not parse)
+        elif kind < 0.85:
+            lines[i] = lines[i] + "  # note"
+        else:
+            lines.insert(i, "")
+        out.append("\n".join(lines))
+    return out
+
+
+def _check(text: str, key: str, seed: int, count: int) -> int:
+    forget(key)
+    reused = 0
+    for edited in [text, *_edits(text, random.Random(seed), count)]:
+        kept = dict(source_mod._STATEMENTS.get(key, {}))
+        incremental = Source(edited, key=key)
+        reused += sum(1 for stmt in incremental.root.children
+                      if incremental.data[stmt.start_byte:stmt.end_byte] in kept)
+        assert _lists(incremental) == _lists(Source(edited)), edited
+    forget(key)
+    assert key not in source_mod._STATEMENTS
+    return reused
+
+
+def test_the_tricky_file_after_random_edits():
+    assert _check(TRICKY, "/virtual/captures/tricky.py", 1, 60) > 100
+
+
+def test_jax_kernels_after_random_edits():
+    root = jax_root()
+    names = ("splash_attention/splash_attention_kernel.py", "megablox/gmm.py")
+    paths = [os.path.join(root or "", "experimental", "pallas", "ops", "tpu", n) for n in names]
+    paths = [p for p in paths if os.path.exists(p)]
+    for i, path in enumerate(paths):
+        with open(path, encoding="utf-8") as handle:
+            assert _check(handle.read(), f"/virtual/captures/{i}.py", i, 25) > 25 * 20
+
+
+def test_a_statement_parsed_again_is_queried_not_reused(monkeypatch):
+    key = "/virtual/captures/count.py"
+    forget(key)
+    Source(TRICKY, key=key)
+    queried = []
+    real = source_mod._query_statements
+
+    def spy(root, statements, *args):
+        queried.append([s.type for s in statements])
+        return real(root, statements, *args)
+
+    monkeypatch.setattr(source_mod, "_query_statements", spy)
+    Source(TRICKY.replace("print(n)", "print(n + 1)"), key=key)
+    assert queried == [["function_definition"]]  # the edited function alone
+    forget(key)
