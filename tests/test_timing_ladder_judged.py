@@ -66,3 +66,21 @@ async def test_the_judge_runs_a_reference_with_other_arguments_on_its_own_inputs
     [right] = await judged(folder, ("optimized",))
     assert right.verdict == "ok", (right.error, right.rejections)
     assert "own task inputs" in right.checks["own_inputs"] and right.checks["verified_at"]
+
+
+@needs_namespaces
+async def test_the_judge_takes_names_its_file_spells_differently_and_gives_a_verdict(tmp_path):
+    """JAXBench 6p's shape: the reference in its own layout and names (num_seqs where the kernel says
+    batch); the reduction cuts output dims only, so the judge calls the planted off-by-one wrong."""
+    folder = tmp_path / "paged_attention"
+    shutil.copytree(DATA / "paged_attention", folder)
+    for name, old, new in (("baseline.py", '"num_seqs": 8', '"num_seqs": 512'),
+                           ("optimized.py", '"batch": 8', '"batch": 512'), ("wrong.py", '"batch": 8', '"batch": 512')):
+        path = folder / name
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new).replace('"pages_per_seq": 8', '"pages_per_seq": 64'))
+    right, wrong = await judged(folder, ("optimized", "wrong"))
+    assert right.verdict == "ok", (right.error, right.rejections)
+    assert "batch" in right.checks["verified_at"] and "num_seqs" in right.checks["verified_at"]
+    assert wrong.verdict == "rejected" and [r.trick for r in wrong.rejections] == ["wrong_result"]
