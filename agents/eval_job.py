@@ -191,9 +191,13 @@ async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[
     from ..engine.sources import sources_for, trusted_sources
 
     trusted = _trusted(task)
-    paired, result, failed = await estimate_pair(backend, sources_for(candidate_path(task), text), job.chip,
+    path = candidate_path(task)
+    apart = (task.layout == "jaxbench" and task.reference_path  # eval TASK --kernel FILE: not beside baseline.py
+             and os.path.dirname(os.path.abspath(path)) != os.path.dirname(os.path.abspath(task.reference_path)))
+    paired, result, failed = await estimate_pair(backend, sources_for(path, text), job.chip,
                                                  timeout_s=job.timeout_s,
-                                                 trusted=trusted_sources(*trusted) if trusted else None)
+                                                 trusted=trusted_sources(*trusted) if trusted else None,
+                                                 reference=sources_for(task.reference_path) if apart else None)
     if failed is not None or result is None:
         return None, None, f"not estimated: {(failed or paired.why or '')[:300]}"
     kernel = result.estimates[0] if result.estimates else None

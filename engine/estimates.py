@@ -104,12 +104,15 @@ def pair_result(result: EstimateResult, index: int = 0) -> PairedEstimate:
 async def estimate_pair(backend: Any, source: Sources, chip: str, *, entry: str | None = None,
                         config: dict[str, int] | None = None, kinds: dict[str, str] | None = None,
                         timeout_s: float = 300.0, trusted: Sources | None = None,
+                        reference: Sources | None = None,
                         ) -> tuple[PairedEstimate, EstimateResult | None, str | None]:
     """Ask a worker for the kernel (under ``config``) and its reference by one model (``trusted``: the
-    user's own file, for a model's candidate: the judge estimates the reference from it).
+    user's own file, for a model's candidate: the judge estimates the reference from it;
+    ``reference``: a separate reference file, a JAXBench baseline.py for a kernel kept elsewhere).
     Returns (pair, the reply's result or None, the worker's error or None)."""
     params = EstimateParams(source=source, chip=chip, reference=True, probe=False, entry=entry,
-                            configs=(dict(config),) if config else (), kinds=dict(kinds or {}), trusted=trusted)
+                            configs=(dict(config),) if config else (), kinds=dict(kinds or {}), trusted=trusted,
+                            reference_source=reference)
     reply = await backend.request(params, purpose="job", timeout_s=timeout_s)
     if not reply.ok:
         return PairedEstimate(None, None, _label("", chip), f"the worker could not estimate it: {str(reply.why)[:300]}"), None, str(reply.why)

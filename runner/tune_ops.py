@@ -42,9 +42,14 @@ def _module(source: messages.Sources) -> Any:
     return user_module(os.path.abspath(source.path), source.text, sent_modules(source), source.package)
 
 
-def _task(module: Any, source: messages.Sources, entry: str | None) -> tasks_runtime.RuntimeTask:
+def _task(module: Any, source: messages.Sources, entry: str | None,
+          ref_module: Any = None) -> tasks_runtime.RuntimeTask:
     path = os.path.abspath(source.path)
     tasks = tasks_runtime.discover(module, path, source.text)
+    if not tasks and ref_module is not None:  # a stand-alone kernel: its workload on the task's inputs
+        from .timing import _pair_task
+
+        tasks = _pair_task(module, ref_module, path)
     task = next((t for t in tasks if entry in (None, t.name)), None)
     if task is None:
         names = ", ".join(t.name for t in tasks) or "none"
@@ -58,8 +63,10 @@ def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any
     chip = chip_spec(params.chip or DEFAULT_CHIP, probe=params.probe)
     configs = [dict(c) for c in params.configs] or [{}]
     kinds = dict(params.kinds)
-    with _module(params.source) as module:
-        task = _task(module, params.source, params.entry)
+    with contextlib.ExitStack() as stack:
+        module = stack.enter_context(_module(params.source))
+        ref_module = stack.enter_context(_module(params.reference_source)) if params.reference_source else None
+        task = _task(module, params.source, params.entry, ref_module)
         args = _inputs(task)
         out = []
         for i, config in enumerate(configs):
@@ -68,8 +75,13 @@ def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any
             with _applied(module, task, config, kinds) as fn:
                 out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
         reference = None
-        if params.reference and task.reference is not None:
-            reference = estimate_reference(task.reference, args, chip, _topology_device(chip.name))
+        ref_fn = task.reference
+        if ref_module is not None:  # the reference file named beside the kernel (as the time op's)
+            from .timing import _reference_in
+
+            ref_fn = _reference_in(ref_module, None) or ref_fn
+        if params.reference and ref_fn is not None:
+            reference = estimate_reference(ref_fn, args, chip, _topology_device(chip.name))
     found = installed_versions()
     return messages.EstimateResult(
         entry=task.name, chip=chip, estimates=tuple(out), reference=reference,

@@ -232,3 +232,21 @@ def test_names_the_two_files_spell_differently_are_paired_by_the_outputs_shape()
         assert aliases == {"batch": "num_seqs", "heads": "num_query_heads"}
         rows = timing_ladder.output_keys(prep, own, timing_ladder.shared_keys(prep), aliases)
         assert rows == {"batch", "heads", "head_dim"}  # not page_size nor pages_per_seq: they size no output dim
+
+
+def test_a_kernel_file_kept_apart_from_its_task_gets_an_estimate_pair(tmp_path):
+    """``eval TASK --kernel FILE`` with FILE outside the task folder: the estimate op had no task (the
+    file has no inputs) and no reference; the task's baseline.py now travels as ``reference_source``
+    (as the time op's reference does), giving the inputs and the reference estimated by one model."""
+    from pallasite.engine.estimates import pair_result
+    from pallasite.engine.sources import sources_for
+    from pallasite.runner import tune_ops
+    from pallasite.wire.messages import EstimateParams
+
+    kernel = standalone_kernel(tmp_path)
+    result = tune_ops.handle_estimate(EstimateParams(source=sources_for(str(kernel)), chip="v5e", reference=True,
+                                                     probe=False,
+                                                     reference_source=sources_for(str(DATA / "attention" / "baseline.py"))))
+    paired = pair_result(result)
+    assert paired.kernel_s and paired.reference_s, paired.why
+    assert [tuple(i.shape) for i in result.inputs] == [(2, 4, 512, 128)] * 3

@@ -549,6 +549,9 @@ class EstimateParams:
     # model-written code: the user's own file; the judge estimates its reference and floors the
     # candidate's estimates, in a process that never runs the candidate (runner/judge.py)
     trusted: Sources | None = None
+    # a separate reference file (a JAXBench baseline.py for a kernel kept elsewhere: ``eval TASK
+    # --kernel FILE``), as TimeParams.reference: its workload is the reference, its inputs the task's
+    reference_source: Sources | None = None
 
 
 @dataclass(frozen=True)
