@@ -36,7 +36,7 @@ from ..analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tu
 
 from ..wire.messages import EstimateParams, EstimateResult, VerifyParams
 
-from ..analysis.verdict import COST_MODEL, CompileResult, Speedup, Timing, try_speedup
+from ..analysis.verdict import NOT_TESTED, COST_MODEL, CompileResult, Speedup, TestResult, Timing, Verdict, try_speedup
 
 from .estimates import PairedEstimate, pair
 from .sources import sources_for, trusted_sources
@@ -145,6 +145,28 @@ class TuneReport:
             return Timing(o.measured_s, "device", self.device_kind or self.chip, method=f"autotune on {self.backend}",
                           versions=self.versions) if o.measured_s else None
         return Timing(o.estimate_s, "estimate", self.chip, COST_MODEL) if o.estimate_s else None
+
+    def verdict(self, config: Config | None) -> Verdict | None:
+        """The best's or the current configuration's Verdict, in the one vocabulary every command uses: its
+        compile for the chip (tier 2), its interpret-mode check (tier 3: "not verified" when tune did not run
+        it or it was skipped), and its timing by the run's method. None for a configuration tune did not judge."""
+        if config is None:
+            return None
+        compiled = self.best_compile if config == self.best else self.current_compile if config == self.current else None
+        if compiled is None:
+            return None
+        o = self.outcome(config)
+        test = NOT_TESTED
+        if o is not None:
+            wrong = next((r for r in o.reasons if r.startswith("interpret mode: ")
+                          and not r.startswith("interpret mode: the interpret run failed")), None)
+            failed_run = next((r for r in o.reasons if r.startswith("interpret mode: the interpret run failed")), None)
+            skipped = next((r for r in o.reasons if r.startswith("interpret check skipped")), None)
+            test = (TestResult.ok("in TPU interpret mode (CPU)") if o.status == "estimated, interpret ok" else
+                    TestResult.wrong(wrong) if wrong else TestResult.not_verified(skipped or failed_run)
+                    if skipped or failed_run else
+                    TestResult.not_verified("not checked in interpret mode by tune"))
+        return Verdict(compiled, test, self.timing(o))
 
     def speedup_between(self, base: Outcome | None, other: Outcome | None) -> Speedup | None:
         """base / other by analysis/verdict.speedup (None when either has no figure by the run's method)."""
@@ -368,17 +390,10 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
                 if verdict is None:
                     verdict = await verifier(dict(config), kinds(tunables))
                     keys.put_verdict(config, verdict)
-                o = outcomes[config]
-                if verdict.get("state") == "ok":
-                    outcomes[config] = replace(o, status="estimated, interpret ok")
+                outcomes[config] = interpret_checked(outcomes[config], verdict)
+                if outcomes[config].status != "failed":  # ok, or skipped (not verified): the pick
                     best = config
                     break
-                if str(verdict.get("state", "")).startswith("skipped"):
-                    outcomes[config] = replace(o, reasons=(f"interpret check {verdict['state']}",))
-                    best = config
-                    break
-                problems = verdict.get("problems") or [str(verdict.get("state"))]
-                outcomes[config] = replace(o, status="failed", reasons=(f"interpret mode: {problems[0]}",))
             if best is None:
                 notes.append(f"the {options.verify} best-ranked configurations failed (compile for {options.chip} or "
                              "interpret mode); nothing to apply")
@@ -663,6 +678,19 @@ def checker_compiler(engine: Any, path: str, check_options: Any) -> Compiler:
         return compile_result(report, options.tiers, options.target)
 
     return compile_text
+
+
+def interpret_checked(o: Outcome, verdict: dict[str, Any]) -> Outcome:
+    """The outcome after its interpret-mode check (a ``Verifier``'s answer): "estimated, interpret ok"; a check
+    that was skipped or could not finish keeps its status with the reason (not verified, never failed); a
+    check that found a problem fails it."""
+    state = str(verdict.get("state", ""))
+    if state == "ok":
+        return replace(o, status="estimated, interpret ok")
+    if state.startswith("skipped"):
+        return replace(o, reasons=(f"interpret check {state}",))
+    problems = verdict.get("problems") or [state]
+    return replace(o, status="failed", reasons=(f"interpret mode: {problems[0]}",))
 
 
 def worker_verifier(backend: Any, path: str, text: str | None, options: TuneOptions,

@@ -220,14 +220,14 @@ def format_report(report: TuneReport, top: int = 15) -> str:
     speed = report.speedup_vs_current()
     best = (f"best: {_changes(report.best, report.current)} by {report.best_provenance}" if report.best else
             "best: none (no configuration both ranked and passed; see the notes)")
-    if report.best and report.best_compile is not None:
-        best += f" ({report.best_compile.text()})"
+    if report.best and report.verdict(report.best) is not None:
+        best += f" ({report.verdict(report.best).text()})"
     if speed:
         best += f"; {speed[0]:.2f}x vs the current configuration, {speed[1]}"
     lines.append(best)
     broken = report.current_compile is not None and report.current_compile.ok is not True
     if broken:  # said in the headline, not only at --top 200
-        lines.append(f"the current configuration {_config(report.current)}: {report.current_compile.text()}")
+        lines.append(f"the current configuration {_config(report.current)}: {report.verdict(report.current).text()}")
     vs_ref = report.speedup_vs_reference()
     if vs_ref:
         lines.append(f"{vs_ref[0]:.2f}x vs {vs_ref[1]}")
@@ -254,6 +254,9 @@ def format_report(report: TuneReport, top: int = 15) -> str:
 def report_json(report: TuneReport) -> dict[str, Any]:
     data = to_json(report)
     data["label"] = report.label
+    for key, config in (("best_verdict", report.best), ("current_verdict", report.current)):
+        verdict = report.verdict(config)  # the one vocabulary (analysis/verdict.Verdict), serialised once
+        data[key] = verdict.to_json() if verdict is not None else None
     speed = report.speedup_vs_current()
     data["speedup_vs_current"] = {"value": speed[0], "provenance": speed[1]} if speed else None
     vs_ref = report.speedup_vs_reference()  # device times of the kernel and the reference only

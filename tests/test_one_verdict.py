@@ -1,6 +1,6 @@
 """One meaning for every command (issue 33): the same checker report and the same worker reply,
-put through fix, optimize, search, tune and eval, give the same compiled / correct / not verified
-words, because each command reads them into the one Verdict (analysis/verdict.py). The engine and
+put through check, fix, optimize, search, tune and eval, give the same compiled / correct / not verified
+words (tune's test is the verify op, answered for the same cases), because each command reads them into the one Verdict (analysis/verdict.py). The engine and
 the worker are stand-ins answering the given report and reply; the phases are the commands' own."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pallasite.analysis.types import FileReport, KernelVerdict, Span
 from pallasite.analysis.verdict import Verdict
 from pallasite.engine.backend import Reply
 from pallasite.engine.checker import CheckOptions
-from pallasite.wire.messages import TimeResult, Trick
+from pallasite.wire.messages import TimeResult, Trick, VerifyResult
 
 DATA = Path(__file__).parent / "data"
 TASK = DATA / "eval" / "add_tuned"
@@ -112,6 +112,25 @@ def _eval(report, reply) -> Verdict:
     return Verdict(compiled, test)
 
 
+# tune checks a configuration with the verify op (tier 3 in interpret mode): its answers for the same cases
+VERIFY = {"tier 2 skipped": Reply("ok", VerifyResult("ok")), "could not run": CRASHED,
+          "wrong": Reply("ok", VerifyResult("error", problems=("PLS304 max abs error 1.0 > atol 1e-2",))),
+          "correct": Reply("ok", VerifyResult("ok"))}
+
+
+def _tune(report, reply) -> Verdict:
+    """Tune's verdict on its pick: the compile (tier 2) and the interpret check, as the tune loop reads them."""
+    from pallasite.engine.tune import Outcome, TuneOptions, TuneReport, interpret_checked, worker_verifier
+
+    config = (("block_rows", 8),)
+    verify = worker_verifier(Worker(reply), str(TASK / "optimized.py"), None, TuneOptions(chip="v5e"))
+    answer = asyncio.run(verify(dict(config), {"block_rows": "int"}))
+    checked = interpret_checked(Outcome(config, "estimated", 1e-6, "memory"), answer)
+    tuned = TuneReport(str(TASK / "optimized.py"), "add", "v5e", "estimate", (), config, (checked,), config,
+                       "estimate (v5e)", best_compile=_tune_compile(report))
+    return tuned.verdict(config)
+
+
 def _tune_compile(report) -> object:
     from pallasite.engine.tune import checker_compiler
 
@@ -125,7 +144,8 @@ def test_the_same_report_and_reply_say_the_same_words_in_every_command(case):
     from pallasite.agents.fixer import _label
 
     report, reply, status = CASES[case]
-    verdicts = {"optimize": _optimize(report, reply), "search": _search(report, reply), "eval": _eval(report, reply)}
+    verdicts = {"optimize": _optimize(report, reply), "search": _search(report, reply), "eval": _eval(report, reply),
+                "tune": _tune(report, VERIFY[case])}
     assert {name: v.status() for name, v in verdicts.items()} == dict.fromkeys(verdicts, status)
     assert len({(v.compiled, v.correct) for v in verdicts.values()}) == 1
     # tune and fix read the same report into the same compile result
