@@ -269,3 +269,68 @@ def test_check_prints_the_file_s_compile_verdict(capsys):
 
     (entry,) = json.loads(capsys.readouterr().out)["files"]
     assert entry["compile"]["ok"] is None and entry["compile_text"].startswith("not compiled for v6e: tier 2")
+
+
+class _Recording(Engine):
+    """The stand-in engine, noting the tiers each check was asked for."""
+
+    def __init__(self, report, reply):
+        super().__init__(report, reply)
+        self.tiers = []
+
+    async def check(self, path, options, text=None, **kw):
+        self.tiers.append(tuple(options.tiers))
+        return self.report
+
+
+def test_the_search_compiles_for_the_chip_whatever_tiers_the_settings_ask_for():
+    """The search compiled its nodes with tiers 0-1 only, so none could be compiled for the chip."""
+    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.providers import ProviderConfig
+    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.search import SearchOptions, search
+    from pallasite.agents.search_iterate import IterateNodes
+
+    text = (TASK / "optimized.py").read_text()
+    engine = _Recording(COMPILED, PASSED)
+    ev = EngineEvaluator(engine, str(TASK / "optimized.py"), text, CheckOptions(target="v5e", tiers=(0, 1)), chip="v5e")
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: same\nKeep it.", f"```python\n{text}```"])
+    nodes = IterateNodes(provider, ev, str(TASK / "optimized.py"), "v5e")
+    graph = asyncio.run(search(text, SearchOptions(algo="parallel", trajectories=1, iterations=1, max_nodes=1), None,
+                               nodes.evaluate_root, provenance=ev.method, attempt=nodes.attempt))
+    assert engine.tiers and all(2 in tiers for tiers in engine.tiers), engine.tiers
+    assert graph.nodes[1].verdict.compile.ok is True and graph.nodes[1].verdict.compile.tiers_run == (0, 1, 2)
+
+
+def test_a_node_timed_by_another_method_than_the_root_has_no_speedup():
+    """The search divided root_seconds / time_s without comparing how either was timed."""
+    from pallasite.agents.evaluator import BaseEvaluator, PhaseResult
+    from pallasite.agents.providers import ProviderConfig
+    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.search import SearchOptions, search
+    from pallasite.agents.search_iterate import IterateNodes
+    from pallasite.analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing
+
+    root_text, node_text = "ROOT = 1\n", "NODE = 2\n"
+
+    class Mixed(BaseEvaluator):
+        method = "estimate (v5e)"
+
+        async def compile(self, source):
+            return PhaseResult(True, "ok", compile=CompileResult.passed("v5e"))
+
+        async def test(self, source):
+            return PhaseResult(True, "ok", test=TestResult.ok())
+
+        async def measure(self, source):
+            timing = (Timing(2e-3, "estimate", "v5e", COST_MODEL) if source == root_text else
+                      Timing(1e-3, "device", "TPU v5 lite"))
+            return PhaseResult(True, "timed", timing=timing)
+
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: other\nGo.", f"```python\n{node_text}```"])
+    nodes = IterateNodes(provider, Mixed(), "k.py", "v5e")
+    graph = asyncio.run(search(root_text, SearchOptions(algo="parallel", trajectories=1, iterations=1, max_nodes=1),
+                               None, nodes.evaluate_root, provenance="estimate (v5e)", attempt=nodes.attempt))
+    node = graph.nodes[1]
+    assert node.status == "compiled, correct" and node.speedup is None and not node.ok
+    assert "different methods" in node.error and graph.best().id == "root"
