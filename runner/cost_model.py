@@ -464,29 +464,27 @@ def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip:
 
 
 def own_inputs(reference: Callable[..., Any], args: Sequence[Any]) -> tuple[Callable[..., Any], tuple[Any, ...], bool]:
-    """(reference, args, False) when the reference takes the kernel's arguments; else the reference
-    over its own module's ``create_inputs()`` made abstractly (nothing allocated), its Python values
-    (a static group size) kept static: (call, array args, True)."""
-    import inspect
-
+    """(reference, args, False) when the reference takes the kernel's arguments; else its module's
+    ``workload`` over the module's own ``create_inputs()`` (runner/timing_inputs.own_task, as the
+    correctness checks run it) made abstractly (nothing allocated), its Python values (a static group
+    size) kept static: (call, array args, True)."""
     import jax
+
+    from .timing_inputs import own_task
 
     try:
         jax.eval_shape(reference, *args)
         return reference, tuple(args), False
     except Exception:  # noqa: BLE001 - another signature or layout: its own task's inputs, if it has one
         pass
-    space = getattr(inspect.unwrap(reference), "__globals__", None)
-    create = space.get("create_inputs") if isinstance(space, dict) else None
-    if not callable(create):
+    own = own_task(reference)
+    if own is None:
         return reference, tuple(args), False
-    from .tasks_runtime import _call_with_config
-
+    workload, make = own
     statics: dict[int, Any] = {}
 
     def arrays_only() -> tuple[Any, ...]:
-        made = _call_with_config(create, space.get("CONFIG") or {})
-        made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
+        made = make()
         statics.clear()
         statics.update({i: m for i, m in enumerate(made) if not hasattr(m, "shape")})
         return tuple(m for i, m in enumerate(made) if i not in statics)
@@ -496,7 +494,7 @@ def own_inputs(reference: Callable[..., Any], args: Sequence[Any]) -> tuple[Call
 
     def call(*arrays: Any) -> Any:
         it = iter(arrays)
-        return reference(*(statics[i] if i in statics else next(it) for i in range(count)))
+        return workload(*(statics[i] if i in statics else next(it) for i in range(count)))
 
     return call, tuple(shapes), True
 

@@ -337,13 +337,13 @@ def _trusted_at_config(task: Any, reference: Callable[..., Any], scaled: dict[st
     with inputs_mod.config_scaled((reference,), scaled):
         shapes, own_reference = inputs_mod.shapes_of(make), None
         if own:  # the reference takes other arguments than the candidate: through its own workload
-            if create is None:
+            task_own = inputs_mod.own_task(reference)  # reads CONFIG when called: inside config_scaled
+            if task_own is None:
                 raise ValueError("the reference takes other arguments and its file makes no inputs of its own")
-            made_by = space.get("workload") if callable(space.get("workload")) else reference
+            workload, made = task_own
 
             def own_reference() -> Any:
-                made = make()
-                return made_by(*(tuple(made) if isinstance(made, (tuple, list)) else (made,)))
+                return workload(*made())
             shapes = ()
         template = inputs_mod.concrete_template(make) if own_reference is None else None
     return full, shapes, template, own_reference

@@ -166,20 +166,14 @@ def scaled_probe(prep: Any, scaled: dict[str, int] | None) -> Callable[..., Any]
 
 def own_reference(prep: Any) -> Callable[[], Any] | None:
     """The reference through the task's own workload, ``workload(*create_inputs())`` of the
-    reference's module, when that module makes its own inputs (JAXBench's baseline.py): for a
-    reference that takes other arguments than the candidate (paged attention's layout, megablox's
-    static group size). Python values among its inputs stay static (called inside one trace)."""
-    space = getattr(inspect.unwrap(prep.reference), "__globals__", None) if prep.reference is not None else None
-    if not isinstance(space, dict) or not callable(space.get("create_inputs")):
+    reference's module (timing_inputs.own_task), when that module makes its own inputs (JAXBench's
+    baseline.py): for a reference that takes other arguments than the candidate. Python values
+    among its inputs stay static (called inside one trace)."""
+    own = inputs_mod.own_task(prep.reference)
+    if own is None:
         return None
-    from .tasks_runtime import _call_with_config
-
-    def run() -> Any:
-        made = _call_with_config(space["create_inputs"], space.get("CONFIG") or {})
-        made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
-        return space["workload"](*made) if callable(space.get("workload")) else prep.reference(*made)
-
-    return run
+    workload, make = own
+    return lambda: workload(*make())
 
 
 def takes_candidate_inputs(prep: Any, shapes: tuple[Any, ...]) -> str | None:
@@ -343,10 +337,11 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
             return True
         return False
 
+    def settled() -> bool:  # the current size's peak was estimated when it was kept (attempt)
+        return state["peak"] <= min(budget, TARGET_BYTES) and steps_of(state["calls"]) <= MAX_STEPS
+
     while state["tries"] < MAX_TRIES:
-        with inputs_mod.config_scaled(spaces, state["scaled"] or None):
-            ok, peak = fits(state["shapes"], state["calls"])
-        if ok:
+        if settled():
             break
         order = [k for k in _by_bytes(keys, state, config) if k not in floor]
         if not order:
@@ -355,8 +350,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
         if not attempt(key):
             floor.add(key)
             refused[key] = last_why
-    with inputs_mod.config_scaled(spaces, state["scaled"] or None):
-        ok, peak = fits(state["shapes"], state["calls"])
+    peak = state["peak"]
     if not state["scaled"]:
         return f"no CONFIG value could be reduced with the kernel's blocks kept ({last_why or 'nothing tried'})"
     full = {**{aliases[k]: config[k] for k in aliases}, **config}

@@ -75,13 +75,10 @@ def _target(args: argparse.Namespace, path: str) -> str | None:
     """profile's chip: --target, else the project's `target` setting, as in every command (time has none)."""
     if args.command != "profile":
         return None
-    if args.target:
-        return args.target
-    from pathlib import Path
+    from .settings import apply_project_defaults
 
-    from .settings import load_project_settings
-
-    return load_project_settings(Path(path).resolve().parent)[0].target
+    apply_project_defaults(args, path)
+    return args.target
 
 
 def _config(pairs: list[str]) -> dict[str, int]:
