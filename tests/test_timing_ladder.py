@@ -208,7 +208,7 @@ def test_a_reference_with_other_arguments_is_estimated_through_its_own_inputs():
     assert not own
 
 
-@pytest.mark.parametrize("task", ["splash", "paged_attention"])
+@pytest.mark.parametrize("task", ["splash", "paged_attention", "ragged_paged"])
 def test_planted_wrong_attention_kernels_with_scalar_prefetch_are_caught_at_the_reduced_size(task):
     """Splash's structure (a block mask by scalar prefetch, masked blocks skipped; planted: the diagonal
     blocks taken as full) and paged attention's (a page table and lengths by scalar prefetch, pages

@@ -1,0 +1,82 @@
+"""Ragged paged attention with a planted bug: each query also sees the key after its own position, the
+last one the key past its sequence (an off-by-one in the causal mask). Otherwise as optimized.py."""
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+CONFIG = {"name": "ladder_ragged_paged", "num_seqs": 4, "max_q": 8, "head_dim": 128, "page_size": 16,
+          "pages_per_seq": 8, "atol": 1e-4, "rtol": 1e-3}
+SEES_NEXT = 1  # planted: every query also sees the key after it (one past its causal position)
+NEG = -1e30
+
+
+def create_inputs(dtype=jnp.float32):
+    b, mq, d = CONFIG["num_seqs"], CONFIG["max_q"], CONFIG["head_dim"]
+    size, per = CONFIG["page_size"], CONFIG["pages_per_seq"]
+    k1, k2, k3, k4, k5, k6 = jax.random.split(jax.random.key(6), 6)
+    q = jax.random.normal(k1, (b * mq, d), dtype)
+    k_pages = jax.random.normal(k2, (b * per, size, d), dtype)
+    v_pages = jax.random.normal(k3, (b * per, size, d), dtype)
+    q_lens = jax.random.randint(k4, (b,), 1, mq + 1)
+    kv_lens = jnp.maximum(jax.random.randint(k5, (b,), 1, per * size + 1), q_lens).astype(jnp.int32)
+    cu_q_lens = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(q_lens).astype(jnp.int32)])
+    table = jax.random.permutation(k6, b * per).astype(jnp.int32).reshape(b, per)
+    return q, k_pages, v_pages, kv_lens, table, cu_q_lens
+
+
+def _kernel(kv_lens_ref, table_ref, cu_ref, q_ref, k_ref, v_ref, o_ref, m_sc, l_sc, acc_sc, *, size, scale):
+    b, j = pl.program_id(0), pl.program_id(1)
+    length, start, end = kv_lens_ref[b], cu_ref[b], cu_ref[b + 1]
+
+    @pl.when((b == 0) & (j == 0))
+    def _init():
+        m_sc[...] = jnp.full_like(m_sc, NEG)
+        l_sc[...] = jnp.zeros_like(l_sc)
+        acc_sc[...] = jnp.zeros_like(acc_sc)
+
+    @pl.when(j * size < length)
+    def _page():
+        q, k, v = q_ref[...], k_ref[...], v_ref[...]
+        s = jax.lax.dot_general(q, k, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32) * scale
+        row = jax.lax.broadcasted_iota(jnp.int32, s.shape, 0)
+        key = j * size + jax.lax.broadcasted_iota(jnp.int32, s.shape, 1)
+        qpos = length - (end - row)
+        valid = (row >= start) & (row < end) & (key <= qpos + SEES_NEXT) & (key < length + SEES_NEXT)
+        s = jnp.where(valid, s, NEG)
+        m_prev = m_sc[...]
+        m_new = jnp.maximum(m_prev, jnp.max(s, axis=-1, keepdims=True))
+        p = jnp.where(valid, jnp.exp(s - m_new[:, :1]), 0.0)
+        alpha = jnp.exp(m_prev - m_new)
+        l_sc[...] = alpha * l_sc[...] + jnp.sum(p, axis=-1, keepdims=True)
+        acc_sc[...] = alpha[:, :1] * acc_sc[...] + jnp.dot(p, v, preferred_element_type=jnp.float32)
+        m_sc[...] = m_new
+
+    @pl.when((b == pl.num_programs(0) - 1) & (j == pl.num_programs(1) - 1))
+    def _done():
+        l = l_sc[...][:, :1]
+        o_ref[...] = jnp.where(l > 0, acc_sc[...] / jnp.where(l > 0, l, 1.0), 0.0).astype(o_ref.dtype)
+
+
+def _page_of(b, j, kv_lens, table, cu, *, size):
+    last = jnp.maximum(kv_lens[b] - 1, 0) // size  # past the length: the last page again, no copy
+    return table[b, jnp.minimum(j, last)], 0, 0
+
+
+def workload(q, k_pages, v_pages, kv_lens, table, cu_q_lens):
+    rows, d = q.shape
+    b, per = table.shape
+    size = k_pages.shape[1]
+    kv_spec = pl.BlockSpec((None, size, d), functools.partial(_page_of, size=size))
+    whole = pl.BlockSpec((rows, d), lambda b_, j, *_: (0, 0))
+    return pl.pallas_call(
+        functools.partial(_kernel, size=size, scale=1.0 / d ** 0.5),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=3, grid=(b, per), in_specs=[whole, kv_spec, kv_spec], out_specs=whole,
+            scratch_shapes=[pltpu.VMEM((rows, 128), jnp.float32), pltpu.VMEM((rows, 128), jnp.float32),
+                            pltpu.VMEM((rows, d), jnp.float32)]),
+        out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary", "arbitrary")),
+    )(kv_lens, table, cu_q_lens, q, k_pages, v_pages)
