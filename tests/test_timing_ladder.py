@@ -208,12 +208,14 @@ def test_a_reference_with_other_arguments_is_estimated_through_its_own_inputs():
     assert not own
 
 
-@pytest.mark.parametrize("task", ["splash", "paged_attention", "ragged_paged"])
-def test_planted_wrong_attention_kernels_with_scalar_prefetch_are_caught_at_the_reduced_size(task):
+@pytest.mark.parametrize("task", ["splash", "paged_attention", "ragged_paged", "mla"])
+def test_planted_wrong_attention_kernels_of_each_structure_are_caught_at_the_reduced_size(task):
     """Splash's structure (a block mask by scalar prefetch, masked blocks skipped; planted: the diagonal
-    blocks taken as full) and paged attention's (a page table and lengths by scalar prefetch, pages
-    past the length skipped; planted: one key past the length attended; its reference in its own
-    layout and names, batch/num_seqs paired by the outputs' shape)."""
+    blocks taken as full); paged attention's (a page table and lengths by scalar prefetch, pages past
+    the length skipped; planted: one key past the length attended; its reference in its own layout
+    and names, batch/num_seqs paired by the outputs' shape); ragged paged attention's (cumulative
+    query lengths too; planted: the causal mask one key late); MLA's (up-projections absorbed, the
+    latent cache shared by the heads; planted: the output projected with the keys' weights)."""
     right, wrong = check(task, "optimized"), check(task, "wrong")
     assert right["verdict"] == "ok", right.get("error") or right["rejections"]
     assert right["checks"]["verified_at"] and right["checks"]["inputs"] != right["checks"]["full_inputs"]
