@@ -97,7 +97,7 @@ def test_result(reply: Any, where: str = "") -> TestResult:
         return TestResult.not_verified(f"the test could not finish: {str(result.error or result.verdict)[:300]}")
     if result.verdict != "ok":
         tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
-        return TestResult.wrong(str(tricks)[:2000])
+        return TestResult.wrong(str(tricks)[:2000], verified_at=(result.checks or {}).get("verified_at"))
     checks = result.checks or {}
     full = checks.get("full_inputs")
     return TestResult.ok(where or tested_where(result.provenance, checks),

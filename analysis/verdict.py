@@ -323,8 +323,8 @@ class TestResult:
         return cls("ok", where, verified_at, tuple(checks))
 
     @classmethod
-    def wrong(cls, evidence: str) -> "TestResult":
-        return cls("wrong", evidence)
+    def wrong(cls, evidence: str, *, verified_at: str | None = None) -> "TestResult":
+        return cls("wrong", evidence, verified_at)
 
     @classmethod
     def not_verified(cls, why: str) -> "TestResult":
@@ -337,6 +337,8 @@ class TestResult:
     def text(self) -> str:
         if self.outcome == "ok":
             return "correct" + (f" (verified at {self.verified_at})" if self.verified_at else "")
+        if self.outcome == "wrong" and self.verified_at:  # a verdict at a reduced size says the size
+            return f"wrong at {self.verified_at}" + (f": {self.why}" if self.why else "")
         return f"{self.outcome}: {self.why}" if self.why else self.outcome
 
     def to_json(self) -> dict[str, Any]:
@@ -429,6 +431,8 @@ class Verdict:
         base = f"{self.status()}: {why}" if why and why != self.status() else self.status()
         if self.passed and self.test.verified_at:
             base += f" (verified at {self.test.verified_at})"
+        elif self.test.outcome == "wrong" and self.test.verified_at:
+            base += f" (at {self.test.verified_at})"
         return base
 
     def to_json(self) -> dict[str, Any]:

@@ -252,3 +252,18 @@ def test_a_kernel_file_kept_apart_from_its_task_gets_an_estimate_pair(tmp_path):
     paired = pair_result(result)
     assert paired.kernel_s and paired.reference_s, paired.why
     assert [tuple(i.shape) for i in result.inputs] == [(2, 4, 512, 128)] * 3
+
+
+def test_a_wrong_verdict_at_a_reduced_size_says_the_size():
+    """6p was "compiled, wrong: ..." with no size although it was checked at batch 2 of 64."""
+    from types import SimpleNamespace
+
+    from pallasite.agents.optimize_eval import test_result
+    from pallasite.analysis.verdict import CompileResult, Verdict
+
+    result = SimpleNamespace(verdict="rejected", error=None, checks={"verified_at": "batch 2 of 64"},
+                             rejections=[SimpleNamespace(trick="wrong_result", message="max abs error 0.000267")])
+    test = test_result(SimpleNamespace(ok=True, result=result))
+    assert test.outcome == "wrong" and test.verified_at == "batch 2 of 64"
+    assert test.text().startswith("wrong at batch 2 of 64: wrong_result")
+    assert Verdict(CompileResult.passed("v6e"), test).text().endswith("(at batch 2 of 64)")
