@@ -96,8 +96,6 @@ class RunState:
     path: str
     original: str
     method: str = ""
-    baseline_s: float | None = None
-    baseline_label: str = ""
     baseline: Timing | None = None  # the original's timing by the run's one method, as the evaluator made it
     iterations: list[Iteration] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -120,12 +118,16 @@ class RunState:
         return s.value if s else None
 
     def baseline_timing(self) -> Timing | None:
-        """The original's figure by the run's one method, as measured (a state recorded before timings were
-        kept whole is read from its label: the loop measures every candidate by that method)."""
-        if self.baseline is not None:
-            return self.baseline
-        label = self.baseline_label or self.method or next((it.label for it in self.iterations if it.label), "")
-        return timing_for(self.baseline_s, label, self.context.get("chip", ""))
+        """The original's figure by the run's one method, as measured."""
+        return self.baseline
+
+    @property
+    def baseline_s(self) -> float | None:
+        return self.baseline.seconds if self.baseline is not None else None
+
+    @property
+    def baseline_label(self) -> str:
+        return self.baseline.label() if self.baseline is not None else ""
 
     def verdict(self, it: Iteration) -> Verdict:
         """The iteration's verdict, as its phases made it; one that ended before a verdict (no candidate, a
@@ -159,7 +161,7 @@ class RunState:
         winner = self.winner
         for it in self.iterations:
             v = self.verdict(it)
-            rows.append({"iteration": it.index, "plan": it.summary, "verdict": it.verdict,
+            rows.append({"iteration": it.index, "plan": it.summary, "loop_word": it.verdict, "verdict": v.to_json(),
                          "compiled": v.compiled, "correct": v.correct, "status": v.status(), "verdict_text": v.text(),
                          "time_s": it.time_s, "label": it.label,
                          "speedup": self._speedup_of(it),
@@ -169,13 +171,14 @@ class RunState:
         return rows
 
 
-LOOP_WORDS = ("model error", "stopped", "not measured", "not run")  # what an iteration ends as before or after a verdict
-
-
 def row_word(row: dict) -> str:
-    """A table row's word: the verdict's status (analysis/verdict.STATUSES), or the loop's own word for an
-    iteration that never reached one (a model error, a stop) or was not measured."""
-    return row["verdict"] if row["verdict"] in LOOP_WORDS or not row.get("status") else row["status"]
+    """A table row's word: its Verdict's status (analysis/verdict.STATUSES), with the loop's word after it
+    when the loop ended otherwise than by the verdict ("compiled, correct (not measured)", "no candidate
+    (model error)", "... (stopped)")."""
+    loop = row.get("loop_word", "")
+    if loop in ("valid", row["status"]) or not loop:
+        return row["status"]
+    return f"{row['status']} ({loop})"
 
 
 def _why(it: Iteration) -> str:
@@ -455,9 +458,8 @@ async def optimize(state: RunState, provider: Provider, evaluator: Evaluator, bu
         if evaluator.frozen_tests is not None:
             await freeze_tests(state, provider, evaluator.frozen_tests, budgets, recorder=recorder, gate=gate, on_phase=on_phase,
                                deadline=deadline)
-        if state.baseline_s is None:  # the baseline: the original, by the same method
+        if state.baseline is None:  # the baseline: the original, by the same method
             base = await deadline.within(evaluator.measure(state.original), "the baseline measurement", Stop)
-            state.baseline_s, state.baseline_label = base.seconds, base.label or evaluator.method
             state.baseline = base.timing
             if base.data.get("profile"):
                 state.context["baseline_profile"] = base.data["profile"]
@@ -495,9 +497,12 @@ def state_from_json(data: dict) -> RunState:
     iterations = [_iteration_from_json(it, data.get("method") or "", chip)
                   for it in data.get("iterations", []) if isinstance(it, dict)]
     usage = Usage(**{k: v for k, v in (data.get("usage") or {}).items() if k in Usage.__dataclass_fields__})
-    fields = {k: data[k] for k in ("run_id", "path", "original", "method", "baseline_s", "baseline_label",
-                                   "seconds", "stopped", "context") if k in data}
+    fields = {k: data[k] for k in ("run_id", "path", "original", "method", "seconds", "stopped", "context")
+              if k in data}
     baseline = Timing.from_json(data["baseline"]) if data.get("baseline") else None
+    if baseline is None and data.get("baseline_s"):  # an older snapshot: the figure and its label
+        label = data.get("baseline_label") or data.get("method") or ""
+        baseline = timing_for(data["baseline_s"], label, chip)
     return RunState(**fields, baseline=baseline, iterations=iterations, usage=usage)
 
 

@@ -112,8 +112,8 @@ class IterateNodes:
     budgets: Budgets = field(default_factory=lambda: Budgets(iterations=1, fix_rounds=0))
     device: bool = False  # the evaluator's test/measure use a device: serialise them
     device_slots: int = 1
-    root_seconds: float | None = None  # the baseline (set by evaluate_root, or from a resumed root)
-    root_timing: Timing | None = None  # the same, whole: what ``speedup`` divides by
+    root_timing: Timing | None = None  # the baseline (set by evaluate_root, or from a resumed root): what
+    # ``speedup`` divides by
     # recording and replay: each node's model calls go through a model client (agents/model_client.py)
     # recorded under ``node_run_id(run_id, node)``; ``provider_for(node_id)`` gives a node its own
     # provider (a replay of that node's calls), so concurrent nodes replay without mixing answers
@@ -132,18 +132,16 @@ class IterateNodes:
                               f"the starting kernel has no timing ({measured.summary}): "
                               f"{measured.evidence or 'no detail'}"[:500])
         self.root_timing = measured.timing
-        self.root_seconds = measured.timing.seconds
         return Evaluation(Verdict(timing=self.root_timing), 1.0, self.root_timing.label())
 
     def resume_from(self, nodes: list[SearchNode]) -> None:
         for n in nodes:
             if n.id == "root" and n.verdict.timing is not None:
-                self.root_timing, self.root_seconds = n.verdict.timing, n.verdict.timing.seconds
+                self.root_timing = n.verdict.timing
 
     async def attempt(self, req: ProposeRequest) -> Outcome:
         state = RunState(run_id=node_run_id(self.run_id, req.node_id), path=self.path, original=req.parents[0].source,
-                         method=self.evaluator.method, baseline_s=self.root_seconds,
-                         baseline_label=self.evaluator.method, baseline=self.root_timing, context={"chip": self.chip})
+                         method=self.evaluator.method, baseline=self.root_timing, context={"chip": self.chip})
         say = None
         if self.on_phase is not None:
             say = lambda index, phase, message: self.on_phase(req.node_id, phase, message)  # noqa: E731

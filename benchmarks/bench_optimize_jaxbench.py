@@ -13,11 +13,10 @@ runs on the frozen JAXBench task (``baseline.py``'s CONFIG / create_inputs / wor
   ``workload``), in TPU interpret mode on CPU, at reduced shapes when the inputs are large and a
   BlockSpec cuts them (``shrink``: the grid shrinks, the blocks stay; the shapes tested are
   printed); "not verified here" when it could not run within the worker's limits (why is printed);
-- speedup (estimate): XLA's ``optimal_seconds`` for the reference compiled deviceless for the chip,
-  over pallasite's cost-model roofline of the candidate, both for ``--chip``. An ESTIMATE from two
-  models, not a device time; the seed's harness measured on a TPU. When the kernel moves operands
-  by its own DMAs (``pl.ANY``), the cost model does not count that traffic: its time is a lower
-  bound, the speedup an upper bound, marked ``<=`` and left out of the geometric mean.
+- speedup: refused (analysis/verdict.speedup). The baseline is XLA's ``optimal_seconds`` for the
+  reference compiled deviceless for the chip and the candidate is pallasite's cost-model roofline:
+  two models, whose ratio is no speedup (issue 33), so the column is empty and both figures are
+  printed side by side; ``pallasite eval`` prices the reference and the candidate by one model.
 
 Prints the seed-style table, then the geometric mean over the tasks with a full estimate.
 Outside CI (needs the checkout, minutes of CPU).
@@ -134,7 +133,8 @@ async def run_task(task_dir: str, chip: str, memory_mb: int, test_timeout_s: flo
         # the candidate first, so the reference's XLA figure is known for the baseline row
         first = await evaluator.measure(kernel)
         state = new_run(os.path.join(work, "baseline.py"), baseline)
-        state.baseline_s, state.baseline_label = evaluator.reference_s, f"estimate ({chip}): XLA optimal_seconds"
+        state.baseline = (Timing(evaluator.reference_s, "estimate", chip, "XLA optimal_seconds")
+                          if evaluator.reference_s is not None else None)
         state.method = evaluator.method
         state = await optimize(state, provider, evaluator, Budgets(iterations=1, fix_rounds=0))
     finally:

@@ -83,14 +83,14 @@ def table_text(state, budgets=None) -> str:
     """The final table (what each column means: README 'Optimize')."""
     from ..agents.optimize import row_word
 
-    rows = [f"{'it':>2}  {'verdict':<25} {'compiled':<8} {'correct':<7} {'time':>11}  {'speedup':>8}  {'tokens':>7}  plan"]
+    rows = [f"{'it':>2}  {'status':<38} {'compiled':<8} {'correct':<7} {'time':>11}  {'speedup':>8}  {'tokens':>7}  plan"]
     for r in state.table():
         mark = "*" if r["best"] else " "
         t = f"{r['time_s'] * 1e6:.2f} us" if r["time_s"] else "-"
         s = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
         yn = {True: "yes", False: "no", None: "-"}
         word = row_word(r)  # the verdict's own words (analysis/verdict.STATUSES)
-        rows.append(f"{r['iteration']:>2}{mark} {word:<25} {yn[r['compiled']]:<8} {yn[r['correct']]:<7} {t:>11}  "
+        rows.append(f"{r['iteration']:>2}{mark} {word:<38} {yn[r['compiled']]:<8} {yn[r['correct']]:<7} {t:>11}  "
                     f"{s:>8}  {r['tokens']:>7}  {r['plan'][:60]}")
     rows += [f"    iteration {r['iteration']}: {r['why']}" for r in state.table() if r.get("why")]
     base = f"{state.baseline_s * 1e6:.2f} us" if state.baseline_s else "not measured"

@@ -152,10 +152,14 @@ def spec_hover(spec: BlockSpecInfo, site: KernelSite, dtype: str | None) -> str:
     return "\n".join(lines)
 
 
-def kernel_hover(name: str, results: Iterable[KernelResult]) -> str:
-    """The kernel function hover: the latest compile verdicts known, each with its provenance."""
+def kernel_hover(name: str, results: Iterable[KernelResult], compiled: str = "") -> str:
+    """The kernel function hover: the file's compile verdict from the last check (``compiled``: the one
+    vocabulary, "compiled for v6e (tiers 0,1,2)" / "not compiled for v6e: <why>"), then the latest
+    per-tier results known, each with its provenance."""
     rows = sorted(results, key=lambda r: (r.chip, r.tier))
     out = [f"**kernel** `{name}`", ""]
+    if compiled:
+        out += [f"The file at the last check: **{compiled}**", ""]
     if not rows:
         out.append("No compile results yet: save the file (in a trusted folder) or run *Check*.")
         return "\n".join(out)

@@ -37,7 +37,18 @@ def code_hover(session: Session, doc: DocumentSnapshot, line: int, column: int) 
     site = next(s for s in analysis.sites if s.kernel_name == name)
     measured = timing_lsp.hover_section(session, doc.path, {name, *(s.enclosing_function for s in analysis.sites
                                                                      if s.kernel_name == name and s.enclosing_function)})
-    return hover.kernel_hover(name, kernel_results(session, doc, name)) + measured, site.kernel_def_span
+    return (hover.kernel_hover(name, kernel_results(session, doc, name), compiled_words(session, doc)) + measured,
+            site.kernel_def_span)
+
+
+def compiled_words(session: Session, doc: DocumentSnapshot) -> str:
+    """The file's compile verdict at its last check, as `pallasite check` prints it (server/report_format.py)."""
+    from .report_format import compile_line, compiled_for
+
+    if doc.report is None or not doc.report_chip or not doc.report.kernels:
+        return ""
+    result = compiled_for(doc.report, session.settings.tiers, doc.report_chip)
+    return compile_line(result, doc.report_chip) if result is not None else ""
 
 
 def task_dtype(text: str, analysis: Any) -> tuple[str | None, str]:

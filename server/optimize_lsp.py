@@ -81,8 +81,14 @@ def decide(ls: Any, path: str, action: str, text: str) -> bool:
     return True
 
 
+def _hint_words(winner: Any) -> str:
+    """The winner's method in an inlay hint's few words: "estimate (v6e)", "device (TPU v6 lite)" (its Timing's)."""
+    timing = winner.result.timing if winner is not None and winner.result is not None else None
+    return f"{timing.provenance} ({timing.device_kind})" if timing is not None else ""
+
+
 def table_markdown(state: RunState) -> str:
-    rows = ["| it | verdict | time | speedup | plan |", "|---|---|---|---|---|"]
+    rows = ["| it | status | time | speedup | plan |", "|---|---|---|---|---|"]
     for r in state.table():
         t = f"{r['time_s'] * 1e6:.2f} us" if r["time_s"] else "-"
         s = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
@@ -257,7 +263,7 @@ async def place(cmd: Any, state: RunState, version: int, original: str, placemen
 
     ls, uri, winner = cmd.ls, cmd.doc.uri, state.winner
     inlay_hints.remember(ls, uri, "optimize", inlay_hints.from_optimize(
-        version, original, winner.source if winner else None, winner.label if winner else ""))
+        version, original, winner.source if winner else None, _hint_words(winner)))
 
     async def apply_edit(new_text: str) -> bool:
         edit = whole_document_edit(uri, version, original, new_text)

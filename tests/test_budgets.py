@@ -45,7 +45,7 @@ def test_a_candidate_looping_at_import_ends_optimize_within_its_budget(tmp_path)
     assert seconds < 8 + 10, seconds
     result = json.loads(done.stdout)
     assert result["stopped"] == "time budget spent (--time-limit 8 s) in the compile phase of iteration 1"
-    assert [r["verdict"] for r in result["table"]] == ["stopped"] and done.returncode == 1
+    assert [r["loop_word"] for r in result["table"]] == ["stopped"] and done.returncode == 1
 
 
 def test_a_candidate_looping_at_import_fails_its_compile_phase_naming_the_statement(tmp_path):
@@ -56,7 +56,7 @@ def test_a_candidate_looping_at_import_fails_its_compile_phase_naming_the_statem
     assert seconds < 30 + 10, seconds
     result = json.loads(done.stdout)
     # the limit stopped the check: no error was found, nothing was shown to compile for the chip
-    assert [r["verdict"] for r in result["table"]] == ["not compiled for the chip"] and done.returncode == 1
+    assert [r["loop_word"] for r in result["table"]] == ["not compiled for the chip"] and done.returncode == 1
     assert "the top-level statement at line 8 was still running" in done.stderr, done.stderr[-2000:]
 
 
@@ -86,6 +86,6 @@ def test_a_compile_stopped_by_its_limit_is_not_checked_never_ok(tmp_path):
     done, _ = cli("optimize", "add.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "1",
                   "--format", "json", cwd=tmp_path)
     (row,) = json.loads(done.stdout)["table"]
-    assert row["verdict"] == "not compiled for the chip" and row["compiled"] is None, done.stderr
+    assert row["loop_word"] == "not compiled for the chip" and row["compiled"] is None, done.stderr
     assert "[1] compile: failed: not compiled for the chip: not checked:" in done.stderr
     assert "ok: compiled" not in done.stderr

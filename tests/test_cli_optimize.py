@@ -52,7 +52,7 @@ def test_killed_run_resumes_and_replays(tmp_path):
                           timeout=280)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert [r["verdict"] for r in result["table"]] == ["not compiled", "valid"]
+    assert [r["loop_word"] for r in result["table"]] == ["not compiled", "valid"]
     assert result["best"] == 2 and result["speedup"] > 1 and result["method"] == "estimate (v6e)"
     assert (tmp_path / "add.optimized.py").read_text() == (DATA / "candidates" / "big_blocks.py").read_text()
     exported = subprocess.run(cli("add.py", "--resume", run_id, "--export"), cwd=tmp_path, capture_output=True,
@@ -87,7 +87,7 @@ def test_write_tests_then_a_run_uses_them_with_budgets_and_fix_rounds(tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=280)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
-    assert [r["verdict"] for r in result["table"]] == ["valid"] and result["speedup"] > 1
+    assert [r["loop_word"] for r in result["table"]] == ["valid"] and result["speedup"] > 1
     assert "fixed: verified fix" in run.stderr
     assert result["budgets"]["iterations"] == {"used": 1, "limit": 1}
     assert result["budgets"]["tokens"]["limit"] == 100000 and result["budgets"]["tokens"]["used"] > 0

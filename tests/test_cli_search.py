@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pallasite.analysis.verdict import COST_MODEL
+
 ROOT = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
 
 
@@ -29,14 +31,14 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     script.write_text(json.dumps(["Bigger blocks\nUse 64-row blocks: fewer grid steps.", f"```python\n{faster}```"]))
     proc = search(folder, script)
     assert proc.returncode == 0, proc.stderr
-    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(v5e\)", proc.stdout), proc.stdout
+    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v2, v5e\)", proc.stdout), proc.stdout
     assert "t0.1 test: ok" in proc.stderr and "t0.1 profile: ok" in proc.stderr  # the loop's phases, live
     rid = re.search(r"run (search-\w+)", proc.stdout).group(1)
     graph = json.loads((folder / ".pallasite" / "search" / f"{rid}.json").read_text())
     root, node = graph["nodes"]
-    assert node["verdict"] == "valid" and node["plan"].startswith("Bigger blocks")
+    assert node["loop_word"] == "valid" and node["plan"].startswith("Bigger blocks")
     assert [p["phase"] for p in node["phases"]] == ["plan", "implement", "compile", "test", "autotune", "profile"]
-    assert node["speedup"] > 1.0 and root["speedup"] == 1.0 and node["provenance"].startswith("estimate (v5e)")
+    assert node["speedup"] > 1.0 and root["speedup"] == 1.0 and node["provenance"].startswith(f"estimate ({COST_MODEL}, v5e)")
     assert (folder / ".pallasite" / "search" / f"{rid}.html").is_file()
     # again: everything is read back from the store; the (now empty) script is never asked
     script.write_text("[]")
@@ -51,8 +53,8 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     assert replay.returncode == 0, replay.stderr
     rid2 = re.search(r"run (search-\w+)", replay.stdout).group(1)
     replayed = json.loads((folder / ".pallasite" / "search" / f"{rid2}.json").read_text())
-    assert rid2 != rid and [(n["id"], n["plan"], n["verdict"]) for n in replayed["nodes"]] == \
-        [(n["id"], n["plan"], n["verdict"]) for n in graph["nodes"]]
+    assert rid2 != rid and [(n["id"], n["plan"], n["loop_word"]) for n in replayed["nodes"]] == \
+        [(n["id"], n["plan"], n["loop_word"]) for n in graph["nodes"]]
 
 
 def test_a_search_whose_every_node_failed_says_why_and_exits_1(tmp_path):
@@ -67,7 +69,7 @@ def test_a_search_whose_every_node_failed_says_why_and_exits_1(tmp_path):
     proc = search(folder, script)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "error: none of the 1 node(s) compiled, passed the tests and was timed" in proc.stderr
-    assert re.search(r"t0\.1: wrong: .*wrong_result", proc.stderr), proc.stderr
+    assert re.search(r"t0\.1: compiled, wrong: .*wrong_result", proc.stderr), proc.stderr
 
 
 def test_search_takes_the_projects_target_where_the_command_line_gives_none(tmp_path):
@@ -85,4 +87,4 @@ def test_search_takes_the_projects_target_where_the_command_line_gives_none(tmp_
                            "--scripted-file", str(script), "--jobs", "1"],
                           capture_output=True, text=True, timeout=300, cwd=folder)
     assert proc.returncode == 0, proc.stderr
-    assert "[estimate (v5e)" in proc.stdout, proc.stdout
+    assert f"[estimate ({COST_MODEL}, v5e)" in proc.stdout, proc.stdout

@@ -118,6 +118,6 @@ def test_an_optimize_candidate_in_interpret_mode_never_wins(tmp_path):
                    "1", "--format", "json", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     (row,) = json.loads(done.stdout)["table"]
-    assert row["verdict"] == "not compiled" and not row["speedup"]
+    assert row["loop_word"] == "not compiled" and not row["speedup"]
     assert "PLS114" in done.stderr
     assert not (tmp_path / "add.optimized.py").exists()

@@ -170,6 +170,10 @@ async def test_kernel_hover_reads_the_results_store_of_an_earlier_session(tmp_pa
     try:
         _, uri, text = await trusted_open(first, tmp_path, "store_shape.py")
         await diagnostics_for(first, uri, 1, timeout=120, predicate=has("PLS104", 1))
+        # the kernel hover says the file's compile verdict in check's words (issue 33)
+        shown = await first.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(uri),
+                                                                       lsp.Position(7, 6)))
+        assert "The file at the last check: **not compiled for v6e: 1 error(s): PLS104" in shown.contents.value
     finally:
         await stop_client(first)
     assert (tmp_path / "ws" / ".pallasite").is_dir()

@@ -96,6 +96,8 @@ def test_kernel_hover_lists_results_with_provenance():
     assert "| 2 | v6e | error | last check in this session, 12:00:00 UTC |" in text
     assert "| 3 |" not in text
     assert "No compile results yet" in hover.kernel_hover("k", [])
+    said = hover.kernel_hover("k", results, "compiled for v6e (tiers 0,1,2)")
+    assert "The file at the last check: **compiled for v6e (tiers 0,1,2)**" in said
 
 
 def test_dtype_from_the_task_inputs_text():

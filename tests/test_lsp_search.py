@@ -17,6 +17,8 @@ from lsprotocol import types as lsp
 import pytest
 from pytest_lsp.client import register_lsp_features
 
+from pallasite.analysis.verdict import COST_MODEL
+
 from test_lsp import answer_trust, initialize, open_doc, start_client, stop_client  # noqa: F401
 
 ROOT = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
@@ -61,7 +63,7 @@ async def test_search_offers_the_best_node_and_opens_the_report(client, tmp_path
     assert result["ok"], result
     graph = json.loads(Path(result["report"]).with_suffix(".json").read_text())
     assert result["best"] == "t0.1", graph["nodes"][1]
-    assert result["best"] == "t0.1" and result["provenance"].startswith("estimate (v5e)")
+    assert result["best"] == "t0.1" and result["provenance"].startswith(f"estimate ({COST_MODEL}, v5e)")
     assert result["applied"]
     (edit,) = client.applied_edits
     change = edit.edit.document_changes[0]
@@ -72,13 +74,13 @@ async def test_search_offers_the_best_node_and_opens_the_report(client, tmp_path
     (shown,) = client.shown_documents
     assert shown.uri.endswith(".html") and Path(result["report"]).is_file()
     page = Path(result["report"]).read_text()
-    assert 'data-plot="graph"' in page and "estimate (v5e)" in page
+    assert 'data-plot="graph"' in page and f"estimate ({COST_MODEL}, v5e)" in page
     graph = json.loads(Path(result["report"]).with_suffix(".json").read_text())
     assert [n["id"] for n in graph["nodes"]] == ["root", "t0.1"]
     # 64-row blocks (tuned further by the autotune phase) need fewer grid steps than the root's 8: faster by the estimate
     root, node = graph["nodes"]
     assert node["speedup"] == result["speedup"] > root["speedup"] == 1.0
-    assert node["verdict"] == "valid" and [p["phase"] for p in node["phases"]][-3:] == ["test", "autotune", "profile"]
+    assert node["loop_word"] == "valid" and [p["phase"] for p in node["phases"]][-3:] == ["test", "autotune", "profile"]
     # the editor's search records each node's model calls as the CLI does (replayable with replay:<run>/<node>)
     from pallasite.knowledge.store import ResultsStore
 

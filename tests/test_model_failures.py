@@ -96,7 +96,7 @@ def test_optimize_says_why_in_its_table(tmp_path):
         server.queue.append(Answer(401, {"error": {"message": "bad key"}}))
         as_text = cli("optimize", "add.py", "--iterations", "1", cwd=tmp_path, url=server.url)
     (row,) = json.loads(as_json.stdout)["table"]
-    assert row["verdict"] == "model error" and row["why"].startswith("rate limited (HTTP 429, retry after 30 s)")
+    assert row["loop_word"] == "model error" and row["why"].startswith("rate limited (HTTP 429, retry after 30 s)")
     assert "iteration 1: unauthorized (HTTP 401)" in as_text.stdout
 
 
@@ -111,7 +111,7 @@ def test_a_10_mb_reply_is_refused_within_seconds_in_bounded_memory(tmp_path):
                    in_process=True)
         seconds = time.monotonic() - started
     (row,) = json.loads(done.stdout)["table"]
-    assert row["verdict"] == "model error" and row["why"].startswith("reply too large")
+    assert row["loop_word"] == "model error" and row["why"].startswith("reply too large")
     assert seconds < 60, seconds  # the baseline estimate included; the refusal itself is at once
     peak_kb = int(done.stderr.rsplit("MAXRSS_KB", 1)[1].split()[0])
     assert peak_kb < 1024 * 1024, f"the optimize process peaked at {peak_kb / 1024:.0f} MiB"

@@ -252,7 +252,7 @@ def test_optimize_step_by_step_from_neovim(tmp_path: Path, env: dict[str, str], 
     answers = {a["command"]: a["result"] for a in r["answers"]}
     assert all(a["result"] == {"ok": True} for a in r["answers"] if a["command"] != "pallasite.optimize"), r["answers"]
     result = answers["pallasite.optimize"]
-    assert [row["verdict"] for row in result["table"]] == ["compiled, wrong", "valid"], result
+    assert [row["loop_word"] for row in result["table"]] == ["compiled, wrong", "valid"], result
     assert result["table"][1]["plan"] == "Use 128-row blocks, keep the add"
     assert result["method"] == "estimate (v6e)" and result["speedup"] > 1
     assert Path(result["written"]).read_text() == (OPTIMIZE_DATA / "candidates" / "big_blocks.py").read_text()

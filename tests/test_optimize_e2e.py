@@ -47,7 +47,7 @@ async def test_auto_run_the_right_candidate_wins(engine, tmp_path):
     state = await optimize(new_run(str(DATA / "add.py"), original), provider, evaluator(engine, original),
                            Budgets(iterations=3, fix_rounds=0), recorder=rec)
     table = state.table()
-    assert [r["verdict"] for r in table] == ["not compiled", "compiled, wrong", "valid"], table
+    assert [r["loop_word"] for r in table] == ["not compiled", "compiled, wrong", "valid"], table
     assert [r["compiled"] for r in table] == [False, True, True]
     # the label is the Timing's: the model that estimated it and the chip
     assert state.best.index == 3 and state.best.label == f"estimate ({COST_MODEL}, v6e)"
