@@ -334,3 +334,32 @@ def test_a_node_timed_by_another_method_than_the_root_has_no_speedup():
     node = graph.nodes[1]
     assert node.status == "compiled, correct" and node.speedup is None and not node.ok
     assert "different methods" in node.error and graph.best().id == "root"
+
+
+def test_the_optimize_loop_never_reads_a_timing_from_a_label():
+    """The loop parsed the measure phase's label back into a Timing (and for chip 7x named the model "7x");
+    now a measure without its Timing is "not measured" and nothing is divided."""
+    from pallasite.agents.evaluator import BaseEvaluator, PhaseResult
+    from pallasite.agents.optimize import Budgets, new_run, optimize
+    from pallasite.agents.providers import ProviderConfig
+    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.analysis.verdict import CompileResult, TestResult
+
+    class NoTiming(BaseEvaluator):
+        method = "estimate (7x)"
+
+        async def compile(self, source):
+            return PhaseResult(True, "ok", compile=CompileResult.passed("7x"))
+
+        async def test(self, source):
+            return PhaseResult(True, "ok", test=TestResult.ok())
+
+        async def measure(self, source):
+            return PhaseResult(True, "1.0 us (estimate (7x))")  # a figure in words, no Timing
+
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: x\nGo.", "```python\nX = 2\n```"])
+    state = asyncio.run(optimize(new_run("k.py", "X = 1\n"), provider, NoTiming(), Budgets(iterations=1, fix_rounds=0)))
+    (it,) = state.iterations
+    assert it.verdict == "not measured" and "no Timing" in it.evidence and state.baseline is None
+    assert state.verdict(it).status() == "compiled, correct" and state.verdict(it).timing is None
+    assert state.winner is None and "the original file was not timed" in state.outcome().why
