@@ -210,8 +210,13 @@ def _cond(eqn: Any, env: Scalars, mxu: int) -> StepCounts:
     if index is not None and np.size(index) == 1:
         taken = int(np.clip(int(np.asarray(index).reshape(-1)[0]), 0, len(branches) - 1))
         b = branches[taken]
-        return count_step(b.jaxpr, env.child(zip(b.jaxpr.invars, operands),
-                                             links=zip(b.jaxpr.invars, eqn.invars[1:])), mxu)
+        inner = env.child(zip(b.jaxpr.invars, operands), links=zip(b.jaxpr.invars, eqn.invars[1:]))
+        counted = count_step(b.jaxpr, inner, mxu)
+        for ov, iv in zip(eqn.outvars, b.jaxpr.outvars):  # what the branch returns (a next index) is known too
+            got = inner.get(iv)
+            if got is not None:
+                env.values[ov] = got
+        return counted
     scopes = [env.child(zip(b.jaxpr.invars, operands), refs=dict(env.refs),
                         links=zip(b.jaxpr.invars, eqn.invars[1:])) for b in branches]
     counted = [count_step(b.jaxpr, scope, mxu) for b, scope in zip(branches, scopes)]
@@ -251,6 +256,9 @@ def _while(eqn: Any, env: Scalars, mxu: int = 128) -> StepCounts:
         if go is None:
             break
         if not bool(np.asarray(go).reshape(-1)[0]):
+            for ov, value in zip(eqn.outvars, carry):  # the loop's results, where known
+                if value is not None:
+                    env.values[ov] = value
             return out  # exact
         b = env.child(zip(body.invars, bconsts + carry), links=zip(body.invars[:nb], eqn.invars[nc:nc + nb]))
         out.add(count_step(body, b, mxu))

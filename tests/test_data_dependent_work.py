@@ -101,3 +101,48 @@ def test_a_vmapped_kernel_reads_its_own_program_ids():
     (s,), (b,) = sparse.calls, batched.calls
     assert b.grid == (2,) + s.grid and b.flops_count == "exact"
     assert b.mxu_flops == 2 * s.mxu_flops
+
+
+def _one_block_kernel(decide):
+    """A grid of 4 steps over (8, 128) blocks whose ``pl.when`` on ``decide(i, lens_ref)`` guards an exp."""
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def kernel(lens_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+        @pl.when(decide(pl.program_id(0), lens_ref))
+        def _():
+            o_ref[...] = jnp.exp(x_ref[...])
+
+    def f(lens, x):
+        spec = pl.BlockSpec((8, 128), lambda i, lens_: (i, 0))
+        return pl.pallas_call(kernel, grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(4,), in_specs=[spec], out_specs=spec),
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(lens, x)
+    return f
+
+
+def test_values_a_decided_branch_or_loop_returns_decide_later_branches():
+    """JAXBench 6p computes the next block's indices with lax.cond and a fori_loop over its lengths,
+    then ``pl.when(next_b < batch)``: what a decided cond or a fully simulated loop returns was not
+    kept, so every later branch on it was an upper bound."""
+    import numpy as np
+
+    lens = np.array([1, 0, 1, 1], np.int32)
+    x = jax.ShapeDtypeStruct((32, 128), "float32")
+
+    def by_cond(i, lens_ref):  # steps 0 and 2 -> 1 and 3 < 3? only step 0
+        nxt = jax.lax.cond(lens_ref[i] > 0, lambda: i + 1, lambda: i + 2)
+        return nxt < 2
+
+    def by_loop(i, lens_ref):  # a fori_loop up to a prefetched bound: a while loop
+        return jax.lax.fori_loop(0, lens_ref[i] + i, lambda _, c: c + 1, 0) == 1
+
+    for decide, runs in ((by_cond, 1), (by_loop, 2)):  # by_loop: steps 0 (1 + 0) and 1 (0 + 1)
+        est = cost_model.estimate(_one_block_kernel(decide), [lens, x], V5E)
+        assert est.status == "ok", est.error
+        (call,) = est.calls
+        assert call.flops_count == "exact", call.notes
+        assert call.transcendentals == runs * 8 * 128
