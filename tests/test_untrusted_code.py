@@ -131,7 +131,7 @@ def test_a_hostile_optimize_candidate_runs_confined_and_the_project_stays(tmp_pa
     assert done.returncode == 0, done.stderr + done.stdout[-3000:]
     result = json.loads(done.stdout)
     # compiled, tested, estimated: every phase imported the candidate, and it found nothing to harm
-    assert [r["verdict"] for r in result["table"]] == ["valid"], done.stderr
+    assert [r["loop_word"] for r in result["table"]] == ["valid"], done.stderr
     assert snapshot(folder) == before
     assert (folder / "kernel.optimized.py").read_text() == candidate
     assert_no_key(done)
@@ -229,7 +229,7 @@ def test_optimize_does_not_take_a_tampering_candidate_for_a_winner(tmp_path):
     done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "2",
                "--format", "json", cwd=folder)
     result = json.loads(done.stdout)
-    assert [r["verdict"] for r in result["table"]] == ["compiled, wrong", "compiled, wrong"], result["table"]
+    assert [r["status"] for r in result["table"]] == ["compiled, wrong", "compiled, wrong"], result["table"]
     assert all("wrong_result" in r["why"] for r in result["table"])
     assert not (folder / "kernel.optimized.py").exists()
 
@@ -289,7 +289,7 @@ def test_an_optimize_candidate_reaches_no_socket_key_file_device_or_terminal_of_
     assert done.returncode == 0, done.stderr + done.stdout[-3000:]
     result = json.loads(done.stdout)
     # compiled, tested (in the judge's candidate process), estimated: it ran three times and reached nothing
-    assert [r["verdict"] for r in result["table"]] == ["valid"], result["table"]
+    assert [r["loop_word"] for r in result["table"]] == ["valid"], result["table"]
     for secret in ("dotenv-secret-conf38", "ssh-private-key-conf38"):
         assert secret not in done.stdout + done.stderr and secret[::-1] not in done.stdout + done.stderr
 
@@ -308,7 +308,7 @@ def test_a_right_candidate_that_patches_the_cost_model_is_not_believed(tmp_path)
                "--format", "json", cwd=folder)
     result = json.loads(done.stdout)
     (row,) = result["table"]
-    assert row["verdict"] != "valid" and "below the physical floor" in row["why"], row
+    assert row["loop_word"] != "valid" and "below the physical floor" in row["why"], row
     assert not (folder / "kernel.optimized.py").exists()
 
 
