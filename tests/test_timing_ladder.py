@@ -179,7 +179,7 @@ def test_own_inputs_with_outputs_below_atol_are_compared_at_the_outputs_scale():
     assert guards.at_output_scale((np.linspace(-1, 1, 64),), (0.01, 0.02)) == ((0.01, 0.02), None)
 
 
-@pytest.mark.parametrize("task", ["gemm", "paged"])
+@pytest.mark.parametrize("task", ["gemm", "paged", "gmm"])
 def test_planted_wrong_kernels_of_more_structures_are_caught_at_the_reduced_size(task):
     """A K-accumulating GEMM that skips its last K block; a scalar-prefetch page gather reading the
     next page-table entry (the task's own page table made at the reduced size)."""
