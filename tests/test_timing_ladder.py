@@ -182,7 +182,9 @@ def test_own_inputs_with_outputs_below_atol_are_compared_at_the_outputs_scale():
 @pytest.mark.parametrize("task", ["gemm", "paged", "gmm"])
 def test_planted_wrong_kernels_of_more_structures_are_caught_at_the_reduced_size(task):
     """A K-accumulating GEMM that skips its last K block; a scalar-prefetch page gather reading the
-    next page-table entry (the task's own page table made at the reduced size)."""
+    next page-table entry (the task's own page table made at the reduced size); Megablox GMM's
+    (group sizes by scalar prefetch, each row tile's rhs index map walking them to its group; planted:
+    a group's last tile multiplied by the next group's rhs)."""
     right, wrong = check(task, "optimized"), check(task, "wrong")
     assert right["verdict"] == "ok", right.get("error") or right["rejections"]
     assert right["checks"]["verified_at"] and right["checks"]["inputs"] != right["checks"]["full_inputs"]
