@@ -210,14 +210,24 @@ def test_a_reference_with_other_arguments_is_estimated_through_its_own_inputs():
     assert not own
 
 
-@pytest.mark.parametrize("task", ["splash", "paged_attention", "ragged_paged", "mla"])
+# GQA (issue 34): the ladder cuts num_query_heads down to num_kv_heads (8 -> 2 of 2 here), a group of
+# one, so the reduced size is plain multi-head attention and the planted h % kv_heads reads the right
+# head there; only the second size (4 of 8) tells, as "shape_specialised". Passes once the ladder keeps
+# a shared K/V block shared (several query heads to one kv head) at the size it verifies.
+GQA_GROUP_LOST = pytest.mark.xfail(strict=True, raises=AssertionError,
+                                   reason="the ladder reduces GQA to a group of one query head per kv head")
+
+
+@pytest.mark.parametrize("task", ["splash", "paged_attention", "ragged_paged", "mla",
+                                  pytest.param("gqa", marks=GQA_GROUP_LOST)])
 def test_planted_wrong_attention_kernels_of_each_structure_are_caught_at_the_reduced_size(task):
     """Splash's structure (a block mask by scalar prefetch, masked blocks skipped; planted: the diagonal
     blocks taken as full); paged attention's (a page table and lengths by scalar prefetch, pages past
     the length skipped; planted: one key past the length attended; its reference in its own layout
     and names, batch/num_seqs paired by the outputs' shape); ragged paged attention's (cumulative
     query lengths too; planted: the causal mask one key late); MLA's (up-projections absorbed, the
-    latent cache shared by the heads; planted: the output projected with the keys' weights)."""
+    latent cache shared by the heads; planted: the output projected with the keys' weights); GQA's
+    (query head h's K/V index map names kv head h // group; planted: h % kv_heads)."""
     right, wrong = check(task, "optimized"), check(task, "wrong")
     assert right["verdict"] == "ok", right.get("error") or right["rejections"]
     assert right["checks"]["verified_at"] and right["checks"]["inputs"] != right["checks"]["full_inputs"]
