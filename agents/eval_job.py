@@ -287,11 +287,11 @@ async def evaluate_one(engine: Any, options: Any, task: Any, text: str | None, j
         test = TestResult.not_verified("--no-verify")
         if job.verify:
             test = await scorer.tested(text)
-        if test.outcome != "wrong":
-            cand, ref, why = await scorer.estimated(text)
-            if why and test.outcome == "ok":
-                test = dataclasses.replace(test, why=f"{test.why}; {why}")
-    s, refused = try_speedup(ref, cand, baseline_name=BASELINE)
+        # a wrong candidate is estimated too: its estimate pair is shown, never a speedup
+        cand, ref, why = await scorer.estimated(text)
+        if why and test.outcome == "ok":
+            test = dataclasses.replace(test, why=f"{test.why}; {why}")
+    s, refused = try_speedup(ref, cand, baseline_name=BASELINE) if test.outcome != "wrong" else (None, None)
     return TaskVerdict(task.name, Verdict(compiled, test, cand), s.value if s else None, refused, ref)
 
 
