@@ -95,6 +95,18 @@ def forget(key: str) -> None:
 
     ast_units.forget(key)
     tier0_memo.forget(key)
+    for hook in list(_FORGET_HOOKS):  # what rules keep per file (registered by the rule modules)
+        hook(key)
+
+
+_FORGET_HOOKS: list = []
+
+
+def on_forget(hook) -> None:
+    """Call ``hook(key)`` whenever ``forget(key)`` drops a key (a module above this one keeping
+    something per file registers here: importing it from ``forget`` would close an import circle)."""
+    if hook not in _FORGET_HOOKS:
+        _FORGET_HOOKS.append(hook)
 
 
 def release_memory() -> None:

@@ -38,7 +38,7 @@ def _kernel_texts() -> list[tuple[str, str]]:
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "data", "tier0")
 PLANTED = ("pls015_vmem_bad.py", "pls016_parallel_carry_bad.py", "pls001_tiling_bad.py", "pls013_static_bounds_bad.py",
-           "pls005_kernel_params_bad.py", "pls003_index_map_results_bad.py")
+           "pls005_kernel_params_bad.py", "pls003_index_map_results_bad.py", "pls006_program_id_if_bad.py")
 
 
 def _renamed(text: str, k: int) -> str:
