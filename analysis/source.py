@@ -10,8 +10,8 @@ questions every tier-0 module asks:
   ``TILE = 2 * BLOCK``) with the span of the value they came from;
 - ``functions``: function definitions by name (module level and nested);
 - ``uses_pallas``: whether the file imports Pallas under any alias;
-- ``calls``, ``attributes``, ``comments``, ``bindings``, ``branches``, ``scope_nodes``: every
-  such node, in source order (one query in C, one pass over the tree);
+- ``calls``, ``comments``, ``bindings``, ``branches``, ``scope_nodes``: every such node, in source
+  order (one query in C, one pass over the tree); ``attributes`` too, read when first asked;
 - ``has_error``: tree-sitter saw a syntax error (or Python-2-only syntax it accepts).
 """
 
@@ -51,7 +51,6 @@ def _query() -> Query:
         (import_from_statement) @from
         (function_definition) @def
         (call) @call
-        (attribute) @attr
         (comment) @comment
         (print_statement) @py2
         (exec_statement) @py2
@@ -61,6 +60,11 @@ def _query() -> Query:
         [(if_statement) (while_statement) (elif_clause) (conditional_expression)] @branch
         [(lambda) (class_definition) (decorated_definition)] @scope
     """)
+
+
+@lru_cache(maxsize=1)
+def _attribute_query() -> Query:
+    return Query(language(), "(attribute) @attr")
 
 
 def parse(text: str, key: str | None = None) -> Tree:
@@ -654,7 +658,6 @@ class Source:
         # file read per statement (``_captures_by_statement``) must list them as a whole read does
         order = lambda node: (node.start_byte, -node.end_byte, -node.descendant_count)  # noqa: E731
         self.calls: list[Node] = sorted(found.get("call", []), key=order)
-        self.attributes: list[Node] = sorted(found.get("attr", []), key=order)
         self.comments: list[Node] = sorted(found.get("comment", []), key=order)
         for node in sorted(found.get("import", []) + found.get("from", []), key=order):
             if node.type == "import_statement":
@@ -682,6 +685,18 @@ class Source:
                 child = stmt.named_children[0]
                 if child.type == "assignment":
                     self._constant(child)
+
+    @property
+    def attributes(self) -> list[Node]:
+        """Every ``x.y`` attribute node, in source order: a query of its own when first asked (the
+        rules on the edit path find the few they need by their text: the 786 of splash attention
+        were a third of the file-wide query's captures, found again after every edit)."""
+        found = self.cache.setdefault("source", {}).get("attributes")
+        if found is None:
+            nodes = QueryCursor(_attribute_query()).captures(self.root).get("attr", [])
+            found = self.cache["source"]["attributes"] = sorted(
+                nodes, key=lambda node: (node.start_byte, -node.end_byte, -node.descendant_count))
+        return found
 
     def _import(self, node: Node) -> None:
         for child in node.named_children:
