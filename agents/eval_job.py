@@ -133,7 +133,7 @@ class TaskVerdict:
         v = self.verdict
         untimed = v.timing is None or self.reference is None  # this task's own gap, not the method's
         return CaseOutcome(v, self.speedup, refused=self.refused if v.passed and not untimed else None,
-                           untimed=self.refused if v.passed and untimed else None)
+                           untimed=self.refused if v.passed and untimed else None, reference=self.reference)
 
     @property
     def provenance(self) -> str:

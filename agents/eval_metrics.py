@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from ..analysis.verdict import Verdict
+from ..analysis.verdict import Timing, Verdict
 
 IMPROVED = 1.05
 FAST_P = tuple(round(0.1 * i, 1) for i in range(31))  # 0.0, 0.1, ..., 3.0
@@ -47,6 +47,7 @@ class CaseOutcome:
     speedup: float | None = None  # reference time / candidate time for this input case
     refused: str | None = None  # why no speedup may be computed (analysis/verdict.try_speedup)
     untimed: str | None = None  # why this passed case has no timing (not estimated, not timed): the task is left out
+    reference: Timing | None = None  # the reference's timing by the candidate's method (the pair's other side)
 
     @property
     def compiled(self) -> bool:
@@ -172,6 +173,7 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
                       "status": _status(o), "speedup": s,
                       "scored": None if o.untimed() else max(s, 1.0) if s is not None else 1.0,
                       "speedup_refused": o.refused(), "excluded": o.untimed(), "cases": len(o.cases),
+                      "reference": o.cases[0].reference.to_json() if o.cases and o.cases[0].reference else None,
                       "provenance": o.provenance or provenance, "errors": o.errors()[:3]}
                      for o, s in zip(outcomes, speeds))
     counted = [o for o in outcomes if not o.untimed()]  # the speedup figures are over these tasks

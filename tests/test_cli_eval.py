@@ -98,6 +98,7 @@ def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test
     assert cheat["compiled"] and not cheat["correct"] and "calls_reference" in cheat["verdict"]["evidence"]
     # a wrong candidate keeps its estimate pair (the eval skipped estimating it before), never a speedup
     assert cheat["verdict"]["timing"]["seconds"] > 0 and cheat["speedup"] is None, cheat
+    assert cheat["reference"]["method"] == cheat["verdict"]["timing"]["method"]  # the pair: one model
     assert summary["compile_rate"] == 0.5 and summary["correct_rate"] == 0.0
     (unverified,) = asyncio.run(run_eval(EvalJob([t for t in tasks if t.name == "add_calls_reference"],
                                                  {"files": candidate_for("files")}, chip="v5e", verify=False)))
