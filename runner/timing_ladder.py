@@ -279,7 +279,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
     def probe(s: tuple[Any, ...], scaled: dict[str, int]) -> list[Any]:
         fn = scaled_probe(prep, scaled)
         return probe_calls(fn, s, _namespaces(fn))
-    want = block_structure(calls)
+    want, shared = block_structure(calls), sharing(calls)
     grids = [grid_of(c) for c in calls]
 
     def steps_of(cs: list[Any]) -> int:
@@ -324,7 +324,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
             except Exception as exc:  # noqa: BLE001 - the task does not take this size: a smaller step next
                 last_why = f"{key}={new}: {type(exc).__name__}: {str(exc)[:160]}"
                 continue
-            why = _kept(want, grids, traced)
+            why = _kept(want, grids, traced, shared)
             if why:
                 last_why = f"{key}={new}: {why}"
                 continue
@@ -357,7 +357,7 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
     result = ConfigSize({k: v for k, v in state["scaled"].items()}, {k: full[k] for k in state["scaled"]},
                         state["shapes"], peak, steps_of(state["calls"]))
     if peak <= budget:
-        result = _with_second(result, state, full, spaces, prep, probe, want, grids, budget, fits, aliases)
+        result = _with_second(result, state, full, spaces, prep, probe, want, grids, budget, fits, aliases, shared)
     if peak > budget:
         return (f"at the smallest size the kernel takes ({result.verified_at}) the interpreter would still need about "
                 f"{peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB; {state['tries']} sizes tried; "
@@ -367,7 +367,8 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
 
 def _with_second(result: ConfigSize, state: dict[str, Any], config: dict[str, Any], spaces: tuple, prep: Any,
                  probe: Callable[..., list[Any]], want: list[tuple], grids: list, budget: int,
-                 fits: Callable[..., tuple[bool, int]], aliases: dict[str, str] | None = None) -> ConfigSize:
+                 fits: Callable[..., tuple[bool, int]], aliases: dict[str, str] | None = None,
+                 shared: list[tuple] | None = None) -> ConfigSize:
     """``result`` with a second size one step up the ladder (one value doubled back, with its
     partner of ``aliases``) when it fits."""
     import dataclasses
@@ -383,7 +384,7 @@ def _with_second(result: ConfigSize, state: dict[str, Any], config: dict[str, An
             with inputs_mod.config_scaled(spaces, trial):
                 s = inputs_mod.shapes_of(make_inputs(prep, trial))
                 traced = probe(s, trial)
-                if _kept(want, grids, traced) is None and fits(s, traced)[1] <= budget:
+                if _kept(want, grids, traced, shared) is None and fits(s, traced)[1] <= budget:
                     return dataclasses.replace(result, second=trial)
         except Exception:  # noqa: BLE001 - no second size there: the next value
             continue
@@ -442,12 +443,60 @@ def block_structure(calls: list[Any]) -> list[tuple]:
     return out
 
 
-def _kept(want: list[tuple], grids: list[tuple[int, ...]], traced: list[Any]) -> str | None:
-    """None when the reduced trace keeps every call's blocks, tiling and multi-step grid axes."""
+SHARING_STEPS = 256  # grid steps along one axis whose blocks are compared (the rest is not walked)
+
+
+def sharing(calls: list[Any]) -> list[tuple]:
+    """How each input's blocks are shared along each multi-step grid axis, per call: "fixed" (every
+    step reads the same block), "own" (every step its own), "shared" (some steps share one: a
+    grouped-query kernel's K/V index map sends a group of query heads to one kv head). A size where
+    a group of query heads has fallen to one head reads "own" or "fixed" there: the grouping, and a
+    bug in it, would not be checked. Inputs of calls with scalar prefetch (their index maps read
+    tables) and index maps that do not answer ints are left out (None)."""
+    out = []
+    for call in calls:
+        grid_spec = call.kwargs.get("grid_spec")
+        if grid_spec is not None and int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0):
+            out.append(None)
+            continue
+        ins = getattr(grid_spec, "in_specs", None) if grid_spec is not None else call.kwargs.get("in_specs")
+        grid = grid_of(call)
+        out.append(tuple(_shared_along(getattr(spec, "index_map", None), grid)
+                         for spec in jax.tree.leaves(ins or (), is_leaf=lambda x: hasattr(x, "index_map"))))
+    return out
+
+
+def _shared_along(index_map: Any, grid: tuple[int, ...]) -> tuple[str, ...] | None:
+    if not callable(index_map):
+        return None
+    kinds = []
+    try:
+        for axis, n in enumerate(grid):
+            if n < 2:
+                continue
+            seen = set()
+            steps = min(n, SHARING_STEPS)
+            for i in range(steps):
+                point = [0] * len(grid)
+                point[axis] = i
+                block = index_map(*point)
+                seen.add(tuple(int(b) for b in (block if isinstance(block, (tuple, list)) else (block,))))
+            kinds.append("fixed" if len(seen) == 1 else "own" if len(seen) == steps else "shared")
+    except Exception:  # noqa: BLE001 - an index map that needs traced values: not compared
+        return None
+    return tuple(kinds)
+
+
+def _kept(want: list[tuple], grids: list[tuple[int, ...]], traced: list[Any],
+          shared: list[tuple] | None = None) -> str | None:
+    """None when the reduced trace keeps every call's blocks, tiling, multi-step grid axes and (with
+    ``shared``, the full size's ``sharing``) the blocks its index maps share."""
     if len(traced) != len(want):
         return f"the candidate makes {len(traced)} pallas_call(s), not {len(want)}"
     if block_structure(traced) != want:
         return "a block shape changed, or a block no longer tiles its operand"
+    if shared is not None and sharing(traced) != shared:
+        return "an input's blocks would no longer be shared by the grid steps that share them (a group of one)"
     for before, call in zip(grids, traced):
         after = grid_of(call)
         if len(after) != len(before):

@@ -210,16 +210,7 @@ def test_a_reference_with_other_arguments_is_estimated_through_its_own_inputs():
     assert not own
 
 
-# GQA (issue 34): the ladder cuts num_query_heads down to num_kv_heads (8 -> 2 of 2 here), a group of
-# one, so the reduced size is plain multi-head attention and the planted h % kv_heads reads the right
-# head there; only the second size (4 of 8) tells, as "shape_specialised". Passes once the ladder keeps
-# a shared K/V block shared (several query heads to one kv head) at the size it verifies.
-GQA_GROUP_LOST = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                   reason="the ladder reduces GQA to a group of one query head per kv head")
-
-
-@pytest.mark.parametrize("task", ["splash", "paged_attention", "ragged_paged", "mla",
-                                  pytest.param("gqa", marks=GQA_GROUP_LOST)])
+@pytest.mark.parametrize("task", ["splash", "paged_attention", "ragged_paged", "mla", "gqa"])
 def test_planted_wrong_attention_kernels_of_each_structure_are_caught_at_the_reduced_size(task):
     """Splash's structure (a block mask by scalar prefetch, masked blocks skipped; planted: the diagonal
     blocks taken as full); paged attention's (a page table and lengths by scalar prefetch, pages past
@@ -279,3 +270,13 @@ def test_a_wrong_verdict_at_a_reduced_size_says_the_size():
     assert test.outcome == "wrong" and test.verified_at == "batch 2 of 64"
     assert test.text().startswith("wrong at batch 2 of 64: wrong_result")
     assert Verdict(CompileResult.passed("v6e"), test).text().endswith("(at batch 2 of 64)")
+
+
+def test_how_grid_steps_share_an_inputs_blocks_is_read_from_its_index_map():
+    """The ladder keeps a size only where each input's blocks are shared as at the full size: 8 query
+    heads to 2 kv heads is "shared" along the heads axis, 2 to 2 is "own", 8 to 1 "fixed"."""
+    gqa = lambda b, h, s: (b, h // 4, 0, 0)  # noqa: E731 - an index map
+    assert timing_ladder._shared_along(gqa, (2, 8, 4)) == ("own", "shared", "fixed")
+    assert timing_ladder._shared_along(lambda b, h, s: (b, h // 1, 0, 0), (2, 2, 4)) == ("own", "own", "fixed")
+    assert timing_ladder._shared_along(lambda b, h, s: (b, h // 8, 0, 0), (2, 8, 4)) == ("own", "fixed", "fixed")
+    assert timing_ladder._shared_along(lambda b, h, s, table: (table[b], 0), (2, 8, 4)) is None  # reads a table
