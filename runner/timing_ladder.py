@@ -451,22 +451,24 @@ def sharing(calls: list[Any]) -> list[tuple]:
     step reads the same block), "own" (every step its own), "shared" (some steps share one: a
     grouped-query kernel's K/V index map sends a group of query heads to one kv head). A size where
     a group of query heads has fallen to one head reads "own" or "fixed" there: the grouping, and a
-    bug in it, would not be checked. Inputs of calls with scalar prefetch (their index maps read
-    tables) and index maps that do not answer ints are left out (None)."""
+    bug in it, would not be checked. The scalar-prefetched tables an index map reads (a splash
+    kernel's mask tables) are all zeros here, at every size alike; an index map that does not answer
+    ints is left out (None)."""
+    import numpy as np
+
     out = []
     for call in calls:
         grid_spec = call.kwargs.get("grid_spec")
-        if grid_spec is not None and int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0):
-            out.append(None)
-            continue
+        prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0) if grid_spec is not None else 0
+        tables = tuple(np.zeros(o.shape, o.dtype) for o in tuple(call.operands or ())[:prefetch] if hasattr(o, "shape"))
         ins = getattr(grid_spec, "in_specs", None) if grid_spec is not None else call.kwargs.get("in_specs")
         grid = grid_of(call)
-        out.append(tuple(_shared_along(getattr(spec, "index_map", None), grid)
+        out.append(tuple(_shared_along(getattr(spec, "index_map", None), grid, tables)
                          for spec in jax.tree.leaves(ins or (), is_leaf=lambda x: hasattr(x, "index_map"))))
     return out
 
 
-def _shared_along(index_map: Any, grid: tuple[int, ...]) -> tuple[str, ...] | None:
+def _shared_along(index_map: Any, grid: tuple[int, ...], tables: tuple[Any, ...] = ()) -> tuple[str, ...] | None:
     if not callable(index_map):
         return None
     kinds = []
@@ -479,7 +481,7 @@ def _shared_along(index_map: Any, grid: tuple[int, ...]) -> tuple[str, ...] | No
             for i in range(steps):
                 point = [0] * len(grid)
                 point[axis] = i
-                block = index_map(*point)
+                block = index_map(*point, *tables)
                 seen.add(tuple(int(b) for b in (block if isinstance(block, (tuple, list)) else (block,))))
             kinds.append("fixed" if len(seen) == 1 else "own" if len(seen) == steps else "shared")
     except Exception:  # noqa: BLE001 - an index map that needs traced values: not compared

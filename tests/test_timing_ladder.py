@@ -280,3 +280,12 @@ def test_how_grid_steps_share_an_inputs_blocks_is_read_from_its_index_map():
     assert timing_ladder._shared_along(lambda b, h, s: (b, h // 1, 0, 0), (2, 2, 4)) == ("own", "own", "fixed")
     assert timing_ladder._shared_along(lambda b, h, s: (b, h // 8, 0, 0), (2, 8, 4)) == ("own", "fixed", "fixed")
     assert timing_ladder._shared_along(lambda b, h, s, table: (table[b], 0), (2, 8, 4)) is None  # reads a table
+
+
+def test_an_index_map_reading_scalar_prefetched_tables_is_compared_with_the_tables_at_zero():
+    """A splash-like K index map, (h // group, table[h, i, j]): its head axis is read with all-zero tables."""
+    import numpy as np
+
+    kv = lambda h, i, j, table: (h // 2, table[h, i, j], 0)  # noqa: E731 - an index map
+    table = np.zeros((8, 2, 2), np.int32)
+    assert timing_ladder._shared_along(kv, (8, 2, 2), (table,)) == ("shared", "fixed", "fixed")
