@@ -35,7 +35,7 @@ class RunRequest:
     device: Any = None  # the engine's BackendSettings; None: estimates / local workers
     runs_model_code: bool = True  # model-written code will run: refuse up front where it cannot be confined
     interpreter: str | None = None  # the worker's Python over the settings' (the editor's, until a folder is trusted)
-    cwd: str | None = None  # where the store lives outside any project (the CLI: the current folder; the editor: the file's)
+    cwd: str | None = None  # the store's folder outside any project (CLI: the current folder; editor: the file's)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +56,8 @@ class RunSetup:
         """The model's configuration, its calls recorded in the workspace's store."""
         from ..knowledge.store import store_path
 
-        return dataclasses.replace(self.agent.provider_config(self.provider), store_path=str(store_path(self.workspace)))
+        config = self.agent.provider_config(self.provider)
+        return dataclasses.replace(config, store_path=str(store_path(self.workspace)))
 
     def where(self) -> str:
         return device_where(self.device)
@@ -106,7 +107,8 @@ def prepare(request: RunRequest, refusal: Callable[[Any, Any], str | None] | Non
             raise ValueError(refused)
     path = Path(request.path)
     workspace = Path(workspace_for([str(path.resolve())], cwd=request.cwd))
-    return RunSetup(path, workspace, settings, chip, request.provider or agent.provider, agent, tiers, options, request.device)
+    return RunSetup(path, workspace, settings, chip, request.provider or agent.provider, agent, tiers, options,
+                    request.device)
 
 
 def untrusted_refusal(options: Any, device: Any = None) -> str | None:

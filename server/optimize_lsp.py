@@ -150,8 +150,8 @@ async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple
     gate = step_gate(cmd.ls, run_job.state, progress, setup.workspace) if mode == "step" else None
     try:
         progress.begin()
-        job = await cmd.run_job("optimize", doc.path, job_body(cmd.session, run_job, provider, recorder, gate, progress),
-                                progress)
+        body = job_body(cmd.session, run_job, provider, recorder, gate, progress)
+        job = await cmd.run_job("optimize", doc.path, body, progress)
     finally:
         await provider.close()
         recorder.close()

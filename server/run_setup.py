@@ -44,7 +44,8 @@ def run_request(args: argparse.Namespace, path: str, **fields: Any) -> RunReques
     ``--provider`` and the model flags over them, the device of ``--backend`` (where the command has one)."""
     agent = {"model": getattr(args, "model", None), "baseUrl": getattr(args, "base_url", None),
              "apiKeyEnv": getattr(args, "api_key_env", None), "scriptedFile": getattr(args, "scripted_file", None),
-             "maxRounds": getattr(args, "rounds", None), "priceInputPerMTok": getattr(args, "price_input", None) or None,
+             "maxRounds": getattr(args, "rounds", None),
+             "priceInputPerMTok": getattr(args, "price_input", None) or None,
              "priceOutputPerMTok": getattr(args, "price_output", None) or None,
              "allowUnconfined": True if getattr(args, "allow_unconfined", False) else None}
     if "device" not in fields:
