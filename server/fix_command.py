@@ -48,11 +48,7 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     if not session.ensure_analysis(doc):
         cmd.refuse(f"{doc.path} does not use Pallas: nothing to fix.")
     version, trusted = doc.version, await cmd.trusted()
-    # proposals are checked with the compiler tiers in a trusted folder (confined: refused up front where a
-    # confined worker cannot be made), else with tier 0
-    run = cmd.run_setup("Fix with agent", device=None, judge=False, tiers=None if trusted else (0,),
-                        runs_model_code=trusted)
-    job, purpose = fix_job(session, doc, line, run, trusted)
+    job, purpose, run = fix_job(cmd, line, trusted)
     progress = await cmd.progress(f"pallasite: fixing {Path(doc.path).name} with {provider_label(session.settings)}")
     progress.begin(job.tiers)
     outcome = await fix_file(job, run.provider_config(), run.agent.budgets(),
@@ -69,16 +65,21 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     return await apply_fix(cmd, outcome, version, result, cost)
 
 
-def fix_job(session: Any, doc: Any, line: int, run: Any, trusted: bool) -> tuple[Any, str]:
-    """(the FixJob of the document's current text and findings, the worker purpose) for the run's tiers."""
+def fix_job(cmd: Any, line: int, trusted: bool) -> tuple[Any, str, Any]:
+    """(the FixJob of the document's current text and findings, the worker purpose, the run's setup):
+    proposals are checked with the compiler tiers in a trusted folder (confined: refused up front where
+    a confined worker cannot be made), else with tier 0."""
     from ..agents.fix_action import FixJob, has_reference
 
+    session, doc = cmd.session, cmd.doc
+    run = cmd.run_setup("Fix with agent", device=None, judge=False, tiers=None if trusted else (0,),
+                        runs_model_code=trusted)
     report = FileReport(path=doc.path, findings=tuple(doc.findings()),
                         kernels=doc.report.kernels if doc.report is not None and trusted else ())
     job = FixJob(path=doc.path, text=doc.text, report=report, chip=run.chip, tiers=run.tiers, line=line,
                  docs_passages=run.agent.docsPassages, **_vmem(session))
     # a run against reference() is long: a job worker takes it, so saves are not kept waiting
-    return job, "job" if trusted and has_reference(doc.text, doc.path, job.chip) else "check"
+    return job, "job" if trusted and has_reference(doc.text, doc.path, job.chip) else "check", run
 
 
 def failed(cmd: Any, exc: Exception) -> dict[str, Any]:
