@@ -291,15 +291,22 @@ def correctness(prep: Prepared, seed: int, say: Callable[[str], None], extra: bo
             say(f"checking a second shape ({how})")
             with inputs_mod.config_scaled((prep.task.entry, prep.reference), scaled):
                 third = _one_set(prep, extra_shapes, seed + 2, None)
-            out["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(extra_shapes)}
-            if third.get("reference_failed"):
-                out["extra_shape"] = {"checked": False, "why": f"the reference fails at {how}: {third['reference_failed']}"}
-            elif third.get("rejection"):
-                r = third["rejection"]
-                out["rejections"].append(guards.reject(
-                    "shape_specialised", f"right at the example shape but not at {how}: {r['message']} "
-                    "(the candidate specialises to the example shape)", at=inputs_mod.signature(extra_shapes)))
+            _second_shape(out, third, how, extra_shapes, "the example shape",
+                          " (the candidate specialises to the example shape)")
     return out
+
+
+def _second_shape(out: dict[str, Any], third: dict[str, Any], how: str, inputs: Any, right_at: str,
+                  note: str = "") -> None:
+    """The check at a second shape into ``out``: checked, or why not (the reference fails there), and a
+    candidate right at ``right_at`` but wrong at ``how`` rejected as shape-specialised."""
+    out["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(inputs)}
+    if third.get("reference_failed"):
+        out["extra_shape"] = {"checked": False, "why": f"the reference fails at {how}: {third['reference_failed']}"}
+    elif third.get("rejection"):
+        out["rejections"].append(guards.reject(
+            "shape_specialised", f"right at {right_at} but not at {how}: {third['rejection']['message']}{note}",
+            at=inputs_mod.signature(inputs)))
 
 
 def _config_size(prep: Prepared, shapes: tuple[Any, ...]) -> Any:
@@ -396,14 +403,7 @@ def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], 
     with inputs_mod.config_scaled(spaces, sized.second):
         other = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, sized.second))
         third = _one_set(prep, other, seed + 2, timing_ladder.concrete_at(prep, sized.second))
-    out["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(other)}
-    if third.get("reference_failed"):
-        out["extra_shape"] = {"checked": False, "why": f"the reference fails at {how}: {third['reference_failed']}"}
-    elif third.get("rejection"):
-        r = third["rejection"]
-        out["rejections"].append(guards.reject(
-            "shape_specialised", f"right at {sized.verified_at} but not at {how}: {r['message']}",
-            at=inputs_mod.signature(other)))
+    _second_shape(out, third, how, other, sized.verified_at)
     return out
 
 
