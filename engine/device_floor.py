@@ -20,14 +20,11 @@ import dataclasses
 import math
 from typing import Any
 
+from ..analysis.dtypes import DTYPE_BITS, block_bytes
+
 # peak HBM bandwidth of one chip, bytes/s, by a piece of its jax device_kind (published figures)
 PEAK_HBM = (("v7", 7.37e12), ("v6", 1.64e12), ("v5p", 2.765e12), ("v5 lite", 8.19e11), ("v5e", 8.19e11),
             ("v5", 2.765e12), ("v4", 1.228e12), ("v3", 9.0e11), ("v2", 7.0e11))
-
-
-ITEMSIZE = {"float64": 8, "int64": 8, "uint64": 8, "complex64": 8, "float32": 4, "int32": 4, "uint32": 4,
-            "bfloat16": 2, "float16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "bool": 1,
-            "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
 def peak_hbm(device_kind: str | None) -> float | None:
@@ -42,10 +39,10 @@ def output_bytes(checks: dict[str, Any] | None) -> int | None:
     outputs = (checks or {}).get("outputs")
     if not outputs:
         return None
-    sizes = [ITEMSIZE.get(str(dtype)) for _, dtype in outputs]
-    if None in sizes:
-        return None  # a dtype this table does not know: no floor rather than a wrong one
-    return sum(math.prod(shape) * size for (shape, _), size in zip(outputs, sizes))
+    bits = [DTYPE_BITS.get("bool_" if str(dtype) == "bool" else str(dtype)) for _, dtype in outputs]
+    if None in bits:
+        return None  # a dtype the table does not know: no floor rather than a wrong one
+    return sum(block_bytes(math.prod(shape), b) for (shape, _), b in zip(outputs, bits))
 
 
 def floor_ns(checks: dict[str, Any] | None, device_kind: str | None) -> tuple[float, str] | None:
@@ -82,8 +79,7 @@ def floored(reply: Any) -> Any:
     if not changes:
         return reply
     changes["speedup"] = None  # a ratio with an implausible side is no speedup
-    flags = list(getattr(result, "flags", ()) or ())
-    return dataclasses.replace(reply, result=dataclasses.replace(result, **changes, flags=flags))
+    return dataclasses.replace(reply, result=dataclasses.replace(result, **changes))
 
 
 def floored_reply(op: str, reply: Any) -> Any:
