@@ -242,6 +242,14 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
             compiles[config] = stored
         return compiles[config]
 
+    async def first_compiling(configs: list[Config]) -> Config | None:
+        """The first of ``configs`` that compiles for the chip; those before it are marked failed."""
+        for config in configs:
+            if (await compiled(config)).ok is True:
+                return config
+            outcomes[config] = replace(outcomes[config], status="failed", reasons=(compiles[config].text(),))
+        return None
+
     # 1. estimates of the configurations the exploration picks (engine/tune_space.py): from the
     #    store when there (an unchanged kernel costs nothing), else traced by the worker
     async def score(configs: Sequence[Config]) -> list[Scored]:
@@ -355,12 +363,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         best = result.best[0] if result.best else None
         if best is not None and compiler is not None:  # the pick must compile for the chip, like any candidate
             timed = sorted((c for c, t in result.results.items() if t is not None), key=lambda c: result.results[c])
-            best = None
-            for config in timed[:3]:
-                if (await compiled(config)).ok is True:
-                    best = config
-                    break
-                outcomes[config] = replace(outcomes[config], status="failed", reasons=(compiles[config].text(),))
+            best = await first_compiling(timed[:3])
         best_provenance = "device" if best else None
     else:
         for config, seconds in feasible.items():
@@ -370,12 +373,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         best_provenance = f"estimate ({options.chip})"
         checking = verifier is not None and options.verify > 0
         if compiler is not None and not checking:  # the best-ranked that compiles for the chip
-            best = None
-            for config in ranked[:3]:
-                if (await compiled(config)).ok is True:
-                    best = config
-                    break
-                outcomes[config] = replace(outcomes[config], status="failed", reasons=(compiles[config].text(),))
+            best = await first_compiling(ranked[:3])
             if best is None:
                 notes.append(f"the 3 best-ranked configurations did not compile for {options.chip}; nothing to apply")
                 best_provenance = None
