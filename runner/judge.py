@@ -123,7 +123,7 @@ def _ready_at_config(sock: socket.socket, prep: Any, full: tuple[Any, ...], size
                       "config_scaled": dict(scaled) or None, "own": own is not None, "shapes": inputs_mod.signature(sized.shapes),
                       "output_dims": sized.output_dims,
                       "extra": inputs_mod.signature(extra) if extra is not None else None,
-                      "extra_how": (f"CONFIG at {timing_ladder.ConfigSize(sized.second, dict(prep.task.config), (), 0, 0).verified_at}"
+                      "extra_how": (f"CONFIG at {sized.second_at}"
                                     if extra is not None else "no second reduced CONFIG size fits the check's memory"),
                       "scaled": sized.second if extra is not None else None, "entry": prep.task.name,
                       "format": prep.task.format, "config": prep.config, "interpret": interpret_guard.recorded()})

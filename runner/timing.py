@@ -397,8 +397,7 @@ def _correctness_at(prep: Prepared, sized: Any, seed: int, say: Callable[[str], 
     if not sized.second:
         out["extra_shape"] = {"checked": False, "why": "no second reduced CONFIG size fits the check's memory"}
         return out
-    second = timing_ladder.ConfigSize(sized.second, {k: prep.task.config[k] for k in sized.second}, (), 0, 0)
-    how = f"CONFIG at {second.verified_at}"
+    how = f"CONFIG at {sized.second_at}"
     say(f"checking a second shape ({how})")
     with inputs_mod.config_scaled(spaces, sized.second):
         other = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, sized.second))

@@ -61,6 +61,11 @@ class ConfigSize:
         return ", ".join(f"{k} {v} of {self.full[k]}" for k, v in self.scaled.items())
 
     @property
+    def second_at(self) -> str:
+        """The second size, said as ``verified_at`` is."""
+        return ", ".join(f"{k} {v} of {self.full[k]}" for k, v in (self.second or {}).items())
+
+    @property
     def note(self) -> str:
         return (f"checked in TPU interpret mode at a reduced size through the task's CONFIG ({self.verified_at}; "
                 f"inputs {describe(self.shapes)}, " + (f"{self.steps} grid steps, " if self.steps else "") + f"an estimated interpreter peak of "
