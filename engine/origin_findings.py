@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..analysis import ast_units
 from ..analysis.call_values import output_dtype
 from ..analysis.check_values import culprit, shape_culprit
 from ..analysis.footprint import static_dims
@@ -250,8 +251,8 @@ def made_dtype(site: Any, reached: Any, index: int, text: str) -> Any:
     tree = parse(text)
     if tree is None:
         return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno == line and node.col_offset == col:
+    for node in ast_units.index_of(tree).expressions_at(line - 1, col):  # the expressions starting there
+        if isinstance(node, ast.Call):
             dtype = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "dtype"), None)
             if dtype is None:
                 return None
