@@ -530,7 +530,8 @@ class _Keys:
         the worker reported (newest first); once this run has timed one, only that worker's kind."""
         want = self._key(config, device=True)
         out = []
-        for r in self.store.measurements(path=self.path, limit=5000):
+        chip = self.worker[0] if self.worker is not None else None
+        for r in self.store.measurements(path=self.path, kernel=want.kernel, chip=chip, limit=5000):  # SQL narrows
             k = r.key
             if (k.code_hash, k.kernel, k.backend, tuple(sorted(k.config))) != \
                     (want.code_hash, want.kernel, want.backend, tuple(sorted(want.config))):
