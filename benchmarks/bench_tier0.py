@@ -176,13 +176,11 @@ def inside_function_texts(text: str, places: int) -> list[str]:
 
 
 def _collector_off(call, *args):
-    import gc
+    """``call(*args)`` under the language server's own collector pause (server/tier0_thread.py)."""
+    from pallasite.server.tier0_thread import collector_off
 
-    gc.disable()
-    try:
+    with collector_off():
         return call(*args)
-    finally:
-        gc.enable()
 
 
 def timed(call, runs: int) -> tuple[list[float], list[float]]:
