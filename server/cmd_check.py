@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 from ..analysis.codes import CODES
-from ..analysis.types import TIERS
 
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".pallasite", "build", "dist"}
 
@@ -89,11 +88,9 @@ def expand_paths(paths: list[str]) -> list[str]:
 
 def _options_and_strict(args: argparse.Namespace, files: list[str]):
     from ..engine.checker import TARGETS
-    from .settings import load_project_settings
+    from .run_setup import project_settings
 
-    settings, warnings = load_project_settings(Path(files[0]).resolve().parent if files else Path.cwd())
-    for warning in warnings:
-        print(f"warning: settings: {warning}", file=sys.stderr)
+    settings = project_settings(files[0] if files else Path.cwd())
     options = settings.check_options()
     changes: dict = {}
     if args.target is not None:

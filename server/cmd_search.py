@@ -52,12 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 # The backend's argument group lives in server/flags.py; this name stays for its callers.
-def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
-    from .flags import add_backend
-
-    add_backend(parser)
-
-
 def run(args: argparse.Namespace) -> int:
     """Set the run up from the arguments, search, then render the best node, the report and --apply."""
     from ..agents.providers import ProviderError

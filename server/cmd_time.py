@@ -75,10 +75,9 @@ def _target(args: argparse.Namespace, path: str) -> str | None:
     """profile's chip: --target, else the project's `target` setting, as in every command (time has none)."""
     if args.command != "profile":
         return None
-    from .settings import apply_project_defaults
+    from .run_setup import project_settings
 
-    apply_project_defaults(args, path)
-    return args.target
+    return args.target or project_settings(path).target
 
 
 def _config(pairs: list[str]) -> dict[str, int]:

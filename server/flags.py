@@ -29,7 +29,6 @@ class Flag:
     meaning: str
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
-    repeatable: bool = False
 
 
 _FLAGS = (
@@ -120,8 +119,6 @@ def add(parser, name: str, detail: str = "", **kwargs) -> argparse.Action:
     help_text = flag.meaning + (f"; {detail}" if detail else "")
     if flag.type is None:
         return parser.add_argument(name, action="store_true", help=help_text, **kwargs)
-    if flag.repeatable or kwargs.pop("repeatable", False):
-        kwargs.setdefault("action", "append")
     kwargs.setdefault("choices", flag.choices)
     if kwargs["choices"] is not None and not set(kwargs["choices"]) <= set(flag.choices or kwargs["choices"]):
         raise ValueError(f"{name}: choices {kwargs['choices']} are not the shared vocabulary {flag.choices}")

@@ -503,14 +503,3 @@ def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
         else:
             node[parts[-1]] = value
     return out
-
-
-def apply_project_defaults(args: Any, start: str | Path) -> None:
-    """``args.target`` and ``args.provider`` from the project's settings (the pyproject.toml found
-    from ``start`` up) where the command line did not give them, as check, tune and optimize do."""
-    start = Path(start).resolve()
-    settings, _ = load_project_settings(start if start.is_dir() else start.parent)
-    if getattr(args, "target", None) is None:
-        args.target = settings.target
-    if getattr(args, "provider", None) is None and settings.agent.provider:
-        args.provider = settings.agent.provider

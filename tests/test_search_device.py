@@ -26,7 +26,7 @@ from pallasite.engine.eval_tasks import discover
 from fake_backend import FakeStep, fake_backend
 from pallasite.agents import search_job
 from pallasite.wire import messages
-from pallasite.server import cmd_eval, cmd_search, run_setup
+from pallasite.server import cmd_eval, flags, run_setup
 from test_search_iterate import LANDSCAPE, ROOT, LandscapeModel, rows
 
 DATA = Path(__file__).parent / "data"
@@ -135,7 +135,7 @@ def test_eval_speedups_are_device_medians_and_cpu_time_is_never_a_speedup(tmp_pa
 
 def test_backend_flags_route_to_the_chosen_backend(tmp_path):
     parser = argparse.ArgumentParser()
-    cmd_search.add_backend_arguments(parser)
+    flags.add_backend(parser)
     assert run_setup.device_settings(parser.parse_args([])) is None
     ray = run_setup.device_settings(parser.parse_args(["--backend", "ray", "--ray-resources", "TPU=4"]))
     assert ray.kind == "ray" and ray.ray_resources == {"TPU": 4.0}

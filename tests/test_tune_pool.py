@@ -46,7 +46,7 @@ def test_a_batch_is_timed_at_once_on_the_pool_in_the_batchs_order():
 def test_tune_eval_and_search_take_the_pool_flags():
     import argparse
 
-    from pallasite.server import cmd_search, cmd_tune, run_setup
+    from pallasite.server import cmd_tune, flags, run_setup
 
     tune = argparse.ArgumentParser()
     cmd_tune.add_arguments(tune, "tune")
@@ -56,7 +56,7 @@ def test_tune_eval_and_search_take_the_pool_flags():
     assert (settings.kind, settings.devices, settings.ray_resources, settings.ray_placement) == \
         ("ray", 8, {"TPU": 1.0}, "strict_spread")
     search = argparse.ArgumentParser()
-    cmd_search.add_backend_arguments(search)
+    flags.add_backend(search)
     hosts = run_setup.device_settings(search.parse_args(["--backend", "ssh", "--host", "a", "--host", "b"]))
     assert hosts.all_hosts == ("a", "b")
 
