@@ -276,7 +276,7 @@ def test_bundled_extension_optimizes_step_by_step(tmp_path: Path) -> None:
     assert r["plan2DirtyBeforeRevise"] is True and r["plan2DirtyAfterRevise"] is False
     assert r["plan2File"] == "Use 128-row blocks, keep the add\nEdited in VS Code.\n"
     result = r["optimize"]
-    assert [row["verdict"] for row in result["table"]][:2] == ["compiled, wrong", "valid"], result
+    assert [row["loop_word"] for row in result["table"]][:2] == ["compiled, wrong", "valid"], result
     assert result["table"][1]["plan"] == "Use 128-row blocks, keep the add"
     assert result["method"] == "estimate (v6e)" and result["speedup"] > 1
     assert Path(result["written"]).read_text() == (OPTIMIZE_DATA / "candidates" / "big_blocks.py").read_text()
