@@ -35,6 +35,9 @@ from ..wire import messages, protocol
 from ..wire.messages import Progress, Stage
 
 _START = time.monotonic()
+# What a worker cleans up when it leaves after a shutdown without Python's finalization
+# (``_exit_at_once``): e.g. a remote worker's scratch folder.
+_AT_SHUTDOWN: list[Callable[[], Any]] = []
 
 
 class RequestInterrupted(BaseException):
@@ -611,6 +614,7 @@ def run(args: argparse.Namespace) -> int:
         if root in ("", "auto"):  # a worker on another host: its own temporary folder, removed at exit
             root = tempfile.mkdtemp(prefix="pallasite-scratch-")
             atexit.register(shutil.rmtree, root, True)
+            _AT_SHUTDOWN.append(lambda: shutil.rmtree(root, True))
         confine.private_environment(root)
         scratch = confine.Scratch(root)
     # 2. the protocol gets private fds: fd 1 (print, libtpu) goes to stderr, fd 0 (input())
@@ -668,7 +672,22 @@ def run(args: argparse.Namespace) -> int:
     except Exception:
         traceback.print_exc()
         return 2
-    return 0
+    _exit_at_once(0)
+    return 0  # not reached
+
+
+def _exit_at_once(code: int) -> None:
+    """After a shutdown (or the client's end of stdin) with nothing left to say: clean up what this
+    worker made (``_AT_SHUTDOWN``), flush, and leave without Python's finalization. With jax and
+    libtpu loaded that finalization takes 0.5-0.75 s, which ``pallasite check`` waited for at
+    every run's end; the operating system frees the memory and closes the files anyway."""
+    for cleanup in reversed(_AT_SHUTDOWN):
+        with contextlib.suppress(Exception):
+            cleanup()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
