@@ -69,3 +69,23 @@ def test_a_collector_that_was_off_stays_off():
     finally:
         gc.enable()
 
+
+
+def test_the_debounced_run_publishes_before_the_collector_comes_back(monkeypatch):
+    """The collection an analysis puts off runs once the collector is on again (at the next
+    allocation): the diagnostics go out first (server/checks.tier0_after)."""
+    import asyncio
+    from collections import deque
+
+    from pallasite.server import checks
+
+    with open(TILING, encoding="utf-8") as handle:
+        text = handle.read()
+    published = []
+    session = SimpleNamespace(settings=Settings(target="v5e"), tier0_stopped=set(), tier0_failed=set(),
+                              tier0_seconds=deque(), publish=lambda doc: published.append(gc.isenabled()))
+    doc = Document.opened("file:///k.py", TILING, 1, text)
+    tier0_runs.run_tier0(session, doc)  # a Pallas file already: the run starts no check
+    assert gc.isenabled()
+    asyncio.run(checks.tier0_after(session, doc, 0))
+    assert published == [False] and gc.isenabled() and len(session.tier0_seconds) == 1

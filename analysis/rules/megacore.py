@@ -25,7 +25,7 @@ import ast
 from typing import Iterator
 
 from ..call_values import pallas_call_at
-from ..ast_units import index_of
+from ..ast_units import index_of, walk
 from ..origins import callee_name
 from ..types import Finding, KernelSite, Related, Span
 from .context import RuleContext, finding, python_tree, replace, tpu_sites
@@ -106,28 +106,29 @@ def carried_refs(kernel: ast.AST) -> Iterator[tuple[int, str, ast.AST]]:
 
 def _carried_refs(kernel: ast.AST) -> Iterator[tuple[int, str, ast.AST]]:
     params = {a.arg for a in kernel.args.posonlyargs + kernel.args.args + kernel.args.kwonlyargs}
-    pids = _program_id_names(kernel)
-    nested = {n.name: n for n in ast.walk(kernel) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not kernel}
+    nodes = walk(kernel)  # once, for the four readings below (each walked the whole kernel)
+    pids = _program_id_names(kernel, nodes)
+    nested = {n.name: n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not kernel}
     facts = None
-    for when, body in _when_bodies(kernel, nested):
+    for when, body in _when_bodies(kernel, nested, nodes):
         axis = _first_step_axis(when.args[0] if when.args else None, pids)
         if axis is None:
             continue
         stored = sorted({name for node in body for name in _stored_refs(node)} & params)
-        inside = {id(n) for node in body for n in ast.walk(node)}
-        facts = facts or _StoreFacts(kernel)
+        inside = {id(n) for node in body for n in walk(node)}
+        facts = facts or _StoreFacts(kernel, nodes)
         for ref in stored:
             if _accumulates(facts, ref, inside):
                 yield axis, ref, when
 
 
-def _program_id_names(kernel: ast.AST) -> dict[str, int]:
+def _program_id_names(kernel: ast.AST, nodes: list[ast.AST] | None = None) -> dict[str, int]:
     """Names bound once in the kernel to ``pl.program_id(axis)`` (``k = ...``, or unpacked:
     ``h, i, j = pl.program_id(0), pl.program_id(1), pl.program_id(2)``)."""
     bound: dict[str, list[ast.expr | None]] = {}
-    for node in ast.walk(kernel):
+    for node in walk(kernel) if nodes is None else nodes:
         if isinstance(node, (ast.For, ast.comprehension, ast.With, ast.NamedExpr)):
-            for name in (n.id for n in ast.walk(node.target if not isinstance(node, ast.With) else node)
+            for name in (n.id for n in walk(node.target if not isinstance(node, ast.With) else node)
                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)):
                 bound.setdefault(name, []).append(None)
         if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -140,10 +141,10 @@ def _program_id_names(kernel: ast.AST) -> dict[str, int]:
             elif plain and isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) \
                     and len(t.elts) == len(node.value.elts):
                 for target, value in zip(t.elts, node.value.elts):
-                    for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                    for name in (n.id for n in walk(target) if isinstance(n, ast.Name)):
                         bound.setdefault(name, []).append(value if isinstance(target, ast.Name) else None)
             else:
-                for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)):
+                for name in (n.id for n in walk(t) if isinstance(n, ast.Name)):
                     bound.setdefault(name, []).append(None)
     out = {}
     for name, values in bound.items():
@@ -176,8 +177,9 @@ def _first_step_axis(cond: ast.AST | None, pids: dict[str, int]) -> int | None:
     return _program_id_axis(left)
 
 
-def _when_bodies(kernel: ast.AST, nested: dict[str, ast.AST]) -> Iterator[tuple[ast.Call, list[ast.stmt]]]:
-    for node in ast.walk(kernel):
+def _when_bodies(kernel: ast.AST, nested: dict[str, ast.AST],
+                 nodes: list[ast.AST] | None = None) -> Iterator[tuple[ast.Call, list[ast.stmt]]]:
+    for node in walk(kernel) if nodes is None else nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not kernel:
             for deco in node.decorator_list:
                 if isinstance(deco, ast.Call) and callee_name(deco) == "when":
@@ -188,7 +190,7 @@ def _when_bodies(kernel: ast.AST, nested: dict[str, ast.AST]) -> Iterator[tuple[
 
 
 def _stored_refs(node: ast.AST) -> Iterator[str]:
-    for n in ast.walk(node):
+    for n in walk(node):
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
         for t in targets:
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
@@ -208,20 +210,20 @@ class _StoreFacts:
     """What ``_accumulates`` asks of a kernel, read in one walk: each plain assignment's target
     names, the names it loads and the refs it reads (``r[...]``), and the augmented assignments."""
 
-    def __init__(self, kernel: ast.AST) -> None:
+    def __init__(self, kernel: ast.AST, nodes: list[ast.AST] | None = None) -> None:
         self.assigns: list[tuple[ast.Assign, list[str], set[str], set[str]]] = []
         self.augmented: list[ast.AugAssign] = []
-        for node in ast.walk(kernel):
+        for node in walk(kernel) if nodes is None else nodes:
             if isinstance(node, ast.AugAssign):
                 self.augmented.append(node)
             elif isinstance(node, ast.Assign):
                 loads, reads = set(), set()
-                for n in ast.walk(node.value):
+                for n in walk(node.value):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                         loads.add(n.id)
                     elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load):
                         reads.add(n.value.id)
-                targets = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                targets = [n.id for t in node.targets for n in walk(t) if isinstance(n, ast.Name)]
                 self.assigns.append((node, targets, loads, reads))
 
 
@@ -248,7 +250,7 @@ def _accumulates(facts: _StoreFacts, ref: str, inside: set[int]) -> bool:
 
 
 def _first_read(kernel: ast.AST, ref: str, when: ast.AST) -> ast.AST | None:
-    reads = [n for n in ast.walk(kernel) if _reads(n, ref) and n.lineno != when.lineno]
+    reads = [n for n in walk(kernel) if _reads(n, ref) and n.lineno != when.lineno]
     return min(reads, key=lambda n: (n.lineno, n.col_offset)) if reads else None
 
 
