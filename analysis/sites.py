@@ -14,6 +14,7 @@ import warnings
 
 from tree_sitter import Node
 
+from . import site_memo
 from .blockspecs import block_spec, dim
 from .resolve import (MAX_DEPTH, Scope, call_arguments, callee, callee_tail, elements, helper_scope,
                       is_pallas_name, is_partial, param_name, scope_for, splat_kind)
@@ -29,7 +30,17 @@ _GPU_PARAM_KEYS = ("triton", "mosaic_gpu", "num_warps", "num_stages")
 
 
 def find_sites(source: Source) -> tuple[KernelSite, ...]:
-    """Every pallas_call in the file, in source order."""
+    """Every pallas_call in the file, in source order. A file read before (``source.key``) keeps
+    the sites whose statements and definitions did not change (site_memo.py)."""
+    memo = site_memo.begin(source, forwarding_wrappers(source))
+    try:
+        return _find_sites(source, memo)
+    finally:
+        if memo is not None:
+            memo.finish()
+
+
+def _find_sites(source: Source, memo: "site_memo.SiteMemo | None") -> tuple[KernelSite, ...]:
     sites: list[KernelSite] = []
     for node in _candidates(source):
         fn = node.child_by_field_name("function")
@@ -48,13 +59,29 @@ def find_sites(source: Source) -> tuple[KernelSite, ...]:
                 continue
             fn = first  # functools.partial(pl.pallas_call, ...), usually a decorator on the kernel
         try:
-            sites.append(read_site(source, node))
+            sites.append(_read_or_reuse(source, node, memo))
         except Exception as err:  # noqa: BLE001 - an unreadable call is recorded bare, never raised
             warnings.warn(f"pallasite could not read the pallas_call at line {node.start_point[0] + 1} "
                           f"({type(err).__name__}: {err}); recorded without details", RuntimeWarning, stacklevel=2)
             sites.append(KernelSite(kernel_name=None, span=source.span(node), call_span=source.span(fn),
                                     backend=file_backend(source)))
     return tuple(sites)
+
+
+def _read_or_reuse(source: Source, call: Node, memo: "site_memo.SiteMemo | None") -> KernelSite:
+    """The site of ``call``: kept from an earlier analysis when nothing it read changed, else read."""
+    if memo is None:
+        return read_site(source, call)
+    kept = memo.get(call)
+    if kept is not None:
+        return kept
+    source.lookups = set()
+    try:
+        site = read_site(source, call)
+        memo.put(call, site, source.lookups)
+    finally:
+        source.lookups = None
+    return site
 
 
 def _candidates(source: Source) -> list[Node]:

@@ -522,6 +522,10 @@ _PLUS_ONE = (1).__add__
 class Source:
     """One parsed text plus the lookups tier 0 needs. Build with ``Source(text)``."""
 
+    # while a set: every name ``function()`` is asked for is added to it (site_memo.py records what
+    # reading one pallas_call looked up by name, to know which definitions its result depends on)
+    lookups: set[str] | None = None
+
     def __init__(self, text: str, key: str | None = None, data: bytes | None = None) -> None:
         self.text = text
         self.key = key  # the file's path: its trees (and ast units, ast_units.py) are reused by key
@@ -776,6 +780,8 @@ class Source:
         above it), else the only module-level def. None where it cannot tell (several defs, none
         before the use), so the rules say nothing rather than compare with the wrong one.
         """
+        if self.lookups is not None:
+            self.lookups.add(name)
         defs = self.functions.get(name)
         if not defs:
             return None
