@@ -10,7 +10,7 @@ then tier 2 148 ms (229 ms for the check), against about 180 ms for both in one 
 What the route is chosen by is what the client knows without lowering: the file's code where it
 stands, read without its comments and trailing blank space (``code_digest``). The lowered module's
 hash that tier 2 is stored under includes the source locations (line and column of each
-operation: runner/tiers.module_hash), so a line added or removed above the kernel's code, even a
+operation: runner/tiers.compiler_tiers), so a line added or removed above the kernel's code, even a
 comment line, moves them and tier 2 compiles again: such a text counts as new code. (Before, the
 digest ignored all blank space and comment lines; a comment line inserted into add_ok.py's kernel
 then went tier 1 first (43 ms) and missed the store, tier 2 in a second request (86 ms): 132 ms,

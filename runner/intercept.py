@@ -150,7 +150,8 @@ def intercept_pallas_calls(
     block as the ``pallas_call`` bound then: it records into no list and stands in for nothing.
     """
     records: list[RecordedCall] = []
-    targets = {os.path.realpath(f) for f in user_files}
+    real_path.cache_clear()  # a link changed since the last block is read again
+    targets = {real_path(f) for f in user_files}
     active = [True]
 
     def pallas_call(kernel: Callable[..., Any], out_shape: Any = None, **kwargs: Any) -> Callable[..., Any]:
@@ -305,6 +306,13 @@ def is_kernel_error(exc: BaseException | None) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=4096)
+def real_path(name: str) -> str:
+    """``os.path.realpath`` of a code object's file name, kept while a block records (each call's stack
+    is walked frame by frame: the same few dozen names, ~250 ``lstat`` calls a check otherwise)."""
+    return os.path.realpath(name)
+
+
 def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:
     frame = sys._getframe(2)
     first = None
@@ -312,7 +320,7 @@ def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:
         code = frame.f_code
         if first is None:
             first = (code.co_filename, frame.f_lineno, code.co_name)
-        if targets and os.path.realpath(code.co_filename) in targets:
+        if targets and real_path(code.co_filename) in targets:
             return code.co_filename, frame.f_lineno, code.co_name
         frame = frame.f_back
     return first if first else (None, None, None)
@@ -333,7 +341,7 @@ def _stack_lines(targets: set[str]) -> tuple[int, ...]:
     lines = []
     frame = sys._getframe(2)
     while frame is not None:
-        if os.path.realpath(frame.f_code.co_filename) in targets:
+        if real_path(frame.f_code.co_filename) in targets:
             lines.append(frame.f_lineno)
         frame = frame.f_back
     return tuple(lines)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import jax
 
-from .intercept import intercept_pallas_calls, struct_place
+from .intercept import intercept_pallas_calls, real_path, struct_place
 from .origin_values import value_origins
 
 
@@ -42,7 +42,7 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
         lines = []
         frame = sys._getframe(1)
         while frame is not None:
-            if os.path.realpath(frame.f_code.co_filename) == target:
+            if real_path(frame.f_code.co_filename) == target:
                 lines.append(frame.f_lineno)
             frame = frame.f_back
         stacks.append(lines)

@@ -45,17 +45,23 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
     Tier 2 runs only after tier 1 passed (or was not asked for), and not when its verdict is
     ``tier2_known`` (reused by the client)."""
     failed = False
+    lowered = None  # tier 1's module lowered for the target's topology device: what tier 2 compiles
     timings = entry.setdefault("timings_s", {})
     if 1 in tiers:
         say(f"tier 1: {label} (Pallas TPU lowering for {target})", stage=Stage.TIER, tier=1, entry=label)
         started = time.perf_counter()
         try:
-            exported = lower_for_tpu(fn, args, target)
-            if LOWERED is not None:
-                LOWERED[label] = bytes(exported.serialize())
+            if LOWERED is None and tier2_unavailable(target) is None:
+                lowered = lower_for_topology(fn, args, target)
+                text = lowered.as_text(debug_info=True)
+            else:  # no libtpu here, or a judged check: the exported module (tier 2 compiles it elsewhere)
+                exported = lower_for_tpu(fn, args, target)
+                if LOWERED is not None:
+                    LOWERED[label] = bytes(exported.serialize())
+                text = module_text(exported)
             entry["tiers"]["1"] = "ok"
-            entry["mosaic_calls"] = mosaic_call_count(exported)
-            entry["lowered_hash"] = module_hash(exported)
+            entry["mosaic_calls"] = text.count("tpu_custom_call") if text is not None else None
+            entry["lowered_hash"] = code_hash("lowered", text) if text is not None else None
         except Exception as exc:  # noqa: BLE001 - the lowering's verdict
             entry["tiers"]["1"] = "error"
             entry["errors"].append(record(exc, 1))
@@ -72,8 +78,9 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
             say(f"tier 2: {label} (libtpu compile for {target}{detail})", stage=Stage.TIER, tier=2, entry=label,
                 **({"vmem": vmem} if vmem is not None else {}))
             started = time.perf_counter()
-            try:
-                entry["memory"] = compile_for_tpu(fn, args, target)
+            try:  # tier 1's lowering when it ran here: the kernel is not traced and lowered a second time
+                entry["memory"] = compile_lowered(lowered if lowered is not None else lower_for_topology(fn, args, target),
+                                                  target)
                 entry["tiers"]["2"] = "ok"
             except Exception as exc:  # noqa: BLE001 - the compiler's verdict
                 entry["tiers"]["2"] = "error"
@@ -92,19 +99,12 @@ def lower_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) ->
         return jax.export.export(jax.jit(fn), platforms=("tpu",))(*args)
 
 
-def mosaic_call_count(exported: Any) -> int | None:
-    """How many Mosaic kernels (``tpu_custom_call``) the exported module holds (None: unknown)."""
+def module_text(exported: Any) -> str | None:
+    """The exported module's text, locations included (None: unknown; then the module's hash is unknown
+    and tier 2 is simply not reused)."""
     try:
-        return exported.mlir_module().count("tpu_custom_call")
-    except Exception:  # noqa: BLE001 - an optional figure
-        return None
-
-
-def module_hash(exported: Any) -> str | None:
-    """``lowered:<sha256>`` of the exported module's text (None: unknown). Locations included."""
-    try:
-        return code_hash("lowered", exported.mlir_module())
-    except Exception:  # noqa: BLE001 - an optional key: without it tier 2 is simply not reused
+        return exported.mlir_module()
+    except Exception:  # noqa: BLE001 - optional figures and keys
         return None
 
 
@@ -137,8 +137,10 @@ def compile_exported(serialized: bytes, target: str) -> dict[str, int] | None:
     return memory_figures(compiled)
 
 
-def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int]:
-    """Tier 2: compile ``fn`` with libtpu for the target topology; returns memory_analysis bytes."""
+def lower_for_topology(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> Any:
+    """Tier 1 where libtpu describes the target: ``fn`` traced and lowered for the target topology's
+    device (the same Pallas TPU lowering as the export), kept for tier 2 to compile. Raises the
+    lowering's error."""
     import jax
 
     dev = topology_device(target)
@@ -149,8 +151,21 @@ def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) 
         is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"),
     )
     with jax.default_device(dev):
-        compiled = jax.jit(fn).trace(*placed).lower().compile()
+        return jax.jit(fn).trace(*placed).lower()
+
+
+def compile_lowered(lowered: Any, target: str) -> dict[str, int] | None:
+    """Tier 2: compile a module lowered for the target topology with libtpu; returns memory_analysis bytes."""
+    import jax
+
+    with jax.default_device(topology_device(target)):
+        compiled = lowered.compile()
     return memory_figures(compiled)
+
+
+def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int] | None:
+    """Tier 2 on its own: lower ``fn`` for the target topology and compile it; returns memory_analysis bytes."""
+    return compile_lowered(lower_for_topology(fn, args, target), target)
 
 
 def topology_device(target: str) -> Any:
