@@ -92,3 +92,50 @@ def test_text_edit_describes_the_change(old, new):
     assert old[:start] == new[:start] and old[old_end:] == new[new_end:]
     row, column = edit["new_end_point"]
     assert new[:new_end].count(b"\n") == row and column == new_end - (new[:new_end].rfind(b"\n") + 1)
+
+
+def test_an_undo_gets_its_earlier_tree_back_without_a_parse(monkeypatch):
+    key = "/virtual/undo.py"
+    text = "import jax\n\n\ndef f(x):\n    y = x + 1\n    return y\n"
+    edited = text.replace("    return y", "    _probe = 1\n    return y")
+    try:
+        first = parse(text, key)
+        second = parse(edited, key)
+        parsed = []
+        real = source_mod._parse
+        monkeypatch.setattr(source_mod, "_parse", lambda data, k: parsed.append(data) or real(data, k))
+        data = text.encode("utf-8")
+        assert source_mod.parse_bytes(data, key) is first and not parsed  # an undo
+        assert source_mod._parsed_as(key, data)  # the per-statement captures still follow the tree
+        assert parse(edited, key) is second and not parsed  # a redo
+        third = parse(edited.replace("_probe = 1", "_probe = 2"), key)  # from the redone tree: one edit
+        assert len(parsed) == 1 and str(third.root_node) == str(parse(edited.replace("_probe = 1", "_probe = 2")).root_node)
+    finally:
+        source_mod.forget(key)
+    assert key not in source_mod._EARLIER
+
+
+def test_undo_and_redo_sequences_equal_fresh_parses():
+    import random
+
+    rng = random.Random(5)
+    key = "/virtual/undo_redo.py"
+    comments = "\n".join(f"# comment {i}" for i in range(source_mod.MASK_RUN + 3))  # a run blanked for the parse
+    base = f"import jax\n{comments}\n\ndef f(x):\n    s = '''\n# not a comment\n'''\n    return x\n"
+    history = [base]
+    try:
+        for _ in range(60):
+            kind = rng.random()
+            if kind < 0.4 and len(history) > 1:
+                text = history[rng.randrange(len(history))]  # back to a text seen before
+            else:
+                rows = history[-1].split("\n")
+                i = rng.randrange(len(rows) + 1)
+                rows.insert(i, rng.choice(["    _probe = 1", "# c", "x = (", "", "    return 2"]))
+                text = "\n".join(rows)
+            history.append(text)
+            tree = parse(text, key)
+            assert str(tree.root_node) == str(parse(text).root_node)
+            assert tree.root_node.end_byte == len(text.encode("utf-8"))
+    finally:
+        source_mod.forget(key)
