@@ -180,11 +180,14 @@ async def run(args: argparse.Namespace) -> None:
         print(summary(f"tier-0 diagnostics after edits inside functions ({args.places} places spread over the file,"
                       " a statement inserted then removed; client side, incl. JSON-RPC)", inside, 30))
         stats = await client.protocol.send_request_async("pallasite/serverStats", None)
-        print(summary("  the same, server side", list(stats.tier0Seconds)[-len(inside):], 30))
+        server_side = list(stats.tier0Seconds)[-len(inside):]
+        print(summary("  the same, server side", server_side, 30))
         # apart: a removal brings back the text before the insertion (an undo: tier 0 keeps the
         # results of a file's recent texts), an insertion is a text tier 0 has not seen
         print(summary("  insertions only (a new text), client side", inside[0::2], 30))
         print(summary("  removals only (the text before the insertion again), client side", inside[1::2], 30))
+        print(summary("  insertions only, server side", server_side[0::2], 30))
+        print(summary("  removals only, server side", server_side[1::2], 30))
 
         # ---------------------------------------------------------------- hover
         lines = text.splitlines()

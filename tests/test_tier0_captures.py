@@ -111,3 +111,24 @@ def test_a_statement_parsed_again_is_queried_not_reused(monkeypatch):
     Source(TRICKY.replace("print(n)", "print(n + 1)"), key=key)
     assert queried == [["function_definition"]]  # the edited function alone
     forget(key)
+
+
+def test_a_file_parsed_with_comment_runs_blanked_after_random_edits(monkeypatch):
+    """Statements are known by the bytes tree-sitter parsed (here with the long comment runs
+    blanked): the per-statement captures still equal a whole read, and are reused."""
+    run = "\n".join(["# commented-out line"] * (3 * source_mod.MASK_RUN) + ["# pallasite: ignore[PLS001]"])
+    inner = "\n".join(["    # an indented note"] * (3 * source_mod.MASK_RUN))
+    text = TRICKY.replace("# a comment between", run).replace("    # a comment at the end of the body", inner)
+    key = "/virtual/captures/masked.py"
+    forget(key)
+    whole = []  # texts whose captures came from a query of the whole tree
+    real = source_mod._captures
+    monkeypatch.setattr(source_mod, "_captures", lambda root: (whole.append(root.has_error), real(root))[1])
+    masked = 0
+    for edited in [text, *_edits(text, random.Random(3), 60)]:
+        incremental = Source(edited, key=key)
+        masked += source_mod._TREES[key][0] != incremental.data
+        assert _lists(incremental) == _lists(Source(edited)), edited
+    forget(key)
+    # mostly blanked; read whole only for a syntax error (or the fresh reads compared with)
+    assert masked > 30 and whole.count(False) <= 61 + 5

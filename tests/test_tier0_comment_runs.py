@@ -16,7 +16,7 @@ def _text(rng: random.Random) -> list[str]:
     lines = ["import jax", "from jax.experimental import pallas as pl", ""]
     for block in range(4):
         lines.append(f"def f{block}(x):")
-        for i in range(rng.randrange(25, 36)):  # a comment block near the threshold (32)
+        for i in range(rng.randrange(source_mod.MASK_RUN - 7, source_mod.MASK_RUN + 4)):  # a block near the threshold
             lines.append(rng.choice(["    # note", "# flush left", "", "    ", "\t# tab", "    # pallasite: ignore"]))
         lines.append("    return x")
         lines.append("")
@@ -36,7 +36,7 @@ def _edit(lines: list[str], rng: random.Random) -> None:
     elif roll < 0.75:
         lines[i] = "    y = 1"  # code splits a block
     elif roll < 0.9:
-        lines[i:i] = ["    # pasted"] * rng.randrange(1, 12)
+        lines[i:i] = ["    # pasted"] * rng.randrange(1, max(12, source_mod.MASK_RUN // 3))
     else:
         lines[i] = lines[i] + "  # trailing"
 
