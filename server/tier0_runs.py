@@ -88,6 +88,7 @@ def run_tier0(session: Any, doc: Any) -> None:
     version = doc.version
     if stopped_for_size(session, doc):
         return
+    tier0_thread.freeze_startup()
     with tier0_thread.collector_off():
         result = tier0_snapshot(doc.text, doc.path, session.settings.target, dict(session.settings.severity))
     store_tier0(session, doc, version, result)
@@ -110,6 +111,7 @@ async def run_tier0_in_thread(session: Any, doc: Any) -> None:
     if stopped_for_size(session, doc):
         return
     target, severity = session.settings.target, dict(session.settings.severity)
+    tier0_thread.freeze_startup()
 
     def current_snapshot() -> Any:  # a run queued behind another is skipped once the text moved on
         if doc.version != version:

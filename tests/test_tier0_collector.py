@@ -89,3 +89,20 @@ def test_the_debounced_run_publishes_before_the_collector_comes_back(monkeypatch
     assert gc.isenabled()
     asyncio.run(checks.tier0_after(session, doc, 0))
     assert published == [False] and gc.isenabled() and len(session.tier0_seconds) == 1
+
+
+def test_what_the_server_made_before_the_first_tier0_run_is_frozen(monkeypatch):
+    """Full collections traverse what the documents keep, not every module of the server."""
+    monkeypatch.setattr(tier0_thread, "_STARTUP_FROZEN", False)
+    with open(TILING, encoding="utf-8") as handle:
+        text = handle.read()
+    session = SimpleNamespace(settings=Settings(target="v5e"), tier0_stopped=set(), tier0_failed=set())
+    frozen_before = gc.get_freeze_count()
+    try:
+        tier0_runs.run_tier0(session, Document.opened("file:///k.py", TILING, 1, text))
+        assert gc.get_freeze_count() > frozen_before and tier0_thread._STARTUP_FROZEN
+        count = gc.get_freeze_count()
+        tier0_runs.run_tier0(session, Document.opened("file:///k.py", TILING, 2, text + "\n"))
+        assert gc.get_freeze_count() <= count  # once only (frozen objects may still be freed)
+    finally:
+        gc.unfreeze()
