@@ -64,21 +64,17 @@ def _grown_list(name: str, chain: list) -> ast.List | None:
     return None if other else first
 
 
-_CALLS_AT = "_pallasite_pallas_calls_at"  # the index, kept on the tree it was built from
-
-
 def pallas_call_at(tree: ast.Module, span: Span) -> ast.Call | None:
-    """The ``pallas_call(...)`` call expression starting at ``span``'s start. The calls are indexed by
-    position once per tree (a rule asks for each site: one walk of the tree each was quadratic)."""
-    index = getattr(tree, _CALLS_AT, None)
-    if index is None:
-        index = {}
-        for node in ast_units.index_of(tree).calls:  # every call, in walk order
+    """The ``pallas_call(...)`` call expression starting at ``span``'s start (the first such call there
+    in walk order), found among the expressions starting at that position (``ast_units``: a
+    lookup in the unit holding the position, kept with the unit across edits) rather than by
+    reading every call of the file (~460 in splash attention, 0.3 ms per analysis)."""
+    for node in ast_units.index_of(tree).expressions_at(span.line, span.column):
+        if isinstance(node, ast.Call):
             name = callee_name(node)
             if name is not None and name.endswith("pallas_call"):
-                index.setdefault((node.lineno - 1, node.col_offset), node)
-        setattr(tree, _CALLS_AT, index)
-    return index.get((span.line, span.column))
+                return node
+    return None
 
 
 def _output(tracer: Tracer, node: ast.expr, chain: list, index: int, depth: int = 0):

@@ -225,3 +225,41 @@ def test_dict_get_and_a_kwargs_passthrough_are_followed():
                    (site.span.line + 1, "_copy"))
     passed = trace(text, rows_dim, frames=via_wrapper)
     assert (passed.line, passed.value, passed.kind) == (_marked(text, "passed"), 32, "argument")
+
+
+def test_the_pallas_call_at_a_position_is_the_first_such_call_in_walk_order():
+    """``call_values.pallas_call_at`` looks among the expressions starting at the position: the call
+    it finds is the first pallas_call starting there in ``ast.walk`` order, for every site of the
+    fixtures and of jax's Pallas ops files, and none where no pallas_call starts."""
+    import ast as ast_mod
+    import glob
+    import os
+
+    from pallasite.analysis import ast_units
+    from pallasite.analysis.apis import jax_root
+    from pallasite.analysis.call_values import pallas_call_at
+    from pallasite.analysis.origins import callee_name
+    from pallasite.analysis.tier0 import analyze
+    from pallasite.analysis.types import Span
+
+    here = os.path.dirname(__file__)
+    paths = sorted(glob.glob(os.path.join(here, "data", "tier0", "*.py")))
+    if jax_root() is not None:
+        paths += sorted(glob.glob(os.path.join(jax_root(), "experimental", "pallas", "ops", "**", "*.py"), recursive=True))
+    checked = 0
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        tree = ast_units.whole(text)
+        if tree is None:
+            continue
+        first: dict = {}
+        for node in ast_mod.walk(tree):
+            if isinstance(node, ast_mod.Call) and (callee_name(node) or "").endswith("pallas_call"):
+                first.setdefault((node.lineno - 1, node.col_offset), node)
+        spans = [site.span for site in analyze(text, None).sites] + [Span(line, col, line, col) for line, col in first]
+        for span in spans:
+            assert pallas_call_at(tree, span) is first.get((span.line, span.column)), (path, span)
+            checked += 1
+        assert pallas_call_at(tree, Span(0, 0, 0, 0)) is first.get((0, 0))
+    assert checked > 50
