@@ -57,6 +57,7 @@ def _query() -> Query:
         (global_statement) @global
         [(assignment) (augmented_assignment) (for_statement) (for_in_clause) (named_expression)
          (with_item) (as_pattern)] @bind
+        (named_expression) @walrus
         [(if_statement) (while_statement) (elif_clause) (conditional_expression)] @branch
         [(lambda) (class_definition) (decorated_definition)] @scope
     """)
@@ -362,7 +363,32 @@ _Captured = tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...]
 _STATEMENTS: OrderedDict[str, dict[bytes, _Captured]] = OrderedDict()
 
 
-def _captures_by_statement(root: Node, data: bytes, key: str | None, tree: Tree | None = None) -> dict[str, list[Node]]:
+# captures a kept statement leaves to be found again when first asked (``Source.bindings``,
+# ``branches``, ``scope_nodes``): an edit whose sites are all kept reads none of them (splash
+# attention: 740 of its 1,200 captures)
+_DEFERRED = ("bind", "branch", "scope")
+_Deferred = dict[str, list[tuple[Node, tuple[tuple[int, int, int], ...]]]]
+
+
+def _refind(stmt: Node, spans: tuple[tuple[int, int, int], ...], out: list[Node]) -> bool:
+    """Append to ``out`` the nodes of ``stmt`` at ``spans`` (offsets from its start, kind ids);
+    False when one is not where it was."""
+    base, find = stmt.start_byte, stmt.descendant_for_byte_range
+    for start, end, kind in spans:
+        a, b = base + start, base + end
+        node = find(a, b)  # the smallest node holding the range: the capture, or one inside it
+        if node is None or node.start_byte != a or node.end_byte != b:
+            return False
+        while node.kind_id != kind:
+            node = node.parent
+            if node is None or node.start_byte != a or node.end_byte != b:
+                return False
+        out.append(node)
+    return True
+
+
+def _captures_by_statement(root: Node, data: bytes, key: str | None, tree: Tree | None = None,
+                           deferred: _Deferred | None = None) -> dict[str, list[Node]]:
     """The file-wide query's captures, per top-level statement: a statement whose bytes the file's
     last analysis saw keeps its captures, found again in this tree by their byte ranges (a C call
     each); only the other statements are queried (the query visits every node of what it covers:
@@ -370,7 +396,8 @@ def _captures_by_statement(root: Node, data: bytes, key: str | None, tree: Tree 
     A statement is known by the bytes tree-sitter parsed (``tree``'s: the text, or the text with
     long comment runs blanked; comments are not captured). Any doubt (no key, a big file, syntax
     errors, a tree not ``key``'s current one, a capture not found) queries the whole tree; the
-    captures are the same either way, in the same order."""
+    captures are the same either way, in the same order. With ``deferred``, the ``_DEFERRED``
+    captures of kept statements go there, (statement, spans), to be found again when asked."""
     if key is None or root.end_byte > YIELD_ABOVE_BYTES or root.has_error:
         return _captures(root)
     with _TREES_LOCK:
@@ -395,19 +422,13 @@ def _captures_by_statement(root: Node, data: bytes, key: str | None, tree: Tree 
             pending = []
         if stmt is None:
             break
-        base, find = stmt.start_byte, stmt.descendant_for_byte_range
         for name, spans in kept:
-            out = found.setdefault(name, [])
-            for start, end, kind in spans:
-                a, b = base + start, base + end
-                node = find(a, b)  # the smallest node holding the range: the capture, or one inside it
-                if node is None or node.start_byte != a or node.end_byte != b:
-                    return _captures(root)  # not where it was: read the file afresh
-                while node.kind_id != kind:
-                    node = node.parent
-                    if node is None or node.start_byte != a or node.end_byte != b:
-                        return _captures(root)
-                out.append(node)
+            if deferred is not None and name in _DEFERRED:
+                deferred.setdefault(name, []).append((stmt, spans))
+            elif not _refind(stmt, spans, found.setdefault(name, [])):
+                if deferred is not None:
+                    deferred.clear()
+                return _captures(root)  # not where it was: read the file afresh
         table[text] = kept
     with _TREES_LOCK:
         _STATEMENTS[key] = table
@@ -579,6 +600,11 @@ class Constant:
 _PLUS_ONE = (1).__add__
 
 
+def _ORDER(node: Node) -> tuple[int, int, int]:
+    """In source order, a node before the nodes it holds."""
+    return node.start_byte, -node.end_byte, -node.descendant_count
+
+
 class Source:
     """One parsed text plus the lookups tier 0 needs. Build with ``Source(text)``."""
 
@@ -721,11 +747,13 @@ class Source:
     # ------------------------------------------------------------------ scanning
 
     def _scan(self) -> None:
-        found = _captures_by_statement(self.root, self.data, self.key, self.tree)
+        self._deferred: _Deferred = {}
+        found = _captures_by_statement(self.root, self.data, self.key, self.tree, self._deferred)
+        self._found = {name: found.get(name, []) for name in _DEFERRED}
         # in source order, a node before the nodes it holds: the query's own order is not that
         # (a ``with`` item and the ``as`` pattern of the same bytes came either way round), and a
         # file read per statement (``_captures_by_statement``) must list them as a whole read does
-        order = lambda node: (node.start_byte, -node.end_byte, -node.descendant_count)  # noqa: E731
+        order = _ORDER
         self.calls: list[Node] = sorted(found.get("call", []), key=order)
         for node in sorted(found.get("import", []) + found.get("from", []), key=order):
             if node.type == "import_statement":
@@ -742,17 +770,40 @@ class Source:
             self.node_text(ident)
             for node in found.get("global", []) for ident in node.named_children if ident.type == "identifier"}
         self.rebound_anywhere.update(self.node_text(node.child_by_field_name("name"))
-                                     for node in found.get("bind", []) if node.type == "named_expression")
-        # for per-function lookups by byte range (resolve.body_nodes): name bindings, branches,
-        # and the nodes that open a new scope
-        self.bindings: list[Node] = sorted(found.get("bind", []), key=order)
-        self.branches: list[Node] = sorted(found.get("branch", []), key=order)
-        self.scope_nodes: list[Node] = sorted(found.get("scope", []) + found.get("def", []), key=order)
+                                     for node in found.get("walrus", []))
+        self._defs = found.get("def", [])
         for stmt in self.root.named_children:
             if stmt.type == "expression_statement" and stmt.named_child_count == 1:
                 child = stmt.named_children[0]
                 if child.type == "assignment":
                     self._constant(child)
+
+    # for per-function lookups by byte range (resolve.body_nodes): name bindings, branches, and the
+    # nodes that open a new scope; found when first asked (the kept statements' ones deferred)
+
+    @property
+    def bindings(self) -> list[Node]:
+        return self._lazy("bindings", "bind")
+
+    @property
+    def branches(self) -> list[Node]:
+        return self._lazy("branches", "branch")
+
+    @property
+    def scope_nodes(self) -> list[Node]:
+        return self._lazy("scope_nodes", "scope", self._defs)
+
+    def _lazy(self, attribute: str, name: str, extra: list[Node] = ()) -> list[Node]:
+        found = self.__dict__.get("_" + attribute)
+        if found is None:
+            nodes = list(self._found.get(name, []))
+            for stmt, spans in self._deferred.get(name, ()):
+                if not _refind(stmt, spans, nodes):  # not where it was: this name read afresh
+                    nodes = _captures(self.root).get(name, [])
+                    break
+            found = sorted([*nodes, *extra], key=_ORDER)
+            self.__dict__["_" + attribute] = found
+        return found
 
     @property
     def comments(self) -> list[Node]:

@@ -132,3 +132,24 @@ def test_a_file_parsed_with_comment_runs_blanked_after_random_edits(monkeypatch)
     forget(key)
     # mostly blanked; read whole only for a syntax error (or the fresh reads compared with)
     assert masked > 30 and whole.count(False) <= 61 + 5
+
+
+def test_kept_statements_bindings_branches_and_scopes_are_found_when_asked(monkeypatch):
+    """An edit whose sites are all kept reads no bindings, branches or scopes: the kept statements'
+    ones are found again only when first asked, and then equal a whole read."""
+    key = "/virtual/captures/deferred.py"
+    forget(key)
+    Source(TRICKY, key=key)
+    found_again = []
+    real = source_mod._refind
+    monkeypatch.setattr(source_mod, "_refind", lambda stmt, spans, out: found_again.append(len(spans)) or real(stmt, spans, out))
+    edited = TRICKY.replace("print(n)", "print(n + 1)")
+    incremental = Source(edited, key=key)
+    before = len(found_again)
+    assert incremental._deferred and all(name in source_mod._DEFERRED for name in incremental._deferred)
+    whole = Source(edited)
+    for name in ("bindings", "branches", "scope_nodes"):
+        assert [(n.start_byte, n.end_byte, n.type) for n in getattr(incremental, name)] == \
+            [(n.start_byte, n.end_byte, n.type) for n in getattr(whole, name)]
+    assert len(found_again) > before  # found when asked, not before
+    forget(key)
