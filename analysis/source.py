@@ -261,13 +261,13 @@ def _short_runs(data: bytes) -> bool:
     return data.count(b"#") < MASK_RUN or not any(len(run) >= MASK_RUN for run in _comment_runs(data, []))
 
 
-def _stays_short(old: bytes, new: bytes) -> bool:
+def _stays_short(old: bytes, new: bytes, edit: dict | None = None) -> bool:
     """Whether ``new`` has no run of ``MASK_RUN`` own-line comments, given that ``old`` has none: a
     run ``old`` lacks must reach the lines the edit between them touched, so only those lines and
     the comment or blank lines around them are counted (reading every comment of the file cost
     0.6 ms per edit on splash attention). False when unsure (the counted lines reach ``MASK_RUN``,
     or the edit spans more than 64 KB): the caller reads the whole text."""
-    edit = text_edit(old, new)
+    edit = text_edit(old, new) if edit is None else edit
     lo = new.rfind(b"\n", 0, edit["start_byte"]) + 1  # the first edited line's start
     hi = new.find(b"\n", edit["new_end_byte"])  # the last edited line's end
     hi = len(new) if hi < 0 else hi
@@ -499,7 +499,7 @@ def _keep_earlier(key: str, replaced: tuple[bytes, Tree] | None, short: bool) ->
 
 
 def parse_bytes(data: bytes, key: str | None = None) -> Tree:
-    short = None
+    short, edit, previous = None, None, None
     if key is not None:
         restored = _earlier_tree(key, data)
         if restored is not None:
@@ -508,11 +508,12 @@ def parse_bytes(data: bytes, key: str | None = None) -> Tree:
         with _TREES_LOCK:
             previous, known_short = _TREES.get(key), _SHORT.get(key)
         if previous is not None and known_short is previous[0]:
-            short = _stays_short(previous[0], data) or None
+            edit = text_edit(previous[0], data)  # asked once: the parse below edits the same tree
+            short = _stays_short(previous[0], data, edit) or None
     if short is None:
         short = _short_runs(data)
     parsed, blanked = _masked(data, short)
-    tree = _parse(parsed, key)
+    tree = _parse(parsed, key, (previous[0], edit) if edit is not None and parsed is data else None)
     if blanked and any(_inside_string(tree.root_node, offset) for offset in blanked):
         parsed = data  # a "comment" line was string content: parse the text as it is
         tree = _parse(parsed, key)
@@ -537,8 +538,9 @@ def parse_bytes(data: bytes, key: str | None = None) -> Tree:
     return tree
 
 
-def _parse(data: bytes, key: str | None) -> Tree:
-    """A full or, from ``key``'s last tree, incremental parse of ``data``."""
+def _parse(data: bytes, key: str | None, known: tuple[bytes, dict] | None = None) -> Tree:
+    """A full or, from ``key``'s last tree, incremental parse of ``data`` (``known``: the text the
+    caller found that tree parsed from, and its edit to ``data``)."""
     previous = None
     if key is not None:
         with _TREES_LOCK:
@@ -552,7 +554,7 @@ def _parse(data: bytes, key: str | None) -> Tree:
             return parser.parse(source)
         old_data, old_tree = previous
         edited = old_tree.copy()
-        edited.edit(**text_edit(old_data, data))
+        edited.edit(**(known[1] if known is not None and known[0] is old_data else text_edit(old_data, data)))
         return parser.parse(source, edited)
     finally:
         if isinstance(source, _YieldingReader):
@@ -562,6 +564,10 @@ def _parse(data: bytes, key: str | None) -> Tree:
 def text_edit(old: bytes, new: bytes) -> dict:
     """The one edit that turns ``old`` into ``new`` (common prefix and suffix kept), in the
     keyword form ``Tree.edit`` takes: byte offsets and (row, byte column) points."""
+    return _text_edit(old, new)
+
+
+def _text_edit(old: bytes, new: bytes) -> dict:
     limit = min(len(old), len(new))
     lo, hi = 0, limit
     while lo < hi:  # longest common prefix: slice comparisons run in C

@@ -103,7 +103,7 @@ def test_an_undo_gets_its_earlier_tree_back_without_a_parse(monkeypatch):
         second = parse(edited, key)
         parsed = []
         real = source_mod._parse
-        monkeypatch.setattr(source_mod, "_parse", lambda data, k: parsed.append(data) or real(data, k))
+        monkeypatch.setattr(source_mod, "_parse", lambda data, k, *known: parsed.append(data) or real(data, k, *known))
         data = text.encode("utf-8")
         assert source_mod.parse_bytes(data, key) is first and not parsed  # an undo
         assert source_mod._parsed_as(key, data)  # the per-statement captures still follow the tree
@@ -137,5 +137,21 @@ def test_undo_and_redo_sequences_equal_fresh_parses():
             tree = parse(text, key)
             assert str(tree.root_node) == str(parse(text).root_node)
             assert tree.root_node.end_byte == len(text.encode("utf-8"))
+    finally:
+        source_mod.forget(key)
+
+
+def test_an_incremental_parse_finds_its_edit_once(monkeypatch):
+    """The comment-run check around the edit and the incremental parse share one ``text_edit``."""
+    key = "/virtual/one_edit.py"
+    text = "import jax\n\n\ndef f(x):\n    return x\n"
+    try:
+        parse(text, key)
+        asked = []
+        real = source_mod._text_edit
+        monkeypatch.setattr(source_mod, "_text_edit", lambda old, new: asked.append(1) or real(old, new))
+        edited = text.replace("    return x", "    y = 1\n    return x")
+        tree = parse(edited, key)
+        assert len(asked) == 1 and str(tree.root_node) == str(parse(edited).root_node)
     finally:
         source_mod.forget(key)
