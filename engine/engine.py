@@ -52,12 +52,6 @@ def _default_factory(config: WorkerConfig, checks: int) -> Backend:
     return local_backend(config, checks=checks, jobs=1)
 
 
-def _growing_factory(config: WorkerConfig, checks: int) -> Backend:
-    """``pallasite check DIR --jobs N``: check workers beyond the first start when the files waiting
-    are worth their start-up (engine/pool.py), so a folder of small files is not slower with N."""
-    return local_backend(config, checks=checks, jobs=1, grow_checks_when_worth=True)
-
-
 class Engine:
     """Backends, results stores, the chip table and jobs, built once (see the module docstring)."""
 
@@ -98,7 +92,7 @@ class Engine:
     def untrusted_problem(self, options: CheckOptions) -> str | None:
         """Why model-written code cannot run for these options (the refusal to show before any model is
         asked), or None. A backend factory that is not the local pool (tests) is taken as confined."""
-        if self.backend_factory not in (_default_factory, _growing_factory):
+        if self.backend_factory is not _default_factory:
             return None
         from .confinement import refusal_for
 
@@ -256,7 +250,7 @@ def check_paths_sync(paths: Sequence[str], options: CheckOptions, *, jobs: int =
 
     async def go() -> list[FileReport]:
         engine = Engine(checks=min(max(1, jobs), max(1, len(paths))), use_store=use_store,
-                        workspace=workspace_for(list(paths)), backend_factory=backend_factory or _growing_factory)
+                        workspace=workspace_for(list(paths)), backend_factory=backend_factory)
         try:
             return await engine.check_paths(paths, options, on_report=on_report)
         finally:

@@ -25,7 +25,6 @@ import asyncio
 import dataclasses
 import os
 import socket
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -47,59 +46,28 @@ class Worker(Protocol):
 
 
 class _Lane:
-    def __init__(self, purpose: str, size: int, make: Callable[[str], Worker], *, grow_when_worth: bool = False) -> None:
+    def __init__(self, purpose: str, size: int, make: Callable[[str], Worker]) -> None:
         self.purpose = purpose
         self.size = size
         self.make = make
         self.workers: list[Worker] = []
         self.idle: asyncio.Queue[Worker] | None = None
-        # grow_when_worth: start a worker beyond the first only when the requests waiting are worth its
-        # start-up (``worth_another``); else every worker is started as soon as a request finds none idle
-        self.grow_when_worth = grow_when_worth
-        self.waiting = 0
-        self.served: set[int] = set()  # workers (by id) that have taken a request
-        self.cold_s: list[float] = []  # each worker's first request: its start-up, imports and a cold first file
-        self.warm_s: list[float] = []  # requests on a worker that had run one before
 
     def _queue(self) -> asyncio.Queue[Worker]:
         if self.idle is None:
             self.idle = asyncio.Queue()
         return self.idle
 
-    def _new(self) -> Worker:
-        worker = self.make(self.purpose)
-        self.workers.append(worker)
-        return worker
-
     async def acquire(self) -> Worker:
         queue = self._queue()
-        if queue.empty() and len(self.workers) < self.size and (not self.grow_when_worth or not self.workers):
-            return self._new()
-        self.waiting += 1
-        try:
-            return await queue.get()
-        finally:
-            self.waiting -= 1
+        if queue.empty() and len(self.workers) < self.size:
+            worker = self.make(self.purpose)
+            self.workers.append(worker)
+            return worker
+        return await queue.get()
 
-    def release(self, worker: Worker, seconds: float | None = None, *, cold: bool = False) -> None:
-        if seconds is not None:
-            (self.cold_s if cold else self.warm_s).append(seconds)
-        queue = self._queue()
-        queue.put_nowait(worker)
-        if self.grow_when_worth and len(self.workers) < self.size and self.waiting > 1 and self.worth_another():
-            queue.put_nowait(self._new())  # a second waiter takes it (and starts it)
-
-    def worth_another(self) -> bool:
-        """Whether the requests waiting are worth one more worker's start-up: their work (the waiting
-        count times a warm request's mean time) must exceed twice what each running worker would give
-        up to it: a cold start (the first worker's first request) per worker. With less, the new
-        worker would still be starting, its imports competing for the cores, when the others finish:
-        24 small kernel files (0.05 s each after a 1.7 s cold start) ran 0.83x as fast with two
-        workers as with one (benchmarks/bench_check_jobs.py)."""
-        if not self.cold_s or not self.warm_s:
-            return False
-        remaining = self.waiting * (sum(self.warm_s) / len(self.warm_s))
-        return remaining > 2 * len(self.workers) * self.cold_s[0]
+    def release(self, worker: Worker) -> None:
+        self._queue().put_nowait(worker)
 
     @property
     def busy(self) -> int:
@@ -110,7 +78,7 @@ class PoolBackend:
     """Workers by purpose (see the module docstring). ``make(purpose)`` builds one worker."""
 
     def __init__(self, make: Callable[[str], Worker], sizes: Mapping[str, int] | None = None, *,
-                 kind: str = "local", host: str | None = None, grow_checks_when_worth: bool = False) -> None:
+                 kind: str = "local", host: str | None = None) -> None:
         sizes = {"check": 1, "job": 1, "device": 1, **dict(sizes or {})}
         for purpose, size in sizes.items():
             if purpose not in PURPOSES:
@@ -119,8 +87,7 @@ class PoolBackend:
                 raise ValueError(f"lane {purpose!r}: size {size} (device: 0 or 1; others: 0 or more)")
         self.kind = kind
         self.host = host or socket.gethostname()
-        self.lanes = {purpose: _Lane(purpose, int(size), make, grow_when_worth=grow_checks_when_worth and purpose == "check")
-                      for purpose, size in sizes.items()}
+        self.lanes = {purpose: _Lane(purpose, int(size), make) for purpose, size in sizes.items()}
         self.closed = False
 
     # ------------------------------------------------------------------ Backend
@@ -150,14 +117,10 @@ class PoolBackend:
         if self.closed:  # closed while this request waited: do not restart a worker for it
             lane.release(worker)
             return Reply("cancelled", message="the backend was closed")
-        cold, started, seconds = id(worker) not in lane.served, time.monotonic(), None
-        lane.served.add(id(worker))
         try:
-            reply = await worker.request(params, purpose=purpose, timeout_s=timeout_s, on_progress=on_progress)
-            seconds = time.monotonic() - started
-            return reply
+            return await worker.request(params, purpose=purpose, timeout_s=timeout_s, on_progress=on_progress)
         finally:
-            lane.release(worker, seconds, cold=cold)
+            lane.release(worker)
 
     def describe(self) -> BackendInfo:
         hello = next((w.handshake for lane in self.lanes.values() for w in lane.workers
@@ -191,11 +154,9 @@ def default_checks() -> int:
 
 
 def local_backend(config: WorkerConfig | None = None, *, checks: int = 1, jobs: int = 1,
-                  device: bool = False, grow_checks_when_worth: bool = False) -> PoolBackend:
+                  device: bool = False) -> PoolBackend:
     """The local pool: ``checks`` check workers, ``jobs`` job workers, and a device worker when
-    ``device`` (it leaves JAX_PLATFORMS as the user has it, so JAX uses the accelerator).
-    ``grow_checks_when_worth``: check workers beyond the first start only when the files waiting are
-    worth their start-up (``pallasite check DIR``: ``_Lane.worth_another``)."""
+    ``device`` (it leaves JAX_PLATFORMS as the user has it, so JAX uses the accelerator)."""
     config = config or WorkerConfig()
 
     def make(purpose: str) -> WorkerClient:
@@ -205,5 +166,4 @@ def local_backend(config: WorkerConfig | None = None, *, checks: int = 1, jobs: 
 
     launcher = config.command
     kind, host = ("command", " ".join(launcher)) if launcher else ("local", None)
-    return PoolBackend(make, {"check": checks, "job": jobs, "device": 1 if device else 0}, kind=kind, host=host,
-                       grow_checks_when_worth=grow_checks_when_worth)
+    return PoolBackend(make, {"check": checks, "job": jobs, "device": 1 if device else 0}, kind=kind, host=host)
