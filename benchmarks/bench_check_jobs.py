@@ -11,7 +11,11 @@ same report (the pool must not change findings; the elapsed time in the summary 
 order of the files, which are printed as they finish). Then one in-process run per N says where the wall time goes: import, worker
 start-up with the first file, the other files, closing the workers.
 
-    python benchmarks/bench_check_jobs.py [--jobs 1,2] [--runs 2] [--files 24]
+With ``--real``: jax's own kernels of tests/data/real (flash attention, blocked matmul, megablox
+gmm, paged attention; 0.2 s each after the first, five times the small files), each copied four
+times under its own name: 16 files whose work is not dwarfed by a worker's start-up.
+
+    python benchmarks/bench_check_jobs.py [--jobs 1,2] [--runs 2] [--files 24] [--real]
 """
 
 from __future__ import annotations
@@ -36,6 +40,12 @@ def kernel_files(limit: int) -> list[Path]:
     found = sorted((ROOT / "examples").glob("*.py")) + sorted((ROOT / "tests" / "data" / "compiler").glob("*.py"))
     out = [p for p in found if "def example_inputs" in p.read_text(encoding="utf-8", errors="replace")]
     return out[:limit]
+
+
+def real_files(copies: int = 4) -> list[tuple[Path, str]]:
+    """(file, name to copy it as): each kernel of tests/data/real ``copies`` times."""
+    found = sorted((ROOT / "tests" / "data" / "real").glob("*.py"))
+    return [(p, f"{p.stem}_{n}.py") for n in range(1, copies + 1) for p in found]
 
 
 def run_check(folder: str, jobs: int) -> tuple[float, str, int]:
@@ -90,16 +100,17 @@ def main() -> None:
     parser.add_argument("--jobs", default="1,2", help="comma-separated worker counts (default 1,2)")
     parser.add_argument("--runs", type=int, default=2, help="runs per worker count (alternating)")
     parser.add_argument("--files", type=int, default=24, help="how many kernel files (at least 20)")
+    parser.add_argument("--real", action="store_true", help="jax's kernels of tests/data/real, four copies each")
     args = parser.parse_args()
     jobs = [int(j) for j in args.jobs.split(",")]
-    files = kernel_files(args.files)
-    if len(files) < 20:
+    files = real_files() if args.real else [(p, p.name) for p in kernel_files(args.files)]
+    if len(files) < (16 if args.real else 20):
         raise SystemExit(f"only {len(files)} kernel files with a task were found; the benchmark needs 20")
     with tempfile.TemporaryDirectory(prefix="pallasite-jobs-") as tmp:
         folder = os.path.join(tmp, "kernels")
         os.mkdir(folder)
-        for path in files:
-            shutil.copy(path, os.path.join(folder, path.name))
+        for path, name in files:
+            shutil.copy(path, os.path.join(folder, name))
         print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start, python "
               f"{sys.version.split()[0]}; {len(files)} kernel files, tiers 0-2 for v5e, --no-cache; wall clock of "
               f"the whole `pallasite check` process (time.perf_counter), CPU only (deviceless compile)", flush=True)
