@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import re
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -105,9 +107,8 @@ def _resident(pid: int) -> int | None:
     process's threads' ``children`` lists and each one's ``statm`` (psutil finds descendants by reading
     every process's status, about 2.5 ms a call on a desktop; this runs after every request and
     every ``poll_interval_s`` while one runs)."""
-    found = _resident_from_proc(pid)
-    if found is not None:
-        return found if found >= 0 else None
+    if _children_lists():
+        return _resident_from_proc(pid)
     import psutil
 
     try:
@@ -121,49 +122,44 @@ def _resident(pid: int) -> int | None:
     return rss
 
 
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+@functools.cache
+def _children_lists() -> bool:
+    """Whether this kernel has ``/proc/PID/task/TID/children`` (Linux 3.5+ with CONFIG_PROC_CHILDREN)."""
+    return os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children")
 
 
 def _resident_from_proc(pid: int) -> int | None:
-    """``_resident`` from /proc: -1 when ``pid`` is gone, None where /proc cannot say (not Linux, or a
-    kernel without ``/proc/PID/task/TID/children``)."""
+    """``_resident`` from /proc (None: ``pid`` is gone); a descendant that ends meanwhile is not counted."""
     try:
         rss = _statm_rss(pid)
-    except FileNotFoundError:
-        return -1 if os.path.isdir("/proc/self/task") else None
     except OSError:
         return None
     seen, todo = {pid}, [pid]
     while todo:
-        parent = todo.pop()
-        try:
-            tids = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{parent}/task/{tid}/children", "rb") as f:
-                    kids = f.read().split()
-            except FileNotFoundError:
-                if parent == pid and not os.path.exists(f"/proc/{pid}/task/{tid}"):
-                    continue  # a thread that ended meanwhile
-                if parent == pid:
-                    return None  # no children files on this kernel: psutil's way
-                continue
-            except OSError:
-                continue
-            for kid in map(int, kids):
-                if kid not in seen:
-                    seen.add(kid)
-                    todo.append(kid)
-                    with contextlib.suppress(OSError):
-                        rss += _statm_rss(kid)
+        for kid in _children(todo.pop()):
+            if kid not in seen:
+                seen.add(kid)
+                todo.append(kid)
+                with contextlib.suppress(OSError):
+                    rss += _statm_rss(kid)
     return rss
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                kids.extend(map(int, f.read().split()))
+    return kids
 
 
 def _statm_rss(pid: int) -> int:
     with open(f"/proc/{pid}/statm", "rb") as f:
         return int(f.read().split()[1]) * _PAGE
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class WorkerStartError(RuntimeError):
