@@ -159,7 +159,7 @@ def intercept_pallas_calls(
             return _current(pallas_call)(kernel, out_shape, **kwargs)
         file, line, function = _call_site(targets)
         rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line,
-                           function=function, stack_lines=_stack_lines(targets),
+                           function=function, stack_lines=stack_lines(targets),
                            stand_in=stand_in is not None and stand_in(dict(kwargs)))
         records.append(rec)
         real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
@@ -336,8 +336,9 @@ def _named_axes() -> dict[str, int]:
         return {}
 
 
-def _stack_lines(targets: set[str]) -> tuple[int, ...]:
-    """The lines of the user files on the stack (innermost first): the call, its wrappers' calls."""
+def stack_lines(targets: set[str]) -> tuple[int, ...]:
+    """The lines of the user files on the stack (innermost first) from the caller's caller: the call,
+    its wrappers' calls."""
     lines = []
     frame = sys._getframe(2)
     while frame is not None:

@@ -12,12 +12,11 @@ pallas_call sites "not reached" (the task never calls them).
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any, Callable
 
 import jax
 
-from .intercept import intercept_pallas_calls, real_path, struct_place
+from .intercept import intercept_pallas_calls, stack_lines, struct_place
 from .origin_values import value_origins
 
 
@@ -39,13 +38,7 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
     stacks: list[list[int]] = []
 
     def on_call(kwargs: dict[str, Any]) -> dict[str, Any]:
-        lines = []
-        frame = sys._getframe(1)
-        while frame is not None:
-            if real_path(frame.f_code.co_filename) == target:
-                lines.append(frame.f_lineno)
-            frame = frame.f_back
-        stacks.append(lines)
+        stacks.append(list(stack_lines({target})))
         return kwargs
 
     made: list[Any] = []

@@ -128,13 +128,8 @@ def compile_exported(serialized: bytes, target: str) -> dict[str, int] | None:
     import jax
 
     exported = jax.export.deserialize(bytearray(serialized))
-    dev = topology_device(target)
-    sharding = jax.sharding.SingleDeviceSharding(dev)
-    leaves = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in exported.in_avals]
-    args, kwargs = jax.tree.unflatten(exported.in_tree, leaves)
-    with jax.default_device(dev):
-        compiled = jax.jit(exported.call).trace(*args, **kwargs).lower().compile()
-    return memory_figures(compiled)
+    args, kwargs = jax.tree.unflatten(exported.in_tree, list(exported.in_avals))
+    return compile_for_tpu(lambda a, k: exported.call(*a, **k), (args, kwargs), target)
 
 
 def lower_for_topology(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> Any:
