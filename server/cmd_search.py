@@ -51,7 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     flags.add(parser, "--apply", "the best node's source")
 
 
-# The backend's argument group lives in server/flags.py; this name stays for its callers.
 def run(args: argparse.Namespace) -> int:
     """Set the run up from the arguments, search, then render the best node, the report and --apply."""
     from ..agents.providers import ProviderError
