@@ -121,6 +121,7 @@ def program_checks(candidate: Callable[[], Callable[..., Any]], args: tuple[Any,
 
     entered = trace_entering(candidate(), args, watched) if (ref_code is not None or other_file) else []
     count, live = pallas_calls(candidate(), args)
+    work = floor_work(candidate(), args)
     if entered:
         rejections.append(reject("calls_reference", "the candidate calls the reference "
                                  f"({entered[0]}): its output is the reference's, not a kernel's"))
@@ -130,7 +131,22 @@ def program_checks(candidate: Callable[[], Callable[..., Any]], args: tuple[Any,
     elif not live:
         rejections.append(reject("pallas_call_unused", f"the candidate launches {count} pallas_call(s) but no "
                                  "output depends on them: the kernel's result is thrown away"))
-    return rejections, {"pallas_calls": count, "pallas_output_used": live, "reference_entered": entered}
+    return rejections, {"pallas_calls": count, "pallas_output_used": live, "reference_entered": entered,
+                        "floor_work": work}
+
+
+def floor_work(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The matmul FLOPs the program certainly does at these shapes, by dtype (runner/body_counts
+    ``certain_mxu_flops``): the device timing's compute floor (engine/device_floor.py). None when it
+    cannot be counted (no floor rather than a wrong one)."""
+    from .body_counts import certain_mxu_flops
+
+    try:
+        flops = certain_mxu_flops(jax.make_jaxpr(fn)(*args).jaxpr)
+    except Exception:  # noqa: BLE001 - a trace that fails here fails the checks elsewhere, with its reason
+        return None
+    shapes = [[list(getattr(a, "shape", ())), str(getattr(a, "dtype", ""))] for a in jax.tree.leaves(args)]
+    return {"mxu_flops": {d: int(f) for d, f in flops.items() if f}, "inputs": shapes}
 
 
 # --------------------------------------------------------------------------- values

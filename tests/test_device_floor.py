@@ -39,3 +39,49 @@ def test_no_floor_without_outputs_an_unknown_chip_or_off_device():
                                     {"outputs": [[[4096, 4096], "bfloat16"]]}) is None
     assert device_floor.implausible(Measurement("ok", Provenance.INTERPRET, "cpu", "x", (1.0,), 1.0),
                                     {"outputs": [[[4096, 4096], "bfloat16"]]}) is None
+
+
+MATMUL = Path(__file__).parent / "data" / "device_floor" / "matmul_8192.py"
+FAKE_V5E = Path(__file__).parent / "data" / "device_floor" / "fake_v5e_matmul_worker.py"
+
+
+def test_a_device_timing_below_the_compute_floor_is_implausible_not_a_speedup():
+    """Issue 42: a device reporting 2.24 ms for an 8192^3 bf16 matmul on v5e (its matmul FLOPs at the
+    chip's 197 TFLOP/s need 5.58 ms) was taken as a 2.7x speedup; the bandwidth floor alone (outputs
+    written once, 0.16 ms) let it through. Through the real client path, with the FLOPs counted by the
+    real program checks in the worker."""
+    config = WorkerConfig(command=("env",), remote_worker=(sys.executable, str(FAKE_V5E)), platforms="cpu",
+                          timeout_s=180)
+    [reply] = run_requests_sync(config, [time_request(TaskFiles(str(MATMUL)), "time", runs=3, warmup=1)])
+    assert reply.ok, reply.message
+    work = reply.result.checks["floor_work"]["mxu_flops"]
+    assert work == {"bfloat16": 2 * 8192 ** 3}  # one dot per grid step x 8*8*8 steps, counted from the trace
+    cand, ref = reply.result.candidate, reply.result.reference
+    assert cand.status == "implausible" and cand.median_ns is None
+    assert "below the physical floor of 5581.277 us" in cand.error
+    assert "1099.5 GFLOP of matmuls" in cand.error and "197 TFLOP/s" in cand.error
+    assert ref.status == "ok" and ref.median_ns == 6.047e6  # above every floor: kept
+    assert reply.result.speedup is None
+
+
+def test_the_compute_floor_counts_only_work_that_certainly_runs():
+    """A dot inside pl.when (a branch values decide) sets no floor; an unconditional one does, x the grid."""
+    import jax
+    import jax.numpy as jnp
+
+    from pallasite.runner.body_counts import certain_mxu_flops
+
+    def f(x, y, flag):
+        a = x @ y
+        b = jax.lax.cond(flag, lambda: x @ y, lambda: jnp.zeros_like(x))
+        return a + b
+
+    args = (jax.ShapeDtypeStruct((256, 256), jnp.bfloat16),) * 2 + (jax.ShapeDtypeStruct((), bool),)
+    assert certain_mxu_flops(jax.make_jaxpr(f)(*args).jaxpr) == {"bfloat16": 2 * 256 ** 3}
+    m = Measurement("ok", Provenance.DEVICE, "TPU v5 lite", "x", (1e6,), 1e6)  # 1 ms
+    checks = {"floor_work": {"mxu_flops": {"bfloat16": 2 * 8192 ** 3}}}
+    assert "5581.277 us" in device_floor.implausible(m, checks)
+    assert device_floor.implausible(m, checks, compute=False) is None  # the reference's: outputs floor only
+    assert device_floor.implausible(m, {"floor_work": {"mxu_flops": {"int8": 2 * 8192 ** 3}}}) is not None
+    assert device_floor.implausible_seconds(6e-3, checks, "TPU v5 lite") is None
+    assert "estimate of" in device_floor.implausible_seconds(1e-3, checks, "TPU v5 lite", "estimate")
