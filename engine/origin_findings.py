@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from ..analysis import ast_units
 from ..analysis.call_values import output_dtype
-from ..analysis.check_values import culprit, shape_culprit
+from ..analysis.check_values import culprit, odd, shape_culprit
 from ..analysis.footprint import static_dims
 from ..analysis.origins import Origin, branch_block_shapes, parse, trace, trace_node
 from ..analysis.types import BlockSpecInfo, Related, Span
@@ -337,6 +337,16 @@ def to_checked_value(code: str, rec: Mapping[str, Any], text: str, lines: list[s
     frames = tuple((int(f["line"]), str(f.get("function") or "")) for f in rec.get("frames") or ())
     if not frames:
         return None
+    carried = to_carried_check(rec, frames, lines)
+    static = _static_check(code, rec, frames, text, lines, kernel_spans)
+    if carried is not None and static is not None and static.span.line == carried.span.line:
+        # the same line both ways: the tracer's words say what was written there (a dict entry, a field)
+        return Moved(span=carried.span, related=carried.related, sentence=static.sentence)
+    return carried if carried is not None else static
+
+
+def _static_check(code: str, rec: Mapping[str, Any], frames: tuple[tuple[int, str], ...], text: str, lines: list[str],
+                  kernel_spans: list[Span]) -> Moved | None:
     kernels = tuple((k.line, k.end_line) for k in kernel_spans)
     if any(a <= frames[-1][0] - 1 <= b for a, b in kernels):
         # raised inside a kernel: only a bare assert about a ref's shape, whose values the worker
@@ -474,3 +484,41 @@ def vmem_related(site: Any, reached: Any, text: str, lines: list[str]) -> tuple[
         out.append(Related(span, f"{b['role']}[{b['index']}] block {shape} {b['dtype']}: {b['bytes'] / 2**20:.1f} MiB{times}"
                                  + (f"; {said}" if said else "")))
     return tuple(out)
+
+
+def to_carried_check(rec: Mapping[str, Any], frames: tuple[tuple[int, str], ...], lines: list[str]) -> Moved | None:
+    """A check of the file's own code that raised (``if bkv % bkv_compute: raise ...``), placed at
+    the literal that made the value it rejected, as the worker's locating run read the check's
+    values (``ErrorRecord.checked``, runner/carried_pass.py): of the values the check read, the one
+    that breaks the (8, 128) tiling, else the one its message names; the check and the literals
+    that made the other values it compared are related places."""
+    checked = [c for c in rec.get("checked") or () if c.get("places")]
+    if not checked:
+        return None
+    check_line = frames[-1][0] - 1
+    numbers = {int(n) for n in re.findall(r"(?<![\w.])-?\d+(?!\w|\.\d)", f"{rec.get('message') or ''} {rec.get('sentence') or ''}")}
+
+    def outside(c: Mapping[str, Any]) -> list[Any]:  # a literal written in the check itself is the check's own
+        return [p for p in c["places"] if int(p[0]) - 1 != check_line]
+
+    scored = [((odd(int(c["value"])), int(c["value"]) in numbers, -i), c) for i, c in enumerate(checked) if outside(c)]
+    scored = [(score, c) for score, c in scored if score[0] or score[1]]
+    if not scored:
+        return None
+    _, best = max(scored, key=lambda sc: sc[0])
+    picked = pick_place(outside(best), int(best["value"]), None, lines)
+    if picked is None:
+        return None
+    place, others = picked
+    check_span = Span(check_line, 0, check_line, len(lines[check_line]) if 0 <= check_line < len(lines) else 0)
+    related = [Related(check_span, f"the check that rejected {best['name']} = {best['value']}")]
+    related.extend(Related(_place_span(p), f"this number made {best['name']} too") for p in others[:3])
+    for other in checked:
+        if other is best:
+            continue
+        mine = pick_place(outside(other), int(other["value"]), None, lines)
+        if mine is not None:
+            related.append(Related(_place_span(mine[0]), f"{other['name']} = {other['value']} is set here and fed the check too"))
+    said = (f"{best['name']} is set here (the number {_literal(place, lines)} written here reached the check "
+            f"as the program ran)")
+    return Moved(span=_place_span(place), related=tuple(related), sentence=said)

@@ -107,11 +107,14 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             stack.enter_context(target_chip(target))  # the file's questions about its chip answer as the target's
             limit = params.get("time_limit_s")
             stack.enter_context(keeping_written_shapes())  # scratch dims keep where they were written
+            loaded_before = set(sys.modules)
             with recording(path) as run, stop_near_limit():
                 guard = statement_deadlines(script_budget(limit, time.monotonic() - started))
-                # literals carry where they were written (runner/origin_values.py): findings land on them
+                # the file runs as written; where a failed entry's values were written is read from a
+                # second run with carried literals (runner/carried_pass.py)
                 module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures,
-                                                         guard=guard, carry_origins=True))
+                                                         guard=guard))
+            locating = _Locating(stack, path, text, modules, package, loaded_before)
             records, said = import_failure_records(run, path, limit)
             unbound = unbound_names(text if text is not None else "".join(linecache.getlines(path)), run)
             result["errors"].extend(records)
@@ -131,7 +134,8 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             for task in tasks:
                 if only is not None and task.name not in only:
                     continue
-                checked = _check_task(task, path, target, tiers, result["unavailable"], say, known.get(task.name))
+                checked = _check_task(task, path, target, tiers, result["unavailable"], say, known.get(task.name),
+                                      locating)
                 blame_import(checked, unbound)
                 result["entries"].append(checked)
     except tasks_runtime.TaskError as exc:
@@ -144,7 +148,32 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
     return result
 
 
-def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -> dict[str, Any]:
+class _Locating:
+    """The checked file's second, locating run (runner/carried_pass.py), loaded the first time an
+    entry fails and kept for the others of the request."""
+
+    def __init__(self, stack: contextlib.ExitStack, path: str, text: str | None, modules: Any, package: str | None,
+                 loaded_before: set[str]) -> None:
+        self.stack, self.path, self.text, self.modules, self.package = stack, path, text, modules, package
+        self.loaded_before = loaded_before
+        self.module: Any = None
+        self.failed = False
+
+    def locate(self, entry: dict[str, Any], task: Any, args: tuple[Any, ...]) -> None:
+        from .carried_pass import carried_copy, locate_entry
+
+        if self.module is None and not self.failed:
+            try:
+                self.module = self.stack.enter_context(carried_copy(self.path, self.text, self.modules, self.package,
+                                                                    self.loaded_before))
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - locating is optional: the verdicts stand
+                self.failed = True
+                del exc
+        if self.module is not None:
+            locate_entry(entry, task.name, args, self.path, self.module, self.text)
+
+
+def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, locating=None) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": task.name,
         "line": task.line,
@@ -198,6 +227,8 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None) -
 
         say(f"tier 3: {task.name}", stage=Stage.TIER, tier=3, entry=task.name)
         tier3_entry(entry, task, path, say, target)
+    if entry["errors"] and task.call is None and locating is not None:
+        locating.locate(entry, task, args)  # where the failed entry's values were written
     return entry
 
 

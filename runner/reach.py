@@ -28,12 +28,13 @@ def call_path(path: str, call: Any) -> str:
     return path
 
 
-def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modules: tuple[Any, ...] = ()) -> list[dict[str, Any]] | None:
+def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modules: tuple[Any, ...] = (),
+                  raised: list[BaseException] | None = None) -> list[dict[str, Any]] | None:
     """``[{"lines": [1-based lines of path on the stack], "kernel_line": int | None, "kernel": str,
     "buffers": [...], "vmem_bytes": int, "origins": {"in_specs[1][0]": [[line, col, end_col]], ...}}]``
     for every pallas_call ``fn(*args)`` makes (``origins``: where in ``path`` the literals that made its
     grid, block, scratch and out_shape dims were written, ``runner/origin_values.py``); None when the
-    trace failed (what it reached is unknown)."""
+    trace failed (what it reached is unknown; ``raised``, when given, gets the exception)."""
     target = os.path.realpath(path)
     stacks: list[list[int]] = []
 
@@ -46,7 +47,9 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
     try:
         calls = traced_calls(fn, args, modules, rewrite=on_call, user_files=(path,), before_retry=stacks.clear,
                              sink=made)
-    except Exception:  # noqa: BLE001 - the tiers report the failure; what was reached stays unknown
+    except Exception as exc:  # noqa: BLE001 - the tiers report the failure; what was reached stays unknown
+        if raised is not None:
+            raised.append(exc)
         if not made:
             return None
         # the calls made before the trace failed: what they were built from (their places) is known,

@@ -165,6 +165,18 @@ class RaisedAt:
 
 
 @dataclass(frozen=True)
+class CheckedValue:
+    """A value a check of the user's own code read when it raised (``if bkv % bkv_compute: raise
+    ValueError(...)``): the expression at the check, its value, and where in the checked file the
+    literals that made it were written (1-based line, column, end column), as a second run of the
+    file with its literals carrying their places saw it (runner/carried_pass.py)."""
+
+    name: str
+    value: int
+    places: tuple[tuple[int, ...], ...] = ()
+
+
+@dataclass(frozen=True)
 class ErrorRecord:
     """One error as the worker saw it (runner/errors.py builds it): the client locates it in the file.
 
@@ -188,6 +200,7 @@ class ErrorRecord:
     origin: str | None = None
     severity: str | None = None  # tier 3 may soften to "warning"
     x64: bool = False  # jax_enable_x64 was on (ints became int64)
+    checked: tuple[CheckedValue, ...] = ()  # a check of the user's code raised: the values it read
 
     def as_mapping(self) -> dict[str, Any]:
         """The plain form ``engine/locate.py`` reads (to_json of this record)."""
