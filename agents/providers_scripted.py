@@ -2,10 +2,12 @@
 
 The scripted provider answers each call with the next queued response, so tests and demos run the
 whole fix loop without a model. Responses come from ``ProviderConfig.scripted`` or from a JSON file
-(``agent.scriptedFile``) holding a list whose items are either the reply text or an object::
+(``agent.scriptedFile``) holding a list whose items are the reply text, an object describing the reply
+(with ``text`` or ``error``), or any other object, which is the reply itself sent as JSON text::
 
     ["{\\"explanation\\": ...}", {"text": "...", "input_tokens": 10, "output_tokens": 5},
-     {"error": "rate_limit", "message": "..."}, {"text": "...", "delay_s": 2}]
+     {"error": "rate_limit", "message": "..."}, {"text": "...", "delay_s": 2},
+     {"explanation": "rows in multiples of 8", "edits": [{"search": "...", "replace": "..."}]}]
 
 It keeps every request it was sent (``requests``) for tests to inspect. ``replay:<run-id>`` answers
 with the responses the results store recorded for that run, in order (``pallasite fix --provider
@@ -21,6 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from .providers import ERROR_KINDS, ModelReply, ModelRequest, ProviderConfig, ProviderError, Usage, reply
+
+
+# An object item with one of these keys describes a reply (its text, usage, delay or error); any other
+# object is the reply itself, e.g. the fixer's {"explanation": ..., "edits": [...]}, sent as its JSON text.
+_WRAPPER_KEYS = frozenset({"text", "error"})
 
 
 class ScriptedProvider:
@@ -43,6 +50,8 @@ class ScriptedProvider:
         item = self.queue.pop(0)
         if isinstance(item, str):
             item = {"text": item}
+        elif isinstance(item, dict) and not _WRAPPER_KEYS & item.keys():
+            item = {"text": json.dumps(item)}  # the reply itself as a JSON object (the fixer's edits)
         if not isinstance(item, dict):
             raise ProviderError("config", f"scripted response {len(self.requests)} must be a string or an "
                                           f"object, got {type(item).__name__}")

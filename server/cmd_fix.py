@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 JSON_VERSION = 1
+_DETAIL_LINES = 12  # a rejected round's detail shown in the text output (the JSON has all of it)
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -158,7 +159,9 @@ def _text(outcome, *, written=None) -> str:
     else:
         lines.append(f"{outcome.path}: {outcome.message}")
         for attempt in outcome.attempts:
-            lines.append(f"  round {attempt.round}: {attempt.verdict}: {attempt.detail.splitlines()[0] if attempt.detail else ''}")
+            detail = attempt.detail.splitlines() or [""]
+            lines.append(f"  round {attempt.round}: {attempt.verdict}: {detail[0]}")
+            lines += [f"    {line}" for line in detail[1:_DETAIL_LINES] if line.strip()]  # the findings it names
     if outcome.attempts:
         lines.append(f"  {len(outcome.attempts)} round(s) with {outcome.provider}, {outcome.usage.describe()}, "
                      f"{outcome.seconds:.1f} s; run id {outcome.run_id} (replay: --provider replay:{outcome.run_id})")

@@ -57,6 +57,9 @@ def test_no_verified_fix_exits_1_and_lists_the_rounds(tmp_path):
     assert done.returncode == 1
     assert "no verified fix: round 1: still failing; round 2: unreadable" in done.stdout
     assert "round 1: still failing: the checker reports on the edited file:" in done.stdout
+    # the finding itself follows (it stopped at the colon): the line, the code and the tier
+    after = done.stdout.split("the checker reports on the edited file:", 1)[1].splitlines()[1]
+    assert after.startswith("    - line ") and "PLS001 [tier 0" in after, done.stdout
 
 
 def test_usage_errors_exit_2(tmp_path):
