@@ -9,6 +9,11 @@ real ones, the device is not. It handshakes as a worker whose device kind is ``S
 answers a ``time`` job after ``PALLASITE_STANDIN_SECONDS`` (default 0.5 s) with made-up device medians: the candidate's a pure
 function of its text, the reference 100 us. Its timings are labelled as the stand-in's: never a
 chip's time. Nothing here imports JAX.
+
+``standin_device_config(...)``: a real ``pallasite worker`` that plays an accelerator for the judge
+(``PALLASITE_STANDIN_DEVICE=1``; runner/judge_export.py): its JAX runs on the CPU, but model-written
+code is judged as on a chip, from the candidate's exported program in the process that holds the
+"device", so tests run the device path without a TPU.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from ..wire import messages, protocol
 from .backend import Reply
 
 STANDIN_KIND = "stand-in device"
+STANDIN_DEVICE_ENV = "PALLASITE_STANDIN_DEVICE"  # read by runner/judge_export.py
 METHOD = "stand-in: a fixed time per job, made-up medians (not a device timing of any chip)"
 
 
@@ -71,3 +77,13 @@ class StandInActor:
 
     async def close(self) -> None:
         return None
+
+
+def standin_device_config(*, confine: bool = True, allow_unconfined: bool = False, **options: Any) -> Any:
+    """A ``WorkerConfig`` for a confined worker that plays an accelerator (see the module docstring);
+    ``allow_unconfined``: each request in a plain fresh process instead of a sandbox (still judged)."""
+    from .client import WorkerConfig
+
+    env = {**dict(options.pop("env", None) or {}), STANDIN_DEVICE_ENV: "1"}
+    args = tuple(options.pop("worker_args", ())) + (("--allow-unconfined",) if allow_unconfined else ())
+    return WorkerConfig(confine=confine, platforms="cpu", env=env, worker_args=args, **options)

@@ -15,10 +15,13 @@ shape) and times the candidate's calls by its own clock around each round trip. 
 patches numpy, the comparison, the estimator or the reply patches its own process only; the judge
 sets itself non-dumpable, so the candidate cannot read or write its memory either.
 
-Where the judge has nothing trusted to load (no reference file in the request) or the work runs on
-an accelerator (one process owns the chip), the candidate process runs the whole op as before and
-the result says it was judged there (``judged_by``). The channel is ``runner/judge_channel.py``; the
-``check`` and ``estimate`` ops are judged in ``runner/judge_compile.py``. Worker side: imports jax.
+On an accelerator (or a worker that plays one, or when the request asks: ``judge == "export"``) the
+judge never talks to a running candidate: ``runner/judge_export.py`` has the candidate's process
+export its program and runs that itself. Only on CPU, where the judge has nothing trusted to load
+(no reference file in the request), the candidate process runs the whole op as before and the
+result says it was judged there (``judged_by``); on a device that request is refused. The channel
+is ``runner/judge_channel.py``; the ``check`` and ``estimate`` ops are judged in
+``runner/judge_compile.py``. Worker side: imports jax.
 """
 
 from __future__ import annotations
@@ -193,20 +196,19 @@ def start_candidate(params: dict[str, Any]) -> tuple[socket.socket, int]:
 
 def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
     """The ``time`` op with the candidate in a process of its own (see the module docstring)."""
-    from . import timing
+    from . import judge_export, timing
 
+    if judge_export.wanted(params):  # on a device (or asked): the judge runs the exported program
+        return judge_export.judged_time(params, progress)
     say = timing._say(progress)
-    on_cpu = os.environ.get("JAX_PLATFORMS", "").split(",")[0] == "cpu"
     sock, pid = start_candidate(params)
     try:
         with contextlib.ExitStack() as stack:
-            why = None if on_cpu else "it runs on an accelerator (one process holds the chip)"
-            trusted = None
-            if why is None:
-                try:
-                    trusted = _trusted(params, stack)  # before the candidate side runs anything
-                except Exception as exc:  # noqa: BLE001 - nothing trusted to judge against
-                    why = str(exc)
+            why, trusted = None, None
+            try:
+                trusted = _trusted(params, stack)  # before the candidate side runs anything
+            except Exception as exc:  # noqa: BLE001 - nothing trusted to judge against (on CPU only)
+                why = str(exc)
             if trusted is None:
                 send_frame(sock, {"op": "whole"})
                 header, _ = receive(sock)

@@ -469,6 +469,10 @@ class TimeParams:
     extra_shape: bool = True  # also check at a second shape when the task allows one
     max_speedup: float = 20.0  # above it a speedup is flagged for a second look
     shrink: bool = False  # without a device: check at reduced shapes (runner/timing_shrink.py)
+    # model-written code: how the judge runs it (runner/judge.py). "auto": on a device the candidate's
+    # exported program (runner/judge_export.py), on CPU a round trip to its process; "export": the
+    # exported program on any backend
+    judge: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -503,6 +507,19 @@ class Trick:
 
 
 @dataclass(frozen=True)
+class JudgeRecord:
+    """Who judged a model-written candidate, by pid (runner/judge_export.py). ``how``: "exported
+    program" (the judge ran the module the candidate's process exported); ``candidate_imported``:
+    whether any module of the judge's process came from the candidate's file (never, when it judged)."""
+
+    how: str
+    judge_pid: int | None = None
+    candidate_pid: int | None = None
+    candidate_imported: bool | None = None
+    platform: str | None = None
+
+
+@dataclass(frozen=True)
 class TimeResult:
     """The ``time`` and ``profile`` result. ``verdict``: "ok", "rejected" (never timed: the
     rejections say why) or "error" (could not time at all: ``error`` says why). ``checks``,
@@ -528,6 +545,7 @@ class TimeResult:
     error: str | None = None
     profile: dict[str, Any] | None = None  # the profile op's figures
     judged_by: str | None = None  # model-written code: which process compared and timed it (runner/judge.py)
+    judge: JudgeRecord | None = None  # ... and by pid, where the judge ran the exported program
 
 
 def time_result_from_plain(result: dict[str, Any]) -> TimeResult:

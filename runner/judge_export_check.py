@@ -1,0 +1,110 @@
+"""What the judge accepts as a candidate's exported program: a serialized ``jax.export`` module it can
+run itself, with nothing in it that reaches back into Python.
+
+The candidate's process sends bytes; nothing it says about them is believed. ``verified(blob, ...)``
+deserializes them here and refuses, naming why, a module that is not for this backend or for more
+than one device, that carries effects (``jax.debug.print``, ``io_callback`` and ordered side effects
+are effects), whose inputs are not the shapes the judge named, or that calls any custom call outside
+jax's own list of targets guaranteed stable for serialization (plus the Mosaic TPU kernel call):
+host callbacks (``pure_callback``, ``io_callback``, ``jax.debug.*``, a pallas_call in TPU interpret
+mode) lower to such custom calls, and a crafted module naming one would make the judge call into
+memory it never set up. jax itself refuses to export host callbacks ("serialization of host_callbacks
+is not yet implemented"); the candidate's process turns that into a refusal with why
+(``refusal_for``), and the judge checks again here, because that process is the candidate's.
+
+Worker side: imports jax lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TPU_KERNEL = "tpu_custom_call"  # a pallas_call lowered by Mosaic
+CALLBACK_WORDS = ("callback",)  # xla_python_cpu_callback, xla_ffi_python_gpu_callback, ...
+HOST_CALLBACKS = ("the program needs host callbacks, which a serialized module cannot carry (jax.debug.print, "
+                  "jax.pure_callback, io_callback, or a pallas_call in TPU interpret mode lower to them)")
+
+
+class Refused(Exception):
+    """The module cannot be run by the judge (the message says why)."""
+
+
+def refusal_for(exc: BaseException) -> str | None:
+    """Why an export failed, when the failure is the program's (host callbacks, effects), else None."""
+    text = f"{type(exc).__name__}: {exc}"
+    if "host_callbacks" in text or "callback" in text.lower():
+        return f"{HOST_CALLBACKS}: {text[:300]}"
+    if "effect" in text.lower() and isinstance(exc, (NotImplementedError, ValueError)):
+        return f"the program has side effects a serialized module cannot carry: {text[:300]}"
+    return None
+
+
+def stable_targets() -> frozenset[str]:
+    """The custom-call targets jax guarantees stable for serialization, and the Mosaic kernel call."""
+    try:
+        from jax._src.export import _export
+
+        known = frozenset(getattr(_export, "_CUSTOM_CALL_TARGETS_GUARANTEED_STABLE", ()))
+    except ImportError:  # pragma: no cover - another jax layout: only the kernel call
+        known = frozenset()
+    return frozenset(t for t in known if not any(w in t.lower() for w in CALLBACK_WORDS)) | {TPU_KERNEL}
+
+
+def custom_calls(text: str) -> list[str]:
+    """Every custom call's target in the module's text, by walking its operations."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    found: list[str] = []
+
+    def walk(op: Any) -> None:
+        op = getattr(op, "operation", op)
+        if op.name == "stablehlo.custom_call":
+            attr = op.attributes["call_target_name"]
+            found.append(str(ir.StringAttr(attr).value))
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    walk(inner)
+
+    with mlir.make_ir_context():
+        walk(ir.Module.parse(text).operation)
+    return found
+
+
+def verified(blob: bytes, named: list[list[Any]], platform: str) -> tuple[Any, dict[str, Any]]:
+    """(the deserialized module, what was checked), or Refused naming why. ``named``: the input
+    signature the judge asked for (``[[shape, dtype], ...]``), ``platform``: this backend's."""
+    import jax
+    import numpy as np
+
+    try:
+        exported = jax.export.deserialize(bytearray(blob))
+    except Exception as exc:  # noqa: BLE001 - bytes from the candidate's process
+        raise Refused(f"the bytes sent are not a serialized jax.export module ({type(exc).__name__}: "
+                      f"{str(exc)[:200]})") from None
+    if platform not in exported.platforms:
+        raise Refused(f"the module was lowered for {', '.join(exported.platforms)}, not for this backend ({platform})")
+    if exported.nr_devices != 1:
+        raise Refused(f"the module is for {exported.nr_devices} devices; the judge runs it on one")
+    effects = [*exported.ordered_effects, *exported.unordered_effects]
+    if effects:
+        raise Refused(f"the module has effects ({', '.join(map(str, effects))[:200]}): {HOST_CALLBACKS}")
+    got = [[list(a.shape), np.dtype(a.dtype).name] for a in exported.in_avals]
+    want = [[list(s), np.dtype(d).name] for s, d in named]
+    args, kwargs = jax.tree.unflatten(exported.in_tree, list(range(len(exported.in_avals))))
+    if got != want or kwargs or list(args) != list(range(len(want))):
+        raise Refused(f"the module takes {got} (as {exported.in_tree}), not the inputs the judge named {want}")
+    try:
+        calls = custom_calls(exported.mlir_module())
+    except Exception as exc:  # noqa: BLE001
+        raise Refused(f"the module's text could not be read ({type(exc).__name__}: {str(exc)[:200]})") from None
+    allowed = stable_targets()
+    foreign = sorted({c for c in calls if c not in allowed})
+    if foreign:
+        callback = any(w in c.lower() for c in foreign for w in CALLBACK_WORDS)
+        raise Refused((HOST_CALLBACKS + ": " if callback else "") +
+                      f"the module calls {', '.join(foreign)}, outside the custom calls jax keeps stable for "
+                      "serialized modules")
+    return exported, {"platforms": list(exported.platforms), "custom_calls": sorted(set(calls)),
+                      "kernels": calls.count(TPU_KERNEL), "bytes": len(blob)}

@@ -1,0 +1,149 @@
+"""On a device the judge runs the candidate's exported program, never its Python (issue 42, part B).
+
+A stand-in device worker (engine/standin.py: a real ``pallasite worker`` that plays an accelerator,
+its JAX on the CPU) takes the device path: before it, a confined worker on an accelerator let the
+candidate judge and time itself (``judged_by: the candidate's own process``), so patching the
+comparison made "correct" of a wrong kernel. Now the candidate's process exports its program for
+the shapes the judge names and ends; the judge deserializes it, checks it, runs and times it.
+The user's file is tests/data/optimize/add.py; the candidates are in tests/data/judge_export/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from pallasite.engine import spawn
+
+DATA = Path(__file__).parent / "data"
+HERE = DATA / "judge_export"
+USER = (DATA / "optimize" / "add.py").read_text()
+RIGHT = (HERE / "right.py").read_text()
+WRONG = (HERE / "wrong.py").read_text()
+TAMPER = (DATA / "untrusted" / "tampering_preamble.py").read_text()
+EXPORTED = "the judge, from the candidate's exported program"
+
+needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) is not None,
+                                      reason=f"no confined worker here: {spawn.confinement_problem(sys.executable)}")
+
+
+async def judged(config, tmp_path: Path, texts: list[str], trusted: bool = True, **options) -> list:
+    from pallasite.engine.client import WorkerClient
+    from pallasite.engine.timing import TaskFiles, time_request
+
+    user_file = tmp_path / "kernel.py"
+    user_file.write_text(USER)
+    results = []
+    async with WorkerClient(config) as worker:
+        for text in texts:
+            params = time_request(TaskFiles(str(user_file)), "time", runs=3, warmup=1, text=text,
+                                  trusted=(str(user_file), USER) if trusted else None)
+            reply = await worker.request(dataclasses.replace(params, **options))
+            assert reply.ok, reply.message
+            results.append(reply.result)
+    return results
+
+
+def standin(**options):
+    from pallasite.engine.standin import standin_device_config
+
+    return standin_device_config(timeout_s=240, **options)
+
+
+def tricks(result) -> list[str]:
+    return [r.trick for r in result.rejections]
+
+
+@needs_namespaces
+async def test_on_a_standin_device_the_attacks_fail_and_only_the_exported_program_runs(tmp_path):
+    clock = (HERE / "clock_preamble.py").read_text()
+    forged = (HERE / "forged_reply_preamble.py").read_text()
+    texts = [TAMPER + WRONG, clock + RIGHT, forged + WRONG, (HERE / "sleeper.py").read_text(), RIGHT]
+    tampering, clocked, forging, sleeper, right = await judged(standin(), tmp_path, texts)
+    for result in (tampering, clocked, forging, sleeper, right):
+        assert result.judged_by.startswith(EXPORTED if result is not forging else "the judge (pid "), result.judged_by
+        assert result.judge.how == "exported program" and result.judge.candidate_imported is False
+        assert result.judge.judge_pid != result.judge.candidate_pid
+    # the comparison (numpy, pallasite's comparisons) and the estimator patched in the candidate's process
+    assert tampering.verdict == "rejected" and tricks(tampering) == ["wrong_result"], tampering.rejections
+    # every clock of the candidate's process stopped: the judge's are its own
+    assert clocked.verdict == "ok", (clocked.error, clocked.rejections)
+    assert min(clocked.candidate.samples_ns) > 1000 and min(clocked.reference.samples_ns) > 1000
+    # a forged verdict written on the channel and stdout is not a program
+    assert forging.verdict == "error" and forging.speedup is None and forging.candidate is None, forging
+    assert "could not export its program" in forging.error
+    # right when tested, wrong when timed: one program is tested and timed, and checked again after timing
+    assert sleeper.verdict == "ok" and sleeper.checks["timed_program_checked"] is True, sleeper.rejections
+    assert right.verdict == "ok" and right.checks["extra_shape"]["checked"] is True
+    assert right.candidate.median_ns > 0 and right.speedup["value"] > 0
+    export = right.checks["export"]
+    assert export["shapes"]["bytes"] > 0 and export["shapes"]["judge_deserialize_compile_s"] > 0
+
+
+async def test_by_pid_the_candidates_python_never_runs_in_the_process_that_holds_the_device(tmp_path):
+    """Opted in without a sandbox (the spy can then write where the test reads): every import of the
+    candidate and every call of its entry happened in the candidate's process, never in the judge's."""
+    log = tmp_path / "spy.log"
+    spy = (HERE / "spy_preamble.py").read_text().replace("{log}", str(log))
+    candidate = spy + RIGHT.replace("def add(x, y):\n", "def add(x, y):\n    _spy('call')\n", 1)
+    (result,) = await judged(standin(allow_unconfined=True), tmp_path, [candidate])
+    assert result.verdict == "ok", (result.error, result.rejections)
+    events = [line.split() for line in log.read_text().splitlines()]
+    assert {"import", "call"} <= {e for e, _ in events}, events
+    pids = {int(p) for _, p in events}
+    assert pids == {result.judge.candidate_pid}, (pids, result.judge)
+    assert result.judge.judge_pid not in pids and result.judge.candidate_imported is False
+
+
+@needs_namespaces
+async def test_on_a_standin_device_a_request_without_the_users_file_is_refused_not_self_judged(tmp_path):
+    (result,) = await judged(standin(), tmp_path, [TAMPER + WRONG], trusted=False)
+    assert result.verdict == "error" and "not judged" in result.error, result
+    assert result.judged_by != "the candidate's own process" and result.candidate is None
+
+
+@needs_namespaces
+async def test_on_cpu_the_same_flow_refuses_a_program_that_needs_host_callbacks_with_why(tmp_path):
+    from pallasite.engine.client import WorkerConfig
+
+    printing = RIGHT.replace("def add(x, y):\n", "def add(x, y):\n    jax.debug.print('x {}', x[0, 0])\n", 1)
+    calling = RIGHT.replace("    return pl.pallas_call(", "    x = jax.pure_callback(lambda a: a, x, x)\n"
+                            "    return pl.pallas_call(", 1)
+    printed, called, right = await judged(WorkerConfig(confine=True, timeout_s=240), tmp_path,
+                                          [printing, calling, RIGHT], judge="export")
+    for result in (printed, called):
+        assert result.verdict == "rejected" and tricks(result) == ["not_exportable"], result
+        assert "host callbacks" in result.rejections[0].message
+    assert right.verdict == "ok" and right.judged_by.startswith(EXPORTED) and right.device["platform"] == "cpu"
+
+
+def test_the_judge_refuses_crafted_bytes_and_a_module_that_calls_back_into_python():
+    """What the candidate's process sends is checked in the judge, whatever that process claims."""
+    import jax
+    import jax.numpy as jnp
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    from pallasite.runner.judge_export_check import Refused, verified
+
+    spec = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    exported = jax.export.export(jax.jit(lambda x: x * 2), platforms=("cpu",))(spec)
+    named = [[[8, 128], "float32"]]
+    module, seen = verified(exported.serialize(), named, "cpu")
+    assert seen["custom_calls"] == [] and module.in_avals == exported.in_avals
+    text = exported.mlir_module().replace("return", "%cb = stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg0) "
+                                          ": (tensor<8x128xf32>) -> tensor<8x128xf32>\n    return", 1)
+    with mlir.make_ir_context():
+        crafted = dataclasses.replace(exported, mlir_module_serialized=mlir.module_to_bytecode(ir.Module.parse(text)))
+    with pytest.raises(Refused, match="host callbacks.*xla_ffi_python_cpu_callback"):
+        verified(crafted.serialize(), named, "cpu")
+    with pytest.raises(Refused, match="not a serialized jax.export module"):
+        verified(b"\x00" * 64, named, "cpu")
+    with pytest.raises(Refused, match="not the inputs the judge named"):
+        verified(exported.serialize(), [[[16, 128], "float32"]], "cpu")
+    with pytest.raises(Refused, match="not for this backend"):
+        verified(exported.serialize(), named, "tpu")
