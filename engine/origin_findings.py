@@ -490,18 +490,22 @@ def to_carried_check(rec: Mapping[str, Any], frames: tuple[tuple[int, str], ...]
     """A check of the file's own code that raised (``if bkv % bkv_compute: raise ...``), placed at
     the literal that made the value it rejected, as the worker's locating run read the check's
     values (``ErrorRecord.checked``, runner/carried_pass.py): of the values the check read, the one
-    that breaks the (8, 128) tiling, else the one its message names; the check and the literals
+    that breaks the (8, 128) tiling, else the one its message names first; the check and the literals
     that made the other values it compared are related places."""
     checked = [c for c in rec.get("checked") or () if c.get("places")]
     if not checked:
         return None
     check_line = frames[-1][0] - 1
-    numbers = {int(n) for n in re.findall(r"(?<![\w.])-?\d+(?!\w|\.\d)", f"{rec.get('message') or ''} {rec.get('sentence') or ''}")}
+    message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+    said_at = {}  # value -> where the message first says it (the check's subject comes first)
+    for m in re.finditer(r"(?<![\w.])-?\d+(?!\w|\.\d)", message):
+        said_at.setdefault(int(m.group()), m.start())
 
     def outside(c: Mapping[str, Any]) -> list[Any]:  # a literal written in the check itself is the check's own
         return [p for p in c["places"] if int(p[0]) - 1 != check_line]
 
-    scored = [((odd(int(c["value"])), int(c["value"]) in numbers, -i), c) for i, c in enumerate(checked) if outside(c)]
+    scored = [((odd(int(c["value"])), int(c["value"]) in said_at, -said_at.get(int(c["value"]), len(message)), -i), c)
+              for i, c in enumerate(checked) if outside(c)]
     scored = [(score, c) for score, c in scored if score[0] or score[1]]
     if not scored:
         return None
@@ -519,6 +523,9 @@ def to_carried_check(rec: Mapping[str, Any], frames: tuple[tuple[int, str], ...]
         mine = pick_place(outside(other), int(other["value"]), None, lines)
         if mine is not None:
             related.append(Related(_place_span(mine[0]), f"{other['name']} = {other['value']} is set here and fed the check too"))
+    for line, function in reversed(frames[:-1][-3:]):  # the calls the values took to the check
+        if 0 <= line - 1 < len(lines):
+            related.append(Related(_line_of(line - 1, lines), f"the check in {frames[-1][1]}() is reached through this call"))
     said = (f"{best['name']} is set here (the number {_literal(place, lines)} written here reached the check "
             f"as the program ran)")
     return Moved(span=_place_span(place), related=tuple(related), sentence=said)

@@ -1,0 +1,109 @@
+"""Tiers 1 and 3 run the user's file exactly as written, and a failed entry is located by a second
+run (runner/carried_pass.py).
+
+Before, the checked run itself executed the file with its literals replaced by ``OInt``/``OFloat``:
+``type(ROWS) is int`` was False, ``HALF * 2 is LANES`` was False, ``type(3.0)`` was ``OFloat``, so
+``tests/data/as_written/type_dispatch.py`` raised TypeError in tier 1 (its block shape differed
+too). A kernel's own check of its block sizes (``if bkv % bkv_compute: raise ...``) was found at
+the ``raise`` (``own_check.py``; JAXBench's splash and flash attention with a block size changed in
+their ``TUNED_PARAMS``); now at the literals that fed the check.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "as_written"
+SEED = Path("/work/seed/accelerator-agents/JAXBench/benchmark")
+
+
+def _check(path: str, tiers: tuple[int, ...]):
+    from pallasite.analysis import tier0
+    from pallasite.engine import locate
+    from pallasite.engine.sources import sources_for
+    from pallasite.runner import checks
+    from pallasite.wire.messages import CheckParams
+
+    text = Path(path).read_text()
+    result = checks.handle_check(CheckParams(source=sources_for(path), target="v6e", tiers=tiers))
+    return text, result, locate.locate_result(result, text, tier0.analyze(text, path, target="v6e"), "v6e")
+
+
+def _marked(text: str, mark: str = "# origin") -> int:
+    [line] = [i for i, t in enumerate(text.splitlines()) if t.rstrip().endswith(mark)]
+    return line
+
+
+def test_type_identity_repr_and_dispatch_are_plain_python_in_tiers_1_and_3():
+    _, result, located = _check(str(DATA / "type_dispatch.py"), (1, 3))
+    [entry] = result.entries
+    assert entry.state(1).display() == "ok" and entry.state(3).display() == "ok", [f.message for f in located.findings]
+    assert not [f for f in located.findings if f.severity == "error"]
+    assert entry.reached[0].buffers[0].shape == (8, 128)
+
+
+def test_the_type_fixture_fails_when_the_program_is_changed():
+    """The fixture can fail: run with carried literals (what tiers 1 and 3 did before), its own
+    questions answer otherwise and it raises."""
+    from pallasite.runner.loader import user_module
+
+    with user_module(str(DATA / "type_dispatch.py"), carry_origins=True) as module:
+        with pytest.raises(TypeError, match="plain numbers"):
+            module.block_shape()
+    with user_module(str(DATA / "type_dispatch.py")) as module:
+        assert module.block_shape() == (8, 128)
+
+
+def test_a_locating_run_that_took_another_branch_places_nothing():
+    """The carried run builds a (8, 128) block from a 128 that never ran in the checked run: its
+    places are not believed (the blocks differ), the finding stays at the BlockSpec."""
+    text, _, located = _check(str(DATA / "dispatch_mistake.py"), (1,))
+    [finding] = [f for f in located.findings if f.code == "PLS101"]
+    never = _marked(text, "# not the place: this 128 never ran")
+    assert finding.span.line != never
+    assert "pl.BlockSpec" in text.splitlines()[finding.span.line]
+
+
+def test_a_kernels_own_check_lands_on_the_literals_that_fed_it():
+    text, result, located = _check(str(DATA / "own_check.py"), (1,))
+    [finding] = [f for f in located.findings if f.severity == "error"]
+    lines = text.splitlines()
+    assert finding.code == "PLS100" and "bkv=512 must be a multiple of bkv_compute=384" in finding.message
+    assert finding.span.line == _marked(text) and lines[finding.span.line][finding.span.column:finding.span.end_column] == "512"
+    raise_line = next(i for i, t in enumerate(lines) if "raise ValueError" in t)
+    other = _marked(text, "# fed the check")
+    assert any(r.span.line == raise_line and "the check that rejected bkv = 512" in r.message for r in finding.related)
+    assert any(r.span.line == other and "bkv_compute = 384" in r.message for r in finding.related)
+    assert any("reached through this call" in r.message and "make_kernel(sizes)(q, k)" in lines[r.span.line]
+               for r in finding.related)  # the path the values took
+    [record] = result.entries[0].errors
+    assert {c.name: c.value for c in record.checked} == {"bkv": 512, "bkv_compute": 384}
+
+
+def _mutated(tmp_path: Path, task: str, old: str, new: str) -> tuple[str, int]:
+    source = SEED / task / "optimized.py"
+    if not source.exists():
+        pytest.skip("JAXBench is not here")
+    text = source.read_text()
+    assert text.count(old) == 1
+    path = tmp_path / f"{task}.py"
+    path.write_text(text.replace(old, new))
+    return str(path), text[:text.index(old)].count("\n")
+
+
+@pytest.mark.parametrize("task, old, new, literal, said", [
+    ("4p_Sparse_Attention", "'block_kv_compute': 1024,", "'block_kv_compute': 1000,", "1000",
+     "bkv=2048 must be a multiple of bkv_compute=1000"),
+    ("1p_Flash_Attention", "'block_k': 1024,", "'block_k': 768,", "768", "block_k=768 should divide block_k_major=2048"),
+])
+def test_jaxbench_attention_checks_land_on_the_tuned_literal(tmp_path, task, old, new, literal, said):
+    path, line = _mutated(tmp_path, task, old, new)
+    text, _, located = _check(path, (1,))
+    errors = [f for f in located.findings if f.severity == "error" and said in f.message]
+    assert errors
+    for finding in errors:
+        assert finding.span.line == line
+        assert text.splitlines()[line][finding.span.column:finding.span.end_column] == literal
+        assert any("the check that rejected" in r.message for r in finding.related)
