@@ -19,7 +19,7 @@ Client side, plain functions over ``Finding``; never imports jax.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..analysis.types import Finding, Related, Span
 
@@ -47,8 +47,12 @@ NEAR_LINES = 2
 _SEVERITY_RANK = {"hint": 0, "information": 1, "warning": 2, "error": 3}
 
 
-def merge_agreeing(findings: Sequence[Finding], sites: Sequence[Any] = ()) -> list[Finding]:
-    """``findings`` with each compiler finding that repeats a tier-0 one folded into it."""
+def merge_agreeing(findings: Sequence[Finding], sites: Sequence[Any] = (),
+                   severity: Mapping[str, str] | None = None) -> list[Finding]:
+    """``findings`` with each compiler finding that repeats a tier-0 one folded into it. ``severity``
+    is the user's per-code overrides (``--severity``, the ``severity`` setting): a tier-0 code given one
+    keeps it when the compiler agrees (the folded finding is that code's, so the user's level is its level)."""
+    chosen = {code.upper() for code, level in (severity or {}).items() if level.lower() != "off"}
     out = list(findings)
     absorbed: set[int] = set()
     for i, early in enumerate(out):
@@ -60,7 +64,7 @@ def merge_agreeing(findings: Sequence[Finding], sites: Sequence[Any] = ()) -> li
             if not _same_place(early, late, sites):
                 continue
             absorbed.add(j)
-            out[i] = early = _fold(early, late)
+            out[i] = early = _fold(early, late, keep_severity=early.code in chosen)
     return [f for k, f in enumerate(out) if k not in absorbed]
 
 
@@ -76,9 +80,9 @@ def first_sentence(message: str) -> str:
     return message if cut < 0 else message[: cut + 1]
 
 
-def _fold(early: Finding, late: Finding) -> Finding:
+def _fold(early: Finding, late: Finding, *, keep_severity: bool = False) -> Finding:
     severity = early.severity
-    if _SEVERITY_RANK.get(late.severity, 0) > _SEVERITY_RANK.get(severity, 0):
+    if not keep_severity and _SEVERITY_RANK.get(late.severity, 0) > _SEVERITY_RANK.get(severity, 0):
         severity = late.severity  # the compiler rejected it: a tier-0 warning becomes an error
     return replace(
         early,

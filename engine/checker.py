@@ -212,7 +212,7 @@ class Checker:
                 )
 
         findings = list(apply_suppressions(findings, text, dict(self.options.severity)))
-        findings = merge_agreeing(findings, analysis.sites)  # one mistake, one finding
+        findings = merge_agreeing(findings, analysis.sites, self.options.severity)  # one mistake, one finding
         findings.sort(key=lambda f: (f.span.line, f.span.column, f.tier, f.code))
         return FileReport(
             path=path,
