@@ -345,6 +345,9 @@ class CostEstimate:
     model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v2"
     xla_bytes: int | None = None  # HBM bytes of the plain XLA ops around the kernels
     xla_flops: int | None = None
+    # the achieved-efficiency factors the figure used, (name, value, where it came from): fitted ones
+    # say what they were fitted on (runner/cost_model.FACTORS)
+    factors: tuple[tuple[str, Any, str], ...] = ()
 
     @property
     def label(self) -> str:

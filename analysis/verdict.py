@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 PROVENANCES = ("device", "estimate", "interpret", "host")
-COST_MODEL = "pallasite roofline v2"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
+COST_MODEL = "pallasite roofline v3"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
 
 
 class SpeedupRefused(ValueError):

@@ -26,24 +26,38 @@ For one call of a task's entry it traces the program (``jax.make_jaxpr``) and, f
 - **MXU shape efficiency**: per matmul, how the contracted and output-column dims fill the chip's
   MXU (``d / (ceil(d / mxu) * mxu)``) and the rows fill sublanes of 8; FLOP-weighted over matmuls.
 
-The roofline, model "pallasite roofline v2" (``roofline``; every constant below says where it
+The roofline, model "pallasite roofline v3" (``roofline``; every constant below says where it
 comes from): for one pallas_call on one TensorCore (both for "parallel" grids of a megacore chip)
 
-    call = bubble + max(memory - bubble, compute + steps x STEP_OVERHEAD_S)
+    call = bubble + max(memory - bubble, compute + steps x step_overhead)
 
-where compute = max(MXU time at the dtype's rate / MXU fill efficiency, vector time), memory = HBM
-bytes / bandwidth, and bubble = the first step's input blocks plus the last step's output blocks
-over the bandwidth (the pipeline cannot hide them: nothing computes before the first copy lands,
-nothing is left to overlap the last write-back; at one grid step nothing overlaps at all). The
-per-step cost does not hide behind the DMAs of that step (it is the core's own work: DMA issue,
-semaphore waits, loop bookkeeping) but DMAs hide behind it. The program adds its plain XLA ops
+where compute = max(MXU time at the dtype's rate / (MXU fill efficiency x mxu_efficiency), vector
+time), memory = HBM bytes / (bandwidth x hbm_efficiency), and bubble = the first step's input blocks
+plus the last step's output blocks over the bandwidth (the pipeline cannot hide them). The per-step
+cost does not hide behind the DMAs of that step (it is the core's own work: DMA issue, semaphore
+waits, loop bookkeeping) but DMAs hide behind it. The program adds its plain XLA ops
 (runner/xla_ops.py: FLOPs at the same rates, the bytes each fused op must move) and
-LAUNCH_OVERHEAD_S per launched kernel (each pallas_call and each XLA fusion root). A plain-JAX
-reference goes through the same function (``estimate`` with no pallas_call in it), so a kernel
-and its reference are priced by one model: ``MODEL`` names it. The vector rate is the chip's
-clock (derived from its bf16 MXU rate) x lanes x sublanes, one operation per element per cycle;
-float32 matmuls run at a third of the bf16 rate (multi-pass). These are assumptions, listed in
-every estimate. Rates come from the ChipSpec (jax's own table).
+LAUNCH_OVERHEAD_S per launched kernel.
+
+**The XLA reference is priced the way XLA runs it** (``estimate_reference`` with a deviceless libtpu
+device): the module libtpu compiles for the chip is read after its TPU passes (``hlo_ops``: its
+fusions, copies and custom calls in order, into while bodies x their trip counts); each op takes
+XLA's own cycle estimate for it (the ``estimated_cycles`` of its backend config) at the TensorCore's
+clock x ``xla_cycles_scale``, and never less than the HBM bytes its operands and results take at the
+achieved bandwidth; an op XLA gives no cycles for (a Mosaic custom call) is priced by its bytes plus
+a launch. Without libtpu the reference falls back to the jaxpr path above (its matmuls at the fitted
+MXU efficiency).
+
+**Achieved-efficiency factors** (``FACTORS``, each named with where it came from, carried in every
+estimate as ``CostEstimate.factors`` / the reference's ``factors``): ``mxu_efficiency``,
+``xla_cycles_scale`` and ``step_overhead_s`` are *fitted* (least squares on log time, with the
+guide's Python dispatch as a fourth, nuisance parameter) on the 21 TPU v5e bf16 times of jax's
+Pallas matmul guide (benchmarks/bench_matmul_guide.py, which refits them and prints the in-sample and
+leave-one-out errors); ``hbm_efficiency`` is *assumed* (1.0: none of those points is
+bandwidth-bound, so nothing public here fits it). The vector rate is the chip's clock x lanes x
+sublanes, one operation per element per cycle; float32 matmuls run at a third of the bf16 rate
+(multi-pass). Rates come from the ChipSpec (jax's own table). Every estimate says which term bounds
+it (``bound``: compute, memory or overhead).
 
 benchmarks/bench_matmul_guide.py checks the model against the TPU v5e times jax's Pallas matmul
 guide publishes (README "What the estimate means" has its figures).
@@ -54,6 +68,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,11 +78,32 @@ from ..analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
 from .body_counts import BodyCounts, _size, count_body, sub_jaxprs
 from .kernel_counts import count_over_grid
 
-MODEL = "pallasite roofline v2"
-# Per grid step: "roughly 0.35 us" per pipeline step, jax's Pallas TPU pipelining docs
-# (docs/pallas/tpu/pipelining.md); the matmul guide's bm=bk=bn=128 runs agree (8192^3: 91.8 ms over
-# 262,144 steps = 0.350 us a step, where the step's own DMAs and MXU work need 0.1 us).
-STEP_OVERHEAD_S = 0.35e-6
+MODEL = "pallasite roofline v3"
+FIT_DATA = ("jax's Pallas matmul guide (docs/pallas/tpu/matmul.ipynb, cells RjU3sSTUWzIk, OpU7I7BNXQYg, "
+            "AcBMHhKLhkDp, BOu7WBCBlHpN): 21 TPU v5e bf16 times, Pallas and XLA, 1024^3-8192^3")
+
+
+@dataclass(frozen=True)
+class Factors:
+    """Achieved efficiencies: what the chip delivers of its peak, by term."""
+
+    mxu_efficiency: float  # a Pallas kernel's matmuls (and XLA's without libtpu) at this fraction of the MXU's rate
+    xla_cycles_scale: float  # XLA's estimated_cycles for an op x this = its cycles on the chip
+    step_overhead_s: float  # per grid step, not hidden by that step's DMAs
+    hbm_efficiency: float  # HBM traffic at this fraction of the peak bandwidth
+
+    def described(self) -> tuple[tuple[str, Any, str], ...]:
+        fitted = f"fitted on {FIT_DATA}"
+        return (("mxu_efficiency", self.mxu_efficiency, fitted),
+                ("xla_cycles_scale", self.xla_cycles_scale, fitted),
+                ("step_overhead_s", self.step_overhead_s, fitted + " (jax's pipelining docs say about 0.35 us)"),
+                ("hbm_efficiency", self.hbm_efficiency, "assumed (no published bandwidth-bound point to fit it on)"))
+
+
+# The fit's result (benchmarks/bench_matmul_guide.py --fit prints it; that benchmark fails when a refit
+# moves a factor by more than 2%): typed in here so an estimate never depends on the benchmark running.
+FACTORS = Factors(mxu_efficiency=0.997, xla_cycles_scale=0.930, step_overhead_s=0.337e-6, hbm_efficiency=1.0)
+STEP_OVERHEAD_S = FACTORS.step_overhead_s
 # Per launched kernel (pallas_call or XLA fusion): an assumed order of magnitude, not measured here;
 # it moves none of the guide's published points by more than 2%.
 LAUNCH_OVERHEAD_S = 2e-6
@@ -76,7 +112,10 @@ F32_MATMUL_SLOWDOWN = 3.0
 MAX_GRID_STEPS = 1 << 22  # index maps are evaluated at every step up to this many
 
 ASSUMPTIONS = (
-    "0.35 us per grid step, not hidden by that step's DMAs; first input and last output blocks not hidden",
+    "per grid step overhead (fitted), not hidden by that step's DMAs; first input and last output blocks not hidden",
+    "matmuls at the fitted achieved MXU efficiency; HBM at the assumed achieved bandwidth (see factors)",
+    "an XLA reference compiled for the chip: each op at XLA's own estimated cycles x the fitted scale, "
+    "at least its HBM bytes at the achieved bandwidth",
     "2 us per launched kernel (pallas_call or XLA fusion)",
     "vector unit: one op per element per cycle (clock from the bf16 MXU rate)",
     "float32 matmuls at 1/3 of the bf16 MXU rate",
@@ -344,27 +383,29 @@ def _bubble_bytes(cost: CallCost) -> int:
     return sum(b.hbm_bytes // b.fetches for b in cost.blocks if b.fetches and b.memory_space != "any")
 
 
-def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: Any = None) -> dict[str, Any]:
+def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: Any = None,
+             factors: Factors = FACTORS) -> dict[str, Any]:
     """Seconds on ``chip`` of the pallas_calls and of the program's plain XLA ops (``xla``:
     runner/xla_ops.XlaOps), by the formula in the module docstring; with each term summed."""
     compute = memory = overhead = bubble = seconds = 0.0
     vpu = vector_ops_per_s(chip)
+    bandwidth = chip.hbm_bytes_per_s * factors.hbm_efficiency
     launches = len(calls)
     for cost, body in calls:
         cores = chip.device_cores if chip.device_cores > 1 and "parallel" in cost.dimension_semantics else 1
-        mxu_s = sum(f / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in body.dots) / cores
+        mxu_s = sum(f / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in body.dots) / (cores * factors.mxu_efficiency)
         vector_s = ((cost.flops - cost.mxu_flops) + cost.transcendentals) / (vpu * cores)
         c = max(mxu_s, vector_s)
-        m = (cost.hbm_bytes + cost.dma_bytes) / (chip.hbm_bytes_per_s * cores)
-        o = cost.steps * STEP_OVERHEAD_S / cores
-        bub = min(_bubble_bytes(cost) / chip.hbm_bytes_per_s, m)
+        m = (cost.hbm_bytes + cost.dma_bytes) / (bandwidth * cores)
+        o = cost.steps * factors.step_overhead_s / cores
+        bub = min(_bubble_bytes(cost) / bandwidth, m)
         compute, memory, overhead, bubble = compute + c, memory + m, overhead + o, bubble + bub
         seconds += bub + max(m - bub, c + o)
     xla_s = 0.0
     if xla is not None:
-        mxu_s = sum(f / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in xla.dots)
+        mxu_s = sum(f / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in xla.dots) / factors.mxu_efficiency
         vector_s = ((xla.flops - xla.mxu_flops) + xla.transcendentals) / vpu
-        xla_c, xla_m = max(mxu_s, vector_s), xla.hbm_bytes / chip.hbm_bytes_per_s
+        xla_c, xla_m = max(mxu_s, vector_s), xla.hbm_bytes / bandwidth
         compute, memory = compute + xla_c, memory + xla_m
         xla_s = max(xla_c, xla_m)
         launches += xla.launches
@@ -372,7 +413,46 @@ def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: 
     seconds += xla_s + launch
     terms = {"compute": compute, "memory": memory, "overhead": overhead + launch}
     return {"seconds": seconds, "compute_s": compute, "memory_s": memory, "overhead_s": overhead + launch,
-            "bound": max(terms, key=terms.get)}
+            "bound": max(terms, key=terms.get), "factors": factors.described()}
+
+
+def tensorcore_clock_hz(chip: ChipSpec) -> float:
+    """The TensorCore clock XLA's estimated cycles count: the bf16 MXU rate over 4 MXUs of the chip's
+    size x 2 FLOPs (v5e: 197e12 / (4 x 128^2 x 2) = 1.50 GHz; v6e: 920e12 / (4 x 256^2 x 2) = 1.75 GHz,
+    Google's "4.7x v5e's peak with 256x256 MXUs"; jax's table lists 2 MXUs for v6e, which would make
+    its cycle estimates of an 8192x8192x28672 GEMM faster than the chip's peak)."""
+    return chip.bf16_flops / (2 * 4 * chip.mxu_size * chip.mxu_size)
+
+
+def peak_compute_s(xla: Any, chip: ChipSpec) -> float:
+    """The program's matmuls at the chip's peak MXU rate (bf16's for float32 operands): no program
+    runs faster (the compute floor an estimate is held to, as engine/device_floor.py holds a device's)."""
+    return sum(f / (_mxu_rate(chip, d if d != "float32" else "bfloat16")) for f, d, _ in xla.dots) if xla else 0.0
+
+
+def price_hlo(ops: Sequence[Any], chip: ChipSpec, factors: Factors = FACTORS, floor_s: float = 0.0) -> dict[str, Any]:
+    """Seconds on ``chip`` of a compiled module's ops (runner/xla_ops.hlo_ops), as the module
+    docstring says: each op at max(XLA's cycles / clock x scale, its HBM bytes at the achieved
+    bandwidth), one after another; an op without XLA's cycles at its bytes plus a launch. The ops'
+    compute never below ``floor_s`` (the matmuls at the chip's peak: ``peak_compute_s``)."""
+    clock = tensorcore_clock_hz(chip)
+    bandwidth = chip.hbm_bytes_per_s * factors.hbm_efficiency
+    compute = memory = overhead = 0.0
+    for op in ops:
+        m = op.hbm_bytes / bandwidth * op.times
+        if op.cycles is None:
+            memory += m
+            overhead += LAUNCH_OVERHEAD_S * op.times
+            continue
+        c = op.cycles / clock * factors.xla_cycles_scale * op.times
+        if c >= m:
+            compute += c
+        else:
+            memory += m
+    compute = max(compute, floor_s - memory) if floor_s > compute + memory else compute
+    terms = {"compute": compute, "memory": memory, "overhead": overhead}
+    return {"seconds": compute + memory + overhead, "compute_s": compute, "memory_s": memory, "overhead_s": overhead,
+            "bound": max(terms, key=terms.get), "factors": factors.described()}
 
 
 # --------------------------------------------------------------------------- an entry call
@@ -393,11 +473,14 @@ def program_hash(closed: Any, eqns: Sequence[Any]) -> str:
 
 
 def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
-             config: tuple[tuple[str, Any], ...] = (), xla_bytes: float | None = None) -> CostEstimate:
+             config: tuple[tuple[str, Any], ...] = (), xla_bytes: float | None = None,
+             factors: Factors = FACTORS, parts: list[Any] | None = None) -> CostEstimate:
     """Trace ``fn(*args)`` and estimate it on ``chip``: its pallas_calls and its plain XLA ops (a
     reference without any pallas_call is all XLA ops). ``args`` may mix arrays (their values feed
     scalar-prefetch index maps) and ShapeDtypeStructs. ``xla_bytes``: the bytes XLA's own compile
-    for the chip says the XLA ops move, replacing the fusion count (estimate_reference)."""
+    for the chip says the XLA ops move, replacing the fusion count (estimate_reference). ``parts``:
+    a list that receives (the counted calls, the XLA ops), for ``roofline`` under other factors
+    (the benchmark's fit)."""
     import jax
 
     from .xla_ops import count_xla_ops
@@ -425,32 +508,53 @@ def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
                             error=f"cost model: {type(exc).__name__}: {exc}"[:2000], assumptions=ASSUMPTIONS, model=MODEL)
     if xla_bytes is not None:
         xla.hbm_bytes = int(xla_bytes)
-    roof = roofline(counted, chip, xla)
+    if parts is not None:
+        parts.append((counted, xla))
+    roof = roofline(counted, chip, xla, factors)
     return CostEstimate(chip=chip.name, config=config, status="ok", calls=tuple(c for c, _ in counted),
                         program_hash=program_hash(closed, [e for e, _ in found]), assumptions=ASSUMPTIONS,
                         model=MODEL, xla_bytes=xla.hbm_bytes, xla_flops=xla.flops, **roof)
 
 
 def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
-                       device: Any = None) -> dict[str, Any]:
-    """The plain-JAX reference by the same model as the kernel (``estimate``): its FLOPs from its
-    traced program at the chip's rates, the bytes its fused ops move from XLA's own compile for the
-    chip when ``device`` (a deviceless libtpu topology device) is given, else the fusion count of
-    runner/xla_ops.py. XLA's cost analysis rides along (``xla``), for display only. A reference that
-    takes other arguments than the kernel (JAXBench's paged attention, megablox) is estimated through
-    its own task: ``workload(*create_inputs())`` of its module (``own_inputs``)."""
+                       device: Any = None, factors: Factors = FACTORS) -> dict[str, Any]:
+    """The plain-JAX reference, priced the way XLA runs it when ``device`` (a deviceless libtpu
+    topology device) is given: the module libtpu compiles for the chip, op by op (``price_hlo``: XLA's
+    own cycle estimate per fusion x the fitted scale, each op at least its HBM bytes); else by the
+    jaxpr path the kernel takes (``estimate``: its FLOPs at the fitted MXU efficiency, the fused-op
+    bytes of runner/xla_ops.py). A reference that itself calls pallas_call takes the jaxpr path (its
+    kernels are Mosaic custom calls XLA gives no cycles for). XLA's cost analysis rides along
+    (``xla``), for display only. A reference that takes other arguments than the kernel (JAXBench's
+    paged attention, megablox) is estimated through its own task: ``workload(*create_inputs())`` of
+    its module (``own_inputs``)."""
+    from .xla_ops import hlo_ops
+
     reference, args, own = own_inputs(reference, args)
-    xla = xla_reference_cost(reference, args, device, chip.name)
+    xla, text = xla_reference_cost(reference, args, device, chip.name, want_text=True)
     on_chip = bool(xla and not xla.get("error") and "compiled for" in xla.get("source", "") and xla.get("bytes_accessed"))
-    est = estimate(reference, args, chip, xla_bytes=xla["bytes_accessed"] if on_chip else None)
+    parts: list[Any] = []
+    est = estimate(reference, args, chip, xla_bytes=xla["bytes_accessed"] if on_chip else None, factors=factors,
+                   parts=parts)
     out: dict[str, Any] = {"model": MODEL, "chip": chip.name}
     if est.status != "ok":
         out["error"] = f"the reference could not be estimated: {est.error}"
     else:
-        out.update(seconds=est.seconds, compute_s=est.compute_s, memory_s=est.memory_s, overhead_s=est.overhead_s,
-                   bound=est.bound, flops=est.xla_flops, bytes_accessed=est.xla_bytes,
-                   bytes_source=(f"XLA cost_analysis compiled for {chip.name} (deviceless libtpu)" if on_chip
-                                 else "fused-op count of the traced program (runner/xla_ops.py)"))
+        ops, notes = hlo_ops(text) if (text and not est.calls) else ([], set())
+        if ops:
+            priced = price_hlo(ops, chip, factors, floor_s=peak_compute_s(parts[0][1], chip))
+            out.update(priced, flops=est.xla_flops, bytes_accessed=sum(o.hbm_bytes * o.times for o in ops),
+                       ops=len(ops), priced_by=(f"XLA's compiled module for {chip.name} (deviceless libtpu): {len(ops)} "
+                                                "ops, each at XLA's estimated cycles x the fitted scale, at least its "
+                                                "HBM bytes at the achieved bandwidth"),
+                       bytes_source=f"the compiled module's ops for {chip.name} (their operands and results in HBM)")
+            if notes:
+                out["notes"] = sorted(notes)
+        else:
+            out.update(seconds=est.seconds, compute_s=est.compute_s, memory_s=est.memory_s, overhead_s=est.overhead_s,
+                       bound=est.bound, flops=est.xla_flops, bytes_accessed=est.xla_bytes, factors=est.factors,
+                       priced_by="the traced program's ops (runner/xla_ops.py), the kernel's formula",
+                       bytes_source=(f"XLA cost_analysis compiled for {chip.name} (deviceless libtpu)" if on_chip
+                                     else "fused-op count of the traced program (runner/xla_ops.py)"))
         if est.calls:
             out["note"] = "the reference itself calls pallas_call: its kernels are estimated like the candidate's"
     if xla:
@@ -500,33 +604,41 @@ def own_inputs(reference: Callable[..., Any], args: Sequence[Any]) -> tuple[Call
 
 
 def xla_reference_cost(reference: Callable[..., Any], args: Sequence[Any], device: Any = None,
-                       chip: str | None = None) -> dict[str, Any] | None:
+                       chip: str | None = None, want_text: bool = False) -> Any:
     """XLA's own cost analysis of the plain-JAX reference: compiled deviceless for the chip's TPU
     topology when ``device`` (a libtpu topology device) is given — flops, bytes and XLA's
-    ``optimal_seconds`` for that chip — else from the CPU lowering (flops and bytes only)."""
+    ``optimal_seconds`` for that chip — else from the CPU lowering (flops and bytes only). With
+    ``want_text``: (that, the compiled module's text or None)."""
     import jax
 
     abstract = [jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a for a in args]
     source = "XLA cost_analysis of the reference (CPU lowering)"
+    text = None
     try:
         if device is not None:
             placed = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=jax.sharding.SingleDeviceSharding(device))
                       for a in abstract]
             with jax.default_device(device):
-                analysis = jax.jit(reference).trace(*placed).lower().compile().cost_analysis()
+                compiled = jax.jit(reference).trace(*placed).lower().compile()
+            analysis = compiled.cost_analysis()
+            try:
+                text = compiled.as_text()
+            except Exception:  # noqa: BLE001 - no text: the reference takes the jaxpr path
+                text = None
             source = f"XLA cost_analysis of the reference compiled for {chip} (deviceless libtpu)"
         else:
             analysis = jax.jit(reference).lower(*abstract).cost_analysis()
     except Exception as exc:  # noqa: BLE001
         if device is not None:  # the TPU compile failed: fall back to the CPU lowering's counts
-            return xla_reference_cost(reference, args)
-        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+            return xla_reference_cost(reference, args, want_text=want_text)
+        got = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        return (got, None) if want_text else got
     if isinstance(analysis, (list, tuple)):
         analysis = analysis[0] if analysis else {}
     if not analysis:
-        return None
+        return (None, text) if want_text else None
     keep = {"flops": "flops", "transcendentals": "transcendentals", "bytes accessed": "bytes_accessed",
             "optimal_seconds": "optimal_seconds"}
     out = {new: float(analysis[old]) for old, new in keep.items() if old in analysis}
     out["source"] = source
-    return out
+    return (out, text) if want_text else out
