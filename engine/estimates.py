@@ -32,6 +32,17 @@ class PairedEstimate:
     kernel_bound: str | None = None
     # when the kernel's own DMAs could only be bounded (kernel_counts.py): what the speedup then is
     caveat: str | None = None
+    # the achieved-efficiency factors each side used, (name, value, where it came from) (runner/cost_model.Factors)
+    kernel_factors: tuple[tuple[str, Any, str], ...] = ()
+    reference_factors: tuple[tuple[str, Any, str], ...] = ()
+
+    def kernel_method(self) -> str:
+        """The kernel's figure in words: the label, the term that bounds it, its factors (a Timing's method)."""
+        return method_text(self.label, self.kernel_bound, self.kernel_factors)
+
+    def reference_method(self) -> str:
+        return method_text(self.label, self.reference_bound, self.reference_factors, "the reference priced as XLA "
+                           "compiles it" if any(n == "xla_cycles_scale" for n, _, _ in self.reference_factors) else "")
 
     @property
     def speedup(self) -> float | None:
@@ -39,6 +50,26 @@ class PairedEstimate:
         if self.kernel_s is None or self.reference_s is None:
             return None
         return estimated_speedup(self.reference_s, self.kernel_s, self.label, self.label)
+
+
+def factors_text(factors: Any) -> str:
+    """``mxu_efficiency 0.997, ... (fitted on jax's Pallas matmul guide ...); hbm_efficiency 1 (assumed ...)``."""
+    groups: dict[str, list[str]] = {}
+    for item in factors or ():
+        name, value, why = (list(item) + ["", "", ""])[:3]
+        groups.setdefault(str(why), []).append(f"{name} {float(value):.4g}" if isinstance(value, (int, float)) else f"{name} {value}")
+    return "; ".join(f"{', '.join(names)} ({why})" if why else ", ".join(names) for why, names in groups.items())
+
+
+def method_text(label: str, bound: str | None, factors: Any, how: str = "") -> str:
+    parts = [label]
+    if bound:
+        parts.append(f"{bound}-bound")
+    if how:
+        parts.append(how)
+    if factors:
+        parts.append("factors: " + factors_text(factors))
+    return "; ".join(parts)
 
 
 def _label(model: str, chip: str) -> str:
@@ -57,15 +88,17 @@ def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: st
         why = (reference or {}).get("error") or ("none was made (the task has no reference(), or this run's "
                                                  "estimates all came from the results store)")
         return PairedEstimate(kernel.seconds, None, label, f"the reference has no estimate: {why}"[:500],
-                              kernel_bound=kernel.bound, caveat=_caveat(kernel))
+                              kernel_bound=kernel.bound, caveat=_caveat(kernel), kernel_factors=tuple(kernel.factors))
     ref_label = _label(str(reference.get("model") or ""), str(reference.get("chip") or chip))
     try:
         estimated_speedup(float(reference["seconds"]), kernel.seconds, ref_label, label)
     except MixedModels as exc:
         return PairedEstimate(kernel.seconds, None, label, str(exc)[:500], kernel_bound=kernel.bound,
-                              caveat=_caveat(kernel))
+                              caveat=_caveat(kernel), kernel_factors=tuple(kernel.factors))
     return PairedEstimate(kernel.seconds, float(reference["seconds"]), label, None,
-                          reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel))
+                          reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel),
+                          kernel_factors=tuple(kernel.factors),
+                          reference_factors=tuple(tuple(f) for f in reference.get("factors") or ()))
 
 
 def _caveat(kernel: CostEstimate) -> str | None:
