@@ -27,13 +27,13 @@ is ``runner/judge_channel.py``; the ``check`` and ``estimate`` ops are judged in
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import statistics
 import time
 from typing import Any, Callable
 
 from .judge_channel import CandidateGone, end, fork, receive, recv_frame, send_frame
+from .judge_trusted import trusted as _trusted
 
 ACTIVE = False  # set in a sandboxed child of a confined worker (runner/worker.py)
 
@@ -221,28 +221,6 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
         return timing._failed(params, f"the candidate process failed: {exc}")
     finally:
         end(sock, pid)
-
-
-def _trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, Callable[..., Any]]:
-    """(the task of the trusted file, its reference), loaded before the candidate side runs: the
-    request's ``trusted`` file (the user's own), else its ``reference`` file (JAXBench's baseline.py)."""
-    from . import tasks_runtime, timing
-    from .loader import user_module
-
-    kind = "trusted" if params.get("trusted_path") else "reference"
-    if not params.get(f"{kind}_path"):
-        raise timing.TimingError("the request carries no file of the user's to judge against")
-    path, text = os.path.abspath(params[f"{kind}_path"]), params.get(f"{kind}_text")
-    module = stack.enter_context(user_module(path, text, params.get(f"{kind}_modules") or ()))
-    reference = timing._reference_in(module, params.get("reference_entry"))
-    tasks = tasks_runtime.discover(module, path, text)
-    want = params.get("entry")
-    chosen = [t for t in tasks if want is None or t.name == want] or tasks
-    if kind == "trusted" and chosen and chosen[0].reference is not None:
-        reference = chosen[0].reference
-    if reference is None or len(chosen) != 1:
-        raise timing.TimingError(f"{os.path.basename(path)} states no single task with a reference to judge against")
-    return chosen[0], reference
 
 
 def _checked_shapes(told: list[Any], own: tuple[Any, ...], *, grow: bool) -> tuple[Any, ...]:

@@ -36,6 +36,7 @@ import time
 from typing import Any, Callable
 
 from .judge_channel import CandidateGone, end, fork, receive, recv_frame, send_frame
+from .judge_trusted import trusted
 
 STANDIN_ENV = "PALLASITE_STANDIN_DEVICE"  # "1": this worker plays an accelerator (engine/standin.py)
 TRICK = "not_exportable"
@@ -154,9 +155,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
     try:
         with contextlib.ExitStack() as stack:
             try:
-                from .judge import _trusted
-
-                task, reference = _trusted(params, stack)  # before the candidate's process runs anything
+                task, reference = trusted(params, stack)  # before the candidate's process runs anything
             except Exception as exc:  # noqa: BLE001 - nothing trusted: the candidate may not judge itself here
                 return _with(timing._failed(params, f"not judged: {exc}; on a device the candidate's process never "
                                                     "judges itself (the judge needs the user's own file)"), record,

@@ -11,7 +11,6 @@ The user's file is tests/data/optimize/add.py; the candidates are in tests/data/
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from pathlib import Path
 
