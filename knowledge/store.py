@@ -42,6 +42,14 @@ BUSY_TIMEOUT_S = 10.0
 T = TypeVar("T")
 
 
+class _Current:
+    def __repr__(self) -> str:
+        return "CURRENT"
+
+
+CURRENT: Any = _Current()  # estimates(): this pallasite's cost model / version (the default filter)
+
+
 # --------------------------------------------------------------------------- records
 
 
@@ -361,17 +369,29 @@ class ResultsStore:
     # ------------------------------------------------------------------ estimates and verdicts
 
     def put_estimate(self, key: ResultKey, *, model: str, status: str, seconds: float | None, payload: dict,
-                     path: str | None = None, run_id: int | None = None) -> int:
+                     path: str | None = None, run_id: int | None = None, cost_model: str | None = None,
+                     pallasite_version: str | None = None) -> int:
+        """An estimate, keyed (schema v5) by the cost model that made it — ``cost_model``, else the model
+        its payload's estimate names, else the current one — and the pallasite version (this one's
+        unless given), so ``estimates`` never hands a changed model's caller an old figure."""
+        made_by = cost_model or _payload_model(payload) or current_cost_model()
+        version = pallasite_version or current_pallasite_version()
         row = (key.digest(), key.to_json(), key.code_hash, path, key.kernel, key.chip, model, status, seconds,
-               json.dumps(payload, default=str), time.time(), run_id)
+               json.dumps(payload, default=str), time.time(), run_id, made_by, version)
         return self._write(lambda db: db.execute(
             "INSERT INTO estimates (key, key_json, source_hash, path, kernel, chip, model, status, seconds, payload_json,"
-            " created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid)
+            " created, run_id, cost_model, pallasite_version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row).lastrowid)
 
     def estimates(self, key: ResultKey | None = None, *, model: str | None = None, path: str | None = None,
-                  run_id: int | None = None, limit: int = 1000) -> list[EstimateRecord]:
-        """Estimates, newest first, for ``key`` (exact) or matching the filters."""
-        where, params = _filters(key=key.digest() if key else None, model=model, path=path, run_id=run_id)
+                  run_id: int | None = None, limit: int = 1000, cost_model: Any = CURRENT,
+                  pallasite_version: Any = CURRENT) -> list[EstimateRecord]:
+        """Estimates, newest first, for ``key`` (exact) or matching the filters; by default only those
+        made by the current cost model and pallasite version (``CURRENT``; None: any, rows stored before
+        schema v5 included)."""
+        made_by = current_cost_model() if cost_model is CURRENT else cost_model
+        version = current_pallasite_version() if pallasite_version is CURRENT else pallasite_version
+        where, params = _filters(key=key.digest() if key else None, model=model, path=path, run_id=run_id,
+                                 cost_model=made_by, pallasite_version=version)
         rows = self._read(f"SELECT id, key_json, model, status, seconds, payload_json, path, kernel, created, run_id "
                           f"FROM estimates {where} ORDER BY created DESC, id DESC LIMIT ?", (*params, limit))
         return [EstimateRecord(r[0], ResultKey.from_json(r[1]), r[2], r[3], r[4], json.loads(r[5]), *r[6:]) for r in rows]
@@ -419,10 +439,12 @@ class ResultsStore:
                 if m.provenance is Provenance.ESTIMATE:  # a ranking by estimates: the estimates table
                     db.execute(
                         "INSERT INTO estimates (key, key_json, source_hash, path, kernel, chip, model, status, seconds,"
-                        " payload_json, created, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                        " payload_json, created, run_id, cost_model, pallasite_version)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (rkey.digest(), rkey.to_json(), rkey.code_hash, path, rkey.kernel, rkey.chip, m.method,
                          m.status, m.median_ns / 1e9 if m.median_ns is not None else None,
-                         json.dumps({"note": m.error} if m.error else {}), time.time(), run))
+                         json.dumps({"note": m.error} if m.error else {}), time.time(), run, current_cost_model(),
+                         current_pallasite_version()))
                     continue
                 db.execute(
                     "INSERT INTO measurements (key, key_json, source_hash, path, kernel, chip, status, provenance,"
@@ -522,6 +544,26 @@ _CHECK_COLUMNS = "id, key, key_json, tier, status, findings_json, path, kernel, 
 def _check(row: tuple) -> CheckRecord:
     findings = tuple(from_json(Finding, f) for f in json.loads(row[5]))
     return CheckRecord(row[0], ResultKey.from_json(row[2]), row[1], row[3], row[4], findings, row[6], row[7], row[8])
+
+
+def current_cost_model() -> str:
+    """The cost model this pallasite's worker estimates with (runner/cost_model.MODEL, held equal to
+    analysis.verdict.COST_MODEL by a test)."""
+    from ..analysis.verdict import COST_MODEL
+
+    return COST_MODEL
+
+
+def current_pallasite_version() -> str:
+    from ..analysis.types import installed_versions
+
+    return installed_versions().get("pallasite") or "unknown"
+
+
+def _payload_model(payload: Any) -> str | None:
+    est = payload.get("estimate") if isinstance(payload, dict) else None
+    model = est.get("model") if isinstance(est, dict) else None
+    return str(model) if model else None
 
 
 def _filters(**values: Any) -> tuple[str, tuple]:

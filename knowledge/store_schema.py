@@ -10,6 +10,9 @@ v3  llm_calls: every prompt and response of an agent run (secrets redacted befor
 v4  estimates and verdicts apart from measurements: a model's estimate (which model, its seconds and
     its breakdown) and a correctness verdict (tier 3's) are not measurements; old rows that stored
     them as measurements (JSON in ``error``) are moved over
+v5  estimates keyed by the cost model and the pallasite version that made them (``cost_model``,
+    ``pallasite_version``): a changed model never reuses an old figure. Rows stored before keep NULL
+    in both, which no current model matches (they are kept, for the record, and never reused)
 """
 
 from __future__ import annotations
@@ -161,7 +164,13 @@ def _v4(db: sqlite3.Connection) -> None:
         db.execute("DELETE FROM measurements WHERE id = ?", (id_,))
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
+def _v5(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE estimates ADD COLUMN cost_model TEXT")  # the model's name and version ("pallasite roofline v3")
+    db.execute("ALTER TABLE estimates ADD COLUMN pallasite_version TEXT")
+    db.execute("CREATE INDEX estimates_made_by ON estimates(key, cost_model, pallasite_version)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

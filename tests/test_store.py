@@ -250,17 +250,18 @@ def test_migration_from_version_1_keeps_old_rows(tmp_path):
                             "median_ns": 5.0}), 1.0))
     db.close()
     with ResultsStore(path) as s:
-        assert s.info().schema_version == store_schema.SCHEMA_VERSION == 4
+        assert s.info().schema_version == store_schema.SCHEMA_VERSION == 5
         assert s.check_for(key(), 2).status == "ok"
         # v4 (issue 23): the old estimate row moved out of the measurements into the estimates
         assert s.measurements(key()) == []
-        (e,) = s.estimates(key())
+        assert s.estimates(key()) == []  # v5: made by no known model: never reused as the current model's
+        (e,) = s.estimates(key(), cost_model=None, pallasite_version=None)
         assert e.model == "cost model" and e.seconds == 5e-9 and e.key.chip == "v6e" and e.run_id is None
         s.put_agent_step("r", 0, "plan", {})  # tables added by v2 work
         s.put_llm_call("r", 1, provider="scripted", model=None, system="s", prompt="p", response="{}")  # v3
         assert [c.response for c in s.llm_calls("r")] == ["{}"]
     versions = [r[0] for r in sqlite3.connect(path).execute("SELECT version FROM schema_version ORDER BY version")]
-    assert versions == [1, 2, 3, 4]
+    assert versions == [1, 2, 3, 4, 5]
 
 
 def test_migration_to_v4_keeps_estimates_verdicts_and_measurements_apart(tmp_path):
@@ -284,7 +285,7 @@ def test_migration_to_v4_keeps_estimates_verdicts_and_measurements_apart(tmp_pat
     put("device", "xprof", None, 2000.0)
     db.close()
     with ResultsStore(path) as s:
-        (e,) = s.estimates(key(), model="pallasite cost model")
+        (e,) = s.estimates(key(), model="pallasite cost model", cost_model=None, pallasite_version=None)
         assert e.payload["entry"] == "mm" and e.seconds == 1e-6
         (v,) = s.verdicts(key())
         assert v.state == "ok" and v.method.startswith("tier 3")
