@@ -22,6 +22,7 @@ Pure arithmetic over plain values; never imports JAX.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -76,3 +77,61 @@ def rejections(estimate: CostEstimate, scoped_vmem_limit: int | None) -> tuple[R
 def summarize(rejected: Iterable[Sequence[Rejection]]) -> dict[str, int]:
     """Rejected configurations per first reason, e.g. {"vmem": 12, "tiling": 3}."""
     return dict(Counter(r[0].reason for r in rejected if r))
+
+
+# --------------------------------------------------------------------------- learning from the compiler
+
+# the compiler's out-of-VMEM finding: pallasite's code (analysis/codes.py) and XLA's stable error code
+VMEM_CODES = ("PLS201", "E1001")
+_MIB = re.compile(r"(?i)size\s+([\d.]+)\s*([KMG])i?B?\s+and\s+limit\s+([\d.]+)\s*([KMG])i?B?")
+_UNIT = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def out_of_vmem(why: str, evidence: str = "") -> bool:
+    """Whether a compile failure (``CompileResult.why`` / ``.evidence``) is the compiler running out of VMEM."""
+    text = f"{why}\n{evidence}"
+    return any(code in text for code in VMEM_CODES) or "CompileTimeScopedVmemOom" in text
+
+
+def compiler_vmem(evidence: str) -> tuple[int, int] | None:
+    """(bytes the compiler tried to allocate, its scoped limit) from its out-of-VMEM message ("Scoped
+    allocation with size 18.35M and limit 16.00M exceeded ..."), or None when the message gives no sizes."""
+    m = _MIB.search(evidence or "")
+    if not m:
+        return None
+    return int(float(m.group(1)) * _UNIT[m.group(2).upper()]), int(float(m.group(3)) * _UNIT[m.group(4).upper()])
+
+
+def _vmem_blocks(estimate: CostEstimate) -> tuple | None:
+    """Per call: its kernel, VMEM limit, scratch bytes and each VMEM block's (buffers, dims); None if no trace."""
+    if estimate.status != "ok":
+        return None
+    return tuple((call.kernel, call.vmem_limit_bytes, call.scratch_bytes,
+                  tuple((b.buffers, tuple(1 if d is None else d for d in b.block_shape))
+                        for b in call.blocks if b.memory_space == "vmem"))
+                 for call in estimate.calls)
+
+
+def at_least_as_large(big: CostEstimate, small: CostEstimate) -> bool:
+    """Whether ``big`` asks at least as much VMEM as ``small`` in every respect: the same calls and blocks, each
+    VMEM block elementwise at least as large with at least as many buffers, at least as much scratch, and no
+    higher ``vmem_limit_bytes``. A compiler that ran out of VMEM for ``small`` runs out for ``big`` too (what
+    it adds of its own, internal scratch and temporaries, grows with the blocks); when the two are not
+    comparable (different calls, ranks or limits) the answer is False: nothing is learned."""
+    a, b = _vmem_blocks(big), _vmem_blocks(small)
+    if a is None or b is None or len(a) != len(b):
+        return False
+    for (kernel_a, limit_a, scratch_a, blocks_a), (kernel_b, limit_b, scratch_b, blocks_b) in zip(a, b):
+        if kernel_a != kernel_b or limit_a != limit_b or scratch_a < scratch_b or len(blocks_a) != len(blocks_b):
+            return False
+        for (buf_a, dims_a), (buf_b, dims_b) in zip(blocks_a, blocks_b):
+            if buf_a < buf_b or len(dims_a) != len(dims_b) or any(x < y for x, y in zip(dims_a, dims_b)):
+                return False
+    return True
+
+
+def counted_vmem(estimate: CostEstimate) -> int | None:
+    """The pre-check's count for the configuration: the largest call's blocks x buffers + scratch."""
+    if estimate.status != "ok" or not estimate.calls:
+        return None
+    return max(call.vmem_bytes for call in estimate.calls)

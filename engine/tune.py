@@ -42,6 +42,7 @@ from .estimates import PairedEstimate, pair
 from .sources import sources_for, trusted_sources
 from .tune_search import Config, SearchResult, search
 from .tune_space import DEFAULT_ESTIMATES, INERT_AFTER, Scored, Space, explore
+from .tune_walk import REJECTED, SKIPPED, UNCHECKED, Walk, walk
 
 # (configs, kinds) -> the worker's estimate result (runner/messages.EstimateResult)
 Estimator = Callable[[Sequence[dict[str, int]], dict[str, str]], Awaitable[EstimateResult]]
@@ -85,6 +86,7 @@ class TuneOptions:
     verify: int = 3  # without a device: interpret-mode checks of the best-ranked, at most this many
     estimates: int | None = None  # configurations traced and estimated at most (None: DEFAULT_ESTIMATES)
     seed: int = 0  # the exploration's random sample (engine/tune_space.py)
+    compiles: int = 16  # tier-2 compiles at most while walking the ranking for one that passes (engine/tune_walk.py)
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,9 @@ class TuneReport:
     versions: tuple[tuple[str, str], ...] = ()
     current_compile: CompileResult | None = None  # the starting configuration compiled for the chip (tier 2)?
     best_compile: CompileResult | None = None  # the best, which is what gets applied
+    walk: Walk | None = None  # the walk down the ranking through tier 2 (engine/tune_walk.py); None: no compiler
+    compiled_fresh: int = 0  # tier-2 compiles run this run
+    compiled_stored: int = 0  # tier-2 verdicts read back from the store instead
 
     @property
     def label(self) -> str:
@@ -178,7 +183,7 @@ class TuneReport:
 
     def speedup_vs_reference(self) -> tuple[float, str] | None:
         """(speedup, baseline) of the best over the plain-JAX reference: device times only."""
-        best = self.outcome(self.best) if self.best else None
+        best = self.outcome(self.best) if self.best is not None else None
         if best is None or not best.measured_s or not self.reference_s:
             return None
         where = self.device_kind or self.chip
@@ -189,7 +194,7 @@ class TuneReport:
     def speedup_vs_current(self) -> tuple[float, str] | None:
         """(speedup, provenance) of the best over the current config; device times only, else
         the estimate's ratio labelled as such."""
-        best, cur = self.outcome(self.best) if self.best else None, self.outcome(self.current)
+        best, cur = self.outcome(self.best) if self.best is not None else None, self.outcome(self.current)
         if best is None or cur is None or cur.status in ("rejected", "trace error", "failed"):
             return None  # no speedup over a configuration that cannot run
         if self.current_compile is not None and self.current_compile.ok is False:
@@ -215,17 +220,17 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         raise TuneError(f"{path}: its pallas_calls are GPU (Triton/Mosaic GPU) kernels; the cost model and "
                         "the feasibility rules are for TPUs. Time GPU configurations on a GPU backend instead")
     tunables = find_tunables(source, path, options.entry, options.declared)
-    if not tunables:
-        raise TuneError(f"{path}: no tunables found. Give the entry keyword-only int parameters "
-                        "(`def f(x, *, block_rows: int = 256)`), a TUNED_PARAMS dict, or module constants used "
-                        "in BlockSpec shapes; see README 'Autotuning'")
     current: Config = tuple(sorted((t.name, t.default) for t in tunables))
     space = Space.of(tunables)
     keys = _Keys(path, text, options, store)
     notes: list[str] = []
+    if not tunables:  # nothing to tune: the current configuration's estimate (and compile), said so
+        notes.append("nothing to tune: no tunables found (give the entry keyword-only int parameters "
+                     "`def f(x, *, block_rows: int = 256)`, a TUNED_PARAMS dict, or module constants used in "
+                     "BlockSpec shapes; see docs/tune.md); the current configuration's estimate is shown")
     tunable_kinds = kinds(tunables)
     estimates: dict[Config, CostEstimate] = {}
-    asked = {"worker": 0, "store": 0}
+    asked = {"worker": 0, "store": 0, "compiled": 0, "compile_store": 0}
     reference: dict[str, Any] | None = None
     entry = options.entry or ""
     compiles: dict[Config, CompileResult] = {}
@@ -234,21 +239,15 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         """The file written with ``config``, compiled for the chip (tier 2), once per configuration."""
         if config not in compiles:
             stored = keys.stored_compile(config)  # a rerun answers from the store what the first run found
+            asked["compile_store"] += stored is not None
             if stored is None:
-                say(f"compiling {dict(config)} for {options.chip} (tier 2)", None)
+                say(f"compiling {_changes_text(config, current)} for {options.chip} (tier 2)", None)
                 configured = apply_edits(text, apply_config(tunables, dict(config))) if config != current else text
                 stored = await compiler(configured)
+                asked["compiled"] += 1
                 keys.put_compile(config, stored)
             compiles[config] = stored
         return compiles[config]
-
-    async def first_compiling(configs: list[Config]) -> Config | None:
-        """The first of ``configs`` that compiles for the chip; those before it are marked failed."""
-        for config in configs:
-            if (await compiled(config)).ok is True:
-                return config
-            outcomes[config] = replace(outcomes[config], status="failed", reasons=(compiles[config].text(),))
-        return None
 
     # 1. estimates of the configurations the exploration picks (engine/tune_space.py): from the
     #    store when there (an unchanged kernel costs nothing), else traced by the worker
@@ -292,11 +291,14 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
     outcomes: dict[Config, Outcome] = {}
     by_program: dict[str, Config] = {}
     rejected = []
+    _rejected_current: dict[str, Any] = {}
     for config in explored.seen:
         est = estimates[config]
         why = feasibility.rejections(est, keys.scoped)
         if why:
             rejected.append(why)
+            if config == current:
+                _rejected_current["why"] = why
             status = "trace error" if why[0].reason == "trace" else "rejected"
             outcomes[config] = Outcome(config, status, est.seconds, est.bound, reasons=tuple(r.message for r in why))
             continue
@@ -310,7 +312,19 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         first = by_program.get(est.program_hash or repr(config), config)
         if config not in outcomes and first != config:
             outcomes[config] = Outcome(config, "duplicate", est.seconds, est.bound, duplicate_of=first)
-    if not feasible:
+    # the current configuration is always a candidate: compiled for the chip whatever the pre-check said
+    # (where the two disagree, the compiler is the authority and the report says so)
+    current_compile = None
+    if compiler is not None:
+        current_compile = await compiled(current)
+        cur = outcomes.get(current)
+        if cur is not None and cur.status == "rejected" and current_compile.ok is True:
+            notes.append(f"the pre-check rejected the current configuration ({cur.reasons[0]}), the compiler for "
+                         f"{options.chip} accepts it: ranked with the others (the compiler is the authority)")
+            del outcomes[current]
+            rejected = [r for r in rejected if r is not _rejected_current.get("why")]
+            feasible[current] = estimates[current].seconds or 0.0
+    if not feasible and compiler is None:
         raise TuneError(f"{path}: every one of {len(explored.seen)} configurations estimated was rejected before "
                         f"compiling ({feasibility.summarize(rejected)}); first reason: {rejected[0][0].message}")
     say(f"{len(feasible)} feasible, {len(rejected)} rejected before compiling", 0.1)
@@ -360,50 +374,72 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
                 outcomes[config] = Outcome(config, status, feasible[config], estimates[config].bound,
                                            measured_s=t, reasons=tuple(r for r in reason if r),
                                            reused=config in known)
-        best = result.best[0] if result.best else None
-        if best is not None and compiler is not None:  # the pick must compile for the chip, like any candidate
-            timed = sorted((c for c, t in result.results.items() if t is not None), key=lambda c: result.results[c])
-            best = await first_compiling(timed[:3])
-        best_provenance = "device" if best else None
+        ranked = sorted((c for c, t in result.results.items() if t is not None), key=lambda c: result.results[c])
+        best = ranked[0] if ranked else None
+        best_provenance = "device" if best is not None else None
+        accept = None
     else:
         for config, seconds in feasible.items():
             outcomes[config] = Outcome(config, "estimated", seconds, estimates[config].bound)
         ranked = sorted(feasible, key=lambda c: (feasible[c], _changed(c, current), c))  # ties: fewest edits
-        best = ranked[0]
         best_provenance = f"estimate ({options.chip})"
-        checking = verifier is not None and options.verify > 0
-        if compiler is not None and not checking:  # the best-ranked that compiles for the chip
-            best = await first_compiling(ranked[:3])
-            if best is None:
-                notes.append(f"the 3 best-ranked configurations did not compile for {options.chip}; nothing to apply")
-                best_provenance = None
-        if checking:
+        checks = {"left": options.verify if verifier is not None else 0, "failed": 0}
+
+        async def accept(config: Config) -> bool | None:
+            """Tier 3 on a configuration that compiled: interpret mode vs the reference, ``verify`` at most.
+            None (stop the walk) once every check allowed has found a problem."""
+            if checks["left"] <= 0:
+                return None if checks["failed"] else True
+            checks["left"] -= 1
+            say(f"checking {dict(config)} in interpret mode (correctness only)", None)
+            verdict = keys.stored_verdict(config)
+            if verdict is None:
+                verdict = await verifier(dict(config), kinds(tunables))
+                keys.put_verdict(config, verdict)
+            outcomes[config] = interpret_checked(outcomes[config], verdict)
+            if outcomes[config].status == "failed":
+                checks["failed"] += 1
+                return None if checks["left"] <= 0 else False
+            return True  # ok, or skipped (not verified): the pick
+
+        if compiler is None:  # nothing compiles here: the estimate's ranking, checked in interpret mode
             best = None
-            for config in ranked[: options.verify]:
-                if compiler is not None and (await compiled(config)).ok is not True:
-                    outcomes[config] = replace(outcomes[config], status="failed", reasons=(compiles[config].text(),))
-                    continue
-                say(f"checking {dict(config)} in interpret mode (correctness only)", None)
-                verdict = keys.stored_verdict(config)
-                if verdict is None:
-                    verdict = await verifier(dict(config), kinds(tunables))
-                    keys.put_verdict(config, verdict)
-                outcomes[config] = interpret_checked(outcomes[config], verdict)
-                if outcomes[config].status != "failed":  # ok, or skipped (not verified): the pick
+            for config in ranked:
+                verdict = await accept(config)
+                if verdict:
                     best = config
                     break
+                if verdict is None:
+                    break
             if best is None:
-                notes.append(f"the {options.verify} best-ranked configurations failed (compile for {options.chip} or "
-                             "interpret mode); nothing to apply")
+                notes.append(f"the {options.verify} best-ranked configurations failed in interpret mode; nothing to apply")
                 best_provenance = None
-    current_compile = None
-    if compiler is not None:
-        cur = outcomes.get(current)
-        if cur is not None and cur.status in ("rejected", "trace error"):
-            current_compile = CompileResult.failed(f"rejected before compiling: {(cur.reasons or ('?',))[0]}",
-                                                   chip=options.chip)
-        else:
-            current_compile = await compiled(current)
+    tried = None
+    if compiler is not None:  # what tune calls best compiles for the chip: walk the ranking until one does
+        tried = await walk(ranked, compiled, estimates, budget=max(0, options.compiles), accept=accept,
+                           out_of_vmem=[current] if current_compile is not None and current_compile.ok is False
+                           and feasibility.out_of_vmem(current_compile.why, current_compile.evidence)
+                           and current in estimates else [], ignore=frozenset(explored.inert))
+        for step in tried.steps:
+            o = outcomes.get(step.config) or Outcome(step.config, "estimated", estimates[step.config].seconds,
+                                                     estimates[step.config].bound)
+            if step.state in (REJECTED, UNCHECKED):
+                outcomes[step.config] = replace(o, status="failed", reasons=(step.compile.text(),))
+            elif step.state == SKIPPED:
+                outcomes[step.config] = replace(o, status="skipped", reasons=(
+                    f"not compiled: at least as large as {_changes_text(step.like, current)}, which ran out of VMEM "
+                    f"on {options.chip}",))
+        best = tried.picked
+        if best is None and current_compile is not None and current_compile.ok is True and \
+                not (outcomes.get(current) and outcomes[current].status == "failed"):
+            best = current  # none walked passed: the current configuration compiles, and stays
+            best_provenance = "the current configuration (compiles for the chip)"
+            notes.append(f"no configuration walked passed tier 2 ({tried.stopped}); the current configuration "
+                         f"compiles for {options.chip} and stays: nothing to apply")
+        elif best is None:
+            best_provenance = None
+            notes.append(f"no configuration passed tier 2 for {options.chip} ({tried.stopped}), nor the current "
+                         f"one ({current_compile.text() if current_compile else 'not compiled'}); nothing to apply")
     for config, o in list(outcomes.items()):  # duplicates share their representative's timing
         if o.status == "duplicate" and o.duplicate_of in outcomes:
             outcomes[config] = replace(o, measured_s=outcomes[o.duplicate_of].measured_s)
@@ -416,13 +452,20 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         evaluations=len(result.order), reused=reused, strategy=result.strategy, stopped=result.stopped,
         reference=reference, notes=tuple(notes), space_size=explored.size, explored=explored.summary(),
         reference_s=sorted(reference_ns)[len(reference_ns) // 2] / 1e9 if reference_ns else None,
-        edits=apply_config(tunables, dict(best)) if best else (),
+        edits=apply_config(tunables, dict(best)) if best is not None else (),
         device_kind=keys.worker[0] if keys.worker else "", versions=keys.worker[1] if keys.worker else (),
-        current_compile=current_compile, best_compile=compiles.get(best) if best else None)
+        current_compile=current_compile, best_compile=compiles.get(best) if best is not None else None,
+        walk=tried, compiled_fresh=asked["compiled"], compiled_stored=asked["compile_store"])
     keys.put_run(report)
     if keys.store is not None and keys.store.problem:
         report = replace(report, notes=report.notes + (f"results are not recorded: {keys.store.problem}",))
     return report
+
+
+def _changes_text(config: Config | None, current: Config) -> str:
+    """The values of ``config`` that differ from the current configuration, or "the current configuration"."""
+    now = dict(current or ())
+    return ", ".join(f"{k}={v}" for k, v in config or () if now.get(k) != v) or "the current configuration"
 
 
 def _changed(config: Config, current: Config) -> int:
@@ -430,7 +473,7 @@ def _changed(config: Config, current: Config) -> int:
 
 
 def _order(o: Outcome) -> tuple:
-    rank = {"measured": 0, "estimated": 0, "estimated, interpret ok": 0, "not evaluated": 1, "duplicate": 2, "failed": 3, "rejected": 4, "trace error": 5}
+    rank = {"measured": 0, "estimated": 0, "estimated, interpret ok": 0, "not evaluated": 1, "duplicate": 2, "failed": 3, "skipped": 3, "rejected": 4, "trace error": 5}
     return (rank.get(o.status, 9), o.measured_s if o.measured_s is not None else float("inf"),
             o.estimate_s if o.estimate_s is not None else float("inf"), o.config)
 

@@ -50,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     flags.add(parser, "--format", default="text")
     flags.add(parser, "--no-store", "neither read nor written")
     parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
+    parser.add_argument("--max-compiles", type=int, default=16, metavar="N", dest="compiles",
+                        help="tier-2 compiles at most while walking the ranking for a configuration the compiler "
+                             "accepts (default 16; the current configuration is compiled besides)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="every step of the walk through tier 2, with the compiler's messages")
     flags.add(parser, "--memory-mb", "default 4096: interpret-mode checks of attention kernels can need more",
               default=4096)
     flags.add(parser, "--jobs", "estimating configurations (default: 2, or 1 on one core)",
@@ -74,7 +79,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    print(json.dumps(report_json(report), indent=1) if args.format == "json" else format_report(report, args.top))
+    print(json.dumps(report_json(report), indent=1) if args.format == "json"
+          else format_report(report, args.top, verbose=args.verbose))
+    if report.best is None:  # nothing passed tier 2 (the report says why): nothing is applied
+        return 1
     return _apply(path, text, report) if args.apply else 0
 
 
@@ -97,7 +105,7 @@ def _setup(args: argparse.Namespace, path: str):
                               device=device_settings(args) if args.backend in ("ssh", "ray") else None))
     options = TuneOptions(chip=run.chip, entry=args.entry, budget=args.budget, backend=args.backend,
                           verify=max(0, args.verify), declared=dict(run.settings.tunables) or None,  # [tool.pallasite]
-                          estimates=args.estimates, seed=args.seed)
+                          estimates=args.estimates, seed=args.seed, compiles=max(0, args.compiles))
     return text, run, options
 
 
@@ -191,7 +199,55 @@ def _us(seconds: float | None) -> str:
 RANKED = ("measured", "estimated", "estimated, interpret ok", "duplicate")  # statuses a speedup may be shown for
 
 
-def format_report(report: TuneReport, top: int = 15) -> str:
+def format_walk(report: TuneReport, verbose: bool = False, shown: int = 8) -> list[str]:
+    """The walk through tier 2 (engine/tune_walk.py): what was compiled, what the compiler said, what was
+    skipped and why, and where the pre-check and the compiler disagreed."""
+    walk = report.walk
+    if walk is None:
+        return []
+    chip = report.chip
+    fresh = f" ({report.compiled_stored} verdicts read back from the results store)" if report.compiled_stored else ""
+    lines = [f"tier 2 (compiled for {chip}), down the ranking: {walk.compiled} compiled ({walk.count('passed')} passed, "
+             f"{walk.count('rejected')} rejected by the compiler, {walk.count('unchecked')} not finished, "
+             f"{walk.count('refused')} refused by the interpret check), {walk.count('skipped')} skipped without "
+             f"compiling; at most {walk.budget} compiles: {walk.stopped}{fresh}"]
+    steps = walk.steps if verbose else walk.steps[:shown]
+    for step in steps:
+        what = _changes(step.config, report.current)
+        if step.state == "skipped":
+            lines.append(f"  skipped {what}: at least as large as {_changes(step.like, report.current)}, which ran "
+                         f"out of VMEM on {chip}")
+            continue
+        line = f"  {step.state} {what}: {step.compile.text() if step.compile else ''}"
+        if step.out_of_vmem:
+            line += " (out of VMEM"
+            if step.needed and step.limit:
+                line += f": the compiler needed {_mib(step.needed)} of {_mib(step.limit)}"
+            if step.counted is not None:
+                line += f"; the pre-check counted {_mib(step.counted)}, blocks x buffers + scratch"
+            line += ")"
+        lines.append(line)
+        if verbose and step.compile is not None and step.compile.ok is not True and step.compile.evidence:
+            lines += [f"      {e[:400]}" for e in step.compile.evidence.splitlines()[:3]]
+    if len(walk.steps) > len(steps):
+        lines.append(f"  ... {len(walk.steps) - len(steps)} more steps (-v)")
+    missed = [s for s in walk.steps if s.state == "rejected" and s.out_of_vmem]
+    if missed:
+        extra = [s.needed - s.counted for s in missed if s.needed and s.counted is not None]
+        lines.append(f"pre-check vs the compiler: {len(missed)} configuration(s) the pre-check let through ran out of "
+                     f"VMEM at the compiler" + (f" (it needed {_mib(min(extra))} to {_mib(max(extra))} more than "
+                     "blocks x buffers + scratch: its internal scratch and the kernel's temporaries)" if extra else "")
+                     + "; configurations at least as large are skipped without compiling")
+    if report.current_compile is not None:
+        lines.append(f"the current configuration: {report.current_compile.text()}")
+    return lines
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.2f} MiB"
+
+
+def format_report(report: TuneReport, top: int = 15, verbose: bool = False) -> str:
     label = report.label
     lines = [f"{report.path}: {report.entry} on {report.chip} ({report.backend}): "
              f"{report.explored or f'{len(report.outcomes)} configurations'}; "
@@ -218,13 +274,14 @@ def format_report(report: TuneReport, top: int = 15) -> str:
     if len(report.outcomes) > top:
         lines.append(f"... {len(report.outcomes) - top} more (--top N, or --format json)")
     speed = report.speedup_vs_current()
-    best = (f"best: {_changes(report.best, report.current)} by {report.best_provenance}" if report.best else
+    best = (f"best: {_changes(report.best, report.current)} by {report.best_provenance}" if report.best is not None else
             "best: none (no configuration both ranked and passed; see the notes)")
-    if report.best and report.verdict(report.best) is not None:
+    if report.best is not None and report.verdict(report.best) is not None:
         best += f" ({report.verdict(report.best).text()})"
     if speed:
         best += f"; {speed[0]:.2f}x vs the current configuration, {speed[1]}"
     lines.append(best)
+    lines += format_walk(report, verbose)
     broken = report.current_compile is not None and report.current_compile.ok is not True
     if broken:  # said in the headline, not only at --top 200
         lines.append(f"the current configuration {_config(report.current)}: {report.verdict(report.current).text()}")

@@ -47,8 +47,19 @@ def test_tune_apply_writes_the_best_estimate_then_reuses_the_store(tmp_path, cap
     assert "estimates reused from the results store" in text and "estimate (v5e)" in text
 
 
-def test_tune_without_tunables_exits_1_with_a_reason(tmp_path, capsys):
+def test_tune_without_a_task_exits_1_with_a_reason(tmp_path, capsys):
     path = tmp_path / "plain.py"
     path.write_text("def f(x):\n    return x\n")
     assert main(["tune", str(path), "--no-store"]) == 1
-    assert "no tunables found" in capsys.readouterr().err
+    assert "no task" in capsys.readouterr().err
+
+
+def test_tune_without_tunables_gives_the_current_estimate(tmp_path, capsys):
+    """It refused "no tunables found"; now: the file's estimate, compiled for the chip, nothing to tune."""
+    path = tmp_path / "fixed_blocks.py"
+    shutil.copy(TUNE / "fixed_blocks.py", path)
+    assert main(["tune", str(path), "--target", "v5e", "--no-store", "--verify", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "note: nothing to tune: no tunables found" in out
+    assert "estimate (v5e)" in out and " us " in out  # the current configuration's estimate, in the table
+    assert "the current configuration: compiled for v5e" in out

@@ -248,12 +248,15 @@ def test_cpu_timings_never_rank(tmp_path):
     assert report.speedup_vs_current() is None
 
 
-def test_no_tunables_is_a_clear_error(tmp_path):
-    path = os.path.join(DATA, "prefetch.py")
-    text = "import jax\n\ndef f(x):\n    return x\n"
-    make, _ = _estimator()
-    with pytest.raises(TuneError, match="no tunables found"):
-        asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text)))
+def test_no_tunables_gives_the_current_configurations_estimate(tmp_path):
+    """A file without tunables was refused ("no tunables found"): it gets its estimate, and is told so."""
+    path, text = _read("fixed_blocks")
+    make, calls = _estimator()
+    report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text)))
+    assert report.tunables == () and report.current == () and report.best == () and report.edits == ()
+    only = report.outcome(())
+    assert only is not None and only.status == "estimated" and only.estimate_s and only.estimate_s > 0
+    assert calls["n"] == 1 and any(n.startswith("nothing to tune: no tunables found") for n in report.notes)
 
 
 def test_without_a_device_the_best_estimate_is_checked_in_interpret_mode(tmp_path):
