@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import inspect
 import linecache
 import os
 import sys
+import textwrap
 from typing import Any, Iterator
 
 from . import errors as errors_mod
@@ -38,10 +40,12 @@ MAX_CHECKED = 8  # values read off one failed check at most
 
 @contextlib.contextmanager
 def carried_copy(path: str, text: str | None, modules: Any, package: str | None,
-                 loaded_before: set[str]) -> Iterator[Any]:
+                 loaded_before: set[str], by_statement: bool = True) -> Iterator[Any]:
     """The checked file loaded once more, its literals (and those of the local modules sent with it)
     carrying their places. The plain run's own modules (the file's local imports) are set aside for
-    the duration, so the copy imports carrying ones, then put back."""
+    the duration, so the copy imports carrying ones, then put back. ``by_statement``: load it
+    statement by statement, going on past one that raises (as the checked run did); else at once
+    (a file whose every statement ran in the checked run: one compile)."""
     from .loader import _installed_roots, _is_under, user_module
     from .recording import recording
 
@@ -54,7 +58,7 @@ def carried_copy(path: str, text: str | None, modules: Any, package: str | None,
         if file is None or not _is_under(file, installed):
             hidden[name] = sys.modules.pop(name)
     try:
-        failures: list[tuple[int, BaseException]] = []
+        failures: list[tuple[int, BaseException]] | None = [] if by_statement else None
         with contextlib.ExitStack() as stack:
             with recording(path):  # top-level calls of kernels stand in while it loads, as in the checked run
                 module = stack.enter_context(user_module(path, text, modules, package, failures=failures,
@@ -123,7 +127,7 @@ def checked_values(exc: BaseException, path: str) -> list[dict[str, Any]]:
     frame, line = _raising_frame(exc, path)
     if frame is None:
         return []
-    statement, roots = _check_roots(path, line)
+    statement, roots = _check_roots(path, line, frame.f_code.co_firstlineno)
     if statement is None:
         return []
     target = os.path.realpath(path)
@@ -159,12 +163,23 @@ def _raising_frame(exc: BaseException, path: str) -> tuple[Any, int]:
     return None, 0
 
 
-def _check_roots(path: str, line: int) -> tuple[ast.stmt | None, list[ast.AST]]:
-    """The ``raise``/``assert`` at ``line`` of ``path`` and the expressions it reads."""
+def _check_roots(path: str, line: int, first: int = 1) -> tuple[ast.stmt | None, list[ast.AST]]:
+    """The ``raise``/``assert`` at ``line`` of ``path`` and the expressions it reads; ``first``: the
+    first line of the function it is in (only that function is parsed; its lines keep the file's
+    numbers)."""
+    lines = linecache.getlines(path)
+    block = lines[first - 1:]
     try:
-        tree = ast.parse("".join(linecache.getlines(path)))
-    except (SyntaxError, ValueError):
-        return None, []
+        if first > 1 and block:
+            block = inspect.getblock(block)
+        source = textwrap.dedent("".join(block))
+        tree = ast.parse(source)
+        ast.increment_lineno(tree, first - 1)
+    except (SyntaxError, ValueError, IndentationError):
+        try:
+            tree = ast.parse("".join(lines))
+        except (SyntaxError, ValueError):
+            return None, []
     parents: dict[int, ast.AST] = {}
     holding = []
     for node in ast.walk(tree):

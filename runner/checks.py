@@ -114,7 +114,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
                 # second run with carried literals (runner/carried_pass.py)
                 module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures,
                                                          guard=guard))
-            locating = _Locating(stack, path, text, modules, package, loaded_before)
+            locating = _Locating(stack, path, text, modules, package, loaded_before, bool(run.failures))
             records, said = import_failure_records(run, path, limit)
             unbound = unbound_names(text if text is not None else "".join(linecache.getlines(path)), run)
             result["errors"].extend(records)
@@ -153,9 +153,9 @@ class _Locating:
     entry fails and kept for the others of the request."""
 
     def __init__(self, stack: contextlib.ExitStack, path: str, text: str | None, modules: Any, package: str | None,
-                 loaded_before: set[str]) -> None:
+                 loaded_before: set[str], by_statement: bool) -> None:
         self.stack, self.path, self.text, self.modules, self.package = stack, path, text, modules, package
-        self.loaded_before = loaded_before
+        self.loaded_before, self.by_statement = loaded_before, by_statement
         self.module: Any = None
         self.failed = False
 
@@ -165,7 +165,7 @@ class _Locating:
         if self.module is None and not self.failed:
             try:
                 self.module = self.stack.enter_context(carried_copy(self.path, self.text, self.modules, self.package,
-                                                                    self.loaded_before))
+                                                                    self.loaded_before, self.by_statement))
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - locating is optional: the verdicts stand
                 self.failed = True
                 del exc

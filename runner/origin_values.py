@@ -265,12 +265,24 @@ def carried_globals(values: list[Any]) -> dict[str, Any]:
     return {CONSTANTS: values, EXTREMES["min"]: carried_min, EXTREMES["max"]: carried_max}
 
 
+_COMPILED: dict[tuple[str, str | bytes, int], tuple[Any, list[Any]]] = {}  # the last files compiled carried
+_KEEP = 4
+
+
 def compile_carried(source: str | bytes, path: str, namespace: dict[str, Any], flags: int = 0) -> Any:
-    """``compile(source, path, "exec")`` with the literals carried, the values bound in ``namespace``."""
-    tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST | flags, dont_inherit=True)
-    values = rewrite_literals(tree, path)
+    """``compile(source, path, "exec")`` with the literals carried, the values bound in ``namespace``
+    (the last few files' code and values are kept: a file checked again unchanged is not rewritten
+    again; the carried values are immutable, so sharing them between runs changes nothing)."""
+    key = (path, source, flags)
+    if key not in _COMPILED:
+        tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+        values = rewrite_literals(tree, path)
+        while len(_COMPILED) >= _KEEP:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        _COMPILED[key] = (compile(tree, path, "exec", flags=flags, dont_inherit=True), values)
+    code, values = _COMPILED[key]
     _bind(namespace, values)
-    return compile(tree, path, "exec", flags=flags, dont_inherit=True)
+    return code
 
 
 def _bind(namespace: dict[str, Any], values: list[Any]) -> None:
