@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..analysis.verdict import Timing, Verdict
 
@@ -50,12 +50,15 @@ class CaseOutcome:
     reference: Timing | None = None  # the reference's timing by the candidate's method (the pair's other side)
 
     @property
-    def compiled(self) -> bool:
-        return self.verdict.compiled is True
+    def compiled(self) -> bool | None:
+        """The verdict's: True (compiled for the chip), False (an error, or no candidate), None (not shown)."""
+        return self.verdict.compiled
 
     @property
-    def correct(self) -> bool:
-        return self.verdict.passed
+    def correct(self) -> bool | None:
+        """The verdict's: True (compiled and the test passed), False (wrong, not compiled, no candidate),
+        None (not verified, or not shown to compile for the chip): never a pass."""
+        return self.verdict.correct
 
     @property
     def candidate(self) -> bool:
@@ -87,8 +90,10 @@ class TaskOutcome:
         return bool(self.cases) and all(c.candidate for c in self.cases)
 
     @property
-    def compiled(self) -> bool:
-        return self.has_candidate and all(c.compiled for c in self.cases)
+    def compiled(self) -> bool | None:
+        """True: every case compiled for the chip; False: no candidate, or a case did not compile; None: not
+        shown for some case (not compiled for the chip, not checked), which is never a pass."""
+        return False if not self.has_candidate else _all(c.compiled for c in self.cases)
 
     def refused(self) -> str | None:
         """Why this correct task has no speedup by rule (mixed methods), or None."""
@@ -97,8 +102,10 @@ class TaskOutcome:
         return next((c.refused for c in self.cases if c.refused), None)
 
     @property
-    def correct(self) -> bool:
-        return self.compiled and all(c.correct for c in self.cases)
+    def correct(self) -> bool | None:
+        """True: compiled and every case correct; False: a case wrong or not compiled, or no candidate; None:
+        not verified (or not shown to compile) for some case."""
+        return False if not self.has_candidate else _all((self.compiled, *(c.correct for c in self.cases)))
 
     def untimed(self) -> str | None:
         """Why this correct task has no timing to count (it is left out of the speedup figures), or None."""
@@ -150,6 +157,12 @@ class Summary:
         return data
 
 
+def _all(answers: Iterable[bool | None]) -> bool | None:
+    """Tri-state "all": False when one is False, True when all are True, else None (not shown)."""
+    answers = tuple(answers)
+    return False if any(a is False for a in answers) else True if all(a is True for a in answers) else None
+
+
 def _geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else 1.0
 
@@ -180,8 +193,8 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
     m = len(counted)
     return Summary(
         method=method, provenance=provenance, tasks=n,
-        compile_rate=sum(o.compiled for o in outcomes) / n,
-        correct_rate=sum(o.correct for o in outcomes) / n,
+        compile_rate=sum(o.compiled is True for o in outcomes) / n,
+        correct_rate=sum(o.correct is True for o in outcomes) / n,
         geomean_speedup=None if refused or not m else _geomean([t["scored"] for t in per_task if t["scored"] is not None]),
         improved_share=None if refused or not m else sum(1 for o in counted if (o.speedup() or 0) > IMPROVED) / m,
         fast_p=() if refused or not m else fast_p(counted), per_task=per_task, wall_s=wall_s,
@@ -193,4 +206,4 @@ def _status(o: TaskOutcome) -> str:
     cases, the first case that is not compiled and correct says it."""
     if not o.cases:
         return "no candidate"
-    return next((c.status for c in o.cases if not c.correct), o.cases[0].status)
+    return next((c.status for c in o.cases if c.correct is not True), o.cases[0].status)

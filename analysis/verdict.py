@@ -15,7 +15,7 @@ divide two timings.
   result per phase, made where the phase runs.
 - ``Verdict(compile, test, timing)``: the three combined once, frozen, and carried unchanged by every
   command. ``status()`` is the one vocabulary (``STATUSES``: "compiled, correct", "compiled, wrong",
-  "compiled, not verified", "not compiled", "not compiled for the chip", "no candidate") and
+  "compiled, not verified", "not compiled", "not compiled for the chip", "not checked", "no candidate") and
   ``text()`` adds the why. ``compiled``/``correct`` read it as True / False / None ("not shown", never
   a pass). ``Verdict.no_candidate`` is a task or run that had nothing to evaluate.
 - ``pick_winner``: the winner rule every loop applies (only a correct candidate faster than the
@@ -159,6 +159,11 @@ def try_speedup(baseline: Timing | None, candidate: Timing | None, *,
         return None, str(err)
 
 
+NOT_CHECKED = "not checked"  # a compile part (and so a Verdict) that nothing checked
+NO_PALLAS_CALL = "no pallas_call"  # why a candidate without a pallas_call (one its task reaches) is not compiled
+# tier 0's state for a kernel the task made without a pallas_call in the source (pl.kernel or core_map over a
+# SparseCore mesh): tier 0 reads pallas_call sites and has none to read, so it neither passed nor failed it
+TIER0_NO_SITE = "not applicable: no pallas_call site (a kernel made by pl.kernel or core_map)"
 COMPILE_TIER = 2  # the tier that compiles for the chip (libtpu's deviceless compile): "compiled" needs it
 
 
@@ -174,8 +179,10 @@ class CompileResult:
 
     ``ok`` is True only when tier 2 (the compile for the chip) really ran and nothing failed; False
     when a tier found an error (``why`` is the first, ``evidence`` the list); None when the chip's
-    compile was not shown to pass without an error being found (tier 2 skipped or not asked for, a
-    limit or a crash stopped the check): "not compiled for the chip: <why>"."""
+    compile was not shown to pass without an error being found (tier 2 skipped or not asked for, or a
+    kernel the task reaches skipped a tier): "not compiled for the chip: <why>". ``checked`` False: nothing
+    was checked, or a limit or a crash stopped the check before it could say (a search root, a phase that
+    never ran): "not checked: <why>", never "not compiled for the chip" and never a pass."""
 
     ok: bool | None
     chip: str = ""
@@ -184,6 +191,7 @@ class CompileResult:
     kernels: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()  # (kernel, ((tier, "ok"|"error"|...), ...))
     why: str = ""  # the failure, or why the chip's compile did not run
     evidence: str = ""  # the errors at their lines (what goes back to the planner)
+    checked: bool = True  # False: not checked (ok is then None)
 
     @classmethod
     def passed(cls, chip: str, tiers: Sequence[int] = (0, 1, 2)) -> "CompileResult":
@@ -201,39 +209,64 @@ class CompileResult:
     def unchecked(cls, why: str, evidence: str = "", *, chip: str = "", tiers: Sequence[int] = ()) -> "CompileResult":
         return cls(None, chip, tuple(tiers), why=why, evidence=evidence or why)
 
+    @classmethod
+    def not_checked(cls, why: str = NOT_CHECKED, evidence: str = "", *, chip: str = "",
+                    tiers: Sequence[int] = ()) -> "CompileResult":
+        """Nothing was checked (or the check was stopped before it could say): "not checked: <why>"."""
+        return cls(None, chip, tuple(tiers), why=why, evidence=evidence or why, checked=False)
+
     @property
     def compiled(self) -> bool | None:
         return self.ok
 
+    def status(self) -> str:
+        """The compile part's word: "compiled", "not compiled", "not compiled for the chip" or "not checked"."""
+        if self.ok:
+            return "compiled"
+        if self.ok is False:
+            return "not compiled"
+        return "not compiled for the chip" if self.checked else NOT_CHECKED
+
+    def why_text(self) -> str:
+        """What follows the status word: the why, and the tiers that passed when the chip's compile was not
+        shown (empty for a compiled result and for a bare "not checked")."""
+        if self.ok:
+            return ""
+        if self.ok is False:
+            return self.why
+        why = "" if self.why == NOT_CHECKED else self.why
+        passed = f"tiers {','.join(map(str, self.tiers_run))} passed" if self.tiers_run else ""
+        return f"{why} ({passed})" if why and passed else why or passed
+
     def text(self) -> str:
         if self.ok:
             return f"compiled for {self.chip or 'the chip'} (tiers {','.join(map(str, self.tiers_run))})"
-        if self.ok is False:
-            return f"not compiled: {self.why}"
-        passed = f" (tiers {','.join(map(str, self.tiers_run))} passed)" if self.tiers_run else ""
-        return f"not compiled for the chip: {self.why}{passed}"
+        why = self.why_text()
+        return f"{self.status()}: {why}" if why else self.status()
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "chip": self.chip, "tiers_run": list(self.tiers_run),
                 "tiers_skipped": [list(t) for t in self.tiers_skipped],
                 "kernels": [[k, [list(t) for t in tiers]] for k, tiers in self.kernels],
-                "why": self.why, "evidence": self.evidence}
+                "why": self.why, "evidence": self.evidence, "checked": self.checked, "status": self.status()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CompileResult":
         return cls(data.get("ok"), data.get("chip", ""), tuple(data.get("tiers_run") or ()),
                    tuple((int(t), str(w)) for t, w in data.get("tiers_skipped") or ()),
                    tuple((k, tuple((int(t), str(s)) for t, s in tiers)) for k, tiers in data.get("kernels") or ()),
-                   data.get("why", ""), data.get("evidence", ""))
+                   data.get("why", ""), data.get("evidence", ""), bool(data.get("checked", True)))
 
 
 def compile_result(report: Any, tiers: Sequence[int], chip: str, *,
                    not_checked: Sequence[str] = ("PLS205", "PLS902", "PLS903", "PLS904")) -> CompileResult:
     """The compile phase's result from a checker report (``FileReport`` or the checker's result: findings,
     per-kernel tier states, notes): the one meaning of "compiled" for check, fix, optimize, search, tune and
-    eval. An error finding: not compiled. A finding of ``not_checked`` (a crash, a time or memory limit) or
-    tier 2 skipped or not asked for: not compiled for the chip, with why. Compiled: tier 2 ran and passed,
-    the file is a kernel, and every kernel the task reaches passed every tier asked for."""
+    eval. An error finding: not compiled. A finding of ``not_checked`` (a crash, a time or memory limit):
+    not checked, with why. Tier 2 skipped or not asked for: not compiled for the chip, with why. No
+    pallas_call (the task makes none, or reaches none of the file's): not compiled, "no pallas_call".
+    Compiled: tier 2 ran and passed, the file is a kernel, and every kernel the task reaches passed every
+    tier asked for."""
     findings = tuple(getattr(report, "findings", ()) or ())
 
     def sev(f: Any) -> str:
@@ -258,8 +291,8 @@ def compile_result(report: Any, tiers: Sequence[int], chip: str, *,
     ran = tuple(t for t in asked if t not in skipped or any(dict(s).get(t) in ("ok", "error") for _, s in kernels))
     skipped_t = tuple(sorted((t, w) for t, w in skipped.items() if t not in ran))
     if stopped and not errors:
-        return CompileResult(None, chip, ran, skipped_t, kernels, f"not checked: {stopped[0].message[:160]}",
-                             "\n".join(line(f) for f in stopped[:3]))
+        return CompileResult(None, chip, ran, skipped_t, kernels, stopped[0].message[:160],
+                             "\n".join(line(f) for f in stopped[:3]), checked=False)
     if errors:
         return CompileResult(False, chip, ran, skipped_t, kernels, f"{len(errors)} error(s): {errors[0].code}",
                              "\n".join(line(f) for f in errors[:5]))
@@ -277,7 +310,8 @@ def _every_kernel(result: CompileResult, report: Any, tiers: Sequence[int]) -> C
     if getattr(report, "skipped", None):
         return CompileResult.failed(f"not a kernel: {report.skipped}", chip=chip, tiers=ran)
     if not result.kernels:
-        return CompileResult.failed("the checker found no pallas_call to compile", chip=chip, tiers=ran)
+        return CompileResult.failed(f"{NO_PALLAS_CALL}: neither the file nor its task makes one", chip=chip,
+                                    tiers=ran)
     reached = 0
     for name, states in result.kernels:
         state_of = dict(states)
@@ -286,11 +320,11 @@ def _every_kernel(result: CompileResult, report: Any, tiers: Sequence[int]) -> C
         reached += 1
         for tier in tiers:
             state = state_of.get(tier, "not run")
-            if state != "ok":
+            if state != "ok" and not (tier == 0 and state == TIER0_NO_SITE):
                 return CompileResult(None, chip, ran, result.tiers_skipped, result.kernels,
                                      f"{name}: tier {tier} {state} for {chip} (compiled means every tier passed)")
     if not reached:
-        return CompileResult.failed("the task reaches none of the file's kernels: nothing was compiled", chip=chip,
+        return CompileResult.failed(f"{NO_PALLAS_CALL}: the task reaches none of the file's kernels", chip=chip,
                                     tiers=ran)
     return result
 
@@ -350,10 +384,10 @@ class TestResult:
 
 
 NOT_TESTED = TestResult("not verified", "not tested")
-NO_COMPILE = CompileResult(None, why="not checked")
+NO_COMPILE = CompileResult(None, why=NOT_CHECKED, checked=False)
 
-STATUSES = ("no candidate", "not compiled", "not compiled for the chip", "compiled, wrong", "compiled, not verified",
-            "compiled, correct")
+STATUSES = ("no candidate", "not checked", "not compiled", "not compiled for the chip", "compiled, wrong",
+            "compiled, not verified", "compiled, correct")
 
 
 @dataclass(frozen=True)
@@ -412,17 +446,15 @@ class Verdict:
     def status(self) -> str:
         if not self.candidate:
             return "no candidate"
-        if self.compile.ok is False:
-            return "not compiled"
-        if self.compile.ok is None:
-            return "not compiled for the chip"
+        if self.compile.ok is not True:
+            return self.compile.status()  # "not compiled", "not compiled for the chip", "not checked"
         return {"ok": "compiled, correct", "wrong": "compiled, wrong"}.get(self.test.outcome, "compiled, not verified")
 
     def why(self) -> str:
         if not self.candidate:
             return self.no_candidate_why
         if self.compile.ok is not True:
-            return self.compile.text().partition(": ")[2]
+            return self.compile.why_text()
         return self.test.why if self.test.outcome != "ok" else ""
 
     def text(self) -> str:

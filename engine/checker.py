@@ -37,6 +37,7 @@ from ..analysis.codes import CODES
 from ..analysis.pallas_use import NO_PALLAS, uses_pallas
 from ..analysis.suppress import apply_suppressions
 from ..analysis.tier0 import SourceAnalysis, analyze
+from ..analysis.verdict import TIER0_NO_SITE
 from ..analysis.types import (
     CHIP_TARGETS,
     DEFAULT_CHIP,
@@ -220,6 +221,25 @@ class Checker:
             kernels=tuple(v.freeze() for v in verdicts),
             notes=tuple(dict.fromkeys(notes)),
         )
+
+    def with_tier0(self, report: FileReport, text: str, analysis: SourceAnalysis | None = None) -> FileReport:
+        """``report`` (a check of ``text`` by the compiler tiers only, as the language server runs one on save:
+        it runs tier 0 on every edit) as a check of tier 0 too makes it: each site's tier-0 state and tier 0's
+        findings, suppressed and folded the same way, so the editor says the file's compile verdict in
+        `pallasite check`'s words. ``analysis``: tier 0's analysis of this very ``text``, when the caller has it."""
+        if report.skipped:
+            return report
+        if analysis is None:
+            analysis = analyze(text, report.path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
+        kernels = list(report.kernels)
+        for i, site in enumerate(_initial_verdicts(analysis, text, (0,))[:len(kernels)]):
+            states = dict(kernels[i].tiers)  # the report's first kernels are the sites', in order
+            if kernels[i].name == site.name and states.get(0) == "not run":
+                kernels[i] = dataclasses.replace(kernels[i], tiers=tuple(sorted({**states, 0: site.tiers[0]}.items())))
+        findings = list(apply_suppressions([*analysis.findings, *report.findings], text, dict(self.options.severity)))
+        findings = merge_agreeing(findings, analysis.sites)
+        findings.sort(key=lambda f: (f.span.line, f.span.column, f.tier, f.code))
+        return dataclasses.replace(report, findings=tuple(_dedupe(findings)), kernels=tuple(kernels))
 
     async def close(self) -> None:
         """Stop the worker this checker started (a client passed in is left to its owner)."""
@@ -611,9 +631,14 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
             covered = [v for v in verdicts if v.entry == entry.name]
         if not covered and len(entries) == 1 and not by_reach:
             covered = list(verdicts)  # one entry: it reaches every pallas_call of the file
+        made_none = by_reach and not entry.reached and "error" not in entry.tiers.values()
+        if not covered and made_none and entry.mosaic_calls == 0:
+            continue  # no Pallas kernel at all: nothing to mark (the compile verdict says "no pallas_call")
         if not covered:
             span = _def_span(text, entry.name)
             v = _Verdict(name=entry.name, span=span, entry=entry.name, tiers={t: "not run" for t in TIERS})
+            if made_none and entry.mosaic_calls:  # a kernel made without a pallas_call (pl.kernel / core_map on
+                v.tiers[0] = TIER0_NO_SITE      # a SparseCore mesh): tier 0, which reads pallas_call sites, has none
             verdicts.append(v)
             covered = [v]
         for v in covered:

@@ -53,6 +53,7 @@ class EntryVerdict:
     tiers: Mapping[int, str]
     line: int | None = None  # 1-based def line
     reached: tuple[Mapping[str, Any], ...] | None = None  # the pallas_calls it made (runner/reach.py); None: unknown
+    mosaic_calls: int | None = None  # Mosaic kernels in its lowered module (tier 1); None: not lowered
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
     for entry in result.entries:
         tiers = {outcome.tier: outcome.display() for outcome in entry.tiers}
         reached = tuple(to_json(call) for call in entry.reached) if entry.reached is not None else None
-        verdicts.append(EntryVerdict(name=entry.name, tiers=tiers, line=entry.line, reached=reached))
+        verdicts.append(EntryVerdict(name=entry.name, tiers=tiers, line=entry.line, reached=reached,
+                                     mosaic_calls=entry.mosaic_calls))
         if entry.memory:
             memory[entry.name] = entry.memory
         notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time

@@ -198,7 +198,7 @@ async def run_check(session: Any, doc: Any, version: int, text: str, tiers: list
     report = await _checked(session, doc, text, tiers, token, script, analysis)
     if report is None or session.documents.get(doc.uri) is not doc:
         return report
-    crashes = accept_report(session, doc, report, version)
+    crashes = accept_report(session, doc, report, version, shown=as_check(session, doc, report, text, tiers, analysis))
     for note in report.notes:
         session.log(f"pallasite: {note}")
     for finding in crashes:
@@ -244,13 +244,24 @@ async def _checked(session: Any, doc: Any, text: str, tiers: list[int], token: A
     return report
 
 
-def accept_report(session: Any, doc: Any, report: FileReport, version: int) -> list[Finding]:
+def as_check(session: Any, doc: Any, report: FileReport, text: str, tiers: Sequence[int], analysis: Any) -> FileReport:
+    """The report as `pallasite check` makes it with the document's settings: the editor's check ran the
+    compiler tiers (tier 0 runs on every edit), so tier 0 of the checked ``text`` is filled in, and the
+    hover says the file's compile verdict in check's words."""
+    if 0 in tiers or 0 not in session.settings_for(doc.path).tiers:
+        return report
+    return get_checker(session, doc.path).with_tier0(report, text, analysis)
+
+
+def accept_report(session: Any, doc: Any, report: FileReport, version: int, *,
+                  shown: FileReport | None = None) -> list[Finding]:
     """Compiler findings of a report for ``version``, moved to the document's current text (a new
-    snapshot); the worker crashes it reports."""
+    snapshot, which keeps ``shown``: the report as check makes it, else ``report``); the worker crashes
+    it reports."""
     kept = [f for f in report.findings if f.tier > 0 or f.code.startswith("PLS9")]
     sites = doc.analysis.sites if doc.analysis is not None else ()
     moved = shift_findings(kept, doc.edits_since(version))
-    doc.snapshot = doc.snapshot.with_report(report, [tier0_runs.with_site_context(f, sites) for f in moved],
+    doc.snapshot = doc.snapshot.with_report(shown or report, [tier0_runs.with_site_context(f, sites) for f in moved],
                                             session.settings.target, time.time())
     doc.edit_log = [(v, e) for v, e in doc.edit_log if v > doc.version]
     return [f for f in report.findings if f.code in (*WORKER_CRASH_CODES, WORKER_START_CODE)]

@@ -307,10 +307,6 @@ def stored_rows(store, eid: str) -> dict:
     return rows
 
 
-SHORT = {"no candidate": "none", "compiled, wrong": "wrong", "compiled, not verified": "not verified",
-         "not compiled for the chip": "not compiled"}  # analysis/verdict.STATUSES, shortened for the table
-
-
 def side_by_side(summaries: list[dict]) -> str:
     """The seed's table, one row per method, then each task's speedup per method."""
     head = f"{'method':<44} {'compiled':>9} {'correct':>9} {'geomean':>8} {'fast_1':>7} {'improved':>9} " \
@@ -332,13 +328,14 @@ def side_by_side(summaries: list[dict]) -> str:
                      f"{'-' if cost is None else format(cost, '.2f') + '$':>8} "
                      f"{'-' if s.get('wall_s') is None else format(s['wall_s'], '.1f'):>7}")
     tasks = [t["task"] for t in summaries[0]["per_task"]]
+    # each task's speedup, or its status in the one vocabulary (analysis/verdict.STATUSES) in full: a column is
+    # as wide as its longest cell, so "not compiled for the chip" is never cut to "not compiled"
+    columns = [[f"{t['speedup']:.2f}x" if t["speedup"] is not None else t["status"] for t in s["per_task"]]
+               for s in summaries]
+    widths = [max(12, *(len(c) for c in cells)) for cells in columns]
     lines.append("")
-    lines.append(f"{'task':<30} " + " ".join(f"{s['method'][:12]:>12}" for s in summaries))
+    lines.append(f"{'task':<30} " + " ".join(f"{s['method'][:w]:>{w}}" for s, w in zip(summaries, widths)))
     for i, name in enumerate(tasks):
-        cells = []
-        for s in summaries:
-            t = s["per_task"][i]
-            status = t["status"]
-            cells.append(f"{t['speedup']:.2f}x" if t["speedup"] is not None else SHORT.get(status, status)[:12])
-        lines.append(f"{name[:30]:<30} " + " ".join(f"{c:>12}" for c in cells))
+        cells = [cells[i] if i < len(cells) else "-" for cells in columns]
+        lines.append(f"{name[:30]:<30} " + " ".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
     return "\n".join(lines)

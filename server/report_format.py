@@ -19,8 +19,9 @@ to "hint" is reported as information)::
                 "not_fully_checked": [str],       # why not ([] when fully checked)
                 "skipped": null | str,            # why nothing applied (a file without Pallas)
                 "compile": null | {"ok": true | false | null, "chip", "tiers_run", "tiers_skipped",
-                                   "kernels", "why", "evidence"},  # the Verdict's compile part
+                                   "kernels", "why", "evidence", "checked", "status"},  # the Verdict's compile part
                 "compile_text": null | str}],     # "compiled for v5e (tiers 0,1,2)" | "not compiled for v5e: <why>"
+                                                  # | "not checked: <why>"
      "summary": {"files": int, "errors": int, "warnings": int, "information": int,
                  "not_fully_checked": int, "skipped": int, "compiled": int,
                  "wall_s": null | float}}         # the whole command's wall time
@@ -36,7 +37,7 @@ from collections.abc import Sequence
 
 from ..analysis.codes import CODES, COULD_NOT_CHECK
 from ..analysis.types import FileReport, Finding, Span
-from ..analysis.verdict import COMPILE_TIER, CompileResult, compile_result
+from ..analysis.verdict import COMPILE_TIER, TIER0_NO_SITE, CompileResult, compile_result
 from ..engine.reach import NOT_REACHED
 
 JSON_VERSION = 1
@@ -85,7 +86,7 @@ def finding_json(finding: Finding, path: str) -> dict:
 
 # "Could not check" outcomes: warnings (or information) that mean a file was not fully checked.
 _CHECKED = ("ok", "error")
-_NOT_APPLICABLE = ("skipped: GPU kernel",)
+_NOT_APPLICABLE = ("skipped: GPU kernel", TIER0_NO_SITE)
 
 
 def tiers_ran(report: FileReport) -> list[int]:
@@ -142,11 +143,11 @@ def compiled_for(report: FileReport, tiers: Sequence[int], target: str) -> Compi
 
 
 def compile_line(result: CompileResult, target: str) -> str:
-    """"compiled for v5e (tiers 0,1,2)", or "not compiled for v5e: <why>" (an error, or tier 2 not run and
-    passed: the why says which)."""
-    if result.ok:
+    """"compiled for v5e (tiers 0,1,2)", "not compiled for v5e: <why>" (an error, or tier 2 not run and
+    passed: the why says which), or "not checked: <why>" (a limit or a crash stopped the check)."""
+    if result.ok or not result.checked:
         return result.text()
-    return f"not compiled for {target}: {result.text().partition(': ')[2]}"
+    return f"not compiled for {target}: {result.why_text()}"
 
 
 def summary(reports: Sequence[FileReport]) -> Counter:
@@ -255,7 +256,7 @@ def file_lines(report: FileReport, *, tiers: Sequence[int], details: bool = Fals
             out.append(f"{report.path}: note: the task never calls {', '.join(unreached)}: tier 0 only checked "
                        f"{'them' if len(unreached) > 1 else 'it'}")
     errors = any(cli_severity(f) == "error" for f in report.findings)
-    if target and report.kernels and (missing or verbose or errors):
+    if target and (report.kernels and (missing or errors) or verbose):  # verbose: a file without a kernel too
         result = compiled_for(report, tiers, target)
         if result is not None:
             out.append(f"{report.path}: {compile_line(result, target)}")

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 # Verdict's status (analysis/verdict.STATUSES), as the node JSON carries them
 STATUS_COLOURS = {"root": "#4c72b0", "improved": "#2ca02c", "compiled, correct": "#8c8c8c",
                   "compiled, not verified": "#bcbd22", "compiled, wrong": "#ff7f0e",
-                  "not compiled for the chip": "#9467bd", "not compiled": "#d62728", "no candidate": "#7f7f7f"}
+                  "not compiled for the chip": "#9467bd", "not checked": "#17becf", "not compiled": "#d62728",
+                  "no candidate": "#7f7f7f"}
 BEST = "#e6b000"
 
 _CSS = """
@@ -26,7 +27,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
 th{background:#f3f3f3}.prov{color:#555;font-size:12px}.figure svg{max-width:100%;height:auto}
 .status-not-compiled,.status-no-candidate{color:#d62728}.status-improved{color:#2ca02c}.status-compiled-wrong{color:#ff7f0e}
-.status-compiled-not-verified,.status-not-compiled-for-the-chip{color:#8a8a00}
+.status-compiled-not-verified,.status-not-compiled-for-the-chip,.status-not-checked{color:#8a8a00}
 """
 
 
@@ -217,16 +218,20 @@ def _plan_line(t: dict) -> str:
     return (plan[0][:160] + f" ({agent.get('candidates', 0)} candidates)") if plan else ""
 
 
+# what a compiled / correct cell says for None (not shown, never a pass), by the task's status
+NOT_SHOWN = {"compiled, not verified": "not verified", "not compiled for the chip": "not for the chip",
+             "not checked": "not checked"}
+
+
 def _answer(t: dict, what: str) -> str:
-    """yes / no / "not verified" / "not for the chip", from the task's status (analysis/verdict.STATUSES)."""
-    if t.get(what):
+    """The row's tri-state answer: True "yes", False "no", None (not shown) what the task's status says
+    ("not verified", "not for the chip", "not checked"; analysis/verdict.STATUSES), never "no"."""
+    value = t.get(what)
+    if value is True:
         return "yes"
-    status = t.get("status", "")
-    if what == "correct" and status == "compiled, not verified":
-        return "not verified"
-    if what == "compiled" and status == "not compiled for the chip":
-        return "not for the chip"
-    return "no"
+    if value is False:
+        return "no"
+    return NOT_SHOWN.get(t.get("status", ""), "not shown")
 
 
 def _cell(t: dict) -> str:
