@@ -114,7 +114,8 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
                 # second run with carried literals (runner/carried_pass.py)
                 module = stack.enter_context(user_module(path, text, modules, package, failures=run.failures,
                                                          guard=guard))
-            locating = _Locating(stack, path, text, modules, package, loaded_before, bool(run.failures))
+            locating = _Locating(stack, path, text, modules, package, loaded_before, bool(run.failures),
+                                 _half_time_left(started, limit))
             records, said = import_failure_records(run, path, limit)
             unbound = unbound_names(text if text is not None else "".join(linecache.getlines(path)), run)
             result["errors"].extend(records)
@@ -153,15 +154,17 @@ class _Locating:
     entry fails and kept for the others of the request."""
 
     def __init__(self, stack: contextlib.ExitStack, path: str, text: str | None, modules: Any, package: str | None,
-                 loaded_before: set[str], by_statement: bool) -> None:
+                 loaded_before: set[str], by_statement: bool, time_left: Callable[[], bool]) -> None:
         self.stack, self.path, self.text, self.modules, self.package = stack, path, text, modules, package
-        self.loaded_before, self.by_statement = loaded_before, by_statement
+        self.loaded_before, self.by_statement, self.time_left = loaded_before, by_statement, time_left
         self.module: Any = None
         self.failed = False
 
     def locate(self, entry: dict[str, Any], task: Any, args: tuple[Any, ...]) -> None:
         from .carried_pass import carried_copy, locate_entry
 
+        if not self.time_left():
+            return  # a second run of the file could take what the request has left: the verdicts go first
         if self.module is None and not self.failed:
             try:
                 self.module = self.stack.enter_context(carried_copy(self.path, self.text, self.modules, self.package,
@@ -170,7 +173,17 @@ class _Locating:
                 self.failed = True
                 del exc
         if self.module is not None:
-            locate_entry(entry, task.name, args, self.path, self.module, self.text)
+            try:
+                locate_entry(entry, task.name, args, self.path, self.module, self.text)
+            except Exception:  # noqa: BLE001 - locating is optional: the verdicts stand as they are
+                pass
+
+
+def _half_time_left(started: float, limit: Any) -> Callable[[], bool]:
+    """Whether less than half of the request's time limit is spent (always, without a limit)."""
+    if not isinstance(limit, (int, float)) or limit <= 0:
+        return lambda: True
+    return lambda: time.monotonic() - started < limit / 2
 
 
 def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, locating=None) -> dict[str, Any]:
