@@ -57,6 +57,17 @@ def wanted(params: dict[str, Any]) -> bool:
     return on_accelerator() or params.get("judge") == "export"
 
 
+def refused_profile(params: dict[str, Any]) -> dict[str, Any]:
+    """The ``profile`` op for model-written code on a device: refused (it would run the candidate's
+    Python in the process that holds the chip); ``time`` judges it from its exported program."""
+    from . import timing
+
+    result = timing._failed(params, "not profiled: model-written code is not run in the process that holds the "
+                                    "device; time it instead (the judge runs its exported program)")
+    result["judged_by"] = "not judged: profile runs the candidate's own Python, which never runs on the device"
+    return result
+
+
 # --------------------------------------------------------------------------- the candidate's side
 
 

@@ -140,9 +140,12 @@ def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
+    from . import judge, judge_export
     from .timing import plain_params
     from .timing_profile import handle_profile
 
+    if judge.ACTIVE and judge_export.on_accelerator():  # model-written code never runs where the chip is held
+        return messages.time_result_from_plain(judge_export.refused_profile(plain_params(params)))
     return messages.time_result_from_plain(handle_profile(plain_params(params), _measure(ctx)))
 
 

@@ -146,3 +146,41 @@ def test_the_judge_refuses_crafted_bytes_and_a_module_that_calls_back_into_pytho
         verified(exported.serialize(), [[[16, 128], "float32"]], "cpu")
     with pytest.raises(Refused, match="not for this backend"):
         verified(exported.serialize(), named, "tpu")
+
+
+def test_for_a_tpu_judge_the_candidates_process_lowers_the_kernel_with_mosaic_and_the_judge_counts_it():
+    """What a TPU judge receives, made on this CPU host: the pallas_call as a Mosaic kernel call; a
+    program without one is seen as such by the judge (which then rejects it as no_pallas_call)."""
+    import importlib.util
+    import types
+
+    import jax
+    import jax.numpy as jnp
+
+    from pallasite.runner.judge_export import _export
+    from pallasite.runner.judge_export_check import verified
+
+    spec = importlib.util.spec_from_file_location("judge_export_right", HERE / "right.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    structs = [jax.ShapeDtypeStruct((256, 128), jnp.float32)] * 2
+    treedef = jax.tree.structure((0, 0))
+    named = [[[256, 128], "float32"]] * 2
+    for entry, kernels in ((module.add, 1), (module.reference, 0)):
+        blob = _export(types.SimpleNamespace(candidate=entry), treedef, structs, "tpu", "TPU v5 lite").serialize()
+        _, seen = verified(blob, named, "tpu")
+        assert seen["kernels"] == kernels and seen["platforms"] == ["tpu"], seen
+
+
+@needs_namespaces
+async def test_on_a_standin_device_model_code_is_not_profiled_where_the_device_is_held(tmp_path):
+    from pallasite.engine.client import WorkerClient
+    from pallasite.engine.timing import TaskFiles, time_request
+
+    user_file = tmp_path / "kernel.py"
+    user_file.write_text(USER)
+    async with WorkerClient(standin()) as worker:
+        reply = await worker.request(time_request(TaskFiles(str(user_file)), "profile", runs=1, warmup=1,
+                                                  text=TAMPER + WRONG))
+    assert reply.ok, reply.message
+    assert reply.result.verdict == "error" and "not profiled" in reply.result.error, reply.result
