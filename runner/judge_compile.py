@@ -20,6 +20,17 @@ from typing import Any, Callable
 
 from .judge_channel import CandidateGone, end, fork, receive, send_frame
 
+def _cpu_only() -> None:
+    """In a candidate's process on a device worker: only jax's CPU backend, so model-written code never
+    holds the chip (its tiers lower and compile deviceless; runner/judge_export.py does the same)."""
+    from .judge_export import on_accelerator
+
+    if on_accelerator():
+        import jax
+
+        jax.config.update("jax_platforms", "cpu")
+
+
 # --------------------------------------------------------------------------- the check op
 
 
@@ -115,6 +126,7 @@ def _check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> N
     from . import checks, interpret_guard
     from . import tiers as tiers_mod
 
+    _cpu_only()
     tiers_mod.LOWERED = {}
 
     def progress(message: str, **fields: Any) -> None:
@@ -186,6 +198,7 @@ def _estimate_candidate(sock: socket.socket, params: Any) -> None:
 
     from . import interpret_guard, tune_ops
 
+    _cpu_only()
     try:
         send_frame(sock, {"op": "result", "result": to_json(tune_ops.handle_estimate(params, None)),
                           "interpret": interpret_guard.recorded()})

@@ -184,3 +184,28 @@ async def test_on_a_standin_device_model_code_is_not_profiled_where_the_device_i
                                                   text=TAMPER + WRONG))
     assert reply.ok, reply.message
     assert reply.result.verdict == "error" and "not profiled" in reply.result.error, reply.result
+
+
+async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_the_cpu_backend(tmp_path):
+    """A worker whose JAX_PLATFORMS is not "cpu" (a TPU host's): the candidate's processes of ``time``
+    and ``check`` are set to jax's CPU backend before the candidate runs, so model code never holds
+    the chip (the check's candidate process kept the worker's platforms before)."""
+    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.sources import sources_for
+    from pallasite.engine.timing import TaskFiles, time_request
+    from pallasite.wire.messages import CheckParams
+
+    log = tmp_path / "platforms.log"
+    spy = f"import jax as _j, os as _o\nopen({str(log)!r}, 'a').write(f'{{_o.getpid()}} {{_j.config.jax_platforms}}\\n')\n"
+    user_file = tmp_path / "kernel.py"
+    user_file.write_text(USER)
+    config = WorkerConfig(confine=True, platforms=None, worker_args=("--allow-unconfined",), timeout_s=300)
+    async with WorkerClient(config) as worker:
+        timed = await worker.request(time_request(TaskFiles(str(user_file)), "time", runs=2, warmup=1,
+                                                  text=spy + RIGHT, trusted=(str(user_file), USER)))
+        checked = await worker.request(CheckParams(source=sources_for(str(user_file), spy + RIGHT), tiers=(1, 2),
+                                                   target="v5e"))
+    assert timed.ok and checked.ok, (timed.message, checked.message)
+    assert timed.result.verdict == "ok" and timed.result.judged_by.startswith(EXPORTED), timed.result
+    seen = [line.split() for line in log.read_text().splitlines()]
+    assert len({pid for pid, _ in seen}) == 2 and {platforms for _, platforms in seen} == {"cpu"}, seen
