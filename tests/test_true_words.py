@@ -122,7 +122,6 @@ def test_eval_rows_keep_not_shown_as_none_to_the_html_and_the_text_table():
     passed = CompileResult.passed("v5e")
     cases = {"for_chip": Verdict(CompileResult.passed("v5e", (0, 1)), TestResult.ok()),
              "unverified": Verdict(passed, TestResult.not_verified("the worker crashed")),
-             "unchecked": Verdict(CompileResult.not_checked("the check ran past 180 s"), TestResult.ok()),
              "wrong": Verdict(passed, TestResult.wrong("max abs error 1.0")),
              "correct": Verdict(passed, TestResult.ok())}
     summary = _summary(cases)
@@ -130,21 +129,27 @@ def test_eval_rows_keep_not_shown_as_none_to_the_html_and_the_text_table():
     assert {k: (r["compiled"], r["correct"], r["status"]) for k, r in rows.items()} == {
         "for_chip": (None, None, "not compiled for the chip"),
         "unverified": (True, None, "compiled, not verified"),
-        "unchecked": (None, None, "not checked"),
         "wrong": (True, False, "compiled, wrong"),
         "correct": (True, True, "compiled, correct")}
-    assert summary["compile_rate"] == 3 / 5 and summary["correct_rate"] == 1 / 5
+    assert summary["compile_rate"] == 3 / 4 and summary["correct_rate"] == 1 / 4
     page = eval_html([summary])
     for task, compiled, correct in (("for_chip", "not for the chip", "not for the chip"),
-                                    ("unverified", "yes", "not verified"),
-                                    ("unchecked", "not checked", "not checked"), ("wrong", "yes", "no")):
+                                    ("unverified", "yes", "not verified"), ("wrong", "yes", "no")):
         assert f"<td>{task}</td><td>{rows[task]['status']}</td><td>{compiled}</td><td>{correct}</td>" in page, task
     other = dict(summary, method="other")
     table = side_by_side([summary, other]).splitlines()
-    for task, status in (("for_chip", "not compiled for the chip"), ("unverified", "compiled, not verified"),
-                         ("unchecked", "not checked")):
+    for task, status in (("for_chip", "not compiled for the chip"), ("unverified", "compiled, not verified")):
         (line,) = [row for row in table if row.startswith(task)]
         assert line.split()[1:] == status.split() * 2, line
+
+
+def test_a_task_that_was_not_checked_is_not_checked_in_its_row_and_cells():
+    from pallasite.server.report_html import eval_html
+
+    summary = _summary({"unchecked": Verdict(CompileResult.not_checked("the check ran past 180 s"), TestResult.ok())})
+    (row,) = summary["per_task"]
+    assert (row["compiled"], row["correct"], row["status"]) == (None, None, "not checked")
+    assert "<td>unchecked</td><td>not checked</td><td>not checked</td><td>not checked</td>" in eval_html([summary])
 
 
 def test_eval_cli_rows_say_not_verified_as_none(tmp_path):
