@@ -9,8 +9,12 @@ reference come from one model (engine/estimates.py), the same figures ``tune`` s
 
 from __future__ import annotations
 
+import ast
+import atexit
 import dataclasses
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,4 +74,60 @@ def with_kernel(tasks: list[EvalTask], kernel: str) -> list[EvalTask]:
         raise ValueError(f"--kernel needs exactly one task (a task folder, or --tasks NAME); found {len(tasks)}: {names}")
     if tasks[0].layout != "jaxbench":
         raise ValueError(f"{tasks[0].name}: --kernel scores against JAXBench tasks (baseline.py) only for now")
-    return [dataclasses.replace(tasks[0], candidate_path=path)]
+    task = tasks[0]
+    if os.path.dirname(path) != os.path.abspath(task.folder) and not _states_inputs(path):
+        path = staged_beside_baseline(path, task)
+    return [dataclasses.replace(task, candidate_path=path)]
+
+
+INPUT_FUNCTIONS = ("create_inputs", "example_inputs", "get_inputs")
+
+
+def _states_inputs(path: str) -> bool:
+    """Whether the file defines its own inputs (a task of its own), read without importing it."""
+    try:
+        tree = ast.parse(_read(path))
+    except (SyntaxError, ValueError, OSError):
+        return True  # leave it as it is: the check reports the syntax error at its line
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return bool(names & set(INPUT_FUNCTIONS)) or any(n.endswith("_inputs") for n in names)
+
+
+def staged_beside_baseline(kernel: str, task: EvalTask) -> str:
+    """``eval TASK --kernel FILE`` where FILE exports only ``workload(...)`` (docs/task-convention.md,
+    JAXBench's own convention) and lives outside the task folder: a folder of links — FILE (under its
+    own name), its sibling .py files (its local imports) and the task's ``baseline.py`` — so every
+    phase (the compiler tiers, the test, the estimate) finds the task's inputs beside it, as it does for
+    a JAXBench ``optimized.py``. Removed when the process ends. Returns the linked FILE's path."""
+    folder = tempfile.mkdtemp(prefix=f"pallasite-kernel-{os.path.basename(task.folder)}-")
+    atexit.register(shutil.rmtree, folder, True)
+    name = os.path.basename(kernel) if os.path.basename(kernel) != "baseline.py" else "kernel.py"
+    os.symlink(task.reference_path, os.path.join(folder, "baseline.py"))
+    os.symlink(kernel, os.path.join(folder, name))
+    home = os.path.dirname(kernel)
+    for entry in sorted(os.listdir(home)):
+        target = os.path.join(folder, entry)
+        if entry.endswith(".py") and not os.path.exists(target):
+            os.symlink(os.path.join(home, entry), target)
+    return os.path.join(folder, name)
+
+
+async def vmem_bound(judge: Any, verdict: Any, text: str) -> tuple[Any, Any]:
+    """A candidate tier 2 rejects for VMEM still gets its estimate pair when the run estimates (no
+    device), labelled as a bound: the program as written does not compile, so its estimate is what it
+    would take if its buffers fit — a lower bound on any variant that compiles (smaller blocks mean
+    more grid steps and more traffic). (verdict with that timing, the reference's timing) — the verdict
+    stays "not compiled" and no speedup is ever divided from it; anything else comes back unchanged."""
+    from ..analysis.feasibility import out_of_vmem
+
+    compiled = verdict.compile
+    if compiled.ok is not False or not out_of_vmem(compiled.why, compiled.evidence) or \
+            getattr(judge, "device", None) is not None:
+        return verdict, None
+    timed = await judge.time(text)
+    if timed.candidate is None:
+        return verdict, None
+    label = ("a lower bound: tier 2 rejected the kernel for VMEM, so this is the estimate of a program that does "
+             "not compile as written (any variant that fits takes at least this long)")
+    cand = dataclasses.replace(timed.candidate, method=f"{label}; {timed.candidate.method}")
+    return dataclasses.replace(verdict, timing=cand), timed.reference

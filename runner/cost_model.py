@@ -93,10 +93,10 @@ class Factors:
     hbm_efficiency: float  # HBM traffic at this fraction of the peak bandwidth
 
     def described(self) -> tuple[tuple[str, Any, str], ...]:
-        fitted = f"fitted on {FIT_DATA}"
+        fitted = "fitted on jax's matmul guide: 21 TPU v5e bf16 times (benchmarks/bench_matmul_guide.py)"
         return (("mxu_efficiency", self.mxu_efficiency, fitted),
                 ("xla_cycles_scale", self.xla_cycles_scale, fitted),
-                ("step_overhead_s", self.step_overhead_s, fitted + " (jax's pipelining docs say about 0.35 us)"),
+                ("step_overhead_s", self.step_overhead_s, fitted),
                 ("hbm_efficiency", self.hbm_efficiency, "assumed (no published bandwidth-bound point to fit it on)"))
 
 

@@ -65,6 +65,10 @@ def discover(module: types.ModuleType, path: str, text: str | None = None,
         return long_form
     if callable(ns.get("example_inputs")):
         return [_short_form(module, path, text)]
+    if callable(ns.get("workload")):  # a JAXBench candidate that exports only workload(*inputs)
+        paired = _with_baseline_inputs(module, path)
+        if paired:
+            return paired
     if inferred:
         from .tasks_inferred import inferred_tasks
 
@@ -234,6 +238,23 @@ def _jaxbench_task(module: types.ModuleType, path: str) -> RuntimeTask:
     )
 
 
+def _with_baseline_inputs(module: types.ModuleType, path: str) -> list[RuntimeTask]:
+    """A file that exports only ``workload(*inputs)`` beside a ``baseline.py`` with ``create_inputs``:
+    JAXBench's own convention for a candidate ("inputs are generated from the baseline's
+    create_inputs()"): its workload on the baseline's inputs (at the file's CONFIG, else the
+    baseline's), the baseline's workload as the reference."""
+    baseline = _load_baseline(path)
+    if baseline is None or not callable(getattr(baseline, "create_inputs", None)):
+        return []
+    ns, ref_ns = vars(module), vars(baseline)
+    config = dict(ns.get("CONFIG") or ref_ns.get("CONFIG") or {})
+    create, workload = ref_ns["create_inputs"], ns["workload"]
+    reference = ref_ns.get("workload")
+    return [RuntimeTask(name="workload", entry=workload, inputs=lambda: _call_with_config(create, config),
+                        format="jaxbench", reference=reference if callable(reference) else None, config=config,
+                        line=_def_line(workload))]
+
+
 def _call_with_config(fn: Callable[..., Any], config: dict[str, Any]) -> Any:
     try:
         params = inspect.signature(fn).parameters
@@ -251,8 +272,14 @@ def _call_with_config(fn: Callable[..., Any], config: dict[str, Any]) -> Any:
 
 
 def _baseline(path: str) -> Callable[..., Any] | None:
+    module = _load_baseline(path)
+    fn = getattr(module, "workload", None) if module is not None else None
+    return fn if callable(fn) else None
+
+
+def _load_baseline(path: str) -> types.ModuleType | None:
     sibling = os.path.join(os.path.dirname(os.path.abspath(path)), "baseline.py")
-    if not os.path.isfile(sibling) or os.path.samefile(sibling, path):
+    if not os.path.isfile(sibling) or (os.path.exists(path) and os.path.samefile(sibling, path)):
         return None
     spec = importlib.util.spec_from_file_location("_pallasite_baseline", sibling)
     if spec is None or spec.loader is None:
@@ -263,8 +290,7 @@ def _baseline(path: str) -> Callable[..., Any] | None:
     except Exception as exc:  # noqa: BLE001 - a broken baseline should not hide the kernel check
         print(f"pallasite: {sibling} could not be imported ({type(exc).__name__}: {exc})", file=sys.stderr)
         return None
-    fn = getattr(module, "workload", None)
-    return fn if callable(fn) else None
+    return module
 
 
 # --------------------------------------------------------------------------- small readers

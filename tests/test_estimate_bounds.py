@@ -29,7 +29,7 @@ def test_the_pair_says_each_sides_bound_and_factors():
     words = paired.kernel_method()
     assert f"{paired.kernel_bound}-bound" in words
     assert f"mxu_efficiency {cost_model.FACTORS.mxu_efficiency:.4g}" in words
-    assert "fitted on jax's Pallas matmul guide" in words and "hbm_efficiency 1 (assumed" in words
+    assert "fitted on jax's matmul guide" in words and "hbm_efficiency 1 (assumed" in words
     assert f"{paired.reference_bound}-bound" in paired.reference_method()
     assert "factors:" in paired.reference_method()
     # the factors survive the store's JSON round trip (tune keeps estimates there)
