@@ -2,12 +2,12 @@
 (the graph search), run per task from the task's reference (JAXBench ``baseline.py``, MaxKernel's
 reference) and scored exactly like ``--method files``.
 
-- ``TaskEvaluator``: the Evaluator Protocol (agents/evaluator.py) over one task's ``TaskScorer``
-  (agents/eval_job.py): compile = the checker's tiers for the chip, test = the ``time`` op's
-  integrity checks against the task's reference (interpret mode on CPU, or the device), measure = the
+- the agents judge their candidates with the task's ``Judge`` (engine/judge.py, through the loops'
+  agents/optimize_eval.JudgeEvaluator): compile = the checker's tiers for the chip, test = the ``time``
+  op's integrity checks against the task's reference (interpret mode on CPU, or the device), measure = the
   candidate's estimate by the one model that also prices the reference (or its device median). The
   phases are memoized by text, so the eval's final verdict of the winner reuses the agent's runs.
-- ``AgentMethod(spec, providers, recorder, eval_id)``: an ``AgentRunner``; ``run(task, scorer)`` runs:
+- ``AgentMethod(spec, providers, recorder, eval_id)``: an ``AgentRunner``; ``run(task, judge)`` runs:
   ``zero-shot``: ``samples`` independent implementer calls from the reference (no plan call), each
   candidate compiled, tested and measured; ``auto``: agents/optimize.optimize with ``iterations``;
   ``parallel|beam|evolve``: agents/search_job.run_search with the search's knobs. The best candidate
@@ -30,10 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..analysis.verdict import TestResult, Timing
-
-from .eval_job import AgentRunner, MethodAnswer, TaskScorer
-from .evaluator import BaseEvaluator, PhaseResult
+from .eval_job import AgentRunner, MethodAnswer, evaluate_one
+from .optimize_eval import JudgeEvaluator
 from .providers import ProviderError, Usage
 
 KINDS = ("zero-shot", "auto", "parallel", "beam", "evolve")
@@ -42,60 +40,6 @@ ZERO_SHOT_PLAN = (
     "Keep the file's CONFIG, its input function and the entry function's name and signature; the entry must "
     "compute the same result through pl.pallas_call (BlockSpecs whose block shapes divide the inputs and fit "
     "the chip's VMEM), never by calling the original plain-JAX code.")
-
-
-class TaskEvaluator(BaseEvaluator):
-    """The Evaluator Protocol over one task's memoized phases (see the module docstring). No ``fix``,
-    ``tune`` or ``frozen_tests``: the task's reference and inputs are the frozen tests already."""
-
-    def __init__(self, scorer: TaskScorer) -> None:
-        self.scorer = scorer
-        job = scorer.job
-        self.method = f"device ({job.where or 'device'})" if job.device is not None else f"estimate ({job.chip})"
-        self.reference: Timing | None = None
-
-    def _is_reference(self, source: str) -> bool:
-        return source == self.scorer.task.reference_text()
-
-    async def compile(self, source: str) -> PhaseResult:
-        compiled = await self.scorer.compiled(source)
-        return PhaseResult(compiled.ok is True, compiled.text(), evidence="" if compiled.ok else compiled.evidence,
-                           compile=compiled)
-
-    async def test(self, source: str) -> PhaseResult:
-        if self.scorer.job.device is not None:
-            test, _, _ = await self.scorer.on_device(source)
-        elif not self.scorer.job.verify:
-            test = TestResult.not_verified("--no-verify")
-        else:
-            test = await self.scorer.tested(source)
-        # only a pass counts: a check that could not finish is not a correct candidate
-        return PhaseResult(test.outcome == "ok", test.text()[:200], evidence="" if test.outcome == "ok" else test.why,
-                           test=test)
-
-    async def measure(self, source: str) -> PhaseResult:
-        if self.scorer.job.device is not None:
-            if self._is_reference(source):
-                return self._reference_phase()
-            test, cand, ref = await self.scorer.on_device(source)
-            evidence = test.why
-        else:
-            cand, ref, evidence = await self.scorer.estimated(source)
-            if self._is_reference(source):  # the root / the baseline: the reference by the same model
-                cand = ref or cand
-        self.reference = self.reference or ref
-        if cand is None:
-            return PhaseResult(False, "not timed", evidence=evidence or "no figure")
-        return PhaseResult(True, f"{cand.seconds * 1e6:.2f} us", timing=cand)
-
-    def _reference_phase(self) -> PhaseResult:
-        """On a device the reference is timed beside a candidate (the ``time`` op): its figure exists only
-        once a candidate has run; before that the baseline is unmeasured and said so."""
-        ref = self.reference or next((v[2] for k, v in self.scorer._memo.items() if k[0] == "device" and v[2]), None)
-        if ref is None:
-            return PhaseResult(False, "not timed yet", evidence="on a device the reference is timed beside a "
-                               "candidate; no candidate has been timed yet")
-        return PhaseResult(True, f"{ref.seconds * 1e6:.2f} us", timing=ref)
 
 
 @dataclass(frozen=True)
@@ -250,9 +194,9 @@ class AgentMethod(AgentRunner):
             return self.providers.replayed(run_id)
         return self.providers.for_task(task.name)
 
-    async def run(self, task: Any, scorer: TaskScorer) -> MethodAnswer:
+    async def run(self, task: Any, judge: Any) -> MethodAnswer:
         rid = f"{self.eval_id}/{self.method_name}/{task.name}"
-        evaluator = TaskEvaluator(scorer)
+        evaluator = JudgeEvaluator(judge, tune=False)  # the task's reference and inputs are the frozen tests
         started = time.monotonic()
         produced: list[tuple[str, str]] = []  # (source, plan) in the order the agent made them
         run = {"zero-shot": self._zero_shot, "auto": self._auto}.get(self.spec.kind, self._search)
@@ -269,7 +213,7 @@ class AgentMethod(AgentRunner):
             try:
                 if left <= 0:
                     raise asyncio.TimeoutError
-                scored.append((src, plan, await asyncio.wait_for(scorer.verdict(src), left)))
+                scored.append((src, plan, await asyncio.wait_for(evaluate_one(judge, task, src), left)))
             except asyncio.TimeoutError:
                 unscored = len(produced) - len(scored)
                 stopped = (stopped + "; " if stopped else "") + \
@@ -285,7 +229,7 @@ class AgentMethod(AgentRunner):
                              "total_tokens": usage.total_tokens, "calls": usage.calls, "cost_usd": usage.cost_usd},
                             budgets, len(produced), stopped, round(seconds, 3))
 
-    async def _zero_shot(self, task: Any, evaluator: TaskEvaluator, rid: str, produced: list, meters: list) -> tuple:
+    async def _zero_shot(self, task: Any, evaluator: JudgeEvaluator, rid: str, produced: list, meters: list) -> tuple:
         from . import implementer
         from .model_client import ModelClient, TokenBudget
 
@@ -320,13 +264,13 @@ class AgentMethod(AgentRunner):
                                                           if errors else "")
         return stopped, {"samples": {"used": self.spec.samples, "limit": self.spec.samples}}
 
-    async def _auto(self, task: Any, evaluator: TaskEvaluator, rid: str, produced: list, meters: list) -> tuple:
+    async def _auto(self, task: Any, evaluator: JudgeEvaluator, rid: str, produced: list, meters: list) -> tuple:
         from .optimize import Budgets, new_run, optimize
 
         meter = Metered(self._provider(task, rid))
         meters.append(meter)
         state = new_run(task.reference_path, task.reference_text(), run_id=rid)
-        state.context["chip"] = evaluator.scorer.job.chip
+        state.context["chip"] = evaluator.chip
         budgets = Budgets(iterations=self.spec.iterations, max_tokens=self.spec.max_tokens,
                           max_seconds=self.spec.max_seconds, fix_rounds=0,
                           request_timeout_s=self.spec.request_timeout_s, seconds_name="--time-limit")
@@ -335,7 +279,7 @@ class AgentMethod(AgentRunner):
         produced.extend((it.source, it.plan) for it in state.iterations if it.source)
         return state.stopped, {"iterations": {"used": len(state.iterations), "limit": self.spec.iterations}}
 
-    async def _search(self, task: Any, evaluator: TaskEvaluator, rid: str, produced: list, meters: list) -> tuple:
+    async def _search(self, task: Any, evaluator: JudgeEvaluator, rid: str, produced: list, meters: list) -> tuple:
         from .search_iterate import node_run_id
         from .search_job import run_search
 
@@ -348,11 +292,10 @@ class AgentMethod(AgentRunner):
                 node_meter = Metered(self.providers.replayed(node_run_id(rid, node_id)))
                 meters.append(node_meter)
                 return node_meter
-        scorer = evaluator.scorer
         say = lambda node, phase, message: self.progress(f"{task.name}: {node} {phase}: {message}"[:160])  # noqa: E731
         graph = await run_search(Path(task.reference_path), task.reference_text(), self.spec.search, meter,
-                                 chip=scorer.job.chip, engine=scorer.engine, evaluator=evaluator,
-                                 recorder=self.recorder, run_id=rid, provider_for=provider_for, on_phase=say,
+                                 evaluator.judge, evaluator=evaluator, recorder=self.recorder, run_id=rid,
+                                 provider_for=provider_for, on_phase=say,
                                  request_timeout_s=self.spec.request_timeout_s)
         nodes = [n for n in graph.nodes if n.op != "root"]
         produced.extend((n.source, n.plan) for n in nodes if n.source)

@@ -18,8 +18,9 @@ verdict as optimize and search give theirs:
   figures of two different models are refused, never divided.
 
 A method is either a callable (task -> source) or an ``AgentRunner`` (agents/eval_agents.py: zero-shot,
-auto, parallel, beam, evolve) that runs an agent through the task's ``TaskScorer``: the same phases,
-memoized by candidate text and shared by every method of the run, so the agent's candidates and the
+auto, parallel, beam, evolve) that runs an agent through the task's ``Judge`` (engine/judge.py, built
+with the run setup's check options: the project's settings): the same phases, memoized by candidate
+text and shared by every method of the run, so the agent's candidates and the
 final verdict of its answer come from the same compiles, tests and figures. ``EvalJob.done`` holds the
 rows of tasks finished by an earlier run (resume), ``on_task`` receives each new row (the CLI stores
 it), and ``task_budget`` stops after that many (method, task) pairs (``Incomplete``).
@@ -37,8 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, compile_result,
-                                        timing_of, try_speedup)
+from ..analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing, Verdict, try_speedup
 
 from .eval_metrics import CaseOutcome, TaskOutcome, summarize
 
@@ -70,8 +70,8 @@ class MethodAnswer:
 
 
 class AgentRunner:
-    """A method that runs an agent per task through the task's ``TaskScorer`` (the eval's own phases,
-    so its candidates are scored exactly as ``--method files`` scores a file). Subclasses implement
+    """A method that runs an agent per task through the task's ``Judge`` (engine/judge.py: the eval's own
+    phases, so its candidates are scored exactly as ``--method files`` scores a file). Subclasses implement
     ``run``; ``label`` names the method's knobs in the summary."""
 
     label: str = ""
@@ -79,7 +79,7 @@ class AgentRunner:
     def params(self) -> dict:
         return {}
 
-    async def run(self, task: Any, scorer: "TaskScorer") -> MethodAnswer:  # pragma: no cover - abstract
+    async def run(self, task: Any, judge: Any) -> MethodAnswer:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -95,6 +95,7 @@ class EvalJob:
     memory_mb: int = 8192
     allow_unconfined: bool = False
     device: Any = None  # BackendSettings (the engine's device pool), an open device backend, or None: estimates
+    options: Any = None  # the run setup's check options (the project's settings); None: the defaults for ``chip``
     where: str = ""
     progress: Callable[[str], None] = field(default=lambda m: None)
     # resume: rows of tasks finished by an earlier run of the same eval, by (method, task); ``on_task``
@@ -146,153 +147,31 @@ def candidate_path(task: Any) -> str:
     return task.candidate_path or os.path.join(task.folder, "optimized.py")
 
 
-def compiled_verdict(report: Any, tiers: tuple[int, ...], chip: str) -> CompileResult:
-    """The compile phase's result from a checker report: analysis/verdict.compile_result, the one meaning of
-    compiled (tier 2 ran for the chip, and every kernel the task reaches passed every tier asked for)."""
-    return compile_result(report, tiers, chip)
+def task_judge(engine: Any, options: Any, task: Any, job: EvalJob, device_slot: asyncio.Semaphore) -> Any:
+    """The task's judge (engine/judge.py): the run's check options (the project's settings, from the run
+    setup), the chip, the device, the task's reference as the trusted side; shared by every method."""
+    from ..engine.judge import Judge, Trusted
+
+    return Judge(engine, options, Trusted.of_task(task), chip=job.chip, device=job.device, where=job.where,
+                 verify=job.verify, timeout_s=job.timeout_s, device_slot=device_slot)
 
 
-async def _check_compiled(engine: Any, options: Any, path: str, text: str, job: EvalJob) -> CompileResult:
-    report = await engine.check(path, options, text, purpose="job", untrusted=True)
-    return compiled_verdict(report, job.tiers, job.chip)
-
-
-def _trusted(task: Any) -> tuple[str, str] | None:
-    """The task's own file (a native task; JAXBench's baseline.py travels as the reference): what the
-    judge compares a candidate against (runner/judge.py)."""
-    if task.layout in ("jaxbench", "maxkernel"):
-        return None
-    path = candidate_path(task)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return path, f.read()
-    except OSError:
-        return None
-
-
-async def _test(backend: Any, task: Any, text: str, job: EvalJob) -> TestResult:
-    """The guarded test (the ``time`` op's integrity checks) in TPU interpret mode on CPU."""
-    from ..engine.timing import TaskFiles, time_request
-
-    from .optimize_eval import test_result
-
-    files = TaskFiles(candidate_path(task), task.reference_path if task.layout == "jaxbench" else None,
-                      task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
-    params = dataclasses.replace(time_request(files, "time", runs=1, warmup=0, extra_shape=True, text=text,
-                                              trusted=_trusted(task)), shrink=True)
-    return test_result(await backend.request(params, purpose="job", timeout_s=job.timeout_s))
-
-
-async def _estimates(backend: Any, task: Any, text: str, job: EvalJob) -> tuple[Timing | None, Timing | None, str]:
-    """(candidate, reference, why) estimated for the chip by one model: engine/estimates.estimate_pair
-    prices the candidate and the task's reference through the same roofline (the figures ``tune``
-    shows for the same file); each ``Timing`` names the model the worker reported."""
-    from ..engine.estimates import estimate_pair
-    from ..engine.sources import sources_for, trusted_sources
-
-    trusted = _trusted(task)
-    path = candidate_path(task)
-    apart = (task.layout == "jaxbench" and task.reference_path  # eval TASK --kernel FILE: not beside baseline.py
-             and os.path.dirname(os.path.abspath(path)) != os.path.dirname(os.path.abspath(task.reference_path)))
-    paired, result, failed = await estimate_pair(backend, sources_for(path, text), job.chip,
-                                                 timeout_s=job.timeout_s,
-                                                 trusted=trusted_sources(*trusted) if trusted else None,
-                                                 reference=sources_for(task.reference_path) if apart else None)
-    if failed is not None or result is None:
-        return None, None, f"not estimated: {(failed or paired.why or '')[:300]}"
-    kernel = result.estimates[0] if result.estimates else None
-    cand = ref = None
-    if paired.kernel_s is not None and kernel is not None:
-        cand = Timing(paired.kernel_s, "estimate", job.chip, kernel.model or COST_MODEL, paired.label)
-    if paired.reference_s is not None:
-        model = str((result.reference or {}).get("model") or "")
-        ref = Timing(paired.reference_s, "estimate", job.chip, model or COST_MODEL, paired.label)
-    why = "; ".join(w for w in (paired.why, paired.caveat) if w)
-    return cand, ref, why
-
-
-async def _device(task: Any, text: str, job: EvalJob) -> tuple[TestResult, Timing | None, Timing | None]:
-    """The guarded test and the timing on the device: (test, candidate, reference)."""
-    from ..engine.timing import TaskFiles, time_request
-
-    from .optimize_eval import test_result
-
-    files = TaskFiles(candidate_path(task), task.reference_path if task.layout == "jaxbench" else None,
-                      task.layout if task.layout in ("jaxbench", "maxkernel") else "file")
-    params = time_request(files, "time", runs=20, warmup=2, text=text, trusted=_trusted(task))
-    reply = await job.device.request(params, purpose="device", timeout_s=job.timeout_s)
-    test = test_result(reply, f"the time op on {job.where or 'the device'}")
-    if test.outcome != "ok":
-        return test, None, None
-    return test, timing_of(reply.result.candidate), timing_of(reply.result.reference)
-
-
-class TaskScorer:
-    """One task's phases, memoized by candidate text: the compile (tiers), the guarded test, the
-    estimates (or the device's ``time`` op). ``verdict(text)`` is the task's verdict for a candidate
-    (what every method is scored by); agents/eval_agents.TaskEvaluator serves the same phases to the
-    optimize loop and the search, so a winner they found is scored from the same runs."""
-
-    def __init__(self, engine: Any, options: Any, task: Any, job: EvalJob, device_slot: asyncio.Semaphore) -> None:
-        self.engine, self.options, self.task, self.job, self.device_slot = engine, options, task, job, device_slot
-        self._memo: dict[tuple[str, str], Any] = {}
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
-
-    async def _once(self, kind: str, text: str, make: Callable[[], Any]) -> Any:
-        key = (kind, text)
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:  # two nodes proposing the same text wait for one run
-            if key not in self._memo:
-                self._memo[key] = await make()
-        return self._memo[key]
-
-    def backend(self) -> Any:
-        return self.engine.backend(self.options, untrusted=True)
-
-    async def compiled(self, text: str) -> CompileResult:
-        return await self._once("compile", text, lambda: _check_compiled(self.engine, self.options,
-                                                                        candidate_path(self.task), text, self.job))
-
-    async def tested(self, text: str) -> TestResult:
-        return await self._once("test", text, lambda: _test(self.backend(), self.task, text, self.job))
-
-    async def estimated(self, text: str) -> tuple[Timing | None, Timing | None, str]:
-        return await self._once("estimate", text, lambda: _estimates(self.backend(), self.task, text, self.job))
-
-    async def on_device(self, text: str) -> tuple[TestResult, Timing | None, Timing | None]:
-        async def run() -> Any:
-            async with self.device_slot:  # one device timing at a time, whatever the tasks and methods
-                return await _device(self.task, text, self.job)
-        return await self._once("device", text, run)
-
-    async def verdict(self, text: str | None) -> TaskVerdict:
-        return await evaluate_one(self.engine, self.options, self.task, text, self.job, self.device_slot, scorer=self)
-
-
-async def evaluate_one(engine: Any, options: Any, task: Any, text: str | None, job: EvalJob,
-                       device_slot: asyncio.Semaphore, scorer: TaskScorer | None = None) -> TaskVerdict:
-    """One task's verdict (see the module docstring)."""
+async def evaluate_one(judge: Any, task: Any, text: str | None) -> TaskVerdict:
+    """One task's verdict by its judge (see the module docstring)."""
     if text is None or text == task.reference_text():
         why = "no candidate: the folder holds only the reference" if text is None else \
             "no candidate: the method's answer is the reference itself"
         return TaskVerdict(task.name, Verdict.no_candidate(why))
-    scorer = scorer or TaskScorer(engine, options, task, job, device_slot)
-    compiled = await scorer.compiled(text)
-    if compiled.ok is not True:
-        return TaskVerdict(task.name, Verdict(compiled, TestResult.not_verified("not compiled for the chip")))
-    cand = ref = None
-    if job.device is not None:
-        test, cand, ref = await scorer.on_device(text)
-    else:
-        test = TestResult.not_verified("--no-verify")
-        if job.verify:
-            test = await scorer.tested(text)
-        # a wrong candidate is estimated too: its estimate pair is shown, never a speedup
-        cand, ref, why = await scorer.estimated(text)
-        if why and test.outcome == "ok":
-            test = dataclasses.replace(test, why=f"{test.why}; {why}")
-    s, refused = try_speedup(ref, cand, baseline_name=BASELINE) if test.outcome != "wrong" else (None, None)
-    return TaskVerdict(task.name, Verdict(compiled, test, cand), s.value if s else None, refused, ref)
+    verdict = await judge.verdict(text)
+    if verdict.compile.ok is not True:  # a kernel tier 2 rejects for VMEM keeps its estimate, as a bound
+        from ..engine.eval_tasks import vmem_bound
+
+        verdict, ref = await vmem_bound(judge, verdict, text)
+        return TaskVerdict(task.name, verdict, None, None, ref)
+    ref = (await judge.time(text)).reference
+    test = verdict.test
+    s, refused = try_speedup(ref, verdict.timing, baseline_name=BASELINE) if test.outcome != "wrong" else (None, None)
+    return TaskVerdict(task.name, verdict, s.value if s else None, refused, ref)
 
 
 def usage_total(answers: list) -> dict:
@@ -324,8 +203,9 @@ async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
     from ..engine.remote import BackendSettings
     from ..engine.remote import where as device_where
 
-    options = CheckOptions(target=job.chip, tiers=job.tiers, time_limit_s=job.timeout_s, memory_mb=job.memory_mb,
-                           allow_unconfined=job.allow_unconfined)
+    # the run setup's check options (server/cmd_eval.py passes them); defaults only where no project was read
+    options = job.options or CheckOptions(target=job.chip, tiers=job.tiers, time_limit_s=job.timeout_s,
+                                          memory_mb=job.memory_mb, allow_unconfined=job.allow_unconfined)
     own = engine is None
     if own:
         engine = Engine(checks=1, use_store=False,
@@ -340,7 +220,7 @@ async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
     workers = int(getattr(job.device, "size", 1) or 1) if job.device is not None else 1
     gate = asyncio.Semaphore(max(1, job.jobs, workers))
     device_slot = asyncio.Semaphore(workers)
-    scorers: dict[str, TaskScorer] = {}
+    judges: dict[str, Any] = {}
     started_pairs = {"n": 0}
     out = []
     started = time.monotonic()
@@ -358,17 +238,18 @@ async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
                 if job.task_budget is not None and started_pairs["n"] >= job.task_budget:
                     return None  # left for the next run
                 started_pairs["n"] += 1
-                # one scorer per task for every method: the same reference, inputs and figures
-                scorer = scorers.setdefault(task.name, TaskScorer(engine, options, task, job, device_slot))
+                # one judge per task for every method: the same reference, inputs and figures
+                judge = judges.get(task.name) or judges.setdefault(
+                    task.name, task_judge(engine, options, task, job, device_slot))
                 try:
                     if isinstance(method, AgentRunner):
-                        answer = await method.run(task, scorer)
-                        verdict = dataclasses.replace(await scorer.verdict(answer.text), answer=answer)
+                        answer = await method.run(task, judge)
+                        verdict = dataclasses.replace(await evaluate_one(judge, task, answer.text), answer=answer)
                     else:
                         text = method(task)
                         if inspect.isawaitable(text):  # a provider's answer
                             text = await text
-                        verdict = await scorer.verdict(text)
+                        verdict = await evaluate_one(judge, task, text)
                 except Exception as exc:  # noqa: BLE001 - one task's failure is data
                     why = f"the evaluation failed: {type(exc).__name__}: {exc}"[:300]
                     verdict = TaskVerdict(task.name, Verdict(CompileResult.unchecked(why, chip=job.chip),

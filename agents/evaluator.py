@@ -8,8 +8,8 @@
   candidate's tunables), ``frozen_tests`` (the frozen tests: their hash, and the same evaluator with
   other tests, which the test writer validates against).
 
-``BaseEvaluator`` gives the three optional members as ``None``; agents/optimize_eval.EngineEvaluator
-(estimates, or a device backend), agents/search_device.DeviceEvaluator and the search's ``Slotted``
+``BaseEvaluator`` gives the three optional members as ``None``; agents/optimize_eval.JudgeEvaluator (the
+one implementation: every phase is the run's ``Judge``, engine/judge.py) and the search's ``Slotted``
 wrapper implement the Protocol. ``PhaseResult`` is what every phase returns.
 """
 
@@ -35,6 +35,7 @@ class PhaseResult:
     timing: Timing | None = None  # measure: the figure with its provenance
     compile: CompileResult | None = None  # compile: the tiers run and skipped for the chip
     test: TestResult | None = None  # test: ok / wrong / not verified, and the size verified at
+    judged_by: str = ""  # test, measure: which process compared and timed it (the worker's words)
 
     @property
     def seconds(self) -> float | None:

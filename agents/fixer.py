@@ -6,7 +6,7 @@
 
 One round: ask the model (prompt from fix_prompt.py) -> parse its search/replace blocks -> apply
 them in memory to the original text -> require every original ``pallas_call`` to still be there and
-the file's tests (reference, inputs, TOLERANCE: agents/guards.py) untouched ->
+the file's tests (reference, inputs, TOLERANCE: engine/guards.py) untouched ->
 re-run the checker's tiers on the new text (``verify``: tiers 1-3 run in worker processes, so the
 model's code never runs here) plus tier 3 against ``reference()`` when the file has one -> accept
 only when the findings being fixed are gone and no new error appeared. A rejected proposal's reason
@@ -39,7 +39,7 @@ from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits,
 from .fix_prompt import SYSTEM, FixContext, prompt
 from .deadline import Deadline, bounded
 from .fix_scope import unsafe_edit
-from .guards import frozen_names, tampering
+from ..engine.guards import frozen_names, tampering
 from .providers import ModelRequest, Provider, ProviderError, Usage
 
 Verify = Callable[[str, tuple[int, ...]], Awaitable[FileReport]]

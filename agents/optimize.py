@@ -322,8 +322,10 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
                 break
             candidate = it.source = fixed.source
             result = phase("compile", await timed("compile", evaluator.compile(candidate)))
-        compiled = result.compile or (CompileResult.passed(getattr(evaluator, "chip", "")) if result.ok else
-                                       CompileResult.failed(result.summary, result.evidence))
+        # the phase's own typed result; a phase that gave none checked nothing (never "compiled")
+        compiled = result.compile or (CompileResult.failed(result.summary, result.evidence) if not result.ok else
+                                      CompileResult.unchecked(f"not checked: the compile phase gave no result "
+                                                              f"({result.summary})"))
         if compiled.ok is not True:
             it.result = Verdict(compiled, TestResult.not_verified("not compiled for the chip"))
             it.verdict, it.evidence = it.result.status(), result.evidence or compiled.evidence or result.summary
@@ -331,9 +333,9 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
         # the frozen tests
         say(it.index, "test", "testing against the frozen reference")
         result = phase("test", await timed("test", evaluator.test(candidate)))
-        tested = result.test or (TestResult.ok(result.summary) if result.ok else
-                                 TestResult.wrong(result.evidence or result.summary))
-        it.result = Verdict(compiled, tested)
+        tested = result.test or (TestResult.wrong(result.evidence or result.summary) if not result.ok else
+                                 TestResult.not_verified(f"not checked: the test phase gave no result ({result.summary})"))
+        it.result = Verdict(compiled, tested, judged_by=result.judged_by)
         if not it.result.passed:
             it.verdict, it.evidence = it.result.status(), result.evidence or result.summary
             return it
@@ -348,7 +350,8 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
                 if recompiled.ok and check.ok:
                     candidate = it.source = tuned.source
                     compiled = recompiled.compile or compiled
-                    it.result = Verdict(compiled, check.test or it.result.test)
+                    it.result = Verdict(compiled, check.test or it.result.test,
+                                        judged_by=check.judged_by or it.result.judged_by)
                 else:
                     failed = "compile for the chip" if not recompiled.ok else "frozen tests"
                     say(it.index, "autotune", f"the tuned configuration failed the {failed}; kept the untuned one")
@@ -362,7 +365,8 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
                 measured.summary if not measured.ok else "the measure phase gave no Timing (where the figure came from)")
             return it
         timing = measured.timing
-        it.result = Verdict(it.result.compile, it.result.test, timing)
+        it.result = Verdict(it.result.compile, it.result.test, timing,
+                            judged_by=measured.judged_by or it.result.judged_by)
         it.verdict = "valid"
         if state.baseline_s and measured.seconds >= state.baseline_s:
             it.evidence = f"correct but not faster: {measured.seconds:.3e} s vs baseline {state.baseline_s:.3e} s ({it.label})"
@@ -515,5 +519,5 @@ def _iteration_from_json(data: dict, method: str, chip: str) -> Iteration:
     if result is None and data.get("source") is not None and data.get("valid"):
         result = Verdict.of(True, True, timing)
     elif result is not None and result.timing is None and timing is not None:
-        result = Verdict(result.compile, result.test, timing)
+        result = Verdict(result.compile, result.test, timing, judged_by=result.judged_by)
     return Iteration(**{**fields, "result": result})

@@ -2,8 +2,9 @@
 
 ``OptimizeJob`` holds what a run needs (the file, its text, the check options and chip, the tests
 text of a reviewed ``<stem>.tests.py``, the device backend settings or None for estimates, the
-budgets); ``run_optimize(job, engine, model, recorder, ...)`` builds the one evaluator
-(agents/optimize_eval.EngineEvaluator: its device phases on the engine's one open device worker),
+budgets); ``run_optimize(job, engine, model, recorder, ...)`` builds the run's one judge
+(engine/judge.py: its device phases on the engine's one open device pool) and the loop's evaluator over it
+(agents/optimize_eval.JudgeEvaluator),
 gives the fixer a model client recording under the run (so a replay reproduces fix rounds),
 validates the reviewed tests against the original, and runs the loop (agents/optimize.optimize).
 It returns the final ``RunState``, or a string saying why the run could not start. The front ends
@@ -57,12 +58,13 @@ def budgets(iterations: int, *, max_tokens: int = MAX_TOKENS, max_seconds: float
 
 
 def make_evaluator(job: OptimizeJob, engine: Any, model: Any, recorder: Any, state: RunState) -> Any:
-    """The run's evaluator; the fixer asks the model through a client recording under this run."""
-    from .optimize_eval import EngineEvaluator
+    """The loop's evaluator over the run's judge; the fixer asks the model through a client recording
+    under this run."""
+    from .optimize_eval import file_evaluator
 
     fixer = ModelClient(model, run_id=state.run_id, recorder=recorder) if job.budgets.fix_rounds else None
-    return EngineEvaluator(engine, job.path, state.original, job.options, chip=job.chip, device=job.device,
-                           fixer=fixer, tests=job.tests, timeout_s=job.timeout_s)
+    return file_evaluator(engine, job.path, state.original, job.options, chip=job.chip, device=job.device,
+                          fixer=fixer, tests=job.tests, timeout_s=job.timeout_s)
 
 
 async def run_optimize(job: OptimizeJob, engine: Any, model: Any, recorder: Any = None, *, gate: Gate | None = None,

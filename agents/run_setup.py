@@ -35,6 +35,8 @@ class RunRequest:
     device: Any = None  # the engine's BackendSettings; None: estimates / local workers
     runs_model_code: bool = True  # model-written code will run: refuse up front where it cannot be confined
     interpreter: str | None = None  # the worker's Python over the settings' (the editor's, until a folder is trusted)
+    memory_mb: int | None = None  # a worker's memory limit over the settings' check.memoryMb (--memory-mb)
+    time_limit_s: float | None = None  # a worker request's time limit over the settings' check.timeLimitS
     cwd: str | None = None  # the store's folder outside any project (CLI: the current folder; editor: the file's)
 
 
@@ -49,8 +51,9 @@ class RunSetup:
     provider: str
     agent: Any  # the AgentSettings, overrides applied
     tiers: tuple[int, ...]
-    options: Any  # the engine's CheckOptions for the chip
+    options: Any  # the engine's CheckOptions for the chip (the project's settings: the judge's only ones)
     device: Any
+    confined: bool = True  # model-written code runs (the judge's workers are confined)
 
     def provider_config(self) -> Any:
         """The model's configuration, its calls recorded in the workspace's store."""
@@ -74,6 +77,22 @@ class RunSetup:
                 raise
             on_error(f"results are not recorded (running without the results store): {exc}")
             return None
+
+    def judge(self, engine: Any, trusted: Any, **how: Any) -> Any:
+        """The run's one ``Judge`` (engine/judge.py) over ``engine``: these check options, this chip, this
+        device and confinement, and ``trusted`` (engine/judge.Trusted: the user's original with its frozen
+        tests, or a task's reference). ``how``: the run's own knobs (``verify``, ``timeout_s``, ``runs``, a
+        shared ``device_slot``, an already open ``device`` in tests); nothing else decides a verdict."""
+        from ..engine.judge import Judge
+
+        device = how.pop("device", self.device)
+        where = how.pop("where", self.where() if device is not None else "")
+        if device is not None and engine.device_events is None and "on_device_event" in how:
+            engine.device_events = how.pop("on_device_event")
+        how.pop("on_device_event", None)
+        how.setdefault("timeout_s", float(self.options.time_limit_s))
+        return Judge(engine, self.options, trusted, chip=self.chip, device=device, where=where,
+                     confined=self.confined, **how)
 
     def recorder(self) -> Any:
         """Every model call of the run, stored under the run's id (what a replay reads)."""
@@ -99,6 +118,8 @@ def prepare(request: RunRequest, refusal: Callable[[Any, Any], str | None] | Non
                                   target=chip, allow_unconfined=agent.allowUnconfined)
     if request.interpreter:
         options = dataclasses.replace(options, interpreter=request.interpreter)
+    limits = {"memory_mb": request.memory_mb, "time_limit_s": request.time_limit_s}
+    options = dataclasses.replace(options, **{k: v for k, v in limits.items() if v is not None})
     if request.device is not None:
         request.device.validate()
     if request.runs_model_code:
@@ -108,7 +129,16 @@ def prepare(request: RunRequest, refusal: Callable[[Any, Any], str | None] | Non
     path = Path(request.path)
     workspace = Path(workspace_for([str(path.resolve())], cwd=request.cwd))
     return RunSetup(path, workspace, settings, chip, request.provider or agent.provider, agent, tiers, options,
-                    request.device)
+                    request.device, confined=request.runs_model_code)
+
+
+def local_engine(jobs: int = 1) -> Any:
+    """An engine of this machine's workers for a command's run (``jobs`` job workers); the caller closes it."""
+    from ..engine.engine import Engine
+    from ..engine.pool import local_backend
+
+    return Engine(checks=1, use_store=False,
+                  backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=max(1, jobs)))
 
 
 def untrusted_refusal(options: Any, device: Any = None) -> str | None:

@@ -20,7 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..analysis.verdict import Verdict
+from ..analysis.verdict import Verdict, self_judged
 
 ROOT_STATUS = "root"  # the starting kernel: the baseline, timed but never compiled or tested by the search
 ROOT_TEXT = "root: the starting kernel, the baseline (timed, never judged)"
@@ -66,8 +66,11 @@ class SearchNode:
     @property
     def ok(self) -> bool:
         """Usable as a parent: compiled and correct (the root: the starting kernel, never compiled or tested
-        by the search, is the baseline), with a speedup by the run's method."""
-        return (self.op == "root" or self.verdict.passed) and self.speedup is not None
+        by the search, is the baseline), with a speedup by the run's method; a node judged by its own process
+        (analysis/verdict.self_judged) never ranks."""
+        if self.op != "root" and (not self.verdict.passed or self_judged(self.verdict)):
+            return False
+        return self.speedup is not None
 
     @property
     def improved(self) -> bool:

@@ -400,6 +400,7 @@ class Verdict:
     timing: Timing | None = None
     candidate: bool = True  # False: there was no candidate to evaluate
     no_candidate_why: str = ""
+    judged_by: str = ""  # which process compared and timed it, as the worker said ("" : not said)
 
     @classmethod
     def of(cls, compiled: bool | None, correct: bool | None, timing: Timing | None = None, evidence: str = "",
@@ -471,7 +472,7 @@ class Verdict:
         return {"candidate": self.candidate, "compiled": self.compiled, "correct": self.correct,
                 "status": self.status(), "text": self.text(), "compile": self.compile.to_json(),
                 "test": self.test.to_json(), "timing": self.timing.to_json() if self.timing else None,
-                "evidence": self.evidence}
+                "evidence": self.evidence, "judged_by": self.judged_by}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Verdict":
@@ -479,8 +480,17 @@ class Verdict:
         if not data.get("candidate", True):
             return cls.no_candidate(data.get("evidence") or "no candidate")
         if "compile" in data and "test" in data:
-            return cls(CompileResult.from_json(data["compile"]), TestResult.from_json(data["test"]), timing)
+            return cls(CompileResult.from_json(data["compile"]), TestResult.from_json(data["test"]), timing,
+                       judged_by=str(data.get("judged_by") or ""))
         return cls.of(data.get("compiled"), data.get("correct"), timing, data.get("evidence", ""))
+
+
+JUDGED_BY_CANDIDATE = "the candidate's own process"  # runner/judge.py's words (a test holds them equal)
+
+
+def self_judged(verdict: "Verdict") -> bool:
+    """Whether the candidate's own process compared and timed it: such a verdict never wins a ranking."""
+    return verdict.judged_by == JUDGED_BY_CANDIDATE
 
 
 @dataclass(frozen=True)
@@ -493,11 +503,16 @@ class Winner:
 def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
                 baseline_name: str = "the original") -> Winner:
     """The fastest correct candidate that is faster than ``baseline`` by the same method, or no winner
-    with the reason (no correct candidate, none timed by the baseline's method, none faster)."""
+    with the reason (no correct candidate, none timed by the baseline's method, none faster). A verdict
+    judged by the candidate's own process (``self_judged``) never wins."""
     if baseline is None:
         return Winner(None, None, f"no winner: {baseline_name} was not timed, so nothing can be shown faster")
-    passed = [(k, v) for k, v in candidates if v.passed]
+    passed = [(k, v) for k, v in candidates if v.passed and not self_judged(v)]
     if not passed:
+        own = sum(1 for _, v in candidates if v.passed and self_judged(v))
+        if own:
+            return Winner(None, None, f"no winner: {own} candidate(s) passed but were judged by {JUDGED_BY_CANDIDATE}, "
+                          "which can never rank")
         return Winner(None, None, f"no winner: no candidate compiled and passed the tests ({len(candidates)} tried)")
     if all(v.timing is None for _, v in passed):
         return Winner(None, None, f"no winner: {len(passed)} candidate(s) compiled and passed the tests but none was "

@@ -42,7 +42,7 @@ from pallasite.analysis.verdict import COST_MODEL, Timing
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 from pallasite.engine.sources import sources_for
-from pallasite.agents.optimize_eval import lower_bound, tested_where
+from pallasite.engine.judge_phase import lower_bound, tested_where
 from pallasite.engine.timing import TaskFiles, time_request
 from pallasite.wire.messages import EstimateParams
 

@@ -8,7 +8,7 @@ the frozen text (the original file plus the tests the run froze), and every writ
 names that is not a plain top-level definition (``global TOLERANCE``, ``globals()["reference"]``,
 ``setattr(module, "TOLERANCE", ...)``). The fixer refuses such a proposal; optimize fails its
 compile phase with the reason (the frozen definitions are also spliced back over the candidate's:
-agents/optimize_eval.freeze).
+engine/judge_phase.freeze).
 
 Interpret mode is not judged here: whether a pallas_call runs in interpret mode is decided from what
 the worker traced (runner/interpret_guard.py, finding PLS114).

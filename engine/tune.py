@@ -34,7 +34,7 @@ from ..analysis.source import Source, apply_edits
 from ..analysis.tunables import apply_config, find_tunables, kinds
 from ..analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable, from_json, to_json
 
-from ..wire.messages import EstimateParams, EstimateResult, VerifyParams
+from ..wire.messages import EstimateParams, EstimateResult
 
 from ..analysis.verdict import NOT_TESTED, COST_MODEL, CompileResult, Speedup, TestResult, Timing, Verdict, try_speedup
 
@@ -209,7 +209,8 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
                timer: DeviceTimer | None = None, verifier: Verifier | None = None, store: Any = None,
                progress: Progress | None = None, compiler: Compiler | None = None) -> TuneReport:
     """Tune the file's entry; see the module docstring for the steps. ``compiler``: the checker's tiers
-    0-2 for the chip on the file written with a configuration (``checker_compiler``): what tune calls
+    0-2 for the chip on the file written with a configuration (the run's ``Judge.compile``,
+    engine/judge.py): what tune calls
     best or applies must have compiled for the chip, and the starting configuration is checked too."""
     say = progress or (lambda message, fraction=None: None)
     source = Source(text)
@@ -708,20 +709,6 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
     return estimate
 
 
-def checker_compiler(engine: Any, path: str, check_options: Any) -> Compiler:
-    """A ``Compiler`` over the engine's checker: tiers 0-2 for ``check_options.target`` on the file's text
-    under a configuration, as analysis/verdict.compile_result reads the report."""
-    from ..analysis.verdict import compile_result, judge_tiers
-
-    options = replace(check_options, tiers=judge_tiers(check_options.tiers))
-
-    async def compile_text(text: str) -> CompileResult:
-        report = await engine.check(path, options, text, purpose="job", store=False)  # not the file's own text
-        return compile_result(report, options.tiers, options.target)
-
-    return compile_text
-
-
 def interpret_checked(o: Outcome, verdict: dict[str, Any]) -> Outcome:
     """The outcome after its interpret-mode check (a ``Verifier``'s answer): "estimated, interpret ok"; a check
     that was skipped or could not finish keeps its status with the reason (not verified, never failed); a
@@ -733,24 +720,6 @@ def interpret_checked(o: Outcome, verdict: dict[str, Any]) -> Outcome:
         return replace(o, reasons=(f"interpret check {state}",))
     problems = verdict.get("problems") or [state]
     return replace(o, status="failed", reasons=(f"interpret mode: {problems[0]}",))
-
-
-def worker_verifier(backend: Any, path: str, text: str | None, options: TuneOptions,
-                    timeout_s: float = 300.0, on_progress: Any = None) -> Verifier:
-    """A ``Verifier`` over a backend: one ``verify`` request (tier 3 for one configuration)."""
-    source = sources_for(path, text)
-
-    async def verify(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
-        params = VerifyParams(source=source, config=dict(config), chip=options.chip, entry=options.entry,
-                              kinds=dict(tunable_kinds))
-        reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=_progress(on_progress))
-        if reply.status == "error":  # the op itself raised on this configuration
-            return {"state": "error", "problems": [f"the interpret run failed: {reply.why}"[:500]]}
-        if not reply.ok:  # a limit or a crash: no evidence either way about this configuration's numbers
-            return {"state": f"skipped: the interpret run did not finish ({reply.why})"[:500], "transient": True}
-        return to_json(reply.result)
-
-    return verify
 
 
 def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions,

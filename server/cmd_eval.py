@@ -157,7 +157,8 @@ def _setup(args: argparse.Namespace) -> _Setup:
 
     from .run_setup import run_request
 
-    run = prepare(run_request(args, args.folder))  # eval runs each folder's candidate: model-written code, confined
+    # eval runs each folder's candidate: model-written code, confined; the project's settings, flags over them
+    run = prepare(run_request(args, args.folder, memory_mb=args.memory_mb))
     tasks = discover(args.folder)
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
@@ -202,8 +203,9 @@ def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
     print(f"pallasite eval: {len(setup.tasks)} tasks, methods {', '.join(methods)}, {how}"
           + (f"; eval {eid}" if eid else ""), file=sys.stderr)
     # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
-    job = EvalJob(setup.tasks, methods, chip=run.chip, jobs=args.jobs, verify=not args.no_verify,
-                  timeout_s=args.timeout, memory_mb=args.memory_mb, device=device,
+    # the run setup's check options: the project's settings (severity, limits, interpreter), as check has them
+    job = EvalJob(setup.tasks, methods, chip=run.chip, jobs=args.jobs, verify=not args.no_verify, options=run.options,
+                  timeout_s=args.timeout, memory_mb=run.options.memory_mb, device=device,
                   where=run.where() if device is not None else "", allow_unconfined=run.agent.allowUnconfined,
                   progress=progress, done=done, on_task=on_task, task_budget=args.task_budget)
     try:

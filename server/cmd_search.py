@@ -87,7 +87,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     path = Path(args.path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    run = prepare(run_request(args, str(path)))
+    run = prepare(run_request(args, str(path), memory_mb=args.memory_mb))  # the project's settings, flags over them
     started = path.read_bytes()  # --apply writes over the file only if it is still these bytes
     options = SearchOptions(algo=args.algo, seed=args.seed, max_nodes=args.budget, target=args.target_speedup,
                             trajectories=args.trajectories, iterations=args.iterations, width=args.width,
@@ -123,7 +123,6 @@ def _search(args: argparse.Namespace, setup: _Setup):
     """The search (agents/search_job.run_search), resumed from the stored nodes of its run id, each node
     stored and told as it finishes; returns the graph and the run id."""
     from ..agents.run_setup import search_run_id, stored_nodes
-    from ..agents.search_job import run_search
 
     run = setup.run
     store = run.open_store()
@@ -141,15 +140,25 @@ def _search(args: argparse.Namespace, setup: _Setup):
     def on_phase(node_id: str, phase: str, message: str) -> None:
         print(f"    {node_id} {phase}: {message}"[:110], file=sys.stderr, flush=True)
 
-    # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_search
-    search = run_search(setup.path, setup.text, setup.options, setup.provider, chip=run.chip, jobs=args.jobs,
-                        memory_mb=args.memory_mb, done=done, on_node=on_node, device=run.device,
-                        where=run.where() if run.device is not None else "", on_phase=on_phase,
-                        allow_unconfined=run.agent.allowUnconfined, recorder=recorder, run_id=rid,
-                        provider_for=setup.provider_for)
+    # the run's one judge: the project's check options, the chip, the device pool (engine/device.py)
+    return asyncio.run(_judged(args, setup, done, on_node, on_phase, recorder, rid, store)), rid
+
+
+async def _judged(args: argparse.Namespace, setup: _Setup, done: Any, on_node: Any, on_phase: Any, recorder: Any,
+                  rid: str, store: Any) -> Any:
+    from ..agents.run_setup import local_engine
+    from ..agents.search_job import run_search
+    from ..engine.judge import Trusted
+
+    run = setup.run
+    engine = local_engine(args.jobs)
+    judge = run.judge(engine, Trusted.of_file(str(setup.path), setup.text), timeout_s=600.0)
     try:
-        return asyncio.run(search), rid
+        return await run_search(setup.path, setup.text, setup.options, setup.provider, judge, done=done,
+                                on_node=on_node, on_phase=on_phase, recorder=recorder, run_id=rid,
+                                provider_for=setup.provider_for)
     finally:
+        await engine.close()
         recorder.close()
         if store:
             store.close()

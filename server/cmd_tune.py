@@ -21,8 +21,7 @@ from typing import Any
 from ..analysis.source import apply_edits
 from ..analysis.types import to_json
 from ..engine.tune import (
-    TuneError, TuneOptions, TuneReport, checker_compiler, device_platform, tune, worker_estimator, worker_timer,
-    worker_verifier,
+    TuneError, TuneOptions, TuneReport, device_platform, tune, worker_estimator, worker_timer,
 )
 
 # "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     store = None if args.no_store else run.open_store(lambda why: print(f"warning: {why}", file=sys.stderr))
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
-                                   memory_mb=args.memory_mb, device=run.device, check_options=run.options))
+                                   memory_mb=args.memory_mb, device=run.device, run=run))
     except TuneError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -110,7 +109,7 @@ def _setup(args: argparse.Namespace, path: str):
 
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
-                memory_mb: int = 4096, device: Any = None, check_options: Any = None) -> TuneReport:
+                memory_mb: int = 4096, device: Any = None, run: Any = None) -> TuneReport:
     from ..engine.client import WorkerConfig
     from ..engine.pool import local_backend
 
@@ -126,20 +125,23 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     backend = local_backend(config, checks=0, jobs=jobs, device=options.backend == "local")
     checking = local_backend(config, checks=0, jobs=1)
     estimator = worker_estimator(backend, path, text, options, parallel=jobs, on_progress=progress)
-    interpret = worker_verifier(checking, path, text, options, on_progress=progress)
+    from ..engine.engine import Engine
+    from ..engine.judge import Trusted
+
+    timer = None
+    engine = Engine(use_store=False)
+    # the run's one judge (agents/run_setup.RunSetup.judge): what tune calls best or applies compiles for
+    # the chip (tier 2) like any other candidate, and each configuration's interpret check is its too
+    judge = run.judge(engine, Trusted(path, text), device=None, timeout_s=300.0) if run is not None else None
 
     async def verifier(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
         # the estimating workers keep every traced configuration: their memory goes back before
         # interpret mode (GiBs for attention kernels) runs in a fresh worker
         await backend.close()
-        return await interpret(config, tunable_kinds)
+        return await judge.check_config(text, config, tunable_kinds, entry=options.entry, backend=checking,
+                                        on_progress=progress)
 
-    from ..engine.engine import Engine
-
-    timer = None
-    engine = Engine(use_store=False)
-    # what tune calls best or applies compiles for the chip (tier 2), like any other candidate
-    compiler = checker_compiler(engine, path, check_options) if check_options is not None else None
+    compiler = judge.compile if judge is not None else None
     try:
         if device is not None:  # ssh / ray: a batch's configurations timed at once on the engine's device pool
             engine.device_events = lambda line: progress(line)
@@ -152,7 +154,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
                                 f"{platform or 'unknown: the device worker did not start'}); CPU timings never "
                                 "rank. Use --backend estimate here, or run on a TPU host")
             timer = worker_timer(backend, path, text, options, on_progress=progress)
-        return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
+        return await tune(path, text, options, estimator, timer=timer, verifier=verifier if judge else None, store=store,
                           progress=progress, compiler=compiler)
     finally:
         await backend.close()

@@ -90,6 +90,7 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
     """The search job's work (agents/search_job.run_search): every node stored as it finishes, reported to the
     job and the editor; device jobs on the session engine's device pool (engine/device.py: warm across runs)."""
     from ..agents import search_job
+    from ..engine.judge import Trusted
     from ..engine.tune import job_progress
 
     async def body(job_report: Any) -> Any:
@@ -102,11 +103,11 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
         # every node's model calls recorded under "<run id>/<node id>", as the CLI records them (replayable)
         recorder = run.setup.recorder()
         try:
+            # the run's one judge (its check options, chip, device, the file as the trusted side)
+            judge = run.setup.judge(session.engine, Trusted.of_file(str(run.path), run.text), timeout_s=600.0)
             return await search_job.run_search(
-                run.path, run.text, run.options, run.provider, chip=run.chip, engine=session.engine,
-                check_options=run.setup.options, done=run.done, on_node=lambda node: node_done(run, node, say),
-                device=run.device, memory_mb=run.setup.settings.check.memoryMb * 2,
-                allow_unconfined=run.setup.agent.allowUnconfined, on_phase=lambda node_id, phase, message: say(
+                run.path, run.text, run.options, run.provider, judge, done=run.done,
+                on_node=lambda node: node_done(run, node, say), on_phase=lambda node_id, phase, message: say(
                     f"node {node_id} {phase}: {message}"), request_timeout_s=run.setup.agent.requestTimeoutS,
                 recorder=recorder, run_id=run.rid)
         finally:

@@ -18,8 +18,8 @@ from lsprotocol import types as lsp
 from ..analysis.source import Source
 from ..analysis.tunables import find_tunables
 from ..analysis.types import KernelSite, Span
-from ..engine.tune import (TuneOptions, TuneReport, checker_compiler, job_progress, tune, worker_estimator,
-                                   worker_verifier)
+from ..engine.judge import Trusted
+from ..engine.tune import TuneOptions, TuneReport, job_progress, tune, worker_estimator
 
 from .lenses import Lens
 from .lsp_convert import span_to_range
@@ -105,10 +105,15 @@ def job_body(session: Any, setup: Any, text: str, options: TuneOptions, progress
         store = setup.open_store(lambda why: session.log(f"pallasite: autotune: {why}"))
         try:
             # what tune calls best or applies compiles for the chip (tier 2), like any other candidate
-            compiler = checker_compiler(session.engine, path, setup.options)
+            judge = setup.judge(session.engine, Trusted(path, text), device=None, timeout_s=300.0)
+
+            async def verifier(config: dict[str, int], kinds: dict[str, str]) -> dict[str, Any]:
+                return await judge.check_config(text, config, kinds, entry=options.entry, backend=backend,
+                                                on_progress=say)
+
             return await tune(path, text, options, worker_estimator(backend, path, text, options, on_progress=say),
-                              verifier=worker_verifier(backend, path, text, options, on_progress=say),
-                              store=store, progress=say, compiler=compiler)
+                              verifier=verifier,
+                              store=store, progress=say, compiler=judge.compile)
         finally:
             if store is not None:
                 store.close()
@@ -140,7 +145,7 @@ def hover(tuned: Tuned | None, line: int, column: int) -> tuple[str, Span] | Non
         if span is None or not span.contains(line, column):
             continue
         best = dict(report.best or ())
-        o = report.outcome(report.best) if report.best else None
+        o = report.outcome(report.best) if report.best is not None else None
         lines = [f"**{t.name}** = {t.default} (tunable, {t.kind}); candidates {', '.join(map(str, t.candidates))}"]
         if o is not None:
             lines.append(f"autotune for {report.chip}: best {t.name} = {best.get(t.name)} in {_config(report.best)}, "

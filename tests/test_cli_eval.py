@@ -111,7 +111,7 @@ def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test
 def test_compiled_needs_every_reached_kernel_to_pass_every_tier():
     from types import SimpleNamespace
 
-    from pallasite.agents.eval_job import compiled_verdict
+    from pallasite.analysis.verdict import compile_result as compiled_verdict
 
     def report(*kernels):
         return SimpleNamespace(findings=(), skipped=None, kernels=tuple(
@@ -129,14 +129,19 @@ def test_compiled_needs_every_reached_kernel_to_pass_every_tier():
 def test_a_check_that_could_not_finish_is_not_verified_rather_than_incorrect(tmp_path):
     import asyncio
 
-    from pallasite.agents.eval_job import EvalJob, _test
     from pallasite.engine.backend import Reply
+    from pallasite.engine.checker import CheckOptions
     from pallasite.engine.eval_tasks import discover
+    from pallasite.engine.judge import Judge, Trusted
 
     class Killed:
+        def backend(self, options, untrusted=False):
+            return self
+
         async def request(self, params, **kw):
             return Reply("crashed", message="the worker went over its memory limit of 8192 MiB and was stopped")
 
     (task,) = [t for t in discover(str(DATA / "eval")) if t.name == "add_tuned"]
-    test = asyncio.run(_test(Killed(), task, open(task.candidate_path).read(), EvalJob([task], {})))
+    judge = Judge(Killed(), CheckOptions(target="v5e"), Trusted.of_task(task))
+    test = asyncio.run(judge.test(open(task.candidate_path).read()))
     assert test.correct is None and test.outcome == "not verified" and "memory limit" in test.why

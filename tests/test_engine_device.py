@@ -31,7 +31,7 @@ class CountingBackend:
 
 
 def test_one_device_worker_serves_every_phase_of_a_run(tmp_path):
-    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.optimize_eval import file_evaluator
 
     opened, log = [], []
 
@@ -44,16 +44,17 @@ def test_one_device_worker_serves_every_phase_of_a_run(tmp_path):
         engine = Engine(use_store=False)
         engine.device_opener = opener
         settings = BackendSettings(kind="ssh", host="tpu-vm")
-        ev = EngineEvaluator(engine, str(tmp_path / "add.py"), ADD, CheckOptions(tiers=(0,)), device=settings)
+        ev = file_evaluator(engine, str(tmp_path / "add.py"), ADD, CheckOptions(tiers=(0,)), device=settings)
         results = await asyncio.gather(ev.test(ADD), ev.measure(ADD), ev.test(ADD))
-        profile = await ev._device_profile(ADD)
-        again = engine.device(settings, ev.device_config())
-        assert again is ev.device_worker() and again.requests == 4
+        profile = await ev.judge.profile(ADD)
+        again = ev.judge.device_backend()
+        assert again is next(iter(engine._devices.values())) and again.requests == 2
         await engine.close()
         return results, profile
 
     results, profile = asyncio.run(go())
     assert len(opened) == 1 and opened[0].max_active == 1  # one worker, one request at a time
-    assert log.count("time") == 3 and log.count("profile") == 1 and log[-1] == "closed"
-    assert not results[0].ok and "not a device timing" in results[1].summary
+    # the judge's memo by candidate text: the test and the measure of one text share one device job
+    assert log.count("time") == 1 and log.count("profile") == 1 and log[-1] == "closed"
+    assert not results[0].ok and results[1].summary == "not timed" and "no timing" in results[1].evidence
     assert profile.startswith("device profile not taken")

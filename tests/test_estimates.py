@@ -19,7 +19,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from pallasite.analysis.types import chip_target  # noqa: E402
-from pallasite.agents.eval_job import EvalJob, _estimates  # noqa: E402
+from pallasite.engine.checker import CheckOptions  # noqa: E402
+from pallasite.engine.judge import Judge, Trusted  # noqa: E402
 from pallasite.analysis.verdict import speedup  # noqa: E402
 from pallasite.engine.eval_tasks import EvalTask  # noqa: E402
 from pallasite.engine.tune import TuneOptions, tune, worker_estimator  # noqa: E402
@@ -89,13 +90,25 @@ class InProcess:
         raise AssertionError(f"unexpected request {type(params).__name__}")
 
 
+class OneBackend:
+    """An engine whose every backend is ``backend`` (the judge's job workers)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.one = backend
+
+    def backend(self, options: Any, untrusted: bool = False) -> Any:
+        return self.one
+
+
 def test_eval_and_tune_give_one_file_one_estimated_speedup():
     path = os.path.join(DATA, "matmul.py")
     with open(path, encoding="utf-8") as f:
         text = f.read()
     backend = InProcess()
     task = EvalTask("matmul", DATA, "file", path, path)
-    cand, ref, why = asyncio.run(_estimates(backend, task, text, EvalJob([task], {}, chip="v5e")))
+    judge = Judge(OneBackend(backend), CheckOptions(target="v5e"), Trusted.of_task(task))
+    timed = asyncio.run(judge.time(text))
+    cand, ref, why = timed.candidate, timed.reference, timed.why
     assert cand is not None and ref is not None, why
     evaluated = speedup(ref, cand, baseline_name="the reference")
     options = TuneOptions(chip="v5e", verify=0)

@@ -272,14 +272,15 @@ def test_the_time_budget_holds_scoring_included():
     from pallasite.agents.providers import ProviderConfig
     from pallasite.agents.providers_scripted import ScriptedProvider
 
-    class Slow:  # every phase of the task takes far longer than the budget
-        def __init__(self, task):
-            self.task, self.job = task, EvalJob([task], {}, chip="v5e")
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.judge import Judge, Trusted
 
-        def __getattr__(self, name):
-            async def slow(*args, **kwargs):
-                await asyncio.sleep(60)
-            return slow
+    class Slow(Judge):  # every phase of the task takes far longer than the budget
+        def __init__(self, task):
+            super().__init__(None, CheckOptions(target="v5e"), Trusted.of_task(task))
+
+        async def _once(self, kind, text, make):
+            await asyncio.sleep(60)
 
     (task,) = [t for t in discover(str(DATA / "eval_agents")) if t.name == "add"]
     reply = "```python\n" + ADD + "```"

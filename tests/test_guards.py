@@ -1,4 +1,4 @@
-"""A candidate must not touch the task's tests: agents/guards.py, the fixer and optimize's compile phase."""
+"""A candidate must not touch the task's tests: engine/guards.py, the fixer and optimize's compile phase."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pallasite.agents.fix_prompt import FixContext
 from pallasite.agents.fixer import Budgets, Fixer
-from pallasite.agents.guards import tampering
+from pallasite.engine.guards import tampering
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
 from pallasite.analysis.tier0 import analyze
@@ -62,7 +62,7 @@ def test_a_jaxbench_candidates_own_workload_is_its_kernel_not_a_test(tmp_path):
     """Beside a baseline.py, optimized.py's workload() holds the pallas_call being improved (the reference
     is the baseline's workload): changing it is the point, changing CONFIG or create_inputs still is not.
     Before, every optimize candidate of a JAXBench task 'redefined the task's workload()'."""
-    from pallasite.agents.guards import frozen_names, tampering
+    from pallasite.engine.guards import frozen_names, tampering
 
     task = tmp_path / "task"
     task.mkdir()

@@ -66,10 +66,10 @@ class Engine:
 
 
 def _optimize(report, reply) -> Verdict:
-    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.optimize_eval import file_evaluator
 
     text = (TASK / "optimized.py").read_text()
-    ev = EngineEvaluator(Engine(report, reply), str(TASK / "optimized.py"), text, CheckOptions(target="v5e"), chip="v5e")
+    ev = file_evaluator(Engine(report, reply), str(TASK / "optimized.py"), text, CheckOptions(target="v5e"), chip="v5e")
 
     async def go():
         compiled = await ev.compile(text)
@@ -81,14 +81,14 @@ def _optimize(report, reply) -> Verdict:
 
 def _search_node(report, reply):
     """A search of one node (one optimize iteration from the root): the node as the search made it."""
-    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.optimize_eval import file_evaluator
     from pallasite.agents.providers import ProviderConfig
     from pallasite.agents.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search
     from pallasite.agents.search_iterate import IterateNodes
 
     text = (TASK / "optimized.py").read_text()
-    ev = EngineEvaluator(Engine(report, reply), str(TASK / "optimized.py"), text, CheckOptions(target="v5e"), chip="v5e")
+    ev = file_evaluator(Engine(report, reply), str(TASK / "optimized.py"), text, CheckOptions(target="v5e"), chip="v5e")
     provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: same\nKeep it.", f"```python\n{text}```"])
     nodes = IterateNodes(provider, ev, str(TASK / "optimized.py"), "v5e")
     options = SearchOptions(algo="parallel", trajectories=1, iterations=1, max_nodes=1)
@@ -103,13 +103,13 @@ def _search(report, reply) -> Verdict:
 
 
 def _eval(report, reply) -> Verdict:
-    from pallasite.agents.eval_job import EvalJob, _test, compiled_verdict
     from pallasite.engine.eval_tasks import discover
+    from pallasite.engine.judge import Judge, Trusted
 
     (task,) = [t for t in discover(str(DATA / "eval")) if t.name == "add_tuned"]
-    compiled = compiled_verdict(report, (0, 1, 2), "v5e")
-    test = asyncio.run(_test(Worker(reply), task, (TASK / "optimized.py").read_text(), EvalJob([task], {})))
-    return Verdict(compiled, test)
+    judge = Judge(Engine(report, reply), CheckOptions(target="v5e"), Trusted.of_task(task))
+    text = (TASK / "optimized.py").read_text()
+    return Verdict(asyncio.run(judge.compile(text)), asyncio.run(judge.test(text)))
 
 
 # tune checks a configuration with the verify op (tier 3 in interpret mode): its answers for the same cases
@@ -120,11 +120,13 @@ VERIFY = {"tier 2 skipped": Reply("ok", VerifyResult("ok")), "could not run": CR
 
 def _tune(report, reply) -> Verdict:
     """Tune's verdict on its pick: the compile (tier 2) and the interpret check, as the tune loop reads them."""
-    from pallasite.engine.tune import Outcome, TuneOptions, TuneReport, interpret_checked, worker_verifier
+    from pallasite.engine.judge import Judge, Trusted
+    from pallasite.engine.tune import Outcome, TuneReport, interpret_checked
 
     config = (("block_rows", 8),)
-    verify = worker_verifier(Worker(reply), str(TASK / "optimized.py"), None, TuneOptions(chip="v5e"))
-    answer = asyncio.run(verify(dict(config), {"block_rows": "int"}))
+    path = str(TASK / "optimized.py")
+    judge = Judge(None, CheckOptions(target="v5e"), Trusted(path, (TASK / "optimized.py").read_text()), confined=False)
+    answer = asyncio.run(judge.check_config(None, dict(config), {"block_rows": "int"}, backend=Worker(reply)))
     checked = interpret_checked(Outcome(config, "estimated", 1e-6, "memory"), answer)
     tuned = TuneReport(str(TASK / "optimized.py"), "add", "v5e", "estimate", (), config, (checked,), config,
                        "estimate (v5e)", best_compile=_tune_compile(report))
@@ -132,10 +134,11 @@ def _tune(report, reply) -> Verdict:
 
 
 def _tune_compile(report) -> object:
-    from pallasite.engine.tune import checker_compiler
+    from pallasite.engine.judge import Judge, Trusted
 
-    compile_text = checker_compiler(Engine(report, None), str(TASK / "optimized.py"), CheckOptions(target="v5e"))
-    return asyncio.run(compile_text("text"))
+    path = str(TASK / "optimized.py")
+    judge = Judge(Engine(report, None), CheckOptions(target="v5e"), Trusted(path, "text"), confined=False)
+    return asyncio.run(judge.compile("text"))  # what tune's compiler is: the run's judge
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -285,7 +288,7 @@ class _Recording(Engine):
 
 def test_the_search_compiles_for_the_chip_whatever_tiers_the_settings_ask_for():
     """The search compiled its nodes with tiers 0-1 only, so none could be compiled for the chip."""
-    from pallasite.agents.optimize_eval import EngineEvaluator
+    from pallasite.agents.optimize_eval import file_evaluator
     from pallasite.agents.providers import ProviderConfig
     from pallasite.agents.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search
@@ -293,7 +296,7 @@ def test_the_search_compiles_for_the_chip_whatever_tiers_the_settings_ask_for():
 
     text = (TASK / "optimized.py").read_text()
     engine = _Recording(COMPILED, PASSED)
-    ev = EngineEvaluator(engine, str(TASK / "optimized.py"), text, CheckOptions(target="v5e", tiers=(0, 1)), chip="v5e")
+    ev = file_evaluator(engine, str(TASK / "optimized.py"), text, CheckOptions(target="v5e", tiers=(0, 1)), chip="v5e")
     provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: same\nKeep it.", f"```python\n{text}```"])
     nodes = IterateNodes(provider, ev, str(TASK / "optimized.py"), "v5e")
     graph = asyncio.run(search(text, SearchOptions(algo="parallel", trajectories=1, iterations=1, max_nodes=1), None,

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pallasite.agents.optimize import Budgets, new_run, optimize
-from pallasite.agents.optimize_eval import EngineEvaluator, freeze, frozen_parts
+from pallasite.agents.optimize_eval import file_evaluator
+from pallasite.engine.judge_phase import freeze, frozen_parts
 from pallasite.agents.optimize_record import OptimizeRecorder, export, replay_table
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
@@ -37,7 +38,7 @@ async def engine():
 
 
 def evaluator(engine, original):
-    return EngineEvaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)))
+    return file_evaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)))
 
 
 async def test_auto_run_the_right_candidate_wins(engine, tmp_path):
@@ -106,7 +107,7 @@ async def test_a_compile_failure_is_fixed_by_the_verified_fixer(engine):
     loop_provider = ScriptedProvider(ProviderConfig(name="scripted"), replies("bad_tiling"))
     fix_provider = ScriptedProvider(ProviderConfig(name="scripted"), [
         {"text": json.dumps(edit), "input_tokens": 1000, "output_tokens": 234}])
-    ev = EngineEvaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)),
+    ev = file_evaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)),
                          fixer=fix_provider)
     state = await optimize(new_run(str(DATA / "add.py"), original), loop_provider, ev, Budgets(iterations=1, fix_rounds=2))
     it = state.iterations[0]
@@ -144,7 +145,7 @@ async def test_candidate_checks_leave_no_verdict_under_the_users_file(tmp_path):
     try:
         options = CheckOptions(target="v6e", tiers=(0, 1))
         mine = await engine.check(str(path), options)
-        ev = EngineEvaluator(engine, str(path), path.read_text(), options)
+        ev = file_evaluator(engine, str(path), path.read_text(), options)
         assert not (await ev.compile(candidate("bad_tiling"))).ok
         stored = engine.stored_checks(str(path))
         assert stored and all(r.key.code_hash == engine.store_for(str(path)).source_hash(str(path), path.read_text())
@@ -160,7 +161,7 @@ async def test_with_a_device_backend_that_answers_cpu_timings_nothing_is_ranked(
     from pallasite.engine.remote import BackendSettings
 
     original = (DATA / "add.py").read_text()
-    ev = EngineEvaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)),
+    ev = file_evaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)),
                          device=BackendSettings(kind="local"))
     assert ev.method.startswith("device (local")
     assert (await ev.test(candidate("big_blocks"))).ok

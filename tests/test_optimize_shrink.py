@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.agents.optimize_eval import EngineEvaluator
+from pallasite.agents.optimize_eval import file_evaluator
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 
@@ -24,7 +24,7 @@ async def test_a_kernel_too_big_for_interpret_mode_is_tested_at_reduced_shapes(e
     # three 1 GiB arrays, 2048 grid steps: at full size the interpret run exceeds the worker's limits
     path = DATA / "big_add.py"
     source = path.read_text()
-    evaluator = EngineEvaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1), memory_mb=3072))
+    evaluator = file_evaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1), memory_mb=3072))
     result = await evaluator.test(source)
     assert result.ok, result
     checks = result.data["checks"]
@@ -43,7 +43,7 @@ async def test_a_kernel_too_big_for_interpret_mode_is_tested_at_reduced_shapes(e
 async def test_small_inputs_are_not_reduced(engine):
     path = DATA / "add.py"
     source = path.read_text()
-    result = await EngineEvaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
+    result = await file_evaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
     assert result.ok and "reduced" not in result.summary and result.data["full_inputs"] is None
     assert result.data["inputs"] == [[[256, 128], "float32"]] * 2
 
@@ -52,7 +52,7 @@ async def test_inputs_too_large_that_cannot_be_reduced_are_refused_with_the_reas
     # before: the worker ran the 2 GiB interpret run and was killed at its memory limit, saying nothing useful
     path = DATA / "whole_block.py"
     source = path.read_text()
-    result = await EngineEvaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
+    result = await file_evaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
     assert not result.ok
     assert "cannot be reduced" in result.evidence and "2.00 GiB" in result.evidence, result.evidence
     assert "no dim of the large inputs is cut into blocks" in result.evidence and "device backend" in result.evidence
@@ -62,5 +62,5 @@ async def test_inputs_still_too_large_after_reduction_are_refused(engine):
     # JAXBench's ragged paged attention: the q rows shrink, the 1 GiB pl.ANY page table cannot
     path = DATA / "whole_weight.py"
     source = path.read_text()
-    result = await EngineEvaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
+    result = await file_evaluator(engine, str(path), source, CheckOptions(target="v6e", tiers=(0, 1))).test(source)
     assert not result.ok and "even reduced, the inputs take 0.59 GiB" in result.evidence, result.evidence

@@ -8,7 +8,7 @@ import pytest
 
 from pallasite.agents import test_writer
 from pallasite.agents.optimize import Budgets, Decision, new_run, optimize
-from pallasite.agents.optimize_eval import EngineEvaluator
+from pallasite.agents.optimize_eval import file_evaluator
 from pallasite.agents.optimize_record import OptimizeRecorder, load
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
@@ -38,8 +38,8 @@ async def engine():
     await e.close()
 
 
-def evaluator(engine, **kw) -> EngineEvaluator:
-    return EngineEvaluator(engine, str(KERNEL), KERNEL.read_text(), CheckOptions(target="v6e", tiers=(0, 1)), **kw)
+def evaluator(engine, **kw):
+    return file_evaluator(engine, str(KERNEL), KERNEL.read_text(), CheckOptions(target="v6e", tiers=(0, 1)), **kw)
 
 
 def test_what_a_file_lacks():

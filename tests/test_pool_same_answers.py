@@ -15,6 +15,7 @@ from pallasite.agents.eval_job import EvalJob, run_eval
 from pallasite.agents.search import SearchOptions
 from pallasite.engine.backend import Reply
 from pallasite.engine.checker import CheckOptions
+from pallasite.engine.judge import Judge, Trusted
 from pallasite.engine.engine import Engine
 from pallasite.engine.eval_tasks import discover
 from pallasite.engine.pool import local_backend
@@ -68,9 +69,9 @@ def search_on(n: int, tmp_path: Path, crash: str | None = None):
 
     async def go():
         try:
-            return await search_job.run_search(path, ROOT, options, LandscapeModel(), chip="v5e", engine=engine,
-                                               check_options=CheckOptions(target="v5e", tiers=(0,)),
-                                               device=hosts(n))
+            judge = Judge(engine, CheckOptions(target="v5e", tiers=(0,)), Trusted.of_file(str(path), ROOT),
+                          device=hosts(n), where="hosts", timeout_s=600.0)
+            return await search_job.run_search(path, ROOT, options, LandscapeModel(), judge)
         finally:
             pool = next(iter(engine._devices.values()))
             await engine.close()

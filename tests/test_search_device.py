@@ -21,6 +21,7 @@ import pytest
 from pallasite.agents.search import SearchOptions
 from pallasite.analysis.types import Measurement, Provenance
 from pallasite.engine.checker import CheckOptions
+from pallasite.engine.judge import Judge, Trusted
 from pallasite.engine.engine import Engine
 from pallasite.engine.eval_tasks import discover
 from fake_backend import FakeStep, fake_backend
@@ -63,9 +64,9 @@ def search_with(device, tmp_path, options):
 
     async def go():
         try:
-            return await search_job.run_search(path, ROOT, options, LandscapeModel(), chip="v5e", engine=engine,
-                                               check_options=CheckOptions(target="v5e", tiers=(0,)),
-                                               device=device, where="fake")
+            judge = Judge(engine, CheckOptions(target="v5e", tiers=(0,)), Trusted.of_file(str(path), ROOT),
+                          device=device, where="fake", timeout_s=600.0)
+            return await search_job.run_search(path, ROOT, options, LandscapeModel(), judge)
         finally:
             await engine.close()
             await device.close()
@@ -84,8 +85,9 @@ def test_search_node_speedups_are_device_medians_named_by_the_device(tmp_path):
     for n in measured:
         assert n.provenance == f"device ({KIND})"
         assert n.speedup == pytest.approx(LANDSCAPE[rows(n.source)])
-    # one device job for the root, one per tested node (its test and its measure share it)
-    tested = sum(1 for n in g.nodes[1:] if any(p["phase"] == "test" for p in n.phases))
+    # one device job for the root, one per distinct tested source (its test and its measure share it, and
+    # the judge's memo by candidate text answers a node that proposes a source already judged)
+    tested = len({n.source for n in g.nodes[1:] if any(p["phase"] == "test" for p in n.phases)} - {ROOT})
     assert log.count(("time", "device")) == 1 + tested
     assert all(purpose == "device" for op, purpose in log if op == "time")
     report = run_setup.write_outputs(g, "run1", tmp_path / "out", "t")

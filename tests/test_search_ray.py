@@ -18,6 +18,7 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip ins
 
 from pallasite.agents.search import SearchOptions  # noqa: E402
 from pallasite.engine.checker import CheckOptions  # noqa: E402
+from pallasite.engine.judge import Judge, Trusted  # noqa: E402
 from pallasite.engine.client import WorkerConfig  # noqa: E402
 from pallasite.engine.engine import Engine  # noqa: E402
 from fake_backend import fake_backend  # noqa: E402
@@ -45,10 +46,11 @@ def test_search_nodes_are_tested_and_timed_on_the_ray_worker_and_cpu_time_never_
 
     async def go():
         try:
+            judge = Judge(engine, CheckOptions(target="v5e", tiers=(0,)), Trusted.of_file(str(path), ROOT),
+                          device=device, where="ray:local", timeout_s=120)
             return await search_job.run_search(
                 path, ROOT, SearchOptions(algo="parallel", trajectories=1, iterations=1, strategies=("double",)),
-                LandscapeModel(), chip="v5e", engine=engine, check_options=CheckOptions(target="v5e", tiers=(0,)),
-                device=device, where="ray:local", timeout_s=120)
+                LandscapeModel(), judge)
         finally:
             await engine.close()
             await device.close()

@@ -251,7 +251,7 @@ def test_a_wrong_verdict_at_a_reduced_size_says_the_size():
     """6p was "compiled, wrong: ..." with no size although it was checked at batch 2 of 64."""
     from types import SimpleNamespace
 
-    from pallasite.agents.optimize_eval import test_result
+    from pallasite.engine.judge_phase import test_result
     from pallasite.analysis.verdict import CompileResult, Verdict
 
     result = SimpleNamespace(verdict="rejected", error=None, checks={"verified_at": "batch 2 of 64"},

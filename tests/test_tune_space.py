@@ -189,7 +189,8 @@ def test_an_interpret_check_stopped_by_a_limit_is_no_verdict(tmp_path):
     memory limit, and each was marked failed, leaving "nothing to apply". A run stopped by a limit
     says nothing about the numbers: the best estimate stays the best, said unverified, not stored."""
     from pallasite.engine.backend import Reply
-    from pallasite.engine.tune import worker_verifier
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.judge import Judge, Trusted
     from test_tune import _estimator, _read
 
     class Backend:
@@ -205,7 +206,11 @@ def test_an_interpret_check_stopped_by_a_limit_is_no_verdict(tmp_path):
     backend = Backend()
     with ResultsStore(tmp_path / "r.sqlite") as store:
         for _ in range(2):
-            verifier = worker_verifier(backend, path, text, TuneOptions(chip="v5e"))
+            judge = Judge(None, CheckOptions(target="v5e"), Trusted(path, text), confined=False)
+
+            async def verifier(config, kinds, judge=judge):  # tune's interpret check, by the run's judge
+                return await judge.check_config(text, config, kinds, backend=backend)
+
             report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), verifier=verifier,
                                       store=store))
             ranked = sorted((o for o in report.outcomes if o.status == "estimated"), key=lambda o: (o.estimate_s, o.config))
