@@ -94,10 +94,14 @@ def _candidate_main(sock: Any, params: dict[str, Any]) -> None:
             args = jax.tree.unflatten(treedef, named["shapes"])
             rejections, counted = guards.program_checks(prep.probe, args, prep.reference, prep.reference_file, prep.path)
             blobs, costs = [], {}
+            from . import timing_inputs as inputs_mod
+
             for key, structs in named.items():
                 started = time.perf_counter()
-                try:
-                    exported = _export(prep, treedef, structs, str(header["platform"]), header.get("device_kind"))
+                scaled = header.get("extra_config") if key == "extra" else None
+                try:  # a JAXBench second shape: the candidate's module reads its CONFIG at that size while traced
+                    with inputs_mod.config_scaled((prep.task.entry,), scaled or None):
+                        exported = _export(prep, treedef, structs, str(header["platform"]), header.get("device_kind"))
                     blob = exported.serialize()
                 except Exception as exc:  # noqa: BLE001 - the program's failure is data
                     why = refusal_for(exc)
@@ -242,15 +246,13 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
         extra, how, scaled = inputs_mod.extra_shapes(task, module)
     except Exception as exc:  # noqa: BLE001
         extra, how, scaled = None, f"making the second shape failed: {type(exc).__name__}: {exc}", None
-    if extra is not None and scaled:
-        extra, how = None, (f"{how}: the second shape scales CONFIG inside the candidate's module, which the judge "
-                            "does not run")
     if not params.get("extra_shape", True):
         extra, how = None, "not asked for"
     named = {"shapes": inputs_mod.signature(shapes), "extra": inputs_mod.signature(extra) if extra is not None else None}
     say("the candidate's process traces and exports its program for the judge's shapes")
     started = time.perf_counter()
-    send_frame(sock, {"op": "export", **named, "platform": platform, "device_kind": device.device_kind})
+    send_frame(sock, {"op": "export", **named, "extra_config": dict(scaled or {}) if extra is not None else None,
+                      "platform": platform, "device_kind": device.device_kind})
     header, blobs = receive(sock)
     costs = {"candidate_s": round(time.perf_counter() - started, 4), **(header.get("costs") or {})}
     end(sock, pid)  # the candidate's process is gone before anything is run or timed
@@ -296,7 +298,7 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
         return _with(result, record, judged_by)
     rejections = list(header.get("rejections") or ())
     if not rejections:
-        rejections = _correct(programs, task, reference, shapes, extra, how, checks, say)
+        rejections = _correct(programs, task, reference, shapes, (extra, how, scaled), checks, say)
     result["rejections"] = rejections
     if rejections or params.get("shrink"):
         result["verdict"] = "rejected" if rejections else "ok"
@@ -312,9 +314,10 @@ def _run(program: Any, args: Any) -> list[Any]:
     return [np.asarray(x) for x in jax.tree.leaves(jax.block_until_ready(program(*jax.tree.leaves(args))))]
 
 
-def _correct(programs: dict[str, Any], task: Any, reference: Callable[..., Any], shapes: Any, extra: Any, how: str,
+def _correct(programs: dict[str, Any], task: Any, reference: Callable[..., Any], shapes: Any, second: tuple[Any, ...],
              checks: dict[str, Any], say: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Rejections from the judge's own comparisons: two fresh sets, the example's answer, a second shape."""
+    """Rejections from the judge's own comparisons: two fresh sets, the example's answer, a second shape
+    (``second``: its shapes, how they were made, the CONFIG values the reference reads there)."""
     import jax
 
     from . import timing
@@ -323,11 +326,13 @@ def _correct(programs: dict[str, Any], task: Any, reference: Callable[..., Any],
     from .interpret_compare import tolerance_for
 
     seed = checks["seed"]
+    extra, how, scaled = second
     template = inputs_mod.concrete_template(task.inputs)
 
-    def one_set(program: Any, set_shapes: Any, set_seed: int, kept: Any) -> dict[str, Any]:
+    def one_set(program: Any, set_shapes: Any, set_seed: int, kept: Any, at: Any = None) -> dict[str, Any]:
         args = inputs_mod.fresh_inputs(set_shapes, set_seed, kept)
-        expected = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.block_until_ready(jax.jit(reference)(*args)))]
+        with inputs_mod.config_scaled((reference,), at or None):  # the trusted file's CONFIG at that size
+            expected = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.block_until_ready(jax.jit(reference)(*args)))]
         tolerance = tolerance_for(task, expected) or (0.0, 0.0)
         bad = guards.degenerate(expected, tolerance)
         if bad:
@@ -365,7 +370,7 @@ def _correct(programs: dict[str, Any], task: Any, reference: Callable[..., Any],
         checks["extra_shape"] = {"checked": False, "why": how}
         return []
     say(f"checking a second shape ({how})")
-    third = one_set(programs["extra"], extra, seed + 2, None)
+    third = one_set(programs["extra"], extra, seed + 2, None, scaled)
     checks["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(extra)}
     if third.get("rejection"):
         r = third["rejection"]

@@ -28,6 +28,10 @@ from pathlib import Path
 
 from ..analysis.codes import CODES
 
+EXIT_STATUS = ("exit status: 0 no error found (warnings and notes do not fail a check); 1 an error found, or with "
+               "--strict a file not fully checked; 2 a usage error (an unknown flag or chip, no such file) or an "
+               "internal failure; 130 interrupted (Ctrl-C)")
+
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".pallasite", "build", "dist"}
 
 
@@ -37,17 +41,18 @@ from .flags import UsageError, parse_tiers  # noqa: E402,F401 - the --tiers read
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     from . import flags
 
+    parser.epilog = EXIT_STATUS
     parser.add_argument("paths", nargs="+", metavar="PATH", help="kernel files or folders (searched for *.py)")
-    flags.add(parser, "--target", "the chip to check for")
-    flags.add(parser, "--tiers", "the tiers to run")
-    flags.add(parser, "--format", default="text")
+    flags.add(parser, "--target", command)
+    flags.add(parser, "--tiers", command)
+    flags.add(parser, "--format", command)
     parser.add_argument("--details", action="store_true", help="text format: also print the compiler's full output (MLIR etc.)")
     parser.add_argument(
         "--script",
         action="store_true",
         help="run each file's own __main__ in the worker and check every pallas_call it makes (tiers 1-2 at the recorded shapes)",
     )
-    flags.add(parser, "--time-limit", "of each file, in the worker")
+    flags.add(parser, "--time-limit", command)
     parser.add_argument(
         "--severity",
         action="append",
@@ -61,12 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         help="fail (exit 1) when a file was not fully checked: a tier skipped, a time or memory limit, no task "
              "(default from the check.strict setting)",
     )
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="text format: also print notes, information findings and a line per file saying which tiers ran")
-    flags.add(parser, "--jobs", "files checked at once, each in its own warm worker (default: the number of "
-              "cores, at most 4)")
+    flags.add(parser, "--verbose", command)
+    flags.add(parser, "--jobs", command)
     parser.add_argument("-j", type=int, dest="jobs", metavar="N", help="the same as --jobs")
-    flags.add(parser, "--no-store", "verdicts are neither reused nor recorded", dest="no_cache")
+    flags.add(parser, "--no-store", command, dest="no_cache")
 
 
 def expand_paths(paths: list[str]) -> list[str]:
@@ -157,15 +160,25 @@ def run(args: argparse.Namespace) -> int:
     use_store = not getattr(args, "no_cache", False)
     if use_store and any(tier > 0 for tier in options.tiers):  # the compiler tiers' verdicts are recorded
         _say_if_not_recorded(files)
-    progress = CheckProgress(len(files), tiers=options.tiers, text=args.format != "json", details=args.details,
+    progress = CheckProgress(len(files), tiers=options.tiers, text=args.format == "text", details=args.details,
                              verbose=getattr(args, "verbose", False), target=options.target)
     try:
         reports = check_paths_sync(files, options, jobs=jobs, use_store=use_store, on_report=progress)
     finally:
         progress.close()
-    wall_s = time.monotonic() - started
-    if args.format == "json":
-        print(report_format.to_json_text(reports, target=options.target, tiers=options.tiers, wall_s=wall_s))
-    else:
-        print(report_format.summary_line(reports, target=options.target, tiers=options.tiers, wall_s=wall_s))
-    return report_format.exit_status(reports, options.tiers, strict=strict)
+    status = report_format.exit_status(reports, options.tiers, strict=strict)
+    print(_closing(args.format, reports, options, time.monotonic() - started, status))
+    return status
+
+
+def _closing(form: str, reports, options, wall_s: float, status: int) -> str:
+    """What ends the output: the JSON or SARIF document, or the text summary line."""
+    from . import report_format
+
+    if form == "json":
+        return report_format.to_json_text(reports, target=options.target, tiers=options.tiers, wall_s=wall_s)
+    if form == "sarif":
+        from .report_sarif import to_sarif_text
+
+        return to_sarif_text(reports, target=options.target, tiers=options.tiers, exit_code=status)
+    return report_format.summary_line(reports, target=options.target, tiers=options.tiers, wall_s=wall_s)

@@ -19,7 +19,7 @@ def add_arguments(parser, command: str) -> None:
                         help="skip the libtpu probe of the scoped-VMEM limit (shown as '?')")
     from . import flags
 
-    flags.add(parser, "--format", default="text")
+    flags.add(parser, "--format", command)
 
 
 def run(args) -> int:

@@ -44,37 +44,31 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                         help="what to evaluate (repeatable, reported side by side; default: files)")
     d = SearchOptions()
     agent = parser.add_argument_group("agent methods (zero-shot, auto, parallel, beam, evolve)")
-    flags.add_model(agent, "replay: a recorded eval's id", api_key_env=False)
-    flags.add(agent, "--price-input", default=0.0)
-    flags.add(agent, "--price-output", default=0.0)
-    flags.add_rate_limits(agent)
+    flags.add_model(agent, command, api_key_env=False)
+    flags.add(agent, "--price-input", command)
+    flags.add(agent, "--price-output", command)
+    flags.add_rate_limits(agent, command)
     agent.add_argument("--samples", type=int, default=10, help="zero-shot: independent implementer calls per task")
-    flags.add(agent, "--max-iterations", "auto: per task; parallel: the steps of each trajectory (default 5)",
-              default=5, dest="iterations")
+    flags.add(agent, "--max-iterations", command, dest="iterations")
     flags.add_search_knobs(agent)
-    flags.add(agent, "--max-nodes", f"search methods: per task (default {d.max_nodes})", default=d.max_nodes,
-              dest="budget")
-    flags.add(agent, "--seed", "search methods (default 0)", default=0)
-    flags.add(agent, "--max-tokens", "per task and method (default 500000)", default=500_000)
-    flags.add(agent, "--time-limit", "of each task and method, its scoring included (default 1800)",
-              default=1800.0, dest="max_seconds")
+    flags.add(agent, "--max-nodes", command, dest="budget")
+    flags.add(agent, "--seed", command)
+    flags.add(agent, "--max-tokens", command)
+    flags.add(agent, "--time-limit", command, dest="max_seconds")
     agent.add_argument("--task-budget", type=int,
                        help="evaluate at most this many (method, task) pairs now; run again to continue")
-    flags.add(parser, "--target", "the chip the candidates are compiled (tiers 0-2) and estimated for")
-    flags.add(parser, "--jobs", "tasks evaluated at once (default 1)", default=1)
+    flags.add(parser, "--target", command)
+    flags.add(parser, "--jobs", command)
     parser.add_argument("--no-verify", action="store_true",
                         help="skip the guarded test (then no task counts as correct: 'not verified')")
     parser.add_argument("--tasks", help="only tasks whose name contains this text")
-    parser.add_argument("--kernel", metavar="FILE",
-                        help="score this kernel file as the candidate of the one task named (a task folder, or --tasks)")
-    flags.add(parser, "--format", "json: the summaries (version 3) instead of the tables", default="text")
-    flags.add(parser, "--output", "the summaries (version 3)", dest="json")
-    flags.add(parser, "--report")
-    parser.add_argument("--request-time-limit", type=float, default=300.0, metavar="SECONDS", dest="timeout",
-                        help="seconds each worker request may take (default 300)")
-    flags.add(parser, "--memory-mb", "interpret-mode checks of big kernels need several GiB (default 8192)",
-              default=8192)
-    flags.add_backend(parser)
+    flags.add(parser, "--kernel", command)
+    flags.add(parser, "--format", command)
+    flags.add(parser, "--output", command, dest="json")
+    flags.add(parser, "--report", command)
+    flags.add(parser, "--request-time-limit", command, dest="timeout")
+    flags.add(parser, "--memory-mb", command)
+    flags.add_backend(parser, command)
 
 
 def candidate_for(method: str) -> Callable[[Any], str | None]:

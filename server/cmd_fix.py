@@ -40,14 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
     parser.add_argument("path", metavar="FILE", help="the kernel file to fix")
     parser.add_argument("--line", type=int, metavar="N", help="fix the errors on line N (1-based); default: all errors")
-    flags.add_model(parser)
-    parser.add_argument("--max-rounds", type=int, metavar="N", dest="rounds",
-                        help="proposals to try at most (default: agent.maxRounds, 3)")
-    flags.add(parser, "--target", "the chip the fix is verified for")
-    flags.add(parser, "--tiers", "tiers that verify a proposal; tier 3 is added when the file has reference()")
-    flags.add(parser, "--apply", "the verified fix")
-    flags.add(parser, "--format", default="text")
-    flags.add(parser, "--allow-unconfined")
+    flags.add_model(parser, command)
+    flags.add(parser, "--max-rounds", command, dest="rounds")
+    flags.add(parser, "--target", command)
+    flags.add(parser, "--tiers", command)
+    flags.add(parser, "--apply", command)
+    flags.add(parser, "--format", command)
+    flags.add(parser, "--allow-unconfined", command)
 
 
 def run(args: argparse.Namespace) -> int:

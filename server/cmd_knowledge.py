@@ -82,7 +82,7 @@ def _docs_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
                         help="ignore the cached index and rebuild it")
     from . import flags
 
-    flags.add(parser, "--format", "the hits", default=default("text"))
+    flags.add(parser, "--format", "docs", suppress=suppress)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@
     pallasite optimize --export 3f2a9c01d4e5 kernel.py       # the run as JSON (replays to the same table)
     pallasite optimize kernel.py --format json               # the final table as JSON
     pallasite optimize kernel.py --write-tests               # propose kernel.tests.py (validated), then stop
-    pallasite optimize kernel.py --fix-rounds 2              # compile-fix rounds through the verified fixer
+    pallasite optimize kernel.py --max-rounds 2              # compile-fix rounds through the verified fixer
 
 Each phase is printed live (stderr in json format). Without a device backend (``--backend estimate``,
 the default) candidates are checked in TPU interpret mode on CPU (at reduced shapes when the
@@ -44,19 +44,20 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("path", metavar="FILE", help="the kernel file to optimize")
     parser.add_argument("--mode", choices=("auto", "step"), default="auto",
                         help="auto: run unattended; step: pause after each phase for approve / revise / stop")
-    flags.add(parser, "--max-iterations", "default 3", default=3, dest="iterations")
-    flags.add(parser, "--max-tokens", "the whole run (default 500000, as in the editor)", default=500_000)
-    flags.add(parser, "--time-limit", "of the whole run, inside every phase (default 1800, as in the editor)",
-              default=1800.0, dest="max_seconds")
-    flags.add_model(parser)
-    flags.add(parser, "--target", "the chip of the estimate and the checks")
-    flags.add_backend(parser)
-    parser.add_argument("--resume", metavar="RUN_ID", help="continue a recorded run from its last snapshot")
+    flags.add(parser, "--max-iterations", command, dest="iterations")
+    flags.add(parser, "--max-tokens", command)
+    flags.add(parser, "--time-limit", command, dest="max_seconds")
+    flags.add_model(parser, command)
+    flags.add(parser, "--target", command)
+    flags.add_backend(parser, command)
+    parser.add_argument("--resume", metavar="RUN_ID", help="continue a recorded run from its last snapshot (an "
+                        "interrupted run of FILE resumes by itself)")
+    parser.add_argument("--new-run", action="store_true",
+                        help="start a new run even where an interrupted run of FILE could resume")
     parser.add_argument("--export", action="store_true", help="print the run named by --resume as JSON and exit")
-    flags.add(parser, "--apply", "the winner over FILE (default: FILE.optimized.py beside it)")
-    flags.add(parser, "--format", "of the final table", default="text")
-    parser.add_argument("--fix-rounds", type=int, default=0,
-                        help="compile-fix rounds through the verified fixer per failing candidate (default 0)")
+    flags.add(parser, "--apply", command)
+    flags.add(parser, "--format", command)
+    flags.add(parser, "--max-rounds", command, dest="fix_rounds")
     parser.add_argument("--write-tests", action="store_true",
                         help="the file lacks example_inputs/reference: write the test writer's validated proposal "
                              "to FILE's .tests.py for review, and stop")
@@ -135,15 +136,24 @@ def _console_gate(plans_dir: Path, run_id: str):
             print(payload["diff"], file=sys.stderr)
         else:
             return Decision("approve")
-        answer = (await asyncio.to_thread(_ask_user, "[a]pprove, [r]evise, [s]top? ")).strip().lower()
-        if answer.startswith("s"):
+        raw = await asyncio.to_thread(_ask_user, "[a]pprove, [r]evise, [s]top? ")
+        answer = raw.strip().lower()
+        if not raw or answer.startswith("s"):  # "": input ended (no terminal, a closed pipe): stop, never approve
+            if not raw:
+                print(f"\npallasite optimize: input ended before an answer at the {phase} (step mode needs one per "
+                      f"phase): stopping, nothing approved; the run is kept: --resume {run_id} continues it, "
+                      "--mode auto runs without answers", file=sys.stderr)
             return Decision("stop")
         if answer.startswith("r"):
             if phase == "tests":
                 return Decision("revise", tests_file.read_text(encoding="utf-8"))
             if phase == "plan":
                 return Decision("revise", plan_file.read_text(encoding="utf-8"))
-            return Decision("revise", await asyncio.to_thread(_ask_user, "what should change? "))
+            instruction = await asyncio.to_thread(_ask_user, "what should change? ")
+            if not instruction:
+                print("\npallasite optimize: input ended before the revision: stopping", file=sys.stderr)
+                return Decision("stop")
+            return Decision("revise", instruction)
         return Decision("approve")
 
     return gate
@@ -167,12 +177,30 @@ def run(args: argparse.Namespace) -> int:
             final = asyncio.run(_optimize(args, setup, recorder))
         except ProviderError as err:
             return _fail(str(err))
+        except KeyboardInterrupt:
+            return _interrupted(args, setup, recorder)
     finally:
         if recorder is not None:
             recorder.close()
     if isinstance(final, int):  # --write-tests
         return final
+    _remember_interrupted(setup.run.workspace, args.path, None)  # it ran to its end: nothing to resume
     return _fail(final) if isinstance(final, str) else _render(args, setup, final, recorder)
+
+
+def _interrupted(args: argparse.Namespace, setup: _Setup, recorder: Any) -> int:
+    """Ctrl-C: what was kept, and how to go on; the same command resumes the run (exit 130)."""
+    state = setup.state
+    if recorder.store is None:
+        print(f"\npallasite optimize: interrupted; run {state.run_id} was not recorded ({'; '.join(recorder.problems)}), "
+              "so it cannot resume", file=sys.stderr)
+        return 130
+    _remember_interrupted(setup.run.workspace, args.path, state.run_id)
+    done = [it for it in state.iterations if it.verdict not in ("not run", "stopped")]
+    print(f"\npallasite optimize: interrupted; run {state.run_id} is kept in the results store with "
+          f"{len(done)} finished iteration(s) (an iteration cut off re-runs). Run the same command to resume it "
+          f"(or --resume {state.run_id}); --new-run starts over.", file=sys.stderr)
+    return 130
 
 
 def _fail(message: str) -> int:
@@ -194,15 +222,16 @@ def _check(args: argparse.Namespace) -> _Checked:
     is asked (candidates that could not run confined are refused here)."""
     from ..agents.run_setup import prepare
 
-    from .run_setup import run_request
+    from .run_setup import refuse_non_kernel, run_request
 
     path = args.path
     if not Path(path).is_file():
         raise ValueError(f"{path}: no such file")
+    refuse_non_kernel(path, "optimize")
     if args.iterations < 1:
         raise ValueError(f"--max-iterations {args.iterations}: give at least 1")
     if args.fix_rounds < 0 or args.test_rounds < 1:
-        raise ValueError("--fix-rounds must be 0 or more and --test-rounds at least 1")
+        raise ValueError("--max-rounds must be 0 or more and --test-rounds at least 1")
     tests_file = Path(args.tests) if args.tests else tests_path(path)
     if args.tests and not tests_file.is_file():
         raise ValueError(f"--tests {args.tests}: no such file")
@@ -234,6 +263,7 @@ class _Setup:
     budgets: Any
     tests: str | None
     tests_file: Path
+    resumed: bool = False
 
 
 def _setup(args: argparse.Namespace, checked: _Checked, recorder: Any) -> _Setup:
@@ -247,10 +277,11 @@ def _setup(args: argparse.Namespace, checked: _Checked, recorder: Any) -> _Setup
     run, path = checked.run, args.path
     started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
     text = read_source(path)
-    if args.resume:
-        state = load(recorder.store, args.resume) if recorder.store is not None else None
+    resume = args.resume or (None if args.new_run else _interrupted_run(run.workspace, path, text, recorder))
+    if resume:
+        state = load(recorder.store, resume) if recorder.store is not None else None
         if state is None:
-            raise ValueError(f"--resume {args.resume}: no such run in {store_path(run.workspace)}")
+            raise ValueError(f"--resume {resume}: no such run in {store_path(run.workspace)}")
         if text != state.original:  # edited since the run began: --apply must not write over those edits
             started = state.original.encode("utf-8")
     else:
@@ -259,7 +290,54 @@ def _setup(args: argparse.Namespace, checked: _Checked, recorder: Any) -> _Setup
     budgets = job_budgets(args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
                           fix_rounds=args.fix_rounds, request_timeout_s=run.agent.requestTimeoutS,
                           test_rounds=args.test_rounds)
-    return _Setup(started, state, run, budgets, checked.tests, checked.tests_file)
+    return _Setup(started, state, run, budgets, checked.tests, checked.tests_file, resumed=bool(resume))
+
+
+def _interrupted_file(workspace: str) -> Path:
+    return Path(workspace) / ".pallasite" / "optimize-interrupted.json"
+
+
+def _interrupted_runs(workspace: str) -> dict[str, str]:
+    """File (absolute path) -> the run id of its interrupted optimize run (Ctrl-C), kept to resume it."""
+    try:
+        data = json.loads(_interrupted_file(workspace).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _remember_interrupted(workspace: str, path: str, run_id: str | None) -> None:
+    """Keep (``run_id``) or forget (None) the interrupted run of ``path``."""
+    runs = _interrupted_runs(workspace)
+    key = str(Path(path).resolve())
+    if run_id is None and key not in runs:
+        return
+    runs.pop(key, None)
+    if run_id is not None:
+        runs[key] = run_id
+    try:
+        _interrupted_file(workspace).parent.mkdir(parents=True, exist_ok=True)
+        _interrupted_file(workspace).write_text(json.dumps(runs, indent=2), encoding="utf-8")
+    except OSError as err:
+        print(f"warning: {_interrupted_file(workspace)}: cannot record the interrupted run ({err})", file=sys.stderr)
+
+
+def _interrupted_run(workspace: str, path: str, text: str, recorder: Any) -> str | None:
+    """The interrupted run of ``path`` to resume, when its file is unchanged since; said on stderr."""
+    from ..agents.optimize_record import load
+
+    run_id = _interrupted_runs(workspace).get(str(Path(path).resolve()))
+    if not run_id or recorder.store is None:
+        return None
+    state = load(recorder.store, run_id)
+    if state is None or state.original != text:
+        print(f"pallasite optimize: {path} changed since run {run_id} was interrupted: starting a new run",
+              file=sys.stderr)
+        _remember_interrupted(workspace, path, None)
+        return None
+    print(f"pallasite optimize: resuming run {run_id}, interrupted after {len(state.iterations)} iteration(s) "
+          "(--new-run starts over)", file=sys.stderr)
+    return run_id
 
 
 async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
@@ -275,7 +353,7 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
     try:
         job = OptimizeJob(args.path, state.original, run.options, run.chip, setup.budgets, tests=setup.tests,
                           tests_name=setup.tests_file.name, device=run.device, state=state,
-                          resumed=bool(args.resume))
+                          resumed=setup.resumed)
         if args.write_tests:
             evaluator = make_evaluator(job, engine, model, recorder, state)
             return await write_tests(args, state, model, evaluator, recorder, setup.budgets)

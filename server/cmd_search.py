@@ -35,20 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("path", help="a kernel file with example_inputs() and reference()")
     parser.add_argument("--algo", choices=("parallel", "beam", "evolve"), default="beam",
                         help="the search: parallel trajectories, a beam, or evolution (default beam)")
-    flags.add(parser, "--seed", "strategies, tournaments, crossover pairs (default 0)", default=0)
-    flags.add(parser, "--max-nodes", f"default {d.max_nodes}", default=d.max_nodes, dest="budget")
+    flags.add(parser, "--seed", command)
+    flags.add(parser, "--max-nodes", command, dest="budget")
     parser.add_argument("--target-speedup", type=float, help="stop once a node reaches this speedup")
-    flags.add(parser, "--max-iterations", f"parallel: the steps of each trajectory (default {d.iterations})",
-              default=d.iterations, dest="iterations")
+    flags.add(parser, "--max-iterations", command, dest="iterations")
     flags.add_search_knobs(parser)
-    flags.add(parser, "--target", "the chip whose cost model estimates speedups")
-    flags.add_model(parser, api_key_env=False)
-    flags.add_rate_limits(parser)
-    flags.add(parser, "--jobs", "job workers evaluating nodes (default 2)", default=2)
-    flags.add_backend(parser)
-    flags.add(parser, "--memory-mb", "default 8192", default=8192)
-    flags.add(parser, "--report", "default .pallasite/search/<run id>.html")
-    flags.add(parser, "--apply", "the best node's source")
+    flags.add(parser, "--target", command)
+    flags.add_model(parser, command, api_key_env=False)
+    flags.add_rate_limits(parser, command)
+    flags.add(parser, "--jobs", command)
+    flags.add_backend(parser, command)
+    flags.add(parser, "--memory-mb", command)
+    flags.add(parser, "--report", command)
+    flags.add(parser, "--apply", command)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,11 +81,12 @@ def _setup(args: argparse.Namespace) -> _Setup:
     from ..agents.run_setup import prepare
     from ..agents.search import SearchOptions
 
-    from .run_setup import run_request
+    from .run_setup import refuse_non_kernel, run_request
 
     path = Path(args.path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
+    refuse_non_kernel(path, "search")  # before any model call
     run = prepare(run_request(args, str(path), memory_mb=args.memory_mb))  # the project's settings, flags over them
     started = path.read_bytes()  # --apply writes over the file only if it is still these bytes
     options = SearchOptions(algo=args.algo, seed=args.seed, max_nodes=args.budget, target=args.target_speedup,

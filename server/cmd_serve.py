@@ -13,7 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--tcp", action="store_true", help="listen on 127.0.0.1 instead of stdio")
     parser.add_argument("--port", type=int, default=2087, help="TCP port with --tcp (default 2087)")
     parser.add_argument("--log-file", help="write the server's log to this file (default: none)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages (with --log-file)")
+    from . import flags
+
+    flags.add(parser, "--verbose", command)
 
 
 def run(args: argparse.Namespace) -> int:

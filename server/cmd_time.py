@@ -4,8 +4,9 @@ The candidate is checked first (fresh random inputs, a second shape, NaN-filled 
 unchanged, a pallas_call that really ran, not the reference in disguise) and then timed against
 the reference compiled by XLA on the same device (``runner/timing.py``). `profile` adds a trace,
 per-kernel device time and the roofline. ``--backend`` picks where the worker runs: ``local``,
-``ssh`` (``--host`` or ``--ssh-command``) or ``ray``. Results go to the workspace's results store
-with their provenance (``--no-store`` skips it). Exit status: 0 timed, 1 rejected, 2 could not time.
+``ssh`` (``--host`` or ``--ssh-command``) or ``ray``; ``estimate`` runs nothing on a device: the cost
+model prices the kernel and its reference for ``--target``, labelled as an estimate. Results go to the workspace's results store
+with their provenance (``--no-store`` skips it). Exit status: 0 timed (or estimated), 1 rejected, 2 could not time.
 """
 
 from __future__ import annotations
@@ -21,44 +22,64 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
     parser.add_argument("task", metavar="FILE|TASK_DIR",
                         help="a kernel file, a JAXBench task folder (optimized.py vs baseline.py) or a MaxKernel one")
-    parser.add_argument("--task", metavar="TASK_DIR", dest="against",
-                        help="score a stand-alone kernel FILE against this JAXBench task's reference and inputs")
-    flags.add(parser, "--entry")
+    flags.add(parser, "--kernel", command)
+    parser.add_argument("--task", metavar="TASK_DIR", dest="against", help=argparse.SUPPRESS)  # old: FILE --task DIR
+    flags.add(parser, "--entry", command)
     parser.add_argument("--config", action="append", default=[], metavar="NAME=INT",
                         help="a tunable's value (repeatable), e.g. --config block_rows=128")
-    parser.add_argument("--runs", type=int, default=20 if command == "time" else 5, help="timed runs (each)")
+    flags.add(parser, "--runs", command)
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls first (compilation)")
-    flags.add(parser, "--seed", "of the fresh random inputs (default: a new one each run)")
+    flags.add(parser, "--seed", command)
     parser.add_argument("--no-extra-shape", action="store_true", help="skip the check at a second input shape")
     parser.add_argument("--max-speedup", type=float, default=20.0, help="flag speedups above this for a second look")
     if command == "profile":
         parser.add_argument("--trace-dir", help="where the worker writes the trace (default: a temporary folder)")
-        flags.add(parser, "--target", "whose roofline to use without a TPU")
-    flags.add(parser, "--format", default="text")
-    flags.add(parser, "--time-limit", "of the whole request (default 600)", default=600.0)
-    flags.add(parser, "--memory-mb", "RSS; a remote worker enforces it itself (default 16384)", default=16384)
-    flags.add(parser, "--no-store", "the measurements are not recorded")
+    flags.add(parser, "--target", command)
+    flags.add(parser, "--format", command)
+    flags.add(parser, "--time-limit", command)
+    flags.add(parser, "--memory-mb", command)
+    flags.add(parser, "--no-store", command)
     group = parser.add_argument_group("where the worker runs")
-    flags.add(group, "--backend", "default local: this machine's accelerator, else TPU interpret mode on its CPU",
-              default="local", choices=("local", "ssh", "ray"))
-    flags.add(group, "--host")
-    flags.add(group, "--ssh-command", "e.g. 'gcloud compute tpus tpu-vm ssh NAME --zone Z --command \"{worker}\"'")
-    flags.add(group, "--remote-worker", "e.g. '~/venv/bin/pallasite worker' (default: pallasite worker)",
-              default="pallasite worker")
-    flags.add(group, "--ray-address")
-    flags.add(group, "--ray-resources")
+    flags.add(group, "--backend", command)
+    flags.add(group, "--host", command)
+    flags.add(group, "--ssh-command", command)
+    flags.add(group, "--remote-worker", command)
+    flags.add(group, "--ray-address", command)
+    flags.add(group, "--ray-resources", command)
     group.add_argument("--platforms", help="JAX_PLATFORMS for the worker (default: its accelerator, else CPU)")
 
 
 def _backend(args: argparse.Namespace):
-    """Where the worker runs, from --backend and its flags (validated: ValueError says what is missing)."""
+    """Where the worker runs, from --backend and its flags (validated: ValueError says what is missing).
+    ``estimate`` runs a local worker that only prices the kernel and its reference."""
     from ..engine.remote import BackendSettings, parse_resources
 
-    settings = BackendSettings(kind=args.backend, host=args.host, command=args.ssh_command,
+    hosts = args.host or []
+    if len(hosts) > 1:
+        raise ValueError(f"pallasite {args.command} runs on one host; got --host {' --host '.join(hosts)} "
+                         "(a pool of hosts is for optimize, tune, search and eval)")
+    kind = "local" if args.backend == "estimate" else args.backend
+    settings = BackendSettings(kind=kind, host=hosts[0] if hosts else None, command=args.ssh_command,
                                remote_worker=args.remote_worker, ray_address=args.ray_address,
                                ray_resources=parse_resources(args.ray_resources), platforms=args.platforms)
     settings.validate()
     return settings
+
+
+def _files(args: argparse.Namespace):
+    """The files to time: FILE or TASK_DIR, or a TASK_DIR with --kernel FILE (the old FILE --task TASK_DIR
+    still works, with a note)."""
+    from ..engine import timing
+
+    if args.kernel is not None and args.against is not None:
+        raise ValueError("give --kernel FILE with the task folder (not --task as well)")
+    if args.against is not None:
+        print(f"pallasite {args.command}: note: FILE --task TASK_DIR is deprecated and goes in the next release; "
+              f"use TASK_DIR --kernel FILE", file=sys.stderr)
+        return timing.task_files(args.task, args.against)
+    if args.kernel is not None:
+        return timing.task_files(args.kernel, args.task)
+    return timing.task_files(args.task)
 
 
 def _record(run_, path: str) -> None:
@@ -71,13 +92,18 @@ def _record(run_, path: str) -> None:
         run_.warnings.append(note)
 
 
-def _target(args: argparse.Namespace, path: str) -> str | None:
-    """profile's chip: --target, else the project's `target` setting, as in every command (time has none)."""
-    if args.command != "profile":
-        return None
+def _target(args: argparse.Namespace, path: str) -> str:
+    """The chip: --target (checked by the parser), else the project's `target` setting, as in every command."""
     from .run_setup import project_settings
 
     return args.target or project_settings(path).target
+
+
+def _memory_mb(args: argparse.Namespace, path: str) -> int:
+    """--memory-mb, else the project's check.memoryMb, as in every command."""
+    from .run_setup import project_settings
+
+    return args.memory_mb or project_settings(path).check.memoryMb
 
 
 def _config(pairs: list[str]) -> dict[str, int]:
@@ -94,29 +120,93 @@ def _config(pairs: list[str]) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..engine import timing
-    from . import timing_format
-
-    op = args.command
     try:
-        files = timing.task_files(args.task, getattr(args, "against", None))
+        files = _files(args)
         settings = _backend(args)
-        params = timing.time_request(files, op, entry=args.entry, config=_config(args.config), runs=args.runs,
-                                     warmup=args.warmup, seed=args.seed, max_speedup=args.max_speedup,
-                                     extra_shape=False if args.no_extra_shape else None,
-                                     trace_dir=getattr(args, "trace_dir", None), target=_target(args, files.path))
+        target = _target(args, files.path)
+        if args.backend == "estimate":
+            return _estimate(args, files, settings, target)
+        params = _request(args, files, target)
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    return _measure(args, files, settings, params)
+
+
+def _request(args: argparse.Namespace, files, target: str):
+    from ..engine import timing
+
+    return timing.time_request(files, args.command, entry=args.entry, config=_config(args.config), runs=args.runs,
+                               warmup=args.warmup, seed=args.seed, max_speedup=args.max_speedup,
+                               extra_shape=False if args.no_extra_shape else None,
+                               trace_dir=getattr(args, "trace_dir", None),
+                               target=target if args.command == "profile" else None)
+
+
+def _measure(args: argparse.Namespace, files, settings, params) -> int:
+    """Time (or profile) on the backend's worker, record, print; exit 0 timed, 1 rejected, 2 not timed."""
+    from ..engine import timing
+    from . import timing_format
+
     show = args.format == "text" or sys.stderr.isatty()  # progress on stderr: JSON on stdout stays clean
 
     def progress(message: str, fraction: float | None) -> None:
         if show:
             print(f"  ... {message}", file=sys.stderr, flush=True)
 
-    base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=args.memory_mb)
+    base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=_memory_mb(args, files.path))
     run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)
     if run_.result is not None and not args.no_store:
         _record(run_, files.path)
     print(timing_format.to_json_text(run_, files.path) if args.format == "json" else timing_format.to_text(run_, files.path))
     return {"ok": 0, "rejected": 1}.get(timing_format.status_of(run_), 2)
+
+
+def _estimate(args: argparse.Namespace, files, settings, target: str) -> int:
+    """--backend estimate: the kernel and its reference priced by the cost model for the chip, nothing run
+    on a device; exit 0 with both figures, 2 when either could not be estimated (why on stderr)."""
+    import asyncio
+    import json
+
+    from ..engine.estimates import estimate_pair
+    from ..engine.remote import open_remote
+    from ..engine.sources import sources_for
+
+    base = WorkerConfig(timeout_s=args.time_limit, platforms="cpu", memory_mb=_memory_mb(args, files.path))
+
+    async def ask():
+        backend = open_remote(settings, base)
+        try:
+            return await estimate_pair(backend, sources_for(files.path), target, entry=args.entry,
+                                       config=_config(args.config) or None, timeout_s=args.time_limit,
+                                       reference=sources_for(files.reference_path) if files.reference_path else None)
+        finally:
+            await backend.close()
+
+    paired, _, _ = asyncio.run(ask())
+    if args.format == "json":
+        print(json.dumps({"version": 1, "tool": f"pallasite {args.command}", "path": files.path, "backend": "estimate",
+                          "target": target, "label": paired.label, "kernel_s": paired.kernel_s,
+                          "reference_s": paired.reference_s, "speedup": paired.speedup, "why": paired.why,
+                          "kernel_bound": paired.kernel_bound, "reference_bound": paired.reference_bound,
+                          "caveat": paired.caveat}, indent=2))
+    else:
+        print(_estimate_text(files.path, paired))
+    if paired.why:
+        print(f"error: {files.path}: no estimated speedup: {paired.why}", file=sys.stderr)
+    return 0 if paired.speedup is not None else 2
+
+
+def _estimate_text(path: str, paired) -> str:
+    def us(seconds):
+        return "-" if seconds is None else f"{seconds * 1e6:.1f} us"
+
+    lines = [f"{path}: {paired.label}: nothing ran on a device; the cost model's figures for the chip",
+             f"  kernel     {us(paired.kernel_s)}" + (f" ({paired.kernel_bound}-bound)" if paired.kernel_bound else ""),
+             f"  reference  {us(paired.reference_s)}" + (f" ({paired.reference_bound}-bound)"
+                                                         if paired.reference_bound else "")]
+    if paired.speedup is not None:
+        lines.append(f"  speedup    {paired.speedup:.2f}x vs the reference ({paired.label})")
+    if paired.caveat:
+        lines.append(f"  note: {paired.caveat}")
+    return "\n".join(lines)

@@ -33,31 +33,28 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     from . import flags
 
     parser.add_argument("file", help="the kernel file (with a task: docs/task-convention.md)")
-    flags.add(parser, "--target", dest="chip")
-    flags.add(parser, "--entry")
-    flags.add(parser, "--backend", "estimate (default): the cost model only", default="estimate", choices=BACKENDS)
-    flags.add_pool(parser)
-    flags.add(parser, "--max-evaluations", "default: 25%% of the estimated feasible configurations", dest="budget")
+    flags.add(parser, "--target", command, dest="chip")
+    flags.add(parser, "--entry", command)
+    flags.add(parser, "--backend", command)
+    flags.add_pool(parser, command)
+    flags.add(parser, "--max-evaluations", command, dest="budget")
     parser.add_argument("--max-estimates", type=int, metavar="N", dest="estimates",
                         help="configurations traced and estimated at most (default 1024; a larger space is "
                              "explored by seeded random sampling and local moves)")
-    flags.add(parser, "--seed", "the exploration's (default 0)", default=0)
-    flags.add(parser, "--apply", "the best configuration")
+    flags.add(parser, "--seed", command)
+    flags.add(parser, "--apply", command)
     parser.add_argument("--verify", type=int, default=3, metavar="N",
                         help="without a device: run the best-ranked configuration in TPU interpret mode vs the "
                              "reference, trying at most N (0: skip; default 3)")
-    flags.add(parser, "--format", default="text")
-    flags.add(parser, "--no-store", "neither read nor written")
+    flags.add(parser, "--format", command)
+    flags.add(parser, "--no-store", command)
     parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
     parser.add_argument("--max-compiles", type=int, default=16, metavar="N", dest="compiles",
                         help="tier-2 compiles at most while walking the ranking for a configuration the compiler "
                              "accepts (default 16; the current configuration is compiled besides)")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="every step of the walk through tier 2, with the compiler's messages")
-    flags.add(parser, "--memory-mb", "default 4096: interpret-mode checks of attention kernels can need more",
-              default=4096)
-    flags.add(parser, "--jobs", "estimating configurations (default: 2, or 1 on one core)",
-              default=min(2, os.cpu_count() or 1))
+    flags.add(parser, "--verbose", command)
+    flags.add(parser, "--memory-mb", command)
+    flags.add(parser, "--jobs", command)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     store = None if args.no_store else run.open_store(lambda why: print(f"warning: {why}", file=sys.stderr))
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
-                                   memory_mb=args.memory_mb, device=run.device, run=run))
+                                   memory_mb=args.memory_mb or run.options.memory_mb, device=run.device, run=run))
     except TuneError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,20 +1,25 @@
-"""The command line's one vocabulary of flags: each shared flag defined once (name, type, meaning).
+"""The command line's one vocabulary of flags: each shared flag defined once (name, type, help, default).
 
 Every ``cmd_*.add_arguments`` adds a shared flag through :func:`add`, so a flag has the same name,
-type and meaning in every command that takes it; a command adds its own detail after the meaning
-(what the limit bounds there, its default). Budgets are named by their unit (``--max-nodes``,
-``--max-iterations``, ``--max-evaluations``, ``--max-tokens``), one ``--time-limit`` bounds time,
-JSON is ``--format json`` (``--output FILE`` writes it to a file), HTML is ``--report FILE``.
+type, choices and help in every command that takes it, and the same default unless its definition
+gives each command its own (named in the one help text). What a flag bounds in a command is said
+in that one help text (``per``), never by the command. Budgets are named by their unit
+(``--max-nodes``, ``--max-iterations``, ``--max-rounds``, ``--max-evaluations``, ``--max-tokens``),
+``--time-limit`` bounds a command's unit of work and ``--request-time-limit`` each worker request
+inside a longer run, JSON is ``--format json`` (eval's ``--output FILE`` writes it to a file), HTML
+is ``--report FILE``.
 
 Old spellings keep working for one release: :func:`translate` rewrites them in a command's argv
 before it is parsed and says so on stderr. The README's flag table is :func:`markdown_table`
-(tests/test_flags.py holds both to the parsers)."""
+(tests/test_flags.py compares every command's parser with the others and with the definitions)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..analysis.types import TIERS as CHECK_TIERS
 
@@ -22,56 +27,140 @@ from ..analysis.types import TIERS as CHECK_TIERS
 @dataclass(frozen=True)
 class Flag:
     """One shared flag. ``type`` is None for a switch (store_true); ``choices`` is the whole
-    vocabulary (a command may accept a subset)."""
+    vocabulary. ``per`` adds what the flag bounds in some commands ((commands, words), said in one
+    help text that every command shows); ``defaults`` gives a command its own default where the commands
+    differ (one value per command, named in the help), else every command has ``default``."""
 
     name: str
-    type: type | None
+    type: type | Callable[[str], Any] | None
     meaning: str
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
+    default: Any = None
+    defaults: tuple[tuple[str, Any], ...] = ()
+    per: tuple[tuple[str, str], ...] = ()
+    action: str | None = None  # "append": repeatable
+    short: str | None = None  # a one-letter spelling too, e.g. -v
+    more_choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # command -> choices it takes besides ``choices``
+
+    def choices_for(self, command: str) -> tuple[str, ...] | None:
+        extra = dict(self.more_choices).get(command, ())
+        return None if self.choices is None else self.choices + extra
+
+    def default_for(self, command: str) -> Any:
+        return dict(self.defaults).get(command, self.default)
+
+    @property
+    def help(self) -> str:
+        """The one help text of the flag, the same in every command."""
+        text = self.meaning + "".join(f"; {commands}: {words}" for commands, words in self.per)
+        if self.defaults:
+            by_value: dict[str, list[str]] = {}
+            for command, value in self.defaults:
+                by_value.setdefault(_shown(value), []).append(command)
+            text += " (default: " + "; ".join(f"{v} in {', '.join(cs)}" for v, cs in by_value.items()) + ")"
+        elif self.default not in (None, False, [], ()):
+            text += f" (default: {_shown(self.default)})"
+        return text.replace("%", "%%")
 
 
+def _shown(value: Any) -> str:
+    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def chip(text: str) -> str:
+    """--target's type: a chip of the table (argparse says which there are)."""
+    from ..engine.checker import TARGETS
+
+    if text not in TARGETS:
+        raise argparse.ArgumentTypeError(f"{text!r}: unknown chip; choose one of {', '.join(TARGETS)}")
+    return text
+
+
+_AGENTS = ("optimize", "tune", "search", "eval")
 _FLAGS = (
-    Flag("--target", str, "the TPU chip: v4, v5e, v5p, v6e or 7x (default: the project's `target` setting, v6e)",
+    Flag("--target", chip, "the TPU chip: v4, v5e, v5p, v6e or 7x (default: the project's `target` setting, v6e)",
          "CHIP"),
     Flag("--tiers", str, "checker tiers, e.g. 0,1,2 or 0-3 (default: the `tiers` setting)", "TIERS"),
-    Flag("--format", str, "output: text, or json (a versioned document; on stdout unless --output)",
-         choices=("text", "json")),
+    Flag("--format", str, "output: text, or json (a versioned document, on stdout)", choices=("text", "json"),
+         default="text", per=(("check", "also sarif (SARIF 2.1.0, for code scanning)"),),
+         more_choices=(("check", ("sarif",)),)),
     Flag("--output", str, "write the JSON document to FILE (the text still goes to stdout)", "FILE"),
-    Flag("--report", str, "write a self-contained HTML report to FILE", "FILE"),
-    Flag("--backend", str, "where kernels run: estimate (nothing runs: the cost model for --target), local (a "
-         "worker on this machine), ssh (a worker on --host), ray (a Ray actor)",
-         choices=("estimate", "local", "ssh", "ray")),
-    Flag("--time-limit", float, "wall-clock limit in seconds", "SECONDS"),
-    Flag("--max-nodes", int, "search nodes (optimize iterations in the graph) at most", "N"),
-    Flag("--max-iterations", int, "optimize-loop iterations at most (a parallel search: per trajectory)", "N"),
-    Flag("--max-evaluations", int, "device evaluations (configurations timed) at most", "N"),
-    Flag("--max-tokens", int, "model tokens at most (input + output + thinking)", "N"),
+    Flag("--report", str, "write a self-contained HTML report to FILE", "FILE",
+         per=(("search", "default .pallasite/search/<run id>.html"),)),
+    Flag("--backend", str, "where kernels run: estimate (nothing runs on a device: the cost model's figures for "
+         "--target, labelled estimate), local (a worker on this machine: its accelerator, else TPU interpret mode "
+         "on its CPU), ssh (a worker on --host), ray (a Ray actor)",
+         choices=("estimate", "local", "ssh", "ray"),
+         defaults=(("time", "local"), ("profile", "local"), *((c, "estimate") for c in _AGENTS))),
+    Flag("--time-limit", float, "wall-clock limit in seconds",
+         "SECONDS", per=(("check", "each file, in the worker"), ("time, profile", "the whole command"),
+                         ("optimize", "the whole run, inside every phase"),
+                         ("eval", "each task and method, its scoring included")),
+         defaults=(("check", None), ("time", 600.0), ("profile", 600.0), ("optimize", 1800.0), ("eval", 1800.0))),
+    Flag("--request-time-limit", float, "seconds each worker request inside a longer run may take (a check, a "
+         "test or a timing of one candidate)", "SECONDS", default=300.0),
+    Flag("--max-nodes", int, "search nodes (optimize iterations in the graph) at most", "N",
+         per=(("eval", "search methods, per task"),), default=50),
+    Flag("--max-iterations", int, "optimize-loop iterations at most (a parallel search: per trajectory)", "N",
+         per=(("eval", "auto, per task"),),
+         defaults=(("optimize", 3), ("search", 5), ("eval", 5))),
+    Flag("--max-rounds", int, "verified-fixer rounds at most (a model's proposal checked by the tiers, each)", "N",
+         per=(("fix", "none: the agent.maxRounds setting (3)"), ("optimize", "per failing candidate; 0: no fixer")),
+         defaults=(("fix", None), ("optimize", 0))),
+    Flag("--max-evaluations", int, "device evaluations (configurations timed) at most", "N",
+         per=(("tune", "default: 25% of the estimated feasible configurations"),)),
+    Flag("--max-tokens", int, "model tokens at most (input + output + thinking)", "N",
+         per=(("optimize", "the whole run"), ("eval", "per task and method")), default=500_000),
     Flag("--provider", str, "the model: gemini, openai, scripted, or replay:<run id> (a recorded run's answers; "
-         "default: the agent.provider setting)", "NAME"),
+         "eval: a recorded eval's id; default: the agent.provider setting)", "NAME"),
     Flag("--model", str, "the model name (default: the provider's)", "NAME"),
     Flag("--base-url", str, "an OpenAI-compatible endpoint (openai) or an API endpoint override (gemini)", "URL"),
     Flag("--api-key-env", str, "the environment variable holding the API key", "VAR"),
-    Flag("--scripted-file", str, "scripted provider: a JSON list of replies", "JSON"),
-    Flag("--requests-per-minute", float, "run-wide limit on model requests per minute (0: none)", "N"),
-    Flag("--tokens-per-minute", float, "run-wide limit on model tokens per minute (0: none)", "N"),
-    Flag("--price-input", float, "USD per million input tokens (for the cost column; 0: cost unknown)", "USD"),
-    Flag("--price-output", float, "USD per million output and thinking tokens", "USD"),
-    Flag("--seed", int, "the seed of every random choice", "N"),
-    Flag("--jobs", int, "workers used at once", "N"),
-    Flag("--memory-mb", int, "each worker's memory limit in MiB", "MIB"),
+    Flag("--scripted-file", str, "scripted provider: a JSON list of replies (docs/agents.md shows each agent's)",
+         "JSON"),
+    Flag("--requests-per-minute", float, "run-wide limit on model requests per minute (0: none; rate-limited "
+         "replies are retried as Retry-After asks, the wait shown)", "N", default=0.0),
+    Flag("--tokens-per-minute", float, "run-wide limit on model tokens per minute (0: none)", "N", default=0.0),
+    Flag("--price-input", float, "USD per million input tokens (for the cost column; 0: cost unknown)", "USD",
+         default=0.0),
+    Flag("--price-output", float, "USD per million output and thinking tokens", "USD", default=0.0),
+    Flag("--seed", int, "the seed of every random choice", "N",
+         per=(("time, profile", "of the fresh random inputs; none: a new one each run"),),
+         defaults=(("time", None), ("profile", None), ("tune", 0), ("search", 0), ("eval", 0))),
+    Flag("--jobs", int, "workers used at once", "N",
+         per=(("check", "files checked at once, each in its own warm worker; none: the number of cores, at most 4"),
+              ("tune", "configurations estimated at once"), ("search", "nodes evaluated at once"),
+              ("eval", "tasks evaluated at once")),
+         defaults=(("check", None), ("tune", min(2, os.cpu_count() or 1)), ("search", 2), ("eval", 1))),
+    Flag("--memory-mb", int, "each worker's memory limit in MiB (RSS; a remote worker enforces it itself; default: "
+         "the project's check.memoryMb setting, 4096; interpret-mode checks of big kernels can need more)", "MIB"),
+    Flag("--runs", int, "timed runs, of the kernel and of the reference each", "N",
+         defaults=(("time", 20), ("profile", 5))),
     Flag("--entry", str, "the task's entry when the file has several", "NAME"),
-    Flag("--apply", None, "write the result into the file (only if it is unchanged since the run began)"),
-    Flag("--no-store", None, "do not record results in .pallasite/results.sqlite"),
+    Flag("--kernel", str, "score this kernel FILE as the task's candidate, against the task's reference and "
+         "inputs (eval: the one task named)", "FILE"),
+    Flag("--apply", None, "write the result into the file (only if it is unchanged since the run began)",
+         per=(("fix", "the verified fix"), ("optimize", "the winner (without it: FILE.optimized.py beside it)"),
+              ("tune", "the best configuration"), ("search", "the best node's source"))),
+    Flag("--no-store", None, "do not record results in .pallasite/results.sqlite (nor reuse them)"),
     Flag("--allow-unconfined", None, "run model-written code even where no confined worker can be made; it then "
          "runs with your rights (it could read, change or delete your files and use the network)"),
-    Flag("--host", str, "ssh: a host (user@host) that runs `pallasite worker`", "HOST"),
-    Flag("--ssh-command", str, "ssh: the whole launcher command line ({worker} marks the worker command)", "CMD"),
-    Flag("--remote-worker", str, "ssh: the worker command on the host", "CMD"),
+    Flag("--host", str, "ssh: a host (user@host) that runs `pallasite worker`; repeat it for a pool of hosts, one "
+         "device worker each (time and profile take one)", "HOST", action="append"),
+    Flag("--ssh-command", str, "ssh: the whole launcher command line ({worker} marks the worker command), e.g. "
+         "'gcloud compute tpus tpu-vm ssh NAME --zone Z --command \"{worker}\"'", "CMD"),
+    Flag("--remote-worker", str, "ssh: the worker command on the host, e.g. '~/venv/bin/pallasite worker'", "CMD",
+         default="pallasite worker"),
     Flag("--ray-address", str, "ray: the cluster (default: RAY_ADDRESS, else a local cluster)", "ADDRESS"),
     Flag("--ray-resources", str, "ray: resources each worker holds, e.g. TPU=1 (a chip) or TPU=4 (a host's chips)",
          "RES"),
-    Flag("--devices", int, "device workers the pool holds (Ray actors); jobs run on all of them at once", "N"),
+    Flag("--verbose", None, "say more", short="-v",
+         per=(("check", "text format: also notes, information findings and a line per file saying which tiers ran"),
+              ("tune", "every step of the walk through tier 2, with the compiler's messages"),
+              ("serve", "debug messages too, in the log file"))),
+    Flag("--devices", int, "device workers the pool holds (Ray actors); jobs run on all of them at once", "N",
+         default=1),
 )
 SHARED: dict[str, Flag] = {f.name: f for f in _FLAGS}
 
@@ -81,7 +170,7 @@ RENAMED: dict[str, dict[str, str]] = {
     "search": {"--budget": "--max-nodes", "--iterations": "--max-iterations"},
     "eval": {"--budget": "--max-nodes", "--iterations": "--max-iterations", "--max-seconds": "--time-limit",
              "--timeout": "--request-time-limit", "--json": "--output"},
-    "optimize": {"--iterations": "--max-iterations", "--max-seconds": "--time-limit"},
+    "optimize": {"--iterations": "--max-iterations", "--max-seconds": "--time-limit", "--fix-rounds": "--max-rounds"},
     "tune": {"--budget": "--max-evaluations", "--chip": "--target", "--estimates": "--max-estimates"},
     "fix": {"--rounds": "--max-rounds"},
     "check": {"--no-cache": "--no-store"},
@@ -111,28 +200,37 @@ def parse_tiers(text: str) -> tuple[int, ...]:
     return tuple(sorted(tiers))
 
 
-def add(parser, name: str, detail: str = "", **kwargs) -> argparse.Action:
-    """Add the shared flag ``name`` to ``parser`` (a parser or an argument group). ``detail`` follows
-    the meaning in the help (what it bounds here, its default); ``kwargs`` (default, dest, choices: a
-    subset of the flag's) go to argparse."""
+def add(parser, name: str, command: str, *, suppress: bool = False, **kwargs) -> argparse.Action:
+    """Add the shared flag ``name`` to ``parser`` (a parser or an argument group) of ``command``: its one
+    type, choices, help and (``command``'s) default. ``kwargs`` are only where the value goes (``dest``);
+    ``suppress``: no default (a subcommand's copy of a flag its parent parser also takes)."""
     flag = SHARED[name]
-    help_text = flag.meaning + (f"; {detail}" if detail else "")
+    names = (flag.short, name) if flag.short else (name,)
+    if suppress:
+        kwargs["default"] = argparse.SUPPRESS
+        return parser.add_argument(*names, type=flag.type, choices=flag.choices_for(command), help=flag.help,
+                                   **kwargs)
+    if set(kwargs) - {"dest"}:
+        raise ValueError(f"{name}: {sorted(set(kwargs) - {'dest'})} belong in the flag's one definition "
+                         "(server/flags.py), not in one command")
+    if flag.defaults and command not in dict(flag.defaults):
+        raise ValueError(f"{name}: give {command}'s default in the flag's definition (server/flags.py)")
     if flag.type is None:
-        return parser.add_argument(name, action="store_true", help=help_text, **kwargs)
-    kwargs.setdefault("choices", flag.choices)
-    if kwargs["choices"] is not None and not set(kwargs["choices"]) <= set(flag.choices or kwargs["choices"]):
-        raise ValueError(f"{name}: choices {kwargs['choices']} are not the shared vocabulary {flag.choices}")
-    if kwargs["choices"] is None:
-        kwargs.setdefault("metavar", flag.metavar)
-    return parser.add_argument(name, type=flag.type, help=help_text, **kwargs)
+        return parser.add_argument(*names, action="store_true", help=flag.help, **kwargs)
+    if flag.action:
+        kwargs["action"] = flag.action
+    if flag.choices is None:
+        kwargs["metavar"] = flag.metavar
+    return parser.add_argument(*names, type=flag.type, choices=flag.choices_for(command),
+                               default=flag.default_for(command),
+                               help=flag.help, **kwargs)
 
 
-def add_model(parser, provider_detail: str = "", api_key_env: bool = True) -> None:
+def add_model(parser, command: str, api_key_env: bool = True) -> None:
     """Which model answers: --provider, --model, --base-url, --api-key-env, --scripted-file."""
-    add(parser, "--provider", provider_detail)
-    for name in ("--model", "--base-url", "--api-key-env", "--scripted-file"):
+    for name in ("--provider", "--model", "--base-url", "--api-key-env", "--scripted-file"):
         if name != "--api-key-env" or api_key_env:
-            add(parser, name)
+            add(parser, name, command)
 
 
 def add_search_knobs(parser) -> None:
@@ -152,23 +250,19 @@ def add_search_knobs(parser) -> None:
                         help="evolve: share of each generation's children made by crossover")
 
 
-def add_rate_limits(parser) -> None:
+def add_rate_limits(parser, command: str) -> None:
     """--requests-per-minute, --tokens-per-minute (run-wide; rate-limited replies are retried as
     Retry-After asks, the wait shown)."""
-    add(parser, "--requests-per-minute", "rate-limited replies are retried as Retry-After asks, the wait shown",
-        default=0.0)
-    add(parser, "--tokens-per-minute", default=0.0)
+    add(parser, "--requests-per-minute", command)
+    add(parser, "--tokens-per-minute", command)
 
 
-def add_pool(parser) -> None:
+def add_pool(parser, command: str) -> None:
     """Where the device pool's workers are (ssh hosts, Ray actors): search, eval, optimize, tune."""
-    add(parser, "--host", "repeat it for a pool of hosts, one device worker each", action="append")
+    add(parser, "--host", command)
     parser.add_argument("--hosts-file", help="ssh: a file of hosts, one a line (# comments), added to --host")
-    add(parser, "--ssh-command")
-    add(parser, "--remote-worker", "default: pallasite worker", default="pallasite worker")
-    add(parser, "--ray-address")
-    add(parser, "--ray-resources")
-    add(parser, "--devices", "default 1", default=1)
+    for name in ("--ssh-command", "--remote-worker", "--ray-address", "--ray-resources", "--devices"):
+        add(parser, name, command)
     parser.add_argument("--ray-placement", choices=("spread", "strict_spread", "pack", "strict_pack"),
                         help="ray: place the pool's actors in one placement group (strict_spread: one per node, "
                              "e.g. one per host of a multi-host slice)")
@@ -176,12 +270,11 @@ def add_pool(parser) -> None:
                         "default: the kind most workers have)")
 
 
-def add_backend(parser, detail: str = "default estimate; local / ssh / ray: tests and timings on the device pool "
-                "there (--devices, several --host)") -> None:
+def add_backend(parser, command: str) -> None:
     """--backend estimate|local|ssh|ray, where its pool is, and --allow-unconfined: the agent commands."""
-    add(parser, "--backend", detail, default="estimate")
-    add_pool(parser)
-    add(parser, "--allow-unconfined")
+    add(parser, "--backend", command)
+    add_pool(parser, command)
+    add(parser, "--allow-unconfined", command)
 
 
 def translate(command: str, argv: list[str], err=None) -> list[str]:
@@ -249,9 +342,11 @@ def markdown_table() -> str:
     rows = ["| flag | value | means | in |", "|---|---|---|---|"]
     for name, commands in uses().items():
         flag = SHARED[name]
+        kind = "str" if flag.type is chip else getattr(flag.type, "__name__", "")
         value = "switch" if flag.type is None else ("|".join(flag.choices) if flag.choices else
-                                                    f"{flag.metavar} ({flag.type.__name__})")
-        rows.append(f"| `{name}` | {value.replace('|', ' / ')} | {flag.meaning.replace('|', '/')} | "
+                                                    f"{flag.metavar} ({kind})")
+        spelled = f"`{flag.short}`, `{name}`" if flag.short else f"`{name}`"
+        rows.append(f"| {spelled} | {value.replace('|', ' / ')} | {flag.help.replace('%%', '%').replace('|', '/')} | "
                     f"{', '.join(commands) or '-'} |")
     return "\n".join(rows)
 

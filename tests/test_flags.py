@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,37 @@ def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
     return {o: a for a in parser._actions for o in a.option_strings}
 
 
+def _signature(action: argparse.Action) -> tuple:
+    """What must be the same everywhere; a shared flag's choices may add to the vocabulary for one command
+    only where its definition says so (check's --format sarif), compared there."""
+    flag = next((flags.SHARED[o] for o in action.option_strings if o in flags.SHARED), None)
+    choices = flag.choices if flag is not None and flag.more_choices else action.choices
+    return (type(action).__name__, action.type, tuple(choices) if choices is not None else None,
+            action.help, tuple(action.option_strings))
+
+
+def test_a_flag_is_the_same_in_every_command_that_takes_it():
+    """The parsers compared with each other: a flag name has one type, kind (switch, value, repeatable),
+    choices, help and spelling set everywhere, and one default unless its definition gives each command
+    its own (then the one help text names them)."""
+    seen: dict[str, dict[tuple, list[str]]] = {}
+    defaults: dict[str, dict[str, list[str]]] = {}
+    for command, parser in PARSERS.items():
+        for option, action in _options(parser).items():
+            seen.setdefault(option, {}).setdefault(_signature(action), []).append(command)
+            if action.default is not argparse.SUPPRESS:
+                defaults.setdefault(option, {}).setdefault(repr(action.default), []).append(command)
+    differ = [f"{option}: " + " vs ".join(f"{cmds} {sig[:4]}" for sig, cmds in sigs.items())
+              for option, sigs in seen.items() if len(sigs) > 1]
+    assert not differ, "\n".join(differ)
+    by_command = [f"{option}: defaults {dict(d)} differ, and the definition does not give each command its own"
+                  for option, d in defaults.items()
+                  if len(d) > 1 and not (option in flags.SHARED and flags.SHARED[option].defaults)]
+    assert not by_command, "\n".join(by_command)
+
+
 @pytest.mark.parametrize("command", sorted(PARSERS))
-def test_each_shared_flag_has_its_one_definition(command):
+def test_each_shared_flag_is_its_one_definition(command):
     wrong = []
     for option, action in _options(PARSERS[command]).items():
         flag = flags.SHARED.get(option)
@@ -32,13 +62,38 @@ def test_each_shared_flag_has_its_one_definition(command):
                 wrong.append(f"{option}: should be a switch")
         elif action.type is not flag.type:
             wrong.append(f"{option}: type {action.type} is not {flag.type}")
-        if not (action.help or "").startswith(flag.meaning):
-            wrong.append(f"{option}: help {action.help!r} does not start with the meaning {flag.meaning!r}")
-        if action.choices is not None and not set(action.choices) <= set(flag.choices or ()):
-            wrong.append(f"{option}: choices {action.choices} are outside {flag.choices}")
-        if action.option_strings != [option]:
+        if action.help != flag.help:
+            wrong.append(f"{option}: help {action.help!r} is not the definition's {flag.help!r}")
+        if action.default is not argparse.SUPPRESS and flag.type is not None and \
+                action.default != flag.default_for(command):
+            wrong.append(f"{option}: default {action.default!r} is not the definition's {flag.default_for(command)!r}")
+        if (tuple(action.choices) if action.choices is not None else None) != flag.choices_for(command):
+            wrong.append(f"{option}: choices {action.choices} are not {flag.choices_for(command)}")
+        if action.option_strings != ([flag.short, option] if flag.short else [option]):
             wrong.append(f"{option}: other spellings on the same flag {action.option_strings}")
     assert not wrong, f"pallasite {command}:\n" + "\n".join(wrong)
+
+
+_MENTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+
+
+@pytest.mark.parametrize("command", sorted(PARSERS))
+def test_no_help_names_a_flag_the_command_does_not_take(command):
+    """(Nine commands' --format help said "unless --output", which only eval takes.)"""
+    parser = PARSERS[command]
+    options = set(_options(parser))
+    texts = [parser.description or ""] + [a.help or "" for a in parser._actions if a.help is not argparse.SUPPRESS]
+    texts = [re.sub(r"'[^']*'", "", text) for text in texts]  # a quoted example's own flags (ssh's --zone)
+    missing = sorted({m for text in texts for m in _MENTION.findall(text)} - options)
+    assert not missing, f"pallasite {command}: its help names {missing}, which it does not take"
+
+
+def test_the_comparison_catches_a_flag_that_differs():
+    one, two = argparse.ArgumentParser(), argparse.ArgumentParser()
+    one.add_argument("--memory-mb", type=int, default=4096, help="memory")
+    two.add_argument("--memory-mb", type=int, default=16384, help="memory")
+    assert _options(one)["--memory-mb"].default != _options(two)["--memory-mb"].default
+    assert _MENTION.findall("on stdout unless --output; see --max-rounds") == ["--output", "--max-rounds"]
 
 
 @pytest.mark.parametrize("command", sorted(PARSERS))
@@ -100,7 +155,7 @@ def test_docs_search_takes_format_json_anywhere():
     assert flags.translate("docs", ["search", "q", "--json"], io.StringIO()) == ["search", "q", "--format", "json"]
 
 
-def test_profile_takes_target_from_the_project_settings(tmp_path):
+def test_time_and_profile_take_target_from_the_project_settings(tmp_path):
     """--target's meaning says "default: the project's target setting": profile used none (the worker's own)."""
     from pallasite.server import cmd_time
 
@@ -108,4 +163,13 @@ def test_profile_takes_target_from_the_project_settings(tmp_path):
     kernel = str(tmp_path / "k.py")
     assert cmd_time._target(argparse.Namespace(command="profile", target=None), kernel) == "v5e"
     assert cmd_time._target(argparse.Namespace(command="profile", target="v4"), kernel) == "v4"
-    assert cmd_time._target(argparse.Namespace(command="time"), kernel) is None
+    assert cmd_time._target(argparse.Namespace(command="time", target=None), kernel) == "v5e"
+
+
+@pytest.mark.parametrize("command", sorted(c for c, p in PARSERS.items() if "--target" in _options(p)))
+def test_every_command_refuses_an_unknown_chip(command, capsys):
+    """profile --target v9 was accepted where every other command refused it."""
+    positional = {"eval": ["folder"], "check": ["k.py"]}.get(command, ["k.py"])
+    with pytest.raises(SystemExit) as stop:
+        PARSERS[command].parse_args([*positional, "--target", "v9"])
+    assert stop.value.code == 2 and "unknown chip" in capsys.readouterr().err

@@ -209,3 +209,27 @@ async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_t
     assert timed.result.verdict == "ok" and timed.result.judged_by.startswith(EXPORTED), timed.result
     seen = [line.split() for line in log.read_text().splitlines()]
     assert len({pid for pid, _ in seen}) == 2 and {platforms for _, platforms in seen} == {"cpu"}, seen
+
+
+@needs_namespaces
+async def test_on_a_standin_device_a_jaxbench_kernel_is_checked_at_a_second_config_size(tmp_path):
+    """JAXBench's layout (CONFIG read when called): the candidate's process exports the second shape
+    with its CONFIG at that size, the judge runs baseline.py with its own CONFIG there; a kernel right
+    only at the example size is shape_specialised (it passed when the second shape was skipped)."""
+    from pallasite.engine.client import WorkerClient
+    from pallasite.engine.timing import TaskFiles, time_request
+
+    folder = DATA / "timing" / "jaxbench_global"
+    results = []
+    async with WorkerClient(standin()) as worker:
+        for name in ("optimized", "specialised"):
+            files = TaskFiles(str(folder / f"{name}.py"), str(folder / "baseline.py"), "jaxbench")
+            reply = await worker.request(time_request(files, "time", runs=2, warmup=1,
+                                                      text=(folder / f"{name}.py").read_text()))
+            assert reply.ok, reply.message
+            results.append(reply.result)
+    right, specialised = results
+    assert right.verdict == "ok" and right.judged_by.startswith(EXPORTED), (right.error, right.rejections)
+    assert right.checks["extra_shape"] == {"checked": True, "how": "CONFIG with cols=256, rows=512",
+                                           "inputs": [[[512, 256], "float32"], [[512, 256], "float32"]]}
+    assert specialised.verdict == "rejected" and tricks(specialised) == ["shape_specialised"], specialised
