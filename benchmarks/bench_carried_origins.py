@@ -1,10 +1,12 @@
-"""Tier-1 check time with and without carried literals (runner/origin_values.py).
+"""Tier-1 check time with and without the locating run (runner/carried_pass.py).
 
-The check op runs the user's file with its int and float literals rewritten into values that carry
-where they were written. This script measures what that costs: ``handle_check`` (worker side,
-in-process, tiers (1,) by default) on each file, alternating runs with the rewrite on and off
-(off: ``user_module`` forced to ``carry_origins=False``, and nothing read back), after one warm-up
-run of each. Prints the median and min wall-clock seconds of each and their ratio; asserts nothing.
+The check op runs the user's file as written; when an entry fails, it loads the file once more
+with its int and float literals carrying where they were written and traces the failed entry again
+(the locating run). This script measures what that costs: ``handle_check`` (worker side,
+in-process, tiers (1,) by default) on each file, alternating runs with the locating run on and off
+(off: ``checks._Locating.locate`` does nothing), after one warm-up run of each. A file that passes
+pays nothing either way. Prints the median and min wall-clock seconds of each and their ratio;
+asserts nothing.
 
     nice python benchmarks/bench_carried_origins.py FILE [FILE ...] [--runs 5] [--tiers 1]
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import os
 import statistics
 import time
@@ -28,19 +29,19 @@ def main() -> None:
     parser.add_argument("--tiers", default="1")
     args = parser.parse_args()
     from pallasite.engine.sources import sources_for
-    from pallasite.runner import checks, loader
+    from pallasite.runner import checks
     from pallasite.wire.messages import CheckParams
 
     tiers = tuple(int(t) for t in args.tiers.split(","))
-    original = loader.user_module
+    original = checks._Locating.locate
 
     @contextlib.contextmanager
     def switched(carry: bool):
-        loader.user_module = original if carry else functools.partial(_plain, original)
+        checks._Locating.locate = original if carry else (lambda self, entry, task, args: None)
         try:
             yield
         finally:
-            loader.user_module = original
+            checks._Locating.locate = original
 
     for path in args.files:
         path = os.path.abspath(path)
@@ -56,15 +57,10 @@ def main() -> None:
                 if run:
                     times[carry].append(spent)
         on, off = statistics.median(times[True]), statistics.median(times[False])
-        print(f"{os.path.basename(path)}: tiers {tiers} carried {on:.2f} s (min {min(times[True]):.2f}), "
+        print(f"{os.path.basename(path)}: tiers {tiers} located {on:.2f} s (min {min(times[True]):.2f}), "
               f"plain {off:.2f} s (min {min(times[False]):.2f}), ratio {on / off:.3f} over {args.runs} runs; "
               f"verdicts {'equal' if states[True] == states[False] else 'DIFFER'}: {states[True]}")
         print(f"load: {os.getloadavg()}")
-
-
-def _plain(original, *args, **kwargs):
-    kwargs["carry_origins"] = False
-    return original(*args, **kwargs)
 
 
 if __name__ == "__main__":
