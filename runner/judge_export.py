@@ -331,8 +331,13 @@ def _correct(programs: dict[str, Any], task: Any, reference: Callable[..., Any],
 
     def one_set(program: Any, set_shapes: Any, set_seed: int, kept: Any, at: Any = None) -> dict[str, Any]:
         args = inputs_mod.fresh_inputs(set_shapes, set_seed, kept)
-        with inputs_mod.config_scaled((reference,), at or None):  # the trusted file's CONFIG at that size
-            expected = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.block_until_ready(jax.jit(reference)(*args)))]
+        try:
+            with inputs_mod.config_scaled((reference,), at or None):  # the trusted file's CONFIG at that size
+                expected = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.block_until_ready(jax.jit(reference)(*args)))]
+        except Exception as exc:  # noqa: BLE001 - the trusted side's failure, said as such
+            why = f"{type(exc).__name__}: {str(exc)[:500]}"
+            return {"reference_failed": why,
+                    "rejection": guards.reject("reference_failed", f"the reference failed on the task's inputs: {why}")}
         tolerance = tolerance_for(task, expected) or (0.0, 0.0)
         bad = guards.degenerate(expected, tolerance)
         if bad:
@@ -372,7 +377,9 @@ def _correct(programs: dict[str, Any], task: Any, reference: Callable[..., Any],
     say(f"checking a second shape ({how})")
     third = one_set(programs["extra"], extra, seed + 2, None, scaled)
     checks["extra_shape"] = {"checked": True, "how": how, "inputs": inputs_mod.signature(extra)}
-    if third.get("rejection"):
+    if third.get("reference_failed"):
+        checks["extra_shape"] = {"checked": False, "why": f"the reference fails at {how}: {third['reference_failed']}"}
+    elif third.get("rejection"):
         r = third["rejection"]
         return [guards.reject("shape_specialised", f"right at the example shape but not at {how}: {r['message']}",
                               at=inputs_mod.signature(extra))]
