@@ -254,7 +254,10 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
     send_frame(sock, {"op": "export", **named, "extra_config": dict(scaled or {}) if extra is not None else None,
                       "platform": platform, "device_kind": device.device_kind})
     header, blobs = receive(sock)
-    costs = {"candidate_s": round(time.perf_counter() - started, 4), **(header.get("costs") or {})}
+    costs: dict[str, Any] = {"candidate_s": round(time.perf_counter() - started, 4)}
+    for key, told in (header.get("costs") or {}).items() if isinstance(header.get("costs"), dict) else ():
+        if key in named and isinstance(told, dict) and isinstance(told.get("trace_serialize_s"), (int, float)):
+            costs[key] = {"trace_serialize_s": float(told["trace_serialize_s"])}  # (the candidate's word)
     end(sock, pid)  # the candidate's process is gone before anything is run or timed
     _end_the_rest()
     checks: dict[str, Any] = {"seed": timing._seed(params), "inputs": named["shapes"], "extra_shape": None,
