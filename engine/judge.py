@@ -381,7 +381,7 @@ class Judge:
         reply = await (backend or self.backend()).request(params, purpose="job", timeout_s=self.timeout_s,
                                                           on_progress=_progress(on_progress))
         if reply.status == "error":  # the op itself raised on this configuration
-            return {"state": "error", "problems": [f"the interpret run failed: {reply.why}"[:500]]}
+            return {"state": "error", "problems": [f"the interpret run failed: {reply.why}"[:500]], "ran": False}
         if not reply.ok:  # a limit or a crash: no evidence either way about this configuration's numbers
             return {"state": f"skipped: the interpret run did not finish ({reply.why})"[:500], "transient": True}
         return to_json(reply.result)

@@ -101,6 +101,7 @@ class Outcome:
     reasons: tuple[str, ...] = ()
     duplicate_of: Config | None = None
     reused: bool = False  # read back from the store instead of evaluated this run
+    test: TestResult | None = None  # its interpret-mode check (interpret_checked), as data; None: not checked
 
 
 @dataclass(frozen=True)
@@ -161,16 +162,7 @@ class TuneReport:
         if compiled is None:
             return None
         o = self.outcome(config)
-        test = NOT_TESTED
-        if o is not None:
-            wrong = next((r for r in o.reasons if r.startswith("interpret mode: ")
-                          and not r.startswith("interpret mode: the interpret run failed")), None)
-            failed_run = next((r for r in o.reasons if r.startswith("interpret mode: the interpret run failed")), None)
-            skipped = next((r for r in o.reasons if r.startswith("interpret check skipped")), None)
-            test = (TestResult.ok("in TPU interpret mode (CPU)") if o.status == "estimated, interpret ok" else
-                    TestResult.wrong(wrong) if wrong else TestResult.not_verified(skipped or failed_run)
-                    if skipped or failed_run else
-                    TestResult.not_verified("not checked in interpret mode by tune"))
+        test = NOT_TESTED if o is None else o.test or TestResult.not_verified("not checked in interpret mode by tune")
         return Verdict(compiled, test, self.timing(o))
 
     def speedup_between(self, base: Outcome | None, other: Outcome | None) -> Speedup | None:
@@ -715,11 +707,14 @@ def interpret_checked(o: Outcome, verdict: dict[str, Any]) -> Outcome:
     check that found a problem fails it."""
     state = str(verdict.get("state", ""))
     if state == "ok":
-        return replace(o, status="estimated, interpret ok")
+        return replace(o, status="estimated, interpret ok", test=TestResult.ok("in TPU interpret mode (CPU)"))
     if state.startswith("skipped"):
-        return replace(o, reasons=(f"interpret check {state}",))
-    problems = verdict.get("problems") or [state]
-    return replace(o, status="failed", reasons=(f"interpret mode: {problems[0]}",))
+        why = f"interpret check {state}"
+        return replace(o, reasons=(why,), test=TestResult.not_verified(why))
+    problem = f"interpret mode: {(verdict.get('problems') or [state])[0]}"
+    # a run that raised (``ran`` False: the judge's op failed) says nothing about the numbers: not verified
+    test = TestResult.not_verified(problem) if verdict.get("ran") is False else TestResult.wrong(problem)
+    return replace(o, status="failed", reasons=(problem,), test=test)
 
 
 def worker_timer(backend: Any, path: str, text: str | None, options: TuneOptions,

@@ -191,3 +191,25 @@ async def test_the_kernel_hover_says_what_check_says_for_the_same_file(client, t
 
     text = await asyncio.wait_for(hover_after_the_check(), 180)
     assert f"The file at the last check: **{said}**" in text, (said, text)
+
+
+def test_tune_reads_its_interpret_check_as_data_never_from_the_reason_words():
+    """Tune built its test result by matching the start of reason strings: a finding worded like a failed run
+    ("the interpret run failed: ...") was read as not verified, and a run the judge says did not finish was
+    read as wrong unless its words began just so."""
+    from pallasite.engine.tune import Outcome, TuneReport, interpret_checked
+
+    config = (("block_rows", 8),)
+
+    def verdict(answer: dict) -> Verdict:
+        checked = interpret_checked(Outcome(config, "estimated", 1e-6, "memory"), answer)
+        report = TuneReport("k.py", "add", "v5e", "estimate", (), config, (checked,), config, "estimate (v5e)",
+                            best_compile=CompileResult.passed("v5e"))
+        return report.verdict(config)
+
+    found = verdict({"state": "error", "problems": ["the interpret run failed: out[3] is NaN (a finding)"]})
+    assert found.status() == "compiled, wrong" and "out[3] is NaN" in found.text()
+    raised = verdict({"state": "error", "problems": ["KeyError: 'x' in the verify op"], "ran": False})
+    assert raised.status() == "compiled, not verified" and raised.correct is None
+    assert verdict({"state": "skipped: the interpret run did not finish (memory)"}).status() == "compiled, not verified"
+    assert verdict({"state": "ok"}).status() == "compiled, correct"
