@@ -1,0 +1,65 @@
+"""`pallasite optimize` stopped by the user: Ctrl-C says what was kept and the same command resumes
+the run (it exited 130 silently and a re-run started over); step mode stops at the end of its input
+(it approved everything when stdin was closed, as in CI)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from test_cli_optimize import DATA, cli, reply_pair, written
+
+
+def test_ctrl_c_keeps_the_run_and_the_same_command_resumes_it(tmp_path):
+    shutil.copy(DATA / "add.py", tmp_path / "add.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps(reply_pair("bad_tiling") + reply_pair("big_blocks", delay_s=120)))
+    proc = subprocess.Popen(cli("add.py", "--provider", "scripted", "--scripted-file", str(first), "--max-iterations",
+                                "2"), cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    lines = []
+    try:
+        for line in proc.stderr:  # iteration 2 is planning: its model call hangs
+            lines.append(line)
+            if line.startswith("[2] plan: planning"):
+                proc.send_signal(signal.SIGINT)
+                break
+        _, rest = proc.communicate(timeout=120)
+        lines.append(rest)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    said = "".join(lines)
+    assert proc.returncode == 130, said
+    run_id = said.split("pallasite optimize: run ", 1)[1].split(",")[0]
+    assert f"interrupted; run {run_id} is kept in the results store with 1 finished iteration(s)" in said, said
+    assert "Run the same command to resume it" in said
+    second = tmp_path / "second.json"
+    second.write_text(json.dumps(reply_pair("big_blocks")))
+    done = subprocess.run(cli("add.py", "--provider", "scripted", "--scripted-file", str(second), "--max-iterations",
+                              "2", "--format", "json"), cwd=tmp_path, capture_output=True, text=True, timeout=280)
+    assert f"resuming run {run_id}, interrupted after 1 iteration(s)" in done.stderr, done.stderr
+    result = json.loads(done.stdout)
+    assert done.returncode == 0 and result["run_id"] == run_id
+    assert [r["loop_word"] for r in result["table"]] == ["not compiled", "valid"]
+    # finished: a third run starts a new one
+    third = subprocess.run(cli("add.py", "--provider", "scripted", "--scripted-file", str(second), "--max-iterations",
+                               "1", "--format", "json"), cwd=tmp_path, capture_output=True, text=True, timeout=280)
+    assert "resuming" not in third.stderr and json.loads(third.stdout)["run_id"] != run_id, third.stderr
+
+
+def test_step_mode_stops_when_input_ends(tmp_path):
+    shutil.copy(DATA / "no_tests.py", tmp_path / "axpy.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
+    replies = tmp_path / "r.json"
+    replies.write_text(json.dumps(["```python\n" + written("axpy_right") + "```"]))
+    done = subprocess.run(cli("axpy.py", "--provider", "scripted", "--scripted-file", str(replies), "--mode", "step",
+                              "--format", "json"), cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=280)
+    assert "input ended before an answer at the tests" in done.stderr and "nothing approved" in done.stderr, done.stderr
+    result = json.loads(done.stdout)
+    assert result["stopped"].startswith("stopped") and result["table"] == []  # no iteration ran on a silent approval
+    assert done.returncode == 1
