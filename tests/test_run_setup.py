@@ -33,9 +33,9 @@ def _project(tmp_path):
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("path")
-    flags.add(parser, "--target", "chip")
-    flags.add_model(parser)
-    flags.add_backend(parser)
+    flags.add(parser, "--target", "optimize")
+    flags.add_model(parser, "optimize")
+    flags.add_backend(parser, "optimize")
     return parser.parse_args(list(argv))
 
 
@@ -67,8 +67,12 @@ def test_flags_win_over_the_project_and_absent_flags_change_nothing(tmp_path):
 
 def test_an_unknown_chip_is_refused_with_the_choices(tmp_path):
     kernel = _project(tmp_path)
+    with pytest.raises(SystemExit):  # the command line's parser refuses it first (the flag's chip type)
+        _args(str(kernel), "--target", "v9z")
+    args = _args(str(kernel))
+    args.target = "v9z"  # as the editor's settings can give it
     with pytest.raises(ValueError, match=r"--target 'v9z': unknown chip; choose one of .*v5e"):
-        prepare(cli_setup.run_request(_args(str(kernel), "--target", "v9z"), str(kernel)))
+        prepare(cli_setup.run_request(args, str(kernel)))
 
 
 def test_model_code_without_a_confined_worker_is_refused_up_front(tmp_path):

@@ -137,7 +137,7 @@ def test_eval_speedups_are_device_medians_and_cpu_time_is_never_a_speedup(tmp_pa
 
 def test_backend_flags_route_to_the_chosen_backend(tmp_path):
     parser = argparse.ArgumentParser()
-    flags.add_backend(parser)
+    flags.add_backend(parser, "search")
     assert run_setup.device_settings(parser.parse_args([])) is None
     ray = run_setup.device_settings(parser.parse_args(["--backend", "ray", "--ray-resources", "TPU=4"]))
     assert ray.kind == "ray" and ray.ray_resources == {"TPU": 4.0}

@@ -56,7 +56,7 @@ def test_tune_eval_and_search_take_the_pool_flags():
     assert (settings.kind, settings.devices, settings.ray_resources, settings.ray_placement) == \
         ("ray", 8, {"TPU": 1.0}, "strict_spread")
     search = argparse.ArgumentParser()
-    flags.add_backend(search)
+    flags.add_backend(search, "search")
     hosts = run_setup.device_settings(search.parse_args(["--backend", "ssh", "--host", "a", "--host", "b"]))
     assert hosts.all_hosts == ("a", "b")
 
