@@ -252,7 +252,7 @@ async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
                         verdict = await evaluate_one(judge, task, text)
                 except Exception as exc:  # noqa: BLE001 - one task's failure is data
                     why = f"the evaluation failed: {type(exc).__name__}: {exc}"[:300]
-                    verdict = TaskVerdict(task.name, Verdict(CompileResult.unchecked(why, chip=job.chip),
+                    verdict = TaskVerdict(task.name, Verdict(CompileResult.not_checked(why, chip=job.chip),
                                                              TestResult.not_verified(why)))
             counts[name] += 1
             finished[name] = time.monotonic()

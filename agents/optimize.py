@@ -324,10 +324,9 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
             result = phase("compile", await timed("compile", evaluator.compile(candidate)))
         # the phase's own typed result; a phase that gave none checked nothing (never "compiled")
         compiled = result.compile or (CompileResult.failed(result.summary, result.evidence) if not result.ok else
-                                      CompileResult.unchecked(f"not checked: the compile phase gave no result "
-                                                              f"({result.summary})"))
+                                      CompileResult.not_checked(f"the compile phase gave no result ({result.summary})"))
         if compiled.ok is not True:
-            it.result = Verdict(compiled, TestResult.not_verified("not compiled for the chip"))
+            it.result = Verdict(compiled, TestResult.not_verified(f"not tested: {compiled.status()}"))
             it.verdict, it.evidence = it.result.status(), result.evidence or compiled.evidence or result.summary
             return it
         # the frozen tests
