@@ -367,3 +367,45 @@ def test_the_optimize_loop_never_reads_a_timing_from_a_label():
     assert it.verdict == "not measured" and "no Timing" in it.evidence and state.baseline is None
     assert state.verdict(it).status() == "compiled, correct" and state.verdict(it).timing is None
     assert state.winner is None and "the original file was not timed" in state.outcome().why
+
+
+def _cli(folder: Path, *args: str) -> str:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pallasite.server.cli", *args], capture_output=True, text=True,
+                          timeout=300, cwd=folder)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_project_s_settings_give_one_verdict_in_every_command(tmp_path):
+    """`pallasite search` and `pallasite eval` rebuilt their check options and dropped the project's
+    settings, so with `severity = { PLS016 = "error" }` check said "not compiled" while search and eval
+    compiled the same file. Now every command judges with the run setup's options: the same words."""
+    import json
+    import shutil
+
+    shutil.copytree(DATA / "one_verdict" / "colmax", tmp_path / "bench" / "colmax")
+    (tmp_path / "pyproject.toml").write_text('[tool.pallasite]\ntarget = "v5p"\nseverity = { PLS016 = "error" }\n')
+    kernel = "bench/colmax/optimized.py"
+    text = (tmp_path / kernel).read_text()
+    (tmp_path / "same.json").write_text(json.dumps(["Same\nKeep it.", f"```python\n{text}```"]))
+    scripted = ("--provider", "scripted", "--scripted-file", str(tmp_path / "same.json"))
+    (checked,) = json.loads(_cli(tmp_path, "check", kernel, "--no-store", "--format", "json"))["files"]
+    assert checked["compile"]["ok"] is False and checked["compile"]["why"] == "1 error(s): PLS016"
+    words = {"check": (checked["compile"]["ok"], checked["compile"]["why"])}
+    _cli(tmp_path, "search", kernel, "--algo", "parallel", "--trajectories", "1", "--max-iterations", "1",
+         "--jobs", "1", *scripted)
+    (graph,) = (tmp_path / ".pallasite" / "search").glob("*.json")
+    node = json.loads(graph.read_text())["nodes"][1]["verdict"]
+    words["search"] = (node["compile"]["ok"], node["compile"]["why"])
+    (task,) = json.loads(_cli(tmp_path, "eval", "bench", "--format", "json"))["methods"][0]["per_task"]
+    words["eval"] = (task["verdict"]["compile"]["ok"], task["verdict"]["compile"]["why"])
+    (row,) = json.loads(_cli(tmp_path, "optimize", kernel, "--max-iterations", "1", "--format", "json",
+                             *scripted))["table"]
+    words["optimize"] = (row["verdict"]["compile"]["ok"], row["verdict"]["compile"]["why"])
+    tuned = json.loads(_cli(tmp_path, "tune", kernel, "--no-store", "--format", "json"))["current_verdict"]
+    words["tune"] = (tuned["compile"]["ok"], tuned["compile"]["why"])
+    assert words == dict.fromkeys(words, (False, "1 error(s): PLS016")), words
+    assert {node["status"], task["status"], row["status"], tuned["status"]} == {"not compiled"}
