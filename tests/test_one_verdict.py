@@ -409,3 +409,86 @@ def test_the_project_s_settings_give_one_verdict_in_every_command(tmp_path):
     words["tune"] = (tuned["compile"]["ok"], tuned["compile"]["why"])
     assert words == dict.fromkeys(words, (False, "1 error(s): PLS016")), words
     assert {node["status"], task["status"], row["status"], tuned["status"]} == {"not compiled"}
+
+
+def test_optimize_never_makes_up_a_result_a_phase_did_not_give():
+    """A compile phase that answered a bare ok became "compiled for the chip (tiers 0,1,2)" and a bare test
+    ok became a passed test: now a phase without its typed result checked nothing ("not checked")."""
+    from pallasite.agents.evaluator import BaseEvaluator, PhaseResult
+    from pallasite.agents.optimize import Budgets, new_run, optimize
+    from pallasite.agents.providers import ProviderConfig
+    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.analysis.verdict import CompileResult
+
+    class Bare(BaseEvaluator):
+        method = "estimate (v5e)"
+
+        def __init__(self, compile_typed):
+            self.compile_typed = compile_typed
+
+        async def compile(self, source):
+            return PhaseResult(True, "ok", compile=CompileResult.passed("v5e") if self.compile_typed else None)
+
+        async def test(self, source):
+            return PhaseResult(True, "ok")  # no TestResult
+
+        async def measure(self, source):
+            return PhaseResult(False, "not estimated")
+
+    for typed in (False, True):
+        provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: x\nGo.", "```python\nX = 2\n```"])
+        state = asyncio.run(optimize(new_run("k.py", "X = 1\n"), provider, Bare(typed), Budgets(iterations=1,
+                                                                                                fix_rounds=0)))
+        verdict = state.verdict(state.iterations[0])
+        if typed:  # compiled for the chip, and the test phase gave no result: not verified, never correct
+            assert verdict.status() == "compiled, not verified" and "not checked" in verdict.test.why
+        else:
+            assert verdict.compiled is None and "not checked" in verdict.text()
+        assert not verdict.passed
+
+
+SELF = "the candidate's own process"
+
+
+def test_a_verdict_judged_by_the_candidate_s_own_process_never_wins():
+    """runner/judge.py's time result says who judged (``judged_by``) but no verdict read it, so a candidate
+    that judged and timed itself ranked like one judged outside. Now the verdict carries it (JSON) and the
+    winner rule and the search's ranking refuse it."""
+    from pallasite.agents.providers import ProviderConfig
+    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.search import SearchOptions, search
+    from pallasite.agents.search_iterate import IterateNodes
+    from pallasite.analysis.verdict import (COST_MODEL, JUDGED_BY_CANDIDATE, CompileResult, TestResult, Timing,
+                                            pick_winner)
+    from pallasite.agents.evaluator import BaseEvaluator, PhaseResult
+
+    assert JUDGED_BY_CANDIDATE == SELF and f'"{SELF}"' in (Path(__file__).parents[1] / "runner" / "judge.py").read_text()
+    base, fast = Timing(2e-3, "estimate", "v5e", COST_MODEL), Timing(1e-3, "estimate", "v5e", COST_MODEL)
+    outside = Verdict(CompileResult.passed("v5e"), TestResult.ok(), fast, judged_by="a process that never ran the candidate")
+    own = Verdict(CompileResult.passed("v5e"), TestResult.ok(), fast, judged_by=SELF)
+    assert pick_winner(base, [(1, outside)]).name == 1
+    refused = pick_winner(base, [(1, own)])
+    assert refused.name is None and SELF in refused.why
+    assert Verdict.from_json(own.to_json()).judged_by == SELF and own.to_json()["judged_by"] == SELF
+
+    root_text, node_text = "ROOT = 1\n", "NODE = 2\n"
+
+    class SelfJudged(BaseEvaluator):  # the worker's reply said the candidate judged itself
+        method = "estimate (v5e)"
+
+        async def compile(self, source):
+            return PhaseResult(True, "ok", compile=CompileResult.passed("v5e"))
+
+        async def test(self, source):
+            return PhaseResult(True, "ok", test=TestResult.ok(), judged_by=SELF)
+
+        async def measure(self, source):
+            return PhaseResult(True, "timed", timing=base if source == root_text else fast, judged_by=SELF)
+
+    provider = ScriptedProvider(ProviderConfig(name="scripted"), ["Plan: other\nGo.", f"```python\n{node_text}```"])
+    nodes = IterateNodes(provider, SelfJudged(), "k.py", "v5e")
+    graph = asyncio.run(search(root_text, SearchOptions(algo="parallel", trajectories=1, iterations=1, max_nodes=1),
+                               None, nodes.evaluate_root, provenance="estimate (v5e)", attempt=nodes.attempt))
+    node = graph.nodes[1]
+    assert node.verdict.judged_by == SELF and node.to_json()["verdict"]["judged_by"] == SELF
+    assert node.speedup == 2.0 and not node.ok and graph.best().id == "root"
