@@ -403,6 +403,9 @@ def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str], 
     spec = next((s for s in specs if s.position == index), specs[index] if 0 <= index < len(specs) else None)
     if spec is None:
         return None
+    whole = _untiled_dim(spec, shape, text, lines)
+    if whole is not None:
+        return whole
     best = None
     for dim_span in spec.dim_spans:
         origin = trace(text, dim_span)
@@ -415,11 +418,41 @@ def buffer_place(site: Any, role: str, index: int, text: str, lines: list[str], 
     return _line(best, lines), (Related(spec.span, "the BlockSpec of the largest block"),), _said(best)
 
 
+def _largest_dims(shape: Any) -> list[tuple[int, int]]:
+    """(index, size) of the block's largest dims (ties kept): what makes it big."""
+    dims = [(d, size) for d, size in enumerate(shape or ()) if isinstance(size, int)]
+    top = max((size for _, size in dims), default=None)
+    return [(d, size) for d, size in dims if size == top]
+
+
+def _untiled_dim(spec: BlockSpecInfo, shape: Any, text: str, lines: list[str]) -> tuple[Span, tuple[Related, ...], str] | None:
+    """A block whose largest dim traces to no number written anywhere (it is computed from the
+    arrays' shapes, e.g. ``BlockSpec((k, bn), ...)`` with ``m, k = x.shape``: the block keeps that
+    dim whole): the place is that dim in the BlockSpec, not a smaller dim's literal."""
+    largest = _largest_dims(shape)
+    if len(largest) != 1 or len(spec.dim_spans) != len(shape or ()):
+        return None
+    d, size = largest[0]
+    origin = trace(text, spec.dim_spans[d])
+    if origin is not None and origin.kind != "expression" and isinstance(origin.value, int):
+        return None  # written somewhere: the usual place
+    written = ast_segment(lines, spec.dim_spans[d])
+    return (spec.dim_spans[d], (Related(spec.span, "the block it sizes"),),
+            f"{SIZE_SET_HERE} ({written} = {size}: this BlockSpec keeps dim {d} whole, computed from the arrays' "
+            f"shapes rather than tiled by a block size)")
+
+
+def ast_segment(lines: list[str], span: Span) -> str:
+    if span.line != span.end_line or not (0 <= span.line < len(lines)):
+        return "this dim"
+    return lines[span.line][span.column:span.end_column] or "this dim"
+
+
 def _carried_buffer_place(site: Any, role: str, index: int, lines: list[str], origins: Mapping[str, Any] | None,
                          shape: Any) -> tuple[Span, tuple[Related, ...], str] | None:
     if not origins or not shape:
         return None
-    dims = sorted(((d, size) for d, size in enumerate(shape) if isinstance(size, int)), key=lambda ds: -ds[1])
+    dims = _largest_dims(shape)  # a smaller dim's literal is not what makes the block big
     own = _buffer_span(site, role, index)
     for d, size in dims:
         picked = pick_place(origins.get(f"{role}[{index}][{d}]"), size, own, lines)

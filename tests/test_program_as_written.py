@@ -107,3 +107,18 @@ def test_jaxbench_attention_checks_land_on_the_tuned_literal(tmp_path, task, old
         assert finding.span.line == line
         assert text.splitlines()[line][finding.span.column:finding.span.end_column] == literal
         assert any("the check that rejected" in r.message for r in finding.related)
+
+
+def test_vmem_exhausted_by_an_untiled_contraction_dim_lands_on_the_blockspec_that_keeps_it_whole():
+    """Before, the finding went to BLOCK_N = 256 (the largest block's other dim, the only one with a
+    literal); K = 32768 comes from x.shape, so the place is the ``k`` of the BlockSpec."""
+    from pallasite.runner.tiers import tier2_unavailable
+
+    if tier2_unavailable("v6e"):
+        pytest.skip("tier 2 needs libtpu")
+    text, _, located = _check(str(DATA / "untiled_k.py"), (1, 2))
+    [finding] = [f for f in located.findings if f.code == "PLS201"]
+    line = _marked(text)
+    assert finding.span.line == line
+    assert text.splitlines()[line][finding.span.column:finding.span.end_column] == "k"
+    assert "keeps dim 0 whole" in finding.message
