@@ -255,7 +255,16 @@ class CompileResult:
         return cls(data.get("ok"), data.get("chip", ""), tuple(data.get("tiers_run") or ()),
                    tuple((int(t), str(w)) for t, w in data.get("tiers_skipped") or ()),
                    tuple((k, tuple((int(t), str(s)) for t, s in tiers)) for k, tiers in data.get("kernels") or ()),
-                   data.get("why", ""), data.get("evidence", ""), bool(data.get("checked", True)))
+                   data.get("why", ""), data.get("evidence", ""), _checked(data))
+
+
+def _checked(data: dict[str, Any]) -> bool:
+    """A stored compile part's ``checked``. Stored before "not checked" had its own word, the part nothing
+    checked (a search root's) was exactly ``NO_COMPILE``'s value: read as not checked."""
+    if "checked" in data:
+        return bool(data["checked"])
+    return not (data.get("ok") is None and data.get("why") == NOT_CHECKED and not data.get("tiers_run")
+                and not data.get("kernels"))
 
 
 def compile_result(report: Any, tiers: Sequence[int], chip: str, *,

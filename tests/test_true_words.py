@@ -213,3 +213,17 @@ def test_tune_reads_its_interpret_check_as_data_never_from_the_reason_words():
     assert raised.status() == "compiled, not verified" and raised.correct is None
     assert verdict({"state": "skipped: the interpret run did not finish (memory)"}).status() == "compiled, not verified"
     assert verdict({"state": "ok"}).status() == "compiled, correct"
+
+
+def test_a_search_root_stored_before_not_checked_had_its_word_reads_not_checked():
+    """A search graph stored by the last release kept the root's compile part as {"ok": null, "why": "not
+    checked", ...} without "checked": read back, it said "not compiled for the chip"."""
+    from pallasite.agents.search_graph import SearchNode
+
+    old = Verdict(timing=Timing(1e-3, "estimate", "v5e", COST_MODEL)).to_json()
+    del old["compile"]["checked"], old["compile"]["status"]
+    node = {"id": "root", "parents": [], "depth": 0, "op": "root", "strategy": None, "source": "x", "plan": "",
+            "verdict": old, "speedup": 1.0, "provenance": f"estimate ({COST_MODEL}, v5e)", "error": ""}
+    assert SearchNode.from_json(node).verdict.status() == "not checked"
+    checked = CompileResult.from_json({"ok": None, "chip": "v5e", "tiers_run": [0, 1], "why": "tier 2 was not run"})
+    assert checked.status() == "not compiled for the chip"
