@@ -10,7 +10,7 @@ any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, llama.cpp's server, Gemini
 OpenAI-compatible endpoint), ``scripted`` (queued responses from a JSON file or a list: tests and
 demos) and ``replay:<run-id>`` (the responses recorded in the results store for that fix run).
 Each implementation lives in its own module, imported only when chosen, so the SDKs are optional
-(``pip install 'pallasite[agents]'``).
+(pallasite's ``agents`` extra: ``pip install -e '.[agents]'`` in the checkout).
 
 Failures are ``ProviderError`` with a ``kind`` a caller can act on (config, auth, rate_limit,
 server, timeout, malformed, network, refused, too_large), the HTTP status and ``Retry-After`` when
@@ -238,7 +238,8 @@ def make_provider(config: ProviderConfig) -> Provider:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise ProviderError("config", f"the {kind} provider needs its SDK ({err.name or err}): "
-                                      "pip install 'pallasite[agents]'") from None
+                                      "pip install 'google-genai>=3.6,<4' 'openai>=3.57,<4' (pallasite's "
+                                      "agents extra)") from None
     return getattr(module, class_name)(config)
 
 

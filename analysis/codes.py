@@ -136,7 +136,7 @@ CODES: dict[str, Code] = _codes(
          "Raise the memory limit setting, or shrink the example inputs.", "warning"),
     Code("PLS905", "Task definition is invalid (not checked)", "Follow docs/task-convention.md: the message says which part is wrong.",
          "warning"),
-    Code("PLS906", "Check tier unavailable", "Install what the message names (e.g. pip install 'pallasite[tpu]' for tier 2).", "information"),
+    Code("PLS906", "Check tier unavailable", "Install what the message names (e.g. jax's tpu extra, libtpu, for tier 2).", "information"),
     Code("PLS907", "The script made no pallas_call (nothing checked)",
          "Make the file's __main__ call its kernel (a TPU-only branch is fine: it runs on the target chip's abstract device), or add example_inputs().",
          "warning"),

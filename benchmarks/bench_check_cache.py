@@ -84,7 +84,7 @@ def main() -> int:
     parser.add_argument("--target", default="v6e")
     args = parser.parse_args()
     if importlib.util.find_spec("libtpu") is None:
-        print("libtpu is not installed: tier 2 cannot run, nothing to reuse (pip install 'pallasite[tpu]')")
+        print("libtpu is not installed: tier 2 cannot run, nothing to reuse (jax's tpu extra at the installed jax version)")
         return 1
     asyncio.run(measure(args.runs, args.target))
     return 0

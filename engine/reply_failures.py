@@ -153,14 +153,14 @@ def startup_failure(reply: Reply, interpreter: str, tiers: Sequence[int], target
     run_tiers = ", ".join(str(t) for t in tiers)
     if reply.start_problem == "missing_module" and missing and launcher:
         body = (f"the check worker could not start through `{where}`: it cannot import "
-                f"{missing} there. Install pallasite on that host (pip install pallasite), "
-                f"so that `pallasite worker` runs")
+                f"{missing} there. Install the same pallasite on that host (its wheel, "
+                f"built from your checkout: docs/tpu.md), so that `pallasite worker` runs")
     elif reply.start_problem == "missing_module" and missing:
         module = missing.split(".")[0]
         body = (f"the check worker could not start: {interpreter} cannot import {module}. "
-                f"Install {module} into {interpreter}: {interpreter} -m pip install {module}"
-                + (" (or set the worker interpreter to the environment pallasite is installed in)"
-                   if module == "pallasite" else ""))
+                + (f"Install pallasite into {interpreter}: {interpreter} -m pip install /path/to/pallasite (your checkout) "
+                   "(or set the worker interpreter to the environment pallasite is installed in)"
+                   if module == "pallasite" else f"Install {module} into {interpreter}: {interpreter} -m pip install {module}"))
     elif reply.start_problem == "not_found" or (launcher and reply.start_problem == "exited" and _NOT_FOUND.search(last)):
         reason = (reply.error.message if reply.error is not None else reply.message) \
             if reply.start_problem == "not_found" else last

@@ -8,7 +8,7 @@ the agents (the autotuner times measured configs through ``time_request`` + ``ru
   ``reference.py`` is read by the worker), or a folder with one kernel file.
 - ``time_request(files, op, ...)``: the op's typed params (``TimeParams``/``ProfileParams``), with
   the files' text and their local modules (a remote worker needs nothing but
-  ``pip install pallasite``; paths name the user's files in messages).
+  pallasite installed; paths name the user's files in messages).
 - ``run_timing(settings, params)``: start the backend's worker, run, close; returns a
   ``TimingRun`` with the reply, where it ran, the worker's handshake and version warnings.
 - ``measurements(result)``: the candidate's and the reference's ``Measurement``s;

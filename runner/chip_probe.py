@@ -117,7 +117,7 @@ def probe_scoped_vmem(spec: ChipSpec, compile_block: Callable[[str, int], str | 
     """
     libtpu = installed_versions()["libtpu"]
     if libtpu is None:
-        return None, "not measured: libtpu is not installed (pip install 'pallasite[tpu]')"
+        return None, "not measured: libtpu is not installed (jax's tpu extra at the installed jax version)"
     message = compile_block(spec.topology, (spec.vmem_bytes - 2 * MIB) // 2)
     limit = limit_from_message(message) if message else None
     if limit is not None:

@@ -26,7 +26,8 @@ from ..wire.messages import Stage
 # from the chip names of analysis/types.py.
 CHIPS: dict[str, tuple[str, int, str]] = {t.name: (t.device_kind, t.device_cores, t.topology) for t in CHIP_TARGETS}
 
-LIBTPU_HINT = "libtpu is not installed; pip install 'pallasite[tpu]' (jax[tpu] of the same jax version)"
+LIBTPU_HINT = ("libtpu is not installed; install jax's tpu extra at the installed jax version: "
+               "pip install \"jax[tpu]==$(python -c 'import jax; print(jax.__version__)')\"")
 
 _topology_devices: dict[str, Any] = {}  # target -> tier-2 device (a warm worker reuses it)
 # Set to a dict by a judged check (runner/judge.py): each entry's tier-1 module, serialized, by entry name,

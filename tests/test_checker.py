@@ -216,7 +216,7 @@ def test_worker_interpreter_without_pallasite_is_one_file_level_finding_saying_w
     [finding] = [f for f in report.findings if f.severity in ("error", "warning")]
     assert (finding.code, finding.severity, finding.span.line, finding.kernel, finding.related) == \
         ("PLS906", "warning", 0, None, ())
-    assert f"install pallasite into {python}: {python} -m pip install pallasite" in finding.message.lower()
+    assert f"install pallasite into {python}: {python} -m pip install /path/to/pallasite (your checkout)" in finding.message.lower()
     assert "No module named" not in finding.message and "restarted" not in finding.message  # stderr not repeated
     assert {dict(k.tiers)[1] for k in report.kernels} == {"skipped: the check worker could not start (PLS906)"}
 

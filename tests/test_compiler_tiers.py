@@ -103,7 +103,7 @@ def test_tier2_unavailable_is_said_once_as_a_note(check):
         pytest.skip("libtpu is installed: tier 2 is available")
     report = check(os.path.join(CORPUS, "tiling_lanes_fixed.py"), (0, 1, 2))
     notes = [n for n in report.notes if n.startswith("tier 2 skipped")]
-    assert len(notes) == 1 and "pip install 'pallasite[tpu]'" in notes[0]
+    assert len(notes) == 1 and "pip install \"jax[tpu]==" in notes[0]
 
 
 TIER2_CASES = sorted(n for n, c in CASES.items() if c["tier"] == 2)

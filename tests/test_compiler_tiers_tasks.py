@@ -133,7 +133,7 @@ def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_r
     located = locate.locate_result(result, text, tier0.analyze(text, path, target="v6e"), "v6e")
     assert located.findings == ()
     assert located.notes == (f"tier 2 skipped: {tiers.LIBTPU_HINT} (PLS906)",)
-    assert "pip install 'pallasite[tpu]'" in located.notes[0]
+    assert "pip install \"jax[tpu]==" in located.notes[0]
 
 
 def test_entry_with_two_kernels_blames_the_one_that_failed(env):

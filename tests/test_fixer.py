@@ -214,7 +214,7 @@ def test_a_missing_sdk_says_which_extra_to_install(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "openai", None)  # as if the package were not installed
     monkeypatch.delitem(sys.modules, "pallasite.agents.providers_openai", raising=False)
-    with pytest.raises(ProviderError, match=r"needs its SDK .*pip install 'pallasite\[agents\]'") as err:
+    with pytest.raises(ProviderError, match=r"needs its SDK .*pip install 'google-genai.*'openai") as err:
         make_provider(ProviderConfig(name="openai", base_url="http://127.0.0.1:1/v1"))
     assert err.value.kind == "config"
 

@@ -169,3 +169,14 @@ def test_the_page_installs_a_working_pallasite(page, sandbox):
 def test_every_page_that_installs_pallasite_is_executed():
     assert {"README.md", "docs/tpu.md", "docs/agents.md", "editor_clients/vscode/README.md",
             "editor_clients/neovim/README.md"} <= set(PAGES_WITH_STEPS), PAGES_WITH_STEPS
+
+
+def test_no_message_of_the_package_installs_pallasite_from_an_index():
+    """What pallasite itself tells a user (a missing SDK, libtpu, Ray, a worker elsewhere) installs what
+    exists: jax's tpu extra, ray, the SDKs, pallasite from a checkout or its wheel."""
+    said = []
+    for folder in ("agents", "analysis", "engine", "knowledge", "runner", "server", "wire", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            found = _index_installs(path.read_text(encoding="utf-8"))
+            said += [f"{path.relative_to(ROOT)}: {f}" for f in found]
+    assert not said, "\n".join(said)

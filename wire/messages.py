@@ -15,7 +15,7 @@ The ops, by their params type (``OP`` names the op, ``RESULT`` its result type):
   ``VerifyParams`` -> ``VerifyResult`` (one configuration in interpret mode vs the reference).
 
 Files travel as ``Sources``: the file's text plus the text of the local modules it imports, under
-their original paths (a remote worker needs nothing but ``pip install pallasite``; it compiles the
+their original paths (a remote worker needs nothing but pallasite installed; it compiles the
 text under those paths so tracebacks and findings name the user's files).
 
 Worker side too: stdlib and ``analysis.types`` only.

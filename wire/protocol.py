@@ -101,7 +101,7 @@ def check_handshake(handshake: Handshake) -> None:
         raise ProtocolError(
             f"the worker (pid {handshake.pid}, {theirs}) speaks worker protocol {handshake.protocol}; this "
             f"pallasite speaks protocol {PROTOCOL_VERSION}. Install the same pallasite version in the worker's "
-            f"environment (pip install 'pallasite=={_own_version()}')"
+            f"environment (pallasite {_own_version()}: its wheel or checkout, docs/tpu.md)"
         )
 
 
