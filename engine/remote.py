@@ -66,6 +66,9 @@ class BackendSettings:
                              "a local backend has one device worker")
         if self.ray_placement not in (None, *PLACEMENTS):
             raise ValueError(f"--ray-placement {self.ray_placement!r}: one of {', '.join(PLACEMENTS)}")
+        if self.kind == "ray" and not ray_installed():
+            raise ValueError("the ray backend needs Ray, which this environment does not have: "
+                             "pip install 'ray>=2.40', pallasite's ray extra (or use --backend ssh / local)")
 
     @property
     def all_hosts(self) -> tuple[str, ...]:
@@ -77,6 +80,19 @@ class BackendSettings:
         """These settings for one host of the pool (a ``{host}`` in the command line is that host)."""
         command = self.command.replace(HOST_PLACEHOLDER, host) if self.command else None
         return dataclasses.replace(self, host=host, hosts=(), command=command)
+
+
+def ray_installed() -> bool:
+    """Whether ``import ray`` can work here (found on the path; a None in sys.modules is an import blocked)."""
+    import importlib.util
+    import sys
+
+    if "ray" in sys.modules:
+        return sys.modules["ray"] is not None
+    try:
+        return importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def parse_resources(text: str | None) -> dict[str, float]:

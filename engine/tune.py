@@ -324,6 +324,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
 
     # 3. the search on a device, or the estimate's ranking
     result = SearchResult(strategy="ranked by the estimate", stopped="no device backend: nothing timed")
+    incomplete = ""  # why this run is not a finished one (device evaluations that did not finish)
     reused = 0
     reference_ns = []
     if timer is not None:
@@ -331,6 +332,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         reused = len(known)
         reference_ns: list[float] = []
         done = {"n": 0}
+        crashed: list[str] = []  # evaluations the backend did not finish (a crash, a lost worker, no Ray)
 
         async def evaluate(configs: Sequence[Config]) -> list[float | None]:
             timed = [t if isinstance(t, Timed) else Timed(t) for t in await timer([dict(c) for c in configs])]
@@ -343,20 +345,30 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
                 if m.provenance is not Provenance.DEVICE:  # CPU or interpret timings never rank
                     m = replace(m, status="runtime_error", median_ns=None,
                                 error=f"not a device timing ({m.provenance.value}): not used for ranking")
-                keys.put_timing(c, m)
+                if m.status == "crash":  # the worker or the backend failed, not the configuration: tried again
+                    crashed.append(m.error or m.status)  # next run, never stored as this configuration's result
+                else:
+                    keys.put_timing(c, m)
                 out.append(m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None)
             done["n"] += len(configs)
             say(f"measured {done['n']} configurations", 0.1 + 0.9 * min(1.0, done["n"] / max(1, len(feasible))))
             return out
 
         known_s = {c: (m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None) for c, m in known.items()}
-        if known and keys.finished_run():
+        if any(t is not None for t in known_s.values()) and keys.finished_run():  # a run that timed something
             result = SearchResult(results=known_s, strategy="reused",
                                   stopped="a finished tuning run of this unchanged kernel is in the store: nothing timed")
             notes.append("reused a finished tuning run (same code, chip, versions, backend)")
         else:
             result = await search(list(feasible), feasible, evaluate, budget=options.budget, known=known_s,
                                   batch=options.batch, current=current if current in feasible else None)
+        if crashed:
+            if not any(t is not None for t in result.results.values()):
+                raise TuneError(f"every device evaluation failed on the {options.backend} backend ({len(crashed)} of "
+                                f"{len(result.order)}): {crashed[0][:300]}. Nothing is stored; fix the backend and "
+                                "run again")
+            incomplete = f"{len(crashed)} device evaluations did not finish ({crashed[0][:160]})"
+            notes.append(f"{incomplete}: this run is not stored as finished; the next run times them again")
         for config in feasible:
             t = result.results.get(config, "missing")
             if t == "missing":
@@ -449,7 +461,8 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         device_kind=keys.worker[0] if keys.worker else "", versions=keys.worker[1] if keys.worker else (),
         current_compile=current_compile, best_compile=compiles.get(best) if best is not None else None,
         walk=tried, compiled_fresh=asked["compiled"], compiled_stored=asked["compile_store"])
-    keys.put_run(report)
+    if not incomplete:  # a run with evaluations that did not finish is never stored as finished
+        keys.put_run(report)
     if keys.store is not None and keys.store.problem:
         report = replace(report, notes=report.notes + (f"results are not recorded: {keys.store.problem}",))
     return report

@@ -161,6 +161,10 @@ def _setup(args: argparse.Namespace) -> _Setup:
 
         tasks = with_kernel(tasks, args.kernel)
     specs = agent_specs(args, run.provider)
+    if getattr(args, "task_budget", None) is not None and not specs:  # nothing would resume: each run redid them
+        raise ValueError("--task-budget bounds an agent method's eval, whose finished tasks are stored under an eval id "
+                         "and resumed; the default method (files) is not stored, so a bounded run would start over "
+                         "every time: leave --task-budget out, or name an agent method (--method)")
     providers = provider_source(args, run) if specs else None
     names = args.method or ["files"]
     eid = None
