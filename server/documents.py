@@ -80,14 +80,17 @@ class DocumentSnapshot:
     def analysed(self) -> bool:
         return self.analysis_version == self.version
 
-    def findings(self) -> list[Finding]:
+    def findings(self, severity: dict[str, str] | None = None) -> list[Finding]:
         """What the user sees: tier-0 and compiler findings, one finding per mistake (a compiler
-        finding repeating a tier-0 one becomes its related "agrees" entry)."""
+        finding repeating a tier-0 one becomes its related "agrees" entry, the user's ``severity``
+        override of the tier-0 code kept; default: the snapshot's settings')."""
         from ..engine.agreement import merge_agreeing  # client side, jax-free
 
         if not self.compiler:
             return list(self.tier0)
-        return merge_agreeing([*self.tier0, *self.compiler], self.analysis.sites if self.analysis else ())
+        if severity is None and self.settings is not None:
+            severity = dict(self.settings.severity)
+        return merge_agreeing([*self.tier0, *self.compiler], self.analysis.sites if self.analysis else (), severity)
 
     def edited(self, version: int, edits: Sequence[Edit]) -> "DocumentSnapshot":
         """The snapshot of the text after the client's ``edits`` (in order); every finding moves with the text."""

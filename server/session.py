@@ -155,7 +155,7 @@ class Session:
                 doc.published = False
             return
         diagnostics = [finding_to_diagnostic(f, snapshot.uri, snapshot.lines, self.encoding, snapshot.version)
-                       for f in snapshot.findings()]
+                       for f in snapshot.findings(dict(self.settings.severity))]
         self.client.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=snapshot.uri, diagnostics=diagnostics, version=snapshot.version))
         doc.published = True

@@ -41,3 +41,20 @@ def test_check_severity_warning_prints_a_warning_when_the_lowering_agrees(tmp_pa
     assert "jax lowering (v6e) agrees (PLS101)" in done.stdout, done.stdout + done.stderr  # the compiler ran, agreed
     assert "warning[PLS001]" in done.stdout and "error[PLS001]" not in done.stdout, done.stdout
     assert done.returncode == 0, done.stdout
+
+
+def test_the_editor_keeps_the_override_when_the_compiler_agrees():
+    """The language server folds tier 0 and the compiler's findings again per snapshot (documents.py):
+    with the workspace's `severity` setting the folded finding keeps the user's level there too."""
+    from types import SimpleNamespace
+
+    from pallasite.server.documents import DocumentSnapshot
+
+    tier0, compiler = _pair("warning")
+    snap = DocumentSnapshot(uri="file:///k.py", path="/k.py", version=1, text="x\n" * 20, tier0=(tier0,),
+                            compiler=(compiler,))
+    assert [f.severity for f in snap.findings({"PLS001": "warning"})] == ["warning"]
+    assert [f.severity for f in snap.findings()] == ["error"]  # no override: the compiler's error stands
+    with_settings = DocumentSnapshot(uri="file:///k.py", path="/k.py", version=1, text="x\n" * 20, tier0=(tier0,),
+                                     compiler=(compiler,), settings=SimpleNamespace(severity={"PLS001": "warning"}))
+    assert [f.severity for f in with_settings.findings()] == ["warning"]
