@@ -43,7 +43,8 @@ import json
 import os
 import sys
 
-for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1"}.items():
+for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1",
+                     "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():  # libtpu refuses a second process otherwise
     os.environ.setdefault(_name, _value)
 
 # (cell id, variant, (bm, bk, bn) or None for XLA, size, published seconds)
@@ -249,6 +250,13 @@ def components(chip_name: str = "v5e") -> tuple[list[dict], object]:
 
     chip = spec_from_jax(chip_target(chip_name))
     device = _topology_device(chip_name)
+    for _ in range(3):  # libtpu can refuse a topology while another process starts it: ask again
+        if device is not None:
+            break
+        import time
+
+        time.sleep(2)
+        device = _topology_device(chip_name)
     if device is None:
         from pallasite.runner.tiers import tier2_unavailable
 
