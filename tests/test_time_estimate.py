@@ -44,3 +44,19 @@ def test_profile_backend_estimate_says_nothing_ran_on_a_device(kernel):
 def test_time_takes_one_host(kernel):
     done = _run(kernel.parent, "time", "add.py", "--backend", "ssh", "--host", "a", "--host", "b")
     assert done.returncode == 2 and "runs on one host" in done.stderr
+
+
+def test_time_takes_a_kernel_file_against_a_task_as_eval_spells_it(tmp_path, capsys):
+    """`time TASK_DIR --kernel FILE` (eval's spelling) and the old `time FILE --task TASK_DIR` (a note)
+    give the same files to time."""
+    import argparse
+
+    from pallasite.server import cmd_time
+
+    task = ROOT / "tests" / "data" / "timing" / "ladder" / "attention"
+    kernel = tmp_path / "k.py"
+    kernel.write_text((task / "optimized.py").read_text())
+    new = cmd_time._files(argparse.Namespace(command="time", task=str(task), kernel=str(kernel), against=None))
+    old = cmd_time._files(argparse.Namespace(command="time", task=str(kernel), kernel=None, against=str(task)))
+    assert new == old and new.path == str(kernel) and new.reference_path.endswith("baseline.py")
+    assert "deprecated" in capsys.readouterr().err
