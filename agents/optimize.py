@@ -163,7 +163,7 @@ class RunState:
             v = self.verdict(it)
             rows.append({"iteration": it.index, "plan": it.summary, "loop_word": it.verdict, "verdict": v.to_json(),
                          "compiled": v.compiled, "correct": v.correct, "status": v.status(), "verdict_text": v.text(),
-                         "time_s": it.time_s, "label": it.label,
+                         "time_s": it.time_s, "label": it.label, "judged_by": v.judged_by,
                          "speedup": self._speedup_of(it),
                          "tokens": it.tokens, "seconds": round(it.seconds, 3),
                          "best": winner is it,  # the winner only: never a slower or unmeasured candidate

@@ -502,6 +502,17 @@ def self_judged(verdict: "Verdict") -> bool:
     return verdict.judged_by == JUDGED_BY_CANDIDATE
 
 
+def judged_lines(judged: Sequence[tuple[str, str]], what: str) -> list[str]:
+    """"judged by <who>: <what> 1, 2" lines for a table's footer, from (key, judged_by) pairs; the
+    candidate's own process is said to rank nothing. Keys without a judge (never tested) are left out."""
+    by: dict[str, list[str]] = {}
+    for key, who in judged:
+        if who:
+            by.setdefault(who, []).append(key)
+    return [f"judged by {who}{' (never ranks)' if who == JUDGED_BY_CANDIDATE else ''}: {what} {', '.join(keys)}"
+            for who, keys in by.items()]
+
+
 @dataclass(frozen=True)
 class Winner:
     name: Any | None  # the winner's key (an iteration index, a node id), or None

@@ -104,6 +104,10 @@ def format_summary(s: dict) -> str:
         lines.append(f"  geomean speedup {s['geomean_speedup']:.3f}x vs the task's reference (each task floored at "
                      f"1.0x{none})  improved (>1.05x) {_pct(s['improved_share'])}")
         lines.append("  fast_p: " + "  ".join(f"p={p:g}: {curve[p]:.0%}" for p in (0.0, 1.0, 1.5, 2.0, 3.0)))
+    from ..analysis.verdict import judged_lines
+
+    lines += ["  " + line for line in judged_lines([(t["task"], (t.get("verdict") or {}).get("judged_by") or "")
+                                                   for t in s["per_task"]], "task")]
     for task, why in s.get("excluded") or ():
         lines.append(f"  {task}: correct, left out of the speedup figures ({why})")
     lines.append(f"  wall time {s['wall_s']:.1f} s")

@@ -83,6 +83,7 @@ def budget_report(state, budgets) -> dict:
 def table_text(state, budgets=None) -> str:
     """The final table (what each column means: README 'Optimize')."""
     from ..agents.optimize import row_word
+    from ..analysis.verdict import judged_lines
 
     rows = [f"{'it':>2}  {'status':<38} {'compiled':<8} {'correct':<7} {'time':>11}  {'speedup':>8}  {'tokens':>7}  plan"]
     for r in state.table():
@@ -94,6 +95,7 @@ def table_text(state, budgets=None) -> str:
         rows.append(f"{r['iteration']:>2}{mark} {word:<38} {yn[r['compiled']]:<8} {yn[r['correct']]:<7} {t:>11}  "
                     f"{s:>8}  {r['tokens']:>7}  {r['plan'][:60]}")
     rows += [f"    iteration {r['iteration']}: {r['why']}" for r in state.table() if r.get("why")]
+    rows += judged_lines([(str(r["iteration"]), r.get("judged_by") or "") for r in state.table()], "iteration")
     base = f"{state.baseline_s * 1e6:.2f} us" if state.baseline_s else "not measured"
     rows.append(f"times: {state.method}; baseline: the original file, {base} by the same method; speedup = baseline / time")
     rows.append(state.outcome().why)

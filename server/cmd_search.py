@@ -182,6 +182,10 @@ def _render(args: argparse.Namespace, setup: _Setup, graph: Any, rid: str) -> in
     print(f"best: {best.id} {speed} against the starting kernel [{best.provenance}]; {len(graph.nodes)} nodes; "
           f"stopped: {graph.stopped}; run {rid}")
     print(f"report: {report}")
+    from ..analysis.verdict import judged_lines
+
+    for line in judged_lines([(n.id, n.verdict.judged_by) for n in graph.nodes if n.op != "root"], "node"):
+        print(line)  # who compared and timed each tested node (the worker's words)
     attempted = [n for n in graph.nodes if n.op != "root"]
     if attempted and not any(n.ok for n in attempted):  # every node failed: say why here, and exit 1
         print(f"error: none of the {len(attempted)} node(s) compiled, passed the tests and was "

@@ -88,11 +88,12 @@ def _hint_words(winner: Any) -> str:
 
 
 def table_markdown(state: RunState) -> str:
-    rows = ["| it | status | time | speedup | plan |", "|---|---|---|---|---|"]
+    rows = ["| it | status | time | speedup | judged by | plan |", "|---|---|---|---|---|---|"]
     for r in state.table():
         t = f"{r['time_s'] * 1e6:.2f} us" if r["time_s"] else "-"
         s = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
-        rows.append(f"| {r['iteration']}{' *' if r['best'] else ''} | {row_word(r)} | {t} | {s} | {r['plan'][:50]} |")
+        rows.append(f"| {r['iteration']}{' *' if r['best'] else ''} | {row_word(r)} | {t} | {s} | "
+                    f"{r.get('judged_by') or '-'} | {r['plan'][:50]} |")
     return "\n".join(rows)
 
 

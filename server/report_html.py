@@ -133,6 +133,11 @@ def progress_svg(graph: dict) -> str:
     return _svg(fig, "progress")
 
 
+def _judged(row: dict) -> str:
+    """Who compared and timed a node's or task's candidate (its verdict's ``judged_by``), or "-"."""
+    return (row.get("verdict") if isinstance(row.get("verdict"), dict) else {}).get("judged_by") or "-"
+
+
 def search_html(graph: dict, title: str = "pallasite search") -> str:
     """The report of one search (``graph``: SearchGraph.to_json())."""
     prov = html.escape(graph["provenance"])
@@ -150,10 +155,11 @@ def search_html(graph: dict, title: str = "pallasite search") -> str:
         f'<td>{html.escape(n["op"])}</td><td>{html.escape(n["strategy"] or "")}</td>'
         f'<td class="status-{_key(n).replace(",", "").replace(" ", "-")}">{html.escape(n["text"])}</td>'
         f'<td>{html.escape(n.get("loop_word") or "")}</td><td>{_fmt(n["speedup"])}</td>'
-        f'<td class="prov">{html.escape(n["provenance"])}</td><td>{html.escape((n.get("error") or "")[:160])}</td></tr>'
+        f'<td class="prov">{html.escape(n["provenance"])}</td><td>{html.escape(_judged(n))}</td>'
+        f'<td>{html.escape((n.get("error") or "")[:160])}</td></tr>'
         for n in graph["nodes"])
     table = ("<table><tr><th>node</th><th>parents</th><th>op</th><th>strategy</th><th>status</th>"
-             f"<th>loop's word</th><th>speedup</th><th>provenance</th><th>error</th></tr>{rows}</table>")
+             f"<th>loop's word</th><th>speedup</th><th>provenance</th><th>judged by</th><th>error</th></tr>{rows}</table>")
     body = (head + "<h2>Search graph</h2>" + graph_svg(graph) + "<h2>Speedup over iterations</h2>"
             + progress_svg(graph) + "<h2>Nodes</h2>" + table)
     return _page(title, body)
@@ -197,11 +203,11 @@ def eval_html(summaries: Sequence[dict], title: str = "pallasite eval") -> str:
             f'<tr><td>{html.escape(t["task"])}</td><td>{html.escape(t.get("status", ""))}</td>'
             f'<td>{_answer(t, "compiled")}</td>'
             f'<td>{_answer(t, "correct")}</td><td>{_fmt(t["speedup"])}</td><td>{t["scored"]:.2f}x</td>'
-            f'<td class="prov">{html.escape(t["provenance"])}</td>'
+            f'<td class="prov">{html.escape(t["provenance"])}</td><td>{html.escape(_judged(t))}</td>'
             f'<td>{html.escape("; ".join(t["errors"])[:200])}</td>'
             f'<td>{html.escape(_plan_line(t))}</td></tr>' for t in s["per_task"])
         tables += (f'<h2>Tasks: {html.escape(s["method"])}</h2><table><tr><th>task</th><th>verdict</th><th>compiled</th>'
-                   f'<th>correct</th><th>speedup</th><th>scored</th><th>provenance</th><th>errors</th>'
+                   f'<th>correct</th><th>speedup</th><th>scored</th><th>provenance</th><th>judged by</th><th>errors</th>'
                    f'<th>winner\'s plan (agent methods)</th></tr>'
                    f'{rows}</table>')
     note = ('<p class="prov">Speedups are against each task\'s reference on its listed inputs. A task counts as '

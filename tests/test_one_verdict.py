@@ -492,3 +492,25 @@ def test_a_verdict_judged_by_the_candidate_s_own_process_never_wins():
     node = graph.nodes[1]
     assert node.verdict.judged_by == SELF and node.to_json()["verdict"]["judged_by"] == SELF
     assert node.speedup == 2.0 and not node.ok and graph.best().id == "root"
+
+
+def test_who_judged_is_shown_in_the_optimize_table_hover_and_eval_summary():
+    """Nothing read ``judged_by``: the tables, the editor's optimize hover and eval's summary now say it."""
+    from pallasite.agents.eval_metrics import CaseOutcome, TaskOutcome, summarize
+    from pallasite.agents.optimize import state_from_json
+    from pallasite.analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing
+    from pallasite.server.cmd_eval import format_summary
+    from pallasite.server.cmd_optimize import table_text
+    from pallasite.server.optimize_lsp import table_markdown
+
+    own = Verdict(CompileResult.passed("v5e"), TestResult.ok(), Timing(1e-3, "estimate", "v5e", COST_MODEL),
+                  judged_by=SELF)
+    state = state_from_json({"run_id": "r", "path": "k.py", "original": "x", "method": "estimate (v5e)",
+                             "context": {"chip": "v5e"}, "baseline": Timing(2e-3, "estimate", "v5e", COST_MODEL).to_json(),
+                             "iterations": [{"index": 1, "source": "a", "verdict": "valid", "result": own.to_json()}]})
+    assert f"| {SELF} |" in table_markdown(state)
+    text = table_text(state)
+    assert f"judged by {SELF} (never ranks): iteration 1" in text and "no winner" in text
+    summary = summarize("files", [TaskOutcome("t", (CaseOutcome(own, 2.0),))], provenance="estimate (v5e)").to_json()
+    summary["per_task"][0]["verdict"], summary["wall_s"] = own.to_json(), 1.0  # as run_eval adds them
+    assert f"judged by {SELF} (never ranks): task t" in format_summary(summary)
