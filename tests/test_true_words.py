@@ -227,3 +227,21 @@ def test_a_search_root_stored_before_not_checked_had_its_word_reads_not_checked(
     assert SearchNode.from_json(node).verdict.status() == "not checked"
     checked = CompileResult.from_json({"ok": None, "chip": "v5e", "tiers_run": [0, 1], "why": "tier 2 was not run"})
     assert checked.status() == "not compiled for the chip"
+
+
+def test_optimize_says_no_pallas_call_for_a_candidate_that_dropped_the_kernel(tmp_path):
+    """Issue 42's words, through `pallasite optimize`: the model's candidate keeps the task (PALLASITE_ENTRY,
+    inputs, reference) and computes in plain jnp; it was "not compiled for the chip: scale_add: tier 0 not
+    run for v5e (compiled means every tier passed) (tiers 1,2 passed)"."""
+    shutil.copy(DATA / "scale_add.py", tmp_path / "scale_add.py")
+    (tmp_path / "pyproject.toml").write_text('[tool.pallasite]\ntarget = "v5e"\n')
+    candidate = (DATA / "no_pallas_call.py").read_text()
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Drop the kernel\nplain jnp is enough.", f"```python\n{candidate}```"]))
+    done = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "optimize", "scale_add.py", "--provider",
+                           "scripted", "--scripted-file", str(replies), "--max-iterations", "1", "--format", "json"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    (row,) = json.loads(done.stdout)["table"]
+    assert row["status"] == "not compiled" and row["compiled"] is False, done.stderr[-2000:]
+    assert row["verdict_text"] == "not compiled: no pallas_call: neither the file nor its task makes one"
+    assert "tier 0 not run" not in done.stderr
