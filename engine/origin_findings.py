@@ -277,8 +277,13 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         m = _STORE_DTYPES.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
         line = lines[span.line] if 0 <= span.line < len(lines) else ""
         stored = _STORED_REF.match(line)
-        if not m or "=" not in line or _dtype_kind(m.group("ref")) == _dtype_kind(m.group("value")) or ".astype(" in line:
+        if not m or "=" not in line:
             return None
+        # the output is an input's buffer (input_output_aliases) of the very dtype the kernel stores:
+        # out_shape disagrees with the buffer it names, whatever the store does
+        alias = _aliased_input(site, stored.group("name") if stored else None, m.group("value"), text, reached)
+        if alias is None and (_dtype_kind(m.group("ref")) == _dtype_kind(m.group("value")) or ".astype(" in line):
+            return None  # floats into floats, or an explicit cast: the store's own choice
         index = _output_index(site, stored.group("name")) if stored else None
         if index is None:  # the outputs the running program made (ReachedCall.origins)
             index = _made_output_index(site, stored.group("name") if stored else None, reached)
@@ -298,8 +303,45 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
     if origin is None:
         return None
     where = Related(span, "where the wrong dtype shows") if store is None else store
+    if alias is not None:
+        aliased, input_index, dtype = alias
+        return Moved(span=_line(origin, lines), related=(where, Related(aliased, f"input {input_index} ({dtype}) is "
+                                                                        f"aliased to output {index} here")),
+                     sentence=f"output {index}'s dtype is set here ({origin.what}), but the output is input "
+                              f"{input_index}'s buffer (input_output_aliases), which holds {dtype}")
     return Moved(span=_line(origin, lines), related=(where,),
                  sentence=f"output {index}'s dtype is set here, in the pallas_call's out_shape ({origin.what})")
+
+
+def _aliased_input(site: Any, ref: str | None, stored: str, text: str, reached: Any) -> tuple[Span, int, str] | None:
+    """When the output ``ref`` of ``site`` is aliased to an input (``input_output_aliases={j: i}``
+    written as a dict literal in the pallas_call) whose block the running program saw in the dtype
+    ``stored``: (the alias entry's span, j, that dtype); else None."""
+    index = _output_index(site, ref) if ref else None
+    tree = parse(text)
+    if index is None or tree is None:
+        return None
+    for node in ast_units.index_of(tree).expressions_at(site.span.line, site.span.column):
+        if not isinstance(node, ast.Call):
+            continue
+        aliases = next((k.value for k in node.keywords if k.arg == "input_output_aliases"), None)
+        if aliases is None:
+            continue  # the call that applies the pallas_call's function, or another one starting here
+        if not isinstance(aliases, ast.Dict):
+            return None
+        for key, value in zip(aliases.keys, aliases.values):
+            if not (isinstance(key, ast.Constant) and isinstance(value, ast.Constant) and value.value == index):
+                continue
+            j = key.value
+            from .reach import site_reached
+
+            calls = [c for c in reached or () if c.get("buffers") and site_reached(site, [c])]
+            dtype = next((b["dtype"] for c in calls[:1] for b in c["buffers"]
+                          if b["role"] == "in_specs" and int(b["index"]) == j - int(getattr(site, "num_scalar_prefetch", 0) or 0)), None)
+            if dtype == stored:
+                return Span(key.lineno - 1, key.col_offset, value.end_lineno - 1, value.end_col_offset), j, dtype
+        return None
+    return None
 
 
 def _made_output_index(site: Any, ref: str | None, reached: Any) -> int | None:
