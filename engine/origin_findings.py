@@ -604,3 +604,112 @@ def to_carried_check(rec: Mapping[str, Any], frames: tuple[tuple[int, str], ...]
     said = (f"{best['name']} is set here (the number {_literal(place, lines)} written here reached the check "
             f"as the program ran)")
     return Moved(span=_place_span(place), related=tuple(related), sentence=said)
+
+
+_CAPTURES = re.compile(r"The kernel function in the pallas_call \w+ at \S*?:(?P<line>\d+) captures constants")
+
+
+def to_captured_array(code: str, rec: Mapping[str, Any], text: str, lines: list[str]) -> Moved | None:
+    """A kernel that closes over arrays (jax: "The kernel function in the pallas_call k at f.py:12
+    captures constants [f32[128]]. You should pass them as inputs."): at the kernel's first use of a
+    name it reads from an enclosing function, or from the module, where that name is bound to
+    something computed (not a number, string, function, class or import); where the name is bound
+    is related. None when the kernel's def is not found or no such name is read."""
+    if code != "PLS100":
+        return None
+    m = _CAPTURES.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
+    tree = parse(text)
+    if m is None or tree is None:
+        return None
+    line = int(m.group("line"))
+    kernel = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and n.lineno <= line <= (n.body[0].lineno if n.body else n.lineno)
+                   and any(d.lineno == line for d in [n, *n.decorator_list])), None)
+    if kernel is None:
+        return None
+    outer = [f for f in _scopes_around(tree, kernel)]
+    own = {a.arg for a in [*kernel.args.posonlyargs, *kernel.args.args, *kernel.args.kwonlyargs]}
+    own |= {a.arg for a in (kernel.args.vararg, kernel.args.kwarg) if a is not None}
+    own |= {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    uses: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in own:
+            uses.setdefault(node.id, []).append(node)
+    captured = []
+    for name, found in uses.items():
+        binding = next((b for scope in reversed(outer) if (b := _computed_binding(scope, name)) is not None), None)
+        if binding is not None:
+            captured.append((min(found, key=lambda n: (n.lineno, n.col_offset)), name, binding))
+    if not captured:
+        return None
+    # a name made by jnp/np/jax first (an array for certain), then the kernel's first read
+    captured.sort(key=lambda c: (not _array_call(c[2].value), c[0].lineno, c[0].col_offset))
+    use, name, binding = captured[0]
+    related = [Related(_line_of(b.lineno - 1, lines), f"{n} is made here, outside the kernel: pass it to the pallas_call "
+                                                      "as an input (with a BlockSpec) instead")
+               for _, n, b in captured]
+    related.extend(Related(Span(u.lineno - 1, u.col_offset, u.end_lineno - 1, u.end_col_offset),
+                           f"the kernel reads {n}, an array made outside it, here too") for u, n, _ in captured[1:])
+    return Moved(span=Span(use.lineno - 1, use.col_offset, use.end_lineno - 1, use.end_col_offset),
+                 related=tuple(related),
+                 sentence=f"the kernel reads {name} here, an array it closes over (made at line {binding.lineno}); "
+                          "a Pallas kernel can only read arrays passed to it as inputs")
+
+
+def _array_call(value: ast.expr) -> bool:
+    root = value.func if isinstance(value, ast.Call) else None
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in ("jnp", "np", "jax", "numpy")
+
+
+def _scopes_around(tree: ast.Module, node: ast.AST) -> list[ast.AST]:
+    """The module and the functions that enclose ``node``, outermost first."""
+    chain: list[ast.AST] = [tree]
+
+    def walk(scope: ast.AST) -> bool:
+        for child in ast.iter_child_nodes(scope):
+            if child is node:
+                return True
+            if walk(child):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    chain.insert(1, child)
+                return True
+        return False
+
+    walk(tree)
+    return chain
+
+
+def _computed_binding(scope: ast.AST, name: str) -> ast.stmt | None:
+    """The statement of ``scope`` (not of functions inside it) that binds ``name`` to a computed value
+    (a call, an operation, a subscript: what may be an array); None when the name is a parameter, a
+    number, a string, a function, a class or an import there, or is not bound there."""
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        params = [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs, scope.args.vararg, scope.args.kwarg]
+        if any(a is not None and a.arg == name for a in params):
+            return None
+    found = None
+    for stmt in _own_statements(scope):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+            return None
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name).split(".")[0] == name for a in stmt.names):
+            return None
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                found = stmt if isinstance(stmt.value, (ast.Call, ast.BinOp, ast.Subscript)) else None
+    return found
+
+
+def _own_statements(scope: ast.AST):
+    body = getattr(scope, "body", [])
+    todo = list(body) if isinstance(body, list) else []
+    while todo:
+        stmt = todo.pop(0)
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+            for part in ("body", "orelse", "finalbody"):
+                todo.extend(getattr(stmt, part, None) or [])
+            for handler in getattr(stmt, "handlers", None) or []:
+                todo.extend(handler.body)

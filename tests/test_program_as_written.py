@@ -147,3 +147,16 @@ def test_a_float_store_into_a_narrower_unaliased_output_stays_at_the_store(tmp_p
     _, _, located = _check(str(path), (1,))
     [finding] = [f for f in located.findings if f.code == "PLS104"]
     assert "o_ref[...] =" in text.splitlines()[finding.span.line]
+
+
+def test_a_kernel_closing_over_an_array_lands_on_its_read_in_the_kernel():
+    """Before, at the pallas_call (jax names the kernel's def); the kernel's read of the captured
+    array is what must change, where the array is made is related."""
+    text, _, located = _check(str(DATA / "captured_array.py"), (1,))
+    [finding] = [f for f in located.findings if f.severity == "error"]
+    lines = text.splitlines()
+    assert "captures constants" in finding.message
+    read = next(i for i, t in enumerate(lines) if "* scale[None, :]" in t)
+    assert finding.span.line == read and lines[read][finding.span.column:finding.span.end_column] == "scale"
+    assert any(r.span.line == _marked(text) and "scale is made here, outside the kernel" in r.message
+               for r in finding.related)
