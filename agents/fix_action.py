@@ -1,11 +1,12 @@
 """One fix action end to end, shared by `pallasite fix` and the editor's "Fix with agent".
 
     outcome = await fix_file(FixJob(path, text, report, line=17, chip="v6e", tiers=(0, 1, 2)),
-                             provider_config, budgets, checker, workspace=folder)
+                             provider_config, budgets, judge, workspace=folder)
 
 It picks the findings to fix (the errors at ``line``, else every error), gathers what the model is
 told (catalog entries, offline docs passages), makes the provider, records every call in the
-workspace's results store, and verifies each proposal on the given engine ``Checker``.
+workspace's results store, and judges each proposal by the run's ``Judge`` (engine/judge.py ``check``: the
+run setup's check options, confined workers, no results cache).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..analysis.tier0 import analyze
 from ..analysis.types import FileReport, Finding
 
 from .fix_prompt import FixContext
-from .fixer import Budgets, FixOutcome, Fixer, checker_verify
+from .fixer import Budgets, FixOutcome, Fixer
 from .providers import ProviderConfig, ProviderError, make_provider
 from .recording import StoreRecorder
 
@@ -77,10 +78,11 @@ def has_reference(text: str, path: str, chip: str) -> bool:
     return any(t.reference for t in analyze(text, path, target=chip).tasks)
 
 
-async def fix_file(job: FixJob, config: ProviderConfig, budgets: Budgets, checker: Any, *,
+async def fix_file(job: FixJob, config: ProviderConfig, budgets: Budgets, judge: Any, *,
                    workspace: str | Path | None = None, on_progress: Callable[[str], Any] | None = None,
                    provider: Any = None) -> FixOutcome:
-    """Run one fix action; ProviderError("config") when the provider cannot be made."""
+    """Run one fix action, each proposal judged by the run's ``judge`` (engine/judge.py: its ``check``);
+    ProviderError("config") when the provider cannot be made."""
     found = targets(job.report.findings, job.line)
     if not found:
         where = f" on line {job.line + 1}" if job.line is not None else ""
@@ -95,7 +97,7 @@ async def fix_file(job: FixJob, config: ProviderConfig, budgets: Budgets, checke
     provider = provider or make_provider(config)
     recorder = StoreRecorder(workspace) if workspace is not None else None
     try:
-        fixer = Fixer(provider, checker_verify(checker, job.path), budgets=budgets, recorder=recorder,
+        fixer = Fixer(provider, judge.check, budgets=budgets, recorder=recorder,
                       on_progress=on_progress)
         return await fixer.fix(context, job.tiers, original_report=job.report)
     finally:

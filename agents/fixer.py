@@ -16,7 +16,7 @@ minimal edit with an honest label in analysis/verdict's words ("compiled for v6e
 not verified: no reference()" without a reference) or "no verified fix" listing what was tried. An unverified edit is never returned.
 
 ``verify`` is the one narrow seam to the engine: ``async (text, tiers) -> FileReport``
-(``checker_verify`` adapts a ``Checker``).
+(the run's judge's ``check``, engine/judge.py).
 """
 
 from __future__ import annotations
@@ -377,19 +377,3 @@ def outcome_json(outcome: FixOutcome, *, include_text: bool = True) -> dict:
     return data
 
 
-def checker_verify(checker: Any, path: str) -> Verify:
-    """``verify`` over an engine ``Checker`` for model-written text (``Engine.checker(path, options,
-    untrusted=True)``, or ``Checker(options, untrusted=True)``): its confined workers and purpose, and
-    no results cache (a candidate's verdicts must not become the file's recorded verdicts). A checker
-    for the user's own code is refused: a proposal never runs outside a confined worker."""
-    from ..engine.checker import Checker
-
-    if not getattr(checker, "untrusted", False):
-        raise ValueError("a proposed edit is model-written code: verify it with an untrusted checker "
-                         "(Engine.checker(path, options, untrusted=True))")
-    sibling = Checker(checker.options, client=checker.worker(), cache=None, purpose=checker.purpose, untrusted=True)
-
-    async def verify(text: str, tiers: tuple[int, ...]) -> FileReport:
-        return await sibling.check(path, text, tiers=tiers)
-
-    return verify

@@ -152,7 +152,7 @@ class JudgeEvaluator:
         minimal edit, re-checked by the checker (the judge's check options) before it is returned."""
         from .fix_prompt import FixContext
         from .fixer import Budgets as FixBudgets
-        from .fixer import Fixer, checker_verify
+        from .fixer import Fixer
 
         judge = self.judge
         report = judge.report(source)
@@ -162,9 +162,7 @@ class JudgeEvaluator:
         text = self.frozen_text(source)
         context = FixContext(path=judge.trusted.path, text=text, findings=errors, chip=judge.chip,
                              has_reference="reference" in self.frozen)
-        verify = checker_verify(judge.engine.checker(judge.trusted.path, judge.options, purpose="job",
-                                                     untrusted=judge.confined), judge.trusted.path)
-        outcome = await Fixer(self.fixer, verify, budgets=FixBudgets(max_rounds=1)).fix(
+        outcome = await Fixer(self.fixer, judge.check, budgets=FixBudgets(max_rounds=1)).fix(
             context, tuple(judge.options.tiers), original_report=report)
         if not outcome.ok or not outcome.fixed_text:
             return PhaseResult(False, outcome.message[:200], evidence=outcome.message, data={"usage": outcome.usage})

@@ -91,8 +91,8 @@ class RunSetup:
             engine.device_events = how.pop("on_device_event")
         how.pop("on_device_event", None)
         how.setdefault("timeout_s", float(self.options.time_limit_s))
-        return Judge(engine, self.options, trusted, chip=self.chip, device=device, where=where,
-                     confined=self.confined, **how)
+        how.setdefault("confined", self.confined)  # fix: a proposal is model-written code whatever the tiers
+        return Judge(engine, self.options, trusted, chip=self.chip, device=device, where=where, **how)
 
     def recorder(self) -> Any:
         """Every model call of the run, stored under the run's id (what a replay reads)."""

@@ -17,7 +17,8 @@ Its four methods are the phases, each returning the one typed result of analysis
 Timed`` (the cost model's estimate, or the device median; with the reference's figure where the same
 request made one) and ``verdict(text) -> Verdict`` (the three combined once, with ``judged_by``: which
 process compared and timed the candidate, as the worker said). Tune's configurations go through the
-same judge (``compile``, and ``check_config``: tier 3 in interpret mode for one configuration).
+same judge (``compile``, and ``check_config``: tier 3 in interpret mode for one configuration), and
+the verified fixer's proposals too (``check``: the checker's whole report at the fix's tiers).
 
 Client side: no JAX; the worker side of the ``time`` request is runner/judge.py.
 """
@@ -29,7 +30,7 @@ import copy
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ..analysis.types import to_json
 from ..analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, compile_result,
@@ -119,7 +120,7 @@ class Judge:
 
     def __init__(self, engine: Any, options: Any, trusted: Trusted, *, chip: str | None = None, device: Any = None,
                  where: str = "", confined: bool = True, verify: bool = True, timeout_s: float = 300.0,
-                 runs: int = 20, device_slot: asyncio.Semaphore | None = None) -> None:
+                 runs: int = 20, device_slot: asyncio.Semaphore | None = None, checker: Any = None) -> None:
         if dataclasses.is_dataclass(options) and hasattr(options, "tiers"):  # compiled means tier 2 ran for the chip
             options = dataclasses.replace(options, tiers=judge_tiers(options.tiers))
         self.engine, self.options, self.trusted = engine, options, trusted
@@ -133,6 +134,7 @@ class Judge:
         self._memo: dict[tuple[str, str], Any] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._reports: dict[str, Any] = {}  # candidate text -> its checker report (what the fixer reads)
+        self._checker = checker  # the checker ``check`` uses (the editor's session checker); else the engine's
 
     # ------------------------------------------------------------------ the run's resources
 
@@ -350,6 +352,22 @@ class Judge:
         if timed.why and test.outcome == "ok" and self.device is None and self.trusted.task:
             test = dataclasses.replace(test, why=f"{test.why}; {timed.why}")
         return Verdict(compiled, test, timed.candidate, judged_by=self.judged_by(text))
+
+    async def check(self, text: str, tiers: Sequence[int]) -> Any:
+        """The checker's whole report on a candidate at ``tiers`` (the verified fixer's ``verify``: the
+        findings being fixed gone, no new error), with the run's options in confined workers and no results
+        cache (a candidate's verdicts must not become the file's). A checker for the user's own (unconfined)
+        code is refused: a proposal is model-written code."""
+        from .checker import Checker
+
+        checker = self._checker or self.engine.checker(self.trusted.path, self.options, purpose="job",
+                                                       untrusted=self.confined)
+        if not getattr(checker, "untrusted", False):
+            raise ValueError("a proposed edit is model-written code: judge it with an untrusted checker "
+                             "(Engine.checker(path, options, untrusted=True))")
+        sibling = Checker(checker.options, client=checker.worker(), cache=None, purpose=checker.purpose,
+                          untrusted=True)
+        return await sibling.check(self.trusted.path, text, tiers=tuple(tiers))
 
     # ------------------------------------------------------------------ profile and tune's configurations
 

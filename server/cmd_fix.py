@@ -117,6 +117,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
 async def _fix(args: argparse.Namespace, setup: _Setup):
     """The fix job on the engine `pallasite check` uses: the outcome, or why it could not start."""
     from ..agents.fix_action import FixJob, fix_file
+    from ..engine.judge import Trusted
     from ..agents.providers import make_provider
     from ..engine.engine import Engine
 
@@ -129,8 +130,8 @@ async def _fix(args: argparse.Namespace, setup: _Setup):
                      line=args.line - 1 if args.line else None, docs_passages=run.agent.docsPassages,
                      **_vmem(run.chip))
         progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
-        return await fix_file(job, run.provider_config(), run.agent.budgets(),
-                              engine.checker(path, run.options, untrusted=True), workspace=run.workspace,
+        judge = run.judge(engine, Trusted(path, setup.text), device=None, confined=True)  # judges every proposal
+        return await fix_file(job, run.provider_config(), run.agent.budgets(), judge, workspace=run.workspace,
                               on_progress=progress, provider=model)
     finally:
         await model.close()

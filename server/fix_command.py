@@ -40,6 +40,8 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     from ..agents.fix_action import fix_file
     from ..agents.fixer import outcome_json
 
+    from ..engine.judge import Trusted
+
     from .checks import get_checker
 
     session, doc = cmd.session, cmd.doc
@@ -51,9 +53,10 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     job, purpose, run = fix_job(cmd, line, trusted)
     progress = await cmd.progress(f"pallasite: fixing {Path(doc.path).name} with {provider_label(session.settings)}")
     progress.begin(job.tiers)
-    outcome = await fix_file(job, run.provider_config(), run.agent.budgets(),
-                             get_checker(session, doc.path, purpose=purpose, untrusted=True),
-                             workspace=run.workspace, on_progress=progress.report)
+    judge = run.judge(session.engine, Trusted(doc.path, doc.text), device=None, confined=True,  # the run's judge,
+                      checker=get_checker(session, doc.path, purpose=purpose, untrusted=True))  # session workers
+    outcome = await fix_file(job, run.provider_config(), run.agent.budgets(), judge, workspace=run.workspace,
+                             on_progress=progress.report)
     result = {**outcome_json(outcome, include_text=False), "applied": False}
     cost = f"{len(outcome.attempts)} round(s), {outcome.usage.describe()}"
     if not outcome.ok:

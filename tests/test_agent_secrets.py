@@ -77,6 +77,7 @@ async def test_keys_stay_out_of_python_logs(tmp_path, monkeypatch, caplog):
     from pallasite.agents.fixer import Budgets
     from pallasite.agents.providers import ProviderConfig
     from pallasite.engine.checker import CheckOptions, Checker
+    from pallasite.engine.judge import Judge, Trusted
 
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     folder = workspace(tmp_path)
@@ -89,7 +90,9 @@ async def test_keys_stay_out_of_python_logs(tmp_path, monkeypatch, caplog):
         report = await checker.check(str(folder / "kernel.py"), text, tiers=(0,))
         outcome = await fix_file(FixJob(str(folder / "kernel.py"), text, report, "v6e", (0,), docs_passages=0),
                                  ProviderConfig(name="gemini", base_url=server.url, retries=0),
-                                 Budgets(max_rounds=2), checker, workspace=folder)
+                                 Budgets(max_rounds=2),
+                                 Judge(None, checker.options, Trusted(str(folder / "kernel.py"), text), checker=checker),
+                                 workspace=folder)
         await checker.close()
     assert not outcome.ok and [a.verdict for a in outcome.attempts] == ["model error", "not applicable"]
     assert KEY not in caplog.text and KEY not in outcome.message

@@ -19,6 +19,7 @@ from pallasite.agents.fixer import Budgets
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
 from pallasite.engine.checker import CheckOptions, Checker
+from pallasite.engine.judge import Judge, Trusted
 
 ONE_ROUND = Budgets(max_rounds=1, max_changed_lines=60)
 WRONG_KINDS = ("comment", "suppress")  # must never be offered
@@ -30,7 +31,8 @@ async def fix_with(checker: Checker, case: Case, reply: str, tiers: tuple[int, .
     provider = ScriptedProvider(ProviderConfig(name="scripted"), [reply])
     job = FixJob(path=str(case.path), text=case.broken, report=report, chip=checker.options.target, tiers=tiers,
                  docs_passages=0)
-    return await fix_file(job, provider.config, ONE_ROUND, checker, provider=provider), report
+    judge = Judge(None, checker.options, Trusted(str(case.path), case.broken), checker=checker)
+    return await fix_file(job, provider.config, ONE_ROUND, judge, provider=provider), report
 
 
 async def measure(selected: list[Case], tiers: tuple[int, ...]) -> dict:

@@ -10,12 +10,13 @@ import pytest
 from pallasite.agents.edits import EditError, SearchReplace, apply_edits, hunks, parse_proposal
 from pallasite.agents.fix_action import FixJob, fix_file
 from pallasite.agents.fix_prompt import FixContext
-from pallasite.agents.fixer import Budgets, Fixer, checker_verify
+from pallasite.agents.fixer import Budgets, Fixer
 from pallasite.agents.providers import ProviderConfig, ProviderError, make_provider
 from pallasite.agents.providers_scripted import ScriptedProvider
 from pallasite.agents.recording import StoreRecorder
 from pallasite.analysis.types import FileReport
 from pallasite.engine.checker import CheckOptions, Checker
+from pallasite.engine.judge import Judge, Trusted
 from pallasite.knowledge.store import ResultsStore
 
 DATA = Path(__file__).parent / "data" / "agents"
@@ -44,7 +45,8 @@ async def run_fix(responses, tmp_path=None, budgets=Budgets(), line=None, path=B
     report = await checker.check(str(path), text, tiers=(0,))
     provider = ScriptedProvider(ProviderConfig(name="scripted"), list(responses))
     job = FixJob(path=str(path), text=text, report=report, chip="v6e", tiers=(0,), line=line, docs_passages=0)
-    outcome = await fix_file(job, ProviderConfig(name="scripted"), budgets, checker, workspace=tmp_path,
+    judge = Judge(None, checker.options, Trusted(str(path), text), checker=checker)
+    outcome = await fix_file(job, ProviderConfig(name="scripted"), budgets, judge, workspace=tmp_path,
                              provider=provider)
     await checker.close()
     return outcome, provider, text
@@ -124,7 +126,8 @@ async def test_calls_are_recorded_and_a_run_replays(tmp_path):
     checker = Checker(CheckOptions(tiers=(0,)), untrusted=True)
     report = await checker.check(str(BROKEN), text, tiers=(0,))
     again = await fix_file(FixJob(str(BROKEN), text, report, "v6e", (0,), docs_passages=0), replay.config,
-                           Budgets(), checker, provider=replay)
+                           Budgets(), Judge(None, checker.options, Trusted(str(BROKEN), text), checker=checker),
+                           provider=replay)
     assert again.ok and again.fixed_text == outcome.fixed_text and len(again.attempts) == 2
 
 
@@ -151,13 +154,13 @@ async def test_a_file_with_reference_is_verified_with_tier_3():
     assert asked == [(0, 1, 2, 3)] and outcome.ok
 
 
-async def test_checker_verify_does_not_record_candidates_in_the_store(tmp_path):
+async def test_the_judge_s_check_does_not_record_candidates_in_the_store(tmp_path):
     class Cache:
         def __getattr__(self, name):
             raise AssertionError(f"the candidate's check used the results cache ({name})")
 
     checker = Checker(CheckOptions(tiers=(0,)), cache=Cache(), untrusted=True)
-    verify = checker_verify(checker, str(BROKEN))
+    verify = Judge(None, checker.options, Trusted(str(BROKEN), BROKEN.read_text()), checker=checker).check
     report = await verify(BROKEN.read_text().replace("= 100", "= 128"), (0,))
     assert not [f for f in report.findings if f.severity == "error"]
 
@@ -233,10 +236,14 @@ async def test_each_round_is_measured_against_the_original_errors(tmp_path):
     assert [a.verdict for a in outcome.attempts] == ["unreadable", "still failing", "verified"], outcome.attempts
 
 
-def test_checker_verify_refuses_a_checker_for_the_users_own_code():
+def test_the_judge_refuses_a_checker_for_the_users_own_code():
     """A proposal is model-written code: verifying it on the user's (unconfined) checker is refused."""
+    import asyncio
+
+    checker = Checker(CheckOptions(tiers=(0,)))
+    judge = Judge(None, checker.options, Trusted(str(BROKEN), BROKEN.read_text()), checker=checker)
     with pytest.raises(ValueError, match="untrusted checker"):
-        checker_verify(Checker(CheckOptions(tiers=(0,))), str(BROKEN))
+        asyncio.run(judge.check(BROKEN.read_text(), (0,)))
 
 
 async def test_a_proposal_whose_check_could_not_finish_is_not_verified():

@@ -16,6 +16,7 @@ from pallasite.agents.fixer import Budgets
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
 from pallasite.engine.checker import CheckOptions, Checker
+from pallasite.engine.judge import Judge, Trusted
 
 KERNEL = Path(__file__).parent / "data" / "agents" / "add_reference_bad_tiling.py"
 GRID = "        grid=(x.shape[0] // BLOCK_ROWS, pl.cdiv(x.shape[1], BLOCK_COLS)),\n"
@@ -34,7 +35,9 @@ async def test_a_fix_that_compiles_but_is_wrong_is_rejected_by_the_reference():
         report = await checker.check(str(KERNEL), text, tiers=(0, 1))
         provider = ScriptedProvider(ProviderConfig(name="scripted"), [COMPILES_BUT_WRONG, RIGHT])
         outcome = await fix_file(FixJob(str(KERNEL), text, report, "v6e", (0, 1), docs_passages=0),
-                                 provider.config, Budgets(), checker, provider=provider)
+                                 provider.config, Budgets(),
+                                 Judge(None, checker.options, Trusted(str(KERNEL), text), checker=checker),
+                                 provider=provider)
     finally:
         await checker.close()
     assert outcome.tiers == (0, 1, 3)  # tier 3 added: the file has reference()
