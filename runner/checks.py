@@ -11,6 +11,10 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
   ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once;
 - tier 3: a TPU interpret-mode run on CPU (``runner/interpret.py``, ``tier3_entry``).
 
+The file runs exactly as written. When an entry failed, a second, locating run of the file with its
+literals carrying where they were written (``runner/carried_pass.py``) says where the values of the
+failed entry were written (``_Locating``).
+
 Tiers 1 and 2 for one callable (``compiler_tiers``) live in ``runner/tiers.py``, shared with
 ``check --script``.
 

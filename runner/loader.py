@@ -23,7 +23,8 @@ first exception propagates, as ``import`` does.
 
 ``carry_origins``: the file and the local modules sent with it run with their int and float
 literals carrying where they were written (``runner/origin_values.py``), so a value a pallas_call
-rejects can be traced to the literal that made it (the check op's tiers 1 and 3 ask for it).
+rejects can be traced to the literal that made it (the check op's locating run of a failed entry
+asks for it, ``runner/carried_pass.py``; the tiers themselves run the file as written).
 
 Worker side: stdlib only.
 """

@@ -1,7 +1,9 @@
-"""Numbers that carry where they were written, for tiers 1 and 3 (worker side: stdlib only).
+"""Numbers that carry where they were written, for the locating run of a failed check (worker side:
+stdlib only).
 
-When the worker executes the user's own files for a check, ``rewrite_literals`` turns each int and
-float literal written there into ``OInt``/``OFloat``: an ``int``/``float`` subclass holding the
+Tiers 1-3 run the user's file as written. When an entry failed, ``runner/carried_pass.py`` loads the
+file once more, and ``rewrite_literals`` turns each int and float literal written there into
+``OInt``/``OFloat``: an ``int``/``float`` subclass holding the
 places (file, 1-based line, 0-based column, end column) of the literal(s) that made it. Python's
 arithmetic on them (``+ - * / // % **``, unary ``- + abs``, ``min``/``max`` through the module's
 own names) returns carried values with the union of the operands' places, so a block size that
@@ -12,9 +14,11 @@ Comparisons answer plain ``bool``; ``operator.index``/``int()`` answer plain ``i
 where jax drops the places: ``value_origins`` reads them from a ``pallas_call``'s arguments before
 jax normalises them).
 
-Nothing else changes for the program: hashing, equality, ``repr``/``str``, ``json`` and pickling
-(``__reduce__`` gives the plain number) are int's and float's, and jax treats the subclasses as
-the weakly typed Python scalars they are.
+Hashing, equality, ``repr``/``str``, ``json`` and pickling (``__reduce__`` gives the plain number)
+are int's and float's, and jax treats the subclasses as the weakly typed Python scalars they are;
+but ``type(x) is int`` is False and small ints lose their identity, so a program that asks may take
+another branch: that is why only the locating run carries them, and why its places are believed
+only where it did what the checked run did (``runner/carried_pass.py``).
 """
 
 from __future__ import annotations
