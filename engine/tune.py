@@ -87,6 +87,7 @@ class TuneOptions:
     estimates: int | None = None  # configurations traced and estimated at most (None: DEFAULT_ESTIMATES)
     seed: int = 0  # the exploration's random sample (engine/tune_space.py)
     compiles: int = 16  # tier-2 compiles at most while walking the ranking for one that passes (engine/tune_walk.py)
+    audit: int = 0  # also compile this many the pre-check rejected for VMEM (nearest the limit first): do they agree?
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,9 @@ class TuneReport:
     walk: Walk | None = None  # the walk down the ranking through tier 2 (engine/tune_walk.py); None: no compiler
     compiled_fresh: int = 0  # tier-2 compiles run this run
     compiled_stored: int = 0  # tier-2 verdicts read back from the store instead
+    # configurations the pre-check rejected for VMEM, compiled all the same (TuneOptions.audit): (config, the
+    # pre-check's count, the compiler's verdict)
+    audited: tuple[tuple[Config, int, CompileResult], ...] = ()
 
     @property
     def label(self) -> str:
@@ -445,6 +449,16 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
             best_provenance = None
             notes.append(f"no configuration passed tier 2 for {options.chip} ({tried.stopped}), nor the current "
                          f"one ({current_compile.text() if current_compile else 'not compiled'}); nothing to apply")
+    audited = []
+    if compiler is not None and options.audit > 0:  # the pre-check against the compiler on what it rejected
+        vmem_only = [c for c, o in outcomes.items() if o.status == "rejected" and c != current
+                     and all(r.reason == "vmem" for r in feasibility.rejections(estimates[c], keys.scoped))]
+        for config in sorted(vmem_only, key=lambda c: (feasibility.counted_vmem(estimates[c]) or 0, c))[:options.audit]:
+            audited.append((config, feasibility.counted_vmem(estimates[config]) or 0, await compiled(config)))
+        agreed = sum(r.ok is False and feasibility.out_of_vmem(r.why, r.evidence) for _, _, r in audited)
+        if agreed < len(audited):
+            notes.append(f"the pre-check rejected for VMEM {len(audited) - agreed} of {len(audited)} configurations "
+                         "the compiler did not reject for VMEM (see the audit)")
     for config, o in list(outcomes.items()):  # duplicates share their representative's timing
         if o.status == "duplicate" and o.duplicate_of in outcomes:
             outcomes[config] = replace(o, measured_s=outcomes[o.duplicate_of].measured_s)
@@ -460,7 +474,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         edits=apply_config(tunables, dict(best)) if best is not None else (),
         device_kind=keys.worker[0] if keys.worker else "", versions=keys.worker[1] if keys.worker else (),
         current_compile=current_compile, best_compile=compiles.get(best) if best is not None else None,
-        walk=tried, compiled_fresh=asked["compiled"], compiled_stored=asked["compile_store"])
+        walk=tried, compiled_fresh=asked["compiled"], compiled_stored=asked["compile_store"], audited=tuple(audited))
     if not incomplete:  # a run with evaluations that did not finish is never stored as finished
         keys.put_run(report)
     if keys.store is not None and keys.store.problem:

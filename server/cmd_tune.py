@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Any
 
+from ..analysis import feasibility
 from ..analysis.source import apply_edits
 from ..analysis.types import to_json
 from ..engine.tune import (
@@ -52,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--max-compiles", type=int, default=16, metavar="N", dest="compiles",
                         help="tier-2 compiles at most while walking the ranking for a configuration the compiler "
                              "accepts (default 16; the current configuration is compiled besides)")
+    parser.add_argument("--audit-precheck", type=int, default=0, metavar="N", dest="audit",
+                        help="also compile N configurations the VMEM pre-check rejected (nearest the limit first) "
+                             "and say whether the compiler agrees (default 0)")
     flags.add(parser, "--verbose", command)
     flags.add(parser, "--memory-mb", command)
     flags.add(parser, "--jobs", command)
@@ -101,7 +105,8 @@ def _setup(args: argparse.Namespace, path: str):
                               device=device_settings(args) if args.backend in ("ssh", "ray") else None))
     options = TuneOptions(chip=run.chip, entry=args.entry, budget=args.budget, backend=args.backend,
                           verify=max(0, args.verify), declared=dict(run.settings.tunables) or None,  # [tool.pallasite]
-                          estimates=args.estimates, seed=args.seed, compiles=max(0, args.compiles))
+                          estimates=args.estimates, seed=args.seed, compiles=max(0, args.compiles),
+                          audit=max(0, args.audit))
     return text, run, options
 
 
@@ -237,6 +242,15 @@ def format_walk(report: TuneReport, verbose: bool = False, shown: int = 8) -> li
                      f"VMEM at the compiler" + (f" (it needed {_mib(min(extra))} to {_mib(max(extra))} more than "
                      "blocks x buffers + scratch: its internal scratch and the kernel's temporaries)" if extra else "")
                      + "; configurations at least as large are skipped without compiling")
+    if report.audited:
+        agreed = [r.ok is False and feasibility.out_of_vmem(r.why, r.evidence) for _, _, r in report.audited]
+        lines.append(f"pre-check audit: of {len(agreed)} configurations it rejected for VMEM (nearest the limit), the "
+                     f"compiler ran out of VMEM on {sum(agreed)}" + ("" if all(agreed) else " (the others: below)"))
+        for (config, counted, result), ok in zip(report.audited, agreed):
+            if verbose or not ok:
+                sizes = feasibility.compiler_vmem(result.evidence)
+                lines.append(f"  {_changes(config, report.current)}: counted {_mib(counted)}; {result.text()}"
+                             + (f" (needed {_mib(sizes[0])} of {_mib(sizes[1])})" if sizes else ""))
     if report.current_compile is not None:
         lines.append(f"the current configuration: {report.current_compile.text()}")
     return lines

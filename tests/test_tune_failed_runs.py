@@ -34,7 +34,7 @@ def _flaky_timer(log, crash=lambda config: True):
             log.append(tuple(sorted(c.items())))
             if crash(c):
                 out.append(Measurement(status="crash", provenance=Provenance.DEVICE, device_kind="v5e",
-                                       method="time op", error="the ray backend needs Ray: pip install 'pallasite[ray]'"))
+                                       method="time op", error="the ray backend needs Ray: pip install ray"))
                 continue
             t = 1e-4 * (1 + c["bm"] / 512)
             out.append(Measurement(status="ok", provenance=Provenance.DEVICE, device_kind="TPU v5 lite",

@@ -147,3 +147,17 @@ def test_nothing_passes_tier_2_says_why_and_applies_nothing(tmp_path):
     assert report.best is None and report.edits == () and report.best_provenance is None
     assert report.current_compile.ok is False
     assert any(n.startswith("no configuration passed tier 2 for v5e") and "PLS201" in n for n in report.notes)
+
+
+def test_the_audit_compiles_what_the_pre_check_rejected_and_says_when_the_compiler_disagrees():
+    """The pre-check (16 MiB on v5e) rejects bm=bn=1024, bk=2048 (24 MiB counted); a compiler with more room (the
+    stand-in fits up to 32 MiB) accepts it: the audit compiles it and says the two disagree."""
+    path, text = _read("vmem_edge")
+    make, _ = _estimator()
+    log: list = []
+    report = asyncio.run(tune(path, text, TuneOptions(chip="v5e", verify=0, audit=2), _limited(make(path, text)),
+                              compiler=_compiler(log, fits=lambda c: _counted(c) <= 32 * MIB)))
+    too_big = (("bk", 2048), ("bm", 1024), ("bn", 1024))
+    assert report.outcome(too_big).status == "rejected" and too_big in log
+    assert [(c, r.ok) for c, _, r in report.audited] == [(too_big, True)]
+    assert any("the pre-check rejected for VMEM 1 of 1" in n for n in report.notes)
