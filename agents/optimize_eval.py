@@ -174,22 +174,18 @@ class JudgeEvaluator:
         device, by device timings with one. The best configuration comes back as the changed source
         (the loop re-tests it before taking it)."""
         from ..analysis.source import apply_edits
-        from ..engine.tune import TuneError, TuneOptions, tune, worker_estimator, worker_timer
+        from ..engine.tune import TuneError
 
-        judge = self.judge
-        text, path = self.frozen_text(source), judge.trusted.path
-        options = TuneOptions(chip=judge.chip, backend=judge.device_name, verify=0)
-        timer = None
+        text = self.frozen_text(source)
         try:
-            if judge.device is not None:  # the same open device backend as the test and profile phases
-                timer = worker_timer(judge.device_backend(), path, text, options, timeout_s=judge.timeout_s)
-            report = await tune(path, text, options, worker_estimator(judge.backend(), path, text, options,
-                                                                      timeout_s=judge.timeout_s), timer=timer)
+            report = await self.judge.autotune(source)
         except TuneError as err:
             message = str(err)
             if "no tunables" in message:
                 return PhaseResult(True, "nothing to tune (no tunables in the candidate)", data={"evidence": message})
             return PhaseResult(False, "not tuned", evidence=message[:2000])
+        if not report.current:  # tune reports a file without tunables as its one configuration
+            return PhaseResult(True, "nothing to tune (no tunables in the candidate)", data={"config": {}})
         counts = f"{len(report.outcomes)} configurations, {sum(report.rejected.values())} rejected before compiling"
         if report.best is None or report.best == report.current or not report.edits:
             return PhaseResult(True, f"kept {dict(report.current)} ({counts}; {report.best_provenance or 'no ranking'})",

@@ -385,6 +385,20 @@ class Judge:
         return (f"device profile ({prof.get('chip')}, {prof.get('time_source')}): kernels {kernels or '-'}; "
                 f"roofline {json_short(prof.get('roofline') or {})}")
 
+    async def autotune(self, text: str) -> Any:
+        """The candidate's tunables searched (engine/tune.py; optimize's autotune phase) on the judge's own
+        workers: by the cost model for the chip without a device, by the device's timings with one (the same
+        open device backend as the test). Returns the ``TuneReport``; ``TuneError`` says why not."""
+        from .tune import TuneOptions, tune, worker_estimator, worker_timer
+
+        frozen, path = self.trusted.text(text), self.trusted.path
+        options = TuneOptions(chip=self.chip, backend=self.device_name, verify=0)
+        timer = None
+        if self.device is not None:
+            timer = worker_timer(self.device_backend(), path, frozen, options, timeout_s=self.timeout_s)
+        estimator = worker_estimator(self.backend(), path, frozen, options, timeout_s=self.timeout_s)
+        return await tune(path, frozen, options, estimator, timer=timer)
+
     async def check_config(self, text: str | None, config: dict[str, int], kinds: dict[str, str], *,
                            entry: str | None = None, backend: Any = None, on_progress: Any = None) -> dict[str, Any]:
         """Tune's interpret check of one configuration (the ``verify`` op: tier 3 in interpret mode) on
