@@ -42,12 +42,13 @@ def code_hover(session: Session, doc: DocumentSnapshot, line: int, column: int) 
 
 
 def compiled_words(session: Session, doc: DocumentSnapshot) -> str:
-    """The file's compile verdict at its last check, as `pallasite check` prints it (server/report_format.py)."""
+    """The file's compile verdict at its last check, as `pallasite check` prints it (server/report_format.py),
+    judged with the tiers its folder's settings ask for (the report has tier 0 filled in: server/checks.as_check)."""
     from .report_format import compile_line, compiled_for
 
     if doc.report is None or not doc.report_chip or not doc.report.kernels:
         return ""
-    result = compiled_for(doc.report, session.settings.tiers, doc.report_chip)
+    result = compiled_for(doc.report, session.settings_for(doc.path).tiers, doc.report_chip)
     return compile_line(result, doc.report_chip) if result is not None else ""
 
 
