@@ -143,7 +143,12 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
         return await judge.check_config(text, config, tunable_kinds, entry=options.entry, backend=checking,
                                         on_progress=progress)
 
-    compiler = judge.compile if judge is not None else None
+    async def compiler(configured: str) -> Any:
+        # without a device the estimating workers are done before the first compile: their memory (every traced
+        # configuration) goes back before the compiles of the walk through tier 2 (issue 44: under 2 GiB)
+        if options.backend == "estimate":
+            await backend.close()
+        return await judge.compile(configured)
     try:
         if device is not None:  # ssh / ray: a batch's configurations timed at once on the engine's device pool
             engine.device_events = lambda line: progress(line)
@@ -157,7 +162,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
                                 "rank. Use --backend estimate here, or run on a TPU host")
             timer = worker_timer(backend, path, text, options, on_progress=progress)
         return await tune(path, text, options, estimator, timer=timer, verifier=verifier if judge else None, store=store,
-                          progress=progress, compiler=compiler)
+                          progress=progress, compiler=compiler if judge is not None else None)
     finally:
         await backend.close()
         await checking.close()
