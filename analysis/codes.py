@@ -78,6 +78,10 @@ CODES: dict[str, Code] = _codes(
          "Store the result into the output ref on every path (o_ref[...] = value, or a DMA into it), or alias it to an input with input_output_aliases."),
     Code("PLS018", "A scratch buffer is read on the first grid step before anything writes it",
          "Initialise the scratch under @pl.when(pl.program_id(k) == 0) (zeros for a sum, -inf for a running max) before the first read."),
+    Code("PLS019", "BlockSpec arguments in the old order (index_map first)",
+         "Write pl.BlockSpec(block_shape, index_map): the block shape comes first since jax 0.4.31."),
+    Code("PLS020", "An index_map names a block past the end of the array",
+         "Make the grid cover the array (pl.cdiv(dim, block) blocks), or fix the index the map returns for that axis."),
     # ---------------------------------------------------------------- tier 1: lowering
     Code("PLS100", "Pallas TPU lowering failed", "Read the message; the marked line is where the lowering stopped."),
     Code("PLS101", "Block shape not tileable on TPU", "Make the last two block dims divisible by (8, 128) or equal to the array dims."),

@@ -45,6 +45,7 @@ from jax.experimental.pallas import tpu as pltpu
 from . import errors as errors_mod
 from .intercept import RecordedCall, SemanticsOverride, block_shapes, dimension_semantics, intercept_pallas_calls
 from .interpret_compare import compare, tolerance_for
+from .interpret_config import Reduced, config_dicts, config_set, reduce_config
 from .interpret_shrink import BUDGET_BYTES, input_bytes, shrink_further
 from .interpret_verdicts import (
     VMAPPED_SEMANTICS,
@@ -332,22 +333,53 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
     except Exception:  # noqa: BLE001 - the task's inputs failed; tier 1 reports the details
         result["state"] = "skipped: the example inputs failed"
         return result
+    namespaces = _namespaces(task.entry)
+    reduced = None
     try:
-        calls = probe_calls(task.entry, abstract, _namespaces(task.entry))
-        shapes, shrunk = shrink_shapes(abstract, calls)
-        if shrunk:
-            calls = probe_calls(task.entry, shapes, _namespaces(task.entry))  # the smaller shapes must still trace
-        if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
-            shapes, more = shrink_further(task.entry, shapes, calls,
-                                          lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
-            if more:
-                shrunk, calls = True, probe_calls(task.entry, shapes, _namespaces(task.entry))
+        calls = probe_calls(task.entry, abstract, namespaces)
+        if _too_large(abstract):  # first the task's own CONFIG at a smaller size: its tables stay its own
+            reduced = reduce_config(task, abstract, calls, lambda args: probe_calls(task.entry, args, namespaces))
+    except Exception:  # noqa: BLE001 - tracing failed: the shrink below says so
+        calls = []
+    held = contextlib.ExitStack()
+    if reduced is not None:
+        held.enter_context(config_set(config_dicts(task), dict(reduced.values)))
+    with held:
+        return _run_tier3_at(task, path, source, say, target, result, abstract, reduced, calls)
+
+
+def _too_large(args: Any) -> bool:
+    leaves = [a for a in jax.tree.leaves(args) if hasattr(a, "shape")]
+    return input_bytes(args) > BUDGET_BYTES or any(math.prod(a.shape) > MAX_ELEMENTS for a in leaves)
+
+
+def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None], target: str | None,
+                  result: dict[str, Any], abstract: tuple[Any, ...], reduced: Reduced | None,
+                  calls: list[RecordedCall]) -> dict[str, Any]:
+    """Tier 3 at the shapes found here (``calls``: the entry's at the full shapes), or at ``reduced``
+    (the task's CONFIG, held by the caller)."""
+    try:
+        if reduced is not None:
+            shapes, shrunk = reduced.shapes, True
+            calls = probe_calls(task.entry, shapes, _namespaces(task.entry))
+        else:
+            if not calls:
+                raise ValueError("the entry did not trace at the full shapes")
+            shapes, shrunk = shrink_shapes(abstract, calls)
+            if shrunk:
+                calls = probe_calls(task.entry, shapes, _namespaces(task.entry))  # the smaller shapes must still trace
+            if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
+                shapes, more = shrink_further(task.entry, shapes, calls,
+                                              lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
+                if more:
+                    shrunk, calls = True, probe_calls(task.entry, shapes, _namespaces(task.entry))
     except Exception:  # noqa: BLE001 - tracing failed: run the given shapes and let the run report
         shapes, shrunk, calls = abstract, False, []
     result["shapes"] = describe_shapes(shapes)
     result["shrunk"] = shrunk
     result["full_shapes"] = describe_shapes(abstract) if shrunk else None
-    inputs, made_up = _concrete_inputs(task, shapes, shrunk)
+    # at a reduced CONFIG the task's own inputs function makes the arrays (its tables included)
+    inputs, made_up = _concrete_inputs(task, shapes, shrunk and reduced is None)
     seed = shuffling_seed(calls)
     say(f"tier 3: {task.name} (TPU interpret mode on CPU, {result['shapes']})")
     run = interpret_once(task.entry, inputs, seed=seed, user_files=(path,), modules=_namespaces(task.entry))
@@ -371,15 +403,18 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
     result["state"] = state_of(result["errors"])
     result["note"] = (
         f"tier 3: {task.name} ran in {total:.1f} s in CPU interpret mode (not TPU time): "
-        + shrink_note(result["shapes"], result["full_shapes"])
+        + shrink_note(result["shapes"], result["full_shapes"], reduced.describe() if reduced else None)
     )
     return result
 
 
-def shrink_note(shapes: str, full_shapes: str | None) -> str:
+def shrink_note(shapes: str, full_shapes: str | None, config: str | None = None) -> str:
     """Where the interpret run ran: the example inputs' shapes, or the shrunk ones and what they came from."""
     if not full_shapes:
         return f"interpret run at {shapes}"
+    if config:
+        return (f"interpret run at {shapes}, shrunk from {full_shapes} (the task's own inputs at CONFIG "
+                f"{config}: its tables and indices as it draws them, block shapes kept)")
     return (f"interpret run at {shapes}, shrunk from {full_shapes} (block shapes kept, the grid shrunk "
             "to two blocks per tiled dim)")
 
