@@ -106,7 +106,8 @@ def implausible_seconds(seconds: float | None, checks: dict[str, Any] | None, de
     floor = floor_ns(checks, device_kind)
     if floor is None or seconds * 1e9 >= floor[0]:
         return None
-    return (f"implausible: a {what} of {seconds * 1e6:.3f} us is below the physical floor of "
+    article = "an" if what[:1] in "aeiou" else "a"
+    return (f"implausible: {article} {what} of {seconds * 1e6:.3f} us is below the physical floor of "
             f"{floor[0] / 1e3:.3f} us ({floor[1]})")
 
 

@@ -84,6 +84,9 @@ def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: st
     if kernel is None or kernel.status != "ok" or not kernel.seconds:
         why = (kernel.error if kernel is not None else None) or "no pallas_call was traced"
         return PairedEstimate(None, None, label, f"the kernel has no estimate: {why}"[:500])
+    below = below_floor(kernel)
+    if below:
+        return PairedEstimate(None, None, label, f"the kernel's estimate is {below}"[:500])
     if not reference or reference.get("error") or not reference.get("seconds"):
         why = (reference or {}).get("error") or ("none was made (the task has no reference(), or this run's "
                                                  "estimates all came from the results store)")
@@ -99,6 +102,23 @@ def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: st
                           reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel),
                           kernel_factors=tuple(kernel.factors),
                           reference_factors=tuple(tuple(f) for f in reference.get("factors") or ()))
+
+
+def below_floor(est: CostEstimate) -> str | None:
+    """Why an estimate is below the physical floors engine/device_floor.py holds device timings to (its
+    kernels' counted matmul FLOPs at the chip's peak, their HBM bytes at the peak bandwidth), or None:
+    a model whose factors or counts went wrong never hands out a figure no chip could reach."""
+    from .device_floor import PEAK_BF16, implausible_seconds
+
+    kind = next((piece for piece, _ in PEAK_BF16 if piece in est.chip.lower()), est.chip)
+    work: dict[str, int] = {}
+    for call in est.calls:
+        if call.flops_count in ("exact", "lower bound") and call.mxu_flops:
+            narrow = any(str(b.dtype).startswith(("int8", "uint8", "float8", "int4", "uint4")) for b in call.blocks)
+            dtype = "int8" if narrow else "bfloat16"  # 8-bit operands may run at twice the bf16 rate
+            work[dtype] = work.get(dtype, 0) + int(call.mxu_flops)
+    checks = {"floor_work": {"mxu_flops": work}} if work else {}
+    return implausible_seconds(est.seconds, checks, kind, "estimate")
 
 
 def _caveat(kernel: CostEstimate) -> str | None:

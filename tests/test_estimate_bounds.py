@@ -35,3 +35,20 @@ def test_the_pair_says_each_sides_bound_and_factors():
     # the factors survive the store's JSON round trip (tune keeps estimates there)
     est = result.estimates[0]
     assert from_json(CostEstimate, to_json(est)).factors == est.factors
+
+
+def test_an_estimate_below_the_chips_floor_is_refused_not_paired():
+    """The floors every device timing is held to hold the model's own figures too (issue 42): an
+    estimate faster than its counted matmuls at the chip's peak is no estimate."""
+    import dataclasses
+
+    path = os.path.join(DATA, "matmul.py")
+    result = handle_estimate(EstimateParams(source=sources_for(path), chip="v5e", reference=True, probe=False))
+    est = result.estimates[0]
+    (call,) = est.calls
+    floor = call.mxu_flops / 197e12
+    assert est.seconds >= floor and pair_result(result).kernel_s == est.seconds
+    too_fast = dataclasses.replace(result, estimates=(dataclasses.replace(est, seconds=floor / 2),))
+    paired = pair_result(too_fast)
+    assert paired.kernel_s is None and paired.speedup is None
+    assert "implausible: an estimate of" in paired.why and "below the physical floor" in paired.why
