@@ -68,6 +68,75 @@ class CallSites:
         return None
 
 
+    def semantics_entry(self, call_line: int | None, axis: int) -> tuple[int, int] | None:
+        """(line, column) of entry ``axis`` of the call's ``dimension_semantics``, following a name
+        bound once in the function or module (``compiler_params=params``, ``dimension_semantics=sem``)
+        to the tuple; None when the entry is not written out."""
+        call = self._pallas_call(call_line)
+        if call is None or axis < 0:
+            return None
+        scope = self._scope_of(call)
+        value = _keyword_value(call, "compiler_params")
+        value = _bound(value, scope, self.tree)
+        if value is None:
+            return None
+        sem = None
+        for sub in ast.walk(value):
+            if isinstance(sub, ast.keyword) and sub.arg == "dimension_semantics":
+                sem = sub.value
+                break
+            if isinstance(sub, ast.Dict):
+                for key, item in zip(sub.keys, sub.values):
+                    if isinstance(key, ast.Constant) and key.value == "dimension_semantics":
+                        sem = item
+        sem = _bound(sem, scope, self.tree)
+        if isinstance(sem, (ast.Tuple, ast.List)) and axis < len(sem.elts) and \
+                not any(isinstance(e, ast.Starred) for e in sem.elts):
+            element = sem.elts[axis]
+            return element.lineno, element.col_offset
+        return None
+
+    def _pallas_call(self, call_line: int | None) -> ast.Call | None:
+        if self.tree is None or call_line is None:
+            return None
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and node.lineno <= call_line <= (node.end_lineno or node.lineno):
+                callee = node.func.func if isinstance(node.func, ast.Call) else node.func
+                if isinstance(callee, (ast.Attribute, ast.Name)) and _name_of(callee) == "pallas_call":
+                    return node.func if isinstance(node.func, ast.Call) else node
+        return None
+
+    def _scope_of(self, node: ast.AST) -> ast.AST | None:
+        """The innermost function holding ``node`` (by lines), else the module."""
+        best = self.tree
+        for fn in ast.walk(self.tree) if self.tree is not None else ():
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    fn.lineno <= node.lineno <= (fn.end_lineno or fn.lineno):
+                if best is self.tree or fn.lineno >= best.lineno:
+                    best = fn
+        return best
+
+
+def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    return next((kw.value for kw in call.keywords if kw.arg == name), None)
+
+
+def _bound(value: ast.expr | None, scope: ast.AST | None, tree: ast.AST | None) -> ast.expr | None:
+    """``value``, or what a bare name is assigned once in ``scope`` (then at the module's top level)."""
+    if not isinstance(value, ast.Name):
+        return value
+    for where in (scope, tree):
+        if where is None:
+            continue
+        found = [n.value for n in ast.walk(where) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                 and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            return None
+    return None
+
+
 def _name_of(node: ast.AST) -> str:
     return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
@@ -149,7 +218,14 @@ def race_record(report: str, call: RecordedCall | None, sites: CallSites, path: 
                     "and the out_specs index_map sends several of them to the same output block; make that axis "
                     "\"arbitrary\" or give each step its own block")
         spot = sites.keyword_line(call_line, "out_specs")
-        rec = _base("PLS301", sentence, path, [spot or (call_line, None)])
+        axis = shared_block_axis(call) if call is not None else None
+        entry = sites.semantics_entry(call_line, axis) if axis is not None else None
+        if entry is not None:  # the parallel axis whose steps share a block: its entry is what to change
+            sentence += f" (grid axis {axis}: the out_specs index_map does not depend on it)"
+            places_ = [entry] + ([(spot[0], spot[1], "the out_specs")] if spot else [])
+        else:
+            places_ = [spot or (call_line, None)]
+        rec = _base("PLS301", sentence, path, places_)
         rec["detail"] = report
         return rec
     if len(accesses) >= 2:
@@ -302,6 +378,48 @@ def semantics_disagreement(exc: BaseException, call, sites: CallSites, path: str
     return rec
 
 
+def shared_block_axis(call: RecordedCall) -> int | None:
+    """The innermost "parallel" grid axis (of two or more steps) on which no output's index_map
+    depends: its steps, split between TensorCores, write the same output block. None when an
+    index_map cannot be evaluated with plain ints (it reads scalar-prefetch refs) or none is found."""
+    sem = dimension_semantics(call.kwargs.get("compiler_params"))
+    grid_spec = call.kwargs.get("grid_spec")
+    grid = getattr(grid_spec, "grid", None) if grid_spec is not None else call.kwargs.get("grid")
+    grid = (grid,) if isinstance(grid, int) else tuple(grid or ())
+    if not sem or len(sem) != len(grid) or getattr(grid_spec, "num_scalar_prefetch", 0):
+        return None
+    specs = [s for s in _leaves(_out_specs(call)) if callable(getattr(s, "index_map", None))]
+    if not specs:
+        return None
+    for axis in reversed(range(len(grid))):
+        if sem[axis] != "parallel" or not isinstance(grid[axis], int) or grid[axis] < 2:
+            continue
+        base = [0] * len(grid)
+        moved = [1 if i == axis else 0 for i in range(len(grid))]
+        try:
+            same = all(_ints(s.index_map(*base)) == _ints(s.index_map(*moved)) for s in specs)
+        except Exception:  # noqa: BLE001 - an index_map that needs more than ints
+            return None
+        if same:
+            return axis
+    return None
+
+
+def _leaves(specs: Any) -> list[Any]:
+    if specs is None:
+        return []
+    if isinstance(specs, (list, tuple)):
+        return [leaf for s in specs for leaf in _leaves(s)]
+    if isinstance(specs, dict):
+        return [leaf for s in specs.values() for leaf in _leaves(s)]
+    return [specs]
+
+
+def _ints(index: Any) -> tuple[int, ...]:
+    items = index if isinstance(index, (list, tuple)) else (index,)
+    return tuple(int(i) for i in items)
+
+
 def _out_specs(call: RecordedCall) -> Any:
     grid_spec = call.kwargs.get("grid_spec")
     return getattr(grid_spec, "out_specs", None) if grid_spec is not None else call.kwargs.get("out_specs")
@@ -342,7 +460,9 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
     if cause and cause[0] == "semantics":
         axes = cause[1]
         line = sites.keyword_line(call_line, "compiler_params", "dimension_semantics")
-        where = [line] if line else where
+        entry = sites.semantics_entry(call_line, axes[0]) if axes else None  # the "parallel" to change
+        where = [(entry[0], entry[1], f"grid axis {axes[0]}'s entry")] + ([line] if line else []) if entry else \
+            [line] if line else where
         axis_text = f"grid axis {axes[0]}" if axes else "a grid axis marked \"parallel\""
         explain = (f"; {axis_text} carries state from step to step (a reduction) but is marked \"parallel\": with it "
                    "\"arbitrary\" the result matches the reference. Parallel steps may run in any order and be split "

@@ -106,3 +106,16 @@ def test_paged_accumulator_never_zeroed_at_the_first_page_block(tier3_reports):
     assert errors == [(code, line)], [f.message for f in report.findings]
     [finding] = [f for f in report.findings if f.severity == "error"]
     assert "acc_ref" in finding.message, finding.message
+
+
+def test_reduction_axis_marked_parallel_at_its_semantics_entry():
+    """Before: the cores' race on one output block was said at ``out_specs`` (line 44)."""
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import check_paths
+
+    [report] = check_paths([str(DATA / "reduction_parallel.py")], CheckOptions(target="v5p", tiers=(3,), time_limit_s=240))
+    code, line = _expected("reduction_parallel.py")
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert [(f.code, f.span.line + 1) for f in errors] == [(code, line)], [f.message for f in report.findings]
+    assert "grid axis 2" in errors[0].message
+    assert any(r.message == "the out_specs" for r in errors[0].related)
