@@ -19,6 +19,7 @@ $PALLASITE_VSCODE_SCREENSHOTS if set (docs/figures/vscode-*.png were taken this 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -76,6 +77,17 @@ class Shots:
     def __call__(self, name: str) -> None:
         self.page.screenshot(path=str(self.folder / f"vscode-{name}.png"))
 
+    @contextlib.contextmanager
+    def on_failure(self, name: str):
+        """A screenshot of the page as it was when the block failed (where a wait timed out)."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self(f"failed-{name}")
+                print(f"screenshot of the failure: {self.folder}/vscode-failed-{name}.png")
+            raise
+
 
 @pytest.fixture(scope="module")
 def vscode(tmp_path_factory):
@@ -119,6 +131,7 @@ def vscode(tmp_path_factory):
         "extensions.autoUpdate": False,
         "chat.commandCenter.enabled": False,
         "editor.minimap.enabled": False,
+        "files.autoSave": "off",  # VS Code's default (code-server's differs): Revise must save the edit itself
         "editor.hover.delay": 200,
         "window.zoomLevel": 0,
     }, indent=1))
@@ -165,6 +178,8 @@ def vscode(tmp_path_factory):
             server.kill()
         log.close()
         print("code-server log tail:\n" + "\n".join((tmp / "code-server.log").read_text().splitlines()[-15:]))
+        for output in sorted(user_data.glob("logs/**/*Pallasite*.log")):  # the extension's output channel
+            print(f"{output.name} tail:\n" + "\n".join(output.read_text().splitlines()[-40:]))
 
 
 def run_command(page, title: str) -> None:
@@ -253,6 +268,11 @@ class Steps:
 
 def test_kernel_diagnostic_hover_lens_trust_verdict_and_quick_fix(vscode) -> None:
     page, workspace, shots = vscode
+    with shots.on_failure("kernel"):
+        walk_kernel(page, workspace, shots)
+
+
+def walk_kernel(page, workspace: Path, shots: Shots) -> None:
     step = Steps()
     open_file(page, "bad_tiling.py")
     # Tier 0's PLS001 as a squiggle, and in the Problems panel with its hint and related places.
@@ -315,6 +335,7 @@ def test_kernel_diagnostic_hover_lens_trust_verdict_and_quick_fix(vscode) -> Non
     shots("quickfix")
     choose_action(menu, FIX_TITLE)
     page.locator(".view-line", has_text="BLOCK_COLS = 256").wait_for()
+    page.locator(".tab.active.dirty", has_text="bad_tiling.py").wait_for()
     page.keyboard.press("Control+S")
     page.locator(".tab.active:not(.dirty)", has_text="bad_tiling.py").wait_for()
     text = wait_until(lambda: (workspace / "bad_tiling.py").read_text(), lambda t: "BLOCK_COLS = 256" in t)
@@ -330,8 +351,19 @@ def test_optimize_step_by_step(vscode) -> None:
     server opens gets Approve / Revise / Stop from its title bar: approve, approve, revise (after
     editing the plan in the editor), approve, stop at the third plan."""
     page, workspace, shots = vscode
+    with shots.on_failure("optimize"):
+        walk_optimize(page, workspace, shots)
+
+
+def walk_optimize(page, workspace: Path, shots: Shots) -> None:
     step = Steps()
     open_file(page, "add_small_blocks.py")
+    server_status = page.locator(".statusbar-item", has_text="v6e · local").first
+    server_status.wait_for()  # the server is up
+    if "untrusted" in server_status.inner_text():  # this test alone: trust from the palette
+        run_command(page, "Pallasite: Trust This Folder")
+        page.locator(".statusbar-item", has_text="v6e · local · idle").first.wait_for()
+        wait_until(lambda: server_status.inner_text(), lambda t: "untrusted" not in t)
     run_command(page, "Pallasite: Optimize This Kernel Step by Step")
     plans = workspace / ".pallasite" / "plans"
 

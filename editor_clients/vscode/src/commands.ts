@@ -221,6 +221,25 @@ export function paletteArguments(id: string, context: CommandContext, chip?: str
 }
 
 /**
+ * Whether a call of a palette command came without arguments of its own, to be filled from the
+ * editor as for the palette: none at all (the palette, a key binding), or what VS Code passes from
+ * a menu - the editor title bar passes the document's URI (then its editor group). A server
+ * command's own arguments are strings and plain objects such as `{uri: "file:///..."}`, never a URI.
+ */
+export function fromMenuOrPalette(args: readonly unknown[]): boolean {
+  return args.length === 0 || isUriLike(args[0]);
+}
+
+/** A vscode.Uri (or its JSON form): scheme and path, as strings. */
+export function isUriLike(value: unknown): value is { scheme: string; path: string } {
+  if (typeof value !== 'object' || value === null) {
+    return false;
+  }
+  const v = value as Record<string, unknown>;
+  return typeof v.scheme === 'string' && typeof v.path === 'string';
+}
+
+/**
  * What to tell the user when a palette command cannot run where it was invoked (its arguments
  * came back undefined for want of a file or a plan document).
  */

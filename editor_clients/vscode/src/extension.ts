@@ -26,7 +26,9 @@ import {
   contextValues,
   explanationMarkdown,
   findingCodeAt,
+  fromMenuOrPalette,
   isPlanDocument,
+  isUriLike,
   missingContextMessage,
   paletteArguments,
   typedFindingCode,
@@ -147,8 +149,10 @@ async function start(): Promise<void> {
     middleware: {
       executeCommand: async (command, args, next) => {
         let sent = args;
-        if (args.length === 0 && PALETTE.some((e) => e.id === command)) {
-          const filled = await argumentsFor(command);
+        // From the palette (no arguments) or a menu (the title bar passes its document's URI):
+        // the server's arguments come from the editor.
+        if (fromMenuOrPalette(args) && PALETTE.some((e) => e.id === command)) {
+          const filled = await argumentsFor(command, isUriLike(args[0]) ? String(args[0]) : undefined);
           if (filled === undefined) {
             return undefined;
           }
@@ -262,8 +266,13 @@ function currentSection(scope?: vscode.Uri): Record<string, unknown> {
 }
 
 /** Arguments for a palette command run without any; undefined (after telling the user) if it cannot run. */
-async function argumentsFor(id: string): Promise<unknown[] | undefined> {
-  const editor = vscode.window.activeTextEditor;
+async function argumentsFor(id: string, menuDocument?: string): Promise<unknown[] | undefined> {
+  // A title-bar button acts on its own editor, which need not be the active one (split editors).
+  const editor =
+    (menuDocument === undefined
+      ? undefined
+      : vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === menuDocument)) ??
+    vscode.window.activeTextEditor;
   const document = editor?.document.languageId === 'python' ? editor.document : undefined;
   const folder =
     (document && vscode.workspace.getWorkspaceFolder(document.uri)) ?? vscode.workspace.workspaceFolders?.[0];

@@ -13,6 +13,7 @@ import {
   contextValues,
   explanationMarkdown,
   findingCodeAt,
+  fromMenuOrPalette,
   isPlanDocument,
   missingContextMessage,
   PLAN_DOCUMENT_WHEN,
@@ -197,6 +198,18 @@ test('approve / revise / stop act on the plan document in the active editor; rev
     assert.equal(PALETTE.find((e) => e.id === id)?.server, id);
   }
   assert.equal(missingContextMessage('pallasite.selectTarget'), undefined);
+});
+
+test("a call from the title bar (the document's URI, then its group) is filled from the editor like the palette's", () => {
+  assert.ok(fromMenuOrPalette([]));
+  // What VS Code passes from editor/title: the resource as a Uri, then {groupId}.
+  const uri = { scheme: 'file', authority: '', path: '/k/.pallasite/plans/ab12-1.md', query: '', fragment: '' };
+  assert.ok(fromMenuOrPalette([uri, { groupId: 1 }]));
+  // The server's own arguments (code lenses, other extensions) pass through untouched.
+  assert.ok(!fromMenuOrPalette([{ uri: 'file:///k/.pallasite/plans/ab12-1.md' }]));
+  assert.ok(!fromMenuOrPalette(['file:///k/add.py']));
+  assert.ok(!fromMenuOrPalette(['v5e']));
+  assert.ok(!fromMenuOrPalette([null]));
 });
 
 test('plan documents are the files under .pallasite/plans/, with either separator', () => {
