@@ -36,9 +36,9 @@ def test_discover_says_what_a_task_folder_is(tmp_path):
 
 
 def test_the_reference_is_never_xlas_optimal_seconds_and_never_another_models():
-    est = CostEstimate(chip="v5e", config=(), status="ok", seconds=4e-6, model="pallasite roofline v2")
-    ok = pair(est, {"seconds": 2e-5, "model": "pallasite roofline v2", "chip": "v5e"}, "v5e")
-    assert ok.speedup == pytest.approx(5.0) and ok.label == "estimate (pallasite roofline v2, v5e)"
+    est = CostEstimate(chip="v5e", config=(), status="ok", seconds=4e-6, model="pallasite roofline v3")
+    ok = pair(est, {"seconds": 2e-5, "model": "pallasite roofline v3", "chip": "v5e"}, "v5e")
+    assert ok.speedup == pytest.approx(5.0) and ok.label == "estimate (pallasite roofline v3, v5e)"
     # XLA's optimal_seconds alone (the old reference) is another model's figure: no speedup
     xla_only = pair(est, {"optimal_seconds": 2e-5, "flops": 1.0}, "v5e")
     assert xla_only.speedup is None and "different" not in (xla_only.why or "") and "no estimate" in xla_only.why
@@ -46,7 +46,7 @@ def test_the_reference_is_never_xlas_optimal_seconds_and_never_another_models():
     assert other.speedup is None and "a speedup divides two figures of one model" in other.why
     assert pair(est, {"error": "ValueError: boom"}, "v5e").why.endswith("ValueError: boom")
     failed = CostEstimate(chip="v5e", config=(), status="trace_error", error="no estimate: dynamic grid")
-    assert pair(failed, {"seconds": 1.0, "model": "pallasite roofline v2"}, "v5e").why.endswith("dynamic grid")
+    assert pair(failed, {"seconds": 1.0, "model": "pallasite roofline v3"}, "v5e").why.endswith("dynamic grid")
 
 
 def test_estimated_speedup_refuses_two_models_and_non_positive_times():
@@ -67,14 +67,14 @@ def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "eval", str(DATA / "eval"), "--target", "v5e",
                            "--json", str(out), "--report", str(report)], capture_output=True, text=True, timeout=280)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "2 tasks, 1 with a candidate" in proc.stdout and "pallasite roofline v2, v5e" in proc.stdout
+    assert "2 tasks, 1 with a candidate" in proc.stdout and "pallasite roofline v3, v5e" in proc.stdout
     assert "1/2 add_tuned" in proc.stderr  # progress
     (summary,) = json.loads(out.read_text())["methods"]
     rows = {t["task"]: t for t in summary["per_task"]}
     tuned, ref = rows["add_tuned"], rows["scale_reference_only"]
     assert tuned["compiled"] and tuned["correct"] and tuned["speedup"] > 0
-    assert tuned["verdict"]["timing"]["model"] == "pallasite roofline v2"
-    assert tuned["provenance"].startswith("estimate (pallasite roofline v2, v5e)")
+    assert tuned["verdict"]["timing"]["model"] == "pallasite roofline v3"
+    assert tuned["provenance"].startswith("estimate (pallasite roofline v3, v5e)")
     assert ref["status"] == "no candidate" and not ref["compiled"] and not ref["correct"] and ref["scored"] == 1.0
     assert summary["compile_rate"] == 0.5 and summary["correct_rate"] == 0.5 and summary["with_candidate"] == 1
     assert summary["geomean_speedup"] == pytest.approx((max(tuned["speedup"], 1.0) * 1.0) ** 0.5)
@@ -98,7 +98,10 @@ def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test
     assert cheat["compiled"] and not cheat["correct"] and "calls_reference" in cheat["verdict"]["evidence"]
     # a wrong candidate keeps its estimate pair (the eval skipped estimating it before), never a speedup
     assert cheat["verdict"]["timing"]["seconds"] > 0 and cheat["speedup"] is None, cheat
-    assert cheat["reference"]["method"] == cheat["verdict"]["timing"]["method"]  # the pair: one model
+    # the pair: one model (each side's method adds the term that bounds it and its factors)
+    assert cheat["reference"]["label"] == cheat["verdict"]["timing"]["label"]
+    assert cheat["reference"]["model"] == cheat["verdict"]["timing"]["model"]
+    assert "-bound" in cheat["verdict"]["timing"]["method"] and "factors:" in cheat["reference"]["method"]
     assert summary["compile_rate"] == 0.5 and summary["correct_rate"] == 0.0
     (unverified,) = asyncio.run(run_eval(EvalJob([t for t in tasks if t.name == "add_calls_reference"],
                                                  {"files": candidate_for("files")}, chip="v5e", verify=False)))
