@@ -55,8 +55,9 @@ def test_reference_is_priced_by_the_same_formula_as_a_kernel():
     x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16)
     ref = cost_model.estimate_reference(jnp.matmul, [x, x], V5E, device=None)
     assert ref["model"] == cost_model.MODEL and "fused-op count" in ref["bytes_source"]
-    mxu = 2 * 1024 ** 3 / V5E.bf16_flops
-    memory = 3 * 1024 * 1024 * 2 / V5E.hbm_bytes_per_s
+    f = cost_model.FACTORS  # the same fitted/assumed factors as a kernel's matmuls and traffic
+    mxu = 2 * 1024 ** 3 / (V5E.bf16_flops * f.mxu_efficiency)
+    memory = 3 * 1024 * 1024 * 2 / (V5E.hbm_bytes_per_s * f.hbm_efficiency)
     assert ref["seconds"] == pytest.approx(max(mxu, memory) + cost_model.LAUNCH_OVERHEAD_S, rel=1e-12)
     assert ref["bound"] == "compute"
 
