@@ -16,7 +16,6 @@ const recorded = {
   inputBoxes: [],
   openedDocuments: [],
   shownDocuments: [],
-  saved: [],
   output: [],
 };
 
@@ -80,17 +79,15 @@ const enumProxy = () => new Proxy({}, { get: (_t, key) => (typeof key === 'strin
 
 const LANGUAGES = { '.py': 'python', '.md': 'markdown', '.diff': 'diff' };
 
-// A file's document; `edit(text)` makes it dirty as typing would, `save()` writes it.
+// A file's document.
 function makeDocument(file) {
   const fs = require('node:fs');
-  let text = fs.readFileSync(file, 'utf8');
+  const text = fs.readFileSync(file, 'utf8');
   const doc = {
     uri: Uri.file(file), fileName: file, languageId: LANGUAGES[path.extname(file)] || 'plaintext', version: 1,
     isClosed: false, isDirty: false, isUntitled: false, eol: 1,
     get lineCount() { return text.split('\n').length; },
     getText: () => text,
-    edit(newText) { text = newText; doc.isDirty = true; doc.version += 1; },
-    save: async () => { fs.writeFileSync(file, text); recorded.saved.push(file); doc.isDirty = false; return true; },
   };
   return doc;
 }

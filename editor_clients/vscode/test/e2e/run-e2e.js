@@ -6,8 +6,7 @@
 // SCENARIO "server": PYTHON has pallasite (trust.mode never: tier 0 only); "trust": the same with
 // trust.mode "ask", tiers 0-1, "Trust" pressed when the server asks, then the file checked as a
 // script (KERNEL_FILE: a script with a __main__, e.g. running_total.py); "missing": PYTHON lacks
-// pallasite; "optimize": step-by-step optimize with the scripted provider (replies from the file
-// in $PALLASITE_E2E_REPLIES; trust.mode always), each plan / diff decided from the active editor.
+// pallasite. Step-by-step optimize is walked in a real VS Code instead (tests/test_vscode_real.py).
 // Prints `RESULT <json>` and exits 0; on a failed wait prints what it waited for and exits 1.
 'use strict';
 
@@ -21,10 +20,7 @@ const settings = {
   'pallasite.serverPath': '',
   ...(scenario === 'trust'
     ? { 'pallasite.trust.mode': 'ask', 'pallasite.tiers': [0, 1] } // tier 1 (CPU lowering) needs trust
-    : scenario === 'optimize'
-      ? { 'pallasite.trust.mode': 'always', 'pallasite.tiers': [0, 1], 'pallasite.check.onOpen': false,
-        'pallasite.agent.provider': 'scripted', 'pallasite.agent.scriptedFile': process.env.PALLASITE_E2E_REPLIES }
-      : { 'pallasite.trust.mode': 'never' }), // tier 0 only: no worker in this test
+    : { 'pallasite.trust.mode': 'never' }), // tier 0 only: no worker in this test
 };
 const packageJSON = require(path.join(__dirname, '..', '..', 'package.json'));
 const defaults = Object.fromEntries(Object.entries(packageJSON.contributes.configuration.properties)
@@ -115,59 +111,6 @@ async function trust() {
   await extension.deactivate();
 }
 
-// Step by step: the palette's "Optimize This Kernel Step by Step" on the kernel; each document the
-// server shows becomes the active editor, where Approve / Revise (after an unsaved edit) / Stop run
-// with no arguments of their own, as from the title bar.
-async function optimize() {
-  const context = { subscriptions: [], extension: { packageJSON } };
-  await extension.activate(context);
-  result.contextsAfterStart = { ...recorded.contexts };
-  const kernelEditor = vscode.editor;
-  const run = vscode.module.commands.executeCommand('pallasite.optimizeStep');
-  let finished;
-  run.then((r) => { finished = r; }, (e) => { finished = { error: String(e) }; });
-  const shown = (n) => waitFor(`document ${n} shown by the server`, () => {
-    if (finished !== undefined) {
-      console.log(`the run ended early: ${JSON.stringify(finished)}`);
-      process.exit(1);
-    }
-    return recorded.shownDocuments.length >= n;
-  }, 180000);
-  const active = () => vscode.window.activeTextEditor.document;
-  result.decisions = [];
-  const decide = async (id) => {
-    result.decisions.push({ id, active: active().uri.toString(), answer: await vscode.module.commands.executeCommand(id) });
-  };
-  await shown(1);
-  result.plan1Text = active().getText();
-  await decide('pallasite.optimize.approve');
-  await shown(2);
-  result.diff1Text = active().getText();
-  await decide('pallasite.optimize.approve');
-  await shown(3);
-  active().edit('Use 128-row blocks, keep the add\nEdited in VS Code.\n');
-  const plan2 = active();  // the server may show the next document as soon as it has the revision
-  result.plan2DirtyBeforeRevise = plan2.isDirty;
-  await decide('pallasite.optimize.revise');
-  result.plan2DirtyAfterRevise = plan2.isDirty;
-  result.plan2File = require('node:fs').readFileSync(plan2.uri.fsPath, 'utf8');
-  await shown(4);
-  await decide('pallasite.optimize.approve');
-  // The palette sends no iteration count: the server's default (3). Stop at the third plan.
-  await shown(5);
-  result.plan3Text = active().getText();
-  await decide('pallasite.optimize.stop');
-  result.optimize = await run;
-  result.shownDocuments = recorded.shownDocuments;
-  result.saved = recorded.saved;
-  // Back on the kernel: Approve has no plan document to act on, and says so.
-  vscode.window.activeTextEditor = kernelEditor;
-  const before = recorded.messages.length;
-  result.approveOnKernel = await vscode.module.commands.executeCommand('pallasite.optimize.approve');
-  result.approveOnKernelMessages = recorded.messages.slice(before);
-  await extension.deactivate();
-}
-
 async function missing() {
   const context = { subscriptions: [], extension: { packageJSON } };
   await extension.activate(context);
@@ -177,7 +120,7 @@ async function missing() {
   await extension.deactivate();
 }
 
-({ server, trust, optimize, missing })[scenario]().then(() => {
+({ server, trust, missing })[scenario]().then(() => {
   console.log(`RESULT ${JSON.stringify(result)}`);
   process.exit(0);
 }, (err) => {
