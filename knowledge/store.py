@@ -21,6 +21,7 @@ cut may lose the last commits but never corrupts the file). The schema is versio
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -375,6 +376,8 @@ class ResultsStore:
         its payload's estimate names, else the current one — and the pallasite version (this one's
         unless given), so ``estimates`` never hands a changed model's caller an old figure."""
         made_by = cost_model or _payload_model(payload) or current_cost_model()
+        if made_by == current_cost_model().split(" @")[0]:  # this pallasite's model: keyed by its code too
+            made_by = current_cost_model()
         version = pallasite_version or current_pallasite_version()
         row = (key.digest(), key.to_json(), key.code_hash, path, key.kernel, key.chip, model, status, seconds,
                json.dumps(payload, default=str), time.time(), run_id, made_by, version)
@@ -546,12 +549,32 @@ def _check(row: tuple) -> CheckRecord:
     return CheckRecord(row[0], ResultKey.from_json(row[2]), row[1], row[3], row[4], findings, row[6], row[7], row[8])
 
 
+# the files whose code makes an estimate: a change to any of them (a refit factor, a new count) is a new model
+COST_MODEL_FILES = ("runner/cost_model.py", "runner/body_counts.py", "runner/kernel_counts.py", "runner/xla_ops.py")
+
+
 def current_cost_model() -> str:
-    """The cost model this pallasite's worker estimates with (runner/cost_model.MODEL, held equal to
-    analysis.verdict.COST_MODEL by a test)."""
+    """The cost model this pallasite's worker estimates with: its name (runner/cost_model.MODEL, held
+    equal to analysis.verdict.COST_MODEL by a test) and a digest of the code that makes its figures
+    (``COST_MODEL_FILES``, read as text), so a changed factor or count is a changed model even under
+    the same name."""
     from ..analysis.verdict import COST_MODEL
 
-    return COST_MODEL
+    return f"{COST_MODEL} @{_cost_model_digest()}"
+
+
+@functools.cache
+def _cost_model_digest() -> str:
+    import hashlib
+
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for name in COST_MODEL_FILES:
+        try:
+            h.update((root / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:12]
 
 
 def current_pallasite_version() -> str:

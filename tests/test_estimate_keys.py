@@ -35,9 +35,14 @@ def test_a_changed_cost_model_or_pallasite_version_does_not_reuse_a_stored_estim
         keys.put_estimates({config: _estimate(1e-3)})
         assert keys.stored_estimates([config])[config].seconds == 1e-3  # same model, same version: reused
         (row,) = store.estimates(path=keys.path)
-        assert (row.model, row.seconds) == (row.model, 1e-3)
+        assert row.seconds == 1e-3
+        made_by = store._read("SELECT cost_model, pallasite_version FROM estimates", ())[0]
+        assert made_by[0].startswith(COST_MODEL + " @") and made_by[1] == store_mod.current_pallasite_version()
         monkeypatch.setattr(store_mod, "current_cost_model", lambda: "pallasite roofline v99")
         assert keys.stored_estimates([config]) == {}  # a new model: the old figure is not its own
+        monkeypatch.undo()
+        monkeypatch.setattr(store_mod, "_cost_model_digest", lambda: "0123456789ab")
+        assert keys.stored_estimates([config]) == {}  # the same name, changed code (a refit factor): not reused
         monkeypatch.undo()
         monkeypatch.setattr(store_mod, "current_pallasite_version", lambda: "99.0")
         assert keys.stored_estimates([config]) == {}  # a new pallasite: neither
