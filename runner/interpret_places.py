@@ -119,13 +119,22 @@ def _layout(call: Any) -> list[tuple[str, int]]:
 
 
 def _forwards(fn: ast.FunctionDef, vararg: str, by_name: dict[str, ast.FunctionDef]):
-    """(function, index of its first parameter fed by ``*vararg``) for calls ``g(..., *vararg)``."""
+    """(function, index of its first parameter fed by ``*vararg``) for calls ``g(..., *vararg)``; ``g``
+    may be a local name assigned functions of the file (``kernel = a`` / ``kernel = b`` on the two
+    branches of an ``if``, as JAXBench's flash attention picks its single-step variant): each of them."""
+    aliases: dict[str, list[str]] = {}
     for node in ast.walk(fn):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Name) and node.value.id in by_name:
+            aliases.setdefault(node.targets[0].id, []).append(node.value.id)
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             continue
+        names = [node.func.id] if node.func.id in by_name else aliases.get(node.func.id, [])
         for pos, arg in enumerate(node.args):
             if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name) and arg.value.id == vararg:
-                yield by_name[node.func.id], pos
+                for name in names:
+                    yield by_name[name], pos
                 break
 
 

@@ -5,6 +5,8 @@ line where the finding belongs carries ``# expect: CODE``).
   made the page table and lengths up as zeros, so a DMA past the last page was found at no tier;
   it now draws them with the task's own ``create_inputs`` at a smaller CONFIG
   (runner/interpret_config.py) and finds the copy.
+- An output never written (PLS017) was said at its parameter in the ``def``; it is now said where
+  the store belongs when the kernel shows it (a ``pass`` stub, the last-step ``pl.when`` block).
 - Tier-0 PLS019 (``BlockSpec(index_map, block_shape)``, the old order) and PLS020 (an output
   index_map naming a block past the end), analysis/rules/spec_reach.py: nothing said them before.
 """
@@ -27,7 +29,7 @@ def _expected(name: str) -> tuple[str, int]:
     return code, line
 
 
-@pytest.mark.parametrize("name", ["blockspec_old_order.py", "block_past_end.py"])
+@pytest.mark.parametrize("name", ["blockspec_old_order.py", "block_past_end.py", "gemm_store_missing.py"])
 def test_tier0_rule_at_the_line(name):
     code, line = _expected(name)
     errors = [(f.code, f.span.line + 1) for f in analyze((DATA / name).read_text()).findings if f.severity == "error"]
@@ -86,7 +88,7 @@ def tier3_reports():
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.engine import check_paths
 
-    names = ["paged_oob_dma.py", "paged_acc_uninit.py"]
+    names = ["paged_oob_dma.py", "paged_acc_uninit.py", "forwarded_init_missing.py"]
     out = check_paths([str(DATA / n) for n in names], CheckOptions(target="v6e", tiers=(3,), time_limit_s=240))
     return {Path(r.path).name: r for r in out}
 
@@ -119,3 +121,19 @@ def test_reduction_axis_marked_parallel_at_its_semantics_entry():
     assert [(f.code, f.span.line + 1) for f in errors] == [(code, line)], [f.message for f in report.findings]
     assert "grid axis 2" in errors[0].message
     assert any(r.message == "the out_specs" for r in errors[0].related)
+
+
+def test_accumulator_never_zeroed_in_a_variant_picked_by_a_local_name(tier3_reports):
+    """Before: at ``scratch_shapes`` (the kernel's ``kernel = _tiled`` was not followed)."""
+    report = tier3_reports["forwarded_init_missing.py"]
+    code, line = _expected("forwarded_init_missing.py")
+    errors = [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"]
+    assert errors == [(code, line)], [f.message for f in report.findings]
+
+
+def test_output_never_written_at_the_stub_left_where_its_store_was():
+    text = (DATA / "gemm_store_missing.py").read_text().replace(
+        "        acc_ref[...] = acc_ref[...].astype(o_ref.dtype).astype(jnp.float32)  # expect: PLS017", "        pass")
+    [finding] = [f for f in analyze(text).findings if f.code == "PLS017"]
+    assert text.splitlines()[finding.span.line].strip() == "pass"
+    assert [r.message for r in finding.related] == ["the pallas_call whose output 0 is o_ref", "the output o_ref, never stored to"]

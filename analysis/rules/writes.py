@@ -32,6 +32,7 @@ from ..ast_units import index_of
 from ..call_values import pallas_call_at
 from ..origins import callee_name, parent_of
 from ..types import Finding, KernelSite, Related, Span
+from .missing_store import missing_store_place
 from .context import RuleContext, finding, python_tree, replace
 from .specs import ref_counts
 
@@ -74,6 +75,7 @@ def unwritten_output(ctx: RuleContext) -> Iterator[Finding]:
             if index in aliased or index in unused or name.startswith("_") or _may_write(view, view.fn, name, 0, set()):
                 continue
             arg = view.param_nodes[name]
+            place = missing_store_place(view.fn)  # where the store belongs, when the kernel shows it
             yield finding(
                 "PLS017",
                 f"Kernel {site.kernel_name}() never writes its output {name} (output {index} of the "
@@ -81,8 +83,9 @@ def unwritten_output(ctx: RuleContext) -> Iterator[Finding]:
                 f"(no `{name}[...] = ...`, no store or DMA into it, no helper it is passed to writes it). "
                 f"Store the result into it (`{name}[...] = value`), or alias it to an input with "
                 f"input_output_aliases.",
-                _span(arg), kernel=site.kernel_name,
-                related=(Related(span=site.span, message=f"the pallas_call whose output {index} is {name}"),))
+                _span(place) if place is not None else _span(arg), kernel=site.kernel_name,
+                related=(Related(span=site.span, message=f"the pallas_call whose output {index} is {name}"),)
+                + ((Related(span=_span(arg), message=f"the output {name}, never stored to"),) if place is not None else ()))
 
 
 def scratch_read_before_write(ctx: RuleContext) -> Iterator[Finding]:
