@@ -314,7 +314,8 @@ def fit(points: list[dict], chip, skip: int | None = None) -> tuple[object, floa
         return np.array([math.log(price(p, chip, f)[0] + x[0] * 1e-6) - math.log(p["published_s"]) for p in use])
 
     x0 = [90.0, 0.9, 1.0, 0.35]
-    got = least_squares(residuals, x0, bounds=([0.0, 0.3, 0.3, 0.05], [1000.0, 1.0, 3.0, 3.0]), x_scale=[50, 0.1, 0.1, 0.1])
+    got = least_squares(residuals, x0, bounds=([0.0, 0.3, 0.3, 0.05], [1000.0, 1.0, 3.0, 3.0]),
+                        x_scale=[50, 0.1, 0.1, 0.1])
     return factors_of(got.x), got.x[0] * 1e-6
 
 
@@ -398,7 +399,8 @@ def main() -> int:
           f"({'within' if h['ok'] else 'NOT within'} {WITHIN:.0%})")
     g = gemm
     print(f"OUT OF SAMPLE, JAXBench README example, XLA 8192x8192x28672 bf16 GEMM on v6e: published "
-          f"{g['published_s'] * 1e3:.2f} ms; estimated {g['estimate_s'] * 1e3:.2f} ms ({g['estimate_s'] / g['published_s'] - 1:+.1%}, "
+          f"{g['published_s'] * 1e3:.2f} ms; estimated {g['estimate_s'] * 1e3:.2f} ms "
+          f"({g['estimate_s'] / g['published_s'] - 1:+.1%}, "
           f"{g['bound']}-bound; at the chip's peak, as v2 priced it: {g['at_peak_s'] * 1e3:.2f} ms)")
     return 1 if moved else 0
 

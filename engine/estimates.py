@@ -57,7 +57,8 @@ def factors_text(factors: Any) -> str:
     groups: dict[str, list[str]] = {}
     for item in factors or ():
         name, value, why = (list(item) + ["", "", ""])[:3]
-        groups.setdefault(str(why), []).append(f"{name} {float(value):.4g}" if isinstance(value, (int, float)) else f"{name} {value}")
+        shown = f"{name} {float(value):.4g}" if isinstance(value, (int, float)) else f"{name} {value}"
+        groups.setdefault(str(why), []).append(shown)
     return "; ".join(f"{', '.join(names)} ({why})" if why else ", ".join(names) for why, names in groups.items())
 
 

@@ -165,7 +165,8 @@ def _v4(db: sqlite3.Connection) -> None:
 
 
 def _v5(db: sqlite3.Connection) -> None:
-    db.execute("ALTER TABLE estimates ADD COLUMN cost_model TEXT")  # the model's name and version ("pallasite roofline v3")
+    # the model's name, version and code digest ("pallasite roofline v3 @<digest>")
+    db.execute("ALTER TABLE estimates ADD COLUMN cost_model TEXT")
     db.execute("ALTER TABLE estimates ADD COLUMN pallasite_version TEXT")
     db.execute("CREATE INDEX estimates_made_by ON estimates(key, cost_model, pallasite_version)")
 

@@ -543,9 +543,10 @@ def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip:
         if ops:
             priced = price_hlo(ops, chip, factors, floor_s=peak_compute_s(parts[0][1], chip))
             out.update(priced, flops=est.xla_flops, bytes_accessed=sum(o.hbm_bytes * o.times for o in ops),
-                       ops=len(ops), priced_by=(f"XLA's compiled module for {chip.name} (deviceless libtpu): {len(ops)} "
-                                                "ops, each at XLA's estimated cycles x the fitted scale, at least its "
-                                                "HBM bytes at the achieved bandwidth"),
+                       ops=len(ops),
+                       priced_by=(f"XLA's compiled module for {chip.name} (deviceless libtpu): {len(ops)} ops, each "
+                                  "at XLA's estimated cycles x the fitted scale, at least its HBM bytes at the "
+                                  "achieved bandwidth"),
                        bytes_source=f"the compiled module's ops for {chip.name} (their operands and results in HBM)")
             if notes:
                 out["notes"] = sorted(notes)
