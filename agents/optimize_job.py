@@ -1,10 +1,10 @@
 """`pallasite optimize` as a service: what the CLI and the editor both run.
 
-``OptimizeJob`` holds what a run needs (the file, its text, the check options and chip, the tests
-text of a reviewed ``<stem>.tests.py``, the device backend settings or None for estimates, the
-budgets); ``run_optimize(job, engine, model, recorder, ...)`` builds the run's one judge
-(engine/judge.py: its device phases on the engine's one open device pool) and the loop's evaluator over it
-(agents/optimize_eval.JudgeEvaluator),
+``OptimizeJob`` holds what a run works on (the file, its text, the tests text of a reviewed
+``<stem>.tests.py``, the budgets, the state); ``run_optimize(job, setup, judge, model, recorder, ...)``
+takes the run setup and its one judge (engine/judge.py, ``setup.judge(engine, job.trusted())``: the
+check options, chip and device of the setup; its device phases on the engine's one open device pool),
+builds the loop's evaluator over it (agents/optimize_eval.JudgeEvaluator),
 gives the fixer a model client recording under the run (so a replay reproduces fix rounds),
 validates the reviewed tests against the original, and runs the loop (agents/optimize.optimize).
 It returns the final ``RunState``, or a string saying why the run could not start. The front ends
@@ -37,17 +37,21 @@ def reviewed_tests(path: str) -> str | None:
 
 @dataclass
 class OptimizeJob:
+    """What the run works on and within (how its candidates are judged is the run's ``Judge``, nothing here)."""
+
     path: str
     text: str  # the original as the run starts from it
-    options: Any  # engine/checker.CheckOptions (tiers 0-2 for the chip)
-    chip: str
     budgets: Budgets
     tests: str | None = None  # the reviewed tests (``reviewed_tests``), or None: the file's own / the writer
     tests_name: str = ""  # where they came from, for the table's footer
-    device: Any = None  # engine/remote.BackendSettings: tests and timings on that device; None: estimates
     state: RunState | None = None  # the run's state (a new one when None)
     resumed: bool = False  # a resumed run: its recorded tests hash decides (other tests are refused)
-    timeout_s: float = 300.0
+
+    def trusted(self) -> Any:
+        """The judge's trusted side: the original (a resumed run's own) with its frozen tests."""
+        from ..engine.judge import Trusted
+
+        return Trusted.of_file(self.path, self.state.original if self.state else self.text, self.tests)
 
 
 def budgets(iterations: int, *, max_tokens: int = MAX_TOKENS, max_seconds: float = MAX_SECONDS, fix_rounds: int = 0,
@@ -57,22 +61,23 @@ def budgets(iterations: int, *, max_tokens: int = MAX_TOKENS, max_seconds: float
                    request_timeout_s=request_timeout_s, test_rounds=test_rounds)
 
 
-def make_evaluator(job: OptimizeJob, engine: Any, model: Any, recorder: Any, state: RunState) -> Any:
+def make_evaluator(job: OptimizeJob, judge: Any, model: Any, recorder: Any, state: RunState) -> Any:
     """The loop's evaluator over the run's judge; the fixer asks the model through a client recording
     under this run."""
-    from .optimize_eval import file_evaluator
+    from .optimize_eval import JudgeEvaluator
 
     fixer = ModelClient(model, run_id=state.run_id, recorder=recorder) if job.budgets.fix_rounds else None
-    return file_evaluator(engine, job.path, state.original, job.options, chip=job.chip, device=job.device,
-                          fixer=fixer, tests=job.tests, timeout_s=job.timeout_s)
+    return JudgeEvaluator(judge, fixer=fixer)
 
 
-async def run_optimize(job: OptimizeJob, engine: Any, model: Any, recorder: Any = None, *, gate: Gate | None = None,
-                       on_phase: OnPhase | None = None, on_start: Any = None) -> RunState | str:
-    """The run (see the module docstring); ``on_start(state, evaluator)`` is called before the loop."""
+async def run_optimize(job: OptimizeJob, setup: Any, judge: Any, model: Any, recorder: Any = None, *,
+                       gate: Gate | None = None, on_phase: OnPhase | None = None, on_start: Any = None) -> RunState | str:
+    """The run (see the module docstring) of ``job`` from its run setup (agents/run_setup.RunSetup), every
+    candidate judged by ``judge`` (``setup.judge(engine, job.trusted())``); ``on_start(state, evaluator)``
+    is called before the loop."""
     state = job.state or new_run(job.path, job.text)
-    state.context.setdefault("chip", job.chip)
-    evaluator = make_evaluator(job, engine, model, recorder, state)
+    state.context.setdefault("chip", setup.chip)
+    evaluator = make_evaluator(job, judge, model, recorder, state)
     if job.tests is not None and not job.resumed:
         from .test_writer import validate_with
 

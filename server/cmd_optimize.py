@@ -353,11 +353,11 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
     model = make_provider(config)
     engine = Engine(workspace=workspace)
     try:
-        job = OptimizeJob(args.path, state.original, run.options, run.chip, setup.budgets, tests=setup.tests,
-                          tests_name=setup.tests_file.name, device=run.device, state=state,
-                          resumed=setup.resumed)
+        job = OptimizeJob(args.path, state.original, setup.budgets, tests=setup.tests,
+                          tests_name=setup.tests_file.name, state=state, resumed=setup.resumed)
+        judge = run.judge(engine, job.trusted(), timeout_s=300.0)  # the run's one judge (engine/judge.py)
         if args.write_tests:
-            evaluator = make_evaluator(job, engine, model, recorder, state)
+            evaluator = make_evaluator(job, judge, model, recorder, state)
             return await write_tests(args, state, model, evaluator, recorder, setup.budgets)
         gate = _console_gate(Path(workspace) / ".pallasite" / "plans", state.run_id) if args.mode == "step" else None
 
@@ -368,7 +368,7 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
             print(f"pallasite optimize: run {st.run_id}, {args.mode} mode, {evaluator.method}, provider "
                   f"{config.label()}", file=sys.stderr, flush=True)
 
-        return await run_optimize(job, engine, model, recorder, gate=gate, on_phase=on_phase, on_start=started)
+        return await run_optimize(job, run, judge, model, recorder, gate=gate, on_phase=on_phase, on_start=started)
     finally:
         await model.close()
         await engine.close()

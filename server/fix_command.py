@@ -34,13 +34,19 @@ def provider_label(settings: Settings) -> str | None:
 CANCELLED = {"ok": False, "applied": False, "message": "cancelled; nothing was changed"}
 
 
+def proposal_judge(run: Any, session: Any, doc: Any, checker: Any) -> Any:
+    """The run's judge of the fixer's proposals (engine/judge.py): the run setup's options on the session's
+    confined checker (a proposal is model-written code whatever the tiers)."""
+    from ..engine.judge import Trusted
+
+    return run.judge(session.engine, Trusted(doc.path, doc.text), device=None, confined=True, checker=checker)
+
+
 async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     """The command (``{"uri", "version", "line"}``): a verified fix of the line's errors, applied as
     a versioned edit of the text it was computed for; refusals and failures are replies."""
     from ..agents.fix_action import fix_file
     from ..agents.fixer import outcome_json
-
-    from ..engine.judge import Trusted
 
     from .checks import get_checker
 
@@ -53,8 +59,7 @@ async def fix_with_agent(cmd: Any) -> dict[str, Any]:
     job, purpose, run = fix_job(cmd, line, trusted)
     progress = await cmd.progress(f"pallasite: fixing {Path(doc.path).name} with {provider_label(session.settings)}")
     progress.begin(job.tiers)
-    judge = run.judge(session.engine, Trusted(doc.path, doc.text), device=None, confined=True,  # the run's judge,
-                      checker=get_checker(session, doc.path, purpose=purpose, untrusted=True))  # session workers
+    judge = proposal_judge(run, session, doc, get_checker(session, doc.path, purpose=purpose, untrusted=True))
     outcome = await fix_file(job, run.provider_config(), run.agent.budgets(), judge, workspace=run.workspace,
                              on_progress=progress.report)
     result = {**outcome_json(outcome, include_text=False), "applied": False}

@@ -151,7 +151,7 @@ async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple
     gate = step_gate(cmd.ls, run_job.state, progress, setup.workspace) if mode == "step" else None
     try:
         progress.begin()
-        body = job_body(cmd.session, run_job, provider, recorder, gate, progress)
+        body = job_body(cmd.session, setup, run_job, provider, recorder, gate, progress)
         job = await cmd.run_job("optimize", doc.path, body, progress)
     finally:
         await provider.close()
@@ -159,7 +159,7 @@ async def run(cmd: Any, mode: str, iterations: int, device: Any = None) -> tuple
     return finished(cmd.ls, doc.uri, job, run_job.state, progress)
 
 
-def job_body(session: Any, run_job: Any, provider: Any, recorder: Any, gate: Any, progress: Any) -> Any:
+def job_body(session: Any, setup: Any, run_job: Any, provider: Any, recorder: Any, gate: Any, progress: Any) -> Any:
     """The optimize job's work: agents/optimize_job.run_optimize, its phases reported as progress."""
     from ..agents.optimize_job import run_optimize
 
@@ -169,7 +169,8 @@ def job_body(session: Any, run_job: Any, provider: Any, recorder: Any, gate: Any
         def on_phase(iteration: int, phase: str, message: str) -> None:
             progress.report(f"iteration {iteration}/{iterations}: {phase}: {message}")
 
-        final = await run_optimize(run_job, session.engine, provider, recorder, gate=gate, on_phase=on_phase)
+        judge = setup.judge(session.engine, run_job.trusted(), timeout_s=300.0)  # the run's one judge
+        final = await run_optimize(run_job, setup, judge, provider, recorder, gate=gate, on_phase=on_phase)
         if isinstance(final, str):  # the reviewed tests do not pass on the original
             raise ValueError(final)
         return final
@@ -189,9 +190,8 @@ def optimize_job(doc: Any, setup: Any, iterations: int) -> Any:
     tests = reviewed_tests(doc.path)
     budgets = job_budgets(iterations, fix_rounds=setup.agent.optimizeFixRounds,
                           request_timeout_s=setup.agent.requestTimeoutS)
-    return OptimizeJob(doc.path, doc.text, setup.options, setup.chip, budgets, tests=tests,
-                       tests_name=tests_path(doc.path).name if tests is not None else "", device=setup.device,
-                       state=state)
+    return OptimizeJob(doc.path, doc.text, budgets, tests=tests,
+                       tests_name=tests_path(doc.path).name if tests is not None else "", state=state)
 
 
 def step_gate(ls: Any, state: RunState, progress: Any, workspace: Path) -> Any:
