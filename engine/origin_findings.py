@@ -167,6 +167,38 @@ def to_carried_origin(code: str, rec: Mapping[str, Any], site: Any, spec: BlockS
     return None
 
 
+def to_library_origin(code: str, rec: Mapping[str, Any], reached: Any, lines: list[str]) -> Moved | None:
+    """A block-shape error in a pallas_call the file does not write (a library kernel it calls, e.g.
+    jax's megablox ``gmm(..., tiling=(tm, tk, tn))``): at the literal of the file that made the bad
+    dim, as the locating run saw it reach the library's BlockSpec (``ReachedCall.origins``). The
+    block is the one buffer of the reached calls whose shape is the message's; the file's line that
+    calls into the library is related."""
+    if code not in MOVED_CODES or not reached:
+        return None
+    message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+    block = message_block(message)
+    if not block:
+        return None
+    found = [(call, b) for call in reached if call.get("origins") for b in call.get("buffers") or ()
+             if list(b.get("shape") or ()) == block and b.get("role") in ("in_specs", "out_specs")]
+    if len(found) != 1:
+        return None  # no block, or several of that shape: which one is not known
+    call, buffer = found[0]
+    for index in bad_dims(code, message, len(block)):
+        picked = pick_place(call["origins"].get(f"{buffer['role']}[{buffer['index']}][{index}]"), block[index], None, lines)
+        if picked is None:
+            continue
+        place, others = picked
+        related = [Related(_line_of(int(line) - 1, lines), f"the call into the library kernel {call.get('kernel')} "
+                                                           "that builds the BlockSpec from it")
+                   for line in (call.get("lines") or ())[:1] if 0 < int(line) <= len(lines)]
+        related.extend(Related(_place_span(p), "this number made the value too") for p in others[:3])
+        said = (f"{SIZE_SET_HERE} (the number {_literal(place, lines)} written here reached "
+                f"{buffer['role']}[{buffer['index']}] of {call.get('kernel')} as the program ran)")
+        return Moved(span=_place_span(place), related=tuple(related), sentence=said)
+    return None
+
+
 def to_origin(code: str, rec: Mapping[str, Any], spec: BlockSpecInfo | None, text: str, lines: list[str], *,
               site: Any = None, reached: Any = None) -> Moved | None:
     """Where a block-shape finding on ``spec`` belongs, when the bad dim was written elsewhere: where

@@ -160,3 +160,15 @@ def test_a_kernel_closing_over_an_array_lands_on_its_read_in_the_kernel():
     assert finding.span.line == read and lines[read][finding.span.column:finding.span.end_column] == "scale"
     assert any(r.span.line == _marked(text) and "scale is made here, outside the kernel" in r.message
                for r in finding.related)
+
+
+def test_a_tiling_error_in_a_library_kernel_lands_on_the_literal_of_this_file():
+    """jax's megablox gmm builds its BlockSpec from the file's tk = 96; before, with no pallas_call
+    of its own in the file, the finding was at line 1."""
+    text, _, located = _check(str(DATA / "library_tiles.py"), (1,))
+    [finding] = [f for f in located.findings if f.code == "PLS101"]
+    line = _marked(text)
+    assert finding.span.line == line
+    assert text.splitlines()[line][finding.span.column:finding.span.end_column] == "96"
+    call = next(i for i, t in enumerate(text.splitlines()) if "return megablox_gmm(" in t)
+    assert any(r.span.line == call for r in finding.related)
