@@ -309,6 +309,27 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         first = by_program.get(est.program_hash or repr(config), config)
         if config not in outcomes and first != config:
             outcomes[config] = Outcome(config, "duplicate", est.seconds, est.bound, duplicate_of=first)
+    # the configurations the walk may reach keep the file's values of the tunables that never changed the traced
+    # program (explored.inert): each is estimated again with those put back, and replaced when that traces to
+    # the same program and stays feasible, so an applied edit changes only values that matter
+    if explored.inert and feasible:
+        inert, now = set(explored.inert), dict(current)
+        # skips cost no compile: the walk may reach past its compile budget, so a few times that many
+        top = sorted(feasible, key=lambda c: (feasible[c], _changed(c, current), c))[:4 * max(1, options.compiles)]
+        back = {c: tuple((n, now[n] if n in inert else v) for n, v in c) for c in top}
+        back = {c: p for c, p in back.items() if p != c}
+        missing = sorted({p for p in back.values() if p not in estimates})
+        if missing:
+            await score(missing)
+        for config, plain in back.items():
+            est = estimates.get(plain)
+            if est is None or est.program_hash != estimates[config].program_hash or plain in feasible \
+                    or feasibility.rejections(est, keys.scoped):
+                continue
+            feasible[plain] = feasible.pop(config)
+            outcomes.pop(plain, None)
+            outcomes[config] = Outcome(config, "duplicate", estimates[config].seconds, estimates[config].bound,
+                                       duplicate_of=plain)
     # the current configuration is always a candidate: compiled for the chip whatever the pre-check said
     # (where the two disagree, the compiler is the authority and the report says so)
     current_compile = None

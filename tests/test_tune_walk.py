@@ -161,3 +161,28 @@ def test_the_audit_compiles_what_the_pre_check_rejected_and_says_when_the_compil
     assert report.outcome(too_big).status == "rejected" and too_big in log
     assert [(c, r.ok) for c, _, r in report.audited] == [(too_big, True)]
     assert any("the pre-check rejected for VMEM 1 of 1" in n for n in report.notes)
+
+
+def test_the_walks_pick_keeps_the_files_values_of_tunables_that_never_change_the_program():
+    """JAXBench-style: six backward-pass sizes the forward entry never reads. The best-estimated is put back to the
+    file's values by the exploration; the walk's pick further down the ranking (the stand-in compiler refuses output
+    blocks larger than 128 x 128, so the walk skips and compiles past 16 configurations) had random values for them, which --apply wrote into the file (1p_Flash_Attention v5e:
+    MIN_BLOCK_SIZE=256, NUM_SUBLANES=16, block_k_dkv=32, ...). Now each configuration the walk may reach is
+    estimated again with those values put back, and replaced when the program is the same."""
+    path, text = _read("wide_space")
+    make, _ = _estimator()
+
+    def blocks(text):
+        m = re.search(r'"block_shape": \[(\d+), (\d+)\]', text)
+        return int(m.group(1)) * int(m.group(2))
+
+    async def compile_text(text):
+        if blocks(text) <= 128 * 128:
+            return CompileResult.passed("v5e")
+        return CompileResult.failed("1 error(s): PLS201", "line 9: PLS201: VMEM out of memory (E1001)", chip="v5e")
+
+    report = asyncio.run(tune(path, text, TuneOptions(chip="v5e", verify=0, estimates=150), make(path, text),
+                              compiler=compile_text))
+    unused = {n for n in dict(report.current) if n.endswith(("dkv", "dq"))}
+    assert report.walk.count("rejected") >= 1 and report.best is not None  # the pick is not the best-estimated
+    assert {n: v for n, v in report.best if n in unused} == {n: 128 for n in unused}
