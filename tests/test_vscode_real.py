@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -147,7 +148,7 @@ def vscode(tmp_path_factory):
     server = subprocess.Popen([str(CODE_SERVER), *common, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
                                "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
                                "--disable-getting-started-override", str(workspace)],
-                              env=env, stdout=log, stderr=subprocess.STDOUT)
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/?folder={workspace}"
     try:
         deadline = time.monotonic() + 60
@@ -171,11 +172,16 @@ def vscode(tmp_path_factory):
             yield page, workspace, shots
             browser.close()
     finally:
-        server.terminate()
+        # code-server, its extension hosts and their language servers (they outlive code-server alone)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
         try:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            server.kill()
+            pass
+        time.sleep(1)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
         log.close()
         print("code-server log tail:\n" + "\n".join((tmp / "code-server.log").read_text().splitlines()[-15:]))
         for output in sorted(user_data.glob("logs/**/*Pallasite*.log")):  # the extension's output channel
