@@ -6,9 +6,10 @@ full ``ast.parse`` of a 2,700-line kernel file costs 20-25 ms and every whole-tr
 
 - ``units(root, data)``: the file cut into *units*, runs of whole lines holding one or more
   top-level statements (from tree-sitter's tree, already parsed incrementally);
-- ``module_for(text, data, starts, key)``: the ``ast.Module`` of the text, each unit parsed alone (its
-  line numbers moved to where it sits) or, when a unit with the same text was parsed for ``key``
-  before, that unit's nodes taken over and moved in place (only their line numbers change);
+- ``module_for(text, data, starts, state)``: the ``ast.Module`` of the text, each unit parsed alone
+  (its line numbers moved to where it sits) or, when a unit with the same text was parsed for the
+  document's ``state`` (``Tier0State.units``) before, that unit's nodes taken over and moved in
+  place (only their line numbers change);
 - ``index_of(module)``: what the rules and the tracer look up file-wide (function and class
   definitions, imported names, calls, assignments, expressions by position), in the order a walk
   of the whole tree (``ast.walk``: breadth first) would give them, kept per unit so that a reused
@@ -16,22 +17,23 @@ full ``ast.parse`` of a 2,700-line kernel file costs 20-25 ms and every whole-tr
   unit holding every statement), so both paths answer the same.
 
 The units a build no longer uses (the old text of an edited function) stay as spares, a few per
-key (16, 64 KB of text), so that an undo finds them again.
+document (16, 64 KB of text), so that an undo finds them again.
 
-Ownership: a key's units move into the module built from them (their nodes change line numbers),
-so a module built for a key is used by one analysis at a time: ``module_for`` takes the key's
-units out, ``release(key, module)`` hands them back when the analysis is done and empties the
-module (the spare units' statements still name it as their parent). A second analysis
-of the same key meanwhile finds none and parses the whole text. ``forget(key)`` drops a key's units
-(a closed document); at most ``MAX_KEYS`` keys and ``MAX_TEXT_BYTES`` of text are kept.
+Ownership: a state's units move into the module built from them (their nodes change line
+numbers), so a module built for a state is used by one analysis at a time: ``module_for`` takes
+the state's units out, ``release(state, module)`` hands them back when the analysis is done and
+empties the module (the spare units' statements still name it as their parent). A second analysis
+with the same state meanwhile finds none and parses the whole text. The units go with the state (a
+closed document); a text over ``MAX_TEXT_BYTES`` keeps none (an ``ast`` costs over 100 bytes per
+byte of text).
 """
 
 from __future__ import annotations
 
 import ast
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
+
+from .tier0_state import Tier0State
 
 PARENT = "_pallasite_parent"  # the attribute origins.parent_of reads
 _INDEX = "_pallasite_index"
@@ -39,7 +41,6 @@ _UNITS = "_pallasite_units"
 _SPARE = "_pallasite_spare_units"
 SPARE_UNITS = 16  # and at most SPARE_BYTES of their text (an ast costs over 100 bytes per byte of text)
 SPARE_BYTES = 64 * 1024
-MAX_KEYS = 8
 MAX_TEXT_BYTES = 4 << 20
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -162,18 +163,17 @@ def units(root, data: bytes) -> list[tuple[int, int]] | None:
     return out
 
 
-_STATE: OrderedDict[str, list[Unit]] = OrderedDict()  # key -> the units last built for it
-_LOCK = threading.Lock()
-
-
-def module_for(text: str, data: bytes, starts: list[tuple[int, int]] | None, key: str | None) -> ast.Module | None:
+def module_for(text: str, data: bytes, starts: list[tuple[int, int]] | None,
+               state: Tier0State | None) -> ast.Module | None:
     """The ``ast.Module`` of ``text`` (``data``: its UTF-8 bytes; ``starts``: ``units()``), None when
-    Python cannot parse it. With a ``key``, the units last released for it are reused where their
-    text is unchanged; hand them back with ``release(key, module)``."""
+    Python cannot parse it. With a ``state``, the units last released to it are reused where their
+    text is unchanged; hand them back with ``release(state, module)``."""
     if starts is None or "\r" in text or "\x0c" in text:  # line ends or indentation tree-sitter may read otherwise
         return whole(text)
-    with _LOCK:
-        previous = _STATE.pop(key, None) if key is not None else None
+    previous = None
+    if state is not None:
+        with state.lock:
+            previous, state.units = state.units, None
     spare: dict[str, list[Unit]] = {}
     for unit in previous or ():  # the last build's units, then the spare ones before them
         spare.setdefault(unit.text, []).append(unit)
@@ -205,10 +205,10 @@ def module_for(text: str, data: bytes, starts: list[tuple[int, int]] | None, key
     return module
 
 
-def release(key: str | None, module: ast.Module | None) -> None:
-    """The units of ``module`` (built by ``module_for``) kept for ``key``'s next build."""
+def release(state: Tier0State | None, module: ast.Module | None) -> None:
+    """The units of ``module`` (built by ``module_for``) kept for ``state``'s next build."""
     built = getattr(module, _UNITS, None) if module is not None else None
-    if key is None or built is None:
+    if state is None or built is None:
         return
     kept = [*built, *getattr(module, _SPARE, ())]
     # Emptied: the statements a unit kept as a spare still name this module as their parent, and a
@@ -216,19 +216,10 @@ def release(key: str | None, module: ast.Module | None) -> None:
     for name in [n for n in vars(module) if n.startswith("_pallasite_")]:
         delattr(module, name)
     module.body = []
-    with _LOCK:
-        _STATE[key] = kept
-        _STATE.move_to_end(key)
-        total = sum(len(u.text) for us in _STATE.values() for u in us)
-        while len(_STATE) > 1 and (len(_STATE) > MAX_KEYS or total > MAX_TEXT_BYTES):
-            _, dropped = _STATE.popitem(last=False)
-            total -= sum(len(u.text) for u in dropped)
-
-
-def forget(key: str) -> None:
-    """Drop the units kept for ``key`` (its document was closed)."""
-    with _LOCK:
-        _STATE.pop(key, None)
+    if sum(len(u.text) for u in built) > MAX_TEXT_BYTES:
+        return
+    with state.lock:
+        state.units = kept
 
 
 def whole(text: str) -> ast.Module | None:

@@ -29,4 +29,4 @@ def uses_pallas(path: str, text: str) -> bool:
 
 
 def _imports_pallas(text: str, path: str) -> bool:
-    return Source(text, key=path).imports_any(PALLAS_PREFIXES + KERNEL_LIBRARIES)
+    return Source(text).imports_any(PALLAS_PREFIXES + KERNEL_LIBRARIES)

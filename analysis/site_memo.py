@@ -18,8 +18,9 @@ when all of that is unchanged:
 Every dependency must start at column 0 (a statement after ``;`` on a line another statement
 shares would move sideways), and every span of the kept site must lie inside one dependency: each
 span then moves by its own statement's line delta, columns unchanged. A file with a syntax error,
-without a key (path) or over ``source.YIELD_ABOVE_BYTES`` is read afresh. Kept per path: the last
-``PER_KEY`` sites; ``forget(key)`` (through ``source.on_forget``) drops a path's.
+without a state (``Tier0State``: an open document's) or over ``source.YIELD_ABOVE_BYTES`` is read
+afresh. Kept in the document's state (``Tier0State.sites``): the last ``PER_STATE`` sites, gone with
+the state.
 """
 
 from __future__ import annotations
@@ -27,22 +28,17 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import operator
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from tree_sitter import Node
 
-from .source import YIELD_ABOVE_BYTES, Source, on_forget
+from .source import YIELD_ABOVE_BYTES, Source
 from .types import KernelSite, Span
 
-PER_KEY = 12  # entries hold their dependencies' bytes (splash attention: 30-100 KB each)
-MAX_KEYS = 8
+PER_STATE = 12  # entries hold their dependencies' bytes (splash attention: 30-100 KB each)
 _DEFINITIONS = ("function_definition", "class_definition", "decorated_definition")
 
-# key -> (statement bytes, call start and end in it) -> [entries], newest last
-_KEPT: OrderedDict[str, OrderedDict[tuple, list["_Entry"]]] = OrderedDict()
-_LOCK = threading.Lock()
+# ``Tier0State.sites``: (statement bytes, call start and end in it) -> [entries], newest last
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,8 +96,8 @@ class SiteMemo:
         if found is None:
             return None
         at, bucket = found
-        with _LOCK:
-            entries = list(_KEPT.get(self.source.key, {}).get(bucket, ()))
+        with self.source.state.lock:
+            entries = list(self.source.state.sites.get(bucket, ()))
         for entry in reversed(entries):
             if entry.base != self.base:
                 continue
@@ -139,24 +135,21 @@ class SiteMemo:
         self.used.append((bucket, entry))
 
     def finish(self) -> None:
-        """Store what this analysis used and read, newest last; older entries beyond ``PER_KEY`` go."""
-        key = self.source.key
-        with _LOCK:
-            kept = _KEPT.setdefault(key, OrderedDict())
+        """Store what this analysis used and read, newest last; older entries beyond ``PER_STATE`` go."""
+        state = self.source.state
+        with state.lock:
+            kept = state.sites
             for bucket, entry in self.used:
                 entries = kept.pop(bucket, [])
                 entries = [e for e in entries if e is not entry] + [entry]
                 kept[bucket] = entries[-4:]
-            while sum(len(v) for v in kept.values()) > PER_KEY and kept:
+            while sum(len(v) for v in kept.values()) > PER_STATE and kept:
                 kept.popitem(last=False)
-            _KEPT.move_to_end(key)
-            while len(_KEPT) > MAX_KEYS:
-                _KEPT.popitem(last=False)
 
 
 def begin(source: Source, wrappers: frozenset[str]) -> SiteMemo | None:
     """The memo for ``source``'s sites, or None where sites are always read afresh."""
-    if source.key is None or source.root.has_error or source.root.end_byte > YIELD_ABOVE_BYTES:
+    if source.state is None or source.root.has_error or source.root.end_byte > YIELD_ABOVE_BYTES:
         return None
     return SiteMemo(source, wrappers)
 
@@ -214,10 +207,3 @@ def _fields(cls: type) -> tuple[str, ...]:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return names
 
-
-def forget(key: str) -> None:
-    with _LOCK:
-        _KEPT.pop(key, None)
-
-
-on_forget(forget)

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import bisect
 import re
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
@@ -30,6 +28,7 @@ from typing import Iterator
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
+from .tier0_state import Tier0State
 from .types import Span
 
 PALLAS_MODULE = "jax.experimental.pallas"
@@ -73,57 +72,30 @@ def _comment_query() -> Query:
     return Query(language(), "(comment) @comment")
 
 
-def parse(text: str, key: str | None = None) -> Tree:
+def parse(text: str, state: "Tier0State | None" = None) -> Tree:
     """The tree-sitter tree of ``text`` (never raises; errors become ERROR/MISSING nodes).
 
-    With a ``key`` (the file's path), the last tree parsed for that key is reused: unchanged
-    text gets the same tree, edited text is re-parsed incrementally from a copy of it (the
+    With a ``state`` (the document's ``Tier0State``), the last tree parsed for that state is reused:
+    unchanged text gets the same tree, edited text is re-parsed incrementally from a copy of it (the
     language server re-checks a file after each edit; a full parse of a 2,600-line file costs
     10-20 ms, an incremental one well under 1 ms). Trees are never edited in place once handed
-    out, so older ``Source`` objects stay valid. ``forget(key)`` drops a key's tree (the server
-    does on didClose); the trees kept are bounded by ``TREE_CACHE_BYTES`` of text.
+    out, so older ``Source`` objects stay valid. ``forget(state)`` drops what a state keeps.
     """
-    return parse_bytes(text.encode("utf-8"), key)
+    return parse_bytes(text.encode("utf-8"), state)
 
 
-_TREES: OrderedDict[str, tuple[bytes, Tree]] = OrderedDict()  # key -> last (parsed bytes, tree), LRU
-_TREES_LOCK = threading.Lock()
-_SHORT: dict[str, bytes] = {}  # key -> its tree's text, when that text has no long comment run
-# key -> its last few earlier (parsed bytes, tree, short): an undo gets its tree back without a
+# A state keeps its last tree (``Tier0State.tree``), whether those bytes have no long comment run
+# (``short``), and its last few earlier trees (``earlier``): an undo gets its tree back without a
 # parse. Incremental relatives of the current tree, they share all but the edited part with it
 # (tree-sitter's subtrees are reference counted): a few KB each, not a whole tree. The re-parse
 # they spare is usually ~0.5 ms, but 3-8 ms after a line inserted at some places of splash attention.
-_EARLIER: dict[str, list[tuple[bytes, Tree, bool]]] = {}
 EARLIER_TREES = 2
-_TREES_MAX = 16
-# Trees cost about 50 bytes of memory per byte of text: the cache keeps at most this much text
-# (the newest tree always stays, whatever its size: it is the document being typed in).
-TREE_CACHE_BYTES = 4 << 20
 
 
-def forget(key: str) -> None:
-    """Drop the tree kept for ``key`` (a closed document); ``release_memory`` gives it back."""
-    with _TREES_LOCK:
-        _TREES.pop(key, None)
-        _STATEMENTS.pop(key, None)
-        _SHORT.pop(key, None)
-        _EARLIER.pop(key, None)
-    from . import ast_units, tier0_memo  # the key's Python ast units and kept results go with its tree
-
-    ast_units.forget(key)
-    tier0_memo.forget(key)
-    for hook in list(_FORGET_HOOKS):  # what rules keep per file (registered by the rule modules)
-        hook(key)
-
-
-_FORGET_HOOKS: list = []
-
-
-def on_forget(hook) -> None:
-    """Call ``hook(key)`` whenever ``forget(key)`` drops a key (a module above this one keeping
-    something per file registers here: importing it from ``forget`` would close an import circle)."""
-    if hook not in _FORGET_HOOKS:
-        _FORGET_HOOKS.append(hook)
+def forget(state: "Tier0State | None") -> None:
+    """Drop what ``state`` keeps (a closed document); ``release_memory`` gives it back."""
+    if state is not None:
+        state.clear()
 
 
 def release_memory() -> None:
@@ -357,10 +329,10 @@ def _captures(root: Node) -> dict[str, list[Node]]:
     return found
 
 
-# key -> {a top-level statement's bytes: its captures, per capture name the (start, end, kind id) of
-# each node, byte offsets from the statement's start}: the last analysis's, for the file's next one
+# ``Tier0State.statements``: {a top-level statement's bytes: its captures, per capture name the
+# (start, end, kind id) of each node, byte offsets from the statement's start}: the last analysis's,
+# for the document's next one
 _Captured = tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...]
-_STATEMENTS: OrderedDict[str, dict[bytes, _Captured]] = OrderedDict()
 
 
 # captures a kept statement leaves to be found again when first asked (``Source.bindings``,
@@ -387,27 +359,27 @@ def _refind(stmt: Node, spans: tuple[tuple[int, int, int], ...], out: list[Node]
     return True
 
 
-def _captures_by_statement(root: Node, data: bytes, key: str | None, tree: Tree | None = None,
+def _captures_by_statement(root: Node, data: bytes, state: Tier0State | None, tree: Tree | None = None,
                            deferred: _Deferred | None = None) -> dict[str, list[Node]]:
     """The file-wide query's captures, per top-level statement: a statement whose bytes the file's
     last analysis saw keeps its captures, found again in this tree by their byte ranges (a C call
     each); only the other statements are queried (the query visits every node of what it covers:
     3 ms for splash attention's 19,000 nodes, where finding its 2,200 captures again costs 1.5 ms).
     A statement is known by the bytes tree-sitter parsed (``tree``'s: the text, or the text with
-    long comment runs blanked; comments are not captured). Any doubt (no key, a big file, syntax
-    errors, a tree not ``key``'s current one, a capture not found) queries the whole tree; the
+    long comment runs blanked; comments are not captured). Any doubt (no state, a big file, syntax
+    errors, a tree not ``state``'s current one, a capture not found) queries the whole tree; the
     captures are the same either way, in the same order. With ``deferred``, the ``_DEFERRED``
     captures of kept statements go there, (statement, spans), to be found again when asked."""
-    if key is None or root.end_byte > YIELD_ABOVE_BYTES or root.has_error:
+    if state is None or root.end_byte > YIELD_ABOVE_BYTES or root.has_error:
         return _captures(root)
-    with _TREES_LOCK:
-        entry = _TREES.get(key)
+    with state.lock:
+        entry = state.tree
     if entry is not None and (entry[0] is data or (tree is not None and entry[1] is tree and len(entry[0]) == len(data))):
         data = entry[0]  # what the tree was parsed from (the same offsets)
     else:
         return _captures(root)
-    with _TREES_LOCK:
-        previous = _STATEMENTS.pop(key, None) or {}
+    with state.lock:
+        previous, state.statements = state.statements or {}, None
     found: dict[str, list[Node]] = {}
     table: dict[bytes, _Captured] = {}
     pending: list[Node] = []  # consecutive statements not seen before: queried together
@@ -430,11 +402,8 @@ def _captures_by_statement(root: Node, data: bytes, key: str | None, tree: Tree 
                     deferred.clear()
                 return _captures(root)  # not where it was: read the file afresh
         table[text] = kept
-    with _TREES_LOCK:
-        _STATEMENTS[key] = table
-        _STATEMENTS.move_to_end(key)
-        while len(_STATEMENTS) > _TREES_MAX:
-            _STATEMENTS.popitem(last=False)
+    with state.lock:
+        state.statements = table
     return found
 
 
@@ -459,92 +428,74 @@ def _query_statements(root: Node, statements: list[Node], data: bytes, found: di
         table[data[stmt.start_byte:stmt.end_byte]] = tuple((name, tuple(spans)) for name, spans in row.items())
 
 
-def _parsed_as(key: str, data: bytes) -> bool:
-    """Whether ``key``'s tree was parsed from ``data`` itself (no comments blanked for the parse)."""
-    with _TREES_LOCK:
-        entry = _TREES.get(key)
+def _parsed_as(state: Tier0State, data: bytes) -> bool:
+    """Whether ``state``'s tree was parsed from ``data`` itself (no comments blanked for the parse)."""
+    with state.lock:
+        entry = state.tree
     return entry is not None and entry[0] is data
 
 
-def _earlier_tree(key: str, data: bytes) -> Tree | None:
-    """The tree of one of ``key``'s earlier texts equal to ``data`` (an undo), made the key's
-    current tree again: no parse at all. The tree it replaces becomes an earlier one (a redo)."""
-    with _TREES_LOCK:
-        earlier = _EARLIER.get(key)
-        current = _TREES.get(key)
+def _earlier_tree(state: Tier0State, data: bytes) -> Tree | None:
+    """The tree of one of ``state``'s earlier texts equal to ``data`` (an undo), made its current
+    tree again: no parse at all. The tree it replaces becomes an earlier one (a redo)."""
+    with state.lock:
+        earlier, current = state.earlier, state.tree
         if not earlier or current is None:
             return None
         for i, (parsed, tree, short) in enumerate(earlier):
             if len(parsed) == len(data) and parsed == data:
                 del earlier[i]
-                earlier.append((current[0], current[1], _SHORT.get(key) is current[0]))
-                _TREES[key] = (data, tree)  # ``data`` itself: _parsed_as(key, data) holds
-                _TREES.move_to_end(key)
-                if short:
-                    _SHORT[key] = data
-                else:
-                    _SHORT.pop(key, None)
+                earlier.append((current[0], current[1], state.short is current[0]))
+                state.tree = (data, tree)  # ``data`` itself: _parsed_as(state, data) holds
+                state.short = data if short else None
                 return tree
     return None
 
 
-def _keep_earlier(key: str, replaced: tuple[bytes, Tree] | None, short: bool) -> None:
-    """Keep the tree ``key`` had until now (its text parsed as it is, no comments blanked) among its
-    earlier ones (called with ``_TREES_LOCK`` held)."""
+def _keep_earlier(state: Tier0State, replaced: tuple[bytes, Tree] | None, short: bool) -> None:
+    """Keep the tree ``state`` had until now (its text parsed as it is, no comments blanked) among
+    its earlier ones (called with ``state.lock`` held)."""
     if replaced is None:
         return
-    earlier = _EARLIER.setdefault(key, [])
-    earlier.append((replaced[0], replaced[1], short))
-    del earlier[:-EARLIER_TREES]
+    state.earlier.append((replaced[0], replaced[1], short))
+    del state.earlier[:-EARLIER_TREES]
 
 
-def parse_bytes(data: bytes, key: str | None = None) -> Tree:
+def parse_bytes(data: bytes, state: Tier0State | None = None) -> Tree:
     short, edit, previous = None, None, None
-    if key is not None:
-        restored = _earlier_tree(key, data)
+    if state is not None:
+        restored = _earlier_tree(state, data)
         if restored is not None:
             return restored
-    if key is not None:  # the file's last text had no long comment run: does this edit make one?
-        with _TREES_LOCK:
-            previous, known_short = _TREES.get(key), _SHORT.get(key)
+        with state.lock:  # the document's last text had no long comment run: does this edit make one?
+            previous, known_short = state.tree, state.short
         if previous is not None and known_short is previous[0]:
             edit = text_edit(previous[0], data)  # asked once: the parse below edits the same tree
             short = _stays_short(previous[0], data, edit) or None
     if short is None:
         short = _short_runs(data)
     parsed, blanked = _masked(data, short)
-    tree = _parse(parsed, key, (previous[0], edit) if edit is not None and parsed is data else None)
+    tree = _parse(parsed, state, (previous[0], edit) if edit is not None and parsed is data else None)
     if blanked and any(_inside_string(tree.root_node, offset) for offset in blanked):
         parsed = data  # a "comment" line was string content: parse the text as it is
-        tree = _parse(parsed, key)
-    if key is not None:
-        with _TREES_LOCK:
-            replaced = _TREES.get(key)
+        tree = _parse(parsed, state)
+    if state is not None:
+        with state.lock:
+            replaced = state.tree
             if replaced is not None and replaced[1] is not tree:
-                _keep_earlier(key, replaced, _SHORT.get(key) is replaced[0])
-            _TREES[key] = (parsed, tree)
-            _TREES.move_to_end(key)
-            if short:
-                _SHORT[key] = parsed  # these very bytes have no long comment run
-            else:
-                _SHORT.pop(key, None)
-            total = sum(len(d) for d, _ in _TREES.values())
-            while len(_TREES) > 1 and (len(_TREES) > _TREES_MAX or total > TREE_CACHE_BYTES):
-                evicted, (dropped, _) = _TREES.popitem(last=False)
-                _STATEMENTS.pop(evicted, None)
-                _SHORT.pop(evicted, None)
-                _EARLIER.pop(evicted, None)
-                total -= len(dropped)
+                _keep_earlier(state, replaced, state.short is replaced[0])
+            state.tree = (parsed, tree)
+            state.short = parsed if short else None  # these very bytes have no long comment run
     return tree
 
 
-def _parse(data: bytes, key: str | None, known: tuple[bytes, dict] | None = None) -> Tree:
-    """A full or, from ``key``'s last tree, incremental parse of ``data`` (``known``: the text the
+def _parse(data: bytes, state: Tier0State | None, known: tuple[bytes, dict] | None = None) -> Tree:
+    """A full or, from ``state``'s last tree, incremental parse of ``data`` (``known``: the text the
     caller found that tree parsed from, and its edit to ``data``)."""
     previous = None
-    if key is not None:
-        with _TREES_LOCK:
-            previous = _TREES.get(key)
+    if state is not None:
+        with state.lock:
+            previous = state.tree
     parser = Parser(language())
     if previous is not None and previous[0] == data:
         return previous[1]
@@ -618,11 +569,12 @@ class Source:
     # reading one pallas_call looked up by name, to know which definitions its result depends on)
     lookups: set[str] | None = None
 
-    def __init__(self, text: str, key: str | None = None, data: bytes | None = None) -> None:
+    def __init__(self, text: str, state: Tier0State | None = None, data: bytes | None = None) -> None:
         self.text = text
-        self.key = key  # the file's path: its trees (and ast units, ast_units.py) are reused by key
+        # the document's tier-0 state: its trees (and ast units, kept sites...) are reused from it
+        self.state = state
         self.data = text.encode("utf-8") if data is None else data  # ``data``: the caller's encoding of it
-        self.tree = parse_bytes(self.data, key)  # ``key``: reuse the last tree of that file
+        self.tree = parse_bytes(self.data, state)
         self.root = self.tree.root_node
         self._split: list[bytes] | None = None  # the lines, split when first needed
         self._starts: list[int] | None = None
@@ -754,7 +706,7 @@ class Source:
 
     def _scan(self) -> None:
         self._deferred: _Deferred = {}
-        found = _captures_by_statement(self.root, self.data, self.key, self.tree, self._deferred)
+        found = _captures_by_statement(self.root, self.data, self.state, self.tree, self._deferred)
         self._found = {name: found.get(name, []) for name in _DEFERRED}
         # in source order, a node before the nodes it holds: the query's own order is not that
         # (a ``with`` item and the ``as`` pattern of the same bytes came either way round), and a

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from . import ast_units, rules, sites as sites_mod, tasks as tasks_mod, tier0_memo
 from .source import Source, parse_bytes
+from .tier0_state import Tier0State
 from .types import Finding, KernelSite, KernelTask, Span
 
 DEFAULT_TARGET = "v6e"
@@ -38,31 +39,33 @@ class SourceAnalysis:
 
 
 def analyze(text: str, path: str | None = None, *, target: str = DEFAULT_TARGET,
-            scoped_vmem: int | None = None, incremental: bool = True) -> SourceAnalysis:
+            scoped_vmem: int | None = None, state: Tier0State | None = None) -> SourceAnalysis:
     """Read ``text`` (the file at ``path``, if any) as a Pallas kernel file for ``target``
     (``scoped_vmem``: the target's default scoped-VMEM limit, for the VMEM rule; None skips it).
-    A known path is analysed incrementally: its last tree-sitter tree and Python ast units are
-    reused where the text did not change, and the result of a text it had a moment ago (an undo) is
-    handed out again (``tier0_memo``); ``incremental=False`` reads the text from scratch (the same
-    answer: tests/test_tier0_incremental.py holds the two together)."""
-    key = path if incremental else None
-    data, strict = _utf8(text) if key is not None else (b"", False)
-    signature = tier0_memo.signature(data, target, scoped_vmem) if key is not None else None
-    known = tier0_memo.get(key, signature)  # a text this file had a moment ago (an undo): its result
+    With a ``state`` (an open document's ``Tier0State``: the language server's ``Document`` owns
+    one), the text is read incrementally: the state's last tree-sitter tree, Python ast units, kept
+    sites and rule memos are reused where the text did not change, and the result of a text it had
+    a moment ago (an undo) is handed out again (``tier0_memo``). Without one the text is read from
+    scratch, touching nothing kept: the same answer (tests/test_tier0_incremental.py holds the two
+    together). A text analysed with a document's state becomes that state's current text: a
+    candidate, or any text that is not the document's, is analysed without it."""
+    data, strict = _utf8(text) if state is not None else (b"", False)
+    signature = tier0_memo.signature(path, data, target, scoped_vmem) if state is not None else None
+    known = tier0_memo.get(state, signature)  # a text this document had a moment ago (an undo): its result
     if known is not None:
-        # the file's tree follows the text all the same (incremental, ~1 ms): the next edit's
+        # the state's tree follows the text all the same (incremental, ~1 ms): the next edit's
         # re-parse then covers that edit alone, not everything between this text and the last one
-        parse_bytes(data, key)
+        parse_bytes(data, state)
         return known
-    source = Source(text, key=key, data=data if strict else None)  # encoded once (a lone surrogate: Source says so)
+    source = Source(text, state=state, data=data if strict else None)  # encoded once (a lone surrogate: Source says so)
     try:
         result = _analyze(source, text, path, target, scoped_vmem)
-        tier0_memo.put(key, signature, result)
+        tier0_memo.put(state, signature, result)
         return result
     finally:  # the memos hold scopes that hold the source: a cycle (with the whole tree) that only
         # the garbage collector would free, in a pass that holds the GIL for seconds; the Python ast
-        # built for the rules goes back to ``ast_units`` for the file's next analysis
-        ast_units.release(source.key, source.cache.get("python_ast", {}).get("module"))
+        # built for the rules goes back to ``ast_units`` for the document's next analysis
+        ast_units.release(source.state, source.cache.get("python_ast", {}).get("module"))
         source.cache.clear()
 
 

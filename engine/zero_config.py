@@ -18,7 +18,7 @@ from ..wire.messages import InferredCall, InferredInput
 def inference_for(text: str, path: str | None) -> Inference:
     """The inferred tasks of a file (an empty inference if reading it failed)."""
     try:
-        return infer_tasks(Source(text, key=path))
+        return infer_tasks(Source(text))
     except Exception as err:  # noqa: BLE001 - a bug here must not stop the check: fall back
         warnings.warn(f"pallasite shape inference failed ({type(err).__name__}: {err})", RuntimeWarning, stacklevel=2)
         return Inference((), (f"shapes not inferred: the reader failed ({type(err).__name__}: {err})",))

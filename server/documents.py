@@ -9,8 +9,10 @@ request handler takes the snapshot once (``Session.snapshot``) and works on it a
 background run finishing meanwhile never changes what the request sees.
 
 ``Document`` keeps what is live rather than textual: the pending tier-0 and check tasks, the
-edits made since the running check's text (to move its findings, shifting.py), and whether
-diagnostics were published. Its text-state properties read the current snapshot.
+edits made since the running check's text (to move its findings, shifting.py), whether
+diagnostics were published, and its ``Tier0State`` (the trees and memos tier 0 reuses from one
+analysis of this document to the next: analysis/tier0_state.py; nothing else analyses with it, and
+it goes with the document). Its text-state properties read the current snapshot.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+from ..analysis.tier0_state import Tier0State
 from ..analysis.types import FileReport, Finding
 
 from .shifting import Edit, LineIndex, shift_findings
@@ -122,6 +125,7 @@ class Document:
     check_key: tuple | None = None  # (text, tiers, script) of the last started check
     edit_log: list[tuple[int, list[Edit]]] = field(default_factory=list)  # (version after, edits)
     published: bool = False
+    tier0_state: Tier0State = field(default_factory=Tier0State, repr=False)  # this document's alone
 
     @classmethod
     def opened(cls, uri: str, path: str, version: int, text: str) -> "Document":

@@ -24,7 +24,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from ..analysis.source import forget as forget_tree, release_memory
+from ..analysis.source import release_memory
 
 from ..engine.engine import Engine
 
@@ -87,14 +87,14 @@ class Session:
 
     def close(self, uri: str) -> Document | None:
         """Stop the document's work and give its memory back: its tree-sitter trees (its analysis
-        and the incremental-parse cache's, ~50 bytes per byte of text) go now, not later."""
+        and its ``Tier0State``'s, ~50 bytes per byte of text) go now, not later."""
         doc = self.documents.pop(uri, None)
         if doc is not None:
             for task in (doc.tier0_task, doc.check_task):
                 if task is not None:
                     task.cancel()
             doc.snapshot = doc.snapshot.with_tier0(doc.analysis_version, None, ())
-            forget_tree(doc.path)
+            doc.tier0_state.clear()
             if len(doc.text) > tier0_thread.RELEASE_ABOVE_CHARS:
                 gc.unfreeze()  # what collector_paused froze may hold its cycles
                 release_memory()

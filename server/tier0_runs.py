@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
-from ..analysis.source import forget as forget_tree, release_memory
+from ..analysis.source import release_memory
 from ..analysis.suppress import apply_suppressions
 from ..analysis.types import Finding, Related
 
@@ -30,11 +30,12 @@ def analyzable(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
-def analyze(text: str, path: str, target: str) -> Any:
+def analyze(text: str, path: str, target: str, state: Any = None) -> Any:
+    """Tier 0 of ``text`` (``state``: the document's ``Tier0State`` when ``text`` is its text)."""
     from ..analysis import tier0
     from ..engine.checker import scoped_vmem
 
-    return tier0.analyze(analyzable(text), path, target=target, scoped_vmem=scoped_vmem(target))
+    return tier0.analyze(analyzable(text), path, target=target, scoped_vmem=scoped_vmem(target), state=state)
 
 
 def analysis_for_check(session: Any, doc: Any) -> Any:
@@ -54,11 +55,12 @@ def suppress(findings: Sequence[Finding], text: str, overrides: dict[str, str]) 
     return list(apply_suppressions(list(findings), text, dict(overrides)))
 
 
-def tier0_snapshot(text: str, path: str, target: str, severity: dict[str, str]) -> Any:
+def tier0_snapshot(text: str, path: str, target: str, severity: dict[str, str], state: Any = None) -> Any:
     """(analysis, findings to show) of one text, or the exception the rules raised. A plain
-    function of its arguments, so it can run on the tier-0 thread."""
+    function of its arguments (``state``: the document's ``Tier0State``, which it reads and
+    updates), so it can run on the tier-0 thread."""
     try:
-        analysis = analyze(text, path, target)
+        analysis = analyze(text, path, target, state)
         found = suppress(analysis.findings, text, severity)
         return analysis, [with_site_context(f, analysis.sites) for f in found]
     except Exception as exc:  # noqa: BLE001 - reported as data by store_tier0
@@ -90,7 +92,8 @@ def run_tier0(session: Any, doc: Any) -> None:
         return
     tier0_thread.freeze_startup()
     with tier0_thread.collector_off():
-        result = tier0_snapshot(doc.text, doc.path, session.settings.target, dict(session.settings.severity))
+        result = tier0_snapshot(doc.text, doc.path, session.settings.target, dict(session.settings.severity),
+                                doc.tier0_state)
     store_tier0(session, doc, version, result)
 
 
@@ -117,7 +120,7 @@ async def run_tier0_in_thread(session: Any, doc: Any) -> None:
         if doc.version != version:
             return None
         with tier0_thread.collector_paused():
-            result = tier0_snapshot(text, doc.path, target, severity)
+            result = tier0_snapshot(text, doc.path, target, severity, doc.tier0_state)
         if doc.version != version:  # stale already: freed here, a piece at a time, not on the loop
             tier0_thread.dispose(result)
             return None
@@ -130,7 +133,7 @@ async def run_tier0_in_thread(session: Any, doc: Any) -> None:
         store_tier0(session, doc, version, result)
     elif session.documents.get(doc.uri) is not doc:  # closed while it ran: its tree is not kept
         del result
-        forget_tree(doc.path)
+        doc.tier0_state.clear()
         release_memory()
 
 

@@ -12,6 +12,7 @@ from pallasite.analysis import site_memo
 from pallasite.analysis.apis import jax_root
 from pallasite.analysis.sites import find_sites
 from pallasite.analysis.source import Source, forget
+from pallasite.analysis.tier0_state import Tier0State
 
 DEPENDENT = '''import functools
 import jax
@@ -101,10 +102,11 @@ def _edit(text: str, rng: random.Random) -> str:
     return "\n".join(lines)
 
 
-def _check(text: str, key: str, rng: random.Random, edits: int) -> int:
+def _check(text: str, rng: random.Random, edits: int) -> int:
     """Apply ``edits`` random edits; after each, the sites with the kept ones equal a fresh read.
     Returns how many sites were handed out again."""
     hits = 0
+    key = Tier0State()
     real_get = site_memo.SiteMemo.get
 
     def counting(self, call):
@@ -118,7 +120,7 @@ def _check(text: str, key: str, rng: random.Random, edits: int) -> int:
         original = text
         for step in range(edits):
             text = original if step % 7 == 6 else _edit(text, rng)  # now and then an undo to the start
-            kept = find_sites(Source(text, key=key))
+            kept = find_sites(Source(text, state=key))
             fresh = find_sites(Source(text))
             assert kept == fresh, f"step {step}: the kept sites differ from a fresh read"
     finally:
@@ -130,34 +132,34 @@ def _check(text: str, key: str, rng: random.Random, edits: int) -> int:
 def test_kept_sites_equal_a_fresh_read_after_random_edits():
     hits = 0
     for seed in range(6):
-        hits += _check(DEPENDENT, f"/tmp/pallasite-site-memo-{seed}.py", random.Random(seed), 60)
+        hits += _check(DEPENDENT, random.Random(seed), 60)
     assert hits > 100  # sites were handed out again, not only read
 
 
 def test_a_change_to_what_a_site_reads_reads_it_again():
-    key = "/tmp/pallasite-site-memo-reads.py"
+    key = Tier0State()
     try:
-        first = find_sites(Source(DEPENDENT, key=key))
+        first = find_sites(Source(DEPENDENT, state=key))
         for old, new in (("BLOCK = 128", "BLOCK = 256"), ("    return (i, j)", "    return (i,)"),
                          ("def kernel(x_ref, y_ref, o_ref):", "def kernel(x_ref, o_ref):"),
                          ('SEM = ("parallel", "arbitrary")', 'SEM = ("arbitrary", "arbitrary")')):
             text = DEPENDENT.replace(old, new)
             assert text != DEPENDENT
-            kept = find_sites(Source(text, key=key))
+            kept = find_sites(Source(text, state=key))
             assert kept == find_sites(Source(text)) and kept != first, old
         moved = "\n\n# two lines above everything\n" + DEPENDENT  # moved, else unchanged: the same sites, two lines down
-        kept = find_sites(Source(moved, key=key))
+        kept = find_sites(Source(moved, state=key))
         assert kept == find_sites(Source(moved)) and [s.span.line for s in kept] == [s.span.line + 3 for s in first]
     finally:
         forget(key)
 
 
 def test_a_forgotten_file_keeps_no_sites():
-    key = "/tmp/pallasite-site-memo-forget.py"
-    find_sites(Source(DEPENDENT, key=key))
-    assert key in site_memo._KEPT
+    key = Tier0State()
+    find_sites(Source(DEPENDENT, state=key))
+    assert key.sites
     forget(key)
-    assert key not in site_memo._KEPT
+    assert not key.sites
 
 
 JAX_FILES = ["splash_attention/splash_attention_kernel.py", "flash_attention.py", "megablox/gmm.py"]
@@ -171,4 +173,4 @@ def test_kept_sites_on_jax_kernels(name):
         pytest.skip(f"{name} is not in this jax")
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
-    _check(text, path + ".site-memo-test", random.Random(name), 25)
+    _check(text, random.Random(name), 25)

@@ -3,8 +3,8 @@
 tree-sitter-python costs N^2 on a run of N own-line comments, and a chunked reader that hands it
 copies kept every chunk alive: a 0.5 MB kernel file with a few thousand commented-out lines took
 21 s and 1.2 GB to parse (5.2 GB at 1 MB). Long comment runs are now parsed blanked (same offsets)
-and the reader hands out views; the incremental-parse cache is bounded by bytes and forgets closed
-documents."""
+and the reader hands out views; a document's state keeps its tree and two earlier ones, dropped
+when it is cleared (a closed document)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 
 from pallasite.analysis import source as source_mod
-from pallasite.analysis.source import Source, forget, parse, walk
+from pallasite.analysis.source import Source, parse, walk
 from pallasite.analysis.suppress import suppressions
 from pallasite.analysis.tier0 import analyze
+from pallasite.analysis.tier0_state import Tier0State
 from pallasite.analysis.types import to_json
 
 DATA = Path(__file__).parent / "data"
@@ -40,6 +41,7 @@ def commented_kernel_file(n_bytes: int) -> str:
 _MEASURE = """
 import json, sys, time
 from pallasite.analysis.tier0 import analyze
+from pallasite.analysis.tier0_state import Tier0State
 text = sys.stdin.read()
 started = time.perf_counter()
 analysis = analyze(text, "/virtual/commented.py", target="v6e")
@@ -85,17 +87,11 @@ def test_comment_lines_inside_strings_and_suppressions_survive():
     assert suppressions(kept) == {40: frozenset({"PLS002"})}
 
 
-def test_the_tree_cache_is_bounded_by_bytes_and_forgets(monkeypatch):
-    monkeypatch.setattr(source_mod, "TREE_CACHE_BYTES", 100_000)
-    texts = {f"/virtual/bytes_{i}.py": f"x_{i} = 1\n" * 6_000 for i in range(3)}  # ~50-60 KB each
-    for key, text in texts.items():
-        parse(text, key)
-    kept = [k for k in source_mod._TREES if k in texts]
-    assert kept == list(texts)[-1:] or sum(len(source_mod._TREES[k][0]) for k in kept) <= 100_000
-    assert list(texts)[-1] in source_mod._TREES  # the newest stays
-    huge = "y = 2\n" * 40_000  # 240 KB, over the cap on its own: still kept as the newest
-    parse(huge, "/virtual/huge.py")
-    assert list(source_mod._TREES)[-1] == "/virtual/huge.py"
-    assert not any(k in source_mod._TREES for k in texts)
-    forget("/virtual/huge.py")
-    assert "/virtual/huge.py" not in source_mod._TREES
+def test_a_document_state_keeps_its_tree_and_two_earlier_ones_and_clear_drops_them():
+    state = Tier0State()
+    texts = [f"x_{i} = 1\n" * 6_000 for i in range(4)]  # ~50-60 KB each
+    trees = [parse(text, state) for text in texts]
+    assert state.tree[1] is trees[-1]
+    assert [tree for _, tree, _ in state.earlier] == trees[1:3]  # the last EARLIER_TREES replaced ones
+    state.clear()
+    assert state.tree is None and not state.earlier

@@ -11,6 +11,7 @@ import random
 from pallasite.analysis import source as source_mod
 from pallasite.analysis.apis import jax_root
 from pallasite.analysis.source import Source, forget
+from pallasite.analysis.tier0_state import Tier0State
 
 TRICKY = '''import functools
 from jax.experimental import pallas as pl
@@ -68,22 +69,22 @@ def _edits(text: str, rng: random.Random, count: int) -> list[str]:
     return out
 
 
-def _check(text: str, key: str, seed: int, count: int) -> int:
-    forget(key)
+def _check(text: str, seed: int, count: int) -> int:
+    key = Tier0State()
     reused = 0
     for edited in [text, *_edits(text, random.Random(seed), count)]:
-        kept = dict(source_mod._STATEMENTS.get(key, {}))
-        incremental = Source(edited, key=key)
+        kept = dict(key.statements or {})
+        incremental = Source(edited, state=key)
         reused += sum(1 for stmt in incremental.root.children
                       if incremental.data[stmt.start_byte:stmt.end_byte] in kept)
         assert _lists(incremental) == _lists(Source(edited)), edited
     forget(key)
-    assert key not in source_mod._STATEMENTS
+    assert key.statements is None
     return reused
 
 
 def test_the_tricky_file_after_random_edits():
-    assert _check(TRICKY, "/virtual/captures/tricky.py", 1, 60) > 100
+    assert _check(TRICKY, 1, 60) > 100
 
 
 def test_jax_kernels_after_random_edits():
@@ -93,13 +94,12 @@ def test_jax_kernels_after_random_edits():
     paths = [p for p in paths if os.path.exists(p)]
     for i, path in enumerate(paths):
         with open(path, encoding="utf-8") as handle:
-            assert _check(handle.read(), f"/virtual/captures/{i}.py", i, 25) > 25 * 20
+            assert _check(handle.read(), i, 25) > 25 * 20
 
 
 def test_a_statement_parsed_again_is_queried_not_reused(monkeypatch):
-    key = "/virtual/captures/count.py"
-    forget(key)
-    Source(TRICKY, key=key)
+    key = Tier0State()
+    Source(TRICKY, state=key)
     queried = []
     real = source_mod._query_statements
 
@@ -108,7 +108,7 @@ def test_a_statement_parsed_again_is_queried_not_reused(monkeypatch):
         return real(root, statements, *args)
 
     monkeypatch.setattr(source_mod, "_query_statements", spy)
-    Source(TRICKY.replace("print(n)", "print(n + 1)"), key=key)
+    Source(TRICKY.replace("print(n)", "print(n + 1)"), state=key)
     assert queried == [["function_definition"]]  # the edited function alone
     forget(key)
 
@@ -119,15 +119,14 @@ def test_a_file_parsed_with_comment_runs_blanked_after_random_edits(monkeypatch)
     run = "\n".join(["# commented-out line"] * (3 * source_mod.MASK_RUN) + ["# pallasite: ignore[PLS001]"])
     inner = "\n".join(["    # an indented note"] * (3 * source_mod.MASK_RUN))
     text = TRICKY.replace("# a comment between", run).replace("    # a comment at the end of the body", inner)
-    key = "/virtual/captures/masked.py"
-    forget(key)
+    key = Tier0State()
     whole = []  # texts whose captures came from a query of the whole tree
     real = source_mod._captures
     monkeypatch.setattr(source_mod, "_captures", lambda root: (whole.append(root.has_error), real(root))[1])
     masked = 0
     for edited in [text, *_edits(text, random.Random(3), 60)]:
-        incremental = Source(edited, key=key)
-        masked += source_mod._TREES[key][0] != incremental.data
+        incremental = Source(edited, state=key)
+        masked += key.tree[0] != incremental.data
         assert _lists(incremental) == _lists(Source(edited)), edited
     forget(key)
     # mostly blanked; read whole only for a syntax error (or the fresh reads compared with)
@@ -137,14 +136,13 @@ def test_a_file_parsed_with_comment_runs_blanked_after_random_edits(monkeypatch)
 def test_kept_statements_bindings_branches_and_scopes_are_found_when_asked(monkeypatch):
     """An edit whose sites are all kept reads no bindings, branches or scopes: the kept statements'
     ones are found again only when first asked, and then equal a whole read."""
-    key = "/virtual/captures/deferred.py"
-    forget(key)
-    Source(TRICKY, key=key)
+    key = Tier0State()
+    Source(TRICKY, state=key)
     found_again = []
     real = source_mod._refind
     monkeypatch.setattr(source_mod, "_refind", lambda stmt, spans, out: found_again.append(len(spans)) or real(stmt, spans, out))
     edited = TRICKY.replace("print(n)", "print(n + 1)")
-    incremental = Source(edited, key=key)
+    incremental = Source(edited, state=key)
     before = len(found_again)
     assert incremental._deferred and all(name in source_mod._DEFERRED for name in incremental._deferred)
     whole = Source(edited)

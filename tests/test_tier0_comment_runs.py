@@ -10,6 +10,7 @@ import random
 
 from pallasite.analysis import source as source_mod
 from pallasite.analysis.source import forget, parse_bytes
+from pallasite.analysis.tier0_state import Tier0State
 
 
 def _text(rng: random.Random) -> list[str]:
@@ -42,7 +43,7 @@ def _edit(lines: list[str], rng: random.Random) -> None:
 
 
 def test_reading_around_the_edit_decides_as_a_whole_read():
-    key = "/virtual/comment-runs.py"
+    key = Tier0State()
     skipped = 0
     for seed in range(6):
         rng = random.Random(seed)
@@ -50,16 +51,15 @@ def test_reading_around_the_edit_decides_as_a_whole_read():
         forget(key)
         for _ in range(120):
             data = "\n".join(lines).encode()
-            with source_mod._TREES_LOCK:
-                before = source_mod._TREES.get(key)
-                was_short = before is not None and source_mod._SHORT.get(key) is before[0]
+            before = key.tree
+            was_short = before is not None and key.short is before[0]
             if was_short and source_mod._stays_short(before[0], data):
                 skipped += 1
                 assert source_mod._short_runs(data)  # said short: truly no long run
             tree = parse_bytes(data, key)
             assert str(tree.root_node) == str(parse_bytes(data).root_node)
-            assert (source_mod._SHORT.get(key) is not None) <= source_mod._short_runs(data)
+            assert (key.short is not None) <= source_mod._short_runs(data)
             _edit(lines, rng)
     forget(key)
-    assert key not in source_mod._SHORT
+    assert key.short is None
     assert skipped > 100  # the edits were mostly read around the edit, not whole

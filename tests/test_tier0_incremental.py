@@ -1,7 +1,7 @@
 """Incremental tier 0 equals a full analysis: random edit sequences over real kernel files (jax's own
-Pallas TPU kernels), each text analysed the way the language server does (``analyze(text, path)``:
-the file's last tree-sitter tree and Python ast units reused) and from scratch
-(``incremental=False``); sites, tasks and findings must be the same.
+Pallas TPU kernels), each text analysed the way the language server does (``analyze(text, path, state=...)``:
+the document's last tree-sitter tree and Python ast units reused) and from scratch (no state);
+sites, tasks and findings must be the same.
 
 The default suite runs 210 edits; ``pytest -m slow tests/test_tier0_incremental.py`` runs 1,120
 (the five files, and splash attention with tier 0's fixture kernels spliced in, twice as many).
@@ -17,7 +17,7 @@ import pytest
 
 from pallasite.analysis import ast_units
 from pallasite.analysis.apis import jax_root
-from pallasite.analysis.source import forget
+from pallasite.analysis.tier0_state import Tier0State
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.types import to_json
 
@@ -146,18 +146,17 @@ def _differential(edits_per_file: int, seed: int) -> int:
         rng = random.Random(seed + index)
         key = f"/virtual/incremental/{name}"
         target = "v5p" if index % 2 else "v5e"  # v5p: the megacore rule's two-core wording
-        forget(key)
+        state = Tier0State()
         base, history = original, []
         for step in range(edits_per_file * (2 if focus else 1)):
             text = _edit(rng, base, history, focus)
             history.append(text)
-            incremental = analyze(text, key, target=target, scoped_vmem=SCOPED_VMEM)
-            full = analyze(text, key, target=target, scoped_vmem=SCOPED_VMEM, incremental=False)
+            incremental = analyze(text, key, target=target, scoped_vmem=SCOPED_VMEM, state=state)
+            full = analyze(text, key, target=target, scoped_vmem=SCOPED_VMEM)
             assert _summary(incremental) == _summary(full), f"{name}: edit {step} diverged (seed {seed + index})"
             compared += 1
             if full.syntax_ok or rng.random() < 0.2:  # a broken text is mostly typed on from where it was
                 base = text
-        forget(key)
     return compared
 
 
@@ -181,20 +180,19 @@ def test_units_are_reused_moved_and_equal_a_whole_parse():
 
     text = ("import jax\n\nBLOCK = 128\n\n\ndef f(x):\n    return x + 1\n\n\n"
             "@jax.jit\ndef g(y):\n    a = 1; b = 2\n    return y * BLOCK\n")
-    key = "/virtual/units.py"
-    forget(key)
-    first = Source(text, key=key)
+    key = Tier0State()
+    first = Source(text, state=key)
     module = ast_units.module_for(first.text, first.data, ast_units.units(first.root, first.data), key)
     g_before = module.body[-1]
     ast_units.release(key, module)
     edited = text.replace("    return x + 1", "    z = 2\n    return x + z")
-    second = Source(edited, key=key)
+    second = Source(edited, state=key)
     again = ast_units.module_for(second.text, second.data, ast_units.units(second.root, second.data), key)
     assert again.body[-1] is g_before and g_before.lineno == 12  # reused, moved one line down
     assert ast.dump(again, include_attributes=True) == ast.dump(ast.parse(edited), include_attributes=True)
     index = ast_units.index_of(again)
     assert [d.name for d in index.defs] == ["f", "g"]
     assert [ast.unparse(n) for n in index.expressions_at(13, 11)] == ["y * BLOCK", "y"]
-    forget(key)
+    key.clear()
     assert ast_units.module_for(second.text, second.data, ast_units.units(second.root, second.data), key) is not None
 

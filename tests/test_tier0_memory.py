@@ -7,7 +7,8 @@ import gc
 import sys
 
 from pallasite.analysis import ast_units
-from pallasite.analysis.source import YIELD_ABOVE_BYTES, forget, parse_bytes
+from pallasite.analysis.source import YIELD_ABOVE_BYTES, parse_bytes
+from pallasite.analysis.tier0_state import Tier0State
 
 
 def test_a_parsed_tree_is_freed_when_dropped():
@@ -34,9 +35,10 @@ def test_a_big_parse_does_not_keep_its_text():
     whole text alive."""
     data = b"x = [1, 2, 3]\n" * (YIELD_ABOVE_BYTES // 8)
     before = sys.getrefcount(data)
-    tree = parse_bytes(data, "/virtual/big_parse.py")
+    state = Tier0State()
+    tree = parse_bytes(data, state)
     assert tree.root_node.end_byte == len(data) and not tree.root_node.has_error
-    forget("/virtual/big_parse.py")
+    state.clear()
     del tree
     gc.collect()
     assert sys.getrefcount(data) == before
@@ -50,12 +52,12 @@ def test_edits_keep_a_bounded_number_of_ast_nodes():
 
     from pallasite.analysis.source import Source
 
-    key = "/virtual/bounded_nodes.py"
+    key = Tier0State()
     base = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(30))
 
     def build(i: int) -> None:
         text = base.replace(f"y = x + {i % 30}\n", f"y = x + {i % 30}\n    z = {i}\n")
-        source = Source(text, key=key)
+        source = Source(text, state=key)
         module = ast_units.module_for(source.text, source.data, ast_units.units(source.root, source.data), key)
         assert ast.dump(module) == ast.dump(ast.parse(text))
         ast_units.release(key, module)
@@ -64,11 +66,10 @@ def test_edits_keep_a_bounded_number_of_ast_nodes():
         gc.collect()
         return sum(1 for o in gc.get_objects() if isinstance(o, ast.AST))
 
-    forget(key)
     for i in range(40):
         build(i)
     settled = alive()
     for i in range(40, 120):
         build(i)
     assert alive() <= settled
-    forget(key)
+    key.clear()

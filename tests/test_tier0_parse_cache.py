@@ -1,5 +1,5 @@
-"""Tier 0 re-parses a file it has seen before incrementally (``analyze(text, path)`` keys the
-last tree by path): the result must be exactly what a fresh parse gives, for any edit, and
+"""Tier 0 re-parses a document it has seen before incrementally (``analyze(text, path, state=...)``:
+the document's ``Tier0State`` keeps its last tree): the result must be exactly what a fresh parse gives, for any edit, and
 trees already handed out must not change underneath their ``Source``."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pallasite.analysis import source as source_mod
 from pallasite.analysis.apis import jax_root
 from pallasite.analysis.source import Source, parse, text_edit
 from pallasite.analysis.tier0 import analyze
+from pallasite.analysis.tier0_state import Tier0State
 from pallasite.analysis.types import to_json
 
 
@@ -45,7 +46,7 @@ def _edits(text: str) -> list[str]:
 
 @pytest.mark.skipif(SPLASH is None, reason="jax's splash attention kernel is not installed")
 def test_incremental_parse_equals_a_fresh_parse_for_every_edit():
-    key = "/virtual/splash_incremental.py"
+    key = Tier0State()
     for text in _edits(SPLASH):
         incremental = parse(text, key)
         fresh = parse(text)
@@ -54,31 +55,25 @@ def test_incremental_parse_equals_a_fresh_parse_for_every_edit():
 
 
 @pytest.mark.skipif(SPLASH is None, reason="jax's splash attention kernel is not installed")
-def test_analysis_with_a_path_equals_the_analysis_without_one():
-    key = "/virtual/splash_analysis.py"
+def test_analysis_with_a_state_equals_the_analysis_without_one():
+    key = Tier0State()
     for text in _edits(SPLASH)[:4]:
-        keyed, plain = analyze(text, key), analyze(text, None)
+        keyed, plain = analyze(text, "/virtual/splash_analysis.py", state=key), analyze(text, None)
         assert to_json(keyed.sites) == to_json(plain.sites)
         assert to_json(keyed.findings) == to_json(plain.findings)
 
 
 def test_unchanged_text_reuses_the_tree_and_old_sources_stay_valid():
-    key = "/virtual/small.py"
+    key = Tier0State()
     text = "import jax\nfrom jax.experimental import pallas as pl\nBLOCK = 128\n"
-    first = Source(text, key=key)
-    assert Source(text, key=key).tree is first.tree
+    first = Source(text, state=key)
+    assert Source(text, state=key).tree is first.tree
     edited = text.replace("BLOCK = 128", "BLOCK = 256\nOTHER = 8")
-    second = Source(edited, key=key)
+    second = Source(edited, state=key)
     assert second.tree is not first.tree
     assert first.constants["BLOCK"].value == 128 and second.constants["BLOCK"].value == 256
     node = first.root.named_children[-1]
     assert first.node_text(node) == "BLOCK = 128"  # the old tree was not edited in place
-
-
-def test_the_tree_cache_is_bounded():
-    for i in range(source_mod._TREES_MAX + 5):
-        parse(f"x = {i}\n", f"/virtual/bounded_{i}.py")
-    assert len(source_mod._TREES) <= source_mod._TREES_MAX
 
 
 @pytest.mark.parametrize("old,new", [
@@ -95,7 +90,7 @@ def test_text_edit_describes_the_change(old, new):
 
 
 def test_an_undo_gets_its_earlier_tree_back_without_a_parse(monkeypatch):
-    key = "/virtual/undo.py"
+    key = Tier0State()
     text = "import jax\n\n\ndef f(x):\n    y = x + 1\n    return y\n"
     edited = text.replace("    return y", "    _probe = 1\n    return y")
     try:
@@ -112,14 +107,14 @@ def test_an_undo_gets_its_earlier_tree_back_without_a_parse(monkeypatch):
         assert len(parsed) == 1 and str(third.root_node) == str(parse(edited.replace("_probe = 1", "_probe = 2")).root_node)
     finally:
         source_mod.forget(key)
-    assert key not in source_mod._EARLIER
+    assert key.tree is None and not key.earlier
 
 
 def test_undo_and_redo_sequences_equal_fresh_parses():
     import random
 
     rng = random.Random(5)
-    key = "/virtual/undo_redo.py"
+    key = Tier0State()
     comments = "\n".join(f"# comment {i}" for i in range(source_mod.MASK_RUN + 3))  # a run blanked for the parse
     base = f"import jax\n{comments}\n\ndef f(x):\n    s = '''\n# not a comment\n'''\n    return x\n"
     history = [base]
@@ -143,7 +138,7 @@ def test_undo_and_redo_sequences_equal_fresh_parses():
 
 def test_an_incremental_parse_finds_its_edit_once(monkeypatch):
     """The comment-run check around the edit and the incremental parse share one ``text_edit``."""
-    key = "/virtual/one_edit.py"
+    key = Tier0State()
     text = "import jax\n\n\ndef f(x):\n    return x\n"
     try:
         parse(text, key)

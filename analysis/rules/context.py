@@ -33,11 +33,11 @@ def python_tree(source: Source) -> ast.Module | None:
     ``analyze`` hands them back when it is done)."""
     memo = source.cache.setdefault("python_ast", {})
     if "module" not in memo:
-        if source.key is None:  # no earlier analysis to take units from: one parse of the whole text
+        if source.state is None:  # no earlier analysis to take units from: one parse of the whole text
             memo["module"] = ast_units.whole(source.text)
         else:
             starts = ast_units.units(source.root, source.data)
-            memo["module"] = ast_units.module_for(source.text, source.data, starts, source.key)
+            memo["module"] = ast_units.module_for(source.text, source.data, starts, source.state)
     return memo["module"]
 
 

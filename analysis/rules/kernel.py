@@ -9,15 +9,13 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import replace as dc_replace
 from typing import Iterator
 
 from tree_sitter import Node
 
 from ..resolve import body_nodes, is_pallas_name, nested_scopes, own_nodes
-from ..source import Source, on_forget, walk
+from ..source import Source, walk
 from ..types import Finding, Fix, KernelSite, Span
 from .context import RuleContext, finding, replace
 from .specs import ref_counts
@@ -166,27 +164,25 @@ def _scalar_of_program_id(source: Source, node: Node, tainted: set[str]) -> bool
     return any(_scalar_of_program_id(source, c, tainted) for c in children)
 
 
-# path -> {(a kernel function's text, its column, the file's imports, the kernel's name): (its first
-# line, its PLS006 findings)}: the findings of each kernel of the file's last analysis
-_KEPT: OrderedDict[str, dict[tuple, tuple[int, tuple[Finding, ...]]]] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
-_KEPT_PATHS = 16
+# ``Tier0State.program_id``: {(a kernel function's text, its column, the file's imports, the kernel's
+# name): (its first line, its PLS006 findings)}: the findings of each kernel of the document's last
+# analysis
 
 
 def program_id_control_flow(ctx: RuleContext) -> Iterator[Finding]:
     """PLS006 per kernel function. What it reads is the function's own text (its body, the functions
     nested in it), the file's imports (which name is program_id, the ``pl`` alias of the fix) and
     the kernel's name: a kernel whose function, position but for its line, imports and name did
-    not change since the file's last analysis keeps its findings, moved to its line (reading the
-    kernels again cost ~0.9 ms per edit on splash attention)."""
-    source, key = ctx.source, ctx.source.key
-    if key is None:
+    not change since the document's last analysis (its ``Tier0State``) keeps its findings, moved to its
+    line (reading the kernels again cost ~0.9 ms per edit on splash attention)."""
+    source, state = ctx.source, ctx.source.state
+    if state is None:
         for site, fn in kernels(ctx, tpu_only=False):
             yield from _program_id_findings(source, site, fn)
         return
     imports = tuple(sorted(source.imports.items()))
-    with _KEPT_LOCK:
-        previous = _KEPT.pop(key, None) or {}
+    with state.lock:
+        previous, state.program_id = state.program_id or {}, None
     kept: dict[tuple, tuple[int, tuple[Finding, ...]]] = {}
     for site, fn in kernels(ctx, tpu_only=False):
         place = source.span(fn)
@@ -198,20 +194,8 @@ def program_id_control_flow(ctx: RuleContext) -> Iterator[Finding]:
             found = hit[1] if hit[0] == place.line else tuple(_moved(f, place.line - hit[0]) for f in hit[1])
         kept[reading] = (place.line, found)
         yield from found
-    with _KEPT_LOCK:
-        _KEPT[key] = kept
-        _KEPT.move_to_end(key)
-        while len(_KEPT) > _KEPT_PATHS:
-            _KEPT.popitem(last=False)
-
-
-def forget(key: str) -> None:
-    """Drop the findings kept for ``key`` (its document was closed: ``source.forget`` calls this)."""
-    with _KEPT_LOCK:
-        _KEPT.pop(key, None)
-
-
-on_forget(forget)
+    with state.lock:
+        state.program_id = kept
 
 
 def _moved(found: Finding, lines: int) -> Finding:
