@@ -25,7 +25,8 @@ the state's units out, ``release(state, module)`` hands them back when the analy
 empties the module (the spare units' statements still name it as their parent). A second analysis
 with the same state meanwhile finds none and parses the whole text. The units go with the state (a
 closed document); a text over ``MAX_TEXT_BYTES`` keeps none (an ``ast`` costs over 100 bytes per
-byte of text).
+byte of text). Units not kept are freed at once when there are many (``discard``): every parent link
+closes a reference cycle, which only the garbage collector would free.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ _UNITS = "_pallasite_units"
 _SPARE = "_pallasite_spare_units"
 SPARE_UNITS = 16  # and at most SPARE_BYTES of their text (an ast costs over 100 bytes per byte of text)
 SPARE_BYTES = 64 * 1024
-MAX_TEXT_BYTES = 4 << 20
+MAX_TEXT_BYTES = 1 << 20
+DISCARD_ABOVE_BYTES = 256 * 1024  # unkept units of more text than this are freed by ``discard``
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Node kinds CPython's parser shares between every tree (one ``ast.Load()``, one ``ast.Add()``...):
@@ -206,9 +208,15 @@ def module_for(text: str, data: bytes, starts: list[tuple[int, int]] | None,
 
 
 def release(state: Tier0State | None, module: ast.Module | None) -> None:
-    """The units of ``module`` (built by ``module_for``) kept for ``state``'s next build."""
+    """The units of ``module`` (built by ``module_for`` or ``whole``) kept for ``state``'s next build;
+    not kept (no state, or over ``MAX_TEXT_BYTES`` of text): freed now if over ``DISCARD_ABOVE_BYTES``."""
     built = getattr(module, _UNITS, None) if module is not None else None
-    if state is None or built is None:
+    if built is None:
+        return
+    size = sum(len(u.text) for u in built)
+    if state is None or size > MAX_TEXT_BYTES:
+        if size > DISCARD_ABOVE_BYTES:
+            discard(module)
         return
     kept = [*built, *getattr(module, _SPARE, ())]
     # Emptied: the statements a unit kept as a spare still name this module as their parent, and a
@@ -216,10 +224,33 @@ def release(state: Tier0State | None, module: ast.Module | None) -> None:
     for name in [n for n in vars(module) if n.startswith("_pallasite_")]:
         delattr(module, name)
     module.body = []
-    if sum(len(u.text) for u in built) > MAX_TEXT_BYTES:
-        return
     with state.lock:
         state.units = kept
+
+
+def discard(module: ast.Module) -> None:
+    """Free ``module``'s nodes now, a unit at a time. Each node's parent link (and its parent's link
+    to it) is a reference cycle: left to the garbage collector, a 5 MB document's ast (~5 million
+    objects, 475 MB) took a 1.2 s collection holding the GIL, or, on the language server's tier-0
+    thread (which freezes what exists after a big analysis: ``tier0_thread.collector_paused``),
+    stayed for good (0.9 GB resident while the document was open). The links are taken off a unit's
+    nodes and the unit's lists emptied, so its nodes go by reference counting (~0.2 s per MB of
+    text; other threads run between units)."""
+    built = [*getattr(module, _UNITS, ()), *getattr(module, _SPARE, ())]
+    for name in [n for n in vars(module) if n.startswith("_pallasite_")]:
+        delattr(module, name)
+    module.body = []
+    for unit in built:
+        for stmt in unit.stmts:
+            for node in walk(stmt):
+                node.__dict__.pop(PARENT, None)
+        for _, node in (*unit.defs, *unit.classes):  # what rules keep on a definition (rules/writes.py, megacore.py)
+            for name in [n for n in node.__dict__ if n.startswith("_pallasite_")]:
+                del node.__dict__[name]
+        unit.stmts = []
+        for name in ("positioned", "defs", "classes", "calls", "assigns", "imports", "sequences"):
+            getattr(unit, name).clear()
+        unit._exprs = None
 
 
 def whole(text: str) -> ast.Module | None:

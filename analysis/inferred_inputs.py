@@ -84,7 +84,8 @@ class Inference:
 def infer_tasks(source: Source) -> Inference:
     """The tasks the file's own calls imply, one per entry function, and why others got none."""
     functions = module_functions(source)
-    reaching, calls = _reaching(source, functions)
+    owners = _owners(functions)
+    reaching, calls = _reaching(source, functions, owners)
     if not reaching:
         return Inference((), ())
     found: dict[str, InferredTask] = {}
@@ -103,7 +104,7 @@ def infer_tasks(source: Source) -> Inference:
         # Inside kernel code the arguments are traced values, not example inputs: a call there
         # counts only when its arguments resolve anyway (a main() that reaches the kernel and
         # makes the inputs), and its failures say nothing.
-        quiet = _owner(call, functions) in reaching
+        quiet = _owner(call, owners) in reaching
         if len([d for d in source.functions.get(name, ()) if is_module_level(d)]) > 1:
             if not quiet:
                 failures.setdefault(name, f"`{name}` is defined more than once, so the call at line "
@@ -132,12 +133,13 @@ def infer_tasks(source: Source) -> Inference:
 # --------------------------------------------------------------------------- which calls
 
 
-def _reaching(source: Source, functions: dict[str, Node]) -> tuple[set[str], dict[str, set[str]]]:
+def _reaching(source: Source, functions: dict[str, Node],
+              owners: dict[int, str]) -> tuple[set[str], dict[str, set[str]]]:
     """Module-level functions reaching pallas_call, and each one's calls (by name)."""
     calls: dict[str, set[str]] = {name: set() for name in functions}
     direct: set[str] = set()
     for node in source.calls:
-        owner = _owner(node, functions)
+        owner = _owner(node, owners)
         if owner is None:
             continue
         fn = node.child_by_field_name("function")
@@ -164,9 +166,14 @@ def _closure(name: str, calls: dict[str, set[str]]) -> set[str]:
     return seen
 
 
-def _owner(node: Node, functions: dict[str, Node]) -> str | None:
-    """The module-level function a node is inside (None at module level)."""
-    ids = {defn.id: name for name, defn in functions.items()}
+def _owners(functions: dict[str, Node]) -> dict[int, str]:
+    """Each module-level function's name by its node's id, for ``_owner`` (built once per file: a
+    map built per call made the check of a 5 MB file spend minutes on the server's event loop)."""
+    return {defn.id: name for name, defn in functions.items()}
+
+
+def _owner(node: Node, ids: dict[int, str]) -> str | None:
+    """The module-level function a node is inside (None at module level); ``ids``: ``_owners()``."""
     parent = node.parent
     owner = None
     while parent is not None:

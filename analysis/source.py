@@ -90,6 +90,9 @@ def parse(text: str, state: "Tier0State | None" = None) -> Tree:
 # (tree-sitter's subtrees are reference counted): a few KB each, not a whole tree. The re-parse
 # they spare is usually ~0.5 ms, but 3-8 ms after a line inserted at some places of splash attention.
 EARLIER_TREES = 2
+# Trees cost about 50 bytes of memory per byte of text: a state keeps none of a text over this (a
+# 5 MB document's tree is 250 MB; its next analysis parses it whole, ~1.5 s of the ~8 s it takes).
+KEEP_TREE_BYTES = 2 << 20
 
 
 def forget(state: "Tier0State | None") -> None:
@@ -98,13 +101,14 @@ def forget(state: "Tier0State | None") -> None:
         state.clear()
 
 
-def release_memory() -> None:
-    """Collect what cycles hold (a ``Source`` and its memos) and return freed heap pages to the
-    system (glibc keeps them otherwise: a dropped 5 MB tree would stay in resident memory)."""
+def release_memory(collect: bool = True) -> None:
+    """Collect what cycles hold (a ``Source`` and its memos; ``collect``) and return freed heap pages
+    to the system (glibc keeps them otherwise: a dropped 5 MB tree would stay in resident memory)."""
     global _LIBC
     import gc
 
-    gc.collect()
+    if collect:
+        gc.collect()
     if _LIBC is None:
         try:
             import ctypes
@@ -479,7 +483,10 @@ def parse_bytes(data: bytes, state: Tier0State | None = None) -> Tree:
     if blanked and any(_inside_string(tree.root_node, offset) for offset in blanked):
         parsed = data  # a "comment" line was string content: parse the text as it is
         tree = _parse(parsed, state)
-    if state is not None:
+    if state is not None and len(parsed) > KEEP_TREE_BYTES:
+        with state.lock:
+            state.tree, state.short, state.earlier, state.statements = None, None, [], None
+    elif state is not None:
         with state.lock:
             replaced = state.tree
             if replaced is not None and replaced[1] is not tree:
