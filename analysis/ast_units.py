@@ -215,7 +215,12 @@ def release(state: Tier0State | None, module: ast.Module | None) -> None:
         return
     size = sum(len(u.text) for u in built)
     if state is None or size > MAX_TEXT_BYTES:
-        if size > DISCARD_ABOVE_BYTES:
+        if state is not None and size > DISCARD_ABOVE_BYTES:  # freed after the diagnostics are out
+            with state.lock:
+                earlier, state.unkept = state.unkept, module
+            if earlier is not None:
+                discard(earlier)
+        elif size > DISCARD_ABOVE_BYTES:
             discard(module)
         return
     kept = [*built, *getattr(module, _SPARE, ())]
@@ -226,6 +231,15 @@ def release(state: Tier0State | None, module: ast.Module | None) -> None:
     module.body = []
     with state.lock:
         state.units = kept
+
+
+def discard_unkept(state: Tier0State) -> None:
+    """Free the module ``state``'s last analysis built and did not keep (the language server calls
+    this on its tier-0 thread once the document's diagnostics are published: ~1 s for 5 MB)."""
+    with state.lock:
+        module, state.unkept = state.unkept, None
+    if module is not None:
+        discard(module)
 
 
 def discard(module: ast.Module) -> None:

@@ -7,7 +7,8 @@ from its last analysis, and leaves there what the next one will reuse:
   ``short`` (those bytes, when they hold no long comment run) and ``earlier`` (the last replaced
   trees, for an undo);
 - ``statements``: each top-level statement's captures of the file-wide query (``source``);
-- ``units``: Python ``ast`` units of the last build and a few spares (``ast_units``);
+- ``units``: Python ``ast`` units of the last build and a few spares (``ast_units``); ``unkept``:
+  the last build of a text too big to keep, until ``ast_units.discard_unkept`` frees it;
 - ``sites``: the kept ``pallas_call`` sites (``site_memo``);
 - ``program_id``: PLS006's findings per kernel (``rules/kernel.py``);
 - ``results``: the last few results, by a digest of the text (``tier0_memo``).
@@ -37,6 +38,7 @@ class Tier0State:
     earlier: list[tuple[bytes, Any, bool]] = field(default_factory=list)
     statements: dict[bytes, Any] | None = None
     units: list[Any] | None = None
+    unkept: Any = None  # an ast.Module
     sites: OrderedDict = field(default_factory=OrderedDict)
     program_id: dict[tuple, Any] | None = None
     results: OrderedDict = field(default_factory=OrderedDict)
@@ -46,9 +48,14 @@ class Tier0State:
         """Drop everything kept (a closed document; ``source.release_memory`` gives it back)."""
         with self.lock:
             self.tree, self.short, self.statements, self.units, self.program_id = None, None, None, None, None
+            unkept, self.unkept = self.unkept, None
             self.earlier = []
             self.sites = OrderedDict()
             self.results = OrderedDict()
+        if unkept is not None:
+            from .ast_units import discard
+
+            discard(unkept)
 
     def __repr__(self) -> str:  # never the trees and texts
         size = len(self.tree[0]) if self.tree is not None else 0

@@ -121,14 +121,13 @@ async def run_tier0_in_thread(session: Any, doc: Any) -> None:
             return None
         with tier0_thread.collector_paused():
             result = tier0_snapshot(text, doc.path, target, severity, doc.tier0_state)
-        release_memory(collect=False)  # what the analysis made and freed (its ast: ~100 bytes per byte
-        # of text) goes back to the system, not kept in the heap while the document is open
         if doc.version != version:  # stale already: freed here, a piece at a time, not on the loop
             tier0_thread.dispose(result)
             return None
         return result
 
     result = await asyncio.get_running_loop().run_in_executor(tier0_thread.pool(), current_snapshot)
+    tier0_thread.pool().submit(tidy, doc.tier0_state)  # on the thread, while the result is published
     if result is None:
         return
     if doc.version == version and session.documents.get(doc.uri) is doc:
@@ -137,6 +136,16 @@ async def run_tier0_in_thread(session: Any, doc: Any) -> None:
         del result
         doc.tier0_state.clear()
         release_memory()
+
+
+def tidy(state: Any) -> None:
+    """After a big document's analysis (on the tier-0 thread, once its diagnostics are out): free the
+    Python ast it did not keep (~100 bytes per byte of text) and give the heap's free pages back to
+    the system, so they are not held while the document is open."""
+    from ..analysis.ast_units import discard_unkept
+
+    discard_unkept(state)
+    release_memory(collect=False)
 
 
 def store_tier0(session: Any, doc: Any, version: int, result: Any) -> None:
