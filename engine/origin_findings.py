@@ -305,6 +305,7 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         return None
     index = next((int(r["index"]) for r in rec.get("refs") or () if r.get("kind") == "out_dtype"), None)
     store: Related | None = None
+    alias: tuple[Span, int, str] | None = None
     if index is None and code == "PLS104":
         m = _STORE_DTYPES.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
         line = lines[span.line] if 0 <= span.line < len(lines) else ""
