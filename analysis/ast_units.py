@@ -34,12 +34,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .ast_links import PARENT, SPARE as _SPARE, UNITS as _UNITS, discard, walk  # noqa: F401 (walk: rules read it here)
 from .tier0_state import Tier0State
 
-PARENT = "_pallasite_parent"  # the attribute origins.parent_of reads
 _INDEX = "_pallasite_index"
-_UNITS = "_pallasite_units"
-_SPARE = "_pallasite_spare_units"
 SPARE_UNITS = 16  # and at most SPARE_BYTES of their text (an ast costs over 100 bytes per byte of text)
 SPARE_BYTES = 64 * 1024
 MAX_TEXT_BYTES = 1 << 20
@@ -124,21 +122,6 @@ def _indexed(text: str, start: int, stmts: list[ast.stmt]) -> Unit:
                 value._pallasite_parent = node
                 level.append((below, value))
     return unit
-
-
-def walk(node: ast.AST) -> list[ast.AST]:
-    """Every node under ``node`` (itself first) in ``ast.walk``'s order (breadth first, children as
-    ``ast.iter_child_nodes`` gives them), as a list: the fields read directly, not through
-    ``iter_fields``/``iter_child_nodes`` generators (3-4 times faster on a kernel's function)."""
-    found, base = [node], ast.AST
-    for item in found:  # breadth first: the list grows while it is read
-        for name in item._fields:
-            value = getattr(item, name, None)
-            if isinstance(value, base):
-                found.append(value)
-            elif value.__class__ is list:
-                found.extend([child for child in value if isinstance(child, base)])
-    return found
 
 
 def _parsed(text: str, start: int) -> Unit:
@@ -240,31 +223,6 @@ def discard_unkept(state: Tier0State) -> None:
         module, state.unkept = state.unkept, None
     if module is not None:
         discard(module)
-
-
-def discard(module: ast.Module) -> None:
-    """Free ``module``'s nodes now, a unit at a time. Each node's parent link (and its parent's link
-    to it) is a reference cycle: left to the garbage collector, a 5 MB document's ast (~5 million
-    objects, 475 MB) took a 1.2 s collection holding the GIL, or, on the language server's tier-0
-    thread (which freezes what exists after a big analysis: ``tier0_thread.collector_paused``),
-    stayed for good (0.9 GB resident while the document was open). The links are taken off a unit's
-    nodes and the unit's lists emptied, so its nodes go by reference counting (~0.2 s per MB of
-    text; other threads run between units)."""
-    built = [*getattr(module, _UNITS, ()), *getattr(module, _SPARE, ())]
-    for name in [n for n in vars(module) if n.startswith("_pallasite_")]:
-        delattr(module, name)
-    module.body = []
-    for unit in built:
-        for stmt in unit.stmts:
-            for node in walk(stmt):
-                node.__dict__.pop(PARENT, None)
-        for _, node in (*unit.defs, *unit.classes):  # what rules keep on a definition (rules/writes.py, megacore.py)
-            for name in [n for n in node.__dict__ if n.startswith("_pallasite_")]:
-                del node.__dict__[name]
-        unit.stmts = []
-        for name in ("positioned", "defs", "classes", "calls", "assigns", "imports", "sequences"):
-            getattr(unit, name).clear()
-        unit._exprs = None
 
 
 def whole(text: str) -> ast.Module | None:

@@ -8,7 +8,8 @@ from its last analysis, and leaves there what the next one will reuse:
   trees, for an undo);
 - ``statements``: each top-level statement's captures of the file-wide query (``source``);
 - ``units``: Python ``ast`` units of the last build and a few spares (``ast_units``); ``unkept``:
-  the last build of a text too big to keep, until ``ast_units.discard_unkept`` frees it;
+  the last build of a text too big to keep, until ``ast_units.discard_unkept`` frees it (``clear``:
+  ``ast_links.discard``);
 - ``sites``: the kept ``pallas_call`` sites (``site_memo``);
 - ``program_id``: PLS006's findings per kernel (``rules/kernel.py``);
 - ``results``: the last few results, by a digest of the text (``tier0_memo``).
@@ -53,7 +54,7 @@ class Tier0State:
             self.sites = OrderedDict()
             self.results = OrderedDict()
         if unkept is not None:
-            from .ast_units import discard
+            from .ast_links import discard
 
             discard(unkept)
 
