@@ -207,7 +207,7 @@ class Judge:
         if not self.verify:
             return TestResult.not_verified("--no-verify")
         if self.device is not None:
-            return test_result(await self._device_reply(text), f"on {self.where or 'the device'}")
+            return test_result(await self._device_reply(text), f"the time op on {self.where or 'the device'}")
         return test_result(await self._interpret_reply(text))
 
     async def _interpret_reply(self, text: str) -> Any:
@@ -258,10 +258,9 @@ class Judge:
     async def _estimate(self, text: str) -> Timed:
         """The cost model's roofline for the chip. A candidate whose estimate leaves its manual DMAs out
         (a lower bound) is not ranked against an original whose traffic is counted."""
-        from .tune import TuneError, TuneOptions, worker_estimator
+        from .tune import TuneError, TuneOptions
 
-        estimate = worker_estimator(self.backend(), self.trusted.path, self.trusted.text(text),
-                                    TuneOptions(chip=self.chip), timeout_s=self.timeout_s, trusted=self.trusted.own)
+        estimate = self.config_estimator(text, TuneOptions(chip=self.chip))
         try:
             result = await estimate([], {})
         except TuneError as err:
@@ -389,15 +388,33 @@ class Judge:
         """The candidate's tunables searched (engine/tune.py; optimize's autotune phase) on the judge's own
         workers: by the cost model for the chip without a device, by the device's timings with one (the same
         open device backend as the test). Returns the ``TuneReport``; ``TuneError`` says why not."""
-        from .tune import TuneOptions, tune, worker_estimator, worker_timer
+        from .tune import TuneOptions, tune
 
-        frozen, path = self.trusted.text(text), self.trusted.path
         options = TuneOptions(chip=self.chip, backend=self.device_name, verify=0)
-        timer = None
-        if self.device is not None:
-            timer = worker_timer(self.device_backend(), path, frozen, options, timeout_s=self.timeout_s)
-        estimator = worker_estimator(self.backend(), path, frozen, options, timeout_s=self.timeout_s)
-        return await tune(path, frozen, options, estimator, timer=timer)
+        timer = self.config_timer(text, options) if self.device is not None else None
+        return await tune(self.trusted.path, self.trusted.text(text), options, self.config_estimator(text, options),
+                          timer=timer)
+
+    def config_estimator(self, text: str | None, options: Any, *, backend: Any = None, parallel: int = 1,
+                         on_progress: Any = None, timeout_s: float | None = None) -> Any:
+        """Tune's ``Estimator`` for ``text``'s configurations: the cost model for the chip on ``backend``
+        (default the run's job workers), the ``estimate`` op judged against the trusted side's own file."""
+        from .tune import worker_estimator
+
+        return worker_estimator(backend or self.backend(), self.trusted.path,
+                                None if text is None else self.trusted.text(text), options,
+                                timeout_s=timeout_s or self.timeout_s, on_progress=on_progress, parallel=parallel,
+                                trusted=self.trusted.own)
+
+    def config_timer(self, text: str | None, options: Any, *, backend: Any = None, on_progress: Any = None,
+                     timeout_s: float | None = None) -> Any:
+        """Tune's ``DeviceTimer`` for ``text``'s configurations: the ``time`` op on ``backend`` (default the
+        run's device), its figures judged and timed by the worker's judge like any candidate's."""
+        from .tune import worker_timer
+
+        return worker_timer(backend or self.device_backend(), self.trusted.path,
+                            None if text is None else self.trusted.text(text), options,
+                            timeout_s=timeout_s or self.timeout_s, on_progress=on_progress)
 
     async def check_config(self, text: str | None, config: dict[str, int], kinds: dict[str, str], *,
                            entry: str | None = None, backend: Any = None, on_progress: Any = None) -> dict[str, Any]:

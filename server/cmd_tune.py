@@ -22,7 +22,7 @@ from ..analysis import feasibility
 from ..analysis.source import apply_edits
 from ..analysis.types import to_json
 from ..engine.tune import (
-    TuneError, TuneOptions, TuneReport, device_platform, tune, worker_estimator, worker_timer,
+    TuneError, TuneOptions, TuneReport, device_platform, tune,
 )
 
 # "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
@@ -111,7 +111,7 @@ def _setup(args: argparse.Namespace, path: str):
 
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
-                memory_mb: int = 4096, device: Any = None, run: Any = None) -> TuneReport:
+                memory_mb: int = 4096, device: Any = None, *, run: Any) -> TuneReport:
     from ..engine.client import WorkerConfig
     from ..engine.pool import local_backend
 
@@ -126,15 +126,15 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     config = WorkerConfig(timeout_s=600.0, memory_mb=memory_mb)
     backend = local_backend(config, checks=0, jobs=jobs, device=options.backend == "local")
     checking = local_backend(config, checks=0, jobs=1)
-    estimator = worker_estimator(backend, path, text, options, parallel=jobs, on_progress=progress)
     from ..engine.engine import Engine
     from ..engine.judge import Trusted
 
     timer = None
     engine = Engine(use_store=False)
-    # the run's one judge (agents/run_setup.RunSetup.judge): what tune calls best or applies compiles for
-    # the chip (tier 2) like any other candidate, and each configuration's interpret check is its too
-    judge = run.judge(engine, Trusted(path, text), device=None, timeout_s=300.0) if run is not None else None
+    # the run's one judge (agents/run_setup.RunSetup.judge): each configuration is estimated, timed, checked in
+    # interpret mode and compiled for the chip (tier 2) by it, like any other candidate
+    judge = run.judge(engine, Trusted(path, text), device=None, timeout_s=300.0)
+    estimator = judge.config_estimator(text, options, backend=backend, parallel=jobs, on_progress=progress)
 
     async def verifier(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
         # the estimating workers keep every traced configuration: their memory goes back before
@@ -153,16 +153,16 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
         if device is not None:  # ssh / ray: a batch's configurations timed at once on the engine's device pool
             engine.device_events = lambda line: progress(line)
             pool = engine.device(device, WorkerConfig(timeout_s=600.0, memory_mb=memory_mb, platforms=None))
-            timer = worker_timer(pool, path, text, options, on_progress=progress)
+            timer = judge.config_timer(text, options, backend=pool, on_progress=progress, timeout_s=600.0)
         elif options.backend == "local":
             platform = await device_platform(backend)
             if platform in (None, "cpu"):
                 raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
                                 f"{platform or 'unknown: the device worker did not start'}); CPU timings never "
                                 "rank. Use --backend estimate here, or run on a TPU host")
-            timer = worker_timer(backend, path, text, options, on_progress=progress)
-        return await tune(path, text, options, estimator, timer=timer, verifier=verifier if judge else None, store=store,
-                          progress=progress, compiler=compiler if judge is not None else None)
+            timer = judge.config_timer(text, options, backend=backend, on_progress=progress, timeout_s=600.0)
+        return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
+                          progress=progress, compiler=compiler)
     finally:
         await backend.close()
         await checking.close()

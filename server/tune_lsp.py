@@ -19,7 +19,7 @@ from ..analysis.source import Source
 from ..analysis.tunables import find_tunables
 from ..analysis.types import KernelSite, Span
 from ..engine.judge import Trusted
-from ..engine.tune import TuneOptions, TuneReport, job_progress, tune, worker_estimator
+from ..engine.tune import TuneOptions, TuneReport, job_progress, tune
 
 from .lenses import Lens
 from .lsp_convert import span_to_range
@@ -111,7 +111,8 @@ def job_body(session: Any, setup: Any, text: str, options: TuneOptions, progress
                 return await judge.check_config(text, config, kinds, entry=options.entry, backend=backend,
                                                 on_progress=say)
 
-            return await tune(path, text, options, worker_estimator(backend, path, text, options, on_progress=say),
+            return await tune(path, text, options, judge.config_estimator(text, options, backend=backend,
+                                                                          on_progress=say),
                               verifier=verifier,
                               store=store, progress=say, compiler=judge.compile)
         finally:

@@ -514,3 +514,33 @@ def test_who_judged_is_shown_in_the_optimize_table_hover_and_eval_summary():
     summary = summarize("files", [TaskOutcome("t", (CaseOutcome(own, 2.0),))], provenance="estimate (v5e)").to_json()
     summary["per_task"][0]["verdict"], summary["wall_s"] = own.to_json(), 1.0  # as run_eval adds them
     assert f"judged by {SELF} (never ranks): task t" in format_summary(summary)
+
+
+# the worker requests that estimate, test or time a kernel's figures; only the judge sends them for a candidate
+_JUDGING_CALLS = {"worker_estimator", "worker_timer", "time_request", "VerifyParams", "EstimateParams", "estimate_pair",
+                  "TimeParams", "ProfileParams"}
+# where they are defined (the seams the judge calls), and the two commands that time the user's own file as
+# written, never a candidate (`pallasite time`/`profile` and the editor's "Time on ..." code lens)
+_SEAMS = {"engine/judge.py", "engine/tune.py", "engine/estimates.py", "engine/timing.py"}
+_THE_USER_S_OWN = {"server/cmd_time.py", "server/timing_lsp.py"}
+
+
+def test_only_the_judge_sends_a_candidate_to_be_estimated_tested_or_timed():
+    """Issue 42: one Judge; no command builds its own estimate, verify or time request for a candidate (tune's
+    configurations went to the worker directly from cmd_tune and the editor's tune before)."""
+    import ast
+
+    root = Path(__file__).parent.parent
+    found = []
+    for layer in ("server", "agents", "engine"):
+        for path in sorted((root / layer).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel in _SEAMS:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call):
+                    name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                    if name in _JUDGING_CALLS:
+                        found.append((rel, node.lineno, name))
+    assert {rel for rel, _, _ in found} <= _THE_USER_S_OWN, found
+    assert found, "the scan found nothing at all: it no longer reads the commands"
