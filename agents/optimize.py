@@ -39,10 +39,12 @@ PHASES = ("plan", "implement", "compile", "test", "autotune", "profile")
 
 @dataclass(frozen=True)
 class Decision:
-    """Step mode's answer after a phase: "approve", "revise" (``text`` is the instruction), "stop"."""
+    """Step mode's answer after a phase: "approve", "revise" (``text`` is the instruction), "stop"
+    (``why``, where given, says why when it was not the user's answer, e.g. input ended)."""
 
     action: str = "approve"
     text: str = ""
+    why: str = ""
 
 
 Gate = Callable[[str, dict], Awaitable[Decision]]
@@ -278,7 +280,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
         it.summary, it.plan = planner.parse(text)
         decision = await pause("plan", {"iteration": it.index, "plan": it.plan, "summary": it.summary})
         if decision.action == "stop":
-            raise Stop("stopped by the user after the plan")
+            raise Stop(decision.why or "stopped by the user after the plan")
         if decision.action == "revise" and decision.text.strip():
             it.summary, it.plan = planner.parse(decision.text)
         phase("plan", PhaseResult(True, it.summary))
@@ -297,7 +299,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
             decision = await pause("implement", {"iteration": it.index, "diff": implementer.diff(base, candidate, state.path),
                                                  "source": candidate})
             if decision.action == "stop":
-                raise Stop("stopped by the user before applying the candidate")
+                raise Stop(decision.why or "stopped by the user before applying the candidate")
             if decision.action == "revise":
                 extra = decision.text
                 continue
@@ -429,7 +431,7 @@ async def freeze_tests(state: RunState, provider: Provider, evaluator: Any, budg
             decision = await gate("tests", {"iteration": 0, "tests": text, "summary": summary}) if gate else Decision()
             if decision.action == "stop":
                 state.context["tests_refused"] = text
-                raise Stop("stopped by the user at the tests")
+                raise Stop(decision.why or "stopped by the user at the tests")
             if decision.action != "revise" or not decision.text.strip():
                 break
             text = decision.text  # the user's text is kept whatever the check says

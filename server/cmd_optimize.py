@@ -145,6 +145,7 @@ def _console_gate(plans_dir: Path, run_id: str):
                 print(f"\npallasite optimize: input ended before an answer at the {phase} (step mode needs one per "
                       f"phase): stopping, nothing approved; the run is kept: --resume {run_id} continues it, "
                       "--mode auto runs without answers", file=sys.stderr)
+                return Decision("stop", why=f"stopped: input ended before an answer at the {phase} (nothing approved)")
             return Decision("stop")
         if answer.startswith("r"):
             if phase == "tests":
@@ -154,7 +155,7 @@ def _console_gate(plans_dir: Path, run_id: str):
             instruction = await asyncio.to_thread(_ask_user, "what should change? ")
             if not instruction:
                 print("\npallasite optimize: input ended before the revision: stopping", file=sys.stderr)
-                return Decision("stop")
+                return Decision("stop", why=f"stopped: input ended before the revision at the {phase}")
             return Decision("revise", instruction)
         return Decision("approve")
 

@@ -62,4 +62,5 @@ def test_step_mode_stops_when_input_ends(tmp_path):
     assert "input ended before an answer at the tests" in done.stderr and "nothing approved" in done.stderr, done.stderr
     result = json.loads(done.stdout)
     assert result["stopped"].startswith("stopped") and result["table"] == []  # no iteration ran on a silent approval
+    assert "input ended" in result["stopped"] and "by the user" not in result["stopped"], result["stopped"]
     assert done.returncode == 1
