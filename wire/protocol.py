@@ -101,7 +101,9 @@ def check_handshake(handshake: Handshake) -> None:
         raise ProtocolError(
             f"the worker (pid {handshake.pid}, {theirs}) speaks worker protocol {handshake.protocol}; this "
             f"pallasite speaks protocol {PROTOCOL_VERSION}. Install the same pallasite version in the worker's "
-            f"environment (pallasite {_own_version()}: its wheel or checkout, docs/tpu.md)"
+            f"environment, pallasite {_own_version()}: `python -m pip install pallasite-{_own_version()}-py3-none-any.whl` "
+            "(a wheel built in this checkout: `pip wheel --no-deps --wheel-dir dist .`) or `python -m pip install /path/to/pallasite` "
+            "(docs/tpu.md)"
         )
 
 
