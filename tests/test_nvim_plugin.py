@@ -205,7 +205,8 @@ def test_checkhealth_without_pallasite_says_how_to_install(tmp_path: Path, env: 
     env = {**env, "PALLASITE_TEST_PYTHON": str(bare / "bin" / "python")}
     text = "\n".join(_health(run_scenario("health", env, project, tmp_path, file=None)))
     assert "ERROR" in text and re.search(r"No module named '?pallasite", text), text
-    assert f"{bare / 'bin' / 'python'} -m pip install pallasite" in text, text
+    assert f"{bare / 'bin' / 'python'} -m pip install /path/to/pallasite" in text, text
+    assert "pip install pallasite" not in text and "pip install -U pallasite" not in text, text  # on no package index
 
 
 OPTIMIZE_DATA = Path(__file__).parent / "data" / "optimize"

@@ -233,6 +233,7 @@ def test_bundled_extension_without_pallasite_says_how_to_install(tmp_path: Path)
     assert r["status"] == "$(error) pallasite not installed"
     [message] = r["messages"]
     assert message["level"] == "error" and message["items"] == ["Open Settings", "Show Output"]
-    assert f"`{python} -m pip install pallasite`" in message["message"]
+    assert f"`{python} -m pip install /path/to/pallasite`" in message["message"]
+    assert "pip install pallasite" not in message["message"]  # on no package index
     assert "No module named 'pallasite'" in message["message"]
     assert r["contexts"] == {}  # no palette entry is enabled

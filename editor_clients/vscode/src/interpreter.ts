@@ -104,7 +104,8 @@ export function installAdvice(plan: LaunchPlan, detail: string): string {
   const pip = commandLine(plan.python, ['-m', 'pip', 'install']);
   return (
     `Pallasite is not installed for ${plan.python} (${SOURCE_WORDS[plan.source]}): \`${probe}\` failed (${said}). ` +
-    `Install it with \`${pip} pallasite\` (or \`${pip} -e .\` from a pallasite checkout), then reload the window.`
+    `Install it from your pallasite checkout with \`${pip} /path/to/pallasite\` (pallasite is on no package index; ` +
+    `\`${pip} -e .\` inside the checkout for development), then reload the window.`
   );
 }
 

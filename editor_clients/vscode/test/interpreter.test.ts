@@ -48,7 +48,9 @@ test('the install message names the interpreter, the failure and the pip command
   const message = installAdvice(plan, "Traceback ...\n/proj/.venv/bin/python: No module named pallasite\n");
   assert.match(message, /not installed for \/proj\/\.venv\/bin\/python \(selected in the Python extension\)/);
   assert.match(message, /No module named pallasite/);
-  assert.match(message, /`\/proj\/\.venv\/bin\/python -m pip install pallasite`/);
+  assert.match(message, /`\/proj\/\.venv\/bin\/python -m pip install \/path\/to\/pallasite`/);
+  assert.match(message, /on no package index/);
+  assert.doesNotMatch(message, /pip install pallasite/);
   assert.match(message, /-m pip install -e \./);
 });
 

@@ -174,7 +174,7 @@ function M.check()
   local exe = vim.fn.exepath(cmd[1])
   if exe == '' then
     health.error(string.format('`%s` is not an executable on PATH', cmd[1]), {
-      'install it: python -m pip install pallasite (or pip install -e . in a pallasite checkout)',
+      'install it from your pallasite checkout: python -m pip install /path/to/pallasite (pallasite is on no package index)',
       "or point setup() at a Python that has it: require('pallasite').setup({ python = '/path/to/python' })",
     })
     return
@@ -186,7 +186,7 @@ function M.check()
   else
     local python = cmd[2] == '-m' and cmd[1] or 'python'
     health.error(string.format('`%s` failed: %s', table.concat(version_cmd or cmd, ' '), res and vim.trim(res.stderr) or '?'), {
-      string.format('install pallasite into that Python: %s -m pip install pallasite', python),
+      string.format('install pallasite into that Python from your checkout: %s -m pip install /path/to/pallasite (pallasite is on no package index)', python),
       'or, from a pallasite checkout: ' .. python .. ' -m pip install -e .',
     })
     return
@@ -209,7 +209,7 @@ function M.check()
       health.ok('Neovim commands for it (buffer-local in Python files): ' .. table.concat(names, ', '))
     else
       health.warn('the server advertises none of the commands this plugin knows', {
-        'update the plugin and the server together (pip install -U pallasite)',
+        'update the plugin and the server together (pull your pallasite checkout, then python -m pip install /path/to/pallasite)',
       })
     end
     if vim.list_contains(provided, 'pallasite.optimize') then
@@ -265,7 +265,7 @@ function M.check()
     health.ok(tpu_line .. ': tier 2 (the TPU compiler, deviceless) can run')
   else
     health.warn('libtpu is not installed for ' .. python .. ': tier 2 (the real TPU compiler) is unavailable', {
-      python .. " -m pip install 'pallasite[tpu]'",
+      python .. " -m pip install '/path/to/pallasite[tpu]'",
     })
   end
 end
