@@ -135,7 +135,7 @@ class MixedModels(SpeedupRefused):
 def estimated_speedup(reference_seconds: float, kernel_seconds: float, reference_model: str,
                       kernel_model: str) -> float:
     """reference / kernel for two bare estimates named by their model (chip included, e.g.
-    "pallasite roofline v2, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
+    "pallasite roofline v3, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
     the models differ or are not named, SpeedupRefused when a time is not a positive number."""
     if not reference_model or not kernel_model or reference_model != kernel_model:
         raise MixedModels(f"the reference was estimated by {reference_model or 'an unnamed model'!r} and the kernel by "
