@@ -28,7 +28,7 @@ def reports():
     return {Path(r.path).name: r for r in out}
 
 
-TWO_CORE_ONLY = {"race_cores_broken.py": ("PLS301", 24), "parallel_reduction_broken.py": ("PLS304", 41)}
+TWO_CORE_ONLY = {"race_cores_broken.py": ("PLS301", 26), "parallel_reduction_broken.py": ("PLS304", 41)}
 
 
 @pytest.mark.parametrize("target", ["v5e", "v6e"])
@@ -228,6 +228,8 @@ def test_cross_core_race_gets_advice_that_fits_it(reports):
 
     finding = next(f for f in reports["race_cores_broken.py"].findings if f.code == "PLS301")
     assert 'make that axis "arbitrary" or give each step its own block' in finding.message
+    # said at the "parallel" entry (expected.json, line 26); the out_specs whose map ignores the axis is related
+    assert [r.span.line + 1 for r in finding.related if r.message == "the out_specs"] == [24], finding.related
     hint = CODES["PLS301"].hint
     assert "semaphore" in hint and "TensorCores" in hint and '"arbitrary"' in hint
     catalog = entry("PLS301")
