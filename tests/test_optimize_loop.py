@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pallasite.agents.evaluator import BaseEvaluator
-from pallasite.analysis.verdict import COST_MODEL, Timing
+from pallasite.analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing
 from pallasite.agents.optimize import Budgets, Decision, PhaseResult, new_run, optimize
 from pallasite.agents.optimize_record import OptimizeRecorder, export, load, replay_table
 from pallasite.agents.providers import ProviderConfig
@@ -21,12 +21,18 @@ class MarkerEvaluator(BaseEvaluator):
     def __init__(self) -> None:
         self.measured: list[str] = []
 
-    async def compile(self, source):
-        return PhaseResult("BROKEN" not in source, "compiles" if "BROKEN" not in source else "error",
-                           evidence="ValueError: block shape (7, 128) not divisible by (8, 128)")
+    async def compile(self, source):  # a typed result, as the Judge gives (a bare ok is "not checked")
+        evidence = "ValueError: block shape (7, 128) not divisible by (8, 128)"
+        if "BROKEN" in source:
+            return PhaseResult(False, "error", evidence=evidence,
+                               compile=CompileResult.failed("not divisible", evidence, chip="v6e", tiers=(0, 1, 2)))
+        return PhaseResult(True, "compiles", compile=CompileResult.passed("v6e"))
 
     async def test(self, source):
-        return PhaseResult("WRONG" not in source, "matches", evidence="max abs error 1.0 > atol 1e-2")
+        evidence = "max abs error 1.0 > atol 1e-2"
+        if "WRONG" in source:
+            return PhaseResult(False, "rejected by the frozen tests", evidence=evidence, test=TestResult.wrong(evidence))
+        return PhaseResult(True, "matches", test=TestResult.ok("the marker stand-in"))
 
     async def measure(self, source):
         self.measured.append(source)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pallasite.agents.evaluator import BaseEvaluator
-from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict
+from pallasite.analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing, Verdict
 from pallasite.agents.optimize import PhaseResult
 from pallasite.agents.planner_prompt import SYSTEM as PLANNER_SYSTEM
 from pallasite.agents.providers import ProviderError, Usage
@@ -82,9 +82,12 @@ class LandscapeEvaluator(BaseEvaluator):
     def __init__(self):
         self.measured, self.active, self.max_active = [], 0, 0
 
-    async def compile(self, source):
-        ok = rows(source) != 3
-        return PhaseResult(ok, "compiles" if ok else "error", evidence="block rows 3 is not a multiple of 8")
+    async def compile(self, source):  # typed results, as the Judge gives (a bare ok is "not checked")
+        if rows(source) == 3:
+            evidence = "block rows 3 is not a multiple of 8"
+            return PhaseResult(False, "error", evidence=evidence,
+                               compile=CompileResult.failed(evidence, chip="v6e", tiers=(0, 1, 2)))
+        return PhaseResult(True, "compiles", compile=CompileResult.passed("v6e"))
 
     async def _device(self, result):
         self.active += 1
@@ -94,8 +97,10 @@ class LandscapeEvaluator(BaseEvaluator):
         return result
 
     async def test(self, source):
-        ok = rows(source) != 5
-        return await self._device(PhaseResult(ok, "matches" if ok else "mismatch", evidence="max abs error 2.0"))
+        if rows(source) == 5:
+            return await self._device(PhaseResult(False, "mismatch", evidence="max abs error 2.0",
+                                                  test=TestResult.wrong("max abs error 2.0")))
+        return await self._device(PhaseResult(True, "matches", test=TestResult.ok("the landscape stand-in")))
 
     async def measure(self, source):
         self.measured.append(rows(source))

@@ -145,7 +145,17 @@ def test_eval_kernel_replaces_the_one_tasks_candidate(tmp_path):
 
     kernel = standalone_kernel(tmp_path)
     [task] = with_kernel(discover(str(DATA / "attention")), str(kernel))
-    assert task.candidate_path == str(kernel) and task.reference_path.endswith("attention/baseline.py")
+    assert task.reference_path.endswith("attention/baseline.py")
+    # a file with only a workload, kept outside the task folder, is staged (engine/eval_tasks.
+    # staged_beside_baseline): the candidate is a link to the kernel, under its own name, beside the
+    # task's baseline.py, so every phase finds the task's inputs
+    staged = Path(task.candidate_path)
+    assert staged.name == kernel.name and staged.resolve() == kernel.resolve() and staged.parent != kernel.parent
+    assert (staged.parent / "baseline.py").resolve() == Path(task.reference_path).resolve()
+    native = tmp_path / "native.py"  # a file that states its own inputs is the candidate as it is
+    native.write_text(kernel.read_text() + "\n\ndef example_inputs():\n    return ()\n")
+    [task] = with_kernel(discover(str(DATA / "attention")), str(native))
+    assert task.candidate_path == str(native)
     with pytest.raises(ValueError, match="exactly one task"):
         with_kernel(discover(str(DATA)), str(kernel))
 
