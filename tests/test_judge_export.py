@@ -186,10 +186,14 @@ async def test_on_a_standin_device_model_code_is_not_profiled_where_the_device_i
     assert reply.result.verdict == "error" and "not profiled" in reply.result.error, reply.result
 
 
-async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_the_cpu_backend(tmp_path):
+async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_the_cpu_backend(tmp_path, monkeypatch):
     """A worker whose JAX_PLATFORMS is not "cpu" (a TPU host's): the candidate's processes of ``time``
     and ``check`` are set to jax's CPU backend before the candidate runs, so model code never holds
     the chip (the check's candidate process kept the worker's platforms before)."""
+    # platforms=None keeps this process's JAX_PLATFORMS, and CI (or a test module imported before this
+    # one: test_cost_model, test_tune...) sets it to "cpu", which made this a CPU worker judged on the
+    # local path; a TPU host's worker has it unset
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
     from pallasite.engine.client import WorkerClient, WorkerConfig
     from pallasite.engine.sources import sources_for
     from pallasite.engine.timing import TaskFiles, time_request
