@@ -7,7 +7,7 @@ jax's sources with ast + BM25 indexing), loading the cached index, and per-query
 (median / p95 over every query, --repeat times), all wall-clock milliseconds (time.perf_counter) on
 this host's CPU. The issue's target: recall@5 >= 0.8.
 
-Rankers: bm25 (default), embeddings and hybrid (need the model of pallasite[embeddings]); ``--ranker
+Rankers: bm25 (default), embeddings and hybrid (need the model: ``pallasite docs fetch-model``); ``--ranker
 all`` measures every one whose model is installed, in one cache folder, so the hybrid index reuses
 the passage vectors the embeddings index computed (its build time says so: "vectors reused").
 

@@ -42,7 +42,7 @@ def _rankers() -> dict[str, type]:
     return {"bm25": BM25Ranker, "embeddings": EmbeddingsRanker, "hybrid": HybridRanker}
 
 
-# name -> Ranker class. "embeddings" and "hybrid" need the optional model (pallasite[embeddings]).
+# name -> Ranker class. "embeddings" and "hybrid" need the optional model (`pallasite docs fetch-model`).
 RANKERS: dict[str, type] = _rankers()
 
 
