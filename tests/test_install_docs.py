@@ -180,3 +180,16 @@ def test_no_message_of_the_package_installs_pallasite_from_an_index():
             found = _index_installs(path.read_text(encoding="utf-8"))
             said += [f"{path.relative_to(ROOT)}: {f}" for f in found]
     assert not said, "\n".join(said)
+
+
+def test_the_editor_clients_never_install_pallasite_from_an_index():
+    """The VS Code client's install message and Neovim's :checkhealth advice name the checkout's path (they said
+    `python -m pip install pallasite` and `pip install -U pallasite`, which install nothing)."""
+    said = []
+    for path in sorted((ROOT / "editor_clients").glob("vscode/src/*.ts")) + \
+            sorted((ROOT / "editor_clients").glob("neovim/lua/**/*.lua")):
+        text = path.read_text(encoding="utf-8")
+        for pattern in (r"pip install (-U )?'?pallasite\b(?![/\w-])", r"\$\{pip\} pallasite\b",
+                        r"pip install '?pallasite\[", r"-m pip install (-U )?'?pallasite\b(?![/\w-])"):
+            said += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(pattern, text)]
+    assert not said, "\n".join(said)
