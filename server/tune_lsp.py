@@ -113,8 +113,7 @@ def job_body(session: Any, setup: Any, text: str, options: TuneOptions, progress
 
             return await tune(path, text, options, judge.config_estimator(text, options, backend=backend,
                                                                           on_progress=say),
-                              verifier=verifier,
-                              store=store, progress=say, compiler=judge.compile)
+                              verifier=verifier, store=store, progress=say, compiler=judge.compile)
         finally:
             if store is not None:
                 store.close()

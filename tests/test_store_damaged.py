@@ -76,7 +76,7 @@ def test_tune_says_that_results_are_not_recorded_and_still_tunes(project, capsys
     from pallasite.engine.sources import sources_for
     from pallasite.wire.messages import EstimateParams
     from pallasite.runner.tune_ops import handle_estimate
-    from pallasite.server import cmd_tune
+    from pallasite.engine import tune as tune_module
 
     for name, value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1"}.items():
         monkeypatch.setenv(name, value)
@@ -89,7 +89,7 @@ def test_tune_says_that_results_are_not_recorded_and_still_tunes(project, capsys
                                                   configs=tuple(configs), kinds=dict(kinds), probe=False))
         return estimate
 
-    monkeypatch.setattr(cmd_tune, "worker_estimator", in_process)
+    monkeypatch.setattr(tune_module, "worker_estimator", in_process)  # what the run's Judge estimates with
     assert main(["tune", str(path), "--target", "v5e", "--verify", "0"]) == 0
     captured = capsys.readouterr()
     assert captured.err.count("results are not recorded") == 1 and "is damaged" in captured.err
