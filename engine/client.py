@@ -100,6 +100,11 @@ class WorkerConfig:
 
 
 REPLACE_SHARE = 0.5  # of its memory limit: a local worker holding more after a request is replaced
+# tune's estimate requests of configurations (engine/tune.py worker_estimator; those without the reference): the
+# worker keeps what jax traced for every configuration, so one holding more than this many MiB after one is
+# replaced, and tune's parallel estimating workers stay small together (issue 44: tune under 2 GiB). A worker that
+# priced a reference (libtpu loaded: ~1 GiB) keeps serving the judge's estimates of candidates warm.
+REPLACE_AFTER_MB = {"estimate": 640}
 
 
 def _resident(pid: int) -> int | None:
@@ -359,7 +364,7 @@ class WorkerClient:
                 outcome = await self._stop(request_id, future, "timeout")
                 return self._reply(op, outcome, started, timeout_s, timed_out=True)
             reply = self._reply(op, outcome, started, timeout_s)
-            await self._replace_if_heavy()
+            await self._replace_if_heavy(params)
             return reply
         except asyncio.CancelledError:
             await asyncio.shield(self._stop(request_id, future, "cancelled"))
@@ -500,15 +505,21 @@ class WorkerClient:
                 return
             self._stderr.append(line.decode("utf-8", "replace").rstrip("\n")[:2000])
 
-    async def _replace_if_heavy(self) -> None:
+    async def _replace_if_heavy(self, params: Any = None) -> None:
         """A local worker left holding more than ``REPLACE_SHARE`` of its memory limit after a request
         (a file's big arrays: freed memory stays with the process) is replaced before the next one, so
-        that one does not start near the limit (runner/memory_guard.py stops user code short of it)."""
+        that one does not start near the limit (runner/memory_guard.py stops user code short of it); after
+        an op of ``REPLACE_AFTER_MB`` that priced no reference (tune's configurations), one holding more than
+        that many MiB."""
         proc = self._proc
         if self.config.command or not self.config.memory_mb or proc is None or proc.returncode is not None:
             return
         rss = _resident(proc.pid)
-        if rss is not None and rss > REPLACE_SHARE * self.config.memory_mb * 2**20:
+        limit = REPLACE_SHARE * self.config.memory_mb * 2**20
+        after_mb = REPLACE_AFTER_MB.get(getattr(type(params), "OP", ""))
+        if after_mb is not None and not getattr(params, "reference", False):
+            limit = min(limit, after_mb * 2**20)
+        if rss is not None and rss > limit:
             await self._reap()
 
     async def _watch_memory(self, proc: asyncio.subprocess.Process) -> None:

@@ -132,6 +132,23 @@ class PoolBackend:
                            devices=tuple(getattr(hello, "devices", ()) or ()), versions=versions,
                            protocol=getattr(hello, "protocol", None), problem=getattr(hello, "error", None))
 
+    async def replace_idle(self, purpose: str) -> int:
+        """Replace the idle workers of a lane by fresh ones (started by their first request), so what those kept
+        of their last requests goes back (tune's estimating worker after pricing the reference: libtpu, ~1 GiB;
+        issue 44). Returns how many were replaced; a busy worker is left alone."""
+        lane = self.lanes.get(purpose)
+        if self.closed or lane is None or lane.idle is None:
+            return 0
+        old = []
+        while not lane.idle.empty():
+            old.append(lane.idle.get_nowait())
+        for worker in old:
+            fresh = lane.make(purpose)
+            lane.workers[lane.workers.index(worker)] = fresh
+            lane.idle.put_nowait(fresh)  # a request waiting for a worker gets this one
+        await asyncio.gather(*(w.close() for w in old), return_exceptions=True)
+        return len(old)
+
     async def close(self) -> None:
         self.closed = True
         workers = [w for lane in self.lanes.values() for w in lane.workers]

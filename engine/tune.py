@@ -709,12 +709,17 @@ def _progress(on_progress: Any) -> Any:
     return lambda p: on_progress(p.message, p.fraction)
 
 
+PER_REQUEST = 16  # configurations in one estimate request, at most
+
+
 def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOptions,
                      timeout_s: float = 300.0, on_progress: Any = None, parallel: int = 1,
                      trusted: tuple[str, str] | None = None) -> Estimator:
     """An ``Estimator`` over a backend (engine/backend.py) or one ``WorkerClient``: each call's
-    configurations split into ``parallel`` ``estimate`` requests on the job workers. The first call's
-    first request also costs the reference and probes the chip; every reply carries what it found."""
+    configurations split into ``parallel`` ``estimate`` requests on the job workers (more, queued for them,
+    when each would carry over ``PER_REQUEST``). The first call's first request, alone with one configuration,
+    also costs the reference and probes the chip (then a pool's idle job workers are replaced); every reply
+    carries what it found."""
     source = sources_for(path, text)
     judged_against = trusted_sources(*trusted) if trusted is not None else None  # model-written text: runner/judge.py
 
@@ -735,15 +740,29 @@ def worker_estimator(backend: Any, path: str, text: str | None, options: TuneOpt
     first: list[EstimateResult] = []  # the first reply: the reference's cost and the probed chip
 
     async def estimate(configs: Sequence[dict[str, int]], tunable_kinds: dict[str, str]) -> EstimateResult:
-        n = max(1, min(parallel, len(configs)))
-        chunks = [list(configs[i::n]) for i in range(n)]
-        replies = await asyncio.gather(*(one(c, tunable_kinds, i == 0 and not first) for i, c in enumerate(chunks)))
+        configs = [dict(c) for c in configs]
+        replies = []
         if not first:
-            chip = replies[0].chip
+            # the reference's cost and the chip probe alone, with one configuration: they load libtpu (~1 GiB that
+            # worker keeps), so a pool then replaces its idle job workers (engine/pool.py replace_idle)
+            head = await one(configs[:1], tunable_kinds, True)
+            chip = head.chip
             if known is not None:
                 chip = replace(chip, scoped_vmem_limit_bytes=known.scoped_vmem_limit_bytes,
                                scoped_vmem_source=known.scoped_vmem_source)
-            first.append(replace(replies[0], chip=chip))
+            first.append(replace(head, chip=chip))
+            replies.append(head)
+            configs = configs[1:]
+            fresh = getattr(backend, "replace_idle", None)
+            if configs and fresh is not None:
+                await fresh("job")
+        if configs:
+            # at most PER_REQUEST configurations a request, queued for the ``parallel`` workers: one left holding
+            # more than the client's REPLACE_AFTER_MB after one is replaced before the next (the estimates do not
+            # depend on which worker traced them, nor on what it traced before)
+            n = max(1, min(parallel, len(configs)), -(-len(configs) // PER_REQUEST))
+            chunks = [configs[i::n] for i in range(n)]
+            replies += await asyncio.gather(*(one(c, tunable_kinds, False) for c in chunks))
         return replace(first[0], estimates=tuple(e for r in replies for e in r.estimates))
 
     return estimate
