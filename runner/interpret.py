@@ -620,10 +620,12 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
         except Exception as exc:  # noqa: BLE001 - the user's reference failed: a note, not the kernel's error
             errors.append(reference_failure(exc, path))
 
-    def problems_of(r: Run) -> list[dict[str, Any]]:
-        return compare(r.outputs, expected, tolerance_for(task, r.outputs))
+    def problems_of(r: Run) -> list[dict[str, Any]]:  # a float of another width is said once, not rerun
+        return [p for p in compare(r.outputs, expected, tolerance_for(task, r.outputs)) if not p.get("width")]
 
-    problems = problems_of(run)
+    first = compare(run.outputs, expected, tolerance_for(task, run.outputs))
+    errors.extend(result_record(p, call, sites, path, None, None) for p in first if p.get("width"))  # a warning
+    problems = [p for p in first if not p.get("width")]
     if not problems:
         return {"errors": errors, "_reruns": reruns}
     if any(p["kind"] == "dtype" for p in problems):  # a declared dtype the results do not have: no rerun explains it

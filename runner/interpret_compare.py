@@ -4,7 +4,8 @@ The TPU interpreter fills fresh memory with NaN (integers: their max value), so 
 grid step wrote, or one computed from memory never written, comes back as that fill value.
 ``compare`` separates those regions ("nan") from values outside the tolerance ("mismatch"), and
 says when an output is of another kind of dtype than the reference's ("dtype": integers where the
-reference has floats).
+reference has floats) or a float of another width ("dtype" with ``width``: bfloat16 where the reference
+returns float32; its values are still compared, at the output's tolerance).
 Plain numpy and jax.tree; no interpreter state.
 """
 
@@ -58,6 +59,9 @@ def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) 
                 problems.append({"kind": "dtype", "index": index, "dtype": out.dtype.name, "expected": ref.dtype.name,
                                  "shape": out.shape})
                 continue
+            if out.dtype != ref.dtype and _kind(out.dtype) == "f":  # a float of another width: said, then compared
+                problems.append({"kind": "dtype", "index": index, "dtype": out.dtype.name, "expected": ref.dtype.name,
+                                 "shape": out.shape, "width": True})
             unwritten &= ~_unwritten(ref.astype(out.dtype)) if ref.dtype == out.dtype else ~np.isnan(ref.astype(np.float64))
         if unwritten.any():
             problems.append({"kind": "nan", "index": index, "mask": unwritten, "shape": out.shape, "dtype": out.dtype.name})

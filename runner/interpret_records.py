@@ -454,7 +454,11 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
         spot = sites.element_line(call_line, "out_shape", out_index) or sites.keyword_line(call_line, "out_shape")
         sentence = (f"output {index} is {problem['dtype']} but the reference returns {problem['expected']}: the "
                     f"pallas_call's out_shape declares {problem['dtype']} for it")
-        rec = _base("PLS304", sentence, path, [spot or (call_line, None)])
+        if problem.get("width"):  # floats both: the values may still pass the tolerance, the dtype is not the same
+            sentence += (f", a float of another width than the reference's (callers get {problem['dtype']} where "
+                         f"they expect {problem['expected']})")
+        rec = _base("PLS304", sentence, path, [spot or (call_line, None)],
+                    severity="warning" if problem.get("width") else "error")
         rec["refs"] = [{"kind": "out_dtype", "index": out_index}]  # the client moves it to the dtype's origin
         return rec
     if cause and cause[0] == "semantics":

@@ -38,7 +38,7 @@ def _expected(name: str) -> tuple[str, int]:
 
 @pytest.fixture(scope="module")
 def reports():
-    out = check_paths([str(DATA / n) for n in TIER3 + ("reference_fails.py",)],
+    out = check_paths([str(DATA / n) for n in TIER3 + ("reference_fails.py", "out_dtype_narrow.py")],
                       CheckOptions(target="v5e", tiers=(3,), time_limit_s=180))
     return {Path(r.path).name: r for r in out}
 
@@ -71,6 +71,17 @@ def test_wrong_out_shape_dtype_found_by_tier3_is_at_the_dtype(reports):
     [finding] = [f for f in reports["out_dtype_silent.py"].findings if f.severity == "error"]
     assert "output 0 is int32 but the reference returns float32" in finding.message
     assert any(r.message == "where the wrong dtype shows" for r in finding.related)
+
+
+def test_a_float_out_shape_of_another_width_is_a_warning_at_the_dtype(reports):
+    """bfloat16 declared where the reference returns float32: the values pass bfloat16's tolerance, so tier 3
+    said nothing before (only integers against floats were a dtype finding)."""
+    code, line = _expected("out_dtype_narrow.py")
+    findings = reports["out_dtype_narrow.py"].findings
+    assert [(f.code, f.span.line + 1, f.severity) for f in findings] == [(code, line, "warning")], \
+        [f"{f.code}:{f.span.line + 1} {f.severity} {f.message}" for f in findings]
+    assert "output 0 is bfloat16 but the reference returns float32" in findings[0].message
+    assert "a float of another width" in findings[0].message
 
 
 def test_a_reference_that_raises_is_a_note_and_the_kernel_is_still_checked(reports):
