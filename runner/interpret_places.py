@@ -6,7 +6,9 @@ it in the kernel's own code, read with ``ast`` from the checked text:
 
 - ``unwritten_places``: the kernel's stores to that output; when they all sit under one
   ``pl.when(...)``, that guard (its condition decides that some blocks are never written); when the
-  kernel never stores to it at all, the kernel parameter naming the output;
+  kernel never stores to it at all, the kernel parameter naming the output; before either, a
+  ``pass`` standing among the statements of a function of the kernel (a store removed or never
+  written: ``to_store = acc[...]`` then ``pass`` in a helper such as Megablox's ``_store_accum``);
 - ``uninitialized_places``: the accumulators (scratch or output refs the kernel reads) that no
   statement initialises: the ``pl.when(... == 0)`` block that initialises the others (the init is
   missing there), else the kernel's first-step ``pl.when(... == 0)`` block that initialises none,
@@ -253,6 +255,10 @@ def unwritten_places(refs: KernelRefs | None, out_index: int) -> list[Place]:
     parents = _parents(refs)
     stores = [s for s in _stores(refs, name) if not isinstance(s, ast.AugAssign)] or _stores(refs, name)
     stores = stores or _handed_on(refs, name)  # written by an async copy or a helper
+    stub = _stub(refs)
+    if stub is not None:  # a store removed (or never written) where the kernel computes what it would store
+        return [(stub.lineno, stub.col_offset, f"a `pass` stands where {name} would be stored")] + [
+            (s.lineno, s.col_offset, f"the store to {name}") for s in stores[:2]]
     if not stores:
         param = refs.params.get(name)
         if param is None:
@@ -265,6 +271,14 @@ def unwritten_places(refs: KernelRefs | None, out_index: int) -> list[Place]:
         return [(guard.lineno, guard.col_offset, f"{name} is written only when {cond}")] + [
             (s.lineno, s.col_offset, f"the store to {name}") for s in stores[:2]]
     return [(s.lineno, s.col_offset, f"the store to {name}") for s in stores[:3]]
+
+
+def _stub(refs: KernelRefs) -> ast.Pass | None:
+    """The last ``pass`` that follows other statements in the body of one of the kernel's functions (the
+    kernel, its ``pl.when`` blocks and helpers): a statement removed, or a stub never filled."""
+    stubs = [stmt for fn in _nodes(refs) if isinstance(fn, ast.FunctionDef)
+             for i, stmt in enumerate(fn.body) if isinstance(stmt, ast.Pass) and i > 0]
+    return max(stubs, key=lambda s: (s.lineno, s.col_offset)) if stubs else None
 
 
 def uninitialized_places(refs: KernelRefs | None, scratch_line: int | None) -> list[Place]:

@@ -137,3 +137,11 @@ def test_output_never_written_at_the_stub_left_where_its_store_was():
     [finding] = [f for f in analyze(text).findings if f.code == "PLS017"]
     assert text.splitlines()[finding.span.line].strip() == "pass"
     assert [r.message for r in finding.related] == ["the pallas_call whose output 0 is o_ref", "the output o_ref, never stored to"]
+
+
+def test_output_never_written_at_the_stub_left_in_a_store_helper():
+    """A helper of the kernel (not a ``pl.when`` block, as Megablox's ``_store_accum``) that computes the value
+    and stores nothing: said at the last-step block's call of it before, now at its ``pass``."""
+    text = (DATA.parent / "tier3_places" / "store_removed_helper.py").read_text()
+    [finding] = [f for f in analyze(text).findings if f.code == "PLS017"]
+    assert text.splitlines()[finding.span.line].strip() == "pass  # expect: PLS303", finding.span

@@ -27,7 +27,8 @@ from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "tier3_places"
 TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",
-         "init_missing_jitted.py", "init_block_empty.py", "cond_skip.py", "paged_oob_dma.py")
+         "init_missing_jitted.py", "init_block_empty.py", "cond_skip.py", "paged_oob_dma.py",
+         "store_removed_helper.py")
 
 
 def _expected(name: str) -> tuple[str, int]:
@@ -54,6 +55,11 @@ def test_unwritten_output_names_the_guard_and_relates_the_store(reports):
     [finding] = [f for f in reports["unwritten_guard.py"].findings if f.severity == "error"]
     assert "o_ref is written only when k == nk" in finding.message
     assert any(r.message == "the store to o_ref" for r in finding.related)
+
+
+def test_a_removed_store_is_said_at_the_pass_left_in_its_helper(reports):
+    [finding] = [f for f in reports["store_removed_helper.py"].findings if f.severity == "error"]
+    assert "a `pass` stands where o_ref would be stored" in finding.message
 
 
 def test_a_store_skipped_on_one_branch_is_said_at_the_store(reports):
