@@ -213,7 +213,10 @@ def test_a_host_that_drops_later_is_retired_after_two_failed_reconnects():
     assert pool.states()[0].state == "lost" and pool.states()[1].state == "idle"
 
 
-def test_members_from_settings_one_per_host_and_n_ray_actors():
+def test_members_from_settings_one_per_host_and_n_ray_actors(monkeypatch):
+    from pallasite.engine import remote
+
+    monkeypatch.setattr(remote, "ray_installed", lambda: True)  # settings only: no Ray runs (README's command has no ray extra)
     hosts = BackendSettings(kind="ssh", host="a", hosts=("b", "c"))
     assert [m.where for m in members(hosts, opener=lambda s, b: s)] == ["ssh:a", "ssh:b", "ssh:c"]
     assert where(hosts) == "ssh:a+b+c"

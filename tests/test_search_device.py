@@ -135,7 +135,10 @@ def test_eval_speedups_are_device_medians_and_cpu_time_is_never_a_speedup(tmp_pa
     assert {t["task"]: t for t in cpu["per_task"]}["add_tuned"]["speedup"] is None
 
 
-def test_backend_flags_route_to_the_chosen_backend(tmp_path):
+def test_backend_flags_route_to_the_chosen_backend(tmp_path, monkeypatch):
+    from pallasite.engine import remote
+
+    monkeypatch.setattr(remote, "ray_installed", lambda: True)  # settings only: no Ray runs (README's command has no ray extra)
     parser = argparse.ArgumentParser()
     flags.add_backend(parser, "search")
     assert run_setup.device_settings(parser.parse_args([])) is None

@@ -43,7 +43,10 @@ def test_a_batch_is_timed_at_once_on_the_pool_in_the_batchs_order():
     assert gauge.most == 4
 
 
-def test_tune_eval_and_search_take_the_pool_flags():
+def test_tune_eval_and_search_take_the_pool_flags(monkeypatch):
+    from pallasite.engine import remote
+
+    monkeypatch.setattr(remote, "ray_installed", lambda: True)  # settings only: no Ray runs (README's command has no ray extra)
     import argparse
 
     from pallasite.server import cmd_tune, flags, run_setup
