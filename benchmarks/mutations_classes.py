@@ -177,6 +177,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--classes", default=",".join(CLASSES))
     parser.add_argument("--cap", type=int, default=CAP)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--only", default="", help="only the files whose id contains one of these (comma-separated)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).parent))
     from generalisation_corpus import KERNELS, base_text
@@ -190,6 +191,8 @@ def main(argv: list[str]) -> int:
     for name in JAXBENCH:
         folder = args.jaxbench / "benchmark" / name
         files.append((f"jaxbench-{name}", (folder / "optimized.py").read_text(), folder / "baseline.py"))
+    if args.only:
+        files = [f for f in files if any(part in f[0] for part in args.only.split(","))]
     classes = args.classes.split(",")
     score = {c: [0, 0, 0] for c in classes}  # mutants, caught, at the line
     rows = []

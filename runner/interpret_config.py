@@ -100,8 +100,7 @@ def reduce_config(task: Any, abstract: tuple[Any, ...], calls: list[Any],
     dicts = config_dicts(task)
     if not config or inputs is None or not dicts or not calls or input_bytes(abstract) <= budget:
         return None
-    sizes = _byte_share(abstract)
-    keys = sorted((k for k, v in config.items() if _is_size(v) and v in sizes), key=lambda k: (-sizes[config[k]], k))
+    keys = size_keys(config, abstract)
     want = blocks_of(calls)
     chosen: dict[str, int] = {}
     shapes = abstract
@@ -124,6 +123,23 @@ def reduce_config(task: Any, abstract: tuple[Any, ...], calls: list[Any],
     if not chosen or input_bytes(shapes) > budget:
         return None
     return Reduced(tuple(sorted(chosen.items())), shapes)
+
+
+def size_keys(config: dict[str, Any], abstract: tuple[Any, ...]) -> list[str]:
+    """The CONFIG keys worth shrinking, largest byte share first: a value that is a dimension of the
+    inputs, then one that only divides a dimension (a head count inside ``heads * head_dim``)."""
+    sizes = _byte_share(abstract)
+    ranked = []
+    for key, value in config.items():
+        if not _is_size(value):
+            continue
+        if value in sizes:
+            ranked.append(((0, -sizes[value]), key))
+            continue
+        shares = [share for dim, share in sizes.items() if dim > value and dim % value == 0]
+        if shares:
+            ranked.append(((1, -max(shares)), key))
+    return [key for _rank, key in sorted(ranked)]
 
 
 def _shapes(fn: Callable[[], Any]) -> tuple[Any, ...]:

@@ -145,3 +145,15 @@ def test_output_never_written_at_the_stub_left_in_a_store_helper():
     text = (DATA.parent / "tier3_places" / "store_removed_helper.py").read_text()
     [finding] = [f for f in analyze(text).findings if f.code == "PLS017"]
     assert text.splitlines()[finding.span.line].strip() == "pass  # expect: PLS303", finding.span
+
+
+def test_a_config_size_that_only_divides_a_dimension_is_shrunk_too():
+    """``heads`` is never a dimension of the inputs (the weight is ``emb x heads*head_dim``): it used to
+    stay 64, as in JAXBench's MLA attention, whose interpret run then went past the worker's memory."""
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import check_paths
+
+    [report] = check_paths([str(DATA / "heads_in_product.py")], CheckOptions(target="v6e", tiers=(3,), time_limit_s=240))
+    assert not [f for f in report.findings if f.severity == "error"], [f.message for f in report.findings]
+    [note] = [n for n in report.notes if "the task's own inputs at CONFIG" in n]
+    assert "heads=2" in note and "bfloat16[2, 256]," in note, note
