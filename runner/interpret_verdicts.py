@@ -21,6 +21,8 @@ import inspect
 import re
 from typing import Any, Callable
 
+from .memory_guard import SOFT_SHARE
+
 NOT_CHECKED = "not checked: "
 UPSTREAM_CODE = "PLS306"
 
@@ -100,7 +102,10 @@ def reference_failure(exc: BaseException, path: str) -> dict[str, Any]:
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if _same(f.filename, path)]
     mentions = [{"line": frames[-1].lineno, "column": None}] if frames else []
-    sentence = (f"the reference raised on the candidate's inputs ({type(exc).__name__}: {_short(str(exc), 200)}); "
+    limit = getattr(exc, "limit_mb", None)  # a memory_guard.MemoryStop
+    what = (f"went past {round(SOFT_SHARE * limit)} MiB, {SOFT_SHARE:.0%} of the worker's {limit} MiB memory limit"
+            if limit else f"raised on the candidate's inputs ({type(exc).__name__}: {_short(str(exc), 200)})")
+    sentence = (f"the reference {what}; "
                 "tier 3 could not compare results (unwritten blocks, out-of-bounds reads and races were still checked)")
     return _note(sentence, mentions)
 

@@ -157,3 +157,17 @@ def test_a_config_size_that_only_divides_a_dimension_is_shrunk_too():
     assert not [f for f in report.findings if f.severity == "error"], [f.message for f in report.findings]
     [note] = [n for n in report.notes if "the task's own inputs at CONFIG" in n]
     assert "heads=2" in note and "bfloat16[2, 256]," in note, note
+
+
+def test_a_reference_that_outgrows_the_worker_is_stopped_and_the_kernel_still_checked():
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import check_paths
+
+    path = DATA / "reference_outgrows.py"
+    options = CheckOptions(target="v6e", tiers=(3,), time_limit_s=240, memory_mb=1536)
+    [report] = check_paths([str(path)], options)
+    code, line = _expected("reference_outgrows.py")
+    assert [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"] == [(code, line)], \
+        [f.message for f in report.findings]
+    [note] = [f for f in report.findings if f.code == "PLS905"]
+    assert "went past 1075 MiB, 70% of the worker's 1536 MiB memory limit" in note.message, note.message
