@@ -10,8 +10,9 @@ never zeroed, was found at no tier).
 
 ``reduce_config`` shrinks the task's ``CONFIG`` instead: per int value that is a size of the inputs
 (the largest byte share first) it tries smaller values (2, 1/8, 1/4, 1/2), and keeps one when the
-task's own inputs function still traces at that CONFIG and every pallas_call the entry makes keeps
-the block and scratch shapes it had (``interpret_shrink.blocks_of``); every size goes as small as the
+task's own inputs function still traces at that CONFIG, every pallas_call the entry makes keeps
+the block and scratch shapes it had (``interpret_shrink.blocks_of``) and every integer input changes
+with the value (a table the task spells out apart from CONFIG would name pages that are gone); every size goes as small as the
 blocks allow (the grid, and so the interpret time, shrinks with it), and the result is used only
 when the inputs then fit the budget. ``config_set`` then holds that CONFIG while the inputs are made and the entry and the
 reference run, so the tables are the task's own at the reduced size. Only ``eval_shape`` tracing
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from .interpret_shrink import BUDGET_BYTES, blocks_of, input_bytes
 
@@ -115,9 +118,11 @@ def reduce_config(task: Any, abstract: tuple[Any, ...], calls: list[Any],
                 with config_set(dicts, trial):
                     made = _shapes(inputs)
                     traced = probe(made)
+                    fits = bool(traced) and blocks_of(traced) == want and _tables_follow(
+                        made, {key: chosen.get(key, config[key])}, dicts, inputs)
             except Exception:  # noqa: BLE001 - the task does not take this size: try the next
                 continue
-            if traced and blocks_of(traced) == want:
+            if fits:
                 chosen, shapes = trial, made
                 break
     if not chosen or input_bytes(shapes) > budget:
@@ -140,6 +145,31 @@ def size_keys(config: dict[str, Any], abstract: tuple[Any, ...]) -> list[str]:
         if shares:
             ranked.append(((1, -max(shares)), key))
     return [key for _rank, key in sorted(ranked)]
+
+
+def _tables_follow(made: tuple[Any, ...], before: dict[str, int], dicts: list[dict[str, Any]],
+                   inputs: Callable[[], Any]) -> bool:
+    """True when every integer input (a page table, lengths) changes with the size just tried
+    (``before``: the value it replaces). A table the task spells out apart from its CONFIG (JAXBench
+    7p's per-sequence lengths are a module constant) would name tokens and pages the smaller arrays
+    no longer have, and a correct kernel would be blamed for reading past them."""
+    if not any(_is_int(a) for a in jax.tree.leaves(made)):
+        return True
+    trial = _tables(inputs)  # under the trial's CONFIG (the caller holds it)
+    with config_set(dicts, before):
+        earlier = _tables(inputs)
+    return len(trial) == len(earlier) and all(
+        a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(trial, earlier))
+
+
+def _tables(inputs: Callable[[], Any]) -> list[np.ndarray]:
+    """The task's integer inputs, from a compiled run that returns only them (XLA drops the making
+    of the float arrays, so even the full CONFIG costs no memory)."""
+    return [np.asarray(a) for a in jax.jit(lambda: [a for a in jax.tree.leaves(inputs()) if _is_int(a)])()]
+
+
+def _is_int(a: Any) -> bool:
+    return hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.integer)
 
 
 def _shapes(fn: Callable[[], Any]) -> tuple[Any, ...]:

@@ -171,3 +171,17 @@ def test_a_reference_that_outgrows_the_worker_is_stopped_and_the_kernel_still_ch
         [f.message for f in report.findings]
     [note] = [f for f in report.findings if f.code == "PLS905"]
     assert "went past 1075 MiB, 70% of the worker's 1536 MiB memory limit" in note.message, note.message
+
+
+def test_a_size_is_not_shrunk_away_from_a_table_the_task_spells_out_apart_from_its_config(tmp_path):
+    """The lengths are a module constant: at a smaller ``pages_per_seq`` the correct kernel read its page
+    table past the end (a false PLS302); now only ``batch`` shrinks, which the lengths follow."""
+    from pallasite.engine.checker import CheckOptions
+    from pallasite.engine.engine import check_paths
+
+    (tmp_path / "optimized.py").write_text((DATA / "ragged_lengths_constant.py").read_text())
+    (tmp_path / "baseline.py").write_text((DATA / "ragged_lengths_constant_baseline.py").read_text())
+    [report] = check_paths([str(tmp_path / "optimized.py")], CheckOptions(target="v6e", tiers=(3,), time_limit_s=240))
+    assert not [f for f in report.findings if f.severity in ("error", "warning")], [f.message for f in report.findings]
+    [note] = [n for n in report.notes if "at CONFIG" in n]
+    assert "CONFIG batch=2:" in note and "int32[2, 128]" in note, note
