@@ -274,11 +274,17 @@ def unwritten_places(refs: KernelRefs | None, out_index: int) -> list[Place]:
 
 
 def _stub(refs: KernelRefs) -> ast.Pass | None:
-    """The last ``pass`` that follows other statements in the body of one of the kernel's functions (the
-    kernel, its ``pl.when`` blocks and helpers): a statement removed, or a stub never filled."""
+    """The last ``pass`` beside other statements in the body of one of the kernel's functions (the
+    kernel, its ``pl.when`` blocks and helpers), or alone in a ``pl.when`` block: a statement removed,
+    or a stub never filled (a ``pass`` first in a last-step block, as in jax's flash attention's
+    ``store_output``, was passed over)."""
     stubs = [stmt for fn in _nodes(refs) if isinstance(fn, ast.FunctionDef)
-             for i, stmt in enumerate(fn.body) if isinstance(stmt, ast.Pass) and i > 0]
+             for stmt in fn.body if isinstance(stmt, ast.Pass) and (len(fn.body) > 1 or _when_block(fn))]
     return max(stubs, key=lambda s: (s.lineno, s.col_offset)) if stubs else None
+
+
+def _when_block(fn: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Call) and _callee(d) == "when" for d in fn.decorator_list)
 
 
 def uninitialized_places(refs: KernelRefs | None, scratch_line: int | None) -> list[Place]:

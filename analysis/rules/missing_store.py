@@ -3,7 +3,7 @@
 The output's parameter in the ``def`` names the ref but not the place to add the store. When the
 kernel shows where its results are written, that place is said instead, the parameter related:
 
-- a ``pass`` left alone in a ``pl.when`` block or in the kernel's body, or following other statements
+- a ``pass`` left alone in a ``pl.when`` block or in the kernel's body, or beside other statements
   in any function of the kernel (a helper such as Megablox's ``_store_accum`` that computes the value
   and stores nothing): a store removed, or a stub never filled; the last such ``pass``;
 - else the block that runs on the last grid step (``@pl.when(k == nk - 1)``,
@@ -20,7 +20,7 @@ import ast
 def missing_store_place(fn: ast.FunctionDef) -> ast.stmt | None:
     stubs = [stmt for body in _bodies(fn) for stmt in body if isinstance(stmt, ast.Pass)]
     stubs += [stmt for node in ast.walk(fn) if isinstance(node, ast.FunctionDef)
-              for i, stmt in enumerate(node.body) if isinstance(stmt, ast.Pass) and i > 0]
+              for stmt in node.body if isinstance(stmt, ast.Pass) and len(node.body) > 1]
     if stubs:
         return max(stubs, key=lambda s: (s.lineno, s.col_offset))
     last = [node for node in ast.walk(fn) if isinstance(node, ast.FunctionDef) and node is not fn
