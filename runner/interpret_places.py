@@ -346,6 +346,40 @@ def _reads_before(store: ast.stmt, reads: list[ast.AST], parents: dict[int, ast.
     return (store.lineno, store.col_offset) <= (reads[0].lineno, reads[0].col_offset)
 
 
+_COPIES = ("make_async_copy", "async_copy", "make_async_remote_copy")
+
+
+def reached_copy_lines(call: Any, tree: ast.Module | None, path: str) -> list[int]:
+    """Lines of the async copies the kernel makes through the functions and classes of the checked
+    file that it calls, by name and on from there (jax's paged attention builds its copies in a
+    ``MultiPageAsyncCopyDescriptor`` method the kernel reaches through a helper), in line order."""
+    if call is None or tree is None:
+        return []
+    kernel, _bound = _unwrap(call.kernel)
+    code = getattr(kernel, "__code__", None)
+    if code is None or not _same_file(code.co_filename, path):
+        return []
+    named: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            named.setdefault(node.name, []).append(node)
+    todo = [d for d in named.get(code.co_name, []) if _def_line(d) == code.co_firstlineno]
+    seen: set[int] = set()
+    lines: set[int] = set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                name = _callee(sub)
+                if name in _COPIES:
+                    lines.add(sub.lineno)
+                todo.extend(named.get(name or "", ()))
+    return sorted(lines)
+
+
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 
 

@@ -298,7 +298,8 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
             rec["mentions"] = _mentions(read)
             rec["frames"] = []  # the read is the place, not the entry's call
             return rec
-        copies = dma_lines(call, path) if re.search(r"\b(hbm|vmem|any)\b", m.group(0)) else []
+        copies = (dma_lines(call, path) or places.reached_copy_lines(call, sites.tree, path)) \
+            if re.search(r"\b(hbm|vmem|any)\b", m.group(0)) else []
         if copies:
             rec["mentions"] = [{"line": line, "column": None} for line in copies] + rec["mentions"]
             if len(copies) > 1:

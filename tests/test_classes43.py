@@ -88,7 +88,7 @@ def tier3_reports():
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.engine import check_paths
 
-    names = ["paged_oob_dma.py", "paged_acc_uninit.py", "forwarded_init_missing.py"]
+    names = ["paged_oob_dma.py", "paged_acc_uninit.py", "forwarded_init_missing.py", "paged_oob_dma_class.py"]
     out = check_paths([str(DATA / n) for n in names], CheckOptions(target="v6e", tiers=(3,), time_limit_s=240))
     return {Path(r.path).name: r for r in out}
 
@@ -99,6 +99,13 @@ def test_paged_oob_dma_found_with_the_tasks_own_page_table(tier3_reports):
     errors = [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"]
     assert errors == [(code, line)], [f.message for f in report.findings]
     assert any("the task's own inputs at CONFIG batch=2, pages_per_seq=2" in n for n in report.notes), report.notes
+
+
+def test_paged_oob_dma_made_in_a_descriptor_class_is_found_at_that_copy(tier3_reports):
+    report = tier3_reports["paged_oob_dma_class.py"]
+    code, line = _expected("paged_oob_dma_class.py")
+    assert [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error"] == [(code, line)], \
+        [f.message for f in report.findings]
 
 
 def test_paged_accumulator_never_zeroed_at_the_first_page_block(tier3_reports):
