@@ -281,7 +281,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         notes.append(f"the scoped-VMEM limit of {options.chip} is not measured here (no libtpu): "
                      "VMEM feasibility uses vmem_limit_bytes only where a call sets it")
     if explored.inert:
-        notes.append(f"not moved after {INERT_AFTER} moves that never changed the traced program: "
+        notes.append(f"not moved after {INERT_AFTER} moves that never changed the traced program or its estimate: "
                      f"{', '.join(explored.inert)} (their values cannot change the estimate)")
     # 2. feasibility, duplicates: per traced program one configuration is evaluated, the one
     #    changing the fewest values of the current configuration
@@ -323,7 +323,7 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
             await score(missing)
         for config, plain in back.items():
             est = estimates.get(plain)
-            if est is None or est.program_hash != estimates[config].program_hash or plain in feasible \
+            if est is None or not _same_cost(est, estimates[config]) or plain in feasible \
                     or feasibility.rejections(est, keys.scoped):
                 continue
             feasible[plain] = feasible.pop(config)
@@ -507,6 +507,11 @@ def _changes_text(config: Config | None, current: Config) -> str:
     """The values of ``config`` that differ from the current configuration, or "the current configuration"."""
     now = dict(current or ())
     return ", ".join(f"{k}={v}" for k, v in config or () if now.get(k) != v) or "the current configuration"
+
+
+def _same_cost(a: Any, b: Any) -> bool:
+    """Two estimates of one traced program, or equal from two (tune_space._same_cost)."""
+    return a.program_hash == b.program_hash or (a.seconds is not None and a.seconds == b.seconds)
 
 
 def _changed(config: Config, current: Config) -> int:

@@ -206,8 +206,8 @@ async def explore(space: Space, score: Score, *, budget: int = DEFAULT_ESTIMATES
 
 
 class _Moves:
-    """Which tunables matter: a tunable whose moves kept the traced program ``INERT_AFTER`` times,
-    and never changed it, is inert (no longer moved)."""
+    """Which tunables matter: a tunable whose moves kept the traced program (or its estimate: see
+    ``_same_cost``) ``INERT_AFTER`` times, and never changed it, is inert (no longer moved)."""
 
     def __init__(self, names: Sequence[str]) -> None:
         self.kept = {name: 0 for name in names}  # -1 once a move changed the program
@@ -218,14 +218,24 @@ class _Moves:
             if other not in seen:
                 continue
             moved = next(n for (n, a), (_, b) in zip(origin, other) if a != b)
-            if self.kept[moved] < 0:
-                continue
-            if seen[other].program is not None and seen[other].program == seen[origin].program:
+            if self.kept[moved] < 0 or seen[other].program is None:
+                continue  # a value that does not trace (a minor block above its major) says nothing
+            if _same_cost(seen[other], seen[origin]):
                 self.kept[moved] += 1
                 if self.kept[moved] >= INERT_AFTER:
                     self.inert.add(moved)
             else:
                 self.kept[moved] = -1
+
+
+def _same_cost(a: Scored, b: Scored) -> bool:
+    """The same traced program, or the same estimate from another program: a forward entry's
+    ``custom_vjp`` carries the backward pass's block sizes in its parameters, so they change the
+    program and nothing the forward costs (JAXBench 1p's best for v6e moved ``block_q_dkv`` and
+    ``block_q_major_dkv`` 128 -> 256 for no gain)."""
+    if a.program is None or b.program is None:
+        return False
+    return a.program == b.program or (a.seconds is not None and a.seconds == b.seconds)
 
 
 async def _closer_to_current(best: Config, current: Config, ex: Exploration,
@@ -235,8 +245,13 @@ async def _closer_to_current(best: Config, current: Config, ex: Exploration,
     back alone, then those that kept the program put back one after another (each prefix in one
     batch; a minor block size can go back only once its major one has); the longest prefix that
     still traces to the same program is the next start. engine/tune.py picks, per program, the
-    configuration closest to the current one. Returns how many were estimated."""
-    program = ex.seen[best].program
+    configuration closest to the current one. A put-back that keeps the estimate from another
+    program is kept too (``_same_cost``). Returns how many were estimated."""
+    program, target = ex.seen[best].program, ex.seen[best]
+
+    def same(config: Config) -> bool:
+        return config in ex.seen and _same_cost(ex.seen[config], target)
+
     done = 0
     for _ in range(PASSES):
         if program is None:
@@ -244,14 +259,13 @@ async def _closer_to_current(best: Config, current: Config, ex: Exploration,
         index = {name: i for i, (name, _) in enumerate(best)}
         resets = [best[:index[n]] + ((n, v),) + best[index[n] + 1:] for (n, v), (_, b) in zip(current, best) if v != b]
         done += len(await run(resets))
-        kept = [next(pair for pair, was in zip(c, best) if pair != was) for c in resets
-                if c in ex.seen and ex.seen[c].program == program]
+        kept = [next(pair for pair, was in zip(c, best) if pair != was) for c in resets if same(c)]
         prefixes, config = [], best
         for name, value in kept:
             config = config[:index[name]] + ((name, value),) + config[index[name] + 1:]
             prefixes.append(config)
         done += len(await run(prefixes))
-        held = [c for c in prefixes if c in ex.seen and ex.seen[c].program == program]
+        held = [c for c in prefixes if same(c)]
         longest = next((p for p, q in zip(prefixes, [*prefixes[1:], None]) if p in held and q not in held), None)
         if longest is None or longest == best:
             break

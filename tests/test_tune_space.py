@@ -217,3 +217,42 @@ def test_an_interpret_check_stopped_by_a_limit_is_no_verdict(tmp_path):
             assert report.best == ranked[0].config and report.best_provenance == "estimate (v5e)"
             assert "interpret check skipped: the interpret run did not finish" in report.outcome(report.best).reasons[0]
     assert backend.sent == 2  # one try per run (not three), and not remembered: the next run tries again
+
+
+def test_values_that_change_the_program_but_not_the_estimate_are_put_back_to_the_files():
+    """A forward entry's custom_vjp carries the backward pass's block sizes in its parameters: moving them
+    changes the traced program and not the estimate. JAXBench 1p's best for v6e moved two of them (block_q_dkv,
+    block_q_major_dkv 128 -> 256) for no gain; the exploration now puts them back."""
+    backward = tuple(f"bwd_{i}" for i in range(4))
+    names = sorted(USED + backward)
+    space = Space(tuple(names), tuple(VALUES for _ in names))
+    current = tuple((n, 256 if n.startswith("block_shape") else 128) for n in names)
+
+    async def score(configs):
+        out = []
+        for c in configs:
+            got = _landscape(c)
+            out.append(Scored(got.seconds, None if got.program is None else repr(c)))  # every value in the program
+        return out
+
+    ex = asyncio.run(explore(space, score, budget=300, seed=7, current=current))
+    best_s = min(s.seconds for s in ex.seen.values() if s.seconds is not None)
+    tied = [c for c, s in ex.seen.items() if s.seconds == best_s]
+    assert any(all(v == 128 for n, v in c if n in backward) for c in tied), \
+        [{n: v for n, v in c if n in backward} for c in tied]
+
+
+def test_a_value_that_does_not_trace_does_not_make_a_tunable_matter():
+    """A backward-pass minor block above its major one does not trace (flash attention's block_q_dkv over
+    block_q_major_dkv); such a move used to mark the tunable as changing the program, so it kept moving and
+    JAXBench 1p's best for v6e changed it. A move that does not trace now says nothing."""
+    from pallasite.engine.tune_space import INERT_AFTER, _Moves
+
+    moves = _Moves(("major", "minor"))
+    seen = {}
+    for step in range(INERT_AFTER):
+        origin = (("major", 128), ("minor", 16 << step))
+        up, down = (("major", 128), ("minor", 256)), (("major", 128), ("minor", 8 << step))
+        seen.update({origin: Scored(1.0, "forward"), up: Scored(None, None), down: Scored(1.0, "forward")})
+        moves.learn(origin, [up, down], seen)
+    assert moves.inert == {"minor"}
