@@ -41,7 +41,7 @@ from ..analysis.verdict import NOT_TESTED, COST_MODEL, CompileResult, Speedup, T
 from .estimates import PairedEstimate, pair
 from .sources import sources_for, trusted_sources
 from .tune_search import Config, SearchResult, search
-from .tune_space import DEFAULT_ESTIMATES, INERT_AFTER, Scored, Space, explore
+from .tune_space import DEFAULT_ESTIMATES, INERT_AFTER, Scored, Space, explore, same_cost
 from .tune_walk import REJECTED, SKIPPED, UNCHECKED, Walk, walk
 
 # (configs, kinds) -> the worker's estimate result (runner/messages.EstimateResult)
@@ -322,9 +322,9 @@ async def tune(path: str, text: str, options: TuneOptions, estimator: Estimator,
         if missing:
             await score(missing)
         for config, plain in back.items():
-            est = estimates.get(plain)
-            if est is None or not _same_cost(est, estimates[config]) or plain in feasible \
-                    or feasibility.rejections(est, keys.scoped):
+            est, was = estimates.get(plain), estimates[config]
+            if est is None or plain in feasible or feasibility.rejections(est, keys.scoped) \
+                    or not same_cost(est.program_hash, est.seconds, was.program_hash, was.seconds):
                 continue
             feasible[plain] = feasible.pop(config)
             outcomes.pop(plain, None)
@@ -507,11 +507,6 @@ def _changes_text(config: Config | None, current: Config) -> str:
     """The values of ``config`` that differ from the current configuration, or "the current configuration"."""
     now = dict(current or ())
     return ", ".join(f"{k}={v}" for k, v in config or () if now.get(k) != v) or "the current configuration"
-
-
-def _same_cost(a: Any, b: Any) -> bool:
-    """Two estimates of one traced program, or equal from two (tune_space._same_cost)."""
-    return a.program_hash == b.program_hash or (a.seconds is not None and a.seconds == b.seconds)
 
 
 def _changed(config: Config, current: Config) -> int:

@@ -229,13 +229,17 @@ class _Moves:
 
 
 def _same_cost(a: Scored, b: Scored) -> bool:
-    """The same traced program, or the same estimate from another program: a forward entry's
-    ``custom_vjp`` carries the backward pass's block sizes in its parameters, so they change the
-    program and nothing the forward costs (JAXBench 1p's best for v6e moved ``block_q_dkv`` and
-    ``block_q_major_dkv`` 128 -> 256 for no gain)."""
-    if a.program is None or b.program is None:
+    return same_cost(a.program, a.seconds, b.program, b.seconds)
+
+
+def same_cost(program: str | None, seconds: float | None, other: str | None, other_seconds: float | None) -> bool:
+    """Two estimates of one traced program, or equal estimates of two: a forward entry's ``custom_vjp``
+    carries the backward pass's block sizes in its parameters, so they change the program and
+    nothing the forward costs (JAXBench 1p's best for v6e moved ``block_q_dkv`` and
+    ``block_q_major_dkv`` 128 -> 256 for no gain). False where either did not trace."""
+    if program is None or other is None:
         return False
-    return a.program == b.program or (a.seconds is not None and a.seconds == b.seconds)
+    return program == other or (seconds is not None and seconds == other_seconds)
 
 
 async def _closer_to_current(best: Config, current: Config, ex: Exploration,

@@ -47,7 +47,6 @@ from .intercept import RecordedCall, SemanticsOverride, block_shapes, dimension_
 from .interpret_compare import compare, tolerance_for
 from .interpret_config import Reduced, config_dicts, config_set, reduce_config
 from .interpret_shrink import BUDGET_BYTES, input_bytes, shrink_further
-from .memory_guard import MemoryStop, stop_near_limit
 from .interpret_verdicts import (
     VMAPPED_SEMANTICS,
     reference_failure,
@@ -69,6 +68,7 @@ from .interpret_records import (
     result_record,
     semantics_disagreement,
 )
+from .memory_guard import MemoryStop, stop_near_limit
 
 MAX_ELEMENTS = 1 << 20  # inputs larger than this (per array) are shrunk when the blocks allow
 SIMULATED_CORES = 2  # megacore (v4, v5p): "parallel" grid axes are split between two cores
@@ -619,7 +619,7 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
         try:  # a reference that loops in Python over a task's sequences can outgrow the worker (JAXBench 7p)
             with stop_near_limit():
                 expected = jax.tree.map(np.asarray, reference(*inputs))
-        except (Exception, MemoryStop) as exc:  # noqa: BLE001 - the user's reference failed: a note, not the kernel's error
+        except (Exception, MemoryStop) as exc:  # noqa: BLE001 - the reference failed: a note, not the kernel's error
             expected = None
             errors.append(reference_failure(exc, path))
 

@@ -11,8 +11,10 @@ never zeroed, was found at no tier).
 ``reduce_config`` shrinks the task's ``CONFIG`` instead: per int value that is a size of the inputs
 (the largest byte share first) it tries smaller values (2, 1/8, 1/4, 1/2), and keeps one when the
 task's own inputs function still traces at that CONFIG, every pallas_call the entry makes keeps
-the block and scratch shapes it had (``interpret_shrink.blocks_of``) and every integer input changes
-with the value (a table the task spells out apart from CONFIG would name pages that are gone); every size goes as small as the
+the block and scratch shapes it had (``interpret_shrink.blocks_of``) and every integer input
+changes with the value (a table the task spells out apart from CONFIG would name pages that are
+gone). A value that only divides a dimension (heads in ``heads * head_dim``) is tried after those
+that are one (``size_keys``). Every size goes as small as the
 blocks allow (the grid, and so the interpret time, shrinks with it), and the result is used only
 when the inputs then fit the budget. ``config_set`` then holds that CONFIG while the inputs are made and the entry and the
 reference run, so the tables are the task's own at the reduced size. Only ``eval_shape`` tracing

@@ -160,7 +160,8 @@ def test_a_config_size_that_only_divides_a_dimension_is_shrunk_too():
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.engine import check_paths
 
-    [report] = check_paths([str(DATA / "heads_in_product.py")], CheckOptions(target="v6e", tiers=(3,), time_limit_s=240))
+    options = CheckOptions(target="v6e", tiers=(3,), time_limit_s=240)
+    [report] = check_paths([str(DATA / "heads_in_product.py")], options)
     assert not [f for f in report.findings if f.severity == "error"], [f.message for f in report.findings]
     [note] = [n for n in report.notes if "the task's own inputs at CONFIG" in n]
     assert "heads=2" in note and "bfloat16[2, 256]," in note, note
@@ -188,7 +189,8 @@ def test_a_size_is_not_shrunk_away_from_a_table_the_task_spells_out_apart_from_i
 
     (tmp_path / "optimized.py").write_text((DATA / "ragged_lengths_constant.py").read_text())
     (tmp_path / "baseline.py").write_text((DATA / "ragged_lengths_constant_baseline.py").read_text())
-    [report] = check_paths([str(tmp_path / "optimized.py")], CheckOptions(target="v6e", tiers=(3,), time_limit_s=240))
+    options = CheckOptions(target="v6e", tiers=(3,), time_limit_s=240)
+    [report] = check_paths([str(tmp_path / "optimized.py")], options)
     assert not [f for f in report.findings if f.severity in ("error", "warning")], [f.message for f in report.findings]
     [note] = [n for n in report.notes if "at CONFIG" in n]
     assert "CONFIG batch=2:" in note and "int32[2, 128]" in note, note
