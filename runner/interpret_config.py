@@ -11,9 +11,9 @@ never zeroed, was found at no tier).
 ``reduce_config`` shrinks the task's ``CONFIG`` instead: per int value that is a size of the inputs
 (the largest byte share first) it tries smaller values (2, 1/8, 1/4, 1/2), and keeps one when the
 task's own inputs function still traces at that CONFIG, every pallas_call the entry makes keeps
-the block and scratch shapes it had (``interpret_shrink.blocks_of``) and every integer input
-changes with the value (a table the task spells out apart from CONFIG would name pages that are
-gone). A value that only divides a dimension (heads in ``heads * head_dim``) is tried after those
+the block and scratch shapes it had (``interpret_shrink.blocks_of``) and the integer inputs all
+change with the value or none does (a table the task spells out apart from CONFIG would name pages
+that are gone). A value that only divides a dimension (heads in ``heads * head_dim``) is tried after those
 that are one (``size_keys``). Every size goes as small as the
 blocks allow (the grid, and so the interpret time, shrinks with it), and the result is used only
 when the inputs then fit the budget. ``config_set`` then holds that CONFIG while the inputs are made and the entry and the
@@ -115,13 +115,12 @@ def reduce_config(task: Any, abstract: tuple[Any, ...], calls: list[Any],
             if tries >= MAX_TRIES:
                 break
             tries += 1
-            trial = {**chosen, key: new}
+            trial, before = {**chosen, key: new}, {key: chosen.get(key, config[key])}
             try:
                 with config_set(dicts, trial):
                     made = _shapes(inputs)
                     traced = probe(made)
-                    fits = bool(traced) and blocks_of(traced) == want and _tables_follow(
-                        made, {key: chosen.get(key, config[key])}, dicts, inputs)
+                    fits = bool(traced) and blocks_of(traced) == want and _tables_follow(made, before, dicts, inputs)
             except Exception:  # noqa: BLE001 - the task does not take this size: try the next
                 continue
             if fits:
@@ -151,17 +150,21 @@ def size_keys(config: dict[str, Any], abstract: tuple[Any, ...]) -> list[str]:
 
 def _tables_follow(made: tuple[Any, ...], before: dict[str, int], dicts: list[dict[str, Any]],
                    inputs: Callable[[], Any]) -> bool:
-    """True when every integer input (a page table, lengths) changes with the size just tried
-    (``before``: the value it replaces). A table the task spells out apart from its CONFIG (JAXBench
-    7p's per-sequence lengths are a module constant) would name tokens and pages the smaller arrays
-    no longer have, and a correct kernel would be blamed for reading past them."""
+    """True when the integer inputs (a page table, lengths) all change with the size just tried, or
+    none does (``before``: the value it replaces). A table that changes beside one that does not was
+    spelled out apart from the CONFIG (JAXBench 7p's per-sequence lengths are a module constant, its
+    page table follows ``pages_per_seq``): the lengths would name pages the smaller table no longer
+    has, and a correct kernel would be blamed for reading past them. A size no table depends on
+    (a GMM's output width beside its group sizes) changes none of them."""
     if not any(_is_int(a) for a in jax.tree.leaves(made)):
         return True
     trial = _tables(inputs)  # under the trial's CONFIG (the caller holds it)
     with config_set(dicts, before):
         earlier = _tables(inputs)
-    return len(trial) == len(earlier) and all(
-        a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(trial, earlier))
+    if len(trial) != len(earlier):
+        return False
+    changed = {a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(trial, earlier)}
+    return len(changed) == 1
 
 
 def _tables(inputs: Callable[[], Any]) -> list[np.ndarray]:

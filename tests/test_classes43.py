@@ -194,3 +194,27 @@ def test_a_size_is_not_shrunk_away_from_a_table_the_task_spells_out_apart_from_i
     assert not [f for f in report.findings if f.severity in ("error", "warning")], [f.message for f in report.findings]
     [note] = [n for n in report.notes if "at CONFIG" in n]
     assert "CONFIG batch=2:" in note and "int32[2, 128]" in note, note
+
+
+def test_integer_inputs_must_all_follow_a_shrunk_size_or_none_of_them():
+    """JAXBench 11p (Megablox GMM): shrinking the output width changes none of its integer inputs (the group
+    sizes); refusing it left the inputs over budget, tier 3 made the group sizes up as zeros, and a false
+    PLS303 warning came back. A size some tables follow and others not (7p's constant lengths) is refused."""
+    import jax.numpy as jnp
+
+    from pallasite.runner.interpret_config import _tables_follow, config_set
+
+    config = {"groups": 8, "width": 256}
+    constant = tuple(range(8))
+
+    def inputs():
+        sizes = jnp.full((config["groups"],), 4, jnp.int32)
+        return jnp.zeros((config["groups"], config["width"])), sizes, jnp.array(constant[:2], jnp.int32)
+
+    def follows(key, new):
+        before = {key: config[key]}
+        with config_set([config], {key: new}):
+            return _tables_follow(inputs(), before, [config], inputs)
+
+    assert follows("width", 2)  # no table depends on it: none changes
+    assert not follows("groups", 2)  # the group sizes change, the constant table does not
