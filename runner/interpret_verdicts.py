@@ -135,8 +135,8 @@ def state_of(records: list[dict[str, Any]]) -> str:
     if any(r.get("severity", "error") == "error" and r.get("code") != "PLS905" for r in records):
         return "error"
     for r in records:
-        if r.get("code") == "PLS905":
-            return NOT_CHECKED + "the reference cannot be called like the candidate (PLS905)"
+        if r.get("code") == "PLS905":  # its sentence says why: not callable so, raised, or outgrew the worker
+            return NOT_CHECKED + "the reference gave no result to compare with (PLS905)"
     for r in records:
         if r.get("code") == UPSTREAM_CODE and r.get("severity") != "information":
             return NOT_CHECKED + "jax's TPU interpreter could not run this kernel (PLS306)"

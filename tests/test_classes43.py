@@ -218,3 +218,16 @@ def test_integer_inputs_must_all_follow_a_shrunk_size_or_none_of_them():
 
     assert follows("width", 2)  # no table depends on it: none changes
     assert not follows("groups", 2)  # the group sizes change, the constant table does not
+
+
+def test_a_reference_stopped_for_memory_is_not_said_to_be_uncallable():
+    """JAXBench 7p's tier-3 state read "the reference cannot be called like the candidate" when its reference
+    had been stopped near the worker's memory limit: the state now says only that no result came, the note why."""
+    from pallasite.runner.interpret_verdicts import reference_failure, state_of
+
+    class Stopped(BaseException):
+        limit_mb = 4096
+
+    note = reference_failure(Stopped(), "/tmp/task.py")
+    assert "the reference went past 2867 MiB, 70% of the worker's 4096 MiB memory limit" in note["sentence"]
+    assert state_of([note]) == "not checked: the reference gave no result to compare with (PLS905)"
