@@ -251,14 +251,14 @@ async def _closer_to_current(best: Config, current: Config, ex: Exploration,
     still traces to the same program is the next start. engine/tune.py picks, per program, the
     configuration closest to the current one. A put-back that keeps the estimate from another
     program is kept too (``_same_cost``). Returns how many were estimated."""
-    program, target = ex.seen[best].program, ex.seen[best]
+    target = ex.seen[best]
 
     def same(config: Config) -> bool:
         return config in ex.seen and _same_cost(ex.seen[config], target)
 
     done = 0
     for _ in range(PASSES):
-        if program is None:
+        if target.program is None:
             break
         index = {name: i for i, (name, _) in enumerate(best)}
         resets = [best[:index[n]] + ((n, v),) + best[index[n] + 1:] for (n, v), (_, b) in zip(current, best) if v != b]

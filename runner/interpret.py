@@ -620,7 +620,6 @@ def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: st
             with stop_near_limit():
                 expected = jax.tree.map(np.asarray, reference(*inputs))
         except (Exception, MemoryStop) as exc:  # noqa: BLE001 - the reference failed: a note, not the kernel's error
-            expected = None
             errors.append(reference_failure(exc, path))
 
     def problems_of(r: Run) -> list[dict[str, Any]]:  # a float of another width is said once, not rerun

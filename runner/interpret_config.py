@@ -109,18 +109,21 @@ def reduce_config(task: Any, abstract: tuple[Any, ...], calls: list[Any],
     want = blocks_of(calls)
     chosen: dict[str, int] = {}
     shapes = abstract
+    tables = Tables(dicts, inputs)
     tries = 0
     for key in keys:  # every size as small as the blocks allow, not only to the budget: the grid
         for new in _smaller(config[key]):
             if tries >= MAX_TRIES:
                 break
             tries += 1
-            trial, before = {**chosen, key: new}, {key: chosen.get(key, config[key])}
+            trial = {**chosen, key: new}
             try:
                 with config_set(dicts, trial):
                     made = _shapes(inputs)
                     traced = probe(made)
-                    fits = bool(traced) and blocks_of(traced) == want and _tables_follow(made, before, dicts, inputs)
+                fits = bool(traced) and blocks_of(traced) == want and (
+                    not any(_is_int(a) for a in jax.tree.leaves(made))
+                    or tables_follow(tables.at(trial), tables.at({**chosen, key: config[key]})))
             except Exception:  # noqa: BLE001 - the task does not take this size: try the next
                 continue
             if fits:
@@ -148,29 +151,36 @@ def size_keys(config: dict[str, Any], abstract: tuple[Any, ...]) -> list[str]:
     return [key for _rank, key in sorted(ranked)]
 
 
-def _tables_follow(made: tuple[Any, ...], before: dict[str, int], dicts: list[dict[str, Any]],
-                   inputs: Callable[[], Any]) -> bool:
-    """True when the integer inputs (a page table, lengths) all change with the size just tried, or
-    none does (``before``: the value it replaces). A table that changes beside one that does not was
-    spelled out apart from the CONFIG (JAXBench 7p's per-sequence lengths are a module constant, its
-    page table follows ``pages_per_seq``): the lengths would name pages the smaller table no longer
-    has, and a correct kernel would be blamed for reading past them. A size no table depends on
-    (a GMM's output width beside its group sizes) changes none of them."""
-    if not any(_is_int(a) for a in jax.tree.leaves(made)):
-        return True
-    trial = _tables(inputs)  # under the trial's CONFIG (the caller holds it)
-    with config_set(dicts, before):
-        earlier = _tables(inputs)
+def tables_follow(trial: list[np.ndarray], earlier: list[np.ndarray]) -> bool:
+    """True when the integer inputs (a page table, lengths) all changed with the size just tried
+    (``trial``: their values at it, ``earlier``: at the value it replaces), or none did. A table that
+    changes beside one that does not was spelled out apart from the CONFIG (JAXBench 7p's
+    per-sequence lengths are a module constant, its page table follows ``pages_per_seq``): the
+    lengths would name pages the smaller table no longer has, and a correct kernel would be blamed
+    for reading past them. A size no table depends on (a GMM's output width beside its group sizes)
+    changes none of them."""
     if len(trial) != len(earlier):
         return False
     changed = {a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(trial, earlier)}
-    return len(changed) == 1
+    return len(changed) <= 1
 
 
-def _tables(inputs: Callable[[], Any]) -> list[np.ndarray]:
-    """The task's integer inputs, from a compiled run that returns only them (XLA drops the making
-    of the float arrays, so even the full CONFIG costs no memory)."""
-    return [np.asarray(a) for a in jax.jit(lambda: [a for a in jax.tree.leaves(inputs()) if _is_int(a)])()]
+class Tables:
+    """The task's integer inputs at given CONFIG values, from a compiled run that returns only them
+    (XLA drops the making of the float arrays, so even the full CONFIG costs no memory); each set
+    of values is run once."""
+
+    def __init__(self, dicts: list[dict[str, Any]], inputs: Callable[[], Any]) -> None:
+        self._dicts, self._inputs = dicts, inputs
+        self._made: dict[tuple[tuple[str, int], ...], list[np.ndarray]] = {}
+
+    def at(self, values: dict[str, int]) -> list[np.ndarray]:
+        key = tuple(sorted(values.items()))
+        if key not in self._made:
+            with config_set(self._dicts, values):
+                leaves = jax.jit(lambda: [a for a in jax.tree.leaves(self._inputs()) if _is_int(a)])()
+            self._made[key] = [np.asarray(a) for a in leaves]
+        return self._made[key]
 
 
 def _is_int(a: Any) -> bool:

@@ -53,16 +53,10 @@ class KernelRefs:
 def kernel_refs(call: Any, tree: ast.Module | None, path: str) -> KernelRefs | None:
     """The kernel of ``call`` (a RecordedCall) read from ``tree`` (the checked file); None when the
     kernel is not a function of that file."""
-    if call is None or tree is None:
+    found = _kernel_def(call, tree, path)
+    if found is None:
         return None
-    kernel, bound = _unwrap(call.kernel)
-    code = getattr(kernel, "__code__", None)
-    if code is None or not _same_file(code.co_filename, path):
-        return None
-    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    fn = next((d for d in defs if d.name == code.co_name and _def_line(d) == code.co_firstlineno), None)
-    if fn is None:
-        return None
+    fn, bound = found
     layout = _layout(call)
     refs = KernelRefs([fn])
     positional = [a for a in fn.args.posonlyargs + fn.args.args][bound:]
@@ -70,7 +64,7 @@ def kernel_refs(call: Any, tree: ast.Module | None, path: str) -> KernelRefs | N
         refs.roles[name_arg.arg] = role
         refs.params[name_arg.arg] = name_arg
     if fn.args.vararg is not None and len(layout) > len(positional):
-        by_name = {d.name: d for d in defs}
+        by_name = {d.name: d for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
         rest = layout[len(positional):]
         for target, offset in _forwards(fn, fn.args.vararg.arg, by_name):
             params = (target.args.posonlyargs + target.args.args)[offset:]
@@ -79,6 +73,20 @@ def kernel_refs(call: Any, tree: ast.Module | None, path: str) -> KernelRefs | N
                 refs.params.setdefault(name_arg.arg, name_arg)
             refs.functions.append(target)
     return refs
+
+
+def _kernel_def(call: Any, tree: ast.Module | None, path: str) -> tuple[ast.FunctionDef, int] | None:
+    """The ``def`` of ``call``'s kernel in ``tree`` (the checked file) and how many positional
+    arguments a ``functools.partial`` binds; None when the kernel is not a function of that file."""
+    if call is None or tree is None:
+        return None
+    kernel, bound = _unwrap(call.kernel)
+    code = getattr(kernel, "__code__", None)
+    if code is None or not _same_file(code.co_filename, path):
+        return None
+    fn = next((d for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and d.name == code.co_name and _def_line(d) == code.co_firstlineno), None)
+    return (fn, bound) if fn is not None else None
 
 
 def _unwrap(fn: Any) -> tuple[Any, int]:
@@ -346,24 +354,21 @@ def _reads_before(store: ast.stmt, reads: list[ast.AST], parents: dict[int, ast.
     return (store.lineno, store.col_offset) <= (reads[0].lineno, reads[0].col_offset)
 
 
-_COPIES = ("make_async_copy", "async_copy", "make_async_remote_copy")
+COPIES = ("make_async_copy", "async_copy", "make_async_remote_copy")  # the calls that make a DMA
 
 
 def reached_copy_lines(call: Any, tree: ast.Module | None, path: str) -> list[int]:
     """Lines of the async copies the kernel makes through the functions and classes of the checked
     file that it calls, by name and on from there (jax's paged attention builds its copies in a
     ``MultiPageAsyncCopyDescriptor`` method the kernel reaches through a helper), in line order."""
-    if call is None or tree is None:
-        return []
-    kernel, _bound = _unwrap(call.kernel)
-    code = getattr(kernel, "__code__", None)
-    if code is None or not _same_file(code.co_filename, path):
+    found = _kernel_def(call, tree, path)
+    if found is None:
         return []
     named: dict[str, list[ast.AST]] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             named.setdefault(node.name, []).append(node)
-    todo = [d for d in named.get(code.co_name, []) if _def_line(d) == code.co_firstlineno]
+    todo: list[ast.AST] = [found[0]]
     seen: set[int] = set()
     lines: set[int] = set()
     while todo:
@@ -374,7 +379,7 @@ def reached_copy_lines(call: Any, tree: ast.Module | None, path: str) -> list[in
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
                 name = _callee(sub)
-                if name in _COPIES:
+                if name in COPIES:
                     lines.add(sub.lineno)
                 todo.extend(named.get(name or "", ()))
     return sorted(lines)

@@ -348,7 +348,7 @@ def _oob_sentence(text: str) -> str:
     return f"Out-of-bounds {kind}: [{window}] of {_buffer_name('(' + m.group(2) + ')')} of shape {m.group(4)}"
 
 
-_COPY = re.compile(r"\b(?:make_async_copy|async_copy|make_async_remote_copy)\s*\(")
+_COPY = re.compile(r"\b(?:" + "|".join(places.COPIES) + r")\s*\(")
 START = re.compile(r"\.start\(\s*\)")
 
 

@@ -202,7 +202,7 @@ def test_integer_inputs_must_all_follow_a_shrunk_size_or_none_of_them():
     PLS303 warning came back. A size some tables follow and others not (7p's constant lengths) is refused."""
     import jax.numpy as jnp
 
-    from pallasite.runner.interpret_config import _tables_follow, config_set
+    from pallasite.runner.interpret_config import Tables, tables_follow
 
     config = {"groups": 8, "width": 256}
     constant = tuple(range(8))
@@ -212,9 +212,8 @@ def test_integer_inputs_must_all_follow_a_shrunk_size_or_none_of_them():
         return jnp.zeros((config["groups"], config["width"])), sizes, jnp.array(constant[:2], jnp.int32)
 
     def follows(key, new):
-        before = {key: config[key]}
-        with config_set([config], {key: new}):
-            return _tables_follow(inputs(), before, [config], inputs)
+        tables = Tables([config], inputs)
+        return tables_follow(tables.at({key: new}), tables.at({key: config[key]}))
 
     assert follows("width", 2)  # no table depends on it: none changes
     assert not follows("groups", 2)  # the group sizes change, the constant table does not
