@@ -249,7 +249,7 @@ def file_lines(report: FileReport, *, tiers: Sequence[int], details: bool = Fals
     missing = not_checked(report, tiers)
     if report.kernels and (missing or verbose):
         ran = tiers_ran(report)
-        status = f"tier{'s' if len(ran) != 1 else ''} {','.join(map(str, ran))} ran" if ran else "no tier ran"
+        status = f"tier{'s' if len(ran) != 1 else ''} {','.join(map(str, ran))} ran" if ran else "no tier gave a verdict"
         out.append(f"{report.path}: {status}" + (f"; not fully checked: {'; '.join(missing)}" if missing else ""))
         unreached = not_reached(report)
         if verbose and unreached:

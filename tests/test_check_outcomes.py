@@ -85,3 +85,11 @@ def test_pls202_names_the_shapes_of_the_cast():
     said = shape_cast_sentence("infer-vector-layout: unsupported shape cast", rec)
     assert said.startswith("infer-vector-layout: unsupported shape cast from f32[8,128] to f32[32,32]")
     assert shape_cast_sentence("unsupported shape cast", {"message": "no operation quoted"}) == "unsupported shape cast"
+
+
+def test_a_file_whose_tiers_all_gave_no_verdict_does_not_say_none_ran(capsys):
+    """JAXBench 7p's interpret run took 45 s and gave no verdict (its reference was stopped for memory): the line
+    said "no tier ran". The tiers listed are those that gave a verdict, and the line says so."""
+    assert main(["check", "--no-cache", NO_TASK, "--tiers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"{NO_TASK}: no tier gave a verdict; not fully checked: tier 1 skipped" in out, out
