@@ -61,9 +61,26 @@ def _export_loop(sock: socket.socket, params: dict[str, Any]) -> None:
                 blob = export_program(flat, header["signature"], str(header.get("device_kind") or "TPU v6 lite"))
                 blob = blob.serialize()
         except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
-            send_frame(sock, {"op": "refused", "why": f"{type(exc).__name__}: {exc}"[:2000]})
+            send_frame(sock, {"op": "refused", "why": _why_not(exc, flat, header["signature"])[:2000]})
             continue
         send_frame(sock, {"op": "exported"}, [np.frombuffer(blob, dtype=np.uint8)])
+
+
+def _why_not(exc: BaseException, flat: Any, signature: Any) -> str:
+    """Why the program did not export, in the judge's words where they apply (host callbacks, effects)."""
+    import jax
+
+    from ..program_export import structs
+    from .module_check import HOST_CALLBACKS, refusal_for
+
+    why = refusal_for(exc)
+    if why is None:
+        try:
+            effects = jax.make_jaxpr(flat)(*structs(signature)).effects
+        except Exception:  # noqa: BLE001 - the export's own error says it
+            effects = ()
+        why = f"{HOST_CALLBACKS}: {type(exc).__name__}: {exc}" if effects else f"{type(exc).__name__}: {exc}"
+    return why
 
 
 def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:

@@ -36,13 +36,15 @@ def trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, C
 
 def trusted_prep(params: dict[str, Any], stack: contextlib.ExitStack) -> Any:
     """The trusted side as a ``timing.Prepared`` (its entry is the trusted file's own: the judge reads the
-    sizes from it); the request's own file is the trusted one when it names no other (``time`` of the
-    user's own file)."""
+    sizes from it); the request's own file is the trusted one when it names no other and is not
+    model-written code (``time`` of the user's own file, in an unconfined worker)."""
     import jax
 
     from .. import timing
 
-    if not params.get("trusted_path") and not params.get("reference_path"):
+    from . import ACTIVE
+
+    if not params.get("trusted_path") and not params.get("reference_path") and not ACTIVE:
         params = {**params, "trusted_path": params.get("path"), "trusted_text": params.get("text"),
                   "trusted_modules": params.get("modules")}
     task, reference, module = trusted(params, stack)
