@@ -452,15 +452,15 @@ class Verdict:
 
     @classmethod
     def of(cls, compiled: bool | None, correct: bool | None, timing: Timing | None = None, evidence: str = "",
-           *, chip: str = "", tiers: Sequence[int] = (0, 1, 2)) -> "Verdict":
+           *, chip: str = "", tiers: Sequence[int] = (0, 1, 2), judged_by: Any = JudgedBy.UNKNOWN) -> "Verdict":
         """A verdict from bare answers (tests and stored rows of an older form): the evidence is the failing
-        phase's why."""
+        phase's why; nobody is known to have judged it unless ``judged_by`` says."""
         comp = (CompileResult.passed(chip, tiers) if compiled else
                 CompileResult.failed(evidence or "compile failed", chip=chip) if compiled is False else
                 CompileResult.unchecked(evidence or "not checked", chip=chip))
         test = (TestResult.ok() if correct else TestResult.wrong(evidence or "rejected by the tests")
                 if correct is False else TestResult.not_verified(evidence or "not tested"))
-        return cls(comp, test, timing)
+        return cls(comp, test, timing, judged_by=judged_by)
 
     @classmethod
     def no_candidate(cls, why: str = "no candidate") -> "Verdict":

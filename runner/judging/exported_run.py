@@ -167,7 +167,16 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
         result["rejections"] = [main]
         return result
     checks["module"] = {k: main.facts.get(k) for k in ("kernels", "custom_calls", "bytes", "platforms")}
+    if params.get("estimate_chip"):  # priced by the judge from the module, whatever the tests say
+        from .priced import estimate
+
+        say("pricing the candidate's exported program by the cost model (in the judge)")
+        result["estimate"] = estimate(params, prep, sizes, modules)
     result["rejections"] = _module_rejections(main)
+    if not params.get("checks", True):
+        result["verdict"] = "error" if result["rejections"] else "ok"
+        result["error"] = "not tested: only an estimate was asked for" if not result["rejections"] else None
+        return result
     if not result["rejections"]:
         seed = int.from_bytes(os.urandom(4), "little")  # a local: nothing the candidate ever reaches
         try:

@@ -147,7 +147,7 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
         return timing._failed(params, sizes)
     started = time.perf_counter()
     say("the candidate's process exports its program at the judge's sizes")
-    modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate")) or prep.on_device)
+    modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate_chip")) or prep.on_device)
     sizes = modules.get("sizes") or sizes  # a symbolic module may cover a second size of the judge's own choosing
     if sizes.own:
         modules["own_inputs"] = run.own_inputs(sock, sizes)
