@@ -133,11 +133,10 @@ def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
-    from .judging.judge import judged_time
-    from .timing import plain_params  # jax-heavy: imported on first use
+    from . import timing  # jax-heavy: imported on first use
 
     # one path for model-written code and the user's own file: the judge runs the exported program
-    return messages.time_result_from_plain(judged_time(plain_params(params), _measure(ctx)))
+    return messages.time_result_from_plain(timing.handle_time(timing.plain_params(params), _measure(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
