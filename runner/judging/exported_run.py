@@ -161,6 +161,8 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
     checks.update(inputs=inputs_mod.signature(sizes.main), extra_shape=None)
     if sizes.reduced:
         checks.update(full_inputs=inputs_mod.signature(sizes.full), reduced=sizes.note or sizes.verified_at)
+        if sizes.main_config:
+            checks.update(verified_at=sizes.verified_at, config_scaled=dict(sizes.main_config))
         result["notes"].append(sizes.note or f"checked at {sizes.verified_at}")
     result["notes"].extend(sizes.notes)
     if not isinstance(main, Program):
