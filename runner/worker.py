@@ -133,10 +133,11 @@ def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
-    from . import timing  # jax-heavy: imported on first use
+    from .judging import judge  # jax-heavy: imported on first use
+    from .timing import plain_params
 
     # one path for model-written code and the user's own file: the judge runs the exported program
-    return messages.time_result_from_plain(timing.handle_time(timing.plain_params(params), _measure(ctx)))
+    return messages.time_result_from_plain(judge.judged_time(plain_params(params), _measure(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:

@@ -13,6 +13,7 @@ import statistics
 from typing import Any, Callable
 
 from .channel import receive, send_frame
+from .program import Program
 
 STANDIN_ENV = "PALLASITE_STANDIN_DEVICE"  # "1": this worker plays an accelerator (engine/standin.py)
 NOT_EXPORTABLE = "not_exportable"
@@ -51,12 +52,22 @@ def _ask(sock: Any, signature: list[list[Any]], config: dict[str, int] | None, d
 
 
 def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, Any]:
-    """{"main" | "extra" | "full": (bytes or None, signature, config, why)}: one symbolic module for all of
-    them where the program exports so, else one module per size."""
+    """{"main" | "extra" | "full": (bytes or None, signature, config, why, concrete)}: one symbolic module for
+    all of them where the program exports so, else one module per size. A reference that takes other
+    arguments than the candidate (``sizes.own``): the candidate's own inputs at the main size first, and its
+    module at their signature."""
     from .. import timing_inputs as inputs_mod
     from .sizes import symbolic
 
     kind = _tpu_kind(prep)
+    if sizes.own:
+        own = own_inputs(sock, sizes)
+        if isinstance(own, str):
+            return {"main": (None, [], sizes.main_config, own, []), "own_inputs": own}
+        signature = inputs_mod.signature(tuple(own))
+        blob, why = _ask(sock, signature, sizes.main_config, kind)
+        return {"main": (blob, signature, sizes.main_config, why, signature), "own_inputs": own,
+                "symbolic": False, "why_not": "the reference takes other arguments: the candidate's own inputs"}
     wanted = {"main": (sizes.main, sizes.main_config)}
     if sizes.extra is not None:
         wanted["extra"] = (sizes.extra, sizes.extra_config)
@@ -101,18 +112,6 @@ def _tpu_kind(prep: Any) -> str:
 
 
 # --------------------------------------------------------------------------- verifying and running
-
-
-@dataclasses.dataclass
-class Program:
-    exported: Any
-    facts: dict[str, Any]
-    signature: list[list[Any]]
-
-    def __call__(self, *args: Any) -> Any:
-        import jax
-
-        return self.exported.call(*jax.tree.leaves(args))
 
 
 def _program(verifier: Any, entry: tuple[Any, ...], platform: str, cache: dict[bytes, Any]) -> Program | dict[str, Any]:
@@ -240,7 +239,9 @@ def _timed(params: dict[str, Any], result: dict[str, Any], prep: Any, sizes: Any
     method = timed["method"].replace("TPU interpret mode on CPU", "the exported program (pallas_calls in the HLO "
                                      "interpreter) on CPU, run by the judge")
     result["verdict"] = "ok"
-    result["candidate"] = to_json(timing.measurement(timed_prep, cand, method, host_clock=host_clock))
+    config = tuple(sorted((params.get("config") or {}).items()))  # the candidate's tunables, as its process applied them
+    result["candidate"] = to_json(dataclasses.replace(timing.measurement(timed_prep, cand, method, host_clock=host_clock),
+                                                      config=config))
     result["reference"] = to_json(timing.measurement(timed_prep, ref, timed["method"], reference=True,
                                                      host_clock=host_clock))
     result["spread"] = {"candidate": timing.spread(cand), "reference": timing.spread(ref)}
