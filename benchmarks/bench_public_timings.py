@@ -330,7 +330,7 @@ def _print(points: list[dict], r: dict) -> None:
           f"{s['within_2x']}/{len(s['ratios'])}")
     for fam, x in r["leave_family_out"].items():
         print(f"LEAVE-FAMILY-OUT {fam}: factors from the other families (mxu {x['factors'].mxu_efficiency:.3f}, "
-              f"xla scale {x['factors'].xla_cycles_scale:.3f}, step {x['factors'].step_overhead_s * 1e6:.3f} us, "
+              f"xla scale {x['factors'].xla_cycles_scale:.3f}, step {x['factors'].step_overhead_s * 1e6:.3f} us"
               f"): median |error| {x['median_abs_error']:.1%}, max "
               f"{x['max_abs_error']:.1%}; ratios on the published side {x['same_side']}/{len(x['ratios'])}, within "
               f"2x {x['within_2x']}/{len(x['ratios'])}")

@@ -40,27 +40,33 @@ waits, loop bookkeeping) but DMAs hide behind it. The program adds its plain XLA
 LAUNCH_OVERHEAD_S per launched kernel.
 
 **The XLA reference is priced the way XLA runs it** (``estimate_reference`` with a deviceless libtpu
-device): the module libtpu compiles for the chip is read after its TPU passes (``hlo_ops``: its
-fusions, copies and custom calls in order, into while bodies x their trip counts); each op takes
-XLA's own cycle estimate for it (the ``estimated_cycles`` of its backend config) at the TensorCore's
-clock x ``xla_cycles_scale``, and never less than the HBM bytes its operands and results take at the
-achieved bandwidth; an op XLA gives no cycles for (a Mosaic custom call) is priced by its bytes plus
-a launch. Without libtpu the reference falls back to the jaxpr path above (its matmuls at the fitted
-MXU efficiency).
+device): the module libtpu compiles for the chip is read after its TPU passes (runner/compiled_ops.py:
+its fusions, copies and custom calls in order, into while bodies x their trip counts, each with its op
+class, the HBM bytes it moves — a gather or slice counts the rows it reads, not its whole operand —
+and the rows it gathers); ``price_hlo`` prices each class by its own rule: XLA's own cycle estimate
+(``estimated_cycles``) at the TensorCore clock x ``xla_cycles_scale`` where XLA ran its cost model,
+the op's own vector work at the vector rate where it did not (``COST_MODEL_TYPE_INVALID``: a fallback
+number), a gather at least its rows x ``gather_cycles_per_row``, each never less than its HBM bytes at
+the achieved bandwidth; an op with none of these (a Mosaic custom call) by its bytes plus a launch.
+Without libtpu the reference falls back to the jaxpr path above (its matmuls at the fitted MXU
+efficiency).
 
 **Achieved-efficiency factors** (``FACTORS``, each named with where it came from, carried in every
 estimate as ``CostEstimate.factors`` / the reference's ``factors``): ``mxu_efficiency``,
-``xla_cycles_scale`` and ``step_overhead_s`` are *fitted* (least squares on log time, with the
-guide's Python dispatch as a fourth, nuisance parameter) on the 21 TPU v5e bf16 times of jax's
-Pallas matmul guide (benchmarks/bench_matmul_guide.py, which refits them and prints the in-sample and
-leave-one-out errors); ``hbm_efficiency`` is *assumed* (1.0: none of those points is
-bandwidth-bound, so nothing public here fits it). The vector rate is the chip's clock x lanes x
-sublanes, one operation per element per cycle; float32 matmuls run at a third of the bf16 rate
-(multi-pass). Rates come from the ChipSpec (jax's own table). Every estimate says which term bounds
-it (``bound``: compute, memory or overhead).
+``xla_cycles_scale`` and ``step_overhead_s`` are *fitted* (least squares on log time) on published TPU
+times of three families — jax's Pallas matmul guide (21 v5e times), its block-sparse guide (4 v5e
+times), JAXBench's README (2 v6e times) — and checked leave-family-out (benchmarks/
+bench_public_timings.py, from benchmarks/data/public_tpu_timings.json); ``gather_cycles_per_row`` is
+*derived* from the one published TensorCore gather time (jax's SparseCore guide, 7x);
+``hbm_efficiency`` is *assumed* (1.0: no published point is bandwidth-bound). The vector rate is the
+chip's clock x lanes x sublanes, one operation per element per cycle; float32 matmuls run at a third
+of the bf16 rate (multi-pass). Rates come from the ChipSpec (jax's own table). Every estimate says
+which term bounds it (``bound``), its terms (``terms``: compute, HBM, per-op overhead, per-step
+overhead) and its **interval** (``interval``: the figure over the model's leave-family-out error band,
+``ERROR_BANDS``).
 
-benchmarks/bench_matmul_guide.py checks the model against the TPU v5e times jax's Pallas matmul
-guide publishes (README "What the estimate means" has its figures).
+A program running a kernel made without a pallas_call grid (``pl.kernel`` / ``core_map`` over a
+TensorCore or SparseCore mesh) is not estimated, and the estimate says why (``unpriced_kernels``).
 """
 
 from __future__ import annotations

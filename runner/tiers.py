@@ -89,7 +89,7 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
                 if lowered is not None:  # a few percent over: the limit that fits (runner/vmem_fit.py)
                     from .vmem_fit import near_limit
 
-                    near_limit(entry["errors"][-1], lowered, target)
+                    near_limit(entry["errors"][-1], lowered, target, compile_with_vmem_limit)
             timings["2"] = round(time.perf_counter() - started, 4)
 
 
@@ -140,8 +140,17 @@ def compile_exported(serialized: bytes, target: str) -> dict[str, int] | None:
     except Exception as exc:
         from .vmem_fit import annotate
 
-        annotate(exc, lowered, target)  # a few percent over: the limit that fits, carried to its record
+        annotate(exc, lowered, target, compile_with_vmem_limit)  # a few percent over: the limit that fits
         raise
+
+
+def compile_with_vmem_limit(lowered: Any, target: str, limit: int) -> None:
+    """Tier 2 of a lowered module with libtpu's scoped VMEM limit (``xla_tpu_scoped_vmem_limit_kib``, the
+    default a kernel's ``vmem_limit_bytes`` replaces) at ``limit`` bytes; raises when it does not fit."""
+    import jax
+
+    with jax.default_device(topology_device(target)):
+        lowered.compile(compiler_options={"xla_tpu_scoped_vmem_limit_kib": limit // 1024})
 
 
 def lower_for_topology(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> Any:

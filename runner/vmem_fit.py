@@ -12,7 +12,7 @@ tier-2 VMEM record (``record["vmem"]``: requested and limit) that is within ``NE
   ``xla_tpu_scoped_vmem_limit_kib``, the default a kernel's ``vmem_limit_bytes`` replaces — or
   ``not_verified`` with why (a kernel whose own ``vmem_limit_bytes`` is the limit still overflows).
 
-Imports jax only when it compiles.
+Imports nothing of jax: the compile is runner/tiers.py's, passed in.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ def proposals(requested: int) -> tuple[int, ...]:
     return (first, math.ceil(first * 1.1 / MIB) * MIB)
 
 
-def near_limit(record: dict[str, Any], lowered: Any, target: str, compile_with: Any = None) -> None:
+def near_limit(record: dict[str, Any], lowered: Any, target: str, compile_with: Any) -> None:
     """Add ``record["vmem"]["near_limit"]`` when the overflow is within ``NEAR`` (see the module doc).
-    ``compile_with(lowered, target, limit_bytes)`` compiles the module with a scoped VMEM limit (raises when
-    it does not fit); the default compiles with libtpu for the target's topology device."""
+    ``compile_with(lowered, target, limit_bytes)`` compiles the module with a scoped VMEM limit and raises
+    when it does not fit (runner/tiers.compile_with_vmem_limit)."""
     vmem = record.get("vmem")
     if not vmem or not vmem.get("requested") or not vmem.get("limit"):
         return
@@ -47,7 +47,6 @@ def near_limit(record: dict[str, Any], lowered: Any, target: str, compile_with: 
     if lowered is None:
         near["not_verified"] = "the lowered module was not kept (tier 1 did not run here)"
     else:
-        compile_with = compile_with or _compile_with_limit
         why = ""
         for limit in proposals(vmem["requested"]):
             try:
@@ -66,7 +65,7 @@ def near_limit(record: dict[str, Any], lowered: Any, target: str, compile_with: 
 _NOTED: dict[int, tuple[BaseException, dict[str, Any]]] = {}  # id(exception) -> (it, its near-limit figures)
 
 
-def annotate(exc: BaseException, lowered: Any, target: str) -> None:
+def annotate(exc: BaseException, lowered: Any, target: str, compile_with: Any) -> None:
     """For a compile that raised ``exc``: its near-limit figures (``near_limit``), kept for the record made
     from it elsewhere (``noted``; jax's runtime errors take no attributes of their own)."""
     from .errors import vmem_figures
@@ -74,7 +73,7 @@ def annotate(exc: BaseException, lowered: Any, target: str) -> None:
     figures = vmem_figures(str(exc))
     if figures is None:
         return
-    near_limit({"vmem": figures}, lowered, target)
+    near_limit({"vmem": figures}, lowered, target, compile_with)
     if "near_limit" in figures:
         _NOTED.clear()  # one compile's error at a time
         _NOTED[id(exc)] = (exc, figures["near_limit"])
@@ -84,12 +83,3 @@ def noted(exc: BaseException) -> dict[str, Any] | None:
     """The near-limit figures ``annotate`` kept for ``exc``, or None."""
     held = _NOTED.get(id(exc))
     return held[1] if held is not None and held[0] is exc else None
-
-
-def _compile_with_limit(lowered: Any, target: str, limit: int) -> None:
-    import jax
-
-    from .tiers import topology_device
-
-    with jax.default_device(topology_device(target)):
-        lowered.compile(compiler_options={"xla_tpu_scoped_vmem_limit_kib": limit // 1024})
