@@ -127,17 +127,13 @@ def priced(point: dict, chips: dict, factors) -> dict | None:
     if "hlo" in comp:
         if "ops" not in comp:
             comp["ops"] = hlo_ops(comp["hlo"])[0]
-        got = cost_model.price_hlo(comp["ops"], chip, factors, floor_s=comp["floor_s"])
-        got["interval"] = cost_model.interval(got["seconds"], "xla", got["unchecked_s"])
-        return got
+        return cost_model.price_hlo(comp["ops"], chip, factors, floor_s=comp["floor_s"])
     calls = [(from_json(CallCost, c), BodyCounts(dots=[tuple(d) for d in dots]))
              for c, dots in zip(comp["calls"], comp["dots"])]
     x = comp["xla"]
     xla = XlaOps(flops=x["flops"], mxu_flops=x["mxu_flops"], transcendentals=x["transcendentals"],
                  dots=[tuple(d) for d in x["dots"]], hbm_bytes=x["hbm_bytes"], launches=x["launches"])
-    got = cost_model.roofline(calls, chip, xla, factors)
-    got["interval"] = cost_model.interval(got["seconds"], "kernel")
-    return got
+    return cost_model.roofline(calls, chip, xla, factors)
 
 
 def predicted(point: dict, chips: dict, factors, dispatch: float) -> float | None:

@@ -459,7 +459,8 @@ def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: 
     terms = {"compute": compute, "memory": memory, "overhead": steps + launch}
     return {"seconds": seconds, "compute_s": compute, "memory_s": memory, "overhead_s": steps + launch,
             "bound": max(terms, key=terms.get), "factors": factors.described(),
-            "terms": (("compute", compute), ("hbm", memory), ("per-op overhead", launch), ("per-step overhead", steps))}
+            "terms": (("compute", compute), ("hbm", memory), ("per-op overhead", launch), ("per-step overhead", steps)),
+            "interval": interval(seconds, "kernel" if calls else "xla")}
 
 
 def tensorcore_clock_hz(chip: ChipSpec) -> float:
@@ -521,13 +522,16 @@ def price_hlo(ops: Sequence[Any], chip: ChipSpec, factors: Factors = FACTORS, fl
     return {"seconds": compute + memory + overhead, "compute_s": compute, "memory_s": memory, "overhead_s": overhead,
             "bound": max(terms, key=terms.get), "factors": factors.described(),
             "terms": (("compute", compute), ("hbm", memory), ("per-op overhead", overhead), ("per-step overhead", 0.0)),
-            "by_class": tuple(sorted(by_class.items(), key=lambda kv: -kv[1])), "unchecked_s": unchecked}
+            "by_class": tuple(sorted(by_class.items(), key=lambda kv: -kv[1])), "unchecked_s": unchecked,
+            "interval": interval(compute + memory + overhead, "xla", unchecked)}
 
 
-def interval(seconds: float, side: str, unchecked_s: float = 0.0) -> tuple[float, float]:
+def interval(seconds: float, side: str, unchecked_s: float = 0.0) -> tuple[float, float] | None:
     """(low, high) seconds an estimate may be: its figure over the model's leave-family-out error band
     for that side (``ERROR_BANDS``: "kernel" or "xla"), the low end also letting the op classes no public
-    point checks (``unchecked_s``) fall to their bytes."""
+    point checks (``unchecked_s``) fall to their bytes. None for a figure that is not positive."""
+    if not seconds > 0:
+        return None
     lo_err, hi_err = ERROR_BANDS[side]
     low = max(seconds - unchecked_s, 1e-12) / hi_err
     return (min(low, seconds / hi_err), max(seconds / lo_err, seconds / hi_err))
@@ -596,7 +600,6 @@ def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
     if parts is not None:
         parts.append((counted, xla))
     roof = roofline(counted, chip, xla, factors)
-    roof["interval"] = interval(roof["seconds"], "kernel" if counted else "xla")
     return CostEstimate(chip=chip.name, config=config, status="ok", calls=tuple(c for c, _ in counted),
                         program_hash=program_hash(closed, [e for e, _ in found]), assumptions=ASSUMPTIONS,
                         model=MODEL, xla_bytes=xla.hbm_bytes, xla_flops=xla.flops, **roof)
@@ -634,7 +637,6 @@ def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip:
                                   "at XLA's estimated cycles x the fitted scale, at least its HBM bytes at the "
                                   "achieved bandwidth"),
                        bytes_source=f"the compiled module's ops for {chip.name} (their operands and results in HBM)")
-            out["interval"] = interval(priced["seconds"], "xla", priced["unchecked_s"])
             if notes:
                 out["notes"] = sorted(notes)
         else:
