@@ -163,7 +163,9 @@ def pallas_calls(jaxpr: Any, values: dict[Any, Any]) -> Iterator[tuple[Any, list
     """Every pallas_call equation in ``jaxpr`` (nested jits included), with the concrete value of
     each operand where it is known, else None. Values are known for entry arguments given as
     arrays and literals, and for the results of plain ops computed from known values (evaluated
-    here, up to EVALUATE_ELEMENTS elements: group metadata, page tables, dynamic grid sizes)."""
+    here, up to EVALUATE_ELEMENTS elements: group metadata, page tables, dynamic grid sizes) — ops
+    that carry a jaxpr of their own (a scatter-add's update, a sort's comparator, a while or cond)
+    included, unless a pallas_call is inside (a kernel is never run here)."""
     for eqn in jaxpr.eqns:
         known = [_value(v, values) for v in eqn.invars]
         if eqn.primitive.name == "pallas_call":
@@ -171,27 +173,37 @@ def pallas_calls(jaxpr: Any, values: dict[Any, Any]) -> Iterator[tuple[Any, list
             continue
         subs = list(sub_jaxprs(eqn.params))
         if subs:
+            kernels = False
             consts = _closed_consts(eqn.params)
             for sub in subs:
                 inner = {var: val for var, val in zip(sub.invars, known) if val is not None} if len(sub.invars) == len(known) else {}
                 inner.update({var: np.asarray(c) for var, c in zip(sub.constvars, consts.get(id(sub), ()))
                               if hasattr(c, "shape")})
-                yield from pallas_calls(sub, inner)
+                for found in pallas_calls(sub, inner):
+                    kernels = True
+                    yield found
                 if len(subs) == 1 and len(sub.outvars) == len(eqn.outvars) and eqn.primitive.name in ("pjit", "jit", "closed_call"):
                     for ov, iv in zip(eqn.outvars, sub.outvars):
                         got = _value(iv, inner)
                         if got is not None:
                             values[ov] = got
-            continue
-        if all(k is not None for k in known) and all(np.size(k) <= EVALUATE_ELEMENTS for k in known) and all(
-                math.prod(getattr(v.aval, "shape", ()) or (1,)) <= EVALUATE_ELEMENTS for v in eqn.outvars):
-            try:
-                outs = eqn.primitive.bind(*known, **eqn.params)
-            except Exception:  # noqa: BLE001 - an op that cannot run here: its results stay unknown
+            if kernels or all(_value(v, values) is not None for v in eqn.outvars):
                 continue
-            outs = outs if eqn.primitive.multiple_results else [outs]
-            for var, out in zip(eqn.outvars, outs):
-                values[var] = np.asarray(out)
+        _evaluate(eqn, known, values)
+
+
+def _evaluate(eqn: Any, known: list[Any], values: dict[Any, Any]) -> None:
+    """``eqn``'s results into ``values`` when every operand is known and nothing is too large to evaluate."""
+    if not (all(k is not None for k in known) and all(np.size(k) <= EVALUATE_ELEMENTS for k in known) and all(
+            math.prod(getattr(v.aval, "shape", ()) or (1,)) <= EVALUATE_ELEMENTS for v in eqn.outvars)):
+        return
+    try:
+        outs = eqn.primitive.bind(*known, **eqn.params)
+    except Exception:  # noqa: BLE001 - an op that cannot run here: its results stay unknown
+        return
+    outs = outs if eqn.primitive.multiple_results else [outs]
+    for var, out in zip(eqn.outvars, outs):
+        values[var] = np.asarray(out)
 
 
 UNPRICED_KERNELS = ("mpmd_map", "core_map")  # pl.kernel / core_map over a mesh: no grid of BlockSpecs to walk
