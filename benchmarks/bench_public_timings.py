@@ -81,12 +81,26 @@ def count_point(point: dict, chip_name: str, jaxbench: str | None) -> dict:
                     "dots": [list(d) for d in xla.dots], "hbm_bytes": xla.hbm_bytes, "launches": xla.launches}}
 
 
+COUNTING_CODE = ("runner/body_counts.py", "runner/kernel_counts.py", "runner/kernel_scalars.py", "runner/cost_model.py")
+
+
+def counting_digest() -> str:
+    """A digest of the code that counted the kernels' components (the XLA points are re-read live)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in COUNTING_CODE:
+        with open(os.path.join(HERE, "..", name), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
 def count(jaxbench: str | None) -> None:
     from pallasite.analysis.types import chip_target, to_json
     from pallasite.runner.chip_probe import spec_from_jax
 
     data = json.load(open(DATA))
-    out: dict = {"chips": {}, "points": {}}
+    out: dict = {"chips": {}, "points": {}, "counted_by": counting_digest()}
     for fam in data["families"]:
         out["chips"][fam["chip"]] = to_json(spec_from_jax(chip_target(fam["chip"])))
         for point in fam["points"]:
@@ -345,7 +359,7 @@ def _print(points: list[dict], r: dict) -> None:
           "DERIVED gather_cycles_per_row: none (no gather point counted)")
     for o in r["not_fitted"]:
         what = (f"estimated {o['estimate_s'] * 1e3:.3f} ms ({o['estimate_s'] / o['published_s'] - 1:+.1%}, typed factors)"
-                if o["estimate_s"] else f"{o['why']}")
+                if o["estimate_s"] else f"not estimated: {o['why']}")
         print(f"NOT FITTED {o['id']}: published {o['published_s'] * 1e3:.3f} ms; {what}")
     print("runner/cost_model FACTORS and ERROR_BANDS " + ("match this run" if not r["moved"] else
                                                           "DO NOT MATCH: " + "; ".join(r["moved"])))
@@ -368,6 +382,9 @@ def main() -> int:
     if missing:
         print(f"no counted components for {missing}: run with --count", file=sys.stderr)
         return 1
+    if comp.get("counted_by") != counting_digest():
+        print("note: the kernels' components were counted by other code than this checkout's "
+              f"({', '.join(COUNTING_CODE)}): rerun with --count to count them again", file=sys.stderr)
     r = report(points, comp["chips"])
     if args.json:
         def plain(v):
