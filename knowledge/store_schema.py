@@ -165,7 +165,7 @@ def _v4(db: sqlite3.Connection) -> None:
 
 
 def _v5(db: sqlite3.Connection) -> None:
-    # the model's name, version and code digest ("pallasite roofline v4 @<digest>")
+    # the model's name, version and code digest ("pallasite roofline v3 @<digest>")
     db.execute("ALTER TABLE estimates ADD COLUMN cost_model TEXT")
     db.execute("ALTER TABLE estimates ADD COLUMN pallasite_version TEXT")
     db.execute("CREATE INDEX estimates_made_by ON estimates(key, cost_model, pallasite_version)")
