@@ -598,6 +598,9 @@ class EstimateParams:
     # a separate reference file (a JAXBench baseline.py for a kernel kept elsewhere: ``eval TASK
     # --kernel FILE``), as TimeParams.reference: its workload is the reference, its inputs the task's
     reference_source: Sources | None = None
+    # the physical floors' figures of the user's own file (``EstimateResult.floors``): what ``pallasite
+    # time`` holds a device's reply to, whatever that worker reports (engine/device_floor.py)
+    floors: bool = False
 
 
 @dataclass(frozen=True)
@@ -611,6 +614,7 @@ class EstimateResult:
     inputs: tuple[InputSig, ...] = ()
     jax: str | None = None
     libtpu: str | None = None
+    floors: dict[str, Any] | None = None  # {"outputs": [[shape, dtype]...], "floor_work": {...}} when asked
 
 
 @dataclass(frozen=True)
