@@ -128,8 +128,6 @@ LAUNCH_OVERHEAD_S = 2e-6
 # bench_public_timings.py): estimate / published ranged over [low, high] for each side. An estimate's
 # interval is its figure divided by these (``interval``); the benchmark exits 1 when they no longer cover it.
 ERROR_BANDS = {"kernel": (0.732, 1.464), "xla": (0.893, 1.124)}
-ERROR_BANDS_SOURCE = ("the model's leave-family-out error on the published TPU times of benchmarks/data/"
-                      "public_tpu_timings.json (benchmarks/bench_public_timings.py)")
 # float32 operands take three bf16 MXU passes (jax's default precision on TPU: bf16_3x).
 F32_MATMUL_SLOWDOWN = 3.0
 MAX_GRID_STEPS = 1 << 22  # index maps are evaluated at every step up to this many
