@@ -32,7 +32,7 @@ from enum import Enum
 from typing import Any, Sequence
 
 PROVENANCES = ("device", "estimate", "interpret", "host")
-COST_MODEL = "pallasite roofline v3"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
+COST_MODEL = "pallasite roofline v4"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
 
 
 class SpeedupRefused(ValueError):
@@ -47,8 +47,13 @@ class Timing:
     model: str = ""  # estimates: the model that produced the figure (COST_MODEL, "XLA optimal_seconds (cpu)")
     method: str = ""  # how it was produced, in words
     versions: tuple[tuple[str, str], ...] = ()  # what the worker reported (jax, libtpu, ...)
+    # (low, high) seconds the figure may be, where its method knows its own error: an estimate's range from
+    # the model's error on published times it was not fitted on (runner/cost_model.interval); None: not known
+    interval: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.interval is not None and not (0 < self.interval[0] <= self.interval[1]):
+            raise ValueError(f"timing interval {self.interval!r}: use (low, high) with 0 < low <= high seconds")
         if self.provenance not in PROVENANCES:
             raise ValueError(f"timing provenance {self.provenance!r}: use one of {', '.join(PROVENANCES)}")
         if self.provenance == "estimate" and not self.model:
@@ -74,12 +79,25 @@ class Timing:
 
     def to_json(self) -> dict[str, Any]:
         return {"seconds": self.seconds, "provenance": self.provenance, "device_kind": self.device_kind,
-                "model": self.model, "method": self.method, "versions": dict(self.versions), "label": self.label()}
+                "model": self.model, "method": self.method, "versions": dict(self.versions), "label": self.label(),
+                "interval": list(self.interval) if self.interval else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Timing":
+        interval = data.get("interval")
         return cls(float(data["seconds"]), data["provenance"], data.get("device_kind", ""), data.get("model", ""),
-                   data.get("method", ""), tuple(sorted((data.get("versions") or {}).items())))
+                   data.get("method", ""), tuple(sorted((data.get("versions") or {}).items())),
+                   (float(interval[0]), float(interval[1])) if interval else None)
+
+
+def distinguishable(a: Timing, b: Timing) -> bool | None:
+    """Whether two timings of one method can be told apart: True when their intervals do not overlap,
+    False when they do (within the method's own error the two may be equal or either faster: measure
+    them on a device), None when either has no interval or they cannot be compared at all
+    (``comparable``). A timing without an interval (a device median) is never called a tie here."""
+    if comparable(a, b) is not None or a.interval is None or b.interval is None:
+        return None
+    return a.interval[1] < b.interval[0] or b.interval[1] < a.interval[0]
 
 
 def duration(seconds: float | None) -> str:
@@ -136,7 +154,7 @@ class MixedModels(SpeedupRefused):
 def estimated_speedup(reference_seconds: float, kernel_seconds: float, reference_model: str,
                       kernel_model: str) -> float:
     """reference / kernel for two bare estimates named by their model (chip included, e.g.
-    "pallasite roofline v3, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
+    "pallasite roofline v4, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
     the models differ or are not named, SpeedupRefused when a time is not a positive number."""
     if not reference_model or not kernel_model or reference_model != kernel_model:
         raise MixedModels(f"the reference was estimated by {reference_model or 'an unnamed model'!r} and the kernel by "

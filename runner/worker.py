@@ -642,6 +642,9 @@ def run(args: argparse.Namespace) -> int:
         from . import memory_guard
 
         memory_guard.LIMIT_MB = args.memory_mb or args.guard_memory_mb  # the user's runs stop short of it
+        # the processes this worker starts (the judge's candidate process) share its limit: their checks
+        # size themselves by it too (runner/timing_ladder.budget_bytes), not by a default
+        os.environ[memory_guard.LIMIT_ENV] = str(memory_guard.LIMIT_MB)
     if args.memory_mb:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
     # 3. warm up, then the handshake
