@@ -630,10 +630,20 @@ def _winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], 
                           f"was timed, so nothing can be shown faster than {baseline_name}")
         return Winner(None, None, f"no winner: no correct candidate was timed like {baseline_name} ({refusals[0]})")
     key = ordered[0]
-    best = speedup(baseline, dict(candidates)[key].timing, baseline_name=baseline_name)
+    verdicts = dict(candidates)
+    lead = verdicts[key].timing
+    best = speedup(baseline, lead, baseline_name=baseline_name)
     if best.value <= 1.0:
         return Winner(None, None, f"no winner: the best correct candidate is {best.text()}, not faster")
-    return Winner(key, best, f"winner: {key}, {best.text()}")
+    close = [k for k in speedups if k != key and distinguishable(lead, verdicts[k].timing) is False]
+    said = []
+    if distinguishable(lead, baseline) is False:
+        said.append(f"{baseline_name}'s")
+    if close:
+        said.append(f"{len(close)} other candidate(s)' ({', '.join(map(str, close[:4]))})")
+    caveat = (f" (within the estimate's range of {' and '.join(said)}: measure this on a device to tell them "
+              "apart)") if said else ""
+    return Winner(key, best, f"winner: {key}, {best.text()}{caveat}")
 
 
 def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
