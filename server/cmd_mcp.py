@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-INSTALL = ("pallasite mcp needs the official MCP SDK (the `mcp` package): install the extra, "
-           "`pip install 'pallasite[mcp]'` (in the checkout: `.venv/bin/pip install -e '.[mcp]'`)")
+INSTALL = ("pallasite mcp needs the official MCP SDK: pip install 'mcp>=2.3,<3' (pallasite's mcp extra; in the "
+           "checkout: .venv/bin/pip install -e '.[mcp]')")
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
