@@ -235,6 +235,7 @@ async def test_a_cancelled_tune_stops_its_workers(tmp_path):
         assert not (await client.call_tool("explain", {"code": "PLS201"})).is_error
 
 
+@pytest.mark.slow
 async def test_a_check_cancelled_mid_run_leaves_the_next_one_working(tmp_path):
     folder = project(tmp_path, {"kernel.py": DATA / "optimize" / "add.py"})
     trust(folder, tmp_path)
