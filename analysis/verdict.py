@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Sequence
 
 PROVENANCES = ("device", "estimate", "interpret", "host")
@@ -399,6 +400,41 @@ STATUSES = ("no candidate", "not checked", "not compiled", "not compiled for the
             "compiled, not verified", "compiled, correct")
 
 
+class JudgedBy(str, Enum):
+    """Who compared and timed a candidate: set by the judge (runner/judging/judge.py), never free text.
+    Only ``JUDGE`` ranks; ``CANDIDATE`` (its own process: results stored by older versions) and
+    ``UNKNOWN`` (never tested, or a reply that does not say) never do."""
+
+    JUDGE = "the judge"
+    CANDIDATE = "the candidate"
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def of(cls, value: Any) -> "JudgedBy":
+        """From a worker reply's or a stored verdict's field: only the judge's own word is the judge."""
+        if isinstance(value, JudgedBy):
+            return value
+        text = str(value or "")
+        if text == cls.JUDGE.value:
+            return cls.JUDGE
+        if text in (cls.CANDIDATE.value, "the candidate's own process"):
+            return cls.CANDIDATE
+        return cls.UNKNOWN
+
+    @classmethod
+    def known(cls, *values: Any) -> "JudgedBy":
+        """The first of ``values`` that says who judged (a later phase's word over an earlier one's)."""
+        for value in values:
+            if cls.of(value) is not cls.UNKNOWN:
+                return cls.of(value)
+        return cls.UNKNOWN
+
+    def text(self) -> str:
+        return {JudgedBy.JUDGE: "the judge (from the candidate's exported program; its process never judges)",
+                JudgedBy.CANDIDATE: "the candidate's own process (never ranks)",
+                JudgedBy.UNKNOWN: "nobody (not tested)"}[self]
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A candidate's compile and test results and its timing, combined once and carried unchanged.
@@ -409,7 +445,10 @@ class Verdict:
     timing: Timing | None = None
     candidate: bool = True  # False: there was no candidate to evaluate
     no_candidate_why: str = ""
-    judged_by: str = ""  # which process compared and timed it, as the worker said ("" : not said)
+    judged_by: JudgedBy = JudgedBy.UNKNOWN  # who compared and timed it (the judge's word, or unknown)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "judged_by", JudgedBy.of(self.judged_by))
 
     @classmethod
     def of(cls, compiled: bool | None, correct: bool | None, timing: Timing | None = None, evidence: str = "",
@@ -481,7 +520,7 @@ class Verdict:
         return {"candidate": self.candidate, "compiled": self.compiled, "correct": self.correct,
                 "status": self.status(), "text": self.text(), "compile": self.compile.to_json(),
                 "test": self.test.to_json(), "timing": self.timing.to_json() if self.timing else None,
-                "evidence": self.evidence, "judged_by": self.judged_by}
+                "evidence": self.evidence, "judged_by": self.judged_by.value}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Verdict":
@@ -490,27 +529,24 @@ class Verdict:
             return cls.no_candidate(data.get("evidence") or "no candidate")
         if "compile" in data and "test" in data:
             return cls(CompileResult.from_json(data["compile"]), TestResult.from_json(data["test"]), timing,
-                       judged_by=str(data.get("judged_by") or ""))
+                       judged_by=JudgedBy.of(data.get("judged_by")))
         return cls.of(data.get("compiled"), data.get("correct"), timing, data.get("evidence", ""))
 
 
-JUDGED_BY_CANDIDATE = "the candidate's own process"  # runner/judge.py's words (a test holds them equal)
-
-
 def self_judged(verdict: "Verdict") -> bool:
-    """Whether the candidate's own process compared and timed it: such a verdict never wins a ranking."""
-    return verdict.judged_by == JUDGED_BY_CANDIDATE
+    """Whether anyone but the judge compared and timed it: such a verdict never wins a ranking."""
+    return verdict.judged_by is not JudgedBy.JUDGE
 
 
-def judged_lines(judged: Sequence[tuple[str, str]], what: str) -> list[str]:
-    """"judged by <who>: <what> 1, 2" lines for a table's footer, from (key, judged_by) pairs; the
-    candidate's own process is said to rank nothing. Keys without a judge (never tested) are left out."""
-    by: dict[str, list[str]] = {}
+def judged_lines(judged: Sequence[tuple[str, Any]], what: str) -> list[str]:
+    """"judged by <who>: <what> 1, 2" lines for a table's footer, from (key, judged_by) pairs. Keys
+    never tested (unknown) are left out."""
+    by: dict[JudgedBy, list[str]] = {}
     for key, who in judged:
-        if who:
+        who = JudgedBy.of(who)
+        if who is not JudgedBy.UNKNOWN:
             by.setdefault(who, []).append(key)
-    return [f"judged by {who}{' (never ranks)' if who == JUDGED_BY_CANDIDATE else ''}: {what} {', '.join(keys)}"
-            for who, keys in by.items()]
+    return [f"judged by {who.text()}: {what} {', '.join(keys)}" for who, keys in by.items()]
 
 
 @dataclass(frozen=True)
@@ -531,8 +567,8 @@ def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict
     if not passed:
         own = sum(1 for _, v in candidates if v.passed and self_judged(v))
         if own:
-            return Winner(None, None, f"no winner: {own} candidate(s) passed but were judged by {JUDGED_BY_CANDIDATE}, "
-                          "which can never rank")
+            return Winner(None, None, f"no winner: {own} candidate(s) passed but were not judged by the judge, so "
+                          "they can never rank")
         return Winner(None, None, f"no winner: no candidate compiled and passed the tests ({len(candidates)} tried)")
     if all(v.timing is None for _, v in passed):
         return Winner(None, None, f"no winner: {len(passed)} candidate(s) compiled and passed the tests but none was "

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ..analysis.types import to_json
-from ..analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, compile_result,
+from ..analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult, Timing, Verdict, compile_result,
                                 judge_tiers, timing_of)
 
 from .guards import TEST_NAMES, frozen_names, tampering
@@ -321,13 +321,13 @@ class Judge:
                 return reply.result if reply.ok else None
         return None
 
-    def judged_by(self, text: str) -> str:
-        """Who compared and timed ``text`` (the worker's ``judged_by``), as far as it was tested."""
+    def judged_by(self, text: str) -> JudgedBy:
+        """Who compared and timed ``text`` (the judge, or unknown: not tested)."""
         for kind in ("device", "interpret"):
             reply = self._memo.get((kind, text))
             if reply is not None:
                 return judged_by(reply)
-        return ""
+        return JudgedBy.UNKNOWN
 
     def reference_timing(self) -> Timing | None:
         """The trusted side's figure where a request made one beside a candidate (eval's reference)."""

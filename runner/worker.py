@@ -124,38 +124,42 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 
 def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult:
-    from . import judge, judge_compile
+    from . import judging
     from .checks import handle_check  # jax-heavy: imported on first use
+    from .judging import compile_check
 
-    run = judge_compile.judged_check if judge.ACTIVE else handle_check  # model-written code: tier 2 outside its process
+    run = compile_check.judged_check if judging.ACTIVE else handle_check  # model-written code: tier 2 outside its process
     return run(params, ctx.progress)
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
-    from . import judge
+    from . import judging
+    from .judging.judge import judged_time
     from .timing import handle_time, plain_params  # jax-heavy: imported on first use
 
-    run = judge.judged_time if judge.ACTIVE else handle_time  # model-written code: judged outside its process
+    run = judged_time if judging.ACTIVE else handle_time  # model-written code: judged outside its process
     return messages.time_result_from_plain(run(plain_params(params), _measure(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
-    from . import judge, judge_export
+    from . import judging
+    from .judging import exported_run
     from .timing import plain_params
     from .timing_profile import handle_profile
 
-    if judge.ACTIVE and judge_export.on_accelerator():  # model-written code never runs where the chip is held
-        return messages.time_result_from_plain(judge_export.refused_profile(plain_params(params)))
+    if judging.ACTIVE and exported_run.on_accelerator():  # model-written code never runs where the chip is held
+        return messages.time_result_from_plain(exported_run.refused_profile(plain_params(params)))
     return messages.time_result_from_plain(handle_profile(plain_params(params), _measure(ctx)))
 
 
 def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
-    from . import judge, judge_compile
+    from . import judging
+    from .judging import compile_check
     from .tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
 
-    run = judge_compile.judged_estimate if judge.ACTIVE else handle_estimate  # model-written code: floored outside
+    run = compile_check.judged_estimate if judging.ACTIVE else handle_estimate  # model-written code: floored outside
     return run(params, ctx.progress)
 
 
@@ -449,9 +453,9 @@ class Worker:
     def _child_op(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
                   deadline: float | None, send: Callable[[dict[str, Any]], None]) -> None:
         """In the sandboxed child: the op in a fresh folder of its scratch; every message to ``send``."""
-        from . import confine, judge, sandbox
+        from . import confine, judging, sandbox
 
-        judge.ACTIVE = True
+        judging.ACTIVE = True
         if self.sandboxes.confined:
             self.scratch = confine.Scratch(sandbox.SCRATCH)
         paths: list[Any] = []

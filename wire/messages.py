@@ -508,7 +508,7 @@ class Trick:
 
 @dataclass(frozen=True)
 class JudgeRecord:
-    """Who judged a model-written candidate, by pid (runner/judge_export.py). ``how``: "exported
+    """Who judged a candidate, by pid (runner/judging/judge.py). ``how``: "exported
     program" (the judge ran the module the candidate's process exported); ``candidate_imported``:
     whether any module of the judge's process came from the candidate's file (never, when it judged)."""
 
@@ -544,7 +544,7 @@ class TimeResult:
     notes: tuple[str, ...] = ()
     error: str | None = None
     profile: dict[str, Any] | None = None  # the profile op's figures
-    judged_by: str | None = None  # model-written code: which process compared and timed it (runner/judge.py)
+    judged_by: str | None = None  # "the judge" when runner/judging/judge.py judged it (analysis/verdict.JudgedBy)
     judge: JudgeRecord | None = None  # ... and by pid, where the judge ran the exported program
 
 

@@ -1,6 +1,6 @@
-"""The channel between a judge and the candidate process it forked (runner/judge.py): frames of
-JSON plus raw array bytes (never pickle, so the judge parses nothing that can run code), the fork
-that makes the candidate process, and its end.
+"""The channel between a judge and its candidate process: frames of JSON plus raw array bytes (never
+pickle, so the judge parses nothing that can run code), the fresh interpreter that is the candidate's
+process (``spawn``), and its end.
 
 Worker side: imports jax and numpy lazily.
 """
@@ -12,7 +12,7 @@ import json
 import os
 import socket
 import struct
-from typing import Any, Callable
+from typing import Any
 
 MAX_FRAME = 1 << 30  # one frame from the candidate; a larger one ends the judging
 _PR_SET_DUMPABLE = 4
@@ -74,7 +74,7 @@ def recv_frame(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
 def receive(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
     """A frame from the candidate; the interpret-mode calls it saw are recorded here, so the worker
     refuses them as if this process had seen them (runner/interpret_guard.py)."""
-    from . import interpret_guard
+    from .. import interpret_guard
 
     header, arrays = recv_frame(sock)
     interpret_guard.add_recorded(header.pop("interpret", None))
@@ -82,33 +82,42 @@ def receive(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
 
 
 def end(sock: socket.socket, pid: int) -> None:
-    """Close the channel and end the candidate process (whatever it is doing)."""
+    """Close the channel and end the candidate process and its session (whatever they are doing)."""
     with contextlib.suppress(OSError):
         sock.close()
+    with contextlib.suppress(OSError):
+        os.killpg(pid, 9)
     with contextlib.suppress(OSError):
         os.kill(pid, 9)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
 
 
-def fork(body: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
-    """A candidate process running ``body(its end of the channel)`` (before any backend starts here)."""
-    judge_end, candidate_end = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        judge_end.close()
-        code = 0
-        try:
-            body(candidate_end)
-        except BaseException:  # noqa: BLE001 - the judge sees the channel close
-            import traceback
-
-            traceback.print_exc()
-            code = 1
-        finally:
-            os._exit(code)
-    candidate_end.close()
+def undumpable() -> None:
+    """This process's memory and file descriptors out of reach of every other process of its user
+    (no ptrace, no /proc/<pid>/mem or fd/)."""
     import ctypes
 
-    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # the candidate may not read or write our memory
-    return judge_end, pid
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def spawn(kind: str, params: dict[str, Any]) -> tuple[socket.socket, int]:
+    """A candidate process: a FRESH interpreter (``python -m pallasite.runner.judging.candidate``), never a
+    fork of this one, holding one end of a socket pair and nothing else of ours (every other descriptor
+    closed, stdin from /dev/null, its own session, jax on the CPU only). Its first frame is the request:
+    ``kind`` ("export" or "check") and its ``params``. Returns (our end, its pid)."""
+    import subprocess
+    import sys
+
+    ours, theirs = socket.socketpair()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALLASITE_STANDIN")}
+    env.update(JAX_PLATFORMS="cpu", PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "pallasite.runner.judging.candidate", str(theirs.fileno())],
+                                stdin=subprocess.DEVNULL, stdout=2, stderr=2, pass_fds=(theirs.fileno(),),
+                                close_fds=True, env=env, start_new_session=True)
+    finally:
+        theirs.close()
+    undumpable()  # the candidate may not read or write our memory
+    send_frame(ours, {"kind": kind, "params": params})
+    return ours, proc.pid
