@@ -9,7 +9,8 @@ every tool that would run code answers why not and how to trust it. The store is
 trusting the folder while the server runs takes effect at the next call. Settings are the project's
 ``[tool.pallasite]`` (the nearest pyproject.toml), read as the command line reads them.
 
-Text an agent sends (a source to check, a candidate to judge) is bounded by ``MAX_TEXT_BYTES``.
+Text an agent sends (a source to check, a candidate to judge) and the files it names are bounded by
+``MAX_TEXT_BYTES``: tier 0 reads them in the server process, in a time that grows with the text.
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ class Folder:
             raise ToolRefused(f"{argument} {given!r:.300}: a folder, not a file; give a kernel file (.py)")
         if not resolved.is_file():
             raise ToolRefused(f"{argument} {given!r:.300}: no such file in {self.root}")
+        size = resolved.stat().st_size
+        if size > MAX_TEXT_BYTES:  # tier 0 reads it in the server: its time grows with the text
+            raise ToolRefused(f"{argument} {given!r:.300}: {size:,} bytes; pallasite mcp reads files of at most "
+                              f"{MAX_TEXT_BYTES:,} (1 MiB) - a kernel file is a few KB (`pallasite check` takes any)")
         return resolved
 
     def subfolder(self, given: Any, argument: str) -> Path:

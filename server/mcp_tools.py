@@ -43,7 +43,7 @@ async def check(state: Any, args: dict[str, Any], progress: Any) -> dict[str, An
                                        f"{','.join(map(str, (t for t in options.tiers if t)))}")
     progress.say(f"checking {path.name} for {options.target}, tiers {','.join(map(str, tiers))}")
     report = await state.engine.check(str(path), options, source, tiers=tiers, on_progress=progress.say,
-                                      store=source is None, untrusted=source is not None)
+                                      store=source is None and trusted, untrusted=source is not None)
     return check_result(report, options, tiers, trusted, not_run, warnings)
 
 

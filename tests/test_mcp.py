@@ -172,6 +172,7 @@ async def test_a_careless_or_hostile_agent_gets_clear_errors_and_the_server_keep
     folder = project(tmp_path, {"kernel.py": DATA / "optimize" / "add.py"})
     (tmp_path / "outside.py").write_text("import os\n")
     (folder / "link.py").symlink_to(tmp_path / "outside.py")
+    (folder / "huge.py").write_text("x = 1\n" * (200 << 10))
     trust(folder, tmp_path)  # so every tool gets as far as its arguments
     calls = [
         ("check", {}, "give `path`"),
@@ -186,6 +187,7 @@ async def test_a_careless_or_hostile_agent_gets_clear_errors_and_the_server_keep
         ("check", {"path": "missing.py"}, "no such file"),
         ("check", {"path": "."}, "a folder, not a file"),
         ("check", {"source": "x = 1\n" * (2 << 20)}, "pallasite mcp takes at most 1,048,576"),
+        ("check", {"path": "huge.py"}, "pallasite mcp reads files of at most 1,048,576"),
         ("judge", {"candidate": "x", "file": "kernel.py", "task": "."}, "exactly one of `file`"),
         ("judge", {"candidate": "x" * (10 << 20), "file": "kernel.py"}, "10,485,760 bytes of text"),
         ("judge", {"candidate": "x", "task": "."}, "no task folders found"),
@@ -201,6 +203,22 @@ async def test_a_careless_or_hostile_agent_gets_clear_errors_and_the_server_keep
             assert len(text) < 2000, "the error echoes the value back"
         ok = await client.call_tool("check", {"path": "kernel.py", "tiers": [0]})
         assert not ok.is_error and ok.structured_content["summary"]["errors"] == 0
+
+
+def test_text_and_paths_an_agent_sends_are_bounded_in_the_server(tmp_path):
+    """What the wire may carry but no kernel is: a lone surrogate, a NUL byte; paths that leave the folder."""
+    from pallasite.server.mcp_folder import Folder, ToolRefused, text_argument
+
+    for text, said in (("x = '\ud800'\n", "not valid Unicode text at character 5"), ("x = 1\x00", "NUL byte")):
+        with pytest.raises(ToolRefused, match=said):
+            text_argument({"source": text}, "source")
+    assert text_argument({"source": "x = 1\n"}, "source") == "x = 1\n"
+    folder = Folder.at(tmp_path)
+    (tmp_path / "k.py").write_text("x = 1\n")
+    assert folder.file("k.py") == folder.file(str(tmp_path / "k.py")) == (tmp_path / "k.py").resolve()
+    for given in ("../k.py", "~/k.py", "/", "", None, ["k.py"]):
+        with pytest.raises(ToolRefused):
+            folder.file(given)
 
 
 # ---------------------------------------------------------------------------- cancellation, the client leaving
