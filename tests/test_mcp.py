@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -347,6 +348,28 @@ async def test_judge_gives_the_verdict_optimize_gives_the_same_candidates(tmp_pa
     assert "wrong_result" in judged[0].structured_content["verdict"]["evidence"]
     assert "changes the frozen tests" in judged[1].structured_content["verdict"]["text"]
     assert SECRET not in json.dumps([r.structured_content for r in judged])
+
+
+@pytest.mark.slow
+@needs_namespaces
+async def test_judge_on_a_task_gives_the_verdict_and_speedup_eval_gives(tmp_path):
+    """A JAXBench task folder (baseline.py + optimized.py): `pallasite eval --method files` and the `judge`
+    tool on the same text give the same Verdict and the same estimated speedup over the task's reference."""
+    folder = project(tmp_path, {})
+    shutil.copytree(DATA / "eval" / "add_tuned", folder / "tasks" / "add_tuned")
+    trust(folder, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "eval", "tasks/add_tuned", "--method",
+                           "files", "--format", "json"], capture_output=True, text=True, cwd=folder,
+                          env=server_env(tmp_path), timeout=600)
+    (row,) = json.loads(done.stdout)["methods"][0]["per_task"]
+    async with mcp_server(folder, tmp_path) as client:
+        result = await client.call_tool("judge", {"task": "tasks/add_tuned",
+                                                  "candidate": (DATA / "eval" / "add_tuned" / "optimized.py").read_text()})
+    assert not result.is_error, result.content[0].text
+    out = result.structured_content
+    assert out["against"] == "task" and out["status"] == row["status"] == "compiled, correct"
+    assert out["verdict"] == row["verdict"]
+    assert out["speedup"]["value"] == pytest.approx(row["speedup"]) and "the task's reference" in out["speedup"]["text"]
 
 
 @pytest.mark.slow
