@@ -155,14 +155,14 @@ async def _stop(task: asyncio.Task) -> None:
 
 async def call(state: McpState, spec: ToolSpec, arguments: dict, progress: Progress) -> dict:
     """One tool call: its slot (the long tools), its time limit, the tool's function."""
-    work = tool_functions()[spec.name](state, arguments, progress)
+    tool = tool_functions()[spec.name]
     limit = float(arguments.get("time_limit_s") or DEFAULT_LIMIT_S.get(spec.name, 300.0))
     if not spec.runs_code:
-        return await run_stoppable(work, limit, spec.name)
+        return await run_stoppable(tool(state, arguments, progress), limit, spec.name)
     if state.long_slots.locked():
         progress.say(f"waiting: {LONG_AT_ONCE} estimate/judge/tune calls are running; this one starts after one ends")
     async with state.long_slots:
-        return await run_stoppable(work, limit, spec.name)
+        return await run_stoppable(tool(state, arguments, progress), limit, spec.name)
 
 
 def result_of(result: dict) -> types.CallToolResult:

@@ -225,6 +225,33 @@ def test_text_and_paths_an_agent_sends_are_bounded_in_the_server(tmp_path):
 # ---------------------------------------------------------------------------- cancellation, the client leaving
 
 
+def _work(cleaned: list) -> object:
+    async def work() -> dict:
+        try:
+            await anyio.sleep(60)
+        finally:  # what a tool's cleanup does: awaits (closing its engine, its workers)
+            await anyio.sleep(0.2)
+            await anyio.sleep(0.2)
+            cleaned.append("closed")
+        return {}
+    return work()
+
+
+async def test_a_tool_out_of_time_or_cancelled_is_stopped_and_its_cleanup_runs_to_its_end():
+    """The SDK cancels a call with anyio's cancel scope, which cancels every await inside it again and
+    again: a tool awaited directly would have its cleanup cut at its first await (its workers left)."""
+    from pallasite.server.mcp_folder import ToolRefused
+    from pallasite.server.mcp_server import run_stoppable
+
+    cleaned: list = []
+    with pytest.raises(ToolRefused, match="ran past its time limit of 0.5 s"):
+        await run_stoppable(_work(cleaned), 0.5, "tune")
+    assert cleaned == ["closed"]
+    with anyio.move_on_after(0.5) as scope:
+        await run_stoppable(_work(cleaned), 60, "tune")
+    assert scope.cancelled_caught and cleaned == ["closed", "closed"]
+
+
 async def test_a_cancelled_tune_stops_its_workers(tmp_path):
     """The client cancels a tune (notifications/cancelled) once its workers run: every worker process of the
     server ends (by pid) and the server answers the next call."""
