@@ -112,7 +112,13 @@ def _trusted_side(folder: Folder, args: dict[str, Any]) -> tuple[str, Path, Any,
         raise ToolRefused("judge: give exactly one of `file` (the user's original kernel file) and `task` "
                           "(a JAXBench or MaxKernel task folder)")
     if "file" in args:
+        from .run_setup import refuse_non_kernel
+
         path = folder.file(args["file"], "file")
+        try:
+            refuse_non_kernel(path, "mcp judge")
+        except ValueError as err:
+            raise ToolRefused(str(err)) from None
         return "file", path, Trusted.of_file(str(path), _read(path), reviewed_tests(str(path))), "the original file"
     from ..agents.eval_job import BASELINE
     from ..engine.eval_tasks import discover

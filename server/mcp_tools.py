@@ -32,6 +32,9 @@ async def check(state: Any, args: dict[str, Any], progress: Any) -> dict[str, An
     if source is None and "path" not in args:
         raise ToolRefused("check: give `path` (a kernel file in the folder) or `source` (a kernel's text)")
     path = folder.path(args.get("path", UNTITLED)) if source is not None else folder.file(args["path"])
+    if path.is_dir():
+        raise ToolRefused(f"path {args['path']!r:.300}: a folder; `source` is checked as if it were a file there "
+                          "(give a file name, e.g. kernel.py)")
     settings, warnings = folder.settings(path)
     options = dataclasses.replace(settings.check_options(), target=args.get("target") or settings.target,
                                   tiers=tuple(args.get("tiers") or settings.tiers))

@@ -192,6 +192,8 @@ async def test_a_careless_or_hostile_agent_gets_clear_errors_and_the_server_keep
         ("judge", {"candidate": "x", "file": "kernel.py", "task": "."}, "exactly one of `file`"),
         ("judge", {"candidate": "x" * (10 << 20), "file": "kernel.py"}, "10,485,760 bytes of text"),
         ("judge", {"candidate": "x", "task": "."}, "no task folders found"),
+        ("judge", {"candidate": "x", "file": "pyproject.toml"}, "not a Pallas kernel"),
+        ("check", {"source": "x = 1\n", "path": "."}, "a folder; `source` is checked as if it were a file"),
         ("tune", {"path": "kernel.py", "max_estimates": 0}, "argument max_estimates"),
         ("explain", {"code": "PLS2O1"}, "Did you mean PLS201"),
         ("no_such_tool", {}, "no tool 'no_such_tool'"),
