@@ -40,10 +40,9 @@ async def check(state: Any, args: dict[str, Any], progress: Any) -> dict[str, An
                                   tiers=tuple(args.get("tiers") or settings.tiers))
     trusted = folder.trusted()
     tiers = options.tiers if trusted else (0,)
-    not_run = None
-    if tiers != options.tiers:
-        not_run = folder.untrusted_why(f"tier{'s' if len(options.tiers) > 1 else ''} "
-                                       f"{','.join(map(str, (t for t in options.tiers if t)))}")
+    skipped = [t for t in options.tiers if t not in tiers]
+    not_run = folder.untrusted_why(f"tier{'s' if len(skipped) > 1 else ''} {','.join(map(str, skipped))}") \
+        if skipped else None
     progress.say(f"checking {path.name} for {options.target}, tiers {','.join(map(str, tiers))}")
     report = await state.engine.check(str(path), options, source, tiers=tiers, on_progress=progress.say,
                                       store=source is None and trusted, untrusted=source is not None)
