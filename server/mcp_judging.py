@@ -51,6 +51,16 @@ def _setup(folder: Folder, path: Path, args: dict[str, Any], **request: Any) -> 
     return run, [f"settings: {w}" for w in warnings]
 
 
+def _own_kernel(state: Any, args: dict[str, Any], what: str) -> tuple[Path, str, Any, list[str]]:
+    """The user's own kernel file named by ``path`` (a trusted folder's; ``what`` says what would run), its
+    text and its run setup: no model-written code runs (estimate, tune)."""
+    folder = state.folder
+    folder.require_trust(what)
+    path = folder.file(args["path"])
+    run, notes = _setup(folder, path, args, judge=False, runs_model_code=False)
+    return path, _read(path), run, notes
+
+
 def _engine(run: Any) -> Any:
     from ..engine.engine import Engine
 
@@ -65,11 +75,7 @@ async def estimate(state: Any, args: dict[str, Any], progress: Any) -> dict[str,
     from ..engine.judge import Trusted
     from ..engine.tune import TuneError, TuneOptions
 
-    folder = state.folder
-    folder.require_trust("the estimate (it traces the kernel in a worker)")
-    path = folder.file(args["path"])
-    text = _read(path)
-    run, notes = _setup(folder, path, args, judge=False, runs_model_code=False)  # the user's own file
+    path, text, run, notes = _own_kernel(state, args, "the estimate (it traces the kernel in a worker)")
     engine = _engine(run)
     try:
         judge = run.judge(engine, Trusted(str(path), text), device=None)
@@ -186,11 +192,7 @@ def judge_result(against: str, path: str, chip: str, method: str, verdict: Any, 
 async def tune(state: Any, args: dict[str, Any], progress: Any) -> dict[str, Any]:
     from ..engine.tune import TuneError, TuneOptions
 
-    folder = state.folder
-    folder.require_trust("tune (it traces, compiles and runs the kernel in workers)")
-    path = folder.file(args["path"])
-    text = _read(path)
-    run, notes = _setup(folder, path, args, judge=False, runs_model_code=False)  # the user's own kernel
+    path, text, run, notes = _own_kernel(state, args, "tune (it traces, compiles and runs the kernel in workers)")
     options = TuneOptions(chip=run.chip, entry=args.get("entry"), verify=args.get("verify", 3),
                           declared=dict(run.settings.tunables) or None, estimates=args.get("max_estimates", 256),
                           compiles=args.get("max_compiles", 16))

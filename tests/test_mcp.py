@@ -208,6 +208,32 @@ async def test_a_careless_or_hostile_agent_gets_clear_errors_and_the_server_keep
         assert not ok.is_error and ok.structured_content["summary"]["errors"] == 0
 
 
+@pytest.mark.slow
+async def test_estimate_and_tune_give_the_cost_model_s_figures_and_a_configuration_tier_2_accepts(tmp_path):
+    """A row-blocked add whose row block is a keyword tunable (8 by default): the estimate is labelled an
+    estimate, says what bounds it and divides two figures of one model; tune's best configuration compiled
+    for the chip (tier 2) and comes with the edit that writes it."""
+    folder = project(tmp_path, {"kernel.py": DATA / "optimize" / "candidates" / "tunable_rows.py"})
+    trust(folder, tmp_path)
+    async with mcp_server(folder, tmp_path) as client:
+        estimated = await client.call_tool("estimate", {"path": "kernel.py"})
+        tuned = await client.call_tool("tune", {"path": "kernel.py", "max_estimates": 16, "max_compiles": 4,
+                                                "verify": 1})
+    assert not estimated.is_error, estimated.content[0].text
+    est = estimated.structured_content
+    assert est["label"] == "estimate (pallasite roofline v3, v5e)" and est["kernel_bound"] in ("compute", "memory",
+                                                                                                 "overhead")
+    assert est["speedup"] == pytest.approx(est["reference_s"] / est["kernel_s"])
+    assert est["estimate"]["seconds"] == est["kernel_s"] and "nothing ran on a device" in est["text"]
+    assert not tuned.is_error, tuned.content[0].text
+    out = tuned.structured_content
+    assert out["current"] == {"block_rows": 8} and out["best"] and out["best"] != out["current"]
+    assert out["compile"]["ok"] is True and out["compile"]["chip"] == "v5e" and 2 in out["compile"]["tiers_run"]
+    assert out["verdict"]["compile"]["ok"] is True
+    (edit,) = out["edits"]
+    assert edit["new_text"] == str(out["best"]["block_rows"]) and out["speedup_vs_current"]["value"] > 1
+
+
 def test_text_and_paths_an_agent_sends_are_bounded_in_the_server(tmp_path):
     """What the wire may carry but no kernel is: a lone surrogate, a NUL byte; paths that leave the folder."""
     from pallasite.server.mcp_folder import Folder, ToolRefused, text_argument
