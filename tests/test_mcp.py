@@ -65,11 +65,16 @@ def project(tmp_path: Path, files: dict[str, Path | str], settings: str = 'targe
     return folder
 
 
-def server_pid() -> int:
-    """The `pallasite mcp` process this test's client started (a child of the test process)."""
-    found = [p for p in psutil.Process().children() if "mcp" in p.cmdline() and "pallasite.server.cli" in p.cmdline()]
+def server_pid(folder: Path) -> int:
+    """The `pallasite mcp` process this test's client started in ``folder`` (a child of the test process;
+    an earlier test's server, ended but not yet reaped, is not it)."""
+    found = []
+    for proc in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE and "mcp" in proc.cmdline() and Path(proc.cwd()) == folder.resolve():
+                found.append(proc.pid)
     assert len(found) == 1, found
-    return found[0].pid
+    return found[0]
 
 
 def descendants(pid: int) -> list[int]:
@@ -286,7 +291,7 @@ async def test_a_cancelled_tune_stops_its_workers(tmp_path):
     folder = project(tmp_path, {"matmul.py": DATA / "tune" / "matmul.py"})
     trust(folder, tmp_path)
     async with mcp_server(folder, tmp_path) as client:
-        pid = server_pid()
+        pid = server_pid(folder)
         said = []
         working = anyio.Event()
 
@@ -305,7 +310,7 @@ async def test_a_cancelled_tune_stops_its_workers(tmp_path):
         assert not scope.cancelled_caught, f"the tune never reached its workers: {said}"
         assert workers, said
         assert await until(lambda: not running(workers), 30), f"still running after the cancel: {running(workers)}"
-        assert not descendants(pid)
+        assert await until(lambda: not running(descendants(pid)), 30), running(descendants(pid))  # nor any other
         assert not (await client.call_tool("explain", {"code": "PLS201"})).is_error
 
 
@@ -443,7 +448,7 @@ async def test_a_candidate_that_forks_and_reads_proc_leaves_nothing_behind(tmp_p
         out = result.structured_content
         assert out["status"] == "compiled, correct", out["verdict"]
         assert out["speedup"]["value"] > 1 and "estimate" in out["speedup"]["method"]
-        assert not descendants(server_pid())  # the judge's engine closed with the call
+        assert not running(descendants(server_pid(folder)))  # the judge's engine closed with the call
 
         def sleepers() -> list[int]:
             return [p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "617.25"]]
