@@ -452,15 +452,15 @@ class Verdict:
 
     @classmethod
     def of(cls, compiled: bool | None, correct: bool | None, timing: Timing | None = None, evidence: str = "",
-           *, chip: str = "", tiers: Sequence[int] = (0, 1, 2)) -> "Verdict":
+           *, chip: str = "", tiers: Sequence[int] = (0, 1, 2), judged_by: Any = JudgedBy.UNKNOWN) -> "Verdict":
         """A verdict from bare answers (tests and stored rows of an older form): the evidence is the failing
-        phase's why."""
+        phase's why; nobody is known to have judged it unless ``judged_by`` says."""
         comp = (CompileResult.passed(chip, tiers) if compiled else
                 CompileResult.failed(evidence or "compile failed", chip=chip) if compiled is False else
                 CompileResult.unchecked(evidence or "not checked", chip=chip))
         test = (TestResult.ok() if correct else TestResult.wrong(evidence or "rejected by the tests")
                 if correct is False else TestResult.not_verified(evidence or "not tested"))
-        return cls(comp, test, timing)
+        return cls(comp, test, timing, judged_by=judged_by)
 
     @classmethod
     def no_candidate(cls, why: str = "no candidate") -> "Verdict":
@@ -556,37 +556,73 @@ class Winner:
     why: str  # "winner: ..." or "no winner: ..."
 
 
-def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
-                baseline_name: str = "the original") -> Winner:
-    """The fastest correct candidate that is faster than ``baseline`` by the same method, or no winner
-    with the reason (no correct candidate, none timed by the baseline's method, none faster). A verdict
-    judged by the candidate's own process (``self_judged``) never wins."""
+@dataclass(frozen=True)
+class Ranking:
+    """Candidates in the one order every loop uses (``rank``): ``order`` best first; ``winner``: the first
+    if it is faster than the baseline by the same method, else no winner and why; ``not_judged``: keys that
+    passed but were not judged by the judge (counted apart, never ranked above a judged one)."""
+
+    order: tuple[Any, ...]
+    winner: Winner
+    speedups: dict[Any, float]
+    not_judged: tuple[Any, ...] = ()
+
+
+def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
+         baseline_name: str = "the original") -> Ranking:
+    """The one ranking of candidates, for optimize, search, eval and tune: judged by the judge, compiled and
+    correct, then the fastest by the baseline's method (a speedup through ``try_speedup``: never across
+    methods); then correct but untimed, then compiled, then the rest; ties keep the order given. A verdict
+    not judged by the judge (``self_judged``) never ranks above any judged one, and never wins."""
+    speedups: dict[Any, float] = {}
+    refusals: list[str] = []
+    for key, verdict in candidates:
+        if verdict.passed and not self_judged(verdict) and baseline is not None:
+            s, why = try_speedup(baseline, verdict.timing, baseline_name=baseline_name)
+            if s is not None:
+                speedups[key] = s.value
+            elif verdict.timing is not None:
+                refusals.append(why)
+
+    def tier(item: tuple[int, tuple[Any, Verdict]]) -> tuple:
+        index, (key, v) = item
+        judged = not self_judged(v)
+        return (not (judged and v.passed), key not in speedups, -speedups.get(key, 0.0), v.compiled is not True,
+                not judged, index)
+
+    ordered = [key for _, (key, _) in sorted(enumerate(candidates), key=tier)]
+    not_judged = tuple(k for k, v in candidates if v.passed and self_judged(v))
+    return Ranking(tuple(ordered), _winner(baseline, candidates, speedups, refusals, not_judged, baseline_name,
+                                           ordered), speedups, not_judged)
+
+
+def _winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], speedups: dict[Any, float],
+            refusals: list[str], not_judged: tuple[Any, ...], baseline_name: str, ordered: list[Any]) -> Winner:
     if baseline is None:
         return Winner(None, None, f"no winner: {baseline_name} was not timed, so nothing can be shown faster")
-    passed = [(k, v) for k, v in candidates if v.passed and not self_judged(v)]
+    passed = [k for k, v in candidates if v.passed and not self_judged(v)]
     if not passed:
-        own = sum(1 for _, v in candidates if v.passed and self_judged(v))
-        if own:
-            return Winner(None, None, f"no winner: {own} candidate(s) passed but were not judged by the judge, so "
-                          "they can never rank")
+        if not_judged:
+            return Winner(None, None, f"no winner: {len(not_judged)} candidate(s) passed but were not judged by the "
+                          "judge, so they can never rank")
         return Winner(None, None, f"no winner: no candidate compiled and passed the tests ({len(candidates)} tried)")
-    if all(v.timing is None for _, v in passed):
-        return Winner(None, None, f"no winner: {len(passed)} candidate(s) compiled and passed the tests but none was "
-                      f"timed, so nothing can be shown faster than {baseline_name}")
-    best: tuple[Any, Speedup] | None = None
-    refusals = []
-    for key, verdict in passed:
-        s, why = try_speedup(baseline, verdict.timing, baseline_name=baseline_name)
-        if s is None:
-            refusals.append(why)
-            continue
-        if best is None or s.value > best[1].value:
-            best = (key, s)
-    if best is None:
+    if not speedups:
+        if all(v.timing is None for k, v in candidates if k in passed):
+            return Winner(None, None, f"no winner: {len(passed)} candidate(s) compiled and passed the tests but none "
+                          f"was timed, so nothing can be shown faster than {baseline_name}")
         return Winner(None, None, f"no winner: no correct candidate was timed like {baseline_name} ({refusals[0]})")
-    if best[1].value <= 1.0:
-        return Winner(None, None, f"no winner: the best correct candidate is {best[1].text()}, not faster")
-    return Winner(best[0], best[1], f"winner: {best[0]}, {best[1].text()}")
+    key = ordered[0]
+    best = speedup(baseline, dict(candidates)[key].timing, baseline_name=baseline_name)
+    if best.value <= 1.0:
+        return Winner(None, None, f"no winner: the best correct candidate is {best.text()}, not faster")
+    return Winner(key, best, f"winner: {key}, {best.text()}")
+
+
+def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
+                baseline_name: str = "the original") -> Winner:
+    """``rank``'s winner: the fastest correct candidate judged by the judge that is faster than ``baseline``
+    by the same method, or no winner with the reason."""
+    return rank(baseline, candidates, baseline_name=baseline_name).winner
 
 
 def timing_of(measurement: Any, *, model: str = "") -> Timing | None:

@@ -133,12 +133,10 @@ def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
-    from . import judging
-    from .judging.judge import judged_time
-    from .timing import handle_time, plain_params  # jax-heavy: imported on first use
+    from . import timing  # jax-heavy: imported on first use
 
-    run = judged_time if judging.ACTIVE else handle_time  # model-written code: judged outside its process
-    return messages.time_result_from_plain(run(plain_params(params), _measure(ctx)))
+    # one path for model-written code and the user's own file: the judge runs the exported program
+    return messages.time_result_from_plain(timing.handle_time(timing.plain_params(params), _measure(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
@@ -421,15 +419,20 @@ class Worker:
             early = self.interrupt_reason
         if early:
             child.kill(early)
-        reply = None
+        reply, answers = None, 0
         for message in child.messages(deadline):
             if not isinstance(message, dict) or message.get("id") != request_id:
                 continue  # not a message of this request: dropped
             if message.get("kind") == protocol.PROGRESS and reply is None:
                 self.send(_checked(message))
-            elif message.get("kind") == protocol.RESULT and reply is None:
-                reply = _checked(message)
+            elif message.get("kind") == protocol.RESULT:
+                answers += 1
+                reply = _checked(message) if reply is None else reply
         outcome = child.outcome()
+        if answers > 1:  # only one process may answer; a second answer means something forged one: refuse both
+            reply = protocol.result_error(request_id, protocol.ErrorInfo(
+                "SandboxError", f"the request was answered {answers} times: refused (something in the sandboxed "
+                                "process wrote a result of its own)"))
         if outcome.killed_for in ("deadline", "cancelled"):
             self.send(_interrupted_reply(request_id, outcome.killed_for, deadline_s))
         elif outcome.setup_error:
@@ -651,7 +654,8 @@ def run(args: argparse.Namespace) -> int:
         ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back here
         mountpoint = os.path.join(root, "root")  # where each child mounts its new root (removed with the scratch)
         os.makedirs(mountpoint, exist_ok=True)
-        sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or 8192,
+        # the limit the client states is the one its sandbox enforces (files in /tmp and shared memory counted)
+        sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or args.guard_memory_mb or 8192,
                                                             scratch_mb=max(16, args.scratch_mb)),
                                       confined=not args.allow_unconfined, mountpoint=mountpoint)
     worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)

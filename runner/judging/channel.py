@@ -121,3 +121,29 @@ def spawn(kind: str, params: dict[str, Any]) -> tuple[socket.socket, int]:
     undumpable()  # the candidate may not read or write our memory
     send_frame(ours, {"kind": kind, "params": params})
     return ours, proc.pid
+
+
+def gone_why(pid: int, error: BaseException) -> str:
+    """Why the candidate's process stopped answering, in the user's words: killed (by the memory limit, most
+    likely: the sandbox counts its files in /tmp and its shared memory too), or exited, or what broke."""
+    import signal
+    import time
+
+    from ..memory_guard import LIMIT_MB
+
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if done:
+            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+                limit = f" of {LIMIT_MB} MiB" if LIMIT_MB else ""
+                return (f"the candidate's process was killed (SIGKILL): it most likely went over the memory "
+                        f"limit{limit} (its files in /tmp and its shared memory count too)")
+            if os.WIFSIGNALED(status):
+                return f"the candidate's process died of signal {signal.Signals(os.WTERMSIG(status)).name}"
+            return f"the candidate's process exited (code {os.waitstatus_to_exitcode(status)}) without answering"
+        time.sleep(0.05)
+    return f"the candidate's process failed: {error}"

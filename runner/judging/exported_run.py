@@ -167,7 +167,16 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
         result["rejections"] = [main]
         return result
     checks["module"] = {k: main.facts.get(k) for k in ("kernels", "custom_calls", "bytes", "platforms")}
+    if params.get("estimate_chip"):  # priced by the judge from the module, whatever the tests say
+        from .priced import estimate
+
+        say("pricing the candidate's exported program by the cost model (in the judge)")
+        result["estimate"] = estimate(params, prep, sizes, modules)
     result["rejections"] = _module_rejections(main)
+    if not params.get("checks", True):
+        result["verdict"] = "error" if result["rejections"] else "ok"
+        result["error"] = "not tested: only an estimate was asked for" if not result["rejections"] else None
+        return result
     if not result["rejections"]:
         seed = int.from_bytes(os.urandom(4), "little")  # a local: nothing the candidate ever reaches
         try:
@@ -180,10 +189,14 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
         if not result["rejections"]:
             result["notes"].append("not timed: shrink asks for the correctness checks only")
         return result
-    timed_program = programs.get("full", main)
+    # on a device the full size; on the CPU (the interpreter) the size the checks ran at, said in the notes
+    timed_program = programs.get("full", main) if prep.on_device else main
     if not isinstance(timed_program, Program):
         result["rejections"] = [timed_program]
         return result
+    if not prep.on_device and sizes.reduced:
+        result["notes"].append("timed at the reduced size the checks ran at, the exported program in the CPU's "
+                               "interpreter (this time says nothing about a TPU)")
     _timed(params, result, prep, sizes, timed_program, say)
     return result
 
@@ -200,12 +213,19 @@ def _timed(params: dict[str, Any], result: dict[str, Any], prep: Any, sizes: Any
     from .. import timing_inputs as inputs_mod
     from ..interpret_compare import tolerance_for
 
+    from .. import timing_ladder
+    from .correct import _template
+
     runs, warmup = max(1, int(params.get("runs", 20))), max(1, int(params.get("warmup", 2)))
     seed = int.from_bytes(os.urandom(4), "little")
-    timed_prep = dataclasses.replace(prep, task=dataclasses.replace(prep.task, entry=program), config={})
-    timed = timing.time_pair(timed_prep, sizes.full, seed, runs, warmup, say)
-    base = inputs_mod.fresh_inputs(sizes.full, seed + 3, prep.template())
-    expected = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.jit(prep.reference)(*base))]
+    shapes, config = (sizes.full, None) if prep.on_device else (sizes.main, sizes.main_config)
+    template = _template(prep, config, shapes)
+    timed_prep = dataclasses.replace(prep, task=dataclasses.replace(prep.task, entry=program), config={},
+                                     _template=template, _template_made=True)
+    with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
+        timed = timing.time_pair(timed_prep, shapes, seed, runs, warmup, say)
+        base = inputs_mod.fresh_inputs(shapes, seed + 3, template)
+        expected = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.jit(prep.reference)(*base))]
     outputs = [jax.numpy.asarray(x) for x in jax.tree.leaves(program(*base))]
     bad = guards.compare_outputs(outputs, expected, tolerance_for(prep.task, expected) or (0.0, 0.0))
     result["checks"]["timed_program_checked"] = bad is None
@@ -229,7 +249,7 @@ def _timed(params: dict[str, Any], result: dict[str, Any], prep: Any, sizes: Any
         baseline += "; the candidate ran as its exported program on CPU, so this ratio says nothing about a TPU"
     result["speedup"] = {"value": speed, "baseline": baseline,
                          "provenance": "host" if prep.on_device and host_clock else prep.provenance.value,
-                         "inputs": inputs_mod.signature(sizes.full)}
+                         "inputs": inputs_mod.signature(shapes)}
     if speed > float(params.get("max_speedup", timing.MAX_SPEEDUP)):
         result["flags"].append(guards.reject("implausible_speedup", f"{speed:.1f}x faster than the reference is "
                                              "implausible: check the candidate by hand before believing it"))

@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from .channel import CandidateGone, end, receive, send_frame, spawn
+from .channel import CandidateGone, end, gone_why, receive, send_frame, spawn
 from .trusted import trusted_prep
 
 NOT_EXPORTABLE = "not_exportable"
@@ -65,7 +65,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
             try:
                 return _with(_judge(sock, pid, params, say, prep, verifier, record), record, JUDGE)
             except CandidateGone as exc:
-                return _with(timing._failed(params, f"the candidate's process failed: {exc}"), record, JUDGE)
+                return _with(timing._failed(params, gone_why(pid, exc)), record, JUDGE)
             finally:
                 end(sock, pid)
     finally:
@@ -137,8 +137,7 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
     loaded, _ = receive(sock)
     if loaded.get("op") != "loaded":
         return timing._failed(params, f"the candidate's file could not be loaded: {str(loaded.get('error'))[:2000]}")
-    reduce = not prep.on_device and bool(params.get("shrink", True))
-    sizes = judge_sizes(prep, reduce)
+    sizes = judge_sizes(prep, reduce=not prep.on_device)  # on the CPU every run is the interpreter: reduced
     if sizes is None:  # no kernel on the trusted side to read sizes from: the candidate proposes CONFIG values
         send_frame(sock, {"op": "propose"})
         proposal, _ = receive(sock)
@@ -147,7 +146,7 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
         return timing._failed(params, sizes)
     started = time.perf_counter()
     say("the candidate's process exports its program at the judge's sizes")
-    modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate")) or prep.on_device)
+    modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate_chip")) or prep.on_device)
     sizes = modules.get("sizes") or sizes  # a symbolic module may cover a second size of the judge's own choosing
     if sizes.own:
         modules["own_inputs"] = run.own_inputs(sock, sizes)

@@ -199,8 +199,11 @@ def _moving(sizes: Sizes, places: list[tuple[int, int]], full: bool) -> Sizes:
             out.append(jax.ShapeDtypeStruct(tuple(shape), leaf.dtype))
         return jax.tree.unflatten(tree, out)
 
+    from ..interpret import describe_shapes
+
     extra = moved(sizes.extra)
-    how = f"{sizes.extra_how}, only its dims {inputs_mod.signature(extra)} moved (one symbolic module)"
+    how = (f"{describe_shapes(extra)} (the task's second shape, {sizes.extra_how}, with only the dims the program "
+           "takes symbolically moved: one module for both sizes)")
     return replace(sizes, extra=extra, extra_how=how, full=sizes.full if not full else sizes.full)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 def trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, Callable[..., Any], Any]:
     """(the task of the trusted file, its reference, its module), loaded before the candidate side runs:
     the request's ``trusted`` file (the user's own), else its ``reference`` file (JAXBench's baseline.py)."""
-    from .. import tasks_runtime, timing
+    from .. import maxkernel, tasks_runtime, timing
     from ..loader import user_module
 
     kind = "trusted" if params.get("trusted_path") else "reference" if params.get("reference_path") else ""
@@ -24,6 +24,10 @@ def trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, C
     path, text = os.path.abspath(params[f"{kind}_path"]), params.get(f"{kind}_text")
     module = stack.enter_context(user_module(path, text, params.get(f"{kind}_modules") or ()))
     reference = timing._reference_in(module, params.get("reference_entry"))
+    if kind == "reference" and os.path.basename(path) == maxkernel.REFERENCE_FILE and \
+            os.path.isfile(os.path.join(os.path.dirname(path), maxkernel.TASK_FILE)):
+        tasks = maxkernel.reference_tasks(os.path.dirname(path))  # MaxKernel: the YAML's inputs, computation()
+        return tasks[0], tasks[0].reference, module
     tasks = tasks_runtime.discover(module, path, text)
     want = params.get("entry")
     chosen = [t for t in tasks if want is None or t.name == want] or tasks
