@@ -27,6 +27,7 @@ pytest.importorskip("mcp", reason="the mcp extra (pip install -e '.[mcp]') is no
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 
+from pallasite.analysis.verdict import JudgedBy  # noqa: E402
 from pallasite.engine import spawn  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
@@ -429,7 +430,10 @@ async def test_judge_on_a_task_gives_the_verdict_and_speedup_eval_gives(tmp_path
     out = result.structured_content
     assert out["against"] == "task" and out["status"] == row["status"] == "compiled, correct"
     assert out["verdict"] == row["verdict"]
-    assert out["speedup"]["value"] == pytest.approx(row["speedup"]) and "the task's reference" in out["speedup"]["text"]
+    if row["speedup"] is None:  # no estimate pair (the judge said why): no speedup on either side
+        assert out["speedup"] is None and out["speedup_refused"], out
+    else:
+        assert out["speedup"]["value"] == pytest.approx(row["speedup"]) and "task's reference" in out["speedup"]["text"]
 
 
 @pytest.mark.slow
@@ -446,8 +450,7 @@ async def test_a_candidate_that_forks_and_reads_proc_leaves_nothing_behind(tmp_p
         result = await client.call_tool("judge", {"candidate": candidate, "file": "kernel.py"})
         assert not result.is_error, result.content[0].text
         out = result.structured_content
-        assert out["status"] == "compiled, correct", out["verdict"]
-        assert out["speedup"]["value"] > 1 and "estimate" in out["speedup"]["method"]
+        assert out["status"] == "compiled, correct" and out["judged_by"] == JudgedBy.JUDGE.value, out["verdict"]
         assert not running(descendants(server_pid(folder)))  # the judge's engine closed with the call
 
         def sleepers() -> list[int]:
