@@ -6,7 +6,9 @@ for the TPU and the CPU) and priced from its bytes by ``runner/module_cost.price
 judge does). Printed per kernel: both estimates (seconds), their relative difference, every
 per-call field that differs (grid, steps, hbm_bytes, flops, transcendentals, vmem_bytes, DMA
 bytes, ...) and the wall time of one pricing each way (median of --repeat, warm, this host's CPU),
-then the disagreements over 1% with their cause as far as the fields show it.
+the census of each kernel (runner/census.py: its Mosaic body's work against its CPU branch's), then the
+disagreements over 1%. Where the XLA-op counts differ, the traced kernels are also priced with the
+module's XLA-op count, which tells a difference in the kernels from one in the ops around them.
 
 Kernels: the pallasite fixtures under tests/data that the traced model prices, jax's own TPU kernels
 in this environment (jax.experimental.pallas.ops.tpu: flash attention, splash attention, paged
@@ -159,6 +161,7 @@ def compare(label: str, fn, args, chip, repeat: int) -> dict:
 
     from pallasite.runner import cost_model
     from pallasite.runner.module_cost import price_exported
+    from pallasite.runner.module_facts import module_facts
     from pallasite.runner.program_export import export_program
 
     row = {"label": label}
@@ -182,6 +185,8 @@ def compare(label: str, fn, args, chip, repeat: int) -> dict:
     row["t_jaxpr"] = statistics.median(_timed(lambda: cost_model.estimate(fn, args, chip)) for _ in range(repeat))
     row["t_module"] = statistics.median(_timed(lambda: price_exported(blob, chip, values=values)) for _ in range(repeat))
     row.update(jaxpr=est, module=mod, bytes=len(blob))
+    facts = module_facts(blob, values=values)
+    row["census"] = facts.error or ", ".join(k.census for k in facts.kernels) or "no kernel"
     return row
 
 
@@ -226,7 +231,7 @@ def report(row: dict) -> float | None:
     rel = mod.seconds / est.seconds - 1
     print(f"{label:34s} traced {est.seconds * 1e6:10.2f} us  module {mod.seconds * 1e6:10.2f} us  "
           f"{rel * 100:+7.3f}%  pricing {row['t_jaxpr'] * 1e3:7.1f} ms / {row['t_module'] * 1e3:7.1f} ms  "
-          f"({row['bytes'] // 1024} KiB)")
+          f"({row['bytes'] // 1024} KiB)  census: {row['census']}")
     if "kernels_only" in row:
         print(f"{'':36s}traced kernels + the module's XLA-op count: {row['kernels_only'] * 1e6:.2f} us "
               f"({(mod.seconds / row['kernels_only'] - 1) * 100:+.3f}% from the module's)")

@@ -15,11 +15,11 @@
 - every ``stablehlo.case`` on the platform index that is not a pallas_call's own TPU/CPU pair
   (``lax.platform_dependent`` or a hand edit: the CPU branch the judge runs would not be the TPU
   branch it prices);
-- per kernel a census: the matmul FLOPs and transcendentals of its Mosaic body x grid steps against
-  those of its CPU branch (the HLO interpreter's loop: ``dot_general`` shapes x trips), both with
-  every ``pl.when`` at its largest branch and loops of unknown length once, so a module whose TPU
-  kernel was edited to do less work than the CPU code the judge tests is caught
-  (``census == "less on the TPU"``).
+- per kernel a census (runner/census.py): the matmul FLOPs, element-wise FLOPs and transcendentals
+  of its Mosaic body x grid steps against those of its CPU branch (the HLO interpreter's loop:
+  ``dot_general`` shapes x trips), both with every ``pl.when`` at its largest branch and loops of
+  unknown length once, so a module whose TPU kernel was edited to do less work than the CPU code
+  the judge tests is caught (``census == "less on the TPU"``).
 
 Never raises: a module it cannot read gives ``ModuleFacts(error=...)``.
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-CENSUS_TOLERANCE = 0.01  # matmul FLOPs / transcendentals this close count as the same work
+from .census import Work, hlo_work, mosaic_work, verdict
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,8 @@ class KernelFacts:
     result_types: tuple[str, ...]
     flops: int | None  # the kernel's work as priced (runner/kernel_cost.py), None when it could not be
     transcendentals: int | None
-    census_mxu_flops: int | None  # the Mosaic body's matmul FLOPs x grid steps (branches at their largest)
-    census_transcendentals: int | None
-    cpu_mxu_flops: int | None  # the same count over its CPU branch (None: no CPU branch)
-    cpu_transcendentals: int | None
+    tpu_work: Work | None  # census (runner/census.py): the Mosaic body x grid steps (None: grid unknown)
+    cpu_work: Work | None  # the same count over its CPU branch (None: no CPU branch)
     census: str  # "same work", "less on the TPU", "more on the TPU", or "not checked: <why>"
 
 
@@ -110,9 +108,11 @@ def _facts(module: Any, values: Any, mxu: int) -> ModuleFacts:
     return ModuleFacts(
         platforms=module.platforms, kernels=kernels, outputs_from_kernels=outputs_from_kernels(module),
         xla_flops=xla.flops, xla_mxu_flops=xla.mxu_flops, xla_transcendentals=xla.transcendentals,
-        kernel_flops=sum(_either(k.flops, k.census_mxu_flops) for k in kernels),
-        kernel_mxu_flops=sum(_either(k.census_mxu_flops, 0) for k in kernels),
-        kernel_transcendentals=sum(_either(k.transcendentals, k.census_transcendentals) for k in kernels),
+        kernel_flops=sum(_either(k.flops, k.tpu_work.mxu_flops + k.tpu_work.vector_flops if k.tpu_work else 0)
+                         for k in kernels),
+        kernel_mxu_flops=sum(k.tpu_work.mxu_flops if k.tpu_work else 0 for k in kernels),
+        kernel_transcendentals=sum(_either(k.transcendentals, k.tpu_work.transcendentals if k.tpu_work else 0)
+                                   for k in kernels),
         custom_calls=tuple(custom_calls(module)), platform_branches=branches, notes=tuple(notes))
 
 
@@ -124,7 +124,6 @@ def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
     from .kernel_cost import kernel_cost, resolve_grid
     from .mlir_tree import string_attr
     from .module_values import operand_values
-    from .mosaic_counts import Known, count_block
     from .mosaic_ir import DYNAMIC, decode_kernel
 
     call, types = site.call, module.tree.types
@@ -144,10 +143,8 @@ def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
     except Exception:  # noqa: BLE001 - the price says why; the facts go on without it
         flops = trans = None
     steps = None if any(g is None for g in grid) else _prod(grid)
-    first = count_block(k.body.regions[0][0], Known(), k, mxu).compute
-    tpu_mxu = None if steps is None else first.mxu_flops * steps
-    tpu_trans = None if steps is None else first.transcendentals * steps
-    cpu = _cpu_census(module, site, mxu)
+    tpu = None if steps is None else mosaic_work(k).times(steps)
+    cpu = hlo_work(module, site.cpu) if site.cpu is not None else None
     arrays = operands[k.n_prefetch:] + results
     if k.windows is not None:
         blocks = tuple(None if w.bounds is None else tuple(w.bounds) for w in k.windows)
@@ -158,9 +155,7 @@ def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
         name=k.name, grid=grid, dimension_semantics=k.semantics, block_shapes=blocks,
         memory_spaces=tuple(t.space or "vmem" for t in k.operand_types()),
         operand_types=tuple(t.text for t in operands), result_types=tuple(t.text for t in results),
-        flops=flops, transcendentals=trans, census_mxu_flops=tpu_mxu, census_transcendentals=tpu_trans,
-        cpu_mxu_flops=cpu[0] if cpu else None, cpu_transcendentals=cpu[1] if cpu else None,
-        census=_census(tpu_mxu, tpu_trans, cpu))
+        flops=flops, transcendentals=trans, tpu_work=tpu, cpu_work=cpu, census=_census(tpu, cpu))
 
 
 def _prod(grid: tuple[int | None, ...]) -> int:
@@ -170,29 +165,12 @@ def _prod(grid: tuple[int | None, ...]) -> int:
     return out
 
 
-def _cpu_census(module: Any, site: Any, mxu: int) -> tuple[int, int] | None:
-    from .module_xla import count_flops
-
-    if site.cpu is None:
-        return None
-    counts = count_flops(module, site.cpu, mxu)
-    return counts.mxu_flops, counts.transcendentals
-
-
-def _census(tpu_mxu: int | None, tpu_trans: int | None, cpu: tuple[int, int] | None) -> str:
+def _census(tpu: Work | None, cpu: Work | None) -> str:
     if cpu is None:
         return "not checked: the kernel has no CPU branch (a TPU-only export, or not a pallas_call's own pair)"
-    if tpu_mxu is None or tpu_trans is None:
+    if tpu is None:
         return "not checked: the kernel's grid has a dynamic size the judge's values do not give"
-    verdicts = []
-    for tpu, host in ((tpu_mxu, cpu[0]), (tpu_trans, cpu[1])):
-        if abs(tpu - host) <= CENSUS_TOLERANCE * max(tpu, host, 1):
-            verdicts.append("same")
-        else:
-            verdicts.append("less" if tpu < host else "more")
-    if "less" in verdicts:
-        return "less on the TPU"
-    return "more on the TPU" if "more" in verdicts else "same work"
+    return verdict(tpu, cpu)
 
 
 # --------------------------------------------------------------------------- data flow and custom calls

@@ -19,13 +19,10 @@ is the kernel, counted by runner/kernel_cost.py, never here.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
-import numpy as np
-
-from .body_counts import BodyCounts
+from .body_counts import BodyCounts, add_dot
 from .mlir_tree import Block, Op, Type
 from .module_read import TPU_CALL, Module, scalar_value, target
 from .xla_ops import XlaOps
@@ -48,10 +45,6 @@ _FREE_CALLS = ("shape_assertion",)
 _DOT = re.compile(r"(lhs|rhs)_(batching|contracting)_dimensions = \[([\d, ]*)\]")
 
 
-def _fill(dim: int, unit: int) -> float:
-    return dim / (math.ceil(dim / unit) * unit) if dim > 0 else 1.0
-
-
 def dot_counts(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> None:
     lhs, rhs, out = types[op.operands[0]], types[op.operands[1]], types[op.results[0]]
     dims = {"lhs_batching": [], "rhs_batching": [], "lhs_contracting": [len(lhs.shape) - 1], "rhs_contracting": [0]}
@@ -59,16 +52,8 @@ def dot_counts(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> 
         dims.update({"lhs_contracting": [], "rhs_contracting": []})
         for side, kind, nums in _DOT.findall(str(op.attrs["dot_dimension_numbers"])):
             dims[f"{side}_{kind}"] = [int(x) for x in nums.replace(" ", "").split(",") if x]
-    lc, lb, rc, rb = dims["lhs_contracting"], dims["lhs_batching"], dims["rhs_contracting"], dims["rhs_batching"]
-    contract = int(np.prod([lhs.shape[d] or 0 for d in lc], dtype=np.int64)) if lc else 1
-    flops = 2 * out.elements * contract
-    rows = int(np.prod([lhs.shape[d] or 0 for d in range(len(lhs.shape)) if d not in lc and d not in lb],
-                       dtype=np.int64)) or 1
-    cols = int(np.prod([rhs.shape[d] or 0 for d in range(len(rhs.shape)) if d not in rc and d not in rb],
-                       dtype=np.int64)) or 1
-    counts.flops += flops
-    counts.mxu_flops += flops
-    counts.dots.append((flops, lhs.dtype, _fill(contract, mxu) * _fill(cols, mxu) * _fill(rows, 8)))
+    add_dot(counts, lhs.shape, rhs.shape, out.elements, (dims["lhs_contracting"], dims["lhs_batching"],
+                                                          dims["rhs_contracting"], dims["rhs_batching"]), lhs.dtype, mxu)
 
 
 def leaf(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> bool:

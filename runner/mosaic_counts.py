@@ -26,13 +26,12 @@ grid step (sampled and scaled over MAX_STEPS steps, as runner/kernel_counts.py d
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from .body_counts import BodyCounts
-from .kernel_counts import MAX_TRIPS, StepCounts, grid_sample
+from .body_counts import BodyCounts, add_dot
+from .kernel_counts import MAX_TRIPS, StepCounts, counted_once, grid_sample, largest_branch, scaled
 from .mlir_tree import Block, Op, Type, int_list
 from .mosaic_ir import Kernel, scalar_op
 
@@ -55,10 +54,6 @@ _HBM = ("any", "hbm")
 _SKIP = frozenset({"func.return", "scf.yield", "scf.condition"})
 
 
-def _fill(dim: int, unit: int) -> float:
-    return dim / (math.ceil(dim / unit) * unit) if dim > 0 else 1.0
-
-
 def _dims(text: str, key: str) -> list[int]:
     """One list of ``#tpu.dot_dimension_numbers<[lc], [rc], [lnc], [rnc], [order], [lb], [rb]>``."""
     groups = text.split("<", 1)[1].rsplit(">", 1)[0].split("]")
@@ -78,15 +73,7 @@ def matmul_counts(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) 
         lc, rc, lb, rb = [len(lhs.shape) - 1], [1 if "transpose_rhs = true" in str(op.attrs) else 0], [], []
     else:
         lc, rc, lb, rb = _contract_dims(op)
-    contract = int(np.prod([lhs.shape[d] or 0 for d in lc], dtype=np.int64)) if lc else 1
-    flops = 2 * out.elements * contract
-    rows = int(np.prod([lhs.shape[d] or 0 for d in range(len(lhs.shape)) if d not in lc and d not in lb],
-                       dtype=np.int64)) or 1
-    cols = int(np.prod([rhs.shape[d] or 0 for d in range(len(rhs.shape)) if d not in rc and d not in rb],
-                       dtype=np.int64)) or 1
-    counts.flops += flops
-    counts.mxu_flops += flops
-    counts.dots.append((flops, lhs.dtype, _fill(contract, mxu) * _fill(cols, mxu) * _fill(rows, 8)))
+    add_dot(counts, lhs.shape, rhs.shape, out.elements, (lc, lb, rc, rb), lhs.dtype, mxu)
 
 
 def _contract_dims(op: Op) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -325,15 +312,7 @@ def _once(body: Block, known: Known, k: Kernel, mxu: int, what: str) -> StepCoun
     for ref in list(known.refs):  # the loop may run any number of times: what it stores is unknown
         if scope.refs.get(ref) is not known.refs[ref]:
             del known.refs[ref]
-    if once.copies:
-        once.lower_bound = True
-        once.notes.add("DMAs in a while loop whose trip count the known values do not decide: counted once "
-                       "(a lower bound)")
-    if once.compute.flops or once.compute.transcendentals:
-        once.compute_lower = True
-        once.notes.add("a while loop whose trip count the known values do not decide: its work counted once "
-                       "(a lower bound)")
-    return once
+    return counted_once(once)
 
 
 def _if(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
@@ -357,24 +336,7 @@ def _if(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
         if any(s.refs.get(ref) is not known.refs[ref] for s in scopes):
             del known.refs[ref]
     _bind(known, op.results, [None] * len(op.results))
-    return _largest(counted)
-
-
-def _largest(counted: list[StepCounts]) -> StepCounts:
-    dmas_differ = len({(c.copies, c.bytes) for c in counted}) > 1
-    work_differs = len({(c.compute.flops, c.compute.transcendentals) for c in counted}) > 1
-    out = max(counted, key=lambda c: c.bytes)
-    work = max(counted, key=lambda c: (c.compute.flops, c.compute.transcendentals))
-    out.compute, out.compute_upper, out.compute_lower = work.compute, work.compute_upper, work.compute_lower
-    out.notes |= work.notes
-    if dmas_differ:
-        out.upper_bound = True
-        out.notes.add("DMAs under pl.when/cond counted on every execution (the largest branch): an upper bound")
-    if work_differs:
-        out.compute_upper = True
-        out.notes.add("a pl.when/cond body whose condition the known values do not decide: its largest branch "
-                      "counted on every grid step (an upper bound)")
-    return out
+    return largest_branch(counted)
 
 
 def _bind(known: Known, ids: Any, values: Any) -> None:
@@ -432,13 +394,4 @@ def count_kernel(k: Kernel, grid: tuple[int, ...], prefetch: list[np.ndarray | N
         point = np.unravel_index(int(flat), grid) if grid else ()
         values = {a: np.asarray(int(p)) for a, p in zip(body.args, point)}
         total.add(count_block(body, Known(values, refs), k, mxu))
-    if steps > len(picks):
-        scale = steps / len(picks)
-        total.copies, total.bytes = round(total.copies * scale), round(total.bytes * scale)
-        work = total.compute
-        work.flops, work.mxu_flops = round(work.flops * scale), round(work.mxu_flops * scale)
-        work.transcendentals = round(work.transcendentals * scale)
-        work.dots = [(f * scale, d, e) for f, d, e in work.dots]
-        return first, total, (f"the kernel body walked at {len(picks)} of {steps} grid steps (whole runs of the "
-                              "inner grid axes at a stratified sample of the outer ones), scaled")
-    return first, total, None
+    return first, total, scaled(total, steps, len(picks))

@@ -118,6 +118,18 @@ def test_megacore_splits_a_parallel_grid_on_a_two_core_chip():
     assert two_cores.seconds < one_core.seconds
 
 
+def test_causal_flash_attention_is_priced_for_the_blocks_it_computes():
+    """jax's causal flash attention, 4 query x 4 KV blocks per head: the Mosaic body (its one-trip
+    KV loop unrolled) decides the causal pl.when at each step, so only the 1 + 2 + 3 + 4 blocks on
+    and below the diagonal count; the traced walk counts all 16 (its scan index is unknown)."""
+    est, blob, _ = _exported("real/flash_attention_causal.py", "attention")
+    (call,) = price_exported(blob, V5E).calls
+    block_pair = 2 * (2 * 128 * 128 * 128)  # q k^T and p v
+    assert call.flops_count == "exact" and call.mxu_flops == 2 * 4 * 10 * block_pair
+    assert est.calls[0].flops_count == "upper bound" and est.calls[0].mxu_flops == 2 * 4 * 16 * block_pair
+    assert call.hbm_bytes == est.calls[0].hbm_bytes and call.grid == est.calls[0].grid
+
+
 @pytest.mark.slow
 def test_a_paged_attention_with_known_tables_is_counted_exactly():
     """jax's paged attention with real lengths: the Mosaic body decides every branch (the traced
@@ -183,7 +195,9 @@ def test_the_facts_of_a_plain_kernel_module():
     (kernel,) = facts.kernels
     assert kernel.grid == (4, 4, 4) and kernel.block_shapes == ((256, 512), (512, 256), (256, 256))
     assert kernel.memory_spaces == ("vmem", "vmem", "vmem")
-    assert kernel.census == "same work" and kernel.cpu_mxu_flops == 2 * 1024 * 2048 * 1024 == kernel.census_mxu_flops
+    assert kernel.census == "same work" and kernel.cpu_work == kernel.tpu_work
+    assert kernel.tpu_work.mxu_flops == 2 * 1024 * 2048 * 1024
+    assert kernel.tpu_work.vector_flops == 1024 * 1024 * 4  # the accumulate's add at every K step
     assert facts.census_ok and facts.platform_branches == () and facts.xla_flops == 0
     assert [(c.target, c.where) for c in facts.custom_calls] == [("tpu_custom_call", "tpu")]
     assert facts.custom_calls[0].operand_types == ("tensor<1024x2048xbf16>", "tensor<2048x1024xbf16>")
@@ -228,8 +242,8 @@ def test_a_tpu_kernel_doing_less_than_its_cpu_branch_is_caught():
     assert honest.kernels[0].census == "same work" and honest.census_ok
     facts = module_facts(_spliced(full, half))
     (kernel,) = facts.kernels
-    assert kernel.cpu_mxu_flops == 2 * 256 * 256 * 256
-    assert kernel.census_mxu_flops == kernel.cpu_mxu_flops // 2
+    assert kernel.cpu_work.mxu_flops == 2 * 256 * 256 * 256
+    assert kernel.tpu_work.mxu_flops == kernel.cpu_work.mxu_flops // 2
     assert kernel.census == "less on the TPU" and not facts.census_ok
 
 
