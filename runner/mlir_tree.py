@@ -97,6 +97,7 @@ def parse_type(text: str) -> Type:
 class Block:
     args: tuple[int, ...]
     ops: list["Op"] = field(default_factory=list)
+    plan: Any = None  # what a walk of it always does, computed once (runner/mosaic_counts.py)
 
 
 @dataclass(eq=False)
@@ -107,6 +108,8 @@ class Op:
     attrs: dict[str, Any]
     regions: tuple[tuple[Block, ...], ...] = ()
     index: int = 0  # position in the walk order of its module (the same order in a fresh parse)
+    code: int = -1  # what a walk does with it, decided once (runner/mosaic_counts.py)
+    cache: Any = None  # what that walk computed once for it (a constant, its work, its DMA size)
 
 
 @dataclass(eq=False)

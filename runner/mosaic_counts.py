@@ -137,49 +137,125 @@ def _dma(op: Op, types: dict[int, Type]) -> tuple[int, bool]:
     return dst.nbytes or src.nbytes, True
 
 
+SKIP, CONSTANT, SCALAR, LEAF, DMA, FOR, WHILE, IF, LOAD, STORE, REGION, OTHER = range(12)
+_CODES = {"scf.for": FOR, "scf.while": WHILE, "scf.if": IF, "memref.load": LOAD, "memref.store": STORE}
+
+
+def _code(op: Op, k: Kernel, mxu: int) -> int:
+    """What the walk does with ``op``, decided once per op (with what it can compute once)."""
+    types = k.tree.types
+    scalar = len(op.results) == 1 and types[op.results[0]].kind == "scalar"
+    counts = BodyCounts()
+    if op.name in _SKIP:
+        code = SKIP
+    elif op.name == "arith.constant":
+        value = constant_of(k, op.results[0]) if scalar else None
+        code, op.cache = (CONSTANT, np.asarray(value).item()) if value is not None else (SKIP, None)
+    elif op.name == "tpu.enqueue_dma":
+        code, op.cache = DMA, _dma(op, types)
+    elif count_leaf(op, types, counts, mxu):
+        code, op.cache = LEAF, (mxu, counts, scalar)
+    elif op.name in _CODES:
+        code = _CODES[op.name]
+    elif op.regions:
+        code = REGION
+    else:
+        code = SCALAR if scalar else OTHER
+        if op.name == "arith.cmpi":
+            op.cache = _PREDICATES.get(int(str(op.attrs["predicate"]).split(":")[0]))
+    op.code = code
+    return code
+
+
+def _plan(block: Block, k: Kernel, mxu: int) -> tuple[int, BodyCounts, int, int, list[Op]]:
+    """What every execution of ``block`` does whatever the values (its vector work and its own DMAs,
+    summed once) and the ops a walk must still visit in order (scalars, loads, control flow)."""
+    if block.plan is not None and block.plan[0] == mxu:
+        return block.plan
+    work, copies, moved, visit = BodyCounts(), 0, 0, []
+    for op in block.ops:
+        code = _code(op, k, mxu)
+        if code == LEAF:
+            work.add(op.cache[1])
+        elif code == DMA and op.cache[1]:
+            copies, moved = copies + 1, moved + op.cache[0]
+        if code in (CONSTANT, SCALAR, FOR, WHILE, IF, LOAD, STORE, REGION) or (code == LEAF and op.cache[2]):
+            visit.append(op)
+    block.plan = (mxu, work, copies, moved, visit)
+    return block.plan
+
+
 def count_block(block: Block, known: Known, k: Kernel, mxu: int) -> StepCounts:
     """The HBM copies and the work of one execution of ``block`` under what ``known`` knows."""
-    types = k.tree.types
-    out = StepCounts()
-    for op in block.ops:
-        name = op.name
-        if name in _SKIP:
-            continue
-        if name == "tpu.enqueue_dma":
-            moved, counted = _dma(op, types)
-            if counted:
-                out.copies += 1
-                out.bytes += moved
-        elif count_leaf(op, types, out.compute, mxu):
-            _evaluate(op, known, types)
-        elif name == "scf.for":
+    _, work, copies, moved, visit = _plan(block, k, mxu)
+    out = StepCounts(copies=copies, bytes=moved)
+    out.compute.add(work)
+    values = known.values
+    for op in visit:
+        code = op.code
+        if code == CONSTANT:
+            values[op.results[0]] = op.cache
+        elif code in (SCALAR, LEAF):
+            _evaluate(op, known, k)
+        elif code == FOR:
             out.add(_for(op, known, k, mxu))
-        elif name == "scf.while":
+        elif code == WHILE:
             out.add(_while(op, known, k, mxu))
-        elif name == "scf.if":
+        elif code == IF:
             out.add(_if(op, known, k, mxu))
-        elif name == "memref.load":
+        elif code == LOAD:
             _load(op, known)
-        elif name == "memref.store":
+        elif code == STORE:
             _store(op, known)
-        elif op.regions:  # a scoped region (run_scoped): once, in the same scope
+        elif code == REGION:  # a scoped region (run_scoped): once, in the same scope
             for region in op.regions:
                 for inner in region:
                     out.add(count_block(inner, known, k, mxu))
-        else:
-            _evaluate(op, known, types)
     return out
 
 
-def _evaluate(op: Op, known: Known, types: dict[int, Type]) -> None:
-    if len(op.results) != 1 or types[op.results[0]].kind not in ("scalar",):
+def _trunc_div(a: int, b: int) -> int:
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+# the common scalar ops on Python numbers (numpy's per-op cost is most of a walk otherwise)
+_FAST = {"arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
+         "arith.maxsi": max, "arith.minsi": min, "arith.divsi": _trunc_div,
+         "arith.floordivsi": lambda a, b: a // b if b else 0,
+         "arith.remsi": lambda a, b: a - _trunc_div(a, b) * b if b else 0,
+         "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b, "arith.xori": lambda a, b: a ^ b}
+_SAME = frozenset({"arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.sitofp"})
+_PREDICATES = {0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b, 3: lambda a, b: a <= b,
+               4: lambda a, b: a > b, 5: lambda a, b: a >= b, 6: lambda a, b: a < b, 7: lambda a, b: a <= b,
+               8: lambda a, b: a > b, 9: lambda a, b: a >= b}
+
+
+def _evaluate(op: Op, known: Known, k: Kernel) -> None:
+    """A scalar op whose operands are known: its value (Python numbers for the common integer ops)."""
+    values = known.values
+    args = [values.get(v) for v in op.operands]
+    if None in args:
         return
-    args = [known.get(v) for v in op.operands]
-    if any(a is None for a in args):
+    name = op.name
+    try:
+        if name in _FAST and all(isinstance(a, int) for a in args):
+            got: Any = _FAST[name](args[0], args[1])
+        elif name in _SAME:
+            got = args[0]
+        elif name == "arith.cmpi" and op.cache is not None:
+            got = int(op.cache(args[0], args[1]))
+        elif name == "arith.select":
+            got = args[1] if args[0] else args[2]
+        else:
+            got = scalar_op(op, args, k.tree.types)
+            got = None if got is None else np.asarray(got).item()
+    except (TypeError, ValueError, KeyError, OverflowError):
         return
-    got = scalar_op(op, args, types)
     if got is not None:
-        known.values[op.results[0]] = np.asarray(got)
+        values[op.results[0]] = got
 
 
 def _load(op: Op, known: Known) -> None:
@@ -188,7 +264,7 @@ def _load(op: Op, known: Known) -> None:
     if table is None or any(i is None for i in idx):
         return
     try:
-        known.values[op.results[0]] = np.asarray(table[tuple(int(i) for i in idx)])
+        known.values[op.results[0]] = table[tuple(int(i) for i in idx)].item()
     except (IndexError, TypeError):
         return
 
@@ -241,7 +317,7 @@ def _for(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
         if trips <= MAX_TRIPS:
             for i in range(trips):
                 scope = Known(known.values, known.refs)
-                _bind(scope, body.args, [np.asarray(lo + i * st)] + carry)
+                _bind(scope, body.args, [lo + i * st] + carry)
                 out.add(count_block(body, scope, k, mxu))
                 carry = [scope.get(v) for v in body.ops[-1].operands] if body.ops else carry
             _bind(known, op.results, carry)
@@ -392,6 +468,6 @@ def count_kernel(k: Kernel, grid: tuple[int, ...], prefetch: list[np.ndarray | N
     total = StepCounts()
     for flat in picks:  # the SMEM tables carry what one step stores to the next, in grid order
         point = np.unravel_index(int(flat), grid) if grid else ()
-        values = {a: np.asarray(int(p)) for a, p in zip(body.args, point)}
+        values = {a: int(p) for a, p in zip(body.args, point)}
         total.add(count_block(body, Known(values, refs), k, mxu))
     return first, total, scaled(total, steps, len(picks))
