@@ -13,6 +13,7 @@ interpreter's loop over the grid included), any other loop once. ``Work`` holds 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .mlir_tree import Block
 from .mosaic_counts import ARITHMETIC as MOSAIC_ARITHMETIC
@@ -75,8 +76,9 @@ def mosaic_work(kernel, block: Block | None = None) -> Work:
     return total
 
 
-def hlo_work(module, block: Block) -> Work:
-    """One execution of a StableHLO ``block`` (a pallas_call's CPU branch), by the same rules."""
+def hlo_work(module, block: Block, value_of: Any = None) -> Work:
+    """One execution of a StableHLO ``block`` (a pallas_call's CPU branch), by the same rules;
+    ``value_of`` gives values the module alone does not fix (a grid sized from the inputs)."""
     from .body_counts import BodyCounts
     from .module_xla import dot_counts
 
@@ -96,14 +98,14 @@ def hlo_work(module, block: Block) -> Work:
         elif op.name in REDUCTIONS and types[op.operands[0]].shape:
             total += Work(vector_flops=types[op.operands[0]].elements)
         elif op.name == "stablehlo.while":
-            trips = while_trips(module, op)
-            total += hlo_work(module, op.regions[1][0]).times(1 if trips is None else trips)
+            trips = while_trips(module, op, value_of)
+            total += hlo_work(module, op.regions[1][0], value_of).times(1 if trips is None else trips)
         elif op.name == "stablehlo.case":
-            total += _largest([hlo_work(module, r[0]) for r in op.regions if r])
+            total += _largest([hlo_work(module, r[0], value_of) for r in op.regions if r])
         elif op.name == "func.call":
             callee = module.tree.funcs.get(str(op.attrs.get("callee", "")).lstrip("@"))
             if callee is not None:
-                total += hlo_work(module, callee.regions[0][0])
+                total += hlo_work(module, callee.regions[0][0], value_of)
     return total
 
 

@@ -40,16 +40,13 @@ FROM_MODULE = ("priced from the exported module: each Mosaic kernel's grid, wind
 
 def _kernel_calls(module: Any, values: Any, mxu: int) -> list[tuple[CallCost, BodyCounts]]:
     from .kernel_cost import kernel_cost
-    from .mlir_tree import string_attr
     from .module_values import operand_values
-    from .mosaic_ir import decode_kernel
+    from .mosaic_ir import decode_call
 
     types = module.tree.types
     out = []
     for site in module.kernels:
-        config = string_attr(site.call.attrs["backend_config"]) if "backend_config" in site.call.attrs else ""
-        name = string_attr(site.call.attrs["kernel_name"]) if "kernel_name" in site.call.attrs else ""
-        k = decode_kernel(config, name)
+        k = decode_call(site.call)
         scalars = site.call.operands[:k.n_dynamic + k.n_prefetch]
         known = operand_values(module, scalars, values)
         operands = [types[v] for v in site.call.operands[k.n_dynamic:]]

@@ -122,21 +122,19 @@ def _either(a: int | None, b: int | None) -> int:
 
 def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
     from .kernel_cost import kernel_cost, resolve_grid
-    from .mlir_tree import string_attr
     from .module_values import operand_values
-    from .mosaic_ir import DYNAMIC, decode_kernel
+    from .mosaic_ir import DYNAMIC, decode_call
 
     call, types = site.call, module.tree.types
-    k = decode_kernel(string_attr(call.attrs["backend_config"]) if "backend_config" in call.attrs else "",
-                      string_attr(call.attrs["kernel_name"]) if "kernel_name" in call.attrs else "")
+    k = decode_call(call)
     known = operand_values(module, call.operands[:k.n_dynamic + k.n_prefetch], values)
     operands = [types[v] for v in call.operands[k.n_dynamic:]]
     results = [types[v] for v in call.results]
     try:
         grid: tuple[int | None, ...] = resolve_grid(k, known[:k.n_dynamic])[0]
-    except ValueError:
+    except ValueError:  # a dynamic size the values do not give: None there
         sizes = iter(known[:k.n_dynamic])
-        grid = tuple(None if g == DYNAMIC and next(sizes, None) is None else g for g in k.grid)
+        grid = tuple(g if g != DYNAMIC else _size(next(sizes, None)) for g in k.grid)
     try:
         cost, _ = kernel_cost(k, operands, results, known[:k.n_dynamic], known[k.n_dynamic:], mxu)
         flops, trans = cost.flops, cost.transcendentals
@@ -144,7 +142,8 @@ def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
         flops = trans = None
     steps = None if any(g is None for g in grid) else _prod(grid)
     tpu = None if steps is None else mosaic_work(k).times(steps)
-    cpu = hlo_work(module, site.cpu) if site.cpu is not None else None
+    cpu = None if site.cpu is None else hlo_work(module, site.cpu,
+                                                 lambda v: operand_values(module, [v], values)[0])
     arrays = operands[k.n_prefetch:] + results
     if k.windows is not None:
         blocks = tuple(None if w.bounds is None else tuple(w.bounds) for w in k.windows)
@@ -156,6 +155,12 @@ def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
         memory_spaces=tuple(t.space or "vmem" for t in k.operand_types()),
         operand_types=tuple(t.text for t in operands), result_types=tuple(t.text for t in results),
         flops=flops, transcendentals=trans, tpu_work=tpu, cpu_work=cpu, census=_census(tpu, cpu))
+
+
+def _size(value: Any) -> int | None:
+    import numpy as np
+
+    return None if value is None else int(np.asarray(value).reshape(-1)[0])
 
 
 def _prod(grid: tuple[int | None, ...]) -> int:

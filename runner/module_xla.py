@@ -71,9 +71,14 @@ def leaf(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> bool:
     return True
 
 
-def while_trips(module: Module, op: Op) -> int | None:
+def while_trips(module: Module, op: Op, value_of: Any = None) -> int | None:
     """The trip count of a ``while`` that counts a carried integer up (or down) by a constant to a
-    bound the loop does not change, from values the module fixes; else None."""
+    bound the loop does not change, from values the module fixes (``value_of``: a function giving
+    the loop's initial operands' values where the module alone does not); else None."""
+    def initial(v: int) -> Any:
+        got = scalar_value(module, v)
+        return value_of(v) if got is None and value_of is not None else got
+
     cond, body = op.regions[0][0], op.regions[1][0]
     if not cond.ops or not body.ops or cond.ops[-1].operands == ():
         return None
@@ -81,7 +86,7 @@ def while_trips(module: Module, op: Op) -> int | None:
     if test is None or test[0].name != "stablehlo.compare":
         return None
     returned = body.ops[-1].operands
-    invariant = {cond.args[j]: scalar_value(module, op.operands[j]) for j in range(len(cond.args))
+    invariant = {cond.args[j]: initial(op.operands[j]) for j in range(len(cond.args))
                  if j < len(returned) and returned[j] == body.args[j]}
     invariant = {k: v for k, v in invariant.items() if v is not None}
     cmp = test[0]
@@ -90,7 +95,7 @@ def while_trips(module: Module, op: Op) -> int | None:
     if a not in cond.args:
         return None
     i = cond.args.index(a)
-    start = scalar_value(module, op.operands[i])
+    start = initial(op.operands[i])
     bound = scalar_value(module, b, env=invariant)
     step_def = module.defs.get(returned[i])
     if start is None or bound is None or step_def is None or step_def[0].name not in ("stablehlo.add",

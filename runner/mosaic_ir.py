@@ -107,6 +107,12 @@ def decode_kernel(backend_config: str, kernel_name: str = "") -> Kernel:
     return _kernel_of(tree, config, kernel_name, ctx)
 
 
+def decode_call(call: Op) -> Kernel:
+    """The Mosaic kernel of one ``tpu_custom_call`` op of a parsed module (runner/mlir_tree.py)."""
+    config = string_attr(call.attrs["backend_config"]) if "backend_config" in call.attrs else ""
+    return decode_kernel(config, string_attr(call.attrs["kernel_name"]) if "kernel_name" in call.attrs else "")
+
+
 def _kernel_of(tree: Tree, config: dict[str, Any], kernel_name: str, ctx: Any) -> Kernel:
     mains = [f for f in tree.funcs.values() if "window_params" in f.attrs or "iteration_bounds" in f.attrs
              or "dimension_semantics" in f.attrs]

@@ -247,6 +247,20 @@ def test_a_tpu_kernel_doing_less_than_its_cpu_branch_is_caught():
     assert kernel.census == "less on the TPU" and not facts.census_ok
 
 
+def test_a_grid_sized_by_values_the_judge_lacks_is_said_not_guessed():
+    from pallasite.runner.module_read import read_module
+
+    _, blob, values = _exported("tune/dynamic_grid.py", "scale_active", "inputs")
+    unknown = price_exported(blob, V5E)
+    assert unknown.status == "trace_error" and "dynamic size" in unknown.error and "input values" in unknown.error
+    facts = module_facts(blob)
+    assert facts.kernels[0].grid == (None,) and facts.kernels[0].census.startswith("not checked: the kernel's grid")
+    module = read_module(blob)  # read once, shared by both
+    priced, known = price_exported(module, V5E, values=values), module_facts(module, values=values)
+    assert priced.status == "ok" and priced.calls[0].grid == known.kernels[0].grid == (3,)  # ceil(384 / 128)
+    assert known.kernels[0].census == "same work"
+
+
 def test_a_module_that_is_not_an_export_gives_no_estimate_and_no_facts():
     garbage = price_exported(b"\x00not an export" * 10, V5E)
     assert garbage.status == "trace_error" and garbage.error.startswith("no estimate: not a serialized jax.export")
