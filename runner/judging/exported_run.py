@@ -134,13 +134,38 @@ def _program(verifier: Any, entry: tuple[Any, ...], platform: str, cache: dict[b
     return cache[blob]
 
 
+WORK_SHARE = 0.1  # the kernels' share of the program's arithmetic below which the work is not a pallas_call's
+MIN_OUTSIDE_FLOPS = 1 << 14  # (a few XLA ops around a kernel are no reason to refuse it)
+
+
 def _module_rejections(program: Program) -> list[dict[str, Any]]:
-    """What the module itself says: a kernel in its TPU branch (on every platform)."""
+    """What the module itself says, on every platform (runner/module_facts.py, read in the throwaway
+    verifier): a Mosaic kernel in its TPU branch, every output computed from a kernel's result, the work done
+    in the kernels, no branch on the platform, and each kernel's TPU body doing the work of its CPU branch."""
     from .. import timing_guards as guards
 
-    if not program.facts.get("kernels"):
+    facts = program.facts
+    if not facts.get("kernels"):
         return [guards.reject("no_pallas_call", "the exported program launches no Mosaic kernel (no tpu_custom_call "
                                                 "in its TPU branch): the work is not done by a pallas_call")]
+    if facts.get("facts_error"):
+        return [guards.reject(NOT_EXPORTABLE, f"the judge cannot read the program's kernels: {facts['facts_error']}")]
+    if facts.get("platform_branches"):
+        return [guards.reject("platform_branch", "the program branches on the platform ("
+                              + "; ".join(facts["platform_branches"])[:300] + "): the CPU program the judge tests "
+                              "would not be the TPU program it prices and compiles")]
+    unused = [i for i, used in enumerate(facts.get("outputs_from_kernels") or ()) if not used]
+    if unused:
+        return [guards.reject("pallas_call_unused", f"output(s) {unused} of the program do not depend on any kernel's "
+                              "result: they are computed around the pallas_call, not by it")]
+    outside, inside = int(facts.get("xla_flops") or 0), int(facts.get("kernel_flops") or 0)
+    if outside > MIN_OUTSIDE_FLOPS and inside < WORK_SHARE * (inside + outside):
+        return [guards.reject("calls_reference", f"the program's XLA ops outside its kernels do {outside:,} of its "
+                              f"{inside + outside:,} operations: the work is not done by a pallas_call")]
+    less = [name for name, census in facts.get("census") or () if census == "less on the TPU"]
+    if less:
+        return [guards.reject("census", f"the TPU kernel(s) {', '.join(less)} do less work than the CPU program the "
+                              "judge tests: the module's two branches are not one program")]
     return []
 
 

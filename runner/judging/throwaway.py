@@ -70,7 +70,7 @@ def _verify_one(request: dict[str, Any], blob: bytes) -> dict[str, Any]:
     from .module_check import Refused, verified
 
     try:
-        exported, facts = verified(blob, request["signature"], request["platform"])
+        exported, facts = verified(blob, request["signature"], request["platform"], request.get("concrete"))
         if request.get("compile", True):
             import jax
 
