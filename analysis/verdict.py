@@ -587,15 +587,21 @@ class Ranking:
 
 
 def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
-         baseline_name: str = "the original") -> Ranking:
+         baseline_name: str = "the original", given: dict[Any, float] | None = None,
+         method: str = "") -> Ranking:
     """The one ranking of candidates, for optimize, search, eval and tune: judged by the judge, compiled and
     correct, then the fastest by the baseline's method (a speedup through ``try_speedup``: never across
     methods); then correct but untimed, then compiled, then the rest; ties keep the order given. A verdict
-    not judged by the judge (``self_judged``) never ranks above any judged one, and never wins."""
+    not judged by the judge (``self_judged``) never ranks above any judged one, and never wins. ``given``:
+    speedups already divided by the caller's one method (``method``: its label), e.g. search's nodes
+    against their root; only those of judged, correct candidates count."""
     speedups: dict[Any, float] = {}
     refusals: list[str] = []
     for key, verdict in candidates:
-        if verdict.passed and not self_judged(verdict) and baseline is not None:
+        if given is not None:
+            if verdict.passed and not self_judged(verdict) and given.get(key) is not None:
+                speedups[key] = float(given[key])
+        elif verdict.passed and not self_judged(verdict) and baseline is not None:
             s, why = try_speedup(baseline, verdict.timing, baseline_name=baseline_name)
             if s is not None:
                 speedups[key] = s.value
@@ -611,11 +617,18 @@ def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
     ordered = [key for _, (key, _) in sorted(enumerate(candidates), key=tier)]
     not_judged = tuple(k for k, v in candidates if v.passed and self_judged(v))
     return Ranking(tuple(ordered), _winner(baseline, candidates, speedups, refusals, not_judged, baseline_name,
-                                           ordered), speedups, not_judged)
+                                           ordered, given is not None, method), speedups, not_judged)
 
 
 def _winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], speedups: dict[Any, float],
-            refusals: list[str], not_judged: tuple[Any, ...], baseline_name: str, ordered: list[Any]) -> Winner:
+            refusals: list[str], not_judged: tuple[Any, ...], baseline_name: str, ordered: list[Any],
+            given: bool = False, method: str = "") -> Winner:
+    if given and speedups:
+        key = ordered[0]
+        best = Speedup(speedups[key], baseline_name, method)
+        if best.value <= 1.0:
+            return Winner(None, None, f"no winner: the best correct candidate is {best.text()}, not faster")
+        return Winner(key, best, f"winner: {key}, {best.text()}")
     if baseline is None:
         return Winner(None, None, f"no winner: {baseline_name} was not timed, so nothing can be shown faster")
     passed = [k for k, v in candidates if v.passed and not self_judged(v)]
