@@ -131,7 +131,7 @@ def test_trust_is_asked_once_answered_by_the_plugin_and_remembered(tmp_path: Pat
     # Trusted, the compiler tiers ran: the lowering's verdict arrived at the same line, shown once
     # (folded into the tier-0 finding it agrees with).
     lowering = [d for d in r["compiler_diagnostics"]
-                if d["code"] == "PLS101" or any("jax lowering (v6e) agrees (PLS101)" in m for m in d["related"])]
+                if d["code"] == "PLS101" or any("jax lowering (v6e) agrees with PLS001 (as PLS101)" in m for m in d["related"])]
     assert lowering and lowering[0]["lnum"] == 12, r["compiler_diagnostics"]
     # :PallasiteCheck went through workspace/executeCommand; its progress reached the statusline.
     assert r["check_result"]["ok"] is True and r["check_result"]["chip"] == "v6e"

@@ -320,7 +320,7 @@ def walk_kernel(page, workspace: Path, shots: Shots) -> None:
     toast.locator("a.monaco-button", has_text=re.compile("^Trust$")).click()
     step("trust question answered")
     # The lowering (tier 1) for v6e agrees, attached to the finding; tier 2 is skipped after it.
-    panel.get_by_text("jax lowering (v6e) agrees (PLS101)").wait_for()
+    panel.get_by_text("jax lowering (v6e) agrees with PLS001 (as PLS101)").wait_for()
     step("compiler verdict in the Problems panel")
     page.locator(".statusbar-item", has_text="v6e · local · idle").first.wait_for()
     assert "untrusted" not in status.inner_text()
