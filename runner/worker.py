@@ -609,6 +609,12 @@ def run(args: argparse.Namespace) -> int:
         os.environ.setdefault(name, value)
     if args.platforms:
         os.environ["JAX_PLATFORMS"] = args.platforms
+    if args.confine is None:  # tier 2's VMEM as libtpu allocates it (runner/vmem_report.py); before libtpu loads
+        from . import vmem_report
+
+        reports = vmem_report.enable()
+        if reports is not None:
+            _AT_SHUTDOWN.append(lambda: shutil.rmtree(reports, True))
     scratch = None
     if args.confine is not None:  # model-written code: a private HOME/TMPDIR and working folder
         from . import confine
