@@ -62,22 +62,22 @@ def vmem_lines(call: TracedCall, chip: ChipLimits | None) -> list[str]:
         total, how = call.compiled_vmem_bytes, "as the TPU compiler allocated it (libtpu's VMEM report, tier 2)"
         also = f"- the blocks as traced: {mib(call.vmem_bytes)} (pipelined blocks double-buffered, scratch once)"
     else:
-        total, how = call.vmem_bytes, "the blocks as traced, pipelined blocks double-buffered, scratch once"
+        total, how = call.vmem_bytes, "for the blocks as traced (pipelined blocks double-buffered, scratch once)"
         also = f"- the compiler's own allocation: not known yet: {call.compiled_vmem_why}"
     return [_share_line(total, chip, how), also]
 
 
 def _share_line(total: int, chip: ChipLimits | None, how: str) -> str:
-    """``- VMEM per grid step: 384.0 KiB of 32.00 MiB scoped VMEM on v6e (1.2%; limit from ...): <how>``."""
+    """``- VMEM per grid step: 384.0 KiB <how>: 1.2% of the 32.00 MiB scoped VMEM on v6e (limit from ...)``."""
+    head = f"- VMEM per grid step: {mib(total)} {how}"
     if chip is None or chip.scoped_vmem_bytes is None:
         name = chip.name if chip else "the target"
-        return (f"- VMEM per grid step: {mib(total)}: {how} (scoped VMEM limit for {name} not known: run "
-                "`pallasite chips` to measure it)")
+        return head + f"; the scoped VMEM limit for {name} is not known: run `pallasite chips` to measure it"
+    limit = f"the {mib(chip.scoped_vmem_bytes)} scoped VMEM on {chip.name} (limit from {chip.source})"
+    if total > chip.scoped_vmem_bytes:
+        return head + f": over {limit}: expect a VMEM OOM (PLS201)"
     share = 100 * total / chip.scoped_vmem_bytes
-    verdict = ("over the limit: expect a VMEM OOM (PLS201)" if total > chip.scoped_vmem_bytes
-               else f"{share:.1f}%" if share < 10 else f"{share:.0f}%")
-    return (f"- VMEM per grid step: {mib(total)} of {mib(chip.scoped_vmem_bytes)} scoped VMEM on {chip.name} "
-            f"({verdict}; limit from {chip.source}): {how}")
+    return head + f": {share:.1f}% of {limit}" if share < 10 else head + f": {share:.0f}% of {limit}"
 
 
 def grid_lines(site: KernelSite, call: TracedCall) -> list[str]:

@@ -114,6 +114,9 @@ def test_the_traced_hover_names_its_sources():
     assert hover_facts.traced_for(site, [moved], edited=True) is moved  # edited since: by the kernel's name
     assert hover_facts.traced_for(site, [moved, moved], edited=True) is None  # two calls: cannot tell
     text = hover_facts.traced_site_hover(site, call, hover.ChipLimits("v6e", 32 * MIB, source="probe"), "last check")
-    assert "- VMEM per grid step: 384.0 KiB of 32.00 MiB scoped VMEM on v6e (1.2%; limit from probe): the blocks as traced" in text
+    assert ("- VMEM per grid step: 384.0 KiB for the blocks as traced (pipelined blocks double-buffered, scratch "
+            "once): 1.2% of the 32.00 MiB scoped VMEM on v6e (limit from probe)") in text
     assert "the compiler's own allocation: not known yet: tier 2 (the libtpu compile) did not run here" in text
     assert "(m // BM, n // BN, k // BK) = (2, 2, 1): 4 steps as traced" in text
+    small = hover_facts.traced_site_hover(site, call, hover.ChipLimits("v6e", 256 << 10, source="probe"), "last check")
+    assert ": over the 256.0 KiB scoped VMEM on v6e (limit from probe): expect a VMEM OOM (PLS201)" in small
