@@ -427,11 +427,12 @@ def test_optimize_step_by_step(vscode) -> None:
 
 
 def set_scripted_provider(page, workspace: Path) -> None:
-    """Add the scripted provider to the user settings, and wait until the server has it: the quick-fix
-    menu at bad_semantics.py's PLS004 offers "Fix with agent (scripted)"."""
-    settings = json.loads(page.user_settings.read_text())
-    settings.update({"pallasite.agent.provider": "scripted", "pallasite.agent.scriptedFile": str(page.replies)})
-    page.user_settings.write_text(json.dumps(settings, indent=1))
+    """Set the scripted provider in the workspace folder's settings (.vscode/settings.json, which VS Code
+    watches), and wait until the server has it: the quick-fix menu at bad_semantics.py's PLS004 offers
+    "Fix with agent (scripted)"."""
+    (workspace / ".vscode").mkdir(exist_ok=True)
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps(
+        {"pallasite.agent.provider": "scripted", "pallasite.agent.scriptedFile": str(page.replies)}, indent=1))
     open_file(page, "bad_semantics.py")
     lines = (workspace / "bad_semantics.py").read_text().splitlines()
     line = next(i for i, t in enumerate(lines) if "dimension_semantics=(" in t)
@@ -441,9 +442,12 @@ def set_scripted_provider(page, workspace: Path) -> None:
         go_to(page, line + 1, column)
         page.keyboard.press("Control+.")
         menu = page.locator(".action-widget")
-        menu.wait_for()
-        time.sleep(0.5)
-        menu_text = menu.inner_text()
+        try:
+            menu.wait_for(timeout=10_000)
+            time.sleep(0.5)
+            menu_text = menu.inner_text()
+        except Exception:  # noqa: BLE001 - "No code actions available" (the server restarting): try again
+            menu_text = "(no action menu)"
         page.keyboard.press("Escape")
         if "Fix with agent (scripted)" in menu_text:
             return
