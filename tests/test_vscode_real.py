@@ -95,6 +95,35 @@ class Shots:
             raise
 
 
+def user_settings() -> dict:
+    """The VS Code user settings of the walk: the server from this checkout, v6e, tiers 0-2, trust asked,
+    no check on open (the lens runs it), no LLM provider (the optimize walk sets one), a quiet workbench."""
+    pallasite = Path(sys.executable).parent / "pallasite"
+    return {
+        # the server from this checkout's venv; its workers use the same Python
+        "pallasite.serverPath": str(pallasite) if pallasite.exists() else "",
+        "pallasite.interpreter": sys.executable,
+        "pallasite.target": "v6e",
+        "pallasite.tiers": [0, 1, 2],
+        "pallasite.trust.mode": "ask",
+        "pallasite.check.onOpen": False,  # the compiler tiers run when the lens is clicked
+        # no LLM provider: the quick-fix menu offers to set one up; the optimize walk sets "scripted"
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.enableExperiments": False,
+        "telemetry.telemetryLevel": "off",
+        "extensions.ignoreRecommendations": True,
+        "update.mode": "none",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "chat.commandCenter.enabled": False,
+        "editor.minimap.enabled": False,
+        "files.autoSave": "off",  # VS Code's default (code-server's differs): Revise must save the edit itself
+        "editor.hover.delay": 200,
+        "window.zoomLevel": 0,
+    }
+
+
 @pytest.fixture(scope="module")
 def vscode(tmp_path_factory):
     """code-server on a free loopback port with the .vsix installed, a workspace copied from examples/,
@@ -117,30 +146,7 @@ def vscode(tmp_path_factory):
     (tmp / "replies.json").write_text(json.dumps(replies))
     user_data, extensions = tmp / "user-data", tmp / "extensions"
     (user_data / "User").mkdir(parents=True)
-    pallasite = Path(sys.executable).parent / "pallasite"
-    (user_data / "User" / "settings.json").write_text(json.dumps({
-        # the server from this checkout's venv; its workers use the same Python
-        "pallasite.serverPath": str(pallasite) if pallasite.exists() else "",
-        "pallasite.interpreter": sys.executable,
-        "pallasite.target": "v6e",
-        "pallasite.tiers": [0, 1, 2],
-        "pallasite.trust.mode": "ask",
-        "pallasite.check.onOpen": False,  # the compiler tiers run when the lens is clicked
-        # no LLM provider: the quick-fix menu offers to set one up; the optimize walk sets "scripted"
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": False,
-        "workbench.enableExperiments": False,
-        "telemetry.telemetryLevel": "off",
-        "extensions.ignoreRecommendations": True,
-        "update.mode": "none",
-        "extensions.autoCheckUpdates": False,
-        "extensions.autoUpdate": False,
-        "chat.commandCenter.enabled": False,
-        "editor.minimap.enabled": False,
-        "files.autoSave": "off",  # VS Code's default (code-server's differs): Revise must save the edit itself
-        "editor.hover.delay": 200,
-        "window.zoomLevel": 0,
-    }, indent=1))
+    (user_data / "User" / "settings.json").write_text(json.dumps(user_settings(), indent=1))
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_DATA_HOME": str(tmp / "data")}
     env.pop("VSCODE_IPC_HOOK_CLI", None)
     common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
@@ -174,8 +180,7 @@ def vscode(tmp_path_factory):
             page.goto(url)
             page.locator(".monaco-workbench").wait_for()
             shots = Shots(page, Path(os.environ.get("PALLASITE_VSCODE_SCREENSHOTS") or tmp / "screenshots"))
-            page.user_settings = user_data / "User" / "settings.json"  # the optimize walk adds the provider
-            page.replies = tmp / "replies.json"
+            page.replies = tmp / "replies.json"  # the optimize walk's scripted provider reads them
             yield page, workspace, shots
             browser.close()
     finally:
@@ -344,7 +349,13 @@ def walk_kernel(page, workspace: Path, shots: Shots) -> None:
     shots("verdict")
     page.keyboard.press("Escape")
     step("verdict hover")
-    # The quick fix at the finding, applied and saved: the file changes on disk, the finding goes.
+    fix_and_save(page, workspace, panel, shots, step)
+
+
+def fix_and_save(page, workspace: Path, panel, shots: Shots, step: Steps) -> None:
+    """The quick-fix menu at the finding (no provider: "Set up an LLM provider…", no "Fix with agent"),
+    the quick fix applied and saved: the file changes on disk, the finding goes, and after the save's
+    check the lens, the status bar and the Problems panel agree."""
     go_to(page, 11, 14)
     page.keyboard.press("Control+.")
     menu = page.locator(".action-widget")
