@@ -115,7 +115,8 @@ def run(nvim: str, kernel: Path, config: str, args: argparse.Namespace, work: Pa
     target.write_text(text.rstrip("\n") + "\n# typed here\n")
     line = len(target.read_text().splitlines()) - 1
     init, driver, result = project / "init.lua", project / "driver.lua", project / "result.json"
-    init.write_text(INIT.format(plugin=json.dumps(str(ROOT / "editor_clients" / "neovim")), python=json.dumps(sys.executable),
+    init.write_text(INIT.format(plugin=json.dumps(str(ROOT / "editor_clients" / "neovim")),
+                                python=json.dumps(sys.executable),
                                 settings=lua({"trust": {"mode": "never"}, **settings}), flags=lua(flags)))
     driver.write_text(DRIVER.format(result=json.dumps(str(result)), line=line, edits=args.edits, word=args.word,
                                     key_ms=args.key_ms))

@@ -31,7 +31,8 @@ def site_reached(site: Any, calls: Sequence[Mapping[str, Any]]) -> bool:
             if span.line <= int(line) - 1 <= span.end_line:
                 return True
         if getattr(site, "enclosing_function", None) is None and kernel is not None and \
-                _get(call, "kernel_line") is not None and kernel.line <= int(_get(call, "kernel_line")) - 1 <= kernel.end_line:
+                _get(call, "kernel_line") is not None and \
+                kernel.line <= int(_get(call, "kernel_line")) - 1 <= kernel.end_line:
             return True  # a module-level partial(pallas_call) decorator ran at import, not in the trace
     return False
 

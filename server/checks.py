@@ -179,7 +179,8 @@ def start_check(session: Any, doc: Any, tiers: Sequence[int] | None = None, *,
                                                      script, tier0_runs.analysis_for_check(session, doc)))
     # every view follows: "Checking for <chip>…" now, the verdict when the task ends (a report, a
     # failure, a cancellation); a done callback runs once the task is done, so it reads as ended
-    doc.check_task.add_done_callback(lambda _task: views.verdict_changed(session))
+    doc.check_task.add_done_callback(lambda _task: views.verdict_changed(session)
+                                     if session.documents.get(doc.uri) is doc else None)  # (not after a close)
     views.verdict_changed(session)
     return doc.check_task
 

@@ -44,7 +44,8 @@ def file_verdict(snap: Any, tiers: Sequence[int], checking: bool, target: str | 
         return {"state": state, "verdict": words, "detail": f"{detail}: the last check of {snap.path}"}
     errors = sum(1 for f in snap.tier0 if f.severity == "error")
     others = len(snap.tier0) - errors
-    words = f"tier 0: {errors} error(s)" if errors else f"tier 0: {others} finding(s)" if others else "tier 0: no findings"
+    words = (f"tier 0: {errors} error(s)" if errors else f"tier 0: {others} finding(s)" if others
+             else "tier 0: no findings")
     return {"state": "tier0", "verdict": words,
             "detail": f"{words} (source rules; the compiler tiers have not checked {snap.path} yet)"}
 

@@ -97,7 +97,8 @@ NOT_KNOWN_YET = ("not known yet: {why}; the compiler tiers' run gives it (save t
 
 def unknown_sizes(site: KernelSite) -> str:
     """Why a site's VMEM footprint cannot be read from the source: the blocks whose size is not static."""
-    names = [f"{s.role}[{s.position}] {shape_text(s.block_shape)}" for s in (*(site.in_specs or ()), *(site.out_specs or ()))
+    specs = (*(site.in_specs or ()), *(site.out_specs or ()))
+    names = [f"{s.role}[{s.position}] {shape_text(s.block_shape)}" for s in specs
              if block_elements(s.block_shape) is None and in_vmem(s)]
     if names:
         return "the block sizes of " + ", ".join(names) + " are not static"
@@ -106,7 +107,8 @@ def unknown_sizes(site: KernelSite) -> str:
 
 def _limit_line(total: int, complete: bool, chip: ChipLimits | None, label: str, why: str = "") -> str:
     if not complete and total == 0:  # nothing static: no number, and why
-        return f"- double-buffered VMEM footprint ({label}): " + NOT_KNOWN_YET.format(why=why or "no block size is static")
+        why = why or "no block size is static"
+        return f"- double-buffered VMEM footprint ({label}): " + NOT_KNOWN_YET.format(why=why)
     prefix = "at least " if not complete else ""
     line = f"- double-buffered VMEM footprint ({label}): {prefix}{mib(total)}"
     if chip is None or chip.scoped_vmem_bytes is None:
@@ -136,7 +138,8 @@ def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dty
                    + (" (outputs: as out_shape writes them)." if any(
                        written_dtype(site, s) for s in site.out_specs or ()) else "."))
     out.append("")
-    out.extend(_spec_line(s, dtype or written_dtype(site, s)) for s in (*(site.in_specs or ()), *(site.out_specs or ())))
+    specs = (*(site.in_specs or ()), *(site.out_specs or ()))
+    out.extend(_spec_line(s, dtype or written_dtype(site, s)) for s in specs)
     for scratch in site.scratch_shapes or ():
         size = scratch_bytes(scratch)
         out.append(f"- scratch {scratch.kind} {shape_text(scratch.shape)} {scratch.dtype or ''}: "

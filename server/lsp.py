@@ -213,6 +213,7 @@ def did_close(ls: PallasiteServer, params: lsp.DidCloseTextDocumentParams) -> No
     doc = ls.session.close(params.text_document.uri)
     if doc is not None and doc.published:
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[]))
+    ls.session.notify_status()  # its status bar entry goes
 
 
 # --------------------------------------------------------------------------- hover, lenses, actions
