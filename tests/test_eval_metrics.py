@@ -117,7 +117,7 @@ def test_a_task_without_a_figure_says_why_whatever_its_verdict():
     assert no_figure(ref, ref, "x") is None
     assert no_figure(ref, None, "the reference failed").startswith("not estimated (the reference)")
     unverified = TaskVerdict("moe", Verdict.of(True, None), no_figure=why)
-    passed = TaskVerdict("moe2", Verdict.of(True, True), no_figure=why)
+    passed = TaskVerdict("moe2", Verdict.of(True, True, judged_by="the judge"), no_figure=why)
     assert TaskVerdict.from_json(unverified.to_json()).no_figure == why
     s = summarize("m", [TaskOutcome("moe", (unverified.case(),)), TaskOutcome("moe2", (passed.case(),)),
                         TaskOutcome("y", ok(2.0))], provenance="estimate (v6e)")
