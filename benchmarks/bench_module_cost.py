@@ -209,9 +209,11 @@ def differences(est, mod) -> list[str]:
         if ("parallel" in a.dimension_semantics) != ("parallel" in b.dimension_semantics):
             out.append(f"call {i} semantics: {a.dimension_semantics} vs {b.dimension_semantics}")
         for j, (ba, bb) in enumerate(zip(a.blocks, b.blocks)):
-            for f in ("block_shape", "memory_space", "buffers", "fetches", "hbm_bytes"):
+            for f in ("memory_space", "buffers", "fetches", "hbm_bytes"):
                 if getattr(ba, f) != getattr(bb, f):
                     out.append(f"call {i} block {j} {f}: {getattr(ba, f)} vs {getattr(bb, f)}")
+            if [d or 1 for d in ba.block_shape] != [d or 1 for d in bb.block_shape]:  # squeezed: None vs 1
+                out.append(f"call {i} block {j} block_shape: {ba.block_shape} vs {bb.block_shape}")
     for f in ("xla_bytes", "xla_flops"):
         if getattr(est, f) != getattr(mod, f):
             out.append(f"{f}: {getattr(est, f)} vs {getattr(mod, f)}")

@@ -313,10 +313,11 @@ def _scalar_value(module: Module, value: int, platform: int | None, depth: int, 
     args = [scalar_value(module, v, platform, depth + 1, env) for v in op.operands]
     if any(a is None for a in args):
         return None
-    return _apply(op, args, t)
+    return apply_scalar(op, args, t)
 
 
-def _apply(op: Op, args: list[Any], t: Any) -> Any:
+def apply_scalar(op: Op, args: list[Any], t: Any) -> Any:
+    """One StableHLO op on known small values (numpy), else None."""
     name = op.name
     with np.errstate(all="ignore"):
         if name in _NUMPY:

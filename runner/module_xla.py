@@ -24,7 +24,7 @@ from typing import Any
 
 from .body_counts import BodyCounts, add_dot
 from .mlir_tree import Block, Op, Type
-from .module_read import TPU_CALL, Module, scalar_value, target
+from .module_read import TPU_CALL, Module, apply_scalar, scalar_value, target
 from .xla_ops import XlaOps
 
 _ELEMENTWISE = ("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate", "abs", "sign",
@@ -75,9 +75,16 @@ def while_trips(module: Module, op: Op, value_of: Any = None) -> int | None:
     """The trip count of a ``while`` that counts a carried integer up (or down) by a constant to a
     bound the loop does not change, from values the module fixes (``value_of``: a function giving
     the loop's initial operands' values where the module alone does not); else None."""
-    def initial(v: int) -> Any:
+    def initial(v: int, depth: int = 0) -> Any:
         got = scalar_value(module, v)
-        return value_of(v) if got is None and value_of is not None else got
+        if got is not None or value_of is None:
+            return got
+        got = value_of(v)  # a top-level value: from the judge's inputs through the module's ops
+        found = module.defs.get(v)
+        if got is not None or found is None or depth > 16 or module.tree.type(v).elements > 64:
+            return got
+        args = [initial(x, depth + 1) for x in found[0].operands]  # scalar arithmetic inside a branch
+        return None if any(a is None for a in args) else apply_scalar(found[0], args, module.tree.type(v))
 
     cond, body = op.regions[0][0], op.regions[1][0]
     if not cond.ops or not body.ops or cond.ops[-1].operands == ():
