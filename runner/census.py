@@ -21,7 +21,7 @@ from .mosaic_counts import ARITHMETIC as MOSAIC_ARITHMETIC
 from .mosaic_counts import MATMULS, REDUCTIONS as MOSAIC_REDUCTIONS
 from .mosaic_counts import TRANSCENDENTAL as MOSAIC_TRANSCENDENTAL
 from .mosaic_counts import constant_of, difference
-from .module_xla import ARITHMETIC, REDUCTIONS, TRANSCENDENTAL, while_trips
+from .module_xla import ARITHMETIC, DOTS, REDUCTIONS, TRANSCENDENTAL, while_trips
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def hlo_work(module, block: Block, value_of: Any = None) -> Work:
     for op in block.ops:
         result = types[op.results[0]] if op.results else None
         array = result is not None and bool(result.shape)
-        if op.name in ("stablehlo.dot_general", "stablehlo.dot"):
+        if op.name in DOTS:
             dots = BodyCounts()
             dot_counts(op, types, dots, 128)
             total += Work(mxu_flops=dots.mxu_flops)

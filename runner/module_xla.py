@@ -36,6 +36,7 @@ TRANSCENDENTAL = frozenset({f"stablehlo.{n}" for n in ("exponential", "exponenti
                            | {f"chlo.{n}" for n in ("erf", "erfc", "erf_inv", "asin", "acos", "atan", "sinh", "cosh",
                                                     "asinh", "acosh", "atanh", "lgamma", "digamma", "tan")})
 REDUCTIONS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
+DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot"})
 FUSED = ARITHMETIC | TRANSCENDENTAL | frozenset(f"stablehlo.{n}" for n in (
     "select", "convert", "broadcast_in_dim", "dynamic_broadcast_in_dim", "reshape", "dynamic_reshape", "iota",
     "dynamic_iota", "compare", "and", "or", "not", "xor", "is_finite", "shift_left", "shift_right_logical",
@@ -57,18 +58,10 @@ def dot_counts(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> 
 
 
 def leaf(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> bool:
-    name = op.name
-    if name in ("stablehlo.dot_general", "stablehlo.dot"):
-        dot_counts(op, types, counts, mxu)
-    elif name in TRANSCENDENTAL:
-        counts.transcendentals += types[op.results[0]].elements
-    elif name in ARITHMETIC:
-        counts.flops += types[op.results[0]].elements
-    elif name in REDUCTIONS:
-        counts.flops += types[op.operands[0]].elements
-    else:
-        return False
-    return True
+    """One StableHLO op's own work (body_counts.count_leaf's rules); False if it is no arithmetic."""
+    from .mosaic_counts import leaf_work
+
+    return leaf_work(op, types, counts, mxu, (DOTS, dot_counts, TRANSCENDENTAL, ARITHMETIC, REDUCTIONS))
 
 
 def while_trips(module: Module, op: Op, value_of: Any = None) -> int | None:

@@ -93,14 +93,21 @@ def _contract_dims(op: Op) -> tuple[list[int], list[int], list[int], list[int]]:
 
 def count_leaf(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> bool:
     """Add one op's own work to ``counts`` (body_counts.count_leaf's rules); False if it is no arithmetic."""
+    return leaf_work(op, types, counts, mxu, (MATMULS, matmul_counts, TRANSCENDENTAL, ARITHMETIC, REDUCTIONS))
+
+
+def leaf_work(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int, kinds: tuple[Any, ...]) -> bool:
+    """body_counts.count_leaf's rules over one dialect's op names: ``kinds`` = (matmul names, their
+    counter, transcendental, element-wise and reduction names). Shared with runner/module_xla.py."""
+    matmuls, matmul, transcendental, arithmetic, reductions = kinds
     name = op.name
-    if name in MATMULS:
-        matmul_counts(op, types, counts, mxu)
-    elif name in TRANSCENDENTAL:
+    if name in matmuls:
+        matmul(op, types, counts, mxu)
+    elif name in transcendental:
         counts.transcendentals += types[op.results[0]].elements
-    elif name in ARITHMETIC:
+    elif name in arithmetic:
         counts.flops += types[op.results[0]].elements
-    elif name in REDUCTIONS:
+    elif name in reductions:
         counts.flops += types[op.operands[0]].elements
     else:
         return False
