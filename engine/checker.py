@@ -306,7 +306,8 @@ class Checker:
             findings.extend(hit.findings)
             notes.append(reuse_note(name, hit, self.options.target, _versions(result)))
         _merge_worker_verdicts(verdicts, located.verdicts, text, tuple(located.findings)
-                               + tuple(f for hit in reused.values() for f in hit.findings))
+                               + tuple(f for hit in reused.values() for f in hit.findings),
+                               library=not analysis.sites and any(f.code == "PLS014" for f in analysis.findings))
         if cache is not None:
             self._record(cache, path, text, result, located, reused)
 
@@ -614,8 +615,10 @@ def _mark(verdicts: list[_Verdict], tiers: Sequence[int], state: str) -> None:
 
 
 def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], text: str,
-                           findings: Sequence[Finding] = ()) -> None:
+                           findings: Sequence[Finding] = (), *, library: bool = False) -> None:
     """Attach each worker entry's tier states to the sites it covers, or add a verdict for it.
+    ``library``: the file writes no pallas_call and calls a kernel library's (tier 0's PLS014): an entry
+    whose calls are not known (its trace failed first) is a library kernel too, for tier 0.
 
     When an entry reaches several pallas_calls and a tier failed, only the kernel the error was
     located in is marked "error"; the entry's other kernels are "skipped" for that tier (the
@@ -639,6 +642,10 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
             v = _Verdict(name=entry.name, span=span, entry=entry.name, tiers={t: "not run" for t in TIERS})
             if made_none and entry.mosaic_calls:  # a kernel made without a pallas_call (pl.kernel / core_map on
                 v.tiers[0] = TIER0_NO_SITE      # a SparseCore mesh): tier 0, which reads pallas_call sites, has none
+            elif reach.library_site(entry.reached):  # a library's kernel the file calls: its site is not the file's
+                v.tiers[0] = reach.library_site(entry.reached)
+            elif library and not reach.reach_known([entry]):
+                v.tiers[0] = reach.LIBRARY_UNKNOWN
             verdicts.append(v)
             covered = [v]
         for v in covered:

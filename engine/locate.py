@@ -17,6 +17,7 @@ registry's generic hint is NOT appended (presentation adds it). Requests that fa
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -155,7 +156,7 @@ def locate_record(
     if called is not None:
         related = (called,) + related
     moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site, reached=reached) \
-        if site is not None else to_library_origin(code, rec, reached, lines)
+        if site is not None else to_library_origin(code, rec, _named_buffers(rec, reached), lines)
     if moved is None:  # a wrong out_shape dtype, said at the dtype
         moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
     if moved is None:  # a kernel that closes over an array: at its use in the kernel
@@ -164,6 +165,8 @@ def locate_record(
         moved = to_checked_value(code, rec, text, lines, [s.kernel_def_span for s in sites if s.kernel_def_span])
     if moved is not None:  # the bad dim was written elsewhere: a dict entry, field, default (engine/origin_findings.py)
         related = moved.related + tuple(r for r in related_places(site, moved.span, lines) if r not in moved.related)
+        if site is None:
+            related += _library_places(reached)
         span = moved.span
         said = f"{said} — {moved.sentence}"
     elif code in ("PLS101", "PLS204", "PLS112") and site is not None:
@@ -292,6 +295,33 @@ def _spec_for_ref(rec: Mapping[str, Any], site: KernelSite, text: str) -> BlockS
     if re.search(r"(?:Block spec|block shape) for outputs?|for outputs? ", text) and outs:
         return outs[0]
     return None
+
+
+def _library_places(reached: Sequence[Mapping[str, Any]] | None) -> tuple[Related, ...]:
+    """The library's own ``pallas_call(...)`` lines (another file) of the calls an entry made."""
+    places = dict.fromkeys((str(c["site"][0]), int(c["site"][1])) for c in reached or () if c.get("site"))
+    return tuple(Related(Span.point(line - 1), f"the library's pallas_call of {os.path.basename(file)}", path=file)
+                 for file, line in list(places)[:2])
+
+
+def _named_buffers(rec: Mapping[str, Any], reached: Sequence[Mapping[str, Any]] | None
+                   ) -> Sequence[Mapping[str, Any]] | None:
+    """``reached`` with each library call's blocks cut to the one the message names (``args[0]``: its
+    first input, after the scalar-prefetch operands), so a block whose shape others share (flash
+    attention's q, output and scratch blocks are all (1, 1, block_q, 128)) is still the named one."""
+    refs = [r for r in rec.get("refs") or () if r.get("kind") in ("args", "outs")]
+    if not reached or len(refs) != 1:
+        return reached
+    ref = refs[0]
+    role = "in_specs" if ref["kind"] == "args" else "out_specs"
+    out = []
+    for call in reached:
+        index = int(ref.get("index", 0))
+        if ref["kind"] == "args" and ref.get("with_prefetch"):
+            index -= int(call.get("scalar_prefetch") or 0)
+        named = [b for b in call.get("buffers") or () if b.get("role") == role and b.get("index") == index]
+        out.append({**call, "buffers": named} if named else call)
+    return tuple(out)
 
 
 def _spec_on_mention(rec: Mapping[str, Any], site: KernelSite) -> BlockSpecInfo | None:

@@ -10,9 +10,27 @@ kernel" for the compiler tiers (``TierState.NOT_REACHED``): "ok" only ever means
 
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping, Sequence
 
+from ..analysis.verdict import TIER0_NOT_APPLICABLE
+
 NOT_REACHED = "not reached: the task never calls this kernel"  # TierState.NOT_REACHED, as displayed
+
+
+# tier 0's state for an entry of a file that writes no pallas_call and calls a library's, when the trace
+# that would name the library's module failed first
+LIBRARY_UNKNOWN = f"{TIER0_NOT_APPLICABLE}: the file writes no pallas_call (its kernel is a library's)"
+
+
+def library_site(calls: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """Tier 0's state for an entry whose every pallas_call is made in another module (a library kernel
+    the file calls: jax's ``flash_attention``): "not applicable: the site is in <module>" (tier 0 reads
+    the pallas_calls written in the file, and these are not), or None when some call is the file's own."""
+    if not calls or not all(_get(c, "site") for c in calls):
+        return None
+    names = [_get(c, "kernel_module") or os.path.basename(str(_get(c, "site")[0])) for c in calls]
+    return f"{TIER0_NOT_APPLICABLE}: the site is in {', '.join(dict.fromkeys(names))}"
 
 
 def site_reached(site: Any, calls: Sequence[Mapping[str, Any]]) -> bool:

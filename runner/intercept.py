@@ -54,10 +54,17 @@ class RecordedCall:
     stack_lines: tuple[int, ...] = ()  # 1-based lines of the user files on the stack, innermost first
     stand_in: bool = False  # recorded, not run: its function answered zeros (``stand_in`` hook)
     axes: dict[str, int] = field(default_factory=dict)  # named axes it was applied under (shard_map, vmap)
+    site: tuple[str, int] | None = None  # (file, 1-based line) of the code that called pallas_call itself
 
     @property
     def kernel_name(self) -> str:
-        return getattr(self.kernel, "__name__", None) or type(self.kernel).__name__
+        kernel = _unwrap(self.kernel)  # a functools.partial of the kernel is named for the kernel
+        return getattr(kernel, "__name__", None) or type(kernel).__name__
+
+    @property
+    def kernel_module(self) -> str | None:
+        """The module that defines the kernel (``jax.experimental.pallas.ops.tpu.flash_attention``)."""
+        return getattr(_unwrap(self.kernel), "__module__", None)
 
     @property
     def kernel_line(self) -> int | None:
@@ -159,7 +166,7 @@ def intercept_pallas_calls(
             return _current(pallas_call)(kernel, out_shape, **kwargs)
         file, line, function = _call_site(targets)
         rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line,
-                           function=function, stack_lines=stack_lines(targets),
+                           function=function, stack_lines=stack_lines(targets), site=_direct_caller(),
                            stand_in=stand_in is not None and stand_in(dict(kwargs)))
         records.append(rec)
         real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
@@ -324,6 +331,13 @@ def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:
             return code.co_filename, frame.f_lineno, code.co_name
         frame = frame.f_back
     return first if first else (None, None, None)
+
+
+def _direct_caller() -> tuple[str, int] | None:
+    """(file, line) of the frame that called ``pallas_call`` (a library's own site, when it is not the
+    user's file), from inside the interception's wrapper."""
+    frame = sys._getframe(2)
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
 
 
 def _named_axes() -> dict[str, int]:

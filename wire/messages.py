@@ -389,6 +389,9 @@ class ReachedCall:
     lines: tuple[int, ...]
     kernel: str
     kernel_line: int | None = None  # 1-based def line, when the kernel is in the checked file
+    kernel_module: str | None = None  # the module defining the kernel, when it is not the checked file
+    scalar_prefetch: int = 0  # operands its grid spec prefetches (the lowering's args[i] counts them first)
+    site: tuple[str, int] | None = None  # (file, 1-based line) of a library's pallas_call(...), not the checked file's
     buffers: tuple[BlockBuffer, ...] = ()
     vmem_bytes: int = 0
     # where the literals that made its dims were written in the checked file (runner/origin_values.py):
@@ -680,7 +683,9 @@ def _reached_from_plain(reached: Any) -> tuple[ReachedCall, ...] | None:
     if not isinstance(reached, list):
         return None
     return tuple(ReachedCall(lines=tuple(int(n) for n in r.get("lines") or ()), kernel=str(r.get("kernel") or ""),
-                             kernel_line=r.get("kernel_line"), vmem_bytes=int(r.get("vmem_bytes") or 0),
+                             kernel_line=r.get("kernel_line"), kernel_module=r.get("kernel_module"),
+                             scalar_prefetch=int(r.get("scalar_prefetch") or 0),
+                             site=(str(r["site"][0]), int(r["site"][1])) if r.get("site") else None, vmem_bytes=int(r.get("vmem_bytes") or 0),
                              buffers=tuple(BlockBuffer(role=str(b["role"]), index=int(b["index"]),
                                                        shape=tuple(b["shape"]), dtype=str(b["dtype"]),
                                                        bytes=int(b["bytes"]), buffers=int(b["buffers"]))

@@ -1,0 +1,101 @@
+"""A library kernel called from the user's file is the user's kernel (issue 50).
+
+tests/data/library/ holds wrappers of jax's own ``flash_attention`` (jax.experimental.pallas.ops.tpu)
+with the user's ``BlockSizes``, ``example_inputs``, ``reference`` and ``TUNABLES``. Before: tier 0 read
+"not run" for the entry (the file writes no pallas_call), so `check` said "not compiled for v6e: attn:
+tier 0 not run" with tiers 1-2 passed and `tune` found no configuration compiled; a ``block_q = 100``
+the lowering rejects landed at 1:1, and a ``block_k_major`` the library's own check rejects at the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from pallasite.analysis.verdict import TIER0_NOT_APPLICABLE, CompileResult, compile_result
+from pallasite.analysis.types import FileReport, KernelVerdict, Span
+from pallasite.engine import reach
+from pallasite.engine.checker import CheckOptions, Checker
+
+DATA = Path(__file__).parent / "data" / "library"
+LIBRARY = "jax.experimental.pallas.ops.tpu.flash_attention"
+
+
+def _check(name: str, tiers=(0, 1, 2)) -> FileReport:
+    async def run() -> FileReport:
+        checker = Checker(CheckOptions(target="v6e", tiers=tiers))
+        try:
+            return await checker.check(str(DATA / name))
+        finally:
+            await checker.close()
+
+    return asyncio.run(run())
+
+
+def _literal(path: Path, needle: str) -> tuple[int, int]:
+    for i, line in enumerate(path.read_text().splitlines()):
+        if needle in line:
+            return i, line.index(needle.split("= ")[-1], line.index(needle))
+    raise AssertionError(needle)
+
+
+def test_the_wrapper_of_a_library_kernel_is_compiled_for_the_chip():
+    report = _check("flash_wrapper.py")
+    assert not [f for f in report.findings if f.severity == "error"], report.findings
+    (kernel,) = report.kernels
+    states = dict(kernel.tiers)
+    assert states[0] == f"{TIER0_NOT_APPLICABLE}: the site is in {LIBRARY}"
+    assert states[1] == states[2] == "ok"
+    result = compile_result(report, (0, 1, 2), "v6e")
+    assert result.ok is True and result.text() == "compiled for v6e (tiers 0,1,2)"
+
+
+def test_a_block_size_the_lowering_rejects_lands_at_the_users_literal_with_the_librarys_line():
+    report = _check("flash_wrapper_100.py", (0, 1))
+    (error,) = [f for f in report.findings if f.severity == "error"]
+    line, column = _literal(DATA / "flash_wrapper_100.py", "block_q: int = 100")
+    assert error.code == "PLS101" and (error.span.line, error.span.column) == (line, column)
+    assert "100 written here" in error.message
+    library = [r for r in error.related if r.path is not None]
+    assert library and all(os.path.basename(r.path) == "flash_attention.py" for r in library)
+    # the file's own call into the library is related too
+    call = next(i for i, text in enumerate((DATA / "flash_wrapper_100.py").read_text().splitlines())
+                if "return flash_attention(" in text)
+    assert any(r.path is None and r.span.line == call for r in error.related)
+    assert dict(report.kernels[0].tiers)[0].startswith(TIER0_NOT_APPLICABLE)
+
+
+def test_a_block_size_the_librarys_own_check_rejects_lands_at_the_users_literal():
+    report = _check("flash_wrapper_kmajor.py", (0, 1))
+    (error,) = [f for f in report.findings if f.severity == "error"]
+    line, column = _literal(DATA / "flash_wrapper_kmajor.py", "block_k_major: int = 384")
+    assert (error.span.line, error.span.column) == (line, column), error
+    assert "should be divisible by block_k_major=384" in error.message
+    # the trace failed before any pallas_call: tier 0 still has no site of the file to read
+    assert dict(report.kernels[0].tiers)[0] == reach.LIBRARY_UNKNOWN
+
+
+def test_compiled_needs_tier_0_passed_or_not_applicable_never_not_run():
+    def report(state0: str) -> FileReport:
+        return FileReport(path="k.py", kernels=(KernelVerdict("attn", Span.point(0),
+                                                              ((0, state0), (1, "ok"), (2, "ok"))),))
+
+    assert compile_result(report(f"{TIER0_NOT_APPLICABLE}: the site is in {LIBRARY}"), (0, 1, 2), "v6e").ok is True
+    assert compile_result(report("ok"), (0, 1, 2), "v6e").ok is True
+    missing = compile_result(report("not run"), (0, 1, 2), "v6e")
+    assert missing.ok is None and "tier 0 not run" in missing.why
+    assert compile_result(report("error"), (0, 1, 2), "v6e").ok is None  # (errors come as findings)
+    assert CompileResult.passed("v6e").ok is True
+
+
+def test_library_site_names_the_module_only_when_every_call_is_elsewhere():
+    library = {"lines": [13], "kernel": "_flash_attention_kernel", "kernel_module": LIBRARY,
+               "site": ["/site-packages/jax/flash_attention.py", 758]}
+    own = {"lines": [20], "kernel": "add_kernel", "kernel_line": 8}
+    assert reach.library_site([library]) == f"{TIER0_NOT_APPLICABLE}: the site is in {LIBRARY}"
+    assert reach.library_site([library, own]) is None
+    assert reach.library_site([]) is None and reach.library_site(None) is None
+    # a kernel of the file given to a library's pallas_call: the library file is named
+    wrapped = {"lines": [13], "kernel": "body", "kernel_line": 5, "site": ["/lib/tokamax/pallas.py", 40]}
+    assert reach.library_site([wrapped]) == f"{TIER0_NOT_APPLICABLE}: the site is in pallas.py"
