@@ -128,11 +128,55 @@ def load_user_module(path: str, text: str | None = None, name: str | None = None
     module.__package__ = package or ""
     module.__builtins__ = __builtins__  # type: ignore[attr-defined]
     sys.modules[module_name] = module
-    if failures is None:
-        exec(_compiled(source, path, module.__dict__, carry_origins), module.__dict__)
-    else:
-        run_statements(source, path, module.__dict__, failures, guard, carry_origins=carry_origins)
+    with siblings_as_modules(path, source):
+        if failures is None:
+            exec(_compiled(source, path, module.__dict__, carry_origins), module.__dict__)
+        else:
+            run_statements(source, path, module.__dict__, failures, guard, carry_origins=carry_origins)
     return module
+
+
+@contextlib.contextmanager
+def siblings_as_modules(path: str, source: str | bytes) -> Iterator[None]:
+    """While the file runs: ``from pkg import name`` of a module beside it (``name.py`` in its own folder,
+    ``pkg`` named for that folder) gives that module, as when the package imports the file in its own
+    order, even where the package's ``__init__`` later rebinds ``name`` to something else. jax's megablox
+    ``__init__`` rebinds ``gmm`` to ``ops.gmm``, so ``ops.py`` run on its own got that function for
+    ``from ...megablox import gmm as backend`` and failed at ``backend.gmm`` ("AttributeError")."""
+    folder = os.path.dirname(path)
+    patches = []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in tree.body:
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                and node.module.rsplit(".", 1)[-1] == os.path.basename(folder)):
+            continue
+        for alias in node.names:
+            if not os.path.isfile(os.path.join(folder, f"{alias.name}.py")):
+                continue
+            try:
+                package = importlib.import_module(node.module)
+                module = importlib.import_module(f"{node.module}.{alias.name}")
+            except Exception:  # noqa: BLE001 - the file's own import says what is wrong, at its line
+                continue
+            if getattr(package, alias.name, None) is not module:
+                patches.append((package, alias.name, getattr(package, alias.name, _ABSENT), module))
+    for package, name, _, module in patches:
+        setattr(package, name, module)
+    try:
+        yield
+    finally:
+        for package, name, before, _ in reversed(patches):
+            if before is _ABSENT:
+                with contextlib.suppress(AttributeError):
+                    delattr(package, name)
+            else:
+                setattr(package, name, before)
+
+
+_ABSENT = object()
 
 
 def _compiled(source: str | bytes, path: str, namespace: dict[str, Any], carry_origins: bool) -> Any:

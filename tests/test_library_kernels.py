@@ -99,3 +99,19 @@ def test_library_site_names_the_module_only_when_every_call_is_elsewhere():
     # a kernel of the file given to a library's pallas_call: the library file is named
     wrapped = {"lines": [13], "kernel": "body", "kernel_line": 5, "site": ["/lib/tokamax/pallas.py", 40]}
     assert reach.library_site([wrapped]) == f"{TIER0_NOT_APPLICABLE}: the site is in pallas.py"
+
+
+def test_a_module_whose_package_rebinds_its_siblings_name_imports_as_in_its_package():
+    """jax's megablox ``ops.py`` imports its sibling with ``from ...megablox import gmm as backend``; the
+    package's ``__init__`` then rebinds ``gmm`` to ``ops.gmm``. Loaded on its own, the file got that
+    function and failed at ``backend.gmm`` (PLS901 "AttributeError: AttributeError")."""
+    report = _check("shadow/mblx/ops.py", (0, 1))
+    assert not [f for f in report.findings if f.code == "PLS901"], report.findings
+
+
+def test_an_exception_without_text_says_which_statement_raised_it_and_where():
+    report = _check("empty_message.py", (0, 1))
+    (failed,) = [f for f in report.findings if f.code == "PLS901"]
+    assert "AttributeError: AttributeError" not in failed.message
+    assert "raised with no message by `value = Forwarder().missing`" in failed.message
+    assert "at line 9 (__getattr__)" in failed.message
