@@ -86,6 +86,8 @@ class CheckOptions:
     cpu_devices: int = DEFAULT_CPU_DEVICES  # virtual CPU devices a worker starts with (engine/devices.py)
     sandbox: str = "auto"  # local workers in a PID/mount namespace: auto | on | off (engine/spawn.py)
     allow_unconfined: bool = False  # model-written code may run without a confined worker (engine/confinement.py)
+    callers: bool = True  # a file with no task: check it through a call found in the workspace (analysis/callers.py)
+    workspace: str | None = None  # where callers are searched (None: the project folder above the file)
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -204,9 +206,10 @@ class Checker:
             elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
                 # no task stated: the worker checks the calls the file's import (or its __main__) makes,
                 # else the shapes read from its source (runner/tasks_recorded.py)
+                inference = zero_config.inference_for(text, path)
                 await self._run_compiler_tiers(
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
-                    inference=zero_config.inference_for(text, path))
+                    inference=inference, callers=await self._callers(path, analysis, inference))
             else:
                 await self._run_compiler_tiers(
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress
@@ -221,6 +224,16 @@ class Checker:
             kernels=tuple(v.freeze() for v in verdicts),
             notes=tuple(dict.fromkeys(notes)),
         )
+
+    async def _callers(self, path: str, analysis: SourceAnalysis, inference: Any) -> Any:
+        """The workspace's callers of a file with no task whose own code shows no shapes (None: not searched:
+        the file has shapes of its own, launches no kernel, or the options say not to)."""
+        launches = bool(analysis.sites) or any(f.code == "PLS014" for f in analysis.findings)
+        if not self.options.callers or self.untrusted or inference.tasks or not launches:
+            return None
+        import asyncio
+
+        return await asyncio.to_thread(zero_config.callers_for, path, self.options.workspace)
 
     def with_tier0(self, report: FileReport, text: str, analysis: SourceAnalysis | None = None) -> FileReport:
         """``report`` (a check of ``text`` by the compiler tiers only, as the language server runs one on save:
@@ -253,9 +266,11 @@ class Checker:
     # ------------------------------------------------------------------ tiers 1-3
 
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress,
-                                  inference=None):
-        """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along."""
+                                  inference=None, callers=None):
+        """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along, and
+        ``callers`` (analysis/callers.py's search, or None), the workspace's calls of it."""
         inferred = zero_config.inferred_calls(inference) if inference is not None else ()
+        callers_sent = zero_config.caller_refs(callers)
         client = self._worker_for(text, notes)
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
         reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script \
@@ -272,7 +287,7 @@ class Checker:
         split3 = 3 in tiers and len(tiers) > 1  # tier 3 on its own: a limit it reaches loses only tier 3
         before3 = tuple(t for t in tiers if t != 3) if split3 else tiers
         first = (1,) if reuse else before3  # with the cache: tier 1 first, then tier 2 as needed
-        reply = await self._request(client, source, first, progress, inferred=inferred)
+        reply = await self._request(client, source, first, progress, inferred=inferred, callers=callers_sent)
         if reply.status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, tiers)
             if finding is not None:
@@ -283,17 +298,23 @@ class Checker:
         reused: dict[str, CachedVerdict] = {}
         if reuse:
             result, reused = await self._tier2_from_cache_or_worker(
-                client, cache, source, text, analysis, result, before3, findings, progress, last_stage, inferred)
+                client, cache, source, text, analysis, result, before3, findings, progress, last_stage, inferred,
+                callers_sent)
         if split3:  # engine/tier3_request.py
             result = await tier3_request.run_tier3(
-                lambda ask, names: self._request(client, source, ask, progress, entries=names, inferred=inferred),
+                lambda ask, names: self._request(client, source, ask, progress, entries=names, inferred=inferred,
+                                                 callers=callers_sent),
                 result, findings,
                 lambda failed, ask: self._failure(failed, path, text, analysis, last_stage, ask),
                 lambda failed: tier3_request.resource_stop(failed, text, analysis, last_stage, self.options.target,
                                                            {"time_limit_s": self.options.time_limit_s,
                                                             "memory_mb": self.options.memory_mb}, path))
         if not result.entries and not result.errors:  # the worker found no task, and the file's code made no call
-            findings.append(_no_task_finding(text, zero_config.fallback_reasons(inference) if inference else ""))
+            reasons = zero_config.fallback_reasons(inference) if inference else ""
+            entries = zero_config.public_entries(text, [s.enclosing_function for s in analysis.sites
+                                                        if s.enclosing_function])
+            findings.append(_no_task_finding(text, reasons + zero_config.one_line_hint(callers, entries),
+                                             result.notes))
             _mark(verdicts, tiers, "skipped: no example inputs (PLS900)")
             return
         if inference is not None and any(e.format == "inferred" for e in result.entries):
@@ -324,11 +345,11 @@ class Checker:
         return finding, "error" if status in ("timed_out", "memory", "crashed") else f"skipped: {status.replace('_', ' ')}"
 
     async def _request(self, client, source: Sources, tiers, progress, entries=None, tier2_known=None,
-                       inferred=()) -> Reply:
+                       inferred=(), callers=()) -> Reply:
         params = CheckParams(source=source, target=self.options.target, tiers=tuple(tiers),
                              time_limit_s=self.options.time_limit_s, script=self.options.script,
                              entries=tuple(entries) if entries is not None else None,
-                             tier2_known=dict(tier2_known or {}), inferred=tuple(inferred))
+                             tier2_known=dict(tier2_known or {}), inferred=tuple(inferred), callers=tuple(callers))
         return await client.request(params, purpose=self.purpose, timeout_s=self.options.time_limit_s,
                                     on_progress=progress)
 
@@ -344,7 +365,7 @@ class Checker:
                          backend="command:" + " ".join(command) if command else "local")
 
     async def _tier2_from_cache_or_worker(self, client, cache, source, text, analysis, result: CheckResult, tiers,
-                                          findings, progress, last_stage, inferred=()
+                                          findings, progress, last_stage, inferred=(), callers=()
                                           ) -> tuple[CheckResult, dict[str, CachedVerdict]]:
         """After tier 1: each entry's tier 2 from the cache by its lowered hash, else from the worker.
 
@@ -383,7 +404,7 @@ class Checker:
             return _with_states(result, states, {}), reused
         known = {name: hit.status for name, hit in reused.items()}
         reply = await self._request(client, source, ask, progress, entries=lowered, tier2_known=known,
-                                    inferred=inferred)
+                                    inferred=inferred, callers=callers)
         if reply.status != "ok":
             finding, state = self._failure(reply, source.path, text, analysis, last_stage, ask)
             if finding is not None:
@@ -682,12 +703,18 @@ def _def_span(text: str, name: str) -> Span:
     return Span.whole_line(line, text)
 
 
-_TASK_HINT = re.compile(r"^(?:def\s+(?:example_inputs|create_inputs|\w+_inputs)\s*\(|PALLASITE_ENTRY\s*=)", re.M)
+_TASK_HINT = re.compile(r"^(?:def\s+(?:example_inputs|create_inputs)\s*\(|PALLASITE_ENTRY\s*=)", re.M)
+_LONG_FORM = re.compile(r"^def\s+(\w+)_inputs\s*\(", re.M)
 
 
 def _has_task(analysis: SourceAnalysis, text: str) -> bool:
-    """Whether the file states a task (tier 0 found one, or it defines an inputs function)."""
-    return bool(analysis.tasks) or bool(_TASK_HINT.search(text))
+    """Whether the file states a task (tier 0 found one, or it defines an inputs function: ``example_inputs``,
+    ``create_inputs``, or ``NAME_inputs`` beside a function ``NAME``, the long form; a helper such as jax's
+    ``static_validate_inputs`` is not one)."""
+    if analysis.tasks or _TASK_HINT.search(text):
+        return True
+    return any(re.search(rf"^(?:async\s+)?def\s+{re.escape(m.group(1))}\s*\(", text, re.M)
+               for m in _LONG_FORM.finditer(text))
 
 
 def _in_maxkernel_dir(path: str) -> bool:
@@ -700,11 +727,14 @@ def _in_maxkernel_dir(path: str) -> bool:
 _MAIN_BLOCK = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 
 
-def _no_task_finding(text: str, reasons: str = "") -> Finding:
+def _no_task_finding(text: str, reasons: str = "", tried: Sequence[str] = ()) -> Finding:
+    """PLS900; ``reasons`` ends with how to give the shapes (engine/zero_config.one_line_hint), ``tried``:
+    what the worker tried (the workspace's callers it ran)."""
     entry = CODES["PLS900"]
     ran = "importing the file" + (" and running its __main__ block" if _MAIN_BLOCK.search(text) else "")
+    said = f" ({'; '.join(tried)})" if tried else ""
     message = (f"No task: the compiler tiers need the shapes this file's kernels are called with, and {ran} made no "
-               "pallas_call." + reasons + " Add example_inputs() (docs/task-convention.md) to give them.")
+               f"pallas_call{said}." + (reasons or " Add example_inputs() (docs/task-convention.md) to give them."))
     return Finding(
         code="PLS900",
         message=message,

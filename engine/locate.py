@@ -92,7 +92,8 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
             memory[entry.name] = entry.memory
         notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time
         mine = tuple(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier,
-                                   entry=entry.name, reached=reached) for record in entry.errors)
+                                   entry=entry.name, reached=reached, from_caller=entry.format == "caller")
+                     for record in entry.errors)
         if any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
             sites = tuple(getattr(analysis, "sites", ()) or ())
             mine = tuple(_with_buffers(f, sites, reached, text) if f.code == "PLS201" else f for f in mine)
@@ -133,9 +134,13 @@ def locate_record(
     tier: int,
     entry: str | None = None,
     reached: Sequence[Mapping[str, Any]] | None = None,
+    from_caller: bool = False,
 ) -> Finding:
     """The finding for one raw error record of ``tier`` (for ``entry``, when known; ``reached``: the
-    pallas_calls the entry made, runner/reach.py, which name the call of an error with no location)."""
+    pallas_calls the entry made, runner/reach.py, which name the call of an error with no location).
+    ``from_caller``: the entry's shapes and arguments came from a caller elsewhere in the workspace
+    (runner/tasks_callers.py), so a value this file writes (a keyword default) need not be the one the
+    caller passed: a bad block stays at its BlockSpec rather than at a literal of this file."""
     lines = text.splitlines()
     sites = tuple(getattr(analysis, "sites", ()) or ())
     stage = str(rec.get("stage") or "")
@@ -155,8 +160,11 @@ def locate_record(
     called = _helper_call(rec, span, lines, sites)
     if called is not None:
         related = (called,) + related
-    moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site, reached=reached) \
-        if site is not None else to_library_origin(code, rec, _named_buffers(rec, reached), lines)
+    if site is None:
+        moved = to_library_origin(code, rec, _named_buffers(rec, reached), lines)
+    else:
+        moved = None if from_caller else to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site,
+                                                   reached=reached)
     if moved is None:  # a wrong out_shape dtype, said at the dtype
         moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
     if moved is None:  # a kernel that closes over an array: at its use in the kernel

@@ -58,7 +58,8 @@ def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | No
              "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
              "entries": list(params.entries) if params.entries is not None else None,
              "tier2_known": dict(params.tier2_known),
-             "inferred": [to_json(call) for call in params.inferred]}  # runner/tasks_inferred.py reads these
+             "inferred": [to_json(call) for call in params.inferred],  # runner/tasks_inferred.py reads these
+             "callers": [to_json(caller) for caller in params.callers]}  # runner/tasks_callers.py reads these
     if params.script:  # `pallasite check --script`: runner/script_mode.py
         from .script_mode import handle_script_check
 
@@ -98,6 +99,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
     from .recording import recording
     from .script_mode import script_budget, statement_deadlines
     from .target_chip import target_chip
+    from .tasks_callers import with_callers
     from .tasks_recorded import zero_config_tasks
 
     say(f"importing {os.path.basename(path)} (its pallas_calls recorded, not run)", stage=Stage.IMPORT)
@@ -129,6 +131,8 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
                 if not tasks:  # the zero-configuration path: the shapes the file's own code uses
                     zero = zero_config_tasks(module, path, text, run, params.get("inferred"), target,
                                              params.get("time_limit_s"), time.monotonic() - started)
+                    zero = with_callers(zero, module, path, text, params.get("callers"),  # the workspace's calls
+                                        params.get("time_limit_s"), time.monotonic() - started)
                     tasks = zero.tasks
                     result["errors"].extend(zero.errors)
                     notes = ([zero.note] if zero.note else []) + notes + zero.notes
@@ -150,6 +154,8 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
         result["errors"].append(rec)
     if result["entries"] and notes:
         result["entries"][0]["notes"] = notes + list(result["entries"][0].get("notes") or ())
+    elif notes:
+        result["notes"] = notes  # no entry to carry them: what was tried, for the client's "no task"
     return result
 
 

@@ -13,6 +13,8 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
+
 from pallasite.analysis.verdict import TIER0_NOT_APPLICABLE, CompileResult, compile_result
 from pallasite.analysis.types import FileReport, KernelVerdict, Span
 from pallasite.engine import reach
@@ -115,3 +117,93 @@ def test_an_exception_without_text_says_which_statement_raised_it_and_where():
     assert "AttributeError: AttributeError" not in failed.message
     assert "raised with no message by `value = Forwarder().missing`" in failed.message
     assert "at line 9 (__getattr__)" in failed.message
+
+
+# --------------------------------------------------------------------------- tune moves the user's arguments
+
+
+def test_the_fields_of_a_library_config_the_file_builds_are_tunables():
+    from pallasite.analysis.source import Source
+    from pallasite.analysis.tunables import apply_config, find_tunables, kinds
+
+    text = (DATA / "flash_blocksizes.py").read_text()
+    tunables = {t.name: t for t in find_tunables(Source(text), "flash_blocksizes.py")}
+    assert {"block_q", "block_k_major", "block_k", "block_b"} <= set(tunables)
+    q = tunables["block_q"]
+    assert (q.default, q.kind, q.callee, q.candidates) == (128, "call", "BlockSizes", (128, 256, 512))
+    assert kinds([q]) == {"block_q": "call:BlockSizes"}
+    (edit,) = apply_config([q], {"block_q": 512})
+    line = text.splitlines()[edit.span.line]
+    assert line[edit.span.column:edit.span.end_column] == "128" and "block_q=128" in line
+
+
+def test_block_keywords_of_library_calls_are_tunables_and_other_literals_are_not():
+    from pallasite.analysis.source import Source
+    from pallasite.analysis.tunables import find_tunables
+
+    text = '''
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas.ops.tpu.megablox import gmm
+from mylib import BlockSizes
+
+
+def mm(lhs, rhs, sizes):
+    x = jnp.zeros((8, 128), dtype=jnp.float32)
+    spec = pl.BlockSpec(block_shape=(8, 128))
+    a = BlockSizes(block_q=256, block_b=1, causal=1)
+    b = BlockSizes(block_q=512)
+    c = Tiles(block_b=2)
+    return gmm(lhs, rhs, sizes, tiling=(128, 256, 512), preferred_element_type=jnp.float32)
+'''
+    text = text.replace("from mylib import BlockSizes", "from mylib import BlockSizes, Tiles")
+    found = {t.name: (t.default, t.callee) for t in find_tunables(Source(text), "k.py")}
+    assert found == {"BlockSizes.block_b": (1, "BlockSizes"), "Tiles.block_b": (2, "Tiles"),
+                     "tiling[0]": (128, "gmm"), "tiling[1]": (256, "gmm"), "tiling[2]": (512, "gmm")}
+    # block_q is written in two calls of BlockSizes: the worker would move both, so neither is a tunable
+
+
+def test_the_worker_changes_a_keyword_in_every_call_and_in_configs_built_at_import():
+    import dataclasses
+    import types
+
+    from pallasite.runner.tune_ops import call_patches
+
+    @dataclasses.dataclass(frozen=True)
+    class BlockSizes:
+        block_q: int
+        block_k: int = 128
+
+    def gmm(x, tiling=(128, 128, 128)):
+        return tiling
+
+    module = types.ModuleType("user")
+    module.BlockSizes, module.gmm = BlockSizes, gmm
+    module.SIZES = BlockSizes(block_q=128)
+    patched = call_patches(module, "BlockSizes", {"block_q": 512, "BlockSizes.block_k": 256})
+    assert patched["SIZES"] == BlockSizes(block_q=512, block_k=256)
+    assert patched["BlockSizes"](block_q=64) == BlockSizes(block_q=512, block_k=256)
+    assert patched["BlockSizes"].__name__ == "BlockSizes"  # every other attribute is the original's
+    assert call_patches(module, "gmm", {"tiling[1]": 256})["gmm"](1, tiling=(8, 8, 8)) == (8, 256, 8)
+    assert call_patches(module, "missing", {"x": 1}) == {}
+
+
+@pytest.mark.slow  # two tunes of flash attention with tier-2 compiles: about a minute each here
+@pytest.mark.parametrize("name", ["flash_wrapper.py", "flash_blocksizes.py"])
+def test_tune_finds_a_configuration_of_the_library_kernel_the_compiler_accepts(name, tmp_path, capsys):
+    """Before: "best: none", every configuration "not compiled for the chip: tier 0 not run"."""
+    import json
+    import shutil
+
+    from pallasite.server.cli import main
+
+    path = tmp_path / name
+    shutil.copy(DATA / name, path)
+    before = path.read_text()
+    assert main(["tune", str(path), "--target", "v6e", "--verify", "0", "--no-store", "--apply"]) == 0
+    out = capsys.readouterr().out
+    assert "best: none" not in out and "the current configuration: compiled for v6e (tiers 0,1,2)" in out
+    best = out[out.index("best: "):].splitlines()[0]
+    assert "(compiled, not verified" in best and "block_q=512" in best  # the largest q block, by estimate
+    after = path.read_text()
+    assert after != before and ("block_q: int = 512" in after or "BlockSizes(block_q=512" in after)

@@ -339,11 +339,25 @@ class InferredCall:
 
 
 @dataclass(frozen=True)
+class CallerRef:
+    """A file of the workspace that calls the checked file (``analysis/callers.py``): run it, and the
+    ``tests`` it holds, when the file states no task and its own code gives no shapes
+    (``runner/tasks_callers.py``). ``alias``: the dotted name it imports the checked file by."""
+
+    path: str
+    shown: str
+    alias: str
+    tests: tuple[str, ...] = ()
+    text: str | None = None
+
+
+@dataclass(frozen=True)
 class CheckParams:
     """Check one file: tiers 1-3 for ``target``. ``entries``: only these entries (the client asks tier 2
     for the entries its results cache lacks); ``tier2_known``: tier-2 verdicts ("ok" | "error") the client
     reused, so those entries are not compiled; ``script``: run the file's __main__ (script mode);
-    ``inferred``: tasks the client read from the file's own calls, used when the file states none."""
+    ``inferred``: tasks the client read from the file's own calls, used when the file states none;
+    ``callers``: files of the workspace calling it, run when neither the file nor ``inferred`` gave shapes."""
 
     OP: ClassVar[str] = "check"
     source: Sources
@@ -354,6 +368,7 @@ class CheckParams:
     entries: tuple[str, ...] | None = None
     tier2_known: dict[str, str] = field(default_factory=dict)
     inferred: tuple[InferredCall, ...] = ()  # used only when the file states no task
+    callers: tuple[CallerRef, ...] = ()  # the workspace's callers, used when nothing else gave shapes
 
 
 @dataclass(frozen=True)
@@ -448,6 +463,7 @@ class CheckResult:
     unavailable: dict[str, str] = field(default_factory=dict)  # tier -> why it could not run at all
     entries: tuple[CheckEntry, ...] = ()
     script: ScriptInfo | None = None
+    notes: tuple[str, ...] = ()  # what the worker tried when it found no task (the workspace's callers run)
 
 
 @dataclass(frozen=True)
@@ -676,6 +692,7 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
         unavailable={str(k): str(v) for k, v in (result.get("unavailable") or {}).items()},
         entries=tuple(entries),
         script=ScriptInfo(calls=int(script["calls"]), distinct=int(script["distinct"])) if script else None,
+        notes=tuple(str(n) for n in result.get("notes") or ()),
     )
 
 
