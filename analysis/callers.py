@@ -23,7 +23,6 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from .local_imports import package_of
 
@@ -50,9 +49,10 @@ class Caller:
     path: str  # absolute
     shown: str  # relative to the workspace root
     alias: str  # the dotted name the caller imports the kernel file by
-    tests: tuple[str, ...]  # "test_fn" or "Class.test_method", in file order
+    tests: tuple[str, ...]  # "test_fn" or "Class.test_method", in file order; then functions its __main__ calls
     line: int  # 1-based line of its import
     exact: bool  # it imports the file itself (not its package)
+    at_import: bool = False  # its top-level code uses the file (a script, a notebook-style benchmark)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def find_callers(path: str, root: str | None = None, limits: Limits = Limits()) 
                     continue
                 seen.add(candidate)
                 caller = replace(caller, alias=alias or caller.alias, exact=caller.exact and alias is None)
-                if caller.tests:
+                if caller.tests or caller.at_import:
                     found.setdefault(candidate, caller)
                 elif caller.exact or alias is not None:  # a module of the workspace: follow it to its callers
                     following.append((candidate, _module_parts(candidate), caller.alias if alias is None else alias))
@@ -162,9 +162,8 @@ def _caller(file: str, root: str, comps: list[str], reexported: bool, limits: Li
     summary = _INDEX.summary(file)
     if summary is None:
         return None
-    imports, functions = summary
     best: tuple[bool, str, int, set[str]] | None = None
-    for dotted, bound, line in imports:
+    for dotted, bound, line in summary.imports:
         alias, exact = _alias(dotted, comps, reexported)
         if alias is None:
             continue
@@ -175,12 +174,20 @@ def _caller(file: str, root: str, comps: list[str], reexported: bool, limits: Li
     if best is None:
         return None
     exact, alias, line, names = best
-    return Caller(path=file, shown=os.path.relpath(file, root), alias=alias,
-                  tests=_tests(functions, names, limits.tests), line=line, exact=exact)
+    reaching = _reaching(summary.functions, names)
+    return Caller(path=file, shown=os.path.relpath(file, root), alias=alias, line=line, exact=exact,
+                  tests=_tests(summary, reaching, limits.tests), at_import=bool(summary.toplevel & reaching))
 
 
-def _summary(file: str) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, set[str]]]] | None:
-    """(imports: (dotted name, the name it binds, line), functions: (qualified name, name, names it reads))."""
+@dataclass(frozen=True)
+class _Summary:
+    imports: list[tuple[str, str, int]]  # (dotted name, the name it binds, 1-based line)
+    functions: list[tuple[str, str, set[str]]]  # (qualified name, name, names it reads)
+    toplevel: set[str]  # names the top-level code reads (not in functions, classes or the __main__ block)
+    main_calls: list[str]  # functions of the file its ``if __name__ == "__main__":`` block calls with no argument
+
+
+def _summary(file: str) -> _Summary | None:
     try:
         with open(file, "rb") as f:
             tree = ast.parse(f.read(), file)
@@ -189,6 +196,8 @@ def _summary(file: str) -> tuple[list[tuple[str, str, int]], list[tuple[str, str
     package, _ = package_of(file)
     imports = [(dotted, bound, node.lineno) for node in ast.walk(tree) for dotted, bound in _imported(node, package)]
     functions: list[tuple[str, str, set[str]]] = []
+    toplevel: set[str] = set()
+    main_calls: list[str] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.append((node.name, node.name, _reads(node)))
@@ -196,7 +205,18 @@ def _summary(file: str) -> tuple[list[tuple[str, str, int]], list[tuple[str, str
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     functions.append((f"{node.name}.{item.name}", item.name, _reads(item)))
-    return imports, functions
+        elif _is_main_block(node):
+            main_calls += [n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                           and not n.args and not n.keywords]
+        elif not isinstance(node, (ast.Import, ast.ImportFrom)):
+            toplevel |= _reads(node)
+    return _Summary(imports, functions, toplevel, main_calls)
+
+
+def _is_main_block(node: ast.stmt) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
 
 
 def _imported(node: ast.AST, package: str | None) -> list[tuple[str, str]]:
@@ -235,10 +255,10 @@ def _alias(dotted: str, comps: list[str], reexported: bool) -> tuple[str | None,
     return None, False
 
 
-def _tests(functions: list[tuple[str, str, set[str]]], names: set[str], most: int) -> tuple[str, ...]:
-    """The test functions and ``Class.test_*`` methods that use one of ``names`` (the imported kernel
-    file or its functions), directly or through a function of the file that does; when none does, every
-    test of the file (jax's random tests import ``philox`` only to register its PRNG)."""
+def _reaching(functions: list[tuple[str, str, set[str]]], names: set[str]) -> set[str]:
+    """``names`` (the imported kernel file or its functions), the strings that name one of them
+    (``impl="pallas_philox4x32"``), and the file's functions that use any of them, directly or through
+    another function of the file."""
     reaching = {n for n in names if n}
     reaching |= {r for _, _, reads in functions for r in reads
                  if r.startswith("'") and any(len(n) > 3 and n in r for n in names if n)}
@@ -249,9 +269,17 @@ def _tests(functions: list[tuple[str, str, set[str]]], names: set[str], most: in
             if simple not in reaching and reads & reaching:
                 reaching.add(simple)
                 changed = True
-    tests = [q for q, simple, reads in functions if simple.startswith("test") and reads & reaching]
-    if not tests:  # imported for what its import does (a PRNG it registers): any test of the file may use it
-        tests = [q for q, simple, _ in functions if simple.startswith("test")]
+    return reaching
+
+
+def _tests(summary: _Summary, reaching: set[str], most: int) -> tuple[str, ...]:
+    """The test functions and ``Class.test_*`` methods that reach the kernel file (``_reaching``), then
+    the functions the ``__main__`` block calls that do (a benchmark's ``main()``); when no test reaches
+    it, every test of the file (jax's random tests import ``philox`` only to register its PRNG)."""
+    tests = [q for q, simple, reads in summary.functions if simple.startswith("test") and reads & reaching]
+    if not tests:
+        tests = [q for q, simple, _ in summary.functions if simple.startswith("test")]
+    tests += [name for name in dict.fromkeys(summary.main_calls) if name in reaching and name not in tests]
     return tuple(tests[:most])
 
 
@@ -272,7 +300,7 @@ class _Index:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._files: dict[str, tuple[int, int, frozenset[bytes]]] = {}
-        self._parsed: dict[str, tuple[tuple[int, int], Any]] = {}
+        self._parsed: dict[str, tuple[tuple[int, int], _Summary | None]] = {}
 
     def candidates(self, root: str, keys: set[bytes], limits: Limits,
                    exclude: str) -> tuple[int, int, str, list[str]]:
@@ -301,7 +329,7 @@ class _Index:
                     out.append(file)
         return files, read, stopped, out
 
-    def summary(self, file: str) -> Any:
+    def summary(self, file: str) -> _Summary | None:
         """``_summary(file)``, parsed once per size and time of the file."""
         try:
             st = os.stat(file)

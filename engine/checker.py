@@ -273,8 +273,9 @@ class Checker:
         callers_sent = zero_config.caller_refs(callers)
         client = self._worker_for(text, notes)
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
-        reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script \
+        reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script and not callers_sent \
             and tier2_route.tier1_first(path, text)  # code changed since the path's last check: one request
+        # (with the workspace's callers to run, one request: a second would run their tests again)
         last_stage: dict[str, Any] = {}
         source = sources_for(path, text)
 

@@ -91,8 +91,9 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
         if entry.memory:
             memory[entry.name] = entry.memory
         notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time
-        mine = tuple(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier,
-                                   entry=entry.name, reached=reached, from_caller=entry.format == "caller")
+        mine = tuple(_called_from(locate_record(record.as_mapping(), text, analysis, target,
+                                                tier=record.tier or first_tier, entry=entry.name, reached=reached,
+                                                from_caller=entry.format == "caller"), entry.called_from)
                      for record in entry.errors)
         if any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
             sites = tuple(getattr(analysis, "sites", ()) or ())
@@ -100,6 +101,18 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
         findings.extend(mine)
         by_entry[entry.name] = by_entry.get(entry.name, ()) + mine
     return Located(tuple(findings), tuple(notes), tuple(verdicts), memory, by_entry)
+
+
+def _called_from(finding: Finding, called_from: tuple[str, int] | None) -> Finding:
+    """A finding of an entry checked through a call found in the workspace, with that call related."""
+    if called_from is None:
+        return finding
+    import dataclasses
+
+    file, line = called_from
+    place = Related(Span.point(max(0, line - 1)), "the call (elsewhere in the workspace) whose shapes and "
+                    "arguments this was checked with", path=file)
+    return dataclasses.replace(finding, related=finding.related + (place,))
 
 
 def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, text: str) -> Finding:

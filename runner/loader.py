@@ -162,21 +162,26 @@ def siblings_as_modules(path: str, source: str | bytes) -> Iterator[None]:
             except Exception:  # noqa: BLE001 - the file's own import says what is wrong, at its line
                 continue
             if getattr(package, alias.name, None) is not module:
-                patches.append((package, alias.name, getattr(package, alias.name, _ABSENT), module))
+                patches.append((package, alias.name, getattr(package, alias.name, ABSENT), module))
     for package, name, _, module in patches:
         setattr(package, name, module)
     try:
         yield
     finally:
-        for package, name, before, _ in reversed(patches):
-            if before is _ABSENT:
-                with contextlib.suppress(AttributeError):
-                    delattr(package, name)
-            else:
-                setattr(package, name, before)
+        restore_attributes([(package, name, before) for package, name, before, _ in reversed(patches)])
 
 
-_ABSENT = object()
+ABSENT = object()  # an attribute that was not there (``restore_attributes`` deletes it again)
+
+
+def restore_attributes(saved: Iterable[tuple[Any, str, Any]]) -> None:
+    """Put each (holder, attribute, value before) back; a value of ``ABSENT`` deletes the attribute."""
+    for holder, name, before in saved:
+        if before is ABSENT:
+            with contextlib.suppress(AttributeError):
+                delattr(holder, name)
+        else:
+            setattr(holder, name, before)
 
 
 def _compiled(source: str | bytes, path: str, namespace: dict[str, Any], carry_origins: bool) -> Any:

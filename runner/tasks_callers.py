@@ -26,6 +26,7 @@ was reached or the share of time is spent.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -38,7 +39,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import jax
 
 from .intercept import RecordedCall, intercept_pallas_calls
-from .loader import StopLoading
+from .loader import ABSENT, StopLoading, restore_attributes
 from .recording import not_interpreted, plural
 from .task_types import RuntimeTask
 
@@ -121,7 +122,7 @@ def caller_tasks(module: types.ModuleType, path: str, source: str, callers: Sequ
 
     for call, where in firsts.values():
         (task,) = recorded_tasks([call], "caller", taken)
-        found.tasks.append(task)
+        found.tasks.append(dataclasses.replace(task, called_from=call.caller[:2] if call.caller else None))
         found.note = ((found.note + "; ") if found.note else "") + f"{task.name}: checked as called from {where}"
     if found.note:
         found.note = (f"shapes from the workspace ({found.note}): each call recorded there and checked at the "
@@ -317,15 +318,7 @@ def aliased(name: str, module: types.ModuleType) -> Iterator[None]:
         for n in [n for n in sys.modules if inside(n)]:
             del sys.modules[n]
         sys.modules.update(saved)
-        for holder, attr, value in holders:
-            if value is _ABSENT:
-                with contextlib.suppress(AttributeError):
-                    delattr(holder, attr)
-            else:
-                setattr(holder, attr, value)
-
-
-_ABSENT = object()
+        restore_attributes(holders)
 
 
 def _holders(saved: Mapping[str, Any]) -> list[tuple[Any, str, Any]]:
@@ -335,7 +328,7 @@ def _holders(saved: Mapping[str, Any]) -> list[tuple[Any, str, Any]]:
     for n in saved or ():
         parent, _, leaf = n.rpartition(".")
         if parent and parent not in saved and parent in sys.modules:
-            out.append((sys.modules[parent], leaf, getattr(sys.modules[parent], leaf, _ABSENT)))
+            out.append((sys.modules[parent], leaf, getattr(sys.modules[parent], leaf, ABSENT)))
     return out
 
 

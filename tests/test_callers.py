@@ -78,6 +78,8 @@ def test_a_wrong_block_reached_only_through_a_test_is_found_in_the_kernel_file(t
     (error,) = [f for f in report.findings if f.severity == "error"]
     # at the BlockSpec of kernels/scale.py: the 12 was written in the test, not at the file's default of 8
     assert error.code == "PLS101" and error.span.line == 14, error
+    (called,) = [r for r in error.related if r.path is not None]  # the test's call is a related place
+    assert called.path.endswith("tests/test_scale.py") and called.span.line == 14
 
 
 def test_a_unittest_case_reaching_the_kernel_through_the_package_gives_its_shapes():
@@ -118,3 +120,21 @@ def test_a_helper_named_like_an_inputs_function_is_not_a_task():
     long_form = "def matmul(x, y):\n    pass\n\ndef matmul_inputs():\n    pass\n"
     assert _has_task(analyze(long_form, "k.py"), long_form)
     assert _has_task(analyze("PALLASITE_ENTRY = 'f'\n", "k.py"), "PALLASITE_ENTRY = 'f'\n")
+
+
+def test_a_benchmark_scripts_main_is_a_caller_and_so_is_top_level_code(tmp_path):
+    search = find_callers(str(DATA / "bench" / "kernels" / "rmsnorm.py"))
+    (caller,) = search.callers
+    assert caller.shown == "benchmarks/bench_rmsnorm.py" and caller.tests == ("main",) and not caller.at_import
+    script = tmp_path / "run.py"  # a notebook-style script: the call at its top level
+    kernel = tmp_path / "kern.py"
+    kernel.write_text("def f(x):\n    return x\n")
+    script.write_text("import kern\n\nx = kern.f(1)\n")
+    (found,) = find_callers(str(kernel), str(tmp_path)).callers
+    assert found.at_import and found.tests == ()
+
+
+def test_a_benchmark_gives_the_shapes_of_the_kernel_it_times():
+    report = _check(DATA / "bench" / "kernels" / "rmsnorm.py")
+    assert dict(report.kernels[0].tiers)[1] == "ok", report
+    assert any("rmsnorm: checked as called from benchmarks/bench_rmsnorm.py:13 (main)" in n for n in report.notes)

@@ -438,6 +438,7 @@ class CheckEntry:
     tier3: Tier3Info | None = None
     measurements: tuple[Measurement, ...] = ()
     reached: tuple[ReachedCall, ...] | None = None  # the pallas_calls it makes; None: unknown
+    called_from: tuple[str, int] | None = None  # (file, 1-based line): the workspace's call its shapes came from
 
     def state(self, tier: int) -> TierOutcome | None:
         return next((t for t in self.tiers if t.tier == tier), None)
@@ -681,6 +682,8 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
                             shrunk=bool(tier3.get("shrunk"))) if tier3 else None,
             measurements=measurements,
             reached=_reached_from_plain(entry.get("reached")),
+            called_from=(str(entry["called_from"][0]), int(entry["called_from"][1]))
+            if entry.get("called_from") else None,
         ))
     script = result.get("script")
     return CheckResult(
