@@ -114,17 +114,23 @@ def find_callers(path: str, root: str | None = None, limits: Limits = Limits()) 
                     continue
                 seen.add(candidate)
                 caller = replace(caller, alias=alias or caller.alias, exact=caller.exact and alias is None)
-                if caller.tests or caller.at_import:
+                if caller.tests or (caller.at_import and package_of(candidate)[0] is None):  # a test, a script
                     found.setdefault(candidate, caller)
                 elif caller.exact or alias is not None:  # a module of the workspace: follow it to its callers
                     following.append((candidate, _module_parts(candidate), caller.alias if alias is None else alias))
         frontier = following
         if not frontier or len(found) >= limits.callers:
             break
-    ranked = sorted(found.values(), key=lambda c: (not c.exact, not _test_like(c.shown),
-                                                  comps[-1] not in os.path.basename(c.path),
+    ranked = sorted(found.values(), key=lambda c: (not c.exact, not c.tests, not _test_like(c.shown),
+                                                  -_common(c.path, path),
+                                                  -len(os.path.commonprefix([comps[-1], os.path.basename(c.path)])),
                                                   len(os.path.basename(c.path)), c.shown))
     return CallerSearch(root, tuple(ranked[:limits.callers]), files, read, stopped)
+
+
+def _common(a: str, b: str) -> int:
+    """Folders two paths share (a test beside the kernel shares its folder)."""
+    return len(os.path.commonpath([os.path.dirname(a), os.path.dirname(b)]).split(os.sep))
 
 
 def _keys(path: str, comps: list[str]) -> tuple[set[bytes], bool]:

@@ -3,8 +3,8 @@
 Checks (``pallasite check`` as the CLI does it: tiers 0-2, ``--target``, no results store) every Python
 file under ``KERNELS`` (a folder of ``WORKSPACE``) and prints, per kernel (a ``pallas_call`` site's
 verdict row), its tier 1 and tier 2 states and where its shapes came from, then the figures: kernels
-found (each ``pallas_call`` written in the files; a row for an entry of a file that writes none, megablox's
-``ops.py``, is shown and not counted), reaching tier 1, reaching tier 2 (the tier ran on it: "ok" or
+found (each TPU ``pallas_call`` written in the files; a GPU kernel's row, and a row for an entry of a file
+that writes none, megablox's ``ops.py``, are shown and not counted; test files are callers, not checked), reaching tier 1, reaching tier 2 (the tier ran on it: "ok" or
 "error"), and every error-severity
 finding. The files are a library's shipped kernels (jax's ``ops/tpu``): an error there is a false error
 unless it names a real bug, so each is printed for reading.
@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
 
     root = os.path.abspath(args.workspace)
     folder = Path(root) / args.kernels
-    paths = sorted(str(p) for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+    paths = sorted(str(p) for p in folder.rglob("*.py") if "__pycache__" not in p.parts
+                   and not (p.name.endswith("_test.py") or p.name.startswith("test_")))  # tests are callers
     options = CheckOptions(target=args.target, tiers=(0, 1, 2), interpreter=args.interpreter,
                            callers=not args.no_callers, workspace=root)
     started = time.monotonic()
@@ -60,12 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         sites = _sites(report.path)  # a report's first rows are its pallas_call sites; later ones, entries
         for i, kernel in enumerate(report.kernels):
             states = dict(kernel.tiers)
-            site = i < sites
+            site = i < len(sites) and sites[i] != "gpu"  # a GPU kernel's tiers 1-2 are not for a TPU
             kernels += site
             tier1 += site and states.get(1) in ("ok", "error")
             tier2 += site and states.get(2) in ("ok", "error")
             print(f"{shown:58} {kernel.name[:34]:34} tier1 {states.get(1, '-')[:36]:36} tier2 {states.get(2, '-')[:36]}"
-                  + ("" if site else "  (an entry of the file, not a pallas_call of its own: not counted)"))
+                  + ("" if site else "  (not counted: a GPU kernel, or an entry of a file that writes no pallas_call)"))
         if where and report.kernels:
             print(f"    {where}")
         errors += [(shown, f) for f in report.findings if f.severity == "error"]
@@ -78,11 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _sites(path: str) -> int:
+def _sites(path: str) -> list[str]:
+    """The backend of each pallas_call site of the file ("tpu", "gpu", ...), in order."""
     from pallasite.analysis.tier0 import analyze
 
     with open(path, encoding="utf-8", errors="replace") as f:
-        return len(analyze(f.read(), path).sites)
+        return [site.backend for site in analyze(f.read(), path).sites]
 
 
 if __name__ == "__main__":
