@@ -191,6 +191,7 @@ class _Summary:
     functions: list[tuple[str, str, set[str]]]  # (qualified name, name, names it reads)
     toplevel: set[str]  # names the top-level code reads (not in functions, classes or the __main__ block)
     main_calls: list[str]  # functions of the file its ``if __name__ == "__main__":`` block calls with no argument
+    derived: list[str]  # test classes built on a base of another file (their inherited tests are not read here)
 
 
 def _summary(file: str) -> _Summary | None:
@@ -204,10 +205,13 @@ def _summary(file: str) -> _Summary | None:
     functions: list[tuple[str, str, set[str]]] = []
     toplevel: set[str] = set()
     main_calls: list[str] = []
+    derived: list[str] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.append((node.name, node.name, _reads(node)))
         elif isinstance(node, ast.ClassDef):
+            if "Test" in node.name and any(not ast.unparse(b).endswith("TestCase") for b in node.bases):
+                derived.append(node.name)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     functions.append((f"{node.name}.{item.name}", item.name, _reads(item)))
@@ -216,7 +220,7 @@ def _summary(file: str) -> _Summary | None:
                            and not n.args and not n.keywords]
         elif not isinstance(node, (ast.Import, ast.ImportFrom)):
             toplevel |= _reads(node)
-    return _Summary(imports, functions, toplevel, main_calls)
+    return _Summary(imports, functions, toplevel, main_calls, derived)
 
 
 def _is_main_block(node: ast.stmt) -> bool:
@@ -281,11 +285,13 @@ def _reaching(functions: list[tuple[str, str, set[str]]], names: set[str]) -> se
 def _tests(summary: _Summary, reaching: set[str], most: int) -> tuple[str, ...]:
     """The test functions and ``Class.test_*`` methods that reach the kernel file (``_reaching``), then
     the functions the ``__main__`` block calls that do (a benchmark's ``main()``); when no test reaches
-    it, every test of the file (jax's random tests import ``philox`` only to register its PRNG)."""
+    it, every test of the file (jax's random tests import ``philox`` only to register its PRNG); last,
+    ``Class.test`` for a test class built on another file's base (tokamax's ``test_base``): all its tests."""
     tests = [q for q, simple, reads in summary.functions if simple.startswith("test") and reads & reaching]
     if not tests:
         tests = [q for q, simple, _ in summary.functions if simple.startswith("test")]
     tests += [name for name in dict.fromkeys(summary.main_calls) if name in reaching and name not in tests]
+    tests = tests[:most - len(summary.derived)] + [f"{cls}.test" for cls in summary.derived]  # every inherited test
     return tuple(tests[:most])
 
 

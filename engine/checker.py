@@ -649,9 +649,11 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
     by_reach = reach.reach_known(entries)  # the worker said which pallas_calls each entry made
     updated: set[int] = set()  # verdicts an entry already set (a later entry's "ok" keeps an "error")
     sites = [v for v in verdicts if v.site is not None]
+    functions = reach.function_lines(text) if by_reach else {}
+    reached = {id(e): reach.reached_sites([v.site for v in sites], e.reached, functions) for e in entries}
     for entry in entries:
         if by_reach:
-            covered = [v for v in sites if reach.site_reached(v.site, entry.reached)]
+            covered = [v for v in sites if any(v.site is s for s in reached[id(entry)])]
         else:
             covered = [v for v in verdicts if v.entry == entry.name]
         if not covered and len(entries) == 1 and not by_reach:
@@ -688,7 +690,7 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
     if by_reach:  # sites no entry reached: their compiler tiers never ran on them
         ran = {t for e in entries for t in e.tiers}
         for v in sites:
-            if not any(reach.site_reached(v.site, e.reached) for e in entries):
+            if not any(v.site is s for e in entries for s in reached[id(e)]):
                 for t in ran:
                     v.tiers[t] = reach.NOT_REACHED
 

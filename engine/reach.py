@@ -49,6 +49,37 @@ def site_reached(site: Any, calls: Sequence[Mapping[str, Any]]) -> bool:
     return False
 
 
+def reached_sites(sites: Sequence[Any], calls: Sequence[Mapping[str, Any]] | None,
+                  functions: Mapping[str, tuple[int, int]]) -> list[Any]:
+    """The KernelSites ``calls`` reached: each by its own lines (``site_reached``), or, for a call a wrapper
+    of another file made later (tokamax's ``call = custom_buffered_pallas_call(...)``, then ``call(...)``:
+    the wrapper's ``pallas_call`` runs when ``call`` is applied, outside the site's lines), the one site of
+    the function of the file that made it (``functions``: module-level function -> 0-based first and last
+    line)."""
+    found = [s for s in sites if site_reached(s, calls or ())]
+    for call in calls or ():
+        if not _get(call, "site") or any(site_reached(s, [call]) for s in sites):
+            continue
+        lines = [int(n) - 1 for n in _get(call, "lines") or ()]
+        holders = {name for name, (first, last) in functions.items() if any(first <= n <= last for n in lines)}
+        mine = [s for s in sites if getattr(s, "enclosing_function", None) in holders]
+        if len(mine) == 1 and mine[0] not in found:
+            found.append(mine[0])
+    return found
+
+
+def function_lines(text: str) -> dict[str, tuple[int, int]]:
+    """Module-level function name -> its 0-based first and last line (empty when the text does not parse)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    return {n.name: (n.lineno - 1, (n.end_lineno or n.lineno) - 1) for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
 def reach_known(entries: Sequence[Any]) -> bool:
     """Whether every entry says what it reached (else nothing is marked not reached); a list cut short
     by a failed trace (``partial`` calls) says what was reached before it, not all."""

@@ -81,6 +81,40 @@ def package_of(path: str) -> tuple[str | None, str | None]:
     return ".".join(reversed(parts)), folder
 
 
+def namespace_roots(path: str, text: str | None = None) -> list[str]:
+    """Folders above the file from which its absolute imports of its own project resolve, where a folder
+    between lacks ``__init__.py`` (a namespace package: tokamax's ``_src/ops/experimental/tpu/...``):
+    for ``from tokamax._src.ops... import base`` in ``<root>/tokamax/_src/ops/...``, ``<root>``."""
+    if text is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    ancestors = [os.path.dirname(path)]
+    while os.path.dirname(ancestors[-1]) != ancestors[-1] and len(ancestors) < 32:
+        ancestors.append(os.path.dirname(ancestors[-1]))
+    roots: list[str] = []
+    for node in tree.body:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+        for name in names:
+            parts = name.split(".")
+            for folder in ancestors:
+                if os.path.basename(folder) != parts[0]:
+                    continue
+                root = os.path.dirname(folder)
+                target = os.path.join(root, *parts)
+                if (os.path.isdir(target) or os.path.isfile(target + ".py")) and root not in roots:
+                    roots.append(root)
+                break
+    return roots
+
+
 def _installed_roots() -> tuple[str, ...]:
     """Folders whose modules are never dropped (the interpreter's and the installed packages')."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
@@ -282,6 +316,7 @@ def user_module(path: str, text: str | None = None, modules: Iterable[tuple[str,
     folder = os.path.dirname(path)
     _, package_root = package_of(path)
     added = [folder] + ([package_root] if package_root and package_root != folder else [])
+    added += [root for root in namespace_roots(path, text) if root not in added]
     user_folders = tuple(os.path.realpath(f) + os.sep for f in added)
     installed = _installed_roots()
     modules_before = set(sys.modules)

@@ -255,6 +255,7 @@ def _test_callables(module: types.ModuleType, names: Sequence[str]) -> Iterator[
     """(name, a zero-argument callable running it: it answers why the test skipped itself, or None) for
     each named test: a ``test_*`` function, ``Class.method`` of a ``unittest.TestCase`` (each parameterized case whose
     name starts with the method's), or of a plain ``Test*`` class."""
+    seen: set[tuple[str, str]] = set()  # (class, case) already given ("Class.test" names every test of a class)
     for name in names:
         owner, _, method = name.rpartition(".")
         if not owner:
@@ -264,9 +265,10 @@ def _test_callables(module: types.ModuleType, names: Sequence[str]) -> Iterator[
             continue
         cls = getattr(module, owner, None)
         if isinstance(cls, type) and issubclass(cls, unittest.TestCase):
-            cases = [n for n in unittest.TestLoader().getTestCaseNames(cls)
-                     if n == method or (n.startswith(method) and not n[len(method):][:1].isalpha())]
+            cases = [n for n in unittest.TestLoader().getTestCaseNames(cls) if (owner, n) not in seen
+                     and (n == method or (n.startswith(method) and not n[len(method):][:1].isalpha()))]
             for case in cases[:CASES_PER_TEST]:
+                seen.add((owner, case))
                 yield name, lambda cls=cls, case=case: _unittest_case(cls, case)
         elif isinstance(cls, type) and _no_required_args(cls) and callable(getattr(cls, method, None)):
             yield name, lambda cls=cls, method=method: getattr(cls(), method)()

@@ -138,3 +138,22 @@ def test_a_benchmark_gives_the_shapes_of_the_kernel_it_times():
     report = _check(DATA / "bench" / "kernels" / "rmsnorm.py")
     assert dict(report.kernels[0].tiers)[1] == "ok", report
     assert any("rmsnorm: checked as called from benchmarks/bench_rmsnorm.py:13 (main)" in n for n in report.notes)
+
+
+def test_a_wrappers_deferred_call_reaches_the_one_site_of_the_function_that_made_it():
+    """tokamax's ``call = custom_buffered_pallas_call(...)`` (a wrapper of another file, read by tier 0 as the
+    site) then ``call(...)``: the wrapper's pallas_call runs at the later line, outside the site."""
+    from types import SimpleNamespace
+
+    from pallasite.analysis.types import Span
+    from pallasite.engine import reach
+
+    text = "def gmm(x):\n    call = wrap(k,\n        grid=g)\n    y = 1\n    return call(x)\n\ndef tgmm(x):\n    return 0\n"
+    site = SimpleNamespace(span=Span(1, 11, 2, 15), kernel_def_span=None, enclosing_function="gmm")
+    other = SimpleNamespace(span=Span(7, 11, 7, 12), kernel_def_span=None, enclosing_function="tgmm")
+    functions = reach.function_lines(text)
+    assert functions == {"gmm": (0, 4), "tgmm": (6, 7)}
+    deferred = {"lines": [5], "kernel": "pipeline", "site": ["/lib/mosaic_tpu.py", 250]}
+    assert reach.reached_sites([site, other], [deferred], functions) == [site]
+    assert reach.reached_sites([site, other], [{**deferred, "site": None}], functions) == []  # the file's own call
+    assert reach.reached_sites([site, other], [{"lines": [2], "kernel": "k"}], functions) == [site]  # by its lines

@@ -207,3 +207,11 @@ def test_tune_finds_a_configuration_of_the_library_kernel_the_compiler_accepts(n
     assert "(compiled, not verified" in best and "block_q=512" in best  # the largest q block, by estimate
     after = path.read_text()
     assert after != before and ("block_q: int = 512" in after or "BlockSizes(block_q=512" in after)
+
+
+def test_a_kernel_in_a_namespace_subpackage_imports_its_own_project():
+    """tokamax's ``_src/ops/experimental/tpu/`` has no ``__init__.py``: its splash kernel's ``from
+    tokamax._src... import base`` failed (PLS909 "No module named 'tokamax'")."""
+    report = _check("nsroot/proj/sub/kern.py", (0, 1))
+    assert not [f for f in report.findings if f.code in ("PLS909", "PLS901")], report.findings
+    assert dict(report.kernels[0].tiers)[1] == "ok"
