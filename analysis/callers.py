@@ -65,7 +65,8 @@ class CallerSearch:
 
     def describe(self) -> str:
         """What was searched: "searched 312 Python files (1.9 MB) under /repo"."""
-        said = f"searched {self.files} Python file{'s' if self.files != 1 else ''} ({self.bytes / 2**20:.1f} MB) under {self.root}"
+        files = f"{self.files} Python file{'s' if self.files != 1 else ''}"
+        said = f"searched {files} ({self.bytes / 2**20:.1f} MB) under {self.root}"
         return said + (f", stopped at {self.stopped}" if self.stopped else "")
 
 
@@ -298,7 +299,8 @@ def _tests(summary: _Summary, reaching: set[str], most: int) -> tuple[str, ...]:
 def _reads(node: ast.AST) -> set[str]:
     """The names a function reads, and ``"'<text>"`` for each short string it holds (a registered name such as
     ``impl="pallas_philox4x32"`` reaches the module that registers it)."""
-    out = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
+    out = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
+           if isinstance(n, (ast.Name, ast.Attribute))}
     return out | {"'" + n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                   and 2 < len(n.value) <= 64}
 
