@@ -233,6 +233,37 @@ class KernelVerdict:
 
 
 @dataclass(frozen=True)
+class TracedBlock:
+    """One VMEM buffer of a pallas_call as the check's run made it: shape, dtype and bytes per buffer;
+    ``buffers`` 2 for a pipelined (double-buffered) block, 1 for scratch."""
+
+    role: str  # "in_specs" | "out_specs" | "scratch_shapes"
+    index: int
+    shape: tuple[int | None, ...]
+    dtype: str
+    bytes: int
+    buffers: int
+
+
+@dataclass(frozen=True)
+class TracedCall:
+    """What the last check's run learned about one pallas_call a task entry made (the worker traced the
+    entry with its example inputs): the inputs, the blocks as traced, the grid, and the VMEM the compiler
+    allocated (tier 2, libtpu's VMEM report) or why that is not known. Lines are the checked text's."""
+
+    entry: str
+    lines: tuple[int, ...]  # 1-based lines of the checked file on the call's stack (the pallas_call first)
+    kernel: str
+    kernel_line: int | None = None  # 1-based def line of the kernel, when in the checked file
+    inputs: tuple[tuple[tuple[int, ...], str], ...] = ()  # the entry's example inputs: (shape, dtype)
+    blocks: tuple[TracedBlock, ...] = ()
+    vmem_bytes: int = 0  # the blocks' VMEM per grid step, pipelined blocks twice
+    grid: tuple[int, ...] | None = None
+    compiled_vmem_bytes: int | None = None  # libtpu's own scoped VMEM allocation for this kernel (tier 2)
+    compiled_vmem_why: str = ""  # why ``compiled_vmem_bytes`` is None
+
+
+@dataclass(frozen=True)
 class FileReport:
     """What `pallasite check` knows about one file."""
 
@@ -241,6 +272,7 @@ class FileReport:
     kernels: tuple[KernelVerdict, ...] = ()
     notes: tuple[str, ...] = ()  # file-level messages (e.g. "tier 2 skipped: libtpu not installed")
     skipped: str | None = None  # why nothing was checked because nothing applies (a file without Pallas)
+    calls: tuple[TracedCall, ...] = ()  # what the run learned about each pallas_call it made (hovers)
 
 
 @dataclass(frozen=True)
@@ -344,12 +376,17 @@ class CostEstimate:
     program_hash: str | None = None  # same hash: the same traced program (timed once)
     error: str | None = None
     assumptions: tuple[str, ...] = ()
-    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v3"
+    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v4"
     xla_bytes: int | None = None  # HBM bytes of the plain XLA ops around the kernels
     xla_flops: int | None = None
     # the achieved-efficiency factors the figure used, (name, value, where it came from): fitted ones
     # say what they were fitted on (runner/cost_model.FACTORS)
     factors: tuple[tuple[str, Any, str], ...] = ()
+    # (low, high) seconds: the figure over the model's measured error on published TPU times it was not
+    # fitted on (leave-family-out; runner/cost_model.interval says how), None where the model has no figure
+    interval: tuple[float, float] | None = None
+    # what the figure is made of, (term, seconds): compute, HBM, per-op overhead (launches), per-step overhead
+    terms: tuple[tuple[str, float], ...] = ()
 
     @property
     def label(self) -> str:

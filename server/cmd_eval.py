@@ -110,6 +110,8 @@ def format_summary(s: dict) -> str:
                                                    for t in s["per_task"]], "task")]
     for task, why in s.get("excluded") or ():
         lines.append(f"  {task}: correct, left out of the speedup figures ({why})")
+    if s.get("not_judged"):
+        lines.append(f"  not judged by the judge (counted apart, never correct): {', '.join(s['not_judged'])}")
     lines.append(f"  wall time {s['wall_s']:.1f} s")
     return "\n".join(lines)
 
@@ -156,7 +158,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     from .run_setup import run_request
 
     # eval runs each folder's candidate: model-written code, confined; the project's settings, flags over them
-    run = prepare(run_request(args, args.folder, memory_mb=args.memory_mb))
+    run = prepare(run_request(args, args.folder))  # --memory-mb and --request-time-limit over the project's
     tasks = discover(args.folder)
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
@@ -207,7 +209,7 @@ def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
     # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
     # the run setup's check options: the project's settings (severity, limits, interpreter), as check has them
     job = EvalJob(setup.tasks, methods, chip=run.chip, jobs=args.jobs, verify=not args.no_verify, options=run.options,
-                  timeout_s=args.timeout, memory_mb=run.options.memory_mb, device=device,
+                  timeout_s=run.options.time_limit_s, memory_mb=run.options.memory_mb, device=device,
                   where=run.where() if device is not None else "", allow_unconfined=run.agent.allowUnconfined,
                   progress=progress, done=done, on_task=on_task, task_budget=args.task_budget)
     try:

@@ -145,6 +145,8 @@ def _request(args: argparse.Namespace, files, target: str):
 
 def _measure(args: argparse.Namespace, files, settings, params) -> int:
     """Time (or profile) on the backend's worker, record, print; exit 0 timed, 1 rejected, 2 not timed."""
+    import asyncio
+
     from ..engine import timing
     from . import timing_format
 
@@ -155,7 +157,12 @@ def _measure(args: argparse.Namespace, files, settings, params) -> int:
             print(f"  ... {message}", file=sys.stderr, flush=True)
 
     base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=_memory_mb(args, files.path))
-    run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)
+    floors = None
+    if args.backend != "local" or args.platforms not in (None, "cpu"):  # a device's reply: held to our own figures
+        progress("tracing your file here for the physical floors its device timings are held to", None)
+        floors = asyncio.run(timing.trusted_floors(files, entry=args.entry, base=base, timeout_s=args.time_limit))
+    run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, floors=floors,
+                                  on_progress=progress)
     if run_.result is not None and not args.no_store:
         _record(run_, files.path)
     print(timing_format.to_json_text(run_, files.path) if args.format == "json" else timing_format.to_text(run_, files.path))
@@ -171,6 +178,7 @@ def _estimate(args: argparse.Namespace, files, settings, target: str) -> int:
     from ..engine.estimates import estimate_pair
     from ..engine.remote import open_remote
     from ..engine.sources import sources_for
+    from . import timing_format
 
     base = WorkerConfig(timeout_s=args.time_limit, platforms="cpu", memory_mb=_memory_mb(args, files.path))
 
@@ -191,22 +199,7 @@ def _estimate(args: argparse.Namespace, files, settings, target: str) -> int:
                           "kernel_bound": paired.kernel_bound, "reference_bound": paired.reference_bound,
                           "caveat": paired.caveat}, indent=2))
     else:
-        print(_estimate_text(files.path, paired))
+        print(timing_format.estimate_text(files.path, paired))
     if paired.why:
         print(f"error: {files.path}: no estimated speedup: {paired.why}", file=sys.stderr)
     return 0 if paired.speedup is not None else 2
-
-
-def _estimate_text(path: str, paired) -> str:
-    def us(seconds):
-        return "-" if seconds is None else f"{seconds * 1e6:.1f} us"
-
-    lines = [f"{path}: {paired.label}: nothing ran on a device; the cost model's figures for the chip",
-             f"  kernel     {us(paired.kernel_s)}" + (f" ({paired.kernel_bound}-bound)" if paired.kernel_bound else ""),
-             f"  reference  {us(paired.reference_s)}" + (f" ({paired.reference_bound}-bound)"
-                                                         if paired.reference_bound else "")]
-    if paired.speedup is not None:
-        lines.append(f"  speedup    {paired.speedup:.2f}x vs the reference ({paired.label})")
-    if paired.caveat:
-        lines.append(f"  note: {paired.caveat}")
-    return "\n".join(lines)

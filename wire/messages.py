@@ -143,9 +143,21 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class NearLimit:
+    """A VMEM overflow within a few percent of its limit (runner/vmem_fit.py)."""
+
+    over: float | None = None  # requested / limit - 1
+    decided_by: str | None = None  # "libtpu 0.0.42.1"
+    fits_with: int | None = None  # a limit tier 2 compiled the module with, in bytes
+    verified: str | None = None  # how that was verified, in words
+    not_verified: str | None = None  # why no larger limit was verified
+
+
+@dataclass(frozen=True)
 class VmemFigures:
     requested: int | None = None
     limit: int | None = None
+    near_limit: NearLimit | None = None
 
 
 @dataclass(frozen=True)
@@ -415,6 +427,7 @@ class ReachedCall:
     # end line, end column),): the jax.ShapeDtypeStruct(...) expression that made output i
     origins: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     partial: bool = False  # the entry's trace failed after this call: what else it reaches is unknown
+    grid: tuple[int, ...] | None = None  # the grid it was made with (None: not sent, or not all ints)
 
 
 @dataclass(frozen=True)
@@ -489,10 +502,12 @@ class TimeParams:
     extra_shape: bool = True  # also check at a second shape when the task allows one
     max_speedup: float = 20.0  # above it a speedup is flagged for a second look
     shrink: bool = False  # without a device: check at reduced shapes (runner/timing_shrink.py)
-    # model-written code: how the judge runs it (runner/judge.py). "auto": on a device the candidate's
-    # exported program (runner/judge_export.py), on CPU a round trip to its process; "export": the
-    # exported program on any backend
-    judge: str = "auto"
+    judge: str = "auto"  # (kept for older clients: every judged request runs the exported program)
+    # the judge prices the candidate's exported module for this chip (runner/judging/priced.py), and the
+    # reference by the same model when ``reference_estimate``; ``checks`` False: the estimate only
+    estimate_chip: str | None = None
+    reference_estimate: bool = False
+    checks: bool = True
 
 
 @dataclass(frozen=True)
@@ -528,7 +543,7 @@ class Trick:
 
 @dataclass(frozen=True)
 class JudgeRecord:
-    """Who judged a model-written candidate, by pid (runner/judge_export.py). ``how``: "exported
+    """Who judged a candidate, by pid (runner/judging/judge.py). ``how``: "exported
     program" (the judge ran the module the candidate's process exported); ``candidate_imported``:
     whether any module of the judge's process came from the candidate's file (never, when it judged)."""
 
@@ -564,7 +579,8 @@ class TimeResult:
     notes: tuple[str, ...] = ()
     error: str | None = None
     profile: dict[str, Any] | None = None  # the profile op's figures
-    judged_by: str | None = None  # model-written code: which process compared and timed it (runner/judge.py)
+    judged_by: str | None = None  # "the judge" when runner/judging/judge.py judged it (analysis/verdict.JudgedBy)
+    estimate: dict[str, Any] | None = None  # the judge's estimate (runner/judging/priced.py) when asked
     judge: JudgeRecord | None = None  # ... and by pid, where the judge ran the exported program
 
 
@@ -603,6 +619,9 @@ class EstimateParams:
     # a separate reference file (a JAXBench baseline.py for a kernel kept elsewhere: ``eval TASK
     # --kernel FILE``), as TimeParams.reference: its workload is the reference, its inputs the task's
     reference_source: Sources | None = None
+    # the physical floors' figures of the user's own file (``EstimateResult.floors``): what ``pallasite
+    # time`` holds a device's reply to, whatever that worker reports (engine/device_floor.py)
+    floors: bool = False
 
 
 @dataclass(frozen=True)
@@ -616,6 +635,7 @@ class EstimateResult:
     inputs: tuple[InputSig, ...] = ()
     jax: str | None = None
     libtpu: str | None = None
+    floors: dict[str, Any] | None = None  # {"outputs": [[shape, dtype]...], "floor_work": {...}} when asked
 
 
 @dataclass(frozen=True)
@@ -705,14 +725,16 @@ def _reached_from_plain(reached: Any) -> tuple[ReachedCall, ...] | None:
     return tuple(ReachedCall(lines=tuple(int(n) for n in r.get("lines") or ()), kernel=str(r.get("kernel") or ""),
                              kernel_line=r.get("kernel_line"), kernel_module=r.get("kernel_module"),
                              scalar_prefetch=int(r.get("scalar_prefetch") or 0),
-                             site=(str(r["site"][0]), int(r["site"][1])) if r.get("site") else None, vmem_bytes=int(r.get("vmem_bytes") or 0),
+                             site=(str(r["site"][0]), int(r["site"][1])) if r.get("site") else None,
+                             vmem_bytes=int(r.get("vmem_bytes") or 0),
                              buffers=tuple(BlockBuffer(role=str(b["role"]), index=int(b["index"]),
                                                        shape=tuple(b["shape"]), dtype=str(b["dtype"]),
                                                        bytes=int(b["bytes"]), buffers=int(b["buffers"]))
                                            for b in r.get("buffers") or ()),
                              origins={str(k): tuple(tuple(int(n) for n in p) for p in v)
                                       for k, v in (r.get("origins") or {}).items()},
-                             partial=bool(r.get("partial")))
+                             partial=bool(r.get("partial")),
+                             grid=tuple(int(d) for d in r["grid"]) if isinstance(r.get("grid"), list) else None)
                  for r in reached)
 
 
