@@ -31,7 +31,8 @@ def call_path(path: str, call: Any) -> str:
 def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modules: tuple[Any, ...] = (),
                   raised: list[BaseException] | None = None) -> list[dict[str, Any]] | None:
     """``[{"lines": [1-based lines of path on the stack], "kernel_line": int | None, "kernel": str,
-    "kernel_module": str (a kernel defined outside ``path``: its module), "buffers": [...], "vmem_bytes": int, "origins": {"in_specs[1][0]": [[line, col, end_col]], ...}}]``
+    "kernel_module": str, "site": [file, line] (a call made outside ``path``: ``elsewhere``), "buffers": [...],
+    "scalar_prefetch": int, "vmem_bytes": int, "origins": {"in_specs[1][0]": [[line, col, end_col]], ...}}]``
     for every pallas_call ``fn(*args)`` makes (``origins``: where in ``path`` the literals that made its
     grid, block, scratch and out_shape dims were written, ``runner/origin_values.py``); None when the
     trace failed (what it reached is unknown; ``raised``, when given, gets the exception)."""
