@@ -7,7 +7,13 @@ Found, in this order (a name found twice is kept once, the first way):
    entry holding a list or tuple of ints (``"block_shape": [1024, 2048]``) is one tunable per
    element, named ``block_shape[0]``, ``block_shape[1]`` (the worker puts each back in its place);
 3. module-level int constants used in a block shape: inside the first argument of a
-   ``BlockSpec(...)`` or the shape of a ``VMEM(...)`` scratch (``BLOCK_ROWS = 16``).
+   ``BlockSpec(...)`` or the shape of a ``VMEM(...)`` scratch (``BLOCK_ROWS = 16``);
+4. block sizes the file passes to a library it imports, as int literals of keyword arguments named like
+   block sizes (``block*``, ``tile*``, ``tiling``, ``num_*_per_block``, ``bq``/``bkv``/``tm``...):
+   ``BlockSizes(block_q=512, block_k=512)`` for jax's flash attention, ``gmm(..., tiling=(128, 128, 128))``
+   (one tunable per element). Named by the keyword, or ``Callee.keyword`` where two callees take the same
+   one; the worker applies them by calling the library's callable with that keyword changed (``kind``
+   "call"), so a keyword written in two calls of one callee is no tunable (both would move together).
 Candidate values come from the declared search space (``TUNABLES`` / ``NAME_tunables`` in the
 file, see docs/task-convention.md, or the ``tunables`` setting, which wins); a tunable without
 declared candidates gets powers of two around its default (``default_candidates``).
@@ -18,7 +24,10 @@ default's literal. Never imports JAX.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from tree_sitter import Node
 
@@ -49,12 +58,14 @@ def find_tunables(source: Source, path: str = "", entry: str | None = None,
         found.setdefault(t.name, t)
     for t in _block_constants(source):
         found.setdefault(t.name, t)
+    for t in _call_keywords(source):
+        found.setdefault(t.name, t)
     return tuple(_with_candidates(t, space.get(t.name)) for t in found.values())
 
 
 def _with_candidates(t: Tunable, declared: Sequence[int] | None) -> Tunable:
     candidates = tuple(declared) if declared else (t.candidates or default_candidates(t.default))
-    return Tunable(t.name, t.default, candidates, t.span, t.kind, t.value_span)
+    return Tunable(t.name, t.default, candidates, t.span, t.kind, t.value_span, t.callee)
 
 
 def default_candidates(default: int, spread: int = 2) -> tuple[int, ...]:
@@ -112,6 +123,42 @@ def _block_constants(source: Source) -> list[Tunable]:
     return out
 
 
+_BLOCKISH = re.compile(r"^(?:block|tile|tiling|chunk)|_block(?:_|s?$)|^num_\w+_per_block$|^b(?:q|k|kv|m|n|d)(?:_|$)|"
+                       r"^t[mnk]$")
+_NOT_LIBRARY = ("jax.numpy", "jax.lax", "jax.random", "numpy", "jax.nn")  # and Pallas itself, but its ops/
+
+
+def _call_keywords(source: Source) -> list[Tunable]:
+    """Int literals of block-size keywords in calls of a name imported from a library (see the module
+    docstring, item 4): ``BlockSizes(block_q=512)``, ``tiling=(128, 128, 128)``."""
+    found: list[Tunable] = []
+    for call in source.calls:
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type != "identifier":
+            continue  # ``fa.BlockSizes(...)``: the worker would have to patch the library itself
+        callee = source.node_text(fn)
+        imported = source.imports.get(callee)
+        if imported is None or imported.startswith(_NOT_LIBRARY) or (
+                imported.startswith("jax.experimental.pallas") and ".ops." not in imported):
+            continue
+        _, keywords, nodes, _ = call_arguments(source, call)
+        for keyword, value in keywords.items():
+            if not _BLOCKISH.search(keyword):
+                continue
+            items = [v for v in value.named_children if v.type != "comment"] if value.type == "tuple" else [value]
+            for i, item in enumerate(items):
+                number = source.int_value(item) if item.type == "integer" else None
+                if number is None or number < 1:
+                    continue
+                name = f"{keyword}[{i}]" if value.type == "tuple" else keyword
+                found.append(Tunable(name, number, (), source.span(nodes[keyword]), "call", source.span(item), callee))
+    # the worker changes the keyword in every call of the callee: one written in two calls cannot move alone
+    per_call = Counter((t.callee, t.name) for t in found)
+    found = [t for t in found if per_call[(t.callee, t.name)] == 1]
+    counts = Counter(t.name for t in found)
+    return [replace(t, name=f"{t.callee}.{t.name}") if counts[t.name] > 1 else t for t in found]
+
+
 def apply_config(tunables: Sequence[Tunable], config: Mapping[str, int]) -> tuple[TextEdit, ...]:
     """The minimal edit writing ``config`` into the file: each changed default's literal replaced.
 
@@ -131,6 +178,6 @@ def apply_config(tunables: Sequence[Tunable], config: Mapping[str, int]) -> tupl
 
 
 def kinds(tunables: Sequence[Tunable]) -> dict[str, str]:
-    """name -> how the worker applies it ("keyword", "constant", "tuned_params")."""
-    return {t.name: t.kind for t in tunables}
+    """name -> how the worker applies it ("keyword", "constant", "tuned_params", "call:<callee>")."""
+    return {t.name: f"call:{t.callee}" if t.kind == "call" else t.kind for t in tunables}
 

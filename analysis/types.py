@@ -195,15 +195,17 @@ class KernelSite:
 @dataclass(frozen=True)
 class Tunable:
     """A value autotuning may change: a keyword-only int parameter of a task's entry function
-    (see docs/task-convention.md), a module constant used as a block size, or an entry of a
-    ``TUNED_PARAMS`` dict (analysis/tunables.py finds them)."""
+    (see docs/task-convention.md), a module constant used as a block size, an entry of a
+    ``TUNED_PARAMS`` dict, or a block size passed as a keyword to a library's callable (``BlockSizes(block_q=512)``)
+    (analysis/tunables.py finds them)."""
 
     name: str
     default: int
     candidates: tuple[int, ...] = ()
     span: Span | None = None
-    kind: Literal["keyword", "constant", "tuned_params"] = "keyword"
+    kind: Literal["keyword", "constant", "tuned_params", "call"] = "keyword"
     value_span: Span | None = None  # the default's literal, the span an applied config replaces
+    callee: str | None = None  # "call": the imported name whose call takes it as a keyword (``BlockSizes``)
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,9 @@ NOT_CHECKED = "not checked"  # a compile part (and so a Verdict) that nothing ch
 NO_PALLAS_CALL = "no pallas_call"  # why a candidate without a pallas_call (one its task reaches) is not compiled
 # tier 0's state for a kernel the task made without a pallas_call in the source (pl.kernel or core_map over a
 # SparseCore mesh): tier 0 reads pallas_call sites and has none to read, so it neither passed nor failed it
-TIER0_NO_SITE = "not applicable: no pallas_call site (a kernel made by pl.kernel or core_map)"
+TIER0_NOT_APPLICABLE = "not applicable"  # tier 0's state for a kernel it has no site of the file to read
+TIER0_NO_SITE = f"{TIER0_NOT_APPLICABLE}: no pallas_call site (a kernel made by pl.kernel or core_map)"
+# (a library kernel the file calls reads "not applicable: the site is in <module>", engine/reach.py)
 COMPILE_TIER = 2  # the tier that compiles for the chip (libtpu's deviceless compile): "compiled" needs it
 
 
@@ -348,7 +350,7 @@ def _every_kernel(result: CompileResult, report: Any, tiers: Sequence[int]) -> C
         reached += 1
         for tier in tiers:
             state = state_of.get(tier, "not run")
-            if state != "ok" and not (tier == 0 and state == TIER0_NO_SITE):
+            if state != "ok" and not (tier == 0 and state.startswith(TIER0_NOT_APPLICABLE)):
                 return CompileResult(None, chip, ran, result.tiers_skipped, result.kernels,
                                      f"{name}: tier {tier} {state} for {chip} (compiled means every tier passed)")
     if not reached:

@@ -86,6 +86,8 @@ class CheckOptions:
     cpu_devices: int = DEFAULT_CPU_DEVICES  # virtual CPU devices a worker starts with (engine/devices.py)
     sandbox: str = "auto"  # local workers in a PID/mount namespace: auto | on | off (engine/spawn.py)
     allow_unconfined: bool = False  # model-written code may run without a confined worker (engine/confinement.py)
+    callers: bool = True  # a file with no task: check it through a call found in the workspace (analysis/callers.py)
+    workspace: str | None = None  # where callers are searched (None: the project folder above the file)
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -205,9 +207,10 @@ class Checker:
             elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
                 # no task stated: the worker checks the calls the file's import (or its __main__) makes,
                 # else the shapes read from its source (runner/tasks_recorded.py)
+                inference = zero_config.inference_for(text, path)
                 await self._run_compiler_tiers(
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
-                    inference=zero_config.inference_for(text, path), learned=learned)
+                    inference=inference, callers=await self._callers(path, analysis, inference), learned=learned)
             else:
                 await self._run_compiler_tiers(
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress, learned=learned
@@ -223,6 +226,16 @@ class Checker:
             notes=tuple(dict.fromkeys(notes)),
             calls=tuple(learned),
         )
+
+    async def _callers(self, path: str, analysis: SourceAnalysis, inference: Any) -> Any:
+        """The workspace's callers of a file with no task whose own code shows no shapes (None: not searched:
+        the file has shapes of its own, launches no kernel, or the options say not to)."""
+        launches = bool(analysis.sites) or any(f.code == "PLS014" for f in analysis.findings)
+        if not self.options.callers or self.untrusted or inference.tasks or not launches:
+            return None
+        import asyncio
+
+        return await asyncio.to_thread(zero_config.callers_for, path, self.options.workspace)
 
     def with_tier0(self, report: FileReport, text: str, analysis: SourceAnalysis | None = None) -> FileReport:
         """``report`` (a check of ``text`` by the compiler tiers only, as the language server runs one on save:
@@ -255,14 +268,17 @@ class Checker:
     # ------------------------------------------------------------------ tiers 1-3
 
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress,
-                                  inference=None, learned=None):
-        """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along.
-        ``learned`` gets what the run learned about each pallas_call (``TracedCall``s)."""
+                                  inference=None, callers=None, learned=None):
+        """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along, and
+        ``callers`` (analysis/callers.py's search, or None), the workspace's calls of it. ``learned`` gets
+        what the run learned about each pallas_call (``TracedCall``s)."""
         inferred = zero_config.inferred_calls(inference) if inference is not None else ()
+        callers_sent = zero_config.caller_refs(callers)
         client = self._worker_for(text, notes)
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
-        reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script \
+        reuse = cache is not None and 1 in tiers and 2 in tiers and not self.options.script and not callers_sent \
             and tier2_route.tier1_first(path, text)  # code changed since the path's last check: one request
+        # (with the workspace's callers to run, one request: a second would run their tests again)
         last_stage: dict[str, Any] = {}
         source = sources_for(path, text)
 
@@ -275,7 +291,7 @@ class Checker:
         split3 = 3 in tiers and len(tiers) > 1  # tier 3 on its own: a limit it reaches loses only tier 3
         before3 = tuple(t for t in tiers if t != 3) if split3 else tiers
         first = (1,) if reuse else before3  # with the cache: tier 1 first, then tier 2 as needed
-        reply = await self._request(client, source, first, progress, inferred=inferred)
+        reply = await self._request(client, source, first, progress, inferred=inferred, callers=callers_sent)
         if reply.status != "ok":
             finding, state = self._failure(reply, path, text, analysis, last_stage, tiers)
             if finding is not None:
@@ -286,17 +302,23 @@ class Checker:
         reused: dict[str, CachedVerdict] = {}
         if reuse:
             result, reused = await self._tier2_from_cache_or_worker(
-                client, cache, source, text, analysis, result, before3, findings, progress, last_stage, inferred)
+                client, cache, source, text, analysis, result, before3, findings, progress, last_stage, inferred,
+                callers_sent)
         if split3:  # engine/tier3_request.py
             result = await tier3_request.run_tier3(
-                lambda ask, names: self._request(client, source, ask, progress, entries=names, inferred=inferred),
+                lambda ask, names: self._request(client, source, ask, progress, entries=names, inferred=inferred,
+                                                 callers=callers_sent),
                 result, findings,
                 lambda failed, ask: self._failure(failed, path, text, analysis, last_stage, ask),
                 lambda failed: tier3_request.resource_stop(failed, text, analysis, last_stage, self.options.target,
                                                            {"time_limit_s": self.options.time_limit_s,
                                                             "memory_mb": self.options.memory_mb}, path))
         if not result.entries and not result.errors:  # the worker found no task, and the file's code made no call
-            findings.append(_no_task_finding(text, zero_config.fallback_reasons(inference) if inference else ""))
+            reasons = zero_config.fallback_reasons(inference) if inference else ""
+            entries = zero_config.public_entries(text, [s.enclosing_function for s in analysis.sites
+                                                        if s.enclosing_function])
+            findings.append(_no_task_finding(text, reasons + zero_config.one_line_hint(callers, entries),
+                                             result.notes))
             _mark(verdicts, tiers, "skipped: no example inputs (PLS900)")
             return
         if inference is not None and any(e.format == "inferred" for e in result.entries):
@@ -311,7 +333,8 @@ class Checker:
             findings.extend(hit.findings)
             notes.append(reuse_note(name, hit, self.options.target, _versions(result)))
         _merge_worker_verdicts(verdicts, located.verdicts, text, tuple(located.findings)
-                               + tuple(f for hit in reused.values() for f in hit.findings))
+                               + tuple(f for hit in reused.values() for f in hit.findings),
+                               library=not analysis.sites and any(f.code == "PLS014" for f in analysis.findings))
         if cache is not None:
             self._record(cache, path, text, result, located, reused)
 
@@ -328,11 +351,11 @@ class Checker:
         return finding, "error" if status in ("timed_out", "memory", "crashed") else f"skipped: {status.replace('_', ' ')}"
 
     async def _request(self, client, source: Sources, tiers, progress, entries=None, tier2_known=None,
-                       inferred=()) -> Reply:
+                       inferred=(), callers=()) -> Reply:
         params = CheckParams(source=source, target=self.options.target, tiers=tuple(tiers),
                              time_limit_s=self.options.time_limit_s, script=self.options.script,
                              entries=tuple(entries) if entries is not None else None,
-                             tier2_known=dict(tier2_known or {}), inferred=tuple(inferred))
+                             tier2_known=dict(tier2_known or {}), inferred=tuple(inferred), callers=tuple(callers))
         return await client.request(params, purpose=self.purpose, timeout_s=self.options.time_limit_s,
                                     on_progress=progress)
 
@@ -348,7 +371,7 @@ class Checker:
                          backend="command:" + " ".join(command) if command else "local")
 
     async def _tier2_from_cache_or_worker(self, client, cache, source, text, analysis, result: CheckResult, tiers,
-                                          findings, progress, last_stage, inferred=()
+                                          findings, progress, last_stage, inferred=(), callers=()
                                           ) -> tuple[CheckResult, dict[str, CachedVerdict]]:
         """After tier 1: each entry's tier 2 from the cache by its lowered hash, else from the worker.
 
@@ -387,7 +410,7 @@ class Checker:
             return _with_states(result, states, {}), reused
         known = {name: hit.status for name, hit in reused.items()}
         reply = await self._request(client, source, ask, progress, entries=lowered, tier2_known=known,
-                                    inferred=inferred)
+                                    inferred=inferred, callers=callers)
         if reply.status != "ok":
             finding, state = self._failure(reply, source.path, text, analysis, last_stage, ask)
             if finding is not None:
@@ -623,8 +646,10 @@ def _mark(verdicts: list[_Verdict], tiers: Sequence[int], state: str) -> None:
 
 
 def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], text: str,
-                           findings: Sequence[Finding] = ()) -> None:
+                           findings: Sequence[Finding] = (), *, library: bool = False) -> None:
     """Attach each worker entry's tier states to the sites it covers, or add a verdict for it.
+    ``library``: the file writes no pallas_call and calls a kernel library's (tier 0's PLS014): an entry
+    whose calls are not known (its trace failed first) is a library kernel too, for tier 0.
 
     When an entry reaches several pallas_calls and a tier failed, only the kernel the error was
     located in is marked "error"; the entry's other kernels are "skipped" for that tier (the
@@ -633,9 +658,11 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
     by_reach = reach.reach_known(entries)  # the worker said which pallas_calls each entry made
     updated: set[int] = set()  # verdicts an entry already set (a later entry's "ok" keeps an "error")
     sites = [v for v in verdicts if v.site is not None]
+    functions = reach.function_lines(text) if by_reach else {}
+    reached = {id(e): reach.reached_sites([v.site for v in sites], e.reached, functions) for e in entries}
     for entry in entries:
         if by_reach:
-            covered = [v for v in sites if reach.site_reached(v.site, entry.reached)]
+            covered = [v for v in sites if any(v.site is s for s in reached[id(entry)])]
         else:
             covered = [v for v in verdicts if v.entry == entry.name]
         if not covered and len(entries) == 1 and not by_reach:
@@ -648,6 +675,10 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
             v = _Verdict(name=entry.name, span=span, entry=entry.name, tiers={t: "not run" for t in TIERS})
             if made_none and entry.mosaic_calls:  # a kernel made without a pallas_call (pl.kernel / core_map on
                 v.tiers[0] = TIER0_NO_SITE      # a SparseCore mesh): tier 0, which reads pallas_call sites, has none
+            elif reach.library_site(entry.reached):  # a library's kernel the file calls: its site is not the file's
+                v.tiers[0] = reach.library_site(entry.reached)
+            elif library and not reach.reach_known([entry]):
+                v.tiers[0] = reach.LIBRARY_UNKNOWN
             verdicts.append(v)
             covered = [v]
         for v in covered:
@@ -668,7 +699,7 @@ def _merge_worker_verdicts(verdicts: list[_Verdict], entries: Sequence[Any], tex
     if by_reach:  # sites no entry reached: their compiler tiers never ran on them
         ran = {t for e in entries for t in e.tiers}
         for v in sites:
-            if not any(reach.site_reached(v.site, e.reached) for e in entries):
+            if not any(v.site is s for e in entries for s in reached[id(e)]):
                 for t in ran:
                     v.tiers[t] = reach.NOT_REACHED
 
@@ -684,12 +715,18 @@ def _def_span(text: str, name: str) -> Span:
     return Span.whole_line(line, text)
 
 
-_TASK_HINT = re.compile(r"^(?:def\s+(?:example_inputs|create_inputs|\w+_inputs)\s*\(|PALLASITE_ENTRY\s*=)", re.M)
+_TASK_HINT = re.compile(r"^(?:def\s+(?:example_inputs|create_inputs)\s*\(|PALLASITE_ENTRY\s*=)", re.M)
+_LONG_FORM = re.compile(r"^def\s+(\w+)_inputs\s*\(", re.M)
 
 
 def _has_task(analysis: SourceAnalysis, text: str) -> bool:
-    """Whether the file states a task (tier 0 found one, or it defines an inputs function)."""
-    return bool(analysis.tasks) or bool(_TASK_HINT.search(text))
+    """Whether the file states a task (tier 0 found one, or it defines an inputs function: ``example_inputs``,
+    ``create_inputs``, or ``NAME_inputs`` beside a function ``NAME``, the long form; a helper such as jax's
+    ``static_validate_inputs`` is not one)."""
+    if analysis.tasks or _TASK_HINT.search(text):
+        return True
+    return any(re.search(rf"^(?:async\s+)?def\s+{re.escape(m.group(1))}\s*\(", text, re.M)
+               for m in _LONG_FORM.finditer(text))
 
 
 def _in_maxkernel_dir(path: str) -> bool:
@@ -702,11 +739,14 @@ def _in_maxkernel_dir(path: str) -> bool:
 _MAIN_BLOCK = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 
 
-def _no_task_finding(text: str, reasons: str = "") -> Finding:
+def _no_task_finding(text: str, reasons: str = "", tried: Sequence[str] = ()) -> Finding:
+    """PLS900; ``reasons`` ends with how to give the shapes (engine/zero_config.one_line_hint), ``tried``:
+    what the worker tried (the workspace's callers it ran)."""
     entry = CODES["PLS900"]
     ran = "importing the file" + (" and running its __main__ block" if _MAIN_BLOCK.search(text) else "")
+    said = f" ({'; '.join(tried)})" if tried else ""
     message = (f"No task: the compiler tiers need the shapes this file's kernels are called with, and {ran} made no "
-               "pallas_call." + reasons + " Add example_inputs() (docs/task-convention.md) to give them.")
+               f"pallas_call{said}." + (reasons or " Add example_inputs() (docs/task-convention.md) to give them."))
     return Finding(
         code="PLS900",
         message=message,

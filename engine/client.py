@@ -510,7 +510,7 @@ class WorkerClient:
         (a file's big arrays: freed memory stays with the process) is replaced before the next one, so
         that one does not start near the limit (runner/memory_guard.py stops user code short of it); after
         an op of ``REPLACE_AFTER_MB`` that priced no reference (tune's configurations), one holding more than
-        that many MiB."""
+        that many MiB; after a check that carried the workspace's callers, always."""
         proc = self._proc
         if self.config.command or not self.config.memory_mb or proc is None or proc.returncode is not None:
             return
@@ -519,7 +519,9 @@ class WorkerClient:
         after_mb = REPLACE_AFTER_MB.get(getattr(type(params), "OP", ""))
         if after_mb is not None and not getattr(params, "reference", False):
             limit = min(limit, after_mb * 2**20)
-        if rss is not None and rss > limit:
+        if (rss is not None and rss > limit) or getattr(params, "callers", ()):
+            # a check that may have run the workspace's tests (runner/tasks_callers.py): they change the
+            # process (registered PRNGs, config flags, imported modules), so the next file gets a fresh one
             await self._reap()
 
     async def _watch_memory(self, proc: asyncio.subprocess.Process) -> None:

@@ -17,6 +17,7 @@ registry's generic hint is NOT appended (presentation adds it). Requests that fa
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -90,14 +91,28 @@ def locate_result(result: CheckResult, text: str, analysis: Any, target: str, *,
         if entry.memory:
             memory[entry.name] = entry.memory
         notes.extend(entry.notes)  # e.g. tier-3 interpret-mode time
-        mine = tuple(locate_record(record.as_mapping(), text, analysis, target, tier=record.tier or first_tier,
-                                   entry=entry.name, reached=reached) for record in entry.errors)
+        mine = tuple(_called_from(locate_record(record.as_mapping(), text, analysis, target,
+                                                tier=record.tier or first_tier, entry=entry.name, reached=reached,
+                                                from_caller=entry.format == "caller"), entry.called_from)
+                     for record in entry.errors)
         if any(f.code == "PLS201" for f in mine):  # name the largest buffers, where their sizes are set
             sites = tuple(getattr(analysis, "sites", ()) or ())
             mine = tuple(_with_buffers(f, sites, reached, text) if f.code == "PLS201" else f for f in mine)
         findings.extend(mine)
         by_entry[entry.name] = by_entry.get(entry.name, ()) + mine
     return Located(tuple(findings), tuple(notes), tuple(verdicts), memory, by_entry)
+
+
+def _called_from(finding: Finding, called_from: tuple[str, int] | None) -> Finding:
+    """A finding of an entry checked through a call found in the workspace, with that call related."""
+    if called_from is None:
+        return finding
+    import dataclasses
+
+    file, line = called_from
+    place = Related(Span.point(max(0, line - 1)), "the call (elsewhere in the workspace) whose shapes and "
+                    "arguments this was checked with", path=file)
+    return dataclasses.replace(finding, related=finding.related + (place,))
 
 
 def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, text: str) -> Finding:
@@ -132,9 +147,13 @@ def locate_record(
     tier: int,
     entry: str | None = None,
     reached: Sequence[Mapping[str, Any]] | None = None,
+    from_caller: bool = False,
 ) -> Finding:
     """The finding for one raw error record of ``tier`` (for ``entry``, when known; ``reached``: the
-    pallas_calls the entry made, runner/reach.py, which name the call of an error with no location)."""
+    pallas_calls the entry made, runner/reach.py, which name the call of an error with no location).
+    ``from_caller``: the entry's shapes and arguments came from a caller elsewhere in the workspace
+    (runner/tasks_callers.py), so a value this file writes (a keyword default) need not be the one the
+    caller passed: a bad block stays at its BlockSpec rather than at a literal of this file."""
     lines = text.splitlines()
     sites = tuple(getattr(analysis, "sites", ()) or ())
     stage = str(rec.get("stage") or "")
@@ -154,8 +173,11 @@ def locate_record(
     called = _helper_call(rec, span, lines, sites)
     if called is not None:
         related = (called,) + related
-    moved = to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site, reached=reached) \
-        if site is not None else to_library_origin(code, rec, reached, lines)
+    if site is None:
+        moved = to_library_origin(code, rec, _named_buffers(rec, reached), lines)
+    else:
+        moved = None if from_caller else to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site,
+                                                   reached=reached)
     if moved is None:  # a wrong out_shape dtype, said at the dtype
         moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
     if moved is None:  # a kernel that closes over an array: at its use in the kernel
@@ -164,6 +186,8 @@ def locate_record(
         moved = to_checked_value(code, rec, text, lines, [s.kernel_def_span for s in sites if s.kernel_def_span])
     if moved is not None:  # the bad dim was written elsewhere: a dict entry, field, default (engine/origin_findings.py)
         related = moved.related + tuple(r for r in related_places(site, moved.span, lines) if r not in moved.related)
+        if site is None:
+            related += _library_places(reached)
         span = moved.span
         said = f"{said} — {moved.sentence}"
     elif code in ("PLS101", "PLS204", "PLS112") and site is not None:
@@ -323,6 +347,33 @@ def _spec_for_ref(rec: Mapping[str, Any], site: KernelSite, text: str) -> BlockS
     if re.search(r"(?:Block spec|block shape) for outputs?|for outputs? ", text) and outs:
         return outs[0]
     return None
+
+
+def _library_places(reached: Sequence[Mapping[str, Any]] | None) -> tuple[Related, ...]:
+    """The library's own ``pallas_call(...)`` lines (another file) of the calls an entry made."""
+    places = dict.fromkeys((str(c["site"][0]), int(c["site"][1])) for c in reached or () if c.get("site"))
+    return tuple(Related(Span.point(line - 1), f"the library's pallas_call of {os.path.basename(file)}", path=file)
+                 for file, line in list(places)[:2])
+
+
+def _named_buffers(rec: Mapping[str, Any], reached: Sequence[Mapping[str, Any]] | None
+                   ) -> Sequence[Mapping[str, Any]] | None:
+    """``reached`` with each library call's blocks cut to the one the message names (``args[0]``: its
+    first input, after the scalar-prefetch operands), so a block whose shape others share (flash
+    attention's q, output and scratch blocks are all (1, 1, block_q, 128)) is still the named one."""
+    refs = [r for r in rec.get("refs") or () if r.get("kind") in ("args", "outs")]
+    if not reached or len(refs) != 1:
+        return reached
+    ref = refs[0]
+    role = "in_specs" if ref["kind"] == "args" else "out_specs"
+    out = []
+    for call in reached:
+        index = int(ref.get("index", 0))
+        if ref["kind"] == "args" and ref.get("with_prefetch"):
+            index -= int(call.get("scalar_prefetch") or 0)
+        named = [b for b in call.get("buffers") or () if b.get("role") == role and b.get("index") == index]
+        out.append({**call, "buffers": named} if named else call)
+    return tuple(out)
 
 
 def _spec_on_mention(rec: Mapping[str, Any], site: KernelSite) -> BlockSpecInfo | None:

@@ -53,6 +53,9 @@ SANDBOX_INIT = ("/bin/sh", "-c", '"$@"; exit $?', "pallasite-sandbox")
 NO_NAMESPACES_VARIABLE = "PALLASITE_NO_NAMESPACES"
 
 _started: dict[int, asyncio.subprocess.Process] = {}  # pid -> live workers started here
+# workers being started: while one is, orphans are not reaped (a second worker replaced meanwhile, with two check
+# workers, killed the new one as an orphan before it was in _started: "killed by SIGKILL" before its handshake)
+_spawning = 0
 _in_sandbox: set[int] = set()  # pids of those started in the sandbox
 _adopting = False  # whether this process was made a subreaper (on its first worker)
 
@@ -163,13 +166,18 @@ async def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
     global _adopting
     if not _adopting:
         _adopting = adopt_orphans() or True
+    global _spawning
     parent = os.getpid()
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        cwd=cwd, env=dict(env), start_new_session=own_session, limit=limit,
-        preexec_fn=functools.partial(_child_setup, parent) if LINUX and own_session else None,
-    )
-    _started[proc.pid] = proc
+    _spawning += 1  # until it is in _started, a new worker in its own session looks like an orphan
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=cwd, env=dict(env), start_new_session=own_session, limit=limit,
+            preexec_fn=functools.partial(_child_setup, parent) if LINUX and own_session else None,
+        )
+        _started[proc.pid] = proc
+    finally:
+        _spawning -= 1
     if argv[:len(SANDBOX_PREFIX)] == list(SANDBOX_PREFIX):
         _in_sandbox.add(proc.pid)
     return proc
@@ -244,7 +252,7 @@ def kill(proc: asyncio.subprocess.Process | None, *, orphans: bool = True) -> No
             _signal(proc.pid, group=False)
         for pid in family:
             _signal(pid, group=False)
-    if orphans and LINUX:
+    if orphans and LINUX and not _spawning:
         _end_orphans()
 
 

@@ -121,13 +121,16 @@ def _attach_checked(errors: list[dict[str, Any]], exc: BaseException, path: str)
 
 def checked_values(exc: BaseException, path: str) -> list[dict[str, Any]]:
     """``[{"name", "value", "places": [[line, col, end_col], ...]}]``: the int values the failing
-    check of ``path`` read (its guarding ``if`` condition and its message, or an ``assert``'s test
+    check of ``path`` (else the library check that raised, called from it) read (its guarding ``if`` condition and its message, or an ``assert``'s test
     and message), read off the raising frame's variables without calling anything, each with the
     places in ``path`` of the literals that made it."""
     frame, line = _raising_frame(exc, path)
-    if frame is None:
-        return []
-    statement, roots = _check_roots(path, line, frame.f_code.co_firstlineno)
+    statement, roots = _check_roots(path, line, frame.f_code.co_firstlineno) if frame is not None else (None, [])
+    if statement is None:  # not a check of the file's: a library's (``_verify_block`` of jax's flash attention)
+        frame, line = _innermost_frame(exc)
+        if frame is None:
+            return []
+        statement, roots = _check_roots(frame.f_code.co_filename, line, frame.f_code.co_firstlineno)
     if statement is None:
         return []
     target = os.path.realpath(path)
@@ -161,6 +164,14 @@ def _raising_frame(exc: BaseException, path: str) -> tuple[Any, int]:
         if found is not None:
             return found
     return None, 0
+
+
+def _innermost_frame(exc: BaseException) -> tuple[Any, int]:
+    """The frame that raised ``exc`` (the last of its traceback), wherever it is."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return (tb.tb_frame, tb.tb_lineno) if tb is not None else (None, 0)
 
 
 def _check_roots(path: str, line: int, first: int = 1) -> tuple[ast.stmt | None, list[ast.AST]]:

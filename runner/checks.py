@@ -58,7 +58,8 @@ def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | No
              "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
              "entries": list(params.entries) if params.entries is not None else None,
              "tier2_known": dict(params.tier2_known),
-             "inferred": [to_json(call) for call in params.inferred]}  # runner/tasks_inferred.py reads these
+             "inferred": [to_json(call) for call in params.inferred],  # runner/tasks_inferred.py reads these
+             "callers": [to_json(caller) for caller in params.callers]}  # runner/tasks_callers.py reads these
     if params.script:  # `pallasite check --script`: runner/script_mode.py
         from .script_mode import handle_script_check
 
@@ -78,18 +79,16 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
     tiers = sorted({int(t) for t in params.get("tiers") or (1, 2)})
     result: dict[str, Any] = {"target": target, "tiers": tiers, "tasks_found": 0, "errors": [], "unavailable": {},
                               "entries": [], "versions": versions()}
-    only = params.get("entries")
-    only = {str(n) for n in only} if isinstance(only, (list, tuple)) else None
+    only = {str(n) for n in params["entries"]} if isinstance(params.get("entries"), (list, tuple)) else None
     known = {str(k): str(v) for k, v in (params.get("tier2_known") or {}).items()}
     if target not in CHIPS:
         result["errors"].append(_plain_error("task", f"unknown target {target!r}; use one of {', '.join(CHIPS)}"))
         return result
 
     jax.config.update("jax_pallas_verbose_errors", True)
-    if 2 in tiers:
-        why = tier2_unavailable(target)
-        if why:
-            result["unavailable"]["2"] = why
+    why = tier2_unavailable(target) if 2 in tiers else None
+    if why:
+        result["unavailable"]["2"] = why
 
     from .import_failures import blame_import, import_failure_records, unbound_names
     from .intercept import keeping_written_shapes
@@ -98,7 +97,6 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
     from .recording import recording
     from .script_mode import script_budget, statement_deadlines
     from .target_chip import target_chip
-    from .tasks_recorded import zero_config_tasks
 
     say(f"importing {os.path.basename(path)} (its pallas_calls recorded, not run)", stage=Stage.IMPORT)
     modules = sent_modules(source)
@@ -126,9 +124,8 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             notes.extend(said)
             try:
                 tasks = tasks_runtime.discover(module, path, text)
-                if not tasks:  # the zero-configuration path: the shapes the file's own code uses
-                    zero = zero_config_tasks(module, path, text, run, params.get("inferred"), target,
-                                             params.get("time_limit_s"), time.monotonic() - started)
+                if not tasks:  # the zero-configuration path: the shapes the file's own code (or its callers) uses
+                    zero = _zero_config(module, path, text, run, params, target, started)
                     tasks = zero.tasks
                     result["errors"].extend(zero.errors)
                     notes = ([zero.note] if zero.note else []) + notes + zero.notes
@@ -146,11 +143,24 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
     except tasks_runtime.TaskError as exc:
         result["errors"].append(_task_error(exc, path))
     except (Exception, SystemExit, StopLoading) as exc:  # noqa: BLE001 - the user's module failed to import
-        rec = errors_mod.record(exc, path, stage="import")
-        result["errors"].append(rec)
-    if result["entries"] and notes:
-        result["entries"][0]["notes"] = notes + list(result["entries"][0].get("notes") or ())
+        result["errors"].append(errors_mod.record(exc, path, stage="import"))
+    if notes:  # on the first entry; with none, what was tried, for the client's "no task"
+        target_notes = result["entries"][0] if result["entries"] else result
+        target_notes["notes"] = notes + list(target_notes.get("notes") or ())
     return result
+
+
+def _zero_config(module: Any, path: str, text: str | None, run: Any, params: dict[str, Any], target: str,
+                 started: float) -> Any:
+    """The tasks of a file that states none: from its own code (``runner/tasks_recorded.py``), else from the
+    workspace's calls of it (``runner/tasks_callers.py``)."""
+    from .tasks_callers import with_callers
+    from .tasks_recorded import zero_config_tasks
+
+    limit = params.get("time_limit_s")
+    zero = zero_config_tasks(module, path, text, run, params.get("inferred"), target, limit,
+                             time.monotonic() - started)
+    return with_callers(zero, module, path, text, params.get("callers"), limit, time.monotonic() - started)
 
 
 class _Locating:
@@ -219,6 +229,8 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, l
         from .recording import call_record, reach_record
 
         entry["reached"] = [reach_record(task.call, path)]
+        if task.called_from is not None:  # a call found in the workspace (runner/tasks_callers.py)
+            entry["called_from"] = list(task.called_from)
         record = lambda exc, tier: call_record(exc, path, tier, task.call)  # noqa: E731
     elif any(t in tiers for t in (1, 2, 3)):  # which of the file's pallas_calls this entry reaches (runner/reach.py)
         from .reach import entry_namespaces, reached_calls

@@ -23,6 +23,7 @@ one of them (``NameError``) failed because of that line, not its own: ``unbound_
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Any
 
@@ -71,12 +72,32 @@ def import_failure_records(run: Recording, path: str, limit_s: Any) -> tuple[lis
                       f"import's time, and was stopped; {rest}. Raise the time limit if it only needs longer"))
         rec["message"] = rec["sentence"]
         return [rec], notes
-    rec["sentence"] = f"{rec.get('sentence') or rec.get('message') or type(exc).__name__} (line {line}; {rest})"
+    said = rec.get("sentence") or rec.get("message")
+    if not said or said == type(exc).__name__:  # raised with no text ("AttributeError: AttributeError" was said)
+        said = _empty_sentence(exc, rec, path, line)
+    rec["sentence"] = f"{said} (line {line}; {rest})"
     if isinstance(exc, UnpartitionedKernel):
         rec.update(code="PLS115", tier=1)
     elif broken_everywhere(exc):
         rec["severity"] = "error"
     return [rec], notes
+
+
+def _empty_sentence(exc: BaseException, rec: dict[str, Any], path: str, line: int) -> str:
+    """An exception raised with no text (engine/classify.py puts its type first): the statement of the file
+    that raised it, and where it was raised."""
+    import linecache
+
+    code = linecache.getline(path, line).strip()
+    said = "raised with no message" + (f" by `{code}`" if code else "")
+    where = rec.get("raised_at") or {}
+    if where.get("file") and os.path.basename(str(where["file"])) != os.path.basename(path):
+        said += f", in {where['file']}:{where['line']} ({where['function']})"
+    elif where.get("line") and where["line"] != line:
+        said += f", at line {where['line']} ({where['function']})"
+    if isinstance(exc, AttributeError):
+        said += "; an object that answers attribute lookups itself (a __getattr__) refused one"
+    return said
 
 
 def broken_everywhere(exc: BaseException) -> bool:

@@ -54,10 +54,18 @@ class RecordedCall:
     stack_lines: tuple[int, ...] = ()  # 1-based lines of the user files on the stack, innermost first
     stand_in: bool = False  # recorded, not run: its function answered zeros (``stand_in`` hook)
     axes: dict[str, int] = field(default_factory=dict)  # named axes it was applied under (shard_map, vmap)
+    site: tuple[str, int] | None = None  # (file, 1-based line) of the code that called pallas_call itself
+    caller: tuple[str, int, str] | None = None  # (file, line, function): innermost frame in ``caller_files``
 
     @property
     def kernel_name(self) -> str:
-        return getattr(self.kernel, "__name__", None) or type(self.kernel).__name__
+        kernel = _unwrap(self.kernel)  # a functools.partial of the kernel is named for the kernel
+        return getattr(kernel, "__name__", None) or type(kernel).__name__
+
+    @property
+    def kernel_module(self) -> str | None:
+        """The module that defines the kernel (``jax.experimental.pallas.ops.tpu.flash_attention``)."""
+        return getattr(_unwrap(self.kernel), "__module__", None)
 
     @property
     def kernel_line(self) -> int | None:
@@ -134,6 +142,7 @@ def intercept_pallas_calls(
     modules: tuple[types.ModuleType | dict[str, Any], ...] = (),
     stand_in: Callable[[dict[str, Any]], bool] | None = None,
     wrap_kernel: Callable[[Callable[..., Any], Any, dict[str, Any]], Callable[..., Any]] | None = None,
+    caller_files: tuple[str, ...] = (),
 ) -> Iterator[list[RecordedCall]]:
     """Record (and optionally rewrite) every pallas_call made inside the block.
 
@@ -144,6 +153,8 @@ def intercept_pallas_calls(
     docstring). ``wrap_kernel(kernel, out_shape, kwargs) -> kernel``: the kernel the real ``pallas_call``
     runs (tier 3 refills output blocks before each step); the record keeps the user's kernel. Yields
     the list the records are appended to, in call order.
+    ``caller_files``: each record's ``caller`` is its innermost frame in one of these files (a test of
+    the workspace that called into the checked file).
 
     What the block's code keeps — ``pallas_call`` bound by a ``from ... import`` or a module-level
     ``functools.partial`` made while it ran, a function a pallas_call returned — behaves after the
@@ -152,6 +163,7 @@ def intercept_pallas_calls(
     records: list[RecordedCall] = []
     real_path.cache_clear()  # a link changed since the last block is read again
     targets = {real_path(f) for f in user_files}
+    callers = {real_path(f) for f in caller_files}
     active = [True]
 
     def pallas_call(kernel: Callable[..., Any], out_shape: Any = None, **kwargs: Any) -> Callable[..., Any]:
@@ -159,7 +171,8 @@ def intercept_pallas_calls(
             return _current(pallas_call)(kernel, out_shape, **kwargs)
         file, line, function = _call_site(targets)
         rec = RecordedCall(kernel=kernel, out_shape=out_shape, kwargs=dict(kwargs), file=file, line=line,
-                           function=function, stack_lines=stack_lines(targets),
+                           function=function, stack_lines=stack_lines(targets), site=_direct_caller(),
+                           caller=_innermost_in(callers) if callers else None,
                            stand_in=stand_in is not None and stand_in(dict(kwargs)))
         records.append(rec)
         real_kwargs = rewrite(dict(kwargs)) if rewrite is not None else kwargs
@@ -324,6 +337,23 @@ def _call_site(targets: set[str]) -> tuple[str | None, int | None, str | None]:
             return code.co_filename, frame.f_lineno, code.co_name
         frame = frame.f_back
     return first if first else (None, None, None)
+
+
+def _innermost_in(files: set[str]) -> tuple[str, int, str] | None:
+    """(file, line, function) of the innermost frame on the stack in one of ``files``, or None."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if real_path(frame.f_code.co_filename) in files:
+            return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
+        frame = frame.f_back
+    return None
+
+
+def _direct_caller() -> tuple[str, int] | None:
+    """(file, line) of the frame that called ``pallas_call`` (a library's own site, when it is not the
+    user's file), from inside the interception's wrapper."""
+    frame = sys._getframe(2)
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
 
 
 def _named_axes() -> dict[str, int]:

@@ -81,6 +81,40 @@ def package_of(path: str) -> tuple[str | None, str | None]:
     return ".".join(reversed(parts)), folder
 
 
+def namespace_roots(path: str, text: str | None = None) -> list[str]:
+    """Folders above the file from which its absolute imports of its own project resolve, where a folder
+    between lacks ``__init__.py`` (a namespace package: tokamax's ``_src/ops/experimental/tpu/...``):
+    for ``from tokamax._src.ops... import base`` in ``<root>/tokamax/_src/ops/...``, ``<root>``."""
+    if text is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    ancestors = [os.path.dirname(path)]
+    while os.path.dirname(ancestors[-1]) != ancestors[-1] and len(ancestors) < 32:
+        ancestors.append(os.path.dirname(ancestors[-1]))
+    roots: list[str] = []
+    for node in tree.body:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+        for name in names:
+            parts = name.split(".")
+            for folder in ancestors:
+                if os.path.basename(folder) != parts[0]:
+                    continue
+                root = os.path.dirname(folder)
+                target = os.path.join(root, *parts)
+                if (os.path.isdir(target) or os.path.isfile(target + ".py")) and root not in roots:
+                    roots.append(root)
+                break
+    return roots
+
+
 def _installed_roots() -> tuple[str, ...]:
     """Folders whose modules are never dropped (the interpreter's and the installed packages')."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
@@ -128,11 +162,60 @@ def load_user_module(path: str, text: str | None = None, name: str | None = None
     module.__package__ = package or ""
     module.__builtins__ = __builtins__  # type: ignore[attr-defined]
     sys.modules[module_name] = module
-    if failures is None:
-        exec(_compiled(source, path, module.__dict__, carry_origins), module.__dict__)
-    else:
-        run_statements(source, path, module.__dict__, failures, guard, carry_origins=carry_origins)
+    with siblings_as_modules(path, source):
+        if failures is None:
+            exec(_compiled(source, path, module.__dict__, carry_origins), module.__dict__)
+        else:
+            run_statements(source, path, module.__dict__, failures, guard, carry_origins=carry_origins)
     return module
+
+
+@contextlib.contextmanager
+def siblings_as_modules(path: str, source: str | bytes) -> Iterator[None]:
+    """While the file runs: ``from pkg import name`` of a module beside it (``name.py`` in its own folder,
+    ``pkg`` named for that folder) gives that module, as when the package imports the file in its own
+    order, even where the package's ``__init__`` later rebinds ``name`` to something else. jax's megablox
+    ``__init__`` rebinds ``gmm`` to ``ops.gmm``, so ``ops.py`` run on its own got that function for
+    ``from ...megablox import gmm as backend`` and failed at ``backend.gmm`` ("AttributeError")."""
+    folder = os.path.dirname(path)
+    patches = []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in tree.body:
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                and node.module.rsplit(".", 1)[-1] == os.path.basename(folder)):
+            continue
+        for alias in node.names:
+            if not os.path.isfile(os.path.join(folder, f"{alias.name}.py")):
+                continue
+            try:
+                package = importlib.import_module(node.module)
+                module = importlib.import_module(f"{node.module}.{alias.name}")
+            except Exception:  # noqa: BLE001 - the file's own import says what is wrong, at its line
+                continue
+            if getattr(package, alias.name, None) is not module:
+                patches.append((package, alias.name, getattr(package, alias.name, ABSENT), module))
+    for package, name, _, module in patches:
+        setattr(package, name, module)
+    try:
+        yield
+    finally:
+        restore_attributes([(package, name, before) for package, name, before, _ in reversed(patches)])
+
+
+ABSENT = object()  # an attribute that was not there (``restore_attributes`` deletes it again)
+
+
+def restore_attributes(saved: Iterable[tuple[Any, str, Any]]) -> None:
+    """Put each (holder, attribute, value before) back; a value of ``ABSENT`` deletes the attribute."""
+    for holder, name, before in saved:
+        if before is ABSENT:
+            with contextlib.suppress(AttributeError):
+                delattr(holder, name)
+        else:
+            setattr(holder, name, before)
 
 
 def _compiled(source: str | bytes, path: str, namespace: dict[str, Any], carry_origins: bool) -> Any:
@@ -233,6 +316,7 @@ def user_module(path: str, text: str | None = None, modules: Iterable[tuple[str,
     folder = os.path.dirname(path)
     _, package_root = package_of(path)
     added = [folder] + ([package_root] if package_root and package_root != folder else [])
+    added += [root for root in namespace_roots(path, text) if root not in added]
     user_folders = tuple(os.path.realpath(f) + os.sep for f in added)
     installed = _installed_roots()
     modules_before = set(sys.modules)

@@ -31,7 +31,8 @@ def call_path(path: str, call: Any) -> str:
 def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modules: tuple[Any, ...] = (),
                   raised: list[BaseException] | None = None) -> list[dict[str, Any]] | None:
     """``[{"lines": [1-based lines of path on the stack], "kernel_line": int | None, "kernel": str,
-    "buffers": [...], "vmem_bytes": int, "origins": {"in_specs[1][0]": [[line, col, end_col]], ...}}]``
+    "kernel_module": str, "site": [file, line] (a call made outside ``path``: ``elsewhere``), "buffers": [...],
+    "scalar_prefetch": int, "vmem_bytes": int, "origins": {"in_specs[1][0]": [[line, col, end_col]], ...}}]``
     for every pallas_call ``fn(*args)`` makes (``origins``: where in ``path`` the literals that made its
     grid, block, scratch and out_shape dims were written, ``runner/origin_values.py``); None when the
     trace failed (what it reached is unknown; ``raised``, when given, gets the exception)."""
@@ -61,10 +62,29 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
         same = kernel_file is not None and os.path.realpath(kernel_file) == target
         buffers = block_buffers(call)
         out.append({"lines": lines, "kernel_line": call.kernel_line if same else None, "kernel": call.kernel_name,
-                    "buffers": buffers, "vmem_bytes": vmem_bytes(buffers), **traced_grid(call),
+                    **elsewhere(call, path), "buffers": buffers,
+                    "scalar_prefetch": scalar_prefetch(call), "vmem_bytes": vmem_bytes(buffers), **traced_grid(call),
                     "origins": value_origins(call.kwargs, call.out_shape, call_path(path, call), struct_place),
                     **({"partial": True} if partial else {})})
     return out
+
+
+def elsewhere(call: Any, path: str) -> dict[str, Any]:
+    """What a call made outside the checked file says of where: ``kernel_module`` (the module defining a
+    kernel that is not the file's) and ``site`` ([file, line] of a ``pallas_call(...)`` that is not in it)."""
+    target = os.path.realpath(path)
+    out: dict[str, Any] = {}
+    if call.kernel_file is None or os.path.realpath(call.kernel_file) != target:
+        out["kernel_module"] = call.kernel_module
+    if call.site is not None and os.path.realpath(call.site[0]) != target:
+        out["site"] = list(call.site)
+    return out
+
+
+def scalar_prefetch(call: Any) -> int:
+    """How many operands of the recorded pallas_call its grid spec prefetches into SMEM (they come first)."""
+    grid_spec = call.kwargs.get("grid_spec")
+    return int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0) if grid_spec is not None else 0
 
 
 def block_buffers(call: Any) -> list[dict[str, Any]]:
@@ -80,7 +100,7 @@ def block_buffers(call: Any) -> list[dict[str, Any]]:
     ins = kwargs.get("in_specs") if grid_spec is None else getattr(grid_spec, "in_specs", None)
     outs = kwargs.get("out_specs") if grid_spec is None else getattr(grid_spec, "out_specs", None)
     scratch = kwargs.get("scratch_shapes") if grid_spec is None else getattr(grid_spec, "scratch_shapes", None)
-    prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0) if grid_spec is not None else 0
+    prefetch = scalar_prefetch(call)
     operands = [o for o in jax.tree.leaves(call.operands or ()) if hasattr(o, "dtype")][prefetch:]
     results = [o for o in jax.tree.leaves(call.out_shape) if hasattr(o, "dtype")]
     out: list[dict[str, Any]] = []

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from ..analysis.types import CHIP_TARGETS
 
@@ -162,3 +162,19 @@ def _from_user(depth: int = 2) -> bool:
             _ROOTS = _internal_roots()
         found = _SEEN[file] = not file.startswith("<") and not os.path.realpath(file).startswith(_ROOTS)
     return found
+
+
+@contextlib.contextmanager
+def answering_as_user(files: Sequence[str]) -> Iterator[None]:
+    """While the block runs, calls from ``files`` (jax's test utilities, asking which device is under
+    test for a test of the user's) get the answers the user's code gets."""
+    before = {f: _SEEN.get(f) for f in files}
+    _SEEN.update({f: True for f in files})
+    try:
+        yield
+    finally:
+        for f, value in before.items():
+            if value is None:
+                _SEEN.pop(f, None)
+            else:
+                _SEEN[f] = value

@@ -34,6 +34,7 @@ class RuntimeTask:
     line: int | None = None  # the entry's def line (1-based) when defined in the checked file
     config: dict[str, Any] | None = None  # JAXBench CONFIG
     call: Any = None  # the recorded pallas_call this task applies again (runner/tasks_recorded.py)
+    called_from: tuple[str, int] | None = None  # (file, 1-based line) of the workspace's call it came from
 
     def abstract_args(self) -> tuple[Any, ...]:
         """The entry's positional arguments as a tuple of ShapeDtypeStruct pytrees."""

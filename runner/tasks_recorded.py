@@ -8,7 +8,9 @@ the shapes its own code uses, in this order:
 2. else the shapes the client read from its source (``inferred``, ``runner/tasks_inferred.py``);
 3. else, when the file has a ``__main__`` block, the calls that block makes, run as
    ``--script`` runs it (``runner/script_mode.run_main``). It also runs when the import's calls
-   left some of the file's ``pallas_call`` expressions unreached.
+   left some of the file's ``pallas_call`` expressions unreached;
+4. else the calls its callers in the workspace make (``callers``, ``runner/tasks_callers.py``): its
+   tests, benchmarks and the modules that import it.
 
 Each distinct recorded call (same kernel, shapes and parameters counted once; at most
 ``MAX_CALLS``) becomes a ``RuntimeTask`` applying that pallas_call again, without ``interpret``,
@@ -61,7 +63,8 @@ def recorded_tasks(calls: Sequence[RecordedCall], fmt: str, taken: Counter | Non
 
 def zero_config_tasks(module: types.ModuleType, path: str, text: str | None, run: Recording, inferred: Any,
                       target: str, time_limit_s: float | None, elapsed_s: float) -> ZeroConfig:
-    """The tasks of a file that states none (see the module docstring)."""
+    """The tasks of a file that states none (see the module docstring; what its callers give is
+    ``runner/tasks_callers.with_callers``'s part)."""
     source = text if text is not None else "".join(linecache.getlines(path))
     name = os.path.basename(path)
     found = ZeroConfig()

@@ -327,12 +327,25 @@ def _tunables(fn: Callable[..., Any], table: Any, label: str, ns: dict[str, Any]
         raise TaskError(f"{label} must map tunable names to lists of ints, got {type(table).__name__}")
     tuned = ns.get("TUNED_PARAMS") if isinstance(ns.get("TUNED_PARAMS"), dict) else {}
     for name, values in table.items():
-        if name not in out and (name.partition("[")[0] in tuned or isinstance(ns.get(name), int)):
-            continue  # set on the module by the tuner, not passed to the entry
+        if name not in out and (name.partition("[")[0] in tuned or isinstance(ns.get(name), int)
+                                or _passed_to_a_call(ns, name)):
+            continue  # set on the module by the tuner, or a keyword it changes in a call, not passed to the entry
         if name not in out:
             raise TaskError(f"{label} names {name!r}, which is not a keyword-only int parameter of {fn.__name__}")
         out[name] = [int(v) for v in values]
     return out
+
+
+def _passed_to_a_call(ns: dict[str, Any], name: str) -> bool:
+    """Whether the file passes ``name`` (``block_q``, ``BlockSizes.block_q``, ``tiling[1]``) as a keyword
+    with an int literal (or a tuple of them) in a call: a tunable the tuner changes in that call."""
+    import linecache
+    import re
+
+    keyword = name.rpartition(".")[2].partition("[")[0]
+    file = ns.get("__file__")
+    text = "".join(linecache.getlines(file)) if isinstance(file, str) else ""
+    return bool(keyword) and re.search(rf"\b{re.escape(keyword)}\s*=\s*[(\d]", text) is not None
 
 
 def _source(path: str, text: str | None) -> str | None:

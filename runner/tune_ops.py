@@ -203,9 +203,12 @@ def _applied(module: Any, task: tasks_runtime.RuntimeTask, config: dict[str, Any
     saved: dict[str, Any] = {}
     keywords = {}
     tuned = None
+    calls: dict[str, dict[str, Any]] = {}
     for name, value in config.items():
         kind = kinds.get(name, "keyword")
-        if kind == "constant":
+        if kind.startswith("call:"):  # a keyword of a library's callable (analysis/tunables.py, item 4)
+            calls.setdefault(kind[len("call:"):], {})[name] = value
+        elif kind == "constant":
             saved.setdefault(name, getattr(module, name, None))
             setattr(module, name, value)
         elif kind == "tuned_params":
@@ -217,8 +220,71 @@ def _applied(module: Any, task: tasks_runtime.RuntimeTask, config: dict[str, Any
             keywords[name] = value
     if tuned is not None:
         module.TUNED_PARAMS = tuned
+    for callee, values in calls.items():
+        for name, value in call_patches(module, callee, values).items():
+            saved.setdefault(name, getattr(module, name, None))
+            setattr(module, name, value)
     try:
         yield functools.partial(task.entry, **keywords) if keywords else task.entry
     finally:
         for name, value in saved.items():
             setattr(module, name, value)
+
+
+def call_patches(module: Any, callee: str, values: dict[str, Any]) -> dict[str, Any]:
+    """Module globals that make ``callee(...)`` (an imported callable, ``BlockSizes``) take ``values`` (tunable
+    name -> value: ``block_q``, ``BlockSizes.block_q``, ``tiling[1]``) for its keywords: the name bound to a
+    proxy that changes them in every call, and each instance the module built at import from it (a dataclass
+    or NamedTuple) copied with the fields changed."""
+    changes = [_keyword_of(name, callee) + (value,) for name, value in values.items()]
+    original = getattr(module, callee, None)
+    if original is None:
+        return {}
+    out: dict[str, Any] = {callee: _Calling(original, changes)}
+    for name, value in vars(module).items():
+        if isinstance(original, type) and type(value) is original:
+            fields = _changed_fields(value, changes)
+            if dataclasses.is_dataclass(value):
+                out[name] = dataclasses.replace(value, **fields)
+            elif hasattr(value, "_replace"):
+                out[name] = value._replace(**fields)
+    return out
+
+
+def _keyword_of(name: str, callee: str) -> tuple[str, int | None]:
+    """``BlockSizes.block_q`` -> ("block_q", None); ``tiling[1]`` -> ("tiling", 1)."""
+    name = name.removeprefix(f"{callee}.")
+    base, _, index = name.partition("[")
+    return (base, int(index[:-1])) if index.endswith("]") and index[:-1].isdigit() else (name, None)
+
+
+def _with_change(current: Any, index: int | None, value: Any) -> Any:
+    if index is None:
+        return value
+    items = list(current)
+    items[index] = value
+    return type(current)(items) if isinstance(current, tuple) else items
+
+
+def _changed_fields(instance: Any, changes: list[tuple[str, int | None, Any]]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for keyword, index, value in changes:
+        if hasattr(instance, keyword):
+            fields[keyword] = _with_change(fields.get(keyword, getattr(instance, keyword)), index, value)
+    return fields
+
+
+class _Calling:
+    """``original`` called with some keywords changed; every other attribute is the original's."""
+
+    def __init__(self, original: Any, changes: list[tuple[str, int | None, Any]]) -> None:
+        self._original, self._changes = original, changes
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for keyword, index, value in self._changes:
+            if index is None or keyword in kwargs:
+                kwargs[keyword] = _with_change(kwargs.get(keyword), index, value)
+        return self._original(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._original, name)

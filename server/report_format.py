@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 from ..analysis.codes import CODES, COULD_NOT_CHECK
 from ..analysis.types import FileReport, Finding, Span, TextEdit
-from ..analysis.verdict import COMPILE_TIER, TIER0_NO_SITE, CompileResult, compile_result
+from ..analysis.verdict import COMPILE_TIER, TIER0_NO_SITE, TIER0_NOT_APPLICABLE, CompileResult, compile_result
 from ..engine.reach import NOT_REACHED
 
 JSON_VERSION = 1
@@ -112,7 +112,7 @@ def not_checked(report: FileReport, tiers: Sequence[int]) -> list[str]:
         states = dict(kernel.tiers)
         for tier in tiers:
             state = states.get(tier, "not run")
-            if state in _CHECKED or state in _NOT_APPLICABLE or (state.startswith("skipped:") and "failed" in state):
+            if state in _CHECKED or state in _NOT_APPLICABLE or (tier == 0 and state.startswith(TIER0_NOT_APPLICABLE)) or (state.startswith("skipped:") and "failed" in state):
                 continue
             if state == NOT_REACHED and tier in ran:
                 continue  # the task never calls it, and the tier checked every kernel the task does call

@@ -149,6 +149,8 @@ def check_options(session: Any, path: str | None = None) -> Any:
     """The runner's options for a check now (of ``path``'s workspace folder); a project
     interpreter not yet allowed is replaced by the Python running pallasite (and the user told once)."""
     options = settings_for(session, path).check_options()
+    if path is not None and any(inside(path, f) for f in session.folders):
+        options = replace(options, workspace=folder_of(session, path))  # callers are searched in its folder
     if interpreter_allowed(session):
         return options
     interpreter = session.settings.interpreter()

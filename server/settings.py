@@ -68,6 +68,9 @@ class CheckSettings:
                             minimum=256, maximum=1048576)
     maxFileMb: float = setting(8.0, "Past this size (millions of characters) the source rules (tier 0) do not "
                                     "run on a file, and the server says so.", minimum=0.1, maximum=1000)
+    callers: bool = setting(True, "A kernel file with no task whose own code shows no shapes is checked through "
+                                  "a call found in the workspace: its tests and the modules that import it are "
+                                  "found and run in the check worker (trusted folders only).")
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,7 @@ class Settings:
             cpu_devices=self.check.cpuDevices,
             sandbox=self.worker.sandbox,
             allow_unconfined=self.agent.allowUnconfined,
+            callers=self.check.callers,
         )
 
 

@@ -351,11 +351,25 @@ class InferredCall:
 
 
 @dataclass(frozen=True)
+class CallerRef:
+    """A file of the workspace that calls the checked file (``analysis/callers.py``): run it, and the
+    ``tests`` it holds, when the file states no task and its own code gives no shapes
+    (``runner/tasks_callers.py``). ``alias``: the dotted name it imports the checked file by."""
+
+    path: str
+    shown: str
+    alias: str
+    tests: tuple[str, ...] = ()
+    text: str | None = None
+
+
+@dataclass(frozen=True)
 class CheckParams:
     """Check one file: tiers 1-3 for ``target``. ``entries``: only these entries (the client asks tier 2
     for the entries its results cache lacks); ``tier2_known``: tier-2 verdicts ("ok" | "error") the client
     reused, so those entries are not compiled; ``script``: run the file's __main__ (script mode);
-    ``inferred``: tasks the client read from the file's own calls, used when the file states none."""
+    ``inferred``: tasks the client read from the file's own calls, used when the file states none;
+    ``callers``: files of the workspace calling it, run when neither the file nor ``inferred`` gave shapes."""
 
     OP: ClassVar[str] = "check"
     source: Sources
@@ -366,6 +380,7 @@ class CheckParams:
     entries: tuple[str, ...] | None = None
     tier2_known: dict[str, str] = field(default_factory=dict)
     inferred: tuple[InferredCall, ...] = ()  # used only when the file states no task
+    callers: tuple[CallerRef, ...] = ()  # the workspace's callers, used when nothing else gave shapes
 
 
 @dataclass(frozen=True)
@@ -401,6 +416,9 @@ class ReachedCall:
     lines: tuple[int, ...]
     kernel: str
     kernel_line: int | None = None  # 1-based def line, when the kernel is in the checked file
+    kernel_module: str | None = None  # the module defining the kernel, when it is not the checked file
+    scalar_prefetch: int = 0  # operands its grid spec prefetches (the lowering's args[i] counts them first)
+    site: tuple[str, int] | None = None  # (file, 1-based line) of a library's pallas_call(...), not the checked file's
     buffers: tuple[BlockBuffer, ...] = ()
     vmem_bytes: int = 0
     # where the literals that made its dims were written in the checked file (runner/origin_values.py):
@@ -433,6 +451,7 @@ class CheckEntry:
     tier3: Tier3Info | None = None
     measurements: tuple[Measurement, ...] = ()
     reached: tuple[ReachedCall, ...] | None = None  # the pallas_calls it makes; None: unknown
+    called_from: tuple[str, int] | None = None  # (file, 1-based line): the workspace's call its shapes came from
 
     def state(self, tier: int) -> TierOutcome | None:
         return next((t for t in self.tiers if t.tier == tier), None)
@@ -458,6 +477,7 @@ class CheckResult:
     unavailable: dict[str, str] = field(default_factory=dict)  # tier -> why it could not run at all
     entries: tuple[CheckEntry, ...] = ()
     script: ScriptInfo | None = None
+    notes: tuple[str, ...] = ()  # what the worker tried when it found no task (the workspace's callers run)
 
 
 @dataclass(frozen=True)
@@ -682,6 +702,8 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
                             shrunk=bool(tier3.get("shrunk"))) if tier3 else None,
             measurements=measurements,
             reached=_reached_from_plain(entry.get("reached")),
+            called_from=(str(entry["called_from"][0]), int(entry["called_from"][1]))
+            if entry.get("called_from") else None,
         ))
     script = result.get("script")
     return CheckResult(
@@ -693,6 +715,7 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
         unavailable={str(k): str(v) for k, v in (result.get("unavailable") or {}).items()},
         entries=tuple(entries),
         script=ScriptInfo(calls=int(script["calls"]), distinct=int(script["distinct"])) if script else None,
+        notes=tuple(str(n) for n in result.get("notes") or ()),
     )
 
 
@@ -700,7 +723,10 @@ def _reached_from_plain(reached: Any) -> tuple[ReachedCall, ...] | None:
     if not isinstance(reached, list):
         return None
     return tuple(ReachedCall(lines=tuple(int(n) for n in r.get("lines") or ()), kernel=str(r.get("kernel") or ""),
-                             kernel_line=r.get("kernel_line"), vmem_bytes=int(r.get("vmem_bytes") or 0),
+                             kernel_line=r.get("kernel_line"), kernel_module=r.get("kernel_module"),
+                             scalar_prefetch=int(r.get("scalar_prefetch") or 0),
+                             site=(str(r["site"][0]), int(r["site"][1])) if r.get("site") else None,
+                             vmem_bytes=int(r.get("vmem_bytes") or 0),
                              buffers=tuple(BlockBuffer(role=str(b["role"]), index=int(b["index"]),
                                                        shape=tuple(b["shape"]), dtype=str(b["dtype"]),
                                                        bytes=int(b["bytes"]), buffers=int(b["buffers"]))
