@@ -26,7 +26,7 @@ from pallasite.engine.eval_tasks import EvalTask  # noqa: E402
 from pallasite.engine.tune import TuneOptions, tune, worker_estimator  # noqa: E402
 from pallasite.runner import cost_model  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
-from pallasite.wire.messages import EstimateParams  # noqa: E402
+from pallasite.wire.messages import EstimateParams, TimeParams  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
 from pallasite.runner.xla_ops import count_xla_ops  # noqa: E402
 
@@ -88,6 +88,12 @@ class InProcess:
     async def request(self, params: Any, **_: Any) -> "InProcess.Reply":
         if isinstance(params, EstimateParams):
             return self.Reply(True, handle_estimate(params))
+        if isinstance(params, TimeParams):  # the judge's one request per candidate (runner/judging/judge.py)
+            from pallasite.runner.judging.judge import judged_time
+            from pallasite.runner.timing import plain_params
+            from pallasite.wire.messages import time_result_from_plain
+
+            return self.Reply(True, time_result_from_plain(judged_time(plain_params(params))))
         raise AssertionError(f"unexpected request {type(params).__name__}")
 
 

@@ -116,7 +116,7 @@ def test_a_correct_candidate_that_was_not_timed_is_said_untimed_not_failed():
     from pallasite.analysis.verdict import CompileResult, TestResult
 
     base = Timing(1e-3, "estimate", "v6e", COST_MODEL)
-    untimed = Verdict(CompileResult.passed("v6e"), TestResult.ok())
+    untimed = Verdict(CompileResult.passed("v6e"), TestResult.ok(), judged_by="the judge")
     w = pick_winner(base, [(1, untimed)], baseline_name="the original file")
     assert w.name is None and "compiled and passed the tests but none was timed" in w.why
     assert "no candidate compiled and passed" not in w.why
