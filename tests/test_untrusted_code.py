@@ -296,20 +296,22 @@ def test_an_optimize_candidate_reaches_no_socket_key_file_device_or_terminal_of_
 
 @needs_namespaces
 def test_a_right_candidate_that_patches_the_cost_model_is_not_believed(tmp_path):
-    """A correct kernel whose process scales its own estimates by 1e-6 was "valid, 1000000x" by the
-    estimate: the judge floors every estimate at writing the task's outputs once at the chip's HBM
-    bandwidth, computed from the user's own file, so the forged figure is refused."""
+    """A correct kernel whose process scales its own estimates by 1e-6 was "valid, 1000000x" by the estimate.
+    Now the judge prices the candidate's exported module itself (issue 49): the forged figure is never made,
+    and the hostile candidate gets exactly the figure of the same kernel without the preamble."""
     project(tmp_path, (DATA / "optimize" / "add.py").read_text(), "tiers = [0, 1]\n")
     folder = tmp_path / "ws"
     hostile = RIGHT.replace("\n\nimport jax\n", "\n\n" + TAMPER + "import jax\n", 1)
     replies = tmp_path / "replies.json"
-    replies.write_text(json.dumps(["Use 128-row blocks.", "```python\n" + hostile + "```"]))
-    done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "1",
+    replies.write_text(json.dumps(["Use 128-row blocks.", "```python\n" + hostile + "```",
+                                   "The same, plainly.", "```python\n" + RIGHT + "```"]))
+    done = run("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies), "--iterations", "2",
                "--format", "json", cwd=folder)
     result = json.loads(done.stdout)
-    (row,) = result["table"]
-    assert row["loop_word"] != "valid" and "below the physical floor" in row["why"], row
-    assert not (folder / "kernel.optimized.py").exists()
+    forged, honest = result["table"]
+    assert forged["status"] == honest["status"] == "compiled, correct", (forged, honest)
+    assert forged["time_s"] == honest["time_s"] and forged["judged_by"] == "the judge", (forged, honest)
+    assert forged["speedup"] == honest["speedup"] < 100
 
 
 @needs_namespaces
