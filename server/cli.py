@@ -14,19 +14,12 @@ import sys
 import traceback
 
 from .commands import COMMANDS  # name -> (module, one-line help)
+from .flags import Parser as _Parser  # a usage error: one line, and where the help is
 
 # One rule for keys: every `pallasite` process re-executes itself without the secret variables in its
 # environment (engine/secrets.py keeps their values in its memory), so no process that calls a model,
 # starts workers or runs kernel code shows them in /proc/<pid>/environ. The worker, the process where
 # kernel code runs, is not even handed them (wire/env.py filters the rest of its environment).
-
-
-class _Parser(argparse.ArgumentParser):
-    """A usage error says ``error:`` first, as every other error of the command line does."""
-
-    def error(self, message: str):
-        self.print_usage(sys.stderr)
-        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 
 def _parser() -> argparse.ArgumentParser:

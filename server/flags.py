@@ -183,6 +183,14 @@ class UsageError(Exception):
     """Bad command-line input: reported on stderr with exit code 2."""
 
 
+class Parser(argparse.ArgumentParser):
+    """A usage error is one line that says ``error:`` first, as every other error of the command line
+    does, and where the help is (no usage block before it: the help has it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def parse_tiers(text: str) -> tuple[int, ...]:
     tiers: set[int] = set()
     for part in text.split(","):
