@@ -60,8 +60,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(translate(name, argv[1:]))
     args.command = name
+    from .settings import SettingsError
+
     try:
         return int(module.run(args) or 0)
+    except SettingsError as err:  # a bad [tool.pallasite]: a configuration error, never run with defaults
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # e.g. `pallasite settings --schema | head`: the reader left early

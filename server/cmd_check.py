@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         files = expand_paths(args.paths)
         options, strict = _options_and_strict(args, files)
         jobs = jobs_for(args)
-    except UsageError as err:
+    except (UsageError, ValueError) as err:  # ValueError: a bad [tool.pallasite] (server/settings.SettingsError)
         print(f"error: {err}", file=sys.stderr)
         return 2
     use_store = not getattr(args, "no_cache", False)

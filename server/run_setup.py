@@ -50,14 +50,18 @@ def refuse_non_kernel(path: str | Path, command: str) -> None:
 
 
 def project_settings(path: str | Path) -> Any:
-    """The settings of the project holding ``path`` (a file or a folder), its warnings on stderr."""
-    from .settings import load_project_settings
+    """The settings of the project holding ``path`` (a file or a folder), its notes on stderr; a bad
+    ``[tool.pallasite]`` (not TOML, an unknown key, a bad value) raises SettingsError (a ValueError: the
+    command says it and exits 2; the editor instead shows it and uses the default)."""
+    from .settings import read_project, settings_error
 
     start = Path(path).resolve()
-    settings, warnings = load_project_settings(start if start.is_dir() else start.parent)
-    for warning in warnings:
-        print(f"warning: settings: {warning}", file=sys.stderr)
-    return settings
+    read = read_project(start if start.is_dir() else start.parent)
+    for note in read.notes:
+        print(f"warning: settings: {note}", file=sys.stderr)
+    if read.problems:
+        raise settings_error(read)
+    return read.settings
 
 
 def run_request(args: argparse.Namespace, path: str, **fields: Any) -> RunRequest:
