@@ -124,16 +124,30 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finished: list[tuple[str, str, str]] = []
     try:
-        summaries = _evaluate(args, setup)
+        summaries = _evaluate(args, setup, finished)
+    except KeyboardInterrupt:
+        return _interrupted(setup, finished)
     except MissingTiming as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except Incomplete as exc:
         print(f"note: {exc}; run the same command again to continue eval {setup.eid}", file=sys.stderr)
         return 3
-    _render(args, setup.eid, summaries)
+    _render(args, setup.eid, summaries, replayable=bool(setup.specs))
     return 0
+
+
+def _interrupted(setup: "_Setup", finished: list[tuple[str, str, str]]) -> int:
+    """Ctrl-C: the tasks finished in this run (each stored under the eval's id as it finished) and how to
+    go on; exit 130."""
+    for method, task, status in finished:
+        print(f"  {method}: {task}: {status}", file=sys.stderr)
+    kept = f"eval {setup.eid} keeps {len(finished)} task result(s) finished in this run" if setup.eid else \
+        "nothing was recorded (the results store could not be opened)"
+    print(f"\npallasite eval: interrupted; {kept}. Run the same command to continue it.", file=sys.stderr)
+    return 130
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,30 +179,41 @@ def _setup(args: argparse.Namespace) -> _Setup:
 
         tasks = with_kernel(tasks, args.kernel)
     specs = agent_specs(args, run.provider)
-    if getattr(args, "task_budget", None) is not None and not specs:  # nothing would resume: each run redid them
-        raise ValueError("--task-budget bounds an agent method's eval, whose finished tasks are stored under an eval id "
-                         "and resumed; the default method (files) is not stored, so a bounded run would start over "
-                         "every time: leave --task-budget out, or name an agent method (--method)")
     providers = provider_source(args, run) if specs else None
     names = args.method or ["files"]
-    eid = None
-    if specs:
-        from ..agents.eval_agents import eval_id as make_eval_id
+    from ..agents.eval_agents import eval_id as make_eval_id
 
-        eid = make_eval_id(tasks, {m: specs.get(m, m) for m in names}, run.provider, run.chip, run.where(),
-                           not args.no_verify)
+    # every method's finished tasks are stored under this id: the files method's by its candidates' text
+    eid = make_eval_id(tasks, {m: specs.get(m) or _method_key(m, tasks) for m in names},
+                       run.provider if specs else "", run.chip, run.where(), not args.no_verify)
     return _Setup(tasks, run, specs, providers, names, eid)
 
 
-def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
+def _method_key(method: str, tasks: list) -> str:
+    """What a method's stored results depend on besides the tasks' references: the files method's
+    candidates (an edited optimized.py is a new eval, never a stale resumed row)."""
+    import hashlib
+
+    if method != "files":
+        return method
+    digest = hashlib.sha256()
+    for task in tasks:
+        text = candidate_for("files")(task)
+        digest.update(f"{task.name}\0{text if text is not None else ''}\0".encode())
+    return f"files:{digest.hexdigest()[:16]}"
+
+
+def _evaluate(args: argparse.Namespace, setup: _Setup, finished: list) -> list[dict]:
     """Every (method, task) through agents/eval_job.run_eval, each finished task stored at once (a re-run
-    resumes from them); agent methods' model calls recorded under <eval id>/<method>/<task>[/<sample|node>]."""
-    from ..agents.eval_job import EvalJob, run_eval
+    resumes from them) and added to ``finished`` (method, task, status); agent methods' model calls
+    recorded under <eval id>/<method>/<task>[/<sample|node>]."""
+    from ..agents.eval_job import EvalJob, TaskVerdict, run_eval
 
     run = setup.run
-    store, recorder, eid, device = None, None, setup.eid, run.device
+    recorder, eid, device = None, setup.eid, run.device
+    store = run.open_store(lambda why: print(f"warning: {why}", file=sys.stderr))
     if setup.specs:
-        store, recorder = run.open_store(), run.recorder()
+        recorder = run.recorder()
     done = stored_rows(store, eid) if store is not None else {}
     if done:
         print(f"pallasite eval: resuming {eid}: {len(done)} task results already stored", file=sys.stderr)
@@ -197,6 +222,7 @@ def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
     steps = {"n": len(done)}
 
     def on_task(method: str, task: str, row: dict) -> None:
+        finished.append((method, task, TaskVerdict.from_json(row).verdict.status()))
         if store is not None:
             steps["n"] += 1
             store.put_agent_step(eid, steps["n"], "eval-task", {"method": method, "task": task, "row": row})
@@ -229,21 +255,27 @@ def _methods(setup: _Setup, recorder: Any, progress: Any) -> dict:
                 if m in setup.specs else candidate_for(m)) for m in setup.names}
 
 
-def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict]) -> None:
-    """The tables (or the JSON document with --format json), the eval id, --output and --report."""
+def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict], replayable: bool = False) -> None:
+    """The tables (or the JSON document with --format json: on stdout, or in --output FILE with one line on
+    stdout saying so), the eval id, --output and --report."""
     # 3: agent methods (per task: the agent's plan, source, usage, budgets), the eval id
     document = {"version": 3, "eval_id": eid, "methods": summaries}
-    if args.format == "json" and not args.json:  # --format json alone: the document on stdout
+    as_json = args.format == "json"
+    if as_json and not args.json:  # --format json alone: the document on stdout
         print(json.dumps(document, indent=1))
-    else:
+    elif not as_json:
         for s in summaries:
             print(format_summary(s))
         print(side_by_side(summaries))  # each task's result per method, one method included
     if eid:
-        print(f"eval {eid} (replay it: --provider replay:{eid})", file=sys.stderr if args.format == "json" and not args.json else sys.stdout)
+        replay = f" (replay it: --provider replay:{eid})" if replayable else ""
+        print(f"eval {eid}{replay}", file=sys.stderr if as_json else sys.stdout)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(document, f, indent=1)
+        if as_json:
+            tasks = len(summaries[0]["per_task"]) if summaries else 0
+            print(f"pallasite eval: {len(summaries)} method(s) over {tasks} task(s); the JSON document is in {args.json}")
     if args.report:
         from .report_html import eval_html
 
