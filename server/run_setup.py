@@ -90,8 +90,12 @@ def provider_config(args: argparse.Namespace, run: Any) -> Any:
 
 def write_outputs(graph: Any, rid: str, out_dir: Path, title: str, report: Path | None = None) -> Path:
     """The graph as JSON and the HTML report; returns the report's path."""
+    from ..knowledge.store import STORE_DIR, pallasite_folder
+
     from .report_html import search_html
 
+    if out_dir.parent.name == STORE_DIR:  # .pallasite/search: .pallasite ignores itself in git
+        pallasite_folder(out_dir.parent.parent)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{rid}.json").write_text(graph.dumps())
     report = report or out_dir / f"{rid}.html"

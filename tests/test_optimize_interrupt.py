@@ -64,3 +64,35 @@ def test_step_mode_stops_when_input_ends(tmp_path):
     assert result["stopped"].startswith("stopped") and result["table"] == []  # no iteration ran on a silent approval
     assert "input ended" in result["stopped"] and "by the user" not in result["stopped"], result["stopped"]
     assert done.returncode == 1
+
+
+def test_a_resumed_step_run_keeps_the_plan_the_user_edited(tmp_path):
+    """Issue 52: the user stopped at iteration 2's plan, edited .pallasite/plans/<run>-2.md and resumed;
+    the resumed run wrote the model's new plan over the edit and approved that. Now the edit stays, is
+    shown as the user's, and approving uses it."""
+    shutil.copy(DATA / "add.py", tmp_path / "add.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps(reply_pair("bad_tiling") + ["Try tiny blocks\nthe model's second plan."]))
+    stopped = subprocess.run(cli("add.py", "--provider", "scripted", "--scripted-file", str(first), "--mode", "step",
+                                 "--max-iterations", "2", "--format", "json"), cwd=tmp_path, input="a\na\ns\n",
+                             capture_output=True, text=True, timeout=280)
+    run_id = json.loads(stopped.stdout)["run_id"]
+    plan = tmp_path / ".pallasite" / "plans" / f"{run_id}-2.md"
+    assert plan.read_text() == "Try tiny blocks\nthe model's second plan.\n", stopped.stderr
+    mine = "Use 512-row blocks\nmy own plan, written while the run was stopped.\n"
+    plan.write_text(mine)
+    second = tmp_path / "second.json"
+    second.write_text(json.dumps(["Try huge blocks\nthe model's plan on resume."] + reply_pair("big_blocks")[1:]))
+    resumed = subprocess.run(cli("add.py", "--provider", "scripted", "--scripted-file", str(second), "--mode", "step",
+                                 "--max-iterations", "2", "--resume", run_id, "--format", "json"), cwd=tmp_path,
+                             input="a\na\n", capture_output=True, text=True, timeout=280)
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert plan.read_text() == mine  # never written over
+    assert f"plan: your edit of {plan} is kept" in resumed.stderr and "my own plan" in resumed.stderr
+    assert "the model's plan on resume" not in resumed.stderr
+    table = json.loads(resumed.stdout)["table"]
+    assert [r["iteration"] for r in table] == [1, 2] and table[1]["plan"].startswith("Use 512-row blocks"), table
+    # an unedited proposal is still written for review as before (iteration 1's)
+    assert (tmp_path / ".pallasite" / "plans" / f"{run_id}-1.md").read_text().startswith("Try bad_tiling")
+    assert (tmp_path / ".pallasite" / ".gitignore").read_text().splitlines()[-1] == "*"
