@@ -119,9 +119,21 @@ def _config(pairs: list[str]) -> dict[str, int]:
     return out
 
 
+def _refuse(args: argparse.Namespace, files) -> None:
+    """Usage a worker should never see (ValueError, exit 2): counts out of range, a file with no Pallas."""
+    from .run_setup import refuse_non_kernel
+
+    if args.runs is not None and args.runs < 1:
+        raise ValueError(f"--runs {args.runs}: give the number of timed runs (1 or more)")
+    if args.warmup < 0:
+        raise ValueError(f"--warmup {args.warmup}: give the number of untimed calls (0 or more)")
+    refuse_non_kernel(files.path, args.command, does=f"{args.command}s a Pallas kernel against its reference")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         files = _files(args)
+        _refuse(args, files)
         settings = _backend(args)
         target = _target(args, files.path)
         if args.backend == "estimate":

@@ -28,25 +28,26 @@ def device_settings(args: argparse.Namespace):
     return settings
 
 
-def refuse_non_kernel(path: str | Path, command: str) -> None:
-    """Before any model is asked: ``path`` must be a Python file that uses Pallas (itself or through its
-    local modules), what optimize and search improve; ValueError says what it is instead."""
+def refuse_non_kernel(path: str | Path, command: str, does: str = "improves a kernel, and no model was asked") -> None:
+    """Before any model is asked or any worker starts: ``path`` must be a Python file that uses Pallas
+    (itself or through its local modules), what optimize, search, tune and time work on; ValueError says
+    what it is instead, and what the command ``does``."""
     from ..analysis.pallas_use import uses_pallas
 
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a text file; pallasite {command} improves a Pallas kernel file (.py)") from None
+        raise ValueError(f"{path}: not a text file; pallasite {command} {does} (a Pallas kernel file, .py)") from None
     try:
         compile(text, str(path), "exec", dont_inherit=True)
     except SyntaxError as err:
-        raise ValueError(f"{path}:{err.lineno}: not Python ({err.msg}); pallasite {command} improves a Pallas "
-                         f"kernel file: `pallasite check {path}` shows the error") from None
+        raise ValueError(f"{path}:{err.lineno}: not Python ({err.msg}); pallasite {command} {does}: "
+                         f"`pallasite check {path}` shows the error") from None
     except ValueError as err:  # e.g. a NUL byte
-        raise ValueError(f"{path}: not Python ({err}); pallasite {command} improves a Pallas kernel file") from None
+        raise ValueError(f"{path}: not Python ({err}); pallasite {command} {does}") from None
     if not uses_pallas(str(path), text):
         raise ValueError(f"{path}: not a Pallas kernel (neither the file nor its local modules import "
-                         f"jax.experimental.pallas): pallasite {command} improves a kernel, and no model was asked")
+                         f"jax.experimental.pallas): pallasite {command} {does}")
 
 
 def project_settings(path: str | Path) -> Any:

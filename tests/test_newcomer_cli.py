@@ -30,3 +30,47 @@ def test_the_results_folder_ignores_itself_in_git(tmp_path):
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
                             capture_output=True, text=True, check=True).stdout
     assert ".pallasite" not in status and "add.py" in status, status
+
+
+@pytest.mark.parametrize("command, does", [
+    ("tune", "pallasite tune tunes a Pallas kernel's block sizes"),
+    ("time", "pallasite time times a Pallas kernel against its reference"),
+    ("profile", "pallasite profile profiles a Pallas kernel against its reference"),
+])
+def test_a_file_without_pallas_gets_one_line_and_exit_2(tmp_path, command, does):
+    """Before: `tune plain.py` exited 1 with "TaskError: no task None in plain.py (tasks: none)"; `time
+    plain.py` started a worker and recommended `time FILE --task TASK_DIR`, the form the README deprecates."""
+    shutil.copy(DATA / "cli" / "plain.py", tmp_path / "plain.py")
+    done = _cli(tmp_path, command, "plain.py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: ") and "plain.py: not a Pallas kernel" in line and line.endswith(does), line
+
+
+def test_a_kernel_without_a_task_is_told_the_current_form(tmp_path):
+    (tmp_path / "k.py").write_text("from jax.experimental import pallas as pl\n")
+    done = _cli(tmp_path, "time", "k.py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no task to time (tasks found: none)" in done.stdout + done.stderr
+    assert "pallasite time TASK_DIR --kernel FILE" in done.stdout + done.stderr
+    assert "--task TASK_DIR" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("flag, said", [("--runs", "--runs -1: give the number of timed runs (1 or more)"),
+                                        ("--warmup", "--warmup -1: give the number of untimed calls (0 or more)")])
+def test_negative_counts_are_refused(tmp_path, flag, said):
+    """Before: `--runs -1` was accepted and sent to the worker."""
+    shutil.copy(ROOT / "examples" / "add.py", tmp_path / "add.py")
+    done = _cli(tmp_path, "time", "add.py", flag, "-1")
+    assert done.returncode == 2 and done.stderr.splitlines() == [f"error: {said}"], done.stderr
+
+
+def test_eval_of_a_file_says_it_takes_a_folder_of_tasks(tmp_path):
+    """Before: "add.py: no such folder" for a file that exists."""
+    shutil.copy(ROOT / "examples" / "add.py", tmp_path / "add.py")
+    done = _cli(tmp_path, "eval", "add.py")
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert "add.py: a file; pallasite eval takes a folder of tasks" in line and "no such folder" not in line
+    assert "`pallasite time FILE`" in line and "`pallasite eval TASK_DIR --kernel FILE`" in line
