@@ -74,3 +74,41 @@ def test_eval_of_a_file_says_it_takes_a_folder_of_tasks(tmp_path):
     (line,) = done.stderr.splitlines()
     assert "add.py: a file; pallasite eval takes a folder of tasks" in line and "no such folder" not in line
     assert "`pallasite time FILE`" in line and "`pallasite eval TASK_DIR --kernel FILE`" in line
+
+
+def test_a_launcher_is_named_by_its_host_and_a_failed_ssh_says_what_to_try():
+    from pallasite.engine.launcher import launch_failure, launcher_host
+    from pallasite.engine.remote import BackendSettings, where
+
+    assert launcher_host(["ssh", "-p", "2222", "-o", "BatchMode=yes", "me@vm", "{worker}"]) == "me@vm"
+    assert launcher_host(["ssh", "-i", "k", "-4", "vm"]) == "vm"
+    assert launcher_host(["gcloud", "compute", "tpus", "tpu-vm", "ssh", "my-tpu", "--zone", "z",
+                          "--command", "{worker}"]) == "my-tpu"
+    assert launcher_host(["./run-remote.sh"]) is None
+    # before: ssh:ssh (the launcher's program name)
+    assert where(BackendSettings(kind="ssh", command="ssh -p 2222 me@vm {worker}")) == "ssh:me@vm"
+    assert where(BackendSettings(kind="ssh", command="./run-remote.sh")) == "ssh:./run-remote.sh"
+    said = launch_failure(["ssh", "-p", "1", "me@vm", "{worker}"], 255,
+                          "ssh: connect to host vm port 1: Connection refused\n")
+    assert said == ("ssh could not reach me@vm or log in (exit 255) (ssh: connect to host vm port 1: Connection "
+                    "refused); check the host, the port and the key, and test the connection alone: "
+                    "ssh -p 1 me@vm true")
+    assert launch_failure(["./run-remote.sh"], 3, "no such host\n") == "the launcher said: no such host"
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="needs an ssh client")
+def test_ssh_to_a_closed_port_says_the_host_could_not_be_reached(tmp_path):
+    """Before: "the worker exited with code 255", and the worker labelled ssh:ssh."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    shutil.copy(ROOT / "examples" / "add.py", tmp_path / "add.py")
+    launcher = f"ssh -p {port} -o BatchMode=yes -o StrictHostKeyChecking=no nobody@127.0.0.1 {{worker}}"
+    done = _cli(tmp_path, "time", "add.py", "--backend", "ssh", "--ssh-command", launcher)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "time on ssh:nobody@127.0.0.1" in said, said
+    assert "ssh could not reach nobody@127.0.0.1 or log in (exit 255)" in said and "Connection refused" in said
+    assert f"test the connection alone: ssh -p {port} -o BatchMode=yes" in said and "nobody@127.0.0.1 true" in said
