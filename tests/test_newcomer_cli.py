@@ -112,3 +112,18 @@ def test_ssh_to_a_closed_port_says_the_host_could_not_be_reached(tmp_path):
     assert "time on ssh:nobody@127.0.0.1" in said, said
     assert "ssh could not reach nobody@127.0.0.1 or log in (exit 255)" in said and "Connection refused" in said
     assert f"test the connection alone: ssh -p {port} -o BatchMode=yes" in said and "nobody@127.0.0.1 true" in said
+
+
+def test_tune_does_not_propose_the_chips_geometry_or_a_bound():
+    """Before: NUM_LANES, NUM_SUBLANES and MIN_BLOCK_SIZE were proposed as tunables beside BLOCK_ROWS."""
+    from pallasite.analysis.source import Source
+    from pallasite.analysis.tunables import find_tunables, hardware_constant
+
+    path = DATA / "newcomer" / "hardware_constants.py"
+    source = Source(path.read_text())
+    assert [t.name for t in find_tunables(source, str(path))] == ["BLOCK_ROWS"]
+    declared = find_tunables(source, str(path), declared={"NUM_SUBLANES": [8, 16]})  # the user's own choice
+    assert sorted(t.name for t in declared) == ["BLOCK_ROWS", "NUM_SUBLANES"]
+    assert [n for n in ("NUM_LANES", "num_sublanes", "MXU_SIZE", "MIN_BLOCK_SIZE", "MAX_ROWS", "LANE",
+                        "BLOCK_ROWS", "BLOCK_K", "MINOR_TILE", "TILE_MAX") if hardware_constant(n)] == [
+        "NUM_LANES", "num_sublanes", "MXU_SIZE", "MIN_BLOCK_SIZE", "MAX_ROWS", "LANE"]
