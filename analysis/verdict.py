@@ -502,15 +502,21 @@ def self_judged(verdict: "Verdict") -> bool:
     return verdict.judged_by == JUDGED_BY_CANDIDATE
 
 
+JUDGED_APART = ("the candidate ran confined in a process of its own, and its outputs were compared with the "
+                "reference and timed outside it, so it could not fake them (docs/safety.md)")
+JUDGED_BY_ITSELF = "a candidate's own process could fake its comparison and timing (docs/safety.md)"
+
+
 def judged_lines(judged: Sequence[tuple[str, str]], what: str) -> list[str]:
-    """"judged by <who>: <what> 1, 2" lines for a table's footer, from (key, judged_by) pairs; the
-    candidate's own process is said to rank nothing. Keys without a judge (never tested) are left out."""
+    """"judged by <who>: <what> 1, 2; <why that matters>" lines for a table's footer, from (key, judged_by)
+    pairs; the candidate's own process is said to rank nothing. Keys without a judge (never tested) are
+    left out."""
     by: dict[str, list[str]] = {}
     for key, who in judged:
         if who:
             by.setdefault(who, []).append(key)
-    return [f"judged by {who}{' (never ranks)' if who == JUDGED_BY_CANDIDATE else ''}: {what} {', '.join(keys)}"
-            for who, keys in by.items()]
+    return [f"judged by {who}{' (never ranks)' if who == JUDGED_BY_CANDIDATE else ''}: {what} {', '.join(keys)}; "
+            f"{JUDGED_BY_ITSELF if who == JUDGED_BY_CANDIDATE else JUDGED_APART}" for who, keys in by.items()]
 
 
 @dataclass(frozen=True)

@@ -127,3 +127,20 @@ def test_tune_does_not_propose_the_chips_geometry_or_a_bound():
     assert [n for n in ("NUM_LANES", "num_sublanes", "MXU_SIZE", "MIN_BLOCK_SIZE", "MAX_ROWS", "LANE",
                         "BLOCK_ROWS", "BLOCK_K", "MINOR_TILE", "TILE_MAX") if hardware_constant(n)] == [
         "NUM_LANES", "num_sublanes", "MXU_SIZE", "MIN_BLOCK_SIZE", "MAX_ROWS", "LANE"]
+
+
+def test_a_search_row_without_a_candidate_says_why(tmp_path):
+    """Before: the row read "no candidate" beside the strategy, and the closing error "no candidate: no
+    candidate: ..."."""
+    import json
+
+    shutil.copy(ROOT / "examples" / "add.py", tmp_path / "add.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
+    (tmp_path / "r.json").write_text(json.dumps(["Bigger blocks\nbecause.", "Bigger blocks would help; no code."]))
+    done = _cli(tmp_path, "search", "add.py", "--provider", "scripted", "--scripted-file", "r.json", "--max-nodes",
+                "1", "--jobs", "1", timeout=280)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.splitlines()
+    row = next(i for i, line in enumerate(lines) if " no candidate " in line and not line.strip().startswith("b1.0.0:"))
+    assert lines[row + 1].split() == "why: the implementer's reply held no Python source block".split(), lines[row:]
+    assert "no candidate: no candidate" not in done.stderr
