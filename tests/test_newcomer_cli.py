@@ -144,3 +144,16 @@ def test_a_search_row_without_a_candidate_says_why(tmp_path):
     row = next(i for i, line in enumerate(lines) if " no candidate " in line and not line.strip().startswith("b1.0.0:"))
     assert lines[row + 1].split() == "why: the implementer's reply held no Python source block".split(), lines[row:]
     assert "no candidate: no candidate" not in done.stderr
+
+
+@pytest.mark.slow  # about 40 s at load 20 (the reduced-size checks, then the full-size arrays)
+def test_a_worker_over_its_memory_limit_says_which_flag_raises_it(tmp_path):
+    """Before: JAXBench's 8p GEMM at the default 4096 MiB said only "the worker went over its memory limit",
+    exit 2; `--memory-mb 8192` worked. Here the same at 1024 MiB with three 512 MiB arrays."""
+    shutil.copy(DATA / "newcomer" / "big_add.py", tmp_path / "big_add.py")
+    done = _cli(tmp_path, "time", "big_add.py", "--memory-mb", "1024", "--no-store", timeout=280)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "went over its memory limit of 1024 MiB" in done.stdout + done.stderr
+    hint = done.stderr.splitlines()[-1]
+    assert hint.startswith("hint: pallasite time needed more than the worker's 1024 MiB"), done.stderr
+    assert "rerun with --memory-mb 2048 (or set check.memoryMb = 2048 in [tool.pallasite])" in hint, hint
