@@ -37,6 +37,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,17 +59,20 @@ class Command:
 
 
 def blocks(text: str) -> list[tuple[str, list[str]]]:
-    """The README's fenced code blocks: (language, lines)."""
+    """The README's fenced code blocks: (language, lines). As Markdown reads them: a block closes only
+    at a fence line of backticks alone (a "``` text" line inside a block is text, and the block runs on)."""
     found, lang, lines = [], None, []
     for line in text.splitlines():
-        fence = re.match(r"^\s*```\s*(\S*)", line)
-        if fence and lang is None:
-            lang, lines = fence.group(1), []
-        elif fence:
+        if lang is None:
+            opening = re.match(r"^\s*```\s*(\S*)", line)
+            if opening:
+                lang, lines = opening.group(1), []
+        elif re.match(r"^\s*```\s*$", line):
             found.append((lang, lines))
             lang = None
-        elif lang is not None:
+        else:
             lines.append(line)
+    assert lang is None, f"a code block that never closes: ```{lang} {lines[:3]}"
     return found
 
 
@@ -123,6 +127,15 @@ def _parsed(argv: list[str]) -> None:
 # --- without an install ------------------------------------------------------------------------------
 
 
+def test_a_fence_with_text_after_it_does_not_close_a_block():
+    """The README's pre-commit block ended "``` Every error message ...", which closes nothing: the yaml
+    block ran on over the next paragraph and the toml block."""
+    assert blocks("```yaml\na: 1\n```\ntext\n```toml\nb = 2\n```\n") == [("yaml", ["a: 1"]), ("toml", ["b = 2"])]
+    assert blocks("```yaml\na: 1\n``` text\nb\n```\n") == [("yaml", ["a: 1", "``` text", "b"])]
+    assert all(not any(line.lstrip().startswith("```") for line in lines)
+               for _, lines in blocks(README.read_text(encoding="utf-8")))
+
+
 def test_commands_are_read_with_where_they_run():
     page = ("```bash\n# on the laptop\n.venv/bin/pip wheel .\nscp x.whl me@vm:\n# on the TPU VM: set up\npython3 -m "
             "venv ~/venv\n# from the laptop:\n.venv/bin/pallasite time k.py  # a comment\n```\n```toml\nx = 1\n```\n")
@@ -171,16 +184,26 @@ def _copy_checkout(dest: Path) -> None:
             shutil.copy2(src, dest / name)
 
 
-def _overlay(dest: Path) -> None:
+def _overlay(top: Path) -> Path:
     """The project venv's packages, less pallasite, pip, pytest (whose script the README calls) and the
-    build's tools, as links: what PYTHONPATH shows the fresh venvs."""
+    build's tools: what PYTHONPATH shows the fresh venvs. Hard links in a folder named site-packages,
+    so a confined worker's sandbox (runner/sandbox.readable_paths) binds it and finds real files there;
+    made beside the venv's own when this folder is on another file system."""
     site = Path(next(p for p in sys.path if p.endswith("site-packages") and Path(p, "jax").exists()))
     skip = re.compile(r"(pallasite|__editable__|pip|_distutils_hack|distutils-precedence|setuptools|pkg_resources|"
-                      r"wheel|pytest|_pytest|py\.py)\b", re.IGNORECASE)
-    dest.mkdir()
+                      r"wheel)\b|(pytest|_pytest|py\.py)$|pytest-\d", re.IGNORECASE)  # pytest's plugins stay
+    if os.stat(top).st_dev != os.stat(site).st_dev:
+        top = Path(tempfile.mkdtemp(prefix="newcomer-deps-", dir=site.parent))
+    dest = top / "deps" / "site-packages"
+    dest.mkdir(parents=True)
     for entry in site.iterdir():
-        if not skip.match(entry.name) or entry.name.startswith(("pytest_", "pytest-")):
-            (dest / entry.name).symlink_to(entry)
+        if skip.match(entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, dest / entry.name, copy_function=os.link, symlinks=True)
+        else:
+            os.link(entry, dest / entry.name, follow_symlinks=False)
+    return dest
 
 
 STAND_INS = {
@@ -205,7 +228,7 @@ def newcomer(tmp_path_factory):
     for folder in (checkout, laptop, vm, shims):
         folder.mkdir()
     _copy_checkout(checkout)
-    _overlay(top / "deps")
+    deps = _overlay(top)
     python = getattr(sys, "_base_executable", None) or sys.executable
     for name in ("python3", "python"):
         (shims / name).symlink_to(python)
@@ -213,12 +236,14 @@ def newcomer(tmp_path_factory):
         (shims / name).write_text(script)
         (shims / name).chmod((shims / name).stat().st_mode | stat.S_IXUSR)
     path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT))]
-    env = {**os.environ, "PATH": os.pathsep.join([str(shims), *path]), "PYTHONPATH": str(top / "deps"),
+    env = {**os.environ, "PATH": os.pathsep.join([str(shims), *path]), "PYTHONPATH": str(deps),
            "NEWCOMER_VM_HOME": str(vm), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
            "PYTEST_ADDOPTS": "--collect-only -q -p no:cacheprovider"}
     for name in ("VIRTUAL_ENV", "PYTHONHOME", "PALLASITE_CHECKOUT"):
         env.pop(name, None)
-    return checkout, laptop, vm, env
+    yield checkout, laptop, vm, env
+    if not deps.is_relative_to(top):  # made beside the project's venv: removed
+        shutil.rmtree(deps.parent.parent, ignore_errors=True)
 
 
 @pytest.mark.slow
