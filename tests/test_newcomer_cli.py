@@ -149,8 +149,11 @@ def test_a_search_row_without_a_candidate_says_why(tmp_path):
 @pytest.mark.slow  # about 40 s at load 20 (the reduced-size checks, then the full-size arrays)
 def test_a_worker_over_its_memory_limit_says_which_flag_raises_it(tmp_path):
     """Before: JAXBench's 8p GEMM at the default 4096 MiB said only "the worker went over its memory limit",
-    exit 2; `--memory-mb 8192` worked. Here the same at 1024 MiB with three 512 MiB arrays."""
-    shutil.copy(DATA / "newcomer" / "big_add.py", tmp_path / "big_add.py")
+    exit 2; `--memory-mb 8192` worked. Here the same at 1024 MiB: examples/add.py at (16384, 8192) float32,
+    three arrays of 512 MiB, which interpret mode runs at full size to time."""
+    text = (ROOT / "examples" / "add.py").read_text()
+    assert "(1024, 512)" in text
+    (tmp_path / "big_add.py").write_text(text.replace("(1024, 512)", "(16384, 8192)"))
     done = _cli(tmp_path, "time", "big_add.py", "--memory-mb", "1024", "--no-store", timeout=280)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "went over its memory limit of 1024 MiB" in done.stdout + done.stderr

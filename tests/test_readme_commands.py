@@ -38,6 +38,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -247,6 +248,7 @@ def newcomer(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # two installs, the suite's collection, a fix, a wheel, a VM's install, a timing over ssh
 def test_every_readme_command_runs_verbatim_in_order(newcomer):
     checkout, laptop, vm, env = newcomer
     ran = []
@@ -256,8 +258,10 @@ def test_every_readme_command_runs_verbatim_in_order(newcomer):
             for argv in pallasite_calls(command.text):
                 _parsed(argv)
             ran.append(f"parsed only (needs {need}): {command.text}")
+            print(f"parsed only (it needs {need}): {command.text}", flush=True)
             continue
         home = vm if command.where == "vm" else laptop
+        started = time.monotonic()
         done = subprocess.run(["bash", "-c", command.text], cwd=vm if command.where == "vm" else checkout,
                               env={**env, "HOME": str(home)}, capture_output=True, text=True, timeout=900)
         expected = _expected(command.text)
@@ -265,6 +269,7 @@ def test_every_readme_command_runs_verbatim_in_order(newcomer):
             f"README command exited {done.returncode} on the {command.where} (expected {expected[0]}): "
             f"{command.text}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
         ran.append(command.text)
+        print(f"{time.monotonic() - started:6.1f} s  on the {command.where}: {command.text}", flush=True)
     assert any("pytest" in r for r in ran) and any("--backend ssh" in r for r in ran), ran
 
 
