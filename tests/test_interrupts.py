@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from interrupting import interrupt_at
 
 DATA = Path(__file__).parent / "data"
 
@@ -20,36 +21,15 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "pallasite.server.cli", *args]
 
 
-def _interrupt_after(proc: subprocess.Popen, stream: str, marker: str) -> tuple[str, str]:
-    """Read ``stream`` ("stdout"/"stderr") line by line until a line holds ``marker``, then SIGINT; the
-    rest of both streams. Reads with no read-ahead of its own (os.read of whole lines is what
-    communicate() sees too), so nothing the process wrote is lost between the two."""
-    source = getattr(proc, stream)
-    seen: list[str] = []
-    try:
-        for line in iter(source.readline, ""):
-            seen.append(line)
-            if marker in line:
-                proc.send_signal(signal.SIGINT)
-                break
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    said = "".join(seen)
-    return (said + out, err) if stream == "stdout" else (out, said + err)
-
-
 def test_ctrl_c_on_check_prints_the_finished_files_and_keeps_them(tmp_path):
     shutil.copy(DATA / "cli" / "bad_block.py", tmp_path / "a_bad.py")
     shutil.copy(DATA / "newcomer" / "z_slow_inputs.py", tmp_path / "z_slow.py")
     shutil.copy(Path(__file__).parent.parent / "examples" / "add.py", tmp_path / "b_add.py")
     (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
-    proc = subprocess.Popen(_cli("check", ".", "--jobs", "3", "-v"), cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    out, err = _interrupt_after(proc, "stdout", "b_add.py: tiers 0,1 ran")  # printed after a_bad.py (path order)
-    assert proc.returncode == 130, out + err
+    done = interrupt_at(_cli("check", ".", "--jobs", "3", "-v"), tmp_path, "b_add.py: tiers 0,1 ran",
+                        stream="stdout")  # printed after a_bad.py (path order), while z_slow.py's inputs sleep
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 130, out + err
     assert "a_bad.py:12:" in out and "error[PLS001]" in out  # the finished files, with their findings
     assert out.splitlines()[-1].startswith("2 file(s) checked for v6e"), out  # the summary of what was done
     assert "interrupted after 2 of 3 file(s)" in err, err
@@ -66,9 +46,9 @@ def test_ctrl_c_on_eval_lists_the_finished_tasks_and_the_same_command_continues(
     shutil.copytree(DATA / "newcomer" / "z_slow_task", tmp_path / "tasks" / "z_slow")
     (tmp_path / "pyproject.toml").write_text("")
     command = ["eval", "tasks", "--no-verify", "--target", "v5e"]
-    proc = subprocess.Popen(_cli(*command), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = _interrupt_after(proc, "stderr", "files: 1/2 a_add: ")
-    assert proc.returncode == 130, out + err
+    done = interrupt_at(_cli(*command), tmp_path, "files: 1/2 a_add: ")  # z_slow's import sleeps meanwhile
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 130, out + err
     eid = err.split("; eval ", 1)[1].split()[0]
     assert eid.startswith("eval-"), err
     assert f"pallasite eval: interrupted; eval {eid} keeps 1 task result(s) finished in this run" in err, err
