@@ -15,7 +15,7 @@ from test_cli_optimize import DATA, cli, reply_pair, written
 
 @pytest.mark.timeout(900)  # three runs of the command; at load 20 the whole test took 80 s
 def test_ctrl_c_keeps_the_run_and_the_same_command_resumes_it(tmp_path):
-    """It failed once under `-n 2` at load 2-6 (issue 52; its output was not kept, and 26 runs here at load
+    """It failed once under `-n 2` at load 2-6 (issue 52; its output was not kept, and 30 runs of it here at load
     10-25, alone and two at once, all passed). What in it depended on timing: stderr was read by iterating
     the pipe's text stream and the rest by communicate(), which reads the raw pipe, so whatever the iterator
     had buffered past the marker was lost; the "hang" was a 120 s model delay waited on for 120 s; three runs
