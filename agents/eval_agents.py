@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..analysis.verdict import rank
+
 from .eval_job import AgentRunner, MethodAnswer, evaluate_one
 from .optimize_eval import JudgeEvaluator
 from .providers import ProviderError, Usage
@@ -160,17 +162,14 @@ class _Failing:
 
 
 def best_of(candidates: list[tuple[str, str, Any]]) -> tuple[str, str, Any] | None:
-    """(source, plan, TaskVerdict) of the best candidate: fastest correct with a speedup, else correct,
-    else compiled, else the first produced; None when there is none."""
+    """(source, plan, TaskVerdict) of the best candidate by the one ranking (analysis/verdict.rank, against
+    the task's reference): fastest correct judged by the judge, else correct, else compiled, else the first
+    produced; None when there is none."""
     if not candidates:
         return None
-
-    def rank(c: tuple[str, str, Any]) -> tuple:
-        v = c[2]
-        timed = v.verdict.passed and v.speedup is not None
-        return (not timed, -(v.speedup or 0.0), not v.verdict.passed, v.verdict.compiled is not True)
-
-    return min(candidates, key=rank)  # min is stable: ties keep the order produced
+    reference = next((c[2].reference for c in candidates if c[2].reference is not None), None)
+    ranking = rank(reference, [(i, c[2].verdict) for i, c in enumerate(candidates)], baseline_name="the reference")
+    return candidates[ranking.order[0]]
 
 
 @dataclass

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Protocol
 
-from ..analysis.verdict import CompileResult, TestResult, Timing
+from ..analysis.verdict import CompileResult, JudgedBy, TestResult, Timing
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class PhaseResult:
     timing: Timing | None = None  # measure: the figure with its provenance
     compile: CompileResult | None = None  # compile: the tiers run and skipped for the chip
     test: TestResult | None = None  # test: ok / wrong / not verified, and the size verified at
-    judged_by: str = ""  # test, measure: which process compared and timed it (the worker's words)
+    judged_by: JudgedBy = JudgedBy.UNKNOWN  # test, measure: who compared and timed it
 
     @property
     def seconds(self) -> float | None:

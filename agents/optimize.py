@@ -25,7 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable
 
-from ..analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, Winner, pick_winner,
+from ..analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult, Timing, Verdict, Winner, pick_winner,
                                         try_speedup)
 
 from . import implementer, planner
@@ -165,7 +165,7 @@ class RunState:
             v = self.verdict(it)
             rows.append({"iteration": it.index, "plan": it.summary, "loop_word": it.verdict, "verdict": v.to_json(),
                          "compiled": v.compiled, "correct": v.correct, "status": v.status(), "verdict_text": v.text(),
-                         "time_s": it.time_s, "label": it.label, "judged_by": v.judged_by,
+                         "time_s": it.time_s, "label": it.label, "judged_by": v.judged_by.value,
                          "speedup": self._speedup_of(it),
                          "tokens": it.tokens, "seconds": round(it.seconds, 3),
                          "best": winner is it,  # the winner only: never a slower or unmeasured candidate
@@ -352,7 +352,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
                     candidate = it.source = tuned.source
                     compiled = recompiled.compile or compiled
                     it.result = Verdict(compiled, check.test or it.result.test,
-                                        judged_by=check.judged_by or it.result.judged_by)
+                                        judged_by=JudgedBy.known(check.judged_by, it.result.judged_by))
                 else:
                     failed = "compile for the chip" if not recompiled.ok else "frozen tests"
                     say(it.index, "autotune", f"the tuned configuration failed the {failed}; kept the untuned one")
@@ -367,7 +367,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
             return it
         timing = measured.timing
         it.result = Verdict(it.result.compile, it.result.test, timing,
-                            judged_by=measured.judged_by or it.result.judged_by)
+                            judged_by=JudgedBy.known(measured.judged_by, it.result.judged_by))
         it.verdict = "valid"
         if state.baseline_s and measured.seconds >= state.baseline_s:
             it.evidence = f"correct but not faster: {measured.seconds:.3e} s vs baseline {state.baseline_s:.3e} s ({it.label})"

@@ -18,7 +18,7 @@ import copy
 from typing import Any
 
 from ..analysis.types import to_json
-from ..analysis.verdict import CompileResult, TestResult
+from ..analysis.verdict import CompileResult, JudgedBy, TestResult
 from ..engine.judge_phase import unfreeze
 
 from .evaluator import PhaseResult
@@ -29,7 +29,7 @@ def compile_phase(result: CompileResult) -> PhaseResult:
                        compile=result)
 
 
-def test_phase(test: TestResult, judged_by: str = "", result: Any = None) -> PhaseResult:
+def test_phase(test: TestResult, judged_by: JudgedBy = JudgedBy.UNKNOWN, result: Any = None) -> PhaseResult:
     """The test phase from the judge's ``TestResult`` (and the ``time`` reply's result it was read from),
     with what the loop records."""
     if test.outcome == "ok":

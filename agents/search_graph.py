@@ -20,7 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..analysis.verdict import Verdict, self_judged
+from ..analysis.verdict import Verdict, rank, self_judged
 
 ROOT_STATUS = "root"  # the starting kernel: the baseline, timed but never compiled or tested by the search
 ROOT_TEXT = "root: the starting kernel, the baseline (timed, never judged)"
@@ -157,9 +157,11 @@ class SearchGraph:
         return self.nodes[0]
 
     def best(self) -> SearchNode:
-        """The fastest correct node (the root when nothing beat it); ties go to the earlier node."""
-        good = [n for n in self.nodes if n.ok]
-        return max(good, key=lambda n: (n.speedup, -n.order)) if good else self.root
+        """The first node in the one ranking (analysis/verdict.rank) against the root when it beats the root,
+        else the root; ties go to the earlier node."""
+        nodes = sorted((n for n in self.nodes if n.op != "root"), key=lambda n: n.order)
+        ranking = rank(self.root.verdict.timing, [(n.id, n.verdict) for n in nodes], baseline_name="the root")
+        return self.node(ranking.winner.name) if ranking.winner.name is not None else self.root
 
     def best_path(self) -> list[str]:
         """Root .. best, following each node's first parent."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Sequence
 
 PROVENANCES = ("device", "estimate", "interpret", "host")
@@ -399,6 +400,41 @@ STATUSES = ("no candidate", "not checked", "not compiled", "not compiled for the
             "compiled, not verified", "compiled, correct")
 
 
+class JudgedBy(str, Enum):
+    """Who compared and timed a candidate: set by the judge (runner/judging/judge.py), never free text.
+    Only ``JUDGE`` ranks; ``CANDIDATE`` (its own process: results stored by older versions) and
+    ``UNKNOWN`` (never tested, or a reply that does not say) never do."""
+
+    JUDGE = "the judge"
+    CANDIDATE = "the candidate"
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def of(cls, value: Any) -> "JudgedBy":
+        """From a worker reply's or a stored verdict's field: only the judge's own word is the judge."""
+        if isinstance(value, JudgedBy):
+            return value
+        text = str(value or "")
+        if text == cls.JUDGE.value:
+            return cls.JUDGE
+        if text in (cls.CANDIDATE.value, "the candidate's own process"):
+            return cls.CANDIDATE
+        return cls.UNKNOWN
+
+    @classmethod
+    def known(cls, *values: Any) -> "JudgedBy":
+        """The first of ``values`` that says who judged (a later phase's word over an earlier one's)."""
+        for value in values:
+            if cls.of(value) is not cls.UNKNOWN:
+                return cls.of(value)
+        return cls.UNKNOWN
+
+    def text(self) -> str:
+        return {JudgedBy.JUDGE: "the judge (from the candidate's exported program; its process never judges)",
+                JudgedBy.CANDIDATE: "the candidate's own process (never ranks)",
+                JudgedBy.UNKNOWN: "nobody (not tested)"}[self]
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A candidate's compile and test results and its timing, combined once and carried unchanged.
@@ -409,19 +445,22 @@ class Verdict:
     timing: Timing | None = None
     candidate: bool = True  # False: there was no candidate to evaluate
     no_candidate_why: str = ""
-    judged_by: str = ""  # which process compared and timed it, as the worker said ("" : not said)
+    judged_by: JudgedBy = JudgedBy.UNKNOWN  # who compared and timed it (the judge's word, or unknown)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "judged_by", JudgedBy.of(self.judged_by))
 
     @classmethod
     def of(cls, compiled: bool | None, correct: bool | None, timing: Timing | None = None, evidence: str = "",
-           *, chip: str = "", tiers: Sequence[int] = (0, 1, 2)) -> "Verdict":
+           *, chip: str = "", tiers: Sequence[int] = (0, 1, 2), judged_by: Any = JudgedBy.UNKNOWN) -> "Verdict":
         """A verdict from bare answers (tests and stored rows of an older form): the evidence is the failing
-        phase's why."""
+        phase's why; nobody is known to have judged it unless ``judged_by`` says."""
         comp = (CompileResult.passed(chip, tiers) if compiled else
                 CompileResult.failed(evidence or "compile failed", chip=chip) if compiled is False else
                 CompileResult.unchecked(evidence or "not checked", chip=chip))
         test = (TestResult.ok() if correct else TestResult.wrong(evidence or "rejected by the tests")
                 if correct is False else TestResult.not_verified(evidence or "not tested"))
-        return cls(comp, test, timing)
+        return cls(comp, test, timing, judged_by=judged_by)
 
     @classmethod
     def no_candidate(cls, why: str = "no candidate") -> "Verdict":
@@ -481,7 +520,7 @@ class Verdict:
         return {"candidate": self.candidate, "compiled": self.compiled, "correct": self.correct,
                 "status": self.status(), "text": self.text(), "compile": self.compile.to_json(),
                 "test": self.test.to_json(), "timing": self.timing.to_json() if self.timing else None,
-                "evidence": self.evidence, "judged_by": self.judged_by}
+                "evidence": self.evidence, "judged_by": self.judged_by.value}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Verdict":
@@ -490,33 +529,31 @@ class Verdict:
             return cls.no_candidate(data.get("evidence") or "no candidate")
         if "compile" in data and "test" in data:
             return cls(CompileResult.from_json(data["compile"]), TestResult.from_json(data["test"]), timing,
-                       judged_by=str(data.get("judged_by") or ""))
+                       judged_by=JudgedBy.of(data.get("judged_by")))
         return cls.of(data.get("compiled"), data.get("correct"), timing, data.get("evidence", ""))
 
 
-JUDGED_BY_CANDIDATE = "the candidate's own process"  # runner/judge.py's words (a test holds them equal)
-
-
 def self_judged(verdict: "Verdict") -> bool:
-    """Whether the candidate's own process compared and timed it: such a verdict never wins a ranking."""
-    return verdict.judged_by == JUDGED_BY_CANDIDATE
+    """Whether anyone but the judge compared and timed it: such a verdict never wins a ranking."""
+    return verdict.judged_by is not JudgedBy.JUDGE
 
 
-JUDGED_APART = ("the candidate ran confined in a process of its own, and its outputs were compared with the "
-                "reference and timed outside it, so it could not fake them (docs/safety.md)")
-JUDGED_BY_ITSELF = "a candidate's own process could fake its comparison and timing (docs/safety.md)"
+JUDGED_WHY = {  # what each judge means, said beside it in every table's footer (the rendering only)
+    JudgedBy.JUDGE: "the judge, not the candidate, compared its outputs with the reference and timed it, so the "
+                    "candidate could not fake either (docs/safety.md)",
+    JudgedBy.CANDIDATE: "a candidate's own process could fake its comparison and timing (docs/safety.md)",
+}
 
 
-def judged_lines(judged: Sequence[tuple[str, str]], what: str) -> list[str]:
-    """"judged by <who>: <what> 1, 2; <why that matters>" lines for a table's footer, from (key, judged_by)
-    pairs; the candidate's own process is said to rank nothing. Keys without a judge (never tested) are
-    left out."""
-    by: dict[str, list[str]] = {}
+def judged_lines(judged: Sequence[tuple[str, Any]], what: str) -> list[str]:
+    """"judged by <who>: <what> 1, 2; <what that means>" lines for a table's footer, from (key, judged_by)
+    pairs. Keys never tested (unknown) are left out."""
+    by: dict[JudgedBy, list[str]] = {}
     for key, who in judged:
-        if who:
+        who = JudgedBy.of(who)
+        if who is not JudgedBy.UNKNOWN:
             by.setdefault(who, []).append(key)
-    return [f"judged by {who}{' (never ranks)' if who == JUDGED_BY_CANDIDATE else ''}: {what} {', '.join(keys)}; "
-            f"{JUDGED_BY_ITSELF if who == JUDGED_BY_CANDIDATE else JUDGED_APART}" for who, keys in by.items()]
+    return [f"judged by {who.text()}: {what} {', '.join(keys)}; {JUDGED_WHY[who]}" for who, keys in by.items()]
 
 
 @dataclass(frozen=True)
@@ -526,37 +563,73 @@ class Winner:
     why: str  # "winner: ..." or "no winner: ..."
 
 
-def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
-                baseline_name: str = "the original") -> Winner:
-    """The fastest correct candidate that is faster than ``baseline`` by the same method, or no winner
-    with the reason (no correct candidate, none timed by the baseline's method, none faster). A verdict
-    judged by the candidate's own process (``self_judged``) never wins."""
+@dataclass(frozen=True)
+class Ranking:
+    """Candidates in the one order every loop uses (``rank``): ``order`` best first; ``winner``: the first
+    if it is faster than the baseline by the same method, else no winner and why; ``not_judged``: keys that
+    passed but were not judged by the judge (counted apart, never ranked above a judged one)."""
+
+    order: tuple[Any, ...]
+    winner: Winner
+    speedups: dict[Any, float]
+    not_judged: tuple[Any, ...] = ()
+
+
+def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
+         baseline_name: str = "the original") -> Ranking:
+    """The one ranking of candidates, for optimize, search, eval and tune: judged by the judge, compiled and
+    correct, then the fastest by the baseline's method (a speedup through ``try_speedup``: never across
+    methods); then correct but untimed, then compiled, then the rest; ties keep the order given. A verdict
+    not judged by the judge (``self_judged``) never ranks above any judged one, and never wins."""
+    speedups: dict[Any, float] = {}
+    refusals: list[str] = []
+    for key, verdict in candidates:
+        if verdict.passed and not self_judged(verdict) and baseline is not None:
+            s, why = try_speedup(baseline, verdict.timing, baseline_name=baseline_name)
+            if s is not None:
+                speedups[key] = s.value
+            elif verdict.timing is not None:
+                refusals.append(why)
+
+    def tier(item: tuple[int, tuple[Any, Verdict]]) -> tuple:
+        index, (key, v) = item
+        judged = not self_judged(v)
+        return (not (judged and v.passed), key not in speedups, -speedups.get(key, 0.0), v.compiled is not True,
+                not judged, index)
+
+    ordered = [key for _, (key, _) in sorted(enumerate(candidates), key=tier)]
+    not_judged = tuple(k for k, v in candidates if v.passed and self_judged(v))
+    return Ranking(tuple(ordered), _winner(baseline, candidates, speedups, refusals, not_judged, baseline_name,
+                                           ordered), speedups, not_judged)
+
+
+def _winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], speedups: dict[Any, float],
+            refusals: list[str], not_judged: tuple[Any, ...], baseline_name: str, ordered: list[Any]) -> Winner:
     if baseline is None:
         return Winner(None, None, f"no winner: {baseline_name} was not timed, so nothing can be shown faster")
-    passed = [(k, v) for k, v in candidates if v.passed and not self_judged(v)]
+    passed = [k for k, v in candidates if v.passed and not self_judged(v)]
     if not passed:
-        own = sum(1 for _, v in candidates if v.passed and self_judged(v))
-        if own:
-            return Winner(None, None, f"no winner: {own} candidate(s) passed but were judged by {JUDGED_BY_CANDIDATE}, "
-                          "which can never rank")
+        if not_judged:
+            return Winner(None, None, f"no winner: {len(not_judged)} candidate(s) passed but were not judged by the "
+                          "judge, so they can never rank")
         return Winner(None, None, f"no winner: no candidate compiled and passed the tests ({len(candidates)} tried)")
-    if all(v.timing is None for _, v in passed):
-        return Winner(None, None, f"no winner: {len(passed)} candidate(s) compiled and passed the tests but none was "
-                      f"timed, so nothing can be shown faster than {baseline_name}")
-    best: tuple[Any, Speedup] | None = None
-    refusals = []
-    for key, verdict in passed:
-        s, why = try_speedup(baseline, verdict.timing, baseline_name=baseline_name)
-        if s is None:
-            refusals.append(why)
-            continue
-        if best is None or s.value > best[1].value:
-            best = (key, s)
-    if best is None:
+    if not speedups:
+        if all(v.timing is None for k, v in candidates if k in passed):
+            return Winner(None, None, f"no winner: {len(passed)} candidate(s) compiled and passed the tests but none "
+                          f"was timed, so nothing can be shown faster than {baseline_name}")
         return Winner(None, None, f"no winner: no correct candidate was timed like {baseline_name} ({refusals[0]})")
-    if best[1].value <= 1.0:
-        return Winner(None, None, f"no winner: the best correct candidate is {best[1].text()}, not faster")
-    return Winner(best[0], best[1], f"winner: {best[0]}, {best[1].text()}")
+    key = ordered[0]
+    best = speedup(baseline, dict(candidates)[key].timing, baseline_name=baseline_name)
+    if best.value <= 1.0:
+        return Winner(None, None, f"no winner: the best correct candidate is {best.text()}, not faster")
+    return Winner(key, best, f"winner: {key}, {best.text()}")
+
+
+def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
+                baseline_name: str = "the original") -> Winner:
+    """``rank``'s winner: the fastest correct candidate judged by the judge that is faster than ``baseline``
+    by the same method, or no winner with the reason."""
+    return rank(baseline, candidates, baseline_name=baseline_name).winner
 
 
 def timing_of(measurement: Any, *, model: str = "") -> Timing | None:

@@ -123,15 +123,18 @@ def implausible(m: Any, checks: dict[str, Any] | None, compute: bool = True) -> 
             f"{floor[0] / 1e3:.3f} us ({floor[1]})")
 
 
-def floored(reply: Any) -> Any:
-    """The reply with each device timing below the floor marked implausible (see the module doc)."""
+def floored(reply: Any, floors: dict[str, Any] | None = None) -> Any:
+    """The reply with each device timing below the floor marked implausible (see the module doc).
+    ``floors``: the figures to hold it to, made from the user's own file (``pallasite time``: never what
+    the device's worker reports), instead of the reply's own checks."""
     result = getattr(reply, "result", None)
     if result is None or not hasattr(result, "candidate") or not hasattr(result, "checks"):
         return reply
+    checks = floors if floors is not None else result.checks
     changes: dict[str, Any] = {}
     for role in ("candidate", "reference"):
         m = getattr(result, role, None)
-        why = implausible(m, result.checks, compute=role == "candidate")
+        why = implausible(m, checks, compute=role == "candidate")
         if why:
             changes[role] = dataclasses.replace(m, status="implausible", median_ns=None, error=why)
     if not changes:

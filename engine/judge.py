@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ..analysis.types import to_json
-from ..analysis.verdict import (COST_MODEL, CompileResult, TestResult, Timing, Verdict, compile_result,
+from ..analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult, Timing, Verdict, compile_result,
                                 judge_tiers, timing_of)
 
 from .guards import TEST_NAMES, frozen_names, tampering
@@ -81,8 +81,10 @@ class Trusted:
             except OSError:
                 own = None
         layout = task.layout if task.layout in ("jaxbench", "maxkernel") else "file"
-        return cls(path, task.reference_text(), {}, TEST_NAMES, own,
-                   task.reference_path if task.layout == "jaxbench" else None, layout, task=True)
+        # the judge's trusted side: JAXBench's baseline.py, MaxKernel's reference.py (its computation on the
+        # kernel_task.yaml's inputs: runner/maxkernel.reference_tasks)
+        reference_path = task.reference_path if task.layout in ("jaxbench", "maxkernel") else None
+        return cls(path, task.reference_text(), {}, TEST_NAMES, own, reference_path, layout, task=True)
 
     def with_tests(self, tests: str | None) -> "Trusted":
         return Trusted.of_file(self.path, self.original, tests) if not self.task else self
@@ -203,7 +205,8 @@ class Judge:
         return compile_result(report, self.options.tiers, self.chip, not_checked=NOT_CHECKED)
 
     async def test(self, text: str) -> TestResult:
-        """The guarded test: on the device (the reply also times it), else interpret mode at reduced shapes."""
+        """The guarded test: on the device (the reply also times it), else the exported program in the CPU's
+        interpreter at the judge's reduced sizes (the same request prices it)."""
         if not self.verify:
             return TestResult.not_verified("--no-verify")
         if self.device is not None:
@@ -211,12 +214,16 @@ class Judge:
         return test_result(await self._interpret_reply(text))
 
     async def _interpret_reply(self, text: str) -> Any:
+        """The one judged request per candidate without a device: its exported program tested at the judge's
+        reduced sizes in the CPU's interpreter, and priced by the cost model for the chip (the judge's own
+        figure: runner/judging/priced.py); with ``verify`` off, priced only."""
         from .timing import time_request
 
         async def run() -> Any:
             params = dataclasses.replace(time_request(self.trusted.files(), "time", runs=1, warmup=0, extra_shape=True,
                                                       text=self.trusted.text(text), trusted=self.trusted.own),
-                                         shrink=True)
+                                         shrink=True, estimate_chip=self.chip, reference_estimate=self.trusted.task,
+                                         checks=self.verify)
             return await self.backend().request(params, purpose="job", timeout_s=self.timeout_s)
         return await self._once("interpret", text, run)
 
@@ -234,8 +241,6 @@ class Judge:
         """The candidate's figure by the run's one method (see ``Timed``)."""
         if self.device is not None:
             return await self._device_time(text)
-        if self.trusted.task:
-            return await self._once("estimate", text, lambda: self._paired_estimate(text))
         return await self._once("estimate", text, lambda: self._estimate(text))
 
     async def _device_time(self, text: str) -> Timed:
@@ -256,57 +261,46 @@ class Judge:
         return Timed(cand, ref, summary=f"{m.median_ns / 1e3:.1f} us median")
 
     async def _estimate(self, text: str) -> Timed:
-        """The cost model's roofline for the chip. A candidate whose estimate leaves its manual DMAs out
-        (a lower bound) is not ranked against an original whose traffic is counted."""
-        from .tune import TuneError, TuneOptions
+        """The judge's cost-model estimate of the candidate's exported program for the chip (and, for a task,
+        of its reference by the same model), from the same request that tested it. A candidate whose estimate
+        leaves its manual DMAs out (a lower bound) is not ranked against an original whose traffic is counted."""
+        from .estimates import method_text, pair
 
-        estimate = self.config_estimator(text, TuneOptions(chip=self.chip))
-        try:
-            result = await estimate([], {})
-        except TuneError as err:
-            return Timed(None, why=f"not estimated: {str(err)[:2000]}")
-        est = result.estimates[0] if result.estimates else None
-        if est is None or est.status != "ok" or not est.seconds:
-            return Timed(None, why=f"not estimated: {(est.error if est else 'no estimate') or ''}")
+        reply = await self._interpret_reply(text)
+        result = reply.result if reply.ok else None
+        figures = getattr(result, "estimate", None) if result is not None else None
+        if not figures:
+            why = (reply.message or reply.status) if not reply.ok else (getattr(result, "error", None) or
+                                                                          "the judge made no estimate")
+            return Timed(None, why=f"not estimated: {str(why)[:2000]}")
+        from ..analysis.types import CostEstimate, from_json
+
+        est = from_json(CostEstimate, figures["candidate"])
+        if self.trusted.task:
+            paired = pair(est, figures.get("reference"), self.chip)
+            return self._paired(paired, est)
+        if est.status != "ok" or not est.seconds:
+            return Timed(None, why=f"not estimated: {est.error or 'no estimate'}")
         lower = lower_bound(est)
         if not self.trusted.is_reference(text) and lower and not (await self.time(self.trusted.original)).lower_bound:
-            # manual DMAs are free to the cost model: such a candidate would win by what is not counted
             return Timed(None, lower_bound=True, why=(
                 "not ranked: the estimate is a lower bound: the candidate leaves operands in HBM (pl.ANY) and moves "
                 "them with its own DMAs, which the cost model does not count, while the original's traffic is "
                 "counted: its estimate is a lower bound and cannot rank it against the original. Use BlockSpecs, or "
                 "time it on a device (--backend local|ssh|ray)."))
         caveat = "; lower bound: manual DMAs (pl.ANY operands) not counted" if lower else ""
-        from .estimates import method_text
-
-        timing = Timing(est.seconds, "estimate", self.chip, getattr(est, "model", "") or COST_MODEL,
-                        method_text(est.label, est.bound, getattr(est, "factors", ())))
+        timing = Timing(est.seconds, "estimate", self.chip, est.model or COST_MODEL,
+                        method_text(est.label, est.bound, est.factors) + "; priced by the judge from the exported program")
         return Timed(timing, profile="profile (cost model, not a device profile): " + profile_text(est),
                      lower_bound=lower, summary=f"{est.seconds * 1e6:.2f} us, {est.bound}-bound{caveat}")
 
-    async def _paired_estimate(self, text: str) -> Timed:
-        """(candidate, reference) estimated for the chip by one model (engine/estimates.estimate_pair): the
-        task's reference is the baseline; each ``Timing`` names the model the worker reported."""
-        from .estimates import estimate_pair
-        from .sources import sources_for, trusted_sources
-
-        path, ref_path = self.trusted.path, self.trusted.reference_path
-        apart = (self.trusted.layout == "jaxbench" and ref_path  # eval TASK --kernel FILE: not beside baseline.py
-                 and os.path.dirname(os.path.abspath(path)) != os.path.dirname(os.path.abspath(ref_path)))
-        own = self.trusted.own
-        paired, result, failed = await estimate_pair(self.backend(), sources_for(path, text), self.chip,
-                                                     timeout_s=self.timeout_s,
-                                                     trusted=trusted_sources(*own) if own else None,
-                                                     reference=sources_for(ref_path) if apart else None)
-        if failed is not None or result is None:
-            return Timed(None, why=f"not estimated: {(failed or paired.why or '')[:300]}")
-        kernel = result.estimates[0] if result.estimates else None
+    def _paired(self, paired: Any, est: Any) -> Timed:
+        """(candidate, reference) by one model for a task: the reference is the baseline."""
         cand = ref = None
-        if paired.kernel_s is not None and kernel is not None:
-            cand = Timing(paired.kernel_s, "estimate", self.chip, kernel.model or COST_MODEL, paired.kernel_method())
+        if paired.kernel_s is not None:
+            cand = Timing(paired.kernel_s, "estimate", self.chip, est.model or COST_MODEL, paired.kernel_method())
         if paired.reference_s is not None:
-            model = str((result.reference or {}).get("model") or "")
-            ref = Timing(paired.reference_s, "estimate", self.chip, model or COST_MODEL, paired.reference_method())
+            ref = Timing(paired.reference_s, "estimate", self.chip, est.model or COST_MODEL, paired.reference_method())
         why = "; ".join(w for w in (paired.why, paired.caveat) if w)
         bounds = ", ".join(f"{who} {b}-bound" for who, b in (("kernel", paired.kernel_bound),
                                                                ("reference", paired.reference_bound)) if b)
@@ -321,13 +315,13 @@ class Judge:
                 return reply.result if reply.ok else None
         return None
 
-    def judged_by(self, text: str) -> str:
-        """Who compared and timed ``text`` (the worker's ``judged_by``), as far as it was tested."""
+    def judged_by(self, text: str) -> JudgedBy:
+        """Who compared and timed ``text`` (the judge, or unknown: not tested)."""
         for kind in ("device", "interpret"):
             reply = self._memo.get((kind, text))
             if reply is not None:
                 return judged_by(reply)
-        return ""
+        return JudgedBy.UNKNOWN
 
     def reference_timing(self) -> Timing | None:
         """The trusted side's figure where a request made one beside a candidate (eval's reference)."""

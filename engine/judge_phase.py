@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..analysis.verdict import TestResult
+from ..analysis.verdict import JudgedBy, TestResult
 
 from .guards import TEST_NAMES
 
@@ -96,11 +96,11 @@ def tested_where(provenance: str | None, checks: dict) -> str:
     return text
 
 
-def judged_by(reply: Any) -> str:
-    """Which process compared and timed the candidate, as the worker's ``time`` reply says (runner/judge.py);
-    empty when the reply does not say (a failed run, an older worker)."""
+def judged_by(reply: Any) -> JudgedBy:
+    """Who compared and timed the candidate, as the worker's ``time`` reply says (runner/judging/judge.py):
+    the judge, or unknown (a failed run, a reply that does not say)."""
     result = getattr(reply, "result", None) if getattr(reply, "ok", False) else None
-    return str(getattr(result, "judged_by", None) or "")
+    return JudgedBy.of(getattr(result, "judged_by", None))
 
 
 def lower_bound(est: Any) -> bool:

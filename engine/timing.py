@@ -134,11 +134,35 @@ class TimingRun:
         return launcher.describe(self.handshake, self.where) if self.handshake is not None else f"worker on {self.where}"
 
 
+async def trusted_floors(files: TaskFiles, *, entry: str | None = None, base: WorkerConfig | None = None,
+                         timeout_s: float | None = None) -> dict[str, Any] | None:
+    """The physical floors' figures (outputs, certain matmul FLOPs) of the user's own file, traced by a local
+    CPU worker of this machine: what a device's reply is held to, whatever that worker says; None when the
+    file could not be traced (then the reply's own floors apply, said by no figure of ours)."""
+    import dataclasses
+
+    from ..wire.messages import EstimateParams
+
+    from .sources import sources_for
+
+    local = dataclasses.replace(base or WorkerConfig(), platforms="cpu", confine=False, command=())
+    backend = open_remote(BackendSettings(kind="local"), local)
+    try:
+        reply = await backend.request(EstimateParams(source=sources_for(files.path), entry=entry, probe=False,
+                                                     floors=True, reference_source=sources_for(files.reference_path)
+                                                     if files.reference_path else None),
+                                      purpose="job", timeout_s=timeout_s)
+    finally:
+        await backend.close()
+    return reply.result.floors if reply.ok and reply.result is not None else None
+
+
 async def run_timing(settings: BackendSettings, params: Any, *, base: WorkerConfig | None = None,
-                     timeout_s: float | None = None,
+                     timeout_s: float | None = None, floors: dict[str, Any] | None = None,
                      on_progress: Callable[[str, float | None], Any] | None = None) -> TimingRun:
     """Start the backend's worker, run one ``time``/``profile`` request, close it. Never raises for
-    the worker's sake."""
+    the worker's sake. ``floors``: the user's own file's figures (``trusted_floors``) the device timings are
+    held to, instead of what the worker reports."""
     op = type(params).OP
     if op not in OPS:
         raise ValueError(f"unknown timing op {op!r}; ops: {', '.join(OPS)}")
@@ -150,6 +174,10 @@ async def run_timing(settings: BackendSettings, params: Any, *, base: WorkerConf
 
     try:
         run.reply = await backend.request(params, purpose="device", timeout_s=timeout_s, on_progress=progress)
+        if floors is not None:
+            from .device_floor import floored
+
+            run.reply = floored(run.reply, floors)
         run.handshake = getattr(backend, "handshake", None)
         if run.handshake is not None:
             run.warnings = launcher.version_warnings(run.handshake)

@@ -149,6 +149,29 @@ def discover(module: types.ModuleType, path: str) -> list[RuntimeTask] | None:
     return tasks
 
 
+def reference_tasks(folder: str) -> list[RuntimeTask]:
+    """The task of a MaxKernel folder as its trusted side sees it: the reference's ``computation`` as both
+    entry and reference, on the task's own inputs (the judge reads the candidate from nothing else)."""
+    with open(os.path.join(folder, TASK_FILE), encoding="utf-8") as f:
+        spec = parse_task_yaml(f.read())
+    reference_module = _load_reference(folder)
+    computation = getattr(reference_module, "computation", None) if reference_module else None
+    if not callable(computation):
+        raise TaskError(f"{REFERENCE_FILE} in {folder} defines no computation() to judge against")
+    get_inputs = _get_inputs(spec, reference_module, folder)
+    tolerance = {k: float(spec[k]) for k in ("atol", "rtol") if isinstance(spec.get(k), (int, float))} or None
+    cases, statics = _abstract_cases(get_inputs)
+    tasks = []
+    for index, static in enumerate(statics):
+        inputs: Any = functools.partial(_dynamic_of, get_inputs, index)
+        if getattr(cases, "concrete", False):
+            inputs = ShapesOnly(get_inputs, tuple(cases[index]))
+        bound = _bind(computation, static)
+        tasks.append(RuntimeTask(name=str(spec.get("task_id") or os.path.basename(folder)), entry=bound, inputs=inputs,
+                                 format="maxkernel", reference=bound, tolerance=tolerance))
+    return tasks
+
+
 def _load_reference(folder: str) -> types.ModuleType | None:
     ref_path = os.path.join(folder, REFERENCE_FILE)
     if not os.path.isfile(ref_path):

@@ -94,13 +94,23 @@ def fresh_inputs(shapes: tuple[Any, ...], seed: int, template: tuple[Any, ...] |
                 draw = mean + std * draw
             value = jnp.asarray(draw).astype(dtype)
         elif kept is not None:
-            value = jnp.asarray(kept[i]).astype(dtype)
+            value = jnp.asarray(_permuted(np.asarray(kept[i]), rng)).astype(dtype)
         elif dtype == jnp.bool_:
             value = jnp.asarray(rng.integers(0, 2, shape).astype(bool))
         else:
             value = jnp.asarray(rng.integers(0, 8, shape)).astype(dtype)
         out.append(value)
     return tuple(jax.tree.unflatten(treedef, out))
+
+
+def _permuted(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The task's own integers, fresh: its values in another order (their sum, range and multiset kept: group
+    sizes still sum to the rows, page indices stay pages). Sorted arrays (offsets, cumulative lengths) and
+    scalars are kept as they are: their order is what they mean."""
+    flat = values.reshape(-1)
+    if flat.size < 2 or np.all(flat[1:] >= flat[:-1]) or np.all(flat[1:] <= flat[:-1]):
+        return values
+    return rng.permutation(flat).reshape(values.shape)
 
 
 def _scale_of(leaf: Any) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 """The worker's ``profile`` op: a trace of the candidate, per-kernel device time, the roofline.
 
-The candidate passes the same correctness checks as for ``time`` (``runner/timing.py``), is
+The candidate passes the same checks as for ``time`` (the judge: runner/judging/judge.py), is
 compiled outside the trace, then runs ``runs`` times under ``jax.profiler.trace``
 (``runner/profiling.py``: one trace per process) and as many times untraced (the difference is
 the profiler's overhead). Per-kernel time comes from the device plane's "XLA Ops" events inside
@@ -26,21 +26,27 @@ import numpy as np
 
 from . import profiling, tasks_runtime
 from . import timing_inputs as inputs_mod
-from .timing import CANDIDATE, Prepared, TimingError, _base_result, _execution, _failed, _named, _say, _seed, correctness, prepared
+from .timing import CANDIDATE, Prepared, TimingError, _execution, _failed, _named, _say, _seed, prepared
 
 
 def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
     """The ``profile`` op: a trace of the candidate, per-kernel device time, the roofline."""
+    from .judging.judge import judged_time
+
     say = _say(progress)
     runs = max(1, int(params.get("runs", 5)))
     seed = _seed(params)
+    judged = judged_time({**params, "shrink": True, "extra_shape": False}, progress)  # the checks `time` runs
+    if judged.get("verdict") != "ok":
+        return judged
     try:
         with prepared(params) as prep:
-            checked = correctness(prep, seed, say, extra=False, shrink=not prep.on_device)  # as `time` does
-            shapes = checked.pop("_shapes")
-            result = _base_result(prep, checked)
-            if checked["rejections"]:
-                return result
+            result = {**judged, "device": {"platform": prep.platform, "device_kind": prep.device_kind}}
+            checked = judged.get("checks") or {}
+            if checked.get("reduced") and "full_inputs" in checked and prep.task.format in ("jaxbench", "maxkernel"):
+                raise TimingError("not profiled here: the task is checked at a reduced CONFIG size on the CPU; profile "
+                                  "it on a device backend (--backend local|ssh|ray on a TPU host)")
+            shapes = _abstract(checked.get("inputs")) if not prep.on_device else prep.task.abstract_args()
             args = inputs_mod.fresh_inputs(shapes, seed + 3, prep.template())
             cand = _named(prep.candidate, CANDIDATE)
             trace_dir = str(params.get("trace_dir") or tempfile.mkdtemp(prefix="pallasite-profile-"))
@@ -87,6 +93,10 @@ def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None =
             return result
     except (TimingError, tasks_runtime.TaskError, profiling.TraceBusy) as exc:
         return _failed(params, str(exc))
+
+
+def _abstract(signature: Any) -> tuple[Any, ...]:
+    return tuple(jax.ShapeDtypeStruct(tuple(int(d) for d in shape), np.dtype(dtype)) for shape, dtype in signature or ())
 
 
 def _work(prep: Prepared, args: tuple[Any, ...]) -> tuple[float | None, float | None, dict[str, str]]:

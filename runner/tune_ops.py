@@ -84,11 +84,26 @@ def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any
             ref_fn = _reference_in(ref_module, None) or ref_fn
         if params.reference and ref_fn is not None:
             reference = estimate_reference(ref_fn, args, chip, _topology_device(chip.name))
+        floors = _floors(task, args) if params.floors else None
     found = installed_versions()
     return messages.EstimateResult(
         entry=task.name, chip=chip, estimates=tuple(out), reference=reference,
         inputs=tuple(messages.InputSig(tuple(int(d) for d in a.shape), str(a.dtype)) for a in args if hasattr(a, "shape")),
-        jax=found.get("jax"), libtpu=found.get("libtpu"))
+        jax=found.get("jax"), libtpu=found.get("libtpu"), floors=floors)
+
+
+def _floors(task: tasks_runtime.RuntimeTask, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The physical floors' figures of the file's own program: its outputs and the matmul FLOPs it
+    certainly does (runner/timing_guards.floor_work), traced here from the user's own file."""
+    import jax
+
+    from .timing_guards import floor_work
+
+    try:
+        outputs = [[list(o.shape), str(o.dtype)] for o in jax.tree.leaves(jax.eval_shape(task.entry, *args))]
+    except Exception:  # noqa: BLE001 - no output floor rather than a wrong one
+        outputs = []
+    return {"outputs": outputs, "floor_work": floor_work(task.entry, args)}
 
 
 def handle_verify(params: messages.VerifyParams, progress: Callable[..., Any] | None = None) -> messages.VerifyResult:

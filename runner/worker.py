@@ -124,38 +124,40 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 
 def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult:
-    from . import judge, judge_compile
+    from . import judging
     from .checks import handle_check  # jax-heavy: imported on first use
+    from .judging import compile_check
 
-    run = judge_compile.judged_check if judge.ACTIVE else handle_check  # model-written code: tier 2 outside its process
+    run = compile_check.judged_check if judging.ACTIVE else handle_check  # model-written code: tier 2 outside its process
     return run(params, ctx.progress)
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
-    from . import judge
-    from .timing import handle_time, plain_params  # jax-heavy: imported on first use
+    from . import timing  # jax-heavy: imported on first use
 
-    run = judge.judged_time if judge.ACTIVE else handle_time  # model-written code: judged outside its process
-    return messages.time_result_from_plain(run(plain_params(params), _measure(ctx)))
+    # one path for model-written code and the user's own file: the judge runs the exported program
+    return messages.time_result_from_plain(timing.handle_time(timing.plain_params(params), _measure(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
-    from . import judge, judge_export
+    from . import judging
+    from .judging import exported_run
     from .timing import plain_params
     from .timing_profile import handle_profile
 
-    if judge.ACTIVE and judge_export.on_accelerator():  # model-written code never runs where the chip is held
-        return messages.time_result_from_plain(judge_export.refused_profile(plain_params(params)))
+    if judging.ACTIVE and exported_run.on_accelerator():  # model-written code never runs where the chip is held
+        return messages.time_result_from_plain(exported_run.refused_profile(plain_params(params)))
     return messages.time_result_from_plain(handle_profile(plain_params(params), _measure(ctx)))
 
 
 def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
-    from . import judge, judge_compile
+    from . import judging
+    from .judging import compile_check
     from .tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
 
-    run = judge_compile.judged_estimate if judge.ACTIVE else handle_estimate  # model-written code: floored outside
+    run = compile_check.judged_estimate if judging.ACTIVE else handle_estimate  # model-written code: floored outside
     return run(params, ctx.progress)
 
 
@@ -417,15 +419,20 @@ class Worker:
             early = self.interrupt_reason
         if early:
             child.kill(early)
-        reply = None
+        reply, answers = None, 0
         for message in child.messages(deadline):
             if not isinstance(message, dict) or message.get("id") != request_id:
                 continue  # not a message of this request: dropped
             if message.get("kind") == protocol.PROGRESS and reply is None:
                 self.send(_checked(message))
-            elif message.get("kind") == protocol.RESULT and reply is None:
-                reply = _checked(message)
+            elif message.get("kind") == protocol.RESULT:
+                answers += 1
+                reply = _checked(message) if reply is None else reply
         outcome = child.outcome()
+        if answers > 1:  # only one process may answer; a second answer means something forged one: refuse both
+            reply = protocol.result_error(request_id, protocol.ErrorInfo(
+                "SandboxError", f"the request was answered {answers} times: refused (something in the sandboxed "
+                                "process wrote a result of its own)"))
         if outcome.killed_for in ("deadline", "cancelled"):
             self.send(_interrupted_reply(request_id, outcome.killed_for, deadline_s))
         elif outcome.setup_error:
@@ -449,9 +456,9 @@ class Worker:
     def _child_op(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
                   deadline: float | None, send: Callable[[dict[str, Any]], None]) -> None:
         """In the sandboxed child: the op in a fresh folder of its scratch; every message to ``send``."""
-        from . import confine, judge, sandbox
+        from . import confine, judging, sandbox
 
-        judge.ACTIVE = True
+        judging.ACTIVE = True
         if self.sandboxes.confined:
             self.scratch = confine.Scratch(sandbox.SCRATCH)
         paths: list[Any] = []
@@ -647,7 +654,8 @@ def run(args: argparse.Namespace) -> int:
         ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back here
         mountpoint = os.path.join(root, "root")  # where each child mounts its new root (removed with the scratch)
         os.makedirs(mountpoint, exist_ok=True)
-        sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or 8192,
+        # the limit the client states is the one its sandbox enforces (files in /tmp and shared memory counted)
+        sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or args.guard_memory_mb or 8192,
                                                             scratch_mb=max(16, args.scratch_mb)),
                                       confined=not args.allow_unconfined, mountpoint=mountpoint)
     worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)

@@ -157,6 +157,8 @@ def _request(args: argparse.Namespace, files, target: str):
 
 def _measure(args: argparse.Namespace, files, settings, params) -> int:
     """Time (or profile) on the backend's worker, record, print; exit 0 timed, 1 rejected, 2 not timed."""
+    import asyncio
+
     from ..engine import timing
     from . import timing_format
 
@@ -167,7 +169,12 @@ def _measure(args: argparse.Namespace, files, settings, params) -> int:
             print(f"  ... {message}", file=sys.stderr, flush=True)
 
     base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=_memory_mb(args, files.path))
-    run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, on_progress=progress)
+    floors = None
+    if args.backend != "local" or args.platforms not in (None, "cpu"):  # a device's reply: held to our own figures
+        progress("tracing your file here for the physical floors its device timings are held to", None)
+        floors = asyncio.run(timing.trusted_floors(files, entry=args.entry, base=base, timeout_s=args.time_limit))
+    run_ = timing.run_timing_sync(settings, params, base=base, timeout_s=args.time_limit, floors=floors,
+                                  on_progress=progress)
     if run_.result is not None and not args.no_store:
         _record(run_, files.path)
     print(timing_format.to_json_text(run_, files.path) if args.format == "json" else timing_format.to_text(run_, files.path))

@@ -33,7 +33,9 @@ def test_jaxbench_folder_timed_as_json_and_stored_with_provenance(tmp_path):
     assert doc["backend"]["where"] == "local" and doc["backend"]["devices"] == ["cpu"]
     result = doc["result"]
     assert result["format"] == "jaxbench" and result["entry"] == "workload"
-    assert result["checks"]["extra_shape"]["how"] == "create_inputs with cols=256, rows=512"
+    how = result["checks"]["extra_shape"]["how"]  # the judge's second shape, from one symbolic module
+    assert "create_inputs with cols=256, rows=512" in how and "one module for both sizes" in how, how
+    assert result["checks"]["export"]["symbolic"] is True
     assert result["speedup"]["value"] > 0 and "XLA" in result["speedup"]["baseline"]
     with ResultsStore.open(tmp_path) as store:
         stored = store.measurements(path=str(folder / "optimized.py"))
@@ -79,7 +81,7 @@ def test_without_a_device_big_inputs_are_timed_at_reduced_shapes_with_progress(t
     done = pallasite("time", str(OPTIMIZE / "big_add.py"), "--runs", "1", "--warmup", "1", "--no-store",
                      "--time-limit", "240", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "  ... comparing with the reference on fresh random inputs" in done.stderr  # progress while it runs
+    assert "  ... comparing the candidate's program with the reference on fresh random inputs" in done.stderr  # progress
     timed = re.search(r"timed at the reduced shapes float32\[(\d+), (\d+)\], float32\[\1, \2\] in TPU interpret "
                       r"mode on CPU", done.stdout)
     assert timed and int(timed.group(1)) < 16384 and int(timed.group(2)) < 16384, done.stdout

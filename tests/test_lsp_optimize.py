@@ -333,7 +333,7 @@ async def test_winner_that_cannot_be_written_is_a_message_not_a_crash(tmp_path):
     state = new_run(str(tmp_path / "missing-folder" / "add.py"), original)
     state.baseline = Timing(2e-6, "estimate", "v6e", COST_MODEL)
     state.iterations = [Iteration(1, source="# faster\n", verdict="valid",
-                                  result=Verdict.of(True, True, Timing(1e-6, "estimate", "v6e", COST_MODEL)))]
+                                  result=Verdict.of(True, True, Timing(1e-6, "estimate", "v6e", COST_MODEL), judged_by="the judge"))]
     shown: list[str] = []
 
     async def show(params):

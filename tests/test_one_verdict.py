@@ -254,7 +254,8 @@ def test_an_optimize_snapshot_of_the_older_form_is_read_into_its_verdicts():
     first, second, third = state.iterations
     assert first.valid and first.result.timing.seconds == 1e-3 and first.result.timing.device_kind == "v5e"
     assert not second.valid and state.verdict(second).status() == "compiled, wrong"
-    assert third.valid and third.time_s == 5e-4 and state.winner is third
+    # their verdicts are read, but nobody is known to have judged them: they never rank (analysis/verdict.rank)
+    assert third.valid and third.time_s == 5e-4 and state.winner is None
     again = state_from_json(state_json(state))
     assert [it.result for it in again.iterations] == [it.result for it in state.iterations]
     assert "valid" not in state_json(state)["iterations"][0]  # the Verdict is serialised once
@@ -324,7 +325,7 @@ def test_a_node_timed_by_another_method_than_the_root_has_no_speedup():
             return PhaseResult(True, "ok", compile=CompileResult.passed("v5e"))
 
         async def test(self, source):
-            return PhaseResult(True, "ok", test=TestResult.ok())
+            return PhaseResult(True, "ok", test=TestResult.ok(), judged_by="the judge")
 
         async def measure(self, source):
             timing = (Timing(2e-3, "estimate", "v5e", COST_MODEL) if source == root_text else
@@ -356,7 +357,7 @@ def test_the_optimize_loop_never_reads_a_timing_from_a_label():
             return PhaseResult(True, "ok", compile=CompileResult.passed("7x"))
 
         async def test(self, source):
-            return PhaseResult(True, "ok", test=TestResult.ok())
+            return PhaseResult(True, "ok", test=TestResult.ok(), judged_by="the judge")
 
         async def measure(self, source):
             return PhaseResult(True, "1.0 us (estimate (7x))")  # a figure in words, no Timing
@@ -447,29 +448,35 @@ def test_optimize_never_makes_up_a_result_a_phase_did_not_give():
         assert not verdict.passed
 
 
-SELF = "the candidate's own process"
+SELF = "the candidate"
 
 
 def test_a_verdict_judged_by_the_candidate_s_own_process_never_wins():
-    """runner/judge.py's time result says who judged (``judged_by``) but no verdict read it, so a candidate
-    that judged and timed itself ranked like one judged outside. Now the verdict carries it (JSON) and the
-    winner rule and the search's ranking refuse it."""
+    """A candidate that judged and timed itself ranked like one judged outside (the rule compared the reply's
+    free text). Now ``judged_by`` is a JudgedBy the judge sets, carried in the verdict's JSON, and the one
+    ranking (analysis/verdict.rank) lets only the judge's verdicts win, in optimize and in search."""
     from pallasite.agents.providers import ProviderConfig
     from pallasite.agents.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search
     from pallasite.agents.search_iterate import IterateNodes
-    from pallasite.analysis.verdict import (COST_MODEL, JUDGED_BY_CANDIDATE, CompileResult, TestResult, Timing,
-                                            pick_winner)
+    from pallasite.analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult, Timing, pick_winner,
+                                            rank)
     from pallasite.agents.evaluator import BaseEvaluator, PhaseResult
+    from pallasite.runner.judging import judge
 
-    assert JUDGED_BY_CANDIDATE == SELF and f'"{SELF}"' in (Path(__file__).parents[1] / "runner" / "judge.py").read_text()
+    assert judge.JUDGE == JudgedBy.JUDGE.value  # the worker's word is the type's
     base, fast = Timing(2e-3, "estimate", "v5e", COST_MODEL), Timing(1e-3, "estimate", "v5e", COST_MODEL)
-    outside = Verdict(CompileResult.passed("v5e"), TestResult.ok(), fast, judged_by="a process that never ran the candidate")
-    own = Verdict(CompileResult.passed("v5e"), TestResult.ok(), fast, judged_by=SELF)
+    outside = Verdict(CompileResult.passed("v5e"), TestResult.ok(), fast, judged_by=JudgedBy.JUDGE)
+    own = Verdict(CompileResult.passed("v5e"), TestResult.ok(), Timing(5e-4, "estimate", "v5e", COST_MODEL),
+                  judged_by=SELF)
+    free_text = Verdict(CompileResult.passed("v5e"), TestResult.ok(), fast, judged_by="a process that never ran it")
     assert pick_winner(base, [(1, outside)]).name == 1
-    refused = pick_winner(base, [(1, own)])
-    assert refused.name is None and SELF in refused.why
-    assert Verdict.from_json(own.to_json()).judged_by == SELF and own.to_json()["judged_by"] == SELF
+    refused = pick_winner(base, [(1, own), (2, free_text)])
+    assert refused.name is None and "not judged by the judge" in refused.why
+    assert free_text.judged_by is JudgedBy.UNKNOWN and own.judged_by is JudgedBy.CANDIDATE
+    ranking = rank(base, [(1, own), (2, outside)])
+    assert ranking.order == (2, 1) and ranking.winner.name == 2 and ranking.not_judged == (1,)
+    assert Verdict.from_json(own.to_json()).judged_by is JudgedBy.CANDIDATE and own.to_json()["judged_by"] == SELF
 
     root_text, node_text = "ROOT = 1\n", "NODE = 2\n"
 
@@ -490,7 +497,7 @@ def test_a_verdict_judged_by_the_candidate_s_own_process_never_wins():
     graph = asyncio.run(search(root_text, SearchOptions(algo="parallel", trajectories=1, iterations=1, max_nodes=1),
                                None, nodes.evaluate_root, provenance="estimate (v5e)", attempt=nodes.attempt))
     node = graph.nodes[1]
-    assert node.verdict.judged_by == SELF and node.to_json()["verdict"]["judged_by"] == SELF
+    assert node.verdict.judged_by is JudgedBy.CANDIDATE and node.to_json()["verdict"]["judged_by"] == SELF
     assert node.speedup == 2.0 and not node.ok and graph.best().id == "root"
 
 
@@ -510,10 +517,10 @@ def test_who_judged_is_shown_in_the_optimize_table_hover_and_eval_summary():
                              "iterations": [{"index": 1, "source": "a", "verdict": "valid", "result": own.to_json()}]})
     assert f"| {SELF} |" in table_markdown(state)
     text = table_text(state)
-    assert f"judged by {SELF} (never ranks): iteration 1" in text and "no winner" in text
+    assert "judged by the candidate's own process (never ranks): iteration 1" in text and "no winner" in text
     summary = summarize("files", [TaskOutcome("t", (CaseOutcome(own, 2.0),))], provenance="estimate (v5e)").to_json()
     summary["per_task"][0]["verdict"], summary["wall_s"] = own.to_json(), 1.0  # as run_eval adds them
-    assert f"judged by {SELF} (never ranks): task t" in format_summary(summary)
+    assert "judged by the candidate's own process (never ranks): task t" in format_summary(summary)
 
 
 # the worker requests that estimate, test or time a kernel's figures; only the judge sends them for a candidate

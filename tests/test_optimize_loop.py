@@ -32,7 +32,7 @@ class MarkerEvaluator(BaseEvaluator):
         evidence = "max abs error 1.0 > atol 1e-2"
         if "WRONG" in source:
             return PhaseResult(False, "rejected by the frozen tests", evidence=evidence, test=TestResult.wrong(evidence))
-        return PhaseResult(True, "matches", test=TestResult.ok("the marker stand-in"))
+        return PhaseResult(True, "matches", test=TestResult.ok("the marker stand-in"), judged_by="the judge")
 
     async def measure(self, source):
         self.measured.append(source)

@@ -51,7 +51,7 @@ class Landscape:
         if n == 3:
             return Evaluation(Verdict.of(False, None, evidence="block rows 3 is not a multiple of 8"), None,
                               "device (fake TPU)", "block rows 3 is not a multiple of 8")
-        return Evaluation(Verdict.of(True, True), LANDSCAPE.get(n, 0.5), "device (fake TPU)")
+        return Evaluation(Verdict.of(True, True, judged_by="the judge"), LANDSCAPE.get(n, 0.5), "device (fake TPU)")
 
 
 def run(options, land=None, **kw):

@@ -100,7 +100,7 @@ class LandscapeEvaluator(BaseEvaluator):
         if rows(source) == 5:
             return await self._device(PhaseResult(False, "mismatch", evidence="max abs error 2.0",
                                                   test=TestResult.wrong("max abs error 2.0")))
-        return await self._device(PhaseResult(True, "matches", test=TestResult.ok("the landscape stand-in")))
+        return await self._device(PhaseResult(True, "matches", test=TestResult.ok("the landscape stand-in"), judged_by="the judge"))
 
     async def measure(self, source):
         self.measured.append(rows(source))

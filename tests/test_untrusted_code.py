@@ -215,7 +215,7 @@ async def test_the_judge_is_outside_the_judged_and_nothing_persists(tmp_path):
     assert verdicts[0][:2] == ("rejected", ["wrong_result"]), verdicts[0]
     assert verdicts[1][:2] == ("rejected", ["wrong_result"]), verdicts[1]
     assert verdicts[2][:2] == ("ok", []), verdicts[2]
-    assert all(v[2] == "a process that never ran the candidate" for v in verdicts)
+    assert all(v[2] == "the judge" for v in verdicts)
 
 
 @needs_namespaces

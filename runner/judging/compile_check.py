@@ -18,17 +18,14 @@ import os
 import socket
 from typing import Any, Callable
 
-from .judge_channel import CandidateGone, end, fork, receive, send_frame
+from .channel import CandidateGone, end, receive, send_frame, spawn
 
 def _cpu_only() -> None:
     """In a candidate's process on a device worker: only jax's CPU backend, so model-written code never
     holds the chip (its tiers lower and compile deviceless; runner/judge_export.py does the same)."""
-    from .judge_export import on_accelerator
+    import jax
 
-    if on_accelerator():
-        import jax
-
-        jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_platforms", "cpu")
 
 
 # --------------------------------------------------------------------------- the check op
@@ -43,14 +40,16 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
 
     import numpy as np
 
-    from . import checks, tiers as tiers_mod
-    from ..wire.messages import Stage
+    from .. import checks, tiers as tiers_mod
+    from ...wire.messages import Stage
 
     asked = sorted({int(t) for t in params.tiers or (1, 2)})
     if params.script or 2 not in asked:
         return checks.handle_check(params, progress)
-    sock, pid = fork(lambda s: _check_candidate(s, dataclasses.replace(params, tiers=tuple(
-        sorted(set(asked) - {2} | {1}))), progress is not None))
+    from ...analysis.types import to_json
+
+    sock, pid = spawn("check", {"check": to_json(dataclasses.replace(params, tiers=tuple(sorted(set(asked) - {2} | {1})))),
+                                "progress": progress is not None})
     target = str(params.target or "v6e")
     unavailable = tiers_mod.tier2_unavailable(target) if target in tiers_mod.CHIPS else f"unknown target {target!r}"
     try:
@@ -86,8 +85,8 @@ def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, 
     (``unavailable``: why tier 2 cannot run here, found while the candidate ran)."""
     import time as time_mod
 
-    from . import tiers as tiers_mod
-    from ..wire.messages import Stage
+    from .. import tiers as tiers_mod
+    from ...wire.messages import Stage
 
     target = str(params.target or "v6e")
     if unavailable:
@@ -119,12 +118,12 @@ def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, 
             entry.setdefault("timings_s", {})["2"] = round(time_mod.perf_counter() - started, 4)
 
 
-def _check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:
+def check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:
     """The candidate process of a judged check: tiers 0, 1 and 3 here; the lowered modules go back."""
     import numpy as np
 
-    from . import checks, interpret_guard
-    from . import tiers as tiers_mod
+    from .. import checks, interpret_guard
+    from .. import tiers as tiers_mod
 
     _cpu_only()
     tiers_mod.LOWERED = {}
@@ -146,7 +145,7 @@ def _check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> N
 
 
 def _plain_inferred(params: Any) -> list[Any]:
-    from ..analysis.types import to_json
+    from ...analysis.types import to_json
 
     return [to_json(call) for call in params.inferred]
 
@@ -164,11 +163,13 @@ def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> 
     claim "8x". Without a trusted file the candidate process answers alone (as before)."""
     import dataclasses
 
-    from . import tune_ops
+    from .. import tune_ops
 
     if params.trusted is None:
         return tune_ops.handle_estimate(params, progress)
-    sock, pid = fork(lambda s: _estimate_candidate(s, dataclasses.replace(params, reference=False)))
+    from ...analysis.types import to_json
+
+    sock, pid = spawn("estimate", {"estimate": to_json(dataclasses.replace(params, reference=False))})
     try:
         with contextlib.ExitStack() as stack:
             floor_s, reference, chip = _trusted_estimate(params, stack)  # while the candidate side runs
@@ -177,7 +178,7 @@ def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> 
         raise RuntimeError(f"the candidate process failed: {exc}") from None
     finally:
         end(sock, pid)
-    from ..wire import messages
+    from ...wire import messages
 
     if header.get("op") != "result":
         raise RuntimeError(str(header.get("error") or "the candidate process gave no estimate"))
@@ -192,11 +193,11 @@ def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> 
                                reference=reference if params.reference else result.reference)
 
 
-def _estimate_candidate(sock: socket.socket, params: Any) -> None:
+def estimate_candidate(sock: socket.socket, params: Any) -> None:
     """The candidate process of a judged estimate: the cost model on its own traced program."""
-    from ..analysis.types import to_json
+    from ...analysis.types import to_json
 
-    from . import interpret_guard, tune_ops
+    from .. import interpret_guard, tune_ops
 
     _cpu_only()
     try:
@@ -211,9 +212,9 @@ def _trusted_estimate(params: Any, stack: contextlib.ExitStack) -> tuple[float, 
     import jax
     import numpy as np
 
-    from . import tune_ops
-    from .cost_model import estimate_reference
-    from .loader import sent_modules, user_module
+    from .. import tune_ops
+    from ..cost_model import estimate_reference
+    from ..loader import sent_modules, user_module
 
     trusted = params.trusted
     module = stack.enter_context(user_module(os.path.abspath(trusted.path), trusted.text, sent_modules(trusted),

@@ -1,0 +1,143 @@
+"""The candidate's process: a fresh interpreter that holds one socket and nothing of the judge's.
+
+``python -m pallasite.runner.judging.candidate FD``: the judge (runner/judging/channel.spawn) starts it
+with one end of a socket pair as descriptor FD and every other descriptor closed; it runs jax on the CPU
+only. Its first frame names the work:
+
+- ``export``: load the candidate's file, then, for each ``{"op": "export", "signature": ..., "config":
+  ..., "device_kind": ...}`` the judge sends, trace the task's entry at that signature (symbolic dims
+  where the judge asks: the program cannot tell which sizes will be run) and send the serialized module
+  (runner/program_export.py); ``{"op": "refused", "why": ...}`` when the program does not export there.
+  Nothing else it could send is read: the judge takes the bytes, checks them in a throwaway process and
+  computes every figure itself (runner/judging/judge.py).
+- ``check``: tiers 0, 1 and 3 of the ``check`` op on the candidate, each entry's lowered module kept
+  for the judge's tier 2 (runner/judging/compile_check.py).
+
+The candidate's code runs here and only here. Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from typing import Any
+
+from .channel import recv_frame, send_frame
+
+
+def _export_loop(sock: socket.socket, params: dict[str, Any]) -> None:
+    import jax
+    import numpy as np
+
+    from .. import timing
+    from .. import timing_inputs as inputs_mod
+    from ..program_export import export_program
+
+    try:
+        prep_context = timing.prepared(params)
+        prep = prep_context.__enter__()
+    except Exception as exc:  # noqa: BLE001 - the candidate's failure is data
+        send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
+        return
+    treedef = jax.tree.structure(prep.task.abstract_args())
+
+    def flat(*leaves: Any) -> Any:
+        return prep.candidate(*jax.tree.unflatten(treedef, list(leaves)))
+
+    send_frame(sock, {"op": "loaded"})
+    while True:
+        header, _ = recv_frame(sock)
+        if header.get("op") in ("propose", "inputs"):
+            _answer(sock, prep, header)
+            continue
+        if header.get("op") != "export":
+            return
+        try:
+            if len(header["signature"]) != treedef.num_leaves:
+                raise ValueError(f"the judge named {len(header['signature'])} inputs; the candidate's task takes "
+                                 f"{treedef.num_leaves}")
+            with inputs_mod.config_scaled((prep.task.entry,), header.get("config") or None):
+                blob = export_program(flat, header["signature"], str(header.get("device_kind") or "TPU v6 lite"))
+                blob = blob.serialize()
+        except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
+            send_frame(sock, {"op": "refused", "why": _why_not(exc, flat, header["signature"])[:2000]})
+            continue
+        send_frame(sock, {"op": "exported"}, [np.frombuffer(blob, dtype=np.uint8)])
+
+
+def _why_not(exc: BaseException, flat: Any, signature: Any) -> str:
+    """Why the program did not export, in the judge's words where they apply (host callbacks, effects)."""
+    import jax
+
+    from ..program_export import structs
+    from .module_check import HOST_CALLBACKS, refusal_for
+
+    why = refusal_for(exc)
+    if why is None:
+        try:
+            effects = jax.make_jaxpr(flat)(*structs(signature)).effects
+        except Exception:  # noqa: BLE001 - the export's own error says it
+            effects = ()
+        why = f"{HOST_CALLBACKS}: {type(exc).__name__}: {exc}" if effects else f"{type(exc).__name__}: {exc}"
+    return why
+
+
+def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
+    """A reduced CONFIG size by pallasite's own rules on this program (``propose``: the judge checks the
+    values and makes the inputs itself), or this file's own inputs at a CONFIG size (``inputs``)."""
+    import jax
+
+    from .. import timing, timing_ladder
+    from .. import timing_inputs as inputs_mod
+
+    try:
+        if header["op"] == "propose":
+            sized, _ = timing._config_size(prep, prep.task.abstract_args())
+            scaled = dict(getattr(sized, "scaled", None) or {})
+            send_frame(sock, {"op": "proposal", "config": scaled or None})
+            return
+        config = header.get("config") or {}
+        with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config or None):
+            made = timing_ladder.concrete_at(prep, config)
+        send_frame(sock, {"op": "inputs"}, [jax.numpy.asarray(a) for a in jax.tree.leaves(made)])
+    except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
+        send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]})
+
+
+def _check(sock: socket.socket, params: dict[str, Any]) -> None:
+    from ...wire import protocol
+
+    from .compile_check import check_candidate
+
+    typed = protocol.read_params("check", params["check"])
+    check_candidate(sock, typed, bool(params.get("progress")))
+
+
+def main(argv: list[str]) -> int:
+    sock = socket.socket(fileno=int(argv[1]))
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")  # before any backend: this process never holds a chip
+    header, _ = recv_frame(sock)
+    kind, params = header.get("kind"), header.get("params") or {}
+    try:
+        if kind == "export":
+            _export_loop(sock, params)
+        elif kind == "check":
+            _check(sock, params)
+        elif kind == "estimate":
+            from ...wire import protocol
+
+            from .compile_check import estimate_candidate
+
+            estimate_candidate(sock, protocol.read_params("estimate", params["estimate"]))
+    except Exception as exc:  # noqa: BLE001 - said to the judge, which believes none of it
+        send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stdout.flush()
+    os._exit(code)  # no interpreter teardown: a candidate's atexit hooks and threads end with it

@@ -1,0 +1,157 @@
+"""The one comparison of a candidate's program with the trusted reference, run by the judge.
+
+``correct(programs, prep, sizes, own, seed, checks, say)`` returns the rejections the candidate earns:
+two sets of fresh inputs at the checked size (runner/timing_inputs.fresh_inputs: floats drawn at the
+task's scale, integers permuted from the task's own), the example's own answer returned on fresh inputs
+(``precomputed_result``), the first set's answer returned on the second (``cached_result``), an input
+returned unchanged, a degenerate comparison, and a second size (``shape_specialised``). The comparison
+itself is runner/timing_guards.compare_outputs, with the task's tolerance. ``programs`` maps "main" and
+"extra" to the candidate's exported programs (or rejections); ``own``: the candidate's own inputs when
+the reference takes other arguments (each side runs on its own inputs, said in the notes).
+
+Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+
+
+class NotVerified(Exception):
+    """No verdict either way at the size the judge could check (the message says why)."""
+
+
+def _template(prep: Any, config: dict[str, int] | None, shapes: Any) -> Any:
+    """The trusted side's own inputs at this size (its integers: masks, page tables, lengths), or None."""
+    from .. import timing_inputs as inputs_mod
+    from .. import timing_ladder
+
+    if config:
+        with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
+            return timing_ladder.concrete_at(prep, config)
+    template = prep.template()
+    return template if template is not None and inputs_mod.signature(template) == inputs_mod.signature(shapes) else None
+
+
+def _one_set(program: Any, prep: Any, args: Any, config: dict[str, int] | None,
+             reference: Callable[[], Any]) -> dict[str, Any]:
+    from .. import timing
+    from .. import timing_guards as guards
+    from .. import timing_inputs as inputs_mod
+    from .. import timing_ladder
+    from ..interpret_compare import tolerance_for
+
+    try:
+        with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
+            expected = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.block_until_ready(reference()))]
+    except Exception as exc:  # noqa: BLE001 - the trusted side's failure, said as such
+        why = f"{type(exc).__name__}: {str(exc)[:500]}"
+        return {"reference_failed": why,
+                "rejection": guards.reject("reference_failed", f"the reference failed on the task's inputs: {why}")}
+    tolerance = tolerance_for(prep.task, expected) or (0.0, 0.0)
+    bad = guards.degenerate(expected, tolerance)
+    if bad:
+        return {"rejection": bad, "tolerance": tolerance}
+    saved = guards.snapshot(args)
+    try:
+        outputs = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.block_until_ready(program(*args)))]
+    except Exception as exc:  # noqa: BLE001
+        return {"rejection": guards.reject("candidate_failed", f"the candidate's program raised {type(exc).__name__}: "
+                                           f"{str(exc)[:500]}"), "tolerance": tolerance}
+    bad = guards.compare_outputs(outputs, expected, tolerance)
+    if bad and bad["trick"] == "wrong_result":
+        returned = timing._returned_input(outputs, saved)
+        if returned is not None:
+            bad = guards.reject("work_outside_timed_region", f"the candidate returns its input {returned} unchanged")
+    return {"rejection": bad, "outputs": outputs, "expected": expected, "tolerance": tolerance}
+
+
+def _drawn(program: Any, prep: Any, shapes: Any, config: dict[str, int] | None, seed: int) -> tuple[dict[str, Any], Any]:
+    from .. import timing_inputs as inputs_mod
+
+    template = _template(prep, config, shapes)
+    args = inputs_mod.fresh_inputs(shapes, seed, template)
+    return _one_set(program, prep, args, config, lambda: jax.jit(prep.reference)(*args)), template
+
+
+def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int, checks: dict[str, Any],
+            say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The rejections (see the module docstring); ``checks`` records what was checked."""
+    from .. import timing_guards as guards
+    from .exported_run import Program
+
+    main = programs["main"]
+    if sizes.own:
+        return _correct_own(main, prep, sizes, own, checks, say)
+    say("comparing the candidate's program with the reference on fresh random inputs (in the judge)")
+    first, template = _drawn(main, prep, sizes.main, sizes.main_config, seed)
+    if first.get("rejection"):
+        rejection = first["rejection"]
+        if template is not None and rejection["trick"] == "wrong_result" and first.get("outputs") is not None:
+            example = [jax.numpy.asarray(x) for x in jax.tree.leaves(_expected_at(prep, template, sizes.main_config))]
+            if guards.matches(first["outputs"], example, first["tolerance"]):
+                rejection = guards.reject("precomputed_result", "on fresh random inputs the candidate's program "
+                                          "returned the reference's answer for the task's own example inputs")
+        return [rejection]
+    checks["outputs"] = [[list(x.shape), str(x.dtype)] for x in first["expected"]]
+    second, _ = _drawn(main, prep, sizes.main, sizes.main_config, seed + 1)
+    if second.get("rejection"):
+        rejection = second["rejection"]
+        if second.get("outputs") is not None and guards.matches(second["outputs"], first["expected"], first["tolerance"]):
+            rejection = guards.reject("cached_result", "on a second set of fresh inputs the candidate's program "
+                                      "returned the reference's answer for the first set")
+        return [rejection]
+    extra = programs.get("extra")
+    if sizes.extra is None:
+        checks["extra_shape"] = {"checked": False, "why": sizes.extra_how}
+        return []
+    if not isinstance(extra, Program):  # a program that will not export at the judge's second size
+        return [guards.reject("shape_specialised", f"right at the checked size but not at {sizes.extra_how}: "
+                              f"{extra['message']}")]
+    say(f"checking a second shape ({sizes.extra_how})")
+    third, _ = _drawn(extra, prep, sizes.extra, sizes.extra_config, seed + 2)
+    from .. import timing_inputs as inputs_mod
+
+    checks["extra_shape"] = {"checked": True, "how": sizes.extra_how, "inputs": inputs_mod.signature(sizes.extra)}
+    if third.get("reference_failed"):
+        checks["extra_shape"] = {"checked": False, "why": f"the reference fails at {sizes.extra_how}: "
+                                                          f"{third['reference_failed']}"}
+    elif third.get("rejection"):
+        return [guards.reject("shape_specialised", f"right at the checked size but not at {sizes.extra_how}: "
+                              f"{third['rejection']['message']}", at=inputs_mod.signature(sizes.extra))]
+    return []
+
+
+def _expected_at(prep: Any, args: Any, config: dict[str, int] | None) -> Any:
+    from .. import timing_inputs as inputs_mod
+    from .. import timing_ladder
+
+    with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
+        return jax.jit(prep.reference)(*args)
+
+
+def _correct_own(main: Any, prep: Any, sizes: Any, own: Any, checks: dict[str, Any],
+                 say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """A reference that takes other arguments: it runs on its task's own inputs, the candidate's program on
+    the candidate's own inputs at the same CONFIG (the same seeded draws of the task's inputs function)."""
+    from .. import timing_guards as guards
+    from .. import timing_ladder
+
+    if isinstance(own, str) or not own:
+        return [guards.reject("candidate_failed", own if isinstance(own, str) else "no inputs from the candidate")]
+    reference = timing_ladder.own_reference(prep)
+    if reference is None:
+        return [guards.reject("reference_failed", "the reference takes other arguments and its file makes no inputs "
+                                                  "of its own")]
+    checks["own_inputs"] = ("the reference takes other arguments than the candidate: each ran on its own task inputs "
+                            "(workload(*create_inputs()), the same seeded draws), not on fresh random ones")
+    say("comparing the candidate's program on its own inputs with the reference on the task's (in the judge)")
+    args = tuple(jax.numpy.asarray(a) for a in own)
+    one = _one_set(main, prep, args, sizes.main_config, lambda: jax.jit(reference)())
+    if one.get("rejection") and sizes.main_config and not sizes.output_dims and one["rejection"]["trick"] == "wrong_result":
+        raise NotVerified(f"not verified: at the reduced size {sizes.verified_at} the candidate differs from the "
+                          "reference run on its own inputs, and the two files' CONFIGs are paired by name only (a size "
+                          "one derives from another may not follow): " + one["rejection"]["message"][:600])
+    return [one["rejection"]] if one.get("rejection") else []

@@ -1,0 +1,255 @@
+"""The judge's work on the candidate's exported modules: asking for them, verifying them out of harm's way,
+and every check, comparison and clock run on them (runner/judging/judge.py calls ``export_all`` and
+``judge_modules``).
+
+Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+from typing import Any, Callable
+
+from .channel import receive, send_frame
+
+STANDIN_ENV = "PALLASITE_STANDIN_DEVICE"  # "1": this worker plays an accelerator (engine/standin.py)
+NOT_EXPORTABLE = "not_exportable"
+
+
+def plays_device() -> bool:
+    """Whether this worker stands in for an accelerator (its JAX still runs on the CPU)."""
+    return os.environ.get(STANDIN_ENV, "") not in ("", "0")
+
+
+def on_accelerator() -> bool:
+    """Whether this worker's JAX would hold a chip (JAX_PLATFORMS not cpu), or it plays one."""
+    return os.environ.get("JAX_PLATFORMS", "").split(",")[0] != "cpu" or plays_device()
+
+
+def refused_profile(params: dict[str, Any]) -> dict[str, Any]:
+    """The ``profile`` op for model-written code on a device: refused (it would run the candidate's Python
+    in the process that holds the chip); ``time`` judges it from its exported program."""
+    from .. import timing
+
+    result = timing._failed(params, "not profiled: model-written code is not run in the process that holds the "
+                                    "device; time it instead (the judge runs its exported program)")
+    result["judged_by"] = ""
+    return result
+
+
+# --------------------------------------------------------------------------- asking for modules
+
+
+def _ask(sock: Any, signature: list[list[Any]], config: dict[str, int] | None, device_kind: str) -> tuple[bytes | None, str]:
+    send_frame(sock, {"op": "export", "signature": signature, "config": config, "device_kind": device_kind})
+    header, blobs = receive(sock)
+    if header.get("op") == "exported" and blobs:
+        return bytes(blobs[0].tobytes()), ""
+    return None, str(header.get("why") or header.get("error") or header.get("op"))[:2000]
+
+
+def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, Any]:
+    """{"main" | "extra" | "full": (bytes or None, signature, config, why)}: one symbolic module for all of
+    them where the program exports so, else one module per size."""
+    from .. import timing_inputs as inputs_mod
+    from .sizes import symbolic
+
+    kind = _tpu_kind(prep)
+    wanted = {"main": (sizes.main, sizes.main_config)}
+    if sizes.extra is not None:
+        wanted["extra"] = (sizes.extra, sizes.extra_config)
+    if want_full and sizes.reduced:
+        wanted["full"] = (sizes.full, None)
+    out: dict[str, Any] = {"symbolic": False, "why_not": None}
+    tried = symbolic(sizes, full="full" in wanted)
+    whys = []
+    for sym, covered in tried:
+        blob, why = _ask(sock, sym, None, kind)
+        if blob is None:
+            whys.append(why)
+            continue
+        out.update(symbolic=True, sizes=covered)
+        shapes_of = {"main": covered.main, "extra": covered.extra, "full": covered.full}
+        for name in wanted:
+            out[name] = (blob, sym, None, "", inputs_mod.signature(shapes_of[name]))
+        return out
+    out["why_not"] = (f"the program does not export with symbolic dimensions: {whys[0]}" if whys else
+                      "the sizes differ in CONFIG values or layout (read as Python ints when traced)")
+    for name, (shapes, config) in wanted.items():
+        signature = inputs_mod.signature(shapes)
+        blob, why = _ask(sock, signature, config, kind)
+        out[name] = (blob, signature, config, why, signature)
+    return out
+
+
+def own_inputs(sock: Any, sizes: Any) -> list[Any] | str:
+    """The candidate's own inputs at the main size (a reference that takes other arguments than the
+    candidate runs on its own: the candidate's layout comes from its own file, said in the notes)."""
+    send_frame(sock, {"op": "inputs", "config": sizes.main_config})
+    header, arrays = receive(sock)
+    if header.get("op") != "inputs":
+        return f"the candidate's inputs function failed: {str(header.get('error'))[:500]}"
+    return arrays
+
+
+def _tpu_kind(prep: Any) -> str:
+    """The TPU device kind the candidate's kernels are lowered for: this device's, else v6e's."""
+    kind = str(prep.device_kind or "")
+    return kind if kind.upper().startswith("TPU") else "TPU v6 lite"
+
+
+# --------------------------------------------------------------------------- verifying and running
+
+
+@dataclasses.dataclass
+class Program:
+    exported: Any
+    facts: dict[str, Any]
+    signature: list[list[Any]]
+
+    def __call__(self, *args: Any) -> Any:
+        import jax
+
+        return self.exported.call(*jax.tree.leaves(args))
+
+
+def _program(verifier: Any, entry: tuple[Any, ...], platform: str, cache: dict[bytes, Any]) -> Program | dict[str, Any]:
+    """The module of one size, verified in the throwaway process, then deserialized here; or a rejection."""
+    import jax
+
+    from .. import timing_guards as guards
+
+    blob, signature, _, why, concrete = entry
+    if blob is None:
+        return guards.reject(NOT_EXPORTABLE, f"the candidate's program does not export at the judge's size "
+                                             f"{concrete}: {why}")
+    if blob not in cache:
+        checked = verifier.check(blob, signature, platform, concrete)
+        if checked.facts is None:
+            cache[blob] = guards.reject(NOT_EXPORTABLE if checked.refused else "module_crashed",
+                                        f"the judge cannot run the candidate's program: {checked.refused or checked.crashed}")
+        else:
+            cache[blob] = Program(jax.export.deserialize(bytearray(blob)), checked.facts, signature)
+    return cache[blob]
+
+
+def _module_rejections(program: Program) -> list[dict[str, Any]]:
+    """What the module itself says: a kernel in its TPU branch (on every platform)."""
+    from .. import timing_guards as guards
+
+    if not program.facts.get("kernels"):
+        return [guards.reject("no_pallas_call", "the exported program launches no Mosaic kernel (no tpu_custom_call "
+                                                "in its TPU branch): the work is not done by a pallas_call")]
+    return []
+
+
+def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[[str], None], prep: Any,
+                  sizes: Any, modules: dict[str, Any], verifier: Any) -> dict[str, Any]:
+    """Verify, check, compare and (when asked) time the candidate's modules into ``result``."""
+    from .. import timing_inputs as inputs_mod
+    from .correct import NotVerified, correct
+
+    cache: dict[bytes, Any] = {}
+    programs = {}
+    for name in ("main", "extra", "full"):
+        if name in modules:
+            programs[name] = _program(verifier, modules[name], prep.platform, cache)
+    main = programs["main"]
+    checks = result["checks"]
+    checks.update(inputs=inputs_mod.signature(sizes.main), extra_shape=None)
+    if sizes.reduced:
+        checks.update(full_inputs=inputs_mod.signature(sizes.full), reduced=sizes.note or sizes.verified_at)
+        result["notes"].append(sizes.note or f"checked at {sizes.verified_at}")
+    result["notes"].extend(sizes.notes)
+    if not isinstance(main, Program):
+        result["rejections"] = [main]
+        return result
+    checks["module"] = {k: main.facts.get(k) for k in ("kernels", "custom_calls", "bytes", "platforms")}
+    if params.get("estimate_chip"):  # priced by the judge from the module, whatever the tests say
+        from .priced import estimate
+
+        say("pricing the candidate's exported program by the cost model (in the judge)")
+        result["estimate"] = estimate(params, prep, sizes, modules)
+    result["rejections"] = _module_rejections(main)
+    if not params.get("checks", True):
+        result["verdict"] = "error" if result["rejections"] else "ok"
+        result["error"] = "not tested: only an estimate was asked for" if not result["rejections"] else None
+        return result
+    if not result["rejections"]:
+        seed = int.from_bytes(os.urandom(4), "little")  # a local: nothing the candidate ever reaches
+        try:
+            result["rejections"] = correct(programs, prep, sizes, modules.get("own_inputs"), seed, checks, say)
+        except NotVerified as exc:
+            return {**result, "verdict": "error", "error": str(exc)}
+        checks["seed"] = seed
+    if result["rejections"] or params.get("shrink"):
+        result["verdict"] = "rejected" if result["rejections"] else "ok"
+        if not result["rejections"]:
+            result["notes"].append("not timed: shrink asks for the correctness checks only")
+        return result
+    # on a device the full size; on the CPU (the interpreter) the size the checks ran at, said in the notes
+    timed_program = programs.get("full", main) if prep.on_device else main
+    if not isinstance(timed_program, Program):
+        result["rejections"] = [timed_program]
+        return result
+    if not prep.on_device and sizes.reduced:
+        result["notes"].append("timed at the reduced size the checks ran at, the exported program in the CPU's "
+                               "interpreter (this time says nothing about a TPU)")
+    _timed(params, result, prep, sizes, timed_program, say)
+    return result
+
+
+def _timed(params: dict[str, Any], result: dict[str, Any], prep: Any, sizes: Any, program: Program,
+           say: Callable[[str], None]) -> None:
+    """Interleaved rounds of the reference and the exported program at the full size, by this process's
+    clock (the profiler's device plane on an accelerator); then the timed program's outputs compared."""
+    import jax
+
+    from ...analysis.types import to_json
+    from .. import timing
+    from .. import timing_guards as guards
+    from .. import timing_inputs as inputs_mod
+    from ..interpret_compare import tolerance_for
+
+    from .. import timing_ladder
+    from .correct import _template
+
+    runs, warmup = max(1, int(params.get("runs", 20))), max(1, int(params.get("warmup", 2)))
+    seed = int.from_bytes(os.urandom(4), "little")
+    shapes, config = (sizes.full, None) if prep.on_device else (sizes.main, sizes.main_config)
+    template = _template(prep, config, shapes)
+    timed_prep = dataclasses.replace(prep, task=dataclasses.replace(prep.task, entry=program), config={},
+                                     _template=template, _template_made=True)
+    with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
+        timed = timing.time_pair(timed_prep, shapes, seed, runs, warmup, say)
+        base = inputs_mod.fresh_inputs(shapes, seed + 3, template)
+        expected = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.jit(prep.reference)(*base))]
+    outputs = [jax.numpy.asarray(x) for x in jax.tree.leaves(program(*base))]
+    bad = guards.compare_outputs(outputs, expected, tolerance_for(prep.task, expected) or (0.0, 0.0))
+    result["checks"]["timed_program_checked"] = bad is None
+    if bad:
+        result["verdict"], result["rejections"] = "rejected", [bad]
+        return
+    samples = timed["device_ns"] or timed["wall_ns"]
+    cand, ref = samples[timing.CANDIDATE], samples[timing.REFERENCE]
+    host_clock = bool(timed.get("host_clock"))
+    method = timed["method"].replace("TPU interpret mode on CPU", "the exported program (pallas_calls in the HLO "
+                                     "interpreter) on CPU, run by the judge")
+    result["verdict"] = "ok"
+    result["candidate"] = to_json(timing.measurement(timed_prep, cand, method, host_clock=host_clock))
+    result["reference"] = to_json(timing.measurement(timed_prep, ref, timed["method"], reference=True,
+                                                     host_clock=host_clock))
+    result["spread"] = {"candidate": timing.spread(cand), "reference": timing.spread(ref)}
+    result["trace"] = timed["trace"]
+    speed = statistics.median(ref) / statistics.median(cand)
+    baseline = f"the reference compiled by XLA on the same device ({prep.device_kind})"
+    if not prep.on_device:
+        baseline += "; the candidate ran as its exported program on CPU, so this ratio says nothing about a TPU"
+    result["speedup"] = {"value": speed, "baseline": baseline,
+                         "provenance": "host" if prep.on_device and host_clock else prep.provenance.value,
+                         "inputs": inputs_mod.signature(shapes)}
+    if speed > float(params.get("max_speedup", timing.MAX_SPEEDUP)):
+        result["flags"].append(guards.reject("implausible_speedup", f"{speed:.1f}x faster than the reference is "
+                                             "implausible: check the candidate by hand before believing it"))

@@ -1,0 +1,157 @@
+"""The judge of a ``time`` request: every figure computed here, from the trusted side and the candidate's
+exported program; the candidate's Python never runs in this process.
+
+One path, on the CPU and on a device, for model-written code and for the user's own file alike:
+
+1. A throwaway verifier is forked before any backend starts (runner/judging/throwaway.py).
+2. The trusted side is loaded: the user's own file (its task, inputs, ``reference``) or the task's
+   reference file (JAXBench's baseline.py, MaxKernel's reference) - runner/judging/trusted.py.
+3. The sizes are the judge's (runner/judging/sizes.py): the full example inputs (priced; timed on a
+   device), the size the checks run at (reduced on the CPU for a large task) and a second size.
+4. The candidate's process is a fresh interpreter holding one socket (runner/judging/channel.spawn): it
+   loads the candidate and exports its entry at the signatures the judge names - one symbolic signature
+   covering every size where the program allows (it cannot tell which sizes will run), else each size
+   in turn - and is ended with everything it started before anything runs. Of what it sends only the
+   module bytes are read.
+5. Each module is checked and compiled for the CPU in the throwaway verifier; a module that crashes it
+   is a verdict ("the candidate's module crashed the verifier"), not the judge's end.
+6. The judge deserializes what passed, and computes: kernel presence (a Mosaic kernel in the module's
+   TPU branch, on every platform), the seed (a local, fresh per request), the inputs (floats drawn
+   fresh at the task's scale, integers permuted from the task's own), the reference's outputs, the
+   comparison (two fresh sets, the example's answer, a second size), and on request the timing by its
+   own clock (the profiler's device plane on an accelerator) and the cost-model estimate of the module.
+
+Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from typing import Any, Callable
+
+from .channel import CandidateGone, end, gone_why, receive, send_frame, spawn
+from .trusted import trusted_prep
+
+NOT_EXPORTABLE = "not_exportable"
+JUDGE = "the judge"  # analysis/verdict.JudgedBy.JUDGE's value
+
+
+def candidate_params(params: dict[str, Any]) -> dict[str, Any]:
+    """What the candidate's process is told: its own file and task, nothing of the judge's."""
+    keep = ("path", "text", "modules", "package", "entry", "config", "reference_path", "reference_text",
+            "reference_modules", "reference_entry")
+    return {k: params[k] for k in keep if k in params}
+
+
+def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """The ``time`` op (see the module docstring). Call before this process starts a jax backend."""
+    from .. import timing
+    from .throwaway import Throwaway
+
+    say = timing._say(progress)
+    verifier = Throwaway()
+    record: dict[str, Any] = {"how": "exported program", "judge_pid": os.getpid(), "candidate_pid": None}
+    try:
+        with contextlib.ExitStack() as stack:
+            try:
+                prep = trusted_prep(params, stack)
+            except Exception as exc:  # noqa: BLE001 - nothing trusted: nobody judges
+                return _with(timing._failed(params, f"not judged: {exc}"), record, "")
+            sock, pid = spawn("export", candidate_params(params))
+            record["candidate_pid"] = pid
+            try:
+                return _with(_judge(sock, pid, params, say, prep, verifier, record), record, JUDGE)
+            except CandidateGone as exc:
+                return _with(timing._failed(params, gone_why(pid, exc)), record, JUDGE)
+            finally:
+                end(sock, pid)
+    finally:
+        verifier.close()
+
+
+def _with(result: dict[str, Any], record: dict[str, Any], judged_by: str) -> dict[str, Any]:
+    record["candidate_imported"] = _candidate_imported(result.get("path"))
+    result["judge"] = record
+    result["judged_by"] = judged_by
+    return result
+
+
+def _candidate_imported(path: Any) -> bool:
+    """Whether any module in this process was loaded from the candidate's file."""
+    if not path:
+        return False
+    target = os.path.realpath(str(path))
+    return any(isinstance(getattr(m, "__file__", None), str) and os.path.realpath(m.__file__) == target
+               for m in list(sys.modules.values()))
+
+
+def end_the_rest() -> None:
+    """In a PID namespace of this request's own (the sandbox): end every process but this one and its
+    ancestors, so nothing the candidate's process left behind runs while the judge clocks."""
+    try:
+        with open("/proc/self/status") as status:
+            nested = any(line.startswith("NSpid:") and len(line.split()) > 2 for line in status)
+    except OSError:
+        return
+    from ..sandbox import SCRATCH
+
+    if not nested or not os.path.realpath(os.getcwd()).startswith(SCRATCH):
+        return
+    keep, pid = set(), os.getpid()
+    while pid > 0 and pid not in keep:
+        keep.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in keep:
+            with contextlib.suppress(OSError):
+                os.kill(int(name), 9)
+
+
+def _base(params: dict[str, Any], prep: Any) -> dict[str, Any]:
+    from ..tiers import versions
+    from .exported_run import plays_device, STANDIN_ENV
+
+    return {"entry": prep.task.name, "path": params.get("path"), "format": prep.task.format,
+            "config": dict(params.get("config") or {}), "verdict": "rejected", "rejections": [], "flags": [],
+            "checks": {}, "device": {"platform": prep.platform, "device_kind": prep.device_kind},
+            "provenance": "device" if prep.on_device else "interpret", "versions": versions(), "candidate": None,
+            "reference": None, "speedup": None, "spread": None, "trace": None,
+            "notes": ([f"a stand-in device ({os.environ.get(STANDIN_ENV)}): its JAX runs on the CPU"]
+                      if plays_device() else [])}
+
+
+def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], None], prep: Any, verifier: Any,
+           record: dict[str, Any]) -> dict[str, Any]:
+    from .. import timing
+    from . import exported_run as run
+    from .sizes import from_proposal, judge_sizes
+
+    result = _base(params, prep)
+    loaded, _ = receive(sock)
+    if loaded.get("op") != "loaded":
+        return timing._failed(params, f"the candidate's file could not be loaded: {str(loaded.get('error'))[:2000]}")
+    sizes = judge_sizes(prep, reduce=not prep.on_device)  # on the CPU every run is the interpreter: reduced
+    if sizes is None:  # no kernel on the trusted side to read sizes from: the candidate proposes CONFIG values
+        send_frame(sock, {"op": "propose"})
+        proposal, _ = receive(sock)
+        sizes = from_proposal(prep, proposal)
+    if isinstance(sizes, str):
+        return timing._failed(params, sizes)
+    started = time.perf_counter()
+    say("the candidate's process exports its program at the judge's sizes")
+    modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate_chip")) or prep.on_device)
+    sizes = modules.get("sizes") or sizes  # a symbolic module may cover a second size of the judge's own choosing
+    if sizes.own:
+        modules["own_inputs"] = run.own_inputs(sock, sizes)
+    end(sock, pid)  # the candidate's process is gone before anything is run or timed
+    end_the_rest()
+    result["checks"]["export"] = {"candidate_s": round(time.perf_counter() - started, 3),
+                                  "symbolic": modules.get("symbolic"), "why_not_symbolic": modules.get("why_not")}
+    return run.judge_modules(result, params, say, prep, sizes, modules, verifier)

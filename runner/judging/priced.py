@@ -1,0 +1,68 @@
+"""The cost-model estimate of a candidate, made by the judge from the candidate's exported module (the
+candidate never prices itself), and of the trusted reference, by the same model.
+
+``estimate(params, prep, sizes, modules, verifier)`` prices the module the candidate exported at the
+task's full size (runner/module_cost.price_exported: the TPU branch's Mosaic kernels from their own
+Mosaic IR - grid, blocks, index maps, body - and its plain XLA ops), with the example's own integer
+inputs where the module takes them (scalar-prefetch index maps read them), and, when asked, the
+reference (runner/cost_model.estimate_reference: XLA's compiled module for the chip). Returns the
+``estimate`` field of the ``time`` result: {"candidate": CostEstimate (JSON), "reference": dict|None,
+"chip": ChipSpec (JSON)}; a side that cannot be priced says why.
+
+Worker side: imports jax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _chip(name: str) -> Any:
+    from ..tune_ops import chip_spec
+
+    return chip_spec(name, probe=False)
+
+
+def _reference(prep: Any, sizes: Any, chip: Any) -> dict[str, Any]:
+    from .. import tune_ops
+    from ..cost_model import estimate_reference
+
+    try:
+        args = tune_ops._inputs(prep.task)
+        return estimate_reference(prep.reference, args, chip, tune_ops._topology_device(chip.name))
+    except Exception as exc:  # noqa: BLE001 - the trusted side's failure, said as such
+        return {"error": f"the reference could not be estimated: {type(exc).__name__}: {str(exc)[:300]}"}
+
+
+def _price(blob: bytes | None, signature: Any, concrete: Any, chip: Any, why: str) -> dict[str, Any]:
+    from ...analysis.types import CostEstimate, to_json
+    from ..cost_model import ASSUMPTIONS, MODEL
+
+    def no(reason: str) -> dict[str, Any]:
+        return to_json(CostEstimate(chip=chip.name, config=(), status="trace_error", error=f"no estimate: {reason}",
+                                    assumptions=ASSUMPTIONS, model=MODEL))
+
+    if blob is None:
+        return no(f"the candidate's program does not export at the task's size: {why}")
+    try:
+        from ..module_cost import price_exported
+    except ImportError:
+        return no("this worker has no pricer of exported programs (runner/module_cost.py)")
+    try:
+        return to_json(price_exported(blob, chip, concrete))
+    except Exception as exc:  # noqa: BLE001 - the pricer's failure is data (it should return one)
+        return no(f"pricing the module failed: {type(exc).__name__}: {str(exc)[:300]}")
+
+
+def estimate(params: dict[str, Any], prep: Any, sizes: Any, modules: dict[str, Any]) -> dict[str, Any]:
+    """The ``estimate`` field (see the module docstring)."""
+    from ...analysis.types import to_json
+
+    chip = _chip(str(params["estimate_chip"]))
+    entry = modules.get("full") or modules.get("main")
+    blob, signature, _, why, concrete = entry
+    out: dict[str, Any] = {"chip": to_json(chip), "candidate": _price(blob, signature, concrete, chip, why),
+                           "reference": None}
+    if params.get("reference_estimate"):
+        out["reference"] = _reference(prep, sizes, chip)
+    return out

@@ -1,0 +1,57 @@
+"""The trusted side of a judged ``time`` request: the task, its inputs and its reference, loaded from the
+user's own file (the request's ``trusted`` Sources; for ``pallasite time`` of the user's own file, that
+file itself) or the task's reference file (JAXBench's baseline.py, MaxKernel's reference), before the
+candidate's process runs anything. The judge may run this code: it is the user's own, or the task's.
+Worker side: imports jax through the loader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Callable
+
+
+def trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, Callable[..., Any], Any]:
+    """(the task of the trusted file, its reference, its module), loaded before the candidate side runs:
+    the request's ``trusted`` file (the user's own), else its ``reference`` file (JAXBench's baseline.py)."""
+    from .. import maxkernel, tasks_runtime, timing
+    from ..loader import user_module
+
+    kind = "trusted" if params.get("trusted_path") else "reference" if params.get("reference_path") else ""
+    if not kind:
+        raise timing.TimingError("the request carries no file of the user's to judge against")
+    path, text = os.path.abspath(params[f"{kind}_path"]), params.get(f"{kind}_text")
+    module = stack.enter_context(user_module(path, text, params.get(f"{kind}_modules") or ()))
+    reference = timing._reference_in(module, params.get("reference_entry"))
+    if kind == "reference" and os.path.basename(path) == maxkernel.REFERENCE_FILE and \
+            os.path.isfile(os.path.join(os.path.dirname(path), maxkernel.TASK_FILE)):
+        tasks = maxkernel.reference_tasks(os.path.dirname(path))  # MaxKernel: the YAML's inputs, computation()
+        return tasks[0], tasks[0].reference, module
+    tasks = tasks_runtime.discover(module, path, text)
+    want = params.get("entry")
+    chosen = [t for t in tasks if want is None or t.name == want] or tasks
+    if kind == "trusted" and chosen and chosen[0].reference is not None:
+        reference = chosen[0].reference
+    if reference is None or len(chosen) != 1:
+        raise timing.TimingError(f"{os.path.basename(path)} states no single task with a reference to judge against")
+    return chosen[0], reference, module
+
+
+def trusted_prep(params: dict[str, Any], stack: contextlib.ExitStack) -> Any:
+    """The trusted side as a ``timing.Prepared`` (its entry is the trusted file's own: the judge reads the
+    sizes from it); the request's own file is the trusted one when it names no other and is not
+    model-written code (``time`` of the user's own file, in an unconfined worker)."""
+    import jax
+
+    from .. import timing
+
+    from . import ACTIVE
+
+    if not params.get("trusted_path") and not params.get("reference_path") and not ACTIVE:
+        params = {**params, "trusted_path": params.get("path"), "trusted_text": params.get("text"),
+                  "trusted_modules": params.get("modules")}
+    task, reference, module = trusted(params, stack)
+    path = os.path.abspath(str(params.get("trusted_path") or params.get("reference_path")))
+    device = jax.devices()[0]  # the judge's backend: on an accelerator it now holds the chip
+    return timing.Prepared(task, module, path, reference, None, {}, jax.default_backend(), device.device_kind)
