@@ -15,10 +15,13 @@ one self-contained HTML file. Exit status: 0 evaluated, 1 a correct task without
 Agent methods (agents/eval_agents.py): ``zero-shot --samples N``, ``auto --max-iterations K``,
 ``parallel|beam|evolve`` with the search's knobs, by ``--provider``; each task's run starts from its
 reference and its best candidate is scored like a file. Several ``--method`` run over the same tasks
-and are printed side by side. Every finished task is stored in the results store under the eval's id
-(printed), so running the same command again continues where a killed (or ``--task-budget``-limited)
-run stopped; ``--provider replay:<eval id>`` re-runs every agent with its recorded answers. Exit
-status 3: ``--task-budget`` stopped the run before every task was evaluated (run it again).
+and are printed side by side. Every finished task, of every method, is stored in the results store
+under the eval's id (printed; the same tasks, candidates, methods, chip and timing give the same id),
+so running the same command again continues where a killed, interrupted (Ctrl-C: exit 130, the
+tasks this run finished listed) or ``--task-budget``-limited run stopped; ``--provider replay:<eval
+id>`` re-runs every agent with its recorded answers. Exit status 3: ``--task-budget`` stopped the run
+before every task was evaluated (run it again). ``--format json --output FILE`` writes the document
+to FILE and prints one line saying so.
 """
 
 from __future__ import annotations
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finished: list[tuple[str, str, str]] = []
+    finished = _Finished()
     try:
         summaries = _evaluate(args, setup, finished)
     except KeyboardInterrupt:
@@ -139,14 +142,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupted(setup: "_Setup", finished: list[tuple[str, str, str]]) -> int:
+@dataclasses.dataclass
+class _Finished:
+    """The (method, task, status) this run finished, and whether each was stored as it finished."""
+
+    tasks: list = dataclasses.field(default_factory=list)
+    stored: bool = False
+
+
+def _interrupted(setup: "_Setup", finished: _Finished) -> int:
     """Ctrl-C: the tasks finished in this run (each stored under the eval's id as it finished) and how to
     go on; exit 130."""
-    for method, task, status in finished:
+    for method, task, status in finished.tasks:
         print(f"  {method}: {task}: {status}", file=sys.stderr)
-    kept = f"eval {setup.eid} keeps {len(finished)} task result(s) finished in this run" if setup.eid else \
-        "nothing was recorded (the results store could not be opened)"
-    print(f"\npallasite eval: interrupted; {kept}. Run the same command to continue it.", file=sys.stderr)
+    if finished.stored:
+        print(f"\npallasite eval: interrupted; eval {setup.eid} keeps {len(finished.tasks)} task result(s) finished "
+              "in this run. Run the same command to continue it.", file=sys.stderr)
+    else:
+        print(f"\npallasite eval: interrupted; {len(finished.tasks)} task(s) finished but nothing was recorded (the "
+              "results store could not be opened: the warning above), so a re-run starts over.", file=sys.stderr)
     return 130
 
 
@@ -203,15 +217,16 @@ def _method_key(method: str, tasks: list) -> str:
     return f"files:{digest.hexdigest()[:16]}"
 
 
-def _evaluate(args: argparse.Namespace, setup: _Setup, finished: list) -> list[dict]:
+def _evaluate(args: argparse.Namespace, setup: _Setup, finished: _Finished) -> list[dict]:
     """Every (method, task) through agents/eval_job.run_eval, each finished task stored at once (a re-run
-    resumes from them) and added to ``finished`` (method, task, status); agent methods' model calls
+    resumes from them) and added to ``finished``; agent methods' model calls
     recorded under <eval id>/<method>/<task>[/<sample|node>]."""
     from ..agents.eval_job import EvalJob, TaskVerdict, run_eval
 
     run = setup.run
     recorder, eid, device = None, setup.eid, run.device
     store = run.open_store(lambda why: print(f"warning: {why}", file=sys.stderr))
+    finished.stored = store is not None
     if setup.specs:
         recorder = run.recorder()
     done = stored_rows(store, eid) if store is not None else {}
@@ -222,7 +237,7 @@ def _evaluate(args: argparse.Namespace, setup: _Setup, finished: list) -> list[d
     steps = {"n": len(done)}
 
     def on_task(method: str, task: str, row: dict) -> None:
-        finished.append((method, task, TaskVerdict.from_json(row).verdict.status()))
+        finished.tasks.append((method, task, TaskVerdict.from_json(row).verdict.status()))
         if store is not None:
             steps["n"] += 1
             store.put_agent_step(eid, steps["n"], "eval-task", {"method": method, "task": task, "row": row})
