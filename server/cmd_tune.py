@@ -91,9 +91,7 @@ def _setup(args: argparse.Namespace, path: str):
     and the tune options; OSError or ValueError says what is wrong."""
     from ..agents.run_setup import prepare
 
-    from .run_setup import device_settings, run_request
-
-    from .run_setup import refuse_non_kernel
+    from .run_setup import device_settings, refuse_non_kernel, run_request
 
     try:
         with open(path, encoding="utf-8") as f:

@@ -301,7 +301,7 @@ class SettingProblem:
         return self.editor
 
 
-def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list) -> Any:
+def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list[SettingProblem]) -> Any:
     if not isinstance(data, dict):
         name = prefix.rstrip('.') or SECTION
         warnings.append(SettingProblem(
@@ -316,10 +316,9 @@ def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list) -> An
         if key not in fields:
             guess = difflib.get_close_matches(_camel(key), list(fields), n=1)
             hint = f"; did you mean '{prefix}{guess[0]}'?" if guess else ""
-            known = ", ".join(f"'{prefix}{name}'" for name in fields)
+            keys = hint or " (the keys here: " + ", ".join(f"'{prefix}{name}'" for name in fields) + ")"
             warnings.append(SettingProblem(f"{source}: unknown setting '{dotted}' ignored{hint}",
-                                           f"{source}: unknown setting '{dotted}'" + (
-                                               hint if guess else f" (the keys here: {known})")))
+                                           f"{source}: unknown setting '{dotted}'{keys}"))
             continue
         fld, tp = fields[key], hints[key]
         if dataclasses.is_dataclass(tp):

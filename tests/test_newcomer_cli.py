@@ -160,3 +160,11 @@ def test_a_worker_over_its_memory_limit_says_which_flag_raises_it(tmp_path):
     hint = done.stderr.splitlines()[-1]
     assert hint.startswith("hint: pallasite time needed more than the worker's 1024 MiB"), done.stderr
     assert "rerun with --memory-mb 2048 (or set check.memoryMb = 2048 in [tool.pallasite])" in hint, hint
+
+
+def test_the_reuse_note_names_the_current_flag():
+    """Before: every check that reused a stored tier-2 verdict said "--no-cache recompiles", the old spelling."""
+    from pallasite.engine.result_cache import CachedVerdict, reuse_note
+
+    note = reuse_note("add", CachedVerdict("ok", (), 0.0, ".pallasite/results.sqlite"), "v6e", {"jax": "0.10.2"})
+    assert "`pallasite check --no-store` recompiles" in note and "--no-cache" not in note, note
