@@ -118,23 +118,25 @@ class TaskVerdict:
     reference: Timing | None = None
 
     answer: MethodAnswer | None = None  # an agent method's record (plan, source, usage, budgets)
+    no_figure: str | None = None  # why the candidate or the reference has no figure (``no_figure``)
 
     def to_json(self) -> dict:
         return {"task": self.task, "verdict": self.verdict.to_json(), "speedup": self.speedup,
                 "refused": self.refused, "reference": self.reference.to_json() if self.reference else None,
-                "answer": self.answer.to_json() if self.answer else None}
+                "answer": self.answer.to_json() if self.answer else None, "no_figure": self.no_figure}
 
     @classmethod
     def from_json(cls, data: dict) -> "TaskVerdict":
         return cls(data["task"], Verdict.from_json(data["verdict"]), data.get("speedup"), data.get("refused"),
                    Timing.from_json(data["reference"]) if data.get("reference") else None,
-                   MethodAnswer.from_json(data["answer"]) if data.get("answer") else None)
+                   MethodAnswer.from_json(data["answer"]) if data.get("answer") else None, data.get("no_figure"))
 
     def case(self) -> CaseOutcome:
         v = self.verdict
         untimed = v.timing is None or self.reference is None  # this task's own gap, not the method's
         return CaseOutcome(v, self.speedup, refused=self.refused if v.passed and not untimed else None,
-                           untimed=self.refused if v.passed and untimed else None, reference=self.reference)
+                           untimed=(self.refused or self.no_figure) if v.passed and untimed else None,
+                           reference=self.reference, no_figure=self.no_figure)
 
     @property
     def provenance(self) -> str:
@@ -168,10 +170,24 @@ async def evaluate_one(judge: Any, task: Any, text: str | None) -> TaskVerdict:
 
         verdict, ref = await vmem_bound(judge, verdict, text)
         return TaskVerdict(task.name, verdict, None, None, ref)
-    ref = (await judge.time(text)).reference
+    timed = await judge.time(text)
+    ref = timed.reference
     test = verdict.test
     s, refused = try_speedup(ref, verdict.timing, baseline_name=BASELINE) if test.outcome != "wrong" else (None, None)
-    return TaskVerdict(task.name, verdict, s.value if s else None, refused, ref)
+    return TaskVerdict(task.name, verdict, s.value if s else None, refused, ref,
+                       no_figure=no_figure(verdict.timing, ref, timed.why))
+
+
+def no_figure(candidate: Any, reference: Any, why: str) -> str | None:
+    """Why the candidate or the reference has no figure ("not estimated: <why>"), or None when both have one:
+    every task's row says it, whatever its verdict (a task that was not verified keeps its reason too)."""
+    if candidate is not None and reference is not None:
+        return None
+    side = "the candidate" if candidate is None else "the reference"
+    why = (why or "").strip()
+    if why.startswith(("not estimated", "not timed", "not ranked")):
+        return why[:600]
+    return f"not estimated ({side}): {why or 'no figure and no reason was reported'}"[:600]
 
 
 def usage_total(answers: list) -> dict:

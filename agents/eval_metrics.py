@@ -48,6 +48,7 @@ class CaseOutcome:
     refused: str | None = None  # why no speedup may be computed (analysis/verdict.try_speedup)
     untimed: str | None = None  # why this passed case has no timing (not estimated, not timed): the task is left out
     reference: Timing | None = None  # the reference's timing by the candidate's method (the pair's other side)
+    no_figure: str | None = None  # why the candidate or the reference has no figure ("not estimated: <why>")
 
     @property
     def compiled(self) -> bool | None:
@@ -187,6 +188,8 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
                       "scored": None if o.untimed() else max(s, 1.0) if s is not None else 1.0,
                       "speedup_refused": o.refused(), "excluded": o.untimed(), "cases": len(o.cases),
                       "reference": o.cases[0].reference.to_json() if o.cases and o.cases[0].reference else None,
+                      "timing": o.cases[0].verdict.timing.to_json() if o.cases and o.cases[0].verdict.timing else None,
+                      "no_figure": next((c.no_figure for c in o.cases if c.no_figure), None) if o.has_candidate else None,
                       "provenance": o.provenance or provenance, "errors": o.errors()[:3]}
                      for o, s in zip(outcomes, speeds))
     counted = [o for o in outcomes if not o.untimed()]  # the speedup figures are over these tasks

@@ -160,7 +160,8 @@ class SearchGraph:
         """The first node in the one ranking (analysis/verdict.rank) against the root when it beats the root,
         else the root; ties go to the earlier node."""
         nodes = sorted((n for n in self.nodes if n.op != "root"), key=lambda n: n.order)
-        ranking = rank(self.root.verdict.timing, [(n.id, n.verdict) for n in nodes], baseline_name="the root")
+        ranking = rank(self.root.verdict.timing, [(n.id, n.verdict) for n in nodes], baseline_name="the root",
+                       given={n.id: n.speedup for n in nodes}, method=self.provenance)
         return self.node(ranking.winner.name) if ranking.winner.name is not None else self.root
 
     def best_path(self) -> list[str]:

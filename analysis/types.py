@@ -342,12 +342,17 @@ class CostEstimate:
     program_hash: str | None = None  # same hash: the same traced program (timed once)
     error: str | None = None
     assumptions: tuple[str, ...] = ()
-    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v3"
+    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v4"
     xla_bytes: int | None = None  # HBM bytes of the plain XLA ops around the kernels
     xla_flops: int | None = None
     # the achieved-efficiency factors the figure used, (name, value, where it came from): fitted ones
     # say what they were fitted on (runner/cost_model.FACTORS)
     factors: tuple[tuple[str, Any, str], ...] = ()
+    # (low, high) seconds: the figure over the model's measured error on published TPU times it was not
+    # fitted on (leave-family-out; runner/cost_model.interval says how), None where the model has no figure
+    interval: tuple[float, float] | None = None
+    # what the figure is made of, (term, seconds): compute, HBM, per-op overhead (launches), per-step overhead
+    terms: tuple[tuple[str, float], ...] = ()
 
     @property
     def label(self) -> str:

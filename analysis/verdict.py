@@ -32,7 +32,7 @@ from enum import Enum
 from typing import Any, Sequence
 
 PROVENANCES = ("device", "estimate", "interpret", "host")
-COST_MODEL = "pallasite roofline v3"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
+COST_MODEL = "pallasite roofline v4"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
 
 
 class SpeedupRefused(ValueError):
@@ -47,8 +47,13 @@ class Timing:
     model: str = ""  # estimates: the model that produced the figure (COST_MODEL, "XLA optimal_seconds (cpu)")
     method: str = ""  # how it was produced, in words
     versions: tuple[tuple[str, str], ...] = ()  # what the worker reported (jax, libtpu, ...)
+    # (low, high) seconds the figure may be, where its method knows its own error: an estimate's range from
+    # the model's error on published times it was not fitted on (runner/cost_model.interval); None: not known
+    interval: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.interval is not None and not (0 < self.interval[0] <= self.interval[1]):
+            raise ValueError(f"timing interval {self.interval!r}: use (low, high) with 0 < low <= high seconds")
         if self.provenance not in PROVENANCES:
             raise ValueError(f"timing provenance {self.provenance!r}: use one of {', '.join(PROVENANCES)}")
         if self.provenance == "estimate" and not self.model:
@@ -74,12 +79,25 @@ class Timing:
 
     def to_json(self) -> dict[str, Any]:
         return {"seconds": self.seconds, "provenance": self.provenance, "device_kind": self.device_kind,
-                "model": self.model, "method": self.method, "versions": dict(self.versions), "label": self.label()}
+                "model": self.model, "method": self.method, "versions": dict(self.versions), "label": self.label(),
+                "interval": list(self.interval) if self.interval else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Timing":
+        interval = data.get("interval")
         return cls(float(data["seconds"]), data["provenance"], data.get("device_kind", ""), data.get("model", ""),
-                   data.get("method", ""), tuple(sorted((data.get("versions") or {}).items())))
+                   data.get("method", ""), tuple(sorted((data.get("versions") or {}).items())),
+                   (float(interval[0]), float(interval[1])) if interval else None)
+
+
+def distinguishable(a: Timing, b: Timing) -> bool | None:
+    """Whether two timings of one method can be told apart: True when their intervals do not overlap,
+    False when they do (within the method's own error the two may be equal or either faster: measure
+    them on a device), None when either has no interval or they cannot be compared at all
+    (``comparable``). A timing without an interval (a device median) is never called a tie here."""
+    if comparable(a, b) is not None or a.interval is None or b.interval is None:
+        return None
+    return a.interval[1] < b.interval[0] or b.interval[1] < a.interval[0]
 
 
 def duration(seconds: float | None) -> str:
@@ -136,7 +154,7 @@ class MixedModels(SpeedupRefused):
 def estimated_speedup(reference_seconds: float, kernel_seconds: float, reference_model: str,
                       kernel_model: str) -> float:
     """reference / kernel for two bare estimates named by their model (chip included, e.g.
-    "pallasite roofline v3, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
+    "pallasite roofline v4, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
     the models differ or are not named, SpeedupRefused when a time is not a positive number."""
     if not reference_model or not kernel_model or reference_model != kernel_model:
         raise MixedModels(f"the reference was estimated by {reference_model or 'an unnamed model'!r} and the kernel by "
@@ -576,15 +594,21 @@ class Ranking:
 
 
 def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
-         baseline_name: str = "the original") -> Ranking:
+         baseline_name: str = "the original", given: dict[Any, float] | None = None,
+         method: str = "") -> Ranking:
     """The one ranking of candidates, for optimize, search, eval and tune: judged by the judge, compiled and
     correct, then the fastest by the baseline's method (a speedup through ``try_speedup``: never across
     methods); then correct but untimed, then compiled, then the rest; ties keep the order given. A verdict
-    not judged by the judge (``self_judged``) never ranks above any judged one, and never wins."""
+    not judged by the judge (``self_judged``) never ranks above any judged one, and never wins. ``given``:
+    speedups already divided by the caller's one method (``method``: its label), e.g. search's nodes
+    against their root; only those of judged, correct candidates count."""
     speedups: dict[Any, float] = {}
     refusals: list[str] = []
     for key, verdict in candidates:
-        if verdict.passed and not self_judged(verdict) and baseline is not None:
+        if given is not None:
+            if verdict.passed and not self_judged(verdict) and given.get(key) is not None:
+                speedups[key] = float(given[key])
+        elif verdict.passed and not self_judged(verdict) and baseline is not None:
             s, why = try_speedup(baseline, verdict.timing, baseline_name=baseline_name)
             if s is not None:
                 speedups[key] = s.value
@@ -600,11 +624,18 @@ def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
     ordered = [key for _, (key, _) in sorted(enumerate(candidates), key=tier)]
     not_judged = tuple(k for k, v in candidates if v.passed and self_judged(v))
     return Ranking(tuple(ordered), _winner(baseline, candidates, speedups, refusals, not_judged, baseline_name,
-                                           ordered), speedups, not_judged)
+                                           ordered, given is not None, method), speedups, not_judged)
 
 
 def _winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], speedups: dict[Any, float],
-            refusals: list[str], not_judged: tuple[Any, ...], baseline_name: str, ordered: list[Any]) -> Winner:
+            refusals: list[str], not_judged: tuple[Any, ...], baseline_name: str, ordered: list[Any],
+            given: bool = False, method: str = "") -> Winner:
+    if given and speedups:
+        key = ordered[0]
+        best = Speedup(speedups[key], baseline_name, method)
+        if best.value <= 1.0:
+            return Winner(None, None, f"no winner: the best correct candidate is {best.text()}, not faster")
+        return Winner(key, best, f"winner: {key}, {best.text()}")
     if baseline is None:
         return Winner(None, None, f"no winner: {baseline_name} was not timed, so nothing can be shown faster")
     passed = [k for k, v in candidates if v.passed and not self_judged(v)]
@@ -619,10 +650,20 @@ def _winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], 
                           f"was timed, so nothing can be shown faster than {baseline_name}")
         return Winner(None, None, f"no winner: no correct candidate was timed like {baseline_name} ({refusals[0]})")
     key = ordered[0]
-    best = speedup(baseline, dict(candidates)[key].timing, baseline_name=baseline_name)
+    verdicts = dict(candidates)
+    lead = verdicts[key].timing
+    best = speedup(baseline, lead, baseline_name=baseline_name)
     if best.value <= 1.0:
         return Winner(None, None, f"no winner: the best correct candidate is {best.text()}, not faster")
-    return Winner(key, best, f"winner: {key}, {best.text()}")
+    close = [k for k in speedups if k != key and distinguishable(lead, verdicts[k].timing) is False]
+    said = []
+    if distinguishable(lead, baseline) is False:
+        said.append(f"{baseline_name}'s")
+    if close:
+        said.append(f"{len(close)} other candidate(s)' ({', '.join(map(str, close[:4]))})")
+    caveat = (f" (within the estimate's range of {' and '.join(said)}: measure this on a device to tell them "
+              "apart)") if said else ""
+    return Winner(key, best, f"winner: {key}, {best.text()}{caveat}")
 
 
 def pick_winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,

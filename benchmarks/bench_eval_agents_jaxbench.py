@@ -14,7 +14,7 @@ not a model: every method gets the same answer per task, and the rows differ onl
 loop treats the answer differently. Every candidate is scored as ``--method files`` scores a file:
 compiled = the checker's tiers 0-2 for the chip (libtpu, deviceless); correct = the ``time`` op's
 integrity checks in TPU interpret mode on CPU (reduced shapes); speedup = the reference's estimate
-over the candidate's by one model (pallasite roofline v3) for the chip: an ESTIMATE, not a device
+over the candidate's by one model (pallasite roofline v4) for the chip: an ESTIMATE, not a device
 time. Prints the seed's table per method side by side, each task's row, the model calls and the
 wall time.
 """

@@ -35,7 +35,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, help="only the first N tasks (a smoke run)")
     from pallasite.server import flags
 
-    flags.add_backend(ap)  # --backend estimate|local|ssh|ray: device medians instead of estimates
+    flags.add_backend(ap, "eval")  # --backend estimate|local|ssh|ray: device medians instead of estimates
     args = ap.parse_args()
     if not args.folder:
         print("give the JAXBench benchmark folder (or set JAXBENCH_DIR)", file=sys.stderr)

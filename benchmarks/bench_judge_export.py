@@ -1,21 +1,21 @@
-"""What judging a candidate from its exported program costs (issue 42, part B), against today's paths.
+"""What the one judging path costs per candidate on CPU (issue 49), to set beside the round trip it replaced.
 
-Runs the same model-written ``time`` request (tests/data/judge_export/right.py against the user's
-tests/data/optimize/add.py; ``--runs`` timed rounds each) through:
+Runs model-written ``time`` requests (tests/data/judge_export/right.py against the user's
+tests/data/optimize/add.py) through a confined worker, as the commands send them:
 
-- ``in-process``: a trusted worker, everything in its one process (what a device worker did for
-  model-written code before: the candidate judged and timed itself);
-- ``round trip``: a confined worker on CPU today (the judge compares and clocks the candidate's calls
-  in a second process);
-- ``exported``: a confined worker asked for the exported program (``judge="export"``; what a device
-  or a stand-in device worker does): trace + serialize in the candidate's process, deserialize +
-  compile + run + time in the judge.
+- ``judged (optimize)``: what optimize, search and eval send per candidate without a device: the
+  exported program tested at the judge's sizes and priced by the cost model for v6e (``shrink`` +
+  ``estimate_chip``; nothing timed);
+- ``judged + timed``: the same program also timed ``--runs`` rounds against the reference by the
+  judge's clock (what ``pallasite time`` asks).
+
+Each request: a fresh interpreter for the candidate's process (import, trace, export), a fresh verifier
+process (deserialize, check, compile), then the judge's comparisons. Prints the median and p90 wall time
+per request and the parts the judge reports (``checks.export``), with the machine's load. To compare
+with the round trip of an earlier commit, run that commit's own copy of this script in a checkout of it
+(``--label``): docs/timing.md gives both, measured back to back. CPU only: no figure here is TPU time.
 
     .venv/bin/python benchmarks/bench_judge_export.py [--repeats 6] [--runs 5]
-
-Prints the median and p90 wall time per request for each path, and for the exported path the
-median of its parts as the worker reported them (``checks.export``), plus the machine's load. CPU
-only: no figure here is TPU time.
 """
 
 from __future__ import annotations
@@ -31,19 +31,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 USER = ROOT / "tests" / "data" / "optimize" / "add.py"
 CANDIDATE = ROOT / "tests" / "data" / "judge_export" / "right.py"
-PATHS = {"in-process": (False, "auto"), "round trip": (True, "auto"), "exported": (True, "export")}
+PATHS = {"judged (optimize)": {"shrink": True, "estimate_chip": "v6e"}, "judged + timed": {}}
 
 
 async def measure(name: str, repeats: int, runs: int) -> tuple[list[float], list[dict]]:
     from pallasite.engine.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
 
-    confine, judge = PATHS[name]
     user, text = USER.read_text(), CANDIDATE.read_text()
     params = dataclasses.replace(time_request(TaskFiles(str(USER)), "time", runs=runs, warmup=1, text=text,
-                                              trusted=(str(USER), user) if confine else None), judge=judge)
+                                              trusted=(str(USER), user)), **PATHS[name])
     walls, parts = [], []
-    async with WorkerClient(WorkerConfig(confine=confine, timeout_s=600)) as worker:
+    async with WorkerClient(WorkerConfig(confine=True, timeout_s=600)) as worker:
         await worker.request(params)  # the first: imports, caches
         for _ in range(repeats):
             started = time.perf_counter()
@@ -63,27 +62,17 @@ def p90(values: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=6)
-    parser.add_argument("--runs", type=int, default=5, help="timed rounds per request")
+    parser.add_argument("--runs", type=int, default=5, help="timed rounds per timed request")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average before {os.getloadavg()[0]:.2f}")
-    medians = {}
     for name in PATHS:
         walls, parts = asyncio.run(measure(name, args.repeats, args.runs))
-        medians[name] = statistics.median(walls)
-        print(f"{name:>11}: median {medians[name]:.2f} s, p90 {p90(walls):.2f} s per request "
-              f"({args.repeats} requests, {args.runs} timed rounds each)")
-        if name == "exported":
-            def part(key: str, field: str) -> float:
-                return statistics.median(float((p.get(key) or {}).get(field) or 0.0) for p in parts)
-
-            print(f"             candidate's process (import, program checks, trace + serialize both shapes, "
-                  f"as the judge waited): {statistics.median(p['candidate_s'] for p in parts):.2f} s")
-            for key in ("shapes", "extra"):
-                print(f"             {key}: trace + serialize {part(key, 'trace_serialize_s'):.3f} s, "
-                      f"{part(key, 'bytes'):.0f} bytes; judge deserialize + check + compile "
-                      f"{part(key, 'judge_deserialize_compile_s'):.3f} s")
-    print(f"exported vs round trip: {medians['exported'] - medians['round trip']:+.2f} s per request; "
-          f"vs in-process: {medians['exported'] - medians['in-process']:+.2f} s")
+        print(f"{name:>18}: median {statistics.median(walls):.2f} s, p90 {p90(walls):.2f} s per request "
+              f"({args.repeats} requests{'' if PATHS[name] else f', {args.runs} timed rounds each'})")
+        candidate = statistics.median(float(p.get("candidate_s") or 0.0) for p in parts)
+        symbolic = sum(1 for p in parts if p.get("symbolic"))
+        print(f"{'':>20}the candidate's process (start, import, trace + export) as the judge waited: "
+              f"{candidate:.2f} s; one symbolic module in {symbolic}/{len(parts)} requests")
     print(f"load average after {os.getloadavg()[0]:.2f}")
 
 

@@ -26,11 +26,13 @@ figure: the measurement's, not the model's). ``hbm_efficiency`` stays at the mod
   a test): each point's estimate vs published, the Pallas/XLA ratios, the Spearman correlation;
 - **leave-one-out**: each point predicted by factors fitted on the other 20 (out of sample for that
   point);
-- whether the factors typed into runner/cost_model.FACTORS still match the fit (exit 1 when one moved
-  by more than 2%);
-- **out of sample**, nothing fitted on them: the block-sparse guide's published DSD-kernel/dense ratio
-  (``HELD_OUT``), and the v6e 8192x8192x28672 bf16 GEMM's XLA time printed as an example output in
-  JAXBench's README (``README_V6E_GEMM``: a README example, possibly illustrative).
+- how far this fit on the guide alone is from the factors typed into runner/cost_model.FACTORS (those
+  are fitted over three families of published times by bench_public_timings.py, which fails when they
+  move; this benchmark only prints the difference);
+- outside this guide-only fit (but inside the typed factors' three-family fit, whose out-of-sample
+  check is bench_public_timings.py's leave-family-out): the block-sparse guide's published
+  DSD-kernel/dense ratio (``HELD_OUT``), and the v6e 8192x8192x28672 bf16 GEMM's XLA time printed as an
+  example output in JAXBench's README (``README_V6E_GEMM``: a README example, possibly illustrative).
 
 No TPU is used. Run: ``python benchmarks/bench_matmul_guide.py [--json]`` (about 15 s).
 """
@@ -360,7 +362,8 @@ def main() -> int:
             loo_d.append(d_i)
     loo = table(points, chip, loo_pred, loo_d) if loo_pred else None
     typed = dataclasses.asdict(FACTORS)
-    moved = {k: (typed[k], v) for k, v in dataclasses.asdict(factors).items() if abs(v / typed[k] - 1) > 0.02}
+    moved = {k: (typed[k], v) for k, v in dataclasses.asdict(factors).items()
+             if k in ("mxu_efficiency", "xla_cycles_scale", "step_overhead_s") and abs(v / typed[k] - 1) > 0.02}
     sparse = held_out(FACTORS, dispatch)
     gemm = readme_gemm(FACTORS)
     if args.json:
@@ -369,7 +372,7 @@ def main() -> int:
                           "held_out_sparse": sparse, "readme_v6e_gemm": gemm,
                           "points": [{k: v for k, v in p.items() if k not in ("parts", "hlo")} for p in points]},
                          default=str, indent=1))
-        return 1 if moved else 0
+        return 0
     print(f"model: {MODEL}, chip v5e; truth: the guide's published TPU v5e times (timeit, dispatch included)")
     print(f"fitted on all 21 points: mxu_efficiency {factors.mxu_efficiency:.3f}, xla_cycles_scale "
           f"{factors.xla_cycles_scale:.3f}, step_overhead {factors.step_overhead_s * 1e6:.3f} us, dispatch "
@@ -390,19 +393,20 @@ def main() -> int:
               f"{loo['median_abs_error']:.1%}, max {loo['max_abs_error']:.1%}; Spearman {loo['spearman']:.3f}; "
               f"ratio within {WITHIN:.0%} on {loo['ratios_within']}/{len(loo['ratios'])}, same side of 1.0 on "
               f"{loo['ratios_same_side']}/{len(loo['ratios'])}")
-    print("runner/cost_model.FACTORS " + ("match the fit (within 2%)" if not moved else
-                                          f"MOVED by more than 2% against the fit: {moved}"))
+    print("runner/cost_model.FACTORS (fitted over three families by bench_public_timings.py) "
+          + ("match this fit on the guide alone (within 2%)" if not moved else
+             f"differ from this fit on the guide alone by more than 2%: {moved}"))
     h = sparse
-    print(f"OUT OF SAMPLE, sparse guide (cell {HELD_OUT['cell']}, {h['blocks']} of 1024 blocks): published "
+    print(f"NOT IN THIS GUIDE-ONLY FIT (the typed factors are fitted on it too: bench_public_timings.py), sparse guide (cell {HELD_OUT['cell']}, {h['blocks']} of 1024 blocks): published "
           f"kernel/reference {h['published_ratio']:.3f}; estimated {h['kernel_s'] * 1e3:.3f} / "
           f"{h['reference_s'] * 1e3:.3f} ms = {h['estimated_ratio']:.3f} with the dispatch "
           f"({'within' if h['ok'] else 'NOT within'} {WITHIN:.0%})")
     g = gemm
-    print(f"OUT OF SAMPLE, JAXBench README example, XLA 8192x8192x28672 bf16 GEMM on v6e: published "
+    print(f"NOT IN THIS GUIDE-ONLY FIT (in the typed factors' fit), JAXBench README example, XLA 8192x8192x28672 bf16 GEMM on v6e: published "
           f"{g['published_s'] * 1e3:.2f} ms; estimated {g['estimate_s'] * 1e3:.2f} ms "
           f"({g['estimate_s'] / g['published_s'] - 1:+.1%}, "
           f"{g['bound']}-bound; at the chip's peak, as v2 priced it: {g['at_peak_s'] * 1e3:.2f} ms)")
-    return 1 if moved else 0
+    return 0
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ class CheckOptions:
     target: str = DEFAULT_CHIP
     tiers: tuple[int, ...] = DEFAULT_TIERS
     severity: Mapping[str, str] = field(default_factory=dict)
-    time_limit_s: float = 180.0  # per file; large kernels take tens of seconds in the deviceless compiler
+    time_limit_s: float = 300.0  # per request (server/settings.py check.timeLimitS, the one time limit)
     memory_mb: int = 4096
     interpreter: str | None = None  # the user's project python; None = sys.executable
     worker_command: tuple[str, ...] = ()  # e.g. ("ssh", "tpu-host"): run the worker there (WorkerConfig.command)

@@ -105,7 +105,7 @@ def sentence(rec: Mapping[str, Any], code: str) -> str:
         vmem = rec.get("vmem")
         if vmem:
             said = (f"VMEM out of memory: {_mib(vmem['requested'])} requested, "
-                    f"limit {_mib(vmem['limit'])} ({said})")
+                    f"limit {_mib(vmem['limit'])} ({said})") + near_limit_sentence(vmem)
         elif not said.lower().startswith("vmem"):
             said = f"VMEM out of memory ({said})"
     if code == "PLS901":
@@ -157,3 +157,19 @@ def _readable_blocks(sentence: str) -> str:
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
+
+
+def near_limit_sentence(vmem: Mapping[str, Any]) -> str:
+    """What a VMEM overflow within a few percent of its limit adds (runner/vmem_fit.py): by how much, which
+    libtpu decided, that other compiler versions may differ, and the limit tier 2 compiled it with."""
+    near = vmem.get("near_limit")
+    if not near:
+        return ""
+    said = (f" — only {near['over']:.1%} over the limit: {near['decided_by']} decided this, and other compiler "
+            "versions may differ (a kernel published as running on this chip can overflow under another libtpu)")
+    if near.get("fits_with"):
+        said += (f"; vmem_limit_bytes={near['fits_with']} ({near['fits_with'] >> 20} MiB) fits: "
+                 f"{near['verified']}")
+    elif near.get("not_verified"):
+        said += f"; no larger limit was verified ({near['not_verified']})"
+    return said

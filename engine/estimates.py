@@ -5,18 +5,21 @@ task's plain-JAX reference with the same cost model (runner/cost_model.py ``esti
 ``estimate_reference``: the same rates, overheads and assumptions, the model's name carried in
 both). ``pair`` puts the two figures side by side under one label, "estimate (<model>, <chip>)",
 and their ratio goes through ``analysis.verdict.estimated_speedup`` (the one ``speedup``, over two
-estimates), which refuses figures of two different models. ``estimate_pair`` asks a worker for
+estimates), which refuses figures of two different models. Each side carries its interval (the range
+the model's leave-family-out error on published TPU times allows, runner/cost_model.interval); the
+speedup's range divides them (``speedup_interval``), and where it straddles 1.0x the pair says
+"measure this on a device" (``caveat``): the model cannot tell which side is faster. ``estimate_pair`` asks a worker for
 both. ``eval`` (agents/eval_job.py) and ``tune`` (engine/tune.py) both use ``pair``, so one file
 gets one estimated speedup from either.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..analysis.types import CostEstimate
-from ..analysis.verdict import MixedModels, estimated_speedup
+from ..analysis.verdict import MixedModels, Timing, duration, estimated_speedup
 from ..wire.messages import EstimateParams, EstimateResult, Sources
 
 
@@ -26,7 +29,7 @@ class PairedEstimate:
 
     kernel_s: float | None
     reference_s: float | None
-    label: str  # "estimate (pallasite roofline v3, v5e)"
+    label: str  # "estimate (pallasite roofline v4, v5e)"
     why: str | None = None
     reference_bound: str | None = None
     kernel_bound: str | None = None
@@ -35,14 +38,19 @@ class PairedEstimate:
     # the achieved-efficiency factors each side used, (name, value, where it came from) (runner/cost_model.Factors)
     kernel_factors: tuple[tuple[str, Any, str], ...] = ()
     reference_factors: tuple[tuple[str, Any, str], ...] = ()
+    # (low, high) seconds each side may be (runner/cost_model.interval), None when not known
+    kernel_interval: tuple[float, float] | None = None
+    reference_interval: tuple[float, float] | None = None
 
     def kernel_method(self) -> str:
-        """The kernel's figure in words: the label, the term that bounds it, its factors (a Timing's method)."""
-        return method_text(self.label, self.kernel_bound, self.kernel_factors)
+        """The kernel's figure in words: the label, the term that bounds it, its range, its factors (a
+        Timing's method)."""
+        return method_text(self.label, self.kernel_bound, self.kernel_factors, interval=self.kernel_interval)
 
     def reference_method(self) -> str:
         return method_text(self.label, self.reference_bound, self.reference_factors, "the reference priced as XLA "
-                           "compiles it" if any(n == "xla_cycles_scale" for n, _, _ in self.reference_factors) else "")
+                           "compiles it" if any(n == "xla_cycles_scale" for n, _, _ in self.reference_factors) else "",
+                           interval=self.reference_interval)
 
     @property
     def speedup(self) -> float | None:
@@ -50,6 +58,25 @@ class PairedEstimate:
         if self.kernel_s is None or self.reference_s is None:
             return None
         return estimated_speedup(self.reference_s, self.kernel_s, self.label, self.label)
+
+    @property
+    def speedup_interval(self) -> tuple[float, float] | None:
+        """(low, high) of the speedup: the reference's range over the kernel's (both ends at once)."""
+        if self.speedup is None or self.kernel_interval is None or self.reference_interval is None:
+            return None
+        return (self.reference_interval[0] / self.kernel_interval[1], self.reference_interval[1] / self.kernel_interval[0])
+
+    def kernel_timing(self, chip: str, model: str) -> Timing | None:
+        """The kernel's figure as a Timing with its interval (what the judge carries), or None."""
+        if self.kernel_s is None:
+            return None
+        return Timing(self.kernel_s, "estimate", chip, model, self.kernel_method(), interval=self.kernel_interval)
+
+    def reference_timing(self, chip: str, model: str) -> Timing | None:
+        if self.reference_s is None:
+            return None
+        return Timing(self.reference_s, "estimate", chip, model, self.reference_method(),
+                      interval=self.reference_interval)
 
 
 def factors_text(factors: Any) -> str:
@@ -62,12 +89,16 @@ def factors_text(factors: Any) -> str:
     return "; ".join(f"{', '.join(names)} ({why})" if why else ", ".join(names) for why, names in groups.items())
 
 
-def method_text(label: str, bound: str | None, factors: Any, how: str = "") -> str:
+def method_text(label: str, bound: str | None, factors: Any, how: str = "",
+                interval: tuple[float, float] | None = None) -> str:
     parts = [label]
     if bound:
         parts.append(f"{bound}-bound")
     if how:
         parts.append(how)
+    if interval:
+        parts.append(f"range {duration(interval[0])} to {duration(interval[1])} (the model's error on published "
+                     "TPU times it was not fitted on)")
     if factors:
         parts.append("factors: " + factors_text(factors))
     return "; ".join(parts)
@@ -92,17 +123,33 @@ def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: st
         why = (reference or {}).get("error") or ("none was made (the task has no reference(), or this run's "
                                                  "estimates all came from the results store)")
         return PairedEstimate(kernel.seconds, None, label, f"the reference has no estimate: {why}"[:500],
-                              kernel_bound=kernel.bound, caveat=_caveat(kernel), kernel_factors=tuple(kernel.factors))
+                              kernel_bound=kernel.bound, caveat=_caveat(kernel), kernel_factors=tuple(kernel.factors),
+                              kernel_interval=tuple(kernel.interval) if kernel.interval else None)
     ref_label = _label(str(reference.get("model") or ""), str(reference.get("chip") or chip))
     try:
         estimated_speedup(float(reference["seconds"]), kernel.seconds, ref_label, label)
     except MixedModels as exc:
         return PairedEstimate(kernel.seconds, None, label, str(exc)[:500], kernel_bound=kernel.bound,
                               caveat=_caveat(kernel), kernel_factors=tuple(kernel.factors))
-    return PairedEstimate(kernel.seconds, float(reference["seconds"]), label, None,
-                          reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel),
-                          kernel_factors=tuple(kernel.factors),
-                          reference_factors=tuple(tuple(f) for f in reference.get("factors") or ()))
+    ref_interval = reference.get("interval")
+    paired = PairedEstimate(kernel.seconds, float(reference["seconds"]), label, None,
+                            reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel),
+                            kernel_factors=tuple(kernel.factors),
+                            reference_factors=tuple(tuple(f) for f in reference.get("factors") or ()),
+                            kernel_interval=tuple(kernel.interval) if kernel.interval else None,
+                            reference_interval=(float(ref_interval[0]), float(ref_interval[1])) if ref_interval else None)
+    measure = straddles(paired.speedup_interval)
+    if measure:
+        paired = replace(paired, caveat="; ".join(c for c in (paired.caveat, measure) if c))
+    return paired
+
+
+def straddles(span: tuple[float, float] | None) -> str | None:
+    """"measure this on a device: ..." when an estimated speedup's range holds 1.0x, else None."""
+    if span is None or not (span[0] <= 1.0 <= span[1]):
+        return None
+    return (f"measure this on a device: within the model's measured error the speedup is anywhere from "
+            f"{span[0]:.2f}x to {span[1]:.2f}x, so the estimate cannot say which side is faster")
 
 
 def below_floor(est: CostEstimate) -> str | None:

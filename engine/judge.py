@@ -289,18 +289,17 @@ class Judge:
                 "counted: its estimate is a lower bound and cannot rank it against the original. Use BlockSpecs, or "
                 "time it on a device (--backend local|ssh|ray)."))
         caveat = "; lower bound: manual DMAs (pl.ANY operands) not counted" if lower else ""
+        interval = tuple(est.interval) if est.interval else None
         timing = Timing(est.seconds, "estimate", self.chip, est.model or COST_MODEL,
-                        method_text(est.label, est.bound, est.factors) + "; priced by the judge from the exported program")
+                        method_text(est.label, est.bound, est.factors, interval=interval)
+                        + "; priced by the judge from the exported program", interval=interval)
         return Timed(timing, profile="profile (cost model, not a device profile): " + profile_text(est),
                      lower_bound=lower, summary=f"{est.seconds * 1e6:.2f} us, {est.bound}-bound{caveat}")
 
     def _paired(self, paired: Any, est: Any) -> Timed:
         """(candidate, reference) by one model for a task: the reference is the baseline."""
-        cand = ref = None
-        if paired.kernel_s is not None:
-            cand = Timing(paired.kernel_s, "estimate", self.chip, est.model or COST_MODEL, paired.kernel_method())
-        if paired.reference_s is not None:
-            ref = Timing(paired.reference_s, "estimate", self.chip, est.model or COST_MODEL, paired.reference_method())
+        cand = paired.kernel_timing(self.chip, est.model or COST_MODEL)  # with its interval
+        ref = paired.reference_timing(self.chip, est.model or COST_MODEL)
         why = "; ".join(w for w in (paired.why, paired.caveat) if w)
         bounds = ", ".join(f"{who} {b}-bound" for who, b in (("kernel", paired.kernel_bound),
                                                                ("reference", paired.reference_bound)) if b)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..analysis.codes import CODES
-from ..analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Related, Span, to_json
+from ..analysis.types import SEVERITIES, BlockSpecInfo, Finding, Fix, KernelSite, Related, Span, TextEdit, to_json
 from ..wire.messages import CheckResult
 
 from .figures import shape_cast_sentence
@@ -168,10 +168,12 @@ def locate_record(
         said = f"{said} — {moved.sentence}"
     elif code in ("PLS101", "PLS204", "PLS112") and site is not None:
         related = _block_size_sources(site, span, analysis, lines) + related
+    fix = None
     if code == "PLS201" and site is not None:
         spec = _spec_for_ref(rec, site, "")
         if spec is not None:  # the allocator named the operand whose window does not fit
             related = (Related(spec.span, "the block that does not fit in VMEM (double-buffered)"),) + related
+        fix = vmem_limit_fix(rec, site, lines)
     detail = "\n\n".join(p for p in (rec.get("message"), rec.get("detail"), raised_at_text(rec)) if p) or None
     return Finding(
         code=code,
@@ -184,7 +186,36 @@ def locate_record(
         origin=origin(rec, stage),
         chip=target,
         kernel=(site.kernel_name if site is not None else None),
+        fix=fix,
     )
+
+
+def vmem_limit_fix(rec: Mapping[str, Any], site: KernelSite, lines: Sequence[str]) -> Fix | None:
+    """For a VMEM overflow a few percent over its limit whose larger limit tier 2 verified
+    (runner/vmem_fit.py): ``vmem_limit_bytes=N`` added to the call's ``CompilerParams(...)``, where the
+    call writes one (a call without compiler_params gets the figure in the message only)."""
+    near = (rec.get("vmem") or {}).get("near_limit") or {}
+    limit, span = near.get("fits_with"), site.compiler_params_span
+    if not limit or span is None:
+        return None
+    text = _span_text(span, lines)
+    m = re.fullmatch(r"(?s)(\s*[\w.]*CompilerParams\s*\()(.*)\)\s*", text or "")
+    if m is None or "vmem_limit_bytes" in m.group(2):
+        return None
+    args = m.group(2).rstrip()
+    joined = f"{args}{'' if not args or args.endswith(',') else ','} vmem_limit_bytes={limit}" if args else \
+        f"vmem_limit_bytes={limit}"
+    return Fix(title=f"Set vmem_limit_bytes={limit} ({limit >> 20} MiB, verified by tier 2)",
+               edits=(TextEdit(span=span, new_text=f"{m.group(1)}{joined})"),))
+
+
+def _span_text(span: Span, lines: Sequence[str]) -> str | None:
+    if not (0 <= span.line <= span.end_line < len(lines)):
+        return None
+    if span.line == span.end_line:
+        return lines[span.line][span.column:span.end_column]
+    return "\n".join([lines[span.line][span.column:], *lines[span.line + 1:span.end_line],
+                      lines[span.end_line][:span.end_column]])
 
 
 # --------------------------------------------------------------------------- which pallas_call

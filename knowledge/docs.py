@@ -247,6 +247,13 @@ def search(query: str, k: int = 5, options: DocsOptions = DocsOptions()) -> list
     return load_index(options).search(query, k)
 
 
+def hit_json(hit: Hit) -> dict:
+    """One hit as `pallasite docs search --format json` (and the MCP server's ``docs_search``) give it."""
+    p = hit.passage
+    return {"rank": hit.rank, "score": round(hit.score, 4), "id": p.id, "kind": p.kind, "title": p.title,
+            "source": p.source, "line": p.line, "text": p.text}
+
+
 def format_hits(hits: list[Hit], width: int = 400) -> str:
     """Terminal listing: rank, id, source:line, and the start of the passage."""
     if not hits:

@@ -568,7 +568,8 @@ def _check(row: tuple) -> CheckRecord:
 
 
 # the files whose code makes an estimate: a change to any of them (a refit factor, a new count) is a new model
-COST_MODEL_FILES = ("runner/cost_model.py", "runner/body_counts.py", "runner/kernel_counts.py", "runner/xla_ops.py")
+COST_MODEL_FILES = ("runner/cost_model.py", "runner/body_counts.py", "runner/kernel_counts.py", "runner/xla_ops.py",
+                    "runner/compiled_ops.py")
 
 
 def current_cost_model() -> str:

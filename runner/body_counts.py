@@ -62,24 +62,28 @@ def _fill(dim: int, unit: int) -> float:
     return dim / (math.ceil(dim / unit) * unit) if dim > 0 else 1.0
 
 
+def add_dot(counts: BodyCounts, lhs: Any, rhs: Any, out_elements: int, dims: Any, dtype: str, mxu: int) -> None:
+    """One matmul: 2 x output elements x contracted elements, on the MXU, with how its contracted and
+    output-column dims fill the MXU and its rows the sublanes of 8. ``dims``: (lhs contracting, lhs
+    batch, rhs contracting, rhs batch). Shared by the jaxpr, Mosaic and StableHLO counts."""
+    lc, lb, rc, rb = dims
+    contract = int(np.prod([lhs[d] or 0 for d in lc], dtype=np.int64)) if lc else 1
+    flops = 2 * out_elements * contract
+    rows = int(np.prod([lhs[d] or 0 for d in range(len(lhs)) if d not in lc and d not in lb], dtype=np.int64)) or 1
+    cols = int(np.prod([rhs[d] or 0 for d in range(len(rhs)) if d not in rc and d not in rb], dtype=np.int64)) or 1
+    counts.flops += flops
+    counts.mxu_flops += flops
+    counts.dots.append((flops, dtype, _fill(contract, mxu) * _fill(cols, mxu) * _fill(rows, 8)))
+
+
 def count_leaf(eqn: Any, counts: BodyCounts, mxu: int = 128) -> bool:
     """Add one equation's own work to ``counts`` when it is arithmetic (a matmul, an element-wise or
     transcendental op, a reduction); False for anything else (control flow, memory ops, casts)."""
     name = eqn.primitive.name
     if name == "dot_general":
         lhs, rhs = (v.aval for v in eqn.invars)
-        (lc, rc), (lb, _rb) = eqn.params["dimension_numbers"]
-        contract = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64)) if lc else 1
-        out = _size(eqn.outvars[0].aval)
-        flops = 2 * out * contract
-        rows = int(np.prod([lhs.shape[d] for d in range(lhs.ndim) if d not in lc and d not in lb],
-                           dtype=np.int64)) or 1
-        rhs_free = [d for d in range(rhs.ndim) if d not in rc and d not in _rb]
-        cols = int(np.prod([rhs.shape[d] for d in rhs_free], dtype=np.int64)) or 1
-        eff = _fill(contract, mxu) * _fill(cols, mxu) * _fill(rows, 8)
-        counts.flops += flops
-        counts.mxu_flops += flops
-        counts.dots.append((flops, str(lhs.dtype), eff))
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        add_dot(counts, lhs.shape, rhs.shape, _size(eqn.outvars[0].aval), (lc, lb, rc, rb), str(lhs.dtype), mxu)
     elif name in _TRANSCENDENTAL:
         counts.transcendentals += _size(eqn.outvars[0].aval)
     elif name in _ARITHMETIC:

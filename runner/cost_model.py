@@ -26,7 +26,7 @@ For one call of a task's entry it traces the program (``jax.make_jaxpr``) and, f
 - **MXU shape efficiency**: per matmul, how the contracted and output-column dims fill the chip's
   MXU (``d / (ceil(d / mxu) * mxu)``) and the rows fill sublanes of 8; FLOP-weighted over matmuls.
 
-The roofline, model "pallasite roofline v3" (``roofline``; every constant below says where it
+The roofline, model "pallasite roofline v4" (``roofline``; every constant below says where it
 comes from): for one pallas_call on one TensorCore (both for "parallel" grids of a megacore chip)
 
     call = bubble + max(memory - bubble, compute + steps x step_overhead)
@@ -40,27 +40,33 @@ waits, loop bookkeeping) but DMAs hide behind it. The program adds its plain XLA
 LAUNCH_OVERHEAD_S per launched kernel.
 
 **The XLA reference is priced the way XLA runs it** (``estimate_reference`` with a deviceless libtpu
-device): the module libtpu compiles for the chip is read after its TPU passes (``hlo_ops``: its
-fusions, copies and custom calls in order, into while bodies x their trip counts); each op takes
-XLA's own cycle estimate for it (the ``estimated_cycles`` of its backend config) at the TensorCore's
-clock x ``xla_cycles_scale``, and never less than the HBM bytes its operands and results take at the
-achieved bandwidth; an op XLA gives no cycles for (a Mosaic custom call) is priced by its bytes plus
-a launch. Without libtpu the reference falls back to the jaxpr path above (its matmuls at the fitted
-MXU efficiency).
+device): the module libtpu compiles for the chip is read after its TPU passes (runner/compiled_ops.py:
+its fusions, copies and custom calls in order, into while bodies x their trip counts, each with its op
+class, the HBM bytes it moves — a gather or slice counts the rows it reads, not its whole operand —
+and the rows it gathers); ``price_hlo`` prices each class by its own rule: XLA's own cycle estimate
+(``estimated_cycles``) at the TensorCore clock x ``xla_cycles_scale`` where XLA ran its cost model,
+the op's own vector work at the vector rate where it did not (``COST_MODEL_TYPE_INVALID``: a fallback
+number), a gather at least its rows x ``gather_cycles_per_row``, each never less than its HBM bytes at
+the achieved bandwidth; an op with none of these (a Mosaic custom call) by its bytes plus a launch.
+Without libtpu the reference falls back to the jaxpr path above (its matmuls at the fitted MXU
+efficiency).
 
 **Achieved-efficiency factors** (``FACTORS``, each named with where it came from, carried in every
 estimate as ``CostEstimate.factors`` / the reference's ``factors``): ``mxu_efficiency``,
-``xla_cycles_scale`` and ``step_overhead_s`` are *fitted* (least squares on log time, with the
-guide's Python dispatch as a fourth, nuisance parameter) on the 21 TPU v5e bf16 times of jax's
-Pallas matmul guide (benchmarks/bench_matmul_guide.py, which refits them and prints the in-sample and
-leave-one-out errors); ``hbm_efficiency`` is *assumed* (1.0: none of those points is
-bandwidth-bound, so nothing public here fits it). The vector rate is the chip's clock x lanes x
-sublanes, one operation per element per cycle; float32 matmuls run at a third of the bf16 rate
-(multi-pass). Rates come from the ChipSpec (jax's own table). Every estimate says which term bounds
-it (``bound``: compute, memory or overhead).
+``xla_cycles_scale`` and ``step_overhead_s`` are *fitted* (least squares on log time) on published TPU
+times of three families — jax's Pallas matmul guide (21 v5e times), its block-sparse guide (4 v5e
+times), JAXBench's README (2 v6e times) — and checked leave-family-out (benchmarks/
+bench_public_timings.py, from benchmarks/data/public_tpu_timings.json); ``gather_cycles_per_row`` is
+*derived* from the one published TensorCore gather time (jax's SparseCore guide, 7x);
+``hbm_efficiency`` is *assumed* (1.0: no published point is bandwidth-bound). The vector rate is the
+chip's clock x lanes x sublanes, one operation per element per cycle; float32 matmuls run at a third
+of the bf16 rate (multi-pass). Rates come from the ChipSpec (jax's own table). Every estimate says
+which term bounds it (``bound``), its terms (``terms``: compute, HBM, per-op overhead, per-step
+overhead) and its **interval** (``interval``: the figure over the model's leave-family-out error band,
+``ERROR_BANDS``).
 
-benchmarks/bench_matmul_guide.py checks the model against the TPU v5e times jax's Pallas matmul
-guide publishes (README "What the estimate means" has its figures).
+A program running a kernel made without a pallas_call grid (``pl.kernel`` / ``core_map`` over a
+TensorCore or SparseCore mesh) is not estimated, and the estimate says why (``unpriced_kernels``).
 """
 
 from __future__ import annotations
@@ -78,9 +84,9 @@ from ..analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate
 from .body_counts import BodyCounts, _size, count_body, sub_jaxprs
 from .kernel_counts import count_over_grid
 
-MODEL = "pallasite roofline v3"
-FIT_DATA = ("jax's Pallas matmul guide (docs/pallas/tpu/matmul.ipynb, cells RjU3sSTUWzIk, OpU7I7BNXQYg, "
-            "AcBMHhKLhkDp, BOu7WBCBlHpN): 21 TPU v5e bf16 times, Pallas and XLA, 1024^3-8192^3")
+MODEL = "pallasite roofline v4"
+FIT_DATA = ("benchmarks/data/public_tpu_timings.json: jax's Pallas matmul and block-sparse guides (TPU v5e) and "
+            "JAXBench's README (v6e), Pallas and XLA")
 
 
 @dataclass(frozen=True)
@@ -91,22 +97,37 @@ class Factors:
     xla_cycles_scale: float  # XLA's estimated_cycles for an op x this = its cycles on the chip
     step_overhead_s: float  # per grid step, not hidden by that step's DMAs
     hbm_efficiency: float  # HBM traffic at this fraction of the peak bandwidth
+    # an XLA gather fetches at most one row (index tuple) per this many TensorCore cycles
+    gather_cycles_per_row: float = 0.0
 
     def described(self) -> tuple[tuple[str, Any, str], ...]:
-        fitted = "fitted on jax's matmul guide: 21 TPU v5e bf16 times (benchmarks/bench_matmul_guide.py)"
-        return (("mxu_efficiency", self.mxu_efficiency, fitted),
-                ("xla_cycles_scale", self.xla_cycles_scale, fitted),
-                ("step_overhead_s", self.step_overhead_s, fitted),
-                ("hbm_efficiency", self.hbm_efficiency, "assumed (no published bandwidth-bound point to fit it on)"))
+        return tuple((name, getattr(self, name), FACTOR_SOURCES[name]) for name in FACTOR_SOURCES)
 
 
-# The fit's result (benchmarks/bench_matmul_guide.py --fit prints it; that benchmark fails when a refit
-# moves a factor by more than 2%): typed in here so an estimate never depends on the benchmark running.
-FACTORS = Factors(mxu_efficiency=0.997, xla_cycles_scale=0.930, step_overhead_s=0.337e-6, hbm_efficiency=1.0)
+FIT_FAMILIES = ("jax's Pallas matmul guide (21 TPU v5e times), jax's block-sparse guide (4 v5e times) and JAXBench's "
+                "README (2 v6e times)")
+_FITTED = f"fitted on {FIT_FAMILIES}; checked leave-family-out (benchmarks/bench_public_timings.py)"
+FACTOR_SOURCES = {
+    "mxu_efficiency": _FITTED,
+    "xla_cycles_scale": _FITTED,
+    "step_overhead_s": _FITTED,
+    "hbm_efficiency": "assumed (no published bandwidth-bound point to fit it on)",
+    "gather_cycles_per_row": ("derived from the one published TensorCore gather time (jax's SparseCore guide, "
+                              "TPU 7x: jnp.take of 4,194,304 rows in 18.1 ms); not checked out of sample"),
+}
+
+# The fit's result (benchmarks/bench_public_timings.py prints it and exits 1 when a refit moves a factor by
+# more than 2%): typed in here so an estimate never depends on the benchmark running.
+FACTORS = Factors(mxu_efficiency=0.988, xla_cycles_scale=0.848, step_overhead_s=0.336e-6, hbm_efficiency=1.0,
+                  gather_cycles_per_row=8.83)
 STEP_OVERHEAD_S = FACTORS.step_overhead_s
-# Per launched kernel (pallas_call or XLA fusion): an assumed order of magnitude, not measured here;
-# it moves none of the guide's published points by more than 2%.
+# Per launched kernel (pallas_call, or an XLA op XLA gives no cycles for): an assumed order of magnitude, not
+# measured here; it moves none of the published points by more than 2%.
 LAUNCH_OVERHEAD_S = 2e-6
+# The model's error on published TPU times it was NOT fitted on (leave-family-out, benchmarks/
+# bench_public_timings.py): estimate / published ranged over [low, high] for each side. An estimate's
+# interval is its figure divided by these (``interval``); the benchmark exits 1 when they no longer cover it.
+ERROR_BANDS = {"kernel": (0.732, 1.464), "xla": (0.893, 1.124)}
 # float32 operands take three bf16 MXU passes (jax's default precision on TPU: bf16_3x).
 F32_MATMUL_SLOWDOWN = 3.0
 MAX_GRID_STEPS = 1 << 22  # index maps are evaluated at every step up to this many
@@ -140,7 +161,9 @@ def pallas_calls(jaxpr: Any, values: dict[Any, Any]) -> Iterator[tuple[Any, list
     """Every pallas_call equation in ``jaxpr`` (nested jits included), with the concrete value of
     each operand where it is known, else None. Values are known for entry arguments given as
     arrays and literals, and for the results of plain ops computed from known values (evaluated
-    here, up to EVALUATE_ELEMENTS elements: group metadata, page tables, dynamic grid sizes)."""
+    here, up to EVALUATE_ELEMENTS elements: group metadata, page tables, dynamic grid sizes) — ops
+    that carry a jaxpr of their own (a scatter-add's update, a sort's comparator, a while or cond)
+    included, unless a pallas_call is inside (a kernel is never run here)."""
     for eqn in jaxpr.eqns:
         known = [_value(v, values) for v in eqn.invars]
         if eqn.primitive.name == "pallas_call":
@@ -148,27 +171,58 @@ def pallas_calls(jaxpr: Any, values: dict[Any, Any]) -> Iterator[tuple[Any, list
             continue
         subs = list(sub_jaxprs(eqn.params))
         if subs:
+            kernels = False
             consts = _closed_consts(eqn.params)
             for sub in subs:
                 inner = {var: val for var, val in zip(sub.invars, known) if val is not None} if len(sub.invars) == len(known) else {}
                 inner.update({var: np.asarray(c) for var, c in zip(sub.constvars, consts.get(id(sub), ()))
                               if hasattr(c, "shape")})
-                yield from pallas_calls(sub, inner)
+                for found in pallas_calls(sub, inner):
+                    kernels = True
+                    yield found
                 if len(subs) == 1 and len(sub.outvars) == len(eqn.outvars) and eqn.primitive.name in ("pjit", "jit", "closed_call"):
                     for ov, iv in zip(eqn.outvars, sub.outvars):
                         got = _value(iv, inner)
                         if got is not None:
                             values[ov] = got
-            continue
-        if all(k is not None for k in known) and all(np.size(k) <= EVALUATE_ELEMENTS for k in known) and all(
-                math.prod(getattr(v.aval, "shape", ()) or (1,)) <= EVALUATE_ELEMENTS for v in eqn.outvars):
-            try:
-                outs = eqn.primitive.bind(*known, **eqn.params)
-            except Exception:  # noqa: BLE001 - an op that cannot run here: its results stay unknown
+            if kernels or all(_value(v, values) is not None for v in eqn.outvars):
                 continue
-            outs = outs if eqn.primitive.multiple_results else [outs]
-            for var, out in zip(eqn.outvars, outs):
-                values[var] = np.asarray(out)
+        _evaluate(eqn, known, values)
+
+
+def _evaluate(eqn: Any, known: list[Any], values: dict[Any, Any]) -> None:
+    """``eqn``'s results into ``values`` when every operand is known and nothing is too large to evaluate."""
+    if not (all(k is not None for k in known) and all(np.size(k) <= EVALUATE_ELEMENTS for k in known) and all(
+            math.prod(getattr(v.aval, "shape", ()) or (1,)) <= EVALUATE_ELEMENTS for v in eqn.outvars)):
+        return
+    try:
+        outs = eqn.primitive.bind(*known, **eqn.params)
+    except Exception:  # noqa: BLE001 - an op that cannot run here: its results stay unknown
+        return
+    outs = outs if eqn.primitive.multiple_results else [outs]
+    for var, out in zip(eqn.outvars, outs):
+        values[var] = np.asarray(out)
+
+
+UNPRICED_KERNELS = ("mpmd_map", "core_map")  # pl.kernel / core_map over a mesh: no grid of BlockSpecs to walk
+
+
+def unpriced_kernels(jaxpr: Any) -> list[str]:
+    """Kernels in ``jaxpr`` (nested jits included) made without a pallas_call grid — ``pl.kernel`` or
+    ``core_map`` over a TensorCore or SparseCore mesh (jax's ``mpmd_map`` / ``core_map``) — each in words
+    (the primitive and its mesh), which the model cannot price: their work is a hand-written body of DMAs
+    and loops on cores the model has no rates for (SparseCore subcores) or no grid to walk."""
+    found: list[str] = []
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name in UNPRICED_KERNELS:
+            meshes = eqn.params.get("meshes") or (eqn.params.get("mesh"),)
+            kinds = ", ".join(type(m).__name__ for m in meshes if m is not None) or "a mesh"
+            found.append(f"{'pl.kernel' if name == 'mpmd_map' else 'core_map'} over {kinds}")
+            continue
+        for sub in sub_jaxprs(eqn.params):
+            found.extend(unpriced_kernels(sub))
+    return found
 
 
 def _closed_consts(params: dict[str, Any]) -> dict[int, Sequence[Any]]:
@@ -386,8 +440,9 @@ def _bubble_bytes(cost: CallCost) -> int:
 def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: Any = None,
              factors: Factors = FACTORS) -> dict[str, Any]:
     """Seconds on ``chip`` of the pallas_calls and of the program's plain XLA ops (``xla``:
-    runner/xla_ops.XlaOps), by the formula in the module docstring; with each term summed."""
-    compute = memory = overhead = bubble = seconds = 0.0
+    runner/xla_ops.XlaOps), by the formula in the module docstring; with each term summed (``terms``:
+    compute, HBM, per-op overhead (launches), per-step overhead)."""
+    compute = memory = steps = bubble = seconds = 0.0
     vpu = vector_ops_per_s(chip)
     bandwidth = chip.hbm_bytes_per_s * factors.hbm_efficiency
     launches = len(calls)
@@ -399,7 +454,7 @@ def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: 
         m = (cost.hbm_bytes + cost.dma_bytes) / (bandwidth * cores)
         o = cost.steps * factors.step_overhead_s / cores
         bub = min(_bubble_bytes(cost) / bandwidth, m)
-        compute, memory, overhead, bubble = compute + c, memory + m, overhead + o, bubble + bub
+        compute, memory, steps, bubble = compute + c, memory + m, steps + o, bubble + bub
         seconds += bub + max(m - bub, c + o)
     xla_s = 0.0
     if xla is not None:
@@ -411,9 +466,11 @@ def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: 
         launches += xla.launches
     launch = launches * LAUNCH_OVERHEAD_S
     seconds += xla_s + launch
-    terms = {"compute": compute, "memory": memory, "overhead": overhead + launch}
-    return {"seconds": seconds, "compute_s": compute, "memory_s": memory, "overhead_s": overhead + launch,
-            "bound": max(terms, key=terms.get), "factors": factors.described()}
+    terms = {"compute": compute, "memory": memory, "overhead": steps + launch}
+    return {"seconds": seconds, "compute_s": compute, "memory_s": memory, "overhead_s": steps + launch,
+            "bound": max(terms, key=terms.get), "factors": factors.described(),
+            "terms": (("compute", compute), ("hbm", memory), ("per-op overhead", launch), ("per-step overhead", steps)),
+            "interval": interval(seconds, "kernel" if calls else "xla")}
 
 
 def tensorcore_clock_hz(chip: ChipSpec) -> float:
@@ -430,29 +487,64 @@ def peak_compute_s(xla: Any, chip: ChipSpec) -> float:
     return sum(f / (_mxu_rate(chip, d if d != "float32" else "bfloat16")) for f, d, _ in xla.dots) if xla else 0.0
 
 
+# op classes whose time above their HBM bytes no public point checks out of sample (the interval's low end
+# lets them fall to their bytes): XLA's cycle estimates are fitted and checked on its matmul fusions only
+UNCHECKED_CLASSES = frozenset({"vector", "copy", "gather", "scatter"})
+
+
 def price_hlo(ops: Sequence[Any], chip: ChipSpec, factors: Factors = FACTORS, floor_s: float = 0.0) -> dict[str, Any]:
-    """Seconds on ``chip`` of a compiled module's ops (runner/xla_ops.hlo_ops), as the module
-    docstring says: each op at max(XLA's cycles / clock x scale, its HBM bytes at the achieved
-    bandwidth), one after another; an op without XLA's cycles at its bytes plus a launch. The ops'
-    compute never below ``floor_s`` (the matmuls at the chip's peak: ``peak_compute_s``)."""
+    """Seconds on ``chip`` of a compiled module's ops (runner/compiled_ops.hlo_ops), one after another:
+    each op at max(XLA's cycles / clock x scale, its HBM bytes at the achieved bandwidth); a gather or
+    scatter at least its rows x ``gather_cycles_per_row``; an op with neither at its bytes plus a launch.
+    The ops' compute never below ``floor_s`` (the matmuls at the chip's peak: ``peak_compute_s``).
+    Besides the terms: ``by_class`` (seconds per op class) and ``unchecked_s`` (what the classes no
+    public point checks add above their bytes: ``interval``'s low end drops it)."""
     clock = tensorcore_clock_hz(chip)
+    vpu = vector_ops_per_s(chip)
     bandwidth = chip.hbm_bytes_per_s * factors.hbm_efficiency
-    compute = memory = overhead = 0.0
+    compute = memory = overhead = unchecked = 0.0
+    by_class: dict[str, float] = {}
     for op in ops:
         m = op.hbm_bytes / bandwidth * op.times
-        if op.cycles is None:
+        klass = getattr(op, "klass", "vector")
+        rows = getattr(op, "slices", 0) * factors.gather_cycles_per_row / clock * op.times \
+            if klass in ("gather", "scatter") else 0.0
+        cycles = op.cycles
+        if cycles is not None and getattr(op, "cost_model", "") == "INVALID":
+            # XLA ran no cost model for it (its number is a fallback: a broadcast at 22-49 elements a cycle,
+            # slower than HBM): the op's own vector work at the vector rate, the rate a kernel's body gets
+            cycles = getattr(op, "work", 0) / vpu * clock / factors.xla_cycles_scale
+        if cycles is None and not rows:
             memory += m
             overhead += LAUNCH_OVERHEAD_S * op.times
+            by_class[klass] = by_class.get(klass, 0.0) + m + LAUNCH_OVERHEAD_S * op.times
             continue
-        c = op.cycles / clock * factors.xla_cycles_scale * op.times
+        c = max(cycles / clock * factors.xla_cycles_scale * op.times if cycles is not None else 0.0, rows)
         if c >= m:
             compute += c
+            if klass in UNCHECKED_CLASSES:
+                unchecked += c - m
         else:
             memory += m
+        by_class[klass] = by_class.get(klass, 0.0) + max(c, m)
     compute = max(compute, floor_s - memory) if floor_s > compute + memory else compute
     terms = {"compute": compute, "memory": memory, "overhead": overhead}
     return {"seconds": compute + memory + overhead, "compute_s": compute, "memory_s": memory, "overhead_s": overhead,
-            "bound": max(terms, key=terms.get), "factors": factors.described()}
+            "bound": max(terms, key=terms.get), "factors": factors.described(),
+            "terms": (("compute", compute), ("hbm", memory), ("per-op overhead", overhead), ("per-step overhead", 0.0)),
+            "by_class": tuple(sorted(by_class.items(), key=lambda kv: -kv[1])), "unchecked_s": unchecked,
+            "interval": interval(compute + memory + overhead, "xla", unchecked)}
+
+
+def interval(seconds: float, side: str, unchecked_s: float = 0.0) -> tuple[float, float] | None:
+    """(low, high) seconds an estimate may be: its figure over the model's leave-family-out error band
+    for that side (``ERROR_BANDS``: "kernel" or "xla"), the low end also letting the op classes no public
+    point checks (``unchecked_s``) fall to their bytes. None for a figure that is not positive."""
+    if not seconds > 0:
+        return None
+    lo_err, hi_err = ERROR_BANDS[side]
+    low = max(seconds - unchecked_s, 1e-12) / hi_err
+    return (min(low, seconds / hi_err), max(seconds / lo_err, seconds / hi_err))
 
 
 # --------------------------------------------------------------------------- an entry call
@@ -496,6 +588,13 @@ def estimate(fn: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
     values = {var: np.asarray(a) for var, a in zip(closed.jaxpr.invars, args)
               if hasattr(a, "shape") and not isinstance(a, jax.ShapeDtypeStruct)}
     values.update({var: np.asarray(c) for var, c in zip(closed.jaxpr.constvars, closed.consts) if hasattr(c, "shape")})
+    unpriced = unpriced_kernels(closed.jaxpr)
+    if unpriced:
+        why = (f"the program runs {', '.join(sorted(set(unpriced)))}: the cost model prices "
+               "pallas_call grids on a TensorCore only (a pl.kernel/core_map body is hand-written DMAs and loops, "
+               "and SparseCore subcores have no rates in its chip table); time it on a device")
+        return CostEstimate(chip=chip.name, config=config, status="trace_error", error=why, assumptions=ASSUMPTIONS,
+                            model=MODEL)
     try:
         found = list(pallas_calls(closed.jaxpr, values))
         counted = [call_cost(eqn, operands, chip.mxu_size) for eqn, operands in found]
@@ -553,6 +652,7 @@ def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip:
         else:
             out.update(seconds=est.seconds, compute_s=est.compute_s, memory_s=est.memory_s, overhead_s=est.overhead_s,
                        bound=est.bound, flops=est.xla_flops, bytes_accessed=est.xla_bytes, factors=est.factors,
+                       terms=est.terms, interval=est.interval,
                        priced_by="the traced program's ops (runner/xla_ops.py), the kernel's formula",
                        bytes_source=(f"XLA cost_analysis compiled for {chip.name} (deviceless libtpu)" if on_chip
                                      else "fused-op count of the traced program (runner/xla_ops.py)"))

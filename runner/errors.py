@@ -268,6 +268,8 @@ _VMEM_PATTERNS = (
     re.compile(r"(?i)" + _SIZE + r"\s+of\s+" + _SIZE + r"\s+(?:scoped\s+)?vmem"),
     re.compile(r"(?i)(?:allocat\w*|request\w*|need\w*|used?)\s+" + _SIZE + r".{0,80}?(?:limit|available|capacity|exceed\w*)\D{0,20}" + _SIZE),
     re.compile(r"(?i)vmem.{0,80}?" + _SIZE + r"\s*(?:>|exceeds)\s*" + _SIZE),
+    # "Scoped allocation with size 32.06M and limit 32.00M exceeded scoped vmem limit by 64.0K"
+    re.compile(r"(?i)allocation with size\s+" + _SIZE + r"\s+and limit\s+" + _SIZE),
     # "Allocation (size=268435456) would exceed memory (size=134217728) :: ... space=vmem"
     re.compile(r"(?i)allocation\s*\(size=" + _SIZE + r"\)\s*would exceed memory\s*\(size=" + _SIZE + r"\)"),
 )

@@ -223,6 +223,12 @@ def _cond(eqn: Any, env: Scalars, mxu: int) -> StepCounts:
     for ref in list(env.refs):  # a ref some branch may have changed is unknown after the cond
         if any(scope.refs.get(ref) is not env.refs[ref] for scope in scopes):
             del env.refs[ref]
+    return largest_branch(counted)
+
+
+def largest_branch(counted: list[StepCounts]) -> StepCounts:
+    """Undecided branches: the one moving the most bytes, with the most work of any (each bounded
+    and said so where the branches differ). Shared with runner/mosaic_counts.py."""
     dmas_differ = len({(c.copies, c.bytes) for c in counted}) > 1
     work_differs = len({(c.compute.flops, c.compute.transcendentals) for c in counted}) > 1
     out = max(counted, key=lambda c: c.bytes)
@@ -269,6 +275,13 @@ def _while(eqn: Any, env: Scalars, mxu: int = 128) -> StepCounts:
     for ref in list(env.refs):  # the loop may run any number of times: what it stores is unknown
         if scope.refs.get(ref) is not env.refs[ref]:
             del env.refs[ref]
+    out.add(counted_once(once))
+    return out
+
+
+def counted_once(once: StepCounts) -> StepCounts:
+    """A loop body counted once because the known values do not give its trip count: marked a lower
+    bound where it copies or works. Shared with runner/mosaic_counts.py."""
     if once.copies:
         once.lower_bound = True
         once.notes.add("DMAs in a while loop whose trip count the known values do not decide: counted once "
@@ -277,8 +290,7 @@ def _while(eqn: Any, env: Scalars, mxu: int = 128) -> StepCounts:
         once.compute_lower = True
         once.notes.add("a while loop whose trip count the known values do not decide: its work counted once "
                        "(a lower bound)")
-    out.add(once)
-    return out
+    return once
 
 
 MAX_STEPS = 256  # grid steps walked one by one (0.1 ms to 0.2 s each: a paged kernel simulates its page loop); a larger grid is sampled and scaled
@@ -334,13 +346,19 @@ def count_over_grid(body: Any, grid: tuple[int, ...], prefetch: list[np.ndarray 
     for flat in picks:
         point = tuple(int(i) for i in np.unravel_index(int(flat), grid)) if grid else ()
         total.add(count_step(body, Scalars(kernel_grid, tuple(point[d] for d in own), refs), mxu))
-    if steps > len(picks):
-        scale = steps / len(picks)
-        total.copies, total.bytes = round(total.copies * scale), round(total.bytes * scale)
-        work = total.compute
-        work.flops, work.mxu_flops = round(work.flops * scale), round(work.mxu_flops * scale)
-        work.transcendentals = round(work.transcendentals * scale)
-        work.dots = [(f * scale, d, e) for f, d, e in work.dots]
-        return total, (f"the kernel body walked at {len(picks)} of {steps} grid steps (whole runs of the inner "
-                       "grid axes at a stratified sample of the outer ones), scaled")
-    return total, None
+    return total, scaled(total, steps, len(picks))
+
+
+def scaled(total: StepCounts, steps: int, walked: int) -> str | None:
+    """Scale counts summed over ``walked`` of ``steps`` grid steps to the whole grid (in place); the
+    note that says so, or None when every step was walked. Shared with runner/mosaic_counts.py."""
+    if steps <= walked:
+        return None
+    scale = steps / walked
+    total.copies, total.bytes = round(total.copies * scale), round(total.bytes * scale)
+    work = total.compute
+    work.flops, work.mxu_flops = round(work.flops * scale), round(work.mxu_flops * scale)
+    work.transcendentals = round(work.transcendentals * scale)
+    work.dots = [(f * scale, d, e) for f, d, e in work.dots]
+    return (f"the kernel body walked at {walked} of {steps} grid steps (whole runs of the inner grid axes at "
+            "a stratified sample of the outer ones), scaled")

@@ -22,8 +22,21 @@ from typing import Iterator
 from .loader import StopLoading
 
 LIMIT_MB = 0  # the worker's memory limit (``pallasite worker --memory-mb``); 0: no guard
+LIMIT_ENV = "PALLASITE_WORKER_MEMORY_MB"  # the worker's limit, for the processes it starts (``limit_mb``)
 SOFT_SHARE = 0.7  # of the limit, where the user's run is stopped
 POLL_S = 0.05
+
+
+def limit_mb() -> int:
+    """The memory limit this process's checks share: the worker's own (``LIMIT_MB``), else the one the
+    worker that started this process put in the environment (``LIMIT_ENV``: the judge's candidate
+    process counts against its worker's limit), else 0 (unknown)."""
+    if LIMIT_MB:
+        return LIMIT_MB
+    try:
+        return max(int(os.environ.get(LIMIT_ENV, "0") or 0), 0)
+    except ValueError:
+        return 0
 
 
 class MemoryStop(StopLoading):

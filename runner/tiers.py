@@ -86,6 +86,10 @@ def compiler_tiers(entry: dict[str, Any], fn: Callable[..., Any], args: tuple[An
             except Exception as exc:  # noqa: BLE001 - the compiler's verdict
                 entry["tiers"]["2"] = "error"
                 entry["errors"].append(record(exc, 2))
+                if lowered is not None:  # a few percent over: the limit that fits (runner/vmem_fit.py)
+                    from .vmem_fit import near_limit
+
+                    near_limit(entry["errors"][-1], lowered, target, compile_with_vmem_limit)
             timings["2"] = round(time.perf_counter() - started, 4)
 
 
@@ -130,7 +134,23 @@ def compile_exported(serialized: bytes, target: str) -> dict[str, int] | None:
 
     exported = jax.export.deserialize(bytearray(serialized))
     args, kwargs = jax.tree.unflatten(exported.in_tree, list(exported.in_avals))
-    return compile_for_tpu(lambda a, k: exported.call(*a, **k), (args, kwargs), target)
+    lowered = lower_for_topology(lambda a, k: exported.call(*a, **k), (args, kwargs), target)
+    try:
+        return compile_lowered(lowered, target)
+    except Exception as exc:
+        from .vmem_fit import annotate
+
+        annotate(exc, lowered, target, compile_with_vmem_limit)  # a few percent over: the limit that fits
+        raise
+
+
+def compile_with_vmem_limit(lowered: Any, target: str, limit: int) -> None:
+    """Tier 2 of a lowered module with libtpu's scoped VMEM limit (``xla_tpu_scoped_vmem_limit_kib``, the
+    default a kernel's ``vmem_limit_bytes`` replaces) at ``limit`` bytes; raises when it does not fit."""
+    import jax
+
+    with jax.default_device(topology_device(target)):
+        lowered.compile(compiler_options={"xla_tpu_scoped_vmem_limit_kib": limit // 1024})
 
 
 def lower_for_topology(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> Any:
@@ -268,6 +288,11 @@ def _tier_record(exc: BaseException, path: str, tier: int) -> dict[str, Any]:
 
     rec = errors_mod.record(exc, path, stage=f"tier {tier}")
     rec["tier"] = tier
+    from .vmem_fit import noted
+
+    near = noted(exc)  # runner/vmem_fit.annotate: a compile a few percent over its VMEM limit
+    if near and rec.get("vmem"):
+        rec["vmem"]["near_limit"] = near
     if jax.config.jax_enable_x64:  # ints become int64, which Mosaic rejects: engine/locate.py says why
         rec["x64"] = True
     return rec

@@ -1,7 +1,7 @@
 """What the ``time`` and ``profile`` ops share: loading a task (``prepared``), the one timing loop
 (``time_pair``), measurements and their spread.
 
-The ``time`` op itself is the judge's (runner/judging/judge.py, ``handle_time`` here only hands it on):
+The ``time`` op itself is the judge's (runner/judging/judge.py):
 the candidate's exported program checked against the trusted reference and timed by the judge's clock.
 ``prepared(params)`` loads a file's task and its reference (native ``reference``, JAXBench ``baseline.py``'s
 ``workload``, MaxKernel ``computation``, or ``params["reference_path"]``'s); the judge uses it for the trusted
@@ -342,14 +342,6 @@ def _say(progress: Callable[..., Any] | None) -> Callable[[str], None]:
 def _seed(params: dict[str, Any]) -> int:
     seed = params.get("seed")
     return int(seed) if isinstance(seed, int) else int.from_bytes(os.urandom(4), "little")
-
-
-def handle_time(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """The ``time`` op: the judge's one path (runner/judging/judge.py), for the user's own file and for
-    model-written code alike."""
-    from .judging.judge import judged_time
-
-    return judged_time(params, progress)
 
 
 def _failed(params: dict[str, Any], message: str) -> dict[str, Any]:

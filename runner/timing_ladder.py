@@ -79,10 +79,12 @@ def describe(shapes: Any) -> str:
 
 
 def budget_bytes() -> int:
-    """What one check may take: a third of the worker's memory limit (it holds jax and the task too)."""
-    from .memory_guard import LIMIT_MB
+    """What one check may take: a third of the worker's memory limit (it holds jax and the task too); a
+    process the worker started (the judge's candidate) reads the worker's limit (memory_guard.limit_mb)."""
+    from .memory_guard import limit_mb
 
-    return (LIMIT_MB << 20) // 3 if LIMIT_MB else DEFAULT_BUDGET
+    limit = limit_mb()
+    return (limit << 20) // 3 if limit else DEFAULT_BUDGET
 
 
 def grid_of(call: Any) -> tuple[int, ...]:

@@ -30,11 +30,22 @@ MAX_WHOLE_BYTES = 512 << 20  # inputs above this are not run whole in interpret 
 
 
 def too_big(shapes: tuple[Any, ...]) -> str | None:
-    """Why these inputs are too large to run whole in interpret mode, or None."""
+    """Why these inputs are too large to run whole in interpret mode, or None: above ``MAX_WHOLE_BYTES``, or
+    held by the interpreter (``timing_ladder.PEAK_FACTOR`` times over: copies, NaN fill, upcasts) past the
+    check's budget (a third of the worker's memory limit), where the run would meet the worker's limit
+    instead of a verdict (JAXBench 3p and 4p: 0.3 GiB of inputs, a worker killed at 8 GiB)."""
+    from .timing_ladder import PEAK_FACTOR, budget_bytes
+
     total = sum(int(a.size) * a.dtype.itemsize for a in jax.tree.leaves(shapes) if hasattr(a, "dtype"))
-    if total <= MAX_WHOLE_BYTES:
-        return None
-    return f"the example inputs take {total / 2**30:.2f} GiB (interpret mode runs at most {MAX_WHOLE_BYTES >> 20} MiB whole)"
+    if total > MAX_WHOLE_BYTES:
+        return (f"the example inputs take {total / 2**30:.2f} GiB (interpret mode runs at most "
+                f"{MAX_WHOLE_BYTES >> 20} MiB whole)")
+    budget = budget_bytes()
+    if PEAK_FACTOR * total > budget:
+        return (f"the example inputs take {total / 2**20:.0f} MiB, which interpret mode holds about {PEAK_FACTOR} "
+                f"times over ({PEAK_FACTOR * total / 2**30:.1f} GiB), past the check's budget of {budget >> 20} MiB "
+                "(a third of the worker's memory limit)")
+    return None
 
 
 @dataclass

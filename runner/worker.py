@@ -133,10 +133,11 @@ def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult
 
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
-    from . import timing  # jax-heavy: imported on first use
+    from .judging import judge  # jax-heavy: imported on first use
+    from .timing import plain_params
 
     # one path for model-written code and the user's own file: the judge runs the exported program
-    return messages.time_result_from_plain(timing.handle_time(timing.plain_params(params), _measure(ctx)))
+    return messages.time_result_from_plain(judge.judged_time(plain_params(params), _measure(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
@@ -641,6 +642,9 @@ def run(args: argparse.Namespace) -> int:
         from . import memory_guard
 
         memory_guard.LIMIT_MB = args.memory_mb or args.guard_memory_mb  # the user's runs stop short of it
+        # the processes this worker starts (the judge's candidate process) share its limit: their checks
+        # size themselves by it too (runner/timing_ladder.budget_bytes), not by a default
+        os.environ[memory_guard.LIMIT_ENV] = str(memory_guard.LIMIT_MB)
     if args.memory_mb:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
     # 3. warm up, then the handshake

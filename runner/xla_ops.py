@@ -18,7 +18,6 @@ Worker side: walks jaxprs (needs JAX's objects, imports nothing of JAX itself).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,105 +142,5 @@ def _walk(jaxpr: Any, out: XlaOps, sources: dict[Any, tuple[Any, ...]], outputs:
 
 # --------------------------------------------------------------------------- the compiled module
 
-_DTYPE_BYTES = {"pred": 1, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3b11fnuz": 1,
-                "bf16": 2, "f16": 2, "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8,
-                "c64": 8, "c128": 16}
-_ARRAY = re.compile(r"\b([a-z]+[0-9]*[a-z0-9]*)\[([0-9,]*)\](\{[^}]*\})?")
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+)\s*=\s*(.*?)\s([a-z][\w\-]*)\((.*)$")
-# ops that move nothing of their own in HBM, or whose time is someone else's (async prefetch halves)
-_FREE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "copy-start", "copy-done",
-                   "after-all", "partition-id", "replica-id", "opt-barrier", "add-dependency"})
-
-
-@dataclass
-class HloOp:
-    """One instruction of a compiled module's computation, as the TPU runs it."""
-
-    name: str
-    opcode: str  # "fusion", "custom-call", "copy", "while", ...
-    kind: str  # the fusion kind ("kOutput", "kLoop") or the custom-call target
-    cycles: int | None  # XLA's own estimate for the chip (backend_config estimated_cycles), when given
-    hbm_bytes: int  # what it reads and writes outside VMEM (operands and results not in memory space S(1))
-    times: int = 1  # trips of the enclosing while loops (known_trip_count)
-
-
-def _type_bytes(text: str) -> int:
-    """HBM bytes of an HLO type (an array or a tuple of them); arrays placed in VMEM (``S(1)``) count 0."""
-    total = 0.0
-    for dtype, dims, layout in _ARRAY.findall(text):
-        if dtype not in _DTYPE_BYTES or "S(1)" in (layout or ""):
-            continue
-        n = 1
-        for d in (x for x in dims.split(",") if x):
-            n *= int(d)
-        total += n * _DTYPE_BYTES[dtype]
-    return int(total)
-
-
-def _computations(text: str) -> tuple[dict[str, list[str]], str | None]:
-    comps: dict[str, list[str]] = {}
-    entry, current = None, None
-    for line in text.splitlines():
-        head = re.match(r"^(ENTRY\s+)?%([\w.\-]+)\s.*\{\s*$", line)
-        if head:
-            current = head.group(2)
-            comps[current] = []
-            if head.group(1):
-                entry = current
-            continue
-        if line.startswith("}"):
-            current = None
-            continue
-        if current is not None:
-            comps[current].append(line)
-    return comps, entry
-
-
-def hlo_ops(text: str) -> tuple[list[HloOp], set[str]]:
-    """The instructions of a compiled module (``compiled.as_text()``: XLA's program after its TPU
-    passes, with its fusions) that the TPU runs one after another, from the entry computation into
-    ``while`` bodies (times their known trip count) and ``call``s: each with XLA's own cycle
-    estimate where its backend config gives one and the HBM bytes its operands and results take
-    (VMEM-placed ones excluded). Returns (ops, notes)."""
-    comps, entry = _computations(text)
-    notes: set[str] = set()
-    out: list[HloOp] = []
-    if entry is None:
-        return out, {"no ENTRY computation in the compiled module's text"}
-
-    def walk(name: str, times: int, depth: int) -> None:
-        types: dict[str, str] = {}
-        for line in comps.get(name, ()):
-            m = _INSTR.match(line)
-            if not m:
-                continue
-            iname, rtype, opcode, rest = m.groups()
-            types[iname] = rtype
-            if opcode in _FREE:
-                continue
-            operands = rest.split(")", 1)[0] if opcode != "fusion" else rest.split("), kind=", 1)[0]
-            names = re.findall(r"%([\w.\-]+)", operands)
-            if opcode == "while":
-                body = re.search(r"body=%([\w.\-]+)", rest)
-                trips = re.search(r'"known_trip_count":\{"n":"(\d+)"', rest)
-                n = int(trips.group(1)) if trips else 1
-                if not trips:
-                    notes.add("a while loop without a known trip count is priced for one trip")
-                if body and depth < 8:
-                    walk(body.group(1), times * n, depth + 1)
-                continue
-            if opcode in ("call", "conditional", "async-start") and depth < 8:
-                called = re.findall(r"(?:to_apply|calls|branch_computations=\{)[=]?%([\w.\-]+)", rest)
-                if opcode == "conditional":
-                    notes.add("a conditional is priced as its first branch")
-                for c in called[:1]:
-                    walk(c, times, depth + 1)
-                continue
-            cycles = re.search(r'"estimated_cycles":"(\d+)"', rest)
-            kind = re.search(r"kind=(k\w+)", rest) or re.search(r'custom_call_target="([^"]+)"', rest)
-            nbytes = _type_bytes(rtype) + sum(_type_bytes(types.get(o, "")) for o in dict.fromkeys(names))
-            out.append(HloOp(iname, opcode, kind.group(1) if kind else "", int(cycles.group(1)) if cycles else None,
-                             nbytes, times))
-
-    walk(entry, 1, 0)
-    return out, notes
+# The compiled module's reader lives in runner/compiled_ops.py; these names stay importable from here.
+from .compiled_ops import HloOp, hlo_ops, type_bytes as _type_bytes  # noqa: E402,F401

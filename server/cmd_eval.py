@@ -184,7 +184,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     from .run_setup import run_request
 
     # eval runs each folder's candidate: model-written code, confined; the project's settings, flags over them
-    run = prepare(run_request(args, args.folder, memory_mb=args.memory_mb))
+    run = prepare(run_request(args, args.folder))  # --memory-mb and --request-time-limit over the project's
     tasks = discover(args.folder)
     if args.tasks:
         tasks = [t for t in tasks if args.tasks in t.name]
@@ -248,7 +248,7 @@ def _evaluate(args: argparse.Namespace, setup: _Setup, finished: _Finished) -> l
     # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
     # the run setup's check options: the project's settings (severity, limits, interpreter), as check has them
     job = EvalJob(setup.tasks, methods, chip=run.chip, jobs=args.jobs, verify=not args.no_verify, options=run.options,
-                  timeout_s=args.timeout, memory_mb=run.options.memory_mb, device=device,
+                  timeout_s=run.options.time_limit_s, memory_mb=run.options.memory_mb, device=device,
                   where=run.where() if device is not None else "", allow_unconfined=run.agent.allowUnconfined,
                   progress=progress, done=done, on_task=on_task, task_budget=args.task_budget)
     try:

@@ -172,9 +172,7 @@ def _docs(args: argparse.Namespace) -> int:
     except docs.DocsError as err:
         return _fail(f"docs search: {err}")
     if args.format == "json":
-        print(json.dumps([{"rank": h.rank, "score": round(h.score, 4), "id": h.passage.id, "kind": h.passage.kind,
-                           "title": h.passage.title, "source": h.passage.source, "line": h.passage.line,
-                           "text": h.passage.text} for h in hits], indent=1))
+        print(json.dumps([docs.hit_json(h) for h in hits], indent=1))
     else:
         print(docs.format_hits(hits))
     return 0

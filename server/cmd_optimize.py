@@ -369,7 +369,7 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
     try:
         job = OptimizeJob(args.path, state.original, setup.budgets, tests=setup.tests,
                           tests_name=setup.tests_file.name, state=state, resumed=setup.resumed)
-        judge = run.judge(engine, job.trusted(), timeout_s=300.0)  # the run's one judge (engine/judge.py)
+        judge = run.judge(engine, job.trusted())  # the run's one judge (engine/judge.py)
         if args.write_tests:
             evaluator = make_evaluator(job, judge, model, recorder, state)
             return await write_tests(args, state, model, evaluator, recorder, setup.budgets)

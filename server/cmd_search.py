@@ -155,7 +155,7 @@ async def _judged(args: argparse.Namespace, setup: _Setup, done: Any, on_node: A
 
     run = setup.run
     engine = local_engine(args.jobs)
-    judge = run.judge(engine, Trusted.of_file(str(setup.path), setup.text), timeout_s=600.0)
+    judge = run.judge(engine, Trusted.of_file(str(setup.path), setup.text))
     try:
         return await run_search(setup.path, setup.text, setup.options, setup.provider, judge, done=done,
                                 on_node=on_node, on_phase=on_phase, recorder=recorder, run_id=rid,

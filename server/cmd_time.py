@@ -207,6 +207,7 @@ def _estimate(args: argparse.Namespace, files, settings, target: str) -> int:
     from ..engine.estimates import estimate_pair
     from ..engine.remote import open_remote
     from ..engine.sources import sources_for
+    from . import timing_format
 
     base = WorkerConfig(timeout_s=args.time_limit, platforms="cpu", memory_mb=_memory_mb(args, files.path))
 
@@ -227,22 +228,7 @@ def _estimate(args: argparse.Namespace, files, settings, target: str) -> int:
                           "kernel_bound": paired.kernel_bound, "reference_bound": paired.reference_bound,
                           "caveat": paired.caveat}, indent=2))
     else:
-        print(_estimate_text(files.path, paired))
+        print(timing_format.estimate_text(files.path, paired))
     if paired.why:
         print(f"error: {files.path}: no estimated speedup: {paired.why}", file=sys.stderr)
     return 0 if paired.speedup is not None else 2
-
-
-def _estimate_text(path: str, paired) -> str:
-    def us(seconds):
-        return "-" if seconds is None else f"{seconds * 1e6:.1f} us"
-
-    lines = [f"{path}: {paired.label}: nothing ran on a device; the cost model's figures for the chip",
-             f"  kernel     {us(paired.kernel_s)}" + (f" ({paired.kernel_bound}-bound)" if paired.kernel_bound else ""),
-             f"  reference  {us(paired.reference_s)}" + (f" ({paired.reference_bound}-bound)"
-                                                         if paired.reference_bound else "")]
-    if paired.speedup is not None:
-        lines.append(f"  speedup    {paired.speedup:.2f}x vs the reference ({paired.label})")
-    if paired.caveat:
-        lines.append(f"  note: {paired.caveat}")
-    return "\n".join(lines)

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     store = None if args.no_store else run.open_store(lambda why: print(f"warning: {why}", file=sys.stderr))
     try:
         report = asyncio.run(_tune(path, text, options, store, quiet=args.format == "json", jobs=max(1, args.jobs),
-                                   memory_mb=args.memory_mb or run.options.memory_mb, device=run.device, run=run))
+                                   device=run.device, run=run))
     except TuneError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -114,8 +114,10 @@ def _setup(args: argparse.Namespace, path: str):
 
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
-                memory_mb: int = 4096, device: Any = None, *, run: Any) -> TuneReport:
-    from ..engine.client import WorkerConfig
+                device: Any = None, *, run: Any) -> TuneReport:
+    import dataclasses
+
+    from ..engine.engine import worker_config
     from ..engine.pool import local_backend
 
     def progress(message: str, fraction: float | None = None) -> None:
@@ -126,7 +128,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     # job workers estimate and verify; a device worker (the machine's accelerator) times with
     # --backend local. Workers start with their first request: a kernel answered from the store
     # starts none.
-    config = WorkerConfig(timeout_s=600.0, memory_mb=memory_mb)
+    config = worker_config(run.options)  # the run setup's interpreter, memory and time limits, as every command
     backend = local_backend(config, checks=0, jobs=jobs, device=options.backend == "local")
     checking = local_backend(config, checks=0, jobs=1)
     from ..engine.engine import Engine
@@ -136,7 +138,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     engine = Engine(use_store=False)
     # the run's one judge (agents/run_setup.RunSetup.judge): each configuration is estimated, timed, checked in
     # interpret mode and compiled for the chip (tier 2) by it, like any other candidate
-    judge = run.judge(engine, Trusted(path, text), device=None, timeout_s=300.0)
+    judge = run.judge(engine, Trusted(path, text), device=None)
     estimator = judge.config_estimator(text, options, backend=backend, parallel=jobs, on_progress=progress)
 
     async def verifier(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
@@ -155,15 +157,15 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     try:
         if device is not None:  # ssh / ray: a batch's configurations timed at once on the engine's device pool
             engine.device_events = lambda line: progress(line)
-            pool = engine.device(device, WorkerConfig(timeout_s=600.0, memory_mb=memory_mb, platforms=None))
-            timer = judge.config_timer(text, options, backend=pool, on_progress=progress, timeout_s=600.0)
+            pool = engine.device(device, dataclasses.replace(config, platforms=None))
+            timer = judge.config_timer(text, options, backend=pool, on_progress=progress)
         elif options.backend == "local":
             platform = await device_platform(backend)
             if platform in (None, "cpu"):
                 raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
                                 f"{platform or 'unknown: the device worker did not start'}); CPU timings never "
                                 "rank. Use --backend estimate here, or run on a TPU host")
-            timer = judge.config_timer(text, options, backend=backend, on_progress=progress, timeout_s=600.0)
+            timer = judge.config_timer(text, options, backend=backend, on_progress=progress)
         return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
                           progress=progress, compiler=compiler)
     finally:

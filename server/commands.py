@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("pallasite.server.cmd_search", "search for a faster kernel: parallel / beam / evolutionary optimize runs, with an HTML report"),
     "eval": ("pallasite.server.cmd_eval", "evaluate a folder of JAXBench/MaxKernel tasks: compile/correct rates, geomean speedup, fast_p"),
     "serve": ("pallasite.server.cmd_serve", "run the language server (stdio, or --tcp on 127.0.0.1)"),
+    "mcp": ("pallasite.server.cmd_mcp", "run the MCP server for coding agents (stdio): check, judge, tune, ... as tools"),
     "worker": ("pallasite.runner.worker", "run a worker: JSON lines on stdin/stdout (used by the server, ssh and Ray)"),
     "explain": ("pallasite.server.cmd_knowledge", "explain a finding code, e.g. `pallasite explain PLS001`"),
     "docs": ("pallasite.server.cmd_knowledge", "search the offline Pallas docs: `pallasite docs search QUERY`"),

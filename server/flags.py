@@ -100,7 +100,7 @@ _FLAGS = (
                          ("eval", "each task and method, its scoring included")),
          defaults=(("check", None), ("time", 600.0), ("profile", 600.0), ("optimize", 1800.0), ("eval", 1800.0))),
     Flag("--request-time-limit", float, "seconds each worker request inside a longer run may take (a check, a "
-         "test or a timing of one candidate)", "SECONDS", default=300.0),
+         "test or a timing of one candidate); default: the project's check.timeLimitS", "SECONDS", default=None),
     Flag("--max-nodes", int, "search nodes (optimize iterations in the graph) at most", "N",
          per=(("eval", "search methods, per task"),), default=50),
     Flag("--max-iterations", int, "optimize-loop iterations at most (a parallel search: per trajectory)", "N",

@@ -169,7 +169,7 @@ def job_body(session: Any, setup: Any, run_job: Any, provider: Any, recorder: An
         def on_phase(iteration: int, phase: str, message: str) -> None:
             progress.report(f"iteration {iteration}/{iterations}: {phase}: {message}")
 
-        judge = setup.judge(session.engine, run_job.trusted(), timeout_s=300.0)  # the run's one judge
+        judge = setup.judge(session.engine, run_job.trusted())  # the run's one judge
         final = await run_optimize(run_job, setup, judge, provider, recorder, gate=gate, on_phase=on_phase)
         if isinstance(final, str):  # the reviewed tests do not pass on the original
             raise ValueError(final)

@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ..analysis.codes import CODES, COULD_NOT_CHECK
-from ..analysis.types import FileReport, Finding, Span
+from ..analysis.types import FileReport, Finding, Span, TextEdit
 from ..analysis.verdict import COMPILE_TIER, TIER0_NO_SITE, CompileResult, compile_result
 from ..engine.reach import NOT_REACHED
 
@@ -74,7 +74,7 @@ def finding_json(finding: Finding, path: str) -> dict:
         if finding.fix is None
         else {
             "title": finding.fix.title,
-            "edits": [{**_range(e.span), "new_text": e.new_text} for e in finding.fix.edits],
+            "edits": [edit_json(e) for e in finding.fix.edits],
         },
         "related": [
             {"path": r.path or finding.path or path, **_range(r.span), "message": r.message}
@@ -82,6 +82,11 @@ def finding_json(finding: Finding, path: str) -> dict:
         ],
         "detail": finding.detail,
     }
+
+
+def edit_json(edit: TextEdit) -> dict:
+    """A text edit as the JSON documents give it: 1-based line and column, exclusive end, the new text."""
+    return {**_range(edit.span), "new_text": edit.new_text}
 
 
 # "Could not check" outcomes: warnings (or information) that mean a file was not fully checked.
@@ -164,22 +169,7 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
         "version": JSON_VERSION,
         "target": target,
         "tiers": list(tiers),
-        "files": [
-            {
-                "path": r.path,
-                "findings": [finding_json(f, r.path) for f in r.findings],
-                "kernels": [
-                    {"name": k.name, "line": k.span.line + 1, "tiers": {str(t): v for t, v in k.tiers}}
-                    for k in r.kernels
-                ],
-                "notes": list(r.notes),
-                "tiers_ran": tiers_ran(r),
-                "not_fully_checked": not_checked(r, tiers),
-                "skipped": r.skipped,
-                **_compile_json(r, tiers, target),
-            }
-            for r in reports
-        ],
+        "files": [file_json(r, tiers=tiers, target=target) for r in reports],
         "summary": {
             "files": len(reports),
             "errors": counts["error"],
@@ -192,6 +182,24 @@ def to_json_text(reports: Sequence[FileReport], *, target: str, tiers: Sequence[
         },
     }
     return json.dumps(doc, indent=2)
+
+
+def file_json(report: FileReport, *, tiers: Sequence[int], target: str) -> dict:
+    """One file's entry of the JSON document (the schema above): what `pallasite check --format json` and
+    the MCP server's ``check`` tool both give."""
+    return {
+        "path": report.path,
+        "findings": [finding_json(f, report.path) for f in report.findings],
+        "kernels": [
+            {"name": k.name, "line": k.span.line + 1, "tiers": {str(t): v for t, v in k.tiers}}
+            for k in report.kernels
+        ],
+        "notes": list(report.notes),
+        "tiers_ran": tiers_ran(report),
+        "not_fully_checked": not_checked(report, tiers),
+        "skipped": report.skipped,
+        **_compile_json(report, tiers, target),
+    }
 
 
 def _compile_json(report: FileReport, tiers: Sequence[int], target: str) -> dict:

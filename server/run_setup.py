@@ -78,6 +78,8 @@ def run_request(args: argparse.Namespace, path: str, **fields: Any) -> RunReques
         fields["device"] = device_settings(args) if hasattr(args, "backend") else None
     fields.setdefault("target", getattr(args, "target", None))
     fields.setdefault("provider", getattr(args, "provider", None))
+    fields.setdefault("memory_mb", getattr(args, "memory_mb", None))  # one source of limits: the run setup's
+    fields.setdefault("time_limit_s", getattr(args, "timeout", None))  # --request-time-limit where a command has it
     return RunRequest(path=path, settings=project_settings(path), agent=agent, **fields)
 
 

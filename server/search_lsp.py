@@ -104,7 +104,7 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
         recorder = run.setup.recorder()
         try:
             # the run's one judge (its check options, chip, device, the file as the trusted side)
-            judge = run.setup.judge(session.engine, Trusted.of_file(str(run.path), run.text), timeout_s=600.0)
+            judge = run.setup.judge(session.engine, Trusted.of_file(str(run.path), run.text))
             return await search_job.run_search(
                 run.path, run.text, run.options, run.provider, judge, done=run.done,
                 on_node=lambda node: node_done(run, node, say), on_phase=lambda node_id, phase, message: say(

@@ -54,9 +54,10 @@ class CheckSettings:
     onSave: bool = setting(True, "Run the compiler tiers when a kernel file is saved (trusted folders only).")
     debounceMs: int = setting(150, "Milliseconds of quiet typing before tier 0 (source rules) re-runs.",
                               minimum=0, maximum=10000)
-    timeLimitS: float = setting(180.0, "Seconds one compiler check (a file's tiers 1-3) may take before its worker "
-                                       "is stopped; large hand-tuned kernels take tens of seconds in the deviceless "
-                                       "TPU compiler on a laptop CPU.",
+    timeLimitS: float = setting(300.0, "Seconds one worker request may take before its worker is stopped: a "
+                                       "compiler check (a file's tiers 1-3), and in every agent command (optimize, "
+                                       "search, eval, tune) the judging of one candidate (its test, estimate or "
+                                       "timing). The one time limit of a request; --request-time-limit overrides it.",
                                 minimum=1, maximum=3600)
     strict: bool = setting(False, "`pallasite check` exit status: fail when a file was not fully checked "
                                   "(a tier skipped, a time or memory limit hit, no task), not only on errors.")

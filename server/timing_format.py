@@ -176,3 +176,20 @@ def _shapes(signature: Any) -> str:
     if not signature:
         return ""
     return "[" + ", ".join(f"{dtype}{list(shape)}" for shape, dtype in signature) + "]"
+
+
+def estimate_text(path: str, paired: Any) -> str:
+    """`pallasite time --backend estimate` (and the MCP server's ``estimate``): a kernel and its reference
+    priced by the cost model for the chip (engine/estimates.PairedEstimate), nothing run on a device."""
+    def us(seconds):
+        return "-" if seconds is None else f"{seconds * 1e6:.1f} us"
+
+    lines = [f"{path}: {paired.label}: nothing ran on a device; the cost model's figures for the chip",
+             f"  kernel     {us(paired.kernel_s)}" + (f" ({paired.kernel_bound}-bound)" if paired.kernel_bound else ""),
+             f"  reference  {us(paired.reference_s)}" + (f" ({paired.reference_bound}-bound)"
+                                                         if paired.reference_bound else "")]
+    if paired.speedup is not None:
+        lines.append(f"  speedup    {paired.speedup:.2f}x vs the reference ({paired.label})")
+    if paired.caveat:
+        lines.append(f"  note: {paired.caveat}")
+    return "\n".join(lines)

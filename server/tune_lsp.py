@@ -105,7 +105,7 @@ def job_body(session: Any, setup: Any, text: str, options: TuneOptions, progress
         store = setup.open_store(lambda why: session.log(f"pallasite: autotune: {why}"))
         try:
             # what tune calls best or applies compiles for the chip (tier 2), like any other candidate
-            judge = setup.judge(session.engine, Trusted(path, text), device=None, timeout_s=300.0)
+            judge = setup.judge(session.engine, Trusted(path, text), device=None)
 
             async def verifier(config: dict[str, int], kinds: dict[str, str]) -> dict[str, Any]:
                 return await judge.check_config(text, config, kinds, entry=options.entry, backend=backend,

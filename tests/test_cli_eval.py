@@ -36,9 +36,9 @@ def test_discover_says_what_a_task_folder_is(tmp_path):
 
 
 def test_the_reference_is_never_xlas_optimal_seconds_and_never_another_models():
-    est = CostEstimate(chip="v5e", config=(), status="ok", seconds=4e-6, model="pallasite roofline v3")
-    ok = pair(est, {"seconds": 2e-5, "model": "pallasite roofline v3", "chip": "v5e"}, "v5e")
-    assert ok.speedup == pytest.approx(5.0) and ok.label == "estimate (pallasite roofline v3, v5e)"
+    est = CostEstimate(chip="v5e", config=(), status="ok", seconds=4e-6, model="pallasite roofline v4")
+    ok = pair(est, {"seconds": 2e-5, "model": "pallasite roofline v4", "chip": "v5e"}, "v5e")
+    assert ok.speedup == pytest.approx(5.0) and ok.label == "estimate (pallasite roofline v4, v5e)"
     # XLA's optimal_seconds alone (the old reference) is another model's figure: no speedup
     xla_only = pair(est, {"optimal_seconds": 2e-5, "flops": 1.0}, "v5e")
     assert xla_only.speedup is None and "different" not in (xla_only.why or "") and "no estimate" in xla_only.why
@@ -46,7 +46,7 @@ def test_the_reference_is_never_xlas_optimal_seconds_and_never_another_models():
     assert other.speedup is None and "a speedup divides two figures of one model" in other.why
     assert pair(est, {"error": "ValueError: boom"}, "v5e").why.endswith("ValueError: boom")
     failed = CostEstimate(chip="v5e", config=(), status="trace_error", error="no estimate: dynamic grid")
-    assert pair(failed, {"seconds": 1.0, "model": "pallasite roofline v3"}, "v5e").why.endswith("dynamic grid")
+    assert pair(failed, {"seconds": 1.0, "model": "pallasite roofline v4"}, "v5e").why.endswith("dynamic grid")
 
 
 def test_estimated_speedup_refuses_two_models_and_non_positive_times():
@@ -67,14 +67,14 @@ def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "eval", str(DATA / "eval"), "--target", "v5e",
                            "--json", str(out), "--report", str(report)], capture_output=True, text=True, timeout=280)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "2 tasks, 1 with a candidate" in proc.stdout and "pallasite roofline v3, v5e" in proc.stdout
+    assert "2 tasks, 1 with a candidate" in proc.stdout and "pallasite roofline v4, v5e" in proc.stdout
     assert "1/2 add_tuned" in proc.stderr  # progress
     (summary,) = json.loads(out.read_text())["methods"]
     rows = {t["task"]: t for t in summary["per_task"]}
     tuned, ref = rows["add_tuned"], rows["scale_reference_only"]
     assert tuned["compiled"] and tuned["correct"] and tuned["speedup"] > 0
-    assert tuned["verdict"]["timing"]["model"] == "pallasite roofline v3"
-    assert tuned["provenance"].startswith("estimate (pallasite roofline v3, v5e)")
+    assert tuned["verdict"]["timing"]["model"] == "pallasite roofline v4"
+    assert tuned["provenance"].startswith("estimate (pallasite roofline v4, v5e)")
     assert ref["status"] == "no candidate" and not ref["compiled"] and not ref["correct"] and ref["scored"] == 1.0
     assert summary["compile_rate"] == 0.5 and summary["correct_rate"] == 0.5 and summary["with_candidate"] == 1
     assert summary["geomean_speedup"] == pytest.approx((max(tuned["speedup"], 1.0) * 1.0) ** 0.5)

@@ -39,7 +39,7 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     assert f"judged by {JudgedBy.JUDGE.text()}: node t0.1; {JUDGED_WHY[JudgedBy.JUDGE]}" in proc.stdout
     assert "could not fake either (docs/safety.md)" in proc.stdout
     assert f"<td>{judged}</td>" in report.with_suffix(".html").read_text()
-    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v3, v5e\)", proc.stdout), proc.stdout
+    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v4, v5e\)", proc.stdout), proc.stdout
     assert "t0.1 test: ok" in proc.stderr and "t0.1 profile: ok" in proc.stderr  # the loop's phases, live
     rid = re.search(r"run (search-\w+)", proc.stdout).group(1)
     graph = json.loads((folder / ".pallasite" / "search" / f"{rid}.json").read_text())

@@ -95,11 +95,16 @@ def test_elementwise_counts_and_the_roofline_by_hand():
     overhead = 16 * f.step_overhead_s
     # the first step's two input blocks and the last output block are not hidden
     bubble = 3 * 64 * 1024 * 4 / (V5E.hbm_bytes_per_s * f.hbm_efficiency)
-    assert est.model == "pallasite roofline v3" and est.xla_bytes == 0  # nothing outside the kernel
+    assert est.model == "pallasite roofline v4" and est.xla_bytes == 0  # nothing outside the kernel
     assert [name for name, _, _ in est.factors] == ["mxu_efficiency", "xla_cycles_scale", "step_overhead_s",
-                                                   "hbm_efficiency"]
-    assert all(("fitted on jax's matmul guide" in why) == (name != "hbm_efficiency")
-               for name, _, why in est.factors)
+                                                   "hbm_efficiency", "gather_cycles_per_row"]
+    assert all(("fitted on jax's Pallas matmul guide" in why and "leave-family-out" in why)
+               == (name in ("mxu_efficiency", "xla_cycles_scale", "step_overhead_s")) for name, _, why in est.factors)
+    # the interval: the figure over the model's leave-family-out error band for kernels
+    lo_err, hi_err = cost_model.ERROR_BANDS["kernel"]
+    assert est.interval == pytest.approx((est.seconds / hi_err, est.seconds / lo_err), rel=1e-12)
+    assert dict(est.terms) == pytest.approx({"compute": vector, "hbm": memory, "per-op overhead": 2e-6,
+                                             "per-step overhead": overhead}, rel=1e-12)
     assert est.compute_s == pytest.approx(vector, rel=1e-12)
     assert est.memory_s == pytest.approx(memory, rel=1e-12)
     assert est.seconds == pytest.approx(bubble + max(memory - bubble, vector + overhead) + 2e-6, rel=1e-12)

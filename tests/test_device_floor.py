@@ -85,3 +85,21 @@ def test_the_compute_floor_counts_only_work_that_certainly_runs():
     assert device_floor.implausible(m, {"floor_work": {"mxu_flops": {"int8": 2 * 8192 ** 3}}}) is not None
     assert device_floor.implausible_seconds(6e-3, checks, "TPU v5 lite") is None
     assert "estimate of" in device_floor.implausible_seconds(1e-3, checks, "TPU v5 lite", "estimate")
+
+
+def test_pallasite_time_holds_a_device_to_floors_traced_from_the_users_file_whatever_it_reports(tmp_path):
+    """Issue 49: ``pallasite time`` believed the worker's FLOPs. A device worker claiming 2.24 ms for an 8192^3
+    bf16 matmul on v5e and reporting no outputs or FLOPs of its own is held to the floors a local worker traces
+    from the user's file (the compute floor: 5.58 ms): "implausible", no speedup."""
+    import json
+    import subprocess
+
+    liar = Path(__file__).parent / "data" / "device_floor" / "fake_lying_worker.py"
+    done = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "time", str(MATMUL), "--backend", "ssh",
+                           "--ssh-command", "env {worker}", "--remote-worker", f"{sys.executable} {liar}",
+                           "--platforms", "cpu", "--runs", "3", "--format", "json", "--no-store"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    doc = json.loads(done.stdout)
+    cand = doc["result"]["candidate"]
+    assert cand["status"] == "implausible" and "below the physical floor of 5581.277 us" in cand["error"], cand
+    assert doc["result"]["speedup"] is None and done.returncode != 0

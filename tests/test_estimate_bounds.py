@@ -29,12 +29,15 @@ def test_the_pair_says_each_sides_bound_and_factors():
     words = paired.kernel_method()
     assert f"{paired.kernel_bound}-bound" in words
     assert f"mxu_efficiency {cost_model.FACTORS.mxu_efficiency:.4g}" in words
-    assert "fitted on jax's matmul guide" in words and "hbm_efficiency 1 (assumed" in words
+    assert "fitted on jax's Pallas matmul guide" in words and "hbm_efficiency 1 (assumed" in words
+    assert "leave-family-out" in words and "range " in words  # where the factors come from, and the interval
+    assert paired.kernel_interval and paired.kernel_interval[0] < paired.kernel_s < paired.kernel_interval[1]
     assert f"{paired.reference_bound}-bound" in paired.reference_method()
     assert "factors:" in paired.reference_method()
-    # the factors survive the store's JSON round trip (tune keeps estimates there)
+    # the factors, terms and interval survive the store's JSON round trip (tune keeps estimates there)
     est = result.estimates[0]
-    assert from_json(CostEstimate, to_json(est)).factors == est.factors
+    back = from_json(CostEstimate, to_json(est))
+    assert back.factors == est.factors and back.interval == est.interval and back.terms == est.terms
 
 
 def test_an_estimate_below_the_chips_floor_is_refused_not_paired():

@@ -102,3 +102,26 @@ def test_not_verified_is_not_incorrect_in_the_task_status():
     s = summarize("files", [TaskOutcome("big", (case(True, False, None, "too big", verified=False),)),
                             TaskOutcome("wrong", (case(True, False, None, "wrong_result"),))], provenance="x")
     assert [t["status"] for t in s.per_task] == ["compiled, not verified", "compiled, wrong"]
+
+
+def test_a_task_without_a_figure_says_why_whatever_its_verdict():
+    """A task not verified (or wrong) whose estimate failed used to show no timing and no reason: the row now
+    says "not estimated: <why>"; a passed one is left out of the speedup figures with that reason."""
+    from pallasite.agents.eval_job import TaskVerdict, no_figure
+    from pallasite.analysis.verdict import Timing, Verdict
+
+    why = no_figure(None, None, "not estimated: the kernel has no estimate: a dynamic grid")
+    assert why == "not estimated: the kernel has no estimate: a dynamic grid"
+    assert no_figure(None, None, "") == "not estimated (the candidate): no figure and no reason was reported"
+    ref = Timing(1e-3, "estimate", "v6e", "m")
+    assert no_figure(ref, ref, "x") is None
+    assert no_figure(ref, None, "the reference failed").startswith("not estimated (the reference)")
+    unverified = TaskVerdict("moe", Verdict.of(True, None), no_figure=why)
+    passed = TaskVerdict("moe2", Verdict.of(True, True), no_figure=why)
+    assert TaskVerdict.from_json(unverified.to_json()).no_figure == why
+    s = summarize("m", [TaskOutcome("moe", (unverified.case(),)), TaskOutcome("moe2", (passed.case(),)),
+                        TaskOutcome("y", ok(2.0))], provenance="estimate (v6e)")
+    rows = {t["task"]: t for t in s.per_task}
+    assert rows["moe"]["no_figure"] == why and rows["moe"]["timing"] is None
+    assert rows["moe2"]["excluded"] == why and rows["y"]["no_figure"] is None
+    assert s.geomean_speedup == pytest.approx(2.0 ** 0.5)  # moe2 (untimed) is left out; moe (not verified) counts 1.0x

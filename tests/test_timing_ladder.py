@@ -19,6 +19,7 @@ pytest.importorskip("jax")
 import jax  # noqa: E402
 
 from pallasite.runner import timing, timing_ladder  # noqa: E402
+from pallasite.runner.judging.judge import judged_time  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "timing" / "ladder"
 
@@ -34,7 +35,7 @@ def tiny_budget(monkeypatch):
 
 
 def check(task: str, name: str) -> dict:
-    return timing.handle_time({"path": str(DATA / task / f"{name}.py"), "shrink": True, "runs": 1, "warmup": 0,
+    return judged_time({"path": str(DATA / task / f"{name}.py"), "shrink": True, "runs": 1, "warmup": 0,
                                "extra_shape": True, "seed": 3})
 
 
@@ -127,15 +128,15 @@ def test_any_kernel_file_is_scored_against_a_named_task(tmp_path):
     kernel = standalone_kernel(tmp_path)
     files = task_files(str(kernel), str(DATA / "attention"))
     assert files.reference_path == str(DATA / "attention" / "baseline.py") and files.layout == "jaxbench"
-    result = timing.handle_time({"path": str(kernel), "reference_path": files.reference_path, "shrink": True,
+    result = judged_time({"path": str(kernel), "reference_path": files.reference_path, "shrink": True,
                                  "runs": 1, "warmup": 0, "seed": 3})
     assert result["verdict"] == "ok", result.get("error") or result["rejections"]
     assert "seq_len 256 of 512" in result["checks"]["verified_at"]
-    alone = timing.handle_time({"path": str(kernel), "shrink": True, "runs": 1, "warmup": 0})
+    alone = judged_time({"path": str(kernel), "shrink": True, "runs": 1, "warmup": 0})
     assert "TASK_DIR --kernel FILE" in alone["error"]
-    native = tmp_path / "native.py"  # a task of its own without a reference: the message names --task
+    native = tmp_path / "native.py"  # a task of its own without a reference: the message names --kernel
     native.write_text(kernel.read_text() + "\n\ndef example_inputs():\n    return (jnp.zeros((1, 2, 256, 128)),) * 3\n")
-    no_ref = timing.handle_time({"path": str(native), "shrink": True, "runs": 1, "warmup": 0})
+    no_ref = judged_time({"path": str(native), "shrink": True, "runs": 1, "warmup": 0})
     assert "no reference" in no_ref["error"] and "reference_path" not in no_ref["error"]
     assert "pallasite time TASK_DIR --kernel FILE" in no_ref["error"]
 

@@ -47,7 +47,7 @@ def test_request_carries_the_texts_and_only_the_options_given():
 
 
 def test_a_tunable_config_is_applied_and_recorded_and_an_unknown_one_refused():
-    from pallasite.runner.timing import handle_time
+    from pallasite.runner.judging.judge import judged_time as handle_time
 
     path = str(DATA / "timing" / "honest_add.py")
     result = handle_time({"path": path, "config": {"block_rows": 128}, "runs": 1, "warmup": 1, "extra_shape": False})

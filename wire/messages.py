@@ -143,9 +143,21 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class NearLimit:
+    """A VMEM overflow within a few percent of its limit (runner/vmem_fit.py)."""
+
+    over: float | None = None  # requested / limit - 1
+    decided_by: str | None = None  # "libtpu 0.0.42.1"
+    fits_with: int | None = None  # a limit tier 2 compiled the module with, in bytes
+    verified: str | None = None  # how that was verified, in words
+    not_verified: str | None = None  # why no larger limit was verified
+
+
+@dataclass(frozen=True)
 class VmemFigures:
     requested: int | None = None
     limit: int | None = None
+    near_limit: NearLimit | None = None
 
 
 @dataclass(frozen=True)

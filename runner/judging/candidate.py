@@ -93,6 +93,14 @@ def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
 
     try:
         if header["op"] == "propose":
+            from .. import memory_guard
+
+            knobs = header.get("knobs") or {}
+            for name in ("TARGET_BYTES", "MAX_STEPS", "DEFAULT_BUDGET"):  # the judge's budget, not ours
+                if isinstance(knobs.get(name), int):
+                    setattr(timing_ladder, name, knobs[name])
+            if isinstance(knobs.get("LIMIT_MB"), int):
+                memory_guard.LIMIT_MB = knobs["LIMIT_MB"]
             sized, _ = timing._config_size(prep, prep.task.abstract_args())
             scaled = dict(getattr(sized, "scaled", None) or {})
             send_frame(sock, {"op": "proposal", "config": scaled or None})

@@ -80,7 +80,7 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int
             say: Callable[[str], None]) -> list[dict[str, Any]]:
     """The rejections (see the module docstring); ``checks`` records what was checked."""
     from .. import timing_guards as guards
-    from .exported_run import Program
+    from .program import Program
 
     main = programs["main"]
     if sizes.own:

@@ -13,6 +13,7 @@ import statistics
 from typing import Any, Callable
 
 from .channel import receive, send_frame
+from .program import Program
 
 STANDIN_ENV = "PALLASITE_STANDIN_DEVICE"  # "1": this worker plays an accelerator (engine/standin.py)
 NOT_EXPORTABLE = "not_exportable"
@@ -51,12 +52,22 @@ def _ask(sock: Any, signature: list[list[Any]], config: dict[str, int] | None, d
 
 
 def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, Any]:
-    """{"main" | "extra" | "full": (bytes or None, signature, config, why)}: one symbolic module for all of
-    them where the program exports so, else one module per size."""
+    """{"main" | "extra" | "full": (bytes or None, signature, config, why, concrete)}: one symbolic module for
+    all of them where the program exports so, else one module per size. A reference that takes other
+    arguments than the candidate (``sizes.own``): the candidate's own inputs at the main size first, and its
+    module at their signature."""
     from .. import timing_inputs as inputs_mod
     from .sizes import symbolic
 
     kind = _tpu_kind(prep)
+    if sizes.own:
+        own = own_inputs(sock, sizes)
+        if isinstance(own, str):
+            return {"main": (None, [], sizes.main_config, own, []), "own_inputs": own}
+        signature = inputs_mod.signature(tuple(own))
+        blob, why = _ask(sock, signature, sizes.main_config, kind)
+        return {"main": (blob, signature, sizes.main_config, why, signature), "own_inputs": own,
+                "symbolic": False, "why_not": "the reference takes other arguments: the candidate's own inputs"}
     wanted = {"main": (sizes.main, sizes.main_config)}
     if sizes.extra is not None:
         wanted["extra"] = (sizes.extra, sizes.extra_config)
@@ -103,18 +114,6 @@ def _tpu_kind(prep: Any) -> str:
 # --------------------------------------------------------------------------- verifying and running
 
 
-@dataclasses.dataclass
-class Program:
-    exported: Any
-    facts: dict[str, Any]
-    signature: list[list[Any]]
-
-    def __call__(self, *args: Any) -> Any:
-        import jax
-
-        return self.exported.call(*jax.tree.leaves(args))
-
-
 def _program(verifier: Any, entry: tuple[Any, ...], platform: str, cache: dict[bytes, Any]) -> Program | dict[str, Any]:
     """The module of one size, verified in the throwaway process, then deserialized here; or a rejection."""
     import jax
@@ -135,13 +134,38 @@ def _program(verifier: Any, entry: tuple[Any, ...], platform: str, cache: dict[b
     return cache[blob]
 
 
+WORK_SHARE = 0.1  # the kernels' share of the program's arithmetic below which the work is not a pallas_call's
+MIN_OUTSIDE_FLOPS = 1 << 14  # (a few XLA ops around a kernel are no reason to refuse it)
+
+
 def _module_rejections(program: Program) -> list[dict[str, Any]]:
-    """What the module itself says: a kernel in its TPU branch (on every platform)."""
+    """What the module itself says, on every platform (runner/module_facts.py, read in the throwaway
+    verifier): a Mosaic kernel in its TPU branch, every output computed from a kernel's result, the work done
+    in the kernels, no branch on the platform, and each kernel's TPU body doing the work of its CPU branch."""
     from .. import timing_guards as guards
 
-    if not program.facts.get("kernels"):
+    facts = program.facts
+    if not facts.get("kernels"):
         return [guards.reject("no_pallas_call", "the exported program launches no Mosaic kernel (no tpu_custom_call "
                                                 "in its TPU branch): the work is not done by a pallas_call")]
+    if facts.get("facts_error"):
+        return [guards.reject(NOT_EXPORTABLE, f"the judge cannot read the program's kernels: {facts['facts_error']}")]
+    if facts.get("platform_branches"):
+        return [guards.reject("platform_branch", "the program branches on the platform ("
+                              + "; ".join(facts["platform_branches"])[:300] + "): the CPU program the judge tests "
+                              "would not be the TPU program it prices and compiles")]
+    unused = [i for i, used in enumerate(facts.get("outputs_from_kernels") or ()) if not used]
+    if unused:
+        return [guards.reject("pallas_call_unused", f"output(s) {unused} of the program do not depend on any kernel's "
+                              "result: they are computed around the pallas_call, not by it")]
+    outside, inside = int(facts.get("xla_flops") or 0), int(facts.get("kernel_flops") or 0)
+    if outside > MIN_OUTSIDE_FLOPS and inside < WORK_SHARE * (inside + outside):
+        return [guards.reject("calls_reference", f"the program's XLA ops outside its kernels do {outside:,} of its "
+                              f"{inside + outside:,} operations: the work is not done by a pallas_call")]
+    less = [name for name, census in facts.get("census") or () if census == "less on the TPU"]
+    if less:
+        return [guards.reject("census", f"the TPU kernel(s) {', '.join(less)} do less work than the CPU program the "
+                              "judge tests: the module's two branches are not one program")]
     return []
 
 
@@ -161,6 +185,8 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
     checks.update(inputs=inputs_mod.signature(sizes.main), extra_shape=None)
     if sizes.reduced:
         checks.update(full_inputs=inputs_mod.signature(sizes.full), reduced=sizes.note or sizes.verified_at)
+        if sizes.main_config:
+            checks.update(verified_at=sizes.verified_at, config_scaled=dict(sizes.main_config))
         result["notes"].append(sizes.note or f"checked at {sizes.verified_at}")
     result["notes"].extend(sizes.notes)
     if not isinstance(main, Program):
@@ -238,7 +264,9 @@ def _timed(params: dict[str, Any], result: dict[str, Any], prep: Any, sizes: Any
     method = timed["method"].replace("TPU interpret mode on CPU", "the exported program (pallas_calls in the HLO "
                                      "interpreter) on CPU, run by the judge")
     result["verdict"] = "ok"
-    result["candidate"] = to_json(timing.measurement(timed_prep, cand, method, host_clock=host_clock))
+    config = tuple(sorted((params.get("config") or {}).items()))  # the candidate's tunables, as its process applied them
+    result["candidate"] = to_json(dataclasses.replace(timing.measurement(timed_prep, cand, method, host_clock=host_clock),
+                                                      config=config))
     result["reference"] = to_json(timing.measurement(timed_prep, ref, timed["method"], reference=True,
                                                      host_clock=host_clock))
     result["spread"] = {"candidate": timing.spread(cand), "reference": timing.spread(ref)}

@@ -131,7 +131,7 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
            record: dict[str, Any]) -> dict[str, Any]:
     from .. import timing
     from . import exported_run as run
-    from .sizes import from_proposal, judge_sizes
+    from .sizes import from_proposal, judge_sizes, ladder_knobs
 
     result = _base(params, prep)
     loaded, _ = receive(sock)
@@ -139,7 +139,7 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
         return timing._failed(params, f"the candidate's file could not be loaded: {str(loaded.get('error'))[:2000]}")
     sizes = judge_sizes(prep, reduce=not prep.on_device)  # on the CPU every run is the interpreter: reduced
     if sizes is None:  # no kernel on the trusted side to read sizes from: the candidate proposes CONFIG values
-        send_frame(sock, {"op": "propose"})
+        send_frame(sock, {"op": "propose", "knobs": ladder_knobs()})
         proposal, _ = receive(sock)
         sizes = from_proposal(prep, proposal)
     if isinstance(sizes, str):
@@ -148,8 +148,6 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
     say("the candidate's process exports its program at the judge's sizes")
     modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate_chip")) or prep.on_device)
     sizes = modules.get("sizes") or sizes  # a symbolic module may cover a second size of the judge's own choosing
-    if sizes.own:
-        modules["own_inputs"] = run.own_inputs(sock, sizes)
     end(sock, pid)  # the candidate's process is gone before anything is run or timed
     end_the_rest()
     result["checks"]["export"] = {"candidate_s": round(time.perf_counter() - started, 3),

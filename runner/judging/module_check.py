@@ -76,9 +76,11 @@ def custom_calls(text: str) -> list[str]:
     return found
 
 
-def verified(blob: bytes, named: list[list[Any]], platform: str) -> tuple[Any, dict[str, Any]]:
+def verified(blob: bytes, named: list[list[Any]], platform: str,
+             concrete: list[list[Any]] | None = None) -> tuple[Any, dict[str, Any]]:
     """(the deserialized module, what was checked), or Refused naming why. ``named``: the input
-    signature the judge asked for (``[[shape, dtype], ...]``), ``platform``: this backend's."""
+    signature the judge asked for (``[[shape, dtype], ...]``), ``platform``: this backend's; ``concrete``:
+    the size a symbolic module's program facts are read at."""
     import jax
     import numpy as np
 
@@ -112,4 +114,20 @@ def verified(blob: bytes, named: list[list[Any]], platform: str) -> tuple[Any, d
                       f"the module calls {', '.join(foreign)}, outside the custom calls a kernel's program "
                       f"needs ({', '.join(sorted(allowed))})")
     return exported, {"platforms": list(exported.platforms), "custom_calls": sorted(set(calls)),
-                      "kernels": calls.count(TPU_KERNEL), "bytes": len(blob)}
+                      "kernels": calls.count(TPU_KERNEL), "bytes": len(blob), **program_facts(exported, concrete or named)}
+
+
+def program_facts(exported: Any, named: list[list[Any]]) -> dict[str, Any]:
+    """What the judge checks in the program itself (runner/module_facts.py), as plain data: kernel names,
+    whether each output depends on a kernel, where the work is, branches on the platform, the TPU-vs-CPU
+    census per kernel."""
+    from ..module_facts import module_facts
+
+    facts = module_facts(exported, named)
+    if facts.error:
+        return {"facts_error": facts.error}
+    return {"kernel_names": list(facts.kernel_names), "outputs_from_kernels": list(facts.outputs_from_kernels),
+            "xla_flops": facts.xla_flops + facts.xla_transcendentals,
+            "kernel_flops": facts.kernel_flops + facts.kernel_transcendentals,
+            "platform_branches": list(facts.platform_branches),
+            "census": [[k.name, k.census] for k in facts.kernels]}

@@ -78,6 +78,9 @@ def judge_sizes(prep: Any, reduce: bool) -> Sizes | str | None:
     plain = Sizes(full, full, extra=extra, extra_how=how, extra_config=scaled)
     if not reduce:
         return plain
+    if prep.task.format in ("jaxbench", "maxkernel") and not has_kernel(prep, full) and \
+            any(isinstance(v, int) and not isinstance(v, bool) for v in (prep.task.config or {}).values()):
+        return None  # the ladder reads the kernel's blocks: the candidate's process proposes, the judge checks
     sized, own = timing._config_size(prep, full)
     if own is not None or (sized is not None and not isinstance(sized, str)):
         return _at_config(prep, full, sized, own is not None)
@@ -112,6 +115,15 @@ def _at_config(prep: Any, full: tuple[Any, ...], sized: Any, own: bool) -> Sizes
                  f"CONFIG at {sized.second_at}" if extra is not None else "no second reduced CONFIG size fits the "
                  "check's memory", sized.note if sized.scaled else None, sized.verified_at if sized.scaled else None,
                  own, sized.output_dims)
+
+
+def ladder_knobs() -> dict[str, int]:
+    """The judge's budget for a reduced size (runner/timing_ladder.py), sent with its request for a proposal:
+    the candidate's process sizes by the judge's numbers, not its own."""
+    from .. import memory_guard, timing_ladder
+
+    return {"TARGET_BYTES": timing_ladder.TARGET_BYTES, "MAX_STEPS": timing_ladder.MAX_STEPS,
+            "DEFAULT_BUDGET": timing_ladder.DEFAULT_BUDGET, "LIMIT_MB": memory_guard.LIMIT_MB}
 
 
 def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:

@@ -3,13 +3,15 @@ ends nothing but itself.
 
 Parsing bytes from the candidate is not safe in the process that holds the device: a 1,556-byte mutated
 module aborted inside ``Exported.mlir_module()`` (``malloc(): invalid size``), and a module calling an
-allowed custom call with undersized results segfaulted when run. So the judge forks a *verifier* before
-it starts any backend (``Throwaway.start``); for each module it is sent, the verifier forks once more and
-that child deserializes the bytes, checks them (runner/judging/module_check.py: platforms, inputs,
+allowed custom call with undersized results segfaulted when run. So the judge starts a *verifier*: a fresh
+interpreter (``python -m pallasite.runner.judging.throwaway``; a fork of a process whose backend already
+runs threads can deadlock in its child), holding one socket; for each module it is sent, the verifier
+forks a child that deserializes the bytes, checks them (runner/judging/module_check.py: platforms, inputs,
 custom calls from a short list with their result types, effects), reads what the judge needs from them
 (``facts``) and compiles them for the CPU. It answers with the facts, or with why the module is refused;
 a child that dies answers nothing, and the judge says "the candidate's module crashed the verifier"
-(with the signal) and goes on. The judge deserializes the bytes itself only after they passed here.
+(with the signal) and goes on; one that takes longer than ``MODULE_S`` is killed and said so. The judge
+deserializes the bytes itself only after they passed here.
 
 Worker side: imports jax lazily (in the children).
 """
@@ -25,9 +27,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from .channel import undumpable
 
 MAX_MODULE = 256 << 20
+MODULE_S = 180.0  # one module's check and compile, at most
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def _verify_one(request: dict[str, Any], blob: bytes) -> dict[str, Any]:
     from .module_check import Refused, verified
 
     try:
-        exported, facts = verified(blob, request["signature"], request["platform"])
+        exported, facts = verified(blob, request["signature"], request["platform"], request.get("concrete"))
         if request.get("compile", True):
             import jax
 
@@ -106,8 +108,14 @@ def _serve(sock: socket.socket) -> None:
             sock.close()
             _child(theirs, header, blob)
         theirs.close()
-        answer = _recv(ours, 1 << 24)
+        ours.settimeout(MODULE_S)
+        try:
+            answer = _recv(ours, 1 << 24)
+        except socket.timeout:
+            answer = json.dumps({"crashed": f"the module's check took over {MODULE_S:g} s and was stopped"}).encode()
         ours.close()
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         if answer is None:
             how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
@@ -116,41 +124,35 @@ def _serve(sock: socket.socket) -> None:
         _send(sock, answer)
 
 
-def _backend_started() -> bool:
-    import sys
-
-    bridge = sys.modules.get("jax._src.xla_bridge")
-    return bool(getattr(bridge, "_backends", None))
-
-
 class Throwaway:
-    """The judge's verifier process (see the module docstring). Start it before any jax backend starts."""
+    """The judge's verifier process (see the module docstring)."""
 
     def __init__(self) -> None:
-        # forked after a backend started (an unconfined worker warms one up), the verifier's children cannot
-        # compile (the backend's threads did not survive the fork): they parse and check only
-        self.after_backend = _backend_started()
+        import subprocess
+        import sys
+
         ours, theirs = socket.socketpair()
-        pid = os.fork()
-        if pid == 0:
-            ours.close()
-            undumpable()
-            try:
-                _serve(theirs)
-            finally:
-                os._exit(0)
-        theirs.close()
-        self.sock, self.pid = ours, pid
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "pallasite.runner.judging.throwaway",
+                                          str(theirs.fileno())], stdin=subprocess.DEVNULL, stdout=2, stderr=2,
+                                         pass_fds=(theirs.fileno(),), close_fds=True, start_new_session=True,
+                                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.sock.settimeout(MODULE_S + 60.0)  # (its own import included)
 
     def check(self, blob: bytes, signature: list[Any], platform: str, concrete: list[Any] | None = None) -> Checked:
         """The module ``blob`` verified against the judge's ``signature`` for ``platform`` and compiled for
         the CPU at ``concrete`` (the signature itself when it has no symbolic dims)."""
         request = {"signature": signature, "platform": platform, "concrete": concrete or signature,
-                   "compile": platform == "cpu" and not self.after_backend}
+                   "compile": platform == "cpu"}
         try:
             _send(self.sock, json.dumps(request).encode())
             _send(self.sock, blob)
             answer = _recv(self.sock, 1 << 24)
+        except socket.timeout:
+            return Checked(crashed=f"the verifier did not answer in {MODULE_S:g} s (the module's check was stopped)")
         except OSError as exc:
             return Checked(crashed=f"the verifier could not be reached ({exc})")
         if answer is None:
@@ -163,6 +165,21 @@ class Throwaway:
         with contextlib.suppress(OSError):
             self.sock.close()
         with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(self.pid, 0)
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the verifier and every child it forked
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        self.proc.wait()
+
+
+def main(argv: list[str]) -> int:
+    sock = socket.socket(fileno=int(argv[1]))
+    import jax  # noqa: F401 - imported once here, before any child is forked
+
+    _serve(sock)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    os._exit(main(sys.argv))

@@ -8,6 +8,7 @@ Worker side: imports jax through the loader.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from typing import Any, Callable
 
@@ -40,18 +41,23 @@ def trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, C
 
 def trusted_prep(params: dict[str, Any], stack: contextlib.ExitStack) -> Any:
     """The trusted side as a ``timing.Prepared`` (its entry is the trusted file's own: the judge reads the
-    sizes from it); the request's own file is the trusted one when it names no other and is not
-    model-written code (``time`` of the user's own file, in an unconfined worker)."""
+    sizes from it): the user's own file (the request's ``trusted`` one; or, for ``time`` of the user's own
+    file in an unconfined worker, the request's file itself, loaded with its task's own reference), else the
+    task's reference file."""
     import jax
 
     from .. import timing
-
     from . import ACTIVE
 
-    if not params.get("trusted_path") and not params.get("reference_path") and not ACTIVE:
-        params = {**params, "trusted_path": params.get("path"), "trusted_text": params.get("text"),
-                  "trusted_modules": params.get("modules")}
+    own = params.get("trusted_path") or (None if ACTIVE or params.get("reference_path") else params.get("path"))
+    if own:
+        kind = "trusted" if params.get("trusted_path") else ""
+        mine = {"path": own, "text": params.get(f"{kind}_text" if kind else "text"),
+                "modules": params.get(f"{kind}_modules" if kind else "modules"), "entry": params.get("entry"),
+                "package": None if kind else params.get("package")}
+        prep = stack.enter_context(timing.prepared({k: v for k, v in mine.items() if v is not None}))
+        return dataclasses.replace(prep, config={})
     task, reference, module = trusted(params, stack)
-    path = os.path.abspath(str(params.get("trusted_path") or params.get("reference_path")))
+    path = os.path.abspath(str(params.get("reference_path")))
     device = jax.devices()[0]  # the judge's backend: on an accelerator it now holds the chip
     return timing.Prepared(task, module, path, reference, None, {}, jax.default_backend(), device.device_kind)

@@ -11,7 +11,7 @@ def create_inputs(dtype=jnp.float32):
     k1, k2 = jax.random.split(jax.random.key(2))
     x = jax.random.normal(k1, (CONFIG["num_groups"] * CONFIG["group_rows"], CONFIG["width"]), dtype)
     scales = jax.random.normal(k2, (CONFIG["num_groups"], CONFIG["width"]), dtype)
-    return x, scales
+    return x, scales[:, None, :]  # (groups, 1, width): a block of one scale row spans its array's last two dims
 
 
 def _kernel(x_ref, s_ref, o_ref):
@@ -19,14 +19,14 @@ def _kernel(x_ref, s_ref, o_ref):
 
 
 def workload(x, scales):
-    g, w = scales.shape
+    g, _, w = scales.shape
     rows = x.shape[0] // g
     shift = 1 if OFF_BY_ONE else 0
     return pl.pallas_call(
         _kernel,
         grid=(g,),
         in_specs=[pl.BlockSpec((rows, w), lambda i: (i, 0)),
-                  pl.BlockSpec((1, w), lambda i: ((i + shift) % g, 0))],
+                  pl.BlockSpec((None, 1, w), lambda i: ((i + shift) % g, 0, 0))],
         out_specs=pl.BlockSpec((rows, w), lambda i: (i, 0)),
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
     )(x, scales)
