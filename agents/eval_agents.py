@@ -167,8 +167,8 @@ def best_of(candidates: list[tuple[str, str, Any]]) -> tuple[str, str, Any] | No
     produced; None when there is none."""
     if not candidates:
         return None
-    reference = next((c[2].reference for c in candidates if c[2].reference is not None), None)
-    ranking = rank(reference, [(i, c[2].verdict) for i, c in enumerate(candidates)], baseline_name="the reference")
+    ranking = rank(None, [(i, c[2].verdict) for i, c in enumerate(candidates)], baseline_name="the reference",
+                   given={i: c[2].speedup for i, c in enumerate(candidates)})  # each against its task's reference
     return candidates[ranking.order[0]]
 
 

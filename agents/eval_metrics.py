@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..analysis.verdict import Timing, Verdict
+from ..analysis.verdict import Timing, Verdict, self_judged
 
 IMPROVED = 1.05
 FAST_P = tuple(round(0.1 * i, 1) for i in range(31))  # 0.0, 0.1, ..., 3.0
@@ -57,9 +57,17 @@ class CaseOutcome:
 
     @property
     def correct(self) -> bool | None:
-        """The verdict's: True (compiled and the test passed), False (wrong, not compiled, no candidate),
-        None (not verified, or not shown to compile for the chip): never a pass."""
+        """The verdict's: True (compiled and the test passed, judged by the judge), False (wrong, not compiled,
+        no candidate), None (not verified, not shown to compile for the chip, or passed where nobody but the
+        candidate's own process judged it: counted apart, ``not_judged``): never a pass."""
+        if self.verdict.passed and self_judged(self.verdict):
+            return None
         return self.verdict.correct
+
+    @property
+    def not_judged(self) -> bool:
+        """Passed by a word the judge never gave (analysis/verdict.self_judged): counted apart, never correct."""
+        return self.verdict.passed and self_judged(self.verdict)
 
     @property
     def candidate(self) -> bool:
@@ -149,6 +157,7 @@ class Summary:
     with_candidate: int = 0  # tasks that had a candidate (the others are "no candidate": failed)
     speedup_refused: str | None = None  # why there are no speedup figures
     excluded: tuple[tuple[str, str], ...] = ()  # (task, why): correct but untimed, left out of the speedup figures
+    not_judged: tuple[str, ...] = ()  # tasks that passed where the judge did not judge them: not counted correct
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -201,7 +210,8 @@ def summarize(method: str, outcomes: Sequence[TaskOutcome], *, provenance: str, 
         geomean_speedup=None if refused or not m else _geomean([t["scored"] for t in per_task if t["scored"] is not None]),
         improved_share=None if refused or not m else sum(1 for o in counted if (o.speedup() or 0) > IMPROVED) / m,
         fast_p=() if refused or not m else fast_p(counted), per_task=per_task, wall_s=wall_s,
-        with_candidate=sum(o.has_candidate for o in outcomes), speedup_refused=refused, excluded=excluded)
+        with_candidate=sum(o.has_candidate for o in outcomes), speedup_refused=refused, excluded=excluded,
+        not_judged=tuple(o.task for o in outcomes if any(c.not_judged for c in o.cases)))
 
 
 def _status(o: TaskOutcome) -> str:

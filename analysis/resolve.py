@@ -180,6 +180,8 @@ def _collect(source: Source, fn: Node, scope: Scope) -> None:
     for node in _binding_nodes(source, body):
         if node.type == "assignment":
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            while right is not None and right.type == "assignment":  # chained ``bm = bn = 128``: the last value
+                right = right.child_by_field_name("right")
             pairs: list[tuple[Node, Node | None]] = []
             if left is not None and left.type == "identifier":
                 pairs.append((left, right))

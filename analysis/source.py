@@ -828,6 +828,12 @@ class Source:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if left is None or right is None:
             return
+        if right.type == "assignment":  # chained, ``BM = BN = BK = 128``: every target gets the last value
+            self._constant(right)
+            while right is not None and right.type == "assignment":
+                right = right.child_by_field_name("right")
+            if right is None:
+                return
         if left.type == "identifier":
             self._bind(left, right)
         elif left.type in ("pattern_list", "tuple_pattern") and right.type in ("expression_list", "tuple"):

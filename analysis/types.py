@@ -231,6 +231,37 @@ class KernelVerdict:
 
 
 @dataclass(frozen=True)
+class TracedBlock:
+    """One VMEM buffer of a pallas_call as the check's run made it: shape, dtype and bytes per buffer;
+    ``buffers`` 2 for a pipelined (double-buffered) block, 1 for scratch."""
+
+    role: str  # "in_specs" | "out_specs" | "scratch_shapes"
+    index: int
+    shape: tuple[int | None, ...]
+    dtype: str
+    bytes: int
+    buffers: int
+
+
+@dataclass(frozen=True)
+class TracedCall:
+    """What the last check's run learned about one pallas_call a task entry made (the worker traced the
+    entry with its example inputs): the inputs, the blocks as traced, the grid, and the VMEM the compiler
+    allocated (tier 2, libtpu's VMEM report) or why that is not known. Lines are the checked text's."""
+
+    entry: str
+    lines: tuple[int, ...]  # 1-based lines of the checked file on the call's stack (the pallas_call first)
+    kernel: str
+    kernel_line: int | None = None  # 1-based def line of the kernel, when in the checked file
+    inputs: tuple[tuple[tuple[int, ...], str], ...] = ()  # the entry's example inputs: (shape, dtype)
+    blocks: tuple[TracedBlock, ...] = ()
+    vmem_bytes: int = 0  # the blocks' VMEM per grid step, pipelined blocks twice
+    grid: tuple[int, ...] | None = None
+    compiled_vmem_bytes: int | None = None  # libtpu's own scoped VMEM allocation for this kernel (tier 2)
+    compiled_vmem_why: str = ""  # why ``compiled_vmem_bytes`` is None
+
+
+@dataclass(frozen=True)
 class FileReport:
     """What `pallasite check` knows about one file."""
 
@@ -239,6 +270,7 @@ class FileReport:
     kernels: tuple[KernelVerdict, ...] = ()
     notes: tuple[str, ...] = ()  # file-level messages (e.g. "tier 2 skipped: libtpu not installed")
     skipped: str | None = None  # why nothing was checked because nothing applies (a file without Pallas)
+    calls: tuple[TracedCall, ...] = ()  # what the run learned about each pallas_call it made (hovers)
 
 
 @dataclass(frozen=True)

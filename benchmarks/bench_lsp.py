@@ -99,7 +99,8 @@ class Recorder:
         register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES,
                                        lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish,
                                        lsp.WINDOW_SHOW_MESSAGE_REQUEST: trust,
-                                       "pallasite/status": lambda ls, params: None})
+                                       "pallasite/status": lambda ls, params: None,
+                                       lsp.WORKSPACE_CODE_LENS_REFRESH: lambda ls, params: None})
         return client
 
     async def wait(self, uri: str, version: int, after: int, timeout: float = 120) -> float:

@@ -10,14 +10,21 @@ Two findings are "the same mistake" only when all of these hold:
   guessed from titles);
 - both are about the same pallas_call (the site whose parts contain each span; none for both when
   the file has no readable site);
-- their spans overlap or lie within ``NEAR_LINES`` lines of each other.
-A compiler finding that matches nothing stays a finding of its own.
+- their spans overlap or lie within ``NEAR_LINES`` lines of each other;
+- where one compiler code covers several mistakes (PLS110: a kernel's parameter count, or a
+  returned value; PLS102: an index_map's arity, or its result count), the compiler's message says
+  the mistake of the tier-0 code (``SAME_WORDS``).
+Of the tier-0 findings a compiler finding could join, the nearest takes it (overlapping first, then
+the fewest lines away), so a compiler error lands under the finding it is about. The line added
+cites that finding ("jax lowering (v6e) agrees with PLS005 (as PLS110): ..."): the compiler's own
+code follows "as". A compiler finding that matches nothing stays a finding of its own.
 
 Client side, plain functions over ``Finding``; never imports jax.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
@@ -42,6 +49,15 @@ SAME_MISTAKE: dict[str, frozenset[str]] = {
     "PLS018": frozenset({"PLS303"}),  # a scratch read before any write (tier 3's NaN, at the first read)
 }
 
+# (tier-0 code, compiler code) -> what the compiler's message says when it reports that mistake,
+# for the compiler codes that cover more than one (catalog tier1.toml)
+SAME_WORDS: dict[tuple[str, str], re.Pattern[str]] = {
+    ("PLS005", "PLS110"): re.compile(r"positional argument|takes \d+ |missing \d+ required"),
+    ("PLS009", "PLS110"): re.compile(r"should return None"),
+    ("PLS002", "PLS102"): re.compile(r"positional argument|takes \d+ |missing \d+ required"),
+    ("PLS003", "PLS102"): re.compile(r"must return \d+ values?|to match block_shape"),
+}
+
 NEAR_LINES = 2
 
 _SEVERITY_RANK = {"hint": 0, "information": 1, "warning": 2, "error": 3}
@@ -49,29 +65,43 @@ _SEVERITY_RANK = {"hint": 0, "information": 1, "warning": 2, "error": 3}
 
 def merge_agreeing(findings: Sequence[Finding], sites: Sequence[Any] = (),
                    severity: Mapping[str, str] | None = None) -> list[Finding]:
-    """``findings`` with each compiler finding that repeats a tier-0 one folded into it. ``severity``
-    is the user's per-code overrides (``--severity``, the ``severity`` setting): a tier-0 code given one
-    keeps it when the compiler agrees (the folded finding is that code's, so the user's level is its level)."""
+    """``findings`` with each compiler finding that repeats a tier-0 one folded into the nearest such
+    tier-0 finding. ``severity`` is the user's per-code overrides (``--severity``, the ``severity``
+    setting): a tier-0 code given one keeps it when the compiler agrees (the folded finding is that
+    code's, so the user's level is its level)."""
     chosen = {code.upper() for code, level in (severity or {}).items() if level.lower() != "off"}
     out = list(findings)
+    early = [i for i, f in enumerate(out) if f.tier == 0 and f.code in SAME_MISTAKE]
     absorbed: set[int] = set()
-    for i, early in enumerate(out):
-        if early.tier != 0 or early.code not in SAME_MISTAKE:
+    for j, late in enumerate(out):
+        if late.tier == 0:
             continue
-        for j, late in enumerate(out):
-            if j in absorbed or late.tier == 0 or late.code not in SAME_MISTAKE[early.code]:
-                continue
-            if not _same_place(early, late, sites):
-                continue
-            absorbed.add(j)
-            out[i] = early = _fold(early, late, keep_severity=early.code in chosen)
+        joins = [i for i in early if same_mistake(out[i], late, sites)]
+        if not joins:
+            continue
+        i = min(joins, key=lambda k: _distance(out[k].span, late.span))
+        absorbed.add(j)
+        out[i] = _fold(out[i], late, keep_severity=out[i].code in chosen)
     return [f for k, f in enumerate(out) if k not in absorbed]
 
 
-def agreement_message(finding: Finding) -> str:
-    """``jax lowering (v6e) agrees (PLS101): <the compiler's first sentence>``."""
+def same_mistake(early: Finding, late: Finding, sites: Sequence[Any] = ()) -> bool:
+    """Whether compiler finding ``late`` reports the mistake of tier-0 finding ``early`` (see the top)."""
+    if late.code not in SAME_MISTAKE.get(early.code, ()):
+        return False
+    words = SAME_WORDS.get((early.code, late.code))
+    if words is not None and not words.search(late.message):
+        return False
+    return _same_place(early, late, sites)
+
+
+def agreement_message(finding: Finding, under: str | None = None) -> str:
+    """``jax lowering (v6e) agrees with PLS001 (as PLS101): <the compiler's first sentence>``: the
+    tier-0 finding it is folded into (``under``), then the compiler's own code when it differs."""
     chip = f" ({finding.chip})" if finding.chip else ""
-    return f"{finding.origin}{chip} agrees ({finding.code}): {first_sentence(finding.message)}"
+    if under is None or under == finding.code:
+        return f"{finding.origin}{chip} agrees with {finding.code}: {first_sentence(finding.message)}"
+    return f"{finding.origin}{chip} agrees with {under} (as {finding.code}): {first_sentence(finding.message)}"
 
 
 def first_sentence(message: str) -> str:
@@ -87,7 +117,7 @@ def _fold(early: Finding, late: Finding, *, keep_severity: bool = False) -> Find
     return replace(
         early,
         severity=severity,
-        related=early.related + (Related(late.span, agreement_message(late), late.path),),
+        related=early.related + (Related(late.span, agreement_message(late, early.code), late.path),),
         detail=early.detail or late.detail,
     )
 
@@ -98,6 +128,11 @@ def _same_place(a: Finding, b: Finding, sites: Sequence[Any]) -> bool:
     if _site_index(a.span, sites) != _site_index(b.span, sites):
         return False
     return _overlap(a.span, b.span) or abs(a.span.line - b.span.line) <= NEAR_LINES
+
+
+def _distance(a: Span, b: Span) -> tuple[int, int]:
+    """How far apart two spans are: (0 when they overlap else 1, lines between their starts)."""
+    return (0 if _overlap(a, b) else 1, abs(a.line - b.line))
 
 
 def _overlap(a: Span, b: Span) -> bool:

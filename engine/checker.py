@@ -184,6 +184,7 @@ class Checker:
 
         findings: list[Finding] = []
         notes: list[str] = []
+        learned: list[Any] = []  # what the run learned per pallas_call (TracedCall, engine/reach.py)
         if analysis is None:
             analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
         if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
@@ -206,10 +207,10 @@ class Checker:
                 # else the shapes read from its source (runner/tasks_recorded.py)
                 await self._run_compiler_tiers(
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
-                    inference=zero_config.inference_for(text, path))
+                    inference=zero_config.inference_for(text, path), learned=learned)
             else:
                 await self._run_compiler_tiers(
-                    path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress
+                    path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress, learned=learned
                 )
 
         findings = list(apply_suppressions(findings, text, dict(self.options.severity)))
@@ -220,6 +221,7 @@ class Checker:
             findings=tuple(_dedupe(findings)),
             kernels=tuple(v.freeze() for v in verdicts),
             notes=tuple(dict.fromkeys(notes)),
+            calls=tuple(learned),
         )
 
     def with_tier0(self, report: FileReport, text: str, analysis: SourceAnalysis | None = None) -> FileReport:
@@ -253,8 +255,9 @@ class Checker:
     # ------------------------------------------------------------------ tiers 1-3
 
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress,
-                                  inference=None):
-        """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along."""
+                                  inference=None, learned=None):
+        """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along.
+        ``learned`` gets what the run learned about each pallas_call (``TracedCall``s)."""
         inferred = zero_config.inferred_calls(inference) if inference is not None else ()
         client = self._worker_for(text, notes)
         cache = GuardedCache(self.cache, notes) if self.cache is not None else None
@@ -298,6 +301,8 @@ class Checker:
             return
         if inference is not None and any(e.format == "inferred" for e in result.entries):
             notes.extend(zero_config.inferred_note(task) for task in inference.tasks)
+        if learned is not None:
+            learned.extend(reach.traced_calls(result.entries))
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
         findings.extend(located.findings)
         notes.extend(located.notes)
@@ -543,8 +548,12 @@ def _memory_note(entry: str, figures: Mapping[str, int], target: str) -> str:
     parts = [f"{label} {mib(figures[key])}" for key, label in (
         ("argument_size_in_bytes", "arguments"), ("output_size_in_bytes", "outputs"),
         ("temp_size_in_bytes", "temporaries"), ("peak_memory_in_bytes", "peak")) if key in figures]
+    vmem = figures.get("vmem_scoped_bytes")
+    said = (f"; VMEM {mib(vmem)} scoped, the largest of its {figures.get('vmem_kernels', 1)} kernel(s) "
+            "(libtpu's VMEM report)" if vmem else "")
     return (f"tier 2 memory for {entry} on {target}: HBM " + ", ".join(parts)
-            + " (libtpu compiler's memory_analysis, deviceless compile; VMEM use is not included)")
+            + " (libtpu compiler's memory_analysis, deviceless compile" + (")" + said if said else
+                                                                           "; VMEM use is not included)"))
 
 
 # --------------------------------------------------------------------------- helpers

@@ -6,11 +6,16 @@ lines lies in its ``pallas_call(...)`` expression (or, for a module-level
 ``functools.partial(pl.pallas_call, ...)`` decorator, which runs at import, when the kernel is the
 site's). Sites no entry reached keep their tier-0 verdict and read "not reached: the task never calls this
 kernel" for the compiler tiers (``TierState.NOT_REACHED``): "ok" only ever means that tier ran on that kernel.
+
+``traced_calls`` keeps, per call, what the run learned (inputs, blocks, grid, tier 2's VMEM) as the
+report's ``TracedCall``s, which the editor's hovers read (server/hover_facts.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
+
+from ..analysis.types import TracedBlock, TracedCall
 
 NOT_REACHED = "not reached: the task never calls this kernel"  # TierState.NOT_REACHED, as displayed
 
@@ -22,11 +27,12 @@ def site_reached(site: Any, calls: Sequence[Mapping[str, Any]]) -> bool:
         return False
     kernel = getattr(site, "kernel_def_span", None)
     for call in calls:
-        for line in call.get("lines") or ():
+        for line in _get(call, "lines") or ():
             if span.line <= int(line) - 1 <= span.end_line:
                 return True
         if getattr(site, "enclosing_function", None) is None and kernel is not None and \
-                call.get("kernel_line") is not None and kernel.line <= int(call["kernel_line"]) - 1 <= kernel.end_line:
+                _get(call, "kernel_line") is not None and \
+                kernel.line <= int(_get(call, "kernel_line")) - 1 <= kernel.end_line:
             return True  # a module-level partial(pallas_call) decorator ran at import, not in the trace
     return False
 
@@ -40,3 +46,36 @@ def reach_known(entries: Sequence[Any]) -> bool:
 
 def _get(call: Any, name: str) -> Any:
     return call.get(name) if isinstance(call, Mapping) else getattr(call, name, None)
+
+
+def traced_calls(entries: Sequence[Any]) -> tuple[TracedCall, ...]:
+    """Every pallas_call the check's entries made (``CheckEntry`` with ``reached``), with what the run
+    learned about it. Tier 2's VMEM report is per entry (the largest of its Mosaic kernels): it is given
+    to a call when the entry made that one call; otherwise the why says what is missing."""
+    out = []
+    for entry in entries:
+        reached = [c for c in (getattr(entry, "reached", None) or ()) if not getattr(c, "partial", False)]
+        inputs = tuple((tuple(int(d) for d in sig.shape), str(sig.dtype)) for sig in entry.inputs)
+        vmem, why = _compiled_vmem(entry, len(reached))
+        for call in reached:
+            out.append(TracedCall(
+                entry=entry.name, lines=tuple(call.lines), kernel=call.kernel, kernel_line=call.kernel_line,
+                inputs=inputs, vmem_bytes=call.vmem_bytes, grid=getattr(call, "grid", None),
+                blocks=tuple(TracedBlock(b.role, b.index, tuple(b.shape), b.dtype, b.bytes, b.buffers)
+                             for b in call.buffers),
+                compiled_vmem_bytes=vmem, compiled_vmem_why=why))
+    return tuple(out)
+
+
+def _compiled_vmem(entry: Any, calls: int) -> tuple[int | None, str]:
+    """(libtpu's scoped VMEM bytes for the entry's one kernel, "") or (None, why not)."""
+    state = next((o.display() for o in entry.tiers if o.tier == 2), "not asked for")
+    if state != "ok":
+        return None, f"tier 2 (the libtpu compile) did not run here ({state})"
+    memory = entry.memory or {}
+    if "vmem_scoped_bytes" not in memory:
+        return None, ("tier 2 ran, but libtpu wrote no VMEM report (its verdict may come from the results "
+                      "store, or the installed libtpu does not write one)")
+    if calls != 1 or memory.get("vmem_kernels", 1) != 1:
+        return None, f"the task's entry {entry.name} makes {calls} pallas_call(s): the report is not split per call"
+    return int(memory["vmem_scoped_bytes"]), ""

@@ -7,7 +7,8 @@ counted with the same static rules, only ops on arrays (the interpreter's own sc
 arithmetic is not the kernel's work): matmul FLOPs (``tpu.matmul`` / ``dot_general``: 2 x output x
 contracted), element-wise arithmetic and reductions (one per element), transcendentals (one per
 element); every branch at its largest, a loop whose trip count the module fixes x its trips (the
-interpreter's loop over the grid included), any other loop once. ``Work`` holds the three counts.
+interpreter's loop over the grid included; the remainder loop Mosaic adds after a dynamic
+``fori_loop`` none), any other loop once. ``Work`` holds the three counts.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from .mlir_tree import Block
 from .mosaic_counts import ARITHMETIC as MOSAIC_ARITHMETIC
 from .mosaic_counts import MATMULS, REDUCTIONS as MOSAIC_REDUCTIONS
 from .mosaic_counts import TRANSCENDENTAL as MOSAIC_TRANSCENDENTAL
-from .mosaic_counts import constant_of
-from .module_xla import ARITHMETIC, REDUCTIONS, TRANSCENDENTAL, while_trips
+from .mosaic_counts import constant_of, difference
+from .module_xla import ARITHMETIC, DOTS, REDUCTIONS, TRANSCENDENTAL, while_trips
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ def mosaic_work(kernel, block: Block | None = None) -> Work:
         elif op.name in MOSAIC_REDUCTIONS and types[op.operands[0]].kind == "vector":
             total += Work(vector_flops=types[op.operands[0]].elements)
         elif op.name == "scf.for":
-            lb, ub, step = (constant_of(kernel, v) for v in op.operands[:3])
-            trips = 1 if None in (lb, ub, step) else max(0, -(-(int(ub) - int(lb)) // max(int(step), 1)))
+            span, step = difference(kernel, op.operands[1], op.operands[0]), constant_of(kernel, op.operands[2])
+            trips = 1 if span is None or step is None else max(0, -(-span // max(int(step), 1)))
             total += mosaic_work(kernel, op.regions[0][0]).times(trips)
         elif op.name == "scf.if":
             total += _largest([mosaic_work(kernel, r[0]) for r in op.regions if r])
@@ -87,7 +88,7 @@ def hlo_work(module, block: Block, value_of: Any = None) -> Work:
     for op in block.ops:
         result = types[op.results[0]] if op.results else None
         array = result is not None and bool(result.shape)
-        if op.name in ("stablehlo.dot_general", "stablehlo.dot"):
+        if op.name in DOTS:
             dots = BodyCounts()
             dot_counts(op, types, dots, 128)
             total += Work(mxu_flops=dots.mxu_flops)

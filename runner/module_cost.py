@@ -107,7 +107,11 @@ def _priced_on_chip(module: Any, counted: list[tuple[CallCost, BodyCounts]], xla
     from .compile_module import compiled_ops
     from .cost_model import peak_compute_s, price_hlo
 
-    ops, notes = compiled_ops(module, device)
+    try:
+        ops, notes = compiled_ops(module, device)
+    except Exception as exc:  # noqa: BLE001 - said as the reason there is no estimate
+        raise NoEstimate(f"the module does not compile for {chip.name} (deviceless libtpu): "
+                         f"{type(exc).__name__}: {str(exc)[:500]}") from exc
     rest = [o for o in ops if not (o.opcode == "custom-call" and o.kind == "tpu_custom_call")]
     kernels = roofline(counted, chip, None, factors)
     other = price_hlo(rest, chip, factors, floor_s=peak_compute_s(xla, chip))

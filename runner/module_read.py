@@ -60,6 +60,7 @@ class Module:
     notes: list[str] = field(default_factory=list)
     keep: Any = None  # the MLIR context
     memo: dict[tuple[int, int | None], Any] = field(default_factory=dict)  # scalar_value's results
+    uses: dict[int, list[tuple[Op, int]]] = field(default_factory=dict)  # value -> (user, operand position)
 
     def branch_at(self, case: Op, platform: str) -> int | None:
         """The branch a platform case takes on ``platform`` (None: not decidable)."""
@@ -194,9 +195,22 @@ def _platform_derived(module: Module, value: int, depth: int = 0) -> bool:
     return any(_platform_derived(module, v, depth + 1) for v in op.operands)
 
 
+def _only_indexes_cases(module: Module, case: Op) -> bool:
+    """Whether every use of ``case``'s results is as the index of another case (the lowering's own
+    remapping of the platform index feeds nothing else)."""
+    from .mlir_tree import walk
+
+    if not module.uses:
+        for op in walk(module.tree.root):
+            for i, v in enumerate(op.operands):
+                module.uses.setdefault(v, []).append((op, i))
+    return all(user.name == "stablehlo.case" and i == 0 for r in case.results for user, i in module.uses.get(r, ()))
+
+
 def _case_kind(module: Module, case: Op) -> str:
     branches = [region[0] for region in case.regions if region]
-    if all(all(o.name in ("stablehlo.constant", "stablehlo.return") for o in b.ops) for b in branches):
+    if (all(all(o.name in ("stablehlo.constant", "stablehlo.return") for o in b.ops) for b in branches)
+            and _only_indexes_cases(module, case)):
         return "map"
     tpu = module.branch_at(case, "tpu")
     if tpu is None or len(branches) != 2:
@@ -299,10 +313,11 @@ def _scalar_value(module: Module, value: int, platform: int | None, depth: int, 
     args = [scalar_value(module, v, platform, depth + 1, env) for v in op.operands]
     if any(a is None for a in args):
         return None
-    return _apply(op, args, t)
+    return apply_scalar(op, args, t)
 
 
-def _apply(op: Op, args: list[Any], t: Any) -> Any:
+def apply_scalar(op: Op, args: list[Any], t: Any) -> Any:
+    """One StableHLO op on known small values (numpy), else None."""
     name = op.name
     with np.errstate(all="ignore"):
         if name in _NUMPY:

@@ -7,8 +7,8 @@ module (runner/module_read.scalar_value), or computed by plain ops from inputs (
 metadata: cumulative sums, scatters, gathers over ``group_sizes``). The last are evaluated by
 StableHLO's reference interpreter (``stablehlo.eval_module``) on a copy of the module cut down to
 the ops they need, when those ops take only known inputs, hold no custom call and no loop whose
-trip count the module does not fix, and stay small (EVALUATE_ELEMENTS per value): never the
-kernels, never the candidate's Python.
+trip count the module does not fix (or over MAX_TRIPS), and stay small (EVALUATE_ELEMENTS per
+value, inputs included): never the kernels, never the candidate's Python.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .mlir_tree import Op, walk
-from .module_read import Module, scalar_value, target
+from .module_read import Module, scalar_value
 
 EVALUATE_ELEMENTS = 1 << 16  # the reference interpreter is slow: index metadata only
+MAX_TRIPS = 1 << 12  # a loop in what is evaluated: at most this many trips
 
 
 def _input_of(module: Module, value: int, values: Sequence[Any] | None) -> Any:
@@ -85,11 +86,11 @@ def _evaluable(module: Module, op: Op, while_trips: Any) -> bool:
     for inner in walk(op):
         if inner.name == "stablehlo.custom_call" or inner.name.startswith("func."):
             return False
-        if inner.name == "stablehlo.while" and while_trips(module, inner) is None:
+        if inner.name == "stablehlo.while" and (while_trips(module, inner) or MAX_TRIPS + 1) > MAX_TRIPS:
             return False
         if any(module.tree.type(r).elements > EVALUATE_ELEMENTS for r in inner.results):
             return False
-    return any(c is op for c, _ in module.cases) is False
+    return not any(c is op for c, _ in module.cases)
 
 
 def _reads(op: Op) -> list[int]:
@@ -117,7 +118,7 @@ def evaluate(module: Module, targets: Sequence[int], values: Sequence[Any] | Non
     inputs = {}
     for a in used_args:
         got = np.asarray(tpu, np.int32) if a == module.platform_arg else _input_of(module, a, values)
-        if got is None:
+        if got is None or got.size > EVALUATE_ELEMENTS:
             return [None] * len(targets)
         inputs[a] = got
     try:

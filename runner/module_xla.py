@@ -24,7 +24,7 @@ from typing import Any
 
 from .body_counts import BodyCounts, add_dot
 from .mlir_tree import Block, Op, Type
-from .module_read import TPU_CALL, Module, scalar_value, target
+from .module_read import TPU_CALL, Module, apply_scalar, scalar_value, target
 from .xla_ops import XlaOps
 
 _ELEMENTWISE = ("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate", "abs", "sign",
@@ -36,6 +36,7 @@ TRANSCENDENTAL = frozenset({f"stablehlo.{n}" for n in ("exponential", "exponenti
                            | {f"chlo.{n}" for n in ("erf", "erfc", "erf_inv", "asin", "acos", "atan", "sinh", "cosh",
                                                     "asinh", "acosh", "atanh", "lgamma", "digamma", "tan")})
 REDUCTIONS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
+DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot"})
 FUSED = ARITHMETIC | TRANSCENDENTAL | frozenset(f"stablehlo.{n}" for n in (
     "select", "convert", "broadcast_in_dim", "dynamic_broadcast_in_dim", "reshape", "dynamic_reshape", "iota",
     "dynamic_iota", "compare", "and", "or", "not", "xor", "is_finite", "shift_left", "shift_right_logical",
@@ -57,27 +58,26 @@ def dot_counts(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> 
 
 
 def leaf(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> bool:
-    name = op.name
-    if name in ("stablehlo.dot_general", "stablehlo.dot"):
-        dot_counts(op, types, counts, mxu)
-    elif name in TRANSCENDENTAL:
-        counts.transcendentals += types[op.results[0]].elements
-    elif name in ARITHMETIC:
-        counts.flops += types[op.results[0]].elements
-    elif name in REDUCTIONS:
-        counts.flops += types[op.operands[0]].elements
-    else:
-        return False
-    return True
+    """One StableHLO op's own work (body_counts.count_leaf's rules); False if it is no arithmetic."""
+    from .mosaic_counts import leaf_work
+
+    return leaf_work(op, types, counts, mxu, (DOTS, dot_counts, TRANSCENDENTAL, ARITHMETIC, REDUCTIONS))
 
 
 def while_trips(module: Module, op: Op, value_of: Any = None) -> int | None:
     """The trip count of a ``while`` that counts a carried integer up (or down) by a constant to a
     bound the loop does not change, from values the module fixes (``value_of``: a function giving
     the loop's initial operands' values where the module alone does not); else None."""
-    def initial(v: int) -> Any:
+    def initial(v: int, depth: int = 0) -> Any:
         got = scalar_value(module, v)
-        return value_of(v) if got is None and value_of is not None else got
+        if got is not None or value_of is None:
+            return got
+        got = value_of(v)  # a top-level value: from the judge's inputs through the module's ops
+        found = module.defs.get(v)
+        if got is not None or found is None or depth > 16 or module.tree.type(v).elements > 64:
+            return got
+        args = [initial(x, depth + 1) for x in found[0].operands]  # scalar arithmetic inside a branch
+        return None if any(a is None for a in args) else apply_scalar(found[0], args, module.tree.type(v))
 
     cond, body = op.regions[0][0], op.regions[1][0]
     if not cond.ops or not body.ops or cond.ops[-1].operands == ():

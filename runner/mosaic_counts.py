@@ -93,14 +93,21 @@ def _contract_dims(op: Op) -> tuple[list[int], list[int], list[int], list[int]]:
 
 def count_leaf(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int) -> bool:
     """Add one op's own work to ``counts`` (body_counts.count_leaf's rules); False if it is no arithmetic."""
+    return leaf_work(op, types, counts, mxu, (MATMULS, matmul_counts, TRANSCENDENTAL, ARITHMETIC, REDUCTIONS))
+
+
+def leaf_work(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int, kinds: tuple[Any, ...]) -> bool:
+    """body_counts.count_leaf's rules over one dialect's op names: ``kinds`` = (matmul names, their
+    counter, transcendental, element-wise and reduction names). Shared with runner/module_xla.py."""
+    matmuls, matmul, transcendental, arithmetic, reductions = kinds
     name = op.name
-    if name in MATMULS:
-        matmul_counts(op, types, counts, mxu)
-    elif name in TRANSCENDENTAL:
+    if name in matmuls:
+        matmul(op, types, counts, mxu)
+    elif name in transcendental:
         counts.transcendentals += types[op.results[0]].elements
-    elif name in ARITHMETIC:
+    elif name in arithmetic:
         counts.flops += types[op.results[0]].elements
-    elif name in REDUCTIONS:
+    elif name in reductions:
         counts.flops += types[op.operands[0]].elements
     else:
         return False
@@ -306,7 +313,7 @@ def _for(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
     bounds = [known.get(v) for v in op.operands[:3]]
     carry = [known.get(v) for v in op.operands[3:]]
     out = StepCounts()
-    span = _difference(k, op.operands[1], op.operands[0])
+    span = difference(k, op.operands[1], op.operands[0])
     if span is not None and bounds[2] is not None and (bounds[0] is None or bounds[1] is None):
         bounds = [np.asarray(0), np.asarray(span), bounds[2]]  # unknown bounds a known distance apart
         if span <= 0:  # the remainder loop Mosaic adds after a fori_loop's main loop (unroll 1): no trips
@@ -322,7 +329,7 @@ def _for(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
                 carry = [scope.get(v) for v in body.ops[-1].operands] if body.ops else carry
             _bind(known, op.results, carry)
             return out
-    return _once(body, known, k, mxu, "scf.for")
+    return _once(body, known, k, mxu)
 
 
 def _linear(k: Kernel, value: int, depth: int = 0) -> tuple[dict[int, int], int]:
@@ -351,7 +358,7 @@ def _linear(k: Kernel, value: int, depth: int = 0) -> tuple[dict[int, int], int]
     return {value: 1}, 0
 
 
-def _difference(k: Kernel, a: int, b: int) -> int | None:
+def difference(k: Kernel, a: int, b: int) -> int | None:
     """``a - b`` when it is the same constant whatever the unknown values are, else None."""
     (ta, ca), (tb, cb) = _linear(k, a), _linear(k, b)
     return ca - cb if ta == tb else None
@@ -377,11 +384,11 @@ def _while(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
         _bind(scope, after.args, forwarded)
         out.add(count_block(after, scope, k, mxu))
         carry = [scope.get(v) for v in after.ops[-1].operands]
-    out.add(_once(after, known, k, mxu, "scf.while"))
+    out.add(_once(after, known, k, mxu))
     return out
 
 
-def _once(body: Block, known: Known, k: Kernel, mxu: int, what: str) -> StepCounts:
+def _once(body: Block, known: Known, k: Kernel, mxu: int) -> StepCounts:
     scope = known.branch()
     _bind(scope, body.args, [None] * len(body.args))
     once = count_block(body, scope, k, mxu)
@@ -424,30 +431,11 @@ def _bind(known: Known, ids: Any, values: Any) -> None:
 
 
 def constant_of(k: Kernel, value: int) -> Any:
-    """The value of a value defined by an ``arith.constant`` in the kernel's module, else None."""
-    table = _constants(k)
-    return table.get(value)
-
-
-_CONSTANTS: dict[int, tuple[Any, dict[int, Any]]] = {}
-
-
-def _constants(k: Kernel) -> dict[int, Any]:
-    hit = _CONSTANTS.get(id(k))
-    if hit is not None and hit[0] is k:
-        return hit[1]
-    from .mlir_tree import walk
-
-    table: dict[int, Any] = {}
-    for op in walk(k.body):
-        if op.name == "arith.constant" and op.results and k.tree.types[op.results[0]].kind == "scalar":
-            got = scalar_op(op, [], k.tree.types)
-            if got is not None:
-                table[op.results[0]] = got
-    if len(_CONSTANTS) > 64:
-        _CONSTANTS.clear()
-    _CONSTANTS[id(k)] = (k, table)
-    return table
+    """The value of a scalar defined by an ``arith.constant`` in the kernel's module, else None."""
+    op = k.defs.get(value)
+    if op is None or op.name != "arith.constant" or k.tree.types[value].kind != "scalar":
+        return None
+    return scalar_op(op, [], k.tree.types)
 
 
 # --------------------------------------------------------------------------- over the grid

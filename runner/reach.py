@@ -61,7 +61,7 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
         same = kernel_file is not None and os.path.realpath(kernel_file) == target
         buffers = block_buffers(call)
         out.append({"lines": lines, "kernel_line": call.kernel_line if same else None, "kernel": call.kernel_name,
-                    "buffers": buffers, "vmem_bytes": vmem_bytes(buffers),
+                    "buffers": buffers, "vmem_bytes": vmem_bytes(buffers), **traced_grid(call),
                     "origins": value_origins(call.kwargs, call.out_shape, call_path(path, call), struct_place),
                     **({"partial": True} if partial else {})})
     return out
@@ -110,6 +110,22 @@ def block_buffers(call: Any) -> list[dict[str, Any]]:
         out.append({"role": "scratch_shapes", "index": i, "shape": [int(d) for d in shape], "dtype": str(np.dtype(dtype)),
                     "bytes": size, "buffers": 1})
     return out
+
+
+def traced_grid(call: Any) -> dict[str, Any]:
+    """``{"grid": [ints]}``: the grid the call was made with (its ``grid`` or ``grid_spec.grid``, an int
+    read as one axis), when every axis is an int; else nothing (the field is optional)."""
+    grid_spec = call.kwargs.get("grid_spec")
+    grid = call.kwargs.get("grid") if grid_spec is None else getattr(grid_spec, "grid", None)
+    if isinstance(grid, int) and not isinstance(grid, bool):
+        grid = (grid,)
+    if not isinstance(grid, (list, tuple)):
+        return {}
+    try:
+        axes = [int(d) for d in grid]
+    except (TypeError, ValueError):  # a traced value: not known here
+        return {}
+    return {"grid": axes}
 
 
 def vmem_bytes(buffers: list[dict[str, Any]]) -> int:

@@ -118,12 +118,12 @@ def call_record(exc: BaseException, path: str, tier: int, call: RecordedCall) ->
 
 def reach_record(call: RecordedCall, path: str) -> dict[str, Any]:
     """What the call reached, as ``runner/reach.py`` says it for a traced entry."""
-    from .reach import block_buffers, vmem_bytes
+    from .reach import block_buffers, traced_grid, vmem_bytes
 
     same = call.kernel_file is not None and os.path.realpath(call.kernel_file) == os.path.realpath(path)
     buffers = block_buffers(call)
     return {"lines": list(call.stack_lines), "kernel_line": call.kernel_line if same else None,
-            "kernel": call.kernel_name, "buffers": buffers, "vmem_bytes": vmem_bytes(buffers)}
+            "kernel": call.kernel_name, "buffers": buffers, "vmem_bytes": vmem_bytes(buffers), **traced_grid(call)}
 
 
 def outside_its_axes(entry: dict[str, Any], call: RecordedCall) -> str | None:

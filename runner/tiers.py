@@ -171,12 +171,21 @@ def lower_for_topology(fn: Callable[..., Any], args: tuple[Any, ...], target: st
 
 
 def compile_lowered(lowered: Any, target: str) -> dict[str, int] | None:
-    """Tier 2: compile a module lowered for the target topology with libtpu; returns memory_analysis bytes."""
+    """Tier 2: compile a module lowered for the target topology with libtpu; returns memory_analysis bytes,
+    and, where libtpu wrote its VMEM report, ``vmem_scoped_bytes`` (the largest Mosaic kernel's scoped VMEM
+    as the compiler allocated it) and ``vmem_kernels`` (how many kernels the report covers)."""
     import jax
 
+    from . import vmem_report
+
+    vmem_report.take()  # what an earlier compile left (another op's), not this one's
     with jax.default_device(topology_device(target)):
         compiled = lowered.compile()
-    return memory_figures(compiled)
+    figures = memory_figures(compiled)
+    kernels = vmem_report.take()  # libtpu's own VMEM allocation, per Mosaic kernel (runner/vmem_report.py)
+    if kernels:
+        figures = {**(figures or {}), "vmem_scoped_bytes": max(kernels), "vmem_kernels": len(kernels)}
+    return figures
 
 
 def compile_for_tpu(fn: Callable[..., Any], args: tuple[Any, ...], target: str) -> dict[str, int] | None:

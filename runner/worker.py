@@ -617,6 +617,8 @@ def run(args: argparse.Namespace) -> int:
         os.environ.setdefault(name, value)
     if args.platforms:
         os.environ["JAX_PLATFORMS"] = args.platforms
+    if args.confine is None:  # tier 2's VMEM as libtpu allocates it; before anything loads libtpu
+        _ask_for_vmem_report()
     scratch = None
     if args.confine is not None:  # model-written code: a private HOME/TMPDIR and working folder
         from . import confine
@@ -689,6 +691,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     _exit_at_once(0)
     return 0  # not reached
+
+
+def _ask_for_vmem_report() -> None:
+    """libtpu's VMEM report for tier 2 (runner/vmem_report.py), its folder removed at shutdown."""
+    from . import vmem_report
+
+    reports = vmem_report.enable()
+    if reports is not None:
+        _AT_SHUTDOWN.append(lambda: shutil.rmtree(reports, True))
 
 
 def _exit_at_once(code: int) -> None:

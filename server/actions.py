@@ -1,5 +1,6 @@
 """Code actions: a quick fix per finding with a mechanical Fix, "Fix with agent (<provider>)" on
-errors, and "Check now for <chip>".
+errors (with no provider configured, one "Set up an LLM provider…" instead, which opens the settings
+and docs/agents.md: every action offered can run), and "Check now for <chip>".
 
 "Fix with agent" only names a command: the list stays instant, and the work (model calls, checks)
 starts when the user chooses it (server/fix_command.py).
@@ -20,6 +21,8 @@ from ..analysis.types import Finding, Span
 from .lenses import CHECK_COMMAND
 
 FIX_WITH_AGENT_COMMAND = "pallasite.fixWithAgent"
+SET_UP_PROVIDER_COMMAND = "pallasite.setUpProvider"
+SET_UP_PROVIDER_TITLE = "Set up an LLM provider…"
 from .lsp_convert import finding_to_diagnostic, fix_to_document_edit
 
 
@@ -61,12 +64,18 @@ def quick_fixes(findings: Sequence[Finding], span: Span, uri: str, version: int,
 def agent_fix_actions(findings: Sequence[Finding], span: Span, uri: str, version: int,
                       provider: str | None) -> list[lsp.CodeAction]:
     """One "Fix with agent (<provider>)" for the errors under the cursor (their first line); with no
-    provider configured the action still shows, and choosing it says how to configure one."""
+    provider configured, one "Set up an LLM provider…" (a fix that would only fail is not offered)."""
     errors = [f for f in findings if f.severity == "error" and overlaps(f.span, span)]
     if not errors:
         return []
+    if not provider:
+        return [lsp.CodeAction(
+            title=SET_UP_PROVIDER_TITLE,
+            kind=lsp.CodeActionKind.QuickFix,
+            command=lsp.Command(title=SET_UP_PROVIDER_TITLE, command=SET_UP_PROVIDER_COMMAND, arguments=[{"uri": uri}]),
+        )]
     line = min(f.span.line for f in errors)
-    title = f"Fix with agent ({provider})" if provider else "Fix with agent (no LLM provider configured)"
+    title = f"Fix with agent ({provider})"
     return [lsp.CodeAction(
         title=title,
         kind=lsp.CodeActionKind.QuickFix,

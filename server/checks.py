@@ -21,7 +21,7 @@ from lsprotocol import types as lsp
 
 from ..analysis.types import FileReport, Finding
 
-from . import session_settings, tier0_runs, tier0_thread
+from . import session_settings, tier0_runs, tier0_thread, views
 from .progress import WorkProgress
 from .settings import Settings
 from .shifting import shift_findings
@@ -60,6 +60,7 @@ async def tier0_after(session: Any, doc: Any, delay_s: float) -> None:
             tier0_runs.run_tier0(session, doc)
             session.publish(doc)
     session.tier0_seconds.append(time.perf_counter() - started)
+    session.notify_status()  # the status bar's "tier 0: N error(s)" before any check (after the diagnostics)
     if doc.uses_pallas and not was_pallas:
         await consider_check(session, doc, opening=True)
 
@@ -112,12 +113,13 @@ def settings_changed(session: Any, before: Settings) -> None:
     recheck = before.checker_key() != session.settings.checker_key()
     for doc in session.documents.values():
         if recheck:  # verdicts for other settings no longer apply
-            doc.snapshot = doc.snapshot.with_report(doc.report, (), doc.report_chip, doc.report_time)
+            doc.snapshot = doc.snapshot.with_report(doc.report, (), doc.report_chip, doc.report_time,
+                                                     doc.report_version)
         schedule_tier0(session, doc, 0)
         wanted = any(t > 0 for t in session.settings_for(doc.path).tiers)
         if recheck and wanted and session.ensure_analysis(doc) and session.is_trusted(session.folder_of(doc.path)):
             start_check(session, doc)
-    session.notify_status()
+    views.verdict_changed(session)  # "Check for <chip>" lenses name the new target at once
 
 
 def get_checker(session: Any, path: str, *, script: bool = False, purpose: str = "check", untrusted: bool = False) -> Any:
@@ -175,6 +177,11 @@ def start_check(session: Any, doc: Any, tiers: Sequence[int] | None = None, *,
     session.checks_started += 1 if chosen else 0
     doc.check_task = asyncio.ensure_future(run_check(session, doc, doc.version, doc.text, chosen, progress_token,
                                                      script, tier0_runs.analysis_for_check(session, doc)))
+    # every view follows: "Checking for <chip>…" now, the verdict when the task ends (a report, a
+    # failure, a cancellation); a done callback runs once the task is done, so it reads as ended
+    doc.check_task.add_done_callback(lambda _task: views.verdict_changed(session)
+                                     if session.documents.get(doc.uri) is doc else None)  # (not after a close)
+    views.verdict_changed(session)
     return doc.check_task
 
 
@@ -262,7 +269,7 @@ def accept_report(session: Any, doc: Any, report: FileReport, version: int, *,
     sites = doc.analysis.sites if doc.analysis is not None else ()
     moved = shift_findings(kept, doc.edits_since(version))
     doc.snapshot = doc.snapshot.with_report(shown or report, [tier0_runs.with_site_context(f, sites) for f in moved],
-                                            session.settings.target, time.time())
+                                            session.settings.target, time.time(), version)
     doc.edit_log = [(v, e) for v, e in doc.edit_log if v > doc.version]
     return [f for f in report.findings if f.code in (*WORKER_CRASH_CODES, WORKER_START_CODE)]
 

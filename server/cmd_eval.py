@@ -113,6 +113,8 @@ def format_summary(s: dict) -> str:
                                                    for t in s["per_task"]], "task")]
     for task, why in s.get("excluded") or ():
         lines.append(f"  {task}: correct, left out of the speedup figures ({why})")
+    if s.get("not_judged"):
+        lines.append(f"  not judged by the judge (counted apart, never correct): {', '.join(s['not_judged'])}")
     lines.append(f"  wall time {s['wall_s']:.1f} s")
     return "\n".join(lines)
 

@@ -66,6 +66,7 @@ class DocumentSnapshot:
     report: FileReport | None = None  # the last compiler report (its verdicts for lenses and hovers)
     report_chip: str | None = None
     report_time: float | None = None
+    report_version: int | None = None  # the version whose text the report checked ("edited since" when not ours)
     seen_versions: VersionSet = VersionSet()
     encoding: str = "utf-16"  # the session's position encoding (set for a request)
     settings: Any = None  # the settings of the document's workspace folder (set for a request)
@@ -109,9 +110,10 @@ class DocumentSnapshot:
         return replace(self, analysis_version=version, analysis=analysis, tier0=tuple(findings))
 
     def with_report(self, report: FileReport | None, compiler: Sequence[Finding], chip: str | None,
-                    when: float | None) -> "DocumentSnapshot":
-        """A compiler report and its findings (already moved to this text)."""
-        return replace(self, report=report, compiler=tuple(compiler), report_chip=chip, report_time=when)
+                    when: float | None, version: int | None = None) -> "DocumentSnapshot":
+        """A compiler report of the text of ``version`` and its findings (already moved to this text)."""
+        return replace(self, report=report, compiler=tuple(compiler), report_chip=chip, report_time=when,
+                       report_version=version)
 
 
 @dataclass
@@ -144,6 +146,7 @@ class Document:
     report = property(lambda self: self.snapshot.report)
     report_chip = property(lambda self: self.snapshot.report_chip)
     report_time = property(lambda self: self.snapshot.report_time)
+    report_version = property(lambda self: self.snapshot.report_version)
     seen_versions = property(lambda self: self.snapshot.seen_versions)
     uses_pallas = property(lambda self: self.snapshot.uses_pallas)
 

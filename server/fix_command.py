@@ -32,6 +32,28 @@ def provider_label(settings: Settings) -> str | None:
 
 
 CANCELLED = {"ok": False, "applied": False, "message": "cancelled; nothing was changed"}
+AGENTS_DOC = Path(__file__).resolve().parent.parent / "docs" / "agents.md"  # in a source checkout
+PROVIDER_SETTINGS = "pallasite.agent"  # the settings a client with a settings UI opens (VS Code's query)
+
+
+async def set_up_provider(session: Any) -> dict[str, Any]:
+    """The "Set up an LLM provider…" action: the provider docs (docs/agents.md) opened in the editor
+    where this is a source checkout, how to set one up said in a message, and ``settings`` in the reply:
+    the query a client with a settings UI opens (the VS Code extension opens it; Neovim's settings are
+    its ``setup()`` call, which the message names)."""
+    from ..agents.providers import HOW_TO_CONFIGURE
+
+    docs = AGENTS_DOC.as_uri() if AGENTS_DOC.is_file() else None
+    if docs is not None:
+        try:
+            await session.client.window_show_document_async(lsp.ShowDocumentParams(uri=docs, take_focus=True))
+        except Exception as exc:  # noqa: BLE001 - a client without showDocument: the message still says how
+            session.log(f"pallasite: could not open {AGENTS_DOC}: {exc}")
+            docs = None
+    where = f" The providers are described in {AGENTS_DOC}." if docs else ""
+    message = f"pallasite: to fix with an agent, set up an LLM provider. {HOW_TO_CONFIGURE}{where}"
+    session.show(message, lsp.MessageType.Info)
+    return {"ok": True, "settings": PROVIDER_SETTINGS, "docs": docs, "message": message}
 
 
 def proposal_judge(run: Any, session: Any, doc: Any, checker: Any) -> Any:

@@ -51,7 +51,7 @@ def dtypes_in(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in _DTYPE_RE.finditer(text)))
 
 
-def _mib(n: int) -> str:
+def mib(n: int) -> str:
     if n >= 1 << 20:
         return f"{n / (1 << 20):.2f} MiB"
     if n >= 1 << 10:
@@ -63,14 +63,22 @@ def _per_elem(bits: int) -> str:
     return f"{bits // 8} B/elem" if bits % 8 == 0 else f"{bits} bits/elem"
 
 
-def _shape_text(shape: Sequence[int | str | None] | None) -> str:
+def shape_text(shape: Sequence[int | str | None] | None) -> str:
     if shape is None:
         return "?"
     return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def written_dtype(site: KernelSite, spec: BlockSpecInfo) -> str | None:
+    """An output block's element type as its ``out_shape`` writes it (``jnp.float32``), when it names one."""
+    if spec.role != "out" or not site.out_dtypes or spec.position >= len(site.out_dtypes):
+        return None
+    name = (site.out_dtypes[spec.position] or "").split(".")[-1]
+    return name if name in DTYPE_BITS else None
+
+
 def _spec_line(spec: BlockSpecInfo, dtype: str | None) -> str:
-    label = f"`{spec.role}[{spec.position}]` {_shape_text(spec.block_shape)}"
+    label = f"`{spec.role}[{spec.position}]` {shape_text(spec.block_shape)}"
     if not in_vmem(spec):
         return f"- {label}: memory space {spec.memory_space}, not a VMEM block"
     elems = block_elements(spec.block_shape)
@@ -78,20 +86,37 @@ def _spec_line(spec: BlockSpecInfo, dtype: str | None) -> str:
         return f"- {label}: size not static"
     if dtype is not None:
         bits = DTYPE_BITS[dtype]
-        return f"- {label}: {_mib(block_bytes(elems, bits))} as {dtype}; {tiling_verdict(spec.block_shape, bits)}"
-    per = ", ".join(f"{_mib(block_bytes(elems, b))} at {_per_elem(b)}" for b in UNKNOWN_DTYPE_BITS)
+        return f"- {label}: {mib(block_bytes(elems, bits))} as {dtype}; {tiling_verdict(spec.block_shape, bits)}"
+    per = ", ".join(f"{mib(block_bytes(elems, b))} at {_per_elem(b)}" for b in UNKNOWN_DTYPE_BITS)
     return f"- {label}: {per} (dtype not known from the source)"
 
 
-def _limit_line(total: int, complete: bool, chip: ChipLimits | None, label: str) -> str:
+NOT_KNOWN_YET = ("not known yet: {why}; the compiler tiers' run gives it (save the file in a trusted folder, "
+                 "or run *Check*)")
+
+
+def unknown_sizes(site: KernelSite) -> str:
+    """Why a site's VMEM footprint cannot be read from the source: the blocks whose size is not static."""
+    specs = (*(site.in_specs or ()), *(site.out_specs or ()))
+    names = [f"{s.role}[{s.position}] {shape_text(s.block_shape)}" for s in specs
+             if block_elements(s.block_shape) is None and in_vmem(s)]
+    if names:
+        return "the block sizes of " + ", ".join(names) + " are not static"
+    return "the in_specs / out_specs are not read from the source"
+
+
+def _limit_line(total: int, complete: bool, chip: ChipLimits | None, label: str, why: str = "") -> str:
+    if not complete and total == 0:  # nothing static: no number, and why
+        why = why or "no block size is static"
+        return f"- double-buffered VMEM footprint ({label}): " + NOT_KNOWN_YET.format(why=why)
     prefix = "at least " if not complete else ""
-    line = f"- double-buffered VMEM footprint ({label}): {prefix}{_mib(total)}"
+    line = f"- double-buffered VMEM footprint ({label}): {prefix}{mib(total)}"
     if chip is None or chip.scoped_vmem_bytes is None:
         name = chip.name if chip else "the target"
         return line + f" (scoped VMEM limit for {name} not known: run `pallasite chips` to measure it)"
     share = 100 * total / chip.scoped_vmem_bytes
     verdict = "over the limit: expect a VMEM OOM (PLS201)" if total > chip.scoped_vmem_bytes else f"{share:.0f}%"
-    return (line + f" of {_mib(chip.scoped_vmem_bytes)} scoped VMEM on {chip.name} ({verdict}; "
+    return (line + f" of {mib(chip.scoped_vmem_bytes)} scoped VMEM on {chip.name} ({verdict}; "
             f"limit from {chip.source})")
 
 
@@ -109,16 +134,20 @@ def site_hover(site: KernelSite, chip: ChipLimits | None, dtype: str | None, dty
     if dtype:
         out.append(f"Element type {dtype}{' (' + dtype_source + ')' if dtype_source else ''}.")
     else:
-        out.append("Element type not known from the source: sizes shown per element size.")
+        out.append("Element type not known from the source: sizes shown per element size"
+                   + (" (outputs: as out_shape writes them)." if any(
+                       written_dtype(site, s) for s in site.out_specs or ()) else "."))
     out.append("")
-    out.extend(_spec_line(s, dtype) for s in (*(site.in_specs or ()), *(site.out_specs or ())))
+    specs = (*(site.in_specs or ()), *(site.out_specs or ()))
+    out.extend(_spec_line(s, dtype or written_dtype(site, s)) for s in specs)
     for scratch in site.scratch_shapes or ():
         size = scratch_bytes(scratch)
-        out.append(f"- scratch {scratch.kind} {_shape_text(scratch.shape)} {scratch.dtype or ''}: "
-                   f"{_mib(size) if size is not None else 'size not static'}")
+        out.append(f"- scratch {scratch.kind} {shape_text(scratch.shape)} {scratch.dtype or ''}: "
+                   f"{mib(size) if size is not None else 'size not static'}")
+    why = unknown_sizes(site)
     for bits in [DTYPE_BITS[dtype]] if dtype else UNKNOWN_DTYPE_BITS[:2]:
         total, complete = vmem_footprint(site, bits)
-        out.append(_limit_line(total, complete, chip, dtype or _per_elem(bits)))
+        out.append(_limit_line(total, complete, chip, dtype or _per_elem(bits), why))
     out.append(grid_hover(site, grid_value))
     return "\n".join(out)
 
@@ -132,19 +161,20 @@ def grid_hover(site: KernelSite, grid_value: tuple[int, ...] | None = None) -> s
     if steps is not None:
         count = f"{steps} steps"
     elif grid_value is not None:
-        count = f"{_shape_text(grid_value)} = {grid_steps(grid_value)} steps at the example inputs' shapes"
+        count = f"{shape_text(grid_value)} = {grid_steps(grid_value)} steps at the example inputs' shapes"
     else:
-        count = "step count not static"
-    return f"- grid {_shape_text(site.grid)}: {count}{sem}"
+        count = "step count " + NOT_KNOWN_YET.format(why="the grid depends on values the source does not fix")
+    return f"- grid {shape_text(site.grid)}: {count}{sem}"
 
 
 def spec_hover(spec: BlockSpecInfo, site: KernelSite, dtype: str | None) -> str:
     head = f"**BlockSpec** {spec.role}[{spec.position}] of `{site.kernel_name or '?'}`"
+    dtype = dtype or written_dtype(site, spec)
     lines = [head, "", _spec_line(spec, dtype)]
     elems = block_elements(spec.block_shape)
     if elems is not None and in_vmem(spec):
         sizes = [DTYPE_BITS[dtype]] if dtype else UNKNOWN_DTYPE_BITS
-        lines.append("- double-buffered: " + ", ".join(f"{_mib(2 * block_bytes(elems, b))} at {_per_elem(b)}"
+        lines.append("- double-buffered: " + ", ".join(f"{mib(2 * block_bytes(elems, b))} at {_per_elem(b)}"
                                                       for b in sizes))
     if spec.index_map_arity is not None:
         lines.append(f"- index_map takes {spec.index_map_arity} argument(s), returns "
@@ -185,17 +215,33 @@ def hover_at(sites: Sequence[KernelSite], line: int, column: int, chip: ChipLimi
     """The site hover text for what is at (line, column): a BlockSpec, the grid, or the call.
     ``grids``: site span -> its grid evaluated at the task's example shapes (when not static)."""
     grids = grids or {}
-    for site in sites:  # a BlockSpec may be written before the call: look at specs first
+    found = part_at(sites, line, column)
+    if found is None:
+        return None
+    kind, site, spec, span = found
+    if kind == "spec":
+        return spec_hover(spec, site, dtype), span
+    if kind == "grid":
+        return f"**grid** of `{site.kernel_name or '?'}`\n\n" + grid_hover(site, grids.get(site.span)), span
+    return site_hover(site, chip, dtype, dtype_source, grids.get(site.span)), span
+
+
+def part_at(sites: Sequence[KernelSite], line: int, column: int
+            ) -> tuple[str, KernelSite, BlockSpecInfo | None, Span] | None:
+    """What of a pallas_call is at (line, column): ("spec", site, spec, its span), ("grid", site, None,
+    span) or ("call", site, None, the callee's span); a BlockSpec first (it may be written before the
+    call), then the grid value or the ``grid=`` keyword, then the call."""
+    for site in sites:
         for spec in (*(site.in_specs or ()), *(site.out_specs or ())):
             if spec.span.contains(line, column):
-                return spec_hover(spec, site, dtype), spec.span
-    for site in sites:  # the grid value, or the `grid=` keyword itself
+                return "spec", site, spec, spec.span
+    for site in sites:
         for span in (site.grid_span, site.keyword_span("grid")):
             if span is not None and span.contains(line, column):
-                return f"**grid** of `{site.kernel_name or '?'}`\n\n" + grid_hover(site, grids.get(site.span)), span
+                return "grid", site, None, span
     for site in sites:
         if site.span.contains(line, column):
-            return site_hover(site, chip, dtype, dtype_source, grids.get(site.span)), site.call_span
+            return "call", site, None, site.call_span
     return None
 
 

@@ -11,7 +11,7 @@ import re
 import time
 from typing import Any
 
-from . import hover, task_shapes, timing_lsp
+from . import hover, hover_facts, task_shapes, timing_lsp
 from .documents import DocumentSnapshot
 from .session import Session
 
@@ -28,7 +28,8 @@ def code_hover(session: Session, doc: DocumentSnapshot, line: int, column: int) 
     analysis = doc.analysis
     dtype, dtype_source = task_dtype(doc.text, analysis)
     chip = chip_limits(session.settings.target, session.engine.chip_table)
-    found = hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source, task_grids(doc.text, analysis))
+    found = (hover_facts.traced_hover_at(analysis.sites, line, column, chip, traced_calls(doc))  # what the run learned
+             or hover.hover_at(analysis.sites, line, column, chip, dtype, dtype_source, task_grids(doc.text, analysis)))
     if found is not None:
         return found
     name = hover.kernel_at(analysis.sites, line, column)
@@ -39,6 +40,24 @@ def code_hover(session: Session, doc: DocumentSnapshot, line: int, column: int) 
                                                                      if s.kernel_name == name and s.enclosing_function)})
     return (hover.kernel_hover(name, kernel_results(session, doc, name), compiled_words(session, doc)) + measured,
             site.kernel_def_span)
+
+
+def traced_calls(doc: DocumentSnapshot) -> dict[Any, tuple[Any, str]]:
+    """Site span -> (the last check's ``TracedCall`` for it, where it came from), for the sites the
+    check's run made (engine/reach.traced_calls; hover_facts.py words them); none from a check for
+    another chip than the document's target (its VMEM figures are that chip's)."""
+    report, target = doc.report, getattr(doc.settings, "target", doc.report_chip)
+    if report is None or not report.calls or doc.analysis is None or doc.report_chip != target:
+        return {}
+    edited = doc.report_version is not None and doc.report_version != doc.version
+    when = time.strftime("%H:%M:%S UTC", time.gmtime(doc.report_time)) if doc.report_time else "?"
+    said = f"last check in this session for {doc.report_chip or '?'}, {when}" + ("; edited since" if edited else "")
+    out = {}
+    for site in doc.analysis.sites:
+        call = hover_facts.traced_for(site, report.calls, edited=edited)
+        if call is not None:
+            out[site.span] = (call, said)
+    return out
 
 
 def compiled_words(session: Session, doc: DocumentSnapshot) -> str:

@@ -7,6 +7,8 @@ from typing import Any, Sequence
 
 from ..analysis.types import KernelSite, KernelVerdict, Span
 
+from .file_verdicts import lens_suffix
+
 CHECK_COMMAND = "pallasite.check"
 
 
@@ -18,19 +20,14 @@ class Lens:
     arguments: tuple[Any, ...]
 
 
-def _verdict_suffix(site: KernelSite, verdicts: Sequence[KernelVerdict]) -> str:
-    """" (last: tier 1 ok, tier 2 error)" from the last report's verdict for this call, if any."""
-    for v in verdicts:
-        if v.span == site.span or v.name == (site.kernel_name or site.enclosing_function):
-            states = [f"tier {t} {s}" for t, s in v.tiers if t > 0 and s in ("ok", "error")]
-            if states:
-                return " (last: " + ", ".join(states) + ")"
-    return ""
-
-
-def check_lenses(sites: Sequence[KernelSite], uri: str, chip: str,
-                 verdicts: Sequence[KernelVerdict] = ()) -> list[Lens]:
+def check_lenses(sites: Sequence[KernelSite], uri: str, chip: str, verdicts: Sequence[KernelVerdict] = (), *,
+                 edited: bool = False, checking: bool = False) -> list[Lens]:
     """One "Check for <chip>" lens per TPU pallas_call, on the callee (none on GPU calls: the
-    compiler tiers check TPU kernels only)."""
-    return [Lens(site.call_span, f"Check for {chip}{_verdict_suffix(site, verdicts)}", CHECK_COMMAND,
+    compiler tiers check TPU kernels only), with the last check's verdict for that call
+    (``verdicts``: the report's, for ``chip``; ``edited``: the text changed since), or "Checking for
+    <chip>…" while a check of the document runs."""
+    if checking:
+        return [Lens(site.call_span, f"Checking for {chip}…", CHECK_COMMAND, ({"uri": uri},))
+                for site in sites if site.backend != "gpu"]
+    return [Lens(site.call_span, f"Check for {chip}{lens_suffix(site, verdicts, edited)}", CHECK_COMMAND,
                  ({"uri": uri},)) for site in sites if site.backend != "gpu"]

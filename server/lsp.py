@@ -30,7 +30,7 @@ from .lsp_convert import (
 )
 from .features import StepDocument
 from .job_command import Command, Result, job_command, options_of, progress_token
-from . import checks, session_settings
+from . import checks, session_settings, views
 from .session import Document, Session, status_of
 from .shifting import LineIndex
 from .settings import SECTION, TARGETS
@@ -213,6 +213,7 @@ def did_close(ls: PallasiteServer, params: lsp.DidCloseTextDocumentParams) -> No
     doc = ls.session.close(params.text_document.uri)
     if doc is not None and doc.published:
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=doc.uri, diagnostics=[]))
+    ls.session.notify_status()  # its status bar entry goes
 
 
 # --------------------------------------------------------------------------- hover, lenses, actions
@@ -244,10 +245,14 @@ def code_lens(ls: PallasiteServer, params: lsp.CodeLensParams) -> list[lsp.CodeL
     snap = ls.session.snapshot(params.text_document.uri)
     if snap is None:
         return []
-    sites, target, verdicts = snap.analysis.sites, snap.settings.target, snap.report.kernels if snap.report else ()
+    sites, target = snap.analysis.sites, snap.settings.target
+    verdicts = snap.report.kernels if snap.report and snap.report_chip == target else ()  # verdicts for this chip
+    doc = _doc(ls, snap.uri)
+    checking = doc is not None and doc.check_task is not None and not doc.check_task.done()
+    edited = snap.report_version is not None and snap.report_version != snap.version
     return [lsp.CodeLens(range=span_to_range(lens.span, snap.lines, snap.encoding),
                          command=lsp.Command(title=lens.title, command=lens.command, arguments=list(lens.arguments)))
-            for lens in [*lenses.check_lenses(sites, snap.uri, target, verdicts),
+            for lens in [*lenses.check_lenses(sites, snap.uri, target, verdicts, edited=edited, checking=checking),
                          *timing_lsp.timing_lenses(sites, snap.analysis.tasks, snap.uri,
                                                    timing_lsp.backend_label(snap.settings),
                                                    timing_lsp.results(ls.session).get(snap.path)),
@@ -327,6 +332,13 @@ async def fix_with_agent(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
                              cancelled=fix_command.CANCELLED, failed=fix_command.failed)
 
 
+@server.command(actions.SET_UP_PROVIDER_COMMAND)
+async def set_up_provider(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
+    """The "Set up an LLM provider…" action (no provider configured): opens docs/agents.md, says how,
+    and names the settings to open (``{"settings": "pallasite.agent"}``; the VS Code extension opens them)."""
+    return await fix_command.set_up_provider(ls.session)
+
+
 @server.command(search_lsp.SEARCH_COMMAND)
 async def search_command(ls: PallasiteServer, *args: Any) -> dict[str, Any]:
     """Search for a faster kernel: ``{"uri", "algo", "budget", "seed", "width", ...}``; the best node is
@@ -379,26 +391,8 @@ async def _timing(cmd: Command, op: str) -> Result:
     session.log(outcome.get("text") or outcome.get("message", ""))
     if not outcome.get("ok"):
         session.show(outcome.get("message", f"{op} failed"))
-    _refresh(cmd.ls, "codeLens")  # the "Time on" lens titles carry the latest result
+    views.verdict_changed(session)  # the "Time on" lens titles carry the latest result
     return outcome
-
-
-def _refresh(ls: PallasiteServer, what: str) -> None:
-    """Ask the client to pull code lenses or inlay hints again, when it says it can."""
-    workspace = getattr(ls.client_capabilities, "workspace", None)
-    capability = getattr(workspace, {"codeLens": "code_lens", "inlayHint": "inlay_hint"}[what], None)
-    if capability is not None and getattr(capability, "refresh_support", False):
-        asyncio.ensure_future(_send_refresh(ls, what))
-
-
-async def _send_refresh(ls: PallasiteServer, what: str) -> None:
-    try:
-        if what == "codeLens":
-            await ls.workspace_code_lens_refresh_async(None)
-        else:
-            await ls.workspace_inlay_hint_refresh_async(None)
-    except Exception as exc:  # noqa: BLE001 - a client that claims support but fails: refreshed on the next edit
-        ls.session.log(f"workspace/{what}/refresh failed: {exc}")
 
 
 @server.command(tune_lsp.AUTOTUNE_COMMAND)
@@ -416,7 +410,8 @@ async def _autotune(cmd: Command) -> Result:
     tuned = tune_lsp.reports(cmd.ls).get(cmd.doc.uri)
     if result.get("ok") and tuned is not None:
         inlay_hints.remember(cmd.ls, cmd.doc.uri, "tune", inlay_hints.from_tune(tuned.version, tuned.report))
-        _refresh(cmd.ls, "inlayHint")
+        views.refresh(cmd.session, "inlayHint")
+    views.verdict_changed(cmd.session)  # the autotune lens and the status bar: the tuned file's verdict
     cmd.session.show(f"pallasite: {result['message']}", lsp.MessageType.Info)
     return result
 
@@ -451,7 +446,8 @@ async def _optimize(cmd: Command) -> Result:
         result.update(await optimize_lsp.place(cmd, state, version, original, placement))
     session.show(f"pallasite: {result['message']}" + (f"; {result['placement']}" if result.get("placement") else ""),
                  lsp.MessageType.Info)
-    _refresh(cmd.ls, "inlayHint")
+    views.refresh(session, "inlayHint")
+    views.verdict_changed(session)
     return result
 
 

@@ -39,7 +39,11 @@ STATUS_METHOD = "pallasite/status"
 
 
 def status_of(session: "Session") -> dict[str, Any]:
-    """What the status bar shows: target, backend, worker state, trust, tiers."""
+    """What the status bar shows: target, backend, worker state, trust, tiers, and per open kernel
+    document (``files``: ``[{"uri", "state", "verdict", "detail"}]``) its last verdict (file_verdicts.py),
+    of which a client shows the active editor's."""
+    from .file_verdicts import files_status
+
     folders = session.folders or [str(Path(d.path).parent) for d in session.documents.values()]
     return {
         "target": session.settings.target,
@@ -47,6 +51,7 @@ def status_of(session: "Session") -> dict[str, Any]:
         "worker": session.worker_state,
         "trusted": bool(folders) and all(session.is_trusted(f) for f in folders),
         "tiers": list(session.settings.tiers),
+        "files": files_status(session),
     }
 
 

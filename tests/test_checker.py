@@ -387,7 +387,7 @@ def test_tier0_and_compiler_report_of_one_mistake_is_one_finding(name, tier0_cod
     errors = [f for f in report.findings if f.severity == "error"]
     assert [f.code for f in errors] == [tier0_code]  # the tier-0 finding is kept, the compiler's folded in
     agreed = [r for r in errors[0].related if "agrees" in r.message]
-    assert len(agreed) == 1 and agreed[0].message.startswith(f"jax lowering (v5e) agrees ({compiler_code}): ")
+    assert len(agreed) == 1 and agreed[0].message.startswith(f"jax lowering (v5e) agrees with {tier0_code} (as {compiler_code}): ")
     assert [(dict(k.tiers)[0], dict(k.tiers)[1]) for k in report.kernels] == [("error", "error")]
 
 
@@ -404,7 +404,7 @@ def test_a_compiler_finding_about_another_mistake_is_kept():
     nearby = Finding("PLS101", "The lowering requires (8, 128). Block spec args[0].", Span(18, 11, 18, 60),
                      tier=1, origin="jax lowering", chip="v5e")
     [merged] = merge_agreeing([tier0, nearby])
-    assert merged.related[0].message == "jax lowering (v5e) agrees (PLS101): The lowering requires (8, 128)."
+    assert merged.related[0].message == "jax lowering (v5e) agrees with PLS001 (as PLS101): The lowering requires (8, 128)."
     assert merged.related[0].span == nearby.span
 
 
@@ -413,7 +413,7 @@ def test_a_tier0_warning_the_compiler_rejects_becomes_an_error():
     report = _check(Checker(CheckOptions(target="v5e", tiers=(0, 1, 2)), client=client), os.path.join(DATA, "tiling_int8_rows_broken.py"))
     errors = [f for f in report.findings if f.severity == "error"]
     assert [(f.code, f.span.line + 1) for f in errors] == [("PLS010", 19)]
-    assert "libtpu compiler (v5e) agrees (PLS204)" in errors[0].related[-1].message
+    assert "libtpu compiler (v5e) agrees with PLS010 (as PLS204)" in errors[0].related[-1].message
 
 
 # --------------------------------------------------------------------------- jax_enable_x64

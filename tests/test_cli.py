@@ -114,7 +114,7 @@ def test_one_mistake_is_one_error_with_one_hint():
     assert proc.returncode == 1, proc.stderr
     errors = [line for line in proc.stdout.splitlines() if "error[" in line]
     assert len(errors) == 1 and "error[PLS001]" in errors[0], proc.stdout  # tier 0 and the lowering agree
-    assert "jax lowering (v5e) agrees (PLS101)" in proc.stdout
+    assert "jax lowering (v5e) agrees with PLS001 (as PLS101)" in proc.stdout
     assert proc.stdout.count(CODES["PLS001"].hint) == 1 and CODES["PLS101"].hint not in proc.stdout
     assert "1 error(s)" in proc.stdout.splitlines()[-1]
 

@@ -53,9 +53,9 @@ def _compiler_errors(report):
     errors = [(f.code, f.span.line + 1) for f in report.findings if f.severity == "error" and f.tier >= 1]
     for f in report.findings:
         for rel in f.related if f.severity == "error" else ():
-            m = re.search(r" agrees \((PLS\d+)\)", rel.message)
-            if m:  # engine/agreement.py: one mistake, one finding
-                errors.append((m.group(1), rel.span.line + 1))
+            m = re.search(r" agrees with (PLS\d+)(?: \(as (PLS\d+)\))?:", rel.message)
+            if m:  # engine/agreement.py: one mistake, one finding ("as": the compiler's own code)
+                errors.append((m.group(2) or m.group(1), rel.span.line + 1))
     return errors
 
 
@@ -67,7 +67,9 @@ def test_broken_file_all_tiers_gives_expected_code_at_expected_line(check, name)
     finding = next((f for f in report.findings if f.code == case["code"]), None)
     if finding is None:  # folded into the tier-0 finding of the same mistake, saying who agreed
         agreed = [r.message for f in report.findings for r in f.related]
-        assert any(f"({EXPECTED['target']}) agrees ({case['code']})" in m for m in agreed), agreed
+        code = case["code"]
+        said = [m for m in agreed if f"({EXPECTED['target']}) agrees with " in m]
+        assert any(f"(as {code})" in m or f"agrees with {code}:" in m for m in said), agreed
         return
     assert finding.tier == case["tier"]
     assert finding.chip == EXPECTED["target"]

@@ -68,7 +68,7 @@ def test_long_form_checks_each_entry_and_blames_only_the_broken_one(env):
     # tier 0's PLS001 and the lowering's PLS101 are one mistake: one finding, the lowering's agreement related,
     # both at the keyword default that set the block size (issue 14)
     [finding] = [f for f in report.findings if f.severity == "error" and f.span.line + 1 == default_line]
-    assert (finding.code, [r.span.line + 1 for r in finding.related if "agrees (PLS101)" in r.message]) == \
+    assert (finding.code, [r.span.line + 1 for r in finding.related if "agrees with PLS001 (as PLS101)" in r.message]) == \
         ("PLS001", [default_line])
     verdicts = {k.name: dict(k.tiers)[1] for k in report.kernels}
     assert verdicts == {"matmul_kernel": "ok", "softmax_kernel": "error"}

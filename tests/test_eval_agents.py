@@ -136,13 +136,17 @@ def test_usage_and_budgets_are_counted_per_task(evaluated):
 def test_best_of_prefers_fast_correct_then_correct_then_compiled():
     from types import SimpleNamespace as NS
 
-    def v(passed, compiled, speedup):
-        return NS(verdict=NS(passed=passed, compiled=compiled), speedup=speedup)
+    from pallasite.analysis.verdict import JudgedBy
+
+    def v(passed, compiled, speedup, judged_by=JudgedBy.JUDGE):
+        return NS(verdict=NS(passed=passed, compiled=compiled, judged_by=judged_by), speedup=speedup)
 
     cands = [("a", "", v(False, False, None)), ("b", "", v(False, True, None)), ("c", "", v(True, True, 1.2)),
              ("d", "", v(True, True, 2.0))]
     assert best_of(cands)[0] == "d"
     assert best_of(cands[:2])[0] == "b" and best_of(cands[:1])[0] == "a" and best_of([]) is None
+    # the one ranking (analysis/verdict.rank): a faster candidate its own process judged never comes first
+    assert best_of(cands + [("e", "", v(True, True, 9.0, JudgedBy.CANDIDATE))])[0] == "d"
 
 
 def test_agent_spec_refuses_bad_knobs():

@@ -117,7 +117,7 @@ def test_a_task_without_a_figure_says_why_whatever_its_verdict():
     assert no_figure(ref, ref, "x") is None
     assert no_figure(ref, None, "the reference failed").startswith("not estimated (the reference)")
     unverified = TaskVerdict("moe", Verdict.of(True, None), no_figure=why)
-    passed = TaskVerdict("moe2", Verdict.of(True, True), no_figure=why)
+    passed = TaskVerdict("moe2", Verdict.of(True, True, judged_by="the judge"), no_figure=why)
     assert TaskVerdict.from_json(unverified.to_json()).no_figure == why
     s = summarize("m", [TaskOutcome("moe", (unverified.case(),)), TaskOutcome("moe2", (passed.case(),)),
                         TaskOutcome("y", ok(2.0))], provenance="estimate (v6e)")
@@ -125,3 +125,14 @@ def test_a_task_without_a_figure_says_why_whatever_its_verdict():
     assert rows["moe"]["no_figure"] == why and rows["moe"]["timing"] is None
     assert rows["moe2"]["excluded"] == why and rows["y"]["no_figure"] is None
     assert s.geomean_speedup == pytest.approx(2.0 ** 0.5)  # moe2 (untimed) is left out; moe (not verified) counts 1.0x
+
+
+def test_a_task_passed_by_anyone_but_the_judge_is_counted_apart_never_correct():
+    """Issue 49: eval's metrics count only the judge's verdicts: a case that passed by the candidate's own word
+    (or an unknown one) is neither correct nor scored, and the summary lists it apart."""
+    judged = TaskOutcome("judged", (case(True, True, 2.0),))
+    own = TaskOutcome("own", (case(True, True, 9.0, judged_by="the candidate"),))
+    s = summarize("files", [judged, own], provenance="estimate (v6e)")
+    assert s.correct_rate == 0.5 and s.not_judged == ("own",)
+    assert [t["correct"] for t in s.per_task] == [True, None]
+    assert s.geomean_speedup == pytest.approx((2.0 * 1.0) ** 0.5)

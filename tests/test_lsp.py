@@ -11,6 +11,7 @@ import asyncio
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,10 +36,17 @@ def server_env(home: Path) -> dict[str, str]:
 def _record_publish(ls, params: lsp.PublishDiagnosticsParams):
     ls.diagnostics[params.uri] = params.diagnostics
     ls.published.append(params)
+    ls.published_at = getattr(ls, "published_at", [])
+    ls.published_at.append(time.monotonic())
 
 
 def _record_status(ls, params):
     ls.statuses.append(params._asdict() if hasattr(params, "_asdict") else dict(params))
+
+
+def _record_lens_refresh(ls, params):
+    """workspace/codeLens/refresh: the server asks for the lenses again (a result arrived)."""
+    ls.lens_refreshes.append(time.monotonic())
 
 
 def _answer_trust(ls, params: lsp.ShowMessageRequestParams):
@@ -54,8 +62,10 @@ def make_client() -> LanguageClient:
         lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: _record_publish,
         lsp.WINDOW_SHOW_MESSAGE_REQUEST: _answer_trust,
         "pallasite/status": _record_status,
+        lsp.WORKSPACE_CODE_LENS_REFRESH: _record_lens_refresh,
     })
     lsp_client.published, lsp_client.statuses, lsp_client.trust_answers = [], [], []
+    lsp_client.lens_refreshes = []
     lsp_client.trust_answer = "Not now"
     return lsp_client
 

@@ -241,7 +241,7 @@ async def test_a_mistake_seen_by_tier0_and_the_lowering_is_shown_once(client, tm
     diags = await diagnostics_for(client, uri, 1, timeout=120, predicate=agrees)
     at_spec = [d for d in diags if d.range.start.line == 7]  # BLOCK_COLS = 100: where the value was set
     assert [d.code for d in at_spec] == ["PLS001"]
-    assert any("jax lowering (v6e) agrees (PLS101)" in r.message for r in at_spec[0].related_information)
+    assert any("jax lowering (v6e) agrees with PLS001 (as PLS101)" in r.message for r in at_spec[0].related_information)
     assert not [d for d in diags if d.code == "PLS101"]
 
 

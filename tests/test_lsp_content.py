@@ -123,15 +123,16 @@ def test_quick_fix_actions_are_versioned_and_refused_for_unseen_versions():
     found = [Finding("PLS001", "bad", Span(0, 8, 0, 11), fix=fix), Finding("PLS004", "no fix", Span(0, 0, 0, 1))]
     lines = text_lines(text)
     got = actions.actions_for(found, Span(0, 9, 0, 9), "file:///k.py", 4, lines, "utf-16", "v6e", None, {1, 4}, [])
-    assert [a.title for a in got] == ["Use 128 (PLS001)", "Fix with agent (no LLM provider configured)",
-                                      "Check now for v6e"]
+    # no provider: no "Fix with agent" that cannot run, but the action that sets one up
+    assert [a.title for a in got] == ["Use 128 (PLS001)", "Set up an LLM provider…", "Check now for v6e"]
     assert got[0].edit.document_changes[0].text_document.version == 4
-    # the agent's action only names its command (the list stays instant); the line and version go with it
-    assert got[1].edit is None and got[1].command.command == "pallasite.fixWithAgent"
-    assert got[1].command.arguments == [{"uri": "file:///k.py", "version": 4, "line": 0}]
+    assert got[1].edit is None and got[1].command.command == "pallasite.setUpProvider"
     with_agent = actions.actions_for(found, Span(0, 9, 0, 9), "file:///k.py", 4, lines, "utf-16", "v6e", None,
                                      {4}, [], agent="gemini: gemini-2.5-pro")
     assert with_agent[1].title == "Fix with agent (gemini: gemini-2.5-pro)"
+    # the agent's action only names its command (the list stays instant); the line and version go with it
+    assert with_agent[1].edit is None and with_agent[1].command.command == "pallasite.fixWithAgent"
+    assert with_agent[1].command.arguments == [{"uri": "file:///k.py", "version": 4, "line": 0}]
     stale = lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 8), lsp.Position(0, 11)), message="bad",
                            data={"version": 3})
     assert actions.actions_for(found, Span(0, 9, 0, 9), "file:///k.py", 4, lines, "utf-16", "v6e", None,

@@ -119,11 +119,31 @@ async def test_garbage_and_a_deleted_pallas_call_are_never_applied(client, tmp_p
     assert len(shown) == 2 and "Nothing was changed" in shown[0] and "tier 0 only" in shown[0]
 
 
-async def test_without_a_provider_the_action_says_how_to_configure_one(client, tmp_path):
+async def test_without_a_provider_one_action_opens_the_settings_and_the_provider_docs(client, tmp_path):
+    """Every action offered can run: with no provider there is no "Fix with agent (no LLM provider
+    configured)" that only fails (there was, before), but one "Set up an LLM provider…", which opens
+    docs/agents.md in the editor, says how in a message and names the settings for the client to open."""
     uri, _, _, diags = await open_broken(client, tmp_path, [], "Not now", [0], agent={})
-    action = await agent_action(client, uri, diags)
-    assert action["title"] == "Fix with agent (no LLM provider configured)"
+    finding = next(d for d in diags if d.code == "PLS001")
+    found = await raw_request(client, lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), finding.range, lsp.CodeActionContext(diagnostics=[finding])))
+    titles = [a["title"] for a in found]
+    assert not [t for t in titles if t.startswith("Fix with agent")], titles
+    (action,) = [a for a in found if a["title"] == "Set up an LLM provider…"]
+    assert action["kind"] == "quickfix" and action["command"]["command"] == "pallasite.setUpProvider"
     result = as_dict(await run(client, action))
+    assert result["ok"] and result["settings"] == "pallasite.agent", result
+    assert [d.uri for d in client.shown_documents] == [result["docs"]] and result["docs"].endswith("/docs/agents.md")
+    said = [m.message for m in client.messages if "set up an LLM provider" in m.message]
+    assert said and "agent.provider" in said[0] and "GEMINI_API_KEY" in said[0]
+    assert client.applied_edits == []
+
+
+async def test_without_a_provider_the_fix_command_still_says_how_to_configure_one(client, tmp_path):
+    """The command itself (from a client that remembered it): refused with how to set a provider up."""
+    uri, _, _, diags = await open_broken(client, tmp_path, [], "Not now", [0], agent={})
+    result = as_dict(await run(client, {"command": {"command": "pallasite.fixWithAgent",
+                                                    "arguments": [{"uri": uri, "version": 1, "line": 8}]}}))
     assert not result["ok"] and "agent.provider" in result["message"] and "GEMINI_API_KEY" in result["message"]
     assert client.applied_edits == []
 

@@ -18,7 +18,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from test_lsp import (  # noqa: F401  (client is a fixture)
-    _answer_trust, _record_publish, _record_status, answer_trust, client, copy_fixture, diagnostics_for,
+    _answer_trust, _record_lens_refresh, _record_publish, _record_status, answer_trust, client, copy_fixture, diagnostics_for,
     initialize, open_doc, raw_request, server_env, stop_client,
 )
 
@@ -99,8 +99,10 @@ def delayed_configuration_client(delay_s: float, answer: dict):
             lsp.WINDOW_SHOW_MESSAGE_REQUEST: _answer_trust,
             lsp.WORKSPACE_CONFIGURATION: configuration,
             "pallasite/status": _record_status,
+            lsp.WORKSPACE_CODE_LENS_REFRESH: _record_lens_refresh,
         })
         lsp_client.published, lsp_client.statuses, lsp_client.trust_answers = [], [], []
+        lsp_client.lens_refreshes = []
         lsp_client.trust_answer, lsp_client.config_answered = "Trust", False
         return lsp_client
 

@@ -211,6 +211,14 @@ def test_a_program_branching_on_the_platform_is_reported():
     assert facts.kernel_names == ("add_kernel",)  # the pallas_call's own pair sits inside the TPU branch
 
 
+def test_a_constant_chosen_by_platform_is_reported_too():
+    """Failed before: branches that only return constants were taken for the lowering's own index map."""
+    _, blob, _ = _exported("module_cost/platform_branch.py", "scaled")
+    facts = module_facts(blob)
+    assert len(facts.platform_branches) == 1 and facts.kernel_names == ("add_kernel",)
+    assert facts.kernels[0].census == "same work"
+
+
 def test_outputs_computed_outside_the_kernel_are_reported():
     _, blob, _ = _exported("module_cost/outside.py", "both")
     facts = module_facts(blob)

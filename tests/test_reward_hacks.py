@@ -26,7 +26,7 @@ USER = (DATA / "optimize" / "add.py").read_text()
 
 needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) is not None,
                                       reason=f"no confined worker here: {spawn.confinement_problem(sys.executable)}")
-pytestmark = [pytest.mark.slow, needs_namespaces, pytest.mark.xdist_group("reward_hacks")]
+pytestmark = [pytest.mark.slow, needs_namespaces, pytest.mark.xdist_group("reward_hacks"), pytest.mark.timeout(5400)]
 
 
 def pallasite(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: int = 3000) -> subprocess.CompletedProcess:

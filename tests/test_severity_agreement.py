@@ -23,7 +23,7 @@ def _pair(level: str) -> list[Finding]:
 
 def test_an_overridden_code_keeps_the_users_level_when_the_compiler_agrees():
     [merged] = merge_agreeing(_pair("warning"), severity={"PLS001": "warning"})
-    assert merged.severity == "warning" and "agrees (PLS101)" in merged.related[-1].message
+    assert merged.severity == "warning" and "agrees with PLS001 (as PLS101)" in merged.related[-1].message
 
 
 def test_without_an_override_the_compilers_error_still_raises_a_tier0_warning():
@@ -38,7 +38,7 @@ def test_check_severity_warning_prints_a_warning_when_the_lowering_agrees(tmp_pa
     (tmp_path / ".pallasite").mkdir()
     done = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", "bad_tiling.py", "--tiers", "0,1",
                            "--severity", "PLS001=warning"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert "jax lowering (v6e) agrees (PLS101)" in done.stdout, done.stdout + done.stderr  # the compiler ran, agreed
+    assert "jax lowering (v6e) agrees with PLS001 (as PLS101)" in done.stdout, done.stdout + done.stderr  # the compiler ran, agreed
     assert "warning[PLS001]" in done.stdout and "error[PLS001]" not in done.stdout, done.stdout
     assert done.returncode == 0, done.stdout
 
@@ -58,3 +58,42 @@ def test_the_editor_keeps_the_override_when_the_compiler_agrees():
     with_settings = DocumentSnapshot(uri="file:///k.py", path="/k.py", version=1, text="x\n" * 20, tier0=(tier0,),
                                      compiler=(compiler,), settings=SimpleNamespace(severity={"PLS001": "warning"}))
     assert [f.severity for f in with_settings.findings()] == ["warning"]
+
+
+# --------------------------------------------------------------------------- which finding the agreement is under
+
+
+def _lowering(code: str, message: str, line: int) -> Finding:
+    return Finding(code, message, Span(line, 4, line, 30), tier=1, origin="jax lowering", chip="v6e")
+
+
+def test_the_agreement_line_cites_the_finding_it_is_under():
+    """Under PLS005 the line said "agrees (PLS110)", which reads as another finding: it names PLS005
+    and gives the lowering's own code after "as" (failed before: "jax lowering (v6e) agrees (PLS110): ...")."""
+    params = Finding("PLS005", "Kernel k() takes 3 ref parameter(s)", Span(10, 0, 10, 20), tier=0)
+    [merged] = merge_agreeing([params, _lowering("PLS110", "k() missing 1 required positional argument: 'o_ref'", 10)])
+    assert merged.related[-1].message == ("jax lowering (v6e) agrees with PLS005 (as PLS110): "
+                                          "k() missing 1 required positional argument: 'o_ref'")
+
+
+def test_a_compiler_error_goes_under_the_tier0_finding_of_its_own_mistake():
+    """PLS110 covers a kernel's parameter count (PLS005) and a returned value (PLS009): a lowering error
+    saying "should return None" two lines below a PLS005 went under PLS005, the first finding within
+    reach (failed before); it goes under PLS009, and one saying "missing ... argument" never joins PLS009."""
+    params = Finding("PLS005", "Kernel k() takes 3 ref parameter(s)", Span(10, 0, 10, 20), tier=0)
+    returns = Finding("PLS009", "Kernel k() returns a value", Span(12, 4, 12, 30), tier=0)
+    late = _lowering("PLS110", "The kernel function in the pallas_call k at f.py:11 should return None.", 12)
+    merged = merge_agreeing([params, returns, late])
+    assert [(f.code, [r.message.split(":")[0] for r in f.related]) for f in merged] == [
+        ("PLS005", []), ("PLS009", ["jax lowering (v6e) agrees with PLS009 (as PLS110)"])]
+    missing = _lowering("PLS110", "k() missing 1 required positional argument: 'o_ref'", 12)
+    assert [f.code for f in merge_agreeing([returns, missing])] == ["PLS009", "PLS110"]
+
+
+def test_of_two_findings_of_the_same_code_the_nearest_takes_the_compiler_error():
+    """Two PLS004s two lines apart (two calls the analysis could not tell apart): the lowering's PLS105 at
+    the second goes under the second, not the first one in reach (failed before)."""
+    first = Finding("PLS004", "dimension_semantics has 2 entries", Span(20, 30, 20, 50), tier=0)
+    second = Finding("PLS004", "dimension_semantics has 3 entries", Span(22, 30, 22, 50), tier=0)
+    merged = merge_agreeing([first, second, _lowering("PLS105", "Length of grid does not match.", 22)])
+    assert [len(f.related) for f in merged] == [0, 1]

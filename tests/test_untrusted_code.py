@@ -353,3 +353,34 @@ def workload(x, y):
     (row,) = summary["per_task"]
     assert row["compiled"] and not row["correct"] and row["status"] == "compiled, wrong", row["verdict"]["evidence"]
     assert "wrong_result" in row["verdict"]["evidence"], row["verdict"]
+
+
+def _cgroups() -> bool:
+    from pallasite.runner.sandbox_cgroup import MemoryCgroup
+
+    group = MemoryCgroup.create(f"pallasite-probe-{os.getpid()}", 64, 16)
+    if group is None:
+        return False
+    group.remove()
+    return True
+
+
+@needs_namespaces
+async def test_a_candidate_over_the_memory_limit_is_said_to_be_so_and_the_limit_is_the_stated_one(tmp_path):
+    """Issue 49: the sandbox enforced 8192 MiB while the client said 4096, and a candidate killed at the limit read
+    "the other process closed the channel". Now the stated limit is the enforced one (files in memory counted)
+    and the verdict names it."""
+    if not _cgroups():
+        pytest.skip("no memory cgroup can be made here (the limit is then the address space, which memfd escapes)")
+    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.timing import TaskFiles, time_request
+
+    hog = ("import os as _os\n_chunk = b'x' * (64 << 20)\nfor _i in range(4):\n"
+           "    _fd = _os.memfd_create('hog%d' % _i)\n    for _ in range(14):\n        _os.write(_fd, _chunk)\n")
+    user_file = tmp_path / "kernel.py"
+    user_file.write_text((DATA / "optimize" / "add.py").read_text())
+    async with WorkerClient(WorkerConfig(confine=True, timeout_s=240, memory_mb=2048)) as worker:
+        reply = await worker.request(time_request(TaskFiles(str(user_file)), "time", runs=1, warmup=0,
+                                                  text=hog + RIGHT, trusted=(str(user_file), user_file.read_text())))
+    assert reply.ok, reply.message
+    assert reply.result.verdict == "error" and "memory limit of 2048 MiB" in reply.result.error, reply.result.error

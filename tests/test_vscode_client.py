@@ -178,7 +178,8 @@ def test_bundled_extension_runs_the_server(tmp_path: Path) -> None:
     assert {"pallasite.advertises.check", "pallasite.advertises.selectTarget", "pallasite.advertises.trustFolder",
             "pallasite.advertises.explain"} <= set(advertised)
     assert [(d["line"], d["code"]) for d in r["diagnostics"]] == [(12, "PLS001")]
-    assert r["statusBefore"] == "$(circuit-board) v5p · local · idle · $(workspace-untrusted) untrusted"
+    # (then the active file's verdict, once the server has one: "· tier 0: 1 error(s)")
+    assert r["statusBefore"].startswith("$(circuit-board) v5p · local · idle · $(workspace-untrusted) untrusted")
     assert r["statusCommand"] == "pallasite.selectTarget"
     # Palette "Select Target TPU Chip": quick pick of the schema's chips -> server -> status bar.
     assert r["quickPicks"][0]["items"] == MANIFEST["contributes"]["configuration"]["properties"]["pallasite.target"]["enum"]

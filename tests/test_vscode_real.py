@@ -4,9 +4,13 @@ real `pallasite serve` from this checkout. What a user sees, in the order a user
 
   open examples/bad_tiling.py -> the PLS001 squiggle; the Problems panel lists it with its related
   places -> hover on the BlockSpec -> the "Check for v6e" code lens -> the server's folder-trust
-  question, answered "Trust" -> the lens clicked: the compiler tiers' verdict in the lens and in the
-  Problems panel -> the quick fix "Set it to 256 where it is defined (PLS001)" applied and saved ->
-  "Optimize This Kernel Step by Step" with the scripted provider: approve, approve, revise (the plan
+  question, answered "Trust" -> the lens clicked: the compiler tiers' verdict in the lens (without
+  touching the editor), the status bar and the Problems panel -> the quick-fix menu, with no provider
+  configured: "Set up an LLM provider…", never a "Fix with agent" that cannot run -> the quick fix
+  "Set it to 256 where it is defined (PLS001)" applied and saved: the lens, the status bar and the
+  Problems panel agree -> a plain GEMM (no example_inputs(), chained block constants) checked from its
+  lens: its hover gives float32 blocks, their bytes and a VMEM share -> "Optimize This Kernel Step by
+  Step" with the scripted provider (set in the user settings then): approve, approve, revise (the plan
   edited in the editor), approve, stop, from the buttons in each plan / diff document's title bar.
 
 Needs code-server (`bash editor_clients/vscode/install_code_server.sh`), Chromium (Debian's
@@ -38,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VSCODE = ROOT / "editor_clients" / "vscode"
 VSIX = VSCODE / "dist" / "pallasite.vsix"
 OPTIMIZE_DATA = Path(__file__).resolve().parent / "data" / "optimize"
+LSP_DATA = Path(__file__).resolve().parent / "data" / "lsp"
 CODE_SERVER_DIR = Path(os.environ.get("PALLASITE_CODE_SERVER_DIR", Path.home() / ".cache" / "pallasite-code-server"))
 CODE_SERVER = CODE_SERVER_DIR / "node_modules" / ".bin" / "code-server"
 CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", shutil.which("chromium") or "") if p and os.access(p, os.X_OK)), None)
@@ -90,6 +95,35 @@ class Shots:
             raise
 
 
+def user_settings() -> dict:
+    """The VS Code user settings of the walk: the server from this checkout, v6e, tiers 0-2, trust asked,
+    no check on open (the lens runs it), no LLM provider (the optimize walk sets one), a quiet workbench."""
+    pallasite = Path(sys.executable).parent / "pallasite"
+    return {
+        # the server from this checkout's venv; its workers use the same Python
+        "pallasite.serverPath": str(pallasite) if pallasite.exists() else "",
+        "pallasite.interpreter": sys.executable,
+        "pallasite.target": "v6e",
+        "pallasite.tiers": [0, 1, 2],
+        "pallasite.trust.mode": "ask",
+        "pallasite.check.onOpen": False,  # the compiler tiers run when the lens is clicked
+        # no LLM provider: the quick-fix menu offers to set one up; the optimize walk sets "scripted"
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.enableExperiments": False,
+        "telemetry.telemetryLevel": "off",
+        "extensions.ignoreRecommendations": True,
+        "update.mode": "none",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "chat.commandCenter.enabled": False,
+        "editor.minimap.enabled": False,
+        "files.autoSave": "off",  # VS Code's default (code-server's differs): Revise must save the edit itself
+        "editor.hover.delay": 200,
+        "window.zoomLevel": 0,
+    }
+
+
 @pytest.fixture(scope="module")
 def vscode(tmp_path_factory):
     """code-server on a free loopback port with the .vsix installed, a workspace copied from examples/,
@@ -104,6 +138,7 @@ def vscode(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vscode-real")
     workspace = shutil.copytree(ROOT / "examples", tmp / "kernels")
     shutil.copy(OPTIMIZE_DATA / "add.py", workspace / "add_small_blocks.py")
+    shutil.copy(LSP_DATA / "gemm_plain.py", workspace / "gemm.py")
     replies = []
     for name in ("wrong_math", "big_blocks", "bad_tiling"):
         replies += [f"Try {name}\nbecause the grid has many small steps.",
@@ -111,31 +146,7 @@ def vscode(tmp_path_factory):
     (tmp / "replies.json").write_text(json.dumps(replies))
     user_data, extensions = tmp / "user-data", tmp / "extensions"
     (user_data / "User").mkdir(parents=True)
-    pallasite = Path(sys.executable).parent / "pallasite"
-    (user_data / "User" / "settings.json").write_text(json.dumps({
-        # the server from this checkout's venv; its workers use the same Python
-        "pallasite.serverPath": str(pallasite) if pallasite.exists() else "",
-        "pallasite.interpreter": sys.executable,
-        "pallasite.target": "v6e",
-        "pallasite.tiers": [0, 1, 2],
-        "pallasite.trust.mode": "ask",
-        "pallasite.check.onOpen": False,  # the compiler tiers run when the lens is clicked
-        "pallasite.agent.provider": "scripted",
-        "pallasite.agent.scriptedFile": str(tmp / "replies.json"),
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": False,
-        "workbench.enableExperiments": False,
-        "telemetry.telemetryLevel": "off",
-        "extensions.ignoreRecommendations": True,
-        "update.mode": "none",
-        "extensions.autoCheckUpdates": False,
-        "extensions.autoUpdate": False,
-        "chat.commandCenter.enabled": False,
-        "editor.minimap.enabled": False,
-        "files.autoSave": "off",  # VS Code's default (code-server's differs): Revise must save the edit itself
-        "editor.hover.delay": 200,
-        "window.zoomLevel": 0,
-    }, indent=1))
+    (user_data / "User" / "settings.json").write_text(json.dumps(user_settings(), indent=1))
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_DATA_HOME": str(tmp / "data")}
     env.pop("VSCODE_IPC_HOOK_CLI", None)
     common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
@@ -169,6 +180,7 @@ def vscode(tmp_path_factory):
             page.goto(url)
             page.locator(".monaco-workbench").wait_for()
             shots = Shots(page, Path(os.environ.get("PALLASITE_VSCODE_SCREENSHOTS") or tmp / "screenshots"))
+            page.replies = tmp / "replies.json"  # the optimize walk's scripted provider reads them
             yield page, workspace, shots
             browser.close()
     finally:
@@ -320,10 +332,15 @@ def walk_kernel(page, workspace: Path, shots: Shots) -> None:
     toast.locator("a.monaco-button", has_text=re.compile("^Trust$")).click()
     step("trust question answered")
     # The lowering (tier 1) for v6e agrees, attached to the finding; tier 2 is skipped after it.
-    panel.get_by_text("jax lowering (v6e) agrees (PLS101)").wait_for()
+    panel.get_by_text("jax lowering (v6e) agrees with PLS001 (as PLS101)").wait_for()
     step("compiler verdict in the Problems panel")
+    # The lens says the verdict without the editor being touched (the server asked for a lens refresh),
+    # and the status bar says the file's verdict in the same words as `pallasite check`.
+    page.locator(".codelens-decoration a", has_text="Check for v6e (last: tier 1 error)").first.wait_for(timeout=20_000)
     page.locator(".statusbar-item", has_text="v6e · local · idle").first.wait_for()
+    page.locator(".statusbar-item", has_text="not compiled: 1 error(s): PLS001").first.wait_for(timeout=20_000)
     assert "untrusted" not in status.inner_text()
+    step("the lens and the status bar say the verdict")
     store = json.loads((workspace.parent / "config" / "pallasite" / "trusted-folders.json").read_text())
     assert str(workspace) in store["trusted"], store
     verdict = show_hover(page, 14, 7)  # the kernel's def: the last verdict per tier
@@ -332,12 +349,21 @@ def walk_kernel(page, workspace: Path, shots: Shots) -> None:
     shots("verdict")
     page.keyboard.press("Escape")
     step("verdict hover")
-    # The quick fix at the finding, applied and saved: the file changes on disk, the finding goes.
+    fix_and_save(page, workspace, panel, shots, step)
+
+
+def fix_and_save(page, workspace: Path, panel, shots: Shots, step: Steps) -> None:
+    """The quick-fix menu at the finding (no provider: "Set up an LLM provider…", no "Fix with agent"),
+    the quick fix applied and saved: the file changes on disk, the finding goes, and after the save's
+    check the lens, the status bar and the Problems panel agree."""
     go_to(page, 11, 14)
     page.keyboard.press("Control+.")
     menu = page.locator(".action-widget")
     menu.wait_for()
     menu.locator(".monaco-list-row", has_text=FIX_TITLE).wait_for()
+    # No LLM provider is configured: one action that sets one up, no "Fix with agent" that cannot run.
+    menu.locator(".monaco-list-row", has_text="Set up an LLM provider…").wait_for()
+    assert "Fix with agent" not in menu.inner_text(), menu.inner_text()
     shots("quickfix")
     choose_action(menu, FIX_TITLE)
     page.locator(".view-line", has_text="BLOCK_COLS = 256").wait_for()
@@ -350,6 +376,56 @@ def walk_kernel(page, workspace: Path, shots: Shots) -> None:
     page.locator(".squiggly-error").first.wait_for(state="detached")
     panel.get_by_text("No problems have been detected").wait_for()
     step("quick fix applied, saved, finding gone")
+    # The save's check: the lens and the status bar agree with the Problems panel (no error left).
+    lens_ok = page.locator(".codelens-decoration a", has_text=re.compile(r"^Check for v6e \(last: tier 1 ok(, tier 2 ok)?\)$"))
+    lens_ok.first.wait_for()
+    assert "error" not in " ".join(page.locator(".codelens-decoration a").all_inner_texts())
+    verdict = page.locator(".statusbar-item", has_text=re.compile(r"compiled \(tiers [\d,]+\)|not compiled for the chip"))
+    verdict.first.wait_for(timeout=20_000)
+    assert "error" not in verdict.first.inner_text(), verdict.first.inner_text()
+    assert panel.get_by_text("No problems have been detected").count() == 1
+    shots("fixed")
+    step("after the save's check: lens, status bar and Problems agree")
+
+
+def test_plain_gemm_hover_says_what_the_check_learned(vscode) -> None:
+    """A GEMM with no example_inputs() and `BM = BN = BK = 128`: checked from its lens, its
+    pallas_call hover gives the float32 blocks as traced, their bytes and a VMEM share above 0."""
+    page, workspace, shots = vscode
+    with shots.on_failure("gemm"):
+        walk_gemm(page, workspace, shots)
+
+
+def walk_gemm(page, workspace: Path, shots: Shots) -> None:
+    step = Steps()
+    open_file(page, "gemm.py")
+    lines = (workspace / "gemm.py").read_text().splitlines()
+    call = next(i for i, t in enumerate(lines) if "pl.pallas_call(" in t) + 1
+    page.locator(".codelens-decoration a", has_text=re.compile(r"^Check for v6e")).first.click()
+    toast = page.locator(".notification-toast", has_text="Trust this folder")
+    with contextlib.suppress(Exception):  # this test alone: the folder's trust is asked here
+        toast.wait_for(timeout=5_000)
+        toast.locator("a.monaco-button", has_text=re.compile("^Trust$")).click()
+    page.locator(".codelens-decoration a", has_text=re.compile(r"^Check for v6e \(last: tier 1 ok")).first.wait_for()
+    step("checked from the lens")
+    text = ""
+    for _ in range(20):  # the scoped VMEM limit comes from the warm worker's chip table, after a check
+        text = show_hover(page, call, 20)
+        page.keyboard.press("Escape")
+        if "scoped VMEM on v6e (" in text:
+            break
+        time.sleep(1)
+    assert "As the last check ran it: entry gemm with float32[256,128], float32[128,256]" in text, text
+    for block in ("in[0] (128, 128) float32: 64.0 KiB", "in[1] (128, 128) float32: 64.0 KiB",
+                  "out[0] (128, 128) float32: 64.0 KiB"):
+        assert block in text, text
+    share = re.search(r"VMEM per grid step: 384\.0 KiB .*?: (\d+(?:\.\d+)?)% of the [\d.]+ MiB scoped VMEM on v6e", text)
+    assert share and float(share.group(1)) > 0, text
+    assert "4 steps as traced" in text and "at least 0 B" not in text, text
+    show_hover(page, call, 20)
+    shots("gemm-hover")
+    page.keyboard.press("Escape")
+    step("the hover says what the check learned")
 
 
 def test_optimize_step_by_step(vscode) -> None:
@@ -361,8 +437,39 @@ def test_optimize_step_by_step(vscode) -> None:
         walk_optimize(page, workspace, shots)
 
 
+def set_scripted_provider(page, workspace: Path) -> None:
+    """Set the scripted provider in the workspace folder's settings (.vscode/settings.json, which VS Code
+    watches), and wait until the server has it: the quick-fix menu at bad_semantics.py's PLS004 offers
+    "Fix with agent (scripted)"."""
+    (workspace / ".vscode").mkdir(exist_ok=True)
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps(
+        {"pallasite.agent.provider": "scripted", "pallasite.agent.scriptedFile": str(page.replies)}, indent=1))
+    open_file(page, "bad_semantics.py")
+    lines = (workspace / "bad_semantics.py").read_text().splitlines()
+    line = next(i for i, t in enumerate(lines) if "dimension_semantics=(" in t)
+    column = lines[line].index("dimension_semantics=(") + len("dimension_semantics=(") + 2
+    menu_text = ""
+    for _ in range(30):
+        go_to(page, line + 1, column)
+        page.keyboard.press("Control+.")
+        menu = page.locator(".action-widget")
+        try:
+            menu.wait_for(timeout=10_000)
+            time.sleep(0.5)
+            menu_text = menu.inner_text()
+        except Exception:  # noqa: BLE001 - "No code actions available" (the server restarting): try again
+            menu_text = "(no action menu)"
+        page.keyboard.press("Escape")
+        if "Fix with agent (scripted)" in menu_text:
+            return
+        time.sleep(1)
+    raise AssertionError(f"the server never offered Fix with agent (scripted): {menu_text}")
+
+
 def walk_optimize(page, workspace: Path, shots: Shots) -> None:
     step = Steps()
+    set_scripted_provider(page, workspace)
+    step("provider set")
     open_file(page, "add_small_blocks.py")
     server_status = page.locator(".statusbar-item", has_text="v6e · local").first
     server_status.wait_for()  # the server is up

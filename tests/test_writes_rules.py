@@ -268,7 +268,7 @@ def test_tier3_finding_the_same_mistake_is_folded_into_the_tier0_one():
         late = replace(early, code="PLS303", tier=3, origin="TPU interpreter", chip="v5e", fix=None, related=(),
                        message="Output 1 holds NaN where the kernel never wrote. More.")
         [merged] = merge_agreeing([early, late], result.sites)
-        assert merged.code == early.code and "TPU interpreter (v5e) agrees (PLS303)" in merged.related[-1].message
+        assert merged.code == early.code and f"TPU interpreter (v5e) agrees with {early.code} (as PLS303)" in merged.related[-1].message
 
 
 # ------------------------------------------------------------------------------ no false findings

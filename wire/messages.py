@@ -409,6 +409,7 @@ class ReachedCall:
     # end line, end column),): the jax.ShapeDtypeStruct(...) expression that made output i
     origins: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     partial: bool = False  # the entry's trace failed after this call: what else it reaches is unknown
+    grid: tuple[int, ...] | None = None  # the grid it was made with (None: not sent, or not all ints)
 
 
 @dataclass(frozen=True)
@@ -706,7 +707,8 @@ def _reached_from_plain(reached: Any) -> tuple[ReachedCall, ...] | None:
                                            for b in r.get("buffers") or ()),
                              origins={str(k): tuple(tuple(int(n) for n in p) for p in v)
                                       for k, v in (r.get("origins") or {}).items()},
-                             partial=bool(r.get("partial")))
+                             partial=bool(r.get("partial")),
+                             grid=tuple(int(d) for d in r["grid"]) if isinstance(r.get("grid"), list) else None)
                  for r in reached)
 
 

@@ -89,8 +89,15 @@ def end(sock: socket.socket, pid: int) -> None:
         os.killpg(pid, 9)
     with contextlib.suppress(OSError):
         os.kill(pid, 9)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    proc = _PROCS.pop(pid, None)
+    if proc is not None:
+        proc.wait()
+    else:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+_PROCS: dict[int, Any] = {}  # the candidate processes this judge started, by pid
 
 
 def undumpable() -> None:
@@ -119,6 +126,7 @@ def spawn(kind: str, params: dict[str, Any]) -> tuple[socket.socket, int]:
     finally:
         theirs.close()
     undumpable()  # the candidate may not read or write our memory
+    _PROCS[proc.pid] = proc  # (its exit status is read through it: subprocess may reap it otherwise)
     send_frame(ours, {"kind": kind, "params": params})
     return ours, proc.pid
 
@@ -127,23 +135,21 @@ def gone_why(pid: int, error: BaseException) -> str:
     """Why the candidate's process stopped answering, in the user's words: killed (by the memory limit, most
     likely: the sandbox counts its files in /tmp and its shared memory too), or exited, or what broke."""
     import signal
-    import time
+    import subprocess
 
     from ..memory_guard import LIMIT_MB
 
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline:
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if done:
-            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
-                limit = f" of {LIMIT_MB} MiB" if LIMIT_MB else ""
-                return (f"the candidate's process was killed (SIGKILL): it most likely went over the memory "
-                        f"limit{limit} (its files in /tmp and its shared memory count too)")
-            if os.WIFSIGNALED(status):
-                return f"the candidate's process died of signal {signal.Signals(os.WTERMSIG(status)).name}"
-            return f"the candidate's process exited (code {os.waitstatus_to_exitcode(status)}) without answering"
-        time.sleep(0.05)
-    return f"the candidate's process failed: {error}"
+    proc = _PROCS.get(pid)
+    try:
+        code = proc.wait(timeout=10.0) if proc is not None else None  # (a killed process may take seconds to end)
+    except subprocess.TimeoutExpired:
+        code = None
+    if code is None:
+        return f"the candidate's process failed: {error}"
+    if code == -signal.SIGKILL:
+        limit = f" of {LIMIT_MB} MiB" if LIMIT_MB else ""
+        return (f"the candidate's process was killed (SIGKILL): it most likely went over the memory limit{limit} "
+                "(its files in /tmp and its shared memory count too)")
+    if code < 0:
+        return f"the candidate's process died of signal {signal.Signals(-code).name}"
+    return f"the candidate's process exited (code {code}) without answering"

@@ -169,6 +169,24 @@ def _module_rejections(program: Program) -> list[dict[str, Any]]:
     return []
 
 
+def donates(text: str | None) -> str | None:
+    """Where the candidate's source donates its inputs (``donate_argnums``/``donate_argnames``), or None: an
+    exported program never deletes the judge's arrays, but the candidate's entry would delete its caller's
+    (read from the text the candidate sent, never run)."""
+    import ast
+
+    try:
+        tree = ast.parse(text or "")
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in ("donate_argnums", "donate_argnames"):
+            empty = isinstance(node.value, (ast.Tuple, ast.List)) and not node.value.elts
+            if not empty:
+                return f"line {node.value.lineno}: {node.arg}"
+    return None
+
+
 def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[[str], None], prep: Any,
                   sizes: Any, modules: dict[str, Any], verifier: Any) -> dict[str, Any]:
     """Verify, check, compare and (when asked) time the candidate's modules into ``result``."""
@@ -199,6 +217,12 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
         say("pricing the candidate's exported program by the cost model (in the judge)")
         result["estimate"] = estimate(params, prep, sizes, modules)
     result["rejections"] = _module_rejections(main)
+    donated = donates(params.get("text"))
+    if donated and not result["rejections"]:
+        from .. import timing_guards as guards
+
+        result["rejections"] = [guards.reject("input_mutation", f"the candidate's entry donates its inputs ({donated}): "
+                                              "its caller's arrays would be deleted by the call")]
     if not params.get("checks", True):
         result["verdict"] = "error" if result["rejections"] else "ok"
         result["error"] = "not tested: only an estimate was asked for" if not result["rejections"] else None

@@ -133,8 +133,10 @@ def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
 
     config = dict(prep.task.config or {})
     scaled = proposal.get("config") if isinstance(proposal.get("config"), dict) else None
-    if not scaled:
-        return "the task is too large to check whole in interpret mode and no reduced size was proposed"
+    if not scaled:  # the program fits the judge's budget whole: the task's own size (the worker's limits hold)
+        full = prep.task.abstract_args()
+        extra, how, at = _extra(prep)
+        return Sizes(full, full, extra=extra, extra_how=how, extra_config=at)
     for key, value in scaled.items():
         if not (isinstance(value, int) and isinstance(config.get(key), int) and 1 <= value <= config[key]):
             return f"a proposed reduced size {key}={value!r} is not a CONFIG size of the task's own file to reduce"

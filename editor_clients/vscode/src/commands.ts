@@ -341,3 +341,15 @@ export function explanationMarkdown(result: unknown): string | undefined {
   const r = result as { ok?: unknown; markdown?: unknown };
   return r.ok === true && typeof r.markdown === 'string' && r.markdown !== '' ? r.markdown : undefined;
 }
+
+/**
+ * The settings to open after a server command, when its answer names them (`{ok: true, settings:
+ * "pallasite.agent"}`: "Set up an LLM provider…"); undefined otherwise.
+ */
+export function settingsToOpen(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null) {
+    return undefined;
+  }
+  const r = result as { ok?: unknown; settings?: unknown };
+  return r.ok === true && typeof r.settings === 'string' && r.settings.startsWith('pallasite') ? r.settings : undefined;
+}

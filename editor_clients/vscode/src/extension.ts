@@ -31,6 +31,7 @@ import {
   isUriLike,
   missingContextMessage,
   paletteArguments,
+  settingsToOpen,
   typedFindingCode,
   type CommandContext,
 } from './commands';
@@ -43,6 +44,7 @@ import {
   clientStateText,
   isAlarming,
   parseStatus,
+  type ServerStatus,
   statusText,
   statusTooltip,
 } from './status';
@@ -54,6 +56,8 @@ let statusItem: vscode.StatusBarItem;
 let output: vscode.LogOutputChannel;
 let chips: string[] = [];
 let settingKeys: string[] = [];
+let lastStatus: ServerStatus | undefined;
+let canSelectTarget = false;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel('Pallasite', { log: true });
@@ -97,6 +101,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()));
+  // the status bar shows the active document's verdict: follow the active editor
+  context.subscriptions.push(vscode.window.onDidChangeActiveTextEditor(() => showStatus()));
   const python = await pythonExtension();
   const onPythonChange = python?.environments?.onDidChangeActiveEnvironmentPath;
   if (onPythonChange !== undefined) {
@@ -163,6 +169,10 @@ async function start(): Promise<void> {
         if (problem !== undefined) {
           void vscode.window.showWarningMessage(problem);
         }
+        const settings = settingsToOpen(result);
+        if (settings !== undefined) {
+          void vscode.commands.executeCommand('workbench.action.openSettings', settings);
+        }
         return result;
       },
       workspace: {
@@ -199,15 +209,9 @@ async function start(): Promise<void> {
       return;
     }
     void vscode.commands.executeCommand('setContext', TRUSTED_KEY, status.trusted);
-    statusItem.text = statusText(status);
-    statusItem.tooltip = statusTooltip(status);
-    statusItem.backgroundColor = isAlarming(status)
-      ? new vscode.ThemeColor('statusBarItem.errorBackground')
-      : undefined;
-    statusItem.command = advertisedCommands(created.initializeResult).includes('pallasite.selectTarget')
-      ? 'pallasite.selectTarget'
-      : undefined;
-    statusItem.show();
+    lastStatus = status;
+    canSelectTarget = advertisedCommands(created.initializeResult).includes('pallasite.selectTarget');
+    showStatus();
   });
   try {
     await created.start();
@@ -240,7 +244,21 @@ async function restart(): Promise<void> {
   await start();
 }
 
+/** The last `pallasite/status`, with the active editor's document's verdict. */
+function showStatus(): void {
+  if (lastStatus === undefined) {
+    return;
+  }
+  const uri = vscode.window.activeTextEditor?.document.uri.toString();
+  statusItem.text = statusText(lastStatus, uri);
+  statusItem.tooltip = statusTooltip(lastStatus, uri);
+  statusItem.backgroundColor = isAlarming(lastStatus) ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+  statusItem.command = canSelectTarget ? 'pallasite.selectTarget' : undefined;
+  statusItem.show();
+}
+
 function showClientState(state: ClientState, tooltip?: string): void {
+  lastStatus = undefined;
   statusItem.text = clientStateText(state);
   statusItem.tooltip = tooltip ?? 'Pallasite language server';
   statusItem.backgroundColor =

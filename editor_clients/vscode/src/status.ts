@@ -1,7 +1,8 @@
 /**
  * The status bar item's content, from the server's `pallasite/status` notification
- * ({target, backend, worker, trusted}) or from the client's own state before the server runs.
- * Pure functions: what to show is decided here, VS Code only displays it.
+ * ({target, backend, worker, trusted, files}) or from the client's own state before the server runs.
+ * `files` carries each open kernel document's last verdict in the server's words; the item shows the
+ * active editor's. Pure functions: what to show is decided here, VS Code only displays it.
  */
 
 export const STATUS_NOTIFICATION = 'pallasite/status';
@@ -17,6 +18,31 @@ export interface ServerStatus {
   readonly trusted: boolean;
   /** The tiers run on open/save, when the server says. */
   readonly tiers?: readonly number[];
+  /** Each open kernel document's last verdict, in the server's words. */
+  readonly files?: readonly FileVerdict[];
+}
+
+/** One document's last verdict: "checking", the compile verdict of its last check, or tier 0's count. */
+export interface FileVerdict {
+  readonly uri: string;
+  /** "checking", "ok", "error", "unknown" or "tier0" (the server's). */
+  readonly state: string;
+  /** Short words for the status bar, e.g. "not compiled: 1 error(s): PLS001". */
+  readonly verdict: string;
+  /** The long form for the tooltip. */
+  readonly detail: string;
+}
+
+function parseFiles(raw: unknown): FileVerdict[] | undefined {
+  if (!Array.isArray(raw)) {
+    return undefined;
+  }
+  return raw.filter(
+    (f): f is FileVerdict =>
+      typeof f === 'object' &&
+      f !== null &&
+      ['uri', 'state', 'verdict', 'detail'].every((k) => typeof (f as Record<string, unknown>)[k] === 'string'),
+  );
 }
 
 /** The notification's payload if it has the expected shape, else undefined (and nothing is shown). */
@@ -29,14 +55,23 @@ export function parseStatus(raw: unknown): ServerStatus | undefined {
     return undefined;
   }
   const tiers = r['tiers'];
+  const files = parseFiles(r['files']);
   return {
     target: r['target'],
     backend: typeof r['backend'] === 'string' ? r['backend'] : 'local',
     worker: r['worker'],
     trusted: r['trusted'],
     ...(Array.isArray(tiers) && tiers.every((t) => typeof t === 'number') ? { tiers: tiers as number[] } : {}),
+    ...(files === undefined ? {} : { files }),
   };
 }
+
+/** The verdict of the document `uri` (the active editor's), if the server sent one. */
+export function fileVerdict(status: ServerStatus, uri: string | undefined): FileVerdict | undefined {
+  return uri === undefined ? undefined : status.files?.find((f) => f.uri === uri);
+}
+
+const VERDICT_ICONS: Record<string, string> = { ok: '$(pass)', error: '$(error)', checking: '$(sync~spin)' };
 
 const BUSY = new Set(['starting', 'checking', 'compiling', 'running', 'restarting']);
 const FAILED = new Set(['crashed', 'failed', 'unavailable', 'error']);
@@ -52,17 +87,27 @@ export function workerIcon(worker: string): string {
   return '$(circuit-board)';
 }
 
-/** e.g. "$(circuit-board) v6e · local · idle" or "… · $(workspace-untrusted) untrusted". */
-export function statusText(status: ServerStatus): string {
+/**
+ * e.g. "$(circuit-board) v6e · local · idle", "… · $(workspace-untrusted) untrusted", then the active
+ * document's last verdict ("… · $(error) not compiled: 1 error(s): PLS001") when `uri` has one.
+ */
+export function statusText(status: ServerStatus, uri?: string): string {
   const parts = [`${workerIcon(status.worker)} ${status.target}`, status.backend, status.worker];
   if (!status.trusted) {
     parts.push('$(workspace-untrusted) untrusted');
   }
+  const verdict = fileVerdict(status, uri);
+  if (verdict !== undefined) {
+    const icon = VERDICT_ICONS[verdict.state];
+    parts.push(icon === undefined ? verdict.verdict : `${icon} ${verdict.verdict}`);
+  }
   return parts.join(' · ');
 }
 
-export function statusTooltip(status: ServerStatus): string {
+export function statusTooltip(status: ServerStatus, uri?: string): string {
+  const verdict = fileVerdict(status, uri);
   return [
+    ...(verdict === undefined ? [] : [`This file: ${verdict.detail}`]),
     `Pallasite: verdicts for TPU ${status.target}`,
     `Workers run: ${status.backend}`,
     `Worker: ${status.worker}`,

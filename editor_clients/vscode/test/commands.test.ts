@@ -20,6 +20,7 @@ import {
   typedFindingCode,
   manifestCommands,
   paletteArguments,
+  settingsToOpen,
   whenClause,
 } from '../src/commands';
 
@@ -249,4 +250,12 @@ test('the plan documents get Approve, Revise and Stop in their title bar; packag
   assert.deepEqual(packageJson.contributes.menus['editor/title'], editorTitle);
   const stepWhen = commandPalette.find((e) => e.command === 'pallasite.optimizeStep')?.when;
   assert.equal(stepWhen, 'pallasite.advertises.optimize && editorLangId == python');
+});
+
+test('"Set up an LLM provider…" opens the settings its answer names, and only pallasite settings', () => {
+  assert.equal(settingsToOpen({ ok: true, settings: 'pallasite.agent', docs: 'file:///docs/agents.md' }), 'pallasite.agent');
+  assert.equal(settingsToOpen({ ok: false, settings: 'pallasite.agent' }), undefined);
+  assert.equal(settingsToOpen({ ok: true, settings: 'editor.fontSize' }), undefined);
+  assert.equal(settingsToOpen({ ok: true }), undefined);
+  assert.equal(settingsToOpen(null), undefined);
 });

@@ -52,3 +52,19 @@ test('client states before the server speaks', () => {
   assert.match(clientStateText('not installed'), /not installed/);
   assert.match(clientStateText('starting'), /sync~spin/);
 });
+
+test("the active document's last verdict follows the server's words; other documents' do not show", () => {
+  const files = [
+    { uri: 'file:///k/a.py', state: 'error', verdict: 'not compiled: 1 error(s): PLS001', detail: 'not compiled for v6e: 1 error(s): PLS001' },
+    { uri: 'file:///k/b.py', state: 'ok', verdict: 'compiled (tiers 0,1,2)', detail: 'compiled for v6e (tiers 0,1,2)' },
+    { uri: 'file:///k/c.py', state: 'odd' },
+  ];
+  const status = parseStatus({ target: 'v6e', backend: 'local', worker: 'idle', trusted: true, files });
+  assert.equal(status?.files?.length, 2); // the malformed entry is dropped
+  assert.equal(statusText(status!, 'file:///k/a.py'), '$(circuit-board) v6e · local · idle · $(error) not compiled: 1 error(s): PLS001');
+  assert.equal(statusText(status!, 'file:///k/b.py'), '$(circuit-board) v6e · local · idle · $(pass) compiled (tiers 0,1,2)');
+  assert.equal(statusText(status!, 'file:///k/other.py'), '$(circuit-board) v6e · local · idle');
+  assert.equal(statusText(status!), '$(circuit-board) v6e · local · idle');
+  assert.match(statusTooltip(status!, 'file:///k/a.py'), /^This file: not compiled for v6e: 1 error\(s\): PLS001/);
+  assert.equal(parseStatus({ target: 'v6e', worker: 'idle', trusted: true, files: 'x' })?.files, undefined);
+});

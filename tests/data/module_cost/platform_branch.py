@@ -24,3 +24,10 @@ def branching(x, y):
 def example_inputs():
     s = jax.ShapeDtypeStruct((512, 128), jnp.float32)
     return (s, s)
+
+
+def scaled(x, y):
+    """The kernel on every platform, but a factor that differs by platform: 1 on the TPU, 2 elsewhere
+    (branches that only return constants, like the lowering's own remapping of the platform index)."""
+    factor = jax.lax.platform_dependent(tpu=lambda: jnp.float32(1.0), default=lambda: jnp.float32(2.0))
+    return pallas_add(x, y) * factor

@@ -74,6 +74,10 @@ function M.lsp_config(opts)
     root_markers = opts.root_markers,
     settings = { pallasite = section },
     init_options = section,
+    -- Every change goes to the server at once: the server debounces tier 0 itself (check.debounceMs,
+    -- 150 ms); Neovim's own rate limit (150 ms by default) held the last keystroke of a typed word up to
+    -- 150 ms more, so diagnostics came ~300 ms after it (benchmarks/bench_nvim_tier0.py).
+    flags = { debounce_text_changes = 0 },
     handlers = {
       [status.NOTIFICATION] = status.on_status,
       ['window/showMessageRequest'] = prompt.on_request,

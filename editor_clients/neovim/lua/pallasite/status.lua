@@ -1,6 +1,7 @@
 --- What the statusline shows: the server's `pallasite/status` notification ({target, backend,
---- worker, trusted}) and its LSP work-done progress, kept per client. `text()` is pure; the
---- handlers store state and fire `User PallasiteStatus` so other plugins can react.
+--- worker, trusted, files}) and its LSP work-done progress, kept per client; `files` holds each open
+--- kernel document's last verdict in the server's words, of which the statusline shows its buffer's.
+--- `text()` is pure; the handlers store state and fire `User PallasiteStatus` so other plugins can react.
 
 local M = {}
 
@@ -23,24 +24,38 @@ function M.parse(result)
   if type(result.target) ~= 'string' or type(result.worker) ~= 'string' or type(result.trusted) ~= 'boolean' then
     return nil
   end
+  local files = {}
+  for _, f in ipairs(type(result.files) == 'table' and result.files or {}) do
+    if type(f) == 'table' and type(f.uri) == 'string' and type(f.state) == 'string'
+        and type(f.verdict) == 'string' and type(f.detail) == 'string' then
+      files[f.uri] = { state = f.state, verdict = f.verdict, detail = f.detail }
+    end
+  end
   return {
     target = result.target,
     backend = type(result.backend) == 'string' and result.backend or 'local',
     worker = result.worker,
     trusted = result.trusted,
+    files = files,
   }
 end
 
---- "pallasite v6e · local · idle", then " · untrusted" and the running progress, if any.
---- @param status {target: string, backend: string, worker: string, trusted: boolean}|nil
+--- "pallasite v6e · local · idle", then " · untrusted", the document `uri`'s last verdict (when the
+--- server sent one) and the running progress, if any.
+--- @param status {target: string, backend: string, worker: string, trusted: boolean, files: table?}|nil
 --- @param progress {title: string?, message: string?, percentage: integer?}|nil
+--- @param uri string|nil
 --- @return string
-function M.text(status, progress)
+function M.text(status, progress, uri)
   local parts = {}
   if status then
     parts = { 'pallasite ' .. status.target, status.backend, status.worker }
     if not status.trusted then
       parts[#parts + 1] = 'untrusted'
+    end
+    local verdict = uri and status.files and status.files[uri]
+    if verdict then
+      parts[#parts + 1] = verdict.verdict
     end
   else
     parts = { 'pallasite' }
@@ -122,7 +137,14 @@ function M.statusline(bufnr)
     running = p
     break
   end
-  return M.text(M.by_client[client.id], running)
+  return M.text(M.by_client[client.id], running, vim.uri_from_bufnr(bufnr or vim.api.nvim_get_current_buf()))
+end
+
+--- The last verdict of the buffer's document ({state, verdict, detail}), nil when none was sent.
+function M.verdict(bufnr)
+  local status = M.for_buffer(bufnr)
+  local uri = vim.uri_from_bufnr(bufnr or vim.api.nvim_get_current_buf())
+  return status and status.files and status.files[uri] or nil
 end
 
 return M

@@ -23,6 +23,24 @@ cases.status_text = function()
   assert(titled == 'pallasite v6e · local · idle · untrusted · checking add.py for v6e: tier 1', titled)
 end
 
+cases.status_shows_the_buffers_last_verdict = function()
+  local s = status.parse({ target = 'v6e', backend = 'local', worker = 'idle', trusted = true, files = {
+    { uri = 'file:///p/add.py', state = 'error', verdict = 'not compiled: 1 error(s): PLS001', detail = 'long' },
+    { uri = 'file:///p/bad.py', state = 'error' },
+  } })
+  assert(vim.tbl_count(s.files) == 1, vim.inspect(s.files))
+  local text = status.text(s, nil, 'file:///p/add.py')
+  assert(text == 'pallasite v6e · local · idle · not compiled: 1 error(s): PLS001', text)
+  assert(status.text(s, nil, 'file:///p/other.py') == 'pallasite v6e · local · idle')
+  assert(status.text(s) == 'pallasite v6e · local · idle')
+end
+
+cases.changes_reach_the_server_at_once = function()
+  -- the server debounces tier 0; a second debounce in Neovim held a typed word's last key (issue 52)
+  local config = pallasite.lsp_config(pallasite.resolve({}))
+  assert(config.flags and config.flags.debounce_text_changes == 0, vim.inspect(config.flags))
+end
+
 cases.status_parse = function()
   assert(status.parse({ target = 'v5e', worker = 'idle', trusted = false }).backend == 'local')
   assert(status.parse({ target = 'v5e', worker = 'idle', trusted = 'no' }) == nil)
