@@ -60,19 +60,19 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(translate(name, argv[1:]))
     args.command = name
-    from .settings import SettingsError
-
     try:
         return int(module.run(args) or 0)
-    except SettingsError as err:  # a bad [tool.pallasite]: a configuration error, never run with defaults
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # e.g. `pallasite settings --schema | head`: the reader left early
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except Exception:  # noqa: BLE001 - an internal failure is exit 2, never "errors found" (1)
+    except Exception as err:  # noqa: BLE001 - an internal failure is exit 2, never "errors found" (1)
+        from .settings import SettingsError  # (imported here: `pallasite worker` never reads settings)
+
+        if isinstance(err, SettingsError):  # a bad [tool.pallasite]: a configuration error, never run with defaults
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         traceback.print_exc()
         print(f"error: internal error in pallasite {name} (the traceback above); please report it with the traceback", file=sys.stderr)
         return 2
