@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..analysis.verdict import rank
+from ..analysis.verdict import COST_MODEL, rank
 
 from .eval_job import AgentRunner, MethodAnswer, evaluate_one
 from .optimize_eval import JudgeEvaluator
@@ -95,10 +95,11 @@ class AgentSpec:
 
 
 def eval_id(tasks: list, specs: dict[str, Any], provider: str, chip: str, timing: str, verify: bool) -> str:
-    """Same tasks (by their reference text), methods, provider, chip and timing -> the same eval (a re-run resumes)."""
+    """Same tasks (by their reference text), methods, provider, chip and timing, and the same cost model
+    -> the same eval (a re-run resumes; rows a different cost model priced are never read back)."""
     parts = [[(t.name, hashlib.sha256(t.reference_text().encode()).hexdigest()[:16]) for t in tasks],
              {name: (s.params() if isinstance(s, AgentSpec) else s) for name, s in specs.items()},
-             provider, chip, timing, verify, "eval agents v1"]
+             provider, chip, timing, verify, "eval agents v1", COST_MODEL]
     return "eval-" + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

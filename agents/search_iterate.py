@@ -150,7 +150,8 @@ class IterateNodes:
         it = await iterate(state, client, self.slotted, self.budgets, instruction=instruction(req), on_phase=say)
         record = dict(verdict=it.verdict, phases=tuple(it.phases), tokens=it.tokens)
         if it.source is None:  # the model gave no candidate (or the call failed): nothing to evaluate
-            return Outcome(Proposal("", it.plan, f"{it.verdict}: {it.evidence}"[:500] or it.verdict), None, **record)
+            why = it.evidence if it.verdict == "no candidate" and it.evidence else f"{it.verdict}: {it.evidence}"
+            return Outcome(Proposal("", it.plan, why[:500] or it.verdict), None, **record)
         proposal = Proposal(it.source, it.plan)
         verdict = state.verdict(it)  # as the phases made it: compiled, correct / wrong / not verified, timing
         method = verdict.timing.label() if verdict.timing is not None else self.evaluator.method

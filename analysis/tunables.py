@@ -7,7 +7,10 @@ Found, in this order (a name found twice is kept once, the first way):
    entry holding a list or tuple of ints (``"block_shape": [1024, 2048]``) is one tunable per
    element, named ``block_shape[0]``, ``block_shape[1]`` (the worker puts each back in its place);
 3. module-level int constants used in a block shape: inside the first argument of a
-   ``BlockSpec(...)`` or the shape of a ``VMEM(...)`` scratch (``BLOCK_ROWS = 16``);
+   ``BlockSpec(...)`` or the shape of a ``VMEM(...)`` scratch (``BLOCK_ROWS = 16``), except those
+   named for the chip's fixed geometry or a bound (``NUM_LANES``, ``NUM_SUBLANES``, ``MXU_SIZE``,
+   ``MIN_BLOCK_SIZE``, ``MAX_...``: ``hardware_constant``): changing them changes no choice, only
+   breaks the kernel's own assumptions. Declared in the search space (``TUNABLES``), they are kept.
 4. block sizes the file passes to a library it imports, as int literals of keyword arguments named like
    block sizes (``block*``, ``tile*``, ``tiling``, ``num_*_per_block``, ``bq``/``bkv``/``tm``...):
    ``BlockSizes(block_q=512, block_k=512)`` for jax's flash attention, ``gmm(..., tiling=(128, 128, 128))``
@@ -38,6 +41,15 @@ from .types import KernelTask, TextEdit, Tunable
 
 TUNED_PARAMS = "TUNED_PARAMS"
 _SHAPE_CALLS = ("BlockSpec", "VMEM")
+_GEOMETRY_WORDS = ("LANE", "LANES", "SUBLANE", "SUBLANES", "MXU")
+_BOUND_WORDS = ("MIN", "MAX")
+
+
+def hardware_constant(name: str) -> bool:
+    """Whether a constant's name says it is the chip's geometry or a bound, not a choice: a word of it
+    (split at ``_``, any case) is LANE(S), SUBLANE(S) or MXU, or it starts with MIN or MAX."""
+    words = [w for w in name.upper().split("_") if w]
+    return bool(words) and (words[0] in _BOUND_WORDS or any(w in _GEOMETRY_WORDS for w in words))
 
 
 def find_tunables(source: Source, path: str = "", entry: str | None = None,
@@ -57,7 +69,8 @@ def find_tunables(source: Source, path: str = "", entry: str | None = None,
     for t in _tuned_params(source, assignments.get(TUNED_PARAMS)):
         found.setdefault(t.name, t)
     for t in _block_constants(source):
-        found.setdefault(t.name, t)
+        if t.name in space or not hardware_constant(t.name):
+            found.setdefault(t.name, t)
     for t in _call_keywords(source):
         found.setdefault(t.name, t)
     return tuple(_with_candidates(t, space.get(t.name)) for t in found.values())

@@ -558,15 +558,22 @@ def self_judged(verdict: "Verdict") -> bool:
     return verdict.judged_by is not JudgedBy.JUDGE
 
 
+JUDGED_WHY = {  # what each judge means, said beside it in every table's footer (the rendering only)
+    JudgedBy.JUDGE: "the judge, not the candidate, compared its outputs with the reference and timed it, so the "
+                    "candidate could not fake either (docs/safety.md)",
+    JudgedBy.CANDIDATE: "a candidate's own process could fake its comparison and timing (docs/safety.md)",
+}
+
+
 def judged_lines(judged: Sequence[tuple[str, Any]], what: str) -> list[str]:
-    """"judged by <who>: <what> 1, 2" lines for a table's footer, from (key, judged_by) pairs. Keys
-    never tested (unknown) are left out."""
+    """"judged by <who>: <what> 1, 2; <what that means>" lines for a table's footer, from (key, judged_by)
+    pairs. Keys never tested (unknown) are left out."""
     by: dict[JudgedBy, list[str]] = {}
     for key, who in judged:
         who = JudgedBy.of(who)
         if who is not JudgedBy.UNKNOWN:
             by.setdefault(who, []).append(key)
-    return [f"judged by {who.text()}: {what} {', '.join(keys)}" for who, keys in by.items()]
+    return [f"judged by {who.text()}: {what} {', '.join(keys)}; {JUDGED_WHY[who]}" for who, keys in by.items()]
 
 
 @dataclass(frozen=True)

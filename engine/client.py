@@ -294,9 +294,14 @@ class WorkerClient:
         if isinstance(hello, _Exited):
             await self._reap()
             missing = _missing_module(self.stderr_tail())
+            why = ""
+            if self.config.command:  # the launcher (ssh, gcloud) ended: its own words, and what to try
+                from .launcher import launch_failure
+
+                why = launch_failure(self.config.command, hello.code, self.stderr_tail())
             raise WorkerStartError(
-                f"the worker stopped before its handshake: {describe_exit(hello.code)} ({' '.join(argv)})",
-                "missing_module" if missing else "exited", missing)
+                f"the worker stopped before its handshake: {describe_exit(hello.code)} ({' '.join(argv)})"
+                + (f": {why}" if why else ""), "missing_module" if missing else "exited", missing)
         try:
             protocol.check_handshake(hello)
         except protocol.ProtocolError as exc:

@@ -40,6 +40,11 @@ def _read(path: str) -> str:
 def discover(root: str) -> list[EvalTask]:
     """Task folders under ``root`` (itself included), sorted by path."""
     root = os.path.abspath(root)
+    if os.path.isfile(root):
+        raise ValueError(f"{root}: a file; pallasite eval takes a folder of tasks (JAXBench: folders with "
+                         "baseline.py; MaxKernel: folders with kernel_task.yaml). For one kernel file: `pallasite time "
+                         "FILE` times it against its reference(), `pallasite eval TASK_DIR --kernel FILE` scores it "
+                         "against a task")
     if not os.path.isdir(root):
         raise ValueError(f"{root}: no such folder (pass a folder of JAXBench or MaxKernel task folders)")
     found = []

@@ -12,6 +12,10 @@
   (a mismatch refuses the worker); other differences are warnings recorded with every result,
   since verdicts and timings are valid for the worker's versions, not the laptop's.
 - ``describe(handshake, where)``: one line saying what answered (host, devices, versions).
+- ``launcher_host(command)``: the host a launcher command line reaches (``ssh -p 2222 me@vm`` ->
+  ``me@vm``, ``gcloud ... tpu-vm ssh NAME ...`` -> ``NAME``), to name the worker by.
+- ``launch_failure(command, code, said)``: why a launcher ended before its worker answered, in words,
+  with the command to try by hand (ssh's 255: the host or port could not be reached, or the login failed).
 
 Client side: no JAX (this machine's versions come from ``analysis.types.installed_versions``).
 """
@@ -42,6 +46,49 @@ def launch_argv(command: Sequence[str], worker: Sequence[str]) -> list[str]:
     if any(PLACEHOLDER in word for word in command):
         return [word.replace(PLACEHOLDER, joined) for word in command]
     return [*command, *worker]
+
+
+# ssh's options that take a value (``man ssh``): the word after them is not the destination
+_SSH_VALUE_OPTIONS = set("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def launcher_host(command: Sequence[str]) -> str | None:
+    """The host a launcher reaches: ssh's destination, or the word after gcloud's ``ssh``; None when the
+    command line says no such thing (a script of the user's)."""
+    words = list(command)
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "ssh":
+        i = 1
+        while i < len(words):
+            word = words[i]
+            if word == "--":
+                return words[i + 1] if i + 1 < len(words) else None
+            if word.startswith("-") and len(word) > 1:
+                i += 2 if word[-1] in _SSH_VALUE_OPTIONS and len(word) == 2 else 1
+                continue
+            return None if PLACEHOLDER in word else word
+        return None
+    if "ssh" in words[1:]:  # gcloud compute tpus tpu-vm ssh NAME ...
+        rest = [w for w in words[words.index("ssh", 1) + 1:] if not w.startswith("-") and PLACEHOLDER not in w]
+        return rest[0] if rest else None
+    return None
+
+
+def launch_failure(command: Sequence[str], code: int | None, said: str) -> str:
+    """Why the launcher ended before its worker sent a handshake, and what to try: its own last words
+    (``said``, its stderr), and for ssh's exit 255 that the host could not be reached or refused the
+    login, with the same ssh command line to run by hand."""
+    words = list(command)
+    last = [line.strip() for line in said.splitlines() if line.strip() and not line.startswith("[pallasite")][-3:]
+    text = f" ({'; '.join(last)})" if last else ""
+    uses_ssh = bool(words) and (os.path.basename(words[0]) == "ssh" or "ssh" in words[1:])
+    if code == 255 and uses_ssh:
+        host = launcher_host(words) or "the host"
+        trial = " ".join(shlex.quote(w) for w in launch_argv(words, ["true"]))
+        return (f"ssh could not reach {host} or log in (exit 255){text}; check the host, the port and the key, "
+                f"and test the connection alone: {trial}")
+    return f"the launcher said: {'; '.join(last)}" if last else ""
 
 
 def _quote(word: str) -> str:

@@ -153,7 +153,9 @@ def where(settings: BackendSettings) -> str:
         hosts = settings.all_hosts
         if len(hosts) > 1:
             return "ssh:" + "+".join(hosts)
-        return f"ssh:{settings.host or (hosts[0] if hosts else ssh_launcher(settings)[0])}"
+        if settings.host or hosts:
+            return f"ssh:{settings.host or hosts[0]}"
+        return f"ssh:{launcher.launcher_host(ssh_launcher(settings)) or ssh_launcher(settings)[0]}"
     if settings.kind == "ray":
         return f"ray:{settings.ray_address or 'local'}"
     return "local"

@@ -45,7 +45,7 @@ def reuse_note(entry: str, hit: CachedVerdict, target: str, versions: Mapping[st
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(hit.created))
     made_with = ", ".join(f"{name} {versions[name]}" for name in ("jax", "libtpu") if versions.get(name))
     return (f"tier 2 for {target} reused from {hit.where}, compiled {when} ({entry}: {hit.status}; "
-            f"same lowered kernel, inputs and {made_with or 'versions'}; --no-cache recompiles)")
+            f"same lowered kernel, inputs and {made_with or 'versions'}; `pallasite check --no-store` recompiles)")
 
 
 class GuardedCache:

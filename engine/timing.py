@@ -47,7 +47,7 @@ class TaskFiles:
 def task_files(target: str, task: str | None = None) -> TaskFiles:
     """The files to time for a FILE or TASK_DIR argument; ValueError says what is missing. ``task``:
     a JAXBench task folder (or its baseline.py) whose reference and inputs a stand-alone kernel
-    FILE is scored against (``pallasite time FILE --task TASK_DIR``)."""
+    FILE is scored against (``pallasite time TASK_DIR --kernel FILE``)."""
     if task is not None:
         return _against_task(target, task)
     target = os.path.abspath(target)

@@ -178,6 +178,22 @@ def store_path(workspace: str | Path) -> Path:
     return Path(workspace) / STORE_DIR / STORE_FILE
 
 
+GITIGNORE = "# Created by pallasite: its results store, plans and reports, never committed.\n*\n"
+
+
+def pallasite_folder(workspace: str | Path) -> Path:
+    """``<workspace>/.pallasite``, made if missing, with a ``.gitignore`` of ``*`` inside when it is made
+    (so a project's git, and a pre-commit hook's check, never sees it as untracked). Everything that
+    writes under ``.pallasite/`` makes it through here."""
+    folder = Path(workspace) / STORE_DIR
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text(GITIGNORE, encoding="utf-8")
+    return folder
+
+
 PROJECT_MARKERS = ("pyproject.toml", ".git")
 
 
@@ -214,6 +230,8 @@ class ResultsStore:
         self.busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         try:
+            if self.path.parent.name == STORE_DIR:
+                pallasite_folder(self.path.parent.parent)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), timeout=busy_timeout_s, isolation_level=None,
                                        check_same_thread=False)

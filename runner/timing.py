@@ -137,8 +137,8 @@ def prepared(params: dict[str, Any]):
         chosen = [t for t in tasks if want is None or t.name == want]
         if not chosen:
             names = ", ".join(t.name for t in tasks) or "none"
-            raise TimingError(f"{path}: no task {'named ' + repr(want) if want else ''} to time (tasks found: {names}); "
-                              "see docs/task-convention.md (a kernel for a JAXBench task: pallasite time FILE --task TASK_DIR)")
+            raise TimingError(f"{path}: no task {'named ' + repr(want) + ' ' if want else ''}to time (tasks found: {names}); "
+                              "see docs/task-convention.md (a kernel for a JAXBench task: pallasite time TASK_DIR --kernel FILE)")
         if want is None and len(chosen) > 1:
             raise TimingError(f"{path} has several tasks ({', '.join(t.name for t in chosen)}): name one with 'entry'")
         task = chosen[0]
@@ -149,7 +149,7 @@ def prepared(params: dict[str, Any]):
         if reference is None:
             raise TimingError(f"{path}: task {task.name!r} has no reference to compare with and time against; "
                               "define reference() (native), put it beside a baseline.py (JAXBench), or score it "
-                              "against a task: pallasite time FILE --task TASK_DIR (eval: TASK_DIR --kernel FILE)")
+                              "against a task: pallasite time TASK_DIR --kernel FILE (eval too)")
         config = {str(k): v for k, v in (params.get("config") or {}).items()}
         unknown = sorted(set(config) - set(task.tunables))
         if unknown:

@@ -53,8 +53,10 @@ def _task(module: Any, source: messages.Sources, entry: str | None,
     task = next((t for t in tasks if entry in (None, t.name)), None)
     if task is None:
         names = ", ".join(t.name for t in tasks) or "none"
-        raise tasks_runtime.TaskError(f"no task {entry!r} in {os.path.basename(path)} (tasks: {names}); "
-                                      "see docs/task-convention.md")
+        wanted = f"named {entry!r} " if entry is not None else ""
+        raise tasks_runtime.TaskError(f"no task {wanted}in {os.path.basename(path)} (tasks: {names}): it needs "
+                                      "example_inputs() and reference(), or a JAXBench/KernelBench form; see "
+                                      "docs/task-convention.md")
     return task
 
 

@@ -14,19 +14,12 @@ import sys
 import traceback
 
 from .commands import COMMANDS  # name -> (module, one-line help)
+from .flags import Parser as _Parser  # a usage error: one line, and where the help is
 
 # One rule for keys: every `pallasite` process re-executes itself without the secret variables in its
 # environment (engine/secrets.py keeps their values in its memory), so no process that calls a model,
 # starts workers or runs kernel code shows them in /proc/<pid>/environ. The worker, the process where
 # kernel code runs, is not even handed them (wire/env.py filters the rest of its environment).
-
-
-class _Parser(argparse.ArgumentParser):
-    """A usage error says ``error:`` first, as every other error of the command line does."""
-
-    def error(self, message: str):
-        self.print_usage(sys.stderr)
-        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,7 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `pallasite settings --schema | head`: the reader left early
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except Exception:  # noqa: BLE001 - an internal failure is exit 2, never "errors found" (1)
+    except Exception as err:  # noqa: BLE001 - an internal failure is exit 2, never "errors found" (1)
+        from .settings import SettingsError  # (imported here: `pallasite worker` never reads settings)
+
+        if isinstance(err, SettingsError):  # a bad [tool.pallasite]: a configuration error, never run with defaults
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         traceback.print_exc()
         print(f"error: internal error in pallasite {name} (the traceback above); please report it with the traceback", file=sys.stderr)
         return 2

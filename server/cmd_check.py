@@ -15,7 +15,11 @@ with the wall time; the JSON document comes at the end, files in path order. Fil
 
 Every check is recorded in the workspace's results store (``.pallasite/results.sqlite``, see
 ``engine/store_cache.py``), and an unchanged kernel's tier-2 verdict is reused from it instead of
-recompiled (a note says so); ``--no-cache`` neither reads nor writes it.
+recompiled (a note says so); ``--no-store`` neither reads nor writes it.
+
+Ctrl-C stops the check: the files finished so far are printed with their findings (text: in path
+order; JSON and SARIF: a document of those files), their verdicts stay in the results store (a
+re-run reuses them), and the exit status is 130.
 """
 
 from __future__ import annotations
@@ -154,21 +158,35 @@ def run(args: argparse.Namespace) -> int:
         files = expand_paths(args.paths)
         options, strict = _options_and_strict(args, files)
         jobs = jobs_for(args)
-    except UsageError as err:
+    except (UsageError, ValueError) as err:  # ValueError: a bad [tool.pallasite] (server/settings.SettingsError)
         print(f"error: {err}", file=sys.stderr)
         return 2
     use_store = not getattr(args, "no_cache", False)
     if use_store and any(tier > 0 for tier in options.tiers):  # the compiler tiers' verdicts are recorded
         _say_if_not_recorded(files)
-    progress = CheckProgress(len(files), tiers=options.tiers, text=args.format == "text", details=args.details,
+    progress = CheckProgress(files, tiers=options.tiers, text=args.format == "text", details=args.details,
                              verbose=getattr(args, "verbose", False), target=options.target)
     try:
         reports = check_paths_sync(files, options, jobs=jobs, use_store=use_store, on_report=progress)
+    except KeyboardInterrupt:
+        progress.close()
+        return _interrupted(args.format, files, progress.done, options, time.monotonic() - started, use_store)
     finally:
         progress.close()
     status = report_format.exit_status(reports, options.tiers, strict=strict)
     print(_closing(args.format, reports, options, time.monotonic() - started, status))
     return status
+
+
+def _interrupted(form: str, files: list[str], done: list, options, wall_s: float, stored: bool) -> int:
+    """Ctrl-C: the finished files (printed above in text; here the document of those files), what was
+    kept, exit 130."""
+    order = {path: i for i, path in reversed(list(enumerate(files)))}
+    done = sorted(done, key=lambda r: order.get(r.path, len(files)))
+    print(_closing(form, done, options, wall_s, 130))
+    kept = " (their verdicts are kept in the results store: a re-run reuses them)" if stored and done else ""
+    print(f"pallasite check: interrupted after {len(done)} of {len(files)} file(s){kept}", file=sys.stderr)
+    return 130
 
 
 def _closing(form: str, reports, options, wall_s: float, status: int) -> str:

@@ -15,10 +15,13 @@ one self-contained HTML file. Exit status: 0 evaluated, 1 a correct task without
 Agent methods (agents/eval_agents.py): ``zero-shot --samples N``, ``auto --max-iterations K``,
 ``parallel|beam|evolve`` with the search's knobs, by ``--provider``; each task's run starts from its
 reference and its best candidate is scored like a file. Several ``--method`` run over the same tasks
-and are printed side by side. Every finished task is stored in the results store under the eval's id
-(printed), so running the same command again continues where a killed (or ``--task-budget``-limited)
-run stopped; ``--provider replay:<eval id>`` re-runs every agent with its recorded answers. Exit
-status 3: ``--task-budget`` stopped the run before every task was evaluated (run it again).
+and are printed side by side. Every finished task, of every method, is stored in the results store
+under the eval's id (printed; the same tasks, candidates, methods, chip and timing give the same id),
+so running the same command again continues where a killed, interrupted (Ctrl-C: exit 130, the
+tasks this run finished listed) or ``--task-budget``-limited run stopped; ``--provider replay:<eval
+id>`` re-runs every agent with its recorded answers. Exit status 3: ``--task-budget`` stopped the run
+before every task was evaluated (run it again). ``--format json --output FILE`` writes the document
+to FILE and prints one line saying so.
 """
 
 from __future__ import annotations
@@ -126,16 +129,41 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finished = _Finished()
     try:
-        summaries = _evaluate(args, setup)
+        summaries = _evaluate(args, setup, finished)
+    except KeyboardInterrupt:
+        return _interrupted(setup, finished)
     except MissingTiming as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except Incomplete as exc:
         print(f"note: {exc}; run the same command again to continue eval {setup.eid}", file=sys.stderr)
         return 3
-    _render(args, setup.eid, summaries)
+    _render(args, setup.eid, summaries, replayable=bool(setup.specs))
     return 0
+
+
+@dataclasses.dataclass
+class _Finished:
+    """The (method, task, status) this run finished, and whether each was stored as it finished."""
+
+    tasks: list = dataclasses.field(default_factory=list)
+    stored: bool = False
+
+
+def _interrupted(setup: "_Setup", finished: _Finished) -> int:
+    """Ctrl-C: the tasks finished in this run (each stored under the eval's id as it finished) and how to
+    go on; exit 130."""
+    for method, task, status in finished.tasks:
+        print(f"  {method}: {task}: {status}", file=sys.stderr)
+    if finished.stored:
+        print(f"\npallasite eval: interrupted; eval {setup.eid} keeps {len(finished.tasks)} task result(s) finished "
+              "in this run. Run the same command to continue it.", file=sys.stderr)
+    else:
+        print(f"\npallasite eval: interrupted; {len(finished.tasks)} task(s) finished but nothing was recorded (the "
+              "results store could not be opened: the warning above), so a re-run starts over.", file=sys.stderr)
+    return 130
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,30 +195,42 @@ def _setup(args: argparse.Namespace) -> _Setup:
 
         tasks = with_kernel(tasks, args.kernel)
     specs = agent_specs(args, run.provider)
-    if getattr(args, "task_budget", None) is not None and not specs:  # nothing would resume: each run redid them
-        raise ValueError("--task-budget bounds an agent method's eval, whose finished tasks are stored under an eval id "
-                         "and resumed; the default method (files) is not stored, so a bounded run would start over "
-                         "every time: leave --task-budget out, or name an agent method (--method)")
     providers = provider_source(args, run) if specs else None
     names = args.method or ["files"]
-    eid = None
-    if specs:
-        from ..agents.eval_agents import eval_id as make_eval_id
+    from ..agents.eval_agents import eval_id as make_eval_id
 
-        eid = make_eval_id(tasks, {m: specs.get(m, m) for m in names}, run.provider, run.chip, run.where(),
-                           not args.no_verify)
+    # every method's finished tasks are stored under this id: the files method's by its candidates' text
+    eid = make_eval_id(tasks, {m: specs.get(m) or _method_key(m, tasks) for m in names},
+                       run.provider if specs else "", run.chip, run.where(), not args.no_verify)
     return _Setup(tasks, run, specs, providers, names, eid)
 
 
-def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
+def _method_key(method: str, tasks: list) -> str:
+    """What a method's stored results depend on besides the tasks' references: the files method's
+    candidates (an edited optimized.py is a new eval, never a stale resumed row)."""
+    import hashlib
+
+    if method != "files":
+        return method
+    digest = hashlib.sha256()
+    for task in tasks:
+        text = candidate_for("files")(task)
+        digest.update(f"{task.name}\0{text if text is not None else ''}\0".encode())
+    return f"files:{digest.hexdigest()[:16]}"
+
+
+def _evaluate(args: argparse.Namespace, setup: _Setup, finished: _Finished) -> list[dict]:
     """Every (method, task) through agents/eval_job.run_eval, each finished task stored at once (a re-run
-    resumes from them); agent methods' model calls recorded under <eval id>/<method>/<task>[/<sample|node>]."""
-    from ..agents.eval_job import EvalJob, run_eval
+    resumes from them) and added to ``finished``; agent methods' model calls
+    recorded under <eval id>/<method>/<task>[/<sample|node>]."""
+    from ..agents.eval_job import EvalJob, TaskVerdict, run_eval
 
     run = setup.run
-    store, recorder, eid, device = None, None, setup.eid, run.device
+    recorder, eid, device = None, setup.eid, run.device
+    store = run.open_store(lambda why: print(f"warning: {why}", file=sys.stderr))
+    finished.stored = store is not None
     if setup.specs:
-        store, recorder = run.open_store(), run.recorder()
+        recorder = run.recorder()
     done = stored_rows(store, eid) if store is not None else {}
     if done:
         print(f"pallasite eval: resuming {eid}: {len(done)} task results already stored", file=sys.stderr)
@@ -199,6 +239,7 @@ def _evaluate(args: argparse.Namespace, setup: _Setup) -> list[dict]:
     steps = {"n": len(done)}
 
     def on_task(method: str, task: str, row: dict) -> None:
+        finished.tasks.append((method, task, TaskVerdict.from_json(row).verdict.status()))
         if store is not None:
             steps["n"] += 1
             store.put_agent_step(eid, steps["n"], "eval-task", {"method": method, "task": task, "row": row})
@@ -231,21 +272,27 @@ def _methods(setup: _Setup, recorder: Any, progress: Any) -> dict:
                 if m in setup.specs else candidate_for(m)) for m in setup.names}
 
 
-def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict]) -> None:
-    """The tables (or the JSON document with --format json), the eval id, --output and --report."""
+def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict], replayable: bool = False) -> None:
+    """The tables (or the JSON document with --format json: on stdout, or in --output FILE with one line on
+    stdout saying so), the eval id, --output and --report."""
     # 3: agent methods (per task: the agent's plan, source, usage, budgets), the eval id
     document = {"version": 3, "eval_id": eid, "methods": summaries}
-    if args.format == "json" and not args.json:  # --format json alone: the document on stdout
+    as_json = args.format == "json"
+    if as_json and not args.json:  # --format json alone: the document on stdout
         print(json.dumps(document, indent=1))
-    else:
+    elif not as_json:
         for s in summaries:
             print(format_summary(s))
         print(side_by_side(summaries))  # each task's result per method, one method included
     if eid:
-        print(f"eval {eid} (replay it: --provider replay:{eid})", file=sys.stderr if args.format == "json" and not args.json else sys.stdout)
+        replay = f" (replay it: --provider replay:{eid})" if replayable else ""
+        print(f"eval {eid}{replay}", file=sys.stderr if as_json else sys.stdout)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(document, f, indent=1)
+        if as_json:
+            tasks = len(summaries[0]["per_task"]) if summaries else 0
+            print(f"pallasite eval: {len(summaries)} method(s) over {tasks} task(s); the JSON document is in {args.json}")
     if args.report:
         from .report_html import eval_html
 

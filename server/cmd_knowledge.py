@@ -17,6 +17,8 @@ from pathlib import Path
 import json
 import sys
 
+from .flags import Parser
+
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     if command == "explain":
@@ -44,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         raise ValueError(f"cmd_knowledge does not handle {command!r}")
 
 
-class _Intermixed(argparse.ArgumentParser):
+class _Intermixed(Parser):
     """Options and query words in any order (`search -k 3 dimension --format json semantics`)."""
 
     _mixing = False

@@ -120,20 +120,22 @@ def _ask_user(prompt: str) -> str:
 
 
 def _console_gate(plans_dir: Path, run_id: str):
+    """Step mode on a terminal: each phase shown, then approve / revise / stop read from stdin. The plan
+    and the proposed tests are files to edit (server/plan_files.py): a file the user edited is never
+    written over (a resumed run keeps the edit of the plan it was cut off at), and is what the run uses."""
     from ..agents.optimize import Decision
+    from .plan_files import edited, propose
 
     async def gate(phase: str, payload: dict) -> Decision:
         if phase == "tests":
-            plans_dir.mkdir(parents=True, exist_ok=True)
-            tests_file = plans_dir / f"{run_id}-tests.py"
-            tests_file.write_text(payload["tests"], encoding="utf-8")
-            print(f"\nproposed tests ({payload.get('summary', '')}); edit {tests_file} to revise them:\n"
-                  f"{payload['tests']}\n", file=sys.stderr)
+            review = plans_dir / f"{run_id}-tests.py"
+            shown = propose(review, payload["tests"])
+            print(f"\n{_shown_as(shown, review, 'proposed tests (' + payload.get('summary', '') + ')', 'them')}:\n"
+                  f"{shown.text}\n", file=sys.stderr)
         elif phase == "plan":
-            plans_dir.mkdir(parents=True, exist_ok=True)
-            plan_file = plans_dir / f"{run_id}-{payload['iteration']}.md"
-            plan_file.write_text(payload["plan"] + "\n", encoding="utf-8")
-            print(f"\nplan (edit {plan_file} to revise it):\n{payload['plan']}\n", file=sys.stderr)
+            review = plans_dir / f"{run_id}-{payload['iteration']}.md"
+            shown = propose(review, payload["plan"] + "\n")
+            print(f"\n{_shown_as(shown, review, 'plan', 'it')}:\n{shown.text.rstrip()}\n", file=sys.stderr)
         elif phase == "implement":
             print(payload["diff"], file=sys.stderr)
         else:
@@ -147,11 +149,12 @@ def _console_gate(plans_dir: Path, run_id: str):
                       "--mode auto runs without answers", file=sys.stderr)
                 return Decision("stop", why=f"stopped: input ended before an answer at the {phase} (nothing approved)")
             return Decision("stop")
+        if phase in ("tests", "plan"):
+            text = edited(review)  # the user's text, approved or sent as the revision, is what the run uses
+            if answer.startswith("r") or text is not None:
+                return Decision("revise", text if text is not None else review.read_text(encoding="utf-8"))
+            return Decision("approve")
         if answer.startswith("r"):
-            if phase == "tests":
-                return Decision("revise", tests_file.read_text(encoding="utf-8"))
-            if phase == "plan":
-                return Decision("revise", plan_file.read_text(encoding="utf-8"))
             instruction = await asyncio.to_thread(_ask_user, "what should change? ")
             if not instruction:
                 print("\npallasite optimize: input ended before the revision: stopping", file=sys.stderr)
@@ -160,6 +163,13 @@ def _console_gate(plans_dir: Path, run_id: str):
         return Decision("approve")
 
     return gate
+
+
+def _shown_as(shown: Any, review: Path, what: str, pronoun: str) -> str:
+    """The heading of a reviewed file: the proposal (edit the file to revise it), or the user's edit, kept."""
+    if shown.kept:
+        return f"{what}: your edit of {review} is kept (the new proposal was not written over it); approve uses it"
+    return f"{what} (edit {review} to revise {pronoun})"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -311,6 +321,8 @@ def _interrupted_runs(workspace: str) -> dict[str, str]:
 
 def _remember_interrupted(workspace: str, path: str, run_id: str | None) -> None:
     """Keep (``run_id``) or forget (None) the interrupted run of ``path``."""
+    from ..knowledge.store import pallasite_folder
+
     runs = _interrupted_runs(workspace)
     key = str(Path(path).resolve())
     if run_id is None and key not in runs:
@@ -319,7 +331,7 @@ def _remember_interrupted(workspace: str, path: str, run_id: str | None) -> None
     if run_id is not None:
         runs[key] = run_id
     try:
-        _interrupted_file(workspace).parent.mkdir(parents=True, exist_ok=True)
+        pallasite_folder(workspace)
         _interrupted_file(workspace).write_text(json.dumps(runs, indent=2), encoding="utf-8")
     except OSError as err:
         print(f"warning: {_interrupted_file(workspace)}: cannot record the interrupted run ({err})", file=sys.stderr)
@@ -348,6 +360,7 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
     from ..agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
     from ..agents.providers import make_provider
     from ..engine.engine import Engine
+    from ..knowledge.store import pallasite_folder
 
     run, state = setup.run, setup.state
     workspace, config = run.workspace, run.provider_config()
@@ -360,7 +373,7 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
         if args.write_tests:
             evaluator = make_evaluator(job, judge, model, recorder, state)
             return await write_tests(args, state, model, evaluator, recorder, setup.budgets)
-        gate = _console_gate(Path(workspace) / ".pallasite" / "plans", state.run_id) if args.mode == "step" else None
+        gate = _console_gate(pallasite_folder(workspace) / "plans", state.run_id) if args.mode == "step" else None
 
         def on_phase(iteration: int, phase: str, message: str) -> None:
             print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)

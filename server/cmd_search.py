@@ -136,6 +136,9 @@ def _search(args: argparse.Namespace, setup: _Setup):
         if store:
             store.put_agent_step(rid, node.order, "search_node", node.to_json())
         print(f"  {node_line(node)}  {node.strategy or node.op}"[:160], file=sys.stderr)
+        why = node.verdict.why() if node.op != "root" and not node.verdict.passed else ""
+        if why:  # "no candidate", "not compiled", ...: the row says why on the line below
+            print(f"  {'':10s} why: {' '.join(why.split())}"[:240], file=sys.stderr)
 
     def on_phase(node_id: str, phase: str, message: str) -> None:
         print(f"    {node_id} {phase}: {message}"[:110], file=sys.stderr, flush=True)

@@ -1,8 +1,9 @@
 """`pallasite settings [--schema [--flat]] [PATH]`: the effective settings, or their JSON Schema.
 
 Without ``--schema`` it prints the settings read from ``[tool.pallasite]`` of the pyproject.toml
-nearest to PATH (default: the current folder) as JSON; problems go to stderr, naming the key, the
-bad value and the default used. ``--schema`` prints the JSON Schema (draft 2020-12) of the
+nearest to PATH (default: the current folder) as JSON, as the editor uses them; problems go to
+stderr, naming the key, the bad value and the default the editor uses instead, and exit 2 (every
+other command stops at them). ``--schema`` prints the JSON Schema (draft 2020-12) of the
 ``pallasite`` section that editor clients embed; ``--flat`` gives dotted keys for VS Code.
 """
 
@@ -13,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from .settings import find_pyproject, flat_schema, json_schema, load_project_settings, settings_to_json
+from .settings import find_pyproject, flat_schema, json_schema, read_project, settings_to_json
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -30,9 +31,12 @@ def run(args: argparse.Namespace) -> int:
     if not start.exists():
         print(f"error: {start} does not exist; give a file or folder of your project.", file=sys.stderr)
         return 2
-    settings, warnings = load_project_settings(start)
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+    read = read_project(start)
+    for note in read.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    for problem in read.problems:
+        print(f"error: {problem}", file=sys.stderr)
     source = find_pyproject(start)
-    print(json.dumps({"source": str(source) if source else None, "settings": settings_to_json(settings)}, indent=2))
-    return 0
+    print(json.dumps({"source": str(source) if source else None, "settings": settings_to_json(read.settings)},
+                     indent=2))
+    return 2 if read.problems else 0

@@ -119,9 +119,21 @@ def _config(pairs: list[str]) -> dict[str, int]:
     return out
 
 
+def _refuse(args: argparse.Namespace, files) -> None:
+    """Usage a worker should never see (ValueError, exit 2): counts out of range, a file with no Pallas."""
+    from .run_setup import refuse_non_kernel
+
+    if args.runs is not None and args.runs < 1:
+        raise ValueError(f"--runs {args.runs}: give the number of timed runs (1 or more)")
+    if args.warmup < 0:
+        raise ValueError(f"--warmup {args.warmup}: give the number of untimed calls (0 or more)")
+    refuse_non_kernel(files.path, args.command, does=f"{args.command}s a Pallas kernel against its reference")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         files = _files(args)
+        _refuse(args, files)
         settings = _backend(args)
         target = _target(args, files.path)
         if args.backend == "estimate":
@@ -166,7 +178,24 @@ def _measure(args: argparse.Namespace, files, settings, params) -> int:
     if run_.result is not None and not args.no_store:
         _record(run_, files.path)
     print(timing_format.to_json_text(run_, files.path) if args.format == "json" else timing_format.to_text(run_, files.path))
+    if run_.reply.status == "memory":
+        print(memory_hint(args.command, run_.reply.memory_mb or base.memory_mb), file=sys.stderr)
     return {"ok": 0, "rejected": 1}.get(timing_format.status_of(run_), 2)
+
+
+def memory_hint(command: str, limit_mb: int) -> str:
+    """What to do when the worker went over its memory limit: the flag and the setting that raise it, a
+    value (twice the limit, within this machine's memory), and why a laptop needs more than a TPU host."""
+    import psutil
+
+    total_mb = psutil.virtual_memory().total // 2**20
+    suggest = min(2 * limit_mb, max(limit_mb, total_mb * 3 // 4 // 1024 * 1024))
+    raise_it = (f"rerun with --memory-mb {suggest} (or set check.memoryMb = {suggest} in [tool.pallasite]); this "
+                f"machine has {total_mb} MiB" if suggest > limit_mb else
+                f"this machine has {total_mb} MiB, so a higher --memory-mb cannot help here")
+    return (f"hint: pallasite {command} needed more than the worker's {limit_mb} MiB: without a TPU the kernel runs "
+            f"in interpret mode on the CPU, its arrays at full size; {raise_it}; or time it on a TPU (--backend ssh "
+            "or ray, docs/tpu.md)")
 
 
 def _estimate(args: argparse.Namespace, files, settings, target: str) -> int:

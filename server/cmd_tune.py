@@ -91,13 +91,16 @@ def _setup(args: argparse.Namespace, path: str):
     and the tune options; OSError or ValueError says what is wrong."""
     from ..agents.run_setup import prepare
 
-    from .run_setup import device_settings, run_request
+    from .run_setup import device_settings, refuse_non_kernel, run_request
 
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
         raise OSError(f"cannot read {args.file}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        text = ""  # refused just below, saying what the file is
+    refuse_non_kernel(args.file, "tune", does="tunes a Pallas kernel's block sizes")
     if args.estimates is not None and args.estimates < 1:
         raise ValueError("--max-estimates must be at least 1")
     # tune times the user's own kernel at other block sizes: no model-written code runs

@@ -85,7 +85,8 @@ _FLAGS = (
     Flag("--format", str, "output: text, or json (a versioned document, on stdout)", choices=("text", "json"),
          default="text", per=(("check", "also sarif (SARIF 2.1.0, for code scanning)"),),
          more_choices=(("check", ("sarif",)),)),
-    Flag("--output", str, "write the JSON document to FILE (the text still goes to stdout)", "FILE"),
+    Flag("--output", str, "write the JSON document to FILE (with --format text the text still goes to stdout; with "
+         "--format json only a line saying where the document is)", "FILE"),
     Flag("--report", str, "write a self-contained HTML report to FILE", "FILE",
          per=(("search", "default .pallasite/search/<run id>.html"),)),
     Flag("--backend", str, "where kernels run: estimate (nothing runs on a device: the cost model's figures for "
@@ -179,8 +180,41 @@ RENAMED: dict[str, dict[str, str]] = {
 }
 
 
+def deprecated_markdown() -> str:
+    """The README's list of old spellings, each with the commands that still take it and its new one
+    (tests/test_flags.py checks the README holds exactly this)."""
+    by_old: dict[tuple[str, str], list[str]] = {}
+    for command, renamed in RENAMED.items():
+        for old, new in renamed.items():
+            by_old.setdefault((old, new), []).append(command)
+    return ", ".join(f"`{old}` ({', '.join(commands)}; now `{new}`)" for (old, new), commands in sorted(by_old.items()))
+
+
 class UsageError(Exception):
     """Bad command-line input: reported on stderr with exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage error is one line that says ``error:`` first, as every other error of the command line
+    does, and where the help is (no usage block before it: the help has it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}{_renamed_hint(self, message)} (see `{self.prog} --help`)\n")
+
+
+def _renamed_hint(parser: argparse.ArgumentParser, message: str) -> str:
+    """For an unrecognized old spelling another command still takes (`check --chip`): what this
+    command calls it, where it takes the new one."""
+    if not message.startswith("unrecognized arguments:"):
+        return ""
+    mine = set(parser._option_string_actions)
+    said = []
+    for word in message.split(":", 1)[1].split():
+        old = word.split("=", 1)[0]
+        new = {n for renamed in RENAMED.values() for o, n in renamed.items() if o == old and n.split()[0] in mine}
+        if len(new) == 1:
+            said.append(f"{old} is now {new.pop()}")
+    return f"; {', '.join(said)}" if said else ""
 
 
 def parse_tiers(text: str) -> tuple[int, ...]:

@@ -197,11 +197,13 @@ def optimize_job(doc: Any, setup: Any, iterations: int) -> Any:
 def step_gate(ls: Any, state: RunState, progress: Any, workspace: Path) -> Any:
     """Step mode's gate: the phase's text is written under .pallasite/plans/ and opened; the run
     waits for approve / revise / stop on it (a phase with nothing to review passes)."""
+    from ..knowledge.store import pallasite_folder
+
     async def gate(phase: str, payload: dict) -> Decision:
         found = shown_document(state.run_id, phase, payload)
         if found is None:
             return Decision("approve")
-        folder = workspace / ".pallasite" / "plans"
+        folder = pallasite_folder(workspace) / "plans"  # .pallasite/ ignores itself in git
         folder.mkdir(parents=True, exist_ok=True)
         file = (folder / found[0]).resolve()
         file.write_text(found[1], encoding="utf-8")

@@ -28,36 +28,41 @@ def device_settings(args: argparse.Namespace):
     return settings
 
 
-def refuse_non_kernel(path: str | Path, command: str) -> None:
-    """Before any model is asked: ``path`` must be a Python file that uses Pallas (itself or through its
-    local modules), what optimize and search improve; ValueError says what it is instead."""
+def refuse_non_kernel(path: str | Path, command: str, does: str = "improves a kernel, and no model was asked") -> None:
+    """Before any model is asked or any worker starts: ``path`` must be a Python file that uses Pallas
+    (itself or through its local modules), what optimize, search, tune and time work on; ValueError says
+    what it is instead, and what the command ``does``."""
     from ..analysis.pallas_use import uses_pallas
 
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a text file; pallasite {command} improves a Pallas kernel file (.py)") from None
+        raise ValueError(f"{path}: not a text file; pallasite {command} {does} (a Pallas kernel file, .py)") from None
     try:
         compile(text, str(path), "exec", dont_inherit=True)
     except SyntaxError as err:
-        raise ValueError(f"{path}:{err.lineno}: not Python ({err.msg}); pallasite {command} improves a Pallas "
-                         f"kernel file: `pallasite check {path}` shows the error") from None
+        raise ValueError(f"{path}:{err.lineno}: not Python ({err.msg}); pallasite {command} {does}: "
+                         f"`pallasite check {path}` shows the error") from None
     except ValueError as err:  # e.g. a NUL byte
-        raise ValueError(f"{path}: not Python ({err}); pallasite {command} improves a Pallas kernel file") from None
+        raise ValueError(f"{path}: not Python ({err}); pallasite {command} {does}") from None
     if not uses_pallas(str(path), text):
         raise ValueError(f"{path}: not a Pallas kernel (neither the file nor its local modules import "
-                         f"jax.experimental.pallas): pallasite {command} improves a kernel, and no model was asked")
+                         f"jax.experimental.pallas): pallasite {command} {does}")
 
 
 def project_settings(path: str | Path) -> Any:
-    """The settings of the project holding ``path`` (a file or a folder), its warnings on stderr."""
-    from .settings import load_project_settings
+    """The settings of the project holding ``path`` (a file or a folder), its notes on stderr; a bad
+    ``[tool.pallasite]`` (not TOML, an unknown key, a bad value) raises SettingsError (a ValueError: the
+    command says it and exits 2; the editor instead shows it and uses the default)."""
+    from .settings import read_project, settings_error
 
     start = Path(path).resolve()
-    settings, warnings = load_project_settings(start if start.is_dir() else start.parent)
-    for warning in warnings:
-        print(f"warning: settings: {warning}", file=sys.stderr)
-    return settings
+    read = read_project(start if start.is_dir() else start.parent)
+    for note in read.notes:
+        print(f"warning: settings: {note}", file=sys.stderr)
+    if read.problems:
+        raise settings_error(read)
+    return read.settings
 
 
 def run_request(args: argparse.Namespace, path: str, **fields: Any) -> RunRequest:
@@ -88,8 +93,12 @@ def provider_config(args: argparse.Namespace, run: Any) -> Any:
 
 def write_outputs(graph: Any, rid: str, out_dir: Path, title: str, report: Path | None = None) -> Path:
     """The graph as JSON and the HTML report; returns the report's path."""
+    from ..knowledge.store import STORE_DIR, pallasite_folder
+
     from .report_html import search_html
 
+    if out_dir.parent.name == STORE_DIR:  # .pallasite/search: .pallasite ignores itself in git
+        pallasite_folder(out_dir.parent.parent)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{rid}.json").write_text(graph.dumps())
     report = report or out_dir / f"{rid}.html"

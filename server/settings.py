@@ -293,10 +293,25 @@ def _check_value(name: str, value: Any, fld: dataclasses.Field, tp: Any) -> str 
     return None
 
 
-def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list[str]) -> Any:
+@dataclass(frozen=True)
+class SettingProblem:
+    """One bad setting, in two words: ``editor`` (the language server shows it and uses the default,
+    which it names) and ``command_line`` (a command stops at it, exit 2: what is wrong, where, what is
+    allowed). ``str()`` is the editor's."""
+
+    editor: str
+    command_line: str
+
+    def __str__(self) -> str:
+        return self.editor
+
+
+def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list[SettingProblem]) -> Any:
     if not isinstance(data, dict):
-        warnings.append(f"{source}: setting '{prefix.rstrip('.') or SECTION}' must be a table/object, got {data!r}; "
-                        "using the defaults for all of it.")
+        name = prefix.rstrip('.') or SECTION
+        warnings.append(SettingProblem(
+            f"{source}: setting '{name}' must be a table/object, got {data!r}; using the defaults for all of it.",
+            f"{source}: setting '{name}' must be a table, got {data!r}"))
         return cls()
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = _field_types(cls)
@@ -306,7 +321,9 @@ def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list[str]) 
         if key not in fields:
             guess = difflib.get_close_matches(_camel(key), list(fields), n=1)
             hint = f"; did you mean '{prefix}{guess[0]}'?" if guess else ""
-            warnings.append(f"{source}: unknown setting '{dotted}' ignored{hint}")
+            keys = hint or " (the keys here: " + ", ".join(f"'{prefix}{name}'" for name in fields) + ")"
+            warnings.append(SettingProblem(f"{source}: unknown setting '{dotted}' ignored{hint}",
+                                           f"{source}: unknown setting '{dotted}'{keys}"))
             continue
         fld, tp = fields[key], hints[key]
         if dataclasses.is_dataclass(tp):
@@ -317,8 +334,9 @@ def _parse(cls: type, data: Any, prefix: str, source: str, warnings: list[str]) 
         problem = _check_value(key, value, fld, tp)
         if problem:
             default = getattr(cls(), key)
-            warnings.append(f"{source}: invalid value {value!r} for '{dotted}' ({problem}); "
-                            f"using the default {default!r}.")
+            warnings.append(SettingProblem(f"{source}: invalid value {value!r} for '{dotted}' ({problem}); "
+                                           f"using the default {default!r}.",
+                                           f"{source}: invalid value {value!r} for '{dotted}' ({problem})"))
             continue
         values[key] = value
     return cls(**values)
@@ -331,10 +349,15 @@ def _camel(key: str) -> str:
 
 def parse_settings(data: Any, source: str = "settings") -> tuple[Settings, list[str]]:
     """Settings from a ``pallasite`` section (a dict); every problem as a readable warning."""
-    warnings: list[str] = []
+    settings, problems = _parse_problems(data, source)
+    return settings, [str(p) for p in problems]
+
+
+def _parse_problems(data: Any, source: str) -> tuple[Settings, list[SettingProblem]]:
+    problems: list[SettingProblem] = []
     if data is None:
-        return Settings(), warnings
-    return _parse(Settings, data, "", source, warnings), warnings
+        return Settings(), problems
+    return _parse(Settings, data, "", source, problems), problems
 
 
 def settings_to_json(settings: Settings) -> dict[str, Any]:
@@ -358,10 +381,16 @@ def find_pyproject(start: Path) -> Path | None:
 
 def read_tool_section(path: Path) -> tuple[Any, list[str]]:
     """The raw ``[tool.pallasite]`` value of a pyproject.toml (None if absent), and read problems."""
+    section, problems = _read_tool_section(path)
+    return section, [str(p) for p in problems]
+
+
+def _read_tool_section(path: Path) -> tuple[Any, list[SettingProblem]]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        return None, [f"{path}: cannot read it ({err}); using the default settings."]
+        return None, [SettingProblem(f"{path}: cannot read it ({err}); using the default settings.",
+                                     f"{path}: cannot read it as TOML ({err})")]
     tool = data.get("tool", {})
     return (tool.get(SECTION) if isinstance(tool, dict) else None), []
 
@@ -414,18 +443,48 @@ def without_agent_endpoint(section: Any, source: str) -> tuple[Any, list[str]]:
         for name in agent if name in USER_ONLY_AGENT]
 
 
-def load_project_settings(start: Path) -> tuple[Settings, list[str]]:
-    """``[tool.pallasite]`` of the nearest pyproject.toml; defaults (and no warning) if none."""
+@dataclass(frozen=True)
+class ProjectSettings:
+    """``[tool.pallasite]`` of a project as read: the settings (a bad key at its default), the
+    ``problems`` (a file that is not TOML, an unknown key, a bad value: a command stops at them), and
+    the ``notes`` (keys only the user may set, ignored: said, never an error)."""
+
+    settings: Settings
+    problems: tuple[SettingProblem, ...] = ()
+    notes: tuple[str, ...] = ()
+    source: Path | None = None  # the pyproject.toml read, if any
+
+
+def read_project(start: Path) -> ProjectSettings:
+    """``[tool.pallasite]`` of the nearest pyproject.toml; defaults (and nothing to say) if none."""
     path = find_pyproject(Path(start))
     if path is None:
-        return Settings(), []
-    section, problems = read_tool_section(path)
+        return ProjectSettings(Settings())
+    section, problems = _read_tool_section(path)
     if section is None:
-        return Settings(), problems
+        return ProjectSettings(Settings(), tuple(problems), source=path)
     source = f"{path} [tool.{SECTION}]"
     section, dropped = without_agent_endpoint(section, source)
-    settings, warnings = parse_settings(section, source)
-    return settings, dropped + warnings
+    settings, problems = _parse_problems(section, source)
+    return ProjectSettings(settings, tuple(problems), tuple(dropped), source=path)
+
+
+def load_project_settings(start: Path) -> tuple[Settings, list[str]]:
+    """``[tool.pallasite]`` of the nearest pyproject.toml, every problem a warning (a bad key at its
+    default, as the editor has it); defaults (and no warning) if none."""
+    read = read_project(start)
+    return read.settings, [*read.notes, *map(str, read.problems)]
+
+
+class SettingsError(ValueError):
+    """The project's ``[tool.pallasite]`` is wrong: a command stops (exit 2) rather than run with
+    settings the user did not write. The message names the file, the key and what it takes."""
+
+
+def settings_error(read: ProjectSettings) -> SettingsError:
+    """The one error a command prints for ``read``'s problems."""
+    return SettingsError("; ".join(p.command_line for p in read.problems) +
+                         " (fix it there; `pallasite settings --schema` lists every key and the values it takes)")
 
 
 # --------------------------------------------------------------------------- JSON Schema

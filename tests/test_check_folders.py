@@ -61,21 +61,26 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_each_files_result_is_printed_as_it_finishes_and_the_bar_only_on_a_terminal():
+def test_results_print_in_path_order_as_soon_as_every_earlier_file_finished_and_the_bar_only_on_a_terminal():
+    """Before: each file printed as it finished, so a folder checked on several workers printed its files in a
+    different order each run."""
     out, quiet = io.StringIO(), io.StringIO()
-    progress = CheckProgress(3, tiers=(0,), out=out, bar=quiet)
-    for report in (_report("b.py", error=True), _report("c.py"), _report("a.py", error=True)):  # finishing order
-        progress(report)
-    progress.close()
+    progress = CheckProgress(["a.py", "b.py", "c.py"], tiers=(0,), out=out, bar=quiet)
+    progress(_report("b.py", error=True))  # finishing order: b, c, a
+    assert out.getvalue() == ""  # held until a.py is done
+    progress(_report("c.py"))
+    progress(_report("a.py", error=True))
     printed = [line.split(":")[0] for line in out.getvalue().splitlines() if not line.startswith(" ")]
-    assert printed == ["b.py", "a.py"]  # clean files print nothing; the others as they finished
+    assert printed == ["a.py", "b.py"]  # clean files print nothing; the others in path order
+    progress.close()
     assert quiet.getvalue() == ""  # not a terminal: no progress line
+    assert [Path(r.path).name for r in progress.done] == ["b.py", "c.py", "a.py"]
 
     out, terminal = io.StringIO(), _Terminal()
-    progress = CheckProgress(3, tiers=(0,), out=out, bar=terminal)
+    progress = CheckProgress(["a.py", "b.py", "c.py"], tiers=(0,), out=out, bar=terminal)
     progress(_report("b.py", error=True))
     assert "1/3" in terminal.getvalue() and "b.py" in terminal.getvalue()
-    progress.close()
+    progress.close()  # a.py never finished (an interrupted check): b.py's result is still shown
     assert out.getvalue().startswith("b.py:4:1: error[PLS001]")
 
 

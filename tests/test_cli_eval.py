@@ -65,7 +65,8 @@ def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
     out = tmp_path / "eval.json"
     report = tmp_path / "eval.html"
     proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "eval", str(DATA / "eval"), "--target", "v5e",
-                           "--json", str(out), "--report", str(report)], capture_output=True, text=True, timeout=280)
+                           "--json", str(out), "--report", str(report)], capture_output=True, text=True, timeout=280,
+                          cwd=tmp_path)  # its results store there (an eval resumes from the one it finds)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 tasks, 1 with a candidate" in proc.stdout and "pallasite roofline v4, v5e" in proc.stdout
     assert "1/2 add_tuned" in proc.stderr  # progress

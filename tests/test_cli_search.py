@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pallasite.analysis.verdict import COST_MODEL
+from pallasite.analysis.verdict import COST_MODEL, JUDGED_WHY, JudgedBy
 
 ROOT = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
 
@@ -34,9 +34,11 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     # who compared and timed the node (the worker's judged_by) in the JSON, the text and the HTML report
     report = next((folder / ".pallasite" / "search").glob("*.json"))
     judged = json.loads(report.read_text())["nodes"][1]["verdict"]["judged_by"]
-    assert judged == "the judge"
+    assert judged == "the judge" and JudgedBy.of(judged) is JudgedBy.JUDGE
+    # and what that means, beside it (issue 52: the line stood after every table unexplained)
+    assert f"judged by {JudgedBy.JUDGE.text()}: node t0.1; {JUDGED_WHY[JudgedBy.JUDGE]}" in proc.stdout
     assert "judged by the judge (from the candidate's exported program; its process never judges): node t0.1" \
-        in proc.stdout
+        in proc.stdout and "could not fake either (docs/safety.md)" in proc.stdout
     assert f"<td>{judged}</td>" in report.with_suffix(".html").read_text()
     assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v4, v5e\)", proc.stdout), proc.stdout
     assert "t0.1 test: ok" in proc.stderr and "t0.1 profile: ok" in proc.stderr  # the loop's phases, live

@@ -48,10 +48,12 @@ def test_tune_apply_writes_the_best_estimate_then_reuses_the_store(tmp_path, cap
 
 
 def test_tune_without_a_task_exits_1_with_a_reason(tmp_path, capsys):
-    path = tmp_path / "plain.py"
-    path.write_text("def f(x):\n    return x\n")
+    """A Pallas file without a task (a file without Pallas is refused at once, exit 2: test_newcomer_cli.py)."""
+    path = tmp_path / "no_task.py"
+    path.write_text("from jax.experimental import pallas as pl\n\n\ndef f(x):\n    return x\n")
     assert main(["tune", str(path), "--no-store"]) == 1
-    assert "no task" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no task in no_task.py" in err and "no task None" not in err and "example_inputs()" in err, err
 
 
 def test_tune_without_tunables_gives_the_current_estimate(tmp_path, capsys):

@@ -1,5 +1,6 @@
 """`eval --task-budget N` with the default method (files) redid the same N tasks on every run ("continue
-eval None": nothing stores the files method's rows, so nothing resumes). It is refused with the reason."""
+eval None": nothing stored the files method's rows, so nothing resumed); then it was refused. Now every
+method's finished tasks are stored under the eval's id, so a bounded files eval continues where it stopped."""
 
 from __future__ import annotations
 
@@ -11,8 +12,15 @@ from pallasite.server.cli import main
 DATA = Path(__file__).parent / "data"
 
 
-def test_a_task_budget_without_a_resumable_method_is_refused(tmp_path, capsys):
+def test_a_task_budget_with_the_files_method_stops_and_the_same_command_continues(tmp_path, capsys, monkeypatch):
     shutil.copytree(DATA / "eval", tmp_path / "eval")
-    assert main(["eval", str(tmp_path / "eval"), "--task-budget", "1", "--no-verify"]) == 2
+    (tmp_path / "pyproject.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "eval", "--task-budget", "1", "--no-verify"]) == 3
     err = capsys.readouterr().err
-    assert "--task-budget" in err and "start over every time" in err and "continue eval None" not in err
+    eid = err.split("; eval ", 1)[1].split()[0]
+    assert "--task-budget 1 reached" in err and f"run the same command again to continue eval {eid}" in err, err
+    assert main(["eval", "eval", "--task-budget", "1", "--no-verify"]) == 0
+    out, err = capsys.readouterr()
+    assert f"resuming {eid}: 1 task results already stored" in err and "(resumed)" in err, err
+    assert f"eval {eid}" in out and "replay" not in out  # no model answered: nothing to replay

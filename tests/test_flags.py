@@ -173,3 +173,30 @@ def test_every_command_refuses_an_unknown_chip(command, capsys):
     with pytest.raises(SystemExit) as stop:
         PARSERS[command].parse_args([*positional, "--target", "v9"])
     assert stop.value.code == 2 and "unknown chip" in capsys.readouterr().err
+
+
+def test_the_readme_lists_each_old_spelling_with_the_commands_that_take_it():
+    """Before, the README said `--chip`, `--json`, `--estimates`, `--timeout` still work, with no command;
+    `check --chip` and `time --json` were then unknown flags with no word of the new name (issue 52)."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert flags.deprecated_markdown() in readme, "README's old spellings are stale: flags.deprecated_markdown()"
+    for command, renamed in flags.RENAMED.items():
+        for old, new in renamed.items():
+            assert f"`{old}` (" in flags.deprecated_markdown() and command in flags.deprecated_markdown()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["check", "--chip", "v5e", "k.py"], "error: unrecognized arguments: --chip; --chip is now --target "
+                                         "(see `pallasite check --help`)"),
+    (["time", "--json", "k.py"], "error: unrecognized arguments: --json; --json is now --format json "
+                                 "(see `pallasite time --help`)"),
+    (["check", "--frobnicate", "k.py"], "error: unrecognized arguments: --frobnicate (see `pallasite check --help`)"),
+])
+def test_an_old_spelling_elsewhere_is_one_line_that_names_the_new_one(argv, said, capsys):
+    """Before: a 5-11 line usage block, then "unrecognized arguments: --chip" alone."""
+    from pallasite.server.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [said]

@@ -120,7 +120,7 @@ def standalone_kernel(tmp_path: Path) -> Path:
 
 
 def test_any_kernel_file_is_scored_against_a_named_task(tmp_path):
-    """``pallasite time FILE --task TASK_DIR``: the task's baseline.py gives the reference, the inputs
+    """``pallasite time TASK_DIR --kernel FILE``: the task's baseline.py gives the reference, the inputs
     and the CONFIG the ladder reduces (the message that named a nonexistent ``reference_path``
     option now names this)."""
     from pallasite.engine.timing import task_files, time_request  # noqa: F401 - the client side of the same
@@ -133,12 +133,12 @@ def test_any_kernel_file_is_scored_against_a_named_task(tmp_path):
     assert result["verdict"] == "ok", result.get("error") or result["rejections"]
     assert "seq_len 256 of 512" in result["checks"]["verified_at"]
     alone = judged_time({"path": str(kernel), "shrink": True, "runs": 1, "warmup": 0})
-    assert "--task TASK_DIR" in alone["error"]
-    native = tmp_path / "native.py"  # a task of its own without a reference: the message names --task
+    assert "TASK_DIR --kernel FILE" in alone["error"]
+    native = tmp_path / "native.py"  # a task of its own without a reference: the message names --kernel
     native.write_text(kernel.read_text() + "\n\ndef example_inputs():\n    return (jnp.zeros((1, 2, 256, 128)),) * 3\n")
     no_ref = judged_time({"path": str(native), "shrink": True, "runs": 1, "warmup": 0})
     assert "no reference" in no_ref["error"] and "reference_path" not in no_ref["error"]
-    assert "pallasite time FILE --task TASK_DIR" in no_ref["error"]
+    assert "pallasite time TASK_DIR --kernel FILE" in no_ref["error"]
 
 
 def test_eval_kernel_replaces_the_one_tasks_candidate(tmp_path):
