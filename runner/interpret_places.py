@@ -245,12 +245,16 @@ def _handed_on(refs: KernelRefs, name: str) -> list[ast.Call]:
                                                                 "multiple_of", *_NOT_READING):
             continue
         for arg in [*node.args, *(k.value for k in node.keywords)]:
-            base = arg.value if isinstance(arg, ast.Subscript) else arg
-            base = base.value if isinstance(base, ast.Attribute) and base.attr == "at" else base
+            base = arg.value if isinstance(arg, ast.Subscript) and _is_at(arg.value) else arg  # name.at[...]
+            base = base.value if _is_at(base) else base  # name[...] is a load: a read, not the ref handed on
             if isinstance(base, ast.Name) and base.id == name:
                 out.append(node)
                 break
     return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _is_at(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "at"
 
 
 def unwritten_places(refs: KernelRefs | None, out_index: int) -> list[Place]:
@@ -296,7 +300,10 @@ def _when_block(fn: ast.FunctionDef) -> bool:
 
 
 def uninitialized_places(refs: KernelRefs | None, scratch_line: int | None) -> list[Place]:
-    """Where an accumulator read before it is written should have been initialised."""
+    """Where an accumulator read before it is written should have been initialised (module doc):
+    its read inside the first-step block itself (``acc[...] += 0`` where ``=`` was meant), else the
+    ``pass`` or the end of the first-step block that initialises the other buffers, else that
+    block's guard, else the accumulator's first read."""
     if refs is None:
         return []
     parents = _parents(refs)
@@ -322,16 +329,50 @@ def uninitialized_places(refs: KernelRefs | None, scratch_line: int | None) -> l
     named = ", ".join(n for n, _ in suspects)
     scratch = [(scratch_line, None, "the scratch buffers are declared here")] if scratch_line else []
     read = (first_read.lineno, first_read.col_offset, f"{name} is read here before anything wrote it")
+    guard = _guard(first_read, parents)
+    if guard is not None and _is_first_step(guard.args[0]):  # the init block reads it: `+=` where `=` was meant
+        how = "`+=` adds to" if isinstance(first_read, ast.AugAssign) else "this reads"
+        return [(first_read.lineno, first_read.col_offset,
+                 f"on the first step ({ast.unparse(guard.args[0])}) {how} {name} before anything wrote it: "
+                 f"initialise it with `=` here")] + scratch
     for guard in init_blocks:
         cond = ast.unparse(guard.args[0])
-        return [(guard.lineno, guard.col_offset,
-                 f"the block run when {cond} initialises other buffers but not {named}")] + [read] + scratch
+        slot = _missing_slot(parents.get(id(guard)))
+        said = f"the block run when {cond} initialises other buffers but not {named}"
+        if slot is None:
+            return [(guard.lineno, guard.col_offset, said)] + [read] + scratch
+        return [(slot[0], slot[1], f"{said}: initialise it {slot[2]}")] + [
+            (guard.lineno, guard.col_offset, f"the block run when {cond}"), read] + scratch
     first_steps = [g for n in _nodes(refs) if (g := _when(n)) is not None and _is_first_step(g.args[0])]
     if first_steps:  # a first-step block that initialises no accumulator: the init is missing there
         guard = min(first_steps, key=lambda g: (g.lineno, g.col_offset))
         cond = ast.unparse(guard.args[0])
-        return [(guard.lineno, guard.col_offset, f"the block run when {cond} does not initialise {named}")] + [read] + scratch
+        said = f"the block run when {cond} does not initialise {named}"
+        stub = _block_pass(parents.get(id(guard)))
+        if stub is not None:
+            return [(stub.lineno, stub.col_offset, f"{said}: a `pass` stands where its init belongs")] + [
+                (guard.lineno, guard.col_offset, f"the block run when {cond}"), read] + scratch
+        return [(guard.lineno, guard.col_offset, said)] + [read] + scratch
     return [read] + scratch
+
+
+def _block_pass(block: ast.AST | None) -> ast.Pass | None:
+    body = getattr(block, "body", None) or []
+    return next((s for s in body if isinstance(s, ast.Pass)), None)
+
+
+def _missing_slot(block: ast.AST | None) -> tuple[int, int, str] | None:
+    """(line, column, where) a missing init belongs in a first-step ``block``: its ``pass`` (a
+    statement removed), else the last line of its last statement (the accumulator's init usually
+    comes last, as in jax's flash and paged attention: it belongs right after); None when the block
+    is not a ``def``."""
+    if not isinstance(block, ast.FunctionDef) or not block.body:
+        return None
+    stub = _block_pass(block)
+    if stub is not None:
+        return stub.lineno, stub.col_offset, "here, where a `pass` stands"
+    last = block.body[-1]
+    return (last.end_lineno or last.lineno), last.col_offset, "after this statement"
 
 
 _NOT_READING = ("zeros_like", "ones_like", "full_like", "empty_like")  # they take a ref's shape and dtype only
