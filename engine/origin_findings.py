@@ -30,6 +30,7 @@ from ..analysis.check_values import culprit, odd, shape_culprit
 from ..analysis.footprint import static_dims
 from ..analysis.origins import Origin, branch_block_shapes, parse, trace, trace_node
 from ..analysis.types import BlockSpecInfo, Related, Span
+from .store_dtype import store_declaration
 
 _SHAPES = re.compile(r"block shape \((?P<block>.*?)\),\s*array shape \((?P<array>[^)]*)\)")
 _DIM = re.compile(r"Blocked\(block_size=(?P<blocked>\d+)\)|(?P<other>Squeezed\(\)|None|[A-Za-z]\w*\([^)]*\))|(?P<int>\d+)")
@@ -316,7 +317,8 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         # out_shape disagrees with the buffer it names, whatever the store does
         alias = _aliased_input(site, stored.group("name") if stored else None, m.group("value"), text, reached)
         if alias is None and (_dtype_kind(m.group("ref")) == _dtype_kind(m.group("value")) or ".astype(" in line):
-            return None  # floats into floats, or an explicit cast: the store's own choice
+            # floats into floats, or an explicit cast: the declaration is the place only when it is the odd one
+            return _store_or_declaration(site, stored.group("name") if stored else None, m, span, text, lines, reached)
         index = _output_index(site, stored.group("name")) if stored else None
         if index is None:  # the outputs the running program made (ReachedCall.origins)
             index = _made_output_index(site, stored.group("name") if stored else None, reached)
@@ -328,11 +330,7 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         store = Related(span, f"the kernel stores {m.group('value')} values into {into} ({m.group('ref')}) here")
     if index is None:
         return None
-    # tier 0 follows the dtype from the pallas_call to where it is written (through a constant); where it
-    # cannot (a struct made by a helper and passed on), the running program says where the struct was made
-    origin = output_dtype(text, site.span, index)
-    if origin is None or site.span.line <= origin.line <= site.span.end_line:
-        origin = made_dtype(site, reached, index, text) or origin
+    origin = _dtype_origin(site, index, text, reached)
     if origin is None:
         return None
     where = Related(span, "where the wrong dtype shows") if store is None else store
@@ -344,6 +342,32 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
                               f"{input_index}'s buffer (input_output_aliases), which holds {dtype}")
     return Moved(span=_line(origin, lines), related=(where,),
                  sentence=f"output {index}'s dtype is set here, in the pallas_call's out_shape ({origin.what})")
+
+
+def _dtype_origin(site: Any, index: int, text: str, reached: Any) -> Origin | None:
+    """Where output ``index``'s dtype is written: tier 0 follows it from the pallas_call (through a
+    constant); where it cannot (a struct made by a helper and passed on), the running program says
+    where the struct was made."""
+    origin = output_dtype(text, site.span, index)
+    if origin is None or site.span.line <= origin.line <= site.span.end_line:
+        origin = made_dtype(site, reached, index, text) or origin
+    return origin
+
+
+def _store_or_declaration(site: Any, ref: str | None, m: re.Match[str], span: Span, text: str, lines: list[str],
+                          reached: Any) -> Moved | None:
+    """A float stored into a float ref of another width (or an explicit cast the ref does not take):
+    at the declaration when it is the odd one out, else at the store with the declaration related
+    (engine/store_dtype.py)."""
+    if ref is None:
+        return None
+
+    def output_place(i: int) -> Span | None:
+        origin = _dtype_origin(site, i, text, reached)
+        return _line(origin, lines) if origin is not None else None
+
+    found = store_declaration(site, ref, m.group("ref"), m.group("value"), span, reached, output_place)
+    return Moved(span=found[0], related=found[1], sentence=found[2]) if found is not None else None
 
 
 def _aliased_input(site: Any, ref: str | None, stored: str, text: str, reached: Any) -> tuple[Span, int, str] | None:
