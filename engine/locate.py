@@ -226,6 +226,10 @@ def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites:
         return _mention_span(rec, lines)  # tier 3 names its own places, the finding's first
     if code in ("PLS901", "PLS905"):
         return _frame_span(rec, lines, sites, prefer_kernel=False) or _mention_span(rec, lines) or Span.point(0)
+    if code == "PLS115":  # the call that hands the sharded array to the kernel's function is what to wrap
+        caller = _kernel_caller_span(rec, lines, sites)
+        if caller is not None:
+            return caller
     if site is None:
         return _frame_span(rec, lines, sites, prefer_kernel=True) or _mention_span(rec, lines) or Span.point(0)
     if code in ("PLS101", "PLS204", "PLS112"):
@@ -432,6 +436,17 @@ def _frame_span(rec, lines, sites, *, prefer_kernel: bool, within_kernel_only: b
     if within_kernel_only:
         return None
     return _frame_to_span(frames[-1], lines)
+
+
+def _kernel_caller_span(rec: Mapping[str, Any], lines: list[str], sites: Sequence[KernelSite]) -> Span | None:
+    """The frame that called the function making a pallas_call (``double(x)`` in ``run``): where a
+    kernel is applied to a sharded array, and where the shard_map belongs."""
+    frames = list(rec.get("frames") or ())
+    makers = {s.enclosing_function for s in sites if s.enclosing_function}
+    inner = next((i for i in range(len(frames) - 1, -1, -1) if frames[i].get("function") in makers), None)
+    if not inner:
+        return None
+    return _frame_to_span(frames[inner - 1], lines)
 
 
 def _in_kernel(frame: Mapping[str, Any], sites: Sequence[KernelSite]) -> bool:
