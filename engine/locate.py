@@ -26,8 +26,8 @@ from ..analysis.types import SEVERITIES, BlockSpecInfo, Finding, KernelSite, Rel
 from ..wire.messages import CheckResult
 
 from .figures import shape_cast_sentence
-from .origin_findings import (SIZE_SET_HERE, largest_static_block, to_captured_array, to_checked_value,
-                              to_library_origin, to_origin, to_output_dtype, vmem_related)
+from .origin_findings import (SIZE_SET_HERE, largest_static_block, to_alias_entry, to_captured_array,
+                              to_checked_value, to_library_origin, to_origin, to_output_dtype, vmem_related)
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -158,6 +158,8 @@ def locate_record(
         if site is not None else to_library_origin(code, rec, reached, lines)
     if moved is None:  # a wrong out_shape dtype, said at the dtype
         moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
+    if moved is None:  # an alias between buffers of different dtypes, said at its entry
+        moved = to_alias_entry(code, rec, site, text, lines, reached=reached)
     if moved is None:  # a kernel that closes over an array: at its use in the kernel
         moved = to_captured_array(code, rec, text, lines)
     if moved is None:  # a check (of the user's code, or a library's) rejected a value written elsewhere
