@@ -7,10 +7,11 @@ mistakes give it: the declaration is wrong (an ``out_shape`` changed to bfloat16
 computes in float32: every input is float32, the value stored is float32, only the declaration
 differs), or the store is (a ``.astype(o_ref.dtype)`` left out after an accumulator of another
 dtype: the declaration matches the inputs). ``store_declaration`` tells them apart by the dtypes
-of the call's inputs as the running program saw them (``ReachedCall.buffers``): the value has one
-of the inputs' dtypes and the declaration none of them -> the declaration is the place and the
-store related; otherwise the store stays the place and the declaration is related. Without the
-worker's record of the inputs, the store stays and the declaration is related.
+of the call's buffers as the running program saw them (``ReachedCall.buffers``): the value has one
+of the inputs' dtypes and the declaration none of them, or the declaration is the one output of
+several declared unlike the others (which all have the value's dtype) -> the declaration is the
+place and the store related; otherwise the store stays the place and the declaration is related.
+Without the worker's record of the buffers, the store stays and the declaration is related.
 """
 
 from __future__ import annotations
@@ -29,11 +30,16 @@ def store_declaration(site: Any, ref: str, ref_dtype: str, value_dtype: str, spa
     if declared is None:
         return None
     where, what = declared
-    inputs = input_dtypes(site, reached)
+    inputs = buffer_dtypes(site, reached, "in_specs")
+    siblings = [d for i, d in enumerate(buffer_dtypes(site, reached, "out_specs", each=True)) if what != f"out_shape[{i}]"]
     store = Related(span, f"the kernel stores {value_dtype} values into {ref} ({ref_dtype}) here")
     if inputs and value_dtype in inputs and ref_dtype not in inputs:
         said = (f"{ref}'s dtype is declared {ref_dtype} here ({what}), but the kernel computes {value_dtype}: its "
                 f"inputs are {', '.join(sorted(inputs))}; declare {value_dtype}, or cast the value where it is stored")
+        return where, (store,), said
+    if len(siblings) >= 2 and set(siblings) == {value_dtype} and ref_dtype != value_dtype:
+        said = (f"{ref}'s dtype is declared {ref_dtype} here ({what}), unlike the call's other outputs, all "
+                f"{value_dtype} like the value stored; declare {value_dtype}, or cast the value where it is stored")
         return where, (store,), said
     said = (f"{ref} is declared {ref_dtype} ({what}): cast the value at the store (`.astype({ref}.dtype)`), or "
             f"declare {value_dtype} there")
@@ -59,9 +65,12 @@ def _declaration(site: Any, ref: str, output_place: Callable[[int], Span | None]
     return None
 
 
-def input_dtypes(site: Any, reached: Any) -> set[str]:
-    """The dtypes of ``site``'s blocked inputs as the running program made the call (empty: unknown)."""
+def buffer_dtypes(site: Any, reached: Any, role: str, *, each: bool = False) -> Any:
+    """The dtypes of ``site``'s blocked ``role`` buffers (``in_specs``/``out_specs``) as the running program
+    made the call: a set, or with ``each`` a list in order (empty: unknown)."""
     from .reach import site_reached
 
     calls: list[Mapping[str, Any]] = [c for c in reached or () if c.get("buffers") and site_reached(site, [c])]
-    return {str(b["dtype"]) for c in calls[:1] for b in c["buffers"] if b.get("role") == "in_specs"}
+    found = sorted(((int(b.get("index", 0)), str(b["dtype"])) for c in calls[:1] for b in c["buffers"]
+                    if b.get("role") == role))
+    return [d for _, d in found] if each else {d for _, d in found}

@@ -19,7 +19,7 @@ from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import check_paths
 
 DATA = Path(__file__).parent / "data" / "dtype_declared"
-NAMES = ("out_shape_narrow.py", "store_missing_cast.py", "scratch_narrow.py")
+NAMES = ("out_shape_narrow.py", "store_missing_cast.py", "scratch_narrow.py", "sibling_output_narrow.py")
 
 
 def _line_of(name: str, pattern: str) -> int:
