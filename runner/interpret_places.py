@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .index_origin import index_origin
+
 Place = tuple[int, int | None, str]
 
 
@@ -45,20 +47,30 @@ class KernelRefs:
     functions: list[ast.FunctionDef]
     roles: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> ("prefetch"|"in"|"out"|"scratch", index)
     params: dict[str, ast.arg] = field(default_factory=dict)
+    traced: frozenset[int] | None = None  # lines the kernels were traced from (runner/traced_lines.py)
 
     def refs(self, role: str) -> dict[int, str]:
         return {index: name for name, (r, index) in self.roles.items() if r == role}
 
+    def ran(self, node: ast.AST) -> bool:
+        """Whether ``node`` left an equation in the traced kernel (True when nothing is known)."""
+        if self.traced is None:
+            return True
+        return any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in self.traced)
 
-def kernel_refs(call: Any, tree: ast.Module | None, path: str) -> KernelRefs | None:
+
+def kernel_refs(call: Any, tree: ast.Module | None, path: str,
+                traced: frozenset[int] | None = None) -> KernelRefs | None:
     """The kernel of ``call`` (a RecordedCall) read from ``tree`` (the checked file); None when the
-    kernel is not a function of that file."""
+    kernel is not a function of that file. ``traced``: the lines the kernel was traced from; a
+    variant it forwards to that left none (the single-step body of a flash attention run with
+    several kv blocks) is left out."""
     found = _kernel_def(call, tree, path)
     if found is None:
         return None
     fn, bound = found
     layout = _layout(call)
-    refs = KernelRefs([fn])
+    refs = KernelRefs([fn], traced=traced or None)
     positional = [a for a in fn.args.posonlyargs + fn.args.args][bound:]
     for name_arg, role in zip(positional, layout):
         refs.roles[name_arg.arg] = role
@@ -68,6 +80,8 @@ def kernel_refs(call: Any, tree: ast.Module | None, path: str) -> KernelRefs | N
         rest = layout[len(positional):]
         for target, offset in _forwards(fn, fn.args.vararg.arg, by_name):
             params = (target.args.posonlyargs + target.args.args)[offset:]
+            if not refs.ran(target):
+                continue
             for name_arg, role in zip(params, rest):
                 refs.roles.setdefault(name_arg.arg, role)
                 refs.params.setdefault(name_arg.arg, name_arg)
@@ -266,16 +280,13 @@ def unwritten_places(refs: KernelRefs | None, out_index: int) -> list[Place]:
         return []
     parents = _parents(refs)
     stores = [s for s in _stores(refs, name) if not isinstance(s, ast.AugAssign)] or _stores(refs, name)
-    stores = stores or _handed_on(refs, name)  # written by an async copy or a helper
+    stores = [s for s in stores or _handed_on(refs, name) if refs.ran(s)]  # written by an async copy or a helper
     stub = _stub(refs)
     if stub is not None:  # a store removed (or never written) where the kernel computes what it would store
         return [(stub.lineno, stub.col_offset, f"a `pass` stands where {name} would be stored")] + [
             (s.lineno, s.col_offset, f"the store to {name}") for s in stores[:2]]
     if not stores:
-        param = refs.params.get(name)
-        if param is None:
-            return []
-        return [(param.lineno, param.col_offset, f"the kernel never writes {name} (output {out_index})")]
+        return _missing_store(refs, name, out_index)
     guards = {id(g): g for g in (_guard(s, parents) for s in stores)}
     if len(guards) == 1 and None not in guards.values():
         guard = next(iter(guards.values()))
@@ -283,6 +294,77 @@ def unwritten_places(refs: KernelRefs | None, out_index: int) -> list[Place]:
         return [(guard.lineno, guard.col_offset, f"{name} is written only when {cond}")] + [
             (s.lineno, s.col_offset, f"the store to {name}") for s in stores[:2]]
     return [(s.lineno, s.col_offset, f"the store to {name}") for s in stores[:3]]
+
+
+def _missing_store(refs: KernelRefs, name: str, out_index: int) -> list[Place]:
+    """Where the store of an output that no code the kernel ran writes belongs: after a value the
+    kernel computes from a ref and never uses (``to_store = acc[...]`` with the store after it
+    deleted, as in a grouped matmul's ``_store_accum``), else first in the last-step ``pl.when`` block
+    (jax's flash attention's ``store_output`` with its first statement deleted), else the kernel
+    parameter naming the output."""
+    param = refs.params.get(name)
+    named = [(param.lineno, param.col_offset, f"{name} is output {out_index}")] if param is not None else []
+    dead = _dead_values(refs)
+    if dead:
+        value = dead[-1]
+        what = value.targets[0].id
+        return [(value.lineno, value.col_offset, f"{what} is computed here from the kernel's buffers and never used: "
+                 f"the store to {name} is missing after it")] + named
+    block = _last_step_block(refs)
+    if block is not None:
+        cond = ast.unparse(_when(block).args[0])
+        first = block.body[0]
+        return [(first.lineno, first.col_offset, f"the block run on the last step ({cond}) does not store {name}: its "
+                 "store belongs here")] + named
+    return [(p[0], p[1], f"the kernel never writes {name} (output {out_index})") for p in named[:1]]
+
+
+def _dead_values(refs: KernelRefs) -> list[ast.Assign]:
+    """``v = <expression>`` statements, in the functions the kernel ran, whose value comes from the
+    kernel's refs (read there, or computed from names that were) and whose name is never read again
+    in that function, in line order."""
+    derived = _derived_names(refs)
+    out = []
+    for fn in (n for n in _nodes(refs) if isinstance(n, ast.FunctionDef)):
+        loaded = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and stmt.targets[0].id not in loaded and stmt.targets[0].id in derived:
+                out.append(stmt)
+    return sorted(out, key=lambda s: (s.lineno, s.col_offset))
+
+
+def _derived_names(refs: KernelRefs) -> set[str]:
+    """Names assigned, in line order, from a read of one of the kernel's refs or from names so assigned."""
+    derived: set[str] = set()
+    assigns = sorted((n for n in _nodes(refs) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None),
+                     key=lambda n: (n.lineno, n.col_offset))
+    for stmt in assigns:
+        names = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+        if names & derived or _reads_a_ref(stmt.value, refs):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            derived |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return derived
+
+
+def _reads_a_ref(value: ast.expr, refs: KernelRefs) -> bool:
+    return any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in refs.roles
+               and isinstance(n.ctx, ast.Load) for n in ast.walk(value))
+
+
+def _last_step_block(refs: KernelRefs) -> ast.FunctionDef | None:
+    """The first ``pl.when(x == n - 1)`` block (by line) of the functions the kernel ran."""
+    blocks = [n for n in _nodes(refs) if isinstance(n, ast.FunctionDef) and n.body and (g := _when(n)) is not None
+              and _is_last_step(g.args[0])]
+    return min(blocks, key=lambda b: b.lineno) if blocks else None
+
+
+def _is_last_step(cond: ast.expr) -> bool:
+    """``x == n - 1`` (either side): the condition of a block run on a reduction's last step."""
+    if not (isinstance(cond, ast.Compare) and len(cond.ops) == 1 and isinstance(cond.ops[0], ast.Eq)):
+        return False
+    return any(isinstance(x, ast.BinOp) and isinstance(x.op, ast.Sub) and isinstance(x.right, ast.Constant)
+               and x.right.value == 1 for x in (cond.left, cond.comparators[0]))
 
 
 def _stub(refs: KernelRefs) -> ast.Pass | None:
@@ -429,15 +511,23 @@ def reached_copy_lines(call: Any, tree: ast.Module | None, path: str) -> list[in
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 
 
-def read_place(noise: str, path: str, refs: KernelRefs | None, shape: tuple[int, ...] | None) -> list[Place]:
+def read_place(noise: str, path: str, refs: KernelRefs | None, shape: tuple[int, ...] | None,
+               tree: ast.Module | None = None) -> list[Place]:
     """The user's line of an out-of-bounds read: from the stack jax printed for the failing
-    operation (the innermost frame of the checked file before the out-of-bounds message), else the
-    reads with ``pl.ds`` of the kernel's refs (one candidate only)."""
+    operation (the innermost frame of the checked file before the out-of-bounds message), moved to
+    where its index was computed when that is another statement (``runner/index_origin.py``: jax's
+    paged attention's page-table read in a descriptor method, its offset computed in a helper), else
+    the reads with ``pl.ds`` of the kernel's refs (one candidate only)."""
     head = noise.split("Out-of-bounds", 1)[0] if "Out-of-bounds" in noise else ""
     frames = [(int(m.group("line")), m.group("fn")) for m in _FRAME.finditer(head) if _same_file(m.group("file"), path)]
     if "JaxStackTraceBeforeTransformation" in noise and frames:
         line, fn = frames[-1]
-        return [(line, None, f"this read (in {fn}) goes past the buffer" + (f" of shape {shape}" if shape else ""))]
+        read = (line, None, f"this read (in {fn}) goes past the buffer" + (f" of shape {shape}" if shape else ""))
+        origin = index_origin(frames, tree)
+        if origin is None:
+            return [read]
+        return [(origin.line, origin.column, f"the index that reads past the buffer at line {line} is computed here "
+                 f"({origin.what})"), (read[0], read[1], f"the read (in {fn}) that goes past the buffer")]
     if refs is None:
         return []
     windows = [n for n in _nodes(refs) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)

@@ -29,6 +29,7 @@ class CallSites:
 
     def __init__(self, source: str, path: str):
         self.path = path
+        self.traced: frozenset[int] | None = None  # the lines the kernels were traced from, once known
         try:
             self.tree = ast.parse(source)
         except SyntaxError:
@@ -293,7 +294,8 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
             return rec
         shape = _oob_shape(m.group(0))
         in_core = re.search(r"\b(vmem|smem)\b", m.group(0)) is not None  # HBM/ANY: a DMA's, marked at the copy
-        read = places.read_place(noise, path, places.kernel_refs(call, sites.tree, path), shape) if in_core else []
+        read = places.read_place(noise, path, places.kernel_refs(call, sites.tree, path), shape, sites.tree) \
+            if in_core else []
         if read:
             rec["mentions"] = _mentions(read)
             rec["frames"] = []  # the read is the place, not the entry's call
@@ -443,9 +445,28 @@ def _call_output(call: RecordedCall | None, problem: dict[str, Any]) -> int:
     return same[0] if len(same) == 1 else index
 
 
+def order_record(problem: dict[str, Any], call: RecordedCall | None, sites: CallSites, path: str, axis: int | None,
+                 sem: tuple[str, ...] | None) -> dict[str, Any]:
+    """PLS304 when running the parallel grid axes backward changes the outputs (runner/grid_order.py):
+    at the ``dimension_semantics`` entry of the axis that does so alone."""
+    call_line = _call_line(call, path)
+    line = sites.keyword_line(call_line, "compiler_params", "dimension_semantics")
+    entry = sites.semantics_entry(call_line, axis) if axis is not None else None
+    where = ([(entry[0], entry[1], f"grid axis {axis}'s entry")] + ([line] if line else [])) if entry else \
+        [line] if line else [(call_line, None)]
+    how = (f"max abs difference {problem['max_abs']:.3g}" if problem["kind"] == "mismatch"
+           else "some blocks come back NaN")
+    which = f"grid axis {axis}" if axis is not None else "a grid axis marked \"parallel\""
+    sentence = (f"output {problem.get('index') or 0} changes when the grid's \"parallel\" axes run in the other order "
+                f"({how}): {which} carries state from step to step (a reduction) but is marked \"parallel\" in "
+                f"{sem!r}; on chips with two TensorCores its steps are split between the cores and may run in any "
+                "order. Mark it \"arbitrary\"")
+    return _base("PLS304", sentence, path, where)
+
+
 def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
     call_line = _call_line(call, path)
-    refs = places.kernel_refs(call, sites.tree, path)
+    refs = places.kernel_refs(call, sites.tree, path, sites.traced)
     out_blocks = block_shapes(_out_specs(call)) if call else []
     index = problem.get("index") or 0
     out_index = _call_output(call, problem)
