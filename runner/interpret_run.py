@@ -14,7 +14,6 @@ reads the runs.
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import time
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from .grid_order import Choose, ReversedAxes
 from .intercept import RecordedCall, SemanticsOverride, dimension_semantics, intercept_pallas_calls
+from .reach import entry_namespaces as namespaces  # noqa: F401  (the entry's module globals, for the reruns)
 
 SIMULATED_CORES = 2  # megacore (v4, v5p): "parallel" grid axes are split between two cores
 SEED = 7  # order of "parallel" grid steps; fixed so reruns are reproducible
@@ -188,15 +188,6 @@ def refilling_kernel(kernel: Callable[..., Any], out_shape: Any, kwargs: dict[st
 
 def _race_reports(text: str) -> list[str]:
     return [("RACE DETECTED" + part).strip() for part in text.split("RACE DETECTED")[1:]]
-
-
-def namespaces(fn: Any) -> tuple[dict[str, Any], ...]:
-    """The globals of the entry's module, where ``from ... import pallas_call`` binds the name."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    fn = getattr(fn, "__wrapped__", fn)
-    namespace = getattr(fn, "__globals__", None)
-    return (namespace,) if isinstance(namespace, dict) else ()
 
 
 def all_arbitrary(sem: tuple[str, ...]) -> tuple[str, ...]:
