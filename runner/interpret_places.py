@@ -419,7 +419,7 @@ def uninitialized_places(refs: KernelRefs | None, scratch_line: int | None) -> l
                  f"initialise it with `=` here")] + scratch
     for guard in init_blocks:
         cond = ast.unparse(guard.args[0])
-        slot = _missing_slot(parents.get(id(guard)))
+        slot = _missing_slot(parents.get(id(guard)), refs, name, parents)
         said = f"the block run when {cond} initialises other buffers but not {named}"
         if slot is None:
             return [(guard.lineno, guard.col_offset, said)] + [read] + scratch
@@ -443,18 +443,37 @@ def _block_pass(block: ast.AST | None) -> ast.Pass | None:
     return next((s for s in body if isinstance(s, ast.Pass)), None)
 
 
-def _missing_slot(block: ast.AST | None) -> tuple[int, int, str] | None:
-    """(line, column, where) a missing init belongs in a first-step ``block``: its ``pass`` (a
-    statement removed), else the last line of its last statement (the accumulator's init usually
-    comes last, as in jax's flash and paged attention: it belongs right after); None when the block
-    is not a ``def``."""
+def _missing_slot(block: ast.AST | None, refs: KernelRefs, name: str,
+                  parents: dict[int, ast.AST]) -> tuple[int, int, str] | None:
+    """(line, column, where) the init of ``name`` belongs in a first-step ``block``: its ``pass`` (a
+    statement removed), else in the order the kernel first reads its accumulators (jax's flash and
+    paged attention initialise them in that order): right after the init of the last one read before
+    ``name``, or first in the block when ``name`` is read first. None when the block is not a ``def``."""
     if not isinstance(block, ast.FunctionDef) or not block.body:
         return None
     stub = _block_pass(block)
     if stub is not None:
         return stub.lineno, stub.col_offset, "here, where a `pass` stands"
-    last = block.body[-1]
-    return (last.end_lineno or last.lineno), last.col_offset, "after this statement"
+    first_use = _first_uses(refs, parents)
+    mine = first_use.get(name)
+    before = [s for s in block.body if mine is not None and first_use.get(_stored(s) or "", mine) < mine]
+    if before or mine is None:
+        last = before[-1] if before else block.body[-1]
+        return (last.end_lineno or last.lineno), last.col_offset, "after this statement"
+    first = block.body[0]
+    return block.lineno + 1, first.col_offset, "first in this block"
+
+
+def _first_uses(refs: KernelRefs, parents: dict[int, ast.AST]) -> dict[str, int]:
+    """The line of each scratch or output ref's first read outside the first-step blocks."""
+    out: dict[str, int] = {}
+    for role in ("scratch", "out"):
+        for ref in refs.refs(role).values():
+            lines = [r.lineno for r in _reads(refs, ref)
+                     if not ((g := _guard(r, parents)) is not None and _is_first_step(g.args[0]))]
+            if lines:
+                out[ref] = min(lines)
+    return out
 
 
 _NOT_READING = ("zeros_like", "ones_like", "full_like", "empty_like")  # they take a ref's shape and dtype only

@@ -29,7 +29,7 @@ DATA = Path(__file__).parent / "data" / "tier3_places"
 TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",
          "init_missing_jitted.py", "init_block_empty.py", "cond_skip.py", "paged_oob_dma.py",
          "store_removed_helper.py", "store_removed_first.py", "init_rmw.py", "store_deleted_variant.py",
-         "store_deleted_helper.py", "oob_offset_helper.py")
+         "store_deleted_helper.py", "oob_offset_helper.py", "init_first_missing.py")
 
 
 def _expected(name: str) -> tuple[str, int]:
