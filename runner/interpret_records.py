@@ -18,6 +18,7 @@ from typing import Any
 
 from . import errors as errors_mod
 from . import interpret_places as places
+from . import missing_places
 from .interpret_compare import blocks_hit
 from .intercept import RecordedCall, block_shapes, dimension_semantics
 
@@ -495,20 +496,20 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
                    "between TensorCores")
     elif cause and cause[0] == "uninitialized":
         line = sites.keyword_line(call_line, "scratch_shapes")
-        found = places.uninitialized_places(refs, line[0] if line else None)
+        found = missing_places.uninitialized_places(refs, line[0] if line else None)
         where = found or ([line] if line else where)
         explain = ("; the NaN is computed, not left over: the kernel reads memory it never wrote, such as an "
                    "accumulator or scratch buffer not reset on the first step of the reduction"
                    + (f" ({found[0][2]})" if found else " (the scratch buffers are marked)" if line else ""))
     elif cause and cause[0] == "unwritten":
         line = sites.keyword_line(call_line, "out_specs")
-        found = places.unwritten_places(refs, out_index)
+        found = missing_places.unwritten_places(refs, out_index)
         where = found + ([(line[0], line[1], "the out_specs")] if found and line else []) or ([line] if line else where)
         explain = ("; no grid step writes these blocks: "
                    + (f"{found[0][2]}" if found else "check the out_specs index_map and the kernel's pl.when conditions"))
     elif cause and cause[0] == "skipped":
         line = sites.keyword_line(call_line, "out_specs")
-        found = places.unwritten_places(refs, out_index)
+        found = missing_places.unwritten_places(refs, out_index)
         where = found + ([(line[0], line[1], "the out_specs")] if found and line else []) or ([line] if line else where)
         explain = ("; the grid steps that own these blocks write nothing to the output, so each keeps what an earlier "
                    "step left in the buffer (a store skipped on some path, e.g. one branch of lax.cond or a pl.when)"
