@@ -43,10 +43,10 @@ def vma_out_shape(ctx: RuleContext) -> Iterator[Finding]:
                 if id(struct) in seen:
                     continue
                 seen.add(id(struct))
-                yield _vma_finding(struct, operand, fn.name)
+                yield _vma_finding(struct, operand, fn.name, ctx.source.text.splitlines())
 
 
-def _vma_finding(struct: ast.Call, operand: str | None, fn: str) -> Finding:
+def _vma_finding(struct: ast.Call, operand: str | None, fn: str, lines: list[str]) -> Finding:
     key = vma_keyword()
     value = f"jax.typeof({operand}).{key}" if operand else None
     message = (f"this out_shape's jax.ShapeDtypeStruct has no {key}, and the pallas_call runs inside shard_map "
@@ -56,9 +56,11 @@ def _vma_finding(struct: ast.Call, operand: str | None, fn: str) -> Finding:
                "check_vma=False to shard_map.")
     span = _span(struct)
     fix = None
-    if value is not None and struct.end_col_offset and struct.end_lineno:
-        end = Span(struct.end_lineno - 1, struct.end_col_offset - 1, struct.end_lineno - 1, struct.end_col_offset - 1)
-        fix = replace(f"Pass {key}={value}", end, f", {key}={value}")
+    last = (struct.args + [k.value for k in struct.keywords])[-1:] or [None]
+    if value is not None and last[0] is not None and struct.end_lineno == last[0].end_lineno:
+        # after the last argument (a trailing comma already there is kept)
+        at = Span(struct.end_lineno - 1, last[0].end_col_offset, struct.end_lineno - 1, last[0].end_col_offset)
+        fix = replace(f"Pass {key}={value}", at, f", {key}={value}")
     return finding("PLS116", message, span, fix=fix)
 
 
