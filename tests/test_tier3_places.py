@@ -160,6 +160,7 @@ def test_reruns_after_the_prefix_rerun_keep_its_order():
     assert [f.code for f in report.findings if f.severity == "warning"] == ["PLS305"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, severity", [("v5p", "error"), ("v5e", "warning")])
 def test_a_reduction_axis_marked_parallel_is_found_by_running_it_backward(target, severity):
     """Under jax.vmap (the interpreter runs no semantics there) and with no reference to compare with,
