@@ -104,6 +104,10 @@ CODES: dict[str, Code] = _codes(
          "Remove interpret (or set it to False): a proposal or candidate must compile for the TPU, not run as plain JAX."),
     Code("PLS115", "Kernel applied to operands sharded over several devices outside shard_map",
          "Wrap the call in jax.shard_map(f, mesh=..., in_specs=..., out_specs=...): each device then runs the kernel on its own shard."),
+    Code("PLS117", "input_output_aliases joins an input and an output of different shape or dtype",
+         "Alias only an input and an output of the same shape and dtype (or drop the alias, or declare the output like the input)."),
+    Code("PLS116", "out_shape under shard_map(check_vma=True) without the manual axis type",
+         "Pass manual_axis_type=jax.typeof(x).manual_axis_type to the out_shape's jax.ShapeDtypeStruct (vma= before jax 0.10), or check_vma=False to shard_map."),
     # ---------------------------------------------------------------- tier 2: TPU compiler
     Code("PLS200", "TPU compiler (Mosaic) rejected the kernel", "Read the compiler's message; the marked line is the operation it names."),
     Code("PLS201", "VMEM out of memory", "Shrink the blocks or scratch buffers, or raise vmem_limit_bytes in the compiler params."),

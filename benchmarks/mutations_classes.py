@@ -20,6 +20,25 @@ The sites are chosen by the rules below, written before any mutant was checked; 
 - ``grid-past-end`` (class 4): the first entry ``e`` of a ``grid=(...)`` tuple of a ``pallas_call``
   becomes ``e + 1``. True line: the entry's line.
 
+Issue 50's classes (rules written 2026-12-06, before any of their mutants was checked; ``--classes``
+names them, the default run is issue 43's six):
+
+- ``accumulator-rmw``: at an ``accumulator-not-zeroed`` site, the store ``r[...] = v`` becomes
+  ``r[...] += v`` (the init reads the memory it should initialise). True line: the store's line.
+- ``accumulator-deleted``: at an ``accumulator-not-zeroed`` site, the store's lines are made empty
+  (a deleted statement; empty lines keep the line count). True line: its first line.
+- ``output-deleted``: at an ``output-unwritten`` site, the store's lines are made empty. True line:
+  its first line.
+- ``out-shape-dtype``: the dtype argument of a ``jax.ShapeDtypeStruct(...)`` written inside the value
+  of an ``out_shape=`` keyword, or on the right of an assignment to a name containing ``out_shape``,
+  becomes ``jnp.float32`` when its text names ``bfloat16``/``bf16``, else ``jnp.bfloat16``. True
+  line: the dtype argument's line.
+
+The bases are jax's ops/tpu kernels that have a benchmark task (``generalisation_corpus.py``), jax's
+paged attention with the task ``PAGED_TASK`` below (``inline_seq_dim=False``: the default inline
+kernel zeroes its outputs a second time, so removing one init would change nothing), and JAXBench's
+8 hand-tuned kernels.
+
 At most ``CAP`` mutants per file and class, the ones with the smallest sha256 of
 (file id, class, line, column). Scoring as in ``benchmarks/mutations.py``: each mutant and its base
 are checked with ``pallasite check --format json --tiers T --target v6e``; "caught" when the mutant
@@ -44,6 +63,38 @@ from pathlib import Path
 CAP = 2
 CLASSES = ("dma-past-end", "accumulator-not-zeroed", "output-unwritten", "parallel-reduction",
            "blockspec-old-order", "grid-past-end")
+CLASSES_50 = ("accumulator-rmw", "accumulator-deleted", "output-deleted", "out-shape-dtype")
+PAGED = "jax/experimental/pallas/ops/tpu/paged_attention/paged_attention_kernel.py"
+PAGED_TASK = """
+
+# --- task appended by benchmarks/mutations_classes.py (not part of jax's file) ---
+PALLASITE_ENTRY = "bench_paged"
+TOLERANCE = {"atol": 5e-2, "rtol": 5e-2}  # the kernel rounds k and v to bfloat16
+
+
+def bench_paged(q, k_pages, v_pages, lengths, page_indices):
+    return paged_attention(q, k_pages, v_pages, lengths, page_indices, pages_per_compute_block=2,
+                           inline_seq_dim=False)
+
+
+def example_inputs():
+    kq, kk, kv = jax.random.split(jax.random.key(0), 3)
+    q = jax.random.normal(kq, (2, 8, 128), jnp.float32)
+    k_pages = jax.random.normal(kk, (1, 8, 16, 128), jnp.float32)
+    v_pages = jax.random.normal(kv, (1, 8, 16, 128), jnp.float32)
+    lengths = jnp.array([64, 40], jnp.int32)
+    page_indices = jnp.array([[3, 1, 6, 0], [2, 7, 5, 4]], jnp.int32)
+    return q, k_pages, v_pages, lengths, page_indices
+
+
+def reference(q, k_pages, v_pages, lengths, page_indices):
+    b, _, d = q.shape
+    k = k_pages[0][page_indices].reshape(b, -1, d)
+    v = v_pages[0][page_indices].reshape(b, -1, d)
+    s = jnp.einsum("bhd,btd->bht", q, k)
+    s = jnp.where(jnp.arange(k.shape[1])[None, None, :] < lengths[:, None, None], s, -jnp.inf)
+    return jnp.einsum("bht,btd->bhd", jax.nn.softmax(s, axis=-1), v)
+"""
 JAXBENCH = ("1p_Flash_Attention", "2p_GQA_Attention", "3p_MLA_Attention", "4p_Sparse_Attention",
             "6p_Paged_Attention", "7p_Ragged_Paged_Attention", "8p_GEMM", "11p_Megablox_GMM")
 NOT_CAUGHT = ("PLS205", "PLS305", "PLS306", "PLS307")
@@ -74,7 +125,7 @@ def sites(text: str) -> dict[str, list[tuple[int, int, list[tuple[int, int, int,
     """class -> [(line, col, edits [(line, col, end_line, end_col, new)], true lines)]."""
     tree = ast.parse(text)
     lines = text.splitlines()
-    found: dict[str, list] = {c: [] for c in CLASSES}
+    found: dict[str, list] = {c: [] for c in CLASSES + CLASSES_50}
     seg = lambda n: ast.get_source_segment(text, n)  # noqa: E731
     kernels = _kernels(tree)
     for fn in kernels:
@@ -109,11 +160,21 @@ def sites(text: str) -> dict[str, list[tuple[int, int, list[tuple[int, int, int,
                         if name and reads.get(name):
                             found["accumulator-not-zeroed"].append((stmt.lineno, stmt.col_offset, _to_pass(stmt, lines),
                                                                     [stmt.lineno, d.lineno, block.lineno]))
+                            found["accumulator-rmw"].append((stmt.lineno, stmt.col_offset, _to_rmw(stmt, lines),
+                                                             [stmt.lineno]))
+                            found["accumulator-deleted"].append((stmt.lineno, stmt.col_offset, _to_empty(stmt, lines),
+                                                                 [stmt.lineno]))
         params = {a.arg for a in fn.args.posonlyargs + fn.args.args}
         for name, stmts in stores.items():
             if name in params and (name.startswith("o") or "out" in name) and len(stmts) == 1:
                 stmt = stmts[0]
                 found["output-unwritten"].append((stmt.lineno, stmt.col_offset, _to_pass(stmt, lines), [stmt.lineno]))
+                found["output-deleted"].append((stmt.lineno, stmt.col_offset, _to_empty(stmt, lines), [stmt.lineno]))
+    for dtype in _out_shape_dtypes(tree):
+        said = seg(dtype) or ""
+        new = "jnp.float32" if "bfloat16" in said or "bf16" in said else "jnp.bfloat16"
+        found["out-shape-dtype"].append((dtype.lineno, dtype.col_offset, [(
+            dtype.lineno, dtype.col_offset, dtype.end_lineno, dtype.end_col_offset, new)], [dtype.lineno]))
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg == "dimension_semantics" and isinstance(node.value, (ast.Tuple, ast.List)):
             arb = [e for e in node.value.elts if isinstance(e, ast.Constant) and e.value == "arbitrary"]
@@ -140,6 +201,36 @@ def _to_pass(stmt: ast.stmt, lines: list[str]) -> list[tuple[int, int, int, int,
     edits = [(stmt.lineno, stmt.col_offset, stmt.lineno, len(lines[stmt.lineno - 1].encode()), "pass")]
     edits += [(ln, 0, ln, len(lines[ln - 1].encode()), "") for ln in range(stmt.lineno + 1, last + 1)]
     return edits
+
+
+def _to_empty(stmt: ast.stmt, lines: list[str]) -> list[tuple[int, int, int, int, str]]:
+    last = stmt.end_lineno or stmt.lineno
+    return [(ln, 0, ln, len(lines[ln - 1].encode()), "") for ln in range(stmt.lineno, last + 1)]
+
+
+def _to_rmw(stmt: ast.stmt, lines: list[str]) -> list[tuple[int, int, int, int, str]]:
+    target = stmt.targets[0]
+    line = lines[target.end_lineno - 1].encode()
+    at = line.index(b"=", target.end_col_offset)
+    return [(target.end_lineno, at, target.end_lineno, at + 1, "+=")]
+
+
+def _out_shape_dtypes(tree: ast.Module) -> list[ast.expr]:
+    """The dtype arguments of ShapeDtypeStruct calls inside an ``out_shape=`` keyword's value or on the
+    right of an assignment to a name containing ``out_shape``."""
+    roots = [n.value for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == "out_shape"]
+    roots += [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Name) and "out_shape" in t.id for t in n.targets)]
+    out, seen = [], set()
+    for root in roots:
+        for call in ast.walk(root):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) == "ShapeDtypeStruct"):
+                continue
+            dtype = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "dtype"), None)
+            if dtype is not None and (dtype.lineno, dtype.col_offset) not in seen:
+                seen.add((dtype.lineno, dtype.col_offset))
+                out.append(dtype)
+    return out
 
 
 def apply(text: str, edits: list[tuple[int, int, int, int, str]]) -> str:
@@ -188,6 +279,10 @@ def main(argv: list[str]) -> int:
             text = base_text(k, None, None)
             if text is not None:
                 files.append((k.id, text, None))
+    import importlib.util
+
+    paged = Path(importlib.util.find_spec("jax").origin).parent.parent / PAGED
+    files.append(("jax-paged-attention", paged.read_text(encoding="utf-8") + PAGED_TASK, None))
     for name in JAXBENCH:
         folder = args.jaxbench / "benchmark" / name
         files.append((f"jaxbench-{name}", (folder / "optimized.py").read_text(), folder / "baseline.py"))

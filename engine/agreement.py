@@ -46,7 +46,10 @@ SAME_MISTAKE: dict[str, frozenset[str]] = {
     "PLS011": frozenset({"PLS107"}),  # 64-bit dtype in the kernel
     "PLS012": frozenset({"PLS113"}),  # grid not a tuple of ints
     "PLS017": frozenset({"PLS303"}),  # an output written on no path (tier 3's NaN-filled output, at its parameter)
+    "PLS020": frozenset({"PLS020", "PLS302"}),  # a block past the array's end (the recorded call; tier 3's read)
     "PLS018": frozenset({"PLS303"}),  # a scratch read before any write (tier 3's NaN, at the first read)
+    "PLS115": frozenset({"PLS115"}),  # a kernel applied to a sharded array outside shard_map (the script's run)
+    "PLS116": frozenset({"PLS116"}),  # an out_shape without the manual axis type under shard_map (the trace)
 }
 
 # (tier-0 code, compiler code) -> what the compiler's message says when it reports that mistake,

@@ -27,8 +27,8 @@ from ..analysis.types import SEVERITIES, BlockSpecInfo, Finding, Fix, KernelSite
 from ..wire.messages import CheckResult
 
 from .figures import shape_cast_sentence
-from .origin_findings import (SIZE_SET_HERE, largest_static_block, to_captured_array, to_checked_value,
-                              to_library_origin, to_origin, to_output_dtype, vmem_related)
+from .origin_findings import (SIZE_SET_HERE, largest_static_block, to_alias_entry, to_captured_array,
+                              to_checked_value, to_library_origin, to_origin, to_output_dtype, vmem_related)
 from .classify import (
     CALL_ARITY,
     ORIGIN_COMPILER,
@@ -180,6 +180,8 @@ def locate_record(
                                                    reached=reached)
     if moved is None:  # a wrong out_shape dtype, said at the dtype
         moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
+    if moved is None:  # an alias between buffers of different dtypes, said at its entry
+        moved = to_alias_entry(code, rec, site, text, lines, reached=reached)
     if moved is None:  # a kernel that closes over an array: at its use in the kernel
         moved = to_captured_array(code, rec, text, lines)
     if moved is None:  # a check (of the user's code, or a library's) rejected a value written elsewhere
@@ -281,6 +283,10 @@ def _span_for(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites:
         return _mention_span(rec, lines)  # tier 3 names its own places, the finding's first
     if code in ("PLS901", "PLS905"):
         return _frame_span(rec, lines, sites, prefer_kernel=False) or _mention_span(rec, lines) or Span.point(0)
+    if code == "PLS115":  # the call that hands the sharded array to the kernel's function is what to wrap
+        caller = _kernel_caller_span(rec, lines, sites)
+        if caller is not None:
+            return caller
     if site is None:
         return _frame_span(rec, lines, sites, prefer_kernel=True) or _mention_span(rec, lines) or Span.point(0)
     if code in ("PLS101", "PLS204", "PLS112"):
@@ -514,6 +520,17 @@ def _frame_span(rec, lines, sites, *, prefer_kernel: bool, within_kernel_only: b
     if within_kernel_only:
         return None
     return _frame_to_span(frames[-1], lines)
+
+
+def _kernel_caller_span(rec: Mapping[str, Any], lines: list[str], sites: Sequence[KernelSite]) -> Span | None:
+    """The frame that called the function making a pallas_call (``double(x)`` in ``run``): where a
+    kernel is applied to a sharded array, and where the shard_map belongs."""
+    frames = list(rec.get("frames") or ())
+    makers = {s.enclosing_function for s in sites if s.enclosing_function}
+    inner = next((i for i in range(len(frames) - 1, -1, -1) if frames[i].get("function") in makers), None)
+    if not inner:
+        return None
+    return _frame_to_span(frames[inner - 1], lines)
 
 
 def _in_kernel(frame: Mapping[str, Any], sites: Sequence[KernelSite]) -> bool:

@@ -30,6 +30,7 @@ from ..analysis.check_values import culprit, odd, shape_culprit
 from ..analysis.footprint import static_dims
 from ..analysis.origins import Origin, branch_block_shapes, parse, trace, trace_node
 from ..analysis.types import BlockSpecInfo, Related, Span
+from .store_dtype import store_declaration
 
 _SHAPES = re.compile(r"block shape \((?P<block>.*?)\),\s*array shape \((?P<array>[^)]*)\)")
 _DIM = re.compile(r"Blocked\(block_size=(?P<blocked>\d+)\)|(?P<other>Squeezed\(\)|None|[A-Za-z]\w*\([^)]*\))|(?P<int>\d+)")
@@ -316,7 +317,8 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         # out_shape disagrees with the buffer it names, whatever the store does
         alias = _aliased_input(site, stored.group("name") if stored else None, m.group("value"), text, reached)
         if alias is None and (_dtype_kind(m.group("ref")) == _dtype_kind(m.group("value")) or ".astype(" in line):
-            return None  # floats into floats, or an explicit cast: the store's own choice
+            # floats into floats, or an explicit cast: the declaration is the place only when it is the odd one
+            return _store_or_declaration(site, stored.group("name") if stored else None, m, span, text, lines, reached)
         index = _output_index(site, stored.group("name")) if stored else None
         if index is None:  # the outputs the running program made (ReachedCall.origins)
             index = _made_output_index(site, stored.group("name") if stored else None, reached)
@@ -328,22 +330,45 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         store = Related(span, f"the kernel stores {m.group('value')} values into {into} ({m.group('ref')}) here")
     if index is None:
         return None
-    # tier 0 follows the dtype from the pallas_call to where it is written (through a constant); where it
-    # cannot (a struct made by a helper and passed on), the running program says where the struct was made
-    origin = output_dtype(text, site.span, index)
-    if origin is None or site.span.line <= origin.line <= site.span.end_line:
-        origin = made_dtype(site, reached, index, text) or origin
+    origin = _dtype_origin(site, index, text, reached)
     if origin is None:
         return None
     where = Related(span, "where the wrong dtype shows") if store is None else store
-    if alias is not None:
+    if alias is not None:  # the alias entry joins two buffers of different dtypes: said there (issue 50)
         aliased, input_index, dtype = alias
-        return Moved(span=_line(origin, lines), related=(where, Related(aliased, f"input {input_index} ({dtype}) is "
-                                                                        f"aliased to output {index} here")),
-                     sentence=f"output {index}'s dtype is set here ({origin.what}), but the output is input "
-                              f"{input_index}'s buffer (input_output_aliases), which holds {dtype}")
+        return Moved(span=aliased, related=(Related(_line(origin, lines), f"output {index}'s dtype is set here "
+                                                                          f"({origin.what})"), where),
+                     sentence=f"input {input_index} ({dtype}) is aliased to output {index} here "
+                              f"(input_output_aliases), but output {index} is declared another dtype: an alias "
+                              "shares one buffer, so both must have the same dtype")
     return Moved(span=_line(origin, lines), related=(where,),
                  sentence=f"output {index}'s dtype is set here, in the pallas_call's out_shape ({origin.what})")
+
+
+def _dtype_origin(site: Any, index: int, text: str, reached: Any) -> Origin | None:
+    """Where output ``index``'s dtype is written: tier 0 follows it from the pallas_call (through a
+    constant); where it cannot (a struct made by a helper and passed on), the running program says
+    where the struct was made."""
+    origin = output_dtype(text, site.span, index)
+    if origin is None or site.span.line <= origin.line <= site.span.end_line:
+        origin = made_dtype(site, reached, index, text) or origin
+    return origin
+
+
+def _store_or_declaration(site: Any, ref: str | None, m: re.Match[str], span: Span, text: str, lines: list[str],
+                          reached: Any) -> Moved | None:
+    """A float stored into a float ref of another width (or an explicit cast the ref does not take):
+    at the declaration when it is the odd one out, else at the store with the declaration related
+    (engine/store_dtype.py)."""
+    if ref is None:
+        return None
+
+    def output_place(i: int) -> Span | None:
+        origin = _dtype_origin(site, i, text, reached)
+        return _line(origin, lines) if origin is not None else None
+
+    found = store_declaration(site, ref, m.group("ref"), m.group("value"), span, reached, output_place)
+    return Moved(span=found[0], related=found[1], sentence=found[2]) if found is not None else None
 
 
 def _aliased_input(site: Any, ref: str | None, stored: str, text: str, reached: Any) -> tuple[Span, int, str] | None:
@@ -351,30 +376,67 @@ def _aliased_input(site: Any, ref: str | None, stored: str, text: str, reached: 
     written as a dict literal in the pallas_call) whose block the running program saw in the dtype
     ``stored``: (the alias entry's span, j, that dtype); else None."""
     index = _output_index(site, ref) if ref else None
-    tree = parse(text)
-    if index is None or tree is None:
+    if index is None:
         return None
+    for j, i, entry in alias_entries(site, text):
+        if i != index:
+            continue
+        from .reach import site_reached
+
+        calls = [c for c in reached or () if c.get("buffers") and site_reached(site, [c])]
+        dtype = next((b["dtype"] for c in calls[:1] for b in c["buffers"]
+                      if b["role"] == "in_specs" and int(b["index"]) == j - int(getattr(site, "num_scalar_prefetch", 0) or 0)), None)
+        if dtype == stored:
+            return entry, j, dtype
+    return None
+
+
+def alias_entries(site: Any, text: str) -> list[tuple[int, int, Span]]:
+    """(input, output, span) of each ``j: i`` entry of the ``input_output_aliases`` dict literal written
+    in ``site``'s pallas_call (or bound once to a name in the file); [] when it is not written out."""
+    tree = parse(text)
+    if site is None or tree is None:
+        return []
     for node in ast_units.index_of(tree).expressions_at(site.span.line, site.span.column):
         if not isinstance(node, ast.Call):
             continue
         aliases = next((k.value for k in node.keywords if k.arg == "input_output_aliases"), None)
         if aliases is None:
             continue  # the call that applies the pallas_call's function, or another one starting here
+        if isinstance(aliases, ast.Name):
+            bound = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                     and isinstance(n.targets[0], ast.Name) and n.targets[0].id == aliases.id]
+            aliases = bound[0] if len(bound) == 1 else None
         if not isinstance(aliases, ast.Dict):
-            return None
-        for key, value in zip(aliases.keys, aliases.values):
-            if not (isinstance(key, ast.Constant) and isinstance(value, ast.Constant) and value.value == index):
-                continue
-            j = key.value
-            from .reach import site_reached
+            return []
+        return [(key.value, value.value, Span(key.lineno - 1, key.col_offset, value.end_lineno - 1, value.end_col_offset))
+                for key, value in zip(aliases.keys, aliases.values)
+                if isinstance(key, ast.Constant) and isinstance(value, ast.Constant)
+                and isinstance(key.value, int) and isinstance(value.value, int)]
+    return []
 
-            calls = [c for c in reached or () if c.get("buffers") and site_reached(site, [c])]
-            dtype = next((b["dtype"] for c in calls[:1] for b in c["buffers"]
-                          if b["role"] == "in_specs" and int(b["index"]) == j - int(getattr(site, "num_scalar_prefetch", 0) or 0)), None)
-            if dtype == stored:
-                return Span(key.lineno - 1, key.col_offset, value.end_lineno - 1, value.end_col_offset), j, dtype
+
+_ALIAS_MISMATCH = re.compile(r"input_output_aliases contains the mapping '(?P<i>\d+):(?P<o>\d+)' referring to input"
+                             r"(?P<path>\S*) with abstract value (?P<a>\S+) and to output with a different abstract "
+                             r"value (?P<b>[^\s.]+)")
+
+
+def to_alias_entry(code: str, rec: Mapping[str, Any], site: Any, text: str, lines: list[str], *,
+                   reached: Any = None) -> Moved | None:
+    """An ``input_output_aliases`` entry between arrays of different shape or dtype (jax's ValueError
+    while tracing, at the pallas_call): at that entry, with the output's dtype origin related."""
+    m = _ALIAS_MISMATCH.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
+    if code != "PLS117" or m is None or site is None:
         return None
-    return None
+    j, i = int(m.group("i")), int(m.group("o"))
+    entry = next((span for a, b, span in alias_entries(site, text) if (a, b) == (j, i)), None)
+    if entry is None:
+        return None
+    origin = _dtype_origin(site, i, text, reached)
+    related = (Related(_line(origin, lines), f"output {i} is declared here ({m.group('b')})"),) if origin else ()
+    return Moved(span=entry, related=related,
+                 sentence=f"input {j} ({m.group('a')}) and output {i} ({m.group('b')}) are aliased here: an alias "
+                          "shares one buffer, so both must have the same shape and dtype")
 
 
 def _made_output_index(site: Any, ref: str | None, reached: Any) -> int | None:

@@ -244,6 +244,8 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, l
     compiler_tiers(entry, task.entry, args, target, tiers, unavailable, say, task.name, record, tier2_known=tier2_known,
                    detail=vmem_detail(entry.get("reached"), capacity),
                    vmem=messages.VmemExcess(**excess) if excess else None)
+    if 1 in tiers:
+        _blocks_past_end(entry, path)
     skipped = None
     if task.call is not None:
         from .recording import outside_its_axes
@@ -259,6 +261,24 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, l
     if entry["errors"] and task.call is None and locating is not None:
         locating.locate(entry, task, args)  # where the failed entry's values were written
     return entry
+
+
+def _blocks_past_end(entry: dict[str, Any], path: str) -> None:
+    """Tier 1's errors for blocks an index_map names past their array's end (runner/block_reach.py),
+    at the BlockSpec of the call the entry made."""
+    from .block_reach import past_end_record
+    from .interpret_records import CallSites
+
+    found = [(call, item) for call in entry.get("reached") or () for item in call.get("past_end") or ()]
+    if not found:
+        return
+    sites = CallSites("".join(linecache.getlines(path)), path)
+    for call, item in found:
+        call_line = (call.get("lines") or [None])[0]
+        place = sites.element_line(call_line, item["role"], item["index"]) or sites.keyword_line(call_line, item["role"])
+        entry["errors"].append(past_end_record(item, place and (place[0], place[1]), call_line))
+    if entry["tiers"].get("1") == "ok":
+        entry["tiers"]["1"] = "error"
 
 
 def typed_result(result: dict[str, Any], tiers: Sequence[int]) -> messages.CheckResult:

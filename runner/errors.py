@@ -177,19 +177,24 @@ def _text(exc: BaseException) -> str:
 
 
 def user_frames(chain: list[BaseException], user_path: str) -> list[dict[str, Any]]:
-    """Frames in the user's file, outermost first, over every traceback in the chain."""
+    """Frames in the user's file, outermost first, over every traceback in the chain.
+
+    jax's ``JaxStackTraceBeforeTransformation`` carries the stack that traced the failing
+    operation (an unsupported primitive inside a ``pl.when`` body): its frames come last, as the
+    innermost, even where the lowering's own exception names an outer line of the user's (the
+    ``pl.when`` whose branch failed to lower)."""
     target = _norm(user_path)
-    seen = set()
-    out = []
+    plain: list[dict[str, Any]] = []
+    source: list[dict[str, Any]] = []
+    seen: set[tuple[int, str]] = set()
     for exc in reversed(chain):  # the root cause's frames first, the outer wrapper's last
+        into = source if type(exc).__name__ in _WRAPPERS else plain
         for fs in traceback.extract_tb(exc.__traceback__):
-            if _norm(fs.filename) != target:
-                continue
             key = (fs.lineno, fs.name)
-            if key in seen:
+            if _norm(fs.filename) != target or key in seen:
                 continue
             seen.add(key)
-            out.append({
+            into.append({
                 "file": user_path,
                 "line": fs.lineno,
                 "function": fs.name,
@@ -198,7 +203,7 @@ def user_frames(chain: list[BaseException], user_path: str) -> list[dict[str, An
                 "end_line": getattr(fs, "end_lineno", None),
                 "end_column": getattr(fs, "end_colno", None),
             })
-    return out
+    return plain + source
 
 
 def _norm(path: str) -> str:

@@ -4,18 +4,26 @@ Tier 3 knows *what* went wrong from the interpreter's run (an output block never
 read from memory never initialised, a read past a buffer); this module finds the statement behind
 it in the kernel's own code, read with ``ast`` from the checked text:
 
-- ``unwritten_places``: the kernel's stores to that output; when they all sit under one
-  ``pl.when(...)``, that guard (its condition decides that some blocks are never written); when the
-  kernel never stores to it at all, the kernel parameter naming the output; before either, a
-  ``pass`` standing among the statements of a function of the kernel (a store removed or never
-  written: ``to_store = acc[...]`` then ``pass`` in a helper such as Megablox's ``_store_accum``);
+The first two are ``runner/missing_places.py``'s, on the reading of the kernel this module gives:
+
+- ``unwritten_places``: the kernel's stores to that output that ran (``runner/traced_lines.py``
+  says which lines the traced kernel came from; a variant never run and a branch never taken do
+  not count); when they all sit under one ``pl.when(...)``, that guard (its condition decides that
+  some blocks are never written); before that, a ``pass`` standing among the statements of a
+  function of the kernel (a store removed or never written: ``to_store = acc[...]`` then ``pass`` in
+  a helper such as Megablox's ``_store_accum``); when no store ran, a value computed from the
+  kernel's refs and never used (the store after it deleted), else the first statement of the
+  last-step ``pl.when`` block, else the kernel parameter naming the output;
 - ``uninitialized_places``: the accumulators (scratch or output refs the kernel reads) that no
-  statement initialises: the ``pl.when(... == 0)`` block that initialises the others (the init is
-  missing there), else the kernel's first-step ``pl.when(... == 0)`` block that initialises none,
-  else the first read of the accumulator; the scratch's declaration is related;
+  statement initialises: a read of one inside the first-step block itself (``+=`` where ``=`` was
+  meant), else in the ``pl.when(... == 0)`` block that initialises the others, its ``pass`` or the
+  place the order of the kernel's first reads gives (after the init of the last accumulator read
+  before it, or first), else the kernel's first-step block that initialises none, else the first
+  read of the accumulator; the scratch's declaration is related;
 - ``read_place``: the user's line the interpreter's own stack trace names for an out-of-bounds read
-  (jax prints it as ``JaxStackTraceBeforeTransformation``), else the reads of the buffer whose shape
-  the message gives.
+  (jax prints it as ``JaxStackTraceBeforeTransformation``), moved to the statement that computed its
+  index when that is another one (``runner/index_origin.py``), else the reads of the buffer whose
+  shape the message gives.
 
 Kernel parameters are matched to the call's operands by position: scalar-prefetch operands, the
 other operands, the outputs of ``out_shape``, then the scratch buffers (one parameter per top-level
@@ -34,6 +42,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .index_origin import index_origin
+
 Place = tuple[int, int | None, str]
 
 
@@ -45,20 +55,30 @@ class KernelRefs:
     functions: list[ast.FunctionDef]
     roles: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> ("prefetch"|"in"|"out"|"scratch", index)
     params: dict[str, ast.arg] = field(default_factory=dict)
+    traced: frozenset[int] | None = None  # lines the kernels were traced from (runner/traced_lines.py)
 
     def refs(self, role: str) -> dict[int, str]:
         return {index: name for name, (r, index) in self.roles.items() if r == role}
 
+    def ran(self, node: ast.AST) -> bool:
+        """Whether ``node`` left an equation in the traced kernel (True when nothing is known)."""
+        if self.traced is None:
+            return True
+        return any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in self.traced)
 
-def kernel_refs(call: Any, tree: ast.Module | None, path: str) -> KernelRefs | None:
+
+def kernel_refs(call: Any, tree: ast.Module | None, path: str,
+                traced: frozenset[int] | None = None) -> KernelRefs | None:
     """The kernel of ``call`` (a RecordedCall) read from ``tree`` (the checked file); None when the
-    kernel is not a function of that file."""
+    kernel is not a function of that file. ``traced``: the lines the kernel was traced from; a
+    variant it forwards to that left none (the single-step body of a flash attention run with
+    several kv blocks) is left out."""
     found = _kernel_def(call, tree, path)
     if found is None:
         return None
     fn, bound = found
     layout = _layout(call)
-    refs = KernelRefs([fn])
+    refs = KernelRefs([fn], traced=traced or None)
     positional = [a for a in fn.args.posonlyargs + fn.args.args][bound:]
     for name_arg, role in zip(positional, layout):
         refs.roles[name_arg.arg] = role
@@ -68,6 +88,8 @@ def kernel_refs(call: Any, tree: ast.Module | None, path: str) -> KernelRefs | N
         rest = layout[len(positional):]
         for target, offset in _forwards(fn, fn.args.vararg.arg, by_name):
             params = (target.args.posonlyargs + target.args.args)[offset:]
+            if not refs.ran(target):
+                continue
             for name_arg, role in zip(params, rest):
                 refs.roles.setdefault(name_arg.arg, role)
                 refs.params.setdefault(name_arg.arg, name_arg)
@@ -245,113 +267,19 @@ def _handed_on(refs: KernelRefs, name: str) -> list[ast.Call]:
                                                                 "multiple_of", *_NOT_READING):
             continue
         for arg in [*node.args, *(k.value for k in node.keywords)]:
-            base = arg.value if isinstance(arg, ast.Subscript) else arg
-            base = base.value if isinstance(base, ast.Attribute) and base.attr == "at" else base
+            base = arg.value if isinstance(arg, ast.Subscript) and _is_at(arg.value) else arg  # name.at[...]
+            base = base.value if _is_at(base) else base  # name[...] is a load: a read, not the ref handed on
             if isinstance(base, ast.Name) and base.id == name:
                 out.append(node)
                 break
     return sorted(out, key=lambda n: (n.lineno, n.col_offset))
 
 
-def unwritten_places(refs: KernelRefs | None, out_index: int) -> list[Place]:
-    """Where output ``out_index`` of the call should have been written (see the module doc)."""
-    if refs is None:
-        return []
-    name = refs.refs("out").get(out_index)
-    if name is None:
-        return []
-    parents = _parents(refs)
-    stores = [s for s in _stores(refs, name) if not isinstance(s, ast.AugAssign)] or _stores(refs, name)
-    stores = stores or _handed_on(refs, name)  # written by an async copy or a helper
-    stub = _stub(refs)
-    if stub is not None:  # a store removed (or never written) where the kernel computes what it would store
-        return [(stub.lineno, stub.col_offset, f"a `pass` stands where {name} would be stored")] + [
-            (s.lineno, s.col_offset, f"the store to {name}") for s in stores[:2]]
-    if not stores:
-        param = refs.params.get(name)
-        if param is None:
-            return []
-        return [(param.lineno, param.col_offset, f"the kernel never writes {name} (output {out_index})")]
-    guards = {id(g): g for g in (_guard(s, parents) for s in stores)}
-    if len(guards) == 1 and None not in guards.values():
-        guard = next(iter(guards.values()))
-        cond = ast.unparse(guard.args[0])
-        return [(guard.lineno, guard.col_offset, f"{name} is written only when {cond}")] + [
-            (s.lineno, s.col_offset, f"the store to {name}") for s in stores[:2]]
-    return [(s.lineno, s.col_offset, f"the store to {name}") for s in stores[:3]]
-
-
-def _stub(refs: KernelRefs) -> ast.Pass | None:
-    """The last ``pass`` beside other statements in the body of one of the kernel's functions (the
-    kernel, its ``pl.when`` blocks and helpers), or alone in a ``pl.when`` block: a statement removed,
-    or a stub never filled (a ``pass`` first in a last-step block, as in jax's flash attention's
-    ``store_output``, was passed over)."""
-    stubs = [stmt for fn in _nodes(refs) if isinstance(fn, ast.FunctionDef)
-             for stmt in fn.body if isinstance(stmt, ast.Pass) and (len(fn.body) > 1 or _when_block(fn))]
-    return max(stubs, key=lambda s: (s.lineno, s.col_offset)) if stubs else None
-
-
-def _when_block(fn: ast.FunctionDef) -> bool:
-    return any(isinstance(d, ast.Call) and _callee(d) == "when" for d in fn.decorator_list)
-
-
-def uninitialized_places(refs: KernelRefs | None, scratch_line: int | None) -> list[Place]:
-    """Where an accumulator read before it is written should have been initialised."""
-    if refs is None:
-        return []
-    parents = _parents(refs)
-    init_blocks: list[ast.Call] = []
-    suspects: list[tuple[str, ast.AST]] = []
-    for role in ("scratch", "out"):
-        for index, name in sorted(refs.refs(role).items()):
-            reads = _reads(refs, name)
-            if not reads or _handed_on(refs, name):
-                continue  # never read, or written where this reading cannot follow (a DMA, a helper)
-            inits = [s for s in _stores(refs, name) if not isinstance(s, ast.AugAssign)
-                     and not _reads_itself(s, name) and _reads_before(s, reads, parents)]
-            if inits:
-                for s in inits:
-                    guard = _guard(s, parents)
-                    if guard is not None and _is_first_step(guard.args[0]):
-                        init_blocks.append(guard)
-                continue
-            suspects.append((name, reads[0]))
-    if not suspects:
-        return []
-    name, first_read = suspects[0]
-    named = ", ".join(n for n, _ in suspects)
-    scratch = [(scratch_line, None, "the scratch buffers are declared here")] if scratch_line else []
-    read = (first_read.lineno, first_read.col_offset, f"{name} is read here before anything wrote it")
-    for guard in init_blocks:
-        cond = ast.unparse(guard.args[0])
-        return [(guard.lineno, guard.col_offset,
-                 f"the block run when {cond} initialises other buffers but not {named}")] + [read] + scratch
-    first_steps = [g for n in _nodes(refs) if (g := _when(n)) is not None and _is_first_step(g.args[0])]
-    if first_steps:  # a first-step block that initialises no accumulator: the init is missing there
-        guard = min(first_steps, key=lambda g: (g.lineno, g.col_offset))
-        cond = ast.unparse(guard.args[0])
-        return [(guard.lineno, guard.col_offset, f"the block run when {cond} does not initialise {named}")] + [read] + scratch
-    return [read] + scratch
+def _is_at(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "at"
 
 
 _NOT_READING = ("zeros_like", "ones_like", "full_like", "empty_like")  # they take a ref's shape and dtype only
-
-
-def _reads_itself(store: ast.stmt, name: str) -> bool:
-    """``acc[...] = acc[...] * s + p``: a store whose value reads the ref it writes (an update);
-    ``acc[...] = jnp.zeros_like(acc)`` only takes its shape."""
-    value = getattr(store, "value", None)
-    return value is not None and any(n.value.id == name for n in ast.walk(value)
-                                     if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name))
-
-
-def _reads_before(store: ast.stmt, reads: list[ast.AST], parents: dict[int, ast.AST]) -> bool:
-    """Whether ``store`` can initialise the ref: it is under a first-step ``pl.when``, or it is not
-    guarded and comes before the first read in the code."""
-    guard = _guard(store, parents)
-    if guard is not None:
-        return _is_first_step(guard.args[0])
-    return (store.lineno, store.col_offset) <= (reads[0].lineno, reads[0].col_offset)
 
 
 COPIES = ("make_async_copy", "async_copy", "make_async_remote_copy")  # the calls that make a DMA
@@ -388,15 +316,23 @@ def reached_copy_lines(call: Any, tree: ast.Module | None, path: str) -> list[in
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 
 
-def read_place(noise: str, path: str, refs: KernelRefs | None, shape: tuple[int, ...] | None) -> list[Place]:
+def read_place(noise: str, path: str, refs: KernelRefs | None, shape: tuple[int, ...] | None,
+               tree: ast.Module | None = None) -> list[Place]:
     """The user's line of an out-of-bounds read: from the stack jax printed for the failing
-    operation (the innermost frame of the checked file before the out-of-bounds message), else the
-    reads with ``pl.ds`` of the kernel's refs (one candidate only)."""
+    operation (the innermost frame of the checked file before the out-of-bounds message), moved to
+    where its index was computed when that is another statement (``runner/index_origin.py``: jax's
+    paged attention's page-table read in a descriptor method, its offset computed in a helper), else
+    the reads with ``pl.ds`` of the kernel's refs (one candidate only)."""
     head = noise.split("Out-of-bounds", 1)[0] if "Out-of-bounds" in noise else ""
     frames = [(int(m.group("line")), m.group("fn")) for m in _FRAME.finditer(head) if _same_file(m.group("file"), path)]
     if "JaxStackTraceBeforeTransformation" in noise and frames:
         line, fn = frames[-1]
-        return [(line, None, f"this read (in {fn}) goes past the buffer" + (f" of shape {shape}" if shape else ""))]
+        read = (line, None, f"this read (in {fn}) goes past the buffer" + (f" of shape {shape}" if shape else ""))
+        origin = index_origin(frames, tree)
+        if origin is None:
+            return [read]
+        return [(origin.line, origin.column, f"the index that reads past the buffer at line {line} is computed here "
+                 f"({origin.what})"), (read[0], read[1], f"the read (in {fn}) that goes past the buffer")]
     if refs is None:
         return []
     windows = [n for n in _nodes(refs) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)

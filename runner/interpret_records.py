@@ -18,6 +18,7 @@ from typing import Any
 
 from . import errors as errors_mod
 from . import interpret_places as places
+from . import missing_places
 from .interpret_compare import blocks_hit
 from .intercept import RecordedCall, block_shapes, dimension_semantics
 
@@ -29,6 +30,7 @@ class CallSites:
 
     def __init__(self, source: str, path: str):
         self.path = path
+        self.traced: frozenset[int] | None = None  # the lines the kernels were traced from, once known
         try:
             self.tree = ast.parse(source)
         except SyntaxError:
@@ -293,7 +295,8 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
             return rec
         shape = _oob_shape(m.group(0))
         in_core = re.search(r"\b(vmem|smem)\b", m.group(0)) is not None  # HBM/ANY: a DMA's, marked at the copy
-        read = places.read_place(noise, path, places.kernel_refs(call, sites.tree, path), shape) if in_core else []
+        read = places.read_place(noise, path, places.kernel_refs(call, sites.tree, path), shape, sites.tree) \
+            if in_core else []
         if read:
             rec["mentions"] = _mentions(read)
             rec["frames"] = []  # the read is the place, not the entry's call
@@ -443,9 +446,28 @@ def _call_output(call: RecordedCall | None, problem: dict[str, Any]) -> int:
     return same[0] if len(same) == 1 else index
 
 
+def order_record(problem: dict[str, Any], call: RecordedCall | None, sites: CallSites, path: str, axis: int | None,
+                 sem: tuple[str, ...] | None) -> dict[str, Any]:
+    """PLS304 when running the parallel grid axes backward changes the outputs (runner/grid_order.py):
+    at the ``dimension_semantics`` entry of the axis that does so alone."""
+    call_line = _call_line(call, path)
+    line = sites.keyword_line(call_line, "compiler_params", "dimension_semantics")
+    entry = sites.semantics_entry(call_line, axis) if axis is not None else None
+    where = ([(entry[0], entry[1], f"grid axis {axis}'s entry")] + ([line] if line else [])) if entry else \
+        [line] if line else [(call_line, None)]
+    how = (f"max abs difference {problem['max_abs']:.3g}" if problem["kind"] == "mismatch"
+           else "some blocks come back NaN")
+    which = f"grid axis {axis}" if axis is not None else "a grid axis marked \"parallel\""
+    sentence = (f"output {problem.get('index') or 0} changes when the grid's \"parallel\" axes run in the other order "
+                f"({how}): {which} carries state from step to step (a reduction) but is marked \"parallel\" in "
+                f"{sem!r}; on chips with two TensorCores its steps are split between the cores and may run in any "
+                "order. Mark it \"arbitrary\"")
+    return _base("PLS304", sentence, path, where)
+
+
 def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
     call_line = _call_line(call, path)
-    refs = places.kernel_refs(call, sites.tree, path)
+    refs = places.kernel_refs(call, sites.tree, path, sites.traced)
     out_blocks = block_shapes(_out_specs(call)) if call else []
     index = problem.get("index") or 0
     out_index = _call_output(call, problem)
@@ -474,20 +496,20 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
                    "between TensorCores")
     elif cause and cause[0] == "uninitialized":
         line = sites.keyword_line(call_line, "scratch_shapes")
-        found = places.uninitialized_places(refs, line[0] if line else None)
+        found = missing_places.uninitialized_places(refs, line[0] if line else None)
         where = found or ([line] if line else where)
         explain = ("; the NaN is computed, not left over: the kernel reads memory it never wrote, such as an "
                    "accumulator or scratch buffer not reset on the first step of the reduction"
                    + (f" ({found[0][2]})" if found else " (the scratch buffers are marked)" if line else ""))
     elif cause and cause[0] == "unwritten":
         line = sites.keyword_line(call_line, "out_specs")
-        found = places.unwritten_places(refs, out_index)
+        found = missing_places.unwritten_places(refs, out_index)
         where = found + ([(line[0], line[1], "the out_specs")] if found and line else []) or ([line] if line else where)
         explain = ("; no grid step writes these blocks: "
                    + (f"{found[0][2]}" if found else "check the out_specs index_map and the kernel's pl.when conditions"))
     elif cause and cause[0] == "skipped":
         line = sites.keyword_line(call_line, "out_specs")
-        found = places.unwritten_places(refs, out_index)
+        found = missing_places.unwritten_places(refs, out_index)
         where = found + ([(line[0], line[1], "the out_specs")] if found and line else []) or ([line] if line else where)
         explain = ("; the grid steps that own these blocks write nothing to the output, so each keeps what an earlier "
                    "step left in the buffer (a store skipped on some path, e.g. one branch of lax.cond or a pl.when)"

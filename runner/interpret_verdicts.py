@@ -90,7 +90,7 @@ def semantics_dropped(exc: BaseException | None, path: str) -> dict[str, Any]:
     dimension_semantics because jax's interpreter cannot run them under vmap."""
     sentence = ("tier 3 ran without the pallas_call's dimension_semantics: jax's TPU interpreter cannot run them "
                 "under jax.vmap (vmap adds a grid axis they do not list). Everything else was checked; whether a "
-                "\"parallel\" axis carries state from step to step was not")
+                "\"parallel\" axis carries state from step to step was checked by running those axes backward")
     return {"type": "InterpreterLimit", "message": sentence, "sentence": sentence, "stage": "tier 3", "tier": 3,
             "code": UPSTREAM_CODE, "origin": "TPU interpreter (jax)", "severity": "information", "frames": [],
             "mentions": [], "refs": [], "detail": None}

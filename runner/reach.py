@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import jax
 
+from .block_reach import blocks_past_end
 from .intercept import intercept_pallas_calls, stack_lines, struct_place
 from .origin_values import value_origins
 
@@ -62,7 +63,7 @@ def reached_calls(fn: Callable[..., Any], args: tuple[Any, ...], path: str, modu
         same = kernel_file is not None and os.path.realpath(kernel_file) == target
         buffers = block_buffers(call)
         out.append({"lines": lines, "kernel_line": call.kernel_line if same else None, "kernel": call.kernel_name,
-                    **elsewhere(call, path), "buffers": buffers,
+                    **elsewhere(call, path), "buffers": buffers, "past_end": blocks_past_end(call),
                     "scalar_prefetch": scalar_prefetch(call), "vmem_bytes": vmem_bytes(buffers), **traced_grid(call),
                     "origins": value_origins(call.kwargs, call.out_shape, call_path(path, call), struct_place),
                     **({"partial": True} if partial else {})})

@@ -124,24 +124,34 @@ def test_vmem_exhausted_by_an_untiled_contraction_dim_lands_on_the_blockspec_tha
     assert "keeps dim 0 whole" in finding.message
 
 
-def test_an_output_aliased_to_an_input_of_another_dtype_lands_on_the_out_shape_dtype():
-    """Before, at the store the lowering rejects (floats into floats: the store's own choice); the
-    output is the f32 input's buffer, so the bfloat16 written in out_shape is what disagrees."""
+def test_an_output_aliased_to_an_input_of_another_dtype_lands_on_the_alias_entry():
+    """Before, at the store the lowering rejects (floats into floats: the store's own choice); then at the
+    bfloat16 written in out_shape; issue 50: at the alias entry that joins the f32 input's buffer to the
+    bfloat16 output, with the out_shape dtype and the store related."""
     text, _, located = _check(str(DATA / "alias_dtype.py"), (1,))
     [finding] = [f for f in located.findings if f.code == "PLS104"]
     line = _marked(text)
     assert finding.span.line == line
-    assert text.splitlines()[line][finding.span.column:finding.span.end_column] == "jnp.bfloat16"
-    alias_line = next(i for i, t in enumerate(text.splitlines()) if t.strip().startswith("input_output_aliases="))
-    assert any(r.span.line == alias_line and "input 1 (float32) is aliased to output 0" in r.message
-               for r in finding.related)
+    assert text.splitlines()[line][finding.span.column:finding.span.end_column] == "1: 0"
+    assert "input 1 (float32) is aliased to output 0 here" in finding.message
+    dtype_line = next(i for i, t in enumerate(text.splitlines()) if "jnp.bfloat16)," in t)
+    assert any(r.span.line == dtype_line and "output 0's dtype is set here" in r.message for r in finding.related)
     store_line = next(i for i, t in enumerate(text.splitlines()) if "o_ref[...] =" in t)
     assert any(r.span.line == store_line for r in finding.related)
 
 
+def test_an_alias_jax_refuses_is_said_at_its_entry_with_the_declaration_related():
+    """Before: PLS100 at the pallas_call (jax's ValueError names no line of the alias)."""
+    text, _, located = _check(str(DATA / "alias_mismatch.py"), (1,))
+    [finding] = [f for f in located.findings if f.severity == "error"]
+    assert (finding.code, finding.span.line) == ("PLS117", _marked(text))
+    dtype_line = next(i for i, t in enumerate(text.splitlines()) if "jnp.bfloat16)," in t)
+    assert any(r.span.line == dtype_line and "output 0 is declared here" in r.message for r in finding.related)
+
+
 def test_a_float_store_into_a_narrower_unaliased_output_stays_at_the_store(tmp_path):
     """Without the alias the same store is the kernel's own choice (a missing cast): it stays there."""
-    text = (DATA / "alias_dtype.py").read_text().replace("        input_output_aliases={1: 0},\n", "")
+    text = (DATA / "alias_dtype.py").read_text().replace("        input_output_aliases={1: 0},  # origin\n", "")
     path = tmp_path / "no_alias.py"
     path.write_text(text)
     _, _, located = _check(str(path), (1,))

@@ -28,7 +28,8 @@ from pallasite.engine.engine import check_paths
 DATA = Path(__file__).parent / "data" / "tier3_places"
 TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",
          "init_missing_jitted.py", "init_block_empty.py", "cond_skip.py", "paged_oob_dma.py",
-         "store_removed_helper.py", "store_removed_first.py")
+         "store_removed_helper.py", "store_removed_first.py", "init_rmw.py", "store_deleted_variant.py",
+         "store_deleted_helper.py", "oob_offset_helper.py", "init_first_missing.py")
 
 
 def _expected(name: str) -> tuple[str, int]:
@@ -157,3 +158,20 @@ def test_reruns_after_the_prefix_rerun_keep_its_order():
     errors = [f for f in report.findings if f.severity == "error"]
     assert [(f.code, f.span.line + 1) for f in errors] == [(code, line)], [f"{f.code}:{f.span.line + 1} {f.message}" for f in errors]
     assert [f.code for f in report.findings if f.severity == "warning"] == ["PLS305"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target, severity", [("v5p", "error"), ("v5e", "warning")])
+def test_a_reduction_axis_marked_parallel_is_found_by_running_it_backward(target, severity):
+    """Under jax.vmap (the interpreter runs no semantics there) and with no reference to compare with,
+    a reduction axis marked "parallel" was found at no tier; run backward, it changes the output. On a
+    one-core chip it is harmless: a warning naming the two-core chips."""
+    names = ("parallel_vmapped.py", "parallel_no_reference.py")
+    out = check_paths([str(DATA / n) for n in names], CheckOptions(target=target, tiers=(3,), time_limit_s=180))
+    for report in out:
+        code, line = _expected(Path(report.path).name)
+        found = [(f.code, f.span.line + 1, f.severity) for f in report.findings if f.severity in ("error", "warning")]
+        assert found == [(code, line, severity)], [f.message for f in report.findings]
+        [finding] = [f for f in report.findings if f.code == code]
+        assert "grid axis 2 carries state from step to step" in finding.message
+

@@ -41,7 +41,8 @@ def check():
 
 
 @pytest.mark.parametrize("name", ["dot_contracting_broken.py", "broadcast_shapes_broken.py",
-                                  "reshape_size_broken.py", "program_id_axis_broken.py"])
+                                  "reshape_size_broken.py", "program_id_axis_broken.py",
+                                  "slice_in_when_broken.py"])
 def test_a_tracing_error_lands_on_the_kernel_body_line_with_the_pallas_call_related(check, name):
     report = check(name)
     errors = [f for f in report.findings if f.severity == "error"]

@@ -6,6 +6,8 @@ kernel shows where its results are written, that place is said instead, the para
 - a ``pass`` left alone in a ``pl.when`` block or in the kernel's body, or beside other statements
   in any function of the kernel (a helper such as Megablox's ``_store_accum`` that computes the value
   and stores nothing): a store removed, or a stub never filled; the last such ``pass``;
+- else a value computed from the kernel's refs and never used (``out_bits = o1 ^ o2`` with the store
+  after it deleted, as in a mutant of jax's threefry kernel; issue 50): the last such assignment;
 - else the block that runs on the last grid step (``@pl.when(k == nk - 1)``,
   ``@pl.when(k == pl.num_programs(2) - 1)``), where a reduction stores its result: its last statement.
 
@@ -23,12 +25,33 @@ def missing_store_place(fn: ast.FunctionDef) -> ast.stmt | None:
               for stmt in node.body if isinstance(stmt, ast.Pass) and len(node.body) > 1]
     if stubs:
         return max(stubs, key=lambda s: (s.lineno, s.col_offset))
+    dead = _dead_values(fn)
+    if dead:
+        return dead[-1]
     last = [node for node in ast.walk(fn) if isinstance(node, ast.FunctionDef) and node is not fn
             and any(_last_step_when(d) for d in node.decorator_list)]
     if last:
         block = max(last, key=lambda n: n.lineno)
         return block.body[-1] if block.body else None
     return None
+
+
+def _dead_values(fn: ast.FunctionDef) -> list[ast.Assign]:
+    """``v = <expression>`` statements of the kernel's functions whose value comes from its refs (its
+    parameters, read there, or names so assigned) and whose name is never read again, in line order."""
+    refs = {a.arg for a in fn.args.posonlyargs + fn.args.args}
+    derived: set[str] = set()
+    for stmt in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: (n.lineno, n.col_offset)):
+        names = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+        if names & derived or any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in refs
+                                  for n in ast.walk(stmt.value)):
+            derived |= {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    out = []
+    for body_fn in (n for n in ast.walk(fn) if isinstance(n, ast.FunctionDef)):
+        loaded = {n.id for n in ast.walk(body_fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        out += [s for s in body_fn.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name) and s.targets[0].id in derived - loaded]
+    return sorted(out, key=lambda s: (s.lineno, s.col_offset))
 
 
 def _bodies(fn: ast.FunctionDef):

@@ -1,5 +1,6 @@
 """An in-place update whose output is declared in another dtype than the input it aliases:
-``input_output_aliases={1: 0}`` gives the f32 accumulator's buffer to output 0, declared bfloat16."""
+``input_output_aliases={1: 0}`` gives the f32 accumulator's buffer to output 0, declared bfloat16. Said
+at the alias entry that joins the two buffers (issue 50; it was at the out_shape dtype, related now)."""
 
 import jax
 import jax.numpy as jnp
@@ -17,8 +18,8 @@ def accumulate(x, acc):
         grid=(x.shape[0] // 8,),
         in_specs=[spec, spec],
         out_specs=spec,
-        out_shape=jax.ShapeDtypeStruct(acc.shape, jnp.bfloat16),  # origin
-        input_output_aliases={1: 0},
+        out_shape=jax.ShapeDtypeStruct(acc.shape, jnp.bfloat16),
+        input_output_aliases={1: 0},  # origin
     )(x, acc)
 
 

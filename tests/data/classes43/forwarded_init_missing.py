@@ -28,9 +28,9 @@ def _single_step(idx, x_ref, y_ref, o_ref, acc_ref, max_ref, *, nk):
 def _tiled(idx, x_ref, y_ref, o_ref, acc_ref, max_ref, *, nk):
     k = pl.program_id(2)
 
-    @pl.when(k == 0)  # expect: PLS303
+    @pl.when(k == 0)
     def _init():
-        max_ref[...] = jnp.full(max_ref.shape, -jnp.inf, jnp.float32)
+        max_ref[...] = jnp.full(max_ref.shape, -jnp.inf, jnp.float32)  # expect: PLS303
 
     prod = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
     acc_ref[...] += prod

@@ -1,5 +1,6 @@
 """PLS017, broken: the kernel computes both halves of the split but stores only the first; its
-second output is written on no path, so it holds whatever was in memory."""
+second output is written on no path, so it holds whatever was in memory. Said at `neg = ...`, the
+value computed for it and never stored (issue 50; it was at the kernel's parameter)."""
 
 import jax
 import jax.numpy as jnp

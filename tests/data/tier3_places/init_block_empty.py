@@ -1,6 +1,7 @@
 """A tiled matmul whose first-step block lost its only statement (the accumulator's zeroing became
 ``pass``), so the accumulator starts from whatever memory held and no other buffer is initialised
-anywhere. The finding belongs at that first-step block, not at the accumulator's first read."""
+anywhere. The finding belongs at the ``pass`` in that first-step block, where the init was, not at
+the accumulator's first read (issue 50: it was at the block's ``pl.when``, two lines above)."""
 
 import jax
 import jax.numpy as jnp
@@ -11,9 +12,9 @@ from jax.experimental.pallas import tpu as pltpu
 def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
     k = pl.program_id(2)
 
-    @pl.when(k == 0)  # expect: PLS303
+    @pl.when(k == 0)
     def _init():
-        pass
+        pass  # expect: PLS303
 
     acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
 

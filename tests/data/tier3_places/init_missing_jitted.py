@@ -2,7 +2,7 @@
 step counter. The entry is jitted and its "parallel" axes have one step each, so tier 3's
 one-TensorCore run is the same program as an earlier rerun (every axis "arbitrary", one core, the
 same seed): jax serves it from its trace cache and records no pallas_call. The finding must still
-be at that first-step block, not at the pallas_call."""
+be in that first-step block (after its last statement, issue 50), not at the pallas_call."""
 
 import functools
 
@@ -15,9 +15,9 @@ from jax.experimental.pallas import tpu as pltpu
 def matmul_kernel(x_ref, y_ref, o_ref, acc_ref, steps_ref):
     k = pl.program_id(2)
 
-    @pl.when(k == 0)  # expect: PLS303
+    @pl.when(k == 0)
     def _init():
-        steps_ref[0] = 0
+        steps_ref[0] = 0  # expect: PLS303
 
     acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
     steps_ref[0] += 1

@@ -1,5 +1,6 @@
 """A kernel with two outputs that computes both but stores only the first: the second output is
-never written. The finding belongs at the kernel parameter naming it."""
+never written. The finding belongs at the value computed for it and never stored (issue 50; it was
+at the kernel parameter naming the output, now related)."""
 
 import jax
 import jax.numpy as jnp
@@ -9,11 +10,11 @@ from jax.experimental import pallas as pl
 def split_kernel(
     x_ref,
     pos_ref,
-    neg_ref,  # expect: PLS303
+    neg_ref,
 ):
     x = x_ref[...]
     pos_ref[...] = jnp.maximum(x, 0.0)
-    neg = jnp.minimum(x, 0.0)
+    neg = jnp.minimum(x, 0.0)  # expect: PLS303
     del neg
 
 
