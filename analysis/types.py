@@ -18,7 +18,7 @@ import hashlib
 import importlib.metadata
 import json
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Severity = Literal["error", "warning", "information", "hint"]

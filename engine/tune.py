@@ -595,8 +595,6 @@ class _Keys:
     def put_estimates(self, estimates: Mapping[Config, CostEstimate]) -> None:
         if self.store is None:
             return
-        from ..analysis.types import to_json
-
         for config, est in estimates.items():
             self.store.put_estimate(self._key(config), model=COST_MODEL_METHOD,
                                     status="ok" if est.status == "ok" else "compile_error", seconds=est.seconds,

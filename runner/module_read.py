@@ -147,7 +147,6 @@ def refine(exported: Any, shapes: list[tuple[int, ...]], ctx: Any) -> Any:
 def read_module(blob: Any, signature: Sequence[Sequence[Any]] | None = None) -> Module:
     """Deserialize, refine at ``signature`` (or the module's static shapes) and classify (see the docstring)."""
     from jax._src.interpreters import mlir
-    from jaxlib.mlir import ir
 
     exported = load(blob)
     shapes = concrete_shapes(exported, signature)

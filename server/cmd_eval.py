@@ -38,14 +38,11 @@ AGENT_METHODS = ("zero-shot", "auto", "parallel", "beam", "evolve")
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    from ..agents.search import SearchOptions
-
     from . import flags
 
     parser.add_argument("folder", help="a folder of task folders (JAXBench benchmark/, MaxKernel tasks)")
     parser.add_argument("--method", action="append", choices=METHODS + AGENT_METHODS,
                         help="what to evaluate (repeatable, reported side by side; default: files)")
-    d = SearchOptions()
     agent = parser.add_argument_group("agent methods (zero-shot, auto, parallel, beam, evolve)")
     flags.add_model(agent, command, api_key_env=False)
     flags.add(agent, "--price-input", command)

@@ -27,11 +27,8 @@ from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    from ..agents.search import SearchOptions
-
     from . import flags
 
-    d = SearchOptions()
     parser.add_argument("path", help="a kernel file with example_inputs() and reference()")
     parser.add_argument("--algo", choices=("parallel", "beam", "evolve"), default="beam",
                         help="the search: parallel trajectories, a beam, or evolution (default beam)")
