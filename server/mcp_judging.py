@@ -214,16 +214,10 @@ async def _tuned(run: Any, engine: Any, path: Path, text: str, options: Any, sto
     from ..engine.judge import Trusted
     from ..engine.tune import tune as tune_file
 
-    judge = run.judge(engine, Trusted(str(path), text), device=None, timeout_s=300.0)
-    backend = judge.backend()
-
-    async def verifier(config: dict[str, int], kinds: dict[str, str]) -> dict[str, Any]:
-        return await judge.check_config(text, config, kinds, entry=options.entry, backend=backend,
-                                        on_progress=progress.say)
-
-    return await tune_file(str(path), text, options, judge.config_estimator(text, options, backend=backend,
+    judge = run.judge(engine, Trusted.of_file(str(path), text), device=None)  # the run setup's time limit
+    return await tune_file(str(path), text, options, judge.config_estimator(text, options, backend=judge.backend(),
                                                                             on_progress=progress.say),
-                           verifier=verifier, store=store, progress=progress.say, compiler=judge.compile)
+                           tester=judge.test, store=store, progress=progress.say, compiler=judge.compile)
 
 
 def tune_result(report: Any, notes: list[str]) -> dict[str, Any]:
