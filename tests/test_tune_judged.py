@@ -1,0 +1,89 @@
+"""Tune's configurations priced by the judge (issue 49): each configuration's exported program priced in the
+judge's throwaway verifier (runner/judging/configs.py), never in a process that imported the file. A file whose
+module-level code divides its own estimates (by 3, and its default configuration's by 100:
+tests/data/untrusted/forged_estimates_preamble.py) is tuned to the same figures and the same best configuration
+as the honest file, through `pallasite tune` (the user's own file) and through optimize's autotune phase (a model's
+candidate, in confined workers). Before, the `estimate` op priced them in the process that imported the file, and
+the forged figures ranked it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pallasite.engine import spawn
+
+DATA = Path(__file__).parent / "data"
+HONEST = (DATA / "optimize" / "candidates" / "tunable_rows.py").read_text()
+FORGING = (DATA / "untrusted" / "forged_estimates_preamble.py").read_text()
+FORGED = HONEST.replace("\n\nimport jax\n", "\n\n" + FORGING + "\nimport jax\n", 1)
+
+needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) is not None,
+                                      reason=f"no confined worker here: {spawn.confinement_problem(sys.executable)}")
+
+
+def _tuned(folder: Path, text: str, capsys) -> tuple[dict, list, dict]:
+    from pallasite.server.cli import main
+
+    path = folder / "kernel.py"
+    path.write_text(text)
+    assert main(["tune", str(path), "--target", "v5e", "--format", "json", "--verify", "0", "--no-store",
+                 "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out[: out.index("\n}\n") + 2])
+    figures = {tuple(map(tuple, o["config"])): o["estimate"]["seconds"] if o["estimate"] else None
+               for o in report["outcomes"]}
+    return figures, report["best"], report
+
+
+def test_a_file_that_divides_its_own_estimates_is_tuned_to_the_honest_figures(tmp_path, capsys):
+    assert FORGED != HONEST and "_forged" in FORGED
+    (tmp_path / "honest").mkdir()
+    (tmp_path / "forged").mkdir()
+    honest, honest_best, report = _tuned(tmp_path / "honest", HONEST, capsys)
+    forged, forged_best, forged_report = _tuned(tmp_path / "forged", FORGED, capsys)
+    assert sum(s is not None for s in honest.values()) >= 3  # block_rows 8, 16, 32 export; 2 and 4 do not
+    assert forged == honest  # every configuration's figure, to the last bit
+    assert forged_best == honest_best and dict(honest_best)["block_rows"] != 8  # the default is not the fastest
+    for r in (report, forged_report):
+        ranked = [o for o in r["outcomes"] if o["verdict"]["timing"]]
+        assert ranked and all(o["verdict"]["judged_by"] == "the judge" for o in ranked)
+        assert all("priced by the judge" in o["verdict"]["timing"]["method"] for o in ranked)
+    assert forged_report["speedup_vs_current"] == report["speedup_vs_current"]
+
+
+def _optimize(folder: Path, candidate: str) -> tuple[str, str]:
+    """`pallasite optimize add.py` with a scripted model proposing ``candidate``: (the autotune phase's line,
+    the row block of the file it wrote, or "" when none)."""
+    folder.mkdir()
+    (folder / "add.py").write_text((DATA / "optimize" / "add.py").read_text())
+    (folder / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
+    replies = folder / "replies.json"
+    replies.write_text(json.dumps(["Tunable row blocks.\nbecause.", "```python\n" + candidate + "```"]))
+    done = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "optimize", "add.py", "--provider", "scripted",
+                           "--scripted-file", str(replies), "--iterations", "1", "--format", "json"], cwd=folder,
+                          capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    line = next((s for s in done.stderr.splitlines() if s.startswith("[1] autotune: ")
+                 and s != "[1] autotune: tuning"), "")
+    written = folder / "add.optimized.py"
+    rows = ""
+    if written.exists():
+        rows = next((s for s in written.read_text().splitlines() if "block_rows: int =" in s), "")
+    return line, rows
+
+
+@pytest.mark.slow
+@needs_namespaces
+def test_optimize_s_autotune_of_a_candidate_that_divides_its_own_estimates_picks_the_honest_configuration(tmp_path):
+    """A model's candidate with the same preamble, tuned in optimize's autotune phase (confined workers, the judge's
+    estimates against the user's original): the phase says and picks what it says for the honest candidate."""
+    honest = _optimize(tmp_path / "honest", HONEST)
+    forged = _optimize(tmp_path / "forged", FORGED)
+    assert honest[0].startswith("[1] autotune: ok") and "block_rows" in honest[0], honest
+    assert forged == honest
