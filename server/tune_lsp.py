@@ -146,6 +146,7 @@ def hover(tuned: Tuned | None, line: int, column: int) -> tuple[str, Span] | Non
         if o is not None:
             lines.append(f"autotune for {report.chip}: best {t.name} = {best.get(t.name)} in {_config(report.best)}, "
                          f"by {report.best_provenance}")
+            lines.append(f"verdict: {o.verdict.text()}")
             if o.measured_s is not None:
                 lines.append(f"measured on the device: {o.measured_s * 1e6:.1f} us")
             if o.estimate_s is not None:
