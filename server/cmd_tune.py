@@ -25,7 +25,7 @@ from ..engine.tune import TuneError, TuneOptions, TuneReport, tune
 from ..engine.tune_workers import device_platform
 
 # "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
-# (the `time` op). Remote backends (ssh, ray) plug in through engine.tune.DeviceTimer the same way.
+# (the judge's `time` requests). Remote backends (ssh, ray) plug in through engine.tune.DeviceTimer the same way.
 BACKENDS = ("estimate", "local", "ssh", "ray")  # ssh / ray: the engine's device pool (engine/device.py)
 
 

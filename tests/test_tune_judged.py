@@ -27,6 +27,42 @@ needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) 
                                       reason=f"no confined worker here: {spawn.confinement_problem(sys.executable)}")
 
 
+def test_a_candidate_that_divides_its_own_estimates_is_tuned_to_the_honest_figures(tmp_path):
+    """The judge of tune's ``estimate`` request (runner/judging/configs.py, here in this process: it never imports
+    the candidate), for a candidate that forges its estimates and for the honest one, each against the honest file
+    as the trusted side (optimize's autotune phase: the user's original): the same figures, the same best."""
+    import asyncio
+
+    from pallasite.engine.sources import sources_for, trusted_sources
+    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.runner.judging.configs import judged_configs
+    from pallasite.wire.messages import EstimateParams
+
+    original = tmp_path / "kernel.py"
+    original.write_text(HONEST)
+
+    def tuned(text):
+        async def estimator(configs, kinds):  # what engine/tune_workers.worker_estimator sends, answered here
+            return judged_configs(EstimateParams(source=sources_for(str(original), text), chip="v5e",
+                                                 configs=tuple(configs), kinds=dict(kinds), probe=False, judged=True,
+                                                 trusted=trusted_sources(str(original), HONEST)))
+
+        report = asyncio.run(tune(str(original), text, TuneOptions(chip="v5e", verify=0), estimator))
+        return {o.config: o.estimate_s for o in report.outcomes}, report
+
+    (honest, first), (forged, forging) = tuned(HONEST), tuned(FORGED)
+    assert sum(s is not None for s in honest.values()) >= 3  # block_rows 8, 16, 32 export; 2 and 4 do not
+    assert forged == honest  # every configuration's figure, to the last bit
+    assert forging.best == first.best and dict(first.best)["block_rows"] != 8  # the default is not the fastest
+    ranked = [o for o in forging.outcomes if o.verdict.timing is not None]
+    assert ranked and all(o.verdict.judged_by.value == "the judge" for o in ranked)
+    from pallasite.runner import cost_model, module_cost
+
+    # the candidate's module-level code never ran in the judge's process (this one)
+    assert cost_model.estimate.__name__ == "estimate" and module_cost.price_exported.__name__ == "price_exported"
+
+
+@pytest.mark.slow
 def test_a_file_that_divides_its_own_estimates_gets_the_honest_figures_from_the_estimate_op(tmp_path):
     """Tune's estimator as it reaches a worker (a judged ``estimate`` request of every configuration), in one warm
     worker: the honest file, then the forging one (whose import, in the worker that judges it, patches that
