@@ -205,7 +205,7 @@ def _export_one(module: Any, task: Any, treedef: Any, config: dict[str, Any], ki
 
     from .. import tune_ops
     from ..program_export import export_program
-    from .candidate import _why_not
+    from .module_check import refusal_for
 
     try:
         if len(signature) != treedef.num_leaves:
@@ -217,6 +217,6 @@ def _export_one(module: Any, task: Any, treedef: Any, config: dict[str, Any], ki
             try:
                 return bytes(export_program(flat, signature, device_kind, platforms=("tpu",)).serialize())
             except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
-                return _why_not(exc, flat, signature)[:2000]
+                return (refusal_for(exc) or f"{type(exc).__name__}: {exc}")[:2000]
     except Exception as exc:  # noqa: BLE001 - a configuration the file cannot take
         return f"{type(exc).__name__}: {str(exc)[:2000]}"
