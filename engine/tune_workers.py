@@ -28,8 +28,9 @@ from .sources import sources_for, trusted_sources
 from .tune import Timed, TuneError
 
 # configurations in one estimate request, at most: the file's process that traced them ends with the request,
-# so a larger batch spends less on starting that process and the judge's verifier (one per request)
-PER_REQUEST = 64
+# so a larger batch spends less on starting that process and the judge's verifier (one per request), while one
+# request of a large kernel's configurations stays well inside the time limit of a request
+PER_REQUEST = 32
 
 
 def progress_of(on_progress: Any) -> Any:
