@@ -100,7 +100,7 @@ class WorkerConfig:
 
 
 REPLACE_SHARE = 0.5  # of its memory limit: a local worker holding more after a request is replaced
-# tune's estimate requests of configurations (engine/tune.py worker_estimator; those without the reference): the
+# tune's estimate requests of configurations (engine/tune_workers.py worker_estimator; those without the reference): the
 # worker keeps what jax traced for every configuration, so one holding more than this many MiB after one is
 # replaced, and tune's parallel estimating workers stay small together (issue 44: tune under 2 GiB). A worker that
 # priced a reference (libtpu loaded: ~1 GiB) keeps serving the judge's estimates of candidates warm.

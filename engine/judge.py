@@ -17,8 +17,9 @@ Its four methods are the phases, each returning the one typed result of analysis
 Timed`` (the cost model's estimate, or the device median; with the reference's figure where the same
 request made one) and ``verdict(text) -> Verdict`` (the three combined once, with ``judged_by``: which
 process compared and timed the candidate, as the worker said). Tune's configurations go through the
-same judge (``compile``, and ``check_config``: tier 3 in interpret mode for one configuration), and
-the verified fixer's proposals too (``check``: the checker's whole report at the fix's tiers).
+same judge (``compile``, ``test``, and ``config_estimator``/``config_timer``: each configuration's exported
+program priced, or its ``time`` request on the device, by the worker's judge), and the verified fixer's
+proposals too (``check``: the checker's whole report at the fix's tiers).
 
 Client side: no JAX; the worker side of the ``time`` request is runner/judge.py.
 """
@@ -379,51 +380,44 @@ class Judge:
 
     async def autotune(self, text: str) -> Any:
         """The candidate's tunables searched (engine/tune.py; optimize's autotune phase) on the judge's own
-        workers: by the cost model for the chip without a device, by the device's timings with one (the same
-        open device backend as the test). Returns the ``TuneReport``; ``TuneError`` says why not."""
+        workers, every configuration judged like any candidate: priced by the judge from its exported program
+        without a device, timed by the judge's ``time`` requests with one (the same open device backend as the
+        test). Returns the ``TuneReport``; ``TuneError`` says why not."""
         from .tune import TuneOptions, tune
 
         options = TuneOptions(chip=self.chip, backend=self.device_name, verify=0)
         timer = self.config_timer(text, options) if self.device is not None else None
         return await tune(self.trusted.path, self.trusted.text(text), options, self.config_estimator(text, options),
-                          timer=timer)
+                          timer=timer, tester=self.test)
 
     def config_estimator(self, text: str | None, options: Any, *, backend: Any = None, parallel: int = 1,
-                         on_progress: Any = None, timeout_s: float | None = None) -> Any:
-        """Tune's ``Estimator`` for ``text``'s configurations: the cost model for the chip on ``backend``
-        (default the run's job workers), the ``estimate`` op judged against the trusted side's own file."""
-        from .tune import worker_estimator
+                         on_progress: Any = None) -> Any:
+        """Tune's ``Estimator`` for ``text``'s configurations on ``backend`` (default the run's job workers):
+        judged ``estimate`` requests, each configuration's exported program priced by the judge for the chip,
+        against the trusted side's own file (runner/judging/configs.py)."""
+        from .tune_workers import worker_estimator
 
         return worker_estimator(backend or self.backend(), self.trusted.path,
-                                None if text is None else self.trusted.text(text), options,
-                                timeout_s=timeout_s or self.timeout_s, on_progress=on_progress, parallel=parallel,
+                                None if text is None else self.trusted.text(text), options.chip, options.entry,
+                                timeout_s=self.timeout_s, on_progress=on_progress, parallel=parallel,
                                 trusted=self.trusted.own)
 
-    def config_timer(self, text: str | None, options: Any, *, backend: Any = None, on_progress: Any = None,
-                     timeout_s: float | None = None) -> Any:
-        """Tune's ``DeviceTimer`` for ``text``'s configurations: the ``time`` op on ``backend`` (default the
-        run's device), its figures judged and timed by the worker's judge like any candidate's."""
-        from .tune import worker_timer
+    def config_timer(self, text: str, options: Any, *, backend: Any = None, on_progress: Any = None) -> Any:
+        """Tune's ``DeviceTimer`` for ``text``'s configurations on ``backend`` (default the run's device): for
+        each, the judge's ``time`` request of the file written with it (every kind of tunable), with the trusted
+        file beside it, like any candidate's: its figures, the reference's and the test, by the worker's judge."""
+        from ..analysis.source import Source, apply_edits
+        from ..analysis.tunables import apply_config, find_tunables
 
-        return worker_timer(backend or self.device_backend(), self.trusted.path,
-                            None if text is None else self.trusted.text(text), options,
-                            timeout_s=timeout_s or self.timeout_s, on_progress=on_progress)
+        from .timing import time_request
+        from .tune_workers import worker_timer
 
-    async def check_config(self, text: str | None, config: dict[str, int], kinds: dict[str, str], *,
-                           entry: str | None = None, backend: Any = None, on_progress: Any = None) -> dict[str, Any]:
-        """Tune's interpret check of one configuration (the ``verify`` op: tier 3 in interpret mode) on
-        ``backend`` (default the run's job workers): {"state": "ok" | "error" | "skipped: ...", ...}."""
-        from ..wire.messages import VerifyParams
+        tunables = find_tunables(Source(text), self.trusted.path, options.entry, options.declared)
 
-        from .sources import sources_for
-        from .tune import _progress
+        def request_for(config: dict[str, int]) -> Any:
+            configured = apply_edits(text, apply_config(tunables, config))
+            return time_request(self.trusted.files(), "time", runs=self.runs, warmup=2, extra_shape=True,
+                                text=self.trusted.text(configured), trusted=self.trusted.own, entry=options.entry)
 
-        params = VerifyParams(source=sources_for(self.trusted.path, text), config=dict(config), chip=self.chip,
-                              entry=entry, kinds=dict(kinds))
-        reply = await (backend or self.backend()).request(params, purpose="job", timeout_s=self.timeout_s,
-                                                          on_progress=_progress(on_progress))
-        if reply.status == "error":  # the op itself raised on this configuration
-            return {"state": "error", "problems": [f"the interpret run failed: {reply.why}"[:500]], "ran": False}
-        if not reply.ok:  # a limit or a crash: no evidence either way about this configuration's numbers
-            return {"state": f"skipped: the interpret run did not finish ({reply.why})"[:500], "transient": True}
-        return to_json(reply.result)
+        return worker_timer(backend or self.device_backend(), request_for, options.chip, timeout_s=self.timeout_s,
+                            on_progress=on_progress)

@@ -76,20 +76,32 @@ def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any
                 fraction=(i + 1) / len(configs))
             with _applied(module, task, config, kinds) as fn:
                 out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
-        reference = None
-        ref_fn = task.reference
-        if ref_module is not None:  # the reference file named beside the kernel (as the time op's)
-            from .timing import _reference_in
-
-            ref_fn = _reference_in(ref_module, None) or ref_fn
-        if params.reference and ref_fn is not None:
-            reference = estimate_reference(ref_fn, args, chip, _topology_device(chip.name))
+        reference = reference_estimate(task, ref_module, args, chip) if params.reference else None
         floors = _floors(task, args) if params.floors else None
+    return estimate_result(task, chip, out, reference, args, floors)
+
+
+def reference_estimate(task: tasks_runtime.RuntimeTask, ref_module: Any, args: tuple[Any, ...],
+                       chip: ChipSpec) -> dict[str, Any] | None:
+    """The task's reference by the same cost model (``cost_model.estimate_reference``); ``ref_module``: a
+    reference file named beside the kernel (as the time op's), whose reference wins. None: no reference."""
+    ref_fn = task.reference
+    if ref_module is not None:
+        from .timing import _reference_in
+
+        ref_fn = _reference_in(ref_module, None) or ref_fn
+    return estimate_reference(ref_fn, args, chip, _topology_device(chip.name)) if ref_fn is not None else None
+
+
+def estimate_result(task: tasks_runtime.RuntimeTask, chip: ChipSpec, estimates: Any, reference: dict[str, Any] | None,
+                    args: tuple[Any, ...], floors: dict[str, Any] | None = None,
+                    judged_by: str = "") -> messages.EstimateResult:
+    """The ``estimate`` op's result: one estimate per configuration, in order, with the inputs they were made at."""
     found = installed_versions()
     return messages.EstimateResult(
-        entry=task.name, chip=chip, estimates=tuple(out), reference=reference,
+        entry=task.name, chip=chip, estimates=tuple(estimates), reference=reference,
         inputs=tuple(messages.InputSig(tuple(int(d) for d in a.shape), str(a.dtype)) for a in args if hasattr(a, "shape")),
-        jax=found.get("jax"), libtpu=found.get("libtpu"), floors=floors)
+        jax=found.get("jax"), libtpu=found.get("libtpu"), floors=floors, judged_by=judged_by)
 
 
 def _floors(task: tasks_runtime.RuntimeTask, args: tuple[Any, ...]) -> dict[str, Any]:

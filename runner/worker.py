@@ -155,11 +155,14 @@ def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
     from . import judging
-    from .judging import compile_check
-    from .tune_ops import handle_estimate  # the cost model (issue 17): traces, no device
 
-    run = compile_check.judged_estimate if judging.ACTIVE else handle_estimate  # model-written code: floored outside
-    return run(params, ctx.progress)
+    if params.judged or judging.ACTIVE:  # each configuration's exported program, priced by the judge
+        from .judging.configs import judged_configs
+
+        return judged_configs(params, ctx.progress)
+    from .tune_ops import handle_estimate  # the cost model (issue 17): traces the user's own file, no device
+
+    return handle_estimate(params, ctx.progress)
 
 
 def op_verify(params: messages.VerifyParams, ctx: Context) -> messages.VerifyResult:

@@ -21,12 +21,11 @@ from typing import Any
 from ..analysis import feasibility
 from ..analysis.source import apply_edits
 from ..analysis.types import to_json
-from ..engine.tune import (
-    TuneError, TuneOptions, TuneReport, device_platform, tune,
-)
+from ..engine.tune import TuneError, TuneOptions, TuneReport, tune
+from ..engine.tune_workers import device_platform
 
 # "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
-# (the `time` op). Remote backends (ssh, ray) plug in through engine.tune.DeviceTimer the same way.
+# (the judge's `time` requests). Remote backends (ssh, ray) plug in through engine.tune.DeviceTimer the same way.
 BACKENDS = ("estimate", "local", "ssh", "ray")  # ssh / ray: the engine's device pool (engine/device.py)
 
 
@@ -45,8 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     flags.add(parser, "--seed", command)
     flags.add(parser, "--apply", command)
     parser.add_argument("--verify", type=int, default=3, metavar="N",
-                        help="without a device: run the best-ranked configuration in TPU interpret mode vs the "
-                             "reference, trying at most N (0: skip; default 3)")
+                        help="without a device: test the configuration tune picks with the judge's test (its exported "
+                             "program against the reference, on CPU at reduced sizes), trying at most N (0: skip; "
+                             "default 3)")
     flags.add(parser, "--format", command)
     flags.add(parser, "--no-store", command)
     parser.add_argument("--top", type=int, default=15, help="rows of the table (text format)")
@@ -115,9 +115,11 @@ def _setup(args: argparse.Namespace, path: str):
 
 async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: bool, jobs: int = 1,
                 device: Any = None, *, run: Any) -> TuneReport:
-    import dataclasses
-
-    from ..engine.engine import worker_config
+    """The tune with the run's one judge (agents/run_setup.RunSetup.judge): each configuration is priced (or
+    timed on the device), tested and compiled for the chip (tier 2) by it, like any other candidate, against
+    the file as written (the trusted original)."""
+    from ..engine.engine import Engine, worker_config
+    from ..engine.judge import Trusted
     from ..engine.pool import local_backend
 
     def progress(message: str, fraction: float | None = None) -> None:
@@ -125,55 +127,52 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
             bar = "" if fraction is None else f"[{'#' * int(20 * fraction):20s}] "
             print(f"\r{bar}{message[:90]:90s}", end="", file=sys.stderr, flush=True)
 
-    # job workers estimate and verify; a device worker (the machine's accelerator) times with
-    # --backend local. Workers start with their first request: a kernel answered from the store
-    # starts none.
+    # job workers estimate; a device worker (the machine's accelerator) times with --backend local. Workers start
+    # with their first request: a kernel answered from the store starts none.
     config = worker_config(run.options)  # the run setup's interpreter, memory and time limits, as every command
     backend = local_backend(config, checks=0, jobs=jobs, device=options.backend == "local")
-    checking = local_backend(config, checks=0, jobs=1)
-    from ..engine.engine import Engine
-    from ..engine.judge import Trusted
-
-    timer = None
     engine = Engine(use_store=False)
-    # the run's one judge (agents/run_setup.RunSetup.judge): each configuration is estimated, timed, checked in
-    # interpret mode and compiled for the chip (tier 2) by it, like any other candidate
-    judge = run.judge(engine, Trusted(path, text), device=None)
-    estimator = judge.config_estimator(text, options, backend=backend, parallel=jobs, on_progress=progress)
+    judge = run.judge(engine, Trusted.of_file(path, text), device=None)
 
-    async def verifier(config: dict[str, int], tunable_kinds: dict[str, str]) -> dict[str, Any]:
-        # the estimating workers keep every traced configuration: their memory goes back before
-        # interpret mode (GiBs for attention kernels) runs in a fresh worker
-        await backend.close()
-        return await judge.check_config(text, config, tunable_kinds, entry=options.entry, backend=checking,
-                                        on_progress=progress)
-
-    async def compiler(configured: str) -> Any:
-        # without a device the estimating workers are done before the first compile: their memory (every traced
-        # configuration) goes back before the compiles of the walk through tier 2 (issue 44: under 2 GiB)
-        if options.backend == "estimate":
-            await backend.close()
-        return await judge.compile(configured)
+    def after_estimates(call: Any) -> Any:
+        # the estimating workers are done before the first compile or test: their memory goes back first
+        # (issue 44: under 2 GiB)
+        async def step(configured: str) -> Any:
+            if options.backend == "estimate":
+                await backend.close()
+            return await call(configured)
+        return step
     try:
-        if device is not None:  # ssh / ray: a batch's configurations timed at once on the engine's device pool
-            engine.device_events = lambda line: progress(line)
-            pool = engine.device(device, dataclasses.replace(config, platforms=None))
-            timer = judge.config_timer(text, options, backend=pool, on_progress=progress)
-        elif options.backend == "local":
-            platform = await device_platform(backend)
-            if platform in (None, "cpu"):
-                raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
-                                f"{platform or 'unknown: the device worker did not start'}); CPU timings never "
-                                "rank. Use --backend estimate here, or run on a TPU host")
-            timer = judge.config_timer(text, options, backend=backend, on_progress=progress)
-        return await tune(path, text, options, estimator, timer=timer, verifier=verifier, store=store,
-                          progress=progress, compiler=compiler)
+        timer = await _device_timer(judge, engine, backend, text, options, config, device, progress)
+        return await tune(path, text, options, judge.config_estimator(text, options, backend=backend, parallel=jobs,
+                                                                      on_progress=progress),
+                          timer=timer, tester=after_estimates(judge.test), store=store, progress=progress,
+                          compiler=after_estimates(judge.compile))
     finally:
         await backend.close()
-        await checking.close()
         await engine.close()
         if not quiet:
             print(file=sys.stderr)
+
+
+async def _device_timer(judge: Any, engine: Any, backend: Any, text: str, options: TuneOptions, config: Any,
+                        device: Any, progress: Any) -> Any:
+    """The judge's device timer: ssh / ray: a batch's configurations timed at once on the engine's device pool;
+    local: this machine's accelerator (refused where jax sees only a CPU); None for estimates."""
+    import dataclasses
+
+    if device is not None:
+        engine.device_events = lambda line: progress(line)
+        pool = engine.device(device, dataclasses.replace(config, platforms=None))
+        return judge.config_timer(text, options, backend=pool, on_progress=progress)
+    if options.backend != "local":
+        return None
+    platform = await device_platform(backend, timeout_s=judge.timeout_s)
+    if platform in (None, "cpu"):
+        raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
+                        f"{platform or 'unknown: the device worker did not start'}); CPU timings never "
+                        "rank. Use --backend estimate here, or run on a TPU host")
+    return judge.config_timer(text, options, backend=backend, on_progress=progress)
 
 
 def _apply(path: str, text: str, report: TuneReport) -> int:
@@ -210,7 +209,11 @@ def _us(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} us" if seconds is not None else "-"
 
 
-RANKED = ("measured", "estimated", "estimated, interpret ok", "duplicate")  # statuses a speedup may be shown for
+def _ranks(o: Any) -> bool:
+    """Whether a configuration has a figure a speedup may be shown for: by the run's method, and neither
+    rejected by the compiler (or the pre-check) nor found wrong by the judge's test."""
+    v = o.verdict
+    return v.timing is not None and v.compile.ok is not False and v.test.outcome != "wrong"
 
 
 def format_walk(report: TuneReport, verbose: bool = False, shown: int = 8) -> list[str]:
@@ -223,7 +226,7 @@ def format_walk(report: TuneReport, verbose: bool = False, shown: int = 8) -> li
     fresh = f" ({report.compiled_stored} verdicts read back from the results store)" if report.compiled_stored else ""
     lines = [f"tier 2 (compiled for {chip}), down the ranking: {walk.compiled} compiled ({walk.count('passed')} passed, "
              f"{walk.count('rejected')} rejected by the compiler, {walk.count('unchecked')} not finished, "
-             f"{walk.count('refused')} refused by the interpret check), {walk.count('skipped')} skipped without "
+             f"{walk.count('refused')} found wrong by the judge's test), {walk.count('skipped')} skipped without "
              f"compiling; at most {walk.budget} compiles: {walk.stopped}{fresh}"]
     steps = walk.steps if verbose else walk.steps[:shown]
     for step in steps:
@@ -270,36 +273,44 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.2f} MiB"
 
 
+def format_table(report: TuneReport, top: int = 15) -> list[str]:
+    """The configurations in the report's order (the one ranking), each with its verdict's words."""
+    label = report.label
+    head = ("config (changes from the current)", "verdict", label, "bound", "measured (device)", "vs current",
+            "provenance")
+    rows = [head]
+    current = report.outcome(report.current)
+    current = current if current is not None and _ranks(current) else None
+    for o in report.outcomes[:top]:
+        vs = "-"  # only configurations that rank get a speedup; the others show their verdict's why
+        gain = report.speedup_between(current, o) if _ranks(o) and current else None
+        if gain is not None:  # analysis/verdict.speedup: one method on both sides
+            vs = f"{gain.value:.2f}x ({'device' if report.backend != 'estimate' else 'est.'})"
+        mark = " *" if o.config == report.best else ""
+        words = (f"same program as {_changes(o.duplicate_of, report.current)}: " if o.duplicate_of else "") + \
+            o.verdict.text()
+        prov = "device" if o.measured_s is not None else (label if _ranks(o) else "-")
+        estimate = _us(o.estimate_s) if o.verdict.compile.ok is not False else "-"
+        rows.append((_changes(o.config, report.current) + mark, words[:70], estimate, o.bound or "-",
+                     _us(o.measured_s), vs, prov))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if len(report.outcomes) > top:
+        lines.append(f"... {len(report.outcomes) - top} more (--top N, or --format json)")
+    return lines
+
+
 def format_report(report: TuneReport, top: int = 15, verbose: bool = False) -> str:
     label = report.label
     lines = [f"{report.path}: {report.entry} on {report.chip} ({report.backend}): "
              f"{report.explored or f'{len(report.outcomes)} configurations'}; "
              f"{sum(report.rejected.values())} rejected before compiling"
              + (f" ({', '.join(f'{k}: {v}' for k, v in sorted(report.rejected.items()))})" if report.rejected else "")]
-    head = ("config (changes from the current)", "status", label, "bound", "measured (device)", "vs current",
-            "provenance")
-    rows = [head]
-    current = report.outcome(report.current)
-    current = current if current is not None and current.status in RANKED else None
-    for o in report.outcomes[:top]:
-        vs = "-"  # only configurations that rank get a speedup; rejected and failed ones show their reason
-        gain = report.speedup_between(current, o) if o.status in RANKED and current else None
-        if gain is not None:  # analysis/verdict.speedup: one method on both sides
-            vs = f"{gain.value:.2f}x ({'device' if report.backend != 'estimate' else 'est.'})"
-        mark = " *" if o.config == report.best else ""
-        status = o.status + (f": {o.reasons[0]}" if o.reasons else "") + (
-            f" of {_changes(o.duplicate_of, report.current)}" if o.duplicate_of else "")
-        prov = "device" if o.measured_s is not None else (label if o.estimate_s is not None and o.status in RANKED else "-")
-        estimate = _us(o.estimate_s) if o.status not in ("rejected", "trace error") else "-"
-        rows.append((_changes(o.config, report.current) + mark, status[:70], estimate, o.bound or "-", _us(o.measured_s), vs, prov))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    if len(report.outcomes) > top:
-        lines.append(f"... {len(report.outcomes) - top} more (--top N, or --format json)")
+    lines += format_table(report, top)
     speed = report.speedup_vs_current()
     best = (f"best: {_changes(report.best, report.current)} by {report.best_provenance}" if report.best is not None else
             "best: none (no configuration both ranked and passed; see the notes)")
-    if report.best is not None and report.verdict(report.best) is not None:
+    if report.best is not None:
         best += f" ({report.verdict(report.best).text()})"
     if speed:
         best += f"; {speed[0]:.2f}x vs the current configuration, {speed[1]}"
@@ -308,6 +319,19 @@ def format_report(report: TuneReport, top: int = 15, verbose: bool = False) -> s
     broken = report.current_compile is not None and report.current_compile.ok is not True
     if broken:  # said in the headline, not only at --top 200
         lines.append(f"the current configuration {_config(report.current)}: {report.verdict(report.current).text()}")
+    lines += _versus_reference(report, broken)
+    if report.backend == "estimate":
+        lines.append(f"no device backend: ranked by the cost model's {label} (roofline; not a measurement; "
+                     "see README 'Autotuning')")
+    else:
+        lines.append(f"{report.strategy}: {report.evaluations} device evaluations, {report.reused} reused; {report.stopped}")
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)
+
+
+def _versus_reference(report: TuneReport, broken: bool) -> list[str]:
+    """The best (and the current configuration) against the plain-JAX reference, each by one method."""
+    lines = []
     vs_ref = report.speedup_vs_reference()
     if vs_ref:
         lines.append(f"{vs_ref[0]:.2f}x vs {vs_ref[1]}")
@@ -322,18 +346,14 @@ def format_report(report: TuneReport, top: int = 15, verbose: bool = False) -> s
     if report.reference and (report.reference.get("xla") or {}).get("optimal_seconds"):
         lines.append(f"XLA's own optimal_seconds for the reference (shown, never divided): "
                      f"{_us(report.reference['xla']['optimal_seconds'])}")
-    if report.backend == "estimate":
-        lines.append(f"no device backend: ranked by the cost model's {label} (roofline; not a measurement; "
-                     "see README 'Autotuning')")
-    else:
-        lines.append(f"{report.strategy}: {report.evaluations} device evaluations, {report.reused} reused; {report.stopped}")
-    lines += [f"note: {n}" for n in report.notes]
-    return "\n".join(lines)
+    return lines
 
 
 def report_json(report: TuneReport) -> dict[str, Any]:
     data = to_json(report)
     data["label"] = report.label
+    for item, o in zip(data["outcomes"], report.outcomes):  # each configuration's Verdict, serialised once
+        item["verdict"] = o.verdict.to_json()
     for key, config in (("best_verdict", report.best), ("current_verdict", report.current)):
         verdict = report.verdict(config)  # the one vocabulary (analysis/verdict.Verdict), serialised once
         data[key] = verdict.to_json() if verdict is not None else None

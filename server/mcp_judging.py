@@ -8,7 +8,7 @@ options, confinement) and the run's one ``Judge`` (engine/judge.py), as the comm
   `pallasite eval` judges it), with the baseline timed by the same judge and one ``try_speedup``;
 - ``estimate``: the Judge's cost-model estimator on the user's file, paired with its reference by one
   model (engine/estimates.pair_result), as `pallasite time --backend estimate` shows it;
-- ``tune``: engine/tune.tune with the judge's estimator, interpret check and compile (tier 2), as the
+- ``tune``: engine/tune.tune with the judge's estimator, test and compile (tier 2), as the
   editor's autotune runs it, bounded by the call's budgets.
 
 Each call has an engine of its own, closed when the call ends, cancelled or timed out: its workers end
@@ -210,20 +210,14 @@ async def tune(state: Any, args: dict[str, Any], progress: Any) -> dict[str, Any
 
 
 async def _tuned(run: Any, engine: Any, path: Path, text: str, options: Any, store: Any, progress: Any) -> Any:
-    """engine/tune.tune with the run's judge: its estimator, its interpret check, its compile for the chip."""
+    """engine/tune.tune with the run's judge: its estimator, its test, its compile for the chip."""
     from ..engine.judge import Trusted
     from ..engine.tune import tune as tune_file
 
-    judge = run.judge(engine, Trusted(str(path), text), device=None, timeout_s=300.0)
-    backend = judge.backend()
-
-    async def verifier(config: dict[str, int], kinds: dict[str, str]) -> dict[str, Any]:
-        return await judge.check_config(text, config, kinds, entry=options.entry, backend=backend,
-                                        on_progress=progress.say)
-
-    return await tune_file(str(path), text, options, judge.config_estimator(text, options, backend=backend,
+    judge = run.judge(engine, Trusted.of_file(str(path), text), device=None)  # the run setup's time limit
+    return await tune_file(str(path), text, options, judge.config_estimator(text, options, backend=judge.backend(),
                                                                             on_progress=progress.say),
-                           verifier=verifier, store=store, progress=progress.say, compiler=judge.compile)
+                           tester=judge.test, store=store, progress=progress.say, compiler=judge.compile)
 
 
 def tune_result(report: Any, notes: list[str]) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def job_body(session: Any, run: SearchRun, progress: Any) -> Any:
     job and the editor; device jobs on the session engine's device pool (engine/device.py: warm across runs)."""
     from ..agents import search_job
     from ..engine.judge import Trusted
-    from ..engine.tune import job_progress
+    from ..engine.tune_workers import job_progress
 
     async def body(job_report: Any) -> Any:
         tell = job_progress(job_report)

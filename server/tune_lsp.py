@@ -19,7 +19,8 @@ from ..analysis.source import Source
 from ..analysis.tunables import find_tunables
 from ..analysis.types import KernelSite, Span
 from ..engine.judge import Trusted
-from ..engine.tune import TuneOptions, TuneReport, job_progress, tune
+from ..engine.tune import TuneOptions, TuneReport, tune
+from ..engine.tune_workers import job_progress
 
 from .lenses import Lens
 from .lsp_convert import span_to_range
@@ -104,16 +105,11 @@ def job_body(session: Any, setup: Any, text: str, options: TuneOptions, progress
 
         store = setup.open_store(lambda why: session.log(f"pallasite: autotune: {why}"))
         try:
-            # what tune calls best or applies compiles for the chip (tier 2), like any other candidate
-            judge = setup.judge(session.engine, Trusted(path, text), device=None)
-
-            async def verifier(config: dict[str, int], kinds: dict[str, str]) -> dict[str, Any]:
-                return await judge.check_config(text, config, kinds, entry=options.entry, backend=backend,
-                                                on_progress=say)
-
+            # every configuration judged like any other candidate, against the document as it is (the original)
+            judge = setup.judge(session.engine, Trusted.of_file(path, text), device=None)
             return await tune(path, text, options, judge.config_estimator(text, options, backend=backend,
                                                                           on_progress=say),
-                              verifier=verifier, store=store, progress=say, compiler=judge.compile)
+                              tester=judge.test, store=store, progress=say, compiler=judge.compile)
         finally:
             if store is not None:
                 store.close()
@@ -150,6 +146,7 @@ def hover(tuned: Tuned | None, line: int, column: int) -> tuple[str, Span] | Non
         if o is not None:
             lines.append(f"autotune for {report.chip}: best {t.name} = {best.get(t.name)} in {_config(report.best)}, "
                          f"by {report.best_provenance}")
+            lines.append(f"verdict: {o.verdict.text()}")
             if o.measured_s is not None:
                 lines.append(f"measured on the device: {o.measured_s * 1e6:.1f} us")
             if o.estimate_s is not None:

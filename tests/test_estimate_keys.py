@@ -1,6 +1,6 @@
 """Stored estimates are keyed by the cost model and the pallasite version that made them (issue 42/44):
 tune's stored estimates used to carry neither, so a changed model silently reused old figures under
-its new name. Through tune's own store keys (engine/tune._Keys) and a real results store."""
+its new name. Through tune's own store keys (engine/tune_store.StoreKeys) and a real results store."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from pallasite.analysis.types import CostEstimate
 from pallasite.analysis.verdict import COST_MODEL
-from pallasite.engine.tune import TuneOptions, _Keys
+from pallasite.engine.tune import TuneOptions
+from pallasite.engine.tune_store import StoreKeys
 from pallasite.knowledge import store as store_mod
 from pallasite.knowledge import store_schema
 from pallasite.knowledge.store import ResultsStore
@@ -21,7 +22,7 @@ TEXT = "def kernel(x):\n    return x\n"
 def _keys(tmp_path, store):
     path = tmp_path / "k.py"
     path.write_text(TEXT)
-    return _Keys(str(path), TEXT, TuneOptions(entry="kernel", chip="v5e"), store)
+    return StoreKeys(str(path), TEXT, TuneOptions(entry="kernel", chip="v5e"), store)
 
 
 def _estimate(seconds: float, model: str = COST_MODEL) -> CostEstimate:

@@ -23,7 +23,8 @@ from pallasite.engine.checker import CheckOptions  # noqa: E402
 from pallasite.engine.judge import Judge, Trusted  # noqa: E402
 from pallasite.analysis.verdict import speedup  # noqa: E402
 from pallasite.engine.eval_tasks import EvalTask  # noqa: E402
-from pallasite.engine.tune import TuneOptions, tune, worker_estimator  # noqa: E402
+from pallasite.engine.tune import TuneOptions, tune  # noqa: E402
+from pallasite.engine.tune_workers import worker_estimator  # noqa: E402
 from pallasite.runner import cost_model  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.wire.messages import EstimateParams, TimeParams  # noqa: E402
@@ -119,7 +120,7 @@ def test_eval_and_tune_give_one_file_one_estimated_speedup():
     assert cand is not None and ref is not None, why
     evaluated = speedup(ref, cand, baseline_name="the reference")
     options = TuneOptions(chip="v5e", verify=0)
-    report = asyncio.run(tune(path, text, options, worker_estimator(backend, path, text, options)))
+    report = asyncio.run(tune(path, text, options, worker_estimator(backend, path, text, "v5e", None, timeout_s=60.0)))
     tuned = report.current_vs_reference
     assert tuned is not None and tuned.speedup is not None
     assert evaluated.value == tuned.speedup

@@ -1,6 +1,7 @@
 """One meaning for every command (issue 33): the same checker report and the same worker reply,
 put through check, fix, optimize, search, tune and eval, give the same compiled / correct / not verified
-words (tune's test is the verify op, answered for the same cases), because each command reads them into the one Verdict (analysis/verdict.py). The engine and
+words (tune's test is the judge's, answered by the same reply), because each command reads them into the one
+Verdict (analysis/verdict.py). The engine and
 the worker are stand-ins answering the given report and reply; the phases are the commands' own."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pallasite.analysis.types import FileReport, KernelVerdict, Span
 from pallasite.analysis.verdict import Verdict
 from pallasite.engine.backend import Reply
 from pallasite.engine.checker import CheckOptions
-from pallasite.wire.messages import TimeResult, Trick, VerifyResult
+from pallasite.wire.messages import TimeResult, Trick
 
 DATA = Path(__file__).parent / "data"
 TASK = DATA / "eval" / "add_tuned"
@@ -112,25 +113,28 @@ def _eval(report, reply) -> Verdict:
     return Verdict(asyncio.run(judge.compile(text)), asyncio.run(judge.test(text)))
 
 
-# tune checks a configuration with the verify op (tier 3 in interpret mode): its answers for the same cases
-VERIFY = {"tier 2 skipped": Reply("ok", VerifyResult("ok")), "could not run": CRASHED,
-          "wrong": Reply("ok", VerifyResult("error", problems=("PLS304 max abs error 1.0 > atol 1e-2",))),
-          "correct": Reply("ok", VerifyResult("ok"))}
-
-
 def _tune(report, reply) -> Verdict:
-    """Tune's verdict on its pick: the compile (tier 2) and the interpret check, as the tune loop reads them."""
+    """Tune's verdict on the first configuration it walks to: the walk's compile (tier 2, ``Judge.compile``) and the
+    judge's test (``Judge.test``: the same time reply), as the tune loop makes them."""
+    from pallasite.analysis.types import CostEstimate
+    from pallasite.analysis.verdict import COST_MODEL
     from pallasite.engine.judge import Judge, Trusted
-    from pallasite.engine.tune import Outcome, TuneReport, interpret_checked
+    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.runner.tune_ops import chip_spec
+    from pallasite.wire.messages import EstimateResult
 
-    config = (("block_rows", 8),)
     path = str(TASK / "optimized.py")
-    judge = Judge(None, CheckOptions(target="v5e"), Trusted(path, (TASK / "optimized.py").read_text()), confined=False)
-    answer = asyncio.run(judge.check_config(None, dict(config), {"block_rows": "int"}, backend=Worker(reply)))
-    checked = interpret_checked(Outcome(config, "estimated", 1e-6, "memory"), answer)
-    tuned = TuneReport(str(TASK / "optimized.py"), "add", "v5e", "estimate", (), config, (checked,), config,
-                       "estimate (v5e)", best_compile=_tune_compile(report))
-    return tuned.verdict(config)
+    text = (TASK / "optimized.py").read_text()
+    judge = Judge(Engine(report, reply), CheckOptions(target="v5e"), Trusted.of_file(path, text), confined=False)
+
+    async def estimator(configs, kinds):  # the judge's figure of the file as it is (no tunables)
+        return EstimateResult("workload", chip_spec("v5e", probe=False), tuple(
+            CostEstimate(chip="v5e", config=(), status="ok", seconds=1e-6, bound="memory", model=COST_MODEL)
+            for _ in configs or [{}]), judged_by="the judge")
+
+    tuned = asyncio.run(tune(path, text, TuneOptions(chip="v5e", verify=1), estimator, compiler=judge.compile,
+                             tester=judge.test))
+    return tuned.verdict(tuned.walk.steps[0].config)
 
 
 def _tune_compile(report) -> object:
@@ -148,7 +152,7 @@ def test_the_same_report_and_reply_say_the_same_words_in_every_command(case):
 
     report, reply, status = CASES[case]
     verdicts = {"optimize": _optimize(report, reply), "search": _search(report, reply), "eval": _eval(report, reply),
-                "tune": _tune(report, VERIFY[case])}
+                "tune": _tune(report, reply)}
     assert {name: v.status() for name, v in verdicts.items()} == dict.fromkeys(verdicts, status)
     assert len({(v.compiled, v.correct) for v in verdicts.values()}) == 1
     # tune and fix read the same report into the same compile result
@@ -528,7 +532,7 @@ _JUDGING_CALLS = {"worker_estimator", "worker_timer", "time_request", "VerifyPar
                   "TimeParams", "ProfileParams"}
 # where they are defined (the seams the judge calls), and the two commands that time the user's own file as
 # written, never a candidate (`pallasite time`/`profile` and the editor's "Time on ..." code lens)
-_SEAMS = {"engine/judge.py", "engine/tune.py", "engine/estimates.py", "engine/timing.py"}
+_SEAMS = {"engine/judge.py", "engine/tune_workers.py", "engine/estimates.py", "engine/timing.py"}
 _THE_USER_S_OWN = {"server/cmd_time.py", "server/timing_lsp.py"}
 
 

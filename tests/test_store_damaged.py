@@ -76,20 +76,20 @@ def test_tune_says_that_results_are_not_recorded_and_still_tunes(project, capsys
     from pallasite.engine.sources import sources_for
     from pallasite.wire.messages import EstimateParams
     from pallasite.runner.tune_ops import handle_estimate
-    from pallasite.engine import tune as tune_module
+    from pallasite.engine import tune_workers
 
     for name, value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1"}.items():
         monkeypatch.setenv(name, value)
     path = project / "matmul.py"
     shutil.copy(DATA / "tune" / "matmul.py", path)
 
-    def in_process(backend, path, text, options, **kw):  # the worker's op, run here
+    def in_process(backend, path, text, chip, entry, **kw):  # the worker's op, run here
         async def estimate(configs, kinds):
-            return handle_estimate(EstimateParams(source=sources_for(path, text), chip=options.chip,
+            return handle_estimate(EstimateParams(source=sources_for(path, text), chip=chip,
                                                   configs=tuple(configs), kinds=dict(kinds), probe=False))
         return estimate
 
-    monkeypatch.setattr(tune_module, "worker_estimator", in_process)  # what the run's Judge estimates with
+    monkeypatch.setattr(tune_workers, "worker_estimator", in_process)  # what the run's Judge estimates with
     assert main(["tune", str(path), "--target", "v5e", "--verify", "0"]) == 0
     captured = capsys.readouterr()
     assert captured.err.count("results are not recorded") == 1 and "is damaged" in captured.err

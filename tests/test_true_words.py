@@ -193,26 +193,34 @@ async def test_the_kernel_hover_says_what_check_says_for_the_same_file(client, t
     assert f"The file at the last check: **{said}**" in text, (said, text)
 
 
-def test_tune_reads_its_interpret_check_as_data_never_from_the_reason_words():
-    """Tune built its test result by matching the start of reason strings: a finding worded like a failed run
-    ("the interpret run failed: ...") was read as not verified, and a run the judge says did not finish was
-    read as wrong unless its words began just so."""
-    from pallasite.engine.tune import Outcome, TuneReport, interpret_checked
+def test_tune_reads_its_test_as_data_never_from_the_reason_words():
+    """Tune built its test result by matching the start of reason strings ("the interpret run failed: ..." read as
+    not verified); now each configuration's test is the judge's ``TestResult`` as data, whatever its words."""
+    from pallasite.analysis.types import CostEstimate
+    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.runner.tune_ops import chip_spec
+    from pallasite.wire.messages import EstimateResult
 
-    config = (("block_rows", 8),)
+    async def estimator(configs, kinds):
+        return EstimateResult("add", chip_spec("v5e", probe=False), tuple(
+            CostEstimate(chip="v5e", config=(), status="ok", seconds=1e-6, bound="memory", model=COST_MODEL)
+            for _ in configs or [{}]))
 
-    def verdict(answer: dict) -> Verdict:
-        checked = interpret_checked(Outcome(config, "estimated", 1e-6, "memory"), answer)
-        report = TuneReport("k.py", "add", "v5e", "estimate", (), config, (checked,), config, "estimate (v5e)",
-                            best_compile=CompileResult.passed("v5e"))
-        return report.verdict(config)
+    async def compiled(text):
+        return CompileResult.passed("v5e")
 
-    found = verdict({"state": "error", "problems": ["the interpret run failed: out[3] is NaN (a finding)"]})
+    def verdict(test: TestResult) -> Verdict:
+        async def tester(text):
+            return test
+        report = asyncio.run(tune("k.py", "def add(x):\n    return x\n", TuneOptions(chip="v5e", verify=1), estimator,
+                                  compiler=compiled, tester=tester))
+        return report.verdict(report.walk.steps[0].config)
+
+    found = verdict(TestResult.wrong("the interpret run failed: out[3] is NaN (a finding)"))
     assert found.status() == "compiled, wrong" and "out[3] is NaN" in found.text()
-    raised = verdict({"state": "error", "problems": ["KeyError: 'x' in the verify op"], "ran": False})
+    raised = verdict(TestResult.not_verified("wrong_result: the test could not finish"))
     assert raised.status() == "compiled, not verified" and raised.correct is None
-    assert verdict({"state": "skipped: the interpret run did not finish (memory)"}).status() == "compiled, not verified"
-    assert verdict({"state": "ok"}).status() == "compiled, correct"
+    assert verdict(TestResult.ok()).status() == "compiled, correct"
 
 
 def test_a_search_root_stored_before_not_checked_had_its_word_reads_not_checked():

@@ -1,7 +1,7 @@
 """Autotuning: tunables found in the source, feasibility before compiling, the search, storing
-and resuming, and the exact edit that applies the winner. Device timings come from a fake timer
-(a deterministic function of the configuration, provenance "device"); estimates from the real
-cost model run in this process."""
+and resuming, and the exact edit that applies the winner; each configuration's outcome a Verdict.
+Device timings come from a fake timer (a deterministic function of the configuration, provenance
+"device"); estimates from the real cost model run in this process."""
 
 from __future__ import annotations
 
@@ -186,7 +186,7 @@ def test_estimate_only_ranking_is_labelled_and_stored_and_costs_nothing_twice(tm
         options = TuneOptions(chip="v5e")
         first = asyncio.run(tune(path, text, options, make(path, text), store=store))
         assert first.best_provenance == "estimate (v5e)" and first.evaluations == 0
-        assert all(o.status == "estimated" and o.measured_s is None for o in first.outcomes)
+        assert all(o.verdict.timing.provenance == "estimate" and o.measured_s is None for o in first.outcomes)
         assert first.best == min((o for o in first.outcomes), key=lambda o: o.estimate_s).config
         assert calls["n"] == 1
         again = asyncio.run(tune(path, text, options, make(path, text), store=store))
@@ -203,9 +203,11 @@ def test_infeasible_configs_are_rejected_before_any_timing(tmp_path):
     log = []
     report = asyncio.run(tune(path, text, TuneOptions(chip="v5e", declared={"bm": [100, 256]}), make(path, text),
                               timer=_timer(log)))
-    rejected = [o for o in report.outcomes if o.status == "rejected"]
+    rejected = [o for o in report.outcomes if o.verdict.compile.ok is False]
     assert len(rejected) == 12 and report.rejected == {"tiling": 12}  # bm=100: 3 bn x 4 bk
-    assert all("rows 100 is not a multiple of 8" in o.reasons[0] for o in rejected)
+    assert all(o.verdict.status() == "not compiled" and o.verdict.timing is None for o in rejected)
+    assert all("rejected before compiling (tiling): " in o.verdict.text() and "rows 100 is not a multiple of 8"
+               in o.verdict.text() for o in rejected)
     assert not any(dict(c)["bm"] == 100 for c in log)
 
 
@@ -224,7 +226,7 @@ def test_interrupted_search_resumes_without_repeating(tmp_path):
         assert report.reused == 4
         assert report.evaluations + report.reused <= 12
         assert report.best_provenance == "device"
-        measured = [o for o in report.outcomes if o.status == "measured"]
+        measured = [o for o in report.outcomes if o.measured_s is not None]
         assert report.best == min(measured, key=lambda o: o.measured_s).config
         third_log: list = []
         again = asyncio.run(tune(path, text, options, make(path, text), timer=_timer(third_log), store=store))
@@ -243,8 +245,9 @@ def test_cpu_timings_never_rank(tmp_path):
         report = asyncio.run(tune(path, text, TuneOptions(chip="v5e", backend="fake", budget=6), make(path, text),
                                   timer=cpu_timer, store=store))
     assert report.best is None and report.edits == () and all(o.measured_s is None for o in report.outcomes)
-    failed = [o for o in report.outcomes if o.status == "failed"]
-    assert len(failed) == 6 and all("not a device timing (interpret)" in o.reasons[0] for o in failed)
+    failed = [o for o in report.outcomes if o.verdict.test.why.startswith("not a device timing")]
+    assert len(failed) == 6 and all("not a device timing (interpret)" in o.verdict.test.why and o.verdict.timing is None
+                                    for o in failed)
     assert report.speedup_vs_current() is None
 
 
@@ -255,33 +258,44 @@ def test_no_tunables_gives_the_current_configurations_estimate(tmp_path):
     report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text)))
     assert report.tunables == () and report.current == () and report.best == () and report.edits == ()
     only = report.outcome(())
-    assert only is not None and only.status == "estimated" and only.estimate_s and only.estimate_s > 0
+    assert only is not None and only.verdict.timing == only.estimate and only.estimate_s and only.estimate_s > 0
     assert calls["n"] == 1 and any(n.startswith("nothing to tune: no tunables found") for n in report.notes)
 
 
-def test_without_a_device_the_best_estimate_is_checked_in_interpret_mode(tmp_path):
+def _config_of(text):
+    """The matmul's configuration as the file's text states it (what a tester is given)."""
+    import re
+
+    found = re.search(r"bm: int = (\d+), bn: int = (\d+), bk: int = (\d+)", text)
+    return tuple(sorted(zip(("bm", "bn", "bk"), map(int, found.groups()))))
+
+
+def test_without_a_device_the_best_estimate_is_tested_by_the_judge(tmp_path):
+    """Tune's own "correct" (the verify op, tier 3 on the file with keyword configurations) is gone: the pick is
+    tested by the tester (the run's Judge.test) on the file written with the configuration."""
+    from pallasite.analysis.verdict import TestResult
+
     path, text = _read("matmul")
     make, _ = _estimator()
     asked = []
 
-    async def verifier(config, kinds):  # the best-ranked one computes wrong numbers
-        asked.append(tuple(sorted(config.items())))
+    async def tester(configured):  # the best-ranked one computes wrong numbers
+        asked.append(_config_of(configured))
         if len(asked) == 1:
-            return {"state": "error", "problems": ["PLS304 max abs error 3.2 > atol 0.02"]}
-        return {"state": "ok", "problems": []}
+            return TestResult.wrong("wrong_result: max abs error 3.2 > atol 0.02")
+        return TestResult.ok("the judge")
 
     with ResultsStore(tmp_path / "r.sqlite") as store:
-        report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), verifier=verifier,
-                                  store=store))
-        ranked = sorted((o for o in report.outcomes if o.estimate_s is not None and o.status != "rejected"),
+        report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), tester=tester, store=store))
+        ranked = sorted((o for o in report.outcomes if o.estimate_s is not None and o.verdict.compile.ok is not False),
                         key=lambda o: (o.estimate_s, o.config))
         assert asked == [ranked[0].config, ranked[1].config]
-        assert report.outcome(asked[0]).status == "failed"
-        assert "PLS304 max abs error" in report.outcome(asked[0]).reasons[0]
-        assert report.best == asked[1] and report.outcome(asked[1]).status == "estimated, interpret ok"
-        again = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), verifier=verifier,
-                                 store=store))
-        assert len(asked) == 2 and again.best == report.best  # verdicts come back from the store
+        wrong = report.outcome(asked[0]).verdict
+        assert wrong.test.outcome == "wrong" and "max abs error 3.2" in wrong.test.why
+        assert report.best == asked[1] and report.outcome(asked[1]).verdict.test.outcome == "ok"
+        assert report.speedup_vs_current() is not None  # the current configuration was never found wrong
+        again = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), tester=tester, store=store))
+        assert len(asked) == 2 and again.best == report.best  # test results come back from the store
 
 
 def test_verify_op_runs_a_configuration_in_interpret_mode():
@@ -315,29 +329,18 @@ def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
     assert report.speedup_vs_current() == (pytest.approx(current.measured_s / best.measured_s), "device")
 
 
-def test_worker_timer_reads_the_time_op_and_refuses_without_it(monkeypatch, tmp_path):
-    import dataclasses as dc
-
+def test_device_timings_send_the_configured_file_with_the_trusted_one_and_read_the_test(tmp_path):
+    """``worker_timer`` sent the file's own text with keyword tunables only (a TUNED_PARAMS or constant tunable was
+    never applied) and no trusted file; the judge's timer sends the file written with the configuration, the
+    original beside it as the trusted side, and reads the time op's own test."""
     from pallasite.analysis.types import to_json
     from pallasite.engine.client import Reply
-    from pallasite.engine.tune import Timed, worker_timer
+    from pallasite.engine.judge import Judge, Trusted
+    from pallasite.engine.tune import Timed
+    from pallasite.engine.checker import CheckOptions
     from pallasite.wire import messages
 
-    kernel = tmp_path / "k.py"
-    kernel.write_text("x = 1\n")
-    monkeypatch.delitem(messages.PARAMS, "time", raising=False)
-    with pytest.raises(TuneError, match="no `time` op"):
-        worker_timer(object(), str(kernel), None, TuneOptions())
-
-    @dc.dataclass(frozen=True)
-    class TimeParams:  # the shape of issue 16's op: only the fields it has are sent
-        source: messages.Sources
-        entry: str | None = None
-        config: dict = dc.field(default_factory=dict)
-
-    TimeParams.OP = "time"
-
-    monkeypatch.setitem(messages.PARAMS, "time", TimeParams)
+    path, text = _read("reduction")  # its tunables are TUNED_PARAMS entries
     cand = Measurement(status="ok", provenance=Provenance.DEVICE, device_kind="TPU v6 lite", method="xprof",
                        median_ns=1000.0)
     sent = []
@@ -345,12 +348,20 @@ def test_worker_timer_reads_the_time_op_and_refuses_without_it(monkeypatch, tmp_
     class Backend:
         async def request(self, params, *, purpose, **kw):
             sent.append((params, purpose))
-            return Reply("ok", result={"candidate": to_json(cand), "reference": to_json(cand), "verdict": "ok"})
+            result = messages.time_result_from_plain({"verdict": "ok", "candidate": to_json(cand),
+                                                      "reference": to_json(cand), "judged_by": "the judge",
+                                                      "checks": {}, "provenance": "device"})
+            return Reply("ok", result=result)
 
-    (timed,) = asyncio.run(worker_timer(Backend(), str(kernel), None, TuneOptions(chip="v6e"))([{"bm": 128}]))
+    judge = Judge(None, CheckOptions(target="v6e"), Trusted.of_file(path, text), confined=False)
+    timer = judge.config_timer(text, TuneOptions(chip="v6e"), backend=Backend())
+    (timed,) = asyncio.run(timer([{"block_rows": 128, "block_cols": 512}]))
     assert isinstance(timed, Timed) and timed.candidate == cand and timed.reference == cand
+    assert timed.test.outcome == "ok" and timed.judged_by.value == "the judge"
     params, purpose = sent[0]
-    assert purpose == "device" and params.config == {"bm": 128} and params.source.text == "x = 1\n"
+    assert purpose == "device" and isinstance(params, messages.TimeParams) and not params.config
+    assert '"block_rows": 128,' in params.source.text and params.source.text != text
+    assert params.trusted is not None and params.trusted.text.startswith(text)  # the file as written, trusted
 
 
 def test_a_gpu_kernel_is_not_estimated_as_a_tpu_one():

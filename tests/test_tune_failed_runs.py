@@ -27,7 +27,7 @@ from test_tune import _estimator, _read  # noqa: E402
 
 def _flaky_timer(log, crash=lambda config: True):
     """A device that times every configuration, except those ``crash`` names: the backend fails (a lost
-    worker, Ray missing) and answers status "crash", as engine/tune.worker_timer does for a reply not ok."""
+    worker, Ray missing) and answers status "crash", as engine/tune_workers.worker_timer does for a reply not ok."""
     async def timer(configs):
         out = []
         for c in configs:
@@ -75,7 +75,7 @@ def test_a_partial_run_is_not_stored_as_finished_and_the_next_retries_what_faile
         assert not set(second) & (set(first) - crashed)  # what finished is not timed again
         for config in crashed:  # what did not finish was not stored as the configuration's failure
             o = again.outcome(config)
-            assert o is not None and not (o.status == "failed" and o.reused)
+            assert o is not None and not (o.verdict.timing is None and o.reused)
         third: list = []  # that run finished: it is reused
         asyncio.run(tune(path, text, options, make(path, text), store=store, timer=_flaky_timer(third, crash=lambda c: False)))
         assert third == []

@@ -18,7 +18,8 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 import pytest  # noqa: E402
 
 from pallasite.engine.sources import sources_for  # noqa: E402
-from pallasite.engine.tune import TuneOptions, tune, worker_estimator  # noqa: E402
+from pallasite.engine.tune import TuneOptions, tune  # noqa: E402
+from pallasite.engine.tune_workers import worker_estimator  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
 from pallasite.wire.messages import EstimateParams, PingParams  # noqa: E402
 
@@ -47,15 +48,16 @@ class Recording:
 
 
 def _tuned(monkeypatch, per_request: int):
-    from pallasite.engine import tune as tune_mod
+    from pallasite.engine import tune_workers
 
-    monkeypatch.setattr(tune_mod, "PER_REQUEST", per_request)
+    monkeypatch.setattr(tune_workers, "PER_REQUEST", per_request)
     path = os.path.join(DATA, "matmul.py")
     with open(path, encoding="utf-8") as f:
         text = f.read()
     backend = Recording()
     options = TuneOptions(chip="v5e", verify=0, estimates=48)
-    report = asyncio.run(tune(path, text, options, worker_estimator(backend, path, text, options, parallel=2)))
+    report = asyncio.run(tune(path, text, options, worker_estimator(backend, path, text, "v5e", None, timeout_s=60.0,
+                                                                    parallel=2)))
     return backend.asked, report
 
 
@@ -67,8 +69,8 @@ def test_the_reference_goes_alone_and_no_estimate_request_carries_more_than_per_
     # the same ranking as when every call went out in two requests
     _, whole = _tuned(monkeypatch, 10**6)
     assert report.best == whole.best
-    assert [(o.config, o.status, o.estimate_s, o.duplicate_of) for o in report.outcomes] == \
-        [(o.config, o.status, o.estimate_s, o.duplicate_of) for o in whole.outcomes]
+    assert [(o.config, o.verdict, o.estimate_s, o.duplicate_of) for o in report.outcomes] == \
+        [(o.config, o.verdict, o.estimate_s, o.duplicate_of) for o in whole.outcomes]
 
 
 @pytest.mark.parametrize("after_mb, reference, replaced", [(1, False, True), (10**6, False, False), (1, True, False)])
@@ -107,7 +109,7 @@ def test_a_judges_estimate_of_the_file_alone_keeps_the_warm_worker():
     with open(path, encoding="utf-8") as f:
         text = f.read()
     backend = Recording()
-    result = asyncio.run(worker_estimator(backend, path, text, TuneOptions(chip="v5e"))([], {}))
+    result = asyncio.run(worker_estimator(backend, path, text, "v5e", None, timeout_s=60.0)([], {}))
     assert backend.asked == [(True, 0)] and result.estimates[0].status == "ok"
 
 

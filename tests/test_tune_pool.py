@@ -1,4 +1,4 @@
-"""Tune's device timings on a device pool (engine/tune.worker_timer over engine/device_pool.py): a
+"""Tune's device timings on a device pool (engine/tune_workers.worker_timer over engine/device_pool.py): a
 batch's configurations are timed at once on the pool's workers and come back in the batch's order,
 each configuration's timing from one worker's reply."""
 
@@ -11,7 +11,7 @@ from fake_devices import FakeDevice, Gauge
 from pallasite.analysis.types import Measurement, Provenance
 from pallasite.engine.backend import Reply
 from pallasite.engine.device_pool import DevicePool, Member
-from pallasite.engine.tune import TuneOptions, worker_timer
+from pallasite.engine.tune_workers import worker_timer
 from pallasite.wire import messages
 
 FILE = next((Path(__file__).parent / "data" / "tune").glob("*.py"))
@@ -22,14 +22,14 @@ def test_a_batch_is_timed_at_once_on_the_pool_in_the_batchs_order():
     gauge = Gauge()
 
     async def answer(device, params):
-        await asyncio.sleep(0.05 if params.config["block"] % 2 else 0.01)  # finish out of order
-        median = 1000.0 * params.config["block"]
+        await asyncio.sleep(0.05 if params["block"] % 2 else 0.01)  # finish out of order
+        median = 1000.0 * params["block"]
         m = Measurement("ok", Provenance.DEVICE, device.kind, "fake", (median,) * 3, median)
         return Reply("ok", result=messages.TimeResult(verdict="ok", candidate=m, provenance="device"))
 
     pool = DevicePool([Member(f"w{i}", f"fake:{i}", (lambda i=i: FakeDevice(f"w{i}", KIND, answer, gauge)))
                        for i in range(4)])
-    timer = worker_timer(pool, str(FILE), FILE.read_text(), TuneOptions(chip="v6e"))
+    timer = worker_timer(pool, dict, "v6e", timeout_s=60.0)  # each request stands for its configuration here
 
     async def go():
         try:

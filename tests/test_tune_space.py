@@ -170,24 +170,24 @@ def test_the_wide_kernel_is_estimated_by_the_real_cost_model_and_reused_from_the
         report = asyncio.run(tune(WIDE, text, options, estimator, store=store))
         assert sum(calls) == len(report.outcomes) <= 40
         by_config = {o.config: o for o in report.outcomes}
-        ok = [o for o in report.outcomes if o.status == "estimated"]
+        ok = [o for o in report.outcomes if o.verdict.timing is not None and o.duplicate_of is None]
         changed = lambda o: sum(a != b for a, b in zip(o.config, report.current))  # noqa: E731
         assert report.best == min(ok, key=lambda o: (o.estimate_s, changed(o), o.config)).config  # ties: fewest edits
-        assert by_config[report.current].status == "estimated"
-        rejected = [o for o in report.outcomes if o.status in ("rejected", "trace error")]
-        assert rejected and all(o.reasons for o in rejected)
+        assert by_config[report.current].verdict.timing is not None
+        rejected = [o for o in report.outcomes if o.verdict.compile.ok is False]
+        assert rejected and all(o.verdict.why() and o.verdict.timing is None for o in rejected)
         table = format_report(report, top=len(report.outcomes))
-        rows = [line for line in table.splitlines() if " rejected: " in line or " trace error: " in line]
+        rows = [line for line in table.splitlines() if " not compiled: " in line]
         assert rows and not any("x (est.)" in row or "x (device)" in row for row in rows)
         again = asyncio.run(tune(WIDE, text, options, estimator, store=store))
         assert sum(calls) == len(report.outcomes)  # the same seed asks for the same estimates: all stored
         assert again.best == report.best and any("reused from the results store" in n for n in again.notes)
 
 
-def test_an_interpret_check_stopped_by_a_limit_is_no_verdict(tmp_path):
-    """JAXBench's 2p_GQA/3p_MLA: the interpret run of each best-ranked configuration hit the worker's
-    memory limit, and each was marked failed, leaving "nothing to apply". A run stopped by a limit
-    says nothing about the numbers: the best estimate stays the best, said unverified, not stored."""
+def test_a_test_stopped_by_a_limit_is_no_verdict(tmp_path):
+    """JAXBench's 2p_GQA/3p_MLA: the check of each best-ranked configuration hit the worker's memory limit, and
+    each was marked failed, leaving "nothing to apply". A run stopped by a limit says nothing about the numbers:
+    the best estimate stays the best, said not verified (the judge's test, Judge.test), and is not stored."""
     from pallasite.engine.backend import Reply
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.judge import Judge, Trusted
@@ -201,21 +201,23 @@ def test_an_interpret_check_stopped_by_a_limit_is_no_verdict(tmp_path):
             self.sent += 1
             return Reply("memory", message="the worker went past its memory limit of 4096 MiB and was stopped")
 
+    class Engine:
+        def backend(self, options, *, untrusted=False):
+            return backend
+
     path, text = _read("matmul")
     make, _ = _estimator()
     backend = Backend()
     with ResultsStore(tmp_path / "r.sqlite") as store:
         for _ in range(2):
-            judge = Judge(None, CheckOptions(target="v5e"), Trusted(path, text), confined=False)
-
-            async def verifier(config, kinds, judge=judge):  # tune's interpret check, by the run's judge
-                return await judge.check_config(text, config, kinds, backend=backend)
-
-            report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), verifier=verifier,
+            judge = Judge(Engine(), CheckOptions(target="v5e"), Trusted.of_file(path, text), confined=False)
+            report = asyncio.run(tune(path, text, TuneOptions(chip="v5e"), make(path, text), tester=judge.test,
                                       store=store))
-            ranked = sorted((o for o in report.outcomes if o.status == "estimated"), key=lambda o: (o.estimate_s, o.config))
+            ranked = sorted((o for o in report.outcomes if o.verdict.timing is not None and o.duplicate_of is None),
+                            key=lambda o: (o.estimate_s, o.config))
             assert report.best == ranked[0].config and report.best_provenance == "estimate (v5e)"
-            assert "interpret check skipped: the interpret run did not finish" in report.outcome(report.best).reasons[0]
+            test = report.outcome(report.best).verdict.test
+            assert test.outcome == "not verified" and "went past its memory limit" in test.why
     assert backend.sent == 2  # one try per run (not three), and not remembered: the next run tries again
 
 

@@ -63,7 +63,7 @@ def test_the_best_estimate_that_does_not_compile_for_the_chip_is_never_the_pick(
     assert report.best is not None and dict(report.best)["bk"] != bad
     assert report.best_compile is not None and report.best_compile.ok is True
     refused = report.outcome(first.best)
-    assert refused.status == "failed" and refused.reasons[0].startswith("not compiled: 1 error(s): E1001")
+    assert refused.verdict.status() == "not compiled" and refused.verdict.text().startswith("not compiled: 1 error(s): E1001")
 
 
 def test_a_starting_configuration_that_does_not_compile_is_said_in_the_headline(tmp_path):

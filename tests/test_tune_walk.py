@@ -73,7 +73,8 @@ def test_tune_walks_past_the_top_ranked_configurations_the_compiler_rejects(tmp_
     assert all(s["needed"] > s["counted"] == 16 * MIB for s in rejected)  # the pre-check counted exactly the limit
     assert steps[-1]["state"] == "passed" and report["best"] == steps[-1]["config"]
     assert report["best_compile"]["ok"] is True and report["best_verdict"] is not None
-    estimated = {tuple(map(tuple, o["config"])): o["estimate_s"] for o in report["outcomes"] if o["estimate_s"]}
+    estimated = {tuple(map(tuple, o["config"])): o["estimate"]["seconds"] for o in report["outcomes"] if o["estimate"]}
+    assert all(o["verdict"]["status"] in ("compiled, not verified", "not compiled", "not checked") for o in report["outcomes"])
     best = estimated[tuple(map(tuple, report["best"]))]
     assert all(estimated[tuple(map(tuple, s["config"]))] <= best for s in rejected)  # they ranked above it
 
@@ -103,8 +104,9 @@ def test_configurations_at_least_as_large_as_an_out_of_vmem_one_are_skipped_with
     assert skipped and rejected
     for s in skipped:  # each at least as large as a configuration that ran out of VMEM, and never compiled
         assert s.like in rejected and larger_values(s.config, s.like) and s.config not in log
-        assert report.outcome(s.config).status == "skipped"
-        assert report.outcome(s.config).reasons[0].startswith("not compiled: at least as large as")
+        assert report.outcome(s.config).verdict.status() == "not compiled"
+        assert report.outcome(s.config).verdict.text().startswith("not compiled: skipped without compiling: at least "
+                                                                   "as large as")
     assert report.best is not None and dict(report.best)["bk"] <= 512 and report.best_compile.ok is True
     assert walk.steps[-1].state == "passed" and walk.steps[-1].config == report.best
     from pallasite.server.cmd_tune import format_report
@@ -135,7 +137,8 @@ def test_a_current_configuration_the_pre_check_rejects_is_still_compiled_and_ran
                               compiler=_compiler(log, fits=lambda c: True)))
     current = _config(big)
     assert _counted(current) > 16 * MIB and current in log  # rejected by the pre-check, compiled all the same
-    assert report.current_compile.ok is True and report.outcome(current).status == "estimated"
+    assert report.current_compile.ok is True and report.outcome(current).verdict.compile.ok is True
+    assert report.outcome(current).verdict.timing is not None  # ranked with the others
     assert any("the pre-check rejected the current configuration" in n for n in report.notes)
 
 
@@ -158,7 +161,9 @@ def test_the_audit_compiles_what_the_pre_check_rejected_and_says_when_the_compil
     report = asyncio.run(tune(path, text, TuneOptions(chip="v5e", verify=0, audit=2), _limited(make(path, text)),
                               compiler=_compiler(log, fits=lambda c: _counted(c) <= 32 * MIB)))
     too_big = (("bk", 2048), ("bm", 1024), ("bn", 1024))
-    assert report.outcome(too_big).status == "rejected" and too_big in log
+    audited = report.outcome(too_big).verdict  # ranked nowhere (the pre-check), compiled by the audit
+    assert audited.timing is None and audited.compile.ok is True and "rejected before compiling" in audited.test.why
+    assert too_big in log
     assert [(c, r.ok) for c, _, r in report.audited] == [(too_big, True)]
     assert any("the pre-check rejected for VMEM 1 of 1" in n for n in report.notes)
 

@@ -622,6 +622,9 @@ class EstimateParams:
     # the physical floors' figures of the user's own file (``EstimateResult.floors``): what ``pallasite
     # time`` holds a device's reply to, whatever that worker reports (engine/device_floor.py)
     floors: bool = False
+    # price each configuration's exported program in the judge (runner/judging/configs.py): the process that
+    # runs the file exports one module per configuration and never prices it (a confined worker always does)
+    judged: bool = False
 
 
 @dataclass(frozen=True)
@@ -636,6 +639,9 @@ class EstimateResult:
     jax: str | None = None
     libtpu: str | None = None
     floors: dict[str, Any] | None = None  # {"outputs": [[shape, dtype]...], "floor_work": {...}} when asked
+    # who priced the configurations: "the judge" (their exported programs, runner/judging/configs.py) or ""
+    # (the process that traced them; analysis/verdict.JudgedBy's values)
+    judged_by: str = ""
 
 
 @dataclass(frozen=True)

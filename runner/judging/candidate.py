@@ -12,6 +12,8 @@ only. Its first frame names the work:
   computes every figure itself (runner/judging/judge.py).
 - ``check``: tiers 0, 1 and 3 of the ``check`` op on the candidate, each entry's lowered module kept
   for the judge's tier 2 (runner/judging/compile_check.py).
+- ``configs``: load the file, then export its entry once per tuning configuration at the signature the
+  judge names, for the judge to price (runner/judging/configs.py).
 
 The candidate's code runs here and only here. Worker side: imports jax.
 """
@@ -134,12 +136,10 @@ def main(argv: list[str]) -> int:
             _export_loop(sock, params)
         elif kind == "check":
             _check(sock, params)
-        elif kind == "estimate":
-            from ...wire import protocol
+        elif kind == "configs":
+            from .configs import export_configs
 
-            from .compile_check import estimate_candidate
-
-            estimate_candidate(sock, protocol.read_params("estimate", params["estimate"]))
+            export_configs(sock, params)
     except Exception as exc:  # noqa: BLE001 - said to the judge, which believes none of it
         send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
     return 0

@@ -1,12 +1,9 @@
-"""The judged ``check`` and ``estimate`` ops: the compiler's and the cost model's verdicts on
-model-written code, out of its reach.
+"""The judged ``check`` op: the compiler's verdict on model-written code, out of its reach.
 
 ``judged_check``: the candidate process imports the file and runs tiers 0, 1 and 3, and sends each
 entry's lowered module serialized (jax.export bytes); the judge compiles those modules with libtpu
-itself (tier 2). ``judged_estimate``: the candidate process runs the cost model on its own traced
-program; the judge estimates the reference by the same model from the user's own file and refuses
-every candidate estimate below the physical floor (the task's outputs written once at the chip's
-HBM bandwidth). Both fork the candidate process before this process starts anything of its own.
+itself (tier 2). (The ``estimate`` op of model-written code is runner/judging/configs.py: each
+configuration's exported program priced by the judge.)
 
 Worker side: imports jax.
 """
@@ -14,7 +11,6 @@ Worker side: imports jax.
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 from typing import Any, Callable
 
@@ -148,85 +144,3 @@ def _plain_inferred(params: Any) -> list[Any]:
     from ...analysis.types import to_json
 
     return [to_json(call) for call in params.inferred]
-
-
-
-# --------------------------------------------------------------------------- the estimate op
-
-
-def judged_estimate(params: Any, progress: Callable[..., Any] | None = None) -> Any:
-    """The ``estimate`` op with the numbers that make a speedup out of the candidate's reach: the
-    candidate process traces it and runs the cost model on its own program; the judge, from the
-    user's own file (``params.trusted``), estimates the reference by the same model itself and
-    refuses every candidate estimate below the physical floor (writing the task's outputs once at
-    the chip's HBM bandwidth): a candidate that patches the cost model in its process can no longer
-    claim "8x". Without a trusted file the candidate process answers alone (as before)."""
-    import dataclasses
-
-    from .. import tune_ops
-
-    if params.trusted is None:
-        return tune_ops.handle_estimate(params, progress)
-    from ...analysis.types import to_json
-
-    sock, pid = spawn("estimate", {"estimate": to_json(dataclasses.replace(params, reference=False))})
-    try:
-        with contextlib.ExitStack() as stack:
-            floor_s, reference, chip = _trusted_estimate(params, stack)  # while the candidate side runs
-            header, _ = receive(sock)
-    except CandidateGone as exc:
-        raise RuntimeError(f"the candidate process failed: {exc}") from None
-    finally:
-        end(sock, pid)
-    from ...wire import messages
-
-    if header.get("op") != "result":
-        raise RuntimeError(str(header.get("error") or "the candidate process gave no estimate"))
-    result = messages.decode_as(messages.EstimateResult, header.get("result"), "estimate result")
-    estimates = tuple(
-        dataclasses.replace(e, status="implausible", seconds=None, error=(
-            f"estimated {e.seconds:.3g} s, below the physical floor of {floor_s:.3g} s (writing the task's outputs "
-            f"once at {chip.name}'s HBM bandwidth): the estimate is not believed"))
-        if e.status == "ok" and e.seconds is not None and e.seconds < floor_s else e
-        for e in result.estimates)
-    return dataclasses.replace(result, chip=chip, estimates=estimates,
-                               reference=reference if params.reference else result.reference)
-
-
-def estimate_candidate(sock: socket.socket, params: Any) -> None:
-    """The candidate process of a judged estimate: the cost model on its own traced program."""
-    from ...analysis.types import to_json
-
-    from .. import interpret_guard, tune_ops
-
-    _cpu_only()
-    try:
-        send_frame(sock, {"op": "result", "result": to_json(tune_ops.handle_estimate(params, None)),
-                          "interpret": interpret_guard.recorded()})
-    except Exception as exc:  # noqa: BLE001 - the candidate's failure is data
-        send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
-
-
-def _trusted_estimate(params: Any, stack: contextlib.ExitStack) -> tuple[float, Any, Any]:
-    """(the floor in seconds, the reference's estimate, the chip) from the user's own file."""
-    import jax
-    import numpy as np
-
-    from .. import tune_ops
-    from ..cost_model import estimate_reference
-    from ..loader import sent_modules, user_module
-
-    trusted = params.trusted
-    module = stack.enter_context(user_module(os.path.abspath(trusted.path), trusted.text, sent_modules(trusted),
-                                             trusted.package))
-    task = tune_ops._task(module, trusted, params.entry)
-    chip = tune_ops.chip_spec(params.chip, probe=params.probe)
-    args = tune_ops._inputs(task)
-    reference = None
-    out_bytes = 0
-    if task.reference is not None:
-        outputs = jax.eval_shape(task.reference, *args)
-        out_bytes = sum(int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize for o in jax.tree.leaves(outputs))
-        if params.reference:
-            reference = estimate_reference(task.reference, args, chip, tune_ops._topology_device(chip.name))
-    return out_bytes / float(chip.hbm_bytes_per_s), reference, chip

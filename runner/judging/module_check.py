@@ -77,10 +77,11 @@ def custom_calls(text: str) -> list[str]:
 
 
 def verified(blob: bytes, named: list[list[Any]], platform: str,
-             concrete: list[list[Any]] | None = None) -> tuple[Any, dict[str, Any]]:
+             concrete: list[list[Any]] | None = None, *, facts: bool = True) -> tuple[Any, dict[str, Any]]:
     """(the deserialized module, what was checked), or Refused naming why. ``named``: the input
     signature the judge asked for (``[[shape, dtype], ...]``), ``platform``: this backend's; ``concrete``:
-    the size a symbolic module's program facts are read at."""
+    the size a symbolic module's program facts are read at; ``facts`` False: the program's facts
+    (``program_facts``) are not read (a module only priced, never run)."""
     import jax
     import numpy as np
 
@@ -113,8 +114,9 @@ def verified(blob: bytes, named: list[list[Any]], platform: str,
         raise Refused((HOST_CALLBACKS + ": " if callback else "") +
                       f"the module calls {', '.join(foreign)}, outside the custom calls a kernel's program "
                       f"needs ({', '.join(sorted(allowed))})")
+    read = program_facts(exported, concrete or named) if facts else {}
     return exported, {"platforms": list(exported.platforms), "custom_calls": sorted(set(calls)),
-                      "kernels": calls.count(TPU_KERNEL), "bytes": len(blob), **program_facts(exported, concrete or named)}
+                      "kernels": calls.count(TPU_KERNEL), "bytes": len(blob), **read}
 
 
 def program_facts(exported: Any, named: list[list[Any]]) -> dict[str, Any]:

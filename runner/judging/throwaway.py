@@ -8,7 +8,9 @@ interpreter (``python -m pallasite.runner.judging.throwaway``; a fork of a proce
 runs threads can deadlock in its child), holding one socket; for each module it is sent, the verifier
 forks a child that deserializes the bytes, checks them (runner/judging/module_check.py: platforms, inputs,
 custom calls from a short list with their result types, effects), reads what the judge needs from them
-(``facts``) and compiles them for the CPU. It answers with the facts, or with why the module is refused;
+(``facts``) and compiles them for the CPU, or prices them for a chip by the cost model (``price``:
+runner/module_cost.price_exported, out of reach of any process that ran the candidate's or the user's
+code). It answers with the facts (and the estimate), or with why the module is refused;
 a child that dies answers nothing, and the judge says "the candidate's module crashed the verifier"
 (with the signal) and goes on; one that takes longer than ``MODULE_S`` is killed and said so. The judge
 deserializes the bytes itself only after they passed here.
@@ -39,6 +41,7 @@ class Checked:
     facts: dict[str, Any] | None = None
     refused: str = ""
     crashed: str = ""
+    estimate: dict[str, Any] | None = None  # the module priced for a chip (CostEstimate JSON), when asked
 
 
 def _send(sock: socket.socket, data: bytes) -> None:
@@ -65,12 +68,41 @@ def _recv(sock: socket.socket, limit: int = MAX_MODULE) -> bytes | None:
     return b"".join(chunks)
 
 
-def _verify_one(request: dict[str, Any], blob: bytes) -> dict[str, Any]:
+def _priced(exported: Any, request: dict[str, Any], values: list[Any] | None) -> dict[str, Any]:
+    """The verified module priced by the cost model for the request's chip (``price_exported`` never raises)."""
+    from ...analysis.types import ChipSpec, from_json, to_json
+    from ..module_cost import price_exported
+
+    price = request["price"]
+    config = tuple((str(k), v) for k, v in price.get("config") or ())
+    return to_json(price_exported(exported, from_json(ChipSpec, price["chip"]), request["concrete"], config=config,
+                                  values=values))
+
+
+def _values(metas: list[Any], data: bytes) -> list[Any]:
+    """The judge's concrete inputs (integers: scalar-prefetch tables, lengths) from raw bytes, None where abstract."""
+    import numpy as np
+
+    out, at = [], 0
+    for meta in metas:
+        if meta is None:
+            out.append(None)
+            continue
+        n = int(meta["nbytes"])
+        out.append(np.frombuffer(data[at:at + n], dtype=np.dtype(meta["dtype"])).reshape(meta["shape"]))
+        at += n
+    return out
+
+
+def _verify_one(request: dict[str, Any], blob: bytes, values: list[Any] | None = None) -> dict[str, Any]:
     """In the per-module child: what the judge asked about ``blob``, as plain data."""
     from .module_check import Refused, verified
 
     try:
-        exported, facts = verified(blob, request["signature"], request["platform"], request.get("concrete"))
+        exported, facts = verified(blob, request["signature"], request["platform"], request.get("concrete"),
+                                   facts=not request.get("price"))
+        if request.get("price"):
+            return {"facts": facts, "estimate": _priced(exported, request, values)}
         if request.get("compile", True):
             import jax
 
@@ -84,10 +116,11 @@ def _verify_one(request: dict[str, Any], blob: bytes) -> dict[str, Any]:
     return {"facts": facts}
 
 
-def _child(sock: socket.socket, header: bytes, blob: bytes) -> None:
+def _child(sock: socket.socket, header: bytes, blob: bytes, data: bytes) -> None:
     code = 0
     try:
-        answer = _verify_one(json.loads(header), blob)
+        request = json.loads(header)
+        answer = _verify_one(request, blob, _values(request["values"], data) if request.get("values") else None)
         _send(sock, json.dumps(answer, default=str).encode())
     except BaseException:  # noqa: BLE001 - the server sees no answer
         code = 1
@@ -99,14 +132,15 @@ def _serve(sock: socket.socket) -> None:
     while True:
         header = _recv(sock, 1 << 20)
         blob = _recv(sock) if header is not None else None
-        if header is None or blob is None:
+        data = _recv(sock) if blob is not None else None  # the judge's concrete inputs (empty: none)
+        if header is None or blob is None or data is None:
             os._exit(0)
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:
             ours.close()
             sock.close()
-            _child(theirs, header, blob)
+            _child(theirs, header, blob, data)
         theirs.close()
         ours.settimeout(MODULE_S)
         try:
@@ -147,9 +181,29 @@ class Throwaway:
         the CPU at ``concrete`` (the signature itself when it has no symbolic dims)."""
         request = {"signature": signature, "platform": platform, "concrete": concrete or signature,
                    "compile": platform == "cpu"}
+        return self._ask(request, blob)
+
+    def price(self, blob: bytes, signature: list[Any], chip: dict[str, Any], values: list[Any] | None = None,
+              config: dict[str, Any] | None = None) -> Checked:
+        """The module ``blob`` verified against the judge's concrete ``signature`` for the TPU (its only
+        platform needed) and priced by the cost model for ``chip`` (ChipSpec JSON), ``values`` the judge's
+        concrete inputs (None where abstract); ``config`` names the configuration in the estimate."""
+        request = {"signature": signature, "platform": "tpu", "concrete": signature, "compile": False,
+                   "price": {"chip": chip, "config": sorted((config or {}).items())}}
+        return self._ask(request, blob, values)
+
+    def _ask(self, request: dict[str, Any], blob: bytes, values: list[Any] | None = None) -> Checked:
+        import numpy as np
+
+        arrays = [None if v is None else np.ascontiguousarray(v) for v in values or ()]
+        if any(a is not None for a in arrays):
+            request["values"] = [None if a is None else {"shape": list(a.shape), "dtype": a.dtype.name,
+                                                         "nbytes": a.nbytes} for a in arrays]
+        data = b"".join(a.tobytes() for a in arrays if a is not None)
         try:
             _send(self.sock, json.dumps(request).encode())
             _send(self.sock, blob)
+            _send(self.sock, data)
             answer = _recv(self.sock, 1 << 24)
         except socket.timeout:
             return Checked(crashed=f"the verifier did not answer in {MODULE_S:g} s (the module's check was stopped)")
@@ -159,7 +213,7 @@ class Throwaway:
             return Checked(crashed="the verifier ended without an answer")
         data = json.loads(answer)
         return Checked(facts=data.get("facts"), refused=str(data.get("refused") or ""),
-                       crashed=str(data.get("crashed") or ""))
+                       crashed=str(data.get("crashed") or ""), estimate=data.get("estimate"))
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -171,10 +225,24 @@ class Throwaway:
         self.proc.wait()
 
 
+def _imported() -> None:
+    """What every child uses, imported once here before any child is forked (a child would import it again
+    per module: half a second each), and no backend started (a fork of a process whose backend runs
+    threads can deadlock in its child)."""
+    import jax  # noqa: F401
+    from jax._src.interpreters import mlir  # noqa: F401
+    from jax._src.lib import tpu  # noqa: F401 - Mosaic's dialect, read by the pricer
+    from jax._src.lib.mlir.dialects import hlo, mhlo  # noqa: F401 - loaded lazily by jax otherwise
+    from jaxlib.mlir.dialects import func, stablehlo  # noqa: F401
+
+    from .. import kernel_cost, module_cost, module_facts, module_read, module_values, module_xla  # noqa: F401
+    from .. import program_export  # noqa: F401
+    from . import module_check  # noqa: F401
+
+
 def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[1]))
-    import jax  # noqa: F401 - imported once here, before any child is forked
-
+    _imported()
     _serve(sock)
     return 0
 
