@@ -12,6 +12,11 @@ the platform's index as its first argument (``jax.global_constant = "_platform_i
 - ``"map"``: branches that only return constants (the lowering's remapping of the platform index);
 - ``"pair"``: a pallas_call's own pair: the TPU branch is one ``tpu_custom_call`` (plus the scalar
   shape operands it takes), the other the HLO interpreter's loop (runner/program_export.py);
+- ``"same"``: jax's own lowering of one op per platform (``dot_general`` is lowered once per platform, so
+  every matmul outside a kernel sits in a platform case): the CPU branch is the TPU branch op for op
+  (names, attributes, operands, result types), except that it may first widen an operand exactly
+  (bf16 -> f32: on the CPU jax upcasts a mixed-precision matmul's operands to its output type, where
+  the TPU multiplies them as they are);
 - ``"branch"``: anything else (``lax.platform_dependent``, a hand-edited module): the judge refuses
   those, since the CPU branch it runs would not be the TPU branch it prices.
 
@@ -224,7 +229,43 @@ def _case_kind(module: Module, case: Op) -> str:
             and not any(o.name == "stablehlo.custom_call" and target(o) == TPU_CALL for b in [other]
                         for o in _ops_in(b))):
         return "pair"
-    return "branch"
+    return "same" if _same_op(module, case, tpu) else "branch"
+
+
+_EXACT_WIDER = {("bfloat16", "float32"), ("float16", "float32"), ("bfloat16", "float64"), ("float16", "float64"),
+                ("float32", "float64")}
+
+
+def _widens(before: Any, after: Any) -> bool:
+    """A convert that loses nothing: the same shape, the same type (jax converts the f32 operand of a mixed
+    matmul to f32) or a float type that holds every value of the other."""
+    return before.shape == after.shape and (before.dtype == after.dtype or (before.dtype, after.dtype) in _EXACT_WIDER)
+
+
+def _same_op(module: Module, case: Op, tpu: int) -> bool:
+    """Whether the case's CPU branch computes what its TPU branch does (the ``"same"`` kind in the
+    module docstring): op for op alike, the CPU's exact widening converts of an operand aside."""
+    cpu = module.branch_at(case, "cpu")
+    if cpu is None or cpu == tpu or not case.regions[cpu] or not case.regions[tpu]:
+        return False
+    kind = module.tree.type
+    alias: dict[int, int] = {}  # a CPU branch's value -> the TPU branch's (or outer) value it stands for
+    core = []
+    for op in case.regions[cpu][0].ops:
+        if op.name == "stablehlo.convert" and _widens(kind(op.operands[0]), kind(op.results[0])):
+            alias[op.results[0]] = alias.get(op.operands[0], op.operands[0])
+        else:
+            core.append(op)
+    ops = case.regions[tpu][0].ops
+    if len(core) != len(ops):
+        return False
+    for t, c in zip(ops, core):
+        if (t.name != c.name or t.regions or c.regions or [alias.get(v, v) for v in c.operands] != list(t.operands)
+                or [kind(r).text for r in t.results] != [kind(r).text for r in c.results]
+                or {k: str(v) for k, v in t.attrs.items()} != {k: str(v) for k, v in c.attrs.items()}):
+            return False
+        alias.update(zip(c.results, t.results))
+    return True
 
 
 def _ops_in(block: Block):

@@ -40,7 +40,34 @@ def cpu_lowering() -> None:
         return mlir.lower_fun(impl, multiple_results=True)(ctx, *in_nodes)
 
     mlir.register_lowering(pallas_call_p, rule, platform="cpu")
+    _literal_indices()
     _registered = True
+
+
+def _literal_indices() -> None:
+    """jax's discharge of a masked load or store (pallas's ``load_p``/``swap_p``: ``pltpu.store(ref, v,
+    mask=...)``, ``pl.load(..., mask=...)``) reads ``.shape`` of every index, and an index that is a Python
+    int (``ref.at[h]``) reaches it as a jaxpr literal, a ``TypedInt``, which has none: the HLO interpreter's
+    lowering then fails (JAXBench 7p's ragged paged attention stores its per-head softmax state so). Its
+    rules are given such literals as 0-d arrays of their dtype (idempotent; nothing else changes)."""
+    import numpy as np
+    from jax._src.pallas import primitives
+    from jax._src.state import discharge
+
+    typed = getattr(__import__("jax._src.literals", fromlist=["TypedInt"]), "TypedInt", None)
+    if typed is None:
+        return
+    for prim in (primitives.load_p, primitives.swap_p):
+        rule = discharge._discharge_rules.get(prim)
+        if rule is None or getattr(rule, "pallasite_literals", False):
+            continue
+
+        def as_arrays(in_avals: Any, out_avals: Any, *args: Any, _rule: Any = rule, **params: Any) -> Any:
+            args = tuple(np.asarray(a, a.dtype) if isinstance(a, typed) else a for a in args)
+            return _rule(in_avals, out_avals, *args, **params)
+
+        as_arrays.pallasite_literals = True  # type: ignore[attr-defined]
+        discharge._discharge_rules[prim] = as_arrays
 
 
 def structs(signature: Sequence[Sequence[Any]]) -> list[Any]:

@@ -219,6 +219,26 @@ def test_a_constant_chosen_by_platform_is_reported_too():
     assert facts.kernels[0].census == "same work"
 
 
+def test_matmuls_around_a_kernel_are_not_a_branch_on_the_platform():
+    """jax lowers each dot_general per platform (a platform case around every matmul outside a kernel; the
+    CPU's upcasts a mixed f32 x bf16 one): failed before, every such matmul was a "platform branch" and
+    JAXBench's MLA attention (projections in XLA around its flash attention) was rejected."""
+    from pallasite.runner.judging.exported_run import _module_rejections
+    from pallasite.runner.judging.module_check import program_facts
+    from pallasite.runner.judging.program import Program
+
+    _, blob, _ = _exported("module_cost/projections.py", "projected")
+    facts = module_facts(blob)
+    assert facts.error is None and facts.platform_branches == () and facts.outputs_from_kernels == (True,)
+    assert facts.xla_mxu_flops == 2 * 256 * 256 * 128 + 2 * 256 * 128 * 256
+    exported = jax.export.deserialize(bytearray(blob))
+    sig = signature(tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in exported.in_avals))
+    checked = program_facts(exported, sig)
+    assert _module_rejections(Program(exported, {**checked, "kernels": 1}, sig)) == []
+    _, narrowed, _ = _exported("module_cost/projections.py", "narrowed")  # the TPU branch casts down first
+    assert len(module_facts(narrowed).platform_branches) == 1
+
+
 def test_outputs_computed_outside_the_kernel_are_reported():
     _, blob, _ = _exported("module_cost/outside.py", "both")
     facts = module_facts(blob)
