@@ -13,7 +13,10 @@ line), or the exception the trace raised; and, when ``lines`` is asked for, the 
 
 Independent of pallasite on purpose: it reads jax's own record of each call, so the benchmark's
 ground truth (does this literal reach a block dim? did the out_shape dtype change?) never comes
-from the code it measures. Tasks: the native convention (``PALLASITE_ENTRY`` + ``example_inputs()``)
+from the code it measures. With ``"chip": "v6e"`` in the request, jax's chip queries (``pltpu.get_tpu_info()``, which a file
+may call to size its blocks and which fails on a CPU) answer as that chip for the whole run, through
+pallasite's ``runner.target_chip`` (the only part of pallasite used; it changes no value jax records).
+Tasks: the native convention (``PALLASITE_ENTRY`` + ``example_inputs()``)
 or JAXBench's (``workload`` + ``create_inputs``, whose inputs are taken with ``jax.eval_shape`` so
 no array is made).
 """
@@ -170,8 +173,15 @@ def examine(item: dict) -> dict:
 
 
 def main() -> int:
+    import contextlib
+
     request = json.load(sys.stdin)
-    answers = [examine(item) for item in request["files"]]
+    with contextlib.ExitStack() as stack:
+        if request.get("chip"):
+            from pallasite.runner.target_chip import target_chip
+
+            stack.enter_context(target_chip(request["chip"]))
+        answers = [examine(item) for item in request["files"]]
     json.dump({"answers": answers}, sys.stdout)
     return 0
 
