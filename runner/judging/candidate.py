@@ -103,9 +103,10 @@ def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
                     setattr(timing_ladder, name, knobs[name])
             if isinstance(knobs.get("LIMIT_MB"), int):
                 memory_guard.LIMIT_MB = knobs["LIMIT_MB"]
-            sized, _ = timing._config_size(prep, prep.task.abstract_args())
+            sized, own = timing._config_size(prep, prep.task.abstract_args())
             scaled = dict(getattr(sized, "scaled", None) or {})
-            send_frame(sock, {"op": "proposal", "config": scaled or None})
+            send_frame(sock, {"op": "proposal", "config": scaled or None, "own": own is not None,
+                              "output_dims": bool(getattr(sized, "output_dims", False))})
             return
         config = header.get("config") or {}
         with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config or None):

@@ -128,7 +128,10 @@ def ladder_knobs() -> dict[str, int]:
 
 def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
     """The candidate's proposed reduced CONFIG values, checked against the trusted CONFIG; the shapes and
-    the second size are the judge's own."""
+    the second size are the judge's own. A name the trusted CONFIG does not state is the candidate file's
+    own spelling of one it does (JAXBench 6p: the kernel's ``batch``, the baseline's ``num_seqs``): taken
+    only where each side runs on its own inputs (the reference takes other arguments) and with the value
+    of a trusted name proposed beside it; it sizes the candidate's own inputs, never the reference's."""
     from .. import timing_ladder
 
     config = dict(prep.task.config or {})
@@ -137,25 +140,35 @@ def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
         full = prep.task.abstract_args()
         extra, how, at = _extra(prep)
         return Sizes(full, full, extra=extra, extra_how=how, extra_config=at)
-    for key, value in scaled.items():
-        if not (isinstance(value, int) and isinstance(config.get(key), int) and 1 <= value <= config[key]):
-            return f"a proposed reduced size {key}={value!r} is not a CONFIG size of the task's own file to reduce"
     full = prep.task.abstract_args()
-    own = timing_ladder.takes_candidate_inputs(prep, full) is not None
+    trusted = {k: v for k, v in scaled.items() if k in config}
+    claimed = proposal.get("own") is True and len(trusted) < len(scaled)  # names only its own file spells
+    own = claimed or timing_ladder.takes_candidate_inputs(prep, full) is not None
+    for key, value in scaled.items():
+        known = key in config and isinstance(config[key], int) and isinstance(value, int) and 1 <= value <= config[key]
+        paired = key not in config and own and isinstance(value, int) and value in trusted.values()
+        if not (known or paired):
+            return f"a proposed reduced size {key}={value!r} is not a CONFIG size of the task's own file to reduce"
+    if not trusted:
+        return "the proposed reduced size names no CONFIG size of the task's own file"
     spaces = timing_ladder.spaces_of(prep)
-    with inputs_mod.config_scaled(spaces, scaled):
-        main = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, scaled))
-    second = {k: min(2 * v, config[k]) for k, v in scaled.items() if 2 * v <= config[k]}
+    with inputs_mod.config_scaled(spaces, trusted):
+        main = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, trusted))
+    second = {k: min(2 * v, config[k]) for k, v in trusted.items() if 2 * v <= config[k]}
     extra = None
     if second and not own:
-        with inputs_mod.config_scaled(spaces, {**scaled, **second}):
-            extra = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, {**scaled, **second}))
-    at = ", ".join(f"{k} {v} of {config[k]}" for k, v in scaled.items())
-    return Sizes(full, main, dict(scaled), extra, {**scaled, **second} if extra is not None else None,
+        with inputs_mod.config_scaled(spaces, {**trusted, **second}):
+            extra = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, {**trusted, **second}))
+    at = ", ".join(f"{k} {v} of {config[k]}" if k in config else f"{k} {v} (the candidate's name)"
+                   for k, v in scaled.items())
+    return Sizes(full, main, dict(scaled), extra, {**trusted, **second} if extra is not None else None,
                  f"CONFIG at {', '.join(f'{k} {v}' for k, v in second.items())}" if extra is not None else
                  "no second reduced size", f"checked at a reduced size through the task's CONFIG: {at} (the "
                  "candidate's process proposed the CONFIG values; the judge checked them against the task's file "
-                 "and made the inputs)", at, own)
+                 "and made the inputs)", at, own,
+                 # the candidate's word that the names it reduced size output dims on both sides: it can only
+                 # turn its own "not verified" into "rejected" (a verdict), never a difference into a pass
+                 output_dims=own and proposal.get("output_dims") is True)
 
 
 def symbolic(sizes: Sizes, *, full: bool) -> list[tuple[list[list[Any]], Sizes]]:
