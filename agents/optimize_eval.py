@@ -42,22 +42,6 @@ def test_phase(test: TestResult, judged_by: JudgedBy = JudgedBy.UNKNOWN, result:
     return PhaseResult(False, summary, evidence=test.why, test=test, judged_by=judged_by)
 
 
-def file_evaluator(engine: Any, path: str, original: str, options: Any, *, chip: str | None = None, device: Any = None,
-                   where: str = "", fixer: Any = None, tests: str | None = None, timeout_s: float = 300.0,
-                   tune: bool = True) -> "JudgeEvaluator":
-    """The loop's evaluator over a judge of the user's file (the original with its frozen tests as the
-    trusted side): what optimize builds from its run setup (agents/optimize_job.make_evaluator)."""
-    from ..engine.judge import Judge, Trusted
-
-    if device is not None and not where and hasattr(device, "validate"):
-        from .run_setup import device_where
-
-        where = device_where(device)
-    judge = Judge(engine, options, Trusted.of_file(path, original, tests), chip=chip, device=device, where=where,
-                  timeout_s=timeout_s)
-    return JudgeEvaluator(judge, fixer=fixer, tune=tune)
-
-
 class JudgeEvaluator:
     """See the module docstring. ``tune``: offer the autotune phase (optimize does, the search without a
     device too, eval's agents do not); ``device_profile``: a device measure also takes the ``profile`` op

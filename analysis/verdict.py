@@ -610,6 +610,9 @@ def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
         if given is not None:
             if verdict.passed and not self_judged(verdict) and given.get(key) is not None:
                 speedups[key] = float(given[key])
+            elif verdict.passed and not self_judged(verdict) and verdict.timing is not None:
+                why = try_speedup(baseline, verdict.timing, baseline_name=baseline_name)[1] if baseline else ""
+                refusals.append(why or f"{key} has no speedup by {method or 'the baseline method'}")
         elif verdict.passed and not self_judged(verdict) and baseline is not None:
             s, why = try_speedup(baseline, verdict.timing, baseline_name=baseline_name)
             if s is not None:
@@ -650,7 +653,8 @@ def _winner(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], 
         if all(v.timing is None for k, v in candidates if k in passed):
             return Winner(None, None, f"no winner: {len(passed)} candidate(s) compiled and passed the tests but none "
                           f"was timed, so nothing can be shown faster than {baseline_name}")
-        return Winner(None, None, f"no winner: no correct candidate was timed like {baseline_name} ({refusals[0]})")
+        return Winner(None, None, f"no winner: no correct candidate was timed like {baseline_name}"
+                          + (f" ({refusals[0]})" if refusals else ""))
     key = ordered[0]
     verdicts = dict(candidates)
     lead = verdicts[key].timing

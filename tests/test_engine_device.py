@@ -31,7 +31,7 @@ class CountingBackend:
 
 
 def test_one_device_worker_serves_every_phase_of_a_run(tmp_path):
-    from pallasite.agents.optimize_eval import file_evaluator
+    from judging import file_evaluator
 
     opened, log = [], []
 

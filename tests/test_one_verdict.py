@@ -67,7 +67,7 @@ class Engine:
 
 
 def _optimize(report, reply) -> Verdict:
-    from pallasite.agents.optimize_eval import file_evaluator
+    from judging import file_evaluator
 
     text = (TASK / "optimized.py").read_text()
     ev = file_evaluator(Engine(report, reply), str(TASK / "optimized.py"), text, CheckOptions(target="v5e"), chip="v5e")
@@ -82,7 +82,7 @@ def _optimize(report, reply) -> Verdict:
 
 def _search_node(report, reply):
     """A search of one node (one optimize iteration from the root): the node as the search made it."""
-    from pallasite.agents.optimize_eval import file_evaluator
+    from judging import file_evaluator
     from pallasite.agents.providers import ProviderConfig
     from pallasite.agents.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search
@@ -294,7 +294,7 @@ class _Recording(Engine):
 
 def test_the_search_compiles_for_the_chip_whatever_tiers_the_settings_ask_for():
     """The search compiled its nodes with tiers 0-1 only, so none could be compiled for the chip."""
-    from pallasite.agents.optimize_eval import file_evaluator
+    from judging import file_evaluator
     from pallasite.agents.providers import ProviderConfig
     from pallasite.agents.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pallasite.agents.optimize import Budgets, new_run, optimize
-from pallasite.agents.optimize_eval import file_evaluator
+from judging import file_evaluator
 from pallasite.engine.judge_phase import freeze, frozen_parts
 from pallasite.agents.optimize_record import OptimizeRecorder, export, replay_table
 from pallasite.agents.providers import ProviderConfig

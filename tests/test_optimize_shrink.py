@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.agents.optimize_eval import file_evaluator
+from judging import file_evaluator
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 

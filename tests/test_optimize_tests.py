@@ -8,7 +8,7 @@ import pytest
 
 from pallasite.agents import test_writer
 from pallasite.agents.optimize import Budgets, Decision, new_run, optimize
-from pallasite.agents.optimize_eval import file_evaluator
+from judging import file_evaluator
 from pallasite.agents.optimize_record import OptimizeRecorder, load
 from pallasite.agents.providers import ProviderConfig
 from pallasite.agents.providers_scripted import ScriptedProvider
