@@ -94,12 +94,14 @@ class AgentSpec:
         return 2 * self.search.max_nodes
 
 
-def eval_id(tasks: list, specs: dict[str, Any], provider: str, chip: str, timing: str, verify: bool) -> str:
-    """Same tasks (by their reference text), methods, provider, chip and timing, and the same cost model
-    -> the same eval (a re-run resumes; rows a different cost model priced are never read back)."""
+def eval_id(tasks: list, specs: dict[str, Any], provider: str, chip: str, timing: str, verify: bool,
+            limits: tuple[Any, ...] = ()) -> str:
+    """Same tasks (by their reference text), methods, provider, chip and timing, the same worker limits
+    (``limits``: memory and time per request) and the same cost model -> the same eval (a re-run resumes;
+    rows a different cost model priced, or that ran out of a smaller limit, are never read back)."""
     parts = [[(t.name, hashlib.sha256(t.reference_text().encode()).hexdigest()[:16]) for t in tasks],
              {name: (s.params() if isinstance(s, AgentSpec) else s) for name, s in specs.items()},
-             provider, chip, timing, verify, "eval agents v1", COST_MODEL]
+             provider, chip, timing, verify, "eval agents v1", COST_MODEL, *([list(limits)] if limits else [])]
     return "eval-" + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

@@ -24,3 +24,16 @@ def test_a_task_budget_with_the_files_method_stops_and_the_same_command_continue
     out, err = capsys.readouterr()
     assert f"resuming {eid}: 1 task results already stored" in err and "(resumed)" in err, err
     assert f"eval {eid}" in out and "replay" not in out  # no model answered: nothing to replay
+
+
+def test_a_rerun_with_a_larger_memory_limit_is_a_new_eval(tmp_path, capsys, monkeypatch):
+    """JAXBench 8p at the default 4096 MiB is 'not verified: the worker went over its memory limit'; the hint says
+    to raise --memory-mb, and the re-run with 12288 resumed the stored failure ('(resumed)'). Failed before."""
+    shutil.copytree(DATA / "eval", tmp_path / "eval")
+    (tmp_path / "pyproject.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "eval", "--task-budget", "1", "--no-verify"]) == 3
+    first = capsys.readouterr().err.split("; eval ", 1)[1].split()[0]
+    assert main(["eval", "eval", "--task-budget", "1", "--no-verify", "--memory-mb", "6144"]) == 3
+    err = capsys.readouterr().err
+    assert "resuming" not in err and first not in err, err
