@@ -118,7 +118,8 @@ def progress_svg(graph: dict) -> str:
     xs, best, ys_ok = [], [], []
     running = 1.0
     for i, n in enumerate(graph["nodes"]):
-        if n["speedup"] is not None and n["op"] != "root" and n["status"] == "compiled, correct":
+        verdict = n.get("verdict") if isinstance(n.get("verdict"), dict) else {}
+        if n["speedup"] is not None and n["op"] != "root" and verdict.get("correct") is True:
             running = max(running, n["speedup"])
             ys_ok.append((i, n["speedup"]))
         xs.append(i)
