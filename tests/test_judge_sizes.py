@@ -1,0 +1,56 @@
+"""The judge's sizes from a candidate's proposal (runner/judging/sizes.from_proposal), on JAXBench 8p's GEMM
+shape (tests/data/timing/ladder/gemm/baseline.py with 8p's CONFIG): the values are checked against the trusted
+CONFIG, and the second size is one doubled value that fits the check's memory budget (it doubled every value,
+and 8p's judge went over its worker's 4096 MiB)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import jax
+import pytest
+
+BASELINE = Path(__file__).parent / "data" / "timing" / "ladder" / "gemm" / "baseline.py"
+
+
+@pytest.fixture
+def prep(monkeypatch):
+    spec = importlib.util.spec_from_file_location("gemm_baseline_8p", BASELINE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.CONFIG.update(M=8192, K=8192, N=28672)  # JAXBench 8p's GEMM
+    from pallasite.runner import memory_guard
+
+    monkeypatch.setattr(memory_guard, "limit_mb", lambda: 4096)  # the worker's default limit
+    task = SimpleNamespace(config=module.CONFIG, entry=module.workload, inputs=module.create_inputs,
+                           abstract_args=lambda: tuple(jax.eval_shape(module.create_inputs)), format="jaxbench")
+    return SimpleNamespace(task=task, reference=module.workload, module=module)
+
+
+def test_the_second_size_doubles_one_value_and_fits_the_budget(prep, monkeypatch):
+    from pallasite.runner import memory_guard, timing_ladder
+    from pallasite.runner.judging.sizes import from_proposal
+
+    proposal = {"config": {"M": 2048, "K": 2048, "N": 14336}}  # what 8p's candidate proposed (its blocks' size)
+    sizes = from_proposal(prep, proposal)
+    assert [tuple(s.shape) for s in sizes.main] == [(2048, 2048), (2048, 14336)]
+    # at the worker's default 4096 MiB no doubled size fits a third of it: none, and said so
+    assert sizes.extra is None and sizes.extra_how == "no second reduced size"
+    monkeypatch.setattr(memory_guard, "limit_mb", lambda: 16384)
+    sizes = from_proposal(prep, proposal)
+    assert sizes.extra is not None, sizes.extra_how
+    moved = {k for k, v in sizes.extra_config.items() if v != sizes.main_config[k]}
+    assert len(moved) == 1, sizes.extra_config  # one value doubled back, as the ladder does
+    assert timing_ladder.peak_bytes(prep.reference, sizes.extra) <= timing_ladder.budget_bytes()
+
+
+def test_a_proposal_outside_the_trusted_config_is_refused(prep):
+    from pallasite.runner.judging.sizes import from_proposal
+
+    assert "not a CONFIG size" in from_proposal(prep, {"config": {"M": 16384}})  # larger than the task's
+    assert "not a CONFIG size" in from_proposal(prep, {"config": {"M": 2048, "batch": 2048}})  # not its name
+    paired = from_proposal(prep, {"config": {"M": 2048, "batch": 2048}, "own": True})  # its spelling of M, by value
+    assert paired.own and paired.extra is None  # each side on its own inputs: no second size of the judge's
+    assert "not a CONFIG size" in from_proposal(prep, {"config": {"M": 2048, "batch": 1000}, "own": True})
