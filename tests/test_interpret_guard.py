@@ -65,16 +65,20 @@ async def test_the_users_own_checks_are_unchanged():
         await checker.close()
 
 
-async def test_the_guarded_test_rejects_interpret_mode_by_name():
+async def test_the_judge_rejects_a_kernel_run_in_interpret_mode_from_its_module():
+    """A candidate passing interpret=True in a ** dict (tier 0 cannot read it): the judge reads its exported
+    program, whose TPU branch has no Mosaic kernel, and says interpret mode may be why (the user's file, the
+    same kernel without the flag, is the trusted side)."""
     path = UNTRUSTED / "interpret_kwargs.py"
-    params = time_request(TaskFiles(str(path)), "time", runs=1, warmup=0)
+    text = path.read_text()
+    params = time_request(TaskFiles(str(path)), "time", runs=1, warmup=0, text=text,
+                          trusted=(str(path), text.replace('**{"interpret": True}', "")))
     async with WorkerClient(WorkerConfig(confine=True, timeout_s=120)) as worker:
         reply = await worker.request(params)
     assert reply.ok, reply.why
     assert reply.result.verdict == "rejected"
     (trick, *_) = reply.result.rejections
-    assert trick.trick == "interpret_mode" and "interpret mode" in trick.message
-    assert trick.details["calls"][0]["file"] == str(path)  # the user's path, not the scratch one
+    assert trick.trick == "no_pallas_call" and "interpret mode" in trick.message
 
 
 def run_cli(command: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

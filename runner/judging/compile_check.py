@@ -115,7 +115,11 @@ def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, 
 
 
 def check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:
-    """The candidate process of a judged check: tiers 0, 1 and 3 here; the lowered modules go back."""
+    """The candidate process of a judged check: tiers 0, 1 and 3 here; the lowered modules go back, with
+    the pallas_calls that asked for interpret mode (refused by the worker as PLS114: a model's mistake said at
+    its line; a process that hides them lowered no Mosaic kernel, which the judge's test reads from its module)."""
+    import dataclasses
+
     import numpy as np
 
     from .. import checks, interpret_guard
@@ -134,9 +138,11 @@ def check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> No
              "entries": list(params.entries) if params.entries is not None else None,
              "tier2_known": dict(params.tier2_known),
              "inferred": _plain_inferred(params)}
-    result = checks._handle_check(plain, params.source, progress if with_progress else None)
+    with interpret_guard.watching(interpret_guard.user_files(params)) as seen:  # what the worker then refuses
+        result = checks._handle_check(plain, params.source, progress if with_progress else None)
     names = list(tiers_mod.LOWERED)
-    send_frame(sock, {"op": "result", "result": result, "lowered": names, "interpret": interpret_guard.recorded()},
+    send_frame(sock, {"op": "result", "result": result, "lowered": names,
+                      "interpret": [dataclasses.asdict(c) for c in seen]},
                [np.frombuffer(tiers_mod.LOWERED[n], dtype=np.uint8) for n in names])
 
 

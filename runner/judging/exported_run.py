@@ -147,7 +147,8 @@ def _module_rejections(program: Program) -> list[dict[str, Any]]:
     facts = program.facts
     if not facts.get("kernels"):
         return [guards.reject("no_pallas_call", "the exported program launches no Mosaic kernel (no tpu_custom_call "
-                                                "in its TPU branch): the work is not done by a pallas_call")]
+                                                "in its TPU branch): the work is not done by a pallas_call compiled for the TPU (no pallas_call at "
+                                                "all, or one run in interpret mode, which lowers to plain XLA ops)")]
     if facts.get("facts_error"):
         return [guards.reject(NOT_EXPORTABLE, f"the judge cannot read the program's kernels: {facts['facts_error']}")]
     if facts.get("platform_branches"):
