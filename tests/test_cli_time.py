@@ -82,9 +82,10 @@ def test_without_a_device_big_inputs_are_timed_at_reduced_shapes_with_progress(t
                      "--time-limit", "240", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "  ... comparing the candidate's program with the reference on fresh random inputs" in done.stderr  # progress
-    timed = re.search(r"timed at the reduced shapes float32\[(\d+), (\d+)\], float32\[\1, \2\] in TPU interpret "
-                      r"mode on CPU", done.stdout)
+    timed = re.search(r"checked in TPU interpret mode at reduced shapes float32\[(\d+), (\d+)\], float32\[\1, \2\]",
+                      done.stdout)
     assert timed and int(timed.group(1)) < 16384 and int(timed.group(2)) < 16384, done.stdout
+    assert "timed at the reduced size the checks ran at, the exported program in the CPU's interpreter" in done.stdout
     assert "CPU interpret mode: not TPU time" in done.stdout and "from float32[16384, 16384]" in done.stdout
     profiled = pallasite("profile", str(OPTIMIZE / "big_add.py"), "--runs", "1", "--no-store", "--format", "json",
                          "--time-limit", "240", cwd=tmp_path)
