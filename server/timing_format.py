@@ -24,7 +24,10 @@ def status_of(run: Any) -> str:
     result = run.result
     if result is None or result.get("verdict") == "error":
         return "error"
-    return "rejected" if result.get("verdict") == "rejected" else "ok"
+    if result.get("verdict") == "rejected":
+        return "rejected"
+    candidate = result.get("candidate")  # a device time below the physical floor (engine/device_floor.py)
+    return "implausible" if isinstance(candidate, dict) and candidate.get("status") == "implausible" else "ok"
 
 
 def error_text(run: Any) -> str | None:
@@ -119,9 +122,9 @@ def to_text(run: Any, path: str) -> str:
                  + (f", config {result['config']}" if result.get("config") else ""))
     checks = result.get("checks") or {}
     if checks:
-        lines.append(f"  checks: {checks.get('pallas_calls')} pallas_call(s), output uses them: "
-                     f"{checks.get('pallas_output_used')}; fresh random inputs (seed {checks.get('seed')}) "
-                     f"{_shapes(checks.get('inputs'))}")
+        kernels = (checks.get("module") or {}).get("kernels")  # read by the judge from the exported program
+        lines.append(f"  checks: {kernels if kernels is not None else 'no'} Mosaic kernel(s) in the exported program; "
+                     f"fresh random inputs (seed {checks.get('seed')}) {_shapes(checks.get('inputs'))}")
         extra = checks.get("extra_shape")
         if extra:
             lines.append("  second shape: " + (f"{extra.get('how')} {_shapes(extra.get('inputs'))}" if extra.get("checked")
@@ -130,6 +133,8 @@ def to_text(run: Any, path: str) -> str:
         lines.append(f"  REJECTED [{rejection['trick']}]: {rejection['message']}")
     if result.get("verdict") == "rejected":
         lines.append("  not timed: a rejected candidate has no time")
+    if (result.get("candidate") or {}).get("status") == "implausible":
+        lines.append(f"  IMPLAUSIBLE: {str(result['candidate'].get('error') or '').removeprefix('implausible: ')}; no speedup")
     if run.op == "time" and result.get("candidate") and result["candidate"].get("median_ns"):
         cand, ref = result["candidate"], result["reference"]
         spread = result.get("spread") or {}
