@@ -210,77 +210,128 @@ def _provenance(job: EvalJob, verdicts: list[TaskVerdict]) -> str:
     return f"estimate ({COST_MODEL}, {job.chip}): the candidate and the reference by the same model"
 
 
-async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
-    """Each method over the tasks; one summary (JSON) per method, with each task's verdict."""
+def _check_options(job: EvalJob) -> Any:
+    """The run setup's check options (server/cmd_eval.py passes them); defaults only where no project was read."""
     from ..engine.checker import CheckOptions
-    from ..engine.device import candidate_config
+
+    return job.options or CheckOptions(target=job.chip, tiers=job.tiers, time_limit_s=job.timeout_s,
+                                       memory_mb=job.memory_mb, allow_unconfined=job.allow_unconfined)
+
+
+def _own_engine(job: EvalJob) -> Any:
+    """An engine of the eval's own (closed when it ends): local workers, ``job.jobs`` of them, no store."""
     from ..engine.engine import Engine
     from ..engine.pool import local_backend
+
+    return Engine(checks=1, use_store=False,
+                  backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=max(1, job.jobs)))
+
+
+def _with_device(job: EvalJob, engine: Any) -> EvalJob:
+    """The job with the engine's device pool for its device settings (engine/device.py), if it names some."""
+    from ..engine.device import candidate_config
     from ..engine.remote import BackendSettings
     from ..engine.remote import where as device_where
 
-    # the run setup's check options (server/cmd_eval.py passes them); defaults only where no project was read
-    options = job.options or CheckOptions(target=job.chip, tiers=job.tiers, time_limit_s=job.timeout_s,
-                                          memory_mb=job.memory_mb, allow_unconfined=job.allow_unconfined)
+    if not isinstance(job.device, BackendSettings):
+        return job
+    if engine.device_events is None:  # each worker's state (started, lost, a job re-queued) as progress
+        engine.device_events = job.progress
+    return dataclasses.replace(job, where=job.where or device_where(job.device), device=engine.device(
+        job.device, candidate_config(job.memory_mb, job.timeout_s, allow_unconfined=job.allow_unconfined)))
+
+
+@dataclass
+class _Pairs:
+    """The eval's (method, task) pairs as they run: one judge per task, the gate on tasks in flight, the
+    device slots, the task budget, each method's count and time of its last task."""
+
+    job: EvalJob
+    engine: Any
+    options: Any
+    gate: asyncio.Semaphore
+    device_slot: asyncio.Semaphore
+    judges: dict = field(default_factory=dict)
+    started: int = 0
+    finished: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+
+    async def one(self, name: str, method: Any, task: Any) -> TaskVerdict | None:
+        """One pair's verdict (read back when an earlier run finished it); None when the budget left it."""
+        job = self.job
+        stored = job.done.get((name, task.name))
+        if stored is not None:  # finished by an earlier run of this eval: read back, not re-run
+            verdict = TaskVerdict.from_json(stored)
+            self.counts[name] += 1
+            job.progress(f"{name}: {self.counts[name]}/{len(job.tasks)} {task.name}: {verdict.verdict.status()} (resumed)")
+            return verdict
+        async with self.gate:
+            if job.task_budget is not None and self.started >= job.task_budget:
+                return None  # left for the next run
+            self.started += 1
+            verdict = await self.judged(method, task)
+        self.counts[name] += 1
+        self.finished[name] = time.monotonic()
+        job.progress(f"{name}: {self.counts[name]}/{len(job.tasks)} {task.name}: {verdict.verdict.status()}")
+        if job.on_task is not None:
+            job.on_task(name, task.name, verdict.to_json())
+        return verdict
+
+    async def judged(self, method: Any, task: Any) -> TaskVerdict:
+        """The method's candidate for the task, judged by the task's one judge; a failure is data."""
+        # one judge per task for every method: the same reference, inputs and figures
+        judge = self.judges.get(task.name) or self.judges.setdefault(
+            task.name, task_judge(self.engine, self.options, task, self.job, self.device_slot))
+        try:
+            if isinstance(method, AgentRunner):
+                answer = await method.run(task, judge)
+                return dataclasses.replace(await evaluate_one(judge, task, answer.text), answer=answer)
+            text = method(task)
+            if inspect.isawaitable(text):  # a provider's answer
+                text = await text
+            return await evaluate_one(judge, task, text)
+        except Exception as exc:  # noqa: BLE001 - one task's failure is data
+            why = f"the evaluation failed: {type(exc).__name__}: {exc}"[:300]
+            return TaskVerdict(task.name, Verdict(CompileResult.not_checked(why, chip=self.job.chip),
+                                                  TestResult.not_verified(why)))
+
+
+def _method_summary(job: EvalJob, name: str, method: Any, verdicts: list[TaskVerdict], wall_s: float) -> dict:
+    """One method's summary (JSON): eval_metrics.summarize over its tasks, with each task's verdict, reference
+    timing and agent record, and an agent method's label, parameters and usage."""
+    outcomes = [TaskOutcome(v.task, (v.case(),), v.provenance) for v in verdicts]
+    summary = summarize(name, outcomes, provenance=_provenance(job, verdicts), wall_s=wall_s).to_json()
+    for row, v in zip(summary["per_task"], verdicts):
+        row["verdict"] = v.verdict.to_json()
+        row["reference_timing"] = v.reference.to_json() if v.reference else None
+        if v.answer is not None:
+            row["agent"] = v.answer.to_json()
+    if isinstance(method, AgentRunner):
+        summary["label"] = method.label or name
+        summary["params"] = method.params()
+        summary["agent_usage"] = usage_total([v.answer for v in verdicts if v.answer is not None])
+    return summary
+
+
+async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
+    """Each method over the tasks; one summary (JSON) per method, with each task's verdict."""
+    options = _check_options(job)
     own = engine is None
     if own:
-        engine = Engine(checks=1, use_store=False,
-                        backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=max(1, job.jobs)))
-    if isinstance(job.device, BackendSettings):  # the engine's device pool for these settings (engine/device.py)
-        if engine.device_events is None:  # each worker's state (started, lost, a job re-queued) as progress
-            engine.device_events = job.progress
-        job = dataclasses.replace(job, where=job.where or device_where(job.device), device=engine.device(
-            job.device, candidate_config(job.memory_mb, job.timeout_s, allow_unconfined=job.allow_unconfined)))
+        engine = _own_engine(job)
+    job = _with_device(job, engine)
     # as many device jobs at once as the pool has workers (1 for a single worker), and enough tasks in
     # flight to keep them busy; the verdicts do not depend on how many (each is its own device job)
     workers = int(getattr(job.device, "size", 1) or 1) if job.device is not None else 1
-    gate = asyncio.Semaphore(max(1, job.jobs, workers))
-    device_slot = asyncio.Semaphore(workers)
-    judges: dict[str, Any] = {}
-    started_pairs = {"n": 0}
+    runs = _Pairs(job, engine, options, asyncio.Semaphore(max(1, job.jobs, workers)), asyncio.Semaphore(workers),
+                  counts={name: 0 for name in job.methods})
     out = []
     started = time.monotonic()
-    finished: dict[str, float] = {}
-    counts = {name: 0 for name in job.methods}
     try:
-        async def one(name: str, method: Any, task: Any) -> TaskVerdict | None:
-            stored = job.done.get((name, task.name))
-            if stored is not None:  # finished by an earlier run of this eval: read back, not re-run
-                verdict = TaskVerdict.from_json(stored)
-                counts[name] += 1
-                job.progress(f"{name}: {counts[name]}/{len(job.tasks)} {task.name}: {verdict.verdict.status()} (resumed)")
-                return verdict
-            async with gate:
-                if job.task_budget is not None and started_pairs["n"] >= job.task_budget:
-                    return None  # left for the next run
-                started_pairs["n"] += 1
-                # one judge per task for every method: the same reference, inputs and figures
-                judge = judges.get(task.name) or judges.setdefault(
-                    task.name, task_judge(engine, options, task, job, device_slot))
-                try:
-                    if isinstance(method, AgentRunner):
-                        answer = await method.run(task, judge)
-                        verdict = dataclasses.replace(await evaluate_one(judge, task, answer.text), answer=answer)
-                    else:
-                        text = method(task)
-                        if inspect.isawaitable(text):  # a provider's answer
-                            text = await text
-                        verdict = await evaluate_one(judge, task, text)
-                except Exception as exc:  # noqa: BLE001 - one task's failure is data
-                    why = f"the evaluation failed: {type(exc).__name__}: {exc}"[:300]
-                    verdict = TaskVerdict(task.name, Verdict(CompileResult.not_checked(why, chip=job.chip),
-                                                             TestResult.not_verified(why)))
-            counts[name] += 1
-            finished[name] = time.monotonic()
-            job.progress(f"{name}: {counts[name]}/{len(job.tasks)} {task.name}: {verdict.verdict.status()}")
-            if job.on_task is not None:
-                job.on_task(name, task.name, verdict.to_json())
-            return verdict
-
         # methods and tasks interleaved: every (method, task) pair is scheduled at once, in method-major
         # order, and waits for the gate (and its device jobs for a device worker)
         pairs = [(name, method, task) for name, method in job.methods.items() for task in job.tasks]
-        results = await asyncio.gather(*(one(*pair) for pair in pairs))
+        results = await asyncio.gather(*(runs.one(*pair) for pair in pairs))
         for state in (job.device.states() if hasattr(job.device, "states") else ()):
             job.progress(f"device pool: {state.line()}")  # what each worker did
         by_method: dict[str, list] = {name: [] for name in job.methods}
@@ -292,20 +343,8 @@ async def run_eval(job: EvalJob, engine: Any = None) -> list[dict]:
             if left:
                 raise Incomplete(f"--task-budget {job.task_budget} reached: method {name} has {left} of "
                                  f"{len(job.tasks)} tasks left")
-            outcomes = [TaskOutcome(v.task, (v.case(),), v.provenance) for v in verdicts]
             # interleaved: a method's wall time runs from the eval's start to its last task
-            summary = summarize(name, outcomes, provenance=_provenance(job, verdicts),
-                                wall_s=finished.get(name, started) - started).to_json()
-            for row, v in zip(summary["per_task"], verdicts):
-                row["verdict"] = v.verdict.to_json()
-                row["reference_timing"] = v.reference.to_json() if v.reference else None
-                if v.answer is not None:
-                    row["agent"] = v.answer.to_json()
-            if isinstance(method, AgentRunner):
-                summary["label"] = method.label or name
-                summary["params"] = method.params()
-                summary["agent_usage"] = usage_total([v.answer for v in verdicts if v.answer is not None])
-            out.append(summary)
+            out.append(_method_summary(job, name, method, verdicts, runs.finished.get(name, started) - started))
     finally:
         if own:
             await engine.close()

@@ -122,6 +122,24 @@ class _Rejected(Exception):
         self.verdict, self.detail = verdict, detail
 
 
+@dataclass
+class _Run:
+    """One fix action across its rounds: its id, clock and tiers, what each proposal is measured against
+    (the errors allowed, the original pallas_call sites), and what the rounds spent and tried."""
+
+    run_id: str
+    started: float
+    deadline: Deadline
+    tiers: tuple[int, ...]
+    allowed: Counter
+    original_sites: Counter
+    usage: Usage = field(default_factory=Usage)
+    attempts: list[Attempt] = field(default_factory=list)
+    history: list[str] = field(default_factory=list)  # what the next prompt tells the model of earlier rounds
+    stop: str = ""  # why the run stopped before its rounds ran out
+    halted: bool = False  # a round ended the run (``stop`` says why, where the error said)
+
+
 class Fixer:
     def __init__(self, provider: Provider, verify: Verify, *, budgets: Budgets = Budgets(),
                  recorder: Recorder | None = None, on_progress: ProgressFn | None = None) -> None:
@@ -131,6 +149,30 @@ class Fixer:
     async def fix(self, context: FixContext, tiers: Sequence[int] = (0, 1, 2),
                   original_report: FileReport | None = None) -> FixOutcome:
         """Up to ``max_rounds`` proposals for ``context.findings``; the first verified one wins."""
+        run = self._start(context, tiers, original_report)
+        for round_no in range(1, self.budgets.max_rounds + 1):
+            left_s = run.deadline.left()
+            run.stop = self._spent(run.usage, left_s)
+            if run.stop:
+                break
+            outcome = await self._round(context, run, round_no, left_s, original_report)
+            if outcome is not None:
+                self._summary(outcome)
+                return outcome
+            if run.halted:
+                break
+        tried = "; ".join(f"round {a.round}: {a.verdict}" for a in run.attempts) or "no round ran"
+        why = f" ({run.stop})" if run.stop else ""
+        outcome = FixOutcome(
+            ok=False, path=context.path, message=f"no verified fix{why}: {tried}", attempts=tuple(run.attempts),
+            usage=run.usage, seconds=time.monotonic() - run.started, run_id=run.run_id, provider=self.provider.name,
+            tiers=run.tiers)
+        self._summary(outcome)
+        return outcome
+
+    def _start(self, context: FixContext, tiers: Sequence[int], original_report: FileReport | None) -> _Run:
+        """The run's clock, id and tiers, and what every proposal is measured against: the errors the
+        original file already had (less the ones being fixed) and its pallas_call sites."""
         started = time.monotonic()
         deadline = Deadline(self.budgets.max_seconds, "agent.maxSeconds")  # bounds the checks too
         run_id = uuid.uuid4().hex[:12]
@@ -141,77 +183,76 @@ class Fixer:
                            if f.severity == "error")
         targeted = Counter(f.code for f in context.findings)
         allowed = Counter({code: max(0, n - targeted[code]) for code, n in baseline.items()})
-        original_sites = _site_keys(context.text, context.path, context.chip)
-        usage = Usage()
-        attempts: list[Attempt] = []
-        history: list[str] = []
-        stop = ""
-        for round_no in range(1, self.budgets.max_rounds + 1):
-            left_s = deadline.left()
-            if usage.total_tokens >= self.budgets.max_tokens:
-                stop = f"token budget spent ({usage.total_tokens} of {self.budgets.max_tokens})"
-                break
-            if left_s <= 1:
-                stop = f"time budget spent ({self.budgets.max_seconds:g} s)"
-                break
-            self._progress(f"round {round_no}: asking {self.provider.name}")
-            text_prompt = keys.redact(prompt(context, history))
-            request = ModelRequest(system=SYSTEM, prompt=text_prompt, schema=PROPOSAL_SCHEMA, schema_name="kernel_fix",
-                                   max_output_tokens=self.budgets.max_output_tokens,
-                                   timeout_s=max(1.0, min(self.budgets.request_timeout_s, left_s)))
-            call_started = time.monotonic()
-            try:
-                reply = await self.provider.complete(request)
-            except ProviderError as err:
-                self._record(run_id, round_no, request, None, err.message, Usage(), time.monotonic() - call_started)
-                attempts.append(Attempt(round_no, "model error", f"{err.describe()}: {err.message}",
-                                        error=err.as_json()))
-                if err.kind in ("config", "auth", "refused"):
-                    stop = err.message
-                    break
-                if err.kind == "too_large":  # the model's own doing: tell it, like a format error
-                    history.append(f"Round {round_no}: your reply was refused unread: {err.message}. Answer with "
-                                   "a minimal edit only.")
-                continue
-            usage = usage + reply.usage
-            self._record(run_id, round_no, request, reply.text, None, reply.usage, reply.seconds, reply.model)
-            try:
-                proposal = parse_proposal(reply.text)
-            except EditError as err:
-                attempts.append(Attempt(round_no, "unreadable", str(err)))
-                history.append(f"Round {round_no}: your reply could not be read: {err}")
-                continue
-            try:
-                candidate, report = await self._check(context, proposal.edits, tiers, original_sites, allowed,
-                                                      original_report, deadline, round_no)
-            except _OutOfTime as out:
-                attempts.append(Attempt(round_no, "check failed", str(out)))
-                stop = str(out)
-                break
-            except _Rejected as rej:
-                diff = keys.redact(_safe_diff(context, proposal.edits))
-                attempts.append(Attempt(round_no, rej.verdict, rej.detail, keys.redact(proposal.explanation), diff))
-                history.append(f"Round {round_no}: you proposed:\n{_blocks(proposal.edits)}\n"
+        return _Run(run_id, started, deadline, tiers, allowed, _site_keys(context.text, context.path, context.chip))
+
+    def _spent(self, usage: Usage, left_s: float) -> str:
+        """Why the run stops before its next round (a budget spent), else ""."""
+        if usage.total_tokens >= self.budgets.max_tokens:
+            return f"token budget spent ({usage.total_tokens} of {self.budgets.max_tokens})"
+        if left_s <= 1:
+            return f"time budget spent ({self.budgets.max_seconds:g} s)"
+        return ""
+
+    async def _round(self, context: FixContext, run: _Run, round_no: int, left_s: float,
+                     original_report: FileReport | None) -> FixOutcome | None:
+        """One round: ask, read the proposal, check it. The verified outcome, else None with the attempt
+        recorded (and ``run.halted`` set when the run cannot go on)."""
+        reply = await self._ask(context, run, round_no, left_s)
+        if reply is None:
+            return None
+        try:
+            proposal = parse_proposal(reply.text)
+        except EditError as err:
+            run.attempts.append(Attempt(round_no, "unreadable", str(err)))
+            run.history.append(f"Round {round_no}: your reply could not be read: {err}")
+            return None
+        try:
+            candidate, report = await self._check(context, proposal.edits, run.tiers, run.original_sites, run.allowed,
+                                                  original_report, run.deadline, round_no)
+        except _OutOfTime as out:
+            run.attempts.append(Attempt(round_no, "check failed", str(out)))
+            run.stop, run.halted = str(out), True
+            return None
+        except _Rejected as rej:
+            diff = keys.redact(_safe_diff(context, proposal.edits))
+            run.attempts.append(Attempt(round_no, rej.verdict, rej.detail, keys.redact(proposal.explanation), diff))
+            run.history.append(f"Round {round_no}: you proposed:\n{_blocks(proposal.edits)}\n"
                                f"It was rejected ({rej.verdict}): {rej.detail}")
-                continue
-            label = _label(report, tiers, context.chip, context.has_reference)
-            diff = keys.redact(unified_diff(context.text, candidate, context.path))  # shown; the edit is exact
-            attempts.append(Attempt(round_no, "verified", label, keys.redact(proposal.explanation), diff))
-            outcome = FixOutcome(
-                ok=True, path=context.path, message=f"verified fix: {label}", label=label, fixed_text=candidate,
-                hunks=tuple(hunks(context.text, candidate)), diff=diff, explanation=keys.redact(proposal.explanation),
-                attempts=tuple(attempts), usage=usage, seconds=time.monotonic() - started, run_id=run_id,
-                provider=self.provider.name, tiers=tiers,
-                verdicts=tuple((v.name, v.tiers) for v in report.kernels))
-            self._summary(outcome)
-            return outcome
-        tried = "; ".join(f"round {a.round}: {a.verdict}" for a in attempts) or "no round ran"
-        why = f" ({stop})" if stop else ""
-        outcome = FixOutcome(
-            ok=False, path=context.path, message=f"no verified fix{why}: {tried}", attempts=tuple(attempts),
-            usage=usage, seconds=time.monotonic() - started, run_id=run_id, provider=self.provider.name, tiers=tiers)
-        self._summary(outcome)
-        return outcome
+            return None
+        label = _label(report, run.tiers, context.chip, context.has_reference)
+        diff = keys.redact(unified_diff(context.text, candidate, context.path))  # shown; the edit is exact
+        run.attempts.append(Attempt(round_no, "verified", label, keys.redact(proposal.explanation), diff))
+        return FixOutcome(
+            ok=True, path=context.path, message=f"verified fix: {label}", label=label, fixed_text=candidate,
+            hunks=tuple(hunks(context.text, candidate)), diff=diff, explanation=keys.redact(proposal.explanation),
+            attempts=tuple(run.attempts), usage=run.usage, seconds=time.monotonic() - run.started, run_id=run.run_id,
+            provider=self.provider.name, tiers=run.tiers,
+            verdicts=tuple((v.name, v.tiers) for v in report.kernels))
+
+    async def _ask(self, context: FixContext, run: _Run, round_no: int, left_s: float) -> Any:
+        """The model's reply for this round (recorded, its usage counted), or None after a model error
+        (an attempt; ``run.halted`` set for an error no retry can mend)."""
+        self._progress(f"round {round_no}: asking {self.provider.name}")
+        text_prompt = keys.redact(prompt(context, run.history))
+        request = ModelRequest(system=SYSTEM, prompt=text_prompt, schema=PROPOSAL_SCHEMA, schema_name="kernel_fix",
+                               max_output_tokens=self.budgets.max_output_tokens,
+                               timeout_s=max(1.0, min(self.budgets.request_timeout_s, left_s)))
+        call_started = time.monotonic()
+        try:
+            reply = await self.provider.complete(request)
+        except ProviderError as err:
+            self._record(run.run_id, round_no, request, None, err.message, Usage(), time.monotonic() - call_started)
+            run.attempts.append(Attempt(round_no, "model error", f"{err.describe()}: {err.message}",
+                                        error=err.as_json()))
+            if err.kind in ("config", "auth", "refused"):
+                run.stop, run.halted = err.message, True
+            elif err.kind == "too_large":  # the model's own doing: tell it, like a format error
+                run.history.append(f"Round {round_no}: your reply was refused unread: {err.message}. Answer with "
+                                   "a minimal edit only.")
+            return None
+        run.usage = run.usage + reply.usage
+        self._record(run.run_id, round_no, request, reply.text, None, reply.usage, reply.seconds, reply.model)
+        return reply
 
     async def _check(self, context: FixContext, edits: Sequence[SearchReplace], tiers: tuple[int, ...],
                      original_sites: Counter, allowed: Counter, original_report: FileReport | None,

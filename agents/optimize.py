@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, NoReturn
 
 from ..analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult, Timing, Verdict, Winner, pick_winner,
                                         try_speedup)
@@ -250,132 +250,189 @@ def _history(state: RunState) -> list[dict]:
             for it in state.iterations]
 
 
-async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, budgets: Budgets = Budgets(), *,
-                  recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None,
-                  instruction: str = "", deadline: Deadline | None = None) -> Iteration:
-    """One iteration; appended to ``state.iterations`` and returned. Failures are data (``verdict``).
-    ``deadline``: the run's time budget, which cancels a phase that runs past it (``Stop``)."""
-    it = Iteration(index=len(state.iterations) + 1)
-    state.iterations.append(it)
-    started = time.monotonic()
-    say = on_phase or (lambda i, p, m: None)
-    base = state.best.source if state.best else state.original
+class _Ended(Exception):
+    """The iteration ended before the profile phase; its verdict and evidence are already set."""
 
-    def timed(name: str, awaitable: Any) -> Any:
-        return bounded(deadline, awaitable, f"the {name} phase of iteration {it.index}", Stop)
 
-    def phase(name: str, result: PhaseResult) -> PhaseResult:
-        it.phases.append({"phase": name, "ok": result.ok, "summary": result.summary})
-        say(it.index, name, ("ok: " if result.ok else "failed: ") + result.summary)
+@dataclass
+class _Steps:
+    """One iteration's phases as steps over one candidate; a step that ends the iteration sets its verdict
+    and raises ``_Ended`` (a stop raises ``Stop``)."""
+
+    state: RunState
+    provider: Provider
+    evaluator: Evaluator
+    budgets: Budgets
+    it: Iteration
+    recorder: Any = None
+    gate: Gate | None = None
+    on_phase: OnPhase | None = None
+    deadline: Deadline | None = None
+
+    def __post_init__(self) -> None:
+        self.base = self.state.best.source if self.state.best else self.state.original
+
+    def say(self, name: str, message: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(self.it.index, name, message)
+
+    def timed(self, name: str, awaitable: Any) -> Any:
+        return bounded(self.deadline, awaitable, f"the {name} phase of iteration {self.it.index}", Stop)
+
+    def phase(self, name: str, result: PhaseResult) -> PhaseResult:
+        self.it.phases.append({"phase": name, "ok": result.ok, "summary": result.summary})
+        self.say(name, ("ok: " if result.ok else "failed: ") + result.summary)
         return result
 
-    async def pause(name: str, payload: dict) -> Decision:
-        return await gate(name, payload) if gate is not None else Decision()
+    async def pause(self, name: str, payload: dict) -> Decision:
+        return await self.gate(name, payload) if self.gate is not None else Decision()
 
-    try:
-        # plan (step mode: approve, or revise with the user's edited plan as the instruction)
-        say(it.index, "plan", "planning")
-        text = await timed("plan", _ask(provider, planner.request(state, base, _history(state), instruction,
-                                                                  budgets.request_timeout_s), state, it, recorder, budgets))
+    def ask(self, name: str, request: ModelRequest) -> Any:
+        return self.timed(name, _ask(self.provider, request, self.state, self.it, self.recorder, self.budgets))
+
+    def end(self, verdict: str, evidence: str) -> NoReturn:
+        self.it.verdict, self.it.evidence = verdict, evidence
+        raise _Ended()
+
+    async def plan(self, instruction: str) -> None:
+        """The plan (step mode: approve, or revise with the user's edited plan as the instruction)."""
+        it = self.it
+        self.say("plan", "planning")
+        text = await self.ask("plan", planner.request(self.state, self.base, _history(self.state), instruction,
+                                                      self.budgets.request_timeout_s))
         it.summary, it.plan = planner.parse(text)
-        decision = await pause("plan", {"iteration": it.index, "plan": it.plan, "summary": it.summary})
+        decision = await self.pause("plan", {"iteration": it.index, "plan": it.plan, "summary": it.summary})
         if decision.action == "stop":
             raise Stop(decision.why or "stopped by the user after the plan")
         if decision.action == "revise" and decision.text.strip():
             it.summary, it.plan = planner.parse(decision.text)
-        phase("plan", PhaseResult(True, it.summary))
-        # implement (step mode: the candidate is shown as a diff before it is applied)
-        say(it.index, "implement", "writing the candidate")
+        self.phase("plan", PhaseResult(True, it.summary))
+
+    async def implement(self) -> str:
+        """The candidate (step mode: shown as a diff before it is applied; revise asks again)."""
+        self.say("implement", "writing the candidate")
         extra = ""
         while True:
-            text = await timed("implement", _ask(provider, implementer.request(base, it.plan, extra,
-                                                                               budgets.request_timeout_s),
-                                                 state, it, recorder, budgets))
+            text = await self.ask("implement", implementer.request(self.base, self.it.plan, extra,
+                                                                   self.budgets.request_timeout_s))
             candidate = implementer.parse(text)
             if candidate is None:
-                phase("implement", PhaseResult(False, "the reply holds no kernel source"))
-                it.verdict, it.evidence = "no candidate", "the implementer's reply held no Python source block"
-                return it
-            decision = await pause("implement", {"iteration": it.index, "diff": implementer.diff(base, candidate, state.path),
-                                                 "source": candidate})
+                self.phase("implement", PhaseResult(False, "the reply holds no kernel source"))
+                self.end("no candidate", "the implementer's reply held no Python source block")
+            diff = implementer.diff(self.base, candidate, self.state.path)
+            decision = await self.pause("implement", {"iteration": self.it.index, "diff": diff, "source": candidate})
             if decision.action == "stop":
                 raise Stop(decision.why or "stopped by the user before applying the candidate")
-            if decision.action == "revise":
-                extra = decision.text
-                continue
-            break
-        it.source = candidate
-        phase("implement", PhaseResult(True, f"{len(candidate.splitlines())} lines"))
-        # compile, with the fixer's rounds
-        say(it.index, "compile", "compiling")
-        result = phase("compile", await timed("compile", evaluator.compile(candidate)))
+            if decision.action != "revise":
+                break
+            extra = decision.text
+        self.it.source = candidate
+        self.phase("implement", PhaseResult(True, f"{len(candidate.splitlines())} lines"))
+        return candidate
+
+    async def compile_fix(self, candidate: str) -> tuple[str, CompileResult]:
+        """Compile, with the fixer's rounds; returns the candidate that compiled and its result."""
+        self.say("compile", "compiling")
+        result = self.phase("compile", await self.timed("compile", self.evaluator.compile(candidate)))
         rounds = 0
-        while not result.ok and rounds < budgets.fix_rounds and evaluator.fix is not None:
+        while not result.ok and rounds < self.budgets.fix_rounds and self.evaluator.fix is not None:
             rounds += 1
-            say(it.index, "compile", f"fixing (round {rounds})")
-            with at_step(it.index):  # the fixer's model calls are recorded at this iteration
-                fixed = await timed("compile", evaluator.fix(candidate, result))
-            spent = fixed.data.get("usage")
-            if isinstance(spent, Usage):  # the fixer's model calls count against the run's token budget
-                state.usage = state.usage + spent
-                it.tokens += spent.total_tokens
-            say(it.index, "compile", ("fixed: " if fixed.ok else "not fixed: ") + fixed.summary)
+            self.say("compile", f"fixing (round {rounds})")
+            fixed = await self.fix_round(candidate, result)
             if not fixed.ok or not fixed.source:
                 break
-            candidate = it.source = fixed.source
-            result = phase("compile", await timed("compile", evaluator.compile(candidate)))
+            candidate = self.it.source = fixed.source
+            result = self.phase("compile", await self.timed("compile", self.evaluator.compile(candidate)))
         # the phase's own typed result; a phase that gave none checked nothing (never "compiled")
         compiled = result.compile or (CompileResult.failed(result.summary, result.evidence) if not result.ok else
                                       CompileResult.not_checked(f"the compile phase gave no result ({result.summary})"))
         if compiled.ok is not True:
-            it.result = Verdict(compiled, TestResult.not_verified(f"not tested: {compiled.status()}"))
-            it.verdict, it.evidence = it.result.status(), result.evidence or compiled.evidence or result.summary
-            return it
-        # the frozen tests
-        say(it.index, "test", "testing against the frozen reference")
-        result = phase("test", await timed("test", evaluator.test(candidate)))
+            self.it.result = Verdict(compiled, TestResult.not_verified(f"not tested: {compiled.status()}"))
+            self.end(self.it.result.status(), result.evidence or compiled.evidence or result.summary)
+        return candidate, compiled
+
+    async def fix_round(self, candidate: str, result: PhaseResult) -> PhaseResult:
+        """One fixer round; its model calls are recorded at this iteration and count in the token budget."""
+        with at_step(self.it.index):
+            fixed = await self.timed("compile", self.evaluator.fix(candidate, result))
+        spent = fixed.data.get("usage")
+        if isinstance(spent, Usage):
+            self.state.usage = self.state.usage + spent
+            self.it.tokens += spent.total_tokens
+        self.say("compile", ("fixed: " if fixed.ok else "not fixed: ") + fixed.summary)
+        return fixed
+
+    async def test(self, candidate: str, compiled: CompileResult) -> None:
+        """The frozen tests; a candidate that did not pass ends the iteration."""
+        self.say("test", "testing against the frozen reference")
+        result = self.phase("test", await self.timed("test", self.evaluator.test(candidate)))
         tested = result.test or (TestResult.wrong(result.evidence or result.summary) if not result.ok else
                                  TestResult.not_verified(f"not checked: the test phase gave no result ({result.summary})"))
-        it.result = Verdict(compiled, tested, judged_by=result.judged_by)
-        if not it.result.passed:
-            it.verdict, it.evidence = it.result.status(), result.evidence or result.summary
-            return it
-        # autotune (optional) and the measurement by the run's one method
-        if evaluator.tune is not None:
-            say(it.index, "autotune", "tuning")
-            tuned = phase("autotune", await timed("autotune", evaluator.tune(candidate)))
-            if tuned.ok and tuned.source and tuned.source != candidate:
-                # the tuned configuration is a new candidate: compiled for the chip and tested like any other
-                recompiled = await timed("autotune", evaluator.compile(tuned.source))
-                check = await timed("autotune", evaluator.test(tuned.source)) if recompiled.ok else recompiled
-                if recompiled.ok and check.ok:
-                    candidate = it.source = tuned.source
-                    compiled = recompiled.compile or compiled
-                    it.result = Verdict(compiled, check.test or it.result.test,
-                                        judged_by=JudgedBy.known(check.judged_by, it.result.judged_by))
-                else:
-                    failed = "compile for the chip" if not recompiled.ok else "frozen tests"
-                    say(it.index, "autotune", f"the tuned configuration failed the {failed}; kept the untuned one")
-        say(it.index, "profile", f"measuring ({evaluator.method})")
-        measured = phase("profile", await timed("profile", evaluator.measure(candidate)))
+        self.it.result = Verdict(compiled, tested, judged_by=result.judged_by)
+        if not self.it.result.passed:
+            self.end(self.it.result.status(), result.evidence or result.summary)
+
+    async def autotune(self, candidate: str, compiled: CompileResult) -> str:
+        """Autotune (optional): the tuned configuration is a new candidate, compiled for the chip and tested
+        like any other; kept only when it passes both, else the untuned one stays."""
+        if self.evaluator.tune is None:
+            return candidate
+        it, evaluator = self.it, self.evaluator
+        self.say("autotune", "tuning")
+        tuned = self.phase("autotune", await self.timed("autotune", evaluator.tune(candidate)))
+        if not (tuned.ok and tuned.source and tuned.source != candidate):
+            return candidate
+        recompiled = await self.timed("autotune", evaluator.compile(tuned.source))
+        check = await self.timed("autotune", evaluator.test(tuned.source)) if recompiled.ok else recompiled
+        if not (recompiled.ok and check.ok):
+            failed = "compile for the chip" if not recompiled.ok else "frozen tests"
+            self.say("autotune", f"the tuned configuration failed the {failed}; kept the untuned one")
+            return candidate
+        it.source = tuned.source
+        it.result = Verdict(recompiled.compile or compiled, check.test or it.result.test,
+                            judged_by=JudgedBy.known(check.judged_by, it.result.judged_by))
+        return tuned.source
+
+    async def profile(self, candidate: str) -> None:
+        """The measurement by the run's one method; the candidate is valid once timed."""
+        it, state = self.it, self.state
+        self.say("profile", f"measuring ({self.evaluator.method})")
+        measured = self.phase("profile", await self.timed("profile", self.evaluator.measure(candidate)))
         it.profile = str(measured.data.get("profile") or "")
         if it.profile:
-            say(it.index, "profile", it.profile)
+            self.say("profile", it.profile)
         if not measured.ok or measured.timing is None:  # a figure without its Timing is never read from a label
-            it.verdict, it.evidence = "not measured", measured.evidence or (
-                measured.summary if not measured.ok else "the measure phase gave no Timing (where the figure came from)")
-            return it
-        timing = measured.timing
-        it.result = Verdict(it.result.compile, it.result.test, timing,
+            self.end("not measured", measured.evidence or (
+                measured.summary if not measured.ok else "the measure phase gave no Timing (where the figure came from)"))
+        it.result = Verdict(it.result.compile, it.result.test, measured.timing,
                             judged_by=JudgedBy.known(measured.judged_by, it.result.judged_by))
         it.verdict = "valid"
         if state.baseline_s and measured.seconds >= state.baseline_s:
             it.evidence = f"correct but not faster: {measured.seconds:.3e} s vs baseline {state.baseline_s:.3e} s ({it.label})"
-        await pause("profile", {"iteration": it.index, "time_s": it.time_s, "label": it.label})
-        return it
+        await self.pause("profile", {"iteration": it.index, "time_s": it.time_s, "label": it.label})
+
+
+async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, budgets: Budgets = Budgets(), *,
+                  recorder: Any = None, gate: Gate | None = None, on_phase: OnPhase | None = None,
+                  instruction: str = "", deadline: Deadline | None = None) -> Iteration:
+    """One iteration, built on the best candidate so far (else the original); appended to ``state.iterations``
+    and returned. Failures are data (``verdict``). ``deadline``: the run's time budget, which cancels a phase
+    that runs past it (``Stop``)."""
+    it = Iteration(index=len(state.iterations) + 1)
+    state.iterations.append(it)
+    started = time.monotonic()
+    steps = _Steps(state, provider, evaluator, budgets, it, recorder, gate, on_phase, deadline)
+    try:
+        await steps.plan(instruction)
+        candidate = await steps.implement()
+        candidate, compiled = await steps.compile_fix(candidate)
+        await steps.test(candidate, compiled)
+        candidate = await steps.autotune(candidate, compiled)
+        await steps.profile(candidate)
+    except _Ended:
+        pass
     except ProviderError as err:  # the kind in words, with its HTTP status and Retry-After (rate limited ...)
         it.verdict, it.evidence = "model error", f"{err.describe()}: {err}"
-        return it
     except Stop:
         it.verdict = "stopped"
         raise
@@ -384,6 +441,7 @@ async def iterate(state: RunState, provider: Provider, evaluator: Evaluator, bud
         state.seconds += it.seconds
         if recorder is not None:
             recorder.snapshot(state, it)
+    return it
 
 
 async def propose_tests(state: RunState, provider: Provider, evaluator: Any, budgets: Budgets, missing: Any, *,

@@ -68,6 +68,7 @@ def read_literal(source: Source, node: Node, use: Node) -> Any:
 
 
 def read_array(source: Source, node: Node, use: Node, depth: int = 0) -> tuple[tuple[int, ...], str]:
+    """The (shape, dtype) ``node`` makes at ``use`` (see the module docstring); ``Unresolved`` says why not."""
     if depth > MAX_DEPTH:
         raise Unresolved("too many indirections")
     node = _unparen(node)
@@ -81,69 +82,26 @@ def read_array(source: Source, node: Node, use: Node, depth: int = 0) -> tuple[t
         return tuple(reversed(shape)), dtype
     if node.type != "call":
         raise Unresolved(f"a {node.type.replace('_', ' ')} is not an array constructor")
+    return _read_call(source, node, use, depth)
+
+
+def _read_call(source: Source, node: Node, use: Node, depth: int) -> tuple[tuple[int, ...], str]:
+    """A call's array: an array method, a jnp/np constructor, ``jax.device_put``, ``jax.random``, ``np.random``."""
     fn = node.child_by_field_name("function")
     qual = source.qualname(fn) or ""
     tail = callee_tail(source, node) or ""
     positional, keywords, _, splat = call_arguments(source, node)
     if fn is not None and fn.type == "attribute" and not qual.startswith(("jax", "numpy")):
-        method = tail
-        base = fn.child_by_field_name("object")
-        if method == "astype" and (positional or "dtype" in keywords):
-            shape, _ = read_array(source, base, use, depth + 1)
-            return shape, _dtype(source, positional[0] if positional else keywords["dtype"], use)
-        if method == "reshape":
-            shape, dtype = read_array(source, base, use, depth + 1)
-            dims = _shape(source, positional[0], use) if len(positional) == 1 else tuple(
-                _int(source, d, use, 0) for d in positional)
-            return _reshaped(shape, dims), dtype
-        if method in ("block_until_ready", "copy"):
-            return read_array(source, base, use, depth + 1)
-        if method in ("standard_normal", "random", "normal", "uniform", "integers") and not qual:
-            return _numpy_random(source, method, positional, keywords, use, generator=True)
+        got = _read_method(source, fn, tail, qual, positional, keywords, use, depth)
+        if got is not None:
+            return got
     if splat:
         raise Unresolved("its arguments are spread with * or **")
     family = qual.rsplit(".", 1)[0] if "." in qual else ""
     if family in ("jax.numpy", "numpy") or qual == "jax.ShapeDtypeStruct":
-        default = "float64" if family == "numpy" else "float32"
-        if tail in _SHAPE_FIRST:
-            shape_node = positional[0] if positional else keywords.get("shape")
-            dtype_index = 2 if tail == "full" else 1
-            dtype_node = positional[dtype_index] if len(positional) > dtype_index else keywords.get("dtype")
-            if shape_node is None:
-                raise Unresolved(f"{tail}() without a shape")
-            if dtype_node is None and tail == "full":
-                fill = positional[1] if len(positional) > 1 else keywords.get("fill_value")
-                dtype = "int32" if fill is not None and _int(source, fill, use, 0, quiet=True) is not None else default
-            elif dtype_node is None and tail == "ShapeDtypeStruct":
-                raise Unresolved("ShapeDtypeStruct() without a dtype")
-            else:
-                dtype = _dtype(source, dtype_node, use) if dtype_node is not None else default
-            return _shape(source, shape_node, use), dtype
-        if tail in _LIKE:
-            shape, dtype = read_array(source, positional[0], use, depth + 1) if positional else ((), default)
-            dtype_node = keywords.get("dtype") or (positional[1] if tail != "full_like" and len(positional) > 1 else None)
-            return shape, _dtype(source, dtype_node, use) if dtype_node is not None else dtype
-        if tail in _PASS and family in ("jax.numpy", "numpy"):
-            if not positional:
-                raise Unresolved(f"{tail}() without an argument")
-            shape, dtype = read_array(source, positional[0], use, depth + 1)
-            dtype_node = keywords.get("dtype") or (positional[1] if len(positional) > 1 else None)
-            return shape, _dtype(source, dtype_node, use) if dtype_node is not None else dtype
-        if tail == "arange":
-            ints = [_int(source, p, use, 0, quiet=True) for p in positional[:3]]
-            if not positional or any(v is None for v in ints):
-                raise Unresolved("arange() with bounds that are not static ints")
-            start, stop, step = (0, ints[0], 1) if len(ints) == 1 else (ints[0], ints[1], ints[2] if len(ints) > 2 else 1)
-            count = max(0, -(-(stop - start) // step)) if step else 0
-            dtype_node = keywords.get("dtype") or (positional[3] if len(positional) > 3 else None)
-            return (count,), _dtype(source, dtype_node, use) if dtype_node is not None else (
-                "int64" if family == "numpy" else "int32")
-        if tail == "eye":
-            n = _int(source, positional[0], use, 0) if positional else None
-            m_node = positional[1] if len(positional) > 1 else keywords.get("M")
-            m = _int(source, m_node, use, 0) if m_node is not None and m_node.type != "none" else n
-            dtype_node = keywords.get("dtype") or (positional[3] if len(positional) > 3 else None)
-            return (n, m), _dtype(source, dtype_node, use) if dtype_node is not None else default
+        got = _read_constructor(source, family, tail, positional, keywords, use, depth)
+        if got is not None:
+            return got
     if qual in ("jax.device_put", "jax.block_until_ready") and positional:
         return read_array(source, positional[0], use, depth + 1)
     if family == "jax.random":
@@ -151,6 +109,77 @@ def read_array(source: Source, node: Node, use: Node, depth: int = 0) -> tuple[t
     if family == "numpy.random":
         return _numpy_random(source, tail, positional, keywords, use, generator=False)
     raise Unresolved(f"`{qual or tail or source.node_text(fn)}` is not an array constructor pallasite reads")
+
+
+def _read_method(source: Source, fn: Node, method: str, qual: str, positional: list[Node], keywords: dict[str, Node],
+                 use: Node, depth: int) -> tuple[tuple[int, ...], str] | None:
+    """An array method's result (``.astype``, ``.reshape``, ``.copy``, a ``Generator``'s draws), else None."""
+    base = fn.child_by_field_name("object")
+    if method == "astype" and (positional or "dtype" in keywords):
+        shape, _ = read_array(source, base, use, depth + 1)
+        return shape, _dtype(source, positional[0] if positional else keywords["dtype"], use)
+    if method == "reshape":
+        shape, dtype = read_array(source, base, use, depth + 1)
+        dims = _shape(source, positional[0], use) if len(positional) == 1 else tuple(
+            _int(source, d, use, 0) for d in positional)
+        return _reshaped(shape, dims), dtype
+    if method in ("block_until_ready", "copy"):
+        return read_array(source, base, use, depth + 1)
+    if method in ("standard_normal", "random", "normal", "uniform", "integers") and not qual:
+        return _numpy_random(source, method, positional, keywords, use, generator=True)
+    return None
+
+
+def _read_constructor(source: Source, family: str, tail: str, positional: list[Node], keywords: dict[str, Node],
+                      use: Node, depth: int) -> tuple[tuple[int, ...], str] | None:
+    """A jnp/np constructor's array (or ``jax.ShapeDtypeStruct``'s), else None."""
+    default = "float64" if family == "numpy" else "float32"
+    if tail in _SHAPE_FIRST:
+        return _shape_first(source, tail, positional, keywords, use, default)
+    if tail in _LIKE:
+        shape, dtype = read_array(source, positional[0], use, depth + 1) if positional else ((), default)
+        dtype_node = keywords.get("dtype") or (positional[1] if tail != "full_like" and len(positional) > 1 else None)
+        return shape, _dtype(source, dtype_node, use) if dtype_node is not None else dtype
+    if tail in _PASS and family in ("jax.numpy", "numpy"):
+        if not positional:
+            raise Unresolved(f"{tail}() without an argument")
+        shape, dtype = read_array(source, positional[0], use, depth + 1)
+        dtype_node = keywords.get("dtype") or (positional[1] if len(positional) > 1 else None)
+        return shape, _dtype(source, dtype_node, use) if dtype_node is not None else dtype
+    if tail == "arange":
+        ints = [_int(source, p, use, 0, quiet=True) for p in positional[:3]]
+        if not positional or any(v is None for v in ints):
+            raise Unresolved("arange() with bounds that are not static ints")
+        start, stop, step = (0, ints[0], 1) if len(ints) == 1 else (ints[0], ints[1], ints[2] if len(ints) > 2 else 1)
+        count = max(0, -(-(stop - start) // step)) if step else 0
+        dtype_node = keywords.get("dtype") or (positional[3] if len(positional) > 3 else None)
+        return (count,), _dtype(source, dtype_node, use) if dtype_node is not None else (
+            "int64" if family == "numpy" else "int32")
+    if tail == "eye":
+        n = _int(source, positional[0], use, 0) if positional else None
+        m_node = positional[1] if len(positional) > 1 else keywords.get("M")
+        m = _int(source, m_node, use, 0) if m_node is not None and m_node.type != "none" else n
+        dtype_node = keywords.get("dtype") or (positional[3] if len(positional) > 3 else None)
+        return (n, m), _dtype(source, dtype_node, use) if dtype_node is not None else default
+    return None
+
+
+def _shape_first(source: Source, tail: str, positional: list[Node], keywords: dict[str, Node], use: Node,
+                 default: str) -> tuple[tuple[int, ...], str]:
+    """``ones/zeros/empty/full(shape, ...)`` and ``ShapeDtypeStruct(shape, dtype)``."""
+    shape_node = positional[0] if positional else keywords.get("shape")
+    dtype_index = 2 if tail == "full" else 1
+    dtype_node = positional[dtype_index] if len(positional) > dtype_index else keywords.get("dtype")
+    if shape_node is None:
+        raise Unresolved(f"{tail}() without a shape")
+    if dtype_node is None and tail == "full":
+        fill = positional[1] if len(positional) > 1 else keywords.get("fill_value")
+        dtype = "int32" if fill is not None and _int(source, fill, use, 0, quiet=True) is not None else default
+    elif dtype_node is None and tail == "ShapeDtypeStruct":
+        raise Unresolved("ShapeDtypeStruct() without a dtype")
+    else:
+        dtype = _dtype(source, dtype_node, use) if dtype_node is not None else default
+    return _shape(source, shape_node, use), dtype
 
 
 def _jax_random(source: Source, tail: str, positional: list[Node], keywords: dict[str, Node],

@@ -318,6 +318,32 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
     n_dynamic = int(getattr(gm, "num_dynamic_grid_bounds", 0) or 0)
     dynamic, operands = list(operands[:n_dynamic]), list(operands[n_dynamic:])
     notes: set[str] = set()
+    grid = _grid(gm, dynamic, notes)
+    steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
+    prefetch, known_prefetch = _prefetch(gm, operands, len(grid), notes)
+    if steps > MAX_GRID_STEPS:
+        raise ValueError(f"grid {grid} has {steps} steps; the cost model evaluates index maps at up to {MAX_GRID_STEPS}")
+    blocks, vmem = _block_costs(gm, grid, prefetch, notes)
+    scratch = _scratch_bytes(gm)
+    prefetch_bytes = sum(int(p.size) * p.dtype.itemsize for p in prefetch)  # copied to SMEM once
+    body, dmas = _body_work(eqn, gm, grid, steps, known_prefetch, mxu, notes)
+    cp = _compiler_params(eqn.params.get("compiler_params"))
+    semantics = tuple(str(s).split(".")[-1].lower() for s in (getattr(cp, "dimension_semantics", None) or ()))
+    limit = getattr(cp, "vmem_limit_bytes", None)
+    mxu_eff = (sum(f * e for f, _, e in body.dots) / body.mxu_flops) if body.mxu_flops else 1.0
+    cost = CallCost(
+        kernel=_kernel_name(eqn), grid=grid, steps=steps, blocks=tuple(blocks), scratch_bytes=scratch,
+        vmem_bytes=vmem + scratch, vmem_limit_bytes=int(limit) if limit else None,
+        hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops, mxu_flops=body.mxu_flops,
+        transcendentals=body.transcendentals, mxu_efficiency=round(mxu_eff, 6),
+        dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)),
+        dma_bytes=dmas.bytes if dmas else 0, dma_copies=dmas.copies if dmas else 0,
+        dma_count=dmas.kind if dmas else "exact", flops_count=dmas.compute_kind if dmas else "exact")
+    return cost, body
+
+
+def _grid(gm: Any, dynamic: list[Any], notes: set[str]) -> tuple[int, ...]:
+    """The call's grid, a dynamic dim read from the values that size it (noted); NoEstimate without them."""
     sizes = iter(dynamic)
     grid_list = []
     for g in gm.grid:
@@ -331,18 +357,24 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
                              "here): pass concrete inputs (an inputs() function with the index arrays) to estimate it")
         grid_list.append(int(np.asarray(value).reshape(-1)[0]))
         notes.add(f"dynamic grid dim {len(grid_list) - 1} = {grid_list[-1]}, computed from the task's inputs")
-    grid = tuple(grid_list)
-    steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
-    n_prefetch = int(gm.num_index_operands)
+    return tuple(grid_list)
+
+
+def _prefetch(gm: Any, operands: list[Any], n_grid: int, notes: set[str]) -> tuple[list[Any], list[Any]]:
+    """The scalar-prefetch values the index maps read (zeros where unknown, noted), and the known ones
+    (None where unknown: the body's walk keeps them unknown)."""
     prefetch, known_prefetch = [], []
-    for value, aval in zip(operands[:n_prefetch], gm.index_map_avals[len(grid):]):
+    for value, aval in zip(operands[:int(gm.num_index_operands)], gm.index_map_avals[n_grid:]):
         known_prefetch.append(None if value is None else np.asarray(value))
         if value is None:
             notes.add("scalar-prefetch values unknown (abstract example inputs): zeros assumed")
             value = np.zeros(aval.shape, aval.dtype)
         prefetch.append(np.asarray(value))
-    if steps > MAX_GRID_STEPS:
-        raise ValueError(f"grid {grid} has {steps} steps; the cost model evaluates index maps at up to {MAX_GRID_STEPS}")
+    return prefetch, known_prefetch
+
+
+def _block_costs(gm: Any, grid: tuple[int, ...], prefetch: list[Any], notes: set[str]) -> tuple[list[BlockCost], int]:
+    """Each input's and output's blocks (copies and HBM bytes over the grid), and their VMEM buffers' bytes."""
     blocks: list[BlockCost] = []
     vmem = 0
     n_in = int(gm.num_inputs)
@@ -367,6 +399,11 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
                                 array_shape=tuple(int(s) for s in array.shape), block_shape=tuple(dims),
                                 dtype=str(array.dtype), memory_space=space, buffers=buffers, fetches=fetches,
                                 hbm_bytes=moved))
+    return blocks, vmem
+
+
+def _scratch_bytes(gm: Any) -> int:
+    """The VMEM scratch buffers' bytes."""
     scratch = 0
     for aval in gm.scratch_avals:
         if str(getattr(aval, "memory_space", "")) in ("vmem", "default", "None"):
@@ -374,7 +411,13 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
                 scratch += _size(aval) * _bits(aval.dtype) // 8
             except TypeError:
                 pass
-    prefetch_bytes = sum(int(p.size) * p.dtype.itemsize for p in prefetch)  # copied to SMEM once
+    return scratch
+
+
+def _body_work(eqn: Any, gm: Any, grid: tuple[int, ...], steps: int, known_prefetch: list[Any], mxu: int,
+               notes: set[str]) -> tuple[BodyCounts, Any]:
+    """The body's work over the grid and the kernel's own DMAs (None when no step depends on values:
+    each step's work counted once, times the steps); what was priced how is noted."""
     walked, sampled = count_over_grid(eqn.params["jaxpr"], grid, known_prefetch, mxu,  # unknown values stay unknown
                                       tuple(getattr(gm, "vmapped_dims", ()) or ()))
     if walked is None:  # nothing in the body depends on values: every step does the same work
@@ -389,19 +432,7 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
     if dmas is not None and dmas.copies:
         notes.add(f"the kernel's own DMAs: {dmas.copies} copies, {dmas.bytes} bytes over the grid"
                   + ("" if dmas.exact else f" ({dmas.kind}: see the other notes)"))
-    cp = _compiler_params(eqn.params.get("compiler_params"))
-    semantics = tuple(str(s).split(".")[-1].lower() for s in (getattr(cp, "dimension_semantics", None) or ()))
-    limit = getattr(cp, "vmem_limit_bytes", None)
-    mxu_eff = (sum(f * e for f, _, e in body.dots) / body.mxu_flops) if body.mxu_flops else 1.0
-    cost = CallCost(
-        kernel=_kernel_name(eqn), grid=grid, steps=steps, blocks=tuple(blocks), scratch_bytes=scratch,
-        vmem_bytes=vmem + scratch, vmem_limit_bytes=int(limit) if limit else None,
-        hbm_bytes=sum(b.hbm_bytes for b in blocks) + prefetch_bytes, flops=body.flops, mxu_flops=body.mxu_flops,
-        transcendentals=body.transcendentals, mxu_efficiency=round(mxu_eff, 6),
-        dimension_semantics=semantics, notes=tuple(sorted(notes | body.notes)),
-        dma_bytes=dmas.bytes if dmas else 0, dma_copies=dmas.copies if dmas else 0,
-        dma_count=dmas.kind if dmas else "exact", flops_count=dmas.compute_kind if dmas else "exact")
-    return cost, body
+    return body, dmas
 
 
 def _kernel_name(eqn: Any) -> str:

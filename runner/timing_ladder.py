@@ -272,48 +272,89 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
     pallas_calls at the full size. ``own``: the reference through its own inputs (``own_reference``),
     then only ``allowed`` CONFIG names are reduced (both modules state them alike) and the names of
     ``aliases`` (``paired_keys``: the candidate's name -> the reference's) with their partner."""
-    from .interpret import _namespaces, probe_calls
-
-    budget = budget or budget_bytes()
-    config = dict(prep.task.config or {})
-    spaces = spaces_of(prep)
-    if own is not None:
-        def reference(*_: Any) -> Any:
-            return own()
-    else:
-        reference = prep.reference
-
-    def probe(s: tuple[Any, ...], scaled: dict[str, int]) -> list[Any]:
-        fn = scaled_probe(prep, scaled)
-        return probe_calls(fn, s, _namespaces(fn))
-    want, shared = block_structure(calls), sharing(calls)
-    grids = [grid_of(c) for c in calls]
-
-    def steps_of(cs: list[Any]) -> int:
-        return sum(math.prod(g) for g in (grid_of(c) for c in cs) if g)
-
-    def fits(s: tuple[Any, ...], cs: list[Any]) -> tuple[bool, int]:
-        peak = peak_bytes(reference, s)
-        return peak <= min(budget, TARGET_BYTES) and steps_of(cs) <= MAX_STEPS, peak
-
-    ok, peak = fits(shapes, calls)
+    ladder = _Ladder(prep, shapes, calls, budget or budget_bytes(), own, dict(aliases or {}))
+    ok, peak = ladder.fits(shapes, calls)
     if ok:
         return None
+    keys = _ladder_keys(ladder.config, shapes, allowed, ladder.aliases)
+    if not keys:
+        return "no int CONFIG value is a size of the inputs"
+    ladder.state = {"scaled": {}, "shapes": shapes, "calls": calls, "tries": 0, "peak": peak}
+    refused = ladder.climb(keys)
+    return ladder.result(refused)
+
+
+def _steps_of(calls: list[Any]) -> int:
+    """The grid steps of all ``calls`` together."""
+    return sum(math.prod(g) for g in (grid_of(c) for c in calls) if g)
+
+
+def _ladder_keys(config: dict[str, Any], shapes: tuple[Any, ...], allowed: set[str] | None,
+                 aliases: dict[str, str]) -> list[str]:
+    """The CONFIG names the ladder may reduce, the sizes of the inputs first."""
     sizes = {d for leaf in jax.tree.leaves(shapes) for d in getattr(leaf, "shape", ())}
     # every int size: one that no input has (attention heads of a fused projection) may still
     # shrink the reference's intermediates; a step is kept only when the estimated peak drops
-    aliases = dict(aliases or {})
     keys = [k for k, v in config.items() if _is_int(v) and v > 1 and (allowed is None or k in allowed or k in aliases)]
     keys.sort(key=lambda k: not (config[k] in sizes or _shapes_follow(k)))  # sizes of the inputs first
-    if not keys:
-        return "no int CONFIG value is a size of the inputs"
-    state = {"scaled": {}, "shapes": shapes, "calls": calls, "tries": 0, "peak": peak}
-    floor: set[str] = set()
-    last_why = ""
-    refused: dict[str, str] = {}  # key -> why its last step was refused (said when nothing fits)
+    return keys
 
-    def attempt(key: str) -> bool:
-        nonlocal last_why
+
+class _Ladder:
+    """``config_ladder``'s climb down: the task, the full size's blocks, grids and sharing that every
+    kept step must keep, and ``state`` (the size it stands at: scaled values, input shapes, the
+    candidate's calls there, traces spent, the estimated peak)."""
+
+    def __init__(self, prep: Any, shapes: tuple[Any, ...], calls: list[Any], budget: int,
+                 own: Callable[[], Any] | None, aliases: dict[str, str]) -> None:
+        self.prep, self.shapes, self.budget, self.aliases = prep, shapes, budget, aliases
+        self.config = dict(prep.task.config or {})
+        self.spaces = spaces_of(prep)
+        if own is not None:
+            def reference(*_: Any) -> Any:
+                return own()
+        else:
+            reference = prep.reference
+        self.reference = reference
+        self.want, self.shared = block_structure(calls), sharing(calls)
+        self.grids = [grid_of(c) for c in calls]
+        self.state: dict[str, Any] = {}
+        self.last_why = ""
+
+    def probe(self, s: tuple[Any, ...], scaled: dict[str, int]) -> list[Any]:
+        from .interpret import _namespaces, probe_calls
+
+        fn = scaled_probe(self.prep, scaled)
+        return probe_calls(fn, s, _namespaces(fn))
+
+    def fits(self, s: tuple[Any, ...], cs: list[Any]) -> tuple[bool, int]:
+        peak = peak_bytes(self.reference, s)
+        return peak <= min(self.budget, TARGET_BYTES) and _steps_of(cs) <= MAX_STEPS, peak
+
+    def settled(self) -> bool:  # the current size's peak was estimated when it was kept (attempt)
+        return self.state["peak"] <= min(self.budget, TARGET_BYTES) and _steps_of(self.state["calls"]) <= MAX_STEPS
+
+    def climb(self, keys: list[str]) -> dict[str, str]:
+        """Steps down, the key sizing the most input bytes first, until the size settles, every key is at
+        its floor or the traces are spent; returns key -> why its last step was refused."""
+        state, floor = self.state, set()
+        refused: dict[str, str] = {}  # said when nothing fits
+        while state["tries"] < MAX_TRIES:
+            if self.settled():
+                break
+            order = [k for k in _by_bytes(keys, state, self.config) if k not in floor]
+            if not order:
+                break
+            key = order[0]
+            if not self.attempt(key):
+                floor.add(key)
+                refused[key] = self.last_why
+        return refused
+
+    def attempt(self, key: str) -> bool:
+        """One step down the ladder for ``key`` (with its partner of ``aliases``): kept (True) at the first
+        smaller value the task takes with the kernel's blocks, grid and sharing kept and a lower peak."""
+        state, config, aliases, spaces = self.state, self.config, self.aliases, self.spaces
         value = state["scaled"].get(key, config[key])
         for new in _smaller(value, config[key]):
             if state["tries"] >= MAX_TRIES:
@@ -322,54 +363,45 @@ def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
             trial = {**state["scaled"], key: new, **({aliases[key]: new} if key in aliases else {})}
             try:
                 with inputs_mod.config_scaled(spaces, trial):
-                    new_shapes = inputs_mod.shapes_of(make_inputs(prep, trial))
-                    if _lane_cut(shapes, new_shapes):
-                        last_why = f"{key}={new}: an input's last (lane) dim would drop below 128"
+                    new_shapes = inputs_mod.shapes_of(make_inputs(self.prep, trial))
+                    if _lane_cut(self.shapes, new_shapes):
+                        self.last_why = f"{key}={new}: an input's last (lane) dim would drop below 128"
                         continue
-                    traced = probe(new_shapes, trial)
-                    jax.eval_shape(reference, *new_shapes)
+                    traced = self.probe(new_shapes, trial)
+                    jax.eval_shape(self.reference, *new_shapes)
             except Exception as exc:  # noqa: BLE001 - the task does not take this size: a smaller step next
-                last_why = f"{key}={new}: {type(exc).__name__}: {str(exc)[:160]}"
+                self.last_why = f"{key}={new}: {type(exc).__name__}: {str(exc)[:160]}"
                 continue
-            why = _kept(want, grids, traced, shared)
+            why = _kept(self.want, self.grids, traced, self.shared)
             if why:
-                last_why = f"{key}={new}: {why}"
+                self.last_why = f"{key}={new}: {why}"
                 continue
             with inputs_mod.config_scaled(spaces, trial):
-                lower = peak_bytes(reference, new_shapes)
+                lower = peak_bytes(self.reference, new_shapes)
             if lower >= state["peak"] and new_shapes == state["shapes"]:
-                last_why = f"{key} sizes neither the inputs nor the reference's intermediates"
+                self.last_why = f"{key} sizes neither the inputs nor the reference's intermediates"
                 return False
             state.update(scaled=trial, shapes=new_shapes, calls=traced, peak=lower)
             return True
         return False
 
-    def settled() -> bool:  # the current size's peak was estimated when it was kept (attempt)
-        return state["peak"] <= min(budget, TARGET_BYTES) and steps_of(state["calls"]) <= MAX_STEPS
-
-    while state["tries"] < MAX_TRIES:
-        if settled():
-            break
-        order = [k for k in _by_bytes(keys, state, config) if k not in floor]
-        if not order:
-            break
-        key = order[0]
-        if not attempt(key):
-            floor.add(key)
-            refused[key] = last_why
-    peak = state["peak"]
-    if not state["scaled"]:
-        return f"no CONFIG value could be reduced with the kernel's blocks kept ({last_why or 'nothing tried'})"
-    full = {**{aliases[k]: config[k] for k in aliases}, **config}
-    result = ConfigSize({k: v for k, v in state["scaled"].items()}, {k: full[k] for k in state["scaled"]},
-                        state["shapes"], peak, steps_of(state["calls"]))
-    if peak <= budget:
-        result = _with_second(result, state, full, spaces, prep, probe, want, grids, budget, fits, aliases, shared)
-    if peak > budget:
-        return (f"at the smallest size the kernel takes ({result.verified_at}) the interpreter would still need about "
-                f"{peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB; {state['tries']} sizes tried; "
-                f"refused: {'; '.join(refused.values()) or 'none'})")
-    return result
+    def result(self, refused: dict[str, str]) -> ConfigSize | str:
+        """The size the climb stands at (with a second size one step up, when it fits), or why not."""
+        state, config, aliases, budget = self.state, self.config, self.aliases, self.budget
+        peak = state["peak"]
+        if not state["scaled"]:
+            return f"no CONFIG value could be reduced with the kernel's blocks kept ({self.last_why or 'nothing tried'})"
+        full = {**{aliases[k]: config[k] for k in aliases}, **config}
+        result = ConfigSize({k: v for k, v in state["scaled"].items()}, {k: full[k] for k in state["scaled"]},
+                            state["shapes"], peak, _steps_of(state["calls"]))
+        if peak <= budget:
+            result = _with_second(result, state, full, self.spaces, self.prep, self.probe, self.want, self.grids, budget,
+                                  self.fits, aliases, self.shared)
+        if peak > budget:
+            return (f"at the smallest size the kernel takes ({result.verified_at}) the interpreter would still need "
+                    f"about {peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB; {state['tries']} "
+                    f"sizes tried; refused: {'; '.join(refused.values()) or 'none'})")
+        return result
 
 
 def _with_second(result: ConfigSize, state: dict[str, Any], config: dict[str, Any], spaces: tuple, prep: Any,

@@ -612,6 +612,34 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # 1. the environment: allowlist first, before anything of the user's can read it
+    _clean_environment(args)
+    if args.confine is None:  # tier 2's VMEM as libtpu allocates it; before anything loads libtpu
+        _ask_for_vmem_report()
+    root, scratch = _scratch(args.confine) if args.confine is not None else (None, None)
+    # 2. the protocol gets private fds: fd 1 (print, libtpu) goes to stderr, fd 0 (input())
+    #    reads /dev/null, so user code can neither corrupt nor steal protocol bytes
+    out_fd, in_fd = _private_protocol_fds()
+    _limit_memory(args)
+    # 3. warm up, then the handshake
+    error = _warm_up(backend=scratch is None)
+    sandboxes = _sandboxes(args, root) if scratch is not None else None
+    worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)
+    worker.send(_handshake(worker, error, sandboxes is None).to_message())
+    protocol_in = os.fdopen(in_fd, "rb")
+    reader = threading.Thread(target=worker.read_loop, args=(protocol_in,), daemon=True, name="protocol-reader")
+    reader.start()
+    try:
+        worker.serve_forever()
+    except Exception:
+        traceback.print_exc()
+        return 2
+    _exit_at_once(0)
+    return 0  # not reached
+
+
+def _clean_environment(args: argparse.Namespace) -> None:
+    """The environment allowlist (``--keep-env`` adds names; secrets never pass), libtpu kept quiet,
+    ``--platforms`` as JAX_PLATFORMS."""
     keep = {name for name in args.keep_env if not env_module.is_denied(name)}
     for name in list(os.environ):
         if not env_module.is_allowed(name) and name not in keep:
@@ -620,21 +648,23 @@ def run(args: argparse.Namespace) -> int:
         os.environ.setdefault(name, value)
     if args.platforms:
         os.environ["JAX_PLATFORMS"] = args.platforms
-    if args.confine is None:  # tier 2's VMEM as libtpu allocates it; before anything loads libtpu
-        _ask_for_vmem_report()
-    scratch = None
-    if args.confine is not None:  # model-written code: a private HOME/TMPDIR and working folder
-        from . import confine
 
-        root = args.confine
-        if root in ("", "auto"):  # a worker on another host: its own temporary folder, removed at exit
-            root = tempfile.mkdtemp(prefix="pallasite-scratch-")
-            atexit.register(shutil.rmtree, root, True)
-            _AT_SHUTDOWN.append(lambda: shutil.rmtree(root, True))
-        confine.private_environment(root)
-        scratch = confine.Scratch(root)
-    # 2. the protocol gets private fds: fd 1 (print, libtpu) goes to stderr, fd 0 (input())
-    #    reads /dev/null, so user code can neither corrupt nor steal protocol bytes
+
+def _scratch(root: str) -> tuple[str, Any]:
+    """Model-written code: a private HOME/TMPDIR and working folder under ``root`` ("" or "auto": a new
+    temporary folder, removed at exit); returns the root and its ``confine.Scratch``."""
+    from . import confine
+
+    if root in ("", "auto"):  # a worker on another host: its own temporary folder, removed at exit
+        root = tempfile.mkdtemp(prefix="pallasite-scratch-")
+        atexit.register(shutil.rmtree, root, True)
+        _AT_SHUTDOWN.append(lambda: shutil.rmtree(root, True))
+    confine.private_environment(root)
+    return root, confine.Scratch(root)
+
+
+def _private_protocol_fds() -> tuple[int, int]:
+    """The protocol's own (out, in) fds, not inherited; fd 1 then goes to stderr and fd 0 reads /dev/null."""
     sys.stdout.flush()
     out_fd, in_fd = os.dup(1), os.dup(0)
     os.dup2(2, 1)
@@ -643,6 +673,11 @@ def run(args: argparse.Namespace) -> int:
     os.close(devnull)
     os.set_inheritable(out_fd, False)
     os.set_inheritable(in_fd, False)
+    return out_fd, in_fd
+
+
+def _limit_memory(args: argparse.Namespace) -> None:
+    """The memory guard's limit (for this worker and the processes it starts) and the watchdog."""
     if args.memory_mb or args.guard_memory_mb:
         from . import memory_guard
 
@@ -652,24 +687,27 @@ def run(args: argparse.Namespace) -> int:
         os.environ[memory_guard.LIMIT_ENV] = str(memory_guard.LIMIT_MB)
     if args.memory_mb:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
-    # 3. warm up, then the handshake
-    error = _warm_up(backend=scratch is None)
-    sandboxes = None
-    if scratch is not None:  # each request in a fresh sandboxed child (runner/sandbox.py)
-        from . import sandbox
 
-        import ctypes
 
-        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back here
-        mountpoint = os.path.join(root, "root")  # where each child mounts its new root (removed with the scratch)
-        os.makedirs(mountpoint, exist_ok=True)
-        # the limit the client states is the one its sandbox enforces (files in /tmp and shared memory counted)
-        sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or args.guard_memory_mb or 8192,
-                                                            scratch_mb=max(16, args.scratch_mb)),
-                                      confined=not args.allow_unconfined, mountpoint=mountpoint)
-    worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)
-    info = _describe_runtime() if sandboxes is None else _described_by_a_child()
-    handshake = protocol.Handshake(
+def _sandboxes(args: argparse.Namespace, root: str) -> Any:
+    """Each request in a fresh sandboxed child (runner/sandbox.py), its new root mounted under ``root``."""
+    from . import sandbox
+
+    import ctypes
+
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back here
+    mountpoint = os.path.join(root, "root")  # where each child mounts its new root (removed with the scratch)
+    os.makedirs(mountpoint, exist_ok=True)
+    # the limit the client states is the one its sandbox enforces (files in /tmp and shared memory counted)
+    return sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or args.guard_memory_mb or 8192,
+                                                   scratch_mb=max(16, args.scratch_mb)),
+                             confined=not args.allow_unconfined, mountpoint=mountpoint)
+
+
+def _handshake(worker: Worker, error: str | None, here: bool) -> protocol.Handshake:
+    """The handshake: the runtime as this process sees it (``here``), else as a sandboxed child does."""
+    info = _describe_runtime() if here else _described_by_a_child()
+    return protocol.Handshake(
         protocol=protocol.PROTOCOL_VERSION,
         pid=os.getpid(),
         pallasite=info.pallasite,
@@ -683,17 +721,6 @@ def run(args: argparse.Namespace) -> int:
         startup_s=round(time.monotonic() - _START, 3),
         error=error,
     )
-    worker.send(handshake.to_message())
-    protocol_in = os.fdopen(in_fd, "rb")
-    reader = threading.Thread(target=worker.read_loop, args=(protocol_in,), daemon=True, name="protocol-reader")
-    reader.start()
-    try:
-        worker.serve_forever()
-    except Exception:
-        traceback.print_exc()
-        return 2
-    _exit_at_once(0)
-    return 0  # not reached
 
 
 def _ask_for_vmem_report() -> None:
