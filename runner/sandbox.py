@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import process_tree
 from .sandbox_cgroup import MemoryCgroup
 
 INSIDE_ID = 1000  # uid and gid inside the sandbox
@@ -440,11 +441,15 @@ class Child:
         self.pid, self.out_r, self.cgroup, self.setup_failed = pid, out_r, cgroup, setup_failed
         self.inner = inner  # the sandboxed process (process 1 of its PID namespace), as this process sees it
         self.killed_for: str | None = None
+        self.descendants: list[int] = []  # the processes below it that ``kill`` signalled (``outcome`` reaps)
 
     def kill(self, why: str) -> None:
-        """SIGKILL the sandboxed process (ending everything in its PID namespace) and its parent."""
+        """SIGKILL the sandboxed process (ending everything in its PID namespace), its parent, and every
+        process they started, in whatever session (an unconfined child has no PID namespace of its own:
+        the judge's candidate process would outlive it)."""
         if self.killed_for is None:
             self.killed_for = why
+            self.descendants = process_tree.kill_tree(self.pid)
         for pid in (self.inner, self.pid):
             if pid:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -486,6 +491,7 @@ class Child:
                 except ChildProcessError:
                     break
                 time.sleep(0.01)
+        process_tree.reap(self.descendants)  # (re-parented here: the worker is their child subreaper)
         code = os.waitstatus_to_exitcode(status)
         if code > 128 and code - 128 < 65:  # stage 1 reports stage 2's signal as 128 + N
             code = -(code - 128)

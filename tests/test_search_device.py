@@ -39,7 +39,8 @@ def timed(median_ns: float, provenance=Provenance.DEVICE, kind=KIND) -> Measurem
 
 
 def device_script(provenance=Provenance.DEVICE, log=None):
-    """The fake device: 100 us / LANDSCAPE[rows] for the candidate; the reference (eval) 100 us."""
+    """The fake device: 100 us / LANDSCAPE[rows] for the candidate; the reference (eval) 100 us. It answers as
+    a device worker's judge does (``judged_by``: runner/judging/judge.py): only the judge's verdicts rank."""
 
     def result(params):
         text = params.source.file.text
@@ -47,7 +48,7 @@ def device_script(provenance=Provenance.DEVICE, log=None):
         ref = timed(100e3, provenance) if params.reference is not None else None
         return messages.TimeResult(verdict="ok", entry="add", path=params.source.file.path,
                                    candidate=timed(100e3 / LANDSCAPE.get(n, 0.5), provenance), reference=ref,
-                                   provenance=provenance.value)
+                                   provenance=provenance.value, judged_by="the judge")  # plays the judge
 
     def script(params, purpose):
         if log is not None:

@@ -81,14 +81,16 @@ def test_the_debounced_run_publishes_before_the_collector_comes_back(monkeypatch
 
     with open(TILING, encoding="utf-8") as handle:
         text = handle.read()
-    published = []
+    published, sent = [], []
     session = SimpleNamespace(settings=Settings(target="v5e"), tier0_stopped=set(), tier0_failed=set(),
-                              tier0_seconds=deque(), publish=lambda doc: published.append(gc.isenabled()))
+                              tier0_seconds=deque(), publish=lambda doc: published.append(gc.isenabled()),
+                              notify_status=lambda: sent.append(("status", len(published))))
     doc = Document.opened("file:///k.py", TILING, 1, text)
     tier0_runs.run_tier0(session, doc)  # a Pallas file already: the run starts no check
     assert gc.isenabled()
     asyncio.run(checks.tier0_after(session, doc, 0))
     assert published == [False] and gc.isenabled() and len(session.tier0_seconds) == 1
+    assert sent == [("status", 1)]  # the status bar's tier-0 count, once, after the diagnostics went out
 
 
 def test_what_the_server_made_before_the_first_tier0_run_is_frozen(monkeypatch):

@@ -16,7 +16,7 @@ import pytest
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 
-from pallasite.analysis.verdict import CompileResult, TestResult, Timing, Verdict, COST_MODEL
+from pallasite.analysis.verdict import CompileResult, JudgedBy, TestResult, Timing, Verdict, COST_MODEL
 from test_lsp import answer_trust, client, initialize, open_doc  # noqa: F401  (client is a fixture)
 
 DATA = Path(__file__).parent / "data" / "true_words"
@@ -119,11 +119,11 @@ def test_eval_rows_keep_not_shown_as_none_to_the_html_and_the_text_table():
     from pallasite.server.cmd_eval import side_by_side
     from pallasite.server.report_html import eval_html
 
-    passed = CompileResult.passed("v5e")
-    cases = {"for_chip": Verdict(CompileResult.passed("v5e", (0, 1)), TestResult.ok()),
-             "unverified": Verdict(passed, TestResult.not_verified("the worker crashed")),
-             "wrong": Verdict(passed, TestResult.wrong("max abs error 1.0")),
-             "correct": Verdict(passed, TestResult.ok())}
+    passed, judge = CompileResult.passed("v5e"), JudgedBy.JUDGE  # as the judge says them (only its pass is correct)
+    cases = {"for_chip": Verdict(CompileResult.passed("v5e", (0, 1)), TestResult.ok(), judged_by=judge),
+             "unverified": Verdict(passed, TestResult.not_verified("the worker crashed"), judged_by=judge),
+             "wrong": Verdict(passed, TestResult.wrong("max abs error 1.0"), judged_by=judge),
+             "correct": Verdict(passed, TestResult.ok(), judged_by=judge)}
     summary = _summary(cases)
     rows = {t["task"]: t for t in summary["per_task"]}
     assert {k: (r["compiled"], r["correct"], r["status"]) for k, r in rows.items()} == {
