@@ -77,12 +77,18 @@ def concrete_template(inputs: Callable[..., Any] | None) -> tuple[Any, ...] | No
 
 
 def fresh_inputs(shapes: tuple[Any, ...], seed: int, template: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
-    """Concrete arrays shaped like ``shapes``, floats drawn fresh from ``seed``."""
+    """Concrete arrays shaped like ``shapes``, floats drawn fresh from ``seed``. With the task's own inputs
+    (``template``), its integers are kept where it has float inputs too (lengths, page tables, offsets and
+    group sizes hold relations between them - a sequence's query tokens within its kv length - that a
+    kernel may rely on, and the fresh floats already make every answer fresh: JAXBench 7p's ragged paged
+    attention left rows unwritten on permuted lengths), and permuted when integers are all it takes (then
+    they are the data: a kernel returning the example's answer would pass on them)."""
     rng = np.random.default_rng(seed)
     leaves, treedef = jax.tree.flatten(shapes)
     kept = jax.tree.leaves(template) if template is not None else None
     if kept is not None and [tuple(k.shape) for k in kept] != [tuple(s.shape) for s in leaves]:
         kept = None
+    floats = any(jnp.issubdtype(jnp.dtype(leaf.dtype), jnp.inexact) for leaf in leaves)
     out = []
     for i, leaf in enumerate(leaves):
         dtype = jnp.dtype(leaf.dtype)
@@ -94,7 +100,8 @@ def fresh_inputs(shapes: tuple[Any, ...], seed: int, template: tuple[Any, ...] |
                 draw = mean + std * draw
             value = jnp.asarray(draw).astype(dtype)
         elif kept is not None:
-            value = jnp.asarray(_permuted(np.asarray(kept[i]), rng)).astype(dtype)
+            own = np.asarray(kept[i])
+            value = jnp.asarray(own if floats else _permuted(own, rng)).astype(dtype)
         elif dtype == jnp.bool_:
             value = jnp.asarray(rng.integers(0, 2, shape).astype(bool))
         else:

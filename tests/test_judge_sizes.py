@@ -54,3 +54,19 @@ def test_a_proposal_outside_the_trusted_config_is_refused(prep):
     paired = from_proposal(prep, {"config": {"M": 2048, "batch": 2048}, "own": True})  # its spelling of M, by value
     assert paired.own and paired.extra is None  # each side on its own inputs: no second size of the judge's
     assert "not a CONFIG size" in from_proposal(prep, {"config": {"M": 2048, "batch": 1000}, "own": True})
+
+
+def test_fresh_integers_keep_their_relations_beside_floats_and_are_permuted_alone():
+    """JAXBench 7p (ragged paged attention) left 7,168 output rows unwritten when its per-sequence kv lengths
+    were permuted away from its query offsets (a false partial_write); a task of integers alone is permuted."""
+    import numpy as np
+
+    from pallasite.runner.timing_inputs import fresh_inputs
+
+    lens = np.array([5, 1, 9, 3, 7, 2], np.int32)
+    q = np.zeros((6, 4), np.float32)
+    shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (q, lens))
+    got_q, got_lens = fresh_inputs(shapes, seed=7, template=(q, lens))
+    assert np.array_equal(np.asarray(got_lens), lens) and not np.array_equal(np.asarray(got_q), q)
+    (alone,) = fresh_inputs(shapes[1:], seed=7, template=(lens,))
+    assert sorted(np.asarray(alone).tolist()) == sorted(lens.tolist()) and not np.array_equal(np.asarray(alone), lens)
