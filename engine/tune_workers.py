@@ -61,7 +61,8 @@ def worker_estimator(backend: Any, path: str, text: str | None, chip: str, entry
                                 judged=True)
         reply = await backend.request(params, purpose="job", timeout_s=timeout_s, on_progress=progress_of(on_progress))
         if not reply.ok:
-            raise TuneError(f"the worker could not estimate {path}: {reply.why}")
+            # the judge's copy of the file is named for it (engine/sources.trusted_sources): say the user's name
+            raise TuneError(f"the worker could not estimate {path}: {str(reply.why).replace('.pallasite-trusted', '')}")
         return reply.result
 
     first: list[EstimateResult] = []  # the first reply: the reference's cost and the probed chip

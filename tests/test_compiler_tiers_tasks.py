@@ -139,7 +139,10 @@ def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_r
 def test_entry_with_two_kernels_blames_the_one_that_failed(env):
     report = env.check("two_kernels.py")
     store_line = _line_of("two_kernels.py", "o_ref[...] = x_ref[...] + 1.0")
-    assert _errors(report) == [("PLS104", store_line)]
+    # the declaration is the odd one out (the stored value has the input's float32): said there, the store related
+    declared = _line_of("two_kernels.py", "out_shape=jax.ShapeDtypeStruct(x.shape, jnp.bfloat16)")
+    assert _errors(report) == [("PLS104", declared)]
+    assert store_line - 1 in [r.span.line for r in report.findings[0].related]  # spans are 0-based
     assert report.findings[0].kernel == "cast_kernel"
     verdicts = {k.name: dict(k.tiers)[1] for k in report.kernels}
     assert verdicts == {"scale_kernel": "skipped: kernel cast_kernel failed first", "cast_kernel": "error"}
