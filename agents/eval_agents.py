@@ -97,8 +97,8 @@ class AgentSpec:
 def eval_id(tasks: list, specs: dict[str, Any], provider: str, chip: str, timing: str, verify: bool,
             limits: tuple[Any, ...] = ()) -> str:
     """Same tasks (by their reference text), methods, provider, chip and timing, the same worker limits
-    (``limits``: memory and time per request) and the same cost model -> the same eval (a re-run resumes;
-    rows a different cost model priced, or that ran out of a smaller limit, are never read back)."""
+    (``limits``: the memory limit) and the same cost model -> the same eval (a re-run resumes; rows a
+    different cost model priced, or that ran out of a smaller memory limit, are never read back)."""
     parts = [[(t.name, hashlib.sha256(t.reference_text().encode()).hexdigest()[:16]) for t in tasks],
              {name: (s.params() if isinstance(s, AgentSpec) else s) for name, s in specs.items()},
              provider, chip, timing, verify, "eval agents v1", COST_MODEL, *([list(limits)] if limits else [])]

@@ -199,7 +199,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     # every method's finished tasks are stored under this id: the files method's by its candidates' text
     eid = make_eval_id(tasks, {m: specs.get(m) or _method_key(m, tasks) for m in names},
                        run.provider if specs else "", run.chip, run.where(), not args.no_verify,
-                       (run.options.memory_mb, run.options.time_limit_s))
+                       (run.options.memory_mb,))  # not the time limit: a re-run may bound a slow task
     return _Setup(tasks, run, specs, providers, names, eid)
 
 
