@@ -30,11 +30,21 @@ def _read(stream: IO[str], into: list[str], marker: str, seen: threading.Event) 
     seen.set()  # the stream ended (the command exited): nothing more to wait for
 
 
+def _ctrl_c_delivered() -> None:
+    """In the child before exec: SIGINT unblocked and at its default, as in a user's terminal. A signal mask and an
+    ignored SIGINT are inherited across exec, and a test run earlier in the same pytest process may leave SIGINT
+    blocked (the in-process worker tests block it while an op runs): the command then never saw the Ctrl-C (the
+    full suite's interrupt tests hung or ran to the end; alone they passed)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_at(argv: list[str], cwd, marker: str, *, stream: str = "stderr", wait_s: float = 240.0,
                  exit_s: float = 120.0) -> Interrupted:
     """Run ``argv``; at the first line of ``stream`` holding ``marker``, SIGINT; its exit and output.
     Fails (AssertionError with the output) when the marker never comes or the command does not end."""
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ctrl_c_delivered)
     lines = {"stdout": [], "stderr": []}
     seen = {"stdout": threading.Event(), "stderr": threading.Event()}
     readers = [threading.Thread(target=_read, args=(getattr(proc, name), lines[name],
