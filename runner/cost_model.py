@@ -344,20 +344,28 @@ def call_cost(eqn: Any, operands: list[Any], mxu: int = 128) -> tuple[CallCost, 
 
 def _grid(gm: Any, dynamic: list[Any], notes: set[str]) -> tuple[int, ...]:
     """The call's grid, a dynamic dim read from the values that size it (noted); NoEstimate without them."""
+    return sized_grid(gm.grid, lambda g: isinstance(g, (int, np.integer)), dynamic, tuple(str(x) for x in gm.grid),
+                      "the example inputs do not give (abstract inputs, or computed by ops too large to evaluate "
+                      "here): pass concrete inputs (an inputs() function with the index arrays) to estimate it",
+                      "the task's inputs", notes)
+
+
+def sized_grid(grid: Any, static: Any, dynamic: list[Any], shown: tuple[Any, ...], unknown: str, source: str,
+               notes: set[str]) -> tuple[int, ...]:
+    """``grid`` with each dim ``static`` rejects taken in turn from ``dynamic`` (the values that size it, noted
+    as computed from ``source``); NoEstimate naming the grid (``shown``) and what is not known (``unknown``)."""
     sizes = iter(dynamic)
-    grid_list = []
-    for g in gm.grid:
-        if isinstance(g, (int, np.integer)):
-            grid_list.append(int(g))
+    out: list[int] = []
+    for g in grid:
+        if static(g):
+            out.append(int(g))
             continue
         value = next(sizes, None)
         if value is None:
-            raise NoEstimate(f"the grid {tuple(str(x) for x in gm.grid)} has a dynamic size computed from values the "
-                             "example inputs do not give (abstract inputs, or computed by ops too large to evaluate "
-                             "here): pass concrete inputs (an inputs() function with the index arrays) to estimate it")
-        grid_list.append(int(np.asarray(value).reshape(-1)[0]))
-        notes.add(f"dynamic grid dim {len(grid_list) - 1} = {grid_list[-1]}, computed from the task's inputs")
-    return tuple(grid_list)
+            raise NoEstimate(f"the grid {shown} has a dynamic size computed from values {unknown}")
+        out.append(int(np.asarray(value).reshape(-1)[0]))
+        notes.add(f"dynamic grid dim {len(out) - 1} = {out[-1]}, computed from {source}")
+    return tuple(out)
 
 
 def _prefetch(gm: Any, operands: list[Any], n_grid: int, notes: set[str]) -> tuple[list[Any], list[Any]]:

@@ -25,7 +25,7 @@ import numpy as np
 from ..analysis.types import BlockCost, CallCost
 
 from .body_counts import BodyCounts
-from .cost_model import MAX_GRID_STEPS, NoEstimate, _moves
+from .cost_model import MAX_GRID_STEPS, NoEstimate, _moves, sized_grid
 from .mlir_tree import Type
 from .mosaic_counts import count_kernel
 from .mosaic_ir import DYNAMIC, Kernel, KernelError, Window, index_table
@@ -35,20 +35,10 @@ def resolve_grid(k: Kernel, dynamic: list[Any]) -> tuple[tuple[int, ...], set[st
     """The grid with its dynamic sizes from the custom call's leading operands (``dynamic``: their
     values where known)."""
     notes: set[str] = set()
-    sizes = iter(dynamic)
-    grid: list[int] = []
-    for g in k.grid:
-        if g != DYNAMIC:
-            grid.append(int(g))
-            continue
-        value = next(sizes, None)
-        if value is None:
-            raise NoEstimate(f"the grid {tuple('?' if g == DYNAMIC else g for g in k.grid)} has a dynamic size "
-                             "computed from values the judge does not know (abstract inputs, or computed by ops "
-                             "it cannot evaluate): pass the input values to estimate it")
-        grid.append(int(np.asarray(value).reshape(-1)[0]))
-        notes.add(f"dynamic grid dim {len(grid) - 1} = {grid[-1]}, computed from the module's inputs")
-    return tuple(grid), notes
+    grid = sized_grid(k.grid, lambda g: g != DYNAMIC, dynamic, tuple("?" if g == DYNAMIC else g for g in k.grid),
+                      "the judge does not know (abstract inputs, or computed by ops it cannot evaluate): pass the "
+                      "input values to estimate it", "the module's inputs", notes)
+    return grid, notes
 
 
 def _squeezed(bounds: tuple[int, ...], block: Type) -> tuple[int | None, ...]:
