@@ -65,7 +65,7 @@ def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, A
         if isinstance(own, str):
             return {"main": (None, [], sizes.main_config, own, []), "own_inputs": own}
         signature = inputs_mod.signature(tuple(own))
-        if signature == inputs_mod.signature(sizes.main):  # it claimed other arguments, and gave the task's own
+        if sizes.own_claimed and signature == inputs_mod.signature(sizes.main):  # a claim the task's inputs belie
             why = ("the candidate's process said the reference takes other arguments than its program, yet its "
                    "inputs are the task's: it is judged on the judge's inputs or not at all")
             return {"main": (None, [], sizes.main_config, why, []), "own_inputs": why}

@@ -42,6 +42,7 @@ class Sizes:
     verified_at: str | None = None  # a reduced CONFIG size, as "seq_len 512 of 4096"
     own: bool = False  # the reference takes other arguments: each side runs on its own inputs
     output_dims: bool = False  # (timing_ladder.ConfigSize.output_dims)
+    own_claimed: bool = False  # ``own`` on the candidate's word alone (the reference traces on the task's inputs)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -143,7 +144,8 @@ def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
     full = prep.task.abstract_args()
     trusted = {k: v for k, v in scaled.items() if k in config}
     claimed = proposal.get("own") is True and len(trusted) < len(scaled)  # names only its own file spells
-    own = claimed or timing_ladder.takes_candidate_inputs(prep, full) is not None
+    trusted_own = timing_ladder.takes_candidate_inputs(prep, full) is not None
+    own = claimed or trusted_own
     for key, value in scaled.items():
         known = key in config and isinstance(config[key], int) and isinstance(value, int) and 1 <= value <= config[key]
         paired = key not in config and own and isinstance(value, int) and value in trusted.values()
@@ -164,7 +166,7 @@ def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
                  "and made the inputs)", at, own,
                  # the candidate's word that the names it reduced size output dims on both sides: it can only
                  # turn its own "not verified" into "rejected" (a verdict), never a difference into a pass
-                 output_dims=own and proposal.get("output_dims") is True)
+                 output_dims=own and proposal.get("output_dims") is True, own_claimed=own and not trusted_own)
 
 
 def _second_size(prep: Any, trusted: dict[str, int], config: dict[str, Any],
