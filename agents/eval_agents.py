@@ -96,10 +96,12 @@ class AgentSpec:
 
 def eval_id(tasks: list, specs: dict[str, Any], provider: str, chip: str, timing: str, verify: bool,
             limits: tuple[Any, ...] = ()) -> str:
-    """Same tasks (by their reference text), methods, provider, chip and timing, the same worker limits
+    """Same tasks (by their reference's and their own candidate's text: an edited optimized.py is judged
+    again, not resumed), methods, provider, chip and timing, the same worker limits
     (``limits``: the memory limit) and the same cost model -> the same eval (a re-run resumes; rows a
     different cost model priced, or that ran out of a smaller memory limit, are never read back)."""
-    parts = [[(t.name, hashlib.sha256(t.reference_text().encode()).hexdigest()[:16]) for t in tasks],
+    digest = lambda text: hashlib.sha256(text.encode()).hexdigest()[:16]  # noqa: E731
+    parts = [[(t.name, digest(t.reference_text()), digest(t.candidate_text())) for t in tasks],
              {name: (s.params() if isinstance(s, AgentSpec) else s) for name, s in specs.items()},
              provider, chip, timing, verify, "eval agents v1", COST_MODEL, *([list(limits)] if limits else [])]
     return "eval-" + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -31,6 +31,13 @@ class EvalTask:
     def reference_text(self) -> str:
         return _read(self.reference_path)
 
+    def candidate_text(self) -> str:
+        """The folder's own candidate as it is now ("" when it has none or it cannot be read)."""
+        try:
+            return _read(self.candidate_path) if self.candidate_path else ""
+        except OSError:
+            return ""
+
 
 def _read(path: str) -> str:
     with open(path, encoding="utf-8") as f:

@@ -68,7 +68,9 @@ def test_result(reply: Any, where: str = "") -> TestResult:
         return TestResult.not_verified(f"the test run failed ({reply.status}): {str(reply.why)[:300]}")
     result = reply.result
     if result.verdict == "error":
-        return TestResult.not_verified(f"the test could not finish: {str(result.error or result.verdict)[:300]}")
+        error = str(result.error or result.verdict)  # the judge's own "not verified: why" is said whole
+        return TestResult.not_verified(error[:800] if error.startswith("not verified") else
+                                       f"the test could not finish: {error[:300]}")
     if result.verdict != "ok":
         tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)
         return TestResult.wrong(str(tricks)[:2000], verified_at=(result.checks or {}).get("verified_at"))

@@ -150,3 +150,19 @@ def test_a_check_that_could_not_finish_is_not_verified_rather_than_incorrect(tmp
     judge = Judge(Killed(), CheckOptions(target="v5e"), Trusted.of_task(task))
     test = asyncio.run(judge.test(open(task.candidate_path).read()))
     assert test.correct is None and test.outcome == "not verified" and "memory limit" in test.why
+
+
+def test_an_edited_candidate_is_judged_again_not_resumed(tmp_path):
+    """The eval id held the reference's text only: after editing a task's optimized.py, a re-run resumed the
+    stored verdict of the old file (found re-judging JAXBench 7p)."""
+    import shutil
+
+    from pallasite.agents.eval_agents import eval_id
+    from pallasite.engine.eval_tasks import discover
+
+    shutil.copytree(DATA / "eval", tmp_path / "eval")
+    before = eval_id(discover(str(tmp_path / "eval")), {"files": "files"}, "scripted", "v5e", "estimate", True)
+    assert eval_id(discover(str(tmp_path / "eval")), {"files": "files"}, "scripted", "v5e", "estimate", True) == before
+    candidate = tmp_path / "eval" / "add_tuned" / "optimized.py"
+    candidate.write_text(candidate.read_text() + "\n# edited\n")
+    assert eval_id(discover(str(tmp_path / "eval")), {"files": "files"}, "scripted", "v5e", "estimate", True) != before

@@ -290,3 +290,28 @@ def test_an_index_map_reading_scalar_prefetched_tables_is_compared_with_the_tabl
     kv = lambda h, i, j, table: (h // 2, table[h, i, j], 0)  # noqa: E731 - an index map
     table = np.zeros((8, 2, 2), np.int32)
     assert timing_ladder._shared_along(kv, (8, 2, 2), (table,)) == ("shared", "fixed", "fixed")
+
+
+def test_a_reduced_size_whose_integers_do_not_follow_config_is_not_verified():
+    """JAXBench 7p keeps its query lengths as module constants summing to 4096 tokens: at 128 tokens its
+    offsets ran past the query buffer, the reference piled late sequences onto the last row, and the hand-tuned
+    kernel was called wrong (85,434 of 131,072 outputs off). Here the same layout gave 'ok' at a size no
+    instance of the task has; now neither way is a verdict (runner/judging/instance.py)."""
+    result = check("ragged_constant", "optimized")
+    assert result["verdict"] == "error", result.get("rejections")
+    assert "not an instance of the task" in result["error"] and "num_seqs 2 of 4" in result["error"]
+    assert "integer input 5 reaches 24" in result["error"]  # cu_q_lens: 24 tokens, past a 2-row query buffer
+
+
+def test_the_judge_s_not_verified_reaches_the_verdict_whole():
+    """The judge's "not verified: why" was cut at 300 characters behind "the test could not finish" (7p's why
+    ended at "(leng")."""
+    from types import SimpleNamespace
+
+    from pallasite.engine.judge_phase import test_result
+
+    why = "not verified at the reduced size max_num_batched_tokens 128 of 4096: " + "x" * 400 + " an instance of the task"
+    test = test_result(SimpleNamespace(ok=True, result=SimpleNamespace(verdict="error", error=why, checks={})))
+    assert test.outcome == "not verified" and test.why == why
+    crashed = test_result(SimpleNamespace(ok=True, result=SimpleNamespace(verdict="error", error="boom", checks={})))
+    assert crashed.why == "the test could not finish: boom"

@@ -141,8 +141,13 @@ def main(argv: list[str]) -> int:
             from .configs import export_configs
 
             export_configs(sock, params)
+    except OSError:  # the judge hung up (it had its verdict, or it stopped): nothing to say to anyone
+        return 0
     except Exception as exc:  # noqa: BLE001 - said to the judge, which believes none of it
-        send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
+        try:
+            send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
+        except OSError:
+            pass
     return 0
 
 

@@ -86,6 +86,10 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int
     if sizes.own:
         return _correct_own(main, prep, sizes, own, checks, say)
     say("comparing the candidate's program with the reference on fresh random inputs (in the judge)")
+    full_ints: list[Any] = []  # the task's integers at its full size, read once if a reduced size needs them
+    why = _not_an_instance(prep, sizes.full, sizes.main, sizes.main_config, full_ints)
+    if why:
+        raise NotVerified(f"not verified at the reduced size {sizes.verified_at}: {why}; check it on a device backend")
     first, template = _drawn(main, prep, sizes.main, sizes.main_config, seed)
     if first.get("rejection"):
         rejection = first["rejection"]
@@ -110,6 +114,10 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int
     if not isinstance(extra, Program):  # a program that will not export at the judge's second size
         return [guards.reject("shape_specialised", f"right at the checked size but not at {sizes.extra_how}: "
                               f"{extra['message']}")]
+    why = _not_an_instance(prep, sizes.full, sizes.extra, sizes.extra_config, full_ints)
+    if why:
+        checks["extra_shape"] = {"checked": False, "why": f"{sizes.extra_how} is not an instance of the task: {why}"}
+        return []
     say(f"checking a second shape ({sizes.extra_how})")
     third, _ = _drawn(extra, prep, sizes.extra, sizes.extra_config, seed + 2)
     from .. import timing_inputs as inputs_mod
@@ -122,6 +130,22 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int
         return [guards.reject("shape_specialised", f"right at the checked size but not at {sizes.extra_how}: "
                               f"{third['rejection']['message']}", at=inputs_mod.signature(sizes.extra))]
     return []
+
+
+def _not_an_instance(prep: Any, full: Any, shapes: Any, config: dict[str, int] | None,
+                     full_ints: list[Any]) -> str | None:
+    """Why the task's inputs made at the reduced ``config`` break a relation its full size holds
+    (runner/judging/instance.py), or None; ``full_ints`` caches the full size's integers."""
+    from .instance import broken_relation, integer_leaves, integers_of
+
+    if not config:
+        return None
+    template = _template(prep, config, shapes)
+    if template is None:
+        return None
+    if not full_ints:
+        full_ints.append(integers_of(prep.task.inputs))
+    return broken_relation(full, shapes, full_ints[0], integer_leaves(template))
 
 
 def _expected_at(prep: Any, args: Any, config: dict[str, int] | None) -> Any:
