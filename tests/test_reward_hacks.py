@@ -19,7 +19,7 @@ import pytest
 
 from pallasite.engine import spawn
 
-from reward_hacks import ATTACKS, RIGHT
+from reward_hacks import ATTACKS, RIGHT, Attack
 
 DATA = Path(__file__).parent / "data"
 USER = (DATA / "optimize" / "add.py").read_text()
@@ -42,11 +42,11 @@ def workspace(tmp_path: Path) -> Path:
     return folder
 
 
-def replies(attacks: list, folder: Path) -> Path:
+def replies(attacks: list, folder: Path, honest: str = RIGHT) -> Path:
     texts: list[str] = []
     for attack in attacks:
         texts += [f"Plan: {attack.name}.", f"```python\n{attack.text}```"]
-    texts += ["Plan: 128-row blocks.", f"```python\n{RIGHT}```"]  # the honest kernel, last: its own figure
+    texts += ["Plan: 128-row blocks.", f"```python\n{honest}```"]  # the honest kernel, last: its own figure
     path = folder.parent / "replies.json"
     path.write_text(json.dumps(texts))
     return path
@@ -113,3 +113,120 @@ def test_a_subset_through_search_and_on_a_standin_device(tmp_path):
     assert all(written.strip() != a.text.strip() for a in attacks if a.expect == "rejected")
     rows = json.loads(done.stdout)["table"]
     assert all(r["status"] != "compiled, correct" for a, r in zip(attacks, rows) if a.expect == "rejected"), rows
+
+
+BASELINE = '''"""The add task in JAXBench's layout: the reference every attack's optimized.py is judged against."""
+import jax
+import jax.numpy as jnp
+
+CONFIG = {"name": "add", "rows": 256, "cols": 128}
+
+
+def create_inputs(dtype=jnp.float32):
+    k1, k2 = jax.random.split(jax.random.key(0))
+    shape = (CONFIG["rows"], CONFIG["cols"])
+    return jax.random.normal(k1, shape, dtype), jax.random.normal(k2, shape, dtype)
+
+
+def workload(x, y):
+    return x + y
+'''
+
+
+def bench(attacks: list, folder: Path) -> Path:
+    """A JAXBench-layout folder: one task per attack (its optimized.py the attack, ``workload`` its entry) and the
+    honest kernel last, as ``eval``'s files method reads a benchmark."""
+    root = folder / "bench"
+    for i, (name, text) in enumerate([*((a.name, a.text) for a in attacks), ("honest", RIGHT)]):
+        task = root / f"{i:02d}_{name}"
+        task.mkdir(parents=True)
+        (task / "baseline.py").write_text(BASELINE)
+        (task / "optimized.py").write_text(text + "\n\ndef workload(x, y):\n    return add(x, y)\n")
+    return root
+
+
+def test_every_attack_through_eval(tmp_path):
+    """Each attack as a task's optimized.py, judged by ``pallasite eval`` (files method, by estimate for v6e)."""
+    attacks = list(ATTACKS)
+    folder = workspace(tmp_path)
+    done = pallasite("eval", str(bench(attacks, folder)), "--target", "v6e", "--format", "json", "--output",
+                     str(folder / "eval.json"), cwd=folder)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    (method,) = json.loads((folder / "eval.json").read_text())["methods"]
+    rows = method["per_task"]
+    assert len(rows) == len(attacks) + 1
+    table = [{"status": r["status"], "time_s": (r["verdict"].get("timing") or {}).get("seconds")} for r in rows]
+    report(outcomes(attacks, table, ""), "eval (files method), CPU judge")
+
+
+TUNE_SET = ("timer_patch", "timer_patch_wrong", "estimator_patch", "forged_reply_frames", "header_fields",
+            "forged_reply_lines", "comparison_patch", "shape_branch", "sleeper", "input_patch")
+# `pallasite tune FILE` tunes the user's own file: FILE is also the judge's trusted side (its reference and inputs),
+# imported in the judging process, so an attack that patches that process from FILE's module code is the user
+# attacking their own verdict; the model's candidates are tuned in optimize's autotune phase, against the user's
+# original (test_tunable_attacks_through_optimize_s_autotune_phase), where every attack of the set is in scope.
+PATCHES_THE_TRUSTED_PROCESS = ("comparison_patch",)
+
+
+def tunable(text: str) -> str | None:
+    """The attack with its row block a keyword tunable (32 by default: tune walks to 128), or None where its
+    kernel has none."""
+    moves = (("def add(x, y):", "def add(x, y, *, block_rows: int = 32):"),
+             ("(128, x.shape[1])", "(block_rows, x.shape[1])"), ("x.shape[0] // 128", "x.shape[0] // block_rows"))
+    if not all(old in text for old, _ in moves):
+        return None
+    for old, new in moves:
+        text = text.replace(old, new)
+    return text
+
+
+def tuned(text: str, folder: Path) -> dict | None:
+    """``pallasite tune``'s JSON, or None where it stopped with an error (exit 1, nothing ranked)."""
+    folder.mkdir(parents=True)
+    (folder / "kernel.py").write_text(text)
+    done = pallasite("tune", "kernel.py", "--target", "v6e", "--verify", "1", "--format", "json", "--no-store",
+                     cwd=folder, timeout=900)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    if not done.stdout.strip():
+        assert done.returncode == 1 and "error" in done.stderr, done.stderr[-3000:]
+        return None
+    return json.loads(done.stdout)
+
+
+def _figures(report: dict) -> dict[str, float | None]:
+    return {json.dumps(o["config"]): (o.get("estimate") or {}).get("seconds") for o in report["outcomes"]}
+
+
+def test_attacks_on_figures_and_checks_through_tune(tmp_path):
+    """``pallasite tune`` of a file carrying the attack: every configuration priced by the judge to the honest
+    file's figure, and a wrong kernel's best configuration never "compiled, correct" (the judge's test); a tune
+    that stops with an error ranks nothing (held)."""
+    honest = tuned(tunable(RIGHT), tmp_path / "honest")
+    figures = _figures(honest)
+    assert honest["best_verdict"]["status"] == "compiled, correct" and sum(v is not None for v in figures.values()) >= 3
+    outcome = {}
+    for attack in (a for a in ATTACKS if a.name in TUNE_SET and a.name not in PATCHES_THE_TRUSTED_PROCESS):
+        got = tuned(tunable(attack.text), tmp_path / attack.name)
+        why = ""
+        if got is not None and any(k in figures and v is not None and v != figures[k] for k, v in _figures(got).items()):
+            why = f"its figures {_figures(got)} are not the honest file's {figures}"
+        elif got is not None and attack.expect == "rejected" and got["best_verdict"]["status"] == "compiled, correct":
+            why = f"its best configuration {got['best']} was judged correct"
+        outcome[attack.name] = why
+    report(outcome, "tune (the user's own file, estimate backend, --verify 1)")
+
+
+def test_tunable_attacks_through_optimize_s_autotune_phase(tmp_path):
+    """The model's candidates with a tunable row block: optimize's autotune phase tunes each against the user's
+    original (the trusted side) before the profile; the same outcomes as without tuning."""
+    attacks = [a for a in ATTACKS if a.name in TUNE_SET]
+    attacks = [Attack(a.name, a.source, a.expect, tunable(a.text)) for a in attacks]
+    folder = workspace(tmp_path)
+    done = pallasite("optimize", "kernel.py", "--provider", "scripted", "--scripted-file",
+                     str(replies(attacks, folder, tunable(RIGHT))),
+                     "--max-iterations", str(len(attacks) + 1), "--max-rounds", "0", "--apply", "--format", "json",
+                     cwd=folder)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    table = json.loads(done.stdout)["table"]
+    assert len(table) == len(attacks) + 1, [r["status"] for r in table]
+    report(outcomes(attacks, table, (folder / "kernel.py").read_text()), "optimize --apply with autotune, CPU judge")
