@@ -229,4 +229,6 @@ def test_tunable_attacks_through_optimize_s_autotune_phase(tmp_path):
     assert done.returncode in (0, 1), done.stderr[-3000:]
     table = json.loads(done.stdout)["table"]
     assert len(table) == len(attacks) + 1, [r["status"] for r in table]
-    report(outcomes(attacks, table, (folder / "kernel.py").read_text()), "optimize --apply with autotune, CPU judge")
+    written = (folder / "kernel.py").read_text()
+    assert "block_rows: int = 128" in written  # the autotune phase ran: the winner's default moved from 32
+    report(outcomes(attacks, table, written), "optimize --apply with autotune, CPU judge")
