@@ -132,7 +132,7 @@ def interpret_once(
             interpret_params(uninitialized, cores, seed, dma)
         ), intercept_pallas_calls(rewrite=rewrite, user_files=user_files, modules=modules, wrap_kernel=wrap) as calls:
             run.calls = calls
-            out = fn(*args)
+            out = fn(*_own_copies(args))
             run.outputs = jax.tree.map(np.asarray, jax.block_until_ready(out))
     except Exception as exc:  # noqa: BLE001 - the interpreter's verdict
         run.error = exc
@@ -144,6 +144,13 @@ def interpret_once(
         run.races = run.races or ["RACE DETECTED (the interpreter gave no location)"]
     pltpu.reset_tpu_interpret_mode_state()
     return run
+
+
+def _own_copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The inputs as arrays of this run's own: an entry that donates its arguments (``donate_argnums``)
+    deletes what it is given, and tier 3 runs the entry again, and the reference, on the same inputs (the
+    second run raised "Array has been deleted": a false PLS300 on tokamax's and tpu-inference's MLA)."""
+    return jax.tree.map(lambda a: jnp.array(a, copy=True) if isinstance(a, jax.Array) else a, args)
 
 
 def _chained(first: Callable[..., Any] | None, then: Callable[..., Any]) -> Callable[..., Any]:
