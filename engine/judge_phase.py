@@ -68,8 +68,8 @@ def test_result(reply: Any, where: str = "") -> TestResult:
         return TestResult.not_verified(f"the test run failed ({reply.status}): {str(reply.why)[:300]}")
     result = reply.result
     if result.verdict == "error":
-        error = str(result.error or result.verdict)  # the judge's own "not verified: why" is said whole
-        return TestResult.not_verified(error[:800] if error.startswith("not verified") else
+        error = str(result.error or result.verdict)  # the judge's own "not verified/checked: why" is said whole
+        return TestResult.not_verified(error[:800] if error.startswith(("not verified", "not checked")) else
                                        f"the test could not finish: {error[:300]}")
     if result.verdict != "ok":
         tricks = "; ".join(f"{t.trick}: {t.message}" for t in result.rejections) or (result.error or result.verdict)

@@ -89,3 +89,16 @@ def test_a_false_claim_of_other_arguments_is_not_judged_on_the_candidate_s_input
     got = exported_run.export_all(None, sizes, SimpleNamespace(device_kind=""), False)
     blob, _, _, why, _ = got["main"]
     assert blob is None and "its inputs are the task's" in why
+
+
+def test_no_reduced_size_that_fits_is_said_not_run_whole(prep):
+    """JAXBench 2p at the default 4096 MiB: the candidate's ladder found no size within a third of it, sent no
+    proposal, and the judge took that as "fits whole": its full-size run was killed at the memory limit (18 s
+    and a worker restart). The proposal now says why not, and the judge says so with the way out."""
+    from pallasite.runner.judging.sizes import from_proposal
+
+    why = from_proposal(prep, {"config": None, "own": False, "why_not": "the interpreter would need about 1752 MiB"})
+    assert isinstance(why, str) and why.startswith("not checked in interpret mode") and "1752 MiB" in why
+    assert "--memory-mb" in why
+    whole = from_proposal(prep, {"config": None, "own": False, "why_not": None})
+    assert not isinstance(whole, str) and whole.main == whole.full  # a program that fits runs at the task's size

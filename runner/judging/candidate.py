@@ -106,7 +106,8 @@ def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
             sized, own = timing._config_size(prep, prep.task.abstract_args())
             scaled = dict(getattr(sized, "scaled", None) or {})
             send_frame(sock, {"op": "proposal", "config": scaled or None, "own": own is not None,
-                              "output_dims": bool(getattr(sized, "output_dims", False))})
+                              "output_dims": bool(getattr(sized, "output_dims", False)),
+                              "why_not": sized if isinstance(sized, str) else None})
             return
         config = header.get("config") or {}
         with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config or None):

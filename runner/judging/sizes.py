@@ -137,6 +137,10 @@ def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
 
     config = dict(prep.task.config or {})
     scaled = proposal.get("config") if isinstance(proposal.get("config"), dict) else None
+    if not scaled and isinstance(proposal.get("why_not"), str):  # too big whole, and no reduced size fits
+        return ("not checked in interpret mode: the task is too big to run whole in the check's memory and no reduced "
+                f"CONFIG size fits it ({proposal['why_not'][:400]}); give the worker more memory (--memory-mb, the "
+                "check.memoryMb setting) or check it on a device backend")
     if not scaled:  # the program fits the judge's budget whole: the task's own size (the worker's limits hold)
         full = prep.task.abstract_args()
         extra, how, at = _extra(prep)
