@@ -4,8 +4,9 @@ A tier-3 run can end without saying anything about the kernel:
 
 - jax's TPU interpreter itself fails on code the compiler accepts (``upstream_failure``): a
   pallas_call with ``dimension_semantics`` under ``jax.vmap`` (vmap adds a grid axis the semantics
-  do not list: ``safe_zip() argument 1 has length 1 but argument 0 has length 2``), a reshaped ref
-  (``'ReshapeTransform' object has no attribute 'indices'``), or any AttributeError/KeyError/
+  do not list: ``safe_zip() argument 1 has length 1 but argument 0 has length 2``), a reshaped or
+  bitcast ref (``'ReshapeTransform'`` / ``'BitcastTransform' object has no attribute 'indices'``:
+  tpu-inference's MLA-SWA, tokamax's MLA), or any AttributeError/KeyError/
   NotImplementedError raised inside the interpreter's own module;
 - the task's reference cannot be called the way the candidate is (``reference_mismatch``), or it
   raises (``reference_failure``): a note about the task (PLS905, information); the outputs are
@@ -31,8 +32,9 @@ _KNOWN: tuple[tuple[re.Pattern[str], str], ...] = (
     (VMAPPED_SEMANTICS,
      "jax's TPU interpreter cannot run a pallas_call that has dimension_semantics under jax.vmap (vmap adds a "
      "grid axis the semantics do not list); the TPU compiler accepts it"),
-    (re.compile(r"'ReshapeTransform' object has no attribute 'indices'"),
-     "jax's TPU interpreter cannot index a reshaped ref (ReshapeTransform); the TPU compiler accepts it"),
+    (re.compile(r"'(\w*Transform)' object has no attribute 'indices'"),
+     "jax's TPU interpreter cannot index a ref viewed through a {0} (a reshaped or bitcast ref); the TPU compiler "
+     "accepts it"),
 )
 _INTERPRETER_FILES = re.compile(r"jax/_src/pallas/mosaic/interpret")
 _INTERNAL_TYPES = ("AttributeError", "KeyError", "NotImplementedError", "AssertionError")
@@ -43,8 +45,9 @@ def upstream_failure(exc: BaseException, rec: dict[str, Any]) -> str | None:
     interpreter rather than of the kernel; None when it may be the kernel's."""
     text = f"{type(exc).__name__}: {exc}"
     for pattern, why in _KNOWN:
-        if pattern.search(str(exc)):
-            return f"{why} (the interpreter said: {_short(text)})"
+        found = pattern.search(str(exc))
+        if found:
+            return f"{why.format(*found.groups())} (the interpreter said: {_short(text)})"
     raised = rec.get("raised_at") or {}
     where = str(raised.get("file") or "")
     if _INTERPRETER_FILES.search(where.replace("\\", "/")) and type(exc).__name__ in _INTERNAL_TYPES:

@@ -210,3 +210,18 @@ def test_reach_records_each_call_with_its_lines_and_block_buffers():
                      ("out_specs", 0): (512 * 512 * 2, 2), ("scratch_shapes", 0): (512 * 512 * 4, 1)}
     assert call["vmem_bytes"] == 6 * 512 * 512 * 2 + 512 * 512 * 4
     assert len(again) == 1
+
+
+def test_a_ref_the_interpreter_cannot_index_through_any_view_is_its_failure_not_the_kernel_s():
+    """tpu-inference's MLA-SWA (a clean file) got PLS300 once its donated inputs were copied: jax's interpreter
+    raises "'BitcastTransform' object has no attribute 'indices'" inside a callback, as it does for a reshaped
+    ref (tokamax's MLA), which was already the interpreter's failure (PLS306)."""
+    from pallasite.runner.interpret_verdicts import upstream_failure
+
+    for view in ("BitcastTransform", "ReshapeTransform"):
+        exc = RuntimeError("INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):\n"
+                           "  File \".../jax/_src/pallas/mosaic/interpret/utils.py\", line 356, in to_range\n"
+                           f"AttributeError: '{view}' object has no attribute 'indices'")
+        why = upstream_failure(exc, {"raised_at": {"file": "mla_swa.py", "line": 1203}})
+        assert why and f"a ref viewed through a {view}" in why
+    assert upstream_failure(RuntimeError("'Foo' object has no attribute 'indices'"), {}) is None
