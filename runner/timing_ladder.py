@@ -78,13 +78,17 @@ def describe(shapes: Any) -> str:
                      if hasattr(a, "shape"))
 
 
+BUDGET_SHARE = 3  # a check may take 1/BUDGET_SHARE of the worker's memory limit (the judge sends its own)
+
+
 def budget_bytes() -> int:
     """What one check may take: a third of the worker's memory limit (it holds jax and the task too); a
-    process the worker started (the judge's candidate) reads the worker's limit (memory_guard.limit_mb)."""
+    process the worker started (the judge's candidate) reads the worker's limit (memory_guard.limit_mb)
+    and the share the judge sends (runner/judging/sizes.ladder_knobs)."""
     from .memory_guard import limit_mb
 
     limit = limit_mb()
-    return (limit << 20) // 3 if limit else DEFAULT_BUDGET
+    return (limit << 20) // max(BUDGET_SHARE, 1) if limit else DEFAULT_BUDGET
 
 
 def grid_of(call: Any) -> tuple[int, ...]:

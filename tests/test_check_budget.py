@@ -35,3 +35,16 @@ def test_inputs_the_interpreter_cannot_hold_are_too_big_to_run_whole(monkeypatch
     assert why is not None and "300 MiB" in why and "12 times over" in why and "2730 MiB" in why
     assert timing_shrink.too_big(_inputs(100)) is None  # 1.2 GiB held: within the budget
     assert "interpret mode runs at most 512 MiB whole" in timing_shrink.too_big(_inputs(600))
+
+
+def test_the_judge_sizes_its_candidate_s_proposal_by_half_the_worker_s_memory(monkeypatch):
+    """At a third of 4096 MiB (1365) JAXBench 2p, 4p and 8p got no reduced size (they need 1.6-1.8 GiB) and were
+    not checked at the default limit; the judge runs the proposed size alone (the candidate's process is gone),
+    so it sends a share of a half: 2048 MiB, and all three were judged correct within 4096 MiB."""
+    from pallasite.runner.judging.sizes import ladder_knobs
+
+    monkeypatch.setattr(memory_guard, "LIMIT_MB", 4096)
+    knobs = ladder_knobs()
+    assert knobs["LIMIT_MB"] == 4096 and knobs["BUDGET_SHARE"] == 2
+    monkeypatch.setattr(timing_ladder, "BUDGET_SHARE", knobs["BUDGET_SHARE"])  # as the candidate's process sets it
+    assert timing_ladder.budget_bytes() == 2048 << 20 > 1752 << 20

@@ -98,7 +98,7 @@ def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
             from .. import memory_guard
 
             knobs = header.get("knobs") or {}
-            for name in ("TARGET_BYTES", "MAX_STEPS", "DEFAULT_BUDGET"):  # the judge's budget, not ours
+            for name in ("TARGET_BYTES", "MAX_STEPS", "DEFAULT_BUDGET", "BUDGET_SHARE"):  # the judge's, not ours
                 if isinstance(knobs.get(name), int):
                     setattr(timing_ladder, name, knobs[name])
             if isinstance(knobs.get("LIMIT_MB"), int):

@@ -118,13 +118,21 @@ def _at_config(prep: Any, full: tuple[Any, ...], sized: Any, own: bool) -> Sizes
                  own, sized.output_dims)
 
 
+# The judge runs a proposed size's program with half the worker's memory to itself: the candidate's process is
+# gone by then (a third assumes jax, the task and the run share one process's limit). At a third, JAXBench 2p, 4p
+# and 8p (smallest sizes 1.6-1.8 GiB by the interpreter's estimate) got no size at the default 4096 MiB; at half
+# all three were judged correct within it (peak resident 2.2-2.4 GiB in the judge).
+JUDGED_SHARE = 2
+
+
 def ladder_knobs() -> dict[str, int]:
     """The judge's budget for a reduced size (runner/timing_ladder.py), sent with its request for a proposal:
     the candidate's process sizes by the judge's numbers, not its own."""
     from .. import memory_guard, timing_ladder
 
     return {"TARGET_BYTES": timing_ladder.TARGET_BYTES, "MAX_STEPS": timing_ladder.MAX_STEPS,
-            "DEFAULT_BUDGET": timing_ladder.DEFAULT_BUDGET, "LIMIT_MB": memory_guard.LIMIT_MB}
+            "DEFAULT_BUDGET": timing_ladder.DEFAULT_BUDGET, "LIMIT_MB": memory_guard.LIMIT_MB,
+            "BUDGET_SHARE": JUDGED_SHARE}
 
 
 def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
