@@ -121,6 +121,20 @@ def readable_paths() -> list[str]:
     return sorted(p for p in chosen if os.path.exists(p))
 
 
+def interpreter_links() -> list[str]:
+    """The symlinks from ``sys.executable`` to the file it runs, hop by hop: a venv's ``python3`` may name a
+    ``python3`` that is itself a link in a folder nothing else binds (a shim folder on PATH, a Homebrew
+    ``bin``). Each is made again as a link in the sandbox, so exec'ing the interpreter works there and
+    nothing else of that folder is shown."""
+    hops, path = [], os.path.abspath(sys.executable)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        if not os.path.islink(path):
+            break
+        hops.append(path)
+        path = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+    return hops
+
+
 def package_paths() -> list[str]:
     """pallasite's own module folders and files when it is not inside a bound prefix (an editable
     checkout): each folder holding an ``__init__.py`` and the top-level ``.py`` files, so files
@@ -206,6 +220,10 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
         _bind(libc, path, root)
     for link in SYSTEM_PATHS:  # merged-/usr systems: /lib -> usr/lib and so on
         if os.path.islink(link) and not os.path.lexists(root + link):
+            os.symlink(os.readlink(link), root + link)
+    for link in interpreter_links():  # the links to the interpreter that no bound folder holds
+        if not os.path.lexists(root + link):
+            os.makedirs(os.path.dirname(root + link), exist_ok=True)
             os.symlink(os.readlink(link), root + link)
     # /etc: the loader's cache and a passwd that names the sandbox's user, nothing else
     os.makedirs(root + "/etc", exist_ok=True)

@@ -191,7 +191,9 @@ def _overlay(top: Path) -> Path:
     so a confined worker's sandbox (runner/sandbox.readable_paths) binds it and finds real files there;
     made beside the venv's own when this folder is on another file system."""
     site = Path(next(p for p in sys.path if p.endswith("site-packages") and Path(p, "jax").exists()))
-    skip = re.compile(r"(pallasite|__editable__|pip|_distutils_hack|distutils-precedence|setuptools|pkg_resources|"
+    # "__editable__" alone: its finder "__editable___pallasite_0_1_0_finder.py" has no word boundary there, and
+    # linked into PYTHONPATH it shadowed the fresh venv's own finder (the copy ran this checkout's code)
+    skip = re.compile(r"__editable__|(pallasite|pip|_distutils_hack|distutils-precedence|setuptools|pkg_resources|"
                       r"wheel)\b|(pytest|_pytest|py\.py)$|pytest-\d", re.IGNORECASE)  # pytest's plugins stay
     if os.stat(top).st_dev != os.stat(site).st_dev:
         top = Path(tempfile.mkdtemp(prefix="newcomer-deps-", dir=site.parent))

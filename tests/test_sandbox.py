@@ -273,3 +273,25 @@ except OSError:
     assert outcome.code == 0 and outcome.setup_error is None, outcome
     assert report["marker"] == "the venv" and report["venv_writable"] is False
     assert "mine" in report["tmp"] and not (venv.parent.parent / "mine").exists()
+
+
+def test_an_interpreter_reached_through_a_link_in_an_unbound_folder_runs(tmp_path, monkeypatch):
+    """A venv made by a ``python3`` that is a link in a folder of its own (a shim folder on PATH; the README's
+    newcomer test has one) names that link: the sandbox bound the venv's bin and the real interpreter, not the
+    link between, so exec'ing the interpreter failed with FileNotFoundError and `pallasite fix` could verify
+    nothing. The links are made again in the sandbox; nothing else of their folder is shown."""
+    shims, venv = tmp_path / "shims", tmp_path / "venv" / "bin"
+    shims.mkdir()
+    venv.mkdir(parents=True)
+    (shims / "python3").symlink_to(os.path.realpath(sys.executable))
+    (shims / "secret.txt").write_text("not for the sandbox\n")
+    (venv / "python3").symlink_to(shims / "python3")
+    monkeypatch.setattr(sys, "executable", str(venv / "python3"))
+    assert sandbox.interpreter_links() == [str(venv / "python3"), str(shims / "python3")]
+    report, _ = run_hostile(f"""
+import os, subprocess, sys
+report["ran"] = subprocess.run([sys.executable, "-S", "-c", "print(6 * 7)"], capture_output=True, text=True).stdout
+report["listed"] = sorted(os.listdir({str(shims)!r}))
+""")
+    assert report.get("ran", "").strip() == "42", report
+    assert report["listed"] == ["python3"]
