@@ -68,10 +68,10 @@ def _one_set(program: Any, prep: Any, args: Any, config: dict[str, int] | None,
     return {"rejection": bad, "outputs": outputs, "expected": expected, "tolerance": tolerance}
 
 
-def _drawn(program: Any, prep: Any, shapes: Any, config: dict[str, int] | None, seed: int) -> tuple[dict[str, Any], Any]:
+def _drawn(program: Any, prep: Any, shapes: Any, config: dict[str, int] | None, seed: int,
+           template: Any) -> tuple[dict[str, Any], Any]:
     from .. import timing_inputs as inputs_mod
 
-    template = _template(prep, config, shapes)
     args = inputs_mod.fresh_inputs(shapes, seed, template)
     return _one_set(program, prep, args, config, lambda: jax.jit(prep.reference)(*args)), template
 
@@ -87,10 +87,11 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int
         return _correct_own(main, prep, sizes, own, checks, say)
     say("comparing the candidate's program with the reference on fresh random inputs (in the judge)")
     full_ints: list[Any] = []  # the task's integers at its full size, read once if a reduced size needs them
-    why = _not_an_instance(prep, sizes.full, sizes.main, sizes.main_config, full_ints)
+    made = _template(prep, sizes.main_config, sizes.main)  # the task's own inputs at this size, made once
+    why = _not_an_instance(prep, sizes.full, sizes.main, sizes.main_config, made, full_ints)
     if why:
         raise NotVerified(f"not verified at the reduced size {sizes.verified_at}: {why}; check it on a device backend")
-    first, template = _drawn(main, prep, sizes.main, sizes.main_config, seed)
+    first, template = _drawn(main, prep, sizes.main, sizes.main_config, seed, made)
     if first.get("rejection"):
         rejection = first["rejection"]
         if template is not None and rejection["trick"] == "wrong_result" and first.get("outputs") is not None:
@@ -100,7 +101,7 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int
                                           "returned the reference's answer for the task's own example inputs")
         return [rejection]
     checks["outputs"] = [[list(x.shape), str(x.dtype)] for x in first["expected"]]
-    second, _ = _drawn(main, prep, sizes.main, sizes.main_config, seed + 1)
+    second, _ = _drawn(main, prep, sizes.main, sizes.main_config, seed + 1, made)
     if second.get("rejection"):
         rejection = second["rejection"]
         if second.get("outputs") is not None and guards.matches(second["outputs"], first["expected"], first["tolerance"]):
@@ -114,12 +115,13 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int
     if not isinstance(extra, Program):  # a program that will not export at the judge's second size
         return [guards.reject("shape_specialised", f"right at the checked size but not at {sizes.extra_how}: "
                               f"{extra['message']}")]
-    why = _not_an_instance(prep, sizes.full, sizes.extra, sizes.extra_config, full_ints)
+    made = _template(prep, sizes.extra_config, sizes.extra)
+    why = _not_an_instance(prep, sizes.full, sizes.extra, sizes.extra_config, made, full_ints)
     if why:
         checks["extra_shape"] = {"checked": False, "why": f"{sizes.extra_how} is not an instance of the task: {why}"}
         return []
     say(f"checking a second shape ({sizes.extra_how})")
-    third, _ = _drawn(extra, prep, sizes.extra, sizes.extra_config, seed + 2)
+    third, _ = _drawn(extra, prep, sizes.extra, sizes.extra_config, seed + 2, made)
     from .. import timing_inputs as inputs_mod
 
     checks["extra_shape"] = {"checked": True, "how": sizes.extra_how, "inputs": inputs_mod.signature(sizes.extra)}
@@ -132,16 +134,13 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int
     return []
 
 
-def _not_an_instance(prep: Any, full: Any, shapes: Any, config: dict[str, int] | None,
+def _not_an_instance(prep: Any, full: Any, shapes: Any, config: dict[str, int] | None, template: Any,
                      full_ints: list[Any]) -> str | None:
     """Why the task's inputs made at the reduced ``config`` break a relation its full size holds
     (runner/judging/instance.py), or None; ``full_ints`` caches the full size's integers."""
     from .instance import broken_relation, integer_leaves, integers_of
 
-    if not config:
-        return None
-    template = _template(prep, config, shapes)
-    if template is None:
+    if not config or template is None:
         return None
     if not full_ints:
         full_ints.append(integers_of(prep.task.inputs))
