@@ -599,7 +599,8 @@ def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
          baseline_name: str = "the original", given: dict[Any, float] | None = None,
          method: str = "") -> Ranking:
     """The one ranking of candidates, for optimize, search, eval and tune: judged by the judge, compiled and
-    correct, then the fastest by the baseline's method (a speedup through ``try_speedup``: never across
+    correct - verified at the task's own size before verified at a reduced size only - then the fastest by
+    the baseline's method (a speedup through ``try_speedup``: never across
     methods); then correct but untimed, then compiled, then the rest; ties keep the order given. A verdict
     not judged by the judge (``self_judged``) never ranks above any judged one, and never wins. ``given``:
     speedups already divided by the caller's one method (``method``: its label), e.g. search's nodes
@@ -623,8 +624,9 @@ def rank(baseline: Timing | None, candidates: Sequence[tuple[Any, Verdict]], *,
     def tier(item: tuple[int, tuple[Any, Verdict]]) -> tuple:
         index, (key, v) = item
         judged = not self_judged(v)
-        return (not (judged and v.passed), key not in speedups, -speedups.get(key, 0.0), v.compiled is not True,
-                not judged, index)
+        reduced = v.passed and v.test.verified_at is not None  # verified at reduced sizes only: below the task's size
+        return (not (judged and v.passed), reduced, key not in speedups, -speedups.get(key, 0.0),
+                v.compiled is not True, not judged, index)
 
     ordered = [key for _, (key, _) in sorted(enumerate(candidates), key=tier)]
     not_judged = tuple(k for k, v in candidates if v.passed and self_judged(v))

@@ -211,16 +211,17 @@ def _execution(prep: Prepared, check: bool):
 def _config_size(prep: Prepared, shapes: tuple[Any, ...]) -> Any:
     """(size, own): the task at a reduced CONFIG size (runner/timing_ladder.py) when it states one and
     is too big to interpret whole (None when it states none or fits; a string when it could not be
-    reduced); ``own``: the reference through its own inputs when it takes other arguments."""
+    reduced); ``own``: why the reference does not take the candidate's inputs (then no size: the judge
+    compares a candidate only on the task's own inputs), else None."""
     from . import timing_ladder
     from .interpret import _namespaces, probe_calls
 
     config = prep.task.config or {}
     if prep.task.format not in ("jaxbench", "maxkernel") or not any(timing_ladder._is_int(v) for v in config.values()):
         return None, None
-    own = None
-    if timing_ladder.takes_candidate_inputs(prep, shapes) is not None:
-        own = timing_ladder.own_reference(prep)
+    own = timing_ladder.takes_candidate_inputs(prep, shapes)
+    if own is not None:
+        return None, own
     try:
         fn = prep.probe()
         calls = probe_calls(fn, shapes, _namespaces(fn))
@@ -228,17 +229,7 @@ def _config_size(prep: Prepared, shapes: tuple[Any, ...]) -> Any:
         return f"the candidate does not trace at the task's size ({type(exc).__name__})", None
     if not calls:
         return None, None
-    if own is None:
-        return timing_ladder.config_ladder(prep, shapes, calls), None
-    allowed = timing_ladder.shared_keys(prep) or set()
-    aliases = timing_ladder.paired_keys(prep, own, shapes)
-    rows = timing_ladder.output_keys(prep, own, allowed, aliases)
-    if rows:  # first through output dims alone: a difference there is a verdict (ConfigSize.output_dims)
-        sized = timing_ladder.config_ladder(prep, shapes, calls, own=own, allowed=rows & allowed,
-                                            aliases={k: v for k, v in aliases.items() if k in rows})
-        if isinstance(sized, timing_ladder.ConfigSize):
-            return dataclasses.replace(sized, output_dims=True), own
-    return timing_ladder.config_ladder(prep, shapes, calls, own=own, allowed=allowed, aliases=aliases), own
+    return timing_ladder.config_ladder(prep, shapes, calls), None
 
 
 def _returned_input(outputs: Any, saved: list[np.ndarray]) -> int | None:

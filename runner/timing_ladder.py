@@ -52,9 +52,6 @@ class ConfigSize:
     peak_bytes: int  # the interpreter's estimated peak at that size
     steps: int  # grid steps of all the candidate's calls at that size
     second: dict[str, int] | None = None  # a second, larger reduced size that also fits (the shape check)
-    # every reduced name sizes an output dim alike on both sides (timing_ladder.output_keys): with a
-    # reference on its own inputs, a difference at this size is a verdict, not a pairing doubt
-    output_dims: bool = False
 
     @property
     def verified_at(self) -> str:
@@ -175,18 +172,6 @@ def scaled_probe(prep: Any, scaled: dict[str, int] | None) -> Callable[..., Any]
     return fn
 
 
-def own_reference(prep: Any) -> Callable[[], Any] | None:
-    """The reference through the task's own workload, ``workload(*create_inputs())`` of the
-    reference's module (timing_inputs.own_task), when that module makes its own inputs (JAXBench's
-    baseline.py): for a reference that takes other arguments than the candidate. Python values
-    among its inputs stay static (called inside one trace)."""
-    own = inputs_mod.own_task(prep.reference)
-    if own is None:
-        return None
-    workload, make = own
-    return lambda: workload(*make())
-
-
 def takes_candidate_inputs(prep: Any, shapes: tuple[Any, ...]) -> str | None:
     """None when the reference traces on the candidate's inputs, else why not."""
     try:
@@ -196,91 +181,16 @@ def takes_candidate_inputs(prep: Any, shapes: tuple[Any, ...]) -> str | None:
         return f"{type(exc).__name__}: {str(exc)[:160]}"
 
 
-def shared_keys(prep: Any) -> set[str] | None:
-    """The int CONFIG names the candidate's and the reference's modules both state with one value
-    (what both sides can be reduced by), or None when the reference states no CONFIG."""
-    space = getattr(inspect.unwrap(prep.reference), "__globals__", None)
-    ref = space.get("CONFIG") if isinstance(space, dict) else None
-    if not isinstance(ref, dict):
-        return None
-    return {k for k, v in (prep.task.config or {}).items() if _is_int(v) and ref.get(k) == v}
-
-
-def paired_keys(prep: Any, own: Callable[[], Any], shapes: tuple[Any, ...]) -> dict[str, str]:
-    """CONFIG names the two files spell differently for one size (JAXBench 6p: the kernel's
-    ``batch`` and ``num_q_heads``, the baseline's ``num_seqs`` and ``num_query_heads``, all 64):
-    candidate name -> reference name. Only a candidate int with no namesake of the same value is
-    paired, with a reference int of the same value the candidate does not state; a pair is kept when
-    halving both gives the candidate and the reference (through its own inputs) outputs of one shape
-    and exactly one such reference name does (by value alone, ``batch`` could pair with
-    ``num_query_heads``: the output shapes tell them apart)."""
-    space = getattr(inspect.unwrap(prep.reference), "__globals__", None)
-    ref = space.get("CONFIG") if isinstance(space, dict) else None
-    mine = dict(prep.task.config or {})
-    if not isinstance(ref, dict):
-        return {}
-    out: dict[str, str] = {}
-    for key, value in mine.items():
-        if not _is_int(value) or value < 2 or value % 2 or ref.get(key) == value:
-            continue
-        others = [k for k, v in ref.items() if _is_int(v) and v == value and k not in mine]
-        fits = [other for other in others if _halved_outputs(prep, own, {key: value // 2, other: value // 2}) is not None]
-        if len(fits) == 1:
-            out[key] = fits[0]
-    return out
-
-
-def output_keys(prep: Any, own: Callable[[], Any], keys: set[str], aliases: dict[str, str]) -> set[str]:
-    """Of ``keys`` (names both files state alike) and the ``aliases``' names, those that size an output
-    dim on both sides alike: halved, the candidate's and the reference's outputs still have one shape,
-    a smaller one than at full size (a batch, a head count). A task reduced by these alone is a cut of
-    its output's rows, each computed on both sides from the same draws: no size that one file derives
-    from another is left behind, so a difference there is a wrong kernel (``ConfigSize.output_dims``)."""
-    config = dict(prep.task.config or {})
-    try:
-        full = _signature(jax.eval_shape(lambda: own()))
-    except Exception:  # noqa: BLE001 - the caller reports a reference that does not trace
-        return set()
-    out = set()
-    for key in sorted(set(keys) | set(aliases)):
-        value = config.get(key)
-        if not _is_int(value) or value < 2 or value % 2:
-            continue
-        got = _halved_outputs(prep, own, {key: value // 2, **({aliases[key]: value // 2} if key in aliases else {})})
-        if got is not None and got != full:
-            out.add(key)
-    return out
-
-
-def _halved_outputs(prep: Any, own: Callable[[], Any], trial: dict[str, int]) -> list | None:
-    """The output signature at ``trial`` when the candidate's and the reference's agree, else None."""
-    try:
-        with inputs_mod.config_scaled(spaces_of(prep), trial):
-            small = inputs_mod.shapes_of(make_inputs(prep, trial))
-            got = jax.eval_shape(scaled_probe(prep, trial), *small)
-            want = jax.eval_shape(lambda: own())  # a fresh function: jax caches a trace by function
-    except Exception:  # noqa: BLE001 - that size does not trace on one side: no agreement
-        return None
-    return _signature(got) if _signature(got) == _signature(want) else None
-
-
-def _signature(tree: Any) -> list[tuple[tuple[int, ...], str]]:
-    return [(tuple(a.shape), str(a.dtype)) for a in jax.tree.leaves(tree) if hasattr(a, "shape")]
-
-
 def config_ladder(prep: Any, shapes: tuple[Any, ...], calls: list[Any],
-                  budget: int | None = None, own: Callable[[], Any] | None = None,
-                  allowed: set[str] | None = None, aliases: dict[str, str] | None = None) -> ConfigSize | str | None:
+                  budget: int | None = None) -> ConfigSize | str | None:
     """The task at a CONFIG size that fits (see the module doc); None when it fits as it is; a
     string (why not) when no CONFIG value could be reduced far enough. ``calls``: the candidate's
-    pallas_calls at the full size. ``own``: the reference through its own inputs (``own_reference``),
-    then only ``allowed`` CONFIG names are reduced (both modules state them alike) and the names of
-    ``aliases`` (``paired_keys``: the candidate's name -> the reference's) with their partner."""
-    ladder = _Ladder(prep, shapes, calls, budget or budget_bytes(), own, dict(aliases or {}))
+    pallas_calls at the full size."""
+    ladder = _Ladder(prep, shapes, calls, budget or budget_bytes())
     ok, peak = ladder.fits(shapes, calls)
     if ok:
         return None
-    keys = _ladder_keys(ladder.config, shapes, allowed, ladder.aliases)
+    keys = _ladder_keys(ladder.config, shapes)
     if not keys:
         return "no int CONFIG value is a size of the inputs"
     ladder.state = {"scaled": {}, "shapes": shapes, "calls": calls, "tries": 0, "peak": peak}
@@ -293,13 +203,12 @@ def _steps_of(calls: list[Any]) -> int:
     return sum(math.prod(g) for g in (grid_of(c) for c in calls) if g)
 
 
-def _ladder_keys(config: dict[str, Any], shapes: tuple[Any, ...], allowed: set[str] | None,
-                 aliases: dict[str, str]) -> list[str]:
+def _ladder_keys(config: dict[str, Any], shapes: tuple[Any, ...]) -> list[str]:
     """The CONFIG names the ladder may reduce, the sizes of the inputs first."""
     sizes = {d for leaf in jax.tree.leaves(shapes) for d in getattr(leaf, "shape", ())}
     # every int size: one that no input has (attention heads of a fused projection) may still
     # shrink the reference's intermediates; a step is kept only when the estimated peak drops
-    keys = [k for k, v in config.items() if _is_int(v) and v > 1 and (allowed is None or k in allowed or k in aliases)]
+    keys = [k for k, v in config.items() if _is_int(v) and v > 1]
     keys.sort(key=lambda k: not (config[k] in sizes or _shapes_follow(k)))  # sizes of the inputs first
     return keys
 
@@ -309,17 +218,11 @@ class _Ladder:
     kept step must keep, and ``state`` (the size it stands at: scaled values, input shapes, the
     candidate's calls there, traces spent, the estimated peak)."""
 
-    def __init__(self, prep: Any, shapes: tuple[Any, ...], calls: list[Any], budget: int,
-                 own: Callable[[], Any] | None, aliases: dict[str, str]) -> None:
-        self.prep, self.shapes, self.budget, self.aliases = prep, shapes, budget, aliases
+    def __init__(self, prep: Any, shapes: tuple[Any, ...], calls: list[Any], budget: int) -> None:
+        self.prep, self.shapes, self.budget = prep, shapes, budget
         self.config = dict(prep.task.config or {})
         self.spaces = spaces_of(prep)
-        if own is not None:
-            def reference(*_: Any) -> Any:
-                return own()
-        else:
-            reference = prep.reference
-        self.reference = reference
+        self.reference = prep.reference
         self.want, self.shared = block_structure(calls), sharing(calls)
         self.grids = [grid_of(c) for c in calls]
         self.state: dict[str, Any] = {}
@@ -356,15 +259,15 @@ class _Ladder:
         return refused
 
     def attempt(self, key: str) -> bool:
-        """One step down the ladder for ``key`` (with its partner of ``aliases``): kept (True) at the first
+        """One step down the ladder for ``key``: kept (True) at the first
         smaller value the task takes with the kernel's blocks, grid and sharing kept and a lower peak."""
-        state, config, aliases, spaces = self.state, self.config, self.aliases, self.spaces
+        state, config, spaces = self.state, self.config, self.spaces
         value = state["scaled"].get(key, config[key])
         for new in _smaller(value, config[key]):
             if state["tries"] >= MAX_TRIES:
                 return False
             state["tries"] += 1
-            trial = {**state["scaled"], key: new, **({aliases[key]: new} if key in aliases else {})}
+            trial = {**state["scaled"], key: new}
             try:
                 with inputs_mod.config_scaled(spaces, trial):
                     new_shapes = inputs_mod.shapes_of(make_inputs(self.prep, trial))
@@ -391,16 +294,15 @@ class _Ladder:
 
     def result(self, refused: dict[str, str]) -> ConfigSize | str:
         """The size the climb stands at (with a second size one step up, when it fits), or why not."""
-        state, config, aliases, budget = self.state, self.config, self.aliases, self.budget
+        state, config, budget = self.state, self.config, self.budget
         peak = state["peak"]
         if not state["scaled"]:
             return f"no CONFIG value could be reduced with the kernel's blocks kept ({self.last_why or 'nothing tried'})"
-        full = {**{aliases[k]: config[k] for k in aliases}, **config}
-        result = ConfigSize({k: v for k, v in state["scaled"].items()}, {k: full[k] for k in state["scaled"]},
+        result = ConfigSize({k: v for k, v in state["scaled"].items()}, {k: config[k] for k in state["scaled"]},
                             state["shapes"], peak, _steps_of(state["calls"]))
         if peak <= budget:
-            result = _with_second(result, state, full, self.spaces, self.prep, self.probe, self.want, self.grids, budget,
-                                  self.fits, aliases, self.shared)
+            result = _with_second(result, config, self.spaces, self.prep, self.probe, self.want, self.grids, budget,
+                                  self.fits, self.shared)
         if peak > budget:
             return (f"at the smallest size the kernel takes ({result.verified_at}) the interpreter would still need "
                     f"about {peak / 2**20:.0f} MiB (the check's budget is {budget / 2**20:.0f} MiB; {state['tries']} "
@@ -408,21 +310,17 @@ class _Ladder:
         return result
 
 
-def _with_second(result: ConfigSize, state: dict[str, Any], config: dict[str, Any], spaces: tuple, prep: Any,
+def _with_second(result: ConfigSize, config: dict[str, Any], spaces: tuple, prep: Any,
                  probe: Callable[..., list[Any]], want: list[tuple], grids: list, budget: int,
-                 fits: Callable[..., tuple[bool, int]], aliases: dict[str, str] | None = None,
-                 shared: list[tuple] | None = None) -> ConfigSize:
-    """``result`` with a second size one step up the ladder (one value doubled back, with its
-    partner of ``aliases``) when it fits."""
+                 fits: Callable[..., tuple[bool, int]], shared: list[tuple] | None = None) -> ConfigSize:
+    """``result`` with a second size one step up the ladder (one value doubled back) when it fits."""
     import dataclasses
 
-    aliases = aliases or {}
-    partners = set(aliases.values())
     for key in sorted(result.scaled, key=lambda k: result.scaled[k]):
         up = result.scaled[key] * 2
-        if up > config[key] or key in partners:
+        if up > config[key]:
             continue
-        trial = {**result.scaled, key: up, **({aliases[key]: up} if key in aliases else {})}
+        trial = {**result.scaled, key: up}
         try:
             with inputs_mod.config_scaled(spaces, trial):
                 s = inputs_mod.shapes_of(make_inputs(prep, trial))

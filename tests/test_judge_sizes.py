@@ -50,10 +50,11 @@ def test_a_proposal_outside_the_trusted_config_is_refused(prep):
     from pallasite.runner.judging.sizes import from_proposal
 
     assert "not a CONFIG size" in from_proposal(prep, {"config": {"M": 16384}})  # larger than the task's
-    assert "not a CONFIG size" in from_proposal(prep, {"config": {"M": 2048, "batch": 2048}})  # not its name
-    paired = from_proposal(prep, {"config": {"M": 2048, "batch": 2048}, "own": True})  # its spelling of M, by value
-    assert paired.own and paired.extra is None  # each side on its own inputs: no second size of the judge's
-    assert "not a CONFIG size" in from_proposal(prep, {"config": {"M": 2048, "batch": 1000}, "own": True})
+    # a name only the candidate's file spells, or its word that the reference takes other arguments: its
+    # arguments differ from the task's, so no verdict (issue 56: the own-inputs path is gone)
+    for proposal in ({"config": {"M": 2048, "batch": 2048}}, {"config": {"M": 2048}, "own": True}):
+        why = from_proposal(prep, proposal)
+        assert isinstance(why, str) and why.startswith("not verified: its arguments differ from the task's"), why
 
 
 def test_fresh_integers_keep_their_relations_beside_floats_and_are_permuted_alone():
@@ -70,25 +71,6 @@ def test_fresh_integers_keep_their_relations_beside_floats_and_are_permuted_alon
     assert np.array_equal(np.asarray(got_lens), lens) and not np.array_equal(np.asarray(got_q), q)
     (alone,) = fresh_inputs(shapes[1:], seed=7, template=(lens,))
     assert sorted(np.asarray(alone).tolist()) == sorted(lens.tolist()) and not np.array_equal(np.asarray(alone), lens)
-
-
-def test_a_false_claim_of_other_arguments_is_not_judged_on_the_candidate_s_inputs(prep, monkeypatch):
-    """A candidate's process may claim the reference takes other arguments (and name a CONFIG size only its own
-    file spells) to be compared on inputs it made itself; when those inputs are the task's own, the claim is
-    false and no module is asked for at them (it would have been compared on its own inputs)."""
-    import numpy as np
-
-    from pallasite.runner.judging import exported_run
-    from pallasite.runner.judging.sizes import from_proposal
-
-    sizes = from_proposal(prep, {"config": {"M": 2048, "K": 2048, "N": 14336, "batch": 2048}, "own": True})
-    assert sizes.own
-    same = [np.zeros(s.shape, s.dtype) for s in sizes.main]  # the task's own layout, made by the candidate
-    monkeypatch.setattr(exported_run, "own_inputs", lambda sock, sizes: same)
-    monkeypatch.setattr(exported_run, "_ask", lambda *a: (_ for _ in ()).throw(AssertionError("asked for a module")))
-    got = exported_run.export_all(None, sizes, SimpleNamespace(device_kind=""), False)
-    blob, _, _, why, _ = got["main"]
-    assert blob is None and "its inputs are the task's" in why
 
 
 def test_no_reduced_size_that_fits_is_said_not_run_whole(prep):

@@ -69,6 +69,25 @@ def test_a_slower_candidate_is_never_the_winner():
     assert pick_winner(None, [(2, fast)]).why.startswith("no winner: the original was not timed")
 
 
+def test_a_candidate_verified_only_at_a_reduced_size_ranks_below_one_verified_at_the_tasks_size():
+    """Size honesty (issue 56): a faster candidate checked only at "seq_len 512 of 4096" does not outrank a
+    correct one checked at the task's own size; between two at reduced sizes the faster still wins."""
+    from pallasite.analysis.verdict import CompileResult, JudgedBy, TestResult, rank
+
+    base = Timing(1e-3, "estimate", "v6e", COST_MODEL)
+
+    def judged(seconds: float, at: str | None) -> Verdict:
+        return Verdict(CompileResult.passed("v6e"), TestResult.ok("here", verified_at=at),
+                       Timing(seconds, "estimate", "v6e", COST_MODEL), judged_by=JudgedBy.JUDGE)
+
+    fast_reduced, slow_full = judged(2e-4, "seq_len 512 of 4096"), judged(5e-4, None)
+    ranking = rank(base, [("reduced", fast_reduced), ("full", slow_full)])
+    assert ranking.order == ("full", "reduced") and ranking.winner.name == "full"
+    both = rank(base, [("a", judged(5e-4, "seq_len 512 of 4096")), ("b", fast_reduced)])
+    assert both.order == ("b", "a")
+    assert "(verified at seq_len 512 of 4096)" in fast_reduced.text()
+
+
 def test_the_verdicts_cost_model_name_is_the_one_the_cost_model_reports():
     from pallasite.runner import cost_model
 

@@ -29,6 +29,17 @@ from .channel import recv_frame, send_frame
 
 
 def _export_loop(sock: socket.socket, params: dict[str, Any]) -> None:
+    """Load the candidate's file and export its entry for the TPU at each signature the judge names, its
+    questions about the hardware answered as the target chip (runner/target_chip.py: ``jax.default_backend()``
+    is "tpu", ``pltpu.get_tpu_info()`` the chip's), so the program exported is the one a TPU would run - a
+    kernel put in interpret mode off-TPU (``interpret=jax.default_backend() != "tpu"``) is lowered by Mosaic."""
+    from ..target_chip import target_chip
+
+    with target_chip(str(params.get("target") or "v6e")):
+        _exports(sock, params)
+
+
+def _exports(sock: socket.socket, params: dict[str, Any]) -> None:
     import jax
     import numpy as np
 
@@ -50,7 +61,7 @@ def _export_loop(sock: socket.socket, params: dict[str, Any]) -> None:
     send_frame(sock, {"op": "loaded"})
     while True:
         header, _ = recv_frame(sock)
-        if header.get("op") in ("propose", "inputs"):
+        if header.get("op") == "propose":
             _answer(sock, prep, header)
             continue
         if header.get("op") != "export":
@@ -86,33 +97,21 @@ def _why_not(exc: BaseException, flat: Any, signature: Any) -> str:
 
 
 def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
-    """A reduced CONFIG size by pallasite's own rules on this program (``propose``: the judge checks the
-    values and makes the inputs itself), or this file's own inputs at a CONFIG size (``inputs``)."""
-    import jax
-
-    from .. import timing, timing_ladder
-    from .. import timing_inputs as inputs_mod
+    """A reduced CONFIG size by pallasite's own rules on this program (``propose``): the judge checks the
+    values and makes the inputs itself; ``own``: the task's reference does not take this entry's inputs."""
+    from .. import memory_guard, timing, timing_ladder
 
     try:
-        if header["op"] == "propose":
-            from .. import memory_guard
-
-            knobs = header.get("knobs") or {}
-            for name in ("TARGET_BYTES", "MAX_STEPS", "DEFAULT_BUDGET", "BUDGET_SHARE"):  # the judge's, not ours
-                if isinstance(knobs.get(name), int):
-                    setattr(timing_ladder, name, knobs[name])
-            if isinstance(knobs.get("LIMIT_MB"), int):
-                memory_guard.LIMIT_MB = knobs["LIMIT_MB"]
-            sized, own = timing._config_size(prep, prep.task.abstract_args())
-            scaled = dict(getattr(sized, "scaled", None) or {})
-            send_frame(sock, {"op": "proposal", "config": scaled or None, "own": own is not None,
-                              "output_dims": bool(getattr(sized, "output_dims", False)),
-                              "why_not": sized if isinstance(sized, str) else None})
-            return
-        config = header.get("config") or {}
-        with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config or None):
-            made = timing_ladder.concrete_at(prep, config)
-        send_frame(sock, {"op": "inputs"}, [jax.numpy.asarray(a) for a in jax.tree.leaves(made)])
+        knobs = header.get("knobs") or {}
+        for name in ("TARGET_BYTES", "MAX_STEPS", "DEFAULT_BUDGET", "BUDGET_SHARE"):  # the judge's, not ours
+            if isinstance(knobs.get(name), int):
+                setattr(timing_ladder, name, knobs[name])
+        if isinstance(knobs.get("LIMIT_MB"), int):
+            memory_guard.LIMIT_MB = knobs["LIMIT_MB"]
+        sized, own = timing._config_size(prep, prep.task.abstract_args())
+        scaled = dict(getattr(sized, "scaled", None) or {})
+        send_frame(sock, {"op": "proposal", "config": scaled or None, "own": own is not None,
+                          "why_not": sized if isinstance(sized, str) else None})
     except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
         send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]})
 

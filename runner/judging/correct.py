@@ -1,13 +1,13 @@
 """The one comparison of a candidate's program with the trusted reference, run by the judge.
 
-``correct(programs, prep, sizes, own, seed, checks, say)`` returns the rejections the candidate earns:
+``correct(programs, prep, sizes, seed, checks, say)`` returns the rejections the candidate earns:
 two sets of fresh inputs at the checked size (runner/timing_inputs.fresh_inputs: floats drawn at the
 task's scale, integers permuted from the task's own), the example's own answer returned on fresh inputs
 (``precomputed_result``), the first set's answer returned on the second (``cached_result``), an input
 returned unchanged, a degenerate comparison, and a second size (``shape_specialised``). The comparison
 itself is runner/timing_guards.compare_outputs, with the task's tolerance. ``programs`` maps "main" and
-"extra" to the candidate's exported programs (or rejections); ``own``: the candidate's own inputs when
-the reference takes other arguments (each side runs on its own inputs, said in the notes).
+"extra" to the candidate's exported programs (or rejections). Every input is the judge's: the candidate's
+process never says which inputs or arguments are used.
 
 Worker side: imports jax.
 """
@@ -76,15 +76,13 @@ def _drawn(program: Any, prep: Any, shapes: Any, config: dict[str, int] | None, 
     return _one_set(program, prep, args, config, lambda: jax.jit(prep.reference)(*args)), template
 
 
-def correct(programs: dict[str, Any], prep: Any, sizes: Any, own: Any, seed: int, checks: dict[str, Any],
+def correct(programs: dict[str, Any], prep: Any, sizes: Any, seed: int, checks: dict[str, Any],
             say: Callable[[str], None]) -> list[dict[str, Any]]:
     """The rejections (see the module docstring); ``checks`` records what was checked."""
     from .. import timing_guards as guards
     from .program import Program
 
     main = programs["main"]
-    if sizes.own:
-        return _correct_own(main, prep, sizes, own, checks, say)
     say("comparing the candidate's program with the reference on fresh random inputs (in the judge)")
     full_ints: list[Any] = []  # the task's integers at its full size, read once if a reduced size needs them
     made = _template(prep, sizes.main_config, sizes.main)  # the task's own inputs at this size, made once
@@ -153,28 +151,3 @@ def _expected_at(prep: Any, args: Any, config: dict[str, int] | None) -> Any:
 
     with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
         return jax.jit(prep.reference)(*args)
-
-
-def _correct_own(main: Any, prep: Any, sizes: Any, own: Any, checks: dict[str, Any],
-                 say: Callable[[str], None]) -> list[dict[str, Any]]:
-    """A reference that takes other arguments: it runs on its task's own inputs, the candidate's program on
-    the candidate's own inputs at the same CONFIG (the same seeded draws of the task's inputs function)."""
-    from .. import timing_guards as guards
-    from .. import timing_ladder
-
-    if isinstance(own, str) or not own:
-        return [guards.reject("candidate_failed", own if isinstance(own, str) else "no inputs from the candidate")]
-    reference = timing_ladder.own_reference(prep)
-    if reference is None:
-        return [guards.reject("reference_failed", "the reference takes other arguments and its file makes no inputs "
-                                                  "of its own")]
-    checks["own_inputs"] = ("the reference takes other arguments than the candidate: each ran on its own task inputs "
-                            "(workload(*create_inputs()), the same seeded draws), not on fresh random ones")
-    say("comparing the candidate's program on its own inputs with the reference on the task's (in the judge)")
-    args = tuple(jax.numpy.asarray(a) for a in own)
-    one = _one_set(main, prep, args, sizes.main_config, lambda: jax.jit(reference)())
-    if one.get("rejection") and sizes.main_config and not sizes.output_dims and one["rejection"]["trick"] == "wrong_result":
-        raise NotVerified(f"not verified: at the reduced size {sizes.verified_at} the candidate differs from the "
-                          "reference run on its own inputs, and the two files' CONFIGs are paired by name only (a size "
-                          "one derives from another may not follow): " + one["rejection"]["message"][:600])
-    return [one["rejection"]] if one.get("rejection") else []

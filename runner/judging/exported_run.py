@@ -53,25 +53,12 @@ def _ask(sock: Any, signature: list[list[Any]], config: dict[str, int] | None, d
 
 def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, Any]:
     """{"main" | "extra" | "full": (bytes or None, signature, config, why, concrete)}: one symbolic module for
-    all of them where the program exports so, else one module per size. A reference that takes other
-    arguments than the candidate (``sizes.own``): the candidate's own inputs at the main size first, and its
-    module at their signature."""
+    all of them where the program exports so, else one module per size, each for the TPU at the judge's
+    signature."""
     from .. import timing_inputs as inputs_mod
     from .sizes import symbolic
 
     kind = _tpu_kind(prep)
-    if sizes.own:
-        own = own_inputs(sock, sizes)
-        if isinstance(own, str):
-            return {"main": (None, [], sizes.main_config, own, []), "own_inputs": own}
-        signature = inputs_mod.signature(tuple(own))
-        if sizes.own_claimed and signature == inputs_mod.signature(sizes.main):  # a claim the task's inputs belie
-            why = ("the candidate's process said the reference takes other arguments than its program, yet its "
-                   "inputs are the task's: it is judged on the judge's inputs or not at all")
-            return {"main": (None, [], sizes.main_config, why, []), "own_inputs": why}
-        blob, why = _ask(sock, signature, sizes.main_config, kind)
-        return {"main": (blob, signature, sizes.main_config, why, signature), "own_inputs": own,
-                "symbolic": False, "why_not": "the reference takes other arguments: the candidate's own inputs"}
     wanted = {"main": (sizes.main, sizes.main_config)}
     if sizes.extra is not None:
         wanted["extra"] = (sizes.extra, sizes.extra_config)
@@ -97,16 +84,6 @@ def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, A
         blob, why = _ask(sock, signature, config, kind)
         out[name] = (blob, signature, config, why, signature)
     return out
-
-
-def own_inputs(sock: Any, sizes: Any) -> list[Any] | str:
-    """The candidate's own inputs at the main size (a reference that takes other arguments than the
-    candidate runs on its own: the candidate's layout comes from its own file, said in the notes)."""
-    send_frame(sock, {"op": "inputs", "config": sizes.main_config})
-    header, arrays = receive(sock)
-    if header.get("op") != "inputs":
-        return f"the candidate's inputs function failed: {str(header.get('error'))[:500]}"
-    return arrays
 
 
 def _tpu_kind(prep: Any) -> str:
@@ -235,7 +212,7 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
     if not result["rejections"]:
         seed = int.from_bytes(os.urandom(4), "little")  # a local: nothing the candidate ever reaches
         try:
-            result["rejections"] = correct(programs, prep, sizes, modules.get("own_inputs"), seed, checks, say)
+            result["rejections"] = correct(programs, prep, sizes, seed, checks, say)
         except NotVerified as exc:
             return {**result, "verdict": "error", "error": str(exc)}
         checks["seed"] = seed

@@ -39,11 +39,21 @@ NOT_EXPORTABLE = "not_exportable"
 JUDGE = "the judge"  # analysis/verdict.JudgedBy.JUDGE's value
 
 
-def candidate_params(params: dict[str, Any]) -> dict[str, Any]:
-    """What the candidate's process is told: its own file and task, nothing of the judge's."""
+def candidate_params(params: dict[str, Any], target: str = "v6e") -> dict[str, Any]:
+    """What the candidate's process is told: its own file and task, and the chip its program is exported
+    for (``target``: its hardware questions are answered as that chip's); nothing of the judge's."""
     keep = ("path", "text", "modules", "package", "entry", "config", "reference_path", "reference_text",
             "reference_modules", "reference_entry")
-    return {k: params[k] for k in keep if k in params}
+    return {**{k: params[k] for k in keep if k in params}, "target": target}
+
+
+def target_of(params: dict[str, Any], prep: Any) -> str:
+    """The chip the candidate's program is exported for: this device's, else the estimate's, else v6e."""
+    from ...analysis.types import CHIP_TARGETS
+
+    kind = str(prep.device_kind or "")
+    by_kind = {t.device_kind: t.name for t in CHIP_TARGETS}
+    return by_kind.get(kind) or str(params.get("estimate_chip") or "") or "v6e"
 
 
 def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
@@ -60,7 +70,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                 prep = trusted_prep(params, stack)
             except Exception as exc:  # noqa: BLE001 - nothing trusted: nobody judges
                 return _with(timing._failed(params, f"not judged: {exc}"), record, "")
-            sock, pid = spawn("export", candidate_params(params))
+            sock, pid = spawn("export", candidate_params(params, target_of(params, prep)))
             record["candidate_pid"] = pid
             try:
                 return _with(_judge(sock, pid, params, say, prep, verifier, record), record, JUDGE)

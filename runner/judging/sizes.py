@@ -10,7 +10,9 @@ own (JAXBench's baseline.py, a MaxKernel reference) has no block structure to re
 process proposes a reduced CONFIG size by the same rules on its own program, and the judge takes only
 the CONFIG values from it, checked (``from_proposal``): each an int the trusted CONFIG states, no
 larger than its value there; the shapes are made by the trusted side at those values, and the second
-size is the judge's (the proposal's own second size is never read).
+size is the judge's (the proposal's own second size is never read). Only the judge's inputs are ever
+used: a candidate whose arguments differ from the task's (another signature, CONFIG names the task's
+file does not state) is "not verified", never compared on inputs of its own.
 
 ``symbolic(sizes)``: one signature that covers every size the judge will run, dims that differ between
 them written as ``k*s<i>`` (``k`` their greatest common divisor): a program exported at it is one module
@@ -40,9 +42,6 @@ class Sizes:
     extra_how: str = ""
     note: str | None = None  # how the main size was reduced, in words
     verified_at: str | None = None  # a reduced CONFIG size, as "seq_len 512 of 4096"
-    own: bool = False  # the reference takes other arguments: each side runs on its own inputs
-    output_dims: bool = False  # (timing_ladder.ConfigSize.output_dims)
-    own_claimed: bool = False  # ``own`` on the candidate's word alone (the reference traces on the task's inputs)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -83,8 +82,10 @@ def judge_sizes(prep: Any, reduce: bool) -> Sizes | str | None:
             any(isinstance(v, int) and not isinstance(v, bool) for v in (prep.task.config or {}).values()):
         return None  # the ladder reads the kernel's blocks: the candidate's process proposes, the judge checks
     sized, own = timing._config_size(prep, full)
-    if own is not None or (sized is not None and not isinstance(sized, str)):
-        return _at_config(prep, full, sized, own is not None)
+    if own is not None:
+        return not_same_arguments("the task's reference does not take the inputs its own task makes")
+    if sized is not None and not isinstance(sized, str):
+        return _at_config(prep, full, sized)
     small = timing_shrink.reduced(prep, full)
     if small is None:
         return plain
@@ -99,23 +100,23 @@ def judge_sizes(prep: Any, reduce: bool) -> Sizes | str | None:
             "device backend, or give the file smaller example inputs")
 
 
-def _at_config(prep: Any, full: tuple[Any, ...], sized: Any, own: bool) -> Sizes | str:
+def not_same_arguments(what: str) -> str:
+    """The judge's words for a candidate it cannot give the task's own inputs: no verdict either way."""
+    return (f"not verified: its arguments differ from the task's ({what}); the judge compares a candidate only on "
+            "inputs it makes itself from the task's own file, so give the candidate the task's signature")
+
+
+def _at_config(prep: Any, full: tuple[Any, ...], sized: Any) -> Sizes:
     from .. import timing_ladder
 
-    if isinstance(sized, str):
-        return ("not checked in interpret mode: the reference takes other arguments than the candidate, so both run "
-                f"on their own inputs, and the task could not be reduced to fit: {sized}")
-    if sized is None:
-        return Sizes(full, full, own=own)
-    second = sized.second if not own else None
+    second = sized.second
     extra = None
     if second:
         with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), {**sized.scaled, **second}):
             extra = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, {**sized.scaled, **second}))
     return Sizes(full, sized.shapes, dict(sized.scaled) or None, extra, {**sized.scaled, **second} if extra else None,
                  f"CONFIG at {sized.second_at}" if extra is not None else "no second reduced CONFIG size fits the "
-                 "check's memory", sized.note if sized.scaled else None, sized.verified_at if sized.scaled else None,
-                 own, sized.output_dims)
+                 "check's memory", sized.note if sized.scaled else None, sized.verified_at if sized.scaled else None)
 
 
 # The judge runs a proposed size's program with half the worker's memory to itself: the candidate's process is
@@ -137,48 +138,38 @@ def ladder_knobs() -> dict[str, int]:
 
 def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
     """The candidate's proposed reduced CONFIG values, checked against the trusted CONFIG; the shapes and
-    the second size are the judge's own. A name the trusted CONFIG does not state is the candidate file's
-    own spelling of one it does (JAXBench 6p: the kernel's ``batch``, the baseline's ``num_seqs``): taken
-    only where each side runs on its own inputs (the reference takes other arguments) and with the value
-    of a trusted name proposed beside it; it sizes the candidate's own inputs, never the reference's."""
-    from .. import timing_ladder
-
+    the second size are the judge's own. A proposal that names a CONFIG size the task's file does not
+    state, or says the task's reference does not take the candidate's inputs, is a candidate whose
+    arguments differ from the task's: not verified (its word can only withhold its own verdict)."""
     config = dict(prep.task.config or {})
     scaled = proposal.get("config") if isinstance(proposal.get("config"), dict) else None
+    if proposal.get("own") is True:
+        return not_same_arguments("the task's reference does not take the inputs the candidate's entry takes")
     if not scaled and isinstance(proposal.get("why_not"), str):  # too big whole, and no reduced size fits
         return ("not checked in interpret mode: the task is too big to run whole in the check's memory and no reduced "
                 f"CONFIG size fits it ({proposal['why_not'][:400]}); give the worker more memory (--memory-mb, the "
                 "check.memoryMb setting) or check it on a device backend")
+    full = prep.task.abstract_args()
     if not scaled:  # the program fits the judge's budget whole: the task's own size (the worker's limits hold)
-        full = prep.task.abstract_args()
         extra, how, at = _extra(prep)
         return Sizes(full, full, extra=extra, extra_how=how, extra_config=at)
-    full = prep.task.abstract_args()
-    trusted = {k: v for k, v in scaled.items() if k in config}
-    claimed = proposal.get("own") is True and len(trusted) < len(scaled)  # names only its own file spells
-    trusted_own = timing_ladder.takes_candidate_inputs(prep, full) is not None
-    own = claimed or trusted_own
     for key, value in scaled.items():
-        known = key in config and isinstance(config[key], int) and isinstance(value, int) and 1 <= value <= config[key]
-        paired = key not in config and own and isinstance(value, int) and value in trusted.values()
-        if not (known or paired):
+        if key not in config:
+            return not_same_arguments(f"its CONFIG names {key!r}, which the task's file does not state")
+        if not (isinstance(config[key], int) and isinstance(value, int) and 1 <= value <= config[key]):
             return f"a proposed reduced size {key}={value!r} is not a CONFIG size of the task's own file to reduce"
-    if not trusted:
-        return "the proposed reduced size names no CONFIG size of the task's own file"
+    from .. import timing_ladder
+
     spaces = timing_ladder.spaces_of(prep)
-    with inputs_mod.config_scaled(spaces, trusted):
-        main = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, trusted))
-    second, extra = _second_size(prep, trusted, config, spaces) if not own else ({}, None)
-    at = ", ".join(f"{k} {v} of {config[k]}" if k in config else f"{k} {v} (the candidate's name)"
-                   for k, v in scaled.items())
-    return Sizes(full, main, dict(scaled), extra, {**trusted, **second} if extra is not None else None,
+    with inputs_mod.config_scaled(spaces, scaled):
+        main = inputs_mod.shapes_of(timing_ladder.make_inputs(prep, scaled))
+    second, extra = _second_size(prep, scaled, config, spaces)
+    at = ", ".join(f"{k} {v} of {config[k]}" for k, v in scaled.items())
+    return Sizes(full, main, dict(scaled), extra, {**scaled, **second} if extra is not None else None,
                  f"CONFIG at {', '.join(f'{k} {v}' for k, v in second.items())}" if extra is not None else
                  "no second reduced size", f"checked at a reduced size through the task's CONFIG: {at} (the "
                  "candidate's process proposed the CONFIG values; the judge checked them against the task's file "
-                 "and made the inputs)", at, own,
-                 # the candidate's word that the names it reduced size output dims on both sides: it can only
-                 # turn its own "not verified" into "rejected" (a verdict), never a difference into a pass
-                 output_dims=own and proposal.get("output_dims") is True, own_claimed=own and not trusted_own)
+                 "and made the inputs)", at)
 
 
 def _second_size(prep: Any, trusted: dict[str, int], config: dict[str, Any],
@@ -210,7 +201,7 @@ def symbolic(sizes: Sizes, *, full: bool) -> list[tuple[list[list[Any]], Sizes]]
     dims alone, the others kept at the main size (the second size then moves that group only: a program
     whose blocks span one of the dims exports along the others). Empty when the sizes differ in rank,
     dtype or CONFIG (a CONFIG size is read as a Python int: it cannot be symbolic)."""
-    if sizes.main_config or sizes.extra_config or sizes.own or sizes.extra is None:
+    if sizes.main_config or sizes.extra_config or sizes.extra is None:
         return []
     sets = [inputs_mod.signature(s) for s in (sizes.main, sizes.extra, sizes.full if full else None) if s is not None]
     if any(len(s) != len(sets[0]) for s in sets):
