@@ -102,3 +102,20 @@ def test_without_a_device_inputs_that_cannot_be_reduced_are_refused_at_once(tmp_
                      cwd=tmp_path)
     assert done.returncode == 2
     assert "cannot be reduced" in done.stdout + done.stderr and "device backend" in done.stdout + done.stderr
+
+
+def test_a_kernel_in_interpret_mode_off_tpu_is_judged_as_the_tpu_runs_it(tmp_path):
+    """``interpret=jax.default_backend() != "tpu"`` (benchmark and tutorial code): the candidate's process
+    answers as the target chip while it exports, so the judge gets the kernel's Mosaic lowering - the honest
+    kernel is judged (it was "rejected: no_pallas_call") and each cheat written the same way is refused for its
+    own trick, not for the idiom."""
+    folder = DATA / "backend_idiom"
+    want = {"optimized": ("ok", []), "half_written": ("rejected", ["partial_write"]),
+            "around_the_kernel": ("rejected", ["pallas_call_unused"])}
+    for name, (verdict, tricks) in want.items():
+        done = pallasite("time", str(folder), "--kernel", str(folder / f"{name}.py"), "--runs", "1", "--warmup", "1",
+                         "--no-store", "--format", "json", cwd=tmp_path)
+        result = json.loads(done.stdout)["result"]
+        assert result["verdict"] == verdict, (name, result.get("error"), result["rejections"])
+        assert [r["trick"] for r in result["rejections"]] == tricks, name
+        assert result["checks"]["module"]["kernels"] == 1, name
