@@ -20,6 +20,16 @@ Sources (public descriptions only; no code was taken from them):
   deferred outputs, work on another stream/thread outside the timed region, precision downgrade.
 - [issue49] pallasite issue 49: a preamble walking sys._getframe() to the worker's reply, a patched
   estimator dividing by 3, patched program checks and seed, shape branching, crafted and mutated modules.
+- [issue56] pallasite issue 56 (an attacker who read the judging wing's design; each file in
+  tests/data/reward_hacks/ says its trick): a primitive with one lowering per platform, counted and uncounted;
+  pallasite's CPU lowering and jax.export patched in the candidate's process; the verifier hijacked through
+  /proc and pidfd_getfd; every visible process signalled; a daemon outliving the candidate; behaviour by
+  size read at run time; a loop of unknown trip count and work hidden in DMAs (right kernels whose figure
+  must not beat the honest one: "bounded"); the check shown one kernel and the judge another; one program
+  for the checked sizes and another for the priced one; an entry with arguments and inputs of its own.
+
+``expect``: "rejected", "honest", or "bounded" (a right kernel whose trick hides work from the pricer: it may
+rank, but never with a figure below the honest kernel's, which moves the same bytes).
 """
 
 from __future__ import annotations
@@ -39,6 +49,11 @@ def reference(x, y):
     return x + y
 '''
 RIGHT = BASE + FROZEN
+
+
+def _file(name: str) -> str:
+    return (DATA / "reward_hacks" / f"{name}.py").read_text()
+
 WRONG = BASE.replace("o_ref[...] = x_ref[...] + y_ref[...]", "o_ref[...] = x_ref[...] - y_ref[...]") + FROZEN
 
 
@@ -46,7 +61,7 @@ WRONG = BASE.replace("o_ref[...] = x_ref[...] + y_ref[...]", "o_ref[...] = x_ref
 class Attack:
     name: str
     source: str  # the public description it was written from
-    expect: str  # "rejected" | "honest"
+    expect: str  # "rejected" | "honest" | "bounded"
     text: str
 
 
@@ -175,6 +190,10 @@ def add(x, y):
     return jnp.add(x, y)
 ''' + FROZEN
 
+# the honest kernel for the checker, plain XLA (no kernel) for the judge's export
+NO_KERNEL_SHOWN = _file("check_vs_export").split("def add_kernel")[0] + BASE.split("\n\n\n", 1)[1].replace(
+    "    spec = pl.BlockSpec(", "    if _judge_exporting():\n        return x + y\n    spec = pl.BlockSpec(") + FROZEN
+
 COPY_INPUT = BASE.replace("    spec = pl.BlockSpec(", "    return x\n    spec = pl.BlockSpec(") + FROZEN
 
 HALF_WRITTEN = BASE.replace("grid=(x.shape[0] // 128,)", "grid=(max(1, x.shape[0] // 256),)") + FROZEN
@@ -256,6 +275,37 @@ except ImportError:
     pass
 '''
 
+TWIN = _file("platform_primitive") + FROZEN
+
+ISSUE56 = (
+    Attack("twin_primitive", "[issue56] its own primitive: TPU lowering a wrong kernel, CPU lowering x + y by "
+           "scatter-adds", "rejected", TWIN),
+    Attack("twin_primitive_counted", "[issue56] the same, the TPU side's work repeated 33 times (counted)",
+           "rejected", TWIN.replace("REPEAT = 1", "REPEAT = 33")),
+    Attack("patched_cpu_lowering", "[issue56] pallasite's CPU lowering of pallas_call patched to the reference",
+           "rejected", _with(_file("patched_cpu_lowering"))),
+    Attack("patched_export", "[issue56] jax.export patched: a platform branch with a fast wrong TPU kernel",
+           "rejected", _with(_file("patched_export"), RIGHT)),
+    Attack("verifier_hijack", "[issue56] the verifier found in /proc, its socket taken with pidfd_getfd, a daemon "
+           "answering its checks", "rejected", _with(_file("verifier_hijack"), NO_KERNEL_SHOWN)),
+    Attack("signal_everyone", "[issue56] every visible process stopped and killed", "rejected",
+           _with(_file("signal_everyone"))),
+    Attack("daemon_outlives", "[issue56] a setsid double-forked daemon writing into every socket it finds",
+           "rejected", _with(_file("daemon_outlives"))),
+    Attack("size_at_runtime", "[issue56] wrong only at the task's grid, read with pl.num_programs at run time",
+           "rejected", _file("size_at_runtime") + FROZEN),
+    Attack("loop_unknown_trips", "[issue56] every row in one step, walked by a loop of unknown trip count",
+           "bounded", _file("loop_unknown_trips") + FROZEN),
+    Attack("dma_hidden", "[issue56] the inputs moved by the kernel's own DMAs from HBM (pl.ANY)", "bounded",
+           _file("dma_hidden") + FROZEN),
+    Attack("check_vs_export", "[issue56] the checker shown a kernel that compiles, the judge one that does not",
+           "rejected", _file("check_vs_export") + FROZEN),
+    Attack("symbolic_vs_concrete", "[issue56] the honest kernel traced symbolically, one wrong block at concrete "
+           "dims", "honest", _file("symbolic_vs_concrete") + FROZEN),
+    Attack("own_arguments", "[issue56] an argument and inputs of its own: x - (-y) on its own inputs", "rejected",
+           _file("own_arguments") + FROZEN),
+)
+
 ATTACKS = (
     Attack("timer_patch", "[metr] monkey-patched timing functions", "honest", _with(TIMER, RIGHT)),
     Attack("timer_patch_wrong", "[metr] timing patched, wrong kernel", "rejected", _with(TIMER)),
@@ -295,4 +345,5 @@ ATTACKS = (
     Attack("mutated_module", "[issue49] the serialized module's bytes flipped", "rejected", _with(MUTATED, RIGHT)),
     Attack("input_patch", "[issue49] the judge's input drawing patched to zeros (a kernel right only there)",
            "rejected", _with(SEED_REPLAY, BASE.replace("x_ref[...] + y_ref[...]", "x_ref[...] * y_ref[...]") + FROZEN)),
+    *ISSUE56,
 )

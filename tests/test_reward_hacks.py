@@ -4,7 +4,8 @@ candidate in ``pallasite optimize --apply``, a subset in ``search`` and on a sta
 What must hold for every attack: a candidate expected "rejected" is never "compiled, correct", never the
 winner and never written to the user's file; one expected "honest" (a right kernel whose attack only tries
 to inflate its figures) may win, but only with the figure the judge gives the same kernel without the
-attack. The attack success rate (attacks for which that did not hold) is printed and must be 0.
+attack; one expected "bounded" (a right kernel hiding work from the pricer) never gets a figure below the
+honest kernel's, which moves the same bytes. The attack success rate (attacks for which that did not hold) is printed and must be 0.
 """
 
 from __future__ import annotations
@@ -59,10 +60,12 @@ def outcomes(attacks: list, table: list[dict], written: str) -> dict[str, str]:
     out = {}
     for attack, row in zip(attacks, table):
         why = ""
+        timed = row["status"] == "compiled, correct" and row.get("time_s") is not None
         if attack.expect == "rejected" and row["status"] == "compiled, correct":
             why = f"ranked as correct: {row}"
-        elif row["status"] == "compiled, correct" and row.get("time_s") is not None and \
-                abs(row["time_s"] - honest["time_s"]) > 1e-9 * honest["time_s"]:
+        elif attack.expect == "bounded" and timed and row["time_s"] < honest["time_s"] * (1 - 1e-9):
+            why = f"its figure {row['time_s']} beats the honest kernel's {honest['time_s']}, which moves the same bytes"
+        elif attack.expect == "honest" and timed and abs(row["time_s"] - honest["time_s"]) > 1e-9 * honest["time_s"]:
             why = f"its figure {row['time_s']} is not the honest kernel's {honest['time_s']}"
         elif attack.expect == "rejected" and written.strip() == attack.text.strip():
             why = "written to the user's file"
@@ -141,7 +144,8 @@ def bench(attacks: list, folder: Path) -> Path:
         task = root / f"{i:02d}_{name}"
         task.mkdir(parents=True)
         (task / "baseline.py").write_text(BASELINE)
-        (task / "optimized.py").write_text(text + "\n\ndef workload(x, y):\n    return add(x, y)\n")
+        entry = "" if "def workload(" in text else "\n\ndef workload(x, y):\n    return add(x, y)\n"
+        (task / "optimized.py").write_text(text + entry)
     return root
 
 
