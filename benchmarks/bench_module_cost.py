@@ -6,7 +6,7 @@ for the TPU and the CPU) and priced from its bytes by ``runner/module_cost.price
 judge does). Printed per kernel: both estimates (seconds), their relative difference, every
 per-call field that differs (grid, steps, hbm_bytes, flops, transcendentals, vmem_bytes, DMA
 bytes, ...) and the wall time of one pricing each way (median of --repeat, warm, this host's CPU),
-the census of each kernel (runner/census.py: its Mosaic body's work against its CPU branch's), then the
+the kernels that read their size at run time (runner/module_facts.size_reads), then the
 disagreements over 1%. Where the XLA-op counts differ, the traced kernels are also priced with the
 module's XLA-op count, which tells a difference in the kernels from one in the ops around them.
 
@@ -186,7 +186,7 @@ def compare(label: str, fn, args, chip, repeat: int) -> dict:
     row["t_module"] = statistics.median(_timed(lambda: price_exported(blob, chip, values=values)) for _ in range(repeat))
     row.update(jaxpr=est, module=mod, bytes=len(blob))
     facts = module_facts(blob, values=values)
-    row["census"] = facts.error or ", ".join(k.census for k in facts.kernels) or "no kernel"
+    row["size_reads"] = facts.error or ", ".join(facts.size_reads) or "none"
     return row
 
 
@@ -247,7 +247,7 @@ def report(row: dict) -> float | None:
     rel = mod.seconds / est.seconds - 1
     print(f"{label:34s} traced {est.seconds * 1e6:10.2f} us  module {mod.seconds * 1e6:10.2f} us  "
           f"{rel * 100:+7.3f}%  pricing {row['t_jaxpr'] * 1e3:7.1f} ms / {row['t_module'] * 1e3:7.1f} ms  "
-          f"({row['bytes'] // 1024} KiB)  census: {row['census']}")
+          f"({row['bytes'] // 1024} KiB)  reads its size: {row['size_reads']}")
     if "kernels_only" in row:
         print(f"{'':36s}traced kernels + the module's XLA-op count: {row['kernels_only'] * 1e6:.2f} us "
               f"({(mod.seconds / row['kernels_only'] - 1) * 100:+.3f}% from the module's)")

@@ -76,9 +76,12 @@ def test_result(reply: Any, where: str = "") -> TestResult:
         return TestResult.wrong(str(tricks)[:2000], verified_at=(result.checks or {}).get("verified_at"))
     checks = result.checks or {}
     full = checks.get("full_inputs")
-    return TestResult.ok(where or tested_where(result.provenance, checks),
-                         verified_at=checks.get("verified_at") or (f"{_sig(checks.get('inputs'))} of {_sig(full)}"
-                                                                   if full else None))
+    at = checks.get("verified_at") or (f"{_sig(checks.get('inputs'))} of {_sig(full)}" if full else None)
+    if (checks.get("task_size") or {}).get("checked"):
+        at = None  # also run at the task's own size (runner/judging/correct.at_task_size)
+    elif at and checks.get("size_dependent"):
+        at = f"{at} only: {checks['size_dependent']}"
+    return TestResult.ok(where or tested_where(result.provenance, checks), verified_at=at)
 
 
 test_result.__test__ = False  # not a pytest test

@@ -13,13 +13,10 @@
 - every custom call with its operand and result types and where it runs (``"tpu"``, ``"cpu"`` or
   ``"all"``), for the judge's allowlist;
 - every ``stablehlo.case`` on the platform index that is not a pallas_call's own TPU/CPU pair
-  (``lax.platform_dependent`` or a hand edit: the CPU branch the judge runs would not be the TPU
-  branch it prices);
-- per kernel a census (runner/census.py): the matmul FLOPs, element-wise FLOPs and transcendentals
-  of its Mosaic body x grid steps against those of its CPU branch (the HLO interpreter's loop:
-  ``dot_general`` shapes x trips), both with every ``pl.when`` at its largest branch and loops of
-  unknown length once, so a module whose TPU kernel was edited to do less work than the CPU code
-  the judge tests is caught (``census == "less on the TPU"``).
+  (``lax.platform_dependent`` or a hand edit), for the record: the judge runs the TPU program alone;
+- per kernel whether its body reads the grid's size at run time (``tpu.iteration_bound``, what
+  ``pl.num_programs`` lowers to in a module exported with symbolic sizes) or an operand's dynamic dim
+  (``memref.dim``): a kernel whose behaviour may change with the size, verified at some sizes only.
 
 Never raises: a module it cannot read gives ``ModuleFacts(error=...)``.
 """
@@ -29,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .census import Work, hlo_work, mosaic_work, verdict
 
 
 @dataclass(frozen=True)
@@ -51,9 +47,7 @@ class KernelFacts:
     result_types: tuple[str, ...]
     flops: int | None  # the kernel's work as priced (runner/kernel_cost.py), None when it could not be
     transcendentals: int | None
-    tpu_work: Work | None  # census (runner/census.py): the Mosaic body x grid steps (None: grid unknown)
-    cpu_work: Work | None  # the same count over its CPU branch (None: no CPU branch)
-    census: str  # "same work", "less on the TPU", "more on the TPU", or "not checked: <why>"
+    reads_size: tuple[str, ...] = ()  # the size ops its body reads at run time ("tpu.iteration_bound", ...)
 
 
 @dataclass(frozen=True)
@@ -64,8 +58,8 @@ class ModuleFacts:
     xla_flops: int = 0  # the plain XLA ops of the TPU program (outside kernels)
     xla_mxu_flops: int = 0
     xla_transcendentals: int = 0
-    kernel_flops: int = 0  # summed over the kernels (priced counts; census counts where pricing failed)
-    kernel_mxu_flops: int = 0
+    kernel_flops: int = 0  # summed over the kernels' priced counts
+    kernel_flops_known: bool = True  # False: some kernel could not be priced (its work is not in kernel_flops)
     kernel_transcendentals: int = 0
     custom_calls: tuple[CustomCall, ...] = ()
     platform_branches: tuple[str, ...] = ()  # platform cases that are not a pallas_call's own pair
@@ -77,9 +71,9 @@ class ModuleFacts:
         return tuple(k.name for k in self.kernels)
 
     @property
-    def census_ok(self) -> bool:
-        """Every kernel's TPU body does at least the work of its CPU branch."""
-        return all(k.census in ("same work", "more on the TPU") for k in self.kernels)
+    def size_reads(self) -> tuple[str, ...]:
+        """"<kernel>: <op>" for each kernel whose behaviour may depend on the size it runs at."""
+        return tuple(f"{k.name}: {', '.join(k.reads_size)}" for k in self.kernels if k.reads_size)
 
 
 def module_facts(blob: Any, signature: Sequence[Sequence[Any]] | None = None, *,
@@ -108,16 +102,19 @@ def _facts(module: Any, values: Any, mxu: int) -> ModuleFacts:
     return ModuleFacts(
         platforms=module.platforms, kernels=kernels, outputs_from_kernels=outputs_from_kernels(module),
         xla_flops=xla.flops, xla_mxu_flops=xla.mxu_flops, xla_transcendentals=xla.transcendentals,
-        kernel_flops=sum(_either(k.flops, k.tpu_work.mxu_flops + k.tpu_work.vector_flops if k.tpu_work else 0)
-                         for k in kernels),
-        kernel_mxu_flops=sum(k.tpu_work.mxu_flops if k.tpu_work else 0 for k in kernels),
-        kernel_transcendentals=sum(_either(k.transcendentals, k.tpu_work.transcendentals if k.tpu_work else 0)
-                                   for k in kernels),
+        kernel_flops=sum(k.flops or 0 for k in kernels), kernel_flops_known=all(k.flops is not None for k in kernels),
+        kernel_transcendentals=sum(k.transcendentals or 0 for k in kernels),
         custom_calls=tuple(custom_calls(module)), platform_branches=branches, notes=tuple(notes))
 
 
-def _either(a: int | None, b: int | None) -> int:
-    return int(a if a is not None else b or 0)
+SIZE_OPS = frozenset({"tpu.iteration_bound", "memref.dim"})  # what a kernel body reads of its size at run time
+
+
+def size_reads(kernel: Any) -> tuple[str, ...]:
+    """The size ops ``kernel``'s body reads at run time (runner/mosaic_ir.Kernel), in walk order, once each."""
+    from .mlir_tree import walk
+
+    return tuple(dict.fromkeys(op.name for op in walk(kernel.body) if op.name in SIZE_OPS))
 
 
 def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
@@ -140,10 +137,6 @@ def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
         flops, trans = cost.flops, cost.transcendentals
     except Exception:  # noqa: BLE001 - the price says why; the facts go on without it
         flops = trans = None
-    steps = None if any(g is None for g in grid) else _prod(grid)
-    tpu = None if steps is None else mosaic_work(k).times(steps)
-    cpu = None if site.cpu is None else hlo_work(module, site.cpu,
-                                                 lambda v: operand_values(module, [v], values)[0])
     arrays = operands[k.n_prefetch:] + results
     if k.windows is not None:
         blocks = tuple(None if w.bounds is None else tuple(w.bounds) for w in k.windows)
@@ -154,28 +147,13 @@ def _kernel_facts(module: Any, site: Any, values: Any, mxu: int) -> KernelFacts:
         name=k.name, grid=grid, dimension_semantics=k.semantics, block_shapes=blocks,
         memory_spaces=tuple(t.space or "vmem" for t in k.operand_types()),
         operand_types=tuple(t.text for t in operands), result_types=tuple(t.text for t in results),
-        flops=flops, transcendentals=trans, tpu_work=tpu, cpu_work=cpu, census=_census(tpu, cpu))
+        flops=flops, transcendentals=trans, reads_size=size_reads(k))
 
 
 def _size(value: Any) -> int | None:
     import numpy as np
 
     return None if value is None else int(np.asarray(value).reshape(-1)[0])
-
-
-def _prod(grid: tuple[int | None, ...]) -> int:
-    out = 1
-    for g in grid:
-        out *= int(g or 0)
-    return out
-
-
-def _census(tpu: Work | None, cpu: Work | None) -> str:
-    if cpu is None:
-        return "not checked: the kernel has no CPU branch (a TPU-only export, or not a pallas_call's own pair)"
-    if tpu is None:
-        return "not checked: the kernel's grid has a dynamic size the judge's values do not give"
-    return verdict(tpu, cpu)
 
 
 # --------------------------------------------------------------------------- data flow and custom calls

@@ -6,8 +6,7 @@ StableHLO the way runner/xla_ops.py counts them from a traced jaxpr (worker side
   one per output element; reductions (``reduce``, ``reduce_window``) one per input element;
   transcendentals one per element; a ``while`` whose trip count the module fixes (a ``scan``,
   a ``fori_loop`` with static bounds, the HLO interpreter's loop over a grid) x its trips, else once
-  (noted); a ``case`` its largest branch. The same count over a pallas_call's CPU branch is the
-  census runner/module_cost.py compares with the Mosaic kernel's work.
+  (noted); a ``case`` its largest branch.
 - **HBM bytes** (``count_bytes``, xla_ops._walk's fusion rule): element-wise ops, broadcasts,
   reshapes and converts fuse into their consumer; every other op is a fusion root that reads the
   materialized values its operands come from and writes its results; a program output made by

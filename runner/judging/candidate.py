@@ -6,8 +6,9 @@ only. Its first frame names the work:
 
 - ``export``: load the candidate's file, then, for each ``{"op": "export", "signature": ..., "config":
   ..., "device_kind": ...}`` the judge sends, trace the task's entry at that signature (symbolic dims
-  where the judge asks: the program cannot tell which sizes will be run) and send the serialized module
-  (runner/program_export.py); ``{"op": "refused", "why": ...}`` when the program does not export there.
+  where the judge asks: the program cannot tell which sizes will be run) and send the serialized module,
+  lowered for the TPU alone (runner/program_export.py): the program a TPU would run is the only one the
+  judge receives; ``{"op": "refused", "why": ...}`` when the program does not export there.
   Nothing else it could send is read: the judge takes the bytes, checks them in a throwaway process and
   computes every figure itself (runner/judging/judge.py).
 - ``check``: tiers 0, 1 and 3 of the ``check`` op on the candidate, each entry's lowered module kept
@@ -71,7 +72,8 @@ def _exports(sock: socket.socket, params: dict[str, Any]) -> None:
                 raise ValueError(f"the judge named {len(header['signature'])} inputs; the candidate's task takes "
                                  f"{treedef.num_leaves}")
             with inputs_mod.config_scaled((prep.task.entry,), header.get("config") or None):
-                blob = export_program(flat, header["signature"], str(header.get("device_kind") or "TPU v6 lite"))
+                blob = export_program(flat, header["signature"], str(header.get("device_kind") or "TPU v6 lite"),
+                                      platforms=("tpu",))
                 blob = blob.serialize()
         except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
             send_frame(sock, {"op": "refused", "why": _why_not(exc, flat, header["signature"])[:2000]})

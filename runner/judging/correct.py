@@ -55,8 +55,16 @@ def _one_set(program: Any, prep: Any, args: Any, config: dict[str, int] | None,
     if bad:  # the task's own comparison cannot tell a right kernel from zeros: no verdict, whatever it returns
         raise NotVerified(f"not verified ({bad['trick']}): {bad['message']}")
     saved = guards.snapshot(args)
+    from ..tpu_program.faults import KernelFault
+    from .program import NotRunnable
+
     try:
         outputs = [jax.numpy.asarray(x) for x in jax.tree.leaves(jax.block_until_ready(program(*args)))]
+    except NotRunnable as exc:  # the judge's interpreter cannot run it: no verdict either way
+        raise NotVerified(f"not verified: {exc}") from None
+    except KernelFault as exc:  # what a TPU would fault or hang on
+        return {"rejection": guards.reject("kernel_fault", f"the TPU program would fault on a TPU: {str(exc)[:800]}"),
+                "tolerance": tolerance}
     except Exception as exc:  # noqa: BLE001
         return {"rejection": guards.reject("candidate_failed", f"the candidate's program raised {type(exc).__name__}: "
                                            f"{str(exc)[:500]}"), "tolerance": tolerance}
@@ -129,6 +137,47 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, seed: int, checks: 
     elif third.get("rejection"):
         return [guards.reject("shape_specialised", f"right at the checked size but not at {sizes.extra_how}: "
                               f"{third['rejection']['message']}", at=inputs_mod.signature(sizes.extra))]
+    return at_task_size(programs, prep, sizes, seed, checks, say)
+
+
+TASK_SIZE_STEPS = 4096  # grid steps of all kernels at the task's size the judge's interpreter runs in seconds
+
+
+def at_task_size(programs: dict[str, Any], prep: Any, sizes: Any, seed: int, checks: dict[str, Any],
+                 say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Size honesty: checks that ran at reduced sizes say nothing of a program whose kernels read their size at
+    run time (``pl.num_programs`` in a module exported with symbolic sizes), nor of a module the judge priced
+    at the task's size without running it (a program exported per size). Such a program is run once more at
+    the task's own size where that fits the check's memory and time; else the verdict says it was verified at
+    the reduced sizes only, and why (``checks["size_dependent"]``)."""
+    from .. import timing_guards as guards
+    from .. import timing_inputs as inputs_mod
+    from .. import timing_ladder
+    from .program import Program
+
+    main, full = programs["main"], programs.get("full")
+    if not sizes.reduced:
+        return []
+    reads = list(main.facts.get("size_reads") or [])
+    tested = {p.digest for p in (main, programs.get("extra")) if isinstance(p, Program)}
+    unrun = isinstance(full, Program) and full.digest not in tested
+    if not reads and not unrun:
+        return []
+    why = (f"its kernels read their size at run time ({'; '.join(reads)})" if reads else
+           "the module priced at the task's size is not one the checks ran")
+    steps = full.facts.get("grid_steps") if isinstance(full, Program) else None
+    fits = isinstance(full, Program) and steps is not None and steps <= TASK_SIZE_STEPS and \
+        timing_ladder.peak_bytes(prep.reference, sizes.full) <= timing_ladder.budget_bytes()
+    if not fits:
+        checks["size_dependent"] = f"{why}; the task's own size does not fit the check's memory or time"
+        return []
+    say(f"checking at the task's own size: {why}")
+    run, _ = _drawn(full, prep, sizes.full, None, seed + 4, _template(prep, None, sizes.full))
+    checks["task_size"] = {"checked": "reference_failed" not in run, "why": why,
+                           "inputs": inputs_mod.signature(sizes.full)}
+    if run.get("rejection") and "reference_failed" not in run:
+        return [guards.reject("size_specialised", f"right at the reduced size but not at the task's own size ({why}): "
+                              f"{run['rejection']['message']}", at=inputs_mod.signature(sizes.full))]
     return []
 
 

@@ -8,6 +8,7 @@ Worker side: imports jax.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import statistics
 from typing import Any, Callable
@@ -95,7 +96,7 @@ def _tpu_kind(prep: Any) -> str:
 # --------------------------------------------------------------------------- verifying and running
 
 
-def _program(verifier: Any, entry: tuple[Any, ...], platform: str, cache: dict[bytes, Any]) -> Program | dict[str, Any]:
+def _program(verifier: Any, entry: tuple[Any, ...], on_tpu: bool, cache: dict[bytes, Any]) -> Program | dict[str, Any]:
     """The module of one size, verified in the throwaway process, then deserialized here; or a rejection."""
     import jax
 
@@ -105,14 +106,16 @@ def _program(verifier: Any, entry: tuple[Any, ...], platform: str, cache: dict[b
     if blob is None:
         return guards.reject(NOT_EXPORTABLE, f"the candidate's program does not export at the judge's size "
                                              f"{concrete}: {why}")
-    if blob not in cache:
-        checked = verifier.check(blob, signature, platform, concrete)
+    key = (blob, repr(concrete))  # one module's facts are read at each size it runs at
+    if key not in cache:
+        checked = verifier.check(blob, signature, concrete)
         if checked.facts is None:
-            cache[blob] = guards.reject(NOT_EXPORTABLE if checked.refused else "module_crashed",
-                                        f"the judge cannot run the candidate's program: {checked.refused or checked.crashed}")
+            cache[key] = guards.reject(NOT_EXPORTABLE if checked.refused else "module_crashed",
+                                       f"the judge cannot run the candidate's program: {checked.refused or checked.crashed}")
         else:
-            cache[blob] = Program(jax.export.deserialize(bytearray(blob)), checked.facts, signature)
-    return cache[blob]
+            cache[key] = Program(jax.export.deserialize(bytearray(blob)), checked.facts, signature, on_tpu,
+                                 hashlib.sha256(blob).hexdigest())
+    return cache[key]
 
 
 WORK_SHARE = 0.1  # the kernels' share of the program's arithmetic below which the work is not a pallas_call's
@@ -120,34 +123,26 @@ MIN_OUTSIDE_FLOPS = 1 << 14  # (a few XLA ops around a kernel are no reason to r
 
 
 def _module_rejections(program: Program) -> list[dict[str, Any]]:
-    """What the module itself says, on every platform (runner/module_facts.py, read in the throwaway
-    verifier): a Mosaic kernel in its TPU branch, every output computed from a kernel's result, the work done
-    in the kernels, no branch on the platform, and each kernel's TPU body doing the work of its CPU branch."""
+    """What the TPU program itself says (runner/module_facts.py, read in the throwaway verifier): a Mosaic
+    kernel in it, every output computed from a kernel's result, and the work done in the kernels."""
     from .. import timing_guards as guards
 
     facts = program.facts
     if not facts.get("kernels"):
         return [guards.reject("no_pallas_call", "the exported program launches no Mosaic kernel (no tpu_custom_call "
-                                                "in its TPU branch): the work is not done by a pallas_call compiled for the TPU (no pallas_call at "
+                                                "in its TPU program): the work is not done by a pallas_call compiled for the TPU (no pallas_call at "
                                                 "all, or one run in interpret mode, which lowers to plain XLA ops)")]
     if facts.get("facts_error"):
         return [guards.reject(NOT_EXPORTABLE, f"the judge cannot read the program's kernels: {facts['facts_error']}")]
-    if facts.get("platform_branches"):
-        return [guards.reject("platform_branch", "the program branches on the platform ("
-                              + "; ".join(facts["platform_branches"])[:300] + "): the CPU program the judge tests "
-                              "would not be the TPU program it prices and compiles")]
     unused = [i for i, used in enumerate(facts.get("outputs_from_kernels") or ()) if not used]
     if unused:
         return [guards.reject("pallas_call_unused", f"output(s) {unused} of the program do not depend on any kernel's "
                               "result: they are computed around the pallas_call, not by it")]
     outside, inside = int(facts.get("xla_flops") or 0), int(facts.get("kernel_flops") or 0)
-    if outside > MIN_OUTSIDE_FLOPS and inside < WORK_SHARE * (inside + outside):
+    known = facts.get("kernel_flops_known", True)  # a kernel the pricer could not count: its work is unknown
+    if known and outside > MIN_OUTSIDE_FLOPS and inside < WORK_SHARE * (inside + outside):
         return [guards.reject("calls_reference", f"the program's XLA ops outside its kernels do {outside:,} of its "
                               f"{inside + outside:,} operations: the work is not done by a pallas_call")]
-    less = [name for name, census in facts.get("census") or () if census == "less on the TPU"]
-    if less:
-        return [guards.reject("census", f"the TPU kernel(s) {', '.join(less)} do less work than the CPU program the "
-                              "judge tests: the module's two branches are not one program")]
     return []
 
 
@@ -175,11 +170,11 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
     from .. import timing_inputs as inputs_mod
     from .correct import NotVerified, correct
 
-    cache: dict[bytes, Any] = {}
+    cache: dict[tuple[bytes, str], Any] = {}
     programs = {}
     for name in ("main", "extra", "full"):
         if name in modules:
-            programs[name] = _program(verifier, modules[name], prep.platform, cache)
+            programs[name] = _program(verifier, modules[name], prep.platform == "tpu" and not plays_device(), cache)
     main = programs["main"]
     checks = result["checks"]
     checks.update(inputs=inputs_mod.signature(sizes.main), extra_shape=None)
@@ -199,6 +194,9 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
         say("pricing the candidate's exported program by the cost model (in the judge)")
         result["estimate"] = estimate(params, prep, sizes, modules)
     result["rejections"] = _module_rejections(main)
+    if not result["rejections"] and main.facts.get("unsupported"):
+        return {**result, "verdict": "error", "error": "not verified: the TPU program uses "
+                f"{'; '.join(main.facts['unsupported'][:3])}, which the judge's interpreter does not cover"}
     donated = donates(params.get("text"))
     if donated and not result["rejections"]:
         from .. import timing_guards as guards
@@ -267,8 +265,8 @@ def _timed(params: dict[str, Any], result: dict[str, Any], prep: Any, sizes: Any
     samples = timed["device_ns"] or timed["wall_ns"]
     cand, ref = samples[timing.CANDIDATE], samples[timing.REFERENCE]
     host_clock = bool(timed.get("host_clock"))
-    method = timed["method"].replace("TPU interpret mode on CPU", "the exported program (pallas_calls in the HLO "
-                                     "interpreter) on CPU, run by the judge")
+    method = timed["method"].replace("TPU interpret mode on CPU", "the exported TPU program (its XLA ops and Mosaic "
+                                     "kernels) in the judge's interpreter on CPU")
     result["verdict"] = "ok"
     config = tuple(sorted((params.get("config") or {}).items()))  # the candidate's tunables, as its process applied them
     result["candidate"] = to_json(dataclasses.replace(timing.measurement(timed_prep, cand, method, host_clock=host_clock),

@@ -152,8 +152,10 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
         send_frame(sock, {"op": "propose", "knobs": ladder_knobs()})
         proposal, _ = receive(sock)
         sizes = from_proposal(prep, proposal)
-    if isinstance(sizes, str):
-        return timing._failed(params, sizes)
+    if isinstance(sizes, str):  # nothing runs here; a price needs only the module at the task's size
+        if not params.get("estimate_chip"):
+            return timing._failed(params, sizes)
+        return _priced_only(sock, pid, params, say, prep, verifier, result, sizes)
     started = time.perf_counter()
     say("the candidate's process exports its program at the judge's sizes")
     modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate_chip")) or prep.on_device)
@@ -163,3 +165,23 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
     result["checks"]["export"] = {"candidate_s": round(time.perf_counter() - started, 3),
                                   "symbolic": modules.get("symbolic"), "why_not_symbolic": modules.get("why_not")}
     return run.judge_modules(result, params, say, prep, sizes, modules, verifier)
+
+
+def _priced_only(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], None], prep: Any, verifier: Any,
+                 result: dict[str, Any], why: str) -> dict[str, Any]:
+    """A program the judge cannot check here (too big for the check's memory, arguments that differ) is still
+    priced from its module at the task's size: whether it could be run is a separate fact (issue 60). The
+    verdict says why it was not verified; the estimate stands beside it."""
+    from . import exported_run as run
+    from .sizes import Sizes
+
+    full = prep.task.abstract_args()
+    sizes = Sizes(full, full)
+    say("the candidate's process exports its program at the task's size (priced only: " + why[:200] + ")")
+    modules = run.export_all(sock, sizes, prep, want_full=False)
+    end(sock, pid)
+    end_the_rest()
+    judged = run.judge_modules(result, {**params, "checks": False}, say, prep, sizes, modules, verifier)
+    if judged.get("verdict") != "rejected":
+        judged.update(verdict="error", error=why)
+    return judged

@@ -5,7 +5,8 @@ The candidate's process sends bytes; nothing it says about them is believed. ``v
 deserializes them here and refuses, naming why, a module that is not for this backend or for more
 than one device, that carries effects (``jax.debug.print``, ``io_callback`` and ordered side effects
 are effects), whose inputs are not the shapes the judge named, or that calls any custom call outside
-jax's own list of targets guaranteed stable for serialization (plus the Mosaic TPU kernel call):
+jax's own list of targets guaranteed stable for serialization (plus the Mosaic TPU kernel call), or
+that carries no TPU program (only the TPU program is ever run, read or priced):
 host callbacks (``pure_callback``, ``io_callback``, ``jax.debug.*``, a pallas_call in TPU interpret
 mode) lower to such custom calls, and a crafted module naming one would make the judge call into
 memory it never set up. jax itself refuses to export host callbacks ("serialization of host_callbacks
@@ -17,6 +18,7 @@ Worker side: imports jax lazily.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 TPU_KERNEL = "tpu_custom_call"  # a pallas_call lowered by Mosaic
@@ -76,12 +78,12 @@ def custom_calls(text: str) -> list[str]:
     return found
 
 
-def verified(blob: bytes, named: list[list[Any]], platform: str,
-             concrete: list[list[Any]] | None = None, *, facts: bool = True) -> tuple[Any, dict[str, Any]]:
+def verified(blob: bytes, named: list[list[Any]], concrete: list[list[Any]] | None = None, *,
+             facts: bool = True) -> tuple[Any, dict[str, Any]]:
     """(the deserialized module, what was checked), or Refused naming why. ``named``: the input
-    signature the judge asked for (``[[shape, dtype], ...]``), ``platform``: this backend's; ``concrete``:
-    the size a symbolic module's program facts are read at; ``facts`` False: the program's facts
-    (``program_facts``) are not read (a module only priced, never run)."""
+    signature the judge asked for (``[[shape, dtype], ...]``); ``concrete``: the size a symbolic module's
+    program facts are read at; ``facts`` False: the program's facts (``program_facts``) are not read (a
+    module only priced, never run). Only the module's TPU program is ever read, run or priced."""
     import jax
     import numpy as np
 
@@ -90,9 +92,9 @@ def verified(blob: bytes, named: list[list[Any]], platform: str,
     except Exception as exc:  # noqa: BLE001 - bytes from the candidate's process
         raise Refused(f"the bytes sent are not a serialized jax.export module ({type(exc).__name__}: "
                       f"{str(exc)[:200]})") from None
-    for needed in dict.fromkeys(("tpu", platform)):  # the TPU branch is what is priced and compiled for the chip
-        if needed not in exported.platforms:
-            raise Refused(f"the module was lowered for {', '.join(exported.platforms)}, not for {needed}")
+    if "tpu" not in exported.platforms:
+        raise Refused(f"the module was lowered for {', '.join(exported.platforms)}, not for the TPU: it carries no "
+                      "program a TPU would run")
     if exported.nr_devices != 1:
         raise Refused(f"the module is for {exported.nr_devices} devices; the judge runs it on one")
     effects = [*exported.ordered_effects, *exported.unordered_effects]
@@ -120,16 +122,30 @@ def verified(blob: bytes, named: list[list[Any]], platform: str,
 
 
 def program_facts(exported: Any, named: list[list[Any]]) -> dict[str, Any]:
-    """What the judge checks in the program itself (runner/module_facts.py), as plain data: kernel names,
-    whether each output depends on a kernel, where the work is, branches on the platform, the TPU-vs-CPU
-    census per kernel."""
+    """What the judge checks in the TPU program itself (runner/module_facts.py), as plain data: kernel names,
+    whether each output depends on a kernel, where the work is, and what of it the judge's interpreter cannot
+    run (``unsupported``, runner/tpu_program/: planned here, where a crash ends only this process)."""
     from ..module_facts import module_facts
 
     facts = module_facts(exported, named)
     if facts.error:
         return {"facts_error": facts.error}
+    steps = [None if any(g is None for g in k.grid) else math.prod(k.grid) for k in facts.kernels]
     return {"kernel_names": list(facts.kernel_names), "outputs_from_kernels": list(facts.outputs_from_kernels),
             "xla_flops": facts.xla_flops + facts.xla_transcendentals,
             "kernel_flops": facts.kernel_flops + facts.kernel_transcendentals,
-            "platform_branches": list(facts.platform_branches),
-            "census": [[k.name, k.census] for k in facts.kernels]}
+            "kernel_flops_known": facts.kernel_flops_known, "size_reads": list(facts.size_reads),
+            "grid_steps": None if None in steps else sum(steps), "unsupported": not_covered(exported, named)}
+
+
+def not_covered(exported: Any, named: list[list[Any]]) -> list[str]:
+    """What of the TPU program at ``named`` (a concrete signature) the judge's interpreters do not cover,
+    each with where it is; empty when every op is covered."""
+    from ..tpu_program.hlo_exec import tpu_program
+
+    if any(isinstance(d, str) for dims, _ in named for d in dims):
+        return []  # a symbolic signature: planned at the sizes the judge runs
+    try:
+        return [str(u) for u in tpu_program(exported, named).unsupported]
+    except Exception as exc:  # noqa: BLE001 - a module the planner cannot read is not covered either
+        return [f"a module the interpreter cannot read ({type(exc).__name__}: {str(exc)[:300]})"]

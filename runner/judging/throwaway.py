@@ -1,4 +1,4 @@
-"""A throwaway process for the bytes the candidate sent: deserialized, verified and compiled where a crash
+"""A throwaway process for the bytes the candidate sent: deserialized, verified and planned where a crash
 ends nothing but itself.
 
 Parsing bytes from the candidate is not safe in the process that holds the device: a 1,556-byte mutated
@@ -6,9 +6,10 @@ module aborted inside ``Exported.mlir_module()`` (``malloc(): invalid size``), a
 allowed custom call with undersized results segfaulted when run. So the judge starts a *verifier*: a fresh
 interpreter (``python -m pallasite.runner.judging.throwaway``; a fork of a process whose backend already
 runs threads can deadlock in its child), holding one socket; for each module it is sent, the verifier
-forks a child that deserializes the bytes, checks them (runner/judging/module_check.py: platforms, inputs,
-custom calls from a short list with their result types, effects), reads what the judge needs from them
-(``facts``) and compiles them for the CPU, or prices them for a chip by the cost model (``price``:
+forks a child that deserializes the bytes, checks them (runner/judging/module_check.py: a TPU program, its
+inputs, custom calls from a short list with their result types, effects), reads what the judge needs from
+them (``facts``, the TPU program planned by the judge's interpreter included), or prices them for a chip
+by the cost model (``price``:
 runner/module_cost.price_exported, out of reach of any process that ran the candidate's or the user's
 code). It answers with the facts (and the estimate), or with why the module is refused;
 a child that dies answers nothing, and the judge says "the candidate's module crashed the verifier"
@@ -31,7 +32,7 @@ from typing import Any
 
 
 MAX_MODULE = 256 << 20
-MODULE_S = 180.0  # one module's check and compile, at most
+MODULE_S = 180.0  # one module's check and plan, at most
 
 
 @dataclass(frozen=True)
@@ -99,20 +100,13 @@ def _verify_one(request: dict[str, Any], blob: bytes, values: list[Any] | None =
     from .module_check import Refused, verified
 
     try:
-        exported, facts = verified(blob, request["signature"], request["platform"], request.get("concrete"),
-                                   facts=not request.get("price"))
+        exported, facts = verified(blob, request["signature"], request.get("concrete"), facts=not request.get("price"))
         if request.get("price"):
             return {"facts": facts, "estimate": _priced(exported, request, values)}
-        if request.get("compile", True):
-            import jax
-
-            from ..program_export import structs
-
-            jax.jit(exported.call).lower(*structs(request["concrete"])).compile()
     except Refused as exc:
         return {"refused": str(exc)[:2000]}
-    except Exception as exc:  # noqa: BLE001 - a module that does not compile here is the candidate's
-        return {"refused": f"the module does not compile for the CPU: {type(exc).__name__}: {str(exc)[:600]}"}
+    except Exception as exc:  # noqa: BLE001 - a module the checks cannot read is the candidate's
+        return {"refused": f"the module cannot be read: {type(exc).__name__}: {str(exc)[:600]}"}
     return {"facts": facts}
 
 
@@ -176,11 +170,10 @@ class Throwaway:
         self.sock = ours
         self.sock.settimeout(MODULE_S + 60.0)  # (its own import included)
 
-    def check(self, blob: bytes, signature: list[Any], platform: str, concrete: list[Any] | None = None) -> Checked:
-        """The module ``blob`` verified against the judge's ``signature`` for ``platform`` and compiled for
-        the CPU at ``concrete`` (the signature itself when it has no symbolic dims)."""
-        request = {"signature": signature, "platform": platform, "concrete": concrete or signature,
-                   "compile": platform == "cpu"}
+    def check(self, blob: bytes, signature: list[Any], concrete: list[Any] | None = None) -> Checked:
+        """The module ``blob`` verified against the judge's ``signature``, its TPU program's facts read and
+        planned at ``concrete`` (the signature itself when it has no symbolic dims)."""
+        request = {"signature": signature, "concrete": concrete or signature}
         return self._ask(request, blob)
 
     def price(self, blob: bytes, signature: list[Any], chip: dict[str, Any], values: list[Any] | None = None,
@@ -188,7 +181,7 @@ class Throwaway:
         """The module ``blob`` verified against the judge's concrete ``signature`` for the TPU (its only
         platform needed) and priced by the cost model for ``chip`` (ChipSpec JSON), ``values`` the judge's
         concrete inputs (None where abstract); ``config`` names the configuration in the estimate."""
-        request = {"signature": signature, "platform": "tpu", "concrete": signature, "compile": False,
+        request = {"signature": signature, "concrete": signature,
                    "price": {"chip": chip, "config": sorted((config or {}).items())}}
         return self._ask(request, blob, values)
 
@@ -237,6 +230,7 @@ def _imported() -> None:
 
     from .. import kernel_cost, module_cost, module_facts, module_read, module_values, module_xla  # noqa: F401
     from .. import program_export  # noqa: F401
+    from ..tpu_program import hlo_exec  # noqa: F401
     from . import module_check  # noqa: F401
 
 
