@@ -88,6 +88,9 @@ class CheckOptions:
     allow_unconfined: bool = False  # model-written code may run without a confined worker (engine/confinement.py)
     callers: bool = True  # a file with no task: check it through a call found in the workspace (analysis/callers.py)
     workspace: str | None = None  # where callers are searched (None: the project folder above the file)
+    # model-written code: the module the judge tested and priced (TimeResult.module as JSON text): tier 2
+    # compiles these bytes, so what compiled is what was tested (engine/judge.py sets it per candidate)
+    judged_module: str | None = None
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -355,7 +358,8 @@ class Checker:
         params = CheckParams(source=source, target=self.options.target, tiers=tuple(tiers),
                              time_limit_s=self.options.time_limit_s, script=self.options.script,
                              entries=tuple(entries) if entries is not None else None,
-                             tier2_known=dict(tier2_known or {}), inferred=tuple(inferred), callers=tuple(callers))
+                             tier2_known=dict(tier2_known or {}), inferred=tuple(inferred), callers=tuple(callers),
+                             judged_module=self.options.judged_module)
         return await client.request(params, purpose=self.purpose, timeout_s=self.options.time_limit_s,
                                     on_progress=progress)
 

@@ -184,7 +184,9 @@ class Judge:
     # ------------------------------------------------------------------ the phases
 
     async def compile(self, text: str) -> CompileResult:
-        """The checker's tiers 0-2 for the chip on the candidate (frozen tests spliced in), once per text."""
+        """The checker's tiers 0-2 for the chip on the candidate (frozen tests spliced in), once per text; for
+        model-written code tier 2 compiles the module the judge tested and priced (its ``time`` request comes
+        first), so the program that compiled is the program that ran and was priced."""
         return await self._once("compile", text, lambda: self._compile(text))
 
     async def _compile(self, text: str) -> CompileResult:
@@ -198,12 +200,27 @@ class Judge:
                 why = (f"the candidate {'; '.join(changed)}: the tests are frozen; keep the file's inputs, reference "
                        "and tolerances as they are")
                 return CompileResult.failed("changes the frozen tests", why, chip=self.chip)
-        report = await self.engine.check(self.trusted.path, self.options, self.trusted.text(text), purpose="job",
+        options = self.options
+        if self.confined:  # tier 2 compiles the module the judge tests and prices, not the candidate's own lowering
+            judged = await self._judged_module(text)
+            if judged is not None:
+                options = dataclasses.replace(options, judged_module=judged)
+        report = await self.engine.check(self.trusted.path, options, self.trusted.text(text), purpose="job",
                                          store=False, untrusted=self.confined)
         self._reports[text] = report
         if len(self._reports) > 16:  # the fixer reads the latest ones
             self._reports.pop(next(iter(self._reports)))
         return compile_result(report, self.options.tiers, self.chip, not_checked=NOT_CHECKED)
+
+    async def _judged_module(self, text: str) -> str | None:
+        """The module the judge tested and priced for ``text`` (its ``time`` request, made once and kept for the
+        test phase), as the check request carries it; None when the judge got no program (the check's own
+        tiers then say why)."""
+        import json
+
+        reply = await (self._device_reply(text) if self.device is not None else self._interpret_reply(text))
+        module = getattr(reply.result, "module", None) if reply.ok and reply.result is not None else None
+        return json.dumps(module) if module else None
 
     async def test(self, text: str) -> TestResult:
         """The guarded test: on the device (the reply also times it), else the exported program in the CPU's

@@ -127,13 +127,20 @@ def versions() -> dict[str, str | None]:
     return {"jax": found["jax"], "libtpu": found["libtpu"]}
 
 
-def compile_exported(serialized: bytes, target: str) -> dict[str, int] | None:
-    """Tier 2 for a module lowered elsewhere (``LOWERED``): deserialize it and compile it with libtpu
-    for the target topology; no Python of the file runs here. Returns memory_analysis bytes."""
+def compile_exported(serialized: bytes, target: str, signature: Any = None) -> dict[str, int] | None:
+    """Tier 2 for a module lowered elsewhere (``LOWERED``, or the module the judge tested): deserialize it and
+    compile it with libtpu for the target topology at its own input types, or at ``signature`` ([[dims, dtype],
+    ...]: a module with symbolic sizes compiled at the task's); no Python of the file runs here. Returns
+    memory_analysis bytes."""
     import jax
 
     exported = jax.export.deserialize(bytearray(serialized))
-    args, kwargs = jax.tree.unflatten(exported.in_tree, list(exported.in_avals))
+    if signature is not None:
+        from .program_export import structs
+
+        args, kwargs = tuple(structs(signature)), {}
+    else:
+        args, kwargs = jax.tree.unflatten(exported.in_tree, list(exported.in_avals))
     lowered = lower_for_topology(lambda a, k: exported.call(*a, **k), (args, kwargs), target)
     try:
         return compile_lowered(lowered, target)

@@ -381,6 +381,9 @@ class CheckParams:
     tier2_known: dict[str, str] = field(default_factory=dict)
     inferred: tuple[InferredCall, ...] = ()  # used only when the file states no task
     callers: tuple[CallerRef, ...] = ()  # the workspace's callers, used when nothing else gave shapes
+    # model-written code: the module the judge tested and priced (TimeResult.module, as JSON text): tier 2
+    # compiles it instead of a lowering the candidate's process made (runner/judging/compile_check.py)
+    judged_module: str | None = None
 
 
 @dataclass(frozen=True)
@@ -582,6 +585,10 @@ class TimeResult:
     judged_by: str | None = None  # "the judge" when runner/judging/judge.py judged it (analysis/verdict.JudgedBy)
     estimate: dict[str, Any] | None = None  # the judge's estimate (runner/judging/priced.py) when asked
     judge: JudgeRecord | None = None  # ... and by pid, where the judge ran the exported program
+    # the module the judge tested and priced at the task's size (runner/judging/exported_run.judged_module):
+    # {"module": base64 of its bytes, "signature": [[dims, dtype], ...], "entry": name, "sha256": hex}; tier 2
+    # of model-written code compiles these very bytes (CheckParams.judged_module)
+    module: dict[str, Any] | None = None
 
 
 def time_result_from_plain(result: dict[str, Any]) -> TimeResult:

@@ -1,8 +1,9 @@
 """The judged ``check`` op: the compiler's verdict on model-written code, out of its reach.
 
-``judged_check``: the candidate process imports the file and runs tiers 0, 1 and 3, and sends each
-entry's lowered module serialized (jax.export bytes); the judge compiles those modules with libtpu
-itself (tier 2). (The ``estimate`` op of model-written code is runner/judging/configs.py: each
+``judged_check``: the candidate process imports the file and runs tiers 0, 1 and 3 (its findings are its
+advice: where a mistake is), and sends each entry's lowered module serialized (jax.export bytes); the judge
+compiles with libtpu itself (tier 2) the module its ``time`` request tested and priced when the request
+carries it (``judged_module``: engine/judge.py sends it for every candidate), else the candidate's lowering. (The ``estimate`` op of model-written code is runner/judging/configs.py: each
 configuration's exported program priced by the judge.)
 
 Worker side: imports jax.
@@ -70,18 +71,30 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
         lowered = {}
     finally:
         end(sock, pid)
-    _tier2_here(result, lowered, params, asked, unavailable, tiers_mod._say(progress))
+    _tier2_here(result, lowered, params, asked, unavailable, tiers_mod._say(progress), _judged(params))
     result["tiers"] = asked
     return checks.typed_result(result, asked)
 
 
-def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, asked: list[int],
-                unavailable: str | None, say: Callable[..., None]) -> None:
-    """Tier 2 of each entry, compiled in this process from the module the candidate lowered
-    (``unavailable``: why tier 2 cannot run here, found while the candidate ran)."""
-    import time as time_mod
+def _judged(params: Any) -> dict[str, Any] | None:
+    """The module the judge tested and priced (CheckParams.judged_module: TimeResult.module as JSON), or None."""
+    import base64
+    import json
 
-    from .. import tiers as tiers_mod
+    if not params.judged_module:
+        return None
+    try:
+        judged = json.loads(params.judged_module)
+        return {**judged, "blob": base64.b64decode(judged["module"])}
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, asked: list[int],
+                unavailable: str | None, say: Callable[..., None], judged: dict[str, Any] | None = None) -> None:
+    """Tier 2 of each entry, compiled in this process: the module the judge tested and priced (``judged``) for
+    its entry - the program that compiled is the one that was tested - else the module the candidate's process
+    lowered, its own tier 1 (``unavailable``: why tier 2 cannot run here, found while the candidate ran)."""
     from ...wire.messages import Stage
 
     target = str(params.target or "v6e")
@@ -93,25 +106,37 @@ def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, 
             continue
         name = str(entry.get("name"))
         states = entry["tiers"]
+        mine = judged is not None and judged.get("entry") in (name, None)
         if 1 not in asked:
             states.pop("1", None)
         if name in known:
             states["2"] = known[name]
         elif unavailable:
             states["2"] = "skipped: " + unavailable.split(";")[0]
-        elif states.get("1") != "ok" or name not in lowered:
+        elif states.get("1") != "ok" or not (mine or name in lowered):
             states["2"] = "skipped: tier 1 failed"
         else:
-            say(f"tier 2: {name} (libtpu compile for {target}, in a process that never ran the file)",
+            what = "the module the judge tested" if mine else "the candidate's lowering"
+            say(f"tier 2: {name} (libtpu compile for {target} of {what}, in a process that never ran the file)",
                 stage=Stage.TIER, tier=2, entry=name)
-            started = time_mod.perf_counter()
-            try:
-                entry["memory"] = tiers_mod.compile_exported(lowered[name], target)
-                states["2"] = "ok"
-            except Exception as exc:  # noqa: BLE001 - the compiler's verdict
-                states["2"] = "error"
-                entry.setdefault("errors", []).append(tiers_mod._tier_record(exc, str(params.source.path), 2))
-            entry.setdefault("timings_s", {})["2"] = round(time_mod.perf_counter() - started, 4)
+            _compile_one(entry, judged if mine else {"blob": lowered[name]}, target, str(params.source.path), what)
+
+
+def _compile_one(entry: dict[str, Any], module: dict[str, Any], target: str, path: str, what: str) -> None:
+    import time as time_mod
+
+    from .. import tiers as tiers_mod
+
+    states = entry["tiers"]
+    started = time_mod.perf_counter()
+    try:
+        entry["memory"] = tiers_mod.compile_exported(module["blob"], target, module.get("signature"))
+        states["2"] = "ok"
+    except Exception as exc:  # noqa: BLE001 - the compiler's verdict
+        states["2"] = "error"
+        entry.setdefault("errors", []).append(tiers_mod._tier_record(exc, path, 2))
+    entry["tier2_module"] = what
+    entry.setdefault("timings_s", {})["2"] = round(time_mod.perf_counter() - started, 4)
 
 
 def check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:

@@ -146,6 +146,23 @@ def _module_rejections(program: Program) -> list[dict[str, Any]]:
     return []
 
 
+def judged_module(modules: dict[str, Any], programs: dict[str, Any], prep: Any, sizes: Any) -> dict[str, Any] | None:
+    """The module priced at the task's size (the tested one where one module covers every size), with the
+    task's concrete signature: what tier 2 of model-written code compiles, so the program that compiled is the
+    program that was tested and priced."""
+    import base64
+
+    from .. import timing_inputs as inputs_mod
+
+    name = "full" if isinstance(programs.get("full"), Program) else "main"
+    program, entry = programs.get(name), modules.get(name)
+    if not isinstance(program, Program) or entry is None or entry[0] is None:
+        return None
+    shapes = sizes.full if name == "full" else sizes.main
+    return {"module": base64.b64encode(entry[0]).decode(), "signature": inputs_mod.signature(shapes),
+            "entry": prep.task.name, "sha256": program.digest}
+
+
 def donates(text: str | None) -> str | None:
     """Where the candidate's source donates its inputs (``donate_argnums``/``donate_argnames``), or None: an
     exported program never deletes the judge's arrays, but the candidate's entry would delete its caller's
@@ -188,6 +205,7 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
         result["rejections"] = [main]
         return result
     checks["module"] = {k: main.facts.get(k) for k in ("kernels", "custom_calls", "bytes", "platforms")}
+    result["module"] = judged_module(modules, programs, prep, sizes)
     if params.get("estimate_chip"):  # priced by the judge from the module, whatever the tests say
         from .priced import estimate
 
