@@ -128,7 +128,7 @@ def _module_rejections(program: Program) -> list[dict[str, Any]]:
     from .. import timing_guards as guards
 
     facts = program.facts
-    if not facts.get("kernels"):
+    if not facts.get("kernels") or not program.kernels():
         return [guards.reject("no_pallas_call", "the exported program launches no Mosaic kernel (no tpu_custom_call "
                                                 "in its TPU program): the work is not done by a pallas_call compiled for the TPU (no pallas_call at "
                                                 "all, or one run in interpret mode, which lowers to plain XLA ops)")]

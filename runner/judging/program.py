@@ -46,6 +46,13 @@ class Program:
             return self.exported.call(*leaves)
         return run_tpu_program(self.exported, leaves)
 
+    def kernels(self) -> int:
+        """The Mosaic kernels of the module's TPU program, counted by the judge from the bytes themselves (the
+        verifier's facts say so too; this count does not rest on another process's answer)."""
+        from .module_check import TPU_KERNEL, custom_calls
+
+        return custom_calls(self.exported.mlir_module()).count(TPU_KERNEL)
+
     def plan(self, signature: list[list[Any]]) -> Any:
         """The TPU program at ``signature`` (planned once), or NotRunnable naming what it cannot run."""
         return planned(self.exported, signature)
