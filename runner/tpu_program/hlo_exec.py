@@ -32,6 +32,7 @@ the module.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -50,8 +51,20 @@ __all__ = ["OpUse", "RunCall", "ShapeAssertion", "TpuProgram", "Unsupported", "t
 
 RunCall = Callable[[str, str, list, list, dict], list]
 CACHE_SIZE = 16
+COMPILER_OPTIONS: dict[str, Any] = {}
 _cache: "OrderedDict[tuple, TpuProgram]" = OrderedDict()
 _cache_lock = threading.Lock()
+
+
+class _KeptAside(logging.Filter):
+    """Drops jax's log record of a callback failure that the program raises again to its caller itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not getattr(exc, "pallasite_kept_aside", False)
+
+
+logging.getLogger("jax._src.callback").addFilter(_KeptAside())
 
 
 class KernelResultError(ValueError):
@@ -148,6 +161,10 @@ class TpuProgram:
         except BaseException as exc:
             if self._failure is None:
                 self._failure = exc
+                try:
+                    exc.pallasite_kept_aside = True  # type: ignore[attr-defined]
+                except AttributeError:
+                    pass
             raise
 
 
@@ -253,7 +270,7 @@ def _prepare(exported: Any, signature: tuple) -> TpuProgram:
         lead = _lead(module, planner)
         with config.enable_x64(True):
             traced = jax.jit(partial(_run_main, main, lead)).trace(*kept_structs)
-            program._compiled = traced.lower().compile()
+            program._compiled = traced.lower().compile(compiler_options=dict(COMPILER_OPTIONS))
     except Unsupported as exc:
         program.unsupported.append(exc)
     program.compile_s = time.perf_counter() - start
