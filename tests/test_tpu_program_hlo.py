@@ -268,6 +268,67 @@ def test_run_call_results_of_the_wrong_type_are_refused():
         program(*_inputs(signature))
 
 
+def test_a_kernel_with_side_effects_runs_when_nothing_reads_it():
+    signature = [[[16, 128], "float32"]]
+    _, program = _prepared(lambda x: (K.scale(x, side_effects=True), x * 3.0)[1], signature)
+    record: list = []
+    x = _inputs(signature)[0]
+    _same(program(x, run_call=_interpreting(record)), [x * 3.0])
+    assert [c["name"] for c in record] == ["scale_kernel"]
+
+
+def test_unused_inputs_and_64_bit_types():
+    from jax._src import config
+
+    signature = [[[8], "int64"], [[3], "float32"], [[8], "float64"]]
+    with config.enable_x64(True):
+        fn = lambda a, unused, b: (a * 3_000_000_000 + 1, b / 3.0, jnp.argmax(b))  # noqa: E731
+        exported, program = _prepared(fn, signature)
+        assert list(exported.module_kept_var_idx) == [0, 2]
+        a, unused, b = _inputs(signature)
+        got = program(a, unused, b)
+        _same(got, jax.jit(fn)(a, unused, b), rtol=0, atol=0)
+    assert got[0].dtype == np.int64 and got[1].dtype == np.float64
+    with pytest.raises(ValueError, match="input 1 is float64"):
+        program(a, b, b)
+
+
+@pytest.mark.parametrize("text, want", [
+    ('dense<[1.5, -2.0, 3.0e+00, 0x7FC0]> : tensor<4xbf16>', np.array([1.5, -2.0, 3.0, np.nan], "bfloat16")),
+    ('dense<"0x0000C03F000020C1"> : tensor<2xf32>', np.array([1.5, -10.0], np.float32)),
+    ('dense<"0xC03F20C1"> : tensor<2xbf16>', np.array([1.5, -10.0], "bfloat16")),
+    ('dense<0xFF80> : tensor<2x2xbf16>', np.full((2, 2), -np.inf, "bfloat16")),
+    ('dense<[[1, -2], [7, -8]]> : tensor<2x2xi4>', np.array([[1, -2], [7, -8]], "int4")),
+    ('dense<[true, false, true]> : tensor<3xi1>', np.array([True, False, True])),
+    ('dense<[1.0, 0.5]> : tensor<2xf8E4M3FN>', np.array([1.0, 0.5], "float8_e4m3fn")),
+    ('dense<[4294967295, 1]> : tensor<2xui32>', np.array([4294967295, 1], np.uint32)),
+    ('dense<-1.25> : tensor<f16>', np.array(-1.25, np.float16)),
+])
+def test_dense_constants_are_read_exactly(text, want):
+    from jax._src.interpreters import mlir
+    from jaxlib.mlir import ir
+
+    from pallasite.runner.tpu_program.hlo_attrs import constant
+
+    dtype = np.dtype(jnp.dtype(want.dtype))
+    with mlir.make_ir_context():
+        got = constant(ir.Attribute.parse(text), want.shape, dtype)
+    assert got.dtype == dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(f"u{dtype.itemsize}") if dtype.itemsize > 1 else got.astype(np.float64),
+                                  want.view(f"u{dtype.itemsize}") if dtype.itemsize > 1 else want.astype(np.float64))
+
+
+def test_sharding_annotations_are_identities_on_one_device():
+    mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x"))
+    fn = lambda x: jax.shard_map(lambda a: a * 3 + lax.psum(a, "x"), in_specs=jax.sharding.PartitionSpec("x"),  # noqa: E731
+                                 out_specs=jax.sharding.PartitionSpec("x"))(lax.with_sharding_constraint(x * 2, sharding))
+    _, program = _prepared(fn, [[[8, 128], "float32"]])
+    assert {"sdy.sharding_constraint", "stablehlo.all_reduce"} <= set(program.op_names)
+    x = _inputs([[[8, 128], "float32"]])[0]
+    _same(program(x), [x * 2 * 4])
+
+
 # --------------------------------------------------------------------------- only the TPU branch
 
 

@@ -157,7 +157,7 @@ def output_aliases(attr: Any) -> dict[int, int]:
 # --------------------------------------------------------------------------- constants
 
 _HEX = re.compile(r'^dense<"0x([0-9A-Fa-f]*)">')
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan|0x[0-9A-Fa-f]+)|true|false")
+_NUMBER = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)|true|false")
 
 
 def constant(attr: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:

@@ -2,6 +2,9 @@
 
 - ``func.call``: the module's private function, planned once and run inline;
 - ``stablehlo.composite``: its decomposition function, the same way;
+- Shardy's ``sdy.sharding_constraint`` (an identity on one device) and ``sdy.manual_computation`` (a
+  ``shard_map`` body: on one device it runs on the whole operands); ``stablehlo.all_reduce`` over groups of
+  one device (a ``psum`` there) is its operands;
 - ``stablehlo.custom_call``: only the targets a judged module may hold (runner/judging/module_check.py's
   list). The sharding annotations (``Sharding``, ``SPMDFullToShardShape``, ``SPMDShardToFullShape``,
   ``annotate_device_placement``) are identities on one device (refused when a result's type is not its
@@ -94,8 +97,48 @@ def _shape_assertion(op: Op, plan: Planner) -> Callable[..., Any]:
     return lambda env, *args: ()
 
 
+def _sharding_constraint(op: Op, plan: Planner) -> Callable[..., Any]:
+    """Shardy's annotation: an identity on one device."""
+    if [plan.type(r).text for r in op.results] != [plan.type(v).text for v in op.operands]:
+        raise Refuse("a result of another type than its operand")
+    return lambda env, x: (x,)
+
+
+def _manual_computation(op: Op, plan: Planner) -> Callable[..., Any]:
+    """Shardy's ``shard_map`` body: on one device every shard is the whole array, so the body runs on the operands
+    as they are (refused when its arguments or results are not the operands' and results' types)."""
+    if len(op.regions) != 1 or len(op.regions[0]) != 1:
+        raise Refuse("a body that is not one block")
+    block = op.regions[0][0]
+    if [plan.type(a).text for a in block.args] != [plan.type(v).text for v in op.operands]:
+        raise Refuse("a body whose arguments are not the whole operands (more than one device)")
+    ret = block.ops[-1] if block.ops else None
+    if ret is None or [plan.type(v).text for v in ret.operands] != [plan.type(r).text for r in op.results]:
+        raise Refuse("a body whose results are not the whole results (more than one device)")
+    body = plan.block(block)
+    return lambda env, *args: tuple(body(env, *args))
+
+
+def _all_reduce(op: Op, plan: Planner) -> Callable[..., Any]:
+    """A reduction over replica groups of one device each (a ``psum`` in a one-device ``shard_map``): the operands."""
+    from jaxlib.mlir import ir
+
+    groups = op.attrs.get("replica_groups")
+    shape = np.asarray(ir.DenseIntElementsAttr(groups)).shape if groups is not None else (0, 0)
+    if len(shape) != 2 or shape[1] > 1:
+        raise Refuse(f"replica groups of {shape[1] if len(shape) == 2 else '?'} devices")
+    if [plan.type(r).text for r in op.results] != [plan.type(v).text for v in op.operands]:
+        raise Refuse("results of other types than its operands")
+    return lambda env, *args: tuple(args)
+
+
 def table() -> dict[str, Entry]:
     return {
+        "stablehlo.all_reduce": Entry(frozenset({"replica_groups", "channel_handle", "use_global_device_ids"}),
+                                      _all_reduce),
+        "sdy.sharding_constraint": Entry(frozenset({"sharding"}), _sharding_constraint),
+        "sdy.manual_computation": Entry(frozenset({"in_shardings", "out_shardings", "manual_axes"}),
+                                        _manual_computation),
         "func.call": Entry(frozenset({"callee"}), _call),
         "stablehlo.composite": Entry(frozenset({"name", "composite_attributes", "decomposition", "version"}),
                                      _composite),

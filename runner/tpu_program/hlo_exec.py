@@ -14,7 +14,8 @@ Mosaic module. ``tpu_program(exported, signature)`` prepares that program once p
    op is recorded with where it comes from (``ops_used``); every op, attribute or type the table does not
    cover is an ``Unsupported`` (``unsupported``), found here, before anything runs;
 3. the plan is traced and compiled once by ``jax.jit`` for the CPU (64-bit types on: a module's i64
-   stays i64), each ``tpu_custom_call`` a ``jax.pure_callback`` into ``run_call``.
+   stays i64), each ``tpu_custom_call`` a ``jax.pure_callback`` into ``run_call`` (an unordered
+   ``io_callback`` for a call marked ``has_side_effect``, which XLA keeps even when nothing reads it).
 
 ``TpuProgram(*arrays, run_call=...)`` runs it and returns the outputs as numpy arrays. ``run_call`` is
 the seam to the interpreter of Mosaic kernels::
@@ -149,6 +150,10 @@ class TpuProgram:
         structs = [jax.ShapeDtypeStruct(s, d) for s, d in results]
         invoke = partial(self._invoke, config, name, results, aliases)
         self.kernels += 1
+        if "has_side_effect" in op.attrs and attrs.boolean(op.attrs["has_side_effect"]):
+            from jax.experimental import io_callback  # a call XLA keeps even when its results are unused
+
+            return lambda env, *operands: tuple(io_callback(invoke, structs, *operands, ordered=False))
         return lambda env, *operands: tuple(jax.pure_callback(invoke, structs, *operands))
 
     def _invoke(self, config: str, name: str, results: list, aliases: dict, *operands: Any) -> list[np.ndarray]:

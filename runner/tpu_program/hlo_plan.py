@@ -26,7 +26,7 @@ from ..mlir_tree import Block, Op, Type
 from ..module_read import Module, scalar_value, target
 from .hlo_attrs import AttrError, dtype_of, where_of
 
-TERMINATORS = frozenset({"stablehlo.return", "func.return"})
+TERMINATORS = frozenset({"stablehlo.return", "func.return", "sdy.return"})
 # Attributes that say nothing about the values an op computes on one device.
 IGNORED_ATTRS = frozenset({"mhlo.frontend_attributes", "mhlo.sharding", "sdy.sharding", "jax.result_info"})
 

@@ -3,7 +3,8 @@
 interpreter runs the same pallas_call in jax's interpret mode on the operands it is handed.
 
 - ``scale``: out = 2 * x + 1 over (8, 128) row blocks; the grid is ``rows // 8``, so a module exported
-  with symbolic rows has a dynamic grid (its size is the custom call's first operand);
+  with symbolic rows has a dynamic grid (its size is the custom call's first operand); ``side_effects``
+  marks the call ``has_side_effect`` (XLA keeps it when nothing reads its result);
 - ``accumulate``: acc + x written into ``acc``'s buffer (``input_output_aliases={1: 0}``);
 - ``gather_blocks``: out block i = 3 * x block ``ids[i]`` (scalar prefetch of ``ids``).
 """
@@ -20,10 +21,11 @@ def scale_kernel(x_ref, o_ref):
     o_ref[...] = x_ref[...] * 2.0 + 1.0
 
 
-def scale(x, interpret=False):
+def scale(x, interpret=False, side_effects=False):
     block = pl.BlockSpec((ROWS, LANES), lambda i: (i, 0))
+    params = pltpu.CompilerParams(has_side_effects=True) if side_effects else None
     return pl.pallas_call(scale_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(x.shape[0] // ROWS,),
-                          in_specs=[block], out_specs=block, interpret=interpret)(x)
+                          in_specs=[block], out_specs=block, interpret=interpret, compiler_params=params)(x)
 
 
 def accumulate_kernel(x_ref, acc_ref, o_ref):
