@@ -216,13 +216,13 @@ def _token(token: str, dtype: Any) -> Any:
 
 
 def _bits(dtype: Any) -> int:
-    import ml_dtypes
+    import jax.numpy as jnp
 
     try:
-        return int(ml_dtypes.finfo(dtype).bits)
+        return int(jnp.finfo(dtype).bits)
     except (TypeError, ValueError):
         try:
-            return int(ml_dtypes.iinfo(dtype).bits)
+            return int(jnp.iinfo(dtype).bits)
         except (TypeError, ValueError):
             return dtype.itemsize * 8
 
