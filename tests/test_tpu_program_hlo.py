@@ -396,6 +396,20 @@ def test_an_attribute_without_a_translation_is_reported():
     assert "algorithm" in program.unsupported[0].why
 
 
+def test_a_translation_whose_result_is_not_the_declared_type_is_refused(monkeypatch):
+    """A step whose value is not the type the module declares never feeds the next op (here a sine translated
+    to float64 where the module says f32)."""
+    from pallasite.runner.tpu_program.hlo_plan import Entry
+
+    table = op_table()
+    table["stablehlo.sine"] = Entry(frozenset(), lambda op, plan: lambda env, x: (lax.convert_element_type(
+        lax.sin(x), np.float64),))
+    monkeypatch.setattr(hlo_exec, "op_table", lambda: table)
+    _, program = _prepared(lambda x: jnp.sin(x) * 2.0, [[[8], "float32"]])
+    (u,) = program.unsupported
+    assert u.op == "stablehlo.sine" and "gives float64[8] where the module declares float32[8]" in u.why
+
+
 def test_every_op_is_listed_with_where_it_comes_from():
     line = inspect.currentframe().f_lineno + 1
     fn = lambda x: jnp.sin(x) + 1.0  # noqa: E731

@@ -10,8 +10,9 @@ where it comes from (``OpUse``); every op, attribute or type the table does not 
 ``Unsupported`` and planning goes on, so one pass lists them all before anything runs.
 
 A ``Compiled`` block runs over an environment (value id -> array) that sees the enclosing block's
-values (StableHLO regions capture them); a step that fails while jax traces it is reported as the op
-that failed, with its location.
+values (StableHLO regions capture them); a step that fails while jax traces it, or whose results are not
+the shapes and element types the module declares for them, is reported as that op, with its location
+(so a translation never runs on with values of other types than the TPU's).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class Step:
     results: tuple[int, ...]
     label: str
     where: str
+    types: tuple[Any, ...] = ()  # per result (shape, dtype) as the module declares it; None: not a tensor
 
 
 @dataclass(eq=False)
@@ -92,7 +94,13 @@ class Compiled:
                     raise
                 raise Unsupported(step.label, step.where, f"its translation failed: {type(exc).__name__}: "
                                                           f"{str(exc)[:300]}") from exc
-            for r, o in zip(step.results, outs):
+            if len(outs) != len(step.results):
+                raise Unsupported(step.label, step.where, f"its translation gave {len(outs)} results, the module "
+                                                          f"declares {len(step.results)}")
+            for r, o, want in zip(step.results, outs, step.types):
+                if want is not None and (tuple(np.shape(o)), np.dtype(o.dtype)) != want:
+                    raise Unsupported(step.label, step.where, f"its translation gives {np.dtype(o.dtype).name}"
+                                      f"{list(np.shape(o))} where the module declares {want[1].name}{list(want[0])}")
                 env[r] = o
         return [env[v] for v in self.returns]
 
@@ -183,7 +191,11 @@ class Planner:
         except (Refuse, AttrError) as exc:
             self.refuse(op, str(exc))
             return None
-        return Step(fn, tuple(op.operands), tuple(op.results), label, where)
+        return Step(fn, tuple(op.operands), tuple(op.results), label, where, tuple(self._declared(r) for r in op.results))
+
+    def _declared(self, value: int) -> Any:
+        t = self.type(value)
+        return (tuple(int(d) for d in t.shape), dtype_of(t.dtype)) if t.kind == "tensor" else None
 
 
 def captures(block: Block) -> set[int]:
