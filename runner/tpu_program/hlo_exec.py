@@ -23,8 +23,10 @@ the seam to the interpreter of Mosaic kernels::
     run_call(backend_config: str, kernel_name: str, operands: list[np.ndarray],
              results: list[tuple[tuple[int, ...], np.dtype]], aliases: dict[int, int]) -> list[np.ndarray]
 
-(operands in the custom call's order, leading grid sizes and scalar-prefetch operands included;
-``aliases`` {output index: operand index} from ``output_operand_aliases``). An exception it raises
+(operands in the custom call's order, leading grid sizes and scalar-prefetch operands included, as
+read-only numpy arrays: copy one before writing to it; ``results`` each result's shape and dtype, which
+the returned arrays must match exactly; ``aliases`` {output index: operand index} from
+``output_operand_aliases``: the output starts as that operand's contents on a TPU). An exception it raises
 reaches the caller as itself (kept aside by the callback, raised again after XLA gives up). Nothing of
 the module's bytes is executed but through the op table: XLA compiles the table's translation, never
 the module.
@@ -48,7 +50,8 @@ from . import hlo_attrs as attrs
 from .hlo_calls import ShapeAssertion
 from .hlo_plan import Compiled, Entry, OpUse, Planner, Refuse, Unsupported
 
-__all__ = ["OpUse", "RunCall", "ShapeAssertion", "TpuProgram", "Unsupported", "tpu_program", "op_table"]
+__all__ = ["KernelResultError", "OpUse", "RunCall", "ShapeAssertion", "TpuProgram", "Unsupported", "op_table",
+           "tpu_program"]
 
 RunCall = Callable[[str, str, list, list, dict], list]
 CACHE_SIZE = 16

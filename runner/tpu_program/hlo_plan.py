@@ -90,8 +90,6 @@ class Compiled:
             except KeyError as exc:
                 raise Unsupported(step.label, step.where, f"reads a value it cannot see ({exc})") from None
             except Exception as exc:  # noqa: BLE001 - jax refused the translation: name the op that failed
-                if getattr(exc, "pallasite_kernel", False):
-                    raise
                 raise Unsupported(step.label, step.where, f"its translation failed: {type(exc).__name__}: "
                                                           f"{str(exc)[:300]}") from exc
             if len(outs) != len(step.results):
