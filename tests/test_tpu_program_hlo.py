@@ -159,6 +159,16 @@ def test_plain_jax_runs_as_jax_runs_it(name):
     _same(program(*xs), jax.jit(fn)(*xs))
 
 
+def test_ragged_dot():
+    signature = [[[64, 32], "float32"], [[4, 32, 16], "float32"], [[4], "int32"]]
+    fn = lambda a, b, g: lax.ragged_dot(a, b, g)  # noqa: E731
+    _, program = _prepared(fn, signature)
+    assert "chlo.ragged_dot" in program.op_names
+    a, b, _ = _inputs(signature)
+    groups = np.array([10, 0, 30, 17], np.int32)  # 7 rows in no group
+    _same(program(a, b, groups), jax.jit(fn)(a, b, groups), rtol=1e-4, atol=1e-4)
+
+
 # --------------------------------------------------------------------------- modules with kernels
 
 

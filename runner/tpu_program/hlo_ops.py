@@ -12,6 +12,7 @@ Regions (reduce, while, case, sort, scatter, ...) are in runner/tpu_program/hlo_
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -311,6 +312,33 @@ def _convolution(op: Op, plan: Planner) -> Callable[..., Any]:
     return fn
 
 
+_RAGGED = re.compile(r"(\w+_dimensions) = \[([^\]]*)\]")
+
+
+def _ragged_dot(op: Op, plan: Planner) -> Callable[..., Any]:
+    """``chlo.ragged_dot`` (``lax.ragged_dot``: a matmul per group of rows) as ``lax.ragged_dot_general``."""
+    from jax import lax
+
+    text = str(op.attrs["ragged_dot_dimension_numbers"])
+    dims = {k: tuple(int(x) for x in v.split(",") if x.strip()) for k, v in _RAGGED.findall(text)}
+    known = {f"{s}_{k}_dimensions" for s in ("lhs", "rhs") for k in ("batching", "contracting")} | \
+        {"lhs_ragged_dimensions", "rhs_group_dimensions"}
+    if not text.startswith("#chlo.ragged_dot<") or set(dims) - known:
+        raise Refuse(f"ragged_dot_dimension_numbers {text[:120]}")
+    get = lambda k: dims.get(k, ())  # noqa: E731
+    numbers = lax.RaggedDotDimensionNumbers(
+        ((get("lhs_contracting_dimensions"), get("rhs_contracting_dimensions")),
+         (get("lhs_batching_dimensions"), get("rhs_batching_dimensions"))),
+        get("lhs_ragged_dimensions"), get("rhs_group_dimensions"))
+    precision = None
+    if "precision_config" in op.attrs:
+        names = re.findall(r"precision (\w+)>", str(op.attrs["precision_config"]))
+        precision = tuple(lax.Precision[n] for n in names) if names else None
+    dtype = plan.dtype(op.results[0])
+    return lambda env, a, b, groups: (lax.ragged_dot_general(a, b, groups, numbers, precision=precision,
+                                                             preferred_element_type=dtype),)
+
+
 def index_vector_last(indices: Any, ivd: int, batching: tuple[int, ...]) -> tuple[Any, tuple[int, ...]]:
     """Indices with their index vector as the last dimension (jax's convention), and the batching
     dimensions of the indices renumbered to match."""
@@ -382,4 +410,5 @@ def table() -> dict[str, Entry]:
                                           "window_reversal", "dimension_numbers", "feature_group_count",
                                           "batch_group_count", "precision_config")
     out["stablehlo.gather"] = _entry(_gather, "dimension_numbers", "slice_sizes", "indices_are_sorted")
+    out["chlo.ragged_dot"] = _entry(_ragged_dot, "ragged_dot_dimension_numbers", "precision_config")
     return out
