@@ -368,7 +368,8 @@ def test_only_the_tpu_branch_of_a_two_platform_module_runs():
     assert "stablehlo.cosine" not in program.op_names  # the CPU branch was never planned
 
 
-def test_a_two_platform_module_without_kernels_runs_its_tpu_lowering():
+@pytest.mark.parametrize("platforms", [("tpu", "cpu"), ("cpu", "tpu")])
+def test_a_two_platform_module_without_kernels_runs_its_tpu_lowering(platforms):
     from jax._src import core
     from jax._src.interpreters import mlir
 
@@ -376,7 +377,8 @@ def test_a_two_platform_module_without_kernels_runs_its_tpu_lowering():
     prim.def_abstract_eval(lambda x: core.ShapedArray(x.shape, x.dtype))
     mlir.register_lowering(prim, mlir.lower_fun(lambda x: x - 5.0, multiple_results=False), platform="tpu")
     mlir.register_lowering(prim, mlir.lower_fun(lambda x: x + 5.0, multiple_results=False), platform="cpu")
-    _, program = _prepared(lambda x: prim.bind(x) * 2.0, [[[8], "float32"]], platforms=("tpu", "cpu"))
+    exported, program = _prepared(lambda x: prim.bind(x) * 2.0, [[[8], "float32"]], platforms=platforms)
+    assert exported.platforms == platforms
     x = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(program(x)[0], (x - 5.0) * 2.0)
 
@@ -418,6 +420,12 @@ def test_a_translation_whose_result_is_not_the_declared_type_is_refused(monkeypa
     _, program = _prepared(lambda x: jnp.sin(x) * 2.0, [[[8], "float32"]])
     (u,) = program.unsupported
     assert u.op == "stablehlo.sine" and "gives float64[8] where the module declares float32[8]" in u.why
+
+
+def test_a_module_not_lowered_for_the_tpu_is_refused():
+    exported = export_program(lambda x: x + 1.0, [[[8], "float32"]], KIND, platforms=("cpu",))
+    with pytest.raises(ValueError, match="lowered for cpu, not for the TPU"):
+        tpu_program(exported, [[[8], "float32"]])
 
 
 def test_every_op_is_listed_with_where_it_comes_from():
