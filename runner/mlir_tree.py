@@ -80,13 +80,15 @@ def parse_type(text: str) -> Type:
         body = m.group(2)
         space = _SPACE.search(body)
         main = body.split(",", 1)[0].strip()
-        parts = main.split("x")
+        if "complex<" in main:  # "complex" holds an "x": split the dims off before it
+            cut = main.index("complex<")
+            parts = main[:cut].split("x")[:-1] + [main[cut:]]
+        else:
+            parts = main.split("x")
         elem = parts[-1]
         dims: list[int | None] = []
         for p in parts[:-1]:
             dims.append(None if p == "?" else int(p) if p.isdigit() else None)
-        if elem.startswith("complex<"):
-            elem = main[main.index("complex<"):]
         out = Type(m.group(1), tuple(dims), _DTYPES.get(elem, ""), space.group(1) if space else "", text)
     if len(_TYPES) < 100_000:
         _TYPES[text] = out
