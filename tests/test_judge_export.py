@@ -132,27 +132,27 @@ def test_the_judge_refuses_crafted_bytes_and_a_module_that_calls_back_into_pytho
 
     named = [[[8, 128], "float32"]]
     exported = export_program(lambda x: x * 2, named, "TPU v6 lite")
-    module, seen = verified(exported.serialize(), named, "cpu")
+    module, seen = verified(exported.serialize(), named)
     assert seen["custom_calls"] == [] and module.in_avals == exported.in_avals
     text = exported.mlir_module().replace("return", "%cb = stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg1) "
                                           ": (tensor<8x128xf32>) -> tensor<8x128xf32>\n    return", 1)
     with mlir.make_ir_context():
         crafted = dataclasses.replace(exported, mlir_module_serialized=mlir.module_to_bytecode(ir.Module.parse(text)))
     with pytest.raises(Refused, match="host callbacks.*xla_ffi_python_cpu_callback"):
-        verified(crafted.serialize(), named, "cpu")
+        verified(crafted.serialize(), named)
     with pytest.raises(Refused, match="not a serialized jax.export module"):
-        verified(b"\x00" * 64, named, "cpu")
+        verified(b"\x00" * 64, named)
     with pytest.raises(Refused, match="not the inputs the judge named"):
-        verified(exported.serialize(), [[[16, 128], "float32"]], "cpu")
+        verified(exported.serialize(), [[[16, 128], "float32"]])
     cpu_only = jax.export.export(jax.jit(lambda x: x * 2), platforms=("cpu",))(jax.ShapeDtypeStruct((8, 128), jnp.float32))
-    with pytest.raises(Refused, match="not for tpu"):
-        verified(cpu_only.serialize(), named, "cpu")
+    with pytest.raises(Refused, match="not for the TPU"):
+        verified(cpu_only.serialize(), named)
     lapack = exported.mlir_module().replace("return", "%lu = stablehlo.custom_call @lapack_sgetrf_ffi(%arg1) "
                                             ": (tensor<8x128xf32>) -> tensor<8x128xf32>\n    return", 1)
     with mlir.make_ir_context():
         crafted = dataclasses.replace(exported, mlir_module_serialized=mlir.module_to_bytecode(ir.Module.parse(lapack)))
     with pytest.raises(Refused, match="lapack_sgetrf_ffi, outside the custom calls"):
-        verified(crafted.serialize(), named, "cpu")
+        verified(crafted.serialize(), named)
 
 
 def test_for_a_tpu_judge_the_candidates_process_lowers_the_kernel_with_mosaic_and_the_judge_counts_it():
@@ -172,9 +172,9 @@ def test_for_a_tpu_judge_the_candidates_process_lowers_the_kernel_with_mosaic_an
     spec.loader.exec_module(module)
     named = [[[256, 128], "float32"]] * 2
     for entry, kernels in ((module.add, 1), (module.reference, 0)):
-        blob = export_program(entry, named, "TPU v5 lite").serialize()
-        _, seen = verified(blob, named, "tpu")
-        assert seen["kernels"] == kernels and seen["platforms"] == ["tpu", "cpu"], seen
+        blob = export_program(entry, named, "TPU v5 lite", platforms=("tpu",)).serialize()
+        _, seen = verified(blob, named)
+        assert seen["kernels"] == kernels and seen["platforms"] == ["tpu"], seen
 
 
 @needs_namespaces

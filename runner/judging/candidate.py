@@ -91,11 +91,26 @@ def _why_not(exc: BaseException, flat: Any, signature: Any) -> str:
     why = refusal_for(exc)
     if why is None:
         try:
-            effects = jax.make_jaxpr(flat)(*structs(signature)).effects
+            jaxpr = jax.make_jaxpr(flat)(*structs(signature))
+            calls_back = bool(jaxpr.effects) or _calls_back(jaxpr.jaxpr)
         except Exception:  # noqa: BLE001 - the export's own error says it
-            effects = ()
-        why = f"{HOST_CALLBACKS}: {type(exc).__name__}: {exc}" if effects else f"{type(exc).__name__}: {exc}"
+            calls_back = False
+        why = f"{HOST_CALLBACKS}: {type(exc).__name__}: {exc}" if calls_back else f"{type(exc).__name__}: {exc}"
     return why
+
+
+def _calls_back(jaxpr: Any) -> bool:
+    """Whether ``jaxpr`` (or one nested in it) calls back into Python (pure_callback, io_callback, debug)."""
+    from jax.extend import core
+
+    for eqn in jaxpr.eqns:
+        if "callback" in eqn.primitive.name:
+            return True
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", value)
+            if isinstance(inner, core.Jaxpr) and _calls_back(inner):
+                return True
+    return False
 
 
 def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:

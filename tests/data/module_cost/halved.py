@@ -1,7 +1,7 @@
 """Two matmul kernels with the same operands, grid and blocks: ``full`` contracts the whole K block,
 ``half`` only its first half (half the MXU work). A module whose TPU custom call carries ``half``'s
-Mosaic body while its CPU branch is ``full``'s interpreter loop is the hand edit the judge's census
-must catch (tests/test_module_cost.py splices one into the other)."""
+Mosaic body while its CPU branch is ``full``'s interpreter loop is a hand edit the judge catches by running
+the TPU program (tests/test_module_cost.py splices one into the other)."""
 
 import jax
 import jax.numpy as jnp
