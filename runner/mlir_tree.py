@@ -112,6 +112,7 @@ class Op:
     index: int = 0  # position in the walk order of its module (the same order in a fresh parse)
     code: int = -1  # what a walk does with it, decided once (runner/mosaic_counts.py)
     cache: Any = None  # what that walk computed once for it (a constant, its work, its DMA size)
+    loc: Any = None  # its MLIR location (an ``ir.Location``), kept only when parse_tree was asked to
 
 
 @dataclass(eq=False)
@@ -127,8 +128,9 @@ class Tree:
         return self.types.get(value, Type("other"))
 
 
-def parse_tree(module: Any) -> Tree:
-    """Read ``module`` (an ``ir.Module`` or ``ir.Operation``) into a Tree."""
+def parse_tree(module: Any, locations: bool = False) -> Tree:
+    """Read ``module`` (an ``ir.Module`` or ``ir.Operation``) into a Tree; with ``locations`` each Op keeps
+    its MLIR location (``Op.loc``, formatted by ``source_line``; ~2 us an op, so only when asked)."""
     ids: dict[Any, int] = {}
     types: dict[int, Type] = {}
     funcs: dict[str, Op] = {}
@@ -151,7 +153,7 @@ def parse_tree(module: Any) -> Tree:
         results = tuple(vid(v) for v in op.results)
         regions = tuple(tuple(Block(tuple(vid(a) for a in b.arguments), [convert(o) for o in b.operations])
                               for b in region.blocks) for region in op.regions)
-        out = Op(op.name, operands, results, attrs, regions, index)
+        out = Op(op.name, operands, results, attrs, regions, index, loc=op.location if locations else None)
         if op.name == "func.func" and "sym_name" in attrs:
             funcs[string_attr(attrs["sym_name"])] = out
         return out
@@ -167,6 +169,22 @@ def walk(op: Op):
         for block in region:
             for inner in block.ops:
                 yield from walk(inner)
+
+
+_FILE_LOC = re.compile(r'"([^"]+)":(\d+)(?::(\d+))?')
+
+
+def source_line(op: Op) -> str:
+    """Where ``op`` came from as ``file:line`` (the first file location in its MLIR location: the
+    innermost frame jax recorded), else its location's name, else "" (no location kept)."""
+    if op.loc is None:
+        return ""
+    text = str(op.loc)
+    hit = _FILE_LOC.search(text)
+    if hit is not None:
+        return f"{hit.group(1)}:{hit.group(2)}"
+    name = re.search(r'loc\("([^"]*)"', text)
+    return name.group(1) if name else ""
 
 
 # --------------------------------------------------------------------------- attributes

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ class Window:
     transform: str | None
     buffers: int | None  # from pipeline_mode (1: synchronous, 2: double-buffered); None: not given
     element: bool  # window_kind element_window: the index map returns element offsets
+    padding: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # an element window's (low, high) padding
 
 
 @dataclass(eq=False)
@@ -86,8 +88,9 @@ def mosaic_context() -> Any:
     return ctx
 
 
-def decode_kernel(backend_config: str, kernel_name: str = "") -> Kernel:
-    """The Mosaic kernel in one tpu_custom_call's backend config (KernelError says why not)."""
+def decode_kernel(backend_config: str, kernel_name: str = "", locations: bool = False) -> Kernel:
+    """The Mosaic kernel in one tpu_custom_call's backend config (KernelError says why not); with
+    ``locations`` every op keeps its MLIR location (mlir_tree.source_line)."""
     from jaxlib.mlir import ir
     from jaxlib.mlir.passmanager import PassManager
 
@@ -103,7 +106,7 @@ def decode_kernel(backend_config: str, kernel_name: str = "") -> Kernel:
             PassManager.parse(SERDE).run(module.operation)
         except Exception as exc:  # noqa: BLE001 - MLIR says what it could not read
             raise KernelError(f"the kernel's Mosaic module does not parse: {str(exc)[:300]}") from exc
-        tree = parse_tree(module)
+        tree = parse_tree(module, locations)
     return _kernel_of(tree, config, kernel_name, ctx)
 
 
@@ -145,8 +148,14 @@ def _window(d: Any) -> Window:
         return Window(None, None, None, False)
     mode = str(items.get("pipeline_mode", ""))
     buffers = 1 if "synchronous" in mode else 2 if "double_buffered" in mode else None
+    kind = str(items.get("window_kind", ""))
+    padding = None
+    if "element_window" in kind:  # #tpu.element_window<[low, ...],[high, ...]>
+        lists = re.findall(r"\[([^\]]*)\]", kind)
+        if len(lists) == 2:
+            padding = tuple(tuple(int(x) for x in re.findall(r"-?\d+", part)) for part in lists)
     return Window(tuple(int_list(items["window_bounds"])), string_attr(items["transform_indices"]), buffers,
-                  "element_window" in str(items.get("window_kind", "")))
+                  "element_window" in kind, padding)
 
 
 # --------------------------------------------------------------------------- scalar arithmetic
