@@ -108,10 +108,10 @@ def test_a_kernel_in_interpret_mode_off_tpu_is_judged_as_the_tpu_runs_it(tmp_pat
     """``interpret=jax.default_backend() != "tpu"`` (benchmark and tutorial code): the candidate's process
     answers as the target chip while it exports, so the judge gets the kernel's Mosaic lowering - the honest
     kernel is judged (it was "rejected: no_pallas_call") and each cheat written the same way is refused for its
-    own trick, not for the idiom."""
+    own trick (partial_write, calls_reference), not for the idiom."""
     folder = DATA / "backend_idiom"
     want = {"optimized": ("ok", []), "half_written": ("rejected", ["partial_write"]),
-            "around_the_kernel": ("rejected", ["pallas_call_unused"])}
+            "around_the_kernel": ("rejected", ["calls_reference"])}
     for name, (verdict, tricks) in want.items():
         done = pallasite("time", str(folder), "--kernel", str(folder / f"{name}.py"), "--runs", "1", "--warmup", "1",
                          "--no-store", "--format", "json", cwd=tmp_path)

@@ -1,5 +1,5 @@
 """A cheat with the same idiom: a kernel runs, but the answer is computed around it by XLA (the kernel's
-result is thrown away)."""
+result only touches it times zero)."""
 
 import jax
 import jax.numpy as jnp
@@ -24,5 +24,4 @@ def workload(x, y):
     copied = pl.pallas_call(_kernel, grid=(x.shape[0] // BLOCK_ROWS,), in_specs=[spec], out_specs=spec,
                             out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
                             interpret=jax.default_backend() != "tpu")(x)
-    del copied
-    return x * 2.0 + y
+    return x * 2.0 + y + 0.0 * copied
