@@ -21,8 +21,10 @@ and their yardsticks:
 
 The limits (``LIMITS``) were set from repeated runs at different loads with headroom for noise, and
 under twice the usual ratio where a 2x slowdown must fail (tier 0): docs/editor-performance.md
-("The performance guard") gives the spread they came from and the last figures. A path that cannot
-run here (no sandbox for the confined worker) is said to be skipped, with why, and fails nothing.
+("The performance guard") gives the spread they came from and the last figures. A path over its limit
+is measured once more and fails only if it is over again (a burst of load on a shared machine fails
+nothing alone). A path that cannot run here (no sandbox for the confined worker) is said to be
+skipped, with why, and fails nothing.
 
     python benchmarks/perf_guard.py [--only tier0,save,judge,check_jobs2] [--json FILE]
 """
@@ -47,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 # the largest ratio each path may show (see the module docstring and docs/editor-performance.md)
-LIMITS = {"tier0": 2.6, "save": 0.6, "judge": 7.0, "check_jobs2": 7.0}
+LIMITS = {"tier0": 2.0, "save": 0.25, "judge": 6.0, "check_jobs2": 6.0}
 PATHS = tuple(LIMITS)
 
 
@@ -262,9 +264,13 @@ def main() -> int:
     import_jax()  # a first import writes bytecode caches: not a sample
     figures = []
     for name in chosen:
-        figure = {"tier0": tier0, "save": save, "judge": judge, "check_jobs2": check_jobs2}[name]()
-        figures.append(figure)
+        measure = {"tier0": tier0, "save": save, "judge": judge, "check_jobs2": check_jobs2}[name]
+        figure = measure()
         print(figure.line(), flush=True)
+        if figure.over:  # once more: a burst of load on a shared machine fails nothing alone
+            figure = measure()
+            print(f"{'':>11}  measured again: {figure.line().strip()}", flush=True)
+        figures.append(figure)
     over = [f for f in figures if f.over]
     print(f"perf guard: {len(figures) - len(over)}/{len(figures)} paths within their limits in "
           f"{time.perf_counter() - started:.0f} s; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
