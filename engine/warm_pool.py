@@ -180,7 +180,7 @@ def _start_keeper(folder: Path, key: str, config: WorkerConfig, checks: int, idl
             probe.close()
         argv = [sys.executable, "-m", "pallasite.engine.warm_keeper", "--socket", str(path), "--checks", str(checks),
                 "--idle", str(idle_s), "--config", config_to_json(config)]
-        with open(log, "ab") as err:
+        with open(log, "wb") as err:  # the log of the keeper last started for this key
             done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                   timeout=KEEPER_START_S, check=False)
         if done.returncode != 0:
@@ -207,18 +207,28 @@ class WarmBackend:
         if self._opening is None:
             self._opening = asyncio.Lock()
         async with self._opening:
-            if self._streams is None:
-                reader, writer = await connect(self.folder, self.key, self.config, self.checks, self.idle_s)
-                writer.write(line({"kind": "hello", "checks": self.checks}))
-                await writer.drain()
-                hello = json.loads(await reader.readline() or b"{}")
-                if hello.get("kind") != "hello":
-                    writer.close()
-                    raise KeeperError(f"the keeper at {self.folder} answered {hello!r} to hello")
-                self._note(hello)
-                self._streams = reader, writer
-                self._reading = asyncio.create_task(self._read(reader), name="warm-pool-reader")
+            for attempt in (1, 2):  # a keeper that was dying as we connected: once more, which starts a new one
+                if self._streams is not None:
+                    break
+                try:
+                    await self._hello()
+                except (ConnectionError, KeeperError):
+                    if attempt == 2:
+                        raise
+                    await asyncio.sleep(0.2)
             return self._streams[1]
+
+    async def _hello(self) -> None:
+        reader, writer = await connect(self.folder, self.key, self.config, self.checks, self.idle_s)
+        writer.write(line({"kind": "hello", "checks": self.checks}))
+        await writer.drain()
+        hello = json.loads(await reader.readline() or b"{}")
+        if hello.get("kind") != "hello":
+            writer.close()
+            raise KeeperError(f"the keeper at {self.folder} answered {hello!r} to hello")
+        self._note(hello)
+        self._streams = reader, writer
+        self._reading = asyncio.create_task(self._read(reader), name="warm-pool-reader")
 
     def _note(self, msg: dict[str, Any]) -> None:
         if msg.get("info"):
@@ -253,11 +263,20 @@ class WarmBackend:
         request_id = protocol.new_request_id()
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, op, on_progress)
+        # the keeper's worker answers within the request's limit, its start-up and the cancel's grace: a
+        # keeper that says nothing well past that is not waited for
+        bound = (timeout_s or self.config.timeout_s) + self.config.startup_timeout_s + self.config.cancel_grace_s + 30
         try:
             writer.write(line({"kind": "request", "id": request_id, "op": op, "params": to_json(params),
                                "purpose": purpose, "timeout_s": timeout_s}))
             await writer.drain()
-            return await future
+            return await asyncio.wait_for(asyncio.shield(future), bound)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(OSError, RuntimeError):
+                writer.write(line({"kind": "cancel", "id": request_id}))
+            return Reply("timed_out", message=f"the keeper of warm workers did not answer within {bound:g} s "
+                         f"(its log: {self.folder / f'pool-{self.key}.log'})", elapsed_s=time.monotonic() - started,
+                         limit_s=timeout_s or self.config.timeout_s)
         except asyncio.CancelledError:
             with contextlib.suppress(OSError, RuntimeError):
                 writer.write(line({"kind": "cancel", "id": request_id}))  # the keeper stops the worker's op
@@ -266,10 +285,21 @@ class WarmBackend:
             self._pending.pop(request_id, None)
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            await self._read_lines(reader)
+        except (ValueError, OSError, ConnectionError, KeyError, TypeError):
+            pass  # a line that is not the keeper's: what waits is answered below, as if it had gone
+        for future, _, _ in list(self._pending.values()):  # the keeper went away
+            if not future.done():
+                future.set_result(Reply("crashed", message="the keeper of warm workers went away while the "
+                                        "request ran (its log: " + str(self.folder / f"pool-{self.key}.log") + ")"))
+        self._streams = None
+
+    async def _read_lines(self, reader: asyncio.StreamReader) -> None:
         while True:
             raw = await reader.readline()
             if not raw:
-                break
+                return
             msg = json.loads(raw)
             future, op, on_progress = self._pending.get(msg.get("id"), (None, "", None))
             if msg.get("kind") == "progress" and on_progress is not None:
@@ -281,11 +311,6 @@ class WarmBackend:
                 except protocol.ProtocolError as exc:
                     future.set_result(Reply("error", error=ErrorInfo("ProtocolError", str(exc)),
                                             message=f"the keeper's reply does not follow the protocol: {exc}"))
-        for future, _, _ in list(self._pending.values()):  # the keeper went away
-            if not future.done():
-                future.set_result(Reply("crashed", message="the keeper of warm workers went away while the "
-                                        "request ran (its log: " + str(self.folder / f"pool-{self.key}.log") + ")"))
-        self._streams = None
 
     def describe(self) -> BackendInfo:
         return self._info or BackendInfo(kind="local", host=socket.gethostname(), workers=self.checks)

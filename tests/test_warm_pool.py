@@ -168,3 +168,56 @@ def test_a_reply_travels_whole():
     assert decode_reply("ping", json.loads(json.dumps(encode_reply(ok)))) == ok
     failed = Reply("error", error=ErrorInfo("ValueError", "bad", "Traceback..."), message="ValueError: bad")
     assert decode_reply("ping", json.loads(json.dumps(encode_reply(failed)))) == failed
+
+
+SLEEPER = '''"""A kernel file whose import takes long: the check's request is running when its keeper dies."""
+import time
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+time.sleep(60)
+
+
+def copy_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+def copy(x):
+    return pl.pallas_call(copy_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+def example_inputs():
+    return (jnp.ones((8, 128), jnp.float32),)
+'''
+
+
+def test_a_keeper_gone_mid_request_is_a_crashed_reply_and_the_next_request_starts_a_new_one(runtime, tmp_path):
+    base, keepers = runtime
+    folder, _ = runtime_folder()
+    kernel = tmp_path / "sleeper.py"
+    kernel.write_text(SLEEPER)
+
+    async def go() -> tuple[Reply, Reply, dict, dict]:
+        from pallasite.engine.sources import sources_for
+        from pallasite.wire.messages import CheckParams
+
+        backend = WarmBackend(WorkerConfig(), 1, 60, folder)
+        try:
+            assert (await backend.request(PingParams())).ok
+            first = dict(backend.keeper)
+            keepers.append(first["pid"])
+            running = asyncio.create_task(backend.request(CheckParams(source=sources_for(str(kernel)), target="v5e")))
+            await asyncio.sleep(3)  # the worker is in the file's import
+            os.kill(first["pid"], signal.SIGKILL)
+            crashed = await asyncio.wait_for(running, 60)
+            again = await backend.request(PingParams())
+            keepers.append(backend.keeper["pid"])
+            return crashed, again, first, dict(backend.keeper)
+        finally:
+            await backend.close()
+
+    crashed, again, first, second = asyncio.run(go())
+    assert crashed.status == "crashed" and "keeper of warm workers went away" in crashed.message
+    assert again.ok and second["pid"] != first["pid"]
