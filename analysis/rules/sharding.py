@@ -118,7 +118,7 @@ class _UnitFacts:
     """One unit's callee names and its shard_map sites ((depth, node) in ``ast.walk`` order: calls of
     ``shard_map`` and functions a shard_map decorates), read once per unit text."""
 
-    unit: Unit
+    stmts: list[ast.stmt]  # the unit's statements
     callees: frozenset[str]
     shard_maps: list[tuple[int, ast.AST]]
     _module: tuple[list[ast.Call], list[ast.Assign]] | None = None
@@ -126,8 +126,8 @@ class _UnitFacts:
     def module_level(self) -> tuple[list[ast.Call], list[ast.Assign]]:
         """The calls and assignments of the unit's module-level statements (not in a def or class)."""
         if self._module is None:
-            stmts = _own_statements(self.unit.stmts)
-            self._module = (_own_calls(self.unit.stmts), [n for n in stmts if isinstance(n, ast.Assign)])
+            own = _own_statements(self.stmts)
+            self._module = (_own_calls(self.stmts), [n for n in own if isinstance(n, ast.Assign)])
         return self._module
 
 
@@ -152,7 +152,7 @@ def _read_unit(unit: Unit) -> _UnitFacts:
                       if isinstance(node, ast.Call) and _callee(node) == "shard_map"
                       or isinstance(node, ast.FunctionDef) and any(isinstance(dec, ast.Call) and _is_shard_map_decorator(dec)
                                                                    for dec in node.decorator_list)]
-    return _UnitFacts(unit, callees, shard_maps)
+    return _UnitFacts(unit.stmts, callees, shard_maps)
 
 
 def _module_calls(units: list[_UnitFacts]) -> list[ast.Call]:
