@@ -56,3 +56,4 @@ def discard(module: ast.Module) -> None:
         for name in ("positioned", "defs", "classes", "calls", "assigns", "imports", "sequences"):
             getattr(unit, name).clear()
         unit._exprs = None
+        unit.facts.clear()

@@ -10,6 +10,8 @@ full ``ast.parse`` of a 2,700-line kernel file costs 20-25 ms and every whole-tr
   (its line numbers moved to where it sits) or, when a unit with the same text was parsed for the
   document's ``state`` (``Tier0State.units``) before, that unit's nodes taken over and moved in
   place (only their line numbers change);
+- ``Unit.facts``: what a rule read from one unit's nodes (kept with the unit, so a rule that reads
+  the file unit by unit reads only the edited one again);
 - ``index_of(module)``: what the rules and the tracer look up file-wide (function and class
   definitions, imported names, calls, assignments, expressions by position), in the order a walk
   of the whole tree (``ast.walk``: breadth first) would give them, kept per unit so that a reused
@@ -66,6 +68,9 @@ class Unit:
     imports: list[tuple[int, ast.AST]] = field(default_factory=list)
     sequences: list[tuple[int, ast.AST]] = field(default_factory=list)  # tuple and list displays
     _exprs: dict[tuple[int, int], list[tuple[int, ast.expr]]] | None = None  # (line - start, col), when asked
+    # what a rule read from this unit's nodes alone (rules/sharding.py), kept with the unit: a unit
+    # reused after an edit elsewhere brings its facts along, so the rule reads only the edited unit
+    facts: dict[str, object] = field(default_factory=dict)
 
     def move(self, start: int) -> None:
         delta = start - self.start

@@ -15,7 +15,11 @@ With ``--real``: jax's own kernels of tests/data/real (flash attention, blocked 
 gmm, paged attention; 0.2 s each after the first, five times the small files), each copied four
 times under its own name: 16 files whose work is not dwarfed by a worker's start-up.
 
-    python benchmarks/bench_check_jobs.py [--jobs 1,2] [--runs 2] [--files 24] [--real]
+With ``--keep-warm SECONDS``: every run is `check --keep-warm SECONDS` (engine/warm_pool.py), after one
+run per N that starts the keeper's workers (not counted): what a run costs when the workers of the
+last one are still warm.
+
+    python benchmarks/bench_check_jobs.py [--jobs 1,2] [--runs 2] [--files 24] [--real] [--keep-warm 120]
 """
 
 from __future__ import annotations
@@ -48,9 +52,9 @@ def real_files(copies: int = 4) -> list[tuple[Path, str]]:
     return [(p, f"{p.stem}_{n}.py") for n in range(1, copies + 1) for p in found]
 
 
-def run_check(folder: str, jobs: int) -> tuple[float, str, int]:
+def run_check(folder: str, jobs: int, keep_warm: float | None = None) -> tuple[float, str, int]:
     argv = [sys.executable, "-m", "pallasite.server.cli", "check", folder, "--target", "v5e", "--tiers", "0,1,2",
-            "--no-cache", "--jobs", str(jobs)]
+            "--no-cache", "--jobs", str(jobs), *(["--keep-warm", f"{keep_warm:g}"] if keep_warm else [])]
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     took = time.perf_counter() - started
@@ -81,16 +85,17 @@ from pallasite.engine.engine import check_paths_sync
 imported = time.perf_counter() - t0
 stamps = []
 check_paths_sync(sorted(glob.glob(sys.argv[1] + "/*.py")), CheckOptions(target="v5e", tiers=(0, 1, 2)),
-                 jobs=int(sys.argv[2]), use_store=False, on_report=lambda r: stamps.append(time.perf_counter() - t0))
+                 jobs=int(sys.argv[2]), use_store=False, on_report=lambda r: stamps.append(time.perf_counter() - t0),
+                 keep_warm_s=float(sys.argv[3]) or None)
 print(json.dumps({"import": imported, "first": stamps[0], "last": stamps[-1], "total": time.perf_counter() - t0}))
 '''
 
 
-def phases(folder: str, jobs: int) -> dict:
+def phases(folder: str, jobs: int, keep_warm: float | None = None) -> dict:
     """Where one run's wall time goes (the same check through the engine in a fresh process): importing
     pallasite, until the first file's report (worker start-up: its jax and libtpu imports, then that
     file), the other files, and closing the workers."""
-    done = subprocess.run([sys.executable, "-c", PHASES, folder, str(jobs)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", PHASES, folder, str(jobs), str(keep_warm or 0)], capture_output=True, text=True,
                           timeout=1800, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -101,6 +106,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="runs per worker count (alternating)")
     parser.add_argument("--files", type=int, default=24, help="how many kernel files (at least 20)")
     parser.add_argument("--real", action="store_true", help="jax's kernels of tests/data/real, four copies each")
+    parser.add_argument("--keep-warm", type=float, default=None, metavar="SECONDS",
+                        help="run `check --keep-warm SECONDS`: one run per N first (not counted) starts the keeper's "
+                             "workers, the timed runs find them warm")
     args = parser.parse_args()
     jobs = [int(j) for j in args.jobs.split(",")]
     files = real_files() if args.real else [(p, p.name) for p in kernel_files(args.files)]
@@ -116,9 +124,14 @@ def main() -> None:
               f"the whole `pallasite check` process (time.perf_counter), CPU only (deviceless compile)", flush=True)
         times: dict[int, list[float]] = {j: [] for j in jobs}
         outputs: set[str] = set()
+        if args.keep_warm:
+            for j in jobs:
+                took, out, _ = run_check(folder, j, args.keep_warm)
+                outputs.add(out)
+                print(f"  warm-up (not counted): --jobs {j} --keep-warm {args.keep_warm:g}: {took:.1f} s", flush=True)
         for run in range(args.runs):
             for j in jobs:
-                took, out, code = run_check(folder, j)
+                took, out, code = run_check(folder, j, args.keep_warm)
                 times[j].append(took)
                 outputs.add(out)
                 print(f"  run {run + 1}: --jobs {j}: {took:.1f} s (exit {code})", flush=True)
@@ -128,7 +141,7 @@ def main() -> None:
             print(f"pallasite check --jobs {j}: median {median:.1f} s over {len(times[j])} run(s); "
                   f"speedup vs --jobs {jobs[0]}: {base / median:.2f}x")
         for j in jobs:
-            p = phases(folder, j)
+            p = phases(folder, j, args.keep_warm)
             print(f"  --jobs {j} phases (one in-process run): import {p['import']:.2f} s; worker start-up and first "
                   f"file {p['first'] - p['import']:.2f} s; the other {len(files) - 1} files "
                   f"{p['last'] - p['first']:.2f} s; closing the workers {p['total'] - p['last']:.2f} s; "

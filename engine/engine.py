@@ -244,9 +244,15 @@ class Engine:
 
 def check_paths_sync(paths: Sequence[str], options: CheckOptions, *, jobs: int = 1, use_store: bool = True,
                      on_report: Callable[[FileReport], Any] | None = None,
-                     backend_factory: BackendFactory | None = None) -> list[FileReport]:
+                     backend_factory: BackendFactory | None = None,
+                     keep_warm_s: float | None = None) -> list[FileReport]:
     """The CLI's entry: an engine with ``jobs`` check workers, the files checked (``on_report`` as each
-    finishes), the engine closed."""
+    finishes), the engine closed. ``keep_warm_s``: the workers are a keeper's, kept warm that many
+    seconds after the run for the next one (engine/warm_pool.py)."""
+    if keep_warm_s and backend_factory is None:
+        from .warm_pool import warm_factory
+
+        backend_factory = warm_factory(keep_warm_s)
 
     async def go() -> list[FileReport]:
         engine = Engine(checks=min(max(1, jobs), max(1, len(paths))), use_store=use_store,

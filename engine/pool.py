@@ -132,6 +132,12 @@ class PoolBackend:
                            devices=tuple(getattr(hello, "devices", ()) or ()), versions=versions,
                            protocol=getattr(hello, "protocol", None), problem=getattr(hello, "error", None))
 
+    def grow(self, purpose: str, size: int) -> None:
+        """Let a lane run up to ``size`` workers (never fewer than it has); new ones start with their first
+        request (the keeper of warm workers grows its check lane when a run asks for more: engine/warm_keeper.py)."""
+        lane = self.lanes[purpose]
+        lane.size = max(lane.size, int(size))
+
     async def replace_idle(self, purpose: str) -> int:
         """Replace the idle workers of a lane by fresh ones (started by their first request), so what those kept
         of their last requests goes back (tune's estimating worker after pricing the reference: libtpu, ~1 GiB;

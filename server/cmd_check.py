@@ -74,6 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     flags.add(parser, "--jobs", command)
     parser.add_argument("-j", type=int, dest="jobs", metavar="N", help="the same as --jobs")
     flags.add(parser, "--no-store", command, dest="no_cache")
+    parser.add_argument(
+        "--keep-warm", type=float, default=None, metavar="SECONDS",
+        help="keep this run's workers warm for the next run for SECONDS after it (a keeper process of your user; "
+             "a run with the same settings in the same folder uses them and skips their start-up)")
 
 
 def expand_paths(paths: list[str]) -> list[str]:
@@ -158,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
         files = expand_paths(args.paths)
         options, strict = _options_and_strict(args, files)
         jobs = jobs_for(args)
+        keep_warm = getattr(args, "keep_warm", None)
+        if keep_warm is not None and not keep_warm > 0:
+            raise UsageError(f"--keep-warm {keep_warm:g}: give a positive number of seconds")
     except (UsageError, ValueError) as err:  # ValueError: a bad [tool.pallasite] (server/settings.SettingsError)
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -167,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
     progress = CheckProgress(files, tiers=options.tiers, text=args.format == "text", details=args.details,
                              verbose=getattr(args, "verbose", False), target=options.target)
     try:
-        reports = check_paths_sync(files, options, jobs=jobs, use_store=use_store, on_report=progress)
+        reports = check_paths_sync(files, options, jobs=jobs, use_store=use_store, on_report=progress,
+                                   keep_warm_s=keep_warm)
     except KeyboardInterrupt:
         progress.close()
         return _interrupted(args.format, files, progress.done, options, time.monotonic() - started, use_store)

@@ -16,15 +16,24 @@
   partitioned. Please wrap the call in a shard_map"). Said at the call, with the shard_map to write.
 
 Silent whenever a piece does not resolve (a sharding passed in, a function not of this file).
+
+Cost per edit (tier 0 runs after each one): both rules stop at once on a text that names neither
+``shard_map`` nor ``NamedSharding``, and then on a file whose calls include no ``pallas_call`` or
+none of their class (``_UnitFacts``: each top-level unit's callee names and shard_map sites, read once
+per unit text and kept with the unit, ``Unit.facts``). Past that, each function's calls, assignments
+and placed names are read once per text of the function and kept on its def node (``_DefFacts``),
+so an edit elsewhere reads only the edited unit again.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
+from ..ast_units import Unit, index_of, walk
 from ..types import Finding, Span
 from .context import RuleContext, finding, python_tree, replace
 
@@ -32,12 +41,17 @@ PLACEMENTS = ("device_put", "reshard", "with_sharding_constraint")
 
 
 def vma_out_shape(ctx: RuleContext) -> Iterator[Finding]:
+    if "shard_map" not in ctx.source.text:
+        return
     tree = python_tree(ctx.source)
     if tree is None:
         return
+    units = _units(tree)
+    if not any("pallas_call" in u.callees for u in units) or not any(u.shard_maps for u in units):
+        return
     defs = _defs(tree)
     seen: set[int] = set()
-    for fn in _shard_mapped(tree, defs):
+    for fn in _shard_mapped(units, defs):
         for call in _pallas_calls(fn, defs):
             for struct, operand in _plain_structs(call, fn):
                 if id(struct) in seen:
@@ -65,17 +79,22 @@ def _vma_finding(struct: ast.Call, operand: str | None, fn: str, lines: list[str
 
 
 def unpartitioned_call(ctx: RuleContext) -> Iterator[Finding]:
+    if "NamedSharding" not in ctx.source.text:
+        return
     tree = python_tree(ctx.source)
     if tree is None:
         return
+    units = _units(tree)
+    callees = frozenset().union(*(u.callees for u in units))
+    if "pallas_call" not in callees or "NamedSharding" not in callees or callees.isdisjoint(PLACEMENTS):
+        return
     defs = _defs(tree)
-    kernels = {name for name, fn in defs.items() if _pallas_calls(fn, {})}
-    inside = {id(fn) for fn in _shard_mapped(tree, defs, vma_only=False)}
-    for scope in [tree, *defs.values()]:
-        if id(scope) in inside:
-            continue
-        placed = _placed_names(scope)
-        for call in _own_calls(scope):
+    kernels = {name for name, fn in defs.items() if _facts(fn).pallas}
+    inside = {id(fn) for fn in _shard_mapped(units, defs, vma_only=False)}
+    scopes = [(_module_calls(units), _module_placed(units))]
+    scopes += [(_facts(fn).own_calls, _facts(fn).placed()) for fn in defs.values() if id(fn) not in inside]
+    for own_calls, placed in scopes:
+        for call in own_calls:
             name = _callee(call)
             if name not in kernels:
                 continue
@@ -91,11 +110,100 @@ def unpartitioned_call(ctx: RuleContext) -> Iterator[Finding]:
                     break
 
 
+# --------------------------------------------------------------------------- what is kept per unit and per def
+
+
+@dataclass
+class _UnitFacts:
+    """One unit's callee names and its shard_map sites ((depth, node) in ``ast.walk`` order: calls of
+    ``shard_map`` and functions a shard_map decorates), read once per unit text."""
+
+    stmts: list[ast.stmt]  # the unit's statements
+    callees: frozenset[str]
+    shard_maps: list[tuple[int, ast.AST]]
+    _module: tuple[list[ast.Call], list[ast.Assign]] | None = None
+
+    def module_level(self) -> tuple[list[ast.Call], list[ast.Assign]]:
+        """The calls and assignments of the unit's module-level statements (not in a def or class)."""
+        if self._module is None:
+            own = _own_statements(self.stmts)
+            self._module = (_own_calls(self.stmts), [n for n in own if isinstance(n, ast.Assign)])
+        return self._module
+
+
+_UNIT_KEY = "sharding"
+
+
+def _units(tree: ast.Module) -> list[_UnitFacts]:
+    out = []
+    for unit in index_of(tree).units:
+        facts = unit.facts.get(_UNIT_KEY)
+        if facts is None:
+            facts = unit.facts[_UNIT_KEY] = _read_unit(unit)
+        out.append(facts)
+    return out
+
+
+def _read_unit(unit: Unit) -> _UnitFacts:
+    callees = frozenset(_callee(call) for _, call in unit.calls)
+    shard_maps: list[tuple[int, ast.AST]] = []
+    if "shard_map" in callees or any(_is_shard_map_decorator(call) for _, call in unit.calls):
+        shard_maps = [(depth, node) for depth, node in unit.positioned
+                      if isinstance(node, ast.Call) and _callee(node) == "shard_map"
+                      or isinstance(node, ast.FunctionDef) and any(isinstance(dec, ast.Call) and _is_shard_map_decorator(dec)
+                                                                   for dec in node.decorator_list)]
+    return _UnitFacts(unit.stmts, callees, shard_maps)
+
+
+def _module_calls(units: list[_UnitFacts]) -> list[ast.Call]:
+    """The module's own calls, in the order one reading of the whole body gives them (last statement first)."""
+    return [call for u in reversed(units) for call in u.module_level()[0]]
+
+
+def _module_placed(units: list[_UnitFacts]) -> dict[str, tuple[list[str], str]]:
+    return _placed_names([a for u in reversed(units) for a in u.module_level()[1]])
+
+
+_DEF_KEY = "_pallasite_sharding"  # a def's _DefFacts (ast_links.discard drops it with the def's other memos)
+
+
+@dataclass
+class _DefFacts:
+    """What the rules read of one function, kept on its def node (reused while its text is unchanged):
+    the calls under it and its assignments (``ast.walk`` order), its ``pallas_call`` calls, the calls
+    of its own statements, and (when first asked) the names it places sharded."""
+
+    calls: list[ast.Call]
+    assigns: list[ast.Assign]
+    pallas: list[ast.Call]
+    own_calls: list[ast.Call]
+    own_assigns: list[ast.Assign]
+    _placed: dict[str, tuple[list[str], str]] | None = None
+
+    def placed(self) -> dict[str, tuple[list[str], str]]:
+        if self._placed is None:
+            self._placed = _placed_names(self.own_assigns)
+        return self._placed
+
+
+def _facts(fn: ast.FunctionDef) -> _DefFacts:
+    kept = fn.__dict__.get(_DEF_KEY)
+    if kept is None:
+        nodes = walk(fn)
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        kept = _DefFacts(calls=calls, assigns=[n for n in nodes if isinstance(n, ast.Assign)],
+                         pallas=[n for n in calls if _callee(n) == "pallas_call"],
+                         own_calls=_own_calls(list(ast.iter_child_nodes(fn))),
+                         own_assigns=[n for n in _own_statements(fn.body) if isinstance(n, ast.Assign)])
+        setattr(fn, _DEF_KEY, kept)
+    return kept
+
+
 # --------------------------------------------------------------------------- reading the file
 
 
 def _defs(tree: ast.Module) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    return {n.name: n for n in index_of(tree).defs if isinstance(n, ast.FunctionDef)}
 
 
 def _callee(call: ast.Call) -> str:
@@ -116,11 +224,13 @@ def _checks_vma(call: ast.Call) -> bool:
     return True
 
 
-def _shard_mapped(tree: ast.Module, defs: dict[str, ast.FunctionDef], *, vma_only: bool = True) -> list[ast.FunctionDef]:
+def _shard_mapped(units: list[_UnitFacts], defs: dict[str, ast.FunctionDef], *,
+                  vma_only: bool = True) -> list[ast.FunctionDef]:
     """The functions of the file run inside a shard_map that checks varying axes (any shard_map when
-    ``vma_only`` is False)."""
+    ``vma_only`` is False), in the order a walk of the whole file meets them (units' sites by depth)."""
+    sites = sorted((pair for u in units for pair in u.shard_maps), key=lambda pair: pair[0])
     out: list[ast.FunctionDef] = []
-    for node in ast.walk(tree):
+    for _, node in sites:
         if isinstance(node, ast.Call) and _callee(node) == "shard_map" and (_checks_vma(node) or not vma_only):
             target = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "f"), None)
             if isinstance(target, ast.Name) and target.id in defs:
@@ -142,11 +252,11 @@ def _is_shard_map_decorator(dec: ast.Call) -> bool:
 
 def _pallas_calls(fn: ast.FunctionDef, defs: dict[str, ast.FunctionDef]) -> list[tuple[ast.Call, ast.FunctionDef]]:
     """``pallas_call(...)`` calls in ``fn`` and in the functions of the file it calls by name (one level)."""
-    out = [(n, fn) for n in ast.walk(fn) if isinstance(n, ast.Call) and _callee(n) == "pallas_call"]
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and _callee(n) in defs and defs[_callee(n)] is not fn:
+    out = [(n, fn) for n in _facts(fn).pallas]
+    for n in _facts(fn).calls:
+        if _callee(n) in defs and defs[_callee(n)] is not fn:
             callee = defs[_callee(n)]
-            out += [(m, callee) for m in ast.walk(callee) if isinstance(m, ast.Call) and _callee(m) == "pallas_call"]
+            out += [(m, callee) for m in _facts(callee).pallas]
     return out
 
 
@@ -156,7 +266,7 @@ def _plain_structs(item: tuple[ast.Call, ast.FunctionDef], fn: ast.FunctionDef) 
     call, owner = item
     value = next((k.value for k in call.keywords if k.arg == "out_shape"), None)
     if isinstance(value, ast.Name):
-        bound = [n.value for n in ast.walk(owner) if isinstance(n, ast.Assign) and len(n.targets) == 1
+        bound = [n.value for n in _facts(owner).assigns if len(n.targets) == 1
                  and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]
         value = bound[0] if len(bound) == 1 else None
     if value is None:
@@ -169,16 +279,16 @@ def _plain_structs(item: tuple[ast.Call, ast.FunctionDef], fn: ast.FunctionDef) 
 
 def _first_operand(call: ast.Call, owner: ast.FunctionDef) -> str | None:
     """The name the pallas_call is applied to first: ``pl.pallas_call(...)(x)``."""
-    for node in ast.walk(owner):
-        if isinstance(node, ast.Call) and node.func is call and node.args and isinstance(node.args[0], ast.Name):
+    for node in _facts(owner).calls:
+        if node.func is call and node.args and isinstance(node.args[0], ast.Name):
             return node.args[0].id
     return None
 
 
-def _own_calls(scope: ast.AST) -> list[ast.Call]:
-    """Calls in ``scope``'s own statements (not in functions defined inside it)."""
+def _own_calls(nodes: list[ast.AST]) -> list[ast.Call]:
+    """Calls in ``nodes`` (a scope's children) and under them, not in functions defined there."""
     out: list[ast.Call] = []
-    todo = list(ast.iter_child_nodes(scope))
+    todo = list(nodes)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
@@ -189,11 +299,12 @@ def _own_calls(scope: ast.AST) -> list[ast.Call]:
     return out
 
 
-def _placed_names(scope: ast.AST) -> dict[str, tuple[list[str], str]]:
-    """Names ``scope`` binds to an array placed with a sharding over mesh axes: {name: (axes, spec text)}."""
+def _placed_names(assigns: list[ast.Assign]) -> dict[str, tuple[list[str], str]]:
+    """Names a scope's own ``assigns`` bind to an array placed with a sharding over mesh axes:
+    {name: (axes, spec text)}."""
     shardings: dict[str, ast.Call] = {}
     placed: dict[str, tuple[list[str], str]] = {}
-    for node in sorted((n for n in _own_statements(scope) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+    for node in sorted(assigns, key=lambda n: n.lineno):
         if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue
         name, value = node.targets[0].id, node.value
@@ -209,9 +320,9 @@ def _placed_names(scope: ast.AST) -> dict[str, tuple[list[str], str]]:
     return placed
 
 
-def _own_statements(scope: ast.AST) -> list[ast.stmt]:
+def _own_statements(body: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
-    todo = list(getattr(scope, "body", []))
+    todo = list(body)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
