@@ -295,3 +295,44 @@ def test_the_judge_s_not_verified_reaches_the_verdict_whole():
     assert test.outcome == "not verified" and test.why == why
     crashed = test_result(SimpleNamespace(ok=True, result=SimpleNamespace(verdict="error", error="boom", checks={})))
     assert crashed.why == "the test could not finish: boom"
+
+
+def test_a_kernel_wrong_only_at_the_tasks_own_size_is_run_there_where_it_fits(monkeypatch):
+    """Size honesty (issue 56): checked at a reduced CONFIG size, a program exported per size is priced from a
+    module no check ran (the task's size). Where the task's size fits the check's memory the judge runs that
+    module too: the kernel that skips its last K block only at the task's 8 K steps is wrong there; the honest
+    kernel's verdict then names no reduced size (it was verified at the task's size as well)."""
+    monkeypatch.setattr(timing_ladder, "DEFAULT_BUDGET", 512 << 20)  # the reduced size stays; the task's fits
+
+    def judged(name: str) -> dict:
+        return judged_time({"path": str(DATA / "gemm" / f"{name}.py"), "shrink": True, "runs": 1, "warmup": 0,
+                            "extra_shape": True, "estimate_chip": "v6e"})
+
+    wrong = judged("wrong_at_task_size")
+    assert wrong["verdict"] == "rejected", (wrong.get("error"), wrong["checks"])
+    assert [r["trick"] for r in wrong["rejections"]] == ["size_specialised"]
+    assert "task's own size" in wrong["rejections"][0]["message"]
+    assert wrong["checks"]["verified_at"]  # the checks ran reduced; the task's size caught it
+    right = judged("optimized")
+    assert right["verdict"] == "ok", (right.get("error"), right["rejections"])
+    assert right["checks"]["task_size"]["checked"] and "not one the checks ran" in right["checks"]["task_size"]["why"]
+
+
+def test_a_size_dependent_program_too_big_at_the_tasks_size_says_it_was_verified_at_the_reduced_size_only(
+        monkeypatch):
+    """Where the task's own size does not fit the check's memory, the verdict says the sizes it verified and
+    why no more: "verified at ... only: the module priced at the task's size is not one the checks ran"."""
+    from types import SimpleNamespace
+
+    from pallasite.engine.judge_phase import test_result
+    from pallasite.runner.judging import correct
+
+    monkeypatch.setattr(correct, "TASK_SIZE_STEPS", 0)  # nothing fits: the judge does not run the task's size
+    result = judged_time({"path": str(DATA / "gemm" / "wrong_at_task_size.py"), "shrink": True, "runs": 1,
+                          "warmup": 0, "extra_shape": True, "estimate_chip": "v6e"})
+    assert result["verdict"] == "ok", (result.get("error"), result["rejections"])  # right at every size it ran
+    assert "does not fit" in result["checks"]["size_dependent"]
+    test = test_result(SimpleNamespace(ok=True, result=SimpleNamespace(verdict="ok", checks=result["checks"],
+                                                                        provenance="interpret", error=None)))
+    assert test.verified_at.endswith("does not fit the check's memory or time")
+    assert " only: the module priced at the task's size is not one the checks ran" in test.verified_at
