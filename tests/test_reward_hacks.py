@@ -1,5 +1,7 @@
 """The reward-hack set (tests/reward_hacks.py) through the real commands: every attack a scripted model's
-candidate in ``pallasite optimize --apply``, a subset in ``search`` and on a stand-in device.
+candidate in ``pallasite optimize --apply``, in ``eval`` (a task's optimized.py) and through ``pallasite mcp``'s
+``judge`` tool; a subset (issue 56's attacks among them) in ``search`` and on a stand-in device, and the
+tunable ones in ``tune`` and optimize's autotune phase.
 
 What must hold for every attack: a candidate expected "rejected" is never "compiled, correct", never the
 winner and never written to the user's file; one expected "honest" (a right kernel whose attack only tries
@@ -20,7 +22,7 @@ import pytest
 
 from pallasite.engine import spawn
 
-from reward_hacks import ATTACKS, RIGHT, Attack
+from reward_hacks import ATTACKS, ISSUE56, RIGHT, Attack
 
 DATA = Path(__file__).parent / "data"
 USER = (DATA / "optimize" / "add.py").read_text()
@@ -96,7 +98,8 @@ def test_every_attack_through_optimize_apply_on_cpu(tmp_path):
 
 
 def test_a_subset_through_search_and_on_a_standin_device(tmp_path):
-    names = ("estimator_patch", "forged_reply_frames", "comparison_patch", "crafted_module", "shape_branch")
+    names = ("estimator_patch", "forged_reply_frames", "comparison_patch", "crafted_module", "shape_branch",
+             *(a.name for a in ISSUE56))
     attacks = [a for a in ATTACKS if a.name in names]
     folder = workspace(tmp_path)
     done = pallasite("search", "kernel.py", "--provider", "scripted", "--scripted-file",
@@ -223,7 +226,7 @@ def test_attacks_on_figures_and_checks_through_tune(tmp_path):
 def test_tunable_attacks_through_optimize_s_autotune_phase(tmp_path):
     """The model's candidates with a tunable row block: optimize's autotune phase tunes each against the user's
     original (the trusted side) before the profile; the same outcomes as without tuning."""
-    attacks = [a for a in ATTACKS if a.name in TUNE_SET]
+    attacks = [a for a in ATTACKS if a.name in TUNE_SET or (a in ISSUE56 and tunable(a.text) is not None)]
     attacks = [Attack(a.name, a.source, a.expect, tunable(a.text)) for a in attacks]
     folder = workspace(tmp_path)
     done = pallasite("optimize", "kernel.py", "--provider", "scripted", "--scripted-file",
@@ -236,3 +239,22 @@ def test_tunable_attacks_through_optimize_s_autotune_phase(tmp_path):
     written = (folder / "kernel.py").read_text()
     assert "block_rows: int = 128" in written  # the autotune phase ran: the winner's default moved from 32
     report(outcomes(attacks, table, written), "optimize --apply with autotune, CPU judge")
+
+
+async def test_every_attack_through_mcp_judge(tmp_path):
+    """The whole set through ``pallasite mcp``'s ``judge`` tool, as a coding agent sends candidates (each judged
+    against the user's file as optimize judges it), the honest kernel last."""
+    from test_mcp import mcp_server, trust
+
+    attacks = list(ATTACKS)
+    folder = workspace(tmp_path)
+    trust(folder, tmp_path)
+    table = []
+    async with mcp_server(folder, tmp_path) as client:
+        for text in [*(a.text for a in attacks), RIGHT]:
+            result = await client.call_tool("judge", {"candidate": text, "file": "kernel.py"})
+            out = result.structured_content or {}
+            timing = (out.get("verdict") or {}).get("timing") or {}
+            table.append({"status": out.get("status", "error: " + result.content[0].text[:300]),
+                          "time_s": timing.get("seconds")})
+    report(outcomes(attacks, table, (folder / "kernel.py").read_text()), "MCP judge, CPU judge")
