@@ -236,6 +236,9 @@ def format_walk(report: TuneReport, verbose: bool = False, shown: int = 8) -> li
                          f"out of VMEM on {chip}")
             continue
         line = f"  {step.state} {what}: {step.compile.text() if step.compile else ''}"
+        if step.state == "refused":  # compiled, then the judge's test refused it: say what the test found
+            judged = report.outcome(step.config)
+            line += f"; the judge's test: {judged.verdict.test.text() if judged else 'refused it'}"
         if step.out_of_vmem:
             line += " (out of VMEM"
             if step.needed and step.limit:

@@ -1,0 +1,99 @@
+"""What a newcomer tripped over, round 7 (issue 59, items 1-6), each through the real command where it can be."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1",
+                      "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
+    os.environ.setdefault(_name, _value)
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).parent / "data"
+NEWCOMER = DATA / "newcomer"
+
+
+def _cli(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pallasite.server.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+# --------------------------------------------------------------------------- 1. tune never prices an empty grid
+
+
+def test_tune_refuses_a_grid_of_zero_steps_and_picks_a_valid_configuration(tmp_path):
+    """Before: BN=1024, BM=1024, BK=2048 over (512,1024)@(1024,512) with `m // BM` grids ranked first at 2.0 us
+    ("3.88x"), the three test slots went to them ("compiled, wrong: partial_write") and tune ended "nothing to
+    apply"; "refused BN=1024: compiled for v6e (tiers 0,1,2)" said nothing of why."""
+    shutil.copy(NEWCOMER / "floor_grid_matmul.py", tmp_path / "mm.py")
+    done = _cli(tmp_path, "tune", "mm.py", "--top", "8", "--no-store")
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    headline = out.splitlines()[0]
+    assert "rejected before compiling (empty: " in headline, headline
+    table = out.split("\n... ")[0]
+    assert "BN=1024" not in table and "BM=1024" not in table and "BK=2048" not in table, table
+    assert "partial_write" not in out and "nothing to apply" not in out, out
+    assert "best: BM=512, BN=512 by estimate (v6e) (compiled, correct)" in out, out
+
+
+def test_feasibility_says_why_a_grid_is_empty_or_a_block_is_padding():
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from pallasite.analysis.feasibility import rejections
+    from pallasite.analysis.types import chip_target
+    from pallasite.runner import cost_model
+    from pallasite.runner.chip_probe import spec_from_jax
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    def scale(x, *, bn, div):
+        spec = pl.BlockSpec((256, bn), lambda i, j: (i, j))
+        return pl.pallas_call(kernel, grid=(x.shape[0] // 256, div(x.shape[1], bn)), in_specs=[spec],
+                              out_specs=spec, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    chip = spec_from_jax(chip_target("v6e"))
+    x = jax.ShapeDtypeStruct((512, 512), jnp.float32)
+    floor = cost_model.estimate(lambda a: scale(a, bn=1024, div=lambda n, b: n // b), [x], chip)
+    (empty, *padding) = rejections(floor, 16 << 20)
+    assert empty.reason == "empty" and empty.message == (
+        "kernel: grid (2, 0) has 0 steps along axis 1: the kernel never runs, outputs (512, 512) never written "
+        "(args[0] block (256, 1024) is larger than its array (512, 512): a floor-divided grid gives 0 steps)")
+    assert {r.reason for r in padding} == {"padding"}
+    ceil = cost_model.estimate(lambda a: scale(a, bn=1024, div=pl.cdiv), [x], chip)
+    assert [r.reason for r in rejections(ceil, 16 << 20)] == ["padding", "padding"]
+    assert "dim 1 is 1024, larger than the array's 512" in rejections(ceil, 16 << 20)[0].message
+    fits = cost_model.estimate(lambda a: scale(a, bn=512, div=pl.cdiv), [x], chip)
+    assert rejections(fits, 16 << 20) == ()
+
+
+def test_a_refused_configuration_says_what_the_judges_test_found(tmp_path):
+    """Before: "refused bk=1024: compiled for v5e (tiers 0,1,2)", as if compiling were the reason."""
+    from pallasite.analysis.verdict import CompileResult, TestResult
+    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.server.cmd_tune import format_report
+
+    from test_tune import _estimator, _read
+
+    path, text = _read("matmul")
+    make, _ = _estimator()
+
+    async def compile_text(configured):
+        return CompileResult.passed("v5e")
+
+    async def test_text(configured):
+        return TestResult.wrong("output 0: 12 of 262144 elements outside atol=0.02, rtol=0.02")
+
+    report = asyncio.run(tune(path, text, TuneOptions(chip="v5e", verify=1), make(path, text), compiler=compile_text,
+                              tester=test_text))
+    refused = [line for line in format_report(report).splitlines() if line.startswith("  refused ")]
+    assert refused and refused[0].endswith("compiled for v5e (tiers 0,1,2); the judge's test: wrong: output 0: 12 of "
+                                           "262144 elements outside atol=0.02, rtol=0.02"), refused
