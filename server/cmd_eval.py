@@ -282,6 +282,8 @@ def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict], re
         for s in summaries:
             print(format_summary(s))
         print(side_by_side(summaries))  # each task's result per method, one method included
+        for line in failures(summaries):
+            print(line)
     if eid:
         replay = f" (replay it: --provider replay:{eid})" if replayable else ""
         print(f"eval {eid}{replay}", file=sys.stderr if as_json else sys.stdout)
@@ -356,6 +358,20 @@ def stored_rows(store, eid: str) -> dict:
         if step.kind == "eval-task":
             rows[(step.payload["method"], step.payload["task"])] = step.payload["row"]
     return rows
+
+
+def failures(summaries: list[dict]) -> list[str]:
+    """Each task that is not correct, per method, with its evidence line (the verdict's why: the elements outside
+    which tolerance, the error, what was not verified), so the text output says what the JSON says."""
+    lines = []
+    for s in summaries:
+        for t in s["per_task"]:
+            verdict = t.get("verdict") or {}
+            if t.get("correct") or not t.get("candidate"):
+                continue
+            why = verdict.get("evidence") or "; ".join(t.get("errors") or ()) or verdict.get("text") or t["status"]
+            lines.append(f"  {t['task']} ({s['method']}): {t['status']}: {why}")
+    return ["", "not correct, with the evidence:", *lines] if lines else []
 
 
 def side_by_side(summaries: list[dict]) -> str:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1",
                       "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
     os.environ.setdefault(_name, _value)
@@ -97,3 +99,52 @@ def test_a_refused_configuration_says_what_the_judges_test_found(tmp_path):
     refused = [line for line in format_report(report).splitlines() if line.startswith("  refused ")]
     assert refused and refused[0].endswith("compiled for v5e (tiers 0,1,2); the judge's test: wrong: output 0: 12 of "
                                            "262144 elements outside atol=0.02, rtol=0.02"), refused
+
+
+# --------------------------------------------------------------------------- 2. tolerances a task can state
+
+
+def test_a_jaxbench_f32_matmul_is_held_to_its_benchmarks_tolerance_or_the_one_it_states(tmp_path):
+    """Before: a correct K-blocked f32 matmul was "compiled, wrong" in eval (about 1,070 of 262,144 elements outside
+    atol=1e-5 by accumulation order alone), a TOLERANCE in baseline.py was ignored, and eval's text said only
+    "compiled, wrong"."""
+    tasks = tmp_path / "tasks"
+    shutil.copytree(NEWCOMER / "jaxbench_f32_matmul", tasks / "mm")
+    done = _cli(tmp_path, "eval", "tasks")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "mm: compiled, correct" in done.stderr, done.stderr  # JAXBench's own atol=rtol=1e-2
+    baseline = tasks / "mm" / "baseline.py"
+    baseline.write_text(baseline.read_text() + '\n\nTOLERANCE = {"atol": 1e-5, "rtol": 1e-5}\n')
+    shutil.rmtree(tmp_path / ".pallasite")
+    done = _cli(tmp_path, "eval", "tasks")
+    out = done.stdout
+    assert "not correct, with the evidence:" in out, out
+    (line,) = [x for x in out.splitlines() if x.startswith("  mm (files): ")]
+    assert line.startswith("  mm (files): compiled, wrong: wrong_result: output 0: ") and \
+        "outside atol=1e-05, rtol=1e-05 (the task's TOLERANCE in baseline.py) of the reference" in line, line
+
+
+def test_where_a_tolerance_comes_from(tmp_path):
+    import numpy as np
+
+    from pallasite.runner.interpret_compare import tolerance_for
+    from pallasite.runner.task_types import RuntimeTask
+    from pallasite.runner.tasks_runtime import stated_tolerance
+
+    out = (np.linspace(-3, 3, 64, dtype=np.float32),)
+    native = RuntimeTask(name="f", entry=len, inputs=None)
+    assert tolerance_for(native, out) == (1e-5, 1e-5)
+    assert tolerance_for(native, out).source == "the float32 default; a task states its own with TOLERANCE"
+    bench = RuntimeTask(name="workload", entry=len, inputs=None, format="jaxbench")
+    assert tolerance_for(bench, out) == (1e-2, 1e-2) and "JAXBench's own default" in tolerance_for(bench, out).source
+    tiny = (np.linspace(-3e-3, 3e-3, 64, dtype=np.float32),)  # zeros would pass atol=1e-2: taken relative
+    assert tolerance_for(bench, tiny)[0] == pytest.approx(3e-5)
+    assert "atol relative to the largest output, 0.003" in tolerance_for(bench, tiny).source
+
+    class Baseline:  # the native spelling in a JAXBench task file; CONFIG's atol/rtol are JAXBench's unread notes
+        CONFIG = {"name": "gemm", "M": 512, "atol": 1e-3, "rtol": 1e-3}
+        TOLERANCE = {"atol": 1e-4, "rtol": 2e-3}
+    assert stated_tolerance(Baseline, "baseline.py") == ({"atol": 1e-4, "rtol": 2e-3},
+                                                         "the task's TOLERANCE in baseline.py")
+    del Baseline.TOLERANCE
+    assert stated_tolerance(Baseline, "baseline.py") == (None, None)
