@@ -148,3 +148,41 @@ def test_where_a_tolerance_comes_from(tmp_path):
                                                          "the task's TOLERANCE in baseline.py")
     del Baseline.TOLERANCE
     assert stated_tolerance(Baseline, "baseline.py") == (None, None)
+
+
+# --------------------------------------------------------------------------- 3. a grid that drops a tail, at tier 0
+
+
+def test_a_grid_that_drops_the_tail_of_k_is_said_at_the_constant(tmp_path):
+    """Before: BK = 384 over K = 1024 (k // BK = 2 steps reach 768) was "compiled for v6e"; only --tiers 0-3 said
+    PLS304 at the pallas_call, hinting at accumulator initialisation."""
+    shutil.copy(NEWCOMER / "tail_dropped_k.py", tmp_path / "mm.py")
+    done = _cli(tmp_path, "check", "mm.py", "--tiers", "0")
+    first = done.stdout.splitlines()[0]
+    assert first == ("mm.py:10:6: warning[PLS022]: grid entry k // BK = 1024 // 384 = 2 steps: blocks of 384 along "
+                     "dim 1 of x (in_specs[0]), an array of (512, 1024), reach 768 of its 1024; the last 256 are never "
+                     "read (floor division drops the tail). Use a BK that divides 1024 (e.g. 256 or 512), or "
+                     "pl.cdiv(k, BK) steps with the tail masked. (tier 0, pallasite rules)"), done.stdout
+    assert "mm.py:30:33: the grid entry k // BK: 2 steps" in done.stdout
+
+
+def test_an_output_tail_never_written_is_an_error_and_a_block_past_the_array_never_runs(tmp_path):
+    shutil.copy(NEWCOMER / "tail_dropped_n.py", tmp_path / "mm.py")
+    done = _cli(tmp_path, "check", "mm.py", "--tiers", "0")
+    assert done.returncode == 1, done.stdout
+    assert done.stdout.startswith("mm.py:9:6: error[PLS021]: grid entry n // BN = 512 // 384 = 1 step: blocks of 384 "
+                                  "along dim 1 of out_specs[0], an array of (512, 512), reach 384 of its 512; the "
+                                  "last 128 are never written"), done.stdout
+    from pallasite.analysis.tier0 import analyze
+
+    text = (NEWCOMER / "floor_grid_matmul.py").read_text().replace("BN = 256", "BN = 1024")
+    (found,) = [f for f in analyze(text, "mm.py").findings if f.code == "PLS021"]
+    assert "n // BN = 512 // 1024 = 0 steps: the kernel never runs" in found.message
+    assert "reach 0 of its 512; the last 512 are never written" in found.message
+    assert [f.code for f in analyze((NEWCOMER / "floor_grid_matmul.py").read_text(), "mm.py").findings] == []
+
+
+def test_explain_knows_the_grid_coverage_codes(tmp_path):
+    for code, words in (("PLS021", "never written"), ("PLS022", "never read")):
+        done = _cli(tmp_path, "explain", code)
+        assert done.returncode == 0 and words in done.stdout, done.stdout + done.stderr
