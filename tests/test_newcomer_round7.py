@@ -186,3 +186,40 @@ def test_explain_knows_the_grid_coverage_codes(tmp_path):
     for code, words in (("PLS021", "never written"), ("PLS022", "never read")):
         done = _cli(tmp_path, "explain", code)
         assert done.returncode == 0 and words in done.stdout, done.stdout + done.stderr
+
+
+# --------------------------------------------------------------------------- 4. compiler messages without raw HLO
+
+
+def test_without_hlo_keeps_the_sentence_and_is_the_same_on_every_run():
+    from pallasite.engine.classify import without_hlo
+
+    said = ("E1001: CompileTimeScopedVmemOom: Ran out of memory in memory space vmem while allocating on stack for "
+            "%mm.1 = f32[4096,512]{1,0:T(8,128)} custom-call(%x.1, %y.1), custom_call_target=\"tpu_custom_call\", "
+            "operand_layout_constraints={f32[2048,4096]{1,0}, f32[4096,512]{1,0}}, frontend_attributes="
+            "{kernel_metadata={}}, metadata={op_name=\"jit(mm)/pallas_call\" stack_frame_id=16}. Scoped allocation "
+            "with size 44.00M and limit 32.00M exceeded scoped vmem limit by 12.00M. It should not be possible to "
+            "run out of scoped vmem - ")
+    clean = without_hlo(said)
+    assert clean == ("E1001: CompileTimeScopedVmemOom: Ran out of memory in memory space vmem while allocating on "
+                     "stack for the Mosaic kernel %mm.1. Scoped allocation with size 44.00M and limit 32.00M exceeded "
+                     "scoped vmem limit by 12.00M. It should not be possible to run out of scoped vmem")
+    assert without_hlo(said.replace("stack_frame_id=16", "stack_frame_id=23")) == clean
+
+
+@pytest.mark.tpu_compiler
+def test_a_vmem_overflow_reads_as_the_compilers_sentence_with_the_full_text_in_its_detail(tmp_path):
+    """Before: PLS201's message embedded libtpu's whole custom-call line (layouts, frontend attributes, a
+    stack_frame_id that changes between runs)."""
+    pytest.importorskip("libtpu")
+    import json
+
+    shutil.copy(NEWCOMER / "vmem_overflow.py", tmp_path / "mm.py")
+    done = _cli(tmp_path, "check", "mm.py", "--no-store", "--format", "json")
+    (found,) = [f for f in json.loads(done.stdout)["files"][0]["findings"] if f["code"] == "PLS201"]
+    message = found["message"]
+    assert "while allocating on stack for the Mosaic kernel %matmul.1. Scoped allocation with size 44.00M and " \
+           "limit 32.00M exceeded scoped vmem limit by 12.00M" in message, message
+    for raw in ("custom-call(", "stack_frame_id", "operand_layout_constraints", "{1,0:T(8,128)}", " -)"):
+        assert raw not in message, message
+    assert "stack_frame_id" in found["detail"] and "custom-call(" in found["detail"]  # the whole text, --details
