@@ -174,6 +174,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     status = report_format.exit_status(reports, options.tiers, strict=strict)
+    if not files:  # a folder without a .py file: nothing was checked, which --strict never calls a pass
+        status = 1 if strict else status
+        print(f"{'error' if strict else 'warning'}: nothing to check: no .py file in {', '.join(args.paths)}"
+              + ("; --strict fails a run that checked nothing" if strict else ""), file=sys.stderr)
     print(_closing(args.format, reports, options, time.monotonic() - started, status))
     return status
 

@@ -127,10 +127,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finished = _Finished()
+    _clear_outputs(args)
     try:
         summaries = _evaluate(args, setup, finished)
     except KeyboardInterrupt:
-        return _interrupted(setup, finished)
+        return _interrupted(setup, finished, args)
     except MissingTiming as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -149,11 +150,25 @@ class _Finished:
     stored: bool = False
 
 
-def _interrupted(setup: "_Setup", finished: _Finished) -> int:
+def _clear_outputs(args: argparse.Namespace) -> None:
+    """An earlier run's --output and --report files go before this run starts: a run that is interrupted (or
+    stops early) then leaves none, never an earlier run's document as if it were its own."""
+    import os
+
+    for path in (args.json, args.report):
+        if path and os.path.isfile(path):
+            os.remove(path)
+
+
+def _interrupted(setup: "_Setup", finished: _Finished, args: argparse.Namespace) -> int:
     """Ctrl-C: the tasks finished in this run (each stored under the eval's id as it finished) and how to
     go on; exit 130."""
     for method, task, status in finished.tasks:
         print(f"  {method}: {task}: {status}", file=sys.stderr)
+    unwritten = [path for path in (args.json, args.report) if path]
+    if unwritten:
+        print(f"pallasite eval: interrupted before the end: {' and '.join(unwritten)} not written (an earlier run's "
+              "copy was removed when this run started)", file=sys.stderr)
     if finished.stored:
         print(f"\npallasite eval: interrupted; eval {setup.eid} keeps {len(finished.tasks)} task result(s) finished "
               "in this run. Run the same command to continue it.", file=sys.stderr)

@@ -41,6 +41,7 @@ def test_tune_refuses_a_grid_of_zero_steps_and_picks_a_valid_configuration(tmp_p
     table = out.split("\n... ")[0]
     assert "BN=1024" not in table and "BM=1024" not in table and "BK=2048" not in table, table
     assert "partial_write" not in out and "nothing to apply" not in out, out
+    assert "\r" not in done.stderr and "[#" not in done.stderr, done.stderr[:300]  # item 5: no bar in a log
     assert "best: BM=512, BN=512 by estimate (v6e) (compiled, correct)" in out, out
 
 
@@ -223,3 +224,122 @@ def test_a_vmem_overflow_reads_as_the_compilers_sentence_with_the_full_text_in_i
     for raw in ("custom-call(", "stack_frame_id", "operand_layout_constraints", "{1,0:T(8,128)}", " -)"):
         assert raw not in message, message
     assert "stack_frame_id" in found["detail"] and "custom-call(" in found["detail"]  # the whole text, --details
+
+
+# --------------------------------------------------------------------------- 5. progress, the table, the pointers
+
+
+def test_progress_is_a_rewritten_line_on_a_terminal_and_nothing_in_a_log():
+    """Before: tune wrote its bar to stderr whatever it was (15 KB of \\r[####...] in a log)."""
+    import io
+
+    from pallasite.server.console import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    log, tty = io.StringIO(), Terminal()
+    for stream in (log, tty):
+        shown = Progress(stream)
+        shown.say("estimating for v6e: 3 of 125", 0.5)
+        shown.close()
+    assert log.getvalue() == ""
+    assert tty.getvalue().startswith("\r[##########          ] estimating for v6e: 3 of 125")
+    assert tty.getvalue().endswith("\r")  # cleared before the report
+    quiet = Terminal()
+    Progress(quiet, quiet=True).say("x", 0.1)
+    assert quiet.getvalue() == ""
+
+
+def test_tunes_table_cuts_a_verdict_at_a_word():
+    """Before: "... the judge's test runs on the confi" (cut at 70 characters, mid-word)."""
+    from pallasite.server.cmd_tune import clip
+
+    said = "compiled, not verified: not tested: the judge's test runs on the configurations tune walks to"
+    assert clip(said, 70) == "compiled, not verified: not tested: the judge's test runs on the..."
+    assert clip("compiled, correct", 70) == "compiled, correct"
+
+
+# --------------------------------------------------------------------------- 6. the small things
+
+
+def test_a_py_file_that_is_not_python_is_an_error_for_check(tmp_path):
+    """Before: exit 0 ("no pallas_call"), while tune said "`pallasite check` shows the error"."""
+    (tmp_path / "notes.py").write_text("this is not python (\n  at all\n")
+    done = _cli(tmp_path, "check", "notes.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("notes.py:1:20: error[PLS000]: Syntax error: '(' was never closed"), done.stdout
+
+
+def test_check_of_an_empty_folder_says_nothing_was_checked_and_strict_fails(tmp_path):
+    """Before: `check EMPTY_DIR --strict` exited 0, silently."""
+    (tmp_path / "empty").mkdir()
+    strict = _cli(tmp_path, "check", "empty", "--strict")
+    assert strict.returncode == 1 and "error: nothing to check: no .py file in empty" in strict.stderr, strict.stderr
+    plain = _cli(tmp_path, "check", "empty")
+    assert plain.returncode == 0 and "warning: nothing to check: no .py file in empty" in plain.stderr
+
+
+def test_a_tier_not_checked_is_never_called_passed(tmp_path):
+    """Before: "tier 1 not checked: needs 'SCALE' ..." then "not compiled for v6e: tier 2 skipped: tier 1 failed
+    (tiers 0,1 passed)"."""
+    shutil.copy(NEWCOMER / "missing_import.py", tmp_path / "k.py")
+    done = _cli(tmp_path, "check", "k.py", "--no-store")
+    out = done.stdout
+    assert "k.py: tier 0 ran; not fully checked: tier 1 not checked: needs 'SCALE'" in out, out
+    assert "k.py: not compiled for v6e: tier 2 skipped: tier 1 not checked (tier 0 passed)" in out, out
+    assert "tiers 0,1 passed" not in out and "tier 1 failed" not in out
+
+
+def test_an_interrupted_eval_leaves_no_earlier_output_as_its_own(tmp_path):
+    """Before: Ctrl-C left the previous run's --output file in place, as if it were this run's."""
+    from interrupting import interrupt_at
+
+    shutil.copytree(DATA / "eval" / "add_tuned", tmp_path / "tasks" / "a_add")
+    shutil.copytree(NEWCOMER / "z_slow_task", tmp_path / "tasks" / "z_slow")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "eval.json").write_text('{"eval_id": "an earlier run"}')
+    command = [sys.executable, "-m", "pallasite.server.cli", "eval", "tasks", "--no-verify", "--target", "v5e",
+               "--output", "eval.json"]
+    done = interrupt_at(command, tmp_path, "files: 1/2 a_add: ")  # z_slow's import sleeps meanwhile
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert not (tmp_path / "eval.json").exists()
+    assert "interrupted before the end: eval.json not written (an earlier run's copy was removed" in done.stderr
+
+
+def test_profile_without_a_device_never_says_not_timed_beside_its_time(tmp_path):
+    """Before: "time: 1.11 s per run" and then "note: not timed: shrink asks for the correctness checks only"."""
+    shutil.copy(ROOT / "examples" / "add.py", tmp_path / "add.py")
+    done = _cli(tmp_path, "profile", "add.py", "--runs", "1", "--no-store")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  time: " in done.stdout and "per run" in done.stdout, done.stdout
+    assert "not timed" not in done.stdout, done.stdout
+
+
+def test_fix_without_a_provider_says_what_to_give_on_the_command_line(tmp_path):
+    """Before: "Set the 'agent.provider' setting in your editor's pallasite settings ...", no word of scripted."""
+    import os
+
+    shutil.copy(ROOT / "examples" / "bad_tiling.py", tmp_path / "k.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")}
+    done = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "fix", "k.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = done.stderr
+    assert "no LLM provider is configured: give `pallasite fix` a --provider" in said, said
+    assert "`pallasite fix FILE --provider scripted --scripted-file replies.json`" in said
+    assert "editor" not in said
+
+
+def test_explain_resolves_libtpus_own_codes(tmp_path):
+    """Before: `explain E1001` (libtpu's code inside PLS201's message) was "unknown finding code"."""
+    for code, finding, name in (("E1001", "PLS201", "CompileTimeScopedVmemOom"),
+                                ("E2002", "PLS204", "CompileTimeMosaicMisalignedBlockAndTiling"),
+                                ("e2003", "PLS203", "CompileTimeMosaicUnprovenMemoryAccessAlignment")):
+        done = _cli(tmp_path, "explain", code)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"{code.upper()} ({name}) is libtpu's own error code; pallasite reports the "
+                                      f"error as {finding}:\n\n{finding}: "), done.stdout
+    unknown = _cli(tmp_path, "explain", "E9999")
+    assert unknown.returncode == 2 and "of libtpu's own codes, explain knows E1001, E2002, E2003" in unknown.stderr
