@@ -128,6 +128,7 @@ def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) 
             rel = float(np.max(np.where(bad, diff / np.maximum(np.abs(r), 1e-30), 0.0)))
             problems.append({"kind": "mismatch", "index": index, "count": int(bad.sum()), "size": int(out.size),
                              "max_abs": worst, "max_rel": rel, "atol": atol, "rtol": rtol, "mask": bad,
+                             "source": getattr(tolerance, "source", ""),
                              "shape": out.shape, "dtype": out.dtype.name})
     return problems
 

@@ -221,7 +221,7 @@ def compare_outputs(outputs: Any, expected: Any, tolerance: tuple[float, float])
                           unwritten=int(mask.sum()), size=int(mask.size))
     for p in problems:
         if p["kind"] == "mismatch":
-            source = getattr(tolerance, "source", "")  # where the tolerance came from (interpret_compare.Tolerance)
+            source = p.get("source")  # where the tolerance came from (interpret_compare.Tolerance)
             return reject("wrong_result", f"output {p['index']}: {p['count']} of {p['size']} elements outside "
                           f"atol={p['atol']:.3g}, rtol={p['rtol']:.3g}" + (f" ({source})" if source else "")
                           + f" of the reference (max abs error {p['max_abs']:.3g})",

@@ -343,3 +343,14 @@ def test_explain_resolves_libtpus_own_codes(tmp_path):
                                       f"error as {finding}:\n\n{finding}: "), done.stdout
     unknown = _cli(tmp_path, "explain", "E9999")
     assert unknown.returncode == 2 and "of libtpu's own codes, explain knows E1001, E2002, E2003" in unknown.stderr
+
+
+def test_tier3_says_which_tolerance_it_compared_at():
+    """Tier 3's PLS304 names the tolerance and where it came from, as the judge's wrong_result does."""
+    import numpy as np
+
+    from pallasite.runner.interpret_compare import Tolerance, compare
+
+    out, ref = (np.ones((8, 128), np.float32),), (np.full((8, 128), 1.5, np.float32),)
+    (problem,) = compare(out, ref, Tolerance(1e-5, 1e-5, "the task's TOLERANCE in k.py"))
+    assert problem["kind"] == "mismatch" and problem["source"] == "the task's TOLERANCE in k.py"
