@@ -66,6 +66,16 @@ HOW_TO_CONFIGURE = (
 )
 
 
+def command_line_how(command: str) -> str:
+    """How to name a model on the command line (``pallasite <command>``): the providers, their keys, and the
+    scripted provider that needs neither (the editor's words are ``HOW_TO_CONFIGURE``)."""
+    return (f"give `pallasite {command}` a --provider: gemini (GEMINI_API_KEY or GOOGLE_API_KEY in the environment), "
+            "openai (--base-url for a local or compatible endpoint; OPENAI_API_KEY when it needs one), or scripted "
+            "with --scripted-file FILE, a JSON list of the model's replies that needs no model and no key "
+            f"(docs/agents.md shows each agent's reply): `pallasite {command} FILE --provider scripted "
+            "--scripted-file replies.json`. A project's pyproject.toml cannot choose the provider.")
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """One call: a system instruction, a prompt, and (optionally) the JSON Schema of the reply."""

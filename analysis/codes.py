@@ -82,6 +82,11 @@ CODES: dict[str, Code] = _codes(
          "Write pl.BlockSpec(block_shape, index_map): the block shape comes first since jax 0.4.31."),
     Code("PLS020", "An index_map names a block past the end of the array",
          "Make the grid cover the array (pl.cdiv(dim, block) blocks), or fix the index the map returns for that axis."),
+    Code("PLS021", "The grid's floor division leaves the tail of an output unwritten",
+         "Use a block size that divides the dim, or pl.cdiv(dim, block) grid steps with the tail masked: the last partial block is padded."),
+    Code("PLS022", "The grid's floor division leaves the tail of an input unread",
+         "Use a block size that divides the dim, or pl.cdiv(dim, block) grid steps with the tail masked (a contraction over the padding must not add it).",
+         "warning"),
     # ---------------------------------------------------------------- tier 1: lowering
     Code("PLS100", "Pallas TPU lowering failed", "Read the message; the marked line is where the lowering stopped."),
     Code("PLS101", "Block shape not tileable on TPU", "Make the last two block dims divisible by (8, 128) or equal to the array dims."),

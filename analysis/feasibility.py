@@ -10,12 +10,20 @@ is rejected, with every reason that applies, when
   dim is the whole array dim (the rule is analysis/footprint.py's ``tiling``, the hovers' too;
   analysis/dtypes.py has the table and where it was verified);
 - ``vmem``: blocks x buffers + scratch exceed the scoped-VMEM limit (the call's own
-  ``vmem_limit_bytes`` when set, else the chip's measured default).
+  ``vmem_limit_bytes`` when set, else the chip's measured default);
+- ``empty``: a grid axis has 0 steps (``m // BM`` with a block larger than its array): the kernel
+  never runs, its outputs are never written, and the cost model would price an empty program as the
+  fastest of all;
+- ``padding``: a VMEM block dim is larger than its array dim rounded up to the tiling (a block of
+  1024 over 512 rows): every step along that dim works on padding past the array's end, a
+  contraction over it reads whatever lies there, and a block of the array's own size covers it.
 
-A block dim that does not divide its array dim (or exceeds it) is *not* a reason: the TPU compiler
-accepts it (the edge block is padded; tests/test_feasibility.py compiles 6p_Paged_Attention's
-(None, 8, 128) block over a (64, 64, 1) output with libtpu), and the cost model counts only the
-bytes inside the array. Feasibility never rejects what the compiler accepts.
+A block dim that does not divide its array dim, or exceeds it only up to the tiling (the edge block
+is padded to a whole tile), is *not* a reason: the TPU compiler accepts it (tests/test_feasibility.py
+compiles 6p_Paged_Attention's (None, 8, 128) block over a (64, 64, 1) output with libtpu), and the
+cost model counts only the bytes inside the array. ``tiling`` and ``vmem`` never reject what the
+compiler accepts; ``empty`` and ``padding`` reject programs the compiler accepts but that do no work
+or only wasted work, so tune never ranks, walks to or tests them.
 
 Pure arithmetic over plain values; never imports JAX.
 """
@@ -31,7 +39,8 @@ from .dtypes import DTYPE_BITS, LANES, sublane_rows
 from .footprint import tiling
 from .types import CostEstimate
 
-REASONS = ("trace", "tiling", "vmem")
+REASONS = ("trace", "empty", "padding", "tiling", "vmem")
+WORK = ("empty", "padding")  # reasons the compiler cannot overrule: it accepts these programs
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,7 @@ def rejections(estimate: CostEstimate, scoped_vmem_limit: int | None) -> tuple[R
         return (Rejection("trace", estimate.error or "the entry did not trace"),)
     out: list[Rejection] = []
     for call in estimate.calls:
+        out += _no_work(call)
         for block in call.blocks:
             if block.memory_space == "any":
                 continue
@@ -72,6 +82,40 @@ def rejections(estimate: CostEstimate, scoped_vmem_limit: int | None) -> tuple[R
             out.append(Rejection("vmem", f"{call.kernel}: blocks x buffers + scratch = {_mib(call.vmem_bytes)} "
                                          f"exceed {source} {_mib(limit)}"))
     return tuple(out)
+
+
+def _array_text(block) -> str:
+    return f"{block.origin} {tuple(block.array_shape)}"
+
+
+def _no_work(call) -> list[Rejection]:
+    """``empty``: a grid axis of 0 steps; ``padding``: a VMEM block dim past its array dim rounded up to the
+    tiling (the last dim to 128 lanes, the second-to-last to the dtype's rows, the others not at all)."""
+    out: list[Rejection] = []
+    zero = [i for i, n in enumerate(call.grid) if n == 0]
+    if zero:
+        outs = [b for b in call.blocks if b.role == "out"]
+        larger = [b for b in call.blocks if any(isinstance(d, int) and d > a for d, a in
+                                                 zip(b.block_shape, b.array_shape))]
+        said = f"{', '.join(_array_text(b) for b in outs)} never written" if outs else "nothing is computed"
+        why = (f" ({larger[0].origin} block {tuple(larger[0].block_shape)} is larger than its array "
+               f"{tuple(larger[0].array_shape)}: a floor-divided grid gives 0 steps)") if larger else ""
+        axes = ", ".join(str(i) for i in zero)
+        out.append(Rejection("empty", f"{call.kernel}: grid {tuple(call.grid)} has 0 steps along axis {axes}: the "
+                                      f"kernel never runs, {said}{why}"))
+    for block in call.blocks:
+        if block.memory_space != "vmem" or len(block.block_shape) != len(block.array_shape):
+            continue
+        rows = sublane_rows(DTYPE_BITS.get(block.dtype, 32))
+        rank = len(block.block_shape)
+        for i, (dim, size) in enumerate(zip(block.block_shape, block.array_shape)):
+            tile = LANES if i == rank - 1 else rows if i == rank - 2 else 1
+            if isinstance(dim, int) and dim > -(-size // tile) * tile:
+                out.append(Rejection("padding", f"{call.kernel} {block.origin} block {tuple(block.block_shape)} of "
+                                                f"{tuple(block.array_shape)}: dim {i} is {dim}, larger than the "
+                                                f"array's {size}: its blocks are padding past the array's end (a "
+                                                f"block of {size} covers it)"))
+    return out
 
 
 def summarize(rejected: Iterable[Sequence[Rejection]]) -> dict[str, int]:

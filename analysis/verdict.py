@@ -256,7 +256,8 @@ class CompileResult:
         if self.ok is False:
             return self.why
         why = "" if self.why == NOT_CHECKED else self.why
-        passed = f"tiers {','.join(map(str, self.tiers_run))} passed" if self.tiers_run else ""
+        passed = (f"tier{'s' if len(self.tiers_run) != 1 else ''} {','.join(map(str, self.tiers_run))} passed"
+                  if self.tiers_run else "")
         return f"{why} ({passed})" if why and passed else why or passed
 
     def text(self) -> str:
@@ -312,7 +313,7 @@ def compile_result(report: Any, tiers: Sequence[int], chip: str, *,
     skipped: dict[int, str] = {} if COMPILE_TIER in asked else {COMPILE_TIER: "not asked for"}
     for _, states in kernels:
         for tier, state in states:
-            if state.startswith("skipped") or state == "not run":
+            if state.startswith(("skipped", "not checked")) or state == "not run":  # none of them ran the tier
                 skipped.setdefault(tier, state.partition(": ")[2] or state)
     for note in getattr(report, "notes", ()) or ():
         if note.startswith(f"tier {COMPILE_TIER} skipped"):

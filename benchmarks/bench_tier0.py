@@ -16,6 +16,8 @@ never runs the kernel, so no accelerator is involved.
     python benchmarks/bench_tier0.py [--runs 100] [--cold-runs 5] [--file PATH]
     python benchmarks/bench_tier0.py --corpus DIR   # every .py calling pallas_call under DIR:
                                                     # time, sites, findings by code (false-positive hunt)
+    python benchmarks/bench_tier0.py --per-rule     # each rule's own process CPU time on the file, over
+                                                    # --runs fresh reads (what one rule adds to a re-check)
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def main() -> int:
     parser.add_argument("--cold-runs", type=int, default=5, help="fresh processes for the cold figure")
     parser.add_argument("--file", default=default_file(), help="kernel file (default: jax's splash attention)")
     parser.add_argument("--corpus", help="instead: analyze every .py under this folder that calls pallas_call")
+    parser.add_argument("--per-rule", action="store_true", help="instead: each tier-0 rule's own CPU time on the file")
     args = parser.parse_args()
     if args.corpus:
         return corpus(args.corpus)
@@ -105,6 +108,8 @@ def main() -> int:
         print(f"kernel file not found: {args.file!r}; pass --file PATH (is jax installed?)", file=sys.stderr)
         return 2
     text = open(args.file, encoding="utf-8").read()
+    if args.per_rule:
+        return per_rule(text, args.file, max(args.runs, 20))
     lines = text.count("\n") + 1
 
     cold_total, cold_analyze = [], []
@@ -162,6 +167,29 @@ def main() -> int:
               f"target < 50 ms: {'met' if statistics.median(wall) < 50 else 'NOT met'}")
     print(f"(CPU = process CPU time: less sensitive to other load on a shared host; load average "
           f"{os.getloadavg()[0]:.1f})")
+    return 0
+
+
+def per_rule(text: str, path: str, runs: int) -> int:
+    """Each rule's process CPU time over ``runs`` fresh reads of the file (sites, tasks and the context made
+    anew each time, as a re-check after an edit makes them; the rules' shared memos are made by whichever
+    rule asks first, in the order tier 0 runs them)."""
+    from pallasite.analysis import rules, sites as sites_mod, tasks as tasks_mod
+    from pallasite.analysis.rules.context import RuleContext
+    from pallasite.analysis.source import Source
+
+    times: dict[str, list[float]] = {}
+    for _ in range(runs):
+        source = Source(text)
+        found = sites_mod.find_sites(source)
+        ctx = RuleContext(source=source, sites=found, tasks=tasks_mod.find_tasks(source, path), target="v6e")
+        for rule in rules.all_rules():
+            start = time.process_time()
+            list(rule(ctx))
+            times.setdefault(rule.__name__, []).append((time.process_time() - start) * 1e3)
+    print(f"file: {path}; per rule, process CPU ms over {runs} fresh reads (load average {os.getloadavg()[0]:.1f})")
+    for name, values in sorted(times.items(), key=lambda kv: -statistics.median(kv[1])):
+        print(f"  {name:30s} median {statistics.median(values):8.3f}  p95 {p95(values):8.3f}")
     return 0
 
 

@@ -194,6 +194,8 @@ class Checker:
             analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
         if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
             return FileReport(path=path, skipped=NO_PALLAS)
+        if not analysis.syntax_ok and not analysis.uses_pallas:  # not Python at all: no tier can read it, said so
+            return FileReport(path=path, findings=tuple(_syntax_findings(text, path)))
         if 0 in tiers:
             findings.extend(analysis.findings)
         verdicts = _initial_verdicts(analysis, text, tiers)

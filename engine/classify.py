@@ -99,6 +99,7 @@ def sentence(rec: Mapping[str, Any], code: str) -> str:
     said = _FOLDERS.sub("", said)  # "/long/path/kernel.py:12" -> "kernel.py:12"
     said = _BOILERPLATE.sub("", said).strip()
     said = _readable_blocks(said)
+    said = without_hlo(said)
     if _is_bare_type(said, rec):
         said = _empty_message_sentence(rec)
     if code == "PLS201":
@@ -144,6 +145,52 @@ def raised_at_text(rec: Mapping[str, Any]) -> str | None:
         return None
     return f"raised at {where['file']}:{where['line']} in {where['function']}" + (
         f": {where['code']}" if where.get("code") else "")
+
+
+_HLO_INSTRUCTION = re.compile(r"%(?P<name>[\w.\-]+) = ")
+_CLOSE = {"(": ")", "{": "}", "[": "]"}
+
+
+def without_hlo(sentence: str) -> str:
+    """The compiler's sentence without the HLO instructions libtpu quotes in it (``%matmul.1 = f32[2048,512]{1,0:T(8,
+    128)} custom-call(%x.1, %y.1), custom_call_target="tpu_custom_call", ..., metadata={... stack_frame_id=16}``):
+    each becomes the op it names, ``the Mosaic kernel %matmul.1`` for a pallas_call's custom call, so the
+    message is the same on every run (the stack_frame_id differs between runs) and reads as a sentence; the whole
+    text stays in the finding's detail (``check -v``, the JSON's ``detail``). A libtpu sentence left hanging
+    ("... run out of scoped vmem -") loses its dangling dash."""
+    out, at = [], 0
+    for m in _HLO_INSTRUCTION.finditer(sentence):
+        if m.start() < at:
+            continue
+        end = _instruction_end(sentence, m.end())
+        body = sentence[m.end():end]
+        name = m.group("name")
+        kernel = re.sub(r"\.\d+$", "", name)
+        what = f"the Mosaic kernel %{name}" if "tpu_custom_call" in body else f"%{name}"
+        out += [sentence[at:m.start()], what]
+        at = end
+    out.append(sentence[at:])
+    return re.sub(r"\s+-\s*(?=\)|$)", "", "".join(out)).strip()
+
+
+def _instruction_end(text: str, start: int) -> int:
+    """Where an HLO instruction that starts at ``start`` ends: the first ". " (or the text's end, or a closing
+    bracket it did not open) outside its brackets and quotes."""
+    stack: list[str] = []
+    quoted = False
+    i = start
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            quoted = not quoted
+        elif not quoted and c in _CLOSE:
+            stack.append(_CLOSE[c])
+        elif not quoted and stack and c == stack[-1]:
+            stack.pop()
+        elif not quoted and not stack and (c in ")]}" or (c == "." and (i + 1 == len(text) or text[i + 1] == " "))):
+            return i
+        i += 1
+    return i
 
 
 def _readable_blocks(sentence: str) -> str:

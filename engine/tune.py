@@ -8,8 +8,9 @@ command, the MCP server's tune tool and optimize's autotune phase, each with the
    when it fits ``estimates``, else seeded random + local moves; the space is never built in memory): the
    judge's estimate of each configuration's exported program (runner/judging/configs.py), never a figure
    from the process that ran the file. The report says how much of the space was estimated.
-3. ``analysis.feasibility`` rejects, before any compile, what cannot run (tiling, scoped VMEM); the count per
-   reason is reported. Configurations that export the same program (same ``program_hash``) are judged once.
+3. ``analysis.feasibility`` rejects, before any compile, what cannot run (tiling, scoped VMEM) and what would
+   do no work (a grid axis of 0 steps, a block past its array's end); such a configuration is never ranked,
+   walked to or tested, and the count per reason is reported. Configurations that export the same program (same ``program_hash``) are judged once.
 4. With a ``DeviceTimer`` (the judge's ``time`` request of each configuration on a device), the search
    (engine/tune_search.py) spends device evaluations where they can change the answer. Without one, the
    ranking is the estimate's, labelled "estimate (<chip>)": CPU timings never rank, apply, or produce a
@@ -410,7 +411,10 @@ async def _compile_current(run: _Run, feasible: dict[Config, float], explored: E
     if run.compiler is not None:
         result = await run.compiled(current)
         rejected = run.precheck.get(current)
-        if rejected and run.estimates[current].status == "ok" and result.ok is True:
+        if rejected and any(r.reason in feasibility.WORK for r in rejected):
+            run.notes.append(f"the current configuration does no work or works on padding ({rejected[0].message}); "
+                             f"it compiles for {run.options.chip} but is not ranked")
+        elif rejected and run.estimates[current].status == "ok" and result.ok is True:
             run.notes.append(f"the pre-check rejected the current configuration ({rejected[0].message}), the compiler "
                              f"for {run.options.chip} accepts it: ranked with the others (the compiler is the authority)")
             del run.precheck[current]

@@ -63,8 +63,10 @@ class UnknownCode(KeyError):
 
     def __str__(self) -> str:
         near = f" Did you mean {', '.join(self.suggestions)}?" if self.suggestions else ""
+        libtpu = ", ".join(compiler_messages.compiler_codes())
         return (f"unknown finding code {self.code!r}.{near} "
-                "Codes are PLS0xx (source rules) to PLS9xx; `pallasite explain --list` shows them all.")
+                "Codes are PLS0xx (source rules) to PLS9xx; `pallasite explain --list` shows them all"
+                + (f" (of libtpu's own codes, explain knows {libtpu})" if libtpu else "") + ".")
 
 
 class CatalogError(ValueError):
@@ -176,7 +178,13 @@ _TIER_WORDS = {0: "tier 0 (source rules)", 1: "tier 1 (Pallas TPU lowering)", 2:
 
 
 def explain(code: str, *, markdown: bool = False) -> str:
-    """The entry as text: title, how it is recognised, explanation, fix, example, references."""
+    """The entry as text: title, how it is recognised, explanation, fix, example, references. One of libtpu's
+    own error codes (``E1001``, carried inside PLS201's message) is explained as the finding that carries it."""
+    libtpu = compiler_messages.compiler_code(code) if re.fullmatch(r"E\d{4}", code.strip().upper()) else None
+    if libtpu is not None:
+        said = (f"{code.strip().upper()} ({libtpu[1]}) is libtpu's own error code; pallasite reports the error as "
+                f"{libtpu[0]}:")
+        return said + "\n\n" + explain(libtpu[0], markdown=markdown)
     e = entry(code)
     h = (lambda s: f"**{s}**") if markdown else (lambda s: s.upper())
     fence = "```python\n{}\n```" if markdown else "{}"

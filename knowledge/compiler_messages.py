@@ -21,7 +21,7 @@ from pathlib import Path
 from ..analysis.codes import CODES
 
 TABLE_FILE = Path(__file__).with_name("compiler_messages.toml")
-_KEYS = {"code", "tiers", "patterns", "requires"}
+_KEYS = {"code", "tiers", "patterns", "requires", "compiler_codes"}
 FLAGS = ("x64",)  # what a worker's record may say about how the message arose
 
 
@@ -36,6 +36,7 @@ class MessageRow:
     patterns: tuple[str, ...]  # regular expressions, case-insensitive, "." matches newlines
     regex: re.Pattern[str]  # the patterns as one alternation
     requires: str | None = None  # a flag of the record (FLAGS) without which the row does not apply
+    compiler_codes: tuple[tuple[str, str], ...] = ()  # libtpu's error codes its messages carry, with its names
 
     @property
     def catch_all(self) -> bool:
@@ -76,7 +77,11 @@ def _load(path: Path) -> tuple[MessageRow, ...]:
             regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.I | re.S)
         except re.error as err:
             raise MessageTableError(f"{where}: bad pattern: {err}") from err
-        rows.append(MessageRow(code, tiers, patterns, regex, requires))
+        named = row.get("compiler_codes") or {}
+        if not isinstance(named, dict) or not all(re.fullmatch(r"E\d{4}", k) and isinstance(v, str)
+                                                   for k, v in named.items()):
+            raise MessageTableError(f"{where}: compiler_codes maps libtpu codes (E1001) to libtpu's names")
+        rows.append(MessageRow(code, tiers, patterns, regex, requires, tuple(sorted(named.items()))))
     return tuple(rows)
 
 
@@ -99,6 +104,20 @@ def first_specific_code(message: str, tier: int | None = None, flags: Collection
         if not row.catch_all and _applies(row, tier, flags) and row.regex.search(message):
             return row.code
     return None
+
+
+def compiler_code(name: str) -> tuple[str, str] | None:
+    """(the finding code, libtpu's name) for one of libtpu's own error codes (``E1001``), None if no row names it."""
+    for row in table():
+        for code, said in row.compiler_codes:
+            if code == name.strip().upper():
+                return row.code, said
+    return None
+
+
+def compiler_codes() -> tuple[str, ...]:
+    """Every libtpu error code the table names."""
+    return tuple(code for row in table() for code, _ in row.compiler_codes)
 
 
 def patterns_of(code: str) -> tuple[str, ...]:

@@ -152,4 +152,7 @@ def blame_import(entry: dict[str, Any], unbound: dict[str, int]) -> None:
         if entry["tiers"].get(tier) == "error":
             entry["tiers"][tier] = (f"not checked: needs {found.group(1)!r}, which line {line} would have defined "
                                     "(it raised when the file was imported)")
+            for later, state in list(entry["tiers"].items()):  # tier 2 skipped for it: not for a failure
+                if state == f"skipped: tier {tier} failed":
+                    entry["tiers"][later] = f"skipped: tier {tier} not checked"
     entry["errors"] = kept

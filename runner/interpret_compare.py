@@ -24,17 +24,68 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-3, 1e-3),
     "bfloat16": (2e-2, 2e-2),
 }
+# JAXBench's and KernelBench's own rule for their tasks (JAXBench harness/correctness.py: atol=rtol=1e-2, "the
+# same tolerance as KernelBench"): a task in their layout that states none is held to what its benchmark holds
+# it to, not to float32's 1e-5, which a float32 contraction misses by accumulation order alone (K=1024 in four
+# blocks of 256: about 1,000 of 262,144 elements off by up to 8e-5; docs/task-convention.md)
+BENCHMARK_FORMATS = ("jaxbench", "kernelbench")
+BENCHMARK_TOLERANCE = (1e-2, 1e-2)
+BENCHMARK_SOURCE = "JAXBench's own default for its tasks, atol=rtol=1e-2"
 
 
-def tolerance_for(task: Any, outputs: Any) -> tuple[float, float] | None:
+class Tolerance(tuple):
+    """(atol, rtol), unpacked as a pair, with ``source``: where it came from, said in every verdict that
+    compares ("the task's TOLERANCE in baseline.py", "the float32 default", ...)."""
+
+    source: str
+
+    def __new__(cls, atol: float, rtol: float, source: str = "") -> "Tolerance":
+        made = super().__new__(cls, (float(atol), float(rtol)))
+        made.source = source
+        return made
+
+    def __reduce__(self) -> Any:
+        return (Tolerance, (self[0], self[1], self.source))
+
+
+def tolerance_for(task: Any, outputs: Any) -> Tolerance | None:
+    """The tolerance ``outputs`` are compared at: the task's own (its ``tolerance``, read by the task readers
+    from TOLERANCE, a JAXBench task's CONFIG atol/rtol, or MaxKernel's YAML), else its benchmark's rule for a
+    JAXBench or KernelBench task, else the output dtype's default. A default that every reference value lies
+    within (zeros would pass) is taken relative to the largest output, so the comparison proves something."""
     tol = getattr(task, "tolerance", None)
     if isinstance(tol, dict) and ("atol" in tol or "rtol" in tol):
-        return float(tol.get("atol", 0.0)), float(tol.get("rtol", 0.0))
+        source = getattr(task, "tolerance_source", None) or "the task's TOLERANCE"
+        return Tolerance(float(tol.get("atol", 0.0)), float(tol.get("rtol", 0.0)), source)
     leaves = jax.tree.leaves(outputs)
     if not leaves:
         return None
     name = jnp.dtype(leaves[0].dtype).name
-    return TOLERANCES.get(name, (0.0, 0.0))
+    atol, rtol = TOLERANCES.get(name, (0.0, 0.0))
+    source = f"the {name} default; a task states its own with TOLERANCE"
+    if getattr(task, "format", None) in BENCHMARK_FORMATS and name in TOLERANCES:
+        atol, rtol = max(atol, BENCHMARK_TOLERANCE[0]), max(rtol, BENCHMARK_TOLERANCE[1])
+        source = (f"{BENCHMARK_SOURCE}" + ("" if (atol, rtol) == BENCHMARK_TOLERANCE else f" ({name}: {atol:g})")
+                  + "; a task states its own with TOLERANCE or CONFIG atol/rtol in baseline.py")
+    top = output_scale(outputs, atol, rtol)
+    if top is not None:
+        atol, source = atol * top, f"{source}; atol relative to the largest output, {top:.3g}"
+    return Tolerance(atol, rtol, source)
+
+
+def output_scale(expected: Any, atol: float, rtol: float) -> float | None:
+    """The largest |value| of ``expected`` when an all-zero output would pass at (atol, rtol) (every finite
+    value within atol + rtol * |value|), else None: such an atol proves nothing at this scale."""
+    top = 0.0
+    degenerate = False
+    for ref in jax.tree.leaves(expected):
+        r = np.asarray(ref).astype(np.float64)
+        finite = np.abs(r[np.isfinite(r)])
+        if finite.size == 0:
+            continue
+        top = max(top, float(finite.max()))
+        degenerate = degenerate or bool(np.all(finite <= atol + rtol * finite))
+    return top if degenerate and top > 0.0 else None
 
 
 def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) -> list[dict[str, Any]]:
@@ -77,6 +128,7 @@ def compare(outputs: Any, expected: Any, tolerance: tuple[float, float] | None) 
             rel = float(np.max(np.where(bad, diff / np.maximum(np.abs(r), 1e-30), 0.0)))
             problems.append({"kind": "mismatch", "index": index, "count": int(bad.sum()), "size": int(out.size),
                              "max_abs": worst, "max_rel": rel, "atol": atol, "rtol": rtol, "mask": bad,
+                             "source": getattr(tolerance, "source", ""),
                              "shape": out.shape, "dtype": out.dtype.name})
     return problems
 

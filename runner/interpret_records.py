@@ -534,7 +534,8 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
     elif problem["kind"] == "mismatch":
         sentence = (f"output {index} differs from the reference in {problem['count']} of {problem['size']} elements: "
                     f"max abs error {problem['max_abs']:.3g}, max rel error {problem['max_rel']:.3g} "
-                    f"(atol {problem['atol']:g}, rtol {problem['rtol']:g})" + explain)
+                    f"(atol {problem['atol']:.3g}, rtol {problem['rtol']:.3g}"
+                    + (f"; {problem['source']}" if problem.get("source") else "") + ")" + explain)
         code = "PLS304"
     else:
         sentence = problem["message"]

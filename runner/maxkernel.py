@@ -144,6 +144,7 @@ def discover(module: types.ModuleType, path: str) -> list[RuntimeTask] | None:
             format="maxkernel",
             reference=_bind(computation, static) if callable(computation) else None,
             tolerance=tolerance,
+            tolerance_source="the task's atol/rtol in kernel_task.yaml" if tolerance else None,
             line=entry.__code__.co_firstlineno if hasattr(entry, "__code__") else None,
         ))
     return tasks
@@ -168,7 +169,8 @@ def reference_tasks(folder: str) -> list[RuntimeTask]:
             inputs = ShapesOnly(get_inputs, tuple(cases[index]))
         bound = _bind(computation, static)
         tasks.append(RuntimeTask(name=str(spec.get("task_id") or os.path.basename(folder)), entry=bound, inputs=inputs,
-                                 format="maxkernel", reference=bound, tolerance=tolerance))
+                                 format="maxkernel", reference=bound, tolerance=tolerance,
+                                 tolerance_source="the task's atol/rtol in kernel_task.yaml" if tolerance else None))
     return tasks
 
 

@@ -30,6 +30,7 @@ class RuntimeTask:
     format: str = "native"
     reference: Callable[..., Any] | None = None
     tolerance: dict[str, float] | None = None
+    tolerance_source: str | None = None  # where ``tolerance`` was stated, said in verdicts ("TOLERANCE in baseline.py")
     tunables: dict[str, list[int]] = field(default_factory=dict)
     line: int | None = None  # the entry's def line (1-based) when defined in the checked file
     config: dict[str, Any] | None = None  # JAXBench CONFIG

@@ -171,7 +171,10 @@ def _pair_task(module: Any, ref_module: Any, path: str) -> list[Any]:
         return []
     config = dict(ns.get("CONFIG") or ref_ns.get("CONFIG") or {})
     create = ref_ns["create_inputs"]
+    tolerance, source = tasks_runtime.stated_tolerance(ref_module, os.path.basename(getattr(ref_module, "__file__", "")
+                                                                                     or "baseline.py"))
     return [tasks_runtime.RuntimeTask(name="workload", entry=entry, format="jaxbench", config=config,
+                                      tolerance=tolerance, tolerance_source=source,
                                       inputs=lambda: tasks_runtime._call_with_config(create, config),
                                       line=getattr(entry, "__code__", None) and entry.__code__.co_firstlineno)]
 

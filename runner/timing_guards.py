@@ -221,8 +221,10 @@ def compare_outputs(outputs: Any, expected: Any, tolerance: tuple[float, float])
                           unwritten=int(mask.sum()), size=int(mask.size))
     for p in problems:
         if p["kind"] == "mismatch":
+            source = p.get("source")  # where the tolerance came from (interpret_compare.Tolerance)
             return reject("wrong_result", f"output {p['index']}: {p['count']} of {p['size']} elements outside "
-                          f"atol={p['atol']:g}, rtol={p['rtol']:g} of the reference (max abs error {p['max_abs']:.3g})",
+                          f"atol={p['atol']:.3g}, rtol={p['rtol']:.3g}" + (f" ({source})" if source else "")
+                          + f" of the reference (max abs error {p['max_abs']:.3g})",
                           mismatched=p["count"], size=p["size"], max_abs=p["max_abs"])
     return None
 

@@ -182,8 +182,16 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     status = report_format.exit_status(reports, options.tiers, strict=strict)
+    status = _nothing_checked(args.paths, strict, status) if not files else status
     print(_closing(args.format, reports, options, time.monotonic() - started, status))
     return status
+
+
+def _nothing_checked(paths: list[str], strict: bool, status: int) -> int:
+    """A folder without a .py file: nothing was checked, said once; --strict never calls that a pass (exit 1)."""
+    print(f"{'error' if strict else 'warning'}: nothing to check: no .py file in {', '.join(paths)}"
+          + ("; --strict fails a run that checked nothing" if strict else ""), file=sys.stderr)
+    return 1 if strict else status
 
 
 def _interrupted(form: str, files: list[str], done: list, options, wall_s: float, stored: bool) -> int:

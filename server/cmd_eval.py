@@ -127,10 +127,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finished = _Finished()
+    _clear_outputs(args)
     try:
         summaries = _evaluate(args, setup, finished)
     except KeyboardInterrupt:
-        return _interrupted(setup, finished)
+        return _interrupted(setup, finished, args)
     except MissingTiming as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -149,11 +150,25 @@ class _Finished:
     stored: bool = False
 
 
-def _interrupted(setup: "_Setup", finished: _Finished) -> int:
+def _clear_outputs(args: argparse.Namespace) -> None:
+    """An earlier run's --output and --report files go before this run starts: a run that is interrupted (or
+    stops early) then leaves none, never an earlier run's document as if it were its own."""
+    import os
+
+    for path in (args.json, args.report):
+        if path and os.path.isfile(path):
+            os.remove(path)
+
+
+def _interrupted(setup: "_Setup", finished: _Finished, args: argparse.Namespace) -> int:
     """Ctrl-C: the tasks finished in this run (each stored under the eval's id as it finished) and how to
     go on; exit 130."""
     for method, task, status in finished.tasks:
         print(f"  {method}: {task}: {status}", file=sys.stderr)
+    unwritten = [path for path in (args.json, args.report) if path]
+    if unwritten:
+        print(f"pallasite eval: interrupted before the end: {' and '.join(unwritten)} not written (an earlier run's "
+              "copy was removed when this run started)", file=sys.stderr)
     if finished.stored:
         print(f"\npallasite eval: interrupted; eval {setup.eid} keeps {len(finished.tasks)} task result(s) finished "
               "in this run. Run the same command to continue it.", file=sys.stderr)
@@ -282,6 +297,8 @@ def _render(args: argparse.Namespace, eid: str | None, summaries: list[dict], re
         for s in summaries:
             print(format_summary(s))
         print(side_by_side(summaries))  # each task's result per method, one method included
+        for line in failures(summaries):
+            print(line)
     if eid:
         replay = f" (replay it: --provider replay:{eid})" if replayable else ""
         print(f"eval {eid}{replay}", file=sys.stderr if as_json else sys.stdout)
@@ -356,6 +373,20 @@ def stored_rows(store, eid: str) -> dict:
         if step.kind == "eval-task":
             rows[(step.payload["method"], step.payload["task"])] = step.payload["row"]
     return rows
+
+
+def failures(summaries: list[dict]) -> list[str]:
+    """Each task that is not correct, per method, with its evidence line (the verdict's why: the elements outside
+    which tolerance, the error, what was not verified), so the text output says what the JSON says."""
+    lines = []
+    for s in summaries:
+        for t in s["per_task"]:
+            verdict = t.get("verdict") or {}
+            if t.get("correct") or not t.get("candidate"):
+                continue
+            why = verdict.get("evidence") or "; ".join(t.get("errors") or ()) or verdict.get("text") or t["status"]
+            lines.append(f"  {t['task']} ({s['method']}): {t['status']}: {why}")
+    return ["", "not correct, with the evidence:", *lines] if lines else []
 
 
 def side_by_side(summaries: list[dict]) -> str:

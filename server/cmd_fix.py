@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .console import progress_stream
+
 JSON_VERSION = 1
 _DETAIL_LINES = 12  # a rejected round's detail shown in the text output (the JSON has all of it)
 
@@ -118,18 +120,19 @@ async def _fix(args: argparse.Namespace, setup: _Setup):
     """The fix job on the engine `pallasite check` uses: the outcome, or why it could not start."""
     from ..agents.fix_action import FixJob, fix_file
     from ..engine.judge import Trusted
-    from ..agents.providers import make_provider
+    from .run_setup import command_line_provider
     from ..engine.engine import Engine
 
     path, run = args.path, setup.run
-    model = make_provider(run.provider_config())  # a configuration problem is told before anything runs
+    model = command_line_provider(run.provider_config(), "fix")  # a configuration problem is told before anything runs
     engine = Engine(workspace=run.workspace)  # the same engine `pallasite check` uses: workers, results store
     try:
         report = await engine.checker(path, run.options).check(path, setup.text, tiers=run.tiers)
         job = FixJob(path=path, text=setup.text, report=report, chip=run.chip, tiers=run.tiers,
                      line=args.line - 1 if args.line else None, docs_passages=run.agent.docsPassages,
                      **_vmem(run.chip))
-        progress = (lambda m: print(f"pallasite fix: {m}", file=sys.stderr)) if args.format == "text" else None
+        shown = progress_stream() if args.format == "text" else None  # on a terminal only (server/console.py)
+        progress = (lambda m: print(f"pallasite fix: {m}", file=shown, flush=True)) if shown is not None else None
         judge = run.judge(engine, Trusted(path, setup.text), device=None, confined=True)  # judges every proposal
         return await fix_file(job, run.provider_config(), run.agent.budgets(), judge, workspace=run.workspace,
                               on_progress=progress, provider=model)

@@ -81,7 +81,7 @@ def budget_report(state, budgets) -> dict:
 
 
 def table_text(state, budgets=None) -> str:
-    """The final table (what each column means: README 'Optimize')."""
+    """The final table (what each column means: docs/optimize.md)."""
     from ..agents.optimize import row_word
     from ..analysis.verdict import judged_lines
 
@@ -358,13 +358,13 @@ def _interrupted_run(workspace: str, path: str, text: str, recorder: Any) -> str
 async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
     """The optimize job (agents/optimize_job.run_optimize) on a fresh engine, or --write-tests."""
     from ..agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
-    from ..agents.providers import make_provider
+    from .run_setup import command_line_provider
     from ..engine.engine import Engine
     from ..knowledge.store import pallasite_folder
 
     run, state = setup.run, setup.state
     workspace, config = run.workspace, run.provider_config()
-    model = make_provider(config)
+    model = command_line_provider(config, "optimize")
     engine = Engine(workspace=workspace)
     try:
         job = OptimizeJob(args.path, state.original, setup.budgets, tests=setup.tests,

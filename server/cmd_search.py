@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .console import progress_stream
+
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     from . import flags
@@ -97,13 +99,13 @@ def _setup(args: argparse.Namespace) -> _Setup:
 
 def _provider(args: argparse.Namespace, run: Any):
     """The model, and for a replay each node's own recorded calls (agents/search_iterate.py)."""
-    from ..agents.providers import ProviderConfig, ProviderError, make_provider
+    from ..agents.providers import ProviderConfig, ProviderError
 
     name = run.provider
     if not name.startswith("replay:"):
-        from .run_setup import provider_config
+        from .run_setup import command_line_provider, provider_config
 
-        return make_provider(provider_config(args, run)), None
+        return command_line_provider(provider_config(args, run), "search"), None
     from ..agents.providers_scripted import ScriptedProvider
     from ..agents.run_setup import stored_nodes_exist
     from ..agents.search_iterate import replay_nodes
@@ -132,14 +134,18 @@ def _search(args: argparse.Namespace, setup: _Setup):
     def on_node(node: Any) -> None:
         if store:
             store.put_agent_step(rid, node.order, "search_node", node.to_json())
-        print(f"  {node_line(node)}  {node.strategy or node.op}"[:160], file=sys.stderr)
+        print(f"  {node_line(node)}  {changed(node)}"[:160], file=sys.stderr)
         why = node.verdict.why() if node.op != "root" and not node.verdict.passed else ""
         if why:  # "no candidate", "not compiled", ...: the row says why on the line below
             print(f"  {'':10s} why: {' '.join(why.split())}"[:240], file=sys.stderr)
 
-    def on_phase(node_id: str, phase: str, message: str) -> None:
-        print(f"    {node_id} {phase}: {message}"[:110], file=sys.stderr, flush=True)
+    shown = progress_stream()  # a node's phases as they run: progress, on a terminal only (server/console.py)
 
+    def on_phase(node_id: str, phase: str, message: str) -> None:
+        if shown is not None:
+            print(f"    {node_id} {phase}: {message}"[:110], file=shown, flush=True)
+
+    print(f"  {NODE_HEAD}", file=sys.stderr)  # the nodes below, one line each as it finishes
     # the run's one judge: the project's check options, the chip, the device pool (engine/device.py)
     return asyncio.run(_judged(args, setup, done, on_node, on_phase, recorder, rid, store)), rid
 
@@ -162,6 +168,19 @@ async def _judged(args: argparse.Namespace, setup: _Setup, done: Any, on_node: A
         recorder.close()
         if store:
             store.close()
+
+
+NODE_HEAD = f"{'node':10s} {'status':36s} {'speedup':>7s}  what it changed (its plan's first line)"
+
+
+def changed(node: Any) -> str:
+    """What a node changed, in a few words: its plan's first line (the planner's title for the change), else the
+    strategy it was asked to try, else what kind of node it is."""
+    for line in (node.plan or "").splitlines():
+        words = line.strip().lstrip("#*->0123456789. ").strip().rstrip(":")
+        if words:
+            return words if len(words) <= 90 else words[:87].rsplit(" ", 1)[0] + "..."
+    return f"(no plan; strategy: {node.strategy})" if node.strategy else f"({node.op})"
 
 
 def node_line(node: Any) -> str:

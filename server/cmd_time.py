@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from ..engine.client import WorkerConfig
+from .console import progress_stream
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -162,11 +163,11 @@ def _measure(args: argparse.Namespace, files, settings, params) -> int:
     from ..engine import timing
     from . import timing_format
 
-    show = args.format == "text" or sys.stderr.isatty()  # progress on stderr: JSON on stdout stays clean
+    show = progress_stream()  # progress on a terminal only (server/console.py); JSON on stdout stays clean
 
     def progress(message: str, fraction: float | None) -> None:
-        if show:
-            print(f"  ... {message}", file=sys.stderr, flush=True)
+        if show is not None:
+            print(f"  ... {message}", file=show, flush=True)
 
     base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=_memory_mb(args, files.path))
     floors = None

@@ -23,6 +23,7 @@ from ..analysis.source import apply_edits
 from ..analysis.types import to_json
 from ..engine.tune import TuneError, TuneOptions, TuneReport, tune
 from ..engine.tune_workers import device_platform
+from .console import Progress
 
 # "estimate": the cost model only; "local": a worker on this machine timing on its accelerator
 # (the judge's `time` requests). Remote backends (ssh, ray) plug in through engine.tune.DeviceTimer the same way.
@@ -122,10 +123,10 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     from ..engine.judge import Trusted
     from ..engine.pool import local_backend
 
+    shown = Progress(quiet=quiet)  # a rewritten line on a terminal; nothing in a log (server/console.py)
+
     def progress(message: str, fraction: float | None = None) -> None:
-        if not quiet:
-            bar = "" if fraction is None else f"[{'#' * int(20 * fraction):20s}] "
-            print(f"\r{bar}{message[:90]:90s}", end="", file=sys.stderr, flush=True)
+        shown.say(message, fraction)
 
     # job workers estimate; a device worker (the machine's accelerator) times with --backend local. Workers start
     # with their first request: a kernel answered from the store starts none.
@@ -151,8 +152,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
     finally:
         await backend.close()
         await engine.close()
-        if not quiet:
-            print(file=sys.stderr)
+        shown.close()
 
 
 async def _device_timer(judge: Any, engine: Any, backend: Any, text: str, options: TuneOptions, config: Any,
@@ -236,6 +236,9 @@ def format_walk(report: TuneReport, verbose: bool = False, shown: int = 8) -> li
                          f"out of VMEM on {chip}")
             continue
         line = f"  {step.state} {what}: {step.compile.text() if step.compile else ''}"
+        if step.state == "refused":  # compiled, then the judge's test refused it: say what the test found
+            judged = report.outcome(step.config)
+            line += f"; the judge's test: {judged.verdict.test.text() if judged else 'refused it'}"
         if step.out_of_vmem:
             line += " (out of VMEM"
             if step.needed and step.limit:
@@ -273,6 +276,16 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.2f} MiB"
 
 
+def clip(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut at a word boundary and marked " ..." (never mid-word);
+    the whole text is in --format json."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 3].rstrip()
+    space = cut.rfind(" ")
+    return (cut[:space] if space > width // 2 else cut).rstrip(" ,;:(") + "..."
+
+
 def format_table(report: TuneReport, top: int = 15) -> list[str]:
     """The configurations in the report's order (the one ranking), each with its verdict's words."""
     label = report.label
@@ -291,7 +304,7 @@ def format_table(report: TuneReport, top: int = 15) -> list[str]:
             o.verdict.text()
         prov = "device" if o.measured_s is not None else (label if _ranks(o) else "-")
         estimate = _us(o.estimate_s) if o.verdict.compile.ok is not False else "-"
-        rows.append((_changes(o.config, report.current) + mark, words[:70], estimate, o.bound or "-",
+        rows.append((_changes(o.config, report.current) + mark, clip(words, 70), estimate, o.bound or "-",
                      _us(o.measured_s), vs, prov))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
@@ -322,7 +335,7 @@ def format_report(report: TuneReport, top: int = 15, verbose: bool = False) -> s
     lines += _versus_reference(report, broken)
     if report.backend == "estimate":
         lines.append(f"no device backend: ranked by the cost model's {label} (roofline; not a measurement; "
-                     "see README 'Autotuning')")
+                     "see docs/tune.md)")
     else:
         lines.append(f"{report.strategy}: {report.evaluations} device evaluations, {report.reused} reused; {report.stopped}")
     lines += [f"note: {n}" for n in report.notes]

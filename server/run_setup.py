@@ -91,6 +91,16 @@ def provider_config(args: argparse.Namespace, run: Any) -> Any:
                                tokens_per_minute=args.tokens_per_minute)
 
 
+def command_line_provider(config: Any, command: str) -> Any:
+    """The model for ``pallasite <command>`` (agents/providers.make_provider), or ProviderError("config"); with no
+    provider named, what to give on the command line (the editor's settings are not this user's)."""
+    from ..agents.providers import ProviderError, command_line_how, make_provider
+
+    if not config.name:
+        raise ProviderError("config", "no LLM provider is configured: " + command_line_how(command))
+    return make_provider(config)
+
+
 def write_outputs(graph: Any, rid: str, out_dir: Path, title: str, report: Path | None = None) -> Path:
     """The graph as JSON and the HTML report; returns the report's path."""
     from ..knowledge.store import STORE_DIR, pallasite_folder

@@ -41,7 +41,12 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
         in proc.stdout and "could not fake either (docs/safety.md)" in proc.stdout
     assert f"<td>{judged}</td>" in report.with_suffix(".html").read_text()
     assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v4, v5e\)", proc.stdout), proc.stdout
-    assert "t0.1 test: ok" in proc.stderr and "t0.1 profile: ok" in proc.stderr  # the loop's phases, live
+    # the loop's phases are progress, shown live on a terminal only (issue 59): not in this captured stderr; the
+    # node's line, under a header, says what it changed (its plan's title), not the strategy it was drawn
+    assert "t0.1 test: ok" not in proc.stderr and "t0.1 profile: ok" not in proc.stderr
+    head = next(line for line in proc.stderr.splitlines() if line.strip().startswith("node "))
+    assert "status" in head and "speedup" in head and "what it changed" in head
+    assert re.search(r"^  t0\.1 .*x  Bigger blocks$", proc.stderr, re.M), proc.stderr
     rid = re.search(r"run (search-\w+)", proc.stdout).group(1)
     graph = json.loads((folder / ".pallasite" / "search" / f"{rid}.json").read_text())
     root, node = graph["nodes"]

@@ -77,11 +77,12 @@ OPTIMIZE = Path(__file__).parent / "data" / "optimize"
 def test_without_a_device_big_inputs_are_timed_at_reduced_shapes_with_progress(tmp_path):
     """Two 1 GiB inputs, 2048 grid steps: at full size interpret mode ran past its time limit with no
     word (JAXBench's 8p_GEMM: "ran past its limit of 600 s"); now the checks and the timing run at
-    the optimize loop's reduced shapes, said in the result, with progress on stderr."""
+    the optimize loop's reduced shapes, said in the result. Progress is for a terminal (server/console.py): the
+    captured stderr, a pipe, holds none of it (issue 59)."""
     done = pallasite("time", str(OPTIMIZE / "big_add.py"), "--runs", "1", "--warmup", "1", "--no-store",
                      "--time-limit", "240", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "  ... comparing the candidate's program with the reference on fresh random inputs" in done.stderr  # progress
+    assert "  ... comparing the candidate's program" not in done.stderr  # progress: on a terminal only
     timed = re.search(r"checked in TPU interpret mode at reduced shapes float32\[(\d+), (\d+)\], float32\[\1, \2\]",
                       done.stdout)
     assert timed and int(timed.group(1)) < 16384 and int(timed.group(2)) < 16384, done.stdout

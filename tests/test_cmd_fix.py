@@ -35,7 +35,7 @@ def test_fix_prints_the_verified_diff_and_applies_it(tmp_path):
     done = fix(str(kernel), "--provider", "scripted", "--scripted-file", str(script), cwd=kernel.parent)
     assert done.returncode == 0, done.stderr
     assert "-BLOCK_COLS = 100\n+BLOCK_COLS = 128" in done.stdout
-    assert "verified fix: not compiled for the chip: tier 2 was not run (tiers 0 passed)" in done.stdout
+    assert "verified fix: not compiled for the chip: tier 2 was not run (tier 0 passed)" in done.stdout
     assert "not applied (use --apply" in done.stdout and kernel.read_text() == before
     # a project cannot choose where the code is sent: its agent.baseUrl is dropped, with a message
     assert "'agent.baseUrl' ignored" in done.stderr

@@ -63,7 +63,7 @@ async def test_wrong_fix_is_rejected_with_its_error_fed_back_then_the_right_one_
     (hunk,) = outcome.hunks
     assert (hunk.start, hunk.end, hunk.lines) == (8, 9, ("BLOCK_COLS = 128\n",))
     assert outcome.fixed_text == text.replace("BLOCK_COLS = 100", "BLOCK_COLS = 128")
-    assert outcome.label == "not compiled for the chip: tier 2 was not run (tiers 0 passed); not verified: no reference()"
+    assert outcome.label == "not compiled for the chip: tier 2 was not run (tier 0 passed); not verified: no reference()"
     assert outcome.usage.calls == 2 and outcome.usage.input_tokens > 0
 
 

@@ -272,7 +272,7 @@ def test_check_prints_the_file_s_compile_verdict(capsys):
     clean = str(DATA / "tier0" / "pls005_kernel_params_ok.py")
     assert main(["check", "--no-cache", clean, "--tiers", "0", "--verbose"]) == 0
     out = capsys.readouterr().out
-    assert f"{clean}: not compiled for v6e: tier 2 was not run (tiers 0 passed)" in out, out
+    assert f"{clean}: not compiled for v6e: tier 2 was not run (tier 0 passed)" in out, out
     assert main(["check", "--no-cache", clean, "--tiers", "0", "--format", "json"]) == 0
     import json
 

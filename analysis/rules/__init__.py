@@ -18,10 +18,10 @@ from .context import Rule, RuleContext, compiled_for_tpu, finding, replace, tpu_
 
 def all_rules() -> tuple[Rule, ...]:
     from .. import apis
-    from . import bounds, kernel, megacore, reach, sharding, spec_reach, specs, tiling, vmem, writes
+    from . import bounds, coverage, kernel, megacore, reach, sharding, spec_reach, specs, tiling, vmem, writes
 
     return (*specs.RULES, *tiling.RULES, *kernel.RULES, *bounds.RULES, *reach.RULES, *vmem.RULES, *megacore.RULES,
-            *writes.RULES, *spec_reach.RULES, *sharding.RULES,
+            *writes.RULES, *spec_reach.RULES, *coverage.RULES, *sharding.RULES,
             apis.check_apis)
 
 

@@ -161,8 +161,8 @@ M.COMMANDS = {
   },
 }
 
---- The search knobs :PallasiteSearch passes on (server/search_lsp.py's names; the README's search
---- section says what each costs).
+--- The search knobs :PallasiteSearch passes on (server/search_lsp.py's names; docs/search-eval.md
+--- says what each costs).
 M.SEARCH_KNOBS = { 'budget', 'seed', 'targetSpeedup', 'trajectories', 'iterations', 'width', 'depth', 'branches',
   'keepFactor', 'population', 'generations', 'crossoverRate' }
 
