@@ -29,8 +29,6 @@ from . import timing_inputs as inputs_mod
 from .timing import CANDIDATE, Prepared, TimingError, _execution, _failed, _named, _say, _seed, prepared
 
 
-SHRINK_NOTE = "not timed: shrink"  # what the judge says when only its checks were asked for (judging/exported_run.py)
-
 
 def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
     """The ``profile`` op: a trace of the candidate, per-kernel device time, the roofline."""
@@ -44,10 +42,7 @@ def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None =
         return judged
     try:
         with prepared(params) as prep:
-            result = {**judged, "device": {"platform": prep.platform, "device_kind": prep.device_kind},
-                      # the judge's checks ran without its timing because profile asked (shrink); the profile's
-                      # own runs below time it, so the judge's "not timed" note is not this command's
-                      "notes": [n for n in judged.get("notes") or () if not n.startswith(SHRINK_NOTE)]}
+            result = {**judged, "device": {"platform": prep.platform, "device_kind": prep.device_kind}}
             checked = judged.get("checks") or {}
             if checked.get("reduced") and "full_inputs" in checked and prep.task.format in ("jaxbench", "maxkernel"):
                 raise TimingError("not profiled here: the task is checked at a reduced CONFIG size on the CPU; profile "

@@ -107,6 +107,8 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, seed: int, checks: 
                                           "returned the reference's answer for the task's own example inputs")
         return [rejection]
     checks["outputs"] = [[list(x.shape), str(x.dtype)] for x in first["expected"]]
+    tolerance = first["tolerance"]  # what a pass was compared at, and where that came from
+    checks["tolerance"] = {"atol": tolerance[0], "rtol": tolerance[1], "source": getattr(tolerance, "source", "")}
     second, _ = _drawn(main, prep, sizes.main, sizes.main_config, seed + 1, made)
     if second.get("rejection"):
         rejection = second["rejection"]
