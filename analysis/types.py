@@ -366,7 +366,7 @@ class CostEstimate:
 
     chip: str
     config: tuple[tuple[str, Any], ...]
-    status: Literal["ok", "trace_error", "implausible"]  # implausible: below the physical floor (runner/judge.py)
+    status: Literal["ok", "trace_error", "implausible"]  # implausible: below the physical floor (runner/judging/judge.py)
     calls: tuple[CallCost, ...] = ()
     seconds: float | None = None  # the roofline time (runner/cost_model.py, model ``model``)
     compute_s: float | None = None

@@ -16,7 +16,7 @@ exception and never a message to parse:
 
 Requests name a *purpose* so a backend can keep them apart: ``check`` (on-save checks: short, never
 queued behind a long job), ``job`` (long work: tier 3, tuning), ``device`` (timings that own the
-accelerator: one at a time). Implementations: ``engine/local_backend.py`` (a pool of warm local
+accelerator: one at a time). Implementations: ``engine/pool.py`` (a pool of warm local
 workers), ``tests/fake_backend.py`` (in-process, scriptable, for tests). An ssh backend is the local
 one with a launcher (``ssh HOST pallasite worker``); a Ray backend implements this interface too.
 

@@ -8,7 +8,7 @@ bounded tail, and replaces a dead or hung worker on the next request. Worker dea
 ``request`` returns a ``Reply`` whose status says what happened, never raises for it.
 
 Requests and results are the typed messages of ``wire/messages.py``; ``Reply`` (engine/backend.py)
-says what became of each. ``engine/local_backend.py`` pools several clients; ``run_requests_sync``
+says what became of each. ``engine/pool.py`` pools several clients; ``run_requests_sync``
 serves the CLI. The client never imports jax.
 """
 

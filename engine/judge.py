@@ -21,7 +21,7 @@ same judge (``compile``, ``test``, and ``config_estimator``/``config_timer``: ea
 program priced, or its ``time`` request on the device, by the worker's judge), and the verified fixer's
 proposals too (``check``: the checker's whole report at the fix's tiers).
 
-Client side: no JAX; the worker side of the ``time`` request is runner/judge.py.
+Client side: no JAX; the worker side of the ``time`` request is runner/judging/judge.py.
 """
 
 from __future__ import annotations

@@ -53,6 +53,6 @@ def _companions(path: str, sent: set[str]) -> tuple[SourceFile, ...]:
 
 def trusted_sources(path: str, text: str) -> Sources:
     """The user's own file (``text`` of ``path``) sent beside a model's candidate for the judge
-    (runner/judge.py), under a name of its own so it never takes the candidate's place."""
+    (runner/judging/judge.py), under a name of its own so it never takes the candidate's place."""
     stem, ext = os.path.splitext(os.path.abspath(path))
     return sources_for(f"{stem}.pallasite-trusted{ext}", text)

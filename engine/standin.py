@@ -11,7 +11,7 @@ function of its text, the reference 100 us. Its timings are labelled as the stan
 chip's time. Nothing here imports JAX.
 
 ``standin_device_config(...)``: a real ``pallasite worker`` that plays an accelerator for the judge
-(``PALLASITE_STANDIN_DEVICE=1``; runner/judge_export.py): its JAX runs on the CPU, but model-written
+(``PALLASITE_STANDIN_DEVICE=1``; runner/judging/exported_run.py): its JAX runs on the CPU, but model-written
 code is judged as on a chip, from the candidate's exported program in the process that holds the
 "device", so tests run the device path without a TPU.
 """
@@ -30,7 +30,7 @@ from ..wire import messages, protocol
 from .backend import Reply
 
 STANDIN_KIND = "stand-in device"
-STANDIN_DEVICE_ENV = "PALLASITE_STANDIN_DEVICE"  # read by runner/judge_export.py
+STANDIN_DEVICE_ENV = "PALLASITE_STANDIN_DEVICE"  # read by runner/judging/exported_run.py
 METHOD = "stand-in: a fixed time per job, made-up medians (not a device timing of any chip)"
 
 

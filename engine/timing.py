@@ -94,7 +94,7 @@ def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None
     the candidate, its local modules and the reference file travel with it; options not given keep
     the op's defaults. ``trusted``: (path, text) of the user's own file, for model-written ``text``: the
     judge loads the task and the reference from it, in a process that never runs the candidate
-    (runner/judge.py); it travels under a name of its own beside ``files.path``."""
+    (runner/judging/judge.py); it travels under a name of its own beside ``files.path``."""
     from ..wire.messages import ProfileParams, TimeParams
 
     from .sources import sources_for, trusted_sources

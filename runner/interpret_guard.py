@@ -132,7 +132,7 @@ _recording: list[InterpretCall] | None = None  # the list ``watching`` records i
 
 def recorded() -> list[dict[str, Any]]:
     """What ``watching`` recorded so far in this process, as data (the candidate process of a judged
-    request sends it to its judge: runner/judge.py)."""
+    request sends it to its judge: runner/judging/judge.py)."""
     return [dataclasses.asdict(c) for c in _recording or ()]
 
 

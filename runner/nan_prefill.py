@@ -9,7 +9,7 @@ NaN (integers: their max value) and aliased to that output (``input_output_alias
 sees the extra refs. Calls of other forms run unchanged and are listed in ``skipped`` (say so).
 
 Interpret mode does the same job with ``uninitialized_memory="nan"``; this module is for device
-runs, and it is tested in interpret mode with zero-filled memory (tests/test_timing_guards.py).
+runs, and it is tested in interpret mode with zero-filled memory (tests/test_timing_profile.py).
 Worker side: imports jax.
 """
 

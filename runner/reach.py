@@ -156,7 +156,7 @@ def vmem_bytes(buffers: list[dict[str, Any]]) -> int:
 
 def vmem_excess(reached: list[dict[str, Any]] | None, capacity: int | None) -> dict[str, Any] | None:
     """When one call's buffers need more VMEM than ``capacity``: ``{need_bytes, chip_bytes, role,
-    index, block}`` of the worst call and its largest buffer (runner/messages.VmemExcess); else None."""
+    index, block}`` of the worst call and its largest buffer (wire/messages.VmemExcess); else None."""
     if not reached or not capacity:
         return None
     worst = max(reached, key=lambda r: r.get("vmem_bytes") or 0)

@@ -30,7 +30,7 @@ LIBTPU_HINT = ("libtpu is not installed; install jax's tpu extra at the installe
                "pip install \"jax[tpu]==$(python -c 'import jax; print(jax.__version__)')\"")
 
 _topology_devices: dict[str, Any] = {}  # target -> tier-2 device (a warm worker reuses it)
-# Set to a dict by a judged check (runner/judge.py): each entry's tier-1 module, serialized, by entry name,
+# Set to a dict by a judged check (runner/judging/judge.py): each entry's tier-1 module, serialized, by entry name,
 # so that tier 2 compiles it in a process that never ran the candidate.
 LOWERED: dict[str, bytes] | None = None
 

@@ -497,7 +497,7 @@ class TimeParams:
     entry: str | None = None
     config: dict[str, int] = field(default_factory=dict)
     # model-written code: the user's own file the judge loads the task and reference from, in a
-    # process that never runs the candidate (runner/judge.py); else ``reference`` is used
+    # process that never runs the candidate (runner/judging/judge.py); else ``reference`` is used
     trusted: Sources | None = None
     runs: int = 20
     warmup: int = 2
@@ -621,7 +621,7 @@ class EstimateParams:
     reference: bool = False
     probe: bool = True
     # model-written code: the user's own file; the judge estimates its reference and floors the
-    # candidate's estimates, in a process that never runs the candidate (runner/judge.py)
+    # candidate's estimates, in a process that never runs the candidate (runner/judging/judge.py)
     trusted: Sources | None = None
     # a separate reference file (a JAXBench baseline.py for a kernel kept elsewhere: ``eval TASK
     # --kernel FILE``), as TimeParams.reference: its workload is the reference, its inputs the task's

@@ -19,7 +19,7 @@ from .channel import CandidateGone, end, receive, send_frame, spawn
 
 def _cpu_only() -> None:
     """In a candidate's process on a device worker: only jax's CPU backend, so model-written code never
-    holds the chip (its tiers lower and compile deviceless; runner/judge_export.py does the same)."""
+    holds the chip (its tiers lower and compile deviceless; the candidate's process of the time request does the same)."""
     import jax
 
     jax.config.update("jax_platforms", "cpu")
