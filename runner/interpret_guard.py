@@ -174,8 +174,6 @@ def judge(result: Any, seen: list[InterpretCall]) -> Any:
     if isinstance(result, messages.EstimateResult):
         return dataclasses.replace(result, estimates=tuple(
             dataclasses.replace(e, status="trace_error", seconds=None, error=said) for e in result.estimates))
-    if isinstance(result, messages.VerifyResult):
-        return dataclasses.replace(result, state="error", problems=(f"{CODE} {said}", *result.problems))
     return result
 
 

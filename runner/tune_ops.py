@@ -3,8 +3,7 @@ model (runner/cost_model.py) for a chip. Nothing is compiled, nothing runs on a 
 
 Params and result: ``messages.EstimateParams`` -> ``EstimateResult`` (the file travels as
 ``Sources``; ``entry`` names the task, else the file's first; ``kinds`` says how each tunable
-reaches the code), and ``VerifyParams`` -> ``VerifyResult`` for the ``verify`` op (one
-configuration in TPU interpret mode at reduced shapes, against the reference).
+reaches the code).
 
 A configuration is applied for its trace only: keyword tunables as keyword arguments of the
 entry; module constants and ``TUNED_PARAMS`` entries (``name[i]``: element i of a list entry) by
@@ -116,25 +115,6 @@ def _floors(task: tasks_runtime.RuntimeTask, args: tuple[Any, ...]) -> dict[str,
     except Exception:  # noqa: BLE001 - no output floor rather than a wrong one
         outputs = []
     return {"outputs": outputs, "floor_work": floor_work(task.entry, args)}
-
-
-def handle_verify(params: messages.VerifyParams, progress: Callable[..., Any] | None = None) -> messages.VerifyResult:
-    """Run one configuration in TPU interpret mode at reduced shapes (tier 3, runner/interpret.py)
-    and compare with the reference. CPU interpret time: correctness only."""
-    from .interpret import run_tier3
-
-    say = progress or (lambda *a, **k: None)
-    config = dict(params.config)
-    with _module(params.source) as module:
-        task = _task(module, params.source, params.entry)
-        with _applied(module, task, config, dict(params.kinds)) as fn:
-            configured = dataclasses.replace(task, entry=fn)
-            result = run_tier3(configured, os.path.abspath(params.source.path), params.source.text,
-                               lambda m: say(m, stage=messages.Stage.TUNE, entry=task.name), target=params.chip)
-    problems = tuple(f"{r.get('code', '')} {r.get('sentence') or r.get('message', '')}".strip()[:500]
-                     for r in result["errors"][:5])
-    return messages.VerifyResult(state=str(result["state"]), config=config, problems=problems,
-                                 note=str(result.get("note", "")))
 
 
 def chip_spec(name: str, probe: bool = True) -> ChipSpec:

@@ -165,12 +165,6 @@ def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.Estim
     return handle_estimate(params, ctx.progress)
 
 
-def op_verify(params: messages.VerifyParams, ctx: Context) -> messages.VerifyResult:
-    from .tune_ops import handle_verify  # tier 3 for one tuning configuration
-
-    return handle_verify(params, ctx.progress)
-
-
 OPS: dict[str, Callable[[Any, Context], Any]] = {
     "ping": op_ping,
     "versions": op_versions,
@@ -180,7 +174,6 @@ OPS: dict[str, Callable[[Any, Context], Any]] = {
     "time": op_time,
     "profile": op_profile,
     "estimate": op_estimate,
-    "verify": op_verify,
 }
 
 

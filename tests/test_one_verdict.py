@@ -528,7 +528,7 @@ def test_who_judged_is_shown_in_the_optimize_table_hover_and_eval_summary():
 
 
 # the worker requests that estimate, test or time a kernel's figures; only the judge sends them for a candidate
-_JUDGING_CALLS = {"worker_estimator", "worker_timer", "time_request", "VerifyParams", "EstimateParams", "estimate_pair",
+_JUDGING_CALLS = {"worker_estimator", "worker_timer", "time_request", "EstimateParams", "estimate_pair",
                   "TimeParams", "ProfileParams"}
 # where they are defined (the seams the judge calls), and the two commands that time the user's own file as
 # written, never a candidate (`pallasite time`/`profile` and the editor's "Time on ..." code lens)

@@ -298,16 +298,6 @@ def test_without_a_device_the_best_estimate_is_tested_by_the_judge(tmp_path):
         assert len(asked) == 2 and again.best == report.best  # test results come back from the store
 
 
-def test_verify_op_runs_a_configuration_in_interpret_mode():
-    from pallasite.engine.sources import sources_for
-    from pallasite.wire.messages import VerifyParams
-    from pallasite.runner.tune_ops import handle_verify
-
-    result = handle_verify(VerifyParams(source=sources_for(os.path.join(DATA, "elementwise.py")), chip="v5e",
-                                        config={"block_rows": 128}, kinds={"block_rows": "keyword"}))
-    assert result.state == "ok" and "CPU interpret mode (not TPU time)" in result.note
-
-
 def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
     from pallasite.engine.tune import Timed
 

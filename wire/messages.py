@@ -11,8 +11,7 @@ The ops, by their params type (``OP`` names the op, ``RESULT`` its result type):
 - ``PingParams`` -> ``PingResult``; ``VersionsParams`` -> ``Versions``; ``ChipsParams`` -> ``ChipsResult``;
 - ``ImportParams`` -> ``ImportResult`` (the file's public functions and plain constants);
 - ``CheckParams`` -> ``CheckResult`` (tiers 1-3 for every task entry of one file);
-- ``EstimateParams`` -> ``EstimateResult`` (the cost model per tuning configuration);
-  ``VerifyParams`` -> ``VerifyResult`` (one configuration in interpret mode vs the reference).
+- ``EstimateParams`` -> ``EstimateResult`` (the cost model per tuning configuration).
 
 Files travel as ``Sources``: the file's text plus the text of the local modules it imports, under
 their original paths (a remote worker needs nothing but pallasite installed; it compiles the
@@ -651,31 +650,11 @@ class EstimateResult:
     judged_by: str = ""
 
 
-@dataclass(frozen=True)
-class VerifyParams:
-    """Run one configuration in TPU interpret mode at reduced shapes against the reference (tier 3)."""
-
-    OP: ClassVar[str] = "verify"
-    source: Sources
-    config: dict[str, int] = field(default_factory=dict)
-    chip: str = "v6e"
-    entry: str | None = None
-    kinds: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    state: str  # "ok", "error", or "skipped: why"
-    config: dict[str, int] = field(default_factory=dict)
-    problems: tuple[str, ...] = ()  # "PLS304 max abs error ..." per error found
-    note: str = ""  # what ran, where, how long (CPU interpret time: never TPU time)
-
-
 PARAMS: dict[str, type] = {cls.OP: cls for cls in (PingParams, VersionsParams, ChipsParams, ImportParams, CheckParams,
-                                                   TimeParams, ProfileParams, EstimateParams, VerifyParams)}
+                                                   TimeParams, ProfileParams, EstimateParams)}
 RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": ChipsResult,
                             "import": ImportResult, "check": CheckResult, "time": TimeResult, "profile": TimeResult,
-                            "estimate": EstimateResult, "verify": VerifyResult}
+                            "estimate": EstimateResult}
 
 
 # --------------------------------------------------------------------------- from the worker's working form

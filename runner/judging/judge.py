@@ -35,7 +35,6 @@ from typing import Any, Callable
 from .channel import CandidateGone, end, gone_why, receive, send_frame, spawn
 from .trusted import trusted_prep
 
-NOT_EXPORTABLE = "not_exportable"
 JUDGE = "the judge"  # analysis/verdict.JudgedBy.JUDGE's value
 
 
