@@ -153,21 +153,6 @@ def test_fresh_inputs_keep_the_scale_of_the_tasks_own_values():
     assert not np.allclose(values, np.asarray(own[0]))  # fresh, not the task's own
 
 
-def test_own_inputs_with_outputs_below_atol_are_compared_at_the_outputs_scale():
-    """6p (paged attention, own inputs): outputs of at most 0.005 against atol 0.01 made every
-    comparison 'degenerate' (zeros would pass) and the task was called wrong."""
-    import numpy as np
-
-    from pallasite.runner import timing_guards as guards
-
-    expected = (np.linspace(-0.005, 0.005, 64).reshape(8, 8),)
-    assert guards.degenerate(expected, (0.01, 0.02))
-    tolerance, note = guards.at_output_scale(expected, (0.01, 0.02))
-    assert tolerance == (0.01 * 0.005, 0.02) and "at most 0.005" in note
-    assert guards.degenerate(expected, tolerance) is None
-    assert guards.at_output_scale((np.linspace(-1, 1, 64),), (0.01, 0.02)) == ((0.01, 0.02), None)
-
-
 @pytest.mark.parametrize("task", ["gemm", "paged", "gmm", "splash", "ragged_paged", "mla", "gqa"])
 def test_a_planted_wrong_kernel_of_each_structure_is_caught_at_the_reduced_size(task):
     """One per JAXBench hand-tuned structure. A K-accumulating GEMM that skips its last K block; a

@@ -125,15 +125,6 @@ def test_degenerate_comparisons_are_refused():
     assert timing_guards.degenerate(np.arange(16.0).reshape(4, 4), tol) is None
 
 
-def test_inputs_changed_reports_a_modified_buffer():
-    x = np.arange(8.0)
-    saved = timing_guards.snapshot((x,))
-    assert timing_guards.inputs_changed((x,), saved) is None
-    x[3] = -1
-    found = timing_guards.inputs_changed((x,), saved)
-    assert found["trick"] == "input_mutation" and "1 of 8" in found["message"]
-
-
 def test_profile_op_on_cpu_returns_the_trace_and_an_estimated_bound(tmp_path):
     from pallasite.runner.timing_profile import handle_profile
 

@@ -1,7 +1,6 @@
 """A fake v5e device for the compute-floor test (issue 42): a real ``pallasite worker`` whose ``time``
-op runs the real program checks on the task (runner/timing_guards.program_checks: what the worker
-counts and reports in ``checks``, the candidate's certain matmul FLOPs among them) at its full
-8192^3 shapes, abstractly, and answers as a device would that reported the candidate at 2.24 ms
+op counts the task's certain work the way the worker reports it in ``checks`` (runner/timing_guards.floor_work:
+the candidate's matmul FLOPs among it) at its full 8192^3 shapes, abstractly, and answers as a device would that reported the candidate at 2.24 ms
 (below its compute floor of 5.58 ms; the bandwidth floor, 128 MiB at 819 GB/s, is only 0.16 ms) and
 the reference at a plausible 6.05 ms (the XLA time jax's matmul guide publishes for this size)."""
 
@@ -21,7 +20,7 @@ def fake_time(params, progress=None):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     shapes = jax.eval_shape(module.create_inputs)
-    rejections, counted = timing_guards.program_checks(lambda: module.workload, tuple(shapes), None, None, path)
+    rejections, counted = [], {"floor_work": timing_guards.floor_work(module.workload, tuple(shapes))}
     expected = jax.eval_shape(module.workload, *shapes)
 
     def measured(median):
