@@ -418,6 +418,10 @@ CHIP_TARGETS: tuple[ChipTarget, ...] = (
     ChipTarget("7x", "7x", "TPU7x", "tpu7x:2x2x1", 1),
 )
 DEFAULT_CHIP = "v6e"  # the chip checked when none is named
+# the one word for something nothing checked (a tier that could not run, a compile part never asked for): said
+# "not checked" alone, or "not checked: <why>" as a tier's state (NOT_CHECKED_STATE); never "passed", never "failed"
+NOT_CHECKED = "not checked"
+NOT_CHECKED_STATE = f"{NOT_CHECKED}: "
 
 
 def chip_target(name: str) -> ChipTarget:

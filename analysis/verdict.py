@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Sequence
 
+from .types import NOT_CHECKED
+
 PROVENANCES = ("device", "estimate", "interpret", "host")
 COST_MODEL = "pallasite roofline v4"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
 
@@ -178,7 +180,6 @@ def try_speedup(baseline: Timing | None, candidate: Timing | None, *,
         return None, str(err)
 
 
-NOT_CHECKED = "not checked"  # a compile part (and so a Verdict) that nothing checked
 NO_PALLAS_CALL = "no pallas_call"  # why a candidate without a pallas_call (one its task reaches) is not compiled
 # tier 0's state for a kernel the task made without a pallas_call in the source (pl.kernel or core_map over a
 # SparseCore mesh): tier 0 reads pallas_call sites and has none to read, so it neither passed nor failed it

@@ -38,7 +38,7 @@ from ..analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult,
                                 judge_tiers, timing_of)
 
 from .guards import TEST_NAMES, frozen_names, tampering
-from .judge_phase import (NOT_CHECKED, freeze, frozen_parts, json_short, judged_by, lower_bound, profile_text,
+from .judge_phase import (UNFINISHED, freeze, frozen_parts, json_short, judged_by, lower_bound, profile_text,
                           test_result)
 
 
@@ -210,7 +210,7 @@ class Judge:
         self._reports[text] = report
         if len(self._reports) > 16:  # the fixer reads the latest ones
             self._reports.pop(next(iter(self._reports)))
-        return compile_result(report, self.options.tiers, self.chip, not_checked=NOT_CHECKED)
+        return compile_result(report, self.options.tiers, self.chip, not_checked=UNFINISHED)
 
     async def _judged_module(self, text: str) -> str | None:
         """The module the judge tested and priced for ``text`` (its ``time`` request, made once and kept for the

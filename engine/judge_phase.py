@@ -6,7 +6,7 @@ Used by the one ``Judge`` (engine/judge.py) and nothing else that judges:
   definitions (inputs, reference, tolerances), appended over a candidate's own so it cannot change them;
 - ``test_result(reply)``: the test phase's ``TestResult`` from a ``time`` reply (ok / wrong with the
   evidence / not verified with why), ``tested_where`` the words for where it ran;
-- ``NOT_CHECKED``: the findings that mean a check did not finish (not compiled for the chip, never an error);
+- ``UNFINISHED``: the findings that mean a check did not finish (not compiled for the chip, never an error);
 - ``lower_bound(estimate)`` and ``profile_text(estimate)``: what the cost model left out, and its breakdown.
 
 Client side: no JAX.
@@ -23,7 +23,7 @@ from .guards import TEST_NAMES
 
 FROZEN_MARK = "# --- frozen tests (pallasite optimize: from the original file) ---"
 # Findings that mean the check did not finish (a crash, a time or memory limit): the compile phase fails.
-NOT_CHECKED = ("PLS205", "PLS902", "PLS903", "PLS904")
+UNFINISHED = ("PLS205", "PLS902", "PLS903", "PLS904")
 
 
 def frozen_parts(original: str, names: tuple[str, ...] = TEST_NAMES) -> dict[str, str]:

@@ -22,9 +22,10 @@ import inspect
 import re
 from typing import Any, Callable
 
+from ..analysis.types import NOT_CHECKED_STATE
 from .memory_guard import SOFT_SHARE
 
-NOT_CHECKED = "not checked: "
+NOT_CHECKED = NOT_CHECKED_STATE  # analysis/types.py: the one word for it
 UPSTREAM_CODE = "PLS306"
 
 VMAPPED_SEMANTICS = re.compile(r"safe_zip\(\) argument \d+ has length \d+ but argument \d+ has length")
