@@ -353,9 +353,9 @@ class CallCost:
     mxu_efficiency: float  # how the matmul operand dims fill the chip's MXU (1.0 = full passes)
     dimension_semantics: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/kernel_counts.py)
+    dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/mosaic_counts.py)
     dma_copies: int = 0
-    dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (kernel_counts.py)
+    dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (runner/step_counts.py)
     flops_count: str = "exact"  # the same words for the work: pl.when/while decided by known values or bounded
 
 

@@ -48,10 +48,12 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 
 
 def count_point(point: dict, chip_name: str, jaxbench: str | None) -> dict:
-    """What the model counts for one point: a kernel's calls (or why it cannot), XLA's compiled module."""
+    """What the model counts for one point: a kernel's calls (or why it cannot), XLA's compiled module. Each
+    program is exported for the chip's TPU and its module counted (runner/program_price.py: the one model)."""
     from pallasite.analysis.types import chip_target, to_json
     from pallasite.runner import cost_model
     from pallasite.runner.chip_probe import spec_from_jax
+    from pallasite.runner.program_price import price_program
     from pallasite.runner.target_chip import target_chip
     from pallasite.runner.tune_ops import _topology_device
 
@@ -60,19 +62,17 @@ def count_point(point: dict, chip_name: str, jaxbench: str | None) -> dict:
     chip = spec_from_jax(chip_target(chip_name))
     with target_chip(chip_name):
         fn, args = public_programs.program(point, jaxbench)
-        if point["side"] == "xla":
-            device = _topology_device(chip_name)
-            if device is None:
-                raise SystemExit(f"libtpu is needed to compile {point['id']} for {chip_name}")
-            parts: list = []
-            est = cost_model.estimate(fn, args, chip, parts=parts)
-            _, text = cost_model.xla_reference_cost(fn, args, device, chip_name, want_text=True)
-            if not text:
-                raise SystemExit(f"{point['id']}: no compiled module for {chip_name}")
-            return {"hlo": text, "floor_s": cost_model.peak_compute_s(parts[0][1], chip) if parts else 0.0,
-                    "jaxpr_status": est.status}
-        parts = []
-        est = cost_model.estimate(fn, args, chip, parts=parts)
+    parts: list = []
+    est = price_program(fn, args, chip, parts=parts)
+    if point["side"] == "xla":
+        device = _topology_device(chip_name)
+        if device is None:
+            raise SystemExit(f"libtpu is needed to compile {point['id']} for {chip_name}")
+        _, text = cost_model.xla_reference_cost(fn, args, device, chip_name, want_text=True)
+        if not text:
+            raise SystemExit(f"{point['id']}: no compiled module for {chip_name}")
+        return {"hlo": text, "floor_s": cost_model.peak_compute_s(parts[0][1], chip) if parts else 0.0,
+                "module_status": est.status}
     if est.status != "ok":
         return {"not_estimated": est.error}
     counted, xla = parts[0]
@@ -81,7 +81,9 @@ def count_point(point: dict, chip_name: str, jaxbench: str | None) -> dict:
                     "dots": [list(d) for d in xla.dots], "hbm_bytes": xla.hbm_bytes, "launches": xla.launches}}
 
 
-COUNTING_CODE = ("runner/body_counts.py", "runner/kernel_counts.py", "runner/kernel_scalars.py", "runner/cost_model.py")
+COUNTING_CODE = ("runner/body_counts.py", "runner/step_counts.py", "runner/loop_bounds.py", "runner/mosaic_counts.py",
+                 "runner/kernel_cost.py", "runner/module_cost.py", "runner/module_xla.py", "runner/module_values.py",
+                 "runner/program_price.py", "runner/roofline.py")
 
 
 def counting_digest() -> str:
@@ -133,7 +135,7 @@ def priced(point: dict, chips: dict, factors) -> dict | None:
     from pallasite.runner import cost_model
     from pallasite.runner.body_counts import BodyCounts
     from pallasite.runner.compiled_ops import hlo_ops
-    from pallasite.runner.xla_ops import XlaOps
+    from pallasite.runner.module_xla import XlaOps
 
     comp, chip = point["components"], from_json(ChipSpec, chips[point["chip"]])
     if comp is None or "not_estimated" in comp:

@@ -33,7 +33,7 @@ class PairedEstimate:
     why: str | None = None
     reference_bound: str | None = None
     kernel_bound: str | None = None
-    # when the kernel's own DMAs could only be bounded (kernel_counts.py): what the speedup then is
+    # when the kernel's own DMAs could only be bounded (runner/mosaic_counts.py): what the speedup then is
     caveat: str | None = None
     # the achieved-efficiency factors each side used, (name, value, where it came from) (runner/cost_model.Factors)
     kernel_factors: tuple[tuple[str, Any, str], ...] = ()
@@ -171,7 +171,7 @@ def below_floor(est: CostEstimate) -> str | None:
 
 def _caveat(kernel: CostEstimate) -> str | None:
     """A kernel whose own DMAs or whose work were bounded, not counted: its speedup is a bound too,
-    said so (runner/kernel_counts.py)."""
+    said so (runner/mosaic_counts.py)."""
     dmas = {c.dma_count for c in kernel.calls if c.dma_copies and c.dma_count != "exact"}
     work = {c.flops_count for c in kernel.calls if c.flops_count != "exact"}
     said = ([f"the kernel's own DMAs are {_bound_words(dmas)}"] if dmas else []) + \

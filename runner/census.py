@@ -20,7 +20,8 @@ from .mlir_tree import Block
 from .mosaic_counts import ARITHMETIC as MOSAIC_ARITHMETIC
 from .mosaic_counts import MATMULS, REDUCTIONS as MOSAIC_REDUCTIONS
 from .mosaic_counts import TRANSCENDENTAL as MOSAIC_TRANSCENDENTAL
-from .mosaic_counts import constant_of, difference
+from .loop_bounds import difference
+from .mosaic_ir import constant_of
 from .module_xla import ARITHMETIC, DOTS, REDUCTIONS, TRANSCENDENTAL, while_trips
 
 
