@@ -376,7 +376,7 @@ class CostEstimate:
     program_hash: str | None = None  # same hash: the same traced program (timed once)
     error: str | None = None
     assumptions: tuple[str, ...] = ()
-    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v4"
+    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v5"
     xla_bytes: int | None = None  # HBM bytes of the plain XLA ops around the kernels
     xla_flops: int | None = None
     # the achieved-efficiency factors the figure used, (name, value, where it came from): fitted ones

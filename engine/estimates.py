@@ -29,7 +29,7 @@ class PairedEstimate:
 
     kernel_s: float | None
     reference_s: float | None
-    label: str  # "estimate (pallasite roofline v4, v5e)"
+    label: str  # "estimate (pallasite roofline v5, v5e)"
     why: str | None = None
     reference_bound: str | None = None
     kernel_bound: str | None = None

@@ -40,7 +40,7 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     assert "judged by the judge (from the candidate's exported program; its process never judges): node t0.1" \
         in proc.stdout and "could not fake either (docs/safety.md)" in proc.stdout
     assert f"<td>{judged}</td>" in report.with_suffix(".html").read_text()
-    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v4, v5e\)", proc.stdout), proc.stdout
+    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v5, v5e\)", proc.stdout), proc.stdout
     assert "t0.1 test: ok" in proc.stderr and "t0.1 profile: ok" in proc.stderr  # the loop's phases, live
     rid = re.search(r"run (search-\w+)", proc.stdout).group(1)
     graph = json.loads((folder / ".pallasite" / "search" / f"{rid}.json").read_text())

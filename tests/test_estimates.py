@@ -129,5 +129,5 @@ def test_eval_and_tune_give_one_file_one_estimated_speedup():
     tuned = report.current_vs_reference
     assert tuned is not None and tuned.speedup is not None
     assert evaluated.value == tuned.speedup
-    assert cand.label() == tuned.label == "estimate (pallasite roofline v4, v5e)"
+    assert cand.label() == tuned.label == "estimate (pallasite roofline v5, v5e)"
     assert report.best_vs_reference.speedup >= tuned.speedup  # the best ranks at least as well as the file's
