@@ -357,6 +357,7 @@ class CallCost:
     dma_copies: int = 0
     dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (runner/step_counts.py)
     flops_count: str = "exact"  # the same words for the work: pl.when/while decided by known values or bounded
+    kernel_class: str = ""  # what kind of kernel the rules priced (runner/checked_classes.py), e.g. "blocked matmul"
 
 
 @dataclass(frozen=True)
@@ -387,6 +388,10 @@ class CostEstimate:
     interval: tuple[float, float] | None = None
     # what the figure is made of, (term, seconds): compute, HBM, per-op overhead (launches), per-step overhead
     terms: tuple[tuple[str, float], ...] = ()
+    # what the figure rests on, in words: each kernel's class and whether the model's rules for it were checked
+    # out of sample against published TPU times ("rules not yet checked against a TPU" where not), and which
+    # of the inputs' values it was priced for (runner/checked_classes.py)
+    rests_on: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:

@@ -26,6 +26,7 @@ import numpy as np
 from ..analysis.types import BlockCost, CallCost
 
 from .body_counts import BodyCounts
+from .checked_classes import kernel_class
 from .roofline import MAX_GRID_STEPS, NoEstimate, _moves, sized_grid
 from .mlir_tree import Type
 from .mosaic_counts import count_kernel
@@ -172,5 +173,6 @@ def _call(k: Kernel, grid: tuple[int, ...], steps: int, blocks: list[BlockCost],
         mxu_efficiency=round(mxu_eff, 6), dimension_semantics=k.semantics,
         notes=tuple(sorted(notes | body.notes | first.compute.notes)),
         dma_bytes=dmas.bytes if dmas else 0, dma_copies=dmas.copies if dmas else 0,
-        dma_count=dmas.kind if dmas else "exact", flops_count=dmas.compute_kind if dmas else "exact")
+        dma_count=dmas.kind if dmas else "exact", flops_count=dmas.compute_kind if dmas else "exact",
+        kernel_class=kernel_class(body.mxu_flops, body.transcendentals, dmas.copies if dmas else 0, k.n_prefetch > 0))
     return cost, body

@@ -30,13 +30,17 @@ from typing import Any, Sequence
 from ..analysis.types import CallCost, ChipSpec, CostEstimate
 
 from .body_counts import BodyCounts
+from .checked_classes import rests_on
 from .roofline import ASSUMPTIONS, FACTORS, MODEL, Factors, NoEstimate, roofline
 
 FROM_MODULE = ("priced from the exported module: each Mosaic kernel's grid, windows, index maps and body read from "
                "its MLIR; the XLA ops around them from the module's StableHLO (runner/module_cost.py)")
 
 
-def _kernel_calls(module: Any, values: Any, mxu: int, chip: str = "") -> list[tuple[CallCost, BodyCounts]]:
+def _kernel_calls(module: Any, values: Any, mxu: int, chip: str = "",
+                  used: list[str] | None = None) -> list[tuple[CallCost, BodyCounts]]:
+    """Each kernel counted; ``used`` receives what the inputs' values decided (a grid's size, the
+    scalar-prefetch tables) that the module alone does not."""
     from .kernel_cost import kernel_cost, sparsecore_why
     from .module_values import operand_values
     from .mosaic_ir import decode_call
@@ -49,6 +53,14 @@ def _kernel_calls(module: Any, values: Any, mxu: int, chip: str = "") -> list[tu
             raise NoEstimate(sparsecore_why(k, chip))
         scalars = site.call.operands[:k.n_dynamic + k.n_prefetch]
         known = operand_values(module, scalars, values)
+        if used is not None and values is not None and any(v is not None for v in known):
+            alone = operand_values(module, scalars, None)
+            from_inputs = [i for i, (a, b) in enumerate(zip(alone, known)) if a is None and b is not None]
+            if any(i < k.n_dynamic for i in from_inputs):
+                used.append(f"{k.name}'s grid size")
+            if any(i >= k.n_dynamic for i in from_inputs):
+                used.append(f"{k.name}'s scalar-prefetch tables (lengths, page tables, group metadata: what its "
+                            "blocks, copies and loops follow)")
         operands = [types[v] for v in site.call.operands[k.n_dynamic:]]
         out.append(kernel_cost(k, operands, [types[v] for v in site.call.results], known[:k.n_dynamic],
                                known[k.n_dynamic:], mxu))
@@ -69,7 +81,9 @@ def price_exported(blob: Any, chip: ChipSpec, signature: Sequence[Sequence[Any]]
     ``signature`` (``[[dims, dtype], ...]`` per flat input; needed when the module has symbolic dims).
     ``values``: the judge's concrete inputs where it has them (None elsewhere), for scalar-prefetch
     tables and data-dependent grids. ``device``: a deviceless libtpu device of the chip, to price the
-    XLA ops by XLA's own cycles. ``parts``: a list that receives (the counted kernels, the XLA ops). See the module docstring."""
+    XLA ops by XLA's own cycles. ``parts``: a list that receives (the counted kernels, the XLA ops).
+    The estimate's ``rests_on`` says each kernel's class, whether its rules were checked against published
+    TPU times (runner/checked_classes.py), and what the inputs' values decided. See the module docstring."""
     from .kernel_cost import KernelError
     from .module_read import Module, ModuleError, read_module
     from .module_xla import count_module_xla
@@ -82,7 +96,8 @@ def price_exported(blob: Any, chip: ChipSpec, signature: Sequence[Sequence[Any]]
         module = blob if isinstance(blob, Module) else read_module(blob, signature)
         if "tpu" not in module.platforms:
             return failed(f"the module was lowered for {', '.join(module.platforms)}, not for the TPU")
-        counted = _kernel_calls(module, values, chip.mxu_size, chip.name)
+        used: list[str] = []
+        counted = _kernel_calls(module, values, chip.mxu_size, chip.name, used)
         xla = count_module_xla(module, chip.mxu_size)
         if parts is not None:
             parts.append((counted, xla))
@@ -95,9 +110,10 @@ def price_exported(blob: Any, chip: ChipSpec, signature: Sequence[Sequence[Any]]
         return failed(str(exc))
     except Exception as exc:  # noqa: BLE001 - a module the pricer cannot read: said, never raised
         return failed(f"cost model: {type(exc).__name__}: {exc}")
-    return CostEstimate(chip=chip.name, config=config, status="ok", calls=tuple(c for c, _ in counted),
-                        program_hash=digest, assumptions=ASSUMPTIONS + (FROM_MODULE,), model=MODEL,
-                        xla_bytes=xla.hbm_bytes, xla_flops=xla.flops, **roof)
+    calls = tuple(c for c, _ in counted)
+    return CostEstimate(chip=chip.name, config=config, status="ok", calls=calls, program_hash=digest,
+                        assumptions=ASSUMPTIONS + (FROM_MODULE,), model=MODEL, xla_bytes=xla.hbm_bytes,
+                        xla_flops=xla.flops, rests_on=rests_on(calls, used), **roof)
 
 
 def _priced_on_chip(module: Any, counted: list[tuple[CallCost, BodyCounts]], xla: Any, chip: ChipSpec, device: Any,

@@ -4,11 +4,15 @@ plain data: no jax).
 The roofline, model "pallasite roofline v5" (``roofline``; every constant below says where it
 comes from): for one pallas_call on one TensorCore (both for "parallel" grids of a megacore chip)
 
-    call = bubble + max(memory - bubble, compute + steps x step_overhead)
+    call = bubble + own DMAs + max(blocks - bubble, compute + steps x step_overhead)
 
 where compute = max(MXU time at the dtype's rate / (MXU fill efficiency x mxu_efficiency), vector
-time), memory = HBM bytes / (bandwidth x hbm_efficiency), and bubble = the first step's input blocks
-plus the last step's output blocks over the bandwidth (the pipeline cannot hide them). The per-step
+time), blocks = the pipelined blocks' HBM bytes / (bandwidth x hbm_efficiency), own DMAs = the bytes the
+kernel's own DMAs move (pl.ANY operands) at the same rate, and bubble = the first step's input blocks
+plus the last step's output blocks over the bandwidth (the pipeline cannot hide them). The kernel's own
+DMAs are not hidden behind its compute: the model does not pair each start with its wait, and a kernel
+that starts a copy and waits for it at once (tests/data/reward_hacks/dma_hidden.py) hides nothing, so
+hiding them would price a kernel that moves its blocks by hand below the same kernel with BlockSpecs. The per-step
 cost does not hide behind the DMAs of that step (it is the core's own work: DMA issue, semaphore
 waits, loop bookkeeping) but DMAs hide behind it. The program adds its plain XLA ops
 (runner/module_xla.py: FLOPs at the same rates, the bytes each fused op must move) and
@@ -105,7 +109,8 @@ ASSUMPTIONS = (
     "values) decide them; where they do not, the largest branch, and a loop bounded by the refs its body "
     "reaches (noted, an upper bound) or no estimate",
     "XLA ops outside pallas_calls: FLOPs at the same rates, bytes of each fused op (runner/module_xla.py)",
-    "DMAs a kernel issues itself (pl.ANY operands) counted from its Mosaic body (runner/mosaic_counts.py)",
+    "DMAs a kernel issues itself (pl.ANY operands) counted from its Mosaic body (runner/mosaic_counts.py), "
+    "not hidden behind its compute",
 )
 
 
@@ -189,11 +194,12 @@ def roofline(calls: Sequence[tuple[CallCost, BodyCounts]], chip: ChipSpec, xla: 
         mxu_s = sum(f / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in body.dots) / (cores * factors.mxu_efficiency)
         vector_s = ((cost.flops - cost.mxu_flops) + cost.transcendentals) / (vpu * cores)
         c = max(mxu_s, vector_s)
-        m = (cost.hbm_bytes + cost.dma_bytes) / (bandwidth * cores)
+        blocks = cost.hbm_bytes / (bandwidth * cores)
+        dma = cost.dma_bytes / (bandwidth * cores)
         o = cost.steps * factors.step_overhead_s / cores
-        bub = min(_bubble_bytes(cost) / bandwidth, m)
-        compute, memory, steps, bubble = compute + c, memory + m, steps + o, bubble + bub
-        seconds += bub + max(m - bub, c + o)
+        bub = min(_bubble_bytes(cost) / bandwidth, blocks)
+        compute, memory, steps, bubble = compute + c, memory + blocks + dma, steps + o, bubble + bub
+        seconds += bub + dma + max(blocks - bub, c + o)
     xla_s = 0.0
     if xla is not None:
         mxu_s = sum(f / (_mxu_rate(chip, d) * max(e, 1e-9)) for f, d, e in xla.dots) / factors.mxu_efficiency
