@@ -353,10 +353,11 @@ class CallCost:
     mxu_efficiency: float  # how the matmul operand dims fill the chip's MXU (1.0 = full passes)
     dimension_semantics: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/kernel_counts.py)
+    dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/mosaic_counts.py)
     dma_copies: int = 0
-    dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (kernel_counts.py)
+    dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (runner/step_counts.py)
     flops_count: str = "exact"  # the same words for the work: pl.when/while decided by known values or bounded
+    kernel_class: str = ""  # what kind of kernel the rules priced (runner/checked_classes.py), e.g. "blocked matmul"
 
 
 @dataclass(frozen=True)
@@ -376,7 +377,7 @@ class CostEstimate:
     program_hash: str | None = None  # same hash: the same traced program (timed once)
     error: str | None = None
     assumptions: tuple[str, ...] = ()
-    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v4"
+    model: str = ""  # the cost model's name and version, e.g. "pallasite roofline v5"
     xla_bytes: int | None = None  # HBM bytes of the plain XLA ops around the kernels
     xla_flops: int | None = None
     # the achieved-efficiency factors the figure used, (name, value, where it came from): fitted ones
@@ -387,6 +388,10 @@ class CostEstimate:
     interval: tuple[float, float] | None = None
     # what the figure is made of, (term, seconds): compute, HBM, per-op overhead (launches), per-step overhead
     terms: tuple[tuple[str, float], ...] = ()
+    # what the figure rests on, in words: each kernel's class and whether the model's rules for it were checked
+    # out of sample against published TPU times ("rules not yet checked against a TPU" where not), and which
+    # of the inputs' values it was priced for (runner/checked_classes.py)
+    rests_on: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from .types import NOT_CHECKED
 
 PROVENANCES = ("device", "estimate", "interpret", "host")
-COST_MODEL = "pallasite roofline v4"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
+COST_MODEL = "pallasite roofline v5"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
 
 
 class SpeedupRefused(ValueError):
@@ -156,7 +156,7 @@ class MixedModels(SpeedupRefused):
 def estimated_speedup(reference_seconds: float, kernel_seconds: float, reference_model: str,
                       kernel_model: str) -> float:
     """reference / kernel for two bare estimates named by their model (chip included, e.g.
-    "pallasite roofline v4, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
+    "pallasite roofline v5, v5e"): ``speedup`` over two estimate timings. Raises MixedModels when
     the models differ or are not named, SpeedupRefused when a time is not a positive number."""
     if not reference_model or not kernel_model or reference_model != kernel_model:
         raise MixedModels(f"the reference was estimated by {reference_model or 'an unnamed model'!r} and the kernel by "

@@ -13,7 +13,8 @@ bf16 inputs of ``jnp.ones``; the guide notes this includes Python dispatch:
 (The guide's float32 cells print no timings: there is no published f32 point.)
 
 The kernels here are written for this benchmark from the guide's description (the same grid, block
-specs, accumulator and branches), not copied. Each kernel is counted by ``runner/cost_model.estimate``
+specs, accumulator and branches), not copied. Each kernel is exported for the TPU and its module counted
+(``runner/program_price.price_program``: the one cost model)
 and ``jnp.matmul`` is compiled deviceless for v5e and read op by op (``estimate_reference``), once;
 then the model's factors (runner/cost_model.Factors) are **fitted** on these 21 points: least squares
 on log time of ``estimate(factors) + dispatch`` against the published time, over ``mxu_efficiency``
@@ -184,11 +185,12 @@ def held_out(factors, dispatch: float, chip_name: str = "v5e") -> dict:
     from pallasite.analysis.types import chip_target
     from pallasite.runner import cost_model
     from pallasite.runner.chip_probe import spec_from_jax
+    from pallasite.runner.program_price import price_program
     from pallasite.runner.tune_ops import _topology_device
 
     chip = spec_from_jax(chip_target(chip_name))
     call, kargs, ref, rargs, blocks = sparse_points()
-    est = cost_model.estimate(call, kargs, chip, factors=factors)
+    est = price_program(call, kargs, chip, factors=factors)
     if est.status != "ok":
         raise SystemExit(f"sparse kernel: {est.error}")
     ref_s = cost_model.estimate_reference(ref, rargs, chip, _topology_device(chip_name), factors=factors)["seconds"]
@@ -247,8 +249,9 @@ def components(chip_name: str = "v5e") -> tuple[list[dict], object]:
     from pallasite.analysis.types import chip_target
     from pallasite.runner import cost_model
     from pallasite.runner.chip_probe import spec_from_jax
+    from pallasite.runner.compiled_ops import hlo_ops
+    from pallasite.runner.program_price import price_program
     from pallasite.runner.tune_ops import _topology_device
-    from pallasite.runner.xla_ops import hlo_ops
 
     chip = spec_from_jax(chip_target(chip_name))
     device = _topology_device(chip_name)
@@ -269,7 +272,7 @@ def components(chip_name: str = "v5e") -> tuple[list[dict], object]:
         args = [jax.ShapeDtypeStruct((size, size), jnp.bfloat16)] * 2
         point = {"cell": cell, "variant": variant, "blocks": blocks, "size": size, "published_s": published}
         parts: list = []
-        est = cost_model.estimate(jnp.matmul if variant == "xla" else program(variant, blocks), args, chip, parts=parts)
+        est = price_program(jnp.matmul if variant == "xla" else program(variant, blocks), args, chip, parts=parts)
         if est.status != "ok":
             raise SystemExit(f"{variant} {blocks} {size}: {est.error}")
         if variant == "xla":

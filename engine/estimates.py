@@ -29,11 +29,11 @@ class PairedEstimate:
 
     kernel_s: float | None
     reference_s: float | None
-    label: str  # "estimate (pallasite roofline v4, v5e)"
+    label: str  # "estimate (pallasite roofline v5, v5e)"
     why: str | None = None
     reference_bound: str | None = None
     kernel_bound: str | None = None
-    # when the kernel's own DMAs could only be bounded (kernel_counts.py): what the speedup then is
+    # when the kernel's own DMAs could only be bounded (runner/mosaic_counts.py): what the speedup then is
     caveat: str | None = None
     # the achieved-efficiency factors each side used, (name, value, where it came from) (runner/cost_model.Factors)
     kernel_factors: tuple[tuple[str, Any, str], ...] = ()
@@ -41,11 +41,15 @@ class PairedEstimate:
     # (low, high) seconds each side may be (runner/cost_model.interval), None when not known
     kernel_interval: tuple[float, float] | None = None
     reference_interval: tuple[float, float] | None = None
+    # what the kernel's figure rests on (CostEstimate.rests_on): each kernel's class and whether its rules were
+    # checked against published TPU times ("rules not yet checked against a TPU"), the inputs' values it used
+    kernel_rests_on: tuple[str, ...] = ()
 
     def kernel_method(self) -> str:
         """The kernel's figure in words: the label, the term that bounds it, its range, its factors (a
         Timing's method)."""
-        return method_text(self.label, self.kernel_bound, self.kernel_factors, interval=self.kernel_interval)
+        return method_text(self.label, self.kernel_bound, self.kernel_factors, interval=self.kernel_interval,
+                           rests_on=self.kernel_rests_on)
 
     def reference_method(self) -> str:
         return method_text(self.label, self.reference_bound, self.reference_factors, "the reference priced as XLA "
@@ -90,12 +94,14 @@ def factors_text(factors: Any) -> str:
 
 
 def method_text(label: str, bound: str | None, factors: Any, how: str = "",
-                interval: tuple[float, float] | None = None) -> str:
+                interval: tuple[float, float] | None = None, rests_on: Any = ()) -> str:
     parts = [label]
     if bound:
         parts.append(f"{bound}-bound")
     if how:
         parts.append(how)
+    if rests_on:
+        parts.append("rests on: " + "; ".join(str(r) for r in rests_on))
     if interval:
         parts.append(f"range {duration(interval[0])} to {duration(interval[1])} (the model's error on published "
                      "TPU times it was not fitted on)")
@@ -124,17 +130,19 @@ def pair(kernel: CostEstimate | None, reference: dict[str, Any] | None, chip: st
                                                  "estimates all came from the results store)")
         return PairedEstimate(kernel.seconds, None, label, f"the reference has no estimate: {why}"[:500],
                               kernel_bound=kernel.bound, caveat=_caveat(kernel), kernel_factors=tuple(kernel.factors),
+                              kernel_rests_on=tuple(kernel.rests_on),
                               kernel_interval=tuple(kernel.interval) if kernel.interval else None)
     ref_label = _label(str(reference.get("model") or ""), str(reference.get("chip") or chip))
     try:
         estimated_speedup(float(reference["seconds"]), kernel.seconds, ref_label, label)
     except MixedModels as exc:
         return PairedEstimate(kernel.seconds, None, label, str(exc)[:500], kernel_bound=kernel.bound,
-                              caveat=_caveat(kernel), kernel_factors=tuple(kernel.factors))
+                              caveat=_caveat(kernel), kernel_factors=tuple(kernel.factors),
+                              kernel_rests_on=tuple(kernel.rests_on))
     ref_interval = reference.get("interval")
     paired = PairedEstimate(kernel.seconds, float(reference["seconds"]), label, None,
                             reference_bound=reference.get("bound"), kernel_bound=kernel.bound, caveat=_caveat(kernel),
-                            kernel_factors=tuple(kernel.factors),
+                            kernel_factors=tuple(kernel.factors), kernel_rests_on=tuple(kernel.rests_on),
                             reference_factors=tuple(tuple(f) for f in reference.get("factors") or ()),
                             kernel_interval=tuple(kernel.interval) if kernel.interval else None,
                             reference_interval=(float(ref_interval[0]), float(ref_interval[1])) if ref_interval else None)
@@ -171,7 +179,7 @@ def below_floor(est: CostEstimate) -> str | None:
 
 def _caveat(kernel: CostEstimate) -> str | None:
     """A kernel whose own DMAs or whose work were bounded, not counted: its speedup is a bound too,
-    said so (runner/kernel_counts.py)."""
+    said so (runner/mosaic_counts.py)."""
     dmas = {c.dma_count for c in kernel.calls if c.dma_copies and c.dma_count != "exact"}
     work = {c.flops_count for c in kernel.calls if c.flops_count != "exact"}
     said = ([f"the kernel's own DMAs are {_bound_words(dmas)}"] if dmas else []) + \

@@ -302,14 +302,13 @@ class Judge:
         lower = lower_bound(est)
         if not self.trusted.is_reference(text) and lower and not (await self.time(self.trusted.original)).lower_bound:
             return Timed(None, lower_bound=True, why=(
-                "not ranked: the estimate is a lower bound: the candidate leaves operands in HBM (pl.ANY) and moves "
-                "them with its own DMAs, which the cost model does not count, while the original's traffic is "
-                "counted: its estimate is a lower bound and cannot rank it against the original. Use BlockSpecs, or "
-                "time it on a device (--backend local|ssh|ray)."))
-        caveat = "; lower bound: manual DMAs (pl.ANY operands) not counted" if lower else ""
+                "not ranked: the estimate is a lower bound: the cost model could only count part of the "
+                "candidate's traffic or work, while the original's is counted, so it cannot rank it against the "
+                "original. Time it on a device (--backend local|ssh|ray)."))
+        caveat = "; lower bound: part of its traffic or work could only be bounded from below" if lower else ""
         interval = tuple(est.interval) if est.interval else None
         timing = Timing(est.seconds, "estimate", self.chip, est.model or COST_MODEL,
-                        method_text(est.label, est.bound, est.factors, interval=interval)
+                        method_text(est.label, est.bound, est.factors, interval=interval, rests_on=est.rests_on)
                         + "; priced by the judge from the exported program", interval=interval)
         return Timed(timing, profile="profile (cost model, not a device profile): " + profile_text(est),
                      lower_bound=lower, summary=f"{est.seconds * 1e6:.2f} us, {est.bound}-bound{caveat}")

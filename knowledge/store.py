@@ -568,8 +568,9 @@ def _check(row: tuple) -> CheckRecord:
 
 
 # the files whose code makes an estimate: a change to any of them (a refit factor, a new count) is a new model
-COST_MODEL_FILES = ("runner/cost_model.py", "runner/body_counts.py", "runner/kernel_counts.py", "runner/xla_ops.py",
-                    "runner/compiled_ops.py")
+COST_MODEL_FILES = ("runner/cost_model.py", "runner/body_counts.py", "runner/step_counts.py", "runner/module_cost.py",
+                    "runner/kernel_cost.py", "runner/mosaic_counts.py", "runner/module_xla.py", "runner/module_values.py",
+                    "runner/loop_bounds.py", "runner/compiled_ops.py", "runner/program_price.py")
 
 
 def current_cost_model() -> str:

@@ -1,8 +1,8 @@
-"""One Mosaic kernel of an exported module, priced as runner/cost_model.call_cost prices a traced
-pallas_call (worker side): the same fields, the same counting rules, read from the kernel's MLIR.
+"""One Mosaic kernel of an exported module, counted for the roofline (worker side): its grid, its blocks'
+copies, its own DMAs, its work and VMEM, from the kernel's MLIR.
 
 Per pipelined operand (a window with an index map) the index map is evaluated at every grid step
-(runner/mosaic_ir.index_table) and its copies counted by ``cost_model._moves`` (an unchanged index
+(runner/mosaic_ir.index_table) and its copies counted by ``roofline._moves`` (an unchanged index
 is not copied again; edge blocks clipped to the array); operands left in HBM/ANY are the kernel's
 own DMAs (runner/mosaic_counts.py); scalar-prefetch operands are copied once; VMEM is each
 pipelined VMEM block x its buffers (2 unless the window's ``pipeline_mode`` says synchronous) plus
@@ -10,10 +10,11 @@ VMEM scratch. The grid's dynamic sizes and the scalar-prefetch values are what t
 the custom call's operands; unknown prefetch values are zeros for the index maps (noted), unknown
 dynamic sizes give no estimate (NoEstimate says why).
 
-Where the module cannot say what the traced program said, the traced model's convention is kept:
-an operand whose block is the whole array at index 0 is double-buffered (Mosaic's lowering marks
-it synchronous; the traced model counts the default two buffers); operand names follow the
-pallas_call's (``args[i]`` counting scalar-prefetch operands, ``outputs`` / ``outputs[i]``).
+Conventions kept from the traced pricer this one replaced, so figures stay comparable: an operand whose
+block is the whole array at index 0 is double-buffered (Mosaic's lowering marks it synchronous; a
+pallas_call's default is two buffers); operand names follow the pallas_call's (``args[i]`` counting
+scalar-prefetch operands, ``outputs`` / ``outputs[i]``). A kernel on the SparseCore (``tpu.core_type``
+``sc_*``) is not estimated, and ``sparsecore_why`` says which public facts are missing.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import numpy as np
 from ..analysis.types import BlockCost, CallCost
 
 from .body_counts import BodyCounts
-from .cost_model import MAX_GRID_STEPS, NoEstimate, _moves, sized_grid
+from .checked_classes import kernel_class
+from .roofline import MAX_GRID_STEPS, NoEstimate, _moves, sized_grid
 from .mlir_tree import Type
 from .mosaic_counts import count_kernel
 from .mosaic_ir import DYNAMIC, Kernel, KernelError, Window, index_table
@@ -36,9 +38,36 @@ def resolve_grid(k: Kernel, dynamic: list[Any]) -> tuple[tuple[int, ...], set[st
     values where known)."""
     notes: set[str] = set()
     grid = sized_grid(k.grid, lambda g: g != DYNAMIC, dynamic, tuple("?" if g == DYNAMIC else g for g in k.grid),
-                      "the judge does not know (abstract inputs, or computed by ops it cannot evaluate): pass the "
-                      "input values to estimate it", "the module's inputs", notes)
+                      "the pricer was not given (abstract inputs, or computed by ops it cannot evaluate): pass the "
+                      "input values (the judge's, or an inputs() function that makes the index arrays) to estimate "
+                      "it", "the module's inputs", notes)
     return grid, notes
+
+
+def sparsecore_why(k: Kernel, chip: str = "") -> str:
+    """Why a SparseCore kernel has no estimate: the public facts a rule would need that no table gives."""
+    sc = sparsecore_info(chip)
+    known = (f"the chip table (jax's get_tpu_info_for_chip) gives {chip}'s SparseCores ({sc.num_cores}), their "
+             f"subcores ({sc.num_subcores}), lanes ({sc.num_lanes}) and DMA granule ({sc.dma_granule_size_bytes} B)"
+             if sc is not None else f"the installed jax's chip table has no SparseCore for {chip or 'this chip'}")
+    mesh = "VectorSubcoreMesh" if "vector" in k.core_type else "ScalarSubcoreMesh"
+    return (f"kernel {k.name} runs on the SparseCore ({k.core_type}: pl.kernel/core_map over a {mesh}): {known}, "
+            "but no public source gives the SparseCore's clock, its vector issue rate or the rate a subcore issues "
+            "DMAs and indexed gathers at, and the one published SparseCore timing that moves data (jax's SparseCore "
+            "guide: a 4,194,304-row gather on TPU 7x) would fit such a rate with no other point to check it on: "
+            "time it on a device")
+
+
+def sparsecore_info(chip: str) -> Any:
+    """jax's SparseCoreInfo for the chip named ``chip`` (v5p, v6e, 7x, ...), or None."""
+    try:
+        from jax.experimental.pallas import tpu as pltpu
+
+        from ..analysis.types import chip_target
+
+        return pltpu.get_tpu_info_for_chip(pltpu.ChipVersion(chip_target(chip).chip_version), 1).sparse_core
+    except Exception:  # noqa: BLE001 - an unknown chip or an older jax: said as unknown
+        return None
 
 
 def _squeezed(bounds: tuple[int, ...], block: Type) -> tuple[int | None, ...]:
@@ -144,5 +173,6 @@ def _call(k: Kernel, grid: tuple[int, ...], steps: int, blocks: list[BlockCost],
         mxu_efficiency=round(mxu_eff, 6), dimension_semantics=k.semantics,
         notes=tuple(sorted(notes | body.notes | first.compute.notes)),
         dma_bytes=dmas.bytes if dmas else 0, dma_copies=dmas.copies if dmas else 0,
-        dma_count=dmas.kind if dmas else "exact", flops_count=dmas.compute_kind if dmas else "exact")
+        dma_count=dmas.kind if dmas else "exact", flops_count=dmas.compute_kind if dmas else "exact",
+        kernel_class=kernel_class(body.mxu_flops, body.transcendentals, dmas.copies if dmas else 0, k.n_prefetch > 0))
     return cost, body

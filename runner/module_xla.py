@@ -1,5 +1,6 @@
 """The plain XLA ops of an exported module (everything outside its Mosaic kernels), counted from its
-StableHLO the way runner/xla_ops.py counts them from a traced jaxpr (worker side).
+StableHLO (worker side): what the same roofline prices around a kernel and in a plain-JAX reference,
+so the two sides of an estimated speedup share one model.
 
 - **FLOPs** (``count_flops``, body_counts.py's rules on StableHLO ops): ``dot_general`` 2 x output
   elements x contracted elements (the MXU share, with its fill efficiency); element-wise arithmetic
@@ -7,8 +8,8 @@ StableHLO the way runner/xla_ops.py counts them from a traced jaxpr (worker side
   transcendentals one per element; a ``while`` whose trip count the module fixes (a ``scan``,
   a ``fori_loop`` with static bounds, the HLO interpreter's loop over a grid) x its trips, else once
   (noted); a ``case`` its largest branch.
-- **HBM bytes** (``count_bytes``, xla_ops._walk's fusion rule): element-wise ops, broadcasts,
-  reshapes and converts fuse into their consumer; every other op is a fusion root that reads the
+- **HBM bytes** (``count_bytes``, a fusion rule in the spirit of XLA's producer-consumer fusion):
+  element-wise ops, broadcasts, reshapes and converts fuse into their consumer; every other op is a fusion root that reads the
   materialized values its operands come from and writes its results; a program output made by
   fused ops is written once; kernel results are materialized.
 
@@ -19,12 +20,27 @@ is the kernel, counted by runner/kernel_cost.py, never here.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from .body_counts import BodyCounts, add_dot
 from .mlir_tree import Block, Op, Type
 from .module_read import TPU_CALL, Module, apply_scalar, scalar_value, target
-from .xla_ops import XlaOps
+
+
+@dataclass
+class XlaOps:
+    """The plain XLA ops of one program, per execution."""
+
+    flops: int = 0
+    mxu_flops: int = 0
+    transcendentals: int = 0
+    dots: list[tuple[int, str, float]] = field(default_factory=list)
+    hbm_bytes: int = 0
+    launches: int = 0
+    roots: list[str] = field(default_factory=list)  # the fusion roots' primitive names (for the report)
+    notes: set[str] = field(default_factory=set)
+
 
 _ELEMENTWISE = ("add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate", "abs", "sign",
                 "floor", "ceil", "round_nearest_afz", "round_nearest_even", "clamp")
@@ -272,7 +288,7 @@ def _inline(module: Module, op: Op, out: XlaOps, sources: dict[int, tuple[int, .
 
 
 def count_module_xla(module: Module, mxu: int = 128) -> XlaOps:
-    """The TPU program's plain XLA ops (FLOPs and fused-op bytes), as xla_ops.count_xla_ops counts a jaxpr."""
+    """The TPU program's plain XLA ops (FLOPs and fused-op bytes; see the module docstring)."""
     out = XlaOps()
     body = count_flops(module, module.main_block, mxu)
     out.flops, out.mxu_flops, out.transcendentals = body.flops, body.mxu_flops, body.transcendentals

@@ -1,8 +1,7 @@
 """What a Mosaic kernel body does at each grid step, read from the kernel's Mosaic MLIR (worker side).
 
-The counterpart of runner/body_counts.py + runner/kernel_counts.py for a kernel that arrives as an
-exported module instead of a traced jaxpr, with the same rules and the same result types
-(``BodyCounts``, ``StepCounts``), so the roofline prices both alike:
+Its results (``BodyCounts``, runner/body_counts.py; ``StepCounts``, runner/step_counts.py) are what
+runner/kernel_cost.py hands the roofline:
 
 - **work**: ``tpu.matmul`` / ``vector.contract`` 2 x output elements x contracted elements (the
   MXU share, with the fill efficiency of body_counts: contracted and output-column dims over the
@@ -15,13 +14,15 @@ exported module instead of a traced jaxpr, with the same rules and the same resu
 - **control flow**: ``scf.for`` with constant bounds (a static ``fori_loop``) x its trip count;
   ``scf.for`` with bounds the known values give, and ``scf.while``, simulated trip by trip; an
   ``scf.if`` the known values decide takes its branch, else its largest branch (an upper bound,
-  noted); a loop whose bounds are unknown is counted once (a lower bound, noted).
+  noted); a loop whose trip count the known values do not give is bounded by what its body reaches
+  (runner/loop_bounds.py: an upper bound, noted), counted once when it only does scalar work (noted),
+  else the kernel is not estimated and the reason says so (issue 56: never counted once silently).
 
 Known values at a grid step are the program ids (the body's leading arguments), the
 scalar-prefetch refs the judge knows (``memref.load`` from them, stores into them followed) and the
 scalar arithmetic on those (runner/mosaic_ir.scalar_op). ``count_kernel`` walks the body once with
 nothing known; if nothing there depends on values it prices every step alike, else it walks each
-grid step (sampled and scaled over MAX_STEPS steps, as runner/kernel_counts.py does).
+grid step (sampled and scaled over MAX_STEPS steps, runner/step_counts.grid_sample).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from typing import Any
 import numpy as np
 
 from .body_counts import BodyCounts, add_dot
-from .kernel_counts import MAX_TRIPS, StepCounts, counted_once, grid_sample, largest_branch, scaled
+from .roofline import NoEstimate
+from .loop_bounds import counter, difference, trip_bound
+from .step_counts import MAX_TRIPS, StepCounts, counted_once, grid_sample, largest_branch, scaled
 from .mlir_tree import Block, Op, Type, int_list
-from .mosaic_ir import Kernel, scalar_op
+from .mosaic_ir import Kernel, constant_of, scalar_op
 
 TRANSCENDENTAL = frozenset({
     "math.exp", "math.exp2", "math.log", "math.log2", "math.log10", "math.log1p", "math.expm1", "math.tanh",
@@ -118,18 +121,26 @@ def leaf_work(op: Op, types: dict[int, Type], counts: BodyCounts, mxu: int, kind
 
 
 class Known:
-    """The values known at one grid step: scalars by value id, scalar-prefetch tables by ref id."""
+    """The values known at one grid step: scalars by value id, scalar-prefetch tables by ref id.
+    ``final``: this walk's counts are priced (a grid step's walk), so a loop of unknown trip count is
+    bounded or refused there; in the first walk (nothing known) it only marks the body data-dependent."""
 
-    def __init__(self, values: dict[int, Any] | None = None, refs: dict[int, np.ndarray] | None = None) -> None:
+    def __init__(self, values: dict[int, Any] | None = None, refs: dict[int, np.ndarray] | None = None,
+                 final: bool = False) -> None:
         self.values = values if values is not None else {}
         self.refs = refs if refs is not None else {}
+        self.final = final
 
     def get(self, value: int) -> Any:
         return self.values.get(value)
 
     def branch(self) -> "Known":
         """A scope for code that may not run: the same values, a private copy of the ref tables."""
-        return Known(self.values, dict(self.refs))
+        return Known(self.values, dict(self.refs), self.final)
+
+    def scope(self) -> "Known":
+        """A scope for one trip of a loop: the same values and ref tables."""
+        return Known(self.values, self.refs, self.final)
 
 
 def _dma(op: Op, types: dict[int, Type]) -> tuple[int, bool]:
@@ -295,21 +306,12 @@ def _store(op: Op, known: Known) -> None:
 
 def _for(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
     """scf.for: constant bounds x the body once (like a scan: the loop index unknown inside); bounds
-    known at this step: trip by trip; unknown: once (a lower bound, noted)."""
+    known at this step: trip by trip (over MAX_TRIPS: the body once x the trips); unknown: bounded by
+    what the body reaches (``_unknown_trips``)."""
     body = op.regions[0][0]
     lb, ub, step = (constant_of(k, v) for v in op.operands[:3])
     if lb is not None and ub is not None and step is not None:
-        trips = max(0, -(-(int(ub) - int(lb)) // max(int(step), 1)))
-        scope = known.branch()
-        _bind(scope, body.args, [None] * len(body.args))
-        inner = count_block(body, scope, k, mxu)
-        for ref in list(known.refs):  # what the loop stores is unknown after it
-            if scope.refs.get(ref) is not known.refs[ref]:
-                del known.refs[ref]
-        _bind(known, op.results, [None] * len(op.results))
-        counted = StepCounts()
-        counted.add(inner, trips)
-        return counted
+        return _repeated(op, body, known, k, mxu, max(0, -(-(int(ub) - int(lb)) // max(int(step), 1))))
     bounds = [known.get(v) for v in op.operands[:3]]
     carry = [known.get(v) for v in op.operands[3:]]
     out = StepCounts()
@@ -321,56 +323,95 @@ def _for(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
     if all(b is not None for b in bounds):
         lo, hi, st = (int(np.asarray(b).reshape(-1)[0]) for b in bounds)
         trips = max(0, -(-(hi - lo) // max(st, 1)))
-        if trips <= MAX_TRIPS:
-            for i in range(trips):
-                scope = Known(known.values, known.refs)
-                _bind(scope, body.args, [lo + i * st] + carry)
-                out.add(count_block(body, scope, k, mxu))
-                carry = [scope.get(v) for v in body.ops[-1].operands] if body.ops else carry
-            _bind(known, op.results, carry)
+        if trips > MAX_TRIPS:
+            return _repeated(op, body, known, k, mxu, trips)
+        for i in range(trips):
+            scope = known.scope()
+            _bind(scope, body.args, [lo + i * st] + carry)
+            out.add(count_block(body, scope, k, mxu))
+            carry = [scope.get(v) for v in body.ops[-1].operands] if body.ops else carry
+        _bind(known, op.results, carry)
+        return out
+    step_value = constant_of(k, op.operands[2])
+    step_value = step_value if step_value is not None else bounds[2]
+    index = {body.args[0]} if body.args else set()
+    return _unknown_trips(op, [body], known, k, mxu, index,
+                          int(np.asarray(step_value).reshape(-1)[0]) if step_value is not None else 0)
+
+
+def _repeated(op: Op, body: Block, known: Known, k: Kernel, mxu: int, trips: int) -> StepCounts:
+    """The loop's body counted once with its index and carries unknown, x ``trips``; what it stores to
+    the tables and what it returns are unknown after it."""
+    scope = known.branch()
+    _bind(scope, body.args, [None] * len(body.args))
+    inner = count_block(body, scope, k, mxu)
+    for ref in list(known.refs):  # what the loop stores is unknown after it
+        if scope.refs.get(ref) is not known.refs[ref]:
+            del known.refs[ref]
+    _bind(known, op.results, [None] * len(op.results))
+    counted = StepCounts()
+    counted.add(inner, trips)
+    return counted
+
+
+def _unknown_trips(op: Op, blocks: list[Block], known: Known, k: Kernel, mxu: int, index: set[int],
+                   step: int) -> StepCounts:
+    """A loop whose trip count the known values do not give: in the first walk, its body once (the body
+    is then walked at every grid step); in a priced walk, bounded by what its body reaches
+    (runner/loop_bounds.trip_bound: an upper bound, said so), once when it does no vector work and moves
+    no data (said so), else NoEstimate saying why."""
+    if not known.final:
+        out = StepCounts()
+        for block in blocks:
+            out.add(_once(block, known, k, mxu))
+        return out
+    if op.cache is None:  # what bounds it does not depend on the values: found once per loop
+        op.cache = [f for f in (trip_bound(k, block, index, step) for block in blocks) if f is not None]
+    found = op.cache
+    if not found:
+        if not any(_works(block, k, mxu) for block in blocks):
+            out = StepCounts()
+            for block in blocks:
+                out.add(_repeated(op, block, known, k, mxu, 1))
+            out.notes.add("a loop of scalar work only (it moves no data and uses no vector unit) whose trip count "
+                          "the known values do not give: counted once")
             return out
-    return _once(body, known, k, mxu)
+        raise NoEstimate(f"kernel {k.name}: a loop ({op.name}) runs a number of trips the known values do not give "
+                         "(its bound comes from values the pricer was not given: pass the inputs' values - index "
+                         "tables, lengths - to price it), and no ref its body reads, writes or copies moves with "
+                         "the loop's index to bound it")
+    trips, why = min(found)
+    out = StepCounts()
+    for block in blocks:
+        out.add(_repeated(op, block, known, k, mxu, trips))
+    if out.copies:
+        out.upper_bound = True
+    if out.compute.flops or out.compute.transcendentals:
+        out.compute_upper = True
+    out.notes.add(f"a loop whose trip count the known values do not give: bounded at {trips} trips by {why} "
+                  "(Mosaic checks every dynamic index against its ref's bounds), an upper bound")
+    return out
 
 
-def _linear(k: Kernel, value: int, depth: int = 0) -> tuple[dict[int, int], int]:
-    """``value`` as a sum of unknown leaves x coefficients + a constant, through the integer adds,
-    subtracts, multiplications and divisions by constants, and casts of the kernel's module."""
-    const = constant_of(k, value)
-    if const is not None:
-        return {}, int(np.asarray(const).reshape(-1)[0])
-    op = k.defs.get(value) if depth < 32 else None
-    if op is not None and op.name in ("arith.index_cast", "arith.extsi", "arith.index_castui", "arith.extui"):
-        return _linear(k, op.operands[0], depth + 1)
-    if op is not None and op.name in ("arith.addi", "arith.subi"):
-        (a, ca), (b, cb) = (_linear(k, v, depth + 1) for v in op.operands)
-        sign = 1 if op.name == "arith.addi" else -1
-        terms = dict(a)
-        for leaf, c in b.items():
-            terms[leaf] = terms.get(leaf, 0) + sign * c
-        return {t: c for t, c in terms.items() if c}, ca + sign * cb
-    if op is not None and op.name in ("arith.muli", "arith.divsi", "arith.floordivsi"):
-        (a, ca), (b, cb) = (_linear(k, v, depth + 1) for v in op.operands)
-        if op.name == "arith.muli" and (not a or not b):
-            scale, (terms, c) = (ca, (b, cb)) if not a else (cb, (a, ca))
-            return {t: x * scale for t, x in terms.items() if x * scale}, c * scale
-        if op.name != "arith.muli" and not b and cb == 1:
-            return a, ca
-    return {value: 1}, 0
-
-
-def difference(k: Kernel, a: int, b: int) -> int | None:
-    """``a - b`` when it is the same constant whatever the unknown values are, else None."""
-    (ta, ca), (tb, cb) = _linear(k, a), _linear(k, b)
-    return ca - cb if ta == tb else None
+def _works(block: Block, k: Kernel, mxu: int) -> bool:
+    """Whether ``block`` (nested blocks included) does vector or MXU work or moves HBM data."""
+    for op in block.ops:
+        code = op.code if op.code >= 0 else _code(op, k, mxu)
+        if code == LEAF and not op.cache[2] or code == DMA and op.cache[1]:
+            return True
+        if any(_works(inner, k, mxu) for region in op.regions for inner in region):
+            return True
+    return False
 
 
 def _while(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
-    """scf.while: simulated trip by trip while its condition is known, else its body once (a lower bound)."""
+    """scf.while: simulated trip by trip while its condition is known (up to MAX_TRIPS); the rest bounded
+    by what its body reaches when it carries a counter (``_unknown_trips``)."""
     before, after = op.regions[0][0], op.regions[1][0]
     carry = [known.get(v) for v in op.operands]
     out = StepCounts()
     for _ in range(MAX_TRIPS):
-        scope = Known(known.values, known.refs)
+        scope = known.scope()
         _bind(scope, before.args, carry)
         out.add(count_block(before, scope, k, mxu))
         cond_op = before.ops[-1]
@@ -384,11 +425,14 @@ def _while(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
         _bind(scope, after.args, forwarded)
         out.add(count_block(after, scope, k, mxu))
         carry = [scope.get(v) for v in after.ops[-1].operands]
-    out.add(_once(after, known, k, mxu))
+    index, step = counter(k, op) or (set(), 0)
+    out.add(_unknown_trips(op, [before, after], known, k, mxu, index, step))
     return out
 
 
 def _once(body: Block, known: Known, k: Kernel, mxu: int) -> StepCounts:
+    """The first walk's count of a loop of unknown trips: its body once, marked a lower bound where it
+    moves data or works (which makes the kernel's body walked at every grid step, where it is bounded)."""
     scope = known.branch()
     _bind(scope, body.args, [None] * len(body.args))
     once = count_block(body, scope, k, mxu)
@@ -400,7 +444,7 @@ def _once(body: Block, known: Known, k: Kernel, mxu: int) -> StepCounts:
 
 def _if(op: Op, known: Known, k: Kernel, mxu: int) -> StepCounts:
     """scf.if: the branch the known condition selects; else both on private ref tables, the largest
-    taken (DMA bytes and work bounded separately), as kernel_counts._cond does."""
+    taken (DMA bytes and work bounded separately)."""
     cond = known.get(op.operands[0])
     branches = [region[0] for region in op.regions if region]
     if cond is not None:
@@ -430,21 +474,13 @@ def _bind(known: Known, ids: Any, values: Any) -> None:
             known.values[v] = x
 
 
-def constant_of(k: Kernel, value: int) -> Any:
-    """The value of a scalar defined by an ``arith.constant`` in the kernel's module, else None."""
-    op = k.defs.get(value)
-    if op is None or op.name != "arith.constant" or k.tree.types[value].kind != "scalar":
-        return None
-    return scalar_op(op, [], k.tree.types)
-
-
 # --------------------------------------------------------------------------- over the grid
 
 
 def count_kernel(k: Kernel, grid: tuple[int, ...], prefetch: list[np.ndarray | None],
                  mxu: int = 128) -> tuple[StepCounts, StepCounts | None, str | None]:
     """(the body walked once with nothing known, the walk over the grid or None when nothing depends
-    on values, a note when the grid was sampled), as kernel_counts.count_over_grid."""
+    on values, a note when the grid was sampled)."""
     body = k.body.regions[0][0]
     first = count_block(body, Known(), k, mxu)
     if not first.data_dependent:
@@ -457,5 +493,5 @@ def count_kernel(k: Kernel, grid: tuple[int, ...], prefetch: list[np.ndarray | N
     for flat in picks:  # the SMEM tables carry what one step stores to the next, in grid order
         point = np.unravel_index(int(flat), grid) if grid else ()
         values = {a: int(p) for a, p in zip(body.args, point)}
-        total.add(count_block(body, Known(values, refs), k, mxu))
+        total.add(count_block(body, Known(values, refs, final=True), k, mxu))
     return first, total, scaled(total, steps, len(picks))

@@ -61,6 +61,7 @@ class Kernel:
     vmem_limit: int | None
     keep: Any = None  # the MLIR context the tree's attributes live in
     defs: dict[int, Op] = field(default_factory=dict)  # value id -> the op defining it
+    core_type: str = "tc"  # tpu.core_type: "tc" (a TensorCore), "sc_vector_subcore", "sc_scalar_subcore"
 
     @property
     def n_grid(self) -> int:
@@ -131,9 +132,10 @@ def _kernel_of(tree: Tree, config: dict[str, Any], kernel_name: str, ctx: Any) -
     limit = config.get("vmem_limit_bytes")
     name = kernel_name or string_attr(a["sym_name"])
     defs = {r: op for op in walk(tree.root) for r in op.results}
+    core = str(a.get("tpu.core_type", "tc")).split("<")[-1].rstrip(">").strip() or "tc"
     return Kernel(name, tree, body, grid, semantics, int_attr(a.get("scalar_prefetch", "0 : i64")),
                   int_attr(a.get("scratch_operands", "0 : i64")), windows, args,
-                  int(limit) if limit is not None else None, ctx, defs)
+                  int(limit) if limit is not None else None, ctx, defs, core)
 
 
 def _dicts(attr: Any) -> list[Any]:
@@ -228,6 +230,14 @@ def scalar_op(op: Op, args: list[Any], types: dict[int, Type]) -> Any:
 
 
 # --------------------------------------------------------------------------- index maps
+
+
+def constant_of(k: Kernel, value: int) -> Any:
+    """The value of a scalar defined by an ``arith.constant`` in the kernel's module, else None."""
+    op = k.defs.get(value)
+    if op is None or op.name != "arith.constant" or k.tree.types[value].kind != "scalar":
+        return None
+    return scalar_op(op, [], k.tree.types)
 
 
 def index_table(kernel: Kernel, window: Window, grid: tuple[int, ...], prefetch: list[np.ndarray]) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from .cost_model import sub_jaxprs
+from .certain_work import sub_jaxprs
 from .interpret_compare import compare
 
 
@@ -37,10 +37,10 @@ def reject(trick: str, message: str, **extra: Any) -> dict[str, Any]:
 
 
 def floor_work(fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, Any] | None:
-    """The matmul FLOPs the program certainly does at these shapes, by dtype (runner/body_counts
+    """The matmul FLOPs the program certainly does at these shapes, by dtype (runner/certain_work
     ``certain_mxu_flops``): the device timing's compute floor (engine/device_floor.py). None when it
     cannot be counted (no floor rather than a wrong one)."""
-    from .body_counts import certain_mxu_flops
+    from .certain_work import certain_mxu_flops
 
     try:
         flops = certain_mxu_flops(jax.make_jaxpr(fn)(*args).jaxpr)

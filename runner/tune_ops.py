@@ -1,5 +1,7 @@
-"""The worker's ``estimate`` op: trace a task's entry under each configuration and run the cost
-model (runner/cost_model.py) for a chip. Nothing is compiled, nothing runs on a device.
+"""The worker's ``estimate`` op: a task's entry under each configuration exported for the chip's TPU and its
+module priced by the one cost model (runner/program_price.py: runner/module_cost.price_exported, the way the
+judge prices a candidate), the reference by XLA's compiled module for the chip (runner/cost_model.
+estimate_reference). Nothing runs on a device.
 
 Params and result: ``messages.EstimateParams`` -> ``EstimateResult`` (the file travels as
 ``Sources``; ``entry`` names the task, else the file's first; ``kinds`` says how each tunable
@@ -8,7 +10,7 @@ reaches the code).
 A configuration is applied for its trace only: keyword tunables as keyword arguments of the
 entry; module constants and ``TUNED_PARAMS`` entries (``name[i]``: element i of a list entry) by
 setting them on the loaded module (read when the entry runs; a constant already baked into a module-level BlockSpec is not changed: its
-estimates then all share one program hash, which the report shows as duplicates).
+estimates then all share one program hash - the exported module's - which the report shows as duplicates).
 
 Worker side: imports jax.
 """
@@ -30,7 +32,8 @@ from ..wire import messages
 
 from . import tasks_runtime
 from .chip_probe import probe_scoped_vmem, spec_from_jax
-from .cost_model import estimate, estimate_reference
+from .cost_model import estimate_reference
+from .program_price import price_program
 
 CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch values) below this many bytes
 
@@ -74,7 +77,7 @@ def handle_estimate(params: messages.EstimateParams, progress: Callable[..., Any
             say(f"estimating {i + 1}/{len(configs)}: {config}", stage=messages.Stage.TUNE, entry=task.name,
                 fraction=(i + 1) / len(configs))
             with _applied(module, task, config, kinds) as fn:
-                out.append(estimate(fn, args, chip, tuple(sorted(config.items()))))
+                out.append(price_program(fn, args, chip, tuple(sorted(config.items()))))
         reference = reference_estimate(task, ref_module, args, chip) if params.reference else None
         floors = _floors(task, args) if params.floors else None
     return estimate_result(task, chip, out, reference, args, floors)

@@ -91,12 +91,12 @@ COMPARISON = (DATA / "untrusted" / "tampering_preamble.py").read_text()
 ESTIMATOR = '''
 import dataclasses as _dc
 try:
-    from pallasite.runner import cost_model as _cm, tune_ops as _to
-    _real = _cm.estimate
+    from pallasite.runner import program_price as _pp, tune_ops as _to
+    _real = _pp.price_program
     def _third(*a, **k):
         e = _real(*a, **k)
         return _dc.replace(e, seconds=e.seconds / 3) if e.seconds else e
-    _cm.estimate = _to.estimate = _third
+    _pp.price_program = _to.price_program = _third
     try:
         from pallasite.runner import module_cost as _mc
         _real_m = _mc.price_exported

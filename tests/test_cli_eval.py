@@ -68,14 +68,14 @@ def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
                            "--json", str(out), "--report", str(report)], capture_output=True, text=True, timeout=280,
                           cwd=tmp_path)  # its results store there (an eval resumes from the one it finds)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "2 tasks, 1 with a candidate" in proc.stdout and "pallasite roofline v4, v5e" in proc.stdout
+    assert "2 tasks, 1 with a candidate" in proc.stdout and "pallasite roofline v5, v5e" in proc.stdout
     assert "1/2 add_tuned" in proc.stderr  # progress
     (summary,) = json.loads(out.read_text())["methods"]
     rows = {t["task"]: t for t in summary["per_task"]}
     tuned, ref = rows["add_tuned"], rows["scale_reference_only"]
     assert tuned["compiled"] and tuned["correct"] and tuned["speedup"] > 0
-    assert tuned["verdict"]["timing"]["model"] == "pallasite roofline v4"
-    assert tuned["provenance"].startswith("estimate (pallasite roofline v4, v5e)")
+    assert tuned["verdict"]["timing"]["model"] == "pallasite roofline v5"
+    assert tuned["provenance"].startswith("estimate (pallasite roofline v5, v5e)")
     assert ref["status"] == "no candidate" and not ref["compiled"] and not ref["correct"] and ref["scored"] == 1.0
     assert summary["compile_rate"] == 0.5 and summary["correct_rate"] == 0.5 and summary["with_candidate"] == 1
     assert summary["geomean_speedup"] == pytest.approx((max(tuned["speedup"], 1.0) * 1.0) ** 0.5)

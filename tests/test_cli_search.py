@@ -40,7 +40,7 @@ def test_search_cli_runs_optimize_iterations_and_resumes(tmp_path):
     assert "judged by the judge (from the candidate's exported program; its process never judges): node t0.1" \
         in proc.stdout and "could not fake either (docs/safety.md)" in proc.stdout
     assert f"<td>{judged}</td>" in report.with_suffix(".html").read_text()
-    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v4, v5e\)", proc.stdout), proc.stdout
+    assert re.search(r"best: t0\.1 \d+\.\d\dx against the starting kernel \[estimate \(pallasite roofline v5, v5e\)", proc.stdout), proc.stdout
     # the loop's phases are progress, shown live on a terminal only (issue 59): not in this captured stderr; the
     # node's line, under a header, says what it changed (its plan's title), not the strategy it was drawn
     assert "t0.1 test: ok" not in proc.stderr and "t0.1 profile: ok" not in proc.stderr

@@ -1,6 +1,7 @@
-"""The cost model against hand counts on kernels whose bytes and FLOPs can be counted
-(tests/data/tune/: tiled matmul with and without re-fetch, element-wise, reduction, scalar
-prefetch), its roofline against the formula worked by hand, and the worker's estimate op."""
+"""The cost model against hand counts on kernels whose bytes and FLOPs can be counted (tests/data/tune/:
+tiled matmul with and without re-fetch, element-wise, reduction, scalar prefetch; each exported for the TPU
+and priced from its module, runner/program_price.py), its roofline against the formula worked by hand, and
+the worker's estimate op."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 
 from pallasite.analysis.types import chip_target  # noqa: E402
 from pallasite.runner import cost_model  # noqa: E402
+from pallasite.runner.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.runner.loader import user_module  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
@@ -36,11 +38,11 @@ def handle_estimate(params: dict):
     return to_json(_handle_estimate(EstimateParams(source=source, configs=configs, **params)))
 
 
-def _estimate(name: str, entry: str, **config):
+def _estimate(name: str, entry: str, chip=V5E, **config):
     path = os.path.join(DATA, f"{name}.py")
     with user_module(path) as module:
         fn = getattr(module, entry)
-        return cost_model.estimate(functools.partial(fn, **config), module.example_inputs(), V5E)
+        return price_program(functools.partial(fn, **config), module.example_inputs(), chip)
 
 
 def _blocks(call):
@@ -75,9 +77,17 @@ def test_tiled_matmul_without_refetch_when_k_is_one_block():
 
 
 def test_mxu_efficiency_of_a_partly_filled_mxu():
-    est = _estimate("matmul", "matmul", bm=128, bn=64, bk=256)  # 64 output columns fill half a 128 MXU
+    v6e = spec_from_jax(chip_target("v6e"))
+    est = _estimate("matmul", "matmul", v6e, bm=128, bn=128, bk=256)  # 128 output columns fill half a 256 MXU
     (call,) = est.calls
     assert call.mxu_efficiency == 0.5
+
+
+def test_a_block_mosaic_refuses_is_no_estimate_not_a_figure():
+    """64 output columns: Mosaic refuses the block (not a multiple of 128 lanes); the traced pricer priced
+    it anyway (a half-filled MXU), the module pricer has no module to price and says why."""
+    est = _estimate("matmul", "matmul", bm=128, bn=64, bk=256)
+    assert est.status == "trace_error" and est.error.startswith("no estimate: the program does not lower for the TPU")
 
 
 def test_elementwise_counts_and_the_roofline_by_hand():
@@ -95,7 +105,7 @@ def test_elementwise_counts_and_the_roofline_by_hand():
     overhead = 16 * f.step_overhead_s
     # the first step's two input blocks and the last output block are not hidden
     bubble = 3 * 64 * 1024 * 4 / (V5E.hbm_bytes_per_s * f.hbm_efficiency)
-    assert est.model == "pallasite roofline v4" and est.xla_bytes == 0  # nothing outside the kernel
+    assert est.model == "pallasite roofline v5" and est.xla_bytes == 0  # nothing outside the kernel
     assert [name for name, _, _ in est.factors] == ["mxu_efficiency", "xla_cycles_scale", "step_overhead_s",
                                                    "hbm_efficiency", "gather_cycles_per_row"]
     assert all(("fitted on jax's Pallas matmul guide" in why and "leave-family-out" in why)
@@ -162,8 +172,8 @@ def test_megacore_splits_parallel_work_over_two_cores():
     one = dataclasses.replace(v5p, device_cores=1)
     path = os.path.join(DATA, "matmul.py")
     with user_module(path) as module:
-        two_cores = cost_model.estimate(module.matmul, module.example_inputs(), v5p)
-        one_core = cost_model.estimate(module.matmul, module.example_inputs(), one)
+        two_cores = price_program(module.matmul, module.example_inputs(), v5p)
+        one_core = price_program(module.matmul, module.example_inputs(), one)
     # the work halves; the launch and the pipeline's first and last copies (each core has its own) do not
     assert two_cores.compute_s == pytest.approx(one_core.compute_s / 2, rel=1e-12)
     assert two_cores.memory_s == pytest.approx(one_core.memory_s / 2, rel=1e-12)
@@ -210,7 +220,7 @@ def test_xla_reference_is_priced_as_xla_runs_it_not_at_the_chips_peak():
 
 
 def test_compiled_module_ops_read_with_their_cycles_bytes_and_loops():
-    from pallasite.runner.xla_ops import hlo_ops
+    from pallasite.runner.compiled_ops import hlo_ops
 
     text = """HloModule m
 

@@ -22,6 +22,7 @@ jax = pytest.importorskip("jax")
 
 from pallasite.analysis.types import chip_target  # noqa: E402
 from pallasite.runner import cost_model  # noqa: E402
+from pallasite.runner.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 
 SPLASH = Path(__file__).parent / "data" / "timing" / "ladder" / "splash"
@@ -45,8 +46,8 @@ def _args():
 
 
 def test_a_block_sparse_kernel_is_priced_for_the_blocks_it_computes():
-    sparse = cost_model.estimate(_module("optimized").workload, _args(), V5E)
-    dense = cost_model.estimate(_module("optimized", SKIP=False).workload, _args(), V5E)
+    sparse = price_program(_module("optimized").workload, _args(), V5E)
+    dense = price_program(_module("optimized", SKIP=False).workload, _args(), V5E)
     assert sparse.status == dense.status == "ok", (sparse.error, dense.error)
     (s,), (d,) = sparse.calls, dense.calls
     assert s.steps == d.steps == 2 * 8 * 16 * 16  # the same grid: the skipping is in the body
@@ -65,7 +66,7 @@ def test_a_block_sparse_kernel_is_priced_for_the_blocks_it_computes():
 
 
 def test_the_block_sparse_kernel_beats_the_dense_xla_reference_that_computes_every_score():
-    sparse = cost_model.estimate(_module("optimized").workload, _args(), V5E)
+    sparse = price_program(_module("optimized").workload, _args(), V5E)
     reference = cost_model.estimate_reference(_module("baseline").workload, _args(), V5E)
     assert reference["seconds"] > sparse.seconds, (reference, sparse.seconds)
 
@@ -80,7 +81,7 @@ def test_values_the_model_cannot_know_give_a_stated_upper_bound():
         return module.workload(q, k, v)
 
     masks = [jax.ShapeDtypeStruct(kind.shape, "int32"), jax.ShapeDtypeStruct(nxt.shape, "int32")]
-    est = cost_model.estimate(with_mask, masks + _args(), V5E)
+    est = price_program(with_mask, masks + _args(), V5E)
     assert est.status == "ok", est.error
     (call,) = est.calls
     assert call.flops_count == "upper bound"
@@ -95,8 +96,8 @@ def test_a_vmapped_kernel_reads_its_own_program_ids():
     does not count (JAXBench's 4p vmaps splash over the batch): the walk leaves it out, else the
     mask was read at the wrong block (out of range: every step an upper bound)."""
     one = (1,) + SHAPE[1:]
-    sparse = cost_model.estimate(_module("optimized").workload, [jax.ShapeDtypeStruct(one, "bfloat16")] * 3, V5E)
-    batched = cost_model.estimate(jax.vmap(_module("optimized").workload),
+    sparse = price_program(_module("optimized").workload, [jax.ShapeDtypeStruct(one, "bfloat16")] * 3, V5E)
+    batched = price_program(jax.vmap(_module("optimized").workload),
                                   [jax.ShapeDtypeStruct((2,) + one, "bfloat16")] * 3, V5E)
     (s,), (b,) = sparse.calls, batched.calls
     assert b.grid == (2,) + s.grid and b.flops_count == "exact"
@@ -141,7 +142,7 @@ def test_values_a_decided_branch_or_loop_returns_decide_later_branches():
         return jax.lax.fori_loop(0, lens_ref[i] + i, lambda _, c: c + 1, 0) == 1
 
     for decide, runs in ((by_cond, 1), (by_loop, 2)):  # by_loop: steps 0 (1 + 0) and 1 (0 + 1)
-        est = cost_model.estimate(_one_block_kernel(decide), [lens, x], V5E)
+        est = price_program(_one_block_kernel(decide), [lens, x], V5E)
         assert est.status == "ok", est.error
         (call,) = est.calls
         assert call.flops_count == "exact", call.notes

@@ -69,7 +69,7 @@ def test_the_compute_floor_counts_only_work_that_certainly_runs():
     import jax
     import jax.numpy as jnp
 
-    from pallasite.runner.body_counts import certain_mxu_flops
+    from pallasite.runner.certain_work import certain_mxu_flops
 
     def f(x, y, flag):
         a = x @ y

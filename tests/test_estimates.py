@@ -26,16 +26,20 @@ from pallasite.engine.eval_tasks import EvalTask  # noqa: E402
 from pallasite.engine.tune import TuneOptions, tune  # noqa: E402
 from pallasite.engine.tune_workers import worker_estimator  # noqa: E402
 from pallasite.runner import cost_model  # noqa: E402
+from pallasite.runner.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.wire.messages import EstimateParams, TimeParams  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
-from pallasite.runner.xla_ops import count_xla_ops  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tune")
 V5E = spec_from_jax(chip_target("v5e"))
 
 
 def test_reference_ops_move_what_each_fused_op_must_move():
+    from pallasite.runner.module_read import read_module
+    from pallasite.runner.module_xla import count_module_xla
+    from pallasite.runner.program_price import export_for_chip
+
     def reference(x, w, b):  # a matmul, then bias + relu + cast fused into one output fusion
         h = jnp.dot(x, w, preferred_element_type=jnp.float32)
         return jax.nn.relu(h + b).astype(jnp.bfloat16)
@@ -43,7 +47,8 @@ def test_reference_ops_move_what_each_fused_op_must_move():
     x = jax.ShapeDtypeStruct((256, 512), jnp.bfloat16)
     w = jax.ShapeDtypeStruct((512, 1024), jnp.bfloat16)
     b = jax.ShapeDtypeStruct((1024,), jnp.float32)
-    ops = count_xla_ops(jax.make_jaxpr(reference)(x, w, b).jaxpr)
+    exported, signature, _ = export_for_chip(reference, [x, w, b], V5E)
+    ops = count_module_xla(read_module(exported, signature))
     dot = 256 * 512 * 2 + 512 * 1024 * 2 + 256 * 1024 * 4  # reads x, w; writes h (f32)
     fusion = 256 * 1024 * 4 + 1024 * 4 + 256 * 1024 * 2  # reads h, b; writes the bf16 output
     assert ops.hbm_bytes == dot + fusion
@@ -72,7 +77,7 @@ def test_a_kernels_wrapper_ops_are_counted_too():
 
     x = jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16)
     yt = jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16)
-    est = cost_model.estimate(kernel_with_transpose, [x, yt], V5E)
+    est = price_program(kernel_with_transpose, [x, yt], V5E)
     assert est.status == "ok", est.error
     assert est.xla_bytes == 2 * 1024 * 2048 * 2  # the transpose reads y and writes y.T
 
@@ -124,5 +129,5 @@ def test_eval_and_tune_give_one_file_one_estimated_speedup():
     tuned = report.current_vs_reference
     assert tuned is not None and tuned.speedup is not None
     assert evaluated.value == tuned.speedup
-    assert cand.label() == tuned.label == "estimate (pallasite roofline v4, v5e)"
+    assert cand.label() == tuned.label == "estimate (pallasite roofline v5, v5e)"
     assert report.best_vs_reference.speedup >= tuned.speedup  # the best ranks at least as well as the file's

@@ -1,12 +1,12 @@
-"""Pricing the exported program (runner/module_cost.py) against pricing the traced one
-(runner/cost_model.estimate, the oracle), and the facts the judge reads from a module
-(runner/module_facts.py).
+"""Pricing the exported program (runner/module_cost.py), the one cost model, and the facts the judge reads
+from a module (runner/module_facts.py).
 
-Every fixture is real Pallas code; each is traced and priced, and exported in the judge's format
-(runner/program_export.py: one module for the TPU and the CPU) and priced from its bytes. The two
-must give the same seconds (1%) and the same per-call counts. Where the module pricer knows more
-than the traced one (a branch or loop the Mosaic body decides), the module's figure is checked
-against a count by hand instead.
+Every fixture is real Pallas code. Each is priced the two ways a figure is made: by the ``estimate`` op's
+path (runner/program_price.py: exported for the TPU only, inside the target chip's answers) and by the
+judge's (exported in its format, runner/program_export.py: one module for the TPU and the CPU, priced from
+its bytes). The two must give the same seconds and the same per-call counts: one model, whoever asks.
+Where a count can be made by hand (a branch or loop the Mosaic body decides, a page table), the module's
+figure is checked against it (tests/test_cost_model.py holds the other hand counts).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from pallasite.analysis.types import chip_target  # noqa: E402
 from pallasite.runner import cost_model  # noqa: E402
+from pallasite.runner.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.runner.loader import user_module  # noqa: E402
 from pallasite.runner.module_cost import price_exported  # noqa: E402
@@ -49,11 +50,11 @@ def _args(made):
 
 
 def _exported(rel: str, entry: str, inputs: str = "example_inputs", chip=V5E, platforms=("tpu", "cpu")):
-    """(traced estimate, the export's bytes, the values the judge knows) of one fixture entry."""
+    """(the estimate op's figure, the judge-format export's bytes, the values the judge knows) of one entry."""
     with user_module(os.path.join(DATA, rel)) as module:
         fn = getattr(module, entry)
         args = _args(getattr(module, inputs)())
-        est = cost_model.estimate(fn, args, chip)
+        est = price_program(fn, args, chip)
         blob = export_program(fn, signature(args), chip.device_kind, platforms).serialize()
     values = [None if isinstance(a, jax.ShapeDtypeStruct) else a for a in args]
     return est, blob, values
@@ -67,7 +68,7 @@ def _block(b):
 def _agree(est, mod):
     assert est.status == "ok" and mod.status == "ok", (est.error, mod.error)
     assert mod.model == est.model == cost_model.MODEL and mod.label == est.label
-    assert mod.seconds == pytest.approx(est.seconds, rel=0.01)
+    assert mod.seconds == pytest.approx(est.seconds, rel=1e-9)
     assert len(mod.calls) == len(est.calls)
     for a, b in zip(est.calls, mod.calls):
         for name in ("kernel", "grid", "steps", "hbm_bytes", "mxu_flops", "transcendentals", "vmem_bytes",
@@ -104,7 +105,7 @@ CASES.update(SLOW_CASES)
 
 @pytest.mark.parametrize("case", [c if c not in SLOW_CASES else pytest.param(c, marks=pytest.mark.slow)
                                   for c in CASES])
-def test_the_exported_module_is_priced_like_the_traced_program(case):
+def test_the_estimate_op_and_the_judge_price_one_program_alike(case):
     rel, entry, inputs, chip = CASES[case]
     est, blob, values = _exported(rel, entry, inputs, chip)
     _agree(est, price_exported(blob, chip, values=values))
@@ -121,13 +122,12 @@ def test_megacore_splits_a_parallel_grid_on_a_two_core_chip():
 def test_causal_flash_attention_is_priced_for_the_blocks_it_computes():
     """jax's causal flash attention, 4 query x 4 KV blocks per head: the Mosaic body (its one-trip
     KV loop unrolled) decides the causal pl.when at each step, so only the 1 + 2 + 3 + 4 blocks on
-    and below the diagonal count; the traced walk counts all 16 (its scan index is unknown)."""
+    and below the diagonal count (the traced pricer counted all 16: its scan index was unknown)."""
     est, blob, _ = _exported("real/flash_attention_causal.py", "attention")
     (call,) = price_exported(blob, V5E).calls
     block_pair = 2 * (2 * 128 * 128 * 128)  # q k^T and p v
     assert call.flops_count == "exact" and call.mxu_flops == 2 * 4 * 10 * block_pair
-    assert est.calls[0].flops_count == "upper bound" and est.calls[0].mxu_flops == 2 * 4 * 16 * block_pair
-    assert call.hbm_bytes == est.calls[0].hbm_bytes and call.grid == est.calls[0].grid
+    assert est.calls[0] == call
 
 
 @pytest.mark.slow
@@ -150,18 +150,14 @@ def test_a_paged_attention_with_known_tables_is_counted_exactly():
     assert call.dma_count == "exact" and call.flops_count == "exact"
     assert call.dma_copies == 9 * 8 * 8  # blocks x kv heads x (4 K + 4 V pages)
     assert call.dma_bytes == call.dma_copies * 64 * 128 * 2
-    traced = cost_model.estimate(decode, args, V5E).calls[0]
-    assert traced.dma_count != "exact" and call.dma_bytes <= traced.dma_bytes
 
 
 def test_a_jitted_entry_costs_no_xla_ops_around_its_kernel():
     """jax's blocked matmul is a jitted function returning the pallas_call's result: the module has
-    no op but the kernel (the traced model's XLA-op count charges a copy of the output there)."""
+    no op but the kernel (the traced model's XLA-op count charged a copy of the output there)."""
     est, blob, _ = _exported("real/matmul_blocked.py", "matmul")
     mod = price_exported(blob, V5E)
-    assert mod.xla_bytes == 0 and mod.xla_flops == 0
-    assert [dataclasses.replace(c, notes=()) for c in mod.calls] == [
-        dataclasses.replace(c, notes=()) for c in est.calls]
+    assert mod.xla_bytes == est.xla_bytes == 0 and mod.xla_flops == 0
 
 
 # --------------------------------------------------------------------------- symbolic dimensions

@@ -279,7 +279,7 @@ def test_search_from_neovim_applies_the_best_node_and_names_the_report(tmp_path:
     assert search["arguments"] == [{"uri": (project / "add.py").resolve().as_uri(), "algo": "parallel",
                                     "trajectories": 1, "iterations": 1}]
     result = search["result"]
-    assert result["ok"] is True and result["best"] == "t0.1" and result["provenance"].startswith("estimate (pallasite roofline v4, v5e)")
+    assert result["ok"] is True and result["best"] == "t0.1" and result["provenance"].startswith("estimate (pallasite roofline v5, v5e)")
     # The best node was applied to the buffer (a versioned edit from the server).
     # (the node's source is the candidate after the loop's autotune phase: BLOCK_ROWS tuned for v5e)
     best = json.loads(Path(result["report"]).with_suffix(".json").read_text())["nodes"][1]
