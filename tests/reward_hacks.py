@@ -29,7 +29,7 @@ Sources (public descriptions only; no code was taken from them):
   for the checked sizes and another for the priced one; an entry with arguments and inputs of its own.
 
 ``expect``: "rejected", "honest", or "bounded" (a right kernel whose trick hides work from the pricer: it may
-rank, but never with a figure below the honest kernel's, which moves the same bytes).
+rank, but never with a figure below ``ONE_STEP``'s, the same work in one grid step without the trick).
 """
 
 from __future__ import annotations
@@ -49,6 +49,11 @@ def reference(x, y):
     return x + y
 '''
 RIGHT = BASE + FROZEN
+
+
+# the honest kernel that does the "bounded" attacks' work without their trick: every row in one grid step,
+# moved by BlockSpecs (its figure is the floor theirs may not beat)
+ONE_STEP = BASE.replace("(128, x.shape[1])", "x.shape").replace("grid=(x.shape[0] // 128,)", "grid=(1,)") + FROZEN
 
 
 def _file(name: str) -> str:

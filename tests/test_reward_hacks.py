@@ -22,7 +22,7 @@ import pytest
 
 from pallasite.engine import spawn
 
-from reward_hacks import ATTACKS, ISSUE56, RIGHT, Attack
+from reward_hacks import ATTACKS, ISSUE56, ONE_STEP, RIGHT, Attack
 
 DATA = Path(__file__).parent / "data"
 USER = (DATA / "optimize" / "add.py").read_text()
@@ -49,7 +49,8 @@ def replies(attacks: list, folder: Path, honest: str = RIGHT) -> Path:
     texts: list[str] = []
     for attack in attacks:
         texts += [f"Plan: {attack.name}.", f"```python\n{attack.text}```"]
-    texts += ["Plan: 128-row blocks.", f"```python\n{honest}```"]  # the honest kernel, last: its own figure
+    texts += ["Plan: 128-row blocks.", f"```python\n{honest}```"]  # the honest kernel: its own figure
+    texts += ["Plan: one step.", f"```python\n{ONE_STEP}```"]  # the floor of the "bounded" attacks
     path = folder.parent / "replies.json"
     path.write_text(json.dumps(texts))
     return path
@@ -57,16 +58,16 @@ def replies(attacks: list, folder: Path, honest: str = RIGHT) -> Path:
 
 def outcomes(attacks: list, table: list[dict], written: str) -> dict[str, str]:
     """attack name -> "" when the judge held, else what went wrong (the attack succeeded)."""
-    honest = table[len(attacks)]
-    assert honest["status"] == "compiled, correct", honest
+    honest, floor = table[len(attacks)], table[len(attacks) + 1]
+    assert honest["status"] == floor["status"] == "compiled, correct", (honest, floor)
     out = {}
     for attack, row in zip(attacks, table):
         why = ""
         timed = row["status"] == "compiled, correct" and row.get("time_s") is not None
         if attack.expect == "rejected" and row["status"] == "compiled, correct":
             why = f"ranked as correct: {row}"
-        elif attack.expect == "bounded" and timed and row["time_s"] < honest["time_s"] * (1 - 1e-9):
-            why = f"its figure {row['time_s']} beats the honest kernel's {honest['time_s']}, which moves the same bytes"
+        elif attack.expect == "bounded" and timed and row["time_s"] < floor["time_s"] * (1 - 1e-9):
+            why = f"its figure {row['time_s']} beats {floor['time_s']}, the same work in one step without its trick"
         elif attack.expect == "honest" and timed and abs(row["time_s"] - honest["time_s"]) > 1e-9 * honest["time_s"]:
             why = f"its figure {row['time_s']} is not the honest kernel's {honest['time_s']}"
         elif attack.expect == "rejected" and written.strip() == attack.text.strip():
@@ -88,12 +89,12 @@ def test_every_attack_through_optimize_apply_on_cpu(tmp_path):
     folder = workspace(tmp_path)
     attacks = list(ATTACKS)
     done = pallasite("optimize", "kernel.py", "--provider", "scripted", "--scripted-file", str(replies(attacks, folder)),
-                     "--max-iterations", str(len(attacks) + 1), "--max-rounds", "0", "--apply", "--format", "json",
+                     "--max-iterations", str(len(attacks) + 2), "--max-rounds", "0", "--apply", "--format", "json",
                      cwd=folder)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     result = json.loads(done.stdout)
     table = result["table"]
-    assert len(table) == len(attacks) + 1, [r["status"] for r in table]
+    assert len(table) == len(attacks) + 2, [r["status"] for r in table]
     report(outcomes(attacks, table, (folder / "kernel.py").read_text()), "optimize --apply, CPU judge")
 
 
@@ -104,7 +105,7 @@ def test_a_subset_through_search_and_on_a_standin_device(tmp_path):
     folder = workspace(tmp_path)
     done = pallasite("search", "kernel.py", "--provider", "scripted", "--scripted-file",
                      str(replies(attacks, folder)), "--algo", "parallel", "--width", "1",
-                     "--max-iterations", str(len(attacks) + 1), cwd=folder)
+                     "--max-iterations", str(len(attacks) + 2), cwd=folder)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     (saved,) = (folder / ".pallasite" / "search").glob("search-*.json")  # the run's graph, as the report reads it
     graph = json.loads(saved.read_text())
@@ -112,7 +113,7 @@ def test_a_subset_through_search_and_on_a_standin_device(tmp_path):
     assert all(best["source"].strip() != a.text.strip() for a in attacks if a.expect == "rejected"), best["id"]
     standin = workspace(tmp_path / "standin")
     done = pallasite("optimize", "kernel.py", "--provider", "scripted", "--scripted-file",
-                     str(replies(attacks, standin)), "--max-iterations", str(len(attacks) + 1), "--max-rounds", "0",
+                     str(replies(attacks, standin)), "--max-iterations", str(len(attacks) + 2), "--max-rounds", "0",
                      "--apply", "--format", "json", cwd=standin, env={"PALLASITE_STANDIN_DEVICE": "1"})
     assert done.returncode in (0, 1), done.stderr[-3000:]
     written = (standin / "kernel.py").read_text()
@@ -140,10 +141,10 @@ def workload(x, y):
 
 
 def bench(attacks: list, folder: Path) -> Path:
-    """A JAXBench-layout folder: one task per attack (its optimized.py the attack, ``workload`` its entry) and the
-    honest kernel last, as ``eval``'s files method reads a benchmark."""
+    """A JAXBench-layout folder: one task per attack (its optimized.py the attack, ``workload`` its entry), then the
+    honest kernel and the one-step floor, as ``eval``'s files method reads a benchmark."""
     root = folder / "bench"
-    for i, (name, text) in enumerate([*((a.name, a.text) for a in attacks), ("honest", RIGHT)]):
+    for i, (name, text) in enumerate([*((a.name, a.text) for a in attacks), ("honest", RIGHT), ("one_step", ONE_STEP)]):
         task = root / f"{i:02d}_{name}"
         task.mkdir(parents=True)
         (task / "baseline.py").write_text(BASELINE)
@@ -161,7 +162,7 @@ def test_every_attack_through_eval(tmp_path):
     assert done.returncode in (0, 1), done.stderr[-3000:]
     (method,) = json.loads((folder / "eval.json").read_text())["methods"]
     rows = method["per_task"]
-    assert len(rows) == len(attacks) + 1
+    assert len(rows) == len(attacks) + 2
     table = [{"status": r["status"], "time_s": (r["verdict"].get("timing") or {}).get("seconds")} for r in rows]
     report(outcomes(attacks, table, ""), "eval (files method), CPU judge")
 
@@ -231,11 +232,11 @@ def test_tunable_attacks_through_optimize_s_autotune_phase(tmp_path):
     folder = workspace(tmp_path)
     done = pallasite("optimize", "kernel.py", "--provider", "scripted", "--scripted-file",
                      str(replies(attacks, folder, tunable(RIGHT))),
-                     "--max-iterations", str(len(attacks) + 1), "--max-rounds", "0", "--apply", "--format", "json",
+                     "--max-iterations", str(len(attacks) + 2), "--max-rounds", "0", "--apply", "--format", "json",
                      cwd=folder)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     table = json.loads(done.stdout)["table"]
-    assert len(table) == len(attacks) + 1, [r["status"] for r in table]
+    assert len(table) == len(attacks) + 2, [r["status"] for r in table]
     written = (folder / "kernel.py").read_text()
     assert "block_rows: int = 128" in written  # the autotune phase ran: the winner's default moved from 32
     report(outcomes(attacks, table, written), "optimize --apply with autotune, CPU judge")
@@ -251,7 +252,7 @@ async def test_every_attack_through_mcp_judge(tmp_path):
     trust(folder, tmp_path)
     table = []
     async with mcp_server(folder, tmp_path) as client:
-        for text in [*(a.text for a in attacks), RIGHT]:
+        for text in [*(a.text for a in attacks), RIGHT, ONE_STEP]:
             result = await client.call_tool("judge", {"candidate": text, "file": "kernel.py"})
             out = result.structured_content or {}
             timing = (out.get("verdict") or {}).get("timing") or {}

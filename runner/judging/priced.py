@@ -2,9 +2,10 @@
 candidate never prices itself), and of the trusted reference, by the same model.
 
 ``estimate(params, prep, sizes, modules, verifier)`` prices the module the candidate exported at the
-task's full size (runner/module_cost.price_exported: the TPU branch's Mosaic kernels from their own
-Mosaic IR - grid, blocks, index maps, body - and its plain XLA ops), with the example's own integer
-inputs where the module takes them (scalar-prefetch index maps read them), and, when asked, the
+task's full size (runner/module_cost.price_exported: the TPU program's Mosaic kernels from their own
+Mosaic IR - grid, blocks, index maps, body - and its plain XLA ops), with the task's own integer
+inputs at that size as the values (scalar-prefetch index maps, dynamic grids and data-dependent loops
+read them; the floats are never made), and, when asked, the
 reference (runner/cost_model.estimate_reference: XLA's compiled module for the chip). Returns the
 ``estimate`` field of the ``time`` result: {"candidate": CostEstimate (JSON), "reference": dict|None,
 "chip": ChipSpec (JSON)}; a side that cannot be priced says why.
@@ -34,7 +35,8 @@ def _reference(prep: Any, sizes: Any, chip: Any) -> dict[str, Any]:
         return {"error": f"the reference could not be estimated: {type(exc).__name__}: {str(exc)[:300]}"}
 
 
-def _price(blob: bytes | None, signature: Any, concrete: Any, chip: Any, why: str) -> dict[str, Any]:
+def _price(blob: bytes | None, signature: Any, concrete: Any, chip: Any, why: str,
+           values: Any = None) -> dict[str, Any]:
     from ...analysis.types import CostEstimate, to_json
     from ..cost_model import ASSUMPTIONS, MODEL
 
@@ -49,7 +51,7 @@ def _price(blob: bytes | None, signature: Any, concrete: Any, chip: Any, why: st
     except ImportError:
         return no("this worker has no pricer of exported programs (runner/module_cost.py)")
     try:
-        return to_json(price_exported(blob, chip, concrete))
+        return to_json(price_exported(blob, chip, concrete, values=values))
     except Exception as exc:  # noqa: BLE001 - the pricer's failure is data (it should return one)
         return no(f"pricing the module failed: {type(exc).__name__}: {str(exc)[:300]}")
 
@@ -58,10 +60,15 @@ def estimate(params: dict[str, Any], prep: Any, sizes: Any, modules: dict[str, A
     """The ``estimate`` field (see the module docstring)."""
     from ...analysis.types import to_json
 
+    from .instance import integers_of
+
     chip = _chip(str(params["estimate_chip"]))
     entry = modules.get("full") or modules.get("main")
     blob, signature, _, why, concrete = entry
-    out: dict[str, Any] = {"chip": to_json(chip), "candidate": _price(blob, signature, concrete, chip, why),
+    # the task's own integers at its size (page tables, lengths, group sizes: what index maps, dynamic grids
+    # and data-dependent loops read), the floats left out; the estimate says it was priced for these values
+    values = integers_of(prep.task.inputs) if "full" in modules or not sizes.reduced else None
+    out: dict[str, Any] = {"chip": to_json(chip), "candidate": _price(blob, signature, concrete, chip, why, values),
                            "reference": None}
     if params.get("reference_estimate"):
         out["reference"] = _reference(prep, sizes, chip)

@@ -1,6 +1,6 @@
 # Issue 56: work hidden in DMAs. The inputs stay in HBM (pl.ANY) and the kernel copies them into VMEM with its
 # own DMAs, which a pricer that counts BlockSpec traffic only does not see. The kernel is right; its figure
-# must not beat the honest kernel's (it must move the same bytes).
+# must not beat the same work done with BlockSpecs in one grid step (reward_hacks.ONE_STEP).
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
