@@ -82,7 +82,7 @@ def _compile(backend_config: str, kernel_name: str) -> Program:
     try:
         k = decode_kernel(backend_config, kernel_name, locations=True)
     except KernelError as exc:
-        return Program(None, None, None, [], [], Unsupported("tpu_custom_call", f"kernel {kernel_name}", str(exc)))
+        return Program(None, None, None, [], [], Unsupported("tpu_custom_call", f"kernel '{kernel_name}'", str(exc)))
     try:
         _check_kernel(k)
         c = Compiler(k.tree, k.name, OP_TABLE)
@@ -100,10 +100,10 @@ def _compile(backend_config: str, kernel_name: str) -> Program:
 def _check_kernel(k: Kernel) -> None:
     core = str(k.body.attrs.get("tpu.core_type", ""))
     if core and "<tc>" not in core:
-        raise Unsupported(f"a SparseCore kernel ({core})", f"kernel {k.name}")
+        raise Unsupported(f"a SparseCore kernel ({core})", f"kernel '{k.name}'")
     for s in k.semantics:
         if s not in ("parallel", "arbitrary"):
-            raise Unsupported(f"dimension semantics {s} (a split across cores)", f"kernel {k.name}")
+            raise Unsupported(f"dimension semantics {s} (a split across cores)", f"kernel '{k.name}'")
 
 
 def run_call(backend_config: str, kernel_name: str, operands: list[np.ndarray],
@@ -133,7 +133,7 @@ class _Pipe:
         if int(np.prod(kernel_shape)) != self.block.size:
             raise KernelFault(f"{label}: the kernel's ref of shape {kernel_shape} does not hold its window "
                               f"{tuple(window.bounds)}")
-        self.ref = Ref(self.block.reshape(kernel_shape), Buffer(self.block, f"the VMEM block of {label}", "vmem"))
+        self.ref = Ref(self.block.reshape(kernel_shape), Buffer(self.block, f"the VMEM block of {label}", "vmem", output))
         self.current: tuple[int, ...] | None = None
         self.fill = fill_value(dtype)
 
@@ -196,7 +196,8 @@ class _Run:
         pipes, refs = self._operands(inputs, outputs)
         scratch = [self._scratch(t, i) for i, t in enumerate(k.scratch_types())]
         env = list(self.prog.template)
-        windowed = [(p, self.prog.maps[i]) for i, p in enumerate(pipes) if p is not None]
+        maps = self.prog.maps
+        windowed = [(p, maps[i] if i < len(maps) else None) for i, p in enumerate(pipes) if p is not None]
         for step, point in enumerate(itertools.product(*[range(g) for g in grid])):
             ids = [np.int32(i) for i in point]
             for pipe, plan in windowed:
@@ -212,7 +213,7 @@ class _Run:
         dynamic = iter(self.operands[:self.k.n_dynamic])
         grid = tuple(int(np.asarray(next(dynamic)).reshape(-1)[0]) if g == DYNAMIC else int(g) for g in self.k.grid)
         if any(g < 0 for g in grid):
-            raise KernelFault(f"kernel {self.k.name} has a grid of {grid}")
+            raise KernelFault(f"kernel '{self.k.name}' has a grid of {grid}")
         return grid
 
     def _smem(self, value: np.ndarray, i: int) -> Ref:
@@ -224,9 +225,9 @@ class _Run:
         types = self.k.operand_types()
         n_in = len(self.operands) - lead
         if len(types) != n_in + len(self.results):
-            raise KernelFault(f"kernel {self.k.name} takes {len(types)} operands; the call passes {n_in} inputs "
+            raise KernelFault(f"kernel '{self.k.name}' takes {len(types)} operands; the call passes {n_in} inputs "
                               f"and {len(self.results)} outputs")
-        inputs = [Buffer(_as_dtype(self.operands[lead + i], dtype_of(types[i])), f"input {i} (HBM)", "hbm")
+        inputs = [Buffer(_as_dtype(self.operands[lead + i], dtype_of(types[i])), f"input {i} (HBM)", "hbm", True)
                   for i in range(n_in)]
         outputs = []
         for j, (shape, _) in enumerate(self.results):
@@ -236,9 +237,9 @@ class _Run:
                 outputs.append(inputs[source - lead])  # one HBM buffer: the input is the output
             elif source is not None:
                 outputs.append(Buffer(_as_dtype(self.operands[source], dtype).reshape(shape), f"output {j} (HBM)",
-                                      "hbm"))
+                                      "hbm", True))
             else:
-                outputs.append(Buffer(garbage(tuple(shape), dtype), f"output {j} (HBM)", "hbm"))
+                outputs.append(Buffer(garbage(tuple(shape), dtype), f"output {j} (HBM)", "hbm", True))
         return inputs, outputs
 
     def _operands(self, inputs: list[Buffer], outputs: list[Buffer]) -> tuple[list[_Pipe | None], list[Ref]]:
@@ -267,9 +268,9 @@ class _Run:
             return Ref(data, Buffer(data, f"semaphore scratch {i}", "semaphore_mem"))
         dtype = dtype_of(t)
         if dtype is None:
-            raise Unsupported(f"a scratch operand of type {t.text}", f"kernel {self.k.name}")
+            raise Unsupported(f"a scratch operand of type {t.text}", f"kernel '{self.k.name}'")
         if int(np.prod(shape)) * dtype.itemsize > LIMITS.max_alloc_bytes:
-            raise KernelFault(f"kernel {self.k.name}: scratch operand {i} ({t.text}) is larger than any TPU's VMEM")
+            raise KernelFault(f"kernel '{self.k.name}': scratch operand {i} ({t.text}) is larger than any TPU's VMEM")
         data = garbage(shape, dtype)
         return Ref(data, Buffer(data, f"scratch operand {i} ({t.space.upper()})", t.space))
 
