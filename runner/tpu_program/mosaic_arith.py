@@ -20,7 +20,7 @@ import numpy as np
 
 from ..mlir_tree import Op, int_attr
 from .mosaic_plan import Compiler, Step
-from .mosaic_values import BOOL, dtype_of, is_float, narrow_float, unsigned, widen
+from .mosaic_values import BOOL, dtype_of, narrow_float, unsigned, widen
 
 Fn = Callable[..., Any]
 
@@ -291,9 +291,8 @@ def _fptoi(signed: bool) -> Callable[[Op, Compiler], Step]:
 
 
 def _float_cast(op: Op, c: Compiler) -> Step:
+    """extf / truncf: through float32 (exact for the narrow side), rounded to nearest even."""
     dtype = _result_dtype(op, c)
-    if dtype.itemsize >= 4 and not narrow_float(dtype):
-        return _step(lambda x: widen(x).astype(dtype), op)
     return _step(lambda x: widen(x).astype(dtype), op)
 
 
@@ -358,7 +357,7 @@ def _leading_zeros(dtype: np.dtype) -> Fn:
 
 
 def _reciprocal(x: Any) -> Any:
-    return np.float32(1.0) / x if np.asarray(x).dtype == np.float32 else 1.0 / x
+    return np.reciprocal(x)
 
 
 def _fma(a: Any, b: Any, c: Any) -> Any:
@@ -418,6 +417,3 @@ HANDLERS.update({
     "math.isfinite": _float_predicate(np.isfinite), "tpu.weird": _float_predicate(lambda x: ~np.isfinite(x)),
 })
 
-
-def is_float_type(dtype: np.dtype) -> bool:
-    return is_float(dtype)

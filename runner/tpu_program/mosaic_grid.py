@@ -123,11 +123,10 @@ def run_call(backend_config: str, kernel_name: str, operands: list[np.ndarray],
 class _Pipe:
     """One pipelined operand: its HBM buffer, its VMEM block, the block it holds now."""
 
-    __slots__ = ("hbm", "block", "ref", "window", "plan", "output", "current", "label", "fill")
+    __slots__ = ("hbm", "block", "ref", "window", "output", "current", "label", "fill")
 
-    def __init__(self, hbm: Buffer, window: Window, plan: BlockPlan | None, kernel_shape: tuple[int, ...],
-                 output: bool, label: str) -> None:
-        self.hbm, self.window, self.plan, self.output, self.label = hbm, window, plan, output, label
+    def __init__(self, hbm: Buffer, window: Window, kernel_shape: tuple[int, ...], output: bool, label: str) -> None:
+        self.hbm, self.window, self.output, self.label = hbm, window, output, label
         dtype = hbm.data.dtype
         self.block = garbage(tuple(window.bounds), dtype)
         if int(np.prod(kernel_shape)) != self.block.size:
@@ -161,6 +160,7 @@ class _Pipe:
         """Before a grid step: the block for ``index`` in place (written back / fetched as it changes)."""
         if index == self.current:
             return
+        self._settled(step)
         starts = self.starts(index)
         outer, inner = self.boxes(starts, step)
         if self.output:
@@ -172,10 +172,18 @@ class _Pipe:
             self.block[inner] = self.hbm.data[outer]
         self.current = index
 
+    def _settled(self, step: Any) -> None:
+        """A KernelFault if a DMA the kernel started into or out of this block is still in flight while the
+        pipeline moves the block (what the block then holds, or what the DMA copies, is not defined)."""
+        if self.ref.buf.inflight:
+            raise KernelFault(f"a DMA into or out of the VMEM block of {self.label} is still in flight when the "
+                              f"pipeline moves that block (at grid step {step}): wait for it in the step that started it")
+
     def flush(self) -> None:
         """Write the output block back to HBM (its part inside the array)."""
         if self.current is None or not self.output:
             return
+        self._settled("end")
         outer, inner = self.boxes(self.starts(self.current), "end")
         self.hbm.data[outer] = self.block[inner]
 
@@ -256,7 +264,7 @@ class _Run:
                 pipes.append(None)
                 refs.append(Ref(buf.data.reshape(tuple(int(d or 0) for d in t.shape)), buf))
                 continue
-            pipe = _Pipe(buf, window, None, tuple(int(d or 0) for d in t.shape), output, label)
+            pipe = _Pipe(buf, window, tuple(int(d or 0) for d in t.shape), output, label)
             pipes.append(pipe)
             refs.append(pipe.ref)
         return pipes, refs

@@ -131,3 +131,32 @@ CASES = {
     "iota, roll, gather, strided load": ("lanes", "lane_inputs", lanes_reference_numpy),
     "matmuls": ("matmuls", "matmul_inputs", matmuls_reference),
 }
+
+
+def _more_body(x, n):
+    b = x > 0
+    return (jnp.sign(x), jnp.isfinite(x / (n.astype(jnp.float32) - 3)).astype(jnp.int32),
+            jnp.argmax(x, axis=1, keepdims=True).astype(jnp.int32) + jnp.zeros((8, 128), jnp.int32),
+            lax.clz(n) + lax.population_count(n), jnp.logical_xor(b, n > 5).astype(jnp.int32) + (~b).astype(jnp.int32),
+            x ** 3 + jnp.square(x), lax.rem(x * 7, 2.5), jnp.all(b, axis=1, keepdims=True).astype(jnp.int32)
+            + jnp.any(b, axis=1, keepdims=True).astype(jnp.int32) + jnp.zeros((8, 128), jnp.int32),
+            lax.erf_inv(jnp.tanh(x) * 0.9), jnp.argmin(x, axis=0, keepdims=True).astype(jnp.int32)
+            + jnp.zeros((8, 128), jnp.int32))
+
+
+def more_ops(x, n):
+    def kernel(x_ref, n_ref, *o_refs):
+        for o, v in zip(o_refs, _more_body(x_ref[...], n_ref[...])):
+            o[...] = v
+
+    dtypes = (jnp.float32, jnp.int32, jnp.int32, jnp.int32, jnp.int32, jnp.float32, jnp.float32, jnp.int32,
+              jnp.float32, jnp.int32)
+    return _call(kernel, [jax.ShapeDtypeStruct((8, 128), d) for d in dtypes], x, n)
+
+
+def more_inputs():
+    return _f32((8, 128), 21), np.random.default_rng(22).integers(-50, 50, (8, 128)).astype(np.int32)
+
+
+CASES["sign, isfinite, argmax, clz, logic, powers, erf_inv"] = ("more_ops", "more_inputs",
+                                                               lambda x, n: _more_body(x, n))
