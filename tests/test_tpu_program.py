@@ -122,6 +122,11 @@ def test_an_endless_loop_stops_at_the_step_budget(monkeypatch):
         run_case("bad", "bad: endless while")
 
 
+def test_a_scratch_larger_than_any_vmem_is_refused_before_it_is_allocated():
+    with pytest.raises(KernelFault, match=r"scratch operand 0 \(memref<32768x32768xf32.*larger than any TPU's VMEM"):
+        run_case("bad", "bad: huge scratch")
+
+
 def test_an_output_block_never_written_stays_nan():
     (out,), _, (x,) = run_case("bad", "bad: unwritten output")
     np.testing.assert_array_equal(out[:8], x[:8])

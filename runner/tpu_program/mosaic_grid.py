@@ -27,6 +27,7 @@ order on the one core. Integer outputs come back in the requested dtype (same bi
 from __future__ import annotations
 
 import itertools
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +129,8 @@ class _Pipe:
     def __init__(self, hbm: Buffer, window: Window, kernel_shape: tuple[int, ...], output: bool, label: str) -> None:
         self.hbm, self.window, self.output, self.label = hbm, window, output, label
         dtype = hbm.data.dtype
+        if math.prod(window.bounds) * dtype.itemsize > LIMITS.max_alloc_bytes:
+            raise KernelFault(f"{label}: a block of {tuple(window.bounds)} {dtype} is larger than any TPU's VMEM")
         self.block = garbage(tuple(window.bounds), dtype)
         if int(np.prod(kernel_shape)) != self.block.size:
             raise KernelFault(f"{label}: the kernel's ref of shape {kernel_shape} does not hold its window "

@@ -121,10 +121,20 @@ def compile_block(block: Block, c: Compiler) -> BlockPlan:
         build = c.handlers.get(op.name)
         if build is None:
             raise unsupported(op, c.kernel)
+        _bounded(op, c)
         step = build(op, c)
         if step is not None:
             steps.append(step)
     return BlockPlan(block.args, steps, yields, max(1, len(block.ops)))
+
+
+def _bounded(op: Op, c: Compiler) -> None:
+    """A KernelFault for an op whose vector result is larger than any TPU's VMEM could hold (its numpy
+    value would be too: the judge's memory is bounded before anything runs)."""
+    for r in op.results:
+        t = c.type(r)
+        if t.kind == "vector" and t.nbytes > LIMITS.max_alloc_bytes:
+            raise c.fault(op, f"a vector of {t.nbytes:,} bytes ({t.text}), larger than any TPU's VMEM")
 
 
 def _preset(op: Op, c: Compiler) -> None:

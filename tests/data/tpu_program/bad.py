@@ -136,6 +136,14 @@ def hardware_prng(x):
     return pl.pallas_call(kernel, out_shape=OUT)(x)
 
 
+def huge_scratch(x):
+    def kernel(x_ref, o_ref, big_ref):  # BUG: a 4 GiB VMEM scratch (no TPU has it; the judge must not allocate it)
+        big_ref[0:8, 0:128] = x_ref[0:8]
+        o_ref[...] = big_ref[0:8, 0:128]
+
+    return pl.pallas_call(kernel, out_shape=OUT, scratch_shapes=[pltpu.VMEM((32768, 32768), jnp.float32)])(x)
+
+
 CASES = {
     "bad: read before wait": ("read_before_wait", "_inputs", None),
     "bad: wrong semaphore": ("wrong_semaphore", "_inputs", None),
@@ -148,4 +156,5 @@ CASES = {
     "bad: DMA never waited": ("never_waited", "_inputs", None),
     "bad: semaphore hang": ("semaphore_hang", "_inputs", None),
     "bad: hardware PRNG": ("hardware_prng", "_inputs", None),
+    "bad: huge scratch": ("huge_scratch", "_inputs", None),
 }
