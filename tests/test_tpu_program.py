@@ -127,6 +127,67 @@ def test_a_scratch_larger_than_any_vmem_is_refused_before_it_is_allocated():
         run_case("bad", "bad: huge scratch")
 
 
+def test_a_split_across_cores_is_unsupported_naming_it():
+    with pytest.raises(Unsupported, match="dimension semantics core_parallel"):
+        run_case("bad", "bad: core_parallel")
+
+
+# Mosaic written by hand (serialized as jax serializes it), for what jax's lowering does not emit on this chip
+SIMPLE = """module attributes {stable_mosaic.version = 11 : i64} {
+  func.func @k(%arg0: memref<8x128xi32, #tpu.memory_space<vmem>>, %arg1: memref<8x128xi32, #tpu.memory_space<vmem>>)
+      attributes {dimension_semantics = [], scalar_prefetch = 0 : i64, scratch_operands = 0 : i64,
+                  tpu.core_type = #tpu.core_type<CORE>} {
+    %c0 = arith.constant 0 : index
+    %0 = vector.load %arg0[%c0, %c0] : memref<8x128xi32, #tpu.memory_space<vmem>>, vector<8x128xi32>
+    %1 = func.call @twice(%0) : (vector<8x128xi32>) -> vector<8x128xi32>
+    tpu.vector_store %arg1[%c0, %c0], %1 {strides = array<i32>} : memref<8x128xi32, #tpu.memory_space<vmem>>, vector<8x128xi32>,
+    return
+  }
+  func.func @twice(%x: vector<8x128xi32>) -> vector<8x128xi32> {
+    %z = arith.constant dense<0> : vector<8x128xi32>
+    %s = arith.constant dense<40> : vector<8x128xi32>
+    %q = arith.divsi %x, %z : vector<8x128xi32>
+    %r = arith.remsi %x, %z : vector<8x128xi32>
+    %h = arith.shrsi %x, %s : vector<8x128xi32>
+    %a = arith.addi %q, %r : vector<8x128xi32>
+    %b = arith.addi %a, %h : vector<8x128xi32>
+    return %b : vector<8x128xi32>
+  }
+}"""
+
+
+def _config_of(text: str) -> str:
+    """A tpu_custom_call backend config holding ``text`` serialized as jax's lowering serializes it."""
+    import base64
+    import io
+    import json
+
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.passmanager import PassManager
+
+    from pallasite.runner import mosaic_ir
+
+    with mosaic_ir.mosaic_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        PassManager.parse("builtin.module(mosaic-serde{serialize=true})").run(module.operation)
+        out = io.BytesIO()
+        module.operation.write_bytecode(out)
+    return json.dumps({"custom_call_config": {"body": base64.b64encode(out.getvalue()).decode()}})
+
+
+def test_a_called_function_with_xla_division_and_shift_rules():
+    x = np.arange(-512, 512, dtype=np.int32).reshape(8, 128)
+    (out,) = run_call(_config_of(SIMPLE.replace("CORE", "tc")), "k", [x], [((8, 128), np.dtype(np.int32))], {})
+    # x / 0 = -1 and x % 0 = x (XLA's definitions), x >> 40 = the sign (an arithmetic shift past the width)
+    np.testing.assert_array_equal(out, -1 + x + np.where(x < 0, -1, 0))
+
+
+def test_a_sparsecore_kernel_is_unsupported_naming_it():
+    with pytest.raises(Unsupported, match="a SparseCore kernel"):
+        run_call(_config_of(SIMPLE.replace("CORE", "sc_vector_subcore")), "k", [np.zeros((8, 128), np.int32)],
+                 [((8, 128), np.dtype(np.int32))], {})
+
+
 def test_an_output_block_never_written_stays_nan():
     (out,), _, (x,) = run_case("bad", "bad: unwritten output")
     np.testing.assert_array_equal(out[:8], x[:8])

@@ -144,6 +144,16 @@ def huge_scratch(x):
     return pl.pallas_call(kernel, out_shape=OUT, scratch_shapes=[pltpu.VMEM((32768, 32768), jnp.float32)])(x)
 
 
+def core_parallel(x):
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    return pl.pallas_call(kernel, grid=(2,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                          out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                          out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32),
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=(pltpu.CORE_PARALLEL,)))(x)
+
+
 CASES = {
     "bad: read before wait": ("read_before_wait", "_inputs", None),
     "bad: wrong semaphore": ("wrong_semaphore", "_inputs", None),
@@ -157,4 +167,5 @@ CASES = {
     "bad: semaphore hang": ("semaphore_hang", "_inputs", None),
     "bad: hardware PRNG": ("hardware_prng", "_inputs", None),
     "bad: huge scratch": ("huge_scratch", "_inputs", None),
+    "bad: core_parallel": ("core_parallel", "_inputs", None),
 }
