@@ -188,6 +188,25 @@ def test_a_sparsecore_kernel_is_unsupported_naming_it():
                  [((8, 128), np.dtype(np.int32))], {})
 
 
+def test_the_seam_raises_only_its_two_kinds(monkeypatch):
+    """An error inside the interpreter (here a numpy ValueError from a handler) is Unsupported, never a
+    crash of the judge nor a pass; the wrong number of operands is a KernelFault that says so."""
+    from pallasite.runner.tpu_program import mosaic_vector
+
+    module = MODULES["vector_ops"]
+    args = list(module.shape_inputs())
+    (spec,) = harness.exported_calls(module.shapes, args)
+    with pytest.raises(KernelFault, match="takes 7 operands; the call passes 1 inputs and 5 outputs"):
+        run_call(spec.config, spec.name, args[:1], spec.results, spec.aliases)
+
+    def broken(x, axis):
+        raise ValueError("all the input array dimensions except for the concatenation axis must match")
+
+    monkeypatch.setattr(mosaic_vector.np, "concatenate", broken)
+    with pytest.raises(Unsupported, match="ValueError: all the input array dimensions"):
+        run_call(spec.config, spec.name, args, spec.results, spec.aliases)
+
+
 def test_an_output_block_never_written_stays_nan():
     (out,), _, (x,) = run_case("bad", "bad: unwritten output")
     np.testing.assert_array_equal(out[:8], x[:8])

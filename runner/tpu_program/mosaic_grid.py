@@ -92,6 +92,8 @@ def _compile(backend_config: str, kernel_name: str) -> Program:
                 for w in (k.windows or ())]
     except (Unsupported, KernelFault) as exc:
         return Program(k, None, None, [], [], exc)
+    except Exception as exc:  # noqa: BLE001 - an op the table has, in a form it cannot read: not verified
+        return Program(k, None, None, [], [], _internal(exc, k.name))
     template: list[Any] = [None] * (max(k.tree.types, default=-1) + 1)
     for value, const in c.presets.items():
         template[value] = const
@@ -114,8 +116,20 @@ def run_call(backend_config: str, kernel_name: str, operands: list[np.ndarray],
     first, then scalar prefetch, then the pallas_call's inputs), results' shapes/dtypes, aliases
     {output index: operand index} (input_output_aliases / output_operand_aliases). Returns the outputs."""
     prog = program(backend_config, kernel_name)
-    with np.errstate(all="ignore"):
-        return _Run(prog, operands, results, aliases).run()
+    try:
+        with np.errstate(all="ignore"):
+            return _Run(prog, operands, results, aliases).run()
+    except (Unsupported, KernelFault):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the seam raises its two kinds only: never a pass
+        raise _internal(exc, prog.kernel.name) from exc
+
+
+def _internal(exc: BaseException, kernel: str) -> Unsupported:
+    """An error inside the interpreter itself (a form of an op it did not expect, memory): the program is
+    not verified, and the message says what failed."""
+    return Unsupported("an op in a form the interpreter cannot run", f"kernel '{kernel}'",
+                       f"{type(exc).__name__}: {str(exc)[:300]}")
 
 
 # --------------------------------------------------------------------------- one run

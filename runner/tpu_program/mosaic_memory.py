@@ -7,12 +7,14 @@ width-changing ``memref_bitcast`` is a ``PackedRef``: rows of the second-minor d
 words (first row in the low bits), read and written through its narrow source.
 
 Every access is bounds-checked (a slice, load or store past a ref's edge is a KernelFault at the op:
-VMEM has no bounds checks and a DMA past HBM faults). DMAs are modelled as strictly asynchronous:
+VMEM has no bounds checks and a DMA past HBM faults); an access's index is planned at compile time
+(``index_plan``: the ref's shape is its type's, constant starts checked once). DMAs are modelled as strictly asynchronous:
 ``tpu.enqueue_dma`` snapshots the source and the target is written only by the ``tpu.wait_dma2``
 that consumes its semaphore (FIFO per semaphore, counted in bytes); reading or writing a DMA's
 target, or writing its source, while it is in flight is a KernelFault, as is a wait no DMA in flight
-can satisfy (the TPU would hang), a DMA left unwaited at the kernel's end, and a remote DMA's device
-or core id (Unsupported: one chip is interpreted). Regular semaphores count; a ``tpu.sem_wait`` for
+can satisfy (the TPU would hang) and a DMA into memory the caller sees (an operand in HBM, an output's
+block) left unwaited at the kernel's end (one into scratch lands unseen); a remote DMA's device or
+core id is Unsupported (one chip is interpreted). Regular semaphores count; a ``tpu.sem_wait`` for
 more than was signalled is a hang, a KernelFault (one core runs: nothing else would signal it).
 """
 
