@@ -220,6 +220,9 @@ class _Run:
         inputs, outputs = self._hbm(lead)
         pipes, refs = self._operands(inputs, outputs)
         scratch = [self._scratch(t, i) for i, t in enumerate(k.scratch_types())]
+        if len(grid) + len(prefetch) + len(refs) + len(scratch) != len(self.prog.body.args):
+            raise KernelFault(f"kernel '{k.name}' takes {len(self.prog.body.args)} arguments; its grid, scalar "
+                              f"prefetch, operands and scratch make {len(grid) + len(prefetch) + len(refs) + len(scratch)}")
         env = list(self.prog.template)
         maps = self.prog.maps
         windowed = [(p, maps[i] if i < len(maps) else None) for i, p in enumerate(pipes) if p is not None]
