@@ -135,7 +135,7 @@ def own_fixtures() -> list[tuple[str, str, str | None, str | None]]:
         spec = importlib.util.spec_from_file_location(f"tpu_program_{name[:-3]}", os.path.join(folder, name))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        for case, (entry, inputs) in getattr(module, "CASES", {}).items():
+        for case, (entry, inputs, _) in getattr(module, "CASES", {}).items():
             if not case.startswith("bad"):
                 out.append((f"tpu_program {case}", os.path.join(folder, name), entry, inputs))
     return out

@@ -2,7 +2,7 @@
 
 ``check(fn, args)`` runs a Pallas program two ways and compares each kernel's outputs:
 
-- **jax's reference**: ``fn`` run eagerly (``jax.disable_jit``) with every ``pallas_call`` bound in
+- **jax's reference**: ``fn`` traced to a jaxpr and run op by op, every ``pallas_call`` bound in
   jax's TPU interpret mode (``pltpu.InterpretParams()``: DMAs executed at their wait, memory as jax
   simulates it); each call's operands and outputs are recorded as they pass. Where that mode fails
   on a kernel (it cannot read a reshaped ref: ragged paged attention) or disagrees (it runs the
@@ -26,8 +26,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+# OPENBLAS_NUM_THREADS=1: numpy's BLAS threads on a busy 2-core machine made a (8, 128) x (128, 2048)
+# product 50x slower (30 ms against 0.6 ms); one thread is steady (set before numpy loads)
 for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1",
-                      "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}.items():
+                      "ALLOW_MULTIPLE_LIBTPU_LOAD": "1", "OPENBLAS_NUM_THREADS": "1"}.items():
     os.environ.setdefault(_name, _value)
 
 import numpy as np  # noqa: E402
@@ -88,34 +90,89 @@ def exported_calls(fn: Callable[..., Any], args: list[Any], chip: str = "TPU v6 
     return out
 
 
-def recorded_calls(fn: Callable[..., Any], args: list[Any], hlo: bool = False) -> tuple[list[Recorded], Any]:
-    """Each pallas_call's operands and outputs as ``fn`` runs eagerly in jax's TPU interpret mode (or
-    with ``hlo`` its HLO interpreter) in the custom call's operand order (dynamic grid bounds, scalar
-    prefetch, inputs), and fn's result."""
+def recorded_calls(fn: Callable[..., Any], args: list[Any], hlo: bool = False,
+                   chip: str = "TPU v6 lite") -> tuple[list[Recorded], Any]:
+    """Each pallas_call's operands and outputs as ``fn`` runs in jax's TPU interpret mode (or with
+    ``hlo`` its HLO interpreter), in the custom call's operand order (dynamic grid bounds, scalar
+    prefetch, inputs), and fn's result. ``fn`` is traced once (for ``chip``, as the export is: some
+    kernels read the chip's tiling while they trace) and its jaxpr evaluated op by op, each pallas_call
+    bound in the interpret mode with its operands recorded."""
     import jax
-    from jax._src.pallas.pallas_call import pallas_call_p
     from jax.experimental.pallas import tpu as pltpu
+    from jax.sharding import AbstractDevice, AbstractMesh, use_abstract_mesh
 
+    mesh = AbstractMesh((1,), ("x",), abstract_device=AbstractDevice(device_kind=chip, num_cores=1, platform="tpu"))
+    with use_abstract_mesh(mesh):
+        closed = jax.make_jaxpr(fn)(*args)
     seen: list[Recorded] = []
-    original = pallas_call_p.bind
+    mode = True if hlo else pltpu.InterpretParams()
 
-    def bind(*operands: Any, **params: Any) -> Any:
-        if any(isinstance(o, jax.core.Tracer) for o in operands):  # jax's own jit of the call it runs
-            return original(*operands, **params)
-        params = dict(params, interpret=True if hlo else pltpu.InterpretParams())
-        outs = original(*operands, **params)
+    def record(operands: list[Any], params: dict[str, Any]) -> list[Any]:
+        from jax._src.pallas.pallas_call import pallas_call_p
+
+        outs = pallas_call_p.bind(*operands, **dict(params, interpret=mode))
         seen.append(Recorded([np.asarray(o) for o in operands], [np.asarray(o) for o in outs]))
-        return outs
+        return list(outs)
 
-    pallas_call_p.bind = bind  # type: ignore[method-assign]
     try:
-        with jax.disable_jit():
-            result = fn(*args)
+        result = _evaluate(closed.jaxpr, closed.consts, list(args), record)
         jax.block_until_ready(result)
     finally:
-        del pallas_call_p.bind
         pltpu.reset_tpu_interpret_mode_state()
     return seen, result
+
+
+def _evaluate(jaxpr: Any, consts: list[Any], args: list[Any], record: Callable[..., list[Any]]) -> list[Any]:
+    """``jaxpr`` run op by op; pallas_calls (also inside jit, custom_jvp and custom_vjp calls) go to ``record``."""
+    from jax._src import core
+    from jax._src.pallas.pallas_call import pallas_call_p
+
+    env: dict[Any, Any] = {}
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, core.Literal) else env[v]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        vals = [read(v) for v in eqn.invars]
+        inner = _inner_jaxpr(eqn)
+        if eqn.primitive is pallas_call_p:
+            outs = record(vals, eqn.params)
+        elif inner is not None:
+            outs = _evaluate(inner.jaxpr, list(inner.consts), vals, record)
+        else:
+            with eqn.ctx.manager:
+                outs = eqn.primitive.bind(*vals, **eqn.primitive.get_bind_params(eqn.params))
+            outs = outs if eqn.primitive.multiple_results else [outs]
+        for v, x in zip(eqn.outvars, outs):
+            env[v] = x
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _inner_jaxpr(eqn: Any) -> Any:
+    """The closed jaxpr a call-like eqn runs (jit, custom_jvp/vjp calls, closed_call), when it holds a
+    pallas_call; None otherwise (the eqn is bound as it is)."""
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        inner = eqn.params.get(key)
+        if inner is not None and hasattr(inner, "consts") and _holds_pallas(inner.jaxpr):
+            return inner
+    return None
+
+
+def _holds_pallas(jaxpr: Any) -> bool:
+    from jax._src.pallas.pallas_call import pallas_call_p
+
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is pallas_call_p:
+            return True
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", None)
+            if inner is not None and hasattr(inner, "eqns") and _holds_pallas(inner):
+                return True
+    return False
 
 
 def run_ours(spec: CallSpec, operands: list[np.ndarray]) -> tuple[list[np.ndarray], float, float]:
@@ -168,10 +225,10 @@ def check(fn: Callable[..., Any], args: list[Any], chip: str = "TPU v6 lite") ->
     specs = exported_calls(fn, args, chip)
     against, failed = "TPU interpret mode", None
     try:
-        recorded, _ = recorded_calls(fn, args)
+        recorded, _ = recorded_calls(fn, args, chip=chip)
     except Exception as exc:  # noqa: BLE001 - jax's TPU interpret mode cannot run it: its HLO interpreter
         failed = f"TPU interpret mode failed: {type(exc).__name__}"
-        recorded, _ = recorded_calls(fn, args, hlo=True)
+        recorded, _ = recorded_calls(fn, args, hlo=True, chip=chip)
         against = f"the HLO interpreter ({failed})"
     if len(specs) != len(recorded):
         return [Compared("?", f"error: {len(specs)} tpu_custom_calls exported, {len(recorded)} pallas_calls ran")]
@@ -190,7 +247,7 @@ def check(fn: Callable[..., Any], args: list[Any], chip: str = "TPU v6 lite") ->
         row = Compared(spec.name, "ok" if diff <= tolerance(rec.outputs) else "mismatch", diff, first, warm, ours,
                        rec.outputs, against)
         if row.outcome == "mismatch" and failed is None:  # the parallel axes in order: the HLO interpreter
-            in_order = in_order if in_order is not None else recorded_calls(fn, args, hlo=True)[0]
+            in_order = in_order if in_order is not None else recorded_calls(fn, args, hlo=True, chip=chip)[0]
             other = in_order[n].outputs
             again = max((difference(a, b) for a, b in zip(ours, other)), default=0.0)
             if again <= tolerance(other):

@@ -172,14 +172,21 @@ def walk(op: Op):
 
 
 _FILE_LOC = re.compile(r'"([^"]+)":(\d+)(?::(\d+))?')
+_CALLSITE = re.compile(r'callsite\("([^"]*)"\("([^"]+)":(\d+)[^)]*\) at "([^"]*)"\("([^"]+)":(\d+)')
 
 
 def source_line(op: Op) -> str:
-    """Where ``op`` came from as ``file:line`` (the first file location in its MLIR location: the
-    innermost frame jax recorded), else its location's name, else "" (no location kept)."""
+    """Where ``op`` came from as ``file:line``: the first file location in its MLIR location (the
+    innermost frame jax recorded), else its location's name, else "" (no location kept). In a
+    ``callsite(callee at caller)`` whose two frames are the same function, the caller's line: jax's
+    lowering cache can give an op the callee frame of an earlier identical op (a second ``ref[...] =``
+    in a kernel got the first one's line)."""
     if op.loc is None:
         return ""
     text = str(op.loc)
+    site = _CALLSITE.search(text)
+    if site is not None and site.group(1) == site.group(4):
+        return f"{site.group(5)}:{site.group(6)}"
     hit = _FILE_LOC.search(text)
     if hit is not None:
         return f"{hit.group(1)}:{hit.group(2)}"

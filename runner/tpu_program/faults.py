@@ -39,7 +39,7 @@ class KernelFault(Exception):
 def where(op: Op | None, kernel: str) -> str:
     """``op``'s source line (``file:line``) with the kernel's name, or the kernel's name alone."""
     line = source_line(op) if op is not None else ""
-    return f"{line} in kernel {kernel}" if line else f"kernel {kernel}"
+    return f"{line}, kernel '{kernel}'" if line else f"kernel '{kernel}'"
 
 
 def fault(op: Op | None, kernel: str, what: str) -> KernelFault:

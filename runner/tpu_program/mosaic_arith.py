@@ -20,7 +20,7 @@ import numpy as np
 
 from ..mlir_tree import Op, int_attr
 from .mosaic_plan import Compiler, Step
-from .mosaic_values import BOOL, dtype_of, is_float, narrow_float, unsigned, widen
+from .mosaic_values import BOOL, dtype_of, narrow_float, unsigned, widen
 
 Fn = Callable[..., Any]
 
@@ -90,27 +90,28 @@ def _bits(dtype: np.dtype) -> int:
     return 1 if dtype == BOOL else dtype.itemsize * 8
 
 
-def _trunc_div(a: Any, b: Any) -> tuple[Any, Any]:
-    """(quotient rounded toward zero, b with zeros replaced by 1), in int64 or uint64."""
-    safe = np.where(b == 0, 1, b)
-    q = np.abs(a) // np.abs(safe)
-    return np.where((a < 0) != (safe < 0), -q, q), safe
+def _safe(b: Any) -> tuple[Any, Any]:
+    """(b with zeros replaced by 1, where it was zero or None when nowhere)."""
+    zero = b == 0
+    if not np.any(zero):
+        return b, None
+    return np.where(zero, np.ones_like(b), b), zero
 
 
 def _divsi(dtype: np.dtype) -> Fn:
     def div(a: Any, b: Any) -> Any:
-        wa, wb = np.asarray(a, np.int64), np.asarray(b, np.int64)
-        q, _ = _trunc_div(wa, wb)
-        return np.where(wb == 0, -1, q).astype(dtype)
+        safe, zero = _safe(b)
+        q = (a - np.fmod(a, safe)) // safe  # exact: a - fmod(a, b) is a multiple of b
+        return np.asarray(q).astype(dtype, copy=False) if zero is None else np.where(zero, -1, q).astype(dtype)
 
     return div
 
 
 def _remsi(dtype: np.dtype) -> Fn:
     def rem(a: Any, b: Any) -> Any:
-        wa, wb = np.asarray(a, np.int64), np.asarray(b, np.int64)
-        q, safe = _trunc_div(wa, wb)
-        return np.where(wb == 0, wa, wa - q * safe).astype(dtype)
+        safe, zero = _safe(b)
+        r = np.fmod(a, safe)
+        return r if zero is None else np.where(zero, a, r).astype(dtype)
 
     return rem
 
@@ -130,16 +131,18 @@ def _unsigned_div(rem: bool) -> Callable[[np.dtype], Fn]:
 
 def _floordiv(dtype: np.dtype) -> Fn:
     def div(a: Any, b: Any) -> Any:
-        wa, wb = np.asarray(a, np.int64), np.asarray(b, np.int64)
-        return np.where(wb == 0, -1, wa // np.where(wb == 0, 1, wb)).astype(dtype)
+        safe, zero = _safe(b)
+        q = a // safe
+        return q if zero is None else np.where(zero, -1, q).astype(dtype)
 
     return div
 
 
 def _ceildiv(dtype: np.dtype) -> Fn:
     def div(a: Any, b: Any) -> Any:
-        wa, wb = np.asarray(a, np.int64), np.asarray(b, np.int64)
-        return np.where(wb == 0, -1, -((-wa) // np.where(wb == 0, 1, wb))).astype(dtype)
+        safe, zero = _safe(b)
+        q = -((-a) // safe)
+        return np.asarray(q).astype(dtype, copy=False) if zero is None else np.where(zero, -1, q).astype(dtype)
 
     return div
 
@@ -172,8 +175,10 @@ def _unsigned_minmax(fn: Fn) -> Callable[[np.dtype], Fn]:
 
 
 def _same_dtype(fn: Fn) -> Callable[[np.dtype], Fn]:
+    """``fn`` as it is: numpy keeps the dtype of two operands of one dtype (MLIR's rule), wrapping ints."""
+
     def make(dtype: np.dtype) -> Fn:
-        return lambda *args: np.asarray(fn(*args)).astype(dtype, copy=False)
+        return fn
 
     return make
 
@@ -216,8 +221,9 @@ def _cmpf(op: Op, c: Compiler) -> Step:
 
 
 def _select(op: Op, c: Compiler) -> Step:
-    dtype = _result_dtype(op, c)
-    return _step(lambda p, a, b: np.where(p, a, b).astype(dtype, copy=False), op)
+    if c.type(op.operands[0]).kind == "scalar":  # one condition for the whole value
+        return _step(lambda p, a, b: a if p else b, op)
+    return _step(np.where, op)
 
 
 # --------------------------------------------------------------------------- casts
@@ -285,9 +291,8 @@ def _fptoi(signed: bool) -> Callable[[Op, Compiler], Step]:
 
 
 def _float_cast(op: Op, c: Compiler) -> Step:
+    """extf / truncf: through float32 (exact for the narrow side), rounded to nearest even."""
     dtype = _result_dtype(op, c)
-    if dtype.itemsize >= 4 and not narrow_float(dtype):
-        return _step(lambda x: widen(x).astype(dtype), op)
     return _step(lambda x: widen(x).astype(dtype), op)
 
 
@@ -352,7 +357,7 @@ def _leading_zeros(dtype: np.dtype) -> Fn:
 
 
 def _reciprocal(x: Any) -> Any:
-    return np.float32(1.0) / x if np.asarray(x).dtype == np.float32 else 1.0 / x
+    return np.reciprocal(x)
 
 
 def _fma(a: Any, b: Any, c: Any) -> Any:
@@ -412,6 +417,3 @@ HANDLERS.update({
     "math.isfinite": _float_predicate(np.isfinite), "tpu.weird": _float_predicate(lambda x: ~np.isfinite(x)),
 })
 
-
-def is_float_type(dtype: np.dtype) -> bool:
-    return is_float(dtype)

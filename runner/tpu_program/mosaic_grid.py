@@ -27,6 +27,7 @@ order on the one core. Integer outputs come back in the requested dtype (same bi
 from __future__ import annotations
 
 import itertools
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -82,7 +83,7 @@ def _compile(backend_config: str, kernel_name: str) -> Program:
     try:
         k = decode_kernel(backend_config, kernel_name, locations=True)
     except KernelError as exc:
-        return Program(None, None, None, [], [], Unsupported("tpu_custom_call", f"kernel {kernel_name}", str(exc)))
+        return Program(None, None, None, [], [], Unsupported("tpu_custom_call", f"kernel '{kernel_name}'", str(exc)))
     try:
         _check_kernel(k)
         c = Compiler(k.tree, k.name, OP_TABLE)
@@ -91,6 +92,8 @@ def _compile(backend_config: str, kernel_name: str) -> Program:
                 for w in (k.windows or ())]
     except (Unsupported, KernelFault) as exc:
         return Program(k, None, None, [], [], exc)
+    except Exception as exc:  # noqa: BLE001 - an op the table has, in a form it cannot read: not verified
+        return Program(k, None, None, [], [], _internal(exc, k.name))
     template: list[Any] = [None] * (max(k.tree.types, default=-1) + 1)
     for value, const in c.presets.items():
         template[value] = const
@@ -100,10 +103,10 @@ def _compile(backend_config: str, kernel_name: str) -> Program:
 def _check_kernel(k: Kernel) -> None:
     core = str(k.body.attrs.get("tpu.core_type", ""))
     if core and "<tc>" not in core:
-        raise Unsupported(f"a SparseCore kernel ({core})", f"kernel {k.name}")
+        raise Unsupported(f"a SparseCore kernel ({core})", f"kernel '{k.name}'")
     for s in k.semantics:
         if s not in ("parallel", "arbitrary"):
-            raise Unsupported(f"dimension semantics {s} (a split across cores)", f"kernel {k.name}")
+            raise Unsupported(f"dimension semantics {s} (a split across cores)", f"kernel '{k.name}'")
 
 
 def run_call(backend_config: str, kernel_name: str, operands: list[np.ndarray],
@@ -113,8 +116,20 @@ def run_call(backend_config: str, kernel_name: str, operands: list[np.ndarray],
     first, then scalar prefetch, then the pallas_call's inputs), results' shapes/dtypes, aliases
     {output index: operand index} (input_output_aliases / output_operand_aliases). Returns the outputs."""
     prog = program(backend_config, kernel_name)
-    with np.errstate(all="ignore"):
-        return _Run(prog, operands, results, aliases).run()
+    try:
+        with np.errstate(all="ignore"):
+            return _Run(prog, operands, results, aliases).run()
+    except (Unsupported, KernelFault):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the seam raises its two kinds only: never a pass
+        raise _internal(exc, prog.kernel.name) from exc
+
+
+def _internal(exc: BaseException, kernel: str) -> Unsupported:
+    """An error inside the interpreter itself (a form of an op it did not expect, memory): the program is
+    not verified, and the message says what failed."""
+    return Unsupported("an op in a form the interpreter cannot run", f"kernel '{kernel}'",
+                       f"{type(exc).__name__}: {str(exc)[:300]}")
 
 
 # --------------------------------------------------------------------------- one run
@@ -123,17 +138,18 @@ def run_call(backend_config: str, kernel_name: str, operands: list[np.ndarray],
 class _Pipe:
     """One pipelined operand: its HBM buffer, its VMEM block, the block it holds now."""
 
-    __slots__ = ("hbm", "block", "ref", "window", "plan", "output", "current", "label", "fill")
+    __slots__ = ("hbm", "block", "ref", "window", "output", "current", "label", "fill")
 
-    def __init__(self, hbm: Buffer, window: Window, plan: BlockPlan | None, kernel_shape: tuple[int, ...],
-                 output: bool, label: str) -> None:
-        self.hbm, self.window, self.plan, self.output, self.label = hbm, window, plan, output, label
+    def __init__(self, hbm: Buffer, window: Window, kernel_shape: tuple[int, ...], output: bool, label: str) -> None:
+        self.hbm, self.window, self.output, self.label = hbm, window, output, label
         dtype = hbm.data.dtype
+        if math.prod(window.bounds) * dtype.itemsize > LIMITS.max_alloc_bytes:
+            raise KernelFault(f"{label}: a block of {tuple(window.bounds)} {dtype} is larger than any TPU's VMEM")
         self.block = garbage(tuple(window.bounds), dtype)
         if int(np.prod(kernel_shape)) != self.block.size:
             raise KernelFault(f"{label}: the kernel's ref of shape {kernel_shape} does not hold its window "
                               f"{tuple(window.bounds)}")
-        self.ref = Ref(self.block.reshape(kernel_shape), Buffer(self.block, f"the VMEM block of {label}", "vmem"))
+        self.ref = Ref(self.block.reshape(kernel_shape), Buffer(self.block, f"the VMEM block of {label}", "vmem", output))
         self.current: tuple[int, ...] | None = None
         self.fill = fill_value(dtype)
 
@@ -161,6 +177,7 @@ class _Pipe:
         """Before a grid step: the block for ``index`` in place (written back / fetched as it changes)."""
         if index == self.current:
             return
+        self._settled(step)
         starts = self.starts(index)
         outer, inner = self.boxes(starts, step)
         if self.output:
@@ -172,10 +189,18 @@ class _Pipe:
             self.block[inner] = self.hbm.data[outer]
         self.current = index
 
+    def _settled(self, step: Any) -> None:
+        """A KernelFault if a DMA the kernel started into or out of this block is still in flight while the
+        pipeline moves the block (what the block then holds, or what the DMA copies, is not defined)."""
+        if self.ref.buf.inflight:
+            raise KernelFault(f"a DMA into or out of the VMEM block of {self.label} is still in flight when the "
+                              f"pipeline moves that block (at grid step {step}): wait for it in the step that started it")
+
     def flush(self) -> None:
         """Write the output block back to HBM (its part inside the array)."""
         if self.current is None or not self.output:
             return
+        self._settled("end")
         outer, inner = self.boxes(self.starts(self.current), "end")
         self.hbm.data[outer] = self.block[inner]
 
@@ -195,8 +220,12 @@ class _Run:
         inputs, outputs = self._hbm(lead)
         pipes, refs = self._operands(inputs, outputs)
         scratch = [self._scratch(t, i) for i, t in enumerate(k.scratch_types())]
+        if len(grid) + len(prefetch) + len(refs) + len(scratch) != len(self.prog.body.args):
+            raise KernelFault(f"kernel '{k.name}' takes {len(self.prog.body.args)} arguments; its grid, scalar "
+                              f"prefetch, operands and scratch make {len(grid) + len(prefetch) + len(refs) + len(scratch)}")
         env = list(self.prog.template)
-        windowed = [(p, self.prog.maps[i]) for i, p in enumerate(pipes) if p is not None]
+        maps = self.prog.maps
+        windowed = [(p, maps[i] if i < len(maps) else None) for i, p in enumerate(pipes) if p is not None]
         for step, point in enumerate(itertools.product(*[range(g) for g in grid])):
             ids = [np.int32(i) for i in point]
             for pipe, plan in windowed:
@@ -212,7 +241,7 @@ class _Run:
         dynamic = iter(self.operands[:self.k.n_dynamic])
         grid = tuple(int(np.asarray(next(dynamic)).reshape(-1)[0]) if g == DYNAMIC else int(g) for g in self.k.grid)
         if any(g < 0 for g in grid):
-            raise KernelFault(f"kernel {self.k.name} has a grid of {grid}")
+            raise KernelFault(f"kernel '{self.k.name}' has a grid of {grid}")
         return grid
 
     def _smem(self, value: np.ndarray, i: int) -> Ref:
@@ -224,9 +253,9 @@ class _Run:
         types = self.k.operand_types()
         n_in = len(self.operands) - lead
         if len(types) != n_in + len(self.results):
-            raise KernelFault(f"kernel {self.k.name} takes {len(types)} operands; the call passes {n_in} inputs "
+            raise KernelFault(f"kernel '{self.k.name}' takes {len(types)} operands; the call passes {n_in} inputs "
                               f"and {len(self.results)} outputs")
-        inputs = [Buffer(_as_dtype(self.operands[lead + i], dtype_of(types[i])), f"input {i} (HBM)", "hbm")
+        inputs = [Buffer(_as_dtype(self.operands[lead + i], dtype_of(types[i])), f"input {i} (HBM)", "hbm", True)
                   for i in range(n_in)]
         outputs = []
         for j, (shape, _) in enumerate(self.results):
@@ -236,9 +265,9 @@ class _Run:
                 outputs.append(inputs[source - lead])  # one HBM buffer: the input is the output
             elif source is not None:
                 outputs.append(Buffer(_as_dtype(self.operands[source], dtype).reshape(shape), f"output {j} (HBM)",
-                                      "hbm"))
+                                      "hbm", True))
             else:
-                outputs.append(Buffer(garbage(tuple(shape), dtype), f"output {j} (HBM)", "hbm"))
+                outputs.append(Buffer(garbage(tuple(shape), dtype), f"output {j} (HBM)", "hbm", True))
         return inputs, outputs
 
     def _operands(self, inputs: list[Buffer], outputs: list[Buffer]) -> tuple[list[_Pipe | None], list[Ref]]:
@@ -255,7 +284,7 @@ class _Run:
                 pipes.append(None)
                 refs.append(Ref(buf.data.reshape(tuple(int(d or 0) for d in t.shape)), buf))
                 continue
-            pipe = _Pipe(buf, window, None, tuple(int(d or 0) for d in t.shape), output, label)
+            pipe = _Pipe(buf, window, tuple(int(d or 0) for d in t.shape), output, label)
             pipes.append(pipe)
             refs.append(pipe.ref)
         return pipes, refs
@@ -267,9 +296,9 @@ class _Run:
             return Ref(data, Buffer(data, f"semaphore scratch {i}", "semaphore_mem"))
         dtype = dtype_of(t)
         if dtype is None:
-            raise Unsupported(f"a scratch operand of type {t.text}", f"kernel {self.k.name}")
+            raise Unsupported(f"a scratch operand of type {t.text}", f"kernel '{self.k.name}'")
         if int(np.prod(shape)) * dtype.itemsize > LIMITS.max_alloc_bytes:
-            raise KernelFault(f"kernel {self.k.name}: scratch operand {i} ({t.text}) is larger than any TPU's VMEM")
+            raise KernelFault(f"kernel '{self.k.name}': scratch operand {i} ({t.text}) is larger than any TPU's VMEM")
         data = garbage(shape, dtype)
         return Ref(data, Buffer(data, f"scratch operand {i} ({t.space.upper()})", t.space))
 

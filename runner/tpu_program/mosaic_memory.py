@@ -7,22 +7,25 @@ width-changing ``memref_bitcast`` is a ``PackedRef``: rows of the second-minor d
 words (first row in the low bits), read and written through its narrow source.
 
 Every access is bounds-checked (a slice, load or store past a ref's edge is a KernelFault at the op:
-VMEM has no bounds checks and a DMA past HBM faults). DMAs are modelled as strictly asynchronous:
+VMEM has no bounds checks and a DMA past HBM faults); an access's index is planned at compile time
+(``index_plan``: the ref's shape is its type's, constant starts checked once). DMAs are modelled as strictly asynchronous:
 ``tpu.enqueue_dma`` snapshots the source and the target is written only by the ``tpu.wait_dma2``
 that consumes its semaphore (FIFO per semaphore, counted in bytes); reading or writing a DMA's
 target, or writing its source, while it is in flight is a KernelFault, as is a wait no DMA in flight
-can satisfy (the TPU would hang), a DMA left unwaited at the kernel's end, and a remote DMA's device
-or core id (Unsupported: one chip is interpreted). Regular semaphores count; a ``tpu.sem_wait`` for
+can satisfy (the TPU would hang) and a DMA into memory the caller sees (an operand in HBM, an output's
+block) left unwaited at the kernel's end (one into scratch lands unseen); a remote DMA's device or
+core id is Unsupported (one chip is interpreted). Regular semaphores count; a ``tpu.sem_wait`` for
 more than was signalled is a hang, a KernelFault (one core runs: nothing else would signal it).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 
-from ..mlir_tree import Op, int_list
+from ..mlir_tree import Op, int_list, source_line
 from .faults import describe, unsupported
 from .mosaic_plan import LIMITS, Compiler, State, Step
 from .mosaic_values import BOOL, SEMAPHORE, dtype_of, flag, garbage, ints
@@ -33,19 +36,19 @@ Builder = Callable[[Op, Compiler], Step]
 
 class Buffer:
     """One allocation: its array (the memref's shape and element dtype), what it is, its memory space,
-    how many DMAs in flight read or write it."""
+    whether the caller sees it (``observable``: an operand in HBM, an output's VMEM block), the DMAs in
+    flight into it and out of it (``inflight``: how many, the fast test of every access)."""
 
-    __slots__ = ("data", "label", "space", "inflight")
+    __slots__ = ("data", "label", "space", "observable", "inflight", "incoming", "outgoing")
 
-    def __init__(self, data: np.ndarray, label: str, space: str) -> None:
+    def __init__(self, data: np.ndarray, label: str, space: str, observable: bool = False) -> None:
         self.data = data
         self.label = label
         self.space = space
+        self.observable = observable
         self.inflight = 0
-
-
-class OutOfBounds(Exception):
-    pass
+        self.incoming: list[Dma] = []
+        self.outgoing: list[Dma] = []
 
 
 class Ref:
@@ -154,19 +157,32 @@ class PackedRef(Ref):
         return self.src.bitcast(dtype, shape) if dtype == self.src.dtype else PackedRef(self.src, dtype, shape)
 
 
-def region(ref: Ref, starts: list[int], sizes: tuple[int, ...], strides: list[int] | None = None) -> tuple[slice, ...]:
-    """The index of a box of ``sizes`` at ``starts`` (every ``strides``) of ``ref``; OutOfBounds if
-    any part of it lies outside the ref."""
+def region(ref: Ref, starts: list[int], sizes: tuple[int, ...], strides: list[int] | None, op: Op,
+           c: Compiler) -> tuple[slice, ...]:
+    """The index of a box of ``sizes`` at ``starts`` (every ``strides``) of ``ref``; a KernelFault at
+    ``op`` if any part of it lies outside the ref (VMEM has no bounds checks; a DMA past HBM faults)."""
     shape = ref.shape
     if len(starts) != len(shape):
-        raise OutOfBounds(f"{len(starts)} indices for a ref of rank {len(shape)}")
+        raise c.fault(op, f"{len(starts)} indices for a ref of rank {len(shape)}")
+    if strides:
+        return _strided_region(shape, starts, sizes, strides, op, c)
+    for s, n, dim in zip(starts, sizes, shape):
+        if (s < 0 or s + n > dim) and n:
+            axis = next(i for i, (a, b, d) in enumerate(zip(starts, sizes, shape)) if a < 0 or a + b > d)
+            raise c.fault(op, f"out-of-bounds access: elements {starts[axis]}..{starts[axis] + sizes[axis] - 1} of "
+                              f"axis {axis} of a ref of shape {tuple(shape)}")
+    return tuple(slice(s, s + n) for s, n in zip(starts, sizes))
+
+
+def _strided_region(shape: tuple[int, ...], starts: list[int], sizes: tuple[int, ...], strides: list[int], op: Op,
+                    c: Compiler) -> tuple[slice, ...]:
     out = []
-    for axis, (s, n, dim) in enumerate(zip(starts, sizes, shape)):
-        step = strides[axis] if strides else 1
+    for axis, (s, n, step, dim) in enumerate(zip(starts, sizes, strides, shape)):
         last = s + (n - 1) * step
         if n and (s < 0 or last >= dim or step <= 0):
-            raise OutOfBounds(f"elements {s}..{last} of axis {axis} of a ref of shape {tuple(shape)}")
-        out.append(slice(s, s + n * step, step) if step != 1 else slice(s, s + n))
+            raise c.fault(op, f"out-of-bounds access: elements {s}..{last} (every {step}) of axis {axis} of a ref of "
+                              f"shape {tuple(shape)}")
+        out.append(slice(s, s + n * step, step))
     return tuple(out)
 
 
@@ -174,16 +190,36 @@ def region(ref: Ref, starts: list[int], sizes: tuple[int, ...], strides: list[in
 
 
 class Dma:
-    __slots__ = ("data", "dst", "key", "nbytes", "op", "src_memory", "src_buf")
+    """One DMA in flight: the source's snapshot, the target ref, the semaphore it signals (its cell's
+    address), the byte bounds of both sides (the fast overlap test) and the op that started it."""
+
+    __slots__ = ("data", "dst", "key", "nbytes", "op", "src_buf", "src_memory", "dst_memory", "src_bounds",
+                 "dst_bounds")
 
     def __init__(self, data: np.ndarray, dst: Ref, key: int, op: Op, src: Ref) -> None:
         self.data, self.dst, self.key, self.op = data, dst, key, op
         self.nbytes = dst.nbytes
-        self.src_memory, self.src_buf = src.memory(), src.buf
+        self.src_buf, self.src_memory, self.dst_memory = src.buf, src.memory(), dst.memory()
+        self.src_bounds, self.dst_bounds = _bounds(self.src_memory), _bounds(self.dst_memory)
 
 
-def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    if not np.may_share_memory(a, b):
+def _bounds(a: np.ndarray) -> tuple[int, int]:
+    """The byte range a view spans, [lo, hi)."""
+    lo = hi = int(a.__array_interface__["data"][0])
+    if a.flags.c_contiguous:
+        return lo, lo + a.nbytes
+    for n, stride in zip(a.shape, a.strides):
+        if n == 0:
+            return lo, lo
+        if stride < 0:
+            lo += stride * (n - 1)
+        else:
+            hi += stride * (n - 1)
+    return lo, hi + a.itemsize
+
+
+def _overlap(a: np.ndarray, bounds: tuple[int, int], b: np.ndarray, other: tuple[int, int]) -> bool:
+    if bounds[1] <= other[0] or other[1] <= bounds[0]:
         return False
     try:
         return bool(np.shares_memory(a, b, max_work=200_000))
@@ -193,24 +229,24 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
 
 def check_access(ref: Ref, index: tuple[Any, ...], st: State, c: Compiler, op: Op, writing: bool) -> None:
     """A KernelFault if the access touches a DMA's target (or, writing, its source) while it is in flight."""
-    memory = None
-    for d in st.dmas:
-        hit = d.dst.buf is ref.buf or (writing and d.src_buf is ref.buf)
-        if not hit:
-            continue
-        memory = ref.memory(index) if memory is None else memory
-        if d.dst.buf is ref.buf and _overlap(memory, d.dst.memory()):
+    buf = ref.buf
+    memory = ref.memory(index)
+    bounds = _bounds(memory)
+    lo, hi = bounds
+    for d in buf.incoming:
+        other = d.dst_bounds
+        if lo < other[1] and other[0] < hi and _overlap(memory, bounds, d.dst_memory, other):
             what = "writes" if writing else "reads"
-            raise c.fault(op, f"{what} {ref.buf.label} while a DMA into it is in flight (started at "
-                              f"{_at(d.op, c)}, not yet waited): on a TPU the data is not there yet")
-        if writing and d.src_buf is ref.buf and _overlap(memory, d.src_memory):
-            raise c.fault(op, f"writes {ref.buf.label} while a DMA out of it is in flight (started at "
-                              f"{_at(d.op, c)}): a TPU may copy either value")
+            raise c.fault(op, f"{what} {buf.label} while a DMA into it is in flight (started at "
+                              f"{_at(d.op)}, not yet waited): on a TPU the data is not there yet")
+    if writing:
+        for d in buf.outgoing:
+            if _overlap(memory, bounds, d.src_memory, d.src_bounds):
+                raise c.fault(op, f"writes {buf.label} while a DMA out of it is in flight (started at "
+                                  f"{_at(d.op)}): a TPU may copy either value")
 
 
-def _at(op: Op, c: Compiler) -> str:
-    from ..mlir_tree import source_line
-
+def _at(op: Op) -> str:
     return source_line(op) or f"op {op.name}"
 
 
@@ -218,19 +254,35 @@ def _key(sem: Ref) -> int:
     return int(sem.arr.__array_interface__["data"][0])
 
 
+def start(d: Dma, st: State) -> None:
+    st.dmas.setdefault(d.key, []).append(d)
+    st.inflight += 1
+    d.dst.buf.incoming.append(d)
+    d.dst.buf.inflight += 1
+    d.src_buf.outgoing.append(d)
+    d.src_buf.inflight += 1
+
+
 def complete(d: Dma, st: State) -> None:
-    st.dmas.remove(d)
+    """The DMA lands: its target written, its records dropped."""
+    st.dmas[d.key].remove(d)
+    st.inflight -= 1
+    d.dst.buf.incoming.remove(d)
     d.dst.buf.inflight -= 1
+    d.src_buf.outgoing.remove(d)
     d.src_buf.inflight -= 1
     d.dst.write((), d.data.reshape(d.dst.shape))
 
 
 def finish(st: State, c: Compiler) -> None:
-    """The kernel's end: a DMA still in flight is a fault (its target is undefined)."""
-    if st.dmas:
-        d = st.dmas[0]
-        raise c.fault(d.op, f"{len(st.dmas)} DMA(s) started and never waited by the kernel's end: the first into "
-                            f"{d.dst.buf.label} (a TPU leaves its target undefined)")
+    """The kernel's end: a DMA still in flight into memory the caller sees (an operand in HBM, an output's
+    block) is a fault (when it lands is undefined); one into scratch lands unseen (a prefetch for a step
+    that never came: jax's ragged paged attention leaves those when the last query blocks are empty)."""
+    for d in [d for waiting in st.dmas.values() for d in waiting]:
+        if d.dst.buf.observable:
+            raise c.fault(d.op, f"a DMA into {d.dst.buf.label} is never waited by the kernel's end: when it lands "
+                                "is not defined (wait for it before the kernel returns)")
+        complete(d, st)
 
 
 # --------------------------------------------------------------------------- building steps
@@ -246,14 +298,41 @@ def _segments(op: Op, default: list[int]) -> list[tuple[int, ...]]:
     return out
 
 
-def _fault_on_bounds(run: Callable[[list, State], None], op: Op, c: Compiler) -> Step:
-    def step(env: list, st: State) -> None:
-        try:
-            run(env, st)
-        except OutOfBounds as exc:
-            raise c.fault(op, f"out-of-bounds access: {exc}") from None
+def index_plan(ref_id: int, starts: tuple[int, ...], sizes: tuple[int, ...], strides: list[int] | None, op: Op,
+               c: Compiler) -> Callable[[list], tuple[slice, ...]]:
+    """``env -> the index`` of a box of ``sizes`` at ``starts`` of the ref ``ref_id``, decided as far as
+    it can be at compile time: the ref's shape is its memref type's, a constant start is checked once;
+    only the dynamic starts are read and checked at run time (a KernelFault past the edge)."""
+    shape = c.type(ref_id).shape
+    if None in shape or len(starts) != len(shape):
+        return lambda env: region(env[ref_id], [int(env[v]) for v in starts], sizes, strides, op, c)
+    steps = strides or [1] * len(shape)
+    axes: list[Any] = []
+    dynamic = []
+    for axis, (v, n, dim, step) in enumerate(zip(starts, sizes, shape, steps)):
+        const = c.presets.get(v)
+        if const is None:
+            dynamic.append((axis, v, n, dim, step))
+            axes.append(None)
+            continue
+        s0 = int(const)
+        if n and (s0 < 0 or s0 + (n - 1) * step >= dim or step <= 0):
+            return lambda env: region(env[ref_id], [int(env[v]) for v in starts], sizes, strides, op, c)
+        axes.append(slice(s0, s0 + n * step, step if step != 1 else None))
+    if not dynamic:
+        fixed = tuple(axes)
+        return lambda env: fixed
 
-    return step
+    def index(env: list) -> tuple[slice, ...]:
+        out = list(axes)
+        for axis, v, n, dim, step in dynamic:
+            s0 = int(env[v])
+            if n and (s0 < 0 or s0 + (n - 1) * step >= dim):
+                region(env[ref_id], [int(env[u]) for u in starts], sizes, strides, op, c)  # raises, saying where
+            out[axis] = slice(s0, s0 + n * step, step if step != 1 else None)
+        return tuple(out)
+
+    return index
 
 
 def _vector_load(op: Op, c: Compiler) -> Step:
@@ -269,15 +348,16 @@ def _vector_load(op: Op, c: Compiler) -> Step:
     rank = len(c.type(ref_id).shape)
     full = (1,) * (rank - len(shape)) + shape
     r = op.results[0]
+    where = index_plan(ref_id, tuple(idx), full, strides or None, op, c)
 
     def run(env: list, st: State) -> None:
         ref = env[ref_id]
-        index = region(ref, [int(env[v]) for v in idx], full, strides or None)
+        index = where(env)
         if ref.buf.inflight:
             check_access(ref, index, st, c, op, False)
         env[r] = ref.read(index).reshape(shape)
 
-    return _fault_on_bounds(run, op, c)
+    return run
 
 
 def _strided_load(op: Op, c: Compiler) -> Step:
@@ -285,15 +365,16 @@ def _strided_load(op: Op, c: Compiler) -> Step:
     strides = ints(op.attrs["strides"])
     shape = tuple(int(d or 0) for d in c.type(op.results[0]).shape)
     r = op.results[0]
+    where = index_plan(ref_id, tuple(idx), shape, strides, op, c)
 
     def run(env: list, st: State) -> None:
         ref = env[ref_id]
-        index = region(ref, [int(env[v]) for v in idx], shape, strides)
+        index = where(env)
         if ref.buf.inflight:
             check_access(ref, index, st, c, op, False)
         env[r] = ref.read(index)
 
-    return _fault_on_bounds(run, op, c)
+    return run
 
 
 def _store_parts(op: Op) -> tuple[int, int, tuple[int, ...], int | None, list[int], bool]:
@@ -311,10 +392,11 @@ def _vector_store(op: Op, c: Compiler) -> Step:
     shape = tuple(int(d or 0) for d in c.type(value_id).shape)
     rank = len(c.type(ref_id).shape)
     full = (1,) * (rank - len(shape)) + shape
+    where = index_plan(ref_id, tuple(idx), full, strides or None, op, c)
 
     def run(env: list, st: State) -> None:
         ref = env[ref_id]
-        index = region(ref, [int(env[v]) for v in idx], full, strides or None)
+        index = where(env)
         if ref.buf.inflight:
             check_access(ref, index, st, c, op, True)
         value = np.reshape(env[value_id], full)
@@ -325,17 +407,17 @@ def _vector_store(op: Op, c: Compiler) -> Step:
                 value = np.where(np.reshape(env[mask_id], full), value, old)
         ref.write(index, value)
 
-    return _fault_on_bounds(run, op, c)
+    return run
 
 
-def _element(ref: Ref, point: tuple[int, ...]) -> tuple[int, ...]:
-    """``point`` if it lies inside ``ref`` (an SMEM scalar's place), else OutOfBounds."""
+def _element(ref: Ref, point: tuple[int, ...], op: Op, c: Compiler) -> tuple[int, ...]:
+    """``point`` if it lies inside ``ref`` (an SMEM scalar's place), else a KernelFault at ``op``."""
     shape = ref.shape
     if len(point) != len(shape):
-        raise OutOfBounds(f"{len(point)} indices for a ref of rank {len(shape)}")
+        raise c.fault(op, f"{len(point)} indices for a ref of rank {len(shape)}")
     for axis, (i, n) in enumerate(zip(point, shape)):
         if not 0 <= i < n:
-            raise OutOfBounds(f"index {i} of axis {axis} of a ref of shape {tuple(shape)}")
+            raise c.fault(op, f"out-of-bounds access: index {i} of axis {axis} of a ref of shape {tuple(shape)}")
     return point
 
 
@@ -345,13 +427,13 @@ def _scalar_load(op: Op, c: Compiler) -> Step:
 
     def run(env: list, st: State) -> None:
         ref = env[ref_id]
-        point = _element(ref, tuple(int(env[v]) for v in idx))
+        point = _element(ref, tuple(int(env[v]) for v in idx), op, c)
         if ref.buf.inflight:
             check_access(ref, tuple(slice(i, i + 1) for i in point), st, c, op, False)
         value = ref.arr[point] if type(ref) is Ref else ref.read(point)[()]
         env[r] = np.bool_(value) if as_bool else value
 
-    return _fault_on_bounds(run, op, c)
+    return run
 
 
 def _scalar_store(op: Op, c: Compiler) -> Step:
@@ -359,12 +441,12 @@ def _scalar_store(op: Op, c: Compiler) -> Step:
 
     def run(env: list, st: State) -> None:
         ref = env[ref_id]
-        point = _element(ref, tuple(int(env[v]) for v in idx))
+        point = _element(ref, tuple(int(env[v]) for v in idx), op, c)
         if ref.buf.inflight:
             check_access(ref, tuple(slice(i, i + 1) for i in point), st, c, op, True)
         ref.write(point, env[value_id])
 
-    return _fault_on_bounds(run, op, c)
+    return run
 
 
 # --------------------------------------------------------------------------- ref transforms
@@ -373,20 +455,24 @@ def _scalar_store(op: Op, c: Compiler) -> Step:
 def _memref_slice(op: Op, c: Compiler) -> Step:
     base, starts, dynamic = _segments(op, [1, len(c.type(op.operands[0]).shape), 0])
     static = c.type(op.results[0]).shape
-    r = op.results[0]
+    fixed = tuple(static) if None not in static else None
+    r, ref_id = op.results[0], base[0]
+    where = index_plan(ref_id, tuple(starts), fixed, None, op, c) if fixed is not None else None
 
     def run(env: list, st: State) -> None:
-        ref = env[base[0]]
-        sizes, dyn = [], iter(dynamic)
-        for d in static:
-            sizes.append(int(env[next(dyn)]) if d is None else d)
-        index = region(ref, [int(env[v]) for v in starts], tuple(sizes))
+        ref = env[ref_id]
+        if where is not None:
+            index = where(env)
+        else:
+            dyn = iter(dynamic)
+            sizes = tuple(int(env[next(dyn)]) if d is None else d for d in static)
+            index = region(ref, [int(env[v]) for v in starts], sizes, None, op, c)
         try:
             env[r] = ref.sliced(index)
         except TypeError as exc:
             raise unsupported(op, c.kernel, str(exc)) from None
 
-    return _fault_on_bounds(run, op, c)
+    return run
 
 
 def _reshape(op: Op, c: Compiler) -> Step:
@@ -446,15 +532,13 @@ def _enqueue_dma(op: Op, c: Compiler) -> Step:
 
     def run(env: list, st: State) -> None:
         source, target = env[s], env[d]
-        if source.dtype != target.dtype or int(np.prod(source.shape)) != int(np.prod(target.shape)):
+        if source.dtype != target.dtype or math.prod(source.shape) != math.prod(target.shape):
             raise c.fault(op, f"a DMA from {source.dtype}{list(source.shape)} to {target.dtype}{list(target.shape)}")
         if source.buf.inflight:
             check_access(source, (), st, c, op, False)
         if target.buf.inflight:
             check_access(target, (), st, c, op, True)
-        st.dmas.append(Dma(source.read(()), target, _key(env[sem]), op, source))
-        source.buf.inflight += 1
-        target.buf.inflight += 1
+        start(Dma(source.read(()), target, _key(env[sem]), op, source), st)
 
     return run
 
@@ -473,7 +557,8 @@ def _wait_dma(op: Op, c: Compiler) -> Step:
         key = _key(semaphore)
         cell = semaphore.arr.reshape(-1)
         while cell[0] < need:
-            pending = next((d for d in st.dmas if d.key == key), None)
+            waiting = st.dmas.get(key)
+            pending = waiting[0] if waiting else None
             if pending is None:
                 raise c.fault(op, f"waits for a {need:,}-byte DMA on a semaphore that no DMA in flight signals "
                                   f"(it holds {int(cell[0]):,} bytes): a TPU would hang here")

@@ -34,9 +34,9 @@ class Limits:
     """How much one run_call may do: executed ops (each op of each block run counts one), loop trips
     announced by one scf.for, and wall seconds (checked every ``check_every`` ops)."""
 
-    max_ops: int = 50_000_000
-    max_trips: int = 10_000_000
-    max_seconds: float = 300.0
+    max_ops: int = 20_000_000
+    max_trips: int = 2_000_000
+    max_seconds: float = 120.0
     check_every: int = 20_000
     max_alloc_bytes: int = 256 << 20  # one VMEM/SMEM allocation (more than any TPU's VMEM)
 
@@ -47,7 +47,7 @@ LIMITS = Limits()
 class State:
     """One run of a kernel: its DMAs in flight, its name, grid and budget."""
 
-    __slots__ = ("kernel", "limits", "ops", "next_check", "deadline", "dmas", "grid", "started")
+    __slots__ = ("kernel", "limits", "ops", "next_check", "deadline", "dmas", "inflight", "grid", "started")
 
     def __init__(self, kernel: str, grid: tuple[int, ...], limits: Limits) -> None:
         self.kernel = kernel
@@ -56,17 +56,18 @@ class State:
         self.next_check = limits.check_every
         self.started = time.monotonic()
         self.deadline = self.started + limits.max_seconds
-        self.dmas: list[Any] = []
+        self.dmas: dict[int, list[Any]] = {}  # semaphore cell -> the DMAs in flight signalling it, in order
+        self.inflight = 0
         self.grid = grid
 
     def check(self) -> None:
         """Past a checkpoint: stop if the budget is spent."""
         self.next_check = self.ops + self.limits.check_every
         if self.ops > self.limits.max_ops:
-            raise KernelFault(f"kernel {self.kernel} ran past the interpreter's budget of {self.limits.max_ops:,} "
+            raise KernelFault(f"kernel '{self.kernel}' ran past the interpreter's budget of {self.limits.max_ops:,} "
                               "executed ops (a loop that does not end, or far more work than the judge's sizes need)")
         if time.monotonic() > self.deadline:
-            raise KernelFault(f"kernel {self.kernel} ran past the interpreter's budget of "
+            raise KernelFault(f"kernel '{self.kernel}' ran past the interpreter's budget of "
                               f"{self.limits.max_seconds:.0f} s of wall time ({self.ops:,} ops executed)")
 
 
@@ -120,10 +121,20 @@ def compile_block(block: Block, c: Compiler) -> BlockPlan:
         build = c.handlers.get(op.name)
         if build is None:
             raise unsupported(op, c.kernel)
+        _bounded(op, c)
         step = build(op, c)
         if step is not None:
             steps.append(step)
     return BlockPlan(block.args, steps, yields, max(1, len(block.ops)))
+
+
+def _bounded(op: Op, c: Compiler) -> None:
+    """A KernelFault for an op whose vector result is larger than any TPU's VMEM could hold (its numpy
+    value would be too: the judge's memory is bounded before anything runs)."""
+    for r in op.results:
+        t = c.type(r)
+        if t.kind == "vector" and t.nbytes > LIMITS.max_alloc_bytes:
+            raise c.fault(op, f"a vector of {t.nbytes:,} bytes ({t.text}), larger than any TPU's VMEM")
 
 
 def _preset(op: Op, c: Compiler) -> None:
@@ -142,7 +153,7 @@ def compile_func(name: str, c: Compiler) -> BlockPlan:
     if got is None:
         func = c.tree.funcs.get(name)
         if func is None or not func.regions or not func.regions[0]:
-            raise KernelFault(f"kernel {c.kernel} calls @{name}, which its module does not define")
+            raise KernelFault(f"kernel '{c.kernel}' calls @{name}, which its module does not define")
         if len(func.regions[0]) != 1:
             raise unsupported(func, c.kernel, "a function of several blocks")
         got = c.funcs[name] = compile_block(func.regions[0][0], c)

@@ -65,16 +65,12 @@ def narrow_float(dtype: np.dtype) -> bool:
 
 
 def widen(x: Any) -> Any:
-    """``x`` as float32 (exact for every narrower float); bf16 by the bit shift."""
+    """``x`` as float32 (exact for every narrower float; float32 itself not copied); bf16 by the bit
+    shift. Round back with ``.astype(dtype)`` (to nearest even, NaN kept)."""
     x = np.asarray(x)
     if x.dtype.name == "bfloat16":
         return (x.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    return x.astype(np.float32)
-
-
-def narrow(x: Any, dtype: np.dtype) -> Any:
-    """float32 ``x`` rounded to ``dtype`` (round to nearest even, NaN kept)."""
-    return np.asarray(x).astype(dtype)
+    return x.astype(np.float32, copy=False)
 
 
 def unsigned(x: Any) -> Any:

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable
 
@@ -46,30 +47,38 @@ def _dot_numbers(text: str) -> list[list[int]]:
     return [[int(x) for x in re.findall(r"-?\d+", group)] for group in re.findall(r"\[([^\]]*)\]", inner)]
 
 
-def _spec(lhs_rank: int, rhs_rank: int, lists: list[list[int]]) -> str:
-    """An einsum spec for the dimension numbers: shared letters for contracted and batch pairs."""
-    lc, rc, _, _, order, lb, rb = (lists + [[]] * 7)[:7]
-    letters = iter("abcdefghijklmnopqrstuvwxyz")
-    lhs = [next(letters) for _ in range(lhs_rank)]
-    rhs = [next(letters) for _ in range(rhs_rank)]
-    for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
-        rhs[b] = lhs[a]
-    out = [(lhs if side == 0 else rhs)[d] for side, d in zip(order[0::2], order[1::2])]  # batch dims lead
-    return f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}"
+def _contraction(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...], lc: list[int], rc: list[int],
+                 lb: list[int], rb: list[int], out_dims: list[tuple[int, int]]) -> Callable[[Any, Any], Any]:
+    """A product of two arrays as one batched matmul (BLAS): each side transposed to (batch, free,
+    contracted), reshaped to 3-d, multiplied, and the result put in ``out_dims`` order ((side, dim)
+    pairs; Mosaic lists the batch dims first)."""
+    ln = [d for d in range(len(lhs_shape)) if d not in lc and d not in lb]
+    rn = [d for d in range(len(rhs_shape)) if d not in rc and d not in rb]
+    batch = [lhs_shape[d] for d in lb]
+    m, n = math.prod(lhs_shape[d] for d in ln), math.prod(rhs_shape[d] for d in rn)
+    k = math.prod(lhs_shape[d] for d in lc)
+    lhs_perm, rhs_perm = lb + ln + lc, rb + rc + rn
+    natural = [(0, d) for d in lb] + [(0, d) for d in ln] + [(1, d) for d in rn]
+    final = [natural.index(pair) for pair in out_dims] if sorted(out_dims) == sorted(natural) else None
+    if final == list(range(len(natural))):
+        final = None
+    shape = batch + [lhs_shape[d] for d in ln] + [rhs_shape[d] for d in rn]
+    b = math.prod(batch)
+
+    def product(a: Any, c: Any) -> Any:
+        a3 = np.transpose(a, lhs_perm).reshape(b, m, k)
+        c3 = np.transpose(c, rhs_perm).reshape(b, k, n)
+        out = np.matmul(a3, c3).reshape(shape)
+        return out if final is None else np.transpose(out, final)
+
+    return product
 
 
-def _product(lhs: np.ndarray, rhs: np.ndarray, spec: str, acc_dtype: np.dtype) -> np.ndarray:
+def _operands(lhs: np.ndarray, rhs: np.ndarray, acc_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides as the MXU multiplies them: float32 for floats (exact for bf16 and fp8), 64-bit ints."""
     if is_float(acc_dtype) or is_float(lhs.dtype):
-        a, b = widen(lhs), widen(rhs)
-    else:
-        a, b = np.asarray(lhs, np.int64), np.asarray(rhs, np.int64)
-    if spec == "ab,bc->ac":
-        return a @ b
-    if spec == "ab,cb->ac":
-        return a @ b.T
-    if spec == "ba,bc->ac":
-        return a.T @ b
-    return np.einsum(spec, a, b, optimize=True)
+        return widen(lhs), widen(rhs)
+    return np.asarray(lhs, np.int64), np.asarray(rhs, np.int64)
 
 
 def _finish(prod: np.ndarray, acc: Any, dtype: np.dtype) -> np.ndarray:
@@ -78,18 +87,26 @@ def _finish(prod: np.ndarray, acc: Any, dtype: np.dtype) -> np.ndarray:
     return (prod + np.asarray(acc, np.int64)).astype(dtype)
 
 
+def _product_step(op: Op, product: Callable[[Any, Any], Any], dtype: np.dtype) -> Step:
+    def matmul(a: Any, b: Any, acc: Any) -> Any:
+        x, y = _operands(np.asarray(a), np.asarray(b), dtype)
+        return _finish(product(x, y), acc, dtype)
+
+    return _step(matmul, op)
+
+
 def _matmul(op: Op, c: Compiler) -> Step:
     lhs_t, rhs_t = c.type(op.operands[0]), c.type(op.operands[1])
     _, dtype = _rtype(op, c)
     text = str(op.attrs.get("dimension_numbers", ""))
     if text:
-        lists = _dot_numbers(text)
+        lc, rc, _, _, order, lb, rb = (_dot_numbers(text) + [[]] * 7)[:7]
     else:  # the older form: (m, k) x (k, n), flags transposing either side
-        lists = [[1], [1 if str(op.attrs.get("transpose_rhs", "")) == "true" else 0], [], [], [0, 0, 1, 1], [], []]
-        if str(op.attrs.get("transpose_lhs", "")) == "true":
-            lists[0] = [0]
-    spec = _spec(len(lhs_t.shape), len(rhs_t.shape), lists)
-    return _step(lambda a, b, acc: _finish(_product(a, b, spec, dtype), acc, dtype), op)
+        lc = [0] if str(op.attrs.get("transpose_lhs", "")) == "true" else [1]
+        rc = [1] if str(op.attrs.get("transpose_rhs", "")) == "true" else [0]
+        order, lb, rb = [0, 1 - lc[0], 1, 1 - rc[0]], [], []
+    pairs = list(zip(order[0::2], order[1::2]))
+    return _product_step(op, _contraction(tuple(lhs_t.shape), tuple(rhs_t.shape), lc, rc, lb, rb, pairs), dtype)
 
 
 def _affine_results(text: str) -> list[list[str]]:
@@ -102,11 +119,15 @@ def _contract(op: Op, c: Compiler) -> Step:
     maps = _affine_results(str(op.attrs["indexing_maps"]))
     if enum_of(op.attrs.get("kind", "#vector.kind<add>")) != "add" or len(maps) != 3:
         raise unsupported(op, c.kernel, "a contraction that is not a sum of products")
-    names = sorted({d for m in maps for d in m})
-    letter = {d: chr(ord("a") + i) for i, d in enumerate(names)}
-    spec = ",".join("".join(letter[d] for d in m) for m in maps[:2]) + "->" + "".join(letter[d] for d in maps[2])
+    lhs, rhs, out = maps
+    shared = [d for d in lhs if d in rhs]
+    lb = [lhs.index(d) for d in shared if d in out]
+    lc = [lhs.index(d) for d in shared if d not in out]
+    rb, rc = [rhs.index(lhs[i]) for i in lb], [rhs.index(lhs[i]) for i in lc]
+    pairs = [(0, lhs.index(d)) if d in lhs else (1, rhs.index(d)) for d in out]
+    shapes = tuple(c.type(op.operands[0]).shape), tuple(c.type(op.operands[1]).shape)
     _, dtype = _rtype(op, c)
-    return _step(lambda a, b, acc: _finish(_product(a, b, spec, dtype), acc, dtype), op)
+    return _product_step(op, _contraction(*shapes, lc, rc, lb, rb, pairs), dtype)
 
 
 # --------------------------------------------------------------------------- reductions
