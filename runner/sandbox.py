@@ -251,8 +251,10 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
         os.symlink(target, root + "/dev/" + name)
     _read_only(libc, root + "/dev", devices=True)
     os.makedirs(root + "/proc")
-    _mount(libc, "proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_RDONLY, None,
-           "mounting /proc")
+    # writable (as every /proc is): a process may write its own child user namespace's uid map there, which the
+    # judge's candidate process does to get a PID namespace of its own (runner/judging/nest.py); uid 1000
+    # with no capability writes nothing else of note (/proc/sys is root's)
+    _mount(libc, "proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None, "mounting /proc")
     # into the new root; the old one is detached and gone
     os.chdir(root)
     machine = os.uname().machine

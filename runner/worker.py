@@ -137,7 +137,8 @@ def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
     from .timing import plain_params
 
     # one path for model-written code and the user's own file: the judge runs the exported program
-    return messages.time_result_from_plain(judge.judged_time(plain_params(params), _measure(ctx)))
+    return messages.time_result_from_plain(judge.judged_time(plain_params(params), _measure(ctx),
+                                                             judging=_judging(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
@@ -153,6 +154,13 @@ def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeRes
 
 def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
+
+
+def _judging(ctx: Context) -> Callable[[str], None]:
+    """Said once the candidate's process is gone and the judge runs the program of the file ``name``: a crash
+    from then on is that program's (the client says so: engine/client.py)."""
+    return lambda name: ctx.progress(f"the candidate's process is gone; the judge runs {name}'s exported program",
+                                     stage=Stage.JUDGE, entry=name)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
     from . import judging
 
@@ -463,6 +471,7 @@ class Worker:
         from . import confine, judging, sandbox
 
         judging.ACTIVE = True
+        judging.CONFINED = bool(self.sandboxes.confined)
         if self.sandboxes.confined:
             self.scratch = confine.Scratch(sandbox.SCRATCH)
         paths: list[Any] = []
