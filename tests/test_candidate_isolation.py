@@ -192,3 +192,54 @@ async def test_a_judge_that_dies_running_the_candidates_program_says_so_and_rank
     assert crashed.status == "crashed" and crashed.result is None, (crashed.status, crashed.message)
     assert crashed.message.startswith("the candidate's program crashed the judge (SIGSEGV)"), crashed.message
     assert "kernel.py's exported program" in crashed.message and "nothing is ranked" in crashed.message
+
+
+# ---------------------------------------------------------------------------- where no namespace can be made
+
+
+async def test_without_a_nested_namespace_the_users_own_file_is_judged_with_a_note(tmp_path):
+    """No user namespaces for the candidate's process (forced): the user's own worker judges it as before (the
+    process group and every process below it ended) and the record and notes say so."""
+    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.timing import TaskFiles, time_request
+    from pallasite.runner.judging.nest import NO_NEST_VARIABLE
+
+    path = tmp_path / "kernel.py"
+    path.write_text(USER)
+    config = WorkerConfig(timeout_s=240, env={NO_NEST_VARIABLE: "forced by the test"})
+    async with WorkerClient(config) as worker:
+        reply = await worker.request(time_request(TaskFiles(str(path)), "time", runs=2, warmup=1))
+    assert verdict(reply) == ("ok", [], "the judge"), reply.result
+    isolation = reply.result.judge.isolation
+    assert "without a PID namespace of its own here" in isolation and "forced by the test" in isolation, isolation
+    assert isolation in reply.result.notes
+
+
+@needs_namespaces
+async def test_a_confined_worker_refuses_a_candidate_it_cannot_nest(tmp_path, monkeypatch):
+    """Model-written code: where its process gets no PID namespace of its own, it is not judged - refused up front
+    by the sandbox's probe (as a system without the sandbox is), and by the judge if it happens anyway."""
+    from pallasite.runner.judging.nest import NO_NEST_VARIABLE
+
+    monkeypatch.setenv(NO_NEST_VARIABLE, "forced by the test")
+    spawn.confinement_problem.cache_clear()
+    try:
+        problem = spawn.confinement_problem(sys.executable)
+    finally:
+        monkeypatch.delenv(NO_NEST_VARIABLE)
+        spawn.confinement_problem.cache_clear()
+    assert problem and "cannot be given a PID namespace of its own here" in problem and "forced by the test" in problem
+    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.timing import TaskFiles, time_request
+
+    path = tmp_path / "kernel.py"
+    path.write_text(USER)
+    config = WorkerConfig(confine=True, timeout_s=240, env={NO_NEST_VARIABLE: "forced inside"})
+    async with WorkerClient(config) as worker:  # (the probe ran without the variable: the judge meets it)
+        reply = await worker.request(time_request(TaskFiles(str(path)), "time", runs=2, warmup=1, text=RIGHT,
+                                                  trusted=(str(path), USER)))
+    assert reply.ok and reply.result.verdict == "error", reply.result
+    error = reply.result.error
+    assert error.startswith("not judged: the candidate's process could not be given a PID namespace"), error
+    assert "forced inside" in error and "ended before it ran anything" in error, error
+    assert reply.result.candidate is None and reply.result.speedup is None

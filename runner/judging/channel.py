@@ -72,7 +72,10 @@ def send_frame(sock: socket.socket, header: dict[str, Any], arrays: list[Any] = 
 def _exactly(sock: socket.socket, n: int) -> bytes:
     chunks, left = [], n
     while left:
-        chunk = sock.recv(min(left, 1 << 20))
+        try:
+            chunk = sock.recv(min(left, 1 << 20))
+        except (ConnectionResetError, BrokenPipeError) as exc:  # it ended with our frame unread
+            raise CandidateGone(f"the other process ended ({exc.strerror or exc})") from None
         if not chunk:
             raise CandidateGone("the other process closed the channel")
         chunks.append(chunk)
@@ -143,10 +146,14 @@ def end(sock: socket.socket, pid: int) -> Isolation:
         process_tree.reap(below)
     _ENDED[pid] = isolation
     if CONFINED and not isolation.nested:
-        raise NotIsolated(f"not judged: {isolation.note}; model-written code is judged only where its process "
-                          "can be given a PID namespace of its own, so nothing it starts outlives it or reaches the "
-                          "judge")
+        raise NotIsolated(refusal(isolation.note))
     return isolation
+
+
+def refusal(note: str) -> str:
+    """Why a confined worker's candidate is not judged (``note``: how it was kept instead)."""
+    return (f"not judged: {note}; model-written code is judged only where its process can be given a PID namespace "
+            "of its own, so nothing it starts outlives it or reaches the judge")
 
 
 def isolation_of(pid: int, started: Any = None) -> Isolation:
@@ -178,13 +185,15 @@ def isolation_of(pid: int, started: Any = None) -> Isolation:
         _PLAIN_WHY = _PLAIN_WHY or rest
         started.failed = word == "failed"
     why = rest if rest else "the candidate's process ended before it said whether it has one"
-    started.isolation = Isolation(False, pid, PLAIN_NOTE.format(why=why))
+    started.isolation = Isolation(False, pid, (FAILED_NOTE if word == "failed" else PLAIN_NOTE).format(why=why))
     return started.isolation
 
 
 PLAIN_NOTE = ("the candidate's process ran without a PID namespace of its own here ({why}): it was ended with its "
               "process group and every process found below it, so a process it detached (setsid, double fork) "
               "could outlive it")
+FAILED_NOTE = ("the candidate's process could not be given a PID namespace of its own here ({why}) and ended before "
+               "it ran anything")
 STATUS_S = 60.0  # the candidate's status line, at most (its interpreter's start, on a loaded machine)
 END_S = 30.0  # the launcher's end, at most
 _PROCS: dict[int, _Started] = {}  # the candidate processes this judge started, by pid
@@ -213,6 +222,8 @@ def spawn(kind: str, params: dict[str, Any]) -> tuple[socket.socket, int]:
     finished, that process has ended, and a plain one is started instead (and every later one, at once)."""
     from . import CONFINED
 
+    if CONFINED and _PLAIN_WHY is not None:
+        raise NotIsolated(refusal(PLAIN_NOTE.format(why=_PLAIN_WHY)))
     undumpable()  # before the candidate exists: it may not read or write our memory
     sock, pid = _start(nested=_PLAIN_WHY is None)
     started = _PROCS[pid]
@@ -223,20 +234,30 @@ def spawn(kind: str, params: dict[str, Any]) -> tuple[socket.socket, int]:
             _PROCS.pop(pid, None)
             sock.close()
             sock, pid = _start(nested=False)
-    send_frame(sock, {"kind": kind, "params": params})
+    try:
+        send_frame(sock, {"kind": kind, "params": params})
+    except OSError as exc:  # it ended before its request (a namespace it had to have and could not make)
+        why = gone_why(pid, exc)
+        with contextlib.suppress(CandidateGone):
+            end(sock, pid)
+        raise CandidateGone(why) from None
     return sock, pid
 
 
 def _start(nested: bool) -> tuple[socket.socket, int]:
     import sys
 
+    from . import CONFINED
+
     ours, theirs = socket.socketpair()
     status_r, status_w = os.pipe() if nested else (None, None)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALLASITE_STANDIN")}
     env.update(JAX_PLATFORMS="cpu", PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
     passed = (theirs.fileno(),) + ((status_w,) if status_w is not None else ())
+    required = ["required"] if nested and CONFINED else []  # model-written code never runs un-nested
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "pallasite.runner.judging.candidate", *map(str, passed)],
+        proc = subprocess.Popen([sys.executable, "-m", "pallasite.runner.judging.candidate", *map(str, passed),
+                                 *required],
                                 stdin=subprocess.DEVNULL, stdout=2, stderr=2, pass_fds=passed, close_fds=True, env=env,
                                 start_new_session=True)
     except BaseException:
@@ -263,7 +284,9 @@ def gone_why(pid: int, error: BaseException) -> str:
         return str(error)
     started = _PROCS.get(pid)
     if started is not None and isolation_of(pid, started).note and started.failed:
-        return f"not judged: {started.isolation.note}"
+        from . import CONFINED
+
+        return refusal(started.isolation.note) if CONFINED else f"not judged: {started.isolation.note}"
     proc = started.proc if started is not None else None
     try:
         code = proc.wait(timeout=10.0) if proc is not None else None  # (a killed process may take seconds to end)

@@ -65,7 +65,10 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
             except Exception as exc:  # noqa: BLE001 - nothing trusted: nobody judges
                 return _with(timing._failed(params, f"not judged: {exc}"), record, "")
             verifier.ready()  # undumpable before the candidate exists
-            sock, pid = spawn("export", candidate_params(params))
+            try:
+                sock, pid = spawn("export", candidate_params(params))
+            except CandidateGone as exc:  # it ended before its request (a confined worker's, un-nested)
+                return _with(timing._failed(params, str(exc)), record, JUDGE)
             record["candidate_pid"] = pid
             try:
                 return _with(_judge(sock, pid, params, say, prep, verifier, record, judging), record, JUDGE)

@@ -21,7 +21,7 @@ it reads a byte of the judge's request or imports anything of the candidate's:
 
 It writes one line on ``status_fd`` for the judge: ``nested PID`` (process 1's pid as the judge sees it);
 ``plain WHY`` when no namespace can be made here (user namespaces turned off): the process goes on
-un-nested, as before; ``failed WHY`` when one was made but could not be finished (a ``/proc`` it may not
+un-nested, as before (unless the judge requires the namespace: a confined worker's); ``failed WHY`` when one was made but could not be finished (a ``/proc`` it may not
 mount): the process ends (it can start no thread once it asked for a PID namespace), and the judge starts
 another without nesting. Either way the judge decides (a confined worker refuses; the user's own file is
 judged with a process-group kill and a note: runner/judging/channel.py).
@@ -41,6 +41,8 @@ from typing import Any
 
 INSIDE_ID = 1000  # the candidate's uid and gid inside its namespace (never 0: no capability survives)
 EXIT_SETUP = 71
+# Set (to a reason) to act as if no namespace could be made here: the candidate goes on un-nested (tests use it)
+NO_NEST_VARIABLE = "PALLASITE_NO_NESTED_NAMESPACE"
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 1, 2, 4, 8, 16384, 1 << 18
@@ -110,15 +112,18 @@ def _become_init(libc: Any, alive_r: int) -> None:
     drop_capabilities(libc)  # bounding set, ambient, no_new_privs, effective and permitted
 
 
-def enter(status_fd: int) -> None:
+def enter(status_fd: int, required: bool = False) -> None:
     """See the module docstring: returns in process 1 of a new PID namespace (or, where none can be made,
-    in this process un-nested); the launcher never returns."""
+    in this process un-nested, unless ``required``: then it ends); the launcher never returns."""
     libc = _libc()
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the judge's end is ours
     try:
+        if os.environ.get(NO_NEST_VARIABLE):
+            raise NestError(0, f"unshare: namespaces are turned off here ({NO_NEST_VARIABLE}="
+                               f"{os.environ[NO_NEST_VARIABLE]})")
         _unshare(libc)
     except NestError as exc:
-        if exc.strerror.startswith("unshare"):  # nothing changed: this process goes on, un-nested
+        if exc.strerror.startswith("unshare") and not required:  # nothing changed: this process goes on, un-nested
             _say(status_fd, f"plain {exc.strerror}")
             return
         _fail(status_fd, exc.strerror)
