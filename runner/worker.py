@@ -443,7 +443,11 @@ class Worker:
             elif message.get("kind") == protocol.RESULT:
                 answers += 1
                 reply = _checked(message) if reply is None else reply
-        outcome = child.outcome()
+        try:
+            outcome = child.outcome()
+        except OSError as exc:  # the fork server is gone: nobody can say how the child ended
+            os.write(2, f"pallasite worker: {exc}\n".encode())
+            os._exit(1)
         if answers > 1:  # only one process may answer; a second answer means something forged one: refuse both
             reply = protocol.result_error(request_id, protocol.ErrorInfo(
                 "SandboxError", f"the request was answered {answers} times: refused (something in the sandboxed "
@@ -636,13 +640,14 @@ def run(args: argparse.Namespace) -> int:
     if args.confine is None:  # tier 2's VMEM as libtpu allocates it; before anything loads libtpu
         _ask_for_vmem_report()
     root, scratch = _scratch(args.confine) if args.confine is not None else (None, None)
+    _limit_memory(args)
     # a confined worker's fork server, forked now: this process has one thread and has not imported jax
     # (runner/sandbox_server.py); it imports jax once and forks each request's sandboxed child
     sandboxes = _fork_server(args, root) if scratch is not None else None
     # 2. the protocol gets private fds: fd 1 (print, libtpu) goes to stderr, fd 0 (input())
     #    reads /dev/null, so user code can neither corrupt nor steal protocol bytes
     out_fd, in_fd = _private_protocol_fds()
-    _limit_memory(args)
+    _watch_memory(args)
     # 3. warm up (the fork server did, for a confined worker), then the handshake
     error = _warm_up() if sandboxes is None else sandboxes.error
     worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)
@@ -699,7 +704,8 @@ def _private_protocol_fds() -> tuple[int, int]:
 
 
 def _limit_memory(args: argparse.Namespace) -> None:
-    """The memory guard's limit (for this worker and the processes it starts) and the watchdog."""
+    """The memory guard's limit (for this worker and the processes it starts: a confined worker's fork server
+    is forked after this)."""
     if args.memory_mb or args.guard_memory_mb:
         from . import memory_guard
 
@@ -707,6 +713,10 @@ def _limit_memory(args: argparse.Namespace) -> None:
         # the processes this worker starts (the judge's candidate process) share its limit: their checks
         # size themselves by it too (runner/timing_ladder.budget_bytes), not by a default
         os.environ[memory_guard.LIMIT_ENV] = str(memory_guard.LIMIT_MB)
+
+
+def _watch_memory(args: argparse.Namespace) -> None:
+    """The watchdog of this worker's own resident memory (a thread: after the fork server is forked)."""
     if args.memory_mb:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
 
