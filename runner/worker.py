@@ -423,7 +423,8 @@ class Worker:
         it reaches the client; a child that ends without a result ends this worker the same way (a crash or
         the memory limit stays what it was for the client)."""
         body = functools.partial(sandboxed_op, request_id=request_id, op=op, params=raw, deadline=deadline,
-                                 confined=bool(getattr(self.sandboxes, "confined", True)))
+                                 confined=bool(getattr(self.sandboxes, "confined", True)),
+                                 scratch=self.scratch.root if self.scratch is not None else None)
         try:
             child = self.sandboxes.start(body)
         except OSError as exc:  # the fork server is gone: this worker cannot serve; the client restarts it
@@ -517,10 +518,13 @@ class Worker:
 
 
 def sandboxed_op(send: Callable[[dict[str, Any]], None], *, request_id: str, op: str, params: Any,
-                 deadline: float | None, confined: bool) -> None:
+                 deadline: float | None, confined: bool, scratch: str | None = None) -> None:
     """In a sandboxed child the fork server forked (runner/sandbox_server.py): the request's op, every message
-    to ``send`` (the worker checked the op and its params before)."""
-    worker = Worker(-1)
+    to ``send`` (the worker checked the op and its params before). ``scratch``: the worker's scratch root (a
+    child without the sandbox works in a fresh folder under it; a sandboxed one, under its own /scratch)."""
+    from . import confine
+
+    worker = Worker(-1, scratch=confine.Scratch(scratch) if scratch else None)
     worker._child_op(request_id, worker.ops[op], protocol.read_params(op, params), deadline, send, confined)
 
 

@@ -20,6 +20,8 @@ Sources (public descriptions only; no code was taken from them):
   deferred outputs, work on another stream/thread outside the timed region, precision downgrade.
 - [issue49] pallasite issue 49: a preamble walking sys._getframe() to the worker's reply, a patched
   estimator dividing by 3, patched program checks and seed, shape branching, crafted and mutated modules.
+- [issue56] pallasite issue 56: the verifier's socket stolen with pidfd_getfd and its checks answered by a
+  daemon the candidate left (tests/data/untrusted/verifier_thief_preamble.py).
 """
 
 from __future__ import annotations
@@ -175,6 +177,8 @@ def add(x, y):
     return jnp.add(x, y)
 ''' + FROZEN
 
+THIEF = (DATA / "untrusted" / "verifier_thief_preamble.py").read_text()
+
 COPY_INPUT = BASE.replace("    spec = pl.BlockSpec(", "    return x\n    spec = pl.BlockSpec(") + FROZEN
 
 HALF_WRITTEN = BASE.replace("grid=(x.shape[0] // 128,)", "grid=(max(1, x.shape[0] // 256),)") + FROZEN
@@ -295,4 +299,6 @@ ATTACKS = (
     Attack("mutated_module", "[issue49] the serialized module's bytes flipped", "rejected", _with(MUTATED, RIGHT)),
     Attack("input_patch", "[issue49] the judge's input drawing patched to zeros (a kernel right only there)",
            "rejected", _with(SEED_REPLAY, BASE.replace("x_ref[...] + y_ref[...]", "x_ref[...] * y_ref[...]") + FROZEN)),
+    Attack("verifier_thief", "[issue56] no kernel; the verifier's socket stolen (pidfd_getfd) and its module checks "
+           "answered by a daemon with a kernel's facts", "rejected", _with(THIEF, NO_KERNEL)),
 )
