@@ -7,6 +7,9 @@ process-group kill of before) so load drifts hit both alike:
 - start: from ``channel.spawn`` to the candidate's "loaded" frame (its interpreter's start, the namespace made
   in it, its file loaded);
 - end: ``channel.end`` (nested: until the launcher has reaped process 1 and the namespace is empty);
+- set-up: ``nest.enter`` alone, timed inside a fresh interpreter from its import to its return in process 1
+  (the namespaces, the uid map, the fork, the fresh ``/proc``, the capabilities dropped); on a loaded machine
+  the two steps above differ by less than their noise, this one does not;
 
     .venv/bin/python benchmarks/bench_candidate_nest.py [--repeats 10]
 
@@ -42,6 +45,29 @@ def once(nested: bool) -> tuple[float, float]:
     return spawned - started, ended - spawned
 
 
+SETUP = """
+import sys, time
+started = time.perf_counter()
+from pallasite.runner.judging import nest
+nest.enter(int(sys.argv[1]))
+print(time.perf_counter() - started, flush=True)
+"""
+
+
+def setup_s() -> float:
+    """``nest.enter``'s own cost, measured in process 1 of the namespace it made."""
+    import subprocess
+
+    read, write = os.pipe()
+    try:
+        done = subprocess.run([sys.executable, "-c", SETUP, str(write)], pass_fds=(write,), capture_output=True,
+                              text=True, timeout=60)
+    finally:
+        os.close(write)
+        os.close(read)
+    return float(done.stdout.strip())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
@@ -65,10 +91,13 @@ def main() -> int:
     def fmt(xs: list[float]) -> str:
         return f"{statistics.median(xs) * 1000:7.1f} ms (p90 {sorted(xs)[int(0.9 * (len(xs) - 1))] * 1000:.1f})"
 
+    setups = sorted(setup_s() for _ in range(args.repeats))
     print(f"{'step':44} {'nested':>24} {'plain (before)':>24} {'added (median)':>15}")
     for i, step in enumerate(("start: spawn to the candidate's 'loaded'", "end: channel.end returns")):
         a, b = [t[i] for t in times[True]], [t[i] for t in times[False]]
         print(f"{step:44} {fmt(a):>24} {fmt(b):>24} {(statistics.median(a) - statistics.median(b)) * 1000:+12.1f} ms")
+    print(f"{'set-up: nest.enter alone (import to process 1)':44} {fmt(setups):>24} {'-':>24} "
+          f"{statistics.median(setups) * 1000:+12.1f} ms")
     return 0
 
 

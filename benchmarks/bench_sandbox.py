@@ -2,12 +2,13 @@
 candidate after the first).
 
 Runs the same requests through a warm trusted worker (everything in one warm process) and through a
-confined worker (each request forked from the pre-imported worker, a sandbox built from nothing, and
+confined worker (each request forked by its fork server, a sandbox built from nothing, and
 for ``time`` a second process for the candidate while the judge compares), on this machine's CPU:
 
     .venv/bin/python benchmarks/bench_sandbox.py [--repeats 8]
 
-Prints the median and p90 wall time per request for each, and the difference. CPU interpret mode
+Prints the median and p90 wall time per request for each (and the worker's start-up to its handshake), and
+the difference. Run it with ``PYTHONPATH`` at another checkout to measure that code. CPU interpret mode
 only: no figure here is TPU time.
 """
 
@@ -33,8 +34,10 @@ async def measure(confine: bool, repeats: int) -> dict[str, list[float]]:
     from pallasite.wire.messages import CheckParams
 
     text = ADD.read_text()
-    out: dict[str, list[float]] = {"check (tiers 1)": [], "time (correctness, shrink)": []}
+    out: dict[str, list[float]] = {"check (tiers 1)": [], "time (correctness, shrink)": [], "worker start-up": []}
+    started = time.perf_counter()
     async with WorkerClient(WorkerConfig(confine=confine, timeout_s=300)) as worker:
+        out["worker start-up"].append(time.perf_counter() - started)  # to its handshake
         await worker.request(time_request(TaskFiles(str(ADD)), "time", runs=1, warmup=1, text=text,
                                           trusted=(str(ADD), text)))  # the first: imports, caches
         for _ in range(repeats):
@@ -63,7 +66,10 @@ def main() -> int:
     load = os.getloadavg()
     trusted = asyncio.run(measure(False, args.repeats))
     sandboxed = asyncio.run(measure(True, args.repeats))
-    print(f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start")
+    import pallasite
+
+    print(f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start; "
+          f"pallasite from {os.path.dirname(pallasite.__file__)}")
     print(f"{'request':30} {'warm worker':>22} {'sandboxed, judged':>22} {'added (median)':>15}")
     for name in trusted:
         a, b = trusted[name], sandboxed[name]

@@ -267,14 +267,14 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
 
 
 def _become_nobody(libc: Any, limits: Limits, cgroup: bool) -> None:
-    from . import confine
+    from . import capabilities
 
-    confine.drop_bounding_set(libc)  # needs CAP_SETPCAP: before the user ids change
+    capabilities.drop_bounding_set(libc)  # needs CAP_SETPCAP: before the user ids change
     with contextlib.suppress(OSError):
         os.setgroups([])
     os.setresgid(INSIDE_ID, INSIDE_ID, INSIDE_ID)
     os.setresuid(INSIDE_ID, INSIDE_ID, INSIDE_ID)
-    confine.drop_capabilities(libc, bounding=False)
+    capabilities.drop_capabilities(libc, bounding=False)
     mb = 2**20
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.scratch_mb * mb,) * 2)

@@ -98,7 +98,7 @@ def _unshare(libc: Any) -> None:
 
 def _become_init(libc: Any, alive_r: int) -> None:
     """In process 1 of the new namespace: die with the launcher, a fresh ``/proc``, no capability."""
-    from ..confine import drop_capabilities
+    from ..capabilities import drop_capabilities
 
     _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "setting the parent-death signal")
     os.set_blocking(alive_r, False)
