@@ -32,6 +32,7 @@ from ..wire import env as env_module
 
 from .devices import DEFAULT_CPU_DEVICES, xla_flags
 from ..wire import protocol
+from ..wire.messages import Stage
 
 from . import confinement, secrets, spawn
 from .backend import ProgressCallback, Reply, StartProblem, call_progress
@@ -210,6 +211,18 @@ def describe_exit(code: int | None) -> str:
     return f"the worker exited with code {code}"
 
 
+def judge_crash(name: str, code: int) -> str:
+    """A judging request whose judge died of signal ``-code`` after the candidate's process was gone: the
+    candidate's program did it (the judge runs nothing else of the candidate's), and nothing is ranked."""
+    try:
+        signame = signal.Signals(-code).name
+    except ValueError:
+        signame = f"signal {-code}"
+    return (f"the candidate's program crashed the judge ({signame}): the judge was running {name}'s exported "
+            "program (and the reference beside it) after the candidate's process had ended; nothing is ranked "
+            "(the worker will be restarted)")
+
+
 class WorkerClient:
     """One worker process, restarted as needed. Use ``async with WorkerClient(cfg) as w``."""
 
@@ -221,6 +234,7 @@ class WorkerClient:
         self._lock = asyncio.Lock()
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._progress: dict[str, ProgressCallback] = {}
+        self._judging: dict[str, str] = {}  # request id -> the candidate's file whose program the judge now runs
         self._hello: asyncio.Future[protocol.Handshake] | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._stderr: collections.deque[str] = collections.deque(maxlen=self.config.stderr_lines)
@@ -368,7 +382,7 @@ class WorkerClient:
             except asyncio.TimeoutError:
                 outcome = await self._stop(request_id, future, "timeout")
                 return self._reply(op, outcome, started, timeout_s, timed_out=True)
-            reply = self._reply(op, outcome, started, timeout_s)
+            reply = self._reply(op, outcome, started, timeout_s, judging=self._judging.get(request_id))
             await self._replace_if_heavy(params)
             return reply
         except asyncio.CancelledError:
@@ -377,6 +391,7 @@ class WorkerClient:
         finally:
             self._pending.pop(request_id, None)
             self._progress.pop(request_id, None)
+            self._judging.pop(request_id, None)
 
     async def _stop(self, request_id: str, future: asyncio.Future[Any], why: str) -> Any:
         """Cancel a running request; kill the worker if it does not answer within the grace."""
@@ -388,8 +403,10 @@ class WorkerClient:
             await self._kill(why)
             return await future  # the stdout reader resolves it with _Exited
 
-    def _reply(self, op: str, outcome: Any, started: float, limit_s: float, timed_out: bool = False) -> Reply:
-        """What became of a request limited to ``limit_s`` (``timed_out``: the client's wait ran out)."""
+    def _reply(self, op: str, outcome: Any, started: float, limit_s: float, timed_out: bool = False,
+               judging: str | None = None) -> Reply:
+        """What became of a request limited to ``limit_s`` (``timed_out``: the client's wait ran out;
+        ``judging``: the candidate's file whose exported program the judge was running, once its process was gone)."""
         elapsed = time.monotonic() - started
         if isinstance(outcome, _Exited):
             tail = self.stderr_tail()
@@ -409,6 +426,9 @@ class WorkerClient:
             if reason == "cancelled":
                 return Reply("cancelled", message="cancelled; the worker did not stop and was killed",
                              elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
+            if judging is not None and outcome.code is not None and outcome.code < 0:
+                return Reply("crashed", message=judge_crash(judging, outcome.code), elapsed_s=elapsed,
+                             exit_code=outcome.code, stderr_tail=tail)
             return Reply("crashed", message=f"{how} while running the request; it will be restarted",
                          elapsed_s=elapsed, exit_code=outcome.code, stderr_tail=tail)
         if outcome.get("ok"):
@@ -466,6 +486,8 @@ class WorkerClient:
                 except protocol.ProtocolError as exc:
                     self._stderr.append(f"[pallasite client] {exc}")
             elif kind == protocol.PROGRESS:
+                if msg.get("stage") == Stage.JUDGE.value and msg.get("id") in self._pending:
+                    self._judging[msg["id"]] = str(msg.get("entry") or "the candidate")[:200]
                 callback = self._progress.get(msg["id"])
                 if callback is not None:
                     try:

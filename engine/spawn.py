@@ -38,6 +38,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -58,6 +59,9 @@ _started: dict[int, asyncio.subprocess.Process] = {}  # pid -> live workers star
 _spawning = 0
 _in_sandbox: set[int] = set()  # pids of those started in the sandbox
 _adopting = False  # whether this process was made a subreaper (on its first worker)
+_families: dict[int, set[int]] = {}  # a killed worker's pid -> its descendants then (reaped after its exit)
+_ending: set[asyncio.Task] = set()  # workers whose start was cancelled, being ended (a reference keeps each)
+REAP_S = 1.0  # after a worker's exit, how long its leftovers (killed) may take to be reaped
 
 
 @functools.lru_cache(maxsize=1)
@@ -169,18 +173,44 @@ async def start(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None,
     global _spawning
     parent = os.getpid()
     _spawning += 1  # until it is in _started, a new worker in its own session looks like an orphan
+    sandbox = argv[:len(SANDBOX_PREFIX)] == list(SANDBOX_PREFIX)
     try:
-        proc = await asyncio.create_subprocess_exec(
+        # shielded: a start cancelled midway (a cancelled tune starting a worker) would otherwise be ended by
+        # asyncio, which kills the process it started alone: the sandbox's `unshare`, whose namespace's shell is
+        # then re-parented here and never reaped (a zombie child of the server). It is ended whole instead.
+        creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             cwd=cwd, env=dict(env), start_new_session=own_session, limit=limit,
             preexec_fn=functools.partial(_child_setup, parent) if LINUX and own_session else None,
-        )
-        _started[proc.pid] = proc
+        ))
+        try:
+            proc = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            creating.add_done_callback(functools.partial(_end_unwanted, sandbox))
+            raise
+        _register(proc, sandbox)
     finally:
         _spawning -= 1
-    if argv[:len(SANDBOX_PREFIX)] == list(SANDBOX_PREFIX):
-        _in_sandbox.add(proc.pid)
     return proc
+
+
+def _register(proc: asyncio.subprocess.Process, sandbox: bool) -> None:
+    _started[proc.pid] = proc
+    if sandbox:
+        _in_sandbox.add(proc.pid)
+
+
+def _end_unwanted(sandbox: bool, creating: "asyncio.Future[asyncio.subprocess.Process]") -> None:
+    """A worker whose start was cancelled, once it exists: killed whole (its group and descendants), then
+    reaped with what it left (``exited``)."""
+    if creating.cancelled() or creating.exception() is not None:
+        return
+    proc = creating.result()
+    _register(proc, sandbox)
+    kill(proc, orphans=False)
+    task = asyncio.ensure_future(exited(proc))
+    _ending.add(task)
+    task.add_done_callback(_ending.discard)
 
 
 async def exited(proc: asyncio.subprocess.Process, poll_s: float = 0.05) -> int:
@@ -202,10 +232,53 @@ async def exited(proc: asyncio.subprocess.Process, poll_s: float = 0.05) -> int:
     while proc.returncode is None:  # the child watcher records the status right after the exit
         await asyncio.sleep(poll_s)
     _started.pop(proc.pid, None)
+    reap_leftovers(proc.pid)
     code = proc.returncode
     if proc.pid in _in_sandbox and 128 < code < 128 + 65:
         return -(code - 128)  # the sandbox's shell reports a worker killed by signal N as 128+N
     return code
+
+
+def reap_leftovers(pid: int, wait_s: float = REAP_S) -> list[int]:
+    """After the worker ``pid`` exited: the processes it left that come back to this process (a child
+    subreaper), killed and reaped, so none stays a zombie here: its descendants when it was killed (``kill``)
+    and what is left of its session (the sandbox's shell, once ``unshare`` is gone, is re-parented here).
+    Waits at most ``wait_s``; returns those reaped."""
+    left = set(_families.pop(pid, ())) | set(_session_children(pid))
+    left.discard(pid)
+    reaped: list[int] = []
+    deadline = time.monotonic() + wait_s
+    for other in left:
+        _signal(other, group=False)
+    while left:
+        for other in list(left):
+            try:
+                if os.waitpid(other, os.WNOHANG)[0] == other:
+                    reaped.append(other)
+                    left.discard(other)
+            except ChildProcessError:  # not ours: another's to reap (a process inside the namespace), or gone
+                left.discard(other)
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    return reaped
+
+
+def _session_children(sid: int) -> list[int]:
+    """Our children in session ``sid`` (a worker's own session), zombies included."""
+    if not LINUX:
+        return []
+    try:
+        import psutil
+
+        found = []
+        for child in psutil.Process().children():
+            with contextlib.suppress(OSError):
+                if os.getsid(child.pid) == sid:
+                    found.append(child.pid)
+        return found
+    except Exception:  # noqa: BLE001 - psutil missing: the group kill remains
+        return []
 
 
 def _descendants(pid: int) -> list[int]:
@@ -247,6 +320,7 @@ def kill(proc: asyncio.subprocess.Process | None, *, orphans: bool = True) -> No
     (``orphans``) our adopted orphans; reap the orphans. Returns at once; ``exited`` tells when."""
     if proc is not None:
         family = _descendants(proc.pid) if proc.returncode is None else []
+        _families.setdefault(proc.pid, set()).update(family)  # reaped after its exit (``exited``)
         if proc.returncode is None:
             _signal(proc.pid, group=True)
             _signal(proc.pid, group=False)

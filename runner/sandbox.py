@@ -199,7 +199,8 @@ def _bind(libc: Any, source: str, root: str, *, writable: bool = False) -> None:
 # --------------------------------------------------------------------------- the child's side
 
 
-def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], files: list[str]) -> None:
+def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], files: list[str],
+                links: list[str]) -> None:
     """Inside the new namespaces, as the namespace's root: the new ``/``, then pivot into it."""
     _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE, None, "making the mounts private")
     root = mountpoint
@@ -221,7 +222,7 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
     for link in SYSTEM_PATHS:  # merged-/usr systems: /lib -> usr/lib and so on
         if os.path.islink(link) and not os.path.lexists(root + link):
             os.symlink(os.readlink(link), root + link)
-    for link in interpreter_links():  # the links to the interpreter that no bound folder holds
+    for link in links:  # the links to the interpreter that no bound folder holds
         if not os.path.lexists(root + link):
             os.makedirs(os.path.dirname(root + link), exist_ok=True)
             os.symlink(os.readlink(link), root + link)
@@ -251,8 +252,10 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
         os.symlink(target, root + "/dev/" + name)
     _read_only(libc, root + "/dev", devices=True)
     os.makedirs(root + "/proc")
-    _mount(libc, "proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_RDONLY, None,
-           "mounting /proc")
+    # writable (as every /proc is): a process may write its own child user namespace's uid map there, which the
+    # judge's candidate process does to get a PID namespace of its own (runner/judging/nest.py); uid 1000
+    # with no capability writes nothing else of note (/proc/sys is root's)
+    _mount(libc, "proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None, "mounting /proc")
     # into the new root; the old one is detached and gone
     os.chdir(root)
     machine = os.uname().machine
@@ -264,14 +267,14 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
 
 
 def _become_nobody(libc: Any, limits: Limits, cgroup: bool) -> None:
-    from . import confine
+    from . import capabilities
 
-    confine.drop_bounding_set(libc)  # needs CAP_SETPCAP: before the user ids change
+    capabilities.drop_bounding_set(libc)  # needs CAP_SETPCAP: before the user ids change
     with contextlib.suppress(OSError):
         os.setgroups([])
     os.setresgid(INSIDE_ID, INSIDE_ID, INSIDE_ID)
     os.setresuid(INSIDE_ID, INSIDE_ID, INSIDE_ID)
-    confine.drop_capabilities(libc, bounding=False)
+    capabilities.drop_capabilities(libc, bounding=False)
     mb = 2**20
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.scratch_mb * mb,) * 2)
@@ -283,7 +286,8 @@ def _become_nobody(libc: Any, limits: Limits, cgroup: bool) -> None:
 
 
 def _child(ready_w: int, go_r: int, out_w: int, body: Callable[[Callable[[dict[str, Any]], None]], None],
-           mountpoint: str, limits: Limits, binds: list[str], files: list[str], keep_fds: tuple[int, ...]) -> None:
+           mountpoint: str, limits: Limits, binds: list[str], files: list[str], keep_fds: tuple[int, ...],
+           links: list[str]) -> None:
     """The forked child (never returns). Stage 1 makes the namespaces; stage 2 (PID 1 of the new PID
     namespace) builds the root, becomes nobody and runs ``body``."""
     try:
@@ -315,7 +319,7 @@ def _child(ready_w: int, go_r: int, out_w: int, body: Callable[[Callable[[dict[s
                      else 128 + os.WTERMSIG(status))
         os.close(ready_w)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        _build_root(libc, mountpoint, limits, binds, files)
+        _build_root(libc, mountpoint, limits, binds, files, links)
         with contextlib.suppress(OSError):
             socket.sethostname("sandbox")
         _become_nobody(libc, limits, cgroup)
@@ -392,19 +396,27 @@ def _write_maps(pid: int) -> None:
 
 @dataclasses.dataclass
 class Sandboxes:
-    """The worker's factory of sandboxed children. ``confined``: build the sandbox (else a plain fresh
-    process: the user opted in to run without namespaces)."""
+    """The factory of sandboxed children, forking the process it is used in: the fork server's
+    (runner/sandbox_server.py: a process with one thread) and the probe's. ``confined``: build the sandbox
+    (else a plain fresh process: the user opted in to run without namespaces). ``binds`` and ``links``:
+    what is bound and linked in (default: ``readable_paths() + package_paths()``, ``interpreter_links()``)."""
 
     limits: Limits = dataclasses.field(default_factory=Limits)
     confined: bool = True
     mountpoint: str = ""
     keep_fds: tuple[int, ...] = ()
+    binds: list[str] | None = None
+    links: list[str] | None = None
     _count: int = 0
 
     def __post_init__(self) -> None:
         if self.confined and not self.mountpoint:
             self.mountpoint = tempfile.mkdtemp(prefix="pallasite-root-")
-        self._binds = readable_paths() + package_paths() if self.confined else []
+        if self.binds is None:
+            self.binds = readable_paths() + package_paths() if self.confined else []
+        if self.links is None:
+            self.links = interpreter_links() if self.confined else []
+        self._binds = list(self.binds)
 
     def start(self, body: Callable[[Callable[[dict[str, Any]], None]], None]) -> "Child":
         """Fork a child that builds its sandbox and runs ``body(send)``; messages come back through ``Child``."""
@@ -427,7 +439,8 @@ class Sandboxes:
         if pid == 0:
             for fd in (out_r, ready_r, go_w):
                 os.close(fd)
-            _child(ready_w, go_r, out_w, body, self.mountpoint, self.limits, dirs, files, self.keep_fds)
+            _child(ready_w, go_r, out_w, body, self.mountpoint, self.limits, dirs, files, self.keep_fds,
+                   list(self.links or ()))
         for fd in (out_w, ready_w, go_r):
             os.close(fd)
         problem = None
@@ -569,7 +582,9 @@ def verify(home: str = "") -> str | None:
     except OSError as exc:
         if exc.errno not in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EACCES, errno.EPERM):
             return f"the network answered ({exc})"
-    return None
+    from .judging import nest  # the judge's candidate process must get a PID namespace of its own in here
+
+    return nest.probe()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -137,7 +138,8 @@ def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
     from .timing import plain_params
 
     # one path for model-written code and the user's own file: the judge runs the exported program
-    return messages.time_result_from_plain(judge.judged_time(plain_params(params), _measure(ctx)))
+    return messages.time_result_from_plain(judge.judged_time(plain_params(params), _measure(ctx),
+                                                             judging=_judging(ctx)))
 
 
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
@@ -153,6 +155,13 @@ def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeRes
 
 def _measure(ctx: Context) -> Callable[[str], None]:
     return lambda message: ctx.progress(message, stage=Stage.MEASURE)
+
+
+def _judging(ctx: Context) -> Callable[[str], None]:
+    """Said once the candidate's process is gone and the judge runs the program of the file ``name``: a crash
+    from then on is that program's (the client says so: engine/client.py)."""
+    return lambda name: ctx.progress(f"the candidate's process is gone; the judge runs {name}'s exported program",
+                                     stage=Stage.JUDGE, entry=name)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:
     from . import judging
 
@@ -368,7 +377,7 @@ class Worker:
             return
         if self.sandboxes is not None:
             try:
-                self._run_sandboxed(request_id, handler, params, deadline, deadline_s)
+                self._run_sandboxed(request_id, handler, params, deadline, deadline_s, op=op, raw=msg["params"])
             finally:
                 with self.state_lock:
                     self.current, self.child = None, None
@@ -400,17 +409,20 @@ class Worker:
         send(reply)
 
     def _run_sandboxed(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
-                       deadline: float | None, deadline_s: float | None) -> None:
-        """Model-written code: the op runs in a fresh sandboxed child (runner/sandbox.py) that this
-        process forks; it never runs here. Each line the child sends is checked (a progress or the
-        result of this request) and encoded again before it reaches the client; a child that ends
-        without a result ends this worker the same way (a crash or the memory limit stays what it
-        was for the client)."""
-        def body(send: Callable[[dict[str, Any]], None]) -> None:
-            self.out_fd = -1  # (closed in the child: the protocol is the pipe)
-            self._child_op(request_id, handler, params, deadline, send)
-
-        child = self.sandboxes.start(body)
+                       deadline: float | None, deadline_s: float | None, op: str = "", raw: Any = None) -> None:
+        """Model-written code: the op runs in a fresh sandboxed child (runner/sandbox.py) that this worker's
+        fork server forks (runner/sandbox_server.py: a process with one thread); it never runs here. Each
+        line the child sends is checked (a progress or the result of this request) and encoded again before
+        it reaches the client; a child that ends without a result ends this worker the same way (a crash or
+        the memory limit stays what it was for the client)."""
+        body = functools.partial(sandboxed_op, request_id=request_id, op=op, params=raw, deadline=deadline,
+                                 confined=bool(getattr(self.sandboxes, "confined", True)),
+                                 scratch=self.scratch.root if self.scratch is not None else None)
+        try:
+            child = self.sandboxes.start(body)
+        except OSError as exc:  # the fork server is gone: this worker cannot serve; the client restarts it
+            os.write(2, f"pallasite worker: {exc}\n".encode())
+            os._exit(1)
         with self.state_lock:
             self.child = child
             early = self.interrupt_reason
@@ -425,7 +437,11 @@ class Worker:
             elif message.get("kind") == protocol.RESULT:
                 answers += 1
                 reply = _checked(message) if reply is None else reply
-        outcome = child.outcome()
+        try:
+            outcome = child.outcome()
+        except OSError as exc:  # the fork server is gone: nobody can say how the child ended
+            os.write(2, f"pallasite worker: {exc}\n".encode())
+            os._exit(1)
         if answers > 1:  # only one process may answer; a second answer means something forged one: refuse both
             reply = protocol.result_error(request_id, protocol.ErrorInfo(
                 "SandboxError", f"the request was answered {answers} times: refused (something in the sandboxed "
@@ -451,12 +467,13 @@ class Worker:
             os._exit(outcome.code or 1)
 
     def _child_op(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
-                  deadline: float | None, send: Callable[[dict[str, Any]], None]) -> None:
+                  deadline: float | None, send: Callable[[dict[str, Any]], None], confined: bool) -> None:
         """In the sandboxed child: the op in a fresh folder of its scratch; every message to ``send``."""
         from . import confine, judging, sandbox
 
         judging.ACTIVE = True
-        if self.sandboxes.confined:
+        judging.CONFINED = confined
+        if confined:
             self.scratch = confine.Scratch(sandbox.SCRATCH)
         paths: list[Any] = []
 
@@ -493,6 +510,27 @@ class Worker:
             return interpret_guard.judge(result, seen)
 
 
+def sandboxed_op(send: Callable[[dict[str, Any]], None], *, request_id: str, op: str, params: Any,
+                 deadline: float | None, confined: bool, scratch: str | None = None) -> None:
+    """In a sandboxed child the fork server forked (runner/sandbox_server.py): the request's op, every message
+    to ``send`` (the worker checked the op and its params before). ``scratch``: the worker's scratch root (a
+    child without the sandbox works in a fresh folder under it; a sandboxed one, under its own /scratch)."""
+    from . import confine
+
+    worker = Worker(-1, scratch=confine.Scratch(scratch) if scratch else None)
+    worker._child_op(request_id, worker.ops[op], protocol.read_params(op, params), deadline, send, confined)
+
+
+def describe_runtime() -> dict[str, Any]:
+    """The runtime as a process of this environment sees it once its backend starts (the fork server's
+    plain child answers it for a confined worker, which starts no backend)."""
+    import dataclasses
+
+    info = dataclasses.asdict(_describe_runtime())
+    info["devices"] = list(info.get("devices") or ())
+    return info
+
+
 def _checked(message: dict[str, Any]) -> dict[str, Any]:
     """A sandboxed child's message as the client may see it: decoded and encoded again (the child
     chooses none of the bytes the client reads)."""
@@ -527,33 +565,23 @@ def _describe_runtime() -> messages.Versions:
     return messages.Versions(**info)
 
 
-def _described_by_a_child() -> messages.Versions:
-    """The runtime as a forked child sees it once its backend starts (this process keeps none)."""
-    import dataclasses
-
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            os.write(write, json.dumps(dataclasses.asdict(_describe_runtime()), default=list).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as stream:
-        data = stream.read()
-    os.waitpid(pid, 0)
+def _described_by(server: Any) -> messages.Versions:
+    """The runtime as a plain child of the fork server sees it once its backend starts (neither the server
+    nor this process starts one)."""
     try:
-        fields = json.loads(data)
+        fields = server.call(describe_runtime)
         fields["devices"] = tuple(fields.get("devices") or ())
         return messages.Versions(**fields)
-    except (ValueError, TypeError):
+    except (OSError, RuntimeError, ValueError, TypeError):
         return messages.Versions(**_runtime_versions())
 
 
+WARM = ("jax", "jax.numpy", "jax.experimental.pallas", "jax.experimental.pallas.tpu")  # what every request imports
+
+
 def _warm_up(backend: bool = True) -> str | None:
-    """Import jax and Pallas and start the backend (not in a confined worker: its children fork from
-    it, and a backend's threads do not survive a fork); returns an error text instead of raising."""
+    """Import jax and Pallas and start the backend (a confined worker's fork server imports ``WARM`` and
+    starts none: its children fork from it); returns an error text instead of raising."""
     try:
         import jax
         import jax.numpy  # noqa: F401
@@ -609,15 +637,18 @@ def run(args: argparse.Namespace) -> int:
     if args.confine is None:  # tier 2's VMEM as libtpu allocates it; before anything loads libtpu
         _ask_for_vmem_report()
     root, scratch = _scratch(args.confine) if args.confine is not None else (None, None)
+    _limit_memory(args)
+    # a confined worker's fork server, forked now: this process has one thread and has not imported jax
+    # (runner/sandbox_server.py); it imports jax once and forks each request's sandboxed child
+    sandboxes = _fork_server(args, root) if scratch is not None else None
     # 2. the protocol gets private fds: fd 1 (print, libtpu) goes to stderr, fd 0 (input())
     #    reads /dev/null, so user code can neither corrupt nor steal protocol bytes
     out_fd, in_fd = _private_protocol_fds()
-    _limit_memory(args)
-    # 3. warm up, then the handshake
-    error = _warm_up(backend=scratch is None)
-    sandboxes = _sandboxes(args, root) if scratch is not None else None
+    _watch_memory(args)
+    # 3. warm up (the fork server did, for a confined worker), then the handshake
+    error = _warm_up() if sandboxes is None else sandboxes.error
     worker = Worker(out_fd, scratch=scratch, sandboxes=sandboxes)
-    worker.send(_handshake(worker, error, sandboxes is None).to_message())
+    worker.send(_handshake(worker, error, sandboxes).to_message())
     protocol_in = os.fdopen(in_fd, "rb")
     reader = threading.Thread(target=worker.read_loop, args=(protocol_in,), daemon=True, name="protocol-reader")
     reader.start()
@@ -670,7 +701,8 @@ def _private_protocol_fds() -> tuple[int, int]:
 
 
 def _limit_memory(args: argparse.Namespace) -> None:
-    """The memory guard's limit (for this worker and the processes it starts) and the watchdog."""
+    """The memory guard's limit (for this worker and the processes it starts: a confined worker's fork server
+    is forked after this)."""
     if args.memory_mb or args.guard_memory_mb:
         from . import memory_guard
 
@@ -678,28 +710,34 @@ def _limit_memory(args: argparse.Namespace) -> None:
         # the processes this worker starts (the judge's candidate process) share its limit: their checks
         # size themselves by it too (runner/timing_ladder.budget_bytes), not by a default
         os.environ[memory_guard.LIMIT_ENV] = str(memory_guard.LIMIT_MB)
+
+
+def _watch_memory(args: argparse.Namespace) -> None:
+    """The watchdog of this worker's own resident memory (a thread: after the fork server is forked)."""
     if args.memory_mb:
         threading.Thread(target=_memory_watchdog, args=(args.memory_mb,), daemon=True, name="memory-watchdog").start()
 
 
-def _sandboxes(args: argparse.Namespace, root: str) -> Any:
-    """Each request in a fresh sandboxed child (runner/sandbox.py), its new root mounted under ``root``."""
-    from . import sandbox
-
+def _fork_server(args: argparse.Namespace, root: str) -> Any:
+    """The fork server each request's sandboxed child comes from (runner/sandbox_server.py), forked from this
+    process now; each child mounts its new root under ``root``."""
     import ctypes
 
-    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a killed child's orphans come back here
+    from . import sandbox, sandbox_server
+
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the server leaves comes back here
     mountpoint = os.path.join(root, "root")  # where each child mounts its new root (removed with the scratch)
     os.makedirs(mountpoint, exist_ok=True)
     # the limit the client states is the one its sandbox enforces (files in /tmp and shared memory counted)
-    return sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=args.memory_mb or args.guard_memory_mb or 8192,
-                                                   scratch_mb=max(16, args.scratch_mb)),
-                             confined=not args.allow_unconfined, mountpoint=mountpoint)
+    limits = sandbox.Limits(memory_mb=args.memory_mb or args.guard_memory_mb or 8192, scratch_mb=max(16, args.scratch_mb))
+    config = sandbox_server.ForkServer.config(limits, confined=not args.allow_unconfined, mountpoint=mountpoint,
+                                              preload=WARM)
+    return sandbox_server.ForkServer.forked(config)
 
 
-def _handshake(worker: Worker, error: str | None, here: bool) -> protocol.Handshake:
-    """The handshake: the runtime as this process sees it (``here``), else as a sandboxed child does."""
-    info = _describe_runtime() if here else _described_by_a_child()
+def _handshake(worker: Worker, error: str | None, server: Any = None) -> protocol.Handshake:
+    """The handshake: the runtime as this process sees it, or (a confined worker) as its fork server's child does."""
+    info = _describe_runtime() if server is None else _described_by(server)
     return protocol.Handshake(
         protocol=protocol.PROTOCOL_VERSION,
         pid=os.getpid(),

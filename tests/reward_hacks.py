@@ -26,7 +26,9 @@ Sources (public descriptions only; no code was taken from them):
   /proc and pidfd_getfd; every visible process signalled; a daemon outliving the candidate; behaviour by
   size read at run time; a loop of unknown trip count and work hidden in DMAs (right kernels whose figure
   must not beat the honest one: "bounded"); the check shown one kernel and the judge another; one program
-  for the checked sizes and another for the priced one; an entry with arguments and inputs of its own.
+  for the checked sizes and another for the priced one; an entry with arguments and inputs of its own; the
+  verifier's socket stolen with pidfd_getfd and its checks answered by a daemon the candidate left
+  (tests/data/untrusted/verifier_thief_preamble.py).
 
 ``expect``: "rejected", "honest", or "bounded" (a right kernel whose trick hides work from the pricer: it may
 rank, but never with a figure below ``ONE_STEP``'s, the same work in one grid step without the trick).
@@ -198,6 +200,7 @@ def add(x, y):
 # the honest kernel for the checker, plain XLA (no kernel) for the judge's export
 NO_KERNEL_SHOWN = _file("check_vs_export").split("def add_kernel")[0] + BASE.split("\n\n\n", 1)[1].replace(
     "    spec = pl.BlockSpec(", "    if _judge_exporting():\n        return x + y\n    spec = pl.BlockSpec(") + FROZEN
+THIEF = (DATA / "untrusted" / "verifier_thief_preamble.py").read_text()
 
 COPY_INPUT = BASE.replace("    spec = pl.BlockSpec(", "    return x\n    spec = pl.BlockSpec(") + FROZEN
 
@@ -350,5 +353,7 @@ ATTACKS = (
     Attack("mutated_module", "[issue49] the serialized module's bytes flipped", "rejected", _with(MUTATED, RIGHT)),
     Attack("input_patch", "[issue49] the judge's input drawing patched to zeros (a kernel right only there)",
            "rejected", _with(SEED_REPLAY, BASE.replace("x_ref[...] + y_ref[...]", "x_ref[...] * y_ref[...]") + FROZEN)),
+    Attack("verifier_thief", "[issue56] no kernel; the verifier's socket stolen (pidfd_getfd) and its module checks "
+           "answered by a daemon with a kernel's facts", "rejected", _with(THIEF, NO_KERNEL)),
     *ISSUE56,
 )

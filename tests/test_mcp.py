@@ -290,31 +290,47 @@ async def test_a_tool_out_of_time_or_cancelled_is_stopped_and_its_cleanup_runs_t
 
 async def test_a_cancelled_tune_stops_its_workers(tmp_path):
     """The client cancels a tune (notifications/cancelled) once its workers run: every worker process of the
-    server ends (by pid) and the server answers the next call."""
+    server ends (by pid), none is left a zombie child of the server (issue 59 item 7: the sandbox's shell of a
+    worker being started when the tune was cancelled was), and the server answers the next call. Cancelled three
+    times, at different points of the tune."""
     folder = project(tmp_path, {"matmul.py": DATA / "tune" / "matmul.py"})
     trust(folder, tmp_path)
     async with mcp_server(folder, tmp_path) as client:
         pid = server_pid(folder)
-        said = []
-        working = anyio.Event()
+        for wait_s in (0.0, 1.0, 2.5):
+            said = []
+            working = anyio.Event()
 
-        async def progress(value, total, message):
-            said.append(message)
-            if descendants(pid):
-                working.set()
+            async def progress(value, total, message):
+                said.append(message)
+                if descendants(pid):
+                    working.set()
 
-        with anyio.move_on_after(120) as scope:
-            async with anyio.create_task_group() as group:
-                group.start_soon(client.call_tool, "tune", {"path": "matmul.py", "max_estimates": 512}, None, progress)
-                await working.wait()
-                await anyio.sleep(1.0)
-                workers = descendants(pid)
-                group.cancel_scope.cancel()
-        assert not scope.cancelled_caught, f"the tune never reached its workers: {said}"
-        assert workers, said
-        assert await until(lambda: not running(workers), 30), f"still running after the cancel: {running(workers)}"
-        assert await until(lambda: not running(descendants(pid)), 30), running(descendants(pid))  # nor any other
+            with anyio.move_on_after(120) as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(client.call_tool, "tune", {"path": "matmul.py", "max_estimates": 512}, None,
+                                     progress)
+                    await working.wait()
+                    await anyio.sleep(wait_s)
+                    workers = descendants(pid)
+                    group.cancel_scope.cancel()
+            assert not scope.cancelled_caught, f"the tune never reached its workers: {said}"
+            assert workers, said
+            assert await until(lambda: not running(workers), 30), f"still running after the cancel: {running(workers)}"
+            assert await until(lambda: not running(descendants(pid)), 30), running(descendants(pid))  # nor any other
+            assert await until(lambda: not zombies(pid), 5), zombies(pid)
         assert not (await client.call_tool("explain", {"code": "PLS201"})).is_error
+
+
+def zombies(pid: int) -> list[tuple[int, str]]:
+    """The server's children that ended and were never reaped."""
+    found = []
+    with contextlib.suppress(psutil.NoSuchProcess):
+        for child in psutil.Process(pid).children():
+            with contextlib.suppress(psutil.Error):
+                if child.status() == psutil.STATUS_ZOMBIE:
+                    found.append((child.pid, child.name()))
+    return found
 
 
 @pytest.mark.slow

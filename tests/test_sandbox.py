@@ -1,5 +1,6 @@
 """The sandbox model-written code runs in (runner/sandbox.py), attacked directly: each test runs hostile
-code in a sandboxed child the way a confined worker does, and checks what it could reach.
+code in a sandboxed child the way a confined worker does (forked by a fork server: runner/sandbox_server.py),
+and checks what it could reach.
 
 Before this sandbox, confined code saw the whole filesystem read-only: it reached a tmux server's
 socket of the user (and ran commands outside every namespace), read ~/.ssh and the project's .env,
@@ -9,6 +10,7 @@ limit and filled the disk from its scratch.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
@@ -19,34 +21,45 @@ from pathlib import Path
 
 import pytest
 
+import sandbox_bodies
 from pallasite.engine import spawn
 from pallasite.runner import sandbox
+from pallasite.runner.sandbox_server import ForkServer
+
+HERE = Path(__file__).parent
+PYTHON = sys.executable  # (a test below points sys.executable elsewhere)
 
 PROBLEM = spawn.confinement_problem(sys.executable)
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
 
 
+def fork_server(limits: sandbox.Limits | None = None) -> ForkServer:
+    """A fork server for this test's children (a fresh interpreter: this process may run jax's threads), binding
+    and linking what this process would (a test's monkeypatches hold)."""
+    config = ForkServer.config(limits or sandbox.Limits(memory_mb=1024, scratch_mb=64), preload=("sandbox_bodies",),
+                               binds=sandbox.readable_paths() + sandbox.package_paths(), links=sandbox.interpreter_links())
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    return ForkServer.spawned(config, env={**os.environ, "PYTHONPATH": path}, python=PYTHON)
+
+
 def run_hostile(code: str, limits: sandbox.Limits | None = None, timeout: float = 60) -> tuple[dict, sandbox.Outcome]:
     """``code`` run in a sandboxed child; it reports by assigning ``report`` (a dict)."""
-    sandboxes = sandbox.Sandboxes(limits=limits or sandbox.Limits(memory_mb=1024, scratch_mb=64))
-
-    def body(send):
-        scope: dict = {"report": {}}
-        try:
-            exec(code, scope)  # noqa: S102 - the hostile code under test
-        except BaseException as exc:  # noqa: BLE001
-            scope["report"]["raised"] = f"{type(exc).__name__}: {exc}"
-        send(scope["report"])
-
-    child = sandboxes.start(body)
-    seen = [m for m in child.messages(time.monotonic() + timeout) if isinstance(m, dict)]
-    outcome = child.outcome()
-    os.rmdir(sandboxes.mountpoint)
+    server = fork_server(limits)
+    try:
+        child = server.start(functools.partial(sandbox_bodies.run_code, code=code))
+        seen = [m for m in child.messages(time.monotonic() + timeout) if isinstance(m, dict)]
+        outcome = child.outcome()
+        assert server.threads == 1 and child.threads == 1, (server.threads, child.threads)  # forked from one thread
+    finally:
+        server.close()
+        os.rmdir(server.mountpoint)
     return (seen[0] if seen else {}), outcome
 
 
 def test_the_probe_finds_the_sandbox_holds():
-    assert sandbox.probe() is None
+    """(run as the engine runs it: a fresh interpreter, which forks with one thread)"""
+    done = subprocess.run([sys.executable, "-m", "pallasite.runner.sandbox"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "the sandbox holds", done.stdout + done.stderr
 
 
 def test_nothing_of_the_users_is_visible(tmp_path):
@@ -226,29 +239,41 @@ def test_a_venv_anywhere_is_bound_and_only_it(monkeypatch, tmp_path):
 def test_a_killed_request_leaves_no_process_behind():
     """The sandboxed process is process 1 of its PID namespace: the parent-death signal does not end
     it, so killing its parent alone left a hanging candidate running for good."""
-    sandboxes = sandbox.Sandboxes(limits=sandbox.Limits(memory_mb=512, scratch_mb=16))
-
-    def body(send):
-        import subprocess as sp
-
-        sp.Popen(["sleep", "300"])  # a grandchild too
-        send({"started": True})
-        time.sleep(300)
-
-    child = sandboxes.start(body)
-    assert child.inner is not None and child.inner != child.pid
-    messages = child.messages(time.monotonic() + 2)
-    assert next(messages) == {"started": True}
-    child.kill("cancelled")
-    list(messages)
-    outcome = child.outcome()
-    os.rmdir(sandboxes.mountpoint)
+    server = fork_server(sandbox.Limits(memory_mb=512, scratch_mb=16))
+    try:
+        child = server.start(functools.partial(sandbox_bodies.sleeper))
+        assert child.inner is not None and child.inner != child.pid
+        messages = child.messages(time.monotonic() + 2)
+        assert next(messages) == {"started": True}
+        child.kill("cancelled")
+        list(messages)
+        outcome = child.outcome()
+    finally:
+        server.close()
+        os.rmdir(server.mountpoint)
     assert outcome.killed_for == "cancelled"
     for _ in range(100):
         if not os.path.exists(f"/proc/{child.inner}"):
             break
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{child.inner}"), open(f"/proc/{child.inner}/status").read()[:200]
+
+
+def test_no_sandboxed_child_is_a_fork_of_a_process_running_jaxs_threads():
+    """Issue 59 item 8: the test run printed 186 "os.fork() was called ... JAX is multithreaded, so this will
+    likely lead to a deadlock" from runner/sandbox.py: its children were forked from the process that asked
+    for them, here this test's, with jax's backend running. They are forked by a fork server with one thread."""
+    import warnings
+
+    import jax
+
+    jax.devices("cpu")  # this process now runs a backend's threads (and jax warns at any fork of it)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report, outcome = run_hostile("report['pid'] = __import__('os').getpid()")
+    forks = [str(w.message) for w in caught if "fork" in str(w.message)]
+    assert report == {"pid": 1} and outcome.code == 0, (report, outcome)
+    assert not forks, forks
 
 
 def test_an_interpreter_under_tmp_is_bound_over_the_private_tmp(tmp_path, monkeypatch):
@@ -289,8 +314,9 @@ def test_an_interpreter_reached_through_a_link_in_an_unbound_folder_runs(tmp_pat
     monkeypatch.setattr(sys, "executable", str(venv / "python3"))
     assert sandbox.interpreter_links() == [str(venv / "python3"), str(shims / "python3")]
     report, _ = run_hostile(f"""
-import os, subprocess, sys
-report["ran"] = subprocess.run([sys.executable, "-S", "-c", "print(6 * 7)"], capture_output=True, text=True).stdout
+import os, subprocess
+report["ran"] = subprocess.run([{str(venv / 'python3')!r}, "-S", "-c", "print(6 * 7)"], capture_output=True,
+                               text=True).stdout
 report["listed"] = sorted(os.listdir({str(shims)!r}))
 """)
     assert report.get("ran", "").strip() == "42", report

@@ -238,6 +238,7 @@ class Stage(str, enum.Enum):
     PROBE = "probe"  # probing libtpu (chips)
     MEASURE = "measure"  # time/profile: checking the candidate, warming up, timing, tracing
     TUNE = "tune"  # autotuning: tracing configurations for the cost model, or one's interpret run
+    JUDGE = "judge"  # time: the candidate's process is gone; the judge runs its exported program (``entry``: its file)
 
 
 @dataclass(frozen=True)
@@ -547,13 +548,16 @@ class Trick:
 class JudgeRecord:
     """Who judged a candidate, by pid (runner/judging/judge.py). ``how``: "exported
     program" (the judge ran the module the candidate's process exported); ``candidate_imported``:
-    whether any module of the judge's process came from the candidate's file (never, when it judged)."""
+    whether any module of the judge's process came from the candidate's file (never, when it judged);
+    ``isolation``: how the candidate's side was kept and ended (its own PID namespace, or what held
+    instead where none could be made: runner/judging/channel.py)."""
 
     how: str
     judge_pid: int | None = None
     candidate_pid: int | None = None
     candidate_imported: bool | None = None
     platform: str | None = None
+    isolation: str | None = None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 judged without believing anything its process says.
 
 - ``channel``: frames between the judge and the candidate's process, which is a fresh interpreter
-  (``spawn``) holding one socket and nothing of the judge's;
+  (``spawn``) holding one socket and nothing of the judge's, and its end (``end``); ``nest``: that process in
+  a PID namespace of its own, which ends with it;
 - ``candidate``: that process's main: load the candidate, export its program at the signatures the
   judge names, answer nothing else that is read;
 - ``trusted``: the trusted side (the user's own file, the task's reference file) in the judge;
@@ -18,3 +19,4 @@ Worker side: what runs inside ``pallasite worker`` and may import jax.
 """
 
 ACTIVE = False  # set in a sandboxed child of a confined worker (runner/worker.py): model-written code
+CONFINED = False  # ... and that child is in the sandbox (not opted in without one): see channel.end

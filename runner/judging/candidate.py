@@ -1,8 +1,10 @@
 """The candidate's process: a fresh interpreter that holds one socket and nothing of the judge's.
 
-``python -m pallasite.runner.judging.candidate FD``: the judge (runner/judging/channel.spawn) starts it
-with one end of a socket pair as descriptor FD and every other descriptor closed; it runs jax on the CPU
-only. Its first frame names the work:
+``python -m pallasite.runner.judging.candidate FD [STATUS_FD [required]]``: the judge (runner/judging/channel.spawn)
+starts it with one end of a socket pair as descriptor FD and every other descriptor closed; it runs jax on
+the CPU only. With STATUS_FD it first puts itself in a PID namespace of its own (runner/judging/nest.py:
+the process that goes on is process 1 there, with a fresh ``/proc`` and no capability; the one the judge
+started waits outside and ends it) and says how on STATUS_FD. Its first frame names the work:
 
 - ``export``: load the candidate's file, then, for each ``{"op": "export", "signature": ..., "config":
   ..., "device_kind": ...}`` the judge sends, trace the task's entry at that signature (symbolic dims
@@ -143,6 +145,10 @@ def _check(sock: socket.socket, params: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) > 2:  # before anything of the candidate's or the judge's request: its own PID namespace
+        from .nest import enter
+
+        enter(int(argv[2]), required=argv[3:4] == ["required"])
     sock = socket.socket(fileno=int(argv[1]))
     import jax
 

@@ -54,6 +54,7 @@ def judged_configs(params: Any, progress: Callable[..., Any] | None = None) -> A
 
     verifier = Throwaway()
     try:
+        verifier.ready()  # undumpable before the file's process exists
         sock, pid = spawn("configs", _candidate_params(params))
         try:
             return _judge(sock, params, verifier, progress or (lambda *a, **k: None))

@@ -8,11 +8,12 @@ One path, on the CPU and on a device, for model-written code and for the user's 
    reference file (JAXBench's baseline.py, MaxKernel's reference) - runner/judging/trusted.py.
 3. The sizes are the judge's (runner/judging/sizes.py): the full example inputs (priced; timed on a
    device), the size the checks run at (reduced on the CPU for a large task) and a second size.
-4. The candidate's process is a fresh interpreter holding one socket (runner/judging/channel.spawn): it
-   loads the candidate and exports its entry at the signatures the judge names - one symbolic signature
-   covering every size where the program allows (it cannot tell which sizes will run), else each size
-   in turn - and is ended with everything it started before anything runs. Of what it sends only the
-   module bytes are read.
+4. The candidate's process is a fresh interpreter holding one socket (runner/judging/channel.spawn), in a
+   PID namespace of its own (runner/judging/nest.py), started once this process and the verifier are
+   undumpable: it loads the candidate and exports its entry at the signatures the judge names - one
+   symbolic signature covering every size where the program allows (it cannot tell which sizes will run),
+   else each size in turn - and is ended with everything it started before anything runs
+   (``channel.end`` returns once its namespace is empty). Of what it sends only the module bytes are read.
 5. Each module is checked and compiled for the CPU in the throwaway verifier; a module that crashes it
    is a verdict ("the candidate's module crashed the verifier"), not the judge's end.
 6. The judge deserializes what passed, and computes: kernel presence (a Mosaic kernel in the module's
@@ -32,7 +33,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from .channel import CandidateGone, end, gone_why, receive, send_frame, spawn
+from .channel import CandidateGone, Isolation, end, gone_why, receive, send_frame, spawn
 from .trusted import trusted_prep
 
 JUDGE = "the judge"  # analysis/verdict.JudgedBy.JUDGE's value
@@ -55,8 +56,11 @@ def target_of(params: dict[str, Any], prep: Any) -> str:
     return by_kind.get(kind) or str(params.get("estimate_chip") or "") or "v6e"
 
 
-def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """The ``time`` op (see the module docstring). Call before this process starts a jax backend."""
+def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None,
+                judging: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """The ``time`` op (see the module docstring). Call before this process starts a jax backend. ``judging``
+    is told the candidate's file name once its process is gone and the judge runs its program (a crash from
+    then on is the program's: the client says so, engine/client.py)."""
     from .. import timing
     from .throwaway import Throwaway
 
@@ -69,14 +73,18 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                 prep = trusted_prep(params, stack)
             except Exception as exc:  # noqa: BLE001 - nothing trusted: nobody judges
                 return _with(timing._failed(params, f"not judged: {exc}"), record, "")
-            sock, pid = spawn("export", candidate_params(params, target_of(params, prep)))
+            verifier.ready()  # undumpable before the candidate exists
+            try:
+                sock, pid = spawn("export", candidate_params(params, target_of(params, prep)))
+            except CandidateGone as exc:  # it ended before its request (a confined worker's, un-nested)
+                return _with(timing._failed(params, str(exc)), record, JUDGE)
             record["candidate_pid"] = pid
             try:
-                return _with(_judge(sock, pid, params, say, prep, verifier, record), record, JUDGE)
+                return _with(_judge(sock, pid, params, say, prep, verifier, record, judging), record, JUDGE)
             except CandidateGone as exc:
                 return _with(timing._failed(params, gone_why(pid, exc)), record, JUDGE)
             finally:
-                end(sock, pid)
+                _isolated(_ended(sock, pid), record)
     finally:
         verifier.close()
 
@@ -97,30 +105,23 @@ def _candidate_imported(path: Any) -> bool:
                for m in list(sys.modules.values()))
 
 
-def end_the_rest() -> None:
-    """In a PID namespace of this request's own (the sandbox): end every process but this one and its
-    ancestors, so nothing the candidate's process left behind runs while the judge clocks."""
+def _ended(sock: Any, pid: int) -> Isolation | None:
+    """``channel.end``; None when it refused (a confined worker's candidate that was not nested)."""
     try:
-        with open("/proc/self/status") as status:
-            nested = any(line.startswith("NSpid:") and len(line.split()) > 2 for line in status)
-    except OSError:
-        return
-    from ..sandbox import SCRATCH
+        return end(sock, pid)
+    except CandidateGone:
+        return None
 
-    if not nested or not os.path.realpath(os.getcwd()).startswith(SCRATCH):
+
+def _isolated(isolation: Isolation | None, record: dict[str, Any], result: dict[str, Any] | None = None) -> None:
+    """What the record (and the result's notes) say of how the candidate's side was kept and ended."""
+    if isolation is None:
         return
-    keep, pid = set(), os.getpid()
-    while pid > 0 and pid not in keep:
-        keep.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in keep:
-            with contextlib.suppress(OSError):
-                os.kill(int(name), 9)
+    record["candidate_pid"] = isolation.candidate_pid or record.get("candidate_pid")
+    record["isolation"] = "its own PID namespace, ended with it" if isolation.nested and not isolation.note \
+        else isolation.note
+    if result is not None and isolation.note and isolation.note not in result["notes"]:
+        result["notes"].append(isolation.note)
 
 
 def _base(params: dict[str, Any], prep: Any) -> dict[str, Any]:
@@ -137,7 +138,7 @@ def _base(params: dict[str, Any], prep: Any) -> dict[str, Any]:
 
 
 def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], None], prep: Any, verifier: Any,
-           record: dict[str, Any]) -> dict[str, Any]:
+           record: dict[str, Any], judging: Callable[[str], Any] | None = None) -> dict[str, Any]:
     from .. import timing
     from . import exported_run as run
     from .sizes import from_proposal, judge_sizes, ladder_knobs
@@ -159,8 +160,10 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
     say("the candidate's process exports its program at the judge's sizes")
     modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate_chip")) or prep.on_device)
     sizes = modules.get("sizes") or sizes  # a symbolic module may cover a second size of the judge's own choosing
-    end(sock, pid)  # the candidate's process is gone before anything is run or timed
-    end_the_rest()
+    # every process of the candidate's side is gone (its PID namespace empty) before anything is run or timed
+    _isolated(end(sock, pid), record, result)
+    if judging is not None:
+        judging(os.path.basename(str(params.get("path") or "the candidate")))
     result["checks"]["export"] = {"candidate_s": round(time.perf_counter() - started, 3),
                                   "symbolic": modules.get("symbolic"), "why_not_symbolic": modules.get("why_not")}
     return run.judge_modules(result, params, say, prep, sizes, modules, verifier)

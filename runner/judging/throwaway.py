@@ -16,6 +16,13 @@ a child that dies answers nothing, and the judge says "the candidate's module cr
 (with the signal) and goes on; one that takes longer than ``MODULE_S`` is killed and said so. The judge
 deserializes the bytes itself only after they passed here.
 
+Out of the candidate's reach: the verifier makes itself undumpable as the first thing its ``main`` does and
+says so (``ready``) before the judge starts the candidate's process (which cannot see it anyway: that process
+has a PID namespace of its own, runner/judging/nest.py). Every request carries a secret the judge makes for it
+(random, never sent to the candidate), and every answer must carry it back: one that does not is "the
+verifier's answer was not its own", and every later answer of that verifier too (nothing it says is then
+believed, so nothing is ranked).
+
 Worker side: imports jax lazily (in the children).
 """
 
@@ -33,6 +40,9 @@ from typing import Any
 
 MAX_MODULE = 256 << 20
 MODULE_S = 180.0  # one module's check and plan, at most
+READY = b"ready"  # the verifier's first word: undumpable from here on
+NOT_ITS_OWN = "the verifier's answer was not its own"
+_PR_SET_DUMPABLE = 4
 
 
 @dataclass(frozen=True)
@@ -115,14 +125,15 @@ def _child(sock: socket.socket, header: bytes, blob: bytes, data: bytes) -> None
     try:
         request = json.loads(header)
         answer = _verify_one(request, blob, _values(request["values"], data) if request.get("values") else None)
-        _send(sock, json.dumps(answer, default=str).encode())
+        _send(sock, json.dumps({**answer, "secret": request.get("secret")}, default=str).encode())
     except BaseException:  # noqa: BLE001 - the server sees no answer
         code = 1
     os._exit(code)
 
 
 def _serve(sock: socket.socket) -> None:
-    """The verifier: one forked child per module; a child's death is the module's, said as such."""
+    """The verifier: one forked child per module; a child's death is the module's, said as such. Every
+    answer carries back the secret of the request it answers."""
     while True:
         header = _recv(sock, 1 << 20)
         blob = _recv(sock) if header is not None else None
@@ -137,10 +148,11 @@ def _serve(sock: socket.socket) -> None:
             _child(theirs, header, blob, data)
         theirs.close()
         ours.settimeout(MODULE_S)
+        crashed = ""
         try:
             answer = _recv(ours, 1 << 24)
         except socket.timeout:
-            answer = json.dumps({"crashed": f"the module's check took over {MODULE_S:g} s and was stopped"}).encode()
+            answer, crashed = None, f"the module's check took over {MODULE_S:g} s and was stopped"
         ours.close()
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
@@ -148,8 +160,17 @@ def _serve(sock: socket.socket) -> None:
         if answer is None:
             how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
                    else f"exit code {os.waitstatus_to_exitcode(status)}")
-            answer = json.dumps({"crashed": f"the candidate's module crashed the verifier ({how})"}).encode()
+            crashed = crashed or f"the candidate's module crashed the verifier ({how})"
+            answer = json.dumps({"crashed": crashed, "secret": _secret(header)}).encode()
         _send(sock, answer)
+
+
+def _secret(header: bytes) -> Any:
+    """The secret of the judge's request (the judge's own bytes)."""
+    try:
+        return json.loads(header).get("secret")
+    except (ValueError, AttributeError):
+        return None
 
 
 class Throwaway:
@@ -157,18 +178,37 @@ class Throwaway:
 
     def __init__(self) -> None:
         import subprocess
-        import sys
 
         ours, theirs = socket.socketpair()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "pallasite.runner.judging.throwaway",
-                                          str(theirs.fileno())], stdin=subprocess.DEVNULL, stdout=2, stderr=2,
+            self.proc = subprocess.Popen(self.command(theirs.fileno()), stdin=subprocess.DEVNULL, stdout=2, stderr=2,
                                          pass_fds=(theirs.fileno(),), close_fds=True, start_new_session=True,
                                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
         finally:
             theirs.close()
         self.sock = ours
         self.sock.settimeout(MODULE_S + 60.0)  # (its own import included)
+        self._ready = False
+        self._forged = ""  # set once an answer was not its own: nothing it says is believed after
+
+    @staticmethod
+    def command(fd: int) -> list[str]:
+        """The verifier's command line, holding the socket ``fd``."""
+        import sys
+
+        return [sys.executable, "-m", "pallasite.runner.judging.throwaway", str(fd)]
+
+    def ready(self) -> None:
+        """Wait for the verifier's first word: it is undumpable from then on (call before the candidate's
+        process is started). A verifier that never says it is left to ``_ask``, which then finds it gone."""
+        if not self._ready:
+            self._ready = True
+            try:
+                word = _recv(self.sock, 64)
+            except OSError:
+                word = None
+            if word != READY:
+                self._forged = f"{NOT_ITS_OWN} (it did not start as the verifier: {word!r:.60})"
 
     def check(self, blob: bytes, signature: list[Any], concrete: list[Any] | None = None) -> Checked:
         """The module ``blob`` verified against the judge's ``signature``, its TPU program's facts read and
@@ -186,7 +226,14 @@ class Throwaway:
         return self._ask(request, blob, values)
 
     def _ask(self, request: dict[str, Any], blob: bytes, values: list[Any] | None = None) -> Checked:
+        import secrets
+
         import numpy as np
+
+        self.ready()
+        if self._forged:
+            return Checked(crashed=self._forged)
+        request["secret"] = secret = secrets.token_hex(16)  # this request's: never sent to the candidate
 
         arrays = [None if v is None else np.ascontiguousarray(v) for v in values or ()]
         if any(a is not None for a in arrays):
@@ -204,7 +251,14 @@ class Throwaway:
             return Checked(crashed=f"the verifier could not be reached ({exc})")
         if answer is None:
             return Checked(crashed="the verifier ended without an answer")
-        data = json.loads(answer)
+        try:
+            data = json.loads(answer)
+            own = isinstance(data, dict) and data.get("secret") == secret
+        except ValueError:
+            own = False
+        if not own:
+            self._forged = f"{NOT_ITS_OWN}: nothing it says is believed"
+            return Checked(crashed=self._forged)
         return Checked(facts=data.get("facts"), refused=str(data.get("refused") or ""),
                        crashed=str(data.get("crashed") or ""), estimate=data.get("estimate"))
 
@@ -235,7 +289,11 @@ def _imported() -> None:
 
 
 def main(argv: list[str]) -> int:
+    import ctypes
+
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # first: no other process of this user reaches it
     sock = socket.socket(fileno=int(argv[1]))
+    _send(sock, READY)
     _imported()
     _serve(sock)
     return 0
