@@ -14,6 +14,7 @@ is chosen once from the result's dtype.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -98,7 +99,42 @@ def _safe(b: Any) -> tuple[Any, Any]:
     return np.where(zero, np.ones_like(b), b), zero
 
 
+def _scalar_fast(vector: Fn, scalar: Callable[[int, int], int], dtype: np.dtype) -> Fn:
+    """``vector`` for arrays; two numpy scalars in Python ints (numpy's ufuncs cost ~2 us a scalar call,
+    most of an index computation), the result wrapped to ``dtype``."""
+    bits = dtype.itemsize * 8
+    mask, top = (1 << bits) - 1, 1 << (bits - 1)
+    make = dtype.type
+
+    def fn(a: Any, b: Any) -> Any:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return vector(a, b)
+        v = scalar(int(a), int(b)) & mask
+        return make(v - (1 << bits) if v >= top else v)
+
+    return fn
+
+
+def _py_trunc_div(a: int, b: int) -> int:
+    if b == 0:
+        return -1
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def _py_rem(a: int, b: int) -> int:
+    return a if b == 0 else a - _py_trunc_div(a, b) * b
+
+
 def _divsi(dtype: np.dtype) -> Fn:
+    return _scalar_fast(_divsi_vector(dtype), _py_trunc_div, dtype)
+
+
+def _remsi(dtype: np.dtype) -> Fn:
+    return _scalar_fast(_remsi_vector(dtype), _py_rem, dtype)
+
+
+def _divsi_vector(dtype: np.dtype) -> Fn:
     def div(a: Any, b: Any) -> Any:
         safe, zero = _safe(b)
         q = (a - np.fmod(a, safe)) // safe  # exact: a - fmod(a, b) is a multiple of b
@@ -107,7 +143,7 @@ def _divsi(dtype: np.dtype) -> Fn:
     return div
 
 
-def _remsi(dtype: np.dtype) -> Fn:
+def _remsi_vector(dtype: np.dtype) -> Fn:
     def rem(a: Any, b: Any) -> Any:
         safe, zero = _safe(b)
         r = np.fmod(a, safe)
@@ -135,7 +171,7 @@ def _floordiv(dtype: np.dtype) -> Fn:
         q = a // safe
         return q if zero is None else np.where(zero, -1, q).astype(dtype)
 
-    return div
+    return _scalar_fast(div, lambda a, b: -1 if b == 0 else a // b, dtype)
 
 
 def _ceildiv(dtype: np.dtype) -> Fn:
@@ -167,6 +203,20 @@ def _shift(kind: str) -> Callable[[np.dtype], Fn]:
     return make
 
 
+def _signed_minmax(fn: Fn, pick_first: Callable[[Any, Any], bool]) -> Callable[[np.dtype], Fn]:
+    """np.maximum/np.minimum for arrays, a comparison for two scalars (numpy's ufunc call costs ~2 us)."""
+
+    def make(dtype: np.dtype) -> Fn:
+        def pick(a: Any, b: Any) -> Any:
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                return fn(a, b)
+            return a if pick_first(a, b) else b
+
+        return pick
+
+    return make
+
+
 def _unsigned_minmax(fn: Fn) -> Callable[[np.dtype], Fn]:
     def make(dtype: np.dtype) -> Fn:
         return lambda a, b: np.asarray(fn(unsigned(a), unsigned(b))).view(dtype)
@@ -178,6 +228,8 @@ def _same_dtype(fn: Fn) -> Callable[[np.dtype], Fn]:
     """``fn`` as it is: numpy keeps the dtype of two operands of one dtype (MLIR's rule), wrapping ints."""
 
     def make(dtype: np.dtype) -> Fn:
+        if dtype == BOOL:  # i1 arithmetic is modulo 2: add and sub are xor, mul is and
+            return {operator.add: operator.xor, operator.sub: operator.xor, operator.mul: operator.and_}.get(fn, fn)
         return fn
 
     return make
@@ -185,7 +237,8 @@ def _same_dtype(fn: Fn) -> Callable[[np.dtype], Fn]:
 
 # --------------------------------------------------------------------------- comparisons and select
 
-_CMPI = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal}
+# Python's operators, not numpy's ufuncs: the same on arrays, ~10x cheaper on the scalars of index arithmetic
+_CMPI = {0: operator.eq, 1: operator.ne, 2: operator.lt, 3: operator.le, 4: operator.gt, 5: operator.ge}
 
 
 def _cmpi(op: Op, c: Compiler) -> Step:
@@ -205,10 +258,10 @@ def _ordered(fn: Fn) -> Fn:
 
 
 _CMPF: dict[int, Fn] = {
-    0: lambda a, b: np.zeros(np.broadcast(a, b).shape, bool), 1: np.equal, 2: np.greater, 3: np.greater_equal,
-    4: np.less, 5: np.less_equal, 6: _ordered(np.not_equal), 7: lambda a, b: ~np.isnan(a) & ~np.isnan(b),
+    0: lambda a, b: np.zeros(np.broadcast(a, b).shape, bool), 1: operator.eq, 2: operator.gt, 3: operator.ge,
+    4: operator.lt, 5: operator.le, 6: _ordered(np.not_equal), 7: lambda a, b: ~np.isnan(a) & ~np.isnan(b),
     8: _unordered(np.equal), 9: _unordered(np.greater), 10: _unordered(np.greater_equal), 11: _unordered(np.less),
-    12: _unordered(np.less_equal), 13: np.not_equal, 14: lambda a, b: np.isnan(a) | np.isnan(b),
+    12: _unordered(np.less_equal), 13: operator.ne, 14: lambda a, b: np.isnan(a) | np.isnan(b),
     15: lambda a, b: np.ones(np.broadcast(a, b).shape, bool),
 }
 
@@ -233,7 +286,7 @@ def _extsi(op: Op, c: Compiler) -> Step:
     dtype = _result_dtype(op, c)
     if _operand_dtype(op, c) == BOOL:
         return _step(lambda x: np.where(x, -1, 0).astype(dtype), op)
-    return _step(lambda x: np.asarray(x).astype(dtype), op)
+    return _step(lambda x: x.astype(dtype), op)
 
 
 def _extui(op: Op, c: Compiler) -> Step:
@@ -246,8 +299,8 @@ def _extui(op: Op, c: Compiler) -> Step:
 def _trunci(op: Op, c: Compiler) -> Step:
     dtype = _result_dtype(op, c)
     if dtype == BOOL:
-        return _step(lambda x: (np.asarray(x) & 1) != 0, op)
-    return _step(lambda x: np.asarray(x).astype(dtype), op)
+        return _step(lambda x: (x & 1) != 0, op)
+    return _step(lambda x: x.astype(dtype), op)
 
 
 def _index_cast(op: Op, c: Compiler) -> Step:
@@ -366,8 +419,8 @@ def _fma(a: Any, b: Any, c: Any) -> Any:
 
 
 _FLOAT = {
-    "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply, "arith.divf": np.divide,
-    "arith.remf": np.fmod, "arith.negf": np.negative, "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
+    "arith.addf": operator.add, "arith.subf": operator.sub, "arith.mulf": operator.mul, "arith.divf": operator.truediv,
+    "arith.remf": np.fmod, "arith.negf": operator.neg, "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
     "arith.maxnumf": np.fmax, "arith.minnumf": np.fmin,
     "math.exp": np.exp, "math.exp2": np.exp2, "math.expm1": np.expm1, "math.log": np.log, "math.log2": np.log2,
     "math.log10": np.log10, "math.log1p": np.log1p, "math.sqrt": np.sqrt, "math.rsqrt": lambda x: 1 / np.sqrt(x),
@@ -380,10 +433,10 @@ _FLOAT = {
     "tpu.reciprocal": _reciprocal,
 }
 _INT: dict[str, Callable[[np.dtype], Fn]] = {
-    "arith.addi": _same_dtype(np.add), "arith.subi": _same_dtype(np.subtract),
-    "arith.muli": _same_dtype(np.multiply), "arith.andi": _same_dtype(np.bitwise_and),
-    "arith.ori": _same_dtype(np.bitwise_or), "arith.xori": _same_dtype(np.bitwise_xor),
-    "arith.maxsi": _same_dtype(np.maximum), "arith.minsi": _same_dtype(np.minimum),
+    "arith.addi": _same_dtype(operator.add), "arith.subi": _same_dtype(operator.sub),
+    "arith.muli": _same_dtype(operator.mul), "arith.andi": _same_dtype(operator.and_),
+    "arith.ori": _same_dtype(operator.or_), "arith.xori": _same_dtype(operator.xor),
+    "arith.maxsi": _signed_minmax(np.maximum, operator.ge), "arith.minsi": _signed_minmax(np.minimum, operator.le),
     "arith.maxui": _unsigned_minmax(np.maximum), "arith.minui": _unsigned_minmax(np.minimum),
     "arith.divsi": _divsi, "arith.remsi": _remsi, "arith.divui": _unsigned_div(False),
     "arith.remui": _unsigned_div(True), "arith.floordivsi": _floordiv, "arith.ceildivsi": _ceildiv,

@@ -156,6 +156,28 @@ def edges_reference_numpy(x, b, e):
     return x * 3, b + 1, windows
 
 
+def padded_window(x):
+    """An element window with padding: offsets in the padded array (2 rows of pad before, 2 after); the
+    pad rows read as fill (NaN)."""
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    return pl.pallas_call(kernel, grid=(3,),
+                          in_specs=[pl.BlockSpec((pl.Element(8, (2, 2)), pl.Element(128)), lambda i: (i * 4, 0))],
+                          out_specs=pl.BlockSpec((None, 8, 128), lambda i: (i, 0, 0)),
+                          out_shape=jax.ShapeDtypeStruct((3, 8, 128), jnp.float32))(x)
+
+
+def padded_inputs():
+    return (_f32((16, 128), 50),)
+
+
+def padded_reference_numpy(x):
+    padded = np.concatenate([np.full((2, 128), np.nan, np.float32), x, np.full((2, 128), np.nan, np.float32)])
+    return np.stack([padded[4 * i:4 * i + 8] * 2 for i in range(3)])
+
+
 def stores(starts, x):
     """A masked store and stores at dynamic row offsets (pl.ds with a prefetched start)."""
 
@@ -217,5 +239,6 @@ CASES = {
     "aliased output": ("aliased", "aliased_inputs", aliased_reference_numpy),
     "edge blocks, squeezed and element dims": ("edges", "edge_inputs", edges_reference_numpy),
     "masked and dynamic stores": ("stores", "store_inputs", stores_reference_numpy),
+    "element window with padding": ("padded_window", "padded_inputs", padded_reference_numpy),
     "emit_pipeline": ("pipelined", "pipelined_inputs", pipelined_reference),
 }
