@@ -223,8 +223,11 @@ def _config_size(prep: Prepared, shapes: tuple[Any, ...]) -> Any:
     if prep.task.format not in ("jaxbench", "maxkernel") or not any(timing_ladder._is_int(v) for v in config.values()):
         return None, None
     own = timing_ladder.takes_candidate_inputs(prep, shapes)
-    if own is not None:
-        return None, own
+    if own is not None:  # the judge maps a prefix of the task's inputs where that is how they fit, else refuses
+        prefixed = timing_ladder.task_prefix(prep)
+        if prefixed is None:
+            return None, own
+        prep, shapes = prefixed
     try:
         fn = prep.probe()
         calls = probe_calls(fn, shapes, _namespaces(fn))

@@ -60,6 +60,43 @@ def abstract(tree: Any) -> tuple[Any, ...]:
     return out if isinstance(out, tuple) else (out,)
 
 
+def static_leaves(inputs: Callable[[], Any] | None) -> dict[int, Any]:
+    """The leaves of ``inputs()`` that are plain Python scalars, by flat index (a static size the reference reads
+    as a Python value: JAXBench 11p's ``max_expert_size``), read by tracing it (nothing is computed) at the
+    CONFIG of the moment; {} when there are none or it does not trace."""
+    found: dict[int, Any] = {}
+
+    def probe() -> int:
+        for i, leaf in enumerate(jax.tree.leaves(inputs())):
+            if isinstance(leaf, (bool, int, float)):
+                found[i] = leaf
+        return 0
+
+    if inputs is None:
+        return {}
+    try:
+        jax.eval_shape(probe)
+    except Exception:  # noqa: BLE001 - an inputs function that does not trace: its own error is said elsewhere
+        return {}
+    return found
+
+
+def with_static_inputs(reference: Callable[..., Any] | None, inputs: Callable[[], Any] | None) -> Any:
+    """``reference`` given, at each call, the Python scalars its task's ``inputs()`` makes where its arguments
+    hold them (a traced argument cannot be a static size), read at the CONFIG of that call (a reduced size
+    changes them); ``reference`` itself when the task makes none. The judge draws and passes every other input."""
+    if reference is None or not static_leaves(inputs):
+        return reference
+
+    @functools.wraps(reference)  # (its module's CONFIG is still the one a reduced size scales)
+    def called(*args: Any) -> Any:
+        static = static_leaves(inputs)
+        leaves, tree = jax.tree.flatten(args)
+        return reference(*jax.tree.unflatten(tree, [static.get(i, leaf) for i, leaf in enumerate(leaves)]))
+
+    return called
+
+
 def concrete_template(inputs: Callable[..., Any] | None) -> tuple[Any, ...] | None:
     """The task's own example inputs as arrays, when its inputs function makes arrays (else None)."""
     if inputs is None:
@@ -68,9 +105,13 @@ def concrete_template(inputs: Callable[..., Any] | None) -> tuple[Any, ...] | No
         values = inputs()
     except Exception:  # noqa: BLE001 - the shapes path reports the task's own error
         return None
-    leaves = jax.tree.leaves(values)
-    if not leaves or any(isinstance(leaf, jax.ShapeDtypeStruct) or not hasattr(leaf, "shape") for leaf in leaves):
+    leaves, tree = jax.tree.flatten(values)
+    if not leaves or any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in leaves):
         return None
+    if any(not hasattr(leaf, "shape") for leaf in leaves):  # a Python scalar among arrays (a static size)
+        if not all(hasattr(leaf, "shape") or isinstance(leaf, (bool, int, float)) for leaf in leaves):
+            return None
+        values = jax.tree.unflatten(tree, [leaf if hasattr(leaf, "shape") else np.asarray(leaf) for leaf in leaves])
     if isinstance(values, list):
         values = tuple(values)
     return values if isinstance(values, tuple) else (values,)

@@ -172,6 +172,49 @@ def scaled_probe(prep: Any, scaled: dict[str, int] | None) -> Callable[..., Any]
     return fn
 
 
+def task_prefix(prep: Any) -> tuple[Any, tuple[Any, ...]] | None:
+    """``prep`` with the task as its reference's own file makes it (JAXBench's baseline.py ``create_inputs``) and the
+    candidate's entry given the first k of those inputs - the judge's mapping where the two files differ only so
+    (megablox: the baseline also passes a static size the kernel derives) - with the task's abstract inputs;
+    None when no prefix of them traces the candidate (another layout: not verified)."""
+    import dataclasses
+    import functools
+    import types
+
+    own = inputs_mod.own_task(prep.reference)
+    if own is None:
+        return None
+    _, make = own
+    try:
+        full = inputs_mod.shapes_of(make)
+    except Exception:  # noqa: BLE001 - the reference's file makes no inputs here
+        return None
+    leaves = jax.tree.leaves(full)
+    k = next((k for k in range(len(leaves) - 1, 0, -1) if _traces(prep.task.entry, leaves[:k])), None)
+    if k is None:
+        return None
+
+    def prefix(entry: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(entry)  # (its module's CONFIG is still the one a reduced size scales)
+        def first(*args: Any) -> Any:
+            return entry(*jax.tree.leaves(args)[:k])
+        return first
+
+    loader = prep.probe_loader or (lambda: prep.task.entry)
+    task = dataclasses.replace(prep.task, entry=prefix(prep.task.entry), inputs=make)
+    module = types.SimpleNamespace(create_inputs=inspect.unwrap(prep.reference).__globals__["create_inputs"])
+    return dataclasses.replace(prep, task=task, module=module, probe_loader=lambda: prefix(loader()),
+                               reference=inputs_mod.with_static_inputs(prep.reference, make)), full
+
+
+def _traces(fn: Callable[..., Any], args: list[Any]) -> bool:
+    try:
+        jax.eval_shape(fn, *args)
+        return True
+    except Exception:  # noqa: BLE001 - not at these inputs
+        return False
+
+
 def takes_candidate_inputs(prep: Any, shapes: tuple[Any, ...]) -> str | None:
     """None when the reference traces on the candidate's inputs, else why not."""
     try:

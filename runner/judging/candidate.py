@@ -61,7 +61,7 @@ def _exports(sock: socket.socket, params: dict[str, Any]) -> None:
     def flat(*leaves: Any) -> Any:
         return prep.candidate(*jax.tree.unflatten(treedef, list(leaves)))
 
-    send_frame(sock, {"op": "loaded"})
+    send_frame(sock, {"op": "loaded", "takes": treedef.num_leaves})  # its entry's inputs: the judge maps or refuses
     while True:
         header, _ = recv_frame(sock)
         if header.get("op") == "propose":

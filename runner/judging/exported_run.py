@@ -68,7 +68,9 @@ def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, A
     out: dict[str, Any] = {"symbolic": False, "why_not": None}
     tried = symbolic(sizes, full="full" in wanted)
     whys = []
+    n = sizes.takes  # the task's first n inputs, where the judge maps a prefix onto the candidate's entry
     for sym, covered in tried:
+        sym = sym[:n] if n else sym
         blob, why = _ask(sock, sym, None, kind)
         if blob is None:
             whys.append(why)
@@ -76,12 +78,12 @@ def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, A
         out.update(symbolic=True, sizes=covered)
         shapes_of = {"main": covered.main, "extra": covered.extra, "full": covered.full}
         for name in wanted:
-            out[name] = (blob, sym, None, "", inputs_mod.signature(shapes_of[name]))
+            out[name] = (blob, sym, None, "", inputs_mod.signature(shapes_of[name])[:n or None])
         return out
     out["why_not"] = (f"the program does not export with symbolic dimensions: {whys[0]}" if whys else
                       "the sizes differ in CONFIG values or layout (read as Python ints when traced)")
     for name, (shapes, config) in wanted.items():
-        signature = inputs_mod.signature(shapes)
+        signature = inputs_mod.signature(shapes)[:n or None]
         blob, why = _ask(sock, signature, config, kind)
         out[name] = (blob, signature, config, why, signature)
     return out
@@ -159,7 +161,8 @@ def judged_module(modules: dict[str, Any], programs: dict[str, Any], prep: Any, 
     if not isinstance(program, Program) or entry is None or entry[0] is None:
         return None
     shapes = sizes.full if name == "full" else sizes.main
-    return {"module": base64.b64encode(entry[0]).decode(), "signature": inputs_mod.signature(shapes),
+    return {"module": base64.b64encode(entry[0]).decode(),
+            "signature": inputs_mod.signature(shapes)[:len(program.signature)],  # a mapped prefix: what it takes
             "entry": prep.task.name, "sha256": program.digest}
 
 

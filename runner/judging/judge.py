@@ -141,7 +141,7 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
            record: dict[str, Any], judging: Callable[[str], Any] | None = None) -> dict[str, Any]:
     from .. import timing
     from . import exported_run as run
-    from .sizes import from_proposal, judge_sizes, ladder_knobs
+    from .sizes import from_proposal, judge_sizes, ladder_knobs, mapped, not_same_arguments
 
     result = _base(params, prep)
     loaded, _ = receive(sock)
@@ -152,14 +152,20 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
         send_frame(sock, {"op": "propose", "knobs": ladder_knobs()})
         proposal, _ = receive(sock)
         sizes = from_proposal(prep, proposal)
+    if not isinstance(sizes, str):
+        sizes = mapped(sizes, loaded.get("takes"), prep)
     if isinstance(sizes, str):  # nothing runs here; a price needs only the module at the task's size
         if not params.get("estimate_chip"):
             return timing._failed(params, sizes)
-        return _priced_only(sock, pid, params, say, prep, verifier, result, sizes)
+        return _priced_only(sock, pid, params, say, prep, verifier, result, sizes, loaded.get("takes"))
     started = time.perf_counter()
     say("the candidate's process exports its program at the judge's sizes")
     modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate_chip")) or prep.on_device)
     sizes = modules.get("sizes") or sizes  # a symbolic module may cover a second size of the judge's own choosing
+    if sizes.takes and modules["main"][0] is None:  # the judge's prefix mapping did not fit its program either
+        _isolated(end(sock, pid), record, result)
+        return timing._failed(params, not_same_arguments(f"its entry takes {sizes.takes} inputs and does not export "
+                                                         f"at the task's first {sizes.takes}: {modules['main'][3][:400]}"))
     # every process of the candidate's side is gone (its PID namespace empty) before anything is run or timed
     _isolated(end(sock, pid), record, result)
     if judging is not None:
@@ -170,19 +176,19 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
 
 
 def _priced_only(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], None], prep: Any, verifier: Any,
-                 result: dict[str, Any], why: str) -> dict[str, Any]:
+                 result: dict[str, Any], why: str, takes: Any = None) -> dict[str, Any]:
     """A program the judge cannot check here (too big for the check's memory, arguments that differ) is still
     priced from its module at the task's size: whether it could be run is a separate fact (issue 60). The
     verdict says why it was not verified; the estimate stands beside it."""
     from . import exported_run as run
-    from .sizes import Sizes
+    from .sizes import Sizes, mapped
 
     full = prep.task.abstract_args()
-    sizes = Sizes(full, full)
+    sizes = mapped(Sizes(full, full), takes, prep)
+    sizes = Sizes(full, full) if isinstance(sizes, str) else sizes
     say("the candidate's process exports its program at the task's size (priced only: " + why[:200] + ")")
     modules = run.export_all(sock, sizes, prep, want_full=False)
-    end(sock, pid)
-    end_the_rest()
+    _ended(sock, pid)  # the candidate's side gone before the module is read
     judged = run.judge_modules(result, {**params, "checks": False}, say, prep, sizes, modules, verifier)
     if judged.get("verdict") != "rejected":
         judged.update(verdict="error", error=why)

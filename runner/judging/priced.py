@@ -68,6 +68,7 @@ def estimate(params: dict[str, Any], prep: Any, sizes: Any, modules: dict[str, A
     # the task's own integers at its size (page tables, lengths, group sizes: what index maps, dynamic grids
     # and data-dependent loops read), the floats left out; the estimate says it was priced for these values
     values = integers_of(prep.task.inputs) if "full" in modules or not sizes.reduced else None
+    values = values[:len(signature)] if values is not None else None  # a candidate given the first inputs
     out: dict[str, Any] = {"chip": to_json(chip), "candidate": _price(blob, signature, concrete, chip, why, values),
                            "reference": None}
     if params.get("reference_estimate"):

@@ -43,6 +43,7 @@ class Sizes:
     note: str | None = None  # how the main size was reduced, in words
     verified_at: str | None = None  # a reduced CONFIG size, as "seq_len 512 of 4096"
     notes: tuple[str, ...] = field(default_factory=tuple)
+    takes: int | None = None  # the candidate's entry takes the task's first ``takes`` inputs (the judge's mapping)
 
     @property
     def reduced(self) -> bool:
@@ -100,6 +101,20 @@ def judge_sizes(prep: Any, reduce: bool) -> Sizes | str | None:
             "device backend, or give the file smaller example inputs")
 
 
+def mapped(sizes: Sizes, takes: Any, prep: Any) -> Sizes | str:
+    """The judge's mapping of the task's inputs onto a candidate whose entry takes ``takes`` of them (its word,
+    read from the exported module's inputs when it arrives: the verifier refuses a module at any other
+    signature): all of them as they are; a prefix (JAXBench 11p: the baseline also passes a static size the
+    kernel derives itself) as the first ``takes``; more than the task has: not verified."""
+    have = len(jax.tree.leaves(prep.task.abstract_args()))
+    if not isinstance(takes, int) or isinstance(takes, bool) or takes == have:
+        return sizes
+    if not 0 < takes < have:
+        return not_same_arguments(f"its entry takes {takes} inputs; the task makes {have}")
+    note = f"the candidate's entry takes the task's first {takes} of its {have} inputs: the judge gives it those"
+    return replace(sizes, takes=takes, notes=(*sizes.notes, note))
+
+
 def not_same_arguments(what: str) -> str:
     """The judge's words for a candidate it cannot give the task's own inputs: no verdict either way."""
     return (f"not verified: its arguments differ from the task's ({what}); the judge compares a candidate only on "
@@ -139,12 +154,10 @@ def ladder_knobs() -> dict[str, int]:
 def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
     """The candidate's proposed reduced CONFIG values, checked against the trusted CONFIG; the shapes and
     the second size are the judge's own. A proposal that names a CONFIG size the task's file does not
-    state, or says the task's reference does not take the candidate's inputs, is a candidate whose
-    arguments differ from the task's: not verified (its word can only withhold its own verdict)."""
+    state is a candidate whose arguments differ from the task's: not verified (its word can only withhold
+    its own verdict). Which of the task's inputs the candidate takes is the judge's mapping (``mapped``)."""
     config = dict(prep.task.config or {})
     scaled = proposal.get("config") if isinstance(proposal.get("config"), dict) else None
-    if proposal.get("own") is True:
-        return not_same_arguments("the task's reference does not take the inputs the candidate's entry takes")
     if not scaled and isinstance(proposal.get("why_not"), str):  # too big whole, and no reduced size fits
         return ("not checked in interpret mode: the task is too big to run whole in the check's memory and no reduced "
                 f"CONFIG size fits it ({proposal['why_not'][:400]}); give the worker more memory (--memory-mb, the "

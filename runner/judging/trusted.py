@@ -47,6 +47,7 @@ def trusted_prep(params: dict[str, Any], stack: contextlib.ExitStack) -> Any:
     import jax
 
     from .. import timing
+    from ..timing_inputs import with_static_inputs
     from . import ACTIVE
 
     own = params.get("trusted_path") or (None if ACTIVE or params.get("reference_path") else params.get("path"))
@@ -60,4 +61,5 @@ def trusted_prep(params: dict[str, Any], stack: contextlib.ExitStack) -> Any:
     task, reference, module = trusted(params, stack)
     path = os.path.abspath(str(params.get("reference_path")))
     device = jax.devices()[0]  # the judge's backend: on an accelerator it now holds the chip
+    reference = with_static_inputs(reference, task.inputs)  # a static size the task makes reaches it as a Python int
     return timing.Prepared(task, module, path, reference, None, {}, jax.default_backend(), device.device_kind)
