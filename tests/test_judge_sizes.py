@@ -84,3 +84,45 @@ def test_no_reduced_size_that_fits_is_said_not_run_whole(prep):
     assert "--memory-mb" in why
     whole = from_proposal(prep, {"config": None, "own": False, "why_not": None})
     assert not isinstance(whole, str) and whole.main == whole.full  # a program that fits runs at the task's size
+
+
+PREFIX = Path(__file__).parent / "data" / "timing" / "prefix_task"
+
+
+@pytest.mark.parametrize("name, verdict", [("optimized", "ok"), ("wrong", "rejected"), ("other_layout", "error")])
+def test_the_judge_maps_the_tasks_first_inputs_onto_a_candidate_that_takes_fewer(name, verdict):
+    """JAXBench 11p's shape: the baseline also passes a static size (a Python int its reference reads as one).
+    The judge gives a kernel that takes fewer inputs the task's first ones (its own mapping; a candidate never says
+    which inputs it is compared on): the right one is correct, the wrong one is wrong, one in another layout is
+    'not verified: its arguments differ'. Before, the static size reached the reference traced and the judge
+    refused the task."""
+    from pallasite.runner.judging.judge import judged_time
+
+    result = judged_time({"path": str(PREFIX / f"{name}.py"), "reference_path": str(PREFIX / "baseline.py"),
+                          "runs": 1, "warmup": 0, "shrink": True, "extra_shape": True})
+    assert result["verdict"] == verdict, (result.get("error"), result["rejections"])
+    if verdict == "ok":
+        assert any("first 2 of its 3 inputs" in n for n in result["notes"]), result["notes"]
+    if verdict == "rejected":
+        assert [r["trick"] for r in result["rejections"]] == ["wrong_result"]
+    if verdict == "error":
+        assert result["error"].startswith("not verified: its arguments differ from the task's"), result["error"]
+
+
+def test_a_python_scalar_among_the_tasks_inputs_reaches_the_reference_as_itself():
+    import numpy as np
+
+    from pallasite.runner.timing_inputs import concrete_template, static_leaves, with_static_inputs
+
+    spec = importlib.util.spec_from_file_location("prefix_baseline", PREFIX / "baseline.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert static_leaves(module.create_inputs) == {2: 64}
+    reference = with_static_inputs(module.workload, module.create_inputs)
+    x, y, _ = module.create_inputs()
+    traced = jax.jit(reference)(x, y, np.asarray(7))  # the drawn value is replaced by the task's own 64
+    assert np.allclose(traced, x + y)
+    module.CONFIG["groups"] = 8  # a reduced size changes it, read at the call
+    assert static_leaves(module.create_inputs) == {2: 32}
+    template = concrete_template(module.create_inputs)
+    assert template is not None and np.asarray(template[2]).shape == () and int(template[2]) == 32
