@@ -208,9 +208,10 @@ async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_t
     from pallasite.wire.messages import CheckParams
 
     log = tmp_path / "platforms.log"
-    # each candidate's process by its pid and its PID namespace (each is process 1 of a namespace of its own)
-    spy = (f"import jax as _j, os as _o\nopen({str(log)!r}, 'a').write(f'{{_o.getpid()}}@{{_o.stat(\"/proc/self/ns/pid\").st_ino}} "
-           f"{{_j.config.jax_platforms}}\\n')\n")
+    # each candidate's process by its start time (each is process 1 of a PID namespace of its own, and a namespace's
+    # inode number is reused once the namespace is gone, so neither pid nor namespace tells two processes apart)
+    spy = (f"import jax as _j\nopen({str(log)!r}, 'a').write(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19] "
+           f"+ ' ' + str(_j.config.jax_platforms) + '\\n')\n")
     user_file = tmp_path / "kernel.py"
     user_file.write_text(USER)
     config = WorkerConfig(confine=True, platforms=None, worker_args=("--allow-unconfined",), timeout_s=300)

@@ -558,6 +558,7 @@ class JudgeRecord:
     candidate_imported: bool | None = None
     platform: str | None = None
     isolation: str | None = None
+    processes: str | None = None  # how the verifier and the candidate's process were made (runner/judging/forked.py)
 
 
 @dataclass(frozen=True)

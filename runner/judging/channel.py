@@ -200,6 +200,20 @@ _PROCS: dict[int, _Started] = {}  # the candidate processes this judge started, 
 _ENDED: dict[int, Isolation] = {}
 _PLAIN_WHY: str | None = None  # why no namespace can be made here (found once: runner/judging/nest.py)
 _NESTED_HERE = False  # a candidate of this process was nested (the next ones need not be awaited)
+_PREFORKED: list[tuple[socket.socket, int]] = []  # a candidate's process forked at this request's clean point
+
+
+def prefork() -> None:
+    """Fork the candidate's process now, at this request's clean point (runner/judging/forked.py: one thread, no
+    backend, nothing of the judge's yet), for the ``spawn`` that comes later: a fresh interpreter's state without
+    its 2 s. Nothing happens where the point is not clean or no namespace can be made (``spawn`` then starts a
+    fresh interpreter as before). The process waits for its request on its socket, holding nothing else."""
+    from . import CONFINED, forked
+
+    if _PREFORKED or _PLAIN_WHY is not None or not forked.clean():
+        return
+    undumpable()  # before the candidate exists: it may not read or write our memory
+    _PREFORKED.append(_start(nested=True, fork=CONFINED or _NESTED_HERE))
 
 
 def undumpable() -> None:
@@ -225,7 +239,7 @@ def spawn(kind: str, params: dict[str, Any]) -> tuple[socket.socket, int]:
     if CONFINED and _PLAIN_WHY is not None:
         raise NotIsolated(refusal(PLAIN_NOTE.format(why=_PLAIN_WHY)))
     undumpable()  # before the candidate exists: it may not read or write our memory
-    sock, pid = _start(nested=_PLAIN_WHY is None)
+    sock, pid = _PREFORKED.pop() if _PREFORKED else _start(nested=_PLAIN_WHY is None)
     started = _PROCS[pid]
     if not CONFINED and started.status is not None and not _NESTED_HERE:
         isolation_of(pid)
@@ -244,7 +258,9 @@ def spawn(kind: str, params: dict[str, Any]) -> tuple[socket.socket, int]:
     return sock, pid
 
 
-def _start(nested: bool) -> tuple[socket.socket, int]:
+def _start(nested: bool, fork: bool = False) -> tuple[socket.socket, int]:
+    """The candidate's process: a fresh interpreter, or (``fork``: at a clean point only, ``prefork``) a fork of
+    this one that runs the same main."""
     import sys
 
     from . import CONFINED
@@ -256,10 +272,13 @@ def _start(nested: bool) -> tuple[socket.socket, int]:
     passed = (theirs.fileno(),) + ((status_w,) if status_w is not None else ())
     required = ["required"] if nested and CONFINED else []  # model-written code never runs un-nested
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "pallasite.runner.judging.candidate", *map(str, passed),
-                                 *required],
-                                stdin=subprocess.DEVNULL, stdout=2, stderr=2, pass_fds=passed, close_fds=True, env=env,
-                                start_new_session=True)
+        if fork:
+            proc: Any = _forked_candidate(passed, required)
+        else:
+            proc = subprocess.Popen([sys.executable, "-m", "pallasite.runner.judging.candidate", *map(str, passed),
+                                     *required],
+                                    stdin=subprocess.DEVNULL, stdout=2, stderr=2, pass_fds=passed, close_fds=True,
+                                    env=env, start_new_session=True)
     except BaseException:
         for fd in (status_r, status_w):
             if fd is not None:
@@ -273,6 +292,20 @@ def _start(nested: bool) -> tuple[socket.socket, int]:
     _PROCS[proc.pid] = _Started(proc, status_r, None if nested else Isolation(
         False, proc.pid, PLAIN_NOTE.format(why=_PLAIN_WHY or "not asked for")))
     return ours, proc.pid
+
+
+def _forked_candidate(passed: tuple[int, ...], required: list[str]) -> Any:
+    from .forked import fork_child
+
+    def run() -> int:
+        os.environ.update(JAX_PLATFORMS="cpu", PYTHONDONTWRITEBYTECODE="1")
+        for name in [n for n in os.environ if n.startswith("PALLASITE_STANDIN")]:
+            del os.environ[name]
+        from .candidate import main
+
+        return main(["candidate", *map(str, passed), *required])
+
+    return fork_child(run, passed)
 
 
 def gone_why(pid: int, error: BaseException) -> str:

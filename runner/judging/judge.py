@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from .channel import CandidateGone, Isolation, end, gone_why, receive, send_frame, spawn
+from .channel import CandidateGone, Isolation, end, gone_why, prefork, receive, send_frame, spawn
 from .trusted import trusted_prep
 
 JUDGE = "the judge"  # analysis/verdict.JudgedBy.JUDGE's value
@@ -65,8 +65,14 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
     from .throwaway import Throwaway
 
     say = timing._say(progress)
-    verifier = Throwaway()
-    record: dict[str, Any] = {"how": "exported program", "judge_pid": os.getpid(), "candidate_pid": None}
+    from .forked import Forked
+
+    verifier = Throwaway()  # first: forked at this request's clean point where it is one, as is the candidate's
+    verifier.ready()
+    prefork()
+    record: dict[str, Any] = {"how": "exported program", "judge_pid": os.getpid(), "candidate_pid": None,
+                              "processes": "forked at the request's clean point" if isinstance(verifier.proc, Forked)
+                              else "fresh interpreters"}
     try:
         with contextlib.ExitStack() as stack:
             try:

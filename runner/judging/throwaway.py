@@ -177,13 +177,21 @@ class Throwaway:
     """The judge's verifier process (see the module docstring)."""
 
     def __init__(self) -> None:
+        """A fresh interpreter, or at a request's clean point (runner/judging/forked.py: one thread, no backend,
+        nothing of the judge's yet) a fork of this one running the same main: the same process without its 2 s."""
         import subprocess
 
+        from .forked import clean, fork_child
+
         ours, theirs = socket.socketpair()
+        fd = theirs.fileno()
         try:
-            self.proc = subprocess.Popen(self.command(theirs.fileno()), stdin=subprocess.DEVNULL, stdout=2, stderr=2,
-                                         pass_fds=(theirs.fileno(),), close_fds=True, start_new_session=True,
-                                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+            if clean() and type(self).command is Throwaway.command:
+                self.proc: Any = fork_child(lambda: _forked_main(fd), (fd,))
+            else:
+                self.proc = subprocess.Popen(self.command(fd), stdin=subprocess.DEVNULL, stdout=2, stderr=2,
+                                             pass_fds=(fd,), close_fds=True, start_new_session=True,
+                                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
         finally:
             theirs.close()
         self.sock = ours
@@ -286,6 +294,11 @@ def _imported() -> None:
     from .. import program_export  # noqa: F401
     from ..tpu_program import hlo_exec  # noqa: F401
     from . import module_check  # noqa: F401
+
+
+def _forked_main(fd: int) -> int:
+    os.environ["JAX_PLATFORMS"] = "cpu"  # a device worker's judge holds the chip; its verifier never does
+    return main(["throwaway", str(fd)])
 
 
 def main(argv: list[str]) -> int:
