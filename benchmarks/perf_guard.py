@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 # the largest ratio each path may show (see the module docstring and docs/editor-performance.md)
-LIMITS = {"tier0": 2.0, "save": 0.25, "judge": 6.0, "check_jobs2": 6.0}
+LIMITS = {"tier0": 2.0, "save": 0.25, "judge": 2.5, "check_jobs2": 6.0}
 PATHS = tuple(LIMITS)
 
 
