@@ -20,6 +20,7 @@ from typing import Any
 from ..analysis.types import to_json
 from ..analysis.verdict import CompileResult, JudgedBy, TestResult
 from ..engine.judge_phase import unfreeze
+from ..engine.judge_tune import autotune, device_profile
 
 from .evaluator import PhaseResult
 
@@ -112,7 +113,7 @@ class JudgeEvaluator:
             return PhaseResult(False, summary, evidence=timed.why or "no figure", judged_by=judge.judged_by(source))
         profile = timed.profile
         if judge.device is not None and not judge.trusted.task and self.device_profile:
-            profile = await judge.profile(source)
+            profile = await device_profile(judge, source)
         return PhaseResult(True, timed.summary or f"{timed.candidate.seconds * 1e6:.2f} us", timing=timed.candidate,
                            judged_by=judge.judged_by(source),
                            data={"lower_bound": timed.lower_bound, "profile": profile})
@@ -162,7 +163,7 @@ class JudgeEvaluator:
 
         text = self.frozen_text(source)
         try:
-            report = await self.judge.autotune(source)
+            report = await autotune(self.judge, source)
         except TuneError as err:
             message = str(err)
             if "no tunables" in message:

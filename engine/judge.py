@@ -16,10 +16,10 @@ Its four methods are the phases, each returning the one typed result of analysis
 ``time`` op's integrity checks: interpret mode at reduced shapes, or the device), ``time(text) ->
 Timed`` (the cost model's estimate, or the device median; with the reference's figure where the same
 request made one) and ``verdict(text) -> Verdict`` (the three combined once, with ``judged_by``: which
-process compared and timed the candidate, as the worker said). Tune's configurations go through the
-same judge (``compile``, ``test``, and ``config_estimator``/``config_timer``: each configuration's exported
-program priced, or its ``time`` request on the device, by the worker's judge), and the verified fixer's
-proposals too (``check``: the checker's whole report at the fix's tiers).
+process compared and timed the candidate, as the worker said). The verified fixer's proposals go through it
+too (``check``: the checker's whole report at the fix's tiers). What a run does with its judge besides
+judging - tune's estimator and timer for a file's configurations, optimize's autotune phase, the device
+profile - is engine/judge_tune.py, over this judge's phases.
 
 Client side: no JAX; the worker side of the ``time`` request is runner/judging/judge.py.
 """
@@ -377,63 +377,3 @@ class Judge:
         sibling = Checker(checker.options, client=checker.worker(), cache=None, purpose=checker.purpose,
                           untrusted=True)
         return await sibling.check(self.trusted.path, text, tiers=tuple(tiers))
-
-    # ------------------------------------------------------------------ profile and tune's configurations
-
-    async def profile(self, text: str) -> str:
-        """The ``profile`` op on the device, summarised (kernels by device time, the roofline)."""
-        from .timing import time_request
-
-        params = time_request(self.trusted.files(), "profile", runs=5, text=self.trusted.text(text), target=self.chip)
-        async with self.device_slot:
-            reply = await self.device_backend().request(params, purpose="device", timeout_s=self.timeout_s)
-        if not reply.ok or reply.result is None:
-            return f"device profile not taken: {reply.message or reply.status}"
-        prof = to_json(reply.result).get("profile") or {}
-        kernels = "; ".join(f"{k['name']} {k['device_ns_per_run'] / 1e3:.1f} us" for k in (prof.get("kernels") or [])[:5])
-        return (f"device profile ({prof.get('chip')}, {prof.get('time_source')}): kernels {kernels or '-'}; "
-                f"roofline {json_short(prof.get('roofline') or {})}")
-
-    async def autotune(self, text: str) -> Any:
-        """The candidate's tunables searched (engine/tune.py; optimize's autotune phase) on the judge's own
-        workers, every configuration judged like any candidate: priced by the judge from its exported program
-        without a device, timed by the judge's ``time`` requests with one (the same open device backend as the
-        test). Returns the ``TuneReport``; ``TuneError`` says why not."""
-        from .tune import TuneOptions, tune
-
-        options = TuneOptions(chip=self.chip, backend=self.device_name, verify=0)
-        timer = self.config_timer(text, options) if self.device is not None else None
-        return await tune(self.trusted.path, self.trusted.text(text), options, self.config_estimator(text, options),
-                          timer=timer, tester=self.test)
-
-    def config_estimator(self, text: str | None, options: Any, *, backend: Any = None, parallel: int = 1,
-                         on_progress: Any = None) -> Any:
-        """Tune's ``Estimator`` for ``text``'s configurations on ``backend`` (default the run's job workers):
-        judged ``estimate`` requests, each configuration's exported program priced by the judge for the chip,
-        against the trusted side's own file (runner/judging/configs.py)."""
-        from .tune_workers import worker_estimator
-
-        return worker_estimator(backend or self.backend(), self.trusted.path,
-                                None if text is None else self.trusted.text(text), options.chip, options.entry,
-                                timeout_s=self.timeout_s, on_progress=on_progress, parallel=parallel,
-                                trusted=self.trusted.own)
-
-    def config_timer(self, text: str, options: Any, *, backend: Any = None, on_progress: Any = None) -> Any:
-        """Tune's ``DeviceTimer`` for ``text``'s configurations on ``backend`` (default the run's device): for
-        each, the judge's ``time`` request of the file written with it (every kind of tunable), with the trusted
-        file beside it, like any candidate's: its figures, the reference's and the test, by the worker's judge."""
-        from ..analysis.source import Source, apply_edits
-        from ..analysis.tunables import apply_config, find_tunables
-
-        from .timing import time_request
-        from .tune_workers import worker_timer
-
-        tunables = find_tunables(Source(text), self.trusted.path, options.entry, options.declared)
-
-        def request_for(config: dict[str, int]) -> Any:
-            configured = apply_edits(text, apply_config(tunables, config))
-            return time_request(self.trusted.files(), "time", runs=self.runs, warmup=2, extra_shape=True,
-                                text=self.trusted.text(configured), trusted=self.trusted.own, entry=options.entry)
-
-        return worker_timer(backend or self.device_backend(), request_for, options.chip, timeout_s=self.timeout_s,
-                            on_progress=on_progress)

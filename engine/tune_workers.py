@@ -1,12 +1,12 @@
 """Tune's seam to the workers: its configurations' estimates and device timings as requests, each one
-judged like any candidate (engine/judge.py builds them for a run: ``Judge.config_estimator``,
-``Judge.config_timer``).
+judged like any candidate (engine/judge_tune.py builds them for a run: ``config_estimator``,
+``config_timer``, over the run's judge).
 
 - ``worker_estimator``: the configurations in ``estimate`` requests with ``judged`` set: in each, the file's
   process exports one module per configuration and the judge prices every one of them from its bytes
   (runner/judging/configs.py), against the user's own file (``trusted``) where the text is model-written.
 - ``worker_timer``: one ``time`` request per configuration on the device (the judge's own request, made by
-  ``Judge.config_timer``: the file written with the configuration, the trusted file beside it), read into
+  ``judge_tune.config_timer``: the file written with the configuration, the trusted file beside it), read into
   the candidate's and the reference's measurements and the test the time op ran.
 
 Client side: no JAX.

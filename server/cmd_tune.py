@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from ..analysis import feasibility
+from ..engine.judge_tune import config_estimator, config_timer
 from ..analysis.source import apply_edits
 from ..analysis.types import to_json
 from ..engine.tune import TuneError, TuneOptions, TuneReport, tune
@@ -145,7 +146,7 @@ async def _tune(path: str, text: str, options: TuneOptions, store: Any, quiet: b
         return step
     try:
         timer = await _device_timer(judge, engine, backend, text, options, config, device, progress)
-        return await tune(path, text, options, judge.config_estimator(text, options, backend=backend, parallel=jobs,
+        return await tune(path, text, options, config_estimator(judge, text, options, backend=backend, parallel=jobs,
                                                                       on_progress=progress),
                           timer=timer, tester=after_estimates(judge.test), store=store, progress=progress,
                           compiler=after_estimates(judge.compile))
@@ -164,7 +165,7 @@ async def _device_timer(judge: Any, engine: Any, backend: Any, text: str, option
     if device is not None:
         engine.device_events = lambda line: progress(line)
         pool = engine.device(device, dataclasses.replace(config, platforms=None))
-        return judge.config_timer(text, options, backend=pool, on_progress=progress)
+        return config_timer(judge, text, options, backend=pool, on_progress=progress)
     if options.backend != "local":
         return None
     platform = await device_platform(backend, timeout_s=judge.timeout_s)
@@ -172,7 +173,7 @@ async def _device_timer(judge: Any, engine: Any, backend: Any, text: str, option
         raise TuneError("--backend local: this machine's jax sees no accelerator (platform "
                         f"{platform or 'unknown: the device worker did not start'}); CPU timings never "
                         "rank. Use --backend estimate here, or run on a TPU host")
-    return judge.config_timer(text, options, backend=backend, on_progress=progress)
+    return config_timer(judge, text, options, backend=backend, on_progress=progress)
 
 
 def _apply(path: str, text: str, report: TuneReport) -> int:

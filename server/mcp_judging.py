@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..engine.judge_tune import config_estimator
 from ..analysis.types import to_json
 from ..analysis.verdict import judged_lines, try_speedup
 
@@ -79,7 +80,7 @@ async def estimate(state: Any, args: dict[str, Any], progress: Any) -> dict[str,
     engine = _engine(run)
     try:
         judge = run.judge(engine, Trusted(str(path), text), device=None)
-        estimator = judge.config_estimator(text, TuneOptions(chip=run.chip, entry=args.get("entry")),
+        estimator = config_estimator(judge, text, TuneOptions(chip=run.chip, entry=args.get("entry")),
                                            on_progress=progress.say)
         progress.say(f"tracing {path.name} and its reference for the cost model ({run.chip})")
         result = await estimator([], {})
@@ -215,7 +216,7 @@ async def _tuned(run: Any, engine: Any, path: Path, text: str, options: Any, sto
     from ..engine.tune import tune as tune_file
 
     judge = run.judge(engine, Trusted.of_file(str(path), text), device=None)  # the run setup's time limit
-    return await tune_file(str(path), text, options, judge.config_estimator(text, options, backend=judge.backend(),
+    return await tune_file(str(path), text, options, config_estimator(judge, text, options, backend=judge.backend(),
                                                                             on_progress=progress.say),
                            tester=judge.test, store=store, progress=progress.say, compiler=judge.compile)
 

@@ -19,6 +19,7 @@ from ..analysis.source import Source
 from ..analysis.tunables import find_tunables
 from ..analysis.types import KernelSite, Span
 from ..engine.judge import Trusted
+from ..engine.judge_tune import config_estimator
 from ..engine.tune import TuneOptions, TuneReport, tune
 from ..engine.tune_workers import job_progress
 
@@ -107,7 +108,7 @@ def job_body(session: Any, setup: Any, text: str, options: TuneOptions, progress
         try:
             # every configuration judged like any other candidate, against the document as it is (the original)
             judge = setup.judge(session.engine, Trusted.of_file(path, text), device=None)
-            return await tune(path, text, options, judge.config_estimator(text, options, backend=backend,
+            return await tune(path, text, options, config_estimator(judge, text, options, backend=backend,
                                                                           on_progress=say),
                               tester=judge.test, store=store, progress=say, compiler=judge.compile)
         finally:

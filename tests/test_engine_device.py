@@ -10,6 +10,7 @@ from pallasite.engine.backend import Reply
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 from pallasite.engine.remote import BackendSettings
+from pallasite.engine.judge_tune import device_profile
 
 ADD = (Path(__file__).parent / "data" / "optimize" / "add.py").read_text()
 
@@ -46,7 +47,7 @@ def test_one_device_worker_serves_every_phase_of_a_run(tmp_path):
         settings = BackendSettings(kind="ssh", host="tpu-vm")
         ev = file_evaluator(engine, str(tmp_path / "add.py"), ADD, CheckOptions(tiers=(0,)), device=settings)
         results = await asyncio.gather(ev.test(ADD), ev.measure(ADD), ev.test(ADD))
-        profile = await ev.judge.profile(ADD)
+        profile = await device_profile(ev.judge, ADD)
         again = ev.judge.device_backend()
         assert again is next(iter(engine._devices.values())) and again.requests == 2
         await engine.close()

@@ -21,6 +21,7 @@ from pallasite.analysis.types import BlockCost, CallCost, CostEstimate, Measurem
 from pallasite.engine.tune import TuneError, TuneOptions, tune  # noqa: E402
 from pallasite.engine.tune_search import neighbours, search  # noqa: E402
 from pallasite.knowledge.store import ResultsStore  # noqa: E402
+from pallasite.engine.judge_tune import config_timer  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tune")
 
@@ -347,7 +348,7 @@ def test_device_timings_send_the_configured_file_with_the_trusted_one_and_read_t
             return Reply("ok", result=result)
 
     judge = Judge(None, CheckOptions(target="v6e"), Trusted.of_file(path, text), confined=False)
-    timer = judge.config_timer(text, TuneOptions(chip="v6e"), backend=Backend())
+    timer = config_timer(judge, text, TuneOptions(chip="v6e"), backend=Backend())
     (timed,) = asyncio.run(timer([{"block_rows": 128, "block_cols": 512}]))
     assert isinstance(timed, Timed) and timed.candidate == cand and timed.reference == cand
     assert timed.test.outcome == "ok" and timed.judged_by.value == "the judge"

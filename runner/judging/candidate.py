@@ -23,12 +23,14 @@ The candidate's code runs here and only here. Worker side: imports jax.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
+import time
 from typing import Any
 
-from .channel import recv_frame, send_frame
+from .frames import HOST_CALLBACKS, recv_frame, refusal_for, send_frame
 
 
 def _export_loop(sock: socket.socket, params: dict[str, Any]) -> None:
@@ -88,7 +90,6 @@ def _why_not(exc: BaseException, flat: Any, signature: Any) -> str:
     import jax
 
     from ..program_export import structs
-    from .module_check import HOST_CALLBACKS, refusal_for
 
     why = refusal_for(exc)
     if why is None:
@@ -138,10 +139,122 @@ def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
 def _check(sock: socket.socket, params: dict[str, Any]) -> None:
     from ...wire import protocol
 
-    from .compile_check import check_candidate
-
     typed = protocol.read_params("check", params["check"])
     check_candidate(sock, typed, bool(params.get("progress")))
+
+
+# --------------------------------------------------------------------------- the check and configs works
+
+
+def _cpu_only() -> None:
+    """In a candidate's process on a device worker: only jax's CPU backend, so model-written code never
+    holds the chip (its tiers lower and compile deviceless; the candidate's process of the time request does the same)."""
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+
+
+def check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:
+    """The ``check`` work (runner/judging/compile_check.py is the judge's side): tiers 0, 1 and 3 here; the
+    lowered modules go back, with
+    the pallas_calls that asked for interpret mode (refused by the worker as PLS114: a model's mistake said at
+    its line; a process that hides them lowered no Mosaic kernel, which the judge's test reads from its module)."""
+    import dataclasses
+
+    import numpy as np
+
+    from .. import checks, interpret_guard
+    from .. import tiers as tiers_mod
+
+    _cpu_only()
+    tiers_mod.LOWERED = {}
+
+    def progress(message: str, **fields: Any) -> None:
+        send_frame(sock, {"op": "progress", "message": str(message), "stage": str(getattr(fields.get("stage"), "value",
+                                                                                            fields.get("stage") or "")),
+                          **{k: fields[k] for k in ("tier", "entry", "line") if k in fields}})
+
+    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
+             "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
+             "entries": list(params.entries) if params.entries is not None else None,
+             "tier2_known": dict(params.tier2_known),
+             "inferred": _plain_inferred(params)}
+    with interpret_guard.watching(interpret_guard.user_files(params)) as seen:  # what the worker then refuses
+        result = checks._handle_check(plain, params.source, progress if with_progress else None)
+    names = list(tiers_mod.LOWERED)
+    send_frame(sock, {"op": "result", "result": result, "lowered": names,
+                      "interpret": [dataclasses.asdict(c) for c in seen]},
+               [np.frombuffer(tiers_mod.LOWERED[n], dtype=np.uint8) for n in names])
+
+
+def _plain_inferred(params: Any) -> list[Any]:
+    from ...analysis.types import to_json
+
+    return [to_json(call) for call in params.inferred]
+
+
+def export_configs(sock: Any, params: dict[str, Any]) -> None:
+    """The ``configs`` work (runner/judging/configs.py is the judge's side): load the file, say "loaded", then
+    export the entry once per configuration at the judge's signature and send each module's bytes."""
+    import jax
+    import numpy as np
+
+    from ...analysis.types import from_json
+    from ...wire.messages import Sources
+    from .. import tune_ops
+
+    with contextlib.ExitStack() as stack:
+        try:
+            source = from_json(Sources, params["source"])
+            module = stack.enter_context(tune_ops._module(source))
+            ref = params.get("reference_source")
+            ref_module = stack.enter_context(tune_ops._module(from_json(Sources, ref))) if ref else None
+            task = tune_ops._task(module, source, params.get("entry"), ref_module)
+            treedef = jax.tree.structure(task.abstract_args())
+        except Exception as exc:  # noqa: BLE001 - the file's failure is data for the judge
+            send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
+            return
+        send_frame(sock, {"op": "loaded"})
+        header, _ = recv_frame(sock)
+        if header.get("op") != "export":
+            return
+        signature, kind = header["signature"], str(header["device_kind"])
+        started = time.monotonic()
+        for config in params["configs"]:
+            blob = _export_one(module, task, treedef, config, dict(params.get("kinds") or {}), signature, kind)
+            if isinstance(blob, str):
+                send_frame(sock, {"op": "refused", "why": blob})
+            else:
+                send_frame(sock, {"op": "exported"}, [np.frombuffer(blob, dtype=np.uint8)])
+            if time.monotonic() - started > CLEAR_EVERY_S:  # jax keeps every configuration's trace: let it go
+                jax.clear_caches()
+                started = time.monotonic()
+
+
+CLEAR_EVERY_S = 30.0
+
+
+def _export_one(module: Any, task: Any, treedef: Any, config: dict[str, Any], kinds: dict[str, str],
+                signature: list[list[Any]], device_kind: str) -> bytes | str:
+    """The entry under ``config`` exported for the TPU at ``signature`` (bytes), or why not."""
+    import jax
+
+    from .. import tune_ops
+    from ..program_export import export_program
+
+    try:
+        if len(signature) != treedef.num_leaves:
+            return f"the judge named {len(signature)} inputs; the file's task takes {treedef.num_leaves}"
+        with tune_ops._applied(module, task, config, kinds) as fn:
+            def flat(*leaves: Any) -> Any:
+                return fn(*jax.tree.unflatten(treedef, list(leaves)))
+
+            try:
+                return bytes(export_program(flat, signature, device_kind, platforms=("tpu",)).serialize())
+            except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
+                return (refusal_for(exc) or f"{type(exc).__name__}: {exc}")[:2000]
+    except Exception as exc:  # noqa: BLE001 - a configuration the file cannot take
+        return f"{type(exc).__name__}: {str(exc)[:2000]}"
 
 
 def main(argv: list[str]) -> int:
@@ -161,8 +274,6 @@ def main(argv: list[str]) -> int:
         elif kind == "check":
             _check(sock, params)
         elif kind == "configs":
-            from .configs import export_configs
-
             export_configs(sock, params)
     except OSError:  # the judge hung up (it had its verdict, or it stopped): nothing to say to anyone
         return 0

@@ -25,12 +25,10 @@ import struct
 import subprocess
 from typing import Any
 
-MAX_FRAME = 1 << 30  # one frame from the candidate; a larger one ends the judging
+from .frames import MAX_FRAME, CandidateGone, recv_frame, send_frame  # noqa: F401 - the channel's frames
+
 _PR_SET_DUMPABLE = 4
-
-
-class CandidateGone(Exception):
-    """The candidate process ended or broke the framing (the message says how)."""
+CANDIDATE_MODULE = "pallasite.runner.judging.candidate"  # what runs in the candidate's process (the trust wall)
 
 
 class NotIsolated(CandidateGone):
@@ -53,58 +51,6 @@ class _Started:
     status: int | None  # the read end of the candidate's status line (None: read, or never asked for)
     isolation: Isolation | None = None
     failed: bool = False  # it said a namespace was asked for and not finished: it ended
-
-
-# --------------------------------------------------------------------------- frames
-
-
-def send_frame(sock: socket.socket, header: dict[str, Any], arrays: list[Any] = ()) -> None:
-    import numpy as np
-
-    blobs = [np.ascontiguousarray(np.asarray(a)) for a in arrays]
-    header = {**header, "arrays": [{"shape": list(b.shape), "dtype": b.dtype.name, "nbytes": b.nbytes} for b in blobs]}
-    data = json.dumps(header, allow_nan=False, default=str).encode()
-    sock.sendall(struct.pack(">Q", len(data)) + data)
-    for blob in blobs:
-        sock.sendall(memoryview(blob.view(np.uint8).reshape(-1)) if blob.size else b"")
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        try:
-            chunk = sock.recv(min(left, 1 << 20))
-        except (ConnectionResetError, BrokenPipeError) as exc:  # it ended with our frame unread
-            raise CandidateGone(f"the other process ended ({exc.strerror or exc})") from None
-        if not chunk:
-            raise CandidateGone("the other process closed the channel")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def recv_frame(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
-    import jax.numpy as jnp
-    import numpy as np
-
-    (size,) = struct.unpack(">Q", _exactly(sock, 8))
-    if size > MAX_FRAME:
-        raise CandidateGone(f"a frame of {size} bytes is over the limit")
-    try:
-        header = json.loads(_exactly(sock, size))
-        metas = header.pop("arrays", [])
-        if not isinstance(header, dict) or not isinstance(metas, list):
-            raise ValueError("not an object")
-    except ValueError as exc:
-        raise CandidateGone(f"a frame that is not JSON ({exc})") from exc
-    arrays, total = [], 0
-    for meta in metas:
-        dtype, shape, nbytes = jnp.dtype(str(meta["dtype"])), tuple(int(d) for d in meta["shape"]), int(meta["nbytes"])
-        total += nbytes
-        if total > MAX_FRAME or nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-            raise CandidateGone("array bytes that do not match their shape, or too many")
-        arrays.append(np.frombuffer(_exactly(sock, nbytes), dtype=dtype).reshape(shape).copy())
-    return header, arrays
 
 
 def receive(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
@@ -275,7 +221,7 @@ def _start(nested: bool, fork: bool = False) -> tuple[socket.socket, int]:
         if fork:
             proc: Any = _forked_candidate(passed, required)
         else:
-            proc = subprocess.Popen([sys.executable, "-m", "pallasite.runner.judging.candidate", *map(str, passed),
+            proc = subprocess.Popen([sys.executable, "-m", CANDIDATE_MODULE, *map(str, passed),
                                      *required],
                                     stdin=subprocess.DEVNULL, stdout=2, stderr=2, pass_fds=passed, close_fds=True,
                                     env=env, start_new_session=True)
@@ -297,13 +243,13 @@ def _start(nested: bool, fork: bool = False) -> tuple[socket.socket, int]:
 def _forked_candidate(passed: tuple[int, ...], required: list[str]) -> Any:
     from .forked import fork_child
 
-    def run() -> int:
+    def run() -> int:  # (in the candidate's process: its module is imported there, never on the judge's side)
+        import importlib
+
         os.environ.update(JAX_PLATFORMS="cpu", PYTHONDONTWRITEBYTECODE="1")
         for name in [n for n in os.environ if n.startswith("PALLASITE_STANDIN")]:
             del os.environ[name]
-        from .candidate import main
-
-        return main(["candidate", *map(str, passed), *required])
+        return importlib.import_module(CANDIDATE_MODULE).main(["candidate", *map(str, passed), *required])
 
     return fork_child(run, passed)
 

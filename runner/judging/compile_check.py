@@ -12,18 +12,9 @@ Worker side: imports jax.
 from __future__ import annotations
 
 import contextlib
-import socket
 from typing import Any, Callable
 
 from .channel import CandidateGone, end, receive, send_frame, spawn
-
-def _cpu_only() -> None:
-    """In a candidate's process on a device worker: only jax's CPU backend, so model-written code never
-    holds the chip (its tiers lower and compile deviceless; the candidate's process of the time request does the same)."""
-    import jax
-
-    jax.config.update("jax_platforms", "cpu")
-
 
 # --------------------------------------------------------------------------- the check op
 
@@ -137,41 +128,3 @@ def _compile_one(entry: dict[str, Any], module: dict[str, Any], target: str, pat
         entry.setdefault("errors", []).append(tiers_mod._tier_record(exc, path, 2))
     entry["tier2_module"] = what
     entry.setdefault("timings_s", {})["2"] = round(time_mod.perf_counter() - started, 4)
-
-
-def check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> None:
-    """The candidate process of a judged check: tiers 0, 1 and 3 here; the lowered modules go back, with
-    the pallas_calls that asked for interpret mode (refused by the worker as PLS114: a model's mistake said at
-    its line; a process that hides them lowered no Mosaic kernel, which the judge's test reads from its module)."""
-    import dataclasses
-
-    import numpy as np
-
-    from .. import checks, interpret_guard
-    from .. import tiers as tiers_mod
-
-    _cpu_only()
-    tiers_mod.LOWERED = {}
-
-    def progress(message: str, **fields: Any) -> None:
-        send_frame(sock, {"op": "progress", "message": str(message), "stage": str(getattr(fields.get("stage"), "value",
-                                                                                            fields.get("stage") or "")),
-                          **{k: fields[k] for k in ("tier", "entry", "line") if k in fields}})
-
-    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
-             "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
-             "entries": list(params.entries) if params.entries is not None else None,
-             "tier2_known": dict(params.tier2_known),
-             "inferred": _plain_inferred(params)}
-    with interpret_guard.watching(interpret_guard.user_files(params)) as seen:  # what the worker then refuses
-        result = checks._handle_check(plain, params.source, progress if with_progress else None)
-    names = list(tiers_mod.LOWERED)
-    send_frame(sock, {"op": "result", "result": result, "lowered": names,
-                      "interpret": [dataclasses.asdict(c) for c in seen]},
-               [np.frombuffer(tiers_mod.LOWERED[n], dtype=np.uint8) for n in names])
-
-
-def _plain_inferred(params: Any) -> list[Any]:
-    from ...analysis.types import to_json
-
-    return [to_json(call) for call in params.inferred]

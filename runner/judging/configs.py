@@ -30,10 +30,9 @@ Worker side: imports jax.
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any, Callable
 
-from .channel import CandidateGone, end, receive, recv_frame, send_frame, spawn
+from .channel import CandidateGone, end, receive, send_frame, spawn
 from .judge import JUDGE
 
 
@@ -153,71 +152,3 @@ def _priced(sock: Any, verifier: Any, config: dict[str, Any], signature: list[li
         return _failed(config, chip, f"the judge cannot price the exported program: "
                                      f"{checked.refused or checked.crashed}"), ""
     return from_json(CostEstimate, checked.estimate), ""
-
-
-# --------------------------------------------------------------------------- the file's process
-
-
-def export_configs(sock: Any, params: dict[str, Any]) -> None:
-    """In the file's process (runner/judging/candidate.py, kind "configs"): load the file, say "loaded", then
-    export the entry once per configuration at the judge's signature and send each module's bytes."""
-    import jax
-    import numpy as np
-
-    from ...analysis.types import from_json
-    from ...wire.messages import Sources
-    from .. import tune_ops
-
-    with contextlib.ExitStack() as stack:
-        try:
-            source = from_json(Sources, params["source"])
-            module = stack.enter_context(tune_ops._module(source))
-            ref = params.get("reference_source")
-            ref_module = stack.enter_context(tune_ops._module(from_json(Sources, ref))) if ref else None
-            task = tune_ops._task(module, source, params.get("entry"), ref_module)
-            treedef = jax.tree.structure(task.abstract_args())
-        except Exception as exc:  # noqa: BLE001 - the file's failure is data for the judge
-            send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
-            return
-        send_frame(sock, {"op": "loaded"})
-        header, _ = recv_frame(sock)
-        if header.get("op") != "export":
-            return
-        signature, kind = header["signature"], str(header["device_kind"])
-        started = time.monotonic()
-        for config in params["configs"]:
-            blob = _export_one(module, task, treedef, config, dict(params.get("kinds") or {}), signature, kind)
-            if isinstance(blob, str):
-                send_frame(sock, {"op": "refused", "why": blob})
-            else:
-                send_frame(sock, {"op": "exported"}, [np.frombuffer(blob, dtype=np.uint8)])
-            if time.monotonic() - started > CLEAR_EVERY_S:  # jax keeps every configuration's trace: let it go
-                jax.clear_caches()
-                started = time.monotonic()
-
-
-CLEAR_EVERY_S = 30.0
-
-
-def _export_one(module: Any, task: Any, treedef: Any, config: dict[str, Any], kinds: dict[str, str],
-                signature: list[list[Any]], device_kind: str) -> bytes | str:
-    """The entry under ``config`` exported for the TPU at ``signature`` (bytes), or why not."""
-    import jax
-
-    from .. import tune_ops
-    from ..program_export import export_program
-    from .module_check import refusal_for
-
-    try:
-        if len(signature) != treedef.num_leaves:
-            return f"the judge named {len(signature)} inputs; the file's task takes {treedef.num_leaves}"
-        with tune_ops._applied(module, task, config, kinds) as fn:
-            def flat(*leaves: Any) -> Any:
-                return fn(*jax.tree.unflatten(treedef, list(leaves)))
-
-            try:
-                return bytes(export_program(flat, signature, device_kind, platforms=("tpu",)).serialize())
-            except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
-                return (refusal_for(exc) or f"{type(exc).__name__}: {exc}")[:2000]
-    except Exception as exc:  # noqa: BLE001 - a configuration the file cannot take
-        return f"{type(exc).__name__}: {str(exc)[:2000]}"

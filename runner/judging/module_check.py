@@ -21,24 +21,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .frames import HOST_CALLBACKS, refusal_for  # noqa: F401 - (the refusal's words, shared)
+
 TPU_KERNEL = "tpu_custom_call"  # a pallas_call lowered by Mosaic
 CALLBACK_WORDS = ("callback",)  # xla_python_cpu_callback, xla_ffi_python_gpu_callback, ...
-HOST_CALLBACKS = ("the program needs host callbacks, which a serialized module cannot carry (jax.debug.print, "
-                  "jax.pure_callback, io_callback, or a pallas_call in TPU interpret mode lower to them)")
 
 
 class Refused(Exception):
     """The module cannot be run by the judge (the message says why)."""
-
-
-def refusal_for(exc: BaseException) -> str | None:
-    """Why an export failed, when the failure is the program's (host callbacks, effects), else None."""
-    text = f"{type(exc).__name__}: {exc}"
-    if "host_callbacks" in text or "callback" in text.lower():
-        return f"{HOST_CALLBACKS}: {text[:300]}"
-    if "effect" in text.lower() and isinstance(exc, (NotImplementedError, ValueError)):
-        return f"the program has side effects a serialized module cannot carry: {text[:300]}"
-    return None
 
 
 # What a kernel's program needs, and nothing else: Mosaic's kernel call, shape assertions of symbolic
