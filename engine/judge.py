@@ -215,10 +215,13 @@ class Judge:
     async def _judged_module(self, text: str) -> str | None:
         """The module the judge tested and priced for ``text`` (its ``time`` request, made once and kept for the
         test phase), as the check request carries it; None when the judge got no program (the check's own
-        tiers then say why)."""
+        tiers then say why), and on a device, whose one slot is not spent on a candidate the tiers refuse (the
+        device's time op compiles and runs the judged program on the TPU itself)."""
         import json
 
-        reply = await (self._device_reply(text) if self.device is not None else self._interpret_reply(text))
+        if self.device is not None:
+            return None
+        reply = await self._interpret_reply(text)
         module = getattr(reply.result, "module", None) if reply.ok and reply.result is not None else None
         return json.dumps(module) if module else None
 

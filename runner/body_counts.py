@@ -1,7 +1,7 @@
 """What one execution of a kernel body computes: FLOPs, the MXU's share with its fill efficiency,
 transcendentals (``BodyCounts``), and the one matmul rule (``add_dot``) the Mosaic kernel counts
-(runner/mosaic_counts.py), the XLA ops around the kernels (runner/module_xla.py) and the census
-(runner/census.py) share, so none of them imports another in a circle. Worker side: plain data.
+(runner/mosaic_counts.py) and the XLA ops around the kernels (runner/module_xla.py) share, so neither
+imports the other in a circle. Worker side: plain data.
 """
 
 from __future__ import annotations

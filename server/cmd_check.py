@@ -161,10 +161,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         files = expand_paths(args.paths)
         options, strict = _options_and_strict(args, files)
-        jobs = jobs_for(args)
-        keep_warm = getattr(args, "keep_warm", None)
-        if keep_warm is not None and not keep_warm > 0:
-            raise UsageError(f"--keep-warm {keep_warm:g}: give a positive number of seconds")
+        jobs, keep_warm = jobs_for(args), _keep_warm(args)
     except (UsageError, ValueError) as err:  # ValueError: a bad [tool.pallasite] (server/settings.SettingsError)
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -185,6 +182,13 @@ def run(args: argparse.Namespace) -> int:
     status = _nothing_checked(args.paths, strict, status) if not files else status
     print(_closing(args.format, reports, options, time.monotonic() - started, status))
     return status
+
+
+def _keep_warm(args: argparse.Namespace) -> float | None:
+    keep_warm = getattr(args, "keep_warm", None)
+    if keep_warm is not None and not keep_warm > 0:
+        raise UsageError(f"--keep-warm {keep_warm:g}: give a positive number of seconds")
+    return keep_warm
 
 
 def _nothing_checked(paths: list[str], strict: bool, status: int) -> int:

@@ -31,17 +31,28 @@ def test_apply_result_writes_over_an_unchanged_file_and_beside_a_changed_one(tmp
 
 
 def edit_while_running(argv: list[str], cwd: Path, marker: str, edit) -> tuple[subprocess.CompletedProcess, list[str]]:
-    """Run ``argv``; once a stderr line contains ``marker`` (the model is being asked, its reply delayed),
-    call ``edit()`` (the user typing), then let the run finish."""
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = []
+    """Run ``argv`` with stderr on a terminal (a pty: progress is printed on a terminal only); once a stderr
+    line contains ``marker`` (the model is being asked, its reply delayed), call ``edit()`` (the user typing),
+    then let the run finish."""
+    import os
+    import pty
+
+    main_fd, term_fd = pty.openpty()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=term_fd, text=True)
+    os.close(term_fd)
+    seen, err = [], ""
     try:
-        for line in proc.stderr:
-            seen.append(line)
-            if marker in line:
-                edit()
-                break
-        out, err = proc.communicate(timeout=240)
+        with open(main_fd, "r", errors="replace", closefd=True) as stderr:
+            try:
+                for line in stderr:
+                    seen.append(line)
+                    if marker in line:
+                        edit()
+                        break
+                out, _ = proc.communicate(timeout=240)
+                err = stderr.read()
+            except OSError:  # EIO: the run ended and closed the terminal
+                out, _ = proc.communicate(timeout=240)
     finally:
         proc.kill()
     return subprocess.CompletedProcess(argv, proc.returncode, out, "".join(seen) + err), seen

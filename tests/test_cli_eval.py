@@ -96,8 +96,8 @@ def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test
     rows = {t["task"]: t for t in summary["per_task"]}
     blocks, cheat = rows["add_12row_blocks"], rows["add_calls_reference"]
     assert not blocks["compiled"] and not blocks["correct"] and "divisible by 8" in blocks["verdict"]["evidence"]
-    # the judge reads it from the module: its output is computed around the kernel, not by it
-    assert cheat["compiled"] and not cheat["correct"] and "pallas_call_unused" in cheat["verdict"]["evidence"]
+    # the judge reads it from the TPU program: the kernel's output is unused, so the program launches none
+    assert cheat["compiled"] and not cheat["correct"] and "no_pallas_call" in cheat["verdict"]["evidence"]
     # a wrong candidate keeps its estimate pair (the eval skipped estimating it before), never a speedup
     assert cheat["verdict"]["timing"]["seconds"] > 0 and cheat["speedup"] is None, cheat
     # the pair: one model (each side's method adds the term that bounds it and its factors)

@@ -87,7 +87,7 @@ def test_estimates_stored_before_schema_v5_are_kept_but_never_reused(tmp_path):
         assert row.seconds == 5e-3
 
 
-@pytest.mark.parametrize("given", ["pallasite roofline v4", None])
+@pytest.mark.parametrize("given", [COST_MODEL, None])  # this pallasite's model named, or left to the store
 def test_put_estimate_names_the_model_that_made_it(tmp_path, given):
     with ResultsStore.open(tmp_path) as store:
         keys = _keys(tmp_path, store)

@@ -139,7 +139,8 @@ def test_best_of_prefers_fast_correct_then_correct_then_compiled():
     from pallasite.analysis.verdict import JudgedBy
 
     def v(passed, compiled, speedup, judged_by=JudgedBy.JUDGE):
-        return NS(verdict=NS(passed=passed, compiled=compiled, judged_by=judged_by), speedup=speedup)
+        test = NS(verified_at=None)  # verified at the task's size
+        return NS(verdict=NS(passed=passed, compiled=compiled, judged_by=judged_by, test=test), speedup=speedup)
 
     cands = [("a", "", v(False, False, None)), ("b", "", v(False, True, None)), ("c", "", v(True, True, 1.2)),
              ("d", "", v(True, True, 2.0))]

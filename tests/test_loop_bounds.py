@@ -82,21 +82,21 @@ def test_a_kernel_moving_its_inputs_by_hand_costs_no_less_than_with_blockspecs(t
     assert hidden.seconds >= blocks.seconds * (1 - 1e-12)
 
 
-def test_the_loop_attack_is_counted_exactly_and_differs_from_the_honest_kernel_by_its_grid(tmp_path):
-    """tests/data/reward_hacks/loop_unknown_trips.py: its trip count is a constant of the module (the rows / 8),
-    so the loop is simulated, all 32 trips: the same work and bytes as the honest 128-row kernel; what separates
-    their figures is one grid step fewer (the per-step overhead), not a loop counted once."""
+def test_the_loop_attack_is_bounded_by_the_refs_it_reaches_and_never_priced_below_the_honest_kernel(tmp_path):
+    """tests/data/reward_hacks/loop_unknown_trips.py: its trip count comes from an input's value (x[0, 0] * 0 added
+    to rows / 8), which the module cannot fix and the judge never makes for floats, so the loop is bounded by the
+    refs its body reaches ("upper bound"), never counted once: at least the honest 128-row kernel's work and bytes,
+    and a figure no lower than the honest kernel's (the attack's one grid step saves overhead it cannot keep)."""
     from reward_hacks import RIGHT
 
     attack = _price_text(tmp_path, "loop_unknown_trips", _reward_hack("loop_unknown_trips"))
     honest = _price_text(tmp_path, "honest", RIGHT)
     (a,), (h,) = attack.calls, honest.calls
-    assert a.flops_count == "exact" and a.flops >= h.flops == 256 * 128
-    assert abs(a.hbm_bytes - h.hbm_bytes) <= 4  # + the trip count, once into SMEM
+    assert (a.flops_count, h.flops_count) == ("upper bound", "exact")
+    assert a.flops >= h.flops == 256 * 128
+    assert a.hbm_bytes >= h.hbm_bytes
     assert (a.steps, h.steps) == (1, 2)
-    step = dict(honest.terms)["per-step overhead"] - dict(attack.terms)["per-step overhead"]
-    # at most the second step's overhead (less the half of the bytes the honest pipeline hides behind it)
-    assert 0 < honest.seconds - attack.seconds <= step
+    assert attack.seconds >= honest.seconds
 
 
 def test_an_estimate_says_what_it_rests_on():

@@ -52,8 +52,8 @@ def test_feasibility_says_why_a_grid_is_empty_or_a_block_is_padding():
 
     from pallasite.analysis.feasibility import rejections
     from pallasite.analysis.types import chip_target
-    from pallasite.runner import cost_model
     from pallasite.runner.chip_probe import spec_from_jax
+    from pallasite.runner.program_price import price_program
 
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...] * 2
@@ -65,16 +65,16 @@ def test_feasibility_says_why_a_grid_is_empty_or_a_block_is_padding():
 
     chip = spec_from_jax(chip_target("v6e"))
     x = jax.ShapeDtypeStruct((512, 512), jnp.float32)
-    floor = cost_model.estimate(lambda a: scale(a, bn=1024, div=lambda n, b: n // b), [x], chip)
+    floor = price_program(lambda a: scale(a, bn=1024, div=lambda n, b: n // b), [x], chip)
     (empty, *padding) = rejections(floor, 16 << 20)
     assert empty.reason == "empty" and empty.message == (
         "kernel: grid (2, 0) has 0 steps along axis 1: the kernel never runs, outputs (512, 512) never written "
         "(args[0] block (256, 1024) is larger than its array (512, 512): a floor-divided grid gives 0 steps)")
     assert {r.reason for r in padding} == {"padding"}
-    ceil = cost_model.estimate(lambda a: scale(a, bn=1024, div=pl.cdiv), [x], chip)
+    ceil = price_program(lambda a: scale(a, bn=1024, div=pl.cdiv), [x], chip)
     assert [r.reason for r in rejections(ceil, 16 << 20)] == ["padding", "padding"]
     assert "dim 1 is 1024, larger than the array's 512" in rejections(ceil, 16 << 20)[0].message
-    fits = cost_model.estimate(lambda a: scale(a, bn=512, div=pl.cdiv), [x], chip)
+    fits = price_program(lambda a: scale(a, bn=512, div=pl.cdiv), [x], chip)
     assert rejections(fits, 16 << 20) == ()
 
 

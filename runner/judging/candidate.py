@@ -53,8 +53,7 @@ def _exports(sock: socket.socket, params: dict[str, Any]) -> None:
     from ..program_export import export_program
 
     try:
-        prep_context = timing.prepared(params)
-        prep = prep_context.__enter__()
+        prep_context, prep = _loaded(params)
     except Exception as exc:  # noqa: BLE001 - the candidate's failure is data
         send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:4000]})
         return
@@ -83,6 +82,34 @@ def _exports(sock: socket.socket, params: dict[str, Any]) -> None:
             send_frame(sock, {"op": "refused", "why": _why_not(exc, flat, header["signature"])[:2000]})
             continue
         send_frame(sock, {"op": "exported"}, [np.frombuffer(blob, dtype=np.uint8)])
+
+
+LOAD_LIMIT_S = 30.0  # loading the candidate's file (tier 1 stops one top-level statement at 18 s of its 300)
+
+
+class LoadTimeLimit(Exception):
+    """The candidate's file was still importing when ``LOAD_LIMIT_S`` ran out."""
+
+
+def _loaded(params: dict[str, Any]) -> tuple[Any, Any]:
+    """``timing.prepared(params)`` entered (the context, the prep) within ``LOAD_LIMIT_S``: a file that loops
+    at import is stopped and named by its line, not waited on to the request's limit (a loop at import kept
+    optimize's compile phase 5 minutes before the check's own import said where)."""
+    import traceback
+
+    from .. import timing
+    from ..script_mode import deadline
+
+    path = os.path.abspath(str(params.get("path", "")))
+    context = timing.prepared(params)
+    try:
+        with deadline(LOAD_LIMIT_S, lambda seconds: LoadTimeLimit(seconds)):
+            return context, context.__enter__()
+    except LoadTimeLimit as exc:
+        lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+        where = f"the statement at line {lines[0]}" if lines else "the file"
+        raise LoadTimeLimit(f"importing the file: {where} was still running after {LOAD_LIMIT_S:g} s, the judge's "
+                            "limit for loading a candidate, and was stopped") from None
 
 
 def _why_not(exc: BaseException, flat: Any, signature: Any) -> str:
@@ -118,7 +145,7 @@ def _calls_back(jaxpr: Any) -> bool:
 
 def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
     """A reduced CONFIG size by pallasite's own rules on this program (``propose``): the judge checks the
-    values and makes the inputs itself; ``own``: the task's reference does not take this entry's inputs."""
+    values, makes the inputs and maps them onto the candidate itself (runner/judging/sizes.py)."""
     from .. import memory_guard, timing, timing_ladder
 
     try:
@@ -128,10 +155,9 @@ def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
                 setattr(timing_ladder, name, knobs[name])
         if isinstance(knobs.get("LIMIT_MB"), int):
             memory_guard.LIMIT_MB = knobs["LIMIT_MB"]
-        sized, own = timing._config_size(prep, prep.task.abstract_args())
+        sized, _ = timing._config_size(prep, prep.task.abstract_args())
         scaled = dict(getattr(sized, "scaled", None) or {})
-        send_frame(sock, {"op": "proposal", "config": scaled or None, "own": own is not None,
-                          "why_not": sized if isinstance(sized, str) else None})
+        send_frame(sock, {"op": "proposal", "config": scaled or None, "why_not": sized if isinstance(sized, str) else None})
     except Exception as exc:  # noqa: BLE001 - the program's failure is data for the judge
         send_frame(sock, {"op": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]})
 

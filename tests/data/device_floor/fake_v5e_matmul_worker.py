@@ -14,7 +14,7 @@ from pallasite.runner import timing_guards, timing_inputs, worker
 from pallasite.runner.judging import judge
 
 
-def fake_time(params, progress=None):
+def fake_time(params, progress=None, judging=None):
     path = params.get("path")
     spec = importlib.util.spec_from_file_location("fake_task", path)
     module = importlib.util.module_from_spec(spec)
