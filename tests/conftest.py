@@ -38,11 +38,28 @@ def ray_cluster():
 RAY_FILES = ("test_ray_backend.py", "test_search_ray.py", "test_ray_pool.py")
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``-n 2 --dist loadgroup``): each test file runs whole on one process, so its
-    module-scoped warm workers start once; the Ray files share one process, and so one local cluster
-    (``ray_cluster`` is session-scoped per process: two clusters on two cores missed Ray's start-up
-    deadline)."""
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else name))
+def work_unit(nodeid: str) -> str:
+    """The unit ``-n 2 --dist loadgroup`` sends whole to one test process: the test's file, or "ray" for
+    the Ray files (``ray_cluster`` is session-scoped per process: two clusters on two cores missed Ray's
+    start-up deadline)."""
+    path = nodeid.split("::", 1)[0]
+    return "ray" if path.rsplit("/", 1)[-1] in RAY_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist's ``--dist loadgroup``: each test file runs whole on one process, so its
+    module-scoped warm workers, engines and judged candidates are made once. xdist's own grouping (the
+    ``xdist_group`` mark) suffixes ``item._nodeid``, which pytest 9.2 no longer reads: every test of a
+    file was sent on its own, a module fixture made on both processes and again each time the files
+    interleaved. This scheduler reads the unit from the test's file instead, so it holds whatever the
+    marks do."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return FileUnits(config, log)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pallasite.server.apply_file import apply_result
 
 DATA = Path(__file__).parent / "data"
@@ -77,6 +79,7 @@ def test_fix_apply_keeps_an_edit_made_during_the_run(tmp_path):
     assert "written to kernel.fixed.py: kernel.py changed while the run was going" in done.stdout
 
 
+@pytest.mark.pipeline
 def test_optimize_apply_keeps_an_edit_made_during_the_run(tmp_path):
     add = tmp_path / "add.py"
     add.write_text((DATA / "optimize" / "add.py").read_text())

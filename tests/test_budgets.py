@@ -15,6 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
+
 DATA = Path(__file__).parent / "data"
 LOOP = "\nwhile True:  # a candidate stuck at import\n    pass\n"
 

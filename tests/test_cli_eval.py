@@ -59,6 +59,7 @@ def test_estimated_speedup_refuses_two_models_and_non_positive_times():
         estimated_speedup(0.0, 1.0, "m", "m")
 
 
+@pytest.mark.pipeline
 def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
     """Issue 23: the reference-only task is "no candidate" (failed), never compiled-and-correct at 1.0x;
     issue 25: the candidate and its reference are estimated by one model, so the speedup is theirs."""
@@ -82,6 +83,7 @@ def test_eval_cli_scores_a_folder_with_labelled_estimates(tmp_path):
     assert 'data-plot="fast_p"' in report.read_text()
 
 
+@pytest.mark.pipeline
 def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test(tmp_path):
     """A 12-row-block kernel (the cost model traces it, interpret mode runs it) is not compiled for the
     TPU; a candidate whose output is the reference's is not correct; --no-verify is never correct."""

@@ -11,7 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from pallasite.agents.optimize_record import replay_table
+
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
 
 DATA = Path(__file__).parent / "data" / "optimize"
 

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pallasite.analysis.verdict import COST_MODEL, JUDGED_WHY, JudgedBy
+
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
 
 ROOT = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pallasite.analysis.types import Provenance
 from pallasite.knowledge.store import ResultsStore
 
@@ -21,6 +23,7 @@ def pallasite(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.pipeline
 def test_jaxbench_folder_timed_as_json_and_stored_with_provenance(tmp_path):
     folder = tmp_path / "task"
     shutil.copytree(DATA / "jaxbench_add", folder)
@@ -47,6 +50,7 @@ def test_jaxbench_folder_timed_as_json_and_stored_with_provenance(tmp_path):
     assert len(by_kernel["workload"].measurement.samples_ns) == 3
 
 
+@pytest.mark.pipeline
 def test_exploit_exits_1_naming_the_trick_and_profile_shows_trace_and_bound(tmp_path):
     done = pallasite("time", str(DATA / "partial_write.py"), "--no-store", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
@@ -74,6 +78,7 @@ def test_usage_errors_exit_2_with_a_message(tmp_path):
 OPTIMIZE = Path(__file__).parent / "data" / "optimize"
 
 
+@pytest.mark.pipeline
 def test_without_a_device_big_inputs_are_timed_at_reduced_shapes_with_progress(tmp_path):
     """Two 1 GiB inputs, 2048 grid steps: at full size interpret mode ran past its time limit with no
     word (JAXBench's 8p_GEMM: "ran past its limit of 600 s"); now the checks and the timing run at
@@ -105,6 +110,7 @@ def test_without_a_device_inputs_that_cannot_be_reduced_are_refused_at_once(tmp_
     assert "cannot be reduced" in done.stdout + done.stderr and "device backend" in done.stdout + done.stderr
 
 
+@pytest.mark.pipeline
 def test_a_kernel_in_interpret_mode_off_tpu_is_judged_as_the_tpu_runs_it(tmp_path):
     """``interpret=jax.default_backend() != "tpu"`` (benchmark and tutorial code): the candidate's process
     answers as the target chip while it exports, so the judge gets the kernel's Mosaic lowering - the honest

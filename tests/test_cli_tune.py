@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from pallasite.engine.client import WorkerClient
 from pallasite.server.cli import main
 
@@ -17,6 +19,7 @@ async def _never():
     raise AssertionError("a worker was started")
 
 
+@pytest.mark.pipeline
 def test_tune_apply_writes_the_best_estimate_then_reuses_the_store(tmp_path, capsys, monkeypatch):
     (tmp_path / ".pallasite").mkdir()
     path = tmp_path / "matmul.py"
@@ -58,6 +61,7 @@ def test_tune_without_a_task_exits_1_with_a_reason(tmp_path, capsys):
     assert "no task in no_task.py" in err and "no task None" not in err and "example_inputs()" in err, err
 
 
+@pytest.mark.pipeline
 def test_tune_without_tunables_gives_the_current_estimate(tmp_path, capsys):
     """It refused "no tunables found"; now: the file's estimate, compiled for the chip, nothing to tune."""
     path = tmp_path / "fixed_blocks.py"

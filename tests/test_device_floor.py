@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from pallasite.analysis.types import Measurement, Provenance
 from pallasite.engine import device_floor
 from pallasite.engine.client import WorkerConfig, run_requests_sync
@@ -87,6 +89,7 @@ def test_the_compute_floor_counts_only_work_that_certainly_runs():
     assert "estimate of" in device_floor.implausible_seconds(1e-3, checks, "TPU v5 lite", "estimate")
 
 
+@pytest.mark.pipeline
 def test_pallasite_time_holds_a_device_to_floors_traced_from_the_users_file_whatever_it_reports(tmp_path):
     """Issue 49: ``pallasite time`` believed the worker's FLOPs. A device worker claiming 2.24 ms for an 8192^3
     bf16 matmul on v5e and reporting no outputs or FLOPs of its own is held to the floors a local worker traces

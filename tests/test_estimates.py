@@ -113,6 +113,7 @@ class OneBackend:
         return self.one
 
 
+@pytest.mark.pipeline
 def test_eval_and_tune_give_one_file_one_estimated_speedup():
     path = os.path.join(DATA, "matmul.py")
     with open(path, encoding="utf-8") as f:

@@ -171,6 +171,7 @@ def _table(out: Path) -> list:
               for t in s["per_task"]]) for s in data["methods"]]
 
 
+@pytest.mark.pipeline
 def test_cli_resumes_a_stopped_eval_and_a_replay_rescores_it_identically(tmp_path):
     shutil.copytree(DATA / "eval_agents", tmp_path / "tasks")
     reply_text = "Write the add as a Pallas kernel\n```python\n" + ADD + "```"

@@ -7,7 +7,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from pallasite.server.cli import main
+
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
 
 DATA = Path(__file__).parent / "data"
 

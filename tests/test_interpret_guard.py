@@ -86,6 +86,7 @@ def run_cli(command: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, cwd=cwd, timeout=240)
 
 
+@pytest.mark.pipeline
 def test_a_fix_that_switches_to_interpret_mode_is_refused(tmp_path):
     kernel = tmp_path / "kernel.py"
     kernel.write_text((UNTRUSTED / "interpret_off.py").read_text())
@@ -108,6 +109,7 @@ def test_a_fix_that_switches_to_interpret_mode_is_refused(tmp_path):
     assert not result["ok"] and kernel.read_text() == before
 
 
+@pytest.mark.pipeline
 def test_an_optimize_candidate_in_interpret_mode_never_wins(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\n")
     original = (DATA / "optimize" / "add.py").read_text()

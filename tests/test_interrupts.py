@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from interrupting import interrupt_at
+
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
 
 DATA = Path(__file__).parent / "data"
 

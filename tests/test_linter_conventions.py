@@ -97,6 +97,7 @@ def test_the_pre_commit_hook_is_declared_as_users_expect():
     assert hook["language"] == "python" and hook["types"] == ["python"]
 
 
+@pytest.mark.pipeline
 def test_pre_commit_runs_the_hook_on_the_examples(tmp_path):
     """pre-commit itself (try-repo on this checkout's hook file) on a git repository holding examples/:
     it fails (exit 1) on the deliberate errors and names the finding; pallasite's own dependencies come

@@ -2,7 +2,8 @@
 (and lets the loop run while tree-sitter parses), so hovers on another document are answered
 while it works; past ``check.maxFileMb`` tier 0 does not run and the server says so; closing
 documents gives their memory back. Prints the measured hover latencies (before: a 5 MB document
-blocked every request for 45 s); the latency targets live in benchmarks/bench_lsp_bigdoc.py."""
+blocked every request for 45 s); the latency targets live in benchmarks/bench_lsp_bigdoc.py. The 5 MB and
+the memory tests are slow (tens of seconds of tier 0 each: `pytest -m slow`, run by .ci/run)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def published(uri: str):
     return lambda n: n["method"] == "textDocument/publishDiagnostics" and n["params"]["uri"] == uri
 
 
+@pytest.mark.slow
 def test_hovers_on_another_document_are_answered_while_tier0_works_on_5mb(tmp_path):
     client = WireClient(tmp_path / "home", settings={"tiers": [0]})
     try:
@@ -81,6 +83,7 @@ def _rss_mb(pid: int) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
 
+@pytest.mark.slow
 def test_closing_documents_gives_their_memory_back(tmp_path):
     """Each round opens three 300 KB kernel files (tier 0 keeps ~50 bytes of trees per byte of
     text) and closes them; before, nothing came back (the trees stayed cached, the heap untrimmed)."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
+import pytest
 
 from test_lsp import answer_trust, change, client, diagnostics_for, initialize, open_doc  # noqa: F401
 
@@ -23,6 +24,7 @@ async def hints(client, uri: str) -> list[lsp.InlayHint]:
         lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(200, 0)))) or [])
 
 
+@pytest.mark.pipeline
 async def test_autotune_inlay_hints_follow_the_document(client, tmp_path):
     answer_trust(client, "Trust")
     folder = tmp_path / "ws"

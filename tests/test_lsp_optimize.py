@@ -18,6 +18,8 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from test_lsp import answer_trust, change, client, diagnostics_for, initialize, open_doc, raw_request  # noqa: F401
 
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
+
 DATA = Path(__file__).parent / "data" / "optimize"
 
 

@@ -22,6 +22,8 @@ from pallasite.analysis.verdict import COST_MODEL
 
 from test_lsp import answer_trust, initialize, open_doc, start_client, stop_client  # noqa: F401
 
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
+
 ROOT = (Path(__file__).parent / "data" / "search" / "add_reference.py").read_text()
 
 

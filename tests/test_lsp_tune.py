@@ -9,12 +9,14 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
+import pytest
 
 from test_lsp import answer_trust, client, diagnostics_for, initialize, open_doc  # noqa: F401
 
 TUNE = Path(__file__).parent / "data" / "tune"
 
 
+@pytest.mark.pipeline
 async def test_autotune_lens_command_hover_and_apply_action(client, tmp_path):
     answer_trust(client, "Trust")
     folder = tmp_path / "ws"

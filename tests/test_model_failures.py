@@ -87,6 +87,7 @@ def test_fenced_json_is_accepted_and_an_unreadable_reply_is_fed_back(tmp_path):
     assert "Round 1: your reply could not be read" in second_prompt
 
 
+@pytest.mark.pipeline
 def test_optimize_says_why_in_its_table(tmp_path):
     shutil.copy(DATA / "optimize" / "add.py", tmp_path / "add.py")
     (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\nagent = { retries = 0 }\n")
@@ -100,6 +101,7 @@ def test_optimize_says_why_in_its_table(tmp_path):
     assert "iteration 1: unauthorized (HTTP 401)" in as_text.stdout
 
 
+@pytest.mark.pipeline
 def test_a_10_mb_reply_is_refused_within_seconds_in_bounded_memory(tmp_path):
     shutil.copy(DATA / "optimize" / "add.py", tmp_path / "add.py")
     (tmp_path / "pyproject.toml").write_text("[tool.pallasite]\ntiers = [0, 1]\nagent = { retries = 0 }\n")
@@ -118,6 +120,7 @@ def test_a_10_mb_reply_is_refused_within_seconds_in_bounded_memory(tmp_path):
     assert not (tmp_path / "add.optimized.py").exists()
 
 
+@pytest.mark.pipeline
 def test_an_echoed_key_appears_nowhere_the_user_sees(tmp_path):
     """The model echoes the key in its plan and in its code: the table, the written winner, stdout and
     stderr, the store and the plans never hold it (one redaction point: the provider boundary)."""

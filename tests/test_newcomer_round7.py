@@ -28,6 +28,7 @@ def _cli(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedPro
 # --------------------------------------------------------------------------- 1. tune never prices an empty grid
 
 
+@pytest.mark.pipeline
 def test_tune_refuses_a_grid_of_zero_steps_and_picks_a_valid_configuration(tmp_path):
     """Before: BN=1024, BM=1024, BK=2048 over (512,1024)@(1024,512) with `m // BM` grids ranked first at 2.0 us
     ("3.88x"), the three test slots went to them ("compiled, wrong: partial_write") and tune ended "nothing to
@@ -105,6 +106,7 @@ def test_a_refused_configuration_says_what_the_judges_test_found(tmp_path):
 # --------------------------------------------------------------------------- 2. tolerances a task can state
 
 
+@pytest.mark.pipeline
 def test_a_jaxbench_f32_matmul_is_held_to_its_benchmarks_tolerance_or_the_one_it_states(tmp_path):
     """Before: a correct K-blocked f32 matmul was "compiled, wrong" in eval (about 1,070 of 262,144 elements outside
     atol=1e-5 by accumulation order alone), a TOLERANCE in baseline.py was ignored, and eval's text said only
@@ -292,6 +294,7 @@ def test_a_tier_not_checked_is_never_called_passed(tmp_path):
     assert "tiers 0,1 passed" not in out and "tier 1 failed" not in out
 
 
+@pytest.mark.pipeline
 def test_an_interrupted_eval_leaves_no_earlier_output_as_its_own(tmp_path):
     """Before: Ctrl-C left the previous run's --output file in place, as if it were this run's."""
     from interrupting import interrupt_at

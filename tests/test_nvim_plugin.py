@@ -213,6 +213,7 @@ def test_checkhealth_without_pallasite_says_how_to_install(tmp_path: Path, env: 
 OPTIMIZE_DATA = Path(__file__).parent / "data" / "optimize"
 
 
+@pytest.mark.pipeline
 def test_optimize_step_by_step_from_neovim(tmp_path: Path, env: dict[str, str], project: Path) -> None:
     """:PallasiteOptimize step 2 with the scripted provider; each plan / diff the server shows opens
     in a split; approve, approve (from the kernel's window), revise an unsaved edit, approve."""
@@ -263,6 +264,7 @@ def test_optimize_step_by_step_from_neovim(tmp_path: Path, env: dict[str, str], 
     assert [n["msg"] for n in r["late_stop_notes"]] == [f"pallasite: no optimize run is waiting on {shown[3]['name']}"]
 
 
+@pytest.mark.pipeline
 def test_search_from_neovim_applies_the_best_node_and_names_the_report(tmp_path: Path, env: dict[str, str],
                                                                        project: Path) -> None:
     """:PallasiteSearch parallel trajectories=1 iterations=1 with one scripted node (64-row blocks)."""

@@ -384,6 +384,7 @@ def _cli(folder: Path, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.pipeline
 def test_the_project_s_settings_give_one_verdict_in_every_command(tmp_path):
     """`pallasite search` and `pallasite eval` rebuilt their check options and dropped the project's
     settings, so with `severity = { PLS016 = "error" }` check said "not compiled" while search and eval

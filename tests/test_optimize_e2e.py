@@ -16,6 +16,8 @@ from pallasite.analysis.verdict import COST_MODEL
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
+
 DATA = Path(__file__).parent / "data" / "optimize"
 
 

@@ -13,6 +13,8 @@ from interrupting import interrupt_at
 from test_cli_optimize import DATA, cli, reply_pair, written
 
 
+pytestmark = pytest.mark.pipeline  # a whole command end to end: .ci/run's pipeline step
+
 @pytest.mark.timeout(900)  # three runs of the command; at load 20 the whole test took 80 s
 def test_ctrl_c_keeps_the_run_and_the_same_command_resumes_it(tmp_path):
     """It failed once under `-n 2` at load 2-6 (issue 52; its output was not kept, and 30 runs of it here at load

@@ -152,6 +152,7 @@ def test_a_task_that_was_not_checked_is_not_checked_in_its_row_and_cells():
     assert "<td>unchecked</td><td>not checked</td><td>not checked</td><td>not checked</td>" in eval_html([summary])
 
 
+@pytest.mark.pipeline
 def test_eval_cli_rows_say_not_verified_as_none(tmp_path):
     """`pallasite eval --no-verify`: the candidate's row said "correct": false for a test that never ran."""
     out = tmp_path / "eval.json"
@@ -237,6 +238,7 @@ def test_a_search_root_stored_before_not_checked_had_its_word_reads_not_checked(
     assert checked.status() == "not compiled for the chip"
 
 
+@pytest.mark.pipeline
 def test_optimize_says_no_pallas_call_for_a_candidate_that_dropped_the_kernel(tmp_path):
     """Issue 42's words, through `pallasite optimize`: the model's candidate keeps the task (PALLASITE_ENTRY,
     inputs, reference) and computes in plain jnp; it was "not compiled for the chip: scale_add: tier 0 not

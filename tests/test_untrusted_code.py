@@ -112,6 +112,7 @@ def test_a_sleeper_edit_is_never_verified(tmp_path, sleeper):
     assert snapshot(folder) == before
 
 
+@pytest.mark.pipeline
 @pytest.mark.parametrize("mode", ["confined", "opted in without namespaces"])
 def test_a_hostile_optimize_candidate_runs_confined_and_the_project_stays(tmp_path, mode):
     """Confined: nothing to harm. Without namespaces (opted in): it runs with the user's rights, so the
@@ -218,6 +219,7 @@ async def test_the_judge_is_outside_the_judged_and_nothing_persists(tmp_path):
     assert all(v[2] == "the judge" for v in verdicts)
 
 
+@pytest.mark.pipeline
 @needs_namespaces
 def test_optimize_does_not_take_a_tampering_candidate_for_a_winner(tmp_path):
     """Through `pallasite optimize`: the hostile candidate and, after it, a plain wrong one are both incorrect."""
@@ -259,6 +261,7 @@ async def test_a_candidate_cannot_make_the_compiler_say_it_compiles(tmp_path):
         await checker.close()
 
 
+@pytest.mark.pipeline
 @needs_namespaces
 def test_an_optimize_candidate_reaches_no_socket_key_file_device_or_terminal_of_the_user(tmp_path):
     """Before: the confined view was the whole filesystem read-only, so a candidate reached a tmux
@@ -294,6 +297,7 @@ def test_an_optimize_candidate_reaches_no_socket_key_file_device_or_terminal_of_
         assert secret not in done.stdout + done.stderr and secret[::-1] not in done.stdout + done.stderr
 
 
+@pytest.mark.pipeline
 @needs_namespaces
 def test_a_right_candidate_that_patches_the_cost_model_is_not_believed(tmp_path):
     """A correct kernel whose process scales its own estimates by 1e-6 was "valid, 1000000x" by the estimate.
@@ -314,6 +318,7 @@ def test_a_right_candidate_that_patches_the_cost_model_is_not_believed(tmp_path)
     assert forged["speedup"] == honest["speedup"] < 100
 
 
+@pytest.mark.pipeline
 @needs_namespaces
 def test_eval_judges_a_tampering_candidate_outside_its_process(tmp_path):
     """Through `pallasite eval` (JAXBench layout: the judge compares against baseline.py): a wrong kernel
