@@ -533,7 +533,7 @@ _JUDGING_CALLS = {"worker_estimator", "worker_timer", "time_request", "EstimateP
                   "TimeParams", "ProfileParams"}
 # where they are defined (the seams the judge calls), and the two commands that time the user's own file as
 # written, never a candidate (`pallasite time`/`profile` and the editor's "Time on ..." code lens)
-_SEAMS = {"engine/judge.py", "engine/tune_workers.py", "engine/estimates.py", "engine/timing.py"}
+_SEAMS = {"engine/judge.py", "engine/judge_tune.py", "engine/tune_workers.py", "engine/estimates.py", "engine/timing.py"}
 _THE_USER_S_OWN = {"server/cmd_time.py", "server/timing_lsp.py"}
 
 
