@@ -171,7 +171,7 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
     reduced = None
     try:
         calls = probe_calls(task.entry, abstract, namespaces)
-        if _too_large(abstract):  # first the task's own CONFIG at a smaller size: its tables stay its own
+        if too_large(abstract):  # first the task's own CONFIG at a smaller size: its tables stay its own
             reduced = reduce_config(task, abstract, calls, lambda args: probe_calls(task.entry, args, namespaces))
     except Exception:  # noqa: BLE001 - tracing failed: the shrink below says so
         calls = []
@@ -182,7 +182,7 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
         return _run_tier3_at(task, path, source, say, target, result, abstract, reduced, calls)
 
 
-def _too_large(args: Any) -> bool:
+def too_large(args: Any) -> bool:
     leaves = [a for a in jax.tree.leaves(args) if hasattr(a, "shape")]
     return input_bytes(args) > BUDGET_BYTES or any(math.prod(a.shape) > MAX_ELEMENTS for a in leaves)
 
@@ -192,23 +192,7 @@ def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None],
                   calls: list[RecordedCall]) -> dict[str, Any]:
     """Tier 3 at the shapes found here (``calls``: the entry's at the full shapes), or at ``reduced``
     (the task's CONFIG, held by the caller)."""
-    try:
-        if reduced is not None:
-            shapes, shrunk = reduced.shapes, True
-            calls = probe_calls(task.entry, shapes, _namespaces(task.entry))
-        else:
-            if not calls:
-                raise ValueError("the entry did not trace at the full shapes")
-            shapes, shrunk = shrink_shapes(abstract, calls)
-            if shrunk:
-                calls = probe_calls(task.entry, shapes, _namespaces(task.entry))  # the smaller shapes must still trace
-            if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
-                shapes, more = shrink_further(task.entry, shapes, calls,
-                                              lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
-                if more:
-                    shrunk, calls = True, probe_calls(task.entry, shapes, _namespaces(task.entry))
-    except Exception:  # noqa: BLE001 - tracing failed: run the given shapes and let the run report
-        shapes, shrunk, calls = abstract, False, []
+    shapes, shrunk, calls = tier3_shapes(task, abstract, reduced, calls)
     result["shapes"] = describe_shapes(shapes)
     result["shrunk"] = shrunk
     result["full_shapes"] = describe_shapes(abstract) if shrunk else None
@@ -240,6 +224,31 @@ def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None],
         + shrink_note(result["shapes"], result["full_shapes"], reduced.describe() if reduced else None)
     )
     return result
+
+
+def tier3_shapes(task: Any, abstract: tuple[Any, ...], reduced: Reduced | None,
+                 calls: list[RecordedCall]) -> tuple[tuple[Any, ...], bool, list[RecordedCall]]:
+    """(shapes, shrunk, the calls at those shapes) tier 3 runs the task at: ``reduced``'s (its CONFIG, held
+    by the caller), else the inputs shrunk (``shrink_shapes``, then ``shrink_further``), else as given.
+    The locate step (``runner/locate_step.py``) runs its edits at the same shapes."""
+    try:
+        if reduced is not None:
+            shapes, shrunk = reduced.shapes, True
+            calls = probe_calls(task.entry, shapes, _namespaces(task.entry))
+        else:
+            if not calls:
+                raise ValueError("the entry did not trace at the full shapes")
+            shapes, shrunk = shrink_shapes(abstract, calls)
+            if shrunk:
+                calls = probe_calls(task.entry, shapes, _namespaces(task.entry))  # the smaller shapes must still trace
+            if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
+                shapes, more = shrink_further(task.entry, shapes, calls,
+                                              lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
+                if more:
+                    shrunk, calls = True, probe_calls(task.entry, shapes, _namespaces(task.entry))
+    except Exception:  # noqa: BLE001 - tracing failed: run the given shapes and let the run report
+        shapes, shrunk, calls = abstract, False, []
+    return shapes, shrunk, calls
 
 
 def shrink_note(shapes: str, full_shapes: str | None, config: str | None = None) -> str:

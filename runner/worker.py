@@ -171,6 +171,12 @@ def op_verify(params: messages.VerifyParams, ctx: Context) -> messages.VerifyRes
     return handle_verify(params, ctx.progress)
 
 
+def op_locate(params: messages.LocateParams, ctx: Context) -> messages.LocateResult:
+    from .locate_step import handle_locate  # after a tier-3 failure: the statement that makes it
+
+    return handle_locate(params, ctx.progress)
+
+
 OPS: dict[str, Callable[[Any, Context], Any]] = {
     "ping": op_ping,
     "versions": op_versions,
@@ -181,6 +187,7 @@ OPS: dict[str, Callable[[Any, Context], Any]] = {
     "profile": op_profile,
     "estimate": op_estimate,
     "verify": op_verify,
+    "locate": op_locate,
 }
 
 

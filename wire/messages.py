@@ -12,7 +12,8 @@ The ops, by their params type (``OP`` names the op, ``RESULT`` its result type):
 - ``ImportParams`` -> ``ImportResult`` (the file's public functions and plain constants);
 - ``CheckParams`` -> ``CheckResult`` (tiers 1-3 for every task entry of one file);
 - ``EstimateParams`` -> ``EstimateResult`` (the cost model per tuning configuration);
-  ``VerifyParams`` -> ``VerifyResult`` (one configuration in interpret mode vs the reference).
+  ``VerifyParams`` -> ``VerifyResult`` (one configuration in interpret mode vs the reference);
+- ``LocateParams`` -> ``LocateResult`` (after a tier-3 failure: the statement that makes it, with a verified edit).
 
 Files travel as ``Sources``: the file's text plus the text of the local modules it imports, under
 their original paths (a remote worker needs nothing but pallasite installed; it compiles the
@@ -664,11 +665,65 @@ class VerifyResult:
     note: str = ""  # what ran, where, how long (CPU interpret time: never TPU time)
 
 
+@dataclass(frozen=True)
+class LocateParams:
+    """After tier 3 found an entry's outputs wrong, NaN or unwritten: find the statement that makes them so
+    (runner/locate_step.py). Small mechanical edits of the statements that reach the failing pallas_call are
+    each run through tier 3 at its reduced size, in this worker, until ``budget_s`` is spent; an edit that
+    makes the outputs match is verified on ``fresh_sets`` fresh input sets."""
+
+    OP: ClassVar[str] = "locate"
+    source: Sources
+    target: str = "v6e"
+    entries: tuple[str, ...] | None = None  # the entries tier 3 found wrong (None: every task of the file)
+    budget_s: float = 60.0
+    fresh_sets: int = 3
+
+
+@dataclass(frozen=True)
+class SourceEdit:
+    """One edit of the checked file: 1-based lines, code-point columns, end exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    new_text: str
+    old_text: str
+    what: str  # the change in words: "`rows > cols` -> `rows >= cols`"
+    kind: str = ""  # runner/locate_edits.py's family: comparison, program-id-axis, when, cdiv, ...
+
+
+@dataclass(frozen=True)
+class LocatedEntry:
+    """What the locate step found for one entry. ``state``: "fixed" (``fix`` made every check match, at the
+    tier-3 shapes and on ``verified_sets`` fresh input sets), "not_found" (no edit did: ``tried`` says which,
+    ``suspect`` the most suspicious statement), or "skipped" (``reason`` says why)."""
+
+    entry: str
+    state: str
+    reason: str = ""
+    fix: SourceEdit | None = None
+    verified_sets: int = 0
+    suspect: SourceEdit | None = None
+    tried: tuple[SourceEdit, ...] = ()  # the first edits tried, best ranked first
+    tried_count: int = 0
+    shapes: str = ""  # where the runs ran (CPU interpret mode)
+    problem: str = ""  # what tier 3 saw at those shapes
+    seconds: float = 0.0  # wall time of the step for this entry, on the worker (CPU)
+
+
+@dataclass(frozen=True)
+class LocateResult:
+    entries: tuple[LocatedEntry, ...] = ()
+
+
 PARAMS: dict[str, type] = {cls.OP: cls for cls in (PingParams, VersionsParams, ChipsParams, ImportParams, CheckParams,
-                                                   TimeParams, ProfileParams, EstimateParams, VerifyParams)}
+                                                   TimeParams, ProfileParams, EstimateParams, VerifyParams,
+                                                   LocateParams)}
 RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": ChipsResult,
                             "import": ImportResult, "check": CheckResult, "time": TimeResult, "profile": TimeResult,
-                            "estimate": EstimateResult, "verify": VerifyResult}
+                            "estimate": EstimateResult, "verify": VerifyResult, "locate": LocateResult}
 
 
 # --------------------------------------------------------------------------- from the worker's working form
