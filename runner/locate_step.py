@@ -121,6 +121,7 @@ class Step:
         self.started = time.monotonic()
         self.deadline = self.started + max(1.0, float(params.budget_s))
         self.trials = 0
+        self.kernel = ""
 
     def into(self, out: list[messages.LocatedEntry]) -> None:
         try:
@@ -131,8 +132,8 @@ class Step:
             out.append(self._entry("skipped", f"the locate step failed: {type(exc).__name__}: {str(exc)[:200]}"))
 
     def _entry(self, state: str, reason: str = "", **kw: Any) -> messages.LocatedEntry:
-        return messages.LocatedEntry(self.task.name, state, reason, seconds=round(time.monotonic() - self.started, 2),
-                                     **kw)
+        return messages.LocatedEntry(self.task.name, state, reason, kernel=self.kernel,
+                                     seconds=round(time.monotonic() - self.started, 2), **kw)
 
     def run(self) -> messages.LocatedEntry:
         with stop_near_limit():
@@ -171,6 +172,7 @@ class Step:
         from .traced_lines import kernel_lines
 
         call = first_user_call(base.run.calls, self.path)
+        self.kernel = call.kernel_name if call is not None else ""
         if call is None or call.line is None or not call.file \
                 or os.path.realpath(call.file) != os.path.realpath(self.path):
             return []

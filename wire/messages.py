@@ -703,6 +703,7 @@ class LocatedEntry:
     entry: str
     state: str
     reason: str = ""
+    kernel: str = ""  # the failing pallas_call's kernel function
     fix: SourceEdit | None = None
     verified_sets: int = 0
     suspect: SourceEdit | None = None
