@@ -121,6 +121,8 @@ def check(paths: list[Path], target: str, args: argparse.Namespace) -> dict[str,
     """``pallasite check --format json`` on paths in one run: the report of each path (None: the run failed)."""
     cmd = [args.pallasite, "check", *map(str, paths), "--format", "json", "--tiers", args.tiers, "--target", target,
            "--no-store", "--jobs", str(args.jobs), "--time-limit", str(args.time_limit)]
+    if getattr(args, "locate", False):
+        cmd += ["--locate", "--locate-budget", str(args.locate_budget)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=environment(args), check=False,
                               timeout=len(paths) * (args.time_limit + 90) + 120)
@@ -138,10 +140,13 @@ def _summary(report: dict | None, seconds: float) -> dict:
     if report is None:
         return {"findings": [], "tiers_ran": [], "limit": True, "failed": True, "seconds": round(seconds, 1)}
     findings = [{k: f.get(k) for k in ("code", "severity", "line", "tier", "message")} for f in report.get("findings", ())]
-    for f in findings:
+    for f, full in zip(findings, report.get("findings", ())):
         f["message"] = (f["message"] or "")[:300]
+        title = ((full.get("fix") or {}).get("title") or "")
+        f["verified"] = title.startswith("verified:")  # the locate step's verified fix (issue 57)
+    located = [n for n in report.get("notes", ()) if n.startswith("locate step for")]
     return {"findings": findings, "tiers_ran": report.get("tiers_ran", []), "seconds": round(seconds, 1),
-            "limit": any(f["code"] in LIMIT_CODES for f in findings), "failed": False}
+            "limit": any(f["code"] in LIMIT_CODES for f in findings), "failed": False, "located": located}
 
 
 def run_checks(files: list[corpus.File], mutants: list[dict], args: argparse.Namespace, saved: dict, out: Path) -> None:
@@ -260,6 +265,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-reach", action="store_true")
     parser.add_argument("--rescore", action="store_true", help="check again what the results already hold")
     parser.add_argument("--bases-too", action="store_true", help="also check files that have no mutant selected")
+    parser.add_argument("--locate", action="store_true", help="check with --locate (issue 57's locate step)")
+    parser.add_argument("--locate-budget", type=float, default=60.0, help="--locate-budget seconds per file")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--pallasite", default=str(Path(sys.executable).parent / "pallasite"))
     args = parser.parse_args(argv)

@@ -45,6 +45,7 @@ from . import errors as errors_mod
 from .intercept import RecordedCall, block_shapes
 from .interpret_config import Reduced, config_dicts, config_set, reduce_config
 from .interpret_diagnose import diagnose
+from .interpret_distinct import add_tails, shrink_plan, split_square
 from .interpret_run import SIMULATED_CORES, all_arbitrary, interpret_once, shuffling_seed
 from .interpret_run import namespaces as _namespaces  # the timing modules import it from here
 from .interpret_shrink import BUDGET_BYTES, input_bytes, shrink_further
@@ -65,40 +66,21 @@ def probe_calls(fn: Callable[..., Any], args: tuple[Any, ...], modules: tuple[An
 
 
 def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements: int = MAX_ELEMENTS,
-                  blocks_per_dim: int = 2) -> tuple[tuple[Any, ...], bool]:
+                  blocks_per_dim: int = 2, distinct: bool = False) -> tuple[tuple[Any, ...], bool]:
     """Smaller abstract args that keep every dim a multiple of the blocks it is cut into.
 
     Nothing is touched unless an array is above ``max_elements``; a dim shrinks only when it is the dim of a
     pallas_call operand with the same shape, cut by a block dim smaller than it, to
     ``blocks_per_dim`` blocks (one when the size is not a multiple of that many). Sizes shared by
     several dims (matmul's K) shrink to the same value. Returns (args, whether anything changed).
+    ``distinct`` (tier 3's own runs): each size value gets its own block count, and a size that is not a
+    multiple of its block keeps its partial last block (``runner/interpret_distinct.py``).
     """
+    plan = shrink_plan_of(args, calls, max_elements, blocks_per_dim, distinct)
+    if not plan:
+        return args, False
+    new_size = {size: new for size, (new, _unit) in plan.items()}
     leaves, treedef = jax.tree.flatten(args)
-    if all(math.prod(getattr(a, "shape", ())) <= max_elements for a in leaves):
-        return args, False
-    blocks: dict[int, set[int]] = {}  # original size -> block dims that cut it
-    fixed: set[int] = set()  # sizes some operand takes whole (block == size or no block)
-    for call in calls:
-        specs = block_shapes(_in_specs(call))
-        for operand, spec in zip(call.operands or (), specs):
-            if not isinstance(operand, jax.ShapeDtypeStruct):
-                continue
-            for i, size in enumerate(operand.shape):
-                b = spec.block_shape[i] if spec.block_shape and i < len(spec.block_shape) else None
-                if b is None or b >= size or size % b:
-                    fixed.add(size)
-                else:
-                    blocks.setdefault(size, set()).add(b)
-    new_size: dict[int, int] = {}
-    for size, bs in blocks.items():
-        if size in fixed:
-            continue
-        unit = math.lcm(*bs)
-        target = unit * blocks_per_dim if size % (unit * blocks_per_dim) == 0 else unit
-        if target < size:
-            new_size[size] = target
-    if not new_size:
-        return args, False
     out = []
     for a in leaves:  # every array, small ones too: a size shared with a large one (matmul's K) must
         shape = getattr(a, "shape", None)  # shrink in both, or the reference cannot take them
@@ -109,6 +91,29 @@ def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements
         out.append(jax.ShapeDtypeStruct(tuple(new_size.get(d, d) for d in shape), a.dtype))
     new_args = jax.tree.unflatten(treedef, out)
     return new_args, new_args != args
+
+
+def shrink_plan_of(args: tuple[Any, ...], calls: list[RecordedCall], max_elements: int = MAX_ELEMENTS,
+                   blocks_per_dim: int = 2, distinct: bool = False) -> dict[int, tuple[int, int]]:
+    """{original size: (new size, block unit)} ``shrink_shapes`` applies (empty: nothing shrinks)."""
+    leaves = jax.tree.leaves(args)
+    if all(math.prod(getattr(a, "shape", ())) <= max_elements for a in leaves):
+        return {}
+    tiled: dict[int, set[int]] = {}  # original size -> block dims that cut it evenly
+    uneven: dict[int, set[int]] = {}  # ... that leave a partial last block
+    whole: set[int] = set()  # sizes some operand takes whole (block == size or no block)
+    for call in calls:
+        specs = block_shapes(_in_specs(call))
+        for operand, spec in zip(call.operands or (), specs):
+            if not isinstance(operand, jax.ShapeDtypeStruct):
+                continue
+            for i, size in enumerate(operand.shape):
+                b = spec.block_shape[i] if spec.block_shape and i < len(spec.block_shape) else None
+                if b is None or b >= size or (size % b and not distinct):
+                    whole.add(size)
+                else:
+                    (uneven if size % b else tiled).setdefault(size, set()).add(b)
+    return shrink_plan(tiled, uneven, whole, blocks_per_dim, distinct)
 
 
 def _in_specs(call: RecordedCall) -> Any:
@@ -238,9 +243,7 @@ def tier3_shapes(task: Any, abstract: tuple[Any, ...], reduced: Reduced | None,
         else:
             if not calls:
                 raise ValueError("the entry did not trace at the full shapes")
-            shapes, shrunk = shrink_shapes(abstract, calls)
-            if shrunk:
-                calls = probe_calls(task.entry, shapes, _namespaces(task.entry))  # the smaller shapes must still trace
+            shapes, shrunk, calls = _shrunk(task, abstract, calls)
             if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
                 shapes, more = shrink_further(task.entry, shapes, calls,
                                               lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
@@ -251,6 +254,30 @@ def tier3_shapes(task: Any, abstract: tuple[Any, ...], reduced: Reduced | None,
     return shapes, shrunk, calls
 
 
+def _shrunk(task: Any, abstract: tuple[Any, ...], calls: list[RecordedCall]) -> tuple[tuple[Any, ...], bool, list[RecordedCall]]:
+    """The inputs shrunk so bugs can show (``runner/interpret_distinct.py``: distinct extents, partial last
+    blocks kept, square dims split where the task allows), else as before (two blocks per tiled dim)."""
+    spaces = _namespaces(task.entry)
+    probe = lambda args: probe_calls(task.entry, args, spaces)  # noqa: E731
+    plan = shrink_plan_of(abstract, calls, distinct=True)
+    if plan:
+        shapes, shrunk = shrink_shapes(abstract, calls, distinct=True)
+        try:
+            traced = probe(shapes)
+        except Exception:  # noqa: BLE001 - the kernel does not take these sizes: the plain shrink below
+            traced = []
+        if traced and len(traced) == len(calls):
+            units = {new: unit for new, unit in plan.values()}
+            originals = {new: size for size, (new, _unit) in plan.items()}
+            split, moved = split_square(shapes, units, probe, task.entry, task.reference, originals)
+            tailed, more = add_tails(split, units, probe, task.entry, task.reference)
+            return (tailed, True, probe(tailed)) if moved or more else (shapes, shrunk, traced)
+    shapes, shrunk = shrink_shapes(abstract, calls)
+    if shrunk:
+        calls = probe(shapes)  # the smaller shapes must still trace
+    return shapes, shrunk, calls
+
+
 def shrink_note(shapes: str, full_shapes: str | None, config: str | None = None) -> str:
     """Where the interpret run ran: the example inputs' shapes, or the shrunk ones and what they came from."""
     if not full_shapes:
@@ -258,8 +285,9 @@ def shrink_note(shapes: str, full_shapes: str | None, config: str | None = None)
     if config:
         return (f"interpret run at {shapes}, shrunk from {full_shapes} (the task's own inputs at CONFIG "
                 f"{config}: its tables and indices as it draws them, block shapes kept)")
-    return (f"interpret run at {shapes}, shrunk from {full_shapes} (block shapes kept, the grid shrunk "
-            "to two blocks per tiled dim)")
+    return (f"interpret run at {shapes}, shrunk from {full_shapes} (block shapes kept, the grid shrunk to a "
+            "few blocks per tiled dim: a different count per size, equal extents on different axes made "
+            "different where the task allows it, a partial last block kept)")
 
 
 def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str], None] | None = None,

@@ -11,7 +11,8 @@ authors make, generated from the file's source for the statements that can touch
 - a ``pl.when(c)`` condition negated (or its ``jnp.logical_not`` taken away);
 - an arithmetic term dropped (``a + 1`` -> ``a``, ``bk // 2`` -> ``bk``, ``(e) - 4`` -> ``e``): an index
   one past, a halved scratch dim, a block entry off the tiling, a ``pl.ds`` length past the block;
-- ``a // b`` written ``pl.cdiv(a, b)`` and back (a grid that drops a partial block);
+- ``a // b`` written ``pl.cdiv(a, b)`` and back (a grid that drops a partial block); a grid entry's dim
+  name as another dim the wrapper reads off the inputs' shapes (``m // bn`` -> ``n // bn``);
 - an index map's results in another order, or its first two parameters swapped;
 - a dtype (an ``out_shape``'s, a scratch buffer's, an ``astype``'s) as the other float type or as the
   wrapper's first input's dtype;
@@ -433,6 +434,7 @@ def _grid_edits(ctx: _Ctx, grid: ast.expr | None, wrapper: ast.AST | None) -> No
     if grid is None:
         return
     entries = grid.elts if isinstance(grid, (ast.Tuple, ast.List)) else [grid]
+    dims = _dim_names(wrapper)
     for entry in entries:
         entry = _resolve(entry, wrapper, ctx.tree) if isinstance(entry, ast.Name) else entry
         if entry is None:
@@ -440,6 +442,27 @@ def _grid_edits(ctx: _Ctx, grid: ast.expr | None, wrapper: ast.AST | None) -> No
         if isinstance(entry, ast.BinOp) and isinstance(entry.op, ast.FloorDiv):
             ctx.add(entry, f"pl.cdiv({ctx.seg(entry.left)}, {ctx.seg(entry.right)})", "cdiv", "grid")
         _expression_edits(ctx, entry, "grid")
+        for name in [n for n in ast.walk(entry) if isinstance(n, ast.Name) and n.id in dims]:
+            for other in dims:
+                if other != name.id:
+                    ctx.add(name, other, "dim-name", "grid", f"`{name.id}` -> `{other}` (another dim of the inputs)")
+
+
+def _dim_names(wrapper: ast.AST | None) -> list[str]:
+    """Names the wrapper binds to the inputs' dims (``m, k = x.shape``; ``n = y.shape[1]``), in order."""
+    out: list[str] = []
+    for node in ast.walk(wrapper) if wrapper is not None else ():
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        value, target = node.value, node.targets[0]
+        shape_of = isinstance(value, ast.Attribute) and value.attr == "shape"
+        indexed = isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) \
+            and value.value.attr == "shape"
+        if shape_of and isinstance(target, ast.Tuple):
+            out += [e.id for e in target.elts if isinstance(e, ast.Name) and e.id != "_" and e.id not in out]
+        elif indexed and isinstance(target, ast.Name) and target.id not in out:
+            out.append(target.id)
+    return out
 
 
 def _spec_edits(ctx: _Ctx, specs: ast.expr | None, wrapper: ast.AST | None) -> None:
@@ -614,11 +637,11 @@ def _used(stmt: ast.stmt) -> set[str]:
 
 
 # Base scores by family, per what tier 3 saw: NaN/unwritten outputs, a few wrong elements, most wrong.
-_NAN = {"scale-use": 1, "cdiv": 9, "when": 8, "init": 8, "program-id-axis": 8, "index-map-order": 7, "semantics": 6,
+_NAN = {"scale-use": 1, "dim-name": 7, "cdiv": 9, "when": 8, "init": 8, "program-id-axis": 8, "index-map-order": 7, "semantics": 6,
         "comparison": 5, "off-by-one": 5, "operand": 5, "dtype": 3, "scale": 2}
-_FEW = {"scale-use": 1, "comparison": 9, "off-by-one": 8, "cdiv": 7, "operand": 7, "when": 6, "index-map-order": 6,
+_FEW = {"scale-use": 1, "dim-name": 6, "comparison": 9, "off-by-one": 8, "cdiv": 7, "operand": 7, "when": 6, "index-map-order": 6,
         "program-id-axis": 5, "init": 5, "semantics": 5, "dtype": 3, "scale": 3}
-_MOST = {"scale-use": 3, "scale": 8, "program-id-axis": 8, "when": 8, "init": 8, "index-map-order": 7, "semantics": 7,
+_MOST = {"scale-use": 3, "dim-name": 6, "scale": 8, "program-id-axis": 8, "when": 8, "init": 8, "index-map-order": 7, "semantics": 7,
          "dtype": 6, "comparison": 5, "operand": 5, "off-by-one": 4, "cdiv": 4}
 _ROLE = {"when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5, "out_shape": 0.3,
          "wrapper": 0.3, "scratch": 0.2, "block": 0.0}

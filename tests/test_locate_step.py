@@ -184,3 +184,45 @@ def test_check_locate_puts_the_finding_at_the_planted_line_with_the_verified_fix
     assert finding["fix"]["edits"] == [{"line": 23, "column": 15, "end_line": 23, "end_column": 24,
                                         "new_text": "pl.cdiv(n, ROWS)"}]
     assert any(r["message"].startswith("tier 3 saw the outputs wrong here") for r in finding["related"])
+
+
+# --------------------------------------------------------------------------- tests that can see the bug
+
+
+def test_the_shrink_plan_gives_each_size_its_own_extent_and_keeps_a_partial_block():
+    from pallasite.runner.interpret_distinct import shrink_plan
+
+    plan = shrink_plan({4096: {128}, 2048: {128}}, {}, set(), distinct=True)
+    assert plan[4096][0] != plan[2048][0]  # two sizes, two extents (both were 256 before)
+    assert {plan[4096][0], plan[2048][0]} == {256, 512}
+    assert shrink_plan({4096: {128}, 2048: {128}}, {}, set()) == {4096: (256, 128), 2048: (256, 128)}  # as before
+    tailed = shrink_plan({}, {1000: {128}}, set(), distinct=True)
+    assert tailed[1000] == (2 * 128 + 1000 % 128, 128)  # the partial last block kept (was: not shrunk)
+
+
+def _tier3(path: Path, text: str | None = None) -> dict:
+    from pallasite.runner import tasks_runtime
+    from pallasite.runner.interpret import run_tier3
+    from pallasite.runner.loader import user_module
+
+    text = text if text is not None else path.read_text()
+    with user_module(str(path), text) as module:
+        (task,) = tasks_runtime.discover(module, str(path), text)
+        return run_tier3(task, str(path), text, target="v6e")
+
+
+@pytest.mark.parametrize("name, bug, fix, code", [
+    ("square_hides_grid", "m // BN", "n // BN", "PLS303"),  # a grid dim from the wrong axis: square hides it
+    ("tail_mask_off", "cols <= n", "cols < n", "PLS304"),  # a tail mask off by one: multiples hide it
+])
+def test_reduced_inputs_show_what_square_or_whole_block_shapes_hide(name, bug, fix, code, tmp_path):
+    path = DATA / f"{name}.py"
+    found = _tier3(path)
+    assert found["state"] == "error" and found["shrunk"], found
+    assert code in {r["code"] for r in found["errors"]}
+    shape = [int(d) for d in found["shapes"].split("[")[1].split("]")[0].split(",")]
+    assert shape[0] != shape[1]
+    correct = tmp_path / f"{name}.py"
+    correct.write_text(path.read_text().replace(bug, fix))
+    fine = _tier3(correct)
+    assert fine["state"] == "ok", fine["errors"]  # and no false error on the correct kernel at those shapes
