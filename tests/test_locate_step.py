@@ -197,7 +197,8 @@ def test_the_shrink_plan_gives_each_size_its_own_extent_and_keeps_a_partial_bloc
     assert {plan[4096][0], plan[2048][0]} == {256, 512}
     assert shrink_plan({4096: {128}, 2048: {128}}, {}, set()) == {4096: (256, 128), 2048: (256, 128)}  # as before
     tailed = shrink_plan({}, {1000: {128}}, set(), distinct=True)
-    assert tailed[1000] == (2 * 128 + 1000 % 128, 128)  # the partial last block kept (was: not shrunk)
+    assert tailed[1000] == (128 + 1000 % 128, 128)  # the partial last block kept (was: not shrunk); 7 blocks: 1 kept
+    assert shrink_plan({}, {1064: {128}}, set(), distinct=True)[1064] == (2 * 128 + 1064 % 128, 128)
 
 
 def _tier3(path: Path, text: str | None = None) -> dict:
