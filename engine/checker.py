@@ -52,7 +52,7 @@ from ..analysis.types import (
 
 from ..wire.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
-from . import chip_table, devices, locate, locate_step, reach, reply_failures, tier2_route, tier3_request, zero_config
+from . import chip_table, devices, locate, locate_step, never_ran, reach, reply_failures, tier2_route, tier3_request, zero_config
 from .devices import DEFAULT_CPU_DEVICES
 from .backend import Purpose, Reply
 from .agreement import merge_agreeing
@@ -360,6 +360,8 @@ class Checker:
         if learned is not None:
             learned.extend(reach.traced_calls(result.entries))
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
+        findings.extend(never_ran.never_ran_findings(text, analysis.sites, never_ran.ran_lines(result.entries),
+                                                     never_ran.kernel_def_lines(result.entries)))
         if wrong is not None:
             wrong.extend(locate_step.wrong_output_entries(located.by_entry))
         findings.extend(located.findings)
@@ -581,6 +583,7 @@ def _with_states(result: CheckResult, states: Mapping[str, Mapping[int, TierOutc
             changes["timings_s"] = {**entry.timings_s, **{k: v for k, v in done.timings_s.items() if int(k) in ran}}
             changes["measurements"] = entry.measurements + done.measurements
             changes["tier3"] = done.tier3 or entry.tier3
+            changes["ran_lines"] = done.ran_lines if done.ran_lines is not None else entry.ran_lines
             if 2 in ran:
                 changes["memory"] = done.memory
         entries.append(dataclasses.replace(entry, **changes))

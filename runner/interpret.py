@@ -222,6 +222,7 @@ def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None],
     if made_up and _has_integers(shapes):
         _soften_result_records(records["errors"])
     result["errors"] = records["errors"]
+    result["ran_lines"] = _ran_lines(task, shapes, path)
     result["seconds"] = round(total, 3)
     result["state"] = state_of(result["errors"])
     result["note"] = (
@@ -229,6 +230,15 @@ def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None],
         + shrink_note(result["shapes"], result["full_shapes"], reduced.describe() if reduced else None)
     )
     return result
+
+
+def _ran_lines(task: Any, shapes: tuple[Any, ...], path: str) -> list[int] | None:
+    """The lines of ``path`` the task's kernels ran at these shapes (``traced_lines``; engine/never_ran.py
+    says the kernel code no check ran), None when the entry does not trace."""
+    from .traced_lines import kernel_lines
+
+    lines = kernel_lines(task.entry, shapes, path)
+    return sorted(lines) if lines is not None else None
 
 
 def tier3_shapes(task: Any, abstract: tuple[Any, ...], reduced: Reduced | None,
@@ -309,6 +319,8 @@ def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str]
     if out.get("note"):
         entry.setdefault("notes", []).append(out["note"])
     entry["tier3"] = {k: out.get(k) for k in ("seconds", "shapes", "shrunk")}
+    if out.get("ran_lines") is not None:
+        entry["ran_lines"] = out["ran_lines"]
 
 
 def target_cores(target: str | None) -> int:

@@ -453,6 +453,7 @@ class CheckEntry:
     measurements: tuple[Measurement, ...] = ()
     reached: tuple[ReachedCall, ...] | None = None  # the pallas_calls it makes; None: unknown
     called_from: tuple[str, int] | None = None  # (file, 1-based line): the workspace's call its shapes came from
+    ran_lines: tuple[int, ...] | None = None  # tier 3: 1-based lines of the file its kernels ran (engine/never_ran.py)
 
     def state(self, tier: int) -> TierOutcome | None:
         return next((t for t in self.tiers if t.tier == tier), None)
@@ -766,6 +767,7 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
             reached=_reached_from_plain(entry.get("reached")),
             called_from=(str(entry["called_from"][0]), int(entry["called_from"][1]))
             if entry.get("called_from") else None,
+            ran_lines=tuple(int(n) for n in entry["ran_lines"]) if entry.get("ran_lines") is not None else None,
         ))
     script = result.get("script")
     return CheckResult(
