@@ -334,7 +334,27 @@ def _spec_line(name: str, call: RecordedCall | None, sites: "CallSites", path: s
     grid_spec = call.kwargs.get("grid_spec")
     prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0)
     index = params.index(name) - prefetch
-    return sites.element_line(_call_line(call, path), "in_specs", index)
+    return sites.element_line(_call_line(call, path), "in_specs", index) or _index_map_place(call, index, path)
+
+
+def _index_map_place(call: RecordedCall, index: int, path: str) -> tuple[int, int | None] | None:
+    """Where the index map of in_specs[``index``] is written, read off the function itself (a grid spec's
+    BlockSpecs are not the pallas_call's own keywords): its first line, when it is in the checked file."""
+    specs = _in_specs_of(call)
+    specs = list(specs) if isinstance(specs, (list, tuple)) else [specs] if specs is not None else []
+    if not 0 <= index < len(specs):
+        return None
+    index_map = getattr(specs[index], "index_map", None)
+    index_map = getattr(index_map, "index_map", index_map)  # jax wraps it (``_IndexMapFunc``)
+    code = getattr(index_map, "__code__", None)
+    if code is None or os.path.realpath(code.co_filename) != os.path.realpath(path):
+        return None
+    return code.co_firstlineno, None
+
+
+def _in_specs_of(call: RecordedCall) -> Any:
+    grid_spec = call.kwargs.get("grid_spec")
+    return getattr(grid_spec, "in_specs", None) if grid_spec is not None else call.kwargs.get("in_specs")
 
 
 _SLICE = re.compile(r"slice\((-?\d+), (-?\d+), (?:1|None)\)")
