@@ -98,6 +98,24 @@ class CallSites:
             return element.lineno, element.col_offset
         return None
 
+    def grid_entry(self, call_line: int | None, axis: int) -> tuple[int, int] | None:
+        """(line, column) of entry ``axis`` of the call's ``grid`` (its own keyword, or its grid spec's),
+        following a name bound once in the function or module; None when not written out."""
+        call = self._pallas_call(call_line)
+        if call is None or axis < 0:
+            return None
+        scope = self._scope_of(call)
+        grid = _keyword_value(call, "grid")
+        if grid is None:
+            spec = _bound(_keyword_value(call, "grid_spec"), scope, self.tree)
+            grid = _keyword_value(spec, "grid") if isinstance(spec, ast.Call) else None
+        grid = _bound(grid, scope, self.tree)
+        if isinstance(grid, (ast.Tuple, ast.List)) and axis < len(grid.elts) and \
+                not any(isinstance(e, ast.Starred) for e in grid.elts):
+            element = grid.elts[axis]
+            return element.lineno, element.col_offset
+        return None
+
     def _pallas_call(self, call_line: int | None) -> ast.Call | None:
         if self.tree is None or call_line is None:
             return None

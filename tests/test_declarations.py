@@ -55,3 +55,9 @@ def test_a_vmem_limit_written_in_the_wrong_unit_is_said_at_the_number_that_set_i
     related = {(r["line"], r["message"]) for r in found["related"]}
     assert (15, "this number made the limit too") in related  # the dataclass field's 16
     assert (31, "the pallas_call that runs out of VMEM") in related
+
+
+def test_a_grid_with_a_step_too_many_is_said_at_its_entry_once():
+    found = [f for f in check("grid_step_too_many.py", "0,1")["findings"] if f["code"] == "PLS020"]
+    assert [(f["line"], f["column"]) for f in found] == [(19, 13)], found  # was: each BlockSpec (lines 21, 22)
+    assert found[0]["message"].startswith("grid axis 0 has more steps than the array has blocks")
