@@ -12,7 +12,8 @@ site rules (``benchmarks/mutation_rules_v2.py``) before any mutant was checked:
   ``pltpu``, or ``jax.experimental.pallas as pl`` with no GPU one), contains no GPU one (``triton``, ``mosaic_gpu``,
   ``plgpu``), whose name contains none of ``test``, ``bench``, ``tuned``, and whose top-level imports are jax,
   numpy, the standard library, relative ones, or modules under ``sgl_jax.srt.kernels`` / ``sgl_jax.srt.multimodal.kernels``
-  (``sgl_jax.srt.utils`` imports psutil and zmq). Checkout cddbf6f (2026-08-21); its ``python/`` folder on the
+  and whose sgl_jax imports (followed through the modules they name) never reach ``sgl_jax.srt.utils`` (which
+  imports zmq and fastapi, not installed here). Checkout cddbf6f (2026-08-21); its ``python/`` folder on the
   worker's ``PYTHONPATH``.
 
 Harnesses: issue 50's for the first three codebases (``mutation_corpus_public.files``); for sglang-jax, the files of
@@ -53,9 +54,36 @@ def select_sglang(root: Path) -> list[Path]:
                 continue
             if re.search(r"triton|mosaic_gpu|plgpu", text) or not re.search(r"pallas\.tpu|pltpu|pallas as pl\b", text):
                 continue
-            if _top_imports_plain(text):
+            if _top_imports_plain(text) and not _reaches_utils(p, root, set()):
                 found.append(p)
     return sorted(found)
+
+
+def _reaches_utils(path: Path, root: Path, seen: set[Path]) -> bool:
+    """Whether the file's imports of sgl_jax modules (or relative ones) reach ``sgl_jax.srt.utils``, whose
+    imports need packages this machine does not have (zmq, fastapi)."""
+    if path in seen or not path.exists():
+        return False
+    seen.add(path)
+    for line in path.read_text().splitlines():
+        m = re.match(r"^(?:from|import)\s+(\.+[\w.]*|sgl_jax[\w.]*)", line)
+        if not m:
+            continue
+        name = m.group(1)
+        if name.startswith("sgl_jax.srt.utils"):
+            return True
+        if name.startswith("."):
+            dots = len(name) - len(name.lstrip("."))
+            base = path.parent
+            for _ in range(dots - 1):
+                base = base.parent
+            target = base.joinpath(*name.lstrip(".").split(".")) if name.lstrip(".") else base
+        else:
+            target = root / "python" / Path(*name.split("."))
+        for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+            if _reaches_utils(candidate, root, seen):
+                return True
+    return False
 
 
 def revision(codebase: str, root: Path) -> str:
