@@ -135,6 +135,9 @@ CODES: dict[str, Code] = _codes(
          "warning"),
     Code("PLS307", "Tier 3 not checked: the interpret run reached a resource limit",
          "Raise the time or memory limit, or give smaller example inputs; tiers 1-2 keep their verdicts.", "warning"),
+    Code("PLS308", "Kernel code no check ran",
+         "Add a call that reaches it (a task or test whose inputs take this path): code no check runs is not tested.",
+         "information"),
     # ---------------------------------------------------------------- running the check
     Code("PLS900", "No task: compiler tiers need example inputs",
          "Add example_inputs() (see docs/task-convention.md) so tiers 1-3 know the shapes.", "information"),

@@ -273,6 +273,7 @@ class FileReport:
     notes: tuple[str, ...] = ()  # file-level messages (e.g. "tier 2 skipped: libtpu not installed")
     skipped: str | None = None  # why nothing was checked because nothing applies (a file without Pallas)
     calls: tuple[TracedCall, ...] = ()  # what the run learned about each pallas_call it made (hovers)
+    wrong_outputs: tuple[str, ...] = ()  # entries whose tier-3 outputs were wrong, NaN or unwritten (the locate step's)
 
 
 @dataclass(frozen=True)

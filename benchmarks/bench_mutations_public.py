@@ -47,10 +47,17 @@ def _slug(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def corpus_v1_root() -> Path:
+    import mutation_corpus_public
+
+    return mutation_corpus_public.jax_ops_root()
+
+
 def build(args: argparse.Namespace) -> tuple[list[corpus.File], list[dict]]:
     """The corpus's files and the mutants the rules make of them (``--cap`` applied)."""
-    roots = {"jax-ops": corpus.jax_ops_root()}
-    for codebase, root in (("jaxbench", args.jaxbench), ("tokamax", args.tokamax), ("tpu-inference", args.tpu_inference)):
+    roots = {"jax-ops": corpus_v1_root()}
+    for codebase, root in (("jaxbench", args.jaxbench), ("tokamax", args.tokamax), ("tpu-inference", args.tpu_inference),
+                           ("sglang-jax", getattr(args, "sglang_jax", None))):
         if root is not None:
             roots[codebase] = root.resolve()
     files = corpus.files(roots)
@@ -84,6 +91,8 @@ def place(f: corpus.File, text: str, folder: Path) -> Path:
 
 def environment(args: argparse.Namespace) -> dict[str, str]:
     extra = [str(args.tokamax.resolve())] if args.tokamax else []
+    if getattr(args, "sglang_jax", None):
+        extra.append(str((args.sglang_jax / "python").resolve()))  # the sgl_jax package its kernels import
     extra += [str(Path(p).resolve()) for p in args.pythonpath]
     env = dict(os.environ)
     if extra:
@@ -121,6 +130,8 @@ def check(paths: list[Path], target: str, args: argparse.Namespace) -> dict[str,
     """``pallasite check --format json`` on paths in one run: the report of each path (None: the run failed)."""
     cmd = [args.pallasite, "check", *map(str, paths), "--format", "json", "--tiers", args.tiers, "--target", target,
            "--no-store", "--jobs", str(args.jobs), "--time-limit", str(args.time_limit)]
+    if getattr(args, "locate", False):
+        cmd += ["--locate", "--locate-budget", str(args.locate_budget)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=environment(args), check=False,
                               timeout=len(paths) * (args.time_limit + 90) + 120)
@@ -138,10 +149,13 @@ def _summary(report: dict | None, seconds: float) -> dict:
     if report is None:
         return {"findings": [], "tiers_ran": [], "limit": True, "failed": True, "seconds": round(seconds, 1)}
     findings = [{k: f.get(k) for k in ("code", "severity", "line", "tier", "message")} for f in report.get("findings", ())]
-    for f in findings:
+    for f, full in zip(findings, report.get("findings", ())):
         f["message"] = (f["message"] or "")[:300]
+        title = ((full.get("fix") or {}).get("title") or "")
+        f["verified"] = title.startswith("verified:")  # the locate step's verified fix (issue 57)
+    located = [n for n in report.get("notes", ()) if n.startswith("locate step for")]
     return {"findings": findings, "tiers_ran": report.get("tiers_ran", []), "seconds": round(seconds, 1),
-            "limit": any(f["code"] in LIMIT_CODES for f in findings), "failed": False}
+            "limit": any(f["code"] in LIMIT_CODES for f in findings), "failed": False, "located": located}
 
 
 def run_checks(files: list[corpus.File], mutants: list[dict], args: argparse.Namespace, saved: dict, out: Path) -> None:
@@ -193,8 +207,11 @@ def outcome(m: dict, saved: dict, tiers: str, reached: dict) -> dict | None:
         return None
     caught, at, new = rules.score(m["class"], tuple(m["true_lines"]), base["findings"], mine["findings"])
     lines = reached.get(m["file"])
+    fixed = any(f.get("verified") and any(abs(f["line"] - t) <= 1 for t in m["true_lines"]) for f in new)
+    tier3 = any(f.get("tier") == 3 and f.get("code") in ("PLS303", "PLS304") for f in new)
     return {"id": m["id"], "codebase": m["codebase"], "class": m["class"], "what": m["what"], "caught": caught,
-            "at_line": at, "timed_out": (mine["limit"] or mine["failed"]) and not caught,
+            "at_line": at, "verified": fixed, "tier3_result": tier3, "located": mine.get("located", []),
+            "seconds": mine.get("seconds"), "timed_out": (mine["limit"] or mine["failed"]) and not caught,
             "reached": None if lines is None else any(line in lines for line in m["edited"]),
             "tiers_ran": mine["tiers_ran"], "found": [(f["code"], f["line"], f["tier"]) for f in new],
             "true_lines": m["true_lines"]}
@@ -202,7 +219,8 @@ def outcome(m: dict, saved: dict, tiers: str, reached: dict) -> dict | None:
 
 def table(rows: list[dict], title: str) -> list[str]:
     """The per-class table of rows (mutants, caught, at the line, time-outs, reached, caught of reached)."""
-    head = f"  {'class':22} {'mutants':>7} {'caught':>7} {'at line':>7} {'timeout':>7} {'reached':>7} {'caught/reached':>14}"
+    head = (f"  {'class':22} {'mutants':>7} {'caught':>7} {'at line':>7} {'timeout':>7} {'reached':>7} "
+            f"{'caught/reached':>14} {'tier-3 result':>13} {'verified fix':>12}")
     out = [f"\n{title}", head]
     for cls in [*rules.CLASSES, None]:
         mine = [r for r in rows if cls is None or r["class"] == cls]
@@ -211,8 +229,27 @@ def table(rows: list[dict], title: str) -> list[str]:
         reached = [r for r in mine if r["reached"]]
         out.append(f"  {cls or 'all':22} {len(mine):7} {sum(r['caught'] for r in mine):7} "
                    f"{sum(r['at_line'] for r in mine):7} {sum(r['timed_out'] for r in mine):7} {len(reached):7} "
-                   f"{sum(r['caught'] for r in reached):14}")
+                   f"{sum(r['caught'] for r in reached):14} {sum(r.get('tier3_result', False) for r in mine):13} "
+                   f"{sum(r.get('verified', False) for r in mine):12}")
     return out
+
+
+def locate_times(rows: list[dict]) -> list[str]:
+    """The locate step's wall time per checked file (its notes: "locate step for E: ... in N s"), median and p95."""
+    import re
+    import statistics
+
+    times = []
+    for r in rows:
+        per_file = sum(float(m.group(1)) for n in r.get("located") or () for m in [re.search(r" in ([\d.]+) s \(", n)] if m)
+        if r.get("located"):
+            times.append(per_file)
+    if not times:
+        return ["\nlocate step: never ran (no --locate, or no tier-3 failure)"]
+    times.sort()
+    p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+    return [f"\nlocate step, worker wall time per file that ran it ({len(times)} files): median "
+            f"{statistics.median(times):.1f} s, p95 {p95:.1f} s, max {times[-1]:.1f} s"]
 
 
 def false_findings(files: list[corpus.File], saved: dict, tiers: str) -> list[str]:
@@ -242,10 +279,14 @@ def false_findings(files: list[corpus.File], saved: dict, tiers: str) -> list[st
 
 
 def main(argv: list[str]) -> int:
+    global corpus, rules
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jaxbench", type=Path, help="a JAXBench checkout (the folder holding benchmark/)")
     parser.add_argument("--tokamax", type=Path, help="an openxla/tokamax checkout (173417d)")
     parser.add_argument("--tpu-inference", type=Path, help="a vllm-project/tpu-inference checkout")
+    parser.add_argument("--sglang-jax", type=Path, help="an sgl-project/sglang-jax checkout (corpus v2)")
+    parser.add_argument("--corpus", choices=("v1", "v2"), default="v1",
+                        help="v1: issue 50's corpus and rules; v2: issue 57's (mutation_corpus_v2, mutation_rules_v2)")
     parser.add_argument("--pythonpath", action="append", default=[], help="a folder for the worker's PYTHONPATH")
     parser.add_argument("--tiers", default="0-3")
     parser.add_argument("--only", default="", help="keep mutants whose id contains one of these (comma-separated)")
@@ -260,9 +301,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-reach", action="store_true")
     parser.add_argument("--rescore", action="store_true", help="check again what the results already hold")
     parser.add_argument("--bases-too", action="store_true", help="also check files that have no mutant selected")
+    parser.add_argument("--locate", action="store_true", help="check with --locate (issue 57's locate step)")
+    parser.add_argument("--locate-budget", type=float, default=60.0, help="--locate-budget seconds per file")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--pallasite", default=str(Path(sys.executable).parent / "pallasite"))
     args = parser.parse_args(argv)
+    if args.corpus == "v2":  # issue 57's corpus: its files and rules (the v1 modules' interfaces)
+        import mutation_corpus_v2
+        import mutation_rules_v2
+
+        corpus, rules = mutation_corpus_v2, mutation_rules_v2
     args.work = args.work.resolve()
     out = (args.out or args.work / "results.json").resolve()
     files, every = build(args)
@@ -275,7 +323,7 @@ def main(argv: list[str]) -> int:
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
     saved = json.loads(out.read_text()) if out.exists() else {}
-    saved["codebases"] = {c: corpus.revision(c, corpus.jax_ops_root() if c == "jax-ops" else getattr(
+    saved["codebases"] = {c: corpus.revision(c, corpus_v1_root() if c == "jax-ops" else getattr(
         args, c.replace("-", "_")).resolve()) for c in corpus.CODEBASES if c == "jax-ops" or getattr(args, c.replace("-", "_"))}
     reached = {} if args.no_reach else reach(files, args, saved)
     started = time.perf_counter()
@@ -287,6 +335,7 @@ def main(argv: list[str]) -> int:
         if mine:
             lines += table(mine, f"{codebase} ({saved['codebases'].get(codebase, '?')}), tiers {args.tiers}")
     lines += table(rows, f"all codebases, tiers {args.tiers}")
+    lines += locate_times(rows)
     lines += false_findings([f for f in files if any(m["file"] == f.id for m in mutants) or args.bases_too], saved, args.tiers)
     print("\n".join(lines))
     saved["rows"] = [r for m in every if (r := outcome(m, saved, args.tiers, reached)) is not None]

@@ -52,7 +52,7 @@ from ..analysis.types import (
 
 from ..wire.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
-from . import chip_table, devices, locate, reach, reply_failures, tier2_route, tier3_request, zero_config
+from . import chip_table, devices, locate, locate_step, never_ran, reach, reply_failures, tier2_route, tier3_request, zero_config
 from .devices import DEFAULT_CPU_DEVICES
 from .backend import Purpose, Reply
 from .agreement import merge_agreeing
@@ -91,6 +91,8 @@ class CheckOptions:
     # model-written code: the module the judge tested and priced (TimeResult.module as JSON text): tier 2
     # compiles these bytes, so what compiled is what was tested (engine/judge.py sets it per candidate)
     judged_module: str | None = None
+    locate: bool = False  # after a tier-3 failure, the locate step (engine/locate_step.py): `check --locate`
+    locate_budget_s: float = 60.0  # the locate step's time for one file's edits, on the worker
 
     def __post_init__(self) -> None:
         # Frozen and hashable: keep the overrides as sorted pairs whatever the caller passed.
@@ -118,6 +120,8 @@ class CheckOptions:
             out.append(f"cpu devices must be between 1 and 4096, got {self.cpu_devices}")
         if self.memory_mb <= 0:
             out.append(f"memory limit must be positive, got {self.memory_mb}")
+        if self.locate_budget_s <= 0:
+            out.append(f"the locate step's budget must be positive, got {self.locate_budget_s}")
         return out
 
 
@@ -190,6 +194,7 @@ class Checker:
         findings: list[Finding] = []
         notes: list[str] = []
         learned: list[Any] = []  # what the run learned per pallas_call (TracedCall, engine/reach.py)
+        wrong: list[str] = []  # entries whose tier-3 outputs were wrong (engine/locate_step.py)
         if analysis is None:
             analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
         if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
@@ -215,22 +220,27 @@ class Checker:
                 inference = zero_config.inference_for(text, path)
                 await self._run_compiler_tiers(
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
-                    inference=inference, callers=await self._callers(path, analysis, inference), learned=learned)
+                    inference=inference, callers=await self._callers(path, analysis, inference), learned=learned,
+                    wrong=wrong)
             else:
                 await self._run_compiler_tiers(
-                    path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress, learned=learned
-                )
+                    path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress, learned=learned,
+                    wrong=wrong)
 
         findings = list(apply_suppressions(findings, text, dict(self.options.severity)))
         findings = merge_agreeing(findings, analysis.sites, self.options.severity)  # one mistake, one finding
         findings.sort(key=lambda f: (f.span.line, f.span.column, f.tier, f.code))
-        return FileReport(
+        report = FileReport(
             path=path,
             findings=tuple(_dedupe(findings)),
             kernels=tuple(v.freeze() for v in verdicts),
             notes=tuple(dict.fromkeys(notes)),
             calls=tuple(learned),
+            wrong_outputs=tuple(dict.fromkeys(wrong)),
         )
+        if self.options.locate and not self.untrusted and report.wrong_outputs:
+            report = await self.locate(report, text, on_progress=on_progress, analysis=analysis)
+        return report
 
     async def _callers(self, path: str, analysis: SourceAnalysis, inference: Any) -> Any:
         """The workspace's callers of a file with no task whose own code shows no shapes (None: not searched:
@@ -261,6 +271,29 @@ class Checker:
         findings.sort(key=lambda f: (f.span.line, f.span.column, f.tier, f.code))
         return dataclasses.replace(report, findings=tuple(_dedupe(findings)), kernels=tuple(kernels))
 
+    async def locate(self, report: FileReport, text: str, *, on_progress: ProgressFn | None = None,
+                     analysis: SourceAnalysis | None = None) -> FileReport:
+        """The locate step for ``report``'s tier-3 failures (engine/locate_step.py): each wrong-output finding
+        at the statement that makes it, with the edit verified by the worker as its fix. The report as it is
+        when it has none, or for model-written text (its code runs only in confined workers)."""
+        if not report.wrong_outputs or self.untrusted:
+            return report
+        if analysis is None:
+            analysis = analyze(text, report.path, target=self.options.target,
+                               scoped_vmem=scoped_vmem(self.options.target))
+        client = self._worker_for(text, [])
+        site_lines = frozenset(s.span.line for s in analysis.sites)
+
+        def progress(message: Progress) -> None:
+            if on_progress is not None and message.message:
+                on_progress(message.message)
+
+        async def request(params: Any, timeout_s: float) -> Reply:
+            return await client.request(params, purpose=self.purpose, timeout_s=timeout_s, on_progress=progress)
+
+        return await locate_step.locate_report(request, report, text, self.options.target,
+                                               self.options.locate_budget_s, site_lines)
+
     async def close(self) -> None:
         """Stop the worker this checker started (a client passed in is left to its owner)."""
         client, self._client = self._client, None
@@ -273,10 +306,11 @@ class Checker:
     # ------------------------------------------------------------------ tiers 1-3
 
     async def _run_compiler_tiers(self, path, text, analysis, tiers, findings, notes, verdicts, on_progress,
-                                  inference=None, callers=None, learned=None):
+                                  inference=None, callers=None, learned=None, wrong=None):
         """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along, and
         ``callers`` (analysis/callers.py's search, or None), the workspace's calls of it. ``learned`` gets
-        what the run learned about each pallas_call (``TracedCall``s)."""
+        what the run learned about each pallas_call (``TracedCall``s); ``wrong`` the entries whose tier-3 outputs
+        were wrong (engine/locate_step.py)."""
         inferred = zero_config.inferred_calls(inference) if inference is not None else ()
         callers_sent = zero_config.caller_refs(callers)
         client = self._worker_for(text, notes)
@@ -331,6 +365,10 @@ class Checker:
         if learned is not None:
             learned.extend(reach.traced_calls(result.entries))
         located = locate.locate_result(result, text, analysis, self.options.target, path=path)
+        findings.extend(never_ran.never_ran_findings(text, analysis.sites, never_ran.ran_lines(result.entries),
+                                                     never_ran.kernel_def_lines(result.entries)))
+        if wrong is not None:
+            wrong.extend(locate_step.wrong_output_entries(located.by_entry))
         findings.extend(located.findings)
         notes.extend(located.notes)
         notes.extend(_memory_note(name, figures, self.options.target) for name, figures in located.memory.items())
@@ -551,6 +589,7 @@ def _with_states(result: CheckResult, states: Mapping[str, Mapping[int, TierOutc
             changes["timings_s"] = {**entry.timings_s, **{k: v for k, v in done.timings_s.items() if int(k) in ran}}
             changes["measurements"] = entry.measurements + done.measurements
             changes["tier3"] = done.tier3 or entry.tier3
+            changes["ran_lines"] = done.ran_lines if done.ran_lines is not None else entry.ran_lines
             if 2 in ran:
                 changes["memory"] = done.memory
         entries.append(dataclasses.replace(entry, **changes))

@@ -27,6 +27,8 @@ from ..analysis.types import SEVERITIES, BlockSpecInfo, Finding, Fix, KernelSite
 from ..wire.messages import CheckResult
 
 from .figures import shape_cast_sentence
+from .odd_declaration import to_odd_declaration
+from .vmem_limit_origin import to_vmem_limit
 from .origin_findings import (SIZE_SET_HERE, largest_static_block, to_alias_entry, to_captured_array,
                               to_checked_value, to_library_origin, to_origin, to_output_dtype, vmem_related)
 from .classify import (
@@ -127,7 +129,7 @@ def _with_buffers(finding: Finding, sites: Sequence[KernelSite], reached: Any, t
     if not extra:
         return finding
     largest = extra[0]
-    if SIZE_SET_HERE in largest.message and site is not None:
+    if SIZE_SET_HERE in largest.message and site is not None and "vmem_limit_bytes is" not in finding.message:
         said = largest.message.split(SIZE_SET_HERE, 1)[1].strip(" ()")
         return dataclasses.replace(
             finding, span=largest.span, message=f"{finding.message}; the largest block's size is set here ({said})",
@@ -178,6 +180,10 @@ def locate_record(
     else:
         moved = None if from_caller else to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site,
                                                    reached=reached)
+    if moved is None:  # a block or scratch dim off the others the kernel combines it with: at that dim
+        moved = to_odd_declaration(code, rec, site, reached, lines, span)
+    if moved is None:  # a VMEM overflow under a vmem_limit_bytes written too small: at the number that set it
+        moved = to_vmem_limit(code, rec, site, reached, lines, call_span(site) if site is not None else None)
     if moved is None:  # a wrong out_shape dtype, said at the dtype
         moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
     if moved is None:  # an alias between buffers of different dtypes, said at its entry

@@ -9,7 +9,9 @@ differs), or the store is (a ``.astype(o_ref.dtype)`` left out after an accumula
 dtype: the declaration matches the inputs). ``store_declaration`` tells them apart by the dtypes
 of the call's buffers as the running program saw them (``ReachedCall.buffers``): the value has one
 of the inputs' dtypes and the declaration none of them, or the declaration is the one output of
-several declared unlike the others (which all have the value's dtype) -> the declaration is the
+several declared unlike the others (which all have the value's dtype), or the inputs have mixed float
+dtypes and the value has the first input's (the data's: bfloat16 activations beside float32 weights)
+while the output is declared as another's -> the declaration is the
 place and the store related; otherwise the store stays the place and the declaration is related.
 Without the worker's record of the buffers, the store stays and the declaration is related.
 """
@@ -37,6 +39,15 @@ def store_declaration(site: Any, ref: str, ref_dtype: str, value_dtype: str, spa
         said = (f"{ref}'s dtype is declared {ref_dtype} here ({what}), but the kernel computes {value_dtype}: its "
                 f"inputs are {', '.join(sorted(inputs))}; declare {value_dtype}, or cast the value where it is stored")
         return where, (store,), said
+    first = buffer_dtypes(site, reached, "in_specs", each=True)[:1]
+    if first and value_dtype == first[0] and ref_dtype != first[0] and _floats(value_dtype, ref_dtype) \
+            and what.startswith("out_shape"):
+        # inputs of mixed dtypes (bfloat16 activations, float32 weights): the value has the data's dtype,
+        # the first input's, and the output is declared as another input's
+        said = (f"{ref}'s dtype is declared {ref_dtype} here ({what}), but the kernel computes {value_dtype}, the "
+                f"dtype of its first input (the others: {', '.join(sorted(inputs - {value_dtype})) or 'none'}); "
+                f"declare {value_dtype}, or cast the value where it is stored")
+        return where, (store,), said
     if len(siblings) >= 2 and set(siblings) == {value_dtype} and ref_dtype != value_dtype:
         said = (f"{ref}'s dtype is declared {ref_dtype} here ({what}), unlike the call's other outputs, all "
                 f"{value_dtype} like the value stored; declare {value_dtype}, or cast the value where it is stored")
@@ -44,6 +55,10 @@ def store_declaration(site: Any, ref: str, ref_dtype: str, value_dtype: str, spa
     said = (f"{ref} is declared {ref_dtype} ({what}): cast the value at the store (`.astype({ref}.dtype)`), or "
             f"declare {value_dtype} there")
     return span, (Related(where, f"{ref}'s dtype ({ref_dtype}) is declared here"),), said
+
+
+def _floats(*names: str) -> bool:
+    return all(n.startswith(("float", "bfloat")) for n in names)
 
 
 def _declaration(site: Any, ref: str, output_place: Callable[[int], Span | None]) -> tuple[Span, str] | None:

@@ -65,6 +65,7 @@ def merge(result: CheckResult, second: CheckResult) -> CheckResult:
             timings_s={**entry.timings_s, **{k: v for k, v in done.timings_s.items() if k == "3"}},
             measurements=entry.measurements + done.measurements,
             tier3=done.tier3 or entry.tier3,
+            ran_lines=done.ran_lines if done.ran_lines is not None else entry.ran_lines,
         ))
     errors = result.errors + tuple(r for r in second.errors if r not in result.errors)
     return dataclasses.replace(result, entries=tuple(entries), errors=errors,

@@ -88,14 +88,29 @@ def _block_dim(dim: Any) -> int | None:
     return None
 
 
-def past_end_record(found: dict[str, Any], place: tuple[int, int] | None, call_line: int | None) -> dict[str, Any]:
-    """The tier-1 error record (PLS020) for one block past the end, at the BlockSpec (``place``)."""
+def grid_axis_past(found: dict[str, Any], grid: Any) -> int | None:
+    """The grid axis whose last step the index map hands on as the block index that lies past the end (the
+    grid, not the map, has a step too many: ``(n // b) + 1``), else None."""
+    if not grid or found.get("start", -1) < 0:
+        return None
+    index = found["block_index"][found["axis"]]
+    steps = [j for j, (s, g) in enumerate(zip(found["step"], grid)) if s == g - 1 and s == index and s > 0]
+    return steps[0] if len(steps) == 1 else None
+
+
+def past_end_record(found: dict[str, Any], place: tuple[int, int] | None, call_line: int | None,
+                    grid_axis: int | None = None) -> dict[str, Any]:
+    """The tier-1 error record (PLS020) for one block past the end, at the BlockSpec (``place``), or at the grid
+    entry (``grid_axis``) that has more steps than the array has blocks."""
     what = "input" if found["role"] == "in_specs" else "output"
     sentence = (f"the index_map of {what} {found['index']} ({found['role']}[{found['index']}]) returns block "
                 f"{found['block_index']} at grid step {found['step']}: on axis {found['axis']} that block starts at "
                 f"element {found['start']}, {'past the end of' if found['start'] >= 0 else 'before'} the array's "
                 f"{found['dim']} there (block {found['block']}); the TPU pipeline would copy memory the array does "
                 "not own")
+    if grid_axis is not None:
+        sentence = (f"grid axis {grid_axis} has more steps than the array has blocks: {sentence} (the index map "
+                    f"hands on the grid index as it is, so the grid's entry is the one to fix)")
     where = place or ((call_line, None) if call_line else None)
     return {"stage": "tier 1", "tier": 1, "code": "PLS020", "origin": "pallasite runner", "severity": "error",
             "type": "BlockPastEnd", "sentence": sentence, "message": sentence, "detail": None, "frames": [],

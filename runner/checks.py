@@ -266,17 +266,23 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, l
 def _blocks_past_end(entry: dict[str, Any], path: str) -> None:
     """Tier 1's errors for blocks an index_map names past their array's end (runner/block_reach.py),
     at the BlockSpec of the call the entry made."""
-    from .block_reach import past_end_record
+    from .block_reach import grid_axis_past, past_end_record
     from .interpret_records import CallSites
 
     found = [(call, item) for call in entry.get("reached") or () for item in call.get("past_end") or ()]
     if not found:
         return
     sites = CallSites("".join(linecache.getlines(path)), path)
+    said: set[tuple[Any, int]] = set()
     for call, item in found:
         call_line = (call.get("lines") or [None])[0]
-        place = sites.element_line(call_line, item["role"], item["index"]) or sites.keyword_line(call_line, item["role"])
-        entry["errors"].append(past_end_record(item, place and (place[0], place[1]), call_line))
+        axis = grid_axis_past(item, call.get("grid"))  # the grid has more steps than the array has blocks
+        if axis is not None and (call_line, axis) in said:
+            continue  # one grid entry, one finding (every block it moves past the end is the same mistake)
+        said.add((call_line, axis if axis is not None else -1 - len(said)))
+        place = (sites.grid_entry(call_line, axis) if axis is not None else None) \
+            or sites.element_line(call_line, item["role"], item["index"]) or sites.keyword_line(call_line, item["role"])
+        entry["errors"].append(past_end_record(item, place and (place[0], place[1]), call_line, axis))
     if entry["tiers"].get("1") == "ok":
         entry["tiers"]["1"] = "error"
 

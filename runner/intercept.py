@@ -413,12 +413,25 @@ def _split_axes(leaf: Any) -> list[str]:
     concrete = getattr(leaf, "sharding", None) if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) else None
     if (not spec or not any(spec)) and concrete is not None and not concrete.is_fully_replicated:
         spec, mesh = getattr(concrete, "spec", None), getattr(concrete, "mesh", None)
-    if not spec or mesh is None:
+    if mesh is None:
         return []
     manual = set(getattr(mesh, "manual_axes", ()) or ())
     sizes = dict(getattr(mesh, "shape", {}) or {})
-    named = [n for entry in spec if entry is not None for n in (entry if isinstance(entry, tuple) else (entry,))]
-    return [n for n in named if n not in manual and sizes.get(n, 1) > 1]
+    named = [n for entry in spec or () if entry is not None for n in (entry if isinstance(entry, tuple) else (entry,))]
+    split = [n for n in named if n not in manual and sizes.get(n, 1) > 1]
+    if split or not isinstance(leaf, jax.core.Tracer):
+        return split
+    # traced under jit over an Auto mesh: the type carries the mesh but no spec (how it is split is left
+    # to the partitioner), and jax's TPU lowering refuses a Mosaic kernel in any multi-device context
+    # whose axes are not all manual (tpu_custom_call: "cannot be automatically partitioned")
+    return [n for n, size in sizes.items() if n not in manual and size > 1 and _auto(mesh, n)]
+
+
+def _auto(mesh: Any, axis: str) -> bool:
+    """Whether ``axis`` of an abstract mesh is an Auto axis (the partitioner decides the layout)."""
+    names, types = tuple(getattr(mesh, "axis_names", ()) or ()), tuple(getattr(mesh, "axis_types", ()) or ())
+    kind = types[names.index(axis)] if axis in names and len(types) == len(names) else None
+    return "auto" in str(kind).lower()
 
 
 def _abstract(operands: tuple[Any, ...]) -> tuple[Any, ...]:

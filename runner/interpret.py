@@ -45,6 +45,7 @@ from . import errors as errors_mod
 from .intercept import RecordedCall, block_shapes
 from .interpret_config import Reduced, config_dicts, config_set, reduce_config
 from .interpret_diagnose import diagnose
+from .interpret_distinct import add_tails, shrink_plan, split_square
 from .interpret_run import SIMULATED_CORES, all_arbitrary, interpret_once, shuffling_seed
 from .interpret_run import namespaces as _namespaces  # the timing modules import it from here
 from .interpret_shrink import BUDGET_BYTES, input_bytes, shrink_further
@@ -65,40 +66,21 @@ def probe_calls(fn: Callable[..., Any], args: tuple[Any, ...], modules: tuple[An
 
 
 def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements: int = MAX_ELEMENTS,
-                  blocks_per_dim: int = 2) -> tuple[tuple[Any, ...], bool]:
+                  blocks_per_dim: int = 2, distinct: bool = False) -> tuple[tuple[Any, ...], bool]:
     """Smaller abstract args that keep every dim a multiple of the blocks it is cut into.
 
     Nothing is touched unless an array is above ``max_elements``; a dim shrinks only when it is the dim of a
     pallas_call operand with the same shape, cut by a block dim smaller than it, to
     ``blocks_per_dim`` blocks (one when the size is not a multiple of that many). Sizes shared by
     several dims (matmul's K) shrink to the same value. Returns (args, whether anything changed).
+    ``distinct`` (tier 3's own runs): each size value gets its own block count, and a size that is not a
+    multiple of its block keeps its partial last block (``runner/interpret_distinct.py``).
     """
+    plan = shrink_plan_of(args, calls, max_elements, blocks_per_dim, distinct)
+    if not plan:
+        return args, False
+    new_size = {size: new for size, (new, _unit) in plan.items()}
     leaves, treedef = jax.tree.flatten(args)
-    if all(math.prod(getattr(a, "shape", ())) <= max_elements for a in leaves):
-        return args, False
-    blocks: dict[int, set[int]] = {}  # original size -> block dims that cut it
-    fixed: set[int] = set()  # sizes some operand takes whole (block == size or no block)
-    for call in calls:
-        specs = block_shapes(_in_specs(call))
-        for operand, spec in zip(call.operands or (), specs):
-            if not isinstance(operand, jax.ShapeDtypeStruct):
-                continue
-            for i, size in enumerate(operand.shape):
-                b = spec.block_shape[i] if spec.block_shape and i < len(spec.block_shape) else None
-                if b is None or b >= size or size % b:
-                    fixed.add(size)
-                else:
-                    blocks.setdefault(size, set()).add(b)
-    new_size: dict[int, int] = {}
-    for size, bs in blocks.items():
-        if size in fixed:
-            continue
-        unit = math.lcm(*bs)
-        target = unit * blocks_per_dim if size % (unit * blocks_per_dim) == 0 else unit
-        if target < size:
-            new_size[size] = target
-    if not new_size:
-        return args, False
     out = []
     for a in leaves:  # every array, small ones too: a size shared with a large one (matmul's K) must
         shape = getattr(a, "shape", None)  # shrink in both, or the reference cannot take them
@@ -109,6 +91,29 @@ def shrink_shapes(args: tuple[Any, ...], calls: list[RecordedCall], max_elements
         out.append(jax.ShapeDtypeStruct(tuple(new_size.get(d, d) for d in shape), a.dtype))
     new_args = jax.tree.unflatten(treedef, out)
     return new_args, new_args != args
+
+
+def shrink_plan_of(args: tuple[Any, ...], calls: list[RecordedCall], max_elements: int = MAX_ELEMENTS,
+                   blocks_per_dim: int = 2, distinct: bool = False) -> dict[int, tuple[int, int]]:
+    """{original size: (new size, block unit)} ``shrink_shapes`` applies (empty: nothing shrinks)."""
+    leaves = jax.tree.leaves(args)
+    if all(math.prod(getattr(a, "shape", ())) <= max_elements for a in leaves):
+        return {}
+    tiled: dict[int, set[int]] = {}  # original size -> block dims that cut it evenly
+    uneven: dict[int, set[int]] = {}  # ... that leave a partial last block
+    whole: set[int] = set()  # sizes some operand takes whole (block == size or no block)
+    for call in calls:
+        specs = block_shapes(_in_specs(call))
+        for operand, spec in zip(call.operands or (), specs):
+            if not isinstance(operand, jax.ShapeDtypeStruct):
+                continue
+            for i, size in enumerate(operand.shape):
+                b = spec.block_shape[i] if spec.block_shape and i < len(spec.block_shape) else None
+                if b is None or b >= size or (size % b and not distinct):
+                    whole.add(size)
+                else:
+                    (uneven if size % b else tiled).setdefault(size, set()).add(b)
+    return shrink_plan(tiled, uneven, whole, blocks_per_dim, distinct)
 
 
 def _in_specs(call: RecordedCall) -> Any:
@@ -171,7 +176,7 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
     reduced = None
     try:
         calls = probe_calls(task.entry, abstract, namespaces)
-        if _too_large(abstract):  # first the task's own CONFIG at a smaller size: its tables stay its own
+        if too_large(abstract):  # first the task's own CONFIG at a smaller size: its tables stay its own
             reduced = reduce_config(task, abstract, calls, lambda args: probe_calls(task.entry, args, namespaces))
     except Exception:  # noqa: BLE001 - tracing failed: the shrink below says so
         calls = []
@@ -182,7 +187,7 @@ def run_tier3(task: Any, path: str, text: str | None = None, say: Callable[[str]
         return _run_tier3_at(task, path, source, say, target, result, abstract, reduced, calls)
 
 
-def _too_large(args: Any) -> bool:
+def too_large(args: Any) -> bool:
     leaves = [a for a in jax.tree.leaves(args) if hasattr(a, "shape")]
     return input_bytes(args) > BUDGET_BYTES or any(math.prod(a.shape) > MAX_ELEMENTS for a in leaves)
 
@@ -192,23 +197,7 @@ def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None],
                   calls: list[RecordedCall]) -> dict[str, Any]:
     """Tier 3 at the shapes found here (``calls``: the entry's at the full shapes), or at ``reduced``
     (the task's CONFIG, held by the caller)."""
-    try:
-        if reduced is not None:
-            shapes, shrunk = reduced.shapes, True
-            calls = probe_calls(task.entry, shapes, _namespaces(task.entry))
-        else:
-            if not calls:
-                raise ValueError("the entry did not trace at the full shapes")
-            shapes, shrunk = shrink_shapes(abstract, calls)
-            if shrunk:
-                calls = probe_calls(task.entry, shapes, _namespaces(task.entry))  # the smaller shapes must still trace
-            if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
-                shapes, more = shrink_further(task.entry, shapes, calls,
-                                              lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
-                if more:
-                    shrunk, calls = True, probe_calls(task.entry, shapes, _namespaces(task.entry))
-    except Exception:  # noqa: BLE001 - tracing failed: run the given shapes and let the run report
-        shapes, shrunk, calls = abstract, False, []
+    shapes, shrunk, calls = tier3_shapes(task, abstract, reduced, calls)
     result["shapes"] = describe_shapes(shapes)
     result["shrunk"] = shrunk
     result["full_shapes"] = describe_shapes(abstract) if shrunk else None
@@ -233,6 +222,7 @@ def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None],
     if made_up and _has_integers(shapes):
         _soften_result_records(records["errors"])
     result["errors"] = records["errors"]
+    result["ran_lines"] = _ran_lines(task, shapes, path)
     result["seconds"] = round(total, 3)
     result["state"] = state_of(result["errors"])
     result["note"] = (
@@ -242,6 +232,62 @@ def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None],
     return result
 
 
+def _ran_lines(task: Any, shapes: tuple[Any, ...], path: str) -> list[int] | None:
+    """The lines of ``path`` the task's kernels ran at these shapes (``traced_lines``; engine/never_ran.py
+    says the kernel code no check ran), None when the entry does not trace."""
+    from .traced_lines import kernel_lines
+
+    lines = kernel_lines(task.entry, shapes, path)
+    return sorted(lines) if lines is not None else None
+
+
+def tier3_shapes(task: Any, abstract: tuple[Any, ...], reduced: Reduced | None,
+                 calls: list[RecordedCall]) -> tuple[tuple[Any, ...], bool, list[RecordedCall]]:
+    """(shapes, shrunk, the calls at those shapes) tier 3 runs the task at: ``reduced``'s (its CONFIG, held
+    by the caller), else the inputs shrunk (``shrink_shapes``, then ``shrink_further``), else as given.
+    The locate step (``runner/locate_step.py``) runs its edits at the same shapes."""
+    try:
+        if reduced is not None:
+            shapes, shrunk = reduced.shapes, True
+            calls = probe_calls(task.entry, shapes, _namespaces(task.entry))
+        else:
+            if not calls:
+                raise ValueError("the entry did not trace at the full shapes")
+            shapes, shrunk, calls = _shrunk(task, abstract, calls)
+            if input_bytes(shapes) > BUDGET_BYTES:  # still large: search smaller sizes that keep every block
+                shapes, more = shrink_further(task.entry, shapes, calls,
+                                              lambda args: probe_calls(task.entry, args, _namespaces(task.entry)))
+                if more:
+                    shrunk, calls = True, probe_calls(task.entry, shapes, _namespaces(task.entry))
+    except Exception:  # noqa: BLE001 - tracing failed: run the given shapes and let the run report
+        shapes, shrunk, calls = abstract, False, []
+    return shapes, shrunk, calls
+
+
+def _shrunk(task: Any, abstract: tuple[Any, ...], calls: list[RecordedCall]) -> tuple[tuple[Any, ...], bool, list[RecordedCall]]:
+    """The inputs shrunk so bugs can show (``runner/interpret_distinct.py``: distinct extents, partial last
+    blocks kept, square dims split where the task allows), else as before (two blocks per tiled dim)."""
+    spaces = _namespaces(task.entry)
+    probe = lambda args: probe_calls(task.entry, args, spaces)  # noqa: E731
+    plan = shrink_plan_of(abstract, calls, distinct=True)
+    if plan:
+        shapes, shrunk = shrink_shapes(abstract, calls, distinct=True)
+        try:
+            traced = probe(shapes)
+        except Exception:  # noqa: BLE001 - the kernel does not take these sizes: the plain shrink below
+            traced = []
+        if traced and len(traced) == len(calls):
+            units = {new: unit for new, unit in plan.values()}
+            originals = {new: size for size, (new, _unit) in plan.items()}
+            split, moved = split_square(shapes, units, probe, task.entry, task.reference, originals)
+            tailed, more = add_tails(split, units, probe, task.entry, task.reference)
+            return (tailed, True, probe(tailed)) if moved or more else (shapes, shrunk, traced)
+    shapes, shrunk = shrink_shapes(abstract, calls)
+    if shrunk:
+        calls = probe(shapes)  # the smaller shapes must still trace
+    return shapes, shrunk, calls
+
+
 def shrink_note(shapes: str, full_shapes: str | None, config: str | None = None) -> str:
     """Where the interpret run ran: the example inputs' shapes, or the shrunk ones and what they came from."""
     if not full_shapes:
@@ -249,8 +295,9 @@ def shrink_note(shapes: str, full_shapes: str | None, config: str | None = None)
     if config:
         return (f"interpret run at {shapes}, shrunk from {full_shapes} (the task's own inputs at CONFIG "
                 f"{config}: its tables and indices as it draws them, block shapes kept)")
-    return (f"interpret run at {shapes}, shrunk from {full_shapes} (block shapes kept, the grid shrunk "
-            "to two blocks per tiled dim)")
+    return (f"interpret run at {shapes}, shrunk from {full_shapes} (block shapes kept, the grid shrunk to a "
+            "few blocks per tiled dim: a different count per size, equal extents on different axes made "
+            "different where the task allows it, a partial last block kept)")
 
 
 def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str], None] | None = None,
@@ -272,6 +319,8 @@ def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str]
     if out.get("note"):
         entry.setdefault("notes", []).append(out["note"])
     entry["tier3"] = {k: out.get(k) for k in ("seconds", "shapes", "shrunk")}
+    if out.get("ran_lines") is not None:
+        entry["ran_lines"] = out["ran_lines"]
 
 
 def target_cores(target: str | None) -> int:

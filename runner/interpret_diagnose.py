@@ -48,6 +48,32 @@ from .memory_guard import MemoryStop, stop_near_limit
 from .traced_lines import kernel_lines as traced_kernel_lines
 
 
+def pipeline_place(rec: dict[str, Any], task: Any, inputs: tuple[Any, ...], path: str, call: RecordedCall | None) -> None:
+    """An out-of-bounds copy that no place of the kernel explains (the record still at the pallas_call) moved
+    to the index map of an ``emit_pipeline`` BlockSpec that names a block past its ref (runner/pipeline_reach.py),
+    the call related. Only kernels that build a pipeline are traced for it."""
+    from .pipeline_reach import pipeline_past_end
+
+    kernel = getattr(call, "kernel", None) if call is not None else None
+    try:
+        import inspect
+
+        source = inspect.getsource(inspect.unwrap(getattr(kernel, "func", kernel))) if kernel is not None else ""
+    except (OSError, TypeError):
+        source = ""
+    if "emit_pipeline" not in source:
+        return
+    found = pipeline_past_end(task.entry, inputs, path, namespaces(task.entry))
+    if not found:
+        return
+    line, what = found[0]
+    rec["sentence"] = f"{rec['sentence']}: {what}"
+    rec["message"] = rec["sentence"]
+    rec["mentions"] = [{"line": line, "column": None}] + [dict(m, note=m.get("note") or "the copy the pipeline made")
+                                                          for m in rec.get("mentions") or ()][:1]
+    rec["frames"] = []
+
+
 def diagnose(run: Run, task: Any, inputs: tuple[Any, ...], path: str, source: str, say: Callable[[str], None],
              seed: int, one_core: bool = False, calls: list[RecordedCall] | None = None) -> dict[str, Any]:
     """Records for one run; reruns variants (see the module doc) to explain.
@@ -133,6 +159,8 @@ class Diagnosis:
         self.errors.extend(race_record(report, call, sites, path) for report in run.races)
         if run.error is not None:
             rec = exception_record(run.error, call, sites, path, run.noise)
+            if rec.get("code") == "PLS302":  # a block an emit_pipeline index map names past its ref: at that map
+                pipeline_place(rec, self.task, self.inputs, path, call)
             why = upstream_failure(run.error, rec) if rec.get("code") == "PLS300" else None
             self.errors.append(upstream_record(rec, why) if why else rec)
             return True

@@ -98,6 +98,24 @@ class CallSites:
             return element.lineno, element.col_offset
         return None
 
+    def grid_entry(self, call_line: int | None, axis: int) -> tuple[int, int] | None:
+        """(line, column) of entry ``axis`` of the call's ``grid`` (its own keyword, or its grid spec's),
+        following a name bound once in the function or module; None when not written out."""
+        call = self._pallas_call(call_line)
+        if call is None or axis < 0:
+            return None
+        scope = self._scope_of(call)
+        grid = _keyword_value(call, "grid")
+        if grid is None:
+            spec = _bound(_keyword_value(call, "grid_spec"), scope, self.tree)
+            grid = _keyword_value(spec, "grid") if isinstance(spec, ast.Call) else None
+        grid = _bound(grid, scope, self.tree)
+        if isinstance(grid, (ast.Tuple, ast.List)) and axis < len(grid.elts) and \
+                not any(isinstance(e, ast.Starred) for e in grid.elts):
+            element = grid.elts[axis]
+            return element.lineno, element.col_offset
+        return None
+
     def _pallas_call(self, call_line: int | None) -> ast.Call | None:
         if self.tree is None or call_line is None:
             return None
@@ -334,7 +352,27 @@ def _spec_line(name: str, call: RecordedCall | None, sites: "CallSites", path: s
     grid_spec = call.kwargs.get("grid_spec")
     prefetch = int(getattr(grid_spec, "num_scalar_prefetch", 0) or 0)
     index = params.index(name) - prefetch
-    return sites.element_line(_call_line(call, path), "in_specs", index)
+    return sites.element_line(_call_line(call, path), "in_specs", index) or _index_map_place(call, index, path)
+
+
+def _index_map_place(call: RecordedCall, index: int, path: str) -> tuple[int, int | None] | None:
+    """Where the index map of in_specs[``index``] is written, read off the function itself (a grid spec's
+    BlockSpecs are not the pallas_call's own keywords): its first line, when it is in the checked file."""
+    specs = _in_specs_of(call)
+    specs = list(specs) if isinstance(specs, (list, tuple)) else [specs] if specs is not None else []
+    if not 0 <= index < len(specs):
+        return None
+    index_map = getattr(specs[index], "index_map", None)
+    index_map = getattr(index_map, "index_map", index_map)  # jax wraps it (``_IndexMapFunc``)
+    code = getattr(index_map, "__code__", None)
+    if code is None or os.path.realpath(code.co_filename) != os.path.realpath(path):
+        return None
+    return code.co_firstlineno, None
+
+
+def _in_specs_of(call: RecordedCall) -> Any:
+    grid_spec = call.kwargs.get("grid_spec")
+    return getattr(grid_spec, "in_specs", None) if grid_spec is not None else call.kwargs.get("in_specs")
 
 
 _SLICE = re.compile(r"slice\((-?\d+), (-?\d+), (?:1|None)\)")

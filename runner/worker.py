@@ -174,6 +174,12 @@ def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.Estim
     return handle_estimate(params, ctx.progress)
 
 
+def op_locate(params: messages.LocateParams, ctx: Context) -> messages.LocateResult:
+    from .locate_step import handle_locate  # after a tier-3 failure: the statement that makes it
+
+    return handle_locate(params, ctx.progress)
+
+
 OPS: dict[str, Callable[[Any, Context], Any]] = {
     "ping": op_ping,
     "versions": op_versions,
@@ -183,6 +189,7 @@ OPS: dict[str, Callable[[Any, Context], Any]] = {
     "time": op_time,
     "profile": op_profile,
     "estimate": op_estimate,
+    "locate": op_locate,
 }
 
 

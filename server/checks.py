@@ -171,6 +171,8 @@ def start_check(session: Any, doc: Any, tiers: Sequence[int] | None = None, *,
     ``script``: run the file's ``__main__`` and check every pallas_call it makes (script mode)."""
     if doc.check_task is not None and not doc.check_task.done():
         doc.check_task.cancel()
+    if doc.locate_task is not None and not doc.locate_task.done():
+        doc.locate_task.cancel()  # its findings are of the text the new check supersedes
     doc.edit_log = []
     chosen = [t for t in (session.settings_for(doc.path).tiers if tiers is None else tiers) if t > 0]
     doc.check_version, doc.check_key = doc.version, check_key(session, doc.text, tiers, script, doc.path)
@@ -205,6 +207,7 @@ async def run_check(session: Any, doc: Any, version: int, text: str, tiers: list
     report = await _checked(session, doc, text, tiers, token, script, analysis)
     if report is None or session.documents.get(doc.uri) is not doc:
         return report
+    carried = list(doc.edit_log)  # the edits since ``version``, for the locate step's findings
     crashes = accept_report(session, doc, report, version, shown=as_check(session, doc, report, text, tiers, analysis))
     for note in report.notes:
         session.log(f"pallasite: {note}")
@@ -216,7 +219,38 @@ async def run_check(session: Any, doc: Any, version: int, text: str, tiers: list
     session.publish(doc)
     if session.worker_warm:
         fetch_chip_table(session)
+    if report.wrong_outputs and not script and session.settings_for(doc.path).check.locate:
+        doc.locate_log = carried
+        doc.locate_task = asyncio.ensure_future(run_locate(session, doc, version, text, report, tiers, analysis))
     return report
+
+
+async def run_locate(session: Any, doc: Any, version: int, text: str, report: FileReport, tiers: Sequence[int],
+                     analysis: Any = None) -> FileReport | None:
+    """The locate step for a check's tier-3 failures, in the background after the check was published
+    (engine/locate_step.py): its findings replace the check's, moved through the edits made since
+    ``version``; nothing of tier 0's or the check's publication waits for it. A newer check cancels it."""
+    checker = get_checker(session, doc.path, purpose="job")
+    started = time.perf_counter()
+    try:
+        located = await checker.locate(report, text, analysis=analysis)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the step is optional: the check's findings stand
+        session.log(f"pallasite: the locate step for {doc.path} failed ({type(exc).__name__}: {exc})")
+        return None
+    if session.documents.get(doc.uri) is not doc or doc.check_version != version:
+        return None  # closed, or checked again since: that check's findings are the ones shown
+    session.locate_seconds.append(time.perf_counter() - started)
+    edits = [e for v, es in doc.locate_log if v > version for e in es]
+    doc.locate_log = []
+    accept_report(session, doc, located, version, shown=as_check(session, doc, located, text, tiers, analysis),
+                  edits=edits)
+    for note in located.notes:
+        if note.startswith("locate step"):
+            session.log(f"pallasite: {note}")
+    session.publish(doc)
+    return located
 
 
 async def _checked(session: Any, doc: Any, text: str, tiers: list[int], token: Any, script: bool,
@@ -261,13 +295,13 @@ def as_check(session: Any, doc: Any, report: FileReport, text: str, tiers: Seque
 
 
 def accept_report(session: Any, doc: Any, report: FileReport, version: int, *,
-                  shown: FileReport | None = None) -> list[Finding]:
+                  shown: FileReport | None = None, edits: list[Any] | None = None) -> list[Finding]:
     """Compiler findings of a report for ``version``, moved to the document's current text (a new
     snapshot, which keeps ``shown``: the report as check makes it, else ``report``); the worker crashes
-    it reports."""
+    it reports. ``edits``: the edits made since ``version`` (default: the running check's log)."""
     kept = [f for f in report.findings if f.tier > 0 or f.code.startswith("PLS9")]
     sites = doc.analysis.sites if doc.analysis is not None else ()
-    moved = shift_findings(kept, doc.edits_since(version))
+    moved = shift_findings(kept, doc.edits_since(version) if edits is None else edits)
     doc.snapshot = doc.snapshot.with_report(shown or report, [tier0_runs.with_site_context(f, sites) for f in moved],
                                             session.settings.target, time.time(), version)
     doc.edit_log = [(v, e) for v, e in doc.edit_log if v > doc.version]

@@ -78,6 +78,16 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         "--keep-warm", type=float, default=None, metavar="SECONDS",
         help="keep this run's workers warm for the next run for SECONDS after it (a keeper process of your user; "
              "a run with the same settings in the same folder uses them and skips their start-up)")
+    parser.add_argument(
+        "--locate",
+        action="store_true",
+        help="after tier 3 finds wrong, NaN or unwritten outputs, find the statement that makes them so: small "
+             "mechanical edits of the statements that reach them, each re-run at tier 3's reduced size; the finding "
+             "lands at the statement whose edit makes every check match, with that edit as a verified fix (adds "
+             "tier 3 to --tiers)",
+    )
+    parser.add_argument("--locate-budget", type=float, metavar="S", default=None,
+                        help="seconds the locate step may spend on one file's edits (default check.locateBudgetS, 60)")
 
 
 def expand_paths(paths: list[str]) -> list[str]:
@@ -112,6 +122,15 @@ def _options_and_strict(args: argparse.Namespace, files: list[str]):
         changes["tiers"] = parse_tiers(args.tiers)
     if args.script:
         changes["script"] = True
+    changes["locate"] = bool(getattr(args, "locate", False))  # only on the command line: `--locate`
+    if changes["locate"]:
+        tiers = changes.get("tiers", options.tiers)
+        changes["tiers"] = tuple(sorted(set(tiers) | {3}))  # the step locates tier 3's failures
+    budget = getattr(args, "locate_budget", None)
+    if budget is not None:
+        if not budget > 0:
+            raise UsageError(f"--locate-budget {budget}: give a positive number of seconds")
+        changes["locate_budget_s"] = budget
     if args.time_limit is not None:
         if not args.time_limit > 0:
             raise UsageError(f"--time-limit {args.time_limit}: give a positive number of seconds")

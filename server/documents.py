@@ -126,6 +126,8 @@ class Document:
     check_version: int | None = None
     check_key: tuple | None = None  # (text, tiers, script) of the last started check
     edit_log: list[tuple[int, list[Edit]]] = field(default_factory=list)  # (version after, edits)
+    locate_task: asyncio.Task | None = None  # the locate step after a tier-3 failure (server/checks.py)
+    locate_log: list[tuple[int, list[Edit]]] = field(default_factory=list)  # edits since the located check began
     published: bool = False
     tier0_state: Tier0State = field(default_factory=Tier0State, repr=False)  # this document's alone
 
@@ -158,6 +160,8 @@ class Document:
         self.snapshot = self.snapshot.edited(version, edits)
         if self.check_task is not None and not self.check_task.done():
             self.edit_log.append((version, list(edits)))
+        if self.locate_task is not None and not self.locate_task.done():
+            self.locate_log.append((version, list(edits)))
 
     def edits_since(self, version: int) -> list[Edit]:
         return [e for v, edits in self.edit_log if v > version for e in edits]

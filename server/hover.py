@@ -291,6 +291,17 @@ def with_explanations(found: tuple[str, Span] | None, findings: Sequence[Finding
     return f"{text}\n\n---\n\n{explained}", span
 
 
+def with_never_ran(found: tuple[str, Span] | None, said: str | None, line: int) -> tuple[str, Span] | None:
+    """The hover with "never ran in any check: lines a-b; ..." first when ``line`` lies in such a range
+    (engine/never_ran.py's PLS308), so the hover of any line of it says so."""
+    if said is None:
+        return found
+    text = f"**{said[0].upper()}{said[1:]}** (PLS308)"
+    if found is None:
+        return text, Span(line, 0, line, 0)
+    return f"{text}\n\n---\n\n{found[0]}", found[1]
+
+
 def explain_code(code: object) -> dict[str, object]:
     """The ``pallasite.explain`` command's answer: the code's catalog entry as markdown, or why not."""
     if not isinstance(code, str) or not code.strip():

@@ -11,6 +11,8 @@ import re
 import time
 from typing import Any
 
+from ..engine import never_ran
+
 from . import hover, hover_facts, task_shapes, timing_lsp
 from .documents import DocumentSnapshot
 from .session import Session
@@ -19,8 +21,9 @@ from .session import Session
 def hover_content(session: Session, doc: DocumentSnapshot, line: int, column: int) -> tuple[str, Any] | None:
     """(markdown, span) for what is at (line, column) of a kernel file, or None: the code's own
     hover, then the error catalog's explanation of each diagnostic there."""
-    return hover.with_explanations(code_hover(session, doc, line, column),
-                                   hover.findings_at(doc.findings(), line, column))
+    found = hover.with_explanations(code_hover(session, doc, line, column),
+                                    hover.findings_at(doc.findings(), line, column))
+    return hover.with_never_ran(found, never_ran.range_at(doc.findings(), line), line)
 
 
 def code_hover(session: Session, doc: DocumentSnapshot, line: int, column: int) -> tuple[str, Any] | None:

@@ -85,9 +85,13 @@ CHECK = ToolSpec(
     "reports. Give `path` (a file in the folder) or `source` (a kernel's text, checked as model-written code in a "
     "confined worker, as if it were at `path`, default untitled.py in the folder), a `target` chip and `tiers`. "
     "Each finding has its file, line, column, code, message, related places and a fix as text edits (1-based "
-    "lines and columns, exclusive end). In an untrusted folder only tier 0 runs, and `not_run` says why.",
+    "lines and columns, exclusive end). In an untrusted folder only tier 0 runs, and `not_run` says why. When tier 3 "
+    "finds wrong, NaN or unwritten outputs of a file in the folder, the locate step (`locate`, default the "
+    "check.locate setting) moves the finding to the statement that makes them so, with an edit verified to fix it.",
     obj({"path": PATH, "source": {"type": "string", "description": "the kernel's text (at most 1 MiB)"},
-         "target": TARGET, "tiers": TIERS_ARG}, more=False),
+         "target": TARGET, "tiers": TIERS_ARG,
+         "locate": {"type": "boolean", "description": "after a tier-3 failure, find the statement that makes it with "
+                    "a verified fix (pallasite check --locate); default the check.locate setting"}}, more=False),
     obj({"path": STR, "target": STR, "tiers": array(INT), "trusted": BOOL, "not_run": maybe(STR),
          "findings": array(FINDING), "kernels": array(obj({"name": STR, "line": INT, "tiers": obj({})})),
          "notes": NOTES, "tiers_ran": array(INT), "not_fully_checked": NOTES, "skipped": maybe(STR),

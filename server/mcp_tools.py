@@ -37,7 +37,8 @@ async def check(state: Any, args: dict[str, Any], progress: Any) -> dict[str, An
                           "(give a file name, e.g. kernel.py)")
     settings, warnings = folder.settings(path)
     options = dataclasses.replace(settings.check_options(), target=args.get("target") or settings.target,
-                                  tiers=tuple(args.get("tiers") or settings.tiers))
+                                  tiers=tuple(args.get("tiers") or settings.tiers),
+                                  locate=bool(args.get("locate", settings.check.locate)) and source is None)
     trusted = folder.trusted()
     tiers = options.tiers if trusted else (0,)
     skipped = [t for t in options.tiers if t not in tiers]

@@ -76,6 +76,7 @@ class Session:
         self.tier0_failed: set[str] = set()  # documents whose source analysis raised (told once)
         self.tier0_stopped: set[str] = set()  # documents over check.maxFileMb (told once)
         self.tier0_seconds: deque[float] = deque(maxlen=1000)  # debounce end -> published, per run
+        self.locate_seconds: deque[float] = deque(maxlen=1000)  # the locate step's wall time per file (background)
         self.settings_ready = asyncio.Event()  # set once the first workspace/configuration pull ends
         self.project: tuple[str, str] | None = None  # (settings source, folder) of the pyproject read
         self.refused_interpreters: set[str] = set()  # project interpreters refused (told once each)

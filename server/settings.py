@@ -71,6 +71,12 @@ class CheckSettings:
     callers: bool = setting(True, "A kernel file with no task whose own code shows no shapes is checked through "
                                   "a call found in the workspace: its tests and the modules that import it are "
                                   "found and run in the check worker (trusted folders only).")
+    locate: bool = setting(True, "After tier 3 finds wrong, NaN or unwritten outputs, find the statement that makes "
+                                 "them so (small mechanical edits, each re-run at tier 3's reduced size), in the "
+                                 "background after the check: the finding moves there with the edit as a verified "
+                                 "fix. On the command line: `pallasite check --locate`.")
+    locateBudgetS: float = setting(60.0, "Seconds the locate step may spend trying edits of one file, on a warm "
+                                         "worker.", minimum=1, maximum=3600)
 
 
 @dataclass(frozen=True)
@@ -235,7 +241,9 @@ class Settings:
             sandbox=self.worker.sandbox,
             allow_unconfined=self.agent.allowUnconfined,
             callers=self.check.callers,
-        )
+            locate_budget_s=self.check.locateBudgetS,  # ``locate`` stays off: the editor runs the step in the
+        )                                                # background (server/checks.py), MCP's check and
+        #                                                  `check --locate` turn it on for their own checks
 
 
 # --------------------------------------------------------------------------- validation

@@ -370,3 +370,34 @@ async def test_worker_killed_during_its_start_up_is_shown_as_a_crash(client, tmp
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     diags = await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
     assert not codes_at(diags, "PLS906") and client.statuses[-1]["worker"] == "idle"
+
+
+async def test_a_tier3_failure_is_published_then_located_in_the_background_with_a_verified_fix(client, tmp_path):
+    """Issue 57: the check's tier-3 finding (the NaN tail of a grid missing ``pl.cdiv``) is published as the
+    check found it; the locate step runs after it, in the background, and moves it to the grid's ``//``
+    with the verified edit as a quick fix."""
+    import shutil
+    from pathlib import Path
+
+    from pygls.uris import from_fs_path
+
+    answer_trust(client, "Trust")
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    path = folder / "grid_no_cdiv.py"
+    shutil.copy(Path(__file__).parent / "data" / "locate" / "grid_no_cdiv.py", path)
+    uri, text = from_fs_path(str(path)), path.read_text()
+    await initialize(client, folder, {"tiers": [0, 3], "check": {"locateBudgetS": 120}})
+    open_doc(client, uri, text)
+    located = lambda ds: any(d.code == "PLS303" and d.range.start.line == 22 for d in ds)  # noqa: E731
+    diags = await diagnostics_for(client, uri, 1, timeout=280, predicate=located)
+    first = next(i for i, p in enumerate(client.published) if p.uri == uri and has("PLS303", 3)(p.diagnostics))
+    assert not located(client.published[first].diagnostics)  # the check's own finding came out first, unmoved
+    finding = next(d for d in diags if d.code == "PLS303")
+    assert (finding.range.start.character, finding.range.end.character) == (14, 23)  # `n // ROWS`
+    actions = await raw_request(client, lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(uri), finding.range, lsp.CodeActionContext(diagnostics=[finding])))
+    (verified,) = [a for a in actions if a["title"].startswith("verified: with this change the kernel matches")]
+    (change_,) = verified["edit"]["documentChanges"]
+    (edit,) = change_["edits"]
+    assert change_["textDocument"]["uri"] == uri and edit["newText"] == "pl.cdiv(n, ROWS)" and edit["range"]["start"] == {"line": 22, "character": 14}

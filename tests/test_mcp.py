@@ -150,6 +150,23 @@ async def test_check_returns_the_finding_at_its_line_with_its_fix(tmp_path):
         assert not fixed.is_error and fixed.structured_content["summary"]["errors"] == 0, fixed.content[0].text
 
 
+async def test_check_locates_a_tier3_failure_at_its_statement_with_a_verified_fix(tmp_path):
+    """Issue 57: a kernel whose grid drops its partial block (``//`` where ``pl.cdiv`` was meant): tier 3 finds
+    its last rows never written, and the check's finding lands at the grid's ``//`` with the verified edit."""
+    folder = project(tmp_path, {"rows.py": DATA / "locate" / "grid_no_cdiv.py"}, 'target = "v6e"\n')
+    trust(folder, tmp_path)
+    async with mcp_server(folder, tmp_path) as client:
+        result = await client.call_tool("check", {"path": "rows.py", "tiers": [0, 3]})
+        assert not result.is_error, result.content
+        (finding,) = [f for f in result.structured_content["findings"] if f["code"] == "PLS303"]
+        assert (finding["line"], finding["column"]) == (23, 15), finding
+        assert finding["fix"]["title"].startswith("verified: with this change the kernel matches the reference")
+        assert finding["fix"]["edits"][0]["new_text"] == "pl.cdiv(n, ROWS)"
+        unlocated = await client.call_tool("check", {"path": "rows.py", "tiers": [0, 3], "locate": False})
+        (plain,) = [f for f in unlocated.structured_content["findings"] if f["code"] == "PLS303"]
+        assert plain["line"] != 23 and plain["fix"] is None
+
+
 async def test_an_untrusted_folder_runs_no_kernel_code(tmp_path):
     """Nothing imports the kernel while the folder is untrusted (tier 0 only; the tools that run code say why
     and how to trust it); once the user trusts it, tier 1 imports it and the marker appears."""

@@ -11,7 +11,8 @@ The ops, by their params type (``OP`` names the op, ``RESULT`` its result type):
 - ``PingParams`` -> ``PingResult``; ``VersionsParams`` -> ``Versions``; ``ChipsParams`` -> ``ChipsResult``;
 - ``ImportParams`` -> ``ImportResult`` (the file's public functions and plain constants);
 - ``CheckParams`` -> ``CheckResult`` (tiers 1-3 for every task entry of one file);
-- ``EstimateParams`` -> ``EstimateResult`` (the cost model per tuning configuration).
+- ``EstimateParams`` -> ``EstimateResult`` (the cost model per tuning configuration);
+- ``LocateParams`` -> ``LocateResult`` (after a tier-3 failure: the statement that makes it, with a verified edit).
 
 Files travel as ``Sources``: the file's text plus the text of the local modules it imports, under
 their original paths (a remote worker needs nothing but pallasite installed; it compiles the
@@ -455,6 +456,7 @@ class CheckEntry:
     measurements: tuple[Measurement, ...] = ()
     reached: tuple[ReachedCall, ...] | None = None  # the pallas_calls it makes; None: unknown
     called_from: tuple[str, int] | None = None  # (file, 1-based line): the workspace's call its shapes came from
+    ran_lines: tuple[int, ...] | None = None  # tier 3: 1-based lines of the file its kernels ran (engine/never_ran.py)
 
     def state(self, tier: int) -> TierOutcome | None:
         return next((t for t in self.tiers if t.tier == tier), None)
@@ -655,11 +657,65 @@ class EstimateResult:
     judged_by: str = ""
 
 
+@dataclass(frozen=True)
+class LocateParams:
+    """After tier 3 found an entry's outputs wrong, NaN or unwritten: find the statement that makes them so
+    (runner/locate_step.py). Small mechanical edits of the statements that reach the failing pallas_call are
+    each run through tier 3 at its reduced size, in this worker, until ``budget_s`` is spent; an edit that
+    makes the outputs match is verified on ``fresh_sets`` fresh input sets."""
+
+    OP: ClassVar[str] = "locate"
+    source: Sources
+    target: str = "v6e"
+    entries: tuple[str, ...] | None = None  # the entries tier 3 found wrong (None: every task of the file)
+    budget_s: float = 60.0
+    fresh_sets: int = 3
+
+
+@dataclass(frozen=True)
+class SourceEdit:
+    """One edit of the checked file: 1-based lines, code-point columns, end exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    new_text: str
+    old_text: str
+    what: str  # the change in words: "`rows > cols` -> `rows >= cols`"
+    kind: str = ""  # runner/locate_edits.py's family: comparison, program-id-axis, when, cdiv, ...
+
+
+@dataclass(frozen=True)
+class LocatedEntry:
+    """What the locate step found for one entry. ``state``: "fixed" (``fix`` made every check match, at the
+    tier-3 shapes and on ``verified_sets`` fresh input sets), "not_found" (no edit did: ``tried`` says which,
+    ``suspect`` the most suspicious statement), or "skipped" (``reason`` says why)."""
+
+    entry: str
+    state: str
+    reason: str = ""
+    kernel: str = ""  # the failing pallas_call's kernel function
+    fix: SourceEdit | None = None
+    verified_sets: int = 0
+    suspect: SourceEdit | None = None
+    tried: tuple[SourceEdit, ...] = ()  # the first edits tried, best ranked first
+    tried_count: int = 0
+    shapes: str = ""  # where the runs ran (CPU interpret mode)
+    problem: str = ""  # what tier 3 saw at those shapes
+    seconds: float = 0.0  # wall time of the step for this entry, on the worker (CPU)
+
+
+@dataclass(frozen=True)
+class LocateResult:
+    entries: tuple[LocatedEntry, ...] = ()
+
+
 PARAMS: dict[str, type] = {cls.OP: cls for cls in (PingParams, VersionsParams, ChipsParams, ImportParams, CheckParams,
-                                                   TimeParams, ProfileParams, EstimateParams)}
+                                                   TimeParams, ProfileParams, EstimateParams, LocateParams)}
 RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": ChipsResult,
                             "import": ImportResult, "check": CheckResult, "time": TimeResult, "profile": TimeResult,
-                            "estimate": EstimateResult}
+                            "estimate": EstimateResult, "locate": LocateResult}
 
 
 # --------------------------------------------------------------------------- from the worker's working form
@@ -701,6 +757,7 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
             reached=_reached_from_plain(entry.get("reached")),
             called_from=(str(entry["called_from"][0]), int(entry["called_from"][1]))
             if entry.get("called_from") else None,
+            ran_lines=tuple(int(n) for n in entry["ran_lines"]) if entry.get("ran_lines") is not None else None,
         ))
     script = result.get("script")
     return CheckResult(

@@ -22,6 +22,7 @@ pallas_call's ``dimension_semantics`` entry for ``a`` is "parallel". The finding
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Iterator
 
 from ..call_values import pallas_call_at
@@ -64,7 +65,7 @@ def parallel_carried_axis(ctx: RuleContext) -> Iterator[Finding]:
             where = (f"On {ctx.target} the device's two TensorCores split" if ctx.target in MEGACORE else
                      f"Harmless on {ctx.target} (one TensorCore per device), but on two-core chips such as "
                      f"{'/'.join(MEGACORE)} the two TensorCores split")
-            yield finding(
+            found = finding(
                 "PLS016",
                 f'grid axis {axis} is marked "parallel", but the kernel carries {ref} across its steps: it '
                 f"initialises {ref} when program_id({axis}) == 0 and reads it on the other steps. {where} a "
@@ -72,6 +73,8 @@ def parallel_carried_axis(ctx: RuleContext) -> Iterator[Finding]:
                 f'blocks the axis shares. Mark axis {axis} "arbitrary".',
                 _span(entry) if entry is not None else site.dimension_semantics_span or site.span,
                 fix=fix, kernel=site.kernel_name, related=tuple(related))
+            # on a two-core target the kernel is wrong there: an error (a warning where it is harmless)
+            yield dataclasses.replace(found, severity="error") if ctx.target in MEGACORE else found
 
 
 def _kernel_def(tree: ast.Module, site: KernelSite) -> ast.AST | None:

@@ -1,0 +1,63 @@
+"""Declarations at the declaration (issue 57): a finding caused by a declared value lands where the value
+is declared, with its use related. Fixtures in tests/data/declarations/, each with its planted line; before
+these changes every one was said at the statement that used the value (the kernel's add, the store, the
+stored-to line's field default).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "declarations"
+
+
+def check(name: str, tiers: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(DATA / name), "--tiers", tiers,
+                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
+    (file,) = json.loads(proc.stdout)["files"]
+    return file
+
+
+def error(file: dict, code: str) -> dict:
+    (found,) = [f for f in file["findings"] if f["code"] == code and f["severity"] == "error"]
+    return found
+
+
+@pytest.mark.parametrize("name, line, column, words", [
+    ("block_off.py", 30, 31, "the block in_specs[1] declares dim 1 as 120 where the kernel combines it with 128"),
+    ("scratch_halved.py", 35, 37, "the scratch buffer scratch_shapes[0] declares dim 0 as 64"),
+])
+def test_a_block_or_scratch_dim_off_the_others_is_said_at_its_entry(name, line, column, words):
+    found = error(check(name, "0,1"), "PLS100")
+    assert (found["line"], found["column"]) == (line, column), found
+    assert words in found["message"]
+    (use,) = [r for r in found["related"] if r["message"] == "the kernel statement the declared shape breaks"]
+    assert use["line"] in (15, 16)  # the accumulation in the kernel
+
+
+def test_an_out_shape_of_another_input_s_dtype_is_said_at_the_declaration():
+    found = error(check("dtype_mixed.py", "0,1"), "PLS104")
+    assert (found["line"], found["column"]) == (21, 49), found
+    assert "the dtype of its first input" in found["message"]
+    assert any(r["line"] == 12 and "stores bfloat16" in r["message"] for r in found["related"])
+
+
+@pytest.mark.tpu_compiler
+def test_a_vmem_limit_written_in_the_wrong_unit_is_said_at_the_number_that_set_it():
+    found = error(check("vmem_limit_unit.py", "0,1,2"), "PLS201")
+    assert (found["line"], found["column"]) == (22, 36), found  # the `1024` of the helper (MiB meant)
+    assert "vmem_limit_bytes is 16384 bytes" in found["message"]
+    related = {(r["line"], r["message"]) for r in found["related"]}
+    assert (15, "this number made the limit too") in related  # the dataclass field's 16
+    assert (31, "the pallas_call that runs out of VMEM") in related
+
+
+def test_a_grid_with_a_step_too_many_is_said_at_its_entry_once():
+    found = [f for f in check("grid_step_too_many.py", "0,1")["findings"] if f["code"] == "PLS020"]
+    assert [(f["line"], f["column"]) for f in found] == [(19, 13)], found  # was: each BlockSpec (lines 21, 22)
+    assert found[0]["message"].startswith("grid axis 0 has more steps than the array has blocks")

@@ -1,0 +1,229 @@
+"""The locate step (issue 57): after tier 3 finds wrong, NaN or unwritten outputs, the statement that makes
+them so, with an edit verified to fix it. Fixture kernels with planted bugs (tests/data/locate/): an
+accumulator zeroed on the wrong grid axis, a causal mask off by one, a softmax scale's exponent, a grid
+missing ``pl.cdiv``, an inverted ``pl.when``, an output index map's results swapped.
+
+The edits (``runner/locate_edits.py``: ast only), the worker's step on each fixture (``runner/locate_step.py``),
+the client's findings (``engine/locate_step.py``), and the whole path through `pallasite check --locate`;
+the LSP and MCP paths are in test_lsp_compiler.py and test_mcp.py. Before this step every one of these
+findings was said at the ``pallasite_call`` (or, for the grid, at the store) with no fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pallasite.analysis.types import FileReport, Finding, Related, Span
+from pallasite.engine import locate_step as client_step
+from pallasite.runner import locate_edits
+from pallasite.wire import messages
+
+DATA = Path(__file__).parent / "data" / "locate"
+
+# fixture, the planted line, the text the fix writes there, the text it replaces
+PLANTED = {
+    "acc_wrong_axis": (14, "2", "1"),
+    "mask_off_by_one": (19, "rows >= cols", "rows > cols"),
+    "softmax_scale": (27, "head_dim ** -0.5", "head_dim ** 0.5"),
+    "grid_no_cdiv": (23, "pl.cdiv(n, ROWS)", "n // ROWS"),
+    "when_inverted": (14, "pl.program_id(2) == 0", "pl.program_id(2) != 0"),
+    "index_map_swap": (26, "(i, j)", "(j, i)"),
+}
+FAST = ("mask_off_by_one", "grid_no_cdiv")  # one edit each before the fix: the default suite runs these
+
+
+def _call_line(text: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if "pl.pallas_call(" in line)
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_the_planted_fix_is_among_the_edits_and_applies_at_its_line(name):
+    text = (DATA / f"{name}.py").read_text()
+    line, new, old = PLANTED[name]
+    edits = locate_edits.candidate_edits(text, _call_line(text), None, 3, None, locate_edits.Signals())
+    found = [e for e in edits if e.line == line and e.new == new and e.old == old]
+    assert found, [(e.line, e.what) for e in edits]
+    edited = locate_edits.apply(text, found[0])
+    assert edited.splitlines()[line - 1].count(new) == 1 and edited.count("\n") == text.count("\n")
+
+
+def test_edits_rank_by_what_tier_3_saw():
+    text = (DATA / "mask_off_by_one.py").read_text()
+    few = locate_edits.candidate_edits(text, _call_line(text), None, 2, None, locate_edits.Signals(fraction=0.004))
+    assert (few[0].line, few[0].new) == (19, "rows >= cols")  # a few elements wrong: comparisons first
+    text = (DATA / "grid_no_cdiv.py").read_text()
+    nan = locate_edits.candidate_edits(text, _call_line(text), None, 1, None, locate_edits.Signals(nan=True))
+    assert nan[0].kind == "cdiv" and nan[0].line == 23
+
+
+def test_kernel_lines_the_traced_run_never_reached_get_no_edit():
+    text = (DATA / "mask_off_by_one.py").read_text()
+    call = _call_line(text)
+    reached = frozenset({16, 17, 18})  # line 19 (the mask) left out
+    edits = locate_edits.candidate_edits(text, call, None, 2, reached, locate_edits.Signals())
+    assert not [e for e in edits if e.line == 19]
+    assert [e for e in edits if e.line == 17]
+
+
+def _worker_locate(name: str) -> messages.LocatedEntry:
+    from pallasite.runner.locate_step import handle_locate
+
+    path = DATA / f"{name}.py"
+    source = messages.Sources(messages.SourceFile(str(path), path.read_text()))
+    (entry,) = handle_locate(messages.LocateParams(source=source, target="v6e", budget_s=120)).entries
+    return entry
+
+
+def _assert_fixed(name: str, entry: messages.LocatedEntry) -> None:
+    line, new, old = PLANTED[name]
+    assert entry.state == "fixed", (entry.state, entry.reason, entry.tried)
+    assert (entry.fix.line, entry.fix.new_text, entry.fix.old_text) == (line, new, old)
+    assert entry.verified_sets == 3 and entry.shapes and entry.problem
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_the_worker_finds_the_planted_statement_and_verifies_its_fix(name):
+    _assert_fixed(name, _worker_locate(name))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(PLANTED) - set(FAST)))
+def test_the_worker_finds_the_planted_statement_and_verifies_its_fix_slow(name):
+    _assert_fixed(name, _worker_locate(name))
+
+
+def test_a_correct_kernel_is_skipped_and_nothing_is_edited(tmp_path):
+    from pallasite.runner.locate_step import handle_locate
+
+    text = (DATA / "mask_off_by_one.py").read_text().replace("rows > cols", "rows >= cols")
+    path = tmp_path / "fixed.py"
+    path.write_text(text)
+    source = messages.Sources(messages.SourceFile(str(path), text))
+    (entry,) = handle_locate(messages.LocateParams(source=source, target="v6e", budget_s=30)).entries
+    assert entry.state == "skipped" and "right" in entry.reason and entry.fix is None
+
+
+# --------------------------------------------------------------------------- the client's findings
+
+
+def _report(span: Span, code: str = "PLS304") -> FileReport:
+    finding = Finding(code=code, message="output 0 differs from the reference in 256 of 65536 elements", span=span,
+                      tier=3, kernel="causal_scores_kernel", origin="TPU interpreter")
+    return FileReport(path="k.py", findings=(finding,), wrong_outputs=("causal_scores",))
+
+
+def _edit(line: int, new: str, old: str) -> messages.SourceEdit:
+    return messages.SourceEdit(line, 28, line, 28 + len(old), new, old, f"`{old}` -> `{new}`", "comparison")
+
+
+def test_a_fixed_entry_moves_the_finding_to_the_edit_with_a_verified_fix():
+    call = Span(23, 4, 23, 30)
+    answer = messages.LocatedEntry("causal_scores", "fixed", kernel="causal_scores_kernel",
+                                   fix=_edit(19, "rows >= cols", "rows > cols"), verified_sets=3,
+                                   shapes="float32[256, 128]", problem="output 0: 256 of 65536 elements off")
+    out = client_step.apply_located(_report(call), messages.LocateResult((answer,)), "", frozenset({23}))
+    (finding,) = out.findings
+    assert finding.span == Span(18, 28, 18, 39) and finding.code == "PLS304"
+    assert finding.fix.title.startswith("verified: with this change the kernel matches the reference on 3 fresh")
+    assert finding.fix.edits[0].new_text == "rows >= cols"
+    assert finding.related[0] == Related(call, "tier 3 saw the outputs wrong here (output 0: 256 of 65536 elements off)")
+    assert "line 19 makes them wrong" in finding.message and any("locate step" in n for n in out.notes)
+
+
+def test_no_fix_found_moves_a_finding_at_the_call_to_the_most_suspicious_statement():
+    call = Span(23, 4, 23, 30)
+    tried = (_edit(19, "rows >= cols", "rows > cols"), _edit(17, "x", "y"))
+    answer = messages.LocatedEntry("causal_scores", "not_found", "none", kernel="causal_scores_kernel",
+                                   suspect=tried[1], tried=tried, tried_count=2)
+    (finding,) = client_step.apply_located(_report(call), messages.LocateResult((answer,)), "",
+                                           frozenset({23})).findings
+    assert finding.span.line == 16 and finding.fix is None
+    assert "tried 2 mechanical edit(s)" in finding.message and "most suspicious statement is line 17" in finding.message
+    # a finding tier 3 already put at a statement of its own stays there
+    (kept,) = client_step.apply_located(_report(Span(5, 4, 5, 9)), messages.LocateResult((answer,)), "",
+                                        frozenset({23})).findings
+    assert kept.span.line == 5 and "tried 2" in kept.message
+
+
+def test_a_failed_locate_request_leaves_the_findings_and_says_so():
+    import asyncio
+
+    class Reply:
+        status, message, result = "timed_out", "ran past 120 s", None
+
+    async def request(params, timeout_s):
+        assert params.entries == ("causal_scores",) and timeout_s > params.budget_s
+        return Reply()
+
+    report = _report(Span(23, 4, 23, 30))
+    out = asyncio.run(client_step.locate_report(request, report, "", "v6e", 60.0))
+    assert out.findings == report.findings and "stopped before it answered (ran past 120 s)" in out.notes[-1]
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_check_locate_puts_the_finding_at_the_planted_line_with_the_verified_fix(tmp_path):
+    path = tmp_path / "grid_no_cdiv.py"
+    path.write_text((DATA / "grid_no_cdiv.py").read_text())
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(path), "--tiers", "0",
+                           "--locate", "--no-store", "--format", "json"], capture_output=True, text=True,
+                          timeout=280, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    (file,) = json.loads(proc.stdout)["files"]
+    assert 3 in file["tiers_ran"]  # --locate adds tier 3
+    (finding,) = [f for f in file["findings"] if f["code"] == "PLS303"]
+    assert (finding["line"], finding["column"]) == (23, 15), finding
+    assert finding["fix"]["title"].startswith("verified: with this change the kernel matches the reference on 3")
+    assert finding["fix"]["edits"] == [{"line": 23, "column": 15, "end_line": 23, "end_column": 24,
+                                        "new_text": "pl.cdiv(n, ROWS)"}]
+    assert any(r["message"].startswith("tier 3 saw the outputs wrong here") for r in finding["related"])
+
+
+# --------------------------------------------------------------------------- tests that can see the bug
+
+
+def test_the_shrink_plan_gives_each_size_its_own_extent_and_keeps_a_partial_block():
+    from pallasite.runner.interpret_distinct import shrink_plan
+
+    plan = shrink_plan({4096: {128}, 2048: {128}}, {}, set(), distinct=True)
+    assert plan[4096][0] != plan[2048][0]  # two sizes, two extents (both were 256 before)
+    assert {plan[4096][0], plan[2048][0]} == {256, 512}
+    assert shrink_plan({4096: {128}, 2048: {128}}, {}, set()) == {4096: (256, 128), 2048: (256, 128)}  # as before
+    tailed = shrink_plan({}, {1000: {128}}, set(), distinct=True)
+    assert tailed[1000] == (128 + 1000 % 128, 128)  # the partial last block kept (was: not shrunk); 7 blocks: 1 kept
+    assert shrink_plan({}, {1064: {128}}, set(), distinct=True)[1064] == (2 * 128 + 1064 % 128, 128)
+
+
+def _tier3(path: Path, text: str | None = None) -> dict:
+    from pallasite.runner import tasks_runtime
+    from pallasite.runner.interpret import run_tier3
+    from pallasite.runner.loader import user_module
+
+    text = text if text is not None else path.read_text()
+    with user_module(str(path), text) as module:
+        (task,) = tasks_runtime.discover(module, str(path), text)
+        return run_tier3(task, str(path), text, target="v6e")
+
+
+@pytest.mark.parametrize("name, bug, fix, code", [
+    ("square_hides_grid", "m // BN", "n // BN", "PLS303"),  # a grid dim from the wrong axis: square hides it
+    ("tail_mask_off", "cols <= n", "cols < n", "PLS304"),  # a tail mask off by one: multiples hide it
+])
+def test_reduced_inputs_show_what_square_or_whole_block_shapes_hide(name, bug, fix, code, tmp_path):
+    path = DATA / f"{name}.py"
+    found = _tier3(path)
+    assert found["state"] == "error" and found["shrunk"], found
+    assert code in {r["code"] for r in found["errors"]}
+    shape = [int(d) for d in found["shapes"].split("[")[1].split("]")[0].split(",")]
+    assert shape[0] != shape[1]
+    correct = tmp_path / f"{name}.py"
+    correct.write_text(path.read_text().replace(bug, fix))
+    fine = _tier3(correct)
+    assert fine["state"] == "ok", fine["errors"]  # and no false error on the correct kernel at those shapes
