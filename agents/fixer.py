@@ -337,7 +337,7 @@ class Fixer:
 # --------------------------------------------------------------------------- helpers
 
 # Edits that make a finding disappear without fixing the kernel, read from the text. (Interpret mode is
-# decided from what the worker traced: runner/interpret_guard.py reports PLS114, in any spelling.)
+# decided from what the worker traced: runner/tier3/interpret_guard.py reports PLS114, in any spelling.)
 _SILENCERS = (
     ("a `# pallasite: ignore` comment", re.compile(r"pallasite:\s*ignore")),
     ("a try/except", re.compile(r"^\s*try\s*:", re.M)),

@@ -5,7 +5,7 @@ code call it. ``find_callers(path, root)`` finds the workspace's files that impo
 dotted tail is the file's own path (``from jax.experimental.pallas.ops.tpu import paged_attention`` names
 ``.../ops/tpu/paged_attention/``; ``from kernels.flash import attention`` names ``kernels/flash.py``) — and
 in each, the test functions that reach it (a ``test_*`` function, a ``Class.test_*`` method, or one calling
-a function of the file that uses the imported name). The worker runs them (``runner/tasks_callers.py``).
+a function of the file that uses the imported name). The worker runs them (``runner/tasks/tasks_callers.py``).
 
 The search is bounded (``Limits``: files, bytes, seconds): a folder walk that skips virtual environments,
 build output and hidden folders, tests and benchmarks first; each file's import lines are indexed once

@@ -1,7 +1,7 @@
 """A file's call graph, closed over: which functions reach a set of targets through the others.
 
 Plain Python (no tree-sitter, no jax). Used by the source reading of tasks (``analysis/tasks.py``);
-the worker's run-time discovery (``runner/tasks_runtime.py``, which may import only
+the worker's run-time discovery (``runner/tasks/tasks_runtime.py``, which may import only
 ``analysis.types``) has its own copy of the closure, held to the same answers by a test.
 """
 

@@ -70,7 +70,7 @@ class InferredTask:
         return f"{self.entry}({', '.join(parts)})"
 
     def to_json(self) -> dict[str, Any]:
-        """The worker's form (``runner/tasks_runtime.py``, ``inferred`` in the check op's params)."""
+        """The worker's form (``runner/tasks/tasks_runtime.py``, ``inferred`` in the check op's params)."""
         return {"entry": self.entry, "line": self.line, "args": [a.to_json() for a in self.args],
                 "kwargs": {k: a.to_json() for k, a in self.kwargs}}
 

@@ -322,7 +322,7 @@ class ChipSpec:
 
 @dataclass(frozen=True)
 class BlockCost:
-    """One operand's blocks over a grid, as the cost model counted them (runner/cost_model.py)."""
+    """One operand's blocks over a grid, as the cost model counted them (runner/program/cost_model.py)."""
 
     role: Literal["in", "out"]
     position: int
@@ -354,11 +354,11 @@ class CallCost:
     mxu_efficiency: float  # how the matmul operand dims fill the chip's MXU (1.0 = full passes)
     dimension_semantics: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/mosaic_counts.py)
+    dma_bytes: int = 0  # bytes the kernel's own DMAs move (pl.ANY operands; runner/program/mosaic_counts.py)
     dma_copies: int = 0
-    dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (runner/step_counts.py)
+    dma_count: str = "exact"  # "exact", "upper bound", "lower bound", "bounded both ways" (runner/program/step_counts.py)
     flops_count: str = "exact"  # the same words for the work: pl.when/while decided by known values or bounded
-    kernel_class: str = ""  # what kind of kernel the rules priced (runner/checked_classes.py), e.g. "blocked matmul"
+    kernel_class: str = ""  # what kind of kernel the rules priced (runner/program/checked_classes.py), e.g. "blocked matmul"
 
 
 @dataclass(frozen=True)
@@ -370,7 +370,7 @@ class CostEstimate:
     config: tuple[tuple[str, Any], ...]
     status: Literal["ok", "trace_error", "implausible"]  # implausible: below the physical floor (runner/judging/judge.py)
     calls: tuple[CallCost, ...] = ()
-    seconds: float | None = None  # the roofline time (runner/cost_model.py, model ``model``)
+    seconds: float | None = None  # the roofline time (runner/program/cost_model.py, model ``model``)
     compute_s: float | None = None
     memory_s: float | None = None
     overhead_s: float | None = None
@@ -382,16 +382,16 @@ class CostEstimate:
     xla_bytes: int | None = None  # HBM bytes of the plain XLA ops around the kernels
     xla_flops: int | None = None
     # the achieved-efficiency factors the figure used, (name, value, where it came from): fitted ones
-    # say what they were fitted on (runner/cost_model.FACTORS)
+    # say what they were fitted on (runner/program/cost_model.FACTORS)
     factors: tuple[tuple[str, Any, str], ...] = ()
     # (low, high) seconds: the figure over the model's measured error on published TPU times it was not
-    # fitted on (leave-family-out; runner/cost_model.interval says how), None where the model has no figure
+    # fitted on (leave-family-out; runner/program/cost_model.interval says how), None where the model has no figure
     interval: tuple[float, float] | None = None
     # what the figure is made of, (term, seconds): compute, HBM, per-op overhead (launches), per-step overhead
     terms: tuple[tuple[str, float], ...] = ()
     # what the figure rests on, in words: each kernel's class and whether the model's rules for it were checked
     # out of sample against published TPU times ("rules not yet checked against a TPU" where not), and which
-    # of the inputs' values it was priced for (runner/checked_classes.py)
+    # of the inputs' values it was priced for (runner/program/checked_classes.py)
     rests_on: tuple[str, ...] = ()
 
     @property

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from .types import NOT_CHECKED
 
 PROVENANCES = ("device", "estimate", "interpret", "host")
-COST_MODEL = "pallasite roofline v5"  # runner/cost_model.MODEL, as estimates name it (a test holds them equal)
+COST_MODEL = "pallasite roofline v5"  # runner/program/cost_model.MODEL, as estimates name it (a test holds them equal)
 
 
 class SpeedupRefused(ValueError):
@@ -50,7 +50,7 @@ class Timing:
     method: str = ""  # how it was produced, in words
     versions: tuple[tuple[str, str], ...] = ()  # what the worker reported (jax, libtpu, ...)
     # (low, high) seconds the figure may be, where its method knows its own error: an estimate's range from
-    # the model's error on published times it was not fitted on (runner/cost_model.interval); None: not known
+    # the model's error on published times it was not fitted on (runner/program/cost_model.interval); None: not known
     interval: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:

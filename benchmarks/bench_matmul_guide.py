@@ -14,9 +14,9 @@ bf16 inputs of ``jnp.ones``; the guide notes this includes Python dispatch:
 
 The kernels here are written for this benchmark from the guide's description (the same grid, block
 specs, accumulator and branches), not copied. Each kernel is exported for the TPU and its module counted
-(``runner/program_price.price_program``: the one cost model)
+(``runner/program/program_price.price_program``: the one cost model)
 and ``jnp.matmul`` is compiled deviceless for v5e and read op by op (``estimate_reference``), once;
-then the model's factors (runner/cost_model.Factors) are **fitted** on these 21 points: least squares
+then the model's factors (runner/program/cost_model.Factors) are **fitted** on these 21 points: least squares
 on log time of ``estimate(factors) + dispatch`` against the published time, over ``mxu_efficiency``
 (the Pallas points' matmuls), ``xla_cycles_scale`` (XLA's own cycle estimates, the XLA points),
 ``step_overhead_s`` (the 128-block points) and ``dispatch`` (the guide's Python dispatch in every
@@ -27,7 +27,7 @@ figure: the measurement's, not the model's). ``hbm_efficiency`` stays at the mod
   a test): each point's estimate vs published, the Pallas/XLA ratios, the Spearman correlation;
 - **leave-one-out**: each point predicted by factors fitted on the other 20 (out of sample for that
   point);
-- how far this fit on the guide alone is from the factors typed into runner/cost_model.FACTORS (those
+- how far this fit on the guide alone is from the factors typed into runner/program/cost_model.FACTORS (those
   are fitted over three families of published times by bench_public_timings.py, which fails when they
   move; this benchmark only prints the difference);
 - outside this guide-only fit (but inside the typed factors' three-family fit, whose out-of-sample
@@ -183,9 +183,9 @@ def sparse_points():
 
 def held_out(factors, dispatch: float, chip_name: str = "v5e") -> dict:
     from pallasite.analysis.types import chip_target
-    from pallasite.runner import cost_model
+    from pallasite.runner.program import cost_model
     from pallasite.runner.chip_probe import spec_from_jax
-    from pallasite.runner.program_price import price_program
+    from pallasite.runner.program.program_price import price_program
     from pallasite.runner.tune_ops import _topology_device
 
     chip = spec_from_jax(chip_target(chip_name))
@@ -205,7 +205,7 @@ def readme_gemm(factors) -> dict:
     import jax.numpy as jnp
 
     from pallasite.analysis.types import chip_target
-    from pallasite.runner import cost_model
+    from pallasite.runner.program import cost_model
     from pallasite.runner.chip_probe import spec_from_jax
     from pallasite.runner.tune_ops import _topology_device
 
@@ -247,10 +247,10 @@ def components(chip_name: str = "v5e") -> tuple[list[dict], object]:
     import jax.numpy as jnp
 
     from pallasite.analysis.types import chip_target
-    from pallasite.runner import cost_model
+    from pallasite.runner.program import cost_model
     from pallasite.runner.chip_probe import spec_from_jax
-    from pallasite.runner.compiled_ops import hlo_ops
-    from pallasite.runner.program_price import price_program
+    from pallasite.runner.program.compiled_ops import hlo_ops
+    from pallasite.runner.program.program_price import price_program
     from pallasite.runner.tune_ops import _topology_device
 
     chip = spec_from_jax(chip_target(chip_name))
@@ -288,7 +288,7 @@ def components(chip_name: str = "v5e") -> tuple[list[dict], object]:
 
 
 def price(point: dict, chip, factors) -> tuple[float, str]:
-    from pallasite.runner import cost_model
+    from pallasite.runner.program import cost_model
 
     if "hlo" in point:
         ops, floor = point["hlo"]
@@ -306,7 +306,7 @@ def fit(points: list[dict], chip, skip: int | None = None) -> tuple[object, floa
     import numpy as np
     from scipy.optimize import least_squares
 
-    from pallasite.runner.cost_model import FACTORS, Factors
+    from pallasite.runner.program.cost_model import FACTORS, Factors
 
     use = [p for i, p in enumerate(points) if i != skip]
 
@@ -351,7 +351,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
     args = parser.parse_args()
-    from pallasite.runner.cost_model import FACTORS, MODEL
+    from pallasite.runner.program.cost_model import FACTORS, MODEL
 
     points, chip = components()
     factors, dispatch = fit(points, chip)
@@ -396,7 +396,7 @@ def main() -> int:
               f"{loo['median_abs_error']:.1%}, max {loo['max_abs_error']:.1%}; Spearman {loo['spearman']:.3f}; "
               f"ratio within {WITHIN:.0%} on {loo['ratios_within']}/{len(loo['ratios'])}, same side of 1.0 on "
               f"{loo['ratios_same_side']}/{len(loo['ratios'])}")
-    print("runner/cost_model.FACTORS (fitted over three families by bench_public_timings.py) "
+    print("runner/program/cost_model.FACTORS (fitted over three families by bench_public_timings.py) "
           + ("match this fit on the guide alone (within 2%)" if not moved else
              f"differ from this fit on the guide alone by more than 2%: {moved}"))
     h = sparse

@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     import pallasite
-    from pallasite.runner import maxkernel
+    from pallasite.runner.tasks import maxkernel
     from pallasite.runner.loader import user_module
 
     root = Path(argv[0])

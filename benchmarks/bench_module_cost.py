@@ -1,8 +1,8 @@
 """The one cost model on real kernels: each exported for the TPU and its module priced, with and without the
 inputs' values, against the floor of moving the bytes it moves.
 
-Every figure pallasite makes comes from ``runner/module_cost.price_exported`` over the module a program exports
-(issue 56). This benchmark exports each kernel's entry for the chip's TPU (``runner/program_export.
+Every figure pallasite makes comes from ``runner/program/module_cost.price_exported`` over the module a program exports
+(issue 56). This benchmark exports each kernel's entry for the chip's TPU (``runner/program/program_export.
 export_program``, platforms ``("tpu",)``, inside ``runner/target_chip.target_chip``) at its task's own size
 and prices the module twice: with the task's integer inputs as the judge's values (page tables, lengths,
 group sizes: what scalar-prefetch index maps, dynamic grids and data-dependent loops read) and without any
@@ -62,7 +62,7 @@ def task_args(path: str, entry: str | None, inputs: str | None):
     import jax
     import numpy as np
 
-    from pallasite.runner import tasks_runtime
+    from pallasite.runner.tasks import tasks_runtime
     from pallasite.runner.loader import user_module
 
     with user_module(path) as module:
@@ -120,7 +120,7 @@ def export(fn, args, chip):
     import jax
     import numpy as np
 
-    from pallasite.runner.program_export import export_program
+    from pallasite.runner.program.program_export import export_program
     from pallasite.runner.target_chip import target_chip
 
     sig = [[list(a.shape), jax.numpy.dtype(a.dtype).name] for a in args]
@@ -131,7 +131,7 @@ def export(fn, args, chip):
 
 def priced(blob, chip, values) -> dict:
     """One pricing in words and numbers (the figure, its bound, its counts' kinds, the HBM floor)."""
-    from pallasite.runner.module_cost import price_exported
+    from pallasite.runner.program.module_cost import price_exported
 
     t = time.perf_counter()
     est = price_exported(blob, chip, values=values)

@@ -18,7 +18,7 @@ components with the model's current code and takes a few seconds, offline. Print
   per point, per family (median and max abs error), the Pallas/XLA ratios (on the published side of
   1.0, within 2x), and tune's choice among a kernel's published configurations (top-1 slowdown);
 - the error bands an estimate's interval comes from (estimate / published over the leave-family-out
-  points, per side: kernel, XLA) and whether runner/cost_model.FACTORS and ERROR_BANDS still match
+  points, per side: kernel, XLA) and whether runner/program/cost_model.FACTORS and ERROR_BANDS still match
   (exit 1 when a factor moved by more than 2% or a band no longer covers the errors);
 - the SparseCore guide's points: the derived gather factor, the TensorCore add (dispatch-bound),
   and the SparseCore kernels' "not estimated" reasons.
@@ -49,11 +49,11 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 
 def count_point(point: dict, chip_name: str, jaxbench: str | None) -> dict:
     """What the model counts for one point: a kernel's calls (or why it cannot), XLA's compiled module. Each
-    program is exported for the chip's TPU and its module counted (runner/program_price.py: the one model)."""
+    program is exported for the chip's TPU and its module counted (runner/program/program_price.py: the one model)."""
     from pallasite.analysis.types import chip_target, to_json
-    from pallasite.runner import cost_model
+    from pallasite.runner.program import cost_model
     from pallasite.runner.chip_probe import spec_from_jax
-    from pallasite.runner.program_price import price_program
+    from pallasite.runner.program.program_price import price_program
     from pallasite.runner.target_chip import target_chip
     from pallasite.runner.tune_ops import _topology_device
 
@@ -81,9 +81,9 @@ def count_point(point: dict, chip_name: str, jaxbench: str | None) -> dict:
                     "dots": [list(d) for d in xla.dots], "hbm_bytes": xla.hbm_bytes, "launches": xla.launches}}
 
 
-COUNTING_CODE = ("runner/body_counts.py", "runner/step_counts.py", "runner/loop_bounds.py", "runner/mosaic_counts.py",
-                 "runner/kernel_cost.py", "runner/module_cost.py", "runner/module_xla.py", "runner/module_values.py",
-                 "runner/program_price.py", "runner/roofline.py")
+COUNTING_CODE = ("runner/program/body_counts.py", "runner/program/step_counts.py", "runner/program/loop_bounds.py", "runner/program/mosaic_counts.py",
+                 "runner/program/kernel_cost.py", "runner/program/module_cost.py", "runner/program/module_xla.py", "runner/program/module_values.py",
+                 "runner/program/program_price.py", "runner/program/roofline.py")
 
 
 def counting_digest() -> str:
@@ -132,10 +132,10 @@ def load() -> tuple[list[dict], dict]:
 def priced(point: dict, chips: dict, factors) -> dict | None:
     """The model's figure for one point under ``factors`` (None: not estimated)."""
     from pallasite.analysis.types import CallCost, ChipSpec, from_json
-    from pallasite.runner import cost_model
-    from pallasite.runner.body_counts import BodyCounts
-    from pallasite.runner.compiled_ops import hlo_ops
-    from pallasite.runner.module_xla import XlaOps
+    from pallasite.runner.program import cost_model
+    from pallasite.runner.program.body_counts import BodyCounts
+    from pallasite.runner.program.compiled_ops import hlo_ops
+    from pallasite.runner.program.module_xla import XlaOps
 
     comp, chip = point["components"], from_json(ChipSpec, chips[point["chip"]])
     if comp is None or "not_estimated" in comp:
@@ -164,7 +164,7 @@ def dispatch_of(points: list[dict], chips: dict) -> float:
     """What a ``timeit`` figure adds to the device time: the SparseCore guide's trivial TensorCore op (x + 1 on
     2 MiB) under %timeit, less the model's figure for it. Measured, not fitted: every fit and every
     leave-family-out prediction uses this one value, so no family's dispatch is learnt from its own times."""
-    from pallasite.runner.cost_model import FACTORS
+    from pallasite.runner.program.cost_model import FACTORS
 
     p = next(q for q in points if q["id"] == "sc-guide-tc-add-one")
     return p["published_s"] - priced(p, chips, FACTORS)["seconds"]
@@ -177,7 +177,7 @@ def fit(points: list[dict], chips: dict, dispatch: float) -> object:
     import numpy as np
     from scipy.optimize import least_squares
 
-    from pallasite.runner.cost_model import FACTORS
+    from pallasite.runner.program.cost_model import FACTORS
 
     use = [p for p in points if priced(p, chips, FACTORS) is not None]
 
@@ -218,9 +218,9 @@ def ratios(points: list[dict], est: dict[str, float]) -> list[dict]:
 
 
 def _straddles(ratio: float) -> bool:
-    """Whether an estimated kernel/XLA ratio's range (each side over runner/cost_model.ERROR_BANDS, as every
+    """Whether an estimated kernel/XLA ratio's range (each side over runner/program/cost_model.ERROR_BANDS, as every
     estimate's interval) holds 1.0: the estimate then says "measure this on a device" instead of a side."""
-    from pallasite.runner.cost_model import ERROR_BANDS
+    from pallasite.runner.program.cost_model import ERROR_BANDS
 
     (k_lo, k_hi), (x_lo, x_hi) = ERROR_BANDS["kernel"], ERROR_BANDS["xla"]
     return ratio * x_lo / k_hi <= 1.0 <= ratio * x_hi / k_lo
@@ -280,7 +280,7 @@ def derive_gather(points: list[dict], chips: dict, factors, dispatch: float) -> 
     import dataclasses
 
     from pallasite.analysis.types import ChipSpec, from_json
-    from pallasite.runner.cost_model import tensorcore_clock_hz
+    from pallasite.runner.program.cost_model import tensorcore_clock_hz
 
     p = next((q for q in points if q["id"] == "sc-guide-tc-gather"), None)
     if p is None or p["components"] is None:
@@ -299,8 +299,8 @@ def derive_gather(points: list[dict], chips: dict, factors, dispatch: float) -> 
 
 
 def checks(fitted, bands_now: dict, gather: float | None) -> list[str]:
-    """Where runner/cost_model's typed-in factors and bands no longer match this run (empty: they match)."""
-    from pallasite.runner.cost_model import ERROR_BANDS, FACTORS
+    """Where runner/program/cost_model's typed-in factors and bands no longer match this run (empty: they match)."""
+    from pallasite.runner.program.cost_model import ERROR_BANDS, FACTORS
 
     out = []
     for name in ("mxu_efficiency", "xla_cycles_scale", "step_overhead_s"):
@@ -317,7 +317,7 @@ def checks(fitted, bands_now: dict, gather: float | None) -> list[str]:
 
 
 def report(points: list[dict], chips: dict) -> dict:
-    from pallasite.runner.cost_model import FACTORS
+    from pallasite.runner.program.cost_model import FACTORS
 
     dispatch = dispatch_of(points, chips)
     fitted = fit([p for p in points if p["fit"]], chips, dispatch)
@@ -380,7 +380,7 @@ def _print(points: list[dict], r: dict) -> None:
         what = (f"estimated {o['estimate_s'] * 1e3:.3f} ms ({o['estimate_s'] / o['published_s'] - 1:+.1%}, typed factors)"
                 if o["estimate_s"] else f"not estimated: {o['why']}")
         print(f"NOT FITTED {o['id']}: published {o['published_s'] * 1e3:.3f} ms; {what}")
-    print("runner/cost_model FACTORS and ERROR_BANDS " + ("match this run" if not r["moved"] else
+    print("runner/program/cost_model FACTORS and ERROR_BANDS " + ("match this run" if not r["moved"] else
                                                           "DO NOT MATCH: " + "; ".join(r["moved"])))
 
 

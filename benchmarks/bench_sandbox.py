@@ -70,8 +70,8 @@ def start_cost(repeats: int) -> dict[str, list[float]]:
 
     import bench_sandbox  # (this file, by its module name: the fork server imports it so)
 
-    from pallasite.runner import sandbox
-    from pallasite.runner.sandbox_server import ForkServer
+    from pallasite.runner.isolation import sandbox
+    from pallasite.runner.isolation.sandbox_server import ForkServer
 
     limits = sandbox.Limits(memory_mb=1024, scratch_mb=64)
     here = sandbox.Sandboxes(limits=limits)

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_tier3.py [FIXTURE.py ...]
 
-Runs each fixture of tests/data/runtime/ (or the files given) through runner/interpret.py in this
+Runs each fixture of tests/data/runtime/ (or the files given) through runner/tier3/interpret.py in this
 process and prints, per task: the wall-clock seconds of the whole tier (first run plus any
 diagnostic reruns), the shapes used, and the findings' codes. Interpret-mode seconds measure this
 CPU's simulation of a TPU; they say nothing about how fast the kernel runs on a TPU.
@@ -25,7 +25,8 @@ SKIP = {"too_large.py"}  # needs the worker's memory limit, not a timing subject
 def main(argv: list[str]) -> int:
     import jax
 
-    from pallasite.runner import interpret, tasks_runtime
+    from pallasite.runner.tier3 import interpret
+    from pallasite.runner.tasks import tasks_runtime
     from pallasite.runner.loader import user_module
 
     paths = [Path(p).resolve() for p in argv] or sorted(p for p in FIXTURES.glob("*.py") if p.name not in SKIP)

@@ -1,6 +1,6 @@
 """How much of the real Pallas kernels the judge's interpreter of the TPU program runs, and how fast.
 
-Every kernel found below is exported for the TPU (runner/program_export.export_program, TPU only) and
+Every kernel found below is exported for the TPU (runner/program/program_export.export_program, TPU only) and
 each ``tpu_custom_call`` of it run by ``pallasite.runner.tpu_program.run_call`` on the operands jax's
 own TPU interpret mode passed its pallas_call, then compared with what jax's interpret mode returned
 (benchmarks/tpu_program_check.py: exact for integers, 2e-2 relative for bf16, 2e-3 for f32). Per
@@ -15,7 +15,7 @@ Kernels:
 - jax's ops/tpu kernels at small sizes: flash attention, splash attention, paged attention, megablox
   gmm, ragged paged attention;
 - JAXBench's hand-tuned kernels (``*p_*/optimized.py`` with their ``baseline.py`` CONFIG) at the judge's
-  reduced CONFIG size (runner/timing_ladder.py; where none fits the judge's budget, the ladder's smallest
+  reduced CONFIG size (runner/measure/timing_ladder.py; where none fits the judge's budget, the ladder's smallest
   at a larger budget): ``--jaxbench PATH`` or ``JAXBENCH_DIR``; skipped with a message when absent.
 
     python benchmarks/bench_tpu_program_coverage.py [--jaxbench PATH/JAXBench/benchmark] [--only TEXT]
@@ -98,7 +98,7 @@ def flat_task(made: Any, fn: Callable[..., Any]) -> tuple[Callable[..., Any], li
 
 
 def fixture(path: str, entry: str | None, inputs: str | None) -> tuple[Callable[..., Any], list[Any]]:
-    from pallasite.runner import tasks_runtime
+    from pallasite.runner.tasks import tasks_runtime
     from pallasite.runner.loader import user_module
 
     with user_module(path) as module:
@@ -219,7 +219,7 @@ def jaxbench_kernels(root: str) -> list[tuple[str, Callable[[], Any]]]:
 
 def _jaxbench(path: str) -> tuple[Callable[..., Any], list[Any]]:
     """The task's entry and its own inputs at the judge's reduced CONFIG size."""
-    from pallasite.runner import timing, timing_inputs, timing_ladder
+    from pallasite.runner.measure import timing, timing_inputs, timing_ladder
 
     params = {"path": path, "reference_path": os.path.join(os.path.dirname(path), "baseline.py")}
     with timing.prepared(params) as prep:

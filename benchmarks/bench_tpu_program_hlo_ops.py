@@ -1,7 +1,7 @@
 """Which StableHLO ops the TPU programs of real Pallas kernels use, whether the judge's executor of TPU
 programs (runner/tpu_program/hlo_exec.py) covers them all, and how long it takes to prepare and run them.
 
-For each kernel the entry is exported for ``platforms=("tpu",)`` by ``runner/program_export.export_program``
+For each kernel the entry is exported for ``platforms=("tpu",)`` by ``runner/program/program_export.export_program``
 at the task's own inputs (JAXBench: ``create_inputs`` at ``CONFIG``, as benchmarks/bench_module_cost.py
 reads them; jax's ``ops/tpu`` kernels at example shapes), then ``tpu_program`` plans and compiles its TPU
 program. Printed per kernel: the number of ops, the kernels (``tpu_custom_call``s), any op the executor does
@@ -85,7 +85,7 @@ def cpu_branch_compile(fn, sig: list, args: list) -> str:
     """What the judge pays today: jax compiling the module's CPU branch (pallas_calls in the HLO interpreter)."""
     import jax
 
-    from pallasite.runner.program_export import export_program
+    from pallasite.runner.program.program_export import export_program
 
     try:
         exported = export_program(fn, sig, DEVICE_KIND, platforms=("tpu", "cpu"))
@@ -100,7 +100,7 @@ def cpu_branch_compile(fn, sig: list, args: list) -> str:
 def measure(label: str, fn, args: list, run: bool, cpu: bool = False) -> set[str] | None:
     import numpy as np
 
-    from pallasite.runner.program_export import export_program
+    from pallasite.runner.program.program_export import export_program
     from pallasite.runner.tpu_program.hlo_exec import tpu_program
 
     sig = [[list(a.shape), np.dtype(a.dtype).name] for a in args]

@@ -9,7 +9,7 @@
   ``parallel`` grid axes in a random order, as a megacore split might; a TPU with one core, and this
   interpreter, run them in order), the kernel is also run in jax's HLO interpreter (``interpret=True``:
   the grid in order) and ``Compared.against`` says which reference agreed;
-- **ours**: ``fn`` exported for the TPU (runner/program_export.export_program, TPU only), each
+- **ours**: ``fn`` exported for the TPU (runner/program/program_export.export_program, TPU only), each
   ``tpu_custom_call`` found in the module (its backend config, kernel name, result types and
   operand aliases) and run by ``pallasite.runner.tpu_program.run_call`` on the recorded operands.
 
@@ -66,9 +66,9 @@ def exported_calls(fn: Callable[..., Any], args: list[Any], chip: str = "TPU v6 
     import jax.numpy as jnp
     from jaxlib.mlir import ir
 
-    from pallasite.runner import mosaic_ir
-    from pallasite.runner.mlir_tree import parse_tree, string_attr, walk
-    from pallasite.runner.program_export import export_program
+    from pallasite.runner.program import mosaic_ir
+    from pallasite.runner.program.mlir_tree import parse_tree, string_attr, walk
+    from pallasite.runner.program.program_export import export_program
 
     sig = [[list(np.shape(a)), str(a.dtype)] for a in args]
     exported = export_program(fn, sig, chip, platforms=("tpu",))

@@ -216,7 +216,7 @@ class Checker:
                 notes.append(GPU_NOTE)
             elif not self.options.script and not _has_task(analysis, text) and not _in_maxkernel_dir(path):
                 # no task stated: the worker checks the calls the file's import (or its __main__) makes,
-                # else the shapes read from its source (runner/tasks_recorded.py)
+                # else the shapes read from its source (runner/tasks/tasks_recorded.py)
                 inference = zero_config.inference_for(text, path)
                 await self._run_compiler_tiers(
                     path, text, analysis, compiler_tiers, findings, notes, verdicts, on_progress,
@@ -775,7 +775,7 @@ def _has_task(analysis: SourceAnalysis, text: str) -> bool:
 
 
 def _in_maxkernel_dir(path: str) -> bool:
-    """A MaxKernel task folder states the task in kernel_task.yaml (runner/maxkernel.py reads it)."""
+    """A MaxKernel task folder states the task in kernel_task.yaml (runner/tasks/maxkernel.py reads it)."""
     import os
 
     return os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), "kernel_task.yaml"))

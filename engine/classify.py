@@ -30,7 +30,7 @@ CALL_ARITY = re.compile(r"(?P<fn>[\w.<>]+)\(\) (?:takes \d+ positional arguments
 def classify(rec: Mapping[str, Any], tier: int) -> str:
     """The finding code for a raw record (by stage, exception type and message pattern)."""
     stage = str(rec.get("stage") or "")
-    if rec.get("code") in CODES:  # the worker already knew (tier 3 records, runner/interpret.py)
+    if rec.get("code") in CODES:  # the worker already knew (tier 3 records, runner/tier3/interpret.py)
         return str(rec["code"])
     if stage == "import":  # a package missing from the worker's environment: not checked, not wrong
         return "PLS000" if rec.get("syntax") else "PLS909" if rec.get("type") == "ModuleNotFoundError" else "PLS901"

@@ -547,7 +547,7 @@ class WorkerClient:
         if after_mb is not None and not getattr(params, "reference", False):
             limit = min(limit, after_mb * 2**20)
         if (rss is not None and rss > limit) or getattr(params, "callers", ()):
-            # a check that may have run the workspace's tests (runner/tasks_callers.py): they change the
+            # a check that may have run the workspace's tests (runner/tasks/tasks_callers.py): they change the
             # process (registered PRNGs, config flags, imported modules), so the next file gets a fresh one
             await self._reap()
 

@@ -4,13 +4,13 @@ A model's code (fixer proposals, optimize and search candidates, test-writer pro
 ``eval`` runs) is untrusted: the engine sends it to workers started with ``WorkerConfig.confine``
 (``Engine.backend(options, untrusted=True)``). Such a worker never runs model code itself: each
 request runs in a fresh child it forks from its pre-imported self, and the child first builds a
-sandbox from nothing (``runner/sandbox.py``): its own user, mount, PID, network, IPC and UTS
+sandbox from nothing (``runner/isolation/sandbox.py``): its own user, mount, PID, network, IPC and UTS
 namespaces; an empty root holding only the interpreter, its packages and pallasite's modules
 (read-only), a minimal ``/dev``, its own ``/proc`` and a size-capped scratch (also ``/tmp``); uid
 nobody, no terminal, no capabilities; memory limited by a cgroup where one can be made. Its files
 come under scratch paths (the candidate's ``__file__`` is never the user's path); replies name the
 user's files again; a pallas_call that asks for interpret mode is refused
-(``runner/interpret_guard.py``). Nothing persists from one request to the next.
+(``runner/tier3/interpret_guard.py``). Nothing persists from one request to the next.
 
 Where namespaces are unavailable (a system that refuses them, macOS, a worker on another host
 through ssh or Ray, or ``worker.sandbox = "off"``), a confined worker cannot be made: the request is

@@ -10,7 +10,7 @@ reference's) device median must be at least
   worker) written once at the chip's peak HBM bandwidth, and
 - **the compute floor** (issue 42, the candidate's timing only): the matmul FLOPs the traced program certainly does
   (``checks["floor_work"]``: every ``dot_general`` outside a ``pl.when``/``cond``/``while``, in the
-  program and in each kernel body x its grid steps; runner/body_counts ``certain_mxu_flops``, a lower
+  program and in each kernel body x its grid steps; runner/program/body_counts ``certain_mxu_flops``, a lower
   bound of the work) at the chip's peak MXU rate for their dtype (bf16's for float32 operands, twice
   it for int8/fp8: the fastest the chip could run them, so the floor is never too high).
 

@@ -1,12 +1,12 @@
 """A kernel and its reference, estimated by one model: the one place estimated speedups come from.
 
 The worker's ``estimate`` op (runner/tune_ops.py) prices the kernel under a configuration and the
-task's plain-JAX reference with the same cost model (runner/cost_model.py ``estimate`` and
+task's plain-JAX reference with the same cost model (runner/program/cost_model.py ``estimate`` and
 ``estimate_reference``: the same rates, overheads and assumptions, the model's name carried in
 both). ``pair`` puts the two figures side by side under one label, "estimate (<model>, <chip>)",
 and their ratio goes through ``analysis.verdict.estimated_speedup`` (the one ``speedup``, over two
 estimates), which refuses figures of two different models. Each side carries its interval (the range
-the model's leave-family-out error on published TPU times allows, runner/cost_model.interval); the
+the model's leave-family-out error on published TPU times allows, runner/program/cost_model.interval); the
 speedup's range divides them (``speedup_interval``), and where it straddles 1.0x the pair says
 "measure this on a device" (``caveat``): the model cannot tell which side is faster. ``estimate_pair`` asks a worker for
 both. ``eval`` (agents/eval_job.py) and ``tune`` (engine/tune.py) both use ``pair``, so one file
@@ -33,12 +33,12 @@ class PairedEstimate:
     why: str | None = None
     reference_bound: str | None = None
     kernel_bound: str | None = None
-    # when the kernel's own DMAs could only be bounded (runner/mosaic_counts.py): what the speedup then is
+    # when the kernel's own DMAs could only be bounded (runner/program/mosaic_counts.py): what the speedup then is
     caveat: str | None = None
-    # the achieved-efficiency factors each side used, (name, value, where it came from) (runner/cost_model.Factors)
+    # the achieved-efficiency factors each side used, (name, value, where it came from) (runner/program/cost_model.Factors)
     kernel_factors: tuple[tuple[str, Any, str], ...] = ()
     reference_factors: tuple[tuple[str, Any, str], ...] = ()
-    # (low, high) seconds each side may be (runner/cost_model.interval), None when not known
+    # (low, high) seconds each side may be (runner/program/cost_model.interval), None when not known
     kernel_interval: tuple[float, float] | None = None
     reference_interval: tuple[float, float] | None = None
     # what the kernel's figure rests on (CostEstimate.rests_on): each kernel's class and whether its rules were
@@ -179,7 +179,7 @@ def below_floor(est: CostEstimate) -> str | None:
 
 def _caveat(kernel: CostEstimate) -> str | None:
     """A kernel whose own DMAs or whose work were bounded, not counted: its speedup is a bound too,
-    said so (runner/mosaic_counts.py)."""
+    said so (runner/program/mosaic_counts.py)."""
     dmas = {c.dma_count for c in kernel.calls if c.dma_copies and c.dma_count != "exact"}
     work = {c.flops_count for c in kernel.calls if c.flops_count != "exact"}
     said = ([f"the kernel's own DMAs are {_bound_words(dmas)}"] if dmas else []) + \

@@ -11,7 +11,7 @@ compile phase with the reason (the frozen definitions are also spliced back over
 engine/judge_phase.freeze).
 
 Interpret mode is not judged here: whether a pallas_call runs in interpret mode is decided from what
-the worker traced (runner/interpret_guard.py, finding PLS114).
+the worker traced (runner/tier3/interpret_guard.py, finding PLS114).
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ class Trusted:
                 own = None
         layout = task.layout if task.layout in ("jaxbench", "maxkernel") else "file"
         # the judge's trusted side: JAXBench's baseline.py, MaxKernel's reference.py (its computation on the
-        # kernel_task.yaml's inputs: runner/maxkernel.reference_tasks)
+        # kernel_task.yaml's inputs: runner/tasks/maxkernel.reference_tasks)
         reference_path = task.reference_path if task.layout in ("jaxbench", "maxkernel") else None
         return cls(path, task.reference_text(), {}, TEST_NAMES, own, reference_path, layout, task=True)
 

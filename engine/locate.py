@@ -154,7 +154,7 @@ def locate_record(
     """The finding for one raw error record of ``tier`` (for ``entry``, when known; ``reached``: the
     pallas_calls the entry made, runner/reach.py, which name the call of an error with no location).
     ``from_caller``: the entry's shapes and arguments came from a caller elsewhere in the workspace
-    (runner/tasks_callers.py), so a value this file writes (a keyword default) need not be the one the
+    (runner/tasks/tasks_callers.py), so a value this file writes (a keyword default) need not be the one the
     caller passed: a bad block stays at its BlockSpec rather than at a literal of this file."""
     lines = text.splitlines()
     sites = tuple(getattr(analysis, "sites", ()) or ())

@@ -2,7 +2,7 @@
 edit the worker verified as a quick fix (never imports jax).
 
 After tier 3 found an entry's outputs wrong, NaN or unwritten (PLS304 / PLS303 errors), the checker asks
-the worker's ``locate`` op (``runner/locate_step.py``) to try small mechanical edits of the statements
+the worker's ``locate`` op (``runner/tier3/locate_step.py``) to try small mechanical edits of the statements
 that reach them, each run through tier 3 at its reduced size within a time budget. This module turns the
 answer into findings:
 

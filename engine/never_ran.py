@@ -4,7 +4,7 @@ Tier 3 runs the kernels the file's task reaches; a kernel no task calls (a backw
 forward-only task), a variant picked by a Python ``if`` (a single-step body used only when one block
 covers the sequence), or a branch no shape of the task takes is compiled perhaps, but never run: a bug
 there passes every check. The worker returns, per entry whose tier-3 run ran, the lines of the file the
-traced kernels' equations came from (``CheckEntry.ran_lines``, ``runner/traced_lines.py``). A line that
+traced kernels' equations came from (``CheckEntry.ran_lines``, ``runner/tier3/traced_lines.py``). A line that
 produced no equation is not proof it did not run (``pass``, a shape read), so whole units are judged:
 a kernel function's body, each branch of an ``if``, a loop's body, a nested function (a ``pl.when``
 body). A unit none of whose lines produced an equation, and which holds something that would (a call

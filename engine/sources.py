@@ -17,7 +17,7 @@ from ..analysis.local_imports import MAX_BYTES, MAX_MODULES, find_local_modules,
 from ..wire.messages import SourceFile, Sources
 
 
-# Task files the worker reads from beside the kernel (runner/maxkernel.py, tasks_runtime.py, timing.py):
+# Task files the worker reads from beside the kernel (runner/tasks/maxkernel.py, tasks_runtime.py, timing.py):
 # sent along (``module`` None: data, not imported), so a worker that sees only what the request carries
 # (a confined one, or one on another host) finds them too.
 COMPANIONS = ("kernel_task.yaml", "reference.py", "baseline.py")

@@ -12,7 +12,7 @@ Every local worker is started here (``start``), and on Linux:
   environments); when the worker ends, the kernel ends every process in its namespace, including
   children that called ``setsid``. ``sandbox_available()`` probes once whether the system allows it;
 - a worker for model-written code is **confined** (``confined``): it runs no model code itself but
-  forks, for each request, a fresh child that builds a sandbox from nothing (``runner/sandbox.py``:
+  forks, for each request, a fresh child that builds a sandbox from nothing (``runner/isolation/sandbox.py``:
   its own user, mount, PID, network, IPC and UTS namespaces, an empty root with only the
   interpreter and its packages bound read-only, a size-capped scratch, uid nobody). It starts
   outside any namespace of ours, so that as root it may map its children to ``nobody``.
@@ -135,14 +135,14 @@ def sandboxed(argv: Sequence[str], mode: str) -> tuple[list[str], str | None]:
 @functools.lru_cache(maxsize=8)
 def confinement_problem(python: str) -> str | None:
     """None when a worker run by ``python`` can build the sandbox of model-written code here
-    (``runner/sandbox.py``'s probe, run by that interpreter: namespaces, an empty root, uid nobody, no
+    (``runner/isolation/sandbox.py``'s probe, run by that interpreter: namespaces, an empty root, uid nobody, no
     network); else why not (a sentence for the user)."""
     if not LINUX:
         return "the sandbox needs Linux namespaces"
     if os.environ.get(NO_NAMESPACES_VARIABLE):
         return f"namespaces are turned off here ({NO_NAMESPACES_VARIABLE}={os.environ[NO_NAMESPACES_VARIABLE]})"
     try:
-        done = subprocess.run([python, "-P", "-m", "pallasite.runner.sandbox"], capture_output=True, timeout=60,
+        done = subprocess.run([python, "-P", "-m", "pallasite.runner.isolation.sandbox"], capture_output=True, timeout=60,
                               env=_probe_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"the sandbox probe could not run ({exc})"
@@ -160,7 +160,7 @@ def _probe_env() -> dict[str, str]:
 
 def confined(argv: Sequence[str]) -> list[str]:
     """``argv`` of a worker for model-written code (check ``confinement_problem`` first): it is started
-    as it is, and sandboxes each request itself (runner/sandbox.py)."""
+    as it is, and sandboxes each request itself (runner/isolation/sandbox.py)."""
     return list(argv)
 
 

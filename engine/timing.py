@@ -16,7 +16,7 @@ the agents (the autotuner times measured configs through ``time_request`` + ``ru
   the file's source hash, entry, inputs, config, device kind, versions and backend;
   ``Engine.stored_measurements(path)`` reads the newest ones back for hovers.
 
-No JAX here; the worker side is ``runner/timing.py``.
+No JAX here; the worker side is ``runner/measure/timing.py``.
 """
 
 from __future__ import annotations

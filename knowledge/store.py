@@ -568,13 +568,13 @@ def _check(row: tuple) -> CheckRecord:
 
 
 # the files whose code makes an estimate: a change to any of them (a refit factor, a new count) is a new model
-COST_MODEL_FILES = ("runner/cost_model.py", "runner/body_counts.py", "runner/step_counts.py", "runner/module_cost.py",
-                    "runner/kernel_cost.py", "runner/mosaic_counts.py", "runner/module_xla.py", "runner/module_values.py",
-                    "runner/loop_bounds.py", "runner/compiled_ops.py", "runner/program_price.py")
+COST_MODEL_FILES = ("runner/program/cost_model.py", "runner/program/body_counts.py", "runner/program/step_counts.py", "runner/program/module_cost.py",
+                    "runner/program/kernel_cost.py", "runner/program/mosaic_counts.py", "runner/program/module_xla.py", "runner/program/module_values.py",
+                    "runner/program/loop_bounds.py", "runner/program/compiled_ops.py", "runner/program/program_price.py")
 
 
 def current_cost_model() -> str:
-    """The cost model this pallasite's worker estimates with: its name (runner/cost_model.MODEL, held
+    """The cost model this pallasite's worker estimates with: its name (runner/program/cost_model.MODEL, held
     equal to analysis.verdict.COST_MODEL by a test) and a digest of the code that makes its figures
     (``COST_MODEL_FILES``, read as text), so a changed factor or count is a changed model even under
     the same name."""

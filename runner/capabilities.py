@@ -1,4 +1,4 @@
-"""Capabilities dropped for good: what the sandbox (runner/sandbox.py) and the candidate's own namespace
+"""Capabilities dropped for good: what the sandbox (runner/isolation/sandbox.py) and the candidate's own namespace
 (runner/judging/nest.py) end their set-up with. ``drop_bounding_set`` / ``drop_capabilities``: no capability
 now or after any exec.
 

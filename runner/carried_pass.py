@@ -73,7 +73,7 @@ def locate_entry(entry: dict[str, Any], task_name: str, args: tuple[Any, ...], p
     """Complete the failed ``entry`` (the checked run's plain dict) from the locating run of
     ``module`` (``carried_copy``): places for the dims of each matching reached call, and the values
     a failed check of the file read (see the module docstring). Never raises."""
-    from . import tasks_runtime
+    from .tasks import tasks_runtime
     from .reach import entry_namespaces, reached_calls
 
     try:

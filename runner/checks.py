@@ -1,7 +1,7 @@
 """The worker's ``check`` op: tiers 1-3 for every task of one kernel file.
 
 ``handle_check`` loads the user's file (``runner/loader.py``), finds its
-tasks (``runner/tasks_runtime.py``) and, for each entry:
+tasks (``runner/tasks/tasks_runtime.py``) and, for each entry:
 
 - tier 1: ``jax.export.export(jax.jit(entry), platforms=("tpu",))(*shapes)`` — the real Pallas to
   Mosaic lowering on CPU jaxlib — inside an abstract mesh whose device is the target chip, with
@@ -9,7 +9,7 @@ tasks (``runner/tasks_runtime.py``) and, for each entry:
 - tier 2: the real Mosaic/XLA compiler from libtpu, deviceless: the target topology's first
   device, arguments placed on it, ``jax.jit(entry).trace(...).lower().compile()``; its
   ``memory_analysis()`` figures are returned. Without libtpu, tier 2 is reported unavailable once;
-- tier 3: a TPU interpret-mode run on CPU (``runner/interpret.py``, ``tier3_entry``).
+- tier 3: a TPU interpret-mode run on CPU (``runner/tier3/interpret.py``, ``tier3_entry``).
 
 The file runs exactly as written. When an entry failed, a second, locating run of the file with its
 literals carrying where they were written (``runner/carried_pass.py``) says where the values of the
@@ -24,7 +24,7 @@ Tiers 1 and 2 for one callable (``compiler_tiers``) live in ``runner/tiers.py``,
 describes both). The tiers build a plain dict step by step (``entry["tiers"]["2"] = "skipped: tier 1
 failed"``; interpret.py and script_mode.py write into it too), turned into the typed result once at
 the end (``messages.check_result_from_plain``). ``params.inferred`` (tasks the client read from the
-file's own calls when it states none) reaches ``runner/tasks_inferred.py``. The lowered module's text includes its source
+file's own calls when it states none) reaches ``runner/tasks/tasks_inferred.py``. The lowered module's text includes its source
 locations, so equal hashes mean the same kernel at the same lines: a verdict stored under it (with
 its spans) stays valid.
 
@@ -47,7 +47,7 @@ from ..analysis.types import to_json
 
 from . import errors as errors_mod
 from ..wire import messages
-from . import tasks_runtime
+from .tasks import tasks_runtime
 from ..wire.messages import Stage
 from .tiers import (CHIPS, _line_watch, _plain_error, _restored_config, _say, _task_error, _tier_record, compiler_tiers,
                     input_signature, tier2_unavailable, versions)
@@ -58,8 +58,8 @@ def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | No
              "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
              "entries": list(params.entries) if params.entries is not None else None,
              "tier2_known": dict(params.tier2_known),
-             "inferred": [to_json(call) for call in params.inferred],  # runner/tasks_inferred.py reads these
-             "callers": [to_json(caller) for caller in params.callers]}  # runner/tasks_callers.py reads these
+             "inferred": [to_json(call) for call in params.inferred],  # runner/tasks/tasks_inferred.py reads these
+             "callers": [to_json(caller) for caller in params.callers]}  # runner/tasks/tasks_callers.py reads these
     if params.script:  # `pallasite check --script`: runner/script_mode.py
         from .script_mode import handle_script_check
 
@@ -152,10 +152,10 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
 
 def _zero_config(module: Any, path: str, text: str | None, run: Any, params: dict[str, Any], target: str,
                  started: float) -> Any:
-    """The tasks of a file that states none: from its own code (``runner/tasks_recorded.py``), else from the
-    workspace's calls of it (``runner/tasks_callers.py``)."""
-    from .tasks_callers import with_callers
-    from .tasks_recorded import zero_config_tasks
+    """The tasks of a file that states none: from its own code (``runner/tasks/tasks_recorded.py``), else from the
+    workspace's calls of it (``runner/tasks/tasks_callers.py``)."""
+    from .tasks.tasks_callers import with_callers
+    from .tasks.tasks_recorded import zero_config_tasks
 
     limit = params.get("time_limit_s")
     zero = zero_config_tasks(module, path, text, run, params.get("inferred"), target, limit,
@@ -225,11 +225,11 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, l
         return entry
     entry["inputs"] = input_signature(args)
     record = lambda exc, tier: _tier_record(exc, path, tier)  # noqa: E731
-    if task.call is not None:  # a recorded call (runner/tasks_recorded.py): it says what it reached
+    if task.call is not None:  # a recorded call (runner/tasks/tasks_recorded.py): it says what it reached
         from .recording import call_record, reach_record
 
         entry["reached"] = [reach_record(task.call, path)]
-        if task.called_from is not None:  # a call found in the workspace (runner/tasks_callers.py)
+        if task.called_from is not None:  # a call found in the workspace (runner/tasks/tasks_callers.py)
             entry["called_from"] = list(task.called_from)
         record = lambda exc, tier: call_record(exc, path, tier, task.call)  # noqa: E731
     elif any(t in tiers for t in (1, 2, 3)):  # which of the file's pallas_calls this entry reaches (runner/reach.py)
@@ -253,8 +253,8 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, l
         skipped = outside_its_axes(entry, task.call)
     if 3 in tiers and skipped:
         entry["tiers"]["3"] = skipped
-    elif 3 in tiers:  # TPU interpret-mode run: runner/interpret.py
-        from .interpret import tier3_entry
+    elif 3 in tiers:  # TPU interpret-mode run: runner/tier3/interpret.py
+        from .tier3.interpret import tier3_entry
 
         say(f"tier 3: {task.name}", stage=Stage.TIER, tier=3, entry=task.name)
         tier3_entry(entry, task, path, say, target)
@@ -267,7 +267,7 @@ def _blocks_past_end(entry: dict[str, Any], path: str) -> None:
     """Tier 1's errors for blocks an index_map names past their array's end (runner/block_reach.py),
     at the BlockSpec of the call the entry made."""
     from .block_reach import grid_axis_past, past_end_record
-    from .interpret_records import CallSites
+    from .tier3.interpret_records import CallSites
 
     found = [(call, item) for call in entry.get("reached") or () for item in call.get("past_end") or ()]
     if not found:

@@ -2,9 +2,9 @@
 
 ``compiled_ops(module, device)`` compiles the exported program (``Exported.call`` at the refined
 shapes) for ``device``, a deviceless libtpu topology device (runner/tiers.topology_device), and
-returns the compiled module's ops as runner/compiled_ops.hlo_ops reads them: its fusions, copies and
+returns the compiled module's ops as runner/program/compiled_ops.hlo_ops reads them: its fusions, copies and
 custom calls in order, each with XLA's own estimated cycles for the chip. The Mosaic custom calls
-among them carry no cycles (XLA does not know what a kernel does); runner/module_cost.py prices
+among them carry no cycles (XLA does not know what a kernel does); runner/program/module_cost.py prices
 those by its kernel pricer instead.
 
 The compile runs libtpu's XLA and Mosaic compilers on the candidate's module (never its Python);
@@ -17,10 +17,10 @@ from typing import Any
 
 
 def compiled_ops(module: Any, device: Any) -> tuple[list[Any], set[str]]:
-    """(the compiled module's ops, notes) for ``module`` (runner/module_read.Module) on ``device``."""
+    """(the compiled module's ops, notes) for ``module`` (runner/program/module_read.Module) on ``device``."""
     import jax
 
-    from .compiled_ops import hlo_ops
+    from .program.compiled_ops import hlo_ops
 
     exported = module.exported
     sharding = jax.sharding.SingleDeviceSharding(device)

@@ -6,7 +6,7 @@ stop at the first one ("Only interpret mode is supported on CPU backend"). ``rec
 runs such code as on the target TPU instead: every ``pallas_call`` is recorded with the shapes it
 was applied to (``runner/intercept.py``), and one that asks for no interpreter is not run — its
 outputs are stand-ins (zeros of its ``out_shape``) so the code goes on; the compiler tiers then
-check each distinct recorded call (``runner/tasks_recorded.py``). A call the file runs in interpret
+check each distinct recorded call (``runner/tasks/tasks_recorded.py``). A call the file runs in interpret
 mode itself runs as it asks. With ``stand_ins=False`` (script mode with tier 3 asked for) calls
 that ask for no interpreter run in CPU interpret mode instead, as the script's own tier-3 run.
 ``runner/target_chip.py`` (the caller's) makes the chip and backend queries answer as the target.

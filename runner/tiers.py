@@ -136,7 +136,7 @@ def compile_exported(serialized: bytes, target: str, signature: Any = None) -> d
 
     exported = jax.export.deserialize(bytearray(serialized))
     if signature is not None:
-        from .program_export import structs
+        from .program.program_export import structs
 
         args, kwargs = tuple(structs(signature)), {}
     else:

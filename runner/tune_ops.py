@@ -1,6 +1,6 @@
 """The worker's ``estimate`` op: a task's entry under each configuration exported for the chip's TPU and its
-module priced by the one cost model (runner/program_price.py: runner/module_cost.price_exported, the way the
-judge prices a candidate), the reference by XLA's compiled module for the chip (runner/cost_model.
+module priced by the one cost model (runner/program/program_price.py: runner/program/module_cost.price_exported, the way the
+judge prices a candidate), the reference by XLA's compiled module for the chip (runner/program/cost_model.
 estimate_reference). Nothing runs on a device.
 
 Params and result: ``messages.EstimateParams`` -> ``EstimateResult`` (the file travels as
@@ -30,10 +30,10 @@ from ..analysis.types import DEFAULT_CHIP, ChipSpec, chip_target, installed_vers
 
 from ..wire import messages
 
-from . import tasks_runtime
+from .tasks import tasks_runtime
 from .chip_probe import probe_scoped_vmem, spec_from_jax
-from .cost_model import estimate_reference
-from .program_price import price_program
+from .program.cost_model import estimate_reference
+from .program.program_price import price_program
 
 CONCRETE_INPUT_LIMIT = 64 << 20  # inputs() is called for real (scalar-prefetch values) below this many bytes
 
@@ -49,7 +49,7 @@ def _task(module: Any, source: messages.Sources, entry: str | None,
     path = os.path.abspath(source.path)
     tasks = tasks_runtime.discover(module, path, source.text)
     if not tasks and ref_module is not None:  # a stand-alone kernel: its workload on the task's inputs
-        from .timing import _pair_task
+        from .measure.timing import _pair_task
 
         tasks = _pair_task(module, ref_module, path)
     task = next((t for t in tasks if entry in (None, t.name)), None)
@@ -89,7 +89,7 @@ def reference_estimate(task: tasks_runtime.RuntimeTask, ref_module: Any, args: t
     reference file named beside the kernel (as the time op's), whose reference wins. None: no reference."""
     ref_fn = task.reference
     if ref_module is not None:
-        from .timing import _reference_in
+        from .measure.timing import _reference_in
 
         ref_fn = _reference_in(ref_module, None) or ref_fn
     return estimate_reference(ref_fn, args, chip, _topology_device(chip.name)) if ref_fn is not None else None
@@ -108,10 +108,10 @@ def estimate_result(task: tasks_runtime.RuntimeTask, chip: ChipSpec, estimates: 
 
 def _floors(task: tasks_runtime.RuntimeTask, args: tuple[Any, ...]) -> dict[str, Any]:
     """The physical floors' figures of the file's own program: its outputs and the matmul FLOPs it
-    certainly does (runner/timing_guards.floor_work), traced here from the user's own file."""
+    certainly does (runner/measure/timing_guards.floor_work), traced here from the user's own file."""
     import jax
 
-    from .timing_guards import floor_work
+    from .measure.timing_guards import floor_work
 
     try:
         outputs = [[list(o.shape), str(o.dtype)] for o in jax.tree.leaves(jax.eval_shape(task.entry, *args))]

@@ -135,7 +135,7 @@ def op_check(params: messages.CheckParams, ctx: Context) -> messages.CheckResult
 
 def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
     from .judging import judge  # jax-heavy: imported on first use
-    from .timing import plain_params
+    from .measure.timing import plain_params
 
     # one path for model-written code and the user's own file: the judge runs the exported program
     return messages.time_result_from_plain(judge.judged_time(plain_params(params), _measure(ctx),
@@ -145,8 +145,8 @@ def op_time(params: messages.TimeParams, ctx: Context) -> messages.TimeResult:
 def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeResult:
     from . import judging
     from .judging import exported_run
-    from .timing import plain_params
-    from .timing_profile import handle_profile
+    from .measure.timing import plain_params
+    from .measure.timing_profile import handle_profile
 
     if judging.ACTIVE and exported_run.on_accelerator():  # model-written code never runs where the chip is held
         return messages.time_result_from_plain(exported_run.refused_profile(plain_params(params)))
@@ -175,7 +175,7 @@ def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.Estim
 
 
 def op_locate(params: messages.LocateParams, ctx: Context) -> messages.LocateResult:
-    from .locate_step import handle_locate  # after a tier-3 failure: the statement that makes it
+    from .tier3.locate_step import handle_locate  # after a tier-3 failure: the statement that makes it
 
     return handle_locate(params, ctx.progress)
 
@@ -248,7 +248,7 @@ class Worker:
         self.out_fd = out_fd
         self.ops = dict(OPS if ops is None else ops)
         self.scratch = scratch  # confine.Scratch: a confined worker (model-written code), else None
-        self.sandboxes = sandboxes  # sandbox.Sandboxes: each request in a fresh sandboxed child (runner/sandbox.py)
+        self.sandboxes = sandboxes  # sandbox.Sandboxes: each request in a fresh sandboxed child (runner/isolation/sandbox.py)
         self.child: Any = None  # the running request's child (sandbox.Child)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.send_lock = threading.Lock()
@@ -417,8 +417,8 @@ class Worker:
 
     def _run_sandboxed(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
                        deadline: float | None, deadline_s: float | None, op: str = "", raw: Any = None) -> None:
-        """Model-written code: the op runs in a fresh sandboxed child (runner/sandbox.py) that this worker's
-        fork server forks (runner/sandbox_server.py: a process with one thread); it never runs here. Each
+        """Model-written code: the op runs in a fresh sandboxed child (runner/isolation/sandbox.py) that this worker's
+        fork server forks (runner/isolation/sandbox_server.py: a process with one thread); it never runs here. Each
         line the child sends is checked (a progress or the result of this request) and encoded again before
         it reaches the client; a child that ends without a result ends this worker the same way (a crash or
         the memory limit stays what it was for the client)."""
@@ -476,7 +476,8 @@ class Worker:
     def _child_op(self, request_id: str, handler: Callable[[Any, Context], Any], params: Any,
                   deadline: float | None, send: Callable[[dict[str, Any]], None], confined: bool) -> None:
         """In the sandboxed child: the op in a fresh folder of its scratch; every message to ``send``."""
-        from . import confine, judging, sandbox
+        from .isolation import confine, sandbox
+        from . import judging
 
         judging.ACTIVE = True
         judging.CONFINED = confined
@@ -503,10 +504,10 @@ class Worker:
 
     def _run(self, handler: Callable[[Any, Context], Any], params: Any, ctx: Context, paths: list[Any]) -> Any:
         """The op; in a confined worker, in a fresh scratch folder under scratch paths, with every
-        interpret-mode pallas_call refused (runner/confine.py, runner/interpret_guard.py)."""
+        interpret-mode pallas_call refused (runner/isolation/confine.py, runner/tier3/interpret_guard.py)."""
         if self.scratch is None:
             return handler(params, ctx)
-        from . import interpret_guard
+        from .tier3 import interpret_guard
 
         with self.scratch.request(params) as (moved, path_map):
             paths.append(path_map)
@@ -519,10 +520,10 @@ class Worker:
 
 def sandboxed_op(send: Callable[[dict[str, Any]], None], *, request_id: str, op: str, params: Any,
                  deadline: float | None, confined: bool, scratch: str | None = None) -> None:
-    """In a sandboxed child the fork server forked (runner/sandbox_server.py): the request's op, every message
+    """In a sandboxed child the fork server forked (runner/isolation/sandbox_server.py): the request's op, every message
     to ``send`` (the worker checked the op and its params before). ``scratch``: the worker's scratch root (a
     child without the sandbox works in a fresh folder under it; a sandboxed one, under its own /scratch)."""
-    from . import confine
+    from .isolation import confine
 
     worker = Worker(-1, scratch=confine.Scratch(scratch) if scratch else None)
     worker._child_op(request_id, worker.ops[op], protocol.read_params(op, params), deadline, send, confined)
@@ -635,7 +636,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--confine", metavar="SCRATCH", default=None,
                         help="run requests as model-written code: each in a fresh folder under SCRATCH ('auto': a "
                              "new temporary folder), under scratch paths, with HOME/TMPDIR inside it and "
-                             "interpret mode refused (runner/confine.py)")
+                             "interpret mode refused (runner/isolation/confine.py)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -646,7 +647,7 @@ def run(args: argparse.Namespace) -> int:
     root, scratch = _scratch(args.confine) if args.confine is not None else (None, None)
     _limit_memory(args)
     # a confined worker's fork server, forked now: this process has one thread and has not imported jax
-    # (runner/sandbox_server.py); it imports jax once and forks each request's sandboxed child
+    # (runner/isolation/sandbox_server.py); it imports jax once and forks each request's sandboxed child
     sandboxes = _fork_server(args, root) if scratch is not None else None
     # 2. the protocol gets private fds: fd 1 (print, libtpu) goes to stderr, fd 0 (input())
     #    reads /dev/null, so user code can neither corrupt nor steal protocol bytes
@@ -684,7 +685,7 @@ def _clean_environment(args: argparse.Namespace) -> None:
 def _scratch(root: str) -> tuple[str, Any]:
     """Model-written code: a private HOME/TMPDIR and working folder under ``root`` ("" or "auto": a new
     temporary folder, removed at exit); returns the root and its ``confine.Scratch``."""
-    from . import confine
+    from .isolation import confine
 
     if root in ("", "auto"):  # a worker on another host: its own temporary folder, removed at exit
         root = tempfile.mkdtemp(prefix="pallasite-scratch-")
@@ -715,7 +716,7 @@ def _limit_memory(args: argparse.Namespace) -> None:
 
         memory_guard.LIMIT_MB = args.memory_mb or args.guard_memory_mb  # the user's runs stop short of it
         # the processes this worker starts (the judge's candidate process) share its limit: their checks
-        # size themselves by it too (runner/timing_ladder.budget_bytes), not by a default
+        # size themselves by it too (runner/measure/timing_ladder.budget_bytes), not by a default
         os.environ[memory_guard.LIMIT_ENV] = str(memory_guard.LIMIT_MB)
 
 
@@ -726,11 +727,11 @@ def _watch_memory(args: argparse.Namespace) -> None:
 
 
 def _fork_server(args: argparse.Namespace, root: str) -> Any:
-    """The fork server each request's sandboxed child comes from (runner/sandbox_server.py), forked from this
+    """The fork server each request's sandboxed child comes from (runner/isolation/sandbox_server.py), forked from this
     process now; each child mounts its new root under ``root``."""
     import ctypes
 
-    from . import sandbox, sandbox_server
+    from .isolation import sandbox, sandbox_server
 
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the server leaves comes back here
     mountpoint = os.path.join(root, "root")  # where each child mounts its new root (removed with the scratch)

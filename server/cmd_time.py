@@ -2,7 +2,7 @@
 
 The candidate is checked first (fresh random inputs, a second shape, NaN-filled outputs, inputs
 unchanged, a pallas_call that really ran, not the reference in disguise) and then timed against
-the reference compiled by XLA on the same device (``runner/timing.py``). `profile` adds a trace,
+the reference compiled by XLA on the same device (``runner/measure/timing.py``). `profile` adds a trace,
 per-kernel device time and the roofline. ``--backend`` picks where the worker runs: ``local``,
 ``ssh`` (``--host`` or ``--ssh-command``) or ``ray``; ``estimate`` runs nothing on a device: the cost
 model prices the kernel and its reference for ``--target``, labelled as an estimate. Results go to the workspace's results store

@@ -1,5 +1,5 @@
 """What tests/test_sandbox.py runs in sandboxed children: module-level functions a fork server imports
-(runner/sandbox_server.py: it forks each child from a process with one thread, never from the test's own)."""
+(runner/isolation/sandbox_server.py: it forks each child from a process with one thread, never from the test's own)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The call-graph closure: tier 0's (analysis/callgraph.py) and the worker's copy
-(runner/tasks_runtime.py, which may import only analysis.types) give the same answers."""
+(runner/tasks/tasks_runtime.py, which may import only analysis.types) give the same answers."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_closure_follows_callers_to_a_fixed_point():
 
 def test_the_workers_copy_agrees_on_random_graphs():
     pytest.importorskip("jax")
-    from pallasite.runner.tasks_runtime import functions_reaching
+    from pallasite.runner.tasks.tasks_runtime import functions_reaching
 
     rng = random.Random(11)
     for _ in range(300):

@@ -14,7 +14,7 @@ for every real message:
 
 Records the locator classifies by stage rather than by message (``import``/``task``: PLS901/PLS905)
 are left out: there the catalog has nothing to say. Tier 3 records get their code in the worker
-(``runner/interpret_records.py``); those are compared when jax is importable.
+(``runner/tier3/interpret_records.py``); those are compared when jax is importable.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _record(case: str) -> tuple[dict, int]:
 def _locator_code(rec: dict, tier: int) -> str:
     if tier == 3 and "code" not in rec:
         pytest.importorskip("jax")  # tier 3 codes are given by the worker's interpreter records
-        from pallasite.runner import interpret_records
+        from pallasite.runner.tier3 import interpret_records
 
         rec = interpret_records.exception_record(RuntimeError(rec["message"]), None,
                                                  interpret_records.CallSites("", "kernel.py"), "kernel.py")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from pallasite.runner import memory_guard, timing_ladder, timing_shrink
+from pallasite.runner import memory_guard
+from pallasite.runner.measure import timing_ladder, timing_shrink
 
 
 def _inputs(mib: int):

@@ -152,7 +152,7 @@ def test_syntax_error_skips_the_compiler_tiers_without_a_worker():
 
 def test_no_task_gives_pls900_when_the_files_own_code_makes_no_call():
     """No task and no shapes in the source: the worker still imports the file (its top-level code may
-    call the kernel, runner/tasks_recorded.py); when it comes back with nothing, PLS900 (information)."""
+    call the kernel, runner/tasks/tasks_recorded.py); when it comes back with nothing, PLS900 (information)."""
     client = RecordingClient(Reply(status="ok", result={"target": "v6e", "tiers": [1, 2], "entries": [], "errors": [],
                                                         "unavailable": {}}))
     report = _check(Checker(CheckOptions(), client=client), os.path.join(LIMITS, "no_task.py"))

@@ -4,7 +4,7 @@ line where the finding belongs carries ``# expect: CODE``).
 - A paged attention whose inputs are too large for an interpret run: tier 3 shrank the arrays and
   made the page table and lengths up as zeros, so a DMA past the last page was found at no tier;
   it now draws them with the task's own ``create_inputs`` at a smaller CONFIG
-  (runner/interpret_config.py) and finds the copy.
+  (runner/tier3/interpret_config.py) and finds the copy.
 - An output never written (PLS017) was said at its parameter in the ``def``; it is now said where
   the store belongs when the kernel shows it (a ``pass`` stub, the last-step ``pl.when`` block).
 - Tier-0 PLS019 (``BlockSpec(index_map, block_shape)``, the old order) and PLS020 (an output
@@ -223,7 +223,7 @@ def test_integer_inputs_must_all_follow_a_shrunk_size_or_none_of_them():
     PLS303 warning came back. A size some tables follow and others not (7p's constant lengths) is refused."""
     import jax.numpy as jnp
 
-    from pallasite.runner.interpret_config import Tables, tables_follow
+    from pallasite.runner.tier3.interpret_config import Tables, tables_follow
 
     config = {"groups": 8, "width": 256}
     constant = tuple(range(8))
@@ -243,7 +243,7 @@ def test_integer_inputs_must_all_follow_a_shrunk_size_or_none_of_them():
 def test_a_reference_stopped_for_memory_is_not_said_to_be_uncallable():
     """JAXBench 7p's tier-3 state read "the reference cannot be called like the candidate" when its reference
     had been stopped near the worker's memory limit: the state now says only that no result came, the note why."""
-    from pallasite.runner.interpret_verdicts import reference_failure, state_of
+    from pallasite.runner.tier3.interpret_verdicts import reference_failure, state_of
 
     class Stopped(BaseException):
         limit_mb = 4096

@@ -1,4 +1,4 @@
-"""The compiled module's reader (runner/compiled_ops.py) and how runner/cost_model.price_hlo prices
+"""The compiled module's reader (runner/program/compiled_ops.py) and how runner/program/cost_model.price_hlo prices
 its op classes: a gather reads the rows it picks, not its whole operand (a paged KV cache is read page
 by page); an in-place dynamic-update-slice writes its update; an op XLA ran no cost model for is priced
 by its own vector work; a gather is held to its row rate."""
@@ -10,8 +10,8 @@ import dataclasses
 import pytest
 
 from pallasite.analysis.types import ChipSpec
-from pallasite.runner import cost_model
-from pallasite.runner.compiled_ops import hlo_ops
+from pallasite.runner.program import cost_model
+from pallasite.runner.program.compiled_ops import hlo_ops
 
 V6E = ChipSpec(name="v6e", device_kind="TPU v6 lite", topology="v6e:2x2", generation=6, cores_per_chip=1,
                device_cores=1, megacore=False, bf16_flops=920e12, int8_ops=1840e12, fp8_ops=920e12,

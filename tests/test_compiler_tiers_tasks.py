@@ -1,4 +1,4 @@
-"""Task formats and task mistakes as the compiler tiers see them (runner/tasks_runtime.py).
+"""Task formats and task mistakes as the compiler tiers see them (runner/tasks/tasks_runtime.py).
 
 Native long form (several entries per file), JAXBench task files read as they are (with the
 reference from a sibling baseline.py), and the task mistakes a user makes, each reported as a

@@ -1,6 +1,6 @@
 """The cost model against hand counts on kernels whose bytes and FLOPs can be counted (tests/data/tune/:
 tiled matmul with and without re-fetch, element-wise, reduction, scalar prefetch; each exported for the TPU
-and priced from its module, runner/program_price.py), its roofline against the formula worked by hand, and
+and priced from its module, runner/program/program_price.py), its roofline against the formula worked by hand, and
 the worker's estimate op."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
     os.environ.setdefault(_name, _value)  # before libtpu loads in this process
 
 from pallasite.analysis.types import chip_target  # noqa: E402
-from pallasite.runner import cost_model  # noqa: E402
-from pallasite.runner.program_price import price_program  # noqa: E402
+from pallasite.runner.program import cost_model  # noqa: E402
+from pallasite.runner.program.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.runner.loader import user_module  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
@@ -220,7 +220,7 @@ def test_xla_reference_is_priced_as_xla_runs_it_not_at_the_chips_peak():
 
 
 def test_compiled_module_ops_read_with_their_cycles_bytes_and_loops():
-    from pallasite.runner.compiled_ops import hlo_ops
+    from pallasite.runner.program.compiled_ops import hlo_ops
 
     text = """HloModule m
 

@@ -21,8 +21,8 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 jax = pytest.importorskip("jax")
 
 from pallasite.analysis.types import chip_target  # noqa: E402
-from pallasite.runner import cost_model  # noqa: E402
-from pallasite.runner.program_price import price_program  # noqa: E402
+from pallasite.runner.program import cost_model  # noqa: E402
+from pallasite.runner.program.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 
 SPLASH = Path(__file__).parent / "data" / "timing" / "ladder" / "splash"

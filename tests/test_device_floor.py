@@ -71,7 +71,7 @@ def test_the_compute_floor_counts_only_work_that_certainly_runs():
     import jax
     import jax.numpy as jnp
 
-    from pallasite.runner.certain_work import certain_mxu_flops
+    from pallasite.runner.program.certain_work import certain_mxu_flops
 
     def f(x, y, flag):
         a = x @ y

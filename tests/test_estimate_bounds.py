@@ -12,7 +12,7 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 from pallasite.analysis.types import CostEstimate, from_json, to_json  # noqa: E402
 from pallasite.engine.estimates import pair_result  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
-from pallasite.runner import cost_model  # noqa: E402
+from pallasite.runner.program import cost_model  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
 from pallasite.wire.messages import EstimateParams  # noqa: E402
 

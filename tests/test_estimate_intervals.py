@@ -15,8 +15,8 @@ for _name, _value in {"JAX_PLATFORMS": "cpu"}.items():
 from pallasite.analysis.types import CostEstimate  # noqa: E402
 from pallasite.analysis.verdict import Timing, distinguishable  # noqa: E402
 from pallasite.engine.estimates import pair, straddles  # noqa: E402
-from pallasite.runner import cost_model  # noqa: E402
-from pallasite.runner.program_price import price_program  # noqa: E402
+from pallasite.runner.program import cost_model  # noqa: E402
+from pallasite.runner.program.program_price import price_program  # noqa: E402
 
 MODEL = cost_model.MODEL
 

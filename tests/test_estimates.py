@@ -25,8 +25,8 @@ from pallasite.analysis.verdict import speedup  # noqa: E402
 from pallasite.engine.eval_tasks import EvalTask  # noqa: E402
 from pallasite.engine.tune import TuneOptions, tune  # noqa: E402
 from pallasite.engine.tune_workers import worker_estimator  # noqa: E402
-from pallasite.runner import cost_model  # noqa: E402
-from pallasite.runner.program_price import price_program  # noqa: E402
+from pallasite.runner.program import cost_model  # noqa: E402
+from pallasite.runner.program.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.wire.messages import EstimateParams, TimeParams  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
@@ -36,9 +36,9 @@ V5E = spec_from_jax(chip_target("v5e"))
 
 
 def test_reference_ops_move_what_each_fused_op_must_move():
-    from pallasite.runner.module_read import read_module
-    from pallasite.runner.module_xla import count_module_xla
-    from pallasite.runner.program_price import export_for_chip
+    from pallasite.runner.program.module_read import read_module
+    from pallasite.runner.program.module_xla import count_module_xla
+    from pallasite.runner.program.program_price import export_for_chip
 
     def reference(x, w, b):  # a matmul, then bias + relu + cast fused into one output fusion
         h = jnp.dot(x, w, preferred_element_type=jnp.float32)
@@ -96,7 +96,7 @@ class InProcess:
             return self.Reply(True, handle_estimate(params))
         if isinstance(params, TimeParams):  # the judge's one request per candidate (runner/judging/judge.py)
             from pallasite.runner.judging.judge import judged_time
-            from pallasite.runner.timing import plain_params
+            from pallasite.runner.measure.timing import plain_params
             from pallasite.wire.messages import time_result_from_plain
 
             return self.Reply(True, time_result_from_plain(judged_time(plain_params(params))))

@@ -14,8 +14,8 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 
 from pallasite.analysis.feasibility import rejections  # noqa: E402
 from pallasite.analysis.types import chip_target  # noqa: E402
-from pallasite.runner import cost_model  # noqa: E402
-from pallasite.runner.program_price import price_program  # noqa: E402
+from pallasite.runner.program import cost_model  # noqa: E402
+from pallasite.runner.program.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 
 V5E = spec_from_jax(chip_target("v5e"))

@@ -3,7 +3,7 @@
 The fixtures in tests/data/guides/ are written the way jax's Pallas TPU guides and tutorials are:
 kernels called at the top level without ``interpret`` (with numpy checks of the results right
 after), called only from a ``__main__`` block, or only when ``jax.default_backend() == "tpu"``. Each
-must reach the TPU compiler for every kernel it calls (runner/recording.py, runner/tasks_recorded.py,
+must reach the TPU compiler for every kernel it calls (runner/recording.py, runner/tasks/tasks_recorded.py,
 runner/target_chip.py), and no "could not check" outcome (PLS9xx) may be an error.
 """
 

@@ -216,7 +216,7 @@ def test_a_ref_the_interpreter_cannot_index_through_any_view_is_its_failure_not_
     """tpu-inference's MLA-SWA (a clean file) got PLS300 once its donated inputs were copied: jax's interpreter
     raises "'BitcastTransform' object has no attribute 'indices'" inside a callback, as it does for a reshaped
     ref (tokamax's MLA), which was already the interpreter's failure (PLS306)."""
-    from pallasite.runner.interpret_verdicts import upstream_failure
+    from pallasite.runner.tier3.interpret_verdicts import upstream_failure
 
     for view in ("BitcastTransform", "ReshapeTransform"):
         exc = RuntimeError("INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):\n"

@@ -1,6 +1,6 @@
 """Interpret mode is not a fix: a confined worker refuses model-written pallas_calls that ask for it.
 
-Decided from what the worker traced (runner/interpret_guard.py), so every spelling is caught: the
+Decided from what the worker traced (runner/tier3/interpret_guard.py), so every spelling is caught: the
 keyword's value changed, a default changed, ``**{"interpret": True}``, ``functools.partial``. Each
 fixture hides a real lowering error (a 100-lane block) that interpret mode would let "compile".
 The user's own checks are unchanged; the fixer and optimize refuse such candidates end to end.

@@ -131,7 +131,7 @@ def test_the_judge_refuses_crafted_bytes_and_a_module_that_calls_back_into_pytho
     from jax._src.lib.mlir import ir
 
     from pallasite.runner.judging.module_check import Refused, verified
-    from pallasite.runner.program_export import export_program
+    from pallasite.runner.program.program_export import export_program
 
     named = [[[8, 128], "float32"]]
     exported = export_program(lambda x: x * 2, named, "TPU v6 lite")
@@ -168,7 +168,7 @@ def test_for_a_tpu_judge_the_candidates_process_lowers_the_kernel_with_mosaic_an
     import jax.numpy as jnp
 
     from pallasite.runner.judging.module_check import verified
-    from pallasite.runner.program_export import export_program
+    from pallasite.runner.program.program_export import export_program
 
     spec = importlib.util.spec_from_file_location("judge_export_right", HERE / "right.py")
     module = importlib.util.module_from_spec(spec)

@@ -30,7 +30,8 @@ def prep(monkeypatch):
 
 
 def test_the_second_size_doubles_one_value_and_fits_the_budget(prep, monkeypatch):
-    from pallasite.runner import memory_guard, timing_ladder
+    from pallasite.runner import memory_guard
+    from pallasite.runner.measure import timing_ladder
     from pallasite.runner.judging.sizes import from_proposal
 
     proposal = {"config": {"M": 2048, "K": 2048, "N": 14336}}  # what 8p's candidate proposed (its blocks' size)
@@ -64,7 +65,7 @@ def test_fresh_integers_keep_their_relations_beside_floats_and_are_permuted_alon
     were permuted away from its query offsets (a false partial_write); a task of integers alone is permuted."""
     import numpy as np
 
-    from pallasite.runner.timing_inputs import fresh_inputs
+    from pallasite.runner.measure.timing_inputs import fresh_inputs
 
     lens = np.array([5, 1, 9, 3, 7, 2], np.int32)
     q = np.zeros((6, 4), np.float32)
@@ -114,7 +115,7 @@ def test_the_judge_maps_the_tasks_first_inputs_onto_a_candidate_that_takes_fewer
 def test_a_python_scalar_among_the_tasks_inputs_reaches_the_reference_as_itself():
     import numpy as np
 
-    from pallasite.runner.timing_inputs import concrete_template, static_leaves, with_static_inputs
+    from pallasite.runner.measure.timing_inputs import concrete_template, static_leaves, with_static_inputs
 
     spec = importlib.util.spec_from_file_location("prefix_baseline", PREFIX / "baseline.py")
     module = importlib.util.module_from_spec(spec)

@@ -3,7 +3,7 @@ them so, with an edit verified to fix it. Fixture kernels with planted bugs (tes
 accumulator zeroed on the wrong grid axis, a causal mask off by one, a softmax scale's exponent, a grid
 missing ``pl.cdiv``, an inverted ``pl.when``, an output index map's results swapped.
 
-The edits (``runner/locate_edits.py``: ast only), the worker's step on each fixture (``runner/locate_step.py``),
+The edits (``runner/tier3/locate_edits.py``: ast only), the worker's step on each fixture (``runner/tier3/locate_step.py``),
 the client's findings (``engine/locate_step.py``), and the whole path through `pallasite check --locate`;
 the LSP and MCP paths are in test_lsp_compiler.py and test_mcp.py. Before this step every one of these
 findings was said at the ``pallasite_call`` (or, for the grid, at the store) with no fix.
@@ -21,7 +21,7 @@ import pytest
 
 from pallasite.analysis.types import FileReport, Finding, Related, Span
 from pallasite.engine import locate_step as client_step
-from pallasite.runner import locate_edits
+from pallasite.runner.tier3 import locate_edits
 from pallasite.wire import messages
 
 DATA = Path(__file__).parent / "data" / "locate"
@@ -72,7 +72,7 @@ def test_kernel_lines_the_traced_run_never_reached_get_no_edit():
 
 
 def _worker_locate(name: str) -> messages.LocatedEntry:
-    from pallasite.runner.locate_step import handle_locate
+    from pallasite.runner.tier3.locate_step import handle_locate
 
     path = DATA / f"{name}.py"
     source = messages.Sources(messages.SourceFile(str(path), path.read_text()))
@@ -99,7 +99,7 @@ def test_the_worker_finds_the_planted_statement_and_verifies_its_fix_slow(name):
 
 
 def test_a_correct_kernel_is_skipped_and_nothing_is_edited(tmp_path):
-    from pallasite.runner.locate_step import handle_locate
+    from pallasite.runner.tier3.locate_step import handle_locate
 
     text = (DATA / "mask_off_by_one.py").read_text().replace("rows > cols", "rows >= cols")
     path = tmp_path / "fixed.py"
@@ -190,7 +190,7 @@ def test_check_locate_puts_the_finding_at_the_planted_line_with_the_verified_fix
 
 
 def test_the_shrink_plan_gives_each_size_its_own_extent_and_keeps_a_partial_block():
-    from pallasite.runner.interpret_distinct import shrink_plan
+    from pallasite.runner.tier3.interpret_distinct import shrink_plan
 
     plan = shrink_plan({4096: {128}, 2048: {128}}, {}, set(), distinct=True)
     assert plan[4096][0] != plan[2048][0]  # two sizes, two extents (both were 256 before)
@@ -202,8 +202,8 @@ def test_the_shrink_plan_gives_each_size_its_own_extent_and_keeps_a_partial_bloc
 
 
 def _tier3(path: Path, text: str | None = None) -> dict:
-    from pallasite.runner import tasks_runtime
-    from pallasite.runner.interpret import run_tier3
+    from pallasite.runner.tasks import tasks_runtime
+    from pallasite.runner.tier3.interpret import run_tier3
     from pallasite.runner.loader import user_module
 
     text = text if text is not None else path.read_text()

@@ -1,7 +1,7 @@
 """Work the counts cannot see, priced from what it can move (issue 56): a loop whose trip count the known values
-do not give is bounded by the refs its body reaches (runner/loop_bounds.py), or the kernel is not estimated
+do not give is bounded by the refs its body reaches (runner/program/loop_bounds.py), or the kernel is not estimated
 and says why - never counted once; a kernel's own DMAs are priced by the bytes they move and not hidden
-behind its compute; every estimate says what it rests on (runner/checked_classes.py)."""
+behind its compute; every estimate says what it rests on (runner/program/checked_classes.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import jax.numpy as jnp  # noqa: E402
 from pallasite.analysis.types import chip_target  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.runner.loader import user_module  # noqa: E402
-from pallasite.runner.program_price import price_program  # noqa: E402
+from pallasite.runner.program.program_price import price_program  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 V6E = spec_from_jax(chip_target("v6e"))

@@ -14,7 +14,7 @@ DATA = Path(__file__).parent / "data" / "maxkernel"
 
 
 def test_yaml_subset_reads_scalars_and_blocks():
-    from pallasite.runner.maxkernel import parse_task_yaml
+    from pallasite.runner.tasks.maxkernel import parse_task_yaml
 
     spec = parse_task_yaml((DATA / "softmax_task" / "kernel_task.yaml").read_text())
     assert spec["task_id"] == "softmax_rows"
@@ -26,8 +26,8 @@ def test_yaml_subset_reads_scalars_and_blocks():
 
 
 def test_yaml_subset_names_the_bad_line():
-    from pallasite.runner.maxkernel import parse_task_yaml
-    from pallasite.runner.tasks_runtime import TaskError
+    from pallasite.runner.tasks.maxkernel import parse_task_yaml
+    from pallasite.runner.tasks.tasks_runtime import TaskError
 
     with pytest.raises(TaskError, match="line 2"):
         parse_task_yaml("task_id: x\n  stray: indented\n")

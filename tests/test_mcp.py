@@ -244,7 +244,7 @@ async def test_estimate_and_tune_give_the_cost_model_s_figures_and_a_configurati
                                                 "verify": 1})
     assert not estimated.is_error, estimated.content[0].text
     est = estimated.structured_content
-    from pallasite.runner.cost_model import MODEL  # the model's name as it is now (v3 was hard-coded here)
+    from pallasite.runner.program.cost_model import MODEL  # the model's name as it is now (v3 was hard-coded here)
 
     assert est["label"] == f"estimate ({MODEL}, v5e)"
     assert est["kernel_bound"] in ("compute", "memory", "overhead")

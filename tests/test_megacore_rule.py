@@ -56,6 +56,6 @@ def test_nothing_is_said_when_the_axis_carries_nothing_or_runs_in_order(change):
 def test_megacore_chips_are_the_ones_tier3_simulates_with_two_cores():
     from pallasite.analysis.rules.megacore import MEGACORE
     from pallasite.analysis.types import CHIP_TARGETS
-    from pallasite.runner.interpret import target_cores
+    from pallasite.runner.tier3.interpret import target_cores
 
     assert tuple(t.name for t in CHIP_TARGETS if target_cores(t.name) == 2) == MEGACORE

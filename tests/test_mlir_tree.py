@@ -1,6 +1,6 @@
-"""runner/mlir_tree.py's reading of MLIR types."""
+"""runner/program/mlir_tree.py's reading of MLIR types."""
 
-from pallasite.runner.mlir_tree import parse_type
+from pallasite.runner.program.mlir_tree import parse_type
 
 
 def test_shaped_types():

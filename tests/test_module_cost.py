@@ -1,9 +1,9 @@
-"""Pricing the exported program (runner/module_cost.py), the one cost model, and the facts the judge reads
-from a module (runner/module_facts.py).
+"""Pricing the exported program (runner/program/module_cost.py), the one cost model, and the facts the judge reads
+from a module (runner/program/module_facts.py).
 
 Every fixture is real Pallas code. Each is priced the two ways a figure is made: by the ``estimate`` op's
-path (runner/program_price.py: exported for the TPU only, inside the target chip's answers) and by the
-judge's (exported in its format, runner/program_export.py: one module for the TPU and the CPU, priced from
+path (runner/program/program_price.py: exported for the TPU only, inside the target chip's answers) and by the
+judge's (exported in its format, runner/program/program_export.py: one module for the TPU and the CPU, priced from
 its bytes). The two must give the same seconds and the same per-call counts: one model, whoever asks.
 Where a count can be made by hand (a branch or loop the Mosaic body decides, a page table), the module's
 figure is checked against it (tests/test_cost_model.py holds the other hand counts).
@@ -26,14 +26,14 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from pallasite.analysis.types import chip_target  # noqa: E402
-from pallasite.runner import cost_model  # noqa: E402
-from pallasite.runner.program_price import price_program  # noqa: E402
+from pallasite.runner.program import cost_model  # noqa: E402
+from pallasite.runner.program.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402
 from pallasite.runner.loader import user_module  # noqa: E402
-from pallasite.runner.module_cost import price_exported  # noqa: E402
-from pallasite.runner.module_facts import module_facts  # noqa: E402
-from pallasite.runner.program_export import export_program  # noqa: E402
-from pallasite.runner.timing_inputs import signature  # noqa: E402
+from pallasite.runner.program.module_cost import price_exported  # noqa: E402
+from pallasite.runner.program.module_facts import module_facts  # noqa: E402
+from pallasite.runner.program.program_export import export_program  # noqa: E402
+from pallasite.runner.measure.timing_inputs import signature  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 V5E = spec_from_jax(chip_target("v5e"))
@@ -276,7 +276,7 @@ def test_a_tpu_kernel_doing_less_than_its_cpu_branch_is_wrong_when_the_judge_run
 
 
 def test_a_grid_sized_by_values_the_judge_lacks_is_said_not_guessed():
-    from pallasite.runner.module_read import read_module
+    from pallasite.runner.program.module_read import read_module
 
     _, blob, values = _exported("tune/dynamic_grid.py", "scale_active", "inputs")
     unknown = price_exported(blob, V5E)
@@ -321,7 +321,7 @@ def test_with_a_device_the_xla_ops_take_xla_cycles_and_the_kernels_the_roofline(
 
 
 def _body(call):
-    from pallasite.runner.body_counts import BodyCounts
+    from pallasite.runner.program.body_counts import BodyCounts
 
     body = BodyCounts(flops=call.flops, mxu_flops=call.mxu_flops, transcendentals=call.transcendentals)
     return body

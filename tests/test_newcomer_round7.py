@@ -54,7 +54,7 @@ def test_feasibility_says_why_a_grid_is_empty_or_a_block_is_padding():
     from pallasite.analysis.feasibility import rejections
     from pallasite.analysis.types import chip_target
     from pallasite.runner.chip_probe import spec_from_jax
-    from pallasite.runner.program_price import price_program
+    from pallasite.runner.program.program_price import price_program
 
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...] * 2
@@ -130,9 +130,9 @@ def test_a_jaxbench_f32_matmul_is_held_to_its_benchmarks_tolerance_or_the_one_it
 def test_where_a_tolerance_comes_from(tmp_path):
     import numpy as np
 
-    from pallasite.runner.interpret_compare import tolerance_for
-    from pallasite.runner.task_types import RuntimeTask
-    from pallasite.runner.tasks_runtime import stated_tolerance
+    from pallasite.runner.tier3.interpret_compare import tolerance_for
+    from pallasite.runner.tasks.task_types import RuntimeTask
+    from pallasite.runner.tasks.tasks_runtime import stated_tolerance
 
     out = (np.linspace(-3, 3, 64, dtype=np.float32),)
     native = RuntimeTask(name="f", entry=len, inputs=None)
@@ -352,7 +352,7 @@ def test_tier3_says_which_tolerance_it_compared_at():
     """Tier 3's PLS304 names the tolerance and where it came from, as the judge's wrong_result does."""
     import numpy as np
 
-    from pallasite.runner.interpret_compare import Tolerance, compare
+    from pallasite.runner.tier3.interpret_compare import Tolerance, compare
 
     out, ref = (np.ones((8, 128), np.float32),), (np.full((8, 128), 1.5, np.float32),)
     (problem,) = compare(out, ref, Tolerance(1e-5, 1e-5, "the task's TOLERANCE in k.py"))

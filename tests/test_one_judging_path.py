@@ -40,23 +40,23 @@ def _defs(name: str) -> list[str]:
 
 
 def test_outputs_are_compared_with_a_reference_in_one_function():
-    """Closeness to a reference is computed only in runner/interpret_compare.compare; the judge reaches it
+    """Closeness to a reference is computed only in runner/tier3/interpret_compare.compare; the judge reaches it
     through timing_guards.compare_outputs, which only runner/judging/ calls."""
     closeness = _calls({"allclose", "isclose", "assert_allclose", "assert_array_almost_equal"})
     assert closeness == [], closeness
-    assert _defs("compare") == ["runner/interpret_compare.py"]
+    assert _defs("compare") == ["runner/tier3/interpret_compare.py"]
     callers = {rel for rel, _, _ in _calls({"compare_outputs"})}
     assert callers and all(rel.startswith("runner/judging/") for rel in callers), callers
 
 
 def test_a_candidate_is_timed_in_one_loop():
-    """The judged time is runner/timing.time_pair's interleaved loop; the profile's loop beside it measures
-    the profiler's overhead for the profile view and never makes a judged figure (runner/timing_profile.py)."""
+    """The judged time is runner/measure/timing.time_pair's interleaved loop; the profile's loop beside it measures
+    the profiler's overhead for the profile view and never makes a judged figure (runner/measure/timing_profile.py)."""
     timed = {rel for rel, _, _ in _calls({"perf_counter_ns"})}
-    assert timed == {"runner/timing.py", "runner/timing_profile.py"}, timed
-    assert _defs("time_pair") == ["runner/timing.py"]
+    assert timed == {"runner/measure/timing.py", "runner/measure/timing_profile.py"}, timed
+    assert _defs("time_pair") == ["runner/measure/timing.py"]
     users = {rel for rel, _, _ in _calls({"time_pair"})}
-    assert users and users <= {"runner/judging/judge.py", "runner/judging/exported_run.py", "runner/timing.py"}, users
+    assert users and users <= {"runner/judging/judge.py", "runner/judging/exported_run.py", "runner/measure/timing.py"}, users
 
 
 def test_every_winner_is_chosen_by_the_one_rank():

@@ -1,5 +1,5 @@
 """Signposts that resolve (issue 61): every path of this repository that a product docstring or comment, the
-README or a docs page names exists. A module named with an attribute (``runner/cost_model.MODEL``) resolves
+README or a docs page names exists. A module named with an attribute (``runner/program/cost_model.MODEL``) resolves
 to its module; ``file:line`` and ``page.md#anchor`` to their file (anchors: tests/test_doc_pointers.py).
 Paths of other repositories (jax's own docs and tests) and examples of a user's file names are listed in
 ``ELSEWHERE``: each says why it is not ours."""
@@ -30,7 +30,7 @@ def resolves(ref: str) -> bool:
     if (ROOT / base).exists() or (ROOT / f"{base}.py").exists():
         return True
     folder, _, name = base.rpartition("/")
-    module = name.split(".")[0]  # runner/cost_model.MODEL -> runner/cost_model.py
+    module = name.split(".")[0]  # runner/program/cost_model.MODEL -> runner/program/cost_model.py
     return (ROOT / folder / f"{module}.py").exists() or (ROOT / folder / module).is_dir()
 
 
@@ -56,4 +56,4 @@ def test_every_path_a_docstring_comment_or_page_names_exists():
 
 def test_the_check_sees_a_missing_path():
     assert not resolves("runner/judge.py") and resolves("runner/judging/judge.py")
-    assert resolves("runner/cost_model.MODEL") and resolves("docs/safety.md#anchor") and resolves("runner/tiers.py:12")
+    assert resolves("runner/program/cost_model.MODEL") and resolves("docs/safety.md#anchor") and resolves("runner/tiers.py:12")

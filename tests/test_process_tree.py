@@ -1,5 +1,5 @@
 """A request's child that the worker kills (a cancel, a deadline) ends with everything it started
-(runner/process_tree.py, runner/sandbox.Child.kill).
+(runner/isolation/process_tree.py, runner/isolation/sandbox.Child.kill).
 
 Before: an unconfined child (the user's ``worker.sandbox: off``) was killed alone; the judge's candidate
 process, in a session of its own, kept running the model's code after a cancel.
@@ -54,7 +54,7 @@ def test_a_killed_unconfined_child_ends_the_processes_it_started_in_other_sessio
 
 
 def test_the_descendants_of_a_process_are_found_across_sessions():
-    from pallasite.runner import process_tree
+    from pallasite.runner.isolation import process_tree
 
     outer = subprocess.Popen([sys.executable, "-c",
                               "import subprocess, time; p = subprocess.Popen(['sleep', '60'], start_new_session=True);"

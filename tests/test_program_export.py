@@ -1,4 +1,4 @@
-"""The judge's export of a candidate (runner/program_export.py): one module for the TPU (Mosaic) and
+"""The judge's export of a candidate (runner/program/program_export.py): one module for the TPU (Mosaic) and
 the CPU (jax's HLO interpreter), run by the judge on the CPU. A pattern real kernels use
 must export and run there as it would in jax's own interpret mode."""
 
@@ -12,8 +12,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pallasite.runner.loader import user_module  # noqa: E402
-from pallasite.runner.program_export import export_program  # noqa: E402
-from pallasite.runner.timing_inputs import signature  # noqa: E402
+from pallasite.runner.program.program_export import export_program  # noqa: E402
+from pallasite.runner.measure.timing_inputs import signature  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -39,7 +39,7 @@ def test_an_interpret_mode_call_keeps_jax_s_lowering_after_an_export():
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import tpu as pltpu
 
-    from pallasite.runner.program_export import cpu_lowering
+    from pallasite.runner.program.program_export import cpu_lowering
 
     cpu_lowering()
 

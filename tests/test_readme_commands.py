@@ -188,7 +188,7 @@ def _copy_checkout(dest: Path) -> None:
 def _overlay(top: Path) -> Path:
     """The project venv's packages, less pallasite, pip, pytest (whose script the README calls) and the
     build's tools: what PYTHONPATH shows the fresh venvs. Hard links in a folder named site-packages,
-    so a confined worker's sandbox (runner/sandbox.readable_paths) binds it and finds real files there;
+    so a confined worker's sandbox (runner/isolation/sandbox.readable_paths) binds it and finds real files there;
     made beside the venv's own when this folder is on another file system."""
     site = Path(next(p for p in sys.path if p.endswith("site-packages") and Path(p, "jax").exists()))
     # "__editable__" alone: its finder "__editable___pallasite_0_1_0_finder.py" has no word boundary there, and

@@ -1,5 +1,5 @@
-"""The sandbox model-written code runs in (runner/sandbox.py), attacked directly: each test runs hostile
-code in a sandboxed child the way a confined worker does (forked by a fork server: runner/sandbox_server.py),
+"""The sandbox model-written code runs in (runner/isolation/sandbox.py), attacked directly: each test runs hostile
+code in a sandboxed child the way a confined worker does (forked by a fork server: runner/isolation/sandbox_server.py),
 and checks what it could reach.
 
 Before this sandbox, confined code saw the whole filesystem read-only: it reached a tmux server's
@@ -23,8 +23,8 @@ import pytest
 
 import sandbox_bodies
 from pallasite.engine import spawn
-from pallasite.runner import sandbox
-from pallasite.runner.sandbox_server import ForkServer
+from pallasite.runner.isolation import sandbox
+from pallasite.runner.isolation.sandbox_server import ForkServer
 
 HERE = Path(__file__).parent
 PYTHON = sys.executable  # (a test below points sys.executable elsewhere)
@@ -58,7 +58,7 @@ def run_hostile(code: str, limits: sandbox.Limits | None = None, timeout: float 
 
 def test_the_probe_finds_the_sandbox_holds():
     """(run as the engine runs it: a fresh interpreter, which forks with one thread)"""
-    done = subprocess.run([sys.executable, "-m", "pallasite.runner.sandbox"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "pallasite.runner.isolation.sandbox"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "the sandbox holds", done.stdout + done.stderr
 
 
@@ -79,7 +79,7 @@ for path in [{str(project / '.env')!r}, {str(home / '.ssh')!r}, {str(home / '.co
              "/dev/sda", "/dev/loop0", "/sys/block"]:
     found[path] = os.path.exists(path)
 report["found"] = found
-package = os.path.dirname(os.path.dirname(__import__("pallasite").runner.sandbox.__file__))
+package = os.path.dirname(os.path.dirname(__import__("pallasite").runner.isolation.sandbox.__file__))
 report["package"] = sorted(os.listdir(package))
 """)
     assert outcome.code == 0, outcome
@@ -261,7 +261,7 @@ def test_a_killed_request_leaves_no_process_behind():
 
 def test_no_sandboxed_child_is_a_fork_of_a_process_running_jaxs_threads():
     """Issue 59 item 8: the test run printed 186 "os.fork() was called ... JAX is multithreaded, so this will
-    likely lead to a deadlock" from runner/sandbox.py: its children were forked from the process that asked
+    likely lead to a deadlock" from runner/isolation/sandbox.py: its children were forked from the process that asked
     for them, here this test's, with jax's backend running. They are forked by a fork server with one thread."""
     import warnings
 

@@ -45,7 +45,7 @@ def test_one_core_targets_warn_about_what_only_two_cores_get_wrong(target):
 
 
 def test_one_core_verdict_keeps_errors_the_chip_itself_makes():
-    from pallasite.runner.interpret import one_core_verdict
+    from pallasite.runner.tier3.interpret import one_core_verdict
 
     own = [{"code": "PLS302", "severity": "error", "sentence": "oob", "message": "oob"}]
     two = [{"code": "PLS302", "severity": "error", "sentence": "oob", "message": "oob"},
@@ -56,7 +56,7 @@ def test_one_core_verdict_keeps_errors_the_chip_itself_makes():
 
 
 def test_target_cores_follow_jax_chip_table():
-    from pallasite.runner.interpret import target_cores
+    from pallasite.runner.tier3.interpret import target_cores
 
     assert [target_cores(t) for t in ("v4", "v5p", "v5e", "v6e", None)] == [2, 2, 1, 1, 2]
 
@@ -109,7 +109,7 @@ def test_a_too_large_run_ends_as_a_memory_finding():
 
 
 def test_blocks_hit_names_block_indices():
-    from pallasite.runner.interpret_compare import blocks_hit
+    from pallasite.runner.tier3.interpret_compare import blocks_hit
 
     mask = np.zeros((16, 256), bool)
     mask[8:16, 128:256] = True
@@ -118,7 +118,7 @@ def test_blocks_hit_names_block_indices():
 
 
 def test_compare_separates_nan_fill_from_wrong_numbers():
-    from pallasite.runner.interpret_compare import compare
+    from pallasite.runner.tier3.interpret_compare import compare
 
     ref = np.ones((8, 4), np.float32)
     out = ref.copy()
@@ -138,7 +138,7 @@ def test_shrink_keeps_dims_multiples_of_their_blocks():
     from jax.experimental import pallas as pl
 
     from pallasite.runner.intercept import RecordedCall
-    from pallasite.runner.interpret import shrink_shapes
+    from pallasite.runner.tier3.interpret import shrink_shapes
 
     x = jax.ShapeDtypeStruct((4096, 2048), jnp.float32)
     y = jax.ShapeDtypeStruct((2048, 4096), jnp.float32)
@@ -161,7 +161,7 @@ def test_shrink_shrinks_a_shared_size_in_the_small_input_too():
     from jax.experimental import pallas as pl
 
     from pallasite.runner.intercept import RecordedCall
-    from pallasite.runner.interpret import shrink_shapes
+    from pallasite.runner.tier3.interpret import shrink_shapes
 
     x = jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16)
     y = jax.ShapeDtypeStruct((2048, 512), jnp.bfloat16)

@@ -1,7 +1,7 @@
 """Tier-3 findings (and a wrong out_shape dtype) at the statement behind them, end to end.
 
 Each fixture of tests/data/tier3_places/ is a small real kernel with one mistake; the line where
-the finding belongs carries ``# expect: CODE``. Before runner/interpret_places.py, tier 3 put an
+the finding belongs carries ``# expect: CODE``. Before runner/tier3/interpret_places.py, tier 3 put an
 unwritten output at ``out_specs``, a missing accumulator init at ``scratch_shapes``, an
 out-of-bounds read of a VMEM block at the pallas_call, and an int32 ``out_shape`` either at the
 store the lowering rejected or at the pallas_call; a reference that raised was the kernel's error.
@@ -120,10 +120,10 @@ def test_inputs_no_block_cuts_directly_are_shrunk_by_tracing_and_checked():
 def test_shrinking_keeps_every_block_and_stops_within_the_budget():
     import jax
 
-    from pallasite.runner import interpret
-    from pallasite.runner.interpret_shrink import BUDGET_BYTES, blocks_of, input_bytes, shrink_further
+    from pallasite.runner.tier3 import interpret
+    from pallasite.runner.tier3.interpret_shrink import BUDGET_BYTES, blocks_of, input_bytes, shrink_further
     from pallasite.runner.loader import user_module
-    from pallasite.runner.tasks_runtime import discover
+    from pallasite.runner.tasks.tasks_runtime import discover
 
     path = str(DATA / "transposed_large.py")
     with user_module(path) as module:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import jax.numpy as jnp
 import numpy as np
 
-from pallasite.runner import timing
+from pallasite.runner.measure import timing
 from pallasite.server import timing_format
 
 

@@ -1,5 +1,5 @@
 """Correctness at a size that fits, said as such (issue 34): the ``time`` op without a device
-reduces a JAXBench-layout task through its own ``CONFIG`` (runner/timing_ladder.py) when the
+reduces a JAXBench-layout task through its own ``CONFIG`` (runner/measure/timing_ladder.py) when the
 interpreter's estimated peak or the grid is over budget, keeping block shapes, tiling and two or
 more steps per blocked grid axis; the checks say the size ("seq_len 256 of 512"), and a planted
 wrong kernel of each structure is caught as wrong there. Fixtures: tests/data/timing/ladder/
@@ -18,7 +18,7 @@ pytest.importorskip("jax")
 
 import jax  # noqa: E402
 
-from pallasite.runner import timing, timing_ladder  # noqa: E402
+from pallasite.runner.measure import timing, timing_ladder  # noqa: E402
 from pallasite.runner.judging.judge import judged_time  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "timing" / "ladder"
@@ -144,7 +144,7 @@ def test_fresh_inputs_keep_the_scale_of_the_tasks_own_values():
     itself off by 0.3, so the honest kernel was 'wrong'; fresh values now follow the task's scale."""
     import numpy as np
 
-    from pallasite.runner.timing_inputs import fresh_inputs
+    from pallasite.runner.measure.timing_inputs import fresh_inputs
 
     own = (jax.numpy.full((64, 128), 0.5) + 0.02 * jax.random.normal(jax.random.key(0), (64, 128)),)
     [fresh] = fresh_inputs((jax.ShapeDtypeStruct((64, 128), "float32"),), seed=1, template=own)
@@ -176,7 +176,7 @@ def test_a_reference_with_other_arguments_is_estimated_through_its_own_inputs():
     """Paged attention and megablox got no reference estimate ("the baseline takes other arguments")."""
     import importlib.util
 
-    from pallasite.runner.cost_model import own_inputs
+    from pallasite.runner.program.cost_model import own_inputs
 
     spec = importlib.util.spec_from_file_location("ladder_own_baseline", DATA / "own_inputs" / "baseline.py")
     module = importlib.util.module_from_spec(spec)

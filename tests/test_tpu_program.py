@@ -165,7 +165,7 @@ def _config_of(text: str) -> str:
     from jaxlib.mlir import ir
     from jaxlib.mlir.passmanager import PassManager
 
-    from pallasite.runner import mosaic_ir
+    from pallasite.runner.program import mosaic_ir
 
     with mosaic_ir.mosaic_context(), ir.Location.unknown():
         module = ir.Module.parse(text)

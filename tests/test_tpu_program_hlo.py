@@ -1,7 +1,7 @@
 """The executor of TPU programs (runner/tpu_program/hlo_exec.py): a module's TPU program run on the CPU,
 its XLA ops by the op table, its Mosaic kernels handed to ``run_call``.
 
-Modules are exported by runner/program_export.export_program for ``platforms=("tpu",)`` (and for
+Modules are exported by runner/program/program_export.export_program for ``platforms=("tpu",)`` (and for
 ("tpu", "cpu") where the test is about the branches) from plain jax functions and from the Pallas kernels
 in tests/data/tpu_program/kernels.py; results are compared with the same function run by jax on the CPU
 (exact for integers and booleans, a tolerance for floats). The stand-in for the Mosaic interpreter runs the
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from pallasite.runner.program_export import export_program
+from pallasite.runner.program.program_export import export_program
 from pallasite.runner.tpu_program import hlo_exec
 from pallasite.runner.tpu_program.hlo_exec import (KernelResultError, ShapeAssertion, Unsupported, op_table,
                                                    tpu_program)

@@ -56,7 +56,7 @@ def test_a_candidate_that_divides_its_own_estimates_is_tuned_to_the_honest_figur
     assert forging.best == first.best and dict(first.best)["block_rows"] != 8  # the default is not the fastest
     ranked = [o for o in forging.outcomes if o.verdict.timing is not None]
     assert ranked and all(o.verdict.judged_by.value == "the judge" for o in ranked)
-    from pallasite.runner import module_cost, program_price
+    from pallasite.runner.program import module_cost, program_price
 
     # the candidate's module-level code never ran in the judge's process (this one)
     assert program_price.price_program.__name__ == "price_program" and module_cost.price_exported.__name__ == "price_exported"

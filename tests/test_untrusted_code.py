@@ -363,7 +363,7 @@ def workload(x, y):
 
 
 def _cgroups() -> bool:
-    from pallasite.runner.sandbox_cgroup import MemoryCgroup
+    from pallasite.runner.isolation.sandbox_cgroup import MemoryCgroup
 
     group = MemoryCgroup.create(f"pallasite-probe-{os.getpid()}", 64, 16)
     if group is None:

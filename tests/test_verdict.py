@@ -89,7 +89,7 @@ def test_a_candidate_verified_only_at_a_reduced_size_ranks_below_one_verified_at
 
 
 def test_the_verdicts_cost_model_name_is_the_one_the_cost_model_reports():
-    from pallasite.runner import cost_model
+    from pallasite.runner.program import cost_model
 
     assert COST_MODEL == cost_model.MODEL
 

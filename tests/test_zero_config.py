@@ -1,4 +1,4 @@
-"""Zero-configuration shapes (analysis/inferred_inputs.py + runner/tasks_inferred.py): a kernel
+"""Zero-configuration shapes (analysis/inferred_inputs.py + runner/tasks/tasks_inferred.py): a kernel
 file with no example_inputs() gets tiers 1-2 at the shapes its own code makes, and each inferred
 task names the line they came from. Fixtures in tests/data/zero_config/ are real Pallas files.
 """

@@ -343,7 +343,7 @@ class InferredInput:
 @dataclass(frozen=True)
 class InferredCall:
     """A task read from the file's own call at ``line`` (``analysis/inferred_inputs.py``): check ``entry``
-    at these arguments when the file states no task (``runner/tasks_inferred.py``)."""
+    at these arguments when the file states no task (``runner/tasks/tasks_inferred.py``)."""
 
     entry: str
     line: int
@@ -355,7 +355,7 @@ class InferredCall:
 class CallerRef:
     """A file of the workspace that calls the checked file (``analysis/callers.py``): run it, and the
     ``tests`` it holds, when the file states no task and its own code gives no shapes
-    (``runner/tasks_callers.py``). ``alias``: the dotted name it imports the checked file by."""
+    (``runner/tasks/tasks_callers.py``). ``alias``: the dotted name it imports the checked file by."""
 
     path: str
     shown: str
@@ -487,7 +487,7 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class TimeParams:
-    """Time a candidate against its reference (runner/timing.py; docs/worker-protocol.md, "time and
+    """Time a candidate against its reference (runner/measure/timing.py; docs/worker-protocol.md, "time and
     profile"). ``reference``: a separate reference file (JAXBench ``baseline.py``), whose
     ``reference``/``workload``/``computation`` (or ``reference_entry``) is the reference; without
     it, the task's own. ``config``: tunable name -> int, passed to the entry as keywords."""
@@ -506,7 +506,7 @@ class TimeParams:
     seed: int | None = None  # None: fresh random inputs from a new seed
     extra_shape: bool = True  # also check at a second shape when the task allows one
     max_speedup: float = 20.0  # above it a speedup is flagged for a second look
-    shrink: bool = False  # without a device: check at reduced shapes (runner/timing_shrink.py)
+    shrink: bool = False  # without a device: check at reduced shapes (runner/measure/timing_shrink.py)
     judge: str = "auto"  # (kept for older clients: every judged request runs the exported program)
     # the judge prices the candidate's exported module for this chip (runner/judging/priced.py), and the
     # reference by the same model when ``reference_estimate``; ``checks`` False: the estimate only
@@ -613,7 +613,7 @@ def time_result_from_plain(result: dict[str, Any]) -> TimeResult:
 @dataclass(frozen=True)
 class EstimateParams:
     """Trace the task's entry under each configuration and run the cost model for ``chip``
-    (runner/cost_model.py): nothing is compiled, nothing runs on a device. ``kinds`` says how each
+    (runner/program/cost_model.py): nothing is compiled, nothing runs on a device. ``kinds`` says how each
     tunable reaches the code: "keyword" (an entry keyword), "constant" (a module constant),
     "tuned_params" (an entry of TUNED_PARAMS). ``reference``: estimate the task's reference by
     the same model (XLA's own cost analysis rides along); ``probe``: measure the chip's scoped-VMEM limit with libtpu when not cached."""
@@ -660,7 +660,7 @@ class EstimateResult:
 @dataclass(frozen=True)
 class LocateParams:
     """After tier 3 found an entry's outputs wrong, NaN or unwritten: find the statement that makes them so
-    (runner/locate_step.py). Small mechanical edits of the statements that reach the failing pallas_call are
+    (runner/tier3/locate_step.py). Small mechanical edits of the statements that reach the failing pallas_call are
     each run through tier 3 at its reduced size, in this worker, until ``budget_s`` is spent; an edit that
     makes the outputs match is verified on ``fresh_sets`` fresh input sets."""
 
@@ -683,7 +683,7 @@ class SourceEdit:
     new_text: str
     old_text: str
     what: str  # the change in words: "`rows > cols` -> `rows >= cols`"
-    kind: str = ""  # runner/locate_edits.py's family: comparison, program-id-axis, when, cdiv, ...
+    kind: str = ""  # runner/tier3/locate_edits.py's family: comparison, program-id-axis, when, cdiv, ...
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from ..types import Finding, KernelSite, Related, Span
 from .context import RuleContext, finding, python_tree, replace, tpu_sites
 
 # Chips whose device shares a kernel's "parallel" axes between two TensorCores (megacore): jax's
-# ChipVersion.supports_megacore, which the tier-3 interpreter reads (runner/interpret.py's
+# ChipVersion.supports_megacore, which the tier-3 interpreter reads (runner/tier3/interpret.py's
 # target_cores; tests/test_megacore_rule.py pins the two together).
 MEGACORE = ("v4", "v5p")
 

@@ -9,7 +9,7 @@ started waits outside and ends it) and says how on STATUS_FD. Its first frame na
 - ``export``: load the candidate's file, then, for each ``{"op": "export", "signature": ..., "config":
   ..., "device_kind": ...}`` the judge sends, trace the task's entry at that signature (symbolic dims
   where the judge asks: the program cannot tell which sizes will be run) and send the serialized module,
-  lowered for the TPU alone (runner/program_export.py): the program a TPU would run is the only one the
+  lowered for the TPU alone (runner/program/program_export.py): the program a TPU would run is the only one the
   judge receives; ``{"op": "refused", "why": ...}`` when the program does not export there.
   Nothing else it could send is read: the judge takes the bytes, checks them in a throwaway process and
   computes every figure itself (runner/judging/judge.py).
@@ -48,9 +48,9 @@ def _exports(sock: socket.socket, params: dict[str, Any]) -> None:
     import jax
     import numpy as np
 
-    from .. import timing
-    from .. import timing_inputs as inputs_mod
-    from ..program_export import export_program
+    from ..measure import timing
+    from ..measure import timing_inputs as inputs_mod
+    from ..program.program_export import export_program
 
     try:
         prep_context, prep = _loaded(params)
@@ -97,7 +97,7 @@ def _loaded(params: dict[str, Any]) -> tuple[Any, Any]:
     optimize's compile phase 5 minutes before the check's own import said where)."""
     import traceback
 
-    from .. import timing
+    from ..measure import timing
     from ..script_mode import deadline
 
     path = os.path.abspath(str(params.get("path", "")))
@@ -116,7 +116,7 @@ def _why_not(exc: BaseException, flat: Any, signature: Any) -> str:
     """Why the program did not export, in the judge's words where they apply (host callbacks, effects)."""
     import jax
 
-    from ..program_export import structs
+    from ..program.program_export import structs
 
     why = refusal_for(exc)
     if why is None:
@@ -146,7 +146,8 @@ def _calls_back(jaxpr: Any) -> bool:
 def _answer(sock: socket.socket, prep: Any, header: dict[str, Any]) -> None:
     """A reduced CONFIG size by pallasite's own rules on this program (``propose``): the judge checks the
     values, makes the inputs and maps them onto the candidate itself (runner/judging/sizes.py)."""
-    from .. import memory_guard, timing, timing_ladder
+    from .. import memory_guard
+    from ..measure import timing, timing_ladder
 
     try:
         knobs = header.get("knobs") or {}
@@ -189,7 +190,8 @@ def check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> No
 
     import numpy as np
 
-    from .. import checks, interpret_guard
+    from .. import checks
+    from ..tier3 import interpret_guard
     from .. import tiers as tiers_mod
 
     _cpu_only()
@@ -266,7 +268,7 @@ def _export_one(module: Any, task: Any, treedef: Any, config: dict[str, Any], ki
     import jax
 
     from .. import tune_ops
-    from ..program_export import export_program
+    from ..program.program_export import export_program
 
     try:
         if len(signature) != treedef.num_leaves:

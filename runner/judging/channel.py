@@ -55,8 +55,8 @@ class _Started:
 
 def receive(sock: socket.socket) -> tuple[dict[str, Any], list[Any]]:
     """A frame from the candidate; the interpret-mode calls it saw are recorded here, so the worker
-    refuses them as if this process had seen them (runner/interpret_guard.py)."""
-    from .. import interpret_guard
+    refuses them as if this process had seen them (runner/tier3/interpret_guard.py)."""
+    from ..tier3 import interpret_guard
 
     header, arrays = recv_frame(sock)
     interpret_guard.add_recorded(header.pop("interpret", None))
@@ -67,7 +67,7 @@ def end(sock: socket.socket, pid: int) -> Isolation:
     """Close the channel and end the candidate's side, whatever it is doing; returns only when all of it is
     gone (see the module docstring). A second call returns what the first found. In a confined worker, a
     candidate that was not nested raises ``NotIsolated`` once it is ended."""
-    from .. import process_tree
+    from ..isolation import process_tree
     from . import CONFINED
 
     with contextlib.suppress(OSError):

@@ -9,13 +9,13 @@ tune``) or model-written (optimize's autotune phase):
    interpreter holding one socket (runner/judging/channel.spawn, kind "configs"). That process loads the
    file and, once the judge names the signature, exports its entry once per configuration with the file's
    tunables applied as the ``estimate`` op applies them (runner/tune_ops._applied: keywords, module
-   constants, TUNED_PARAMS entries), lowered for the chip's TPU (runner/program_export.py), and sends the
+   constants, TUNED_PARAMS entries), lowered for the chip's TPU (runner/program/program_export.py), and sends the
    bytes, or why it would not export. Nothing else it sends is read.
 2. The judge loads the trusted side while that process works: the user's own file (``params.trusted``;
    for the user's own file in an unconfined worker, the file itself): its task, the inputs the modules
    are exported at (the signature is the judge's; integer inputs made for real, so scalar-prefetch index
    maps see the task's values), and, when asked, the reference by the same cost model.
-3. Each module is verified and priced in the throwaway process (runner/module_cost.price_exported, the
+3. Each module is verified and priced in the throwaway process (runner/program/module_cost.price_exported, the
    model ``time`` prices a candidate by): a process that never ran the file's code, so module-level code
    that wraps the cost model, in the file's process or in this one, changes no configuration's figure. A
    module that crashes the verifier, or does not export, is that configuration's "no estimate: <why>".
@@ -38,7 +38,7 @@ from .judge import JUDGE
 
 def _failed(config: dict[str, Any], chip: Any, why: str) -> Any:
     from ...analysis.types import CostEstimate
-    from ..cost_model import ASSUMPTIONS, MODEL
+    from ..program.cost_model import ASSUMPTIONS, MODEL
 
     return CostEstimate(chip=chip.name, config=tuple(sorted(config.items())), status="trace_error",
                         error=f"no estimate: {why}"[:2000], assumptions=ASSUMPTIONS, model=MODEL)
@@ -126,7 +126,7 @@ def _signature(args: tuple[Any, ...]) -> tuple[list[list[Any]], list[Any]]:
     import jax
     import numpy as np
 
-    from .. import timing_inputs as inputs_mod
+    from ..measure import timing_inputs as inputs_mod
 
     leaves = jax.tree.leaves(args)
     values = [None if isinstance(a, jax.ShapeDtypeStruct) else np.asarray(a) for a in leaves]

@@ -1,11 +1,11 @@
 """The one comparison of a candidate's program with the trusted reference, run by the judge.
 
 ``correct(programs, prep, sizes, seed, checks, say)`` returns the rejections the candidate earns:
-two sets of fresh inputs at the checked size (runner/timing_inputs.fresh_inputs: floats drawn at the
+two sets of fresh inputs at the checked size (runner/measure/timing_inputs.fresh_inputs: floats drawn at the
 task's scale, integers permuted from the task's own), the example's own answer returned on fresh inputs
 (``precomputed_result``), the first set's answer returned on the second (``cached_result``), an input
 returned unchanged, a degenerate comparison, and a second size (``shape_specialised``). The comparison
-itself is runner/timing_guards.compare_outputs, with the task's tolerance. ``programs`` maps "main" and
+itself is runner/measure/timing_guards.compare_outputs, with the task's tolerance. ``programs`` maps "main" and
 "extra" to the candidate's exported programs (or rejections). Every input is the judge's: the candidate's
 process never says which inputs or arguments are used.
 
@@ -25,8 +25,8 @@ class NotVerified(Exception):
 
 def _template(prep: Any, config: dict[str, int] | None, shapes: Any) -> Any:
     """The trusted side's own inputs at this size (its integers: masks, page tables, lengths), or None."""
-    from .. import timing_inputs as inputs_mod
-    from .. import timing_ladder
+    from ..measure import timing_inputs as inputs_mod
+    from ..measure import timing_ladder
 
     if config:
         with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
@@ -37,11 +37,11 @@ def _template(prep: Any, config: dict[str, int] | None, shapes: Any) -> Any:
 
 def _one_set(program: Any, prep: Any, args: Any, config: dict[str, int] | None,
              reference: Callable[[], Any]) -> dict[str, Any]:
-    from .. import timing
-    from .. import timing_guards as guards
-    from .. import timing_inputs as inputs_mod
-    from .. import timing_ladder
-    from ..interpret_compare import tolerance_for
+    from ..measure import timing
+    from ..measure import timing_guards as guards
+    from ..measure import timing_inputs as inputs_mod
+    from ..measure import timing_ladder
+    from ..tier3.interpret_compare import tolerance_for
 
     try:
         with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
@@ -78,7 +78,7 @@ def _one_set(program: Any, prep: Any, args: Any, config: dict[str, int] | None,
 
 def _drawn(program: Any, prep: Any, shapes: Any, config: dict[str, int] | None, seed: int,
            template: Any) -> tuple[dict[str, Any], Any]:
-    from .. import timing_inputs as inputs_mod
+    from ..measure import timing_inputs as inputs_mod
 
     args = inputs_mod.fresh_inputs(shapes, seed, template)
     return _one_set(program, prep, args, config, lambda: jax.jit(prep.reference)(*args)), template
@@ -87,7 +87,7 @@ def _drawn(program: Any, prep: Any, shapes: Any, config: dict[str, int] | None, 
 def correct(programs: dict[str, Any], prep: Any, sizes: Any, seed: int, checks: dict[str, Any],
             say: Callable[[str], None]) -> list[dict[str, Any]]:
     """The rejections (see the module docstring); ``checks`` records what was checked."""
-    from .. import timing_guards as guards
+    from ..measure import timing_guards as guards
     from .program import Program
 
     main = programs["main"]
@@ -130,7 +130,7 @@ def correct(programs: dict[str, Any], prep: Any, sizes: Any, seed: int, checks: 
         return []
     say(f"checking a second shape ({sizes.extra_how})")
     third, _ = _drawn(extra, prep, sizes.extra, sizes.extra_config, seed + 2, made)
-    from .. import timing_inputs as inputs_mod
+    from ..measure import timing_inputs as inputs_mod
 
     checks["extra_shape"] = {"checked": True, "how": sizes.extra_how, "inputs": inputs_mod.signature(sizes.extra)}
     if third.get("reference_failed"):
@@ -152,9 +152,9 @@ def at_task_size(programs: dict[str, Any], prep: Any, sizes: Any, seed: int, che
     at the task's size without running it (a program exported per size). Such a program is run once more at
     the task's own size where that fits the check's memory and time; else the verdict says it was verified at
     the reduced sizes only, and why (``checks["size_dependent"]``)."""
-    from .. import timing_guards as guards
-    from .. import timing_inputs as inputs_mod
-    from .. import timing_ladder
+    from ..measure import timing_guards as guards
+    from ..measure import timing_inputs as inputs_mod
+    from ..measure import timing_ladder
     from .program import Program
 
     main, full = programs["main"], programs.get("full")
@@ -197,8 +197,8 @@ def _not_an_instance(prep: Any, full: Any, shapes: Any, config: dict[str, int] |
 
 
 def _expected_at(prep: Any, args: Any, config: dict[str, int] | None) -> Any:
-    from .. import timing_inputs as inputs_mod
-    from .. import timing_ladder
+    from ..measure import timing_inputs as inputs_mod
+    from ..measure import timing_ladder
 
     with inputs_mod.config_scaled(timing_ladder.spaces_of(prep), config):
         return jax.jit(prep.reference)(*args)

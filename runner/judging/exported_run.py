@@ -33,7 +33,7 @@ def on_accelerator() -> bool:
 def refused_profile(params: dict[str, Any]) -> dict[str, Any]:
     """The ``profile`` op for model-written code on a device: refused (it would run the candidate's Python
     in the process that holds the chip); ``time`` judges it from its exported program."""
-    from .. import timing
+    from ..measure import timing
 
     result = timing._failed(params, "not profiled: model-written code is not run in the process that holds the "
                                     "device; time it instead (the judge runs its exported program)")
@@ -56,7 +56,7 @@ def export_all(sock: Any, sizes: Any, prep: Any, want_full: bool) -> dict[str, A
     """{"main" | "extra" | "full": (bytes or None, signature, config, why, concrete)}: one symbolic module for
     all of them where the program exports so, else one module per size, each for the TPU at the judge's
     signature."""
-    from .. import timing_inputs as inputs_mod
+    from ..measure import timing_inputs as inputs_mod
     from .sizes import symbolic
 
     kind = _tpu_kind(prep)
@@ -102,7 +102,7 @@ def _program(verifier: Any, entry: tuple[Any, ...], on_tpu: bool, cache: dict[by
     """The module of one size, verified in the throwaway process, then deserialized here; or a rejection."""
     import jax
 
-    from .. import timing_guards as guards
+    from ..measure import timing_guards as guards
 
     blob, signature, _, why, concrete = entry
     if blob is None:
@@ -125,9 +125,9 @@ MIN_OUTSIDE_FLOPS = 1 << 14  # (a few XLA ops around a kernel are no reason to r
 
 
 def _module_rejections(program: Program) -> list[dict[str, Any]]:
-    """What the TPU program itself says (runner/module_facts.py, read in the throwaway verifier): a Mosaic
+    """What the TPU program itself says (runner/program/module_facts.py, read in the throwaway verifier): a Mosaic
     kernel in it, every output computed from a kernel's result, and the work done in the kernels."""
-    from .. import timing_guards as guards
+    from ..measure import timing_guards as guards
 
     facts = program.facts
     if not facts.get("kernels") or not program.kernels():
@@ -154,7 +154,7 @@ def judged_module(modules: dict[str, Any], programs: dict[str, Any], prep: Any, 
     program that was tested and priced."""
     import base64
 
-    from .. import timing_inputs as inputs_mod
+    from ..measure import timing_inputs as inputs_mod
 
     name = "full" if isinstance(programs.get("full"), Program) else "main"
     program, entry = programs.get(name), modules.get(name)
@@ -187,7 +187,7 @@ def donates(text: str | None) -> str | None:
 def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[[str], None], prep: Any,
                   sizes: Any, modules: dict[str, Any], verifier: Any) -> dict[str, Any]:
     """Verify, check, compare and (when asked) time the candidate's modules into ``result``."""
-    from .. import timing_inputs as inputs_mod
+    from ..measure import timing_inputs as inputs_mod
     from .correct import NotVerified, correct
 
     cache: dict[tuple[bytes, str], Any] = {}
@@ -220,7 +220,7 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
                 f"{'; '.join(main.facts['unsupported'][:3])}, which the judge's interpreter does not cover"}
     donated = donates(params.get("text"))
     if donated and not result["rejections"]:
-        from .. import timing_guards as guards
+        from ..measure import timing_guards as guards
 
         result["rejections"] = [guards.reject("input_mutation", f"the candidate's entry donates its inputs ({donated}): "
                                               "its caller's arrays would be deleted by the call")]
@@ -257,12 +257,12 @@ def _timed(params: dict[str, Any], result: dict[str, Any], prep: Any, sizes: Any
     import jax
 
     from ...analysis.types import to_json
-    from .. import timing
-    from .. import timing_guards as guards
-    from .. import timing_inputs as inputs_mod
-    from ..interpret_compare import tolerance_for
+    from ..measure import timing
+    from ..measure import timing_guards as guards
+    from ..measure import timing_inputs as inputs_mod
+    from ..tier3.interpret_compare import tolerance_for
 
-    from .. import timing_ladder
+    from ..measure import timing_ladder
     from .correct import _template
 
     runs, warmup = max(1, int(params.get("runs", 20))), max(1, int(params.get("warmup", 2)))

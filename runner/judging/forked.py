@@ -2,7 +2,7 @@
 as fresh interpreters (issue 56: judging one candidate cost ~7 s, ~2 s of it each interpreter's `import jax`).
 
 A judged request's process is, at its very start, a clean pre-imported interpreter: forked from the sandbox's
-one-thread fork server (runner/sandbox_server.py), jax and pallasite's runner imported, no backend started, no
+one-thread fork server (runner/isolation/sandbox_server.py), jax and pallasite's runner imported, no backend started, no
 thread, and nothing of the judge's yet (no trusted side loaded, no seed, no secret, no verifier socket). Forked
 there, before anything of the judge exists, a child is what a fresh interpreter would be, ~2 s sooner:
 

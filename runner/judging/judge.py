@@ -61,7 +61,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
     """The ``time`` op (see the module docstring). Call before this process starts a jax backend. ``judging``
     is told the candidate's file name once its process is gone and the judge runs its program (a crash from
     then on is the program's: the client says so, engine/client.py)."""
-    from .. import timing
+    from ..measure import timing
     from .throwaway import Throwaway
 
     say = timing._say(progress)
@@ -145,7 +145,7 @@ def _base(params: dict[str, Any], prep: Any) -> dict[str, Any]:
 
 def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], None], prep: Any, verifier: Any,
            record: dict[str, Any], judging: Callable[[str], Any] | None = None) -> dict[str, Any]:
-    from .. import timing
+    from ..measure import timing
     from . import exported_run as run
     from .sizes import from_proposal, judge_sizes, ladder_knobs, mapped, not_same_arguments
 

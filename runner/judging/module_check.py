@@ -112,10 +112,10 @@ def verified(blob: bytes, named: list[list[Any]], concrete: list[list[Any]] | No
 
 
 def program_facts(exported: Any, named: list[list[Any]]) -> dict[str, Any]:
-    """What the judge checks in the TPU program itself (runner/module_facts.py), as plain data: kernel names,
+    """What the judge checks in the TPU program itself (runner/program/module_facts.py), as plain data: kernel names,
     whether each output depends on a kernel, where the work is, and what of it the judge's interpreter cannot
     run (``unsupported``, runner/tpu_program/: planned here, where a crash ends only this process)."""
-    from ..module_facts import module_facts
+    from ..program.module_facts import module_facts
 
     facts = module_facts(exported, named)
     if facts.error:

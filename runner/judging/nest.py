@@ -26,7 +26,7 @@ mount): the process ends (it can start no thread once it asked for a PID namespa
 another without nesting. Either way the judge decides (a confined worker refuses; the user's own file is
 judged with a process-group kill and a note: runner/judging/channel.py).
 
-``probe()``: whether it works here (the sandbox's own probe runs it: runner/sandbox.verify).
+``probe()``: whether it works here (the sandbox's own probe runs it: runner/isolation/sandbox.verify).
 
 Worker side, standard library only (it runs before anything else in the candidate's process).
 """

@@ -2,11 +2,11 @@
 candidate never prices itself), and of the trusted reference, by the same model.
 
 ``estimate(params, prep, sizes, modules, verifier)`` prices the module the candidate exported at the
-task's full size (runner/module_cost.price_exported: the TPU program's Mosaic kernels from their own
+task's full size (runner/program/module_cost.price_exported: the TPU program's Mosaic kernels from their own
 Mosaic IR - grid, blocks, index maps, body - and its plain XLA ops), with the task's own integer
 inputs at that size as the values (scalar-prefetch index maps, dynamic grids and data-dependent loops
 read them; the floats are never made), and, when asked, the
-reference (runner/cost_model.estimate_reference: XLA's compiled module for the chip). Returns the
+reference (runner/program/cost_model.estimate_reference: XLA's compiled module for the chip). Returns the
 ``estimate`` field of the ``time`` result: {"candidate": CostEstimate (JSON), "reference": dict|None,
 "chip": ChipSpec (JSON)}; a side that cannot be priced says why.
 
@@ -26,7 +26,7 @@ def _chip(name: str) -> Any:
 
 def _reference(prep: Any, sizes: Any, chip: Any) -> dict[str, Any]:
     from .. import tune_ops
-    from ..cost_model import estimate_reference
+    from ..program.cost_model import estimate_reference
 
     try:
         args = tune_ops._inputs(prep.task)
@@ -38,7 +38,7 @@ def _reference(prep: Any, sizes: Any, chip: Any) -> dict[str, Any]:
 def _price(blob: bytes | None, signature: Any, concrete: Any, chip: Any, why: str,
            values: Any = None) -> dict[str, Any]:
     from ...analysis.types import CostEstimate, to_json
-    from ..cost_model import ASSUMPTIONS, MODEL
+    from ..program.cost_model import ASSUMPTIONS, MODEL
 
     def no(reason: str) -> dict[str, Any]:
         return to_json(CostEstimate(chip=chip.name, config=(), status="trace_error", error=f"no estimate: {reason}",
@@ -47,9 +47,9 @@ def _price(blob: bytes | None, signature: Any, concrete: Any, chip: Any, why: st
     if blob is None:
         return no(f"the candidate's program does not export at the task's size: {why}")
     try:
-        from ..module_cost import price_exported
+        from ..program.module_cost import price_exported
     except ImportError:
-        return no("this worker has no pricer of exported programs (runner/module_cost.py)")
+        return no("this worker has no pricer of exported programs (runner/program/module_cost.py)")
     try:
         return to_json(price_exported(blob, chip, concrete, values=values))
     except Exception as exc:  # noqa: BLE001 - the pricer's failure is data (it should return one)

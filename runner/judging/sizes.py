@@ -4,7 +4,7 @@
 correctness checks run at (the full one on a device; on the CPU, where every run is jax's HLO
 interpreter, a reduced one when the task is large), and a second size (the shape check). They come
 from the trusted side (``judge_sizes``): the user's original kernel's block structure
-(runner/timing_shrink.py: two blocks per tiled dim) or the task's CONFIG ladder (runner/timing_ladder.py),
+(runner/measure/timing_shrink.py: two blocks per tiled dim) or the task's CONFIG ladder (runner/measure/timing_ladder.py),
 traced in the judge's process, which may run the user's own file. A trusted side with no kernel of its
 own (JAXBench's baseline.py, a MaxKernel reference) has no block structure to read: then the candidate's
 process proposes a reduced CONFIG size by the same rules on its own program, and the judge takes only
@@ -29,7 +29,7 @@ from typing import Any
 
 import jax
 
-from .. import timing_inputs as inputs_mod
+from ..measure import timing_inputs as inputs_mod
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Sizes:
 
 def has_kernel(prep: Any, shapes: tuple[Any, ...]) -> bool:
     """Whether the trusted side's own entry launches a pallas_call (a block structure to read)."""
-    from ..interpret import _namespaces, probe_calls
+    from ..tier3.interpret import _namespaces, probe_calls
 
     try:
         fn = prep.probe()
@@ -72,7 +72,7 @@ def judge_sizes(prep: Any, reduce: bool) -> Sizes | str | None:
     """Sizes from the trusted side (``prep``: its task, reference and entry); ``reduce``: the checks run
     in the CPU's interpreter. None: the trusted side has no kernel and the task is too large to run
     whole (ask the candidate's process for a proposal); a string: it cannot be checked here, and why."""
-    from .. import timing, timing_shrink
+    from ..measure import timing, timing_shrink
 
     full = prep.task.abstract_args()
     extra, how, scaled = _extra(prep)
@@ -122,7 +122,7 @@ def not_same_arguments(what: str) -> str:
 
 
 def _at_config(prep: Any, full: tuple[Any, ...], sized: Any) -> Sizes:
-    from .. import timing_ladder
+    from ..measure import timing_ladder
 
     second = sized.second
     extra = None
@@ -142,9 +142,10 @@ JUDGED_SHARE = 2
 
 
 def ladder_knobs() -> dict[str, int]:
-    """The judge's budget for a reduced size (runner/timing_ladder.py), sent with its request for a proposal:
+    """The judge's budget for a reduced size (runner/measure/timing_ladder.py), sent with its request for a proposal:
     the candidate's process sizes by the judge's numbers, not its own."""
-    from .. import memory_guard, timing_ladder
+    from .. import memory_guard
+    from ..measure import timing_ladder
 
     return {"TARGET_BYTES": timing_ladder.TARGET_BYTES, "MAX_STEPS": timing_ladder.MAX_STEPS,
             "DEFAULT_BUDGET": timing_ladder.DEFAULT_BUDGET, "LIMIT_MB": memory_guard.LIMIT_MB,
@@ -171,7 +172,7 @@ def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
             return not_same_arguments(f"its CONFIG names {key!r}, which the task's file does not state")
         if not (isinstance(config[key], int) and isinstance(value, int) and 1 <= value <= config[key]):
             return f"a proposed reduced size {key}={value!r} is not a CONFIG size of the task's own file to reduce"
-    from .. import timing_ladder
+    from ..measure import timing_ladder
 
     spaces = timing_ladder.spaces_of(prep)
     with inputs_mod.config_scaled(spaces, scaled):
@@ -187,11 +188,11 @@ def from_proposal(prep: Any, proposal: dict[str, Any]) -> Sizes | str:
 
 def _second_size(prep: Any, trusted: dict[str, int], config: dict[str, Any],
                  spaces: tuple[Any, ...]) -> tuple[dict[str, int], tuple[Any, ...] | None]:
-    """The judge's second size, as the ladder picks one (runner/timing_ladder.py ``_with_second``): one
+    """The judge's second size, as the ladder picks one (runner/measure/timing_ladder.py ``_with_second``): one
     reduced value doubled back, the smallest first, where the trusted reference's interpreter peak at
     those shapes fits the check's budget (doubling every value at once gave JAXBench 8p's GEMM a second
     size of bfloat16[4096, 28672] and the worker went over 4096 MiB). ({}, None) when none fits."""
-    from .. import timing_ladder
+    from ..measure import timing_ladder
 
     budget = timing_ladder.budget_bytes()
     for key in sorted(trusted, key=lambda k: trusted[k]):
@@ -263,7 +264,7 @@ def _moving(sizes: Sizes, places: list[tuple[int, int]], full: bool) -> Sizes:
             out.append(jax.ShapeDtypeStruct(tuple(shape), leaf.dtype))
         return jax.tree.unflatten(tree, out)
 
-    from ..interpret import describe_shapes
+    from ..tier3.interpret import describe_shapes
 
     extra = moved(sizes.extra)
     how = (f"{describe_shapes(extra)} (the task's second shape, {sizes.extra_how}, with only the dims the program "

@@ -10,7 +10,7 @@ forks a child that deserializes the bytes, checks them (runner/judging/module_ch
 inputs, custom calls from a short list with their result types, effects), reads what the judge needs from
 them (``facts``, the TPU program planned by the judge's interpreter included), or prices them for a chip
 by the cost model (``price``:
-runner/module_cost.price_exported, out of reach of any process that ran the candidate's or the user's
+runner/program/module_cost.price_exported, out of reach of any process that ran the candidate's or the user's
 code). It answers with the facts (and the estimate), or with why the module is refused;
 a child that dies answers nothing, and the judge says "the candidate's module crashed the verifier"
 (with the signal) and goes on; one that takes longer than ``MODULE_S`` is killed and said so. The judge
@@ -82,7 +82,7 @@ def _recv(sock: socket.socket, limit: int = MAX_MODULE) -> bytes | None:
 def _priced(exported: Any, request: dict[str, Any], values: list[Any] | None) -> dict[str, Any]:
     """The verified module priced by the cost model for the request's chip (``price_exported`` never raises)."""
     from ...analysis.types import ChipSpec, from_json, to_json
-    from ..module_cost import price_exported
+    from ..program.module_cost import price_exported
 
     price = request["price"]
     config = tuple((str(k), v) for k, v in price.get("config") or ())
@@ -290,8 +290,8 @@ def _imported() -> None:
     from jax._src.lib.mlir.dialects import hlo, mhlo  # noqa: F401 - loaded lazily by jax otherwise
     from jaxlib.mlir.dialects import func, stablehlo  # noqa: F401
 
-    from .. import kernel_cost, module_cost, module_facts, module_read, module_values, module_xla  # noqa: F401
-    from .. import program_export  # noqa: F401
+    from ..program import kernel_cost, module_cost, module_facts, module_read, module_values, module_xla  # noqa: F401
+    from ..program import program_export  # noqa: F401
     from ..tpu_program import hlo_exec  # noqa: F401
     from . import module_check  # noqa: F401
 

@@ -16,7 +16,8 @@ from typing import Any, Callable
 def trusted(params: dict[str, Any], stack: contextlib.ExitStack) -> tuple[Any, Callable[..., Any], Any]:
     """(the task of the trusted file, its reference, its module), loaded before the candidate side runs:
     the request's ``trusted`` file (the user's own), else its ``reference`` file (JAXBench's baseline.py)."""
-    from .. import maxkernel, tasks_runtime, timing
+    from ..tasks import maxkernel, tasks_runtime
+    from ..measure import timing
     from ..loader import user_module
 
     kind = "trusted" if params.get("trusted_path") else "reference" if params.get("reference_path") else ""
@@ -46,8 +47,8 @@ def trusted_prep(params: dict[str, Any], stack: contextlib.ExitStack) -> Any:
     task's reference file."""
     import jax
 
-    from .. import timing
-    from ..timing_inputs import with_static_inputs
+    from ..measure import timing
+    from ..measure.timing_inputs import with_static_inputs
     from . import ACTIVE
 
     own = params.get("trusted_path") or (None if ACTIVE or params.get("reference_path") else params.get("path"))

@@ -1,7 +1,7 @@
 """The TPU program a module carries, executed on a CPU: the judge runs these bytes (issue 56).
 
 A ``pallas_call`` lowered for the TPU is a ``tpu_custom_call`` whose backend config holds the kernel's
-Mosaic MLIR (runner/mosaic_ir.py decodes it). This package runs that program as a TPU would, over
+Mosaic MLIR (runner/program/mosaic_ir.py decodes it). This package runs that program as a TPU would, over
 numpy buffers, so what the judge tests is what the cost model priced and what a chip would run:
 
 - ``mosaic_grid``: one tpu_custom_call (``run_call``, the seam the XLA-op executor calls): the grid

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..mlir_tree import Op, source_line
+from ..program.mlir_tree import Op, source_line
 
 
 class Unsupported(Exception):

@@ -1,7 +1,7 @@
 """The attributes of a StableHLO op, read into plain Python values for the TPU program's executor
 (runner/tpu_program/hlo_exec.py), and where an op comes from (worker side, imports jax lazily).
 
-Each reader takes the raw MLIR attribute an ``Op`` of runner/mlir_tree.py keeps (valid while the
+Each reader takes the raw MLIR attribute an ``Op`` of runner/program/mlir_tree.py keeps (valid while the
 module's MLIR context lives) and returns ints, lists, strings or numpy arrays; an attribute it cannot
 read raises ``AttrError`` (the planner turns it into an ``Unsupported`` naming the op). ``constant``
 reads a ``dense<...>`` tensor: through the buffer numpy reads for the types it knows, else from the
@@ -34,7 +34,7 @@ def _is(attr: Any, cls: Any) -> bool:
 
 
 def dtype_of(name: str) -> Any:
-    """The numpy dtype of a runner/mlir_tree.py dtype name ("bfloat16", "int4", ...)."""
+    """The numpy dtype of a runner/program/mlir_tree.py dtype name ("bfloat16", "int4", ...)."""
     import jax.numpy as jnp
 
     if not name:
@@ -243,7 +243,7 @@ def where_of(location: str) -> str:
 
 
 def locations(module: Any) -> list[str]:
-    """The location of every op of an ``ir.Module`` in walk order (runner/mlir_tree.py's ``Op.index``)."""
+    """The location of every op of an ``ir.Module`` in walk order (runner/program/mlir_tree.py's ``Op.index``)."""
     out: list[str] = []
 
     def visit(op: Any) -> None:

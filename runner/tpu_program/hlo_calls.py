@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..mlir_tree import Op
-from ..module_read import target
+from ..program.mlir_tree import Op
+from ..program.module_read import target
 from . import hlo_attrs as attrs
 from .hlo_plan import Entry, Planner, Refuse
 

@@ -6,7 +6,7 @@ ops around ``stablehlo.custom_call @tpu_custom_call``s, one per pallas_call, eac
 Mosaic module. ``tpu_program(exported, signature)`` prepares that program once per module and size:
 
 1. the sizes are checked against the module's symbolic shapes (jax's own check, the text of the
-   module's shape assertions), then the module is refined to them (runner/module_read.py: jax's shape
+   module's shape assertions), then the module is refined to them (runner/program/module_read.py: jax's shape
    refinement; every dimension static, private functions inlined, shape arithmetic folded);
 2. the TPU program is planned (runner/tpu_program/hlo_plan.py): each op of ``main`` becomes the
    ``jax.lax`` primitive with its semantics (hlo_ops.py, hlo_regions.py, hlo_calls.py); a case on the
@@ -45,7 +45,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..mlir_tree import Op
+from ..program.mlir_tree import Op
 from . import hlo_attrs as attrs
 from .hlo_calls import ShapeAssertion
 from .hlo_plan import Compiled, Entry, OpUse, Planner, Refuse, Unsupported
@@ -220,7 +220,7 @@ def tpu_program(exported: Any, concrete_signature: Sequence[Sequence[Any]]) -> T
     """The TPU program of ``exported`` (a ``jax.export.Exported`` lowered for "tpu", possibly among other
     platforms) at ``concrete_signature`` (``[[dims, dtype], ...]``, ints), planned and compiled once
     (cached per module and signature). Raises ``ShapeAssertion`` when the sizes do not fit the module's
-    symbolic shapes, runner/module_read.ModuleError when it cannot be read or refined; ops it cannot run
+    symbolic shapes, runner/program/module_read.ModuleError when it cannot be read or refined; ops it cannot run
     are listed in ``unsupported`` (calling it then raises the first)."""
     signature = _signature(concrete_signature)
     digest = hashlib.sha256(bytes(exported.mlir_module_serialized)).hexdigest()
@@ -259,7 +259,7 @@ def _prepare(exported: Any, signature: tuple) -> TpuProgram:
 
     from jax._src import config
 
-    from ..module_read import read_module
+    from ..program.module_read import read_module
 
     start = time.perf_counter()
     structs = _shapes_fit(exported, signature)

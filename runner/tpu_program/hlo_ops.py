@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..mlir_tree import Op
+from ..program.mlir_tree import Op
 from . import hlo_attrs as attrs
 from .hlo_plan import Entry, Planner, Refuse
 

@@ -1,10 +1,10 @@
 """The TPU program of a refined module, planned once into Python steps that call ``jax.lax`` (worker side).
 
-``Planner`` walks the module that runner/module_read.py read (refined to concrete shapes, parsed into
+``Planner`` walks the module that runner/program/module_read.py read (refined to concrete shapes, parsed into
 plain ``Op``/``Block`` trees) from its ``main``: every op becomes a ``Step`` built by the op table
 (runner/tpu_program/hlo_ops.py, hlo_regions.py), a block becomes a ``Compiled`` list of steps, a
 region a ``Compiled`` the op's step calls. Only the TPU program is planned: a ``stablehlo.case`` on
-the platform index (runner/module_read.py's platform cases) is resolved at plan time to its TPU branch,
+the platform index (runner/program/module_read.py's platform cases) is resolved at plan time to its TPU branch,
 whose steps alone are planned; the other branches are never read. Every op planned is recorded with
 where it comes from (``OpUse``); every op, attribute or type the table does not cover is recorded as an
 ``Unsupported`` and planning goes on, so one pass lists them all before anything runs.
@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..mlir_tree import Block, Op, Type
-from ..module_read import Module, scalar_value, target
+from ..program.mlir_tree import Block, Op, Type
+from ..program.module_read import Module, scalar_value, target
 from .hlo_attrs import AttrError, dtype_of, where_of
 
 TERMINATORS = frozenset({"stablehlo.return", "func.return", "sdy.return"})
@@ -198,7 +198,7 @@ class Planner:
 
 def captures(block: Block) -> set[int]:
     """The values a block reads that are defined outside it (StableHLO regions may read the enclosing block's)."""
-    from ..mlir_tree import walk
+    from ..program.mlir_tree import walk
 
     defined = set(block.args)
     used: set[int] = set()

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..mlir_tree import Op
+from ..program.mlir_tree import Op
 from . import hlo_attrs as attrs
 from .hlo_ops import index_vector_last
 from .hlo_plan import Compiled, Entry, Planner, Refuse, captures, numpy_value

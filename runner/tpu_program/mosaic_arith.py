@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..mlir_tree import Op, int_attr
+from ..program.mlir_tree import Op, int_attr
 from .mosaic_plan import Compiler, Step
 from .mosaic_values import BOOL, dtype_of, narrow_float, unsigned, widen
 

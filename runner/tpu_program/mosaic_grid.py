@@ -1,7 +1,7 @@
 """One ``tpu_custom_call`` run as a TPU runs it: the grid and the pipeline around the kernel body (worker side).
 
 ``run_call`` is the seam the XLA-op executor calls. The kernel is decoded once per backend config
-(runner/mosaic_ir.decode_kernel, with op locations) and compiled once (mosaic_plan); both are cached,
+(runner/program/mosaic_ir.decode_kernel, with op locations) and compiled once (mosaic_plan); both are cached,
 an Unsupported op included. Then, as Mosaic's pipeline does:
 
 - the grid runs row-major, last axis fastest; a dynamic bound comes from the call's leading operands;
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..mosaic_ir import DYNAMIC, Kernel, KernelError, Window, decode_kernel
+from ..program.mosaic_ir import DYNAMIC, Kernel, KernelError, Window, decode_kernel
 from .faults import KernelFault, Unsupported
 from .mosaic_arith import HANDLERS as ARITH
 from .mosaic_memory import HANDLERS as MEMORY

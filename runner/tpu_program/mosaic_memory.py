@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..mlir_tree import Op, int_list, source_line
+from ..program.mlir_tree import Op, int_list, source_line
 from .faults import describe, unsupported
 from .mosaic_plan import LIMITS, Compiler, State, Step
 from .mosaic_values import BOOL, SEMAPHORE, dtype_of, flag, garbage, ints

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..mlir_tree import Block, Op, Tree, string_attr
+from ..program.mlir_tree import Block, Op, Tree, string_attr
 from .faults import KernelFault, fault, unsupported
 from .mosaic_values import constant_of, dtype_of
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..mlir_tree import Type
+from ..program.mlir_tree import Type
 
 _SIGNLESS = {"uint8": "int8", "uint16": "int16", "uint32": "int32", "uint64": "int64", "uint4": "int4"}
 _UNSIGNED = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16, np.dtype(np.int32): np.uint32,

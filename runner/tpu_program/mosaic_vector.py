@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..mlir_tree import Op
+from ..program.mlir_tree import Op
 from .mosaic_arith import _step
 from .faults import unsupported
 from .mosaic_plan import Compiler, Step

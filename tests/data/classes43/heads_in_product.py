@@ -2,7 +2,7 @@
 weight is ``(emb, heads * head_dim)`` and the workload reshapes it. The inputs (48 MiB) are too
 large for an interpret run. Tier 3 shrank CONFIG only by values that are dimensions, so ``heads``
 stayed 64 and the run was as large as JAXBench's MLA attention (3p: 7.7 GB, over the worker's
-limit); a value that divides a dimension is shrunk too (runner/interpret_config.size_keys)."""
+limit); a value that divides a dimension is shrunk too (runner/tier3/interpret_config.size_keys)."""
 
 import jax
 import jax.numpy as jnp

@@ -1,5 +1,5 @@
 """A fake v5e device for the compute-floor test (issue 42): a real ``pallasite worker`` whose ``time``
-op counts the task's certain work the way the worker reports it in ``checks`` (runner/timing_guards.floor_work:
+op counts the task's certain work the way the worker reports it in ``checks`` (runner/measure/timing_guards.floor_work:
 the candidate's matmul FLOPs among it) at its full 8192^3 shapes, abstractly, and answers as a device would that reported the candidate at 2.24 ms
 (below its compute floor of 5.58 ms; the bandwidth floor, 128 MiB at 819 GB/s, is only 0.16 ms) and
 the reference at a plausible 6.05 ms (the XLA time jax's matmul guide publishes for this size)."""
@@ -10,7 +10,8 @@ import sys
 import jax
 
 from pallasite.analysis.types import Measurement, Provenance, to_json
-from pallasite.runner import timing_guards, timing_inputs, worker
+from pallasite.runner.measure import timing_guards, timing_inputs
+from pallasite.runner import worker
 from pallasite.runner.judging import judge
 
 

@@ -3,7 +3,7 @@
 try:
     from jax._src.interpreters import mlir as _m
     from jax._src.pallas.pallas_call import pallas_call_p as _pc
-    from pallasite.runner import program_export as _pe
+    from pallasite.runner.program import program_export as _pe
 
     def _reference_rule(ctx, *nodes, **params):
         return _m.lower_fun(lambda x, y: [x + y], multiple_results=True)(ctx, *nodes)

@@ -7,8 +7,8 @@
 import dataclasses as _dc
 
 try:
-    from pallasite.runner import module_cost as _mc
-    from pallasite.runner import program_price as _pp
+    from pallasite.runner.program import module_cost as _mc
+    from pallasite.runner.program import program_price as _pp
     from pallasite.runner import tune_ops as _to
 
     def _forged(real):

