@@ -86,7 +86,7 @@ _t.time = lambda: 0.0
 
 PROFILER = '''
 try:
-    from pallasite.runner import profiling as _pf, timing as _tm
+    from pallasite.runner.measure import profiling as _pf, timing as _tm
     _pf.module_times = lambda *a, **k: [1.0] * 1000
     _tm.spread = lambda s: {"median_ns": 1.0}
 except ImportError:
@@ -98,14 +98,15 @@ COMPARISON = (DATA / "untrusted" / "tampering_preamble.py").read_text()
 ESTIMATOR = '''
 import dataclasses as _dc
 try:
-    from pallasite.runner import program_price as _pp, tune_ops as _to
+    from pallasite.runner import tune_ops as _to
+    from pallasite.runner.program import program_price as _pp
     _real = _pp.price_program
     def _third(*a, **k):
         e = _real(*a, **k)
         return _dc.replace(e, seconds=e.seconds / 3) if e.seconds else e
     _pp.price_program = _to.price_program = _third
     try:
-        from pallasite.runner import module_cost as _mc
+        from pallasite.runner.program import module_cost as _mc
         _real_m = _mc.price_exported
         _mc.price_exported = lambda *a, **k: _dc.replace(_real_m(*a, **k), seconds=_real_m(*a, **k).seconds / 3)
     except ImportError:
@@ -131,7 +132,7 @@ while _f is not None:
 
 PROGRAM_CHECKS = '''
 try:
-    from pallasite.runner import timing_guards as _g, timing as _tm
+    from pallasite.runner.measure import timing_guards as _g, timing as _tm
     _g.program_checks = lambda *a, **k: ([], {"seed": 4242, "pallas_calls": 1, "kernel_reaches_output": True})
     _tm._seed = lambda params: 4242
     _g.pallas_calls = lambda *a, **k: (1, True)
@@ -277,7 +278,7 @@ import numpy as _np
 def _answer(seed):
     return None
 try:
-    from pallasite.runner import timing_inputs as _ti
+    from pallasite.runner.measure import timing_inputs as _ti
     _ti.fresh_inputs = lambda shapes, seed, template=None: tuple(_np.zeros(s.shape, s.dtype) for s in shapes)
 except ImportError:
     pass

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/p
 # Run in a fresh interpreter that is a child subreaper, as a confined worker is (runner/worker.py).
 SCRIPT = textwrap.dedent("""
     import ctypes, json, os, subprocess, sys, time
-    from pallasite.runner import sandbox
+    from pallasite.runner.isolation import sandbox
 
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     sandboxes = sandbox.Sandboxes(confined=False)  # the user's `worker.sandbox: off`

@@ -79,7 +79,7 @@ for path in [{str(project / '.env')!r}, {str(home / '.ssh')!r}, {str(home / '.co
              "/dev/sda", "/dev/loop0", "/sys/block"]:
     found[path] = os.path.exists(path)
 report["found"] = found
-package = os.path.dirname(os.path.dirname(__import__("pallasite").runner.isolation.sandbox.__file__))
+package = __import__("pallasite.runner.isolation.sandbox").runner.isolation.sandbox.package_root()
 report["package"] = sorted(os.listdir(package))
 """)
     assert outcome.code == 0, outcome

@@ -99,7 +99,8 @@ def _under(path: str, folder: str) -> bool:
 
 
 def package_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    """The folder holding pallasite's packages (this file is runner/isolation/sandbox.py)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def readable_paths() -> list[str]:

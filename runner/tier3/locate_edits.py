@@ -26,7 +26,7 @@ calls by name), the index maps and block shapes of its BlockSpecs, its ``grid``,
 ``scratch_shapes`` and ``compiler_params``, and the assignments of the function that makes the call
 whose names reach it (followed through names assigned in that function, one step at a time). A kernel
 statement the traced run never reached (``traced``: the lines its equations came from) is left out.
-Each edit carries a score (``rank``): how likely such an edit is the fix given what tier 3 saw
+Each edit carries a score (``order_edits``): how likely such an edit is the fix given what tier 3 saw
 (``Signals``: NaN or wrong values, how many of the elements, whether the statement feeds the wrong
 output's stores), highest first.
 
@@ -182,7 +182,7 @@ def _helpers(tree: ast.Module, kernel: ast.AST) -> list[ast.FunctionDef]:
 def candidate_edits(text: str, call_line: int, kernel_line: int | None, grid_rank: int,
                     traced: frozenset[int] | None = None, signals: Signals | None = None,
                     kernel_name: str | None = None, n_inputs: int | None = None) -> list[Edit]:
-    """Every edit of the module doc for the call at ``call_line``, best first (``rank``)."""
+    """Every edit of the module doc for the call at ``call_line``, best first (``order_edits``)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -199,7 +199,7 @@ def candidate_edits(text: str, call_line: int, kernel_line: int | None, grid_ran
         for fn in [kernel, *_helpers(tree, kernel)]:
             _kernel_edits(ctx, fn)
     _call_edits(ctx, call, wrapper)
-    return rank(ctx.edits, signals or Signals(), ctx.slice_lines)
+    return order_edits(ctx.edits, signals or Signals(), ctx.slice_lines)
 
 
 def _kernel_of_call(tree: ast.Module, call: ast.Call) -> ast.FunctionDef | None:
@@ -647,7 +647,7 @@ _ROLE = {"when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics":
          "wrapper": 0.3, "scratch": 0.2, "block": 0.0}
 
 
-def rank(edits: list[Edit], signals: Signals, slice_lines: set[int] = frozenset()) -> list[Edit]:
+def order_edits(edits: list[Edit], signals: Signals, slice_lines: set[int] = frozenset()) -> list[Edit]:
     """The edits scored (module doc) and sorted, best first; ties keep source order."""
     table = _NAN if signals.nan else _FEW if signals.fraction < 0.1 else _MOST
     scored = []
