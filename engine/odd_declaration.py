@@ -39,7 +39,7 @@ def to_odd_declaration(code: str, rec: Mapping[str, Any], site: Any, reached: An
     message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
     if not MISMATCH.search(message):
         return None
-    sizes = _differing(message)
+    sizes = _differing(message, broadcast="broadcast" in message)
     buffers = _buffers(site, reached)
     if len(sizes) < 2 or not buffers:
         return None
@@ -81,8 +81,9 @@ def _accumulator_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]
     return None
 
 
-def _differing(message: str) -> list[int]:
-    """The sizes at the positions where two same-rank shapes of the message differ."""
+def _differing(message: str, broadcast: bool = False) -> list[int]:
+    """The sizes at the positions where two same-rank shapes of the message differ; for a broadcast, not
+    where one is 1 (a bias row's 1 broadcasts: ``(128, 256) + (1, 128)`` is off in its last dim only)."""
     shapes = [tuple(int(x) for x in m.group(1).split(",")) for m in _SHAPE.finditer(message)]
     out: list[int] = []
     for i, a in enumerate(shapes):
@@ -90,7 +91,7 @@ def _differing(message: str) -> list[int]:
             if len(a) != len(b) or a == b:
                 continue
             for x, y in zip(a, b):
-                if x != y:
+                if x != y and not (broadcast and 1 in (x, y)):
                     out += [v for v in (x, y) if v not in out]
     return out
 

@@ -38,7 +38,8 @@ def test_real_size_gemm_is_interpreted_shrunk_and_says_so(reports):
         [f.message for f in report.findings]
     assert _states(report) == [{0: "ok", 1: "ok", 2: "not run", 3: "ok"}]
     note = next(n for n in report.notes if n.startswith("tier 3:"))
-    assert ("interpret run at bfloat16[1024, 1024], bfloat16[1024, 1024], shrunk from bfloat16[4096, 4096], "
+    # the square dims shrink to different extents (issue 57: a dim confused with another shows up)
+    assert ("interpret run at bfloat16[2048, 1024], bfloat16[1024, 512], shrunk from bfloat16[4096, 4096], "
             "bfloat16[4096, 4096] (block shapes kept, the grid shrunk") in note
     assert "CPU interpret mode (not TPU time)" in note
 

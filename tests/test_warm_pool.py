@@ -8,6 +8,7 @@ its time is up; its socket lives only in a folder of this user's that no one els
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -50,9 +51,19 @@ def runtime(monkeypatch):
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie has ended (where an earlier test left this test process a child
+    subreaper, an ended keeper is reparented here and waits to be reaped; it is reaped here)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    if state == "Z":
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
         return False
     return True
 
