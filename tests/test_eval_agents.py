@@ -24,6 +24,8 @@ from pallasite.agents.providers import ProviderConfig, reply, Usage
 from pallasite.agents.search import SearchOptions
 from pallasite.engine.eval_tasks import discover
 
+pytestmark = pytest.mark.pipeline  # a real component end to end (sshd, a Ray cluster, Neovim, keepers, whole evals): .ci/run's pipeline step
+
 DATA = Path(__file__).parent / "data"
 ANSWERS = DATA / "eval_agents_answers"
 ADD = (ANSWERS / "add_kernel.py").read_text()

@@ -25,7 +25,7 @@ TIMEOUT_S = 120
 
 
 NVIM = find_nvim()
-pytestmark = pytest.mark.skipif(NVIM is None, reason=SKIP_REASON)
+pytestmark = [pytest.mark.pipeline, pytest.mark.skipif(NVIM is None, reason=SKIP_REASON)]  # .ci/run's pipeline step
 
 
 @pytest.fixture

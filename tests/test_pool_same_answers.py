@@ -25,6 +25,9 @@ from fake_backend import fake_backend
 from pallasite.agents import search_job
 from test_search_device import KIND, device_script
 from test_search_iterate import ROOT, LandscapeModel
+import pytest
+
+pytestmark = pytest.mark.pipeline  # a real component end to end (sshd, a Ray cluster, Neovim, keepers, whole evals): .ci/run's pipeline step
 
 DATA = Path(__file__).parent / "data"
 

@@ -23,6 +23,8 @@ from pallasite.engine.remote import BackendSettings, open_remote, parse_resource
 from pallasite.engine.sources import sources_for  # noqa: E402
 from pallasite.wire.messages import ImportParams, PingParams, TimeParams  # noqa: E402
 
+pytestmark = pytest.mark.pipeline  # a real component end to end (sshd, a Ray cluster, Neovim, keepers, whole evals): .ci/run's pipeline step
+
 DATA = Path(__file__).parent / "data"
 # sandbox off: the fault test kills the worker by the pid its handshake reports, and a sandboxed
 # worker reports its pid inside its own PID namespace (engine/spawn.py), not the host's.

@@ -21,6 +21,8 @@ from pallasite.engine.sources import sources_for  # noqa: E402
 from pallasite.engine.standin import STANDIN_KIND, StandInActor  # noqa: E402
 from pallasite.wire.messages import PingParams, TimeParams  # noqa: E402
 
+pytestmark = pytest.mark.pipeline  # a real component end to end (sshd, a Ray cluster, Neovim, keepers, whole evals): .ci/run's pipeline step
+
 DATA = Path(__file__).parent / "data"
 
 

@@ -19,6 +19,8 @@ from pallasite.engine.remote import BackendSettings
 from pallasite.engine.sources import sources_for
 from pallasite.wire.messages import PingParams, TimeParams
 
+pytestmark = pytest.mark.pipeline  # a real component end to end (sshd, a Ray cluster, Neovim, keepers, whole evals): .ci/run's pipeline step
+
 DATA = Path(__file__).parent / "data"
 
 

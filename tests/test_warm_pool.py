@@ -32,6 +32,8 @@ from pallasite.engine.warm_pool import (WarmBackend, decode_reply, encode_reply,
 from pallasite.wire.messages import ErrorInfo, PingParams, PingResult
 
 ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.pipeline  # a real component end to end (sshd, a Ray cluster, Neovim, keepers, whole evals): .ci/run's pipeline step
 KERNEL = ROOT / "tests" / "data" / "lsp" / "add_ok.py"
 
 
