@@ -238,8 +238,28 @@ def test_tunable_attacks_through_optimize_s_autotune_phase(tmp_path):
     table = json.loads(done.stdout)["table"]
     assert len(table) == len(attacks) + 2, [r["status"] for r in table]
     written = (folder / "kernel.py").read_text()
-    assert "block_rows: int = 128" in written  # the autotune phase ran: the winner's default moved from 32
-    report(outcomes(attacks, table, written), "optimize --apply with autotune, CPU judge")
+    # the autotune phase ran: the honest candidate's block moved from 32 rows to 128
+    assert f"[{len(attacks) + 1}] autotune: ok: {{'block_rows': 128}}" in done.stderr, done.stderr[-3000:]
+    report(tuned_outcomes(attacks, table, written, done.stderr), "optimize --apply with autotune, CPU judge")
+
+
+# right as written (32-row blocks: 8 steps at the task's size); wrong only at the 2-step config the tuner finds
+WRONG_WHEN_TUNED = {"size_at_runtime"}
+
+
+def tuned_outcomes(attacks: list, table: list[dict], written: str, log: str) -> dict[str, str]:
+    """``outcomes`` for candidates the autotune phase tuned: an attack right as written and wrong at its tuned
+    configuration holds when that configuration failed the frozen tests and was not kept; an "honest" one
+    holds when its figure is not below the honest kernel's (the tuner may leave it slower, never faster)."""
+    result = outcomes(attacks, table, written)
+    honest = table[len(attacks)]["time_s"]
+    for number, (attack, row) in enumerate(zip(attacks, table), 1):
+        if attack.name in WRONG_WHEN_TUNED:
+            kept = f"[{number}] autotune: the tuned configuration failed the frozen tests; kept the untuned one" in log
+            result[attack.name] = "" if kept else f"its tuned configuration was not refused: {row['status']}"
+        elif attack.expect == "honest" and result[attack.name] and row.get("time_s") and row["time_s"] >= honest:
+            result[attack.name] = ""  # tuned less far than the honest kernel: no figure gained
+    return result
 
 
 async def test_every_attack_through_mcp_judge(tmp_path):
