@@ -82,28 +82,27 @@ def _batched_matmul(a3: np.ndarray, c3: np.ndarray) -> np.ndarray:
     (tests/test_newcomer_round7.py). Everything else (int64, float64) stays in numpy."""
     if a3.dtype != F32 or c3.dtype != F32:
         return np.matmul(a3, c3)
-    matmul, cpu = _xla_matmul()
-    return np.asarray(matmul(jax_put(a3, cpu), jax_put(c3, cpu)))
+    matmul, put = _xla_matmul()
+    return np.asarray(matmul(put(a3), put(c3)))
 
 
-def _xla_matmul() -> tuple[Callable[[Any, Any], Any], Any]:
-    """A jitted float32 matmul and the CPU device it runs on (on a TPU host too: the judge's reference numerics)."""
+def _xla_matmul() -> tuple[Callable[[Any, Any], Any], Callable[[Any], Any]]:
+    """A jitted float32 matmul and the put onto the CPU device it runs on (on a TPU host too: the judge's
+    reference numerics); made once."""
     global _XLA_MATMUL
     if _XLA_MATMUL is None:
+        import functools
+
         import jax
         import jax.numpy as jnp
 
-        _XLA_MATMUL = (jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")), jax.local_devices(backend="cpu")[0])
+        cpu = jax.local_devices(backend="cpu")[0]
+        _XLA_MATMUL = (jax.jit(lambda a, b: jnp.matmul(a, b, precision="highest")),
+                       functools.partial(jax.device_put, device=cpu))
     return _XLA_MATMUL
 
 
-def jax_put(array: np.ndarray, device: Any) -> Any:
-    import jax
-
-    return jax.device_put(array, device)
-
-
-_XLA_MATMUL: tuple[Callable[[Any, Any], Any], Any] | None = None
+_XLA_MATMUL: tuple[Callable[[Any, Any], Any], Callable[[Any], Any]] | None = None
 
 
 def _operands(lhs: np.ndarray, rhs: np.ndarray, acc_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
