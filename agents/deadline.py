@@ -6,7 +6,7 @@
 
 ``within`` awaits one phase (a model call, a compile, a test run, a measurement) for at most the time
 left; when the budget runs out it cancels the phase (the worker running it is told to stop, and
-killed if it does not: engine/client.py) and raises ``stop(reason)``, the reason naming the limit and
+killed if it does not: engine/workers/client.py) and raises ``stop(reason)``, the reason naming the limit and
 the phase it ended: "time budget spent (--time-limit 60 s) in the compile phase of iteration 2".
 """
 

@@ -34,7 +34,7 @@ from ..analysis.verdict import COST_MODEL, rank
 
 from .eval_job import AgentRunner, MethodAnswer, evaluate_one
 from .optimize_eval import JudgeEvaluator
-from .providers import ProviderError, Usage
+from .llm.providers import ProviderError, Usage
 
 KINDS = ("zero-shot", "auto", "parallel", "beam", "evolve")
 ZERO_SHOT_PLAN = (
@@ -140,8 +140,8 @@ class ProviderSource:
     replay_of: str = ""  # the recorded eval id
 
     def replayed(self, run_id: str) -> Any:
-        from .providers import ProviderConfig
-        from .providers_scripted import ReplayProvider
+        from .llm.providers import ProviderConfig
+        from .llm.providers_scripted import ReplayProvider
 
         recorded = self.replay_of + run_id[run_id.index("/"):]  # the same method/task/sample under the old eval
         try:
@@ -235,7 +235,7 @@ class AgentMethod(AgentRunner):
 
     async def _zero_shot(self, task: Any, evaluator: JudgeEvaluator, rid: str, produced: list, meters: list) -> tuple:
         from . import implementer
-        from .model_client import ModelClient, TokenBudget
+        from .llm.model_client import ModelClient, TokenBudget
 
         reference = task.reference_text()
         budget = TokenBudget(self.spec.max_tokens)

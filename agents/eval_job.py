@@ -25,7 +25,7 @@ final verdict of its answer come from the same compiles, tests and figures. ``Ev
 rows of tasks finished by an earlier run (resume), ``on_task`` receives each new row (the CLI stores
 it), and ``task_budget`` stops after that many (method, task) pairs (``Incomplete``).
 
-The CLI (server/cmd_eval.py) and the benchmark only parse arguments and render the summaries.
+The CLI (server/commands/cmd_eval.py) and the benchmark only parse arguments and render the summaries.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def _provenance(job: EvalJob, verdicts: list[TaskVerdict]) -> str:
 
 
 def _check_options(job: EvalJob) -> Any:
-    """The run setup's check options (server/cmd_eval.py passes them); defaults only where no project was read."""
+    """The run setup's check options (server/commands/cmd_eval.py passes them); defaults only where no project was read."""
     from ..engine.checker import CheckOptions
 
     return job.options or CheckOptions(target=job.chip, tiers=job.tiers, time_limit_s=job.timeout_s,
@@ -221,17 +221,17 @@ def _check_options(job: EvalJob) -> Any:
 def _own_engine(job: EvalJob) -> Any:
     """An engine of the eval's own (closed when it ends): local workers, ``job.jobs`` of them, no store."""
     from ..engine.engine import Engine
-    from ..engine.pool import local_backend
+    from ..engine.workers.pool import local_backend
 
     return Engine(checks=1, use_store=False,
                   backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=max(1, job.jobs)))
 
 
 def _with_device(job: EvalJob, engine: Any) -> EvalJob:
-    """The job with the engine's device pool for its device settings (engine/device.py), if it names some."""
-    from ..engine.device import candidate_config
-    from ..engine.remote import BackendSettings
-    from ..engine.remote import where as device_where
+    """The job with the engine's device pool for its device settings (engine/workers/device.py), if it names some."""
+    from ..engine.workers.device import candidate_config
+    from ..engine.workers.remote import BackendSettings
+    from ..engine.workers.remote import where as device_where
 
     if not isinstance(job.device, BackendSettings):
         return job

@@ -19,10 +19,10 @@ from typing import Any, Callable, Sequence
 from ..analysis.tier0 import analyze
 from ..analysis.types import FileReport, Finding
 
-from .fix_prompt import FixContext
+from .prompts.fix_prompt import FixContext
 from .fixer import Budgets, FixOutcome, Fixer
-from .providers import ProviderConfig, ProviderError, make_provider
-from .recording import StoreRecorder
+from .llm.providers import ProviderConfig, ProviderError, make_provider
+from .llm.recording import StoreRecorder
 
 
 @dataclass(frozen=True)

@@ -34,13 +34,13 @@ from ..analysis.tier0 import analyze
 from ..analysis.types import FileReport
 from ..analysis.verdict import TestResult, compile_result
 
-from . import keys
+from .llm import keys
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
-from .fix_prompt import SYSTEM, FixContext, prompt
+from .prompts.fix_prompt import SYSTEM, FixContext, prompt
 from .deadline import Deadline, bounded
 from .fix_scope import unsafe_edit
 from ..engine.guards import frozen_names, tampering
-from .providers import ModelRequest, Provider, ProviderError, Usage
+from .llm.providers import ModelRequest, Provider, ProviderError, Usage
 
 Verify = Callable[[str, tuple[int, ...]], Awaitable[FileReport]]
 ProgressFn = Callable[[str], Any]
@@ -295,7 +295,7 @@ class Fixer:
         over = [f for f in errors if _take(allowed, f.code)]
         if over:
             lines = candidate.splitlines()
-            from .fix_prompt import describe_finding
+            from .prompts.fix_prompt import describe_finding
 
             raise _Rejected("still failing", "the checker reports on the edited file:\n"
                             + "\n".join(describe_finding(f, lines) for f in over[:5]))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from . import keys
+from .llm import keys
 from .edits import unified_diff
-from .implementer_prompt import SYSTEM, TEMPLATE
-from .providers import ModelRequest
+from .prompts.implementer_prompt import SYSTEM, TEMPLATE
+from .llm.providers import ModelRequest
 
 _BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 

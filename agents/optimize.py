@@ -31,8 +31,8 @@ from ..analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult,
 from . import implementer, planner
 from .deadline import Deadline, bounded
 from .evaluator import Evaluator, PhaseResult  # noqa: F401 - re-exported: the loop's seam types
-from .model_client import ModelClient, at_step
-from .providers import ModelRequest, Provider, ProviderError, Usage
+from .llm.model_client import ModelClient, at_step
+from .llm.providers import ModelRequest, Provider, ProviderError, Usage
 
 PHASES = ("plan", "implement", "compile", "test", "autotune", "profile")
 
@@ -232,7 +232,7 @@ def _phase_ok(it: Iteration, name: str) -> bool | None:
 
 async def _ask(provider: Provider, request: ModelRequest, state: RunState, it: Iteration,
                recorder: Any, budgets: Budgets) -> str:
-    """One model call through the run's model client (agents/model_client.py: recorded at the iteration)."""
+    """One model call through the run's model client (agents/llm/model_client.py: recorded at the iteration)."""
     if state.usage.total_tokens >= budgets.max_tokens:
         raise Stop(f"token budget spent ({state.usage.total_tokens} >= {budgets.max_tokens})")
     client = provider if isinstance(provider, ModelClient) else ModelClient(provider, run_id=state.run_id,

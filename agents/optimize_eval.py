@@ -5,7 +5,7 @@ phase is the judge's (engine/judge.py): ``compile`` its ``compile``, ``test`` it
 ``time``; this module only turns each typed result into the ``PhaseResult`` the loop records (summary,
 evidence for the planner, ``judged_by``). It adds the loop's optional capabilities, which are not
 judging: ``fix`` (one round of the verified fixer, re-checked by the judge's check options), ``tune`` (the
-candidate's tunables searched by engine/tune.py on the judge's workers) and ``frozen_tests`` (the written
+candidate's tunables searched by engine/tuning/tune.py on the judge's workers) and ``frozen_tests`` (the written
 tests: their hash, and the same evaluator with other tests).
 
 On a device with an eval task the reference is timed beside a candidate (the ``time`` op): its figure
@@ -20,7 +20,7 @@ from typing import Any
 from ..analysis.types import to_json
 from ..analysis.verdict import CompileResult, JudgedBy, TestResult
 from ..engine.judge_phase import unfreeze
-from ..engine.judge_tune import autotune, device_profile
+from ..engine.tuning.judge_tune import autotune, device_profile
 
 from .evaluator import PhaseResult
 
@@ -135,7 +135,7 @@ class JudgeEvaluator:
     async def _fix(self, source: str, failed: PhaseResult) -> PhaseResult:
         """One round of the verified fixer (agents/fixer.py) on a candidate that failed to compile: a
         minimal edit, re-checked by the checker (the judge's check options) before it is returned."""
-        from .fix_prompt import FixContext
+        from .prompts.fix_prompt import FixContext
         from .fixer import Budgets as FixBudgets
         from .fixer import Fixer
 
@@ -155,11 +155,11 @@ class JudgeEvaluator:
                            data={"usage": outcome.usage})
 
     async def _tune(self, source: str) -> PhaseResult:
-        """The candidate's tunables searched (engine/tune.py): by the cost model for the chip without a
+        """The candidate's tunables searched (engine/tuning/tune.py): by the cost model for the chip without a
         device, by device timings with one. The best configuration comes back as the changed source
         (the loop re-tests it before taking it)."""
         from ..analysis.source import apply_edits
-        from ..engine.tune import TuneError
+        from ..engine.tuning.tune import TuneError
 
         text = self.frozen_text(source)
         try:

@@ -8,7 +8,7 @@ builds the loop's evaluator over it (agents/optimize_eval.JudgeEvaluator),
 gives the fixer a model client recording under the run (so a replay reproduces fix rounds),
 validates the reviewed tests against the original, and runs the loop (agents/optimize.optimize).
 It returns the final ``RunState``, or a string saying why the run could not start. The front ends
-only parse their arguments and render the table (server/cmd_optimize.py, server/optimize_lsp.py):
+only parse their arguments and render the table (server/commands/cmd_optimize.py, server/editor/optimize_lsp.py):
 the same tests file, the same device backend choice and the same budgets in both.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model_client import ModelClient
+from .llm.model_client import ModelClient
 from .optimize import Budgets, Gate, OnPhase, RunState, new_run, optimize
 
 MAX_TOKENS = 500_000  # the run's token budget unless the user sets one (CLI --max-tokens, editor agent.optimizeMaxTokens)

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import keys
+from .llm import keys
 from .optimize import Iteration, RunState, state_from_json, state_json
-from .providers import ModelRequest, Usage
+from .llm.providers import ModelRequest, Usage
 
 
 class OptimizeRecorder:

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import keys
-from .prompt_paths import local
-from .planner_prompt import SYSTEM, TEMPLATE
-from .providers import ModelRequest
+from .llm import keys
+from .prompts.prompt_paths import local
+from .prompts.planner_prompt import SYSTEM, TEMPLATE
+from .llm.providers import ModelRequest
 
 
 def _history(history: list[dict]) -> str:

@@ -135,7 +135,7 @@ def prepare(request: RunRequest, refusal: Callable[[Any, Any], str | None] | Non
 def local_engine(jobs: int = 1) -> Any:
     """An engine of this machine's workers for a command's run (``jobs`` job workers); the caller closes it."""
     from ..engine.engine import Engine
-    from ..engine.pool import local_backend
+    from ..engine.workers.pool import local_backend
 
     return Engine(checks=1, use_store=False,
                   backend_factory=lambda config, checks: local_backend(config, checks=checks, jobs=max(1, jobs)))
@@ -145,9 +145,9 @@ def untrusted_refusal(options: Any, device: Any = None) -> str | None:
     """Why the model-written code of this run cannot run, or None: the confined worker these check
     options start (engine/engine.worker_config), and the device's unless it is a Ray cluster's,
     which decides on its own node."""
-    from ..engine.confinement import refusal_for
+    from ..engine.workers.confinement import refusal_for
     from ..engine.engine import worker_config
-    from ..engine.remote import worker_config as device_config
+    from ..engine.workers.remote import worker_config as device_config
 
     base = worker_config(options, untrusted=True)
     if device is not None and device.kind != "ray":
@@ -156,7 +156,7 @@ def untrusted_refusal(options: Any, device: Any = None) -> str | None:
 
 
 def device_where(settings: Any) -> str:
-    from ..engine.remote import where
+    from ..engine.workers.remote import where
 
     return where(settings) if settings is not None else "estimate"
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..analysis.verdict import Timing, Verdict, try_speedup
 
-from .model_client import ModelClient
+from .llm.model_client import ModelClient
 from .optimize import Budgets, RunState, iterate
 from .search import Evaluation, Outcome, Proposal, ProposeRequest
 from .search_graph import SearchNode
@@ -90,8 +90,8 @@ def node_run_id(search_run: str, node_id: str) -> str:
 def replay_nodes(search_run: str, store_path: str) -> Any:
     """``provider_for`` replaying a recorded search: each node gets the calls recorded for it; a node the
     recorded search did not have gets a provider with no answers (the node fails as a model error)."""
-    from .providers import ProviderConfig, ProviderError
-    from .providers_scripted import ReplayProvider, ScriptedProvider
+    from .llm.providers import ProviderConfig, ProviderError
+    from .llm.providers_scripted import ReplayProvider, ScriptedProvider
 
     def provider_for(node_id: str) -> Any:
         config = ProviderConfig(name=f"replay:{node_run_id(search_run, node_id)}", store_path=store_path)
@@ -114,7 +114,7 @@ class IterateNodes:
     device_slots: int = 1
     root_timing: Timing | None = None  # the baseline (set by evaluate_root, or from a resumed root): what
     # ``speedup`` divides by
-    # recording and replay: each node's model calls go through a model client (agents/model_client.py)
+    # recording and replay: each node's model calls go through a model client (agents/llm/model_client.py)
     # recorded under ``node_run_id(run_id, node)``; ``provider_for(node_id)`` gives a node its own
     # provider (a replay of that node's calls), so concurrent nodes replay without mixing answers
     recorder: Any = None

@@ -5,7 +5,7 @@ one judge (engine/judge.py: estimates on job workers, or the frozen tests and ti
 the node adapter
 (agents/search_iterate.IterateNodes: every node's model calls through a model client, recorded under
 ``<run id>/<node id>``; ``provider_for`` replays them) and runs agents/search.search. The CLI
-(server/cmd_search.py) and the editor (server/search_lsp.py) only parse arguments, render the graph
+(server/commands/cmd_search.py) and the editor (server/editor/search_lsp.py) only parse arguments, render the graph
 and write the reports.
 """
 

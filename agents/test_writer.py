@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from . import keys
+from .llm import keys
 from .implementer import parse as parse_block
-from .prompt_paths import local
-from .providers import ModelRequest, ProviderError
-from .test_writer_prompt import FEEDBACK, SYSTEM, TEMPLATE
+from .prompts.prompt_paths import local
+from .llm.providers import ModelRequest, ProviderError
+from .prompts.test_writer_prompt import FEEDBACK, SYSTEM, TEMPLATE
 
 ALLOWED = ("example_inputs", "extra_inputs", "reference", "TOLERANCE")
 Ask = Callable[[ModelRequest], Awaitable[str]]

@@ -185,7 +185,7 @@ NO_PALLAS_CALL = "no pallas_call"  # why a candidate without a pallas_call (one 
 # SparseCore mesh): tier 0 reads pallas_call sites and has none to read, so it neither passed nor failed it
 TIER0_NOT_APPLICABLE = "not applicable"  # tier 0's state for a kernel it has no site of the file to read
 TIER0_NO_SITE = f"{TIER0_NOT_APPLICABLE}: no pallas_call site (a kernel made by pl.kernel or core_map)"
-# (a library kernel the file calls reads "not applicable: the site is in <module>", engine/reach.py)
+# (a library kernel the file calls reads "not applicable: the site is in <module>", engine/findings/reach.py)
 COMPILE_TIER = 2  # the tier that compiles for the chip (libtpu's deviceless compile): "compiled" needs it
 
 

@@ -31,7 +31,7 @@ import time
 
 from pallasite.knowledge.store import ResultsStore
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 from pallasite.engine.store_cache import StoreCache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

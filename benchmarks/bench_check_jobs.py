@@ -15,7 +15,7 @@ With ``--real``: jax's own kernels of tests/data/real (flash attention, blocked 
 gmm, paged attention; 0.2 s each after the first, five times the small files), each copied four
 times under its own name: 16 files whose work is not dwarfed by a worker's start-up.
 
-With ``--keep-warm SECONDS``: every run is `check --keep-warm SECONDS` (engine/warm_pool.py), after one
+With ``--keep-warm SECONDS``: every run is `check --keep-warm SECONDS` (engine/workers/warm_pool.py), after one
 run per N that starts the keeper's workers (not counted): what a run costs when the workers of the
 last one are still warm.
 

@@ -5,7 +5,7 @@ Issue 35's target: N workers reach at least 0.8·N of one worker's throughput. W
 - a local Ray cluster (``num_cpus=2``, a custom ``TPU=8`` resource), and the eval's device pool
   built by ``Engine.device`` from ``--backend ray --ray-resources TPU=1,CPU=0.2 --devices N``: N real
   Ray actors, placed by resources, each taking one ``TPU``;
-- each actor is engine/standin.py's device stand-in, which answers a job after a fixed time
+- each actor is engine/workers/standin.py's device stand-in, which answers a job after a fixed time
   (``--seconds``, default 1.0) with made-up medians, so the figures measure the pool and Ray's
   scheduling, not this machine's cores (no JAX runs; the compile phase is tier 0 with
   tests/fake_backend.py's workers, milliseconds);
@@ -48,11 +48,11 @@ async def one_run(tasks: list, workers: int, seconds: float) -> dict:
     from fake_backend import fake_backend
 
     from pallasite.agents.eval_job import EvalJob, run_eval
-    from pallasite.engine.device import candidate_config
+    from pallasite.engine.workers.device import candidate_config
     from pallasite.engine.engine import Engine
-    from pallasite.engine.remote import BackendSettings
-    from pallasite.engine.standin import StandInActor
-    from pallasite.server.cmd_eval import candidate_for
+    from pallasite.engine.workers.remote import BackendSettings
+    from pallasite.engine.workers.standin import StandInActor
+    from pallasite.server.commands.cmd_eval import candidate_for
 
     settings = BackendSettings(kind="ray", ray_resources={"TPU": 1, "CPU": 0.2}, devices=workers)
     job = EvalJob(tasks, {"files": candidate_for("files")}, chip="v5e", tiers=(0,), device=settings, jobs=1,

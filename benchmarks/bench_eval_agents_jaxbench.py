@@ -79,8 +79,8 @@ class TaskModel:
         self.calls = 0
 
     async def complete(self, request):
-        from pallasite.agents.implementer_prompt import SYSTEM as IMPLEMENTER
-        from pallasite.agents.providers import Usage, reply
+        from pallasite.agents.prompts.implementer_prompt import SYSTEM as IMPLEMENTER
+        from pallasite.agents.llm.providers import Usage, reply
 
         self.calls += 1
         text = (f"```python\n{self.kernel}```" if request.system == IMPLEMENTER else
@@ -113,7 +113,7 @@ def main() -> int:
     from pallasite.agents.eval_agents import AgentMethod, AgentSpec, ProviderSource
     from pallasite.agents.eval_job import EvalJob, run_eval
     from pallasite.engine.eval_tasks import discover
-    from pallasite.server.cmd_eval import format_summary, side_by_side
+    from pallasite.server.commands.cmd_eval import format_summary, side_by_side
 
     tasks = discover(args.folder)
     if args.tasks:
@@ -157,7 +157,7 @@ def main() -> int:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"version": 3, "methods": summaries, "wall_s": wall}, f, indent=1)
     if args.report:
-        from pallasite.server.report_html import eval_html
+        from pallasite.server.reports.report_html import eval_html
 
         with open(args.report, "w", encoding="utf-8") as f:
             f.write(eval_html(summaries, title="pallasite eval: agent methods over JAXBench (scripted model)"))

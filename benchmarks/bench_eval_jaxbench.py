@@ -33,7 +33,7 @@ def main() -> int:
     ap.add_argument("--report")
     ap.add_argument("--json")
     ap.add_argument("--limit", type=int, help="only the first N tasks (a smoke run)")
-    from pallasite.server import flags
+    from pallasite.server.commands import flags
 
     flags.add_backend(ap, "eval")  # --backend estimate|local|ssh|ray: device medians instead of estimates
     args = ap.parse_args()
@@ -41,11 +41,11 @@ def main() -> int:
         print("give the JAXBench benchmark folder (or set JAXBENCH_DIR)", file=sys.stderr)
         return 2
 
-    from pallasite.agents.providers import ModelRequest, ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ModelRequest, ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
     from pallasite.engine.eval_tasks import discover
     from pallasite.agents.eval_job import EvalJob, run_eval
-    from pallasite.server.cmd_eval import format_summary  # the rendering only
+    from pallasite.server.commands.cmd_eval import format_summary  # the rendering only
 
     from pallasite.agents.run_setup import device_where
     from pallasite.server.run_setup import device_settings
@@ -74,7 +74,7 @@ def main() -> int:
     print(f"{len(tasks)} tasks, {hand} with a hand-tuned kernel; {how}", file=sys.stderr)
     started = time.monotonic()
 
-    # the device is the engine's pool for these settings (engine/device.py), opened and closed by run_eval
+    # the device is the engine's pool for these settings (engine/workers/device.py), opened and closed by run_eval
     [summary] = asyncio.run(run_eval(EvalJob(tasks, {"hand-tuned-or-reference": ask}, chip=args.target, jobs=1,
                                              memory_mb=args.memory_mb, device=settings,
                                              where=device_where(settings) if settings is not None else "",
@@ -90,7 +90,7 @@ def main() -> int:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
     if args.report:
-        from pallasite.server.report_html import eval_html
+        from pallasite.server.reports.report_html import eval_html
 
         with open(args.report, "w") as f:
             f.write(eval_html([summary], title=f"JAXBench: hand-tuned kernels where they exist ({how})"))

@@ -35,7 +35,7 @@ PATHS = {"judged (optimize)": {"shrink": True, "estimate_chip": "v6e"}, "judged 
 
 
 async def measure(name: str, repeats: int, runs: int) -> tuple[list[float], list[dict]]:
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
 
     user, text = USER.read_text(), CANDIDATE.read_text()

@@ -36,8 +36,8 @@ import time
 
 from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import Budgets, PhaseResult, new_run, optimize
-from pallasite.agents.providers import ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.providers import ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 from pallasite.analysis.verdict import COST_MODEL, Timing
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine

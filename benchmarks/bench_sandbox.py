@@ -28,7 +28,7 @@ ADD = ROOT / "tests" / "data" / "optimize" / "add.py"
 
 
 async def measure(confine: bool, repeats: int) -> dict[str, list[float]]:
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.sources import sources_for
     from pallasite.engine.timing import TaskFiles, time_request
     from pallasite.wire.messages import CheckParams
@@ -102,7 +102,7 @@ def main() -> int:
     parser.add_argument("--start-cost", action="store_true",
                         help="also time a sandboxed child's start alone: forked here vs by the fork server")
     args = parser.parse_args()
-    from pallasite.engine import spawn
+    from pallasite.engine.workers import spawn
 
     problem = spawn.confinement_problem(sys.executable)
     if problem:

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from tune_landscapes import Landscape, landscapes  # noqa: E402
 
-from pallasite.engine.tune_search import search  # noqa: E402
+from pallasite.engine.tuning.tune_search import search  # noqa: E402
 
 
 def spearman(xs: list[float], ys: list[float]) -> float:

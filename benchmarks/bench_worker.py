@@ -24,7 +24,7 @@ import time
 
 from typing import Any
 
-from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
 from pallasite.wire.messages import CheckParams, ImportParams, PingParams
 

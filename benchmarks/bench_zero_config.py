@@ -64,7 +64,7 @@ def tpu_kernel_files(folder: str) -> list[str]:
 async def collect(files: list[str], target: str, pythonpath: str | None, time_limit: float) -> dict:
     """Per file: the tiers that gave a verdict, the findings, the time (with whatever pallasite imports)."""
     from pallasite.engine.checker import Checker, CheckOptions
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 
     env = {"PYTHONPATH": pythonpath} if pythonpath else {}
     client = WorkerClient(WorkerConfig(timeout_s=time_limit, memory_mb=6144, env=env))

@@ -185,7 +185,7 @@ def save(count: int = 8) -> Figure:
 async def _judged(count: int) -> list[float] | str:
     import dataclasses
 
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
 
     user_path = ROOT / "tests" / "data" / "optimize" / "add.py"

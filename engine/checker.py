@@ -2,10 +2,10 @@
 
 Tier 0 (source rules) runs in this process through ``pallasite.analysis.tier0``; tiers 1-3 go to
 a warm worker process as one ``check`` request (``runner/checks.py`` answers it), whose raw error
-records ``engine/locate.py`` turns into findings at spans of the user's file (``engine/reply_failures.py``
+records ``engine/findings/locate.py`` turns into findings at spans of the user's file (``engine/findings/reply_failures.py``
 when the request as a whole failed: limits, crashes, a worker that could not start). Suppression comments
 and severity overrides are applied to every tier's findings alike; then a compiler finding that
-repeats a tier-0 one is folded into it (``engine/agreement.py``: one mistake, one finding).
+repeats a tier-0 one is folded into it (``engine/findings/agreement.py``: one mistake, one finding).
 
 This module never imports jax: the CLI, the language server and the agents all use it.
 
@@ -52,11 +52,13 @@ from ..analysis.types import (
 
 from ..wire.messages import CheckEntry, CheckParams, CheckResult, Progress, Sources, TierOutcome, TierState
 
-from . import chip_table, devices, locate, locate_step, never_ran, reach, reply_failures, tier2_route, tier3_request, zero_config
-from .devices import DEFAULT_CPU_DEVICES
-from .backend import Purpose, Reply
-from .agreement import merge_agreeing
-from .client import WorkerClient, WorkerConfig
+from . import chip_table, tier2_route, tier3_request, zero_config
+from .workers import devices
+from .findings import locate, locate_step, never_ran, reach, reply_failures
+from .workers.devices import DEFAULT_CPU_DEVICES
+from .workers.backend import Purpose, Reply
+from .findings.agreement import merge_agreeing
+from .workers.client import WorkerClient, WorkerConfig
 from .result_cache import CachedVerdict, GuardedCache, ResultCache, reuse_note
 from .sources import sources_for
 
@@ -83,15 +85,15 @@ class CheckOptions:
     interpreter: str | None = None  # the user's project python; None = sys.executable
     worker_command: tuple[str, ...] = ()  # e.g. ("ssh", "tpu-host"): run the worker there (WorkerConfig.command)
     script: bool = False  # run the file's __main__ and check every pallas_call it makes (script mode)
-    cpu_devices: int = DEFAULT_CPU_DEVICES  # virtual CPU devices a worker starts with (engine/devices.py)
-    sandbox: str = "auto"  # local workers in a PID/mount namespace: auto | on | off (engine/spawn.py)
-    allow_unconfined: bool = False  # model-written code may run without a confined worker (engine/confinement.py)
+    cpu_devices: int = DEFAULT_CPU_DEVICES  # virtual CPU devices a worker starts with (engine/workers/devices.py)
+    sandbox: str = "auto"  # local workers in a PID/mount namespace: auto | on | off (engine/workers/spawn.py)
+    allow_unconfined: bool = False  # model-written code may run without a confined worker (engine/workers/confinement.py)
     callers: bool = True  # a file with no task: check it through a call found in the workspace (analysis/callers.py)
     workspace: str | None = None  # where callers are searched (None: the project folder above the file)
     # model-written code: the module the judge tested and priced (TimeResult.module as JSON text): tier 2
     # compiles these bytes, so what compiled is what was tested (engine/judge.py sets it per candidate)
     judged_module: str | None = None
-    locate: bool = False  # after a tier-3 failure, the locate step (engine/locate_step.py): `check --locate`
+    locate: bool = False  # after a tier-3 failure, the locate step (engine/findings/locate_step.py): `check --locate`
     locate_budget_s: float = 60.0  # the locate step's time for one file's edits, on the worker
 
     def __post_init__(self) -> None:
@@ -159,7 +161,7 @@ class Checker:
 
     def __init__(self, options: CheckOptions, client: Any = None, *, cache: ResultCache | None = None,
                  purpose: Purpose = "check", untrusted: bool = False):
-        """``client``: a ``Backend`` (engine/backend.py; the engine passes its pool) or a ``WorkerClient``;
+        """``client``: a ``Backend`` (engine/workers/backend.py; the engine passes its pool) or a ``WorkerClient``;
         None: this checker starts and owns one worker. ``purpose``: what its requests are for.
         ``untrusted``: it checks model-written text: the workers it starts itself are confined too."""
         self.options = options
@@ -193,8 +195,8 @@ class Checker:
 
         findings: list[Finding] = []
         notes: list[str] = []
-        learned: list[Any] = []  # what the run learned per pallas_call (TracedCall, engine/reach.py)
-        wrong: list[str] = []  # entries whose tier-3 outputs were wrong (engine/locate_step.py)
+        learned: list[Any] = []  # what the run learned per pallas_call (TracedCall, engine/findings/reach.py)
+        wrong: list[str] = []  # entries whose tier-3 outputs were wrong (engine/findings/locate_step.py)
         if analysis is None:
             analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
         if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
@@ -273,7 +275,7 @@ class Checker:
 
     async def locate(self, report: FileReport, text: str, *, on_progress: ProgressFn | None = None,
                      analysis: SourceAnalysis | None = None) -> FileReport:
-        """The locate step for ``report``'s tier-3 failures (engine/locate_step.py): each wrong-output finding
+        """The locate step for ``report``'s tier-3 failures (engine/findings/locate_step.py): each wrong-output finding
         at the statement that makes it, with the edit verified by the worker as its fix. The report as it is
         when it has none, or for model-written text (its code runs only in confined workers)."""
         if not report.wrong_outputs or self.untrusted:
@@ -310,7 +312,7 @@ class Checker:
         """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along, and
         ``callers`` (analysis/callers.py's search, or None), the workspace's calls of it. ``learned`` gets
         what the run learned about each pallas_call (``TracedCall``s); ``wrong`` the entries whose tier-3 outputs
-        were wrong (engine/locate_step.py)."""
+        were wrong (engine/findings/locate_step.py)."""
         inferred = zero_config.inferred_calls(inference) if inference is not None else ()
         callers_sent = zero_config.caller_refs(callers)
         client = self._worker_for(text, notes)

@@ -60,7 +60,7 @@ def table_sync(config: Any = None, *, probe: bool = True) -> tuple[list[ChipSpec
     one built by a short-lived worker (and cached). (specs, None) or ([], why)."""
     from ..wire.messages import ChipsParams
 
-    from .client import WorkerConfig, run_requests_sync
+    from .workers.client import WorkerConfig, run_requests_sync
 
     found = cached()
     if found is not None and (not probe or chip_cache.complete(found)):

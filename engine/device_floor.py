@@ -2,7 +2,7 @@
 nor before the matmuls it certainly does have run at the chip's peak.
 
 A ``time`` reply passes through ``floored_reply`` in the one place every worker's reply is read
-(``engine/client.WorkerClient``: local, ssh, and the worker inside each Ray actor), so ``time``,
+(``engine/workers/client.WorkerClient``: local, ssh, and the worker inside each Ray actor), so ``time``,
 ``tune``, ``optimize``, ``search`` and ``eval`` all see the same rule: the candidate's (and the
 reference's) device median must be at least
 

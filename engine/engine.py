@@ -2,13 +2,13 @@
 
 It owns what execution needs and builds it in this one place:
 
-- the backend (``engine/pool.py``: a pool of warm workers by purpose; check workers for on-save
+- the backend (``engine/workers/pool.py``: a pool of warm workers by purpose; check workers for on-save
   checks, job workers for long work, a device worker for timings), rebuilt when the worker
   settings (interpreter, launcher, limits) change;
 - the results stores, one open ``StoreCache`` per workspace (``engine/store_cache.py``): checks
   record and reuse verdicts through it, hovers read it without opening a connection each;
 - the chip table the workers report (``chip_table``), for hovers and the cost model;
-- the device pool of a run (``device(settings)``, engine/device.py): every device job goes there;
+- the device pool of a run (``device(settings)``, engine/workers/device.py): every device job goes there;
 - the jobs registry (``engine/jobs.py``).
 
     engine = Engine(checks=2)
@@ -29,11 +29,11 @@ from typing import Any
 
 from ..analysis.types import FileReport
 
-from .backend import Backend, Purpose
+from .workers.backend import Backend, Purpose
 from .checker import Checker, CheckOptions
-from .client import WorkerConfig
+from .workers.client import WorkerConfig
 from .jobs import JobRegistry
-from .pool import local_backend
+from .workers.pool import local_backend
 from .store_cache import StoreCache, workspace_for
 
 BackendFactory = Callable[[WorkerConfig, int], Backend]
@@ -41,7 +41,7 @@ BackendFactory = Callable[[WorkerConfig, int], Backend]
 
 def worker_config(options: CheckOptions, *, untrusted: bool = False) -> WorkerConfig:
     """How workers start for these check options (interpreter, launcher, limits); ``untrusted``:
-    workers for model-written code (engine/confinement.py)."""
+    workers for model-written code (engine/workers/confinement.py)."""
     return WorkerConfig(python=options.interpreter or sys.executable, memory_mb=options.memory_mb,
                         timeout_s=options.time_limit_s, command=options.worker_command,
                         cpu_devices=options.cpu_devices, sandbox=options.sandbox, confine=untrusted,
@@ -70,7 +70,7 @@ class Engine:
         self._stores: dict[str, StoreCache] = {}
         self._retired: set[asyncio.Future[Any]] = set()
         self._devices: dict[Any, Any] = {}  # (backend settings, worker config) -> DeviceWorker
-        self.device_opener: Any = None  # tests: how a device backend is opened (default engine/remote.open_remote)
+        self.device_opener: Any = None  # tests: how a device backend is opened (default engine/workers/remote.open_remote)
         self.device_actor: Any = None  # benchmarks: a Ray actor class standing in for the device worker
         self.device_events: Callable[[str], Any] | None = None  # the device pool's state lines (progress)
 
@@ -79,7 +79,7 @@ class Engine:
     def backend(self, options: CheckOptions, *, untrusted: bool = False) -> Backend:
         """The backend for these options' worker settings; a different setting retires the old one.
         ``untrusted``: the backend for model-written code, whose workers are confined (or refuse to
-        start: engine/confinement.py); every agent call site that runs a model's code asks for it."""
+        start: engine/workers/confinement.py); every agent call site that runs a model's code asks for it."""
         config = worker_config(options, untrusted=untrusted)
         current = self._backends.get(untrusted)
         if current is not None and current[1] != config:
@@ -94,7 +94,7 @@ class Engine:
         asked), or None. A backend factory that is not the local pool (tests) is taken as confined."""
         if self.backend_factory is not _default_factory:
             return None
-        from .confinement import refusal_for
+        from .workers.confinement import refusal_for
 
         return refusal_for(worker_config(options, untrusted=True))
 
@@ -208,11 +208,11 @@ class Engine:
     # ------------------------------------------------------------------ life
 
     def device(self, settings: Any, base: Any = None) -> Any:
-        """The run's one open device pool for these backend settings (engine/device.py: N workers, one
+        """The run's one open device pool for these backend settings (engine/workers/device.py: N workers, one
         queue per chip kind, a lost worker's job re-queued): shared by eval's, search's, tune's and
         optimize's tests and timings; closed with the engine. ``device_events`` receives the pool's
         state lines (a worker started, lost, a job re-queued)."""
-        from .device import device_pool
+        from .workers.device import device_pool
 
         key = repr((settings, base))  # settings may hold dicts (Ray resources): keyed by their text
         found = self._devices.get(key)
@@ -248,9 +248,9 @@ def check_paths_sync(paths: Sequence[str], options: CheckOptions, *, jobs: int =
                      keep_warm_s: float | None = None) -> list[FileReport]:
     """The CLI's entry: an engine with ``jobs`` check workers, the files checked (``on_report`` as each
     finishes), the engine closed. ``keep_warm_s``: the workers are a keeper's, kept warm that many
-    seconds after the run for the next one (engine/warm_pool.py)."""
+    seconds after the run for the next one (engine/workers/warm_pool.py)."""
     if keep_warm_s and backend_factory is None:
-        from .warm_pool import warm_factory
+        from .workers.warm_pool import warm_factory
 
         backend_factory = warm_factory(keep_warm_s)
 

@@ -9,7 +9,7 @@ estimates), which refuses figures of two different models. Each side carries its
 the model's leave-family-out error on published TPU times allows, runner/program/cost_model.interval); the
 speedup's range divides them (``speedup_interval``), and where it straddles 1.0x the pair says
 "measure this on a device" (``caveat``): the model cannot tell which side is faster. ``estimate_pair`` asks a worker for
-both. ``eval`` (agents/eval_job.py) and ``tune`` (engine/tune.py) both use ``pair``, so one file
+both. ``eval`` (agents/eval_job.py) and ``tune`` (engine/tuning/tune.py) both use ``pair``, so one file
 gets one estimated speedup from either.
 """
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from ..wire.messages import Progress
 
-from .backend import Reply
+from .workers.backend import Reply
 
 JobState = Literal["pending", "running", "done", "failed", "cancelled"]
 ReportProgress = Callable[[Progress], None]

@@ -19,7 +19,7 @@ request made one) and ``verdict(text) -> Verdict`` (the three combined once, wit
 process compared and timed the candidate, as the worker said). The verified fixer's proposals go through it
 too (``check``: the checker's whole report at the fix's tiers). What a run does with its judge besides
 judging - tune's estimator and timer for a file's configurations, optimize's autotune phase, the device
-profile - is engine/judge_tune.py, over this judge's phases.
+profile - is engine/tuning/judge_tune.py, over this judge's phases.
 
 Client side: no JAX; the worker side of the ``time`` request is runner/judging/judge.py.
 """
@@ -155,7 +155,7 @@ class Judge:
     def device_backend(self) -> Any:
         """The run's one open, queued device backend (``Engine.device`` for settings, opened once)."""
         if self.device is not None and not hasattr(self.device, "request"):  # BackendSettings: the engine's pool
-            from .device import candidate_config
+            from .workers.device import candidate_config
 
             self.device = self.engine.device(self.device, candidate_config(
                 getattr(self.options, "memory_mb", 8192), self.timeout_s,

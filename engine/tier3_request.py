@@ -17,7 +17,7 @@ from ..analysis.codes import CODES
 from ..analysis.types import NOT_CHECKED_STATE, Finding
 from ..wire.messages import CheckEntry, CheckResult, TierOutcome
 
-from . import reply_failures
+from .findings import reply_failures
 
 NOT_CHECKED = NOT_CHECKED_STATE  # analysis/types.py: the one word for it
 RESOURCE_STATUSES = ("timed_out", "memory")

@@ -1,6 +1,6 @@
 """Client side of `time` and `profile`: which files, the request, the backend, the measurements.
 
-Used by the CLI (``server/cmd_time.py``), the language server's "Time on"/"Profile on" lenses and
+Used by the CLI (``server/commands/cmd_time.py``), the language server's "Time on"/"Profile on" lenses and
 the agents (the autotuner times measured configs through ``time_request`` + ``run_timing``).
 
 - ``task_files(target)``: a kernel file, or a task folder as it is: JAXBench (``optimized.py``
@@ -29,10 +29,10 @@ from typing import Any
 
 from ..analysis.types import Measurement, from_json, to_json
 
-from . import launcher
-from .backend import Reply
-from .client import WorkerConfig
-from .remote import BackendSettings, open_remote, where
+from .workers import launcher
+from .workers.backend import Reply
+from .workers.client import WorkerConfig
+from .workers.remote import BackendSettings, open_remote, where
 
 OPS = ("time", "profile")
 

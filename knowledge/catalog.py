@@ -207,7 +207,7 @@ def explain(code: str, *, markdown: bool = False) -> str:
 def recognise(exception_type: str, message: str, *, tier: int | None = None) -> list[CatalogEntry]:
     """Entries whose rows of the compiler-message table match ``message`` (rows for ``tier`` only,
     when given), best first: the table's order, a family's catch-all (PLS100/200/300) after every
-    specific entry. The same ranking gives a check's finding its code (engine/classify.py).
+    specific entry. The same ranking gives a check's finding its code (engine/findings/classify.py).
     ``exception_type`` is not used by the table (the message decides); it is kept for callers."""
     try:
         codes = compiler_messages.codes_for(message, tier)

@@ -1,7 +1,7 @@
 """The compiler-message table: which finding code a jax / libtpu / TPU-interpreter message names.
 
 One ordered table of data (``compiler_messages.toml`` next to this file), read by the checker's
-locator (``engine/classify.py``: the code of a worker's error record) and by the error catalog
+locator (``engine/findings/classify.py``: the code of a worker's error record) and by the error catalog
 (``knowledge/catalog.py``: ``recognise``, and each entry's ``patterns``), so the two cannot
 disagree. Rows are tried in order and the first row with a matching pattern names the code; a
 family's catch-all (PLS100/PLS200/PLS300) ranks after every specific row; a row applies to the

@@ -504,7 +504,7 @@ class ResultsStore:
     def put_llm_call(self, run_id: str, step: int, *, provider: str, model: str | None, system: str,
                      prompt: str, response: str | None, error: str | None = None, usage: dict | None = None,
                      seconds: float | None = None) -> int:
-        """Record one model call of an agent run. The caller redacts secrets first (agents/keys.py)."""
+        """Record one model call of an agent run. The caller redacts secrets first (agents/llm/keys.py)."""
         row = (run_id, step, provider, model, system, prompt, response, error, json.dumps(usage or {}),
                seconds, time.time())
         return self._write(lambda db: db.execute(

@@ -1,6 +1,6 @@
 """An exception from lowering or compiling a kernel, as a plain JSON record (worker side).
 
-The record keeps everything ``engine/locate.py`` needs to put the error at the right line of the
+The record keeps everything ``engine/findings/locate.py`` needs to put the error at the right line of the
 user's file, without jax on the client side:
 
 - ``type``: the exception class name (of the most telling exception in the chain);

@@ -11,7 +11,7 @@ The check op imports a file with each top-level statement run on its own (``runn
   stopped at its own share (a CPU benchmark in a notebook cell) is PLS903 too, and the rest ran;
 - the first other one is one record at its line, saying the rest of the file still ran and how
   many more statements raised: PLS909 for a missing module, PLS115 for a kernel applied to sharded
-  operands outside ``shard_map`` (an error, as on a TPU), else PLS901 (engine/classify.py) — a
+  operands outside ``shard_map`` (an error, as on a TPU), else PLS901 (engine/findings/classify.py) — a
   "could not check" warning, except where the statement is wrong on any machine (``BROKEN_EVERYWHERE``:
   a name used before it is defined, an attribute jax does not have), which is an error at its line.
 
@@ -84,7 +84,7 @@ def import_failure_records(run: Recording, path: str, limit_s: Any) -> tuple[lis
 
 
 def _empty_sentence(exc: BaseException, rec: dict[str, Any], path: str, line: int) -> str:
-    """An exception raised with no text (engine/classify.py puts its type first): the statement of the file
+    """An exception raised with no text (engine/findings/classify.py puts its type first): the statement of the file
     that raised it, and where it was raised."""
     import linecache
 

@@ -5,7 +5,7 @@ kernels). Their tiers 1-3 never ran, so they must not read ``ok``: the entry is 
 abstractly (``jax.eval_shape``, nothing runs on a device), with ``pallas_call`` intercepted, and
 every call made from the checked file is recorded with the lines of that file on its call stack
 (the ``pallas_call(...)`` expression, the wrapper that forwards to it, the function that called the
-wrapper) and the kernel's ``def`` line. The client (``engine/reach.py``) marks the file's other
+wrapper) and the kernel's ``def`` line. The client (``engine/findings/reach.py``) marks the file's other
 pallas_call sites "not reached" (the task never calls them).
 """
 
@@ -173,7 +173,7 @@ def vmem_detail(reached: list[dict[str, Any]] | None, capacity: int | None) -> s
     """A progress-message detail when one call's blocks need more VMEM than the chip has ("" if none).
 
     ``; its blocks need 256.0 MiB of VMEM (double-buffered), more than the chip's 128.0 MiB
-    (largest: in_specs[0] (4096, 4096) bfloat16)`` — engine/reply_failures.py reads it back when
+    (largest: in_specs[0] (4096, 4096) bfloat16)`` — engine/findings/reply_failures.py reads it back when
     the compile then runs past its time limit.
     """
     if not reached or not capacity:

@@ -309,7 +309,7 @@ def _tier_record(exc: BaseException, path: str, tier: int) -> dict[str, Any]:
     near = noted(exc)  # runner/vmem_fit.annotate: a compile a few percent over its VMEM limit
     if near and rec.get("vmem"):
         rec["vmem"]["near_limit"] = near
-    if jax.config.jax_enable_x64:  # ints become int64, which Mosaic rejects: engine/locate.py says why
+    if jax.config.jax_enable_x64:  # ints become int64, which Mosaic rejects: engine/findings/locate.py says why
         rec["x64"] = True
     return rec
 

@@ -159,7 +159,7 @@ def _measure(ctx: Context) -> Callable[[str], None]:
 
 def _judging(ctx: Context) -> Callable[[str], None]:
     """Said once the candidate's process is gone and the judge runs the program of the file ``name``: a crash
-    from then on is that program's (the client says so: engine/client.py)."""
+    from then on is that program's (the client says so: engine/workers/client.py)."""
     return lambda name: ctx.progress(f"the candidate's process is gone; the judge runs {name}'s exported program",
                                      stage=Stage.JUDGE, entry=name)
 def op_estimate(params: messages.EstimateParams, ctx: Context) -> messages.EstimateResult:

@@ -127,7 +127,7 @@ def get_checker(session: Any, path: str, *, script: bool = False, purpose: str =
     runs on the engine's warm check workers and records verdicts in the results store of the
     workspace holding ``path`` (.pallasite/), which also lets it reuse unchanged tier-2 verdicts.
     ``purpose`` "job" runs it on a job worker (tier 3: long), so saves never wait behind it.
-    ``untrusted``: for model-written text (confined workers, no results store: engine/confinement.py)."""
+    ``untrusted``: for model-written text (confined workers, no results store: engine/workers/confinement.py)."""
     options = session.check_options(path)  # the settings of path's workspace folder
     return session.engine.checker(path, replace(options, script=True) if script else options, purpose=purpose,
                                   untrusted=untrusted)
@@ -228,7 +228,7 @@ async def run_check(session: Any, doc: Any, version: int, text: str, tiers: list
 async def run_locate(session: Any, doc: Any, version: int, text: str, report: FileReport, tiers: Sequence[int],
                      analysis: Any = None) -> FileReport | None:
     """The locate step for a check's tier-3 failures, in the background after the check was published
-    (engine/locate_step.py): its findings replace the check's, moved through the edits made since
+    (engine/findings/locate_step.py): its findings replace the check's, moved through the edits made since
     ``version``; nothing of tier 0's or the check's publication waits for it. A newer check cancels it."""
     checker = get_checker(session, doc.path, purpose="job")
     started = time.perf_counter()

@@ -13,11 +13,11 @@ import os
 import sys
 import traceback
 
-from .commands import COMMANDS  # name -> (module, one-line help)
-from .flags import Parser as _Parser  # a usage error: one line, and where the help is
+from .commands.table import COMMANDS  # name -> (module, one-line help)
+from .commands.flags import Parser as _Parser  # a usage error: one line, and where the help is
 
 # One rule for keys: every `pallasite` process re-executes itself without the secret variables in its
-# environment (engine/secrets.py keeps their values in its memory), so no process that calls a model,
+# environment (engine/workers/secrets.py keeps their values in its memory), so no process that calls a model,
 # starts workers or runs kernel code shows them in /proc/<pid>/environ. The worker, the process where
 # kernel code runs, is not even handed them (wire/env.py filters the rest of its environment).
 
@@ -50,13 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     # Provider keys leave the environment before anything else runs: the process re-executes itself,
     # so only when it is its own program (never replace a caller's process, e.g. a test runner's).
     if command_line:
-        from ..engine import secrets
+        from ..engine.workers import secrets
 
         secrets.keep_in_memory_only(argv, hand_over=name != "worker")
     module = importlib.import_module(COMMANDS[name][0])
     parser = _Parser(prog=f"pallasite {name}", description=COMMANDS[name][1])
     module.add_arguments(parser, name)
-    from .flags import translate  # old flag spellings still work for one release, with a note
+    from .commands.flags import translate  # old flag spellings still work for one release, with a note
 
     args = parser.parse_args(translate(name, argv[1:]))
     args.command = name

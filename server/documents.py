@@ -88,7 +88,7 @@ class DocumentSnapshot:
         """What the user sees: tier-0 and compiler findings, one finding per mistake (a compiler
         finding repeating a tier-0 one becomes its related "agrees" entry, the user's ``severity``
         override of the tier-0 code kept; default: the snapshot's settings')."""
-        from ..engine.agreement import merge_agreeing  # client side, jax-free
+        from ..engine.findings.agreement import merge_agreeing  # client side, jax-free
 
         if not self.compiler:
             return list(self.tier0)

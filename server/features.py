@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: the feature modules import nothing from here
     from ..agents.optimize import RunState
 
-    from .inlay_hints import HintSet
-    from .timing_lsp import LastTiming
-    from .tune_lsp import Tuned
+    from .editor.inlay_hints import HintSet
+    from .editor.timing_lsp import LastTiming
+    from .editor.tune_lsp import Tuned
 
 
 @dataclass(frozen=True)

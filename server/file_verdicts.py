@@ -3,7 +3,7 @@ its snapshot: the same words everywhere, so the lens, the status bar and the Pro
 
 ``file_verdict`` is one entry of the ``files`` list of the ``pallasite/status`` notification (the
 clients show the entry of the active editor's document; they decide nothing): while a check runs,
-"checking"; after one, the file's compile verdict as `pallasite check` words it (server/report_format.py),
+"checking"; after one, the file's compile verdict as `pallasite check` words it (server/reports/report_format.py),
 marked "edited since" when the text changed after the check; before any check, tier 0's count.
 ``lens_suffix`` is the "(last: tier 1 ok, tier 2 ok)" after "Check for v6e".
 """
@@ -27,7 +27,7 @@ def file_verdict(snap: Any, tiers: Sequence[int], checking: bool, target: str | 
     """``{"state", "verdict", "detail"}`` for the status bar: ``state`` is "checking", "ok" (compiled
     for the chip), "error" (not compiled: an error), "unknown" (not compiled for the chip, or not
     checked: the why says which) or "tier0" (no compiler check for ``target`` yet: tier 0's findings)."""
-    from .report_format import compile_line, compiled_for
+    from .reports.report_format import compile_line, compiled_for
 
     if checking:
         return {"state": "checking", "verdict": "checking…", "detail": f"checking {snap.path}"}

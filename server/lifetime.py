@@ -2,9 +2,9 @@
 
 The server ends within a second of any of: the end of its input (the editor quit or crashed), the
 ``exit`` notification, SIGTERM/SIGHUP/SIGINT. Ending means: SIGKILL every worker this process
-started, their process groups and descendants (engine/spawn.py), then exit — without waiting for
+started, their process groups and descendants (engine/workers/spawn.py), then exit — without waiting for
 asyncio to wind down tasks that talk to workers that are already gone. A server killed outright
-(SIGKILL) cannot do this; its workers then end by themselves (PR_SET_PDEATHSIG, engine/spawn.py).
+(SIGKILL) cannot do this; its workers then end by themselves (PR_SET_PDEATHSIG, engine/workers/spawn.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import BinaryIO
 
-from ..engine import spawn
+from ..engine.workers import spawn
 
 logger = logging.getLogger(__name__)
 GRACE_S = 0.5  # after the workers are killed, how long the normal shutdown may take before _exit

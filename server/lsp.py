@@ -21,15 +21,15 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..engine import secrets
+from ..engine.workers import secrets
 
-from . import actions, fix_command, hover, hover_sources, inlay_hints, lenses, optimize_lsp, search_lsp, timing_lsp, tune_lsp
+from .editor import actions, fix_command, hover, hover_sources, inlay_hints, lenses, optimize_lsp, search_lsp, timing_lsp, tune_lsp
 from .lsp_protocol import PARSE_ERROR, PallasiteProtocol
 from .lsp_convert import (
     change_to_edit, path_to_uri, position_from_client, range_to_span, span_to_range, uri_to_path,
 )
 from .features import StepDocument
-from .job_command import Command, Result, job_command, options_of, progress_token
+from .editor.job_command import Command, Result, job_command, options_of, progress_token
 from . import checks, session_settings, views
 from .session import Document, Session, status_of
 from .shifting import LineIndex

@@ -14,7 +14,7 @@ from ..agents.run_setup import RunRequest
 
 def device_settings(args: argparse.Namespace):
     """The engine's BackendSettings for ``--backend`` (None for ``estimate``); ValueError says what is wrong."""
-    from ..engine.remote import BackendSettings, parse_resources, read_hosts_file
+    from ..engine.workers.remote import BackendSettings, parse_resources, read_hosts_file
 
     if args.backend == "estimate":
         return None
@@ -92,9 +92,9 @@ def provider_config(args: argparse.Namespace, run: Any) -> Any:
 
 
 def command_line_provider(config: Any, command: str) -> Any:
-    """The model for ``pallasite <command>`` (agents/providers.make_provider), or ProviderError("config"); with no
+    """The model for ``pallasite <command>`` (agents/llm/providers.make_provider), or ProviderError("config"); with no
     provider named, what to give on the command line (the editor's settings are not this user's)."""
-    from ..agents.providers import ProviderError, command_line_how, make_provider
+    from ..agents.llm.providers import ProviderError, command_line_how, make_provider
 
     if not config.name:
         raise ProviderError("config", "no LLM provider is configured: " + command_line_how(command))
@@ -105,7 +105,7 @@ def write_outputs(graph: Any, rid: str, out_dir: Path, title: str, report: Path 
     """The graph as JSON and the HTML report; returns the report's path."""
     from ..knowledge.store import STORE_DIR, pallasite_folder
 
-    from .report_html import search_html
+    from .reports.report_html import search_html
 
     if out_dir.parent.name == STORE_DIR:  # .pallasite/search: .pallasite ignores itself in git
         pallasite_folder(out_dir.parent.parent)

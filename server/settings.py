@@ -121,8 +121,8 @@ class BackendSettings:
     rayResources: dict = setting({}, "ray: the resources each worker holds, e.g. {\"TPU\": 4}.")
 
     def remote(self) -> Any:
-        """These settings as the engine's ``BackendSettings`` (engine/remote.py)."""
-        from ..engine.remote import BackendSettings as Remote
+        """These settings as the engine's ``BackendSettings`` (engine/workers/remote.py)."""
+        from ..engine.workers.remote import BackendSettings as Remote
 
         return Remote(kind=self.kind, host=self.host or None, command=self.command or None,
                       remote_worker=self.remoteWorker or "pallasite worker", ray_address=self.rayAddress or None,
@@ -182,7 +182,7 @@ class AgentSettings:
 
     def provider_config(self, name: str | None = None) -> Any:
         """These settings as the agents' ``ProviderConfig`` (``name`` overrides the provider)."""
-        from ..agents.providers import ProviderConfig
+        from ..agents.llm.providers import ProviderConfig
 
         return ProviderConfig(name=self.provider if name is None else name, model=self.model, base_url=self.baseUrl,
                               api_key_env=self.apiKeyEnv, vertex_project=self.vertexProject,

@@ -1,4 +1,4 @@
-"""A backend for tests: the real pool scheduling (engine/pool.py) over in-process fake workers.
+"""A backend for tests: the real pool scheduling (engine/workers/pool.py) over in-process fake workers.
 
 Each request asks a *script* what to do: ``script(params, purpose) -> FakeStep`` (how long to take,
 what progress to report, and whether to answer with a result, fail with an error, or crash). No
@@ -21,8 +21,8 @@ from typing import Any
 
 from pallasite.wire import messages, protocol
 
-from pallasite.engine.backend import ProgressCallback, Reply, call_progress
-from pallasite.engine.pool import PoolBackend
+from pallasite.engine.workers.backend import ProgressCallback, Reply, call_progress
+from pallasite.engine.workers.pool import PoolBackend
 
 _pids = itertools.count(100_000)
 

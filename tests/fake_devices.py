@@ -1,4 +1,4 @@
-"""Fake device workers for pool tests (engine/device_pool.py): in-process, with a device kind.
+"""Fake device workers for pool tests (engine/workers/device_pool.py): in-process, with a device kind.
 
 ``FakeDevice(kind, answer)`` handshakes as a worker whose devices are ``(kind,)`` and answers each
 request with ``await answer(device, params)`` (a ``Reply``); it counts what it ran and how many ran
@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from pallasite.engine.backend import Reply
+from pallasite.engine.workers.backend import Reply
 from pallasite.wire import protocol
 
 _pids = itertools.count(200_000)

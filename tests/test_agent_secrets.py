@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import Answer, FakeEndpoint, gemini_reply
-from pallasite.agents import keys
+from pallasite.agents.llm import keys
 
 pytest.importorskip("google.genai")
 
@@ -75,7 +75,7 @@ def test_keys_stay_out_of_prompts_store_output_and_errors(tmp_path):
 async def test_keys_stay_out_of_python_logs(tmp_path, monkeypatch, caplog):
     from pallasite.agents.fix_action import FixJob, fix_file
     from pallasite.agents.fixer import Budgets
-    from pallasite.agents.providers import ProviderConfig
+    from pallasite.agents.llm.providers import ProviderConfig
     from pallasite.engine.checker import CheckOptions, Checker
     from pallasite.engine.judge import Judge, Trusted
 

@@ -1,5 +1,5 @@
 """`--apply` never loses the user's text: the result goes over the file only if it is byte-identical to
-what the run started from, else beside it with the reason; writes are atomic (server/apply_file.py)."""
+what the run started from, else beside it with the reason; writes are atomic (server/commands/apply_file.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.server.apply_file import apply_result
+from pallasite.server.commands.apply_file import apply_result
 
 DATA = Path(__file__).parent / "data"
 RIGHT = json.dumps({"explanation": "128 lanes", "edits": [{"search": "BLOCK_COLS = 100\n", "replace": "BLOCK_COLS = 128\n"}]})

@@ -7,7 +7,7 @@ import asyncio
 import os
 import time
 
-from pallasite.engine.backend import Backend
+from pallasite.engine.workers.backend import Backend
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 from fake_backend import FakeStep, FakeWorker, fake_backend
@@ -33,8 +33,8 @@ def _engine(script, **sizes) -> Engine:
 
 
 def test_the_fake_and_local_backends_fit_the_seam():
-    from pallasite.engine.client import WorkerConfig
-    from pallasite.engine.pool import local_backend
+    from pallasite.engine.workers.client import WorkerConfig
+    from pallasite.engine.workers.pool import local_backend
 
     assert isinstance(fake_backend(), Backend)
     assert isinstance(local_backend(WorkerConfig()), Backend)  # nothing starts until a request

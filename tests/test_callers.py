@@ -146,7 +146,7 @@ def test_a_wrappers_deferred_call_reaches_the_one_site_of_the_function_that_made
     from types import SimpleNamespace
 
     from pallasite.analysis.types import Span
-    from pallasite.engine import reach
+    from pallasite.engine.findings import reach
 
     text = "def gmm(x):\n    call = wrap(k,\n        grid=g)\n    y = 1\n    return call(x)\n\ndef tgmm(x):\n    return 0\n"
     site = SimpleNamespace(span=Span(1, 11, 2, 15), kernel_def_span=None, enclosing_function="gmm")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 
 DATA = Path(__file__).parent / "data"
 UNTRUSTED = DATA / "untrusted"
@@ -50,7 +50,7 @@ def above(code: str, kernel: str) -> str:
 async def judged(confine: bool, tmp_path: Path, texts, user: str = USER) -> list:
     """Each text judged by the ``time`` op against the user's file ``user`` (``texts``: a list, or a function of
     the worker that makes it); the replies."""
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
 
     path = tmp_path / "kernel.py"
@@ -200,7 +200,7 @@ async def test_a_judge_that_dies_running_the_candidates_program_says_so_and_rank
 async def test_without_a_nested_namespace_the_users_own_file_is_judged_with_a_note(tmp_path):
     """No user namespaces for the candidate's process (forced): the user's own worker judges it as before (the
     process group and every process below it ended) and the record and notes say so."""
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
     from pallasite.runner.judging.nest import NO_NEST_VARIABLE
 
@@ -229,7 +229,7 @@ async def test_a_confined_worker_refuses_a_candidate_it_cannot_nest(tmp_path, mo
         monkeypatch.delenv(NO_NEST_VARIABLE)
         spawn.confinement_problem.cache_clear()
     assert problem and "cannot be given a PID namespace of its own here" in problem and "forced by the test" in problem
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
 
     path = tmp_path / "kernel.py"

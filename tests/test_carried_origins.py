@@ -1,5 +1,5 @@
 """Numbers that carry where they were written (runner/origin_values.py) and the findings placed at
-them (engine/origin_findings.py ``to_carried_origin``, ``buffer_place``).
+them (engine/findings/origin_findings.py ``to_carried_origin``, ``buffer_place``).
 
 Each fixture of tests/data/carried/ is a small real Pallas kernel whose block size travels before it
 reaches a BlockSpec: a dict entry copied into a dataclass by a comprehension and read back as an
@@ -33,7 +33,7 @@ def _marked(text: str) -> int:
 
 def _check(name: str, tiers: tuple[int, ...]):
     from pallasite.analysis import tier0
-    from pallasite.engine import locate
+    from pallasite.engine.findings import locate
     from pallasite.engine.sources import sources_for
     from pallasite.runner import checks
     from pallasite.wire.messages import CheckParams

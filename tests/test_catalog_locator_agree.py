@@ -1,7 +1,7 @@
 """The catalog and the locator name the same code for every real compiler message we recorded.
 
 Both read the one compiler-message table (``knowledge/compiler_messages.toml``:
-``catalog.recognise`` for explain/hover and the LLM fixer, ``engine/classify.py``'s ``classify``
+``catalog.recognise`` for explain/hover and the LLM fixer, ``engine/findings/classify.py``'s ``classify``
 for a check's findings; tests/test_compiler_messages.py shows they follow the same rows). What can
 still differ is what the locator decides besides the table: VMEM figures the worker parsed, the
 x64 flag, call-arity and attribute errors by exception type, the catch-alls by who raised. So
@@ -26,13 +26,13 @@ import pytest
 
 from pallasite.knowledge import catalog
 from pallasite.runner import errors
-from pallasite.engine import classify
+from pallasite.engine.findings import classify
 
 DATA = Path(__file__).parent / "data"
 MESSAGES = json.loads((DATA / "retrieval" / "messages.json").read_text())["messages"]
 RECORDS = json.loads((DATA / "compiler" / "records.json").read_text())["cases"]
 
-# Disagreements that sit in the locator (engine/classify.py, owned by another engineer), reported to
+# Disagreements that sit in the locator (engine/findings/classify.py, owned by another engineer), reported to
 # the lead. strict: once the locator is fixed the test XPASSes and fails, so the entry gets removed.
 LOCATOR_GAPS: dict[str, str] = {}  # case -> why the locator disagrees (xfail, strict)
 

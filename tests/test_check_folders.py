@@ -19,8 +19,8 @@ from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import check_paths_sync
 from fake_backend import FakeStep, fake_backend
 from pallasite.engine.store_cache import workspace_for
-from pallasite.server import report_format
-from pallasite.server.check_progress import CheckProgress
+from pallasite.server.reports import report_format
+from pallasite.server.commands.check_progress import CheckProgress
 
 TASKS = Path(__file__).parent / "data" / "folders" / "tasks"
 

@@ -1,4 +1,4 @@
-"""Severities that mean something, and quiet success (server/report_format.py, server/cmd_check.py):
+"""Severities that mean something, and quiet success (server/reports/report_format.py, server/commands/cmd_check.py):
 "could not check" is a warning that says what to do, `--strict` fails on a file not fully checked,
 a clean file prints nothing, and the per-file line says which tiers ran."""
 
@@ -10,9 +10,9 @@ import re
 
 from pallasite.analysis.codes import CODES
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.backend import Reply
+from pallasite.engine.workers.backend import Reply
 from pallasite.wire.messages import Progress, Stage
-from pallasite.server import report_format
+from pallasite.server.reports import report_format
 from pallasite.server.cli import main
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -78,7 +78,7 @@ def test_a_file_not_fully_checked_says_which_tiers_ran_and_strict_fails_it(capsy
 
 
 def test_pls202_names_the_shapes_of_the_cast():
-    from pallasite.engine.figures import shape_cast_sentence
+    from pallasite.engine.findings.figures import shape_cast_sentence
 
     rec = {"message": "INTERNAL: Mosaic failed to compile TPU kernel: infer-vector-layout: unsupported shape cast",
            "detail": 'The MLIR operation involved:\n  %4 = "tpu.reshape"(%3) : (vector<8x128xf32>) -> vector<32x32xf32>'}

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from pallasite.server import report_format
+from pallasite.server.reports import report_format
 from pallasite.engine.checker import TARGETS, Checker, CheckOptions
 from pallasite.engine.engine import check_paths
-from pallasite.engine.backend import Reply
+from pallasite.engine.workers.backend import Reply
 from pallasite.wire.messages import Progress, Stage, check_result_from_plain
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "compiler")
@@ -357,7 +357,7 @@ def _recorded(name: str):
 @pytest.mark.parametrize("name", ["tiling_lanes", "store_shape", "reshape_relayout", "vmem_oom_blocks", "import_error"])
 def test_compiler_messages_leave_the_registry_hint_to_presentation(name):
     from pallasite.analysis.codes import CODES
-    from pallasite.server.report_format import finding_text
+    from pallasite.server.reports.report_format import finding_text
 
     client = RecordingClient(Reply(status="ok", result=_recorded(name)))
     report = _check(Checker(CheckOptions(target="v5e", tiers=(1, 2)), client=client), os.path.join(DATA, f"{name}_broken.py"))
@@ -393,7 +393,7 @@ def test_tier0_and_compiler_report_of_one_mistake_is_one_finding(name, tier0_cod
 
 def test_a_compiler_finding_about_another_mistake_is_kept():
     from pallasite.analysis.types import Finding, Span
-    from pallasite.engine.agreement import merge_agreeing
+    from pallasite.engine.findings.agreement import merge_agreeing
 
     tier0 = Finding("PLS001", "block dim 100", Span(18, 37, 18, 40), tier=0)
     elsewhere = Finding("PLS101", "tiling", Span(40, 4, 40, 30), tier=1, origin="jax lowering", chip="v5e")

@@ -1,6 +1,6 @@
 """The chip table: jax's numbers carried faithfully (runner/chip_probe.py), names verified against
 libtpu (analysis/types.py's CHIP_TARGETS), the scoped-VMEM probe checked against the compiler, and
-the client side's cache (knowledge/chips.py, engine/chip_table.py) and command (server/cmd_chips.py)."""
+the client side's cache (knowledge/chips.py, engine/chip_table.py) and command (server/commands/cmd_chips.py)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_an_incomplete_table_is_not_cached(tmp_path, monkeypatch):
 def test_a_worker_measures_the_table_and_says_which_versions_it_is_for(tmp_path, monkeypatch):
     import asyncio
 
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pallasite.server import cli
-from pallasite.server.cmd_check import UsageError, expand_paths, parse_tiers
+from pallasite.server.commands.cmd_check import UsageError, expand_paths, parse_tiers
 
 DATA = Path(__file__).parent / "data" / "cli"
 
@@ -143,7 +143,7 @@ def test_hint_severity_is_reported_as_information_in_json():
 
 
 def test_an_internal_failure_exits_2_not_1(monkeypatch, capsys):
-    from pallasite.server import cmd_check
+    from pallasite.server.commands import cmd_check
 
     def broken(paths, options, **kwargs):
         raise RuntimeError("checker exploded")
@@ -157,7 +157,7 @@ def test_an_internal_failure_exits_2_not_1(monkeypatch, capsys):
 
 def test_details_flag_prints_the_compiler_output():
     from pallasite.analysis.types import FileReport, Finding, Span
-    from pallasite.server.report_format import to_text
+    from pallasite.server.reports.report_format import to_text
 
     finding = Finding("PLS200", "Mosaic said no", Span(2, 0, 2, 5), tier=2, detail="%0 = tpu.op\n%1 = tpu.other")
     report = FileReport(path="k.py", findings=(finding,))

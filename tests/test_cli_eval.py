@@ -91,7 +91,7 @@ def test_eval_compiled_means_the_tpu_compiler_and_correct_means_the_guarded_test
 
     from pallasite.agents.eval_job import EvalJob, run_eval
     from pallasite.engine.eval_tasks import discover
-    from pallasite.server.cmd_eval import candidate_for
+    from pallasite.server.commands.cmd_eval import candidate_for
 
     tasks = discover(str(DATA / "eval_verdicts"))
     (summary,) = asyncio.run(run_eval(EvalJob(tasks, {"files": candidate_for("files")}, chip="v5e")))
@@ -136,7 +136,7 @@ def test_compiled_needs_every_reached_kernel_to_pass_every_tier():
 def test_a_check_that_could_not_finish_is_not_verified_rather_than_incorrect(tmp_path):
     import asyncio
 
-    from pallasite.engine.backend import Reply
+    from pallasite.engine.workers.backend import Reply
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.eval_tasks import discover
     from pallasite.engine.judge import Judge, Trusted

@@ -82,7 +82,7 @@ OPTIMIZE = Path(__file__).parent / "data" / "optimize"
 def test_without_a_device_big_inputs_are_timed_at_reduced_shapes_with_progress(tmp_path):
     """Two 1 GiB inputs, 2048 grid steps: at full size interpret mode ran past its time limit with no
     word (JAXBench's 8p_GEMM: "ran past its limit of 600 s"); now the checks and the timing run at
-    the optimize loop's reduced shapes, said in the result. Progress is for a terminal (server/console.py): the
+    the optimize loop's reduced shapes, said in the result. Progress is for a terminal (server/commands/console.py): the
     captured stderr, a pipe, holds none of it (issue 59)."""
     done = pallasite("time", str(OPTIMIZE / "big_add.py"), "--runs", "1", "--warmup", "1", "--no-store",
                      "--time-limit", "240", cwd=tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine.client import WorkerClient
+from pallasite.engine.workers.client import WorkerClient
 from pallasite.server.cli import main
 
 TUNE = Path(__file__).parent / "data" / "tune"

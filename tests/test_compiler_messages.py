@@ -1,12 +1,12 @@
 """The one compiler-message table (knowledge/compiler_messages.toml): read by both the checker's
-locator (engine/classify.py) and the error catalog, well-formed, and the only place patterns live."""
+locator (engine/findings/classify.py) and the error catalog, well-formed, and the only place patterns live."""
 
 from __future__ import annotations
 
 import pytest
 
 from pallasite.analysis.codes import CODES
-from pallasite.engine import classify
+from pallasite.engine.findings import classify
 from pallasite.knowledge import catalog, compiler_messages
 
 

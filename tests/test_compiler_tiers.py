@@ -54,7 +54,7 @@ def _compiler_errors(report):
     for f in report.findings:
         for rel in f.related if f.severity == "error" else ():
             m = re.search(r" agrees with (PLS\d+)(?: \(as (PLS\d+)\))?:", rel.message)
-            if m:  # engine/agreement.py: one mistake, one finding ("as": the compiler's own code)
+            if m:  # engine/findings/agreement.py: one mistake, one finding ("as": the compiler's own code)
                 errors.append((m.group(2) or m.group(1), rel.span.line + 1))
     return errors
 
@@ -113,7 +113,7 @@ TIER2_CASES = sorted(n for n, c in CASES.items() if c["tier"] == 2)
 
 @pytest.fixture(scope="module")
 def shared_client():
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 
     loop = asyncio.new_event_loop()
     client = WorkerClient(WorkerConfig(timeout_s=180.0))

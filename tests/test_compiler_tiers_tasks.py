@@ -13,7 +13,7 @@ import os
 import pytest
 
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
 from pallasite.wire.messages import CheckParams
 
@@ -118,7 +118,7 @@ def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_r
 
     from pallasite.analysis import tier0
     from pallasite.runner import checks, tiers
-    from pallasite.engine import locate
+    from pallasite.engine.findings import locate
 
     real_find_spec = iu.find_spec
     monkeypatch.setattr(iu, "find_spec",

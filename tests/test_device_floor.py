@@ -14,7 +14,7 @@ import pytest
 
 from pallasite.analysis.types import Measurement, Provenance
 from pallasite.engine import device_floor
-from pallasite.engine.client import WorkerConfig, run_requests_sync
+from pallasite.engine.workers.client import WorkerConfig, run_requests_sync
 from pallasite.engine.timing import TaskFiles, time_request
 
 FAKE = Path(__file__).parent / "data" / "device_floor" / "fake_device_worker.py"

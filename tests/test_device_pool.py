@@ -1,7 +1,7 @@
-"""The device pool (engine/device_pool.py) over in-process fake devices (tests/fake_devices.py):
+"""The device pool (engine/workers/device_pool.py) over in-process fake devices (tests/fake_devices.py):
 N workers at once, a lost worker's job re-queued (at most twice), per-kind queues in a mixed pool,
 a worker that comes back as another chip, a host that cannot be reached retired, and the pool built
-from backend settings (engine/device.py)."""
+from backend settings (engine/workers/device.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import asyncio
 import pytest
 
 from fake_devices import Crashes, FakeDevice, Gauge, ok_after
-from pallasite.engine.backend import Reply
-from pallasite.engine.device import members
-from pallasite.engine.device_pool import ANY_KIND, DevicePool, Member
-from pallasite.engine.remote import BackendSettings, read_hosts_file, where
+from pallasite.engine.workers.backend import Reply
+from pallasite.engine.workers.device import members
+from pallasite.engine.workers.device_pool import ANY_KIND, DevicePool, Member
+from pallasite.engine.workers.remote import BackendSettings, read_hosts_file, where
 
 V5E, V6E = "TPU v5 lite", "TPU v6 lite"
 
@@ -214,7 +214,7 @@ def test_a_host_that_drops_later_is_retired_after_two_failed_reconnects():
 
 
 def test_members_from_settings_one_per_host_and_n_ray_actors(monkeypatch):
-    from pallasite.engine import remote
+    from pallasite.engine.workers import remote
 
     monkeypatch.setattr(remote, "ray_installed", lambda: True)  # settings only: no Ray runs (README's command has no ray extra)
     hosts = BackendSettings(kind="ssh", host="a", hosts=("b", "c"))

@@ -2,7 +2,7 @@
 that gave the ref its dtype when the declaration is the odd one out (issue 50).
 
 Each fixture of tests/data/dtype_declared/ marks the finding's line with ``# expect: CODE``. Before
-engine/store_dtype.py, a float stored into a float ref of another width stayed at the store with no
+engine/findings/store_dtype.py, a float stored into a float ref of another width stayed at the store with no
 place at the declaration: an ``out_shape`` made bfloat16 in a helper of a float32 kernel, and a
 bfloat16 ``scratch_shapes`` entry, were said at the store; a store that lost its ``.astype`` had no
 related place at the ``out_shape``.

@@ -1,4 +1,4 @@
-"""The engine owns the device (engine/device.py): one open, queued device worker per run, shared by
+"""The engine owns the device (engine/workers/device.py): one open, queued device worker per run, shared by
 the test, profile and tune phases (before issue 23 each phase started a worker of its own)."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pallasite.engine.backend import Reply
+from pallasite.engine.workers.backend import Reply
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
-from pallasite.engine.remote import BackendSettings
-from pallasite.engine.judge_tune import device_profile
+from pallasite.engine.workers.remote import BackendSettings
+from pallasite.engine.tuning.judge_tune import device_profile
 
 ADD = (Path(__file__).parent / "data" / "optimize" / "add.py").read_text()
 

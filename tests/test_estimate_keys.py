@@ -1,6 +1,6 @@
 """Stored estimates are keyed by the cost model and the pallasite version that made them (issue 42/44):
 tune's stored estimates used to carry neither, so a changed model silently reused old figures under
-its new name. Through tune's own store keys (engine/tune_store.StoreKeys) and a real results store."""
+its new name. Through tune's own store keys (engine/tuning/tune_store.StoreKeys) and a real results store."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from pallasite.analysis.types import CostEstimate
 from pallasite.analysis.verdict import COST_MODEL
-from pallasite.engine.tune import TuneOptions
-from pallasite.engine.tune_store import StoreKeys
+from pallasite.engine.tuning.tune import TuneOptions
+from pallasite.engine.tuning.tune_store import StoreKeys
 from pallasite.knowledge import store as store_mod
 from pallasite.knowledge import store_schema
 from pallasite.knowledge.store import ResultsStore

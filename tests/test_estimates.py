@@ -23,8 +23,8 @@ from pallasite.engine.checker import CheckOptions  # noqa: E402
 from pallasite.engine.judge import Judge, Trusted  # noqa: E402
 from pallasite.analysis.verdict import speedup  # noqa: E402
 from pallasite.engine.eval_tasks import EvalTask  # noqa: E402
-from pallasite.engine.tune import TuneOptions, tune  # noqa: E402
-from pallasite.engine.tune_workers import worker_estimator  # noqa: E402
+from pallasite.engine.tuning.tune import TuneOptions, tune  # noqa: E402
+from pallasite.engine.tuning.tune_workers import worker_estimator  # noqa: E402
 from pallasite.runner.program import cost_model  # noqa: E402
 from pallasite.runner.program.program_price import price_program  # noqa: E402
 from pallasite.runner.chip_probe import spec_from_jax  # noqa: E402

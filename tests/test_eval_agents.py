@@ -19,8 +19,8 @@ import pytest
 
 from pallasite.agents.eval_agents import AgentMethod, AgentSpec, ProviderSource, best_of
 from pallasite.agents.eval_job import EvalJob, run_eval
-from pallasite.agents.implementer_prompt import SYSTEM as IMPLEMENTER
-from pallasite.agents.providers import ProviderConfig, reply, Usage
+from pallasite.agents.prompts.implementer_prompt import SYSTEM as IMPLEMENTER
+from pallasite.agents.llm.providers import ProviderConfig, reply, Usage
 from pallasite.agents.search import SearchOptions
 from pallasite.engine.eval_tasks import discover
 
@@ -251,7 +251,7 @@ def test_on_a_device_each_distinct_candidate_is_timed_once_in_the_one_device_slo
 
 def test_a_model_that_fails_leaves_the_task_without_a_candidate():
     """A provider error is data: the task is "no candidate" (failed, 1.0x) and the row says why."""
-    from pallasite.agents.providers import ProviderError
+    from pallasite.agents.llm.providers import ProviderError
 
     class Down:
         name = model = "down"
@@ -277,8 +277,8 @@ def test_the_time_budget_holds_scoring_included():
     what it produced was not. Now scoring takes what is left of the same budget, and the row says so."""
     import time
 
-    from pallasite.agents.providers import ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
 
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.judge import Judge, Trusted

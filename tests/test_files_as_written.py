@@ -147,8 +147,8 @@ def test_a_statement_that_runs_too_long_is_stopped_and_the_kernels_after_it_are_
 def test_no_could_not_check_code_is_an_error():
     """PLS901 (an import that failed), PLS902 (a crash), PLS905 (an invalid task) and a worker that
     could not start (PLS906) were errors."""
-    from pallasite.engine.backend import Reply
-    from pallasite.engine.reply_failures import startup_failure
+    from pallasite.engine.workers.backend import Reply
+    from pallasite.engine.findings.reply_failures import startup_failure
 
     assert {c.code: c.severity for c in CODES.values() if c.code.startswith("PLS9") and c.severity == "error"} == {}
     assert startup_failure(Reply("not_started", message="no python"), "python3", (1, 2), "v5e").severity == "warning"
@@ -219,8 +219,8 @@ def test_a_worker_left_holding_much_of_its_memory_limit_is_replaced_before_the_n
                                                                                            replaced):
     """Memory a file's arrays took stays with the process: a worker left above REPLACE_SHARE of its
     limit is replaced, so the next file does not start near the limit (and get stopped at once)."""
-    from pallasite.engine import client as client_mod
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers import client as client_mod
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.wire.messages import PingParams
 
     monkeypatch.setattr(client_mod, "REPLACE_SHARE", share)

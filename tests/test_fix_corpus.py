@@ -16,8 +16,8 @@ from fix_corpus import Case, cases, proposal, wrong_fixes
 from pallasite.agents.edits import touched_lines
 from pallasite.agents.fix_action import FixJob, fix_file, targets
 from pallasite.agents.fixer import Budgets
-from pallasite.agents.providers import ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.providers import ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 from pallasite.engine.checker import CheckOptions, Checker
 from pallasite.engine.judge import Judge, Trusted
 

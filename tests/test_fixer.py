@@ -9,11 +9,11 @@ import pytest
 
 from pallasite.agents.edits import EditError, SearchReplace, apply_edits, hunks, parse_proposal
 from pallasite.agents.fix_action import FixJob, fix_file
-from pallasite.agents.fix_prompt import FixContext
+from pallasite.agents.prompts.fix_prompt import FixContext
 from pallasite.agents.fixer import Budgets, Fixer
-from pallasite.agents.providers import ProviderConfig, ProviderError, make_provider
-from pallasite.agents.providers_scripted import ScriptedProvider
-from pallasite.agents.recording import StoreRecorder
+from pallasite.agents.llm.providers import ProviderConfig, ProviderError, make_provider
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.recording import StoreRecorder
 from pallasite.analysis.types import FileReport
 from pallasite.engine.checker import CheckOptions, Checker
 from pallasite.engine.judge import Judge, Trusted
@@ -195,7 +195,7 @@ def test_apply_edits_exact_loose_ambiguous_and_no_op():
 
 def test_the_prompt_holds_the_findings_catalog_docs_chip_and_vmem_and_only_the_file_name():
     from pallasite.agents.fix_action import catalog_texts, docs_texts
-    from pallasite.agents.fix_prompt import prompt
+    from pallasite.agents.prompts.fix_prompt import prompt
     from pallasite.analysis.tier0 import analyze
 
     text = BROKEN.read_text()
@@ -216,7 +216,7 @@ def test_a_missing_sdk_says_which_extra_to_install(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "openai", None)  # as if the package were not installed
-    monkeypatch.delitem(sys.modules, "pallasite.agents.providers_openai", raising=False)
+    monkeypatch.delitem(sys.modules, "pallasite.agents.llm.providers_openai", raising=False)
     with pytest.raises(ProviderError, match=r"needs its SDK .*pip install 'google-genai.*'openai") as err:
         make_provider(ProviderConfig(name="openai", base_url="http://127.0.0.1:1/v1"))
     assert err.value.kind == "config"

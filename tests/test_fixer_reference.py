@@ -13,8 +13,8 @@ import pytest
 
 from pallasite.agents.fix_action import FixJob, fix_file
 from pallasite.agents.fixer import Budgets
-from pallasite.agents.providers import ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.providers import ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 from pallasite.engine.checker import CheckOptions, Checker
 from pallasite.engine.judge import Judge, Trusted
 

@@ -1,4 +1,4 @@
-"""One flag vocabulary (server/flags.py): every subcommand's parser is walked, and each shared flag it
+"""One flag vocabulary (server/commands/flags.py): every subcommand's parser is walked, and each shared flag it
 takes must have the one definition's name, type, meaning and choices; the README's table must be the
 one the definitions and the parsers give; old spellings still parse, with a note on stderr."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.server import flags
+from pallasite.server.commands import flags
 
 ROOT = Path(__file__).resolve().parent.parent
 PARSERS = flags.command_parsers()
@@ -115,7 +115,7 @@ def test_no_budget_or_timeout_word_is_left_anywhere():
 
 def test_the_readme_table_is_the_definitions():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert flags.markdown_table() in readme, "README's flag table is stale: python -m pallasite.server.flags prints it"
+    assert flags.markdown_table() in readme, "README's flag table is stale: python -m pallasite.server.commands.flags prints it"
 
 
 def _parse(command: str, argv: list[str]) -> argparse.Namespace:
@@ -157,7 +157,7 @@ def test_docs_search_takes_format_json_anywhere():
 
 def test_time_and_profile_take_target_from_the_project_settings(tmp_path):
     """--target's meaning says "default: the project's target setting": profile used none (the worker's own)."""
-    from pallasite.server import cmd_time
+    from pallasite.server.commands import cmd_time
 
     (tmp_path / "pyproject.toml").write_text('[tool.pallasite]\ntarget = "v5e"\n')
     kernel = str(tmp_path / "k.py")

@@ -1,6 +1,6 @@
-"""Front ends stay thin (issue 37): no CLI front end (``server/cmd_*.py``) imports another, and no
-other server module imports one (what they share lives in server/run_setup.py, server/flags.py or
-below); a CLI ``run`` and an editor command function (``server/*_lsp.py``) are at most 30 lines.
+"""Front ends stay thin (issue 37): no CLI front end (``server/commands/cmd_*.py``) imports another, and no
+other server module imports one (what they share lives in server/run_setup.py, server/commands/flags.py or
+below); a CLI ``run`` and an editor command function (``server/editor/*_lsp.py``) are at most 30 lines.
 
 Functions still over 30 lines would be listed by name in ``STILL_LONG`` (empty now): the list may only
 shrink (a new long function fails, and so does a listed one that got short without leaving the list)."""
@@ -15,42 +15,46 @@ MAX_LINES = 30
 STILL_LONG: set[tuple[str, str]] = set()  # none left (issue 37 listed eight, the CLI runs of eval, optimize, ...)
 
 
-def _front_ends() -> list[Path]:
-    return sorted(SERVER.glob("cmd_*.py"))
+def _front_ends(server: Path = SERVER) -> list[Path]:
+    return sorted((server / "commands").glob("cmd_*.py"))
 
 
-def _imported_modules(path: Path) -> set[str]:
-    """The server modules ``path`` imports (``from . import x``, ``from .x import y``,
-    ``pallasite.server.x``), lazy imports included."""
+def _module_of(path: Path, server: Path) -> list[str]:
+    rel = path.relative_to(server).with_suffix("")
+    parts = ["pallasite", "server", *rel.parts]
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _imported_modules(path: Path, server: Path = SERVER) -> set[str]:
+    """The dotted names ``path`` imports, resolved (``from . import x``, ``from .x import y``,
+    ``pallasite.server.x``; each ``from a import b`` gives both ``a`` and ``a.b``), lazy imports included."""
+    package = _module_of(path, server)
+    package = package if path.name == "__init__.py" else package[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level == 1 and not module:
-                found.update(alias.name for alias in node.names)
-            elif node.level == 1:
-                found.add(module.split(".")[0])
-            elif module.startswith("pallasite.server."):
-                found.add(module.split(".")[2])
-            elif module == "pallasite.server":
-                found.update(alias.name for alias in node.names)
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[2] for a in node.names if a.name.startswith("pallasite.server."))
+            found.update(alias.name for alias in node.names)
     return found
 
 
 def front_end_imports(server: Path = SERVER) -> list[str]:
-    fronts = {p.stem for p in server.glob("cmd_*.py")}
+    fronts = {"pallasite.server.commands." + p.stem: p for p in _front_ends(server)}
     wrong = []
-    for path in sorted(server.glob("*.py")):
-        for target in sorted(_imported_modules(path) & fronts - {path.stem}):
-            wrong.append(f"server/{path.name} imports server/{target}.py")
+    for path in sorted(server.rglob("*.py")):
+        own = ".".join(_module_of(path, server))
+        for target in sorted(set(fronts) & _imported_modules(path, server) - {own}):
+            wrong.append(f"server/{path.relative_to(server)} imports server/commands/{fronts[target].name}")
     return wrong
 
 
 def _long_functions(server: Path = SERVER) -> dict[tuple[str, str], int]:
     out = {}
-    paths = [p for p in server.glob("*.py") if p.stem.startswith("cmd_") or p.stem.endswith("_lsp")]
+    paths = [p for p in server.rglob("*.py") if p.stem.startswith("cmd_") or p.stem.endswith("_lsp")]
     for path in paths:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name.startswith("_"):
@@ -79,17 +83,20 @@ def test_the_list_of_long_functions_only_shrinks():
 
 
 def test_a_front_end_importing_another_is_caught(tmp_path):
-    (tmp_path / "cmd_a.py").write_text("def run(args):\n    from .cmd_b import helper\n")
-    (tmp_path / "cmd_b.py").write_text("from pallasite.server import cmd_a\n")
-    (tmp_path / "search_lsp.py").write_text("from . import cmd_b\n")
-    (tmp_path / "run_setup.py").write_text("from .flags import add\n")
-    assert front_end_imports(tmp_path) == ["server/cmd_a.py imports server/cmd_b.py",
-                                           "server/cmd_b.py imports server/cmd_a.py",
-                                           "server/search_lsp.py imports server/cmd_b.py"]
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "editor").mkdir()
+    (tmp_path / "commands" / "cmd_a.py").write_text("def run(args):\n    from .cmd_b import helper\n")
+    (tmp_path / "commands" / "cmd_b.py").write_text("from pallasite.server.commands import cmd_a\n")
+    (tmp_path / "editor" / "search_lsp.py").write_text("from ..commands import cmd_b\n")
+    (tmp_path / "run_setup.py").write_text("from .commands.flags import add\n")
+    assert front_end_imports(tmp_path) == ["server/commands/cmd_a.py imports server/commands/cmd_b.py",
+                                           "server/commands/cmd_b.py imports server/commands/cmd_a.py",
+                                           "server/editor/search_lsp.py imports server/commands/cmd_b.py"]
 
 
 def test_a_long_run_is_caught(tmp_path):
-    (tmp_path / "cmd_x.py").write_text("def run(args):\n" + "    pass\n" * 31 + "\ndef helper():\n" + "    pass\n" * 40)
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "commands" / "cmd_x.py").write_text("def run(args):\n" + "    pass\n" * 31 + "\ndef helper():\n" + "    pass\n" * 40)
     assert _long_functions(tmp_path) == {("cmd_x", "run"): 32}
 
 
@@ -101,11 +108,16 @@ SETUP_NAMES = {"load_project_settings", "apply_project_defaults", "ResultsStore"
                "untrusted_problem", "refusal_for", "judge_tiers", "TARGETS"}
 
 
+def _front_end(server: Path, stem: str) -> Path:
+    """An agent command's front end: the CLI's in server/commands/, the editor's in server/editor/."""
+    return server / ("commands" if stem.startswith("cmd_") else "editor") / f"{stem}.py"
+
+
 def setup_made_in_front_ends(server: Path = SERVER) -> list[str]:
     """``module: name`` for each setup decision a front end makes itself instead of asking the run setup."""
     found = []
     for stem in AGENT_FRONT_ENDS:
-        tree = ast.parse((server / f"{stem}.py").read_text(encoding="utf-8"))
+        tree = ast.parse(_front_end(server, stem).read_text(encoding="utf-8"))
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         names |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
@@ -118,14 +130,16 @@ def test_every_agent_command_is_set_up_by_the_one_run_setup():
     options, device, store, recorder and refusal from agents/run_setup.prepare; none makes them itself."""
     assert not setup_made_in_front_ends(), setup_made_in_front_ends()
     for stem in AGENT_FRONT_ENDS:
-        text = (SERVER / f"{stem}.py").read_text(encoding="utf-8")
+        text = _front_end(SERVER, stem).read_text(encoding="utf-8")
         assert "prepare(" in text or "run_setup(" in text, f"server/{stem}.py does not use the run setup"
 
 
 def test_a_front_end_deciding_its_own_setup_is_caught(tmp_path):
+    for folder in ("commands", "editor"):
+        (tmp_path / folder).mkdir()
     for stem in AGENT_FRONT_ENDS:
-        (tmp_path / f"{stem}.py").write_text("def run(args):\n    return prepare(args)\n")
+        _front_end(tmp_path, stem).write_text("def run(args):\n    return prepare(args)\n")
     assert setup_made_in_front_ends(tmp_path) == []
-    (tmp_path / "cmd_tune.py").write_text("from ..knowledge.store import ResultsStore\n"
+    (tmp_path / "commands" / "cmd_tune.py").write_text("from ...knowledge.store import ResultsStore\n"
                                           "def run(args):\n    return ResultsStore.open(args.path)\n")
     assert setup_made_in_front_ends(tmp_path) == ["cmd_tune: ResultsStore"]

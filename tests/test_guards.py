@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pallasite.agents.fix_prompt import FixContext
+from pallasite.agents.prompts.fix_prompt import FixContext
 from pallasite.agents.fixer import Budgets, Fixer
 from pallasite.engine.guards import tampering
-from pallasite.agents.providers import ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.providers import ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.types import FileReport
 

@@ -162,7 +162,7 @@ def test_compile_time_out_with_blocks_over_vmem_says_so_first_at_the_line_that_s
     """The worker says, before compiling, when a call's blocks exceed the chip's VMEM (runner/reach.py);
     a tier-2 time-out then leads with that, at the dict entry that set the block sizes."""
     from pallasite.analysis.tier0 import analyze
-    from pallasite.engine import reply_failures
+    from pallasite.engine.findings import reply_failures
     from pallasite.wire.messages import Progress, Stage, VmemExcess
     from pallasite.runner.reach import vmem_detail, vmem_excess
 

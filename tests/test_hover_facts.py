@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.types import TracedBlock, TracedCall
-from pallasite.engine.reach import traced_calls
+from pallasite.engine.findings.reach import traced_calls
 from pallasite.runner import vmem_report
-from pallasite.server import hover, hover_facts
+from pallasite.server.editor import hover, hover_facts
 from pallasite.wire.messages import check_result_from_plain
 
 GEMM = Path(__file__).parent / "data" / "lsp" / "gemm_plain.py"

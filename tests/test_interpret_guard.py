@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 from pallasite.engine.checker import CheckOptions, Checker
-from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 from pallasite.engine.timing import TaskFiles, time_request
 
 DATA = Path(__file__).parent / "data"

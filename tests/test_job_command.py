@@ -1,4 +1,4 @@
-"""The one job-command helper (server/job_command.py) without a server: a not-open document, a refusal,
+"""The one job-command helper (server/editor/job_command.py) without a server: a not-open document, a refusal,
 a missing provider, a cancelled request (the engine job is cancelled too and the progress ended),
 a failure mapped to a reply, and a job that finishes. The commands end to end over stdio are
 tests/test_lsp_*.py's."""
@@ -9,7 +9,7 @@ import asyncio
 from types import SimpleNamespace
 
 from pallasite.engine.jobs import JobRegistry
-from pallasite.server.job_command import Command, job_command
+from pallasite.server.editor.job_command import Command, job_command
 
 
 class Progress:

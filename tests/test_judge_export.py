@@ -1,6 +1,6 @@
 """On a device the judge runs the candidate's exported program, never its Python (issue 42, part B).
 
-A stand-in device worker (engine/standin.py: a real ``pallasite worker`` that plays an accelerator,
+A stand-in device worker (engine/workers/standin.py: a real ``pallasite worker`` that plays an accelerator,
 its JAX on the CPU) takes the device path: before it, a confined worker on an accelerator let the
 candidate judge and time itself (``judged_by: the candidate's own process``), so patching the
 comparison made "correct" of a wrong kernel. Now the candidate's process exports its program for
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 
 DATA = Path(__file__).parent / "data"
 HERE = DATA / "judge_export"
@@ -31,7 +31,7 @@ needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) 
 
 
 async def judged(config, tmp_path: Path, texts: list[str], trusted: bool = True, **options) -> list:
-    from pallasite.engine.client import WorkerClient
+    from pallasite.engine.workers.client import WorkerClient
     from pallasite.engine.timing import TaskFiles, time_request
 
     user_file = tmp_path / "kernel.py"
@@ -48,7 +48,7 @@ async def judged(config, tmp_path: Path, texts: list[str], trusted: bool = True,
 
 
 def standin(**options):
-    from pallasite.engine.standin import standin_device_config
+    from pallasite.engine.workers.standin import standin_device_config
 
     return standin_device_config(timeout_s=240, **options)
 
@@ -110,7 +110,7 @@ async def test_on_a_standin_device_a_request_without_the_users_file_is_refused_n
 
 @needs_namespaces
 async def test_on_cpu_the_same_flow_refuses_a_program_that_needs_host_callbacks_with_why(tmp_path):
-    from pallasite.engine.client import WorkerConfig
+    from pallasite.engine.workers.client import WorkerConfig
 
     printing = RIGHT.replace("def add(x, y):\n", "def add(x, y):\n    jax.debug.print('x {}', x[0, 0])\n", 1)
     calling = RIGHT.replace("    return pl.pallas_call(", "    x = jax.pure_callback(lambda a: a, x, x)\n"
@@ -182,7 +182,7 @@ def test_for_a_tpu_judge_the_candidates_process_lowers_the_kernel_with_mosaic_an
 
 @needs_namespaces
 async def test_on_a_standin_device_model_code_is_not_profiled_where_the_device_is_held(tmp_path):
-    from pallasite.engine.client import WorkerClient
+    from pallasite.engine.workers.client import WorkerClient
     from pallasite.engine.timing import TaskFiles, time_request
 
     user_file = tmp_path / "kernel.py"
@@ -202,7 +202,7 @@ async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_t
     # one: test_cost_model, test_tune...) sets it to "cpu", which made this a CPU worker judged on the
     # local path; a TPU host's worker has it unset
     monkeypatch.delenv("JAX_PLATFORMS", raising=False)
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.sources import sources_for
     from pallasite.engine.timing import TaskFiles, time_request
     from pallasite.wire.messages import CheckParams
@@ -231,7 +231,7 @@ async def test_on_a_standin_device_a_jaxbench_kernel_is_checked_at_a_second_conf
     """JAXBench's layout (CONFIG read when called): the candidate's process exports the second shape
     with its CONFIG at that size, the judge runs baseline.py with its own CONFIG there; a kernel right
     only at the example size is shape_specialised (it passed when the second shape was skipped)."""
-    from pallasite.engine.client import WorkerClient
+    from pallasite.engine.workers.client import WorkerClient
     from pallasite.engine.timing import TaskFiles, time_request
 
     folder = DATA / "timing" / "jaxbench_global"

@@ -41,8 +41,8 @@ JAX = ("jax", "jaxlib", "libtpu")
 LSP = ("pygls", "lsprotocol")
 # the server modules that speak LSP (everything else in server/ is CLI or plain logic)
 LSP_MODULES = {"server.lsp", "server.lsp_convert", "server.session", "server.session_settings",
-               "server.progress", "server.actions", "server.fix_command", "server.tune_lsp", "server.lsp_protocol",
-               "server.search_lsp", "server.optimize_lsp", "server.job_command", "server.checks",
+               "server.progress", "server.editor.actions", "server.editor.fix_command", "server.editor.tune_lsp", "server.lsp_protocol",
+               "server.editor.search_lsp", "server.editor.optimize_lsp", "server.editor.job_command", "server.checks",
                "server.tier0_runs"}
 # what the worker side may import from outside the standard library
 RUNNER_THIRD_PARTY = ("jax", "jaxlib", "libtpu", "numpy")
@@ -211,6 +211,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         (tmp_path / layer).mkdir(exist_ok=True)
         (tmp_path / layer / "__init__.py").write_text("")
     for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     return tmp_path
 
@@ -220,7 +221,7 @@ def test_a_clean_synthetic_tree_passes(tmp_path):
         "analysis/types.py": "import dataclasses\n",
         "runner/worker.py": "import jax\nimport numpy\nfrom pallasite.analysis.types import Span\nfrom ..wire import protocol\n",
         "wire/protocol.py": "import json\nfrom pallasite.analysis.types import to_json\n",
-        "engine/client.py": "from pallasite.wire import protocol, env\nfrom ..knowledge import store\n",
+        "engine/workers/client.py": "from pallasite.wire import protocol, env\nfrom ..knowledge import store\n",
         "server/lsp.py": "from lsprotocol import types\nfrom pallasite.engine import client\n",
     })
     assert violations(root) == []
@@ -247,7 +248,7 @@ def test_upward_and_sideways_imports_are_caught(tmp_path):
 
 def test_jax_outside_runner_is_caught(tmp_path):
     root = _tree(tmp_path, {
-        "engine/client.py": "def f():\n    import jax.numpy as jnp\n",
+        "engine/workers/client.py": "def f():\n    import jax.numpy as jnp\n",
         "knowledge/chips.py": "from jax.experimental import pallas\n",
         "analysis/x.py": "import importlib\nimportlib.import_module('libtpu')\n",
     })
@@ -257,7 +258,7 @@ def test_jax_outside_runner_is_caught(tmp_path):
 
 def test_lsp_outside_the_lsp_modules_and_foreign_packages_in_the_worker_are_caught(tmp_path):
     root = _tree(tmp_path, {
-        "server/cmd_check.py": "from pygls.lsp.server import LanguageServer\n",
+        "server/commands/cmd_check.py": "from pygls.lsp.server import LanguageServer\n",
         "engine/jobs.py": "import lsprotocol\n",
         "runner/worker.py": "import psutil\nimport yaml\n",
     })

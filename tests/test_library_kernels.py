@@ -17,7 +17,7 @@ import pytest
 
 from pallasite.analysis.verdict import TIER0_NOT_APPLICABLE, CompileResult, compile_result
 from pallasite.analysis.types import FileReport, KernelVerdict, Span
-from pallasite.engine import reach
+from pallasite.engine.findings import reach
 from pallasite.engine.checker import CheckOptions, Checker
 
 DATA = Path(__file__).parent / "data" / "library"

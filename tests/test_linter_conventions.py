@@ -73,7 +73,7 @@ def test_the_validation_can_fail():
 
 
 def test_exit_codes_are_documented_and_kept(examples, tmp_path):
-    from pallasite.server.cmd_check import EXIT_STATUS
+    from pallasite.server.commands.cmd_check import EXIT_STATUS
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "For `pallasite check`" in readme and "0 no error found" in readme and "1 an error found" in readme

@@ -1,5 +1,5 @@
-"""Locating compiler errors in the user's file (engine/locate.py, engine/classify.py and
-engine/reply_failures.py), without jax or libtpu.
+"""Locating compiler errors in the user's file (engine/findings/locate.py, engine/findings/classify.py and
+engine/findings/reply_failures.py), without jax or libtpu.
 
 The records replayed here are the worker's real raw records for the corpus of
 tests/data/compiler (recorded by tests/data/compiler/record_errors.py from jax 0.10.2 + libtpu),
@@ -15,7 +15,7 @@ import pytest
 
 from pallasite.analysis import tier0
 from pallasite.analysis.codes import CODES
-from pallasite.engine import locate, reply_failures
+from pallasite.engine.findings import locate, reply_failures
 from pallasite.wire.messages import Progress, Stage, check_result_from_plain
 
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "compiler")

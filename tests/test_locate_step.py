@@ -4,7 +4,7 @@ accumulator zeroed on the wrong grid axis, a causal mask off by one, a softmax s
 missing ``pl.cdiv``, an inverted ``pl.when``, an output index map's results swapped.
 
 The edits (``runner/tier3/locate_edits.py``: ast only), the worker's step on each fixture (``runner/tier3/locate_step.py``),
-the client's findings (``engine/locate_step.py``), and the whole path through `pallasite check --locate`;
+the client's findings (``engine/findings/locate_step.py``), and the whole path through `pallasite check --locate`;
 the LSP and MCP paths are in test_lsp_compiler.py and test_mcp.py. Before this step every one of these
 findings was said at the ``pallasite_call`` (or, for the grid, at the store) with no fix.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pallasite.analysis.types import FileReport, Finding, Related, Span
-from pallasite.engine import locate_step as client_step
+from pallasite.engine.findings import locate_step as client_step
 from pallasite.runner.tier3 import locate_edits
 from pallasite.wire import messages
 

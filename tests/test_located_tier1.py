@@ -57,7 +57,7 @@ def test_an_error_without_a_line_goes_to_the_call_the_entry_reached():
     """A VMEM overflow names no line of the file; with two pallas_calls in helpers, the one the
     entry's trace reached (runner/reach.py's call-stack lines) is the one (before: line 1)."""
     from pallasite.analysis.tier0 import analyze
-    from pallasite.engine import locate
+    from pallasite.engine.findings import locate
 
     text = (DATA / "library_check.py").read_text()
     text = text.replace("def workload(x):", "def _twin(x):\n    return pl.pallas_call(\n        scale_kernel,\n"

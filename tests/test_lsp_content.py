@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.types import BlockSpecInfo, Finding, Fix, KernelSite, KernelVerdict, ScratchInfo, Span, TextEdit
-from pallasite.server import actions, hover, lenses
+from pallasite.server.editor import actions, hover, lenses
 from pallasite.server.lsp_convert import text_lines
 from pallasite.server.session import with_site_context
 

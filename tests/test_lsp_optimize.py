@@ -251,7 +251,7 @@ async def test_winner_edit_refused_by_the_editor_goes_to_a_new_file(client, tmp_
 
 
 def test_each_phase_with_text_gets_its_step_document():
-    from pallasite.server.optimize_lsp import is_step_document, shown_document
+    from pallasite.server.editor.optimize_lsp import is_step_document, shown_document
 
     assert shown_document("r1", "plan", {"iteration": 2, "plan": "Use bigger blocks"}) == ("r1-2.md", "Use bigger blocks\n")
     assert shown_document("r1", "implement", {"iteration": 1, "diff": "--- a\n+++ b\n", "source": "x"}) == \
@@ -329,7 +329,7 @@ async def test_winner_that_cannot_be_written_is_a_message_not_a_crash(tmp_path):
 
     from pallasite.agents.optimize import Iteration, new_run
     from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict
-    from pallasite.server.optimize_lsp import place_winner
+    from pallasite.server.editor.optimize_lsp import place_winner
 
     original = (DATA / "add.py").read_text()
     state = new_run(str(tmp_path / "missing-folder" / "add.py"), original)

@@ -184,7 +184,7 @@ async def test_search_cancelled_mid_run_keeps_its_nodes_resumes_and_orphans_no_w
     # the partial graph is stored: run the command again and it resumes after t0.1
     from pallasite.knowledge.store import ResultsStore
     from pallasite.agents.run_setup import search_run_id as run_id
-    from pallasite.server.search_lsp import options_from
+    from pallasite.server.editor.search_lsp import options_from
 
     rid = run_id(ROOT, options_from({k: v for k, v in args[0].items() if k != "uri"}), "scripted", "v5e")
     store = ResultsStore.open(folder)

@@ -1,8 +1,8 @@
-"""Grid sizes evaluated at a task's example input shapes (server/task_shapes.py), from source only."""
+"""Grid sizes evaluated at a task's example input shapes (server/editor/task_shapes.py), from source only."""
 
 from __future__ import annotations
 
-from pallasite.server.task_shapes import evaluate, grid_at_inputs
+from pallasite.server.editor.task_shapes import evaluate, grid_at_inputs
 
 KERNEL = '''
 import jax

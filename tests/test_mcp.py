@@ -28,7 +28,7 @@ pytest.importorskip("mcp", reason="the mcp extra (pip install -e '.[mcp]') is no
 from mcp import Client, StdioServerParameters  # noqa: E402
 
 from pallasite.analysis.verdict import JudgedBy  # noqa: E402
-from pallasite.engine import spawn  # noqa: E402
+from pallasite.engine.workers import spawn  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
@@ -261,7 +261,7 @@ async def test_estimate_and_tune_give_the_cost_model_s_figures_and_a_configurati
 
 def test_text_and_paths_an_agent_sends_are_bounded_in_the_server(tmp_path):
     """What the wire may carry but no kernel is: a lone surrogate, a NUL byte; paths that leave the folder."""
-    from pallasite.server.mcp_folder import Folder, ToolRefused, text_argument
+    from pallasite.server.mcp.mcp_folder import Folder, ToolRefused, text_argument
 
     for text, said in (("x = '\ud800'\n", "not valid Unicode text at character 5"), ("x = 1\x00", "NUL byte")):
         with pytest.raises(ToolRefused, match=said):
@@ -293,8 +293,8 @@ def _work(cleaned: list) -> object:
 async def test_a_tool_out_of_time_or_cancelled_is_stopped_and_its_cleanup_runs_to_its_end():
     """The SDK cancels a call with anyio's cancel scope, which cancels every await inside it again and
     again: a tool awaited directly would have its cleanup cut at its first await (its workers left)."""
-    from pallasite.server.mcp_folder import ToolRefused
-    from pallasite.server.mcp_server import run_stoppable
+    from pallasite.server.mcp.mcp_folder import ToolRefused
+    from pallasite.server.mcp.mcp_server import run_stoppable
 
     cleaned: list = []
     with pytest.raises(ToolRefused, match="ran past its time limit of 0.5 s"):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pallasite.analysis.types import FileReport, KernelVerdict, Span
-from pallasite.engine.reach import NOT_REACHED
-from pallasite.server import report_format
+from pallasite.engine.findings.reach import NOT_REACHED
+from pallasite.server.reports import report_format
 from pallasite.server.cli import main
 
 DATA = Path(__file__).parent / "data"
@@ -90,7 +90,7 @@ def test_eval_with_one_method_prints_each_task(tmp_path, monkeypatch, capsys):
 
 def test_counts_agree_with_their_nouns():
     from pallasite.agents.eval_agents import AgentSpec
-    from pallasite.agents.providers_scripted import _were_used
+    from pallasite.agents.llm.providers_scripted import _were_used
 
     assert AgentSpec("auto", iterations=1).label() == "auto, 1 iteration"
     assert AgentSpec("auto", iterations=5).label() == "auto, 5 iterations"

@@ -141,7 +141,7 @@ def test_an_echoed_key_appears_nowhere_the_user_sees(tmp_path):
 
 
 async def test_the_provider_refuses_a_10_mb_reply_within_seconds(monkeypatch):
-    from pallasite.agents.providers import ModelRequest, ProviderConfig, ProviderError, make_provider
+    from pallasite.agents.llm.providers import ModelRequest, ProviderConfig, ProviderError, make_provider
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeEndpoint() as server:

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from pallasite.analysis.types import Finding, Span
-from pallasite.engine import never_ran
-from pallasite.server import hover
+from pallasite.engine.findings import never_ran
+from pallasite.server.editor import hover
 
 DATA = Path(__file__).parent / "data" / "locate"
 

@@ -77,8 +77,8 @@ def test_eval_of_a_file_says_it_takes_a_folder_of_tasks(tmp_path):
 
 
 def test_a_launcher_is_named_by_its_host_and_a_failed_ssh_says_what_to_try():
-    from pallasite.engine.launcher import launch_failure, launcher_host
-    from pallasite.engine.remote import BackendSettings, where
+    from pallasite.engine.workers.launcher import launch_failure, launcher_host
+    from pallasite.engine.workers.remote import BackendSettings, where
 
     assert launcher_host(["ssh", "-p", "2222", "-o", "BatchMode=yes", "me@vm", "{worker}"]) == "me@vm"
     assert launcher_host(["ssh", "-i", "k", "-4", "vm"]) == "vm"

@@ -82,8 +82,8 @@ def test_feasibility_says_why_a_grid_is_empty_or_a_block_is_padding():
 def test_a_refused_configuration_says_what_the_judges_test_found(tmp_path):
     """Before: "refused bk=1024: compiled for v5e (tiers 0,1,2)", as if compiling were the reason."""
     from pallasite.analysis.verdict import CompileResult, TestResult
-    from pallasite.engine.tune import TuneOptions, tune
-    from pallasite.server.cmd_tune import format_report
+    from pallasite.engine.tuning.tune import TuneOptions, tune
+    from pallasite.server.commands.cmd_tune import format_report
 
     from test_tune import _estimator, _read
 
@@ -195,7 +195,7 @@ def test_explain_knows_the_grid_coverage_codes(tmp_path):
 
 
 def test_without_hlo_keeps_the_sentence_and_is_the_same_on_every_run():
-    from pallasite.engine.classify import without_hlo
+    from pallasite.engine.findings.classify import without_hlo
 
     said = ("E1001: CompileTimeScopedVmemOom: Ran out of memory in memory space vmem while allocating on stack for "
             "%mm.1 = f32[4096,512]{1,0:T(8,128)} custom-call(%x.1, %y.1), custom_call_target=\"tpu_custom_call\", "
@@ -235,7 +235,7 @@ def test_progress_is_a_rewritten_line_on_a_terminal_and_nothing_in_a_log():
     """Before: tune wrote its bar to stderr whatever it was (15 KB of \\r[####...] in a log)."""
     import io
 
-    from pallasite.server.console import Progress
+    from pallasite.server.commands.console import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -256,7 +256,7 @@ def test_progress_is_a_rewritten_line_on_a_terminal_and_nothing_in_a_log():
 
 def test_tunes_table_cuts_a_verdict_at_a_word():
     """Before: "... the judge's test runs on the confi" (cut at 70 characters, mid-word)."""
-    from pallasite.server.cmd_tune import clip
+    from pallasite.server.commands.cmd_tune import clip
 
     said = "compiled, not verified: not tested: the judge's test runs on the configurations tune walks to"
     assert clip(said, 70) == "compiled, not verified: not tested: the judge's test runs on the..."

@@ -63,4 +63,4 @@ def test_every_winner_is_chosen_by_the_one_rank():
     """analysis.verdict.rank is the only ranking; tune, search, eval and pick_winner call it."""
     assert _defs("rank") == ["analysis/verdict.py"]
     callers = {rel for rel, _, _ in _calls({"rank"})}
-    assert {"engine/tune.py", "agents/eval_agents.py", "agents/search_graph.py", "analysis/verdict.py"} <= callers
+    assert {"engine/tuning/tune.py", "agents/eval_agents.py", "agents/search_graph.py", "analysis/verdict.py"} <= callers

@@ -13,7 +13,7 @@ import pytest
 
 from pallasite.analysis.types import FileReport, KernelVerdict, Span
 from pallasite.analysis.verdict import Verdict
-from pallasite.engine.backend import Reply
+from pallasite.engine.workers.backend import Reply
 from pallasite.engine.checker import CheckOptions
 from pallasite.wire.messages import TimeResult, Trick
 
@@ -83,8 +83,8 @@ def _optimize(report, reply) -> Verdict:
 def _search_node(report, reply):
     """A search of one node (one optimize iteration from the root): the node as the search made it."""
     from judging import file_evaluator
-    from pallasite.agents.providers import ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search
     from pallasite.agents.search_iterate import IterateNodes
 
@@ -119,7 +119,7 @@ def _tune(report, reply) -> Verdict:
     from pallasite.analysis.types import CostEstimate
     from pallasite.analysis.verdict import COST_MODEL
     from pallasite.engine.judge import Judge, Trusted
-    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.engine.tuning.tune import TuneOptions, tune
     from pallasite.runner.tune_ops import chip_spec
     from pallasite.wire.messages import EstimateResult
 
@@ -160,7 +160,7 @@ def test_the_same_report_and_reply_say_the_same_words_in_every_command(case):
     assert _tune_compile(report).ok is compiled.ok and _tune_compile(report).text() == compiled.text()
     assert _label(report, (0, 1, 2), "v5e", True).startswith(compiled.text())
     # check reads the same report into the same compile result, and prints it in the same words
-    from pallasite.server import report_format
+    from pallasite.server.reports import report_format
 
     assert report_format.compiled_for(report, (0, 1, 2), "v5e") == compiled
     line = report_format.file_lines(report, tiers=(0, 1, 2), target="v5e", verbose=True)[-1]
@@ -295,8 +295,8 @@ class _Recording(Engine):
 def test_the_search_compiles_for_the_chip_whatever_tiers_the_settings_ask_for():
     """The search compiled its nodes with tiers 0-1 only, so none could be compiled for the chip."""
     from judging import file_evaluator
-    from pallasite.agents.providers import ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search
     from pallasite.agents.search_iterate import IterateNodes
 
@@ -314,8 +314,8 @@ def test_the_search_compiles_for_the_chip_whatever_tiers_the_settings_ask_for():
 def test_a_node_timed_by_another_method_than_the_root_has_no_speedup():
     """The search divided root_seconds / time_s without comparing how either was timed."""
     from pallasite.agents.evaluator import BaseEvaluator, PhaseResult
-    from pallasite.agents.providers import ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search
     from pallasite.agents.search_iterate import IterateNodes
     from pallasite.analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing
@@ -350,8 +350,8 @@ def test_the_optimize_loop_never_reads_a_timing_from_a_label():
     now a measure without its Timing is "not measured" and nothing is divided."""
     from pallasite.agents.evaluator import BaseEvaluator, PhaseResult
     from pallasite.agents.optimize import Budgets, new_run, optimize
-    from pallasite.agents.providers import ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
     from pallasite.analysis.verdict import CompileResult, TestResult
 
     class NoTiming(BaseEvaluator):
@@ -422,8 +422,8 @@ def test_optimize_never_makes_up_a_result_a_phase_did_not_give():
     ok became a passed test: now a phase without its typed result checked nothing ("not checked")."""
     from pallasite.agents.evaluator import BaseEvaluator, PhaseResult
     from pallasite.agents.optimize import Budgets, new_run, optimize
-    from pallasite.agents.providers import ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
     from pallasite.analysis.verdict import CompileResult
 
     class Bare(BaseEvaluator):
@@ -460,8 +460,8 @@ def test_a_verdict_judged_by_the_candidate_s_own_process_never_wins():
     """A candidate that judged and timed itself ranked like one judged outside (the rule compared the reply's
     free text). Now ``judged_by`` is a JudgedBy the judge sets, carried in the verdict's JSON, and the one
     ranking (analysis/verdict.rank) lets only the judge's verdicts win, in optimize and in search."""
-    from pallasite.agents.providers import ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
     from pallasite.agents.search import SearchOptions, search
     from pallasite.agents.search_iterate import IterateNodes
     from pallasite.analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult, Timing, pick_winner,
@@ -511,9 +511,9 @@ def test_who_judged_is_shown_in_the_optimize_table_hover_and_eval_summary():
     from pallasite.agents.eval_metrics import CaseOutcome, TaskOutcome, summarize
     from pallasite.agents.optimize import state_from_json
     from pallasite.analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing
-    from pallasite.server.cmd_eval import format_summary
-    from pallasite.server.cmd_optimize import table_text
-    from pallasite.server.optimize_lsp import table_markdown
+    from pallasite.server.commands.cmd_eval import format_summary
+    from pallasite.server.commands.cmd_optimize import table_text
+    from pallasite.server.editor.optimize_lsp import table_markdown
 
     own = Verdict(CompileResult.passed("v5e"), TestResult.ok(), Timing(1e-3, "estimate", "v5e", COST_MODEL),
                   judged_by=SELF)
@@ -533,8 +533,8 @@ _JUDGING_CALLS = {"worker_estimator", "worker_timer", "time_request", "EstimateP
                   "TimeParams", "ProfileParams"}
 # where they are defined (the seams the judge calls), and the two commands that time the user's own file as
 # written, never a candidate (`pallasite time`/`profile` and the editor's "Time on ..." code lens)
-_SEAMS = {"engine/judge.py", "engine/judge_tune.py", "engine/tune_workers.py", "engine/estimates.py", "engine/timing.py"}
-_THE_USER_S_OWN = {"server/cmd_time.py", "server/timing_lsp.py"}
+_SEAMS = {"engine/judge.py", "engine/tuning/judge_tune.py", "engine/tuning/tune_workers.py", "engine/estimates.py", "engine/timing.py"}
+_THE_USER_S_OWN = {"server/commands/cmd_time.py", "server/editor/timing_lsp.py"}
 
 
 def test_only_the_judge_sends_a_candidate_to_be_estimated_tested_or_timed():

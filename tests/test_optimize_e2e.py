@@ -10,8 +10,8 @@ from pallasite.agents.optimize import Budgets, new_run, optimize
 from judging import file_evaluator
 from pallasite.engine.judge_phase import freeze, frozen_parts
 from pallasite.agents.optimize_record import OptimizeRecorder, export, replay_table
-from pallasite.agents.providers import ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.providers import ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 from pallasite.analysis.verdict import COST_MODEL
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
@@ -162,7 +162,7 @@ async def test_candidate_checks_leave_no_verdict_under_the_users_file(tmp_path):
 async def test_with_a_device_backend_that_answers_cpu_timings_nothing_is_ranked(engine):
     """``--backend local`` on a machine without a TPU: the frozen tests run on that worker, but its
     timings are CPU timings, so the measure phase refuses them (never a ranked CPU time)."""
-    from pallasite.engine.remote import BackendSettings
+    from pallasite.engine.workers.remote import BackendSettings
 
     original = (DATA / "add.py").read_text()
     ev = file_evaluator(engine, str(DATA / "add.py"), original, CheckOptions(target="v6e", tiers=(0, 1)),

@@ -8,8 +8,8 @@ from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing
 from pallasite.agents.optimize import Budgets, Decision, PhaseResult, new_run, optimize
 from pallasite.agents.optimize_record import OptimizeRecorder, export, load, replay_table
-from pallasite.agents.providers import ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.providers import ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 
 
 class MarkerEvaluator(BaseEvaluator):
@@ -135,7 +135,7 @@ async def test_stop_in_step_mode():
 
 async def test_a_slower_candidate_is_never_the_winner(tmp_path):
     """Issue 23: a correct 0.60x candidate is not starred, not written, and the table says why."""
-    from pallasite.server.cmd_optimize import table_text
+    from pallasite.server.commands.cmd_optimize import table_text
 
     provider = ScriptedProvider(ProviderConfig(name="scripted"), script("import jax\n# COST=1.6667\n"))
     state = await optimize(new_run("k.py", ORIGINAL), provider, MarkerEvaluator(), Budgets(iterations=1, fix_rounds=0))
@@ -170,7 +170,7 @@ class FixingEvaluator(MarkerEvaluator):
         self.fixer = fixer
 
     async def fix(self, source, failed):
-        from pallasite.agents.providers import ModelRequest
+        from pallasite.agents.llm.providers import ModelRequest
 
         reply = await self.fixer.complete(ModelRequest(system="fix", prompt=source))
         return PhaseResult(True, "verified fix", source=source.replace("BROKEN", reply.text.strip()),
@@ -180,8 +180,8 @@ class FixingEvaluator(MarkerEvaluator):
 async def test_replay_of_a_run_with_fix_rounds_reproduces_the_table(tmp_path):
     """Issue 23: the fixer's calls inside optimize go through the run's model client, so a replay of
     the recorded calls gives the same table (before, they were not recorded and the replay diverged)."""
-    from pallasite.agents.model_client import ModelClient
-    from pallasite.agents.providers_scripted import ReplayProvider
+    from pallasite.agents.llm.model_client import ModelClient
+    from pallasite.agents.llm.providers_scripted import ReplayProvider
     from pallasite.knowledge.store import store_path
 
     responses = ["Plan 1: blocks\nDetails.", "```python\nimport jax\n# BROKEN\n```", "COST=0.25",

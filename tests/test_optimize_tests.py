@@ -10,8 +10,8 @@ from pallasite.agents import test_writer
 from pallasite.agents.optimize import Budgets, Decision, new_run, optimize
 from judging import file_evaluator
 from pallasite.agents.optimize_record import OptimizeRecorder, load
-from pallasite.agents.providers import ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.providers import ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import Engine
 

@@ -187,7 +187,7 @@ def test_self_attributes_trace_to_the_constructor_default_or_the_argument_of_its
 def test_a_chosen_size_the_lowering_did_not_see_is_not_blamed():
     """When min() took the other value (the message's block dim is not the traced size), the block
     finding stays at the BlockSpec."""
-    from pallasite.engine.origin_findings import to_origin
+    from pallasite.engine.findings.origin_findings import to_origin
 
     text, sites = _dims("min_and_self.py")
     site = next(s for s in sites if s.enclosing_function == "_clipped")

@@ -1,5 +1,5 @@
 """Same answers at any pool size: with a scripted model and the same seed, search and eval give the
-same winners and the same table with 1 or 8 device workers (engine/device_pool.py), the pool built by
+same winners and the same table with 1 or 8 device workers (engine/workers/device_pool.py), the pool built by
 ``Engine.device`` from backend settings (ssh hosts here, each a fake device: tests/fake_devices.py).
 Each fake device answers after a delay drawn per (worker, job), so jobs finish in a different order
 at each size; a worker killed mid-job in the 8-worker run changes nothing either."""
@@ -13,14 +13,14 @@ from pathlib import Path
 from fake_devices import FakeDevice
 from pallasite.agents.eval_job import EvalJob, run_eval
 from pallasite.agents.search import SearchOptions
-from pallasite.engine.backend import Reply
+from pallasite.engine.workers.backend import Reply
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.judge import Judge, Trusted
 from pallasite.engine.engine import Engine
 from pallasite.engine.eval_tasks import discover
-from pallasite.engine.pool import local_backend
-from pallasite.engine.remote import BackendSettings
-from pallasite.server import cmd_eval
+from pallasite.engine.workers.pool import local_backend
+from pallasite.engine.workers.remote import BackendSettings
+from pallasite.server.commands import cmd_eval
 from fake_backend import fake_backend
 from pallasite.agents import search_job
 from test_search_device import KIND, device_script

@@ -21,7 +21,7 @@ SEED = Path("/work/seed/accelerator-agents/JAXBench/benchmark")
 
 def _check(path: str, tiers: tuple[int, ...]):
     from pallasite.analysis import tier0
-    from pallasite.engine import locate
+    from pallasite.engine.findings import locate
     from pallasite.engine.sources import sources_for
     from pallasite.runner import checks
     from pallasite.wire.messages import CheckParams

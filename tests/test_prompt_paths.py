@@ -10,14 +10,14 @@ import json
 from pathlib import Path
 
 from pallasite.agents import test_writer
-from pallasite.agents.fix_prompt import FixContext
+from pallasite.agents.prompts.fix_prompt import FixContext
 from pallasite.agents.fixer import Budgets as FixBudgets
 from pallasite.agents.fixer import Fixer
 from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.agents.optimize import Budgets, PhaseResult, iterate, new_run
-from pallasite.agents.prompt_paths import local
-from pallasite.agents.providers import ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.prompts.prompt_paths import local
+from pallasite.agents.llm.providers import ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 from pallasite.analysis.types import FileReport, Finding, Span
 
 DATA = Path(__file__).parent / "data"

@@ -13,8 +13,8 @@ import traceback
 import pytest
 
 from pallasite.analysis.types import BlockCost, CallCost, ChipSpec, CostEstimate, Measurement, Provenance, to_json
-from pallasite.engine import reply_failures
-from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.findings import reply_failures
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
 from pallasite.runner import loader
 from pallasite.wire import messages, protocol

@@ -10,7 +10,7 @@ import pytest
 
 from fake_llm import Answer, FakeEndpoint, gemini_reply, openai_reply
 from pallasite.agents.edits import PROPOSAL_SCHEMA
-from pallasite.agents.providers import ModelRequest, ProviderConfig, ProviderError, make_provider
+from pallasite.agents.llm.providers import ModelRequest, ProviderConfig, ProviderError, make_provider
 
 pytest.importorskip("google.genai")
 pytest.importorskip("openai")

@@ -1,4 +1,4 @@
-"""Model calls at scale (agents/rate_limit.py, agents/model_client.py): the run-wide limiter's window
+"""Model calls at scale (agents/llm/rate_limit.py, agents/llm/model_client.py): the run-wide limiter's window
 on a fake clock, and rate-limit retries against a fake endpoint (a real HTTP server on loopback,
 tests/fake_llm.py) that answers 429 with Retry-After: the wait is what the endpoint asked, it is
 shown, a retried 429 is not recorded as the call's outcome, and the token budget still holds."""
@@ -10,9 +10,9 @@ import asyncio
 import pytest
 
 from fake_llm import Answer, FakeEndpoint, openai_reply
-from pallasite.agents.model_client import BudgetSpent, ModelClient, TokenBudget
-from pallasite.agents.providers import ModelRequest, ProviderConfig, ProviderError, make_provider
-from pallasite.agents.rate_limit import RateLimiter, RetryPolicy, shared_limiter
+from pallasite.agents.llm.model_client import BudgetSpent, ModelClient, TokenBudget
+from pallasite.agents.llm.providers import ModelRequest, ProviderConfig, ProviderError, make_provider
+from pallasite.agents.llm.rate_limit import RateLimiter, RetryPolicy, shared_limiter
 
 pytest.importorskip("openai")
 

@@ -17,9 +17,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'pallasite[ray]')")
 
-from pallasite.engine.client import WorkerConfig  # noqa: E402
-from pallasite.engine.ray_backend import RayBackend  # noqa: E402
-from pallasite.engine.remote import BackendSettings, open_remote, parse_resources  # noqa: E402
+from pallasite.engine.workers.client import WorkerConfig  # noqa: E402
+from pallasite.engine.workers.ray_backend import RayBackend  # noqa: E402
+from pallasite.engine.workers.remote import BackendSettings, open_remote, parse_resources  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
 from pallasite.wire.messages import ImportParams, PingParams, TimeParams  # noqa: E402
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.pipeline  # a real component end to end (sshd, a Ray cl
 
 DATA = Path(__file__).parent / "data"
 # sandbox off: the fault test kills the worker by the pid its handshake reports, and a sandboxed
-# worker reports its pid inside its own PID namespace (engine/spawn.py), not the host's.
+# worker reports its pid inside its own PID namespace (engine/workers/spawn.py), not the host's.
 CONFIG = WorkerConfig(timeout_s=120, startup_timeout_s=90, cancel_grace_s=1, sandbox="off")
 
 

@@ -1,7 +1,7 @@
 """The device pool on a local Ray cluster (tests/conftest.py's session cluster, 2 CPUs): N actors
 placed by resources serve jobs at once, an actor killed mid-job has its job re-queued on another and
 is replaced for later jobs, and real worker actors report their device kind. Most actors here are
-engine/standin.py's device stand-in (a fixed time per job), so the test measures the pool and Ray,
+engine/workers/standin.py's device stand-in (a fixed time per job), so the test measures the pool and Ray,
 not jax on two cores."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'pallasite[ray]')")
 
-from pallasite.engine.client import WorkerConfig  # noqa: E402
-from pallasite.engine.device import device_pool  # noqa: E402
-from pallasite.engine.remote import BackendSettings  # noqa: E402
+from pallasite.engine.workers.client import WorkerConfig  # noqa: E402
+from pallasite.engine.workers.device import device_pool  # noqa: E402
+from pallasite.engine.workers.remote import BackendSettings  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
-from pallasite.engine.standin import STANDIN_KIND, StandInActor  # noqa: E402
+from pallasite.engine.workers.standin import STANDIN_KIND, StandInActor  # noqa: E402
 from pallasite.wire.messages import PingParams, TimeParams  # noqa: E402
 
 pytestmark = pytest.mark.pipeline  # a real component end to end (sshd, a Ray cluster, Neovim, keepers, whole evals): .ci/run's pipeline step
@@ -97,8 +97,8 @@ async def test_real_worker_actors_report_their_device_kind(cluster):
 
 
 async def test_a_mixed_pool_of_actors_sends_each_chips_jobs_to_that_chip(cluster):
-    from pallasite.engine.device_pool import DevicePool, Member
-    from pallasite.engine.ray_backend import RayBackend
+    from pallasite.engine.workers.device_pool import DevicePool, Member
+    from pallasite.engine.workers.ray_backend import RayBackend
 
     def actor(kind: str):
         config = WorkerConfig(env={"PALLASITE_STANDIN_KIND": kind, "PALLASITE_STANDIN_SECONDS": "0.1"})

@@ -107,14 +107,14 @@ def pallasite_calls(command: str) -> list[list[str]]:
 
 @functools.cache
 def _parsers() -> dict:
-    from pallasite.server import flags
+    from pallasite.server.commands import flags
 
     return flags.command_parsers()
 
 
 def _parsed(argv: list[str]) -> None:
     """``argv`` (a `pallasite` command line) through its command's own parser, old spellings translated."""
-    from pallasite.server import flags
+    from pallasite.server.commands import flags
 
     name = argv[1]
     assert name in _parsers(), f"`{' '.join(argv)}`: pallasite has no command {name!r}"

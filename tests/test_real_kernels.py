@@ -16,9 +16,9 @@ import os
 import pytest
 
 from pallasite.analysis import tier0
-from pallasite.engine import locate
+from pallasite.engine.findings import locate
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
 from pallasite.wire.messages import CheckParams
 

@@ -12,7 +12,7 @@ import pytest
 
 from pallasite.agents.eval_metrics import TaskOutcome, summarize
 from pallasite.agents.search import SearchOptions, search
-from pallasite.server.report_html import eval_html, search_html
+from pallasite.server.reports.report_html import eval_html, search_html
 
 from eval_cases import case
 from test_search import ROOT, STRATS, Landscape
@@ -147,7 +147,7 @@ def test_comparison_report_renders_in_headless_chromium(comparison, tmp_path):
 def test_side_by_side_says_not_verified_rather_than_incorrect(comparison):
     """A candidate whose guarded test could not finish is "compiled, not verified", never "compiled, wrong"
     (the per-task table's correct column said "no" for it)."""
-    from pallasite.server.cmd_eval import side_by_side
+    from pallasite.server.commands.cmd_eval import side_by_side
 
     rows = [summarize("beam", [TaskOutcome("conv", (case(True, False, None, "worker crashed", verified=False),))],
                       provenance="estimate (v5e)").to_json()] * 2

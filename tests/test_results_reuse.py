@@ -17,7 +17,7 @@ import pytest
 
 from pallasite.knowledge.store import ResultsStore
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.client import Reply
+from pallasite.engine.workers.client import Reply
 from pallasite.engine.store_cache import StoreCache, workspace_for
 from pallasite.wire.messages import check_result_from_plain
 
@@ -44,7 +44,7 @@ class CountingClient:
 
 @pytest.fixture(scope="module")
 def worker():
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 
     loop = asyncio.new_event_loop()
     client = WorkerClient(WorkerConfig(timeout_s=180.0))

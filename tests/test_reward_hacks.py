@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 
 from reward_hacks import ATTACKS, ISSUE56, ONE_STEP, RIGHT, Attack
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import sandbox_bodies
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 from pallasite.runner.isolation import sandbox
 from pallasite.runner.isolation.sandbox_server import ForkServer
 

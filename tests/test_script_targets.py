@@ -1,6 +1,6 @@
 """Script mode on the files kernel authors have: meshes over several devices, a file that sets its
 own device count, code that asks for the chip, a script that never calls its kernel
-(engine/devices.py, runner/target_chip.py, runner/script_mode.py). Fixtures: tests/data/zero_config/.
+(engine/workers/devices.py, runner/target_chip.py, runner/script_mode.py). Fixtures: tests/data/zero_config/.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import pytest
 
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.devices import file_device_count, xla_flags
+from pallasite.engine.workers.devices import file_device_count, xla_flags
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "zero_config")
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None

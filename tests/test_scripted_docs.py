@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pallasite.agents.providers import ModelRequest, ProviderConfig
-from pallasite.agents.providers_scripted import ScriptedProvider
+from pallasite.agents.llm.providers import ModelRequest, ProviderConfig
+from pallasite.agents.llm.providers_scripted import ScriptedProvider
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -27,7 +27,8 @@ from pallasite.engine.eval_tasks import discover
 from fake_backend import FakeStep, fake_backend
 from pallasite.agents import search_job
 from pallasite.wire import messages
-from pallasite.server import cmd_eval, flags, run_setup
+from pallasite.server.commands import cmd_eval, flags
+from pallasite.server import run_setup
 from test_search_iterate import LANDSCAPE, ROOT, LandscapeModel, rows
 
 DATA = Path(__file__).parent / "data"
@@ -137,7 +138,7 @@ def test_eval_speedups_are_device_medians_and_cpu_time_is_never_a_speedup(tmp_pa
 
 
 def test_backend_flags_route_to_the_chosen_backend(tmp_path, monkeypatch):
-    from pallasite.engine import remote
+    from pallasite.engine.workers import remote
 
     monkeypatch.setattr(remote, "ray_installed", lambda: True)  # settings only: no Ray runs (README's command has no ray extra)
     parser = argparse.ArgumentParser()
@@ -148,14 +149,14 @@ def test_backend_flags_route_to_the_chosen_backend(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="needs a host"):
         run_setup.device_settings(parser.parse_args(["--backend", "ssh"]))
     ssh = run_setup.device_settings(parser.parse_args(["--backend", "ssh", "--host", "tpu-vm"]))
-    from pallasite.engine.device import candidate_config
-    from pallasite.engine.remote import open_remote
-    from pallasite.engine.remote import where as device_where
+    from pallasite.engine.workers.device import candidate_config
+    from pallasite.engine.workers.remote import open_remote
+    from pallasite.engine.workers.remote import where as device_where
 
     backend, where = open_remote(ssh, candidate_config(1024, 600.0)), device_where(ssh)
     assert where == "ssh:tpu-vm" and backend.config.command[0] == "ssh" and backend.config.platforms is None
     try:
-        from pallasite.engine.ray_backend import RayBackend
+        from pallasite.engine.workers.ray_backend import RayBackend
     except ImportError:  # pragma: no cover - ray is imported lazily by the backend, not here
         RayBackend = None
     backend, where = open_remote(ray, candidate_config(1024, 600.0)), device_where(ray)  # not started: no cluster is needed to route

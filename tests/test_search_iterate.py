@@ -18,8 +18,8 @@ import pytest
 from pallasite.agents.evaluator import BaseEvaluator
 from pallasite.analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing, Verdict
 from pallasite.agents.optimize import PhaseResult
-from pallasite.agents.planner_prompt import SYSTEM as PLANNER_SYSTEM
-from pallasite.agents.providers import ProviderError, Usage
+from pallasite.agents.prompts.planner_prompt import SYSTEM as PLANNER_SYSTEM
+from pallasite.agents.llm.providers import ProviderError, Usage
 from pallasite.agents.search import SearchOptions, search
 from pallasite.agents.search_graph import SearchNode
 from pallasite.agents.search_iterate import IterateNodes, Slotted, instruction

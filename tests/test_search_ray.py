@@ -19,10 +19,10 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip ins
 from pallasite.agents.search import SearchOptions  # noqa: E402
 from pallasite.engine.checker import CheckOptions  # noqa: E402
 from pallasite.engine.judge import Judge, Trusted  # noqa: E402
-from pallasite.engine.client import WorkerConfig  # noqa: E402
+from pallasite.engine.workers.client import WorkerConfig  # noqa: E402
 from pallasite.engine.engine import Engine  # noqa: E402
 from fake_backend import fake_backend  # noqa: E402
-from pallasite.engine.ray_backend import RayBackend  # noqa: E402
+from pallasite.engine.workers.ray_backend import RayBackend  # noqa: E402
 from pallasite.agents import search_job  # noqa: E402
 from test_search_iterate import ROOT, LandscapeModel  # noqa: E402
 

@@ -1,7 +1,7 @@
 """No secret reaches a process that runs kernel code, by any route: a probe kernel reads
 ``/proc/*/environ`` and ``cmdline`` of itself and of every pallasite process above it, with the
-server (``serve``) or the CLI (``check``) started with provider keys set (engine/secrets.py,
-engine/spawn.py). Run with the sandbox off (the probe then reaches the pallasite process) and on.
+server (``serve``) or the CLI (``check``) started with provider keys set (engine/workers/secrets.py,
+engine/workers/spawn.py). Run with the sandbox off (the probe then reaches the pallasite process) and on.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lsp_wire import WireClient
-from pallasite.engine import secrets, spawn
+from pallasite.engine.workers import secrets, spawn
 
 DATA = Path(__file__).parent / "data"
 NAMES = ("GEMINI_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "GOOGLE_APPLICATION_CREDENTIALS",

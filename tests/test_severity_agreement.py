@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from pallasite.analysis.types import Finding, Span
-from pallasite.engine.agreement import merge_agreeing
+from pallasite.engine.findings.agreement import merge_agreeing
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Workers that cannot hold the client hostage or outlive it (engine/spawn.py), with real kernels
+"""Workers that cannot hold the client hostage or outlive it (engine/workers/spawn.py), with real kernels
 that fork, call setsid, block signals and exit under the worker.
 
 Each case runs with the sandbox off and, where the system allows it, on (``auto``): the guarantees
@@ -22,9 +22,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 from pallasite.engine.sources import sources_for
 from pallasite.wire.messages import ImportParams, PingParams
 
@@ -119,7 +119,7 @@ def test_a_stuck_worker_is_killed_with_its_escaped_children_at_the_time_limit(tm
 
 CLIENT_SCRIPT = textwrap.dedent("""
     import asyncio, sys
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.sources import sources_for
     from pallasite.wire.messages import ImportParams
 

@@ -1,4 +1,4 @@
-"""A worker being started is not an orphan (engine/spawn.py). With two check workers, one replaced after a
+"""A worker being started is not an orphan (engine/workers/spawn.py). With two check workers, one replaced after a
 request that ran the workspace's tests killed the other's new process, still unregistered in its own session,
 as an adopted orphan: "the worker was killed by SIGKILL (9)" before its handshake (PLS906)."""
 
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 
 
 @pytest.mark.skipif(not spawn.LINUX, reason="orphans are reaped on Linux")
@@ -51,7 +51,7 @@ async def test_a_worker_start_cancelled_midway_leaves_no_zombie():
     zombie child of the server. A worker whose start was cancelled was ended by asyncio, which kills the process
     it started alone (``unshare``); the namespace's shell, killed by its parent-death signal, was re-parented
     here (a child subreaper) and never reaped. Cancelled at several points of the start, ten times over."""
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 
     before = set(_zombie_children())
     left = []

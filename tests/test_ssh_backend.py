@@ -22,9 +22,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import sshd_server  # noqa: E402
 
-from pallasite.engine import launcher  # noqa: E402
-from pallasite.engine.client import WorkerClient, WorkerConfig  # noqa: E402
-from pallasite.engine.remote import BackendSettings, open_remote, where, worker_config  # noqa: E402
+from pallasite.engine.workers import launcher  # noqa: E402
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig  # noqa: E402
+from pallasite.engine.workers.remote import BackendSettings, open_remote, where, worker_config  # noqa: E402
 from pallasite.engine.sources import sources_for  # noqa: E402
 from pallasite.wire.messages import ImportParams, PingParams, SourceFile, Sources, TimeParams  # noqa: E402
 from pallasite.wire.protocol import PROTOCOL_VERSION  # noqa: E402

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import sshd_server
-from pallasite.engine.client import WorkerConfig
-from pallasite.engine.device import device_pool
-from pallasite.engine.remote import BackendSettings
+from pallasite.engine.workers.client import WorkerConfig
+from pallasite.engine.workers.device import device_pool
+from pallasite.engine.workers.remote import BackendSettings
 from pallasite.engine.sources import sources_for
 from pallasite.wire.messages import PingParams, TimeParams
 

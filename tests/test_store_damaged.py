@@ -76,7 +76,7 @@ def test_tune_says_that_results_are_not_recorded_and_still_tunes(project, capsys
     from pallasite.engine.sources import sources_for
     from pallasite.wire.messages import EstimateParams
     from pallasite.runner.tune_ops import handle_estimate
-    from pallasite.engine import tune_workers
+    from pallasite.engine.tuning import tune_workers
 
     for name, value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_SKIP_MDS_QUERY": "1"}.items():
         monkeypatch.setenv(name, value)
@@ -97,7 +97,7 @@ def test_tune_says_that_results_are_not_recorded_and_still_tunes(project, capsys
 
 
 def test_a_store_failing_during_tuning_is_said_once_in_the_notes(tmp_path):
-    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.engine.tuning.tune import TuneOptions, tune
     from test_tune import _estimator, _read
 
     path, text = _read("matmul")

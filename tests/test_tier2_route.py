@@ -53,7 +53,7 @@ class _Recording:
         self.asked: list[tuple[int, ...]] = []
 
     async def request(self, params, **kwargs):
-        from pallasite.engine.backend import Reply
+        from pallasite.engine.workers.backend import Reply
 
         self.asked.append(tuple(params.tiers))
         return Reply(status="error", error=None)

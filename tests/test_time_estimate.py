@@ -51,7 +51,7 @@ def test_time_takes_a_kernel_file_against_a_task_as_eval_spells_it(tmp_path, cap
     give the same files to time."""
     import argparse
 
-    from pallasite.server import cmd_time
+    from pallasite.server.commands import cmd_time
 
     task = ROOT / "tests" / "data" / "timing" / "ladder" / "attention"
     kernel = tmp_path / "k.py"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pallasite.analysis.types import to_json
-from pallasite.engine.client import WorkerConfig, run_requests_sync
+from pallasite.engine.workers.client import WorkerConfig, run_requests_sync
 from pallasite.engine.timing import task_files, time_request
 
 TASK = Path(__file__).parent / "data" / "timing" / "jaxbench_global"

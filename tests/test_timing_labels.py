@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallasite.runner.measure import timing
-from pallasite.server import timing_format
+from pallasite.server.reports import timing_format
 
 
 def _prepared_claiming_a_device() -> timing.Prepared:
@@ -54,7 +54,7 @@ def test_summary_line_shows_no_interpret_mode_or_host_clock_speedup():
 
 def test_hover_lists_estimates_apart_from_device_measurements():
     from pallasite.analysis.types import Measurement, Provenance
-    from pallasite.server import timing_lsp
+    from pallasite.server.editor import timing_lsp
 
     def record(kernel: str, prov: Provenance, kind: str) -> SimpleNamespace:
         m = Measurement(status="ok", provenance=prov, device_kind=kind, method="cost model", median_ns=5000.0)

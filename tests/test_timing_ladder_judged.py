@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 
 DATA = Path(__file__).parent / "data" / "timing" / "ladder"
 needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) is not None,
@@ -32,7 +32,7 @@ def bigger(tmp_path: Path, task: str, old: str, new: str) -> Path:
 
 
 async def judged(folder: Path, names: tuple[str, ...]) -> list:
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
 
     out = []

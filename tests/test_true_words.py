@@ -73,10 +73,10 @@ def test_a_search_root_that_was_never_checked_says_not_checked():
     compiled for the chip" in the node JSON and the HTML report's data."""
     from pallasite.agents.search import SearchOptions, search
     from pallasite.agents.search_iterate import IterateNodes
-    from pallasite.server.report_html import search_html
+    from pallasite.server.reports.report_html import search_html
 
-    from pallasite.agents.providers import ProviderConfig
-    from pallasite.agents.providers_scripted import ScriptedProvider
+    from pallasite.agents.llm.providers import ProviderConfig
+    from pallasite.agents.llm.providers_scripted import ScriptedProvider
 
     provider = ScriptedProvider(ProviderConfig(name="scripted"), [])  # the one node gets no answer: a model error
     nodes = IterateNodes(provider, _TimedOnly(), "k.py", "v5e")
@@ -116,8 +116,8 @@ def _summary(cases: dict[str, Verdict]) -> dict:
 def test_eval_rows_keep_not_shown_as_none_to_the_html_and_the_text_table():
     """Eval rows turned "not shown" (None) into False, the HTML then said "no", and the text table cut
     "not compiled for the chip" to "not compiled"."""
-    from pallasite.server.cmd_eval import side_by_side
-    from pallasite.server.report_html import eval_html
+    from pallasite.server.commands.cmd_eval import side_by_side
+    from pallasite.server.reports.report_html import eval_html
 
     passed, judge = CompileResult.passed("v5e"), JudgedBy.JUDGE  # as the judge says them (only its pass is correct)
     cases = {"for_chip": Verdict(CompileResult.passed("v5e", (0, 1)), TestResult.ok(), judged_by=judge),
@@ -144,7 +144,7 @@ def test_eval_rows_keep_not_shown_as_none_to_the_html_and_the_text_table():
 
 
 def test_a_task_that_was_not_checked_is_not_checked_in_its_row_and_cells():
-    from pallasite.server.report_html import eval_html
+    from pallasite.server.reports.report_html import eval_html
 
     summary = _summary({"unchecked": Verdict(CompileResult.not_checked("the check ran past 180 s"), TestResult.ok())})
     (row,) = summary["per_task"]
@@ -198,7 +198,7 @@ def test_tune_reads_its_test_as_data_never_from_the_reason_words():
     """Tune built its test result by matching the start of reason strings ("the interpret run failed: ..." read as
     not verified); now each configuration's test is the judge's ``TestResult`` as data, whatever its words."""
     from pallasite.analysis.types import CostEstimate
-    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.engine.tuning.tune import TuneOptions, tune
     from pallasite.runner.tune_ops import chip_spec
     from pallasite.wire.messages import EstimateResult
 

@@ -18,10 +18,10 @@ from pallasite.analysis.feasibility import rejections  # noqa: E402
 from pallasite.analysis.source import Source, apply_edits  # noqa: E402
 from pallasite.analysis.tunables import apply_config, default_candidates, find_tunables  # noqa: E402
 from pallasite.analysis.types import BlockCost, CallCost, CostEstimate, Measurement, Provenance  # noqa: E402
-from pallasite.engine.tune import TuneError, TuneOptions, tune  # noqa: E402
-from pallasite.engine.tune_search import neighbours, search  # noqa: E402
+from pallasite.engine.tuning.tune import TuneError, TuneOptions, tune  # noqa: E402
+from pallasite.engine.tuning.tune_search import neighbours, search  # noqa: E402
 from pallasite.knowledge.store import ResultsStore  # noqa: E402
-from pallasite.engine.judge_tune import config_timer  # noqa: E402
+from pallasite.engine.tuning.judge_tune import config_timer  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tune")
 
@@ -303,7 +303,7 @@ def test_without_a_device_the_best_estimate_is_tested_by_the_judge(tmp_path):
 
 
 def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
-    from pallasite.engine.tune import Timed
+    from pallasite.engine.tuning.tune import Timed
 
     path, text = _read("matmul")
     make, _ = _estimator()
@@ -328,9 +328,9 @@ def test_device_timings_send_the_configured_file_with_the_trusted_one_and_read_t
     never applied) and no trusted file; the judge's timer sends the file written with the configuration, the
     original beside it as the trusted side, and reads the time op's own test."""
     from pallasite.analysis.types import to_json
-    from pallasite.engine.client import Reply
+    from pallasite.engine.workers.client import Reply
     from pallasite.engine.judge import Judge, Trusted
-    from pallasite.engine.tune import Timed
+    from pallasite.engine.tuning.tune import Timed
     from pallasite.engine.checker import CheckOptions
     from pallasite.wire import messages
 

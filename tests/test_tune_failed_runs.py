@@ -19,7 +19,7 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
     os.environ.setdefault(_name, _value)
 
 from pallasite.analysis.types import Measurement, Provenance  # noqa: E402
-from pallasite.engine.tune import TuneError, TuneOptions, tune  # noqa: E402
+from pallasite.engine.tuning.tune import TuneError, TuneOptions, tune  # noqa: E402
 from pallasite.knowledge.store import ResultsStore  # noqa: E402
 
 from test_tune import _estimator, _read  # noqa: E402
@@ -27,7 +27,7 @@ from test_tune import _estimator, _read  # noqa: E402
 
 def _flaky_timer(log, crash=lambda config: True):
     """A device that times every configuration, except those ``crash`` names: the backend fails (a lost
-    worker, Ray missing) and answers status "crash", as engine/tune_workers.worker_timer does for a reply not ok."""
+    worker, Ray missing) and answers status "crash", as engine/tuning/tune_workers.worker_timer does for a reply not ok."""
     async def timer(configs):
         out = []
         for c in configs:

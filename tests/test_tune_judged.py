@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 
 DATA = Path(__file__).parent / "data"
 HONEST = (DATA / "optimize" / "candidates" / "tunable_rows.py").read_text()
@@ -34,7 +34,7 @@ def test_a_candidate_that_divides_its_own_estimates_is_tuned_to_the_honest_figur
     import asyncio
 
     from pallasite.engine.sources import sources_for, trusted_sources
-    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.engine.tuning.tune import TuneOptions, tune
     from pallasite.runner.judging.configs import judged_configs
     from pallasite.wire.messages import EstimateParams
 
@@ -42,7 +42,7 @@ def test_a_candidate_that_divides_its_own_estimates_is_tuned_to_the_honest_figur
     original.write_text(HONEST)
 
     def tuned(text):
-        async def estimator(configs, kinds):  # what engine/tune_workers.worker_estimator sends, answered here
+        async def estimator(configs, kinds):  # what engine/tuning/tune_workers.worker_estimator sends, answered here
             return judged_configs(EstimateParams(source=sources_for(str(original), text), chip="v5e",
                                                  configs=tuple(configs), kinds=dict(kinds), probe=False, judged=True,
                                                  trusted=trusted_sources(str(original), HONEST)))
@@ -69,9 +69,9 @@ def test_a_file_that_divides_its_own_estimates_gets_the_honest_figures_from_the_
     process's cost model too), then the honest one again. Tune over each: the same figures, the same best."""
     import asyncio
 
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.sources import sources_for
-    from pallasite.engine.tune import TuneOptions, tune
+    from pallasite.engine.tuning.tune import TuneOptions, tune
     from pallasite.wire.messages import EstimateParams
 
     async def tuned(worker, text):
@@ -79,7 +79,7 @@ def test_a_file_that_divides_its_own_estimates_gets_the_honest_figures_from_the_
         path.write_text(text)
         asked = []
 
-        async def estimator(configs, kinds):  # what engine/tune_workers.worker_estimator sends, in one request
+        async def estimator(configs, kinds):  # what engine/tuning/tune_workers.worker_estimator sends, in one request
             asked.append(len(configs))
             reply = await worker.request(EstimateParams(source=sources_for(str(path), text), chip="v5e",
                                                         configs=tuple(configs), kinds=dict(kinds), probe=False,

@@ -18,8 +18,8 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 import pytest  # noqa: E402
 
 from pallasite.engine.sources import sources_for  # noqa: E402
-from pallasite.engine.tune import TuneOptions, tune  # noqa: E402
-from pallasite.engine.tune_workers import worker_estimator  # noqa: E402
+from pallasite.engine.tuning.tune import TuneOptions, tune  # noqa: E402
+from pallasite.engine.tuning.tune_workers import worker_estimator  # noqa: E402
 from pallasite.runner.tune_ops import handle_estimate  # noqa: E402
 from pallasite.wire.messages import EstimateParams, PingParams  # noqa: E402
 
@@ -48,7 +48,7 @@ class Recording:
 
 
 def _tuned(monkeypatch, per_request: int):
-    from pallasite.engine import tune_workers
+    from pallasite.engine.tuning import tune_workers
 
     monkeypatch.setattr(tune_workers, "PER_REQUEST", per_request)
     path = os.path.join(DATA, "matmul.py")
@@ -76,8 +76,8 @@ def test_the_reference_goes_alone_and_no_estimate_request_carries_more_than_per_
 @pytest.mark.parametrize("after_mb, reference, replaced", [(1, False, True), (10**6, False, False), (1, True, False)])
 def test_a_worker_left_holding_more_than_replace_after_mb_after_an_estimate_is_replaced(monkeypatch, after_mb,
                                                                                          reference, replaced):
-    from pallasite.engine import client as client_mod
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers import client as client_mod
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 
     monkeypatch.setattr(client_mod, "REPLACE_AFTER_MB", {"estimate": after_mb})
     path = os.path.join(DATA, "matmul.py")

@@ -1,4 +1,4 @@
-"""Tune's device timings on a device pool (engine/tune_workers.worker_timer over engine/device_pool.py): a
+"""Tune's device timings on a device pool (engine/tuning/tune_workers.worker_timer over engine/workers/device_pool.py): a
 batch's configurations are timed at once on the pool's workers and come back in the batch's order,
 each configuration's timing from one worker's reply."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from fake_devices import FakeDevice, Gauge
 from pallasite.analysis.types import Measurement, Provenance
-from pallasite.engine.backend import Reply
-from pallasite.engine.device_pool import DevicePool, Member
-from pallasite.engine.tune_workers import worker_timer
+from pallasite.engine.workers.backend import Reply
+from pallasite.engine.workers.device_pool import DevicePool, Member
+from pallasite.engine.tuning.tune_workers import worker_timer
 from pallasite.wire import messages
 
 FILE = next((Path(__file__).parent / "data" / "tune").glob("*.py"))
@@ -44,12 +44,13 @@ def test_a_batch_is_timed_at_once_on_the_pool_in_the_batchs_order():
 
 
 def test_tune_eval_and_search_take_the_pool_flags(monkeypatch):
-    from pallasite.engine import remote
+    from pallasite.engine.workers import remote
 
     monkeypatch.setattr(remote, "ray_installed", lambda: True)  # settings only: no Ray runs (README's command has no ray extra)
     import argparse
 
-    from pallasite.server import cmd_tune, flags, run_setup
+    from pallasite.server.commands import cmd_tune, flags
+    from pallasite.server import run_setup
 
     tune = argparse.ArgumentParser()
     cmd_tune.add_arguments(tune, "tune")
@@ -67,7 +68,7 @@ def test_tune_eval_and_search_take_the_pool_flags(monkeypatch):
 def test_search_takes_the_rate_limits():
     import argparse
 
-    from pallasite.server import cmd_search
+    from pallasite.server.commands import cmd_search
 
     parser = argparse.ArgumentParser()
     cmd_search.add_arguments(parser, "search")

@@ -19,8 +19,8 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 from pallasite.analysis.source import Source, apply_edits  # noqa: E402
 from pallasite.analysis.tunables import apply_config, find_tunables  # noqa: E402
 from pallasite.analysis.types import CostEstimate, Tunable  # noqa: E402
-from pallasite.engine.tune import TuneOptions, tune  # noqa: E402
-from pallasite.engine.tune_space import Scored, Space, explore  # noqa: E402
+from pallasite.engine.tuning.tune import TuneOptions, tune  # noqa: E402
+from pallasite.engine.tuning.tune_space import Scored, Space, explore  # noqa: E402
 from pallasite.knowledge.store import ResultsStore  # noqa: E402
 
 WIDE = os.path.join(os.path.dirname(__file__), "data", "tune", "wide_space.py")
@@ -147,7 +147,7 @@ def test_the_wide_kernel_is_estimated_by_the_real_cost_model_and_reused_from_the
     from pallasite.engine.sources import sources_for
     from pallasite.wire.messages import EstimateParams
     from pallasite.runner.tune_ops import handle_estimate
-    from pallasite.server.cmd_tune import format_report
+    from pallasite.server.commands.cmd_tune import format_report
 
     text, tunables = _wide()
     assert {t.name: (t.kind, t.default) for t in tunables if t.name.startswith("block_shape")} == {
@@ -188,7 +188,7 @@ def test_a_test_stopped_by_a_limit_is_no_verdict(tmp_path):
     """JAXBench's 2p_GQA/3p_MLA: the check of each best-ranked configuration hit the worker's memory limit, and
     each was marked failed, leaving "nothing to apply". A run stopped by a limit says nothing about the numbers:
     the best estimate stays the best, said not verified (the judge's test, Judge.test), and is not stored."""
-    from pallasite.engine.backend import Reply
+    from pallasite.engine.workers.backend import Reply
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.judge import Judge, Trusted
     from test_tune import _estimator, _read
@@ -248,7 +248,7 @@ def test_a_value_that_does_not_trace_does_not_make_a_tunable_matter():
     """A backward-pass minor block above its major one does not trace (flash attention's block_q_dkv over
     block_q_major_dkv); such a move used to mark the tunable as changing the program, so it kept moving and
     JAXBench 1p's best for v6e changed it. A move that does not trace now says nothing."""
-    from pallasite.engine.tune_space import INERT_AFTER, _Moves
+    from pallasite.engine.tuning.tune_space import INERT_AFTER, _Moves
 
     moves = _Moves(("major", "minor"))
     seen = {}

@@ -15,7 +15,7 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
 
 from pallasite.analysis.types import Measurement, Provenance  # noqa: E402
 from pallasite.analysis.verdict import CompileResult  # noqa: E402
-from pallasite.engine.tune import COMPILE_METHOD, COST_MODEL_METHOD, TuneOptions, tune  # noqa: E402
+from pallasite.engine.tuning.tune import COMPILE_METHOD, COST_MODEL_METHOD, TuneOptions, tune  # noqa: E402
 from pallasite.knowledge.store import ResultsStore  # noqa: E402
 
 from test_tune import _estimator, _read, _timer  # noqa: E402
@@ -67,7 +67,7 @@ def test_the_best_estimate_that_does_not_compile_for_the_chip_is_never_the_pick(
 
 
 def test_a_starting_configuration_that_does_not_compile_is_said_in_the_headline(tmp_path):
-    from pallasite.server.cmd_tune import format_report
+    from pallasite.server.commands.cmd_tune import format_report
 
     path, text = _read("matmul")
     make, _ = _estimator()

@@ -22,8 +22,8 @@ for _name, _value in {"JAX_PLATFORMS": "cpu", "TPU_WORKER_HOSTNAMES": "localhost
     os.environ.setdefault(_name, _value)
 
 from pallasite.analysis.verdict import CompileResult  # noqa: E402
-from pallasite.engine.tune import TuneOptions, tune  # noqa: E402
-from pallasite.engine.tune_walk import larger_values  # noqa: E402
+from pallasite.engine.tuning.tune import TuneOptions, tune  # noqa: E402
+from pallasite.engine.tuning.tune_walk import larger_values  # noqa: E402
 
 from test_tune import _estimator, _read  # noqa: E402
 
@@ -109,7 +109,7 @@ def test_configurations_at_least_as_large_as_an_out_of_vmem_one_are_skipped_with
                                                                    "as large as")
     assert report.best is not None and dict(report.best)["bk"] <= 512 and report.best_compile.ok is True
     assert walk.steps[-1].state == "passed" and walk.steps[-1].config == report.best
-    from pallasite.server.cmd_tune import format_report
+    from pallasite.server.commands.cmd_tune import format_report
 
     text_out = format_report(report, top=3)
     assert "skipped without compiling" in text_out and "the compiler needed" in text_out

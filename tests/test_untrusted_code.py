@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine import spawn
+from pallasite.engine.workers import spawn
 
 DATA = Path(__file__).parent / "data"
 PREAMBLE = (DATA / "untrusted" / "hostile_preamble.py").read_text()
@@ -200,7 +200,7 @@ async def test_the_judge_is_outside_the_judged_and_nothing_persists(tmp_path):
     """A wrong kernel that patches numpy and pallasite's comparisons in its own process was "correct"
     (the comparison ran where it ran), and the patch stayed in the warm worker for the next one. Now
     the candidate runs in a process of its own and a judge that never ran it compares."""
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
 
     user_file = tmp_path / "kernel.py"
@@ -327,7 +327,7 @@ def test_eval_judges_a_tampering_candidate_outside_its_process(tmp_path):
 
     from pallasite.agents.eval_job import EvalJob, run_eval
     from pallasite.engine.eval_tasks import discover
-    from pallasite.server.cmd_eval import candidate_for
+    from pallasite.server.commands.cmd_eval import candidate_for
 
     task = tmp_path / "bench" / "add_tampering"
     task.mkdir(parents=True)
@@ -379,7 +379,7 @@ async def test_a_candidate_over_the_memory_limit_is_said_to_be_so_and_the_limit_
     and the verdict names it."""
     if not _cgroups():
         pytest.skip("no memory cgroup can be made here (the limit is then the address space, which memfd escapes)")
-    from pallasite.engine.client import WorkerClient, WorkerConfig
+    from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
 
     hog = ("import os as _os\n_chunk = b'x' * (64 << 20)\nfor _i in range(4):\n"

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.classify import near_limit_sentence
+from pallasite.engine.findings.classify import near_limit_sentence
 from pallasite.runner.vmem_fit import near_limit, proposals
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "vmem", "near_limit.py")

@@ -1,4 +1,4 @@
-"""`pallasite check --keep-warm SECONDS` (engine/warm_pool.py, engine/warm_keeper.py): a run's check
+"""`pallasite check --keep-warm SECONDS` (engine/workers/warm_pool.py, engine/workers/warm_keeper.py): a run's check
 workers kept warm by a keeper process for the next run (issue 58: `check --jobs 2` was 1.2x `--jobs
 1` on 24 files, each run paying its workers' start-up). A second run must use the first run's
 workers (none started again), say the same as a run without a keeper, and a keeper must leave when
@@ -22,13 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.engine.backend import Reply
+from pallasite.engine.workers.backend import Reply
 from pallasite.engine.checker import CheckOptions
-from pallasite.engine.client import WorkerConfig
+from pallasite.engine.workers.client import WorkerConfig
 from pallasite.engine.engine import Engine
-from pallasite.engine.pool import PoolBackend
-from pallasite.engine.warm_pool import (WarmBackend, decode_reply, encode_reply, pool_key, runtime_folder,
-                                        warm_factory)
+from pallasite.engine.workers.pool import PoolBackend
+from pallasite.engine.workers.warm_pool import WarmBackend, decode_reply, encode_reply, pool_key, runtime_folder, warm_factory
 from pallasite.wire.messages import ErrorInfo, PingParams, PingResult
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,8 +15,8 @@ import signal
 import pytest
 import pytest_asyncio
 
-from pallasite.engine.client import Reply, WorkerClient, WorkerConfig, run_requests_sync
-from pallasite.engine.pool import local_backend
+from pallasite.engine.workers.client import Reply, WorkerClient, WorkerConfig, run_requests_sync
+from pallasite.engine.workers.pool import local_backend
 from pallasite.engine.sources import sources_for
 from pallasite.wire.messages import (
     CheckParams,
@@ -54,9 +54,9 @@ async def warm():
 
 
 def worker_pid(client: WorkerClient) -> int:
-    """The pid the worker sees for itself: in the sandbox (engine/spawn.py) it is process 2 of its
+    """The pid the worker sees for itself: in the sandbox (engine/workers/spawn.py) it is process 2 of its
     own PID namespace (under the namespace's shell), else the pid the client started."""
-    from pallasite.engine import spawn
+    from pallasite.engine.workers import spawn
 
     return 2 if client.config.sandbox != "off" and spawn.sandbox_available() is None else client.pid
 
@@ -105,7 +105,7 @@ async def test_environment_is_the_allowlist(warm, monkeypatch):
     seen = reply.result.constants["ENVIRONMENT"]
     assert not {"GEMINI_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"} & set(seen)
     assert "secret" not in " ".join(seen.values())
-    # the user's flags are kept; the virtual CPU device count (engine/devices.py) is added
+    # the user's flags are kept; the virtual CPU device count (engine/workers/devices.py) is added
     assert seen["XLA_FLAGS"].split() == ["--xla_cpu_enable_fast_math=false", "--xla_force_host_platform_device_count=8"]
     assert seen["JAX_PLATFORMS"] == "cpu" and seen["TPU_SKIP_MDS_QUERY"] == "1"
 

@@ -1,4 +1,4 @@
-"""The client's reading of a worker's resident memory (engine/client._resident): from /proc on Linux,
+"""The client's reading of a worker's resident memory (engine/workers/client._resident): from /proc on Linux,
 the same figure psutil gives for the process and all its descendants."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from pallasite.engine.client import _resident, _resident_from_proc
+from pallasite.engine.workers.client import _resident, _resident_from_proc
 
 # a process whose child starts a grandchild holding 64 MiB; each prints its pid
 TREE = r"""

@@ -260,7 +260,7 @@ def test_semaphores_are_not_data():
 def test_tier3_finding_the_same_mistake_is_folded_into_the_tier0_one():
     from dataclasses import replace
 
-    from pallasite.engine.agreement import merge_agreeing
+    from pallasite.engine.findings.agreement import merge_agreeing
 
     for name in ("pls017_output_unwritten_bad.py", "pls018_scratch_uninit_bad.py"):
         result = analyze((DATA / "tier0" / name).read_text())

@@ -14,7 +14,7 @@ import pytest
 from pallasite.analysis.inferred_inputs import infer_tasks
 from pallasite.analysis.source import Source
 from pallasite.engine.checker import Checker, CheckOptions
-from pallasite.engine.client import WorkerClient, WorkerConfig
+from pallasite.engine.workers.client import WorkerClient, WorkerConfig
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "zero_config")
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None

@@ -91,7 +91,7 @@ def worker_environment(
     # small matmuls, which BLAS threads slow by 50x on a busy machine (a (8,128)x(128,2048) product: 30 ms vs 0.6)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     # A fatal signal (a segfaulting extension, an abort) prints the Python traceback on stderr, so
-    # a crash while importing the user's file is placed at the line it was running (engine/reply_failures.py).
+    # a crash while importing the user's file is placed at the line it was running (engine/findings/reply_failures.py).
     env.setdefault("PYTHONFAULTHANDLER", "1")
     if platforms is not None:
         env["JAX_PLATFORMS"] = platforms

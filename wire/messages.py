@@ -215,7 +215,7 @@ class ErrorRecord:
     checked: tuple[CheckedValue, ...] = ()  # a check of the user's code raised: the values it read
 
     def as_mapping(self) -> dict[str, Any]:
-        """The plain form ``engine/locate.py`` reads (to_json of this record)."""
+        """The plain form ``engine/findings/locate.py`` reads (to_json of this record)."""
         return to_json(self)
 
 
@@ -456,7 +456,7 @@ class CheckEntry:
     measurements: tuple[Measurement, ...] = ()
     reached: tuple[ReachedCall, ...] | None = None  # the pallas_calls it makes; None: unknown
     called_from: tuple[str, int] | None = None  # (file, 1-based line): the workspace's call its shapes came from
-    ran_lines: tuple[int, ...] | None = None  # tier 3: 1-based lines of the file its kernels ran (engine/never_ran.py)
+    ran_lines: tuple[int, ...] | None = None  # tier 3: 1-based lines of the file its kernels ran (engine/findings/never_ran.py)
 
     def state(self, tier: int) -> TierOutcome | None:
         return next((t for t in self.tiers if t.tier == tier), None)

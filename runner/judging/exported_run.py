@@ -16,7 +16,7 @@ from typing import Any, Callable
 from .channel import receive, send_frame
 from .program import Program
 
-STANDIN_ENV = "PALLASITE_STANDIN_DEVICE"  # "1": this worker plays an accelerator (engine/standin.py)
+STANDIN_ENV = "PALLASITE_STANDIN_DEVICE"  # "1": this worker plays an accelerator (engine/workers/standin.py)
 NOT_EXPORTABLE = "not_exportable"
 
 

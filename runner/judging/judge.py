@@ -60,7 +60,7 @@ def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = No
                 judging: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """The ``time`` op (see the module docstring). Call before this process starts a jax backend. ``judging``
     is told the candidate's file name once its process is gone and the judge runs its program (a crash from
-    then on is the program's: the client says so, engine/client.py)."""
+    then on is the program's: the client says so, engine/workers/client.py)."""
     from ..measure import timing
     from .throwaway import Throwaway
 

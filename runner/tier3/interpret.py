@@ -233,7 +233,7 @@ def _run_tier3_at(task: Any, path: str, source: str, say: Callable[[str], None],
 
 
 def _ran_lines(task: Any, shapes: tuple[Any, ...], path: str) -> list[int] | None:
-    """The lines of ``path`` the task's kernels ran at these shapes (``traced_lines``; engine/never_ran.py
+    """The lines of ``path`` the task's kernels ran at these shapes (``traced_lines``; engine/findings/never_ran.py
     says the kernel code no check ran), None when the entry does not trace."""
     from .traced_lines import kernel_lines
 

@@ -1,7 +1,7 @@
 """Tier 3's findings as raw records (the ``runner/errors.py`` format plus ``code``/``tier``/``origin``).
 
 Each record names the place itself, as 1-based ``mentions`` in the user's file, so the client-side
-locator (``engine/locate.py``) only has to turn lines into spans: the racing access the interpreter
+locator (``engine/findings/locate.py``) only has to turn lines into spans: the racing access the interpreter
 names, the kernel's async copy or the in_specs entry behind an out-of-bounds read, the
 ``dimension_semantics`` or ``scratch_shapes`` keyword behind wrong numbers (found with ``ast`` in
 the checked text), or the pallas_call when nothing finer is known.

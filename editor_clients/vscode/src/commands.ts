@@ -183,10 +183,10 @@ export interface CommandContext {
  * pallasite.check({uri, script: true}) runs the file's __main__ and checks every pallas_call it
  * makes; pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (no argument: every
  * folder); pallasite.explain(code) answers the catalog's markdown for a finding code.
- * server/optimize_lsp.py: pallasite.optimize({uri, mode: 'auto' | 'step', iterations?}) answers
+ * server/editor/optimize_lsp.py: pallasite.optimize({uri, mode: 'auto' | 'step', iterations?}) answers
  * when the run ends; in step mode the server shows each plan / diff with window/showDocument and
  * waits for pallasite.optimize.approve / .revise / .stop({uri: <that document>}); revise takes the
- * document's `text` (else the file) as the new plan. server/search_lsp.py: pallasite.search({uri}).
+ * document's `text` (else the file) as the new plan. server/editor/search_lsp.py: pallasite.search({uri}).
  */
 export function paletteArguments(id: string, context: CommandContext, chip?: string): unknown[] | undefined {
   switch (id) {

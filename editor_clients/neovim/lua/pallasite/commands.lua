@@ -14,10 +14,10 @@ M.ALGOS = { 'parallel', 'beam', 'evolve' }
 --- pallasite.check({uri = ..., script = true}) runs the file's __main__ and checks every
 --- pallas_call it makes; pallasite.selectTarget(chip); pallasite.trustFolder(folderUri?) (none:
 --- every workspace folder); pallasite.explain(code) answers {ok, code, title, markdown}.
---- server/optimize_lsp.py: pallasite.optimize({uri, mode = 'auto'|'step', iterations}) answers when
+--- server/editor/optimize_lsp.py: pallasite.optimize({uri, mode = 'auto'|'step', iterations}) answers when
 --- the run ends; in step mode the server opens each plan / candidate diff with window/showDocument
 --- (plans.lua) and waits for pallasite.optimize.approve / .revise / .stop({uri = <that document>});
---- revise takes the document's text (`text`, else the file) as the new plan. server/search_lsp.py:
+--- revise takes the document's text (`text`, else the file) as the new plan. server/editor/search_lsp.py:
 --- pallasite.search({uri, algo = 'parallel'|'beam'|'evolve', <knob> = N ...}).
 --- The server answers {ok = false, message = ...} when it could not do it; that message is shown.
 --- `args(ctx, fargs)` returns the arguments, or nil and a message when the command cannot run;
@@ -161,7 +161,7 @@ M.COMMANDS = {
   },
 }
 
---- The search knobs :PallasiteSearch passes on (server/search_lsp.py's names; docs/search-eval.md
+--- The search knobs :PallasiteSearch passes on (server/editor/search_lsp.py's names; docs/search-eval.md
 --- says what each costs).
 M.SEARCH_KNOBS = { 'budget', 'seed', 'targetSpeedup', 'trajectories', 'iterations', 'width', 'depth', 'branches',
   'keepFactor', 'population', 'generations', 'crossoverRate' }

@@ -1,0 +1,138 @@
+"""The locate step, client side: a tier-3 failure's finding moved to the statement that makes it, with the
+edit the worker verified as a quick fix (never imports jax).
+
+After tier 3 found an entry's outputs wrong, NaN or unwritten (PLS304 / PLS303 errors), the checker asks
+the worker's ``locate`` op (``runner/tier3/locate_step.py``) to try small mechanical edits of the statements
+that reach them, each run through tier 3 at its reduced size within a time budget. This module turns the
+answer into findings:
+
+- **fixed**: the entry's tier-3 finding lands at the edited expression, its message saying what the edit
+  is and that it was verified, with the edit as a ``Fix`` titled "verified: with this change the kernel
+  matches the reference on N fresh input sets"; where tier 3 saw the outputs wrong is a related place;
+- **not found**: the finding stays where tier 3 put it when that is a statement of its own (an init, a
+  store), else it moves to the most suspicious statement; its message lists the edits tried;
+- **skipped**: a note says why.
+
+``wrong_output_entries`` picks the entries to ask about; ``locate_report`` asks and rewrites a report;
+``apply_located`` is the pure part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from ...analysis.types import FileReport, Finding, Fix, Related, Span, TextEdit
+from ...wire.messages import LocatedEntry, LocateParams, LocateResult, SourceEdit
+
+from ..sources import sources_for
+
+LOCATE_CODES = ("PLS303", "PLS304")
+FRESH_SETS = 3
+TRIED_IN_MESSAGE = 6
+
+
+def wrong_output_entries(by_entry: Mapping[str, Sequence[Finding]]) -> tuple[str, ...]:
+    """The entries with a tier-3 error about their outputs (wrong, NaN, unwritten): what the step locates."""
+    return tuple(name for name, found in by_entry.items()
+                 if any(_is_wrong_output(f) for f in found))
+
+
+def _is_wrong_output(f: Finding) -> bool:
+    return f.tier == 3 and f.code in LOCATE_CODES and f.severity == "error"
+
+
+def timeout_for(budget_s: float, entries: int) -> float:
+    """The locate request's time limit: its budget, the baseline and verification runs around it."""
+    return budget_s + 60.0 + 30.0 * max(1, entries)
+
+
+async def locate_report(request: Callable[[LocateParams, float], Awaitable[Any]], report: FileReport, text: str,
+                        target: str, budget_s: float, site_lines: frozenset[int] = frozenset()) -> FileReport:
+    """``report`` with its wrong-output findings moved where the locate step says (``request(params,
+    timeout_s)`` -> an engine ``Reply``); unchanged but for a note when the request fails."""
+    entries = report.wrong_outputs
+    if not entries:
+        return report
+    params = LocateParams(source=sources_for(report.path, text), target=target, entries=tuple(entries),
+                          budget_s=float(budget_s), fresh_sets=FRESH_SETS)
+    reply = await request(params, timeout_for(budget_s, len(entries)))
+    if getattr(reply, "status", None) != "ok" or not isinstance(reply.result, LocateResult):
+        why = getattr(reply, "message", "") or getattr(reply, "status", "no reply")
+        return dataclasses.replace(report, notes=report.notes + (
+            f"locate step: stopped before it answered ({why}); the tier-3 findings stay where tier 3 put them",))
+    return apply_located(report, reply.result, text, site_lines)
+
+
+def apply_located(report: FileReport, result: LocateResult, text: str,
+                  site_lines: frozenset[int] = frozenset()) -> FileReport:
+    """The pure part of ``locate_report``: each entry's answer applied to the report's findings.
+    ``site_lines``: 0-based lines of the file's ``pallas_call``s (a finding there is not yet at a statement)."""
+    findings = list(report.findings)
+    notes = list(report.notes)
+    several = len(result.entries) > 1
+    for answer in result.entries:
+        index = next((i for i, f in enumerate(findings) if _is_wrong_output(f) and not _located(f)
+                      and (not several or _mine(f, answer))), None)
+        if answer.state == "skipped" or index is None:
+            if answer.reason:
+                notes.append(f"locate step for {answer.entry}: {answer.state}: {answer.reason}")
+            continue
+        if answer.state == "fixed" and answer.fix is not None:
+            findings[index] = fixed_finding(findings[index], answer, answer.fix)
+        elif answer.state == "not_found":
+            findings[index] = suspect_finding(findings[index], answer, site_lines)
+        notes.append(_timing_note(answer))
+    findings.sort(key=lambda f: (f.span.line, f.span.column, f.tier, f.code))
+    return dataclasses.replace(report, findings=tuple(findings), notes=tuple(dict.fromkeys(notes)))
+
+
+def _mine(finding: Finding, answer: LocatedEntry) -> bool:
+    return not answer.kernel or finding.kernel in (None, answer.kernel)
+
+
+def _located(finding: Finding) -> bool:
+    return any(r.message.startswith(SAW_IT) for r in finding.related)
+
+
+SAW_IT = "tier 3 saw the outputs wrong here"
+
+
+def _span(edit: SourceEdit) -> Span:
+    return Span(edit.line - 1, edit.column, edit.end_line - 1, edit.end_column)
+
+
+def fixed_finding(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> Finding:
+    """The finding at the edited expression, with the verified edit as its fix."""
+    sets = answer.verified_sets
+    said = (f"{finding.message}. The statement at line {edit.line} makes them wrong: with `{edit.new_text}` in place "
+            f"of `{edit.old_text}` the kernel matches the reference at tier 3's inputs and on {sets} fresh input "
+            f"set(s) ({answer.shapes}; CPU interpret mode, the locate step)")
+    title = (f"verified: with this change the kernel matches the reference on {sets} fresh input sets "
+             f"({edit.what})")
+    fix = Fix(title=title, edits=(TextEdit(_span(edit), edit.new_text),))
+    here = Related(finding.span, f"{SAW_IT} ({answer.problem})" if answer.problem else SAW_IT)
+    return dataclasses.replace(finding, span=_span(edit), message=said, fix=fix, related=(here, *finding.related))
+
+
+def suspect_finding(finding: Finding, answer: LocatedEntry, site_lines: frozenset[int]) -> Finding:
+    """No edit fixed it: the edits tried in the message; at the most suspicious statement unless tier 3
+    already named a statement of its own."""
+    tried = "; ".join(f"line {e.line}: {e.what}" for e in answer.tried[:TRIED_IN_MESSAGE])
+    more = f" and {answer.tried_count - TRIED_IN_MESSAGE} more" if answer.tried_count > TRIED_IN_MESSAGE else ""
+    said = f"{finding.message}. The locate step tried {answer.tried_count} mechanical edit(s) of the statements " \
+           f"that reach these outputs, none of which makes them match ({tried}{more})"
+    suspect = answer.suspect
+    at_call = finding.span.line in site_lines or not site_lines
+    if suspect is None or not at_call:
+        return dataclasses.replace(finding, message=said + ".")
+    said += f"; the most suspicious statement is line {suspect.line} ({suspect.what} changed the outputs the most)."
+    here = Related(finding.span, SAW_IT)
+    return dataclasses.replace(finding, span=_span(suspect), message=said, related=(here, *finding.related))
+
+
+def _timing_note(answer: LocatedEntry) -> str:
+    what = {"fixed": f"found the statement (line {answer.fix.line if answer.fix else '?'}) with a verified fix",
+            "not_found": "found no single edit that fixes it"}.get(answer.state, answer.state)
+    return (f"locate step for {answer.entry}: {what} after {answer.tried_count} edit(s) in {answer.seconds:.1f} s "
+            f"(CPU interpret mode at {answer.shapes})")
