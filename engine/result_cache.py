@@ -1,8 +1,8 @@
 """The results-cache seam of the checker: stored verdicts, and the protocol a store implements.
 
 The checker talks to the results store through ``ResultCache``, so it can run without one (and
-tests can give it a dict); the server layer's adapter (``pallasite.server.results_cache``)
-implements it over ``knowledge.store.ResultsStore``. Verdicts are keyed by
+tests can give it a dict); the engine's adapter (``engine/store_cache.py``) implements it over
+``knowledge.store.ResultsStore``. Verdicts are keyed by
 ``analysis.types.ResultKey`` (the store's own key): tier 2 by the hash of the lowered (tier-1)
 module, tiers 1 and 3 by the hash of the file plus its local imports; both also by the inputs'
 shapes/dtypes, the chip, the jax/libtpu versions and the backend.

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("runner", "engine", "agents", "server", "analysis", "knowledge", "wire")
 PATH = re.compile(r"(?<![\w./-])((?:runner|engine|agents|server|analysis|knowledge|wire|tests|benchmarks|editor_clients"
                   r"|docs|examples|\.ci)/[\w./-]*\w)")
+DOTTED = re.compile(r"(?<![\w.])pallasite((?:\.\w+)+)")  # pallasite.engine.workers.spawn, pallasite.x.y.ATTR
 ELSEWHERE = {
     "docs/pallas/tpu/matmul.ipynb": "jax's own Pallas guide (jax-ml/jax)",
     "docs/pallas/tpu/sparse.md": "jax's own Pallas guide (jax-ml/jax)",
@@ -20,7 +21,7 @@ ELSEWHERE = {
     "tests/pallas/tpu_paged_attention_kernel_test.py": "jax's own Pallas tests (jax-ml/jax)",
     "tests/test_flash.py": "an example of a user's test file that calls a kernel",
     "tests/x.py": "an example of a user's test file",
-    "server/cmd_": "the prefix of the command front ends, named as a family",
+    "server/commands/cmd_": "the prefix of the command front ends, named as a family",
     "tests/data/classes43/paged_": "the prefix of a family of fixtures",
 }
 
@@ -41,9 +42,28 @@ def mentions() -> dict[str, set[str]]:
     for path in files:
         if ".venv" in path.parts or "node_modules" in path.parts:
             continue
-        for match in PATH.finditer(path.read_text(errors="replace")):
+        text = path.read_text(errors="replace")
+        for match in PATH.finditer(text):
             found.setdefault(match.group(1).rstrip("."), set()).add(str(path.relative_to(ROOT)))
+        for match in DOTTED.finditer(text):
+            found.setdefault(dotted_path(match.group(1)), set()).add(str(path.relative_to(ROOT)))
     return found
+
+
+def dotted_path(name: str) -> str:
+    """``.engine.workers.spawn.Spawner`` -> ``engine/workers/spawn.Spawner``: a module named the dotted way, as a path
+    (after a module, an attribute; after a package, a name its ``__init__`` defines; a name under no layer is
+    returned starred, not checked). What does not resolve comes back whole, so ``resolves`` says so."""
+    parts = name.strip(".").split(".")
+    if parts[0] not in LAYERS:
+        return "*" + name
+    for cut in range(len(parts), 0, -1):
+        base, rest = ROOT.joinpath(*parts[:cut]), parts[cut:]
+        if base.with_suffix(".py").exists() or (base.is_dir() and not rest):
+            return "/".join(parts[:cut]) + "".join("." + p for p in rest[:1])
+        if base.is_dir() and rest[0] in (base / "__init__.py").read_text(errors="replace"):
+            return "/".join(parts[:cut])
+    return "/".join(parts)
 
 
 def test_every_path_a_docstring_comment_or_page_names_exists():
@@ -56,4 +76,6 @@ def test_every_path_a_docstring_comment_or_page_names_exists():
 
 def test_the_check_sees_a_missing_path():
     assert not resolves("runner/judge.py") and resolves("runner/judging/judge.py")
+    assert dotted_path(".server.results_cache") == "server/results_cache" and not resolves("server/results_cache")
+    assert resolves(dotted_path(".engine.workers.spawn.Spawner"))
     assert resolves("runner/program/cost_model.MODEL") and resolves("docs/safety.md#anchor") and resolves("runner/tiers.py:12")
