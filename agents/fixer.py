@@ -27,7 +27,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from ..analysis.codes import COULD_NOT_CHECK
 from ..analysis.tier0 import analyze
@@ -35,6 +35,7 @@ from ..analysis.types import FileReport
 from ..analysis.verdict import TestResult, compile_result
 
 from .llm import keys
+from .llm.recording import CallRecord, Recorder
 from .edits import PROPOSAL_SCHEMA, EditError, Hunk, SearchReplace, apply_edits, hunks, parse_proposal, unified_diff
 from .prompts.fix_prompt import SYSTEM, FixContext, prompt
 from .deadline import Deadline, bounded
@@ -56,28 +57,6 @@ class Budgets:
     request_timeout_s: float = 120.0  # one model call
     max_changed_lines: int = 40  # a proposal touching more lines is not a minimal edit
     max_output_tokens: int = 16384  # a cap per reply (thinking models spend part of it thinking)
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One model call, redacted, as the results store keeps it (replayable)."""
-
-    run_id: str
-    step: int
-    provider: str
-    model: str
-    system: str
-    prompt: str
-    response: str | None
-    error: str | None
-    usage: dict
-    seconds: float
-
-
-class Recorder(Protocol):
-    def call(self, record: CallRecord) -> None: ...
-
-    def summary(self, run_id: str, payload: dict) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What the candidate's own PID namespace costs the judge per candidate (issue 56; runner/judging/nest.py).
+"""What the candidate's own PID namespace costs the judge per candidate (issue 56; runner/isolation/nest.py).
 
 The judge's budget per candidate is about 3 s. This times, in this process (a judge's), the two steps the
 namespace touches, for the same candidate (tests/data/optimize/add.py), alternating nested and plain (the
@@ -73,7 +73,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from pallasite.runner.judging import nest
+    from pallasite.runner.isolation import nest
 
     problem = nest.probe()
     if problem:

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from pallasite.analysis.apis import jax_root
+from pallasite.analysis.rules.apis import jax_root
 
 COLD = r'''
 import json, sys, time

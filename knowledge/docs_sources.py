@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Literal
 
-from ..analysis import apis
+from ..analysis.rules import apis
 from ..analysis.types import installed_versions
 
 Kind = Literal["api", "guide", "catalog", "extra", "kernel"]

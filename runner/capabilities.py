@@ -1,5 +1,5 @@
 """Capabilities dropped for good: what the sandbox (runner/isolation/sandbox.py) and the candidate's own namespace
-(runner/judging/nest.py) end their set-up with. ``drop_bounding_set`` / ``drop_capabilities``: no capability
+(runner/isolation/nest.py) end their set-up with. ``drop_bounding_set`` / ``drop_capabilities``: no capability
 now or after any exec.
 
 Stdlib only (the candidate's process calls it before it imports anything else).

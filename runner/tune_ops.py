@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,7 +92,14 @@ def reference_estimate(task: tasks_runtime.RuntimeTask, ref_module: Any, args: t
         from .measure.timing import _reference_in
 
         ref_fn = _reference_in(ref_module, None) or ref_fn
-    return estimate_reference(ref_fn, args, chip, _topology_device(chip.name)) if ref_fn is not None else None
+    return reference_estimate(ref_fn, args, chip) if ref_fn is not None else None
+
+
+def reference_estimate(reference: Callable[..., Any], args: Sequence[Any], chip: ChipSpec) -> dict[str, Any]:
+    """The reference by the cost model at the kernel's arguments, or on its own task's inputs where it takes
+    other ones (``tasks_runtime.own_inputs``), priced for the chip's topology device when libtpu has one."""
+    call, call_args, own = tasks_runtime.own_inputs(reference, args)
+    return estimate_reference(call, call_args, chip, _topology_device(chip.name), own=own)
 
 
 def estimate_result(task: tasks_runtime.RuntimeTask, chip: ChipSpec, estimates: Any, reference: dict[str, Any] | None,

@@ -146,7 +146,7 @@ def op_profile(params: messages.ProfileParams, ctx: Context) -> messages.TimeRes
     from . import judging
     from .judging import exported_run
     from .measure.timing import plain_params
-    from .measure.timing_profile import handle_profile
+    from .judging.timing_profile import handle_profile
 
     if judging.ACTIVE and exported_run.on_accelerator():  # model-written code never runs where the chip is held
         return messages.time_result_from_plain(exported_run.refused_profile(plain_params(params)))

@@ -4,7 +4,8 @@
 document, the decisions step mode waits for, the open plan / diff / tests documents of step mode,
 the inlay-hint sets of the last tune and optimize runs, and this session's latest timings. Nothing
 is hung on the pygls server object: a handler reads ``ls.session.features`` and the module that
-owns a feature (tune_lsp, optimize_lsp, inlay_hints, timing_lsp) writes its own field.
+owns a feature (tune_lsp, optimize_lsp, inlay_hints, timing_lsp) writes its own field; the records they
+keep (``Hint``/``HintSet``, ``LastTiming``, ``Tuned``) are defined here, below the feature modules.
 """
 
 from __future__ import annotations
@@ -13,12 +14,41 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only: the feature modules import nothing from here
-    from ..agents.optimize import RunState
+from ..analysis.types import Span
 
-    from .editor.inlay_hints import HintSet
-    from .editor.timing_lsp import LastTiming
-    from .editor.tune_lsp import Tuned
+if TYPE_CHECKING:  # annotations only
+    from ..agents.optimize import RunState
+    from ..engine.tuning.tune import TuneReport
+
+
+@dataclass(frozen=True)
+class Hint:
+    span: Span  # the literal the hint is about (the hint sits at its end)
+    literal: str  # the literal's text in the version the run started from
+    label: str  # e.g. " → 256 (tuned, estimate v6e)"
+    tooltip: str
+
+
+@dataclass(frozen=True)
+class HintSet:
+    version: int  # the document version the run started from
+    hints: tuple[Hint, ...] = ()
+
+
+@dataclass(frozen=True)
+class LastTiming:
+    op: str
+    entry: str
+    summary: str  # timing_format.summary_line: the number and its provenance
+    where: str
+    when: float
+    provenance: str = ""  # the candidate's, as the worker reported it ("device", "interpret", "host", ...)
+
+
+@dataclass(frozen=True)
+class Tuned:
+    version: int  # the document version the report was computed for
+    report: TuneReport
 
 
 @dataclass(frozen=True)

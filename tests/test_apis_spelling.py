@@ -1,5 +1,5 @@
 """PLS007 (a Pallas name the installed jax lacks) finds the attribute however it is spelled:
-``analysis/apis.check_apis`` reads only the attributes whose text starts with a Pallas alias, and
+``analysis/rules/apis.check_apis`` reads only the attributes whose text starts with a Pallas alias, and
 a space, a line continuation or a longer name that starts like the alias must not fool it."""
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def test_passing_over_exported_names_changes_no_finding(monkeypatch):
     import glob
     import os
 
-    from pallasite.analysis import apis
-    from pallasite.analysis.apis import jax_root
+    from pallasite.analysis.rules import apis
+    from pallasite.analysis.rules.apis import jax_root
 
     texts = [HEAD + "a = pl.BlockSpec\nb = pl.NotAThing\nc = pltpu.TPUCompilerParams.x\nd = 'pl.Gone'\n"
              "e = pl.BlockSpecé\nf = pl.pl.BlockSpec\ng = pltpu.CompilerParams(pltpu.TPUCompilerParams)\n"]

@@ -1,5 +1,5 @@
 """Nothing the candidate started reaches the judging (issue 56): the candidate's process runs in a PID namespace of
-its own that ends with it (runner/judging/nest.py), the judge and its verifier are undumpable before it exists and
+its own that ends with it (runner/isolation/nest.py), the judge and its verifier are undumpable before it exists and
 out of its sight, and the verifier's answers carry a secret the candidate never sees.
 
 Each attack is a candidate's module-level code run through the real ``time`` op (the judge's one path), in a
@@ -202,7 +202,7 @@ async def test_without_a_nested_namespace_the_users_own_file_is_judged_with_a_no
     process group and every process below it ended) and the record and notes say so."""
     from pallasite.engine.workers.client import WorkerClient, WorkerConfig
     from pallasite.engine.timing import TaskFiles, time_request
-    from pallasite.runner.judging.nest import NO_NEST_VARIABLE
+    from pallasite.runner.isolation.nest import NO_NEST_VARIABLE
 
     path = tmp_path / "kernel.py"
     path.write_text(USER)
@@ -219,7 +219,7 @@ async def test_without_a_nested_namespace_the_users_own_file_is_judged_with_a_no
 async def test_a_confined_worker_refuses_a_candidate_it_cannot_nest(tmp_path, monkeypatch):
     """Model-written code: where its process gets no PID namespace of its own, it is not judged - refused up front
     by the sandbox's probe (as a system without the sandbox is), and by the judge if it happens anyway."""
-    from pallasite.runner.judging.nest import NO_NEST_VARIABLE
+    from pallasite.runner.isolation.nest import NO_NEST_VARIABLE
 
     monkeypatch.setenv(NO_NEST_VARIABLE, "forced by the test")
     spawn.confinement_problem.cache_clear()

@@ -94,7 +94,7 @@ async def test_by_pid_the_candidates_python_never_runs_in_the_process_that_holds
     events = [line.split() for line in log.read_text().splitlines()]
     assert {"import", "call"} <= {e for e, _ in events}, events
     pids = {int(p) for _, p in events}
-    # the candidate's process is process 1 of a PID namespace of its own (runner/judging/nest.py); the judge's
+    # the candidate's process is process 1 of a PID namespace of its own (runner/isolation/nest.py); the judge's
     # record names it as the judge sees it, another process than the judge
     assert pids == {1} and result.judge.isolation == "its own PID namespace, ended with it", (pids, result.judge)
     assert result.judge.judge_pid not in (1, result.judge.candidate_pid), result.judge

@@ -51,9 +51,9 @@ def test_outputs_are_compared_with_a_reference_in_one_function():
 
 def test_a_candidate_is_timed_in_one_loop():
     """The judged time is runner/measure/timing.time_pair's interleaved loop; the profile's loop beside it measures
-    the profiler's overhead for the profile view and never makes a judged figure (runner/measure/timing_profile.py)."""
+    the profiler's overhead for the profile view and never makes a judged figure (runner/judging/timing_profile.py)."""
     timed = {rel for rel, _, _ in _calls({"perf_counter_ns"})}
-    assert timed == {"runner/measure/timing.py", "runner/measure/timing_profile.py"}, timed
+    assert timed == {"runner/measure/timing.py", "runner/judging/timing_profile.py"}, timed
     assert _defs("time_pair") == ["runner/measure/timing.py"]
     users = {rel for rel, _, _ in _calls({"time_pair"})}
     assert users and users <= {"runner/judging/judge.py", "runner/judging/exported_run.py", "runner/measure/timing.py"}, users

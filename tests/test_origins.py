@@ -236,7 +236,7 @@ def test_the_pallas_call_at_a_position_is_the_first_such_call_in_walk_order():
     import os
 
     from pallasite.analysis import ast_units
-    from pallasite.analysis.apis import jax_root
+    from pallasite.analysis.rules.apis import jax_root
     from pallasite.analysis.call_values import pallas_call_at
     from pallasite.analysis.origins import callee_name
     from pallasite.analysis.tier0 import analyze

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from pallasite.analysis import site_memo
-from pallasite.analysis.apis import jax_root
+from pallasite.analysis.rules.apis import jax_root
 from pallasite.analysis.sites import find_sites
 from pallasite.analysis.source import Source, forget
 from pallasite.analysis.tier0_state import Tier0State

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from pallasite.analysis import sites
-from pallasite.analysis.apis import jax_root
+from pallasite.analysis.rules.apis import jax_root
 from pallasite.analysis.source import Source
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "data")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pallasite.analysis.apis import jax_root
+from pallasite.analysis.rules.apis import jax_root
 from pallasite.analysis.suppress import apply_suppressions
 from pallasite.analysis.tier0 import SourceAnalysis, analyze
 

@@ -9,7 +9,7 @@ import os
 import random
 
 from pallasite.analysis import source as source_mod
-from pallasite.analysis.apis import jax_root
+from pallasite.analysis.rules.apis import jax_root
 from pallasite.analysis.source import Source, forget
 from pallasite.analysis.tier0_state import Tier0State
 

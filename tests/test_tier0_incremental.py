@@ -16,7 +16,7 @@ import re
 import pytest
 
 from pallasite.analysis import ast_units
-from pallasite.analysis.apis import jax_root
+from pallasite.analysis.rules.apis import jax_root
 from pallasite.analysis.tier0_state import Tier0State
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.types import to_json

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from pallasite.analysis import source as source_mod
-from pallasite.analysis.apis import jax_root
+from pallasite.analysis.rules.apis import jax_root
 from pallasite.analysis.source import Source, parse, text_edit
 from pallasite.analysis.tier0 import analyze
 from pallasite.analysis.tier0_state import Tier0State

@@ -262,7 +262,7 @@ def test_return_fix_stores_into_the_output_ref():
 
 
 def test_removed_load_store_get_advice_that_the_installed_jax_supports():
-    from pallasite.analysis.apis import ADVICE, PALLAS, TPU, exports
+    from pallasite.analysis.rules.apis import ADVICE, PALLAS, TPU, exports
 
     text = "from jax.experimental import pallas as pl\ndef k(x_ref, o_ref):\n    pl.store(o_ref, (), pl.load(x_ref, ()))\n"
     findings = analyze(text).findings
@@ -282,7 +282,7 @@ def test_flat_triton_compiler_params_make_the_site_gpu():
 
 
 def test_api_check_reads_the_jax_named_by_pallasite_jax_path(tmp_path, monkeypatch):
-    from pallasite.analysis import apis
+    from pallasite.analysis.rules import apis
 
     fake = tmp_path / "jax"
     (fake / "experimental" / "pallas").mkdir(parents=True)

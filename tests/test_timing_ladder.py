@@ -176,7 +176,7 @@ def test_a_reference_with_other_arguments_is_estimated_through_its_own_inputs():
     """Paged attention and megablox got no reference estimate ("the baseline takes other arguments")."""
     import importlib.util
 
-    from pallasite.runner.program.cost_model import own_inputs
+    from pallasite.runner.tasks.tasks_runtime import own_inputs
 
     spec = importlib.util.spec_from_file_location("ladder_own_baseline", DATA / "own_inputs" / "baseline.py")
     module = importlib.util.module_from_spec(spec)

@@ -126,7 +126,7 @@ def test_degenerate_comparisons_are_refused():
 
 
 def test_profile_op_on_cpu_returns_the_trace_and_an_estimated_bound(tmp_path):
-    from pallasite.runner.measure.timing_profile import handle_profile
+    from pallasite.runner.judging.timing_profile import handle_profile
 
     result = handle_profile({"path": str(DATA / "honest_add.py"), "runs": 2, "target": "v5e",
                              "trace_dir": str(tmp_path)})
@@ -143,7 +143,7 @@ def test_profile_op_on_cpu_returns_the_trace_and_an_estimated_bound(tmp_path):
 
 
 def test_profile_op_rejects_an_exploit_before_tracing():
-    from pallasite.runner.measure.timing_profile import handle_profile
+    from pallasite.runner.judging.timing_profile import handle_profile
 
     result = handle_profile({"path": str(DATA / "no_pallas.py"), "runs": 1})
     assert result["verdict"] == "rejected" and result["trace"] is None

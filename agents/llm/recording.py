@@ -13,11 +13,33 @@ cannot be written is reported once (``problems``) and the run carries on unrecor
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 from . import keys
-from ..fixer import CallRecord
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One model call, redacted, as the results store keeps it (replayable)."""
+
+    run_id: str
+    step: int
+    provider: str
+    model: str
+    system: str
+    prompt: str
+    response: str | None
+    error: str | None
+    usage: dict
+    seconds: float
+
+
+class Recorder(Protocol):
+    def call(self, record: CallRecord) -> None: ...
+
+    def summary(self, run_id: str, payload: dict) -> None: ...
 
 
 class StoreRecorder:

@@ -4,7 +4,7 @@ Each rule is a plain function of a ``RuleContext`` (``context.py``) yielding fin
 only what is certain from the source (false positives are the worst failure of a linter): any count,
 dim or dtype that did not resolve statically makes a rule say nothing. TPU-only rules skip call sites
 whose backend is "gpu". A module's rules are listed in its ``RULES``; ``all_rules`` collects them
-(and the installed-jax API rule of ``analysis/apis.py``).
+(and the installed-jax API rule of ``analysis/rules/apis.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .context import Rule, RuleContext, compiled_for_tpu, finding, replace, tpu_
 
 
 def all_rules() -> tuple[Rule, ...]:
-    from .. import apis
+    from . import apis
     from . import bounds, coverage, kernel, megacore, reach, sharding, spec_reach, specs, tiling, vmem, writes
 
     return (*specs.RULES, *tiling.RULES, *kernel.RULES, *bounds.RULES, *reach.RULES, *vmem.RULES, *megacore.RULES,

@@ -1,6 +1,6 @@
 """What every tier-0 rule is given and builds its findings with: the ``RuleContext`` (source, call
 sites, tasks, target chip), ``finding`` / ``replace``, and which call sites the TPU compiler's rules
-apply to (``tpu_sites``). The rule modules of this package and ``analysis/apis.py`` import only this
+apply to (``tpu_sites``). The rule modules of this package and ``analysis/rules/apis.py`` import only this
 module, so the package's ``__init__`` (which collects them) closes no import circle."""
 
 from __future__ import annotations

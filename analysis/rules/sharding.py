@@ -347,7 +347,7 @@ def _split_axes(sharding: ast.AST | None) -> tuple[list[str], str] | None:
 def vma_keyword() -> str:
     """``manual_axis_type`` when the installed jax's ShapeDtypeStruct takes it (0.10 on), else ``vma``;
     read from jax's source, never imported."""
-    from ..apis import jax_root
+    from .apis import jax_root
 
     root = jax_root()
     try:

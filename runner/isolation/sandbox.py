@@ -254,7 +254,7 @@ def _build_root(libc: Any, mountpoint: str, limits: Limits, binds: list[str], fi
     _read_only(libc, root + "/dev", devices=True)
     os.makedirs(root + "/proc")
     # writable (as every /proc is): a process may write its own child user namespace's uid map there, which the
-    # judge's candidate process does to get a PID namespace of its own (runner/judging/nest.py); uid 1000
+    # judge's candidate process does to get a PID namespace of its own (runner/isolation/nest.py); uid 1000
     # with no capability writes nothing else of note (/proc/sys is root's)
     _mount(libc, "proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None, "mounting /proc")
     # into the new root; the old one is detached and gone
@@ -583,7 +583,7 @@ def verify(home: str = "") -> str | None:
     except OSError as exc:
         if exc.errno not in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EACCES, errno.EPERM):
             return f"the network answered ({exc})"
-    from ..judging import nest  # the judge's candidate process must get a PID namespace of its own in here
+    from . import nest  # the judge's candidate process must get a PID namespace of its own in here
 
     return nest.probe()
 

@@ -2,7 +2,7 @@
 
 ``python -m pallasite.runner.judging.candidate FD [STATUS_FD [required]]``: the judge (runner/judging/channel.spawn)
 starts it with one end of a socket pair as descriptor FD and every other descriptor closed; it runs jax on
-the CPU only. With STATUS_FD it first puts itself in a PID namespace of its own (runner/judging/nest.py:
+the CPU only. With STATUS_FD it first puts itself in a PID namespace of its own (runner/isolation/nest.py:
 the process that goes on is process 1 there, with a fresh ``/proc`` and no capability; the one the judge
 started waits outside and ends it) and says how on STATUS_FD. Its first frame names the work:
 
@@ -287,7 +287,7 @@ def _export_one(module: Any, task: Any, treedef: Any, config: dict[str, Any], ki
 
 def main(argv: list[str]) -> int:
     if len(argv) > 2:  # before anything of the candidate's or the judge's request: its own PID namespace
-        from .nest import enter
+        from ..isolation.nest import enter
 
         enter(int(argv[2]), required=argv[3:4] == ["required"])
     sock = socket.socket(fileno=int(argv[1]))

@@ -2,7 +2,7 @@
 pickle, so the judge parses nothing that can run code), the fresh interpreter that is the candidate's
 process (``spawn``), and its end (``end``).
 
-The candidate's process puts itself in a PID namespace of its own first (runner/judging/nest.py): the
+The candidate's process puts itself in a PID namespace of its own first (runner/isolation/nest.py): the
 process the judge started stays outside as its launcher, and ``end`` asks it to end process 1 and waits for
 it, which returns only once every process of that namespace is gone (a ``setsid`` double-forked daemon
 included). So when ``end`` returns, nothing of the candidate's side runs, and nothing of it could see the
@@ -144,7 +144,7 @@ STATUS_S = 60.0  # the candidate's status line, at most (its interpreter's start
 END_S = 30.0  # the launcher's end, at most
 _PROCS: dict[int, _Started] = {}  # the candidate processes this judge started, by pid
 _ENDED: dict[int, Isolation] = {}
-_PLAIN_WHY: str | None = None  # why no namespace can be made here (found once: runner/judging/nest.py)
+_PLAIN_WHY: str | None = None  # why no namespace can be made here (found once: runner/isolation/nest.py)
 _NESTED_HERE = False  # a candidate of this process was nested (the next ones need not be awaited)
 _PREFORKED: list[tuple[socket.socket, int]] = []  # a candidate's process forked at this request's clean point
 
@@ -174,7 +174,7 @@ def spawn(kind: str, params: dict[str, Any]) -> tuple[socket.socket, int]:
     """A candidate process: a FRESH interpreter (``python -m pallasite.runner.judging.candidate``), never a
     fork of this one, holding one end of a socket pair and nothing else of ours (every other descriptor
     closed, stdin from /dev/null, its own session, jax on the CPU only), which first puts itself in a PID
-    namespace of its own (runner/judging/nest.py; not where that was found impossible before). This process
+    namespace of its own (runner/isolation/nest.py; not where that was found impossible before). This process
     is undumpable before it exists. Its first frame is the request: ``kind`` ("export" or "check") and its
     ``params``. Returns (our end, the pid ``end`` and ``gone_why`` take).
 

@@ -9,7 +9,7 @@ One path, on the CPU and on a device, for model-written code and for the user's 
 3. The sizes are the judge's (runner/judging/sizes.py): the full example inputs (priced; timed on a
    device), the size the checks run at (reduced on the CPU for a large task) and a second size.
 4. The candidate's process is a fresh interpreter holding one socket (runner/judging/channel.spawn), in a
-   PID namespace of its own (runner/judging/nest.py), started once this process and the verifier are
+   PID namespace of its own (runner/isolation/nest.py), started once this process and the verifier are
    undumpable: it loads the candidate and exports its entry at the signatures the judge names - one
    symbolic signature covering every size where the program allows (it cannot tell which sizes will run),
    else each size in turn - and is ended with everything it started before anything runs

@@ -26,11 +26,9 @@ def _chip(name: str) -> Any:
 
 def _reference(prep: Any, sizes: Any, chip: Any) -> dict[str, Any]:
     from .. import tune_ops
-    from ..program.cost_model import estimate_reference
 
     try:
-        args = tune_ops._inputs(prep.task)
-        return estimate_reference(prep.reference, args, chip, tune_ops._topology_device(chip.name))
+        return tune_ops.reference_estimate(prep.reference, tune_ops._inputs(prep.task), chip)
     except Exception as exc:  # noqa: BLE001 - the trusted side's failure, said as such
         return {"error": f"the reference could not be estimated: {type(exc).__name__}: {str(exc)[:300]}"}
 

@@ -18,7 +18,7 @@ deserializes the bytes itself only after they passed here.
 
 Out of the candidate's reach: the verifier makes itself undumpable as the first thing its ``main`` does and
 says so (``ready``) before the judge starts the candidate's process (which cannot see it anyway: that process
-has a PID namespace of its own, runner/judging/nest.py). Every request carries a secret the judge makes for it
+has a PID namespace of its own, runner/isolation/nest.py). Every request carries a secret the judge makes for it
 (random, never sent to the candidate), and every answer must carry it back: one that does not is "the
 verifier's answer was not its own", and every later answer of that verifier too (nothing it says is then
 believed, so nothing is ranked).

@@ -31,27 +31,6 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def own_task(reference: Callable[..., Any] | None) -> tuple[Callable[..., Any], Callable[[], tuple[Any, ...]]] | None:
-    """The reference's own task, for a reference that takes other arguments than the candidate
-    (paged attention's layout, megablox's static group size): ``(workload, make)`` of its module,
-    where ``make()`` is its ``create_inputs()`` at the module's CONFIG as it reads when called (a
-    reduced size inside ``config_scaled``), a tuple, and ``workload`` the module's ``workload``
-    (the function ``create_inputs`` makes the inputs for, JAXBench's contract), else the reference
-    itself. None when the module makes no inputs of its own. The one place the timing ladder, the
-    judge and the cost model get it from."""
-    from ..tasks.tasks_runtime import _call_with_config
-
-    space = getattr(inspect.unwrap(reference), "__globals__", None) if reference is not None else None
-    if not isinstance(space, dict) or not callable(space.get("create_inputs")):
-        return None
-
-    def make() -> tuple[Any, ...]:
-        made = _call_with_config(space["create_inputs"], space.get("CONFIG") or {})
-        return tuple(made) if isinstance(made, (tuple, list)) else (made,)
-
-    return (space["workload"] if callable(space.get("workload")) else reference), make
-
-
 def abstract(tree: Any) -> tuple[Any, ...]:
     """The arguments as a tuple of ShapeDtypeStruct pytrees."""
     out = jax.tree.map(lambda a: jax.ShapeDtypeStruct(tuple(a.shape), a.dtype), tree)

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import jax
 
 from . import timing_inputs as inputs_mod
+from ..tasks import tasks_runtime
 from ..tier3.interpret_shrink import input_bytes
 
 MAX_TRIES = 60  # traces of the candidate spent at most
@@ -152,13 +153,11 @@ def spaces_of(prep: Any) -> tuple[Callable[..., Any], ...]:
 def make_inputs(prep: Any, scaled: dict[str, int] | None) -> Callable[[], Any]:
     """The task's inputs function at a CONFIG size (called inside ``config_scaled``: a create_inputs
     that reads the global CONFIG; one that names CONFIG keys gets them as arguments)."""
-    from ..tasks.tasks_runtime import _call_with_config
-
     create = _create_inputs(prep)
     if not callable(create) or not scaled:
         return prep.task.inputs
     config = {**(prep.task.config or {}), **scaled}
-    return lambda: _call_with_config(create, config)
+    return lambda: tasks_runtime._call_with_config(create, config)
 
 
 def scaled_probe(prep: Any, scaled: dict[str, int] | None) -> Callable[..., Any]:
@@ -181,7 +180,7 @@ def task_prefix(prep: Any) -> tuple[Any, tuple[Any, ...]] | None:
     import functools
     import types
 
-    own = inputs_mod.own_task(prep.reference)
+    own = tasks_runtime.own_task(prep.reference)
     if own is None:
         return None
     _, make = own

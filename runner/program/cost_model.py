@@ -39,7 +39,7 @@ from .roofline import MODEL, FIT_DATA, Factors, FIT_FAMILIES, FACTOR_SOURCES, FA
 
 
 def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip: ChipSpec,
-                       device: Any = None, factors: Factors = FACTORS) -> dict[str, Any]:
+                       device: Any = None, factors: Factors = FACTORS, own: bool = False) -> dict[str, Any]:
     """The plain-JAX reference, priced the way XLA runs it when ``device`` (a deviceless libtpu
     topology device) is given: the module libtpu compiles for the chip, op by op (``price_hlo``: XLA's
     own cycle estimate per fusion x the fitted scale, each op at least its HBM bytes). Without libtpu,
@@ -48,12 +48,11 @@ def estimate_reference(reference: Callable[..., Any], args: Sequence[Any], chip:
     A reference that itself calls pallas_call is priced from its module too: its Mosaic kernels by the
     kernel rules, its other ops by XLA's cycles when ``device`` is given. XLA's cost analysis rides
     along (``xla``), for display only. A reference that takes other arguments than the kernel
-    (JAXBench's paged attention, megablox) is estimated through its own task:
-    ``workload(*create_inputs())`` of its module (``own_inputs``)."""
+    (JAXBench's paged attention, megablox) is estimated through its own task, ``own`` true:
+    ``workload(*create_inputs())`` of its module, mapped by the caller (runner/tasks/tasks_runtime.own_inputs)."""
     from .compiled_ops import hlo_ops
     from .program_price import price_program
 
-    reference, args, own = own_inputs(reference, args)
     xla, text = xla_reference_cost(reference, args, device, chip.name, want_text=True)
     parts: list[Any] = []
     est = price_program(reference, args, chip, factors=factors, parts=parts)
@@ -98,42 +97,6 @@ def _as_reference(est: CostEstimate, chip: ChipSpec, compiled: bool) -> dict[str
                            "its exported module's StableHLO ops (runner/program/module_xla.py), the kernel's formula"),
                 bytes_source=(f"the module compiled for {chip.name} (deviceless libtpu)" if compiled
                               else "fused-op count of the exported module (runner/program/module_xla.py)"))
-
-
-def own_inputs(reference: Callable[..., Any], args: Sequence[Any]) -> tuple[Callable[..., Any], tuple[Any, ...], bool]:
-    """(reference, args, False) when the reference takes the kernel's arguments; else its module's
-    ``workload`` over the module's own ``create_inputs()`` (runner/measure/timing_inputs.own_task, as the
-    correctness checks run it) made abstractly (nothing allocated), its Python values (a static group
-    size) kept static: (call, array args, True)."""
-    import jax
-
-    from ..measure.timing_inputs import own_task
-
-    try:
-        jax.eval_shape(reference, *args)
-        return reference, tuple(args), False
-    except Exception:  # noqa: BLE001 - another signature or layout: its own task's inputs, if it has one
-        pass
-    own = own_task(reference)
-    if own is None:
-        return reference, tuple(args), False
-    workload, make = own
-    statics: dict[int, Any] = {}
-
-    def arrays_only() -> tuple[Any, ...]:
-        made = make()
-        statics.clear()
-        statics.update({i: m for i, m in enumerate(made) if not hasattr(m, "shape")})
-        return tuple(m for i, m in enumerate(made) if i not in statics)
-
-    shapes = jax.eval_shape(arrays_only)
-    count = len(shapes) + len(statics)
-
-    def call(*arrays: Any) -> Any:
-        it = iter(arrays)
-        return workload(*(statics[i] if i in statics else next(it) for i in range(count)))
-
-    return call, tuple(shapes), True
 
 
 def xla_reference_cost(reference: Callable[..., Any], args: Sequence[Any], device: Any = None,

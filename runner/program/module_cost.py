@@ -119,7 +119,7 @@ def price_exported(blob: Any, chip: ChipSpec, signature: Sequence[Sequence[Any]]
 def _priced_on_chip(module: Any, counted: list[tuple[CallCost, BodyCounts]], xla: Any, chip: ChipSpec, device: Any,
                     factors: Factors, signature: Any) -> dict[str, Any]:
     """The kernels by the roofline, the other ops by XLA's own cycles in the module compiled for the chip."""
-    from ..compile_module import compiled_ops
+    from .compile_module import compiled_ops
     from .roofline import peak_compute_s, price_hlo
 
     try:

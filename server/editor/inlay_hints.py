@@ -13,26 +13,12 @@ other text. No LSP types here (lsp.py converts), no JAX.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ...analysis.types import Span
 
 from ..shifting import line_starts, offset_of
-
-
-@dataclass(frozen=True)
-class Hint:
-    span: Span  # the literal the hint is about (the hint sits at its end)
-    literal: str  # the literal's text in the version the run started from
-    label: str  # e.g. " → 256 (tuned, estimate v6e)"
-    tooltip: str
-
-
-@dataclass(frozen=True)
-class HintSet:
-    version: int  # the document version the run started from
-    hints: tuple[Hint, ...] = ()
+from ..features import Hint, HintSet  # noqa: F401  (the records this feature keeps)
 
 
 def remember(ls: Any, uri: str, source: str, hints: HintSet) -> None:

@@ -20,26 +20,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.types import KernelSite, KernelTask
 
 from ..reports import timing_format
 from .lenses import Lens
+from ..features import LastTiming  # noqa: F401  (the records this feature keeps)
 
 TIME_COMMAND = "pallasite.time"
 PROFILE_COMMAND = "pallasite.profile"
-
-
-@dataclass(frozen=True)
-class LastTiming:
-    op: str
-    entry: str
-    summary: str  # timing_format.summary_line: the number and its provenance
-    where: str
-    when: float
-    provenance: str = ""  # the candidate's, as the worker reported it ("device", "interpret", "host", ...)
 
 
 def results(session: Any) -> dict[str, dict[str, LastTiming]]:

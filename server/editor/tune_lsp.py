@@ -9,7 +9,6 @@ it was computed for) and converts it to LSP. No JAX here: estimates come from th
 from __future__ import annotations
 
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,14 +25,9 @@ from ...engine.tuning.tune_workers import job_progress
 from .lenses import Lens
 from ..lsp_convert import span_to_range
 from ..progress import WorkProgress
+from ..features import Tuned  # noqa: F401  (the records this feature keeps)
 
 AUTOTUNE_COMMAND = "pallasite.autotune"
-
-
-@dataclass(frozen=True)
-class Tuned:
-    version: int  # the document version the report was computed for
-    report: TuneReport
 
 
 def reports(ls: Any) -> dict[str, Tuned]:

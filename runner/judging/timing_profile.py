@@ -24,16 +24,16 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from . import profiling
+from ..measure import profiling
 from ..tasks import tasks_runtime
-from . import timing_inputs as inputs_mod
-from .timing import CANDIDATE, Prepared, TimingError, _execution, _failed, _named, _say, _seed, prepared
+from ..measure import timing_inputs as inputs_mod
+from ..measure.timing import CANDIDATE, Prepared, TimingError, _execution, _failed, _named, _say, _seed, prepared
 
 
 
 def handle_profile(params: dict[str, Any], progress: Callable[..., Any] | None = None) -> dict[str, Any]:
     """The ``profile`` op: a trace of the candidate, per-kernel device time, the roofline."""
-    from ..judging.judge import judged_time
+    from .judge import judged_time
 
     say = _say(progress)
     runs = max(1, int(params.get("runs", 5)))

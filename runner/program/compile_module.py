@@ -20,7 +20,7 @@ def compiled_ops(module: Any, device: Any) -> tuple[list[Any], set[str]]:
     """(the compiled module's ops, notes) for ``module`` (runner/program/module_read.Module) on ``device``."""
     import jax
 
-    from .program.compiled_ops import hlo_ops
+    from .compiled_ops import hlo_ops
 
     exported = module.exported
     sharding = jax.sharding.SingleDeviceSharding(device)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
-from .rules.context import RuleContext, finding, replace
-from .source import Source, walk
-from .types import Finding
+from .context import RuleContext, finding, replace
+from ..source import Source, walk
+from ..types import Finding
 
 PALLAS = "jax.experimental.pallas"
 TPU = "jax.experimental.pallas.tpu"
