@@ -27,7 +27,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from .callgraph import reaching as functions_reaching
+from .callgraph import module_owners as _owners, owner_of as _owner, pallas_call_graph
 from .resolve import call_arguments
 from .source import Source, is_module_level, module_functions
 from .static_values import MAX_DEPTH, NOT_LITERAL, Unresolved, binding, canonical_dtype, read_array, read_literal
@@ -85,7 +85,7 @@ def infer_tasks(source: Source) -> Inference:
     """The tasks the file's own calls imply, one per entry function, and why others got none."""
     functions = module_functions(source)
     owners = _owners(functions)
-    reaching, calls = _reaching(source, functions, owners)
+    reaching, calls = pallas_call_graph(source, functions, owners)
     if not reaching:
         return Inference((), ())
     found: dict[str, InferredTask] = {}
@@ -133,28 +133,6 @@ def infer_tasks(source: Source) -> Inference:
 # --------------------------------------------------------------------------- which calls
 
 
-def _reaching(source: Source, functions: dict[str, Node],
-              owners: dict[int, str]) -> tuple[set[str], dict[str, set[str]]]:
-    """Module-level functions reaching pallas_call, and each one's calls (by name)."""
-    calls: dict[str, set[str]] = {name: set() for name in functions}
-    direct: set[str] = set()
-    for node in source.calls:
-        owner = _owner(node, owners)
-        if owner is None:
-            continue
-        fn = node.child_by_field_name("function")
-        qual = source.qualname(fn) or ""
-        if qual.endswith(".pallas_call") and qual.startswith("jax"):
-            direct.add(owner)
-        if fn is not None and fn.type == "identifier":
-            calls[owner].add(source.node_text(fn))
-        arguments = node.child_by_field_name("arguments")
-        for arg in arguments.named_children if arguments is not None else ():
-            if arg.type == "identifier":
-                calls[owner].add(source.node_text(arg))
-    return functions_reaching(direct, calls), calls
-
-
 def _closure(name: str, calls: dict[str, set[str]]) -> set[str]:
     seen: set[str] = set()
     stack = [name]
@@ -164,23 +142,6 @@ def _closure(name: str, calls: dict[str, set[str]]) -> set[str]:
                 seen.add(callee)
                 stack.append(callee)
     return seen
-
-
-def _owners(functions: dict[str, Node]) -> dict[int, str]:
-    """Each module-level function's name by its node's id, for ``_owner`` (built once per file: a
-    map built per call made the check of a 5 MB file spend minutes on the server's event loop)."""
-    return {defn.id: name for name, defn in functions.items()}
-
-
-def _owner(node: Node, ids: dict[int, str]) -> str | None:
-    """The module-level function a node is inside (None at module level); ``ids``: ``_owners()``."""
-    parent = node.parent
-    owner = None
-    while parent is not None:
-        if parent.type == "function_definition" and parent.id in ids:
-            owner = ids[parent.id]
-        parent = parent.parent
-    return owner
 
 
 def _called_entry(source: Source, call: Node, reaching: set[str]) -> tuple[str, Node, int] | None:

@@ -15,7 +15,7 @@ import os
 
 from tree_sitter import Node
 
-from .callgraph import reaching as functions_reaching
+from .callgraph import pallas_call_graph
 from .resolve import Scope, call_arguments, callee_tail, elements, scope_for, splat_kind
 from .sites import dtype_name
 from .source import Source, module_functions, walk
@@ -98,29 +98,7 @@ def _entry(source: Source, functions: dict[str, Node], assignments: dict[str, No
 
 def _functions_reaching_pallas_call(source: Source, functions: dict[str, Node]) -> list[str]:
     """Module-level functions that call pallas_call directly or through another function here."""
-    calls: dict[str, set[str]] = {name: set() for name in functions}
-    direct: set[str] = set()
-    owners = {defn.id: name for name, defn in functions.items()}
-    for node in source.calls:
-        owner = None
-        parent = node.parent
-        while parent is not None:
-            if parent.type == "function_definition" and parent.id in owners:
-                owner = owners[parent.id]
-            parent = parent.parent
-        if owner is None:
-            continue
-        fn = node.child_by_field_name("function")
-        qual = source.qualname(fn) or ""
-        if qual.endswith(".pallas_call") and qual.startswith("jax"):
-            direct.add(owner)
-        if fn is not None and fn.type == "identifier":
-            calls[owner].add(source.node_text(fn))
-        arguments = node.child_by_field_name("arguments")
-        for arg in arguments.named_children if arguments is not None else ():  # partial(fn, ...), map(fn, ...)
-            if arg.type == "identifier":
-                calls[owner].add(source.node_text(arg))
-    reaching = functions_reaching(direct, calls)
+    reaching, _ = pallas_call_graph(source, functions)
     return [name for name in functions if name in reaching]
 
 

@@ -18,6 +18,7 @@ import hashlib
 import importlib.metadata
 import json
 import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -439,6 +440,20 @@ def chip_target(name: str) -> ChipTarget:
 
 
 # --------------------------------------------------------------------------- stored results
+
+
+def reaching(direct: Iterable[str], calls: Mapping[str, set[str]]) -> set[str]:
+    """``direct`` plus every function that calls (by name) one already in the set, to a fixed point: the one
+    call-graph closure, for tier 0's entry discovery (analysis/callgraph.py) and the worker's (runner/tasks/)."""
+    found = set(direct)
+    changed = True
+    while changed:
+        changed = False
+        for name, called in calls.items():
+            if name not in found and called & found:
+                found.add(name)
+                changed = True
+    return found
 
 
 def code_hash(kind: Literal["lowered", "source"], *parts: str | bytes) -> str:

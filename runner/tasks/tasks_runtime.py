@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
+from ...analysis.types import reaching as functions_reaching
 from .task_types import RuntimeTask, TaskError, _def_line, _name  # noqa: F401  (re-exported)
 
 
@@ -191,23 +192,6 @@ def _pallas_callers(module: types.ModuleType, path: str, source: str | None) -> 
     skip = {"example_inputs", "reference"}
     return [n for n in own if n in reaching and n not in skip and not n.endswith("_kernel")
             and not _only_called_by_others(n, calls, reaching)]
-
-
-def functions_reaching(direct: set[str], calls: dict[str, set[str]]) -> set[str]:
-    """``direct`` plus every function that calls (by name) one already in the set, to a fixed point.
-
-    The same closure as ``analysis/callgraph.reaching`` (tier 0's entry discovery), written again
-    here because the worker side may import only ``analysis.types`` of pallasite (README,
-    Architecture); tests/test_callgraph.py holds the two to the same answers."""
-    found = set(direct)
-    changed = True
-    while changed:
-        changed = False
-        for name, called in calls.items():
-            if name not in found and called & found:
-                found.add(name)
-                changed = True
-    return found
 
 
 def _only_called_by_others(name: str, calls: dict[str, set[str]], reaching: set[str]) -> bool:
@@ -407,8 +391,6 @@ def own_inputs(reference: Callable[..., Any], args: Sequence[Any]) -> tuple[Call
     ``workload`` over the module's own ``create_inputs()`` (``own_task``, as the
     correctness checks run it) made abstractly (nothing allocated), its Python values (a static group
     size) kept static: (call, array args, True)."""
-    import jax
-
     try:
         jax.eval_shape(reference, *args)
         return reference, tuple(args), False
