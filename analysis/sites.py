@@ -8,7 +8,6 @@ single dim); nothing here raises on unusual code.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import warnings
 
@@ -18,7 +17,7 @@ from . import site_memo
 from .blockspecs import block_spec, dim
 from .resolve import (MAX_DEPTH, Scope, call_arguments, callee, callee_tail, elements, helper_scope,
                       is_pallas_name, is_partial, param_name, scope_for, splat_kind)
-from .source import GPU_MODULES, TPU_MODULES, Source, outermost_function
+from .source import GPU_MODULES, TPU_MODULES, Source, calls_holding, outermost_function
 from .types import BlockSpecInfo, KernelSite, ScratchInfo
 from .wrappers import forwarding_wrappers, is_wrapper_call
 
@@ -94,22 +93,7 @@ def _candidates(source: Source) -> list[Node]:
     words = {"pallas_call", "partial", *forwarding_wrappers(source)}
     words.update(alias for alias, full in source.imports.items()
                  if full.rsplit(".", 1)[-1] in ("pallas_call", "partial"))
-    data, hits = source.data, []
-    for word in words:
-        encoded = word.encode("utf-8")
-        at = data.find(encoded)
-        while at >= 0:
-            hits.append(at)
-            at = data.find(encoded, at + 1)
-    if not hits:
-        return []
-    hits.sort()
-    found = []
-    for node in source.calls:
-        i = bisect.bisect_left(hits, node.start_byte)
-        if i < len(hits) and hits[i] < node.end_byte:
-            found.append(node)
-    return found
+    return calls_holding(source, words)
 
 
 def _may_name(source: Source, fn: Node, tails: tuple[str, ...]) -> bool:

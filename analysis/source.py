@@ -973,6 +973,28 @@ def is_in(inner: Node, outer: Node) -> bool:
     return _is_in(inner, outer)
 
 
+def calls_holding(source: "Source", words: set[str]) -> list[Node]:
+    """The file's calls (in source order) whose bytes hold one of ``words``: a search of the text in C and a
+    bisect per call (``source.calls`` is kept per statement between edits), so tier 0 after an edit of a
+    large file tests no call in Python that cannot hold the word."""
+    data, hits = source.data, []
+    for word in words:
+        encoded = word.encode("utf-8")
+        at = data.find(encoded)
+        while at >= 0:
+            hits.append(at)
+            at = data.find(encoded, at + 1)
+    if not hits:
+        return []
+    hits.sort()
+    found = []
+    for node in source.calls:
+        i = bisect.bisect_left(hits, node.start_byte)
+        if i < len(hits) and hits[i] < node.end_byte:
+            found.append(node)
+    return found
+
+
 def module_functions(source: "Source") -> dict[str, Node]:
     """Module-level function definitions by name (the last one of a redefined name)."""
     out: dict[str, Node] = {}

@@ -17,12 +17,12 @@
 
 from __future__ import annotations
 
-import bisect
 from typing import Iterator
 
 from tree_sitter import Node
 
 from ..resolve import call_arguments, callee, is_pallas_name, scope_for
+from ..source import calls_holding
 from ..types import Finding, KernelSite, Related
 from .context import RuleContext, finding
 
@@ -55,19 +55,8 @@ def _blockspec_calls(source) -> Iterator[Node]:
     resolved through the imports. Tier 0 runs after each edit: walking splash attention's whole tree
     for its calls, or resolving all 470 of them, cost milliseconds."""
     words = {"BlockSpec", *(alias for alias, dotted in source.imports.items() if dotted.rsplit(".", 1)[-1] == "BlockSpec")}
-    data, hits = source.data, []
-    for word in words:
-        encoded = word.encode("utf-8")
-        at = data.find(encoded)
-        while at >= 0:
-            hits.append(at)
-            at = data.find(encoded, at + 1)
-    if not hits:
-        return
-    hits.sort()
-    for node in source.calls:
-        i = bisect.bisect_left(hits, node.start_byte)
-        if i < len(hits) and hits[i] < node.end_byte and is_pallas_name(callee(source, node), "BlockSpec"):
+    for node in calls_holding(source, words):
+        if is_pallas_name(callee(source, node), "BlockSpec"):
             yield node
 
 

@@ -57,7 +57,8 @@ def _send(sock: socket.socket, message: dict[str, Any], fds: tuple[int, ...] = (
         socket.send_fds(sock, [b"f"], list(fds))
 
 
-def _exactly(sock: socket.socket, n: int) -> bytes | None:
+def recv_exactly(sock: socket.socket, n: int) -> bytes | None:
+    """``n`` bytes from the socket, or None when it closes first (read in chunks of at most 1 MiB)."""
     chunks, left = [], n
     while left:
         chunk = sock.recv(min(left, 1 << 20))
@@ -69,11 +70,11 @@ def _exactly(sock: socket.socket, n: int) -> bytes | None:
 
 
 def _recv(sock: socket.socket) -> dict[str, Any] | None:
-    head = _exactly(sock, 8)
+    head = recv_exactly(sock, 8)
     if head is None:
         return None
     (size,) = struct.unpack(">Q", head)
-    data = _exactly(sock, size) if size <= MAX_MESSAGE else None
+    data = recv_exactly(sock, size) if size <= MAX_MESSAGE else None
     return json.loads(data) if data is not None else None
 
 

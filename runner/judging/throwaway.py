@@ -37,6 +37,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from ..isolation.sandbox_server import recv_exactly
+
 
 MAX_MODULE = 256 << 20
 MODULE_S = 180.0  # one module's check and plan, at most
@@ -60,23 +62,11 @@ def _send(sock: socket.socket, data: bytes) -> None:
 
 
 def _recv(sock: socket.socket, limit: int = MAX_MODULE) -> bytes | None:
-    head = b""
-    while len(head) < 8:
-        chunk = sock.recv(8 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (size,) = struct.unpack(">Q", head)
-    if size > limit:
+    head = recv_exactly(sock, 8)
+    if head is None:
         return None
-    chunks, left = [], size
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+    (size,) = struct.unpack(">Q", head)
+    return None if size > limit else recv_exactly(sock, size)
 
 
 def _priced(exported: Any, request: dict[str, Any], values: list[Any] | None) -> dict[str, Any]:
