@@ -973,6 +973,18 @@ def is_in(inner: Node, outer: Node) -> bool:
     return _is_in(inner, outer)
 
 
+def string_keyed_pairs(source: "Source", node: Node | None) -> Iterator[tuple[str, Node]]:
+    """``(key, value node)`` of each entry of a dict display whose key is a string literal (others are skipped)."""
+    if node is None or node.type != "dictionary":
+        return
+    for pair in node.named_children:
+        if pair.type != "pair":
+            continue
+        key, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
+        if key is not None and key.type == "string" and value is not None:
+            yield source.node_text(key).strip("'\""), value
+
+
 def calls_holding(source: "Source", words: set[str]) -> list[Node]:
     """The file's calls (in source order) whose bytes hold one of ``words``: a search of the text in C and a
     bisect per call (``source.calls`` is kept per statement between edits), so tier 0 after an edit of a

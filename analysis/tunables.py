@@ -35,7 +35,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from .resolve import call_arguments, callee_tail
-from .source import Source, walk
+from .source import Source, string_keyed_pairs, walk
 from .tasks import _candidates, _module_assignments, find_tasks
 from .types import KernelTask, TextEdit, Tunable
 
@@ -92,16 +92,8 @@ def default_candidates(default: int, spread: int = 2) -> tuple[int, ...]:
 
 
 def _tuned_params(source: Source, node: Node | None) -> list[Tunable]:
-    if node is None or node.type != "dictionary":
-        return []
     out = []
-    for pair in node.named_children:
-        if pair.type != "pair":
-            continue
-        key, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
-        if key is None or key.type != "string" or value is None:
-            continue
-        name = source.node_text(key).strip("'\"")
+    for name, value in string_keyed_pairs(source, node):
         if value.type in ("list", "tuple"):  # one tunable per int literal, named by its index
             items = [v for v in value.named_children if v.type != "comment"]
             literals = [(f"{name}[{i}]", v) for i, v in enumerate(items) if v.type == "integer"]
@@ -110,7 +102,7 @@ def _tuned_params(source: Source, node: Node | None) -> list[Tunable]:
         for tunable_name, literal in literals:
             number = source.int_value(literal)
             if number is not None:
-                out.append(Tunable(tunable_name, number, (), source.span(pair), "tuned_params", source.span(literal)))
+                out.append(Tunable(tunable_name, number, (), source.span(value.parent), "tuned_params", source.span(literal)))
     return out
 
 

@@ -22,6 +22,16 @@ import time
 from typing import Callable
 
 
+# the columns every keyed table starts with: a result and what it is of (ResultKey.digest() and the key itself)
+KEYED = """            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL,
+            key_json TEXT NOT NULL,
+            source_hash TEXT NOT NULL,
+            path TEXT,
+            kernel TEXT,
+            chip TEXT,"""
+
+
 def _v1(db: sqlite3.Connection) -> None:
     db.execute("""
         CREATE TABLE checks (
@@ -40,15 +50,9 @@ def _v1(db: sqlite3.Connection) -> None:
             backend TEXT,
             created REAL NOT NULL
         )""")
-    db.execute("""
+    db.execute(f"""
         CREATE TABLE measurements (
-            id INTEGER PRIMARY KEY,
-            key TEXT NOT NULL,
-            key_json TEXT NOT NULL,
-            source_hash TEXT NOT NULL,
-            path TEXT,
-            kernel TEXT,
-            chip TEXT,
+{KEYED}
             status TEXT NOT NULL,
             provenance TEXT NOT NULL,     -- device / estimate / interpret
             median_ns REAL,
@@ -126,15 +130,9 @@ def _v4(db: sqlite3.Connection) -> None:
             created REAL NOT NULL,
             run_id INTEGER                -- the tuning run that ranked by it, if any
         )""")
-    db.execute("""
+    db.execute(f"""
         CREATE TABLE verdicts (
-            id INTEGER PRIMARY KEY,
-            key TEXT NOT NULL,
-            key_json TEXT NOT NULL,
-            source_hash TEXT NOT NULL,
-            path TEXT,
-            kernel TEXT,
-            chip TEXT,
+{KEYED}
             method TEXT NOT NULL,         -- what decided it (tier 3 interpret mode vs the reference, ...)
             state TEXT NOT NULL,          -- "ok", "error", "skipped: <why>"
             payload_json TEXT NOT NULL,

@@ -49,8 +49,8 @@ from . import errors as errors_mod
 from ..wire import messages
 from .tasks import tasks_runtime
 from ..wire.messages import Stage
-from .tiers import (CHIPS, _line_watch, _plain_error, _restored_config, _say, _task_error, _tier_record, compiler_tiers,
-                    input_signature, tier2_unavailable, versions)
+from .tiers import (CHIPS, _line_watch, _plain_error, _restored_config, _say, _task_error, _tier_record, check_params,
+                    compiler_tiers, input_signature, tier2_unavailable, versions)
 
 def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | None = None) -> messages.CheckResult:
     """Run the requested compiler tiers on every task of the sent file (typed in, typed out)."""
@@ -73,10 +73,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
 
     started = time.monotonic()
     say = _say(progress)
-    path = os.path.abspath(str(params["path"]))
-    text = params.get("text")
-    target = str(params.get("target") or "v6e")
-    tiers = sorted({int(t) for t in params.get("tiers") or (1, 2)})
+    path, text, target, tiers = check_params(params)
     result: dict[str, Any] = {"target": target, "tiers": tiers, "tasks_found": 0, "errors": [], "unavailable": {},
                               "entries": [], "versions": versions()}
     only = {str(n) for n in params["entries"]} if isinstance(params.get("entries"), (list, tuple)) else None

@@ -17,7 +17,7 @@ import contextlib
 import ctypes
 import os
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .loader import StopLoading
 
@@ -79,15 +79,25 @@ def stop_near_limit() -> Iterator[None]:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(MemoryStop))
                 return
 
-    watcher = threading.Thread(target=watch, name="pallasite-memory-stop", daemon=True)
-    watcher.start()
+    try:
+        with watching(watch, "pallasite-memory-stop", done):
+            yield
+    finally:
+        if fired.is_set():
+            _absorb_pending()
+
+
+@contextlib.contextmanager
+def watching(watch: Callable[[], None], name: str, stop: threading.Event) -> Iterator[None]:
+    """``watch`` on a daemon thread while the block runs; at its end ``stop`` is set and the thread joined
+    (``watch`` waits on ``stop``, so it ends at once)."""
+    thread = threading.Thread(target=watch, name=name, daemon=True)
+    thread.start()
     try:
         yield
     finally:
-        done.set()
-        watcher.join()
-        if fired.is_set():
-            _absorb_pending()
+        stop.set()
+        thread.join()
 
 
 def _absorb_pending() -> None:

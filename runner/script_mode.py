@@ -47,7 +47,7 @@ from .memory_guard import MemoryStop, stop_near_limit
 from .recording import (MAX_CALLS, call_name, call_record, dedupe, outside_its_axes, reach_record, recording,
                         stand_in_failure)
 from .target_chip import target_chip
-from .tiers import CHIPS, _line_watch, _plain_error, _say, compiler_tiers, tier2_unavailable
+from .tiers import CHIPS, _line_watch, check_params, _plain_error, _say, compiler_tiers, tier2_unavailable
 
 RESERVE_S = 3.0  # of the request's time limit, kept for checking the recorded calls: at least this,
 RESERVE_SHARE = 0.4  # and at least this share of what is left when the script starts
@@ -80,10 +80,7 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
 
     started = time.monotonic()
     say = _say(progress)
-    path = os.path.abspath(str(params["path"]))
-    text = params.get("text")
-    target = str(params.get("target") or "v6e")
-    tiers = sorted({int(t) for t in params.get("tiers") or (1, 2)})
+    path, text, target, tiers = check_params(params)
     result: dict[str, Any] = {"target": target, "tasks_found": 0, "errors": [], "unavailable": {}, "entries": [],
                               "script": {"calls": 0, "distinct": 0}}
     if target not in CHIPS:

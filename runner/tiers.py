@@ -17,9 +17,10 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from ..analysis.types import CHIP_TARGETS, code_hash, installed_versions
+from ..analysis.types import CHIP_TARGETS, DEFAULT_CHIP, code_hash, installed_versions
 
 from . import errors as errors_mod
+from .memory_guard import watching
 from ..wire.messages import Stage
 
 # Target name -> (device_kind as jax reports it, TensorCores per device, deviceless topology name),
@@ -236,6 +237,12 @@ def memory_figures(compiled: Any) -> dict[str, int] | None:
     return out
 
 
+def check_params(params: dict[str, Any]) -> tuple[str, str | None, str, list[int]]:
+    """A ``check`` request's file (absolute), its text (None: read the file), chip and tiers (default 1-2)."""
+    return (os.path.abspath(str(params["path"])), params.get("text"), str(params.get("target") or DEFAULT_CHIP),
+            sorted({int(t) for t in params.get("tiers") or (1, 2)}))
+
+
 @contextlib.contextmanager
 def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
     """Near the time limit, keep saying which line of the user's file the check is on.
@@ -258,12 +265,8 @@ def _line_watch(path: str, limit_s: Any, say: Callable[[str], None]):
                 say(f"at line {line} of {os.path.basename(path)}", line=line)
             wait = 0.5
 
-    thread = threading.Thread(target=watch, name="pallasite-line-watch", daemon=True)
-    thread.start()
-    try:
+    with watching(watch, "pallasite-line-watch", stop):
         yield
-    finally:
-        stop.set()
 
 
 def _innermost_line(frame: Any, target: str) -> int | None:

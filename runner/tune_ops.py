@@ -92,10 +92,10 @@ def reference_estimate(task: tasks_runtime.RuntimeTask, ref_module: Any, args: t
         from .measure.timing import _reference_in
 
         ref_fn = _reference_in(ref_module, None) or ref_fn
-    return reference_estimate(ref_fn, args, chip) if ref_fn is not None else None
+    return reference_priced(ref_fn, args, chip) if ref_fn is not None else None
 
 
-def reference_estimate(reference: Callable[..., Any], args: Sequence[Any], chip: ChipSpec) -> dict[str, Any]:
+def reference_priced(reference: Callable[..., Any], args: Sequence[Any], chip: ChipSpec) -> dict[str, Any]:
     """The reference by the cost model at the kernel's arguments, or on its own task's inputs where it takes
     other ones (``tasks_runtime.own_inputs``), priced for the chip's topology device when libtpu has one."""
     call, call_args, own = tasks_runtime.own_inputs(reference, args)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Iterator
 
 from .context import RuleContext, finding, replace
-from ..source import Source, walk
+from ..source import Source, string_keyed_pairs, walk
 from ..types import Finding
 
 PALLAS = "jax.experimental.pallas"
@@ -177,15 +177,7 @@ def _top_level(node) -> bool:
 
 
 def _read_deprecations(source: Source, node, deprecated: dict[str, str], removed: dict[str, str]) -> None:
-    if node is None or node.type != "dictionary":
-        return
-    for pair in node.named_children:
-        if pair.type != "pair":
-            continue
-        key, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
-        if key is None or key.type != "string" or value is None:
-            continue
-        name = source.node_text(key).strip("'\"")
+    for name, value in string_keyed_pairs(source, node):
         parts = [c for c in value.named_children if c.type != "comment"] if value.type == "tuple" else []
         message = " ".join(_string_text(source, parts[0]).split()) if parts else ""
         if len(parts) == 2 and parts[1].type == "none":

@@ -28,7 +28,7 @@ def _reference(prep: Any, sizes: Any, chip: Any) -> dict[str, Any]:
     from .. import tune_ops
 
     try:
-        return tune_ops.reference_estimate(prep.reference, tune_ops._inputs(prep.task), chip)
+        return tune_ops.reference_priced(prep.reference, tune_ops._inputs(prep.task), chip)
     except Exception as exc:  # noqa: BLE001 - the trusted side's failure, said as such
         return {"error": f"the reference could not be estimated: {type(exc).__name__}: {str(exc)[:300]}"}
 

@@ -34,12 +34,13 @@ import types
 import unittest
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import jax
 
 from ..intercept import RecordedCall, intercept_pallas_calls
 from ..loader import ABSENT, StopLoading, restore_attributes
+from ..memory_guard import watching
 from ..recording import not_interpreted, plural
 from .task_types import RuntimeTask
 
@@ -242,13 +243,8 @@ def _grace_after_calls(calls: list[RecordedCall], test_end: float) -> Iterator[N
                 if 0 < left < signal.getitimer(signal.ITIMER_REAL)[0]:
                     signal.setitimer(signal.ITIMER_REAL, left)
 
-    thread = threading.Thread(target=watch, name="pallasite-caller-grace", daemon=True)
-    thread.start()
-    try:
+    with watching(watch, "pallasite-caller-grace", stop):
         yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def _test_callables(module: types.ModuleType, names: Sequence[str]) -> Iterator[Any]:
@@ -386,38 +382,42 @@ _TEST_UTILITIES = ("jax._src.test_util", "jax._src.pallas.pallas_test_util", "ja
 
 
 @contextlib.contextmanager
-def _test_dut(value: str) -> Iterator[None]:
-    before = getattr(jax.config, "jax_test_dut", "")
+def _switched(switch: Callable[[], Callable[[], None]]) -> Iterator[None]:
+    """``switch()`` before the block (it returns how to switch back, run after it); a switch that fails
+    (another jax, another hypothesis) leaves the block to run as things are."""
     try:
-        jax.config.update("jax_test_dut", value)
-    except Exception:  # noqa: BLE001 - another jax: its tests answer as they are
-        yield
-        return
+        back = switch()
+    except Exception:  # noqa: BLE001 - the tests answer as they are
+        back = None
     try:
         yield
     finally:
-        with contextlib.suppress(Exception):
-            jax.config.update("jax_test_dut", before or "")
+        if back is not None:
+            with contextlib.suppress(Exception):
+                back()
 
 
-@contextlib.contextmanager
-def _one_example() -> Iterator[None]:
+def _test_dut(value: str) -> contextlib.AbstractContextManager[None]:
+    def switch() -> Callable[[], None]:
+        before = getattr(jax.config, "jax_test_dut", "")
+        jax.config.update("jax_test_dut", value)
+        return lambda: jax.config.update("jax_test_dut", before or "")
+
+    return _switched(switch)
+
+
+def _one_example() -> contextlib.AbstractContextManager[None]:
     if "hypothesis" not in sys.modules:  # imported by the caller (its import runs inside this block): watch for it
-        yield
-        return
-    hypothesis = sys.modules["hypothesis"]
-    settings = hypothesis.settings
-    try:
+        return contextlib.nullcontext()
+    settings = sys.modules["hypothesis"].settings
+
+    def switch() -> Callable[[], None]:
+        hypothesis = sys.modules["hypothesis"]
         before = settings.get_current_profile_name()
         settings.register_profile("pallasite-callers", max_examples=1, deadline=None, database=None,
                                   derandomize=True, suppress_health_check=list(hypothesis.HealthCheck),
                                   phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])  # no shrinking
         settings.load_profile("pallasite-callers")
-    except Exception:  # noqa: BLE001 - another hypothesis: its tests run as they are
-        yield
-        return
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            settings.load_profile(before)
+        return lambda: settings.load_profile(before)
+
+    return _switched(switch)

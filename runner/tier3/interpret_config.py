@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .interpret_shrink import BUDGET_BYTES, blocks_of, input_bytes
+from .interpret_shrink import BUDGET_BYTES, _smaller, blocks_of, input_bytes
 
 MAX_TRIES = 24  # traces spent at most
 
@@ -204,14 +204,6 @@ def _byte_share(args: Any) -> dict[int, int]:
             for d in set(a.shape):
                 share[d] = share.get(d, 0) + nbytes
     return share
-
-
-def _smaller(size: int) -> list[int]:
-    out = []
-    for new in (2, size // 8, size // 4, size // 2):
-        if 1 < new < size and size % new == 0 and new not in out:
-            out.append(new)
-    return out
 
 
 def _is_size(value: Any) -> bool:
