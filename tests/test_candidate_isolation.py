@@ -31,7 +31,7 @@ XLA = (UNTRUSTED / "xla_add_candidate.py").read_text()
 
 PROBLEM = spawn.confinement_problem(sys.executable)
 needs_namespaces = pytest.mark.skipif(PROBLEM is not None, reason=f"no confined worker here: {PROBLEM}")
-MODES = [pytest.param(True, id="confined", marks=needs_namespaces), pytest.param(False, id="the user's own worker")]
+MODES = [pytest.param(True, id="confined", marks=needs_namespaces), pytest.param(False, id="the user's own worker", marks=pytest.mark.pipeline)]
 
 
 def preamble(name: str, **fill: object) -> str:

@@ -55,6 +55,7 @@ def test_a_block_dim_that_travelled_is_found_at_the_literal_that_made_it(name, l
     assert any("the BlockSpec that uses this value" in r.message for r in finding.related)
 
 
+@pytest.mark.pipeline
 def test_a_page_count_that_overflows_vmem_is_found_at_the_count():
     from pallasite.runner.tiers import tier2_unavailable
 

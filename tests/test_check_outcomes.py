@@ -4,6 +4,8 @@ a clean file prints nothing, and the per-file line says which tiers ran."""
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import os
 import re
@@ -65,6 +67,7 @@ def test_a_clean_file_prints_only_the_summary_line(capsys):
     assert f"{CLEAN}: tier 0 ran" in capsys.readouterr().out
 
 
+@pytest.mark.pipeline
 def test_a_file_not_fully_checked_says_which_tiers_ran_and_strict_fails_it(capsys):
     assert main(["check", "--no-cache", NO_TASK, "--tiers", "0,1"]) == 0
     out = capsys.readouterr().out

@@ -114,6 +114,7 @@ def tier3_reports():
     return {Path(r.path).name: r for r in out}
 
 
+@pytest.mark.pipeline
 def test_paged_oob_dma_found_with_the_tasks_own_page_table(tier3_reports):
     report = tier3_reports["paged_oob_dma.py"]
     code, line = _expected("paged_oob_dma.py")
@@ -175,6 +176,7 @@ def test_output_never_written_at_the_stub_left_in_a_store_helper():
     assert text.splitlines()[finding.span.line].strip() == "pass  # expect: PLS303", finding.span
 
 
+@pytest.mark.pipeline
 def test_a_config_size_that_only_divides_a_dimension_is_shrunk_too():
     """``heads`` is never a dimension of the inputs (the weight is ``emb x heads*head_dim``): it used to
     stay 64, as in JAXBench's MLA attention, whose interpret run then went past the worker's memory."""
@@ -188,6 +190,7 @@ def test_a_config_size_that_only_divides_a_dimension_is_shrunk_too():
     assert "heads=2" in note and "bfloat16[2, 256]," in note, note
 
 
+@pytest.mark.pipeline
 def test_a_reference_that_outgrows_the_worker_is_stopped_and_the_kernel_still_checked():
     from pallasite.engine.checker import CheckOptions
     from pallasite.engine.engine import check_paths
@@ -202,6 +205,7 @@ def test_a_reference_that_outgrows_the_worker_is_stopped_and_the_kernel_still_ch
     assert "went past 1075 MiB, 70% of the worker's 1536 MiB memory limit" in note.message, note.message
 
 
+@pytest.mark.pipeline
 def test_a_size_is_not_shrunk_away_from_a_table_the_task_spells_out_apart_from_its_config(tmp_path):
     """The lengths are a module constant: at a smaller ``pages_per_seq`` the correct kernel read its page
     table past the end (a false PLS302); now only ``batch`` shrinks, which the lengths follow."""

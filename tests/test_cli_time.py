@@ -103,6 +103,7 @@ def test_without_a_device_big_inputs_are_timed_at_reduced_shapes_with_progress(t
     assert result["profile"]["roofline"]["bytes"] == 3 * 16384 * 16384 * 4
 
 
+@pytest.mark.pipeline
 def test_without_a_device_inputs_that_cannot_be_reduced_are_refused_at_once(tmp_path):
     done = pallasite("time", str(OPTIMIZE / "whole_block.py"), "--runs", "1", "--no-store", "--time-limit", "240",
                      cwd=tmp_path)

@@ -32,6 +32,7 @@ def _states(report):
     return [dict(k.tiers) for k in report.kernels]
 
 
+@pytest.mark.pipeline
 def test_real_size_gemm_is_interpreted_shrunk_and_says_so(reports):
     report = reports["gemm_4096.py"]
     assert [f.code for f in report.findings if f.severity in ("error", "warning")] == [], \
@@ -90,6 +91,7 @@ def test_a_raise_in_an_unreached_kernel_does_not_read_ok():
     assert by_name["scale_fwd_kernel"][1] == "ok"
 
 
+@pytest.mark.pipeline
 def test_tier3_memory_stop_leaves_tiers_1_and_2_ok():
     report = check_paths([str(DATA / "tier3_memory_stop.py")],
                          CheckOptions(target="v5e", tiers=(1, 2, 3), memory_mb=1500, time_limit_s=120))[0]

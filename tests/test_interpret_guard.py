@@ -34,6 +34,7 @@ def call_line(path: Path) -> int:
     return next(i for i, line in enumerate(lines) if "return pl.pallas_call(" in line or "return call(" in line)
 
 
+@pytest.mark.pipeline
 async def test_every_form_of_interpret_is_an_error_in_a_confined_check():
     checker = Checker(CheckOptions(tiers=(0, 1), time_limit_s=120), untrusted=True)
     try:

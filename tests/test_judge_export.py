@@ -57,6 +57,7 @@ def tricks(result) -> list[str]:
     return [r.trick for r in result.rejections]
 
 
+@pytest.mark.pipeline
 @needs_namespaces
 async def test_on_a_standin_device_the_attacks_fail_and_only_the_exported_program_runs(tmp_path):
     clock = (HERE / "clock_preamble.py").read_text()
@@ -194,6 +195,7 @@ async def test_on_a_standin_device_model_code_is_not_profiled_where_the_device_i
     assert reply.result.verdict == "error" and "not profiled" in reply.result.error, reply.result
 
 
+@pytest.mark.pipeline
 async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_the_cpu_backend(tmp_path, monkeypatch):
     """A worker whose JAX_PLATFORMS is not "cpu" (a TPU host's): the candidate's processes of ``time``
     and ``check`` are set to jax's CPU backend before the candidate runs, so model code never holds
@@ -226,6 +228,7 @@ async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_t
     assert len({pid for pid, _ in seen}) == 2 and {platforms for _, platforms in seen} == {"cpu"}, seen
 
 
+@pytest.mark.pipeline
 @needs_namespaces
 async def test_on_a_standin_device_a_jaxbench_kernel_is_checked_at_a_second_config_size(tmp_path):
     """JAXBench's layout (CONFIG read when called): the candidate's process exports the second shape

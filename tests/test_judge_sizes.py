@@ -92,6 +92,7 @@ def test_no_reduced_size_that_fits_is_said_not_run_whole(prep):
 PREFIX = Path(__file__).parent / "data" / "timing" / "prefix_task"
 
 
+@pytest.mark.pipeline
 @pytest.mark.parametrize("name, verdict", [("optimized", "ok"), ("wrong", "rejected"), ("other_layout", "error")])
 def test_the_judge_maps_the_tasks_first_inputs_onto_a_candidate_that_takes_fewer(name, verdict):
     """JAXBench 11p's shape: the baseline also passes a static size (a Python int its reference reads as one).

@@ -163,6 +163,7 @@ async def test_trust_folder_command_checks_open_files(client, tmp_path):
     assert client.statuses[-1]["trusted"] is True
 
 
+@pytest.mark.pipeline
 async def test_kernel_hover_reads_the_results_store_of_an_earlier_session(tmp_path):
     from test_lsp import start_client, stop_client
 
@@ -291,6 +292,7 @@ async def test_after_a_check_the_hover_shows_the_scoped_vmem_limit_from_the_warm
     assert [p.name for p in cache.glob("chips-*.json")]  # written for the next session and `pallasite chips`
 
 
+@pytest.mark.pipeline
 async def test_a_check_result_arriving_after_typing_lands_on_the_moved_lines(client, tmp_path):
     _, uri, text = await trusted_open(client, tmp_path, "slow_two_stores.py")
     lines = text.splitlines()
@@ -372,6 +374,7 @@ async def test_worker_killed_during_its_start_up_is_shown_as_a_crash(client, tmp
     assert not codes_at(diags, "PLS906") and client.statuses[-1]["worker"] == "idle"
 
 
+@pytest.mark.pipeline
 async def test_a_tier3_failure_is_published_then_located_in_the_background_with_a_verified_fix(client, tmp_path):
     """Issue 57: the check's tier-3 finding (the NaN tail of a grid missing ``pl.cdiv``) is published as the
     check found it; the locate step runs after it, in the background, and moves it to the grid's ``//``

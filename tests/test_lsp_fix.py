@@ -5,6 +5,8 @@ edit; garbage and a deleted pallas_call never reach the document; no provider sa
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import json
 import time
@@ -79,6 +81,7 @@ def as_dict(value):
     return value
 
 
+@pytest.mark.pipeline
 async def test_wrong_fix_fed_back_then_right_fix_applied_as_a_verified_versioned_edit(client, tmp_path):
     uri, text, _, diags = await open_broken(client, tmp_path, [WRONG, RIGHT], "Trust", [0, 1])
     action = await agent_action(client, uri, diags)

@@ -4,6 +4,8 @@ results store. The worker runs locally on CPU: every number is labelled CPU inte
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import shutil
 from pathlib import Path
@@ -22,6 +24,7 @@ async def lenses(client, uri: str) -> list[str]:
     return [lens.command.title for lens in found]
 
 
+@pytest.mark.pipeline
 async def test_time_lens_runs_the_command_and_the_result_shows_with_its_provenance(client, tmp_path):
     answer_trust(client, "Trust")
     folder = tmp_path / "ws"

@@ -12,6 +12,8 @@ installed):
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import importlib.util
 
@@ -67,6 +69,7 @@ def publication(client, uri: str, good) -> int | None:
     return next((i for i, p in enumerate(client.published) if p.uri == uri and good(p.diagnostics)), None)
 
 
+@pytest.mark.pipeline
 async def test_trusting_the_folder_brings_the_verdict_to_lens_and_status_bar_without_touching_the_editor(
         client, tmp_path):
     """Before: after "Trust" the check ran and Problems showed its error, but the lens read "Check for v6e"
@@ -121,6 +124,7 @@ async def test_after_a_fix_and_a_save_the_lens_the_status_bar_and_problems_agree
     assert said["state"] == "unknown" and said["verdict"] == "not compiled for the chip: tier 2 was not run (tiers 0,1 passed)", said
 
 
+@pytest.mark.pipeline
 async def test_the_gemm_hover_says_what_the_check_learned(client, tmp_path):
     """Before: "Element type not known from the source", "(BM, BK): size not static", "at least 0 B of
     32.00 MiB (0%)" and "grid: step count not static", right after the worker had checked the kernel."""

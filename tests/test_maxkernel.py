@@ -41,6 +41,7 @@ def reports():
     return {f"{Path(r.path).parent.name}/{Path(r.path).name}": r for r in out}
 
 
+@pytest.mark.pipeline
 def test_task_folder_checks_clean_with_every_case_interpreted(reports):
     report = reports["softmax_task/kernel.py"]
     assert [f.code for f in report.findings] == []
@@ -61,6 +62,7 @@ def test_candidate_named_by_yaml_is_checked(reports):
     assert [(f.code, f.span.line + 1) for f in report.findings] == [("PLS101", 12)]
 
 
+@pytest.mark.pipeline
 def test_candidate_that_disagrees_with_the_reference_is_reported():
     path = DATA / "softmax_task" / "kernel.py"
     text = path.read_text().replace("o_ref[...] = e / jnp.sum(e, axis=-1, keepdims=True)", "o_ref[...] = e")

@@ -22,6 +22,7 @@ def reports():
     return {Path(r.path).parent.name: r for r in out}
 
 
+@pytest.mark.pipeline
 def test_input_gen_code_gets_the_harness_names(reports):
     report = reports["harness_names_task"]
     assert [f.code for f in report.findings] == [], [f.message for f in report.findings]

@@ -150,6 +150,7 @@ async def test_check_returns_the_finding_at_its_line_with_its_fix(tmp_path):
         assert not fixed.is_error and fixed.structured_content["summary"]["errors"] == 0, fixed.content[0].text
 
 
+@pytest.mark.pipeline
 async def test_check_locates_a_tier3_failure_at_its_statement_with_a_verified_fix(tmp_path):
     """Issue 57: a kernel whose grid drops its partial block (``//`` where ``pl.cdiv`` was meant): tier 3 finds
     its last rows never written, and the check's finding lands at the grid's ``//`` with the verified edit."""
@@ -305,6 +306,7 @@ async def test_a_tool_out_of_time_or_cancelled_is_stopped_and_its_cleanup_runs_t
     assert scope.cancelled_caught and cleaned == ["closed", "closed"]
 
 
+@pytest.mark.pipeline
 async def test_a_cancelled_tune_stops_its_workers(tmp_path):
     """The client cancels a tune (notifications/cancelled) once its workers run: every worker process of the
     server ends (by pid), none is left a zombie child of the server (issue 59 item 7: the sandbox's shell of a

@@ -20,6 +20,7 @@ async def engine():
     await e.close()
 
 
+@pytest.mark.pipeline
 async def test_a_kernel_too_big_for_interpret_mode_is_tested_at_reduced_shapes(engine):
     # three 1 GiB arrays, 2048 grid steps: at full size the interpret run exceeds the worker's limits
     path = DATA / "big_add.py"

@@ -57,6 +57,7 @@ def test_static_refusals(name, why):
     assert "SyntaxError" in test_writer.static_problem("def reference(:\n", ("reference",))
 
 
+@pytest.mark.pipeline
 async def test_a_disagreement_goes_back_to_the_model_with_evidence(engine):
     ev = evaluator(engine)
     model = scripted(block(written("axpy_wrong")), block(written("axpy_rewrites_kernel")),
@@ -92,6 +93,7 @@ def loop_replies(*tests_names: str) -> list[str]:
     return [block(written(n)) for n in tests_names] + ["Bigger row blocks\nfewer steps.", f"```python\n{big}```"]
 
 
+@pytest.mark.pipeline
 async def test_step_mode_the_user_revises_the_tests_and_they_are_frozen(engine, tmp_path):
     seen = []
     mine = written("axpy_right").replace("rows: int = 64", "rows: int = 128")

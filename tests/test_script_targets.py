@@ -41,6 +41,7 @@ def _compiler_tiers_ok(report):
     return all(dict(k.tiers)[t] == "ok" for k in report.kernels for t in TIERS if t) and report.kernels
 
 
+@pytest.mark.pipeline
 @pytest.mark.parametrize("name", ["mesh_shard_map.py", "xla_flags_main.py", "chip_info_script.py"])
 def test_correct_scripts_check_clean(script_check, name):
     """A 4-device Mesh + shard_map, a file setting its own XLA_FLAGS device count, and a script

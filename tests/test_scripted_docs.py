@@ -3,6 +3,8 @@ and the README's scripted `pallasite fix` example run as written (in a copy of e
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import json
 import re
@@ -41,6 +43,7 @@ def test_reply_objects_with_text_or_error_still_describe_the_reply():
     assert _answer(["plain text"]) == "plain text"
 
 
+@pytest.mark.pipeline
 def test_the_readme_scripted_fix_runs_as_written(tmp_path):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     line = next(line for line in readme.splitlines()  # the README calls it through the venv (issue 52)

@@ -107,6 +107,7 @@ def test_cpu_timings_from_a_device_backend_never_rank(tmp_path):
     assert g.best().id == "root"
 
 
+@pytest.mark.pipeline
 def test_eval_speedups_are_device_medians_and_cpu_time_is_never_a_speedup(tmp_path):
     """Eval through the one verdict with a (fake) device: compiled by the real checker tiers, correct and
     timed by the device's time op; a device worker answering CPU timings gives no speedup (refused)."""

@@ -4,6 +4,8 @@ Folder B asks for tier 0 only; its kernel writes probe-report.json if it is ever
 
 from __future__ import annotations
 
+import pytest
+
 import shutil
 import time
 from pathlib import Path
@@ -13,6 +15,7 @@ from lsp_wire import WireClient
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.mark.pipeline
 def test_one_folders_tiers_do_not_apply_to_another(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()

@@ -44,6 +44,7 @@ def _zombie_children() -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.pipeline
 @pytest.mark.skipif(not spawn.LINUX or spawn.sandbox_available() is not None,
                     reason=f"no worker sandbox here: {spawn.sandbox_available() if spawn.LINUX else 'not Linux'}")
 async def test_a_worker_start_cancelled_midway_leaves_no_zombie():

@@ -31,7 +31,7 @@ def reports():
 TWO_CORE_ONLY = {"race_cores_broken.py": ("PLS301", 26), "parallel_reduction_broken.py": ("PLS304", 41)}
 
 
-@pytest.mark.parametrize("target", ["v5e", "v6e"])
+@pytest.mark.parametrize("target", [pytest.param("v5e", marks=pytest.mark.pipeline), "v6e"])
 def test_one_core_targets_warn_about_what_only_two_cores_get_wrong(target):
     """On a one-TensorCore chip these kernels compute the right result: a warning naming the
     two-core chips, not an error; and the tier-3 verdict is ok."""

@@ -25,6 +25,8 @@ import pytest
 from pallasite.engine.checker import CheckOptions
 from pallasite.engine.engine import check_paths
 
+pytestmark = pytest.mark.pipeline  # a whole command end to end per test: .ci/run's pipeline step (issue 58)
+
 DATA = Path(__file__).parent / "data" / "tier3_places"
 TIER3 = ("unwritten_guard.py", "never_written.py", "init_missing.py", "oob_window.py", "out_dtype_silent.py",
          "init_missing_jitted.py", "init_block_empty.py", "cond_skip.py", "paged_oob_dma.py",

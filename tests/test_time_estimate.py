@@ -26,6 +26,7 @@ def kernel(tmp_path) -> Path:
     return tmp_path / "add.py"
 
 
+@pytest.mark.pipeline
 def test_time_backend_estimate_prices_the_kernel_and_its_reference(kernel):
     done = _run(kernel.parent, "time", "add.py", "--backend", "estimate", "--target", "v5e", "--format", "json")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -20,6 +20,8 @@ from pallasite.analysis.types import to_json
 from pallasite.engine.workers.client import WorkerConfig, run_requests_sync
 from pallasite.engine.timing import task_files, time_request
 
+pytestmark = pytest.mark.pipeline  # a whole command end to end per test: .ci/run's pipeline step (issue 58)
+
 TASK = Path(__file__).parent / "data" / "timing" / "jaxbench_global"
 
 

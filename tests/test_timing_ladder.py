@@ -97,6 +97,7 @@ def standalone_kernel(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.pipeline
 def test_any_kernel_file_is_scored_against_a_named_task(tmp_path):
     """``pallasite time TASK_DIR --kernel FILE``: the task's baseline.py gives the reference, the inputs
     and the CONFIG the ladder reduces (the message that named a nonexistent ``reference_path``
@@ -153,7 +154,8 @@ def test_fresh_inputs_keep_the_scale_of_the_tasks_own_values():
     assert not np.allclose(values, np.asarray(own[0]))  # fresh, not the task's own
 
 
-@pytest.mark.parametrize("task", ["gemm", "paged", "gmm", "splash", "ragged_paged", "mla", "gqa"])
+@pytest.mark.parametrize("task", ["gemm", *(pytest.param(t, marks=pytest.mark.pipeline)  # one structure in the default run
+                                   for t in ("paged", "gmm", "splash", "ragged_paged", "mla", "gqa"))])
 def test_a_planted_wrong_kernel_of_each_structure_is_caught_at_the_reduced_size(task):
     """One per JAXBench hand-tuned structure. A K-accumulating GEMM that skips its last K block; a
     scalar-prefetch page gather reading the next page-table entry (the task's own page table made at
@@ -256,6 +258,7 @@ def constant_lengths(folder: Path) -> Path:
     return folder / "optimized.py"
 
 
+@pytest.mark.pipeline
 def test_a_reduced_size_whose_integers_do_not_follow_config_is_not_verified(tmp_path):
     """JAXBench 7p keeps its query lengths as module constants summing to 4096 tokens: at 128 tokens its
     offsets ran past the query buffer, the reference piled late sequences onto the last row, and the hand-tuned
@@ -282,6 +285,7 @@ def test_the_judge_s_not_verified_reaches_the_verdict_whole():
     assert crashed.why == "the test could not finish: boom"
 
 
+@pytest.mark.pipeline
 def test_a_kernel_wrong_only_at_the_tasks_own_size_is_run_there_where_it_fits(monkeypatch):
     """Size honesty (issue 56): checked at a reduced CONFIG size, a program exported per size is priced from a
     module no check ran (the task's size). Where the task's size fits the check's memory the judge runs that

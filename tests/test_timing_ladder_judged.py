@@ -15,6 +15,8 @@ import pytest
 
 from pallasite.engine.workers import spawn
 
+pytestmark = pytest.mark.pipeline  # a whole command end to end per test: .ci/run's pipeline step (issue 58)
+
 DATA = Path(__file__).parent / "data" / "timing" / "ladder"
 needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) is not None,
                                       reason=f"no confined worker here: {spawn.confinement_problem(sys.executable)}")

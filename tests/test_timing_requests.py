@@ -46,6 +46,7 @@ def test_request_carries_the_texts_and_only_the_options_given():
         time_request(files, "tune")
 
 
+@pytest.mark.pipeline
 def test_a_tunable_config_is_applied_and_recorded_and_an_unknown_one_refused():
     from pallasite.runner.judging.judge import judged_time as handle_time
 

@@ -167,6 +167,7 @@ def test_eval_cli_rows_say_not_verified_as_none(tmp_path):
     assert "compiled, not verified" in proc.stdout  # the text table says the status in full
 
 
+@pytest.mark.pipeline
 async def test_the_kernel_hover_says_what_check_says_for_the_same_file(client, tmp_path):
     """Hovering add_kernel in examples/add.py said "not compiled for v6e: add_kernel: tier 0 not run" while
     `pallasite check` said "compiled for v6e (tiers 0,1,2)": the editor's check runs the compiler tiers

@@ -27,6 +27,7 @@ needs_namespaces = pytest.mark.skipif(spawn.confinement_problem(sys.executable) 
                                       reason=f"no confined worker here: {spawn.confinement_problem(sys.executable)}")
 
 
+@pytest.mark.pipeline
 def test_a_candidate_that_divides_its_own_estimates_is_tuned_to_the_honest_figures(tmp_path):
     """The judge of tune's ``estimate`` request (runner/judging/configs.py, here in this process: it never imports
     the candidate), for a candidate that forges its estimates and for the honest one, each against the honest file

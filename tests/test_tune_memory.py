@@ -8,6 +8,8 @@ not depend on the split."""
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import os
 
@@ -61,6 +63,7 @@ def _tuned(monkeypatch, per_request: int):
     return backend.asked, report
 
 
+@pytest.mark.pipeline
 def test_the_reference_goes_alone_and_no_estimate_request_carries_more_than_per_request(monkeypatch):
     asked, report = _tuned(monkeypatch, 4)
     assert asked[:2] == [(True, 1), "replaced"]  # the reference and the probe alone, then fresh workers
@@ -73,6 +76,7 @@ def test_the_reference_goes_alone_and_no_estimate_request_carries_more_than_per_
         [(o.config, o.verdict, o.estimate_s, o.duplicate_of) for o in whole.outcomes]
 
 
+@pytest.mark.pipeline
 @pytest.mark.parametrize("after_mb, reference, replaced", [(1, False, True), (10**6, False, False), (1, True, False)])
 def test_a_worker_left_holding_more_than_replace_after_mb_after_an_estimate_is_replaced(monkeypatch, after_mb,
                                                                                          reference, replaced):

@@ -10,6 +10,8 @@ current configuration as a candidate, stop at the compile budget."""
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import json
 import os
@@ -57,6 +59,7 @@ def _compiler(log: list, fits=lambda config: _counted(config) <= 12 * MIB, limit
     return compile_text
 
 
+@pytest.mark.pipeline
 def test_tune_walks_past_the_top_ranked_configurations_the_compiler_rejects(tmp_path, capsys):
     """The real compiler for v5e refuses the 3 best-estimated configurations (out of VMEM); tune stopped
     there with "nothing to apply". It walks on to the 4th, which compiles, and says why the 3 were refused."""
@@ -168,6 +171,7 @@ def test_the_audit_compiles_what_the_pre_check_rejected_and_says_when_the_compil
     assert any("the pre-check rejected for VMEM 1 of 1" in n for n in report.notes)
 
 
+@pytest.mark.pipeline
 def test_the_walks_pick_keeps_the_files_values_of_tunables_that_never_change_the_program():
     """JAXBench-style: six backward-pass sizes the forward entry never reads. The best-estimated is put back to the
     file's values by the exploration; the walk's pick further down the ranking (the stand-in compiler refuses output

@@ -43,6 +43,7 @@ def test_only_a_near_overflow_gets_a_proposal_and_a_failed_one_says_why():
     assert proposals(int(32.06 * 2**20)) == (34 << 20, 38 << 20)
 
 
+@pytest.mark.pipeline
 @needs_libtpu
 @pytest.mark.tpu_compiler
 def test_the_checker_offers_the_verified_limit_and_the_fix_compiles():

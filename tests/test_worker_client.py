@@ -265,6 +265,7 @@ async def test_launched_worker_filters_its_own_environment(monkeypatch):
     assert "OPENAI_API_KEY" not in seen and seen["JAX_DEBUG_NANS"] == "0" and seen["JAX_PLATFORMS"] == "cpu"
 
 
+@pytest.mark.pipeline
 async def test_launched_worker_enforces_its_own_memory_limit():
     async with WorkerClient(launcher_config(memory_mb=1024, timeout_s=60)) as client:
         reply = await client.request(imp(fixture("allocates_memory.py")))
