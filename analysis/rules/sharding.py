@@ -285,18 +285,27 @@ def _first_operand(call: ast.Call, owner: ast.FunctionDef) -> str | None:
     return None
 
 
-def _own_calls(nodes: list[ast.AST]) -> list[ast.Call]:
-    """Calls in ``nodes`` (a scope's children) and under them, not in functions defined there."""
-    out: list[ast.Call] = []
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _own(nodes: list[ast.AST], kind: type, inside: type = ast.AST) -> list:
+    """The ``kind`` nodes among ``nodes`` (a scope's children) and under them through ``inside`` nodes, not in the
+    functions, classes or lambdas defined there."""
+    out: list = []
     todo = list(nodes)
     while todo:
         node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if isinstance(node, _SCOPES):
             continue
-        if isinstance(node, ast.Call):
+        if isinstance(node, kind):
             out.append(node)
-        todo.extend(ast.iter_child_nodes(node))
+        todo.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, inside))
     return out
+
+
+def _own_calls(nodes: list[ast.AST]) -> list[ast.Call]:
+    """Calls in ``nodes`` (a scope's children) and under them, not in functions defined there."""
+    return _own(nodes, ast.Call)
 
 
 def _placed_names(assigns: list[ast.Assign]) -> dict[str, tuple[list[str], str]]:
@@ -321,15 +330,7 @@ def _placed_names(assigns: list[ast.Assign]) -> dict[str, tuple[list[str], str]]
 
 
 def _own_statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    todo = list(body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        out.append(node)
-        todo.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt))
-    return out
+    return _own(body, ast.stmt, inside=ast.stmt)
 
 
 def _split_axes(sharding: ast.AST | None) -> tuple[list[str], str] | None:

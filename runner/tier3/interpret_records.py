@@ -91,12 +91,7 @@ class CallSites:
                 for key, item in zip(sub.keys, sub.values):
                     if isinstance(key, ast.Constant) and key.value == "dimension_semantics":
                         sem = item
-        sem = _bound(sem, scope, self.tree)
-        if isinstance(sem, (ast.Tuple, ast.List)) and axis < len(sem.elts) and \
-                not any(isinstance(e, ast.Starred) for e in sem.elts):
-            element = sem.elts[axis]
-            return element.lineno, element.col_offset
-        return None
+        return _entry_at(_bound(sem, scope, self.tree), axis)
 
     def grid_entry(self, call_line: int | None, axis: int) -> tuple[int, int] | None:
         """(line, column) of entry ``axis`` of the call's ``grid`` (its own keyword, or its grid spec's),
@@ -109,12 +104,7 @@ class CallSites:
         if grid is None:
             spec = _bound(_keyword_value(call, "grid_spec"), scope, self.tree)
             grid = _keyword_value(spec, "grid") if isinstance(spec, ast.Call) else None
-        grid = _bound(grid, scope, self.tree)
-        if isinstance(grid, (ast.Tuple, ast.List)) and axis < len(grid.elts) and \
-                not any(isinstance(e, ast.Starred) for e in grid.elts):
-            element = grid.elts[axis]
-            return element.lineno, element.col_offset
-        return None
+        return _entry_at(_bound(grid, scope, self.tree), axis)
 
     def _pallas_call(self, call_line: int | None) -> ast.Call | None:
         if self.tree is None or call_line is None:
@@ -135,6 +125,14 @@ class CallSites:
                 if best is self.tree or fn.lineno >= best.lineno:
                     best = fn
         return best
+
+
+def _entry_at(node: ast.AST | None, axis: int) -> tuple[int, int] | None:
+    """(line, column) of entry ``axis`` of a tuple or list written out (no ``*``), else None."""
+    if isinstance(node, (ast.Tuple, ast.List)) and axis < len(node.elts) and \
+            not any(isinstance(e, ast.Starred) for e in node.elts):
+        return node.elts[axis].lineno, node.elts[axis].col_offset
+    return None
 
 
 def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
