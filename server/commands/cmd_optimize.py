@@ -179,36 +179,37 @@ def run(args: argparse.Namespace) -> int:
     recorder = None
     try:
         try:  # the setup's own failures (an internal error elsewhere keeps its traceback)
-            checked = _check(args)
+            req = _request(args)  # the flags converted once: nothing below reads argparse
+            checked = _check(req)
             recorder = checked.run.recorder()
-            if args.export:
-                return _export(args, recorder)
-            setup = _setup(args, checked, recorder)
+            if req.export:
+                return _export(req, recorder)
+            setup = _setup(req, checked, recorder)
         except ValueError as err:
             return _fail(str(err))
         try:
-            final = asyncio.run(_optimize(args, setup, recorder))
+            final = asyncio.run(_optimize(req, setup, recorder))
         except ProviderError as err:
             return _fail(str(err))
         except KeyboardInterrupt:
-            return _interrupted(args, setup, recorder)
+            return _interrupted(req, setup, recorder)
     finally:
         if recorder is not None:
             recorder.close()
     if isinstance(final, int):  # --write-tests
         return final
-    _remember_interrupted(setup.run.workspace, args.path, None)  # it ran to its end: nothing to resume
-    return _fail(final) if isinstance(final, str) else _render(args, setup, final, recorder)
+    _remember_interrupted(setup.run.workspace, req.path, None)  # it ran to its end: nothing to resume
+    return _fail(final) if isinstance(final, str) else _render(req, setup, final, recorder)
 
 
-def _interrupted(args: argparse.Namespace, setup: _Setup, recorder: Any) -> int:
+def _interrupted(req: _Request, setup: _Setup, recorder: Any) -> int:
     """Ctrl-C: what was kept, and how to go on; the same command resumes the run (exit 130)."""
     state = setup.state
     if recorder.store is None:
         print(f"\npallasite optimize: interrupted; run {state.run_id} was not recorded ({'; '.join(recorder.problems)}), "
               "so it cannot resume", file=sys.stderr)
         return 130
-    _remember_interrupted(setup.run.workspace, args.path, state.run_id)
+    _remember_interrupted(setup.run.workspace, req.path, state.run_id)
     done = [it for it in state.iterations if it.verdict not in ("not run", "stopped")]
     print(f"\npallasite optimize: interrupted; run {state.run_id} is kept in the results store with "
           f"{len(done)} finished iteration(s) (an iteration cut off re-runs). Run the same command to resume it "
@@ -222,19 +223,28 @@ def _fail(message: str) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Checked:
-    """The arguments checked against the file and the settings: the run's setup and its tests."""
+class _Request:
+    """optimize's flags, converted and checked once at the door (nothing below ``run`` reads argparse)."""
 
-    run: Any  # agents/run_setup.RunSetup
-    tests: str | None
-    tests_file: Path
+    path: str
+    mode: str  # "auto" or "step"
+    iterations: int
+    max_tokens: int | None
+    max_seconds: float | None
+    fix_rounds: int
+    test_rounds: int
+    tests: str | None  # --tests
+    write_tests: bool
+    export: bool
+    resume: str | None
+    new_run: bool
+    apply: bool
+    format: str
+    run: Any  # agents/run_setup.RunRequest: the settings, the model, the device, the limits
 
 
-def _check(args: argparse.Namespace) -> _Checked:
-    """The run's setup (agents/run_setup.py) and its tests; ValueError says what is wrong, before any model
-    is asked (candidates that could not run confined are refused here)."""
-    from ...agents.run_setup import prepare
-
+def _request(args: argparse.Namespace) -> _Request:
+    """The flags as a ``_Request``; ValueError says what is wrong, before any model is asked."""
     from ..run_setup import refuse_non_kernel, run_request
 
     path = args.path
@@ -245,22 +255,42 @@ def _check(args: argparse.Namespace) -> _Checked:
         raise ValueError(f"--max-iterations {args.iterations}: give at least 1")
     if args.fix_rounds < 0 or args.test_rounds < 1:
         raise ValueError("--max-rounds must be 0 or more and --test-rounds at least 1")
-    tests_file = Path(args.tests) if args.tests else tests_path(path)
-    if args.tests and not tests_file.is_file():
-        raise ValueError(f"--tests {args.tests}: no such file")
-    tests = tests_file.read_text(encoding="utf-8") if tests_file.is_file() and not args.write_tests else None
-    run = prepare(run_request(args, path, runs_model_code=not args.export))
-    return _Checked(run, tests, tests_file)
+    return _Request(path=path, mode=args.mode, iterations=args.iterations, max_tokens=args.max_tokens,
+                    max_seconds=args.max_seconds, fix_rounds=args.fix_rounds, test_rounds=args.test_rounds,
+                    tests=args.tests, write_tests=args.write_tests, export=args.export, resume=args.resume,
+                    new_run=args.new_run, apply=args.apply, format=args.format,
+                    run=run_request(args, path, runs_model_code=not args.export))
 
 
-def _export(args: argparse.Namespace, recorder: Any) -> int:
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    """The request checked against the file and the settings: the run's setup and its tests."""
+
+    run: Any  # agents/run_setup.RunSetup
+    tests: str | None
+    tests_file: Path
+
+
+def _check(req: _Request) -> _Checked:
+    """The run's setup (agents/run_setup.py) and its tests; ValueError says what is wrong, before any model
+    is asked (candidates that could not run confined are refused here)."""
+    from ...agents.run_setup import prepare
+
+    tests_file = Path(req.tests) if req.tests else tests_path(req.path)
+    if req.tests and not tests_file.is_file():
+        raise ValueError(f"--tests {req.tests}: no such file")
+    tests = tests_file.read_text(encoding="utf-8") if tests_file.is_file() and not req.write_tests else None
+    return _Checked(prepare(req.run), tests, tests_file)
+
+
+def _export(req: _Request, recorder: Any) -> int:
     """``--export``: the recorded run named by ``--resume`` as JSON."""
     from ...agents.optimize_record import export
 
-    if not args.resume or recorder.store is None:
+    if not req.resume or recorder.store is None:
         raise ValueError("--export needs --resume RUN_ID and a readable results store")
     try:
-        print(json.dumps(export(recorder.store, args.resume), indent=2))
+        print(json.dumps(export(recorder.store, req.resume), indent=2))
     except KeyError as err:
         raise ValueError(err.args[0]) from None
     return 0
@@ -279,7 +309,7 @@ class _Setup:
     resumed: bool = False
 
 
-def _setup(args: argparse.Namespace, checked: _Checked, recorder: Any) -> _Setup:
+def _setup(req: _Request, checked: _Checked, recorder: Any) -> _Setup:
     """The run state (a new one, or the one --resume names) and the budgets."""
     from ...agents.optimize import new_run
     from ...agents.optimize_job import budgets as job_budgets
@@ -287,10 +317,10 @@ def _setup(args: argparse.Namespace, checked: _Checked, recorder: Any) -> _Setup
     from ...engine.checker import read_source
     from ...knowledge.store import store_path
 
-    run, path = checked.run, args.path
+    run, path = checked.run, req.path
     started = Path(path).read_bytes()  # --apply writes over the file only if it is still these bytes
     text = read_source(path)
-    resume = args.resume or (None if args.new_run else _interrupted_run(run.workspace, path, text, recorder))
+    resume = req.resume or (None if req.new_run else _interrupted_run(run.workspace, path, text, recorder))
     if resume:
         state = load(recorder.store, resume) if recorder.store is not None else None
         if state is None:
@@ -300,9 +330,9 @@ def _setup(args: argparse.Namespace, checked: _Checked, recorder: Any) -> _Setup
     else:
         state = new_run(str(Path(path).resolve()), text)
     state.context.setdefault("chip", run.chip)
-    budgets = job_budgets(args.iterations, max_tokens=args.max_tokens, max_seconds=args.max_seconds,
-                          fix_rounds=args.fix_rounds, request_timeout_s=run.agent.requestTimeoutS,
-                          test_rounds=args.test_rounds)
+    budgets = job_budgets(req.iterations, max_tokens=req.max_tokens, max_seconds=req.max_seconds,
+                          fix_rounds=req.fix_rounds, request_timeout_s=run.agent.requestTimeoutS,
+                          test_rounds=req.test_rounds)
     return _Setup(started, state, run, budgets, checked.tests, checked.tests_file, resumed=bool(resume))
 
 
@@ -355,7 +385,7 @@ def _interrupted_run(workspace: str, path: str, text: str, recorder: Any) -> str
     return run_id
 
 
-async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
+async def _optimize(req: _Request, setup: _Setup, recorder: Any):
     """The optimize job (agents/optimize_job.run_optimize) on a fresh engine, or --write-tests."""
     from ...agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
     from ..run_setup import command_line_provider
@@ -367,19 +397,19 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
     model = command_line_provider(config, "optimize")
     engine = Engine(workspace=workspace)
     try:
-        job = OptimizeJob(args.path, state.original, setup.budgets, tests=setup.tests,
+        job = OptimizeJob(req.path, state.original, setup.budgets, tests=setup.tests,
                           tests_name=setup.tests_file.name, state=state, resumed=setup.resumed)
         judge = run.judge(engine, job.trusted())  # the run's one judge (engine/judge.py)
-        if args.write_tests:
+        if req.write_tests:
             evaluator = make_evaluator(job, judge, model, recorder, state)
-            return await write_tests(args, state, model, evaluator, recorder, setup.budgets)
-        gate = _console_gate(pallasite_folder(workspace) / "plans", state.run_id) if args.mode == "step" else None
+            return await write_tests(req.path, state, model, evaluator, recorder, setup.budgets)
+        gate = _console_gate(pallasite_folder(workspace) / "plans", state.run_id) if req.mode == "step" else None
 
         def on_phase(iteration: int, phase: str, message: str) -> None:
             print(f"[{iteration}] {phase}: {message}", file=sys.stderr, flush=True)
 
         def started(st, evaluator) -> None:
-            print(f"pallasite optimize: run {st.run_id}, {args.mode} mode, {evaluator.method}, provider "
+            print(f"pallasite optimize: run {st.run_id}, {req.mode} mode, {evaluator.method}, provider "
                   f"{config.label()}", file=sys.stderr, flush=True)
 
         return await run_optimize(job, run, judge, model, recorder, gate=gate, on_phase=on_phase, on_start=started)
@@ -388,20 +418,20 @@ async def _optimize(args: argparse.Namespace, setup: _Setup, recorder: Any):
         await engine.close()
 
 
-def _render(args: argparse.Namespace, setup: _Setup, final: Any, recorder: Any) -> int:
+def _render(req: _Request, setup: _Setup, final: Any, recorder: Any) -> int:
     """The winner written (beside the file, or over it with --apply), the table or JSON, the exit status."""
-    path, best = args.path, final.winner
+    path, best = req.path, final.winner
     written, not_applied = None, ""
     if final.winner is not None:
         from .apply_file import apply_result, write_atomic
 
-        if args.apply:
+        if req.apply:
             result = apply_result(path, setup.started, final.winner.source, beside=".optimized.py")
             written, not_applied = result.path, result.why
         else:
             written = str(Path(path).with_suffix(".optimized.py"))
             write_atomic(written, final.winner.source)
-    if args.format == "json":
+    if req.format == "json":
         print(json.dumps({"version": JSON_VERSION, "tool": "pallasite optimize", "run_id": final.run_id,
                           "method": final.method, "baseline_s": final.baseline_s, "table": final.table(),
                           "best": best.index if best else None, "winner": final.outcome().why,
@@ -425,27 +455,27 @@ def _render(args: argparse.Namespace, setup: _Setup, final: Any, recorder: Any) 
     return 0 if written else 1
 
 
-async def write_tests(args, state, model, evaluator, recorder, budgets) -> int:
+async def write_tests(path: str, state, model, evaluator, recorder, budgets) -> int:
     """``--write-tests``: the test writer's validated proposal to ``<stem>.tests.py``, for review."""
     from ...agents import test_writer
     from ...agents.optimize import propose_tests
 
-    missing = test_writer.needs(state.original, args.path)
+    missing = test_writer.needs(state.original, path)
     if not missing:
-        print(f"{args.path} has its own tests (example inputs and reference): nothing to write", file=sys.stderr)
+        print(f"{path} has its own tests (example inputs and reference): nothing to write", file=sys.stderr)
         return 0
     proposal = await propose_tests(state, model, evaluator, budgets, missing, recorder=recorder,
                                    on_round=lambda m: print(f"[tests] {m}", file=sys.stderr, flush=True))
-    target = tests_path(args.path)
+    target = tests_path(path)
     if not proposal.ok:
         print(f"pallasite optimize: no tests written: {proposal.summary}", file=sys.stderr)
         if proposal.text:
             print(f"the last proposal was:\n{proposal.text}", file=sys.stderr)
         return 1
-    header = (f"# Frozen tests for {Path(args.path).name}, proposed by pallasite's test writer; "
+    header = (f"# Frozen tests for {Path(path).name}, proposed by pallasite's test writer; "
               f"{' '.join(proposal.summary[:200].split())}.\n"
               "# Review them: `pallasite optimize` uses this file as the kernel's tests and records its hash.\n")
     target.write_text(header + proposal.text, encoding="utf-8")
-    print(f"wrote {target} ({proposal.summary}); review it, then run: pallasite optimize {args.path}")
+    print(f"wrote {target} ({proposal.summary}); review it, then run: pallasite optimize {path}")
     print(f"tokens: {state.usage.total_tokens}; rounds: {proposal.rounds}")
     return 0
