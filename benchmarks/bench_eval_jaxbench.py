@@ -48,7 +48,7 @@ def main() -> int:
     from pallasite.server.commands.cmd_eval import format_summary  # the rendering only
 
     from pallasite.agents.run_setup import device_where
-    from pallasite.server.run_setup import device_settings
+    from pallasite.server.run_request import device_settings
 
     try:
         settings = device_settings(args)

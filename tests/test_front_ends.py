@@ -1,5 +1,5 @@
 """Front ends stay thin (issue 37): no CLI front end (``server/commands/cmd_*.py``) imports another, and no
-other server module imports one (what they share lives in server/run_setup.py, server/commands/flags.py or
+other server module imports one (what they share lives in server/run_request.py, server/commands/flags.py or
 below); a CLI ``run`` and an editor command function (``server/editor/*_lsp.py``) are at most 30 lines.
 
 Functions still over 30 lines would be listed by name in ``STILL_LONG`` (empty now): the list may only
@@ -74,7 +74,7 @@ def test_no_front_end_imports_another():
 def test_no_new_long_run_or_command_function():
     long = _long_functions()
     new = {k: v for k, v in long.items() if k not in STILL_LONG}
-    assert not new, f"over {MAX_LINES} lines (move the setup into server/run_setup.py or a service): {new}"
+    assert not new, f"over {MAX_LINES} lines (move the setup into server/run_request.py or a service): {new}"
 
 
 def test_the_list_of_long_functions_only_shrinks():

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pallasite.server.run_setup import refuse_non_kernel
+from pallasite.server.run_request import refuse_non_kernel
 
 PLAIN = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sin(x)\n"
 

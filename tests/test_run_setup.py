@@ -12,7 +12,7 @@ import pytest
 from pallasite.agents.run_setup import RunRequest, prepare
 from pallasite.analysis.verdict import COMPILE_TIER
 from pallasite.server.commands import flags
-from pallasite.server import run_setup as cli_setup
+from pallasite.server import run_request as cli_setup
 from pallasite.server.settings import load_project_settings
 
 PROJECT = """[tool.pallasite]

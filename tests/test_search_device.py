@@ -28,7 +28,7 @@ from fake_backend import FakeStep, fake_backend
 from pallasite.agents import search_job
 from pallasite.wire import messages
 from pallasite.server.commands import cmd_eval, flags
-from pallasite.server import run_setup
+from pallasite.server import run_request
 from test_search_iterate import LANDSCAPE, ROOT, LandscapeModel, rows
 
 DATA = Path(__file__).parent / "data"

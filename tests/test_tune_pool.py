@@ -50,7 +50,7 @@ def test_tune_eval_and_search_take_the_pool_flags(monkeypatch):
     import argparse
 
     from pallasite.server.commands import cmd_tune, flags
-    from pallasite.server import run_setup
+    from pallasite.server import run_request
 
     tune = argparse.ArgumentParser()
     cmd_tune.add_arguments(tune, "tune")

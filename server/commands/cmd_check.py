@@ -109,7 +109,7 @@ def expand_paths(paths: list[str]) -> list[str]:
 
 def _options_and_strict(args: argparse.Namespace, files: list[str]):
     from ...engine.checker import TARGETS
-    from ..run_setup import project_settings
+    from ..run_request import project_settings
 
     settings = project_settings(files[0] if files else Path.cwd())
     options = settings.check_options()

@@ -195,7 +195,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     from ...agents.run_setup import prepare
     from ...engine.eval_tasks import discover
 
-    from ..run_setup import run_request
+    from ..run_request import run_request
 
     # eval runs each folder's candidate: model-written code, confined; the project's settings, flags over them
     run = prepare(run_request(args, args.folder))  # --memory-mb and --request-time-limit over the project's
@@ -345,7 +345,7 @@ def provider_source(args: argparse.Namespace, run: Any) -> object:
     from ...agents.llm.providers import ProviderError, make_provider
     from ...knowledge.store import store_path
 
-    from ..run_setup import provider_config
+    from ..run_request import provider_config
 
     name, workspace = run.provider, run.workspace
     if name.startswith("replay:"):

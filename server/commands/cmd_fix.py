@@ -97,7 +97,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     from ...engine.checker import read_source
 
     from .flags import UsageError, parse_tiers
-    from ..run_setup import run_request
+    from ..run_request import run_request
 
     path = args.path
     if not Path(path).is_file():
@@ -120,7 +120,7 @@ async def _fix(args: argparse.Namespace, setup: _Setup):
     """The fix job on the engine `pallasite check` uses: the outcome, or why it could not start."""
     from ...agents.fix_action import FixJob, fix_file
     from ...engine.judge import Trusted
-    from ..run_setup import command_line_provider
+    from ..run_request import command_line_provider
     from ...engine.engine import Engine
 
     path, run = args.path, setup.run

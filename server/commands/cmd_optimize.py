@@ -245,7 +245,7 @@ class _Request:
 
 def _request(args: argparse.Namespace) -> _Request:
     """The flags as a ``_Request``; ValueError says what is wrong, before any model is asked."""
-    from ..run_setup import refuse_non_kernel, run_request
+    from ..run_request import refuse_non_kernel, run_request
 
     path = args.path
     if not Path(path).is_file():
@@ -388,7 +388,7 @@ def _interrupted_run(workspace: str, path: str, text: str, recorder: Any) -> str
 async def _optimize(req: _Request, setup: _Setup, recorder: Any):
     """The optimize job (agents/optimize_job.run_optimize) on a fresh engine, or --write-tests."""
     from ...agents.optimize_job import OptimizeJob, make_evaluator, run_optimize
-    from ..run_setup import command_line_provider
+    from ..run_request import command_line_provider
     from ...engine.engine import Engine
     from ...knowledge.store import pallasite_folder
 

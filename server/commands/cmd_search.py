@@ -80,7 +80,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     from ...agents.run_setup import prepare
     from ...agents.search import SearchOptions
 
-    from ..run_setup import refuse_non_kernel, run_request
+    from ..run_request import refuse_non_kernel, run_request
 
     path = Path(args.path)
     if not path.is_file():
@@ -103,7 +103,7 @@ def _provider(args: argparse.Namespace, run: Any):
 
     name = run.provider
     if not name.startswith("replay:"):
-        from ..run_setup import command_line_provider, provider_config
+        from ..run_request import command_line_provider, provider_config
 
         return command_line_provider(provider_config(args, run), "search"), None
     from ...agents.llm.providers_scripted import ScriptedProvider
@@ -193,7 +193,7 @@ def node_line(node: Any) -> str:
 def _render(args: argparse.Namespace, setup: _Setup, graph: Any, rid: str) -> int:
     """The best node, the report, why every node failed (exit 1), and --apply."""
     path, best = setup.path, graph.best()
-    from ..run_setup import write_outputs
+    from ..run_request import write_outputs
 
     report = write_outputs(graph, rid, setup.run.workspace / ".pallasite" / "search",
                            f"pallasite search {path.name} ({args.algo})", Path(args.report) if args.report else None)

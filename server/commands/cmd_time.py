@@ -95,14 +95,14 @@ def _record(run_, path: str) -> None:
 
 def _target(args: argparse.Namespace, path: str) -> str:
     """The chip: --target (checked by the parser), else the project's `target` setting, as in every command."""
-    from ..run_setup import project_settings
+    from ..run_request import project_settings
 
     return args.target or project_settings(path).target
 
 
 def _memory_mb(args: argparse.Namespace, path: str) -> int:
     """--memory-mb, else the project's check.memoryMb, as in every command."""
-    from ..run_setup import project_settings
+    from ..run_request import project_settings
 
     return args.memory_mb or project_settings(path).check.memoryMb
 
@@ -122,7 +122,7 @@ def _config(pairs: list[str]) -> dict[str, int]:
 
 def _refuse(args: argparse.Namespace, files) -> None:
     """Usage a worker should never see (ValueError, exit 2): counts out of range, a file with no Pallas."""
-    from ..run_setup import refuse_non_kernel
+    from ..run_request import refuse_non_kernel
 
     if args.runs is not None and args.runs < 1:
         raise ValueError(f"--runs {args.runs}: give the number of timed runs (1 or more)")

@@ -93,7 +93,7 @@ def _setup(args: argparse.Namespace, path: str):
     and the tune options; OSError or ValueError says what is wrong."""
     from ...agents.run_setup import prepare
 
-    from ..run_setup import device_settings, refuse_non_kernel, run_request
+    from ..run_request import device_settings, refuse_non_kernel, run_request
 
     try:
         with open(path, encoding="utf-8") as f:

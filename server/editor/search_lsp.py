@@ -131,7 +131,7 @@ def failure(cmd: Any, run: SearchRun, why: str) -> dict[str, Any]:
 async def report_and_offer(cmd: Any, run: SearchRun, graph: Any, progress: Any) -> dict[str, Any]:
     """Write the HTML report and open it; offer the best node as a versioned edit when it beats the
     starting kernel and the document is still the searched text."""
-    from ..run_setup import write_outputs
+    from ..run_request import write_outputs
 
     out = write_outputs(graph, run.rid, run.workspace / ".pallasite" / "search",
                                    f"pallasite search {run.path.name} ({run.options.algo})")

@@ -119,7 +119,7 @@ def _trusted_side(folder: Folder, args: dict[str, Any]) -> tuple[str, Path, Any,
         raise ToolRefused("judge: give exactly one of `file` (the user's original kernel file) and `task` "
                           "(a JAXBench or MaxKernel task folder)")
     if "file" in args:
-        from ..run_setup import refuse_non_kernel
+        from ..run_request import refuse_non_kernel
 
         path = folder.file(args["file"], "file")
         try:
