@@ -35,6 +35,16 @@ from .workers.client import WorkerConfig
 from .workers.remote import BackendSettings, open_remote, where
 
 OPS = ("time", "profile")
+TIME_LIMIT_S = 600.0  # a whole time or profile (the kernel and its reference, judged, then timed) by default
+
+
+def timing_worker(memory_mb: int, time_limit_s: float | None = None, *, request_limit_s: float = 0.0,
+                  python: str | None = None, platforms: str | None = None) -> WorkerConfig:
+    """The one worker a ``time``, ``profile`` or estimate pair runs in, from the CLI and the editor alike: the
+    whole command's limit (``--time-limit``; by default ``TIME_LIMIT_S``, never below the project's limit of
+    one request, ``check.timeLimitS``) and the project's memory limit (``--memory-mb`` over ``check.memoryMb``)."""
+    limit = time_limit_s if time_limit_s is not None else max(TIME_LIMIT_S, request_limit_s)
+    return WorkerConfig(python=python or WorkerConfig.python, timeout_s=limit, platforms=platforms, memory_mb=memory_mb)
 
 
 @dataclass(frozen=True)

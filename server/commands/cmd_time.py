@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...engine.workers.client import WorkerConfig
 from .console import progress_stream
 
 
@@ -169,7 +168,7 @@ def _measure(args: argparse.Namespace, files, settings, params) -> int:
         if show is not None:
             print(f"  ... {message}", file=show, flush=True)
 
-    base = WorkerConfig(timeout_s=args.time_limit, platforms=args.platforms, memory_mb=_memory_mb(args, files.path))
+    base = timing.timing_worker(_memory_mb(args, files.path), args.time_limit, platforms=args.platforms)
     floors = None
     if args.backend != "local" or args.platforms not in (None, "cpu"):  # a device's reply: held to our own figures
         progress("tracing your file here for the physical floors its device timings are held to", None)
@@ -206,11 +205,12 @@ def _estimate(args: argparse.Namespace, files, settings, target: str) -> int:
     import json
 
     from ...engine.estimates import estimate_pair
+    from ...engine.timing import timing_worker
     from ...engine.workers.remote import open_remote
     from ...engine.sources import sources_for
     from ..reports import timing_format
 
-    base = WorkerConfig(timeout_s=args.time_limit, platforms="cpu", memory_mb=_memory_mb(args, files.path))
+    base = timing_worker(_memory_mb(args, files.path), args.time_limit, platforms="cpu")
 
     async def ask():
         backend = open_remote(settings, base)

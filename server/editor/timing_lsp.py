@@ -104,14 +104,13 @@ async def run(session: Any, doc: Any, op: str, options: dict[str, Any],
               report: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The command's work: returns ``{"ok", "status", "summary", "where", "result"}`` or an error."""
     from ...engine import timing
-    from ...engine.workers.client import WorkerConfig
 
     request = _request(session.settings, doc, op, options)
     if isinstance(request, str):
         return {"ok": False, "message": f"pallasite.{op}: {request}"}
     remote, params, settings = *request, session.settings
-    base = WorkerConfig(python=settings.interpreter(), timeout_s=max(600.0, settings.check.timeLimitS),
-                        platforms=None, memory_mb=settings.check.memoryMb * 2)
+    base = timing.timing_worker(settings.check.memoryMb, request_limit_s=settings.check.timeLimitS,
+                                python=settings.interpreter())
 
     def on_progress(message: str, fraction: float | None) -> None:
         if report is not None:

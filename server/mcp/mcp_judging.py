@@ -149,7 +149,7 @@ async def judge(state: Any, args: dict[str, Any], progress: Any) -> dict[str, An
     run, notes = _setup(folder, path, args, runs_model_code=True)  # model-written: confined, or refused here
     engine = _engine(run)
     try:
-        judge_ = run.judge(engine, trusted, timeout_s=300.0)  # as `pallasite optimize` builds its one judge
+        judge_ = run.judge(engine, trusted)  # as `pallasite optimize` builds its one judge: the run setup's limits
         progress.say(f"compiling the candidate for {run.chip} (tiers {','.join(map(str, judge_.options.tiers))})")
         if (await judge_.compile(candidate)).ok:
             progress.say("testing it against the reference in a confined worker, then estimating it")
