@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, NoReturn
 
 from ..analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult, Timing, Verdict, Winner, pick_winner,
-                                        try_speedup)
+                                rank, self_judged, try_speedup)
 
 from . import implementer, planner
 from .deadline import Deadline, bounded
@@ -107,8 +107,14 @@ class RunState:
 
     @property
     def best(self) -> Iteration | None:
-        valid = [it for it in self.iterations if it.valid and it.time_s is not None]
-        return min(valid, key=lambda it: (it.time_s, it.index)) if valid else None
+        """The first of the one ranking (analysis/verdict.rank) among the iterations that may rank (compiled,
+        correct, timed by the run's one method): judged by the judge, then the fastest; a candidate the judge
+        did not judge is never the best. What the next iteration starts from."""
+        valid = [it for it in self.iterations if it.valid]
+        pace = {it.index: 1.0 / it.time_s for it in valid if it.time_s}  # one method (the run's): comparable
+        order = rank(None, [(it.index, self.verdict(it)) for it in valid], given=pace, method=self.method).order
+        first = next((it for it in valid if order and it.index == order[0]), None)
+        return None if first is None or self_judged(self.verdict(first)) else first
 
     def speedup(self) -> float | None:
         """The fastest valid candidate against the original, by analysis/verdict.speedup (None when the

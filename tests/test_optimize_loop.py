@@ -203,3 +203,22 @@ async def test_replay_of_a_run_with_fix_rounds_reproduces_the_table(tmp_path):
 
     assert rows(replayed) == rows(state)
     assert [r.prompt for r in replay.requests] == [r.prompt for r in model.requests]
+
+
+def test_the_best_iteration_so_far_comes_from_the_one_ranking_and_never_from_a_self_judged_figure():
+    """RunState.best (what the next iteration starts from) ranked by ``rank``: a faster candidate whose figure
+    its own process made never beats a judged one (before: the fastest valid iteration, whoever judged it)."""
+    from pallasite.agents.optimize import Iteration, new_run
+    from pallasite.analysis.verdict import COST_MODEL, Timing, Verdict
+
+    def iteration(index: int, seconds: float, judged_by: str) -> Iteration:
+        timing = Timing(seconds, "estimate", "v6e", COST_MODEL)
+        return Iteration(index, source=f"# {index}\n", verdict="valid",
+                         result=Verdict.of(True, True, timing, judged_by=judged_by))
+
+    state = new_run("/tmp/k.py", "# original\n")
+    state.iterations = [iteration(1, 1e-6, "the candidate"), iteration(2, 3e-6, "the judge"),
+                        iteration(3, 2e-6, "the judge")]
+    assert state.best.index == 3  # the fastest judged one; no baseline needed to order one method's figures
+    state.iterations = [iteration(1, 1e-6, "the candidate")]
+    assert state.best is None
