@@ -27,6 +27,8 @@ class RunRequest:
 
     path: str
     settings: Any  # the project's Settings (agents see their fields, never how they were read)
+    options: Any  # the settings' check options (engine/checker.CheckOptions), converted by the caller: agents
+    # read data and never call back into the front end's settings (server/run_request.request_for makes both)
     target: str | None = None  # a chip over the settings' target
     provider: str | None = None  # a provider over the settings' agent.provider
     agent: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # agent settings over the project's
@@ -114,7 +116,7 @@ def prepare(request: RunRequest, refusal: Callable[[Any, Any], str | None] | Non
     changes = {k: v for k, v in request.agent.items() if v is not None}
     agent = dataclasses.replace(settings.agent, **changes)
     tiers = tuple(request.tiers if request.tiers is not None else settings.tiers)
-    options = dataclasses.replace(settings.check_options(list(judge_tiers(tiers) if request.judge else tiers)),
+    options = dataclasses.replace(request.options, tiers=tuple(judge_tiers(tiers) if request.judge else tiers),
                                   target=chip, allow_unconfined=agent.allowUnconfined)
     if request.interpreter:
         options = dataclasses.replace(options, interpreter=request.interpreter)

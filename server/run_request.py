@@ -80,7 +80,13 @@ def run_request(args: argparse.Namespace, path: str, **fields: Any) -> RunReques
     fields.setdefault("provider", getattr(args, "provider", None))
     fields.setdefault("memory_mb", getattr(args, "memory_mb", None))  # one source of limits: the run setup's
     fields.setdefault("time_limit_s", getattr(args, "timeout", None))  # --request-time-limit where a command has it
-    return RunRequest(path=path, settings=project_settings(path), agent=agent, **fields)
+    return request_for(path, project_settings(path), agent=agent, **fields)
+
+
+def request_for(path: str, settings: Any, **fields: Any) -> RunRequest:
+    """A ``RunRequest`` for ``path`` under ``settings`` (the project's, or the editor's merged ones), with the
+    settings' check options converted here, in the front end that read them."""
+    return RunRequest(path=path, settings=settings, options=settings.check_options(), **fields)
 
 
 def provider_config(args: argparse.Namespace, run: Any) -> Any:

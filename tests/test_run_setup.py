@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -45,7 +46,8 @@ def test_the_cli_and_the_editor_get_the_same_setup_from_the_same_project(tmp_pat
     settings, _ = load_project_settings(tmp_path)
     editor_settings = dataclasses.replace(settings, agent=dataclasses.replace(settings.agent, provider="scripted",
                                                                                model="the-users"))
-    editor = prepare(RunRequest(path=str(kernel), settings=editor_settings, cwd=str(tmp_path)))
+    editor = prepare(RunRequest(path=str(kernel), settings=editor_settings, options=editor_settings.check_options(),
+                                cwd=str(tmp_path)))
     for run in (cli, editor):
         assert run.chip == "v5e" and run.provider == "scripted" and run.agent.model == "the-users"
         assert run.options.target == "v5e" and run.workspace == tmp_path.resolve()
@@ -106,7 +108,8 @@ def test_the_editor_s_interpreter_and_refusal_are_its_own(tmp_path):
         asked.append(options.interpreter)
         return "no confined worker in this test"
 
-    request = RunRequest(path=str(kernel), settings=settings, interpreter="/usr/bin/python3")
+    request = RunRequest(path=str(kernel), settings=settings, options=settings.check_options(),
+                         interpreter="/usr/bin/python3")
     with pytest.raises(ValueError, match="no confined worker in this test"):
         prepare(request, refusal=refusal)
     assert asked == ["/usr/bin/python3"]
@@ -121,3 +124,26 @@ def test_a_store_that_cannot_open_is_told_and_the_run_goes_on(tmp_path):
     assert told and told[0].startswith("results are not recorded")
     with pytest.raises(Exception):
         run.open_store()
+
+
+def settings_calls(root: Path) -> list[str]:
+    """``file:line`` of every call of a method on a settings object in agents/ (``settings.check_options()``,
+    ``run.settings.x()``): agents read the settings' data; converting them is the front end's."""
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner = node.func.value
+                name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+                if name == "settings":
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_agents_never_call_back_into_the_settings(tmp_path):
+    agents = Path(__file__).resolve().parents[1] / "agents"
+    assert settings_calls(agents) == []
+    (tmp_path / "x.py").write_text("def f(request):\n    return request.settings.check_options([1])\n")
+    assert settings_calls(tmp_path) == ["x.py:2"]

@@ -86,7 +86,8 @@ class Command:
         no confined worker for model-written code) is the command's refusal, shown as an error."""
         from pathlib import Path
 
-        from ...agents.run_setup import RunRequest, prepare
+        from ...agents.run_setup import prepare
+        from ..run_request import request_for
 
         from ..session_settings import settings_for
 
@@ -94,7 +95,7 @@ class Command:
         if "device" not in fields:
             fields["device"] = self.device()
         try:
-            return prepare(RunRequest(path=path, settings=settings_for(self.session, path), cwd=str(Path(path).parent),
+            return prepare(request_for(path, settings_for(self.session, path), cwd=str(Path(path).parent),
                                       interpreter=self.session.check_options(path).interpreter, **fields),
                            refusal=lambda options, device: self.session.engine.untrusted_problem(options))
         except ValueError as exc:

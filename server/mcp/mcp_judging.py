@@ -41,11 +41,12 @@ def _read(path: Path) -> str:
 
 def _setup(folder: Folder, path: Path, args: dict[str, Any], **request: Any) -> tuple[Any, list[str]]:
     """The run setup for ``path`` (agents/run_setup.prepare) and the settings' warnings; a refusal says why."""
-    from ...agents.run_setup import RunRequest, prepare
+    from ...agents.run_setup import prepare
+    from ..run_request import request_for
 
     settings, warnings = folder.settings(path)
     try:
-        run = prepare(RunRequest(path=str(path), settings=settings, target=args.get("target"),
+        run = prepare(request_for(str(path), settings, target=args.get("target"),
                                  cwd=str(folder.root), **request))
     except ValueError as err:
         raise ToolRefused(str(err)) from None
