@@ -48,7 +48,7 @@ def once(nested: bool) -> tuple[float, float]:
 SETUP = """
 import sys, time
 started = time.perf_counter()
-from pallasite.runner.judging import nest
+from pallasite.runner.isolation import nest
 nest.enter(int(sys.argv[1]))
 print(time.perf_counter() - started, flush=True)
 """

@@ -214,7 +214,7 @@ def test_chips_command_prints_the_table_without_importing_jax_itself(tmp_path):
 
     code = (
         "import argparse, sys\n"
-        "from pallasite.server import cmd_chips\n"
+        "from pallasite.server.commands import cmd_chips\n"
         "parser = argparse.ArgumentParser(); cmd_chips.add_arguments(parser, 'chips')\n"
         "rc = cmd_chips.run(parser.parse_args(['--no-probe']))\n"
         "print('JAX IMPORTED' if 'jax' in sys.modules else 'JAX NOT IMPORTED', rc)\n"
