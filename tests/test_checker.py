@@ -313,6 +313,7 @@ def test_check_paths_reports_each_file_in_order():
     assert [f for f in reports[1].findings if f.severity == "error"] == []
 
 
+@pytest.mark.pipeline
 def test_file_over_the_memory_limit_gives_pls904():
     async def run():
         checker = Checker(CheckOptions(target="v5e", tiers=(1,), memory_mb=1200, time_limit_s=60.0))

@@ -123,6 +123,7 @@ def test_paged_oob_dma_found_with_the_tasks_own_page_table(tier3_reports):
     assert any("the task's own inputs at CONFIG batch=2, pages_per_seq=2" in n for n in report.notes), report.notes
 
 
+@pytest.mark.pipeline
 def test_paged_oob_dma_made_in_a_descriptor_class_is_found_at_that_copy(tier3_reports):
     report = tier3_reports["paged_oob_dma_class.py"]
     code, line = _expected("paged_oob_dma_class.py")
@@ -130,6 +131,7 @@ def test_paged_oob_dma_made_in_a_descriptor_class_is_found_at_that_copy(tier3_re
         [f.message for f in report.findings]
 
 
+@pytest.mark.pipeline
 def test_paged_accumulator_never_zeroed_at_the_first_page_block(tier3_reports):
     report = tier3_reports["paged_acc_uninit.py"]
     code, line = _expected("paged_acc_uninit.py")
@@ -152,6 +154,7 @@ def test_reduction_axis_marked_parallel_at_its_semantics_entry():
     assert any(r.message == "the out_specs" for r in errors[0].related)
 
 
+@pytest.mark.pipeline
 def test_accumulator_never_zeroed_in_a_variant_picked_by_a_local_name(tier3_reports):
     """Before: at ``scratch_shapes`` (the kernel's ``kernel = _tiled`` was not followed)."""
     report = tier3_reports["forwarded_init_missing.py"]

@@ -89,6 +89,7 @@ async def test_check_command_is_cancelled_from_the_progress(client, tmp_path):
     assert type(client.progress_reports[token][-1]).__name__ == "WorkDoneProgressEnd"
 
 
+@pytest.mark.pipeline
 async def test_worker_killed_mid_check_is_reported_and_next_save_works(client, tmp_path):
     path, uri, text = await trusted_open(client, tmp_path, "slow_import.py")
     stats = await raw_request(client, "pallasite/serverStats", None)
@@ -136,6 +137,7 @@ async def test_tier2_compiler_verdict_on_save(client, tmp_path):
     assert at_store(diags)[0].data["chip"] == "v5e" and at_store(diags)[0].severity == lsp.DiagnosticSeverity.Error
 
 
+@pytest.mark.pipeline
 async def test_select_target_rechecks_for_the_new_chip(client, tmp_path):
     _, uri, _ = await trusted_open(client, tmp_path, "store_shape.py")
     await diagnostics_for(client, uri, 1, timeout=120, predicate=has("PLS104", 1))
@@ -147,6 +149,7 @@ async def test_select_target_rechecks_for_the_new_chip(client, tmp_path):
     assert [d.data["chip"] for d in diags if d.code == "PLS104"] == ["v5p"]
 
 
+@pytest.mark.pipeline
 async def test_trust_folder_command_checks_open_files(client, tmp_path):
     answer_trust(client, "Not now")
     folder = tmp_path / "ws"
@@ -192,6 +195,7 @@ async def test_kernel_hover_reads_the_results_store_of_an_earlier_session(tmp_pa
         await stop_client(second)
 
 
+@pytest.mark.pipeline
 async def test_edits_do_not_cancel_a_running_check_but_a_newer_save_supersedes_it(client, tmp_path):
     path, uri, text = await trusted_open(client, tmp_path, "slow_import.py")
     stats = await raw_request(client, "pallasite/serverStats", None)
@@ -225,6 +229,7 @@ async def test_check_command_runs_tier3_when_asked(client, tmp_path):
     assert lenses[0].command.title == "Check for v6e (last: tier 1 ok, tier 3 ok)"
 
 
+@pytest.mark.pipeline
 async def test_a_hanging_check_hits_the_time_limit_and_is_reported(client, tmp_path):
     _, uri, _ = await trusted_open(client, tmp_path, "slow_import.py", {"check": {"timeLimitS": 3}})
     diags = await diagnostics_for(client, uri, 1, timeout=60, predicate=has("PLS903"))
@@ -344,6 +349,7 @@ def _is_worker(process: psutil.Process) -> bool:
         return False
 
 
+@pytest.mark.pipeline
 async def test_worker_killed_during_its_start_up_is_shown_as_a_crash(client, tmp_path):
     path, uri, text = await trusted_open(client, tmp_path, "store_shape.py", {"check": {"onOpen": False}})
     await diagnostics_for(client, uri, 1)

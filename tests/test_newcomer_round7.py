@@ -210,6 +210,7 @@ def test_without_hlo_keeps_the_sentence_and_is_the_same_on_every_run():
     assert without_hlo(said.replace("stack_frame_id=16", "stack_frame_id=23")) == clean
 
 
+@pytest.mark.pipeline
 @pytest.mark.tpu_compiler
 def test_a_vmem_overflow_reads_as_the_compilers_sentence_with_the_full_text_in_its_detail(tmp_path):
     """Before: PLS201's message embedded libtpu's whole custom-call line (layouts, frontend attributes, a
@@ -311,6 +312,7 @@ def test_an_interrupted_eval_leaves_no_earlier_output_as_its_own(tmp_path):
     assert "interrupted before the end: eval.json not written (an earlier run's copy was removed" in done.stderr
 
 
+@pytest.mark.pipeline
 def test_profile_without_a_device_never_says_not_timed_beside_its_time(tmp_path):
     """Before: "time: 1.11 s per run" and then "note: not timed: shrink asks for the correctness checks only"."""
     shutil.copy(ROOT / "examples" / "add.py", tmp_path / "add.py")

@@ -72,6 +72,7 @@ def test_check_says_once_that_results_are_not_recorded(project, capsys):
     assert err.count("results are not recorded") == 1 and str(store_path(project)) in err and "is damaged" in err
 
 
+@pytest.mark.pipeline
 def test_tune_says_that_results_are_not_recorded_and_still_tunes(project, capsys, monkeypatch):
     from pallasite.engine.sources import sources_for
     from pallasite.wire.messages import EstimateParams

@@ -61,6 +61,7 @@ def test_target_cores_follow_jax_chip_table():
     assert [target_cores(t) for t in ("v4", "v5p", "v5e", "v6e", None)] == [2, 2, 1, 1, 2]
 
 
+@pytest.mark.pipeline
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_gives_expected_tier3_findings(reports, name):
     report = reports[name]
@@ -78,6 +79,7 @@ def test_fixture_gives_expected_tier3_findings(reports, name):
     assert states == ({"error"} if has_error else {"ok"})
 
 
+@pytest.mark.pipeline
 def test_every_run_reports_its_interpret_time_as_not_tpu_time(reports):
     for name, report in reports.items():
         notes = [n for n in report.notes if n.startswith("tier 3:")]
@@ -87,12 +89,14 @@ def test_every_run_reports_its_interpret_time_as_not_tpu_time(reports):
         assert seconds > 0
 
 
+@pytest.mark.pipeline
 def test_large_inputs_are_shrunk_to_whole_blocks(reports):
     note = next(n for n in reports["large_shapes.py"].notes if n.startswith("tier 3:"))
     assert ("interpret run at float32[256, 1024], float32[256, 1024], shrunk from float32[4096, 2048], "
             "float32[4096, 2048]") in note
 
 
+@pytest.mark.pipeline
 def test_small_inputs_run_as_given(reports):
     note = next(n for n in reports["oob_dma_broken.py"].notes if n.startswith("tier 3:"))
     assert "float32[32, 128]" in note and "shrunk" not in note
@@ -219,6 +223,7 @@ def test_cli_runs_tier3_on_demand_and_reports_the_time_note():
     assert any(n.startswith("tier 3: shifted ran in") and "not TPU time" in n for n in report["notes"])
 
 
+@pytest.mark.pipeline
 def test_cross_core_race_gets_advice_that_fits_it(reports):
     """The message itself says what to do; the registry hint and catalog entry cover both kinds of race."""
     import re
@@ -237,6 +242,7 @@ def test_cross_core_race_gets_advice_that_fits_it(reports):
     assert any(re.search(p, finding.message, re.IGNORECASE) for p in catalog.patterns)
 
 
+@pytest.mark.pipeline
 def test_knowledge_says_tier3_catches_a_reduction_axis_marked_parallel(reports):
     from pallasite.knowledge.catalog import entry
 

@@ -39,6 +39,7 @@ def check(task: str, name: str) -> dict:
                                "extra_shape": True, "seed": 3})
 
 
+@pytest.mark.pipeline
 def test_attention_is_checked_at_a_reduced_config_size_that_says_so():
     result = check("attention", "optimized")
     assert result["verdict"] == "ok", result.get("error") or result["rejections"]
@@ -57,6 +58,7 @@ def test_a_planted_wrong_attention_is_caught_at_the_reduced_size():
     assert "seq_len 256 of 512" in result["checks"]["verified_at"]
 
 
+@pytest.mark.pipeline
 def test_rmsnorm_reshaped_to_rows_is_reduced_through_config_not_blockspecs():
     result = check("rmsnorm", "optimized")
     assert result["verdict"] == "ok", result.get("error") or result["rejections"]

@@ -138,6 +138,7 @@ def test_a_hostile_optimize_candidate_runs_confined_and_the_project_stays(tmp_pa
     assert_no_key(done)
 
 
+@pytest.mark.pipeline
 def test_without_namespaces_model_code_is_refused_unless_the_user_opts_in(tmp_path):
     """The probe forced to fail (PALLASITE_NO_NAMESPACES): nothing runs, and the message says what
     opting in gives up; with --allow-unconfined it runs with the user's rights, still under scratch
@@ -195,6 +196,7 @@ WRONG = RIGHT.replace("o_ref[...] = x_ref[...] + y_ref[...]", "o_ref[...] = x_re
 TAMPERING = WRONG.replace("\n\nimport jax\n", "\n\n" + TAMPER + "import jax\n", 1)
 
 
+@pytest.mark.pipeline
 @needs_namespaces
 async def test_the_judge_is_outside_the_judged_and_nothing_persists(tmp_path):
     """A wrong kernel that patches numpy and pallasite's comparisons in its own process was "correct"
@@ -236,6 +238,7 @@ def test_optimize_does_not_take_a_tampering_candidate_for_a_winner(tmp_path):
     assert not (folder / "kernel.optimized.py").exists()
 
 
+@pytest.mark.pipeline
 @pytest.mark.tpu_compiler
 @needs_namespaces
 async def test_a_candidate_cannot_make_the_compiler_say_it_compiles(tmp_path):

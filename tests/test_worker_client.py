@@ -190,6 +190,7 @@ async def test_crash_is_reported_with_how_it_ended_and_the_next_request_works(fr
     assert (await fragile.request(PingParams())).status == "ok" and fragile.restarts == restarts + 1
 
 
+@pytest.mark.pipeline
 async def test_memory_over_the_limit_is_killed_and_reported(fragile):
     reply = await fragile.request(imp(fixture("allocates_memory.py")))
     assert reply.status == "memory" and "1024 MiB" in reply.message
