@@ -92,7 +92,7 @@ def test_search_node_speedups_are_device_medians_named_by_the_device(tmp_path):
     tested = len({n.source for n in g.nodes[1:] if any(p["phase"] == "test" for p in n.phases)} - {ROOT})
     assert log.count(("time", "device")) == 1 + tested
     assert all(purpose == "device" for op, purpose in log if op == "time")
-    report = run_setup.write_outputs(g, "run1", tmp_path / "out", "t")
+    report = run_request.write_outputs(g, "run1", tmp_path / "out", "t")
     assert f"device ({KIND})" in report.read_text()
     assert json.loads((tmp_path / "out" / "run1.json").read_text())["provenance"] == f"device ({KIND})"
 
@@ -144,12 +144,12 @@ def test_backend_flags_route_to_the_chosen_backend(tmp_path, monkeypatch):
     monkeypatch.setattr(remote, "ray_installed", lambda: True)  # settings only: no Ray runs (README's command has no ray extra)
     parser = argparse.ArgumentParser()
     flags.add_backend(parser, "search")
-    assert run_setup.device_settings(parser.parse_args([])) is None
-    ray = run_setup.device_settings(parser.parse_args(["--backend", "ray", "--ray-resources", "TPU=4"]))
+    assert run_request.device_settings(parser.parse_args([])) is None
+    ray = run_request.device_settings(parser.parse_args(["--backend", "ray", "--ray-resources", "TPU=4"]))
     assert ray.kind == "ray" and ray.ray_resources == {"TPU": 4.0}
     with pytest.raises(ValueError, match="needs a host"):
-        run_setup.device_settings(parser.parse_args(["--backend", "ssh"]))
-    ssh = run_setup.device_settings(parser.parse_args(["--backend", "ssh", "--host", "tpu-vm"]))
+        run_request.device_settings(parser.parse_args(["--backend", "ssh"]))
+    ssh = run_request.device_settings(parser.parse_args(["--backend", "ssh", "--host", "tpu-vm"]))
     from pallasite.engine.workers.device import candidate_config
     from pallasite.engine.workers.remote import open_remote
     from pallasite.engine.workers.remote import where as device_where

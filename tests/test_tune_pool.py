@@ -56,12 +56,12 @@ def test_tune_eval_and_search_take_the_pool_flags(monkeypatch):
     cmd_tune.add_arguments(tune, "tune")
     args = tune.parse_args(["k.py", "--backend", "ray", "--ray-resources", "TPU=1", "--devices", "8",
                             "--ray-placement", "strict_spread"])
-    settings = run_setup.device_settings(args)
+    settings = run_request.device_settings(args)
     assert (settings.kind, settings.devices, settings.ray_resources, settings.ray_placement) == \
         ("ray", 8, {"TPU": 1.0}, "strict_spread")
     search = argparse.ArgumentParser()
     flags.add_backend(search, "search")
-    hosts = run_setup.device_settings(search.parse_args(["--backend", "ssh", "--host", "a", "--host", "b"]))
+    hosts = run_request.device_settings(search.parse_args(["--backend", "ssh", "--host", "a", "--host", "b"]))
     assert hosts.all_hosts == ("a", "b")
 
 
