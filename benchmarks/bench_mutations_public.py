@@ -4,7 +4,7 @@ overall, and the false findings on the unmutated files. Asserts nothing; not par
 
     .venv/bin/python benchmarks/bench_mutations_public.py --jaxbench /path/JAXBench --tokamax /path/tokamax \\
         --tpu-inference /path/tpu-inference --pythonpath /path/deps [--tiers 0-3] [--only SUBSTR,..] \\
-        [--classes a,b] [--cap N] [--time-limit S] [--out results.json] [--list] [--no-reach] [--rescore]
+        [--classes a,b] [--cap N] [--time-limit S] [--out results.json] [--list] [--no-reach] [--rescore] [--score-only]
 
 Which files: ``benchmarks/mutation_corpus_public.py``; which sites, and how a check is scored:
 ``benchmarks/mutation_rules.py`` (both committed before any mutant was checked; the dated note
@@ -298,6 +298,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/pallasite-mutations-public"))
     parser.add_argument("--out", type=Path, default=None, help="the results JSON (default: WORK/results.json)")
     parser.add_argument("--list", action="store_true", help="list the mutants; check nothing")
+    parser.add_argument("--score-only", action="store_true", help="score what the results hold (a run cut short); "
+                        "check nothing")
     parser.add_argument("--no-reach", action="store_true")
     parser.add_argument("--rescore", action="store_true", help="check again what the results already hold")
     parser.add_argument("--bases-too", action="store_true", help="also check files that have no mutant selected")
@@ -327,7 +329,8 @@ def main(argv: list[str]) -> int:
         args, c.replace("-", "_")).resolve()) for c in corpus.CODEBASES if c == "jax-ops" or getattr(args, c.replace("-", "_"))}
     reached = {} if args.no_reach else reach(files, args, saved)
     started = time.perf_counter()
-    run_checks(files, mutants, args, saved, out)
+    if not args.score_only:
+        run_checks(files, mutants, args, saved, out)
     rows = [r for m in mutants if (r := outcome(m, saved, args.tiers, reached)) is not None]
     lines = [f"checked in {time.perf_counter() - started:.0f} s this run; {len(rows)}/{len(mutants)} mutants scored"]
     for codebase in corpus.CODEBASES:
