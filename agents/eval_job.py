@@ -96,6 +96,8 @@ class EvalJob:
     allow_unconfined: bool = False
     device: Any = None  # BackendSettings (the engine's device pool), an open device backend, or None: estimates
     options: Any = None  # the run setup's check options (the project's settings); None: the defaults for ``chip``
+    run: Any = None  # agents/run_setup.RunSetup: every task's judge is its ``judge`` (its options, chip and limits);
+    # None (a job built in code, tests): a judge of ``options`` and this job's own fields
     where: str = ""
     progress: Callable[[str], None] = field(default=lambda m: None)
     # resume: rows of tasks finished by an earlier run of the same eval, by (method, task); ``on_task``
@@ -150,12 +152,15 @@ def candidate_path(task: Any) -> str:
 
 
 def task_judge(engine: Any, options: Any, task: Any, job: EvalJob, device_slot: asyncio.Semaphore) -> Any:
-    """The task's judge (engine/judge.py): the run's check options (the project's settings, from the run
-    setup), the chip, the device, the task's reference as the trusted side; shared by every method."""
+    """The task's judge (engine/judge.py), shared by every method, the task's reference as the trusted side: the
+    run setup's one judge (``RunSetup.judge``: the project's check options, chip and limits) where the job has a
+    run setup, else one of ``options`` and the job's fields."""
     from ..engine.judge import Judge, Trusted
 
-    return Judge(engine, options, Trusted.of_task(task), chip=job.chip, device=job.device, where=job.where,
-                 verify=job.verify, timeout_s=job.timeout_s, device_slot=device_slot)
+    how = {"device": job.device, "where": job.where, "verify": job.verify, "device_slot": device_slot}
+    if job.run is not None:
+        return job.run.judge(engine, Trusted.of_task(task), **how)
+    return Judge(engine, options, Trusted.of_task(task), chip=job.chip, timeout_s=job.timeout_s, **how)
 
 
 async def evaluate_one(judge: Any, task: Any, text: str | None) -> TaskVerdict:

@@ -147,3 +147,23 @@ def test_agents_never_call_back_into_the_settings(tmp_path):
     assert settings_calls(agents) == []
     (tmp_path / "x.py").write_text("def f(request):\n    return request.settings.check_options([1])\n")
     assert settings_calls(tmp_path) == ["x.py:2"]
+
+
+def test_evals_judges_are_the_run_setups_one_judge(tmp_path):
+    """eval's judge of each task is ``RunSetup.judge`` (the project's check options, chip, time limit, confined),
+    as optimize's is; before, eval built its own Judge from copied fields."""
+    import asyncio
+
+    from pallasite.agents.eval_job import EvalJob, task_judge
+
+    kernel = _project(tmp_path)
+    settings, _ = load_project_settings(tmp_path)
+    settings = dataclasses.replace(settings, check=dataclasses.replace(settings.check, timeLimitS=77.0))
+    run = prepare(RunRequest(path=str(kernel), settings=settings, options=settings.check_options(), cwd=str(tmp_path)))
+    from pallasite.engine.eval_tasks import discover
+
+    task = discover(str(Path(__file__).parent / "data" / "eval_verdicts"))[0]
+    job = EvalJob([task], {}, chip="v6e", timeout_s=5.0, run=run)
+    judge = task_judge(object(), None, task, job, asyncio.Semaphore(1))
+    assert judge.options == run.options and judge.chip == run.chip == "v5e"
+    assert judge.timeout_s == 77.0 and judge.confined is True  # the run's limit, not the job's copied 5 s

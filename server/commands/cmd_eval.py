@@ -263,7 +263,7 @@ def _evaluate(args: argparse.Namespace, setup: _Setup, finished: _Finished) -> l
     # the device is the engine's pool for these settings (engine/workers/device.py), opened and closed by run_eval
     # the run setup's check options: the project's settings (severity, limits, interpreter), as check has them
     job = EvalJob(setup.tasks, methods, chip=run.chip, jobs=args.jobs, verify=not args.no_verify, options=run.options,
-                  timeout_s=run.options.time_limit_s, memory_mb=run.options.memory_mb, device=device,
+                  run=run, timeout_s=run.options.time_limit_s, memory_mb=run.options.memory_mb, device=device,
                   where=run.where() if device is not None else "", allow_unconfined=run.agent.allowUnconfined,
                   progress=progress, done=done, on_task=on_task, task_budget=args.task_budget)
     try:
