@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..analysis.types import DEFAULT_CHIP
 from ..analysis.verdict import COST_MODEL, CompileResult, TestResult, Timing, Verdict, try_speedup
 
 from .eval_metrics import CaseOutcome, TaskOutcome, summarize
@@ -87,7 +88,7 @@ class AgentRunner:
 class EvalJob:
     tasks: list
     methods: dict[str, Method]
-    chip: str = "v6e"
+    chip: str = DEFAULT_CHIP
     jobs: int = 1
     verify: bool = True
     tiers: tuple[int, ...] = (0, 1, 2)

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..analysis.types import DEFAULT_CHIP
 from .llm import keys
 from .prompts.prompt_paths import local
 from .prompts.planner_prompt import SYSTEM, TEMPLATE
@@ -43,7 +44,7 @@ def prompt(state: Any, source: str, history: list[dict], instruction: str = "") 
         extra += "\n## Chip table\n" + json.dumps(ctx["chips"]) + "\n"
     if ctx.get("docs"):
         extra += "\n## Pallas documentation\n" + "\n\n".join(ctx["docs"]) + "\n"
-    text = TEMPLATE.format(path=Path(state.path).name, source=source, chip=ctx.get("chip", "v6e"), baseline=baseline,
+    text = TEMPLATE.format(path=Path(state.path).name, source=source, chip=ctx.get("chip", DEFAULT_CHIP), baseline=baseline,
                            method=state.method or "?", context=extra, history=_history(history),
                            instruction=f"\n## Instruction from the engineer\n{instruction}\n" if instruction else "")
     return keys.redact(text)

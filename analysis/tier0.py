@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from . import ast_units, rules, sites as sites_mod, tasks as tasks_mod, tier0_memo
 from .source import Source, parse_bytes
 from .tier0_state import Tier0State
-from .types import Finding, KernelSite, KernelTask, Span
+from .types import DEFAULT_CHIP, Finding, KernelSite, KernelTask, Span
 
-DEFAULT_TARGET = "v6e"
+DEFAULT_TARGET = DEFAULT_CHIP  # the one default (analysis.types)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.codes import CODES
-from ..analysis.types import SEVERITIES, TIERS
+from ..analysis.types import DEFAULT_CHIP, SEVERITIES, TIERS
 
 from ..engine.checker import TARGETS  # the chips the checker accepts (jax-free module)
 
@@ -201,7 +201,7 @@ class AgentSettings:
 class Settings:
     """Everything pallasite reads from the editor or from [tool.pallasite]."""
 
-    target: str = setting("v6e", "The TPU chip the verdicts are for.", choices=TARGETS)
+    target: str = setting(DEFAULT_CHIP, "The TPU chip the verdicts are for.", choices=TARGETS)
     tiers: list = setting([0, 1, 2], "Check tiers run on open/save: 0 source rules, 1 Pallas lowering "
                                      "(CPU jaxlib), 2 the TPU compiler (libtpu, deviceless), "
                                      "3 interpret-mode run.")

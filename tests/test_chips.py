@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 import pytest
 
@@ -246,3 +247,20 @@ def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
         states[name] = (entry.states(), [list(e.mosaic_codes) for e in entry.errors])
     assert states["store_shape_fixed"] == ({"1": "ok", "2": "ok"}, [])
     assert states["tiling_int8_rows_broken"] == ({"1": "ok", "2": "error"}, [["E2002"]])  # the compiler's tiling rule
+
+
+def test_the_default_chip_is_named_once():
+    """Product code names its default chip as ``analysis.types.DEFAULT_CHIP``: a ``"v6e"`` literal stands only in
+    the chip table and that constant (and the candidate's process, which imports nothing of ours but its frames)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    allowed = {"analysis/types.py", "runner/judging/candidate.py"}
+    found = []
+    for layer in ("runner", "engine", "agents", "server", "analysis", "knowledge", "wire"):
+        for path in sorted((root / layer).rglob("*.py")):
+            rel = str(path.relative_to(root))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and node.value == "v6e" and rel not in allowed:
+                    found.append(f"{rel}:{node.lineno}")
+    assert not found, found

@@ -29,7 +29,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..analysis.types import ChipSpec, CostEstimate, Measurement, Provenance, from_json, to_json, type_hints
+from ..analysis.types import DEFAULT_CHIP, ChipSpec, CostEstimate, Measurement, Provenance, from_json, to_json, type_hints
 
 
 class ProtocolError(ValueError):
@@ -374,7 +374,7 @@ class CheckParams:
 
     OP: ClassVar[str] = "check"
     source: Sources
-    target: str = "v6e"
+    target: str = DEFAULT_CHIP
     tiers: tuple[int, ...] = (1, 2)
     time_limit_s: float | None = None
     script: bool = False
@@ -620,7 +620,7 @@ class EstimateParams:
 
     OP: ClassVar[str] = "estimate"
     source: Sources
-    chip: str = "v6e"
+    chip: str = DEFAULT_CHIP
     entry: str | None = None
     configs: tuple[dict[str, int], ...] = ()  # () estimates the file as it is
     kinds: dict[str, str] = field(default_factory=dict)
@@ -666,7 +666,7 @@ class LocateParams:
 
     OP: ClassVar[str] = "locate"
     source: Sources
-    target: str = "v6e"
+    target: str = DEFAULT_CHIP
     entries: tuple[str, ...] | None = None  # the entries tier 3 found wrong (None: every task of the file)
     budget_s: float = 60.0
     fresh_sets: int = 3

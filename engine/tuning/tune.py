@@ -36,7 +36,7 @@ from typing import Any
 from ...analysis import feasibility
 from ...analysis.source import Source, apply_edits
 from ...analysis.tunables import apply_config, find_tunables, kinds
-from ...analysis.types import CostEstimate, Measurement, Provenance, TextEdit, Tunable
+from ...analysis.types import DEFAULT_CHIP, CostEstimate, Measurement, Provenance, TextEdit, Tunable
 from ...analysis.verdict import COST_MODEL, CompileResult, JudgedBy, Speedup, TestResult, Timing, Verdict, rank, timing_of, try_speedup
 
 from ...wire.messages import EstimateResult
@@ -81,7 +81,7 @@ class TuneError(Exception):
 
 @dataclass(frozen=True)
 class TuneOptions:
-    chip: str = "v6e"
+    chip: str = DEFAULT_CHIP
     entry: str | None = None
     budget: int | None = None
     declared: Mapping[str, Sequence[int]] | None = None  # the `tunables` setting (wins over the file)

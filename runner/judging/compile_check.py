@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
+from ...analysis.types import DEFAULT_CHIP
 from .channel import CandidateGone, end, receive, send_frame, spawn
 
 # --------------------------------------------------------------------------- the check op
@@ -38,7 +39,7 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
 
     sock, pid = spawn("check", {"check": to_json(dataclasses.replace(params, tiers=tuple(sorted(set(asked) - {2} | {1})))),
                                 "progress": progress is not None})
-    target = str(params.target or "v6e")
+    target = str(params.target or DEFAULT_CHIP)
     unavailable = tiers_mod.tier2_unavailable(target) if target in tiers_mod.CHIPS else f"unknown target {target!r}"
     try:
         while True:
@@ -88,7 +89,7 @@ def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, 
     lowered, its own tier 1 (``unavailable``: why tier 2 cannot run here, found while the candidate ran)."""
     from ...wire.messages import Stage
 
-    target = str(params.target or "v6e")
+    target = str(params.target or DEFAULT_CHIP)
     if unavailable:
         result.setdefault("unavailable", {})["2"] = unavailable
     known = {str(k): str(v) for k, v in (params.tier2_known or {}).items()}

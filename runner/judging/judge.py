@@ -33,13 +33,14 @@ import sys
 import time
 from typing import Any, Callable
 
+from ...analysis.types import DEFAULT_CHIP
 from .channel import CandidateGone, Isolation, end, gone_why, prefork, receive, send_frame, spawn
 from .trusted import trusted_prep
 
 JUDGE = "the judge"  # analysis/verdict.JudgedBy.JUDGE's value
 
 
-def candidate_params(params: dict[str, Any], target: str = "v6e") -> dict[str, Any]:
+def candidate_params(params: dict[str, Any], target: str = DEFAULT_CHIP) -> dict[str, Any]:
     """What the candidate's process is told: its own file and task, and the chip its program is exported
     for (``target``: its hardware questions are answered as that chip's); nothing of the judge's."""
     keep = ("path", "text", "modules", "package", "entry", "config", "reference_path", "reference_text",
@@ -53,7 +54,7 @@ def target_of(params: dict[str, Any], prep: Any) -> str:
 
     kind = str(prep.device_kind or "")
     by_kind = {t.device_kind: t.name for t in CHIP_TARGETS}
-    return by_kind.get(kind) or str(params.get("estimate_chip") or "") or "v6e"
+    return by_kind.get(kind) or str(params.get("estimate_chip") or "") or DEFAULT_CHIP
 
 
 def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None,
