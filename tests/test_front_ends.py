@@ -143,3 +143,17 @@ def test_a_front_end_deciding_its_own_setup_is_caught(tmp_path):
     (tmp_path / "commands" / "cmd_tune.py").write_text("from ...knowledge.store import ResultsStore\n"
                                           "def run(args):\n    return ResultsStore.open(args.path)\n")
     assert setup_made_in_front_ends(tmp_path) == ["cmd_tune: ResultsStore"]
+
+
+def functions_taking_args(path: Path) -> list[str]:
+    """The functions of a front end with an ``args`` parameter (argparse's Namespace, by this code's convention)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sorted(node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and any(a.arg == "args" for a in node.args.args + node.args.kwonlyargs))
+
+
+def test_optimize_converts_its_arguments_once_at_the_door(tmp_path):
+    """issue 61: optimize's flags become its typed request in ``_request``; nothing below ``run`` takes argparse."""
+    assert functions_taking_args(SERVER / "commands" / "cmd_optimize.py") == ["_request", "run"]
+    (tmp_path / "cmd_x.py").write_text("def run(args):\n    return _render(args)\n\ndef _render(args):\n    return 0\n")
+    assert functions_taking_args(tmp_path / "cmd_x.py") == ["_render", "run"]
