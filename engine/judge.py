@@ -14,7 +14,7 @@ a candidate is judged, and nothing else does:
 Its four methods are the phases, each returning the one typed result of analysis/verdict.py:
 ``compile(text) -> CompileResult`` (the checker's tiers for the chip), ``test(text) -> TestResult`` (the
 ``time`` op's integrity checks: interpret mode at reduced shapes, or the device), ``time(text) ->
-Timed`` (the cost model's estimate, or the device median; with the reference's figure where the same
+Timed`` (analysis/timed.py: the cost model's estimate, or the device median; with the reference's figure where the same
 request made one) and ``verdict(text) -> Verdict`` (the three combined once, with ``judged_by``: which
 process compared and timed the candidate, as the worker said). The verified fixer's proposals go through it
 too (``check``: the checker's whole report at the fix's tiers). What a run does with its judge besides
@@ -33,6 +33,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
+from ..analysis.timed import Timed
 from ..analysis.types import to_json
 from ..analysis.verdict import (COST_MODEL, CompileResult, JudgedBy, TestResult, Timing, Verdict, compile_result,
                                 judge_tiers, timing_of)
@@ -102,20 +103,6 @@ class Trusted:
     def is_reference(self, text: str) -> bool:
         """Whether ``text`` is the trusted side's own (the original, the task's reference)."""
         return text == self.original
-
-
-@dataclass(frozen=True)
-class Timed:
-    """The time phase: the candidate's figure and, where the same request made one, the reference's
-    (eval: the task's reference by the same model or on the same device); ``why`` says what is missing;
-    ``profile``: the breakdown the planner reads; ``lower_bound``: the estimate leaves manual DMAs out."""
-
-    candidate: Timing | None
-    reference: Timing | None = None
-    why: str = ""
-    profile: str = ""
-    lower_bound: bool = False
-    summary: str = ""
 
 
 class Judge:

@@ -18,6 +18,7 @@ from pallasite.analysis.feasibility import rejections  # noqa: E402
 from pallasite.analysis.source import Source, apply_edits  # noqa: E402
 from pallasite.analysis.tunables import apply_config, default_candidates, find_tunables  # noqa: E402
 from pallasite.analysis.types import BlockCost, CallCost, CostEstimate, Measurement, Provenance  # noqa: E402
+from pallasite.analysis.verdict import timing_of  # noqa: E402
 from pallasite.engine.tuning.tune import TuneError, TuneOptions, tune  # noqa: E402
 from pallasite.engine.tuning.tune_search import neighbours, search  # noqa: E402
 from pallasite.knowledge.store import ResultsStore  # noqa: E402
@@ -303,7 +304,7 @@ def test_without_a_device_the_best_estimate_is_tested_by_the_judge(tmp_path):
 
 
 def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
-    from pallasite.engine.tuning.tune import Timed
+    from pallasite.analysis.timed import Timed
 
     path, text = _read("matmul")
     make, _ = _estimator()
@@ -312,7 +313,7 @@ def test_device_timings_with_the_reference_give_both_speedups(tmp_path):
     async def timer(configs):
         ref = Measurement(status="ok", provenance=Provenance.DEVICE, device_kind="TPU v5 lite", method="fake",
                           median_ns=4e5)
-        return [Timed(m, ref) for m in await inner(configs)]
+        return [Timed.of(m, ref) for m in await inner(configs)]
 
     report = asyncio.run(tune(path, text, TuneOptions(chip="v5e", backend="fake"), make(path, text), timer=timer))
     best = report.outcome(report.best)
@@ -330,7 +331,7 @@ def test_device_timings_send_the_configured_file_with_the_trusted_one_and_read_t
     from pallasite.analysis.types import to_json
     from pallasite.engine.workers.client import Reply
     from pallasite.engine.judge import Judge, Trusted
-    from pallasite.engine.tuning.tune import Timed
+    from pallasite.analysis.timed import Timed
     from pallasite.engine.checker import CheckOptions
     from pallasite.wire import messages
 
@@ -350,7 +351,8 @@ def test_device_timings_send_the_configured_file_with_the_trusted_one_and_read_t
     judge = Judge(None, CheckOptions(target="v6e"), Trusted.of_file(path, text), confined=False)
     timer = config_timer(judge, text, TuneOptions(chip="v6e"), backend=Backend())
     (timed,) = asyncio.run(timer([{"block_rows": 128, "block_cols": 512}]))
-    assert isinstance(timed, Timed) and timed.candidate == cand and timed.reference == cand
+    assert isinstance(timed, Timed) and timed.measured == cand and timed.candidate == timing_of(cand)
+    assert timed.reference == timing_of(cand) and timed.device_s == 1e-6
     assert timed.test.outcome == "ok" and timed.judged_by.value == "the judge"
     params, purpose = sent[0]
     assert purpose == "device" and isinstance(params, messages.TimeParams) and not params.config

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from fake_devices import FakeDevice, Gauge
 from pallasite.analysis.types import Measurement, Provenance
 from pallasite.engine.workers.backend import Reply
@@ -38,7 +40,8 @@ def test_a_batch_is_timed_at_once_on_the_pool_in_the_batchs_order():
             await pool.close()
 
     timed = asyncio.run(go())
-    assert [t.candidate.median_ns for t in timed] == [1000.0 * b for b in range(1, 9)]
+    assert [t.measured.median_ns for t in timed] == [1000.0 * b for b in range(1, 9)]
+    assert [t.device_s for t in timed] == pytest.approx([1e-6 * b for b in range(1, 9)])
     assert all(t.candidate.device_kind == KIND for t in timed)
     assert gauge.most == 4
 

@@ -36,8 +36,9 @@ from typing import Any
 from ...analysis import feasibility
 from ...analysis.source import Source, apply_edits
 from ...analysis.tunables import apply_config, find_tunables, kinds
+from ...analysis.timed import Timed
 from ...analysis.types import DEFAULT_CHIP, CostEstimate, Measurement, Provenance, TextEdit, Tunable
-from ...analysis.verdict import COST_MODEL, CompileResult, JudgedBy, Speedup, TestResult, Timing, Verdict, rank, timing_of, try_speedup
+from ...analysis.verdict import COST_MODEL, CompileResult, JudgedBy, Speedup, TestResult, Timing, Verdict, rank, try_speedup
 
 from ...wire.messages import EstimateResult
 
@@ -59,19 +60,8 @@ Tester = Callable[[str], Awaitable[TestResult]]
 Progress = Callable[[str, "float | None"], None]
 
 
-@dataclass(frozen=True)
-class Timed:
-    """One device timing of a configuration (the judge's ``time`` request): the candidate's measurement, the
-    reference timed beside it, the test that request ran, and who judged it (as the worker's reply says)."""
-
-    candidate: Measurement
-    reference: Measurement | None = None
-    test: TestResult | None = None  # None: the timer did not say (its measurement alone)
-    judged_by: JudgedBy = JudgedBy.UNKNOWN
-
-
 # configs -> one timing per config (provenance DEVICE, or a failure status); a plain Measurement stands for
-# Timed(measurement)
+# Timed.of(measurement)
 DeviceTimer = Callable[[Sequence[dict[str, int]]], Awaitable[Sequence["Measurement | Timed"]]]
 
 
@@ -431,23 +421,23 @@ async def _search_on_device(run: _Run, feasible: dict[Config, float], timer: Dev
     keys, options = run.keys, run.options
     stored = keys.stored_timings(list(feasible))
     run.reused.update(stored)
-    run.timed.update({c: Timed(m) for c, m in stored.items()})
-    known = {c: _seconds(m) for c, m in stored.items()}
+    run.timed.update({c: Timed.of(m) for c, m in stored.items()})
+    known = {c: run.timed[c].device_s for c in stored}
     crashed: list[str] = []  # evaluations the backend did not finish (a crash, a lost worker, no Ray)
     done = {"n": 0}
 
     async def evaluate(configs: Sequence[Config]) -> list[float | None]:
         timed = await timer([dict(c) for c in configs])
-        for config, t in zip(configs, (t if isinstance(t, Timed) else Timed(t) for t in timed)):
+        for config, t in zip(configs, (t if isinstance(t, Timed) else Timed.of(t) for t in timed)):
             t = _device_only(t)
-            if t.candidate.status == "crash":  # the worker or the backend failed, not the configuration: tried
-                crashed.append(t.candidate.error or t.candidate.status)  # again next run, never stored
+            if t.measured is None or t.measured.status == "crash":  # the worker or the backend failed, not the
+                crashed.append(t.why or "crash")  # configuration: tried again next run, never stored
             else:
-                keys.put_timing(config, t.candidate)
+                keys.put_timing(config, t.measured)
             run.timed[config] = t
         done["n"] += len(configs)
         run.say(f"measured {done['n']} configurations", 0.1 + 0.9 * min(1.0, done["n"] / max(1, len(feasible))))
-        return [_seconds(run.timed[c].candidate) for c in configs]
+        return [run.timed[c].device_s for c in configs]
 
     if any(t is not None for t in known.values()) and keys.finished_run():  # a run that timed something
         run.notes.append("reused a finished tuning run (same code, chip, versions, backend)")
@@ -469,16 +459,12 @@ async def _search_on_device(run: _Run, feasible: dict[Config, float], timer: Dev
 
 def _device_only(t: Timed) -> Timed:
     """A timing that is not a device timing (CPU, interpret) never ranks: said as its failure."""
-    m = t.candidate
-    if m.provenance is Provenance.DEVICE:
+    m = t.measured
+    if m is None or m.provenance is Provenance.DEVICE:
         return t
     why = f"not a device timing ({m.provenance.value}): not used for ranking"
-    return replace(t, candidate=replace(m, status="runtime_error", median_ns=None, error=why),
-                   test=TestResult.not_verified(why))
-
-
-def _seconds(m: Measurement) -> float | None:
-    return m.median_ns / 1e9 if m.status == "ok" and m.median_ns else None
+    return replace(t, candidate=None, why=why, test=TestResult.not_verified(why),
+                   measured=replace(m, status="runtime_error", median_ns=None, error=why))
 
 
 def _judge_s_test(run: _Run, tester: Tester | None) -> Callable[[Config], Awaitable[bool | None]]:
@@ -588,7 +574,7 @@ def _verdict(run: _Run, config: Config, device: bool) -> Verdict:
                        judged_by=run.judged_by)
     if device:
         timed = run.timed.get(config)
-        timing = timing_of(timed.candidate) if timed is not None and _seconds(timed.candidate) else None
+        timing = timed.candidate if timed is not None and timed.device_s else None
         return Verdict(_compile_part(run, config), _device_test(run, config, timed, timing), timing,
                        judged_by=timed.judged_by if timed is not None else JudgedBy.UNKNOWN)
     test = run.tests.get(config) or TestResult.not_verified(
@@ -605,7 +591,7 @@ def _device_test(run: _Run, config: Config, timed: Timed | None, timing: Timing 
     if timed.test is not None:
         return timed.test
     if timing is None:
-        return TestResult.not_verified(f"not timed: {timed.candidate.error or timed.candidate.status}")
+        return TestResult.not_verified(f"not timed: {timed.why}")
     if config in run.reused:
         return TestResult.not_verified("its device timing was read back from the results store, without its test")
     return TestResult.not_verified("the device timer ran no test")
@@ -633,9 +619,8 @@ def _compile_part(run: _Run, config: Config) -> CompileResult:
 def _report(run: _Run, judged: Sequence[Config], explored: Exploration, searched: SearchResult, best: Config | None,
             audited: list[tuple[Config, int, CompileResult]]) -> TuneReport:
     device = searched.strategy != "ranked by the estimate"
-    reference_ns = sorted(t.reference.median_ns for t in run.timed.values() if t.reference is not None
-                          and t.reference.provenance is Provenance.DEVICE and t.reference.status == "ok"
-                          and t.reference.median_ns)
+    reference_s = sorted(t.reference.seconds for t in run.timed.values()
+                         if t.reference is not None and t.reference.provenance == "device")
     chip, worker = run.options.chip, run.keys.worker
     return TuneReport(
         current_vs_reference=pair(run.estimates.get(run.current), run.reference, chip) if run.current in run.estimates
@@ -647,7 +632,7 @@ def _report(run: _Run, judged: Sequence[Config], explored: Exploration, searched
         rejected=feasibility.summarize(run.precheck.values()), evaluations=len(searched.order), reused=len(run.reused),
         strategy=searched.strategy, stopped=searched.stopped, reference=run.reference, notes=tuple(run.notes),
         space_size=explored.size, explored=explored.summary(),
-        reference_s=reference_ns[len(reference_ns) // 2] / 1e9 if reference_ns else None,
+        reference_s=reference_s[len(reference_s) // 2] if reference_s else None,
         edits=apply_config(run.tunables, dict(best)) if best is not None else (),
         device_kind=worker[0] if worker else "", versions=worker[1] if worker else (),
         current_compile=run.compiles.get(run.current), best_compile=run.compiles.get(best) if best is not None else None,

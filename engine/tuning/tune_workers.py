@@ -19,13 +19,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ...analysis.timed import Timed
 from ...analysis.types import Measurement, Provenance, from_json
 from ...analysis.verdict import TestResult
 
 from ...wire.messages import EstimateParams, EstimateResult
 
 from ..sources import sources_for, trusted_sources
-from .tune import Timed, TuneError
+from .tune import TuneError
 
 # configurations in one estimate request, at most: the file's process that traced them ends with the request,
 # so a larger batch spends less on starting that process and the judge's verifier (one per request), while one
@@ -102,8 +103,8 @@ def worker_timer(backend: Any, request_for: Callable[[dict[str, int]], Any], chi
     from ..judge_phase import judged_by, test_result
 
     def failed(why: str, status: str) -> Timed:
-        return Timed(Measurement(status=status, provenance=Provenance.DEVICE, device_kind=chip, method="time op",
-                                 error=why[:500]), test=TestResult.not_verified(f"not timed: {why}"[:500]))
+        return Timed.of(Measurement(status=status, provenance=Provenance.DEVICE, device_kind=chip, method="time op",
+                                    error=why[:500]), test=TestResult.not_verified(f"not timed: {why}"[:500]))
 
     async def time_one(config: dict[str, int]) -> Timed:
         reply = await backend.request(request_for(config), purpose="device", timeout_s=timeout_s,
@@ -115,7 +116,7 @@ def worker_timer(backend: Any, request_for: Callable[[dict[str, int]], Any], chi
         test = test_result(reply, "the time op on the device")
         if cand is None:
             return replace(failed(str(result.error or result.verdict), "runtime_error"), test=test)
-        return Timed(cand, _measurement(getattr(result, "reference", None)), test=test, judged_by=judged_by(reply))
+        return Timed.of(cand, _measurement(getattr(result, "reference", None)), test=test, judged_by=judged_by(reply))
 
     async def time_configs(configs: Sequence[dict[str, int]]) -> list[Timed]:
         return list(await asyncio.gather(*(time_one(dict(config)) for config in configs)))
