@@ -111,3 +111,36 @@ def test_a_circle_between_a_folder_and_a_top_module_is_seen(tmp_path):
     assert circles(graph) == [["checker", "workers"]]
     (layer / "workers" / "spawn.py").write_text("import os\n")
     assert circles(arrows(layer)) == []
+
+
+ONE_HOME = ("Timed", "Timing", "Verdict", "TestResult", "CompileResult", "Measurement", "RunRequest", "RunSetup")
+
+
+def homes(root: Path, names: tuple[str, ...]) -> dict[str, list[str]]:
+    """Where product code defines a class or constant of each name (module paths relative to ``root``)."""
+    found: dict[str, list[str]] = {n: [] for n in names}
+    for layer in LAYERS:
+        for path in (root / layer).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                defined = [node.name] if isinstance(node, ast.ClassDef) else [
+                    t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)] if isinstance(
+                    node, ast.Assign) else []
+                for name in defined:
+                    if name in found:
+                        found[name].append(str(path.relative_to(root)))
+    return found
+
+
+def test_each_concept_has_one_home():
+    """The time phase's figure, the verdict and its parts, a run's request and setup are each defined once
+    (issue 61: two ``Timed`` classes with different fields answered two timers)."""
+    many = {name: where for name, where in homes(ROOT, ONE_HOME).items() if len(where) != 1}
+    assert not many, many
+
+
+def test_a_second_home_is_seen(tmp_path):
+    for layer in LAYERS:
+        (tmp_path / layer).mkdir()
+    (tmp_path / "engine" / "judge.py").write_text("class Timed:\n    pass\n")
+    (tmp_path / "analysis" / "timed.py").write_text("from dataclasses import dataclass\n@dataclass\nclass Timed:\n    x: int\n")
+    assert sorted(homes(tmp_path, ("Timed",))["Timed"]) == ["analysis/timed.py", "engine/judge.py"]
