@@ -51,7 +51,7 @@ def main() -> None:
             for carry in ((True, False) if run % 2 else (False, True)):
                 with switched(carry):
                     started = time.perf_counter()
-                    result = checks.handle_check(CheckParams(source=sources_for(path), target="v6e", tiers=tiers))
+                    result = checks.handle_check(CheckParams(source=sources_for(path), chip="v6e", tiers=tiers))
                     spent = time.perf_counter() - started
                 states[carry] = [e.states() for e in result.entries]
                 if run:

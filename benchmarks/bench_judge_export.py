@@ -5,7 +5,7 @@ tests/data/optimize/add.py) through a confined worker, as the commands send them
 
 - ``judged (optimize)``: what optimize, search and eval send per candidate without a device: the
   exported program tested at the judge's sizes and priced by the cost model for v6e (``shrink`` +
-  ``estimate_chip``; nothing timed);
+  ``chip``; nothing timed);
 - ``judged + timed``: the same program also timed ``--runs`` rounds against the reference by the
   judge's clock (what ``pallasite time`` asks).
 
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 USER = ROOT / "tests" / "data" / "optimize" / "add.py"
 CANDIDATE = ROOT / "tests" / "data" / "judge_export" / "right.py"
-PATHS = {"judged (optimize)": {"shrink": True, "estimate_chip": "v6e"}, "judged + timed": {}}
+PATHS = {"judged (optimize)": {"shrink": True, "chip": "v6e"}, "judged + timed": {}}
 
 
 async def measure(name: str, repeats: int, runs: int) -> tuple[list[float], list[dict]]:

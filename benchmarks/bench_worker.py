@@ -88,7 +88,7 @@ async def main_async(args: argparse.Namespace) -> None:
     if not args.skip_check:
         for tiers in ((1,), (2,), (1, 2)):
             name = f"check tiers {'+'.join(map(str, tiers))} (3 kernels)"
-            cases.append((name, CheckParams(source=sources_for(THREE_KERNELS), target=args.target, tiers=tiers)))
+            cases.append((name, CheckParams(source=sources_for(THREE_KERNELS), chip=args.target, tiers=tiers)))
     for name, params in cases:
         cold, warm = await measure(params, args.runs, args.cold_runs, config)
         print(row(name, cold, warm), flush=True)

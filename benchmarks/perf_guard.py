@@ -192,7 +192,7 @@ async def _judged(count: int) -> list[float] | str:
     candidate = (ROOT / "tests" / "data" / "judge_export" / "right.py").read_text()
     params = dataclasses.replace(
         time_request(TaskFiles(str(user_path)), "time", runs=3, warmup=1, text=candidate,
-                     trusted=(str(user_path), user_path.read_text())), shrink=True, estimate_chip="v6e")
+                     trusted=(str(user_path), user_path.read_text())), shrink=True, chip="v6e")
     took = []
     async with WorkerClient(WorkerConfig(confine=True, timeout_s=600)) as worker:
         first = await worker.request(params)  # imports, caches: not counted

@@ -397,7 +397,7 @@ class Checker:
 
     async def _request(self, client, source: Sources, tiers, progress, entries=None, tier2_known=None,
                        inferred=(), callers=()) -> Reply:
-        params = CheckParams(source=source, target=self.options.target, tiers=tuple(tiers),
+        params = CheckParams(source=source, chip=self.options.target, tiers=tuple(tiers),
                              time_limit_s=self.options.time_limit_s, script=self.options.script,
                              entries=tuple(entries) if entries is not None else None,
                              tier2_known=dict(tier2_known or {}), inferred=tuple(inferred), callers=tuple(callers),

@@ -207,7 +207,7 @@ def _bound_words(kinds: set[str]) -> str:
 def pair_result(result: EstimateResult, index: int = 0) -> PairedEstimate:
     """``pair`` for one configuration of a worker's estimate reply."""
     kernel = result.estimates[index] if len(result.estimates) > index else None
-    return pair(kernel, result.reference, result.chip.name)
+    return pair(kernel, result.reference, result.spec.name)
 
 
 async def estimate_pair(backend: Any, source: Sources, chip: str, *, entry: str | None = None,

@@ -230,7 +230,7 @@ class Judge:
         async def run() -> Any:
             params = dataclasses.replace(time_request(self.trusted.files(), "time", runs=1, warmup=0, extra_shape=True,
                                                       text=self.trusted.text(text), trusted=self.trusted.own),
-                                         shrink=True, estimate_chip=self.chip, reference_estimate=self.trusted.task,
+                                         shrink=True, chip=self.chip, reference_estimate=self.trusted.task,
                                          checks=self.verify)
             return await self.backend().request(params, purpose="job", timeout_s=self.timeout_s)
         return await self._once("interpret", text, run)

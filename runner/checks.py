@@ -54,7 +54,7 @@ from .tiers import (CHIPS, _line_watch, _plain_error, _restored_config, _say, _t
 
 def handle_check(params: messages.CheckParams, progress: Callable[..., Any] | None = None) -> messages.CheckResult:
     """Run the requested compiler tiers on every task of the sent file (typed in, typed out)."""
-    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
+    plain = {"path": params.source.path, "text": params.source.text, "chip": params.chip,
              "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
              "entries": list(params.entries) if params.entries is not None else None,
              "tier2_known": dict(params.tier2_known),
@@ -74,7 +74,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
     started = time.monotonic()
     say = _say(progress)
     path, text, target, tiers = check_params(params)
-    result: dict[str, Any] = {"target": target, "tiers": tiers, "tasks_found": 0, "errors": [], "unavailable": {},
+    result: dict[str, Any] = {"chip": target, "tiers": tiers, "tasks_found": 0, "errors": [], "unavailable": {},
                               "entries": [], "versions": versions()}
     only = {str(n) for n in params["entries"]} if isinstance(params.get("entries"), (list, tuple)) else None
     known = {str(k): str(v) for k, v in (params.get("tier2_known") or {}).items()}

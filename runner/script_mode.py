@@ -81,7 +81,7 @@ def handle_script_check(params: dict[str, Any], progress: Callable[..., Any] | N
     started = time.monotonic()
     say = _say(progress)
     path, text, target, tiers = check_params(params)
-    result: dict[str, Any] = {"target": target, "tasks_found": 0, "errors": [], "unavailable": {}, "entries": [],
+    result: dict[str, Any] = {"chip": target, "tasks_found": 0, "errors": [], "unavailable": {}, "entries": [],
                               "script": {"calls": 0, "distinct": 0}}
     if target not in CHIPS:
         result["errors"].append(_plain_error("task", f"unknown target {target!r}; use one of {', '.join(CHIPS)}"))

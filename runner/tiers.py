@@ -239,7 +239,7 @@ def memory_figures(compiled: Any) -> dict[str, int] | None:
 
 def check_params(params: dict[str, Any]) -> tuple[str, str | None, str, list[int]]:
     """A ``check`` request's file (absolute), its text (None: read the file), chip and tiers (default 1-2)."""
-    return (os.path.abspath(str(params["path"])), params.get("text"), str(params.get("target") or DEFAULT_CHIP),
+    return (os.path.abspath(str(params["path"])), params.get("text"), str(params.get("chip") or DEFAULT_CHIP),
             sorted({int(t) for t in params.get("tiers") or (1, 2)}))
 
 

@@ -108,7 +108,7 @@ def estimate_result(task: tasks_runtime.RuntimeTask, chip: ChipSpec, estimates: 
     """The ``estimate`` op's result: one estimate per configuration, in order, with the inputs they were made at."""
     found = installed_versions()
     return messages.EstimateResult(
-        entry=task.name, chip=chip, estimates=tuple(estimates), reference=reference,
+        entry=task.name, spec=chip, estimates=tuple(estimates), reference=reference,
         inputs=tuple(messages.InputSig(tuple(int(d) for d in a.shape), str(a.dtype)) for a in args if hasattr(a, "shape")),
         jax=found.get("jax"), libtpu=found.get("libtpu"), floors=floors, judged_by=judged_by)
 

@@ -53,7 +53,7 @@ def default_result(params: Any) -> Any:
         return messages.ImportResult(module="fake", path=params.source.path)
     if isinstance(params, messages.CheckParams):
         outcomes = tuple(messages.TierOutcome(t, messages.TierState.OK) for t in params.tiers)
-        return messages.CheckResult(target=params.target, tiers=tuple(params.tiers), tasks_found=1,
+        return messages.CheckResult(chip=params.chip, tiers=tuple(params.tiers), tasks_found=1,
                                     entries=(messages.CheckEntry(name="kernel", tiers=outcomes),))
     if isinstance(params, (messages.TimeParams, messages.ProfileParams)):
         return messages.TimeResult(verdict="ok", entry=params.entry or "kernel", path=params.source.path,

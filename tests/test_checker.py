@@ -153,7 +153,7 @@ def test_syntax_error_skips_the_compiler_tiers_without_a_worker():
 def test_no_task_gives_pls900_when_the_files_own_code_makes_no_call():
     """No task and no shapes in the source: the worker still imports the file (its top-level code may
     call the kernel, runner/tasks/tasks_recorded.py); when it comes back with nothing, PLS900 (information)."""
-    client = RecordingClient(Reply(status="ok", result={"target": "v6e", "tiers": [1, 2], "entries": [], "errors": [],
+    client = RecordingClient(Reply(status="ok", result={"chip": "v6e", "tiers": [1, 2], "entries": [], "errors": [],
                                                         "unavailable": {}}))
     report = _check(Checker(CheckOptions(), client=client), os.path.join(LIMITS, "no_task.py"))
     assert [r.inferred for r in client.requests] == [()]
@@ -163,7 +163,7 @@ def test_no_task_gives_pls900_when_the_files_own_code_makes_no_call():
 
 
 def test_unsaved_text_is_what_gets_checked():
-    client = RecordingClient(Reply(status="ok", result={"target": "v6e", "tiers": [1], "entries": [], "errors": [],
+    client = RecordingClient(Reply(status="ok", result={"chip": "v6e", "tiers": [1], "entries": [], "errors": [],
                                                         "unavailable": {}}))
     with open(os.path.join(DATA, "tiling_lanes_fixed.py"), encoding="utf-8") as f:
         text = f.read().replace("(8, 256)", "(8, 100)")

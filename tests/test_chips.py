@@ -240,7 +240,7 @@ def test_7x_is_a_check_target_whose_tiers_1_and_2_run():
     for name in ("store_shape_fixed", "tiling_int8_rows_broken"):
         path = os.path.join(corpus, f"{name}.py")
         with open(path, encoding="utf-8") as f:
-            params = CheckParams(source=sources_for(path, f.read()), target="7x", tiers=(1, 2), time_limit_s=120)
+            params = CheckParams(source=sources_for(path, f.read()), chip="7x", tiers=(1, 2), time_limit_s=120)
         result = handle_check(params)
         assert result.unavailable == {}
         [entry] = result.entries

@@ -31,7 +31,7 @@ def env():
             return loop.run_until_complete(checker.check(os.path.join(TASKS, name)))
 
         def raw(self, name, tiers=(1,)):
-            params = CheckParams(source=sources_for(os.path.join(TASKS, name)), target="v5e", tiers=tuple(tiers))
+            params = CheckParams(source=sources_for(os.path.join(TASKS, name)), chip="v5e", tiers=tuple(tiers))
             reply = loop.run_until_complete(client.request(params))
             assert reply.status == "ok", reply.message
             return reply.result
@@ -124,7 +124,7 @@ def test_without_libtpu_tier2_is_skipped_with_the_install_hint_and_tier1_still_r
     monkeypatch.setattr(iu, "find_spec",
                         lambda name, *a: None if name == "libtpu" else real_find_spec(name, *a))
     path = os.path.join(os.path.dirname(TASKS), "store_shape_fixed.py")
-    result = checks.handle_check(CheckParams(source=sources_for(path), target="v6e", tiers=(1, 2)))
+    result = checks.handle_check(CheckParams(source=sources_for(path), chip="v6e", tiers=(1, 2)))
     assert result.unavailable == {"2": tiers.LIBTPU_HINT}
     [entry] = result.entries
     assert entry.states() == {"1": "ok", "2": "skipped: libtpu is not installed"}

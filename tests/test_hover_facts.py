@@ -46,7 +46,7 @@ def _reply(**memory) -> dict:
     call = {"lines": [24], "kernel": "gemm_kernel", "kernel_line": 11, "vmem_bytes": 393216, "grid": [2, 2, 1],
             "buffers": [{"role": r, "index": i, "shape": [128, 128], "dtype": "float32", "bytes": 65536, "buffers": 2}
                         for r, i in (("in_specs", 0), ("in_specs", 1), ("out_specs", 0))]}
-    return {"target": "v6e", "tiers": [1, 2], "entries": [{
+    return {"chip": "v6e", "tiers": [1, 2], "entries": [{
         "name": "gemm", "tiers": {"1": "ok", "2": "ok"}, "inputs": [[[256, 128], "float32"], [[128, 256], "float32"]],
         "memory": memory or None, "reached": [call]}]}
 

@@ -76,7 +76,7 @@ def _worker_locate(name: str) -> messages.LocatedEntry:
 
     path = DATA / f"{name}.py"
     source = messages.Sources(messages.SourceFile(str(path), path.read_text()))
-    (entry,) = handle_locate(messages.LocateParams(source=source, target="v6e", budget_s=120)).entries
+    (entry,) = handle_locate(messages.LocateParams(source=source, chip="v6e", budget_s=120)).entries
     return entry
 
 
@@ -105,7 +105,7 @@ def test_a_correct_kernel_is_skipped_and_nothing_is_edited(tmp_path):
     path = tmp_path / "fixed.py"
     path.write_text(text)
     source = messages.Sources(messages.SourceFile(str(path), text))
-    (entry,) = handle_locate(messages.LocateParams(source=source, target="v6e", budget_s=30)).entries
+    (entry,) = handle_locate(messages.LocateParams(source=source, chip="v6e", budget_s=30)).entries
     assert entry.state == "skipped" and "right" in entry.reason and entry.fix is None
 
 

@@ -27,7 +27,7 @@ def _check(path: str, tiers: tuple[int, ...]):
     from pallasite.wire.messages import CheckParams
 
     text = Path(path).read_text()
-    result = checks.handle_check(CheckParams(source=sources_for(path), target="v6e", tiers=tiers))
+    result = checks.handle_check(CheckParams(source=sources_for(path), chip="v6e", tiers=tiers))
     return text, result, locate.locate_result(result, text, tier0.analyze(text, path, target="v6e"), "v6e")
 
 

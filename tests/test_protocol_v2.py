@@ -76,7 +76,7 @@ OPS = [  # the check op last: the tests below take it as OPS[-1]
                                                 functions=(FunctionInfo("f", 3),), constants={"ROWS": 8})),
     (messages.EstimateParams(source=SOURCES, chip="v5e", entry="matmul", configs=({"bm": 128}, {"bm": 256}),
                              kinds={"bm": "keyword"}, reference=True, probe=False),
-     messages.EstimateResult(entry="matmul", chip=CHIP, estimates=(
+     messages.EstimateResult(entry="matmul", spec=CHIP, estimates=(
          CostEstimate(chip="v5e", config=(("bm", 128),), status="ok", calls=(CallCost(
              kernel="mm", grid=(8, 1), steps=8, blocks=(BlockCost("in", 0, "args[0]", (1024, 128), (128, None),
                                                                   "bfloat16", "vmem", 2, 8, 262144),),
@@ -86,7 +86,7 @@ OPS = [  # the check op last: the tests below take it as OPS[-1]
              assumptions=("a",)),
          CostEstimate(chip="v5e", config=(("bm", 256),), status="trace_error", error="ZeroDivisionError")),
          reference={"flops": 1.0, "source": "XLA"}, inputs=(InputSig((1024, 128), "bfloat16"),), jax="0.10.2")),
-    (messages.LocateParams(source=SOURCES, target="v6e", entries=("matmul",), budget_s=30.0, fresh_sets=2),
+    (messages.LocateParams(source=SOURCES, chip="v6e", entries=("matmul",), budget_s=30.0, fresh_sets=2),
      messages.LocateResult(entries=(
          messages.LocatedEntry("matmul", "fixed", kernel="k", verified_sets=2, shapes="float32[256, 128]",
                                fix=messages.SourceEdit(19, 28, 19, 39, "rows >= cols", "rows > cols", "`>` -> `>=`",
@@ -100,12 +100,12 @@ OPS = [  # the check op last: the tests below take it as OPS[-1]
                          candidate=Measurement(status="ok", provenance=Provenance.DEVICE, device_kind="TPU v6 lite",
                                                method="device time", samples_ns=(1.0, 2.0), median_ns=1.5),
                          speedup={"value": 25.0, "baseline": "XLA"})),
-    (messages.ProfileParams(source=SOURCES, target="v5e", trace_dir="/tmp/t"),
+    (messages.ProfileParams(source=SOURCES, chip="v5e", trace_dir="/tmp/t"),
      messages.TimeResult(verdict="rejected", rejections=(messages.Trick("partial_write", "half", {"unwritten": 8}),),
                          profile={"bound": "memory"}, trace="/tmp/t/x.xplane.pb")),
-    (CheckParams(source=SOURCES, target="v5e", tiers=(1, 2, 3), time_limit_s=30.0, entries=("matmul",),
+    (CheckParams(source=SOURCES, chip="v5e", tiers=(1, 2, 3), time_limit_s=30.0, entries=("matmul",),
                  tier2_known={"add": "ok"}),
-     CheckResult(target="v5e", tiers=(1, 2, 3), tasks_found=1, versions=Versions(jax="0.10.2"),
+     CheckResult(chip="v5e", tiers=(1, 2, 3), tasks_found=1, versions=Versions(jax="0.10.2"),
                  errors=(RECORD,), unavailable={"2": "libtpu is not installed"}, entries=(ENTRY,))),
 ]
 
@@ -125,6 +125,28 @@ def test_every_ops_params_and_result_round_trip(params, result):
 
 def test_every_op_is_covered_by_the_round_trip():
     assert {type(p).OP for p, _ in OPS} == set(messages.PARAMS) == set(messages.RESULTS)
+
+
+def chip_fields() -> dict[str, str]:
+    """Every field of a wire message that names a chip by another word than ``chip`` (issue 61: ``target``,
+    ``estimate_chip``), as {"Message.field": type}."""
+    import dataclasses
+    import inspect
+
+    odd = {}
+    for name, cls in inspect.getmembers(messages, dataclasses.is_dataclass):
+        if cls.__module__ != messages.__name__:
+            continue
+        for f in dataclasses.fields(cls):
+            if f.name != "chip" and (f.name == "target" or f.name.endswith("_chip")):
+                odd[f"{name}.{f.name}"] = str(f.type)
+            if f.name == "chip" and "ChipSpec" in str(f.type):
+                odd[f"{name}.{f.name}"] = str(f.type)  # a chip is a name on the wire; a spec is a ``spec``
+    return odd
+
+
+def test_every_wire_message_names_its_chip_chip():
+    assert chip_fields() == {}
 
 
 def test_progress_is_structured_and_round_trips():
@@ -151,7 +173,7 @@ def test_tier_states_read_from_the_workers_spelling_and_display_as_before():
     (("entries", 0, "name"), "result.entries[0]: the field 'name' is missing"),
     (("entries", 0, "tiers", 1, "state"), "result.entries[0].tiers[1]: the field 'state' is missing"),
     (("entries", 0, "errors", 0, "sentence"), "result.entries[0].errors[0]: the field 'sentence' is missing"),
-    (("target",), "check result: the field 'target' is missing"),
+    (("chip",), "check result: the field 'chip' is missing"),
 ])
 def test_a_reply_missing_a_field_is_a_protocol_error_naming_it(drop, words):
     plain = json.loads(json.dumps(to_json(OPS[-1][1])))
@@ -216,7 +238,7 @@ def test_bad_params_are_refused_by_the_worker_loop_with_the_field():
     sent: list[dict] = []
     worker = Worker(out_fd=-1)
     worker.send = sent.append  # type: ignore[method-assign]
-    worker.handle({"kind": "request", "id": "9", "op": "check", "params": {"target": "v5e"}})
+    worker.handle({"kind": "request", "id": "9", "op": "check", "params": {"chip": "v5e"}})
     [reply] = sent
     assert reply["ok"] is False and reply["error"]["type"] == protocol.ERROR_BAD_REQUEST
     assert "check params: the field 'source' is missing" in reply["error"]["message"]

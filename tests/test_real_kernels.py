@@ -34,7 +34,7 @@ def worker():
     client = WorkerClient(WorkerConfig(timeout_s=300.0))
 
     def request(path, target, tiers):
-        params = CheckParams(source=sources_for(path), target=target, tiers=tiers)
+        params = CheckParams(source=sources_for(path), chip=target, tiers=tiers)
         return loop.run_until_complete(client.request(params, timeout_s=300.0))
 
     yield request

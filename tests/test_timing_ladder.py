@@ -297,7 +297,7 @@ def test_a_kernel_wrong_only_at_the_tasks_own_size_is_run_there_where_it_fits(mo
 
     def judged(name: str) -> dict:
         return judged_time({"path": str(DATA / "gemm" / f"{name}.py"), "shrink": True, "runs": 1, "warmup": 0,
-                            "extra_shape": True, "estimate_chip": "v6e"})
+                            "extra_shape": True, "chip": "v6e"})
 
     wrong = judged("wrong_at_task_size")
     assert wrong["verdict"] == "rejected", (wrong.get("error"), wrong["checks"])
@@ -320,7 +320,7 @@ def test_a_size_dependent_program_too_big_at_the_tasks_size_says_it_was_verified
 
     monkeypatch.setattr(correct, "TASK_SIZE_STEPS", 0)  # nothing fits: the judge does not run the task's size
     result = judged_time({"path": str(DATA / "gemm" / "wrong_at_task_size.py"), "shrink": True, "runs": 1,
-                          "warmup": 0, "extra_shape": True, "estimate_chip": "v6e"})
+                          "warmup": 0, "extra_shape": True, "chip": "v6e"})
     assert result["verdict"] == "ok", (result.get("error"), result["rejections"])  # right at every size it ran
     assert "does not fit" in result["checks"]["size_dependent"]
     test = test_result(SimpleNamespace(ok=True, result=SimpleNamespace(verdict="ok", checks=result["checks"],

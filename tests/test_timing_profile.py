@@ -128,7 +128,7 @@ def test_degenerate_comparisons_are_refused():
 def test_profile_op_on_cpu_returns_the_trace_and_an_estimated_bound(tmp_path):
     from pallasite.runner.judging.timing_profile import handle_profile
 
-    result = handle_profile({"path": str(DATA / "honest_add.py"), "runs": 2, "target": "v5e",
+    result = handle_profile({"path": str(DATA / "honest_add.py"), "runs": 2, "chip": "v5e",
                              "trace_dir": str(tmp_path)})
     assert result["verdict"] == "ok", result
     assert result["trace"].startswith(str(tmp_path)) and os.path.isfile(result["trace"])

@@ -220,7 +220,7 @@ def test_a_keeper_gone_mid_request_is_a_crashed_reply_and_the_next_request_start
             assert (await backend.request(PingParams())).ok
             first = dict(backend.keeper)
             keepers.append(first["pid"])
-            running = asyncio.create_task(backend.request(CheckParams(source=sources_for(str(kernel)), target="v5e")))
+            running = asyncio.create_task(backend.request(CheckParams(source=sources_for(str(kernel)), chip="v5e")))
             await asyncio.sleep(3)  # the worker is in the file's import
             os.kill(first["pid"], signal.SIGKILL)
             crashed = await asyncio.wait_for(running, 60)

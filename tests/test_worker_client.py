@@ -279,7 +279,7 @@ async def test_launched_worker_enforces_its_own_memory_limit():
 
 async def test_check_op_runs_in_the_worker_with_progress(warm):
     seen: list = []
-    params = CheckParams(source=sources_for(fixture("three_kernels.py")), target="v5e", tiers=(1,))
+    params = CheckParams(source=sources_for(fixture("three_kernels.py")), chip="v5e", tiers=(1,))
     reply = await warm.request(params, on_progress=seen.append)
     assert reply.status == "ok", reply.message
     entries = {e.name: e.states() for e in reply.result.entries}
@@ -367,7 +367,7 @@ async def test_a_file_whose_folder_is_not_on_the_workers_machine_is_checked_from
         return Sources(SourceFile(f"{laptop}/uses_helper.py", text),
                        modules=(SourceFile(f"{laptop}/helper_blocks.py", helper, module="helper_blocks"),), root=laptop)
 
-    check = await warm.request(CheckParams(source=sent("BLOCK_ROWS = 64\n"), target="v5e", tiers=(1,)))
+    check = await warm.request(CheckParams(source=sent("BLOCK_ROWS = 64\n"), chip="v5e", tiers=(1,)))
     assert check.status == "ok", check.message
     [entry] = check.result.entries
     assert entry.states() == {"1": "ok"} and entry.mosaic_calls == 1

@@ -366,7 +366,7 @@ class CallerRef:
 
 @dataclass(frozen=True)
 class CheckParams:
-    """Check one file: tiers 1-3 for ``target``. ``entries``: only these entries (the client asks tier 2
+    """Check one file: tiers 1-3 for ``chip``. ``entries``: only these entries (the client asks tier 2
     for the entries its results cache lacks); ``tier2_known``: tier-2 verdicts ("ok" | "error") the client
     reused, so those entries are not compiled; ``script``: run the file's __main__ (script mode);
     ``inferred``: tasks the client read from the file's own calls, used when the file states none;
@@ -374,7 +374,7 @@ class CheckParams:
 
     OP: ClassVar[str] = "check"
     source: Sources
-    target: str = DEFAULT_CHIP
+    chip: str = DEFAULT_CHIP
     tiers: tuple[int, ...] = (1, 2)
     time_limit_s: float | None = None
     script: bool = False
@@ -474,7 +474,7 @@ class ScriptInfo:
 
 @dataclass(frozen=True)
 class CheckResult:
-    target: str
+    chip: str
     tiers: tuple[int, ...]
     tasks_found: int = 0
     versions: Versions = Versions()
@@ -510,7 +510,7 @@ class TimeParams:
     judge: str = "auto"  # (kept for older clients: every judged request runs the exported program)
     # the judge prices the candidate's exported module for this chip (runner/judging/priced.py), and the
     # reference by the same model when ``reference_estimate``; ``checks`` False: the estimate only
-    estimate_chip: str | None = None
+    chip: str | None = None
     reference_estimate: bool = False
     checks: bool = True
 
@@ -518,7 +518,7 @@ class TimeParams:
 @dataclass(frozen=True)
 class ProfileParams:
     """Profile a candidate: the ``time`` checks, then a trace, per-kernel time and the roofline.
-    ``target``: the chip whose roofline applies without a TPU; ``peak_*``: peaks to use instead."""
+    ``chip``: the chip whose roofline applies without a TPU; ``peak_*``: peaks to use instead."""
 
     OP: ClassVar[str] = "profile"
     source: Sources
@@ -532,7 +532,7 @@ class ProfileParams:
     extra_shape: bool = False
     max_speedup: float = 20.0
     trace_dir: str | None = None
-    target: str | None = None
+    chip: str | None = None
     peak_flops: float | None = None
     peak_bytes_per_s: float | None = None
 
@@ -643,7 +643,7 @@ class EstimateParams:
 @dataclass(frozen=True)
 class EstimateResult:
     entry: str
-    chip: ChipSpec
+    spec: ChipSpec  # the chip priced for, with what the worker measured of it (its scoped VMEM limit)
     estimates: tuple[CostEstimate, ...]  # one per configuration, in order; failures are data
     # the reference by the same cost model (cost_model.estimate_reference: seconds, model, ...; XLA's
     # own cost analysis under "xla"), or {"error": ...}
@@ -666,7 +666,7 @@ class LocateParams:
 
     OP: ClassVar[str] = "locate"
     source: Sources
-    target: str = DEFAULT_CHIP
+    chip: str = DEFAULT_CHIP
     entries: tuple[str, ...] | None = None  # the entries tier 3 found wrong (None: every task of the file)
     budget_s: float = 60.0
     fresh_sets: int = 3
@@ -761,7 +761,7 @@ def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> Chec
         ))
     script = result.get("script")
     return CheckResult(
-        target=str(result.get("target")),
+        chip=str(result.get("chip") or result.get("target")),  # "target": results recorded before 2026-12
         tiers=tuple(sorted(int(t) for t in (result.get("tiers") or tiers))),
         tasks_found=int(result.get("tasks_found") or 0),
         versions=Versions(jax=found.get("jax"), libtpu=found.get("libtpu")),

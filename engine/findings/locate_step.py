@@ -54,7 +54,7 @@ async def locate_report(request: Callable[[LocateParams, float], Awaitable[Any]]
     entries = report.wrong_outputs
     if not entries:
         return report
-    params = LocateParams(source=sources_for(report.path, text), target=target, entries=tuple(entries),
+    params = LocateParams(source=sources_for(report.path, text), chip=target, entries=tuple(entries),
                           budget_s=float(budget_s), fresh_sets=FRESH_SETS)
     reply = await request(params, timeout_for(budget_s, len(entries)))
     if getattr(reply, "status", None) != "ok" or not isinstance(reply.result, LocateResult):

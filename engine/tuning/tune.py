@@ -302,7 +302,7 @@ class _Run:
             self.entry = reply.entry or self.entry
             self.judged_by = JudgedBy.known(reply.judged_by, self.judged_by)
             self.reference = self.reference or reply.reference
-            keys.scoped, keys.entry, keys.judged_by = reply.chip.scoped_vmem_limit_bytes, self.entry, reply.judged_by
+            keys.scoped, keys.entry, keys.judged_by = reply.spec.scoped_vmem_limit_bytes, self.entry, reply.judged_by
             keys.reference = keys.reference or reply.reference
             fresh = {tuple(sorted((str(k), v) for k, v in e.config)): e for e in reply.estimates}
             keys.put_estimates(fresh)

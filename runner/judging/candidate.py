@@ -40,7 +40,7 @@ def _export_loop(sock: socket.socket, params: dict[str, Any]) -> None:
     kernel put in interpret mode off-TPU (``interpret=jax.default_backend() != "tpu"``) is lowered by Mosaic."""
     from ..target_chip import target_chip
 
-    with target_chip(str(params.get("target") or "v6e")):
+    with target_chip(str(params.get("chip") or "v6e")):
         _exports(sock, params)
 
 
@@ -202,7 +202,7 @@ def check_candidate(sock: socket.socket, params: Any, with_progress: bool) -> No
                                                                                             fields.get("stage") or "")),
                           **{k: fields[k] for k in ("tier", "entry", "line") if k in fields}})
 
-    plain = {"path": params.source.path, "text": params.source.text, "target": params.target,
+    plain = {"path": params.source.path, "text": params.source.text, "chip": params.chip,
              "tiers": list(params.tiers), "time_limit_s": params.time_limit_s,
              "entries": list(params.entries) if params.entries is not None else None,
              "tier2_known": dict(params.tier2_known),

@@ -39,7 +39,7 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
 
     sock, pid = spawn("check", {"check": to_json(dataclasses.replace(params, tiers=tuple(sorted(set(asked) - {2} | {1})))),
                                 "progress": progress is not None})
-    target = str(params.target or DEFAULT_CHIP)
+    target = str(params.chip or DEFAULT_CHIP)
     unavailable = tiers_mod.tier2_unavailable(target) if target in tiers_mod.CHIPS else f"unknown target {target!r}"
     try:
         while True:
@@ -57,7 +57,7 @@ def judged_check(params: Any, progress: Callable[..., Any] | None = None) -> Any
         lowered = {str(name): bytes(np.asarray(a, dtype=np.uint8).tobytes())
                    for name, a in zip(header.get("lowered") or (), arrays)}
     except CandidateGone as exc:
-        result = {"target": params.target, "tiers": asked, "tasks_found": 0, "entries": [], "unavailable": {},
+        result = {"chip": params.chip, "tiers": asked, "tasks_found": 0, "entries": [], "unavailable": {},
                   "versions": tiers_mod.versions(),
                   "errors": [tiers_mod._plain_error("task", f"the candidate process failed: {exc}")]}
         lowered = {}
@@ -89,7 +89,7 @@ def _tier2_here(result: dict[str, Any], lowered: dict[str, bytes], params: Any, 
     lowered, its own tier 1 (``unavailable``: why tier 2 cannot run here, found while the candidate ran)."""
     from ...wire.messages import Stage
 
-    target = str(params.target or DEFAULT_CHIP)
+    target = str(params.chip or DEFAULT_CHIP)
     if unavailable:
         result.setdefault("unavailable", {})["2"] = unavailable
     known = {str(k): str(v) for k, v in (params.tier2_known or {}).items()}

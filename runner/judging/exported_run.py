@@ -209,7 +209,7 @@ def judge_modules(result: dict[str, Any], params: dict[str, Any], say: Callable[
         return result
     checks["module"] = {k: main.facts.get(k) for k in ("kernels", "custom_calls", "bytes", "platforms")}
     result["module"] = judged_module(modules, programs, prep, sizes)
-    if params.get("estimate_chip"):  # priced by the judge from the module, whatever the tests say
+    if params.get("chip"):  # priced by the judge from the module, whatever the tests say
         from .priced import estimate
 
         say("pricing the candidate's exported program by the cost model (in the judge)")

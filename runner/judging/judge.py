@@ -45,7 +45,7 @@ def candidate_params(params: dict[str, Any], target: str = DEFAULT_CHIP) -> dict
     for (``target``: its hardware questions are answered as that chip's); nothing of the judge's."""
     keep = ("path", "text", "modules", "package", "entry", "config", "reference_path", "reference_text",
             "reference_modules", "reference_entry")
-    return {**{k: params[k] for k in keep if k in params}, "target": target}
+    return {**{k: params[k] for k in keep if k in params}, "chip": target}
 
 
 def target_of(params: dict[str, Any], prep: Any) -> str:
@@ -54,7 +54,7 @@ def target_of(params: dict[str, Any], prep: Any) -> str:
 
     kind = str(prep.device_kind or "")
     by_kind = {t.device_kind: t.name for t in CHIP_TARGETS}
-    return by_kind.get(kind) or str(params.get("estimate_chip") or "") or DEFAULT_CHIP
+    return by_kind.get(kind) or str(params.get("chip") or "") or DEFAULT_CHIP
 
 
 def judged_time(params: dict[str, Any], progress: Callable[..., Any] | None = None,
@@ -162,12 +162,12 @@ def _judge(sock: Any, pid: int, params: dict[str, Any], say: Callable[[str], Non
     if not isinstance(sizes, str):
         sizes = mapped(sizes, loaded.get("takes"), prep)
     if isinstance(sizes, str):  # nothing runs here; a price needs only the module at the task's size
-        if not params.get("estimate_chip"):
+        if not params.get("chip"):
             return timing._failed(params, sizes)
         return _priced_only(sock, pid, params, say, prep, verifier, result, sizes, loaded.get("takes"))
     started = time.perf_counter()
     say("the candidate's process exports its program at the judge's sizes")
-    modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("estimate_chip")) or prep.on_device)
+    modules = run.export_all(sock, sizes, prep, want_full=bool(params.get("chip")) or prep.on_device)
     sizes = modules.get("sizes") or sizes  # a symbolic module may cover a second size of the judge's own choosing
     if sizes.takes and modules["main"][0] is None:  # the judge's prefix mapping did not fit its program either
         _isolated(end(sock, pid), record, result)

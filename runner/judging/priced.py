@@ -60,7 +60,7 @@ def estimate(params: dict[str, Any], prep: Any, sizes: Any, modules: dict[str, A
 
     from .instance import integers_of
 
-    chip = _chip(str(params["estimate_chip"]))
+    chip = _chip(str(params["chip"]))
     entry = modules.get("full") or modules.get("main")
     blob, signature, _, why, concrete = entry
     # the task's own integers at its size (page tables, lengths, group sizes: what index maps, dynamic grids

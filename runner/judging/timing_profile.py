@@ -124,7 +124,7 @@ def _peaks(prep: Prepared, params: dict[str, Any]) -> tuple[float | None, float 
 
     from ..chip_probe import spec_from_jax
 
-    name = prep.device_kind if prep.platform == "tpu" else str(params.get("target") or DEFAULT_CHIP)
+    name = prep.device_kind if prep.platform == "tpu" else str(params.get("chip") or DEFAULT_CHIP)
     try:
         spec = spec_from_jax(chip_target(name))
     except ValueError:

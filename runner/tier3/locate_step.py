@@ -79,7 +79,7 @@ def handle_locate(params: messages.LocateParams, progress: Callable[..., Any] | 
     out: list[messages.LocatedEntry] = []
     with contextlib.ExitStack() as stack:
         stack.enter_context(_restored_config())
-        stack.enter_context(target_chip(params.target))
+        stack.enter_context(target_chip(params.chip))
         try:
             module = stack.enter_context(_loaded(path, params.source.text, modules, params.source.package))
             tasks = tasks_runtime.discover(module, path, params.source.text)
@@ -137,7 +137,7 @@ class Step:
 
     def run(self) -> messages.LocatedEntry:
         with stop_near_limit():
-            base = baseline(self.task, self.path, self.params.target)
+            base = baseline(self.task, self.path, self.params.chip)
         if isinstance(base, str):
             return self._entry("skipped", base)
         with config_set(config_dicts(self.task), dict(base.reduced.values) if base.reduced else None):

@@ -22,7 +22,7 @@ def main() -> int:
     out = {"_about": "Raw check-op results recorded by record_errors.py (jax/libtpu versions inside).", "cases": {}}
     for name, case in expected["cases"].items():
         path = os.path.join(HERE, f"{name}_broken.py")
-        result = handle_check({"path": path, "target": expected["target"], "tiers": [case["tier"]]})
+        result = handle_check({"path": path, "chip": expected["target"], "tiers": [case["tier"]]})
         text = json.dumps(result).replace(HERE, "/home/user/corpus")
         out["cases"][name] = json.loads(text)
     import jax
