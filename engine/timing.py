@@ -98,7 +98,7 @@ def _against_task(kernel: str, task: str) -> TaskFiles:
 def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None,
                  config: dict[str, Any] | None = None, runs: int | None = None, warmup: int | None = None,
                  seed: int | None = None, max_speedup: float | None = None, extra_shape: bool | None = None,
-                 trace_dir: str | None = None, target: str | None = None, text: str | None = None,
+                 trace_dir: str | None = None, chip: str | None = None, text: str | None = None,
                  trusted: tuple[str, str] | None = None) -> Any:
     """The typed ``TimeParams``/``ProfileParams`` (wire/messages.py) for these files: the texts of
     the candidate, its local modules and the reference file travel with it; options not given keep
@@ -114,7 +114,7 @@ def time_request(files: TaskFiles, op: str = "time", *, entry: str | None = None
     options: dict[str, Any] = {"entry": entry, "config": dict(config) if config else None, "runs": runs,
                                "warmup": warmup, "seed": seed, "max_speedup": max_speedup, "extra_shape": extra_shape}
     if op == "profile":
-        options.update(trace_dir=trace_dir, target=target)
+        options.update(trace_dir=trace_dir, chip=chip)
     cls = ProfileParams if op == "profile" else TimeParams
     reference = sources_for(files.reference_path) if files.reference_path else None
     if trusted is not None and op == "time":

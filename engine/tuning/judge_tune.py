@@ -19,7 +19,7 @@ async def device_profile(judge: Any, text: str) -> str:
     """The ``profile`` op on the device, summarised (kernels by device time, the roofline)."""
     from ..timing import time_request
 
-    params = time_request(judge.trusted.files(), "profile", runs=5, text=judge.trusted.text(text), target=judge.chip)
+    params = time_request(judge.trusted.files(), "profile", runs=5, text=judge.trusted.text(text), chip=judge.chip)
     async with judge.device_slot:
         reply = await judge.device_backend().request(params, purpose="device", timeout_s=judge.timeout_s)
     if not reply.ok or reply.result is None:

@@ -152,7 +152,7 @@ def _request(args: argparse.Namespace, files, target: str):
                                warmup=args.warmup, seed=args.seed, max_speedup=args.max_speedup,
                                extra_shape=False if args.no_extra_shape else None,
                                trace_dir=getattr(args, "trace_dir", None),
-                               target=target if args.command == "profile" else None)
+                               chip=target if args.command == "profile" else None)
 
 
 def _measure(args: argparse.Namespace, files, settings, params) -> int:

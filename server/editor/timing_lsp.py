@@ -95,7 +95,7 @@ def _request(settings: Any, doc: Any, op: str, options: dict[str, Any]) -> tuple
         return remote, timing.time_request(files, op, text=doc.text, entry=options.get("entry"),
                                            runs=options.get("runs"), warmup=options.get("warmup"),
                                            config=options.get("config"),
-                                           target=settings.target if op == "profile" else None)
+                                           chip=settings.target if op == "profile" else None)
     except (ValueError, OSError) as exc:
         return str(exc)
 
