@@ -140,12 +140,25 @@ def test_an_output_aliased_to_an_input_of_another_dtype_lands_on_the_alias_entry
     assert any(r.span.line == store_line for r in finding.related)
 
 
-def test_an_alias_jax_refuses_is_said_at_its_entry_with_the_declaration_related():
-    """Before: PLS100 at the pallas_call (jax's ValueError names no line of the alias)."""
+def test_an_alias_of_the_right_buffer_declared_with_another_dtype_is_said_at_the_dtype():
+    """Before: PLS100 at the pallas_call (jax's ValueError names no line of the alias); issue 50: at the alias
+    entry; issue 57: the alias joins two arrays of one shape, so the declared dtype is the odd one: there, with
+    the alias entry related."""
     text, _, located = _check(str(DATA / "alias_mismatch.py"), (1,))
     [finding] = [f for f in located.findings if f.severity == "error"]
     assert (finding.code, finding.span.line) == ("PLS117", _marked(text))
-    dtype_line = next(i for i, t in enumerate(text.splitlines()) if "jnp.bfloat16)," in t)
+    assert text.splitlines()[finding.span.line][finding.span.column:finding.span.end_column] == "jnp.bfloat16"
+    assert "declare the output with the input's dtype" in finding.message
+    entry_line = next(i for i, t in enumerate(text.splitlines()) if "input_output_aliases={1: 0}" in t)
+    assert any(r.span.line == entry_line and "aliased to output 0 here" in r.message for r in finding.related)
+
+
+def test_an_alias_of_the_wrong_input_is_said_at_its_entry_with_the_declaration_related():
+    """The shapes differ: the entry names the wrong buffer, so it is the odd one."""
+    text, _, located = _check(str(DATA / "alias_wrong_input.py"), (1,))
+    [finding] = [f for f in located.findings if f.severity == "error"]
+    assert (finding.code, finding.span.line) == ("PLS117", _marked(text))
+    dtype_line = next(i for i, t in enumerate(text.splitlines()) if "jnp.float32)," in t and "out_shape" in t)
     assert any(r.span.line == dtype_line and "output 0 is declared here" in r.message for r in finding.related)
 
 

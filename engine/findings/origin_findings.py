@@ -424,7 +424,9 @@ _ALIAS_MISMATCH = re.compile(r"input_output_aliases contains the mapping '(?P<i>
 def to_alias_entry(code: str, rec: Mapping[str, Any], site: Any, text: str, lines: list[str], *,
                    reached: Any = None) -> Moved | None:
     """An ``input_output_aliases`` entry between arrays of different shape or dtype (jax's ValueError
-    while tracing, at the pallas_call): at that entry, with the output's dtype origin related."""
+    while tracing, at the pallas_call): of the same shape, at the output's dtype where it is written (the
+    declaration is the odd one: the alias names the right buffer), with the entry related; else at the entry,
+    with the output's dtype related."""
     m = _ALIAS_MISMATCH.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
     if code != "PLS117" or m is None or site is None:
         return None
@@ -433,10 +435,20 @@ def to_alias_entry(code: str, rec: Mapping[str, Any], site: Any, text: str, line
     if entry is None:
         return None
     origin = _dtype_origin(site, i, text, reached)
-    related = (Related(_line(origin, lines), f"output {i} is declared here ({m.group('b')})"),) if origin else ()
+    a, b = m.group("a"), m.group("b")
+    if origin is not None and _dims(a) == _dims(b):  # the right buffer, declared with another dtype (issue 57)
+        return Moved(span=_line(origin, lines), related=(Related(entry, f"input {j} is aliased to output {i} here"),),
+                     sentence=f"output {i} is declared {b} but aliased to input {j} ({a}): an alias shares one "
+                              "buffer, so declare the output with the input's dtype")
+    related = (Related(_line(origin, lines), f"output {i} is declared here ({b})"),) if origin else ()
     return Moved(span=entry, related=related,
-                 sentence=f"input {j} ({m.group('a')}) and output {i} ({m.group('b')}) are aliased here: an alias "
+                 sentence=f"input {j} ({a}) and output {i} ({b}) are aliased here: an alias "
                           "shares one buffer, so both must have the same shape and dtype")
+
+
+def _dims(abstract: str) -> str:
+    """The shape part of an abstract value as jax writes it (``float32[64,128]`` -> ``[64,128]``)."""
+    return abstract[abstract.find("["):] if "[" in abstract else ""
 
 
 def _made_output_index(site: Any, ref: str | None, reached: Any) -> int | None:
