@@ -61,3 +61,12 @@ def test_a_grid_with_a_step_too_many_is_said_at_its_entry_once():
     found = [f for f in check("grid_step_too_many.py", "0,1")["findings"] if f["code"] == "PLS020"]
     assert [(f["line"], f["column"]) for f in found] == [(19, 13)], found  # was: each BlockSpec (lines 21, 22)
     assert found[0]["message"].startswith("grid axis 0 has more steps than the array has blocks")
+
+
+def test_a_scratch_declared_empty_is_said_at_its_zero_dim():
+    """Before: at the pallas_call (tier 3's out-of-bounds store, line 20); a scratch dim of 0 holds nothing, so
+    the declaration is what is off (the corpus's halved scratch dims of flash attention: ``block_b // 2``)."""
+    found = error(check("scratch_empty.py", "0,1,3"), "PLS302")
+    assert (found["line"], found["column"]) == (26, 37), found  # the `block_b // 2`
+    assert "declares dim 0 as 0 (shape (0, 8, 128))" in found["message"]
+    assert any(r["message"] == "where tier 3 found the access past its end" for r in found["related"])

@@ -39,9 +39,9 @@ def test_request_carries_the_texts_and_only_the_options_given():
     assert params.runs == 5 and params.config == {"block_rows": 128}
     assert params.seed is None and params.warmup == 2 and params.extra_shape is True  # the op's defaults
     unsaved = time_request(task_files(str(DATA / "timing" / "honest_add.py")), "profile", text="# the buffer\n",
-                           target="v5e")
+                           chip="v5e")
     assert type(unsaved).OP == "profile" and unsaved.source.text == "# the buffer\n" and unsaved.reference is None
-    assert unsaved.target == "v5e" and unsaved.runs == 5
+    assert unsaved.chip == "v5e" and unsaved.runs == 5
     with pytest.raises(ValueError, match="unknown timing op"):
         time_request(files, "tune")
 

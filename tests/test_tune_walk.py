@@ -88,7 +88,7 @@ def _limited(estimate, limit: int = 16 * MIB):
 
     async def with_limit(configs, kinds):
         reply = await estimate(configs, kinds)
-        return replace(reply, chip=replace(reply.chip, scoped_vmem_limit_bytes=limit))
+        return replace(reply, spec=replace(reply.spec, scoped_vmem_limit_bytes=limit))
     return with_limit
 
 

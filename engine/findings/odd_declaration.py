@@ -29,6 +29,7 @@ MISMATCH = re.compile(r"incompatible shapes|contracting dimensions to have the s
                       r"|must have (?:the )?same shape|shapes? must (?:be equal|match)|got incompatible", re.I)
 _SHAPE = re.compile(r"\((\d+(?:,\s*\d+)*),?\)")
 CODES = ("PLS100", "PLS103", "PLS104")
+_ACCESSED = re.compile(r"of an? (?:VMEM|SMEM) buffer of shape \((?P<shape>\d+(?:,\s*\d+)*),?\)")
 
 
 def to_odd_declaration(code: str, rec: Mapping[str, Any], site: Any, reached: Any, lines: list[str],
@@ -61,6 +62,32 @@ def to_odd_declaration(code: str, rec: Mapping[str, Any], site: Any, reached: An
     said = (f"the {what} {role}[{index}] declares dim {dim} as {odd[0]} where the kernel combines it with "
             f"{' / '.join(map(str, common))} (the size the call's other blocks have there): this declaration is off")
     return Moved(span=place, related=(Related(span, "the kernel statement the declared shape breaks"),), sentence=said)
+
+
+def to_empty_scratch(code: str, rec: Mapping[str, Any], site: Any, reached: Any, lines: list[str],
+                     span: Span) -> Moved | None:
+    """An out-of-bounds access (tier 3) of a scratch buffer declared with a dim of size 0: nothing fits in
+    it, so every access is past its end and the declaration is off (``block_b // 2`` with one row a
+    block). Said at that dim of its ``VMEM(...)``, the access related; only when the buffer's shape is
+    one scratch buffer's alone."""
+    if code != "PLS302" or site is None or not reached:
+        return None
+    m = _ACCESSED.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
+    shape = tuple(int(x) for x in m.group("shape").split(",")) if m else ()
+    if 0 not in shape:
+        return None
+    held = [index for role, index, declared in _buffers(site, reached) if declared == shape]
+    scratch = [index for role, index, declared in _buffers(site, reached)
+               if role == "scratch_shapes" and declared == shape]
+    if len(scratch) != 1 or len(held) != 1:
+        return None
+    dim = shape.index(0)
+    place = _dim_span(site, "scratch_shapes", scratch[0], dim, lines)
+    if place is None:
+        return None
+    return Moved(span=place, related=(Related(span, "where tier 3 found the access past its end"),),
+                 sentence=f"the scratch buffer scratch_shapes[{scratch[0]}] declares dim {dim} as 0 "
+                          f"(shape {shape}): nothing fits in it, so this declaration is off")
 
 
 def _accumulator_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]

@@ -73,11 +73,11 @@ def worker_estimator(backend: Any, path: str, text: str | None, chip: str, entry
         replies = []
         if not first:
             head = await one(configs[:1], kinds, True)
-            chip_spec = head.chip
+            chip_spec = head.spec
             if known is not None:
                 chip_spec = replace(chip_spec, scoped_vmem_limit_bytes=known.scoped_vmem_limit_bytes,
                                     scoped_vmem_source=known.scoped_vmem_source)
-            first.append(replace(head, chip=chip_spec))
+            first.append(replace(head, spec=chip_spec))
             replies.append(head)
             configs = configs[1:]
             fresh = getattr(backend, "replace_idle", None)
