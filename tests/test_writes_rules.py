@@ -178,17 +178,11 @@ def test_a_kernel_returning_its_result_gets_pls009_only():
     # a running max never set to -inf
     ("acc_ref[...] = jnp.maximum(acc_ref[...], x_ref[...])\n" + FINISH, None,
      "acc_ref[...] = jnp.maximum(acc_ref[...], x_ref[...])"),
-    # initialised on the wrong steps only
-    ("@pl.when(pl.program_id(2) > 0)\ndef _init():\n    acc_ref[...] = jnp.zeros_like(acc_ref)\n\n"
-     f"{ACCUMULATE}\n{FINISH}", None, ACCUMULATE),
     # initialised after the first accumulation
     (f"{ACCUMULATE}\n{INIT}\n{FINISH}", None, ACCUMULATE),
     # the first-step block reads before it writes
     ("k = pl.program_id(2)\n\n@pl.when(k == 0)\ndef _first():\n    acc_ref[...] += x_ref[...]\n\n" + FINISH, None,
      "acc_ref[...] += x_ref[...]"),
-    # initialised on a flattened step count that is not 0 on the first step
-    ("step = pl.program_id(1) * pl.num_programs(2) + pl.program_id(2)\n\n@pl.when(step > 0)\ndef _init():\n"
-     f"    acc_ref[...] = jnp.zeros_like(acc_ref)\n\n{ACCUMULATE}\n{FINISH}", None, ACCUMULATE),
     # a scalar counter in SMEM
     ("cnt_ref[0] += 1\nacc_ref[...] = x_ref[...]\n" + FINISH, "[pltpu.VMEM((128, 128), jnp.float32), pltpu.SMEM((1,), jnp.int32)]",
      "cnt_ref[0] += 1"),
@@ -201,6 +195,36 @@ def test_a_scratch_read_on_the_first_step_before_any_write_is_said_at_the_read(b
     assert lines[finding.span.line].strip() == at and finding.severity == "error"
     assert "pl.when(pl.program_id(2) == 0)" in finding.message
     assert "scratch_shapes=" in lines[finding.related[0].span.line]
+
+
+@pytest.mark.parametrize("body, condition", [
+    # initialised on the wrong steps only (an inverted init)
+    ("@pl.when(pl.program_id(2) > 0)\ndef _init():\n    acc_ref[...] = jnp.zeros_like(acc_ref)\n\n"
+     f"{ACCUMULATE}\n{FINISH}", "pl.program_id(2) > 0"),
+    # initialised on a flattened step count that is not 0 on the first step
+    ("step = pl.program_id(1) * pl.num_programs(2) + pl.program_id(2)\n\n@pl.when(step > 0)\ndef _init():\n"
+     f"    acc_ref[...] = jnp.zeros_like(acc_ref)\n\n{ACCUMULATE}\n{FINISH}", "step > 0"),
+])
+def test_an_init_under_a_condition_false_on_the_first_step_is_said_at_the_condition(body, condition):
+    """Before (issue 57's corpus: an init's ``pl.when`` inverted), at the read two lines below; the read related."""
+    text = matmul_file(body, scratch="[pltpu.VMEM((128, 128), jnp.float32)]")
+    [finding] = [f for f in analyze(text).findings if f.code == "PLS018"]
+    lines = text.splitlines()
+    assert lines[finding.span.line][finding.span.column:finding.span.end_column] == condition
+    assert "false on the first grid step" in finding.message and "pl.when(pl.program_id(2) == 0)" in finding.message
+    assert lines[finding.related[0].span.line].strip() == ACCUMULATE
+
+
+def test_a_first_step_block_that_no_longer_writes_the_scratch_is_where_its_init_went():
+    """An init removed from its first-step block (the block stays, with other work or ``pass``): said at the
+    block's ``pl.when``, the read related (before: at the read)."""
+    body = f"@pl.when(pl.program_id(2) == 0)\ndef _init():\n    pass\n\n{ACCUMULATE}\n{FINISH}"
+    text = matmul_file(body, scratch="[pltpu.VMEM((128, 128), jnp.float32)]")
+    [finding] = [f for f in analyze(text).findings if f.code == "PLS018"]
+    lines = text.splitlines()
+    assert lines[finding.span.line].strip() == "@pl.when(pl.program_id(2) == 0)"
+    assert "writes nothing of acc_ref" in finding.message
+    assert lines[finding.related[0].span.line].strip() == ACCUMULATE
 
 
 def test_the_fix_zeroes_an_accumulation_on_the_first_step():
@@ -269,6 +293,25 @@ def test_tier3_finding_the_same_mistake_is_folded_into_the_tier0_one():
                        message="Output 1 holds NaN where the kernel never wrote. More.")
         [merged] = merge_agreeing([early, late], result.sites)
         assert merged.code == early.code and f"TPU interpreter (v5e) agrees with {early.code} (as PLS303)" in merged.related[-1].message
+
+
+def test_tier3_nan_at_the_read_folds_into_pls018_said_where_the_init_went():
+    """PLS018 now stands at the inverted ``pl.when``, far from the read; tier 3's NaN at the read it relates is
+    the same mistake (before this, a second finding)."""
+    from dataclasses import replace
+
+    from pallasite.engine.findings.agreement import merge_agreeing
+
+    body = ("@pl.when(pl.program_id(2) > 0)\ndef _init():\n    acc_ref[...] = jnp.zeros_like(acc_ref)\n\n"
+            + "x = 1\n" * 6 + f"{ACCUMULATE}\n{FINISH}")
+    result = analyze(matmul_file(body, scratch="[pltpu.VMEM((128, 128), jnp.float32)]"))
+    [early] = [f for f in result.findings if f.code == "PLS018"]
+    read = early.related[0].span
+    assert read.line - early.span.line > 2
+    late = replace(early, code="PLS303", tier=3, origin="TPU interpreter", chip="v5e", fix=None, related=(),
+                   span=read, message="acc_ref holds NaN where it was read. More.")
+    [merged] = merge_agreeing([early, late], result.sites)
+    assert merged.code == "PLS018" and merged.span == early.span
 
 
 # ------------------------------------------------------------------------------ no false findings

@@ -25,6 +25,7 @@ functions called through ``lax`` are unknown the same way. A read whose value a
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -97,7 +98,26 @@ def scratch_read_before_write(ctx: RuleContext) -> Iterator[Finding]:
             walk.run(view.fn.body)
             if walk.read is None:
                 continue
-            yield _scratch_finding(ctx, site, view, info, name, walk.read)
+            yield _at_missing_init(_scratch_finding(ctx, site, view, info, name, walk.read), walk, name)
+
+
+def _at_missing_init(found: Finding, walk: "_FirstStep", name: str) -> Finding:
+    """The finding at the place its init most likely went, the read related: the condition of a ``pl.when``
+    that writes the ref but is false on the first step, else the first-step block that writes nothing of it;
+    at the read when there is neither."""
+    place, said = None, ""
+    if walk.skipped_write is not None:
+        place = walk.skipped_write
+        said = (f"{name} is written only under this condition, which is false on the first grid step (an init "
+                "under an inverted condition?)")
+    elif walk.first_step_block is not None:
+        place = walk.first_step_block
+        said = f"this block runs on the first grid step but writes nothing of {name} (its init removed?)"
+    if place is None:
+        return found
+    read = Related(span=found.span, message=f"{name} is read here before anything writes it")
+    return dataclasses.replace(found, span=_span(place), message=f"{found.message} — {said}",
+                               related=(read,) + tuple(found.related))
 
 
 def _scratch_finding(ctx: RuleContext, site: KernelSite, view: "_View", info, name: str, read: ast.AST) -> Finding:
@@ -474,6 +494,11 @@ class _FirstStep:
         self.name = name
         self.read: ast.AST | None = None
         self.written = False
+        # where the missing init most likely went (issue 57): a ``pl.when`` whose condition is false on the
+        # first step around a write of the ref (an inverted init), else a first-step block that writes
+        # nothing of it (an init removed)
+        self.skipped_write: ast.expr | None = None
+        self.first_step_block: ast.AST | None = None
         if view.nested is None:
             view.nested = {n.name: n for n in ast.walk(view.fn) if isinstance(n, ast.FunctionDef) and n is not view.fn}
             view.bound = _bound_once(view.fn)
@@ -533,6 +558,12 @@ class _FirstStep:
         holds = _truth(_at_first_step(cond, self.bound, self.view, 0))
         if holds is True:
             self.run(body)
+            if not self.done and self.first_step_block is None:
+                self.first_step_block = where
+        elif holds is False:
+            if self.skipped_write is None and any(use in ("write", "update") for stmt in body
+                                                  for _, use in self._uses(stmt, deferred=False)):
+                self.skipped_write = cond
         elif holds is None:
             for stmt in body:
                 self._unknown(stmt)

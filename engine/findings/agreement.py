@@ -128,9 +128,18 @@ def _fold(early: Finding, late: Finding, *, keep_severity: bool = False) -> Find
 def _same_place(a: Finding, b: Finding, sites: Sequence[Any]) -> bool:
     if (a.path or None) != (b.path or None):
         return False
+    if any(_near(r.span, b.span) for r in a.related if r.message.endswith(READ_BEFORE_WRITE)):
+        return True  # PLS018 said where the init went: tier 3 finds the garbage at the read it relates
     if _site_index(a.span, sites) != _site_index(b.span, sites):
         return False
-    return _overlap(a.span, b.span) or abs(a.span.line - b.span.line) <= NEAR_LINES
+    return _near(a.span, b.span)
+
+
+READ_BEFORE_WRITE = "is read here before anything writes it"  # analysis/rules/writes.py's related read
+
+
+def _near(a: Span, b: Span) -> bool:
+    return _overlap(a, b) or abs(a.line - b.line) <= NEAR_LINES
 
 
 def _distance(a: Span, b: Span) -> tuple[int, int]:
