@@ -70,3 +70,29 @@ def test_a_scratch_declared_empty_is_said_at_its_zero_dim():
     assert (found["line"], found["column"]) == (26, 37), found  # the `block_b // 2`
     assert "declares dim 0 as 0 (shape (0, 8, 128))" in found["message"]
     assert any(r["message"] == "where tier 3 found the access past its end" for r in found["related"])
+
+
+def test_an_index_map_following_a_grid_axis_past_the_end_is_said_at_that_grid_entry(tmp_path):
+    """Before: at the index map (line 26; its row block comes from a prefetched table, so no static check reads
+    it); the map names block 2 on the last step of grid axis 1, so that entry has a step too many. The unplanted
+    file is clean."""
+    found = error(check("grid_past_end.py", "0,1,3"), "PLS302")
+    assert (found["line"], found["column"]) == (30, 17), found  # the `n // bn + 1`
+    assert "the grid has a step too many on axis 1" in found["message"]
+    assert any(r["line"] == 26 and "follows this grid axis" in r["message"] for r in found["related"])
+    clean = tmp_path / "grid_ok.py"
+    clean.write_text((DATA / "grid_past_end.py").read_text().replace("n // bn + 1,", "n // bn,"))
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(clean), "--tiers", "0,1,3",
+                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
+    assert json.loads(proc.stdout)["files"][0]["findings"] == []
+
+
+def test_the_grid_entry_is_found_through_a_name_bound_once():
+    from pallasite.analysis.types import Span
+    from pallasite.engine.findings.grid_step import grid_entry
+
+    text = "def f(n, m):\n    grid = (n // 8, m // 128 + 1)\n    return call(grid=grid)\n"
+    at_name = Span(2, 21, 2, 25)  # the `grid` passed to the call
+    assert grid_entry(text, at_name, 1) == Span(1, 20, 1, 32)  # `m // 128 + 1`
+    twice = text.replace("    return", "    grid = grid + (1,)\n    return")
+    assert grid_entry(twice, Span(3, 21, 3, 25), 1) is None  # bound twice: not certain which tuple ran

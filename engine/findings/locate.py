@@ -27,6 +27,7 @@ from ...analysis.types import SEVERITIES, BlockSpecInfo, Finding, Fix, KernelSit
 from ...wire.messages import CheckResult
 
 from .figures import shape_cast_sentence
+from .grid_step import to_grid_entry
 from .odd_declaration import to_empty_scratch, to_odd_declaration
 from .vmem_limit_origin import to_vmem_limit
 from .origin_findings import SIZE_SET_HERE, largest_static_block, to_alias_entry, to_captured_array, to_checked_value, to_library_origin, to_origin, to_output_dtype, vmem_related
@@ -173,6 +174,8 @@ def locate_record(
         moved = to_odd_declaration(code, rec, site, reached, lines, span)
     if moved is None:  # an access past the end of a scratch buffer declared empty: at its zero dim
         moved = to_empty_scratch(code, rec, site, reached, lines, span)
+    if moved is None:  # an index map following a grid axis one step past the array: at the grid's entry
+        moved = to_grid_entry(code, rec, site, reached, text, span)
     if moved is None:  # a VMEM overflow under a vmem_limit_bytes written too small: at the number that set it
         moved = to_vmem_limit(code, rec, site, reached, lines, call_span(site) if site is not None else None)
     if moved is None:  # a wrong out_shape dtype, said at the dtype
