@@ -76,9 +76,8 @@ def to_empty_scratch(code: str, rec: Mapping[str, Any], site: Any, reached: Any,
     shape = tuple(int(x) for x in m.group("shape").split(",")) if m else ()
     if 0 not in shape:
         return None
-    held = [index for role, index, declared in _buffers(site, reached) if declared == shape]
-    scratch = [index for role, index, declared in _buffers(site, reached)
-               if role == "scratch_shapes" and declared == shape]
+    held = [(role, index) for role, index, declared in _buffers(site, reached) if declared == shape]
+    scratch = [index for role, index in held if role == "scratch_shapes"]
     if len(scratch) != 1 or len(held) != 1:
         return None
     dim = shape.index(0)
