@@ -165,27 +165,7 @@ def locate_record(
     called = _helper_call(rec, span, lines, sites)
     if called is not None:
         related = (called,) + related
-    if site is None:
-        moved = to_library_origin(code, rec, _named_buffers(rec, reached), lines)
-    else:
-        moved = None if from_caller else to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site,
-                                                   reached=reached)
-    if moved is None:  # a block or scratch dim off the others the kernel combines it with: at that dim
-        moved = to_odd_declaration(code, rec, site, reached, lines, span)
-    if moved is None:  # an access past the end of a scratch buffer declared empty: at its zero dim
-        moved = to_empty_scratch(code, rec, site, reached, lines, span)
-    if moved is None:  # an index map following a grid axis one step past the array: at the grid's entry
-        moved = to_grid_entry(code, rec, site, reached, text, span)
-    if moved is None:  # a VMEM overflow under a vmem_limit_bytes written too small: at the number that set it
-        moved = to_vmem_limit(code, rec, site, reached, lines, call_span(site) if site is not None else None)
-    if moved is None:  # a wrong out_shape dtype, said at the dtype
-        moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
-    if moved is None:  # an alias between buffers of different dtypes, said at its entry
-        moved = to_alias_entry(code, rec, site, text, lines, reached=reached)
-    if moved is None:  # a kernel that closes over an array: at its use in the kernel
-        moved = to_captured_array(code, rec, text, lines)
-    if moved is None:  # a check (of the user's code, or a library's) rejected a value written elsewhere
-        moved = to_checked_value(code, rec, text, lines, [s.kernel_def_span for s in sites if s.kernel_def_span])
+    moved = _moved(code, rec, site, sites, reached, text, lines, span, from_caller)
     if moved is not None:  # the bad dim was written elsewhere: a dict entry, field, default (engine/findings/origin_findings.py)
         related = moved.related + tuple(r for r in related_places(site, moved.span, lines) if r not in moved.related)
         if site is None:
@@ -214,6 +194,35 @@ def locate_record(
         kernel=(site.kernel_name if site is not None else None),
         fix=fix,
     )
+
+
+def _moved(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites: Sequence[KernelSite],
+           reached: Sequence[Mapping[str, Any]] | None, text: str, lines: list[str], span: Span,
+           from_caller: bool) -> Any:
+    """Where a finding belongs when the value that caused it was written elsewhere (a declaration, the
+    origin of a dim, a grid entry, a limit's number), first that applies; None: it stays at ``span``."""
+    if site is None:
+        moved = to_library_origin(code, rec, _named_buffers(rec, reached), lines)
+    else:
+        moved = None if from_caller else to_origin(code, rec, _spec_for_ref(rec, site, ""), text, lines, site=site,
+                                                   reached=reached)
+    if moved is None:  # a block or scratch dim off the others the kernel combines it with: at that dim
+        moved = to_odd_declaration(code, rec, site, reached, lines, span)
+    if moved is None:  # an access past the end of a scratch buffer declared empty: at its zero dim
+        moved = to_empty_scratch(code, rec, site, reached, lines, span)
+    if moved is None:  # an index map following a grid axis one step past the array: at the grid's entry
+        moved = to_grid_entry(code, rec, site, reached, text, span)
+    if moved is None:  # a VMEM overflow under a vmem_limit_bytes written too small: at the number that set it
+        moved = to_vmem_limit(code, rec, site, reached, lines, call_span(site) if site is not None else None)
+    if moved is None:  # a wrong out_shape dtype, said at the dtype
+        moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
+    if moved is None:  # an alias between buffers of different dtypes: at its entry, or at the dtype declared
+        moved = to_alias_entry(code, rec, site, text, lines, reached=reached)
+    if moved is None:  # a kernel that closes over an array: at its use in the kernel
+        moved = to_captured_array(code, rec, text, lines)
+    if moved is None:  # a check (of the user's code, or a library's) rejected a value written elsewhere
+        moved = to_checked_value(code, rec, text, lines, [s.kernel_def_span for s in sites if s.kernel_def_span])
+    return moved
 
 
 def vmem_limit_fix(rec: Mapping[str, Any], site: KernelSite, lines: Sequence[str]) -> Fix | None:
