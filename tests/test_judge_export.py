@@ -221,7 +221,7 @@ async def test_where_a_chip_would_be_taken_every_candidate_process_starts_only_t
         timed = await worker.request(time_request(TaskFiles(str(user_file)), "time", runs=2, warmup=1,
                                                   text=spy + RIGHT, trusted=(str(user_file), USER)))
         checked = await worker.request(CheckParams(source=sources_for(str(user_file), spy + RIGHT), tiers=(1, 2),
-                                                   target="v5e"))
+                                                   chip="v5e"))
     assert timed.ok and checked.ok, (timed.message, checked.message)
     assert timed.result.verdict == "ok" and timed.result.judged_by == EXPORTED, timed.result
     seen = [line.split() for line in log.read_text().splitlines()]
