@@ -195,3 +195,13 @@ def test_a_tiling_error_in_a_library_kernel_lands_on_the_literal_of_this_file():
     assert text.splitlines()[line][finding.span.column:finding.span.end_column] == "96"
     call = next(i for i, t in enumerate(text.splitlines()) if "return megablox_gmm(" in t)
     assert any(r.span.line == call for r in finding.related)
+
+
+def test_an_alias_of_a_later_output_is_read_and_said_at_its_dtype():
+    """jax writes ``output[1]`` for any output but the first: before, that message was not read, and the finding
+    stayed where jax's trace left it."""
+    text, _, located = _check(str(DATA / "alias_second_output.py"), (1,))
+    [finding] = [f for f in located.findings if f.severity == "error"]
+    assert (finding.code, finding.span.line) == ("PLS117", _marked(text))
+    assert text.splitlines()[finding.span.line][finding.span.column:finding.span.end_column] == "jnp.int32"
+    assert "output 1 is declared int32[64,128] but aliased to input 1 (float32[64,128])" in finding.message

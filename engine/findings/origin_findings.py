@@ -417,8 +417,8 @@ def alias_entries(site: Any, text: str) -> list[tuple[int, int, Span]]:
 
 
 _ALIAS_MISMATCH = re.compile(r"input_output_aliases contains the mapping '(?P<i>\d+):(?P<o>\d+)' referring to input"
-                             r"(?P<path>\S*) with abstract value (?P<a>\S+) and to output with a different abstract "
-                             r"value (?P<b>[^\s.]+)")
+                             r"(?P<path>\S*) with abstract value (?P<a>\S+) and to output(?:\[\d+\])? with a different "
+                             r"abstract value (?P<b>[^\s.]+)")
 
 
 def to_alias_entry(code: str, rec: Mapping[str, Any], site: Any, text: str, lines: list[str], *,
