@@ -23,7 +23,8 @@ from tree_sitter import Node
 
 from ..resolve import call_arguments, callee, is_pallas_name, scope_for
 from ..source import calls_holding
-from ..types import Finding, KernelSite, Related
+from ..static_values import binding
+from ..types import Finding, KernelSite, Related, Span
 from .context import RuleContext, finding
 
 
@@ -120,14 +121,20 @@ def block_past_end(ctx: RuleContext) -> Iterator[Finding]:
                 place = source.span(entry)
                 if entry.type == "identifier" and grid_axis is not None and site.grid_span is not None:
                     # the map names the block its grid index gives: the grid is one too long
-                    place = _grid_entry(source, site, grid_axis) or site.grid_span
+                    place = grid_entry(source, site.grid_span, grid_axis) or site.grid_span
                     related = (Related(source.span(entry), "the index_map entry that names the block"),) + related[1:]
                 yield finding("PLS020", message, place, kernel=site.kernel_name, related=related)
                 break
 
 
-def _grid_entry(source, site: KernelSite, axis: int):
-    node = source.node_at(site.grid_span, "tuple")
+def grid_entry(source, grid_span: Span, axis: int) -> Span | None:
+    """Where entry ``axis`` of the grid written at ``grid_span`` is: the tuple itself, or the tuple a name there
+    is bound to (``grid = (a, b)`` ... ``grid=grid``, analysis/static_values.binding); None when unknown."""
+    node = source.node_at(grid_span, "tuple")
+    if node is None:
+        name = source.node_at(grid_span, "identifier")
+        bound = binding(source, source.node_text(name), name) if name is not None else None
+        node = bound if bound is not None and bound.type == "tuple" else None
     items = [c for c in node.named_children if c.type != "comment"] if node is not None else []
     return source.span(items[axis]) if axis < len(items) else None
 

@@ -7,12 +7,11 @@ end" at the index map (runner/tier3/interpret_records.py). When one block index 
 of exactly one grid axis, and that step is the axis's last (the grid the call ran with,
 ``ReachedCall.grid``), the map is following the grid and the grid runs one step too far (``tiles_n + 1``, a
 ``pl.cdiv`` where the size does not divide): said at the grid's entry for that axis - through a name bound
-once to the tuple in the same function - with the index map related. Anything less clear-cut stays at the map.
+to the tuple - with the index map related. Anything less clear-cut stays at the map.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any, Mapping
 
@@ -61,39 +60,9 @@ def _grid_ran(site: Any, reached: Any) -> tuple[int, ...] | None:
 
 
 def grid_entry(text: str, grid_span: Span, axis: int) -> Span | None:
-    """Where entry ``axis`` of the grid written at ``grid_span`` is: the tuple itself, or the tuple a name there
-    is bound to once in the same function (``grid = (a, b)`` ... ``grid=grid``)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return None
-    node = _expression_at(tree, grid_span)
-    if isinstance(node, ast.Name):
-        node = _bound_tuple(tree, node)
-    if not isinstance(node, ast.Tuple) or not 0 <= axis < len(node.elts):
-        return None
-    e = node.elts[axis]
-    return Span(e.lineno - 1, e.col_offset, e.end_lineno - 1, e.end_col_offset)
+    """Where entry ``axis`` of the grid written at ``grid_span`` is (analysis/rules/spec_reach.grid_entry, as tier 0's
+    PLS020 places it)."""
+    from ...analysis.rules.spec_reach import grid_entry as entry_at
+    from ...analysis.source import Source
 
-
-def _expression_at(tree: ast.AST, span: Span) -> ast.expr | None:
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Tuple, ast.Name)) and node.lineno - 1 == span.line \
-                and node.col_offset == span.column and node.end_lineno - 1 == span.end_line:
-            return node
-    return None
-
-
-def _bound_tuple(tree: ast.AST, name: ast.Name) -> ast.Tuple | None:
-    """The tuple ``name`` is bound to, when the function holding it binds it exactly once."""
-    holder = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   and f.lineno <= name.lineno <= (f.end_lineno or f.lineno)
-                   and not any(isinstance(g, (ast.FunctionDef, ast.AsyncFunctionDef)) and g is not f
-                               and g.lineno <= name.lineno <= (g.end_lineno or g.lineno) for g in ast.walk(f))), tree)
-    bound = [n for n in ast.walk(holder) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-             and any(isinstance(t, ast.Name) and t.id == name.id
-                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
-    if len(bound) != 1 or isinstance(bound[0], ast.AugAssign):
-        return None
-    value = bound[0].value
-    return value if isinstance(value, ast.Tuple) else None
+    return entry_at(Source(text), grid_span, axis)
