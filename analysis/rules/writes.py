@@ -45,6 +45,7 @@ _OPAQUE_NAMES = {"getattr", "setattr", "locals", "vars", "eval", "exec", "global
 _SCRATCH_DATA = ("VMEM", "SMEM")
 _SCRATCH_KINDS = {"VMEM", "SMEM", "VMEM_SHARED", "HBM", "ANY"}  # one buffer each (and the semaphores)
 _MAX_DEPTH = 4
+READ_BEFORE_WRITE = "is read here before anything writes it"  # PLS018's related read (engine/findings/agreement.py)
 
 
 # ------------------------------------------------------------------------------ the rules
@@ -115,7 +116,7 @@ def _at_missing_init(found: Finding, walk: "_FirstStep", name: str) -> Finding:
         said = f"this block runs on the first grid step but writes nothing of {name} (its init removed?)"
     if place is None:
         return found
-    read = Related(span=found.span, message=f"{name} is read here before anything writes it")
+    read = Related(span=found.span, message=f"{name} {READ_BEFORE_WRITE}")
     return dataclasses.replace(found, span=_span(place), message=f"{found.message} — {said}",
                                related=(read,) + tuple(found.related))
 

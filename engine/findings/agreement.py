@@ -28,6 +28,7 @@ import re
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from ...analysis.rules.writes import READ_BEFORE_WRITE
 from ...analysis.types import Finding, Related, Span
 
 # tier-0 code -> the compiler codes (tiers 1-3) that report the same mistake.
@@ -134,8 +135,6 @@ def _same_place(a: Finding, b: Finding, sites: Sequence[Any]) -> bool:
         return False
     return _near(a.span, b.span)
 
-
-READ_BEFORE_WRITE = "is read here before anything writes it"  # analysis/rules/writes.py's related read
 
 
 def _near(a: Span, b: Span) -> bool:
