@@ -96,3 +96,96 @@ def test_the_grid_entry_is_found_through_a_name_bound_once():
     assert grid_entry(text, at_name, 1) == Span(1, 20, 1, 32)  # `m // 128 + 1`
     twice = text.replace("    return", "    grid = grid + (1,)\n    return")
     assert grid_entry(twice, Span(3, 21, 3, 25), 1) is None  # bound twice: not certain which tuple ran
+
+
+@pytest.mark.parametrize("name, line, column, words", [
+    # before: the kernel's store (line 13); the out_specs list is built apart and appended to in an if/else
+    ("specs_by_name.py", 25, 44, "the block out_specs[1] declares dim 1 as 124"),
+    # before: the kernel's reshape (line 12); one spec serves the input and the output
+    ("reshape_off.py", 19, 21, "the block in_specs[0] declares dim 2 as 124 where the kernel's reshape needs 128"),
+])
+def test_a_block_written_apart_from_the_call_is_said_at_its_entry(name, line, column, words):
+    (found,) = [f for f in check(name, "0,1")["findings"] if f["severity"] == "error"]
+    assert (found["line"], found["column"]) == (line, column), found
+    assert words in found["message"]
+
+
+def test_a_store_into_an_output_declared_int_is_said_at_the_declaration_with_operands_unpacked():
+    """Before: at the store (line 11): the call's operands are passed as ``(*operands)``, so which kernel
+    parameter is the output is now counted from the end (outputs, then scratch)."""
+    found = error(check("dtype_int_unpacked.py", "0,1"), "PLS104")
+    assert (found["line"], found["column"]) == (21, 60), found
+    assert "o_ref's dtype is declared int32 here (out_shape[0]), but the kernel computes float32" in found["message"]
+
+
+def test_a_scratch_slot_one_short_is_said_at_its_dim(tmp_path):
+    """Before: at the pallas_call (line 20): slot 1 of a scratch declared one slot deep. The access window now
+    keeps its single indices (``[1, 0:8, 0:128]``), which say the dim; two slots are clean."""
+    found = error(check("scratch_short.py", "0,1,3"), "PLS302")
+    assert (found["line"], found["column"]) == (26, 37), found
+    assert "[1, 0:8, 0:128]" in found["message"]
+    assert "declares dim 0 as 1 (shape (1, 8, 128)), and the kernel accesses index 1 there" in found["message"]
+    clean = tmp_path / "scratch_two.py"
+    clean.write_text((DATA / "scratch_short.py").read_text().replace("VMEM((1, r, c)", "VMEM((2, r, c)"))
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(clean), "--tiers", "0,1,3",
+                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
+    assert json.loads(proc.stdout)["files"][0]["findings"] == []
+
+
+def test_a_per_step_table_read_past_its_end_is_said_at_the_grid_entry(tmp_path):
+    """Before: in the kernel (line 12); the table has an entry per step and the grid one step more."""
+    found = error(check("table_past_end.py", "0,1,3"), "PLS302")
+    assert (found["line"], found["column"]) == (24, 19), found
+    assert "the grid has a step too many on axis 0" in found["message"]
+    clean = tmp_path / "table_ok.py"
+    clean.write_text((DATA / "table_past_end.py").read_text().replace("grid=(m // bm + 1,)", "grid=(m // bm,)"))
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(clean), "--tiers", "0,1,3",
+                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
+    assert json.loads(proc.stdout)["files"][0]["findings"] == []
+
+
+def test_an_index_map_past_the_end_moves_to_the_grid_entry_when_the_grid_was_traced():
+    """megablox's grid holds a traced size (its active tiles), so the run records no grid: the step tier 3
+    stopped at stands for the axis's last (was: the map stayed the place)."""
+    from types import SimpleNamespace
+
+    from pallasite.analysis.types import Span
+    from pallasite.engine.findings.grid_step import to_grid_entry
+
+    text = "def f(n, tiles):\n    return call(grid=(n + 1, tiles, 2))\n"
+    site = SimpleNamespace(grid_span=Span(1, 21, 1, 38))
+    rec = {"sentence": "the index_map of input rhs returns block (0, 0, 3) at grid step (3, 0, 0): it reads "
+                       "[0:128, 384:512] of an array of shape (4, 256, 384), past its end"}
+    moved = to_grid_entry("PLS302", rec, site, [], text, Span(0, 0, 0, 1))
+    assert moved is not None and moved.span == Span(1, 22, 1, 27)  # `n + 1`
+    rec["sentence"] = rec["sentence"].replace("(3, 0, 0)", "(3, 3, 0)")  # two axes at 3: not clear which
+    assert to_grid_entry("PLS302", rec, site, [], text, Span(0, 0, 0, 1)) is None
+
+
+def test_a_store_into_a_scratch_of_another_shape_names_the_scratch_dim():
+    """simple GLA's and gmm's halved scratch (sglang-jax): the value stored has the size other buffers have,
+    the scratch alone its own; an output block of the same shape as the scratch leaves it unclear."""
+    from pallasite.engine.findings.odd_declaration import _stored_into_scratch
+
+    message = ("Invalid shape for `swap`. Ref shape: (64, 384). Expected shape: (64, 384). Value shape: (128, 384). "
+               "Transforms: ().")
+    buffers = [("scratch_shapes", 0, (8, 384)), ("scratch_shapes", 1, (64, 384)), ("scratch_shapes", 3, (512, 128))]
+    assert _stored_into_scratch(message, buffers) == (("scratch_shapes", 1, 0), [64], [128])
+    assert _stored_into_scratch(message, buffers + [("out_specs", 0, (64, 384))]) is None
+    assert _stored_into_scratch(message, buffers[:2]) is None  # nothing else is 128 there
+
+
+def test_a_spec_list_is_read_through_its_name():
+    from pallasite.analysis.types import Span
+    from pallasite.engine.findings.written_specs import dim_span
+
+    text = (DATA / "specs_by_name.py").read_text()
+    lines = text.splitlines()
+    call = next(i for i, t in enumerate(lines) if "return pl.pallas_call(" in t)
+    at = Span(call, lines[call].index("pl.pallas_call"), call, lines[call].index("pl.pallas_call") + 14)
+    assert dim_span(text, at, "out_specs", 1, 1) == Span(24, 43, 24, 49)  # `bn - 4`, appended in the if branch
+    assert dim_span(text, at, "out_specs", 0, 0) == Span(20, 22, 20, 24)  # the literal's `bm`
+    assert dim_span(text, at, "in_specs", 0, 1) == Span(17, 34, 17, 36)
+    assert dim_span(text, at, "out_specs", 2, 0) is None  # no such entry
+    rebound = text.replace("    if with_square:", "    out_specs = list(out_specs)\n    if with_square:")
+    assert dim_span(rebound, Span(at.line + 1, at.column, at.line + 1, at.end_column), "out_specs", 1, 1) is None

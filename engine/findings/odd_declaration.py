@@ -24,12 +24,13 @@ from typing import Any, Mapping
 from ...analysis.types import Related, Span
 
 from .origin_findings import Moved
+from .written_specs import dim_span
 
 MISMATCH = re.compile(r"incompatible shapes|contracting dimensions to have the same shape|Invalid shape for `swap`"
                       r"|must have (?:the )?same shape|shapes? must (?:be equal|match)|got incompatible", re.I)
 _SHAPE = re.compile(r"\((\d+(?:,\s*\d+)*),?\)")
 CODES = ("PLS100", "PLS103", "PLS104")
-_ACCESSED = re.compile(r"of an? (?:VMEM|SMEM) buffer of shape \((?P<shape>\d+(?:,\s*\d+)*),?\)")
+_ACCESSED = re.compile(r"\[\(?(?P<window>[-\d:,\s]*)\)?\] of an? (?:VMEM|SMEM) buffer of shape \((?P<shape>\d+(?:,\s*\d+)*),?\)")
 
 
 def to_odd_declaration(code: str, rec: Mapping[str, Any], site: Any, reached: Any, lines: list[str],
@@ -38,55 +39,112 @@ def to_odd_declaration(code: str, rec: Mapping[str, Any], site: Any, reached: An
     if code not in CODES or site is None or not reached:
         return None
     message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
-    if not MISMATCH.search(message):
-        return None
-    sizes = _differing(message, broadcast="broadcast" in message)
     buffers = _buffers(site, reached)
-    if len(sizes) < 2 or not buffers:
+    found = (_combined_off(message, buffers) if MISMATCH.search(message)
+             else _reshaped_off(message, buffers) if _RESHAPE.search(message) else None)
+    if found is None:
         return None
-    holders = {v: [(role, index, d) for role, index, shape in buffers for d, size in enumerate(shape) if size == v]
-               for v in sizes}
-    odd = [v for v in sizes if len(holders[v]) == 1]
-    common = [v for v in sizes if len(holders[v]) >= 2]
-    if len(odd) == 1 and common:
-        (role, index, dim), = holders[odd[0]]
-    else:
-        found = _accumulator_off(message, buffers)
-        if found is None:
-            return None
-        (role, index, dim), odd, common = found
+    (role, index, dim), odd, common = found
     place = _dim_span(site, role, index, dim, lines)
     if place is None:
         return None
     what = "scratch buffer" if role == "scratch_shapes" else "block"
-    said = (f"the {what} {role}[{index}] declares dim {dim} as {odd[0]} where the kernel combines it with "
-            f"{' / '.join(map(str, common))} (the size the call's other blocks have there): this declaration is off")
+    why = (f"the kernel's reshape needs {common[0]} there" if not MISMATCH.search(message) else
+           f"the kernel combines it with {' / '.join(map(str, common))} (the size the call's other blocks have there)")
+    said = f"the {what} {role}[{index}] declares dim {dim} as {odd[0]} where {why}: this declaration is off"
     return Moved(span=place, related=(Related(span, "the kernel statement the declared shape breaks"),), sentence=said)
 
 
-def to_empty_scratch(code: str, rec: Mapping[str, Any], site: Any, reached: Any, lines: list[str],
+def to_short_scratch(code: str, rec: Mapping[str, Any], site: Any, reached: Any, lines: list[str],
                      span: Span) -> Moved | None:
-    """An out-of-bounds access (tier 3) of a scratch buffer declared with a dim of size 0: nothing fits in
-    it, so every access is past its end and the declaration is off (``block_b // 2`` with one row a
-    block). Said at that dim of its ``VMEM(...)``, the access related; only when the buffer's shape is
-    one scratch buffer's alone."""
+    """An access (tier 3) past the end of a scratch buffer, in one dim: a dim declared 0 (nothing fits:
+    ``block_b // 2`` with one row a block), or a dim of 1 the kernel indexes past (slot 1 of a double buffer
+    declared one slot deep: why index a dim of one?). Said at that dim of its ``VMEM(...)``, the access related; only
+    when the buffer's shape is one scratch buffer's alone."""
     if code != "PLS302" or site is None or not reached:
         return None
     m = _ACCESSED.search(f"{rec.get('message') or ''} {rec.get('sentence') or ''}")
     shape = tuple(int(x) for x in m.group("shape").split(",")) if m else ()
-    if 0 not in shape:
+    dim = _short_dim(m.group("window"), shape) if m else None
+    if dim is None:
         return None
     held = [(role, index) for role, index, declared in _buffers(site, reached) if declared == shape]
     scratch = [index for role, index in held if role == "scratch_shapes"]
     if len(scratch) != 1 or len(held) != 1:
         return None
-    dim = shape.index(0)
     place = _dim_span(site, "scratch_shapes", scratch[0], dim, lines)
     if place is None:
         return None
+    said = (f"declares dim {dim} as 0 (shape {shape}): nothing fits in it" if shape[dim] == 0 else
+            f"declares dim {dim} as {shape[dim]} (shape {shape}), and the kernel accesses index {shape[dim]} there")
     return Moved(span=place, related=(Related(span, "where tier 3 found the access past its end"),),
-                 sentence=f"the scratch buffer scratch_shapes[{scratch[0]}] declares dim {dim} as 0 "
-                          f"(shape {shape}): nothing fits in it, so this declaration is off")
+                 sentence=f"the scratch buffer scratch_shapes[{scratch[0]}] {said}, so this declaration is off")
+
+
+def _short_dim(window: str, shape: tuple[int, ...]) -> int | None:
+    """The one dim of size 1 an access window (``1, 0:8, 0:128``) runs past, else a dim of size 0; None when
+    unclear."""
+    items = [w.strip() for w in window.split(",") if w.strip()]
+    if len(items) == len(shape):
+        past = [d for d, (w, n) in enumerate(zip(items, shape))
+                if (int(w.split(":")[1]) > n if ":" in w else int(w) >= n)]
+        if len(past) == 1 and shape[past[0]] <= 1:  # a dim of one indexed past: the declaration (a wider dim
+            return past[0]                            # read one past its end is as likely the index's fault)
+    return shape.index(0) if 0 in shape else None
+
+
+def _combined_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
+                  ) -> tuple[tuple[str, int, int], list[int], list[int]] | None:
+    """Two shapes the kernel combines that differ where one size is a single buffer dim's and the other
+    several buffers'; else the accumulator and store rules below."""
+    sizes = _differing(message, broadcast="broadcast" in message)
+    if len(sizes) < 2 or not buffers:
+        return None
+    holders = _holders(sizes, buffers)
+    odd = [v for v in sizes if len(holders[v]) == 1]
+    common = [v for v in sizes if len(holders[v]) >= 2]
+    if len(odd) == 1 and common:
+        return holders[odd[0]][0], odd, common
+    return _accumulator_off(message, buffers) or _stored_into_scratch(message, buffers)
+
+
+_RESHAPE = re.compile(r"cannot reshape (?:array of )?shape \((?P<source>[\d, ]+)\).*? into shape \((?P<target>[\d, ]+)\)")
+
+
+def _reshaped_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
+                  ) -> tuple[tuple[str, int, int], list[int], list[int]] | None:
+    """A reshape whose element counts differ because one size on either side is a single declaration's (a
+    block's, or one spec's used for an input and its output) where a size of the other side would make the
+    counts equal: ``(16, 4, 124)`` into ``(64, 128)``, or ``(2, 16, 4, 128)`` into ``(128, 124)``."""
+    m = _RESHAPE.search(message)
+    source, target = (tuple(int(x) for x in m.group(g).replace(" ", "").strip(",").split(",")) for g in ("source", "target"))
+    holders = _holders(sorted({v for shape in (source, target) for v in shape} - {0, 1}), buffers)
+    shapes = {(role, index): shape for role, index, shape in buffers}
+    found = {(v, w) for side, other in ((target, source), (source, target))
+             for v in set(side) if _one_declaration(holders.get(v, []), shapes)
+             for w in set(other) - {v} if _product(side) // v * w == _product(other)}
+    if len(found) != 1:
+        return None
+    (v, w), = found
+    return holders[v][0], [v], [w]
+
+
+def _one_declaration(held: list[tuple[str, int, int]], shapes: dict) -> bool:
+    """Held by one buffer dim, or by blocks of one shape at one dim (a spec used for an input and its output)."""
+    return len(held) == 1 or (bool(held) and all(r != "scratch_shapes" for r, _, _ in held)
+                              and len({(shapes[r, i], d) for r, i, d in held}) == 1)
+
+
+def _holders(sizes, buffers) -> dict[int, list[tuple[str, int, int]]]:
+    return {v: [(role, index, d) for role, index, shape in buffers for d, size in enumerate(shape) if size == v]
+            for v in sizes}
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    out = 1
+    for v in shape:
+        out *= v
+    return out
 
 
 def _accumulator_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
@@ -105,6 +163,28 @@ def _accumulator_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]
             if len(scratch) == 1 and outs:
                 return (scratch[0][0], scratch[0][1], diff[0]), [a[diff[0]]], [b[diff[0]]]
     return None
+
+
+_SWAP = re.compile(r"Invalid shape for `swap`\. Ref shape: \((?P<ref>[\d, ]+)\)\..*?Value shape: \((?P<value>[\d, ]+)\)")
+
+
+def _stored_into_scratch(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
+                         ) -> tuple[tuple[str, int, int], list[int], list[int]] | None:
+    """A store of a value into a ref of exactly one scratch buffer's shape (no block has it), differing in one
+    dim whose size the value has and another buffer has too: the kernel computed the size its other
+    buffers agree on, and the scratch buffer was declared otherwise (``VMEM((tm // 2, tn), ...)``)."""
+    m = _SWAP.search(message)
+    if m is None:
+        return None
+    ref, value = (tuple(int(x) for x in m.group(g).replace(" ", "").strip(",").split(",")) for g in ("ref", "value"))
+    diff = [d for d, (x, y) in enumerate(zip(ref, value)) if x != y] if len(ref) == len(value) else []
+    held = [(role, index) for role, index, shape in buffers if shape == ref]
+    if len(diff) != 1 or len(held) != 1 or held[0][0] != "scratch_shapes":
+        return None
+    size = value[diff[0]]
+    if not any(size in shape for role, index, shape in buffers if (role, index) != held[0]):
+        return None
+    return (held[0][0], held[0][1], diff[0]), [ref[diff[0]]], [size]
 
 
 def _differing(message: str, broadcast: bool = False) -> list[int]:
@@ -134,18 +214,20 @@ def _buffers(site: Any, reached: Any) -> list[tuple[str, int, tuple[Any, ...]]]:
 def _dim_span(site: Any, role: str, index: int, dim: int, lines: list[str]) -> Span | None:
     if role == "scratch_shapes":
         buffers = tuple(getattr(site, "scratch_shapes", None) or ())
-        return _scratch_dim(buffers[index].span, dim, lines) if 0 <= index < len(buffers) else None
+        place = _scratch_dim(buffers[index].span, dim, lines) if 0 <= index < len(buffers) else None
+        return place or dim_span("\n".join(lines), site.span, role, index, dim)
     specs = tuple(getattr(site, role, None) or ())
     spec = next((s for s in specs if s.position == index), None)
-    if spec is None or not getattr(spec, "certain", True):
-        return None
+    if spec is None or not getattr(spec, "certain", True):  # a list built apart from the call: read by name
+        return dim_span("\n".join(lines), site.span, role, index, dim)
     if len(spec.dim_spans) > dim:
         return spec.dim_spans[dim]
     return spec.span
 
 
-def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span:
-    """The ``dim``-th entry of the shape tuple in ``VMEM((a, b), dtype)`` written at ``span`` (else the call)."""
+def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span | None:
+    """The ``dim``-th entry of the shape tuple in ``VMEM((a, b), dtype)`` written at ``span`` (else the call;
+    None when the text there is not such a call)."""
     if span.line != span.end_line or not (0 <= span.line < len(lines)):
         return span
     text = lines[span.line][span.column:span.end_column]
@@ -153,7 +235,9 @@ def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span:
         call = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return span
-    shape = call.args[0] if isinstance(call, ast.Call) and call.args else None
+    if not isinstance(call, ast.Call):
+        return None
+    shape = call.args[0] if call.args else None
     if not isinstance(shape, ast.Tuple) or dim >= len(shape.elts):
         return span
     e = shape.elts[dim]

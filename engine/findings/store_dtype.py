@@ -68,9 +68,15 @@ def _declaration(site: Any, ref: str, output_place: Callable[[int], Span | None]
     scratch = tuple(getattr(site, "scratch_shapes", None) or ())
     if outputs is None and operands is not None:  # an out_shape a helper returns: what the parameters leave
         outputs = len(params) - len(operands) - len(scratch) if len(params) > len(operands) + len(scratch) else None
-    if ref not in params or operands is None or outputs is None:
+    if operands is not None:
+        first = len(operands)
+    elif outputs is not None and len(params) >= outputs + len(scratch):  # operands unpacked (`(*args)`): from the end
+        first = len(params) - outputs - len(scratch)
+    else:
         return None
-    index = params.index(ref) - len(operands)
+    if ref not in params or outputs is None:
+        return None
+    index = params.index(ref) - first
     if 0 <= index < outputs:
         place = output_place(index)
         return (place, f"out_shape[{index}]") if place is not None else None

@@ -374,15 +374,17 @@ def _in_specs_of(call: RecordedCall) -> Any:
 
 
 _SLICE = re.compile(r"slice\((-?\d+), (-?\d+), (?:1|None)\)")
+_INDEX = re.compile(r"slice\((-?\d+), (-?\d+), (?:1|None)\)|(?<![\w.])(-?\d+)(?![\w.])")  # a slice, or one index
 
 
 def _oob_sentence(text: str) -> str:
     """'Out-of-bounds read of (0 0 hbm 100): reading [(slice(32, 40, 1), ...)] but buffer has shape
-    (32, 128).' -> 'Out-of-bounds read: [32:40, 0:128] of an HBM buffer of shape (32, 128)'."""
+    (32, 128).' -> 'Out-of-bounds read: [32:40, 0:128] of an HBM buffer of shape (32, 128)'; a single index
+    stays itself (``[1, 0:8, 0:128]``: slot 1 of a buffer of one slot)."""
     m = re.match(r"Out-of-bounds (read|write|swap) of \(\d+ \d+ (\w+) \d+\): \w+ \[(.*)\] but buffer has shape (\(.*?\))", text)
     if not m:
         return text.rstrip(".")
-    window = ", ".join(f"{a}:{b}" for a, b in _SLICE.findall(m.group(3))) or m.group(3)
+    window = ", ".join(f"{a}:{b}" if a else i for a, b, i in _INDEX.findall(m.group(3))) or m.group(3)
     kind = "DMA read" if m.group(1) == "read" and m.group(2) in ("hbm", "any") else m.group(1)
     return f"Out-of-bounds {kind}: [{window}] of {_buffer_name('(' + m.group(2) + ')')} of shape {m.group(4)}"
 

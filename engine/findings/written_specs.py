@@ -1,0 +1,158 @@
+"""The block shape a call's spec list declares, read from the source when the list is a name
+(client side, Python's ``ast``; never imports jax).
+
+Kernels often build their specs apart from the call: ``out_specs = [pl.BlockSpec((bq, d), ...), ...]``,
+then ``pl.pallas_call(..., out_specs=out_specs)`` or ``grid_spec=pltpu.PrefetchScalarGridSpec(...,
+in_specs=in_specs)``, sometimes with entries appended afterwards (``out_specs += [...]``). Tier 0's
+site reading stops at such a name (its spec is "not certain"); when the run already told which entry of
+the list is off (the worker's recorded buffers), the literal the name was first bound to still says
+where that entry's dim is written: entries appended later come after the literal's, so its positions
+hold. ``dim_span`` finds it, or None when anything is less clear (a starred entry before it, a name
+rebound in a branch, an entry that is not a ``BlockSpec`` call with a tuple shape).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...analysis.types import Span
+
+
+def dim_span(text: str, call: Span, role: str, index: int, dim: int) -> Span | None:
+    """Where dim ``dim`` of entry ``index`` of the call's ``role`` (``in_specs``, ``out_specs``,
+    ``scratch_shapes``) is written."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    found = _call_at(tree, call)
+    if found is None:
+        return None
+    node, scope = found
+    specs = _keyword(node, role)
+    if specs is None:
+        grid_spec = _bound(_keyword(node, "grid_spec"), scope, node)
+        specs = _keyword(grid_spec, role) if isinstance(grid_spec, ast.Call) else None
+    entries = _entries(specs, scope, node) if specs is not None else []
+    shapes = [shape for entry in (entries[index] if index < len(entries) else ())
+              if (shape := _shape_of(_bound(entry, scope, node), scope, node)) is not None and dim < len(shape.elts)]
+    if len(shapes) != 1:
+        return None
+    e = shapes[0].elts[dim]
+    return Span(e.lineno - 1, e.col_offset, (e.end_lineno or e.lineno) - 1, e.end_col_offset or e.col_offset)
+
+
+def _shape_of(spec: ast.AST | None, scope: ast.AST, use: ast.AST) -> ast.Tuple | ast.List | None:
+    """The shape tuple of ``pl.BlockSpec(shape, ...)`` or a scratch buffer's ``pltpu.VMEM(shape, dtype)``."""
+    if not isinstance(spec, ast.Call):
+        return None
+    shape = spec.args[0] if spec.args else next((k.value for k in spec.keywords if k.arg in ("block_shape", "shape")),
+                                                None)
+    shape = _bound(shape, scope, use) if shape is not None else None
+    return shape if isinstance(shape, (ast.Tuple, ast.List)) else None
+
+
+def _entries(specs: ast.AST, scope: ast.AST, use: ast.AST) -> list[list[ast.AST]]:
+    """The list's entries in order, each as the values it may hold: a literal's, then what the statements
+    after the name's binding add before ``use`` (``+= [...]``, ``.append(x)``, an ``if``/``else`` whose
+    branches add as many each: both values); stops at anything else that touches the name."""
+    if isinstance(specs, (ast.List, ast.Tuple)):
+        return [[e] for e in specs.elts] if not any(isinstance(e, ast.Starred) for e in specs.elts) else []
+    binding = _binding(specs, scope, use) if isinstance(specs, ast.Name) else None
+    if binding is None or not isinstance(binding.value, (ast.List, ast.Tuple)):
+        return []
+    out = _entries(binding.value, scope, use)
+    body = list(getattr(scope, "body", ()))
+    for stmt in body[body.index(binding) + 1:]:
+        if stmt.lineno >= use.lineno or not _touches(stmt, specs.id):
+            continue
+        added = _added(stmt, specs.id)
+        if added is None:
+            break
+        out += added
+    return out
+
+
+def _added(stmt: ast.stmt, name: str) -> list[list[ast.AST]] | None:
+    """What one statement appends to list ``name``: one value list per new entry; None when unknown."""
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and isinstance(stmt.op, ast.Add):
+        return [[e] for e in stmt.value.elts] if isinstance(stmt.value, (ast.List, ast.Tuple)) else None
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _callee(stmt.value) == "append" \
+            and isinstance(stmt.value.func, ast.Attribute) and isinstance(stmt.value.func.value, ast.Name) \
+            and stmt.value.func.value.id == name and len(stmt.value.args) == 1:
+        return [[stmt.value.args[0]]]
+    if isinstance(stmt, ast.If) and stmt.orelse:
+        branches = [_branch(stmt.body, name), _branch(stmt.orelse, name)]
+        if any(b is None for b in branches) or len(branches[0]) != len(branches[1]):
+            return None
+        return [a + b for a, b in zip(*branches)]
+    return None
+
+
+def _branch(body: list[ast.stmt], name: str) -> list[list[ast.AST]] | None:
+    out: list[list[ast.AST]] = []
+    for stmt in body:
+        if _touches(stmt, name):
+            added = _added(stmt, name)
+            if added is None:
+                return None
+            out += added
+    return out
+
+
+def _touches(stmt: ast.stmt, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt))
+
+
+def _call_at(tree: ast.AST, span: Span) -> tuple[ast.Call, ast.AST] | None:
+    """The ``pallas_call`` written at ``span`` (not the call of what it returns, which starts there too)
+    and the function (or module) holding it."""
+    def walk(node: ast.AST, scope: ast.AST):
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope
+            if (isinstance(child, ast.Call) and child.lineno - 1 == span.line and child.col_offset == span.column
+                    and _callee(child).endswith("pallas_call")):
+                return child, scope
+            hit = walk(child, inner)
+            if hit is not None:
+                return hit
+        return None
+    return walk(tree, tree)
+
+
+def _keyword(call: ast.Call, name: str) -> ast.AST | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _bound(node: ast.AST | None, scope: ast.AST, use: ast.AST) -> ast.AST | None:
+    """``node`` itself, or for a name the value of its one plain assignment above ``use`` in ``scope``."""
+    if not isinstance(node, ast.Name):
+        return node
+    binding = _binding(node, scope, use)
+    return binding.value if binding is not None else None
+
+
+def _binding(name: ast.Name, scope: ast.AST, use: ast.AST) -> ast.Assign | None:
+    """The one plain assignment of ``name`` in the scope's own body above ``use``; None when it is
+    bound more than once, or only in a branch (appending to it afterwards is allowed)."""
+    def binds(s: ast.stmt) -> bool:
+        return isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name.id for t in s.targets)
+    anywhere = [s for s in _statements(scope) if binds(s)]
+    plain = [s for s in getattr(scope, "body", ()) if binds(s) and s.lineno < use.lineno]
+    return plain[0] if len(anywhere) == 1 and plain == anywhere else None
+
+
+def _statements(scope: ast.AST):
+    """The scope's own statements, those in ``if``/``with``/loop bodies included, not nested functions'."""
+    todo = list(getattr(scope, "body", ()))
+    while todo:
+        stmt = todo.pop(0)
+        yield stmt
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo += [s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt)
+                     and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
