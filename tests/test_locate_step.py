@@ -31,11 +31,12 @@ PLANTED = {
     "acc_wrong_axis": (14, "2", "1"),
     "mask_off_by_one": (19, "rows >= cols", "rows > cols"),
     "softmax_scale": (27, "head_dim ** -0.5", "head_dim ** 0.5"),
+    "scale_in_helper": (17, "head_dim ** -0.5", "head_dim ** 0.5"),  # a helper neither kernel nor wrapper
     "grid_no_cdiv": (23, "pl.cdiv(n, ROWS)", "n // ROWS"),
     "when_inverted": (14, "pl.program_id(2) == 0", "pl.program_id(2) != 0"),
     "index_map_swap": (26, "(i, j)", "(j, i)"),
 }
-FAST = ("mask_off_by_one", "grid_no_cdiv")  # one edit each before the fix: the default suite runs these
+FAST = ("mask_off_by_one", "grid_no_cdiv", "scale_in_helper")  # one edit each before the fix: the default suite runs these
 
 
 def _call_line(text: str) -> int:

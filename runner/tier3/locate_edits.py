@@ -53,7 +53,7 @@ class Edit:
     Lines are 1-based, columns ast's UTF-8 byte offsets. ``stmt_line`` is where a finding about it lands
     (the edited expression's first line); ``kind`` one of the module doc's families, ``role`` where it is
     (``kernel``, ``when``, ``index_map``, ``grid``, ``block``, ``out_shape``, ``scratch``, ``semantics``,
-    ``wrapper``), ``what`` the change in words, ``score`` its rank (higher is tried first)."""
+    ``wrapper``, ``caller``: a scale written elsewhere in the module), ``what`` the change in words, ``score`` its rank (higher is tried first)."""
 
     line: int
     col: int
@@ -199,7 +199,32 @@ def candidate_edits(text: str, call_line: int, kernel_line: int | None, grid_ran
         for fn in [kernel, *_helpers(tree, kernel)]:
             _kernel_edits(ctx, fn)
     _call_edits(ctx, call, wrapper)
+    _scales_elsewhere(ctx, tree)
     return order_edits(ctx.edits, signals or Signals(), ctx.slice_lines)
+
+
+def _scales_elsewhere(ctx: _Ctx, tree: ast.Module) -> None:
+    """Scales written anywhere in the module, after the kernel's and its wrapper's own edits: a task or an
+    entry point computes ``D ** -0.5`` or ``1.0 / math.sqrt(head_dim)`` and hands it down as ``sm_scale``.
+    Exponents of +-0.5, reciprocals of a square root, and a square root on a line that names a scale."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and _half(node.right):
+            _binop_edits(ctx, node, "caller")
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.Constant) \
+                and node.left.value in (1, 1.0) and isinstance(node.right, ast.Call) \
+                and _name(node.right.func) in ("sqrt", "rsqrt"):
+            _binop_edits(ctx, node, "caller")
+        elif isinstance(node, ast.Call) and _name(node.func) in ("sqrt", "rsqrt") and len(node.args) == 1 \
+                and "scale" in ctx.lines[node.lineno - 1].lower():
+            _call_expr_edits(ctx, node, "caller")
+            ctx.add(node, f"1.0 / {ctx.seg(node)}", "scale", "caller", f"`{_short(ctx.seg(node))}` -> its reciprocal")
+
+
+def _half(node: ast.AST) -> bool:
+    """The constant 0.5 or -0.5."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and node.value == 0.5
 
 
 def _kernel_of_call(tree: ast.Module, call: ast.Call) -> ast.FunctionDef | None:
