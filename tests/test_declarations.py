@@ -189,3 +189,24 @@ def test_a_spec_list_is_read_through_its_name():
     assert dim_span(text, at, "out_specs", 2, 0) is None  # no such entry
     rebound = text.replace("    if with_square:", "    out_specs = list(out_specs)\n    if with_square:")
     assert dim_span(rebound, Span(at.line + 1, at.column, at.line + 1, at.end_column), "out_specs", 1, 1) is None
+
+
+def test_a_scratch_list_bound_in_each_arm_of_an_if_is_read_through_its_names():
+    """jax's flash attention: ``scratch_shapes = [m_scratch, l_scratch, acc_scratch]`` or ``[]`` by a branch,
+    each buffer a name bound in the branch (was: not resolved, the finding stayed at the access)."""
+    from pallasite.analysis.types import Span
+    from pallasite.engine.findings.written_specs import dim_span
+
+    text = ("def f(x, bb, bq, d, k):\n"
+            "    if k:\n"
+            "        m = pltpu.VMEM((bb, bq, 128), jnp.float32)\n"
+            "        acc = pltpu.VMEM((bb // 2, bq, d), jnp.float32)\n"
+            "        scratch_shapes = [m, acc]\n"
+            "    else:\n"
+            "        scratch_shapes = []\n"
+            "    return pl.pallas_call(kernel, scratch_shapes=scratch_shapes)(x)\n")
+    call = Span(7, 11, 7, 25)
+    assert dim_span(text, call, "scratch_shapes", 1, 0) == Span(3, 26, 3, 33)  # `bb // 2`
+    assert dim_span(text, call, "scratch_shapes", 2, 0) is None
+    looped = text.replace("    return", "    for m in range(2):\n        pass\n    return")
+    assert dim_span(looped, Span(9, 11, 9, 25), "scratch_shapes", 0, 0) is None  # `m` rebound by a loop

@@ -55,15 +55,20 @@ def _shape_of(spec: ast.AST | None, scope: ast.AST, use: ast.AST) -> ast.Tuple |
 def _entries(specs: ast.AST, scope: ast.AST, use: ast.AST) -> list[list[ast.AST]]:
     """The list's entries in order, each as the values it may hold: a literal's, then what the statements
     after the name's binding add before ``use`` (``+= [...]``, ``.append(x)``, an ``if``/``else`` whose
-    branches add as many each: both values); stops at anything else that touches the name."""
+    branches add as many each: both values); stops at anything else that touches the name. A name bound
+    to a literal in each arm of an ``if``/``else`` holds either literal's entry at each position."""
     if isinstance(specs, (ast.List, ast.Tuple)):
         return [[e] for e in specs.elts] if not any(isinstance(e, ast.Starred) for e in specs.elts) else []
-    binding = _binding(specs, scope, use) if isinstance(specs, ast.Name) else None
-    if binding is None or not isinstance(binding.value, (ast.List, ast.Tuple)):
+    bindings = _bindings(specs, scope, use) if isinstance(specs, ast.Name) else []
+    if not bindings or not all(isinstance(b.value, (ast.List, ast.Tuple)) for b in bindings):
         return []
-    out = _entries(binding.value, scope, use)
+    if len(bindings) > 1:
+        literals = [_entries(b.value, scope, use) for b in bindings]
+        return [sum((lit[i] for lit in literals if i < len(lit)), []) for i in range(max(map(len, literals)))]
+    out = _entries(bindings[0].value, scope, use)
     body = list(getattr(scope, "body", ()))
-    for stmt in body[body.index(binding) + 1:]:
+    later = body[body.index(bindings[0]) + 1:] if bindings[0] in body else []
+    for stmt in later:
         if stmt.lineno >= use.lineno or not _touches(stmt, specs.id):
             continue
         added = _added(stmt, specs.id)
@@ -125,21 +130,39 @@ def _keyword(call: ast.Call, name: str) -> ast.AST | None:
 
 
 def _bound(node: ast.AST | None, scope: ast.AST, use: ast.AST) -> ast.AST | None:
-    """``node`` itself, or for a name the value of its one plain assignment above ``use`` in ``scope``."""
+    """``node`` itself, or for a name the value of its one assignment above ``use`` in ``scope``."""
     if not isinstance(node, ast.Name):
         return node
-    binding = _binding(node, scope, use)
-    return binding.value if binding is not None else None
+    bindings = _bindings(node, scope, use)
+    return bindings[0].value if len(bindings) == 1 else None
 
 
-def _binding(name: ast.Name, scope: ast.AST, use: ast.AST) -> ast.Assign | None:
-    """The one plain assignment of ``name`` in the scope's own body above ``use``; None when it is
-    bound more than once, or only in a branch (appending to it afterwards is allowed)."""
+def _bindings(name: ast.Name, scope: ast.AST, use: ast.AST) -> list[ast.Assign]:
+    """The plain assignments of ``name`` in the scope (its branches included, not nested functions) above
+    ``use``; none when it is a parameter of the scope or is bound some other way too (a loop, ``with``,
+    an unpacking), and none unless they are one statement or the two arms of one ``if``/``else``. One
+    assignment in a branch counts: the call ran, so the name was bound."""
     def binds(s: ast.stmt) -> bool:
         return isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name.id for t in s.targets)
-    anywhere = [s for s in _statements(scope) if binds(s)]
-    plain = [s for s in getattr(scope, "body", ()) if binds(s) and s.lineno < use.lineno]
-    return plain[0] if len(anywhere) == 1 and plain == anywhere else None
+    params = {a.arg for a in ast.walk(getattr(scope, "args", ast.arguments())) if isinstance(a, ast.arg)}
+    found = [s for s in _statements(scope) if binds(s)]
+    other = [s for s in _statements(scope) if not binds(s) and isinstance(s, (ast.For, ast.With, ast.Assign))
+             and any(isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+                     for t in _targets(s) for n in ast.walk(t))]
+    if name.id in params or other or any(s.lineno >= use.lineno for s in found):
+        return []
+    if len(found) == 2:
+        arms = [s for s in _statements(scope) if isinstance(s, ast.If) and found[0] in s.body and found[1] in s.orelse]
+        return found if arms else []
+    return found if len(found) == 1 else []
+
+
+def _targets(stmt: ast.stmt) -> list[ast.AST]:
+    if isinstance(stmt, ast.For):
+        return [stmt.target]
+    if isinstance(stmt, ast.With):
+        return [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+    return list(getattr(stmt, "targets", ()))
 
 
 def _statements(scope: ast.AST):
