@@ -379,7 +379,7 @@ def _aliased_input(site: Any, ref: str | None, stored: str, text: str, reached: 
     if index is None:
         return None
     for j, i, entry in alias_entries(site, text):
-        if i != index:
+        if i != index or j is None:
             continue
         from .reach import site_reached
 
@@ -393,7 +393,8 @@ def _aliased_input(site: Any, ref: str | None, stored: str, text: str, reached: 
 
 def alias_entries(site: Any, text: str) -> list[tuple[int, int, Span]]:
     """(input, output, span) of each ``j: i`` entry of the ``input_output_aliases`` dict literal written
-    in ``site``'s pallas_call (or bound once to a name in the file); [] when it is not written out."""
+    in ``site``'s pallas_call (or bound once to a name in the file); [] when it is not written out. The
+    input is None where it is an expression (``6 + n_b: 1``), the output a constant."""
     tree = parse(text)
     if site is None or tree is None:
         return []
@@ -409,10 +410,10 @@ def alias_entries(site: Any, text: str) -> list[tuple[int, int, Span]]:
             aliases = bound[0] if len(bound) == 1 else None
         if not isinstance(aliases, ast.Dict):
             return []
-        return [(key.value, value.value, Span(key.lineno - 1, key.col_offset, value.end_lineno - 1, value.end_col_offset))
+        return [(key.value if isinstance(key, ast.Constant) and isinstance(key.value, int) else None, value.value,
+                 Span(key.lineno - 1, key.col_offset, value.end_lineno - 1, value.end_col_offset))
                 for key, value in zip(aliases.keys, aliases.values)
-                if isinstance(key, ast.Constant) and isinstance(value, ast.Constant)
-                and isinstance(key.value, int) and isinstance(value.value, int)]
+                if key is not None and isinstance(value, ast.Constant) and isinstance(value.value, int)]
     return []
 
 
@@ -431,7 +432,11 @@ def to_alias_entry(code: str, rec: Mapping[str, Any], site: Any, text: str, line
     if code != "PLS117" or m is None or site is None:
         return None
     j, i = int(m.group("i")), int(m.group("o"))
-    entry = next((span for a, b, span in alias_entries(site, text) if (a, b) == (j, i)), None)
+    entries = alias_entries(site, text)
+    entry = next((span for a, b, span in entries if (a, b) == (j, i)), None)
+    if entry is None:  # an input written as an expression: the one entry aliasing output i (an output has one)
+        unread = [span for a, b, span in entries if a is None and b == i]
+        entry = unread[0] if len(unread) == 1 and not any(a is not None and b == i for a, b, _ in entries) else None
     if entry is None:
         return None
     origin = _dtype_origin(site, i, text, reached)
