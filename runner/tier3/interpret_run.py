@@ -114,6 +114,9 @@ def interpret_once(
     each call runs backward (``runner/grid_order.py``)."""
     from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
 
+    from .interpret_views import install
+
+    install()  # refs viewed through a reshape or bitcast (was: PLS306, tier 3 could not run them)
     run = Run()
     captured = io.StringIO()
     noise = io.StringIO()  # tracebacks the interpreter's callback threads print

@@ -1,0 +1,82 @@
+"""Refs viewed through a reshape or bitcast, and masked stores, in jax's TPU interpreter
+(runner/tier3/interpret_views.py). Before: tier 3 said PLS306 "not checked" for any kernel viewing a ref
+(ragged paged attention, the deepseek v4 kernels, gmm v2: a third of issue 57's reached-but-missed mutants),
+and PLS300 for a correct masked store into a block whose first dim is longer than its second."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pallasite.runner.tier3 import interpret_views
+
+DATA = Path(__file__).parent / "data" / "runtime"
+
+
+def _findings(path: Path) -> list[dict]:
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(path), "--tiers", "0-3",
+                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
+    return json.loads(proc.stdout)["files"][0]["findings"]
+
+
+def _mosaic_bitcast(x, dtype):
+    """jax's own lowering of ``pltpu.bitcast`` (jax/_src/pallas/mosaic/primitives.py), run on CPU."""
+    import jax
+    import jax.numpy as jnp
+
+    src, dst = jnp.dtype(x.dtype).itemsize, jnp.dtype(dtype).itemsize
+    if src < dst:
+        *lead, m, n = x.shape
+        return jax.lax.bitcast_convert_type(jnp.swapaxes(x.reshape(*lead, m // (dst // src), dst // src, n), -1, -2),
+                                            dtype)
+    y = jax.lax.bitcast_convert_type(x, dtype)
+    *lead, m, n, p = y.shape
+    return jnp.swapaxes(y, -1, -2).reshape(*lead, m * p, n)
+
+
+@pytest.mark.parametrize("src, dst", [("bfloat16", "int32"), ("int32", "bfloat16"), ("uint8", "int32")])
+def test_the_bitcast_packs_the_second_minor_dim_as_mosaic_does(src, dst):
+    import jax.numpy as jnp
+
+    width = jnp.dtype(src).itemsize
+    x = np.random.default_rng(0).integers(0, 256, size=(2, 16, 128 * width), dtype=np.uint8).view(jnp.dtype(src))
+    ours = interpret_views._bitcast(x, np.dtype(jnp.dtype(dst)))
+    theirs = np.asarray(_mosaic_bitcast(jnp.asarray(x), jnp.dtype(dst)))
+    assert ours.shape == theirs.shape and ours.tobytes() == theirs.tobytes()
+    back = interpret_views._bitcast(ours, x.dtype)
+    assert back.tobytes() == x.tobytes()
+
+
+def test_a_write_through_a_view_lands_where_the_view_points():
+    class Reshape:  # the transforms' class names are what the wrapper reads
+        def __init__(self, shape):
+            self.shape = shape
+
+    Reshape.__name__ = "ReshapeTransform"
+    whole = np.arange(32, dtype=np.float32).reshape(4, 8)
+    view = interpret_views._through(whole, [Reshape((8, 4))])
+    assert view.shape == (8, 4) and view[1, 0] == 4
+    written = interpret_views._written(whole, [Reshape((8, 4))], np.full((8, 4), -1.0, np.float32))
+    assert written.shape == (4, 8) and (written == -1).all()
+
+
+def test_a_kernel_viewing_its_refs_runs_in_tier_3_and_a_bug_through_the_view_is_caught(tmp_path):
+    assert _findings(DATA / "viewed_refs.py") == []  # was PLS306: tier 3 not checked
+    bug = tmp_path / "viewed_bug.py"
+    bug.write_text((DATA / "viewed_refs.py").read_text().replace("view[:, 0, :] + view[:, 1, :]",
+                                                                 "view[:, 0, :] + view[:, 0, :]"))
+    found = [f for f in _findings(bug) if f["severity"] == "error"]
+    assert [f["code"] for f in found] == ["PLS304"] and "output 0 differs" in found[0]["message"]
+
+
+def test_a_masked_store_in_bounds_is_not_out_of_bounds(tmp_path):
+    assert _findings(DATA / "masked_store.py") == []  # was PLS300 "Out-of-bounds masked swap"
+    past = tmp_path / "masked_wrong.py"
+    past.write_text((DATA / "masked_store.py").read_text().replace("mask=lanes < n", "mask=lanes <= n"))
+    found = [f for f in _findings(past) if f["severity"] == "error"]
+    assert [f["code"] for f in found] == ["PLS304"]  # one lane more kept than the reference keeps
