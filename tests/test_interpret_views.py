@@ -80,3 +80,29 @@ def test_a_masked_store_in_bounds_is_not_out_of_bounds(tmp_path):
     past.write_text((DATA / "masked_store.py").read_text().replace("mask=lanes < n", "mask=lanes <= n"))
     found = [f for f in _findings(past) if f["severity"] == "error"]
     assert [f["code"] for f in found] == ["PLS304"]  # one lane more kept than the reference keeps
+
+
+def test_the_interpreter_s_own_assertion_inside_a_callback_is_not_the_kernel_s_fault():
+    """tpu-inference's gmm v2 waits on a DMA semaphore the interpreter's accounting asserts on (its
+    shared_memory.py, the callback's last frame): "not checked" (PLS306), not the kernel's PLS300."""
+    from pallasite.runner.tier3.interpret_verdicts import upstream_failure
+
+    text = ('INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):\n'
+            '  File "/x/jax/_src/pallas/mosaic/interpret/interpret_pallas_call.py", line 1142, in dma_wait\n'
+            '  File "/x/jax/_src/pallas/mosaic/interpret/shared_memory.py", line 194, in wait\nAssertionError: \n')
+    why = upstream_failure(RuntimeError(text), {"raised_at": {"file": "/work/k/gmm_v2.py", "line": 1416}})
+    assert why is not None and "shared_memory.py:194 (AssertionError in wait)" in why
+    user = text.replace("/x/jax/_src/pallas/mosaic/interpret/shared_memory.py", "/work/k/gmm_v2.py")
+    assert upstream_failure(RuntimeError(user), {"raised_at": {"file": "/work/k/gmm_v2.py", "line": 1416}}) is None
+
+
+def test_races_on_a_viewed_buffer_are_left_out_and_counted():
+    """A view's elements (a strided slot, a packed row) are not one box, and the interpreter records boxes:
+    deepseek v4's MLA-SWA showed two DMAs "racing" on one cache page whose rows they split."""
+    interpret_views.VIEWED.clear()
+    interpret_views.VIEWED.add("('hbm', 103, 0, 0)[")
+    reports = ["RACE DETECTED\n  write of ('hbm', 103, 0, 0)[(slice(10, 11, 1),)] from 138",
+               "RACE DETECTED\n  write of ('vmem', 7, 0, 0)[(0,)] from 0"]
+    kept, left_out = interpret_views.unviewed_races(reports)
+    assert kept == reports[1:] and left_out == 1
+    interpret_views.VIEWED.clear()

@@ -114,9 +114,10 @@ def interpret_once(
     each call runs backward (``runner/grid_order.py``)."""
     from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
 
-    from .interpret_views import install
+    from . import interpret_views
 
-    install()  # refs viewed through a reshape or bitcast (was: PLS306, tier 3 could not run them)
+    interpret_views.install()  # refs viewed through a reshape or bitcast (was: PLS306, tier 3 could not run them)
+    interpret_views.VIEWED.clear()
     run = Run()
     captured = io.StringIO()
     noise = io.StringIO()  # tracebacks the interpreter's callback threads print
@@ -141,9 +142,9 @@ def interpret_once(
         run.error = exc
     finally:
         run.seconds = time.perf_counter() - start
-    run.races = _race_reports(captured.getvalue())
+    run.races, unsure = interpret_views.unviewed_races(_race_reports(captured.getvalue()))
     run.noise = noise.getvalue()[-200_000:]
-    if run.races or (ipc.races is not None and ipc.races.races_found and not run.races):
+    if run.races or (ipc.races is not None and ipc.races.races_found and not run.races and not unsure):
         run.races = run.races or ["RACE DETECTED (the interpreter gave no location)"]
     pltpu.reset_tpu_interpret_mode_state()
     return run

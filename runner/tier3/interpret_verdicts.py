@@ -6,8 +6,10 @@ A tier-3 run can end without saying anything about the kernel:
   pallas_call with ``dimension_semantics`` under ``jax.vmap`` (vmap adds a grid axis the semantics
   do not list: ``safe_zip() argument 1 has length 1 but argument 0 has length 2``), a reshaped or
   bitcast ref (``'ReshapeTransform'`` / ``'BitcastTransform' object has no attribute 'indices'``:
-  tpu-inference's MLA-SWA, tokamax's MLA), or any AttributeError/KeyError/
-  NotImplementedError raised inside the interpreter's own module;
+  tpu-inference's MLA-SWA, tokamax's MLA; since runner/tier3/interpret_views.py, only a jax without the
+  functions it wraps), or any AttributeError/KeyError/NotImplementedError/AssertionError raised inside the
+  interpreter's own modules, directly or as the last frame of a callback's traceback (a DMA wait's
+  semaphore assertion in tpu-inference's gmm v2);
 - the task's reference cannot be called the way the candidate is (``reference_mismatch``), or it
   raises (``reference_failure``): a note about the task (PLS905, information); the outputs are
   still checked for what needs no reference (unwritten blocks, out-of-bounds reads, races).
@@ -39,6 +41,8 @@ _KNOWN: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 _INTERPRETER_FILES = re.compile(r"jax/_src/pallas/mosaic/interpret")
 _INTERNAL_TYPES = ("AttributeError", "KeyError", "NotImplementedError", "AssertionError")
+_CALLBACK_INTERNAL = re.compile(r'File "[^"]*jax/_src/pallas/mosaic/interpret/(?P<file>[\w/]+\.py)", line (?P<line>\d+), '
+                                r'in (?P<func>\w+)\s+(?P<type>' + "|".join(_INTERNAL_TYPES) + r')\b')
 
 
 def upstream_failure(exc: BaseException, rec: dict[str, Any]) -> str | None:
@@ -49,6 +53,10 @@ def upstream_failure(exc: BaseException, rec: dict[str, Any]) -> str | None:
         found = pattern.search(str(exc))
         if found:
             return f"{why.format(*found.groups())} (the interpreter said: {_short(text)})"
+    inside = _CALLBACK_INTERNAL.search(str(exc).replace("\\", "/"))
+    if inside:  # raised by the interpreter's own code inside a callback (its last frame, then the error)
+        return (f"jax's TPU interpreter failed inside its own code at {inside.group('file')}:{inside.group('line')} "
+                f"({inside.group('type')} in {inside.group('func')})")
     raised = rec.get("raised_at") or {}
     where = str(raised.get("file") or "")
     if _INTERPRETER_FILES.search(where.replace("\\", "/")) and type(exc).__name__ in _INTERNAL_TYPES:
