@@ -12,12 +12,16 @@ buffers has (the worker's ``ReachedCall.buffers``: every block and scratch buffe
 while the other size is shared by several: that dim's entry in its ``BlockSpec`` or ``VMEM(...)`` is
 the place, the statement that failed is related. When the sizes are common to several buffers, a scratch
 buffer of exactly one of the shapes next to an output block of exactly the other is the one that is off
-(an accumulator takes the output tile's shape). Anything less clear-cut leaves the finding where it was.
+(an accumulator takes the output tile's shape). A reshape that fails (``cannot reshape (16, 4, 124) into
+(64, 128)``) is read the same way: the size one declaration holds, where a size of the other side makes the
+element counts equal. Lists of specs or buffers built apart from the call are read through their names
+(``written_specs.py``). Anything less clear-cut leaves the finding where it was.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import re
 from typing import Any, Mapping
 
@@ -122,7 +126,7 @@ def _reshaped_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
     shapes = {(role, index): shape for role, index, shape in buffers}
     found = {(v, w) for side, other in ((target, source), (source, target))
              for v in set(side) if _one_declaration(holders.get(v, []), shapes)
-             for w in set(other) - {v} if _product(side) // v * w == _product(other)}
+             for w in set(other) - {v} if math.prod(side) // v * w == math.prod(other)}
     if len(found) != 1:
         return None
     (v, w), = found
@@ -138,13 +142,6 @@ def _one_declaration(held: list[tuple[str, int, int]], shapes: dict) -> bool:
 def _holders(sizes, buffers) -> dict[int, list[tuple[str, int, int]]]:
     return {v: [(role, index, d) for role, index, shape in buffers for d, size in enumerate(shape) if size == v]
             for v in sizes}
-
-
-def _product(shape: tuple[int, ...]) -> int:
-    out = 1
-    for v in shape:
-        out *= v
-    return out
 
 
 def _accumulator_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
