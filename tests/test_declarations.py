@@ -98,50 +98,58 @@ def test_the_grid_entry_is_found_through_a_name_bound_once():
     assert grid_entry(twice, Span(3, 21, 3, 25), 1) is None  # bound twice: not certain which tuple ran
 
 
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory) -> dict[str, dict]:
+    """This round's fixtures and the clean variants of two of them, checked in one run (tiers 0, 1 and 3)."""
+    folder = tmp_path_factory.mktemp("declarations")
+    names = ["specs_by_name.py", "reshape_off.py", "dtype_int_unpacked.py", "scratch_short.py", "table_past_end.py"]
+    paths = [DATA / n for n in names]
+    for name, old, new in (("scratch_short.py", "VMEM((1, r, c)", "VMEM((2, r, c)"),
+                           ("table_past_end.py", "grid=(m // bm + 1,)", "grid=(m // bm,)")):
+        clean = folder / f"clean_{name}"
+        clean.write_text((DATA / name).read_text().replace(old, new))
+        paths.append(clean)
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", *map(str, paths), "--tiers", "0,1,3",
+                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=600)
+    return {Path(f["path"]).name: f for f in json.loads(proc.stdout)["files"]}
+
+
 @pytest.mark.parametrize("name, line, column, words", [
     # before: the kernel's store (line 13); the out_specs list is built apart and appended to in an if/else
     ("specs_by_name.py", 25, 44, "the block out_specs[1] declares dim 1 as 124"),
     # before: the kernel's reshape (line 12); one spec serves the input and the output
     ("reshape_off.py", 19, 21, "the block in_specs[0] declares dim 2 as 124 where the kernel's reshape needs 128"),
 ])
-def test_a_block_written_apart_from_the_call_is_said_at_its_entry(name, line, column, words):
-    (found,) = [f for f in check(name, "0,1")["findings"] if f["severity"] == "error"]
+def test_a_block_written_apart_from_the_call_is_said_at_its_entry(checked, name, line, column, words):
+    (found,) = [f for f in checked[name]["findings"] if f["severity"] == "error"]
     assert (found["line"], found["column"]) == (line, column), found
     assert words in found["message"]
 
 
-def test_a_store_into_an_output_declared_int_is_said_at_the_declaration_with_operands_unpacked():
+def test_a_store_into_an_output_declared_int_is_said_at_the_declaration_with_operands_unpacked(checked):
     """Before: at the store (line 11): the call's operands are passed as ``(*operands)``, so which kernel
     parameter is the output is now counted from the end (outputs, then scratch)."""
-    found = error(check("dtype_int_unpacked.py", "0,1"), "PLS104")
+    found = error(checked["dtype_int_unpacked.py"], "PLS104")
     assert (found["line"], found["column"]) == (21, 60), found
     assert "o_ref's dtype is declared int32 here (out_shape[0]), but the kernel computes float32" in found["message"]
 
 
-def test_a_scratch_slot_one_short_is_said_at_its_dim(tmp_path):
+def test_a_scratch_slot_one_short_is_said_at_its_dim(checked):
     """Before: at the pallas_call (line 20): slot 1 of a scratch declared one slot deep. The access window now
     keeps its single indices (``[1, 0:8, 0:128]``), which say the dim; two slots are clean."""
-    found = error(check("scratch_short.py", "0,1,3"), "PLS302")
+    found = error(checked["scratch_short.py"], "PLS302")
     assert (found["line"], found["column"]) == (26, 37), found
     assert "[1, 0:8, 0:128]" in found["message"]
     assert "declares dim 0 as 1 (shape (1, 8, 128)), and the kernel accesses index 1 there" in found["message"]
-    clean = tmp_path / "scratch_two.py"
-    clean.write_text((DATA / "scratch_short.py").read_text().replace("VMEM((1, r, c)", "VMEM((2, r, c)"))
-    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(clean), "--tiers", "0,1,3",
-                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
-    assert json.loads(proc.stdout)["files"][0]["findings"] == []
+    assert checked["clean_scratch_short.py"]["findings"] == []
 
 
-def test_a_per_step_table_read_past_its_end_is_said_at_the_grid_entry(tmp_path):
+def test_a_per_step_table_read_past_its_end_is_said_at_the_grid_entry(checked):
     """Before: in the kernel (line 12); the table has an entry per step and the grid one step more."""
-    found = error(check("table_past_end.py", "0,1,3"), "PLS302")
+    found = error(checked["table_past_end.py"], "PLS302")
     assert (found["line"], found["column"]) == (24, 19), found
     assert "the grid has a step too many on axis 0" in found["message"]
-    clean = tmp_path / "table_ok.py"
-    clean.write_text((DATA / "table_past_end.py").read_text().replace("grid=(m // bm + 1,)", "grid=(m // bm,)"))
-    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(clean), "--tiers", "0,1,3",
-                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
-    assert json.loads(proc.stdout)["files"][0]["findings"] == []
+    assert checked["clean_table_past_end.py"]["findings"] == []
 
 
 def test_an_index_map_past_the_end_moves_to_the_grid_entry_when_the_grid_was_traced():

@@ -18,12 +18,6 @@ from pallasite.runner.tier3 import interpret_views
 DATA = Path(__file__).parent / "data" / "runtime"
 
 
-def _findings(path: Path) -> list[dict]:
-    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(path), "--tiers", "0-3",
-                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
-    return json.loads(proc.stdout)["files"][0]["findings"]
-
-
 def _mosaic_bitcast(x, dtype):
     """jax's own lowering of ``pltpu.bitcast`` (jax/_src/pallas/mosaic/primitives.py), run on CPU."""
     import jax
@@ -65,20 +59,30 @@ def test_a_write_through_a_view_lands_where_the_view_points():
     assert written.shape == (4, 8) and (written == -1).all()
 
 
-def test_a_kernel_viewing_its_refs_runs_in_tier_3_and_a_bug_through_the_view_is_caught(tmp_path):
-    assert _findings(DATA / "viewed_refs.py") == []  # was PLS306: tier 3 not checked
-    bug = tmp_path / "viewed_bug.py"
-    bug.write_text((DATA / "viewed_refs.py").read_text().replace("view[:, 0, :] + view[:, 1, :]",
-                                                                 "view[:, 0, :] + view[:, 0, :]"))
-    found = [f for f in _findings(bug) if f["severity"] == "error"]
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory) -> dict[str, list[dict]]:
+    """The two fixtures and a planted bug in each, checked in one run at tiers 0-3: name -> findings."""
+    folder = tmp_path_factory.mktemp("views")
+    paths = [DATA / "viewed_refs.py", DATA / "masked_store.py"]
+    for name, old, new in (("viewed_refs.py", "view[:, 0, :] + view[:, 1, :]", "view[:, 0, :] + view[:, 0, :]"),
+                           ("masked_store.py", "mask=lanes < n", "mask=lanes <= n")):
+        bug = folder / f"bug_{name}"
+        bug.write_text((DATA / name).read_text().replace(old, new))
+        paths.append(bug)
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", *map(str, paths), "--tiers", "0-3",
+                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=600)
+    return {Path(f["path"]).name: f["findings"] for f in json.loads(proc.stdout)["files"]}
+
+
+def test_a_kernel_viewing_its_refs_runs_in_tier_3_and_a_bug_through_the_view_is_caught(checked):
+    assert checked["viewed_refs.py"] == []  # was PLS306: tier 3 not checked
+    found = [f for f in checked["bug_viewed_refs.py"] if f["severity"] == "error"]
     assert [f["code"] for f in found] == ["PLS304"] and "output 0 differs" in found[0]["message"]
 
 
-def test_a_masked_store_in_bounds_is_not_out_of_bounds(tmp_path):
-    assert _findings(DATA / "masked_store.py") == []  # was PLS300 "Out-of-bounds masked swap"
-    past = tmp_path / "masked_wrong.py"
-    past.write_text((DATA / "masked_store.py").read_text().replace("mask=lanes < n", "mask=lanes <= n"))
-    found = [f for f in _findings(past) if f["severity"] == "error"]
+def test_a_masked_store_in_bounds_is_not_out_of_bounds(checked):
+    assert checked["masked_store.py"] == []  # was PLS300 "Out-of-bounds masked swap"
+    found = [f for f in checked["bug_masked_store.py"] if f["severity"] == "error"]
     assert [f["code"] for f in found] == ["PLS304"]  # one lane more kept than the reference keeps
 
 
