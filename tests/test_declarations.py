@@ -6,21 +6,17 @@ stored-to line's field default).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from checking import check_files, variants
 
 DATA = Path(__file__).parent / "data" / "declarations"
 
 
 def check(name: str, tiers: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(DATA / name), "--tiers", tiers,
-                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
-    (file,) = json.loads(proc.stdout)["files"]
-    return file
+    return check_files([DATA / name], tiers)[name]
 
 
 def error(file: dict, code: str) -> dict:
@@ -80,11 +76,8 @@ def test_an_index_map_following_a_grid_axis_past_the_end_is_said_at_that_grid_en
     assert (found["line"], found["column"]) == (30, 17), found  # the `n // bn + 1`
     assert "the grid has a step too many on axis 1" in found["message"]
     assert any(r["line"] == 26 and "follows this grid axis" in r["message"] for r in found["related"])
-    clean = tmp_path / "grid_ok.py"
-    clean.write_text((DATA / "grid_past_end.py").read_text().replace("n // bn + 1,", "n // bn,"))
-    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(clean), "--tiers", "0,1,3",
-                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=280)
-    assert json.loads(proc.stdout)["files"][0]["findings"] == []
+    (clean,) = variants(tmp_path, [(DATA / "grid_past_end.py", "grid_ok.py", "n // bn + 1,", "n // bn,")])
+    assert check_files([clean], "0,1,3")["grid_ok.py"]["findings"] == []
 
 
 def test_the_grid_entry_is_found_through_a_name_bound_once():
@@ -101,17 +94,11 @@ def test_the_grid_entry_is_found_through_a_name_bound_once():
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory) -> dict[str, dict]:
     """This round's fixtures and the clean variants of two of them, checked in one run (tiers 0, 1 and 3)."""
-    folder = tmp_path_factory.mktemp("declarations")
     names = ["specs_by_name.py", "reshape_off.py", "dtype_int_unpacked.py", "scratch_short.py", "table_past_end.py"]
-    paths = [DATA / n for n in names]
-    for name, old, new in (("scratch_short.py", "VMEM((1, r, c)", "VMEM((2, r, c)"),
-                           ("table_past_end.py", "grid=(m // bm + 1,)", "grid=(m // bm,)")):
-        clean = folder / f"clean_{name}"
-        clean.write_text((DATA / name).read_text().replace(old, new))
-        paths.append(clean)
-    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", *map(str, paths), "--tiers", "0,1,3",
-                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=600)
-    return {Path(f["path"]).name: f for f in json.loads(proc.stdout)["files"]}
+    clean = variants(tmp_path_factory.mktemp("declarations"), [
+        (DATA / "scratch_short.py", "clean_scratch_short.py", "VMEM((1, r, c)", "VMEM((2, r, c)"),
+        (DATA / "table_past_end.py", "clean_table_past_end.py", "grid=(m // bm + 1,)", "grid=(m // bm,)")])
+    return check_files([DATA / n for n in names] + clean, "0,1,3")
 
 
 @pytest.mark.parametrize("name, line, column, words", [

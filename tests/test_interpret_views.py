@@ -5,13 +5,11 @@ and PLS300 for a correct masked store into a block whose first dim is longer tha
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from checking import check_files, variants
 
 from pallasite.runner.tier3 import interpret_views
 
@@ -62,16 +60,11 @@ def test_a_write_through_a_view_lands_where_the_view_points():
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory) -> dict[str, list[dict]]:
     """The two fixtures and a planted bug in each, checked in one run at tiers 0-3: name -> findings."""
-    folder = tmp_path_factory.mktemp("views")
-    paths = [DATA / "viewed_refs.py", DATA / "masked_store.py"]
-    for name, old, new in (("viewed_refs.py", "view[:, 0, :] + view[:, 1, :]", "view[:, 0, :] + view[:, 0, :]"),
-                           ("masked_store.py", "mask=lanes < n", "mask=lanes <= n")):
-        bug = folder / f"bug_{name}"
-        bug.write_text((DATA / name).read_text().replace(old, new))
-        paths.append(bug)
-    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", *map(str, paths), "--tiers", "0-3",
-                           "--no-store", "--format", "json"], capture_output=True, text=True, timeout=600)
-    return {Path(f["path"]).name: f["findings"] for f in json.loads(proc.stdout)["files"]}
+    bugs = variants(tmp_path_factory.mktemp("views"), [
+        (DATA / "viewed_refs.py", "bug_viewed_refs.py", "view[:, 0, :] + view[:, 1, :]", "view[:, 0, :] + view[:, 0, :]"),
+        (DATA / "masked_store.py", "bug_masked_store.py", "mask=lanes < n", "mask=lanes <= n")])
+    reports = check_files([DATA / "viewed_refs.py", DATA / "masked_store.py", *bugs], "0-3")
+    return {name: report["findings"] for name, report in reports.items()}
 
 
 def test_a_kernel_viewing_its_refs_runs_in_tier_3_and_a_bug_through_the_view_is_caught(checked):

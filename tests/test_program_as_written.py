@@ -207,10 +207,14 @@ def test_an_alias_of_a_later_output_is_read_and_said_at_its_dtype():
     assert "output 1 is declared int32[64,128] but aliased to input 1 (float32[64,128])" in finding.message
 
 
-def test_an_alias_whose_input_is_an_expression_is_read_through_its_output():
+def test_an_alias_whose_input_is_an_expression_is_read_through_its_output(tmp_path):
     """gdn decode's ``6 + n_b + n_gate: 1``: the key is no constant, but an output has one alias, so the entry
-    for output 1 is that one (before: said at the pallas_call, the entry unread)."""
-    text, _, located = _check(str(DATA / "alias_expression_key.py"), (1,))
+    for output 1 is that one (before: said where jax's trace left it, the entry unread)."""
+    text = (DATA / "alias_second_output.py").read_text()
+    path = tmp_path / "alias_expression_key.py"
+    path.write_text(text.replace("input_output_aliases={1: 1},", "input_output_aliases={n_x + 0: 1},")
+                    .replace("    spec = pl.BlockSpec", "    n_x = 1\n    spec = pl.BlockSpec"))
+    text, _, located = _check(str(path), (1,))
     [finding] = [f for f in located.findings if f.severity == "error"]
     assert (finding.code, finding.span.line) == ("PLS117", _marked(text))
     assert text.splitlines()[finding.span.line][finding.span.column:finding.span.end_column] == "jnp.int32"
