@@ -325,7 +325,14 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
                 rec["sentence"] += " (the interpreter does not say which copy: the first of the kernel's DMAs is marked)"
     else:
         rec["code"] = "PLS300"
+        hang = _DEADLOCK.search(full)
+        if hang:  # runner/tier3/interpret_deadlock.py: the interpreter's words, not its callback's traceback
+            rec["sentence"] = rec["message"] = re.sub(r" \(the wait at [^)]*\)", "", hang.group(1)).strip()
+            rec["detail"] = None
     return rec
+
+
+_DEADLOCK = re.compile(r"KernelDeadlock: (deadlock: [^\n]*)")
 
 
 def _oob_shape(text: str) -> tuple[int, ...] | None:

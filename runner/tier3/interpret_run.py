@@ -114,9 +114,10 @@ def interpret_once(
     each call runs backward (``runner/grid_order.py``)."""
     from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
 
-    from . import interpret_views
+    from . import interpret_deadlock, interpret_views
 
     interpret_views.install()  # refs viewed through a reshape or bitcast (was: PLS306, tier 3 could not run them)
+    interpret_deadlock.install()  # a DMA wait nothing will signal raises at once (was: a hang to the time limit)
     interpret_views.VIEWED.clear()
     run = Run()
     captured = io.StringIO()
