@@ -15,20 +15,20 @@ from __future__ import annotations
 
 import ast
 
+from ...analysis import ast_units
+from ...analysis.origins import callee_name, functions_around, parse
 from ...analysis.types import Span
 
 
 def dim_span(text: str, call: Span, role: str, index: int, dim: int) -> Span | None:
     """Where dim ``dim`` of entry ``index`` of the call's ``role`` (``in_specs``, ``out_specs``,
     ``scratch_shapes``) is written."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parse(text)
+    node = next((n for n in ast_units.index_of(tree).expressions_at(call.line, call.column)
+                 if isinstance(n, ast.Call) and (callee_name(n) or "").endswith("pallas_call")), None) if tree else None
+    if node is None:  # the pallas_call written at ``call`` (not the call of what it returns, which starts there too)
         return None
-    found = _call_at(tree, call)
-    if found is None:
-        return None
-    node, scope = found
+    scope = next((f for f in reversed(functions_around(node)) if not isinstance(f, ast.Lambda)), tree)
     specs = _keyword(node, role)
     if specs is None:
         grid_spec = _bound(_keyword(node, "grid_spec"), scope, node)
@@ -82,7 +82,7 @@ def _added(stmt: ast.stmt, name: str) -> list[list[ast.AST]] | None:
     """What one statement appends to list ``name``: one value list per new entry; None when unknown."""
     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and isinstance(stmt.op, ast.Add):
         return [[e] for e in stmt.value.elts] if isinstance(stmt.value, (ast.List, ast.Tuple)) else None
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _callee(stmt.value) == "append" \
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and callee_name(stmt.value) == "append" \
             and isinstance(stmt.value.func, ast.Attribute) and isinstance(stmt.value.func.value, ast.Name) \
             and stmt.value.func.value.id == name and len(stmt.value.args) == 1:
         return [[stmt.value.args[0]]]
@@ -107,22 +107,6 @@ def _branch(body: list[ast.stmt], name: str) -> list[list[ast.AST]] | None:
 
 def _touches(stmt: ast.stmt, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt))
-
-
-def _call_at(tree: ast.AST, span: Span) -> tuple[ast.Call, ast.AST] | None:
-    """The ``pallas_call`` written at ``span`` (not the call of what it returns, which starts there too)
-    and the function (or module) holding it."""
-    def walk(node: ast.AST, scope: ast.AST):
-        for child in ast.iter_child_nodes(node):
-            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope
-            if (isinstance(child, ast.Call) and child.lineno - 1 == span.line and child.col_offset == span.column
-                    and _callee(child).endswith("pallas_call")):
-                return child, scope
-            hit = walk(child, inner)
-            if hit is not None:
-                return hit
-        return None
-    return walk(tree, tree)
 
 
 def _keyword(call: ast.Call, name: str) -> ast.AST | None:
@@ -174,8 +158,3 @@ def _statements(scope: ast.AST):
         for field in ("body", "orelse", "finalbody", "handlers"):
             todo += [s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt)
                      and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-
-
-def _callee(call: ast.Call) -> str:
-    f = call.func
-    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
