@@ -274,7 +274,9 @@ class FileReport:
     notes: tuple[str, ...] = ()  # file-level messages (e.g. "tier 2 skipped: libtpu not installed")
     skipped: str | None = None  # why nothing was checked because nothing applies (a file without Pallas)
     calls: tuple[TracedCall, ...] = ()  # what the run learned about each pallas_call it made (hovers)
-    wrong_outputs: tuple[str, ...] = ()  # entries whose tier-3 outputs were wrong, NaN or unwritten (the locate step's)
+    wrong_outputs: tuple[str, ...] = ()  # entries whose tier-3 outputs were wrong, NaN or unwritten, or whose run
+    #   failed with an error (the locate step's)
+    failed_at: tuple[tuple[str, int], ...] = ()  # of those, the ones whose run failed: (entry, 1-based line tier 3 said)
 
 
 @dataclass(frozen=True)

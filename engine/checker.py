@@ -196,7 +196,8 @@ class Checker:
         findings: list[Finding] = []
         notes: list[str] = []
         learned: list[Any] = []  # what the run learned per pallas_call (TracedCall, engine/findings/reach.py)
-        wrong: list[str] = []  # entries whose tier-3 outputs were wrong (engine/findings/locate_step.py)
+        wrong: dict[str, int | None] = {}  # entries whose tier-3 outputs were wrong, or whose run failed at a line
+        # (engine/findings/locate_step.py)
         if analysis is None:
             analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
         if analysis.syntax_ok and not analysis.uses_pallas and not uses_pallas(path, text):  # plain JAX: nothing applies
@@ -238,7 +239,8 @@ class Checker:
             kernels=tuple(v.freeze() for v in verdicts),
             notes=tuple(dict.fromkeys(notes)),
             calls=tuple(learned),
-            wrong_outputs=tuple(dict.fromkeys(wrong)),
+            wrong_outputs=tuple(wrong),
+            failed_at=tuple((name, line) for name, line in wrong.items() if line is not None),
         )
         if self.options.locate and not self.untrusted and report.wrong_outputs:
             report = await self.locate(report, text, on_progress=on_progress, analysis=analysis)
@@ -312,7 +314,7 @@ class Checker:
         """``inference``: the file states no task (engine/zero_config.py); its inferred shapes go along, and
         ``callers`` (analysis/callers.py's search, or None), the workspace's calls of it. ``learned`` gets
         what the run learned about each pallas_call (``TracedCall``s); ``wrong`` the entries whose tier-3 outputs
-        were wrong (engine/findings/locate_step.py)."""
+        were wrong or whose run failed, and where (engine/findings/locate_step.py)."""
         inferred = zero_config.inferred_calls(inference) if inference is not None else ()
         callers_sent = zero_config.caller_refs(callers)
         client = self._worker_for(text, notes)
@@ -370,7 +372,7 @@ class Checker:
         findings.extend(never_ran.never_ran_findings(text, analysis.sites, never_ran.ran_lines(result.entries),
                                                      never_ran.kernel_def_lines(result.entries)))
         if wrong is not None:
-            wrong.extend(locate_step.wrong_output_entries(located.by_entry))
+            wrong.update(locate_step.wrong_output_entries(located.by_entry))
         findings.extend(located.findings)
         notes.extend(located.notes)
         notes.extend(_memory_note(name, figures, self.options.target) for name, figures in located.memory.items())

@@ -167,6 +167,90 @@ def test_a_failed_locate_request_leaves_the_findings_and_says_so():
     assert out.findings == report.findings and "stopped before it answered (ran past 120 s)" in out.notes[-1]
 
 
+# --------------------------------------------------------------------------- a run that fails: located too
+
+
+RUNTIME = Path(__file__).parent / "data" / "runtime"
+
+
+def _locate_file(path: Path, failed_line: int | None, entry: str, budget_s: float = 60) -> messages.LocatedEntry:
+    from pallasite.runner.tier3.locate_step import handle_locate
+
+    source = messages.Sources(messages.SourceFile(str(path), path.read_text()))
+    params = messages.LocateParams(source=source, chip="v6e", budget_s=budget_s,
+                                   failed_at=((entry, failed_line),) if failed_line else ())
+    (answer,) = handle_locate(params).entries
+    return answer
+
+
+def test_a_deadlocked_wait_is_located_at_the_when_that_never_starts_its_copy():
+    # tier 3 says PLS300 at the wait (line 21); the copy's start sits under `pl.when(i < 0)` (line 17)
+    answer = _locate_file(RUNTIME / "dma_never_started.py", 21, "double")
+    assert answer.state == "fixed", (answer.reason, answer.tried)
+    assert answer.fix.line == 17 and answer.fix.old_text == "i < 0" and answer.verified_sets == 3
+    assert answer.problem.startswith("the run deadlocks")
+
+
+def test_a_read_past_a_scratch_is_located_at_the_declared_dim():
+    answer = _locate_file(DATA / "scratch_one_slot.py", 17, "add_halves")
+    assert answer.state == "fixed", (answer.reason, answer.tried)
+    assert (answer.fix.line, answer.fix.old_text, answer.fix.new_text) == (28, "1", "2")
+    assert "out of bounds" in answer.problem
+
+
+def test_failure_edits_rank_by_the_kind_of_failure_and_where_tier_3_said_it():
+    text = (DATA / "named_index_map.py").read_text()
+    call = _call_line(text)
+    block = locate_edits.candidate_edits(text, call, None, 2, None, locate_edits.Signals(failure="block",
+                                                                                         failed_line=26))
+    first = next(i for i, e in enumerate(block) if e.line == 18)  # the map named in a spec bound to a name
+    assert block[first].kind == "index-map-order" and (block[first].old, block[first].new) == ("(j, i)", "(i, j)")
+    assert first < 8 and all(e.role != "kernel" for e in block[:first]), [(e.line, e.what) for e in block[:first]]
+    params = [e for e in block if e.what == "index map parameters `i, j` swapped"]
+    assert 17 in {e.line for e in params}  # a def's parameters too (was: lambdas only)
+    text = (RUNTIME / "dma_never_started.py").read_text()
+    stuck = locate_edits.candidate_edits(text, _call_line(text), None, 1, None,
+                                         locate_edits.Signals(failure="deadlock", failed_line=21))
+    assert stuck[0].role == "when" and stuck[0].line == 17
+
+
+def test_a_run_past_its_time_limit_ends_with_that_error():
+    import time
+
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from pallasite.runner.tier3.interpret_deadlock import RunPastLimit
+    from pallasite.runner.tier3.interpret_run import interpret_once
+
+    def forever(x_ref, o_ref):  # an edited loop bound that never ends: the condition reads a ref each turn
+        o_ref[...] = x_ref[...]
+        jax.lax.while_loop(lambda n: x_ref[0, 0] > -1.0, lambda n: n + 1, 0)
+
+    def entry(x):
+        return pl.pallas_call(forever, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    start = time.monotonic()
+    run = interpret_once(entry, (jnp.ones((8, 128), jnp.float32),), cores=1, time_limit_s=2.0)
+    assert isinstance(run.error, RunPastLimit) or "past its time limit" in str(run.error), run.error
+    assert time.monotonic() - start < 60
+
+
+def test_failures_are_asked_about_with_their_line_and_said_as_a_failing_run():
+    failing = Finding(code="PLS302", message="Out-of-bounds read", span=Span(16, 4, 16, 10), tier=3, kernel="k")
+    wrong = Finding(code="PLS304", message="output 0 differs", span=Span(30, 4, 30, 9), tier=3, kernel="k")
+    warned = Finding(code="PLS302", message="x", span=Span(3, 0, 3, 1), tier=3, severity="warning")
+    assert client_step.wrong_output_entries({"a": [failing], "b": [wrong], "c": [warned]}) == {"a": 17, "b": None}
+    answer = messages.LocatedEntry("a", "fixed", kernel="k", fix=_edit(28, "2", "1"), verified_sets=3,
+                                   shapes="float32[64, 128]", problem="the run reads or copies out of bounds")
+    report = FileReport(path="k.py", findings=(failing,), wrong_outputs=("a",), failed_at=(("a", 17),))
+    (moved,) = client_step.apply_located(report, messages.LocateResult((answer,)), "", frozenset({20})).findings
+    assert moved.span.line == 27 and "makes the run fail" in moved.message and "runs without this error" in moved.message
+    assert moved.related[0].message.startswith("tier 3 saw the run fail here")
+    assert moved.fix.title.startswith("verified:")
+
+
 # --------------------------------------------------------------------------- the command line
 
 

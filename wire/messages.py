@@ -659,10 +659,11 @@ class EstimateResult:
 
 @dataclass(frozen=True)
 class LocateParams:
-    """After tier 3 found an entry's outputs wrong, NaN or unwritten: find the statement that makes them so
+    """After tier 3 found an entry's outputs wrong, NaN or unwritten, or its run failing with an error (an
+    out-of-bounds read or DMA, a deadlock): find the statement that makes them so
     (runner/tier3/locate_step.py). Small mechanical edits of the statements that reach the failing pallas_call are
     each run through tier 3 at its reduced size, in this worker, until ``budget_s`` is spent; an edit that
-    makes the outputs match is verified on ``fresh_sets`` fresh input sets."""
+    makes the run succeed and the outputs match is verified on ``fresh_sets`` fresh input sets."""
 
     OP: ClassVar[str] = "locate"
     source: Sources
@@ -670,6 +671,9 @@ class LocateParams:
     entries: tuple[str, ...] | None = None  # the entries tier 3 found wrong (None: every task of the file)
     budget_s: float = 60.0
     fresh_sets: int = 3
+    # where tier 3 said each entry failed, when the failure is an error raised at a statement (an out-of-bounds
+    # read, a deadlocked wait): (entry, 1-based line); edits near that line are tried first
+    failed_at: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

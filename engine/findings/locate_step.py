@@ -1,14 +1,18 @@
 """The locate step, client side: a tier-3 failure's finding moved to the statement that makes it, with the
 edit the worker verified as a quick fix (never imports jax).
 
-After tier 3 found an entry's outputs wrong, NaN or unwritten (PLS304 / PLS303 errors), the checker asks
+After tier 3 found an entry's outputs wrong, NaN or unwritten (PLS304 / PLS303 errors), or its run failing
+with an error raised at a statement (PLS302: an out-of-bounds read or DMA; PLS300: a deadlocked wait or
+another error of the kernel), the checker asks
 the worker's ``locate`` op (``runner/tier3/locate_step.py``) to try small mechanical edits of the statements
 that reach them, each run through tier 3 at its reduced size within a time budget. This module turns the
 answer into findings:
 
 - **fixed**: the entry's tier-3 finding lands at the edited expression, its message saying what the edit
   is and that it was verified, with the edit as a ``Fix`` titled "verified: with this change the kernel
-  matches the reference on N fresh input sets"; where tier 3 saw the outputs wrong is a related place;
+  matches the reference on N fresh input sets"; where tier 3 saw the outputs wrong (or the run fail) is a
+  related place. A failure is only located for an entry with a reference: an edit must make the run succeed
+  *and* its outputs match;
 - **not found**: the finding stays where tier 3 put it when that is a statement of its own (an init, a
   store), else it moves to the most suspicious statement; its message lists the edits tried;
 - **skipped**: a note says why.
@@ -27,19 +31,25 @@ from ...wire.messages import LocatedEntry, LocateParams, LocateResult, SourceEdi
 
 from ..sources import sources_for
 
-LOCATE_CODES = ("PLS303", "PLS304")
+LOCATE_CODES = ("PLS303", "PLS304")  # outputs wrong, NaN or unwritten
+FAILURE_CODES = ("PLS300", "PLS302")  # the run failed: an error of the kernel, an out-of-bounds read or DMA
 FRESH_SETS = 3
 TRIED_IN_MESSAGE = 6
 
 
-def wrong_output_entries(by_entry: Mapping[str, Sequence[Finding]]) -> tuple[str, ...]:
-    """The entries with a tier-3 error about their outputs (wrong, NaN, unwritten): what the step locates."""
-    return tuple(name for name, found in by_entry.items()
-                 if any(_is_wrong_output(f) for f in found))
+def wrong_output_entries(by_entry: Mapping[str, Sequence[Finding]]) -> dict[str, int | None]:
+    """The entries with a tier-3 error about their outputs (wrong, NaN, unwritten) or their run (a failure):
+    what the step locates, each with the 1-based line tier 3 said its run failed at (None: its outputs)."""
+    out: dict[str, int | None] = {}
+    for name, found in by_entry.items():
+        mine = [f for f in found if _is_wrong_output(f)]
+        if mine:
+            out[name] = next((f.span.line + 1 for f in mine if f.code in FAILURE_CODES), None)
+    return out
 
 
 def _is_wrong_output(f: Finding) -> bool:
-    return f.tier == 3 and f.code in LOCATE_CODES and f.severity == "error"
+    return f.tier == 3 and f.code in LOCATE_CODES + FAILURE_CODES and f.severity == "error"
 
 
 def timeout_for(budget_s: float, entries: int) -> float:
@@ -55,7 +65,7 @@ async def locate_report(request: Callable[[LocateParams, float], Awaitable[Any]]
     if not entries:
         return report
     params = LocateParams(source=sources_for(report.path, text), chip=target, entries=tuple(entries),
-                          budget_s=float(budget_s), fresh_sets=FRESH_SETS)
+                          budget_s=float(budget_s), fresh_sets=FRESH_SETS, failed_at=report.failed_at)
     reply = await request(params, timeout_for(budget_s, len(entries)))
     if getattr(reply, "status", None) != "ok" or not isinstance(reply.result, LocateResult):
         why = getattr(reply, "message", "") or getattr(reply, "status", "no reply")
@@ -92,10 +102,11 @@ def _mine(finding: Finding, answer: LocatedEntry) -> bool:
 
 
 def _located(finding: Finding) -> bool:
-    return any(r.message.startswith(SAW_IT) for r in finding.related)
+    return any(r.message.startswith((SAW_IT, SAW_FAIL)) for r in finding.related)
 
 
 SAW_IT = "tier 3 saw the outputs wrong here"
+SAW_FAIL = "tier 3 saw the run fail here"
 
 
 def _span(edit: SourceEdit) -> Span:
@@ -105,13 +116,18 @@ def _span(edit: SourceEdit) -> Span:
 def fixed_finding(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> Finding:
     """The finding at the edited expression, with the verified edit as its fix."""
     sets = answer.verified_sets
-    said = (f"{finding.message}. The statement at line {edit.line} makes them wrong: with `{edit.new_text}` in place "
-            f"of `{edit.old_text}` the kernel matches the reference at tier 3's inputs and on {sets} fresh input "
-            f"set(s) ({answer.shapes}; CPU interpret mode, the locate step)")
+    failed = finding.code in FAILURE_CODES
+    said = (f"{finding.message}. The statement at line {edit.line} makes "
+            + ("the run fail" if failed else "them wrong")
+            + f": with `{edit.new_text}` in place of `{edit.old_text}` the kernel "
+            + ("runs without this error and " if failed else "")
+            + f"matches the reference at tier 3's inputs and on {sets} fresh input set(s) ({answer.shapes}; CPU "
+              "interpret mode, the locate step)")
     title = (f"verified: with this change the kernel matches the reference on {sets} fresh input sets "
              f"({edit.what})")
     fix = Fix(title=title, edits=(TextEdit(_span(edit), edit.new_text),))
-    here = Related(finding.span, f"{SAW_IT} ({answer.problem})" if answer.problem else SAW_IT)
+    saw = SAW_FAIL if failed else SAW_IT
+    here = Related(finding.span, f"{saw} ({answer.problem})" if answer.problem else saw)
     return dataclasses.replace(finding, span=_span(edit), message=said, fix=fix, related=(here, *finding.related))
 
 

@@ -9,16 +9,48 @@ and no pending DMA will signal this semaphore, it raises ``KernelDeadlock`` with
 value waited for, which tier 3 reports as the kernel's failure (PLS300) - at once with one core, and after
 ``PATIENCE_S`` seconds in which nothing signalled it when tier 3 simulates two cores (the other core could). Idempotent; a jax without
 the class is left alone.
+
+A run may also be given a time limit (``deadline``): the interpreter's ref reads, writes and waits
+(``tick``, called by the wrappers of ``interpret_views`` and by the wait above) raise ``RunPastLimit`` once it
+has passed, which ends the run with that error instead of a loop that never ends (the locate step's edits:
+a ``while`` condition made one off can loop forever). A loop that touches no ref is not stopped here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any
+from typing import Any, Iterator
 
 
 class KernelDeadlock(RuntimeError):
     """The kernel waits on a semaphore no pending DMA or other core will signal: it would hang on a TPU."""
+
+
+class RunPastLimit(RuntimeError):
+    """The run went on past the time limit its caller gave (``deadline``)."""
+
+
+_DEADLINE: list[float] = []  # the monotonic time the current run must end by (empty: no limit)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Runs inside end with ``RunPastLimit`` at their next ref access once ``seconds`` have passed."""
+    if seconds is None:
+        yield
+        return
+    _DEADLINE.append(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.pop()
+
+
+def tick() -> None:
+    """Raise ``RunPastLimit`` when the current run's deadline has passed (called from the interpreter's callbacks)."""
+    if _DEADLINE and time.monotonic() > _DEADLINE[-1]:
+        raise RunPastLimit("the run went on past its time limit (a loop that never ends?)")
 
 
 PATIENCE_S = 20.0  # with several cores, how long a wait may see nothing signal it before it is a deadlock
@@ -35,6 +67,7 @@ def install() -> bool:
     wait0 = cls.wait
 
     def wait(self: Any, value: Any, global_core_id: Any, *args: Any, **kwargs: Any) -> Any:
+        tick()
         memory = self.shared_memory
         if getattr(memory, "dma_execution_mode", "") == "on_wait":
             patience = 0.0 if getattr(memory, "num_cores", 0) == 1 else PATIENCE_S

@@ -282,7 +282,7 @@ def _buffer_name(buf: str) -> str:
     return {"vmem": "a VMEM buffer", "smem": "an SMEM buffer", "hbm": "an HBM buffer"}.get(space, "a buffer")
 
 
-_OOB = re.compile(r"Out-of-bounds (?:read|write|swap|block index)[^\n]*")
+OUT_OF_BOUNDS = re.compile(r"Out-of-bounds (?:read|write|swap|block index)[^\n]*")  # jax's interpreter's words
 
 
 def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallSites, path: str,
@@ -291,7 +291,7 @@ def exception_record(exc: BaseException, call: RecordedCall | None, sites: CallS
     callback threads print the user's stack for an out-of-bounds read)."""
     rec = errors_mod.record(exc, path, stage="tier 3")
     full = str(exc) + "\n" + "\n".join(str(getattr(e, "args", "")) for e in (exc.__cause__, exc.__context__) if e)
-    m = _OOB.search(full)
+    m = OUT_OF_BOUNDS.search(full)
     rec.update(tier=3, origin=ORIGIN, severity="error")
     if m:
         rec["code"] = "PLS302"

@@ -105,13 +105,15 @@ def interpret_once(
     modules: tuple[Any, ...] = (),
     refill_outputs: bool = False,
     reverse: Choose | None = None,
+    time_limit_s: float | None = None,
 ) -> Run:
     """Run ``fn(*args)`` with every pallas_call in TPU interpret mode; never raises.
 
     ``refill_outputs``: every kernel's blocked float outputs are filled with NaN at the start of
     each grid step (``refilling_kernel``), so a block a step leaves unwritten comes back NaN instead
     of keeping what an earlier step left in the buffer. ``reverse(semantics, grid)``: the grid axes
-    each call runs backward (``runner/grid_order.py``)."""
+    each call runs backward (``runner/grid_order.py``). ``time_limit_s``: the run ends with ``RunPastLimit`` as
+    its error at its first ref access past it (``interpret_deadlock.deadline``)."""
     from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
 
     from . import interpret_deadlock, interpret_views
@@ -135,7 +137,8 @@ def interpret_once(
     try:
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(noise), pltpu.force_tpu_interpret_mode(
             interpret_params(uninitialized, cores, seed, dma)
-        ), intercept_pallas_calls(rewrite=rewrite, user_files=user_files, modules=modules, wrap_kernel=wrap) as calls:
+        ), intercept_pallas_calls(rewrite=rewrite, user_files=user_files, modules=modules, wrap_kernel=wrap) as calls, \
+                interpret_deadlock.deadline(time_limit_s):
             run.calls = calls
             out = fn(*_own_copies(args))
             run.outputs = jax.tree.map(np.asarray, jax.block_until_ready(out))

@@ -11,6 +11,7 @@ steps undone (a read-modify-write of that range). A bitcast packs along the seco
 does (``pltpu.bitcast``). A masked store (``pltpu.store(ref, val, mask=...)``) in bounds is made the same way:
 jax's own marks every row past the mask's second dim out of bounds (it clears ``mask[n:]`` on the first axis
 for each dim's extent ``n``), so a (16, 2, 128) masked store failed as "Out-of-bounds masked swap".
+Every access first asks ``interpret_deadlock.tick`` whether the run is past its time limit.
 Idempotent; a jax without these functions is left alone.
 """
 
@@ -20,6 +21,8 @@ import functools
 from typing import Any
 
 import numpy as np
+
+from .interpret_deadlock import tick
 
 _VIEWS = ("ReshapeTransform", "BitcastTransform")
 VIEWED: set[str] = set()  # buffers (as the race reports write their keys) accessed through a view this run
@@ -48,6 +51,7 @@ def install() -> bool:
 
     @functools.wraps(get0)
     def get(token, device_id, local_core_id, memory_space, buffer_id, transforms, *args, **kwargs):
+        tick()
         cut = _first_view(transforms)
         whole = None if cut is None else _peek(ipc, device_id, local_core_id, memory_space, buffer_id, transforms[:cut])
         if whole is None:  # no view, or the range itself is past the end: jax's own read and verdict
@@ -61,6 +65,7 @@ def install() -> bool:
 
     @functools.wraps(store0)
     def store(token, device_id, local_core_id, memory_space, buffer_id, transforms, val, *args, **kwargs):
+        tick()
         cut = _first_view(transforms)
         whole = None if cut is None else _peek(ipc, device_id, local_core_id, memory_space, buffer_id, transforms[:cut])
         if whole is None:
@@ -73,6 +78,7 @@ def install() -> bool:
 
     @functools.wraps(swap0)
     def swap(token, device_id, local_core_id, memory_space, buffer_id, transforms, val, mask, *, source_info=None):
+        tick()
         cut = _first_view(transforms)
         prefix = transforms if cut is None else transforms[:cut]
         whole = None if cut is None and mask is None else _peek(ipc, device_id, local_core_id, memory_space,

@@ -1,6 +1,7 @@
 """The small mechanical edits the locate step tries (worker side; Python's ``ast`` only, no jax).
 
-When tier 3 finds a kernel's outputs wrong, NaN or unwritten, ``runner/tier3/locate_step.py`` looks for the
+When tier 3 finds a kernel's outputs wrong, NaN or unwritten, or its run failing (an out-of-bounds read,
+a deadlocked wait), ``runner/tier3/locate_step.py`` looks for the
 one statement whose edit makes every check match. The edits are the inverses of the mistakes kernel
 authors make, generated from the file's source for the statements that can touch the failing
 ``pallas_call``'s outputs:
@@ -19,7 +20,8 @@ authors make, generated from the file's source for the statements that can touch
 - a scale's exponent negated (``d ** 0.5`` -> ``d ** -0.5``), a reciprocal taken or dropped
   (``1 / x`` -> ``x``), ``sqrt`` and ``rsqrt`` exchanged;
 - a ``+=`` in a first-step ``pl.when`` block written ``=`` (an init that accumulates);
-- a ``dimension_semantics`` entry "parallel" made "arbitrary".
+- a ``dimension_semantics`` entry "parallel" made "arbitrary";
+- a scratch dim written as a number doubled (a double buffer declared with one slot).
 
 Which statements: the kernel function of the call (its nested functions, and the file's functions it
 calls by name), the index maps and block shapes of its BlockSpecs, its ``grid``, ``out_shape``,
@@ -28,7 +30,7 @@ whose names reach it (followed through names assigned in that function, one step
 statement the traced run never reached (``traced``: the lines its equations came from) is left out.
 Each edit carries a score (``order_edits``): how likely such an edit is the fix given what tier 3 saw
 (``Signals``: NaN or wrong values, how many of the elements, whether the statement feeds the wrong
-output's stores), highest first.
+output's stores; or the kind of failure and the line tier 3 said it at), highest first.
 
 ``candidate_edits(text, call_line, kernel_line, grid_rank, ...)`` -> ``[Edit]``; ``apply(text, edit)``.
 """
@@ -72,12 +74,17 @@ class Edit:
 class Signals:
     """What tier 3 saw of the wrong outputs, for ranking: ``nan`` (outputs left NaN: unwritten or read
     from memory never written), ``fraction`` of the elements wrong (0..1), ``dtype`` (the outputs' kind
-    of dtype differs from the reference's), ``output`` the index of the wrong output."""
+    of dtype differs from the reference's), ``output`` the index of the wrong output. Or the run failed:
+    ``failure`` "deadlock", "bounds" (an out-of-bounds read or DMA), "block" (an index map names a block
+    past the array: its grid, its index map) or "error", ``failed_line`` where tier 3
+    said it (1-based; None: unknown)."""
 
     nan: bool = False
     fraction: float = 1.0
     dtype: bool = False
     output: int = 0
+    failure: str = ""
+    failed_line: int | None = None
 
 
 @dataclass
@@ -416,6 +423,7 @@ def _call_edits(ctx: _Ctx, call: ast.Call, wrapper: ast.AST | None) -> None:
             for node in ast.walk(resolve(scratch)):
                 if isinstance(node, ast.Call) and _name(node.func) in ("VMEM", "SMEM") and node.args:
                     _expression_edits(ctx, node.args[0], "scratch")
+                    _scratch_dim_edits(ctx, resolve(node.args[0]))
                     if len(node.args) > 1:
                         _dtype_edits(ctx, node.args[1], "scratch", input_dtype)
     out_shape = _kw(call, "out_shape")
@@ -430,6 +438,15 @@ def _call_edits(ctx: _Ctx, call: ast.Call, wrapper: ast.AST | None) -> None:
         _semantics_edits(ctx, resolve(params), wrapper)
     if wrapper is not None:
         _wrapper_edits(ctx, call, wrapper)
+
+
+def _scratch_dim_edits(ctx: _Ctx, shape: ast.expr | None) -> None:
+    """A scratch dim written as a number, doubled: a buffer with one slot where the kernel uses two (a double
+    buffer, a semaphore pair) reads past its end. (A dim written as an expression gets the operand edits.)"""
+    for dim in shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else ():
+        if isinstance(dim, ast.Constant) and type(dim.value) is int and 0 < dim.value <= 64:
+            ctx.add(dim, str(2 * dim.value), "scratch-dim", "scratch",
+                    f"scratch dim `{dim.value}` -> `{2 * dim.value}` (a buffer with twice the slots)")
 
 
 def _resolve(expr: ast.expr | None, scope: ast.AST | None, tree: ast.Module) -> ast.expr | None:
@@ -493,7 +510,8 @@ def _dim_names(wrapper: ast.AST | None) -> list[str]:
 def _spec_edits(ctx: _Ctx, specs: ast.expr | None, wrapper: ast.AST | None) -> None:
     if specs is None:
         return
-    for node in ast.walk(specs):
+    named = [_resolve(n, wrapper, ctx.tree) for n in ast.walk(specs) if isinstance(n, ast.Name)]  # q_spec = BlockSpec(...)
+    for node in [*ast.walk(specs), *(n for r in named if isinstance(r, ast.Call) for n in ast.walk(r))]:
         if not (isinstance(node, ast.Call) and _name(node.func) == "BlockSpec"):
             continue
         shape = node.args[0] if node.args else _kw(node, "block_shape")
@@ -531,16 +549,10 @@ def _index_map_edits(ctx: _Ctx, imap: ast.Lambda | ast.FunctionDef) -> None:
     params = imap.args.posonlyargs + imap.args.args
     if len(params) >= 2 and result is not None:
         a, b = params[0], params[1]
-        args_node = imap.args
-        names = [p.arg for p in params]
-        swapped = [names[1], names[0], *names[2:]]
-        if isinstance(imap, ast.Lambda) and args_node.args and not (args_node.vararg or args_node.kwonlyargs):
-            first, last = params[0], params[-1]
-            node = _Span(first.lineno, first.col_offset, last.end_lineno, last.end_col_offset)
-            old = ", ".join(names)
-            if _span_text(ctx, node) == old:
-                ctx.add(node, ", ".join(swapped), "index-map-order", "index_map",
-                        f"index map parameters `{a.arg}, {b.arg}` swapped")
+        node = _Span(a.lineno, a.col_offset, b.end_lineno, b.end_col_offset)
+        if _span_text(ctx, node) == f"{a.arg}, {b.arg}":  # (a def's or a lambda's; ``*_`` after them kept)
+            ctx.add(node, f"{b.arg}, {a.arg}", "index-map-order", "index_map",
+                    f"index map parameters `{a.arg}, {b.arg}` swapped")
     if result is not None:
         _expression_edits(ctx, result, "index_map")
 
@@ -668,16 +680,33 @@ _FEW = {"scale-use": 1, "dim-name": 6, "comparison": 9, "off-by-one": 8, "cdiv":
         "program-id-axis": 5, "init": 5, "semantics": 5, "dtype": 3, "scale": 3}
 _MOST = {"scale-use": 3, "dim-name": 6, "scale": 8, "program-id-axis": 8, "when": 8, "init": 8, "index-map-order": 7, "semantics": 7,
          "dtype": 6, "comparison": 5, "operand": 5, "off-by-one": 4, "cdiv": 4}
+# A run that failed: a wait nothing signals (a copy's start under the wrong condition, the wrong slot), a read
+# or copy past a buffer (a grid, an index, a scratch dim, a bound), any other error.
+_DEADLOCK = {"when": 10, "comparison": 7, "off-by-one": 6, "program-id-axis": 6, "operand": 5, "index-map-order": 4,
+             "scratch-dim": 4, "cdiv": 3, "dim-name": 3, "init": 2, "semantics": 2, "dtype": 1, "scale": 0, "scale-use": 0}
+_BOUNDS = {"scratch-dim": 9, "off-by-one": 8, "operand": 8, "index-map-order": 8, "cdiv": 7, "dim-name": 7,
+           "program-id-axis": 7, "comparison": 6, "when": 5, "init": 2, "semantics": 2, "dtype": 1, "scale": 0,
+           "scale-use": 0}
+_BLOCK = {"index-map-order": 10, "cdiv": 8, "dim-name": 8, "off-by-one": 7, "operand": 7, "program-id-axis": 4,
+          "comparison": 3, "when": 2, "scratch-dim": 1, "init": 0, "semantics": 2, "dtype": 0, "scale": 0,
+          "scale-use": 0}
+_ERROR = {**_BOUNDS, "when": 7, "dtype": 4}
+_FAILURES = {"deadlock": _DEADLOCK, "bounds": _BOUNDS, "block": _BLOCK, "error": _ERROR}
+_BLOCK_ROLE = {"index_map": 3.0, "grid": 2.0, "block": 1.0, "wrapper": 1.0, "kernel": -3.0, "when": -3.0}
+NEAR_FAILURE = 6  # an edit at (or next to) the line tier 3 said the run failed at: tried among the first
 _ROLE = {"when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5, "out_shape": 0.3,
          "wrapper": 0.3, "scratch": 0.2, "block": 0.0}
 
 
 def order_edits(edits: list[Edit], signals: Signals, slice_lines: set[int] = frozenset()) -> list[Edit]:
     """The edits scored (module doc) and sorted, best first; ties keep source order."""
-    table = _NAN if signals.nan else _FEW if signals.fraction < 0.1 else _MOST
+    table = _FAILURES.get(signals.failure) or (_NAN if signals.nan else _FEW if signals.fraction < 0.1 else _MOST)
+    near = signals.failed_line
     scored = []
     for e in edits:
-        score = table.get(e.kind, 3) + _ROLE.get(e.role, 0.0)
+        score = table.get(e.kind, 3) + (_BLOCK_ROLE if signals.failure == "block" else _ROLE).get(e.role, 0.0)
+        if near is not None and e.line - 1 <= near <= e.end_line + 1:
+            score += NEAR_FAILURE
         if signals.dtype and e.kind == "dtype":
             score += 6
         in_slice = e.line in slice_lines

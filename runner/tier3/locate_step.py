@@ -1,5 +1,6 @@
-"""The locate step: after tier 3 found wrong, NaN or unwritten outputs, the statement that makes them so,
-with an edit verified to fix it (worker side: imports jax). The ``locate`` op (``wire/messages.LocateParams``).
+"""The locate step: after tier 3 found wrong, NaN or unwritten outputs, or a run that fails with an error
+(an out-of-bounds read or DMA, a deadlocked wait), the statement that makes it so, with an edit verified to
+fix it (worker side: imports jax). The ``locate`` op (``wire/messages.LocateParams``).
 
 For each entry asked for, in this (warm) worker:
 
@@ -7,14 +8,17 @@ For each entry asked for, in this (warm) worker:
    (``interpret.tier3_shapes``: its CONFIG reduced, or its arrays shrunk), one interpret-mode run as the
    target runs it (one core with the grid in order on v5e/v6e; two simulated TensorCores and shuffled
    "parallel" steps on v4/v5p), and the reference's outputs. ``interpret_compare.compare`` says which
-   elements are wrong; nothing wrong at these shapes: "skipped".
+   elements are wrong; a run that raises is a failure of its own (nothing wrong yet, every element counted
+   wrong) when the entry has a reference to verify an edit against; nothing wrong at these shapes: "skipped".
 2. **What can touch the wrong elements.** The traced run's kernel lines (``traced_lines``: the lines its
    equations came from), the output the wrong elements belong to and the kernel statements its stores
    depend on (``locate_edits.output_slice``), and whether the outputs are NaN, a few elements or most of
-   them (``locate_edits.Signals``) rank the candidate edits (``locate_edits.candidate_edits``).
+   them, or the error and the line tier 3 said it at (``locate_edits.Signals``) rank the candidate edits
+   (``locate_edits.candidate_edits``).
 3. **Each edit, run.** The file's text with the edit made is loaded as the module, its task found by
    name, and its entry run once at the same inputs (the same CONFIG held), compared with the unedited
-   file's reference. Until ``budget_s`` is spent (default 60 s). An edit whose outputs match is run again
+   file's reference. Until ``budget_s`` is spent (default 60 s). An edit whose run succeeds and whose
+   outputs match is run again
    on ``fresh_sets`` fresh input sets (other random floats; the task's integer tables kept), each against
    the reference: only an edit that matches on all of them is "fixed".
 4. **Where none works**: the most suspicious statement - the edit that left the fewest elements wrong,
@@ -42,7 +46,7 @@ from ..tasks import tasks_runtime
 from .interpret import describe_shapes, probe_calls, random_inputs, reduce_config, target_cores, tier3_shapes, too_large, _concrete_inputs
 from .interpret_compare import compare, tolerance_for
 from .interpret_config import Reduced, config_dicts, config_set
-from .interpret_records import first_user_call
+from .interpret_records import first_user_call, OUT_OF_BOUNDS
 from .interpret_run import Run, all_arbitrary, interpret_once, namespaces, no_semantics, shuffling_seed
 from .interpret_verdicts import VMAPPED_SEMANTICS
 from ..grid_order import call_grid
@@ -50,6 +54,7 @@ from ..memory_guard import MemoryStop, stop_near_limit
 
 TRIED_SHOWN = 12  # edits listed in the result when none works
 CLEAR_EVERY = 8  # jax's caches are cleared every so many trials (each edit is a new module: new programs)
+TRIAL_SLOWER, TRIAL_SLACK_S = 4.0, 5.0  # one edit's run may take 4x the baseline's run and 5 s more
 
 
 @dataclass
@@ -65,6 +70,7 @@ class Baseline:
     reduced: Reduced | None
     problems: list[dict[str, Any]]
     run: Run
+    failure: str = ""  # the run's error, when it raised (then ``problems`` is empty and every element counts)
 
 
 def handle_locate(params: messages.LocateParams, progress: Callable[..., Any] | None = None) -> messages.LocateResult:
@@ -142,13 +148,14 @@ class Step:
             return self._entry("skipped", base)
         with config_set(config_dicts(self.task), dict(base.reduced.values) if base.reduced else None):
             edits = self._edits(base)
-        problem = describe_problems(base.problems)
+        problem = base.failure or describe_problems(base.problems)
         common = {"shapes": base.shapes, "problem": problem}
         if not edits:
             return self._entry("not_found", "no mechanical edit applies to the statements that reach the outputs",
                                **common)
         self.say(f"locate: {self.task.name}: {len(edits)} edits to try within {self.params.budget_s:.0f} s")
         best: tuple[int, locate_edits.Edit] | None = None  # (elements still wrong, edit): the most suspicious
+        start = base_wrong(base)
         tried: list[locate_edits.Edit] = []
         for edit in edits:
             if time.monotonic() > self.deadline:
@@ -158,7 +165,7 @@ class Step:
             if verdict is not None:
                 return self._entry("fixed", fix=self._source_edit(edit), verified_sets=verdict, tried=(),
                                    tried_count=len(tried), **common)
-            if wrong is not None and wrong < _wrong_count(base.problems) and (best is None or wrong < best[0]):
+            if wrong is not None and wrong < start and (best is None or wrong < best[0]):
                 best = (wrong, edit)
         suspect = best[1] if best is not None else edits[0]
         why = (f"no edit among the {len(tried)} tried makes the outputs match"
@@ -181,8 +188,10 @@ class Step:
         kernel_file = getattr(call, "kernel_file", None)
         kernel_line = call.kernel_line if kernel_file and os.path.realpath(kernel_file) == os.path.realpath(self.path) \
             else None
+        said = dict(self.params.failed_at).get(self.task.name) if base.failure else None
         return locate_edits.candidate_edits(self.text, call.line, kernel_line, len(grid), traced,
-                                            signals(base.problems), call.kernel_name, _inputs_count(call))
+                                            signals(base.problems, base.failure, said), call.kernel_name,
+                                            _inputs_count(call))
 
     def _trial(self, base: Baseline, edit: locate_edits.Edit) -> tuple[int | None, int | None]:
         """(fresh input sets verified, None) when the edit fixes the entry; else (None, elements still wrong
@@ -211,13 +220,19 @@ class Step:
     def _wrong(self, task: tasks_runtime.RuntimeTask, base: Baseline, inputs: Any, expected: Any) -> int | None:
         """Elements wrong when the edited entry runs on ``inputs`` (None: it failed, raced or ran no kernel)."""
         run = interpret_once(task.entry, inputs, user_files=(self.path,), modules=namespaces(task.entry),
-                             **base.run_kw)
+                             time_limit_s=self._trial_limit(base), **base.run_kw)
         if run.error is not None or run.races or first_user_call(run.calls, self.path) is None:
             return None
         found = [p for p in compare(run.outputs, expected, base.tolerance) if not p.get("width")]
         if any(p["kind"] in ("structure", "dtype") for p in found):
             return None
         return _wrong_count(found)
+
+    def _trial_limit(self, base: Baseline) -> float:
+        """One run of an edit may take a few times the baseline's run (an edited loop bound can make a loop that
+        never ends), never past the budget by more than that."""
+        allowed = TRIAL_SLOWER * base.run.seconds + TRIAL_SLACK_S
+        return max(TRIAL_SLACK_S, min(allowed, self.deadline - time.monotonic() + allowed))
 
     def _verified(self, task: tasks_runtime.RuntimeTask, base: Baseline) -> int | None:
         """How many fresh input sets the edited entry matches the reference on (None: not all of them)."""
@@ -258,15 +273,41 @@ def baseline(task: tasks_runtime.RuntimeTask, path: str, target: str) -> Baselin
         if run.error is not None and VMAPPED_SEMANTICS.search(str(run.error)):
             run_kw = dict(run_kw, semantics=no_semantics, cores=1)
             run = interpret_once(task.entry, inputs, user_files=(path,), modules=spaces, **run_kw)
-        if run.error is not None or run.races:
-            what = "raised" if run.error is not None else "raced"
-            return f"the tier-3 run {what} at {describe_shapes(shapes)}: the locate step reads wrong or NaN outputs"
+        if run.races:
+            return (f"the tier-3 run raced at {describe_shapes(shapes)}: the locate step reads wrong or NaN outputs "
+                    "and runs that raise")
         expected = reference_outputs(task, inputs)
+        if run.error is not None:
+            if expected is None:
+                return (f"the tier-3 run raised at {describe_shapes(shapes)} and the entry has no reference to verify "
+                        "an edit against")
+            return Baseline(task, inputs, describe_shapes(shapes), expected, tolerance_for(task, expected), run_kw,
+                            reduced, [], run, failure=failure_of(run.error))
         tolerance = tolerance_for(task, run.outputs)
         problems = [p for p in compare(run.outputs, expected, tolerance) if not p.get("width")]
     if not problems:
         return f"tier 3 finds the outputs right at {describe_shapes(shapes)} as the target runs the kernel"
     return Baseline(task, inputs, describe_shapes(shapes), expected, tolerance, run_kw, reduced, problems, run)
+
+
+def failure_of(error: BaseException) -> str:
+    """The baseline run's error in a few words: what ``Signals.failure`` ranks by and the finding quotes."""
+    from .interpret_deadlock import KernelDeadlock
+
+    full = " ".join(f"{error} {error.__cause__ or ''} {error.__context__ or ''}".split())
+    oob = OUT_OF_BOUNDS.search(full)
+    if isinstance(error, KernelDeadlock) or "deadlock" in full.lower():
+        return "the run deadlocks (a DMA wait that nothing signals)"
+    if oob:
+        return f"the run reads or copies out of bounds ({oob.group(0)[:160]})"
+    return f"the run raised {type(error).__name__} ({full[:160]})"
+
+
+def base_wrong(base: Baseline) -> int:
+    """Elements wrong at the baseline: every output element when its run raised."""
+    if not base.failure:
+        return _wrong_count(base.problems)
+    return sum(int(np.asarray(a).size) for a in jax.tree.leaves(base.expected)) or 1
 
 
 def _run_kwargs(calls: list[Any], target: str) -> dict[str, Any]:
@@ -304,8 +345,12 @@ def fresh_inputs(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------- reading the problems
 
 
-def signals(problems: list[dict[str, Any]]) -> locate_edits.Signals:
-    """What the wrong outputs look like, for ranking the edits."""
+def signals(problems: list[dict[str, Any]], failure: str = "", line: int | None = None) -> locate_edits.Signals:
+    """What the wrong outputs look like, or how the run failed and where tier 3 said so, for ranking the edits."""
+    if failure:
+        kind = "deadlock" if "deadlocks" in failure else "block" if "block index" in failure \
+            else "bounds" if "out of bounds" in failure else "error"
+        return locate_edits.Signals(failure=kind, failed_line=line)
     nan = any(p["kind"] == "nan" for p in problems)
     mismatch = [p for p in problems if p["kind"] == "mismatch"]
     fraction = max((p["count"] / max(1, p["size"]) for p in mismatch), default=1.0)
