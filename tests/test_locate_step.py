@@ -225,8 +225,8 @@ def test_a_run_past_its_time_limit_ends_with_that_error():
     from pallasite.runner.tier3.interpret_run import interpret_once
 
     def forever(x_ref, o_ref):  # an edited loop bound that never ends: the condition reads a ref each turn
-        o_ref[...] = x_ref[...]
-        jax.lax.while_loop(lambda n: x_ref[0, 0] > -1.0, lambda n: n + 1, 0)
+        turns = jax.lax.while_loop(lambda n: x_ref[0, 0] > -1.0, lambda n: n + 1, 0)
+        o_ref[...] = x_ref[...] + turns.astype(jnp.float32)
 
     def entry(x):
         return pl.pallas_call(forever, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)

@@ -693,7 +693,7 @@ _BLOCK = {"index-map-order": 10, "cdiv": 8, "dim-name": 8, "off-by-one": 7, "ope
 _ERROR = {**_BOUNDS, "when": 7, "dtype": 4}
 _FAILURES = {"deadlock": _DEADLOCK, "bounds": _BOUNDS, "block": _BLOCK, "error": _ERROR}
 _BLOCK_ROLE = {"index_map": 3.0, "grid": 2.0, "block": 1.0, "wrapper": 1.0, "kernel": -3.0, "when": -3.0}
-NEAR_FAILURE = 6  # an edit at (or next to) the line tier 3 said the run failed at: tried among the first
+NEAR_FAILURE, NEXT_TO_FAILURE = 6, 2  # an edit at the line tier 3 said the run failed at (or next to it): tried early
 _ROLE = {"when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5, "out_shape": 0.3,
          "wrapper": 0.3, "scratch": 0.2, "block": 0.0}
 
@@ -705,8 +705,10 @@ def order_edits(edits: list[Edit], signals: Signals, slice_lines: set[int] = fro
     scored = []
     for e in edits:
         score = table.get(e.kind, 3) + (_BLOCK_ROLE if signals.failure == "block" else _ROLE).get(e.role, 0.0)
-        if near is not None and e.line - 1 <= near <= e.end_line + 1:
+        if near is not None and e.line <= near <= e.end_line:
             score += NEAR_FAILURE
+        elif near is not None and e.line - 1 <= near <= e.end_line + 1:
+            score += NEXT_TO_FAILURE
         if signals.dtype and e.kind == "dtype":
             score += 6
         in_slice = e.line in slice_lines
