@@ -14,6 +14,7 @@ left to tier 3's interpret run. Nothing runs but the index_maps, on Python ints.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from typing import Any
 
@@ -62,6 +63,7 @@ def _past_end(spec: Any, shape: tuple[int, ...], corners: list[tuple[int, ...]])
     if block is None or not callable(index_map) or len(block) != len(shape):
         return None
     sizes = [_block_dim(b) for b in block]
+    results: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
     for step in corners:
         try:
             result = index_map(*step)
@@ -70,12 +72,35 @@ def _past_end(spec: Any, shape: tuple[int, ...], corners: list[tuple[int, ...]])
             return None
         if len(indices) != len(shape):
             return None  # the lowering says so (PLS102)
-        for axis, (i, size, dim) in enumerate(zip(indices, sizes, shape)):
-            if size is None or not isinstance(dim, int):
-                continue
-            start = i * size
-            if start >= dim or start < 0:
-                return {"axis": axis, "block_index": indices, "step": step, "start": start, "dim": dim, "block": size}
+        results.append((step, indices))
+    for step, indices in results:
+        axis = _outside(indices, sizes, shape)
+        if axis is not None:
+            found = {"axis": axis, "block_index": indices, "step": step, "start": indices[axis] * sizes[axis],
+                     "dim": shape[axis], "block": sizes[axis]}
+            reordered = _reordered(results, sizes, shape)
+            code = getattr(inspect.unwrap(index_map), "__code__", None)  # (jax wraps the map: ``__wrapped__``)
+            where = {"map_at": (code.co_filename, code.co_firstlineno)} if code is not None else {}
+            return {**found, "reordered": reordered, **where} if reordered else found
+    return None
+
+
+def _outside(indices: tuple[int, ...], sizes: list[int | None], shape: tuple[int, ...]) -> int | None:
+    """The first axis on which the block ``indices`` starts past the array's end (or before its start)."""
+    for axis, (i, size, dim) in enumerate(zip(indices, sizes, shape)):
+        if size is not None and isinstance(dim, int) and (i * size >= dim or i * size < 0):
+            return axis
+    return None
+
+
+def _reordered(results: list[tuple[tuple[int, ...], tuple[int, ...]]], sizes: list[int | None],
+               shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """Two result positions of the index map whose exchange puts every corner's block inside the array (a map
+    whose results are in the wrong order, ``(j, i)`` for ``(i, j)``: the map is the place, not the grid)."""
+    for a, b in itertools.combinations(range(len(shape)), 2):
+        moved = [tuple(ix[b] if k == a else ix[a] if k == b else v for k, v in enumerate(ix)) for _, ix in results]
+        if all(_outside(m, sizes, shape) is None for m in moved):
+            return a, b
     return None
 
 
@@ -91,7 +116,7 @@ def _block_dim(dim: Any) -> int | None:
 def grid_axis_past(found: dict[str, Any], grid: Any) -> int | None:
     """The grid axis whose last step the index map hands on as the block index that lies past the end (the
     grid, not the map, has a step too many: ``(n // b) + 1``), else None."""
-    if not grid or found.get("start", -1) < 0:
+    if not grid or found.get("start", -1) < 0 or found.get("reordered"):
         return None
     index = found["block_index"][found["axis"]]
     steps = [j for j, (s, g) in enumerate(zip(found["step"], grid)) if s == g - 1 and s == index and s > 0]
@@ -111,6 +136,10 @@ def past_end_record(found: dict[str, Any], place: tuple[int, int] | None, call_l
     if grid_axis is not None:
         sentence = (f"grid axis {grid_axis} has more steps than the array has blocks: {sentence} (the index map "
                     f"hands on the grid index as it is, so the grid's entry is the one to fix)")
+    elif found.get("reordered"):
+        a, b = found["reordered"]
+        sentence += (f"; with the index map's results {a} and {b} exchanged every block lies inside the array: "
+                     "check the order of its results (or of its parameters)")
     where = place or ((call_line, None) if call_line else None)
     return {"stage": "tier 1", "tier": 1, "code": "PLS020", "origin": "pallasite runner", "severity": "error",
             "type": "BlockPastEnd", "sentence": sentence, "message": sentence, "detail": None, "frames": [],

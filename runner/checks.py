@@ -277,11 +277,19 @@ def _blocks_past_end(entry: dict[str, Any], path: str) -> None:
         if axis is not None and (call_line, axis) in said:
             continue  # one grid entry, one finding (every block it moves past the end is the same mistake)
         said.add((call_line, axis if axis is not None else -1 - len(said)))
-        place = (sites.grid_entry(call_line, axis) if axis is not None else None) \
+        place = (sites.grid_entry(call_line, axis) if axis is not None else None) or _map_line(item, path) \
             or sites.element_line(call_line, item["role"], item["index"]) or sites.keyword_line(call_line, item["role"])
         entry["errors"].append(past_end_record(item, place and (place[0], place[1]), call_line, axis))
     if entry["tiers"].get("1") == "ok":
         entry["tiers"]["1"] = "error"
+
+
+def _map_line(item: dict[str, Any], path: str) -> tuple[int, None] | None:
+    """The index map's own line, when its results look exchanged (``block_reach._reordered``) and it is in ``path``."""
+    at = item.get("map_at")
+    if not item.get("reordered") or not at or os.path.realpath(str(at[0])) != os.path.realpath(path):
+        return None
+    return int(at[1]), None
 
 
 def typed_result(result: dict[str, Any], tiers: Sequence[int]) -> messages.CheckResult:
