@@ -35,8 +35,9 @@ PLANTED = {
     "grid_no_cdiv": (23, "pl.cdiv(n, ROWS)", "n // ROWS"),
     "when_inverted": (14, "pl.program_id(2) == 0", "pl.program_id(2) != 0"),
     "index_map_swap": (26, "(i, j)", "(j, i)"),
+    "length_mask_off": (23, "col < lengths_ref[b]", "col <= lengths_ref[b]"),  # wrong only with dead inputs poisoned
 }
-FAST = ("mask_off_by_one", "grid_no_cdiv", "scale_in_helper")  # one edit each before the fix: the default suite runs these
+FAST = ("mask_off_by_one", "grid_no_cdiv", "scale_in_helper", "length_mask_off")  # one edit each before the fix: the default suite runs these
 
 
 def _call_line(text: str) -> int:
@@ -313,3 +314,25 @@ def test_reduced_inputs_show_what_square_or_whole_block_shapes_hide(name, bug, f
     correct.write_text(path.read_text().replace(bug, fix))
     fine = _tier3(correct)
     assert fine["state"] == "ok", fine["errors"]  # and no false error on the correct kernel at those shapes
+
+
+def test_inputs_the_reference_never_reads_are_poisoned_and_show_a_mask_off_by_one(tmp_path):
+    from pallasite.runner.tier3.interpret_poison import poison_for
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    path = DATA / "length_mask_off.py"
+    found = _tier3(path)  # with random inputs alone the extra key moves the output under the tolerance
+    (rec,) = [r for r in found["errors"] if r["code"] == "PLS304"]
+    assert "never read by the reference" in rec["sentence"] and found["state"] == "error"
+    correct = tmp_path / "length_mask_off.py"
+    correct.write_text(path.read_text().replace("col <= lengths_ref[b]", "col < lengths_ref[b]"))
+    assert _tier3(correct)["state"] == "ok"  # the poison never touches what the correct kernel reads
+
+    lengths = jnp.asarray(np.array([3, 5], np.int32))
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(2, 8)).astype(np.float32))
+    poison = poison_for(lambda n, x: jnp.where(jnp.arange(8)[None] < n[:, None], x, 0.0).sum(1), (lengths, x))
+    assert poison is not None and poison.masks[1].sum() == 8 and poison.masks[1][0].tolist() == [False] * 3 + [True] * 5
+    # a max has zero gradients on elements it reads: never poisoned (checked by running the reference again)
+    assert poison_for(lambda x: jnp.max(x, axis=1), (x,)) is None

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from .interpret_compare import compare, tolerance_for
+from .interpret_poison import poison_for
 from .interpret_records import START, CallSites, dma_lines, dma_order_record, exception_record, first_user_call, kernel_lines, order_record, race_record, result_record, semantics_disagreement
 from .interpret_run import Run, all_arbitrary, interpret_once, namespaces, no_semantics
 from .interpret_verdicts import VMAPPED_SEMANTICS, reference_failure, reference_mismatch, semantics_dropped, upstream_failure, upstream_record
@@ -80,14 +81,14 @@ class Diagnosis:
         self.prefixed = False  # every run with the parallel axes as a prefix (the interpreter rejected the order)
         self.call: RecordedCall | None = None
 
-    def again(self, **kw: Any) -> Run:
+    def again(self, inputs: tuple[Any, ...] | None = None, **kw: Any) -> Run:
         kw.setdefault("seed", self.seed)
         if self.prefixed:
             kw.setdefault("semantics", _parallel_prefix)
         if self.one_core or self.dropped:
             kw.setdefault("cores", 1)
             kw.setdefault("semantics", no_semantics if self.dropped else all_arbitrary)
-        rerun = interpret_once(self.task.entry, self.inputs, user_files=(self.path,),
+        rerun = interpret_once(self.task.entry, self.inputs if inputs is None else inputs, user_files=(self.path,),
                                modules=namespaces(self.task.entry), **kw)
         self.reruns.append(rerun.seconds)
         return rerun
@@ -107,6 +108,8 @@ class Diagnosis:
         if not problems:
             if not self.one_core and (self.dropped or expected is None):
                 self._order_dependence(run, tolerance)
+            if expected is not None:
+                self._poisoned(expected, tolerance)
             return self.done()
         if any(p["kind"] == "dtype" for p in problems):  # a declared dtype the results do not have: no rerun explains it
             self.errors.extend(result_record(p, self.call, self.sites, self.path, None, None)
@@ -114,6 +117,21 @@ class Diagnosis:
             return self.done()
         self._explain(problems, expected)
         return self.done()
+
+    def _poisoned(self, expected: Any, tolerance: Any) -> None:
+        """The outputs matched: again with the inputs the reference never reads poisoned
+        (``interpret_poison``); a kernel whose outputs move reads what it should not."""
+        poison = poison_for(self.task.reference, self.inputs)
+        if poison is None:
+            return
+        self.say(f"tier 3: {self.task.name} again with {poison.said}")
+        rerun = self.again(poison.apply(self.inputs))
+        if rerun.error is not None or rerun.races:
+            return  # the plain run succeeded: a failure here is the poison's (a value too large for a dtype)
+        problems = [p for p in compare(rerun.outputs, expected, tolerance) if not p.get("width")]
+        self.call = first_user_call(rerun.calls, self.path) or self.call
+        self.errors.extend(result_record(p, self.call, self.sites, self.path, ("poisoned", poison.said), None)
+                           for p in problems if p["kind"] in ("mismatch", "nan"))
 
     def _runnable(self, run: Run, traced: list[RecordedCall]) -> Run:
         """The run to read: again without semantics under vmap, or with the parallel axes as a prefix."""

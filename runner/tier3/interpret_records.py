@@ -552,6 +552,9 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
         where = found + ([(line[0], line[1], "the out_specs")] if found and line else []) or ([line] if line else where)
         explain = ("; no grid step writes these blocks: "
                    + (f"{found[0][2]}" if found else "check the out_specs index_map and the kernel's pl.when conditions"))
+    elif cause and cause[0] == "poisoned":
+        explain = (f"; this is with {cause[1]}: with random inputs the outputs matched, so the kernel reads elements "
+                   "its result must not depend on (a mask, bound or length off by one lets one more in)")
     elif cause and cause[0] == "skipped":
         line = sites.keyword_line(call_line, "out_specs")
         found = missing_places.unwritten_places(refs, out_index)

@@ -76,7 +76,8 @@ class Signals:
     from memory never written), ``fraction`` of the elements wrong (0..1), ``dtype`` (the outputs' kind
     of dtype differs from the reference's), ``output`` the index of the wrong output. Or the run failed:
     ``failure`` "deadlock", "bounds" (an out-of-bounds read or DMA), "block" (an index map names a block
-    past the array: its grid, its index map) or "error", ``failed_line`` where tier 3
+    past the array: its grid, its index map), "error", or "poisoned" (right with random inputs, wrong with
+    the inputs the reference never reads poisoned: a mask or a bound), ``failed_line`` where tier 3
     said it (1-based; None: unknown)."""
 
     nan: bool = False
@@ -691,7 +692,12 @@ _BLOCK = {"index-map-order": 10, "cdiv": 8, "dim-name": 8, "off-by-one": 7, "ope
           "comparison": 3, "when": 2, "scratch-dim": 1, "init": 0, "semantics": 2, "dtype": 0, "scale": 0,
           "scale-use": 0}
 _ERROR = {**_BOUNDS, "when": 7, "dtype": 4}
-_FAILURES = {"deadlock": _DEADLOCK, "bounds": _BOUNDS, "block": _BLOCK, "error": _ERROR}
+# Right with random inputs, wrong with the inputs the reference never reads poisoned: a mask or a bound lets
+# one element too many in.
+_POISONED = {"comparison": 10, "off-by-one": 9, "operand": 6, "cdiv": 5, "when": 4, "index-map-order": 3,
+             "program-id-axis": 3, "dim-name": 3, "scratch-dim": 2, "init": 1, "semantics": 1, "dtype": 0, "scale": 0,
+             "scale-use": 0}
+_FAILURES = {"deadlock": _DEADLOCK, "bounds": _BOUNDS, "block": _BLOCK, "error": _ERROR, "poisoned": _POISONED}
 _BLOCK_ROLE = {"index_map": 3.0, "grid": 2.0, "block": 1.0, "wrapper": 1.0, "kernel": -3.0, "when": -3.0}
 NEAR_FAILURE, NEXT_TO_FAILURE = 6, 2  # an edit at the line tier 3 said the run failed at (or next to it): tried early
 _ROLE = {"when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5, "out_shape": 0.3,

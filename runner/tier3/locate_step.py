@@ -46,6 +46,7 @@ from ..tasks import tasks_runtime
 from .interpret import describe_shapes, probe_calls, random_inputs, reduce_config, target_cores, tier3_shapes, too_large, _concrete_inputs
 from .interpret_compare import compare, tolerance_for
 from .interpret_config import Reduced, config_dicts, config_set
+from .interpret_poison import Poison, poison_for
 from .interpret_records import first_user_call, OUT_OF_BOUNDS
 from .interpret_run import Run, all_arbitrary, interpret_once, namespaces, no_semantics, shuffling_seed
 from .interpret_verdicts import VMAPPED_SEMANTICS
@@ -54,7 +55,8 @@ from ..memory_guard import MemoryStop, stop_near_limit
 
 TRIED_SHOWN = 12  # edits listed in the result when none works
 CLEAR_EVERY = 8  # jax's caches are cleared every so many trials (each edit is a new module: new programs)
-TRIAL_SLOWER, TRIAL_SLACK_S = 4.0, 5.0  # one edit's run may take 4x the baseline's run and 5 s more
+EDGE_SHARE = 0.001  # a fresh set this share of the elements off (one at least) is a hair's miss, not a failure
+TRIAL_SLOWER, TRIAL_SLACK_S = 4.0, 15.0  # an edit's run (traced anew) may take 4x the baseline's and 15 s more
 
 
 @dataclass
@@ -71,6 +73,7 @@ class Baseline:
     problems: list[dict[str, Any]]
     run: Run
     failure: str = ""  # the run's error, when it raised (then ``problems`` is empty and every element counts)
+    poison: Poison | None = None  # the outputs are wrong only with the inputs the reference never reads poisoned
 
 
 def handle_locate(params: messages.LocateParams, progress: Callable[..., Any] | None = None) -> messages.LocateResult:
@@ -190,7 +193,8 @@ class Step:
             else None
         said = dict(self.params.failed_at).get(self.task.name) if base.failure else None
         return locate_edits.candidate_edits(self.text, call.line, kernel_line, len(grid), traced,
-                                            signals(base.problems, base.failure, said), call.kernel_name,
+                                            signals(base.problems, base.failure, said, base.poison is not None),
+                                            call.kernel_name,
                                             _inputs_count(call))
 
     def _trial(self, base: Baseline, edit: locate_edits.Edit) -> tuple[int | None, int | None]:
@@ -235,13 +239,25 @@ class Step:
         return max(TRIAL_SLACK_S, min(allowed, self.deadline - time.monotonic() + allowed))
 
     def _verified(self, task: tasks_runtime.RuntimeTask, base: Baseline) -> int | None:
-        """How many fresh input sets the edited entry matches the reference on (None: not all of them)."""
-        for seed in range(1, max(1, self.params.fresh_sets) + 1):
+        """How many fresh input sets the edited entry matches the reference on (None: fewer than asked). One set
+        may miss by a hair (``EDGE_SHARE`` of the elements at most, a kernel at its tolerance's edge on some
+        draws: the unedited jax paged attention is off in 1 of 1,024 on one) and a further set is drawn."""
+        wanted = max(1, self.params.fresh_sets)
+        matched, edge = 0, False
+        for seed in range(1, wanted + 2):
             fresh = fresh_inputs(base.inputs, seed)
+            fresh = base.poison.apply(fresh) if base.poison is not None else fresh
             expected = reference_outputs(self.task, fresh)
-            if expected is None or self._wrong(task, base, fresh, expected) != 0:
+            wrong = None if expected is None else self._wrong(task, base, fresh, expected)
+            if wrong == 0:
+                matched += 1
+            elif wrong is None or edge or wrong > max(1, EDGE_SHARE * base_wrong_size(base)):
                 return None
-        return max(1, self.params.fresh_sets)
+            else:
+                edge = True
+            if matched == wanted:
+                return matched
+        return None
 
     def _source_edit(self, edit: locate_edits.Edit) -> messages.SourceEdit:
         start, end = locate_edits.char_columns(self.text, edit)
@@ -285,9 +301,28 @@ def baseline(task: tasks_runtime.RuntimeTask, path: str, target: str) -> Baselin
                             reduced, [], run, failure=failure_of(run.error))
         tolerance = tolerance_for(task, run.outputs)
         problems = [p for p in compare(run.outputs, expected, tolerance) if not p.get("width")]
+        poison = None
+        if not problems and expected is not None:
+            poison, run, problems = _poisoned_run(task, inputs, expected, tolerance, path, spaces, run_kw, run)
     if not problems:
         return f"tier 3 finds the outputs right at {describe_shapes(shapes)} as the target runs the kernel"
-    return Baseline(task, inputs, describe_shapes(shapes), expected, tolerance, run_kw, reduced, problems, run)
+    inputs = poison.apply(inputs) if poison is not None else inputs
+    return Baseline(task, inputs, describe_shapes(shapes), expected, tolerance, run_kw, reduced, problems, run,
+                    poison=poison)
+
+
+def _poisoned_run(task: tasks_runtime.RuntimeTask, inputs: tuple[Any, ...], expected: Any, tolerance: Any, path: str,
+                  spaces: Any, run_kw: dict[str, Any], run: Run) -> tuple[Poison | None, Run, list[dict[str, Any]]]:
+    """Right at the plain inputs: the run again with the inputs the reference never reads poisoned
+    (``interpret_poison``, as tier 3 does); (the poison, its run, its problems), or (None, ``run``, [])."""
+    poison = poison_for(task.reference, inputs)
+    if poison is None:
+        return None, run, []
+    again = interpret_once(task.entry, poison.apply(inputs), user_files=(path,), modules=spaces, **run_kw)
+    if again.error is not None or again.races:
+        return None, run, []
+    problems = [p for p in compare(again.outputs, expected, tolerance) if not p.get("width")]
+    return (poison, again, problems) if problems else (None, run, [])
 
 
 def failure_of(error: BaseException) -> str:
@@ -303,11 +338,16 @@ def failure_of(error: BaseException) -> str:
     return f"the run raised {type(error).__name__} ({full[:160]})"
 
 
+def base_wrong_size(base: Baseline) -> int:
+    """Elements of the reference's outputs."""
+    return sum(int(np.asarray(a).size) for a in jax.tree.leaves(base.expected))
+
+
 def base_wrong(base: Baseline) -> int:
     """Elements wrong at the baseline: every output element when its run raised."""
     if not base.failure:
         return _wrong_count(base.problems)
-    return sum(int(np.asarray(a).size) for a in jax.tree.leaves(base.expected)) or 1
+    return base_wrong_size(base) or 1
 
 
 def _run_kwargs(calls: list[Any], target: str) -> dict[str, Any]:
@@ -345,8 +385,12 @@ def fresh_inputs(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------- reading the problems
 
 
-def signals(problems: list[dict[str, Any]], failure: str = "", line: int | None = None) -> locate_edits.Signals:
-    """What the wrong outputs look like, or how the run failed and where tier 3 said so, for ranking the edits."""
+def signals(problems: list[dict[str, Any]], failure: str = "", line: int | None = None,
+            poisoned: bool = False) -> locate_edits.Signals:
+    """What the wrong outputs look like, or how the run failed and where tier 3 said so, for ranking the edits
+    (``poisoned``: wrong only with the inputs the reference never reads poisoned: a mask or bound)."""
+    if poisoned:
+        return locate_edits.Signals(failure="poisoned")
     if failure:
         kind = "deadlock" if "deadlocks" in failure else "block" if "block index" in failure \
             else "bounds" if "out of bounds" in failure else "error"
