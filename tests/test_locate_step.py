@@ -192,6 +192,19 @@ def test_a_deadlocked_wait_is_located_at_the_when_that_never_starts_its_copy():
     assert answer.problem.startswith("the run deadlocks")
 
 
+def test_without_a_reference_a_failure_is_located_but_never_called_verified(tmp_path):
+    text = (RUNTIME / "dma_never_started.py").read_text()
+    path = tmp_path / "no_reference.py"
+    path.write_text(text.replace("def reference(x):\n    return x * 2.0\n", ""))
+    assert "def reference" not in path.read_text()
+    answer = _locate_file(path, 21, "double")
+    assert answer.state == "fixed" and answer.fix.line == 17 and not answer.compared, (answer.reason, answer.tried)
+    finding = Finding(code="PLS300", message="deadlock: the kernel waits", span=Span(20, 4, 20, 15), tier=3)
+    moved = client_step.fixed_finding(finding, answer, answer.fix)
+    assert moved.fix.title.startswith("runs without the error:") and "values are not checked" in moved.message
+    assert not moved.fix.title.startswith("verified")
+
+
 def test_a_read_past_a_scratch_is_located_at_the_declared_dim():
     answer = _locate_file(DATA / "scratch_one_slot.py", 17, "add_halves")
     assert answer.state == "fixed", (answer.reason, answer.tried)

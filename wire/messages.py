@@ -708,6 +708,8 @@ class LocatedEntry:
     shapes: str = ""  # where the runs ran (CPU interpret mode)
     problem: str = ""  # what tier 3 saw at those shapes
     seconds: float = 0.0  # wall time of the step for this entry, on the worker (CPU)
+    compared: bool = True  # the fix was checked against the entry's reference (False: it had none, and the fix
+    #   makes a failing run succeed with every output written, its values unchecked)
 
 
 @dataclass(frozen=True)

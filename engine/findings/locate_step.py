@@ -11,8 +11,9 @@ answer into findings:
 - **fixed**: the entry's tier-3 finding lands at the edited expression, its message saying what the edit
   is and that it was verified, with the edit as a ``Fix`` titled "verified: with this change the kernel
   matches the reference on N fresh input sets"; where tier 3 saw the outputs wrong (or the run fail) is a
-  related place. A failure is only located for an entry with a reference: an edit must make the run succeed
-  *and* its outputs match;
+  related place. For a failure an edit must make the run succeed *and* its outputs match; an entry without a
+  reference gets a fix titled "runs without the error: ..." (the run succeeds with every output written,
+  its values unchecked), never "verified";
 - **not found**: the finding stays where tier 3 put it when that is a statement of its own (an init, a
   store), else it moves to the most suspicious statement; its message lists the edits tried;
 - **skipped**: a note says why.
@@ -121,10 +122,14 @@ def fixed_finding(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> F
             + ("the run fail" if failed else "them wrong")
             + f": with `{edit.new_text}` in place of `{edit.old_text}` the kernel "
             + ("runs without this error and " if failed else "")
-            + f"matches the reference at tier 3's inputs and on {sets} fresh input set(s) ({answer.shapes}; CPU "
-              "interpret mode, the locate step)")
-    title = (f"verified: with this change the kernel matches the reference on {sets} fresh input sets "
-             f"({edit.what})")
+            + (f"matches the reference at tier 3's inputs and on {sets} fresh input set(s)" if answer.compared else
+               f"writes every output at tier 3's inputs and on {sets} fresh input set(s) (the entry has no "
+               "reference: the values are not checked)")
+            + f" ({answer.shapes}; CPU interpret mode, the locate step)")
+    title = (f"verified: with this change the kernel matches the reference on {sets} fresh input sets ({edit.what})"
+             if answer.compared else
+             f"runs without the error: with this change the kernel runs on {sets} fresh input sets (no reference to "
+             f"compare its values with; {edit.what})")
     fix = Fix(title=title, edits=(TextEdit(_span(edit), edit.new_text),))
     saw = SAW_FAIL if failed else SAW_IT
     here = Related(finding.span, f"{saw} ({answer.problem})" if answer.problem else saw)

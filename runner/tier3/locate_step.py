@@ -167,7 +167,7 @@ class Step:
             verdict, wrong = self._trial(base, edit)
             if verdict is not None:
                 return self._entry("fixed", fix=self._source_edit(edit), verified_sets=verdict, tried=(),
-                                   tried_count=len(tried), **common)
+                                   tried_count=len(tried), compared=base.expected is not None, **common)
             if wrong is not None and wrong < start and (best is None or wrong < best[0]):
                 best = (wrong, edit)
         suspect = best[1] if best is not None else edits[0]
@@ -248,7 +248,8 @@ class Step:
             fresh = fresh_inputs(base.inputs, seed)
             fresh = base.poison.apply(fresh) if base.poison is not None else fresh
             expected = reference_outputs(self.task, fresh)
-            wrong = None if expected is None else self._wrong(task, base, fresh, expected)
+            unchecked = base.expected is None  # no reference: a run that succeeds and writes every output
+            wrong = None if expected is None and not unchecked else self._wrong(task, base, fresh, expected)
             if wrong == 0:
                 matched += 1
             elif wrong is None or edge or wrong > max(1, EDGE_SHARE * base_wrong_size(base)):
@@ -293,12 +294,10 @@ def baseline(task: tasks_runtime.RuntimeTask, path: str, target: str) -> Baselin
             return (f"the tier-3 run raced at {describe_shapes(shapes)}: the locate step reads wrong or NaN outputs "
                     "and runs that raise")
         expected = reference_outputs(task, inputs)
-        if run.error is not None:
-            if expected is None:
-                return (f"the tier-3 run raised at {describe_shapes(shapes)} and the entry has no reference to verify "
-                        "an edit against")
-            return Baseline(task, inputs, describe_shapes(shapes), expected, tolerance_for(task, expected), run_kw,
-                            reduced, [], run, failure=failure_of(run.error))
+        if run.error is not None:  # without a reference an edit must make the run succeed with every output written
+            tolerance = tolerance_for(task, expected) if expected is not None else None
+            return Baseline(task, inputs, describe_shapes(shapes), expected, tolerance, run_kw, reduced, [], run,
+                            failure=failure_of(run.error))
         tolerance = tolerance_for(task, run.outputs)
         problems = [p for p in compare(run.outputs, expected, tolerance) if not p.get("width")]
         poison = None
