@@ -510,25 +510,9 @@ def order_record(problem: dict[str, Any], call: RecordedCall | None, sites: Call
     return _base("PLS304", sentence, path, where)
 
 
-def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
-    call_line = _call_line(call, path)
-    refs = places.kernel_refs(call, sites.tree, path, sites.traced)
-    out_blocks = block_shapes(_out_specs(call)) if call else []
-    index = problem.get("index") or 0
-    out_index = _call_output(call, problem)
-    block = out_blocks[out_index].block_shape if out_index < len(out_blocks) else None
-    where = [(call_line, None)]
-    if problem["kind"] == "dtype":
-        spot = sites.element_line(call_line, "out_shape", out_index) or sites.keyword_line(call_line, "out_shape")
-        sentence = (f"output {index} is {problem['dtype']} but the reference returns {problem['expected']}: the "
-                    f"pallas_call's out_shape declares {problem['dtype']} for it")
-        if problem.get("width"):  # floats both: the values may still pass the tolerance, the dtype is not the same
-            sentence += (f", a float of another width than the reference's (callers get {problem['dtype']} where "
-                         f"they expect {problem['expected']})")
-        rec = _base("PLS304", sentence, path, [spot or (call_line, None)],
-                    severity="warning" if problem.get("width") else "error")
-        rec["refs"] = [{"kind": "out_dtype", "index": out_index}]  # the client moves it to the dtype's origin
-        return rec
+def _explained(cause: Any, sites: CallSites, call_line: int | None, refs: Any, out_index: int,
+               where: list[tuple]) -> tuple[list[tuple], str]:
+    """Where a wrong-result record lands and what its sentence adds, for what the reruns found (``cause``)."""
     if cause and cause[0] == "semantics":
         axes = cause[1]
         line = sites.keyword_line(call_line, "compiler_params", "dimension_semantics")
@@ -564,6 +548,29 @@ def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
                    + (f": {found[0][2]}" if found else ""))
     else:
         explain = ""
+    return where, explain
+
+
+def result_record(problem, call, sites, path, cause, sem) -> dict[str, Any]:
+    call_line = _call_line(call, path)
+    refs = places.kernel_refs(call, sites.tree, path, sites.traced)
+    out_blocks = block_shapes(_out_specs(call)) if call else []
+    index = problem.get("index") or 0
+    out_index = _call_output(call, problem)
+    block = out_blocks[out_index].block_shape if out_index < len(out_blocks) else None
+    where = [(call_line, None)]
+    if problem["kind"] == "dtype":
+        spot = sites.element_line(call_line, "out_shape", out_index) or sites.keyword_line(call_line, "out_shape")
+        sentence = (f"output {index} is {problem['dtype']} but the reference returns {problem['expected']}: the "
+                    f"pallas_call's out_shape declares {problem['dtype']} for it")
+        if problem.get("width"):  # floats both: the values may still pass the tolerance, the dtype is not the same
+            sentence += (f", a float of another width than the reference's (callers get {problem['dtype']} where "
+                         f"they expect {problem['expected']})")
+        rec = _base("PLS304", sentence, path, [spot or (call_line, None)],
+                    severity="warning" if problem.get("width") else "error")
+        rec["refs"] = [{"kind": "out_dtype", "index": out_index}]  # the client moves it to the dtype's origin
+        return rec
+    where, explain = _explained(cause, sites, call_line, refs, out_index, where)
     if problem["kind"] == "nan" and cause and cause[0] == "skipped":
         hit = blocks_hit(problem["mask"], block)
         total = math.prod(-(-n // (b or 1)) for n, b in zip(problem["shape"], block or problem["shape"]))
