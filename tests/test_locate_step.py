@@ -349,3 +349,22 @@ def test_inputs_the_reference_never_reads_are_poisoned_and_show_a_mask_off_by_on
     assert poison is not None and poison.masks[1].sum() == 8 and poison.masks[1][0].tolist() == [False] * 3 + [True] * 5
     # a max has zero gradients on elements it reads: never poisoned (checked by running the reference again)
     assert poison_for(lambda x: jnp.max(x, axis=1), (x,)) is None
+
+
+def test_the_poison_is_finite_and_a_failing_reference_poisons_nothing():
+    from pallasite.runner.tier3.interpret_poison import poison_for
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    lengths = jnp.asarray(np.array([3, 5], np.int32))
+    x = jnp.asarray(np.array([[1.0, 2.0, np.inf, 0, 0, 0, 0, 0], [0, 1, 2, 3, 4, 5, 6, 7]], np.float32))
+    masked_sum = lambda n, x: jnp.where(jnp.arange(8)[None] < n[:, None], x, 0.0).sum(1)  # noqa: E731
+    poison = poison_for(masked_sum, (lengths, x))
+    assert poison is not None and np.isfinite(poison.values[1]) and poison.values[1] == 8.0 * 7.0
+
+    def broken(n, x):
+        raise RuntimeError("the reference fails")
+
+    assert poison_for(broken, (lengths, x)) is None
+    assert poison_for(lambda n, x: n * 2, (lengths, x)) is None  # integer outputs only: nothing to differentiate

@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..memory_guard import MemoryStop, stop_near_limit
+
 SCALE = 8.0  # the poison: this many times the input's largest magnitude (finite: 0 * poison stays 0)
 MIN_DEAD = 1  # elements that must be dead before a run is spent on them
 
@@ -52,20 +54,29 @@ def poison_for(reference: Callable[..., Any] | None, inputs: tuple[Any, ...]) ->
     if reference is None:
         return None
     try:
-        masks = _dead(reference, inputs)
-    except Exception:  # noqa: BLE001 - a reference jax cannot differentiate: nothing to poison
+        with stop_near_limit():  # the reference's gradient: near the worker's memory limit, nothing is poisoned
+            masks = _dead(reference, inputs)
+    except (Exception, MemoryStop):  # noqa: BLE001 - a reference jax cannot differentiate: nothing to poison
         return None
     if not masks or sum(int(m.sum()) for m in masks.values()) < MIN_DEAD:
         return None
     leaves = jax.tree.leaves(inputs)
-    values = {i: SCALE * max(1.0, float(np.max(np.abs(np.asarray(leaves[i], np.float32))))) for i in masks}
+    values = {i: SCALE * _largest(leaves[i]) for i in masks}
     said = " and ".join(f"{int(m.sum())} element(s) of input {i}" for i, m in masks.items())
     poison = Poison(masks, values, f"{said} (never read by the reference) set to {max(values.values()):.3g}")
     try:
-        same = _same(reference(*inputs), reference(*poison.apply(inputs)))
-    except Exception:  # noqa: BLE001
+        with stop_near_limit():
+            same = _same(reference(*inputs), reference(*poison.apply(inputs)))
+    except (Exception, MemoryStop):  # noqa: BLE001 - the reference fails on the poisoned inputs: not poisoned
         return None
     return poison if same else None
+
+
+def _largest(leaf: Any) -> float:
+    """The input's largest finite magnitude, at least 1 (an input holding inf must not poison with inf)."""
+    values = np.abs(np.asarray(leaf, np.float32))
+    finite = values[np.isfinite(values)]
+    return max(1.0, float(finite.max())) if finite.size else 1.0
 
 
 def _dead(reference: Callable[..., Any], inputs: tuple[Any, ...]) -> dict[int, np.ndarray]:
