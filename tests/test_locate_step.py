@@ -368,3 +368,31 @@ def test_the_poison_is_finite_and_a_failing_reference_poisons_nothing():
 
     assert poison_for(broken, (lengths, x)) is None
     assert poison_for(lambda n, x: n * 2, (lengths, x)) is None  # integer outputs only: nothing to differentiate
+
+
+def test_a_missing_first_step_init_is_inserted_and_verified():
+    from pallasite.runner.tier3.locate_step import handle_locate
+
+    path = DATA / "init_missing.py"
+    text = path.read_text()
+    edits = locate_edits.candidate_edits(text, _call_line(text), None, 2, None, locate_edits.Signals(nan=True))
+    (init,) = [e for e in edits if e.kind == "init" and e.new.startswith("l_ref[...] = jnp.zeros_like(l_ref)\n")]
+    assert init.line == 19 and locate_edits.apply(text, init).count("\n") == text.count("\n") + 1
+    assert not [e for e in edits if e.kind == "init" and e.new.startswith("m_ref")]  # the block writes m_ref
+    source = messages.Sources(messages.SourceFile(str(path), text))
+    (answer,) = handle_locate(messages.LocateParams(source=source, chip="v6e", budget_s=120)).entries
+    assert answer.state == "fixed" and answer.fix.line == 19 and answer.verified_sets == 3, (answer.reason, answer.tried)
+
+
+def test_a_fix_for_a_finding_tier_0_already_placed_is_hosted_by_it():
+    # tier 3's NaN was folded into tier 0's PLS018 at the first-step block (line 17): the verified fix joins it
+    uninit = Finding(code="PLS018", message="Scratch ref l_ref is read here on the first grid step.", tier=0,
+                     span=Span(16, 4, 16, 20), kernel="row_logsumexp_kernel")
+    answer = messages.LocatedEntry("row_logsumexp", "fixed", kernel="row_logsumexp_kernel", verified_sets=3,
+                                   fix=messages.SourceEdit(19, 8, 19, 51, "l_ref[...] = 0\n        m_ref[...] = m",
+                                                           "m_ref[...] = m", "`l_ref` initialized", "init"),
+                                   shapes="float32[32, 512]", problem="output 0: NaN")
+    report = FileReport(path="k.py", findings=(uninit,), wrong_outputs=("row_logsumexp",))
+    (hosted,) = client_step.apply_located(report, messages.LocateResult((answer,)), "", frozenset({35})).findings
+    assert hosted.span == uninit.span and hosted.code == "PLS018"
+    assert hosted.fix.title.startswith("verified:") and "with `l_ref` initialized" in hosted.message

@@ -85,6 +85,12 @@ def apply_located(report: FileReport, result: LocateResult, text: str,
     for answer in result.entries:
         index = next((i for i, f in enumerate(findings) if _is_wrong_output(f) and not _located(f)
                       and (not several or _mine(f, answer))), None)
+        if index is None and answer.state == "fixed" and answer.fix is not None:
+            host = _folded_into(findings, answer.fix)
+            if host is not None:  # tier 3's finding was folded into one of tier 0's at the same place
+                findings[host] = hosted_fix(findings[host], answer, answer.fix)
+                notes.append(_timing_note(answer))
+                continue
         if answer.state == "skipped" or index is None:
             if answer.reason:
                 notes.append(f"locate step for {answer.entry}: {answer.state}: {answer.reason}")
@@ -118,9 +124,10 @@ def fixed_finding(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> F
     """The finding at the edited expression, with the verified edit as its fix."""
     sets = answer.verified_sets
     failed = finding.code in FAILURE_CODES
+    change = f"with {edit.what}" if "\n" in edit.new_text else f"with `{edit.new_text}` in place of `{edit.old_text}`"
     said = (f"{finding.message}. The statement at line {edit.line} makes "
             + ("the run fail" if failed else "them wrong")
-            + f": with `{edit.new_text}` in place of `{edit.old_text}` the kernel "
+            + f": {change} the kernel "
             + ("runs without this error and " if failed else "")
             + (f"matches the reference at tier 3's inputs and on {sets} fresh input set(s)" if answer.compared else
                f"writes every output at tier 3's inputs and on {sets} fresh input set(s) (the entry has no "
@@ -134,6 +141,25 @@ def fixed_finding(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> F
     saw = SAW_FAIL if failed else SAW_IT
     here = Related(finding.span, f"{saw} ({answer.problem})" if answer.problem else saw)
     return dataclasses.replace(finding, span=_span(edit), message=said, fix=fix, related=(here, *finding.related))
+
+
+NEAR_HOST = 2  # lines between a verified edit and the finding tier 3's result was folded into
+
+
+def _folded_into(findings: list[Finding], edit: SourceEdit) -> int | None:
+    """The error or warning (not tier 3's) within ``NEAR_HOST`` lines of the edit: where tier 3's wrong-output
+    finding went when it agreed with one already placed (``merge_agreeing``: an uninitialized scratch, PLS018)."""
+    line = edit.line - 1
+    near = [i for i, f in enumerate(findings) if f.severity in ("error", "warning") and f.tier != 3
+            and abs(f.span.line - line) <= NEAR_HOST]
+    return min(near, key=lambda i: abs(findings[i].span.line - line)) if near else None
+
+
+def hosted_fix(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> Finding:
+    """``finding`` (where it is) with the locate step's verified edit as its fix and said in its message."""
+    moved = fixed_finding(finding, answer, edit)
+    told = moved.message[len(finding.message):]  # ". The statement at line N makes them wrong: ..."
+    return dataclasses.replace(finding, message=finding.message.rstrip(".") + told, fix=moved.fix)
 
 
 def suspect_finding(finding: Finding, answer: LocatedEntry, site_lines: frozenset[int]) -> Finding:

@@ -19,7 +19,8 @@ authors make, generated from the file's source for the statements that can touch
   wrapper's first input's dtype;
 - a scale's exponent negated (``d ** 0.5`` -> ``d ** -0.5``), a reciprocal taken or dropped
   (``1 / x`` -> ``x``), ``sqrt`` and ``rsqrt`` exchanged;
-- a ``+=`` in a first-step ``pl.when`` block written ``=`` (an init that accumulates);
+- a ``+=`` in a first-step ``pl.when`` block written ``=`` (an init that accumulates); an accumulator the
+  first-step block leaves out initialized there (zeros, or -inf for a running max ``m``);
 - a ``dimension_semantics`` entry "parallel" made "arbitrary";
 - a scratch dim written as a number doubled (a double buffer declared with one slot).
 
@@ -104,9 +105,10 @@ class _Ctx:
     def seg(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.text, node) or ""
 
-    def add(self, node: ast.AST, new: str, kind: str, role: str, what: str | None = None) -> None:
+    def add(self, node: ast.AST, new: str, kind: str, role: str, what: str | None = None,
+            lines: bool = False) -> None:
         old = self.seg(node)
-        if not old or new == old or "\n" in new:
+        if not old or new == old or ("\n" in new and not lines):
             return
         key = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, new)
         if key in self.seen:
@@ -257,6 +259,7 @@ def _kernel_edits(ctx: _Ctx, fn: ast.AST) -> None:
                     _when_edits(ctx, dec.args[0])
             if _first_step_block(node):
                 _init_accumulates(ctx, node)
+                _init_missing(ctx, node, fn)
         elif isinstance(node, ast.Call) and _name(node.func) == "when" and len(node.args) == 1 \
                 and not _is_decorator(ctx, node):
             _when_edits(ctx, node.args[0])
@@ -290,6 +293,32 @@ def _init_accumulates(ctx: _Ctx, block: ast.AST) -> None:
             if target and value:
                 ctx.add(stmt, f"{target} = {value}", "init", "when",
                         f"`{_short(target)} += ...` -> `{_short(target)} = ...` (the first step's init accumulates)")
+
+
+def _init_missing(ctx: _Ctx, block: ast.FunctionDef, kernel: ast.AST) -> None:
+    """A first-step block that initializes some accumulators and not another: the missing init inserted before
+    its first statement (``X[...] = jnp.zeros_like(X)``, or ``-inf`` for a running max named ``m``). Candidates:
+    the kernel's refs read and written with ``[...]`` outside the block (an accumulator) that the block does not
+    write."""
+    written = {_ref_name(t) for s in ast.walk(block) for t in getattr(s, "targets", [getattr(s, "target", None)])}
+    outside = [n for n in ast.walk(kernel) if isinstance(n, ast.Subscript) and _ref_name(n)
+               and not (block.lineno <= n.lineno <= (block.end_lineno or block.lineno))]
+    stored = {_ref_name(n) for n in outside if isinstance(n.ctx, ast.Store)}
+    loaded = {_ref_name(n) for n in outside if isinstance(n.ctx, ast.Load)}
+    first = block.body[0] if block.body else None
+    if first is None or not ctx.seg(first):
+        return
+    indent = " " * first.col_offset
+    for name in sorted((stored & loaded) - written - {None}):
+        value = (f"jnp.full_like({name}, -jnp.inf)" if name.split("_")[0] in ("m", "max") else f"jnp.zeros_like({name})")
+        value = value.replace("jnp.", f"{ctx.np_name}.")
+        ctx.add(first, f"{name}[...] = {value}\n{indent}{ctx.seg(first)}", "init", "when",
+                f"`{name}` initialized on the first step (`{name}[...] = {value}` added)", lines=True)
+
+
+def _ref_name(node: ast.AST | None) -> str | None:
+    """``acc_ref`` of ``acc_ref[...]`` / ``acc_ref[0]`` (a subscript of a plain name), else None."""
+    return node.value.id if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) else None
 
 
 def _when_edits(ctx: _Ctx, cond: ast.expr) -> None:
