@@ -8,8 +8,10 @@ For each entry asked for, in this (warm) worker:
    (``interpret.tier3_shapes``: its CONFIG reduced, or its arrays shrunk), one interpret-mode run as the
    target runs it (one core with the grid in order on v5e/v6e; two simulated TensorCores and shuffled
    "parallel" steps on v4/v5p), and the reference's outputs. ``interpret_compare.compare`` says which
-   elements are wrong; a run that raises is a failure of its own (nothing wrong yet, every element counted
-   wrong) when the entry has a reference to verify an edit against; nothing wrong at these shapes: "skipped".
+   elements are wrong; a run that raises is a failure of its own (every element counted wrong; an entry
+   without a reference is located too, a fix then being a run that succeeds with every output written,
+   ``compared`` False); right at these shapes, the run again with the inputs the reference never reads
+   poisoned (``interpret_poison``), and right there too: "skipped".
 2. **What can touch the wrong elements.** The traced run's kernel lines (``traced_lines``: the lines its
    equations came from), the output the wrong elements belong to and the kernel statements its stores
    depend on (``locate_edits.output_slice``), and whether the outputs are NaN, a few elements or most of
@@ -233,8 +235,9 @@ class Step:
         return _wrong_count(found)
 
     def _trial_limit(self, base: Baseline) -> float:
-        """One run of an edit may take a few times the baseline's run (an edited loop bound can make a loop that
-        never ends), never past the budget by more than that."""
+        """One run of an edit may take a few times the baseline's run and some slack (an edited loop bound can make
+        a loop that never ends); the verifying runs after the budget ran out get what is left of that, at least
+        the slack."""
         allowed = TRIAL_SLOWER * base.run.seconds + TRIAL_SLACK_S
         return max(TRIAL_SLACK_S, min(allowed, self.deadline - time.monotonic() + allowed))
 
