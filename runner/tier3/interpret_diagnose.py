@@ -121,7 +121,7 @@ class Diagnosis:
     def _poisoned(self, expected: Any, tolerance: Any) -> None:
         """The outputs matched: again with the inputs the reference never reads poisoned
         (``interpret_poison``); a kernel whose outputs move reads what it should not."""
-        poison = poison_for(self.task.reference, self.inputs)
+        poison = poison_for(self.task.reference, self.inputs, expected)
         if poison is None:
             return
         self.say(f"tier 3: {self.task.name} again with {poison.said}")

@@ -317,7 +317,7 @@ def _poisoned_run(task: tasks_runtime.RuntimeTask, inputs: tuple[Any, ...], expe
                   spaces: Any, run_kw: dict[str, Any], run: Run) -> tuple[Poison | None, Run, list[dict[str, Any]]]:
     """Right at the plain inputs: the run again with the inputs the reference never reads poisoned
     (``interpret_poison``, as tier 3 does); (the poison, its run, its problems), or (None, ``run``, [])."""
-    poison = poison_for(task.reference, inputs)
+    poison = poison_for(task.reference, inputs, expected)
     if poison is None:
         return None, run, []
     again = interpret_once(task.entry, poison.apply(inputs), user_files=(path,), modules=spaces, **run_kw)
