@@ -74,7 +74,8 @@ class Baseline:
     reduced: Reduced | None
     problems: list[dict[str, Any]]
     run: Run
-    failure: str = ""  # the run's error, when it raised (then ``problems`` is empty and every element counts)
+    failure: str = ""  # the run's error in words, when it raised (then ``problems`` is empty, every element counts)
+    failure_kind: str = ""  # ``Signals.failure``'s kind of it: "deadlock", "block", "bounds" or "error"
     poison: Poison | None = None  # the outputs are wrong only with the inputs the reference never reads poisoned
 
 
@@ -195,7 +196,7 @@ class Step:
             else None
         said = dict(self.params.failed_at).get(self.task.name) if base.failure else None
         return locate_edits.candidate_edits(self.text, call.line, kernel_line, len(grid), traced,
-                                            signals(base.problems, base.failure, said, base.poison is not None),
+                                            signals(base.problems, base.failure_kind, said, base.poison is not None),
                                             call.kernel_name,
                                             _inputs_count(call))
 
@@ -299,8 +300,9 @@ def baseline(task: tasks_runtime.RuntimeTask, path: str, target: str) -> Baselin
         expected = reference_outputs(task, inputs)
         if run.error is not None:  # without a reference an edit must make the run succeed with every output written
             tolerance = tolerance_for(task, expected) if expected is not None else None
+            kind, said = failure_of(run.error)
             return Baseline(task, inputs, describe_shapes(shapes), expected, tolerance, run_kw, reduced, [], run,
-                            failure=failure_of(run.error))
+                            failure=said, failure_kind=kind)
         tolerance = tolerance_for(task, run.outputs)
         problems = [p for p in compare(run.outputs, expected, tolerance) if not p.get("width")]
         poison = None
@@ -327,17 +329,18 @@ def _poisoned_run(task: tasks_runtime.RuntimeTask, inputs: tuple[Any, ...], expe
     return (poison, again, problems) if problems else (None, run, [])
 
 
-def failure_of(error: BaseException) -> str:
-    """The baseline run's error in a few words: what ``Signals.failure`` ranks by and the finding quotes."""
+def failure_of(error: BaseException) -> tuple[str, str]:
+    """The baseline run's error: its kind (what ``Signals.failure`` ranks by) and a few words the finding quotes."""
     from .interpret_deadlock import KernelDeadlock
 
     full = " ".join(f"{error} {error.__cause__ or ''} {error.__context__ or ''}".split())
     oob = OUT_OF_BOUNDS.search(full)
     if isinstance(error, KernelDeadlock) or "deadlock" in full.lower():
-        return "the run deadlocks (a DMA wait that nothing signals)"
+        return "deadlock", "the run deadlocks (a DMA wait that nothing signals)"
     if oob:
-        return f"the run reads or copies out of bounds ({oob.group(0)[:160]})"
-    return f"the run raised {type(error).__name__} ({full[:160]})"
+        kind = "block" if oob.group(0).startswith("Out-of-bounds block index") else "bounds"
+        return kind, f"the run reads or copies out of bounds ({oob.group(0)[:160]})"
+    return "error", f"the run raised {type(error).__name__} ({full[:160]})"
 
 
 def base_wrong_size(base: Baseline) -> int:
@@ -387,16 +390,14 @@ def fresh_inputs(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------- reading the problems
 
 
-def signals(problems: list[dict[str, Any]], failure: str = "", line: int | None = None,
+def signals(problems: list[dict[str, Any]], failure_kind: str = "", line: int | None = None,
             poisoned: bool = False) -> locate_edits.Signals:
     """What the wrong outputs look like, or how the run failed and where tier 3 said so, for ranking the edits
     (``poisoned``: wrong only with the inputs the reference never reads poisoned: a mask or bound)."""
     if poisoned:
         return locate_edits.Signals(failure="poisoned")
-    if failure:
-        kind = "deadlock" if "deadlocks" in failure else "block" if "block index" in failure \
-            else "bounds" if "out of bounds" in failure else "error"
-        return locate_edits.Signals(failure=kind, failed_line=line)
+    if failure_kind:
+        return locate_edits.Signals(failure=failure_kind, failed_line=line)
     nan = any(p["kind"] == "nan" for p in problems)
     mismatch = [p for p in problems if p["kind"] == "mismatch"]
     fraction = max((p["count"] / max(1, p["size"]) for p in mismatch), default=1.0)
