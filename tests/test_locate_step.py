@@ -386,13 +386,20 @@ def test_a_missing_first_step_init_is_inserted_and_verified():
 
 def test_a_fix_for_a_finding_tier_0_already_placed_is_hosted_by_it():
     # tier 3's NaN was folded into tier 0's PLS018 at the first-step block (line 17): the verified fix joins it
+    from pallasite.engine.findings.agreement import agreement_message
+
+    nan = Finding(code="PLS303", message="output 0: 4 of 4 blocks come back NaN", span=Span(22, 4, 22, 30), tier=3,
+                  origin="TPU interpreter")
     uninit = Finding(code="PLS018", message="Scratch ref l_ref is read here on the first grid step.", tier=0,
-                     span=Span(16, 4, 16, 20), kernel="row_logsumexp_kernel")
+                     span=Span(16, 4, 16, 20), kernel="row_logsumexp_kernel",
+                     related=(Related(nan.span, agreement_message(nan, "PLS018")),))  # as merge_agreeing folds it
+    nearby = Finding(code="PLS010", message="a block entry off the tiling", tier=0, span=Span(18, 4, 18, 9))
     answer = messages.LocatedEntry("row_logsumexp", "fixed", kernel="row_logsumexp_kernel", verified_sets=3,
                                    fix=messages.SourceEdit(19, 8, 19, 51, "l_ref[...] = 0\n        m_ref[...] = m",
                                                            "m_ref[...] = m", "`l_ref` initialized", "init"),
                                    shapes="float32[32, 512]", problem="output 0: NaN")
-    report = FileReport(path="k.py", findings=(uninit,), wrong_outputs=("row_logsumexp",))
-    (hosted,) = client_step.apply_located(report, messages.LocateResult((answer,)), "", frozenset({35})).findings
+    report = FileReport(path="k.py", findings=(uninit, nearby), wrong_outputs=("row_logsumexp",))
+    hosted, other = client_step.apply_located(report, messages.LocateResult((answer,)), "", frozenset({35})).findings
+    assert other == nearby  # nearer the edit, but tier 3's finding was not folded into it
     assert hosted.span == uninit.span and hosted.code == "PLS018"
     assert hosted.fix.title.startswith("verified:") and "with `l_ref` initialized" in hosted.message

@@ -114,6 +114,15 @@ def first_sentence(message: str) -> str:
     return message if cut < 0 else message[: cut + 1]
 
 
+_AGREES = re.compile(r" agrees with (PLS\d+)(?: \(as (PLS\d+)\))?: ")
+
+
+def folded_codes(finding: Finding) -> set[str]:
+    """The codes of the compiler findings ``merge_agreeing`` folded into ``finding`` (read from the related places
+    ``_fold`` adds, written by ``agreement_message``)."""
+    return {m.group(2) or m.group(1) for r in finding.related if (m := _AGREES.search(r.message))}
+
+
 def _fold(early: Finding, late: Finding, *, keep_severity: bool = False) -> Finding:
     severity = early.severity
     if not keep_severity and _SEVERITY_RANK.get(late.severity, 0) > _SEVERITY_RANK.get(severity, 0):

@@ -31,6 +31,7 @@ from ...analysis.types import FileReport, Finding, Fix, Related, Span, TextEdit
 from ...wire.messages import LocatedEntry, LocateParams, LocateResult, SourceEdit
 
 from ..sources import sources_for
+from .agreement import folded_codes
 
 LOCATE_CODES = ("PLS303", "PLS304")  # outputs wrong, NaN or unwritten
 FAILURE_CODES = ("PLS300", "PLS302")  # the run failed: an error of the kernel, an out-of-bounds read or DMA
@@ -122,10 +123,25 @@ def _span(edit: SourceEdit) -> Span:
 
 def fixed_finding(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> Finding:
     """The finding at the edited expression, with the verified edit as its fix."""
+    told, fix = _verified_edit(finding, answer, edit)
+    saw = SAW_FAIL if finding.code in FAILURE_CODES else SAW_IT
+    here = Related(finding.span, f"{saw} ({answer.problem})" if answer.problem else saw)
+    return dataclasses.replace(finding, span=_span(edit), message=finding.message + told, fix=fix,
+                               related=(here, *finding.related))
+
+
+def hosted_fix(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> Finding:
+    """``finding`` (where it is) with the locate step's verified edit as its fix and said in its message."""
+    told, fix = _verified_edit(finding, answer, edit)
+    return dataclasses.replace(finding, message=finding.message.rstrip(".") + told, fix=fix)
+
+
+def _verified_edit(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> tuple[str, Fix]:
+    """What the message adds (". The statement at line N makes them wrong: ...") and the edit as a ``Fix``."""
     sets = answer.verified_sets
     failed = finding.code in FAILURE_CODES
     change = f"with {edit.what}" if "\n" in edit.new_text else f"with `{edit.new_text}` in place of `{edit.old_text}`"
-    said = (f"{finding.message}. The statement at line {edit.line} makes "
+    told = (f". The statement at line {edit.line} makes "
             + ("the run fail" if failed else "them wrong")
             + f": {change} the kernel "
             + ("runs without this error and " if failed else "")
@@ -137,29 +153,15 @@ def fixed_finding(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> F
              if answer.compared else
              f"runs without the error: with this change the kernel runs on {sets} fresh input sets (no reference to "
              f"compare its values with; {edit.what})")
-    fix = Fix(title=title, edits=(TextEdit(_span(edit), edit.new_text),))
-    saw = SAW_FAIL if failed else SAW_IT
-    here = Related(finding.span, f"{saw} ({answer.problem})" if answer.problem else saw)
-    return dataclasses.replace(finding, span=_span(edit), message=said, fix=fix, related=(here, *finding.related))
-
-
-NEAR_HOST = 2  # lines between a verified edit and the finding tier 3's result was folded into
+    return told, Fix(title=title, edits=(TextEdit(_span(edit), edit.new_text),))
 
 
 def _folded_into(findings: list[Finding], edit: SourceEdit) -> int | None:
-    """The error or warning (not tier 3's) within ``NEAR_HOST`` lines of the edit: where tier 3's wrong-output
-    finding went when it agreed with one already placed (``merge_agreeing``: an uninitialized scratch, PLS018)."""
+    """The finding tier 3's wrong-output (or failure) finding was folded into when it agreed with one already
+    placed (``agreement.merge_agreeing``: an uninitialized scratch, PLS018); the one nearest the edit."""
     line = edit.line - 1
-    near = [i for i, f in enumerate(findings) if f.severity in ("error", "warning") and f.tier != 3
-            and abs(f.span.line - line) <= NEAR_HOST]
-    return min(near, key=lambda i: abs(findings[i].span.line - line)) if near else None
-
-
-def hosted_fix(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> Finding:
-    """``finding`` (where it is) with the locate step's verified edit as its fix and said in its message."""
-    moved = fixed_finding(finding, answer, edit)
-    told = moved.message[len(finding.message):]  # ". The statement at line N makes them wrong: ..."
-    return dataclasses.replace(finding, message=finding.message.rstrip(".") + told, fix=moved.fix)
+    hosts = [i for i, f in enumerate(findings) if f.tier != 3 and folded_codes(f) & {*LOCATE_CODES, *FAILURE_CODES}]
+    return min(hosts, key=lambda i: abs(findings[i].span.line - line)) if hosts else None
 
 
 def suspect_finding(finding: Finding, answer: LocatedEntry, site_lines: frozenset[int]) -> Finding:
