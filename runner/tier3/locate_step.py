@@ -256,7 +256,7 @@ class Step:
             wrong = None if expected is None and not unchecked else self._wrong(task, base, fresh, expected)
             if wrong == 0:
                 matched += 1
-            elif wrong is None or edge or wrong > max(1, EDGE_SHARE * base_wrong_size(base)):
+            elif wrong is None or edge or wrong > max(1, EDGE_SHARE * output_size(base)):
                 return None
             else:
                 edge = True
@@ -343,7 +343,7 @@ def failure_of(error: BaseException) -> tuple[str, str]:
     return "error", f"the run raised {type(error).__name__} ({full[:160]})"
 
 
-def base_wrong_size(base: Baseline) -> int:
+def output_size(base: Baseline) -> int:
     """Elements of the reference's outputs."""
     return sum(int(np.asarray(a).size) for a in jax.tree.leaves(base.expected))
 
@@ -352,7 +352,7 @@ def base_wrong(base: Baseline) -> int:
     """Elements wrong at the baseline: every output element when its run raised."""
     if not base.failure:
         return _wrong_count(base.problems)
-    return base_wrong_size(base) or 1
+    return output_size(base) or 1
 
 
 def _run_kwargs(calls: list[Any], target: str) -> dict[str, Any]:
