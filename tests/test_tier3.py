@@ -55,6 +55,35 @@ def test_one_core_verdict_keeps_errors_the_chip_itself_makes():
     assert out[1]["message"] == "also wrong on two-core chips such as v4/v5p: race between TensorCores"
 
 
+def test_without_a_reference_a_one_core_run_is_not_called_correct(tmp_path):
+    """A kernel with no reference that only two cores leave NaN: on v6e its outputs are all written,
+    and that is all tier 3 can say; "correct" and "matches the reference" would claim values it never
+    compared (it said both for jax's matmul with its init on the wrong grid axis, wrong on v6e too)."""
+    text = (DATA / "parallel_reduction_broken.py").read_text()
+    cut = text.index("def reference(")
+    path = tmp_path / "no_reference.py"
+    path.write_text(text[:cut])
+    [report] = check_paths([str(path)], CheckOptions(target="v6e", tiers=(3,), time_limit_s=120))
+    got = [f for f in report.findings if f.tier == 3]
+    assert [(f.code, f.severity) for f in got] == [("PLS304", "warning")], [f.message for f in got]
+    message = got[0].message
+    assert message.startswith("on v6e (1 TensorCore) every output comes back written (there is no reference, so its "
+                              "values were not compared), but wrong on two-core chips such as v4/v5p: "), message
+    assert "correct on" not in message and "matches the reference" not in message, message
+    assert "there is no reference, so the values were not compared" in message, message
+
+
+def test_one_core_verdict_without_a_reference_says_what_it_saw():
+    from pallasite.runner.tier3.interpret import one_core_verdict
+
+    two = [{"code": "PLS303", "severity": "error", "sentence": "blocks come back NaN", "message": "x"}]
+    [rec] = one_core_verdict([], two, "v5e", compared=False)
+    assert rec["severity"] == "warning" and rec["message"].startswith("on v5e (1 TensorCore) every output comes back "
+                                                                      "written"), rec
+    [rec] = one_core_verdict([], two, "v5e")
+    assert rec["message"].startswith("correct on v5e (1 TensorCore) but wrong on"), rec
+
+
 def test_target_cores_follow_jax_chip_table():
     from pallasite.runner.tier3.interpret import target_cores
 

@@ -80,6 +80,7 @@ class Diagnosis:
         self.dropped = False  # dimension_semantics left out of every run (the interpreter cannot run them under vmap)
         self.prefixed = False  # every run with the parallel axes as a prefix (the interpreter rejected the order)
         self.call: RecordedCall | None = None
+        self.compared = False  # the outputs were compared with a reference's (else only NaN and failures count)
 
     def again(self, inputs: tuple[Any, ...] | None = None, **kw: Any) -> Run:
         kw.setdefault("seed", self.seed)
@@ -94,13 +95,14 @@ class Diagnosis:
         return rerun
 
     def done(self) -> dict[str, Any]:
-        return {"errors": self.errors, "_reruns": self.reruns}
+        return {"errors": self.errors, "_reruns": self.reruns, "_compared": self.compared}
 
     def read(self, run: Run, calls: list[RecordedCall] | None) -> dict[str, Any]:
         run = self._runnable(run, run.calls or calls or [])
         if self._failed(run):
             return self.done()
         expected = self._expected()
+        self.compared = expected is not None
         tolerance = tolerance_for(self.task, run.outputs)
         first = compare(run.outputs, expected, tolerance)
         self.errors.extend(result_record(p, self.call, self.sites, self.path, None, None) for p in first if p.get("width"))
@@ -208,7 +210,7 @@ class Diagnosis:
             self.say(f"tier 3: {name} again with every grid axis \"arbitrary\"")
             rerun = self.again(semantics=lambda s: ("arbitrary",) * len(s), cores=1)
             if rerun.error is None and not rerun.races and not problems_of(rerun):
-                cause = ("semantics", _guilty_axes(sem, self.again, problems_of))
+                cause = ("semantics", _guilty_axes(sem, self.again, problems_of), expected is not None)
         if cause is None and any(p["kind"] == "nan" for p in problems):
             self.say(f"tier 3: {name} again with fresh memory zero-filled")
             rerun = self.again(uninitialized="zero")

@@ -520,9 +520,10 @@ def _explained(cause: Any, sites: CallSites, call_line: int | None, refs: Any, o
         where = [(entry[0], entry[1], f"grid axis {axes[0]}'s entry")] + ([line] if line else []) if entry else \
             [line] if line else where
         axis_text = f"grid axis {axes[0]}" if axes else "a grid axis marked \"parallel\""
+        outcome = ("the result matches the reference" if cause[2] else
+                   "every output comes back written (there is no reference, so the values were not compared)")
         explain = (f"; {axis_text} carries state from step to step (a reduction) but is marked \"parallel\": with it "
-                   "\"arbitrary\" the result matches the reference. Parallel steps may run in any order and be split "
-                   "between TensorCores")
+                   f"\"arbitrary\" {outcome}. Parallel steps may run in any order and be split between TensorCores")
     elif cause and cause[0] == "uninitialized":
         line = sites.keyword_line(call_line, "scratch_shapes")
         found = missing_places.uninitialized_places(refs, line[0] if line else None)
