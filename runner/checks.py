@@ -47,7 +47,7 @@ from ..analysis.types import to_json
 
 from . import errors as errors_mod
 from ..wire import messages
-from .tasks import tasks_runtime
+from .tasks import tasks_backward, tasks_runtime
 from ..wire.messages import Stage
 from .tiers import (CHIPS, _line_watch, _plain_error, _restored_config, _say, _task_error, _tier_record, check_params,
                     compiler_tiers, input_signature, tier2_unavailable, versions)
@@ -120,7 +120,7 @@ def _handle_check(params: dict[str, Any], source: messages.Sources | None, progr
             result["errors"].extend(records)
             notes.extend(said)
             try:
-                tasks = tasks_runtime.discover(module, path, text)
+                tasks = tasks_runtime.checked_tasks(module, path, text)
                 if not tasks:  # the zero-configuration path: the shapes the file's own code (or its callers) uses
                     zero = _zero_config(module, path, text, run, params, target, started)
                     tasks = zero.tasks
@@ -257,6 +257,8 @@ def _check_task(task, path, target, tiers, unavailable, say, tier2_known=None, l
         tier3_entry(entry, task, path, say, target)
     if entry["errors"] and task.call is None and locating is not None:
         locating.locate(entry, task, args)  # where the failed entry's values were written
+    if task.name.endswith(tasks_backward.SUFFIX):
+        tasks_backward.in_backward(entry["errors"], task.name)
     return entry
 
 

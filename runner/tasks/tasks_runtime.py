@@ -80,6 +80,15 @@ def discover(module: types.ModuleType, path: str, text: str | None = None,
 # --------------------------------------------------------------------------- native forms
 
 
+def checked_tasks(module: types.ModuleType, path: str, text: str | None = None) -> list[RuntimeTask]:
+    """What ``check`` and its locate step run: the tasks the module states, then the backward pass of
+    each whose entry reaches a hand-written custom VJP (``runner/tasks/tasks_backward.py``)."""
+    from .tasks_backward import backward_tasks
+
+    tasks = discover(module, path, text)
+    return tasks + backward_tasks(tasks, _source(path, text)) if tasks else tasks
+
+
 def _own_functions(module: types.ModuleType, path: str) -> dict[str, Callable[..., Any]]:
     """Public module-level functions defined in the checked file itself, in source order."""
     found = []

@@ -131,7 +131,7 @@ class Diagnosis:
         if rerun.error is not None or rerun.races:
             return  # the plain run succeeded: a failure here is the poison's (a value too large for a dtype)
         problems = [p for p in compare(rerun.outputs, expected, tolerance) if not p.get("width")]
-        self.call = first_user_call(rerun.calls, self.path) or self.call
+        self.call = first_user_call(rerun.calls, self.path, self.task.entry) or self.call
         self.errors.extend(result_record(p, self.call, self.sites, self.path, ("poisoned", poison.said), None)
                            for p in problems if p["kind"] in ("mismatch", "nan"))
 
@@ -144,13 +144,13 @@ class Diagnosis:
             if retry.error is None or not VMAPPED_SEMANTICS.search(str(retry.error)):
                 self.errors.append(semantics_dropped(run.error, self.path))
                 run, self.dropped = retry, True
-        self.call = first_user_call(run.calls, self.path) or first_user_call(traced, self.path)
+        self.call = first_user_call(run.calls, self.path, self.task.entry) or first_user_call(traced, self.path, self.task.entry)
         if run.error is not None and _semantics_rejected(run.error):
             self.errors.append(semantics_disagreement(run.error, self.call, self.sites, self.path))
             self.say(f"tier 3: {name} again with the grid's parallel axes as a prefix")
             run = self.again(semantics=_parallel_prefix)
             self.prefixed = True  # the reruns that explain this run (zero-filled memory) run the same order
-            self.call = first_user_call(run.calls, self.path) or self.call
+            self.call = first_user_call(run.calls, self.path, self.task.entry) or self.call
         return run
 
     def _failed(self, run: Run) -> bool:

@@ -168,11 +168,15 @@ def _find_keyword(node: ast.AST, names: tuple[str, ...]) -> tuple[int, int] | No
     return None
 
 
-def first_user_call(calls: list[RecordedCall], path: str) -> RecordedCall | None:
+def first_user_call(calls: list[RecordedCall], path: str, entry: Any = None) -> RecordedCall | None:
+    """The first call made from the checked file; for a backward-pass entry (``entry.forward_calls``, see
+    runner/tasks/tasks_backward.py) the first after those its forward makes, which its own task checks."""
+    skip = getattr(entry, "forward_calls", 0) if entry is not None else 0
     target = os.path.realpath(path)
-    for call in calls:
-        if call.file and os.path.realpath(call.file) == target:
-            return call
+    for group in ((calls[skip:], calls) if 0 < skip < len(calls) else (calls,)):
+        for call in group:
+            if call.file and os.path.realpath(call.file) == target:
+                return call
     return calls[0] if calls else None
 
 

@@ -45,6 +45,7 @@ from ...wire import messages
 
 from . import locate_edits
 from ..tasks import tasks_runtime
+from ..tasks.tasks_backward import named
 from .interpret import describe_shapes, probe_calls, random_inputs, reduce_config, target_cores, tier3_shapes, too_large, _concrete_inputs
 from .interpret_compare import compare, tolerance_for
 from .interpret_config import Reduced, config_dicts, config_set
@@ -94,7 +95,7 @@ def handle_locate(params: messages.LocateParams, progress: Callable[..., Any] | 
         stack.enter_context(target_chip(params.chip))
         try:
             module = stack.enter_context(_loaded(path, params.source.text, modules, params.source.package))
-            tasks = tasks_runtime.discover(module, path, params.source.text)
+            tasks = tasks_runtime.checked_tasks(module, path, params.source.text)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file does not load: nothing to locate
             why = f"the file did not load ({type(exc).__name__}: {str(exc)[:200]})"
             return messages.LocateResult(tuple(messages.LocatedEntry(name, "skipped", why)
@@ -184,7 +185,7 @@ class Step:
     def _edits(self, base: Baseline) -> list[locate_edits.Edit]:
         from .traced_lines import kernel_lines
 
-        call = first_user_call(base.run.calls, self.path)
+        call = first_user_call(base.run.calls, self.path, self.task.entry)
         self.kernel = call.kernel_name if call is not None else ""
         if call is None or call.line is None or not call.file \
                 or os.path.realpath(call.file) != os.path.realpath(self.path):
@@ -209,8 +210,7 @@ class Step:
         text = locate_edits.apply(self.text, edit)
         try:
             with _loaded(self.path, text, self.modules, self.params.source.package) as module, stop_near_limit():
-                task = next((t for t in tasks_runtime.discover(module, self.path, text) if t.name == self.task.name),
-                            None)
+                task = named(tasks_runtime.discover(module, self.path, text), self.task)
                 if task is None:
                     return None, None
                 with config_set(config_dicts(task), dict(base.reduced.values) if base.reduced else None):
@@ -228,7 +228,7 @@ class Step:
         """Elements wrong when the edited entry runs on ``inputs`` (None: it failed, raced or ran no kernel)."""
         run = interpret_once(task.entry, inputs, user_files=(self.path,), modules=namespaces(task.entry),
                              time_limit_s=self._trial_limit(base), **base.run_kw)
-        if run.error is not None or run.races or first_user_call(run.calls, self.path) is None:
+        if run.error is not None or run.races or first_user_call(run.calls, self.path, task.entry) is None:
             return None
         found = [p for p in compare(run.outputs, expected, base.tolerance) if not p.get("width")]
         if any(p["kind"] in ("structure", "dtype") for p in found):

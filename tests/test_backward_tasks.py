@@ -1,0 +1,82 @@
+"""The backward pass of a hand-written custom VJP is checked as an entry of its own
+(``runner/tasks/tasks_backward.py``). Before it, a check ran only the forward: a backward kernel that
+gives the first row block no gradient, or whose block is off the tiling, got no finding at all.
+
+Fixtures (tests/data/backward/): ``grad_first_block_broken.py`` and its fixed twin,
+``grad_block_misaligned.py``; and a forward-only kernel (tests/data/locate/grid_no_cdiv.py) that must
+get no backward entry.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+from jax.experimental.pallas import tpu as pltpu
+
+from pallasite.runner.tasks import tasks_backward, tasks_runtime
+
+DATA = Path(__file__).parent / "data" / "backward"
+
+
+def _tasks(path: Path) -> list:
+    spec = importlib.util.spec_from_file_location(f"bwd_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tasks_runtime.checked_tasks(module, str(path))
+
+
+def _check(path: Path, *args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(path), "--no-store",
+                           "--format", "json", "--target", "v6e", *args], capture_output=True, text=True,
+                          timeout=280, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    (file,) = json.loads(proc.stdout)["files"]
+    return file
+
+
+def test_a_custom_vjp_entry_gets_its_backward_pass_as_an_entry():
+    tasks = _tasks(DATA / "grad_first_block_fixed.py")
+    assert [t.name for t in tasks] == ["double", "double (backward)"]
+    backward = tasks[1]
+    assert backward.entry.forward_calls == 1  # tier 3 reads the calls after the forward's
+    x = jax.numpy.asarray(np.random.default_rng(0).standard_normal((64, 256)), jax.numpy.float32)
+    with pltpu.force_tpu_interpret_mode():
+        (got,) = backward.entry(x)
+    (want,) = backward.reference(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    # the cotangent is not symmetric: a gradient read back transposed or shifted would differ
+    ct = np.asarray(tasks_backward.cotangent(jax.ShapeDtypeStruct((4, 3), jax.numpy.float32)))
+    assert len(set(np.round(ct.ravel(), 6))) == ct.size
+
+
+def test_a_file_without_a_custom_vjp_gets_no_backward_entry():
+    tasks = _tasks(Path(__file__).parent / "data" / "locate" / "grid_no_cdiv.py")
+    assert tasks and not any(t.name.endswith(tasks_backward.SUFFIX) for t in tasks)
+
+
+def test_a_wrong_backward_kernel_is_found_at_its_line_with_a_verified_fix():
+    file = _check(DATA / "grad_first_block_broken.py", "--tiers", "0", "--locate")
+    (finding,) = [f for f in file["findings"] if f["severity"] == "error"]
+    assert finding["code"] == "PLS304" and finding["line"] == 22, finding
+    assert finding["message"].startswith("in the backward pass of double (its custom VJP, which jax.grad runs): ")
+    assert finding["fix"]["title"].startswith("verified: with this change the kernel matches the reference")
+    assert finding["fix"]["edits"][0]["new_text"] == "step >= 0"
+
+
+def test_the_fixed_backward_kernel_gets_no_finding():
+    file = _check(DATA / "grad_first_block_fixed.py", "--tiers", "0-3")
+    assert [f for f in file["findings"] if f["severity"] in ("error", "warning")] == []
+    assert any(n.startswith("tier 3: double (backward) ran in") for n in file["notes"]), file["notes"]
+
+
+def test_a_backward_block_off_the_tiling_is_a_lowering_error_at_its_line():
+    file = _check(DATA / "grad_block_misaligned.py", "--tiers", "1")
+    (finding,) = file["findings"]
+    assert (finding["code"], finding["line"]) == ("PLS101", 35), finding
+    assert finding["message"].startswith("in the backward pass of double")
