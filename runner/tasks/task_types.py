@@ -45,7 +45,10 @@ class RuntimeTask:
         if known is not None:
             return tuple(known) if isinstance(known, (list, tuple)) else (known,)
         try:
-            shapes = jax.eval_shape(self.inputs)
+            try:
+                shapes = jax.eval_shape(self.inputs)
+            except jax.errors.JAXTypeError as exc:
+                shapes = _concretely(self.inputs, exc)
         except Exception as exc:  # noqa: BLE001 - the user's inputs function failed
             raise TaskError(
                 f"{_name(self.inputs)}() failed while computing the input shapes: {type(exc).__name__}: {exc}",
@@ -56,6 +59,21 @@ class RuntimeTask:
         if not isinstance(shapes, tuple):
             shapes = (shapes,)
         return shapes
+
+
+def _concretely(inputs: Callable[..., Any], traced_error: Exception) -> Any:
+    """The shapes of what ``inputs()`` returns when it is called, for an inputs function that cannot be
+    traced abstractly: one that needs concrete values (numpy on a jax array, a Python ``if`` on one;
+    tpu-inference's ``Sparsifier`` builds its metadata with numpy). It runs once, on the worker's CPU,
+    under the worker's memory guard; when that fails too, the tracing error is the one said."""
+    if not isinstance(traced_error, (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+                                     jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)):
+        raise traced_error
+    try:
+        made = inputs()
+    except Exception:  # noqa: BLE001 - the abstract trace's error says more about the function
+        raise traced_error from None
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a, made)
 
 
 def _name(fn: Callable[..., Any]) -> str:
