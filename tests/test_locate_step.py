@@ -403,3 +403,24 @@ def test_a_fix_for_a_finding_tier_0_already_placed_is_hosted_by_it():
     assert other == nearby  # nearer the edit, but tier 3's finding was not folded into it
     assert hosted.span == uninit.span and hosted.code == "PLS018"
     assert hosted.fix.title.startswith("verified:") and "with `l_ref` initialized" in hosted.message
+
+
+def test_fresh_input_sets_keep_the_scale_and_sign_of_the_tasks_own_values():
+    """The sets a fix is verified on are drawn like the task's own inputs: a log decay drawn in [-0.1, -0.01]
+    stays negative and small (at N(0, 1) simple GLA's recurrent state grew past float32, and no edit verified,
+    not even the file as it was); integer tables are kept; every float is drawn anew."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from pallasite.runner.tier3.locate_step import fresh_inputs
+
+    rng = np.random.default_rng(0)
+    q = jnp.asarray(rng.normal(size=(16, 128)) * 0.1, jnp.float32)
+    gamma = jnp.asarray(rng.uniform(-0.1, -0.01, size=(64,)), jnp.float32)
+    table = jnp.arange(8, dtype=jnp.int32)
+    got_q, (got_gamma, got_table), scale = fresh_inputs((q, (gamma, table), 0.5), seed=1)
+    assert got_table is table and scale == 0.5
+    assert bool(jnp.all(got_gamma < 0)) and float(jnp.abs(got_gamma).max()) < 0.5
+    assert 0.05 < float(got_q.std()) < 0.2 and not bool(jnp.any(got_q == q))
+    again = fresh_inputs((q, (gamma, table), 0.5), seed=2)
+    assert not bool(jnp.any(again[0] == got_q))
