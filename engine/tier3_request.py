@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 from ..analysis.codes import CODES
 from ..analysis.types import NOT_CHECKED_STATE, Finding
-from ..wire.messages import CheckEntry, CheckResult, TierOutcome
+from ..wire.messages import CheckEntry, CheckResult, TierOutcome, tier2_only_vmem
 
 from .findings import reply_failures
 
@@ -24,11 +24,13 @@ RESOURCE_STATUSES = ("timed_out", "memory")
 
 
 def runnable(result: CheckResult) -> tuple[list[str], dict[str, str]]:
-    """(names to run tier 3 for, {name: skipped state} for the rest): tier 3 follows passed tiers only."""
+    """(names to run tier 3 for, {name: skipped state} for the rest): tier 3 follows passed tiers only, and a
+    tier 2 that failed only for the target's scoped VMEM (``tier2_only_vmem``)."""
     run: list[str] = []
     skipped: dict[str, str] = {}
     for entry in result.entries:
-        failed = [t for t in (1, 2) if (o := entry.state(t)) is not None and o.state.value == "error"]
+        failed = [t for t in (1, 2) if (o := entry.state(t)) is not None and o.state.value == "error"
+                  and not (t == 2 and tier2_only_vmem(entry.errors))]  # the chip's capacity: values still checked
         if failed:
             skipped[entry.name] = f"skipped: tier {failed[0]} failed"
         else:

@@ -84,6 +84,26 @@ def test_one_core_verdict_without_a_reference_says_what_it_saw():
     assert rec["message"].startswith("correct on v5e (1 TensorCore) but wrong on"), rec
 
 
+def test_a_tier_2_that_fails_only_for_vmem_still_gets_tier_3():
+    """The blocks overflow v6e's scoped VMEM (tier 2) and the kernel triples where the reference doubles: the
+    second was never said, tier 3 being skipped after any tier-2 failure."""
+    [report] = check_paths([str(DATA / "vmem_over_and_wrong.py")], CheckOptions(target="v6e", tiers=(2, 3),
+                                                                                 time_limit_s=120))
+    got = sorted((f.code, f.tier, f.span.line + 1) for f in report.findings if f.severity == "error")
+    assert got == [("PLS201", 2, 8), ("PLS304", 3, 17)], [f.message for f in report.findings]
+
+
+def test_only_a_vmem_failure_of_tier_2_lets_tier_3_run():
+    from pallasite.wire.messages import ErrorRecord, tier2_only_vmem
+
+    vmem = {"stage": "tier 2", "tier": 2, "vmem": {"requested": 1}, "mosaic_codes": ["E1001"]}
+    other = {"stage": "tier 2", "tier": 2, "vmem": None, "mosaic_codes": ["E2003"]}
+    assert tier2_only_vmem([vmem]) and not tier2_only_vmem([vmem, other]) and not tier2_only_vmem([])
+    typed = ErrorRecord(stage="tier 2", type="XlaRuntimeError", sentence="", message="", tier=2, mosaic_codes=("E1001",))
+    assert tier2_only_vmem([typed]) and not tier2_only_vmem([ErrorRecord(stage="tier 2", type="X", sentence="",
+                                                                          message="", tier=2)])
+
+
 def test_target_cores_follow_jax_chip_table():
     from pallasite.runner.tier3.interpret import target_cores
 

@@ -727,6 +727,16 @@ RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": C
 # --------------------------------------------------------------------------- from the worker's working form
 
 
+def tier2_only_vmem(records: Any) -> bool:
+    """Whether tier 2's records (``ErrorRecord``s or the worker's plain dicts) say only that the target's
+    scoped VMEM is too small (E1001): the kernel's values do not depend on that, so tier 3 still runs."""
+    def get(rec: Any, key: str) -> Any:
+        return rec.get(key) if isinstance(rec, dict) else getattr(rec, key, None)
+
+    mine = [r for r in records if get(r, "tier") == 2 or get(r, "stage") == "tier 2"]
+    return bool(mine) and all(get(r, "vmem") or "E1001" in (get(r, "mosaic_codes") or ()) for r in mine)
+
+
 def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> CheckResult:
     """A check result as the worker builds it step by step (plain dicts, states spelled ``"ok"`` or
     ``"skipped: why"``, runner/errors.py records) as a typed ``CheckResult``. The tier-3 run's wall

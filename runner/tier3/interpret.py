@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.pallas import tpu as pltpu
 
+from ...wire import messages
 from .. import errors as errors_mod
 from ..intercept import RecordedCall, block_shapes
 from .interpret_config import Reduced, config_dicts, config_set, reduce_config
@@ -303,7 +304,8 @@ def shrink_note(shapes: str, full_shapes: str | None, config: str | None = None)
 def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str], None] | None = None,
                 target: str | None = None) -> None:
     """Fill one ``check`` result entry (runner/checks.py) with tier 3: state, records, time note."""
-    failed = [t for t in ("1", "2") if entry["tiers"].get(t) == "error"]
+    failed = [t for t in ("1", "2")
+              if entry["tiers"].get(t) == "error" and not (t == "2" and messages.tier2_only_vmem(entry["errors"]))]
     if failed:
         entry["tiers"]["3"] = f"skipped: tier {failed[0]} failed"
         return
