@@ -205,3 +205,15 @@ def test_a_scratch_list_bound_in_each_arm_of_an_if_is_read_through_its_names():
     assert dim_span(text, call, "scratch_shapes", 2, 0) is None
     looped = text.replace("    return", "    for m in range(2):\n        pass\n    return")
     assert dim_span(looped, Span(9, 11, 9, 25), "scratch_shapes", 0, 0) is None  # `m` rebound by a loop
+
+
+def test_a_block_dim_declared_zero_is_the_one_off_whatever_the_others_hold():
+    """gdn decode's gate block ``(bounded_bt, H_v - 4, K)`` with H_v 4 (tpu-inference): the kernel's multiply of
+    ``(2, 1)`` by ``(0, 128)`` failed; 2 is held by one buffer as well, so neither size stood out and the
+    finding stayed at the multiply."""
+    from pallasite.engine.findings.odd_declaration import _combined_off
+
+    message = "mul got incompatible shapes for broadcasting: (2, 1), (0, 128)."
+    buffers = [("in_specs", 0, (8, 2, 128)), ("in_specs", 1, (8, 0, 128)), ("in_specs", 2, (2, 64))]
+    assert _combined_off(message, buffers) == (("in_specs", 1, 1), [0], [2])
+    assert _combined_off(message, buffers[:1] + buffers[2:]) is None  # no buffer is empty: unclear, left alone

@@ -105,6 +105,8 @@ def _combined_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
     if len(sizes) < 2 or not buffers:
         return None
     holders = _holders(sizes, buffers)
+    if len(holders.get(0, ())) == 1:  # a dim declared 0 holds nothing: never meant, whatever the others hold
+        return holders[0][0], [0], [v for v in sizes if v != 0]
     odd = [v for v in sizes if len(holders[v]) == 1]
     common = [v for v in sizes if len(holders[v]) >= 2]
     if len(odd) == 1 and common:
