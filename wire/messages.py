@@ -710,6 +710,7 @@ class LocatedEntry:
     seconds: float = 0.0  # wall time of the step for this entry, on the worker (CPU)
     compared: bool = True  # the fix was checked against the entry's reference (False: it had none, and the fix
     #   makes a failing run succeed with every output written, its values unchecked)
+    edge_sets: int = 0  # of ``verified_sets``, those that matched only within twice the tolerance (a few elements)
 
 
 @dataclass(frozen=True)

@@ -139,17 +139,20 @@ def hosted_fix(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> Find
 def _verified_edit(finding: Finding, answer: LocatedEntry, edit: SourceEdit) -> tuple[str, Fix]:
     """What the message adds (". The statement at line N makes them wrong: ...") and the edit as a ``Fix``."""
     sets = answer.verified_sets
+    edge = (f", {answer.edge_sets} of them within twice the tolerance (a few elements past it)"
+            if answer.edge_sets else "")
     failed = finding.code in FAILURE_CODES
     change = f"with {edit.what}" if "\n" in edit.new_text else f"with `{edit.new_text}` in place of `{edit.old_text}`"
     told = (f". The statement at line {edit.line} makes "
             + ("the run fail" if failed else "them wrong")
             + f": {change} the kernel "
             + ("runs without this error and " if failed else "")
-            + (f"matches the reference at tier 3's inputs and on {sets} fresh input set(s)" if answer.compared else
+            + (f"matches the reference at tier 3's inputs and on {sets} fresh input set(s){edge}" if answer.compared else
                f"writes every output at tier 3's inputs and on {sets} fresh input set(s) (the entry has no "
                "reference: the values are not checked)")
             + f" ({answer.shapes}; CPU interpret mode, the locate step)")
-    title = (f"verified: with this change the kernel matches the reference on {sets} fresh input sets ({edit.what})"
+    title = (f"verified: with this change the kernel matches the reference on {sets} fresh input sets{edge} "
+             f"({edit.what})"
              if answer.compared else
              f"runs without the error: with this change the kernel runs on {sets} fresh input sets (no reference to "
              f"compare its values with; {edit.what})")

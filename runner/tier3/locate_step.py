@@ -58,7 +58,8 @@ from ..memory_guard import MemoryStop, stop_near_limit
 
 TRIED_SHOWN = 12  # edits listed in the result when none works
 CLEAR_EVERY = 8  # jax's caches are cleared every so many trials (each edit is a new module: new programs)
-EDGE_SHARE = 0.001  # a fresh set this share of the elements off (one at least) is a hair's miss, not a failure
+EDGE_SHARE = 0.01  # a fresh set this share of the elements off (one at least), each within twice the tolerance,
+#   is a hair's miss, not a failure
 TRIAL_SLOWER, TRIAL_SLACK_S = 4.0, 15.0  # an edit's run (traced anew) may take 4x the baseline's and 15 s more
 
 
@@ -170,8 +171,8 @@ class Step:
             tried.append(edit)
             verdict, wrong = self._trial(base, edit)
             if verdict is not None:
-                return self._entry("fixed", fix=self._source_edit(edit), verified_sets=verdict, tried=(),
-                                   tried_count=len(tried), compared=base.expected is not None, **common)
+                return self._entry("fixed", fix=self._source_edit(edit), verified_sets=verdict[0], edge_sets=verdict[1],
+                                   tried=(), tried_count=len(tried), compared=base.expected is not None, **common)
             if wrong is not None and wrong < start and (best is None or wrong < best[0]):
                 best = (wrong, edit)
         suspect = best[1] if best is not None else edits[0]
@@ -201,9 +202,9 @@ class Step:
                                             call.kernel_name,
                                             _inputs_count(call))
 
-    def _trial(self, base: Baseline, edit: locate_edits.Edit) -> tuple[int | None, int | None]:
-        """(fresh input sets verified, None) when the edit fixes the entry; else (None, elements still wrong
-        at the tier-3 inputs, or None when the edited file did not run)."""
+    def _trial(self, base: Baseline, edit: locate_edits.Edit) -> tuple[tuple[int, int] | None, int | None]:
+        """((fresh input sets verified, of them within twice the tolerance), None) when the edit fixes the entry;
+        else (None, elements still wrong at the tier-3 inputs, or None when the edited file did not run)."""
         self.trials += 1
         if self.trials % CLEAR_EVERY == 0:
             jax.clear_caches()
@@ -226,14 +227,20 @@ class Step:
 
     def _wrong(self, task: tasks_runtime.RuntimeTask, base: Baseline, inputs: Any, expected: Any) -> int | None:
         """Elements wrong when the edited entry runs on ``inputs`` (None: it failed, raced or ran no kernel)."""
+        return self._outcome(task, base, inputs, expected)[0]
+
+    def _outcome(self, task: tasks_runtime.RuntimeTask, base: Baseline, inputs: Any, expected: Any
+                 ) -> tuple[int | None, bool]:
+        """(``_wrong``'s count, whether the wrong elements are a hair's miss: at most ``EDGE_SHARE`` of the
+        outputs, all mismatches, and every one within twice the tolerance)."""
         run = interpret_once(task.entry, inputs, user_files=(self.path,), modules=namespaces(task.entry),
                              time_limit_s=self._trial_limit(base), **base.run_kw)
         if run.error is not None or run.races or first_user_call(run.calls, self.path, task.entry) is None:
-            return None
+            return None, False
         found = [p for p in compare(run.outputs, expected, base.tolerance) if not p.get("width")]
         if any(p["kind"] in ("structure", "dtype") for p in found):
-            return None
-        return _wrong_count(found)
+            return None, False
+        return _wrong_count(found), hair_miss(found, run.outputs, expected, base.tolerance, output_size(base))
 
     def _trial_limit(self, base: Baseline) -> float:
         """One run of an edit may take a few times the baseline's run and some slack (an edited loop bound can make
@@ -242,26 +249,27 @@ class Step:
         allowed = TRIAL_SLOWER * base.run.seconds + TRIAL_SLACK_S
         return max(TRIAL_SLACK_S, min(allowed, self.deadline - time.monotonic() + allowed))
 
-    def _verified(self, task: tasks_runtime.RuntimeTask, base: Baseline) -> int | None:
-        """How many fresh input sets the edited entry matches the reference on (None: fewer than asked). One set
-        may miss by a hair (``EDGE_SHARE`` of the elements at most, a kernel at its tolerance's edge on some
-        draws: the unedited jax paged attention is off in 1 of 1,024 on one) and a further set is drawn."""
+    def _verified(self, task: tasks_runtime.RuntimeTask, base: Baseline) -> tuple[int, int] | None:
+        """(fresh input sets the edited entry matches the reference on, how many of them only within twice the
+        tolerance), or None when a set misses by more. A kernel at its tolerance's edge misses a few elements
+        on some draws (the unedited jax paged attention: 1 and 5 of 1,024 on two of three sets, each within
+        twice the tolerance): such a set counts, and is said as such; one set at least must match exactly."""
         wanted = max(1, self.params.fresh_sets)
-        matched, edge = 0, False
-        for seed in range(1, wanted + 2):
+        matched, edges = 0, 0
+        for seed in range(1, 2 * wanted + 1):
             fresh = fresh_inputs(base.inputs, seed)
             fresh = base.poison.apply(fresh) if base.poison is not None else fresh
             expected = reference_outputs(self.task, fresh)
             unchecked = base.expected is None  # no reference: a run that succeeds and writes every output
-            wrong = None if expected is None and not unchecked else self._wrong(task, base, fresh, expected)
-            if wrong == 0:
-                matched += 1
-            elif wrong is None or edge or wrong > max(1, EDGE_SHARE * output_size(base)):
+            if expected is None and not unchecked:
                 return None
-            else:
-                edge = True
-            if matched == wanted:
-                return matched
+            wrong, hair = self._outcome(task, base, fresh, expected)
+            if wrong is None or (wrong and not hair):
+                return None
+            matched += 1
+            edges += bool(wrong)
+            if matched >= wanted and edges < matched:  # one exact match at least
+                return matched, edges
         return None
 
     def _source_edit(self, edit: locate_edits.Edit) -> messages.SourceEdit:
@@ -420,6 +428,17 @@ def signals(problems: list[dict[str, Any]], failure_kind: str = "", line: int | 
     first = next((p for p in problems if p.get("index") is not None), None)
     return locate_edits.Signals(nan=nan, fraction=fraction, dtype=any(p["kind"] == "dtype" for p in problems),
                                 output=int(first["index"]) if first else 0)
+
+
+def hair_miss(found: list[dict[str, Any]], outputs: Any, expected: Any, tolerance: Any, size: int) -> bool:
+    """Whether the problems ``found`` (``compare``'s, of ``outputs`` against ``expected``) are a hair's miss: some
+    elements wrong, at most ``EDGE_SHARE`` of the ``size`` outputs (one at least), all mismatches (no NaN), and
+    every one within twice the tolerance."""
+    wrong = _wrong_count(found)
+    if not 0 < wrong <= max(1, EDGE_SHARE * size) or any(p["kind"] != "mismatch" for p in found):
+        return False
+    atol, rtol = tolerance or (0.0, 0.0)
+    return not [p for p in compare(outputs, expected, (2 * atol, 2 * rtol)) if not p.get("width")]
 
 
 def _wrong_count(problems: list[dict[str, Any]]) -> int:
