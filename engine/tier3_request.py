@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 from ..analysis.codes import CODES
 from ..analysis.types import NOT_CHECKED_STATE, Finding
-from ..wire.messages import CheckEntry, CheckResult, TierOutcome, tier2_only_vmem
+from ..wire.messages import BACKWARD_SUFFIX, CheckEntry, CheckResult, TierOutcome, tier2_only_vmem
 
 from .findings import reply_failures
 
@@ -101,8 +101,18 @@ async def run_tier3(request: Callable[..., Awaitable[Any]], result: CheckResult,
     if skipped:
         result = dataclasses.replace(result, entries=tuple(
             _with_tier3(e, skipped[e.name]) if e.name in skipped else e for e in result.entries))
-    if not names:
-        return result
+    # a backward pass (runner/tasks/tasks_backward.py) asks for its own request, after the forward's: its
+    # interpret run can be ten times the forward's, and a request past its time limit loses every answer in it
+    for group in ([n for n in names if not n.endswith(BACKWARD_SUFFIX)], [n for n in names if n.endswith(BACKWARD_SUFFIX)]):
+        if group:
+            result = await _requested(request, result, findings, group, failure, stopped)
+    return result
+
+
+async def _requested(request: Callable[..., Awaitable[Any]], result: CheckResult, findings: list[Finding],
+                     names: list[str], failure: Callable[[Any, tuple[int, ...]], tuple[Finding | None, str]],
+                     stopped: Callable[[Any], tuple[Finding | None, str]]) -> CheckResult:
+    """One tier-3 request for ``names``; the result with its answer merged, or with why there is none."""
     reply = await request((3,), names)
     if reply.status == "ok":
         return merge(result, reply.result)

@@ -80,3 +80,32 @@ def test_a_backward_block_off_the_tiling_is_a_lowering_error_at_its_line():
     (finding,) = file["findings"]
     assert (finding["code"], finding["line"]) == ("PLS101", 35), finding
     assert finding["message"].startswith("in the backward pass of double")
+
+
+def test_the_backward_pass_asks_tier_3_on_its_own_so_its_time_limit_loses_only_its_answer():
+    """JAXBench 1p with an accumulator init removed: its backward's interpret run took the one tier-3 request past
+    its 300 s limit, and the forward's finding at the init was lost with it."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from pallasite.engine import tier3_request
+    from pallasite.wire.messages import CheckEntry, CheckResult, TierOutcome
+
+    def entry(name: str) -> CheckEntry:
+        return CheckEntry(name, (TierOutcome.of(1, "ok"), TierOutcome.of(2, "ok")))
+
+    result = CheckResult("v6e", (1, 2), entries=(entry("workload"), entry("workload (backward)")))
+    asked: list[list[str]] = []
+
+    async def request(tiers, names):
+        asked.append(list(names))
+        if names == ["workload"]:
+            answer = CheckResult("v6e", (3,), entries=(CheckEntry("workload", (TierOutcome.of(3, "error"),)),))
+            return SimpleNamespace(status="ok", result=answer)
+        return SimpleNamespace(status="timed_out", result=None)
+
+    stopped = lambda reply: (None, "not checked: the interpret-mode run reached the time limit (300 s) (PLS307)")  # noqa: E731
+    merged = asyncio.run(tier3_request.run_tier3(request, result, [], lambda reply, tiers: (None, "error"), stopped))
+    assert asked == [["workload"], ["workload (backward)"]]
+    states = {e.name: e.state(3).state.value for e in merged.entries}
+    assert states == {"workload": "error", "workload (backward)": "not_checked"}, states

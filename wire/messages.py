@@ -728,6 +728,9 @@ RESULTS: dict[str, type] = {"ping": PingResult, "versions": Versions, "chips": C
 # --------------------------------------------------------------------------- from the worker's working form
 
 
+BACKWARD_SUFFIX = " (backward)"  # an entry that is another's backward pass (runner/tasks/tasks_backward.py)
+
+
 def tier2_only_vmem(records: Any) -> bool:
     """Whether tier 2's records (``ErrorRecord``s or the worker's plain dicts) say only that the target's
     scoped VMEM is too small (E1001): the kernel's values do not depend on that, so tier 3 still runs."""

@@ -28,9 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import ClosedJaxpr, Jaxpr
 
+from ...wire import messages
 from .task_types import RuntimeTask
 
-SUFFIX = " (backward)"
+SUFFIX = messages.BACKWARD_SUFFIX
 
 
 def backward_tasks(tasks: list[RuntimeTask], source: str | None) -> list[RuntimeTask]:
