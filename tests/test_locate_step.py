@@ -255,7 +255,8 @@ def test_failures_are_asked_about_with_their_line_and_said_as_a_failing_run():
     failing = Finding(code="PLS302", message="Out-of-bounds read", span=Span(16, 4, 16, 10), tier=3, kernel="k")
     wrong = Finding(code="PLS304", message="output 0 differs", span=Span(30, 4, 30, 9), tier=3, kernel="k")
     warned = Finding(code="PLS302", message="x", span=Span(3, 0, 3, 1), tier=3, severity="warning")
-    assert client_step.wrong_output_entries({"a": [failing], "b": [wrong], "c": [warned]}) == {"a": 17, "b": None}
+    # a failure's line, else where tier 3 placed the wrong outputs (both rank the edits there first)
+    assert client_step.wrong_output_entries({"a": [failing, wrong], "b": [wrong], "c": [warned]}) == {"a": 17, "b": 31}
     answer = messages.LocatedEntry("a", "fixed", kernel="k", fix=_edit(28, "2", "1"), verified_sets=3,
                                    shapes="float32[64, 128]", problem="the run reads or copies out of bounds")
     report = FileReport(path="k.py", findings=(failing,), wrong_outputs=("a",), failed_at=(("a", 17),))
@@ -454,3 +455,40 @@ def test_a_fresh_set_missed_by_a_hair_counts_and_is_said_so():
     _told, fix = client_step._verified_edit(finding, answer, answer.fix)
     assert fix.title.startswith("verified: with this change the kernel matches the reference on 3 fresh input sets, "
                                 "2 of them within twice the tolerance (a few elements past it)"), fix.title
+
+
+def test_edits_at_the_line_tier_3_placed_wrong_outputs_at_are_tried_first():
+    """jax's flash attention with a reduction axis marked "parallel" (v5p): tier 3 said so at the
+    dimension_semantics entry, and the locate step ran out of its 60 s among 17 other edits before the one at
+    that entry; the line tier 3 placed the wrong outputs at now ranks the edits there first, as a failure's does."""
+    from pallasite.runner.tier3.locate_step import signals
+
+    problems = [{"kind": "mismatch", "index": 0, "count": 196585, "size": 262144}]
+    edits = [locate_edits.Edit(10, 0, 10, 5, "i != 0", "i == 0", "when", "when", "a when negated"),
+             locate_edits.Edit(20, 0, 20, 9, '"arbitrary"', '"parallel"', "semantics", "semantics", "an axis")]
+    assert locate_edits.order_edits(edits, signals(problems))[0].kind == "when"
+    assert locate_edits.order_edits(edits, signals(problems, line=20))[0].kind == "semantics"
+
+
+def test_a_fresh_set_served_from_jax_trace_cache_still_verifies(monkeypatch):
+    """jax's flash attention jits its kernel's caller: the fresh sets, of the first run's shapes, come from jax's
+    trace cache and record no pallas_call, which read as "the edit ran no kernel" - its right edit (the
+    reduction axis made "arbitrary") was never verified. The edited module's first run records the call."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from pallasite.runner.tier3 import locate_step as step_mod
+    from pallasite.runner.tier3.interpret_run import Run
+
+    reference = lambda x: x * 2.0  # noqa: E731
+    monkeypatch.setattr(step_mod, "interpret_once",
+                        lambda fn, inputs, **kw: Run(outputs=reference(*inputs), calls=[]))  # a cache hit: no call
+    x = np.linspace(-1.0, 1.0, 256, dtype=np.float32).reshape(16, 16)
+    task = SimpleNamespace(name="t", entry=reference, reference=reference)
+    base = SimpleNamespace(inputs=(x,), poison=None, expected=reference(x), run=SimpleNamespace(seconds=0.1),
+                           run_kw={}, tolerance=(1e-5, 1e-5))
+    step = step_mod.Step.__new__(step_mod.Step)
+    step.task, step.path, step.deadline = task, "k.py", float("inf")
+    step.params = SimpleNamespace(fresh_sets=3)
+    assert step._verified(task, base) == (3, 0)

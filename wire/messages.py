@@ -671,8 +671,9 @@ class LocateParams:
     entries: tuple[str, ...] | None = None  # the entries tier 3 found wrong (None: every task of the file)
     budget_s: float = 60.0
     fresh_sets: int = 3
-    # where tier 3 said each entry failed, when the failure is an error raised at a statement (an out-of-bounds
-    # read, a deadlocked wait): (entry, 1-based line); edits near that line are tried first
+    # where tier 3 said each entry failed (an error raised at a statement: an out-of-bounds read, a deadlocked
+    # wait) or, for wrong outputs, where it placed them (a dimension_semantics entry, an init's place, the
+    # pallas_call): (entry, 1-based line); edits at or next to that line are tried first
     failed_at: tuple[tuple[str, int], ...] = ()
 
 

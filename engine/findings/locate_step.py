@@ -41,12 +41,14 @@ TRIED_IN_MESSAGE = 6
 
 def wrong_output_entries(by_entry: Mapping[str, Sequence[Finding]]) -> dict[str, int | None]:
     """The entries with a tier-3 error about their outputs (wrong, NaN, unwritten) or their run (a failure):
-    what the step locates, each with the 1-based line tier 3 said its run failed at (None: its outputs)."""
+    what the step locates, each with the 1-based line tier 3 said its run failed at, else the line it placed
+    the wrong outputs at (a "parallel" entry that carries a reduction, an init's place, the pallas_call)."""
     out: dict[str, int | None] = {}
     for name, found in by_entry.items():
         mine = [f for f in found if _is_wrong_output(f)]
         if mine:
-            out[name] = next((f.span.line + 1 for f in mine if f.code in FAILURE_CODES), None)
+            failed = [f for f in mine if f.code in FAILURE_CODES]
+            out[name] = (failed or mine)[0].span.line + 1
     return out
 
 

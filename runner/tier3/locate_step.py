@@ -196,7 +196,7 @@ class Step:
         kernel_file = getattr(call, "kernel_file", None)
         kernel_line = call.kernel_line if kernel_file and os.path.realpath(kernel_file) == os.path.realpath(self.path) \
             else None
-        said = dict(self.params.failed_at).get(self.task.name) if base.failure else None
+        said = dict(self.params.failed_at).get(self.task.name)
         return locate_edits.candidate_edits(self.text, call.line, kernel_line, len(grid), traced,
                                             signals(base.problems, base.failure_kind, said, base.poison is not None),
                                             call.kernel_name,
@@ -229,13 +229,15 @@ class Step:
         """Elements wrong when the edited entry runs on ``inputs`` (None: it failed, raced or ran no kernel)."""
         return self._outcome(task, base, inputs, expected)[0]
 
-    def _outcome(self, task: tasks_runtime.RuntimeTask, base: Baseline, inputs: Any, expected: Any
-                 ) -> tuple[int | None, bool]:
+    def _outcome(self, task: tasks_runtime.RuntimeTask, base: Baseline, inputs: Any, expected: Any,
+                 traced: bool = True) -> tuple[int | None, bool]:
         """(``_wrong``'s count, whether the wrong elements are a hair's miss: at most ``EDGE_SHARE`` of the
-        outputs, all mismatches, and every one within twice the tolerance)."""
+        outputs, all mismatches, and every one within twice the tolerance). ``traced``: the entry is traced
+        anew, so a run that records no pallas_call ran none; a fresh set of the same shapes reuses jax's trace
+        of a jitted entry and records none (jax's flash attention's right edit never verified)."""
         run = interpret_once(task.entry, inputs, user_files=(self.path,), modules=namespaces(task.entry),
                              time_limit_s=self._trial_limit(base), **base.run_kw)
-        if run.error is not None or run.races or first_user_call(run.calls, self.path, task.entry) is None:
+        if run.error is not None or run.races or (traced and first_user_call(run.calls, self.path, task.entry) is None):
             return None, False
         found = [p for p in compare(run.outputs, expected, base.tolerance) if not p.get("width")]
         if any(p["kind"] in ("structure", "dtype") for p in found):
@@ -263,7 +265,7 @@ class Step:
             unchecked = base.expected is None  # no reference: a run that succeeds and writes every output
             if expected is None and not unchecked:
                 return None
-            wrong, hair = self._outcome(task, base, fresh, expected)
+            wrong, hair = self._outcome(task, base, fresh, expected, traced=False)
             if wrong is None or (wrong and not hair):
                 return None
             matched += 1
@@ -427,7 +429,7 @@ def signals(problems: list[dict[str, Any]], failure_kind: str = "", line: int | 
     fraction = max((p["count"] / max(1, p["size"]) for p in mismatch), default=1.0)
     first = next((p for p in problems if p.get("index") is not None), None)
     return locate_edits.Signals(nan=nan, fraction=fraction, dtype=any(p["kind"] == "dtype" for p in problems),
-                                output=int(first["index"]) if first else 0)
+                                output=int(first["index"]) if first else 0, failed_line=line)
 
 
 def hair_miss(found: list[dict[str, Any]], outputs: Any, expected: Any, tolerance: Any, size: int) -> bool:
