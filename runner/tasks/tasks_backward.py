@@ -43,20 +43,21 @@ def backward_tasks(tasks: list[RuntimeTask], source: str | None) -> list[Runtime
         if task.call is not None or task.name.endswith(SUFFIX):
             continue
         try:
-            forward_calls = _forward_calls(task.entry, task.abstract_args())
+            forward_kernels = _forward_kernels(task.entry, task.abstract_args())
         except Exception:  # noqa: BLE001 - the forward task says what fails; no backward is added
             continue
-        if forward_calls is not None:
-            out.append(backward_task(task, forward_calls))
+        if forward_kernels is not None:
+            out.append(backward_task(task, forward_kernels))
     return out
 
 
-def backward_task(task: RuntimeTask, forward_calls: int = 0) -> RuntimeTask:
+def backward_task(task: RuntimeTask, forward_kernels: frozenset[str] = frozenset()) -> RuntimeTask:
     """``task``'s backward pass as a task, unchecked (``backward_tasks`` says when one is worth it).
-    ``forward_calls``: the pallas_calls its forward makes first (tier 3 reads the calls after them)."""
+    ``forward_kernels``: the kernels its forward calls, which the forward's task checks (tier 3 reads the
+    backward's calls; by name, as a call jax serves from its trace cache is not recorded)."""
     reference = vjp_of(task.reference) if task.reference is not None else None
     entry = vjp_of(task.entry)
-    entry.forward_calls = forward_calls
+    entry.forward_kernels = forward_kernels
     return replace(task, name=task.name + SUFFIX, entry=entry, reference=reference, tunables={})
 
 
@@ -67,7 +68,7 @@ def named(tasks: list[RuntimeTask], like: RuntimeTask) -> RuntimeTask | None:
     if found is None and like.name.endswith(SUFFIX):
         forward = next((t for t in tasks if t.name == like.name[: -len(SUFFIX)]), None)
         if forward is not None and forward.call is None:
-            found = backward_task(forward, getattr(like.entry, "forward_calls", 0))
+            found = backward_task(forward, getattr(like.entry, "forward_kernels", frozenset()))
     return found
 
 
@@ -142,17 +143,31 @@ def _floating(leaf: Any) -> bool:
     return hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.inexact)
 
 
-def _forward_calls(entry: Callable[..., Any], args: tuple[Any, ...]) -> int | None:
-    """The pallas_calls ``entry``'s forward makes when it calls a custom VJP whose backward adds
+def _forward_kernels(entry: Callable[..., Any], args: tuple[Any, ...]) -> frozenset[str] | None:
+    """The kernels ``entry``'s forward calls (by function name) when it calls a custom VJP whose backward adds
     pallas_calls; None when there is no such backward to check."""
     if not any(_floating(leaf) for leaf in jax.tree.leaves(args)):
         return None
     forward = jax.make_jaxpr(entry)(*args)
     if _count(forward.jaxpr, "custom_vjp") == 0:
         return None
-    calls = _count(forward.jaxpr, "pallas_call")
     backward = jax.make_jaxpr(vjp_of(entry))(*args)
-    return calls if _count(backward.jaxpr, "pallas_call") > calls else None
+    if _count(backward.jaxpr, "pallas_call") <= _count(forward.jaxpr, "pallas_call"):
+        return None
+    return frozenset(_kernel_names(forward.jaxpr))
+
+
+def _kernel_names(jaxpr: Any) -> list[str]:
+    """The function names of the kernels of the pallas_calls in ``jaxpr`` and the jaxprs nested in it."""
+    names = []
+    for eqn in jaxpr.eqns:
+        if "pallas_call" in eqn.primitive.name:
+            info = getattr(eqn.params.get("jaxpr"), "debug_info", None)
+            names.append(getattr(info, "func_name", "") or "")
+        for value in eqn.params.values():
+            for inner in _jaxprs(value):
+                names += _kernel_names(inner)
+    return names
 
 
 def _count(jaxpr: Any, word: str) -> int:

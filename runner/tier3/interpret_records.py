@@ -169,11 +169,12 @@ def _find_keyword(node: ast.AST, names: tuple[str, ...]) -> tuple[int, int] | No
 
 
 def first_user_call(calls: list[RecordedCall], path: str, entry: Any = None) -> RecordedCall | None:
-    """The first call made from the checked file; for a backward-pass entry (``entry.forward_calls``, see
-    runner/tasks/tasks_backward.py) the first after those its forward makes, which its own task checks."""
-    skip = getattr(entry, "forward_calls", 0) if entry is not None else 0
+    """The first call made from the checked file; for a backward-pass entry (``entry.forward_kernels``, see
+    runner/tasks/tasks_backward.py) the first of another kernel than its forward's, which its own task checks."""
+    skip = getattr(entry, "forward_kernels", frozenset()) if entry is not None else frozenset()
     target = os.path.realpath(path)
-    for group in ((calls[skip:], calls) if 0 < skip < len(calls) else (calls,)):
+    own = [c for c in calls if c.kernel_name not in skip] if skip else []
+    for group in ((own, calls) if own else (calls,)):
         for call in group:
             if call.file and os.path.realpath(call.file) == target:
                 return call
