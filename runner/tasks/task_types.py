@@ -47,7 +47,7 @@ class RuntimeTask:
         try:
             try:
                 shapes = jax.eval_shape(self.inputs)
-            except jax.errors.JAXTypeError as exc:
+            except Exception as exc:  # noqa: BLE001 - one that needs concrete values runs once (concrete_inputs.py)
                 shapes = _concretely(self.inputs, exc)
         except Exception as exc:  # noqa: BLE001 - the user's inputs function failed
             raise TaskError(
@@ -62,18 +62,18 @@ class RuntimeTask:
 
 
 def _concretely(inputs: Callable[..., Any], traced_error: Exception) -> Any:
-    """The shapes of what ``inputs()`` returns when it is called, for an inputs function that cannot be
-    traced abstractly: one that needs concrete values (numpy on a jax array, a Python ``if`` on one;
-    tpu-inference's ``Sparsifier`` builds its metadata with numpy). It runs once, on the worker's CPU,
-    under the worker's memory guard; when that fails too, the tracing error is the one said."""
-    if not isinstance(traced_error, (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
-                                     jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)):
+    """The shapes of what ``inputs()`` returns when called, for an inputs function that cannot be traced
+    abstractly (numpy on a jax array, a Python ``if`` on one: tpu-inference's ``Sparsifier`` builds its metadata
+    with numpy); run once on the CPU device (``runner/concrete_inputs.py``). Any other error, or a call that
+    fails too, is the tracing error."""
+    from ..concrete_inputs import concrete_shapes, needs_concrete_values
+
+    if not needs_concrete_values(traced_error):
         raise traced_error
     try:
-        made = inputs()
+        return concrete_shapes(inputs)
     except Exception:  # noqa: BLE001 - the abstract trace's error says more about the function
         raise traced_error from None
-    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a, made)
 
 
 def _name(fn: Callable[..., Any]) -> str:

@@ -47,6 +47,7 @@ from . import locate_edits
 from ..tasks import tasks_runtime
 from ..tasks.tasks_backward import named
 from .interpret import describe_shapes, probe_calls, reduce_config, target_cores, tier3_shapes, too_large, _concrete_inputs
+from .drawn_inputs import fresh_inputs as drawn_like
 from .interpret_compare import compare, tolerance_for
 from .interpret_config import Reduced, config_dicts, config_set
 from .interpret_poison import Poison, poison_for
@@ -388,8 +389,6 @@ def fresh_inputs(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
     the judge draws them (``runner/measure/timing_inputs.fresh_inputs``); integer arrays (tables, lengths)
     kept. Not N(0, 1): a gate that must be negative (simple GLA's log decay, drawn in [-0.1, -0.01]) grew
     its recurrent state past float32 on N(0, 1) draws, and no edit, not even the file as it was, verified."""
-    from ..measure.timing_inputs import fresh_inputs as drawn_like
-
     leaves, tree = jax.tree.flatten(inputs, is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"))
     floats = [i for i, leaf in enumerate(leaves) if _floating(leaf)]
     own = tuple(leaves[i] for i in floats)
