@@ -53,23 +53,41 @@ def corpus_v1_root() -> Path:
     return mutation_corpus_public.jax_ops_root()
 
 
-def build(args: argparse.Namespace) -> tuple[list[corpus.File], list[dict]]:
+def build(args: argparse.Namespace, saved: dict) -> tuple[list[corpus.File], list[dict]]:
     """The corpus's files and the mutants the rules make of them (``--cap`` applied)."""
     roots = {"jax-ops": corpus_v1_root()}
-    for codebase, root in (("jaxbench", args.jaxbench), ("tokamax", args.tokamax), ("tpu-inference", args.tpu_inference),
-                           ("sglang-jax", getattr(args, "sglang_jax", None))):
+    for codebase in ("jaxbench", "tokamax", "tpu-inference", "sglang-jax", "pytorch-xla", "axlearn"):
+        root = getattr(args, codebase.replace("-", "_"), None)
         if root is not None:
             roots[codebase] = root.resolve()
     files = corpus.files(roots)
+    if hasattr(rules, "candidates"):  # corpus v3: sites on the lines the task runs (jax's trace), cap by rule
+        return files, _mutants_on_reach(files, args, saved)
     mutants = []
     for f in files:
         text = f.path.read_text(encoding="utf-8")
-        for site, new in rules.mutants(f.id, text, min(args.cap, rules.CAP)):
-            mid = f"{f.id}|{site.cls}|{site.line}:{site.col}"
-            mutants.append({"id": mid, "file": f.id, "codebase": f.codebase, "class": site.cls, "what": site.what,
-                            "true_lines": list(site.true_lines), "edited": sorted({e.line for e in site.edits}),
-                            "target": rules.TARGETS.get(site.cls, "v6e"), "text": new})
+        mutants += [_mutant(f, site, new) for site, new in rules.mutants(f.id, text, min(args.cap, rules.CAP))]
     return files, mutants
+
+
+def _mutant(f: corpus.File, site, new: str) -> dict:
+    return {"id": f"{f.id}|{site.cls}|{site.line}:{site.col}", "file": f.id, "codebase": f.codebase, "class": site.cls,
+            "what": site.what, "true_lines": list(site.true_lines), "edited": sorted({e.line for e in site.edits}),
+            "target": rules.TARGETS.get(site.cls, "v6e"), "text": new}
+
+
+def _mutants_on_reach(files: list[corpus.File], args: argparse.Namespace, saved: dict) -> list[dict]:
+    """Corpus v3's mutants (``mutation_rules_v3``): jax's reach first, then the sites on it, the cap by rule."""
+    reached = reach(files, args, saved)
+    args.work.mkdir(parents=True, exist_ok=True)
+    (args.out or args.work / "results.json").resolve().write_text(json.dumps(saved, indent=1))  # the reach, kept
+    texts = {f.id: f.path.read_text(encoding="utf-8") for f in files}
+    found = {f.id: rules.candidates(f.id, texts[f.id], set(reached.get(f.id) or ()), f.codebase in ("jax-ops",
+             "jaxbench", "tpu-inference", "sglang-jax")) for f in files}
+    cap = min(args.cap, rules.cap_for(list(found.values())))
+    saved["cap"] = cap
+    print(f"corpus v3: cap {cap} per file and class (the rule's smallest giving {rules.AT_LEAST})")
+    return [_mutant(f, site, new) for f in files for site, new in rules.mutants(f.id, texts[f.id], found[f.id], cap)]
 
 
 def selected(mutants: list[dict], args: argparse.Namespace) -> list[dict]:
@@ -91,6 +109,8 @@ def place(f: corpus.File, text: str, folder: Path) -> Path:
 
 def environment(args: argparse.Namespace) -> dict[str, str]:
     extra = [str(args.tokamax.resolve())] if args.tokamax else []
+    if getattr(args, "axlearn", None):
+        extra.append(str(args.axlearn.resolve()))  # the axlearn package its kernels import
     if getattr(args, "sglang_jax", None):
         extra.append(str((args.sglang_jax / "python").resolve()))  # the sgl_jax package its kernels import
     extra += [str(Path(p).resolve()) for p in args.pythonpath]
@@ -285,8 +305,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tokamax", type=Path, help="an openxla/tokamax checkout (173417d)")
     parser.add_argument("--tpu-inference", type=Path, help="a vllm-project/tpu-inference checkout")
     parser.add_argument("--sglang-jax", type=Path, help="an sgl-project/sglang-jax checkout (corpus v2)")
-    parser.add_argument("--corpus", choices=("v1", "v2"), default="v1",
-                        help="v1: issue 50's corpus and rules; v2: issue 57's (mutation_corpus_v2, mutation_rules_v2)")
+    parser.add_argument("--pytorch-xla", type=Path, help="a pytorch/xla checkout (corpus v3)")
+    parser.add_argument("--axlearn", type=Path, help="an apple/axlearn checkout (corpus v3; its dependencies: "
+                        "--pythonpath)")
+    parser.add_argument("--corpus", choices=("v1", "v2", "v3"), default="v1",
+                        help="v1: issue 50's corpus and rules; v2, v3: issue 57's (mutation_corpus_vN, mutation_rules_vN)")
     parser.add_argument("--pythonpath", action="append", default=[], help="a folder for the worker's PYTHONPATH")
     parser.add_argument("--tiers", default="0-3")
     parser.add_argument("--only", default="", help="keep mutants whose id contains one of these (comma-separated)")
@@ -308,14 +331,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--pallasite", default=str(Path(sys.executable).parent / "pallasite"))
     args = parser.parse_args(argv)
-    if args.corpus == "v2":  # issue 57's corpus: its files and rules (the v1 modules' interfaces)
-        import mutation_corpus_v2
-        import mutation_rules_v2
+    if args.corpus in ("v2", "v3"):  # issue 57's corpora: their files and rules (the v1 modules' interfaces)
+        import importlib
 
-        corpus, rules = mutation_corpus_v2, mutation_rules_v2
+        corpus = importlib.import_module(f"mutation_corpus_{args.corpus}")
+        rules = importlib.import_module(f"mutation_rules_{args.corpus}")
     args.work = args.work.resolve()
     out = (args.out or args.work / "results.json").resolve()
-    files, every = build(args)
+    saved = json.loads(out.read_text()) if out.exists() else {}
+    files, every = build(args, saved)
     mutants = selected(every, args)
     print(f"{len(mutants)} mutants of {len({m['file'] for m in mutants})} files "
           f"({len(files)} in the corpus); tiers {args.tiers}")
@@ -324,7 +348,6 @@ def main(argv: list[str]) -> int:
             print(f"  {m['id']:110} {m['what']}")
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
-    saved = json.loads(out.read_text()) if out.exists() else {}
     saved["codebases"] = {c: corpus.revision(c, corpus_v1_root() if c == "jax-ops" else getattr(
         args, c.replace("-", "_")).resolve()) for c in corpus.CODEBASES if c == "jax-ops" or getattr(args, c.replace("-", "_"))}
     reached = {} if args.no_reach else reach(files, args, saved)
