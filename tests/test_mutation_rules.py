@@ -114,3 +114,47 @@ def test_corpus_selection_and_harness_headers(tmp_path, monkeypatch):
     (harnesses / "none.py").write_text("# a helper, no header\n")
     monkeypatch.setattr(corpus, "HARNESSES", harnesses)
     assert sorted(corpus.harnesses()) == ["tokamax:a.py", "tpu-inference:b.py"]
+
+
+def test_corpus_v3_sites_lie_on_the_reach_and_repeat_no_v2_mutant(text):
+    import mutation_rules_v2 as v2
+    import mutation_rules_v3 as v3
+
+    every = v2.sites(text)
+    reach = {s.line for sites in every.values() for s in sites[::2]}  # every other site's line ran
+    found = v3.candidates("jax-ops:tiled.py", text, reach, v2_corpus=True)
+    taken = {(s.cls, s.line, s.col) for s, _ in v2.mutants("jax-ops:tiled.py", text, 1)}
+    chosen = [s for sites in found.values() for s in sites]
+    assert chosen and all(any(e.line in reach for e in s.edits) for s in chosen)
+    assert not taken & {(s.cls, s.line, s.col) for s in chosen}
+    outside = [s for sites in every.values() for s in sites if not any(e.line in reach for e in s.edits)]
+    assert outside and not {(s.cls, s.line) for s in outside} & {(s.cls, s.line) for s in chosen}
+    assert v3.candidates("jax-ops:tiled.py", text, set(), v2_corpus=True) == {c: [] for c in v3.CLASSES}
+    assert len(v3.candidates("pytorch-xla:tiled.py", text, reach, v2_corpus=False)["block-misaligned"]) >= \
+        len(found["block-misaligned"])  # a new codebase has no v2 mutant to leave out
+
+
+def test_corpus_v3_cap_is_the_smallest_that_makes_enough(monkeypatch):
+    import mutation_rules_v3 as v3
+
+    per_file = [{"a": list(range(5)), "b": [1]}] * 10  # cap 2: 30 mutants, cap 3: 40, cap 4: 50
+    monkeypatch.setattr(v3, "AT_LEAST", 35)
+    assert v3.cap_for(per_file) == 3
+    monkeypatch.setattr(v3, "AT_LEAST", 30)
+    assert v3.cap_for(per_file) == 2
+    monkeypatch.setattr(v3, "AT_LEAST", 1000)
+    assert v3.cap_for(per_file) == 4
+
+
+def test_corpus_v3_harnesses_name_their_file_and_hold_a_task_with_a_reference():
+    import mutation_corpus_v3 as v3
+
+    found = v3.harnesses()
+    assert len(found) >= 15
+    for file_id, (harness, origin) in found.items():
+        assert file_id.split(":")[0] in v3.CODEBASES, (file_id, origin)
+        names = {n.name for n in ast.parse(harness).body if isinstance(n, ast.FunctionDef)}
+        assert {"example_inputs", "reference"} <= names, origin
+        entry = next(n.value.value for n in ast.parse(harness).body if isinstance(n, ast.Assign)
+                     and getattr(n.targets[0], "id", "") == "PALLASITE_ENTRY")
+        assert entry in names, origin
