@@ -37,7 +37,7 @@ from tree_sitter import Node
 from .resolve import call_arguments, callee_tail
 from .source import Source, string_keyed_pairs, walk
 from .tasks import _candidates, _module_assignments, find_tasks
-from .types import KernelTask, TextEdit, Tunable
+from .types import BLOCK_SIZE_NAME, KernelTask, TextEdit, Tunable
 
 TUNED_PARAMS = "TUNED_PARAMS"
 _SHAPE_CALLS = ("BlockSpec", "VMEM")
@@ -128,8 +128,6 @@ def _block_constants(source: Source) -> list[Tunable]:
     return out
 
 
-_BLOCKISH = re.compile(r"^(?:block|tile|tiling|chunk)|_block(?:_|s?$)|^num_\w+_per_block$|^b(?:q|k|kv|m|n|d)(?:_|$)|"
-                       r"^t[mnk]$")
 _NOT_LIBRARY = ("jax.numpy", "jax.lax", "jax.random", "numpy", "jax.nn")  # and Pallas itself, but its ops/
 
 
@@ -148,7 +146,7 @@ def _call_keywords(source: Source) -> list[Tunable]:
             continue
         _, keywords, nodes, _ = call_arguments(source, call)
         for keyword, value in keywords.items():
-            if not _BLOCKISH.search(keyword):
+            if not BLOCK_SIZE_NAME.search(keyword):
                 continue
             items = [v for v in value.named_children if v.type != "comment"] if value.type == "tuple" else [value]
             for i, item in enumerate(items):

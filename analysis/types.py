@@ -16,6 +16,7 @@ import enum
 import functools
 import hashlib
 import importlib.metadata
+import re
 import json
 import typing
 from collections.abc import Iterable, Mapping
@@ -207,6 +208,13 @@ class Tunable:
     kind: Literal["keyword", "constant", "tuned_params", "call"] = "keyword"
     value_span: Span | None = None  # the default's literal, the span an applied config replaces
     callee: str | None = None  # "call": the imported name whose call takes it as a keyword (``BlockSizes``)
+
+
+# A name that says it is a block size (``block_q``, ``bk``, ``tile_m``, ``num_kv_pages_per_block``): analysis/tunables.py
+# takes only such keywords of a library's call as tunables; tier 3 moves only such values, or declared ones, to compare
+# the kernel with itself at another tiling (runner/tier3/interpret_tilings.py).
+BLOCK_SIZE_NAME = re.compile(r"^(?:block|tile|tiling|chunk)|_block(?:_|s?$)|^num_\w+_per_block$|^b(?:q|k|kv|m|n|d)(?:_|$)|"
+                             r"^t[mnk]$")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ refilled with NaN before each step (a store skipped on some path), and the paral
 backward (``runner/grid_order.py``): where the first run could not show a reduction axis marked
 parallel (semantics dropped under vmap) or had no reference to compare with, a run that reverses
 them and gives other outputs says the axis carries state, at its ``dimension_semantics`` entry.
+Without a reference the entry also runs at another tiling (``interpret_tilings``): its block sizes
+moved, outputs that differ from its own say one of the two tilings is wrong.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import numpy as np
 
 from .interpret_compare import compare, tolerance_for
 from .interpret_poison import poison_for
-from .interpret_records import START, CallSites, dma_lines, dma_order_record, exception_record, first_user_call, kernel_lines, order_record, race_record, result_record, semantics_disagreement
+from .interpret_records import START, CallSites, dma_lines, dma_order_record, exception_record, first_user_call, kernel_lines, order_record, race_record, result_record, semantics_disagreement, tiling_record
 from .interpret_run import Run, all_arbitrary, interpret_once, namespaces, no_semantics
+from .interpret_tilings import moved_runs, tunable_moves
 from .interpret_verdicts import VMAPPED_SEMANTICS, reference_failure, reference_mismatch, semantics_dropped, upstream_failure, upstream_record
 from ..grid_order import call_grid, parallel_axes
 from ..intercept import RecordedCall, dimension_semantics
@@ -74,7 +77,7 @@ class Diagnosis:
     def __init__(self, task: Any, inputs: tuple[Any, ...], path: str, source: str, say: Callable[[str], None],
                  seed: int, one_core: bool) -> None:
         self.task, self.inputs, self.path, self.say, self.seed, self.one_core = task, inputs, path, say, seed, one_core
-        self.sites = CallSites(source, path)
+        self.sites, self.source = CallSites(source, path), source
         self.errors: list[dict[str, Any]] = []
         self.reruns: list[float] = []
         self.dropped = False  # dimension_semantics left out of every run (the interpreter cannot run them under vmap)
@@ -110,6 +113,8 @@ class Diagnosis:
         if not problems:
             if not self.one_core and (self.dropped or expected is None):
                 self._order_dependence(run, tolerance)
+            if expected is None:  # the one-core rerun too: a wrong tiling is wrong on every chip
+                self._tiling_dependence(run)
             if expected is not None:
                 self._poisoned(expected, tolerance)
             return self.done()
@@ -230,6 +235,27 @@ class Diagnosis:
             self.sites.traced = traced_kernel_lines(task.entry, self.inputs, self.path)
         for problem in problems:
             self.errors.append(result_record(problem, self.call, self.sites, self.path, cause, sem))
+
+    def _tiling_dependence(self, run: Run) -> None:
+        """No reference: the outputs at another tiling (``interpret_tilings``) against this run's."""
+        moves = tunable_moves(self.task)
+        if not moves or run.outputs is None:
+            return
+        said = ", ".join(f"{n} = {new}" for n, (_k, _old, new) in moves.items())
+        self.say(f"tier 3: {self.task.name} again at another tiling ({said}): no reference, so against itself")
+
+        def run_with(entry: Callable[..., Any]) -> Run:
+            kw: dict[str, Any] = {}
+            if self.one_core or self.dropped:
+                kw = {"cores": 1, "semantics": no_semantics if self.dropped else all_arbitrary}
+            rerun = interpret_once(entry, self.inputs, seed=self.seed, user_files=(self.path,),
+                                   modules=namespaces(self.task.entry), **kw)
+            self.reruns.append(rerun.seconds)
+            return rerun
+
+        found = moved_runs(run_with, run.outputs, moves, self.task)
+        if found is not None:
+            self.errors.append(tiling_record(found[0], found[1], self.call, self.path, self.source))
 
     def _order_dependence(self, run: Run, tolerance: Any) -> None:
         """A reduction axis marked "parallel" that the first run could not show (its semantics dropped

@@ -515,6 +515,33 @@ def order_record(problem: dict[str, Any], call: RecordedCall | None, sites: Call
     return _base("PLS304", sentence, path, where)
 
 
+def tiling_record(problem: dict[str, Any], moved: dict[str, tuple[str, int, int]], call: RecordedCall | None,
+                  path: str, source: str) -> dict[str, Any]:
+    """PLS303 when the entry's outputs at another tiling differ from its own (runner/tier3/interpret_tilings.py): at
+    the call, each moved block size's default a related place."""
+    from .interpret_tilings import tunable_line
+
+    values = ", ".join(f"{name} = {new} (the file's {old})" for name, (_k, old, new) in moved.items())
+    if problem["kind"] == "mismatch":
+        how = (f"{problem['count']:,} of {problem['size']:,} values differ from the run at the file's own block sizes "
+               f"(max abs difference {problem['max_abs']:.3g}; the tolerance, {problem.get('source') or 'relative'}")
+        how += ")"
+    else:
+        how = "some blocks come back NaN that the run at the file's own block sizes wrote"
+    sentence = (f"output {problem.get('index') or 0} depends on the tiling: with {values}, {how}. Both are block "
+                "sizes the entry accepts and there is no reference, so at most one of the two results is right: look "
+                "for a size written as a number where the block size was meant (a grid, an offset, a mask) and for a "
+                "step that exists at one tiling only (an init, a flush)")
+    places: list[tuple] = [(_call_line(call, path), None)]
+    for name in moved:
+        line = tunable_line(source, name)
+        if line is not None:
+            places.append((line, None, f"{name}'s default"))
+    if places[0][0] is None:
+        places = places[1:] or places
+    return _base("PLS303", sentence, path, places)
+
+
 def _explained(cause: Any, sites: CallSites, call_line: int | None, refs: Any, out_index: int,
                where: list[tuple]) -> tuple[list[tuple], str]:
     """Where a wrong-result record lands and what its sentence adds, for what the reruns found (``cause``)."""
