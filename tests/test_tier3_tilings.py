@@ -24,8 +24,9 @@ def line_of(name: str, snippet: str) -> int:
 
 def test_a_grid_divided_by_a_literal_differs_at_another_tiling():
     got = tier3("literal_grid.py")
-    assert [(f.code, f.severity) for f in got] == [("PLS303", "error")], [f.message for f in got]
+    assert [(f.code, f.severity) for f in got] == [("PLS303", "warning")], [f.message for f in got]
     message = got[0].message
+    assert "on v6e (1 TensorCore)" not in message, message  # wrong at one tiling on every chip: not a two-core matter
     assert "depends on the tiling: with bk = 128 (the file's 256)" in message, message
     assert "16 of 16 values differ" in message and "there is no reference" in message, message
     assert got[0].span.line + 1 == line_of("literal_grid.py", "return pl.pallas_call(")

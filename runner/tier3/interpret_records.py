@@ -529,9 +529,10 @@ def tiling_record(problem: dict[str, Any], moved: dict[str, tuple[str, int, int]
     else:
         how = "some blocks come back NaN that the run at the file's own block sizes wrote"
     sentence = (f"output {problem.get('index') or 0} depends on the tiling: with {values}, {how}. Both are block "
-                "sizes the entry accepts and there is no reference, so at most one of the two results is right: look "
-                "for a size written as a number where the block size was meant (a grid, an offset, a mask) and for a "
-                "step that exists at one tiling only (an init, a flush)")
+                "sizes the entry accepts and there is no reference, so unless this size is meant to change the numbers "
+                "(a quantization block), at most one of the two results is right: look for a size written as a number "
+                "where the block size was meant (a grid, an offset, a mask) and for a step that exists at one tiling "
+                "only (an init, a flush)")
     places: list[tuple] = [(_call_line(call, path), None)]
     for name in moved:
         line = tunable_line(source, name)
@@ -539,7 +540,7 @@ def tiling_record(problem: dict[str, Any], moved: dict[str, tuple[str, int, int]
             places.append((line, None, f"{name}'s default"))
     if places[0][0] is None:
         places = places[1:] or places
-    return _base("PLS303", sentence, path, places)
+    return _base("PLS303", sentence, path, places, severity="warning")  # a quantization block may differ by design
 
 
 def _explained(cause: Any, sites: CallSites, call_line: int | None, refs: Any, out_index: int,
