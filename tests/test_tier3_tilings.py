@@ -29,9 +29,25 @@ def test_a_grid_divided_by_a_literal_differs_at_another_tiling():
     assert "on v6e (1 TensorCore)" not in message, message  # wrong at one tiling on every chip: not a two-core matter
     assert "depends on the tiling: with bk = 128 (the file's 256)" in message, message
     assert "16 of 16 values differ" in message and "there is no reference" in message, message
-    assert got[0].span.line + 1 == line_of("literal_grid.py", "return pl.pallas_call(")
+    assert got[0].span.line + 1 == line_of("literal_grid.py", "k // 256"), "at the number written for bk"
+    assert "The number 256 at line" in message and "is bk's default written out" in message, message
     related = [(r.span.line + 1, r.message) for r in got[0].related]
     assert (line_of("literal_grid.py", "bk: int = 256"), "bk's default") in related, related
+    assert (line_of("literal_grid.py", "return pl.pallas_call("), "the pallas_call") in related, related
+
+
+def test_a_number_equal_to_a_block_size_is_named_only_when_it_is_the_one():
+    from pallasite.runner.tier3.interpret_tilings import written_out
+
+    text = (DATA / "literal_grid.py").read_text()
+    call = line_of("literal_grid.py", "return pl.pallas_call(")
+    moved = {"bk": ("keyword", 256, 128)}
+    assert written_out(text, call, moved) == (line_of("literal_grid.py", "k // 256"),
+                                              text.splitlines()[line_of("literal_grid.py", "k // 256") - 1].index("256"),
+                                              "bk")
+    two = text.replace("bm = 8", "bm = 256 // 32")  # a second 256 in the function: no single suspect
+    assert written_out(two, call, moved) is None
+    assert written_out(text, call, {"tm": ("keyword", 256, 128)}) is None  # not a name of that function
 
 
 @pytest.mark.parametrize("name", ["grid_from_block.py", "only_its_own_tiling.py"])

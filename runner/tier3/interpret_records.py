@@ -519,7 +519,7 @@ def tiling_record(problem: dict[str, Any], moved: dict[str, tuple[str, int, int]
                   path: str, source: str) -> dict[str, Any]:
     """PLS303 when the entry's outputs at another tiling differ from its own (runner/tier3/interpret_tilings.py): at
     the call, each moved block size's default a related place."""
-    from .interpret_tilings import tunable_line
+    from .interpret_tilings import tunable_line, written_out
 
     values = ", ".join(f"{name} = {new} (the file's {old})" for name, (_k, old, new) in moved.items())
     if problem["kind"] == "mismatch":
@@ -533,7 +533,14 @@ def tiling_record(problem: dict[str, Any], moved: dict[str, tuple[str, int, int]
                 "(a quantization block), at most one of the two results is right: look for a size written as a number "
                 "where the block size was meant (a grid, an offset, a mask) and for a step that exists at one tiling "
                 "only (an init, a flush)")
-    places: list[tuple] = [(_call_line(call, path), None)]
+    call_line = _call_line(call, path)
+    places: list[tuple] = [(call_line, None)]
+    literal = written_out(source, call_line, moved)
+    if literal is not None:
+        line, column, name = literal
+        sentence += (f". The number {moved[name][1]} at line {line} is {name}'s default written out: where {name} was "
+                     f"meant, it holds only at the file's own tiling")
+        places = [(line, column, None), (call_line, None, "the pallas_call")]
     for name in moved:
         line = tunable_line(source, name)
         if line is not None:

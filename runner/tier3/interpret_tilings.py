@@ -154,3 +154,31 @@ def tunable_line(source: str, name: str) -> int | None:
         elif isinstance(node, ast.Dict):
             entries += [key.lineno for key in node.keys if isinstance(key, ast.Constant) and key.value == name]
     return min(entries) if entries else None
+
+
+def written_out(source: str, call_line: int | None, moved: dict[str, tuple[str, int, int]]) -> tuple[int, int, str] | None:
+    """(line, column, name) of the one number in the function holding the call (``call_line``) that equals a moved
+    block size's default while that name is in scope there: a size written out where the block size was meant
+    (``grid=(m // bm, k // 256)`` with ``bk = 256``). None when there is none, or more than one to choose from."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    holder = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and call_line is not None \
+                and node.lineno <= call_line <= (node.end_lineno or node.lineno):
+            holder = node if holder is None or node.lineno > holder.lineno else holder
+    if holder is None:
+        return None
+    names = {arg.arg for arg in holder.args.args + holder.args.kwonlyargs}
+    defaults = {id(d) for d in holder.args.defaults + holder.args.kw_defaults if d is not None}
+    found = []
+    for name, (_kind, default, _new) in moved.items():
+        if name not in names:
+            continue
+        for node in ast.walk(holder):
+            if isinstance(node, ast.Constant) and type(node.value) is int and node.value == default \
+                    and id(node) not in defaults:
+                found.append((node.lineno, node.col_offset, name))
+    return found[0] if len(found) == 1 else None
