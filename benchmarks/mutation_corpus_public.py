@@ -117,14 +117,16 @@ def _earlier_tasks() -> dict[str, tuple[str, str]]:
     return out
 
 
-def harnesses() -> dict[str, tuple[str, str]]:
-    """This corpus's harness files by the file ids on their first line (``# harness for: <id> [<id> ...]``)."""
+def harnesses(folder: Path | None = None) -> dict[str, tuple[str, str]]:
+    """A corpus's harness files (this one's: ``HARNESSES``) by the file ids on their first line (``# harness for:
+    <id> [<id> ...]``): (text, where from)."""
+    folder = folder or HARNESSES
     out = {}
-    for p in sorted(HARNESSES.glob("*.py")):
+    for p in sorted(folder.glob("*.py")):
         text = p.read_text()
         m = re.match(r"#\s*harness for:\s*(.+)", text)
         for file_id in m.group(1).split() if m else ():
-            out[file_id] = (text, f"mutation_harnesses/{p.name}")
+            out[file_id] = (text, f"{folder.name}/{p.name}")
     return out
 
 

@@ -94,13 +94,7 @@ def revision(codebase: str, root: Path) -> str:
 
 
 def harnesses() -> dict[str, tuple[str, str]]:
-    out = {}
-    for p in sorted(HARNESSES.glob("*.py")):
-        text = p.read_text()
-        m = re.match(r"#\s*harness for:\s*(.+)", text)
-        for file_id in m.group(1).split() if m else ():
-            out[file_id] = (text, f"mutation_harnesses_v2/{p.name}")
-    return out
+    return v1.harnesses(HARNESSES)
 
 
 def files(roots: dict[str, Path]) -> list[File]:

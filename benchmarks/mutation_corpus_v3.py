@@ -28,6 +28,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import mutation_corpus_public as v1
 import mutation_corpus_v2 as v2
 from mutation_corpus_public import File
 
@@ -62,13 +63,7 @@ def revision(codebase: str, root: Path) -> str:
 
 
 def harnesses() -> dict[str, tuple[str, str]]:
-    out = {}
-    for p in sorted(HARNESSES.glob("*.py")):
-        text = p.read_text()
-        m = re.match(r"#\s*harness for:\s*(.+)", text)
-        for file_id in m.group(1).split() if m else ():
-            out[file_id] = (text, f"mutation_harnesses_v3/{p.name}")
-    return out
+    return v1.harnesses(HARNESSES)
 
 
 def has_reference(f: File) -> bool:

@@ -485,21 +485,22 @@ def choose(file_id: str, cls: str, found: list[Site], cap: int = CAP) -> list[Si
     return sorted(found, key=key)[:cap]
 
 
+def made(file_id: str, text: str, site: Site) -> str:
+    """The mutant's text; an edit that changes nothing or a text that does not parse is an error."""
+    new = mutations.apply(text, site.edits)
+    if new == text:
+        raise ValueError(f"{file_id}: {site.what}: the edit changes nothing")
+    try:
+        ast.parse(new)
+    except SyntaxError as exc:
+        raise ValueError(f"{file_id}: {site.what}: the mutant does not parse ({exc})") from None
+    return new
+
+
 def mutants(file_id: str, text: str, cap: int = CAP) -> list[tuple[Site, str]]:
     """The chosen sites of every class with the mutated text; a site whose text does not parse is an error."""
-    out = []
     found = sites(text)
-    for cls in CLASSES:
-        for site in choose(file_id, cls, found[cls], cap):
-            new = mutations.apply(text, site.edits)
-            if new == text:
-                raise ValueError(f"{file_id}: {site.what}: the edit changes nothing")
-            try:
-                ast.parse(new)
-            except SyntaxError as exc:
-                raise ValueError(f"{file_id}: {site.what}: the mutant does not parse ({exc})") from None
-            out.append((site, new))
-    return out
+    return [(site, made(file_id, text, site)) for cls in CLASSES for site in choose(file_id, cls, found[cls], cap)]
 
 
 def _catches(f: dict, cls: str) -> bool:

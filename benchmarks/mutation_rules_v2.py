@@ -154,19 +154,8 @@ def _cdiv_floor(ctx: v1._Ctx):
 
 def mutants(file_id: str, text: str, cap: int = CAP) -> list[tuple[Site, str]]:
     """The chosen sites of every class with the mutated text; a site whose text does not parse is an error."""
-    out = []
     found = sites(text)
-    for cls in CLASSES:
-        for site in v1.choose(file_id, cls, found[cls], cap):
-            new = mutations.apply(text, site.edits)
-            if new == text:
-                raise ValueError(f"{file_id}: {site.what}: the edit changes nothing")
-            try:
-                ast.parse(new)
-            except SyntaxError as exc:
-                raise ValueError(f"{file_id}: {site.what}: the mutant does not parse ({exc})") from None
-            out.append((site, new))
-    return out
+    return [(site, v1.made(file_id, text, site)) for cls in CLASSES for site in v1.choose(file_id, cls, found[cls], cap)]
 
 
 def _catches(f: dict, cls: str) -> bool:

@@ -22,11 +22,10 @@ Scoring (``score``, ``verified``): corpus v2's, unchanged; chips as there (v5p f
 
 from __future__ import annotations
 
-import ast
 import hashlib
 
+import mutation_rules as v1
 import mutation_rules_v2 as v2
-import mutations
 from mutation_rules import Site
 
 CAPS = (2, 3, 4)
@@ -58,11 +57,10 @@ def candidates(file_id: str, text: str, reach: set[int] | None, v2_corpus: bool)
 
 def _applies(text: str, site: Site) -> bool:
     try:
-        new = mutations.apply(text, site.edits)
-        ast.parse(new)
-    except (AssertionError, ValueError, SyntaxError):
+        v1.made("", text, site)
+    except (AssertionError, ValueError):  # mutations.apply asserts the line count
         return False
-    return new != text
+    return True
 
 
 def cap_for(per_file: list[dict[str, list[Site]]]) -> int:
@@ -75,15 +73,4 @@ def cap_for(per_file: list[dict[str, list[Site]]]) -> int:
 
 def mutants(file_id: str, text: str, found: dict[str, list[Site]], cap: int) -> list[tuple[Site, str]]:
     """The chosen sites of every class with the mutated text; a site whose text does not parse is an error."""
-    out = []
-    for cls in CLASSES:
-        for site in found[cls][:cap]:
-            new = mutations.apply(text, site.edits)
-            if new == text:
-                raise ValueError(f"{file_id}: {site.what}: the edit changes nothing")
-            try:
-                ast.parse(new)
-            except SyntaxError as exc:
-                raise ValueError(f"{file_id}: {site.what}: the mutant does not parse ({exc})") from None
-            out.append((site, new))
-    return out
+    return [(site, v1.made(file_id, text, site)) for cls in CLASSES for site in found[cls][:cap]]
