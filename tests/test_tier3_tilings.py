@@ -85,3 +85,33 @@ def test_tuned_params_entries_move_on_the_module_and_come_back():
         assert module.entry(None) == 512 and module.TUNED_PARAMS == {"block_q": 512, "causal": 1}
     finally:
         del sys.modules[module.__name__]
+
+
+def test_moved_runs_name_the_one_value_and_stop_at_the_limit():
+    import numpy as np
+
+    from pallasite.runner.tier3 import interpret_tilings as tilings
+
+    own = (np.arange(6, dtype=np.float32),)
+
+    def entry(x, *, bq: int = 128, bk: int = 256):
+        return x
+
+    task = types.SimpleNamespace(entry=entry, tunables={})
+    moves = tilings.tunable_moves(task)
+    seen = []
+
+    def run_with(fn):  # the combined move fails; bq alone agrees; bk alone differs
+        kw = fn.keywords
+        seen.append(dict(kw))
+        if len(kw) == 2:
+            return types.SimpleNamespace(error=RuntimeError("block too small"), races=[], outputs=None)
+        out = own[0] + (1.0 if "bk" in kw else 0.0)
+        return types.SimpleNamespace(error=None, races=[], outputs=(out,))
+
+    problem, named = tilings.moved_runs(run_with, own, moves, task)
+    assert named == {"bk": ("keyword", 256, 128)} and problem["count"] == 6
+    assert seen == [{"bq": 64, "bk": 128}, {"bq": 64}, {"bk": 128}]
+    seen.clear()
+    assert tilings.moved_runs(lambda fn: run_with(fn) if len(fn.keywords) == 2 else types.SimpleNamespace(
+        error=TimeoutError("past its limit"), races=[], outputs=None), own, moves, task) is None

@@ -25,7 +25,7 @@ from .interpret_compare import compare, tolerance_for
 from .interpret_poison import poison_for
 from .interpret_records import START, CallSites, dma_lines, dma_order_record, exception_record, first_user_call, kernel_lines, order_record, race_record, result_record, semantics_disagreement, tiling_record
 from .interpret_run import Run, all_arbitrary, interpret_once, namespaces, no_semantics
-from .interpret_tilings import moved_runs, tunable_moves
+from .interpret_tilings import TILING_SKIP_AFTER_S, moved_runs, tunable_moves
 from .interpret_verdicts import VMAPPED_SEMANTICS, reference_failure, reference_mismatch, semantics_dropped, upstream_failure, upstream_record
 from ..grid_order import call_grid, parallel_axes
 from ..intercept import RecordedCall, dimension_semantics
@@ -241,6 +241,9 @@ class Diagnosis:
         moves = tunable_moves(self.task)
         if not moves or run.outputs is None:
             return
+        if run.seconds > TILING_SKIP_AFTER_S:  # the moved runs would take the worker's time from the rest
+            self.say(f"tier 3: {self.task.name} not run at another tiling: its run took {run.seconds:.0f} s")
+            return
         said = ", ".join(f"{n} = {new}" for n, (_k, _old, new) in moves.items())
         self.say(f"tier 3: {self.task.name} again at another tiling ({said}): no reference, so against itself")
 
@@ -249,7 +252,7 @@ class Diagnosis:
             if self.one_core or self.dropped:
                 kw = {"cores": 1, "semantics": no_semantics if self.dropped else all_arbitrary}
             rerun = interpret_once(entry, self.inputs, seed=self.seed, user_files=(self.path,),
-                                   modules=namespaces(self.task.entry), **kw)
+                                   modules=namespaces(self.task.entry), time_limit_s=max(15.0, 4 * run.seconds), **kw)
             self.reruns.append(rerun.seconds)
             return rerun
 

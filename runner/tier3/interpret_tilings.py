@@ -11,7 +11,8 @@ from a constant, an init or a flush on a step that exists only at one tiling).
 
 ``moved_runs`` makes at most ``MAX_RUNS`` runs: every value moved at once, then (when that run fails, or to name
 the one responsible) one value at a time. A moved value the entry rejects (an assert, a shape that no longer
-divides) is a tiling it does not take: no finding.
+divides) is a tiling it does not take: no finding. An entry whose own run took over ``TILING_SKIP_AFTER_S`` is not
+run again, and each moved run has a time limit, so the comparison never takes a worker's time from the rest.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from ...analysis.types import BLOCK_SIZE_NAME
 from .interpret_compare import Tolerance, compare
 
 MAX_RUNS = 3  # interpret runs spent on other tilings at most
+TILING_SKIP_AFTER_S = 30.0  # an entry whose own run took longer is not run at other tilings (each moved run: at
+#   most four times the own run's time, 15 s at least; one past it is a tiling that did not run)
 # a reordered float sum stays within these (relative; atol is taken relative to the largest output)
 TILING_TOLERANCES = {"float64": 1e-6, "float32": 1e-3, "float16": 5e-3, "bfloat16": 5e-2}
 
