@@ -524,8 +524,7 @@ def tiling_record(problem: dict[str, Any], moved: dict[str, tuple[str, int, int]
     values = ", ".join(f"{name} = {new} (the file's {old})" for name, (_k, old, new) in moved.items())
     if problem["kind"] == "mismatch":
         how = (f"{problem['count']:,} of {problem['size']:,} values differ from the run at the file's own block sizes "
-               f"(max abs difference {problem['max_abs']:.3g}; the tolerance, {problem.get('source') or 'relative'}")
-        how += ")"
+               f"(max abs difference {problem['max_abs']:.3g}; the tolerance, {problem.get('source') or 'relative'})")
     else:
         how = "some blocks come back NaN that the run at the file's own block sizes wrote"
     sentence = (f"output {problem.get('index') or 0} depends on the tiling: with {values}, {how}. Both are block "
