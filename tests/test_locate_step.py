@@ -34,6 +34,7 @@ PLANTED = {
     "scale_in_helper": (17, "head_dim ** -0.5", "head_dim ** 0.5"),  # a helper neither kernel nor wrapper
     "grid_no_cdiv": (23, "pl.cdiv(n, ROWS)", "n // ROWS"),
     "when_inverted": (14, "pl.program_id(2) == 0", "pl.program_id(2) != 0"),
+    "when_in_dispatched_helper": (26, "pl.program_id(2) == 0", "pl.program_id(2) != 0"),  # the body named, not called
     "index_map_swap": (26, "(i, j)", "(j, i)"),
     "length_mask_off": (23, "col < lengths_ref[b]", "col <= lengths_ref[b]"),  # wrong only with dead inputs poisoned
 }
@@ -71,6 +72,28 @@ def test_kernel_lines_the_traced_run_never_reached_get_no_edit():
     edits = locate_edits.candidate_edits(text, call, None, 2, reached, locate_edits.Signals())
     assert not [e for e in edits if e.line == 19]
     assert [e for e in edits if e.line == 17]
+
+
+def test_a_helper_the_kernel_names_is_edited_unless_the_run_never_reached_it():
+    text = (DATA / "when_in_dispatched_helper.py").read_text()
+    call = _call_line(text)
+    reached = frozenset(range(14, 17)) | frozenset(range(25, 35))  # the kernel and _accumulate_step, not _single_step
+    edits = locate_edits.candidate_edits(text, call, None, 3, reached, locate_edits.Signals())
+    assert [e for e in edits if e.line == 26 and e.new == "pl.program_id(2) == 0"]
+    assert not [e for e in edits if 19 <= e.line <= 22]
+    everything = locate_edits.candidate_edits(text, call, None, 3, None, locate_edits.Signals())
+    assert [e for e in everything if e.line == 20]  # no trace known: every named helper is a candidate
+
+
+def test_an_init_that_accumulates_over_several_lines_is_written_as_an_assignment():
+    text = (DATA / "when_inverted.py").read_text().replace("pl.program_id(2) != 0", "pl.program_id(2) == 0")
+    text = text.replace("acc_ref[...] = jnp.zeros_like(acc_ref)",
+                        "acc_ref[...] += jnp.zeros(\n            acc_ref.shape, jnp.float32\n        )")
+    edits = locate_edits.candidate_edits(text, _call_line(text), None, 3, None, locate_edits.Signals(nan=True))
+    (init,) = [e for e in edits if e.kind == "init" and e.line == 16]
+    edited = locate_edits.apply(text, init)
+    assert "acc_ref[...] = jnp.zeros(\n" in edited and "+= jnp.zeros" not in edited
+    assert edited.count("\n") == text.count("\n")
 
 
 def _worker_locate(name: str) -> messages.LocatedEntry:

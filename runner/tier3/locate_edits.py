@@ -168,8 +168,10 @@ def enclosing_function(tree: ast.Module, node: ast.AST) -> ast.FunctionDef | Non
     return best
 
 
-def _helpers(tree: ast.Module, kernel: ast.AST) -> list[ast.FunctionDef]:
-    """The module-level functions of the file the kernel calls by name (two steps deep)."""
+def _helpers(tree: ast.Module, kernel: ast.AST, traced: frozenset[int] | None = None) -> list[ast.FunctionDef]:
+    """The module-level functions of the file the kernel names (two steps deep): called by name, or named
+    where a call takes it (``body = _step if n == 1 else _steps; body(...)``, a ``functools.partial``).
+    With ``traced`` known, a helper none of whose lines the run reached is left out (the body not taken)."""
     top = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     out: list[ast.FunctionDef] = []
     todo = [kernel]
@@ -177,13 +179,16 @@ def _helpers(tree: ast.Module, kernel: ast.AST) -> list[ast.FunctionDef]:
         nxt = []
         for fn in todo:
             for node in ast.walk(fn):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                    helper = top.get(node.func.id)
-                    if helper is not None and helper is not kernel and helper not in out:
-                        out.append(helper)
-                        nxt.append(helper)
+                helper = top.get(node.id) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else None
+                if helper is not None and helper is not kernel and helper not in out and _reached(helper, traced):
+                    out.append(helper)
+                    nxt.append(helper)
         todo = nxt
     return out
+
+
+def _reached(fn: ast.FunctionDef, traced: frozenset[int] | None) -> bool:
+    return traced is None or any(line in traced for line in range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
 
 
 # --------------------------------------------------------------------------- the edits
@@ -206,7 +211,7 @@ def candidate_edits(text: str, call_line: int, kernel_line: int | None, grid_ran
     wrapper = enclosing_function(tree, call)
     if kernel is not None:
         ctx.slice_lines = output_slice(kernel, (signals or Signals()).output, n_inputs)
-        for fn in [kernel, *_helpers(tree, kernel)]:
+        for fn in [kernel, *_helpers(tree, kernel, traced)]:
             _kernel_edits(ctx, fn)
     _call_edits(ctx, call, wrapper)
     _scales_elsewhere(ctx, tree)
@@ -292,7 +297,8 @@ def _init_accumulates(ctx: _Ctx, block: ast.AST) -> None:
             target, value = ctx.seg(stmt.target), ctx.seg(stmt.value)
             if target and value:
                 ctx.add(stmt, f"{target} = {value}", "init", "when",
-                        f"`{_short(target)} += ...` -> `{_short(target)} = ...` (the first step's init accumulates)")
+                        f"`{_short(target)} += ...` -> `{_short(target)} = ...` (the first step's init accumulates)",
+                        lines=True)  # a value written over several lines keeps them
 
 
 def _init_missing(ctx: _Ctx, block: ast.FunctionDef, kernel: ast.AST) -> None:
