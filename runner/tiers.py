@@ -174,7 +174,12 @@ def lower_for_topology(fn: Callable[..., Any], args: tuple[Any, ...], target: st
         args,
         is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"),
     )
-    with jax.default_device(dev):
+    if any(isinstance(a, jax.ShapeDtypeStruct) for a in jax.tree.leaves(placed)):
+        # the inputs' sharding names the device: values the trace computes eagerly (``jax.ensure_compile_time_eval``)
+        # run on the host's CPU, not on a topology device that cannot execute ("'Executable' object has no
+        # attribute 'local_devices'")
+        return jax.jit(fn).trace(*placed).lower()
+    with jax.default_device(dev):  # no array input to say it
         return jax.jit(fn).trace(*placed).lower()
 
 

@@ -134,3 +134,11 @@ def test_compiler_only_cases_are_located_the_same_on_other_chips(shared_client, 
     case = CASES[name]
     assert _compiler_errors(report) == [(case["code"], case["line"])], [f.message for f in report.findings]
     assert {f.chip for f in report.findings if f.severity == "error"} == {target}
+
+
+def test_a_value_the_wrapper_computes_eagerly_while_traced_lowers_and_compiles(check):
+    report = check(os.path.join(CORPUS, "compile_time_eval_clean.py"), (0, 1, 2))
+    assert [(f.code, f.message) for f in report.findings if f.severity == "error"] == []
+    (verdict,) = report.kernels
+    assert dict(verdict.tiers)[1] == "ok"
+    assert dict(verdict.tiers)[2] == ("ok" if HAS_LIBTPU else dict(verdict.tiers)[2])
