@@ -285,6 +285,7 @@ class FileReport:
     wrong_outputs: tuple[str, ...] = ()  # entries whose tier-3 outputs were wrong, NaN or unwritten, or whose run
     #   failed with an error (the locate step's)
     failed_at: tuple[tuple[str, int], ...] = ()  # of those, the ones whose run failed: (entry, 1-based line tier 3 said)
+    uninitialized: tuple[str, ...] = ()  # of those, the ones whose NaN tier 3 found computed from memory never written
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,7 @@ class Checker:
         findings: list[Finding] = []
         notes: list[str] = []
         learned: list[Any] = []  # what the run learned per pallas_call (TracedCall, engine/findings/reach.py)
-        wrong: dict[str, int | None] = {}  # entries whose tier-3 outputs were wrong, or whose run failed at a line
+        wrong = locate_step.WrongOutputs()  # entries whose tier-3 outputs were wrong, or whose run failed at a line
         # (engine/findings/locate_step.py)
         if analysis is None:
             analysis = analyze(text, path, target=self.options.target, scoped_vmem=scoped_vmem(self.options.target))
@@ -239,9 +239,8 @@ class Checker:
             kernels=tuple(v.freeze() for v in verdicts),
             notes=tuple(dict.fromkeys(notes)),
             calls=tuple(learned),
-            wrong_outputs=tuple(wrong),
-            failed_at=tuple((name, line) for name, line in wrong.items() if line is not None),
         )
+        report = wrong.into(report)
         if self.options.locate and not self.untrusted and report.wrong_outputs:
             report = await self.locate(report, text, on_progress=on_progress, analysis=analysis)
         return report
@@ -372,7 +371,7 @@ class Checker:
         findings.extend(never_ran.never_ran_findings(text, analysis.sites, never_ran.ran_lines(result.entries),
                                                      never_ran.kernel_def_lines(result.entries)))
         if wrong is not None:
-            wrong.update(locate_step.wrong_output_entries(located.by_entry))
+            wrong.add(located.by_entry)
         findings.extend(located.findings)
         notes.extend(located.notes)
         notes.extend(_memory_note(name, figures, self.options.target) for name, figures in located.memory.items())

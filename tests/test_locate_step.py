@@ -191,6 +191,39 @@ def test_a_failed_locate_request_leaves_the_findings_and_says_so():
     assert out.findings == report.findings and "stopped before it answered (ran past 120 s)" in out.notes[-1]
 
 
+def test_nan_computed_from_memory_never_written_is_asked_about_with_the_init_edits_first():
+    import asyncio
+
+    from pallasite.analysis.codes import NAN_COMPUTED
+
+    computed = Finding(code="PLS303", message=f"output 0: 8 of 8 blocks come back NaN ...; {NAN_COMPUTED}: ...",
+                       span=Span(30, 4, 30, 9), tier=3, kernel="k")
+    unwritten = Finding(code="PLS303", message="output 0: 2 of 8 blocks come back NaN; no grid step writes these",
+                        span=Span(30, 4, 30, 9), tier=3, kernel="k")
+    wrong = client_step.WrongOutputs()
+    wrong.add({"a": [computed], "b": [unwritten]})
+    report = wrong.into(FileReport(path="k.py", findings=(computed, unwritten)))
+    assert report.wrong_outputs == ("a", "b") and report.uninitialized == ("a",) and report.failed_at == (("a", 31), ("b", 31))
+    asked = []
+
+    async def request(params, timeout_s):
+        asked.append(params)
+        return None
+
+    asyncio.run(client_step.locate_report(request, report, "", "v6e", 60.0))
+    assert asked[0].uninitialized == ("a",)
+    # the worker ranks a first step's init (and a pl.when condition) above the grid's cdiv for such NaN
+    text = (DATA / "when_in_dispatched_helper.py").read_text()
+    plain = locate_edits.candidate_edits(text, _call_line(text), None, 3, None, locate_edits.Signals(nan=True))
+    told = locate_edits.candidate_edits(text, _call_line(text), None, 3, None,
+                                        locate_edits.Signals(nan=True, uninitialized=True))
+    assert plain[0].kind == "cdiv" and told[0].role == "when"
+    text = (DATA / "init_missing.py").read_text()
+    told = locate_edits.candidate_edits(text, _call_line(text), None, 3, None,
+                                        locate_edits.Signals(nan=True, uninitialized=True))
+    assert told[0].kind == "init"
+
+
 # --------------------------------------------------------------------------- a run that fails: located too
 
 

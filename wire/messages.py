@@ -675,6 +675,9 @@ class LocateParams:
     # wait) or, for wrong outputs, where it placed them (a dimension_semantics entry, an init's place, the
     # pallas_call): (entry, 1-based line); edits at or next to that line are tried first
     failed_at: tuple[tuple[str, int], ...] = ()
+    # the entries whose NaN outputs tier 3 found computed from memory never written (an accumulator not reset on
+    # the first step): an init's edits are tried first
+    uninitialized: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

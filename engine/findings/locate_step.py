@@ -25,8 +25,10 @@ answer into findings:
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
+from ...analysis.codes import NAN_COMPUTED
 from ...analysis.types import FileReport, Finding, Fix, Related, Span, TextEdit
 from ...wire.messages import LocatedEntry, LocateParams, LocateResult, SourceEdit
 
@@ -52,6 +54,31 @@ def wrong_output_entries(by_entry: Mapping[str, Sequence[Finding]]) -> dict[str,
     return out
 
 
+def uninitialized_entries(by_entry: Mapping[str, Sequence[Finding]]) -> set[str]:
+    """The entries whose tier-3 error says their NaN outputs were computed from memory never written (an
+    accumulator not reset on the first step): the step tries an init's edits first."""
+    return {name for name, found in by_entry.items() if any(_is_wrong_output(f) and NAN_COMPUTED in f.message
+                                                            for f in found)}
+
+
+@dataclass
+class WrongOutputs:
+    """What a check's tier-3 runs found to locate: entry -> the line tier 3 said it at (``wrong_output_entries``),
+    and the entries whose NaN was computed from memory never written."""
+
+    lines: dict[str, int | None] = field(default_factory=dict)
+    uninitialized: set[str] = field(default_factory=set)
+
+    def add(self, by_entry: Mapping[str, Sequence[Finding]]) -> None:
+        self.lines.update(wrong_output_entries(by_entry))
+        self.uninitialized |= uninitialized_entries(by_entry)
+
+    def into(self, report: FileReport) -> FileReport:
+        return dataclasses.replace(report, wrong_outputs=tuple(self.lines), failed_at=tuple(
+            (name, line) for name, line in self.lines.items() if line is not None),
+            uninitialized=tuple(sorted(self.uninitialized & set(self.lines))))
+
+
 def _is_wrong_output(f: Finding) -> bool:
     return f.tier == 3 and f.code in LOCATE_CODES + FAILURE_CODES and f.severity == "error"
 
@@ -69,7 +96,8 @@ async def locate_report(request: Callable[[LocateParams, float], Awaitable[Any]]
     if not entries:
         return report
     params = LocateParams(source=sources_for(report.path, text), chip=target, entries=tuple(entries),
-                          budget_s=float(budget_s), fresh_sets=FRESH_SETS, failed_at=report.failed_at)
+                          budget_s=float(budget_s), fresh_sets=FRESH_SETS, failed_at=report.failed_at,
+                          uninitialized=report.uninitialized)
     reply = await request(params, timeout_for(budget_s, len(entries)))
     if getattr(reply, "status", None) != "ok" or not isinstance(reply.result, LocateResult):
         why = getattr(reply, "message", "") or getattr(reply, "status", "no reply")

@@ -16,6 +16,7 @@ import os
 import re
 from typing import Any
 
+from ...analysis.codes import NAN_COMPUTED
 from .. import errors as errors_mod
 from . import interpret_places as places
 from . import missing_places
@@ -567,7 +568,7 @@ def _explained(cause: Any, sites: CallSites, call_line: int | None, refs: Any, o
         line = sites.keyword_line(call_line, "scratch_shapes")
         found = missing_places.uninitialized_places(refs, line[0] if line else None)
         where = found or ([line] if line else where)
-        explain = ("; the NaN is computed, not left over: the kernel reads memory it never wrote, such as an "
+        explain = (f"; {NAN_COMPUTED}: the kernel reads memory it never wrote, such as an "
                    "accumulator or scratch buffer not reset on the first step of the reduction"
                    + (f" ({found[0][2]})" if found else " (the scratch buffers are marked)" if line else ""))
     elif cause and cause[0] == "unwritten":

@@ -79,7 +79,8 @@ class Signals:
     ``failure`` "deadlock", "bounds" (an out-of-bounds read or DMA), "block" (an index map names a block
     past the array: its grid, its index map), "error", or "poisoned" (right with random inputs, wrong with
     the inputs the reference never reads poisoned: a mask or a bound), ``failed_line`` where tier 3
-    said it (1-based; None: unknown)."""
+    said it (1-based; None: unknown). ``uninitialized``: tier 3 found the NaN computed from memory the kernel
+    never wrote (an accumulator not reset on the first step), so an init's edits come first."""
 
     nan: bool = False
     fraction: float = 1.0
@@ -87,6 +88,7 @@ class Signals:
     output: int = 0
     failure: str = ""
     failed_line: int | None = None
+    uninitialized: bool = False
 
 
 @dataclass
@@ -735,6 +737,7 @@ _POISONED = {"comparison": 10, "off-by-one": 9, "operand": 6, "cdiv": 5, "when":
 _FAILURES = {"deadlock": _DEADLOCK, "bounds": _BOUNDS, "block": _BLOCK, "error": _ERROR, "poisoned": _POISONED}
 _BLOCK_ROLE = {"index_map": 3.0, "grid": 2.0, "block": 1.0, "wrapper": 1.0, "kernel": -3.0, "when": -3.0}
 NEAR_FAILURE, NEXT_TO_FAILURE = 6, 2  # an edit at the line tier 3 said the run failed at (or next to it): tried early
+UNINITIALIZED_INIT, UNINITIALIZED_WHEN = 2.0, 2.0  # tier 3 saw memory read before any write (``Signals``)
 _ROLE = {"when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5, "out_shape": 0.3,
          "wrapper": 0.3, "scratch": 0.2, "block": 0.0}
 
@@ -752,6 +755,8 @@ def order_edits(edits: list[Edit], signals: Signals, slice_lines: set[int] = fro
             score += NEXT_TO_FAILURE
         if signals.dtype and e.kind == "dtype":
             score += 6
+        if signals.uninitialized:  # memory read before any write: the first step's init, or a pl.when's condition
+            score += UNINITIALIZED_INIT * (e.kind == "init") + UNINITIALIZED_WHEN * (e.role == "when")
         in_slice = e.line in slice_lines
         if in_slice:
             score += 2

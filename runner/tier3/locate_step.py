@@ -199,7 +199,8 @@ class Step:
             else None
         said = dict(self.params.failed_at).get(self.task.name)
         return locate_edits.candidate_edits(self.text, call.line, kernel_line, len(grid), traced,
-                                            signals(base.problems, base.failure_kind, said, base.poison is not None),
+                                            signals(base.problems, base.failure_kind, said, base.poison is not None,
+                                                    self.task.name in self.params.uninitialized),
                                             call.kernel_name,
                                             _inputs_count(call))
 
@@ -416,9 +417,10 @@ def _floating(a: Any) -> bool:
 
 
 def signals(problems: list[dict[str, Any]], failure_kind: str = "", line: int | None = None,
-            poisoned: bool = False) -> locate_edits.Signals:
+            poisoned: bool = False, uninitialized: bool = False) -> locate_edits.Signals:
     """What the wrong outputs look like, or how the run failed and where tier 3 said so, for ranking the edits
-    (``poisoned``: wrong only with the inputs the reference never reads poisoned: a mask or bound)."""
+    (``poisoned``: wrong only with the inputs the reference never reads poisoned: a mask or bound;
+    ``uninitialized``: tier 3 found the NaN computed from memory never written, not left over)."""
     if poisoned:
         return locate_edits.Signals(failure="poisoned")
     if failure_kind:
@@ -428,7 +430,8 @@ def signals(problems: list[dict[str, Any]], failure_kind: str = "", line: int | 
     fraction = max((p["count"] / max(1, p["size"]) for p in mismatch), default=1.0)
     first = next((p for p in problems if p.get("index") is not None), None)
     return locate_edits.Signals(nan=nan, fraction=fraction, dtype=any(p["kind"] == "dtype" for p in problems),
-                                output=int(first["index"]) if first else 0, failed_line=line)
+                                output=int(first["index"]) if first else 0, failed_line=line,
+                                uninitialized=uninitialized and nan)
 
 
 def hair_miss(found: list[dict[str, Any]], outputs: Any, expected: Any, tolerance: Any, size: int) -> bool:
