@@ -441,6 +441,22 @@ def test_a_missing_first_step_init_is_inserted_and_verified():
     assert answer.state == "fixed" and answer.fix.line == 19 and answer.verified_sets == 3, (answer.reason, answer.tried)
 
 
+def test_a_missing_init_writes_the_slot_the_blocks_own_inits_write_and_is_verified():
+    from pallasite.runner.tier3.locate_step import handle_locate
+
+    path = DATA / "init_missing_slot.py"
+    text = path.read_text()
+    edits = locate_edits.candidate_edits(text, _call_line(text), None, 2, None,
+                                         locate_edits.Signals(nan=True, uninitialized=True))
+    inits = [e.new.split("\n")[0] for e in edits if e.kind == "init"]
+    assert inits[:2] == ["acc_ref[h] = jnp.zeros_like(acc_ref[h])", "acc_ref[...] = jnp.zeros_like(acc_ref)"]
+    source = messages.Sources(messages.SourceFile(str(path), text))
+    (answer,) = handle_locate(messages.LocateParams(source=source, chip="v6e", budget_s=120,
+                                                    uninitialized=("head_logsumexp",))).entries
+    assert answer.state == "fixed" and answer.fix.line == 23, (answer.reason, answer.tried)
+    assert answer.fix.new_text.startswith("acc_ref[h] = jnp.zeros_like(acc_ref[h])\n")
+
+
 def test_a_fix_for_a_finding_tier_0_already_placed_is_hosted_by_it():
     # tier 3's NaN was folded into tier 0's PLS018 at the first-step block (line 17): the verified fix joins it
     from pallasite.engine.findings.agreement import agreement_message

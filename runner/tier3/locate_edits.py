@@ -20,7 +20,8 @@ authors make, generated from the file's source for the statements that can touch
 - a scale's exponent negated (``d ** 0.5`` -> ``d ** -0.5``), a reciprocal taken or dropped
   (``1 / x`` -> ``x``), ``sqrt`` and ``rsqrt`` exchanged;
 - a ``+=`` in a first-step ``pl.when`` block written ``=`` (an init that accumulates); an accumulator the
-  first-step block leaves out initialized there (zeros, or -inf for a running max ``m``);
+  first-step block leaves out initialized there (zeros, or -inf for a running max ``m``; at the index the
+  block's own inits write, then whole);
 - a ``dimension_semantics`` entry "parallel" made "arbitrary";
 - a scratch dim written as a number doubled (a double buffer declared with one slot).
 
@@ -305,10 +306,14 @@ def _init_accumulates(ctx: _Ctx, block: ast.AST) -> None:
 
 def _init_missing(ctx: _Ctx, block: ast.FunctionDef, kernel: ast.AST) -> None:
     """A first-step block that initializes some accumulators and not another: the missing init inserted before
-    its first statement (``X[...] = jnp.zeros_like(X)``, or ``-inf`` for a running max named ``m``). Candidates:
-    the kernel's refs read and written with ``[...]`` outside the block (an accumulator) that the block does not
-    write."""
-    written = {_ref_name(t) for s in ast.walk(block) for t in getattr(s, "targets", [getattr(s, "target", None)])}
+    its first statement (zeros, or ``-inf`` for a running max named ``m``). Candidates: the kernel's refs read
+    and written with a subscript outside the block (an accumulator) that the block does not write. Where the
+    block's own inits write one index (``acc[h] = ...``: a slot per head) the inserted one writes that index too,
+    and the whole ref after it; a ref whose name ends as the block's own do (``acc_scratch_ref`` beside
+    ``l_scratch_ref``) comes first, another (a step counter in SMEM) is kind ``init-other``, tried later."""
+    targets = [t for st in block.body for t in getattr(st, "targets", [getattr(st, "target", None)])
+               if isinstance(t, ast.Subscript) and _ref_name(t)]
+    written = {_ref_name(t) for t in targets}
     outside = [n for n in ast.walk(kernel) if isinstance(n, ast.Subscript) and _ref_name(n)
                and not (block.lineno <= n.lineno <= (block.end_lineno or block.lineno))]
     stored = {_ref_name(n) for n in outside if isinstance(n.ctx, ast.Store)}
@@ -317,11 +322,18 @@ def _init_missing(ctx: _Ctx, block: ast.FunctionDef, kernel: ast.AST) -> None:
     if first is None or not ctx.seg(first):
         return
     indent = " " * first.col_offset
-    for name in sorted((stored & loaded) - written - {None}):
-        value = (f"jnp.full_like({name}, -jnp.inf)" if name.split("_")[0] in ("m", "max") else f"jnp.zeros_like({name})")
-        value = value.replace("jnp.", f"{ctx.np_name}.")
-        ctx.add(first, f"{name}[...] = {value}\n{indent}{ctx.seg(first)}", "init", "when",
-                f"`{name}` initialized on the first step (`{name}[...] = {value}` added)", lines=True)
+    slots = {ctx.seg(t.slice) for t in targets} - {"...", ""}
+    index = slots.pop() if len(slots) == 1 else None  # the one index the block's own inits write
+    endings = {name.split("_", 1)[-1] for name in written if "_" in name}
+    missing = sorted((stored & loaded) - written - {None}, key=lambda n: n.split("_", 1)[-1] not in endings)
+    for name in missing:
+        kind = "init" if not endings or name.split("_", 1)[-1] in endings else "init-other"
+        for at in ([f"{name}[{index}]"] if index else []) + [name]:
+            value = (f"jnp.full_like({at}, -jnp.inf)" if name.split("_")[0] in ("m", "max") else f"jnp.zeros_like({at})")
+            value = value.replace("jnp.", f"{ctx.np_name}.")
+            target = at if at != name else f"{name}[...]"
+            ctx.add(first, f"{target} = {value}\n{indent}{ctx.seg(first)}", kind, "when",
+                    f"`{name}` initialized on the first step (`{target} = {value}` added)", lines=True)
 
 
 def _ref_name(node: ast.AST | None) -> str | None:
@@ -748,7 +760,8 @@ def order_edits(edits: list[Edit], signals: Signals, slice_lines: set[int] = fro
     near = signals.failed_line
     scored = []
     for e in edits:
-        score = table.get(e.kind, 3) + (_BLOCK_ROLE if signals.failure == "block" else _ROLE).get(e.role, 0.0)
+        other = e.kind.endswith("-other")  # a less likely edit of its family
+        score = table.get(e.kind.removesuffix("-other"), 3) - 2 * other + (_BLOCK_ROLE if signals.failure == "block" else _ROLE).get(e.role, 0.0)
         if near is not None and e.line <= near <= e.end_line:
             score += NEAR_FAILURE
         elif near is not None and e.line - 1 <= near <= e.end_line + 1:
