@@ -90,7 +90,7 @@ def scalar_prefetch(call: Any) -> int:
 
 def block_buffers(call: Any) -> list[dict[str, Any]]:
     """The VMEM buffers one recorded pallas_call needs per grid step: each input and output block
-    (pipelined, so double-buffered) and each VMEM scratch buffer, with shape, dtype and bytes.
+    (pipelined, so double-buffered; with its array's shape) and each VMEM scratch buffer, with shape, dtype and bytes.
     Blocks of operands left in HBM/ANY memory, or whose shape is unknown, are not counted."""
     import math
 
@@ -114,7 +114,8 @@ def block_buffers(call: Any) -> list[dict[str, Any]]:
         dims = [d if isinstance(d, int) else 1 for d in shape]  # None / Squeezed dims hold one element
         itemsize = np.dtype(array.dtype).itemsize
         out.append({"role": role, "index": index, "shape": [d if isinstance(d, int) else None for d in shape],
-                    "dtype": str(np.dtype(array.dtype)), "bytes": math.prod(dims) * itemsize, "buffers": 2})
+                    "dtype": str(np.dtype(array.dtype)), "bytes": math.prod(dims) * itemsize, "buffers": 2,
+                    "array": [int(d) for d in array.shape]})
 
     for role, specs, arrays in (("in_specs", ins, operands), ("out_specs", outs, results)):
         specs = specs if isinstance(specs, (list, tuple)) else ([specs] if specs is not None else [])

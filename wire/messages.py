@@ -410,6 +410,7 @@ class BlockBuffer:
     dtype: str
     bytes: int
     buffers: int  # 2: a pipelined (double-buffered) block; 1: scratch
+    array: tuple[int, ...] | None = None  # a block's array shape (None: scratch, or not sent)
 
 
 @dataclass(frozen=True)
@@ -807,7 +808,9 @@ def _reached_from_plain(reached: Any) -> tuple[ReachedCall, ...] | None:
                              vmem_bytes=int(r.get("vmem_bytes") or 0),
                              buffers=tuple(BlockBuffer(role=str(b["role"]), index=int(b["index"]),
                                                        shape=tuple(b["shape"]), dtype=str(b["dtype"]),
-                                                       bytes=int(b["bytes"]), buffers=int(b["buffers"]))
+                                                       bytes=int(b["bytes"]), buffers=int(b["buffers"]),
+                                                       array=tuple(int(d) for d in b["array"]) if b.get("array")
+                                                       else None)
                                            for b in r.get("buffers") or ()),
                              origins={str(k): tuple(tuple(int(n) for n in p) for p in v)
                                       for k, v in (r.get("origins") or {}).items()},

@@ -28,7 +28,7 @@ from ...wire.messages import CheckResult
 
 from .figures import shape_cast_sentence
 from .grid_step import to_grid_entry, to_grid_entry_from_table
-from .odd_declaration import to_short_scratch, to_odd_declaration
+from .odd_declaration import to_short_scratch, to_odd_declaration, to_untileable_block
 from .vmem_limit_origin import to_vmem_limit
 from .origin_findings import SIZE_SET_HERE, largest_static_block, to_alias_entry, to_captured_array, to_checked_value, to_library_origin, to_origin, to_output_dtype, vmem_related
 from .classify import CALL_ARITY, ORIGIN_COMPILER, ORIGIN_LOWERING, ORIGIN_RUNNER, classify, origin, raised_at_text, sentence, x64_rejection
@@ -208,6 +208,8 @@ def _moved(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites: Se
                                                    reached=reached)
     if moved is None:  # a block or scratch dim off the others the kernel combines it with: at that dim
         moved = to_odd_declaration(code, rec, site, reached, lines, span)
+    if moved is None:  # a block entry off the TPU's (8, 128) tiling that broke the kernel first: at that entry
+        moved = to_untileable_block(code, rec, site, reached, lines, span)
     if moved is None:  # an access past the end of a scratch buffer (a dim 0, or one short): at that dim
         moved = to_short_scratch(code, rec, site, reached, lines, span)
     if moved is None:  # an index map following a grid axis one step past the array: at the grid's entry

@@ -59,6 +59,49 @@ def to_odd_declaration(code: str, rec: Mapping[str, Any], site: Any, reached: An
     return Moved(span=place, related=(Related(span, "the kernel statement the declared shape breaks"),), sentence=said)
 
 
+def to_untileable_block(code: str, rec: Mapping[str, Any], site: Any, reached: Any, lines: list[str],
+                        span: Span) -> Moved | None:
+    """A kernel statement that failed at tier 1 (a shape mismatch, an assertion) where one block entry of the
+    call breaks the TPU lowering's own rule - the last two block dims multiples of 8 and 128, or the array's -
+    and the message names that size (or is an assertion): the lowering checks block shapes only after the
+    kernel traced, so the entry's error never showed. Said at that entry, the kernel statement related."""
+    if code not in CODES or site is None or not reached:
+        return None
+    message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
+    off = [o for o in _untileable(site, reached)
+           if re.search(rf"\b{o[3]}\b", message) or rec.get("type") == "AssertionError"]
+    if len(off) != 1:
+        return None
+    role, index, dim, size, full, tile = off[0]
+    place = _dim_span(site, role, index, dim, lines)
+    if place is None:
+        return None
+    said = (f"the block {role}[{index}] declares dim {dim} as {size}, neither a multiple of {tile} nor the array's "
+            f"{full}: the TPU lowering requires the last two block dims to be multiples of 8 and 128 (or the "
+            "array's own), so this declaration is off; the kernel statement it broke first is related")
+    return Moved(span=place, related=(Related(span, "the kernel statement the declared shape breaks first"),),
+                 sentence=said)
+
+
+def _untileable(site: Any, reached: Any) -> list[tuple[str, int, int, int, int, int]]:
+    """(role, index, dim, size, the array's size, tile) of each in/out block dim of the call that breaks the
+    (8, 128) rule (blocks with a squeezed dim among their last two, and rank-1 blocks, are left alone)."""
+    from .reach import site_reached
+
+    for call in reached or ():
+        if call.get("buffers") and site_reached(site, [call]):
+            out = []
+            for b in call["buffers"]:
+                shape, array = list(b.get("shape") or ()), list(b.get("array") or ())
+                if b["role"] == "scratch_shapes" or len(shape) < 2 or len(array) != len(shape) or None in shape[-2:]:
+                    continue
+                for dim, tile in ((len(shape) - 2, 8), (len(shape) - 1, 128)):
+                    if shape[dim] % tile and shape[dim] != array[dim]:
+                        out.append((b["role"], int(b["index"]), dim, int(shape[dim]), int(array[dim]), tile))
+            return out
+    return []
+
+
 def to_short_scratch(code: str, rec: Mapping[str, Any], site: Any, reached: Any, lines: list[str],
                      span: Span) -> Moved | None:
     """An access (tier 3) past the end of a scratch buffer, in one dim: a dim declared 0 (nothing fits:
