@@ -36,6 +36,14 @@ def test_a_block_or_scratch_dim_off_the_others_is_said_at_its_entry(name, line, 
     assert use["line"] in (15, 16)  # the accumulation in the kernel
 
 
+def test_a_scratch_dim_off_in_the_second_call_of_a_task_is_said_at_its_conditional_entry():
+    # the task calls the wrapper twice; only the second call has the scratch (``VMEM(...) if flag else None``):
+    # the shapes are read from the call that failed, the dim from the arm that declares the buffer
+    found = error(check("scratch_halved_second_call.py", "0,1"), "PLS104")
+    assert (found["line"], found["column"]) == (31, 25), found
+    assert "the scratch buffer scratch_shapes[0] declares dim 0 as 64" in found["message"]
+
+
 def test_an_out_shape_of_another_input_s_dtype_is_said_at_the_declaration():
     found = error(check("dtype_mixed.py", "0,1"), "PLS104")
     assert (found["line"], found["column"]) == (21, 49), found

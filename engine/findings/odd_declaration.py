@@ -43,9 +43,9 @@ def to_odd_declaration(code: str, rec: Mapping[str, Any], site: Any, reached: An
     if code not in CODES or site is None or not reached:
         return None
     message = f"{rec.get('message') or ''} {rec.get('sentence') or ''}"
-    buffers = _buffers(site, reached)
-    found = (_combined_off(message, buffers) if MISMATCH.search(message)
-             else _reshaped_off(message, buffers) if _RESHAPE.search(message) else None)
+    read = _combined_off if MISMATCH.search(message) else _reshaped_off if _RESHAPE.search(message) else None
+    # each call of the site as it ran (a task may make it twice, with other scratch): the first that explains it
+    found = next((f for buffers in _calls_buffers(site, reached) if read and (f := read(message, buffers))), None)
     if found is None:
         return None
     (role, index, dim), odd, common = found
@@ -89,15 +89,15 @@ def _untileable(site: Any, reached: Any) -> list[tuple[str, int, int, int, int, 
     from .reach import site_reached
 
     for call in reached or ():
-        if call.get("buffers") and site_reached(site, [call]):
-            out = []
-            for b in call["buffers"]:
-                shape, array = list(b.get("shape") or ()), list(b.get("array") or ())
-                if b["role"] == "scratch_shapes" or len(shape) < 2 or len(array) != len(shape) or None in shape[-2:]:
-                    continue
-                for dim, tile in ((len(shape) - 2, 8), (len(shape) - 1, 128)):
-                    if shape[dim] % tile and shape[dim] != array[dim]:
-                        out.append((b["role"], int(b["index"]), dim, int(shape[dim]), int(array[dim]), tile))
+        out = []
+        for b in call.get("buffers") or () if site_reached(site, [call]) else ():
+            shape, array = list(b.get("shape") or ()), list(b.get("array") or ())
+            if b["role"] == "scratch_shapes" or len(shape) < 2 or len(array) != len(shape) or None in shape[-2:]:
+                continue
+            for dim, tile in ((len(shape) - 2, 8), (len(shape) - 1, 128)):
+                if shape[dim] % tile and shape[dim] != array[dim]:
+                    out.append((b["role"], int(b["index"]), dim, int(shape[dim]), int(array[dim]), tile))
+        if out:  # the first call of the site (a task may make it twice) with such a block
             return out
     return []
 
@@ -245,12 +245,15 @@ def _differing(message: str, broadcast: bool = False) -> list[int]:
 
 
 def _buffers(site: Any, reached: Any) -> list[tuple[str, int, tuple[Any, ...]]]:
+    return next(iter(_calls_buffers(site, reached)), [])
+
+
+def _calls_buffers(site: Any, reached: Any) -> list[list[tuple[str, int, tuple[Any, ...]]]]:
+    """(role, index, shape) of every buffer, for each reached call of ``site`` (in the order they ran)."""
     from .reach import site_reached
 
-    for call in reached or ():
-        if call.get("buffers") and site_reached(site, [call]):
-            return [(b["role"], int(b["index"]), tuple(b.get("shape") or ())) for b in call["buffers"]]
-    return []
+    return [[(b["role"], int(b["index"]), tuple(b.get("shape") or ())) for b in call["buffers"]]
+            for call in reached or () if call.get("buffers") and site_reached(site, [call])]
 
 
 def _dim_span(site: Any, role: str, index: int, dim: int, lines: list[str]) -> Span | None:
@@ -267,6 +270,14 @@ def _dim_span(site: Any, role: str, index: int, dim: int, lines: list[str]) -> S
     return spec.span
 
 
+def _one_arm(node: ast.AST) -> ast.AST:
+    """``VMEM(...) if flag else None`` (a scratch buffer only some calls have): the arm that declares one."""
+    if isinstance(node, ast.IfExp):
+        arms = [a for a in (node.body, node.orelse) if isinstance(a, ast.Call)]
+        return arms[0] if len(arms) == 1 else node
+    return node
+
+
 def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span | None:
     """The ``dim``-th entry of the shape tuple in ``VMEM((a, b), dtype)`` written at ``span`` (else the call;
     None when the text there is not such a call)."""
@@ -277,6 +288,7 @@ def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span | None:
         call = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return span
+    call = _one_arm(call)
     if not isinstance(call, ast.Call):
         return None
     shape = call.args[0] if call.args else None

@@ -44,6 +44,9 @@ def dim_span(text: str, call: Span, role: str, index: int, dim: int) -> Span | N
 
 def _shape_of(spec: ast.AST | None, scope: ast.AST, use: ast.AST) -> ast.Tuple | ast.List | None:
     """The shape tuple of ``pl.BlockSpec(shape, ...)`` or a scratch buffer's ``pltpu.VMEM(shape, dtype)``."""
+    if isinstance(spec, ast.IfExp):  # ``VMEM(...) if flag else None``: the arm that declares a buffer
+        arms = [a for a in (spec.body, spec.orelse) if isinstance(a, ast.Call)]
+        spec = arms[0] if len(arms) == 1 else spec
     if not isinstance(spec, ast.Call):
         return None
     shape = spec.args[0] if spec.args else next((k.value for k in spec.keywords if k.arg in ("block_shape", "shape")),
