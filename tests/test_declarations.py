@@ -44,6 +44,12 @@ def test_a_scratch_dim_off_in_the_second_call_of_a_task_is_said_at_its_condition
     assert "the scratch buffer scratch_shapes[0] declares dim 0 as 64" in found["message"]
 
 
+def test_a_concatenate_of_a_scratch_off_the_block_is_said_at_the_dim_of_a_scratch_written_over_lines():
+    found = error(check("scratch_concat.py", "0,1"), "PLS100")
+    assert (found["line"], found["column"]) == (27, 18), found  # ``bm // 2`` on the line after ``pltpu.VMEM(``
+    assert "the scratch buffer scratch_shapes[0] declares dim 0 as 8 where the kernel combines it with 16" in found["message"]
+
+
 def test_an_out_shape_of_another_input_s_dtype_is_said_at_the_declaration():
     found = error(check("dtype_mixed.py", "0,1"), "PLS104")
     assert (found["line"], found["column"]) == (21, 49), found

@@ -31,7 +31,8 @@ from .origin_findings import Moved
 from .written_specs import dim_span
 
 MISMATCH = re.compile(r"incompatible shapes|contracting dimensions to have the same shape|Invalid shape for `swap`"
-                      r"|must have (?:the )?same shape|shapes? must (?:be equal|match)|got incompatible", re.I)
+                      r"|must have (?:the )?same shape|shapes? must (?:be equal|match)|got incompatible"
+                      r"|Cannot concatenate arrays with shapes that differ", re.I)
 _SHAPE = re.compile(r"\((\d+(?:,\s*\d+)*),?\)")
 CODES = ("PLS100", "PLS103", "PLS104")
 _ACCESSED = re.compile(r"\[\(?(?P<window>[-\d:,\s]*)\)?\] of an? (?:VMEM|SMEM) buffer of shape \((?P<shape>\d+(?:,\s*\d+)*),?\)")
@@ -279,13 +280,16 @@ def _one_arm(node: ast.AST) -> ast.AST:
 
 
 def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span | None:
-    """The ``dim``-th entry of the shape tuple in ``VMEM((a, b), dtype)`` written at ``span`` (else the call;
-    None when the text there is not such a call)."""
-    if span.line != span.end_line or not (0 <= span.line < len(lines)):
+    """The ``dim``-th entry of the shape tuple in ``VMEM((a, b), dtype)`` written at ``span`` (on one line or
+    several; else the call; None when the text there is not such a call)."""
+    if not (0 <= span.line <= span.end_line < len(lines)):
         return span
-    text = lines[span.line][span.column:span.end_column]
+    parts = lines[span.line:span.end_line + 1]
+    parts = [parts[0][span.column:]] + parts[1:] if len(parts) > 1 else [parts[0][span.column:span.end_column]]
+    if span.end_line > span.line:
+        parts[-1] = parts[-1][:span.end_column]
     try:
-        call = ast.parse(text.strip(), mode="eval").body
+        call = ast.parse("(" + "\n".join(parts) + ")", mode="eval").body  # parenthesized: lines may break anywhere
     except SyntaxError:
         return span
     call = _one_arm(call)
@@ -295,5 +299,7 @@ def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span | None:
     if not isinstance(shape, ast.Tuple) or dim >= len(shape.elts):
         return span
     e = shape.elts[dim]
-    lead = len(text) - len(text.lstrip())
-    return Span(span.line, span.column + lead + e.col_offset, span.line, span.column + lead + e.end_col_offset)
+    end_line = e.end_lineno or e.lineno
+    column = (span.column - 1 if e.lineno == 1 else 0) + e.col_offset  # the "(" added, on the first line only
+    end_column = (span.column - 1 if end_line == 1 else 0) + (e.end_col_offset or e.col_offset)
+    return Span(span.line + e.lineno - 1, column, span.line + end_line - 1, end_column)
