@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 from ..analysis.codes import CODES
 from ..analysis.types import NOT_CHECKED_STATE, Finding
-from ..wire.messages import BACKWARD_SUFFIX, CheckEntry, CheckResult, TierOutcome, tier2_only_vmem
+from ..wire.messages import BACKWARD_SUFFIX, CheckEntry, CheckResult, TierOutcome, lowering_only, tier2_only_vmem
 
 from .findings import reply_failures
 
@@ -30,7 +30,8 @@ def runnable(result: CheckResult) -> tuple[list[str], dict[str, str]]:
     skipped: dict[str, str] = {}
     for entry in result.entries:
         failed = [t for t in (1, 2) if (o := entry.state(t)) is not None and o.state.value == "error"
-                  and not (t == 2 and tier2_only_vmem(entry.errors))]  # the chip's capacity: values still checked
+                  and not (t == 2 and tier2_only_vmem(entry.errors))  # the chip's capacity: values still checked
+                  and not lowering_only(entry.errors, t)]  # Mosaic's own rejection: interpret mode still runs it
         if failed:
             skipped[entry.name] = f"skipped: tier {failed[0]} failed"
         else:

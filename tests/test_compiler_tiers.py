@@ -142,3 +142,22 @@ def test_a_value_the_wrapper_computes_eagerly_while_traced_lowers_and_compiles(c
     (verdict,) = report.kernels
     assert dict(verdict.tiers)[1] == "ok"
     assert dict(verdict.tiers)[2] == ("ok" if HAS_LIBTPU else dict(verdict.tiers)[2])
+
+
+def test_tier_3_still_runs_a_kernel_only_the_tpu_lowering_rejects(check):
+    report = check(os.path.join(CORPUS, "mosaic_rejects_wrong_too.py"), (0, 1, 2, 3))
+    found = {(f.code, f.tier, f.span.line + 1) for f in report.findings if f.severity == "error"}
+    assert ("PLS103", 1, 11) in found and any(code == "PLS304" and tier == 3 for code, tier, _ in found), found
+    (verdict,) = report.kernels
+    assert dict(verdict.tiers)[3] == "error"
+
+
+def test_only_the_lowering_s_own_rejections_let_tier_3_run():
+    from pallasite.wire.messages import ErrorRecord, lowering_only
+
+    unlowered = {"tier": 1, "type": "NotImplementedError", "message": "Unimplemented primitive in Pallas TPU lowering"}
+    verified = ErrorRecord(stage="tier 1", type="VerificationError", sentence="", message="'vector.extract_strided_"
+                           "slice' op expected strides to be confined to [1, 2)")
+    traced = {"tier": 1, "type": "TypeError", "message": "add got incompatible shapes for broadcasting"}
+    assert lowering_only([unlowered], 1) and lowering_only([verified], 1)
+    assert not lowering_only([unlowered, traced], 1) and not lowering_only([], 1) and not lowering_only([unlowered], 2)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -744,6 +745,24 @@ def tier2_only_vmem(records: Any) -> bool:
 
     mine = [r for r in records if get(r, "tier") == 2 or get(r, "stage") == "tier 2"]
     return bool(mine) and all(get(r, "vmem") or "E1001" in (get(r, "mosaic_codes") or ()) for r in mine)
+
+
+MOSAIC_ONLY = ("VerificationError", "LoweringException")  # the TPU lowering's own verdicts on a kernel that traced
+_UNIMPLEMENTED = re.compile(r"Unimplemented primitive in Pallas TPU lowering|not (?:yet )?(?:implemented|supported) "
+                            r"(?:in|by) (?:the )?(?:Pallas )?(?:TPU|Mosaic)", re.I)
+
+
+def lowering_only(records: Any, tier: int) -> bool:
+    """Whether every error of ``tier`` (``ErrorRecord``s or plain dicts) is the TPU lowering's own rejection of a
+    kernel that traced (a Mosaic verification error, an op it does not lower): interpret mode runs such a kernel
+    all the same, so tier 3 still says whether its results are right - a second mistake is not hidden behind the
+    first. A trace error (shapes, dtypes) is not: the interpret run would fail the same way."""
+    def get(rec: Any, key: str) -> Any:
+        return rec.get(key) if isinstance(rec, dict) else getattr(rec, key, None)
+
+    mine = [r for r in records if get(r, "tier") == tier or get(r, "stage") == f"tier {tier}"]
+    return bool(mine) and all(get(r, "type") in MOSAIC_ONLY or _UNIMPLEMENTED.search(str(get(r, "message") or ""))
+                              for r in mine)
 
 
 def check_result_from_plain(result: dict[str, Any], tiers: Any = (1, 2)) -> CheckResult:

@@ -305,7 +305,8 @@ def tier3_entry(entry: dict[str, Any], task: Any, path: str, say: Callable[[str]
                 target: str | None = None) -> None:
     """Fill one ``check`` result entry (runner/checks.py) with tier 3: state, records, time note."""
     failed = [t for t in ("1", "2")
-              if entry["tiers"].get(t) == "error" and not (t == "2" and messages.tier2_only_vmem(entry["errors"]))]
+              if entry["tiers"].get(t) == "error" and not (t == "2" and messages.tier2_only_vmem(entry["errors"]))
+              and not messages.lowering_only(entry["errors"], int(t))]
     if failed:
         entry["tiers"]["3"] = f"skipped: tier {failed[0]} failed"
         return
