@@ -65,6 +65,16 @@ def test_edits_rank_by_what_tier_3_saw():
     assert nan[0].kind == "cdiv" and nan[0].line == 23
 
 
+def test_a_comparison_that_builds_a_mask_ranks_first_even_when_most_elements_are_wrong():
+    # a causal mask off by one lets one more key into every row: most outputs move, not a few
+    text = (DATA / "mask_off_by_one.py").read_text()
+    most = locate_edits.candidate_edits(text, _call_line(text), None, 2, None, locate_edits.Signals(fraction=0.9))
+    assert (most[0].line, most[0].new, most[0].role) == (19, "rows >= cols", "mask")
+    text = (DATA / "grid_no_cdiv.py").read_text()  # no mask there: the NaN ranking is unchanged
+    nan = locate_edits.candidate_edits(text, _call_line(text), None, 1, None, locate_edits.Signals(nan=True))
+    assert nan[0].kind == "cdiv"
+
+
 def test_kernel_lines_the_traced_run_never_reached_get_no_edit():
     text = (DATA / "mask_off_by_one.py").read_text()
     call = _call_line(text)

@@ -31,6 +31,8 @@ calls by name), the index maps and block shapes of its BlockSpecs, its ``grid``,
 whose names reach it (followed through names assigned in that function, one step at a time). A kernel
 statement the traced run never reached (``traced``: the lines its equations came from) is left out.
 Each edit carries a score (``order_edits``): how likely such an edit is the fix given what tier 3 saw
+(a comparison that builds a mask - a ``where``'s condition, a value named ``*mask*`` - ranks with the
+``pl.when`` conditions whatever the share of elements wrong: one more key in every row moves most outputs)
 (``Signals``: NaN or wrong values, how many of the elements, whether the statement feeds the wrong
 output's stores; or the kind of failure and the line tier 3 said it at), highest first.
 
@@ -56,7 +58,7 @@ class Edit:
 
     Lines are 1-based, columns ast's UTF-8 byte offsets. ``stmt_line`` is where a finding about it lands
     (the edited expression's first line); ``kind`` one of the module doc's families, ``role`` where it is
-    (``kernel``, ``when``, ``index_map``, ``grid``, ``block``, ``out_shape``, ``scratch``, ``semantics``,
+    (``kernel``, ``mask`` (a kernel comparison that builds a mask), ``when``, ``index_map``, ``grid``, ``block``, ``out_shape``, ``scratch``, ``semantics``,
     ``wrapper``, ``caller``: a scale written elsewhere in the module), ``what`` the change in words, ``score`` its rank (higher is tried first)."""
 
     line: int
@@ -103,6 +105,7 @@ class _Ctx:
     output: int = 0
     edits: list[Edit] = field(default_factory=list)
     seen: set[tuple] = field(default_factory=set)
+    masks: set[int] = field(default_factory=set)  # ids of the comparisons that build a mask (``_mask_comparisons``)
     slice_lines: set[int] = field(default_factory=set)
 
     def seg(self, node: ast.AST) -> str:
@@ -209,7 +212,7 @@ def candidate_edits(text: str, call_line: int, kernel_line: int | None, grid_ran
     if call is None:
         return []
     ctx = _Ctx(text, tree, text.splitlines(), max(1, grid_rank), traced, _numpy_name(text),
-               (signals or Signals()).output)
+               (signals or Signals()).output, masks=_mask_comparisons(tree))
     kernel = find_def(tree, kernel_line, kernel_name) or _kernel_of_call(tree, call)
     wrapper = enclosing_function(tree, call)
     if kernel is not None:
@@ -366,10 +369,28 @@ def _expression_edits(ctx: _Ctx, root: ast.AST, role: str) -> None:
             _binop_edits(ctx, node, role)
 
 
+def _mask_comparisons(tree: ast.Module) -> set[int]:
+    """The comparisons that build a mask: in a ``where``'s condition, or in a value assigned to a name that
+    says mask (``causal_mask = col_ids <= row_ids``). A mask off by one lets one more key into every row, so
+    most outputs move: these rank with the ``pl.when`` conditions however many elements are wrong."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        roots: list[ast.AST] = []
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and "mask" in t.id.lower() for t in targets):
+                roots.append(node.value)
+        elif isinstance(node, ast.Call) and _name(node.func) == "where" and node.args:
+            roots.append(node.args[0])
+        out |= {id(n) for root in roots for n in ast.walk(root) if isinstance(n, ast.Compare)}
+    return out
+
+
 def _compare_edits(ctx: _Ctx, node: ast.Compare, role: str) -> None:
     op = _CMP_TEXT.get(type(node.ops[0]))
     if op is None:
         return
+    role = "mask" if id(node) in ctx.masks and role == "kernel" else role
     left, right = ctx.seg(node.left), ctx.seg(node.comparators[0])
     if not left or not right:
         return
@@ -747,10 +768,10 @@ _POISONED = {"comparison": 10, "off-by-one": 9, "operand": 6, "cdiv": 5, "when":
              "program-id-axis": 3, "dim-name": 3, "scratch-dim": 2, "init": 1, "semantics": 1, "dtype": 0, "scale": 0,
              "scale-use": 0}
 _FAILURES = {"deadlock": _DEADLOCK, "bounds": _BOUNDS, "block": _BLOCK, "error": _ERROR, "poisoned": _POISONED}
-_BLOCK_ROLE = {"index_map": 3.0, "grid": 2.0, "block": 1.0, "wrapper": 1.0, "kernel": -3.0, "when": -3.0}
+_BLOCK_ROLE = {"index_map": 3.0, "grid": 2.0, "block": 1.0, "wrapper": 1.0, "kernel": -3.0, "mask": -3.0, "when": -3.0}
 NEAR_FAILURE, NEXT_TO_FAILURE = 6, 2  # an edit at the line tier 3 said the run failed at (or next to it): tried early
 UNINITIALIZED_INIT, UNINITIALIZED_WHEN = 2.0, 2.0  # tier 3 saw memory read before any write (``Signals``)
-_ROLE = {"when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5, "out_shape": 0.3,
+_ROLE = {"mask": 4.5, "when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5, "out_shape": 0.3,
          "wrapper": 0.3, "scratch": 0.2, "block": 0.0}
 
 
