@@ -28,7 +28,7 @@ from typing import Any, Mapping
 from ...analysis.types import Related, Span
 
 from .origin_findings import Moved
-from .written_specs import dim_span
+from .written_specs import dim_span, one_arm
 
 MISMATCH = re.compile(r"incompatible shapes|contracting dimensions to have the same shape|Invalid shape for `swap`"
                       r"|must have (?:the )?same shape|shapes? must (?:be equal|match)|got incompatible"
@@ -271,14 +271,6 @@ def _dim_span(site: Any, role: str, index: int, dim: int, lines: list[str]) -> S
     return spec.span
 
 
-def _one_arm(node: ast.AST) -> ast.AST:
-    """``VMEM(...) if flag else None`` (a scratch buffer only some calls have): the arm that declares one."""
-    if isinstance(node, ast.IfExp):
-        arms = [a for a in (node.body, node.orelse) if isinstance(a, ast.Call)]
-        return arms[0] if len(arms) == 1 else node
-    return node
-
-
 def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span | None:
     """The ``dim``-th entry of the shape tuple in ``VMEM((a, b), dtype)`` written at ``span`` (on one line or
     several; else the call; None when the text there is not such a call)."""
@@ -292,7 +284,7 @@ def _scratch_dim(span: Span, dim: int, lines: list[str]) -> Span | None:
         call = ast.parse("(" + "\n".join(parts) + ")", mode="eval").body  # parenthesized: lines may break anywhere
     except SyntaxError:
         return span
-    call = _one_arm(call)
+    call = one_arm(call)
     if not isinstance(call, ast.Call):
         return None
     shape = call.args[0] if call.args else None

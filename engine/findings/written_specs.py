@@ -42,11 +42,17 @@ def dim_span(text: str, call: Span, role: str, index: int, dim: int) -> Span | N
     return Span(e.lineno - 1, e.col_offset, (e.end_lineno or e.lineno) - 1, e.end_col_offset or e.col_offset)
 
 
+def one_arm(node: ast.AST | None) -> ast.AST | None:
+    """``VMEM(...) if flag else None`` (a scratch buffer only some calls have): the arm that declares one."""
+    if isinstance(node, ast.IfExp):
+        arms = [a for a in (node.body, node.orelse) if isinstance(a, ast.Call)]
+        return arms[0] if len(arms) == 1 else node
+    return node
+
+
 def _shape_of(spec: ast.AST | None, scope: ast.AST, use: ast.AST) -> ast.Tuple | ast.List | None:
     """The shape tuple of ``pl.BlockSpec(shape, ...)`` or a scratch buffer's ``pltpu.VMEM(shape, dtype)``."""
-    if isinstance(spec, ast.IfExp):  # ``VMEM(...) if flag else None``: the arm that declares a buffer
-        arms = [a for a in (spec.body, spec.orelse) if isinstance(a, ast.Call)]
-        spec = arms[0] if len(arms) == 1 else spec
+    spec = one_arm(spec)
     if not isinstance(spec, ast.Call):
         return None
     shape = spec.args[0] if spec.args else next((k.value for k in spec.keywords if k.arg in ("block_shape", "shape")),

@@ -31,10 +31,10 @@ calls by name), the index maps and block shapes of its BlockSpecs, its ``grid``,
 whose names reach it (followed through names assigned in that function, one step at a time). A kernel
 statement the traced run never reached (``traced``: the lines its equations came from) is left out.
 Each edit carries a score (``order_edits``): how likely such an edit is the fix given what tier 3 saw
-(a comparison that builds a mask - a ``where``'s condition, a value named ``*mask*`` - ranks with the
-``pl.when`` conditions whatever the share of elements wrong: one more key in every row moves most outputs)
 (``Signals``: NaN or wrong values, how many of the elements, whether the statement feeds the wrong
-output's stores; or the kind of failure and the line tier 3 said it at), highest first.
+output's stores; or the kind of failure and the line tier 3 said it at), highest first. A comparison that
+builds a mask (a ``where``'s condition, a value named ``*mask*``) ranks with the ``pl.when`` conditions
+whatever the share of elements wrong: one more key in every row moves most outputs.
 
 ``candidate_edits(text, call_line, kernel_line, grid_rank, ...)`` -> ``[Edit]``; ``apply(text, edit)``.
 """
@@ -58,7 +58,8 @@ class Edit:
 
     Lines are 1-based, columns ast's UTF-8 byte offsets. ``stmt_line`` is where a finding about it lands
     (the edited expression's first line); ``kind`` one of the module doc's families, ``role`` where it is
-    (``kernel``, ``mask`` (a kernel comparison that builds a mask), ``when``, ``index_map``, ``grid``, ``block``, ``out_shape``, ``scratch``, ``semantics``,
+    (``kernel``, ``mask`` (a kernel comparison that builds a mask), ``when``, ``index_map``, ``grid``, ``block``,
+    ``out_shape``, ``scratch``, ``semantics``,
     ``wrapper``, ``caller``: a scale written elsewhere in the module), ``what`` the change in words, ``score`` its rank (higher is tried first)."""
 
     line: int
@@ -332,7 +333,8 @@ def _init_missing(ctx: _Ctx, block: ast.FunctionDef, kernel: ast.AST) -> None:
     for name in missing:
         kind = "init" if not endings or name.split("_", 1)[-1] in endings else "init-other"
         for at in ([f"{name}[{index}]"] if index else []) + [name]:
-            value = (f"jnp.full_like({at}, -jnp.inf)" if name.split("_")[0] in ("m", "max") else f"jnp.zeros_like({at})")
+            value = (f"jnp.full_like({at}, -jnp.inf)" if name.split("_")[0] in ("m", "max")
+                     else f"jnp.zeros_like({at})")
             value = value.replace("jnp.", f"{ctx.np_name}.")
             target = at if at != name else f"{name}[...]"
             ctx.add(first, f"{target} = {value}\n{indent}{ctx.seg(first)}", kind, "when",
@@ -768,11 +770,12 @@ _POISONED = {"comparison": 10, "off-by-one": 9, "operand": 6, "cdiv": 5, "when":
              "program-id-axis": 3, "dim-name": 3, "scratch-dim": 2, "init": 1, "semantics": 1, "dtype": 0, "scale": 0,
              "scale-use": 0}
 _FAILURES = {"deadlock": _DEADLOCK, "bounds": _BOUNDS, "block": _BLOCK, "error": _ERROR, "poisoned": _POISONED}
-_BLOCK_ROLE = {"index_map": 3.0, "grid": 2.0, "block": 1.0, "wrapper": 1.0, "kernel": -3.0, "mask": -3.0, "when": -3.0}
+_BLOCK_ROLE = {"index_map": 3.0, "grid": 2.0, "block": 1.0, "wrapper": 1.0, "kernel": -3.0, "mask": -3.0,
+               "when": -3.0}
 NEAR_FAILURE, NEXT_TO_FAILURE = 6, 2  # an edit at the line tier 3 said the run failed at (or next to it): tried early
 UNINITIALIZED_INIT, UNINITIALIZED_WHEN = 2.0, 2.0  # tier 3 saw memory read before any write (``Signals``)
-_ROLE = {"mask": 4.5, "when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5, "out_shape": 0.3,
-         "wrapper": 0.3, "scratch": 0.2, "block": 0.0}
+_ROLE = {"mask": 4.5, "when": 1.0, "kernel": 0.5, "index_map": 0.5, "grid": 0.5, "semantics": 0.5,
+         "out_shape": 0.3, "wrapper": 0.3, "scratch": 0.2, "block": 0.0}
 
 
 def order_edits(edits: list[Edit], signals: Signals, slice_lines: set[int] = frozenset()) -> list[Edit]:
@@ -782,7 +785,8 @@ def order_edits(edits: list[Edit], signals: Signals, slice_lines: set[int] = fro
     scored = []
     for e in edits:
         other = e.kind.endswith("-other")  # a less likely edit of its family
-        score = table.get(e.kind.removesuffix("-other"), 3) - 2 * other + (_BLOCK_ROLE if signals.failure == "block" else _ROLE).get(e.role, 0.0)
+        roles = _BLOCK_ROLE if signals.failure == "block" else _ROLE
+        score = table.get(e.kind.removesuffix("-other"), 3) - 2 * other + roles.get(e.role, 0.0)
         if near is not None and e.line <= near <= e.end_line:
             score += NEAR_FAILURE
         elif near is not None and e.line - 1 <= near <= e.end_line + 1:
