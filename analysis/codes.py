@@ -170,10 +170,6 @@ def code(name: str) -> Code:
     return CODES[name]
 
 
-# Tier 3's words when outputs are NaN because the kernel read memory it never wrote (an accumulator not reset):
-# the runner writes them, the locate step's client reads them to rank an init's edits first.
-NAN_COMPUTED = "the NaN is computed, not left over"
-
 # Findings that say a check could not finish or could not run (time limit, worker trouble, tier
 # unavailable): the file was not fully checked, which is never a pass.
 COULD_NOT_CHECK = frozenset({"PLS205", "PLS900", "PLS903", "PLS904", "PLS906", "PLS907", "PLS908", "PLS909"})

@@ -32,6 +32,10 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "information", "hint")
 TIERS: tuple[int, ...] = (0, 1, 2, 3)
 DEFAULT_TIERS: tuple[int, ...] = (0, 1, 2)
 
+# Tier 3's words when outputs are NaN because the kernel read memory it never wrote (an accumulator not reset):
+# the runner writes them, the locate step's client reads them to rank an init's edits first.
+NAN_COMPUTED = "the NaN is computed, not left over"
+
 
 @dataclass(frozen=True, order=True)
 class Span:

@@ -174,12 +174,15 @@ def lower_for_topology(fn: Callable[..., Any], args: tuple[Any, ...], target: st
         args,
         is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"),
     )
-    if any(isinstance(a, jax.ShapeDtypeStruct) for a in jax.tree.leaves(placed)):
-        # the inputs' sharding names the device: values the trace computes eagerly (``jax.ensure_compile_time_eval``)
-        # run on the host's CPU, not on a topology device that cannot execute ("'Executable' object has no
-        # attribute 'local_devices'")
-        return jax.jit(fn).trace(*placed).lower()
-    with jax.default_device(dev):  # no array input to say it
+    try:
+        with jax.default_device(dev):  # the target's device: calls the run intercepts are not interpreted here
+            return jax.jit(fn).trace(*placed).lower()
+    except AttributeError as exc:
+        # a value the wrapper computes eagerly while traced (``jax.ensure_compile_time_eval``: axlearn's decoding
+        # kernel) ran on the topology device, which cannot execute: the inputs' sharding names the device instead
+        named = any(isinstance(a, jax.ShapeDtypeStruct) for a in jax.tree.leaves(placed))
+        if "local_devices" not in str(exc) or not named:
+            raise
         return jax.jit(fn).trace(*placed).lower()
 
 

@@ -204,7 +204,7 @@ def test_a_failed_locate_request_leaves_the_findings_and_says_so():
 def test_nan_computed_from_memory_never_written_is_asked_about_with_the_init_edits_first():
     import asyncio
 
-    from pallasite.analysis.codes import NAN_COMPUTED
+    from pallasite.analysis.types import NAN_COMPUTED
 
     computed = Finding(code="PLS303", message=f"output 0: 8 of 8 blocks come back NaN ...; {NAN_COMPUTED}: ...",
                        span=Span(30, 4, 30, 9), tier=3, kernel="k")

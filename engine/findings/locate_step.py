@@ -28,8 +28,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
-from ...analysis.codes import NAN_COMPUTED
-from ...analysis.types import FileReport, Finding, Fix, Related, Span, TextEdit
+from ...analysis.types import NAN_COMPUTED, FileReport, Finding, Fix, Related, Span, TextEdit
 from ...wire.messages import LocatedEntry, LocateParams, LocateResult, SourceEdit
 
 from ..sources import sources_for

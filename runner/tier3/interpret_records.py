@@ -16,7 +16,7 @@ import os
 import re
 from typing import Any
 
-from ...analysis.codes import NAN_COMPUTED
+from ...analysis.types import NAN_COMPUTED
 from .. import errors as errors_mod
 from . import interpret_places as places
 from . import missing_places
