@@ -740,11 +740,17 @@ BACKWARD_SUFFIX = " (backward)"  # an entry that is another's backward pass (run
 def tier2_only_vmem(records: Any) -> bool:
     """Whether tier 2's records (``ErrorRecord``s or the worker's plain dicts) say only that the target's
     scoped VMEM is too small (E1001): the kernel's values do not depend on that, so tier 3 still runs."""
-    def get(rec: Any, key: str) -> Any:
-        return rec.get(key) if isinstance(rec, dict) else getattr(rec, key, None)
+    mine = _of_tier(records, 2)
+    return bool(mine) and all(_get(r, "vmem") or "E1001" in (_get(r, "mosaic_codes") or ()) for r in mine)
 
-    mine = [r for r in records if get(r, "tier") == 2 or get(r, "stage") == "tier 2"]
-    return bool(mine) and all(get(r, "vmem") or "E1001" in (get(r, "mosaic_codes") or ()) for r in mine)
+
+def _get(rec: Any, key: str) -> Any:
+    """A field of an ``ErrorRecord`` or of the worker's plain dict."""
+    return rec.get(key) if isinstance(rec, dict) else getattr(rec, key, None)
+
+
+def _of_tier(records: Any, tier: int) -> list[Any]:
+    return [r for r in records if _get(r, "tier") == tier or _get(r, "stage") == f"tier {tier}"]
 
 
 MOSAIC_ONLY = ("VerificationError", "LoweringException")  # the TPU lowering's own verdicts on a kernel that traced
@@ -757,11 +763,8 @@ def lowering_only(records: Any, tier: int) -> bool:
     kernel that traced (a Mosaic verification error, an op it does not lower): interpret mode runs such a kernel
     all the same, so tier 3 still says whether its results are right - a second mistake is not hidden behind the
     first. A trace error (shapes, dtypes) is not: the interpret run would fail the same way."""
-    def get(rec: Any, key: str) -> Any:
-        return rec.get(key) if isinstance(rec, dict) else getattr(rec, key, None)
-
-    mine = [r for r in records if get(r, "tier") == tier or get(r, "stage") == f"tier {tier}"]
-    return bool(mine) and all(get(r, "type") in MOSAIC_ONLY or _UNIMPLEMENTED.search(str(get(r, "message") or ""))
+    mine = _of_tier(records, tier)
+    return bool(mine) and all(_get(r, "type") in MOSAIC_ONLY or _UNIMPLEMENTED.search(str(_get(r, "message") or ""))
                               for r in mine)
 
 

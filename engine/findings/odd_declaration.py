@@ -87,11 +87,9 @@ def to_untileable_block(code: str, rec: Mapping[str, Any], site: Any, reached: A
 def _untileable(site: Any, reached: Any) -> list[tuple[str, int, int, int, int, int]]:
     """(role, index, dim, size, the array's size, tile) of each in/out block dim of the call that breaks the
     (8, 128) rule (blocks with a squeezed dim among their last two, and rank-1 blocks, are left alone)."""
-    from .reach import site_reached
-
-    for call in reached or ():
+    for call in _site_calls(site, reached):
         out = []
-        for b in call.get("buffers") or () if site_reached(site, [call]) else ():
+        for b in call["buffers"]:
             shape, array = list(b.get("shape") or ()), list(b.get("array") or ())
             if b["role"] == "scratch_shapes" or len(shape) < 2 or len(array) != len(shape) or None in shape[-2:]:
                 continue
@@ -251,10 +249,15 @@ def _buffers(site: Any, reached: Any) -> list[tuple[str, int, tuple[Any, ...]]]:
 
 def _calls_buffers(site: Any, reached: Any) -> list[list[tuple[str, int, tuple[Any, ...]]]]:
     """(role, index, shape) of every buffer, for each reached call of ``site`` (in the order they ran)."""
+    return [[(b["role"], int(b["index"]), tuple(b.get("shape") or ())) for b in call["buffers"]]
+            for call in _site_calls(site, reached)]
+
+
+def _site_calls(site: Any, reached: Any) -> list[Mapping[str, Any]]:
+    """The reached calls of ``site`` that sent their buffers, in the order they ran."""
     from .reach import site_reached
 
-    return [[(b["role"], int(b["index"]), tuple(b.get("shape") or ())) for b in call["buffers"]]
-            for call in reached or () if call.get("buffers") and site_reached(site, [call])]
+    return [call for call in reached or () if call.get("buffers") and site_reached(site, [call])]
 
 
 def _dim_span(site: Any, role: str, index: int, dim: int, lines: list[str]) -> Span | None:
