@@ -56,7 +56,8 @@ def corpus_v1_root() -> Path:
 def build(args: argparse.Namespace, saved: dict) -> tuple[list[corpus.File], list[dict]]:
     """The corpus's files and the mutants the rules make of them (``--cap`` applied)."""
     roots = {"jax-ops": corpus_v1_root()}
-    for codebase in ("jaxbench", "tokamax", "tpu-inference", "sglang-jax", "pytorch-xla", "axlearn"):
+    for codebase in ("jaxbench", "tokamax", "tpu-inference", "sglang-jax", "pytorch-xla", "axlearn", "tops",
+                     "recurrentgemma"):
         root = getattr(args, codebase.replace("-", "_"), None)
         if root is not None:
             roots[codebase] = root.resolve()
@@ -77,17 +78,22 @@ def _mutant(f: corpus.File, site, new: str) -> dict:
 
 
 def _mutants_on_reach(files: list[corpus.File], args: argparse.Namespace, saved: dict) -> list[dict]:
-    """Corpus v3's mutants (``mutation_rules_v3``): jax's reach first, then the sites on it, the cap by rule."""
+    """Corpus v3 and v4 (``mutation_rules_vN``): jax's reach first, then the sites on it, the cap by rule."""
     reached = reach(files, args, saved)
     args.work.mkdir(parents=True, exist_ok=True)
     (args.out or args.work / "results.json").resolve().write_text(json.dumps(saved, indent=1))  # the reach, kept
     texts = {f.id: f.path.read_text(encoding="utf-8") for f in files}
-    found = {f.id: rules.candidates(f.id, texts[f.id], set(reached.get(f.id) or ()), f.codebase in ("jax-ops",
-             "jaxbench", "tpu-inference", "sglang-jax")) for f in files}
+    found = {f.id: _candidates(f, texts[f.id], set(reached.get(f.id) or ())) for f in files}
     cap = min(args.cap, rules.cap_for(list(found.values())))
     saved["cap"] = cap
-    print(f"corpus v3: cap {cap} per file and class (the rule's smallest giving {rules.AT_LEAST})")
+    print(f"corpus {args.corpus}: cap {cap} per file and class (the rule's smallest giving {rules.AT_LEAST})")
     return [_mutant(f, site, new) for f in files for site, new in rules.mutants(f.id, texts[f.id], found[f.id], cap)]
+
+
+def _candidates(f: corpus.File, text: str, reach: set[int]) -> dict:
+    if rules.__name__.endswith("v3"):  # v3 excludes corpus v2's mutants of the codebases v2 had
+        return rules.candidates(f.id, text, reach, f.codebase in ("jax-ops", "jaxbench", "tpu-inference", "sglang-jax"))
+    return rules.candidates(f.id, text, reach)  # v4 knows which earlier corpora each codebase was in
 
 
 def selected(mutants: list[dict], args: argparse.Namespace) -> list[dict]:
@@ -113,6 +119,9 @@ def environment(args: argparse.Namespace) -> dict[str, str]:
         extra.append(str(args.axlearn.resolve()))  # the axlearn package its kernels import
     if getattr(args, "sglang_jax", None):
         extra.append(str((args.sglang_jax / "python").resolve()))  # the sgl_jax package its kernels import
+    for codebase in ("tops", "recurrentgemma"):  # corpus v4: packages their kernels import from their roots
+        if getattr(args, codebase, None):
+            extra.append(str(getattr(args, codebase).resolve()))
     extra += [str(Path(p).resolve()) for p in args.pythonpath]
     env = dict(os.environ)
     if extra:
@@ -308,13 +317,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pytorch-xla", type=Path, help="a pytorch/xla checkout (corpus v3)")
     parser.add_argument("--axlearn", type=Path, help="an apple/axlearn checkout (corpus v3; its dependencies: "
                         "--pythonpath)")
-    parser.add_argument("--corpus", choices=("v1", "v2", "v3"), default="v1",
-                        help="v1: issue 50's corpus and rules; v2, v3: issue 57's (mutation_corpus_vN, mutation_rules_vN)")
+    parser.add_argument("--tops", type=Path, help="an sdh1014/pallas-kernel checkout (corpus v4; package tops)")
+    parser.add_argument("--recurrentgemma", type=Path, help="a google-deepmind/recurrentgemma checkout (corpus v4; "
+                        "its dependencies: --pythonpath)")
+    parser.add_argument("--corpus", choices=("v1", "v2", "v3", "v4"), default="v1",
+                        help="v1: issue 50's corpus and rules; v2-v4: issue 57's (mutation_corpus_vN, mutation_rules_vN)")
     parser.add_argument("--pythonpath", action="append", default=[], help="a folder for the worker's PYTHONPATH")
     parser.add_argument("--tiers", default="0-3")
     parser.add_argument("--only", default="", help="keep mutants whose id contains one of these (comma-separated)")
     parser.add_argument("--classes", default="", help="comma-separated classes (default: all)")
-    parser.add_argument("--cap", type=int, default=rules.CAP, help="sites per file and class (at most the rules' CAP)")
+    parser.add_argument("--cap", type=int, default=None, help="sites per file and class (at most the rules' CAP; "
+                        "default: the rules' CAP)")
     parser.add_argument("--time-limit", type=float, default=300.0, help="seconds per file, in the worker")
     parser.add_argument("--batch", type=int, default=6, help="files per pallasite run")
     parser.add_argument("--jobs", type=int, default=1)
@@ -331,11 +344,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--pallasite", default=str(Path(sys.executable).parent / "pallasite"))
     args = parser.parse_args(argv)
-    if args.corpus in ("v2", "v3"):  # issue 57's corpora: their files and rules (the v1 modules' interfaces)
+    if args.corpus in ("v2", "v3", "v4"):  # issue 57's corpora: their files and rules (the v1 modules' interfaces)
         import importlib
 
         corpus = importlib.import_module(f"mutation_corpus_{args.corpus}")
         rules = importlib.import_module(f"mutation_rules_{args.corpus}")
+    args.cap = rules.CAP if args.cap is None else args.cap  # the chosen corpus's rules, not v1's
     args.work = args.work.resolve()
     out = (args.out or args.work / "results.json").resolve()
     saved = json.loads(out.read_text()) if out.exists() else {}

@@ -158,3 +158,41 @@ def test_corpus_v3_harnesses_name_their_file_and_hold_a_task_with_a_reference():
         entry = next(n.value.value for n in ast.parse(harness).body if isinstance(n, ast.Assign)
                      and getattr(n.targets[0], "id", "") == "PALLASITE_ENTRY")
         assert entry in names, origin
+
+
+def test_corpus_v4_repeats_no_v3_mutant_and_keeps_its_own_order(text):
+    import mutation_rules_v2 as v2
+    import mutation_rules_v3 as v3
+    import mutation_rules_v4 as v4
+
+    every = v2.sites(text)
+    reach = {s.line for sites in every.values() for s in sites}
+    earlier = v3.candidates("jax-ops:tiled.py", text, reach, v2_corpus=True)
+    v3_taken = {(cls, s.line, s.col) for cls, sites in earlier.items() for s in sites[:v4.V3_CAP]}
+    found = v4.candidates("jax-ops:tiled.py", text, reach)
+    chosen = {(cls, s.line, s.col) for cls, sites in found.items() for s in sites}
+    assert v3_taken and chosen and not v3_taken & chosen
+    assert chosen | v3_taken == {(cls, s.line, s.col) for cls, sites in earlier.items() for s in sites}
+    new = v4.candidates("tops:tiled.py", text, reach)  # a new codebase: nothing of v2 or v3 to leave out
+    assert sum(map(len, new.values())) > sum(map(len, found.values()))
+    assert v4.candidates("tops:tiled.py", text, set()) == {c: [] for c in v4.CLASSES}
+
+
+def test_corpus_v4_cap_is_its_own_not_v3s(monkeypatch):
+    import mutation_rules_v4 as v4
+
+    per_file = [{"a": list(range(9))}] * 10  # cap 4: 40 mutants, cap 6: 60, cap 8: 80
+    monkeypatch.setattr(v4, "AT_LEAST", 55)
+    assert v4.cap_for(per_file) == 6
+    monkeypatch.setattr(v4, "AT_LEAST", 1000)
+    assert v4.cap_for(per_file) == 8
+
+
+def test_corpus_v4_harnesses_name_their_file_and_hold_a_task_with_a_reference():
+    import mutation_corpus_v4 as v4
+
+    found = v4.harnesses()
+    assert {f.split(":")[0] for f in found} == {"tops", "recurrentgemma"}
+    for file_id, (harness, origin) in found.items():
+        names = {n.name for n in ast.parse(harness).body if isinstance(n, ast.FunctionDef)}
+        assert {"example_inputs", "reference"} <= names, origin
