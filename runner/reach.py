@@ -102,7 +102,8 @@ def block_buffers(call: Any) -> list[dict[str, Any]]:
     outs = kwargs.get("out_specs") if grid_spec is None else getattr(grid_spec, "out_specs", None)
     scratch = kwargs.get("scratch_shapes") if grid_spec is None else getattr(grid_spec, "scratch_shapes", None)
     prefetch = scalar_prefetch(call)
-    operands = [o for o in jax.tree.leaves(call.operands or ()) if hasattr(o, "dtype")][prefetch:]
+    # num_scalar_prefetch counts the call's own arguments, not their leaves (a tuple of tables is one, as megablox's)
+    operands = [o for o in jax.tree.leaves(tuple(call.operands or ())[prefetch:]) if hasattr(o, "dtype")]
     results = [o for o in jax.tree.leaves(call.out_shape) if hasattr(o, "dtype")]
     out: list[dict[str, Any]] = []
 

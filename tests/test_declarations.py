@@ -108,7 +108,8 @@ def test_the_grid_entry_is_found_through_a_name_bound_once():
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory) -> dict[str, dict]:
     """This round's fixtures and the clean variants of two of them, checked in one run (tiers 0, 1 and 3)."""
-    names = ["specs_by_name.py", "reshape_off.py", "dtype_int_unpacked.py", "scratch_short.py", "table_past_end.py"]
+    names = ["specs_by_name.py", "reshape_off.py", "dtype_int_unpacked.py", "scratch_short.py", "table_past_end.py",
+             "scratch_short_shared.py"]
     clean = variants(tmp_path_factory.mktemp("declarations"), [
         (DATA / "scratch_short.py", "clean_scratch_short.py", "VMEM((1, r, c)", "VMEM((2, r, c)"),
         (DATA / "table_past_end.py", "clean_table_past_end.py", "grid=(m // bm + 1,)", "grid=(m // bm,)")])
@@ -143,6 +144,13 @@ def test_a_scratch_slot_one_short_is_said_at_its_dim(checked):
     assert "[1, 0:8, 0:128]" in found["message"]
     assert "declares dim 0 as 1 (shape (1, 8, 128)), and the kernel accesses index 1 there" in found["message"]
     assert checked["clean_scratch_short.py"]["findings"] == []
+
+
+def test_a_scratch_slot_one_short_declared_once_for_two_buffers_is_said_at_its_dim(checked):
+    """Before: at the pallas_call: the short shape was two scratch entries' (one ``VMEM`` passed twice)."""
+    found = error(checked["scratch_short_shared.py"], "PLS302")
+    assert (found["line"], found["column"]) == (22, 25), found
+    assert "the scratch buffer scratch_shapes[0], scratch_shapes[1] declares dim 0 as 1" in found["message"]
 
 
 def test_a_per_step_table_read_past_its_end_is_said_at_the_grid_entry(checked):
@@ -221,6 +229,23 @@ def test_a_scratch_list_bound_in_each_arm_of_an_if_is_read_through_its_names():
     assert dim_span(looped, Span(9, 11, 9, 25), "scratch_shapes", 0, 0) is None  # `m` rebound by a loop
 
 
+def test_one_spec_for_an_input_and_its_outputs_is_one_declaration_against_two_scratch_buffers():
+    """jax's paged attention (its q_block_spec serves q and three outputs): an einsum's ``Size of label 'd' for
+    operand 1 (124) does not match previous terms (128)`` - 124 held by four blocks of one spec, 128 by the k and
+    v scratch buffers - was left at the einsum: neither size was held once, and the message was not read as a
+    mismatch at all."""
+    from pallasite.engine.findings.odd_declaration import MISMATCH, _combined_off
+
+    message = "ValueError: Size of label 'd' for operand 1 (124) does not match previous terms (128)."
+    assert MISMATCH.search(message)
+    q = (None, 2, None, 124)
+    buffers = [("in_specs", 0, q), ("out_specs", 0, q), ("out_specs", 1, q), ("out_specs", 2, q),
+               ("scratch_shapes", 0, (2, 2, 16, 128)), ("scratch_shapes", 2, (2, 2, 16, 128))]
+    assert _combined_off(message, buffers) == (("in_specs", 0, 3), [124], [128])
+    two_specs = buffers[:1] + [("out_specs", 0, (None, 2, 124))] + buffers[4:]  # 124 in two specs' blocks
+    assert _combined_off(message, two_specs) is None
+
+
 def test_a_block_dim_declared_zero_is_the_one_off_whatever_the_others_hold():
     """gdn decode's gate block ``(bounded_bt, H_v - 4, K)`` with H_v 4 (tpu-inference): the kernel's multiply of
     ``(2, 1)`` by ``(0, 128)`` failed; 2 is held by one buffer as well, so neither size stood out and the
@@ -231,3 +256,39 @@ def test_a_block_dim_declared_zero_is_the_one_off_whatever_the_others_hold():
     buffers = [("in_specs", 0, (8, 2, 128)), ("in_specs", 1, (8, 0, 128)), ("in_specs", 2, (2, 64))]
     assert _combined_off(message, buffers) == (("in_specs", 1, 1), [0], [2])
     assert _combined_off(message, buffers[:1] + buffers[2:]) is None  # no buffer is empty: unclear, left alone
+
+
+def test_a_scratch_tuple_bound_in_both_arms_is_read_in_the_arm_the_call_ran_with():
+    """jax's paged attention binds ``scratch_shapes`` in both arms of an if/else (with and without quantisation
+    scales): a double buffer's slot dim declared 1 was found by tier 3 and said at the DMA helper, since either
+    arm's third entry could be it; the shape the call ran with tells them apart by the numbers written."""
+    from pallasite.analysis.types import Span
+    from pallasite.engine.findings.written_specs import dim_span
+
+    text = '''import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def attend(kernel, q, pages, scales, n):
+    if scales is not None:
+        scratch_shapes = (
+            pltpu.VMEM((2, n, 128), jnp.float32),
+            None,
+            pltpu.VMEM((2, n, 128), jnp.float32),
+        )
+    else:
+        scratch_shapes = (
+            pltpu.VMEM((2, n, 128), jnp.float32),
+            None,
+            pltpu.VMEM((1, n, 128), jnp.float32),
+        )
+    return pl.pallas_call(kernel, out_shape=q, scratch_shapes=scratch_shapes)(q, pages)
+'''
+    lines = text.splitlines()
+    call = next(i for i, t in enumerate(lines) if "pl.pallas_call(" in t)
+    at = Span(call, lines[call].index("pl.pallas_call"), call, lines[call].index("pl.pallas_call") + 14)
+    assert dim_span(text, at, "scratch_shapes", 2, 0) is None  # either arm's
+    assert dim_span(text, at, "scratch_shapes", 2, 0, declared=(1, 8, 128)) == Span(16, 24, 16, 25)  # the else's 1
+    assert dim_span(text, at, "scratch_shapes", 2, 0, declared=(2, 8, 128)) == Span(10, 24, 10, 25)
+    assert dim_span(text, at, "scratch_shapes", 0, 0, declared=(2, 8, 128)) is None  # both arms agree: unclear

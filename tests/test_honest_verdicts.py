@@ -228,3 +228,28 @@ def test_a_ref_the_interpreter_cannot_index_through_any_view_is_its_failure_not_
         why = upstream_failure(exc, {"raised_at": {"file": "mla_swa.py", "line": 1203}})
         assert why and f"a ref viewed through a {view}" in why
     assert upstream_failure(RuntimeError("'Foo' object has no attribute 'indices'"), {}) is None
+
+
+def test_block_buffers_pair_specs_with_the_arrays_after_a_tuple_of_prefetched_tables():
+    """megablox's gmm prefetches a tuple of three tables as its first argument (num_scalar_prefetch=2 counts
+    arguments): the blocks were paired with the tables' leaves (lhs's block with a table's [7]), so a block entry
+    off the tiling was never found odd against its array and its error stayed at the kernel's dot."""
+    from types import SimpleNamespace
+
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    from pallasite.runner.reach import block_buffers
+
+    spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=2, grid=(2,),
+        in_specs=[pl.BlockSpec((128, 256), lambda i, *_: (i, 0)), pl.BlockSpec((None, 256, 124), lambda i, *_: (0, 0, 0))],
+        out_specs=pl.BlockSpec((128, 124), lambda i, *_: (i, 0)))
+    tables = (jnp.zeros((7,), jnp.int32), jnp.zeros((3,), jnp.int32), jnp.zeros((5,), jnp.int32))
+    lhs, rhs = jnp.zeros((256, 256), jnp.float32), jnp.zeros((4, 256, 384), jnp.float32)
+    call = SimpleNamespace(kwargs={"grid_spec": spec}, operands=(tables, jnp.zeros((1,), jnp.int32), lhs, rhs),
+                           out_shape=jax.ShapeDtypeStruct((256, 384), jnp.float32))
+    arrays = {(b["role"], b["index"]): b["array"] for b in block_buffers(call)}
+    assert arrays == {("in_specs", 0): [256, 256], ("in_specs", 1): [4, 256, 384], ("out_specs", 0): [256, 384]}

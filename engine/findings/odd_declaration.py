@@ -32,7 +32,7 @@ from .written_specs import dim_span, one_arm
 
 MISMATCH = re.compile(r"incompatible shapes|contracting dimensions to have the same shape|Invalid shape for `swap`"
                       r"|must have (?:the )?same shape|shapes? must (?:be equal|match)|got incompatible"
-                      r"|Cannot concatenate arrays with shapes that differ", re.I)
+                      r"|Cannot concatenate arrays with shapes that differ|does not match previous terms", re.I)
 _SHAPE = re.compile(r"\((\d+(?:,\s*\d+)*),?\)")
 CODES = ("PLS100", "PLS103", "PLS104")
 _ACCESSED = re.compile(r"\[\(?(?P<window>[-\d:,\s]*)\)?\] of an? (?:VMEM|SMEM) buffer of shape \((?P<shape>\d+(?:,\s*\d+)*),?\)")
@@ -116,15 +116,19 @@ def to_short_scratch(code: str, rec: Mapping[str, Any], site: Any, reached: Any,
         return None
     held = [(role, index) for role, index, declared in _buffers(site, reached) if declared == shape]
     scratch = [index for role, index in held if role == "scratch_shapes"]
-    if len(scratch) != 1 or len(held) != 1:
+    if not scratch or len(scratch) != len(held):
         return None
-    place = _dim_span(site, "scratch_shapes", scratch[0], dim, lines)
-    if place is None:
+    # several scratch entries of that shape: one declaration when each is written at the same place (the m and l
+    # buffers of ragged paged attention are one ``lm_scratch``)
+    places = {_dim_span(site, "scratch_shapes", index, dim, lines, shape) for index in scratch}
+    if len(places) != 1 or None in places:
         return None
+    place = places.pop()
     said = (f"declares dim {dim} as 0 (shape {shape}): nothing fits in it" if shape[dim] == 0 else
             f"declares dim {dim} as {shape[dim]} (shape {shape}), and the kernel accesses index {shape[dim]} there")
+    which = ", ".join(f"scratch_shapes[{i}]" for i in scratch)
     return Moved(span=place, related=(Related(span, "where tier 3 found the access past its end"),),
-                 sentence=f"the scratch buffer scratch_shapes[{scratch[0]}] {said}, so this declaration is off")
+                 sentence=f"the scratch buffer {which} {said}, so this declaration is off")
 
 
 def _short_dim(window: str, shape: tuple[int, ...]) -> int | None:
@@ -151,6 +155,13 @@ def _combined_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
         return holders[0][0], [0], [v for v in sizes if v != 0]
     odd = [v for v in sizes if len(holders[v]) == 1]
     common = [v for v in sizes if len(holders[v]) >= 2]
+    if len(odd) == 1 and common:
+        return holders[odd[0]][0], odd, common
+    # one spec shared by an input and outputs holds its size in several blocks, still one declaration (jax's
+    # paged attention's q_block_spec) against a size several declarations hold
+    shapes = {(role, index): shape for role, index, shape in buffers}
+    odd = [v for v in sizes if _one_declaration(holders[v], shapes)]
+    common = [v for v in sizes if holders[v] and not _one_declaration(holders[v], shapes)]
     if len(odd) == 1 and common:
         return holders[odd[0]][0], odd, common
     return _accumulator_off(message, buffers) or _stored_into_scratch(message, buffers)
@@ -260,11 +271,12 @@ def _site_calls(site: Any, reached: Any) -> list[Mapping[str, Any]]:
     return [call for call in reached or () if call.get("buffers") and site_reached(site, [call])]
 
 
-def _dim_span(site: Any, role: str, index: int, dim: int, lines: list[str]) -> Span | None:
+def _dim_span(site: Any, role: str, index: int, dim: int, lines: list[str], declared: tuple | None = None
+              ) -> Span | None:
     if role == "scratch_shapes":
         buffers = tuple(getattr(site, "scratch_shapes", None) or ())
         place = _scratch_dim(buffers[index].span, dim, lines) if 0 <= index < len(buffers) else None
-        return place or dim_span("\n".join(lines), site.span, role, index, dim)
+        return place or dim_span("\n".join(lines), site.span, role, index, dim, declared)
     specs = tuple(getattr(site, role, None) or ())
     spec = next((s for s in specs if s.position == index), None)
     if spec is None or not getattr(spec, "certain", True):  # a list built apart from the call: read by name

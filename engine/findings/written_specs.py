@@ -20,9 +20,10 @@ from ...analysis.origins import callee_name, functions_around, parse
 from ...analysis.types import Span
 
 
-def dim_span(text: str, call: Span, role: str, index: int, dim: int) -> Span | None:
+def dim_span(text: str, call: Span, role: str, index: int, dim: int, declared: tuple | None = None) -> Span | None:
     """Where dim ``dim`` of entry ``index`` of the call's ``role`` (``in_specs``, ``out_specs``,
-    ``scratch_shapes``) is written."""
+    ``scratch_shapes``) is written. Where the entry may be either arm of an ``if``/``else``, ``declared`` (the shape
+    the call ran with) keeps the arms whose written numbers it agrees with."""
     tree = parse(text)
     node = next((n for n in ast_units.index_of(tree).expressions_at(call.line, call.column)
                  if isinstance(n, ast.Call) and (callee_name(n) or "").endswith("pallas_call")), None) if tree else None
@@ -36,10 +37,19 @@ def dim_span(text: str, call: Span, role: str, index: int, dim: int) -> Span | N
     entries = _entries(specs, scope, node) if specs is not None else []
     shapes = [shape for entry in (entries[index] if index < len(entries) else ())
               if (shape := _shape_of(_bound(entry, scope, node), scope, node)) is not None and dim < len(shape.elts)]
+    if len(shapes) > 1 and declared is not None:
+        shapes = [shape for shape in shapes if _agrees(shape, declared)]
     if len(shapes) != 1:
         return None
     e = shapes[0].elts[dim]
     return Span(e.lineno - 1, e.col_offset, (e.end_lineno or e.lineno) - 1, e.end_col_offset or e.col_offset)
+
+
+def _agrees(shape: ast.Tuple | ast.List, declared: tuple) -> bool:
+    """Whether every number written in ``shape`` is the declared size there (names agree with anything)."""
+    return len(shape.elts) == len(declared) and all(
+        not (isinstance(e, ast.Constant) and isinstance(e.value, int)) or e.value == d
+        for e, d in zip(shape.elts, declared))
 
 
 def one_arm(node: ast.AST | None) -> ast.AST | None:
