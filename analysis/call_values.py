@@ -21,8 +21,10 @@ from .origins import Origin, Tracer, functions_around, parse, callee_name
 from .types import Span
 
 
-def output_dtype(text: str, call_span: Span, index: int) -> Origin | None:
-    """Where the dtype of output ``index`` of the pallas_call at ``call_span`` is written."""
+def output_dtype(text: str, call_span: Span, index: int, field: str | None = None) -> Origin | None:
+    """Where the dtype of output ``index`` of the pallas_call at ``call_span`` is written; with ``field``, of the
+    output passed as that keyword of a struct of outputs (``Outputs(max_ref=ShapeDtypeStruct(...), ...)``, a
+    NamedTuple or dataclass the kernel reads as ``outputs.max_ref``), whatever its index."""
     tree = parse(text)
     if tree is None:
         return None
@@ -34,7 +36,7 @@ def output_dtype(text: str, call_span: Span, index: int) -> Origin | None:
         return None
     tracer = Tracer(tree, text)
     chain = functions_around(call)
-    struct, struct_chain = _output(tracer, out_shape, chain, index)
+    struct, struct_chain = _field(tracer, out_shape, chain, field) if field else _output(tracer, out_shape, chain, index)
     if struct is None:
         return None
     if isinstance(struct, ast.Call) and callee_name(struct) == "ShapeDtypeStruct":
@@ -75,6 +77,19 @@ def pallas_call_at(tree: ast.Module, span: Span) -> ast.Call | None:
             if name is not None and name.endswith("pallas_call"):
                 return node
     return None
+
+
+def _field(tracer: Tracer, node: ast.expr, chain: list, field: str, depth: int = 0):
+    """The expression passed as keyword ``field`` (or dict key) of the struct an ``out_shape`` value is, and its scope."""
+    if isinstance(node, ast.Name) and depth < 8:
+        bound = tracer.binding(node.id, chain)
+        return _field(tracer, bound.value, bound.chain, field, depth + 1) if bound is not None else (None, chain)
+    if isinstance(node, ast.Call):
+        return next((k.value for k in node.keywords if k.arg == field), None), chain
+    if isinstance(node, ast.Dict):
+        return next((v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == field),
+                    None), chain
+    return None, chain
 
 
 def _output(tracer: Tracer, node: ast.expr, chain: list, index: int, depth: int = 0):

@@ -58,6 +58,14 @@ def test_an_out_shape_of_another_input_s_dtype_is_said_at_the_declaration():
 
 
 @pytest.mark.tpu_compiler
+def test_an_output_of_a_struct_declared_int_is_said_at_its_field_s_dtype():
+    """Before: at the store ``outputs.sum_ref[...] = ...`` (line 21): the stored ref is a field of a struct of
+    outputs, not a kernel parameter, so which output it is was never found."""
+    found = error(check("dtype_struct_field.py", "0,1"), "PLS104")
+    assert found["line"] == 32, found
+    assert "output sum_ref's dtype is set here" in found["message"]
+
+
 def test_a_vmem_limit_written_in_the_wrong_unit_is_said_at_the_number_that_set_it():
     found = error(check("vmem_limit_unit.py", "0,1,2"), "PLS201")
     assert (found["line"], found["column"]) == (22, 36), found  # the `1024` of the helper (MiB meant)

@@ -267,6 +267,7 @@ def _line_of(line: int, lines: list[str]) -> Span:
 
 _STORE_DTYPES = re.compile(r"Invalid dtype for `(?:swap|store)`\. Ref dtype: (?P<ref>\w+)\. Value dtype: (?P<value>\w+)")
 _STORED_REF = re.compile(r"^\s*(?P<name>\w+)\s*\[.*\]\s*(?:[-+*/]?=)(?!=)(?P<value>.*)$")
+_STORED_FIELD = re.compile(r"^\s*(?P<ref>\w+\.(?P<field>\w+))\s*\[.*\]\s*(?:[-+*/]?=)(?!=)")
 
 
 def _dtype_kind(name: str) -> str:
@@ -322,6 +323,13 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
         index = _output_index(site, stored.group("name")) if stored else None
         if index is None:  # the outputs the running program made (ReachedCall.origins)
             index = _made_output_index(site, stored.group("name") if stored else None, reached)
+        field = _STORED_FIELD.match(line)  # ``outputs.sum_exp_ref[...] = ...``: a struct of outputs, by field
+        if index is None and field and (origin := output_dtype(text, site.span, 0, field.group("field"))) is not None:
+            where = Related(span, f"the kernel stores {m.group('value')} values into {field.group('ref')} "
+                                  f"({m.group('ref')}) here")
+            return Moved(span=_line(origin, lines), related=(where,),
+                         sentence=f"output {field.group('field')}'s dtype is set here, in the pallas_call's out_shape "
+                                  f"({origin.what})")
         if index is None:  # the kernel's parameters cannot be matched: the one output declared that dtype
             declared = [i for i in range(16) if (o := output_dtype(text, site.span, i)) is not None
                         and m.group("ref") in o.what]
