@@ -66,6 +66,14 @@ def test_an_output_of_a_struct_declared_int_is_said_at_its_field_s_dtype():
     assert "output sum_ref's dtype is set here" in found["message"]
 
 
+def test_a_wrong_output_dtype_of_a_task_s_second_call_is_said_at_that_call_s_out_shape():
+    """Before: at the first pallas_call's out_shape (line 24), whose output 0 the record named: the task's output
+    of the wrong dtype is the second call's (sglang-jax's simple GLA, axlearn's flash attention in corpus v3)."""
+    found = error(check("dtype_second_call.py", "0,1,3"), "PLS304")
+    assert (found["line"], found["column"]) == (28, 49), found
+    assert "jnp.int32) made here" in found["message"]
+
+
 def test_a_vmem_limit_written_in_the_wrong_unit_is_said_at_the_number_that_set_it():
     found = error(check("vmem_limit_unit.py", "0,1,2"), "PLS201")
     assert (found["line"], found["column"]) == (22, 36), found  # the `1024` of the helper (MiB meant)

@@ -352,6 +352,22 @@ def test_check_locate_puts_the_finding_at_the_planted_line_with_the_verified_fix
     assert any(r["message"].startswith("tier 3 saw the outputs wrong here") for r in finding["related"])
 
 
+def test_check_locate_edits_the_call_tier_3_placed_the_failure_at_not_the_task_s_first(tmp_path):
+    """A task of two pallas_calls whose second declares its output int32 (sglang-jax's simple GLA and axlearn's
+    flash attention in corpus v3): the edits were all of the first call's statements, so the dtype's was never
+    tried and no fix verified; the call whose out_shape holds the line tier 3 placed the finding at is edited now."""
+    path = tmp_path / "dtype_second_call.py"
+    path.write_text((Path(__file__).parent / "data" / "declarations" / "dtype_second_call.py").read_text())
+    proc = subprocess.run([sys.executable, "-m", "pallasite.server.cli", "check", str(path), "--tiers", "0-3",
+                           "--locate", "--no-store", "--format", "json"], capture_output=True, text=True,
+                          timeout=280, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    (file,) = json.loads(proc.stdout)["files"]
+    (finding,) = [f for f in file["findings"] if f["code"] == "PLS304"]
+    assert finding["line"] == 28, finding
+    assert finding["fix"]["title"].startswith("verified:"), finding
+    assert finding["fix"]["edits"][0]["line"] == 28 and finding["fix"]["edits"][0]["new_text"] == "jnp.float32"
+
+
 # --------------------------------------------------------------------------- tests that can see the bug
 
 

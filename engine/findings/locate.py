@@ -219,7 +219,7 @@ def _moved(code: str, rec: Mapping[str, Any], site: KernelSite | None, sites: Se
     if moved is None:  # a VMEM overflow under a vmem_limit_bytes written too small: at the number that set it
         moved = to_vmem_limit(code, rec, site, reached, lines, call_span(site) if site is not None else None)
     if moved is None:  # a wrong out_shape dtype, said at the dtype
-        moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached)
+        moved = to_output_dtype(code, rec, site, span, text, lines, reached=reached, sites=sites)
     if moved is None:  # an alias between buffers of different dtypes: at its entry, or at the dtype declared
         moved = to_alias_entry(code, rec, site, text, lines, reached=reached)
     if moved is None:  # a kernel that closes over an array: at its use in the kernel

@@ -22,7 +22,7 @@ import ast
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ...analysis import ast_units
 from ...analysis.call_values import output_dtype
@@ -296,8 +296,28 @@ def made_dtype(site: Any, reached: Any, index: int, text: str) -> Any:
     return None
 
 
+_WRONG_DTYPE = re.compile(r"output \d+ is (?P<dtype>\w+) but the reference returns")
+
+
+def declaring_site(rec: Mapping[str, Any], site: Any, sites: Sequence[Any], reached: Any) -> tuple[Any, int] | None:
+    """Tier 3's output of the wrong dtype when the task makes several pallas_calls: the one call of the file whose
+    recorded outputs include that dtype, and the output's index; None when not exactly one does."""
+    from .reach import site_reached
+
+    m = _WRONG_DTYPE.search(str(rec.get("message") or ""))
+    if m is None or not reached:
+        return None
+    found = []
+    for other in sites:
+        calls = [c for c in reached if c.get("buffers") and site_reached(other, [c])]
+        outs = {int(b["index"]) for c in calls for b in c["buffers"]
+                if b.get("role") == "out_specs" and b.get("dtype") == m.group("dtype")}
+        found += [(other, i) for i in sorted(outs)]
+    return found[0] if len(found) == 1 else None
+
+
 def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, text: str, lines: list[str], *,
-                    reached: Any = None) -> Moved | None:
+                    reached: Any = None, sites: Sequence[Any] = ()) -> Moved | None:
     """A wrong ``out_shape`` dtype, said at the dtype (``analysis/call_values.py``) rather than where
     it shows: tier 3's output of another kind of dtype than the reference's (``out_dtype`` ref), or
     a store the lowering rejects because the kernel computes floats where ``out_shape`` declared
@@ -306,6 +326,8 @@ def to_output_dtype(code: str, rec: Mapping[str, Any], site: Any, span: Span, te
     if site is None:
         return None
     index = next((int(r["index"]) for r in rec.get("refs") or () if r.get("kind") == "out_dtype"), None)
+    if index is not None and (other := declaring_site(rec, site, sites, reached)) is not None:
+        site, index = other  # the task's wrong output came from another of its pallas_calls
     store: Related | None = None
     alias: tuple[Span, int, str] | None = None
     if index is None and code == "PLS104":

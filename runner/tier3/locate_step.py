@@ -187,7 +187,11 @@ class Step:
     def _edits(self, base: Baseline) -> list[locate_edits.Edit]:
         from .traced_lines import kernel_lines
 
+        said = dict(self.params.failed_at).get(self.task.name)
         call = first_user_call(base.run.calls, self.path, self.task.entry)
+        held = _call_holding(base.run.calls, self.path, self.text, said)
+        if held is not None and (call is None or held.line != call.line):  # another call than the task's first
+            call = held
         self.kernel = call.kernel_name if call is not None else ""
         if call is None or call.line is None or not call.file \
                 or os.path.realpath(call.file) != os.path.realpath(self.path):
@@ -197,7 +201,6 @@ class Step:
         kernel_file = getattr(call, "kernel_file", None)
         kernel_line = call.kernel_line if kernel_file and os.path.realpath(kernel_file) == os.path.realpath(self.path) \
             else None
-        said = dict(self.params.failed_at).get(self.task.name)
         return locate_edits.candidate_edits(self.text, call.line, kernel_line, len(grid), traced,
                                             signals(base.problems, base.failure_kind, said, base.poison is not None,
                                                     self.task.name in self.params.uninitialized),
@@ -478,3 +481,19 @@ def _inputs_count(call: Any) -> int | None:
     if specs is not None:
         return prefetch + 1  # one BlockSpec for the one input
     return len(call.operands) if call.operands is not None else None
+
+
+def _call_holding(calls: list[Any], path: str, text: str, line: int | None) -> Any:
+    """The recorded call of the checked file whose ``pallas_call(...)`` expression holds ``line`` (where tier 3
+    placed the failure: a task of several calls, its wrong output declared in the second's ``out_shape``)."""
+    import ast
+
+    try:
+        node = locate_edits.find_call(ast.parse(text), line) if line is not None else None
+    except SyntaxError:
+        return None
+    if node is None:
+        return None
+    starts = {node.lineno, getattr(node.func, "lineno", node.lineno)}
+    target = os.path.realpath(path)
+    return next((c for c in calls if c.file and os.path.realpath(c.file) == target and c.line in starts), None)
