@@ -25,7 +25,6 @@ reading corpus v3's misses on those files, so their figures are reported apart f
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from mutation_corpus_public import File
 
 HERE = Path(__file__).resolve().parent
 HARNESSES = HERE / "mutation_harnesses_v4"
+has_reference = v3.has_reference
 CODEBASES = (*v3.CODEBASES, "tops", "recurrentgemma")
 _NEW = {"tops": "tops", "recurrentgemma": "recurrentgemma/jax"}  # codebase: the folder its files are found under
 
@@ -53,10 +53,6 @@ def revision(codebase: str, root: Path) -> str:
 
 def harnesses() -> dict[str, tuple[str, str]]:
     return v1.harnesses(HARNESSES)
-
-
-def has_reference(f: File) -> bool:
-    return f.codebase == "jaxbench" or re.search(r"^def reference\(", f.harness, re.M) is not None
 
 
 def every_file(roots: dict[str, Path]) -> list[File]:
