@@ -36,6 +36,14 @@ def test_a_block_or_scratch_dim_off_the_others_is_said_at_its_entry(name, line, 
     assert use["line"] in (15, 16)  # the accumulation in the kernel
 
 
+def test_a_block_entry_in_an_elif_chain_is_said_where_the_trace_saw_its_value_written():
+    """Before: at the kernel's dot (line 14): the entry's name is bound in three arms, and which ran only the
+    trace knows; of the places its value was written as the program ran, one lies in the calling function."""
+    found = error(check("block_in_elif_chain.py", "0,1"), "PLS100")
+    assert (found["line"], found["column"]) == (26, 37), found
+    assert "the block in_specs[1] declares dim 0 as 124 where the kernel combines it with 128" in found["message"]
+
+
 def test_a_scratch_dim_off_in_the_second_call_of_a_task_is_said_at_its_conditional_entry():
     # the task calls the wrapper twice; only the second call has the scratch (``VMEM(...) if flag else None``):
     # the shapes are read from the call that failed, the dim from the arm that declares the buffer

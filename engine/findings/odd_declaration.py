@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from ...analysis.types import Related, Span
 
-from .origin_findings import Moved
+from .origin_findings import Moved, call_origins
 from .written_specs import dim_span, one_arm
 
 MISMATCH = re.compile(r"incompatible shapes|contracting dimensions to have the same shape|Invalid shape for `swap`"
@@ -50,7 +50,7 @@ def to_odd_declaration(code: str, rec: Mapping[str, Any], site: Any, reached: An
     if found is None:
         return None
     (role, index, dim), odd, common = found
-    place = _dim_span(site, role, index, dim, lines)
+    place = _dim_span(site, role, index, dim, lines) or _origin_in_wrapper(site, reached, role, index, dim, lines)
     if place is None:
         return None
     what = "scratch buffer" if role == "scratch_shapes" else "block"
@@ -74,7 +74,7 @@ def to_untileable_block(code: str, rec: Mapping[str, Any], site: Any, reached: A
     if len(off) != 1:
         return None
     role, index, dim, size, full, tile = off[0]
-    place = _dim_span(site, role, index, dim, lines)
+    place = _dim_span(site, role, index, dim, lines) or _origin_in_wrapper(site, reached, role, index, dim, lines)
     if place is None:
         return None
     said = (f"the block {role}[{index}] declares dim {dim} as {size}, neither a multiple of {tile} nor the array's "
@@ -269,6 +269,27 @@ def _site_calls(site: Any, reached: Any) -> list[Mapping[str, Any]]:
     from .reach import site_reached
 
     return [call for call in reached or () if call.get("buffers") and site_reached(site, [call])]
+
+
+def _origin_in_wrapper(site: Any, reached: Any, role: str, index: int, dim: int, lines: list[str]) -> Span | None:
+    """Where the dim's value was written as the program ran (``runner/origin_values.py``'s literals), when one of
+    its places lies in the function making the call: a block entry of an if/elif chain, whose arm that ran the
+    text alone cannot tell (megablox's ``rhs_block_spec``, paged attention's ``q_block_spec``)."""
+    places = call_origins(site, reached).get(f"{role}[{index}][{dim}]") or ()
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= site.span.line + 1 <= (n.end_lineno or n.lineno)]
+    if not around:
+        return None
+    fn = max(around, key=lambda n: n.lineno)  # the innermost
+    inside = [p for p in places if fn.lineno <= int(p[0]) <= (fn.end_lineno or fn.lineno)]
+    if len(inside) != 1:
+        return None
+    line, column, end_column = (int(x) for x in inside[0])
+    return Span(line - 1, column, line - 1, end_column)
 
 
 def _dim_span(site: Any, role: str, index: int, dim: int, lines: list[str], declared: tuple | None = None
