@@ -157,13 +157,6 @@ def _combined_off(message: str, buffers: list[tuple[str, int, tuple[Any, ...]]]
     common = [v for v in sizes if len(holders[v]) >= 2]
     if len(odd) == 1 and common:
         return holders[odd[0]][0], odd, common
-    # one spec shared by an input and outputs holds its size in several blocks, still one declaration (jax's
-    # paged attention's q_block_spec) against a size several declarations hold
-    shapes = {(role, index): shape for role, index, shape in buffers}
-    odd = [v for v in sizes if _one_declaration(holders[v], shapes)]
-    common = [v for v in sizes if holders[v] and not _one_declaration(holders[v], shapes)]
-    if len(odd) == 1 and common:
-        return holders[odd[0]][0], odd, common
     return _accumulator_off(message, buffers) or _stored_into_scratch(message, buffers)
 
 
